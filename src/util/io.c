@@ -1,0 +1,70 @@
+/* Whole-buffer read/write loops, directory fsync and mkdir -p. */
+#include "cairn/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+long long cn_read_full(int fd, void *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (char *)buf + got, n - got);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    return (long long)got;
+}
+
+cn_err_t cn_write_full(int fd, const void *buf, size_t n)
+{
+    size_t put = 0;
+    while (put < n) {
+        ssize_t w = write(fd, (const char *)buf + put, n - put);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        put += (size_t)w;
+    }
+    return CN_OK;
+}
+
+cn_err_t cn_fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    cn_err_t rc = fsync(fd) < 0 ? -errno : CN_OK;
+    close(fd);
+    return rc;
+}
+
+cn_err_t cn_mkdir_p(const char *path, unsigned mode)
+{
+    char tmp[PATH_MAX];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof tmp)
+        return -ENAMETOOLONG;
+    memcpy(tmp, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (tmp[i] == '/' || tmp[i] == '\0') {
+            char c = tmp[i];
+            tmp[i] = '\0';
+            if (mkdir(tmp, (mode_t)mode) < 0 && errno != EEXIST)
+                return -errno;
+            tmp[i] = c;
+        }
+    }
+    return CN_OK;
+}

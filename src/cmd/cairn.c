@@ -1,16 +1,32 @@
-/* cairn — the client command: object commands over Jay native v1 and the
- * `cairn admin` commands that manage a data directory. */
-#include "cairn/util.h"
+/* cairn — the client command.  `cairn admin ...` manages a data directory
+ * (src/cmd/admin.c); the object verbs (mb, rb, ls, put, get, cat, rm, cp,
+ * stat) speak Jay native v1 to a server (src/cmd/obj.c). */
+#include "cmd.h"
 
 #include <stdio.h>
 #include <string.h>
 
+static const char cairn_usage[] =
+    "usage: cairn admin --data DIR ...        manage accounts, tokens and grants\n"
+    "       cairn mb|rb|ls|put|get|cat|rm|cp|stat ...   object commands (Jay native v1)\n"
+    "       cairn --help | --version\n";
+
 int main(int argc, char **argv)
 {
-    if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))) {
+    if (argc < 2) {
+        fputs(cairn_usage, stderr);
+        return 2;
+    }
+    const char *verb = argv[1];
+    if (!strcmp(verb, "--version") || !strcmp(verb, "version")) {
         puts("cairn " CAIRN_VERSION);
         return 0;
     }
-    fputs("usage: cairn COMMAND ...\n", argc >= 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
-    return argc >= 2 && !strcmp(argv[1], "--help") ? 0 : 2;
+    if (!strcmp(verb, "--help") || !strcmp(verb, "help")) {
+        fputs(cairn_usage, stdout);
+        return 0;
+    }
+    if (!strcmp(verb, "admin"))
+        return cn_cmd_admin(argc - 1, argv + 1);
+    return cn_cmd_object(argc - 1, argv + 1);
 }

@@ -108,7 +108,7 @@ CN_API void cn_log(cn_log_level_t level, const char *module, const char *fmt, ..
  * (less than n only at EOF) or -errno. */
 CN_API long long cn_read_full(int fd, void *buf, size_t n);
 CN_API cn_err_t cn_write_full(int fd, const void *buf, size_t n);
-/* fsyncs the directory that holds path (or path itself when it is a dir). */
+/* fsyncs the directory dir itself (so that entries created or renamed in it are durable). */
 CN_API cn_err_t cn_fsync_dir(const char *dir);
 /* mkdir -p with the given mode. */
 CN_API cn_err_t cn_mkdir_p(const char *path, unsigned mode);

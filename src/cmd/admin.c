@@ -1,12 +1,331 @@
-/* `cairn admin` — placeholder until the identity module lands. */
+/* `cairn admin --data DIR ...` — accounts, tokens and blob namespace grants,
+ * worked directly on a data directory.  Safe while cairnd runs: the metadata
+ * database is in WAL mode and writes are bounded-wait transactions; a running
+ * server sees revocations within its token-cache TTL.  Opens, migrates and (on
+ * an empty data dir) bootstraps by itself, so it never needs the server.
+ *
+ * stdout carries only results (token create prints exactly "id:secret\n");
+ * messages go to stderr.  Exit 0 ok, 1 failure, 2 usage.
+ */
 #include "cmd.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cairn/identity.h"
+#include "cairn/meta.h"
+#include "cairn/util.h"
+
+static const char admin_usage[] =
+    "usage: cairn admin --data DIR COMMAND ...\n"
+    "  account create NAME [--email ADDR]\n"
+    "  account list\n"
+    "  account disable NAME | account enable NAME\n"
+    "  token create --account NAME [--perm PERM]...   prints id:secret\n"
+    "  token list [--account NAME]\n"
+    "  token revoke ID\n"
+    "  grant --namespace NS --account NAME --action read|write [--action ...]\n"
+    "  revoke --namespace NS --account NAME [--action read|write]...\n"
+    "  grants [--namespace NS]\n"
+    "PERM: bucket:create bucket:delete bucket:list object:get object:put\n"
+    "      object:delete object:list blobs:read blobs:write admin all\n"
+    "      (default without --perm: every permission except admin)\n";
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+typedef struct {
+    const char *account;
+    const char *email;
+    const char *ns;
+    cn_perms_t perms;
+    uint32_t actions;
+    const char *pos[4];       /* positional words after the command */
+    int npos;
+} args_t;
+
+static int usage(const char *msg)
+{
+    if (msg)
+        fprintf(stderr, "cairn admin: %s\n", msg);
+    fputs(admin_usage, stderr);
+    return EXIT_USAGE;
+}
+
+static int fail(const char *what, cn_err_t e)
+{
+    fprintf(stderr, "cairn admin: %s: %s\n", what, cn_strerror(e));
+    return EXIT_FAIL;
+}
+
+/* Matches "--name VALUE" or "--name=VALUE" at argv[*i]. */
+static int opt_value(int argc, char **argv, int *i, const char *name, const char **out)
+{
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, n) != 0)
+        return 0;
+    if (a[n] == '=') {
+        *out = a + n + 1;
+        return 1;
+    }
+    if (a[n] != '\0')
+        return 0;
+    if (*i + 1 >= argc)
+        return -1;
+    *out = argv[++*i];
+    return 1;
+}
+
+/* Parses the options and positional words after the command words. */
+static int parse_rest(int argc, char **argv, int start, args_t *a)
+{
+    for (int i = start; i < argc; i++) {
+        const char *v = NULL;
+        int r;
+        if ((r = opt_value(argc, argv, &i, "--account", &v)) != 0) {
+            if (r < 0 || !*v)
+                return usage("--account needs a name");
+            a->account = v;
+        } else if ((r = opt_value(argc, argv, &i, "--email", &v)) != 0) {
+            if (r < 0 || !*v)
+                return usage("--email needs an address");
+            a->email = v;
+        } else if ((r = opt_value(argc, argv, &i, "--namespace", &v)) != 0) {
+            if (r < 0 || !*v)
+                return usage("--namespace needs a name");
+            a->ns = v;
+        } else if ((r = opt_value(argc, argv, &i, "--perm", &v)) != 0) {
+            cn_perms_t p;
+            if (r < 0 || cn_perm_parse(v, strlen(v), &p) < 0) {
+                fprintf(stderr, "cairn admin: unknown permission '%s'\n", r < 0 ? "" : v);
+                return usage(NULL);
+            }
+            a->perms |= p;
+        } else if ((r = opt_value(argc, argv, &i, "--action", &v)) != 0) {
+            uint32_t act;
+            if (r < 0 || cn_ns_action_parse(v, &act) < 0)
+                return usage("--action is read or write");
+            a->actions |= act;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(stderr, "cairn admin: unknown option '%s'\n", argv[i]);
+            return usage(NULL);
+        } else {
+            if (a->npos == (int)(sizeof a->pos / sizeof a->pos[0]))
+                return usage("too many arguments");
+            a->pos[a->npos++] = argv[i];
+        }
+    }
+    return EXIT_OK;
+}
+
+static void fmt_time(int64_t secs, char out[CN_RFC3339_LEN])
+{
+    if (secs <= 0) {
+        strcpy(out, "-");
+        return;
+    }
+    cn_rfc3339(secs * 1000, out);
+}
+
+static cn_err_t print_account(void *arg, const cn_account_t *a)
+{
+    (void)arg;
+    char created[CN_RFC3339_LEN];
+    fmt_time(a->created_at, created);
+    printf("%s\t%s\t%s\t%s\n", a->name, a->email[0] ? a->email : "-",
+           a->disabled ? "disabled" : "active", created);
+    return 0;
+}
+
+static cn_err_t print_token(void *arg, const cn_token_info_t *t)
+{
+    (void)arg;
+    char created[CN_RFC3339_LEN], perms[CN_PERMS_STR_MAX];
+    const char *state = "active";
+    if (t->revoked_at)
+        state = "revoked";
+    else if (t->expires_at && t->expires_at <= (int64_t)time(NULL))
+        state = "expired";
+    fmt_time(t->created_at, created);
+    cn_perms_format(t->perms, perms, sizeof perms);
+    printf("%s\t%s\t%s\t%s\t%s\n", t->token_id, t->account, state, created, perms);
+    return 0;
+}
+
+static cn_err_t print_grant(void *arg, const cn_ns_grant_t *g)
+{
+    (void)arg;
+    printf("%s\t%s\t%s%s%s\n", g->ns, g->account,
+           g->actions & CN_NS_READ ? "read" : "",
+           g->actions == CN_NS_ALL ? "," : "",
+           g->actions & CN_NS_WRITE ? "write" : "");
+    return 0;
+}
+
+static int cmd_account(cn_identity_t *id, const char *verb, const args_t *a)
+{
+    cn_err_t e;
+    if (!strcmp(verb, "create")) {
+        if (a->npos != 1 || a->perms || a->actions || a->ns || a->account)
+            return usage("account create NAME [--email ADDR]");
+        cn_account_t acc;
+        e = cn_identity_account_create(id, a->pos[0], a->email, &acc);
+        if (e == CN_E_EXISTS)
+            fprintf(stderr, "cairn admin: account '%s' or its email already exists\n", a->pos[0]);
+        else if (e == CN_E_INVALID)
+            fprintf(stderr, "cairn admin: invalid account name or email\n");
+        if (e < 0)
+            return fail("account create", e);
+        return EXIT_OK;
+    }
+    if (!strcmp(verb, "list")) {
+        if (a->npos || a->email || a->account || a->ns || a->perms || a->actions)
+            return usage("account list takes no arguments");
+        e = cn_identity_account_list(id, print_account, NULL);
+        return e < 0 ? fail("account list", e) : EXIT_OK;
+    }
+    if (!strcmp(verb, "disable") || !strcmp(verb, "enable")) {
+        if (a->npos != 1 || a->email || a->account || a->ns || a->perms || a->actions)
+            return usage("account disable|enable NAME");
+        e = cn_identity_account_set_disabled(id, a->pos[0], verb[0] == 'd');
+        if (e == CN_E_NOT_FOUND)
+            fprintf(stderr, "cairn admin: no account '%s'\n", a->pos[0]);
+        return e < 0 ? fail(verb[0] == 'd' ? "account disable" : "account enable", e) : EXIT_OK;
+    }
+    return usage("unknown account command");
+}
+
+static int cmd_token(cn_identity_t *id, const char *verb, const args_t *a)
+{
+    cn_err_t e;
+    if (!strcmp(verb, "create")) {
+        if (!a->account || a->npos || a->email || a->ns || a->actions)
+            return usage("token create --account NAME [--perm PERM]...");
+        char cred[CN_CREDENTIAL_MAX];
+        e = cn_identity_token_create(id, a->account, a->perms ? a->perms : CN_PERM_DEFAULT, 0,
+                                     cred);
+        if (e == CN_E_NOT_FOUND)
+            fprintf(stderr, "cairn admin: no account '%s'\n", a->account);
+        if (e < 0)
+            return fail("token create", e);
+        printf("%s\n", cred);
+        memset(cred, 0, sizeof cred);
+        return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
+    }
+    if (!strcmp(verb, "list")) {
+        if (a->npos || a->email || a->ns || a->perms || a->actions)
+            return usage("token list [--account NAME]");
+        e = cn_identity_token_list(id, a->account, print_token, NULL);
+        return e < 0 ? fail("token list", e) : EXIT_OK;
+    }
+    if (!strcmp(verb, "revoke")) {
+        if (a->npos != 1 || a->email || a->account || a->ns || a->perms || a->actions)
+            return usage("token revoke ID");
+        e = cn_identity_token_revoke(id, a->pos[0]);
+        if (e == CN_E_NOT_FOUND)
+            fprintf(stderr, "cairn admin: no token '%s'\n", a->pos[0]);
+        return e < 0 ? fail("token revoke", e) : EXIT_OK;
+    }
+    return usage("unknown token command");
+}
+
+static int cmd_grant(cn_identity_t *id, const char *cmd, const args_t *a)
+{
+    cn_err_t e;
+    if (a->npos || a->email || a->perms)
+        return usage(NULL);
+    if (!strcmp(cmd, "grants")) {
+        if (a->account || a->actions)
+            return usage("grants [--namespace NS]");
+        e = cn_identity_grant_list(id, a->ns, print_grant, NULL);
+        return e < 0 ? fail("grants", e) : EXIT_OK;
+    }
+    if (!a->ns || !a->account)
+        return usage("grant|revoke need --namespace NS --account NAME");
+    if (!strcmp(cmd, "grant")) {
+        if (!a->actions)
+            return usage("grant needs --action read|write");
+        e = cn_identity_grant(id, a->ns, a->account, a->actions);
+    } else {
+        e = cn_identity_revoke(id, a->ns, a->account, a->actions ? a->actions : CN_NS_ALL);
+    }
+    if (e == CN_E_NOT_FOUND)
+        fprintf(stderr, "cairn admin: no account '%s', or no such grant\n", a->account);
+    else if (e == CN_E_INVALID)
+        fprintf(stderr, "cairn admin: invalid namespace\n");
+    return e < 0 ? fail(cmd, e) : EXIT_OK;
+}
 
 int cn_cmd_admin(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fputs("cairn admin: no administration commands in this build\n", stderr);
-    return 2;
+    const char *data = NULL;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *v = NULL;
+        int r = opt_value(argc, argv, &i, "--data", &v);
+        if (r < 0 || (r > 0 && !*v))
+            return usage("--data needs a directory");
+        if (r > 0) {
+            data = v;
+            continue;
+        }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(admin_usage, stdout);
+            return EXIT_OK;
+        }
+        break;
+    }
+    if (i >= argc)
+        return usage(NULL);
+    const char *cmd = argv[i++];
+    const char *verb = NULL;
+    bool two_word = !strcmp(cmd, "account") || !strcmp(cmd, "token");
+    if (two_word) {
+        if (i >= argc)
+            return usage(NULL);
+        verb = argv[i++];
+        bool known = !strcmp(verb, "create") || !strcmp(verb, "list") ||
+                     (cmd[0] == 'a' && (!strcmp(verb, "disable") || !strcmp(verb, "enable"))) ||
+                     (cmd[0] == 't' && !strcmp(verb, "revoke"));
+        if (!known) {
+            fprintf(stderr, "cairn admin: unknown command '%s %s'\n", cmd, verb);
+            return usage(NULL);
+        }
+    } else if (strcmp(cmd, "grant") && strcmp(cmd, "revoke") && strcmp(cmd, "grants")) {
+        fprintf(stderr, "cairn admin: unknown command '%s'\n", cmd);
+        return usage(NULL);
+    }
+    args_t a = {0};
+    int rc = parse_rest(argc, argv, i, &a);
+    if (rc != EXIT_OK)
+        return rc;
+    if (!data)
+        return usage("--data DIR is required");
+
+    cn_log_configure(CN_LOG_WARN, false);
+    cn_meta_t *meta = NULL;
+    cn_identity_t *id = NULL;
+    cn_err_t e = cn_meta_open(data, NULL, &meta);
+    if (e < 0) {
+        fprintf(stderr, "cairn admin: cannot open %s: %s\n", data, cn_strerror(e));
+        return EXIT_FAIL;
+    }
+    e = cn_identity_open(meta, data, &id);
+    if (e == 0)
+        e = cn_identity_bootstrap(id, data);
+    if (e < 0) {
+        fprintf(stderr, "cairn admin: cannot open identity in %s: %s\n", data, cn_strerror(e));
+        rc = EXIT_FAIL;
+    } else if (!strcmp(cmd, "account")) {
+        rc = cmd_account(id, verb, &a);
+    } else if (!strcmp(cmd, "token")) {
+        rc = cmd_token(id, verb, &a);
+    } else {
+        rc = cmd_grant(id, cmd, &a);
+    }
+    cn_identity_close(id);
+    cn_meta_close(meta);
+    return rc;
 }

@@ -1,0 +1,326 @@
+/* bench_store: the store's durable-write throughput against the machine's
+ * own limits, measured in the same run on the same file system.
+ *
+ *   bench_store [--quick] [--dir DIR]
+ *
+ * Prints one result per line, "name value unit [note]", machine-readable by
+ * taking the first three fields:
+ *   seq_write_fsync    write 1 GiB then fsync (the large-blob limit)
+ *   serial_fsync       append 4 KiB + fdatasync, in a loop (the small-blob limit)
+ *   blake3             in-memory hashing speed
+ *   publish_1g         staged write + publish of one 1 GiB blob, and its ratio
+ *   small_4k_w1/w32    10,000 durable 4 KiB blobs from 1 and 32 writers, and ratios
+ * --quick shrinks the sizes (64 MiB, 1,000 blobs) for a smoke run.  DIR
+ * (default: the current directory) is where a scratch data dir is made and
+ * removed; put it on the file system the store will use.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "cairn/crypto.h"
+#include "cairn/store.h"
+#include "cairn/util.h"
+
+#define MIB (1024.0 * 1024.0)
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "bench_store: %s: %s\n", what, rc < 0 ? cn_strerror(rc) : strerror(errno));
+    exit(1);
+}
+
+static double now_s(void)
+{
+    return (double)cn_mono_ns() / 1e9;
+}
+
+static void fill(uint8_t *p, size_t n, uint64_t seed)
+{
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        memcpy(p + i, &x, 8);
+    }
+}
+
+static void rm_rf(const char *path)
+{
+    DIR *dir = opendir(path);
+    if (!dir) {
+        unlink(path);
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", path, de->d_name);
+        rm_rf(p);
+    }
+    closedir(dir);
+    rmdir(path);
+}
+
+static const char *fs_name(const char *dir)
+{
+    struct statfs sf;
+    if (statfs(dir, &sf) < 0)
+        return "unknown";
+    switch ((unsigned long)sf.f_type) {
+    case 0xEF53: return "ext4";
+    case 0x58465342: return "xfs";
+    case 0x9123683E: return "btrfs";
+    case 0x01021994: return "tmpfs";
+    case 0x794c7630: return "overlayfs";
+    case 0x2FC12FC1: return "zfs";
+    case 0x6969: return "nfs";
+    default: return "other";
+    }
+}
+
+static void cpu_model(char *out, size_t cap)
+{
+    snprintf(out, cap, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (!strncmp(line, "model name", 10)) {
+            char *c = strchr(line, ':');
+            if (c) {
+                c++;
+                while (*c == ' ')
+                    c++;
+                c[strcspn(c, "\n")] = '\0';
+                for (char *q = c; *q; q++)
+                    if (*q == ' ')
+                        *q = '_';
+                snprintf(out, cap, "%s", c);
+            }
+            break;
+        }
+    }
+    fclose(f);
+}
+
+/* ---- machine limits -------------------------------------------------------- */
+
+/* dir is at most 2 KiB (main checks), so these paths always fit. */
+static double bench_seq_write_fsync(const char *dir, uint64_t total, const uint8_t *buf,
+                                    size_t chunk)
+{
+    char p[4096];
+    snprintf(p, sizeof p, "%s/seq.bin", dir);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        die("open seq", -errno);
+    double t0 = now_s();
+    for (uint64_t off = 0; off < total; off += chunk) {
+        cn_err_t rc = cn_write_full(fd, buf + (off / chunk % 8) * 64, chunk);
+        if (rc < 0)
+            die("write seq", rc);
+    }
+    if (fsync(fd) < 0)
+        die("fsync seq", -errno);
+    double dt = now_s() - t0;
+    close(fd);
+    unlink(p);
+    return (double)total / MIB / dt;
+}
+
+static double bench_serial_fsync(const char *dir, int n)
+{
+    char p[4096];
+    uint8_t b[4096];
+    fill(b, sizeof b, 42);
+    snprintf(p, sizeof p, "%s/fsync.bin", dir);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        die("open fsync", -errno);
+    double t0 = now_s();
+    for (int i = 0; i < n; i++) {
+        if (cn_write_full(fd, b, sizeof b) < 0 || fdatasync(fd) < 0)
+            die("fsync loop", -errno);
+    }
+    double dt = now_s() - t0;
+    close(fd);
+    unlink(p);
+    return n / dt;
+}
+
+static double bench_blake3(const uint8_t *buf, size_t n, int rounds)
+{
+    cn_digest_t d;
+    double t0 = now_s();
+    for (int i = 0; i < rounds; i++)
+        cn_blake3(buf, n, &d);
+    double dt = now_s() - t0;
+    return (double)n * rounds / 1e9 / dt;
+}
+
+/* ---- store ------------------------------------------------------------------- */
+
+static double bench_publish_big(cn_store_t *s, uint64_t total, const uint8_t *buf, size_t chunk)
+{
+    cn_store_writer_t *w;
+    double t0 = now_s();
+    cn_err_t rc = cn_store_writer_open(s, NULL, (int64_t)total, &w);
+    if (rc < 0)
+        die("writer_open", rc);
+    for (uint64_t off = 0; off < total; off += chunk)
+        if ((rc = cn_store_writer_write(w, buf + (off / chunk % 8) * 64, chunk)) < 0)
+            die("writer_write", rc);
+    cn_digest_t d;
+    if ((rc = cn_store_writer_publish(w, &d, NULL)) < 0)
+        die("publish", rc);
+    double dt = now_s() - t0;
+    if ((rc = cn_store_delete(s, &d)) < 0)
+        die("delete", rc);
+    return (double)total / MIB / dt;
+}
+
+typedef struct small_job {
+    cn_store_t *s;
+    uint64_t seed;
+    int n;
+} small_job_t;
+
+static void *small_main(void *arg)
+{
+    small_job_t *j = arg;
+    uint8_t b[4096];
+    for (int i = 0; i < j->n; i++) {
+        fill(b, sizeof b, j->seed + (uint64_t)i);
+        cn_err_t rc = cn_store_put(j->s, b, sizeof b, NULL, NULL);
+        if (rc < 0)
+            die("small put", rc);
+    }
+    return NULL;
+}
+
+static double bench_small(cn_store_t *s, int writers, int total, uint64_t seed)
+{
+    pthread_t th[64];
+    small_job_t jobs[64];
+    double t0 = now_s();
+    for (int i = 0; i < writers; i++) {
+        jobs[i] = (small_job_t){ s, seed + (uint64_t)i * 1000000, total / writers +
+                                 (i < total % writers) };
+        if (pthread_create(&th[i], NULL, small_main, &jobs[i]))
+            die("pthread_create", -EAGAIN);
+    }
+    for (int i = 0; i < writers; i++)
+        pthread_join(th[i], NULL);
+    return total / (now_s() - t0);
+}
+
+static void result(const char *name, double v, const char *unit)
+{
+    printf("%s %.2f %s\n", name, v, unit);
+    fflush(stdout);
+}
+
+static void ratio(const char *name, double v, const char *of, double target)
+{
+    if (target > 0)
+        printf("%s %.3f x_%s target>=%.2f %s\n", name, v, of, target,
+               v >= target ? "met" : "not_met");
+    else
+        printf("%s %.3f x_%s\n", name, v, of);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    bool quick = false;
+    const char *base = ".";
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            quick = true;
+        else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+            base = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench_store [--quick] [--dir DIR]\n");
+            return 2;
+        }
+    }
+    cn_log_configure(CN_LOG_WARN, false);
+    uint64_t big = quick ? 64ull << 20 : 1ull << 30;
+    int small_n = quick ? 1000 : 10000;
+    int fsync_n = quick ? 300 : 2000;
+    size_t chunk = 1u << 20;
+
+    char dir[2048];
+    if ((size_t)snprintf(dir, sizeof dir, "%s/cairn-bench-XXXXXX", base) >= sizeof dir)
+        die("--dir", -ENAMETOOLONG);
+    if (!mkdtemp(dir))
+        die("mkdtemp", -errno);
+
+    /* 1 MiB chunks taken at shifting offsets from a random 2 MiB buffer. */
+    uint8_t *buf = malloc(2 * chunk);
+    size_t hash_n = 256u << 20;
+    uint8_t *hbuf = malloc(hash_n);
+    if (!buf || !hbuf)
+        die("malloc", -ENOMEM);
+    fill(buf, 2 * chunk, 1);
+    fill(hbuf, hash_n, 2);
+
+    char cpu[256];
+    cpu_model(cpu, sizeof cpu);
+    printf("machine_nproc %ld cpus\n", sysconf(_SC_NPROCESSORS_ONLN));
+    printf("machine_cpu %s model\n", cpu);
+    printf("machine_fs %s type\n", fs_name(dir));
+    printf("blake3_backend %s simd\n", cn_blake3_backend());
+    printf("mode %s %s\n", quick ? "quick" : "full", quick ? "64MiB/1000" : "1GiB/10000");
+    fflush(stdout);
+
+    double seq = bench_seq_write_fsync(dir, big, buf, chunk);
+    result("seq_write_fsync", seq, "MB/s");
+    double fs = bench_serial_fsync(dir, fsync_n);
+    result("serial_fsync", fs, "ops/s");
+    double b3 = bench_blake3(hbuf, hash_n, quick ? 2 : 8);
+    result("blake3", b3, "GB/s");
+    ratio("blake3_ratio", b3 * 1e9 / MIB / seq, "seq_write_fsync", 0);
+    free(hbuf);
+
+    char data[4096];
+    snprintf(data, sizeof data, "%s/data", dir);
+    cn_store_t *s;
+    cn_err_t rc = cn_store_open(data, NULL, &s);
+    if (rc < 0)
+        die("cn_store_open", rc);
+    double pub = bench_publish_big(s, big, buf, chunk);
+    result("publish_1g", pub, "MB/s");
+    ratio("publish_1g_ratio", pub / seq, "seq_write_fsync", 0.80);
+
+    double w1 = bench_small(s, 1, small_n, 1ull << 40);
+    result("small_4k_w1", w1, "blobs/s");
+    ratio("small_4k_w1_ratio", w1 / fs, "serial_fsync", 0);
+    cn_store_counters_t c0, c1;
+    cn_store_counters(s, &c0);
+    double w32 = bench_small(s, 32, small_n, 2ull << 40);
+    cn_store_counters(s, &c1);
+    result("small_4k_w32", w32, "blobs/s");
+    ratio("small_4k_w32_ratio", w32 / fs, "serial_fsync", 3.0);
+    uint64_t nb = c1.commit_batches - c0.commit_batches;
+    result("small_4k_w32_batch", nb ? (double)(c1.commit_blobs - c0.commit_blobs) / nb : 0,
+           "blobs/batch");
+
+    cn_store_close(s);
+    free(buf);
+    rm_rf(dir);
+    return 0;
+}

@@ -1,0 +1,174 @@
+/* cairn meta: the one interface to all metadata — transactions, prepared
+ * statements with `?` placeholders, and per-component versioned migrations.
+ *
+ * The embedded engine is SQLite (DATA/meta.db, WAL, one serialized writer with
+ * group commit, pooled reader connections).  A PostgreSQL engine implements the
+ * same interface later, so callers must write portable SQL: standard types
+ * (BIGINT, TEXT, BLOB — the PostgreSQL engine maps BLOB to BYTEA in DDL —,
+ * booleans as BIGINT 0/1), `?`
+ * parameters, INSERT ... ON CONFLICT, no rowid, no SQLite-only functions or
+ * pragmas, and no reliance on a statement error leaving the transaction usable.
+ * This module never knows what the rows mean and never logs bound values.
+ */
+#ifndef CAIRN_META_H
+#define CAIRN_META_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "cairn/err.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cn_meta cn_meta_t;           /* an open database; thread-safe */
+typedef struct cn_meta_txn cn_meta_txn_t;   /* one transaction; one thread at a time */
+typedef struct cn_meta_stmt cn_meta_stmt_t; /* a prepared statement inside a txn */
+
+typedef struct cn_meta_opts {
+    /* Bounded wait, in ms, for a lock held by another process (or for the
+     * in-process writer slot) before CN_E_DB_LOCKED.  0 = 5000. */
+    unsigned busy_timeout_ms;
+    /* Maximum pooled reader connections; a read begin beyond it waits for one
+     * (bounded by busy_timeout_ms).  0 = 32. */
+    unsigned max_readers;
+    /* false (default): a write commit returns only once it is durable (group
+     * commit).  true: skip the WAL fsync — tests and throwaway data only. */
+    bool no_sync;
+    /* Open an existing database without creating it or its directory. */
+    bool must_exist;
+} cn_meta_opts_t;
+
+/* Opens the metadata database.  data_dir_or_url is either a data directory
+ * (the SQLite database is DATA/meta.db; the directory is created with mode
+ * 0700 if missing), "sqlite:PATH" for an explicit database file, or a
+ * "postgres://" / "postgresql://" URL (CN_E_UNSUPPORTED until that engine is
+ * built).  opts may be NULL.  On success *out owns the handle; free it with
+ * cn_meta_close().  Errors: CN_E_INVALID, CN_E_UNSUPPORTED, CN_E_DB_LOCKED
+ * (held by another process past the busy timeout), CN_E_DB, CN_E_CORRUPT,
+ * -errno.  Thread-safe handle; the call itself is not reentrant. */
+CN_API cn_err_t cn_meta_open(const char *data_dir_or_url, const cn_meta_opts_t *opts,
+                             cn_meta_t **out);
+
+/* Closes the database.  Every transaction must have ended.  NULL is a no-op. */
+CN_API void cn_meta_close(cn_meta_t *meta);
+
+/* "sqlite" (or "postgres" later).  Static string. */
+CN_API const char *cn_meta_engine(const cn_meta_t *meta);
+
+/* ---- migrations ----------------------------------------------------------
+ * Each module owns its schema as an ordered list of steps.  Versions are 1,
+ * 2, 3, ... in order; the table cn_schema(component, version) records how far
+ * each component has got.  Steps are append-only: never edit a shipped one. */
+typedef struct cn_meta_migration {
+    int64_t version;     /* this step's version: i+1 for steps[i] */
+    const char *sql;     /* one or more ';'-separated statements, or NULL */
+    /* Optional code run after sql, in the same transaction; arg is passed back. */
+    cn_err_t (*apply)(cn_meta_txn_t *txn, void *arg);
+    void *arg;
+} cn_meta_migration_t;
+
+/* Brings component (e.g. "objects", at most 63 bytes) up to steps[n-1].version:
+ * in ONE write transaction reads its recorded version, applies each later step
+ * in order and records the new version, so either all pending steps land or
+ * none does.  Running it again is a no-op.  Errors: CN_E_INVALID (versions
+ * not 1..n in order), CN_E_UNSUPPORTED (the database holds a newer version of
+ * the component than steps describe), CN_E_DB_LOCKED, any step's error. */
+CN_API cn_err_t cn_meta_migrate(cn_meta_t *meta, const char *component,
+                                const cn_meta_migration_t *steps, size_t n);
+
+/* The recorded schema version of component in *version (0 if never migrated). */
+CN_API cn_err_t cn_meta_schema_version(cn_meta_t *meta, const char *component,
+                                       int64_t *version);
+
+/* ---- transactions ----------------------------------------------------------
+ * A read transaction sees one consistent snapshot and may not write (a write
+ * statement fails with CN_E_DB).  Write transactions are serialized on one
+ * writer connection: begin waits for the writer slot and for other processes'
+ * locks at most busy_timeout_ms, then CN_E_DB_LOCKED.
+ *
+ * Durability (SQLite engine): the writer runs with synchronous=NORMAL, so a
+ * COMMIT appends its frames to the WAL without fsync; cn_meta_commit then
+ * releases the writer slot and waits in a group sync: one committer fdatasyncs
+ * the WAL for everyone whose frames are already written, so concurrent commits
+ * share fsyncs.  cn_meta_commit returns 0 only when the commit is durable.
+ *
+ * Errors inside a transaction: after any statement error the transaction is
+ * failed (as on PostgreSQL) — later statements return CN_E_CONFLICT and
+ * cn_meta_commit rolls back and returns the first error.  Use INSERT ... ON
+ * CONFLICT instead of catching CN_E_EXISTS and carrying on. */
+typedef enum { CN_META_READ = 0, CN_META_WRITE = 1 } cn_meta_mode_t;
+
+/* Starts a transaction; *out is valid until cn_meta_commit/rollback.
+ * Errors: CN_E_DB_LOCKED (writer held past the busy timeout), CN_E_BUSY
+ * (every reader connection in use past the busy timeout), CN_E_DB, -ENOMEM.  Thread-safe; a thread must not
+ * hold two write transactions at once (it would wait on itself until
+ * CN_E_DB_LOCKED). */
+CN_API cn_err_t cn_meta_begin(cn_meta_t *meta, cn_meta_mode_t mode, cn_meta_txn_t **out);
+
+/* Commits and frees txn (also on error: txn is always gone afterwards).
+ * Statements still open are finished.  Errors: the txn's first statement
+ * error (after rolling back), CN_E_DB_LOCKED, CN_E_DB, -errno from the sync. */
+CN_API cn_err_t cn_meta_commit(cn_meta_txn_t *txn);
+
+/* Rolls back and frees txn.  NULL is a no-op. */
+CN_API void cn_meta_rollback(cn_meta_txn_t *txn);
+
+/* Runs one or more ';'-separated statements without parameters or results
+ * (DDL, fixed DML).  Errors as cn_meta_step. */
+CN_API cn_err_t cn_meta_exec(cn_meta_txn_t *txn, const char *sql);
+
+/* Rows changed by the last INSERT/UPDATE/DELETE run in txn. */
+CN_API int64_t cn_meta_changes(const cn_meta_txn_t *txn);
+
+/* The engine's message for the last failure in txn (for logs; never contains
+ * bound values).  Static or txn-owned; valid until the next call on txn. */
+CN_API const char *cn_meta_errmsg(const cn_meta_txn_t *txn);
+
+/* ---- prepared statements ----------------------------------------------------
+ * sql is compiled once per connection and cached; cn_meta_prepare hands out
+ * the cached statement, reset, with no bindings.  Parameters are `?`,
+ * numbered from 1; result columns from 0.  A statement belongs to its txn and
+ * must not outlive it. */
+
+/* Errors: CN_E_INVALID (bad SQL), CN_E_CONFLICT (txn failed), CN_E_DB, -ENOMEM. */
+CN_API cn_err_t cn_meta_prepare(cn_meta_txn_t *txn, const char *sql, cn_meta_stmt_t **out);
+
+/* Returns the statement to its connection's cache.  NULL is a no-op. */
+CN_API void cn_meta_finish(cn_meta_stmt_t *st);
+
+/* Resets st to run again; clears bindings. */
+CN_API void cn_meta_reset(cn_meta_stmt_t *st);
+
+/* Binds parameter idx (1-based).  Text and blob values are copied.  A NULL
+ * string in bind_str binds SQL NULL.  Errors: CN_E_INVALID (bad idx), -ENOMEM. */
+CN_API cn_err_t cn_meta_bind_int64(cn_meta_stmt_t *st, int idx, int64_t v);
+CN_API cn_err_t cn_meta_bind_text(cn_meta_stmt_t *st, int idx, const char *s, size_t len);
+CN_API cn_err_t cn_meta_bind_str(cn_meta_stmt_t *st, int idx, const char *s);
+CN_API cn_err_t cn_meta_bind_blob(cn_meta_stmt_t *st, int idx, const void *p, size_t len);
+CN_API cn_err_t cn_meta_bind_null(cn_meta_stmt_t *st, int idx);
+
+/* Runs st one step: CN_META_ROW (a row is available to the column getters),
+ * CN_META_DONE (finished), or an error: CN_E_EXISTS (unique or primary key
+ * violated), CN_E_INVALID (other constraint), CN_E_DB_LOCKED, CN_E_CORRUPT,
+ * -ENOSPC, CN_E_CONFLICT (txn already failed), CN_E_DB.  Any error fails the
+ * transaction. */
+enum { CN_META_DONE = 0, CN_META_ROW = 1 };
+CN_API cn_err_t cn_meta_step(cn_meta_stmt_t *st);
+
+/* Column getters for the current row (col 0-based).  Pointers returned are
+ * owned by the statement and valid until the next step/reset/finish.
+ * column_text returns NULL for SQL NULL and sets *len (may be NULL) to the
+ * byte length; text is NUL-terminated.  column_blob returns NULL for NULL or
+ * empty.  column_int64 returns 0 for NULL. */
+CN_API bool cn_meta_column_is_null(cn_meta_stmt_t *st, int col);
+CN_API int64_t cn_meta_column_int64(cn_meta_stmt_t *st, int col);
+CN_API const char *cn_meta_column_text(cn_meta_stmt_t *st, int col, size_t *len);
+CN_API const void *cn_meta_column_blob(cn_meta_stmt_t *st, int col, size_t *len);
+CN_API int cn_meta_column_count(cn_meta_stmt_t *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

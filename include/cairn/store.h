@@ -1,0 +1,227 @@
+/* cairn store: content-addressed blobs named by their BLAKE3-256 digest.
+ *
+ * The store keeps bytes once: a staged write hashes bytes as they stream in
+ * and publishes them durably under DATA/blobs/ab/cd/<hex>; reads hand out a
+ * raw fd for sendfile(2) or stream a range together with the BLAKE3 of
+ * exactly the bytes served.  Pins (in-process guards and durable pin rows)
+ * and registered liveness sources decide what the sweeper may remove.
+ *
+ * The store must never know namespaces, buckets, repositories or wire
+ * formats; it must never expose a partially written blob under a digest
+ * name, and never acknowledge a publish before the bytes and their name are
+ * durable.  docs/store.md holds the durability design and its invariants.
+ *
+ * Threads: a cn_store_t is safe to use from any number of threads at once.
+ * A cn_store_writer_t belongs to one thread at a time.
+ */
+#ifndef CAIRN_STORE_H
+#define CAIRN_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "cairn/err.h"
+#include "cairn/crypto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cn_store cn_store_t;
+typedef struct cn_store_writer cn_store_writer_t;
+typedef struct cn_store_guard cn_store_guard_t;
+typedef struct cn_meta cn_meta_t;               /* cairn/meta.h */
+
+/* How a blob's bytes sit on disk.  The digest always names the logical
+ * (uncompressed) content, whatever the stored form. */
+typedef enum {
+    CN_STORE_RAW = 0,           /* the bytes themselves: sendfile-able */
+    CN_STORE_LZ4 = 1            /* LZ4 envelope of bounded blocks (docs/store.md) */
+} cn_store_form_t;
+
+typedef struct cn_store_opts {
+    /* Metadata handle for durable pins; borrowed, must outlive the store.
+     * NULL: durable pins are refused with CN_E_UNSUPPORTED. */
+    cn_meta_t *meta;
+    /* Largest logical blob accepted (CN_E_TOO_LARGE beyond).  0 = default (1 TiB). */
+    uint64_t max_blob_bytes;
+    /* Blobs whose stored size is at most this go through the group committer,
+     * which makes a whole batch durable with one journal fdatasync.  0 =
+     * default and maximum (256 KiB, the writer's buffer); set batch_disable
+     * to give every blob its own fsyncs. */
+    uint64_t batch_max_bytes;
+    bool batch_disable;
+    /* Default stored form of new writers (see cn_store_writer_set_form). */
+    cn_store_form_t default_form;
+} cn_store_opts_t;
+
+/* Opens (creating if needed) the store rooted at data_dir: blobs live in
+ * data_dir/blobs, uploads in data_dir/staging.  Startup recovery: every
+ * leftover in staging is removed (an upload interrupted by a crash was never
+ * published, so nothing visible is lost).  opts NULL = defaults; opts is
+ * copied.  One process per data dir: DATA/store.lock is flock()ed, and a
+ * second open (in any process) fails with CN_E_BUSY until the first closes.
+ * On success *out owns the handle; free with cn_store_close().
+ * Errors: CN_E_BUSY, CN_E_INVALID, -errno from the file system, the meta
+ * migration's error. */
+CN_API cn_err_t cn_store_open(const char *data_dir, const cn_store_opts_t *opts,
+                              cn_store_t **out);
+/* Stops the group committer and frees the handle.  Accepts NULL.  Writers
+ * and guards must be finished before; the meta handle is not closed. */
+CN_API void cn_store_close(cn_store_t *s);
+
+/* ---- staged writes -------------------------------------------------------
+ * open → write* → publish | abort.  expect (may be NULL) is the digest the
+ * caller promises; expect_len (-1 = unknown) the length.  A writer holds an
+ * anonymous file in staging; nothing is visible under a digest until publish.
+ * Errors from open: CN_E_TOO_LARGE (expect_len over the limit), CN_E_INVALID,
+ * -errno. */
+CN_API cn_err_t cn_store_writer_open(cn_store_t *s, const cn_digest_t *expect,
+                                     int64_t expect_len, cn_store_writer_t **out);
+/* Chooses the stored form; only before the first byte (CN_E_INVALID after). */
+CN_API cn_err_t cn_store_writer_set_form(cn_store_writer_t *w, cn_store_form_t form);
+/* Appends n bytes, hashing them.  CN_E_TOO_LARGE past the store limit,
+ * CN_E_LENGTH_MISMATCH past expect_len, both as soon as known; after any
+ * error the writer only accepts abort (publish returns the same error). */
+CN_API cn_err_t cn_store_writer_write(cn_store_writer_t *w, const void *p, size_t n);
+/* Appends exactly n bytes read from fd (a file, pipe or socket, blocking or
+ * not: CN_E_AGAIN if a non-blocking fd has nothing; the bytes read so far are
+ * kept and the caller may call again with the rest).  EOF before n bytes is
+ * CN_E_CLOSED.  Same limits and errors as cn_store_writer_write. */
+CN_API cn_err_t cn_store_writer_write_fd(cn_store_writer_t *w, int fd, uint64_t n,
+                                         uint64_t *done);
+/* Bytes accepted so far. */
+CN_API uint64_t cn_store_writer_len(const cn_store_writer_t *w);
+/* Publishes: on CN_OK the blob is durable (its bytes and its name survive a
+ * crash) and readable, *out (may be NULL) is its digest, *len_out (may be
+ * NULL) its logical length.  If the digest already exists nothing is stored
+ * twice and the existing blob is refreshed (its mtime restarts the sweeper's
+ * grace window).  CN_E_DIGEST_MISMATCH / CN_E_LENGTH_MISMATCH publish
+ * nothing.  Frees w in every case. */
+CN_API cn_err_t cn_store_writer_publish(cn_store_writer_t *w, cn_digest_t *out,
+                                        uint64_t *len_out);
+/* Discards the upload and frees w.  Accepts NULL. */
+CN_API void cn_store_writer_abort(cn_store_writer_t *w);
+
+/* Convenience: one whole buffer through a writer (expect may be NULL). */
+CN_API cn_err_t cn_store_put(cn_store_t *s, const void *p, size_t n,
+                             const cn_digest_t *expect, cn_digest_t *out);
+
+/* ---- reads ---------------------------------------------------------------- */
+
+/* A raw blob's file, for sendfile(2).  *fd is the caller's to close; *len is
+ * the blob length.  Nothing is verified (scrubbing is cn_store_verify).
+ * CN_E_NOT_FOUND; CN_E_UNSUPPORTED for an LZ4-enveloped blob, whose bytes
+ * are served by cn_store_read_range instead. */
+CN_API cn_err_t cn_store_open_fd(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t *len);
+
+/* Receives served bytes in order; a non-zero return stops the read and is
+ * returned from cn_store_read_range. */
+typedef cn_err_t (*cn_store_sink_fn)(void *ctx, const void *p, size_t n);
+
+/* Streams the logical bytes [off, off+len) of blob d to sink, clamped to the
+ * blob's end, decoding an LZ4 envelope transparently.  *slice (may be NULL)
+ * receives the BLAKE3 of exactly the bytes served, *served (may be NULL) their
+ * count.  off > blob length: CN_E_RANGE; off == length serves 0 bytes.
+ * At most a bounded buffer (a few hundred KiB) is held, whatever len is.
+ * CN_E_NOT_FOUND, CN_E_CORRUPT (an envelope does not decode), -errno. */
+CN_API cn_err_t cn_store_read_range(cn_store_t *s, const cn_digest_t *d, uint64_t off,
+                                    uint64_t len, cn_store_sink_fn sink, void *ctx,
+                                    cn_digest_t *slice, uint64_t *served);
+/* The same into buf (at most cap bytes are served; *n = bytes served). */
+CN_API cn_err_t cn_store_read_range_buf(cn_store_t *s, const cn_digest_t *d, uint64_t off,
+                                        void *buf, size_t cap, size_t *n, cn_digest_t *slice);
+
+typedef struct cn_store_stat {
+    uint64_t len;               /* logical length */
+    uint64_t stored_len;        /* bytes on disk */
+    cn_store_form_t form;
+    int64_t mtime_ms;           /* last publish or refresh, Unix ms */
+} cn_store_stat_t;
+
+/* CN_E_NOT_FOUND, CN_E_CORRUPT (unreadable envelope trailer), -errno. */
+CN_API cn_err_t cn_store_stat(cn_store_t *s, const cn_digest_t *d, cn_store_stat_t *st);
+/* present[i] = whether d[i] is published.  Errors other than absence fail the call. */
+CN_API cn_err_t cn_store_have(cn_store_t *s, const cn_digest_t *d, size_t n, bool *present);
+/* Re-hashes the stored logical bytes: CN_OK, CN_E_CORRUPT, CN_E_NOT_FOUND. */
+CN_API cn_err_t cn_store_verify(cn_store_t *s, const cn_digest_t *d);
+/* Restarts d's sweeper grace window.  A service that records a new reference
+ * to a blob it did not just publish (e.g. after a "have" said it exists) must
+ * touch it, or hold a guard, before committing that reference; if touch says
+ * CN_E_NOT_FOUND the blob is gone and must be uploaded again. */
+CN_API cn_err_t cn_store_touch(cn_store_t *s, const cn_digest_t *d);
+/* Removes blob d now, unless a guard or an unexpired durable pin protects it
+ * (CN_E_PINNED).  Liveness sources are not consulted: the caller decided.
+ * CN_E_NOT_FOUND if absent. */
+CN_API cn_err_t cn_store_delete(cn_store_t *s, const cn_digest_t *d);
+
+/* ---- pins ----------------------------------------------------------------- */
+
+/* In-process guard: while held, neither the sweeper nor cn_store_delete
+ * removes d (which need not exist yet: a guard taken before a publish
+ * protects the result).  Refcounted per digest; release accepts NULL.
+ * -ENOMEM only. */
+CN_API cn_err_t cn_store_guard_acquire(cn_store_t *s, const cn_digest_t *d,
+                                       cn_store_guard_t **out);
+CN_API void cn_store_guard_release(cn_store_guard_t *g);
+
+/* Durable pin row (needs opts.meta): protects d until unpinned or until
+ * expires_unix_ms (0 = never).  owner_tag (may be NULL, ≤ 255 bytes) is the
+ * caller's label, e.g. a namespace's pin token id.  *pin_id identifies the
+ * row.  Committed before return.  CN_E_UNSUPPORTED without meta, CN_E_DB. */
+CN_API cn_err_t cn_store_pin(cn_store_t *s, const cn_digest_t *d, const char *owner_tag,
+                             int64_t expires_unix_ms, uint64_t *pin_id);
+/* CN_E_NOT_FOUND if no such pin. */
+CN_API cn_err_t cn_store_unpin(cn_store_t *s, uint64_t pin_id);
+/* *pinned = d has an unexpired durable pin or a guard. */
+CN_API cn_err_t cn_store_is_pinned(cn_store_t *s, const cn_digest_t *d, bool *pinned);
+
+/* ---- liveness and the sweeper -------------------------------------------- */
+
+/* A liveness source answers, for each digest, whether something it owns
+ * still refers to it (an object version, a manifest, a namespace member).
+ * The batch form answers n digests at once (n ≤ 256): live[i] for d[i].
+ * Called from the sweeping thread, without store locks held; a non-zero
+ * return aborts the sweep (nothing further is deleted). */
+typedef cn_err_t (*cn_store_is_live_fn)(void *ctx, const cn_digest_t *d, bool *live);
+typedef cn_err_t (*cn_store_are_live_fn)(void *ctx, const cn_digest_t *d, size_t n, bool *live);
+
+/* Registers a source under a unique name (CN_E_EXISTS otherwise); ctx is
+ * borrowed until the store is closed.  Register before the first sweep. */
+CN_API cn_err_t cn_store_register_liveness(cn_store_t *s, const char *name,
+                                           cn_store_is_live_fn is_live, void *ctx);
+CN_API cn_err_t cn_store_register_liveness_batch(cn_store_t *s, const char *name,
+                                                 cn_store_are_live_fn are_live, void *ctx);
+
+typedef struct cn_store_sweep_stats {
+    uint64_t scanned;           /* blobs looked at */
+    uint64_t young;             /* kept: inside the grace window */
+    uint64_t live;              /* kept: a liveness source holds it */
+    uint64_t pinned;            /* kept: a guard or durable pin */
+    uint64_t deleted;
+    uint64_t bytes_deleted;     /* stored bytes */
+    uint64_t pins_expired;      /* expired durable pin rows removed */
+} cn_store_sweep_stats_t;
+
+/* Removes every blob older than grace_ms (by mtime) that no liveness source
+ * holds and no guard or unexpired durable pin protects, and drops expired
+ * pin rows.  A publish racing with the sweep is safe: see docs/store.md
+ * ("sweeper invariants").  One sweep at a time (a second caller waits).
+ * st may be NULL. */
+CN_API cn_err_t cn_store_sweep(cn_store_t *s, int64_t grace_ms, cn_store_sweep_stats_t *st);
+
+/* ---- counters ------------------------------------------------------------- */
+
+typedef struct cn_store_counters {
+    uint64_t commit_batches;    /* group-commit batches flushed */
+    uint64_t commit_blobs;      /* publishes they carried */
+    uint64_t checkpoints;       /* journal checkpoints (approximate while running) */
+} cn_store_counters_t;
+
+/* A snapshot of the store's counters (for metrics). */
+CN_API void cn_store_counters(cn_store_t *s, cn_store_counters_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

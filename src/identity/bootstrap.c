@@ -1,0 +1,168 @@
+/* The first administrator credential.
+ *
+ * Invariants (random credential, no CAIRN_ADMIN_TOKEN):
+ *  1. The decision "no account exists" is taken inside the write
+ *     transaction that creates the account, so two processes starting at
+ *     once create one administrator.
+ *  2. DATA/admin.token is written to a temporary name, fsynced, renamed into
+ *     place and its directory fsynced BEFORE that transaction commits: a
+ *     crash leaves either no administrator (and the next start makes a fresh
+ *     one, overwriting the file) or an administrator whose credential is on
+ *     disk — never an administrator nobody can log in as.
+ * The secret is never logged; only the file's path is.
+ */
+#include "identity_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "cairn/util.h"
+
+#define ADMIN_ACCOUNT "admin"
+
+static cn_err_t write_token_file(const char *data_dir, const char *path, const char *cred)
+{
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
+        return CN_E_INVALID;
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    cn_err_t e = cn_write_full(fd, cred, strlen(cred));
+    if (e == 0)
+        e = cn_write_full(fd, "\n", 1);
+    if (e == 0 && fsync(fd) != 0)
+        e = -errno;
+    close(fd);
+    if (e == 0 && rename(tmp, path) != 0)
+        e = -errno;
+    if (e < 0)
+        unlink(tmp);
+    if (e == 0)
+        e = cn_fsync_dir(data_dir);
+    return e;
+}
+
+static cn_err_t count_accounts(cn_meta_txn_t *t, int64_t *n)
+{
+    cn_meta_stmt_t *st;
+    CN_TRY(cn_meta_prepare(t, "SELECT COUNT(*) FROM cn_accounts", &st));
+    cn_err_t e = cn_meta_step(st);
+    if (e == CN_META_ROW) {
+        *n = cn_meta_column_int64(st, 0);
+        e = 0;
+    }
+    cn_meta_finish(st);
+    return e;
+}
+
+static cn_err_t admin_id(cn_meta_txn_t *t, int64_t *aid)
+{
+    cn_meta_stmt_t *st;
+    CN_TRY(cn_meta_prepare(t, "SELECT id FROM cn_accounts WHERE name = ?", &st));
+    cn_meta_bind_str(st, 1, ADMIN_ACCOUNT);
+    cn_err_t e = cn_meta_step(st);
+    if (e == CN_META_ROW) {
+        *aid = cn_meta_column_int64(st, 0);
+        e = 0;
+    } else if (e == CN_META_DONE) {
+        e = CN_E_NOT_FOUND;
+    }
+    cn_meta_finish(st);
+    return e;
+}
+
+/* CAIRN_ADMIN_TOKEN=id:secret: make that credential hold. */
+static cn_err_t bootstrap_env(cn_identity_t *id, const char *cred)
+{
+    const char *colon = strchr(cred, ':');
+    if (!colon || !cn__id_valid_token_id(cred, (size_t)(colon - cred)) ||
+        !cn__id_valid_secret(colon + 1, strlen(colon + 1))) {
+        cn_error("identity", "CAIRN_ADMIN_TOKEN must be token_id:secret (token id of"
+                 " [A-Za-z0-9._-], at most %d; secret printable, at most %d bytes)",
+                 CN_TOKEN_ID_MAX, CN_SECRET_MAX);
+        return CN_E_INVALID;
+    }
+    char tid[CN_TOKEN_ID_MAX + 1];
+    memcpy(tid, cred, (size_t)(colon - cred));
+    tid[colon - cred] = '\0';
+
+    cn_meta_txn_t *t;
+    CN_TRY(cn_meta_begin(id->meta, CN_META_WRITE, &t));
+    int64_t aid = 0;
+    cn_err_t e = admin_id(t, &aid);
+    if (e == CN_E_NOT_FOUND)
+        e = cn__id_account_insert(t, ADMIN_ACCOUNT, NULL, &aid);
+    if (e == 0)
+        e = cn__id_token_put(id, t, tid, aid, colon + 1, strlen(colon + 1), CN_PERM_ALL, 0);
+    if (e < 0) {
+        cn_meta_rollback(t);
+        return e;
+    }
+    CN_TRY(cn_meta_commit(t));
+    cn__id_cache_clear(id);
+    cn_info("identity", "administrator token %s taken from CAIRN_ADMIN_TOKEN", tid);
+    return 0;
+}
+
+cn_err_t cn_identity_bootstrap(cn_identity_t *id, const char *data_dir)
+{
+    if (!id || !data_dir)
+        return CN_E_INVALID;
+    const char *env = getenv("CAIRN_ADMIN_TOKEN");
+    if (env && *env)
+        return bootstrap_env(id, env);
+
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/admin.token", data_dir) >= sizeof path)
+        return CN_E_INVALID;
+
+    /* Cheap check first, so a running server never takes the write lock. */
+    cn_meta_txn_t *t;
+    int64_t n = 0;
+    CN_TRY(cn_meta_begin(id->meta, CN_META_READ, &t));
+    cn_err_t e = count_accounts(t, &n);
+    cn_meta_rollback(t);
+    CN_TRY(e);
+    if (n > 0) {
+        if (access(path, F_OK) == 0)
+            cn_info("identity", "administrator credential in %s", path);
+        return 0;
+    }
+
+    CN_TRY(cn_meta_begin(id->meta, CN_META_WRITE, &t));
+    e = count_accounts(t, &n);
+    if (e < 0 || n > 0) {
+        cn_meta_rollback(t);
+        return e;
+    }
+    char tid[CN_TOKEN_ID_MAX + 1], secret[CN_SECRET_MAX + 1], cred[CN_CREDENTIAL_MAX];
+    int64_t aid = 0;
+    e = cn__id_new_credential(tid, secret);
+    if (e == 0)
+        e = cn__id_account_insert(t, ADMIN_ACCOUNT, NULL, &aid);
+    if (e == 0)
+        e = cn__id_token_put(id, t, tid, aid, secret, strlen(secret), CN_PERM_ALL, 0);
+    if (e == 0) {
+        snprintf(cred, sizeof cred, "%s:%s", tid, secret);
+        e = write_token_file(data_dir, path, cred);
+    }
+    OPENSSL_cleanse(secret, sizeof secret);
+    OPENSSL_cleanse(cred, sizeof cred);
+    if (e < 0) {
+        cn_meta_rollback(t);
+        return e;
+    }
+    CN_TRY(cn_meta_commit(t));
+    cn__id_cache_clear(id);
+    cn_info("identity", "created account admin; administrator credential written to %s", path);
+    return 0;
+}

@@ -1,0 +1,256 @@
+/* identity: the schema, the handle, the token-state cache, authentication
+ * and secret lookup.
+ *
+ * Cache: token states are cached (sealed secret included) for ttl_ms, so a
+ * credential check costs no database read in the common case; a mutation
+ * made through this handle clears the cache, and one made by another process
+ * (cairn admin) is seen once the entry is older than the TTL.  "No such
+ * token" is cached as well, so unknown ids cannot hammer the database.
+ */
+#include "identity_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/crypto.h>
+
+#include "cairn/crypto.h"
+#include "cairn/util.h"
+
+#define DEFAULT_TTL_MS 1000
+
+static const cn_meta_migration_t schema[] = {
+    { 1,
+      "CREATE TABLE cn_accounts ("
+      " id BIGINT PRIMARY KEY,"
+      " name TEXT NOT NULL UNIQUE,"
+      " email TEXT UNIQUE,"
+      " disabled BIGINT NOT NULL DEFAULT 0,"
+      " created_at BIGINT NOT NULL);"
+      "CREATE TABLE cn_tokens ("
+      " id TEXT PRIMARY KEY,"
+      " account_id BIGINT NOT NULL REFERENCES cn_accounts (id),"
+      " secret_box TEXT NOT NULL,"
+      " perms BIGINT NOT NULL,"
+      " created_at BIGINT NOT NULL,"
+      " revoked_at BIGINT,"
+      " expires_at BIGINT);"
+      "CREATE INDEX cn_tokens_account ON cn_tokens (account_id);"
+      "CREATE TABLE cn_ns_grants ("
+      " namespace TEXT NOT NULL,"
+      " account_id BIGINT NOT NULL REFERENCES cn_accounts (id),"
+      " actions BIGINT NOT NULL,"
+      " created_at BIGINT NOT NULL,"
+      " PRIMARY KEY (namespace, account_id));"
+      "CREATE INDEX cn_ns_grants_account ON cn_ns_grants (account_id)",
+      NULL, NULL },
+};
+
+cn_err_t cn_identity_open(cn_meta_t *meta, const char *data_dir, cn_identity_t **out)
+{
+    if (!meta || !data_dir || !*data_dir)
+        return CN_E_INVALID;
+    CN_TRY(cn_meta_migrate(meta, "identity", schema, sizeof schema / sizeof schema[0]));
+    cn_identity_t *id = calloc(1, sizeof *id);
+    if (!id)
+        return -ENOMEM;
+    id->meta = meta;
+    cn_err_t e = cn__id_key_load(data_dir, id->key);
+    if (e < 0) {
+        free(id);
+        return e;
+    }
+    atomic_init(&id->ttl_ms, DEFAULT_TTL_MS);
+    pthread_mutex_init(&id->cache_mu, NULL);
+    cn__id_rate_init(id);
+    *out = id;
+    return 0;
+}
+
+void cn_identity_close(cn_identity_t *id)
+{
+    if (!id)
+        return;
+    cn__id_rate_destroy(id);
+    pthread_mutex_destroy(&id->cache_mu);
+    OPENSSL_cleanse(id, sizeof *id);
+    free(id);
+}
+
+void cn_identity_set_cache_ttl(cn_identity_t *id, unsigned ttl_ms)
+{
+    atomic_store(&id->ttl_ms, ttl_ms);
+    cn__id_cache_clear(id);
+}
+
+void cn__id_cache_clear(cn_identity_t *id)
+{
+    pthread_mutex_lock(&id->cache_mu);
+    for (size_t i = 0; i < CN__ID_CACHE_SLOTS; i++)
+        if (id->cache[i].used)
+            OPENSSL_cleanse(&id->cache[i], sizeof id->cache[i]);
+    pthread_mutex_unlock(&id->cache_mu);
+}
+
+/* Reads token_id's state from the database into *e. */
+static cn_err_t token_fetch(cn_identity_t *id, const char *token_id, cn__tok_entry_t *e)
+{
+    cn_meta_txn_t *t;
+    cn_meta_stmt_t *st = NULL;
+    CN_TRY(cn_meta_begin(id->meta, CN_META_READ, &t));
+    cn_err_t rc = cn_meta_prepare(t,
+        "SELECT t.account_id, a.name, t.perms, t.revoked_at, t.expires_at, a.disabled,"
+        " t.secret_box FROM cn_tokens t JOIN cn_accounts a ON a.id = t.account_id"
+        " WHERE t.id = ?", &st);
+    if (rc == 0)
+        rc = cn_meta_bind_str(st, 1, token_id);
+    if (rc == 0)
+        rc = cn_meta_step(st);
+    memset(e, 0, sizeof *e);
+    e->used = true;
+    e->fetched_ms = cn_mono_ms();
+    snprintf(e->p.token_id, sizeof e->p.token_id, "%s", token_id);
+    if (rc == CN_META_ROW) {
+        size_t nlen = 0, hlen = 0;
+        const char *name = cn_meta_column_text(st, 1, &nlen);
+        const char *hex = cn_meta_column_text(st, 6, &hlen);
+        e->found = true;
+        e->p.account_id = cn_meta_column_int64(st, 0);
+        if (name && nlen <= CN_ACCOUNT_NAME_MAX)
+            memcpy(e->p.account, name, nlen);
+        e->p.perms = (cn_perms_t)cn_meta_column_int64(st, 2) & CN_PERM_ALL;
+        if (e->p.perms & CN_PERM_ADMIN)
+            e->p.flags |= CN_PRINCIPAL_ADMIN;
+        e->active = cn_meta_column_is_null(st, 3) && cn_meta_column_int64(st, 5) == 0;
+        e->expires_at = cn_meta_column_int64(st, 4);
+        if (!hex || cn__id_box_decode(hex, hlen, e->box, &e->box_len) < 0) {
+            /* Unusable, never an open door: box_len 0 rejects every secret. */
+            e->box_len = 0;
+            cn_warn("identity", "token %s: stored secret is unreadable", token_id);
+        }
+        rc = 0;
+    } else if (rc == CN_META_DONE) {
+        rc = 0;
+    }
+    cn_meta_finish(st);
+    if (rc < 0)
+        cn_meta_rollback(t);
+    else
+        rc = cn_meta_commit(t);
+    return rc;
+}
+
+/* Fills *e with token_id's current state, from the cache when fresh. */
+static cn_err_t token_state(cn_identity_t *id, const char *token_id, cn__tok_entry_t *e)
+{
+    size_t slot = cn__id_hash(token_id) % CN__ID_CACHE_SLOTS;
+    unsigned ttl = atomic_load(&id->ttl_ms);
+    int64_t now = cn_mono_ms();
+    pthread_mutex_lock(&id->cache_mu);
+    cn__tok_entry_t *c = &id->cache[slot];
+    if (ttl && c->used && now - c->fetched_ms < (int64_t)ttl &&
+        strcmp(c->p.token_id, token_id) == 0) {
+        *e = *c;
+        pthread_mutex_unlock(&id->cache_mu);
+        return 0;
+    }
+    pthread_mutex_unlock(&id->cache_mu);
+
+    CN_TRY(token_fetch(id, token_id, e));
+    if (ttl) {
+        pthread_mutex_lock(&id->cache_mu);
+        id->cache[slot] = *e;
+        pthread_mutex_unlock(&id->cache_mu);
+    }
+    return 0;
+}
+
+static bool usable(const cn__tok_entry_t *e)
+{
+    if (!e->found || !e->active || e->box_len == 0)
+        return false;
+    return e->expires_at == 0 || e->expires_at > (int64_t)time(NULL);
+}
+
+cn_err_t cn_identity_authenticate(cn_identity_t *id, const char *cred, size_t len,
+                                  cn_principal_t *out)
+{
+    if (!cred || len > CN_CREDENTIAL_MAX)
+        return CN_E_AUTH;
+    const char *colon = memchr(cred, ':', len);
+    if (!colon)
+        return CN_E_AUTH;
+    size_t idlen = (size_t)(colon - cred);
+    const char *secret = colon + 1;
+    size_t slen = len - idlen - 1;
+    if (!cn__id_valid_token_id(cred, idlen) || slen == 0 || slen > CN_SECRET_MAX)
+        return CN_E_AUTH;
+    char token_id[CN_TOKEN_ID_MAX + 1];
+    memcpy(token_id, cred, idlen);
+    token_id[idlen] = '\0';
+
+    cn__tok_entry_t *e = malloc(sizeof *e);
+    if (!e)
+        return -ENOMEM;
+    cn_err_t rc = token_state(id, token_id, e);
+    if (rc < 0)
+        goto out;
+    rc = CN_E_AUTH;
+    if (!usable(e))
+        goto out;
+    uint8_t stored[CN_SECRET_MAX];
+    size_t stored_len = 0;
+    if (cn__id_open(id->key, token_id, e->box, e->box_len, stored, &stored_len) < 0) {
+        cn_warn("identity", "token %s: stored secret does not decrypt with identity.key",
+                token_id);
+        goto out;
+    }
+    /* Compare digests so neither the content nor the length of the stored
+     * secret shows in the timing. */
+    uint8_t a[CN_DIGEST_LEN], b[CN_DIGEST_LEN];
+    cn_sha256(stored, stored_len, a);
+    cn_sha256(secret, slen, b);
+    OPENSSL_cleanse(stored, sizeof stored);
+    if (cn_ct_equal(a, b, sizeof a)) {
+        *out = e->p;
+        rc = 0;
+    }
+out:
+    OPENSSL_cleanse(e, sizeof *e);
+    free(e);
+    return rc;
+}
+
+cn_err_t cn_identity_lookup_secret(cn_identity_t *id, const char *token_id, uint8_t *secret,
+                                   size_t cap, size_t *len, cn_principal_t *out)
+{
+    if (!token_id || !cn__id_valid_token_id(token_id, strlen(token_id)))
+        return CN_E_AUTH;
+    cn__tok_entry_t *e = malloc(sizeof *e);
+    if (!e)
+        return -ENOMEM;
+    uint8_t plain[CN_SECRET_MAX];
+    size_t plen = 0;
+    cn_err_t rc = token_state(id, token_id, e);
+    if (rc < 0)
+        goto out;
+    rc = CN_E_AUTH;
+    if (!usable(e) || cn__id_open(id->key, token_id, e->box, e->box_len, plain, &plen) < 0)
+        goto out;
+    if (plen > cap) {
+        rc = CN_E_TOO_LARGE;
+        goto out;
+    }
+    memcpy(secret, plain, plen);
+    *len = plen;
+    if (out)
+        *out = e->p;
+    rc = 0;
+out:
+    OPENSSL_cleanse(plain, sizeof plain);
+    OPENSSL_cleanse(e, sizeof *e);
+    free(e);
+    return rc;
+}

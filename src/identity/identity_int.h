@@ -1,0 +1,101 @@
+/* identity internals shared by the files of this module (never included
+ * from another module).  Owns the handle layout, the token cache and the
+ * secret box. */
+#ifndef CN_IDENTITY_INT_H
+#define CN_IDENTITY_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "cairn/identity.h"
+
+#define CN__ID_KEY_LEN 32
+#define CN__ID_NONCE_LEN 12
+#define CN__ID_TAG_LEN 16
+/* version byte + nonce + ciphertext + tag */
+#define CN__ID_BOX_MAX (1 + CN__ID_NONCE_LEN + CN_SECRET_MAX + CN__ID_TAG_LEN)
+#define CN__ID_CACHE_SLOTS 512
+#define CN__ID_RATE_SHARDS 64
+#define CN__ID_RATE_PER_SHARD 256
+
+/* One cached token state: what authenticate needs, with the secret still
+ * sealed.  found == false caches "no such token". */
+typedef struct cn__tok_entry {
+    bool used;
+    bool found;
+    bool active;                /* not revoked, account not disabled */
+    int64_t fetched_ms;         /* monotonic */
+    int64_t expires_at;         /* unix seconds, 0 = never */
+    cn_principal_t p;
+    uint8_t box[CN__ID_BOX_MAX];
+    size_t box_len;
+} cn__tok_entry_t;
+
+typedef struct cn__rate_entry {
+    uint64_t hash;
+    char token_id[CN_TOKEN_ID_MAX + 1];
+    int64_t milli;              /* tokens held, x1000 */
+    int64_t last_ms;
+} cn__rate_entry_t;
+
+typedef struct cn__rate_shard {
+    pthread_mutex_t mu;
+    size_t n;
+    cn__rate_entry_t e[CN__ID_RATE_PER_SHARD];
+} cn__rate_shard_t;
+
+struct cn_identity {
+    cn_meta_t *meta;
+    uint8_t key[CN__ID_KEY_LEN];
+    atomic_uint ttl_ms;
+
+    pthread_mutex_t cache_mu;
+    cn__tok_entry_t cache[CN__ID_CACHE_SLOTS];
+
+    atomic_llong rate_milli;    /* refill per second, x1000; 0 = off */
+    atomic_llong burst_milli;
+    cn__rate_shard_t rate[CN__ID_RATE_SHARDS];
+};
+
+/* FNV-1a, for cache and rate-limiter slots (not security relevant). */
+uint64_t cn__id_hash(const char *s);
+
+/* Validators: true when the string is well-formed. */
+bool cn__id_valid_account(const char *s);
+bool cn__id_valid_token_id(const char *s, size_t len);
+bool cn__id_valid_secret(const char *s, size_t len);
+bool cn__id_valid_namespace(const char *s);
+
+/* identity.key: loads DATA/identity.key, creating it if missing. */
+cn_err_t cn__id_key_load(const char *data_dir, uint8_t key[CN__ID_KEY_LEN]);
+
+/* Seals secret (bound to token_id) into box as lowercase hex, NUL-terminated;
+ * hex must hold 2 * CN__ID_BOX_MAX + 1 bytes. */
+cn_err_t cn__id_seal(const uint8_t key[CN__ID_KEY_LEN], const char *token_id,
+                     const uint8_t *secret, size_t len, char *hex);
+/* Decodes hex into raw box bytes. */
+cn_err_t cn__id_box_decode(const char *hex, size_t hex_len, uint8_t *box, size_t *box_len);
+/* Opens a raw box sealed for token_id into secret (cap >= CN_SECRET_MAX). */
+cn_err_t cn__id_open(const uint8_t key[CN__ID_KEY_LEN], const char *token_id,
+                     const uint8_t *box, size_t box_len, uint8_t *secret, size_t *len);
+
+/* Drops every cached token state (after a mutation made here). */
+void cn__id_cache_clear(cn_identity_t *id);
+
+/* Inserts or updates token token_id for account_id with the given secret
+ * and perms, not revoked; inside the caller's write txn. */
+cn_err_t cn__id_token_put(cn_identity_t *id, cn_meta_txn_t *t, const char *token_id,
+                          int64_t account_id, const char *secret, size_t secret_len,
+                          cn_perms_t perms, int64_t expires_at);
+/* Creates account name (email may be NULL) inside the caller's write txn;
+ * *account_id receives its id. */
+cn_err_t cn__id_account_insert(cn_meta_txn_t *t, const char *name, const char *email,
+                               int64_t *account_id);
+/* Random token id ("CN" + 18 base32 chars) and secret (40 alphanumerics). */
+cn_err_t cn__id_new_credential(char token_id[CN_TOKEN_ID_MAX + 1],
+                               char secret[CN_SECRET_MAX + 1]);
+
+void cn__id_rate_init(cn_identity_t *id);
+void cn__id_rate_destroy(cn_identity_t *id);
+
+#endif

@@ -1,0 +1,616 @@
+/* meta core: the writer slot, the reader pool, group commit, the statement
+ * cache and the failed-transaction rule, over an engine (engine.h).
+ *
+ * Commit invariants (write transactions):
+ *  1. Write transactions run one at a time on the single writer connection,
+ *     inside the writer slot (wmu).
+ *  2. After the engine's COMMIT returns, the commit gets a sequence number
+ *     (written) before the slot is released, so sequence order is log order.
+ *  3. The slot is released BEFORE the commit is made durable: the next writer
+ *     appends its frames while this one waits for the sync.  That is what
+ *     lets one sync cover many commits.
+ *  4. A sync started when written == S makes every commit <= S durable; the
+ *     syncer then sets synced = S.  A committer returns only once
+ *     synced >= its sequence number; if a sync fails, each waiter retries.
+ * Consequence: another transaction may read a commit a moment before it is
+ * durable, never before it is written; a crash in that window loses only
+ * commits that were never acknowledged to their callers.
+ */
+#include "cairn/meta.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cairn/util.h"
+#include "engine.h"
+
+#define STMT_CACHE_MAX 64
+#define DEFAULT_BUSY_MS 5000
+#define DEFAULT_READERS 32
+
+typedef struct conn {
+    cn__meta_conn_t *ec;
+    cn_meta_stmt_t *cache[STMT_CACHE_MAX];
+    size_t ncache;
+    uint64_t tick;
+    struct conn *next_idle;
+} conn_t;
+
+struct cn_meta_stmt {
+    conn_t *conn;
+    cn_meta_txn_t *txn;
+    cn__meta_raw_t *raw;
+    char *sql;                 /* owned copy, cache key; NULL if uncached */
+    uint64_t last_use;
+    bool in_use;
+    cn_meta_stmt_t *prev, *next;   /* the txn's open statements */
+};
+
+struct cn_meta_txn {
+    cn_meta_t *m;
+    conn_t *conn;
+    cn_meta_mode_t mode;
+    cn_err_t err;              /* first statement error; the txn is failed */
+    cn_meta_stmt_t *open;
+};
+
+struct cn_meta {
+    const cn__meta_engine_t *eng;
+    cn__meta_db_t *db;
+    cn_meta_opts_t opts;
+
+    /* The writer slot: a flag under a mutex rather than a held mutex, so a
+     * transaction may end on a different thread than the one that began it. */
+    pthread_mutex_t wmu;
+    pthread_cond_t wcv;
+    bool wbusy;
+    conn_t *writer;
+
+    pthread_mutex_t pool_mu;
+    pthread_cond_t pool_cv;
+    conn_t *idle;
+    unsigned nreaders;
+
+    pthread_mutex_t sync_mu;
+    pthread_cond_t sync_cv;
+    uint64_t written, synced;
+    bool syncing;
+};
+
+static const char failed_msg[] = "transaction already failed; roll it back";
+
+/* ---- connections ---------------------------------------------------------- */
+
+static void conn_close(const cn__meta_engine_t *eng, conn_t *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->ncache; i++) {
+        eng->finalize(c->cache[i]->raw);
+        free(c->cache[i]->sql);
+        free(c->cache[i]);
+    }
+    eng->conn_close(c->ec);
+    free(c);
+}
+
+static cn_err_t conn_open(cn_meta_t *m, bool writer, conn_t **out)
+{
+    conn_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    cn_err_t e = m->eng->conn_open(m->db, writer, &c->ec);
+    if (e < 0) {
+        free(c);
+        return e;
+    }
+    *out = c;
+    return 0;
+}
+
+static void deadline_in(struct timespec *ts, clockid_t clk, unsigned ms)
+{
+    clock_gettime(clk, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static cn_err_t reader_get(cn_meta_t *m, conn_t **out)
+{
+    struct timespec dl;
+    deadline_in(&dl, CLOCK_MONOTONIC, m->opts.busy_timeout_ms);
+    pthread_mutex_lock(&m->pool_mu);
+    for (;;) {
+        if (m->idle) {
+            *out = m->idle;
+            m->idle = m->idle->next_idle;
+            pthread_mutex_unlock(&m->pool_mu);
+            return 0;
+        }
+        if (m->nreaders < m->opts.max_readers) {
+            m->nreaders++;
+            pthread_mutex_unlock(&m->pool_mu);
+            cn_err_t e = conn_open(m, false, out);
+            if (e < 0) {
+                pthread_mutex_lock(&m->pool_mu);
+                m->nreaders--;
+                pthread_cond_signal(&m->pool_cv);
+                pthread_mutex_unlock(&m->pool_mu);
+            }
+            return e;
+        }
+        if (pthread_cond_timedwait(&m->pool_cv, &m->pool_mu, &dl) == ETIMEDOUT && !m->idle) {
+            pthread_mutex_unlock(&m->pool_mu);
+            return CN_E_BUSY;
+        }
+    }
+}
+
+static void reader_put(cn_meta_t *m, conn_t *c)
+{
+    pthread_mutex_lock(&m->pool_mu);
+    c->next_idle = m->idle;
+    m->idle = c;
+    pthread_cond_signal(&m->pool_cv);
+    pthread_mutex_unlock(&m->pool_mu);
+}
+
+static cn_err_t writer_acquire(cn_meta_t *m)
+{
+    struct timespec dl;
+    deadline_in(&dl, CLOCK_MONOTONIC, m->opts.busy_timeout_ms);
+    pthread_mutex_lock(&m->wmu);
+    while (m->wbusy) {
+        if (pthread_cond_timedwait(&m->wcv, &m->wmu, &dl) == ETIMEDOUT && m->wbusy) {
+            pthread_mutex_unlock(&m->wmu);
+            return CN_E_DB_LOCKED;
+        }
+    }
+    m->wbusy = true;
+    pthread_mutex_unlock(&m->wmu);
+    return 0;
+}
+
+static void writer_release(cn_meta_t *m)
+{
+    pthread_mutex_lock(&m->wmu);
+    m->wbusy = false;
+    pthread_cond_signal(&m->wcv);
+    pthread_mutex_unlock(&m->wmu);
+}
+
+/* ---- open / close ----------------------------------------------------------- */
+
+static cn_err_t target_path(const char *spec, const cn_meta_opts_t *o, char **out)
+{
+    if (!spec || !*spec)
+        return CN_E_INVALID;
+    if (strncmp(spec, "postgres://", 11) == 0 || strncmp(spec, "postgresql://", 13) == 0)
+        return CN_E_UNSUPPORTED;
+    struct stat st;
+    if (strncmp(spec, "sqlite:", 7) == 0) {
+        const char *p = spec + 7;
+        if (!*p)
+            return CN_E_INVALID;
+        if (o->must_exist && stat(p, &st) != 0)
+            return CN_E_NOT_FOUND;
+        *out = strdup(p);
+        return *out ? 0 : -ENOMEM;
+    }
+    if (o->must_exist) {
+        if (stat(spec, &st) != 0 || !S_ISDIR(st.st_mode))
+            return CN_E_NOT_FOUND;
+    } else {
+        CN_TRY(cn_mkdir_p(spec, 0700));
+    }
+    size_t n = strlen(spec);
+    char *p = malloc(n + sizeof "/meta.db");
+    if (!p)
+        return -ENOMEM;
+    memcpy(p, spec, n);
+    memcpy(p + n, "/meta.db", sizeof "/meta.db");
+    if (o->must_exist && stat(p, &st) != 0) {
+        free(p);
+        return CN_E_NOT_FOUND;
+    }
+    *out = p;
+    return 0;
+}
+
+static cn_err_t fsync_parent(char *path)
+{
+    char *slash = strrchr(path, '/');
+    if (!slash)
+        return cn_fsync_dir(".");
+    if (slash == path)
+        return cn_fsync_dir("/");
+    *slash = '\0';
+    cn_err_t e = cn_fsync_dir(path);
+    *slash = '/';
+    return e;
+}
+
+static const char schema_sql[] =
+    "CREATE TABLE IF NOT EXISTS cn_schema ("
+    " component TEXT PRIMARY KEY,"
+    " version BIGINT NOT NULL,"
+    " updated_at BIGINT NOT NULL)";
+
+cn_err_t cn_meta_open(const char *spec, const cn_meta_opts_t *opts, cn_meta_t **out)
+{
+    cn_meta_opts_t o = opts ? *opts : (cn_meta_opts_t){0};
+    if (!o.busy_timeout_ms)
+        o.busy_timeout_ms = DEFAULT_BUSY_MS;
+    if (!o.max_readers)
+        o.max_readers = DEFAULT_READERS;
+
+    char *path = NULL;
+    cn_err_t e = target_path(spec, &o, &path);
+    if (e < 0)
+        return e;
+
+    cn_meta_t *m = calloc(1, sizeof *m);
+    if (!m) {
+        free(path);
+        return -ENOMEM;
+    }
+    m->eng = &cn__meta_engine_sqlite;
+    m->opts = o;
+    pthread_mutex_init(&m->wmu, NULL);
+    pthread_mutex_init(&m->pool_mu, NULL);
+    pthread_mutex_init(&m->sync_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&m->pool_cv, &ca);
+    pthread_cond_init(&m->wcv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_cond_init(&m->sync_cv, NULL);
+
+    e = m->eng->db_open(path, &m->opts, &m->db);
+    if (e < 0)
+        goto fail;
+    e = conn_open(m, true, &m->writer);
+    if (e < 0)
+        goto fail;
+
+    cn_meta_txn_t *t = NULL;
+    e = cn_meta_begin(m, CN_META_WRITE, &t);
+    if (e < 0)
+        goto fail;
+    e = cn_meta_exec(t, schema_sql);
+    if (e < 0) {
+        cn_meta_rollback(t);
+        goto fail;
+    }
+    e = cn_meta_commit(t);
+    if (e < 0)
+        goto fail;
+    /* The database file's own directory entry (new on first start). */
+    e = fsync_parent(path);
+    if (e < 0)
+        goto fail;
+    free(path);
+    *out = m;
+    return 0;
+fail:
+    free(path);
+    cn_meta_close(m);
+    return e;
+}
+
+void cn_meta_close(cn_meta_t *m)
+{
+    if (!m)
+        return;
+    while (m->idle) {
+        conn_t *c = m->idle;
+        m->idle = c->next_idle;
+        conn_close(m->eng, c);
+    }
+    conn_close(m->eng, m->writer);
+    if (m->db)
+        m->eng->db_close(m->db);
+    pthread_mutex_destroy(&m->wmu);
+    pthread_mutex_destroy(&m->pool_mu);
+    pthread_mutex_destroy(&m->sync_mu);
+    pthread_cond_destroy(&m->pool_cv);
+    pthread_cond_destroy(&m->wcv);
+    pthread_cond_destroy(&m->sync_cv);
+    free(m);
+}
+
+const char *cn_meta_engine(const cn_meta_t *m) { return m->eng->name; }
+
+/* ---- transactions ------------------------------------------------------------ */
+
+cn_err_t cn_meta_begin(cn_meta_t *m, cn_meta_mode_t mode, cn_meta_txn_t **out)
+{
+    cn_meta_txn_t *t = calloc(1, sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    t->m = m;
+    t->mode = mode;
+    cn_err_t e;
+    if (mode == CN_META_WRITE) {
+        e = writer_acquire(m);
+        if (e < 0) {
+            free(t);
+            return e;
+        }
+        t->conn = m->writer;
+    } else {
+        e = reader_get(m, &t->conn);
+        if (e < 0) {
+            free(t);
+            return e;
+        }
+    }
+    e = m->eng->begin(t->conn->ec, mode);
+    if (e < 0) {
+        if (mode == CN_META_WRITE)
+            writer_release(m);
+        else
+            reader_put(m, t->conn);
+        free(t);
+        return e;
+    }
+    *out = t;
+    return 0;
+}
+
+static void finish_open(cn_meta_txn_t *t)
+{
+    while (t->open)
+        cn_meta_finish(t->open);
+}
+
+static void txn_release(cn_meta_txn_t *t)
+{
+    if (t->mode == CN_META_WRITE)
+        writer_release(t->m);
+    else
+        reader_put(t->m, t->conn);
+    free(t);
+}
+
+/* Waits until commit seq is durable, syncing on behalf of the group when no
+ * other thread is. */
+static cn_err_t group_sync(cn_meta_t *m, uint64_t seq)
+{
+    cn_err_t e = 0;
+    pthread_mutex_lock(&m->sync_mu);
+    while (m->synced < seq) {
+        if (m->syncing) {
+            pthread_cond_wait(&m->sync_cv, &m->sync_mu);
+            continue;
+        }
+        m->syncing = true;
+        uint64_t target = m->written;
+        pthread_mutex_unlock(&m->sync_mu);
+        e = m->eng->sync(m->db);
+        pthread_mutex_lock(&m->sync_mu);
+        m->syncing = false;
+        if (e == 0 && target > m->synced)
+            m->synced = target;
+        pthread_cond_broadcast(&m->sync_cv);
+        if (e < 0)
+            break;
+    }
+    pthread_mutex_unlock(&m->sync_mu);
+    return e;
+}
+
+cn_err_t cn_meta_commit(cn_meta_txn_t *t)
+{
+    if (!t)
+        return CN_E_INVALID;
+    cn_meta_t *m = t->m;
+    finish_open(t);
+    if (t->err < 0) {
+        cn_err_t e = t->err;
+        m->eng->rollback(t->conn->ec);
+        txn_release(t);
+        return e;
+    }
+    cn_err_t e = m->eng->commit(t->conn->ec);
+    if (t->mode != CN_META_WRITE || e < 0) {
+        txn_release(t);
+        return e;
+    }
+    pthread_mutex_lock(&m->sync_mu);
+    uint64_t seq = ++m->written;
+    pthread_mutex_unlock(&m->sync_mu);
+    txn_release(t);
+    if (m->opts.no_sync)
+        return 0;
+    return group_sync(m, seq);
+}
+
+void cn_meta_rollback(cn_meta_txn_t *t)
+{
+    if (!t)
+        return;
+    finish_open(t);
+    t->m->eng->rollback(t->conn->ec);
+    txn_release(t);
+}
+
+static cn_err_t txn_fail(cn_meta_txn_t *t, cn_err_t e)
+{
+    if (e < 0 && t->err == 0)
+        t->err = e;
+    return e;
+}
+
+cn_err_t cn_meta_exec(cn_meta_txn_t *t, const char *sql)
+{
+    if (t->err < 0)
+        return CN_E_CONFLICT;
+    return txn_fail(t, t->m->eng->exec(t->conn->ec, sql));
+}
+
+int64_t cn_meta_changes(const cn_meta_txn_t *t) { return t->m->eng->changes(t->conn->ec); }
+
+const char *cn_meta_errmsg(const cn_meta_txn_t *t)
+{
+    if (t->err == CN_E_CONFLICT)
+        return failed_msg;
+    return t->m->eng->errmsg(t->conn->ec);
+}
+
+/* ---- statements ---------------------------------------------------------------- */
+
+static void stmt_link(cn_meta_txn_t *t, cn_meta_stmt_t *s)
+{
+    s->txn = t;
+    s->in_use = true;
+    s->prev = NULL;
+    s->next = t->open;
+    if (t->open)
+        t->open->prev = s;
+    t->open = s;
+}
+
+cn_err_t cn_meta_prepare(cn_meta_txn_t *t, const char *sql, cn_meta_stmt_t **out)
+{
+    if (t->err < 0)
+        return CN_E_CONFLICT;
+    conn_t *c = t->conn;
+    for (size_t i = 0; i < c->ncache; i++) {
+        cn_meta_stmt_t *s = c->cache[i];
+        if (!s->in_use && strcmp(s->sql, sql) == 0) {
+            s->last_use = ++c->tick;
+            stmt_link(t, s);
+            *out = s;
+            return 0;
+        }
+    }
+    cn_meta_stmt_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->conn = c;
+    cn_err_t e = t->m->eng->prepare(c->ec, sql, &s->raw);
+    if (e < 0) {
+        free(s);
+        return txn_fail(t, e);
+    }
+    /* Cache it: in a free slot, else in place of the least recently used
+     * idle statement; if every cached one is in use it stays uncached. */
+    size_t slot = c->ncache;
+    if (slot == STMT_CACHE_MAX) {
+        uint64_t best = UINT64_MAX;
+        for (size_t i = 0; i < c->ncache; i++)
+            if (!c->cache[i]->in_use && c->cache[i]->last_use < best) {
+                best = c->cache[i]->last_use;
+                slot = i;
+            }
+    }
+    if (slot < STMT_CACHE_MAX && (s->sql = strdup(sql)) != NULL) {
+        if (slot < c->ncache) {
+            t->m->eng->finalize(c->cache[slot]->raw);
+            free(c->cache[slot]->sql);
+            free(c->cache[slot]);
+        } else {
+            c->ncache++;
+        }
+        c->cache[slot] = s;
+    }
+    s->last_use = ++c->tick;
+    stmt_link(t, s);
+    *out = s;
+    return 0;
+}
+
+void cn_meta_finish(cn_meta_stmt_t *s)
+{
+    if (!s || !s->in_use)
+        return;
+    cn_meta_txn_t *t = s->txn;
+    const cn__meta_engine_t *eng = t->m->eng;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        t->open = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->prev = s->next = NULL;
+    s->txn = NULL;
+    s->in_use = false;
+    if (s->sql) {
+        eng->reset(s->raw);
+    } else {
+        eng->finalize(s->raw);
+        free(s);
+    }
+}
+
+void cn_meta_reset(cn_meta_stmt_t *s) { s->txn->m->eng->reset(s->raw); }
+
+/* Bind errors are the caller's mistake (a bad index); they do not fail the txn. */
+static cn_err_t bind_check(cn_err_t e) { return e < 0 ? e : 0; }
+
+cn_err_t cn_meta_bind_int64(cn_meta_stmt_t *s, int idx, int64_t v)
+{
+    return bind_check(s->txn->m->eng->bind_int64(s->raw, idx, v));
+}
+
+cn_err_t cn_meta_bind_text(cn_meta_stmt_t *s, int idx, const char *p, size_t len)
+{
+    if (!p)
+        return cn_meta_bind_null(s, idx);
+    return bind_check(s->txn->m->eng->bind_text(s->raw, idx, p, len));
+}
+
+cn_err_t cn_meta_bind_str(cn_meta_stmt_t *s, int idx, const char *p)
+{
+    return cn_meta_bind_text(s, idx, p, p ? strlen(p) : 0);
+}
+
+cn_err_t cn_meta_bind_blob(cn_meta_stmt_t *s, int idx, const void *p, size_t len)
+{
+    return bind_check(s->txn->m->eng->bind_blob(s->raw, idx, p, len));
+}
+
+cn_err_t cn_meta_bind_null(cn_meta_stmt_t *s, int idx)
+{
+    return bind_check(s->txn->m->eng->bind_null(s->raw, idx));
+}
+
+cn_err_t cn_meta_step(cn_meta_stmt_t *s)
+{
+    cn_meta_txn_t *t = s->txn;
+    if (t->err < 0)
+        return CN_E_CONFLICT;
+    return txn_fail(t, t->m->eng->step(s->raw));
+}
+
+bool cn_meta_column_is_null(cn_meta_stmt_t *s, int col)
+{
+    return s->txn->m->eng->column_is_null(s->raw, col);
+}
+
+int64_t cn_meta_column_int64(cn_meta_stmt_t *s, int col)
+{
+    return s->txn->m->eng->column_int64(s->raw, col);
+}
+
+const char *cn_meta_column_text(cn_meta_stmt_t *s, int col, size_t *len)
+{
+    return s->txn->m->eng->column_text(s->raw, col, len);
+}
+
+const void *cn_meta_column_blob(cn_meta_stmt_t *s, int col, size_t *len)
+{
+    return s->txn->m->eng->column_blob(s->raw, col, len);
+}
+
+int cn_meta_column_count(cn_meta_stmt_t *s) { return s->txn->m->eng->column_count(s->raw); }

@@ -1,0 +1,134 @@
+/* The group committer: small blobs share one flush.
+ *
+ * A writer whose blob fits in its write buffer writes the staged file
+ * without syncing it, hands the request (with a pointer to the bytes) here
+ * and waits.  The committer takes every request queued so far as one batch:
+ *
+ *   1. append one journal record per blob and fdatasync the journal — the
+ *      batch's bytes are durable (W2, journal.c);
+ *   2. rename each staged file into place under its stripe lock (W3), or
+ *      refresh an existing blob;
+ *   3. wake the batch's writers: their blobs are durable (in the journal)
+ *      and visible (W4);
+ *   4. every 64 MiB of journal, checkpoint: one backend sync makes the files
+ *      and names durable and the journal is emptied.
+ *
+ * So a batch of N blobs costs one fdatasync instead of 2N fsyncs.  While one
+ * batch is being flushed the next one queues, so the batch size grows with
+ * the load by itself and a lone writer is not delayed.  A failed step fails
+ * every request of the batch that it covers; a staged file that was not
+ * renamed is removed by its writer.
+ */
+#include "store/store_int.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+#include "cairn/util.h"
+
+static void run_batch(cn_store_t *s, cn__commit_req_t *batch)
+{
+    cn_err_t rc = cn__journal_commit(s, batch);
+    if (rc < 0)
+        cn_error("store", "group commit: journal write failed: %s", cn_strerror(rc));
+    for (cn__commit_req_t *r = batch; r; r = r->next) {
+        if (rc < 0) {
+            r->rc = rc;
+            continue;
+        }
+        pthread_mutex_t *mu = cn__stripe(s, &r->d);
+        pthread_mutex_lock(mu);
+        r->rc = s->be->ops->put(s->be, s->staging_fd, r->staged_name, &r->d, r->form, 0,
+                                &r->existed);
+        pthread_mutex_unlock(mu);
+    }
+}
+
+static void *committer_main(void *arg)
+{
+    cn_store_t *s = arg;
+    pthread_mutex_lock(&s->q_mu);
+    for (;;) {
+        while (!s->q_head && !s->q_stop)
+            pthread_cond_wait(&s->q_cv, &s->q_mu);
+        if (!s->q_head)
+            break;              /* stopping, and nothing left */
+        cn__commit_req_t *batch = s->q_head;
+        s->q_head = s->q_tail = NULL;
+        pthread_mutex_unlock(&s->q_mu);
+
+        run_batch(s, batch);
+
+        pthread_mutex_lock(&s->q_mu);
+        uint64_t n = 0;
+        /* The request lives on its writer's stack: read next before done. */
+        for (cn__commit_req_t *r = batch, *next; r; r = next) {
+            next = r->next;
+            r->done = true;
+            n++;
+        }
+        s->batches++;
+        s->batched_blobs += n;
+        pthread_cond_broadcast(&s->done_cv);
+        pthread_mutex_unlock(&s->q_mu);
+
+        /* After the wake-up: the writers need not wait for a checkpoint. */
+        cn_err_t crc = cn__journal_maybe_checkpoint(s);
+        if (crc < 0)
+            cn_error("store", "journal checkpoint failed (retried): %s", cn_strerror(crc));
+        pthread_mutex_lock(&s->q_mu);
+    }
+    pthread_mutex_unlock(&s->q_mu);
+    return NULL;
+}
+
+cn_err_t cn__committer_start(cn_store_t *s)
+{
+    int e = pthread_create(&s->committer, NULL, committer_main, s);
+    if (e)
+        return -e;
+    s->committer_running = true;
+    return CN_OK;
+}
+
+void cn__committer_stop(cn_store_t *s)
+{
+    if (!s->committer_running)
+        return;
+    pthread_mutex_lock(&s->q_mu);
+    s->q_stop = true;
+    pthread_cond_signal(&s->q_cv);
+    pthread_mutex_unlock(&s->q_mu);
+    pthread_join(s->committer, NULL);
+    s->committer_running = false;
+}
+
+cn_err_t cn__committer_submit(cn_store_t *s, cn__commit_req_t *req)
+{
+    req->next = NULL;
+    req->done = false;
+    pthread_mutex_lock(&s->q_mu);
+    if (s->q_stop) {
+        pthread_mutex_unlock(&s->q_mu);
+        return CN_E_SHUTDOWN;
+    }
+    if (s->q_tail)
+        s->q_tail->next = req;
+    else
+        s->q_head = req;
+    s->q_tail = req;
+    pthread_cond_signal(&s->q_cv);
+    while (!req->done)
+        pthread_cond_wait(&s->done_cv, &s->q_mu);
+    pthread_mutex_unlock(&s->q_mu);
+    return req->rc;
+}
+
+void cn_store_counters(cn_store_t *s, cn_store_counters_t *out)
+{
+    pthread_mutex_lock(&s->q_mu);
+    out->commit_batches = s->batches;
+    out->commit_blobs = s->batched_blobs;
+    out->checkpoints = s->checkpoints;
+    pthread_mutex_unlock(&s->q_mu);
+}

@@ -1,0 +1,236 @@
+/* Pins: what protects a blob from the sweeper and from cn_store_delete.
+ *
+ * Guards are in-process, refcounted per digest, and gone with the process.
+ * Durable pins are rows in the metadata store (component "store"), with an
+ * optional expiry.  Both are taken under the digest's stripe lock, the same
+ * lock under which the sweeper and delete make their final check, so a pin
+ * either exists before that check (and is seen) or is taken after the
+ * removal (and protects whatever is published next).
+ */
+#include "store/store_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cairn/meta.h"
+#include "cairn/util.h"
+
+struct cn_store_guard {
+    cn_store_t *s;
+    cn_digest_t d;
+};
+
+static size_t guard_bucket(const cn_digest_t *d)
+{
+    return d->b[1] % CN__STORE_GUARD_BUCKETS;
+}
+
+static cn__guard_node_t **guard_find_locked(cn_store_t *s, const cn_digest_t *d)
+{
+    cn__guard_node_t **pp = &s->guards[guard_bucket(d)];
+    while (*pp && memcmp((*pp)->d.b, d->b, CN_DIGEST_LEN) != 0)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+bool cn__store_guarded(cn_store_t *s, const cn_digest_t *d)
+{
+    pthread_mutex_lock(&s->guard_mu);
+    bool held = *guard_find_locked(s, d) != NULL;
+    pthread_mutex_unlock(&s->guard_mu);
+    return held;
+}
+
+cn_err_t cn_store_guard_acquire(cn_store_t *s, const cn_digest_t *d, cn_store_guard_t **out)
+{
+    *out = NULL;
+    cn_store_guard_t *g = malloc(sizeof *g);
+    if (!g)
+        return -ENOMEM;
+    g->s = s;
+    g->d = *d;
+    pthread_mutex_t *mu = cn__stripe(s, d);
+    pthread_mutex_lock(mu);
+    pthread_mutex_lock(&s->guard_mu);
+    cn__guard_node_t **pp = guard_find_locked(s, d);
+    if (!*pp) {
+        cn__guard_node_t *n = calloc(1, sizeof *n);
+        if (!n) {
+            pthread_mutex_unlock(&s->guard_mu);
+            pthread_mutex_unlock(mu);
+            free(g);
+            return -ENOMEM;
+        }
+        n->d = *d;
+        *pp = n;
+    }
+    (*pp)->refs++;
+    pthread_mutex_unlock(&s->guard_mu);
+    pthread_mutex_unlock(mu);
+    *out = g;
+    return CN_OK;
+}
+
+void cn_store_guard_release(cn_store_guard_t *g)
+{
+    if (!g)
+        return;
+    cn_store_t *s = g->s;
+    pthread_mutex_lock(&s->guard_mu);
+    cn__guard_node_t **pp = guard_find_locked(s, &g->d);
+    if (CN_ALWAYS(*pp) && --(*pp)->refs == 0) {
+        cn__guard_node_t *n = *pp;
+        *pp = n->next;
+        free(n);
+    }
+    pthread_mutex_unlock(&s->guard_mu);
+    free(g);
+}
+
+/* ---- durable pins ---------------------------------------------------------- */
+
+static const cn_meta_migration_t store_migrations[] = {
+    { 1,
+      "CREATE TABLE store_pin ("
+      "  pin_id BIGINT PRIMARY KEY,"
+      "  digest BLOB NOT NULL,"
+      "  owner_tag TEXT,"
+      "  expires_ms BIGINT NOT NULL,"
+      "  created_ms BIGINT NOT NULL);"
+      "CREATE INDEX store_pin_digest ON store_pin (digest);"
+      "CREATE INDEX store_pin_expires ON store_pin (expires_ms);",
+      NULL, NULL },
+};
+
+cn_err_t cn__store_pins_migrate(cn_store_t *s)
+{
+    return cn_meta_migrate(s->meta, "store", store_migrations,
+                           sizeof store_migrations / sizeof store_migrations[0]);
+}
+
+cn_err_t cn__store_pinned_durable(cn_store_t *s, const cn_digest_t *d, bool *pinned)
+{
+    *pinned = false;
+    if (!s->meta)
+        return CN_OK;
+    cn_meta_txn_t *txn;
+    cn_meta_stmt_t *st = NULL;
+    CN_TRY(cn_meta_begin(s->meta, CN_META_READ, &txn));
+    cn_err_t rc = cn_meta_prepare(txn,
+        "SELECT pin_id FROM store_pin WHERE digest = ? AND (expires_ms = 0 OR expires_ms > ?)"
+        " LIMIT 1", &st);
+    if (rc < 0)
+        goto out;
+    if ((rc = cn_meta_bind_blob(st, 1, d->b, CN_DIGEST_LEN)) < 0 ||
+        (rc = cn_meta_bind_int64(st, 2, cn_wall_ms())) < 0)
+        goto out;
+    rc = cn_meta_step(st);
+    if (rc == CN_META_ROW)
+        *pinned = true;
+    if (rc >= 0)
+        rc = CN_OK;
+out:
+    cn_meta_finish(st);
+    cn_meta_rollback(txn);
+    return rc;
+}
+
+cn_err_t cn_store_is_pinned(cn_store_t *s, const cn_digest_t *d, bool *pinned)
+{
+    if (cn__store_guarded(s, d)) {
+        *pinned = true;
+        return CN_OK;
+    }
+    return cn__store_pinned_durable(s, d, pinned);
+}
+
+static cn_err_t pin_insert(cn_store_t *s, const cn_digest_t *d, const char *owner_tag,
+                           int64_t expires, uint64_t id)
+{
+    cn_meta_txn_t *txn;
+    cn_meta_stmt_t *st = NULL;
+    CN_TRY(cn_meta_begin(s->meta, CN_META_WRITE, &txn));
+    cn_err_t rc = cn_meta_prepare(txn,
+        "INSERT INTO store_pin (pin_id, digest, owner_tag, expires_ms, created_ms)"
+        " VALUES (?, ?, ?, ?, ?)", &st);
+    if (rc < 0)
+        goto fail;
+    if ((rc = cn_meta_bind_int64(st, 1, (int64_t)id)) < 0 ||
+        (rc = cn_meta_bind_blob(st, 2, d->b, CN_DIGEST_LEN)) < 0 ||
+        (rc = cn_meta_bind_str(st, 3, owner_tag)) < 0 ||
+        (rc = cn_meta_bind_int64(st, 4, expires)) < 0 ||
+        (rc = cn_meta_bind_int64(st, 5, cn_wall_ms())) < 0)
+        goto fail;
+    if ((rc = cn_meta_step(st)) < 0)
+        goto fail;
+    cn_meta_finish(st);
+    return cn_meta_commit(txn);
+fail:
+    cn_meta_finish(st);
+    cn_meta_rollback(txn);
+    return rc;
+}
+
+cn_err_t cn_store_pin(cn_store_t *s, const cn_digest_t *d, const char *owner_tag,
+                      int64_t expires_unix_ms, uint64_t *pin_id)
+{
+    if (!s->meta)
+        return CN_E_UNSUPPORTED;
+    if (expires_unix_ms < 0 || (owner_tag && strlen(owner_tag) > 255))
+        return CN_E_INVALID;
+    pthread_mutex_t *mu = cn__stripe(s, d);
+    cn_err_t rc = CN_E_EXISTS;
+    uint64_t id = 0;
+    /* Held across the commit: see the file comment. */
+    pthread_mutex_lock(mu);
+    for (int tries = 0; tries < 4 && rc == CN_E_EXISTS; tries++) {
+        if ((rc = cn_random_bytes(&id, sizeof id)) < 0)
+            break;
+        id = (id >> 2) | 1;     /* positive in a signed BIGINT, never 0 */
+        rc = pin_insert(s, d, owner_tag, expires_unix_ms, id);
+    }
+    pthread_mutex_unlock(mu);
+    if (rc == CN_OK && pin_id)
+        *pin_id = id;
+    return rc;
+}
+
+static cn_err_t exec_delete(cn_store_t *s, const char *sql, int64_t arg, int64_t *changes)
+{
+    cn_meta_txn_t *txn;
+    cn_meta_stmt_t *st = NULL;
+    CN_TRY(cn_meta_begin(s->meta, CN_META_WRITE, &txn));
+    cn_err_t rc = cn_meta_prepare(txn, sql, &st);
+    if (rc < 0 || (rc = cn_meta_bind_int64(st, 1, arg)) < 0 || (rc = cn_meta_step(st)) < 0) {
+        cn_meta_finish(st);
+        cn_meta_rollback(txn);
+        return rc;
+    }
+    cn_meta_finish(st);
+    *changes = cn_meta_changes(txn);
+    return cn_meta_commit(txn);
+}
+
+cn_err_t cn_store_unpin(cn_store_t *s, uint64_t pin_id)
+{
+    if (!s->meta)
+        return CN_E_UNSUPPORTED;
+    if (pin_id == 0 || pin_id > INT64_MAX)
+        return CN_E_NOT_FOUND;
+    int64_t n = 0;
+    CN_TRY(exec_delete(s, "DELETE FROM store_pin WHERE pin_id = ?", (int64_t)pin_id, &n));
+    return n ? CN_OK : CN_E_NOT_FOUND;
+}
+
+cn_err_t cn__store_pins_expire(cn_store_t *s, int64_t now_ms, uint64_t *removed)
+{
+    *removed = 0;
+    if (!s->meta)
+        return CN_OK;
+    int64_t n = 0;
+    CN_TRY(exec_delete(s, "DELETE FROM store_pin WHERE expires_ms > 0 AND expires_ms <= ?",
+                       now_ms, &n));
+    *removed = (uint64_t)n;
+    return CN_OK;
+}

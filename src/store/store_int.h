@@ -1,0 +1,142 @@
+/* Internals shared by the files of the store module.  Never included from
+ * another module. */
+#ifndef CN_STORE_INT_H
+#define CN_STORE_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "cairn/store.h"
+#include "cairn/crypto.h"
+#include "cairn/util.h"
+#include "store/backend.h"
+
+#define CN__STORE_STRIPES 64            /* per-digest lock stripes */
+#define CN__STORE_STAGING_SHARDS 16     /* staging/0 .. staging/f */
+#define CN__STORE_GUARD_BUCKETS 256
+#define CN__STORE_MAX_SOURCES 32
+#define CN__STORE_IO_CHUNK (256u * 1024) /* bounded read/write buffer */
+#define CN__STORE_SWEEP_BATCH 256       /* digests per liveness query */
+
+typedef struct cn__guard_node {
+    cn_digest_t d;
+    uint64_t refs;
+    struct cn__guard_node *next;
+} cn__guard_node_t;
+
+typedef struct cn__liveness {
+    char name[64];
+    cn_store_is_live_fn is_live;        /* exactly one of the two is set */
+    cn_store_are_live_fn are_live;
+    void *ctx;
+} cn__liveness_t;
+
+/* One publish waiting for the group committer (lives on the writer's stack). */
+typedef struct cn__commit_req {
+    char staged_name[48];
+    const uint8_t *payload;             /* the stored bytes, for the journal */
+    size_t payload_len;
+    cn_digest_t d;
+    cn_store_form_t form;
+    bool done;
+    bool existed;
+    cn_err_t rc;
+    struct cn__commit_req *next;
+} cn__commit_req_t;
+
+struct cn_store {
+    cn_store_opts_t opts;
+    char *data_dir;
+    int data_fd;                        /* DATA */
+    int staging_fd;                     /* DATA/staging */
+    int lock_fd;                        /* DATA/store.lock, flock()ed */
+    cn__backend_t *be;
+    cn_meta_t *meta;
+
+    /* Serialises everything that decides a digest's existence: put, touch,
+     * delete, the sweeper's final check, guard acquisition, pin insertion. */
+    pthread_mutex_t stripe[CN__STORE_STRIPES];
+
+    pthread_mutex_t guard_mu;           /* after a stripe lock, never before */
+    cn__guard_node_t *guards[CN__STORE_GUARD_BUCKETS];
+
+    pthread_mutex_t live_mu;
+    cn__liveness_t sources[CN__STORE_MAX_SOURCES];
+    size_t n_sources;
+
+    pthread_mutex_t sweep_mu;           /* one sweep at a time */
+
+    /* group committer */
+    pthread_mutex_t q_mu;
+    pthread_cond_t q_cv;                /* work arrived, or stop */
+    pthread_cond_t done_cv;             /* a batch finished */
+    cn__commit_req_t *q_head, *q_tail;
+    bool q_stop;
+    bool committer_running;
+    pthread_t committer;
+    uint64_t batches, batched_blobs;    /* statistics, under q_mu */
+
+    /* small-blob journal (journal.c): committer thread only */
+    int journal_fd;
+    uint64_t journal_len;
+    uint64_t checkpoints;
+    cn_buf_t journal_buf;
+};
+
+static inline pthread_mutex_t *cn__stripe(cn_store_t *s, const cn_digest_t *d)
+{
+    return &s->stripe[d->b[0] % CN__STORE_STRIPES];
+}
+
+/* staging name helpers (store.c) */
+cn_err_t cn__store_staging_name(char out[48]);
+
+/* guards (pins.c) */
+bool cn__store_guarded(cn_store_t *s, const cn_digest_t *d);
+/* durable pins: *pinned = an unexpired row protects d (false without meta). */
+cn_err_t cn__store_pinned_durable(cn_store_t *s, const cn_digest_t *d, bool *pinned);
+cn_err_t cn__store_pins_migrate(cn_store_t *s);
+cn_err_t cn__store_pins_expire(cn_store_t *s, int64_t now_ms, uint64_t *removed);
+
+/* group committer (commit.c) */
+cn_err_t cn__committer_start(cn_store_t *s);
+void cn__committer_stop(cn_store_t *s);
+/* Queues req and waits until the batch that holds it is durable. */
+cn_err_t cn__committer_submit(cn_store_t *s, cn__commit_req_t *req);
+
+/* small-blob journal (journal.c) */
+cn_err_t cn__journal_open(cn_store_t *s);       /* replays, then empties */
+void cn__journal_close(cn_store_t *s);          /* checkpoints */
+/* Appends the batch's records and fdatasyncs the journal. */
+cn_err_t cn__journal_commit(cn_store_t *s, cn__commit_req_t *batch);
+cn_err_t cn__journal_maybe_checkpoint(cn_store_t *s);
+cn_err_t cn__journal_checkpoint(cn_store_t *s);
+
+/* BLAKE3 of the logical bytes of a stored file (read.c). */
+cn_err_t cn__store_hash_fd(int fd, uint64_t size, cn_store_form_t form, cn_digest_t *out);
+
+/* LZ4 envelope (lz4env.c) */
+#define CN__ENV_HEADER_LEN 16
+#define CN__ENV_TRAILER_LEN 32
+#define CN__ENV_BLOCK_LOG 16            /* 64 KiB logical blocks */
+#define CN__ENV_RAW_FLAG 0x80000000u
+
+void cn__env_header(uint8_t out[CN__ENV_HEADER_LEN]);
+void cn__env_trailer(uint64_t raw_len, uint64_t n_blocks, uint32_t index_crc,
+                     uint8_t out[CN__ENV_TRAILER_LEN]);
+/* Parsed, validated shape of an enveloped file. */
+typedef struct cn__env {
+    uint64_t raw_len;
+    uint64_t n_blocks;
+    uint32_t block_log;
+    uint32_t index_crc;
+    uint64_t index_off;                 /* file offset of the index */
+} cn__env_t;
+/* Reads header and trailer of fd (size bytes): CN_E_CORRUPT if malformed. */
+cn_err_t cn__env_open(int fd, uint64_t size, cn__env_t *e);
+/* Streams logical [off, off+n) (already clamped) of the envelope to sink,
+ * hashing into h.  Validates the index checksum and every block. */
+cn_err_t cn__env_read(int fd, const cn__env_t *e, uint64_t off, uint64_t n,
+                      cn_store_sink_fn sink, void *ctx, cn_blake3_t *h);
+
+#endif

@@ -1,0 +1,408 @@
+/* Staged writes: bytes stream into an anonymous-named file in DATA/staging
+ * while BLAKE3 hashes them; publish makes the file the blob its digest names.
+ *
+ * Write-path invariants (docs/store.md, "Write path"):
+ *  W1. Bytes are written only under DATA/staging, never under a blob name.
+ *  W2. A blob's bytes are durable BEFORE it is renamed to its blob name:
+ *      the staged file is fdatasynced (large blobs), or its bytes are in a
+ *      synced journal record (small blobs, commit.c/journal.c) from which
+ *      open rewrites the file if a crash lost or tore it.  So no name a
+ *      reader can reach points at bytes a crash can lose.
+ *  W3. The rename is atomic and never replaces an existing blob
+ *      (RENAME_NOREPLACE, plus the digest's stripe lock in process).
+ *  W4. publish returns CN_OK only after the blob will survive a crash: its
+ *      directory entry is fsynced (large), or its journal record is synced
+ *      (small) — also when the digest already existed, because its publisher
+ *      may not have flushed yet.
+ *  W5. An expected digest or length that does not match, a limit exceeded or
+ *      any I/O error removes the staged file; nothing is renamed.
+ *  W6. Whatever a crash leaves in staging was never acknowledged and is
+ *      removed at the next open.
+ */
+#include "store/store_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <lz4.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cairn/util.h"
+
+/* Large files start writeback every chunk and wait for the chunk before, so
+ * dirty memory stays bounded and the final fdatasync has little left. */
+#define WRITEBACK_CHUNK (8ull << 20)
+#define ENV_BLOCK ((size_t)1 << CN__ENV_BLOCK_LOG)
+
+struct cn_store_writer {
+    cn_store_t *s;
+    int fd;
+    char name[48];
+    cn_blake3_t h;
+    uint64_t len;                   /* logical bytes accepted */
+    uint64_t stored;                /* bytes handed to the file (incl. out buffer) */
+    uint64_t flushed;               /* bytes written to the file */
+    uint64_t wb_started;            /* writeback started up to here */
+    int64_t expect_len;
+    bool has_expect;
+    cn_digest_t expect;
+    cn_store_form_t form;
+    cn_err_t err;                   /* sticky */
+    uint8_t *out;                   /* write-behind buffer, CN__STORE_IO_CHUNK */
+    size_t out_len;
+    /* LZ4 form */
+    uint8_t *blk;                   /* logical block being filled */
+    size_t blk_len;
+    uint8_t *zbuf;
+    cn_buf_t index;                 /* u32le per block */
+    uint64_t n_blocks;
+};
+
+static void writeback(cn_store_writer_t *w)
+{
+    /* Advisory: failures here only lose the optimisation; fdatasync at
+     * publish reports real errors. */
+    while (w->flushed - w->wb_started >= WRITEBACK_CHUNK) {
+        uint64_t off = w->wb_started;
+        sync_file_range(w->fd, (off64_t)off, (off64_t)WRITEBACK_CHUNK, SYNC_FILE_RANGE_WRITE);
+        if (off >= WRITEBACK_CHUNK)
+            sync_file_range(w->fd, (off64_t)(off - WRITEBACK_CHUNK), (off64_t)WRITEBACK_CHUNK,
+                            SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+                            SYNC_FILE_RANGE_WAIT_AFTER);
+        w->wb_started += WRITEBACK_CHUNK;
+    }
+}
+
+static cn_err_t file_write(cn_store_writer_t *w, const void *p, size_t n)
+{
+    CN_TRY(cn_write_full(w->fd, p, n));
+    w->flushed += n;
+    writeback(w);
+    return CN_OK;
+}
+
+static cn_err_t out_flush(cn_store_writer_t *w)
+{
+    if (!w->out_len)
+        return CN_OK;
+    CN_TRY(file_write(w, w->out, w->out_len));
+    w->out_len = 0;
+    return CN_OK;
+}
+
+/* Appends stored bytes through the write-behind buffer. */
+static cn_err_t out_put(cn_store_writer_t *w, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    w->stored += n;
+    if (w->out_len == 0 && n >= CN__STORE_IO_CHUNK)
+        return file_write(w, b, n);
+    while (n) {
+        size_t room = CN__STORE_IO_CHUNK - w->out_len;
+        size_t k = n < room ? n : room;
+        memcpy(w->out + w->out_len, b, k);
+        w->out_len += k;
+        b += k;
+        n -= k;
+        if (w->out_len == CN__STORE_IO_CHUNK)
+            CN_TRY(out_flush(w));
+    }
+    return CN_OK;
+}
+
+static cn_err_t env_flush_block(cn_store_writer_t *w)
+{
+    if (!w->blk_len)
+        return CN_OK;
+    int bound = LZ4_compressBound((int)ENV_BLOCK);
+    int z = LZ4_compress_default((const char *)w->blk, (char *)w->zbuf, (int)w->blk_len, bound);
+    uint32_t entry;
+    if (z > 0 && (size_t)z < w->blk_len) {
+        CN_TRY(out_put(w, w->zbuf, (size_t)z));
+        entry = (uint32_t)z;
+    } else {
+        /* Incompressible: keep the block as is rather than grow it. */
+        CN_TRY(out_put(w, w->blk, w->blk_len));
+        entry = CN__ENV_RAW_FLAG | (uint32_t)w->blk_len;
+    }
+    CN_TRY(cn_buf_put_u32le(&w->index, entry));
+    w->n_blocks++;
+    w->blk_len = 0;
+    return CN_OK;
+}
+
+static cn_err_t env_begin(cn_store_writer_t *w)
+{
+    w->blk = malloc(ENV_BLOCK);
+    w->zbuf = malloc((size_t)LZ4_compressBound((int)ENV_BLOCK));
+    if (!w->blk || !w->zbuf)
+        return -ENOMEM;
+    uint8_t hdr[CN__ENV_HEADER_LEN];
+    cn__env_header(hdr);
+    return out_put(w, hdr, sizeof hdr);
+}
+
+static cn_err_t env_finish(cn_store_writer_t *w)
+{
+    CN_TRY(env_flush_block(w));
+    uint32_t crc = cn_crc32c(0, w->index.data, w->index.len);
+    CN_TRY(out_put(w, w->index.data, w->index.len));
+    uint8_t tr[CN__ENV_TRAILER_LEN];
+    cn__env_trailer(w->len, w->n_blocks, crc, tr);
+    return out_put(w, tr, sizeof tr);
+}
+
+cn_err_t cn_store_writer_open(cn_store_t *s, const cn_digest_t *expect, int64_t expect_len,
+                              cn_store_writer_t **out)
+{
+    *out = NULL;
+    if (expect_len < -1)
+        return CN_E_INVALID;
+    if (expect_len >= 0 && (uint64_t)expect_len > s->opts.max_blob_bytes)
+        return CN_E_TOO_LARGE;
+    cn_store_writer_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return -ENOMEM;
+    cn_err_t rc;
+    w->s = s;
+    w->fd = -1;
+    w->expect_len = expect_len;
+    w->form = s->opts.default_form;
+    if (expect) {
+        w->has_expect = true;
+        w->expect = *expect;
+    }
+    cn_blake3_init(&w->h);
+    w->out = malloc(CN__STORE_IO_CHUNK);
+    if (!w->out) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    for (int tries = 0; tries < 8; tries++) {
+        if ((rc = cn__store_staging_name(w->name)) < 0)
+            goto fail;
+        w->fd = openat(s->staging_fd, w->name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+        if (w->fd >= 0 || errno != EEXIST)
+            break;
+    }
+    if (w->fd < 0) {
+        rc = -errno;
+        goto fail;
+    }
+    *out = w;
+    return CN_OK;
+fail:
+    cn_store_writer_abort(w);
+    return rc;
+}
+
+cn_err_t cn_store_writer_set_form(cn_store_writer_t *w, cn_store_form_t form)
+{
+    if (w->len || w->stored || (form != CN_STORE_RAW && form != CN_STORE_LZ4))
+        return CN_E_INVALID;
+    w->form = form;
+    return CN_OK;
+}
+
+uint64_t cn_store_writer_len(const cn_store_writer_t *w)
+{
+    return w->len;
+}
+
+/* Checks that n more logical bytes are allowed. */
+static cn_err_t admit(cn_store_writer_t *w, uint64_t n)
+{
+    if (w->err)
+        return w->err;
+    if (w->len == 0 && w->form == CN_STORE_LZ4 && !w->blk && (w->err = env_begin(w)) < 0)
+        return w->err;
+    if (n > w->s->opts.max_blob_bytes - w->len)
+        return w->err = CN_E_TOO_LARGE;
+    if (w->expect_len >= 0 && n > (uint64_t)w->expect_len - w->len)
+        return w->err = CN_E_LENGTH_MISMATCH;
+    return CN_OK;
+}
+
+static cn_err_t accept_bytes(cn_store_writer_t *w, const uint8_t *p, size_t n)
+{
+    cn_blake3_update(&w->h, p, n);
+    w->len += n;
+    if (w->form == CN_STORE_RAW)
+        return out_put(w, p, n);
+    while (n) {
+        size_t k = ENV_BLOCK - w->blk_len;
+        if (k > n)
+            k = n;
+        memcpy(w->blk + w->blk_len, p, k);
+        w->blk_len += k;
+        p += k;
+        n -= k;
+        if (w->blk_len == ENV_BLOCK)
+            CN_TRY(env_flush_block(w));
+    }
+    return CN_OK;
+}
+
+cn_err_t cn_store_writer_write(cn_store_writer_t *w, const void *p, size_t n)
+{
+    CN_TRY(admit(w, n));
+    cn_err_t rc = accept_bytes(w, p, n);
+    if (rc < 0)
+        w->err = rc;
+    return rc;
+}
+
+cn_err_t cn_store_writer_write_fd(cn_store_writer_t *w, int fd, uint64_t n, uint64_t *done)
+{
+    uint64_t got = 0;
+    cn_err_t rc = admit(w, n);
+    uint8_t *tmp = NULL;
+    if (rc < 0)
+        goto out;
+    if (w->form != CN_STORE_RAW && !(tmp = malloc(CN__STORE_IO_CHUNK))) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    while (got < n) {
+        /* Raw: read straight into the write-behind buffer and hash in place. */
+        uint8_t *dst = tmp ? tmp : w->out + w->out_len;
+        size_t room = tmp ? CN__STORE_IO_CHUNK : CN__STORE_IO_CHUNK - w->out_len;
+        if (room > n - got)
+            room = (size_t)(n - got);
+        ssize_t r = read(fd, dst, room);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = (errno == EAGAIN || errno == EWOULDBLOCK) ? CN_E_AGAIN : -errno;
+            break;
+        }
+        if (r == 0) {
+            rc = CN_E_CLOSED;
+            break;
+        }
+        got += (uint64_t)r;
+        if (tmp) {
+            if ((rc = accept_bytes(w, tmp, (size_t)r)) < 0)
+                break;
+            continue;
+        }
+        cn_blake3_update(&w->h, dst, (size_t)r);
+        w->len += (uint64_t)r;
+        w->stored += (uint64_t)r;
+        w->out_len += (size_t)r;
+        if (w->out_len == CN__STORE_IO_CHUNK && (rc = out_flush(w)) < 0)
+            break;
+    }
+out:
+    free(tmp);
+    if (done)
+        *done = got;
+    /* "Again" is not an error of the upload: the caller resumes. */
+    if (rc < 0 && rc != CN_E_AGAIN && !w->err)
+        w->err = rc;
+    return rc;
+}
+
+static void writer_free(cn_store_writer_t *w, bool unlink_staged)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    if (unlink_staged && w->name[0])
+        unlinkat(w->s->staging_fd, w->name, 0);
+    free(w->out);
+    free(w->blk);
+    free(w->zbuf);
+    cn_buf_free(&w->index);
+    free(w);
+}
+
+void cn_store_writer_abort(cn_store_writer_t *w)
+{
+    if (w)
+        writer_free(w, true);
+}
+
+/* Direct path (large blobs): W2 by fdatasync, W3+W4 in the backend put. */
+static cn_err_t publish_direct(cn_store_writer_t *w, const cn_digest_t *d, bool *existed)
+{
+    cn_store_t *s = w->s;
+    if (fdatasync(w->fd) < 0)
+        return -errno;
+    pthread_mutex_t *mu = cn__stripe(s, d);
+    pthread_mutex_lock(mu);
+    cn_err_t rc = s->be->ops->put(s->be, s->staging_fd, w->name, d, w->form,
+                                  CN__BE_PUT_SYNC, existed);
+    pthread_mutex_unlock(mu);
+    return rc;
+}
+
+cn_err_t cn_store_writer_publish(cn_store_writer_t *w, cn_digest_t *out, uint64_t *len_out)
+{
+    cn_store_t *s = w->s;
+    cn_digest_t d;
+    bool existed = false, renamed = false;
+    cn_err_t rc = w->err;
+    if (rc < 0)
+        goto out;
+    if (w->form == CN_STORE_LZ4) {
+        if (!w->blk && (rc = env_begin(w)) < 0)
+            goto out;
+        if ((rc = env_finish(w)) < 0)
+            goto out;
+    }
+    if (w->expect_len >= 0 && w->len != (uint64_t)w->expect_len) {
+        rc = CN_E_LENGTH_MISMATCH;
+        goto out;
+    }
+    cn_blake3_final(&w->h, &d);
+    if (w->has_expect && !cn_ct_equal(d.b, w->expect.b, CN_DIGEST_LEN)) {
+        rc = CN_E_DIGEST_MISMATCH;
+        goto out;
+    }
+    /* Small: the whole stored form is still in the write buffer, which the
+     * journal record copies; the staged file is written but not synced. */
+    if (!s->opts.batch_disable && w->flushed == 0 && w->stored <= s->opts.batch_max_bytes) {
+        cn__commit_req_t req;
+        memset(&req, 0, sizeof req);
+        if ((rc = cn_write_full(w->fd, w->out, w->out_len)) < 0)
+            goto out;
+        memcpy(req.staged_name, w->name, sizeof req.staged_name);
+        req.payload = w->out;
+        req.payload_len = w->out_len;
+        req.d = d;
+        req.form = w->form;
+        close(w->fd);
+        w->fd = -1;
+        rc = cn__committer_submit(s, &req);
+        existed = req.existed;
+    } else {
+        if ((rc = out_flush(w)) < 0)
+            goto out;
+        rc = publish_direct(w, &d, &existed);
+    }
+    renamed = rc == CN_OK && !existed;
+    if (rc == CN_OK) {
+        if (out)
+            *out = d;
+        if (len_out)
+            *len_out = w->len;
+    }
+out:
+    /* A renamed staged name no longer exists; anything else is removed. */
+    writer_free(w, !renamed);
+    return rc;
+}
+
+cn_err_t cn_store_put(cn_store_t *s, const void *p, size_t n, const cn_digest_t *expect,
+                      cn_digest_t *out)
+{
+    cn_store_writer_t *w;
+    CN_TRY(cn_store_writer_open(s, expect, (int64_t)n, &w));
+    cn_err_t rc = cn_store_writer_write(w, p, n);
+    if (rc < 0) {
+        cn_store_writer_abort(w);
+        return rc;
+    }
+    return cn_store_writer_publish(w, out, NULL);
+}

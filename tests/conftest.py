@@ -43,9 +43,12 @@ class Server:
         self.addrs = {}
         self.log_path = os.path.join(self.data_dir + ".log")
         self.log = None
+        self.log_offset = 0
 
     def start(self, wait_for=("jay",), timeout=30):
         self.log = open(self.log_path, "ab")
+        # A restart appends to the same log: parse only what this run wrote.
+        self.log_offset = self.log.tell()
         cmd = [binary("cairnd"), "--data", self.data_dir] + self.args
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
         deadline = time.time() + timeout
@@ -60,14 +63,16 @@ class Server:
 
     def _parse_addrs(self):
         addrs = {}
-        for m in re.finditer(r"listening (\w+) on (\S+)", self.output()):
+        for m in re.finditer(r"listening (\w+) on (\S+)", self.output(self.log_offset)):
             host, _, port = m.group(2).rpartition(":")
             addrs[m.group(1)] = (host.strip("[]"), int(port))
         return addrs
 
-    def output(self):
+    def output(self, offset=0):
+        """The server's log from byte offset on (0: every run's)."""
         try:
             with open(self.log_path, "rb") as f:
+                f.seek(offset)
                 return f.read().decode("utf-8", "replace")
         except FileNotFoundError:
             return ""

@@ -1,11 +1,19 @@
-/* cairnd — the cairn server.  Parses the stable command line, opens the data
- * directory and runs the listeners until SIGTERM/SIGINT.
+/* cairnd — the cairn server.  Parses the stable command line and the
+ * optional configuration file, opens the services on the data directory,
+ * plugs each enabled protocol (src/cmd/protocols.c) into a listener, and runs
+ * until SIGTERM/SIGINT, then shuts down gracefully.
  *
- * Exit status: 0 after a clean shutdown, 1 when the server cannot start,
- * 2 for a usage error (unknown flag, bad value). */
+ * Precedence: flags, then the environment (TLS files), then --config, then
+ * the built-in defaults.  Exit status: 0 after a clean shutdown, 1 when the
+ * server cannot start, 2 for a usage error (unknown flag, bad value, a
+ * configuration file that does not parse or names an unknown key). */
+#include "cairnd.h"
 #include "cairn/util.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,44 +21,290 @@
 #define CAIRND_USAGE \
     "usage: cairnd [--data DIR] [--jay ADDR|off] [--scribe ADDR|off] [--http ADDR|off]\n" \
     "              [--config FILE] [--log-level debug|info|warn|error] [--log-format text|json]\n" \
-    "              [--help] [--version]\n"
+    "              [--jay-tls-cert FILE --jay-tls-key FILE] [--scribe-tls-cert FILE ...]\n" \
+    "              [--http-tls-cert FILE ...] [--allow-plaintext-public] [--help] [--version]\n"
 
+#define CAIRND_HELP \
+    "\n" \
+    "  --data DIR              data directory (default ./data; created with mode 0700)\n" \
+    "  --jay ADDR|off          Jay native v1 listener (default 127.0.0.1:7446)\n" \
+    "  --scribe ADDR|off       Scribe listener (default 127.0.0.1:7447)\n" \
+    "  --http ADDR|off         S3 / blob operations / health listener (default 127.0.0.1:7448)\n" \
+    "                          ADDR is host:port or [v6]:port; port 0 picks a free port\n" \
+    "  --PROTO-tls-cert FILE   PEM certificate chain: serve PROTO over TLS 1.3\n" \
+    "  --PROTO-tls-key FILE    PEM private key (Jay also reads JAY_NATIVE_TLS_CERT/_KEY)\n" \
+    "  --allow-plaintext-public  permit a plaintext listener on a non-loopback address\n" \
+    "  --config FILE           TOML file with limits and listener settings\n" \
+    "                          (see docs/development.md)\n" \
+    "  --log-level LEVEL       debug, info (default), warn or error\n" \
+    "  --log-format FORMAT     text (default) or json\n"
+
+#define CN_MAX_PROTOS 8
+
+typedef struct {
+    const char *addr;       /* NULL = unset, "off" = disabled */
+    const char *tls_cert;
+    const char *tls_key;
+} listener_flags_t;
+
+typedef struct {
+    const cn_protocol_t *proto;
+    cn_listen_opts_t opts;
+    bool enabled;
+    const cn_toml_val_t *section;
+    const cn_adapter_t *ad;
+    void *actx;
+} listener_t;
+
+/* ---- configuration file -------------------------------------------------------- */
+static const char *const server_keys[] = {
+    "shutdown_grace_ms", "handshake_workers", "query_workers", "storage_workers",
+    "queue_length", "allow_plaintext_public", NULL};
+static const char *const limit_keys[] = {
+    "max_connections", "max_pending_per_source", "max_connections_per_principal",
+    "body_budget_bytes", "body_budget_per_connection", "body_budget_per_principal",
+    "handshake_timeout_ms", "idle_timeout_ms", "io_timeout_floor_ms",
+    "io_rate_bytes_per_sec", NULL};
+static const char *const listener_keys[] = {"address", "tls_cert", "tls_key", NULL};
+
+static bool in_list(const char *const *list, const char *k)
+{
+    for (; list && *list; list++)
+        if (!strcmp(*list, k))
+            return true;
+    return false;
+}
+
+static int config_error(const cn_toml_val_t *v, const char *fmt, const char *what)
+{
+    fprintf(stderr, "cairnd: --config: line %d: ", cn_toml_line(v));
+    fprintf(stderr, fmt, what);
+    fputc('\n', stderr);
+    return 2;
+}
+
+/* An integer in [min, max], or exit status 2 with a message. */
+static int config_int(const cn_toml_val_t *tab, const char *key, int64_t min, int64_t max,
+                      int64_t *out)
+{
+    const cn_toml_val_t *v = cn_toml_get(tab, key);
+    if (!v)
+        return 0;
+    if (cn_toml_int(v, out) < 0 || *out < min || *out > max) {
+        fprintf(stderr, "cairnd: --config: line %d: %s must be an integer from %lld to %lld\n",
+                cn_toml_line(v), key, (long long)min, (long long)max);
+        return 2;
+    }
+    return 0;
+}
+
+static int config_limits(const cn_toml_val_t *tab, cn_limits_t *l)
+{
+    int64_t v;
+    const int64_t big = INT64_MAX / 2;
+#define LIM(key, min, max, field) \
+    do { \
+        v = (int64_t)l->field; \
+        if (config_int(tab, key, min, max, &v)) \
+            return 2; \
+        l->field = (__typeof__(l->field))v; \
+    } while (0)
+    LIM("max_connections", 0, 1000000, max_conns);
+    LIM("max_pending_per_source", 0, 1000000, max_pending_per_source);
+    LIM("max_connections_per_principal", 0, 1000000, max_conns_per_principal);
+    LIM("body_budget_bytes", 0, big, budget_bytes);
+    LIM("body_budget_per_connection", 0, big, budget_per_conn);
+    LIM("body_budget_per_principal", 0, big, budget_per_principal);
+    LIM("handshake_timeout_ms", 1, 3600000, handshake_ms);
+    LIM("idle_timeout_ms", 1, 86400000, idle_ms);
+    LIM("io_timeout_floor_ms", 0, 86400000, io_floor_ms);
+    LIM("io_rate_bytes_per_sec", 0, big, io_rate_bps);
+#undef LIM
+    return 0;
+}
+
+static int config_string(const cn_toml_val_t *tab, const char *key, const char **out)
+{
+    const cn_toml_val_t *v = cn_toml_get(tab, key);
+    if (!v)
+        return 0;
+    if (!cn_toml_str(v))
+        return config_error(v, "%s must be a string", key);
+    *out = cn_toml_str(v);
+    return 0;
+}
+
+/* Refuses any key cairnd does not know: a misspelt limit must not be ignored. */
+static int config_check_keys(const cn_toml_val_t *root)
+{
+    for (size_t i = 0; i < cn_toml_len(root); i++) {
+        const cn_toml_val_t *sec = cn_toml_at(root, i);
+        const char *name = cn_toml_key(sec);
+        if (in_list(cn_services_sections, name))
+            continue;
+        const cn_protocol_t *proto = NULL;
+        for (size_t p = 0; p < cn_protocols_count; p++)
+            if (!strcmp(cn_protocols[p].name, name))
+                proto = &cn_protocols[p];
+        bool is_server = !strcmp(name, "server"), is_limits = !strcmp(name, "limits");
+        if (!proto && !is_server && !is_limits)
+            return config_error(sec, "unknown section or key '%s'", name);
+        if (cn_toml_type(sec) != CN_TOML_TABLE)
+            return config_error(sec, "'%s' must be a [table]", name);
+        for (size_t k = 0; k < cn_toml_len(sec); k++) {
+            const cn_toml_val_t *kv = cn_toml_at(sec, k);
+            const char *key = cn_toml_key(kv);
+            bool ok = is_server ? in_list(server_keys, key)
+                    : is_limits ? in_list(limit_keys, key)
+                    : in_list(listener_keys, key) || in_list(limit_keys, key) ||
+                      in_list(proto->config_keys, key);
+            if (!ok) {
+                fprintf(stderr, "cairnd: --config: line %d: unknown key '%s' in [%s]\n",
+                        cn_toml_line(kv), key, name);
+                return 2;
+            }
+        }
+    }
+    return 0;
+}
+
+static int config_apply(const cn_toml_t *doc, cn_server_config_t *scfg, bool *allow_public,
+                        listener_t *ls, size_t nls)
+{
+    const cn_toml_val_t *root = cn_toml_root(doc);
+    int rc = config_check_keys(root);
+    if (rc)
+        return rc;
+    const cn_toml_val_t *srv = cn_toml_get(root, "server");
+    int64_t v;
+    static const char *const pool_keys[CN_POOL_COUNT] = {
+        "handshake_workers", "query_workers", "storage_workers"};
+    for (int p = 0; p < CN_POOL_COUNT; p++) {
+        v = scfg->workers[p];
+        if (config_int(srv, pool_keys[p], 1, 4096, &v))
+            return 2;
+        scfg->workers[p] = (unsigned)v;
+    }
+    v = scfg->queue_len[0];
+    if (config_int(srv, "queue_length", 1, 1000000, &v))
+        return 2;
+    for (int p = 0; p < CN_POOL_COUNT; p++)
+        scfg->queue_len[p] = (unsigned)v;
+    v = scfg->grace_ms;
+    if (config_int(srv, "shutdown_grace_ms", 0, 3600000, &v))
+        return 2;
+    scfg->grace_ms = v;
+    const cn_toml_val_t *ap = cn_toml_get(srv, "allow_plaintext_public");
+    if (ap && cn_toml_bool(ap, allow_public) < 0)
+        return config_error(ap, "%s must be true or false", "allow_plaintext_public");
+
+    cn_limits_t base;
+    cn_limits_default(&base);
+    if (config_limits(cn_toml_get(root, "limits"), &base))
+        return 2;
+    for (size_t i = 0; i < nls; i++) {
+        ls[i].opts.limits = base;
+        ls[i].section = cn_toml_get(root, ls[i].proto->name);
+        if (!ls[i].section)
+            continue;
+        if (config_limits(ls[i].section, &ls[i].opts.limits) ||
+            config_string(ls[i].section, "address", &ls[i].opts.addr) ||
+            config_string(ls[i].section, "tls_cert", &ls[i].opts.tls_cert) ||
+            config_string(ls[i].section, "tls_key", &ls[i].opts.tls_key))
+            return 2;
+    }
+    return 0;
+}
+
+/* ---- main ------------------------------------------------------------------------- */
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"data", required_argument, 0, 'd'},   {"jay", required_argument, 0, 'j'},
-        {"scribe", required_argument, 0, 's'}, {"http", required_argument, 0, 'H'},
-        {"config", required_argument, 0, 'c'}, {"log-level", required_argument, 0, 'l'},
-        {"log-format", required_argument, 0, 'f'}, {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, 'V'},      {0, 0, 0, 0},
-    };
+    /* Before any thread exists: the signals that stop the server arrive only
+     * through the server's signalfd, never in a service thread. */
+    sigset_t stopset;
+    sigemptyset(&stopset);
+    sigaddset(&stopset, SIGTERM);
+    sigaddset(&stopset, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stopset, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    enum { O_DATA = 256, O_CONFIG, O_LEVEL, O_FORMAT, O_HELP, O_VERSION, O_PUBLIC,
+           O_PROTO = 512 };     /* O_PROTO + 3*i + {0 addr, 1 cert, 2 key} */
+    struct option opts[7 + 3 * CN_MAX_PROTOS + 1];
+    char names[3 * CN_MAX_PROTOS][48];
+    size_t no = 0;
+    opts[no++] = (struct option){"data", required_argument, 0, O_DATA};
+    opts[no++] = (struct option){"config", required_argument, 0, O_CONFIG};
+    opts[no++] = (struct option){"log-level", required_argument, 0, O_LEVEL};
+    opts[no++] = (struct option){"log-format", required_argument, 0, O_FORMAT};
+    opts[no++] = (struct option){"help", no_argument, 0, O_HELP};
+    opts[no++] = (struct option){"version", no_argument, 0, O_VERSION};
+    opts[no++] = (struct option){"allow-plaintext-public", no_argument, 0, O_PUBLIC};
+    size_t nprotos = cn_protocols_count < CN_MAX_PROTOS ? cn_protocols_count : CN_MAX_PROTOS;
+    for (size_t i = 0; i < nprotos; i++) {
+        static const char *const suffix[3] = {"", "-tls-cert", "-tls-key"};
+        for (int k = 0; k < 3; k++) {
+            snprintf(names[3 * i + (size_t)k], sizeof names[0], "%s%s", cn_protocols[i].name,
+                     suffix[k]);
+            opts[no++] = (struct option){names[3 * i + (size_t)k], required_argument, 0,
+                                         O_PROTO + 3 * (int)i + k};
+        }
+    }
+    opts[no] = (struct option){0, 0, 0, 0};
+
+    const char *data_dir = "./data", *config_path = NULL;
     cn_log_level_t level = CN_LOG_INFO;
-    bool json = false;
+    bool json = false, allow_public = false;
+    listener_flags_t flags[CN_MAX_PROTOS] = {{0}};
     int c;
+    opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
-        case 'l':
+        case O_DATA:
+            if (!*optarg) {
+                fputs("cairnd: --data needs a directory\n" CAIRND_USAGE, stderr);
+                return 2;
+            }
+            data_dir = optarg;
+            break;
+        case O_CONFIG:
+            config_path = optarg;
+            break;
+        case O_LEVEL:
             if (cn_log_level_parse(optarg, &level) < 0) {
                 fprintf(stderr, "cairnd: --log-level: unknown level '%s'\n" CAIRND_USAGE, optarg);
                 return 2;
             }
             break;
-        case 'f':
+        case O_FORMAT:
             if (strcmp(optarg, "json") && strcmp(optarg, "text")) {
-                fprintf(stderr, "cairnd: --log-format must be text or json\n" CAIRND_USAGE);
+                fprintf(stderr, "cairnd: --log-format must be text or json, not '%s'\n"
+                        CAIRND_USAGE, optarg);
                 return 2;
             }
             json = strcmp(optarg, "json") == 0;
             break;
-        case 'h':
-            fputs(CAIRND_USAGE, stdout);
+        case O_HELP:
+            fputs(CAIRND_USAGE CAIRND_HELP, stdout);
             return 0;
-        case 'V':
+        case O_VERSION:
             puts("cairnd " CAIRN_VERSION);
             return 0;
-        case 'd': case 'j': case 's': case 'H': case 'c':
+        case O_PUBLIC:
+            allow_public = true;
             break;
         default:
+            if (c >= O_PROTO && c < O_PROTO + 3 * (int)nprotos) {
+                listener_flags_t *f = &flags[(c - O_PROTO) / 3];
+                const char **slot = (c - O_PROTO) % 3 == 0 ? &f->addr
+                                  : (c - O_PROTO) % 3 == 1 ? &f->tls_cert : &f->tls_key;
+                *slot = optarg;
+                break;
+            }
+            if (optopt)
+                fprintf(stderr, "cairnd: %s needs a value\n", argv[optind - 1]);
+            else
+                fprintf(stderr, "cairnd: unknown option '%s'\n", argv[optind - 1]);
             fputs(CAIRND_USAGE, stderr);
             return 2;
         }
@@ -60,6 +314,125 @@ int main(int argc, char **argv)
         return 2;
     }
     cn_log_configure(level, json);
-    cn_error("cairnd", "no listener is built yet in this version");
-    return 1;
+
+    cn_server_config_t scfg;
+    cn_server_config_default(&scfg);
+    scfg.handle_signals = true;
+    listener_t ls[CN_MAX_PROTOS];
+    memset(ls, 0, sizeof ls);
+    for (size_t i = 0; i < nprotos; i++) {
+        ls[i].proto = &cn_protocols[i];
+        cn_limits_default(&ls[i].opts.limits);
+    }
+    cn_toml_t *doc = NULL;
+    if (config_path) {
+        char err[512];
+        if (cn_toml_load(config_path, &doc, err, sizeof err) < 0) {
+            fprintf(stderr, "cairnd: --config: %s\n", err);
+            return 2;
+        }
+        int rc = config_apply(doc, &scfg, &allow_public, ls, nprotos);
+        if (rc) {
+            cn_toml_free(doc);
+            return rc;
+        }
+    }
+
+    /* Resolve each listener: flag > environment > config > default. */
+    int status = 1;
+    size_t nenabled = 0;
+    bool missing = false;
+    for (size_t i = 0; i < nprotos; i++) {
+        listener_t *l = &ls[i];
+        const cn_protocol_t *p = l->proto;
+        if (flags[i].addr)
+            l->opts.addr = flags[i].addr;
+        if (!l->opts.addr)
+            l->opts.addr = p->default_addr;
+        const char *env_cert = p->env_tls_cert ? getenv(p->env_tls_cert) : NULL;
+        const char *env_key = p->env_tls_key ? getenv(p->env_tls_key) : NULL;
+        if (flags[i].tls_cert || flags[i].tls_key) {
+            l->opts.tls_cert = flags[i].tls_cert;
+            l->opts.tls_key = flags[i].tls_key;
+        } else if ((env_cert && *env_cert) || (env_key && *env_key)) {
+            l->opts.tls_cert = env_cert && *env_cert ? env_cert : NULL;
+            l->opts.tls_key = env_key && *env_key ? env_key : NULL;
+        }
+        l->opts.allow_plaintext_public = allow_public;
+        l->enabled = strcmp(l->opts.addr, "off") != 0;
+        if (!l->enabled)
+            continue;
+        struct sockaddr_storage ss;
+        socklen_t sl;
+        if (cn_net_addr_parse(l->opts.addr, &ss, &sl) < 0) {
+            fprintf(stderr, "cairnd: --%s: bad address '%s' (want host:port, [v6]:port or off)\n"
+                    CAIRND_USAGE, p->name, l->opts.addr);
+            status = 2;
+            goto out;
+        }
+        if (!l->opts.tls_cert != !l->opts.tls_key) {
+            fprintf(stderr, "cairnd: --%s: TLS needs both --%s-tls-cert and --%s-tls-key\n",
+                    p->name, p->name, p->name);
+            status = 2;
+            goto out;
+        }
+        if (!p->create && !p->start) {
+            fprintf(stderr, "cairnd: the %s protocol is not built in this version; pass --%s off\n",
+                    p->name, p->name);
+            missing = true;
+        }
+        nenabled++;
+    }
+    if (missing)
+        goto out;
+
+    cn_info("cairnd", "cairnd %s starting; data in %s", CAIRN_VERSION, data_dir);
+    cn_services_t *svc = NULL;
+    cn_server_t *srv = NULL;
+    if (cn_services_open(data_dir, doc, &svc) < 0)
+        goto out;
+    cn_err_t e = cn_server_create(&scfg, &srv);
+    if (e < 0) {
+        cn_error("cairnd", "cannot start the network layer: %s", cn_strerror(e));
+        goto out_services;
+    }
+    for (size_t i = 0; i < nprotos; i++) {
+        listener_t *l = &ls[i];
+        if (!l->enabled)
+            continue;
+        if (l->proto->start) {
+            e = l->proto->start(svc, l->section, &l->opts, &l->actx);
+            if (e < 0) {
+                cn_error("cairnd", "%s: cannot start: %s", l->proto->name, cn_strerror(e));
+                goto out_server;
+            }
+            continue;
+        }
+        e = l->proto->create(svc, l->section, &l->ad, &l->actx);
+        if (e < 0) {
+            cn_error("cairnd", "%s: cannot start: %s", l->proto->name, cn_strerror(e));
+            goto out_server;
+        }
+        if (cn_server_listen(srv, l->ad, l->actx, &l->opts) < 0)
+            goto out_server;
+    }
+    if (nenabled == 0)
+        cn_warn("cairnd", "every listener is off: serving nothing until stopped");
+    e = cn_server_run(srv);
+    status = e < 0 ? 1 : 0;
+out_server:
+    for (size_t i = 0; i < nprotos; i++)
+        if (ls[i].actx && ls[i].proto->stop) {
+            ls[i].proto->stop(ls[i].actx);
+            ls[i].actx = NULL;
+        }
+    cn_server_destroy(srv);
+    for (size_t i = 0; i < nprotos; i++)
+        if (ls[i].actx && ls[i].proto->destroy)
+            ls[i].proto->destroy(ls[i].actx);
+out_services:
+    cn_services_close(svc);
+out:
+    cn_toml_free(doc);
+    return status;
 }

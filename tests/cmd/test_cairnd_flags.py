@@ -1,4 +1,13 @@
 """cairnd's command line is a stable interface: usage errors exit 2."""
+import os
+import re
+import signal
+import stat
+import subprocess
+import time
+
+import pytest
+
 from conftest import binary, run
 
 
@@ -25,3 +34,107 @@ def test_bad_log_level_exits_2():
 def test_stray_argument_exits_2():
     r = run([binary("cairnd"), "extra"])
     assert r.returncode == 2
+
+
+OFF = ["--jay", "off", "--scribe", "off", "--http", "off"]
+
+
+def test_default_listener_not_built_exits_1(tmp_path):
+    # A listener whose protocol this build does not carry refuses to start
+    # rather than pretend.  Once every default protocol is built, cairnd
+    # serves instead, and this test has nothing left to check.
+    p = subprocess.Popen([binary("cairnd"), "--data", str(tmp_path / "d"), "--jay", "127.0.0.1:0",
+                          "--scribe", "127.0.0.1:0", "--http", "127.0.0.1:0"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        rc = p.wait(10)
+    except subprocess.TimeoutExpired:
+        p.send_signal(signal.SIGTERM)
+        p.wait(20)
+        pytest.skip("every default protocol is built in this version")
+    err = p.stderr.read()
+    assert rc == 1, err
+    assert re.search(r"cairnd: the (jay|scribe|http) protocol is not built in this version; "
+                     r"pass --(jay|scribe|http) off", err)
+    assert not (tmp_path / "d").exists()
+
+
+def test_bad_address_exits_2(tmp_path):
+    for bad in ("bad:addr:x", "127.0.0.1", "127.0.0.1:70000", "example.com:1", "[::1]"):
+        r = run([binary("cairnd"), "--data", str(tmp_path / "d"), "--jay", bad,
+                 "--scribe", "off", "--http", "off"])
+        assert r.returncode == 2, bad
+        assert "--jay: bad address" in r.stderr
+    assert not (tmp_path / "d").exists()
+
+
+def test_missing_value_and_half_tls_exit_2(tmp_path):
+    r = run([binary("cairnd"), "--jay"])
+    assert r.returncode == 2 and "needs a value" in r.stderr
+    r = run([binary("cairnd"), "--data", str(tmp_path / "d"), "--jay-tls-cert", "c.pem"] + OFF[2:])
+    assert r.returncode == 2 and "needs both" in r.stderr
+    r = run([binary("cairnd"), "--log-format", "xml"])
+    assert r.returncode == 2 and "log-format" in r.stderr
+
+
+def test_config_errors_exit_2(tmp_path):
+    cases = {
+        "dup.toml": ("[limits]\nmax_connections = 5\nmax_connections = 6\n", "defined twice"),
+        "unknown.toml": ("[limits]\nmax_conections = 5\n", "unknown key 'max_conections'"),
+        "section.toml": ("[nope]\nx = 1\n", "unknown section"),
+        "type.toml": ("[jay]\nmax_connections = \"many\"\n", "must be an integer"),
+        "syntax.toml": ("[server\n", "line 1"),
+    }
+    for name, (text, want) in cases.items():
+        p = tmp_path / name
+        p.write_text(text)
+        r = run([binary("cairnd"), "--data", str(tmp_path / "d"), "--config", str(p)] + OFF)
+        assert r.returncode == 2, (name, r.stderr)
+        assert want in r.stderr, (name, r.stderr)
+    r = run([binary("cairnd"), "--config", str(tmp_path / "absent.toml")] + OFF)
+    assert r.returncode == 2 and "absent.toml" in r.stderr
+
+
+def start_off(data, extra=()):
+    p = subprocess.Popen([binary("cairnd"), "--data", str(data)] + OFF + list(extra),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 20
+    while time.time() < deadline and not os.path.isdir(data):
+        time.sleep(0.02)
+    time.sleep(0.2)
+    return p
+
+
+def test_no_listeners_starts_and_sigterm_exits_0(tmp_path):
+    data = tmp_path / "fresh" / "data"
+    p = start_off(data)
+    try:
+        assert p.poll() is None, p.stdout.read()
+        assert stat.S_IMODE(os.stat(data).st_mode) == 0o700
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(15) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    out = p.stdout.read()
+    assert "stopped" in out
+    assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out
+
+
+def test_sigint_and_valid_config(tmp_path):
+    cfg = tmp_path / "cairnd.toml"
+    cfg.write_text("# limits for every listener\n[server]\nshutdown_grace_ms = 1000\n"
+                   "handshake_workers = 2\n[limits]\nmax_connections = 10\n"
+                   "[jay]\nidle_timeout_ms = 30_000\n")
+    p = start_off(tmp_path / "d", ["--config", str(cfg), "--log-format", "json"])
+    try:
+        assert p.poll() is None
+        p.send_signal(signal.SIGINT)
+        assert p.wait(15) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    out = p.stdout.read()
+    assert '"msg":"stopped"' in out

@@ -1,0 +1,251 @@
+/* cairn net: listeners, connections, deadlines, admission, worker pools, TLS.
+ *
+ * Half-sync/half-async.  One event-loop thread accepts connections, holds
+ * every idle connection and reads request heads without blocking; bounded
+ * worker pools by class (handshake, query, storage) run one whole request
+ * each, with blocking I/O bounded by deadlines, and hand the connection back.
+ * An idle connection holds no worker thread.
+ *
+ * A protocol plugs in as a cn_adapter_t.  This module knows nothing of what a
+ * request means: it never parses a protocol beyond "read head_len bytes", and
+ * it never touches storage, metadata or credentials.  It must never block the
+ * loop thread on a peer.
+ */
+#ifndef CAIRN_NET_H
+#define CAIRN_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include "cairn/err.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cn_conn cn_conn_t;       /* opaque: fd, peer, optional TLS, deadlines, budget */
+typedef struct cn_server cn_server_t;   /* opaque: loop, listeners, pools */
+
+/* Worker pool classes.  Handshakes never run on the request pools, so an
+ * unauthenticated peer cannot occupy a request worker. */
+enum {
+    CN_POOL_HANDSHAKE = 0,
+    CN_POOL_QUERY = 1,      /* short metadata reads and writes */
+    CN_POOL_STORAGE = 2,    /* bodies, blob I/O, durable commits */
+    CN_POOL_COUNT = 3
+};
+
+#define CN_HEAD_MAX 64      /* largest head_len an adapter may ask for */
+
+/* ---- the adapter interface ------------------------------------------------
+ * All callbacks but busy() run on worker threads; a connection is owned by
+ * exactly one thread at a time, so the per-connection state needs no lock.
+ * actx is shared by every connection of the listener: callbacks that touch it
+ * must be thread-safe.  Callbacks must not keep the cn_conn_t pointer past
+ * close(). */
+typedef struct cn_adapter {
+    const char *name;           /* "jay", "scribe", ... (for logs) */
+
+    /* Bytes of a request head the loop reads before dispatch (17 for Jay).
+     * 0 = dispatch as soon as the connection is readable; serve() then reads
+     * everything itself.  At most CN_HEAD_MAX. */
+    size_t head_len;
+
+    /* Connection refused by admission (global cap, or the source holds its
+     * share of pending connections): write a short refusal on the raw,
+     * non-blocking fd BEFORE anything is read, without blocking; the loop
+     * closes fd afterwards.  Runs on the loop thread.  May be NULL (close
+     * without a word).  Not called on TLS listeners: no TLS session exists
+     * yet, so the connection is closed. */
+    void (*busy)(void *actx, int fd);
+
+    /* A new connection's protocol handshake, on the handshake pool, after the
+     * TLS handshake (if any).  Bound all I/O by cn_conn_handshake_deadline(c).
+     * May call cn_conn_set_principal().  On success *cstate is the
+     * per-connection state handed to every later callback.  An error closes
+     * the connection (close() is NOT called: free what you allocated). */
+    cn_err_t (*open)(void *actx, cn_conn_t *c, void **cstate);
+
+    /* Picks the pool for a request from its head: CN_POOL_QUERY or
+     * CN_POOL_STORAGE.  Runs on the loop thread: pure, fast, no I/O.  head is
+     * NULL when head_len is 0.  Any other value means CN_POOL_STORAGE; a
+     * NULL classify sends every request to the storage pool. */
+    int (*classify)(void *cstate, const uint8_t *head);
+
+    /* One whole request on a worker: read the rest of it, answer it.  head
+     * holds head_len bytes (NULL when head_len is 0), valid for this call.
+     * Returns 0 to keep the connection (it goes back to the loop, which
+     * waits for the next head), or < 0 to close it.  Use the cn_conn_* I/O
+     * helpers with deadlines; reserve body memory with
+     * cn_conn_budget_reserve() before allocating it. */
+    cn_err_t (*serve)(void *cstate, cn_conn_t *c, const uint8_t *head);
+
+    /* The connection is going away (peer closed, idle timeout, error,
+     * eviction, shutdown).  Free cstate.  Runs on whichever thread owns the
+     * connection; the socket may already be unusable. */
+    void (*close)(void *cstate);
+} cn_adapter_t;
+
+/* ---- limits -----------------------------------------------------------------
+ * Admission and deadlines, per listener.  cn_limits_default() fills the values
+ * of the Jay/Scribe contracts; 0 in a count or byte field means "no limit"
+ * except where noted. */
+typedef struct cn_limits {
+    unsigned max_conns;                 /* 1000: connection table size; at the cap the
+                                           oldest pending connection is evicted, or, when
+                                           none is pending, the newcomer gets busy() */
+    unsigned max_pending_per_source;    /* 16: pending connections one source may hold
+                                           (an IPv6 /64 is one source); more -> busy() */
+    unsigned max_conns_per_principal;   /* 64: see cn_conn_set_principal() */
+    uint64_t budget_bytes;              /* 128 MiB: request-body memory, whole listener */
+    uint64_t budget_per_conn;           /* 16 MiB: one connection's share */
+    uint64_t budget_per_principal;      /* 32 MiB: all connections of one principal */
+    int64_t handshake_ms;               /* 10000: accept -> TLS + open() done (must be > 0) */
+    int64_t idle_ms;                    /* 60000: between requests (must be > 0) */
+    int64_t io_floor_ms;                /* 30000: cn_conn_deadline_for() floor */
+    uint64_t io_rate_bps;               /* 1000000: allowance per byte of transfer */
+} cn_limits_t;
+
+CN_API void cn_limits_default(cn_limits_t *l);
+
+/* ---- server ---------------------------------------------------------------- */
+typedef struct cn_server_config {
+    unsigned workers[CN_POOL_COUNT];    /* threads per pool: 8, 16, 16 */
+    unsigned queue_len[CN_POOL_COUNT];  /* bounded queue per pool: 256 each; when full, the
+                                           connection waits in the loop (not read further) */
+    int64_t grace_ms;                   /* 5000: in-flight requests get this long at shutdown */
+    bool handle_signals;                /* SIGTERM/SIGINT -> graceful stop (signalfd), and
+                                           SIGPIPE ignored process-wide.  Blocks SIGTERM and
+                                           SIGINT in the calling thread, so create the server
+                                           before starting other threads. */
+} cn_server_config_t;
+
+CN_API void cn_server_config_default(cn_server_config_t *cfg);
+
+/* Creates a server and starts its worker pools.  *out owned by the caller
+ * (cn_server_destroy).  Errors: CN_E_INVALID, -errno. */
+CN_API cn_err_t cn_server_create(const cn_server_config_t *cfg, cn_server_t **out);
+
+typedef struct cn_listen_opts {
+    const char *addr;           /* "host:port", "[v6]:port"; port 0 = ephemeral */
+    const char *tls_cert;       /* PEM certificate chain; with tls_key enables TLS 1.3 */
+    const char *tls_key;        /* PEM private key */
+    bool allow_plaintext_public;/* permit plaintext on a non-loopback address */
+    cn_limits_t limits;
+} cn_listen_opts_t;
+
+/* Binds a listener that speaks adapter ad (borrowed; must outlive the server)
+ * with context actx (borrowed).  Logs "listening <ad->name> on <host>:<port>"
+ * with the bound port (IPv6 hosts in brackets) at info level.  Errors:
+ * CN_E_INVALID (bad address, bad adapter, bad limits), CN_E_DENIED (plaintext
+ * on a non-loopback address without allow_plaintext_public), CN_E_CORRUPT
+ * (certificate/key unusable), -errno (bind, listen).  A message naming the
+ * reason is logged.  Call before cn_server_run(), from the creating thread. */
+CN_API cn_err_t cn_server_listen(cn_server_t *s, const cn_adapter_t *ad, void *actx,
+                                 const cn_listen_opts_t *o);
+
+/* Bound address of the i-th listener (in cn_server_listen order), for tests
+ * and logs.  Returns CN_E_NOT_FOUND past the end. */
+CN_API cn_err_t cn_server_listener_addr(const cn_server_t *s, size_t i,
+                                        struct sockaddr_storage *ss, socklen_t *len);
+
+/* Runs the event loop on the calling thread until cn_server_stop() (or a
+ * signal with handle_signals).  Then shuts down gracefully: listeners closed
+ * (new connections refused), idle connections closed, in-flight requests get
+ * grace_ms to finish, then their sockets are shut down; returns once every
+ * connection is closed and the workers have stopped.  Returns 0, or -errno if
+ * the loop itself failed.  Call once. */
+CN_API cn_err_t cn_server_run(cn_server_t *s);
+
+/* Asks the loop to stop.  Any thread; async-signal-safe. */
+CN_API void cn_server_stop(cn_server_t *s);
+
+/* True once a stop was requested.  Any thread. */
+CN_API bool cn_server_stopping(const cn_server_t *s);
+
+/* Frees a server that is not running (never run, or cn_server_run returned).
+ * Accepts NULL. */
+CN_API void cn_server_destroy(cn_server_t *s);
+
+/* ---- addresses ----------------------------------------------------------------
+ * Parses "host:port" / "[v6]:port" where host is a numeric IPv4 or IPv6
+ * address or "localhost" (127.0.0.1); port 0..65535.  Errors: CN_E_INVALID.
+ * No name resolution, so it is usable to validate a flag. */
+CN_API cn_err_t cn_net_addr_parse(const char *s, struct sockaddr_storage *ss, socklen_t *len);
+/* Formats as "1.2.3.4:5" or "[::1]:5" into out (at least CN_NET_ADDR_LEN). */
+#define CN_NET_ADDR_LEN 64
+CN_API void cn_net_addr_format(const struct sockaddr *sa, char out[CN_NET_ADDR_LEN]);
+/* True for 127.0.0.0/8, ::1 and v4-mapped loopback. */
+CN_API bool cn_net_addr_is_loopback(const struct sockaddr *sa);
+
+/* ---- deadlines ----------------------------------------------------------------
+ * Deadlines are absolute CLOCK_MONOTONIC milliseconds (cn_mono_ms()). */
+
+/* now + the listener's floor (30 s) + bytes at its rate (1 MB/s); saturates.
+ * Any thread that owns c. */
+CN_API int64_t cn_conn_deadline_for(const cn_conn_t *c, uint64_t bytes);
+/* The deadline open() must finish by (accept time + handshake_ms). */
+CN_API int64_t cn_conn_handshake_deadline(const cn_conn_t *c);
+
+/* ---- blocking I/O for the worker that owns c -------------------------------------
+ * All return 0 or: CN_E_TIMEOUT (deadline passed; the stream is now
+ * desynchronised, close it), CN_E_CLOSED (peer closed or reset, or the
+ * connection was evicted / shut down), -errno.  Under TLS they go through
+ * the TLS session. */
+
+/* Reads exactly n bytes.  CN_E_CLOSED on EOF before n. */
+CN_API cn_err_t cn_conn_read_full(cn_conn_t *c, void *buf, size_t n, int64_t deadline);
+/* Reads at least 1 and at most n bytes into buf; *got = bytes read. */
+CN_API cn_err_t cn_conn_read_some(cn_conn_t *c, void *buf, size_t n, size_t *got,
+                                  int64_t deadline);
+/* Reads and discards n bytes (a body the adapter will not consume). */
+CN_API cn_err_t cn_conn_drain(cn_conn_t *c, uint64_t n, int64_t deadline);
+CN_API cn_err_t cn_conn_write_all(cn_conn_t *c, const void *buf, size_t n, int64_t deadline);
+/* Writes every byte of iov[0..iovcnt) (iovcnt <= IOV_MAX); iov is not modified. */
+CN_API cn_err_t cn_conn_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt,
+                               int64_t deadline);
+/* Sends len bytes of fd from offset off: sendfile(2) on plaintext (no copy
+ * through the process), pread + TLS write under TLS.  CN_E_LENGTH_MISMATCH
+ * when the file ends before len bytes (some bytes may have been sent: close). */
+CN_API cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t len,
+                                 int64_t deadline);
+
+/* ---- identity of the peer -------------------------------------------------------- */
+/* The TCP peer as text ("192.0.2.1", "2001:db8::1"; no port), valid while c
+ * lives.  This is the address for policy by source IP: no proxy header. */
+CN_API const char *cn_conn_peer(const cn_conn_t *c);
+/* The TCP peer as a sockaddr (with port); valid while c lives. */
+CN_API const struct sockaddr *cn_conn_peer_sa(const cn_conn_t *c, socklen_t *len);
+/* True when the connection runs over TLS. */
+CN_API bool cn_conn_is_tls(const cn_conn_t *c);
+/* A process-unique connection number, for logs. */
+CN_API uint64_t cn_conn_id(const cn_conn_t *c);
+
+/* Binds the connection to a principal (an account or token id: never a
+ * secret), counting it against max_conns_per_principal of the listener and
+ * making its budget reservations count against budget_per_principal.  Call
+ * once, from open() on the owning worker.  Errors: CN_E_BUSY (the principal
+ * holds its cap; answer the protocol's busy and fail open()), CN_E_INVALID
+ * (already bound, or empty key), -ENOMEM. */
+CN_API cn_err_t cn_conn_set_principal(cn_conn_t *c, const char *key);
+
+/* ---- request-body memory budget ----------------------------------------------------
+ * Reserve BEFORE allocating; release when the request completes or is
+ * cancelled.  Whatever is still reserved when the connection closes is
+ * released then.  Thread: the owner of c.  Errors: CN_E_BUSY when the
+ * connection's, the principal's or the listener's share would be exceeded
+ * (nothing reserved; refuse the request, do not wait). */
+CN_API cn_err_t cn_conn_budget_reserve(cn_conn_t *c, uint64_t n);
+/* Releases n bytes (clamped to what c holds). */
+CN_API void cn_conn_budget_release(cn_conn_t *c, uint64_t n);
+
+/* True once the server is shutting down: long streaming loops may stop
+ * taking more work; the request in progress should still finish. */
+CN_API bool cn_conn_stopping(const cn_conn_t *c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,479 @@
+/* cairn objects: buckets, keys and object versions that reference blobs in the
+ * store; multipart uploads; the per-bucket and per-object access state (ACL,
+ * policy, public access block, generic named settings).
+ *
+ * The same service serves every object face (Jay native, S3 HTTP): it speaks
+ * in semantic requests and results, never in sockets or wire layouts, and it
+ * asks authz for one decision per operation.  Bytes are written once into the
+ * store; a copy or a completed multipart upload references existing blobs
+ * instead of copying them.  A mutation returns only after its blob is durable
+ * (published by the store) and its metadata transaction has committed, so an
+ * interrupted upload leaves nothing visible.  docs/objects.md has the schema,
+ * the S3 semantics kept and the choices made.
+ *
+ * Threads: a cn_objects_t is safe to use from any number of threads at once;
+ * a put session or a reader belongs to one thread at a time.
+ */
+#ifndef CAIRN_OBJECTS_H
+#define CAIRN_OBJECTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "cairn/err.h"
+#include "cairn/util.h"
+#include "cairn/crypto.h"
+#include "cairn/identity.h"
+#include "cairn/authz.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cn_objects cn_objects_t;
+typedef struct cn_store cn_store_t;          /* cairn/store.h */
+typedef struct cn_meta cn_meta_t;            /* cairn/meta.h */
+
+#define CN_BUCKET_NAME_MAX 63
+#define CN_OBJECT_KEY_MAX 1024               /* bytes of UTF-8, as S3 */
+#define CN_UPLOAD_ID_MAX 64
+#define CN_ETAG_MAX 48                       /* 32 hex + "-10000" + NUL, with room */
+#define CN_OBJECTS_LIST_MAX 1000             /* keys + common prefixes per page */
+#define CN_PART_NUMBER_MAX 10000
+#define CN_OBJECTS_CONTENT_TYPE_MAX 65535
+#define CN_OBJECTS_USER_META_MAX (1u << 20)  /* bytes of keys + values */
+
+typedef struct cn_objects_opts {
+    /* Largest object (and largest part) accepted: CN_E_TOO_LARGE beyond it,
+     * before a body byte is stored.  0 = 5 TiB. */
+    uint64_t max_object_bytes;
+    /* An upload not completed or aborted this long after its creation is
+     * expired: NoSuchUpload, and swept.  0 = 7 days. */
+    int64_t upload_expiry_ms;
+    /* Period of the background sweep of expired uploads.  0 = 10 minutes;
+     * < 0 = no background thread (call cn_objects_sweep_uploads yourself). */
+    int64_t upload_sweep_ms;
+} cn_objects_opts_t;
+
+/* Opens the service over an open meta handle and store (both borrowed; they
+ * must outlive it): applies the "objects" migrations, registers the liveness
+ * source "objects" with the store (so its sweeper keeps every blob that an
+ * object version or an upload part references) and starts the upload sweeper.
+ * opts may be NULL (defaults); it is copied.  Errors: meta errors,
+ * CN_E_EXISTS (a liveness source "objects" is already registered), -errno. */
+CN_API cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store,
+                                const cn_objects_opts_t *opts, cn_objects_t **out);
+/* Stops the sweeper and frees the handle.  Sessions and readers must be
+ * finished.  NULL is a no-op. */
+CN_API void cn_objects_close(cn_objects_t *o);
+
+/* The effective limit (after defaults). */
+CN_API uint64_t cn_objects_max_object_bytes(const cn_objects_t *o);
+
+/* ---- the request context ---------------------------------------------------
+ * Every operation takes one: who asks (inputs) and, on failure, what the
+ * error is about (outputs), so an adapter can tell NoSuchBucket from
+ * NoSuchKey and prefix a copy's errors with "source:" / "destination:". */
+typedef enum {
+    CN_OBJ_WHAT_NONE = 0,
+    CN_OBJ_WHAT_BUCKET,      /* the bucket (missing: NoSuchBucket; bad name: InvalidBucketName) */
+    CN_OBJ_WHAT_KEY,         /* the key (missing: NoSuchKey) */
+    CN_OBJ_WHAT_UPLOAD,      /* the multipart upload */
+    CN_OBJ_WHAT_PART,        /* a listed part (missing, out of order, etag mismatch) */
+    CN_OBJ_WHAT_ARG,         /* some other argument */
+} cn_objects_what_t;
+
+typedef enum {
+    CN_OBJ_SIDE_NONE = 0,
+    CN_OBJ_SIDE_SOURCE,      /* CopyObject: about the source */
+    CN_OBJ_SIDE_DEST,        /* CopyObject: about the destination */
+} cn_objects_side_t;
+
+typedef struct cn_objects_req {
+    /* in */
+    const cn_principal_t *principal;   /* NULL = anonymous */
+    cn_authz_ip_t source_ip;           /* the peer (family 0 = unknown) */
+    bool secure_transport;             /* TLS */
+    const char *referer;               /* aws:Referer, may be NULL */
+    const char *user_agent;            /* aws:UserAgent, may be NULL */
+    /* out: set by a failing call */
+    cn_objects_what_t what;
+    cn_objects_side_t side;
+    char message[256];                 /* one line for humans; never a secret */
+} cn_objects_req_t;
+
+/* ---- names ------------------------------------------------------------------ */
+/* S3 bucket naming rules: 3..63 bytes of [a-z0-9.-], starting and ending with
+ * a letter or digit, no "..", not shaped like an IPv4 address, no "xn--",
+ * "sthree-" prefix and no "-s3alias" / "--ol-s3" suffix. */
+CN_API bool cn_objects_bucket_name_ok(const char *name);
+/* 1..1024 bytes of valid UTF-8 without NUL. */
+CN_API bool cn_objects_key_ok(const char *key, size_t len);
+
+/* ---- buckets ------------------------------------------------------------------ */
+typedef struct cn_bucket_info {
+    int64_t bucket_id;
+    char name[CN_BUCKET_NAME_MAX + 1];
+    char owner[CN_ACCOUNT_NAME_MAX + 1];       /* account name */
+    int64_t created_ms;                        /* Unix ms */
+    cn_authz_visibility_t visibility;          /* public / private (authz's mapping) */
+} cn_bucket_info_t;
+
+/* Creates bucket name owned by the caller's account.  acl (may be NULL =
+ * private) is the bucket's initial ACL (owner is rewritten to the caller).
+ * Errors: CN_E_INVALID (bad name; what = BUCKET), CN_E_EXISTS (taken, by
+ * anyone), CN_E_DENIED, CN_E_DB*.  *out (may be NULL) describes it. */
+CN_API cn_err_t cn_objects_bucket_create(cn_objects_t *o, cn_objects_req_t *rq,
+                                         const char *name, const cn_authz_acl_t *acl,
+                                         cn_bucket_info_t *out);
+/* Deletes an empty bucket; its unfinished uploads are aborted with it.
+ * Errors: CN_E_NOT_FOUND, CN_E_NOT_EMPTY (it holds an object), CN_E_DENIED. */
+CN_API cn_err_t cn_objects_bucket_delete(cn_objects_t *o, cn_objects_req_t *rq,
+                                         const char *name);
+/* HeadBucket (action s3:ListBucket).  CN_E_NOT_FOUND, CN_E_DENIED. */
+CN_API cn_err_t cn_objects_bucket_head(cn_objects_t *o, cn_objects_req_t *rq,
+                                       const char *name, cn_bucket_info_t *out);
+
+typedef cn_err_t (*cn_objects_bucket_fn)(void *arg, const cn_bucket_info_t *b);
+/* Calls fn, in name order, for each bucket the caller's account owns (an
+ * anonymous caller: CN_E_DENIED).  A non-zero return from fn stops the walk
+ * and is returned.  fn must not call back into the service. */
+CN_API cn_err_t cn_objects_bucket_list(cn_objects_t *o, cn_objects_req_t *rq,
+                                       cn_objects_bucket_fn fn, void *arg);
+
+/* Bucket ACL: get needs s3:GetBucketAcl, set s3:PutBucketAcl and passes the
+ * public access block (CN_E_DENIED when BlockPublicAcls refuses it).  A
+ * bucket without a stored ACL reads as private (owner FULL_CONTROL). */
+CN_API cn_err_t cn_objects_bucket_acl_get(cn_objects_t *o, cn_objects_req_t *rq,
+                                          const char *bucket, cn_authz_acl_t *out);
+CN_API cn_err_t cn_objects_bucket_acl_set(cn_objects_t *o, cn_objects_req_t *rq,
+                                          const char *bucket, const cn_authz_acl_t *acl);
+/* Native visibility: sets the bucket ACL authz maps it to (s3:PutBucketAcl). */
+CN_API cn_err_t cn_objects_bucket_set_visibility(cn_objects_t *o, cn_objects_req_t *rq,
+                                                 const char *bucket,
+                                                 cn_authz_visibility_t vis);
+
+/* Bucket policy as JSON text.  get: CN_E_NOT_FOUND with what = ARG when none
+ * is set (S3: NoSuchBucketPolicy).  set: validated by authz (CN_E_INVALID,
+ * reason in rq->message: MalformedPolicy), refused by BlockPublicPolicy
+ * (CN_E_DENIED); json NULL deletes it.  Actions s3:Get/Put/DeleteBucketPolicy. */
+CN_API cn_err_t cn_objects_bucket_policy_get(cn_objects_t *o, cn_objects_req_t *rq,
+                                             const char *bucket, cn_buf_t *json);
+CN_API cn_err_t cn_objects_bucket_policy_set(cn_objects_t *o, cn_objects_req_t *rq,
+                                             const char *bucket, const char *json,
+                                             size_t len);
+
+/* Public access block.  get: CN_E_NOT_FOUND with what = ARG when none is set.
+ * set with pab NULL deletes it. */
+CN_API cn_err_t cn_objects_bucket_pab_get(cn_objects_t *o, cn_objects_req_t *rq,
+                                          const char *bucket, cn_authz_pab_t *out);
+CN_API cn_err_t cn_objects_bucket_pab_set(cn_objects_t *o, cn_objects_req_t *rq,
+                                          const char *bucket, const cn_authz_pab_t *pab);
+
+/* Generic named bucket settings the service stores but does not interpret
+ * (S3 "cors", "tagging", ...; name ≤ 64 bytes, value ≤ 1 MiB), authorized as
+ * action.  get: CN_E_NOT_FOUND with what = ARG when unset; set with value
+ * NULL deletes it. */
+CN_API cn_err_t cn_objects_bucket_attr_get(cn_objects_t *o, cn_objects_req_t *rq,
+                                           const char *bucket, const char *name,
+                                           cn_authz_action_t action, cn_buf_t *value);
+CN_API cn_err_t cn_objects_bucket_attr_set(cn_objects_t *o, cn_objects_req_t *rq,
+                                           const char *bucket, const char *name,
+                                           cn_authz_action_t action, const void *value,
+                                           size_t len);
+
+/* ---- objects --------------------------------------------------------------- */
+typedef struct cn_objects_kv {
+    const char *key;
+    const char *value;
+} cn_objects_kv_t;
+
+/* The current version of an object.  Strings are owned by the info: release
+ * with cn_objects_info_free (which accepts a zeroed info). */
+typedef struct cn_object_info {
+    int64_t version_id;
+    uint64_t size;
+    char etag[CN_ETAG_MAX];                 /* lowercase hex MD5, or "hex-N" (multipart) */
+    char sha256[CN_DIGEST_HEX_LEN + 1];     /* lowercase hex SHA-256 of the whole object */
+    char *content_type;
+    cn_objects_kv_t *meta;                  /* user metadata, in stored order */
+    size_t nmeta;
+    int64_t last_modified_ms;
+    char owner[CN_ACCOUNT_NAME_MAX + 1];
+    uint32_t nparts;                        /* 0 for a single put, N for multipart */
+    void *priv_;                            /* storage for the strings */
+} cn_object_info_t;
+
+CN_API void cn_objects_info_free(cn_object_info_t *info);
+
+typedef struct cn_objects_put_args {
+    const char *content_type;               /* NULL = "application/octet-stream" */
+    const cn_objects_kv_t *meta;            /* user metadata (copied) */
+    size_t nmeta;
+    bool skip_etag;                         /* etag "" instead of the MD5 */
+    const cn_authz_acl_t *acl;              /* NULL = private; owner rewritten */
+    const char *canned_acl;                 /* its name, for s3:x-amz-acl conditions */
+    /* Integrity expectations, checked at commit (CN_E_DIGEST_MISMATCH, and
+     * nothing is stored): NULL = none. */
+    const uint8_t *expect_md5;              /* 16 bytes */
+    const uint8_t *expect_sha256;           /* 32 bytes */
+    /* Conditional write, checked inside the commit transaction: the key must
+     * not exist (if_none_match), or its etag must equal if_match.
+     * CN_E_PRECONDITION otherwise. */
+    bool if_none_match;
+    const char *if_match;
+} cn_objects_put_args_t;
+
+typedef struct cn_objects_put cn_objects_put_t;
+
+typedef struct cn_objects_put_result {
+    char etag[CN_ETAG_MAX];
+    char sha256[CN_DIGEST_HEX_LEN + 1];
+    uint8_t md5[CN_MD5_LEN];                /* binary MD5 of the body (also when skip_etag) */
+    uint64_t size;
+    int64_t last_modified_ms;
+    int64_t version_id;
+} cn_objects_put_result_t;
+
+/* Starts a streaming put of bucket/key.  size is the declared body length
+ * (-1 = unknown; then the limit applies as bytes arrive).  Authorization
+ * (s3:PutObject), the bucket, the key and the size limit are checked here,
+ * before any byte is accepted: CN_E_NOT_FOUND (bucket), CN_E_INVALID (key,
+ * metadata, content type), CN_E_DENIED, CN_E_TOO_LARGE.  *out is the
+ * session: write all the bytes, then commit or abort. */
+CN_API cn_err_t cn_objects_put_begin(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                     const char *key, const cn_objects_put_args_t *args,
+                                     int64_t size, cn_objects_put_t **out);
+/* Appends n body bytes (hashed with BLAKE3 by the store, SHA-256 and MD5 here).
+ * CN_E_TOO_LARGE past the limit, CN_E_LENGTH_MISMATCH past the declared size,
+ * -errno from the store; after an error only abort is useful. */
+CN_API cn_err_t cn_objects_put_write(cn_objects_put_t *p, const void *buf, size_t n);
+/* Bytes written so far. */
+CN_API uint64_t cn_objects_put_len(const cn_objects_put_t *p);
+/* Makes the object durable and current: the blob is published (fsynced and
+ * renamed), then the version row is committed, replacing the key's previous
+ * version.  CN_E_LENGTH_MISMATCH (fewer bytes than declared),
+ * CN_E_DIGEST_MISMATCH, CN_E_PRECONDITION, CN_E_NOT_FOUND (the bucket was
+ * deleted meanwhile), CN_E_DB*.  res may be NULL.  Frees p in every case. */
+CN_API cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res);
+/* Discards the session; nothing becomes visible.  NULL is a no-op. */
+CN_API void cn_objects_put_abort(cn_objects_put_t *p);
+
+/* HeadObject (s3:GetObject).  CN_E_NOT_FOUND (what = BUCKET or KEY),
+ * CN_E_DENIED.  info filled on success (free it). */
+CN_API cn_err_t cn_objects_head(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                const char *key, cn_object_info_t *info);
+
+/* A read of a byte range of the current version. */
+typedef struct cn_objects_range {
+    /* kind: */
+    enum { CN_RANGE_ALL = 0,     /* the whole object */
+           CN_RANGE_FROM,        /* [off, off+len) clamped to the end; len 0 = to the end */
+           CN_RANGE_SUFFIX,      /* the last len bytes (all if shorter) */
+           CN_RANGE_PART         /* part part_number of a multipart object (1 for a single put) */
+    } kind;
+    uint64_t off;
+    uint64_t len;
+    int32_t part_number;
+} cn_objects_range_t;
+
+typedef struct cn_objects_reader cn_objects_reader_t;
+
+/* GetObject (s3:GetObject): info describes the whole object; *rd serves the
+ * range (NULL range = whole object).  A range that does not intersect the
+ * object, including any FROM/SUFFIX range on an empty object, is CN_E_RANGE
+ * (info is still filled, so S3 can answer Content-Range: bytes * / size);
+ * a part number beyond nparts is CN_E_RANGE too.  Blobs are protected from
+ * the sweeper while *rd lives.  Free *rd with cn_objects_reader_free. */
+CN_API cn_err_t cn_objects_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                               const char *key, const cn_objects_range_t *range,
+                               cn_object_info_t *info, cn_objects_reader_t **rd);
+
+/* The bytes the reader serves and where they start in the object. */
+CN_API uint64_t cn_objects_reader_len(const cn_objects_reader_t *rd);
+CN_API uint64_t cn_objects_reader_offset(const cn_objects_reader_t *rd);
+
+/* Serves the range: for each stored segment, send_fd(ctx, fd, off, len) when
+ * the blob is a raw file (for sendfile(2); fd is the reader's, valid during
+ * the call), else the bytes through write(ctx, p, n) in bounded chunks.
+ * send_fd may be NULL (everything goes through write).  The first non-zero
+ * return of a callback stops the read and is returned.  CN_E_CORRUPT /
+ * -errno from the store.  Call once. */
+typedef cn_err_t (*cn_objects_send_fd_fn)(void *ctx, int fd, uint64_t off, uint64_t len);
+typedef cn_err_t (*cn_objects_write_fn)(void *ctx, const void *p, size_t n);
+CN_API cn_err_t cn_objects_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn send_fd,
+                                       cn_objects_write_fn write, void *ctx);
+CN_API void cn_objects_reader_free(cn_objects_reader_t *rd);   /* NULL is a no-op */
+
+/* The parts of the current version, in order (S3 GetObjectAttributes
+ * ObjectParts, partNumber reads): one part for a single put, N for a
+ * multipart object, each with its number, size, etag and SHA-256
+ * (last_modified is the version's).  Authorized as
+ * CN_ACT_GET_OBJECT_ATTRIBUTES.  A non-zero return of fn stops the walk and
+ * is returned.  CN_E_NOT_FOUND, CN_E_DENIED. */
+typedef struct cn_objects_part cn_objects_part_t;
+typedef cn_err_t (*cn_objects_part_fn)(void *arg, const cn_objects_part_t *p);
+CN_API cn_err_t cn_objects_object_parts(cn_objects_t *o, cn_objects_req_t *rq,
+                                        const char *bucket, const char *key,
+                                        cn_objects_part_fn fn, void *arg);
+
+/* DeleteObject (s3:DeleteObject).  CN_E_NOT_FOUND (what = BUCKET, or KEY
+ * when the key has no version: S3 answers success there, Jay NoSuchKey). */
+CN_API cn_err_t cn_objects_delete(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                  const char *key);
+
+/* Object ACL (s3:GetObjectAcl / s3:PutObjectAcl).  CN_E_NOT_FOUND. */
+CN_API cn_err_t cn_objects_object_acl_get(cn_objects_t *o, cn_objects_req_t *rq,
+                                          const char *bucket, const char *key,
+                                          cn_authz_acl_t *out);
+CN_API cn_err_t cn_objects_object_acl_set(cn_objects_t *o, cn_objects_req_t *rq,
+                                          const char *bucket, const char *key,
+                                          const cn_authz_acl_t *acl);
+
+/* ---- listing ------------------------------------------------------------------ */
+typedef struct cn_objects_list_args {
+    const char *prefix;                     /* NULL = "" */
+    const char *delimiter;                  /* NULL/"" = none */
+    const char *start_after;                /* NULL = from the start; keys > it */
+    int32_t max_keys;                       /* 0 = 1000; > 1000 clamps; < 0 CN_E_INVALID */
+    const char *max_keys_raw;               /* as sent, for s3:max-keys (may be NULL) */
+} cn_objects_list_args_t;
+
+typedef struct cn_objects_entry {
+    char *key;
+    uint64_t size;
+    char etag[CN_ETAG_MAX];
+    char sha256[CN_DIGEST_HEX_LEN + 1];
+    int64_t last_modified_ms;
+    char *content_type;
+    char owner[CN_ACCOUNT_NAME_MAX + 1];
+    uint32_t nparts;
+} cn_objects_entry_t;
+
+typedef struct cn_objects_list {
+    cn_objects_entry_t *entries;
+    size_t nentries;
+    char **prefixes;                        /* common prefixes, in order */
+    size_t nprefixes;
+    bool is_truncated;
+    char *next_start_after;                 /* the last key or prefix returned when
+                                               truncated, else NULL */
+} cn_objects_list_t;
+
+/* ListObjects (s3:ListBucket) with S3 semantics: keys > start_after that
+ * begin with prefix, in byte order; with a delimiter, keys holding it after
+ * the prefix roll up into one common prefix each (a prefix equal to
+ * start_after is not repeated); keys and prefixes together count against
+ * max_keys.  *out is filled (free with cn_objects_list_free). */
+CN_API cn_err_t cn_objects_list(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                const cn_objects_list_args_t *args, cn_objects_list_t *out);
+CN_API void cn_objects_list_free(cn_objects_list_t *l);   /* accepts a zeroed list */
+
+/* ---- copy -------------------------------------------------------------------- */
+typedef struct cn_objects_copy_args {
+    /* replace = false: content type and user metadata carry over from the
+     * source (Jay; S3 COPY directive); true: taken from put (S3 REPLACE). */
+    bool replace;
+    const cn_objects_put_args_t *put;       /* acl, conditions, replacement metadata; may be NULL */
+    /* Conditions on the source (S3 x-amz-copy-source-if-*): CN_E_PRECONDITION. */
+    const char *src_if_match;
+    const char *src_if_none_match;
+    int64_t src_if_modified_since_ms;       /* 0 = none */
+    int64_t src_if_unmodified_since_ms;     /* 0 = none */
+} cn_objects_copy_args_t;
+
+/* CopyObject: needs s3:GetObject on the source and s3:PutObject on the
+ * destination.  The new version references the source's blobs: no byte is
+ * read or written.  Errors carry rq->side (SOURCE / DEST) and rq->what.
+ * args may be NULL.  res (may be NULL) receives etag, checksum, size,
+ * last_modified. */
+CN_API cn_err_t cn_objects_copy(cn_objects_t *o, cn_objects_req_t *rq,
+                                const char *src_bucket, const char *src_key,
+                                const char *dst_bucket, const char *dst_key,
+                                const cn_objects_copy_args_t *args,
+                                cn_objects_put_result_t *res);
+
+/* ---- multipart uploads --------------------------------------------------------
+ * Choice (docs/objects.md): the completed object references the part blobs
+ * in order — nothing is stitched or copied; its checksum (SHA-256 of the whole
+ * object) is computed at completion by reading the parts once. */
+
+/* CreateMultipartUpload (s3:PutObject).  upload_id receives a new id (hex,
+ * NUL-terminated).  args as for put (content type, metadata, ACL); integrity
+ * expectations are ignored. */
+CN_API cn_err_t cn_objects_mpu_create(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                      const char *key, const cn_objects_put_args_t *args,
+                                      char upload_id[CN_UPLOAD_ID_MAX + 1]);
+
+/* UploadPart (s3:PutObject): a put session whose commit records part
+ * part_number (1..10000) of upload_id, replacing an earlier upload of the same
+ * number.  CN_E_NO_UPLOAD (unknown, completed, aborted or expired upload, or
+ * one for another bucket/key), CN_E_INVALID (part number), CN_E_TOO_LARGE.
+ * args may be NULL (only expect_md5 / expect_sha256 are used). */
+CN_API cn_err_t cn_objects_part_begin(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                      const char *key, const char *upload_id, int32_t part_number,
+                                      const cn_objects_put_args_t *args, int64_t size,
+                                      cn_objects_put_t **out);
+
+/* CompleteMultipartUpload (s3:PutObject) from the listed part numbers, which
+ * must exist and ascend strictly (CN_E_INVALID, what = PART, otherwise;
+ * etags, when not NULL, must match each part's etag — quotes ignored).
+ * The object's etag is the MD5 of the concatenated binary part MD5s, hex,
+ * then "-N"; its checksum the SHA-256 of all its bytes.  The upload is gone
+ * afterwards.  args (may be NULL) supplies if_none_match / if_match.
+ * CN_E_NO_UPLOAD, CN_E_TOO_LARGE (total over the limit), CN_E_CONFLICT (a
+ * listed part was replaced while completing). */
+CN_API cn_err_t cn_objects_mpu_complete(cn_objects_t *o, cn_objects_req_t *rq,
+                                        const char *bucket, const char *key,
+                                        const char *upload_id, const int32_t *parts,
+                                        const char *const *etags, size_t n,
+                                        const cn_objects_put_args_t *args,
+                                        cn_objects_put_result_t *res);
+
+/* AbortMultipartUpload (s3:AbortMultipartUpload).  CN_E_NO_UPLOAD. */
+CN_API cn_err_t cn_objects_mpu_abort(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                     const char *key, const char *upload_id);
+
+struct cn_objects_part {
+    int32_t part_number;
+    uint64_t size;
+    char etag[CN_ETAG_MAX];
+    char sha256[CN_DIGEST_HEX_LEN + 1];
+    int64_t last_modified_ms;
+};
+
+/* ListParts (s3:ListMultipartUploadParts): parts with number > marker in
+ * ascending order, at most max (0 = all; S3 caps it at 1000 itself), through
+ * fn.  *truncated (may be NULL) says whether more remain.  CN_E_NO_UPLOAD. */
+CN_API cn_err_t cn_objects_mpu_list_parts(cn_objects_t *o, cn_objects_req_t *rq,
+                                          const char *bucket, const char *key,
+                                          const char *upload_id, int32_t marker, uint32_t max,
+                                          cn_objects_part_fn fn, void *arg, bool *truncated);
+
+typedef struct cn_objects_upload {
+    const char *key;
+    const char *upload_id;
+    const char *owner;
+    int64_t created_ms;
+} cn_objects_upload_t;
+
+typedef cn_err_t (*cn_objects_upload_fn)(void *arg, const cn_objects_upload_t *u);
+/* ListMultipartUploads (s3:ListBucketMultipartUploads): unexpired uploads
+ * whose key begins with prefix (NULL = all), ordered by key then creation,
+ * after (key_marker, upload_id_marker) (NULL = from the start), at most max
+ * (0 = 1000). */
+CN_API cn_err_t cn_objects_mpu_list(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                    const char *prefix, const char *key_marker,
+                                    const char *upload_id_marker, uint32_t max,
+                                    cn_objects_upload_fn fn, void *arg, bool *truncated);
+
+/* Removes every upload older than the expiry (and its part rows; the blobs
+ * become sweepable), as of now_ms (Unix ms; 0 = now).  *removed (may be
+ * NULL) = uploads removed.  Called by the background sweeper; tests call it
+ * directly. */
+CN_API cn_err_t cn_objects_sweep_uploads(cn_objects_t *o, int64_t now_ms, uint64_t *removed);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,66 @@
+/* The pieces cairnd is assembled from: the services (opened once from the
+ * data directory, shared by every adapter) and the table of protocols that
+ * plug into the network layer.  Internal to src/cmd. */
+#ifndef CN_CAIRND_H
+#define CN_CAIRND_H
+
+#include "cairn/net.h"
+#include "cairn/toml.h"
+
+/* Everything a protocol adapter may call: the services over the store and
+ * the metadata.  Opened by cn_services_open (src/cmd/services.c). */
+typedef struct cn_meta cn_meta_t;
+typedef struct cn_store cn_store_t;
+typedef struct cn_identity cn_identity_t;
+typedef struct cn_objects cn_objects_t;
+typedef struct cn_blobs cn_blobs_t;
+
+typedef struct cn_services {
+    char *data_dir;
+    const cn_toml_t *config;    /* borrowed: the --config document, or NULL */
+    cn_meta_t *meta;
+    cn_store_t *store;
+    cn_identity_t *identity;
+    cn_objects_t *objects;
+    cn_blobs_t *blobs;
+} cn_services_t;
+
+/* Config sections the services read themselves; cairnd does not check their
+ * keys (cn_services_open does).  NULL-terminated. */
+extern const char *const cn_services_sections[];
+
+/* Opens the services on data_dir, creating it with mode 0700 when missing.
+ * config (borrowed, may be NULL) must outlive the services.  Errors are
+ * logged; returns 0 or a cn_err_t.  *out freed by cn_services_close. */
+cn_err_t cn_services_open(const char *data_dir, const cn_toml_t *config, cn_services_t **out);
+/* Closes what cn_services_open opened.  Accepts NULL. */
+void cn_services_close(cn_services_t *svc);
+
+/* One protocol cairnd can serve.  create is NULL when this build does not
+ * carry the protocol: a listener for it then refuses to start. */
+typedef struct cn_protocol {
+    const char *name;               /* flag and config section: --jay, [jay] */
+    const char *default_addr;       /* "127.0.0.1:7446" */
+    const char *env_tls_cert;       /* environment fallbacks for the TLS files, or NULL */
+    const char *env_tls_key;
+    /* Keys of its config section the adapter reads itself (besides the
+     * listener keys cairnd handles).  NULL-terminated, or NULL. */
+    const char *const *config_keys;
+    /* Builds the adapter over the services; section is its config table or
+     * NULL.  *ad is static; *actx is freed by destroy. */
+    cn_err_t (*create)(cn_services_t *svc, const cn_toml_val_t *section,
+                       const cn_adapter_t **ad, void **actx);
+    void (*destroy)(void *actx);
+    /* For a protocol that runs its own server instead of a net adapter (the
+     * HTTP face on libmicrohttpd): start listens on opts and serves on its
+     * own threads until stop, which cairnd calls at shutdown and which also
+     * frees *actx.  A row has either create or start. */
+    cn_err_t (*start)(cn_services_t *svc, const cn_toml_val_t *section,
+                      const cn_listen_opts_t *opts, void **actx);
+    void (*stop)(void *actx);
+} cn_protocol_t;
+
+extern const cn_protocol_t cn_protocols[];
+extern const size_t cn_protocols_count;
+
+#endif

@@ -1,0 +1,204 @@
+/* Where cairnd opens and closes the services every adapter shares: the
+ * metadata engine, the store, identity (with the first administrator) and
+ * the objects service, in that order, closed in reverse.
+ *
+ * Environment: JAY_MAX_OBJECT_SIZE (bytes; the object/part size limit of
+ * every object face), CAIRN_UPLOAD_EXPIRY_SECONDS (unfinished multipart
+ * uploads expire this long after creation; default 7 days),
+ * CAIRN_RATE_LIMIT ("RATE[,BURST]" requests per second per token, shared by
+ * every face; unset = off), CAIRN_SWEEP_INTERVAL_SECONDS (how often the
+ * maintenance thread sweeps unreferenced blobs; default
+ * 600), CAIRN_SWEEP_GRACE_SECONDS (a blob younger than this is never swept;
+ * default 3600). */
+#include "cairnd.h"
+#include "cairn/util.h"
+#include "cairn/meta.h"
+#include "cairn/store.h"
+#include "cairn/identity.h"
+#include "cairn/objects.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+const char *const cn_services_sections[] = {NULL};
+
+/* The maintenance thread's state; lives inside cn_services_t's allocation. */
+typedef struct {
+    cn_services_t pub;
+    pthread_t thread;
+    bool running;
+    bool stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int64_t interval_ms;
+    int64_t grace_ms;
+} services_impl_t;
+
+/* Sweeps blobs nothing references (the objects service expires unfinished
+ * uploads on its own thread).  Runs every interval until cn_services_close asks it to stop. */
+static void *maintenance_main(void *arg)
+{
+    services_impl_t *si = arg;
+    pthread_mutex_lock(&si->mu);
+    while (!si->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t ns = ts.tv_nsec + (si->interval_ms % 1000) * 1000000;
+        ts.tv_sec += (time_t)(si->interval_ms / 1000 + ns / 1000000000);
+        ts.tv_nsec = (long)(ns % 1000000000);
+        pthread_cond_timedwait(&si->cv, &si->mu, &ts);
+        if (si->stop)
+            break;
+        pthread_mutex_unlock(&si->mu);
+        cn_store_sweep_stats_t st = {0};
+        cn_err_t e = cn_store_sweep(si->pub.store, si->grace_ms, &st);
+        if (e < 0)
+            cn_warn("cairnd", "blob sweep failed: %s", cn_strerror(e));
+        else
+            cn_debug("cairnd", "sweep: %llu blobs removed, %llu kept live, %llu pinned",
+                     (unsigned long long)st.deleted, (unsigned long long)st.live,
+                     (unsigned long long)st.pinned);
+        pthread_mutex_lock(&si->mu);
+    }
+    pthread_mutex_unlock(&si->mu);
+    return NULL;
+}
+
+static cn_err_t env_u64(const char *name, uint64_t *out)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || *end || x == 0) {
+        cn_error("cairnd", "%s: want a positive integer, got '%s'", name, v);
+        return CN_E_INVALID;
+    }
+    *out = x;
+    return 0;
+}
+
+static cn_err_t env_rate(cn_identity_t *id)
+{
+    const char *v = getenv("CAIRN_RATE_LIMIT");
+    if (!v || !*v)
+        return 0;
+    char *end = NULL;
+    double rate = strtod(v, &end), burst = rate;
+    if (end && *end == ',')
+        burst = strtod(end + 1, &end);
+    if (!end || *end || rate < 0 || burst < 0) {
+        cn_error("cairnd", "CAIRN_RATE_LIMIT: want RATE[,BURST], got '%s'", v);
+        return CN_E_INVALID;
+    }
+    cn_identity_set_rate(id, rate, burst < 1 ? 1 : burst);
+    return 0;
+}
+
+cn_err_t cn_services_open(const char *data_dir, const cn_toml_t *config, cn_services_t **out)
+{
+    *out = NULL;
+    struct stat st;
+    bool existed = stat(data_dir, &st) == 0;
+    if (existed && !S_ISDIR(st.st_mode)) {
+        cn_error("cairnd", "data directory %s exists and is not a directory", data_dir);
+        return -ENOTDIR;
+    }
+    cn_err_t e = existed ? CN_OK : cn_mkdir_p(data_dir, 0700);
+    if (e < 0) {
+        cn_error("cairnd", "cannot create data directory %s: %s", data_dir, cn_strerror(e));
+        return e;
+    }
+    if (!existed)
+        cn_info("cairnd", "created data directory %s", data_dir);
+    else if (st.st_mode & 077)
+        cn_warn("cairnd", "data directory %s is accessible to other users (mode %03o)",
+                data_dir, (unsigned)(st.st_mode & 0777));
+    services_impl_t *si = calloc(1, sizeof *si);
+    cn_services_t *svc = si ? &si->pub : NULL;
+    if (!svc || !(svc->data_dir = strdup(data_dir))) {
+        free(si);
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&si->mu, NULL);
+    pthread_cond_init(&si->cv, NULL);
+    svc->config = config;
+    const char *what = "metadata";
+    e = cn_meta_open(data_dir, NULL, &svc->meta);
+    if (e >= 0) {
+        what = "store";
+        cn_store_opts_t so = {.meta = svc->meta};
+        e = cn_store_open(data_dir, &so, &svc->store);
+    }
+    if (e >= 0) {
+        what = "identity";
+        e = cn_identity_open(svc->meta, data_dir, &svc->identity);
+    }
+    if (e >= 0)
+        e = cn_identity_bootstrap(svc->identity, data_dir);
+    if (e >= 0)
+        e = env_rate(svc->identity);
+    if (e >= 0) {
+        what = "objects";
+        cn_objects_opts_t oo = {0};
+        uint64_t expiry_s = 0;
+        e = env_u64("JAY_MAX_OBJECT_SIZE", &oo.max_object_bytes);
+        if (e >= 0)
+            e = env_u64("CAIRN_UPLOAD_EXPIRY_SECONDS", &expiry_s);
+        if (e >= 0 && expiry_s > (uint64_t)INT64_MAX / 1000)
+            e = CN_E_INVALID;
+        oo.upload_expiry_ms = (int64_t)expiry_s * 1000;
+        if (e >= 0)
+            e = cn_objects_open(svc->meta, svc->store, &oo, &svc->objects);
+    }
+    uint64_t interval_s = 600, grace_s = 3600;
+    if (e >= 0) {
+        what = "maintenance";
+        e = env_u64("CAIRN_SWEEP_INTERVAL_SECONDS", &interval_s);
+        if (e >= 0)
+            e = env_u64("CAIRN_SWEEP_GRACE_SECONDS", &grace_s);
+        if (e >= 0 && (interval_s > 86400 * 365 || grace_s > 86400 * 365))
+            e = CN_E_INVALID;
+        si->interval_ms = (int64_t)interval_s * 1000;
+        si->grace_ms = (int64_t)grace_s * 1000;
+        if (e >= 0) {
+            e = -pthread_create(&si->thread, NULL, maintenance_main, si);
+            si->running = e == 0;
+        }
+    }
+    if (e < 0) {
+        cn_error("cairnd", "cannot open the %s service: %s", what, cn_strerror(e));
+        cn_services_close(svc);
+        return e;
+    }
+    *out = svc;
+    return CN_OK;
+}
+
+void cn_services_close(cn_services_t *svc)
+{
+    if (!svc)
+        return;
+    services_impl_t *si = (services_impl_t *)svc;
+    if (si->running) {
+        pthread_mutex_lock(&si->mu);
+        si->stop = true;
+        pthread_cond_signal(&si->cv);
+        pthread_mutex_unlock(&si->mu);
+        pthread_join(si->thread, NULL);
+    }
+    cn_objects_close(svc->objects);
+    cn_identity_close(svc->identity);
+    cn_store_close(svc->store);
+    cn_meta_close(svc->meta);
+    free(svc->data_dir);
+    pthread_cond_destroy(&si->cv);
+    pthread_mutex_destroy(&si->mu);
+    free(si);
+}

@@ -1,0 +1,294 @@
+/* Jay native v1 server adapter: the adapter table, frame handling (header
+ * limits, metadata, stream_id echo, unknown opcodes, draining refused
+ * bodies), rate limiting, and the ONE table from service errors to the
+ * protocol's (status, code).
+ *
+ * The stream must never desynchronise: every request's metadata and body are
+ * either consumed in full or the connection is closed.  The request head (17
+ * bytes) is read by the network layer; everything after it is read here,
+ * exactly, never past the frame (the loop reads the next head itself). */
+#include "server_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CN_JAY_DEFAULT_DRAIN (64ull << 20)
+
+/* ---- the error table ---------------------------------------------------------
+ * cn_err_t (+ what the service says the error is about) → v1 code; the
+ * status is the one the spec pairs with the code (cn_jay_code_status). */
+static cn_jay_code_t cn_jay_code_for(cn_err_t err, cn_objects_what_t what)
+{
+    switch (err) {
+    case CN_E_NOT_FOUND:
+        return what == CN_OBJ_WHAT_BUCKET ? CN_JAY_CODE_NO_SUCH_BUCKET : CN_JAY_CODE_NO_SUCH_KEY;
+    case CN_E_NO_UPLOAD:      return CN_JAY_CODE_NO_SUCH_UPLOAD;
+    case CN_E_EXISTS:         return CN_JAY_CODE_BUCKET_ALREADY_EXISTS;
+    case CN_E_NOT_EMPTY:      return CN_JAY_CODE_BUCKET_NOT_EMPTY;
+    case CN_E_INVALID:
+        return what == CN_OBJ_WHAT_BUCKET ? CN_JAY_CODE_INVALID_BUCKET_NAME
+                                          : CN_JAY_CODE_INVALID_ARGUMENT;
+    case CN_E_TOO_LARGE:      return CN_JAY_CODE_ENTITY_TOO_LARGE;
+    case CN_E_RANGE:          return CN_JAY_CODE_INVALID_RANGE;
+    case CN_E_DENIED:
+    case CN_E_AUTH:           return CN_JAY_CODE_ACCESS_DENIED;
+    case CN_E_RATE_LIMITED:
+    case CN_E_BUSY:           return CN_JAY_CODE_RATE_LIMIT_EXCEEDED;   /* retryable */
+    case CN_E_LIMIT:
+    case CN_E_PROTOCOL:
+    case CN_E_LENGTH_MISMATCH:
+    case CN_E_DIGEST_MISMATCH:
+    case CN_E_PRECONDITION:   return CN_JAY_CODE_INVALID_ARGUMENT;
+    case CN_E_UNSUPPORTED:    return CN_JAY_CODE_UNKNOWN_OP;
+    default:                  return CN_JAY_CODE_INTERNAL_ERROR;
+    }
+}
+
+void cn__jay_time(int64_t ms, char out[CN_RFC3339_LEN])
+{
+    cn_rfc3339(ms, out);
+}
+
+const char *cn__jay_cstr(cn__jay_call_t *k, cn_jay_str_t s)
+{
+    if (k->nstrs == CN_JAY_MAX_STRS)
+        return NULL;
+    char *p = malloc((size_t)s.len + 1);
+    if (!p)
+        return NULL;
+    if (s.len)
+        memcpy(p, s.p, s.len);
+    p[s.len] = 0;
+    k->strs[k->nstrs++] = p;
+    return p;
+}
+
+static cn_err_t cn_jay_send_out(cn__jay_call_t *k, int64_t data_len)
+{
+    cn_buf_t *o = &k->jc->out;
+    return cn_conn_write_all(k->c, o->data, o->len,
+                             cn_conn_deadline_for(k->c, o->len + (uint64_t)(data_len > 0 ? data_len : 0)));
+}
+
+cn_err_t cn__jay_fail_code(cn__jay_call_t *k, cn_jay_code_t code, const char *msg)
+{
+    cn_buf_t *o = &k->jc->out;
+    cn_buf_reset(o);
+    /* A message is for humans: cut it rather than fail (strings ≤ 65535). */
+    char m[1024];
+    snprintf(m, sizeof m, "%s", msg ? msg : "");
+    cn_err_t err = cn_jay_error_encode(o, cn_jay_code_status(code), k->hdr.stream_id, m,
+                                       cn_jay_code_str(code));
+    if (err < 0)
+        return err;
+    return cn_jay_send_out(k, 0);
+}
+
+cn_err_t cn__jay_fail(cn__jay_call_t *k, cn_err_t err)
+{
+    cn_jay_code_t code = cn_jay_code_for(err, k->rq.what);
+    const char *side = k->rq.side == CN_OBJ_SIDE_SOURCE ? "source: "
+                       : k->rq.side == CN_OBJ_SIDE_DEST ? "destination: " : "";
+    char msg[400];
+    const char *text = k->rq.message[0] ? k->rq.message : cn_strerror(err);
+    snprintf(msg, sizeof msg, "%s%s", side, text);
+    if (code == CN_JAY_CODE_INTERNAL_ERROR)
+        cn_warn("jay", "conn %llu: %s failed: %s (%s)", (unsigned long long)cn_conn_id(k->c),
+                cn_jay_op_name(k->hdr.code) ? cn_jay_op_name(k->hdr.code) : "?", text,
+                cn_errname(err));
+    return cn__jay_fail_code(k, code, msg);
+}
+
+cn_err_t cn__jay_reply(cn__jay_call_t *k, const cn_jay_resp_t *resp, int64_t data_len)
+{
+    cn_buf_t *o = &k->jc->out;
+    cn_buf_reset(o);
+    cn_jay_resp_t empty;
+    memset(&empty, 0, sizeof empty);
+    cn_err_t err = cn_jay_resp_encode(o, k->hdr.code, CN_JAY_ST_OK, k->hdr.stream_id,
+                                      resp ? resp : &empty, data_len);
+    if (err < 0) {
+        /* An answer that does not fit the frozen layout (over a cap): say so
+         * instead of truncating it.  No body was promised yet. */
+        if (data_len > 0)
+            return err;
+        snprintf(k->rq.message, sizeof k->rq.message, "the response exceeds a protocol limit");
+        return cn__jay_fail(k, err == -ENOMEM ? err : CN_E_LIMIT);
+    }
+    return cn_jay_send_out(k, data_len);
+}
+
+cn_err_t cn__jay_body_read(cn__jay_call_t *k, void *buf, size_t n, size_t *got)
+{
+    *got = 0;
+    if (n > k->body_left)
+        n = (size_t)k->body_left;
+    if (!n)
+        return 0;
+    cn_err_t err = cn_conn_read_some(k->c, buf, n, got, k->body_deadline);
+    if (err < 0)
+        return err;
+    k->body_left -= *got;
+    return 0;
+}
+
+/* ---- the adapter ------------------------------------------------------------------ */
+static int cn_jay_classify(void *cstate, const uint8_t *head)
+{
+    (void)cstate;
+    switch (head ? head[0] : 0) {
+    case CN_JAY_OP_PUT_OBJECT:
+    case CN_JAY_OP_GET_OBJECT:
+    case CN_JAY_OP_GET_OBJECT_RANGE:
+    case CN_JAY_OP_UPLOAD_PART:
+    case CN_JAY_OP_COMPLETE_MULTIPART:
+    case CN_JAY_OP_COPY_OBJECT:
+        return CN_POOL_STORAGE;
+    default:
+        return CN_POOL_QUERY;
+    }
+}
+
+static void cn_jay_close(void *cstate)
+{
+    cn__jay_conn_t *jc = cstate;
+    if (!jc)
+        return;
+    cn_buf_free(&jc->out);
+    free(jc->io);
+    free(jc);
+}
+
+/* Discards the rest of the body, or asks for the connection to be closed
+ * when it is larger than the drain limit. */
+static cn_err_t cn_jay_drain(cn__jay_call_t *k)
+{
+    if (!k->body_left)
+        return 0;
+    if (k->body_left > k->jc->srv->cfg.drain_max_bytes)
+        return CN_E_TOO_LARGE;
+    cn_err_t err = cn_conn_drain(k->c, k->body_left, k->body_deadline);
+    if (err >= 0)
+        k->body_left = 0;
+    return err;
+}
+
+static cn_err_t cn_jay_serve(void *cstate, cn_conn_t *c, const uint8_t *head)
+{
+    cn__jay_conn_t *jc = cstate;
+    cn__jay_call_t k;
+    memset(&k, 0, sizeof k);
+    k.jc = jc;
+    k.c = c;
+    k.rq.principal = &jc->principal;
+    k.rq.source_ip = jc->peer;
+    k.rq.secure_transport = jc->tls;
+
+    cn_err_t err = cn_jay_hdr_decode(head, CN_JAY_HDR_LEN, &k.hdr);
+    if (err < 0) {
+        /* meta_len over 1 MiB or a negative data_len: the stream cannot be
+         * trusted any more.  Say why (best effort), then close. */
+        cn__jay_fail_code(&k, CN_JAY_CODE_INVALID_ARGUMENT,
+                          err == CN_E_LIMIT ? "meta_len exceeds 1 MiB" : "negative data_len");
+        return CN_E_PROTOCOL;
+    }
+    k.body_left = (uint64_t)k.hdr.data_len;
+    k.body_deadline = cn_conn_deadline_for(c, k.body_left);
+    uint8_t *meta = NULL;
+    bool reserved = false;
+
+    /* Metadata first, whatever the opcode: the frame must be consumed. */
+    if (k.hdr.meta_len) {
+        err = cn_conn_budget_reserve(c, k.hdr.meta_len);
+        if (err < 0) {
+            /* No memory to hold it: skip it and refuse, retryably. */
+            err = cn_conn_drain(c, k.hdr.meta_len, cn_conn_deadline_for(c, k.hdr.meta_len));
+            if (err < 0)
+                return err;
+            err = cn__jay_fail_code(&k, CN_JAY_CODE_RATE_LIMIT_EXCEEDED, "server memory is busy");
+            goto drain;
+        }
+        reserved = true;
+        meta = malloc(k.hdr.meta_len);
+        if (!meta) {
+            err = -ENOMEM;
+            goto out;
+        }
+        err = cn_conn_read_full(c, meta, k.hdr.meta_len, cn_conn_deadline_for(c, k.hdr.meta_len));
+        if (err < 0)
+            goto out;
+    }
+    if (!cn_jay_op_name(k.hdr.code)) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "opcode 0x%02x is unknown to this server", k.hdr.code);
+        err = cn__jay_fail_code(&k, CN_JAY_CODE_UNKNOWN_OP, msg);
+        goto drain;
+    }
+    if (cn_identity_rate_take(jc->srv->id, jc->principal.token_id) == CN_E_RATE_LIMITED) {
+        err = cn__jay_fail_code(&k, CN_JAY_CODE_RATE_LIMIT_EXCEEDED,
+                                "rate limit exceeded for this token");
+        goto drain;
+    }
+    err = cn_jay_req_decode(k.hdr.code, meta, k.hdr.meta_len, &k.req);
+    if (err < 0) {
+        err = cn__jay_fail_code(&k, CN_JAY_CODE_INVALID_ARGUMENT, "undecodable metadata");
+        goto drain;
+    }
+    err = cn__jay_op(&k);
+drain:
+    if (err >= 0 && !k.close) {
+        cn_err_t d = cn_jay_drain(&k);
+        if (d < 0)
+            err = d;
+    }
+    if (err >= 0 && k.close)
+        err = CN_E_CLOSED;
+out:
+    for (size_t i = 0; i < k.nstrs; i++)
+        free(k.strs[i]);
+    free(meta);
+    if (reserved)
+        cn_conn_budget_release(c, k.hdr.meta_len);
+    /* Keep the per-connection buffer small between requests. */
+    if (jc->out.cap > 2 * CN_JAY_IO_BUF)
+        cn_buf_free(&jc->out);
+    return err < 0 ? err : 0;
+}
+
+static const cn_adapter_t cn_jay_adapter = {
+    .name = "jay",
+    .head_len = CN_JAY_HDR_LEN,
+    .busy = cn__jay_busy,
+    .open = cn__jay_open,
+    .classify = cn_jay_classify,
+    .serve = cn_jay_serve,
+    .close = cn_jay_close,
+};
+
+cn_err_t cn_jay_adapter_create(const cn_jay_config_t *cfg, cn_objects_t *objs, cn_identity_t *id,
+                               const cn_adapter_t **ad, void **actx)
+{
+    *ad = NULL;
+    *actx = NULL;
+    if (!objs || !id)
+        return CN_E_INVALID;
+    cn__jay_srv_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    if (cfg)
+        s->cfg = *cfg;
+    if (!s->cfg.drain_max_bytes)
+        s->cfg.drain_max_bytes = CN_JAY_DEFAULT_DRAIN;
+    s->objs = objs;
+    s->id = id;
+    *ad = &cn_jay_adapter;
+    *actx = s;
+    return 0;
+}
+
+void cn_jay_adapter_destroy(void *actx)
+{
+    free(actx);
+}

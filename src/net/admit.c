@@ -1,0 +1,280 @@
+/* Admission: the connection table of each listener, pending connections per
+ * source with eviction of the oldest, connections per principal, and the
+ * request-body memory budget.  Everything here runs under srv->mu; the
+ * critical sections are a few pointer and counter updates, never I/O other
+ * than shutdown(2) of an evicted socket.
+ *
+ * Invariants (under mu):
+ *  1. ls->nconns counts the connections with holds_slot; an evicted
+ *     connection gives its slot back at once, before its owner closes it.
+ *  2. A connection is in ls->pend list iff pending, and then counted once in
+ *     ls->sources under its source key.
+ *  3. reserved of every connection sums to ls->budget_used; a principal's
+ *     bytes sum the reserved of its connections.
+ */
+#include "net/net_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* ---- counting table ----------------------------------------------------------- */
+static uint64_t cn__fnv1a(const uint8_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+cn__count_ent_t *cn__count_get(cn__count_tab_t *t, const void *key, size_t klen, bool create)
+{
+    uint64_t h = cn__fnv1a(key, klen);
+    cn__count_ent_t **slot = &t->b[h % CN__COUNT_BUCKETS];
+    for (cn__count_ent_t *e = *slot; e; e = e->next)
+        if (e->hash == h && e->klen == klen && memcmp(e->key, key, klen) == 0)
+            return e;
+    if (!create)
+        return NULL;
+    cn__count_ent_t *e = calloc(1, sizeof *e + klen);
+    if (!e)
+        return NULL;
+    e->hash = h;
+    e->klen = klen;
+    memcpy(e->key, key, klen);
+    e->next = *slot;
+    *slot = e;
+    return e;
+}
+
+void cn__count_put(cn__count_tab_t *t, cn__count_ent_t *e)
+{
+    if (e->count || e->bytes)
+        return;
+    cn__count_ent_t **p = &t->b[e->hash % CN__COUNT_BUCKETS];
+    while (*p && *p != e)
+        p = &(*p)->next;
+    if (*p)
+        *p = e->next;
+    free(e);
+}
+
+void cn__count_clear(cn__count_tab_t *t)
+{
+    for (size_t i = 0; i < CN__COUNT_BUCKETS; i++) {
+        cn__count_ent_t *e = t->b[i];
+        while (e) {
+            cn__count_ent_t *n = e->next;
+            free(e);
+            e = n;
+        }
+        t->b[i] = NULL;
+    }
+}
+
+/* ---- sources --------------------------------------------------------------------- */
+void cn__source_key(const struct sockaddr *sa, uint8_t key[16], size_t *klen)
+{
+    memset(key, 0, 16);
+    if (sa->sa_family == AF_INET) {
+        memcpy(key, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+        *klen = 4;
+        return;
+    }
+    const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(a)) {      /* the same host as its IPv4 form */
+        memcpy(key, a->s6_addr + 12, 4);
+        *klen = 4;
+        return;
+    }
+    memcpy(key, a->s6_addr, 8);         /* one /64 is one source */
+    key[8] = 6;                         /* never equal to a 4-byte key */
+    *klen = 9;
+}
+
+static void cn__pend_unlink_locked(cn_conn_t *c)
+{
+    cn__listener_t *ls = c->ls;
+    if (!c->pending)
+        return;
+    if (c->pend_prev)
+        c->pend_prev->pend_next = c->pend_next;
+    else
+        ls->pend_head = c->pend_next;
+    if (c->pend_next)
+        c->pend_next->pend_prev = c->pend_prev;
+    else
+        ls->pend_tail = c->pend_prev;
+    c->pend_prev = c->pend_next = NULL;
+    c->pending = false;
+    cn__count_ent_t *e = cn__count_get(&ls->sources, c->src_key, c->src_klen, false);
+    if (CN_ALWAYS(e)) {
+        e->count--;
+        cn__count_put(&ls->sources, e);
+    }
+}
+
+static void cn__slot_release_locked(cn_conn_t *c)
+{
+    if (c->holds_slot) {
+        c->holds_slot = false;
+        c->ls->nconns--;
+    }
+}
+
+cn__admit_t cn__admit(cn_conn_t *c, cn_conn_t **victim)
+{
+    cn__listener_t *ls = c->ls;
+    cn_server_t *s = c->srv;
+    cn__admit_t r = CN__ADMIT_BUSY;
+    *victim = NULL;
+    pthread_mutex_lock(&s->mu);
+    cn__count_ent_t *src = cn__count_get(&ls->sources, c->src_key, c->src_klen, false);
+    if (ls->lim.max_pending_per_source && src && src->count >= ls->lim.max_pending_per_source)
+        goto out;
+    if (ls->lim.max_conns && ls->nconns >= ls->lim.max_conns) {
+        cn_conn_t *old = ls->pend_head;
+        if (!old)
+            goto out;
+        /* The oldest pending connection makes room: an unauthenticated peer
+         * can delay a newcomer by at most one handshake deadline. */
+        cn__pend_unlink_locked(old);
+        cn__slot_release_locked(old);
+        atomic_store(&old->evicted, true);
+        if (old->st == CN__ST_WORKER)
+            shutdown(old->fd, SHUT_RDWR);
+        else
+            *victim = old;
+    }
+    src = cn__count_get(&ls->sources, c->src_key, c->src_klen, true);
+    if (!src)
+        goto out;
+    src->count++;
+    c->pending = true;
+    c->pend_prev = ls->pend_tail;
+    if (ls->pend_tail)
+        ls->pend_tail->pend_next = c;
+    else
+        ls->pend_head = c;
+    ls->pend_tail = c;
+    c->holds_slot = true;
+    ls->nconns++;
+    c->id = ++s->next_id;
+    c->all_next = s->all_head;
+    if (s->all_head)
+        s->all_head->all_prev = c;
+    s->all_head = c;
+    s->nlive++;
+    r = CN__ADMIT_OK;
+out:
+    pthread_mutex_unlock(&s->mu);
+    return r;
+}
+
+void cn__admit_settle(cn_conn_t *c)
+{
+    if (!c->pending)    /* only the loop, which owns c here, ever clears it */
+        return;
+    pthread_mutex_lock(&c->srv->mu);
+    cn__pend_unlink_locked(c);
+    pthread_mutex_unlock(&c->srv->mu);
+}
+
+static void cn__budget_release_locked(cn_conn_t *c, uint64_t n)
+{
+    if (n > c->reserved)
+        n = c->reserved;
+    c->reserved -= n;
+    c->ls->budget_used -= n;
+    if (c->principal)
+        c->principal->bytes -= n;
+}
+
+void cn__admit_release(cn_conn_t *c)
+{
+    cn_server_t *s = c->srv;
+    pthread_mutex_lock(&s->mu);
+    cn__pend_unlink_locked(c);
+    cn__slot_release_locked(c);
+    cn__budget_release_locked(c, c->reserved);
+    if (c->principal) {
+        c->principal->count--;
+        cn__count_put(&c->ls->principals, c->principal);
+        c->principal = NULL;
+    }
+    if (c->id) {
+        if (c->all_prev)
+            c->all_prev->all_next = c->all_next;
+        else
+            s->all_head = c->all_next;
+        if (c->all_next)
+            c->all_next->all_prev = c->all_prev;
+        c->all_prev = c->all_next = NULL;
+        c->id = 0;
+        s->nlive--;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void cn__admit_shutdown_all(cn_server_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    for (cn_conn_t *c = s->all_head; c; c = c->all_next)
+        if (c->st == CN__ST_WORKER)
+            shutdown(c->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- public: principal and budget ------------------------------------------------------ */
+cn_err_t cn_conn_set_principal(cn_conn_t *c, const char *key)
+{
+    if (!key || !*key || c->principal)
+        return CN_E_INVALID;
+    cn_err_t e = CN_OK;
+    cn__listener_t *ls = c->ls;
+    pthread_mutex_lock(&c->srv->mu);
+    cn__count_ent_t *p = cn__count_get(&ls->principals, key, strlen(key), true);
+    if (!p)
+        e = -ENOMEM;
+    else if (ls->lim.max_conns_per_principal && p->count >= ls->lim.max_conns_per_principal) {
+        cn__count_put(&ls->principals, p);
+        e = CN_E_BUSY;
+    } else {
+        p->count++;
+        p->bytes += c->reserved;
+        c->principal = p;
+    }
+    pthread_mutex_unlock(&c->srv->mu);
+    return e;
+}
+
+cn_err_t cn_conn_budget_reserve(cn_conn_t *c, uint64_t n)
+{
+    cn__listener_t *ls = c->ls;
+    const cn_limits_t *l = &ls->lim;
+    cn_err_t e = CN_E_BUSY;
+    pthread_mutex_lock(&c->srv->mu);
+    if (l->budget_per_conn && (n > l->budget_per_conn || c->reserved > l->budget_per_conn - n))
+        goto out;
+    if (l->budget_bytes && (n > l->budget_bytes || ls->budget_used > l->budget_bytes - n))
+        goto out;
+    if (c->principal && l->budget_per_principal &&
+        (n > l->budget_per_principal || c->principal->bytes > l->budget_per_principal - n))
+        goto out;
+    c->reserved += n;
+    ls->budget_used += n;
+    if (c->principal)
+        c->principal->bytes += n;
+    e = CN_OK;
+out:
+    pthread_mutex_unlock(&c->srv->mu);
+    return e;
+}
+
+void cn_conn_budget_release(cn_conn_t *c, uint64_t n)
+{
+    pthread_mutex_lock(&c->srv->mu);
+    cn__budget_release_locked(c, n);
+    pthread_mutex_unlock(&c->srv->mu);
+}

@@ -1,0 +1,346 @@
+/* Connection I/O for the thread that owns a connection: blocking reads and
+ * writes bounded by absolute deadlines, over plaintext or TLS, and the
+ * non-blocking read the loop uses for request heads.  Sockets stay
+ * non-blocking throughout; "blocking" here means poll(2) until the deadline. */
+#include "net/net_int.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <openssl/err.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <unistd.h>
+
+cn_err_t cn__wait_fd(int fd, short events, int64_t deadline)
+{
+    for (;;) {
+        int64_t left = deadline - cn_mono_ms();
+        if (left <= 0)
+            return CN_E_TIMEOUT;
+        struct pollfd p = {.fd = fd, .events = events};
+        int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+        if (n > 0)
+            return CN_OK;   /* ready, or an error the next call will report */
+        if (n < 0 && errno != EINTR)
+            return -errno;
+    }
+}
+
+static cn_err_t cn__sys_err(int e)
+{
+    if (e == EPIPE || e == ECONNRESET || e == ENOTCONN || e == ESHUTDOWN)
+        return CN_E_CLOSED;
+    return -e;
+}
+
+/* TLS: map SSL_get_error to "wait for in/out" (> 0) or an error (< 0). */
+static cn_err_t cn__tls_want(cn_conn_t *c, int ret, short *events)
+{
+    int e = SSL_get_error(c->ssl, ret);
+    switch (e) {
+    case SSL_ERROR_WANT_READ:
+        *events = POLLIN;
+        return 1;
+    case SSL_ERROR_WANT_WRITE:
+        *events = POLLOUT;
+        return 1;
+    case SSL_ERROR_ZERO_RETURN:
+        return CN_E_CLOSED;
+    case SSL_ERROR_SYSCALL: {
+        int se = errno;
+        ERR_clear_error();
+        return se && se != EAGAIN ? cn__sys_err(se) : CN_E_CLOSED;
+    }
+    default:
+        ERR_clear_error();
+        return CN_E_CLOSED;
+    }
+}
+
+cn_err_t cn_conn_read_some(cn_conn_t *c, void *buf, size_t n, size_t *got, int64_t deadline)
+{
+    *got = 0;
+    if (n == 0)
+        return CN_OK;
+    for (;;) {
+        short ev = POLLIN;
+        if (c->ssl) {
+            size_t r = 0;
+            ERR_clear_error();
+            int ret = SSL_read_ex(c->ssl, buf, n, &r);
+            if (ret > 0) {
+                *got = r;
+                return CN_OK;
+            }
+            cn_err_t w = cn__tls_want(c, ret, &ev);
+            if (w < 0)
+                return w;
+        } else {
+            ssize_t r = read(c->fd, buf, n);
+            if (r > 0) {
+                *got = (size_t)r;
+                return CN_OK;
+            }
+            if (r == 0)
+                return CN_E_CLOSED;
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                return cn__sys_err(errno);
+        }
+        CN_TRY(cn__wait_fd(c->fd, ev, deadline));
+    }
+}
+
+cn_err_t cn_conn_read_full(cn_conn_t *c, void *buf, size_t n, int64_t deadline)
+{
+    size_t off = 0;
+    while (off < n) {
+        size_t got;
+        CN_TRY(cn_conn_read_some(c, (uint8_t *)buf + off, n - off, &got, deadline));
+        off += got;
+    }
+    return CN_OK;
+}
+
+cn_err_t cn_conn_drain(cn_conn_t *c, uint64_t n, int64_t deadline)
+{
+    uint8_t tmp[16384];
+    while (n) {
+        size_t got;
+        CN_TRY(cn_conn_read_some(c, tmp, n < sizeof tmp ? (size_t)n : sizeof tmp, &got, deadline));
+        n -= got;
+    }
+    return CN_OK;
+}
+
+cn_err_t cn_conn_write_all(cn_conn_t *c, const void *buf, size_t n, int64_t deadline)
+{
+    const uint8_t *p = buf;
+    while (n) {
+        short ev = POLLOUT;
+        if (c->ssl) {
+            size_t w = 0;
+            ERR_clear_error();
+            int ret = SSL_write_ex(c->ssl, p, n, &w);
+            if (ret > 0) {
+                p += w;
+                n -= w;
+                continue;
+            }
+            cn_err_t e = cn__tls_want(c, ret, &ev);
+            if (e < 0)
+                return e;
+        } else {
+            ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
+            if (w > 0) {
+                p += w;
+                n -= (size_t)w;
+                continue;
+            }
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+                return cn__sys_err(errno);
+        }
+        CN_TRY(cn__wait_fd(c->fd, ev, deadline));
+    }
+    return CN_OK;
+}
+
+cn_err_t cn_conn_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt, int64_t deadline)
+{
+    if (iovcnt < 0 || iovcnt > IOV_MAX)
+        return CN_E_INVALID;
+    if (c->ssl) {
+        /* Coalesce small pieces so a header and its metadata share a record. */
+        uint8_t tmp[16384];
+        size_t used = 0;
+        for (int i = 0; i < iovcnt; i++) {
+            const uint8_t *p = iov[i].iov_base;
+            size_t n = iov[i].iov_len;
+            if (used + n <= sizeof tmp) {
+                memcpy(tmp + used, p, n);
+                used += n;
+                continue;
+            }
+            if (used)
+                CN_TRY(cn_conn_write_all(c, tmp, used, deadline));
+            used = 0;
+            CN_TRY(cn_conn_write_all(c, p, n, deadline));
+        }
+        return used ? cn_conn_write_all(c, tmp, used, deadline) : CN_OK;
+    }
+    struct iovec local[64];
+    int i = 0;
+    size_t skip = 0;    /* bytes of iov[i] already sent */
+    while (i < iovcnt) {
+        int cnt = 0;
+        for (int j = i; j < iovcnt && cnt < 64; j++, cnt++) {
+            local[cnt] = iov[j];
+            if (j == i) {
+                local[cnt].iov_base = (uint8_t *)iov[j].iov_base + skip;
+                local[cnt].iov_len -= skip;
+            }
+        }
+        struct msghdr mh = {.msg_iov = local, .msg_iovlen = (size_t)cnt};
+        ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                return cn__sys_err(errno);
+            CN_TRY(cn__wait_fd(c->fd, POLLOUT, deadline));
+            continue;
+        }
+        size_t left = (size_t)w;
+        while (i < iovcnt && left >= iov[i].iov_len - skip) {
+            left -= iov[i].iov_len - skip;
+            skip = 0;
+            i++;
+        }
+        skip += left;
+    }
+    return CN_OK;
+}
+
+cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t len, int64_t deadline)
+{
+    if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
+        return CN_E_INVALID;
+    if (c->ssl) {
+        uint8_t tmp[32768];
+        while (len) {
+            size_t want = len < sizeof tmp ? (size_t)len : sizeof tmp;
+            ssize_t r = pread(fd, tmp, want, (off_t)off);
+            if (r < 0) {
+                if (errno == EINTR)
+                    continue;
+                return -errno;
+            }
+            if (r == 0)
+                return CN_E_LENGTH_MISMATCH;
+            CN_TRY(cn_conn_write_all(c, tmp, (size_t)r, deadline));
+            off += (uint64_t)r;
+            len -= (uint64_t)r;
+        }
+        return CN_OK;
+    }
+    off_t o = (off_t)off;
+    while (len) {
+        size_t chunk = len < (1u << 30) ? (size_t)len : (1u << 30);
+        ssize_t w = sendfile(c->fd, fd, &o, chunk);
+        if (w > 0) {
+            len -= (uint64_t)w;
+            continue;
+        }
+        if (w == 0)
+            return CN_E_LENGTH_MISMATCH;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return cn__sys_err(errno);
+        CN_TRY(cn__wait_fd(c->fd, POLLOUT, deadline));
+    }
+    return CN_OK;
+}
+
+long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write)
+{
+    *want_write = false;
+    if (c->ssl) {
+        size_t r = 0;
+        ERR_clear_error();
+        int ret = SSL_read_ex(c->ssl, buf, n, &r);
+        if (ret > 0)
+            return (long)r;
+        short ev = 0;
+        cn_err_t w = cn__tls_want(c, ret, &ev);
+        if (w < 0)
+            return w;
+        *want_write = ev == POLLOUT;
+        return 0;
+    }
+    for (;;) {
+        ssize_t r = read(c->fd, buf, n);
+        if (r > 0)
+            return (long)r;
+        if (r == 0)
+            return CN_E_CLOSED;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;
+        return cn__sys_err(errno);
+    }
+}
+
+bool cn__conn_buffered(cn_conn_t *c)
+{
+    return c->ssl && SSL_pending(c->ssl) > 0;
+}
+
+void cn__conn_destroy(cn_conn_t *c)
+{
+    if (!c)
+        return;
+    if (c->opened && c->ls->ad->close)
+        c->ls->ad->close(c->cstate);
+    c->opened = false;
+    if (c->ssl) {
+        if (!atomic_load(&c->evicted)) {
+            ERR_clear_error();
+            (void)SSL_shutdown(c->ssl);     /* best effort close_notify, never waits */
+        }
+        ERR_clear_error();
+        SSL_free(c->ssl);
+    }
+    cn_server_t *s = c->srv;
+    /* Unlink under mu first: after this nobody can shutdown(2) our fd, so
+     * closing it cannot hit a reused descriptor. */
+    cn__admit_release(c);
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c);
+    if (atomic_load(&s->stopping)) {
+        uint64_t one = 1;
+        ssize_t w = write(s->wake_fd, &one, sizeof one);   /* re-check the live count */
+        (void)w;
+    }
+}
+
+/* ---- small accessors ------------------------------------------------------------ */
+int64_t cn_conn_deadline_for(const cn_conn_t *c, uint64_t bytes)
+{
+    const cn_limits_t *l = &c->ls->lim;
+    uint64_t extra = l->io_rate_bps ? bytes / l->io_rate_bps * 1000 +
+                                      (bytes % l->io_rate_bps) * 1000 / l->io_rate_bps
+                                    : 0;
+    int64_t now = cn_mono_ms();
+    int64_t room = INT64_MAX - now - l->io_floor_ms;
+    if (extra > (uint64_t)room)
+        return INT64_MAX;
+    return now + l->io_floor_ms + (int64_t)extra;
+}
+
+int64_t cn_conn_handshake_deadline(const cn_conn_t *c)
+{
+    return c->accepted_ms + c->ls->lim.handshake_ms;
+}
+
+const char *cn_conn_peer(const cn_conn_t *c) { return c->peer_text; }
+
+const struct sockaddr *cn_conn_peer_sa(const cn_conn_t *c, socklen_t *len)
+{
+    if (len)
+        *len = c->peerlen;
+    return (const struct sockaddr *)&c->peer;
+}
+
+bool cn_conn_is_tls(const cn_conn_t *c) { return c->ssl != NULL; }
+
+uint64_t cn_conn_id(const cn_conn_t *c) { return c->id; }
+
+bool cn_conn_stopping(const cn_conn_t *c) { return atomic_load(&c->srv->stopping); }

@@ -1,0 +1,464 @@
+/* The event loop: accepts, holds idle connections, reads request heads,
+ * hands connections to the worker pools and takes them back, enforces the
+ * loop-side deadlines (handshake start, idle), and runs graceful shutdown.
+ *
+ * Only this thread changes a connection's st, its poll registration and the
+ * loop-owned list; a connection in CN__ST_WORKER belongs to a worker.
+ * Nothing here blocks on a peer: reads are non-blocking, and busy() writes
+ * at most one short refusal into an empty socket buffer. */
+#include "net/net_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#define CN__MAX_EVENTS 256
+#define CN__ACCEPT_BATCH 64
+
+/* The batch being processed (s->batch), so that a connection dropped while
+ * handling one event (an eviction victim) is not touched by a later event. */
+struct cn__batch {
+    cn__poll_event_t ev[CN__MAX_EVENTS];
+    int n, i;
+};
+typedef struct cn__batch cn__batch_t;
+
+/* ---- loop-owned bookkeeping -------------------------------------------------- */
+static void cn__lo_link(cn_server_t *s, cn_conn_t *c)
+{
+    c->lo_prev = NULL;
+    c->lo_next = s->lo_head;
+    if (s->lo_head)
+        s->lo_head->lo_prev = c;
+    s->lo_head = c;
+    if (c->deadline < s->next_timer)
+        s->next_timer = c->deadline;
+}
+
+static void cn__lo_unlink(cn_server_t *s, cn_conn_t *c)
+{
+    if (c->lo_prev)
+        c->lo_prev->lo_next = c->lo_next;
+    else if (s->lo_head == c)
+        s->lo_head = c->lo_next;
+    if (c->lo_next)
+        c->lo_next->lo_prev = c->lo_prev;
+    c->lo_prev = c->lo_next = NULL;
+}
+
+static void cn__watch(cn_server_t *s, cn_conn_t *c, int mask)
+{
+    cn_err_t e = CN_OK;
+    if (!c->in_poll)
+        e = cn__poll_add(s->poll, c->fd, mask, c);
+    else if (c->poll_mask != mask)
+        e = cn__poll_mod(s->poll, c->fd, mask, c);
+    if (e == CN_OK) {
+        c->in_poll = true;
+        c->poll_mask = mask;
+    } else {
+        cn_warn("net", "epoll: %s", cn_strerror(e));
+    }
+}
+
+static void cn__unwatch(cn_server_t *s, cn_conn_t *c)
+{
+    if (c->in_poll)
+        cn__poll_del(s->poll, c->fd);
+    c->in_poll = false;
+}
+
+static void cn__park_unlink(cn_server_t *s, cn_conn_t *c)
+{
+    for (int p = 0; p < CN_POOL_COUNT; p++) {
+        cn_conn_t **pp = &s->park_head[p], *prev = NULL;
+        while (*pp && *pp != c) {
+            prev = *pp;
+            pp = &(*pp)->park_next;
+        }
+        if (*pp) {
+            *pp = c->park_next;
+            if (s->park_tail[p] == c)
+                s->park_tail[p] = prev;
+            c->park_next = NULL;
+            return;
+        }
+    }
+}
+
+/* Closes a loop-owned connection. */
+static void cn__drop(cn_server_t *s, cn_conn_t *c)
+{
+    cn__unwatch(s, c);
+    cn__lo_unlink(s, c);
+    if (c->st == CN__ST_PARKED)
+        cn__park_unlink(s, c);
+    cn__batch_t *b = s->batch;
+    if (b)
+        for (int i = b->i + 1; i < b->n; i++)
+            if (b->ev[i].ptr == c)
+                b->ev[i].ptr = NULL;
+    cn__conn_destroy(c);
+}
+
+/* ---- dispatch ------------------------------------------------------------------ */
+static bool cn__try_push(cn_server_t *s, cn_conn_t *c)
+{
+    c->st = CN__ST_WORKER;
+    cn_err_t e = cn__queue_push(&s->pools[c->pool].q, c);
+    if (e == CN_OK)
+        return true;
+    c->st = CN__ST_PARKED;
+    return false;
+}
+
+static void cn__dispatch(cn_server_t *s, cn_conn_t *c, int pool)
+{
+    cn__unwatch(s, c);
+    cn__lo_unlink(s, c);
+    c->pool = pool;
+    if (pool != CN_POOL_HANDSHAKE)
+        cn__admit_settle(c);    /* a complete request head arrived */
+    if (cn__try_push(s, c))
+        return;
+    /* The pool's queue is full: wait here, unread, until a worker frees up.
+     * A parked request has no loop deadline (the server is the slow one);
+     * a parked handshake keeps its handshake deadline. */
+    if (pool != CN_POOL_HANDSHAKE)
+        c->deadline = INT64_MAX;
+    c->park_next = NULL;
+    if (s->park_tail[pool])
+        s->park_tail[pool]->park_next = c;
+    else
+        s->park_head[pool] = c;
+    s->park_tail[pool] = c;
+    cn__lo_link(s, c);
+}
+
+static void cn__unpark(cn_server_t *s)
+{
+    for (int p = 0; p < CN_POOL_COUNT; p++) {
+        while (s->park_head[p]) {
+            cn_conn_t *c = s->park_head[p];
+            /* Once pushed, c belongs to a worker, which reuses park_next for
+             * the return list: unlink it from the park list first. */
+            cn_conn_t *next = c->park_next;
+            cn__lo_unlink(s, c);
+            if (!cn__try_push(s, c)) {
+                cn__lo_link(s, c);
+                break;
+            }
+            s->park_head[p] = next;
+            if (!next)
+                s->park_tail[p] = NULL;
+        }
+    }
+}
+
+static void cn__read_head(cn_server_t *s, cn_conn_t *c)
+{
+    const cn_adapter_t *ad = c->ls->ad;
+    if (ad->head_len == 0) {
+        if (!c->ssl) {
+            uint8_t b;
+            ssize_t r = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+                cn__drop(s, c);
+                return;
+            }
+            if (r < 0) {
+                cn__watch(s, c, CN__EV_READ);
+                return;
+            }
+        } else if (!cn__conn_buffered(c) && !c->in_poll) {
+            cn__watch(s, c, CN__EV_READ);
+            return;
+        }
+        int pool = ad->classify ? ad->classify(c->cstate, NULL) : CN_POOL_STORAGE;
+        cn__dispatch(s, c, pool == CN_POOL_QUERY ? CN_POOL_QUERY : CN_POOL_STORAGE);
+        return;
+    }
+    while (c->head_got < ad->head_len) {
+        bool want_write;
+        long r = cn__conn_read_nb(c, c->head + c->head_got, ad->head_len - c->head_got,
+                                  &want_write);
+        if (r < 0) {
+            cn__drop(s, c);
+            return;
+        }
+        if (r == 0) {
+            cn__watch(s, c, want_write ? CN__EV_READ | CN__EV_WRITE : CN__EV_READ);
+            return;
+        }
+        c->head_got += (size_t)r;
+    }
+    int pool = ad->classify ? ad->classify(c->cstate, c->head) : CN_POOL_STORAGE;
+    cn__dispatch(s, c, pool == CN_POOL_QUERY ? CN_POOL_QUERY : CN_POOL_STORAGE);
+}
+
+/* ---- worker side ----------------------------------------------------------------- */
+void cn__loop_give_back(cn_conn_t *c)
+{
+    cn_server_t *s = c->srv;
+    c->park_next = NULL;
+    pthread_mutex_lock(&s->ret_mu);
+    if (s->ret_tail)
+        s->ret_tail->park_next = c;
+    else
+        s->ret_head = c;
+    s->ret_tail = c;
+    pthread_mutex_unlock(&s->ret_mu);
+    uint64_t one = 1;
+    ssize_t w = write(s->wake_fd, &one, sizeof one);
+    (void)w;
+}
+
+void cn__worker_run(void *arg, void *item)
+{
+    (void)arg;
+    cn_conn_t *c = item;
+    const cn_adapter_t *ad = c->ls->ad;
+    cn_err_t e;
+    if (c->pool == CN_POOL_HANDSHAKE) {
+        int64_t deadline = cn_conn_handshake_deadline(c);
+        if (c->ls->tls && (e = cn__tls_accept(c, deadline)) < 0)
+            goto fail;
+        e = ad->open(c->ls->actx, c, &c->cstate);
+        if (e < 0)
+            goto fail;
+        c->opened = true;
+    } else {
+        e = ad->serve(c->cstate, c, ad->head_len ? c->head : NULL);
+        if (e < 0)
+            goto fail;
+    }
+    cn__loop_give_back(c);
+    return;
+fail:
+    cn_debug("net", "%s connection %llu from %s closed: %s", ad->name,
+             (unsigned long long)c->id, c->peer_text, cn_strerror(e));
+    cn__conn_destroy(c);
+}
+
+static void cn__take_returns(cn_server_t *s)
+{
+    pthread_mutex_lock(&s->ret_mu);
+    cn_conn_t *c = s->ret_head;
+    s->ret_head = s->ret_tail = NULL;
+    pthread_mutex_unlock(&s->ret_mu);
+    while (c) {
+        cn_conn_t *next = c->park_next;
+        c->park_next = NULL;
+        c->st = CN__ST_IDLE;
+        c->head_got = 0;
+        c->deadline = cn_mono_ms() + c->ls->lim.idle_ms;
+        cn__lo_link(s, c);
+        if (atomic_load(&c->evicted) || atomic_load(&s->stopping))
+            cn__drop(s, c);
+        else if (c->ssl)
+            cn__read_head(s, c);    /* the TLS session may hold the next head */
+        else
+            cn__watch(s, c, CN__EV_READ);
+        c = next;
+    }
+}
+
+/* ---- accept ------------------------------------------------------------------------ */
+static void cn__accept(cn_server_t *s, cn__listener_t *ls)
+{
+    for (int k = 0; k < CN__ACCEPT_BATCH; k++) {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int fd = accept4(ls->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE)
+                cn_warn("net", "accept on %s: %s", ls->ad->name, strerror(errno));
+            return;
+        }
+        int one = 1;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        cn_conn_t *c = calloc(1, sizeof *c);
+        if (!c) {
+            close(fd);
+            continue;
+        }
+        c->kind = CN__SRC_CONN;
+        c->fd = fd;
+        c->ls = ls;
+        c->srv = s;
+        c->peer = ss;
+        c->peerlen = sl;
+        c->accepted_ms = cn_mono_ms();
+        if (ss.ss_family == AF_INET)
+            inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->peer_text,
+                      sizeof c->peer_text);
+        else
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->peer_text,
+                      sizeof c->peer_text);
+        cn__source_key((struct sockaddr *)&ss, c->src_key, &c->src_klen);
+        cn_conn_t *victim = NULL;
+        if (cn__admit(c, &victim) != CN__ADMIT_OK) {
+            cn_debug("net", "%s: refused %s (connection limits)", ls->ad->name, c->peer_text);
+            if (!ls->tls && ls->ad->busy)
+                ls->ad->busy(ls->actx, fd);
+            close(fd);
+            free(c);
+            continue;
+        }
+        if (victim) {
+            cn_debug("net", "%s: evicted pending connection from %s", ls->ad->name,
+                     victim->peer_text);
+            cn__drop(s, victim);
+        }
+        c->st = CN__ST_HELLO;
+        c->deadline = c->accepted_ms + ls->lim.handshake_ms;
+        cn__lo_link(s, c);
+        cn__watch(s, c, CN__EV_READ);
+    }
+}
+
+/* ---- timers, shutdown ------------------------------------------------------------ */
+static void cn__timers(cn_server_t *s, int64_t now)
+{
+    if (now < s->next_timer)
+        return;
+    s->next_timer = INT64_MAX;
+    cn_conn_t *c = s->lo_head;
+    while (c) {
+        cn_conn_t *next = c->lo_next;
+        if (c->deadline <= now) {
+            cn_debug("net", "%s connection from %s: %s timeout", c->ls->ad->name, c->peer_text,
+                     c->st == CN__ST_IDLE ? "idle" : "handshake");
+            cn__drop(s, c);
+        } else if (c->deadline < s->next_timer) {
+            s->next_timer = c->deadline;
+        }
+        c = next;
+    }
+}
+
+static void cn__begin_shutdown(cn_server_t *s)
+{
+    atomic_store(&s->stopping, true);
+    for (size_t i = 0; i < s->nls; i++) {
+        cn__listener_t *ls = s->ls[i];
+        if (ls->fd >= 0) {
+            cn__poll_del(s->poll, ls->fd);
+            close(ls->fd);
+            ls->fd = -1;
+        }
+    }
+    while (s->lo_head)
+        cn__drop(s, s->lo_head);
+    /* Handshakes are not requests in flight: cut them now. */
+    pthread_mutex_lock(&s->mu);
+    unsigned live = s->nlive;
+    for (cn_conn_t *c = s->all_head; c; c = c->all_next)
+        if (c->st == CN__ST_WORKER && c->pool == CN_POOL_HANDSHAKE)
+            shutdown(c->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&s->mu);
+    cn_info("net", "shutting down: %u connection(s) still busy, grace %lld ms", live,
+            (long long)s->cfg.grace_ms);
+}
+
+cn_err_t cn__loop_run(cn_server_t *s)
+{
+    cn_err_t err = CN_OK;
+    cn__batch_t *b = calloc(1, sizeof *b);
+    if (!b)
+        return -ENOMEM;
+    s->batch = b;
+    for (size_t i = 0; i < s->nls; i++)
+        if ((err = cn__poll_add(s->poll, s->ls[i]->fd, CN__EV_READ, s->ls[i])) < 0)
+            goto out;
+    s->wake_src.kind = CN__SRC_WAKE;
+    if ((err = cn__poll_add(s->poll, s->wake_fd, CN__EV_READ, &s->wake_src)) < 0)
+        goto out;
+    s->sig_src.kind = CN__SRC_SIGNAL;
+    if (s->sig_fd >= 0 && (err = cn__poll_add(s->poll, s->sig_fd, CN__EV_READ, &s->sig_src)) < 0)
+        goto out;
+    s->next_timer = INT64_MAX;
+    bool draining = false, forced = false;
+    int64_t grace_end = 0;
+    for (;;) {
+        int64_t now = cn_mono_ms();
+        if (atomic_load(&s->stop_requested) && !draining) {
+            cn__begin_shutdown(s);
+            draining = true;
+            grace_end = now + s->cfg.grace_ms;
+        }
+        int timeout = -1;
+        if (draining) {
+            pthread_mutex_lock(&s->mu);
+            unsigned live = s->nlive;
+            pthread_mutex_unlock(&s->mu);
+            if (live == 0)
+                break;
+            if (now >= grace_end && !forced) {
+                cn_warn("net", "grace period over: closing %u connection(s)", live);
+                cn__admit_shutdown_all(s);
+                forced = true;
+            }
+            timeout = 50;
+        } else if (s->next_timer != INT64_MAX) {
+            int64_t d = s->next_timer - now;
+            timeout = d < 0 ? 0 : d > 60000 ? 60000 : (int)d;
+        }
+        for (int p = 0; p < CN_POOL_COUNT; p++)
+            if (s->park_head[p] && (timeout < 0 || timeout > 5))
+                timeout = 5;    /* a worker may free up without telling us */
+        int n = cn__poll_wait(s->poll, b->ev, CN__MAX_EVENTS, timeout);
+        if (n < 0) {
+            err = n;
+            cn_error("net", "event loop: %s", cn_strerror(err));
+            goto out;
+        }
+        b->n = n;
+        for (b->i = 0; b->i < n; b->i++) {
+            void *ptr = b->ev[b->i].ptr;
+            if (!ptr)
+                continue;
+            switch (*(int *)ptr) {
+            case CN__SRC_LISTENER:
+                if (!draining)
+                    cn__accept(s, ptr);
+                break;
+            case CN__SRC_WAKE: {
+                uint64_t v;
+                ssize_t r = read(s->wake_fd, &v, sizeof v);
+                (void)r;
+                cn__take_returns(s);
+                break;
+            }
+            case CN__SRC_SIGNAL: {
+                struct signalfd_siginfo si;
+                while (read(s->sig_fd, &si, sizeof si) == (ssize_t)sizeof si)
+                    cn_info("net", "signal %u: stopping", si.ssi_signo);
+                atomic_store(&s->stop_requested, true);
+                break;
+            }
+            case CN__SRC_CONN: {
+                cn_conn_t *c = ptr;
+                if (c->st == CN__ST_HELLO)
+                    cn__dispatch(s, c, CN_POOL_HANDSHAKE);
+                else if (c->st == CN__ST_IDLE)
+                    cn__read_head(s, c);
+                break;
+            }
+            }
+        }
+        b->n = 0;
+        cn__unpark(s);
+        cn__timers(s, cn_mono_ms());
+    }
+out:
+    s->batch = NULL;
+    free(b);
+    return err;
+}

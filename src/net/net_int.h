@@ -1,0 +1,215 @@
+/* Internals shared by the files of src/net.  Never included from another module.
+ *
+ * Ownership: a connection belongs to exactly one thread at a time, the loop
+ * or one worker; it changes hands only through a pool queue (loop -> worker)
+ * or the loop's return list (worker -> loop), both mutex-guarded, which also
+ * orders every field write before the other thread reads it.  The admission
+ * tables, the all-connections list and the budget counters of every listener
+ * are guarded by the one server mutex srv->mu; the loop may shutdown(2) the
+ * socket of a worker-owned connection while holding mu (the owner closes the
+ * fd, and only after unlinking under mu, so the fd cannot be reused under it).
+ */
+#ifndef CN_NET_INT_H
+#define CN_NET_INT_H
+
+#include "cairn/net.h"
+#include "cairn/util.h"
+
+#include <netinet/in.h>
+#include <openssl/ssl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* ---- event backend (loop_epoll.c), after redis ae's aeApi* -------------- */
+enum { CN__EV_READ = 1, CN__EV_WRITE = 2, CN__EV_ERROR = 4 };
+typedef struct cn__poll cn__poll_t;
+typedef struct cn__poll_event { void *ptr; int mask; } cn__poll_event_t;
+cn_err_t cn__poll_create(int max_events, cn__poll_t **out);
+void cn__poll_free(cn__poll_t *p);
+cn_err_t cn__poll_add(cn__poll_t *p, int fd, int mask, void *ptr);
+cn_err_t cn__poll_mod(cn__poll_t *p, int fd, int mask, void *ptr);
+void cn__poll_del(cn__poll_t *p, int fd);
+/* Waits up to timeout_ms (-1 = forever); returns the number of events (>= 0)
+ * written to ev, or -errno (never -EINTR). */
+int cn__poll_wait(cn__poll_t *p, cn__poll_event_t *ev, int max, int timeout_ms);
+
+/* ---- counting table (admit.c): source -> pending count, principal -> conns ---- */
+typedef struct cn__count_ent {
+    struct cn__count_ent *next;
+    uint64_t hash;
+    unsigned count;
+    uint64_t bytes;             /* principal budget in use */
+    size_t klen;
+    uint8_t key[];
+} cn__count_ent_t;
+
+#define CN__COUNT_BUCKETS 256
+typedef struct cn__count_tab { cn__count_ent_t *b[CN__COUNT_BUCKETS]; } cn__count_tab_t;
+
+cn__count_ent_t *cn__count_get(cn__count_tab_t *t, const void *key, size_t klen, bool create);
+void cn__count_put(cn__count_tab_t *t, cn__count_ent_t *e);  /* frees e when unused */
+void cn__count_clear(cn__count_tab_t *t);
+
+/* ---- bounded FIFO of pointers (pool.c) -------------------------------------- */
+typedef struct cn__queue {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    void **ring;
+    size_t cap, head, len;
+    bool closed;
+} cn__queue_t;
+
+cn_err_t cn__queue_init(cn__queue_t *q, size_t cap);
+void cn__queue_destroy(cn__queue_t *q);
+/* CN_E_BUSY when full, CN_E_SHUTDOWN when closed. */
+cn_err_t cn__queue_push(cn__queue_t *q, void *item);
+/* Blocks until an item or close; NULL once closed and empty. */
+void *cn__queue_pop(cn__queue_t *q);
+void cn__queue_close(cn__queue_t *q);
+
+typedef struct cn__pool {
+    cn__queue_t q;
+    pthread_t *threads;
+    unsigned nthreads;
+    void (*run)(void *arg, void *item);
+    void *arg;
+    char name[16];
+} cn__pool_t;
+
+cn_err_t cn__pool_start(cn__pool_t *p, const char *name, unsigned nthreads, size_t qcap,
+                        void (*run)(void *arg, void *item), void *arg);
+/* Closes the queue (workers finish what is queued), joins, frees.  Idempotent. */
+void cn__pool_stop(cn__pool_t *p);
+
+/* ---- listeners, connections ------------------------------------------------ */
+enum { CN__SRC_LISTENER = 1, CN__SRC_CONN, CN__SRC_WAKE, CN__SRC_SIGNAL };
+
+typedef struct cn__listener {
+    int kind;                   /* CN__SRC_LISTENER */
+    int fd;
+    cn_server_t *srv;
+    const cn_adapter_t *ad;
+    void *actx;
+    SSL_CTX *tls;
+    cn_limits_t lim;
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    /* guarded by srv->mu */
+    unsigned nconns;            /* connections holding a slot */
+    uint64_t budget_used;
+    cn__count_tab_t sources;    /* pending connections per source */
+    cn__count_tab_t principals;
+    cn_conn_t *pend_head, *pend_tail;   /* pending, oldest first */
+} cn__listener_t;
+
+typedef enum {
+    CN__ST_HELLO,       /* loop: accepted, waiting for the first readable byte */
+    CN__ST_IDLE,        /* loop: waiting for / reading a request head */
+    CN__ST_PARKED,      /* loop: the target pool's queue is full */
+    CN__ST_WORKER       /* queued on or running on a worker */
+} cn__state_t;
+
+struct cn_conn {
+    int kind;                   /* CN__SRC_CONN */
+    int fd;
+    SSL *ssl;
+    cn__listener_t *ls;
+    cn_server_t *srv;
+    uint64_t id;
+    struct sockaddr_storage peer;
+    socklen_t peerlen;
+    char peer_text[INET6_ADDRSTRLEN];
+    uint8_t src_key[16];        /* IPv4 address, or the IPv6 /64 prefix */
+    size_t src_klen;
+    int64_t accepted_ms;
+
+    /* owner-thread fields */
+    cn__state_t st;
+    int pool;                   /* target pool of the next dispatch */
+    void *cstate;
+    bool opened;
+    uint8_t head[CN_HEAD_MAX];
+    size_t head_got;
+    int64_t deadline;           /* loop states: when the loop closes it */
+    bool in_poll;
+    int poll_mask;
+    cn_conn_t *lo_prev, *lo_next;   /* the loop's list of loop-owned conns */
+    cn_conn_t *park_next;           /* parked FIFO, or the return list */
+
+    /* guarded by srv->mu */
+    bool pending;               /* in ls->pend list and counted per source */
+    bool holds_slot;            /* counted in ls->nconns */
+    atomic_bool evicted;        /* set by the loop under mu; read by the owner */
+    cn_conn_t *pend_prev, *pend_next;
+    cn_conn_t *all_prev, *all_next;
+    cn__count_ent_t *principal;
+    uint64_t reserved;
+};
+
+struct cn_server {
+    cn_server_config_t cfg;
+    pthread_mutex_t mu;
+    cn_conn_t *all_head;        /* every live connection (mu) */
+    unsigned nlive;             /* (mu) */
+    uint64_t next_id;           /* (mu) */
+
+    cn__listener_t **ls;
+    size_t nls;
+
+    cn__poll_t *poll;
+    int wake_fd;                /* eventfd: returns, stop */
+    int sig_fd;                 /* signalfd, or -1 */
+    struct { int kind; } wake_src, sig_src;
+    atomic_bool stopping;
+    atomic_bool stop_requested;
+    bool ran;
+
+    pthread_mutex_t ret_mu;     /* worker -> loop */
+    cn_conn_t *ret_head, *ret_tail;
+
+    cn__pool_t pools[CN_POOL_COUNT];
+    bool pools_started[CN_POOL_COUNT];
+
+    /* loop-thread only */
+    cn_conn_t *lo_head;
+    cn_conn_t *park_head[CN_POOL_COUNT], *park_tail[CN_POOL_COUNT];
+    int64_t next_timer;
+    struct cn__batch *batch;
+};
+
+/* admit.c (all take srv->mu themselves unless _locked) */
+void cn__source_key(const struct sockaddr *sa, uint8_t key[16], size_t *klen);
+typedef enum { CN__ADMIT_OK, CN__ADMIT_BUSY } cn__admit_t;
+/* Admits c into ls's table (slot, pending, per-source count, all list).  When
+ * the table is full, evicts the oldest pending connection: a loop-owned victim
+ * is returned in *victim for the loop to destroy; a worker-owned one has its
+ * socket shut down.  */
+cn__admit_t cn__admit(cn_conn_t *c, cn_conn_t **victim);
+/* The connection delivered its first request: no longer pending. */
+void cn__admit_settle(cn_conn_t *c);
+/* Releases everything c holds in the tables; unlinks it.  Idempotent. */
+void cn__admit_release(cn_conn_t *c);
+/* shutdown(2) every live connection owned by a worker (end of grace). */
+void cn__admit_shutdown_all(cn_server_t *s);
+
+/* conn.c */
+void cn__conn_destroy(cn_conn_t *c);    /* the owner closes c */
+/* Non-blocking read for the loop: > 0 bytes, 0 = would block, CN_E_CLOSED, -errno.
+ * *want_write is set when TLS needs the socket writable first. */
+long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write);
+/* True when a TLS session holds decrypted bytes not yet read. */
+bool cn__conn_buffered(cn_conn_t *c);
+
+/* tls.c: the one place TLS contexts are made. */
+cn_err_t cn__tls_ctx_new(const char *cert, const char *key, SSL_CTX **out);
+/* The server side TLS handshake on c's non-blocking socket, by deadline. */
+cn_err_t cn__tls_accept(cn_conn_t *c, int64_t deadline);
+/* Waits until fd is ready for events (POLLIN/POLLOUT) or deadline. */
+cn_err_t cn__wait_fd(int fd, short events, int64_t deadline);
+
+/* loop.c */
+void cn__loop_give_back(cn_conn_t *c);  /* worker -> loop */
+void cn__worker_run(void *arg, void *item);
+cn_err_t cn__loop_run(cn_server_t *s);
+
+#endif

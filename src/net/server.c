@@ -1,0 +1,244 @@
+/* The server object: configuration defaults, worker pools, listeners, run
+ * and stop.  The loop itself is in loop.c. */
+#include "net/net_int.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+void cn_limits_default(cn_limits_t *l)
+{
+    memset(l, 0, sizeof *l);
+    l->max_conns = 1000;
+    l->max_pending_per_source = 16;
+    l->max_conns_per_principal = 64;
+    l->budget_bytes = 128u << 20;
+    l->budget_per_conn = 16u << 20;
+    l->budget_per_principal = 32u << 20;
+    l->handshake_ms = 10000;
+    l->idle_ms = 60000;
+    l->io_floor_ms = 30000;
+    l->io_rate_bps = 1000000;
+}
+
+void cn_server_config_default(cn_server_config_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->workers[CN_POOL_HANDSHAKE] = 8;
+    cfg->workers[CN_POOL_QUERY] = 16;
+    cfg->workers[CN_POOL_STORAGE] = 16;
+    for (int p = 0; p < CN_POOL_COUNT; p++)
+        cfg->queue_len[p] = 256;
+    cfg->grace_ms = 5000;
+    cfg->handle_signals = false;
+}
+
+static const char *const cn__pool_names[CN_POOL_COUNT] = {"hshake", "query", "store"};
+
+cn_err_t cn_server_create(const cn_server_config_t *cfg, cn_server_t **out)
+{
+    *out = NULL;
+    for (int p = 0; p < CN_POOL_COUNT; p++)
+        if (cfg->workers[p] == 0 || cfg->workers[p] > 4096 || cfg->queue_len[p] == 0)
+            return CN_E_INVALID;
+    if (cfg->grace_ms < 0)
+        return CN_E_INVALID;
+    cn_server_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    cn_err_t e;
+    s->cfg = *cfg;
+    s->sig_fd = -1;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->ret_mu, NULL);
+    s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (s->wake_fd < 0) {
+        e = -errno;
+        goto fail;
+    }
+    if ((e = cn__poll_create(256, &s->poll)) < 0)
+        goto fail;
+    if (cfg->handle_signals) {
+        /* Blocked before the workers start, so they inherit the mask and the
+         * signals arrive only through the loop's signalfd. */
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+        s->sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+        if (s->sig_fd < 0) {
+            e = -errno;
+            goto fail;
+        }
+        /* A peer that goes away mid-write must be an error value, not a
+         * signal: sendfile(2) and OpenSSL's writes can raise SIGPIPE. */
+        signal(SIGPIPE, SIG_IGN);
+    }
+    for (int p = 0; p < CN_POOL_COUNT; p++) {
+        e = cn__pool_start(&s->pools[p], cn__pool_names[p], cfg->workers[p], cfg->queue_len[p],
+                           cn__worker_run, s);
+        if (e < 0)
+            goto fail;
+        s->pools_started[p] = true;
+    }
+    *out = s;
+    return CN_OK;
+fail:
+    cn_server_destroy(s);
+    return e;
+}
+
+static bool cn__limits_ok(const cn_limits_t *l)
+{
+    return l->handshake_ms > 0 && l->idle_ms > 0 && l->io_floor_ms >= 0;
+}
+
+cn_err_t cn_server_listen(cn_server_t *s, const cn_adapter_t *ad, void *actx,
+                          const cn_listen_opts_t *o)
+{
+    if (!ad || !ad->name || !ad->open || !ad->serve || ad->head_len > CN_HEAD_MAX ||
+        !cn__limits_ok(&o->limits) || s->ran)
+        return CN_E_INVALID;
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (cn_net_addr_parse(o->addr, &ss, &sl) < 0) {
+        cn_error("net", "%s: bad listen address '%s' (want host:port or [v6]:port)", ad->name,
+                 o->addr ? o->addr : "");
+        return CN_E_INVALID;
+    }
+    bool tls = o->tls_cert || o->tls_key;
+    if (tls && (!o->tls_cert || !o->tls_key)) {
+        cn_error("net", "%s: TLS needs both a certificate and a key", ad->name);
+        return CN_E_INVALID;
+    }
+    if (!tls && !o->allow_plaintext_public && !cn_net_addr_is_loopback((struct sockaddr *)&ss)) {
+        cn_error("net", "%s: refusing plaintext on non-loopback address %s: give a TLS "
+                 "certificate and key, or allow it explicitly (--allow-plaintext-public)",
+                 ad->name, o->addr);
+        return CN_E_DENIED;
+    }
+    cn__listener_t **grown = realloc(s->ls, (s->nls + 1) * sizeof *grown);
+    if (!grown)
+        return -ENOMEM;
+    s->ls = grown;
+    cn__listener_t *ls = calloc(1, sizeof *ls);
+    if (!ls)
+        return -ENOMEM;
+    cn_err_t e;
+    ls->kind = CN__SRC_LISTENER;
+    ls->srv = s;
+    ls->ad = ad;
+    ls->actx = actx;
+    ls->lim = o->limits;
+    ls->fd = -1;
+    if (tls && (e = cn__tls_ctx_new(o->tls_cert, o->tls_key, &ls->tls)) < 0) {
+        cn_error("net", "%s: cannot use TLS certificate %s / key %s", ad->name, o->tls_cert,
+                 o->tls_key);
+        goto fail;
+    }
+    ls->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (ls->fd < 0) {
+        e = -errno;
+        goto fail_log;
+    }
+    int one = 1;
+    (void)setsockopt(ls->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (ss.ss_family == AF_INET6)
+        (void)setsockopt(ls->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (bind(ls->fd, (struct sockaddr *)&ss, sl) < 0 || listen(ls->fd, 1024) < 0) {
+        e = -errno;
+        goto fail_log;
+    }
+    ls->addrlen = sizeof ls->addr;
+    if (getsockname(ls->fd, (struct sockaddr *)&ls->addr, &ls->addrlen) < 0) {
+        e = -errno;
+        goto fail_log;
+    }
+    char text[CN_NET_ADDR_LEN];
+    cn_net_addr_format((struct sockaddr *)&ls->addr, text);
+    if (tls)
+        cn_info("net", "%s: TLS 1.3 with certificate %s", ad->name, o->tls_cert);
+    cn_info("net", "listening %s on %s", ad->name, text);
+    s->ls[s->nls++] = ls;
+    return CN_OK;
+fail_log:
+    cn_error("net", "%s: cannot listen on %s: %s", ad->name, o->addr, cn_strerror(e));
+fail:
+    if (ls->fd >= 0)
+        close(ls->fd);
+    SSL_CTX_free(ls->tls);
+    free(ls);
+    return e;
+}
+
+cn_err_t cn_server_listener_addr(const cn_server_t *s, size_t i, struct sockaddr_storage *ss,
+                                 socklen_t *len)
+{
+    if (i >= s->nls)
+        return CN_E_NOT_FOUND;
+    *ss = s->ls[i]->addr;
+    *len = s->ls[i]->addrlen;
+    return CN_OK;
+}
+
+cn_err_t cn_server_run(cn_server_t *s)
+{
+    if (s->ran)
+        return CN_E_INVALID;
+    s->ran = true;
+    cn_err_t e = cn__loop_run(s);
+    for (int p = 0; p < CN_POOL_COUNT; p++)
+        if (s->pools_started[p]) {
+            cn__pool_stop(&s->pools[p]);
+            s->pools_started[p] = false;
+        }
+    if (e == CN_OK)
+        cn_info("net", "stopped");
+    return e;
+}
+
+void cn_server_stop(cn_server_t *s)
+{
+    atomic_store(&s->stop_requested, true);
+    uint64_t one = 1;
+    ssize_t w = write(s->wake_fd, &one, sizeof one);
+    (void)w;
+}
+
+bool cn_server_stopping(const cn_server_t *s)
+{
+    return atomic_load(&s->stop_requested);
+}
+
+void cn_server_destroy(cn_server_t *s)
+{
+    if (!s)
+        return;
+    for (int p = 0; p < CN_POOL_COUNT; p++)
+        if (s->pools_started[p])
+            cn__pool_stop(&s->pools[p]);
+    for (size_t i = 0; i < s->nls; i++) {
+        cn__listener_t *ls = s->ls[i];
+        if (ls->fd >= 0)
+            close(ls->fd);
+        SSL_CTX_free(ls->tls);
+        cn__count_clear(&ls->sources);
+        cn__count_clear(&ls->principals);
+        free(ls);
+    }
+    free(s->ls);
+    cn__poll_free(s->poll);
+    if (s->wake_fd > 0)
+        close(s->wake_fd);
+    if (s->sig_fd >= 0)
+        close(s->sig_fd);
+    pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->ret_mu);
+    free(s);
+}

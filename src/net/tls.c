@@ -1,0 +1,90 @@
+/* TLS through OpenSSL.  Every TLS context cairn serves with is made here, so
+ * that a provider (a post-quantum key-exchange group) and a group list can be
+ * configured in one place later.  TLS 1.3 only. */
+#include "net/net_int.h"
+
+#include <errno.h>
+#include <openssl/err.h>
+#include <poll.h>
+
+static void cn__tls_log_errors(const char *what)
+{
+    unsigned long e;
+    char buf[256];
+    while ((e = ERR_get_error()) != 0) {
+        ERR_error_string_n(e, buf, sizeof buf);
+        cn_error("net", "%s: %s", what, buf);
+    }
+}
+
+cn_err_t cn__tls_ctx_new(const char *cert, const char *key, SSL_CTX **out)
+{
+    *out = NULL;
+    ERR_clear_error();
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (!ctx) {
+        cn__tls_log_errors("TLS context");
+        return -ENOMEM;
+    }
+    if (!SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION))
+        goto bad;
+    /* Bodies are streamed in whole-record writes; partial writes keep the
+     * non-blocking retry loop simple. */
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+        cn__tls_log_errors(cert);
+        goto bad_files;
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+        cn__tls_log_errors(key);
+        goto bad_files;
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+        cn__tls_log_errors("certificate and key do not match");
+        goto bad_files;
+    }
+    *out = ctx;
+    return CN_OK;
+bad:
+    cn__tls_log_errors("TLS context");
+bad_files:
+    SSL_CTX_free(ctx);
+    return CN_E_CORRUPT;
+}
+
+cn_err_t cn__tls_accept(cn_conn_t *c, int64_t deadline)
+{
+    c->ssl = SSL_new(c->ls->tls);
+    if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
+        ERR_clear_error();
+        return -ENOMEM;
+    }
+    for (;;) {
+        ERR_clear_error();
+        int r = SSL_accept(c->ssl);
+        if (r == 1)
+            return CN_OK;
+        short ev;
+        switch (SSL_get_error(c->ssl, r)) {
+        case SSL_ERROR_WANT_READ:
+            ev = POLLIN;
+            break;
+        case SSL_ERROR_WANT_WRITE:
+            ev = POLLOUT;
+            break;
+        default:
+            /* A failed handshake is the peer's problem: debug, not error. */
+            if (cn_mono_ms() < deadline) {
+                unsigned long e = ERR_peek_error();
+                char buf[256] = "connection closed";
+                if (e)
+                    ERR_error_string_n(e, buf, sizeof buf);
+                cn_debug("net", "TLS handshake with %s failed: %s", c->peer_text, buf);
+            }
+            ERR_clear_error();
+            return CN_E_CLOSED;
+        }
+        CN_TRY(cn__wait_fd(c->fd, ev, deadline));
+    }
+}

@@ -1,0 +1,253 @@
+/* CopyObject: the new version references the source version's blobs, so no
+ * byte is read or written; only rows are.  Every failure says which side it
+ * is about (rq->side). */
+#include "objects_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static cn_err_t cn_obj_side(cn_objects_req_t *rq, cn_err_t err, cn_objects_side_t side)
+{
+    if (err < 0 && rq->side == CN_OBJ_SIDE_NONE)
+        rq->side = side;
+    return err;
+}
+
+static bool cn_obj_etag_match(const char *want, const char *have)
+{
+    size_t wl = strlen(want);
+    if (wl == 1 && want[0] == '*')
+        return true;
+    if (wl >= 2 && want[0] == '"' && want[wl - 1] == '"') {
+        want++;
+        wl -= 2;
+    }
+    return strlen(have) == wl && !memcmp(want, have, wl);
+}
+
+/* The source version as the copy needs it. */
+typedef struct {
+    int64_t vid;
+    uint64_t size;
+    char etag[CN_ETAG_MAX];
+    char sha256[CN_DIGEST_HEX_LEN + 1];
+    char *content_type;
+    cn_buf_t umeta;
+    int64_t mtime_ms;
+    int64_t nparts;
+    cn__objacl_t acl;
+} cn_obj_src_t;
+
+static void cn_obj_src_free(cn_obj_src_t *s)
+{
+    free(s->content_type);
+    cn_buf_free(&s->umeta);
+    cn__objacl_free(&s->acl);
+}
+
+static cn_err_t cn_obj_src_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
+                                const char *key, cn_obj_src_t *s)
+{
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_prepare(txn,
+        "SELECT version_id, size, etag, sha256, content_type, umeta, mtime_ms, owner, acl, nparts "
+        "FROM obj_version WHERE bucket_id = ? AND okey = ?", &st);
+    if (err < 0)
+        return err;
+    cn_meta_bind_int64(st, 1, bucket_id);
+    cn_meta_bind_blob(st, 2, key, strlen(key));
+    err = cn_meta_step(st);
+    if (err == CN_META_DONE) {
+        cn_meta_finish(st);
+        return cn__fail(rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_KEY, "key does not exist");
+    }
+    if (err < 0) {
+        cn_meta_finish(st);
+        return err;
+    }
+    s->vid = cn_meta_column_int64(st, 0);
+    s->size = (uint64_t)cn_meta_column_int64(st, 1);
+    const char *t = cn_meta_column_text(st, 2, NULL);
+    snprintf(s->etag, sizeof s->etag, "%s", t ? t : "");
+    t = cn_meta_column_text(st, 3, NULL);
+    snprintf(s->sha256, sizeof s->sha256, "%s", t ? t : "");
+    size_t n = 0;
+    t = cn_meta_column_text(st, 4, &n);
+    s->content_type = cn__strndup(t ? t : "", t ? n : 0);
+    err = s->content_type ? 0 : -ENOMEM;
+    const void *um = cn_meta_column_blob(st, 5, &n);
+    if (err >= 0 && um)
+        err = cn_buf_append(&s->umeta, um, n);
+    s->mtime_ms = cn_meta_column_int64(st, 6);
+    t = cn_meta_column_text(st, 7, NULL);
+    snprintf(s->acl.owner, sizeof s->acl.owner, "%s", t ? t : "");
+    t = cn_meta_column_text(st, 8, &n);
+    if (err >= 0)
+        err = cn__acl_load(t, n, &s->acl.acl);
+    s->nparts = cn_meta_column_int64(st, 9);
+    cn_meta_finish(st);
+    return err;
+}
+
+static cn_err_t cn_obj_copy_conditions(cn_objects_req_t *rq, const cn_objects_copy_args_t *a,
+                                       const cn_obj_src_t *s)
+{
+    if (!a)
+        return 0;
+    bool ok = true;
+    if (a->src_if_match && !cn_obj_etag_match(a->src_if_match, s->etag))
+        ok = false;
+    if (a->src_if_none_match && cn_obj_etag_match(a->src_if_none_match, s->etag))
+        ok = false;
+    /* S3: If-Match true with If-Unmodified-Since false still copies, and
+     * If-None-Match false with If-Modified-Since true does not. */
+    if (a->src_if_unmodified_since_ms && !a->src_if_match &&
+        s->mtime_ms / 1000 > a->src_if_unmodified_since_ms / 1000)
+        ok = false;
+    if (a->src_if_modified_since_ms && !a->src_if_none_match &&
+        s->mtime_ms / 1000 <= a->src_if_modified_since_ms / 1000)
+        ok = false;
+    return ok ? 0 : cn__fail(rq, CN_E_PRECONDITION, CN_OBJ_WHAT_KEY,
+                             "a copy-source condition does not hold");
+}
+
+cn_err_t cn_objects_copy(cn_objects_t *o, cn_objects_req_t *rq, const char *src_bucket,
+                         const char *src_key, const char *dst_bucket, const char *dst_key,
+                         const cn_objects_copy_args_t *args, cn_objects_put_result_t *res)
+{
+    const cn_objects_put_args_t *put = args ? args->put : NULL;
+    bool replace = args && args->replace;
+    cn_err_t err = replace ? cn__put_args_check(rq, put) : 0;
+    if (err < 0)
+        return cn_obj_side(rq, err, CN_OBJ_SIDE_DEST);
+    cn_meta_txn_t *txn = NULL;
+    err = cn_meta_begin(o->meta, CN_META_WRITE, &txn);
+    if (err < 0)
+        return err;
+    cn__bkt_t sb, db;
+    memset(&db, 0, sizeof db);
+    cn_obj_src_t src;
+    memset(&src, 0, sizeof src);
+    cn_buf_t umeta = {0}, acl = {0};
+    int64_t vid = 0;
+    int64_t now = cn__now_ms();
+
+    err = cn_obj_side(rq, cn__bkt_load(txn, rq, src_bucket, &sb), CN_OBJ_SIDE_SOURCE);
+    if (err < 0)
+        goto out_nosb;
+    if (!cn_objects_key_ok(src_key, src_key ? strlen(src_key) : 0))
+        err = cn_obj_side(rq, cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid source key"),
+                          CN_OBJ_SIDE_SOURCE);
+    if (err >= 0) {
+        err = cn_obj_src_load(txn, rq, sb.id, src_key, &src);
+        if (err == CN_E_NOT_FOUND) {
+            cn_err_t az = cn__authorize(rq, &sb, CN_ACT_GET_OBJECT, src_key, NULL, NULL);
+            err = az < 0 ? az : cn__fail(rq, err, CN_OBJ_WHAT_KEY, "key does not exist");
+        } else if (err >= 0) {
+            err = cn__authorize(rq, &sb, CN_ACT_GET_OBJECT, src_key, &src.acl, NULL);
+        }
+        cn_obj_side(rq, err, CN_OBJ_SIDE_SOURCE);
+    }
+    if (err >= 0)
+        err = cn_obj_side(rq, cn_obj_copy_conditions(rq, args, &src), CN_OBJ_SIDE_SOURCE);
+    if (err >= 0)
+        err = cn_obj_side(rq, cn__bkt_load(txn, rq, dst_bucket, &db), CN_OBJ_SIDE_DEST);
+    if (err >= 0 && !cn_objects_key_ok(dst_key, dst_key ? strlen(dst_key) : 0))
+        err = cn_obj_side(rq, cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY,
+                                       "invalid destination key"), CN_OBJ_SIDE_DEST);
+    if (err >= 0) {
+        cn__cond_t cond = {.x_amz_acl = put ? put->canned_acl : NULL};
+        err = cn_obj_side(rq, cn__authorize(rq, &db, CN_ACT_PUT_OBJECT, dst_key, NULL, &cond),
+                          CN_OBJ_SIDE_DEST);
+    }
+    if (err < 0)
+        goto out;
+
+    const char *owner = cn__principal_name(rq);
+    if (!owner)
+        owner = db.owner;
+    int64_t cur = 0;
+    char cur_etag[CN_ETAG_MAX];
+    err = cn__version_find(txn, db.id, dst_key, &cur, cur_etag, NULL);
+    if (err >= 0)
+        err = cn_obj_side(rq, cn__put_conditions(rq, put, cur, cur_etag), CN_OBJ_SIDE_DEST);
+    if (err >= 0 && replace)
+        err = cn__umeta_encode(put ? put->meta : NULL, put ? put->nmeta : 0, &umeta);
+    if (err >= 0)
+        err = cn__acl_for_put(put ? put->acl : NULL, owner, &acl);
+    if (err >= 0)
+        err = cn__next_id(txn, "version", &vid);
+    /* New segments first (from the source version), then drop the old
+     * destination version: when source and destination are the same key the
+     * blobs stay referenced throughout. */
+    cn_meta_stmt_t *st = NULL;
+    if (err >= 0)
+        err = cn_meta_prepare(txn,
+            "INSERT INTO obj_segment (version_id, seq, digest, size, part_number, etag, sha256) "
+            "SELECT ?, seq, digest, size, part_number, etag, sha256 FROM obj_segment "
+            "WHERE version_id = ?", &st);
+    if (err >= 0) {
+        cn_meta_bind_int64(st, 1, vid);
+        cn_meta_bind_int64(st, 2, src.vid);
+        err = cn_meta_step(st);
+        cn_meta_finish(st);
+    }
+    if (err >= 0 && cur)
+        err = cn__version_delete(txn, cur);
+    if (err >= 0)
+        err = cn_meta_prepare(txn,
+            "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, "
+            "content_type, umeta, mtime_ms, owner, acl, nparts) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &st);
+    if (err >= 0) {
+        const char *ct = src.content_type;
+        const cn_buf_t *um = &src.umeta;
+        if (replace) {
+            ct = put && put->content_type ? put->content_type : "application/octet-stream";
+            um = &umeta;
+        }
+        cn_meta_bind_int64(st, 1, vid);
+        cn_meta_bind_int64(st, 2, db.id);
+        cn_meta_bind_blob(st, 3, dst_key, strlen(dst_key));
+        cn_meta_bind_int64(st, 4, (int64_t)src.size);
+        cn_meta_bind_str(st, 5, src.etag);
+        cn_meta_bind_str(st, 6, src.sha256);
+        cn_meta_bind_str(st, 7, ct);
+        if (um->len)
+            cn_meta_bind_blob(st, 8, um->data, um->len);
+        else
+            cn_meta_bind_null(st, 8);
+        cn_meta_bind_int64(st, 9, now);
+        cn_meta_bind_str(st, 10, owner);
+        if (acl.len)
+            cn_meta_bind_text(st, 11, (const char *)acl.data, acl.len);
+        else
+            cn_meta_bind_null(st, 11);
+        cn_meta_bind_int64(st, 12, src.nparts);
+        err = cn_meta_step(st);
+        cn_meta_finish(st);
+    }
+out:
+    cn__bkt_free(&db);
+    cn__bkt_free(&sb);
+out_nosb:
+    cn_obj_src_free(&src);
+    cn_buf_free(&umeta);
+    cn_buf_free(&acl);
+    if (err < 0) {
+        cn_meta_rollback(txn);
+        return err;
+    }
+    err = cn_meta_commit(txn);
+    if (err >= 0 && res) {
+        memset(res, 0, sizeof *res);
+        snprintf(res->etag, sizeof res->etag, "%s", src.etag);
+        snprintf(res->sha256, sizeof res->sha256, "%s", src.sha256);
+        res->size = src.size;
+        res->last_modified_ms = now;
+        res->version_id = vid;
+    }
+    return err;
+}

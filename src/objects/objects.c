@@ -1,0 +1,724 @@
+/* The objects service handle: schema, liveness for the store's sweeper, the
+ * upload-expiry thread, name rules and the shared helpers (bucket loading,
+ * the authorization call, id counters).
+ *
+ * Durability invariants (every mutation in this module):
+ *   1. Blob bytes are published by the store (fsynced, renamed, directory
+ *      fsynced) before the metadata transaction that references them begins
+ *      to commit.
+ *   2. The call returns success only after cn_meta_commit returned 0, which
+ *      is durable (group commit).
+ *   3. A blob is referenced only by rows (obj_segment, obj_part); the
+ *      liveness source answers from those rows, so a blob published but never
+ *      committed (a crash between 1 and 2) is left to the sweeper's grace.
+ */
+#include "objects_int.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CN_OBJ_DEFAULT_MAX_OBJECT (5ull << 40)
+#define CN_OBJ_DEFAULT_EXPIRY_MS (7ll * 24 * 3600 * 1000)
+#define CN_OBJ_DEFAULT_SWEEP_MS (10ll * 60 * 1000)
+
+/* ---- schema ----------------------------------------------------------------
+ * Keys are BLOBs so that ordering is byte order on every engine (S3 lists in
+ * UTF-8 binary order).  Append-only: never edit a shipped step. */
+static const char cn_obj_schema_v1[] =
+    "CREATE TABLE obj_seq (name TEXT PRIMARY KEY, value BIGINT NOT NULL);"
+    "INSERT INTO obj_seq (name, value) VALUES ('bucket', 0);"
+    "INSERT INTO obj_seq (name, value) VALUES ('version', 0);"
+    "CREATE TABLE obj_bucket ("
+    "  bucket_id BIGINT PRIMARY KEY,"
+    "  name TEXT NOT NULL UNIQUE,"
+    "  owner TEXT NOT NULL,"
+    "  created_ms BIGINT NOT NULL,"
+    "  acl TEXT,"
+    "  policy TEXT,"
+    "  pab BIGINT);"
+    "CREATE INDEX obj_bucket_owner ON obj_bucket (owner, name);"
+    "CREATE TABLE obj_bucket_attr ("
+    "  bucket_id BIGINT NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  value BLOB,"
+    "  PRIMARY KEY (bucket_id, name));"
+    "CREATE TABLE obj_version ("
+    "  version_id BIGINT PRIMARY KEY,"
+    "  bucket_id BIGINT NOT NULL,"
+    "  okey BLOB NOT NULL,"
+    "  size BIGINT NOT NULL,"
+    "  etag TEXT NOT NULL,"
+    "  sha256 TEXT NOT NULL,"
+    "  content_type TEXT NOT NULL,"
+    "  umeta BLOB,"
+    "  mtime_ms BIGINT NOT NULL,"
+    "  owner TEXT NOT NULL,"
+    "  acl TEXT,"
+    "  nparts BIGINT NOT NULL,"
+    "  UNIQUE (bucket_id, okey));"
+    "CREATE TABLE obj_segment ("
+    "  version_id BIGINT NOT NULL,"
+    "  seq BIGINT NOT NULL,"
+    "  digest BLOB NOT NULL,"
+    "  size BIGINT NOT NULL,"
+    "  part_number BIGINT NOT NULL,"
+    "  etag TEXT NOT NULL,"
+    "  sha256 TEXT NOT NULL,"
+    "  PRIMARY KEY (version_id, seq));"
+    "CREATE INDEX obj_segment_digest ON obj_segment (digest);"
+    "CREATE TABLE obj_upload ("
+    "  upload_id TEXT PRIMARY KEY,"
+    "  bucket_id BIGINT NOT NULL,"
+    "  okey BLOB NOT NULL,"
+    "  content_type TEXT NOT NULL,"
+    "  umeta BLOB,"
+    "  owner TEXT NOT NULL,"
+    "  acl TEXT,"
+    "  created_ms BIGINT NOT NULL);"
+    "CREATE INDEX obj_upload_key ON obj_upload (bucket_id, okey, created_ms);"
+    "CREATE INDEX obj_upload_created ON obj_upload (created_ms);"
+    "CREATE TABLE obj_part ("
+    "  upload_id TEXT NOT NULL,"
+    "  part_number BIGINT NOT NULL,"
+    "  digest BLOB NOT NULL,"
+    "  size BIGINT NOT NULL,"
+    "  etag TEXT NOT NULL,"
+    "  md5 BLOB NOT NULL,"
+    "  sha256 TEXT NOT NULL,"
+    "  mtime_ms BIGINT NOT NULL,"
+    "  PRIMARY KEY (upload_id, part_number));"
+    "CREATE INDEX obj_part_digest ON obj_part (digest);";
+
+static const cn_meta_migration_t cn_obj_migrations[] = {
+    {1, cn_obj_schema_v1, NULL, NULL},
+};
+
+/* ---- small helpers ------------------------------------------------------------ */
+int64_t cn__now_ms(void) { return cn_wall_ms(); }
+
+char *cn__strndup(const char *p, size_t n)
+{
+    char *s = malloc(n + 1);
+    if (!s)
+        return NULL;
+    if (n)
+        memcpy(s, p, n);
+    s[n] = 0;
+    return s;
+}
+
+cn_err_t cn__fail(cn_objects_req_t *rq, cn_err_t err, cn_objects_what_t what,
+                  const char *fmt, ...)
+{
+    if (rq) {
+        rq->what = what;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(rq->message, sizeof rq->message, fmt, ap);
+        va_end(ap);
+    }
+    return err;
+}
+
+const char *cn__principal_name(const cn_objects_req_t *rq)
+{
+    if (!rq->principal || (rq->principal->flags & CN_PRINCIPAL_ANONYMOUS) ||
+        !rq->principal->account[0])
+        return NULL;
+    return rq->principal->account;
+}
+
+cn_err_t cn__next_id(cn_meta_txn_t *txn, const char *name, int64_t *out)
+{
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_prepare(txn, "UPDATE obj_seq SET value = value + 1 WHERE name = ?", &st);
+    if (err < 0)
+        return err;
+    cn_meta_bind_str(st, 1, name);
+    err = cn_meta_step(st);
+    cn_meta_finish(st);
+    if (err < 0)
+        return err;
+    err = cn_meta_prepare(txn, "SELECT value FROM obj_seq WHERE name = ?", &st);
+    if (err < 0)
+        return err;
+    cn_meta_bind_str(st, 1, name);
+    err = cn_meta_step(st);
+    if (err == CN_META_ROW) {
+        *out = cn_meta_column_int64(st, 0);
+        err = 0;
+    } else if (err == CN_META_DONE) {
+        err = CN_E_CORRUPT;
+    }
+    cn_meta_finish(st);
+    return err;
+}
+
+/* ---- names -------------------------------------------------------------------- */
+static bool cn_obj_is_ipv4_shape(const char *s)
+{
+    int dots = 0, digits = 0;
+    for (; *s; s++) {
+        if (*s == '.') {
+            if (!digits)
+                return false;
+            dots++;
+            digits = 0;
+        } else if (*s >= '0' && *s <= '9') {
+            if (++digits > 3)
+                return false;
+        } else {
+            return false;
+        }
+    }
+    return dots == 3 && digits;
+}
+
+bool cn_objects_bucket_name_ok(const char *name)
+{
+    if (!name)
+        return false;
+    size_t n = strlen(name);
+    if (n < 3 || n > CN_BUCKET_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (!alnum && c != '.' && c != '-')
+            return false;
+        if ((i == 0 || i == n - 1) && !alnum)
+            return false;
+        if (c == '.' && name[i + 1] == '.')
+            return false;
+    }
+    if (cn_obj_is_ipv4_shape(name))
+        return false;
+    if (!strncmp(name, "xn--", 4) || !strncmp(name, "sthree-", 7))
+        return false;
+    if ((n >= 8 && !strcmp(name + n - 8, "-s3alias")) ||
+        (n >= 7 && !strcmp(name + n - 7, "--ol-s3")))
+        return false;
+    return true;
+}
+
+bool cn_objects_key_ok(const char *key, size_t len)
+{
+    if (!key || len == 0 || len > CN_OBJECT_KEY_MAX)
+        return false;
+    const uint8_t *p = (const uint8_t *)key;
+    for (size_t i = 0; i < len;) {
+        uint8_t c = p[i];
+        size_t need;
+        uint32_t cp;
+        if (c == 0)
+            return false;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            need = 1;
+            cp = c & 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            need = 2;
+            cp = c & 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            need = 3;
+            cp = c & 0x07;
+        } else {
+            return false;
+        }
+        if (len - i <= need)
+            return false;
+        for (size_t k = 1; k <= need; k++) {
+            if ((p[i + k] & 0xC0) != 0x80)
+                return false;
+            cp = cp << 6 | (p[i + k] & 0x3F);
+        }
+        if ((need == 1 && cp < 0x80) || (need == 2 && cp < 0x800) ||
+            (need == 3 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        i += need + 1;
+    }
+    return true;
+}
+
+/* ---- access state ---------------------------------------------------------------- */
+cn_err_t cn__acl_load(const char *text, size_t len, cn_authz_acl_t **out)
+{
+    *out = NULL;
+    if (!text)
+        return 0;
+    cn_authz_acl_t *acl = calloc(1, sizeof *acl);
+    if (!acl)
+        return -ENOMEM;
+    cn_err_t err = cn_authz_acl_parse(text, len, acl);
+    if (err < 0) {
+        free(acl);
+        return CN_E_CORRUPT;
+    }
+    *out = acl;
+    return 0;
+}
+
+static void cn_obj_pab_from_bits(int64_t bits, cn_authz_pab_t *p)
+{
+    p->block_public_acls = bits & 1;
+    p->ignore_public_acls = bits & 2;
+    p->block_public_policy = bits & 4;
+    p->restrict_public_buckets = bits & 8;
+}
+
+cn_err_t cn__bkt_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, const char *name, cn__bkt_t *b)
+{
+    memset(b, 0, sizeof *b);
+    if (!cn_objects_bucket_name_ok(name))
+        return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_BUCKET, "invalid bucket name");
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_prepare(txn,
+        "SELECT bucket_id, owner, created_ms, acl, policy, pab FROM obj_bucket WHERE name = ?",
+        &st);
+    if (err < 0)
+        return err;
+    cn_meta_bind_str(st, 1, name);
+    err = cn_meta_step(st);
+    if (err == CN_META_DONE) {
+        err = cn__fail(rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, "bucket %s does not exist", name);
+        goto out;
+    }
+    if (err < 0)
+        goto out;
+    b->id = cn_meta_column_int64(st, 0);
+    snprintf(b->name, sizeof b->name, "%s", name);
+    const char *owner = cn_meta_column_text(st, 1, NULL);
+    snprintf(b->owner, sizeof b->owner, "%s", owner ? owner : "");
+    b->created_ms = cn_meta_column_int64(st, 2);
+    size_t len = 0;
+    const char *acl = cn_meta_column_text(st, 3, &len);
+    if (acl) {
+        err = cn__acl_load(acl, len, &b->acl);
+        if (err < 0)
+            goto out;
+        b->has_acl = true;
+    }
+    const char *pol = cn_meta_column_text(st, 4, &len);
+    if (pol) {
+        err = cn_authz_policy_parse(pol, len, name, &b->policy, NULL);
+        if (err < 0) {
+            err = err == -ENOMEM ? err : CN_E_CORRUPT;
+            goto out;
+        }
+    }
+    if (!cn_meta_column_is_null(st, 5)) {
+        b->has_pab = true;
+        cn_obj_pab_from_bits(cn_meta_column_int64(st, 5), &b->pab);
+    }
+    err = 0;
+out:
+    cn_meta_finish(st);
+    if (err < 0)
+        cn__bkt_free(b);
+    return err;
+}
+
+void cn__bkt_free(cn__bkt_t *b)
+{
+    if (!b)
+        return;
+    free(b->acl);
+    cn_authz_policy_free(b->policy);
+    b->acl = NULL;
+    b->policy = NULL;
+}
+
+void cn__bkt_view(const cn__bkt_t *b, cn_authz_bucket_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->name = b->name;
+    out->owner = b->owner;
+    out->acl = b->acl;
+    out->policy = b->policy;
+    if (b->has_pab)
+        out->pab = b->pab;
+}
+
+void cn__objacl_free(cn__objacl_t *a)
+{
+    if (a) {
+        free(a->acl);
+        a->acl = NULL;
+    }
+}
+
+cn_err_t cn__authorize(cn_objects_req_t *rq, const cn__bkt_t *bucket, cn_authz_action_t act,
+                       const char *key, const cn__objacl_t *obj, const cn__cond_t *cond)
+{
+    cn_authz_req_t ar;
+    memset(&ar, 0, sizeof ar);
+    ar.principal = cn__principal_name(rq);
+    ar.perms = rq->principal ? rq->principal->perms : 0;
+    ar.action = act;
+    ar.key = key;
+    ar.source_ip = rq->source_ip;
+    ar.secure_transport = rq->secure_transport;
+    ar.referer = rq->referer;
+    ar.user_agent = rq->user_agent;
+    if (cond) {
+        ar.prefix = cond->prefix;
+        ar.delimiter = cond->delimiter;
+        ar.max_keys = cond->max_keys;
+        ar.x_amz_acl = cond->x_amz_acl;
+    }
+    cn_authz_bucket_t bv;
+    cn_authz_object_t ov;
+    if (bucket)
+        cn__bkt_view(bucket, &bv);
+    if (obj) {
+        memset(&ov, 0, sizeof ov);
+        ov.owner = obj->owner;
+        ov.acl = obj->acl;
+    }
+    cn_authz_decision_t d;
+    cn_err_t err = cn_authz_decide(&ar, bucket ? &bv : NULL, obj ? &ov : NULL, &d);
+    if (err == CN_E_DENIED)
+        return cn__fail(rq, CN_E_DENIED, CN_OBJ_WHAT_NONE, "access denied: %s", d.reason);
+    if (err < 0)
+        return cn__fail(rq, err, CN_OBJ_WHAT_NONE, "authorization failed: %s", cn_strerror(err));
+    return 0;
+}
+
+cn_err_t cn__version_find(cn_meta_txn_t *txn, int64_t bucket_id, const char *key,
+                          int64_t *version_id, char etag[CN_ETAG_MAX], cn__objacl_t *obj)
+{
+    *version_id = 0;
+    if (etag)
+        etag[0] = 0;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_prepare(txn,
+        "SELECT version_id, etag, owner, acl FROM obj_version WHERE bucket_id = ? AND okey = ?",
+        &st);
+    if (err < 0)
+        return err;
+    cn_meta_bind_int64(st, 1, bucket_id);
+    cn_meta_bind_blob(st, 2, key, strlen(key));
+    err = cn_meta_step(st);
+    if (err == CN_META_ROW) {
+        *version_id = cn_meta_column_int64(st, 0);
+        if (etag) {
+            const char *e = cn_meta_column_text(st, 1, NULL);
+            snprintf(etag, CN_ETAG_MAX, "%s", e ? e : "");
+        }
+        err = 0;
+        if (obj) {
+            const char *owner = cn_meta_column_text(st, 2, NULL);
+            snprintf(obj->owner, sizeof obj->owner, "%s", owner ? owner : "");
+            size_t len = 0;
+            const char *acl = cn_meta_column_text(st, 3, &len);
+            err = cn__acl_load(acl, len, &obj->acl);
+        }
+    } else if (err == CN_META_DONE) {
+        err = 0;
+    }
+    cn_meta_finish(st);
+    return err;
+}
+
+cn_err_t cn__version_delete(cn_meta_txn_t *txn, int64_t version_id)
+{
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_prepare(txn, "DELETE FROM obj_segment WHERE version_id = ?", &st);
+    if (err < 0)
+        return err;
+    cn_meta_bind_int64(st, 1, version_id);
+    err = cn_meta_step(st);
+    cn_meta_finish(st);
+    if (err < 0)
+        return err;
+    err = cn_meta_prepare(txn, "DELETE FROM obj_version WHERE version_id = ?", &st);
+    if (err < 0)
+        return err;
+    cn_meta_bind_int64(st, 1, version_id);
+    err = cn_meta_step(st);
+    cn_meta_finish(st);
+    return err < 0 ? err : 0;
+}
+
+static bool cn_obj_etag_eq(const char *want, const char *have)
+{
+    /* S3 clients send etags quoted; compare the bare value.  "*" matches any. */
+    size_t wl = strlen(want);
+    if (wl >= 2 && want[0] == '"' && want[wl - 1] == '"') {
+        want++;
+        wl -= 2;
+    }
+    if (wl == 1 && want[0] == '*')
+        return true;
+    return strlen(have) == wl && !memcmp(want, have, wl);
+}
+
+cn_err_t cn__put_conditions(cn_objects_req_t *rq, const cn_objects_put_args_t *a,
+                            int64_t cur_version, const char *cur_etag)
+{
+    if (!a)
+        return 0;
+    if (a->if_none_match && cur_version)
+        return cn__fail(rq, CN_E_PRECONDITION, CN_OBJ_WHAT_KEY, "the key already exists");
+    if (a->if_match && (!cur_version || !cn_obj_etag_eq(a->if_match, cur_etag)))
+        return cn__fail(rq, cur_version ? CN_E_PRECONDITION : CN_E_NOT_FOUND, CN_OBJ_WHAT_KEY,
+                        "the current etag does not match");
+    return 0;
+}
+
+cn_err_t cn__acl_for_put(const cn_authz_acl_t *acl, const char *owner, cn_buf_t *out)
+{
+    out->len = 0;
+    if (!acl)
+        return 0;
+    cn_authz_acl_t *copy = malloc(sizeof *copy);
+    if (!copy)
+        return -ENOMEM;
+    *copy = *acl;
+    snprintf(copy->owner, sizeof copy->owner, "%s", owner);
+    cn_err_t err = cn_authz_acl_serialize(copy, out);
+    free(copy);
+    return err;
+}
+
+/* ---- user metadata ----------------------------------------------------------- */
+cn_err_t cn__put_args_check(cn_objects_req_t *rq, const cn_objects_put_args_t *a)
+{
+    if (!a)
+        return 0;
+    if (a->content_type && strlen(a->content_type) > CN_OBJECTS_CONTENT_TYPE_MAX)
+        return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, "content type too long");
+    size_t total = 0;
+    for (size_t i = 0; i < a->nmeta; i++) {
+        if (!a->meta[i].key || !a->meta[i].value || !a->meta[i].key[0])
+            return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, "empty metadata key");
+        total += strlen(a->meta[i].key) + strlen(a->meta[i].value);
+        if (total > CN_OBJECTS_USER_META_MAX)
+            return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, "user metadata too large");
+    }
+    return 0;
+}
+
+cn_err_t cn__umeta_encode(const cn_objects_kv_t *kv, size_t n, cn_buf_t *out)
+{
+    out->len = 0;
+    if (!n)
+        return 0;
+    CN_TRY(cn_buf_put_u32be(out, (uint32_t)n));
+    for (size_t i = 0; i < n; i++) {
+        size_t kl = strlen(kv[i].key), vl = strlen(kv[i].value);
+        CN_TRY(cn_buf_put_u32be(out, (uint32_t)kl));
+        CN_TRY(cn_buf_append(out, kv[i].key, kl));
+        CN_TRY(cn_buf_put_u32be(out, (uint32_t)vl));
+        CN_TRY(cn_buf_append(out, kv[i].value, vl));
+    }
+    return 0;
+}
+
+void cn_objects_info_free(cn_object_info_t *info)
+{
+    if (!info)
+        return;
+    free(info->content_type);
+    free(info->priv_);
+    info->content_type = NULL;
+    info->priv_ = NULL;
+    info->meta = NULL;
+    info->nmeta = 0;
+}
+
+cn_err_t cn__info_fill(cn_object_info_t *info, const char *ctype, size_t ctype_len,
+                       const void *umeta, size_t umeta_len)
+{
+    info->content_type = cn__strndup(ctype ? ctype : "", ctype ? ctype_len : 0);
+    if (!info->content_type)
+        return -ENOMEM;
+    info->meta = NULL;
+    info->nmeta = 0;
+    if (!umeta || umeta_len < 4)
+        return 0;
+    cn_rd_t r = cn_rd_init(umeta, umeta_len);
+    uint32_t n = cn_rd_u32be(&r);
+    /* Each entry takes at least 8 bytes: a corrupt count cannot over-allocate. */
+    if (n > (umeta_len - 4) / 8)
+        return CN_E_CORRUPT;
+    /* One block: the kv array, then NUL-terminated strings. */
+    size_t need = n * sizeof(cn_objects_kv_t) + (umeta_len - 4);
+    char *blk = malloc(need + 2 * (size_t)n + 1);
+    if (!blk)
+        return -ENOMEM;
+    cn_objects_kv_t *kv = (cn_objects_kv_t *)blk;
+    char *s = blk + n * sizeof(cn_objects_kv_t);
+    for (uint32_t i = 0; i < n; i++) {
+        for (int side = 0; side < 2; side++) {
+            uint32_t l = cn_rd_u32be(&r);
+            const uint8_t *p = cn_rd_bytes(&r, l);
+            if (r.err) {
+                free(blk);
+                return CN_E_CORRUPT;
+            }
+            memcpy(s, p, l);
+            s[l] = 0;
+            if (side == 0)
+                kv[i].key = s;
+            else
+                kv[i].value = s;
+            s += l + 1;
+        }
+    }
+    info->priv_ = blk;
+    info->meta = kv;
+    info->nmeta = n;
+    return 0;
+}
+
+/* ---- liveness ---------------------------------------------------------------------
+ * A blob is live while an object version's segment or an upload's part names
+ * it.  Answered from one read snapshot per batch. */
+static cn_err_t cn_obj_are_live(void *ctx, const cn_digest_t *d, size_t n, bool *live)
+{
+    cn_objects_t *o = ctx;
+    cn_meta_txn_t *txn = NULL;
+    cn_err_t err = cn_meta_begin(o->meta, CN_META_READ, &txn);
+    if (err < 0)
+        return err;
+    static const char *const q[2] = {
+        "SELECT 1 FROM obj_segment WHERE digest = ? LIMIT 1",
+        "SELECT 1 FROM obj_part WHERE digest = ? LIMIT 1",
+    };
+    for (size_t i = 0; i < n && err >= 0; i++) {
+        live[i] = false;
+        for (int k = 0; k < 2 && !live[i]; k++) {
+            cn_meta_stmt_t *st = NULL;
+            err = cn_meta_prepare(txn, q[k], &st);
+            if (err < 0)
+                break;
+            cn_meta_bind_blob(st, 1, d[i].b, sizeof d[i].b);
+            err = cn_meta_step(st);
+            if (err == CN_META_ROW)
+                live[i] = true;
+            cn_meta_finish(st);
+            if (err < 0)
+                break;
+            err = 0;
+        }
+    }
+    cn_meta_rollback(txn);
+    return err < 0 ? err : 0;
+}
+
+/* ---- upload expiry thread ----------------------------------------------------------- */
+static void *cn_obj_sweeper(void *arg)
+{
+    cn_objects_t *o = arg;
+    pthread_mutex_lock(&o->mu);
+    while (!o->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        int64_t ns = ts.tv_nsec + (o->opts.upload_sweep_ms % 1000) * 1000000;
+        ts.tv_sec += o->opts.upload_sweep_ms / 1000 + ns / 1000000000;
+        ts.tv_nsec = ns % 1000000000;
+        while (!o->stop && pthread_cond_timedwait(&o->cv, &o->mu, &ts) != ETIMEDOUT)
+            ;
+        if (o->stop)
+            break;
+        pthread_mutex_unlock(&o->mu);
+        uint64_t removed = 0;
+        cn_err_t err = cn_objects_sweep_uploads(o, 0, &removed);
+        if (err < 0)
+            cn_warn("objects", "upload sweep failed: %s", cn_strerror(err));
+        else if (removed)
+            cn_info("objects", "expired %llu unfinished multipart upload(s)",
+                    (unsigned long long)removed);
+        pthread_mutex_lock(&o->mu);
+    }
+    pthread_mutex_unlock(&o->mu);
+    return NULL;
+}
+
+cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store, const cn_objects_opts_t *opts,
+                         cn_objects_t **out)
+{
+    *out = NULL;
+    if (!meta || !store)
+        return CN_E_INVALID;
+    cn_objects_t *o = calloc(1, sizeof *o);
+    if (!o)
+        return -ENOMEM;
+    o->meta = meta;
+    o->store = store;
+    if (opts)
+        o->opts = *opts;
+    if (!o->opts.max_object_bytes)
+        o->opts.max_object_bytes = CN_OBJ_DEFAULT_MAX_OBJECT;
+    if (o->opts.upload_expiry_ms <= 0)
+        o->opts.upload_expiry_ms = CN_OBJ_DEFAULT_EXPIRY_MS;
+    if (o->opts.upload_sweep_ms == 0)
+        o->opts.upload_sweep_ms = CN_OBJ_DEFAULT_SWEEP_MS;
+    pthread_mutex_init(&o->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&o->cv, &ca);
+    pthread_condattr_destroy(&ca);
+
+    cn_err_t err = cn_meta_migrate(meta, "objects", cn_obj_migrations,
+                                   sizeof cn_obj_migrations / sizeof cn_obj_migrations[0]);
+    if (err < 0)
+        goto fail;
+    if (o->opts.upload_sweep_ms > 0) {
+        /* The sweeper takes no signals: they belong to whoever handles them
+         * (cairnd's loop uses signalfd with SIGTERM/SIGINT blocked). */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int rc = pthread_create(&o->sweeper, NULL, cn_obj_sweeper, o);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc) {
+            err = -rc;
+            goto fail;
+        }
+        o->sweeper_running = true;
+    }
+    /* Last: the store keeps ctx until it is closed, so nothing may fail after. */
+    err = cn_store_register_liveness_batch(store, "objects", cn_obj_are_live, o);
+    if (err < 0) {
+        cn_objects_close(o);
+        return err;
+    }
+    *out = o;
+    return 0;
+fail:
+    pthread_cond_destroy(&o->cv);
+    pthread_mutex_destroy(&o->mu);
+    free(o);
+    return err;
+}
+
+void cn_objects_close(cn_objects_t *o)
+{
+    if (!o)
+        return;
+    if (o->sweeper_running) {
+        pthread_mutex_lock(&o->mu);
+        o->stop = true;
+        pthread_cond_broadcast(&o->cv);
+        pthread_mutex_unlock(&o->mu);
+        pthread_join(o->sweeper, NULL);
+    }
+    pthread_cond_destroy(&o->cv);
+    pthread_mutex_destroy(&o->mu);
+    free(o);
+}
+
+uint64_t cn_objects_max_object_bytes(const cn_objects_t *o)
+{
+    return o->opts.max_object_bytes;
+}

@@ -1,0 +1,105 @@
+/* Internals shared by the objects service's files; never included from
+ * another module. */
+#ifndef CN_OBJECTS_INT_H
+#define CN_OBJECTS_INT_H
+
+#include "cairn/objects.h"
+#include "cairn/meta.h"
+#include "cairn/store.h"
+
+#include <pthread.h>
+
+struct cn_objects {
+    cn_meta_t *meta;
+    cn_store_t *store;
+    cn_objects_opts_t opts;          /* with defaults applied */
+    pthread_t sweeper;
+    bool sweeper_running;
+    pthread_mutex_t mu;              /* guards stop, for the sweeper's wait */
+    pthread_cond_t cv;
+    bool stop;
+};
+
+/* A bucket row with its access state, loaded for one operation. */
+typedef struct cn__bkt {
+    int64_t id;
+    char name[CN_BUCKET_NAME_MAX + 1];
+    char owner[CN_ACCOUNT_NAME_MAX + 1];
+    int64_t created_ms;
+    bool has_acl;
+    cn_authz_acl_t *acl;             /* heap; NULL when has_acl is false */
+    cn_authz_policy_t *policy;       /* NULL = none */
+    bool has_pab;
+    cn_authz_pab_t pab;
+} cn__bkt_t;
+
+/* The access facts of an existing object version. */
+typedef struct cn__objacl {
+    char owner[CN_ACCOUNT_NAME_MAX + 1];
+    cn_authz_acl_t *acl;             /* heap; NULL = private */
+} cn__objacl_t;
+
+/* Sets rq's failure details and returns err. */
+cn_err_t cn__fail(cn_objects_req_t *rq, cn_err_t err, cn_objects_what_t what,
+                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Loads bucket name inside txn.  CN_E_NOT_FOUND (what = BUCKET), CN_E_INVALID
+ * for a bad name (what = BUCKET), CN_E_CORRUPT for unreadable stored state. */
+cn_err_t cn__bkt_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, const char *name, cn__bkt_t *b);
+void cn__bkt_free(cn__bkt_t *b);
+/* The authz view of b (borrows b). */
+void cn__bkt_view(const cn__bkt_t *b, cn_authz_bucket_t *out);
+
+/* One authorization decision: CN_E_DENIED with a message in rq, or 0.
+ * bucket NULL for account-level actions; obj NULL for none/a new key.
+ * cond (may be NULL) supplies s3:prefix / delimiter / max-keys / x-amz-acl. */
+typedef struct cn__cond {
+    const char *prefix, *delimiter, *max_keys, *x_amz_acl;
+} cn__cond_t;
+cn_err_t cn__authorize(cn_objects_req_t *rq, const cn__bkt_t *bucket, cn_authz_action_t act,
+                       const char *key, const cn__objacl_t *obj, const cn__cond_t *cond);
+
+/* The caller's account name, or NULL when anonymous. */
+const char *cn__principal_name(const cn_objects_req_t *rq);
+
+/* Parses an ACL serialization into a new heap ACL (*out; NULL for text NULL). */
+cn_err_t cn__acl_load(const char *text, size_t len, cn_authz_acl_t **out);
+
+/* Allocates the next value of counter name ("bucket", "version") in a write txn. */
+cn_err_t cn__next_id(cn_meta_txn_t *txn, const char *name, int64_t *out);
+
+/* Looks up the current version of key: *version_id (0 if none) and, when
+ * obj is not NULL, its owner and ACL. */
+cn_err_t cn__version_find(cn_meta_txn_t *txn, int64_t bucket_id, const char *key,
+                          int64_t *version_id, char etag[CN_ETAG_MAX], cn__objacl_t *obj);
+void cn__objacl_free(cn__objacl_t *a);
+
+/* Deletes a version row and its segments. */
+cn_err_t cn__version_delete(cn_meta_txn_t *txn, int64_t version_id);
+
+/* Checks if_none_match / if_match against the current version (etag "" and
+ * id 0 when none).  CN_E_PRECONDITION. */
+cn_err_t cn__put_conditions(cn_objects_req_t *rq, const cn_objects_put_args_t *a,
+                            int64_t cur_version, const char *cur_etag);
+
+/* User metadata <-> stored blob ([u32 n] then n × ([u32 len] key [u32 len] value)). */
+cn_err_t cn__umeta_encode(const cn_objects_kv_t *kv, size_t n, cn_buf_t *out);
+/* Validates content type and metadata of put args.  CN_E_INVALID. */
+cn_err_t cn__put_args_check(cn_objects_req_t *rq, const cn_objects_put_args_t *a);
+/* Fills info's owned strings from a content type and a stored metadata blob. */
+cn_err_t cn__info_fill(cn_object_info_t *info, const char *ctype, size_t ctype_len,
+                       const void *umeta, size_t umeta_len);
+
+/* Serialized ACL of a put (owner rewritten to owner); out->len 0 = private. */
+cn_err_t cn__acl_for_put(const cn_authz_acl_t *acl, const char *owner, cn_buf_t *out);
+
+/* Upload row lookup: CN_E_NO_UPLOAD unless upload_id is live for bucket/key. */
+cn_err_t cn__upload_check(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
+                          const char *upload_id, int64_t bucket_id, const char *key);
+
+/* Strings copied into a fresh, NUL-terminated heap string (NULL on ENOMEM). */
+char *cn__strndup(const char *p, size_t n);
+
+int64_t cn__now_ms(void);
+
+#endif

@@ -1,0 +1,539 @@
+/* Reads (HeadObject, GetObject with ranges and part numbers), DeleteObject
+ * and object ACLs.
+ *
+ * A reader holds store guards on the blobs it serves, taken after the
+ * version was read and confirmed by a second look at the key: a version that
+ * is still current then was current while the sweeper could have judged its
+ * blobs, so they were live, and from the guard on nothing removes them. */
+#include "objects_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct cn_obj_seg {
+    cn_digest_t digest;
+    uint64_t size;              /* whole blob */
+    uint64_t off;               /* served part of it */
+    uint64_t len;
+    cn_store_guard_t *guard;
+} cn_obj_seg_t;
+
+struct cn_objects_reader {
+    cn_store_t *store;
+    uint64_t offset, len;
+    cn_obj_seg_t *segs;
+    size_t nsegs;
+};
+
+void cn_objects_reader_free(cn_objects_reader_t *rd)
+{
+    if (!rd)
+        return;
+    for (size_t i = 0; i < rd->nsegs; i++)
+        cn_store_guard_release(rd->segs[i].guard);
+    free(rd->segs);
+    free(rd);
+}
+
+uint64_t cn_objects_reader_len(const cn_objects_reader_t *rd) { return rd->len; }
+uint64_t cn_objects_reader_offset(const cn_objects_reader_t *rd) { return rd->offset; }
+
+typedef struct {
+    cn_objects_write_fn write;
+    void *ctx;
+} cn_obj_sink_t;
+
+static cn_err_t cn_obj_sink(void *ctx, const void *p, size_t n)
+{
+    cn_obj_sink_t *s = ctx;
+    return s->write(s->ctx, p, n);
+}
+
+cn_err_t cn_objects_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn send_fd,
+                                cn_objects_write_fn write, void *ctx)
+{
+    for (size_t i = 0; i < rd->nsegs; i++) {
+        cn_obj_seg_t *s = &rd->segs[i];
+        if (!s->len)
+            continue;
+        if (send_fd) {
+            int fd = -1;
+            uint64_t blen = 0;
+            cn_err_t err = cn_store_open_fd(rd->store, &s->digest, &fd, &blen);
+            if (err >= 0) {
+                err = blen < s->off + s->len ? CN_E_CORRUPT : send_fd(ctx, fd, s->off, s->len);
+                close(fd);
+                if (err)
+                    return err;
+                continue;
+            }
+            if (err != CN_E_UNSUPPORTED)
+                return err;
+        }
+        cn_obj_sink_t sk = {write, ctx};
+        uint64_t served = 0;
+        cn_err_t err = cn_store_read_range(rd->store, &s->digest, s->off, s->len, cn_obj_sink, &sk,
+                                           NULL, &served);
+        if (err)
+            return err;
+        if (served != s->len)
+            return CN_E_CORRUPT;
+    }
+    return 0;
+}
+
+/* Reads the current version of key into info (when not NULL) and, when segs
+ * is not NULL, its segments in order. */
+static cn_err_t cn_obj_version_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
+                                    const char *key, cn_object_info_t *info, cn__objacl_t *acl,
+                                    cn_obj_seg_t **segs, size_t *nsegs)
+{
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_prepare(txn,
+        "SELECT version_id, size, etag, sha256, content_type, umeta, mtime_ms, owner, acl, nparts "
+        "FROM obj_version WHERE bucket_id = ? AND okey = ?", &st);
+    if (err < 0)
+        return err;
+    cn_meta_bind_int64(st, 1, bucket_id);
+    cn_meta_bind_blob(st, 2, key, strlen(key));
+    err = cn_meta_step(st);
+    if (err == CN_META_DONE) {
+        cn_meta_finish(st);
+        return cn__fail(rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_KEY, "key does not exist");
+    }
+    if (err < 0) {
+        cn_meta_finish(st);
+        return err;
+    }
+    int64_t vid = cn_meta_column_int64(st, 0);
+    memset(info, 0, sizeof *info);
+    info->version_id = vid;
+    info->size = (uint64_t)cn_meta_column_int64(st, 1);
+    const char *s = cn_meta_column_text(st, 2, NULL);
+    snprintf(info->etag, sizeof info->etag, "%s", s ? s : "");
+    s = cn_meta_column_text(st, 3, NULL);
+    snprintf(info->sha256, sizeof info->sha256, "%s", s ? s : "");
+    size_t ctl = 0, uml = 0;
+    const char *ct = cn_meta_column_text(st, 4, &ctl);
+    const void *um = cn_meta_column_blob(st, 5, &uml);
+    info->last_modified_ms = cn_meta_column_int64(st, 6);
+    s = cn_meta_column_text(st, 7, NULL);
+    snprintf(info->owner, sizeof info->owner, "%s", s ? s : "");
+    info->nparts = (uint32_t)cn_meta_column_int64(st, 9);
+    err = cn__info_fill(info, ct, ctl, um, uml);
+    if (err >= 0 && acl) {
+        snprintf(acl->owner, sizeof acl->owner, "%s", info->owner);
+        size_t al = 0;
+        const char *a = cn_meta_column_text(st, 8, &al);
+        err = cn__acl_load(a, al, &acl->acl);
+    }
+    cn_meta_finish(st);
+    if (err < 0 || !segs)
+        return err;
+
+    err = cn_meta_prepare(txn,
+        "SELECT digest, size FROM obj_segment WHERE version_id = ? ORDER BY seq", &st);
+    if (err < 0)
+        return err;
+    cn_meta_bind_int64(st, 1, vid);
+    size_t n = 0, cap = info->nparts ? info->nparts : 1;
+    cn_obj_seg_t *v = calloc(cap, sizeof *v);
+    if (!v) {
+        cn_meta_finish(st);
+        return -ENOMEM;
+    }
+    while ((err = cn_meta_step(st)) == CN_META_ROW) {
+        size_t dl = 0;
+        const void *d = cn_meta_column_blob(st, 0, &dl);
+        if (!d || dl != CN_DIGEST_LEN || n == cap) {
+            err = CN_E_CORRUPT;
+            break;
+        }
+        memcpy(v[n].digest.b, d, CN_DIGEST_LEN);
+        v[n].size = (uint64_t)cn_meta_column_int64(st, 1);
+        n++;
+    }
+    cn_meta_finish(st);
+    if (err < 0) {
+        free(v);
+        return err;
+    }
+    *segs = v;
+    *nsegs = n;
+    return 0;
+}
+
+cn_err_t cn_objects_head(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                         const char *key, cn_object_info_t *info)
+{
+    memset(info, 0, sizeof *info);
+    cn_meta_txn_t *txn = NULL;
+    cn_err_t err = cn_meta_begin(o->meta, CN_META_READ, &txn);
+    if (err < 0)
+        return err;
+    cn__bkt_t b;
+    cn__objacl_t acl = {0};
+    err = cn__bkt_load(txn, rq, bucket, &b);
+    if (err < 0)
+        goto out;
+    if (!cn_objects_key_ok(key, key ? strlen(key) : 0)) {
+        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
+    } else {
+        err = cn_obj_version_load(txn, rq, b.id, key, info, &acl, NULL, NULL);
+        if (err == CN_E_NOT_FOUND) {
+            /* Not found only to someone who may read the key. */
+            cn_err_t az = cn__authorize(rq, &b, CN_ACT_GET_OBJECT, key, NULL, NULL);
+            if (az < 0)
+                err = az;
+            else
+                cn__fail(rq, err, CN_OBJ_WHAT_KEY, "key does not exist");
+        } else if (err >= 0) {
+            err = cn__authorize(rq, &b, CN_ACT_GET_OBJECT, key, &acl, NULL);
+        }
+    }
+    cn__bkt_free(&b);
+out:
+    cn__objacl_free(&acl);
+    cn_meta_rollback(txn);
+    if (err < 0)
+        cn_objects_info_free(info);
+    return err;
+}
+
+/* Chooses the served window [off, off+len) of the whole object. */
+static cn_err_t cn_obj_window(cn_objects_req_t *rq, const cn_objects_range_t *r,
+                              const cn_object_info_t *info, const cn_obj_seg_t *segs,
+                              size_t nsegs, uint64_t *off, uint64_t *len)
+{
+    uint64_t size = info->size;
+    if (!r || r->kind == CN_RANGE_ALL) {
+        *off = 0;
+        *len = size;
+        return 0;
+    }
+    switch (r->kind) {
+    case CN_RANGE_FROM:
+        if (r->off >= size)
+            break;
+        *off = r->off;
+        *len = (r->len == 0 || r->len > size - r->off) ? size - r->off : r->len;
+        return 0;
+    case CN_RANGE_SUFFIX:
+        if (size == 0 || r->len == 0)
+            break;
+        *len = r->len > size ? size : r->len;
+        *off = size - *len;
+        return 0;
+    case CN_RANGE_PART: {
+        uint32_t parts = info->nparts ? info->nparts : 1;
+        if (r->part_number < 1 || (uint32_t)r->part_number > parts || (size_t)r->part_number > nsegs)
+            break;
+        uint64_t o = 0;
+        for (int32_t i = 0; i < r->part_number - 1; i++)
+            o += segs[i].size;
+        *off = o;
+        *len = segs[r->part_number - 1].size;
+        return 0;
+    }
+    default:
+        return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, "unknown range kind");
+    }
+    return cn__fail(rq, CN_E_RANGE, CN_OBJ_WHAT_ARG, "the range does not intersect the object");
+}
+
+static cn_err_t cn_obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                const char *key, const cn_objects_range_t *range,
+                                cn_object_info_t *info, cn_objects_reader_t **out, bool *retry)
+{
+    *retry = false;
+    cn_meta_txn_t *txn = NULL;
+    cn_err_t err = cn_meta_begin(o->meta, CN_META_READ, &txn);
+    if (err < 0)
+        return err;
+    cn__bkt_t b;
+    cn__objacl_t acl = {0};
+    cn_obj_seg_t *segs = NULL;
+    size_t nsegs = 0;
+    cn_objects_reader_t *rd = NULL;
+    err = cn__bkt_load(txn, rq, bucket, &b);
+    if (err < 0) {
+        cn_meta_rollback(txn);
+        return err;
+    }
+    int64_t bucket_id = b.id;
+    if (!cn_objects_key_ok(key, key ? strlen(key) : 0)) {
+        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
+    } else {
+        err = cn_obj_version_load(txn, rq, b.id, key, info, &acl, &segs, &nsegs);
+        if (err == CN_E_NOT_FOUND) {
+            cn_err_t az = cn__authorize(rq, &b, CN_ACT_GET_OBJECT, key, NULL, NULL);
+            if (az < 0)
+                err = az;
+            else
+                cn__fail(rq, err, CN_OBJ_WHAT_KEY, "key does not exist");
+        } else if (err >= 0) {
+            err = cn__authorize(rq, &b, CN_ACT_GET_OBJECT, key, &acl, NULL);
+        }
+    }
+    cn__bkt_free(&b);
+    cn__objacl_free(&acl);
+    cn_meta_rollback(txn);
+    if (err < 0)
+        goto fail;
+
+    uint64_t off = 0, len = 0;
+    err = cn_obj_window(rq, range, info, segs, nsegs, &off, &len);
+    if (err < 0)
+        goto fail;
+    rd = calloc(1, sizeof *rd);
+    if (!rd) {
+        err = -ENOMEM;
+        goto fail;
+    }
+    rd->store = o->store;
+    rd->offset = off;
+    rd->len = len;
+    /* Keep only the segments the window touches, trimmed to it. */
+    uint64_t pos = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < nsegs; i++) {
+        uint64_t s0 = pos, s1 = pos + segs[i].size;
+        pos = s1;
+        uint64_t a = off > s0 ? off : s0, z = off + len < s1 ? off + len : s1;
+        if (a >= z)
+            continue;
+        segs[k] = segs[i];
+        segs[k].off = a - s0;
+        segs[k].len = z - a;
+        k++;
+    }
+    rd->segs = segs;
+    rd->nsegs = k;
+    segs = NULL;
+    for (size_t i = 0; i < rd->nsegs; i++) {
+        err = cn_store_guard_acquire(o->store, &rd->segs[i].digest, &rd->segs[i].guard);
+        if (err < 0)
+            goto fail;
+    }
+    /* Confirm the version is still current now that the guards hold. */
+    if (rd->nsegs) {
+        err = cn_meta_begin(o->meta, CN_META_READ, &txn);
+        if (err < 0)
+            goto fail;
+        int64_t now_vid = 0;
+        err = cn__version_find(txn, bucket_id, key, &now_vid, NULL, NULL);
+        cn_meta_rollback(txn);
+        if (err < 0)
+            goto fail;
+        if (now_vid != info->version_id) {
+            *retry = true;
+            err = CN_E_CONFLICT;
+            goto fail;
+        }
+    }
+    *out = rd;
+    return 0;
+fail:
+    free(segs);
+    cn_objects_reader_free(rd);
+    if (err != CN_E_RANGE)
+        cn_objects_info_free(info);
+    return err;
+}
+
+cn_err_t cn_objects_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                        const char *key, const cn_objects_range_t *range, cn_object_info_t *info,
+                        cn_objects_reader_t **rd)
+{
+    *rd = NULL;
+    memset(info, 0, sizeof *info);
+    cn_err_t err = CN_E_CONFLICT;
+    /* The key changing between our two looks is a race with a writer: read
+     * the newer version. */
+    for (int attempt = 0; attempt < 5; attempt++) {
+        bool retry = false;
+        err = cn_obj_get_once(o, rq, bucket, key, range, info, rd, &retry);
+        if (!retry)
+            return err;
+    }
+    return cn__fail(rq, err, CN_OBJ_WHAT_KEY, "the key kept changing while being read");
+}
+
+cn_err_t cn_objects_object_parts(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                 const char *key, cn_objects_part_fn fn, void *arg)
+{
+    cn_meta_txn_t *txn = NULL;
+    cn_err_t err = cn_meta_begin(o->meta, CN_META_READ, &txn);
+    if (err < 0)
+        return err;
+    cn__bkt_t b;
+    cn__objacl_t acl = {0};
+    cn_object_info_t info;
+    memset(&info, 0, sizeof info);
+    err = cn__bkt_load(txn, rq, bucket, &b);
+    if (err < 0)
+        goto out;
+    if (!cn_objects_key_ok(key, key ? strlen(key) : 0)) {
+        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
+    } else {
+        err = cn_obj_version_load(txn, rq, b.id, key, &info, &acl, NULL, NULL);
+        if (err == CN_E_NOT_FOUND) {
+            cn_err_t az = cn__authorize(rq, &b, CN_ACT_GET_OBJECT_ATTRIBUTES, key, NULL, NULL);
+            if (az < 0)
+                err = az;
+            else
+                cn__fail(rq, err, CN_OBJ_WHAT_KEY, "key does not exist");
+        } else if (err >= 0) {
+            err = cn__authorize(rq, &b, CN_ACT_GET_OBJECT_ATTRIBUTES, key, &acl, NULL);
+        }
+    }
+    cn__bkt_free(&b);
+    cn_meta_stmt_t *st = NULL;
+    if (err >= 0)
+        err = cn_meta_prepare(txn,
+            "SELECT part_number, size, etag, sha256 FROM obj_segment WHERE version_id = ? "
+            "ORDER BY seq", &st);
+    if (err < 0)
+        goto out;
+    cn_meta_bind_int64(st, 1, info.version_id);
+    while ((err = cn_meta_step(st)) == CN_META_ROW) {
+        cn_objects_part_t p;
+        memset(&p, 0, sizeof p);
+        p.part_number = (int32_t)cn_meta_column_int64(st, 0);
+        p.size = (uint64_t)cn_meta_column_int64(st, 1);
+        const char *t = cn_meta_column_text(st, 2, NULL);
+        snprintf(p.etag, sizeof p.etag, "%s", t ? t : "");
+        t = cn_meta_column_text(st, 3, NULL);
+        snprintf(p.sha256, sizeof p.sha256, "%s", t ? t : "");
+        p.last_modified_ms = info.last_modified_ms;
+        err = fn(arg, &p);
+        if (err)
+            break;
+    }
+    cn_meta_finish(st);
+out:
+    cn__objacl_free(&acl);
+    cn_objects_info_free(&info);
+    cn_meta_rollback(txn);
+    return err;
+}
+
+cn_err_t cn_objects_delete(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                           const char *key)
+{
+    cn_meta_txn_t *txn = NULL;
+    cn_err_t err = cn_meta_begin(o->meta, CN_META_WRITE, &txn);
+    if (err < 0)
+        return err;
+    cn__bkt_t b;
+    cn__objacl_t acl = {0};
+    err = cn__bkt_load(txn, rq, bucket, &b);
+    if (err < 0)
+        goto out;
+    int64_t vid = 0;
+    if (!cn_objects_key_ok(key, key ? strlen(key) : 0))
+        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
+    if (err >= 0)
+        err = cn__version_find(txn, b.id, key, &vid, NULL, &acl);
+    if (err >= 0)
+        err = cn__authorize(rq, &b, CN_ACT_DELETE_OBJECT, key, vid ? &acl : NULL, NULL);
+    if (err >= 0 && !vid)
+        err = cn__fail(rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_KEY, "key does not exist");
+    if (err >= 0)
+        err = cn__version_delete(txn, vid);
+    cn__bkt_free(&b);
+out:
+    cn__objacl_free(&acl);
+    if (err < 0) {
+        cn_meta_rollback(txn);
+        return err;
+    }
+    return cn_meta_commit(txn);
+}
+
+cn_err_t cn_objects_object_acl_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                   const char *key, cn_authz_acl_t *out)
+{
+    cn_meta_txn_t *txn = NULL;
+    cn_err_t err = cn_meta_begin(o->meta, CN_META_READ, &txn);
+    if (err < 0)
+        return err;
+    cn__bkt_t b;
+    cn__objacl_t acl = {0};
+    err = cn__bkt_load(txn, rq, bucket, &b);
+    if (err < 0)
+        goto out;
+    int64_t vid = 0;
+    if (!cn_objects_key_ok(key, key ? strlen(key) : 0))
+        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
+    if (err >= 0)
+        err = cn__version_find(txn, b.id, key, &vid, NULL, &acl);
+    if (err >= 0)
+        err = cn__authorize(rq, &b, CN_ACT_GET_OBJECT_ACL, key, vid ? &acl : NULL, NULL);
+    if (err >= 0 && !vid)
+        err = cn__fail(rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_KEY, "key does not exist");
+    if (err >= 0) {
+        if (acl.acl)
+            *out = *acl.acl;
+        else
+            err = cn_authz_acl_canned(out, "private", 7, acl.owner, b.owner, false);
+    }
+    cn__bkt_free(&b);
+out:
+    cn__objacl_free(&acl);
+    cn_meta_rollback(txn);
+    return err;
+}
+
+cn_err_t cn_objects_object_acl_set(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                   const char *key, const cn_authz_acl_t *acl_in)
+{
+    if (!acl_in)
+        return CN_E_INVALID;
+    cn_meta_txn_t *txn = NULL;
+    cn_err_t err = cn_meta_begin(o->meta, CN_META_WRITE, &txn);
+    if (err < 0)
+        return err;
+    cn__bkt_t b;
+    cn__objacl_t acl = {0};
+    cn_buf_t text = {0};
+    err = cn__bkt_load(txn, rq, bucket, &b);
+    if (err < 0)
+        goto out;
+    int64_t vid = 0;
+    if (!cn_objects_key_ok(key, key ? strlen(key) : 0))
+        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
+    if (err >= 0)
+        err = cn__version_find(txn, b.id, key, &vid, NULL, &acl);
+    if (err >= 0)
+        err = cn__authorize(rq, &b, CN_ACT_PUT_OBJECT_ACL, key, vid ? &acl : NULL, NULL);
+    if (err >= 0 && !vid)
+        err = cn__fail(rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_KEY, "key does not exist");
+    if (err >= 0 && cn_authz_pab_check_acl(b.has_pab ? &b.pab : NULL, acl_in) < 0)
+        err = cn__fail(rq, CN_E_DENIED, CN_OBJ_WHAT_NONE,
+                       "the public access block refuses a public ACL");
+    if (err >= 0)
+        err = cn__acl_for_put(acl_in, acl.owner, &text);
+    if (err >= 0) {
+        cn_meta_stmt_t *st = NULL;
+        err = cn_meta_prepare(txn, "UPDATE obj_version SET acl = ? WHERE version_id = ?", &st);
+        if (err >= 0) {
+            cn_meta_bind_text(st, 1, (const char *)text.data, text.len);
+            cn_meta_bind_int64(st, 2, vid);
+            err = cn_meta_step(st);
+            cn_meta_finish(st);
+        }
+    }
+    cn__bkt_free(&b);
+out:
+    cn_buf_free(&text);
+    cn__objacl_free(&acl);
+    if (err < 0) {
+        cn_meta_rollback(txn);
+        return err;
+    }
+    return cn_meta_commit(txn);
+}

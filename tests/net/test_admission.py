@@ -1,0 +1,444 @@
+"""Admission, deadlines and shutdown of the network layer, over real sockets,
+through tests/net/net_test_server (a cn_server_t with a tiny echo adapter).
+
+Echo wire: "ECHO" + u8 name_len + name -> "OKAY" | "BUSY" | "BADM";
+request u32be len + body -> u32be status (0 ok, 1 busy) + u32be len + body;
+a body "SLEEP:<ms>;..." is answered after ms milliseconds; busy() = "BUSY".
+"""
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import binary
+
+
+class EchoServer:
+    def __init__(self, tmp_path, *args):
+        self.log_path = str(tmp_path / "net_test_server.log")
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([binary("tests/net/net_test_server"), *args],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 20
+        self.addrs = []
+        while time.time() < deadline:
+            self.addrs = [(h.strip("[]"), int(p)) for h, p in
+                          (m.rsplit(":", 1) for m in
+                           re.findall(r"listening echo on (\S+)", self.output()))]
+            if self.addrs:
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError("net_test_server exited %d:\n%s"
+                                   % (self.proc.returncode, self.output()))
+            time.sleep(0.02)
+        raise RuntimeError("net_test_server did not listen:\n" + self.output())
+
+    @property
+    def addr(self):
+        return self.addrs[0]
+
+    def output(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def stop(self, timeout=20):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        out = self.output()
+        assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+        return self.proc.returncode
+
+
+@pytest.fixture
+def echo_server(tmp_path):
+    servers = []
+
+    def make(*args):
+        s = EchoServer(tmp_path, *args)
+        servers.append(s)
+        return s
+
+    yield make
+    for s in servers:
+        s.stop()
+
+
+def dial(addr, source=None, timeout=10):
+    fam = socket.AF_INET6 if ":" in addr[0] else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    if source:
+        s.bind((source, 0))
+    s.connect(addr)
+    return s
+
+
+def recv_exact(s, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
+def hello(s, name=b""):
+    s.sendall(b"ECHO" + bytes([len(name)]) + name)
+    return recv_exact(s, 4)
+
+
+def request(s, body):
+    s.sendall(struct.pack(">I", len(body)) + body)
+    head = recv_exact(s, 8)
+    if len(head) < 8:
+        return None, head
+    status, n = struct.unpack(">II", head)
+    return status, recv_exact(s, n)
+
+
+def is_closed(s, timeout=5):
+    """True when the server closes s (EOF or reset) within timeout."""
+    s.settimeout(timeout)
+    try:
+        return s.recv(16) == b""
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def session(addr, name=b""):
+    s = dial(addr)
+    assert hello(s, name) == b"OKAY"
+    return s
+
+
+def test_echo_roundtrip(echo_server):
+    srv = echo_server()
+    s = session(srv.addr)
+    for body in (b"hello", b"", os.urandom(300_000)):
+        assert request(s, body) == (0, body)
+    assert request(s, b"FILE:3000000") == (0, file_pattern(3_000_000))
+    assert request(s, b"after file") == (0, b"after file")
+    s.close()
+
+
+def file_pattern(n):
+    chunk = bytes(ord("0") + i % 10 for i in range(4000))
+    return (chunk * (n // 4000 + 1))[:n]
+
+
+def test_head_len_zero_adapter(echo_server):
+    srv = echo_server("--head0", "--workers", "1", "--idle-ms", "5000")
+    conns = [session(srv.addr) for _ in range(5)]    # idle: no worker held
+    for i, s in enumerate(conns):
+        assert request(s, b"raw %d" % i) == (0, b"raw %d" % i)
+    conns[0].close()                                 # a peer that leaves is noticed
+    assert request(conns[1], b"FILE:70000") == (0, file_pattern(70_000))
+
+
+def test_bad_magic_is_refused(echo_server):
+    srv = echo_server()
+    s = dial(srv.addr)
+    s.sendall(b"NOPE\x00")
+    assert recv_exact(s, 4) == b"BADM"
+    assert is_closed(s)
+
+
+def test_connection_cap_answers_busy(echo_server):
+    srv = echo_server("--max-conns", "3")
+    held = []
+    for _ in range(3):
+        s = session(srv.addr)
+        assert request(s, b"x") == (0, b"x")    # delivered a request: no longer pending
+        held.append(s)
+    extra = dial(srv.addr)
+    assert recv_exact(extra, 4) == b"BUSY"     # written before anything was read
+    assert is_closed(extra)
+    # The held connections are unaffected, and a freed slot admits again.
+    assert request(held[0], b"still here") == (0, b"still here")
+    held.pop().close()
+    deadline = time.time() + 5
+    while True:
+        s = dial(srv.addr)
+        if hello(s) == b"OKAY":
+            break
+        s.close()
+        assert time.time() < deadline, "slot was not released"
+        time.sleep(0.05)
+    assert request(s, b"in") == (0, b"in")
+
+
+def test_full_table_evicts_oldest_pending(echo_server):
+    srv = echo_server("--max-conns", "4", "--max-pending-per-source", "100")
+    silent = [dial(srv.addr) for _ in range(4)]      # pending: no handshake at all
+    time.sleep(0.3)
+    newcomer = dial(srv.addr)
+    assert is_closed(silent[0]), "the oldest pending connection must be evicted"
+    assert hello(newcomer) == b"OKAY"
+    assert request(newcomer, b"admitted") == (0, b"admitted")
+    for s in silent[1:]:
+        assert not is_closed(s, timeout=0.2)        # younger ones are kept
+    # Once every slot carries a settled connection, newcomers get busy instead.
+    for s in silent[1:]:
+        s.close()
+    settled = [newcomer]
+    deadline = time.time() + 5
+    while len(settled) < 4 and time.time() < deadline:
+        s = dial(srv.addr)
+        if hello(s) == b"OKAY" and request(s, b"x") == (0, b"x"):
+            settled.append(s)
+        else:
+            s.close()
+            time.sleep(0.05)
+    assert len(settled) == 4
+    extra = dial(srv.addr)
+    assert recv_exact(extra, 4) == b"BUSY"
+
+
+def test_pending_per_source_cap(echo_server):
+    srv = echo_server("--max-pending-per-source", "3")
+    pending = [dial(srv.addr, source="127.0.0.1") for _ in range(3)]
+    time.sleep(0.2)
+    over = dial(srv.addr, source="127.0.0.1")
+    assert recv_exact(over, 4) == b"BUSY"
+    # Another source is not held to this one's share.
+    other = dial(srv.addr, source="127.0.0.2")
+    assert hello(other) == b"OKAY"
+    # Completing a handshake and one request settles a connection; the
+    # source may then open another pending one.
+    assert hello(pending[0]) == b"OKAY"
+    assert request(pending[0], b"y") == (0, b"y")
+    deadline = time.time() + 5
+    while True:
+        s = dial(srv.addr, source="127.0.0.1")
+        if hello(s) == b"OKAY":
+            break
+        assert time.time() < deadline
+        time.sleep(0.05)
+
+
+def test_per_principal_cap(echo_server):
+    srv = echo_server("--max-conns-per-principal", "2")
+    a1 = session(srv.addr, b"alice")
+    a2 = session(srv.addr, b"alice")
+    a3 = dial(srv.addr)
+    assert hello(a3, b"alice") == b"BUSY"
+    assert is_closed(a3)
+    b1 = session(srv.addr, b"bob")
+    assert request(b1, b"bob ok") == (0, b"bob ok")
+    a1.close()
+    deadline = time.time() + 5
+    while True:
+        s = dial(srv.addr)
+        if hello(s, b"alice") == b"OKAY":
+            break
+        assert time.time() < deadline, "principal slot was not released"
+        time.sleep(0.05)
+    assert request(a2, b"a2") == (0, b"a2")
+
+
+def test_memory_budget_refusal(echo_server):
+    srv = echo_server("--budget", "1000000", "--budget-per-conn", "800000")
+    big = 600_000
+    a = session(srv.addr)
+    b = session(srv.addr)
+    # a declares a big body and sends half of it: its reservation is held.
+    a.sendall(struct.pack(">I", big) + b"a" * (big // 2))
+    time.sleep(0.3)
+    # b's big body does not fit in what is left: refused before it is read.
+    b.sendall(struct.pack(">I", big))
+    head = recv_exact(b, 8)
+    assert struct.unpack(">II", head) == (1, 0)
+    assert is_closed(b)
+    # a finishes and is answered; its reservation is released afterwards.
+    a.sendall(b"a" * (big - big // 2))
+    assert struct.unpack(">II", recv_exact(a, 8)) == (0, big)
+    assert recv_exact(a, big) == b"a" * big
+    # One connection may never hold more than its own cap.
+    c = session(srv.addr)
+    c.sendall(struct.pack(">I", 900_000))
+    assert struct.unpack(">II", recv_exact(c, 8)) == (1, 0)
+    # The server stays up and the budget is whole again.
+    d = session(srv.addr)
+    body = b"d" * big
+    assert request(d, body) == (0, body)
+    assert request(a, b"small") == (0, b"small")
+
+
+def test_idle_connections_hold_no_worker(echo_server):
+    srv = echo_server("--workers", "2", "--queue-len", "2")
+    idle = [session(srv.addr) for _ in range(12)]    # 6x the workers of each pool
+    for s in idle[:4]:
+        assert request(s, b"warm") == (0, b"warm")
+    late = session(srv.addr)
+    assert request(late, b"served") == (0, b"served")
+    assert request(idle[-1], b"me too") == (0, b"me too")
+
+
+def test_queue_full_waits_instead_of_failing(echo_server):
+    srv = echo_server("--workers", "1", "--queue-len", "1")
+    conns = [session(srv.addr) for _ in range(4)]
+    results = [None] * 4
+
+    def run(i):
+        results[i] = request(conns[i], b"SLEEP:200;" + bytes([65 + i]))
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert results == [(0, b"SLEEP:200;" + bytes([65 + i])) for i in range(4)]
+
+
+def test_handshake_deadline(echo_server):
+    srv = echo_server("--handshake-ms", "500")
+    silent = dial(srv.addr)
+    partial = dial(srv.addr)
+    partial.sendall(b"EC")                  # starts, never finishes
+    t0 = time.time()
+    assert is_closed(silent, timeout=5)
+    assert is_closed(partial, timeout=5)
+    assert time.time() - t0 < 3
+    session(srv.addr).close()              # the server still admits
+
+
+def test_idle_deadline(echo_server):
+    srv = echo_server("--idle-ms", "400")
+    s = session(srv.addr)
+    assert request(s, b"x") == (0, b"x")
+    t0 = time.time()
+    assert is_closed(s, timeout=5)
+    assert 0.2 < time.time() - t0 < 3
+
+
+def test_graceful_shutdown(echo_server):
+    srv = echo_server()
+    busy = session(srv.addr)
+    idle = session(srv.addr)
+    result = {}
+
+    def slow():
+        result["r"] = request(busy, b"SLEEP:1500;payload")
+
+    t = threading.Thread(target=slow)
+    t.start()
+    time.sleep(0.4)
+    srv.proc.send_signal(signal.SIGTERM)
+    assert is_closed(idle, timeout=3), "idle connections are closed at shutdown"
+    with pytest.raises(OSError):
+        # The listener is closed: new connections are refused.
+        deadline = time.time() + 3
+        while time.time() < deadline:
+            c = dial(srv.addr, timeout=1)
+            c.close()
+            time.sleep(0.05)
+    t.join(10)
+    assert result["r"] == (0, b"SLEEP:1500;payload"), "the in-flight request completes"
+    assert srv.proc.wait(10) == 0
+    assert "shutting down" in srv.output()
+
+
+def test_shutdown_grace_cuts_stalled_requests(echo_server):
+    srv = echo_server("--grace-ms", "300")
+    s = session(srv.addr)
+    s.sendall(struct.pack(">I", 1000) + b"only part")   # a worker waits for the rest
+    time.sleep(0.3)
+    t0 = time.time()
+    srv.proc.send_signal(signal.SIGTERM)
+    assert srv.proc.wait(10) == 0
+    assert time.time() - t0 < 5
+    assert is_closed(s)
+
+
+def test_ipv6_listener(echo_server):
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6")
+    try:
+        probe = socket.socket(socket.AF_INET6)
+        probe.bind(("::1", 0))
+        probe.close()
+    except OSError:
+        pytest.skip("no IPv6 loopback")
+    srv = echo_server("--listen", "[::1]:0", "--listen", "127.0.0.1:0")
+    assert srv.addrs[0][0] == "::1" and srv.addrs[1][0] == "127.0.0.1"
+    for addr in srv.addrs:
+        s = session(addr)
+        assert request(s, b"v6 or v4") == (0, b"v6 or v4")
+    assert re.search(r"listening echo on \[::1\]:\d+", srv.output())
+
+
+def test_plaintext_public_refused(tmp_path):
+    r = subprocess.run([binary("tests/net/net_test_server"), "--listen", "0.0.0.0:0"],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode == 1
+    assert "refusing plaintext on non-loopback address" in r.stderr
+
+
+def test_tls_listener(echo_server, tmp_path):
+    import shutil
+    import ssl
+    if not shutil.which("openssl"):
+        pytest.skip("the openssl command is not installed")
+    cert, key = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj",
+                    "/CN=localhost", "-keyout", key, "-out", cert],
+                   check=True, capture_output=True, timeout=60)
+    srv = echo_server("--tls-cert", cert, "--tls-key", key)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(cert)
+    ctx.check_hostname = False
+    raw = dial(srv.addr)
+    s = ctx.wrap_socket(raw, server_hostname="localhost")
+    assert s.version() == "TLSv1.3"
+    assert hello(s) == b"OKAY"
+    for body in (b"over tls", os.urandom(200_000)):
+        assert request(s, body) == (0, body)
+    assert request(s, b"FILE:1000001") == (0, file_pattern(1_000_001))
+    assert request(s, b"next") == (0, b"next")
+    # TLS 1.2 is refused.
+    ctx12 = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx12.load_verify_locations(cert)
+    ctx12.check_hostname = False
+    ctx12.maximum_version = ssl.TLSVersion.TLSv1_2
+    with pytest.raises(ssl.SSLError):
+        ctx12.wrap_socket(dial(srv.addr), server_hostname="localhost")
+
+
+def test_many_concurrent_clients(echo_server):
+    # One source opens them all at once: lift its pending share.
+    srv = echo_server("--workers", "4", "--queue-len", "8", "--max-pending-per-source", "1000")
+    errors = []
+
+    def client(i):
+        try:
+            s = session(srv.addr, b"user%d" % (i % 7))
+            for j in range(20):
+                body = os.urandom((i * 131 + j * 977) % 90_000)
+                if request(s, body) != (0, body):
+                    errors.append((i, j))
+            s.close()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append((i, repr(e)))
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(48)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []

@@ -1,0 +1,136 @@
+/* Unit tests for the pieces of src/net that stand alone: the bounded queue,
+ * the worker pool, source keys (an IPv6 /64 is one source), the counting
+ * table, and listener address parsing. */
+#include "cn_test.h"
+#include "net/net_int.h"
+
+#include <arpa/inet.h>
+#include <stdatomic.h>
+
+static void test_queue_fifo_bounded(void)
+{
+    cn__queue_t q;
+    CN_CHECK_EQ(cn__queue_init(&q, 3), 0);
+    int a = 1, b = 2, c = 3, d = 4;
+    CN_CHECK_EQ(cn__queue_push(&q, &a), 0);
+    CN_CHECK_EQ(cn__queue_push(&q, &b), 0);
+    CN_CHECK_EQ(cn__queue_push(&q, &c), 0);
+    CN_CHECK_EQ(cn__queue_push(&q, &d), CN_E_BUSY);
+    CN_CHECK(cn__queue_pop(&q) == &a);
+    CN_CHECK_EQ(cn__queue_push(&q, &d), 0);     /* wraps around the ring */
+    CN_CHECK(cn__queue_pop(&q) == &b);
+    CN_CHECK(cn__queue_pop(&q) == &c);
+    CN_CHECK(cn__queue_pop(&q) == &d);
+    cn__queue_close(&q);
+    CN_CHECK(cn__queue_pop(&q) == NULL);
+    CN_CHECK_EQ(cn__queue_push(&q, &a), CN_E_SHUTDOWN);
+    cn__queue_destroy(&q);
+    CN_CHECK_EQ(cn__queue_init(&q, 0), CN_E_INVALID);
+}
+
+static atomic_int ran;
+static void count_item(void *arg, void *item)
+{
+    (void)arg;
+    atomic_fetch_add(&ran, *(int *)item);
+}
+
+static void test_pool_runs_everything_queued(void)
+{
+    cn__pool_t p;
+    static int one = 1;
+    atomic_store(&ran, 0);
+    CN_CHECK_EQ(cn__pool_start(&p, "t", 4, 1000, count_item, NULL), 0);
+    int pushed = 0;
+    for (int i = 0; i < 500; i++)
+        if (cn__queue_push(&p.q, &one) == 0)
+            pushed++;
+    cn__pool_stop(&p);      /* finishes what is queued, then joins */
+    CN_CHECK_EQ(atomic_load(&ran), pushed);
+    CN_CHECK_EQ(pushed, 500);
+    cn__pool_stop(&p);      /* idempotent */
+    CN_CHECK_EQ(cn__pool_start(&p, "t", 0, 10, count_item, NULL), CN_E_INVALID);
+}
+
+static void key_of(const char *addr, uint8_t key[16], size_t *klen)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    CN_CHECK_EQ(cn_net_addr_parse(addr, &ss, &sl), 0);
+    cn__source_key((struct sockaddr *)&ss, key, klen);
+}
+
+static void test_source_key_v6_slash64(void)
+{
+    uint8_t a[16], b[16], c[16], d[16], e[16];
+    size_t la, lb, lc, ld, le;
+    key_of("[2001:db8:1:2::1]:1", a, &la);
+    key_of("[2001:db8:1:2:ffff:ffff:ffff:ffff]:2", b, &lb);
+    key_of("[2001:db8:1:3::1]:1", c, &lc);
+    CN_CHECK(la == lb && memcmp(a, b, la) == 0);        /* same /64: one source */
+    CN_CHECK(!(la == lc && memcmp(a, c, la) == 0));     /* next /64: another */
+    key_of("192.0.2.7:9", d, &ld);
+    key_of("[::ffff:192.0.2.7]:9", e, &le);
+    CN_CHECK(ld == 4 && ld == le && memcmp(d, e, 4) == 0);  /* v4-mapped = v4 */
+    key_of("192.0.2.8:9", e, &le);
+    CN_CHECK(memcmp(d, e, 4) != 0);
+}
+
+static void test_count_table(void)
+{
+    cn__count_tab_t t = {0};
+    cn__count_ent_t *e = cn__count_get(&t, "alice", 5, true);
+    CN_CHECK(e != NULL);
+    e->count = 2;
+    CN_CHECK(cn__count_get(&t, "alice", 5, false) == e);
+    CN_CHECK(cn__count_get(&t, "alicf", 5, false) == NULL);
+    cn__count_put(&t, e);                       /* still used: kept */
+    CN_CHECK(cn__count_get(&t, "alice", 5, false) == e);
+    e->count = 0;
+    cn__count_put(&t, e);                       /* unused: freed */
+    CN_CHECK(cn__count_get(&t, "alice", 5, false) == NULL);
+    for (int i = 0; i < 1000; i++)
+        cn__count_get(&t, &i, sizeof i, true)->count = 1;
+    int k = 999;
+    CN_CHECK(cn__count_get(&t, &k, sizeof k, false) != NULL);
+    cn__count_clear(&t);
+    CN_CHECK(cn__count_get(&t, &k, sizeof k, false) == NULL);
+}
+
+static void test_addr_parse(void)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    char out[CN_NET_ADDR_LEN];
+    CN_CHECK_EQ(cn_net_addr_parse("127.0.0.1:7446", &ss, &sl), 0);
+    cn_net_addr_format((struct sockaddr *)&ss, out);
+    CN_CHECK_STR(out, "127.0.0.1:7446");
+    CN_CHECK(cn_net_addr_is_loopback((struct sockaddr *)&ss));
+    CN_CHECK_EQ(cn_net_addr_parse("[::1]:0", &ss, &sl), 0);
+    cn_net_addr_format((struct sockaddr *)&ss, out);
+    CN_CHECK_STR(out, "[::1]:0");
+    CN_CHECK(cn_net_addr_is_loopback((struct sockaddr *)&ss));
+    CN_CHECK_EQ(cn_net_addr_parse("localhost:1", &ss, &sl), 0);
+    CN_CHECK(cn_net_addr_is_loopback((struct sockaddr *)&ss));
+    CN_CHECK_EQ(cn_net_addr_parse("0.0.0.0:80", &ss, &sl), 0);
+    CN_CHECK(!cn_net_addr_is_loopback((struct sockaddr *)&ss));
+    CN_CHECK_EQ(cn_net_addr_parse("[2001:db8::1]:65535", &ss, &sl), 0);
+    CN_CHECK(!cn_net_addr_is_loopback((struct sockaddr *)&ss));
+    CN_CHECK_EQ(cn_net_addr_parse("[::ffff:127.0.0.1]:1", &ss, &sl), 0);
+    CN_CHECK(cn_net_addr_is_loopback((struct sockaddr *)&ss));
+    static const char *bad[] = {
+        "", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1:1x",
+        "bad:addr:x", "::1:80", "[::1]80", "[::1]:", "[127.0.0.1]:80", "example.com:80",
+        "127.0.0.1:123456", "[::1:80",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        if (cn_net_addr_parse(bad[i], &ss, &sl) != CN_E_INVALID) {
+            fprintf(stderr, "# accepted bad address '%s'\n", bad[i]);
+            CN_CHECK(0);
+        }
+    }
+}
+
+CN_TEST_MAIN(CN_TEST(test_queue_fifo_bounded), CN_TEST(test_pool_runs_everything_queued),
+             CN_TEST(test_source_key_v6_slash64), CN_TEST(test_count_table),
+             CN_TEST(test_addr_parse))

@@ -1,0 +1,63 @@
+/* objects_admin DATA_DIR ACCOUNT policy BUCKET FILE|-   set (or with "-" delete) a policy
+ * objects_admin DATA_DIR ACCOUNT visibility BUCKET public|private
+ *
+ * A test helper: acts as ACCOUNT (with every permission) directly on the
+ * service over the data directory, which a running cairnd may hold open too
+ * (the metadata engine serializes writers across processes). */
+#include "cairn/objects.h"
+#include "cairn/meta.h"
+#include "cairn/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+    if (argc != 6) {
+        fprintf(stderr, "usage: objects_admin DATA ACCOUNT policy|visibility BUCKET ARG\n");
+        return 2;
+    }
+    cn_meta_t *meta = NULL;
+    cn_store_t *store = NULL;
+    cn_objects_t *o = NULL;
+    cn_err_t err = cn_meta_open(argv[1], NULL, &meta);
+    cn_store_opts_t so = {.meta = meta};
+    if (err >= 0)
+        err = cn_store_open(argv[1], &so, &store);
+    cn_objects_opts_t oo = {.upload_sweep_ms = -1};
+    if (err >= 0)
+        err = cn_objects_open(meta, store, &oo, &o);
+    cn_principal_t p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.account, sizeof p.account, "%s", argv[2]);
+    p.perms = CN_PERM_ALL;
+    cn_objects_req_t rq;
+    memset(&rq, 0, sizeof rq);
+    rq.principal = &p;
+    if (err >= 0 && !strcmp(argv[3], "policy")) {
+        if (!strcmp(argv[5], "-")) {
+            err = cn_objects_bucket_policy_set(o, &rq, argv[4], NULL, 0);
+        } else {
+            FILE *f = fopen(argv[5], "rb");
+            char buf[CN_AUTHZ_POLICY_MAX + 1];
+            size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+            if (f)
+                fclose(f);
+            err = f ? cn_objects_bucket_policy_set(o, &rq, argv[4], buf, n) : CN_E_INVALID;
+        }
+    } else if (err >= 0 && !strcmp(argv[3], "visibility")) {
+        cn_authz_visibility_t v;
+        err = cn_authz_visibility_parse(argv[5], &v);
+        if (err >= 0)
+            err = cn_objects_bucket_set_visibility(o, &rq, argv[4], v);
+    } else if (err >= 0) {
+        err = CN_E_INVALID;
+    }
+    if (err < 0)
+        fprintf(stderr, "objects_admin: %s %s\n", cn_strerror(err), rq.message);
+    cn_objects_close(o);
+    cn_store_close(store);
+    cn_meta_close(meta);
+    return err < 0 ? 1 : 0;
+}

@@ -1,0 +1,840 @@
+/* Unit tests of the objects service over a real meta + store in a temp dir. */
+#include "cn_test.h"
+#include "cairn/objects.h"
+#include "cairn/meta.h"
+#include "cairn/store.h"
+#include "cairn/crypto.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+    char dir[64];
+    cn_meta_t *meta;
+    cn_store_t *store;
+    cn_objects_t *o;
+    cn_principal_t alice;
+} env_t;
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb; (void)flag; (void)ftw;
+    return remove(p);
+}
+
+static void env_open(env_t *e, const cn_objects_opts_t *oo)
+{
+    memset(e, 0, sizeof *e);
+    snprintf(e->dir, sizeof e->dir, "/tmp/cn-objtest-XXXXXX");
+    CN_CHECK(mkdtemp(e->dir) != NULL);
+    cn_meta_opts_t mo = {.no_sync = true};
+    CN_CHECK_EQ(cn_meta_open(e->dir, &mo, &e->meta), 0);
+    cn_store_opts_t so = {.meta = e->meta};
+    CN_CHECK_EQ(cn_store_open(e->dir, &so, &e->store), 0);
+    cn_objects_opts_t def = {.upload_sweep_ms = -1};
+    CN_CHECK_EQ(cn_objects_open(e->meta, e->store, oo ? oo : &def, &e->o), 0);
+    snprintf(e->alice.account, sizeof e->alice.account, "alice");
+    snprintf(e->alice.token_id, sizeof e->alice.token_id, "tok-alice");
+    e->alice.account_id = 1;
+    e->alice.perms = CN_PERM_DEFAULT;
+}
+
+static void env_close(env_t *e)
+{
+    cn_objects_close(e->o);
+    cn_store_close(e->store);
+    cn_meta_close(e->meta);
+    nftw(e->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static cn_objects_req_t req_for(const cn_principal_t *p)
+{
+    cn_objects_req_t r;
+    memset(&r, 0, sizeof r);
+    r.principal = p;
+    cn_authz_ip_parse("127.0.0.1", &r.source_ip);
+    return r;
+}
+
+static cn_err_t put_bytes(env_t *e, const cn_principal_t *who, const char *b, const char *k,
+                          const void *p, size_t n, const cn_objects_put_args_t *a,
+                          cn_objects_put_result_t *res)
+{
+    cn_objects_req_t rq = req_for(who);
+    cn_objects_put_t *s = NULL;
+    cn_err_t err = cn_objects_put_begin(e->o, &rq, b, k, a, (int64_t)n, &s);
+    if (err < 0)
+        return err;
+    /* In two writes, to exercise streaming. */
+    size_t h = n / 2;
+    if ((err = cn_objects_put_write(s, p, h)) < 0 ||
+        (err = cn_objects_put_write(s, (const uint8_t *)p + h, n - h)) < 0) {
+        cn_objects_put_abort(s);
+        return err;
+    }
+    return cn_objects_put_commit(s, res);
+}
+
+static cn_err_t collect(void *ctx, const void *p, size_t n)
+{
+    return cn_buf_append(ctx, p, n);
+}
+
+static cn_err_t collect_fd(void *ctx, int fd, uint64_t off, uint64_t len)
+{
+    cn_buf_t *b = ctx;
+    CN_TRY(cn_buf_reserve(b, len));
+    ssize_t r = pread(fd, b->data + b->len, len, (off_t)off);
+    if (r != (ssize_t)len)
+        return -EIO;
+    b->len += len;
+    return 0;
+}
+
+static cn_err_t get_bytes(env_t *e, const char *b, const char *k, const cn_objects_range_t *r,
+                          cn_buf_t *out, cn_object_info_t *info, bool use_fd)
+{
+    cn_objects_req_t rq = req_for(&e->alice);
+    cn_objects_reader_t *rd = NULL;
+    cn_err_t err = cn_objects_get(e->o, &rq, b, k, r, info, &rd);
+    if (err < 0)
+        return err;
+    err = cn_objects_reader_send(rd, use_fd ? collect_fd : NULL, collect, out);
+    cn_objects_reader_free(rd);
+    return err;
+}
+
+static size_t count_blobs(env_t *e)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "find %s/blobs -type f | wc -l", e->dir);
+    FILE *f = popen(cmd, "r");
+    size_t n = 0;
+    if (f) {
+        if (fscanf(f, "%zu", &n) != 1)
+            n = 0;
+        pclose(f);
+    }
+    return n;
+}
+
+static void test_bucket_names(void)
+{
+    CN_CHECK(cn_objects_bucket_name_ok("abc"));
+    CN_CHECK(cn_objects_bucket_name_ok("my.bucket-1"));
+    CN_CHECK(!cn_objects_bucket_name_ok("ab"));
+    CN_CHECK(!cn_objects_bucket_name_ok("Abc"));
+    CN_CHECK(!cn_objects_bucket_name_ok("-abc"));
+    CN_CHECK(!cn_objects_bucket_name_ok("abc-"));
+    CN_CHECK(!cn_objects_bucket_name_ok("a..b"));
+    CN_CHECK(!cn_objects_bucket_name_ok("192.168.1.1"));
+    CN_CHECK(!cn_objects_bucket_name_ok("xn--abc"));
+    CN_CHECK(!cn_objects_bucket_name_ok("sthree-abc"));
+    CN_CHECK(!cn_objects_bucket_name_ok("abc-s3alias"));
+    CN_CHECK(!cn_objects_bucket_name_ok("abc--ol-s3"));
+    CN_CHECK(!cn_objects_bucket_name_ok("a_b"));
+    char longname[70];
+    memset(longname, 'a', 64);
+    longname[64] = 0;
+    CN_CHECK(!cn_objects_bucket_name_ok(longname));
+    longname[63] = 0;
+    CN_CHECK(cn_objects_bucket_name_ok(longname));
+    CN_CHECK(cn_objects_key_ok("a/b/c", 5));
+    CN_CHECK(cn_objects_key_ok("\xc3\xa9t\xc3\xa9", 5));
+    CN_CHECK(!cn_objects_key_ok("", 0));
+    CN_CHECK(!cn_objects_key_ok("a\0b", 3));
+    CN_CHECK(!cn_objects_key_ok("\xff", 1));
+    CN_CHECK(!cn_objects_key_ok("\xc3", 1));
+    CN_CHECK(!cn_objects_key_ok("\xed\xa0\x80", 3));   /* surrogate */
+}
+
+static cn_err_t count_bucket(void *arg, const cn_bucket_info_t *b)
+{
+    (void)b;
+    (*(int *)arg)++;
+    return 0;
+}
+
+static void test_buckets(void)
+{
+    env_t e;
+    env_open(&e, NULL);
+    cn_objects_req_t rq = req_for(&e.alice);
+    cn_bucket_info_t bi;
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "alpha", NULL, &bi), 0);
+    CN_CHECK_STR(bi.name, "alpha");
+    CN_CHECK_STR(bi.owner, "alice");
+    CN_CHECK(bi.bucket_id > 0);
+    CN_CHECK_EQ(bi.visibility, CN_VIS_PRIVATE);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "alpha", NULL, NULL), CN_E_EXISTS);
+    CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_BUCKET);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "Bad_Name", NULL, NULL), CN_E_INVALID);
+    CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_BUCKET);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "beta", NULL, NULL), 0);
+    int n = 0;
+    CN_CHECK_EQ(cn_objects_bucket_list(e.o, &rq, count_bucket, &n), 0);
+    CN_CHECK_EQ(n, 2);
+    cn_bucket_info_t h;
+    CN_CHECK_EQ(cn_objects_bucket_head(e.o, &rq, "alpha", &h), 0);
+    CN_CHECK_EQ(h.bucket_id, bi.bucket_id);
+    CN_CHECK_EQ(h.created_ms, bi.created_ms);
+    CN_CHECK_EQ(cn_objects_bucket_head(e.o, &rq, "gamma", &h), CN_E_NOT_FOUND);
+    CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_BUCKET);
+
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "alpha", "k", "v", 1, NULL, NULL), 0);
+    CN_CHECK_EQ(cn_objects_bucket_delete(e.o, &rq, "alpha"), CN_E_NOT_EMPTY);
+    CN_CHECK_EQ(cn_objects_delete(e.o, &rq, "alpha", "k"), 0);
+    CN_CHECK_EQ(cn_objects_delete(e.o, &rq, "alpha", "k"), CN_E_NOT_FOUND);
+    CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_KEY);
+    CN_CHECK_EQ(cn_objects_bucket_delete(e.o, &rq, "alpha"), 0);
+    CN_CHECK_EQ(cn_objects_bucket_delete(e.o, &rq, "alpha"), CN_E_NOT_FOUND);
+
+    /* Visibility through the ACL authz maps it to. */
+    CN_CHECK_EQ(cn_objects_bucket_set_visibility(e.o, &rq, "beta", CN_VIS_PUBLIC), 0);
+    CN_CHECK_EQ(cn_objects_bucket_head(e.o, &rq, "beta", &h), 0);
+    CN_CHECK_EQ(h.visibility, CN_VIS_PUBLIC);
+    /* Another account cannot see alice's private objects; anyone can list a
+     * public bucket. */
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "beta", "x", "1", 1, NULL, NULL), 0);
+    cn_objects_req_t anon = req_for(NULL);
+    cn_objects_list_t l;
+    CN_CHECK_EQ(cn_objects_list(e.o, &anon, "beta", NULL, &l), 0);
+    CN_CHECK_EQ(l.nentries, 1);
+    cn_objects_list_free(&l);
+    CN_CHECK_EQ(cn_objects_bucket_set_visibility(e.o, &rq, "beta", CN_VIS_PRIVATE), 0);
+    CN_CHECK_EQ(cn_objects_list(e.o, &anon, "beta", NULL, &l), CN_E_DENIED);
+    env_close(&e);
+}
+
+static void test_put_get(void)
+{
+    env_t e;
+    env_open(&e, NULL);
+    cn_objects_req_t rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "data", NULL, NULL), 0);
+    const char *body = "hello, cairn objects";
+    size_t n = strlen(body);
+    cn_objects_kv_t kv[] = {{"color", "blue"}, {"x-y", ""}};
+    cn_objects_put_args_t a = {.content_type = "text/plain", .meta = kv, .nmeta = 2};
+    cn_objects_put_result_t res;
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "data", "dir/greeting.txt", body, n, &a, &res), 0);
+    uint8_t md5[16], sha[32];
+    char md5h[33], shah[65];
+    cn_md5(body, n, md5);
+    cn_sha256(body, n, sha);
+    cn_hex_encode(md5, 16, md5h);
+    cn_hex_encode(sha, 32, shah);
+    CN_CHECK_STR(res.etag, md5h);
+    CN_CHECK_STR(res.sha256, shah);
+    CN_CHECK_EQ(res.size, n);
+
+    cn_object_info_t info;
+    CN_CHECK_EQ(cn_objects_head(e.o, &rq, "data", "dir/greeting.txt", &info), 0);
+    CN_CHECK_STR(info.content_type, "text/plain");
+    CN_CHECK_EQ(info.size, n);
+    CN_CHECK_EQ(info.nmeta, 2);
+    if (info.nmeta == 2) {
+        CN_CHECK_STR(info.meta[0].key, "color");
+        CN_CHECK_STR(info.meta[0].value, "blue");
+        CN_CHECK_STR(info.meta[1].value, "");
+    }
+    CN_CHECK_STR(info.owner, "alice");
+    cn_objects_info_free(&info);
+
+    for (int fd = 0; fd < 2; fd++) {
+        cn_buf_t got = {0};
+        CN_CHECK_EQ(get_bytes(&e, "data", "dir/greeting.txt", NULL, &got, &info, fd), 0);
+        CN_CHECK_EQ(got.len, n);
+        CN_CHECK(got.len == n && !memcmp(got.data, body, n));
+        cn_objects_info_free(&info);
+        cn_buf_free(&got);
+    }
+    /* ranges */
+    cn_objects_range_t r = {.kind = CN_RANGE_FROM, .off = 7, .len = 5};
+    cn_buf_t got = {0};
+    CN_CHECK_EQ(get_bytes(&e, "data", "dir/greeting.txt", &r, &got, &info, true), 0);
+    CN_CHECK(got.len == 5 && !memcmp(got.data, "cairn", 5));
+    CN_CHECK_EQ(info.size, n);
+    cn_objects_info_free(&info);
+    got.len = 0;
+    r.len = 1000;   /* clamps */
+    CN_CHECK_EQ(get_bytes(&e, "data", "dir/greeting.txt", &r, &got, &info, true), 0);
+    CN_CHECK_EQ(got.len, n - 7);
+    cn_objects_info_free(&info);
+    got.len = 0;
+    r = (cn_objects_range_t){.kind = CN_RANGE_SUFFIX, .len = 7};
+    CN_CHECK_EQ(get_bytes(&e, "data", "dir/greeting.txt", &r, &got, &info, false), 0);
+    CN_CHECK(got.len == 7 && !memcmp(got.data, "objects", 7));
+    cn_objects_info_free(&info);
+    r = (cn_objects_range_t){.kind = CN_RANGE_FROM, .off = n};
+    CN_CHECK_EQ(get_bytes(&e, "data", "dir/greeting.txt", &r, &got, &info, true), CN_E_RANGE);
+    cn_objects_info_free(&info);
+    /* empty object: whole read fine, any range refused */
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "data", "empty", "", 0, NULL, &res), 0);
+    CN_CHECK_STR(res.etag, "d41d8cd98f00b204e9800998ecf8427e");
+    got.len = 0;
+    CN_CHECK_EQ(get_bytes(&e, "data", "empty", NULL, &got, &info, true), 0);
+    CN_CHECK_EQ(got.len, 0);
+    cn_objects_info_free(&info);
+    r = (cn_objects_range_t){.kind = CN_RANGE_FROM, .off = 0};
+    CN_CHECK_EQ(get_bytes(&e, "data", "empty", &r, &got, &info, true), CN_E_RANGE);
+    cn_objects_info_free(&info);
+    cn_buf_free(&got);
+    /* skip_etag */
+    cn_objects_put_args_t se = {.skip_etag = true};
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "data", "noetag", "abc", 3, &se, &res), 0);
+    CN_CHECK_STR(res.etag, "");
+    /* overwrite replaces */
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "data", "noetag", "abcd", 4, NULL, &res), 0);
+    CN_CHECK_EQ(cn_objects_head(e.o, &rq, "data", "noetag", &info), 0);
+    CN_CHECK_EQ(info.size, 4);
+    cn_objects_info_free(&info);
+    /* missing */
+    CN_CHECK_EQ(cn_objects_head(e.o, &rq, "data", "nope", &info), CN_E_NOT_FOUND);
+    CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_KEY);
+    CN_CHECK_EQ(cn_objects_head(e.o, &rq, "nodata", "nope", &info), CN_E_NOT_FOUND);
+    CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_BUCKET);
+    /* conditional writes */
+    cn_objects_put_args_t inm = {.if_none_match = true};
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "data", "noetag", "x", 1, &inm, NULL), CN_E_PRECONDITION);
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "data", "fresh", "x", 1, &inm, NULL), 0);
+    /* integrity expectation */
+    uint8_t bad[16] = {0};
+    cn_objects_put_args_t ex = {.expect_md5 = bad};
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "data", "bad", "x", 1, &ex, NULL), CN_E_DIGEST_MISMATCH);
+    CN_CHECK_EQ(cn_objects_head(e.o, &rq, "data", "bad", &info), CN_E_NOT_FOUND);
+    env_close(&e);
+}
+
+static void test_interrupted_and_limits(void)
+{
+    cn_objects_opts_t oo = {.max_object_bytes = 10, .upload_sweep_ms = -1};
+    env_t e;
+    env_open(&e, &oo);
+    cn_objects_req_t rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "lim", NULL, NULL), 0);
+    cn_objects_put_t *s = NULL;
+    CN_CHECK_EQ(cn_objects_put_begin(e.o, &rq, "lim", "big", NULL, 11, &s), CN_E_TOO_LARGE);
+    CN_CHECK(s == NULL);
+    CN_CHECK_EQ(cn_objects_put_begin(e.o, &rq, "lim", "big", NULL, -1, &s), 0);
+    CN_CHECK_EQ(cn_objects_put_write(s, "0123456789", 10), 0);
+    CN_CHECK_EQ(cn_objects_put_write(s, "x", 1), CN_E_TOO_LARGE);
+    cn_objects_put_abort(s);
+    /* interrupted: begin, some bytes, abort -> nothing visible */
+    CN_CHECK_EQ(cn_objects_put_begin(e.o, &rq, "lim", "half", NULL, 8, &s), 0);
+    CN_CHECK_EQ(cn_objects_put_write(s, "0123", 4), 0);
+    cn_objects_put_abort(s);
+    cn_object_info_t info;
+    CN_CHECK_EQ(cn_objects_head(e.o, &rq, "lim", "half", &info), CN_E_NOT_FOUND);
+    /* short body */
+    CN_CHECK_EQ(cn_objects_put_begin(e.o, &rq, "lim", "short", NULL, 8, &s), 0);
+    CN_CHECK_EQ(cn_objects_put_write(s, "0123", 4), 0);
+    CN_CHECK_EQ(cn_objects_put_commit(s, NULL), CN_E_LENGTH_MISMATCH);
+    CN_CHECK_EQ(cn_objects_head(e.o, &rq, "lim", "short", &info), CN_E_NOT_FOUND);
+    /* permissions: a token without object:put */
+    cn_principal_t ro = e.alice;
+    ro.perms = CN_PERM_OBJECT_GET | CN_PERM_OBJECT_LIST;
+    cn_objects_req_t rr = req_for(&ro);
+    CN_CHECK_EQ(cn_objects_put_begin(e.o, &rr, "lim", "x", NULL, 1, &s), CN_E_DENIED);
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "lim", "x", "1", 1, NULL, NULL), 0);
+    CN_CHECK_EQ(cn_objects_head(e.o, &rr, "lim", "x", &info), 0);
+    cn_objects_info_free(&info);
+    CN_CHECK_EQ(cn_objects_delete(e.o, &rr, "lim", "x"), CN_E_DENIED);
+    /* another account: denied on a private bucket */
+    cn_principal_t bob = e.alice;
+    snprintf(bob.account, sizeof bob.account, "bob");
+    cn_objects_req_t rb = req_for(&bob);
+    CN_CHECK_EQ(cn_objects_head(e.o, &rb, "lim", "x", &info), CN_E_DENIED);
+    env_close(&e);
+}
+
+static void test_list(void)
+{
+    env_t e;
+    env_open(&e, NULL);
+    cn_objects_req_t rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "l", NULL, NULL), CN_E_INVALID);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "lll", NULL, NULL), 0);
+    const char *keys[] = {"a/1", "a/2", "a/b/3", "b/1", "c", "d", "e/x/y", "f"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        CN_CHECK_EQ(put_bytes(&e, &e.alice, "lll", keys[i], "v", 1, NULL, NULL), 0);
+    cn_objects_list_t l;
+    cn_objects_list_args_t a = {0};
+    CN_CHECK_EQ(cn_objects_list(e.o, &rq, "lll", &a, &l), 0);
+    CN_CHECK_EQ(l.nentries, 8);
+    CN_CHECK(!l.is_truncated);
+    CN_CHECK(l.next_start_after == NULL);
+    cn_objects_list_free(&l);
+
+    a.delimiter = "/";
+    CN_CHECK_EQ(cn_objects_list(e.o, &rq, "lll", &a, &l), 0);
+    CN_CHECK_EQ(l.nprefixes, 3);
+    CN_CHECK_EQ(l.nentries, 3);
+    if (l.nprefixes == 3 && l.nentries == 3) {
+        CN_CHECK_STR(l.prefixes[0], "a/");
+        CN_CHECK_STR(l.prefixes[1], "b/");
+        CN_CHECK_STR(l.prefixes[2], "e/");
+        CN_CHECK_STR(l.entries[0].key, "c");
+        CN_CHECK_STR(l.entries[2].key, "f");
+    }
+    cn_objects_list_free(&l);
+
+    a.prefix = "a/";
+    CN_CHECK_EQ(cn_objects_list(e.o, &rq, "lll", &a, &l), 0);
+    CN_CHECK_EQ(l.nentries, 2);
+    CN_CHECK_EQ(l.nprefixes, 1);
+    if (l.nprefixes == 1)
+        CN_CHECK_STR(l.prefixes[0], "a/b/");
+    cn_objects_list_free(&l);
+
+    /* paging with delimiter: 2 per page, following next_start_after */
+    a.prefix = NULL;
+    a.max_keys = 2;
+    const char *expect[] = {"a/", "b/", "c", "d", "e/", "f"};
+    size_t seen = 0;
+    char marker[64] = "";
+    for (int page = 0; page < 5; page++) {
+        a.start_after = marker[0] ? marker : NULL;
+        CN_CHECK_EQ(cn_objects_list(e.o, &rq, "lll", &a, &l), 0);
+        size_t ie = 0, ip = 0;
+        /* merge the page's keys and prefixes back into byte order */
+        while (ie < l.nentries || ip < l.nprefixes) {
+            const char *next;
+            if (ip == l.nprefixes || (ie < l.nentries && strcmp(l.entries[ie].key, l.prefixes[ip]) < 0))
+                next = l.entries[ie++].key;
+            else
+                next = l.prefixes[ip++];
+            CN_CHECK(seen < 6);
+            if (seen < 6)
+                CN_CHECK_STR(next, expect[seen]);
+            seen++;
+        }
+        bool more = l.is_truncated;
+        if (more)
+            snprintf(marker, sizeof marker, "%s", l.next_start_after);
+        cn_objects_list_free(&l);
+        if (!more)
+            break;
+    }
+    CN_CHECK_EQ(seen, 6);
+    a.max_keys = -1;
+    CN_CHECK_EQ(cn_objects_list(e.o, &rq, "lll", &a, &l), CN_E_INVALID);
+    env_close(&e);
+}
+
+static void test_copy_references_blob(void)
+{
+    env_t e;
+    env_open(&e, NULL);
+    cn_objects_req_t rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "src", NULL, NULL), 0);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "dst", NULL, NULL), 0);
+    cn_objects_kv_t kv[] = {{"k", "v"}};
+    cn_objects_put_args_t a = {.content_type = "image/png", .meta = kv, .nmeta = 1};
+    cn_objects_put_result_t pr, cr;
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "src", "one", "0123456789abcdef", 16, &a, &pr), 0);
+    size_t before = count_blobs(&e);
+    CN_CHECK_EQ(cn_objects_copy(e.o, &rq, "src", "one", "dst", "two", NULL, &cr), 0);
+    CN_CHECK_EQ(count_blobs(&e), before);
+    CN_CHECK_STR(cr.etag, pr.etag);
+    CN_CHECK_STR(cr.sha256, pr.sha256);
+    CN_CHECK_EQ(cr.size, 16);
+    cn_object_info_t info;
+    CN_CHECK_EQ(cn_objects_head(e.o, &rq, "dst", "two", &info), 0);
+    CN_CHECK_STR(info.content_type, "image/png");
+    CN_CHECK_EQ(info.nmeta, 1);
+    cn_objects_info_free(&info);
+    /* delete the source and sweep: the copy keeps the blob alive */
+    CN_CHECK_EQ(cn_objects_delete(e.o, &rq, "src", "one"), 0);
+    cn_store_sweep_stats_t ss;
+    CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
+    CN_CHECK_EQ(ss.deleted, 0);
+    cn_buf_t got = {0};
+    CN_CHECK_EQ(get_bytes(&e, "dst", "two", NULL, &got, &info, true), 0);
+    CN_CHECK(got.len == 16 && !memcmp(got.data, "0123456789abcdef", 16));
+    cn_objects_info_free(&info);
+    cn_buf_free(&got);
+    /* errors say which side */
+    rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_copy(e.o, &rq, "src", "gone", "dst", "x", NULL, NULL), CN_E_NOT_FOUND);
+    CN_CHECK_EQ(rq.side, CN_OBJ_SIDE_SOURCE);
+    CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_KEY);
+    rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_copy(e.o, &rq, "dst", "two", "nobucket", "x", NULL, NULL),
+                CN_E_NOT_FOUND);
+    CN_CHECK_EQ(rq.side, CN_OBJ_SIDE_DEST);
+    CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_BUCKET);
+    /* copy onto itself keeps the bytes */
+    rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_copy(e.o, &rq, "dst", "two", "dst", "two", NULL, NULL), 0);
+    CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
+    CN_CHECK_EQ(ss.deleted, 0);
+    /* and the last reference gone: swept */
+    CN_CHECK_EQ(cn_objects_delete(e.o, &rq, "dst", "two"), 0);
+    CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
+    CN_CHECK_EQ(ss.deleted, 1);
+    CN_CHECK_EQ(count_blobs(&e), before - 1);
+    env_close(&e);
+}
+
+static cn_err_t part_bytes(env_t *e, const char *b, const char *k, const char *id, int32_t n,
+                           const void *p, size_t len, cn_objects_put_result_t *res)
+{
+    cn_objects_req_t rq = req_for(&e->alice);
+    cn_objects_put_t *s = NULL;
+    cn_err_t err = cn_objects_part_begin(e->o, &rq, b, k, id, n, NULL, (int64_t)len, &s);
+    if (err < 0)
+        return err;
+    if ((err = cn_objects_put_write(s, p, len)) < 0) {
+        cn_objects_put_abort(s);
+        return err;
+    }
+    return cn_objects_put_commit(s, res);
+}
+
+static cn_err_t count_part(void *arg, const cn_objects_part_t *p)
+{
+    (void)p;
+    (*(int *)arg)++;
+    return 0;
+}
+
+static void test_multipart(void)
+{
+    env_t e;
+    env_open(&e, NULL);
+    cn_objects_req_t rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "mpu", NULL, NULL), 0);
+    char id[CN_UPLOAD_ID_MAX + 1];
+    cn_objects_put_args_t a = {.content_type = "text/x-mp"};
+    CN_CHECK_EQ(cn_objects_mpu_create(e.o, &rq, "mpu", "big", &a, id), 0);
+    CN_CHECK(strlen(id) == 32);
+    cn_objects_put_result_t p1, p2, p3, done;
+    CN_CHECK_EQ(part_bytes(&e, "mpu", "big", id, 1, "AAAA", 4, &p1), 0);
+    CN_CHECK_EQ(part_bytes(&e, "mpu", "big", id, 2, "xxxx", 4, &p2), 0);
+    CN_CHECK_EQ(part_bytes(&e, "mpu", "big", id, 2, "BBBB", 4, &p2), 0);   /* replaces */
+    CN_CHECK_EQ(part_bytes(&e, "mpu", "big", id, 3, "CC", 2, &p3), 0);
+    CN_CHECK_EQ(part_bytes(&e, "mpu", "big", id, 0, "CC", 2, NULL), CN_E_INVALID);
+    CN_CHECK_EQ(part_bytes(&e, "mpu", "big", id, 10001, "CC", 2, NULL), CN_E_INVALID);
+    CN_CHECK_EQ(part_bytes(&e, "mpu", "other", id, 1, "CC", 2, NULL), CN_E_NO_UPLOAD);
+    int np = 0;
+    CN_CHECK_EQ(cn_objects_mpu_list_parts(e.o, &rq, "mpu", "big", id, 0, 0, count_part, &np, NULL), 0);
+    CN_CHECK_EQ(np, 3);
+    int32_t bad_order[] = {2, 1};
+    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, bad_order, NULL, 2, NULL, NULL),
+                CN_E_INVALID);
+    CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_PART);
+    int32_t missing[] = {1, 4};
+    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, missing, NULL, 2, NULL, NULL),
+                CN_E_INVALID);
+    int32_t parts[] = {1, 2, 3};
+    size_t before = count_blobs(&e);
+    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, parts, NULL, 3, NULL, &done), 0);
+    CN_CHECK_EQ(count_blobs(&e), before);   /* references, no stitching */
+    /* etag = md5(md5(p1)||md5(p2)||md5(p3)) + "-3" */
+    uint8_t cat[48], m[16];
+    cn_md5("AAAA", 4, cat);
+    cn_md5("BBBB", 4, cat + 16);
+    cn_md5("CC", 2, cat + 32);
+    cn_md5(cat, 48, m);
+    char want[48];
+    cn_hex_encode(m, 16, want);
+    strcat(want, "-3");
+    CN_CHECK_STR(done.etag, want);
+    uint8_t sha[32];
+    char shah[65];
+    cn_sha256("AAAABBBBCC", 10, sha);
+    cn_hex_encode(sha, 32, shah);
+    CN_CHECK_STR(done.sha256, shah);
+    CN_CHECK_EQ(done.size, 10);
+    cn_buf_t got = {0};
+    cn_object_info_t info;
+    CN_CHECK_EQ(get_bytes(&e, "mpu", "big", NULL, &got, &info, true), 0);
+    CN_CHECK(got.len == 10 && !memcmp(got.data, "AAAABBBBCC", 10));
+    CN_CHECK_EQ(info.nparts, 3);
+    CN_CHECK_STR(info.content_type, "text/x-mp");
+    cn_objects_info_free(&info);
+    /* a range across part boundaries */
+    got.len = 0;
+    cn_objects_range_t r = {.kind = CN_RANGE_FROM, .off = 3, .len = 6};
+    CN_CHECK_EQ(get_bytes(&e, "mpu", "big", &r, &got, &info, false), 0);
+    CN_CHECK(got.len == 6 && !memcmp(got.data, "ABBBBC", 6));
+    cn_objects_info_free(&info);
+    got.len = 0;
+    r = (cn_objects_range_t){.kind = CN_RANGE_PART, .part_number = 2};
+    CN_CHECK_EQ(get_bytes(&e, "mpu", "big", &r, &got, &info, true), 0);
+    CN_CHECK(got.len == 4 && !memcmp(got.data, "BBBB", 4));
+    cn_objects_info_free(&info);
+    cn_buf_free(&got);
+    np = 0;
+    CN_CHECK_EQ(cn_objects_object_parts(e.o, &rq, "mpu", "big", count_part, &np), 0);
+    CN_CHECK_EQ(np, 3);
+    /* the replaced part's blob is no longer referenced: swept */
+    cn_store_sweep_stats_t ss;
+    CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
+    CN_CHECK_EQ(ss.deleted, 1);
+    /* completed upload is gone */
+    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, parts, NULL, 3, NULL, NULL),
+                CN_E_NO_UPLOAD);
+    CN_CHECK_EQ(cn_objects_mpu_abort(e.o, &rq, "mpu", "big", id), CN_E_NO_UPLOAD);
+    CN_CHECK_EQ(cn_objects_mpu_abort(e.o, &rq, "mpu", "big", "deadbeef"), CN_E_NO_UPLOAD);
+    /* aborted upload is gone, its parts unreferenced */
+    CN_CHECK_EQ(cn_objects_mpu_create(e.o, &rq, "mpu", "tmp", NULL, id), 0);
+    CN_CHECK_EQ(part_bytes(&e, "mpu", "tmp", id, 1, "zzzz", 4, NULL), 0);
+    CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
+    CN_CHECK_EQ(ss.deleted, 0);       /* the part is live */
+    CN_CHECK_EQ(cn_objects_mpu_abort(e.o, &rq, "mpu", "tmp", id), 0);
+    CN_CHECK_EQ(part_bytes(&e, "mpu", "tmp", id, 2, "zzzz", 4, NULL), CN_E_NO_UPLOAD);
+    np = 0;
+    CN_CHECK_EQ(cn_objects_mpu_list_parts(e.o, &rq, "mpu", "tmp", id, 0, 0, count_part, &np, NULL),
+                CN_E_NO_UPLOAD);
+    CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
+    CN_CHECK_EQ(ss.deleted, 1);
+    env_close(&e);
+}
+
+static void test_upload_expiry(void)
+{
+    cn_objects_opts_t oo = {.upload_expiry_ms = 60000, .upload_sweep_ms = -1};
+    env_t e;
+    env_open(&e, &oo);
+    cn_objects_req_t rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "exp", NULL, NULL), 0);
+    char id[CN_UPLOAD_ID_MAX + 1], id2[CN_UPLOAD_ID_MAX + 1];
+    CN_CHECK_EQ(cn_objects_mpu_create(e.o, &rq, "exp", "k", NULL, id), 0);
+    CN_CHECK_EQ(part_bytes(&e, "exp", "k", id, 1, "data", 4, NULL), 0);
+    uint64_t removed = 9;
+    CN_CHECK_EQ(cn_objects_sweep_uploads(e.o, 0, &removed), 0);
+    CN_CHECK_EQ(removed, 0);
+    CN_CHECK_EQ(cn_objects_sweep_uploads(e.o, cn_wall_ms() + 61000, &removed), 0);
+    CN_CHECK_EQ(removed, 1);
+    CN_CHECK_EQ(part_bytes(&e, "exp", "k", id, 2, "data", 4, NULL), CN_E_NO_UPLOAD);
+    cn_store_sweep_stats_t ss;
+    CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
+    CN_CHECK_EQ(ss.deleted, 1);
+    env_close(&e);
+
+    /* an upload past its expiry is refused even before the sweep */
+    cn_objects_opts_t quick = {.upload_expiry_ms = 1, .upload_sweep_ms = -1};
+    env_open(&e, &quick);
+    rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "exp", NULL, NULL), 0);
+    CN_CHECK_EQ(cn_objects_mpu_create(e.o, &rq, "exp", "k", NULL, id2), 0);
+    usleep(5000);
+    CN_CHECK_EQ(part_bytes(&e, "exp", "k", id2, 1, "data", 4, NULL), CN_E_NO_UPLOAD);
+    env_close(&e);
+
+    /* the background sweeper runs by itself */
+    cn_objects_opts_t bg = {.upload_expiry_ms = 1, .upload_sweep_ms = 20};
+    env_open(&e, &bg);
+    rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "exp", NULL, NULL), 0);
+    CN_CHECK_EQ(cn_objects_mpu_create(e.o, &rq, "exp", "k", NULL, id2), 0);
+    usleep(200000);
+    CN_CHECK_EQ(cn_objects_sweep_uploads(e.o, 0, &removed), 0);
+    CN_CHECK_EQ(removed, 0);
+    env_close(&e);
+}
+
+static void test_liveness(void)
+{
+    env_t e;
+    env_open(&e, NULL);
+    cn_objects_req_t rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "live", NULL, NULL), 0);
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "live", "a", "aaaa", 4, NULL, NULL), 0);
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "live", "b", "bbbb", 4, NULL, NULL), 0);
+    cn_store_sweep_stats_t ss;
+    CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
+    CN_CHECK_EQ(ss.deleted, 0);
+    CN_CHECK(ss.live >= 2);
+    /* overwrite a: its old blob goes */
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "live", "a", "AAAA", 4, NULL, NULL), 0);
+    CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
+    CN_CHECK_EQ(ss.deleted, 1);
+    /* a reader in progress protects its blob even after the key is deleted */
+    cn_objects_reader_t *rd = NULL;
+    cn_object_info_t info;
+    CN_CHECK_EQ(cn_objects_get(e.o, &rq, "live", "b", NULL, &info, &rd), 0);
+    CN_CHECK_EQ(cn_objects_delete(e.o, &rq, "live", "b"), 0);
+    CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
+    CN_CHECK_EQ(ss.deleted, 0);
+    cn_buf_t got = {0};
+    CN_CHECK_EQ(cn_objects_reader_send(rd, collect_fd, collect, &got), 0);
+    CN_CHECK(got.len == 4 && !memcmp(got.data, "bbbb", 4));
+    cn_buf_free(&got);
+    cn_objects_reader_free(rd);
+    cn_objects_info_free(&info);
+    CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
+    CN_CHECK_EQ(ss.deleted, 1);
+    env_close(&e);
+}
+
+static void test_policy_denies_by_ip(void)
+{
+    env_t e;
+    env_open(&e, NULL);
+    cn_objects_req_t rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "pol", NULL, NULL), 0);
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "pol", "k", "v", 1, NULL, NULL), 0);
+    const char *policy =
+        "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Deny\",\"Principal\":\"*\","
+        "\"Action\":\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::pol/*\","
+        "\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":\"127.0.0.0/8\"}}}]}";
+    CN_CHECK_EQ(cn_objects_bucket_policy_set(e.o, &rq, "pol", policy, strlen(policy)), 0);
+    cn_buf_t got = {0};
+    CN_CHECK_EQ(cn_objects_bucket_policy_get(e.o, &rq, "pol", &got), 0);
+    CN_CHECK(got.len == strlen(policy));
+    cn_buf_free(&got);
+    cn_object_info_t info;
+    CN_CHECK_EQ(cn_objects_head(e.o, &rq, "pol", "k", &info), CN_E_DENIED);
+    cn_objects_req_t other = req_for(&e.alice);
+    cn_authz_ip_parse("10.1.2.3", &other.source_ip);
+    CN_CHECK_EQ(cn_objects_head(e.o, &other, "pol", "k", &info), 0);
+    cn_objects_info_free(&info);
+    CN_CHECK_EQ(cn_objects_bucket_policy_set(e.o, &rq, "pol", "{nope", 5), CN_E_INVALID);
+    CN_CHECK_EQ(cn_objects_bucket_policy_set(e.o, &rq, "pol", NULL, 0), 0);
+    CN_CHECK_EQ(cn_objects_head(e.o, &rq, "pol", "k", &info), 0);
+    cn_objects_info_free(&info);
+    /* generic settings */
+    CN_CHECK_EQ(cn_objects_bucket_attr_set(e.o, &rq, "pol", "cors", CN_ACT_PUT_BUCKET_CORS,
+                                           "<x/>", 4), 0);
+    CN_CHECK_EQ(cn_objects_bucket_attr_get(e.o, &rq, "pol", "cors", CN_ACT_GET_BUCKET_CORS, &got), 0);
+    CN_CHECK(got.len == 4 && !memcmp(got.data, "<x/>", 4));
+    cn_buf_free(&got);
+    CN_CHECK_EQ(cn_objects_bucket_attr_set(e.o, &rq, "pol", "cors", CN_ACT_PUT_BUCKET_CORS, NULL, 0), 0);
+    CN_CHECK_EQ(cn_objects_bucket_attr_get(e.o, &rq, "pol", "cors", CN_ACT_GET_BUCKET_CORS, &got),
+                CN_E_NOT_FOUND);
+    env_close(&e);
+}
+
+/* ---- concurrency: writers overwrite one key while readers read it and a
+ * sweeper with no grace runs; a reader must always get bytes that match the
+ * version's checksum, and in the end only the last version's blob is left. */
+typedef struct {
+    env_t *e;
+    int id;
+    volatile int *stop;
+    int bad, reads, writes, conflicts;
+} conc_t;
+
+static void *conc_writer(void *arg)
+{
+    conc_t *t = arg;
+    uint8_t buf[8192];
+    for (int i = 0; i < 15; i++) {
+        memset(buf, 'a' + t->id, sizeof buf);
+        memcpy(buf, &i, sizeof i);
+        cn_err_t err = put_bytes(t->e, &t->e->alice, "conc", "hot", buf, sizeof buf, NULL, NULL);
+        if (err == CN_E_CONFLICT)
+            t->conflicts++;
+        else if (err < 0)
+            t->bad++;
+        else
+            t->writes++;
+    }
+    return NULL;
+}
+
+static void *conc_reader(void *arg)
+{
+    conc_t *t = arg;
+    while (!*t->stop) {
+        cn_buf_t got = {0};
+        cn_object_info_t info;
+        cn_err_t err = get_bytes(t->e, "conc", "hot", NULL, &got, &info, t->id & 1);
+        if (err == 0) {
+            uint8_t sha[32];
+            char hex[65];
+            cn_sha256(got.data, got.len, sha);
+            cn_hex_encode(sha, 32, hex);
+            if (strcmp(hex, info.sha256) || got.len != info.size)
+                t->bad++;
+            t->reads++;
+            cn_objects_info_free(&info);
+        } else if (err != CN_E_NOT_FOUND && err != CN_E_CONFLICT) {
+            t->bad++;
+        }
+        cn_buf_free(&got);
+    }
+    return NULL;
+}
+
+static void *conc_sweeper(void *arg)
+{
+    conc_t *t = arg;
+    while (!*t->stop) {
+        cn_store_sweep_stats_t ss;
+        if (cn_store_sweep(t->e->store, 0, &ss) < 0)
+            t->bad++;
+    }
+    return NULL;
+}
+
+static void test_concurrency(void)
+{
+    env_t e;
+    env_open(&e, NULL);
+    cn_objects_req_t rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "conc", NULL, NULL), 0);
+    volatile int stop = 0;
+    conc_t w[3], r[3], sw;
+    pthread_t tw[3], tr[3], ts;
+    memset(&sw, 0, sizeof sw);
+    sw.e = &e;
+    sw.stop = &stop;
+    for (int i = 0; i < 3; i++) {
+        memset(&r[i], 0, sizeof r[i]);
+        r[i].e = &e;
+        r[i].id = i;
+        r[i].stop = &stop;
+        pthread_create(&tr[i], NULL, conc_reader, &r[i]);
+    }
+    pthread_create(&ts, NULL, conc_sweeper, &sw);
+    for (int i = 0; i < 3; i++) {
+        memset(&w[i], 0, sizeof w[i]);
+        w[i].e = &e;
+        w[i].id = i;
+        w[i].stop = &stop;
+        pthread_create(&tw[i], NULL, conc_writer, &w[i]);
+    }
+    int writes = 0;
+    for (int i = 0; i < 3; i++) {
+        pthread_join(tw[i], NULL);
+        CN_CHECK_EQ(w[i].bad, 0);
+        writes += w[i].writes;
+    }
+    stop = 1;
+    int reads = 0;
+    for (int i = 0; i < 3; i++) {
+        pthread_join(tr[i], NULL);
+        CN_CHECK_EQ(r[i].bad, 0);
+        reads += r[i].reads;
+    }
+    pthread_join(ts, NULL);
+    CN_CHECK_EQ(sw.bad, 0);
+    fprintf(stderr, "# concurrency: %d writes, %d reads\n", writes, reads);
+    CN_CHECK(writes > 0);
+    CN_CHECK(reads > 0);
+    cn_store_sweep_stats_t ss;
+    CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
+    CN_CHECK_EQ(count_blobs(&e), 1);
+    cn_buf_t got = {0};
+    cn_object_info_t info;
+    CN_CHECK_EQ(get_bytes(&e, "conc", "hot", NULL, &got, &info, true), 0);
+    CN_CHECK_EQ(got.len, 8192);
+    cn_objects_info_free(&info);
+    cn_buf_free(&got);
+    env_close(&e);
+}
+
+CN_TEST_MAIN(CN_TEST(test_bucket_names), CN_TEST(test_buckets), CN_TEST(test_put_get),
+             CN_TEST(test_interrupted_and_limits), CN_TEST(test_list),
+             CN_TEST(test_copy_references_blob), CN_TEST(test_multipart),
+             CN_TEST(test_upload_expiry), CN_TEST(test_liveness),
+             CN_TEST(test_policy_denies_by_ip), CN_TEST(test_concurrency))

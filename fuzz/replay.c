@@ -2,7 +2,8 @@
  * the command line (directories are walked one level) to
  * LLVMFuzzerTestOneInput.  It is how the seed corpus and every crash found
  * (fuzz/regress/<harness>/) replay as ordinary unit tests, under any compiler.
- * Output is TAP, one line per input. */
+ * Output is TAP, one line per input; the input about to run is named on
+ * stderr first, so a harness that aborts still says which file did it. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -26,8 +27,13 @@ static int replay_file(const char *path)
     fseek(f, 0, SEEK_SET);
     /* An exact-size heap copy, so a sanitizer catches a read one past the end. */
     uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
-    size_t got = n > 0 ? fread(buf, 1, (size_t)n, f) : 0;
+    size_t got = n > 0 && buf ? fread(buf, 1, (size_t)n, f) : 0;
     fclose(f);
+    if (!buf) {
+        printf("not ok %d - %s (out of memory)\n", ++count, path);
+        return 1;
+    }
+    fprintf(stderr, "# replaying %s\n", path);
     LLVMFuzzerTestOneInput(buf, got);
     free(buf);
     printf("ok %d - %s\n", ++count, path);
@@ -37,6 +43,7 @@ static int replay_file(const char *path)
 int main(int argc, char **argv)
 {
     int failed = 0;
+    setvbuf(stdout, NULL, _IOLBF, 0);
     for (int i = 1; i < argc; i++) {
         struct stat st;
         if (stat(argv[i], &st) != 0)

@@ -8,9 +8,11 @@
  *
  * Pool contract (shared/spec/jay-native-v1.txt, "Connection lifecycle"): an
  * idle connection is discarded after 45 s, before the server's 60 s idle
- * timeout would close it; a request that fails on a pooled connection before
- * any response byte was read is retried once on a new connection — never a
- * request with a body, whose source cannot be rewound.
+ * timeout would close it; a pooled connection the server has already closed
+ * (a restart, a shorter server idle timeout) is noticed before reuse and
+ * replaced, whatever the request; a request that fails on a pooled connection
+ * before any response byte was read is retried once on a new connection —
+ * never a request with a body, whose source cannot be rewound.
  *
  * Errors: each call returns 0 or a cn_err_t.  A server answer maps to
  * CN_E_NOT_FOUND (NoSuchBucket/NoSuchKey), CN_E_NO_UPLOAD, CN_E_DENIED,
@@ -55,6 +57,8 @@ typedef struct cn_client_cfg {
     bool tls_insecure;            /* skip certificate verification (tests only) */
     int connect_timeout_ms;       /* 0: 10000 */
     int io_timeout_ms;            /* per read/write inactivity; 0: 30000 */
+    int complete_timeout_ms;      /* the wait for CompleteMultipartUpload's answer, which
+                                   * comes once the server has hashed every part; 0: 600000 */
     int idle_ms;                  /* pooled-idle discard; 0: 45000 */
     unsigned max_idle;            /* idle connections kept; 0: 16 */
 } cn_client_cfg_t;
@@ -80,6 +84,7 @@ typedef struct cn_client_stats {
     uint64_t reuses;       /* requests sent on a pooled connection */
     uint64_t retries;      /* requests retried after a stale pooled connection */
     uint64_t idle_discards;/* pooled connections dropped for idling too long */
+    uint64_t dead_discards;/* pooled connections found closed by the server before reuse */
 } cn_client_stats_t;
 CN_API void cn_client_stats(cn_client_t *c, cn_client_stats_t *out);
 

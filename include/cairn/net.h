@@ -86,6 +86,13 @@ typedef struct cn_adapter {
      * eviction, shutdown).  Free cstate.  Runs on whichever thread owns the
      * connection; the socket may already be unusable. */
     void (*close)(void *cstate);
+
+    /* An idle connection reached its idle deadline (now_ms, cn_mono_ms):
+     * return a later monotonic deadline to keep it waiting, or 0 to close it
+     * as usual.  Lets an adapter count inactivity over a group of
+     * connections (a Scribe session).  Runs on the loop thread: fast, no
+     * I/O, no blocking beyond a short mutex.  May be NULL (close). */
+    int64_t (*idle)(void *cstate, int64_t now_ms);
 } cn_adapter_t;
 
 /* ---- limits -----------------------------------------------------------------
@@ -106,6 +113,14 @@ typedef struct cn_limits {
     int64_t idle_ms;                    /* 60000: between requests (must be > 0) */
     int64_t io_floor_ms;                /* 30000: cn_conn_deadline_for() floor */
     uint64_t io_rate_bps;               /* 1000000: allowance per byte of transfer */
+    unsigned worker_share_pct;          /* 50: the worker share — the requests one principal
+                                           (or, before one is bound, one source) may have on
+                                           the query pool and on the storage pool at once, in
+                                           percent of that pool's workers (at least 1); its
+                                           further requests wait in the loop, unread and
+                                           holding no worker, until one of its own finishes.
+                                           0 or 100: no share (a key may take every worker).
+                                           At most 100. */
 } cn_limits_t;
 
 CN_API void cn_limits_default(cn_limits_t *l);
@@ -211,6 +226,13 @@ CN_API cn_err_t cn_conn_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt
  * when the file ends before len bytes (some bytes may have been sent: close). */
 CN_API cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t len,
                                  int64_t deadline);
+/* Sends head (a response header, head_len bytes) and then len bytes of fd
+ * from off, as one stream: a small body (up to 16 KiB) is read and written
+ * with the head in one call, a larger one follows the head by sendfile(2)
+ * with the head held back (MSG_MORE) so that they leave in full segments.
+ * Errors as cn_conn_sendfile; on any error some bytes may have been sent. */
+CN_API cn_err_t cn_conn_send_head_file(cn_conn_t *c, const void *head, size_t head_len, int fd,
+                                       uint64_t off, uint64_t len, int64_t deadline);
 
 /* ---- identity of the peer -------------------------------------------------------- */
 /* The TCP peer as text ("192.0.2.1", "2001:db8::1"; no port), valid while c

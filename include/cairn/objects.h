@@ -182,6 +182,23 @@ CN_API cn_err_t cn_objects_bucket_attr_set(cn_objects_t *o, cn_objects_req_t *rq
                                            cn_authz_action_t action, const void *value,
                                            size_t len);
 
+/* Facts a face needs before it can ask for anything, read WITHOUT any
+ * authorization: the bucket's owner (owner, may be NULL; for bucket-owner-*
+ * canned ACLs written by a non-owner) and, when attr is not NULL, one named
+ * setting into value with *has_attr (the CORS rules that answer a browser's
+ * unauthenticated preflight).  The caller must reveal no more of them than
+ * S3 does.  CN_E_NOT_FOUND for a missing bucket, CN_E_INVALID (bad bucket or
+ * setting name, attr without value / has_attr), CN_E_DB*.  Thread-safe. */
+CN_API cn_err_t cn_objects_bucket_peek(cn_objects_t *o, const char *bucket,
+                                       char owner[CN_ACCOUNT_NAME_MAX + 1], const char *attr,
+                                       cn_buf_t *value, bool *has_attr);
+/* The owner of bucket/key's current version, read WITHOUT authorization
+ * (to build a canned ACL for a caller who may write the object's ACL but
+ * not read it).  CN_E_NOT_FOUND (bucket or key), CN_E_INVALID, CN_E_DB*. */
+CN_API cn_err_t cn_objects_object_peek_owner(cn_objects_t *o, const char *bucket,
+                                             const char *key,
+                                             char owner[CN_ACCOUNT_NAME_MAX + 1]);
+
 /* ---- objects --------------------------------------------------------------- */
 typedef struct cn_objects_kv {
     const char *key;

@@ -103,6 +103,19 @@ CN_API void cn_log(cn_log_level_t level, const char *module, const char *fmt, ..
 #define cn_warn(mod, ...)  cn_log(CN_LOG_WARN, mod, __VA_ARGS__)
 #define cn_error(mod, ...) cn_log(CN_LOG_ERROR, mod, __VA_ARGS__)
 
+/* ---- UTF-8 ---------------------------------------------------------------
+ * Strict UTF-8 as RFC 3629 defines it: shortest forms only, no surrogates
+ * (U+D800..U+DFFF), nothing above U+10FFFF.  NUL is a valid character here;
+ * callers that refuse it check for it themselves.  Pure, thread-safe. */
+
+/* The length (1..4) of the well-formed sequence that starts the n > 0 bytes
+ * at p, or 0 when they do not start one (a stray continuation byte, an
+ * overlong form, a surrogate, a code point past U+10FFFF, or a sequence that
+ * n cuts short). */
+CN_API size_t cn_utf8_seq(const void *p, size_t n);
+/* True when the n bytes at p (p may be NULL when n is 0) are strict UTF-8. */
+CN_API bool cn_utf8_valid(const void *p, size_t n);
+
 /* ---- I/O helpers ---------------------------------------------------------
  * Loop over short reads/writes and EINTR.  cn_read_full returns the bytes read
  * (less than n only at EOF) or -errno. */

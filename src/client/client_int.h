@@ -30,6 +30,8 @@ typedef struct cn__jcall {
     size_t frame_len;
     cn_client_body_t *body;      /* the data_len body bytes; NULL when data_len is 0 */
     cn_client_sink_t *sink;      /* where an OK response's body goes; NULL: none expected */
+    int reply_timeout_ms;        /* > 0: how long to await the response once the request
+                                  * is sent, when the server works before it answers */
     /* Filled by cn__jconn_call: */
     cn_jay_hdr_t rh;             /* the response header */
     cn_buf_t rmeta;              /* its metadata (owned; the caller frees) */
@@ -48,11 +50,15 @@ void cn__jconn_close(cn__jconn_t *c);   /* accepts NULL */
  * failure and the connection must be closed. */
 cn_err_t cn__jconn_call(cn__jconn_t *c, cn__jcall_t *call, cn_jay_error_t *err);
 bool cn__jconn_reusable(const cn__jconn_t *c);
+/* A cheap, non-blocking check of a pooled connection before reuse: false
+ * when the server has already closed it (or sent unsolicited bytes). */
+bool cn__jconn_alive(cn__jconn_t *c);
 
 /* The pool (jay_pool.c). */
 struct cn_client {
     cn__jcfg_t cfg;
     int idle_ms;
+    int complete_ms;
     unsigned max_idle;
     pthread_mutex_t mu;
     struct cn__idle { cn__jconn_t *conn; int64_t since_ms; } *idle;
@@ -61,8 +67,10 @@ struct cn_client {
 };
 
 /* Borrows a connection: the most recently used idle one that has idled less
- * than idle_ms (*reused = true), else a new one. */
-cn_err_t cn__pool_get(cn_client_t *cl, cn__jconn_t **out, bool *reused, cn_jay_error_t *err);
+ * than idle_ms and that the server has not closed (*reused = true), else a
+ * new one; always a new one when fresh (the retry). */
+cn_err_t cn__pool_get(cn_client_t *cl, bool fresh, cn__jconn_t **out, bool *reused,
+                      cn_jay_error_t *err);
 /* Returns a healthy connection to the pool (or closes it when the pool is full). */
 void cn__pool_put(cn_client_t *cl, cn__jconn_t *c);
 void cn__pool_note_retry(cn_client_t *cl);

@@ -41,6 +41,13 @@ void cn_client_object_clear(cn_client_object_t *o)
     memset(o, 0, sizeof *o);
 }
 
+/* The empty write result: no strings, size unknown. */
+static void written_init(cn_client_written_t *w)
+{
+    memset(w, 0, sizeof *w);
+    w->size = -1;
+}
+
 void cn_client_written_clear(cn_client_written_t *w)
 {
     if (!w)
@@ -48,8 +55,7 @@ void cn_client_written_clear(cn_client_written_t *w)
     free(w->etag);
     free(w->checksum);
     free(w->last_modified);
-    memset(w, 0, sizeof *w);
-    w->size = -1;
+    written_init(w);
 }
 
 void cn_client_listing_clear(cn_client_listing_t *l)
@@ -129,7 +135,7 @@ static cn_err_t copy_object_info(const cn_jay_resp_t *r, cn_client_object_t *o)
 static cn_err_t copy_written(const cn_jay_resp_t *r, cn_client_written_t *w)
 {
     bool ok = true;
-    memset(w, 0, sizeof *w);
+    written_init(w);
     w->etag = dup_s(r->etag, &ok);
     w->checksum = dup_s(r->checksum, &ok);
     w->last_modified = r->last_modified.len ? dup_s(r->last_modified, &ok) : NULL;
@@ -200,10 +206,19 @@ static cn_err_t exchange(cn_client_t *cl, const cn_jay_req_t *q, cn_client_body_
     call->frame_len = frame.len;
     call->body = body;
     call->sink = sink;
+    /* The server answers an upload only once it is durable (fsync of up to
+     * data_len bytes), and a completion only once every part is hashed: allow
+     * what the server's own deadline allows, 1 MB/s of the body on top. */
+    if (q->op == CN_JAY_OP_COMPLETE_MULTIPART)
+        call->reply_timeout_ms = cl->complete_ms;
+    else if (data_len > 0) {
+        int64_t ms = cl->cfg.io_timeout_ms + data_len / 1000;
+        call->reply_timeout_ms = ms > INT32_MAX ? INT32_MAX : (int)ms;
+    }
     for (int attempt = 0;; attempt++) {
         cn__jconn_t *c;
         bool reused;
-        e = cn__pool_get(cl, &c, &reused, err);
+        e = cn__pool_get(cl, attempt > 0, &c, &reused, err);
         if (e)
             goto out;
         e = cn__jconn_call(c, call, err);
@@ -258,11 +273,33 @@ out:
         return CN_E_LIMIT; \
     } } while (0)
 
+/* The (bucket, key) that object requests start with, then the upload id of
+ * the multipart ones. */
+#define MAKE_OBJECT(b, k) do { \
+    MAKE(q.bucket, (b)); \
+    MAKE(q.key, (k)); } while (0)
+#define MAKE_UPLOAD(b, k, u) do { \
+    MAKE_OBJECT((b), (k)); \
+    MAKE(q.upload_id, (u)); } while (0)
+
 static cn_err_t simple(cn_client_t *cl, const cn_jay_req_t *q, cn_jay_error_t *err)
 {
     cn__jcall_t call;
     cn_jay_resp_t r;
     cn_err_t e = exchange(cl, q, NULL, NULL, &call, &r, err);
+    cn_buf_free(&call.rmeta);
+    return e;
+}
+
+/* Runs q, with body when it has bytes, whose answer is a write result. */
+static cn_err_t written_call(cn_client_t *cl, const cn_jay_req_t *q, cn_client_body_t *body,
+                             cn_client_written_t *out, cn_jay_error_t *err)
+{
+    cn__jcall_t call;
+    cn_jay_resp_t r;
+    cn_err_t e = exchange(cl, q, body && body->len > 0 ? body : NULL, NULL, &call, &r, err);
+    if (!e)
+        e = copy_written(&r, out);
     cn_buf_free(&call.rmeta);
     return e;
 }
@@ -350,10 +387,8 @@ cn_err_t cn_client_put_object(cn_client_t *c, const char *bucket, const char *ke
     cn_err_t e;
     if (!opts)
         opts = &none;
-    memset(out, 0, sizeof *out);
-    out->size = -1;
-    MAKE(q.bucket, bucket);
-    MAKE(q.key, key);
+    written_init(out);
+    MAKE_OBJECT(bucket, key);
     MAKE(q.content_type, opts->content_type);
     q.skip_etag = opts->skip_etag;
     cn_jay_kv_t *kv = NULL;
@@ -376,12 +411,7 @@ cn_err_t cn_client_put_object(cn_client_t *c, const char *bucket, const char *ke
         q.meta_kv = kv;
         q.n_meta_kv = opts->n_meta;
     }
-    cn__jcall_t call;
-    cn_jay_resp_t r;
-    e = exchange(c, &q, body && body->len > 0 ? body : NULL, NULL, &call, &r, err);
-    if (!e)
-        e = copy_written(&r, out);
-    cn_buf_free(&call.rmeta);
+    e = written_call(c, &q, body, out, err);
     free(kv);
     return e;
 }
@@ -407,8 +437,7 @@ cn_err_t cn_client_get_object(cn_client_t *c, const char *bucket, const char *ke
     cn_jay_req_t q = { .op = CN_JAY_OP_GET_OBJECT };
     if (info)
         memset(info, 0, sizeof *info);
-    MAKE(q.bucket, bucket);
-    MAKE(q.key, key);
+    MAKE_OBJECT(bucket, key);
     return get_common(c, &q, sink, info, NULL, err);
 }
 
@@ -419,8 +448,7 @@ cn_err_t cn_client_get_range(cn_client_t *c, const char *bucket, const char *key
     cn_jay_req_t q = { .op = CN_JAY_OP_GET_OBJECT_RANGE, .offset = offset, .length = length };
     if (info)
         memset(info, 0, sizeof *info);
-    MAKE(q.bucket, bucket);
-    MAKE(q.key, key);
+    MAKE_OBJECT(bucket, key);
     return get_common(c, &q, sink, info, served, err);
 }
 
@@ -429,8 +457,7 @@ cn_err_t cn_client_head_object(cn_client_t *c, const char *bucket, const char *k
 {
     cn_jay_req_t q = { .op = CN_JAY_OP_HEAD_OBJECT };
     memset(info, 0, sizeof *info);
-    MAKE(q.bucket, bucket);
-    MAKE(q.key, key);
+    MAKE_OBJECT(bucket, key);
     return get_common(c, &q, NULL, info, NULL, err);
 }
 
@@ -438,8 +465,7 @@ cn_err_t cn_client_delete_object(cn_client_t *c, const char *bucket, const char 
                                  cn_jay_error_t *err)
 {
     cn_jay_req_t q = { .op = CN_JAY_OP_DELETE_OBJECT };
-    MAKE(q.bucket, bucket);
-    MAKE(q.key, key);
+    MAKE_OBJECT(bucket, key);
     return simple(c, &q, err);
 }
 
@@ -499,19 +525,11 @@ cn_err_t cn_client_copy_object(cn_client_t *c, const char *src_bucket, const cha
                                cn_client_written_t *out, cn_jay_error_t *err)
 {
     cn_jay_req_t q = { .op = CN_JAY_OP_COPY_OBJECT };
-    memset(out, 0, sizeof *out);
-    out->size = -1;
-    MAKE(q.bucket, src_bucket);
-    MAKE(q.key, src_key);
+    written_init(out);
+    MAKE_OBJECT(src_bucket, src_key);
     MAKE(q.dst_bucket, dst_bucket);
     MAKE(q.dst_key, dst_key);
-    cn__jcall_t call;
-    cn_jay_resp_t r;
-    cn_err_t e = exchange(c, &q, NULL, NULL, &call, &r, err);
-    if (!e)
-        e = copy_written(&r, out);
-    cn_buf_free(&call.rmeta);
-    return e;
+    return written_call(c, &q, NULL, out, err);
 }
 
 cn_err_t cn_client_create_multipart(cn_client_t *c, const char *bucket, const char *key,
@@ -520,8 +538,7 @@ cn_err_t cn_client_create_multipart(cn_client_t *c, const char *bucket, const ch
 {
     cn_jay_req_t q = { .op = CN_JAY_OP_CREATE_MULTIPART };
     *upload_id = NULL;
-    MAKE(q.bucket, bucket);
-    MAKE(q.key, key);
+    MAKE_OBJECT(bucket, key);
     MAKE(q.content_type, content_type);
     cn__jcall_t call;
     cn_jay_resp_t r;
@@ -546,18 +563,9 @@ cn_err_t cn_client_upload_part(cn_client_t *c, const char *bucket, const char *k
                                cn_jay_error_t *err)
 {
     cn_jay_req_t q = { .op = CN_JAY_OP_UPLOAD_PART, .part_number = part_number };
-    memset(out, 0, sizeof *out);
-    out->size = -1;
-    MAKE(q.bucket, bucket);
-    MAKE(q.key, key);
-    MAKE(q.upload_id, upload_id);
-    cn__jcall_t call;
-    cn_jay_resp_t r;
-    cn_err_t e = exchange(c, &q, body && body->len > 0 ? body : NULL, NULL, &call, &r, err);
-    if (!e)
-        e = copy_written(&r, out);
-    cn_buf_free(&call.rmeta);
-    return e;
+    written_init(out);
+    MAKE_UPLOAD(bucket, key, upload_id);
+    return written_call(c, &q, body, out, err);
 }
 
 cn_err_t cn_client_complete_multipart(cn_client_t *c, const char *bucket, const char *key,
@@ -568,27 +576,16 @@ cn_err_t cn_client_complete_multipart(cn_client_t *c, const char *bucket, const 
     static const int32_t no_parts[1];
     cn_jay_req_t q = { .op = CN_JAY_OP_COMPLETE_MULTIPART,
                        .parts = parts ? parts : no_parts, .n_parts = parts ? n_parts : 0 };
-    memset(out, 0, sizeof *out);
-    out->size = -1;
-    MAKE(q.bucket, bucket);
-    MAKE(q.key, key);
-    MAKE(q.upload_id, upload_id);
-    cn__jcall_t call;
-    cn_jay_resp_t r;
-    cn_err_t e = exchange(c, &q, NULL, NULL, &call, &r, err);
-    if (!e)
-        e = copy_written(&r, out);
-    cn_buf_free(&call.rmeta);
-    return e;
+    written_init(out);
+    MAKE_UPLOAD(bucket, key, upload_id);
+    return written_call(c, &q, NULL, out, err);
 }
 
 cn_err_t cn_client_abort_multipart(cn_client_t *c, const char *bucket, const char *key,
                                    const char *upload_id, cn_jay_error_t *err)
 {
     cn_jay_req_t q = { .op = CN_JAY_OP_ABORT_MULTIPART };
-    MAKE(q.bucket, bucket);
-    MAKE(q.key, key);
-    MAKE(q.upload_id, upload_id);
+    MAKE_UPLOAD(bucket, key, upload_id);
     return simple(c, &q, err);
 }
 
@@ -597,9 +594,7 @@ cn_err_t cn_client_list_parts(cn_client_t *c, const char *bucket, const char *ke
 {
     cn_jay_req_t q = { .op = CN_JAY_OP_LIST_PARTS };
     memset(out, 0, sizeof *out);
-    MAKE(q.bucket, bucket);
-    MAKE(q.key, key);
-    MAKE(q.upload_id, upload_id);
+    MAKE_UPLOAD(bucket, key, upload_id);
     cn__jcall_t call;
     cn_jay_resp_t r;
     cn_err_t e = exchange(c, &q, NULL, NULL, &call, &r, err);

@@ -25,6 +25,7 @@
 
 struct cn__jconn {
     int fd;
+    int io_timeout_ms;       /* the receive timeout between bytes */
     SSL *ssl;
     bool broken;             /* a failure left the stream in an unknown state */
     uint8_t *rbuf;           /* CN__IO_BUF bytes; [rpos, rlen) unread */
@@ -194,6 +195,12 @@ static cn_err_t get_bytes(cn__jconn_t *c, void *p, size_t n, bool *got)
 
 /* ---- dial and handshake ---------------------------------------------------------- */
 
+static void set_rcv_timeout(int fd, int ms)
+{
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
 static cn_err_t dial(const cn__jcfg_t *cfg, int *out, cn_jay_error_t *err)
 {
     struct addrinfo hints = {0}, *res = NULL;
@@ -238,8 +245,8 @@ static cn_err_t dial(const cn__jcfg_t *cfg, int *out, cn_jay_error_t *err)
         fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        set_rcv_timeout(fd, cfg->io_timeout_ms);
         struct timeval tv = { cfg->io_timeout_ms / 1000, (cfg->io_timeout_ms % 1000) * 1000 };
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
         freeaddrinfo(res);
         *out = fd;
@@ -328,6 +335,7 @@ cn_err_t cn__jconn_open(const cn__jcfg_t *cfg, cn__jconn_t **out, cn_jay_error_t
         e = -ENOMEM;
         goto fail;
     }
+    c->io_timeout_ms = cfg->io_timeout_ms;
     e = dial(cfg, &c->fd, err);
     if (e)
         goto fail;
@@ -391,6 +399,31 @@ void cn__jconn_close(cn__jconn_t *c)
 
 bool cn__jconn_reusable(const cn__jconn_t *c)
 {
+    return !c->broken;
+}
+
+/* Between exchanges the server sends nothing: a readable socket is its close
+ * (idle reaping, a restart) or bytes that would desynchronise the stream.
+ * Over TLS a readable record may be a late session ticket, which is harmless;
+ * only a clean EOF or an error condemns the connection there. */
+static bool idle_socket_ok(cn__jconn_t *c)
+{
+    if (c->rpos != c->rlen || (c->ssl && SSL_pending(c->ssl) > 0))
+        return false;
+    uint8_t b;
+    ssize_t n;
+    do {
+        n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK;
+    return n > 0 && c->ssl != NULL;
+}
+
+bool cn__jconn_alive(cn__jconn_t *c)
+{
+    if (!c->broken && !idle_socket_ok(c))
+        c->broken = true;   /* nothing more may be written on it, not even a TLS close */
     return !c->broken;
 }
 
@@ -549,7 +582,12 @@ cn_err_t cn__jconn_call(cn__jconn_t *c, cn__jcall_t *call, cn_jay_error_t *err)
         cn__err_set(err, "sending the request failed: %s", cn_strerror(e));
         return e;
     }
+    bool longer = call->reply_timeout_ms > c->io_timeout_ms;
+    if (longer)
+        set_rcv_timeout(c->fd, call->reply_timeout_ms);
     e = read_response(c, call, err);
+    if (longer)
+        set_rcv_timeout(c->fd, c->io_timeout_ms);
     if (e)
         c->broken = true;
     return e;

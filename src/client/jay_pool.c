@@ -1,5 +1,6 @@
 /* The Jay client's connection pool (include/cairn/client.h): creation, TLS
- * context, and borrowing/returning connections with the 45 s idle discard. */
+ * context, and borrowing/returning connections with the 45 s idle discard and
+ * a liveness check before reuse. */
 #include "client_int.h"
 
 #include <errno.h>
@@ -96,6 +97,7 @@ cn_err_t cn_client_new(const cn_client_cfg_t *cfg, cn_client_t **out, cn_jay_err
     c->cfg.connect_timeout_ms = cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : 10000;
     c->cfg.io_timeout_ms = cfg->io_timeout_ms > 0 ? cfg->io_timeout_ms : 30000;
     c->idle_ms = cfg->idle_ms > 0 ? cfg->idle_ms : CN_CLIENT_IDLE_MS;
+    c->complete_ms = cfg->complete_timeout_ms > 0 ? cfg->complete_timeout_ms : 600000;
     c->max_idle = cfg->max_idle ? cfg->max_idle : 16;
     c->idle = calloc(c->max_idle, sizeof *c->idle);
     if (!c->cfg.token || !c->idle) {
@@ -171,22 +173,38 @@ static void drop_stale(cn_client_t *cl)
     }
 }
 
-cn_err_t cn__pool_get(cn_client_t *cl, cn__jconn_t **out, bool *reused, cn_jay_error_t *err)
+cn_err_t cn__pool_get(cn_client_t *cl, bool fresh, cn__jconn_t **out, bool *reused,
+                      cn_jay_error_t *err)
 {
-    cn__jconn_t *c = NULL;
     drop_stale(cl);
-    pthread_mutex_lock(&cl->mu);
-    if (cl->n_idle > 0) {
-        c = cl->idle[--cl->n_idle].conn;   /* most recently used first */
-        cl->stats.reuses++;
-    } else {
+    if (fresh) {
+        pthread_mutex_lock(&cl->mu);
         cl->stats.dials++;
+        pthread_mutex_unlock(&cl->mu);
     }
-    pthread_mutex_unlock(&cl->mu);
-    if (c) {
-        *reused = true;
-        *out = c;
-        return CN_OK;
+    while (!fresh) {
+        cn__jconn_t *c = NULL;
+        pthread_mutex_lock(&cl->mu);
+        if (cl->n_idle > 0)
+            c = cl->idle[--cl->n_idle].conn;   /* most recently used first */
+        else
+            cl->stats.dials++;
+        pthread_mutex_unlock(&cl->mu);
+        if (!c)
+            break;
+        bool alive = cn__jconn_alive(c);
+        pthread_mutex_lock(&cl->mu);
+        if (alive)
+            cl->stats.reuses++;
+        else
+            cl->stats.dead_discards++;
+        pthread_mutex_unlock(&cl->mu);
+        if (alive) {
+            *reused = true;
+            *out = c;
+            return CN_OK;
+        }
+        cn__jconn_close(c);
     }
     *reused = false;
     return cn__jconn_open(&cl->cfg, out, err);

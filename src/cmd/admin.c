@@ -29,6 +29,7 @@ static const char admin_usage[] =
     "  grant --namespace NS --account NAME --action read|write [--action ...]\n"
     "  revoke --namespace NS --account NAME [--action read|write]...\n"
     "  grants [--namespace NS]\n"
+    "  repo backup NAME FILE | repo restore FILE [--replace]   (server stopped)\n"
     "PERM: bucket:create bucket:delete bucket:list object:get object:put\n"
     "      object:delete object:list blobs:read blobs:write admin all\n"
     "      (default without --perm: every permission except admin)\n";
@@ -281,6 +282,12 @@ int cn_cmd_admin(int argc, char **argv)
         return usage(NULL);
     const char *cmd = argv[i++];
     const char *verb = NULL;
+    if (!strcmp(cmd, "repo")) {
+        if (!data)
+            return usage("--data DIR is required");
+        cn_log_configure(CN_LOG_WARN, false);
+        return cn_cmd_admin_repo(data, argc - i, argv + i);
+    }
     bool two_word = !strcmp(cmd, "account") || !strcmp(cmd, "token");
     if (two_word) {
         if (i >= argc)

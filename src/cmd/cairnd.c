@@ -64,7 +64,7 @@ static const char *const limit_keys[] = {
     "max_connections", "max_pending_per_source", "max_connections_per_principal",
     "body_budget_bytes", "body_budget_per_connection", "body_budget_per_principal",
     "handshake_timeout_ms", "idle_timeout_ms", "io_timeout_floor_ms",
-    "io_rate_bytes_per_sec", NULL};
+    "io_rate_bytes_per_sec", "worker_share_percent", NULL};
 static const char *const listener_keys[] = {"address", "tls_cert", "tls_key", NULL};
 
 static bool in_list(const char *const *list, const char *k)
@@ -119,6 +119,7 @@ static int config_limits(const cn_toml_val_t *tab, cn_limits_t *l)
     LIM("idle_timeout_ms", 1, 86400000, idle_ms);
     LIM("io_timeout_floor_ms", 0, 86400000, io_floor_ms);
     LIM("io_rate_bytes_per_sec", 0, big, io_rate_bps);
+    LIM("worker_share_percent", 0, 100, worker_share_pct);
 #undef LIM
     return 0;
 }

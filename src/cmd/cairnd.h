@@ -14,6 +14,7 @@ typedef struct cn_store cn_store_t;
 typedef struct cn_identity cn_identity_t;
 typedef struct cn_objects cn_objects_t;
 typedef struct cn_blobs cn_blobs_t;
+typedef struct cn_repos cn_repos_t;
 
 typedef struct cn_services {
     char *data_dir;
@@ -23,6 +24,7 @@ typedef struct cn_services {
     cn_identity_t *identity;
     cn_objects_t *objects;
     cn_blobs_t *blobs;
+    cn_repos_t *repos;
 } cn_services_t;
 
 /* Config sections the services read themselves; cairnd does not check their

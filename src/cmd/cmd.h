@@ -5,9 +5,18 @@
 
 /* `cairn admin ...` (src/cmd/admin.c).  Exit 0 ok, 1 failure, 2 usage. */
 int cn_cmd_admin(int argc, char **argv);
+/* `cairn admin --data DIR repo backup|restore ...` (src/cmd/admin_repo.c);
+ * argv[0] is the verb. */
+int cn_cmd_admin_repo(const char *data, int argc, char **argv);
 
 /* `cairn <verb> ...` for the object verbs (src/cmd/obj.c).  Exit codes are
  * documented in docs/cli.md. */
 int cn_cmd_object(int argc, char **argv);
+
+/* `cairn blob ...` (src/cmd/blob.c): the blob operation family and sync. */
+int cn_cmd_blob(int argc, char **argv);
+
+/* `cairn repo ...` (src/cmd/repo.c): repositories over Scribe. */
+int cn_cmd_repo(int argc, char **argv);
 
 #endif

@@ -74,6 +74,7 @@ static int exit_for(cn_err_t e)
     case CN_E_EXISTS:
     case CN_E_NOT_EMPTY:
     case CN_E_CONFLICT:       return EXIT_CONFLICT;
+    case CN_E_LENGTH_MISMATCH: return EXIT_LOCAL;   /* the input ended early */
     case CN_E_CLOSED:
     case CN_E_TIMEOUT:
     case CN_E_PROTOCOL:
@@ -504,8 +505,9 @@ out:
     return rc;
 }
 
-/* stdin that is not a file: read a part at a time into memory; one part (or
- * less) is a single PutObject, more go up as sequential multipart parts. */
+/* Input without a usable size (a pipe, a FIFO, /proc): read a part at a time
+ * into memory; one part (or less) is a single PutObject, more go up as
+ * sequential multipart parts. */
 static int put_stream(const opts_t *o, cn_client_t *cl, int fd, const char *bucket,
                       const char *key, const cn_client_put_opts_t *po)
 {
@@ -546,6 +548,9 @@ static int put_stream(const opts_t *o, cn_client_t *cl, int fd, const char *buck
             goto out;
         }
         if (!upload_id) {
+            if (po->n_meta)
+                fputs("cairn: put: note: --meta is not carried by a multipart upload in v1\n",
+                      stderr);
             e = cn_client_create_multipart(cl, bucket, key, po->content_type, &upload_id, &je);
             if (e) {
                 rc = report("put: create multipart upload", e, &je);
@@ -619,13 +624,20 @@ static int cmd_put(const opts_t *o, cn_client_t *cl)
         .meta_keys = o->meta_k, .meta_values = o->meta_v, .n_meta = o->n_meta,
     };
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        if (!is_stdin) {
-            fprintf(stderr, "cairn: put: %s: not a regular file\n", file);
-            rc = EXIT_LOCAL;
-        } else {
-            rc = put_stream(o, cl, fd, bucket, key, &po);
-        }
+    if (fstat(fd, &st) != 0) {
+        fprintf(stderr, "cairn: put: %s: %s\n", file, strerror(errno));
+        rc = EXIT_LOCAL;
+        goto out;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "cairn: put: %s: is a directory\n", file);
+        rc = EXIT_LOCAL;
+        goto out;
+    }
+    /* A pipe, a FIFO, a device -- or a regular file whose size says nothing,
+     * like those of /proc -- is read to its end instead of by its size. */
+    if (!S_ISREG(st.st_mode) || st.st_size == 0) {
+        rc = put_stream(o, cl, fd, bucket, key, &po);
         goto out;
     }
     int64_t size = st.st_size;
@@ -686,6 +698,14 @@ static int download(const opts_t *o, cn_client_t *cl, const char *bucket, const 
         return report(what, -ENOMEM, NULL);
     progress_t prog;
     progress_init(&prog, o, 0);
+    if (prog.on) {
+        /* Only for the bar's percentage: the size comes with the body's
+         * metadata too, but after the first byte. */
+        cn_client_object_t head;
+        if (cn_client_head_object(cl, bucket, key, &head, NULL) == CN_OK)
+            prog.total = head.size;
+        cn_client_object_clear(&head);
+    }
     progress_tap_t tap = { &prog, 0 };
     cn_client_sink_t sink = { .fd = -1, .write = hash_write, .ud = &hs,
                               .progress = on_progress, .progress_ud = &tap };
@@ -723,14 +743,33 @@ static int cmd_get(const opts_t *o, cn_client_t *cl)
     if (!split_path(o->pos[1], &bucket, &key, true))
         return usage("get needs BUCKET/KEY");
     const char *file = o->pos[2];
+    char *joined = NULL, *tmp = NULL;
     int rc;
     if (!strcmp(file, "-")) {
         rc = download(o, cl, bucket, key, STDOUT_FILENO, "get");
         goto out;
     }
+    /* Into an existing directory: DIR/<the key's last segment>. */
+    struct stat st;
+    if (stat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
+        const char *base = strrchr(key, '/') ? strrchr(key, '/') + 1 : key;
+        if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
+            fprintf(stderr, "cairn: get: %s: is a directory and the key names no file\n",
+                    file);
+            rc = EXIT_LOCAL;
+            goto out;
+        }
+        size_t fl = strlen(file);
+        if (asprintf(&joined, "%s%s%s", file, fl && file[fl - 1] == '/' ? "" : "/", base) < 0) {
+            joined = NULL;
+            rc = EXIT_LOCAL;
+            goto out;
+        }
+        file = joined;
+    }
     /* Into a temporary beside the target, renamed only once complete and verified. */
     size_t n = strlen(file) + 32;
-    char *tmp = malloc(n);
+    tmp = malloc(n);
     if (!tmp) {
         rc = EXIT_LOCAL;
         goto out;
@@ -739,7 +778,6 @@ static int cmd_get(const opts_t *o, cn_client_t *cl)
     int fd = mkstemp(tmp);
     if (fd < 0) {
         fprintf(stderr, "cairn: get: %s: %s\n", file, strerror(errno));
-        free(tmp);
         rc = EXIT_LOCAL;
         goto out;
     }
@@ -760,8 +798,9 @@ static int cmd_get(const opts_t *o, cn_client_t *cl)
     }
     if (rc != EXIT_OK)
         unlink(tmp);
-    free(tmp);
 out:
+    free(tmp);
+    free(joined);
     free(bucket);
     free(key);
     return rc;

@@ -16,6 +16,8 @@
 #include "cairn/store.h"
 #include "cairn/identity.h"
 #include "cairn/objects.h"
+#include "cairn/blobs.h"
+#include "cairn/repos.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -157,6 +159,23 @@ cn_err_t cn_services_open(const char *data_dir, const cn_toml_t *config, cn_serv
         if (e >= 0)
             e = cn_objects_open(svc->meta, svc->store, &oo, &svc->objects);
     }
+    if (e >= 0) {
+        what = "blobs";
+        /* CAIRN_BLOB_PIN_TTL_MS: blob pin tokens expire this long after their
+         * put or last renewal (the fleet behaviour); unset = process lifetime. */
+        cn_blobs_opts_t bo = {0};
+        uint64_t ttl_ms = 0;
+        e = env_u64("CAIRN_BLOB_PIN_TTL_MS", &ttl_ms);
+        if (e >= 0 && ttl_ms > (uint64_t)INT64_MAX / 2)
+            e = CN_E_INVALID;
+        bo.pin_ttl_ms = (int64_t)ttl_ms;
+        if (e >= 0)
+            e = cn_blobs_open(svc->meta, svc->store, svc->identity, &bo, &svc->blobs);
+    }
+    if (e >= 0) {
+        what = "repos";
+        e = cn_repos_open(svc->meta, svc->store, svc->identity, NULL, &svc->repos);
+    }
     uint64_t interval_s = 600, grace_s = 3600;
     if (e >= 0) {
         what = "maintenance";
@@ -193,6 +212,8 @@ void cn_services_close(cn_services_t *svc)
         pthread_mutex_unlock(&si->mu);
         pthread_join(si->thread, NULL);
     }
+    cn_repos_close(svc->repos);
+    cn_blobs_close(svc->blobs);
     cn_objects_close(svc->objects);
     cn_identity_close(svc->identity);
     cn_store_close(svc->store);

@@ -64,16 +64,10 @@ cn_err_t cn__id_account_insert(cn_meta_txn_t *t, const char *name, const char *e
 
 static void row_account(cn_meta_stmt_t *st, cn_account_t *a)
 {
-    size_t n = 0;
-    const char *s;
     memset(a, 0, sizeof *a);
     a->id = cn_meta_column_int64(st, 0);
-    s = cn_meta_column_text(st, 1, &n);
-    if (s && n <= CN_ACCOUNT_NAME_MAX)
-        memcpy(a->name, s, n);
-    s = cn_meta_column_text(st, 2, &n);
-    if (s && n <= CN_EMAIL_MAX)
-        memcpy(a->email, s, n);
+    cn__id_col_copy(st, 1, a->name, CN_ACCOUNT_NAME_MAX);
+    cn__id_col_copy(st, 2, a->email, CN_EMAIL_MAX);
     a->disabled = cn_meta_column_int64(st, 3) != 0;
     a->created_at = cn_meta_column_int64(st, 4);
 }
@@ -136,26 +130,23 @@ cn_err_t cn_identity_account_create(cn_identity_t *id, const char *name, const c
     int64_t aid = 0;
     CN_TRY(cn_meta_begin(id->meta, CN_META_WRITE, &t));
     cn_err_t e = cn__id_account_insert(t, name, email ? norm : NULL, &aid);
-    if (e < 0) {
-        cn_meta_rollback(t);
-        return e;
-    }
-    CN_TRY(cn_meta_commit(t));
+    CN_TRY(cn__id_end(t, e));
     cn_info("identity", "account %s created (id %lld)", name, (long long)aid);
     return out ? cn_identity_account_by_id(id, aid, out) : 0;
 }
 
-cn_err_t cn_identity_account_set_disabled(cn_identity_t *id, const char *name, bool disabled)
+/* Runs sql, an UPDATE of ?1 = v where its key ?2 = s, in a write transaction
+ * of its own; CN_E_NOT_FOUND when no row has that key.  The token cache is
+ * cleared once the transaction has ended. */
+static cn_err_t update_one(cn_identity_t *id, const char *sql, int64_t v, const char *s)
 {
-    if (!cn__id_valid_account(name))
-        return CN_E_NOT_FOUND;
     cn_meta_txn_t *t;
     cn_meta_stmt_t *st;
     CN_TRY(cn_meta_begin(id->meta, CN_META_WRITE, &t));
-    cn_err_t e = cn_meta_prepare(t, "UPDATE cn_accounts SET disabled = ? WHERE name = ?", &st);
+    cn_err_t e = cn_meta_prepare(t, sql, &st);
     if (e == 0) {
-        cn_meta_bind_int64(st, 1, disabled ? 1 : 0);
-        cn_meta_bind_str(st, 2, name);
+        cn_meta_bind_int64(st, 1, v);
+        cn_meta_bind_str(st, 2, s);
         e = cn_meta_step(st);
         if (e == 0 && cn_meta_changes(t) == 0)
             e = CN_E_NOT_FOUND;
@@ -167,6 +158,15 @@ cn_err_t cn_identity_account_set_disabled(cn_identity_t *id, const char *name, b
     }
     e = cn_meta_commit(t);
     cn__id_cache_clear(id);
+    return e;
+}
+
+cn_err_t cn_identity_account_set_disabled(cn_identity_t *id, const char *name, bool disabled)
+{
+    if (!cn__id_valid_account(name))
+        return CN_E_NOT_FOUND;
+    cn_err_t e = update_one(id, "UPDATE cn_accounts SET disabled = ? WHERE name = ?",
+                            disabled ? 1 : 0, name);
     if (e == 0)
         cn_info("identity", "account %s %s", name, disabled ? "disabled" : "enabled");
     return e;
@@ -278,25 +278,8 @@ cn_err_t cn_identity_token_revoke(cn_identity_t *id, const char *token_id)
 {
     if (!token_id || !cn__id_valid_token_id(token_id, strlen(token_id)))
         return CN_E_NOT_FOUND;
-    cn_meta_txn_t *t;
-    cn_meta_stmt_t *st;
-    CN_TRY(cn_meta_begin(id->meta, CN_META_WRITE, &t));
-    cn_err_t e = cn_meta_prepare(t, "UPDATE cn_tokens SET revoked_at = COALESCE(revoked_at, ?)"
-                                    " WHERE id = ?", &st);
-    if (e == 0) {
-        cn_meta_bind_int64(st, 1, (int64_t)time(NULL));
-        cn_meta_bind_str(st, 2, token_id);
-        e = cn_meta_step(st);
-        if (e == 0 && cn_meta_changes(t) == 0)
-            e = CN_E_NOT_FOUND;
-        cn_meta_finish(st);
-    }
-    if (e < 0) {
-        cn_meta_rollback(t);
-        return e;
-    }
-    e = cn_meta_commit(t);
-    cn__id_cache_clear(id);
+    cn_err_t e = update_one(id, "UPDATE cn_tokens SET revoked_at = COALESCE(revoked_at, ?)"
+                                " WHERE id = ?", (int64_t)time(NULL), token_id);
     if (e == 0)
         cn_info("identity", "token %s revoked", token_id);
     return e;
@@ -316,15 +299,9 @@ cn_err_t cn_identity_token_list(cn_identity_t *id, const char *account, cn_token
         e = cn_meta_bind_str(st, 1, account);
     while (e == 0 && (e = cn_meta_step(st)) == CN_META_ROW) {
         cn_token_info_t ti;
-        size_t n = 0;
-        const char *s;
         memset(&ti, 0, sizeof ti);
-        s = cn_meta_column_text(st, 0, &n);
-        if (s && n <= CN_TOKEN_ID_MAX)
-            memcpy(ti.token_id, s, n);
-        s = cn_meta_column_text(st, 1, &n);
-        if (s && n <= CN_ACCOUNT_NAME_MAX)
-            memcpy(ti.account, s, n);
+        cn__id_col_copy(st, 0, ti.token_id, CN_TOKEN_ID_MAX);
+        cn__id_col_copy(st, 1, ti.account, CN_ACCOUNT_NAME_MAX);
         ti.account_id = cn_meta_column_int64(st, 2);
         ti.perms = (cn_perms_t)cn_meta_column_int64(st, 3) & CN_PERM_ALL;
         ti.created_at = cn_meta_column_int64(st, 4);

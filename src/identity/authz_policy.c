@@ -638,6 +638,22 @@ static const char *const stmt_fields[] = {
     "Resource", "NotResource", "Condition",
 };
 
+/* Finds which of the exclusive fields name and not_name (one is required)
+ * statement j holds: its value, whether it is the negated one, its name. */
+static cn_err_t field_or_not(pstate_t *ps, json_t *j, const char *name, const char *not_name,
+                             json_t **v, bool *negated, const char **found)
+{
+    json_t *x = json_object_get(j, name), *nx = json_object_get(j, not_name);
+    if (x && nx)
+        return fail(ps, "%s and %s are exclusive", name, not_name);
+    if (!x && !nx)
+        return fail(ps, "missing %s", name);
+    *negated = nx != NULL;
+    *v = x ? x : nx;
+    *found = x ? name : not_name;
+    return CN_OK;
+}
+
 static cn_err_t parse_stmt(pstate_t *ps, json_t *j, stmt_t *st)
 {
     if (!json_is_object(j))
@@ -670,29 +686,13 @@ static cn_err_t parse_stmt(pstate_t *ps, json_t *j, stmt_t *st)
     else
         return fail(ps, "Effect must be \"Allow\" or \"Deny\"");
 
-    json_t *p = json_object_get(j, "Principal"), *np = json_object_get(j, "NotPrincipal");
-    if (p && np)
-        return fail(ps, "Principal and NotPrincipal are exclusive");
-    if (!p && !np)
-        return fail(ps, "missing Principal");
-    st->not_principal = np != NULL;
-    CN_TRY(parse_principal(ps, st, p ? p : np, p ? "Principal" : "NotPrincipal"));
-
-    json_t *a = json_object_get(j, "Action"), *na = json_object_get(j, "NotAction");
-    if (a && na)
-        return fail(ps, "Action and NotAction are exclusive");
-    if (!a && !na)
-        return fail(ps, "missing Action");
-    st->not_action = na != NULL;
-    CN_TRY(parse_actions(ps, st, a ? a : na, a ? "Action" : "NotAction"));
-
-    json_t *r = json_object_get(j, "Resource"), *nr = json_object_get(j, "NotResource");
-    if (r && nr)
-        return fail(ps, "Resource and NotResource are exclusive");
-    if (!r && !nr)
-        return fail(ps, "missing Resource");
-    st->not_resource = nr != NULL;
-    CN_TRY(parse_resources(ps, st, r ? r : nr, r ? "Resource" : "NotResource"));
+    const char *field;
+    CN_TRY(field_or_not(ps, j, "Principal", "NotPrincipal", &v, &st->not_principal, &field));
+    CN_TRY(parse_principal(ps, st, v, field));
+    CN_TRY(field_or_not(ps, j, "Action", "NotAction", &v, &st->not_action, &field));
+    CN_TRY(parse_actions(ps, st, v, field));
+    CN_TRY(field_or_not(ps, j, "Resource", "NotResource", &v, &st->not_resource, &field));
+    CN_TRY(parse_resources(ps, st, v, field));
 
     if ((v = json_object_get(j, "Condition")))
         CN_TRY(parse_conditions(ps, st, v));

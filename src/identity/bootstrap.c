@@ -103,11 +103,7 @@ static cn_err_t bootstrap_env(cn_identity_t *id, const char *cred)
         e = cn__id_account_insert(t, ADMIN_ACCOUNT, NULL, &aid);
     if (e == 0)
         e = cn__id_token_put(id, t, tid, aid, colon + 1, strlen(colon + 1), CN_PERM_ALL, 0);
-    if (e < 0) {
-        cn_meta_rollback(t);
-        return e;
-    }
-    CN_TRY(cn_meta_commit(t));
+    CN_TRY(cn__id_end(t, e));
     cn__id_cache_clear(id);
     cn_info("identity", "administrator token %s taken from CAIRN_ADMIN_TOKEN", tid);
     return 0;
@@ -157,11 +153,7 @@ cn_err_t cn_identity_bootstrap(cn_identity_t *id, const char *data_dir)
     }
     OPENSSL_cleanse(secret, sizeof secret);
     OPENSSL_cleanse(cred, sizeof cred);
-    if (e < 0) {
-        cn_meta_rollback(t);
-        return e;
-    }
-    CN_TRY(cn_meta_commit(t));
+    CN_TRY(cn__id_end(t, e));
     cn__id_cache_clear(id);
     cn_info("identity", "created account admin; administrator credential written to %s", path);
     return 0;

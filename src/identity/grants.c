@@ -8,16 +8,25 @@
 
 #include "cairn/util.h"
 
-cn_err_t cn_identity_grant(cn_identity_t *id, const char *ns, const char *account,
-                           uint32_t actions)
+/* What grant and revoke check first: a valid namespace, actions that are a
+ * non-empty subset of CN_NS_ALL (else CN_E_INVALID), an account that exists
+ * (*a); then their write transaction begins (*t). */
+static cn_err_t grant_begin(cn_identity_t *id, const char *ns, const char *account,
+                            uint32_t actions, cn_account_t *a, cn_meta_txn_t **t)
 {
     if (!cn__id_valid_namespace(ns) || !actions || (actions & ~(uint32_t)CN_NS_ALL))
         return CN_E_INVALID;
+    CN_TRY(cn_identity_account_get(id, account, a));
+    return cn_meta_begin(id->meta, CN_META_WRITE, t);
+}
+
+cn_err_t cn_identity_grant(cn_identity_t *id, const char *ns, const char *account,
+                           uint32_t actions)
+{
     cn_account_t a;
-    CN_TRY(cn_identity_account_get(id, account, &a));
     cn_meta_txn_t *t;
     cn_meta_stmt_t *st;
-    CN_TRY(cn_meta_begin(id->meta, CN_META_WRITE, &t));
+    CN_TRY(grant_begin(id, ns, account, actions, &a, &t));
     cn_err_t e = cn_meta_prepare(t,
         "INSERT INTO cn_ns_grants (namespace, account_id, actions, created_at)"
         " VALUES (?, ?, ?, ?) ON CONFLICT (namespace, account_id)"
@@ -30,11 +39,7 @@ cn_err_t cn_identity_grant(cn_identity_t *id, const char *ns, const char *accoun
         e = cn_meta_step(st);
         cn_meta_finish(st);
     }
-    if (e < 0) {
-        cn_meta_rollback(t);
-        return e;
-    }
-    e = cn_meta_commit(t);
+    e = cn__id_end(t, e);
     if (e == 0)
         cn_info("identity", "namespace %s: granted %s%s%s to %s", ns,
                 actions & CN_NS_READ ? "read" : "", actions == CN_NS_ALL ? "+" : "",
@@ -45,13 +50,10 @@ cn_err_t cn_identity_grant(cn_identity_t *id, const char *ns, const char *accoun
 cn_err_t cn_identity_revoke(cn_identity_t *id, const char *ns, const char *account,
                             uint32_t actions)
 {
-    if (!cn__id_valid_namespace(ns) || !actions || (actions & ~(uint32_t)CN_NS_ALL))
-        return CN_E_INVALID;
     cn_account_t a;
-    CN_TRY(cn_identity_account_get(id, account, &a));
     cn_meta_txn_t *t;
     cn_meta_stmt_t *st;
-    CN_TRY(cn_meta_begin(id->meta, CN_META_WRITE, &t));
+    CN_TRY(grant_begin(id, ns, account, actions, &a, &t));
     int64_t held = 0;
     cn_err_t e = cn_meta_prepare(t, "SELECT actions FROM cn_ns_grants"
                                     " WHERE namespace = ? AND account_id = ?", &st);
@@ -83,11 +85,7 @@ cn_err_t cn_identity_revoke(cn_identity_t *id, const char *ns, const char *accou
             cn_meta_finish(st);
         }
     }
-    if (e < 0) {
-        cn_meta_rollback(t);
-        return e;
-    }
-    e = cn_meta_commit(t);
+    e = cn__id_end(t, e);
     if (e == 0)
         cn_info("identity", "namespace %s: revoked actions %u from %s", ns, actions, a.name);
     return e;
@@ -135,15 +133,9 @@ cn_err_t cn_identity_grant_list(cn_identity_t *id, const char *ns, cn_ns_grant_f
         e = cn_meta_bind_str(st, 1, ns);
     while (e == 0 && (e = cn_meta_step(st)) == CN_META_ROW) {
         cn_ns_grant_t g;
-        size_t n = 0;
-        const char *s;
         memset(&g, 0, sizeof g);
-        s = cn_meta_column_text(st, 0, &n);
-        if (s && n <= CN_NAMESPACE_MAX)
-            memcpy(g.ns, s, n);
-        s = cn_meta_column_text(st, 1, &n);
-        if (s && n <= CN_ACCOUNT_NAME_MAX)
-            memcpy(g.account, s, n);
+        cn__id_col_copy(st, 0, g.ns, CN_NAMESPACE_MAX);
+        cn__id_col_copy(st, 1, g.account, CN_ACCOUNT_NAME_MAX);
         g.account_id = cn_meta_column_int64(st, 2);
         g.actions = (uint32_t)cn_meta_column_int64(st, 3) & CN_NS_ALL;
         g.created_at = cn_meta_column_int64(st, 4);

@@ -85,6 +85,23 @@ void cn_identity_set_cache_ttl(cn_identity_t *id, unsigned ttl_ms)
     cn__id_cache_clear(id);
 }
 
+cn_err_t cn__id_end(cn_meta_txn_t *t, cn_err_t e)
+{
+    if (e < 0) {
+        cn_meta_rollback(t);
+        return e;
+    }
+    return cn_meta_commit(t);
+}
+
+void cn__id_col_copy(cn_meta_stmt_t *st, int col, char *out, size_t max)
+{
+    size_t n = 0;
+    const char *s = cn_meta_column_text(st, col, &n);
+    if (s && n <= max)
+        memcpy(out, s, n);
+}
+
 void cn__id_cache_clear(cn_identity_t *id)
 {
     pthread_mutex_lock(&id->cache_mu);

@@ -101,7 +101,7 @@ cn_err_t cn__jay_fail(cn__jay_call_t *k, cn_err_t err)
     return cn__jay_fail_code(k, code, msg);
 }
 
-cn_err_t cn__jay_reply(cn__jay_call_t *k, const cn_jay_resp_t *resp, int64_t data_len)
+cn_err_t cn__jay_reply_encode(cn__jay_call_t *k, const cn_jay_resp_t *resp, int64_t data_len)
 {
     cn_buf_t *o = &k->jc->out;
     cn_buf_reset(o);
@@ -109,14 +109,18 @@ cn_err_t cn__jay_reply(cn__jay_call_t *k, const cn_jay_resp_t *resp, int64_t dat
     memset(&empty, 0, sizeof empty);
     cn_err_t err = cn_jay_resp_encode(o, k->hdr.code, CN_JAY_ST_OK, k->hdr.stream_id,
                                       resp ? resp : &empty, data_len);
-    if (err < 0) {
-        /* An answer that does not fit the frozen layout (over a cap): say so
-         * instead of truncating it.  No body was promised yet. */
-        if (data_len > 0)
-            return err;
+    if (err < 0)
         snprintf(k->rq.message, sizeof k->rq.message, "the response exceeds a protocol limit");
-        return cn__jay_fail(k, err == -ENOMEM ? err : CN_E_LIMIT);
-    }
+    return err < 0 ? (err == -ENOMEM ? err : CN_E_LIMIT) : 0;
+}
+
+cn_err_t cn__jay_reply(cn__jay_call_t *k, const cn_jay_resp_t *resp, int64_t data_len)
+{
+    cn_err_t err = cn__jay_reply_encode(k, resp, data_len);
+    /* An answer that does not fit the frozen layout (over a cap): say so
+     * instead of truncating it.  No body was promised yet. */
+    if (err < 0)
+        return data_len > 0 ? err : cn__jay_fail(k, err);
     return cn_jay_send_out(k, data_len);
 }
 
@@ -200,7 +204,12 @@ static cn_err_t cn_jay_serve(void *cstate, cn_conn_t *c, const uint8_t *head)
     bool reserved = false;
 
     /* Metadata first, whatever the opcode: the frame must be consumed. */
-    if (k.hdr.meta_len) {
+    if (k.hdr.meta_len && k.hdr.meta_len <= CN_JAY_META_INLINE) {
+        err = cn_conn_read_full(c, jc->meta_small, k.hdr.meta_len,
+                                cn_conn_deadline_for(c, k.hdr.meta_len));
+        if (err < 0)
+            goto out;
+    } else if (k.hdr.meta_len) {
         err = cn_conn_budget_reserve(c, k.hdr.meta_len);
         if (err < 0) {
             /* No memory to hold it: skip it and refuse, retryably. */
@@ -231,7 +240,7 @@ static cn_err_t cn_jay_serve(void *cstate, cn_conn_t *c, const uint8_t *head)
                                 "rate limit exceeded for this token");
         goto drain;
     }
-    err = cn_jay_req_decode(k.hdr.code, meta, k.hdr.meta_len, &k.req);
+    err = cn_jay_req_decode(k.hdr.code, meta ? meta : jc->meta_small, k.hdr.meta_len, &k.req);
     if (err < 0) {
         err = cn__jay_fail_code(&k, CN_JAY_CODE_INVALID_ARGUMENT, "undecodable metadata");
         goto drain;

@@ -11,6 +11,7 @@
 #include "cairn/identity.h"
 
 #define CN_JAY_IO_BUF (64u * 1024)      /* the 64 KiB buffered reader/writer of the spec */
+#define CN_JAY_META_INLINE 512u         /* metadata up to this size needs no reservation */
 
 typedef struct cn__jay_srv {
     cn_jay_config_t cfg;
@@ -25,6 +26,10 @@ typedef struct cn__jay_conn {
     bool tls;
     cn_buf_t out;                       /* the response being written */
     uint8_t *io;                        /* CN_JAY_IO_BUF bytes, for bodies */
+    /* A small metadata block (most requests: a bucket and a key) is read
+     * here, without a budget reservation or an allocation: it is part of
+     * the connection's fixed cost, like the head the loop reads. */
+    uint8_t meta_small[CN_JAY_META_INLINE];
 } cn__jay_conn_t;
 
 #define CN_JAY_MAX_STRS 8
@@ -55,6 +60,10 @@ const char *cn__jay_cstr(cn__jay_call_t *k, cn_jay_str_t s);
 /* Writes an OK response with resp (may be NULL for an empty one) declaring
  * data_len body bytes the caller sends next.  0 or an I/O error (close). */
 cn_err_t cn__jay_reply(cn__jay_call_t *k, const cn_jay_resp_t *resp, int64_t data_len);
+/* Encodes that OK response into jc->out without sending it (a GET sends it
+ * with the first body bytes).  0, or CN_E_LIMIT / -ENOMEM with nothing
+ * encoded (k->rq.message says why). */
+cn_err_t cn__jay_reply_encode(cn__jay_call_t *k, const cn_jay_resp_t *resp, int64_t data_len);
 /* Maps err (with k->rq's what/side/message) through the one error table and
  * writes the error response.  0 or an I/O error (close). */
 cn_err_t cn__jay_fail(cn__jay_call_t *k, cn_err_t err);

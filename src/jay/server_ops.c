@@ -5,8 +5,9 @@
  * in 64 KiB reads; a refused upload is answered first and its body then
  * drained by server.c (or the connection closed past the drain limit), so an
  * EntityTooLarge is decided before any body byte is stored.  GetObject and
- * GetObjectRange write header + metadata, flush, then hand the body to
- * sendfile(2). */
+ * GetObjectRange send header + metadata with the body: up to 16 KiB in one
+ * write, more ahead of its sendfile(2) (cn_conn_send_head_file); a body that
+ * cannot be opened before anything was sent is answered as an error. */
 #include "server_int.h"
 
 #include <errno.h>
@@ -145,21 +146,35 @@ static cn_err_t op_list_buckets(cn__jay_call_t *k)
 }
 
 /* ---- object reads ---------------------------------------------------------------- */
+/* The response header and metadata (jc->out) go out with the first body
+ * bytes: a small object in one write, a large one ahead of its sendfile. */
 typedef struct {
     cn__jay_call_t *k;
     int64_t deadline;
+    bool head_sent;
 } cn_jay_send_t;
 
 static cn_err_t cn_jay_send_fd(void *ctx, int fd, uint64_t off, uint64_t len)
 {
     cn_jay_send_t *s = ctx;
-    return cn_conn_sendfile(s->k->c, fd, off, len, s->deadline);
+    cn_conn_t *c = s->k->c;
+    if (s->head_sent)
+        return cn_conn_sendfile(c, fd, off, len, s->deadline);
+    s->head_sent = true;
+    cn_buf_t *o = &s->k->jc->out;
+    return cn_conn_send_head_file(c, o->data, o->len, fd, off, len, s->deadline);
 }
 
 static cn_err_t cn_jay_send_buf(void *ctx, const void *p, size_t n)
 {
     cn_jay_send_t *s = ctx;
-    return cn_conn_write_all(s->k->c, p, n, s->deadline);
+    cn_conn_t *c = s->k->c;
+    if (s->head_sent)
+        return cn_conn_write_all(c, p, n, s->deadline);
+    s->head_sent = true;
+    cn_buf_t *o = &s->k->jc->out;
+    struct iovec iov[2] = {{o->data, o->len}, {(void *)p, n}};
+    return cn_conn_writev(c, iov, 2, s->deadline);
 }
 
 /* Fills r with the object-info layout from info; kv must hold info->nmeta. */
@@ -217,17 +232,24 @@ static cn_err_t op_get(cn__jay_call_t *k)
             } else {
                 cn_jay_info_resp(&info, kv, lm, &r);
                 uint64_t len = cn_objects_reader_len(rd);
-                /* Header + metadata flushed first, then the body by sendfile. */
-                err = cn__jay_reply(k, &r, (int64_t)len);
+                err = len ? cn__jay_reply_encode(k, &r, (int64_t)len)
+                          : cn__jay_reply(k, &r, 0);
                 if (err >= 0 && len) {
-                    cn_jay_send_t sc = {k, cn_conn_deadline_for(k->c, len)};
+                    uint64_t total = k->jc->out.len + len;
+                    cn_jay_send_t sc = {k, cn_conn_deadline_for(k->c, total), false};
                     err = cn_objects_reader_send(rd, cn_jay_send_fd, cn_jay_send_buf, &sc);
-                    if (err < 0)
+                    if (err < 0 && !sc.head_sent) {
+                        /* Nothing promised yet (the blob could not be opened):
+                         * an answer, not a cut. */
+                        err = cn__jay_fail(k, err);
+                    } else if (err < 0) {
                         cn_warn("jay", "conn %llu: body of %s stopped: %s",
                                 (unsigned long long)cn_conn_id(k->c), key, cn_strerror(err));
-                    /* Part of a promised body went out: the stream is gone. */
-                    if (err < 0)
+                        /* Part of a promised body went out: the stream is gone. */
                         err = CN_E_CLOSED;
+                    }
+                } else if (err < 0 && len) {
+                    err = cn__jay_fail(k, err);     /* over a layout cap: nothing sent */
                 }
             }
             free(kv);

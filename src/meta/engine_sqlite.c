@@ -40,10 +40,17 @@ struct cn__meta_db {
     ino_t wal_ino;
 };
 
+/* The transaction-control statements, compiled once per connection: every
+ * metadata operation runs two or three of them, and sqlite3_exec would parse
+ * each one again. */
+enum { TC_BEGIN, TC_BEGIN_IMMEDIATE, TC_COMMIT, TC_ROLLBACK, TC_COUNT };
+static const char *const tc_sql[TC_COUNT] = {"BEGIN", "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"};
+
 struct cn__meta_conn {
     cn__meta_db_t *db;
     sqlite3 *h;
     bool writer;
+    sqlite3_stmt *tc[TC_COUNT];
 };
 
 /* The engine's statement handle is the sqlite3_stmt itself. */
@@ -98,8 +105,19 @@ static void sq_db_close(cn__meta_db_t *db)
     free(db);
 }
 
+/* Process-wide SQLite settings, before the library initialises: no memory
+ * statistics (they put one global mutex around every allocation, which every
+ * reader connection contends for).  Connections are opened NOMUTEX, as meta.c
+ * never lets two threads use one at a time. */
+static pthread_once_t sq_once = PTHREAD_ONCE_INIT;
+static void sq_configure(void)
+{
+    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);   /* MISUSE if already initialised */
+}
+
 static cn_err_t sq_db_open(const char *target, const cn_meta_opts_t *opts, cn__meta_db_t **out)
 {
+    pthread_once(&sq_once, sq_configure);
     cn__meta_db_t *db = calloc(1, sizeof *db);
     if (!db)
         return -ENOMEM;
@@ -210,6 +228,8 @@ static void sq_conn_close(cn__meta_conn_t *c)
 {
     if (!c)
         return;
+    for (int i = 0; i < TC_COUNT; i++)
+        sqlite3_finalize(c->tc[i]);
     sqlite3_close_v2(c->h);
     free(c);
 }
@@ -247,25 +267,42 @@ static cn_err_t sq_exec(cn__meta_conn_t *c, const char *sql)
     return rc == SQLITE_OK ? 0 : map_rc(sqlite3_extended_errcode(c->h));
 }
 
+/* Runs transaction-control statement i (prepared on first use). */
+static cn_err_t sq_tc(cn__meta_conn_t *c, int i)
+{
+    if (!c->tc[i]) {
+        int rc = sqlite3_prepare_v3(c->h, tc_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &c->tc[i],
+                                    NULL);
+        if (rc != SQLITE_OK) {
+            c->tc[i] = NULL;
+            return map_rc(sqlite3_extended_errcode(c->h));
+        }
+    }
+    int rc = sqlite3_step(c->tc[i]);
+    cn_err_t e = rc == SQLITE_DONE ? 0 : map_rc(sqlite3_extended_errcode(c->h));
+    sqlite3_reset(c->tc[i]);
+    return e;
+}
+
 static cn_err_t sq_begin(cn__meta_conn_t *c, cn_meta_mode_t mode)
 {
     /* IMMEDIATE takes the write lock up front, so a writer never fails later
      * with a snapshot conflict; the busy handler bounds the wait for it. */
-    return sq_exec(c, mode == CN_META_WRITE ? "BEGIN IMMEDIATE" : "BEGIN");
+    return sq_tc(c, mode == CN_META_WRITE ? TC_BEGIN_IMMEDIATE : TC_BEGIN);
 }
 
 static cn_err_t sq_commit(cn__meta_conn_t *c)
 {
-    cn_err_t e = sq_exec(c, "COMMIT");
+    cn_err_t e = sq_tc(c, TC_COMMIT);
     if (e < 0 && !sqlite3_get_autocommit(c->h))
-        sqlite3_exec(c->h, "ROLLBACK", NULL, NULL, NULL);
+        (void)sq_tc(c, TC_ROLLBACK);
     return e;
 }
 
 static void sq_rollback(cn__meta_conn_t *c)
 {
     if (!sqlite3_get_autocommit(c->h))
-        sqlite3_exec(c->h, "ROLLBACK", NULL, NULL, NULL);
+        (void)sq_tc(c, TC_ROLLBACK);
 }
 
 static int64_t sq_changes(cn__meta_conn_t *c) { return sqlite3_changes(c->h); }

@@ -172,6 +172,25 @@ out:
     return r;
 }
 
+cn__count_ent_t *cn__admit_fair_key(cn_conn_t *c)
+{
+    if (c->fair)
+        return c->fair;
+    pthread_mutex_lock(&c->srv->mu);
+    if (c->principal) {
+        c->fair = c->principal;     /* lives while c holds its principal count */
+    } else {
+        cn__count_ent_t *e = cn__count_get(&c->ls->anon, c->src_key, c->src_klen, true);
+        if (e) {
+            e->count++;
+            c->fair = e;
+            c->fair_anon = true;
+        }
+    }
+    pthread_mutex_unlock(&c->srv->mu);
+    return c->fair;
+}
+
 void cn__admit_settle(cn_conn_t *c)
 {
     if (!c->pending)    /* only the loop, which owns c here, ever clears it */
@@ -198,6 +217,12 @@ void cn__admit_release(cn_conn_t *c)
     cn__pend_unlink_locked(c);
     cn__slot_release_locked(c);
     cn__budget_release_locked(c, c->reserved);
+    if (c->fair && c->fair_anon) {
+        c->fair->count--;
+        cn__count_put(&c->ls->anon, c->fair);
+    }
+    c->fair = NULL;
+    c->fair_anon = false;
     if (c->principal) {
         c->principal->count--;
         cn__count_put(&c->ls->principals, c->principal);

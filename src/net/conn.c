@@ -59,11 +59,28 @@ static cn_err_t cn__tls_want(cn_conn_t *c, int ret, short *events)
     }
 }
 
+/* Takes up to n bytes from the read-ahead buffer; returns how many. */
+static size_t cn__rbuf_take(cn_conn_t *c, void *buf, size_t n)
+{
+    size_t avail = (size_t)(c->rlen - c->roff);
+    if (n > avail)
+        n = avail;
+    memcpy(buf, c->rbuf + c->roff, n);
+    c->roff = (uint16_t)(c->roff + n);
+    if (c->roff == c->rlen)
+        c->roff = c->rlen = 0;
+    return n;
+}
+
 cn_err_t cn_conn_read_some(cn_conn_t *c, void *buf, size_t n, size_t *got, int64_t deadline)
 {
     *got = 0;
     if (n == 0)
         return CN_OK;
+    if (c->rlen) {
+        *got = cn__rbuf_take(c, buf, n);
+        return CN_OK;
+    }
     for (;;) {
         short ev = POLLIN;
         if (c->ssl) {
@@ -247,6 +264,55 @@ cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t len, int6
     return CN_OK;
 }
 
+/* Bodies up to this size are copied into the reply: one pread and one
+ * sendmsg cost less than a sendfile's splice set-up for a few pages. */
+#define CN__INLINE_BODY (16u * 1024)
+
+cn_err_t cn_conn_send_head_file(cn_conn_t *c, const void *head, size_t head_len, int fd,
+                                uint64_t off, uint64_t len, int64_t deadline)
+{
+    if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
+        return CN_E_INVALID;
+    if (len <= CN__INLINE_BODY) {
+        uint8_t body[CN__INLINE_BODY];
+        size_t got = 0;
+        while (got < len) {
+            ssize_t r = pread(fd, body + got, (size_t)len - got, (off_t)(off + got));
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0)
+                return -errno;
+            if (r == 0)
+                return CN_E_LENGTH_MISMATCH;
+            got += (size_t)r;
+        }
+        struct iovec iov[2] = {{(void *)head, head_len}, {body, got}};
+        return cn_conn_writev(c, iov, 2, deadline);
+    }
+    if (c->ssl) {
+        CN_TRY(cn_conn_write_all(c, head, head_len, deadline));
+        return cn_conn_sendfile(c, fd, off, len, deadline);
+    }
+    const uint8_t *p = head;
+    size_t n = head_len;
+    while (n) {
+        /* MSG_MORE: the head waits for the body's first pages, so a reply
+         * does not begin with a segment of a few dozen bytes. */
+        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_MORE);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            return cn__sys_err(errno);
+        CN_TRY(cn__wait_fd(c->fd, POLLOUT, deadline));
+    }
+    return cn_conn_sendfile(c, fd, off, len, deadline);
+}
+
 long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write)
 {
     *want_write = false;
@@ -263,10 +329,18 @@ long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write)
         *want_write = ev == POLLOUT;
         return 0;
     }
+    if (c->rlen)
+        return (long)cn__rbuf_take(c, buf, n);
+    /* A short read (a head) reads ahead into rbuf, whatever follows it. */
+    bool ahead = n < CN__RBUF;
     for (;;) {
-        ssize_t r = read(c->fd, buf, n);
-        if (r > 0)
-            return (long)r;
+        ssize_t r = ahead ? read(c->fd, c->rbuf, CN__RBUF) : read(c->fd, buf, n);
+        if (r > 0) {
+            if (!ahead)
+                return (long)r;
+            c->rlen = (uint16_t)r;
+            return (long)cn__rbuf_take(c, buf, n);
+        }
         if (r == 0)
             return CN_E_CLOSED;
         if (errno == EINTR)
@@ -279,7 +353,7 @@ long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write)
 
 bool cn__conn_buffered(cn_conn_t *c)
 {
-    return c->ssl && SSL_pending(c->ssl) > 0;
+    return c->rlen || (c->ssl && SSL_pending(c->ssl) > 0);
 }
 
 void cn__conn_destroy(cn_conn_t *c)

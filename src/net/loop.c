@@ -50,15 +50,19 @@ static void cn__lo_unlink(cn_server_t *s, cn_conn_t *c)
     c->lo_prev = c->lo_next = NULL;
 }
 
+/* Connections are registered one-shot: an event disarms the descriptor,
+ * so handing the connection to a worker costs no epoll_ctl, and taking it
+ * back costs one (the re-arm), where add + delete cost two. */
 static void cn__watch(cn_server_t *s, cn_conn_t *c, int mask)
 {
     cn_err_t e = CN_OK;
     if (!c->in_poll)
-        e = cn__poll_add(s->poll, c->fd, mask, c);
-    else if (c->poll_mask != mask)
-        e = cn__poll_mod(s->poll, c->fd, mask, c);
+        e = cn__poll_add(s->poll, c->fd, mask | CN__EV_ONESHOT, c);
+    else if (!c->armed || c->poll_mask != mask)
+        e = cn__poll_mod(s->poll, c->fd, mask | CN__EV_ONESHOT, c);
     if (e == CN_OK) {
         c->in_poll = true;
+        c->armed = true;
         c->poll_mask = mask;
     } else {
         cn_warn("net", "epoll: %s", cn_strerror(e));
@@ -70,6 +74,15 @@ static void cn__unwatch(cn_server_t *s, cn_conn_t *c)
     if (c->in_poll)
         cn__poll_del(s->poll, c->fd);
     c->in_poll = false;
+    c->armed = false;
+}
+
+/* The loop lets go of c (to a worker, or to wait): no event may reach it
+ * until cn__watch again.  A fired one-shot registration is silent already. */
+static void cn__quiet(cn_server_t *s, cn_conn_t *c)
+{
+    if (c->armed)
+        cn__unwatch(s, c);
 }
 
 static void cn__park_unlink(cn_server_t *s, cn_conn_t *c)
@@ -90,6 +103,24 @@ static void cn__park_unlink(cn_server_t *s, cn_conn_t *c)
     }
 }
 
+/* Takes a held connection off its key's wait list. */
+static void cn__held_unlink(cn_conn_t *c)
+{
+    cn__count_ent_t *f = c->fair;
+    int p = c->pool;
+    cn_conn_t **pp = &f->wait_head[p], *prev = NULL;
+    while (*pp && *pp != c) {
+        prev = *pp;
+        pp = &(*pp)->park_next;
+    }
+    if (*pp) {
+        *pp = c->park_next;
+        if (f->wait_tail[p] == c)
+            f->wait_tail[p] = prev;
+    }
+    c->park_next = NULL;
+}
+
 /* Closes a loop-owned connection. */
 static void cn__drop(cn_server_t *s, cn_conn_t *c)
 {
@@ -97,6 +128,8 @@ static void cn__drop(cn_server_t *s, cn_conn_t *c)
     cn__lo_unlink(s, c);
     if (c->st == CN__ST_PARKED)
         cn__park_unlink(s, c);
+    else if (c->st == CN__ST_HELD)
+        cn__held_unlink(c);
     cn__batch_t *b = s->batch;
     if (b)
         for (int i = b->i + 1; i < b->n; i++)
@@ -116,13 +149,11 @@ static bool cn__try_push(cn_server_t *s, cn_conn_t *c)
     return false;
 }
 
-static void cn__dispatch(cn_server_t *s, cn_conn_t *c, int pool)
+/* Queues c (loop-owned, unlinked) on its pool, or parks it when the queue
+ * is full. */
+static void cn__enqueue(cn_server_t *s, cn_conn_t *c)
 {
-    cn__unwatch(s, c);
-    cn__lo_unlink(s, c);
-    c->pool = pool;
-    if (pool != CN_POOL_HANDSHAKE)
-        cn__admit_settle(c);    /* a complete request head arrived */
+    int pool = c->pool;
     if (cn__try_push(s, c))
         return;
     /* The pool's queue is full: wait here, unread, until a worker frees up.
@@ -137,6 +168,61 @@ static void cn__dispatch(cn_server_t *s, cn_conn_t *c, int pool)
         s->park_head[pool] = c;
     s->park_tail[pool] = c;
     cn__lo_link(s, c);
+}
+
+/* The worker share: one principal (or, without one, one source) may have at
+ * most ls->share[pool] requests on a request pool at once; its next request
+ * waits here, unread and holding no worker, until one of its own finishes.
+ * So a client that dribbles its requests cannot occupy every worker. */
+static void cn__dispatch(cn_server_t *s, cn_conn_t *c, int pool)
+{
+    cn__quiet(s, c);
+    cn__lo_unlink(s, c);
+    c->pool = pool;
+    if (pool != CN_POOL_HANDSHAKE) {
+        cn__admit_settle(c);    /* a complete request head arrived */
+        unsigned cap = c->ls->share[pool];
+        cn__count_ent_t *f = cap ? cn__admit_fair_key(c) : NULL;
+        if (f && f->busy[pool] >= cap) {
+            c->st = CN__ST_HELD;
+            c->deadline = INT64_MAX;    /* the server is the slow one */
+            c->park_next = NULL;
+            if (f->wait_tail[pool])
+                f->wait_tail[pool]->park_next = c;
+            else
+                f->wait_head[pool] = c;
+            f->wait_tail[pool] = c;
+            cn__lo_link(s, c);
+            return;
+        }
+        if (f) {
+            f->busy[pool]++;
+            c->busy_pool = pool;
+        }
+    }
+    cn__enqueue(s, c);
+}
+
+/* c's request is over: its key's next held request (if any) takes the slot. */
+static void cn__share_release(cn_server_t *s, cn_conn_t *c)
+{
+    int p = c->busy_pool;
+    if (p < 0)
+        return;
+    c->busy_pool = -1;
+    cn__count_ent_t *f = c->fair;
+    f->busy[p]--;
+    cn_conn_t *w = f->wait_head[p];
+    if (!w)
+        return;
+    f->wait_head[p] = w->park_next;
+    if (!f->wait_head[p])
+        f->wait_tail[p] = NULL;
+    w->park_next = NULL;
+    cn__lo_unlink(s, w);
+    f->busy[p]++;
+    w->busy_pool = p;
+    cn__enqueue(s, w);
 }
 
 static void cn__unpark(cn_server_t *s)
@@ -159,11 +245,13 @@ static void cn__unpark(cn_server_t *s)
     }
 }
 
-static void cn__read_head(cn_server_t *s, cn_conn_t *c)
+/* readable: called for a poll event (else after a return, with nothing
+ * known about the socket). */
+static void cn__read_head(cn_server_t *s, cn_conn_t *c, bool readable)
 {
     const cn_adapter_t *ad = c->ls->ad;
     if (ad->head_len == 0) {
-        if (!c->ssl) {
+        if (!c->ssl && !cn__conn_buffered(c)) {
             uint8_t b;
             ssize_t r = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
             if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
@@ -174,7 +262,7 @@ static void cn__read_head(cn_server_t *s, cn_conn_t *c)
                 cn__watch(s, c, CN__EV_READ);
                 return;
             }
-        } else if (!cn__conn_buffered(c) && !c->in_poll) {
+        } else if (!cn__conn_buffered(c) && !readable) {
             cn__watch(s, c, CN__EV_READ);
             return;
         }
@@ -206,15 +294,21 @@ void cn__loop_give_back(cn_conn_t *c)
     cn_server_t *s = c->srv;
     c->park_next = NULL;
     pthread_mutex_lock(&s->ret_mu);
+    /* The loop reads the eventfd before it takes the list, so a non-empty
+     * list already has a wake-up on its way: only the first return of a
+     * batch writes one. */
+    bool first = s->ret_head == NULL;
     if (s->ret_tail)
         s->ret_tail->park_next = c;
     else
         s->ret_head = c;
     s->ret_tail = c;
     pthread_mutex_unlock(&s->ret_mu);
-    uint64_t one = 1;
-    ssize_t w = write(s->wake_fd, &one, sizeof one);
-    (void)w;
+    if (first) {
+        uint64_t one = 1;
+        ssize_t w = write(s->wake_fd, &one, sizeof one);
+        (void)w;
+    }
 }
 
 void cn__worker_run(void *arg, void *item)
@@ -241,7 +335,10 @@ void cn__worker_run(void *arg, void *item)
 fail:
     cn_debug("net", "%s connection %llu from %s closed: %s", ad->name,
              (unsigned long long)c->id, c->peer_text, cn_strerror(e));
-    cn__conn_destroy(c);
+    /* The loop closes it, so that the worker share it held is given on
+     * there, with the rest of the loop's bookkeeping. */
+    c->closing = true;
+    cn__loop_give_back(c);
 }
 
 static void cn__take_returns(cn_server_t *s)
@@ -250,17 +347,19 @@ static void cn__take_returns(cn_server_t *s)
     cn_conn_t *c = s->ret_head;
     s->ret_head = s->ret_tail = NULL;
     pthread_mutex_unlock(&s->ret_mu);
+    int64_t now = c ? cn_mono_ms() : 0;
     while (c) {
         cn_conn_t *next = c->park_next;
         c->park_next = NULL;
+        cn__share_release(s, c);
         c->st = CN__ST_IDLE;
         c->head_got = 0;
-        c->deadline = cn_mono_ms() + c->ls->lim.idle_ms;
+        c->deadline = now + c->ls->lim.idle_ms;
         cn__lo_link(s, c);
-        if (atomic_load(&c->evicted) || atomic_load(&s->stopping))
+        if (c->closing || atomic_load(&c->evicted) || atomic_load(&s->stopping))
             cn__drop(s, c);
-        else if (c->ssl)
-            cn__read_head(s, c);    /* the TLS session may hold the next head */
+        else if (c->ssl || cn__conn_buffered(c))
+            cn__read_head(s, c, false); /* the next head may be held here already */
         else
             cn__watch(s, c, CN__EV_READ);
         c = next;
@@ -290,6 +389,7 @@ static void cn__accept(cn_server_t *s, cn__listener_t *ls)
         }
         c->kind = CN__SRC_CONN;
         c->fd = fd;
+        c->busy_pool = -1;
         c->ls = ls;
         c->srv = s;
         c->peer = ss;
@@ -332,6 +432,12 @@ static void cn__timers(cn_server_t *s, int64_t now)
     cn_conn_t *c = s->lo_head;
     while (c) {
         cn_conn_t *next = c->lo_next;
+        int64_t keep = 0;
+        if (c->deadline <= now && c->st == CN__ST_IDLE && c->ls->ad->idle &&
+            !atomic_load(&s->stopping))
+            keep = c->ls->ad->idle(c->cstate, now);
+        if (keep > now)
+            c->deadline = keep;
         if (c->deadline <= now) {
             cn_debug("net", "%s connection from %s: %s timeout", c->ls->ad->name, c->peer_text,
                      c->st == CN__ST_IDLE ? "idle" : "handshake");
@@ -445,10 +551,11 @@ cn_err_t cn__loop_run(cn_server_t *s)
             }
             case CN__SRC_CONN: {
                 cn_conn_t *c = ptr;
+                c->armed = false;           /* one-shot: it fired */
                 if (c->st == CN__ST_HELLO)
                     cn__dispatch(s, c, CN_POOL_HANDSHAKE);
                 else if (c->st == CN__ST_IDLE)
-                    cn__read_head(s, c);
+                    cn__read_head(s, c, true);
                 break;
             }
             }

@@ -48,6 +48,8 @@ static uint32_t cn__to_epoll(int mask)
         ev |= EPOLLIN;
     if (mask & CN__EV_WRITE)
         ev |= EPOLLOUT;
+    if (mask & CN__EV_ONESHOT)
+        ev |= EPOLLONESHOT;
     return ev;
 }
 

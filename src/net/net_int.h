@@ -18,10 +18,12 @@
 #include <netinet/in.h>
 #include <openssl/ssl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 
 /* ---- event backend (loop_epoll.c), after redis ae's aeApi* -------------- */
-enum { CN__EV_READ = 1, CN__EV_WRITE = 2, CN__EV_ERROR = 4 };
+enum { CN__EV_READ = 1, CN__EV_WRITE = 2, CN__EV_ERROR = 4,
+       CN__EV_ONESHOT = 8 };  /* add/mod only: disarmed once an event is reported */
 typedef struct cn__poll cn__poll_t;
 typedef struct cn__poll_event { void *ptr; int mask; } cn__poll_event_t;
 cn_err_t cn__poll_create(int max_events, cn__poll_t **out);
@@ -37,8 +39,15 @@ int cn__poll_wait(cn__poll_t *p, cn__poll_event_t *ev, int max, int timeout_ms);
 typedef struct cn__count_ent {
     struct cn__count_ent *next;
     uint64_t hash;
-    unsigned count;
-    uint64_t bytes;             /* principal budget in use */
+    unsigned count;             /* (mu) */
+    uint64_t bytes;             /* principal budget in use (mu) */
+    /* Worker share (loop thread only): requests of this principal (or
+     * anonymous source) on each request pool, and the connections whose
+     * next request waits in the loop for one of them to finish.  While busy
+     * is non-zero a connection holding the entry is in flight, so the entry
+     * cannot be freed under the loop. */
+    unsigned busy[CN_POOL_COUNT];
+    cn_conn_t *wait_head[CN_POOL_COUNT], *wait_tail[CN_POOL_COUNT];
     size_t klen;
     uint8_t key[];
 } cn__count_ent_t;
@@ -51,20 +60,31 @@ void cn__count_put(cn__count_tab_t *t, cn__count_ent_t *e);  /* frees e when unu
 void cn__count_clear(cn__count_tab_t *t);
 
 /* ---- bounded FIFO of pointers (pool.c) -------------------------------------- */
+/* A worker with nothing to do: pushed on the queue's idle stack, it sleeps on
+ * its own semaphore until an item is handed to it directly. */
+typedef struct cn__idle {
+    struct cn__idle *next;
+    void *item;                 /* set under mu by the pusher; NULL = closed */
+    sem_t sem;
+} cn__idle_t;
+
 typedef struct cn__queue {
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     void **ring;
     size_t cap, head, len;
+    cn__idle_t *idle;           /* LIFO: the most recently idle worker is warmest */
     bool closed;
 } cn__queue_t;
 
 cn_err_t cn__queue_init(cn__queue_t *q, size_t cap);
 void cn__queue_destroy(cn__queue_t *q);
-/* CN_E_BUSY when full, CN_E_SHUTDOWN when closed. */
+/* Hands item to an idle worker, else queues it.  CN_E_BUSY when the ring is
+ * full, CN_E_SHUTDOWN when closed. */
 cn_err_t cn__queue_push(cn__queue_t *q, void *item);
-/* Blocks until an item or close; NULL once closed and empty. */
-void *cn__queue_pop(cn__queue_t *q);
+/* Blocks until an item or close; NULL once closed and empty.  self is the
+ * calling worker's idle record (its semaphore initialised), used only while
+ * the call sleeps. */
+void *cn__queue_pop(cn__queue_t *q, cn__idle_t *self);
 void cn__queue_close(cn__queue_t *q);
 
 typedef struct cn__pool {
@@ -99,13 +119,18 @@ typedef struct cn__listener {
     uint64_t budget_used;
     cn__count_tab_t sources;    /* pending connections per source */
     cn__count_tab_t principals;
+    cn__count_tab_t anon;       /* worker-share keys of connections without a principal */
+    unsigned share[CN_POOL_COUNT];  /* requests one key may have on each pool; 0 = any */
     cn_conn_t *pend_head, *pend_tail;   /* pending, oldest first */
 } cn__listener_t;
+
+#define CN__RBUF 256
 
 typedef enum {
     CN__ST_HELLO,       /* loop: accepted, waiting for the first readable byte */
     CN__ST_IDLE,        /* loop: waiting for / reading a request head */
     CN__ST_PARKED,      /* loop: the target pool's queue is full */
+    CN__ST_HELD,        /* loop: its principal holds its share of the target pool */
     CN__ST_WORKER       /* queued on or running on a worker */
 } cn__state_t;
 
@@ -130,11 +155,22 @@ struct cn_conn {
     bool opened;
     uint8_t head[CN_HEAD_MAX];
     size_t head_got;
+    /* Read-ahead (plaintext): the loop reads up to CN__RBUF bytes where it
+     * wants a head, so a request's metadata usually arrives with it and the
+     * worker takes it from here without a system call.  Every read of the
+     * connection drains this first, so the stream order is unchanged. */
+    uint16_t roff, rlen;
+    uint8_t rbuf[CN__RBUF];
     int64_t deadline;           /* loop states: when the loop closes it */
     bool in_poll;
+    bool armed;                 /* registered one-shot and not yet fired */
     int poll_mask;
+    bool closing;               /* the worker failed it: the loop closes it */
+    cn__count_ent_t *fair;      /* worker-share key (principal or anon source; mu to set) */
+    bool fair_anon;             /* fair is counted in ls->anon */
+    int busy_pool;              /* pool counted in fair->busy, or -1 */
     cn_conn_t *lo_prev, *lo_next;   /* the loop's list of loop-owned conns */
-    cn_conn_t *park_next;           /* parked FIFO, or the return list */
+    cn_conn_t *park_next;           /* parked or held FIFO, or the return list */
 
     /* guarded by srv->mu */
     bool pending;               /* in ls->pend list and counted per source */
@@ -187,6 +223,9 @@ typedef enum { CN__ADMIT_OK, CN__ADMIT_BUSY } cn__admit_t;
 cn__admit_t cn__admit(cn_conn_t *c, cn_conn_t **victim);
 /* The connection delivered its first request: no longer pending. */
 void cn__admit_settle(cn_conn_t *c);
+/* The worker-share key of c (its principal, else its source in ls->anon),
+ * bound on first use.  NULL only on ENOMEM (then c is not held back). */
+cn__count_ent_t *cn__admit_fair_key(cn_conn_t *c);
 /* Releases everything c holds in the tables; unlinks it.  Idempotent. */
 void cn__admit_release(cn_conn_t *c);
 /* shutdown(2) every live connection owned by a worker (end of grace). */
@@ -197,7 +236,8 @@ void cn__conn_destroy(cn_conn_t *c);    /* the owner closes c */
 /* Non-blocking read for the loop: > 0 bytes, 0 = would block, CN_E_CLOSED, -errno.
  * *want_write is set when TLS needs the socket writable first. */
 long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write);
-/* True when a TLS session holds decrypted bytes not yet read. */
+/* True when bytes of the stream are held in the process, not yet read: in
+ * the read-ahead buffer, or decrypted in a TLS session. */
 bool cn__conn_buffered(cn_conn_t *c);
 
 /* tls.c: the one place TLS contexts are made. */

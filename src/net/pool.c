@@ -1,7 +1,8 @@
 /* Bounded FIFO queues and the worker pools that drain them.
  *
- * Workers have no event loop of their own, so they sleep on the queue's
- * condition variable; the loop, which sleeps in epoll, is woken by an
+ * Workers have no event loop of their own, so an idle worker sleeps on its
+ * own semaphore, on the queue's stack of idle workers, and a pushed item is
+ * handed to it directly; the loop, which sleeps in epoll, is woken by an
  * eventfd when a worker hands a connection back (loop.c). */
 #include "net/net_int.h"
 
@@ -20,7 +21,6 @@ cn_err_t cn__queue_init(cn__queue_t *q, size_t cap)
         return -ENOMEM;
     q->cap = cap;
     pthread_mutex_init(&q->mu, NULL);
-    pthread_cond_init(&q->cv, NULL);
     return CN_OK;
 }
 
@@ -29,57 +29,88 @@ void cn__queue_destroy(cn__queue_t *q)
     if (!q->ring)
         return;
     pthread_mutex_destroy(&q->mu);
-    pthread_cond_destroy(&q->cv);
     free(q->ring);
     q->ring = NULL;
 }
 
+/* An item goes straight to an idle worker when there is one: the worker
+ * wakes holding it, without contending for mu, and the semaphore is posted
+ * after mu is released.  Only when every worker is busy does it wait in the
+ * ring. */
 cn_err_t cn__queue_push(cn__queue_t *q, void *item)
 {
     cn_err_t e = CN_OK;
+    cn__idle_t *w = NULL;
     pthread_mutex_lock(&q->mu);
-    if (q->closed)
+    if (q->closed) {
         e = CN_E_SHUTDOWN;
-    else if (q->len == q->cap)
+    } else if (q->idle) {
+        w = q->idle;
+        q->idle = w->next;
+        w->item = item;
+    } else if (q->len == q->cap) {
         e = CN_E_BUSY;
-    else {
+    } else {
         q->ring[(q->head + q->len) % q->cap] = item;
         q->len++;
-        pthread_cond_signal(&q->cv);
     }
     pthread_mutex_unlock(&q->mu);
+    if (w)
+        sem_post(&w->sem);
     return e;
 }
 
-void *cn__queue_pop(cn__queue_t *q)
+void *cn__queue_pop(cn__queue_t *q, cn__idle_t *self)
 {
     void *item = NULL;
     pthread_mutex_lock(&q->mu);
-    while (q->len == 0 && !q->closed)
-        pthread_cond_wait(&q->cv, &q->mu);
     if (q->len) {
         item = q->ring[q->head];
         q->head = (q->head + 1) % q->cap;
         q->len--;
+        pthread_mutex_unlock(&q->mu);
+        return item;
     }
+    if (q->closed) {
+        pthread_mutex_unlock(&q->mu);
+        return NULL;
+    }
+    self->item = NULL;
+    self->next = q->idle;
+    q->idle = self;
     pthread_mutex_unlock(&q->mu);
-    return item;
+    while (sem_wait(&self->sem) != 0)
+        ;   /* EINTR */
+    /* The pusher set item before its post, and the semaphore orders the two
+     * (NULL: the queue closed). */
+    return self->item;
 }
 
 void cn__queue_close(cn__queue_t *q)
 {
     pthread_mutex_lock(&q->mu);
     q->closed = true;
-    pthread_cond_broadcast(&q->cv);
+    cn__idle_t *w = q->idle;
+    q->idle = NULL;
     pthread_mutex_unlock(&q->mu);
+    while (w) {
+        cn__idle_t *next = w->next;     /* read before the post: w may go away */
+        sem_post(&w->sem);
+        w = next;
+    }
 }
 
 static void *cn__pool_main(void *arg)
 {
     cn__pool_t *p = arg;
+    cn__idle_t self;
+    memset(&self, 0, sizeof self);
+    if (sem_init(&self.sem, 0, 0) != 0)
+        return NULL;
     void *item;
-    while ((item = cn__queue_pop(&p->q)) != NULL)
+    while ((item = cn__queue_pop(&p->q, &self)) != NULL)
         p->run(p->arg, item);
+    sem_destroy(&self.sem);
     return NULL;
 }
 

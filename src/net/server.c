@@ -24,6 +24,7 @@ void cn_limits_default(cn_limits_t *l)
     l->idle_ms = 60000;
     l->io_floor_ms = 30000;
     l->io_rate_bps = 1000000;
+    l->worker_share_pct = 50;
 }
 
 void cn_server_config_default(cn_server_config_t *cfg)
@@ -96,7 +97,8 @@ fail:
 
 static bool cn__limits_ok(const cn_limits_t *l)
 {
-    return l->handshake_ms > 0 && l->idle_ms > 0 && l->io_floor_ms >= 0;
+    return l->handshake_ms > 0 && l->idle_ms > 0 && l->io_floor_ms >= 0 &&
+           l->worker_share_pct <= 100;
 }
 
 cn_err_t cn_server_listen(cn_server_t *s, const cn_adapter_t *ad, void *actx,
@@ -137,6 +139,11 @@ cn_err_t cn_server_listen(cn_server_t *s, const cn_adapter_t *ad, void *actx,
     ls->actx = actx;
     ls->lim = o->limits;
     ls->fd = -1;
+    for (int p = CN_POOL_QUERY; p < CN_POOL_COUNT; p++) {
+        unsigned pct = ls->lim.worker_share_pct;
+        unsigned share = (unsigned)((uint64_t)s->cfg.workers[p] * pct / 100);
+        ls->share[p] = pct == 0 || pct == 100 ? 0 : share ? share : 1;
+    }
     if (tls && (e = cn__tls_ctx_new(o->tls_cert, o->tls_key, &ls->tls)) < 0) {
         cn_error("net", "%s: cannot use TLS certificate %s / key %s", ad->name, o->tls_cert,
                  o->tls_key);
@@ -230,6 +237,7 @@ void cn_server_destroy(cn_server_t *s)
         SSL_CTX_free(ls->tls);
         cn__count_clear(&ls->sources);
         cn__count_clear(&ls->principals);
+        cn__count_clear(&ls->anon);
         free(ls);
     }
     free(s->ls);

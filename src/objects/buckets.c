@@ -276,11 +276,10 @@ static cn_err_t cn_obj_acl_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, cn__
                                   void *arg)
 {
     const cn_authz_acl_t *acl = arg;
-    if (cn_authz_pab_check_acl(b->has_pab ? &b->pab : NULL, acl) < 0)
-        return cn__fail(rq, CN_E_DENIED, CN_OBJ_WHAT_NONE,
-                        "the public access block refuses a public ACL");
     cn_buf_t text = {0};
-    cn_err_t err = cn__acl_for_put(acl, b->owner, &text);
+    cn_err_t err = cn__pab_put_acl(rq, b, acl);
+    if (err >= 0)
+        err = cn__acl_for_put(acl, b->owner, &text);
     if (err >= 0)
         err = cn_obj_set_column(txn, "UPDATE obj_bucket SET acl = ? WHERE bucket_id = ?", b->id,
                                 text.data, text.len);
@@ -523,4 +522,68 @@ cn_err_t cn_objects_bucket_attr_set(cn_objects_t *o, cn_objects_req_t *rq, const
     if (value && !len)
         a.value = empty;
     return cn_obj_bucket_op(o, rq, bucket, action, CN_META_WRITE, cn_obj_attr_set_fn, &a);
+}
+
+/* ---- unauthorized facts for a face ----------------------------------------------- */
+
+cn_err_t cn_objects_bucket_peek(cn_objects_t *o, const char *bucket,
+                                char owner[CN_ACCOUNT_NAME_MAX + 1], const char *attr,
+                                cn_buf_t *value, bool *has_attr)
+{
+    if (has_attr)
+        *has_attr = false;
+    if (owner)
+        owner[0] = 0;
+    if (attr && (!cn_obj_attr_name_ok(attr) || !value || !has_attr))
+        return CN_E_INVALID;
+    cn_objects_req_t rq;
+    memset(&rq, 0, sizeof rq);
+    cn_meta_txn_t *txn = NULL;
+    cn_err_t err = cn_obj_begin(o, CN_META_READ, &txn);
+    if (err < 0)
+        return err;
+    cn__bkt_t b;
+    err = cn__bkt_load(txn, &rq, bucket, &b);
+    if (err >= 0) {
+        if (owner)
+            snprintf(owner, CN_ACCOUNT_NAME_MAX + 1, "%s", b.owner);
+        if (attr) {
+            cn_obj_attr_arg_t a = {attr, NULL, 0, value};
+            err = cn_obj_attr_get_fn(txn, &rq, &b, &a);
+            if (err >= 0)
+                *has_attr = true;
+            else if (err == CN_E_NOT_FOUND)
+                err = 0;
+        }
+        cn__bkt_free(&b);
+    }
+    return cn_obj_finish(txn, CN_META_READ, err < 0 ? err : 0);
+}
+
+cn_err_t cn_objects_object_peek_owner(cn_objects_t *o, const char *bucket, const char *key,
+                                      char owner[CN_ACCOUNT_NAME_MAX + 1])
+{
+    owner[0] = 0;
+    if (!cn_objects_key_ok(key, key ? strlen(key) : 0))
+        return CN_E_INVALID;
+    cn_objects_req_t rq;
+    memset(&rq, 0, sizeof rq);
+    cn_meta_txn_t *txn = NULL;
+    cn_err_t err = cn_obj_begin(o, CN_META_READ, &txn);
+    if (err < 0)
+        return err;
+    cn__bkt_t b;
+    cn__objacl_t acl = {0};
+    err = cn__bkt_load(txn, &rq, bucket, &b);
+    if (err >= 0) {
+        int64_t vid = 0;
+        err = cn__version_find(txn, b.id, key, &vid, NULL, &acl);
+        if (err >= 0 && !vid)
+            err = CN_E_NOT_FOUND;
+        if (err >= 0)
+            snprintf(owner, CN_ACCOUNT_NAME_MAX + 1, "%s", acl.owner);
+        cn__bkt_free(&b);
+    }
+    cn__objacl_free(&acl);
+    return cn_obj_finish(txn, CN_META_READ, err < 0 ? err : 0);
 }

@@ -51,42 +51,29 @@ static cn_err_t cn_obj_src_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_
                                 const char *key, cn_obj_src_t *s)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(txn,
-        "SELECT version_id, size, etag, sha256, content_type, umeta, mtime_ms, owner, acl, nparts "
-        "FROM obj_version WHERE bucket_id = ? AND okey = ?", &st);
+    cn_err_t err = cn__version_row(txn, rq, bucket_id, key, &st);
     if (err < 0)
         return err;
-    cn_meta_bind_int64(st, 1, bucket_id);
-    cn_meta_bind_blob(st, 2, key, strlen(key));
-    err = cn_meta_step(st);
-    if (err == CN_META_DONE) {
-        cn_meta_finish(st);
-        return cn__fail(rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_KEY, "key does not exist");
-    }
-    if (err < 0) {
-        cn_meta_finish(st);
-        return err;
-    }
-    s->vid = cn_meta_column_int64(st, 0);
-    s->size = (uint64_t)cn_meta_column_int64(st, 1);
-    const char *t = cn_meta_column_text(st, 2, NULL);
+    s->vid = cn_meta_column_int64(st, CN__VCOL_ID);
+    s->size = (uint64_t)cn_meta_column_int64(st, CN__VCOL_SIZE);
+    const char *t = cn_meta_column_text(st, CN__VCOL_ETAG, NULL);
     snprintf(s->etag, sizeof s->etag, "%s", t ? t : "");
-    t = cn_meta_column_text(st, 3, NULL);
+    t = cn_meta_column_text(st, CN__VCOL_SHA256, NULL);
     snprintf(s->sha256, sizeof s->sha256, "%s", t ? t : "");
     size_t n = 0;
-    t = cn_meta_column_text(st, 4, &n);
+    t = cn_meta_column_text(st, CN__VCOL_CTYPE, &n);
     s->content_type = cn__strndup(t ? t : "", t ? n : 0);
     err = s->content_type ? 0 : -ENOMEM;
-    const void *um = cn_meta_column_blob(st, 5, &n);
+    const void *um = cn_meta_column_blob(st, CN__VCOL_UMETA, &n);
     if (err >= 0 && um)
         err = cn_buf_append(&s->umeta, um, n);
-    s->mtime_ms = cn_meta_column_int64(st, 6);
-    t = cn_meta_column_text(st, 7, NULL);
+    s->mtime_ms = cn_meta_column_int64(st, CN__VCOL_MTIME);
+    t = cn_meta_column_text(st, CN__VCOL_OWNER, NULL);
     snprintf(s->acl.owner, sizeof s->acl.owner, "%s", t ? t : "");
-    t = cn_meta_column_text(st, 8, &n);
+    t = cn_meta_column_text(st, CN__VCOL_ACL, &n);
     if (err >= 0)
         err = cn__acl_load(t, n, &s->acl.acl);
-    s->nparts = cn_meta_column_int64(st, 9);
+    s->nparts = cn_meta_column_int64(st, CN__VCOL_NPARTS);
     cn_meta_finish(st);
     return err;
 }
@@ -142,12 +129,7 @@ cn_err_t cn_objects_copy(cn_objects_t *o, cn_objects_req_t *rq, const char *src_
                           CN_OBJ_SIDE_SOURCE);
     if (err >= 0) {
         err = cn_obj_src_load(txn, rq, sb.id, src_key, &src);
-        if (err == CN_E_NOT_FOUND) {
-            cn_err_t az = cn__authorize(rq, &sb, CN_ACT_GET_OBJECT, src_key, NULL, NULL);
-            err = az < 0 ? az : cn__fail(rq, err, CN_OBJ_WHAT_KEY, "key does not exist");
-        } else if (err >= 0) {
-            err = cn__authorize(rq, &sb, CN_ACT_GET_OBJECT, src_key, &src.acl, NULL);
-        }
+        err = cn__authorize_found(rq, &sb, CN_ACT_GET_OBJECT, src_key, err, &src.acl);
         cn_obj_side(rq, err, CN_OBJ_SIDE_SOURCE);
     }
     if (err >= 0)
@@ -157,11 +139,8 @@ cn_err_t cn_objects_copy(cn_objects_t *o, cn_objects_req_t *rq, const char *src_
     if (err >= 0 && !cn_objects_key_ok(dst_key, dst_key ? strlen(dst_key) : 0))
         err = cn_obj_side(rq, cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY,
                                        "invalid destination key"), CN_OBJ_SIDE_DEST);
-    if (err >= 0) {
-        cn__cond_t cond = {.x_amz_acl = put ? put->canned_acl : NULL};
-        err = cn_obj_side(rq, cn__authorize(rq, &db, CN_ACT_PUT_OBJECT, dst_key, NULL, &cond),
-                          CN_OBJ_SIDE_DEST);
-    }
+    if (err >= 0)
+        err = cn_obj_side(rq, cn__put_authorize(rq, &db, dst_key, put), CN_OBJ_SIDE_DEST);
     if (err < 0)
         goto out;
 

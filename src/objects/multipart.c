@@ -43,6 +43,18 @@ cn_err_t cn__upload_check(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t 
     return 0;
 }
 
+cn_err_t cn__upload_access(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
+                           const cn__bkt_t *b, const char *key, const char *upload_id,
+                           cn_authz_action_t act)
+{
+    cn_err_t err = cn__key_check(rq, key);
+    if (err >= 0)
+        err = cn__authorize(rq, b, act, key, NULL, NULL);
+    if (err >= 0)
+        err = cn__upload_check(o, txn, rq, upload_id, b->id, key);
+    return err;
+}
+
 cn_err_t cn_objects_mpu_create(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                const char *key, const cn_objects_put_args_t *args,
                                char upload_id[CN_UPLOAD_ID_MAX + 1])
@@ -60,11 +72,9 @@ cn_err_t cn_objects_mpu_create(cn_objects_t *o, cn_objects_req_t *rq, const char
     err = cn__bkt_load(txn, rq, bucket, &b);
     if (err < 0)
         goto out_nob;
-    if (!cn_objects_key_ok(key, key ? strlen(key) : 0))
-        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
-    cn__cond_t cond = {.x_amz_acl = args ? args->canned_acl : NULL};
+    err = cn__key_check(rq, key);
     if (err >= 0)
-        err = cn__authorize(rq, &b, CN_ACT_PUT_OBJECT, key, NULL, &cond);
+        err = cn__put_authorize(rq, &b, key, args);
     const char *owner = cn__principal_name(rq);
     if (!owner)
         owner = b.owner;
@@ -288,12 +298,8 @@ cn_err_t cn_objects_mpu_complete(cn_objects_t *o, cn_objects_req_t *rq, const ch
     if (err < 0)
         return err;
     err = cn__bkt_load(txn, rq, bucket, &b);
-    if (err >= 0 && !cn_objects_key_ok(key, key ? strlen(key) : 0))
-        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
     if (err >= 0)
-        err = cn__authorize(rq, &b, CN_ACT_PUT_OBJECT, key, NULL, NULL);
-    if (err >= 0)
-        err = cn__upload_check(o, txn, rq, upload_id, b.id, key);
+        err = cn__upload_access(o, txn, rq, &b, key, upload_id, CN_ACT_PUT_OBJECT);
     if (err >= 0)
         err = cn_obj_parts_load(txn, upload_id, &rows, &nrows);
     cn_meta_rollback(txn);
@@ -476,12 +482,7 @@ cn_err_t cn_objects_mpu_abort(cn_objects_t *o, cn_objects_req_t *rq, const char 
     err = cn__bkt_load(txn, rq, bucket, &b);
     if (err < 0)
         goto out;
-    if (!cn_objects_key_ok(key, key ? strlen(key) : 0))
-        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
-    if (err >= 0)
-        err = cn__authorize(rq, &b, CN_ACT_ABORT_MULTIPART_UPLOAD, key, NULL, NULL);
-    if (err >= 0)
-        err = cn__upload_check(o, txn, rq, upload_id, b.id, key);
+    err = cn__upload_access(o, txn, rq, &b, key, upload_id, CN_ACT_ABORT_MULTIPART_UPLOAD);
     if (err >= 0)
         err = cn_obj_exec_str(txn, "DELETE FROM obj_part WHERE upload_id = ?", upload_id);
     if (err >= 0)
@@ -510,12 +511,7 @@ cn_err_t cn_objects_mpu_list_parts(cn_objects_t *o, cn_objects_req_t *rq, const 
     err = cn__bkt_load(txn, rq, bucket, &b);
     if (err < 0)
         goto out;
-    if (!cn_objects_key_ok(key, key ? strlen(key) : 0))
-        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
-    if (err >= 0)
-        err = cn__authorize(rq, &b, CN_ACT_LIST_MULTIPART_UPLOAD_PARTS, key, NULL, NULL);
-    if (err >= 0)
-        err = cn__upload_check(o, txn, rq, upload_id, b.id, key);
+    err = cn__upload_access(o, txn, rq, &b, key, upload_id, CN_ACT_LIST_MULTIPART_UPLOAD_PARTS);
     cn__bkt_free(&b);
     cn_meta_stmt_t *st = NULL;
     if (err >= 0)

@@ -210,41 +210,7 @@ bool cn_objects_key_ok(const char *key, size_t len)
 {
     if (!key || len == 0 || len > CN_OBJECT_KEY_MAX)
         return false;
-    const uint8_t *p = (const uint8_t *)key;
-    for (size_t i = 0; i < len;) {
-        uint8_t c = p[i];
-        size_t need;
-        uint32_t cp;
-        if (c == 0)
-            return false;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            need = 1;
-            cp = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            need = 2;
-            cp = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            need = 3;
-            cp = c & 0x07;
-        } else {
-            return false;
-        }
-        if (len - i <= need)
-            return false;
-        for (size_t k = 1; k <= need; k++) {
-            if ((p[i + k] & 0xC0) != 0x80)
-                return false;
-            cp = cp << 6 | (p[i + k] & 0x3F);
-        }
-        if ((need == 1 && cp < 0x80) || (need == 2 && cp < 0x800) ||
-            (need == 3 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += need + 1;
-    }
-    return true;
+    return !memchr(key, 0, len) && cn_utf8_valid(key, len);
 }
 
 /* ---- access state ---------------------------------------------------------------- */
@@ -389,6 +355,63 @@ cn_err_t cn__authorize(cn_objects_req_t *rq, const cn__bkt_t *bucket, cn_authz_a
     if (err < 0)
         return cn__fail(rq, err, CN_OBJ_WHAT_NONE, "authorization failed: %s", cn_strerror(err));
     return 0;
+}
+
+cn_err_t cn__authorize_found(cn_objects_req_t *rq, const cn__bkt_t *b, cn_authz_action_t act,
+                             const char *key, cn_err_t found, const cn__objacl_t *obj)
+{
+    if (found == CN_E_NOT_FOUND) {
+        cn_err_t az = cn__authorize(rq, b, act, key, NULL, NULL);
+        return az < 0 ? az : cn__fail(rq, found, CN_OBJ_WHAT_KEY, "key does not exist");
+    }
+    if (found < 0)
+        return found;
+    return cn__authorize(rq, b, act, key, obj, NULL);
+}
+
+cn_err_t cn__pab_put_acl(cn_objects_req_t *rq, const cn__bkt_t *b, const cn_authz_acl_t *acl)
+{
+    if (acl && cn_authz_pab_check_acl(b->has_pab ? &b->pab : NULL, acl) < 0)
+        return cn__fail(rq, CN_E_DENIED, CN_OBJ_WHAT_NONE,
+                        "the public access block refuses a public ACL");
+    return 0;
+}
+
+cn_err_t cn__put_authorize(cn_objects_req_t *rq, const cn__bkt_t *b, const char *key,
+                           const cn_objects_put_args_t *args)
+{
+    cn__cond_t cond = {.x_amz_acl = args ? args->canned_acl : NULL};
+    cn_err_t err = cn__authorize(rq, b, CN_ACT_PUT_OBJECT, key, NULL, &cond);
+    if (err >= 0)
+        err = cn__pab_put_acl(rq, b, args ? args->acl : NULL);
+    return err;
+}
+
+cn_err_t cn__key_check(cn_objects_req_t *rq, const char *key)
+{
+    if (!cn_objects_key_ok(key, key ? strlen(key) : 0))
+        return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
+    return 0;
+}
+
+cn_err_t cn__version_row(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
+                         const char *key, cn_meta_stmt_t **st)
+{
+    cn_err_t err = cn_meta_prepare(txn,
+        "SELECT version_id, size, etag, sha256, content_type, umeta, mtime_ms, owner, acl, nparts "
+        "FROM obj_version WHERE bucket_id = ? AND okey = ?", st);
+    if (err < 0)
+        return err;
+    cn_meta_bind_int64(*st, 1, bucket_id);
+    cn_meta_bind_blob(*st, 2, key, strlen(key));
+    err = cn_meta_step(*st);
+    if (err == CN_META_ROW)
+        return 0;
+    cn_meta_finish(*st);
+    *st = NULL;
+    if (err == CN_META_DONE)
+        return cn__fail(rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_KEY, "key does not exist");
+    return err;
 }
 
 cn_err_t cn__version_find(cn_meta_txn_t *txn, int64_t bucket_id, const char *key,

@@ -59,6 +59,29 @@ typedef struct cn__cond {
 cn_err_t cn__authorize(cn_objects_req_t *rq, const cn__bkt_t *bucket, cn_authz_action_t act,
                        const char *key, const cn__objacl_t *obj, const cn__cond_t *cond);
 
+/* Authorizes act on key after a lookup that returned found: 0 (the version
+ * exists; obj holds its access facts), CN_E_NOT_FOUND (none), or an error,
+ * which is returned as is.  "Key does not exist" is told only to whom act is
+ * allowed on a missing key; anyone else gets CN_E_DENIED. */
+cn_err_t cn__authorize_found(cn_objects_req_t *rq, const cn__bkt_t *b, cn_authz_action_t act,
+                             const char *key, cn_err_t found, const cn__objacl_t *obj);
+
+/* BlockPublicAcls on a write that carries an ACL (PutObject, CopyObject,
+ * CreateMultipartUpload, PutObjectAcl, PutBucketAcl): CN_E_DENIED with a
+ * message in rq when b's public access block refuses acl (NULL passes), else 0. */
+cn_err_t cn__pab_put_acl(cn_objects_req_t *rq, const cn__bkt_t *b, const cn_authz_acl_t *acl);
+
+/* The access check of a write that creates key in b (PutObject, the
+ * destination of CopyObject, CreateMultipartUpload): s3:PutObject with args'
+ * canned ACL as x-amz-acl, then the public access block against args' ACL
+ * (args may be NULL).  CN_E_DENIED with a message in rq, or 0. */
+cn_err_t cn__put_authorize(cn_objects_req_t *rq, const cn__bkt_t *b, const char *key,
+                           const cn_objects_put_args_t *args);
+
+/* CN_E_INVALID (what = KEY, "invalid key") unless key (may be NULL) is a
+ * valid object key, else 0. */
+cn_err_t cn__key_check(cn_objects_req_t *rq, const char *key);
+
 /* The caller's account name, or NULL when anonymous. */
 const char *cn__principal_name(const cn_objects_req_t *rq);
 
@@ -73,6 +96,17 @@ cn_err_t cn__next_id(cn_meta_txn_t *txn, const char *name, int64_t *out);
 cn_err_t cn__version_find(cn_meta_txn_t *txn, int64_t bucket_id, const char *key,
                           int64_t *version_id, char etag[CN_ETAG_MAX], cn__objacl_t *obj);
 void cn__objacl_free(cn__objacl_t *a);
+
+/* The columns of cn__version_row's statement, in order. */
+enum {
+    CN__VCOL_ID, CN__VCOL_SIZE, CN__VCOL_ETAG, CN__VCOL_SHA256, CN__VCOL_CTYPE,
+    CN__VCOL_UMETA, CN__VCOL_MTIME, CN__VCOL_OWNER, CN__VCOL_ACL, CN__VCOL_NPARTS
+};
+/* Steps a statement onto the current version row of key: 0 with *st on the
+ * row (columns CN__VCOL_*; the caller finishes it), else *st is NULL and the
+ * result CN_E_NOT_FOUND (what = KEY) when key has no version, or the error. */
+cn_err_t cn__version_row(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
+                         const char *key, cn_meta_stmt_t **st);
 
 /* Deletes a version row and its segments. */
 cn_err_t cn__version_delete(cn_meta_txn_t *txn, int64_t version_id);
@@ -96,6 +130,13 @@ cn_err_t cn__acl_for_put(const cn_authz_acl_t *acl, const char *owner, cn_buf_t 
 /* Upload row lookup: CN_E_NO_UPLOAD unless upload_id is live for bucket/key. */
 cn_err_t cn__upload_check(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
                           const char *upload_id, int64_t bucket_id, const char *key);
+
+/* The checks of an operation on upload_id of key in b: a valid key, act
+ * authorized, then cn__upload_check.  CN_E_INVALID, CN_E_DENIED or
+ * CN_E_NO_UPLOAD with details in rq, or 0. */
+cn_err_t cn__upload_access(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
+                           const cn__bkt_t *b, const char *key, const char *upload_id,
+                           cn_authz_action_t act);
 
 /* Strings copied into a fresh, NUL-terminated heap string (NULL on ENOMEM). */
 char *cn__strndup(const char *p, size_t n);

@@ -125,12 +125,9 @@ cn_err_t cn_objects_put_begin(cn_objects_t *o, cn_objects_req_t *rq, const char 
     cn_meta_rollback(txn);
     if (err < 0)
         return err;
-    if (!cn_objects_key_ok(key, key ? strlen(key) : 0)) {
-        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
-        goto out;
-    }
-    cn__cond_t cond = {.x_amz_acl = args ? args->canned_acl : NULL};
-    err = cn__authorize(rq, &b, CN_ACT_PUT_OBJECT, key, NULL, &cond);
+    err = cn__key_check(rq, key);
+    if (err >= 0)
+        err = cn__put_authorize(rq, &b, key, args);
     if (err < 0)
         goto out;
     cn_objects_put_t *p = NULL;
@@ -176,12 +173,8 @@ cn_err_t cn_objects_part_begin(cn_objects_t *o, cn_objects_req_t *rq, const char
         return err;
     cn__bkt_t b;
     err = cn__bkt_load(txn, rq, bucket, &b);
-    if (err >= 0 && !cn_objects_key_ok(key, key ? strlen(key) : 0))
-        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
     if (err >= 0)
-        err = cn__authorize(rq, &b, CN_ACT_PUT_OBJECT, key, NULL, NULL);
-    if (err >= 0)
-        err = cn__upload_check(o, txn, rq, upload_id, b.id, key);
+        err = cn__upload_access(o, txn, rq, &b, key, upload_id, CN_ACT_PUT_OBJECT);
     if (err >= 0 && (part_number < 1 || part_number > CN_PART_NUMBER_MAX))
         err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, "part number must be 1..%d",
                        CN_PART_NUMBER_MAX);

@@ -92,42 +92,29 @@ static cn_err_t cn_obj_version_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, in
                                     cn_obj_seg_t **segs, size_t *nsegs)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(txn,
-        "SELECT version_id, size, etag, sha256, content_type, umeta, mtime_ms, owner, acl, nparts "
-        "FROM obj_version WHERE bucket_id = ? AND okey = ?", &st);
+    cn_err_t err = cn__version_row(txn, rq, bucket_id, key, &st);
     if (err < 0)
         return err;
-    cn_meta_bind_int64(st, 1, bucket_id);
-    cn_meta_bind_blob(st, 2, key, strlen(key));
-    err = cn_meta_step(st);
-    if (err == CN_META_DONE) {
-        cn_meta_finish(st);
-        return cn__fail(rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_KEY, "key does not exist");
-    }
-    if (err < 0) {
-        cn_meta_finish(st);
-        return err;
-    }
-    int64_t vid = cn_meta_column_int64(st, 0);
+    int64_t vid = cn_meta_column_int64(st, CN__VCOL_ID);
     memset(info, 0, sizeof *info);
     info->version_id = vid;
-    info->size = (uint64_t)cn_meta_column_int64(st, 1);
-    const char *s = cn_meta_column_text(st, 2, NULL);
+    info->size = (uint64_t)cn_meta_column_int64(st, CN__VCOL_SIZE);
+    const char *s = cn_meta_column_text(st, CN__VCOL_ETAG, NULL);
     snprintf(info->etag, sizeof info->etag, "%s", s ? s : "");
-    s = cn_meta_column_text(st, 3, NULL);
+    s = cn_meta_column_text(st, CN__VCOL_SHA256, NULL);
     snprintf(info->sha256, sizeof info->sha256, "%s", s ? s : "");
     size_t ctl = 0, uml = 0;
-    const char *ct = cn_meta_column_text(st, 4, &ctl);
-    const void *um = cn_meta_column_blob(st, 5, &uml);
-    info->last_modified_ms = cn_meta_column_int64(st, 6);
-    s = cn_meta_column_text(st, 7, NULL);
+    const char *ct = cn_meta_column_text(st, CN__VCOL_CTYPE, &ctl);
+    const void *um = cn_meta_column_blob(st, CN__VCOL_UMETA, &uml);
+    info->last_modified_ms = cn_meta_column_int64(st, CN__VCOL_MTIME);
+    s = cn_meta_column_text(st, CN__VCOL_OWNER, NULL);
     snprintf(info->owner, sizeof info->owner, "%s", s ? s : "");
-    info->nparts = (uint32_t)cn_meta_column_int64(st, 9);
+    info->nparts = (uint32_t)cn_meta_column_int64(st, CN__VCOL_NPARTS);
     err = cn__info_fill(info, ct, ctl, um, uml);
     if (err >= 0 && acl) {
         snprintf(acl->owner, sizeof acl->owner, "%s", info->owner);
         size_t al = 0;
-        const char *a = cn_meta_column_text(st, 8, &al);
+        const char *a = cn_meta_column_text(st, CN__VCOL_ACL, &al);
         err = cn__acl_load(a, al, &acl->acl);
     }
     cn_meta_finish(st);
@@ -166,6 +153,37 @@ static cn_err_t cn_obj_version_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, in
     return 0;
 }
 
+/* Validates key, then loads its current version (as cn_obj_version_load) for
+ * act: not found only to whom act is allowed on a missing key. */
+static cn_err_t cn_obj_load_for(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                                const char *key, cn_authz_action_t act, cn_object_info_t *info,
+                                cn_obj_seg_t **segs, size_t *nsegs)
+{
+    cn__objacl_t acl = {0};
+    cn_err_t err = cn__key_check(rq, key);
+    if (err >= 0) {
+        err = cn_obj_version_load(txn, rq, b->id, key, info, &acl, segs, nsegs);
+        err = cn__authorize_found(rq, b, act, key, err, &acl);
+    }
+    cn__objacl_free(&acl);
+    return err;
+}
+
+/* Validates key, then finds its current version (*vid, its access facts in
+ * acl) for act: CN_E_NOT_FOUND only to whom act is allowed on a missing key. */
+static cn_err_t cn_obj_find_for(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                                const char *key, cn_authz_action_t act, int64_t *vid,
+                                cn__objacl_t *acl)
+{
+    *vid = 0;
+    cn_err_t err = cn__key_check(rq, key);
+    if (err >= 0)
+        err = cn__version_find(txn, b->id, key, vid, NULL, acl);
+    if (err >= 0)
+        err = cn__authorize_found(rq, b, act, key, *vid ? 0 : CN_E_NOT_FOUND, acl);
+    return err;
+}
+
 cn_err_t cn_objects_head(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                          const char *key, cn_object_info_t *info)
 {
@@ -175,28 +193,11 @@ cn_err_t cn_objects_head(cn_objects_t *o, cn_objects_req_t *rq, const char *buck
     if (err < 0)
         return err;
     cn__bkt_t b;
-    cn__objacl_t acl = {0};
     err = cn__bkt_load(txn, rq, bucket, &b);
-    if (err < 0)
-        goto out;
-    if (!cn_objects_key_ok(key, key ? strlen(key) : 0)) {
-        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
-    } else {
-        err = cn_obj_version_load(txn, rq, b.id, key, info, &acl, NULL, NULL);
-        if (err == CN_E_NOT_FOUND) {
-            /* Not found only to someone who may read the key. */
-            cn_err_t az = cn__authorize(rq, &b, CN_ACT_GET_OBJECT, key, NULL, NULL);
-            if (az < 0)
-                err = az;
-            else
-                cn__fail(rq, err, CN_OBJ_WHAT_KEY, "key does not exist");
-        } else if (err >= 0) {
-            err = cn__authorize(rq, &b, CN_ACT_GET_OBJECT, key, &acl, NULL);
-        }
+    if (err >= 0) {
+        err = cn_obj_load_for(txn, rq, &b, key, CN_ACT_GET_OBJECT, info, NULL, NULL);
+        cn__bkt_free(&b);
     }
-    cn__bkt_free(&b);
-out:
-    cn__objacl_free(&acl);
     cn_meta_rollback(txn);
     if (err < 0)
         cn_objects_info_free(info);
@@ -254,7 +255,6 @@ static cn_err_t cn_obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const cha
     if (err < 0)
         return err;
     cn__bkt_t b;
-    cn__objacl_t acl = {0};
     cn_obj_seg_t *segs = NULL;
     size_t nsegs = 0;
     cn_objects_reader_t *rd = NULL;
@@ -264,22 +264,8 @@ static cn_err_t cn_obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const cha
         return err;
     }
     int64_t bucket_id = b.id;
-    if (!cn_objects_key_ok(key, key ? strlen(key) : 0)) {
-        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
-    } else {
-        err = cn_obj_version_load(txn, rq, b.id, key, info, &acl, &segs, &nsegs);
-        if (err == CN_E_NOT_FOUND) {
-            cn_err_t az = cn__authorize(rq, &b, CN_ACT_GET_OBJECT, key, NULL, NULL);
-            if (az < 0)
-                err = az;
-            else
-                cn__fail(rq, err, CN_OBJ_WHAT_KEY, "key does not exist");
-        } else if (err >= 0) {
-            err = cn__authorize(rq, &b, CN_ACT_GET_OBJECT, key, &acl, NULL);
-        }
-    }
+    err = cn_obj_load_for(txn, rq, &b, key, CN_ACT_GET_OBJECT, info, &segs, &nsegs);
     cn__bkt_free(&b);
-    cn__objacl_free(&acl);
     cn_meta_rollback(txn);
     if (err < 0)
         goto fail;
@@ -370,26 +356,12 @@ cn_err_t cn_objects_object_parts(cn_objects_t *o, cn_objects_req_t *rq, const ch
     if (err < 0)
         return err;
     cn__bkt_t b;
-    cn__objacl_t acl = {0};
     cn_object_info_t info;
     memset(&info, 0, sizeof info);
     err = cn__bkt_load(txn, rq, bucket, &b);
     if (err < 0)
         goto out;
-    if (!cn_objects_key_ok(key, key ? strlen(key) : 0)) {
-        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
-    } else {
-        err = cn_obj_version_load(txn, rq, b.id, key, &info, &acl, NULL, NULL);
-        if (err == CN_E_NOT_FOUND) {
-            cn_err_t az = cn__authorize(rq, &b, CN_ACT_GET_OBJECT_ATTRIBUTES, key, NULL, NULL);
-            if (az < 0)
-                err = az;
-            else
-                cn__fail(rq, err, CN_OBJ_WHAT_KEY, "key does not exist");
-        } else if (err >= 0) {
-            err = cn__authorize(rq, &b, CN_ACT_GET_OBJECT_ATTRIBUTES, key, &acl, NULL);
-        }
-    }
+    err = cn_obj_load_for(txn, rq, &b, key, CN_ACT_GET_OBJECT_ATTRIBUTES, &info, NULL, NULL);
     cn__bkt_free(&b);
     cn_meta_stmt_t *st = NULL;
     if (err >= 0)
@@ -415,7 +387,6 @@ cn_err_t cn_objects_object_parts(cn_objects_t *o, cn_objects_req_t *rq, const ch
     }
     cn_meta_finish(st);
 out:
-    cn__objacl_free(&acl);
     cn_objects_info_free(&info);
     cn_meta_rollback(txn);
     return err;
@@ -434,14 +405,7 @@ cn_err_t cn_objects_delete(cn_objects_t *o, cn_objects_req_t *rq, const char *bu
     if (err < 0)
         goto out;
     int64_t vid = 0;
-    if (!cn_objects_key_ok(key, key ? strlen(key) : 0))
-        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
-    if (err >= 0)
-        err = cn__version_find(txn, b.id, key, &vid, NULL, &acl);
-    if (err >= 0)
-        err = cn__authorize(rq, &b, CN_ACT_DELETE_OBJECT, key, vid ? &acl : NULL, NULL);
-    if (err >= 0 && !vid)
-        err = cn__fail(rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_KEY, "key does not exist");
+    err = cn_obj_find_for(txn, rq, &b, key, CN_ACT_DELETE_OBJECT, &vid, &acl);
     if (err >= 0)
         err = cn__version_delete(txn, vid);
     cn__bkt_free(&b);
@@ -467,14 +431,7 @@ cn_err_t cn_objects_object_acl_get(cn_objects_t *o, cn_objects_req_t *rq, const 
     if (err < 0)
         goto out;
     int64_t vid = 0;
-    if (!cn_objects_key_ok(key, key ? strlen(key) : 0))
-        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
-    if (err >= 0)
-        err = cn__version_find(txn, b.id, key, &vid, NULL, &acl);
-    if (err >= 0)
-        err = cn__authorize(rq, &b, CN_ACT_GET_OBJECT_ACL, key, vid ? &acl : NULL, NULL);
-    if (err >= 0 && !vid)
-        err = cn__fail(rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_KEY, "key does not exist");
+    err = cn_obj_find_for(txn, rq, &b, key, CN_ACT_GET_OBJECT_ACL, &vid, &acl);
     if (err >= 0) {
         if (acl.acl)
             *out = *acl.acl;
@@ -504,17 +461,9 @@ cn_err_t cn_objects_object_acl_set(cn_objects_t *o, cn_objects_req_t *rq, const 
     if (err < 0)
         goto out;
     int64_t vid = 0;
-    if (!cn_objects_key_ok(key, key ? strlen(key) : 0))
-        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
+    err = cn_obj_find_for(txn, rq, &b, key, CN_ACT_PUT_OBJECT_ACL, &vid, &acl);
     if (err >= 0)
-        err = cn__version_find(txn, b.id, key, &vid, NULL, &acl);
-    if (err >= 0)
-        err = cn__authorize(rq, &b, CN_ACT_PUT_OBJECT_ACL, key, vid ? &acl : NULL, NULL);
-    if (err >= 0 && !vid)
-        err = cn__fail(rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_KEY, "key does not exist");
-    if (err >= 0 && cn_authz_pab_check_acl(b.has_pab ? &b.pab : NULL, acl_in) < 0)
-        err = cn__fail(rq, CN_E_DENIED, CN_OBJ_WHAT_NONE,
-                       "the public access block refuses a public ACL");
+        err = cn__pab_put_acl(rq, &b, acl_in);
     if (err >= 0)
         err = cn__acl_for_put(acl_in, acl.owner, &text);
     if (err >= 0) {

@@ -116,41 +116,6 @@ static cn_toml_val_t *cn__tfind(const cn_toml_val_t *table, const char *key)
 }
 
 /* ---- lexing ------------------------------------------------------------------ */
-static bool cn__tutf8_valid(const unsigned char *s, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        unsigned c = s[i];
-        size_t k;
-        unsigned cp;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if ((c & 0xe0) == 0xc0) {
-            k = 1;
-            cp = c & 0x1f;
-        } else if ((c & 0xf0) == 0xe0) {
-            k = 2;
-            cp = c & 0x0f;
-        } else if ((c & 0xf8) == 0xf0) {
-            k = 3;
-            cp = c & 0x07;
-        } else {
-            return false;
-        }
-        for (size_t j = 1; j <= k; j++) {
-            if (i + j >= n || (s[i + j] & 0xc0) != 0x80)
-                return false;
-            cp = cp << 6 | (s[i + j] & 0x3f);
-        }
-        if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
-            cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return false;
-        i += k + 1;
-    }
-    return true;
-}
-
 static void cn__tws(cn__tp_t *t)
 {
     while (t->p < t->end && (*t->p == ' ' || *t->p == '\t'))
@@ -557,7 +522,7 @@ cn_err_t cn_toml_parse(const char *text, size_t len, cn_toml_t **out, char *err,
     cn__tp_t t = {.p = text, .end = text + len, .line = 1, .err = err, .errlen = errlen};
     if (memchr(text, 0, len))
         return cn__tfail(&t, "NUL byte in the file");
-    if (!cn__tutf8_valid((const unsigned char *)text, len))
+    if (!cn_utf8_valid((const unsigned char *)text, len))
         return cn__tfail(&t, "the file is not valid UTF-8");
     cn_toml_t *doc = calloc(1, sizeof *doc);
     if (!doc || !(doc->root = cn__tval_new(&t, CN_TOML_TABLE))) {
@@ -651,16 +616,16 @@ const cn_toml_val_t *cn_toml_root(const cn_toml_t *doc) { return doc->root; }
 const cn_toml_val_t *cn_toml_get(const cn_toml_val_t *table, const char *path)
 {
     const cn_toml_val_t *v = table;
-    char key[256];
     while (v && *path) {
         if (v->type != CN_TOML_TABLE)
             return NULL;
+        /* Compared in place: a key of any length the parser took is found. */
         size_t n = strcspn(path, ".");
-        if (n >= sizeof key)
-            return NULL;
-        memcpy(key, path, n);
-        key[n] = 0;
-        v = cn__tfind(v, key);
+        const cn_toml_val_t *hit = NULL;
+        for (size_t i = 0; i < v->n && !hit; i++)
+            if (strncmp(v->kids[i]->key, path, n) == 0 && v->kids[i]->key[n] == 0)
+                hit = v->kids[i];
+        v = hit;
         path += n;
         if (*path == '.')
             path++;

@@ -166,6 +166,7 @@ static int usage(void)
           "  [--max-conns-per-principal N] [--budget BYTES] [--budget-per-conn BYTES]\n"
           "  [--handshake-ms MS] [--idle-ms MS] [--grace-ms MS] [--workers N] [--queue-len N]\n"
           "  [--tls-cert FILE --tls-key FILE] [--allow-plaintext-public] [--log-level L]\n"
+          "  [--worker-share PCT]\n"
           "  [--head0]   (the adapter reads its own heads: head_len 0)\n",
           stderr);
     return 2;
@@ -195,6 +196,7 @@ int main(int argc, char **argv)
         {"tls-key", required_argument, 0, 'K'},
         {"allow-plaintext-public", no_argument, 0, 'A'},
         {"log-level", required_argument, 0, 'L'}, {"head0", no_argument, 0, '0'},
+        {"worker-share", required_argument, 0, 'S'},
         {0, 0, 0, 0},
     };
     cn_server_config_t cfg;
@@ -225,6 +227,7 @@ int main(int argc, char **argv)
         case 'B': lo.limits.budget_per_conn = (uint64_t)v; break;
         case 'h': lo.limits.handshake_ms = v; break;
         case 'i': lo.limits.idle_ms = v; break;
+        case 'S': lo.limits.worker_share_pct = (unsigned)v; break;
         case 'g': cfg.grace_ms = v; break;
         case 'w':
             for (int p = 0; p < CN_POOL_COUNT; p++)

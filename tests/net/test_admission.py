@@ -305,6 +305,70 @@ def test_queue_full_waits_instead_of_failing(echo_server):
     assert results == [(0, b"SLEEP:200;" + bytes([65 + i])) for i in range(4)]
 
 
+def _timed_requests(conns, body):
+    """Sends body on every connection at once; returns [(result, seconds)]."""
+    out = [None] * len(conns)
+
+    def run(i):
+        t0 = time.monotonic()
+        r = request(conns[i], body)
+        out[i] = (r, time.monotonic() - t0)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(conns))]
+    for t in threads:
+        t.start()
+    return threads, out
+
+
+def test_worker_share_keeps_workers_for_others(echo_server):
+    # 4 workers per pool, share 50 %: one principal has at most 2 requests in
+    # flight; the rest wait in the loop, and another principal is served at once.
+    srv = echo_server("--workers", "4")
+    hog = [session(srv.addr, b"hog") for _ in range(6)]
+    threads, results = _timed_requests(hog, b"SLEEP:1500;")
+    time.sleep(0.3)     # every hog request has reached the server
+    other = session(srv.addr, b"other")
+    t0 = time.monotonic()
+    assert request(other, b"prompt") == (0, b"prompt")
+    assert time.monotonic() - t0 < 0.5
+    for t in threads:
+        t.join(30)
+    assert [r for r, _ in results] == [(0, b"SLEEP:1500;")] * 6
+    # 6 requests, 2 at a time: three rounds of 1.5 s.
+    assert max(dt for _, dt in results) >= 4.0
+
+
+def test_worker_share_by_source_without_principal(echo_server):
+    # Connections without a principal share by source address.
+    srv = echo_server("--workers", "4")
+    hog = [dial(srv.addr, source="127.0.0.2") for _ in range(4)]
+    for s in hog:
+        assert hello(s) == b"OKAY"
+    threads, results = _timed_requests(hog, b"SLEEP:1500;")
+    time.sleep(0.3)
+    other = session(srv.addr)
+    t0 = time.monotonic()
+    assert request(other, b"prompt") == (0, b"prompt")
+    assert time.monotonic() - t0 < 0.5
+    for t in threads:
+        t.join(30)
+    assert [r for r, _ in results] == [(0, b"SLEEP:1500;")] * 4
+
+
+def test_worker_share_off_lets_one_principal_take_all(echo_server):
+    # The control: with the share off, the hog holds every worker.
+    srv = echo_server("--workers", "2", "--worker-share", "0")
+    hog = [session(srv.addr, b"hog") for _ in range(2)]
+    threads, _ = _timed_requests(hog, b"SLEEP:1500;")
+    time.sleep(0.3)
+    other = session(srv.addr, b"other")
+    t0 = time.monotonic()
+    assert request(other, b"late") == (0, b"late")
+    assert time.monotonic() - t0 >= 1.0
+    for t in threads:
+        t.join(30)
+
+
 def test_handshake_deadline(echo_server):
     srv = echo_server("--handshake-ms", "500")
     silent = dial(srv.addr)

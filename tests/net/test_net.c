@@ -6,26 +6,77 @@
 
 #include <arpa/inet.h>
 #include <stdatomic.h>
+#include <string.h>
+#include <time.h>
 
 static void test_queue_fifo_bounded(void)
 {
     cn__queue_t q;
+    cn__idle_t self;
+    memset(&self, 0, sizeof self);
+    CN_CHECK_EQ(sem_init(&self.sem, 0, 0), 0);
     CN_CHECK_EQ(cn__queue_init(&q, 3), 0);
     int a = 1, b = 2, c = 3, d = 4;
     CN_CHECK_EQ(cn__queue_push(&q, &a), 0);
     CN_CHECK_EQ(cn__queue_push(&q, &b), 0);
     CN_CHECK_EQ(cn__queue_push(&q, &c), 0);
     CN_CHECK_EQ(cn__queue_push(&q, &d), CN_E_BUSY);
-    CN_CHECK(cn__queue_pop(&q) == &a);
+    CN_CHECK(cn__queue_pop(&q, &self) == &a);
     CN_CHECK_EQ(cn__queue_push(&q, &d), 0);     /* wraps around the ring */
-    CN_CHECK(cn__queue_pop(&q) == &b);
-    CN_CHECK(cn__queue_pop(&q) == &c);
-    CN_CHECK(cn__queue_pop(&q) == &d);
+    CN_CHECK(cn__queue_pop(&q, &self) == &b);
+    CN_CHECK(cn__queue_pop(&q, &self) == &c);
+    CN_CHECK(cn__queue_pop(&q, &self) == &d);
     cn__queue_close(&q);
-    CN_CHECK(cn__queue_pop(&q) == NULL);
+    CN_CHECK(cn__queue_pop(&q, &self) == NULL);
     CN_CHECK_EQ(cn__queue_push(&q, &a), CN_E_SHUTDOWN);
     cn__queue_destroy(&q);
     CN_CHECK_EQ(cn__queue_init(&q, 0), CN_E_INVALID);
+    sem_destroy(&self.sem);
+}
+
+/* A sleeping worker is handed the next item directly, past a full ring. */
+typedef struct {
+    cn__queue_t *q;
+    void *got[2];
+} popper_t;
+
+static void *popper(void *arg)
+{
+    popper_t *p = arg;
+    cn__idle_t self;
+    memset(&self, 0, sizeof self);
+    sem_init(&self.sem, 0, 0);
+    p->got[0] = cn__queue_pop(p->q, &self);
+    p->got[1] = cn__queue_pop(p->q, &self);     /* NULL: closed */
+    sem_destroy(&self.sem);
+    return NULL;
+}
+
+static void test_queue_hands_to_idle_worker(void)
+{
+    cn__queue_t q;
+    CN_CHECK_EQ(cn__queue_init(&q, 1), 0);
+    popper_t p = {.q = &q};
+    pthread_t th;
+    CN_CHECK_EQ(pthread_create(&th, NULL, popper, &p), 0);
+    /* Wait until it sleeps on the idle stack. */
+    for (int i = 0; i < 2000; i++) {
+        pthread_mutex_lock(&q.mu);
+        bool idle = q.idle != NULL;
+        pthread_mutex_unlock(&q.mu);
+        if (idle)
+            break;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    int a = 1;
+    CN_CHECK_EQ(cn__queue_push(&q, &a), 0);
+    /* The worker may not have woken yet, but the item is its already. */
+    cn__queue_close(&q);
+    pthread_join(th, NULL);
+    CN_CHECK(p.got[0] == &a);
+    CN_CHECK(p.got[1] == NULL);
+    cn__queue_destroy(&q);
 }
 
 static atomic_int ran;
@@ -131,6 +182,7 @@ static void test_addr_parse(void)
     }
 }
 
-CN_TEST_MAIN(CN_TEST(test_queue_fifo_bounded), CN_TEST(test_pool_runs_everything_queued),
+CN_TEST_MAIN(CN_TEST(test_queue_fifo_bounded), CN_TEST(test_queue_hands_to_idle_worker),
+             CN_TEST(test_pool_runs_everything_queued),
              CN_TEST(test_source_key_v6_slash64), CN_TEST(test_count_table),
              CN_TEST(test_addr_parse))

@@ -1,0 +1,457 @@
+#!/usr/bin/python3
+"""bench/s3: cairn's S3 face side by side with nginx, in the same run.
+
+  4 KiB objects, 1 / 16 / 64 connections, wrk for both servers:
+    GET  cairn (anonymous, public-read bucket + objects) vs nginx (sendfile)
+    GET  cairn with presigned SigV4 URLs (the signature check's cost)
+    PUT  cairn (anonymous, public-read-write bucket) vs nginx (WebDAV PUT);
+         every PUT has a new key and distinct random content (no CAS hits)
+  1 GiB object, curl:
+    GET to /dev/null, cairn vs nginx (best of 2 each, interleaved)
+    PUT from a page-cached file, cairn vs nginx (best of 2); nginx's time
+    is also given with an fsync of the stored file, since cairn answers a
+    PUT only once the object is durable and nginx never syncs.
+
+usage: bench/s3.py BUILD [--quick]
+Prints one "name value unit" line per figure (scripts/bench.sh collects
+them); a part that cannot run prints "skip_<part> 0 - <reason>".  Both
+servers bind 127.0.0.1 on ephemeral ports and live in a scratch directory
+(under $TMPDIR) removed at the end.  Targets: cairn ahead of nginx on 4 KiB
+GET requests/s; 1 GiB GET within 10 % of nginx.
+"""
+import concurrent.futures
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+BUILD = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "build"
+QUICK = "--quick" in sys.argv[2:] or os.environ.get("BENCH_QUICK") == "1"
+if QUICK:
+    BIG, SECS = 64 << 20, 3
+else:
+    BIG, SECS = 1 << 30, 10
+SMALL, NSMALL = 4096, 1000
+CONNS = (1, 16, 64)
+BUCKET = "bench"
+REGION = "us-east-1"
+
+
+def say(name, value, unit):
+    print("%s %s %s" % (name, value, unit), flush=True)
+
+
+def skip(part, why):
+    print("skip_%s 0 - %s" % (part, why.replace(" ", "_")), flush=True)
+
+
+T0 = time.time()
+
+
+def note(msg):
+    sys.stderr.write("bench/s3: [%5.1f s] %s\n" % (time.time() - T0, msg))
+    sys.stderr.flush()
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def wait_port(port, secs):
+    deadline = time.time() + secs
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+# ---- the servers -----------------------------------------------------------------------
+
+class Cairnd:
+    def __init__(self, work):
+        self.dir = os.path.join(work, "cairn")
+        os.makedirs(self.dir)
+        self.key = "bench"
+        self.secret = os.urandom(16).hex()
+        env = dict(os.environ, CAIRN_ADMIN_TOKEN="%s:%s" % (self.key, self.secret))
+        self.log = os.path.join(self.dir, "cairnd.log")
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                [os.path.join(BUILD, "cairnd"), "--data", os.path.join(self.dir, "data"),
+                 "--jay", "off", "--scribe", "off", "--http", "127.0.0.1:0"],
+                stdout=log, stderr=subprocess.STDOUT, env=env)
+        self.port = None
+        deadline = time.time() + 30
+        while time.time() < deadline and self.proc.poll() is None:
+            m = re.search(r"listening http on 127\.0\.0\.1:(\d+)", open(self.log).read())
+            if m:
+                self.port = int(m.group(1))
+                break
+            time.sleep(0.05)
+        if not self.port:
+            self.stop()
+            raise RuntimeError("cairnd did not start: " + open(self.log).read()[-500:])
+        self.url = "http://127.0.0.1:%d" % self.port
+
+    def client(self):
+        import boto3
+        from botocore.config import Config
+        return boto3.client("s3", endpoint_url=self.url, aws_access_key_id=self.key,
+                            aws_secret_access_key=self.secret, region_name=REGION,
+                            config=Config(s3={"addressing_style": "path"},
+                                          signature_version="s3v4",
+                                          retries={"max_attempts": 0}))
+
+    def rss_mib(self):
+        try:
+            for line in open("/proc/%d/status" % self.proc.pid):
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+        except OSError:
+            pass
+        return 0.0
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+NGINX_CONF = """user root;
+worker_processes auto;
+daemon off;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  tcp_nodelay on;
+  keepalive_requests 100000000;
+  keepalive_timeout 120s;
+  default_type application/octet-stream;
+  client_max_body_size 0;
+  client_body_buffer_size 16k;
+  client_body_temp_path {d}/tmp/body;
+  proxy_temp_path {d}/tmp/proxy;
+  fastcgi_temp_path {d}/tmp/fastcgi;
+  uwsgi_temp_path {d}/tmp/uwsgi;
+  scgi_temp_path {d}/tmp/scgi;
+  server {{
+    listen 127.0.0.1:{port};
+    root {d}/www;
+    location /put/ {{
+      dav_methods PUT;
+      create_full_put_path on;
+      dav_access user:rw group:r all:r;
+    }}
+  }}
+}}
+"""
+
+
+class Nginx:
+    def __init__(self, work):
+        self.dir = os.path.join(work, "nginx")
+        for sub in ("www/small", "www/put", "tmp"):
+            os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
+        self.port = free_port()
+        conf = os.path.join(self.dir, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(NGINX_CONF.format(d=self.dir, port=self.port))
+        self.proc = subprocess.Popen(["nginx", "-p", self.dir, "-c", conf, "-e",
+                                      os.path.join(self.dir, "error.log")],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if not wait_port(self.port, 10):
+            self.stop()
+            raise RuntimeError("nginx did not start")
+        self.url = "http://127.0.0.1:%d" % self.port
+
+    @property
+    def www(self):
+        return os.path.join(self.dir, "www")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)   # graceful: workers finish, master exits
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def nginx_has_dav():
+    r = subprocess.run(["nginx", "-V"], capture_output=True, text=True)
+    return "http_dav_module" in (r.stdout + r.stderr)
+
+
+# ---- data --------------------------------------------------------------------------------
+
+def make_files(nginx, big_path):
+    rnd = random.Random(4096)
+    small = []
+    for i in range(NSMALL):
+        data = rnd.randbytes(SMALL)
+        small.append(data)
+        with open(os.path.join(nginx.www, "small", "%05d" % i), "wb") as f:
+            f.write(data)
+    with open(big_path, "wb") as f:
+        left = BIG
+        while left:
+            n = min(left, 64 << 20)
+            f.write(os.urandom(n))
+            left -= n
+    os.link(big_path, os.path.join(nginx.www, "big.bin"))
+    return small
+
+
+def preload(cairn, small):
+    """The same 1,000 small objects in cairn, each public-read."""
+    s3 = cairn.client()
+    s3.create_bucket(Bucket=BUCKET, ACL="public-read-write")
+    local = threading.local()
+
+    def put(i):
+        if not hasattr(local, "c"):
+            local.c = cairn.client()   # boto3 clients are not shared between threads
+        local.c.put_object(Bucket=BUCKET, Key="small/%05d" % i, Body=small[i], ACL="public-read")
+
+    with concurrent.futures.ThreadPoolExecutor(16) as ex:
+        list(ex.map(put, range(NSMALL)))
+    # presigned GETs for every small object, valid for longer than the run
+    return s3, [s3.generate_presigned_url("get_object", ExpiresIn=3600,
+                                          Params={"Bucket": BUCKET, "Key": "small/%05d" % i})
+                for i in range(NSMALL)]
+
+
+def check(cairn, nginx, small, presigned):
+    """The URLs wrk will hit answer the same bytes on both servers, and a
+    request without a credential or a signature is not refused."""
+    import urllib.request
+    for i in (0, NSMALL - 1):
+        for url in (nginx.url + "/small/%05d" % i, cairn.url + "/%s/small/%05d" % (BUCKET, i),
+                    presigned[i]):
+            with urllib.request.urlopen(url, timeout=10) as r:
+                if r.read() != small[i]:
+                    raise RuntimeError("wrong body from " + url)
+
+
+# ---- wrk -----------------------------------------------------------------------------------
+
+def lua_str(b):
+    return '"' + "".join("\\%d" % c for c in b) + '"'
+
+
+GET_LUA = """local prefix = %s
+local i = 0
+request = function()
+  i = (i + 1) %% %d
+  return wrk.format("GET", prefix .. string.format("%%05d", i))
+end
+"""
+
+URLS_LUA = """local paths = {
+%s
+}
+local i = 0
+request = function()
+  i = i %% #paths + 1
+  return wrk.format("GET", paths[i])
+end
+"""
+
+# Each request: a new key and a 4 KiB body of random bytes whose first 32
+# bytes are unique (run, thread, counter), so that no two bodies are equal.
+PUT_LUA = """local prefix, run = %s, %s
+local filler = %s
+local nthreads = 0
+function setup(thread)
+  thread:set("tid", nthreads)
+  nthreads = nthreads + 1
+end
+local n = 0
+request = function()
+  n = n + 1
+  local head = string.format("%%-10s%%06d%%015d\\n", run, tid, n)
+  return wrk.format("PUT", string.format("%%s%%s-%%d-%%d", prefix, run, tid, n), nil, head .. filler)
+end
+"""
+
+
+def parse_wrk(text):
+    def us(v, unit):
+        return float(v) * {"us": 1, "ms": 1e3, "s": 1e6}[unit]
+    out = {}
+    m = re.search(r"Requests/sec:\s+([\d.]+)", text)
+    out["rps"] = float(m.group(1)) if m else 0.0
+    for q in ("50", "99"):
+        m = re.search(r"^\s+%s(?:\.0+)?%%\s+([\d.]+)(us|ms|s)\b" % q, text, re.M)
+        if m:
+            out["p" + q] = us(m.group(1), m.group(2))
+    bad = 0
+    m = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text)
+    if m:
+        bad += int(m.group(1))
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text)
+    if m:
+        bad += sum(int(x) for x in m.groups())
+    out["bad"] = bad
+    m = re.search(r"(\d+) requests in", text)
+    out["n"] = int(m.group(1)) if m else 0
+    return out
+
+
+def wrk(name, url, script, conns):
+    threads = 1 if conns == 1 else 2
+    r = subprocess.run(["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % SECS, "--latency",
+                        "-s", script, url + "/"], capture_output=True, text=True)
+    w = parse_wrk(r.stdout + r.stderr)
+    say(name, "%.1f" % w["rps"], "ops/s")
+    for q in ("p50", "p99"):
+        if q in w:
+            say("%s_%s" % (name, q), "%.1f" % w[q], "us")
+    say(name + "_bad", w["bad"], "responses")
+    if w["bad"]:
+        note("%s: %d of %d responses were errors" % (name, w["bad"], w["n"]))
+    return w
+
+
+def small_phase(work, cairn, nginx, presigned):
+    get_c = os.path.join(work, "get_cairn.lua")
+    get_n = os.path.join(work, "get_nginx.lua")
+    get_p = os.path.join(work, "get_presigned.lua")
+    with open(get_c, "w") as f:
+        f.write(GET_LUA % ('"/%s/small/"' % BUCKET, NSMALL))
+    with open(get_n, "w") as f:
+        f.write(GET_LUA % ('"/small/"', NSMALL))
+    with open(get_p, "w") as f:
+        f.write(URLS_LUA % ",\n".join('"%s"' % u[u.index("/", 8):] for u in presigned))
+    for c in CONNS:
+        wrk("s3_nginx_get_4k_c%d" % c, nginx.url, get_n, c)
+        wrk("s3_get_4k_c%d" % c, cairn.url, get_c, c)
+        wrk("s3_presigned_get_4k_c%d" % c, cairn.url, get_p, c)
+    filler = os.urandom(SMALL - 32)
+    for c in CONNS:
+        run = "c%d" % c
+        for who, srv, prefix in (("s3_nginx", nginx, "/put/"), ("s3", cairn, "/%s/put/" % BUCKET)):
+            script = os.path.join(work, "put_%s_%s.lua" % (who, run))
+            with open(script, "w") as f:
+                f.write(PUT_LUA % ('"%s"' % prefix, '"%s"' % run, lua_str(filler)))
+            os.sync()   # the previous phase's writeback is not this one's cost
+            wrk("%s_put_4k_c%d" % (who, c), srv.url, script, c)
+
+
+# ---- 1 GiB by curl -------------------------------------------------------------------------
+
+def curl(args):
+    r = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code} %{time_total}"] + args,
+                       capture_output=True, text=True)
+    parts = r.stdout.split()
+    if r.returncode != 0 or len(parts) != 2 or not parts[0].startswith("2"):
+        raise RuntimeError("curl %s: %s %s" % (" ".join(args), r.stdout, r.stderr))
+    return float(parts[1])
+
+
+def stamp(path, tag):
+    """Makes the big file's content unique for this PUT (its first bytes), so
+    that no PUT stores bytes the server already has."""
+    with open(path, "r+b") as f:
+        f.write(("%-32s" % tag).encode())
+
+
+def large_phase(cairn, nginx, big_path):
+    mib = BIG / 1048576
+    say("s3_large_bytes", BIG, "B")
+    best = {}
+
+    def keep(name, secs):
+        best[name] = min(best.get(name, secs), secs)
+
+    for attempt in (1, 2):
+        stamp(big_path, "nginx-%d" % attempt)
+        os.sync()
+        t = time.time()
+        curl(["-T", big_path, nginx.url + "/put/big-%d.bin" % attempt])
+        t_put = time.time() - t
+        fd = os.open(os.path.join(nginx.www, "put", "big-%d.bin" % attempt), os.O_RDONLY)
+        os.fsync(fd)
+        os.close(fd)
+        keep("s3_nginx_put_large", t_put)
+        keep("s3_nginx_put_large_fsync", time.time() - t)
+        stamp(big_path, "cairn-%d" % attempt)
+        os.sync()
+        t = time.time()
+        curl(["-T", big_path, "-H", "x-amz-acl: public-read",
+              cairn.url + "/%s/big-%d" % (BUCKET, attempt)])
+        keep("s3_put_large", time.time() - t)
+    for attempt in (1, 2):
+        keep("s3_nginx_get_large", curl([nginx.url + "/big.bin"]))
+        keep("s3_get_large", curl([cairn.url + "/%s/big-%d" % (BUCKET, attempt)]))
+    for name in ("s3_nginx_put_large", "s3_nginx_put_large_fsync", "s3_put_large",
+                 "s3_nginx_get_large", "s3_get_large"):
+        say(name, "%.1f" % (mib / best[name]), "MiB/s")
+        say(name + "_secs", "%.3f" % best[name], "s")
+
+
+def main():
+    for tool in ("nginx", "wrk", "curl"):
+        if not shutil.which(tool):
+            skip("s3", tool + " not installed")
+            return 0
+    if not os.access(os.path.join(BUILD, "cairnd"), os.X_OK):
+        skip("s3", "cairnd not built")
+        return 0
+    if not nginx_has_dav():
+        skip("s3", "nginx without http_dav_module")
+        return 0
+    work = tempfile.mkdtemp(prefix="cairn-bench-s3.")
+    cairn = nginx = None
+    try:
+        nginx = Nginx(work)
+        cairn = Cairnd(work)
+        note("data: %d x 4 KiB, %d MiB (cairn %s, nginx %s)" % (NSMALL, BIG >> 20, cairn.url, nginx.url))
+        big_path = os.path.join(work, "big.bin")
+        small = make_files(nginx, big_path)
+        note("preload")
+        _, presigned = preload(cairn, small)
+        check(cairn, nginx, small, presigned)
+        say("s3_secs_per_wrk_run", SECS, "s")
+        note("4 KiB GET and PUT, %d s per run" % SECS)
+        small_phase(work, cairn, nginx, presigned)
+        note("%d MiB PUT and GET" % (BIG >> 20))
+        large_phase(cairn, nginx, big_path)
+        say("s3_cairnd_rss_end", "%.1f" % cairn.rss_mib(), "MiB")
+    except Exception as e:   # the whole run goes on without this part
+        note("failed: %s" % e)
+        skip("s3", "failed: %s" % str(e).splitlines()[0][:80] if str(e) else "failed")
+        return 1
+    finally:
+        for s in (cairn, nginx):
+            if s:
+                s.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

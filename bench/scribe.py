@@ -1,0 +1,294 @@
+#!/usr/bin/python3
+"""bench/scribe: cairn's repositories (Scribe protocol 2, `cairn` workspaces)
+side by side with git in the same run.
+
+  (a) many files: submit, fresh clone, and a no-op sync, against git add +
+      commit + push to a local bare repository and git clone (file://);
+  (b) one large file: submit and fresh clone, against git-lfs (push to and
+      clone from a local bare repository over the file protocol);
+  (c) a 1 MiB edit inside (b): bytes the re-submit moves, against the bytes
+      git-lfs pushes for the same edit.
+
+usage: bench/scribe.py BUILD [--quick]
+Prints one "name value unit" line per figure (scripts/bench.sh collects
+them); a part that cannot run prints "skip_<part> 0 - <reason>".  Binds
+127.0.0.1 only; everything lives in a scratch directory removed at the end.
+Targets: clone of (a) >= 3x faster than git; (c) moves >= 20x fewer bytes
+than git-lfs; no-op sync of (a) < 100 ms.
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "build"
+QUICK = "--quick" in sys.argv[2:] or os.environ.get("BENCH_QUICK") == "1"
+if QUICK:
+    A_FILES, A_BYTES, B_BYTES = 1000, 64 << 20, 128 << 20
+else:
+    A_FILES, A_BYTES, B_BYTES = 10000, 1 << 30, 2 << 30
+EDIT = 1 << 20
+
+
+def say(name, value, unit):
+    print("%s %s %s" % (name, value, unit), flush=True)
+
+
+def skip(part, why):
+    print("skip_%s 0 - %s" % (part, why), flush=True)
+
+
+def sh(args, cwd=None, env=None, check=True):
+    r = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise RuntimeError("%s: %s %s" % (" ".join(args), r.stdout, r.stderr))
+    return r
+
+
+def timed(fn):
+    t = time.time()
+    out = fn()
+    return time.time() - t, out
+
+
+def durable():
+    subprocess.run(["sync"], check=True)
+
+
+def random_block(n):
+    return os.urandom(n)
+
+
+def make_many(d, files, total):
+    """`files` files of random bytes, total bytes, 100 per directory."""
+    per = total // files
+    block = random_block(64 << 20)
+    at = 0
+    for i in range(files):
+        sub = os.path.join(d, "d%03d" % (i // 100))
+        os.makedirs(sub, exist_ok=True)
+        # distinct content per file: a slice of the block plus the index
+        off = (i * 7919 * 4096) % (len(block) - per)
+        with open(os.path.join(sub, "f%05d.bin" % i), "wb") as f:
+            f.write(b"%08d" % i + block[off:off + per - 8])
+        at += per
+
+
+def make_big(path, size):
+    """One file of distinct random content (64 MiB random blocks, each
+    made distinct by its offset)."""
+    block = random_block(64 << 20)
+    with open(path, "wb") as f:
+        for off in range(0, size, len(block)):
+            n = min(len(block), size - off)
+            f.write(b"%016d" % off + block[16:n])
+
+
+def edit(path, size):
+    with open(path, "r+b") as f:
+        f.seek(size // 2 + 4321)
+        f.write(os.urandom(EDIT))
+
+
+class Cairnd:
+    def __init__(self, work):
+        self.data = os.path.join(work, "cairn-data")
+        self.log = os.path.join(work, "cairnd.log")
+        with open(self.log, "wb") as lf:
+            self.proc = subprocess.Popen(
+                [os.path.join(BUILD, "cairnd"), "--data", self.data, "--jay", "off", "--http",
+                 "off", "--scribe", "127.0.0.1:0"], stdout=lf, stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        self.ep = None
+        while time.time() < deadline and not self.ep:
+            with open(self.log, "rb") as f:
+                m = re.search(rb"listening scribe on (\S+)", f.read())
+            if m:
+                self.ep = m.group(1).decode()
+            elif self.proc.poll() is not None:
+                raise RuntimeError("cairnd exited")
+            else:
+                time.sleep(0.05)
+        if not self.ep:
+            raise RuntimeError("cairnd did not listen")
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(30)
+
+
+def cairn(ep, *args):
+    return sh([os.path.join(BUILD, "cairn")] + list(args) + ["--endpoint", ep])
+
+
+def sent_of(out):
+    m = re.search(r"(\d+) bytes sent", out)
+    return int(m.group(1)) if m else 0
+
+
+GIT_ENV = None
+
+
+def git(*args, cwd=None):
+    return sh(["git"] + list(args), cwd=cwd, env=GIT_ENV)
+
+
+def dir_bytes(d):
+    n = 0
+    for root, _, files in os.walk(d):
+        for f in files:
+            n += os.path.getsize(os.path.join(root, f))
+    return n
+
+
+def scribe_many(ep, work):
+    ws = os.path.join(work, "s-a")
+    cairn(ep, "repo", "create", "many")
+    cairn(ep, "clone", "many", ws)
+    make_many(ws, A_FILES, A_BYTES)
+    durable()
+    t_submit, _ = timed(lambda: cairn(ep, "submit", ws, "-m", "many", "--quiet"))
+    clone = os.path.join(work, "s-a-clone")
+    t_clone, _ = timed(lambda: cairn(ep, "clone", "many", clone, "--quiet"))
+    best = None
+    for _ in range(5):
+        t, _ = timed(lambda: cairn(ep, "sync", clone, "--quiet"))
+        best = t if best is None else min(best, t)
+    t_status, _ = timed(lambda: cairn(ep, "status", clone, "--quiet"))
+    shutil.rmtree(ws)
+    shutil.rmtree(clone)
+    return t_submit, t_clone, best, t_status
+
+
+def git_many(work):
+    src = os.path.join(work, "g-a")
+    bare = os.path.join(work, "g-a.git")
+    os.makedirs(src)
+    make_many(src, A_FILES, A_BYTES)
+    git("init", "-q", "--bare", bare)
+    git("init", "-q", src)
+    durable()
+    t0 = time.time()
+    git("add", "-A", cwd=src)
+    git("commit", "-q", "-m", "many", cwd=src)
+    git("push", "-q", "file://" + bare, "HEAD:refs/heads/main", cwd=src)
+    durable()
+    t_submit = time.time() - t0
+    clone = os.path.join(work, "g-a-clone")
+    t_clone, _ = timed(lambda: git("clone", "-q", "-b", "main", "file://" + bare, clone))
+    shutil.rmtree(src)
+    shutil.rmtree(clone)
+    shutil.rmtree(bare)
+    return t_submit, t_clone
+
+
+def scribe_big(ep, work):
+    ws = os.path.join(work, "s-b")
+    cairn(ep, "repo", "create", "big")
+    cairn(ep, "clone", "big", ws)
+    path = os.path.join(ws, "big.bin")
+    make_big(path, B_BYTES)
+    durable()
+    t_submit, _ = timed(lambda: cairn(ep, "submit", ws, "-m", "big"))
+    clone = os.path.join(work, "s-b-clone")
+    t_clone, _ = timed(lambda: cairn(ep, "clone", "big", clone, "--quiet"))
+    shutil.rmtree(clone)
+    edit(path, B_BYTES)
+    t_edit, out = timed(lambda: cairn(ep, "submit", ws, "-m", "edit"))
+    moved = sent_of(out.stdout)
+    shutil.rmtree(ws)
+    return t_submit, t_clone, t_edit, moved
+
+
+def lfs_big(work):
+    src = os.path.join(work, "l-b")
+    bare = os.path.join(work, "l-b.git")
+    git("init", "-q", "--bare", bare)
+    git("init", "-q", src)
+    git("lfs", "install", "--local", cwd=src)
+    git("lfs", "track", "*.bin", cwd=src)
+    path = os.path.join(src, "big.bin")
+    make_big(path, B_BYTES)
+    durable()
+    url = "file://" + bare
+    t0 = time.time()
+    git("add", "-A", cwd=src)
+    git("commit", "-q", "-m", "big", cwd=src)
+    git("push", "-q", url, "HEAD:refs/heads/main", cwd=src)
+    durable()
+    t_submit = time.time() - t0
+    clone = os.path.join(work, "l-b-clone")
+    t_clone, _ = timed(lambda: git("clone", "-q", "-b", "main", url, clone))
+    shutil.rmtree(clone)
+    before = dir_bytes(bare)
+    edit(path, B_BYTES)
+    t0 = time.time()
+    git("add", "-A", cwd=src)
+    git("commit", "-q", "-m", "edit", cwd=src)
+    git("push", "-q", url, "HEAD:refs/heads/main", cwd=src)
+    t_edit = time.time() - t0
+    moved = dir_bytes(bare) - before
+    shutil.rmtree(src)
+    shutil.rmtree(bare)
+    return t_submit, t_clone, t_edit, moved
+
+
+def main():
+    global GIT_ENV
+    if not os.path.exists(os.path.join(BUILD, "cairnd")):
+        skip("scribe", "cairnd_not_built")
+        return 0
+    work = tempfile.mkdtemp(prefix="cairn-bench-scribe.", dir=os.environ.get("TMPDIR", "/var/tmp"))
+    GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
+               "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost",
+               "HOME": work, "PATH": "/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM": "1"}
+    srv = None
+    try:
+        srv = Cairnd(work)
+        mib_a = A_BYTES / (1 << 20)
+        mib_b = B_BYTES / (1 << 20)
+        say("scribe_a_files", A_FILES, "files")
+        say("scribe_a_mib", "%.0f" % mib_a, "MiB")
+        s_sub, s_clone, s_noop, s_status = scribe_many(srv.ep, work)
+        say("scribe_a_submit", "%.2f" % s_sub, "s")
+        say("scribe_a_clone", "%.2f" % s_clone, "s")
+        say("scribe_a_noop_sync", "%.1f" % (s_noop * 1000), "ms")
+        say("scribe_a_status", "%.1f" % (s_status * 1000), "ms")
+        have_git = shutil.which("git") is not None
+        if have_git:
+            g_sub, g_clone = git_many(work)
+            say("git_a_submit", "%.2f" % g_sub, "s")
+            say("git_a_clone", "%.2f" % g_clone, "s")
+            say("scribe_a_clone_speedup", "%.2f" % (g_clone / s_clone), "x")
+        else:
+            skip("git", "git_not_installed")
+        say("scribe_b_mib", "%.0f" % mib_b, "MiB")
+        b_sub, b_clone, c_edit, c_moved = scribe_big(srv.ep, work)
+        say("scribe_b_submit", "%.2f" % b_sub, "s")
+        say("scribe_b_clone", "%.2f" % b_clone, "s")
+        say("scribe_c_submit", "%.2f" % c_edit, "s")
+        say("scribe_c_bytes", c_moved, "bytes")
+        lfs = have_git and sh(["git", "lfs", "version"], check=False).returncode == 0
+        if lfs:
+            git("lfs", "install")       # in the scratch HOME: clones fetch the LFS content
+            l_sub, l_clone, l_edit, l_moved = lfs_big(work)
+            say("lfs_b_submit", "%.2f" % l_sub, "s")
+            say("lfs_b_clone", "%.2f" % l_clone, "s")
+            say("lfs_c_submit", "%.2f" % l_edit, "s")
+            say("lfs_c_bytes", l_moved, "bytes")
+            say("scribe_c_bytes_ratio", "%.1f" % (l_moved / max(c_moved, 1)), "x")
+        else:
+            skip("lfs", "git_lfs_not_installed")
+    finally:
+        if srv:
+            srv.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

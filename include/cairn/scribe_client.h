@@ -1,0 +1,245 @@
+/* cairn scribe client: libcairn's client of Scribe protocol 2 (plaintext),
+ * and the content-defined chunker its uploads use.
+ *
+ * A cn_scribe_client_t is one control connection (handshake on creation,
+ * either codec, optional LZ4 transfers) and up to four data connections of
+ * its session, which large puts and gets spread over.  Every core operation is one
+ * function: it sends one request, reads its answer, and maps an error frame
+ * to a cn_err_t with the wire code and message in cn_scribe_cerr_t.  A
+ * transport failure condemns the connection; the next call reconnects.
+ * Submits are made safe to retry: a submit whose reply was lost is resolved
+ * through operation_outcome, and re-sent only when no outcome was recorded.
+ * Object bodies are sent from caller buffers (a mapped file) and received
+ * through a sink, never collected whole.  One thread at a time per client.
+ *
+ * Errors: 0, or CN_E_PROTOCOL (the server broke the contract), CN_E_CLOSED,
+ * CN_E_TIMEOUT, -errno (transport); for an error frame CN_E_NOT_FOUND
+ * (repository/branch/change not found, object missing), CN_E_EXISTS,
+ * CN_E_CONFLICT (intent/incarnation mismatch, stale note), CN_E_INVALID
+ * (malformed, object invalid), CN_E_BUSY, CN_E_UNSUPPORTED, CN_E_DENIED,
+ * -EIO otherwise; err->code is the wire code (0 when none).
+ */
+#ifndef CAIRN_SCRIBE_CLIENT_H
+#define CAIRN_SCRIBE_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "cairn/err.h"
+#include "cairn/crypto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CN_SCRIBE_CLIENT_DEFAULT_ENDPOINT "127.0.0.1:7447"
+
+typedef struct cn_scribe_cerr {
+    uint16_t code;              /* the wire error code; 0 when the failure was local */
+    char message[512];
+} cn_scribe_cerr_t;
+
+typedef struct cn_scribe_client_cfg {
+    const char *endpoint;       /* "host:port"; NULL = 127.0.0.1:7447 */
+    int codec;                  /* 1 (default) or 2 (test servers only) */
+    bool lz4;                   /* ask for LZ4 object transfers */
+    int connect_timeout_ms;     /* 0 = 10000 */
+    int io_timeout_ms;          /* 0 = 300000 */
+    int data_conns;             /* data connections transfers may add: 0 = 4, < 0 = none */
+    uint64_t bind_session;      /* nonzero: this is a data connection of that session */
+} cn_scribe_client_cfg_t;
+
+#define CN_SCRIBE_CLIENT_MAX_DATA 4     /* data connections per session (the protocol's cap) */
+
+typedef struct cn_scribe_client cn_scribe_client_t;
+
+CN_API cn_err_t cn_scribe_client_new(const cn_scribe_client_cfg_t *cfg, cn_scribe_client_t **out,
+                                     cn_scribe_cerr_t *err);
+CN_API void cn_scribe_client_free(cn_scribe_client_t *cl);      /* NULL is a no-op */
+/* Bytes sent and received (headers, payloads and streams), data
+ * connections included. */
+CN_API void cn_scribe_client_bytes(const cn_scribe_client_t *cl, uint64_t *sent, uint64_t *received);
+/* Object bytes moved by put / get (uploaded or received), reported as they
+ * go; calls are serialized (data connections run on their own threads).
+ * fn NULL stops reporting. */
+typedef void (*cn_scribe_client_progress_fn)(void *ctx, uint64_t bytes);
+CN_API void cn_scribe_client_set_progress(cn_scribe_client_t *cl, cn_scribe_client_progress_fn fn,
+                                          void *ctx);
+
+typedef struct cn_scribe_client_repo {
+    uint8_t id[16];
+    char name[194];
+    uint8_t main_branch[16];
+    uint64_t head;
+    uint8_t incarnation[16];
+    uint64_t created_ms;
+    uint8_t compression;
+} cn_scribe_client_repo_t;
+
+CN_API cn_err_t cn_scribe_client_repo_create(cn_scribe_client_t *cl, const char *name,
+                                             uint8_t compression, cn_scribe_client_repo_t *out,
+                                             cn_scribe_cerr_t *err);
+CN_API cn_err_t cn_scribe_client_repo_info(cn_scribe_client_t *cl, const char *name,
+                                           cn_scribe_client_repo_t *out, cn_scribe_cerr_t *err);
+/* Every repository, page by page; fn's non-zero return stops the walk. */
+typedef int (*cn_scribe_client_repo_fn)(void *ctx, const cn_scribe_client_repo_t *r);
+CN_API cn_err_t cn_scribe_client_repo_list(cn_scribe_client_t *cl, cn_scribe_client_repo_fn fn,
+                                           void *ctx, cn_scribe_cerr_t *err);
+
+typedef struct cn_scribe_client_ref { uint8_t kind; cn_digest_t id; } cn_scribe_client_ref_t;
+
+/* presence / pin_objects over any number of refs (split into batches of
+ * 8,192).  pin: workspace and intent are nonzero. */
+CN_API cn_err_t cn_scribe_client_presence(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                          const cn_scribe_client_ref_t *refs, size_t n,
+                                          bool *present, cn_scribe_cerr_t *err);
+CN_API cn_err_t cn_scribe_client_pin(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                     const uint8_t workspace[16], const uint8_t intent[16],
+                                     const cn_scribe_client_ref_t *refs, size_t n, bool *present,
+                                     cn_scribe_cerr_t *err);
+
+typedef struct cn_scribe_client_obj {
+    uint8_t kind;
+    cn_digest_t id;
+    const void *data;           /* borrowed for the call */
+    size_t len;
+} cn_scribe_client_obj_t;
+/* Uploads objects in order, in batches of at most 16 MiB of object bytes
+ * (each published on its own, so an interrupted upload keeps what was
+ * answered).  objs must be in dependency order (kinds ascending); a large
+ * run of one kind is split over the control connection and up to four data
+ * connections of its session (opened on first use, kept), each on its own
+ * thread. */
+CN_API cn_err_t cn_scribe_client_put(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                     const cn_scribe_client_obj_t *objs, size_t n,
+                                     cn_scribe_cerr_t *err);
+
+/* Downloads objects; sink gets each present object's bytes in pieces
+ * (index i of refs, the piece, whether it is the last piece); absent objects
+ * call sink once with present false. */
+typedef cn_err_t (*cn_scribe_client_sink_fn)(void *ctx, size_t i, bool present, const void *p,
+                                             size_t n, bool last);
+CN_API cn_err_t cn_scribe_client_get(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                     const cn_scribe_client_ref_t *refs, size_t n,
+                                     cn_scribe_client_sink_fn sink, void *ctx,
+                                     cn_scribe_cerr_t *err);
+/* The same over up to five lanes (the control connection and data
+ * connections), each fetching a contiguous slice of refs on its own thread:
+ * sink is called concurrently from different lanes (lane 0..4), but all
+ * pieces of one object come from one lane, in order. */
+typedef cn_err_t (*cn_scribe_client_lane_sink_fn)(void *ctx, unsigned lane, size_t i,
+                                                  bool present, const void *p, size_t n,
+                                                  bool last);
+CN_API cn_err_t cn_scribe_client_get_lanes(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                           const cn_scribe_client_ref_t *refs, size_t n,
+                                           cn_scribe_client_lane_sink_fn sink, void *ctx,
+                                           cn_scribe_cerr_t *err);
+
+typedef struct cn_scribe_client_submit {
+    uint8_t repo[16], incarnation[16], operation[16], branch[16], workspace[16];
+    uint64_t base;
+    cn_digest_t changeset;
+    bool keep_locks;
+    const char *author;
+    const char *message;
+} cn_scribe_client_submit_t;
+typedef struct cn_scribe_client_outcome {
+    bool accepted;
+    uint64_t change;            /* accepted */
+    cn_digest_t commit;
+    uint16_t code;              /* rejected */
+    uint64_t head;
+    char detail[512];
+    uint32_t npaths;
+    char first_path[1024];      /* the first conflicting path */
+} cn_scribe_client_outcome_t;
+/* Submits; a transport failure is resolved by reconnecting and asking
+ * operation_outcome (re-sending only when none was recorded, up to 3 times).
+ * *out holds an accepted or rejected outcome on 0. */
+CN_API cn_err_t cn_scribe_client_submit(cn_scribe_client_t *cl, const cn_scribe_client_submit_t *s,
+                                        cn_scribe_client_outcome_t *out, cn_scribe_cerr_t *err);
+/* *known false: no outcome recorded. */
+CN_API cn_err_t cn_scribe_client_outcome(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                         const uint8_t op[16], bool *known,
+                                         cn_scribe_client_outcome_t *out, cn_scribe_cerr_t *err);
+
+typedef struct cn_scribe_client_entry {
+    const char *path;           /* NUL-terminated, valid during the callback */
+    size_t path_len;
+    cn_digest_t manifest;
+    uint64_t size;
+    uint8_t mode;
+    uint64_t last_change;
+} cn_scribe_client_entry_t;
+typedef int (*cn_scribe_client_entry_fn)(void *ctx, const cn_scribe_client_entry_t *e);
+/* Every live entry of the snapshot under prefix ("" = all), all pages;
+ * roots (either may be NULL) of the snapshot. */
+CN_API cn_err_t cn_scribe_client_tree(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                      const uint8_t branch[16], uint64_t change, const char *prefix,
+                                      cn_scribe_client_entry_fn fn, void *ctx,
+                                      cn_digest_t *content_root, cn_digest_t *revision_root,
+                                      cn_scribe_cerr_t *err);
+
+typedef struct cn_scribe_client_logrow {
+    uint64_t change;
+    cn_digest_t commit;
+    uint64_t parent;
+    const char *path;           /* "" without a path query */
+    uint8_t event;
+    const char *author;
+    const char *message;
+    uint64_t time_ms;
+} cn_scribe_client_logrow_t;
+typedef int (*cn_scribe_client_log_fn)(void *ctx, const cn_scribe_client_logrow_t *r);
+/* History newest first, up to limit rows (0 = all), all pages. */
+CN_API cn_err_t cn_scribe_client_log(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                     const uint8_t branch[16], const char *path, uint32_t limit,
+                                     cn_scribe_client_log_fn fn, void *ctx, cn_scribe_cerr_t *err);
+
+/* Change notes: the latest revision of change's description (*revision 0
+ * and text "" when never described; text holds at most cap bytes), and a
+ * new revision appended after `expected` (CN_E_CONFLICT, code 212, when the
+ * journal moved on). */
+CN_API cn_err_t cn_scribe_client_note(cn_scribe_client_t *cl, const uint8_t repo[16], uint64_t change,
+                                      uint32_t *revision, char *text, size_t cap,
+                                      cn_scribe_cerr_t *err);
+CN_API cn_err_t cn_scribe_client_describe(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                          uint64_t change, uint32_t expected, const char *author,
+                                          const char *text, uint32_t *revision,
+                                          cn_scribe_cerr_t *err);
+
+/* ---- content-defined chunking ---------------------------------------------------
+ * FastCDC 2020 with normalized chunking level 2, the Remote Execution API's
+ * FAST_CDC_2020 (docs/protocol/scribe.md, section 14.1): min = avg/4,
+ * max = 4 x avg, masks of log2(avg) +/- 2 bits, an optional seed XORed into
+ * the gear table.  cairn's uploads use avg 64 KiB, seed 0.  Pure functions,
+ * any thread. */
+#define CN_SCRIBE_CDC_MIN (16u << 10)
+#define CN_SCRIBE_CDC_AVG (64u << 10)
+#define CN_SCRIBE_CDC_MAX (256u << 10)
+#define CN_SCRIBE_CDC_AVG_MIN (1u << 10)    /* accepted averages: powers of two in */
+#define CN_SCRIBE_CDC_AVG_MAX (1u << 20)    /* [1 KiB, 1 MiB] (max chunk 4 MiB) */
+
+typedef struct cn_scribe_cdc {
+    uint32_t min, avg, max;
+    uint64_t mask_s, mask_l;    /* before / after the average */
+    uint64_t seed;
+} cn_scribe_cdc_t;
+
+/* Parameters for average `avg` (a power of two in the range above) and
+ * `seed`; CN_E_INVALID otherwise. */
+CN_API cn_err_t cn_scribe_cdc_init(cn_scribe_cdc_t *c, uint32_t avg, uint64_t seed);
+/* The length of the chunk that starts at p (n bytes available: the whole
+ * rest when n <= min, at most max); *fp (may be NULL) gets the rolling hash
+ * at the cut (0 when no byte was hashed). */
+CN_API size_t cn_scribe_cdc_next(const cn_scribe_cdc_t *c, const uint8_t *p, size_t n,
+                                 uint64_t *fp);
+/* cn_scribe_cdc_next with cairn's parameters (avg 64 KiB, seed 0). */
+CN_API size_t cn_scribe_cdc_cut(const uint8_t *p, size_t n);
+/* The gear table's entry i (seed 0), for tests and documentation. */
+CN_API uint64_t cn_scribe_cdc_gear(uint8_t i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

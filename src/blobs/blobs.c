@@ -1,0 +1,365 @@
+/* The blobs service: opening, namespace membership (the root of record each
+ * namespace holds, and the store's "blobs" liveness source), authorization,
+ * and the control operations stat, have and delete.
+ *
+ * Membership invariants:
+ *  1. A row (ns, digest) is inserted only after the digest's bytes are
+ *     durable in the store (put.c publishes first), and while a guard on the
+ *     digest is held, so the sweeper can never reclaim a blob between its
+ *     publish and the commit of the row that keeps it.
+ *  2. A digest is present in ns iff ns has its row (or a live pin token of a
+ *     put into ns, which always comes with a row) and the store holds it.
+ *  3. delete removes rows and ends ns's tokens on them; the bytes are left
+ *     to the sweeper, which reclaims them once no liveness source and no pin
+ *     holds them and the delete window has passed.
+ */
+#include "blobs_int.h"
+#include "cairn/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const cn_meta_migration_t cn__blobs_steps[] = {
+    {.version = 1,
+     .sql = "CREATE TABLE blobs_member ("
+            "  ns TEXT NOT NULL,"
+            "  digest BLOB NOT NULL,"
+            "  len BIGINT NOT NULL,"
+            "  created_ms BIGINT NOT NULL,"
+            "  PRIMARY KEY (ns, digest));"
+            "CREATE INDEX blobs_member_digest ON blobs_member (digest);"},
+};
+
+bool cn_blobs_ns_valid(const char *ns, size_t len)
+{
+    if (!ns || len == 0 || len > CN_NAMESPACE_MAX || ns[0] == '/')
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char ch = ns[i];
+        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                  (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '/' || ch == '-';
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+static bool ns_ok(const char *ns)
+{
+    return ns && cn_blobs_ns_valid(ns, strnlen(ns, CN_NAMESPACE_MAX + 1));
+}
+
+/* The liveness source: a digest is live while any namespace holds it. */
+static cn_err_t are_live(void *ctx, const cn_digest_t *d, size_t n, bool *live)
+{
+    cn_blobs_t *b = ctx;
+    cn_meta_txn_t *txn = NULL;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t rc = cn_meta_begin(b->meta, CN_META_READ, &txn);
+    if (rc < 0)
+        return rc;
+    rc = cn_meta_prepare(txn, "SELECT 1 FROM blobs_member WHERE digest = ? LIMIT 1", &st);
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        cn_meta_reset(st);
+        rc = cn_meta_bind_blob(st, 1, d[i].b, CN_DIGEST_LEN);
+        if (rc >= 0)
+            rc = cn_meta_step(st);
+        if (rc >= 0)
+            live[i] = rc == CN_META_ROW;
+    }
+    cn_meta_finish(st);
+    cn_meta_rollback(txn);
+    return rc < 0 ? rc : CN_OK;
+}
+
+cn_err_t cn_blobs_open(cn_meta_t *meta, cn_store_t *store, cn_identity_t *id,
+                       const cn_blobs_opts_t *opts, cn_blobs_t **out)
+{
+    *out = NULL;
+    if (!meta || !store || !id || (opts && opts->pin_ttl_ms < 0))
+        return CN_E_INVALID;
+    cn_err_t rc = cn_meta_migrate(meta, "blobs", cn__blobs_steps,
+                                  sizeof cn__blobs_steps / sizeof cn__blobs_steps[0]);
+    if (rc < 0)
+        return rc;
+    cn_blobs_t *b = calloc(1, sizeof *b);
+    if (!b)
+        return -ENOMEM;
+    b->meta = meta;
+    b->store = store;
+    b->id = id;
+    if (opts)
+        b->opts = *opts;
+    if (!b->opts.max_tokens)
+        b->opts.max_tokens = 1u << 20;
+    if (!b->opts.tap_queue_bytes)
+        b->opts.tap_queue_bytes = 8u << 20;
+    if (!b->opts.fanout_budget_bytes)
+        b->opts.fanout_budget_bytes = 256u << 20;
+    if ((rc = cn__tok_init(&b->tok)) < 0) {
+        free(b);
+        return rc;
+    }
+    pthread_mutex_init(&b->fan_mu, NULL);
+    pthread_cond_init(&b->fan_cv, NULL);
+    rc = cn_store_register_liveness_batch(store, "blobs", are_live, b);
+    if (rc < 0) {
+        cn_blobs_close(b);
+        return rc;
+    }
+    *out = b;
+    return CN_OK;
+}
+
+void cn_blobs_shutdown(cn_blobs_t *b)
+{
+    if (b)
+        cn__fan_shutdown(b);
+}
+
+void cn_blobs_close(cn_blobs_t *b)
+{
+    if (!b)
+        return;
+    cn__fan_shutdown(b);
+    cn__tok_fini(b);
+    pthread_cond_destroy(&b->fan_cv);
+    pthread_mutex_destroy(&b->fan_mu);
+    free(b);
+}
+
+cn_err_t cn__blobs_authorize(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
+                             uint32_t action)
+{
+    memset(&c->decision, 0, sizeof c->decision);
+    const cn_principal_t *p = c->principal;
+    uint32_t held = 0;
+    if (p && !(p->perms & CN_PERM_ADMIN) && action != CN_AUTHZ_NS_DELETE) {
+        cn_err_t rc = cn_identity_ns_actions(b->id, ns, p->account_id, &held);
+        if (rc < 0)
+            return rc;
+    }
+    return cn_authz_namespace_decide_held(held, p ? p->account : NULL, p ? p->perms : 0, action,
+                                          &c->decision);
+}
+
+static cn_err_t have_rows(cn_blobs_t *b, const char *ns, const cn_digest_t *d, size_t n,
+                          bool *present);
+
+/* Ends write transaction txn after work that returned rc: rolled back on an
+ * error (returned), else committed. */
+static cn_err_t txn_end(cn_meta_txn_t *txn, cn_err_t rc)
+{
+    if (rc < 0) {
+        cn_meta_rollback(txn);
+        return rc;
+    }
+    return cn_meta_commit(txn);
+}
+
+/* Runs st once more, bound to ?1 = ns and ?2 = d: CN_META_ROW, CN_META_DONE
+ * or the error. */
+static cn_err_t step_member(cn_meta_stmt_t *st, const char *ns, const cn_digest_t *d)
+{
+    cn_meta_reset(st);
+    cn_err_t rc = cn_meta_bind_str(st, 1, ns);
+    if (rc >= 0)
+        rc = cn_meta_bind_blob(st, 2, d->b, CN_DIGEST_LEN);
+    if (rc >= 0)
+        rc = cn_meta_step(st);
+    return rc;
+}
+
+cn_err_t cn__blobs_is_member(cn_blobs_t *b, const char *ns, const cn_digest_t *d, bool *member)
+{
+    *member = false;
+    return have_rows(b, ns, d, 1, member);
+}
+
+cn_err_t cn__blobs_add_member(cn_blobs_t *b, const char *ns, const cn_digest_t *d, uint64_t len)
+{
+    cn_meta_txn_t *txn = NULL;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t rc = cn_meta_begin(b->meta, CN_META_WRITE, &txn);
+    if (rc < 0)
+        return rc;
+    rc = cn_meta_prepare(txn, "INSERT INTO blobs_member (ns, digest, len, created_ms)"
+                              " VALUES (?, ?, ?, ?) ON CONFLICT (ns, digest) DO NOTHING", &st);
+    if (rc >= 0 && (rc = cn_meta_bind_str(st, 1, ns)) >= 0 &&
+        (rc = cn_meta_bind_blob(st, 2, d->b, CN_DIGEST_LEN)) >= 0 &&
+        (rc = cn_meta_bind_int64(st, 3, (int64_t)len)) >= 0 &&
+        (rc = cn_meta_bind_int64(st, 4, cn_wall_ms())) >= 0)
+        rc = cn_meta_step(st);
+    cn_meta_finish(st);
+    return txn_end(txn, rc);
+}
+
+cn_err_t cn_blobs_stat(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
+                       const cn_digest_t *d, uint64_t *len)
+{
+    if (!ns_ok(ns))
+        return CN_E_INVALID;
+    CN_TRY(cn__blobs_authorize(b, c, ns, CN_NS_READ));
+    bool member = false;
+    CN_TRY(cn__blobs_is_member(b, ns, d, &member));
+    if (!member)
+        return CN_E_NOT_FOUND;
+    cn_store_stat_t st;
+    CN_TRY(cn_store_stat(b->store, d, &st));
+    *len = st.len;
+    return CN_OK;
+}
+
+cn_err_t cn_blobs_have(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
+                       const cn_digest_t *d, size_t n, const char *token, bool *present)
+{
+    if (!ns_ok(ns))
+        return CN_E_INVALID;
+    if (n > CN_BLOBS_HAVE_MAX)
+        return CN_E_LIMIT;
+    if (token && n != 1)
+        return CN_E_INVALID;
+    CN_TRY(cn__blobs_authorize(b, c, ns, CN_NS_READ));
+    memset(present, 0, n * sizeof *present);
+    if (n == 0)
+        return CN_OK;
+    if (token) {
+        bool ok = false;
+        CN_TRY(cn__tok_renew(b, ns, d, token, &ok));
+        if (!ok)
+            return CN_OK;
+    }
+    return have_rows(b, ns, d, n, present);
+}
+
+/* present[i] = ns has a row for d[i] and the store holds its bytes. */
+static cn_err_t have_rows(cn_blobs_t *b, const char *ns, const cn_digest_t *d, size_t n,
+                          bool *present)
+{
+    cn_meta_txn_t *txn = NULL;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t rc = cn_meta_begin(b->meta, CN_META_READ, &txn);
+    if (rc < 0)
+        return rc;
+    rc = cn_meta_prepare(txn, "SELECT 1 FROM blobs_member WHERE ns = ? AND digest = ?", &st);
+    size_t members = 0;
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        rc = step_member(st, ns, &d[i]);
+        if (rc == CN_META_ROW) {
+            present[i] = true;
+            members++;
+        }
+    }
+    cn_meta_finish(st);
+    cn_meta_rollback(txn);
+    if (rc < 0 || members == 0)
+        return rc < 0 ? rc : CN_OK;
+    /* A row without bytes (a store scrubbed or damaged underneath) is not
+     * present: the need for a re-put must show. */
+    cn_digest_t *sub = malloc(members * sizeof *sub);
+    bool *in_store = malloc(members * sizeof *in_store);
+    if (!sub || !in_store) {
+        free(sub);
+        free(in_store);
+        return -ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (present[i])
+            sub[k++] = d[i];
+    rc = cn_store_have(b->store, sub, members, in_store);
+    k = 0;
+    for (size_t i = 0; rc >= 0 && i < n; i++)
+        if (present[i])
+            present[i] = in_store[k++];
+    free(sub);
+    free(in_store);
+    return rc < 0 ? rc : CN_OK;
+}
+
+cn_err_t cn_blobs_delete(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
+                         const cn_digest_t *d, size_t n, size_t *removed)
+{
+    if (removed)
+        *removed = 0;
+    if (!ns_ok(ns))
+        return CN_E_INVALID;
+    if (n > CN_BLOBS_DELETE_MAX)
+        return CN_E_LIMIT;
+    CN_TRY(cn__blobs_authorize(b, c, ns, CN_AUTHZ_NS_DELETE));
+    cn_meta_txn_t *txn = NULL;
+    cn_meta_stmt_t *st = NULL;
+    size_t count = 0;
+    cn_err_t rc = cn_meta_begin(b->meta, CN_META_WRITE, &txn);
+    if (rc < 0)
+        return rc;
+    rc = cn_meta_prepare(txn, "DELETE FROM blobs_member WHERE ns = ? AND digest = ?", &st);
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        rc = step_member(st, ns, &d[i]);
+        if (rc >= 0)
+            count += (size_t)cn_meta_changes(txn);
+    }
+    cn_meta_finish(st);
+    if ((rc = txn_end(txn, rc)) < 0)
+        return rc;
+    cn__tok_end(b, ns, d, n);
+    if (removed)
+        *removed = count;
+    cn_info(CN__MOD, "delete in %s by %s: %zu of %zu digests were members", ns,
+            c->principal ? c->principal->account : "?", count, n);
+    return CN_OK;
+}
+
+cn_err_t cn_blobs_list(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
+                       const cn_digest_t *after, size_t max, cn_digest_t *out, size_t *n,
+                       bool *more)
+{
+    *n = 0;
+    *more = false;
+    if (!ns_ok(ns) || max == 0 || max > CN_BLOBS_LIST_MAX)
+        return CN_E_INVALID;
+    CN_TRY(cn__blobs_authorize(b, c, ns, CN_NS_READ));
+    static const uint8_t none[1] = {0};
+    cn_meta_txn_t *txn = NULL;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t rc = cn_meta_begin(b->meta, CN_META_READ, &txn);
+    if (rc < 0)
+        return rc;
+    /* Every digest is 32 bytes, so the empty blob sorts before all of them;
+     * "after nothing" compares against a zero-length value. */
+    rc = cn_meta_prepare(txn, "SELECT digest FROM blobs_member WHERE ns = ? AND digest > ?"
+                              " ORDER BY digest LIMIT ?", &st);
+    if (rc >= 0 && (rc = cn_meta_bind_str(st, 1, ns)) >= 0 &&
+        (rc = cn_meta_bind_blob(st, 2, after ? after->b : none, after ? CN_DIGEST_LEN : 0)) >= 0)
+        rc = cn_meta_bind_int64(st, 3, (int64_t)max + 1);
+    while (rc >= 0 && (rc = cn_meta_step(st)) == CN_META_ROW) {
+        size_t len = 0;
+        const void *v = cn_meta_column_blob(st, 0, &len);
+        if (!v || len != CN_DIGEST_LEN)
+            continue;
+        if (*n == max) {
+            *more = true;
+            break;
+        }
+        memcpy(out[(*n)++].b, v, CN_DIGEST_LEN);
+    }
+    cn_meta_finish(st);
+    cn_meta_rollback(txn);
+    return rc < 0 ? rc : CN_OK;
+}
+
+void cn_blobs_counters(cn_blobs_t *b, cn_blobs_counters_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!b)
+        return;
+    out->puts = atomic_load(&b->n.puts);
+    out->put_bytes = atomic_load(&b->n.put_bytes);
+    out->fetches_store = atomic_load(&b->n.fetches_store);
+    out->fetches_fanout = atomic_load(&b->n.fetches_fanout);
+    out->misses = atomic_load(&b->n.misses);
+    out->taps_dropped = atomic_load(&b->n.taps_dropped);
+    out->broadcasts = atomic_load(&b->n.broadcasts);
+    out->tokens = cn__tok_count(b);
+}

@@ -1,0 +1,1125 @@
+/* libcairn's Scribe protocol-2 client: one control connection with
+ * deadline-bound blocking I/O, the hello, every core request, LZ4 transfer
+ * blocks both ways, and submits resolved through operation_outcome when a
+ * reply is lost.  Uses the pure codec (cairn/scribe.h) for every layout. */
+#include "cairn/scribe_client.h"
+#include "cairn/scribe.h"
+#include "cairn/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <lz4.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+struct cn_scribe_client {
+    char host[256];
+    char port[8];
+    int codec;
+    bool lz4;
+    int connect_ms, io_ms;
+    int fd;
+    uint8_t compression;        /* accepted by the server */
+    uint64_t rid;
+    cn_buf_t out, in;
+    uint8_t *blk, *blk2;        /* LZ4 block buffers */
+    uint64_t sent, received;
+    uint64_t session;           /* the session hello-ok named */
+    uint64_t bind;              /* a data connection: the session it binds to */
+    int ndata;                  /* data connections transfers may use */
+    cn_scribe_client_t *data[CN_SCRIBE_CLIENT_MAX_DATA];
+    cn_scribe_client_t *root;   /* the control client (itself when it is one) */
+    cn_scribe_client_progress_fn progress;
+    void *pctx;
+    pthread_mutex_t pmu;        /* serializes progress calls (root only) */
+};
+
+/* Reports n object bytes moved, through the root's callback. */
+static void report(cn_scribe_client_t *cl, uint64_t n)
+{
+    cn_scribe_client_t *r = cl->root;
+    if (!r->progress || !n)
+        return;
+    pthread_mutex_lock(&r->pmu);
+    r->progress(r->pctx, n);
+    pthread_mutex_unlock(&r->pmu);
+}
+
+static void set_err(cn_scribe_cerr_t *err, uint16_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(cn_scribe_cerr_t *err, uint16_t code, const char *fmt, ...)
+{
+    if (!err)
+        return;
+    err->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+}
+
+static cn_err_t err_for_code(uint16_t code)
+{
+    switch (code) {
+    case CN_SCRIBE_E_REPOSITORY_NOT_FOUND:
+    case CN_SCRIBE_E_BRANCH_NOT_FOUND:
+    case CN_SCRIBE_E_CHANGE_NOT_FOUND:
+    case CN_SCRIBE_E_OBJECT_MISSING:         return CN_E_NOT_FOUND;
+    case CN_SCRIBE_E_REPOSITORY_EXISTS:      return CN_E_EXISTS;
+    case CN_SCRIBE_E_OPERATION_INTENT_MISMATCH:
+    case CN_SCRIBE_E_INCARNATION_MISMATCH:
+    case CN_SCRIBE_E_NOTE_REVISION_STALE:
+    case CN_SCRIBE_E_WORKSPACE_MISMATCH:
+    case CN_SCRIBE_E_INTENT_FINALIZED:       return CN_E_CONFLICT;
+    case CN_SCRIBE_E_MALFORMED:
+    case CN_SCRIBE_E_OBJECT_INVALID:         return CN_E_INVALID;
+    case CN_SCRIBE_E_BUSY:                   return CN_E_BUSY;
+    case CN_SCRIBE_E_UNSUPPORTED_VERSION:
+    case CN_SCRIBE_E_UNSUPPORTED_OPERATION:  return CN_E_UNSUPPORTED;
+    case CN_SCRIBE_E_FORBIDDEN:
+    case CN_SCRIBE_E_UNAUTHENTICATED:        return CN_E_DENIED;
+    case CN_SCRIBE_E_LIMIT_EXCEEDED:         return CN_E_LIMIT;
+    default:                                 return -EIO;
+    }
+}
+
+/* ---- transport ------------------------------------------------------------------- */
+static void drop(cn_scribe_client_t *cl)
+{
+    if (cl->fd >= 0)
+        close(cl->fd);
+    cl->fd = -1;
+}
+
+static cn_err_t send_all(cn_scribe_client_t *cl, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    while (n) {
+        ssize_t w = send(cl->fd, b, n, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            cn_err_t e = errno == EAGAIN || errno == EWOULDBLOCK ? CN_E_TIMEOUT : -errno;
+            drop(cl);
+            return e;
+        }
+        b += w;
+        n -= (size_t)w;
+        cl->sent += (uint64_t)w;
+    }
+    return CN_OK;
+}
+
+static cn_err_t recv_all(cn_scribe_client_t *cl, void *p, size_t n)
+{
+    uint8_t *b = p;
+    while (n) {
+        ssize_t r = recv(cl->fd, b, n, 0);
+        if (r == 0) {
+            drop(cl);
+            return CN_E_CLOSED;
+        }
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            cn_err_t e = errno == EAGAIN || errno == EWOULDBLOCK ? CN_E_TIMEOUT : -errno;
+            drop(cl);
+            return e;
+        }
+        b += r;
+        n -= (size_t)r;
+        cl->received += (uint64_t)r;
+    }
+    return CN_OK;
+}
+
+static cn_err_t dial(cn_scribe_client_t *cl, cn_scribe_cerr_t *err)
+{
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    int g = getaddrinfo(cl->host, cl->port, &hints, &res);
+    if (g) {
+        set_err(err, 0, "cannot resolve %s: %s", cl->host, gai_strerror(g));
+        return CN_E_INVALID;
+    }
+    cn_err_t last = CN_E_CLOSED;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) {
+            last = -errno;
+            continue;
+        }
+        int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
+        if (rc < 0 && errno == EINPROGRESS) {
+            struct pollfd pfd = {fd, POLLOUT, 0};
+            rc = poll(&pfd, 1, cl->connect_ms);
+            int so = 0;
+            socklen_t sl = sizeof so;
+            if (rc == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &sl) == 0 && so == 0)
+                rc = 0;
+            else {
+                errno = rc == 0 ? ETIMEDOUT : (so ? so : errno);
+                rc = -1;
+            }
+        }
+        if (rc < 0) {
+            last = -errno;
+            close(fd);
+            continue;
+        }
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        struct timeval tv = {cl->io_ms / 1000, (cl->io_ms % 1000) * 1000};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        cl->fd = fd;
+        freeaddrinfo(res);
+        return CN_OK;
+    }
+    freeaddrinfo(res);
+    set_err(err, 0, "cannot connect to %s:%s: %s", cl->host, cl->port, cn_strerror(last));
+    return last;
+}
+
+static cn_err_t send_frame(cn_scribe_client_t *cl, uint16_t op, uint16_t flags, const cn_buf_t *p)
+{
+    uint8_t h[CN_SCRIBE_HDR_LEN];
+    cn_scribe_hdr_t hdr = {op, flags, ++cl->rid, (uint32_t)p->len};
+    cn_scribe_hdr_encode(h, &hdr);
+    CN_TRY(send_all(cl, h, sizeof h));
+    return p->len ? send_all(cl, p->data, p->len) : CN_OK;
+}
+
+/* Reads the reply frame of the last request into cl->in.  An error frame
+ * becomes its cn_err_t with err filled. */
+static cn_err_t recv_reply(cn_scribe_client_t *cl, uint16_t op, cn_scribe_hdr_t *hdr,
+                           cn_scribe_codec_t codec, cn_scribe_cerr_t *err)
+{
+    uint8_t h[CN_SCRIBE_HDR_LEN];
+    CN_TRY(recv_all(cl, h, sizeof h));
+    if (cn_scribe_hdr_parse(h, hdr) < 0 || hdr->request_id != cl->rid || hdr->opcode != op) {
+        drop(cl);
+        set_err(err, 0, "the server broke the frame contract");
+        return CN_E_PROTOCOL;
+    }
+    cn_buf_reset(&cl->in);
+    CN_TRY(cn_buf_reserve(&cl->in, hdr->length ? hdr->length : 1));
+    CN_TRY(recv_all(cl, cl->in.data, hdr->length));
+    cl->in.len = hdr->length;
+    if (hdr->flags & CN_SCRIBE_FLAG_ERROR) {
+        cn_scribe_error_t e;
+        if (cn_scribe_dec_error(cl->in.data, cl->in.len, codec, &e) < 0) {
+            drop(cl);
+            set_err(err, 0, "undecodable error frame");
+            return CN_E_PROTOCOL;
+        }
+        set_err(err, e.code, "%.*s", (int)e.message.len, (const char *)e.message.p);
+        return err_for_code(e.code);
+    }
+    return CN_OK;
+}
+
+static cn_err_t connect_hello(cn_scribe_client_t *cl, cn_scribe_cerr_t *err)
+{
+    CN_TRY(dial(cl, err));
+    cn_scribe_hello_t h;
+    memset(&h, 0, sizeof h);
+    h.version = 2;
+    h.codec = (uint8_t)cl->codec;
+    h.caps = cl->lz4 ? CN_SCRIBE_CAP_LZ4 : 0;
+    h.bind_session = cl->bind;
+    h.client = cn_scribe_cstr("cairn-client/1");
+    cn_buf_reset(&cl->out);
+    cn_err_t e = cn_scribe_enc_hello(&cl->out, &h);
+    cn_scribe_hdr_t hdr;
+    if (e >= 0)
+        e = send_frame(cl, CN_SCRIBE_OP_HELLO, 0, &cl->out);
+    if (e >= 0)
+        e = recv_reply(cl, CN_SCRIBE_OP_HELLO, &hdr, CN_SCRIBE_CODEC_LE, err);
+    cn_scribe_hello_ok_t ok;
+    if (e >= 0 && cn_scribe_dec_hello_ok(cl->in.data, cl->in.len, false, &ok) < 0)
+        e = CN_E_PROTOCOL;
+    if (e >= 0 && (ok.codec != cl->codec || ok.compression != (cl->lz4 ? 1 : 0)))
+        e = CN_E_PROTOCOL;     /* a client refuses another codec or compression */
+    if (e < 0) {
+        if (e == CN_E_PROTOCOL)
+            set_err(err, 0, "the server's hello-ok is not acceptable");
+        drop(cl);
+        return e;
+    }
+    cl->compression = ok.compression;
+    cl->session = ok.session;
+    return CN_OK;
+}
+
+static cn_err_t ensure(cn_scribe_client_t *cl, cn_scribe_cerr_t *err)
+{
+    return cl->fd >= 0 ? CN_OK : connect_hello(cl, err);
+}
+
+/* One request whose payload is cl->out; the reply payload lands in cl->in. */
+static cn_err_t call(cn_scribe_client_t *cl, uint16_t op, cn_scribe_cerr_t *err)
+{
+    CN_TRY(ensure(cl, err));
+    cn_scribe_hdr_t hdr;
+    cn_err_t e = send_frame(cl, op, 0, &cl->out);
+    if (e >= 0)
+        e = recv_reply(cl, op, &hdr, (cn_scribe_codec_t)cl->codec, err);
+    if (e < 0 && err && !err->code && !err->message[0])
+        set_err(err, 0, "%s: %s", cn_scribe_op_name(op), cn_strerror(e));
+    return e;
+}
+
+#define CODEC(cl) ((cn_scribe_codec_t)(cl)->codec)
+
+cn_err_t cn_scribe_client_new(const cn_scribe_client_cfg_t *cfg, cn_scribe_client_t **out,
+                              cn_scribe_cerr_t *err)
+{
+    *out = NULL;
+    if (err)
+        memset(err, 0, sizeof *err);
+    cn_scribe_client_t *cl = calloc(1, sizeof *cl);
+    if (!cl)
+        return -ENOMEM;
+    cl->fd = -1;
+    const char *ep = cfg && cfg->endpoint ? cfg->endpoint : CN_SCRIBE_CLIENT_DEFAULT_ENDPOINT;
+    const char *colon = strrchr(ep, ':');
+    const char *h = ep;
+    size_t hl = colon ? (size_t)(colon - ep) : strlen(ep);
+    if (hl && h[0] == '[' && h[hl - 1] == ']') {
+        h++;
+        hl -= 2;
+    }
+    if (!hl || hl >= sizeof cl->host || (colon && strlen(colon + 1) >= sizeof cl->port)) {
+        free(cl);
+        set_err(err, 0, "bad endpoint '%s' (want host:port)", ep);
+        return CN_E_INVALID;
+    }
+    memcpy(cl->host, h, hl);
+    snprintf(cl->port, sizeof cl->port, "%s", colon ? colon + 1 : "7447");
+    cl->codec = cfg && cfg->codec == 2 ? 2 : 1;
+    cl->lz4 = cfg && cfg->lz4;
+    cl->connect_ms = cfg && cfg->connect_timeout_ms ? cfg->connect_timeout_ms : 10000;
+    cl->io_ms = cfg && cfg->io_timeout_ms ? cfg->io_timeout_ms : 300000;
+    cl->bind = cfg ? cfg->bind_session : 0;
+    cl->ndata = !cfg || !cfg->data_conns ? CN_SCRIBE_CLIENT_MAX_DATA
+              : cfg->data_conns < 0 ? 0
+              : cfg->data_conns > CN_SCRIBE_CLIENT_MAX_DATA ? CN_SCRIBE_CLIENT_MAX_DATA
+              : cfg->data_conns;
+    if (cl->bind)
+        cl->ndata = 0;          /* a data connection opens no data connections */
+    cl->root = cl;
+    pthread_mutex_init(&cl->pmu, NULL);
+    cn_err_t e = connect_hello(cl, err);
+    if (e < 0) {
+        cn_scribe_client_free(cl);
+        return e;
+    }
+    *out = cl;
+    return CN_OK;
+}
+
+void cn_scribe_client_free(cn_scribe_client_t *cl)
+{
+    if (!cl)
+        return;
+    for (int k = 0; k < CN_SCRIBE_CLIENT_MAX_DATA; k++)
+        cn_scribe_client_free(cl->data[k]);
+    pthread_mutex_destroy(&cl->pmu);
+    drop(cl);
+    cn_buf_free(&cl->out);
+    cn_buf_free(&cl->in);
+    free(cl->blk);
+    free(cl->blk2);
+    free(cl);
+}
+
+void cn_scribe_client_bytes(const cn_scribe_client_t *cl, uint64_t *sent, uint64_t *received)
+{
+    *sent = cl->sent;
+    *received = cl->received;
+    for (int k = 0; k < CN_SCRIBE_CLIENT_MAX_DATA; k++)
+        if (cl->data[k]) {
+            *sent += cl->data[k]->sent;
+            *received += cl->data[k]->received;
+        }
+}
+
+void cn_scribe_client_set_progress(cn_scribe_client_t *cl, cn_scribe_client_progress_fn fn,
+                                   void *ctx)
+{
+    cl->progress = fn;
+    cl->pctx = ctx;
+}
+
+/* Data connection k of the control client (opened on first use, bound to
+ * the current session; re-opened when the control connection reconnected). */
+static cn_err_t data_conn(cn_scribe_client_t *cl, int k, cn_scribe_client_t **out,
+                          cn_scribe_cerr_t *err)
+{
+    CN_TRY(ensure(cl, err));
+    cn_scribe_client_t *d = cl->data[k];
+    if (d && d->bind != cl->session) {
+        cn_scribe_client_free(d);
+        d = cl->data[k] = NULL;
+    }
+    if (!d) {
+        char ep[300];
+        snprintf(ep, sizeof ep, "[%s]:%s", cl->host, cl->port);
+        cn_scribe_client_cfg_t cfg = {ep, cl->codec, cl->lz4, cl->connect_ms, cl->io_ms,
+                                      -1, cl->session};
+        CN_TRY(cn_scribe_client_new(&cfg, &d, err));
+        d->root = cl;
+        cl->data[k] = d;
+    }
+    *out = d;
+    return CN_OK;
+}
+
+/* ---- repositories ------------------------------------------------------------------ */
+static void repo_from(const cn_scribe_repo_info_t *ri, cn_scribe_client_repo_t *out)
+{
+    memset(out, 0, sizeof *out);
+    memcpy(out->id, ri->id.b, 16);
+    size_t n = ri->name.len < sizeof out->name - 1 ? ri->name.len : sizeof out->name - 1;
+    memcpy(out->name, ri->name.p, n);
+    memcpy(out->main_branch, ri->main_branch.b, 16);
+    out->head = ri->head;
+    memcpy(out->incarnation, ri->incarnation.b, 16);
+    out->created_ms = ri->created_ms;
+    out->compression = ri->compression;
+}
+
+static cn_err_t info_reply(cn_scribe_client_t *cl, cn_scribe_client_repo_t *out)
+{
+    cn_scribe_repo_info_t ri;
+    if (cn_scribe_dec_repo_info_resp(cl->in.data, cl->in.len, CODEC(cl), &ri) < 0)
+        return CN_E_PROTOCOL;
+    repo_from(&ri, out);
+    return CN_OK;
+}
+
+cn_err_t cn_scribe_client_repo_create(cn_scribe_client_t *cl, const char *name, uint8_t compression,
+                                      cn_scribe_client_repo_t *out, cn_scribe_cerr_t *err)
+{
+    cn_scribe_repo_create_req_t q = {cn_scribe_cstr(name), compression};
+    cn_buf_reset(&cl->out);
+    if (cn_scribe_enc_repo_create_req(&cl->out, CODEC(cl), &q) < 0) {
+        set_err(err, 0, "a repository name is 1..193 bytes of UTF-8");
+        return CN_E_INVALID;
+    }
+    CN_TRY(call(cl, CN_SCRIBE_OP_REPO_CREATE, err));
+    return info_reply(cl, out);
+}
+
+cn_err_t cn_scribe_client_repo_info(cn_scribe_client_t *cl, const char *name,
+                                    cn_scribe_client_repo_t *out, cn_scribe_cerr_t *err)
+{
+    cn_scribe_repo_info_req_t q;
+    memset(&q, 0, sizeof q);
+    q.by = CN_SCRIBE_REPO_BY_NAME;
+    q.name = cn_scribe_cstr(name);
+    cn_buf_reset(&cl->out);
+    if (cn_scribe_enc_repo_info_req(&cl->out, CODEC(cl), &q) < 0) {
+        set_err(err, 0, "bad repository name");
+        return CN_E_INVALID;
+    }
+    CN_TRY(call(cl, CN_SCRIBE_OP_REPO_INFO, err));
+    return info_reply(cl, out);
+}
+
+cn_err_t cn_scribe_client_repo_list(cn_scribe_client_t *cl, cn_scribe_client_repo_fn fn, void *ctx,
+                                    cn_scribe_cerr_t *err)
+{
+    uint8_t token[CN_SCRIBE_MAX_TOKEN];
+    size_t tlen = 0;
+    bool has = false;
+    for (;;) {
+        cn_scribe_repo_list_req_t q = {CN_SCRIBE_MAX_PAGE, has, {token, (uint32_t)tlen}};
+        cn_buf_reset(&cl->out);
+        CN_TRY(cn_scribe_enc_repo_list_req(&cl->out, CODEC(cl), &q));
+        CN_TRY(call(cl, CN_SCRIBE_OP_REPO_LIST, err));
+        cn_scribe_repo_list_resp_t r;
+        if (cn_scribe_dec_repo_list_resp(cl->in.data, cl->in.len, CODEC(cl), &r) < 0)
+            return CN_E_PROTOCOL;
+        cn_scribe_repo_info_t ri;
+        while (cn_scribe_next_repo_info(&r.rows, &ri)) {
+            cn_scribe_client_repo_t cr;
+            repo_from(&ri, &cr);
+            int rc = fn(ctx, &cr);
+            if (rc)
+                return rc;
+        }
+        if (!r.has_token)
+            return CN_OK;
+        tlen = r.token.len;
+        memcpy(token, r.token.p, tlen);
+        has = true;
+    }
+}
+
+/* ---- objects ------------------------------------------------------------------------ */
+static cn_err_t bits_call(cn_scribe_client_t *cl, uint16_t op, const uint8_t repo[16],
+                          const uint8_t *ws, const uint8_t *intent,
+                          const cn_scribe_client_ref_t *refs, size_t n, bool *present,
+                          cn_scribe_cerr_t *err)
+{
+    cn_scribe_objref_t *r = malloc(CN_SCRIBE_MAX_BATCH * sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    cn_err_t e = CN_OK;
+    for (size_t at = 0; at < n && e >= 0; at += CN_SCRIBE_MAX_BATCH) {
+        uint32_t m = (uint32_t)(n - at < CN_SCRIBE_MAX_BATCH ? n - at : CN_SCRIBE_MAX_BATCH);
+        for (uint32_t i = 0; i < m; i++) {
+            r[i].kind = refs[at + i].kind;
+            r[i].id = refs[at + i].id;
+        }
+        cn_scribe_objs_req_t q;
+        memset(&q, 0, sizeof q);
+        memcpy(q.repo.b, repo, 16);
+        if (ws)
+            memcpy(q.workspace.b, ws, 16);
+        if (intent)
+            memcpy(q.intent.b, intent, 16);
+        q.count = m;
+        cn_buf_reset(&cl->out);
+        if ((e = cn_scribe_enc_objs_req(&cl->out, CODEC(cl), op, &q, r)) < 0 ||
+            (e = call(cl, op, err)) < 0)
+            break;
+        const uint8_t *bits;
+        if (cn_scribe_dec_bits_resp(cl->in.data, cl->in.len, CODEC(cl), m, &bits) < 0) {
+            e = CN_E_PROTOCOL;
+            break;
+        }
+        for (uint32_t i = 0; i < m; i++)
+            present[at + i] = cn_scribe_bit(bits, i);
+    }
+    free(r);
+    return e;
+}
+
+cn_err_t cn_scribe_client_presence(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                   const cn_scribe_client_ref_t *refs, size_t n, bool *present,
+                                   cn_scribe_cerr_t *err)
+{
+    return bits_call(cl, CN_SCRIBE_OP_PRESENCE, repo, NULL, NULL, refs, n, present, err);
+}
+
+cn_err_t cn_scribe_client_pin(cn_scribe_client_t *cl, const uint8_t repo[16],
+                              const uint8_t workspace[16], const uint8_t intent[16],
+                              const cn_scribe_client_ref_t *refs, size_t n, bool *present,
+                              cn_scribe_cerr_t *err)
+{
+    return bits_call(cl, CN_SCRIBE_OP_PIN_OBJECTS, repo, workspace, intent, refs, n, present, err);
+}
+
+static cn_err_t blk_buffers(cn_scribe_client_t *cl)
+{
+    if (!cl->blk && !(cl->blk = malloc(CN_SCRIBE_BLOCK_MAX)))
+        return -ENOMEM;
+    if (!cl->blk2 && !(cl->blk2 = malloc((size_t)LZ4_compressBound(CN_SCRIBE_BLOCK_MAX))))
+        return -ENOMEM;
+    return CN_OK;
+}
+
+static cn_err_t send_object(cn_scribe_client_t *cl, const uint8_t *p, size_t n)
+{
+    if (!cl->compression)
+        return send_all(cl, p, n);
+    while (n) {
+        size_t m = n < CN_SCRIBE_BLOCK_MAX ? n : CN_SCRIBE_BLOCK_MAX;
+        int enc = LZ4_compress_default((const char *)p, (char *)cl->blk2, (int)m,
+                                       LZ4_compressBound(CN_SCRIBE_BLOCK_MAX));
+        cn_scribe_block_t b = {(uint32_t)m, (uint32_t)m, true};
+        const uint8_t *data = p;
+        if (enc > 0 && (size_t)enc < m) {
+            b.stored = (uint32_t)enc;
+            b.raw = false;
+            data = cl->blk2;
+        }
+        uint8_t h[CN_SCRIBE_BLOCK_HDR_LEN];
+        cn_scribe_enc_block(h, &b);
+        CN_TRY(send_all(cl, h, sizeof h));
+        CN_TRY(send_all(cl, data, b.stored));
+        p += m;
+        n -= m;
+    }
+    return CN_OK;
+}
+
+/* A put batch carries at most this many object bytes: each batch is
+ * published (and so resumable) on its own. */
+#define PUT_BATCH_BYTES (16u << 20)
+/* A kind's run of objects goes over data connections only above this. */
+#define LANE_MIN_BYTES (8u << 20)
+
+static cn_err_t put_serial(cn_scribe_client_t *cl, const uint8_t repo[16],
+                           const cn_scribe_client_obj_t *objs, size_t n, cn_scribe_cerr_t *err)
+{
+    CN_TRY(blk_buffers(cl));
+    cn_scribe_put_item_t *items = malloc(CN_SCRIBE_MAX_BATCH * sizeof *items);
+    if (!items)
+        return -ENOMEM;
+    cn_err_t e = CN_OK;
+    size_t at = 0;
+    cn_scribe_id_t rid;
+    memcpy(rid.b, repo, 16);
+    while (at < n && e >= 0) {
+        uint32_t m = 0;
+        uint64_t total = 0;
+        while (at + m < n && m < CN_SCRIBE_MAX_BATCH &&
+               total + objs[at + m].len <= PUT_BATCH_BYTES) {
+            items[m] = (cn_scribe_put_item_t){objs[at + m].kind, objs[at + m].id, objs[at + m].len};
+            total += objs[at + m].len;
+            m++;
+        }
+        if (!m) {
+            items[0] = (cn_scribe_put_item_t){objs[at].kind, objs[at].id, objs[at].len};
+            m = 1;
+        }
+        if ((e = ensure(cl, err)) < 0)
+            break;
+        cn_buf_reset(&cl->out);
+        if ((e = cn_scribe_enc_put_req(&cl->out, CODEC(cl), &rid, items, m)) < 0) {
+            set_err(err, 0, "an object is outside the protocol's limits");
+            break;
+        }
+        if ((e = send_frame(cl, CN_SCRIBE_OP_PUT_OBJECTS, CN_SCRIBE_FLAG_STREAM, &cl->out)) < 0)
+            break;
+        for (uint32_t i = 0; i < m && e >= 0; i++)
+            if ((e = send_object(cl, objs[at + i].data, objs[at + i].len)) >= 0)
+                report(cl, objs[at + i].len);
+        cn_scribe_hdr_t hdr;
+        if (e < 0 || (e = recv_reply(cl, CN_SCRIBE_OP_PUT_OBJECTS, &hdr, CODEC(cl), err)) < 0) {
+            /* the server closes after an error it answered before the end */
+            if (err && err->code)
+                drop(cl);
+            break;
+        }
+        uint32_t cnt;
+        const uint8_t *stored;
+        if (cn_scribe_dec_put_resp(cl->in.data, cl->in.len, CODEC(cl), &cnt, &stored) < 0 ||
+            cnt != m) {
+            e = CN_E_PROTOCOL;
+            break;
+        }
+        at += m;
+    }
+    free(items);
+    return e;
+}
+
+/* ---- transfers over data connections ------------------------------------------------
+ * A lane is one connection (the control connection or a data connection)
+ * working through a contiguous slice of a request, on its own thread. */
+typedef struct lane {
+    cn_scribe_client_t *cl;
+    const uint8_t *repo;
+    const cn_scribe_client_obj_t *objs;         /* put */
+    const cn_scribe_client_ref_t *refs;         /* get */
+    size_t off, n;
+    unsigned index;
+    cn_scribe_client_lane_sink_fn sink;
+    void *ctx;
+    cn_scribe_cerr_t err;
+    cn_err_t e;
+    pthread_t t;
+} lane_t;
+
+static void *put_lane(void *arg)
+{
+    lane_t *l = arg;
+    l->e = put_serial(l->cl, l->repo, l->objs + l->off, l->n, &l->err);
+    return NULL;
+}
+
+/* Opens the lanes' connections: lane 0 is the control connection. */
+static int lanes_open(cn_scribe_client_t *cl, lane_t *ls, int want, cn_scribe_cerr_t *err)
+{
+    int k = 1;
+    ls[0].cl = cl;
+    for (; k < want && k <= cl->ndata; k++)
+        if (data_conn(cl, k - 1, &ls[k].cl, err) < 0)
+            break;      /* fewer lanes: the server may refuse more data connections */
+    if (err)
+        memset(err, 0, sizeof *err);
+    return k;
+}
+
+static cn_err_t lanes_run(lane_t *ls, int nl, void *(*fn)(void *), cn_scribe_cerr_t *err)
+{
+    int started = 1;
+    for (int k = 1; k < nl; k++, started++)
+        if (pthread_create(&ls[k].t, NULL, fn, &ls[k]) != 0) {
+            /* run the rest on this thread */
+            for (int j = k; j < nl; j++)
+                fn(&ls[j]);
+            break;
+        }
+    fn(&ls[0]);
+    for (int k = 1; k < started; k++)
+        pthread_join(ls[k].t, NULL);
+    for (int k = 0; k < nl; k++)
+        if (ls[k].e < 0) {
+            if (err)
+                *err = ls[k].err;
+            return ls[k].e;
+        }
+    return CN_OK;
+}
+
+cn_err_t cn_scribe_client_put(cn_scribe_client_t *cl, const uint8_t repo[16],
+                              const cn_scribe_client_obj_t *objs, size_t n, cn_scribe_cerr_t *err)
+{
+    /* Kinds go in order (a manifest's chunks must be published first); a
+     * large run of one kind is split over up to five connections. */
+    for (size_t a = 0; a < n;) {
+        size_t b = a;
+        uint64_t total = 0;
+        while (b < n && objs[b].kind == objs[a].kind)
+            total += objs[b++].len;
+        int want = (int)(total / LANE_MIN_BYTES);
+        if (want > 1 + CN_SCRIBE_CLIENT_MAX_DATA)
+            want = 1 + CN_SCRIBE_CLIENT_MAX_DATA;
+        if (want <= 1 || !cl->ndata) {
+            CN_TRY(put_serial(cl, repo, objs + a, b - a, err));
+            a = b;
+            continue;
+        }
+        lane_t ls[1 + CN_SCRIBE_CLIENT_MAX_DATA];
+        memset(ls, 0, sizeof ls);
+        int nl = lanes_open(cl, ls, want, err);
+        /* contiguous slices of about equal bytes */
+        uint64_t per = total / (uint64_t)nl + 1, acc = 0;
+        size_t at = a;
+        for (int k = 0; k < nl; k++) {
+            ls[k].repo = repo;
+            ls[k].objs = objs;
+            ls[k].off = at;
+            uint64_t goal = per * (uint64_t)(k + 1);
+            while (at < b && (k == nl - 1 || acc < goal))
+                acc += objs[at++].len;
+            ls[k].n = at - ls[k].off;
+        }
+        CN_TRY(lanes_run(ls, nl, put_lane, err));
+        a = b;
+    }
+    return CN_OK;
+}
+
+static cn_err_t get_serial(cn_scribe_client_t *cl, const uint8_t repo[16],
+                           const cn_scribe_client_ref_t *refs, size_t n, size_t base,
+                           unsigned lane, cn_scribe_client_sink_fn sink,
+                           cn_scribe_client_lane_sink_fn lsink, void *ctx, cn_scribe_cerr_t *err);
+
+static void *get_lane(void *arg)
+{
+    lane_t *l = arg;
+    l->e = get_serial(l->cl, l->repo, l->refs + l->off, l->n, l->off, l->index, NULL, l->sink,
+                      l->ctx, &l->err);
+    return NULL;
+}
+
+#define GET_LANE_MIN 64     /* objects per lane before more lanes are opened */
+
+cn_err_t cn_scribe_client_get_lanes(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                    const cn_scribe_client_ref_t *refs, size_t n,
+                                    cn_scribe_client_lane_sink_fn sink, void *ctx,
+                                    cn_scribe_cerr_t *err)
+{
+    int want = (int)(n / GET_LANE_MIN);
+    if (want > 1 + CN_SCRIBE_CLIENT_MAX_DATA)
+        want = 1 + CN_SCRIBE_CLIENT_MAX_DATA;
+    if (want <= 1 || !cl->ndata)
+        return get_serial(cl, repo, refs, n, 0, 0, NULL, sink, ctx, err);
+    lane_t ls[1 + CN_SCRIBE_CLIENT_MAX_DATA];
+    memset(ls, 0, sizeof ls);
+    int nl = lanes_open(cl, ls, want, err);
+    size_t per = n / (size_t)nl, at = 0;
+    for (int k = 0; k < nl; k++) {
+        ls[k].repo = repo;
+        ls[k].refs = refs;
+        ls[k].off = at;
+        ls[k].n = k == nl - 1 ? n - at : per;
+        ls[k].index = (unsigned)k;
+        ls[k].sink = sink;
+        ls[k].ctx = ctx;
+        at += ls[k].n;
+    }
+    return lanes_run(ls, nl, get_lane, err);
+}
+
+cn_err_t cn_scribe_client_get(cn_scribe_client_t *cl, const uint8_t repo[16],
+                              const cn_scribe_client_ref_t *refs, size_t n,
+                              cn_scribe_client_sink_fn sink, void *ctx, cn_scribe_cerr_t *err)
+{
+    return get_serial(cl, repo, refs, n, 0, 0, sink, NULL, ctx, err);
+}
+
+/* Fetches refs[0..n) (indices reported as base + i) on one connection. */
+static cn_err_t get_serial(cn_scribe_client_t *cl, const uint8_t repo[16],
+                           const cn_scribe_client_ref_t *refs, size_t n, size_t base,
+                           unsigned lane, cn_scribe_client_sink_fn sink,
+                           cn_scribe_client_lane_sink_fn lsink, void *ctx, cn_scribe_cerr_t *err)
+{
+    CN_TRY(blk_buffers(cl));
+    cn_scribe_objref_t *r = malloc(CN_SCRIBE_MAX_BATCH * sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    cn_err_t e = CN_OK;
+    for (size_t at = 0; at < n && e >= 0; at += CN_SCRIBE_MAX_BATCH) {
+        uint32_t m = (uint32_t)(n - at < CN_SCRIBE_MAX_BATCH ? n - at : CN_SCRIBE_MAX_BATCH);
+        for (uint32_t i = 0; i < m; i++) {
+            r[i].kind = refs[at + i].kind;
+            r[i].id = refs[at + i].id;
+        }
+        cn_scribe_objs_req_t q;
+        memset(&q, 0, sizeof q);
+        memcpy(q.repo.b, repo, 16);
+        q.count = m;
+        cn_buf_reset(&cl->out);
+        if ((e = cn_scribe_enc_objs_req(&cl->out, CODEC(cl), CN_SCRIBE_OP_GET_OBJECTS, &q, r)) < 0 ||
+            (e = call(cl, CN_SCRIBE_OP_GET_OBJECTS, err)) < 0)
+            break;
+        uint32_t cnt;
+        if (cn_scribe_dec_count_resp(cl->in.data, cl->in.len, CODEC(cl), &cnt) < 0 || cnt != m) {
+            e = CN_E_PROTOCOL;
+            drop(cl);
+            break;
+        }
+        for (uint32_t i = 0; i < m && e >= 0; i++) {
+            uint8_t h[CN_SCRIBE_GET_ITEM_HDR_MAX];
+            cn_scribe_get_item_t it;
+            if ((e = recv_all(cl, h, 34)) < 0)
+                break;
+            long hl = cn_scribe_dec_get_item(h, 34, CODEC(cl), &it);
+            if (hl == CN_E_AGAIN) {
+                if ((e = recv_all(cl, h + 34, 8)) < 0)
+                    break;
+                hl = cn_scribe_dec_get_item(h, 42, CODEC(cl), &it);
+            }
+            if (hl < 0) {
+                e = CN_E_PROTOCOL;
+                drop(cl);
+                break;
+            }
+            size_t idx = base + at + i;
+            if (!it.present) {
+                e = sink ? sink(ctx, idx, false, NULL, 0, true)
+                         : lsink(ctx, lane, idx, false, NULL, 0, true);
+                continue;
+            }
+            uint64_t left = it.length;
+            if (!left)
+                e = sink ? sink(ctx, idx, true, NULL, 0, true)
+                         : lsink(ctx, lane, idx, true, NULL, 0, true);
+            while (left && e >= 0) {
+                size_t got;
+                if (!cl->compression) {
+                    got = left < CN_SCRIBE_BLOCK_MAX ? (size_t)left : CN_SCRIBE_BLOCK_MAX;
+                    e = recv_all(cl, cl->blk, got);
+                } else {
+                    uint8_t bh[CN_SCRIBE_BLOCK_HDR_LEN];
+                    cn_scribe_block_t b;
+                    if ((e = recv_all(cl, bh, sizeof bh)) < 0)
+                        break;
+                    if (cn_scribe_dec_block(bh, left, &b) < 0) {
+                        e = CN_E_PROTOCOL;
+                        drop(cl);
+                        break;
+                    }
+                    got = b.original;
+                    if (b.raw) {
+                        e = recv_all(cl, cl->blk, got);
+                    } else if ((e = recv_all(cl, cl->blk2, b.stored)) >= 0) {
+                        int d = LZ4_decompress_safe((const char *)cl->blk2, (char *)cl->blk,
+                                                    (int)b.stored, (int)b.original);
+                        if (d < 0 || (uint32_t)d != b.original) {
+                            e = CN_E_PROTOCOL;
+                            drop(cl);
+                        }
+                    }
+                }
+                if (e < 0)
+                    break;
+                left -= got;
+                report(cl, got);
+                e = sink ? sink(ctx, idx, true, cl->blk, got, left == 0)
+                         : lsink(ctx, lane, idx, true, cl->blk, got, left == 0);
+                if (e < 0)
+                    drop(cl);     /* the rest of the stream is not consumed */
+            }
+        }
+    }
+    free(r);
+    return e;
+}
+
+/* ---- submit ------------------------------------------------------------------------- */
+static void outcome_from(const cn_scribe_submit_outcome_t *o, cn_scribe_codec_t c,
+                         cn_scribe_client_outcome_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->accepted = o->outcome == CN_SCRIBE_OUTCOME_ACCEPTED;
+    out->change = o->change;
+    out->commit = o->commit;
+    out->code = o->code;
+    out->head = o->head;
+    snprintf(out->detail, sizeof out->detail, "%.*s", (int)o->detail.len,
+             (const char *)o->detail.p);
+    out->npaths = o->path_count;
+    if (o->path_count) {
+        cn_scribe_str_t p = cn_scribe_outcome_path(o, c, 0);
+        snprintf(out->first_path, sizeof out->first_path, "%.*s", (int)p.len, (const char *)p.p);
+    }
+}
+
+cn_err_t cn_scribe_client_outcome(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                  const uint8_t op[16], bool *known,
+                                  cn_scribe_client_outcome_t *out, cn_scribe_cerr_t *err)
+{
+    cn_scribe_outcome_req_t q;
+    memcpy(q.repo.b, repo, 16);
+    memcpy(q.operation.b, op, 16);
+    cn_buf_reset(&cl->out);
+    CN_TRY(cn_scribe_enc_outcome_req(&cl->out, CODEC(cl), &q));
+    CN_TRY(call(cl, CN_SCRIBE_OP_OPERATION_OUTCOME, err));
+    cn_scribe_outcome_resp_t r;
+    if (cn_scribe_dec_outcome_resp(cl->in.data, cl->in.len, CODEC(cl), &r) < 0)
+        return CN_E_PROTOCOL;
+    *known = r.kind == CN_SCRIBE_OUTCOME_KIND_SUBMIT;
+    if (*known)
+        outcome_from(&r.submit, CODEC(cl), out);
+    return CN_OK;
+}
+
+static bool transport(cn_err_t e)
+{
+    return e == CN_E_CLOSED || e == CN_E_TIMEOUT || e == CN_E_PROTOCOL || (e < 0 && e > -4096);
+}
+
+cn_err_t cn_scribe_client_submit(cn_scribe_client_t *cl, const cn_scribe_client_submit_t *s,
+                                 cn_scribe_client_outcome_t *out, cn_scribe_cerr_t *err)
+{
+    cn_scribe_submit_req_t q;
+    memset(&q, 0, sizeof q);
+    memcpy(q.repo.b, s->repo, 16);
+    memcpy(q.incarnation.b, s->incarnation, 16);
+    memcpy(q.operation.b, s->operation, 16);
+    memcpy(q.branch.b, s->branch, 16);
+    memcpy(q.workspace.b, s->workspace, 16);
+    q.base = s->base;
+    q.changeset = s->changeset;
+    q.keep_locks = s->keep_locks;
+    q.author = cn_scribe_cstr(s->author ? s->author : "");
+    q.message = cn_scribe_cstr(s->message ? s->message : "");
+    cn_err_t e = CN_OK;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        if (attempt) {
+            /* The reply was lost: ask what happened before sending again. */
+            bool known = false;
+            if (err)
+                memset(err, 0, sizeof *err);
+            e = cn_scribe_client_outcome(cl, s->repo, s->operation, &known, out, err);
+            if (e >= 0 && known)
+                return CN_OK;
+            if (e < 0 && transport(e))
+                continue;
+            if (e < 0)
+                return e;
+        }
+        cn_buf_reset(&cl->out);
+        if (cn_scribe_enc_submit_req(&cl->out, CODEC(cl), &q) < 0) {
+            set_err(err, 0, "author or message over its limit");
+            return CN_E_INVALID;
+        }
+        e = call(cl, CN_SCRIBE_OP_SUBMIT, err);
+        if (e >= 0) {
+            cn_scribe_submit_outcome_t o;
+            if (cn_scribe_dec_submit_resp(cl->in.data, cl->in.len, CODEC(cl), &o) < 0)
+                return CN_E_PROTOCOL;
+            outcome_from(&o, CODEC(cl), out);
+            return CN_OK;
+        }
+        if (!transport(e) || (err && err->code))
+            return e;
+    }
+    return e;
+}
+
+/* ---- history -------------------------------------------------------------------------- */
+cn_err_t cn_scribe_client_tree(cn_scribe_client_t *cl, const uint8_t repo[16],
+                               const uint8_t branch[16], uint64_t change, const char *prefix,
+                               cn_scribe_client_entry_fn fn, void *ctx, cn_digest_t *content_root,
+                               cn_digest_t *revision_root, cn_scribe_cerr_t *err)
+{
+    char *after = malloc(CN_SCRIBE_MAX_PATH + 1), *path = malloc(CN_SCRIBE_MAX_PATH + 1);
+    cn_err_t e = after && path ? CN_OK : -ENOMEM;
+    bool has_after = false, more = true;
+    while (e >= 0 && more) {
+        cn_scribe_tree_page_req_t q;
+        memset(&q, 0, sizeof q);
+        memcpy(q.repo.b, repo, 16);
+        memcpy(q.branch.b, branch, 16);
+        q.change = change;
+        q.prefix = cn_scribe_cstr(prefix ? prefix : "");
+        q.limit = CN_SCRIBE_MAX_PAGE;
+        q.has_after = has_after;
+        q.after = cn_scribe_cstr(after);
+        cn_buf_reset(&cl->out);
+        if ((e = cn_scribe_enc_tree_page_req(&cl->out, CODEC(cl), &q)) < 0 ||
+            (e = call(cl, CN_SCRIBE_OP_TREE_PAGE, err)) < 0)
+            break;
+        cn_scribe_tree_page_resp_t r;
+        if (cn_scribe_dec_tree_page_resp(cl->in.data, cl->in.len, CODEC(cl), &r) < 0) {
+            e = CN_E_PROTOCOL;
+            break;
+        }
+        if (content_root)
+            *content_root = r.content_root;
+        if (revision_root)
+            *revision_root = r.revision_root;
+        more = r.more;
+        cn_scribe_tree_entry_t te;
+        while (e >= 0 && cn_scribe_next_tree_entry(&r.rows, &te)) {
+            memcpy(path, te.path.p, te.path.len);
+            path[te.path.len] = 0;
+            cn_scribe_client_entry_t ce = {path, te.path.len, te.manifest, te.size, te.mode,
+                                           te.last_change};
+            int rc = fn ? fn(ctx, &ce) : 0;
+            if (rc) {
+                e = rc;
+                more = false;
+                break;
+            }
+            memcpy(after, path, te.path.len + 1);
+            has_after = true;
+        }
+    }
+    free(after);
+    free(path);
+    return e;
+}
+
+cn_err_t cn_scribe_client_log(cn_scribe_client_t *cl, const uint8_t repo[16],
+                              const uint8_t branch[16], const char *path, uint32_t limit,
+                              cn_scribe_client_log_fn fn, void *ctx, cn_scribe_cerr_t *err)
+{
+    bool has_before = false;
+    uint64_t before = 0;
+    char *after = malloc(CN_SCRIBE_MAX_PATH + 1);
+    char *strs = malloc(3 * (CN_SCRIBE_MAX_PATH + 1) + CN_SCRIBE_MAX_MESSAGE + 1);
+    cn_err_t e = after && strs ? CN_OK : -ENOMEM;
+    bool has_after = false;
+    uint32_t seen = 0;
+    while (e >= 0) {
+        cn_scribe_log_req_t q;
+        memset(&q, 0, sizeof q);
+        memcpy(q.repo.b, repo, 16);
+        memcpy(q.branch.b, branch, 16);
+        q.has_path = path != NULL;
+        q.path = cn_scribe_cstr(path ? path : "");
+        q.has_before = has_before;
+        q.before = before;
+        q.has_after_path = has_after;
+        q.after_path = cn_scribe_cstr(after);
+        q.limit = limit && limit - seen < CN_SCRIBE_MAX_PAGE ? limit - seen : CN_SCRIBE_MAX_PAGE;
+        cn_buf_reset(&cl->out);
+        if ((e = cn_scribe_enc_log_req(&cl->out, CODEC(cl), &q)) < 0 ||
+            (e = call(cl, CN_SCRIBE_OP_LOG, err)) < 0)
+            break;
+        cn_scribe_log_resp_t r;
+        if (cn_scribe_dec_log_resp(cl->in.data, cl->in.len, CODEC(cl), false, &r) < 0) {
+            e = CN_E_PROTOCOL;
+            break;
+        }
+        if (!r.count)
+            break;
+        cn_scribe_log_row_t row;
+        while (cn_scribe_next_log_row(&r.rows, false, &row)) {
+            char *p = strs, *a = p + CN_SCRIBE_MAX_PATH + 1, *m = a + CN_SCRIBE_MAX_PATH + 1;
+            snprintf(p, CN_SCRIBE_MAX_PATH + 1, "%.*s", (int)row.path.len, (const char *)row.path.p);
+            snprintf(a, CN_SCRIBE_MAX_PATH + 1, "%.*s", (int)row.author.len,
+                     (const char *)row.author.p);
+            snprintf(m, CN_SCRIBE_MAX_MESSAGE + 1, "%.*s", (int)row.message.len,
+                     (const char *)row.message.p);
+            cn_scribe_client_logrow_t lr = {row.change, row.commit, row.parent, p, row.event, a, m,
+                                            row.time_ms};
+            int rc = fn(ctx, &lr);
+            if (rc)
+                goto out;
+            has_before = true;
+            before = row.change;
+            if (path) {
+                memcpy(after, p, strlen(p) + 1);
+                has_after = true;
+            }
+            if (limit && ++seen == limit)
+                goto out;
+        }
+    }
+out:
+    free(after);
+    free(strs);
+    return e;
+}
+
+/* ---- change notes ---------------------------------------------------------------------- */
+cn_err_t cn_scribe_client_note(cn_scribe_client_t *cl, const uint8_t repo[16], uint64_t change,
+                               uint32_t *revision, char *text, size_t cap, cn_scribe_cerr_t *err)
+{
+    cn_scribe_id_t id;
+    memcpy(id.b, repo, 16);
+    cn_buf_reset(&cl->out);
+    CN_TRY(cn_scribe_enc_notes_req(&cl->out, CODEC(cl), &id, &change, 1));
+    CN_TRY(call(cl, CN_SCRIBE_OP_CHANGE_NOTES, err));
+    cn_scribe_rows_t rows;
+    uint32_t count;
+    bool present;
+    cn_scribe_note_t nt;
+    if (cn_scribe_dec_notes_resp(cl->in.data, cl->in.len, CODEC(cl), &rows, &count) < 0 ||
+        count != 1 || !cn_scribe_next_note_opt(&rows, &present, &nt))
+        return CN_E_PROTOCOL;
+    *revision = present ? nt.revision : 0;
+    if (cap)
+        snprintf(text, cap, "%.*s", present ? (int)nt.text.len : 0,
+                 present ? (const char *)nt.text.p : "");
+    return CN_OK;
+}
+
+cn_err_t cn_scribe_client_describe(cn_scribe_client_t *cl, const uint8_t repo[16], uint64_t change,
+                                   uint32_t expected, const char *author, const char *text,
+                                   uint32_t *revision, cn_scribe_cerr_t *err)
+{
+    cn_scribe_describe_req_t q;
+    memset(&q, 0, sizeof q);
+    memcpy(q.repo.b, repo, 16);
+    q.change = change;
+    q.expected_revision = expected;
+    q.author = cn_scribe_cstr(author ? author : "");
+    q.text = cn_scribe_cstr(text ? text : "");
+    cn_buf_reset(&cl->out);
+    if (cn_scribe_enc_describe_req(&cl->out, CODEC(cl), &q) < 0) {
+        set_err(err, 0, "a description is 1..65,536 bytes of UTF-8");
+        return CN_E_INVALID;
+    }
+    CN_TRY(call(cl, CN_SCRIBE_OP_DESCRIBE_CHANGE, err));
+    cn_scribe_note_t nt;
+    if (cn_scribe_dec_note_resp(cl->in.data, cl->in.len, CODEC(cl), &nt) < 0)
+        return CN_E_PROTOCOL;
+    *revision = nt.revision;
+    return CN_OK;
+}

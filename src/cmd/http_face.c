@@ -1,0 +1,85 @@
+/* cairnd's HTTP listener: routes, credentials and shutdown order. */
+#include "http_face.h"
+#include "cairn/blobs.h"
+#include "cairn/http.h"
+#include "cairn/s3.h"
+#include "cairn/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    cn_services_t *svc;
+    cn_http_server_t *srv;
+    cn_s3_t *s3;
+    cn_blobs_http_t *blobs;
+} http_face_t;
+
+static bool env_true(const char *name)
+{
+    const char *v = getenv(name);
+    return v && (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes"));
+}
+
+cn_err_t cn_http_face_start(cn_services_t *svc, const cn_toml_val_t *section,
+                            const cn_listen_opts_t *opts, void **actx)
+{
+    (void)section;
+    *actx = NULL;
+    http_face_t *f = calloc(1, sizeof *f);
+    if (!f)
+        return -ENOMEM;
+    f->svc = svc;
+    cn_http_config_t cfg;
+    cn_http_config_default(&cfg);
+    cfg.listen = opts->addr;
+    cfg.log_name = "http";
+    cfg.tls_cert_file = opts->tls_cert;
+    cfg.tls_key_file = opts->tls_key;
+    cfg.trust_proxy_headers = env_true("JAY_TRUST_PROXY_HEADERS");
+    cfg.sigv4_lookup = cn_s3_sigv4_lookup;
+    cfg.sigv4_ctx = svc->identity;
+    cfg.bearer_check = cn_s3_bearer_check;
+    cfg.bearer_ctx = svc->identity;
+    if (svc->objects) {
+        uint64_t max = cn_objects_max_object_bytes(svc->objects);
+        if (max)
+            cfg.max_body = max;
+    }
+
+    cn_err_t e = cn_http_server_new(&cfg, &f->srv);
+    /* The blob ops live under /_cairn/, which the S3 route leaves alone, but
+     * they are registered first so that the more specific routes win. */
+    if (e >= 0)
+        e = cn_blobs_http_register(f->srv, svc->blobs, svc->identity, &f->blobs);
+    if (e >= 0) {
+        cn_s3_config_t s3c = {.objects = svc->objects, .identity = svc->identity,
+                              .domain = getenv("CAIRN_S3_DOMAIN")};
+        e = cn_s3_new(&s3c, &f->s3);
+    }
+    if (e >= 0)
+        e = cn_s3_register(f->s3, f->srv);
+    if (e >= 0)
+        e = cn_http_server_start(f->srv);
+    if (e < 0) {
+        cn_http_face_stop(f);
+        return e;
+    }
+    *actx = f;
+    return CN_OK;
+}
+
+void cn_http_face_stop(void *actx)
+{
+    http_face_t *f = actx;
+    if (!f)
+        return;
+    if (f->svc && f->svc->blobs)
+        cn_blobs_shutdown(f->svc->blobs);
+    cn_http_server_stop(f->srv);
+    cn_http_server_free(f->srv);
+    cn_blobs_http_free(f->blobs);
+    cn_s3_free(f->s3);
+    free(f);
+}

@@ -1,0 +1,232 @@
+/* Request target parsing and the request accessors (include/cairn/http.h). */
+#include "http_int.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define CN__MAX_QUERY_PARAMS 1024
+
+/* Splits the raw URI at '?', decodes the path, and decodes the query pairs.
+ * CN_E_INVALID for a bad escape or an encoded NUL. */
+cn_err_t cn__req_parse_target(cn_http_req_t *r)
+{
+    if (!r->uri)
+        return -ENOMEM;
+    char *q = strchr(r->uri, '?');
+    if (q)
+        *q++ = 0;
+    /* An absolute-form target ("http://host/path") is reduced to its path. */
+    char *path = r->uri;
+    if (strncasecmp(path, "http://", 7) == 0 || strncasecmp(path, "https://", 8) == 0) {
+        char *slash = strchr(strstr(path, "//") + 2, '/');
+        path = slash ? slash : (char *)"/";
+    }
+    r->raw_path = path;
+    r->raw_query = q ? q : "";
+    cn_err_t err = cn_http_pct_decode(&r->path, r->raw_path, strlen(r->raw_path));
+    if (!err)
+        err = cn_buf_put_u8(&r->path, 0);
+    if (!err && (r->path.len <= 1 || r->path.data[0] != '/'))
+        err = CN_E_INVALID;
+    if (err) {
+        /* Accessors fall back to the raw path. */
+        cn_buf_free(&r->path);
+        return err;
+    }
+    r->path.len--;
+
+    size_t qn = strlen(r->raw_query);
+    if (qn == 0)
+        return CN_OK;
+    size_t count = 1;
+    for (size_t i = 0; i < qn; i++)
+        count += r->raw_query[i] == '&';
+    if (count > CN__MAX_QUERY_PARAMS)
+        return CN_E_INVALID;
+    r->q = calloc(count, sizeof *r->q);
+    if (!r->q)
+        return -ENOMEM;
+    const char *p = r->raw_query;
+    while (*p) {
+        size_t len = strcspn(p, "&");
+        if (len > 0) {
+            const char *eq = memchr(p, '=', len);
+            size_t nl = eq ? (size_t)(eq - p) : len;
+            cn_buf_t name = {0}, val = {0};
+            cn_err_t e = cn_http_pct_decode(&name, p, nl);
+            if (!e)
+                e = cn_buf_put_u8(&name, 0);
+            if (!e && eq)
+                e = cn_http_pct_decode(&val, eq + 1, len - nl - 1);
+            if (!e)
+                e = cn_buf_put_u8(&val, 0);
+            if (e) {
+                cn_buf_free(&name);
+                cn_buf_free(&val);
+                return e;
+            }
+            r->q[r->nq].name = (char *)name.data;
+            r->q[r->nq].value = (char *)val.data;
+            r->nq++;
+        }
+        p += len;
+        if (*p == '&')
+            p++;
+    }
+    return CN_OK;
+}
+
+void cn__req_free(cn_http_req_t *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->nq; i++) {
+        free(r->q[i].name);
+        free(r->q[i].value);
+    }
+    free(r->q);
+    for (size_t i = 0; i < r->nhdrs; i++) {
+        free(r->hdrs[i].name);
+        free(r->hdrs[i].value);
+    }
+    if (r->resp)
+        MHD_destroy_response(r->resp);
+    if (r->chunk) {
+        cn_awschunk_free(r->chunk);
+        free(r->chunk);
+    }
+    if (r->body_sha)
+        EVP_MD_CTX_free(r->body_sha);
+    cn_http_cksum_free(&r->cksum);
+    cn_sigv4_clear(&r->sig);
+    cn_buf_free(&r->path);
+    free(r->content_encoding);
+    free(r->uri);
+    free(r);
+}
+
+const char *cn_http_req_method(const cn_http_req_t *r) { return r->method; }
+unsigned cn_http_req_method_bit(const cn_http_req_t *r) { return r->method_bit; }
+
+const char *cn_http_req_path(const cn_http_req_t *r, size_t *len)
+{
+    if (len)
+        *len = r->path.len;
+    if (!r->path.data) {
+        const char *raw = r->raw_path ? r->raw_path : "/";
+        if (len)
+            *len = strlen(raw);
+        return raw;
+    }
+    return (const char *)r->path.data;
+}
+
+const char *cn_http_req_raw_path(const cn_http_req_t *r) { return r->raw_path ? r->raw_path : "/"; }
+const char *cn_http_req_raw_query(const cn_http_req_t *r) { return r->raw_query ? r->raw_query : ""; }
+
+const char *cn_http_req_query(const cn_http_req_t *r, const char *name)
+{
+    for (size_t i = 0; i < r->nq; i++)
+        if (strcmp(r->q[i].name, name) == 0)
+            return r->q[i].value;
+    return NULL;
+}
+
+bool cn_http_req_has_query(const cn_http_req_t *r, const char *name)
+{
+    return cn_http_req_query(r, name) != NULL;
+}
+
+size_t cn_http_req_query_count(const cn_http_req_t *r) { return r->nq; }
+
+void cn_http_req_query_at(const cn_http_req_t *r, size_t i, const char **name, const char **value)
+{
+    *name = i < r->nq ? r->q[i].name : NULL;
+    *value = i < r->nq ? r->q[i].value : NULL;
+}
+
+const char *cn_http_req_header(const cn_http_req_t *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+typedef struct {
+    bool (*fn)(void *, const char *, const char *);
+    void *ctx;
+} cn__iter_t;
+
+static enum MHD_Result cn__iter(void *cls, enum MHD_ValueKind kind, const char *key,
+                                const char *value)
+{
+    (void)kind;
+    cn__iter_t *it = cls;
+    return it->fn(it->ctx, key, value ? value : "") ? MHD_YES : MHD_NO;
+}
+
+void cn_http_req_headers(const cn_http_req_t *r,
+                         bool (*fn)(void *ctx, const char *name, const char *value), void *ctx)
+{
+    cn__iter_t it = { fn, ctx };
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, cn__iter, &it);
+}
+
+const char *cn_http_req_peer(const cn_http_req_t *r) { return r->peer; }
+const char *cn_http_req_client_ip(const cn_http_req_t *r) { return r->client_ip; }
+const char *cn_http_req_id(const cn_http_req_t *r) { return r->id; }
+const char *cn_http_req_host_id(const cn_http_req_t *r) { return r->host_id; }
+int64_t cn_http_req_content_length(const cn_http_req_t *r) { return r->content_length; }
+int64_t cn_http_req_payload_length(const cn_http_req_t *r) { return r->payload_length; }
+uint64_t cn_http_req_body_received(const cn_http_req_t *r) { return r->received; }
+bool cn_http_req_is_tls(const cn_http_req_t *r) { return r->tls; }
+
+const char *cn_http_req_content_encoding(const cn_http_req_t *r)
+{
+    cn_http_req_t *w = (cn_http_req_t *)r;
+    if (w->content_encoding)
+        return w->content_encoding[0] ? w->content_encoding : NULL;
+    const char *ce = cn_http_req_header(r, "Content-Encoding");
+    cn_buf_t b = {0};
+    while (ce && *ce) {
+        size_t n = strcspn(ce, ",");
+        const char *t = ce;
+        size_t tl = n;
+        while (tl && (*t == ' ' || *t == '\t')) { t++; tl--; }
+        while (tl && (t[tl - 1] == ' ' || t[tl - 1] == '\t')) tl--;
+        if (tl && !(tl == 11 && strncasecmp(t, "aws-chunked", 11) == 0)) {
+            if ((b.len && cn_buf_put_u8(&b, ',')) || cn_buf_append(&b, t, tl))
+                break;
+        }
+        ce += n;
+        if (*ce == ',')
+            ce++;
+    }
+    if (cn_buf_put_u8(&b, 0)) {
+        cn_buf_free(&b);
+        return NULL;
+    }
+    w->content_encoding = (char *)b.data;
+    return w->content_encoding[0] ? w->content_encoding : NULL;
+}
+
+cn_http_auth_kind_t cn_http_req_auth(const cn_http_req_t *r) { return r->auth_kind; }
+const char *cn_http_req_access_key(const cn_http_req_t *r)
+{
+    return r->auth_kind == CN_HTTP_AUTH_ANONYMOUS ? NULL : r->access_key;
+}
+cn_s3_err_t cn_http_req_auth_error(const cn_http_req_t *r) { return r->auth_err; }
+cn_sigv4_payload_t cn_http_req_payload_mode(const cn_http_req_t *r) { return r->payload; }
+cn_s3_err_t cn_http_req_body_error(const cn_http_req_t *r) { return r->body_err; }
+
+cn_http_cksum_alg_t cn_http_req_checksum(const cn_http_req_t *r, const char **b64)
+{
+    if (b64)
+        *b64 = r->cksum_expected[0] ? r->cksum_expected : NULL;
+    return r->cksum_alg;
+}
+
+void cn_http_req_set_data(cn_http_req_t *r, void *data) { r->data = data; }
+void *cn_http_req_data(const cn_http_req_t *r) { return r->data; }
+bool cn_http_req_responded(const cn_http_req_t *r) { return r->resp != NULL || r->stage == CN__RQ_DONE; }

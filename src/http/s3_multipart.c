@@ -1,0 +1,508 @@
+/* Multipart uploads: CreateMultipartUpload, UploadPart, UploadPartCopy,
+ * CompleteMultipartUpload, AbortMultipartUpload, ListParts,
+ * ListMultipartUploads.  The completed object's etag is "md5-N" (the
+ * service computes it); ETags are quoted on the wire and compared unquoted. */
+#include "s3_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define CN__S3_COMPLETE_BODY_MAX (4u << 20)
+
+static const char *cn__upload_id(cn__s3_rq_t *q)
+{
+    const char *u = cn_http_req_query(q->r, "uploadId");
+    if (!u || !*u || strlen(u) > CN_UPLOAD_ID_MAX) {
+        cn__s3_error(q, CN_S3E_NO_SUCH_UPLOAD, NULL);
+        return NULL;
+    }
+    return u;
+}
+
+/* ---- Create ------------------------------------------------------------------------ */
+
+void cn__s3_mpu_create(cn__s3_rq_t *q)
+{
+    cn__s3_put_hdrs_t h;
+    if (!cn__s3_put_hdrs(q, &h, false)) {
+        cn__s3_put_hdrs_free(&h);
+        return;
+    }
+    char id[CN_UPLOAD_ID_MAX + 1];
+    cn_err_t e = cn_objects_mpu_create(q->s3->objects, &q->orq, q->bucket, q->key, &h.args, id);
+    cn__s3_put_hdrs_free(&h);
+    if (e < 0) {
+        cn__s3_fail(q, e);
+        return;
+    }
+    const char *alg = cn_http_req_header(q->r, "x-amz-checksum-algorithm");
+    if (alg && cn_http_cksum_parse(alg) != CN_CKSUM_NONE)
+        cn_http_resp_header(q->r, "x-amz-checksum-algorithm", alg);
+    cn_buf_t out = {0};
+    cn_xml_writer_t w;
+    cn_xml_begin(&w, &out);
+    cn_xml_open(&w, "InitiateMultipartUploadResult", CN_S3_XMLNS);
+    cn_xml_elem(&w, "Bucket", q->bucket);
+    cn_xml_elem(&w, "Key", q->key);
+    cn_xml_elem(&w, "UploadId", id);
+    cn_xml_close(&w);
+    cn__s3_xml(q, 200, &w);
+}
+
+/* ---- UploadPart / UploadPartCopy --------------------------------------------------------- */
+
+static bool cn__part_number(cn__s3_rq_t *q, int32_t *out)
+{
+    int64_t n;
+    const char *pn = cn_http_req_query(q->r, "partNumber");
+    if (!pn) {
+        cn__s3_error(q, CN_S3E_INVALID_ARGUMENT, "partNumber is required");
+        return false;
+    }
+    if (!cn__s3_int_arg(q, pn, "Part number must be an integer between 1 and 10000, inclusive;"
+                        " partNumber", 1, CN_PART_NUMBER_MAX, 1, &n))
+        return false;
+    *out = (int32_t)n;
+    return true;
+}
+
+void cn__s3_mpu_upload_part(cn__s3_rq_t *q)
+{
+    int32_t part;
+    const char *id = cn__upload_id(q);
+    if (!id || !cn__part_number(q, &part))
+        return;
+    cn__s3_put_part(q, id, part);
+}
+
+/* x-amz-copy-source-range: "bytes=a-b" only (S3 takes no other form). */
+static int cn__copy_range(cn__s3_rq_t *q, cn_objects_range_t *rg)
+{
+    const char *h = cn_http_req_header(q->r, "x-amz-copy-source-range");
+    if (!h)
+        return 0;
+    unsigned long long a, b;
+    char tail;
+    if (sscanf(h, "bytes=%llu-%llu%c", &a, &b, &tail) != 2 || b < a) {
+        cn__s3_error(q, CN_S3E_INVALID_ARGUMENT,
+                     "The x-amz-copy-source-range value must be of the form bytes=first-last "
+                     "where first and last are the zero-based offsets of the first and last "
+                     "bytes to copy");
+        return -1;
+    }
+    rg->kind = CN_RANGE_FROM;
+    rg->off = a;
+    rg->len = b - a + 1;
+    return 1;
+}
+
+void cn__s3_mpu_upload_part_copy(cn__s3_rq_t *q)
+{
+    int32_t part;
+    const char *id = cn__upload_id(q);
+    if (!id || !cn__part_number(q, &part))
+        return;
+    cn_objects_range_t rg;
+    memset(&rg, 0, sizeof rg);
+    int hr = cn__copy_range(q, &rg);
+    if (hr < 0)
+        return;
+    char *sb = NULL, *sk = NULL;
+    if (!cn__s3_copy_source(q, &sb, &sk))
+        return;
+    cn_object_info_t info;
+    memset(&info, 0, sizeof info);
+    cn_objects_reader_t *rd = NULL;
+    cn_objects_put_t *put = NULL;
+    cn_objects_req_t src = q->orq;
+    cn_err_t e = cn_objects_get(q->s3->objects, &src, sb, sk, hr ? &rg : NULL, &info, &rd);
+    if (e < 0) {
+        if (e == CN_E_RANGE) {
+            char m[128];
+            snprintf(m, sizeof m, "Range specified is not valid for source object of size: %llu",
+                     (unsigned long long)info.size);
+            cn__s3_error(q, CN_S3E_INVALID_ARGUMENT, m);
+        } else {
+            q->orq = src;
+            q->orq.side = CN_OBJ_SIDE_SOURCE;
+            cn__s3_fail(q, e);
+        }
+        goto out;
+    }
+    if (hr && rg.off + rg.len > info.size) {
+        char m[128];
+        snprintf(m, sizeof m, "Range specified is not valid for source object of size: %llu",
+                 (unsigned long long)info.size);
+        cn__s3_error(q, CN_S3E_INVALID_ARGUMENT, m);
+        goto out;
+    }
+    cn_s3_err_t c = cn__s3_conditions(q, info.etag, info.last_modified_ms,
+                                      "x-amz-copy-source-if-match",
+                                      "x-amz-copy-source-if-none-match",
+                                      "x-amz-copy-source-if-modified-since",
+                                      "x-amz-copy-source-if-unmodified-since", true);
+    if (c != CN_S3E_NONE) {
+        cn__s3_error(q, c, NULL);
+        goto out;
+    }
+    e = cn_objects_part_begin(q->s3->objects, &q->orq, q->bucket, q->key, id, part, NULL,
+                              (int64_t)cn_objects_reader_len(rd), &put);
+    if (e < 0) {
+        cn__s3_fail(q, e);
+        goto out;
+    }
+    e = cn__s3_reader_to_put(rd, put);
+    cn_objects_reader_free(rd);
+    rd = NULL;
+    cn_objects_put_result_t res;
+    if (e >= 0) {
+        e = cn_objects_put_commit(put, &res);
+        put = NULL;
+    }
+    if (e < 0)
+        cn__s3_fail(q, e);
+    else
+        cn__s3_copy_result(q, "CopyPartResult", &res);
+out:
+    cn_objects_put_abort(put);
+    cn_objects_reader_free(rd);
+    cn_objects_info_free(&info);
+    free(sb);
+    free(sk);
+}
+
+/* ---- Complete -------------------------------------------------------------------------------- */
+
+static void cn__complete_done(cn__s3_rq_t *q)
+{
+    const char *id = cn__upload_id(q);
+    if (!id)
+        return;
+    cn_xml_doc_t *d = cn__s3_body_xml(q, true);
+    if (!d)
+        return;
+    int32_t *parts = NULL;
+    char **etags = NULL;
+    size_t n = 0;
+    int root = cn_xml_root(d);
+    const char *rn = cn_xml_name(d, root);
+    if (!rn || strcmp(rn, "CompleteMultipartUpload") != 0)
+        goto malformed;
+    for (int p = cn_xml_child(d, root, "Part"); p >= 0; p = cn_xml_next(d, p, "Part"))
+        n++;
+    if (n == 0 || n > CN_PART_NUMBER_MAX)
+        goto malformed;
+    parts = calloc(n, sizeof *parts);
+    etags = calloc(n, sizeof *etags);
+    if (!parts || !etags) {
+        cn__s3_error(q, CN_S3E_INTERNAL_ERROR, NULL);
+        goto out;
+    }
+    size_t i = 0;
+    for (int p = cn_xml_child(d, root, "Part"); p >= 0; p = cn_xml_next(d, p, "Part"), i++) {
+        size_t nl = 0, el = 0;
+        const char *num = cn_xml_child_text(d, p, "PartNumber", &nl);
+        const char *et = cn_xml_child_text(d, p, "ETag", &el);
+        char buf[16];
+        if (!num || !nl || nl >= sizeof buf)
+            goto malformed;
+        memcpy(buf, num, nl);
+        buf[nl] = 0;
+        char *end;
+        long v = strtol(buf, &end, 10);
+        if (*end || v < 1 || v > CN_PART_NUMBER_MAX) {
+            cn__s3_error(q, CN_S3E_INVALID_ARGUMENT,
+                         "Part number must be an integer between 1 and 10000, inclusive");
+            goto out;
+        }
+        parts[i] = (int32_t)v;
+        if (i && parts[i] <= parts[i - 1]) {
+            cn__s3_error(q, CN_S3E_INVALID_PART_ORDER, NULL);
+            goto out;
+        }
+        if (et && el) {
+            /* Unquote; the service compares the bare hex. */
+            while (el && (*et == '"' || *et == ' ')) {
+                et++;
+                el--;
+            }
+            while (el && (et[el - 1] == '"' || et[el - 1] == ' '))
+                el--;
+            if (!(etags[i] = strndup(et, el))) {
+                cn__s3_error(q, CN_S3E_INTERNAL_ERROR, NULL);
+                goto out;
+            }
+        }
+    }
+    cn_objects_put_args_t args;
+    memset(&args, 0, sizeof args);
+    const char *inm = cn_http_req_header(q->r, "If-None-Match");
+    const char *im = cn_http_req_header(q->r, "If-Match");
+    if (inm) {
+        if (strcmp(inm, "*") != 0) {
+            cn__s3_error(q, CN_S3E_NOT_IMPLEMENTED, "If-None-Match on a write supports only '*'");
+            goto out;
+        }
+        args.if_none_match = true;
+    }
+    args.if_match = im;
+    cn_objects_put_result_t res;
+    cn_err_t e = cn_objects_mpu_complete(q->s3->objects, &q->orq, q->bucket, q->key, id, parts,
+                                         (const char *const *)etags, n, &args, &res);
+    if (e < 0) {
+        cn__s3_fail(q, e);
+        goto out;
+    }
+    char etag[CN__S3_ETAG_MAX];
+    cn__s3_quote_etag(res.etag, etag);
+    cn_buf_t loc = {0};
+    const char *host = cn_http_req_header(q->r, "Host");
+    cn_buf_printf(&loc, "%s://%s/", cn_http_req_is_tls(q->r) ? "https" : "http",
+                  host ? host : "localhost");
+    cn_sigv4_uri_encode(&loc, q->bucket, strlen(q->bucket), false);
+    cn_buf_put_u8(&loc, '/');
+    cn_sigv4_uri_encode(&loc, q->key, strlen(q->key), true);
+    cn_buf_t ob = {0};
+    cn_xml_writer_t w;
+    cn_xml_begin(&w, &ob);
+    cn_xml_open(&w, "CompleteMultipartUploadResult", CN_S3_XMLNS);
+    cn_xml_elem_n(&w, "Location", (const char *)loc.data, loc.len);
+    cn_xml_elem(&w, "Bucket", q->bucket);
+    cn_xml_elem(&w, "Key", q->key);
+    cn_xml_elem(&w, "ETag", etag);
+    cn_xml_close(&w);
+    cn_buf_free(&loc);
+    cn__s3_xml(q, 200, &w);
+    goto out;
+malformed:
+    cn__s3_error(q, CN_S3E_MALFORMED_XML, NULL);
+out:
+    if (etags)
+        for (size_t k = 0; k < n; k++)
+            free(etags[k]);
+    free(etags);
+    free(parts);
+    cn_xml_doc_free(d);
+}
+
+void cn__s3_mpu_complete(cn__s3_rq_t *q)
+{
+    cn__s3_collect(q, CN__S3_COMPLETE_BODY_MAX, cn__complete_done);
+}
+
+/* ---- Abort --------------------------------------------------------------------------------- */
+
+void cn__s3_mpu_abort(cn__s3_rq_t *q)
+{
+    const char *id = cn__upload_id(q);
+    if (!id)
+        return;
+    cn_err_t e = cn_objects_mpu_abort(q->s3->objects, &q->orq, q->bucket, q->key, id);
+    if (e < 0) {
+        cn__s3_fail(q, e);
+        return;
+    }
+    cn_http_respond_empty(q->r, 204, 0);
+}
+
+/* ---- ListParts ------------------------------------------------------------------------------- */
+
+typedef struct {
+    cn_xml_writer_t *w;
+    int32_t last;
+} cn__lp_t;
+
+static cn_err_t cn__lp_one(void *arg, const cn_objects_part_t *p)
+{
+    cn__lp_t *l = arg;
+    char etag[CN__S3_ETAG_MAX], date[CN_RFC3339_LEN];
+    cn__s3_quote_etag(p->etag, etag);
+    cn__s3_iso_date(p->last_modified_ms, date);
+    cn_xml_open(l->w, "Part", NULL);
+    cn_xml_elem_u64(l->w, "PartNumber", (uint64_t)p->part_number);
+    cn_xml_elem(l->w, "LastModified", date);
+    cn_xml_elem(l->w, "ETag", etag);
+    cn_xml_elem_u64(l->w, "Size", p->size);
+    cn_xml_close(l->w);
+    l->last = p->part_number;
+    return 0;
+}
+
+void cn__s3_mpu_list_parts(cn__s3_rq_t *q)
+{
+    const char *id = cn__upload_id(q);
+    int64_t max, marker;
+    if (!id ||
+        !cn__s3_int_arg(q, cn_http_req_query(q->r, "max-parts"), "max-parts", 0, INT32_MAX,
+                        1000, &max) ||
+        !cn__s3_int_arg(q, cn_http_req_query(q->r, "part-number-marker"), "part-number-marker",
+                        0, CN_PART_NUMBER_MAX, 0, &marker))
+        return;
+    if (max > 1000)
+        max = 1000;
+    cn_buf_t parts = {0};
+    cn_xml_writer_t pw;
+    pw.out = &parts;
+    pw.depth = 0;
+    pw.err = 0;
+    cn__lp_t l = {&pw, (int32_t)marker};
+    bool trunc = false;
+    cn_err_t e = max == 0 ? 0
+                          : cn_objects_mpu_list_parts(q->s3->objects, &q->orq, q->bucket, q->key,
+                                                      id, (int32_t)marker, (uint32_t)max,
+                                                      cn__lp_one, &l, &trunc);
+    if (e < 0) {
+        cn_buf_free(&parts);
+        cn__s3_fail(q, e);
+        return;
+    }
+    const char *owner = q->anonymous ? "anonymous" : q->principal.account;
+    cn_buf_t out = {0};
+    cn_xml_writer_t w;
+    cn_xml_begin(&w, &out);
+    cn_xml_open(&w, "ListPartsResult", CN_S3_XMLNS);
+    cn_xml_elem(&w, "Bucket", q->bucket);
+    cn_xml_elem(&w, "Key", q->key);
+    cn_xml_elem(&w, "UploadId", id);
+    cn__s3_owner(&w, "Initiator", owner);
+    cn__s3_owner(&w, "Owner", owner);
+    cn_xml_elem(&w, "StorageClass", "STANDARD");
+    cn_xml_elem_u64(&w, "PartNumberMarker", (uint64_t)marker);
+    cn_xml_elem_u64(&w, "NextPartNumberMarker", (uint64_t)l.last);
+    cn_xml_elem_u64(&w, "MaxParts", (uint64_t)max);
+    cn_xml_elem_bool(&w, "IsTruncated", trunc);
+    if (pw.err)
+        w.err = pw.err;
+    else if (cn_buf_append(&out, parts.data, parts.len) != CN_OK)
+        w.err = -ENOMEM;
+    cn_buf_free(&parts);
+    cn_xml_close(&w);
+    cn__s3_xml(q, 200, &w);
+}
+
+/* ---- ListMultipartUploads ------------------------------------------------------------------------ */
+
+typedef struct {
+    cn_xml_writer_t *w;
+    const char *prefix;
+    const char *delim;
+    char last_prefix[CN_OBJECT_KEY_MAX + 1];
+    char next_key[CN_OBJECT_KEY_MAX + 1];
+    char next_id[CN_UPLOAD_ID_MAX + 1];
+    cn_buf_t prefixes;
+    bool url;
+} cn__lu_t;
+
+static cn_err_t cn__lu_one(void *arg, const cn_objects_upload_t *u)
+{
+    cn__lu_t *l = arg;
+    snprintf(l->next_key, sizeof l->next_key, "%s", u->key);
+    snprintf(l->next_id, sizeof l->next_id, "%s", u->upload_id);
+    if (l->delim) {
+        size_t pl = l->prefix ? strlen(l->prefix) : 0;
+        const char *d = strstr(u->key + pl, l->delim);
+        if (d) {
+            size_t n = (size_t)(d - u->key) + strlen(l->delim);
+            if (n < sizeof l->last_prefix &&
+                !(strlen(l->last_prefix) == n && !memcmp(l->last_prefix, u->key, n))) {
+                memcpy(l->last_prefix, u->key, n);
+                l->last_prefix[n] = 0;
+                cn_xml_writer_t pw = {.out = &l->prefixes};
+                cn_xml_open(&pw, "CommonPrefixes", NULL);
+                cn__s3_url_text(&pw, "Prefix", l->last_prefix, l->url);
+                cn_xml_close(&pw);
+                if (pw.err)
+                    return pw.err;
+            }
+            return 0;
+        }
+    }
+    char date[CN_RFC3339_LEN];
+    cn__s3_iso_date(u->created_ms, date);
+    cn_xml_open(l->w, "Upload", NULL);
+    cn__s3_url_text(l->w, "Key", u->key, l->url);
+    cn_xml_elem(l->w, "UploadId", u->upload_id);
+    cn__s3_owner(l->w, "Initiator", u->owner);
+    cn__s3_owner(l->w, "Owner", u->owner);
+    cn_xml_elem(l->w, "StorageClass", "STANDARD");
+    cn_xml_elem(l->w, "Initiated", date);
+    cn_xml_close(l->w);
+    return 0;
+}
+
+void cn__s3_mpu_list_uploads(cn__s3_rq_t *q)
+{
+    cn_http_req_t *r = q->r;
+    int64_t max;
+    if (!cn__s3_int_arg(q, cn_http_req_query(r, "max-uploads"), "max-uploads", 0, INT32_MAX,
+                        1000, &max))
+        return;
+    if (max > 1000)
+        max = 1000;
+    const char *enc = cn_http_req_query(r, "encoding-type");
+    if (enc && strcmp(enc, "url") != 0) {
+        cn__s3_error(q, CN_S3E_INVALID_ARGUMENT, "Invalid Encoding Method specified in Request");
+        return;
+    }
+    const char *prefix = cn_http_req_query(r, "prefix");
+    const char *delim = cn_http_req_query(r, "delimiter");
+    const char *km = cn_http_req_query(r, "key-marker");
+    const char *um = cn_http_req_query(r, "upload-id-marker");
+    cn__lu_t *l = calloc(1, sizeof *l);
+    if (!l) {
+        cn__s3_error(q, CN_S3E_INTERNAL_ERROR, NULL);
+        return;
+    }
+    cn_buf_t uploads = {0};
+    cn_xml_writer_t uw = {.out = &uploads};
+    l->w = &uw;
+    l->prefix = prefix && *prefix ? prefix : NULL;
+    l->delim = delim && *delim ? delim : NULL;
+    l->url = enc != NULL;
+    bool trunc = false;
+    cn_err_t e = max == 0 ? 0
+                          : cn_objects_mpu_list(q->s3->objects, &q->orq, q->bucket, l->prefix,
+                                                km && *km ? km : NULL, um && *um ? um : NULL,
+                                                (uint32_t)max, cn__lu_one, l, &trunc);
+    if (e < 0) {
+        cn_buf_free(&uploads);
+        cn_buf_free(&l->prefixes);
+        free(l);
+        if (e == CN_E_NOT_FOUND)
+            q->orq.what = CN_OBJ_WHAT_BUCKET;
+        cn__s3_fail(q, e);
+        return;
+    }
+    cn_buf_t out = {0};
+    cn_xml_writer_t w;
+    cn_xml_begin(&w, &out);
+    cn_xml_open(&w, "ListMultipartUploadsResult", CN_S3_XMLNS);
+    cn_xml_elem(&w, "Bucket", q->bucket);
+    cn__s3_url_text(&w, "KeyMarker", km ? km : "", l->url);
+    cn_xml_elem(&w, "UploadIdMarker", um ? um : "");
+    if (trunc) {
+        cn__s3_url_text(&w, "NextKeyMarker", l->next_key, l->url);
+        cn_xml_elem(&w, "NextUploadIdMarker", l->next_id);
+    }
+    if (prefix)
+        cn__s3_url_text(&w, "Prefix", prefix, l->url);
+    if (l->delim)
+        cn__s3_url_text(&w, "Delimiter", l->delim, l->url);
+    if (l->url)
+        cn_xml_elem(&w, "EncodingType", "url");
+    cn_xml_elem_u64(&w, "MaxUploads", (uint64_t)max);
+    cn_xml_elem_bool(&w, "IsTruncated", trunc);
+    if (uw.err)
+        w.err = uw.err;
+    else if (cn_buf_append(&out, uploads.data, uploads.len) != CN_OK ||
+             cn_buf_append(&out, l->prefixes.data, l->prefixes.len) != CN_OK)
+        w.err = -ENOMEM;
+    cn_buf_free(&uploads);
+    cn_buf_free(&l->prefixes);
+    free(l);
+    cn_xml_close(&w);
+    cn__s3_xml(q, 200, &w);
+}

@@ -1,0 +1,19 @@
+/* A multiset of case-folded live paths, so a tree can tell in O(path) time
+ * how many live paths share a fold.  Internal to src/repos. */
+#ifndef CN_REPOS_FOLD_INDEX_H
+#define CN_REPOS_FOLD_INDEX_H
+
+#include "cairn/repos_model.h"
+
+typedef struct cn__fold_slot { uint64_t h; uint8_t *key; uint16_t len; uint32_t count; } cn__fold_slot_t;
+typedef struct cn__fold_index { cn__fold_slot_t *slots; size_t cap, used; } cn__fold_index_t;
+
+void cn__fold_index_free(cn__fold_index_t *ix);
+/* Makes room for one more key (-ENOMEM) so that a following add cannot fail
+ * for want of slots. */
+cn_err_t cn__fold_index_reserve(cn__fold_index_t *ix);
+/* delta +1 or -1 for the fold of a valid path (-ENOMEM for the key copy). */
+cn_err_t cn__fold_index_add(cn__fold_index_t *ix, const uint8_t *path, size_t n, int delta);
+uint32_t cn__fold_index_count(const cn__fold_index_t *ix, const uint8_t *path, size_t n);
+
+#endif

@@ -1,0 +1,494 @@
+/* The snapshot tree: a path-compressed 256-ary radix tree over canonical
+ * path bytes with per-node summaries and two commitments.  Entries are never
+ * removed (a delete leaves a tombstone), so nodes only ever split, and an
+ * update dirties exactly the nodes on its path; cn_repos_tree_roots re-hashes
+ * only dirty nodes.  Recursion depth is bounded by the path limit (every
+ * non-root edge is at least one byte). */
+#include "model_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char cn__dom_node[] = "cairn:tree-node:v1";
+const size_t cn__dom_node_len = sizeof cn__dom_node;
+static const char dom_entry[] = "cairn:content-entry:v1";
+static const char dom_cnode[] = "cairn:content-node:v1";
+static const char dom_empty[] = "cairn:content-empty:v1";
+
+static cn__tnode_t *node_new(const uint8_t *prefix, size_t plen)
+{
+    cn__tnode_t *n = calloc(1, sizeof *n);
+    if (!n)
+        return NULL;
+    if (plen) {
+        n->prefix = malloc(plen);
+        if (!n->prefix) {
+            free(n);
+            return NULL;
+        }
+        memcpy(n->prefix, prefix, plen);
+    }
+    n->plen = (uint16_t)plen;
+    n->dirty = true;
+    return n;
+}
+
+static void node_free(cn__tnode_t *n)
+{
+    if (!n)
+        return;
+    for (uint16_t i = 0; i < n->nkids; i++)
+        node_free(n->kids[i]);
+    free(n->kids);
+    free(n->prefix);
+    free(n);
+}
+
+cn_err_t cn_repos_tree_new(cn_repos_tree_t **out)
+{
+    cn_repos_tree_t *t = calloc(1, sizeof *t);
+    if (!t || !(t->root = node_new(NULL, 0))) {
+        free(t);
+        return -ENOMEM;
+    }
+    *out = t;
+    return CN_OK;
+}
+
+void cn_repos_tree_free(cn_repos_tree_t *t)
+{
+    if (!t)
+        return;
+    node_free(t->root);
+    cn__fold_index_free(&t->folds);
+    free(t);
+}
+
+static int kid_index(const cn__tnode_t *n, uint8_t b, bool *found)
+{
+    int lo = 0, hi = n->nkids;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        uint8_t k = n->kids[mid]->prefix[0];
+        if (k == b) { *found = true; return mid; }
+        if (k < b) lo = mid + 1; else hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+static cn_err_t kids_reserve(cn__tnode_t *n)
+{
+    if (n->nkids < n->kcap)
+        return CN_OK;
+    uint16_t cap = n->kcap ? (uint16_t)(n->kcap * 2) : 2;
+    if (cap > 256)
+        cap = 256;
+    cn__tnode_t **k = realloc(n->kids, cap * sizeof *k);
+    if (!k)
+        return -ENOMEM;
+    n->kids = k;
+    n->kcap = cap;
+    return CN_OK;
+}
+
+static void kids_insert(cn__tnode_t *n, int at, cn__tnode_t *kid)
+{
+    memmove(n->kids + at + 1, n->kids + at, (size_t)(n->nkids - at) * sizeof *n->kids);
+    n->kids[at] = kid;
+    n->nkids++;
+}
+
+static bool entry_ok(const cn_repos_entry_t *e)
+{
+    if (e->state == CN_REPOS_LIVE)
+        return e->mode <= CN_REPOS_MODE_SYMLINK;
+    return e->state == CN_REPOS_TOMBSTONE;
+}
+
+static void set_entry(cn__tnode_t *n, const cn_repos_entry_t *e)
+{
+    n->state = e->state;
+    n->e = *e;
+    if (e->state == CN_REPOS_TOMBSTONE) {
+        /* A tombstone carries only its change. */
+        n->e.mode = 0;
+        n->e.size = 0;
+        memset(n->e.manifest.b, 0, CN_DIGEST_LEN);
+    }
+}
+
+static cn_err_t put_node(cn_repos_tree_t *t, const uint8_t *path, size_t len,
+                         const cn_repos_entry_t *e)
+{
+    cn__tnode_t *n = t->root;
+    size_t i = 0;
+    for (;;) {
+        n->dirty = true;
+        if (i == len) {
+            set_entry(n, e);
+            return CN_OK;
+        }
+        bool found;
+        int at = kid_index(n, path[i], &found);
+        if (!found) {
+            CN_TRY(kids_reserve(n));
+            cn__tnode_t *leaf = node_new(path + i, len - i);
+            if (!leaf)
+                return -ENOMEM;
+            set_entry(leaf, e);
+            kids_insert(n, at, leaf);
+            return CN_OK;
+        }
+        cn__tnode_t *c = n->kids[at];
+        size_t common = 0;
+        while (common < c->plen && i + common < len && c->prefix[common] == path[i + common])
+            common++;
+        if (common == c->plen) {
+            n = c;
+            i += common;
+            continue;
+        }
+        /* Split c's edge at `common`: mid takes the shared bytes.  Allocate
+         * everything first so a failure leaves the tree as it was. */
+        cn__tnode_t *mid = node_new(c->prefix, common);
+        cn__tnode_t *leaf = NULL;
+        if (!mid)
+            return -ENOMEM;
+        mid->kids = malloc(2 * sizeof *mid->kids);
+        if (!mid->kids) {
+            node_free(mid);
+            return -ENOMEM;
+        }
+        mid->kcap = 2;
+        if (i + common < len && !(leaf = node_new(path + i + common, len - i - common))) {
+            node_free(mid);
+            return -ENOMEM;
+        }
+        memmove(c->prefix, c->prefix + common, c->plen - common);
+        c->plen = (uint16_t)(c->plen - common);
+        c->dirty = true;    /* its prefix is part of its encoding: re-hash it */
+        mid->kids[0] = c;
+        mid->nkids = 1;
+        n->kids[at] = mid;
+        if (leaf) {
+            set_entry(leaf, e);
+            kids_insert(mid, leaf->prefix[0] < c->prefix[0] ? 0 : 1, leaf);
+        } else {
+            set_entry(mid, e);
+        }
+        return CN_OK;
+    }
+}
+
+const cn__tnode_t *cn__tree_find(const cn_repos_tree_t *t, const uint8_t *path, size_t len)
+{
+    const cn__tnode_t *n = t->root;
+    size_t i = 0;
+    while (i < len) {
+        bool found;
+        int at = kid_index(n, path[i], &found);
+        if (!found)
+            return NULL;
+        const cn__tnode_t *c = n->kids[at];
+        if (c->plen > len - i || memcmp(c->prefix, path + i, c->plen) != 0)
+            return NULL;
+        i += c->plen;
+        n = c;
+    }
+    return n;
+}
+
+cn_err_t cn_repos_tree_put(cn_repos_tree_t *t, const uint8_t *path, size_t len,
+                           const cn_repos_entry_t *e)
+{
+    if (cn_repos_path_check(path, len) || !entry_ok(e))
+        return CN_E_INVALID;
+    const cn__tnode_t *old = cn__tree_find(t, path, len);
+    bool was = old && old->state == CN_REPOS_LIVE, will = e->state == CN_REPOS_LIVE;
+    if (!was && will)
+        CN_TRY(cn__fold_index_add(&t->folds, path, len, +1));
+    cn_err_t err = put_node(t, path, len, e);
+    if (err) {
+        if (!was && will)
+            cn__fold_index_add(&t->folds, path, len, -1);   /* an existing key: cannot fail */
+        return err;
+    }
+    if (was && !will)
+        cn__fold_index_add(&t->folds, path, len, -1);
+    return CN_OK;
+}
+
+uint64_t cn__tree_live_under(const cn_repos_tree_t *t, const uint8_t *prefix, size_t len)
+{
+    const cn__tnode_t *n = t->root;
+    size_t i = 0;
+    while (i < len) {
+        bool found;
+        int at = kid_index(n, prefix[i], &found);
+        if (!found)
+            return 0;
+        const cn__tnode_t *c = n->kids[at];
+        size_t rest = len - i, m = c->plen < rest ? c->plen : rest;
+        if (memcmp(c->prefix, prefix + i, m) != 0)
+            return 0;
+        if (c->plen >= rest)
+            return c->live;     /* the prefix ends inside or at the end of c's edge */
+        i += c->plen;
+        n = c;
+    }
+    return n->live;
+}
+
+bool cn_repos_tree_get(const cn_repos_tree_t *t, const uint8_t *path, size_t len, cn_repos_entry_t *out)
+{
+    const cn__tnode_t *n = len ? cn__tree_find(t, path, len) : NULL;
+    if (!n || n->state == CN_REPOS_NONE)
+        return false;
+    if (out)
+        *out = n->e;
+    return true;
+}
+
+/* ---- hashing ------------------------------------------------------------------ */
+void cn__content_entry(const uint8_t *path, size_t n, const cn_repos_entry_t *e, cn_digest_t *out)
+{
+    uint8_t t[9];
+    cn_blake3_t h;
+    cn_blake3_init(&h);
+    cn_blake3_update(&h, dom_entry, sizeof dom_entry);
+    t[0] = (uint8_t)n; t[1] = (uint8_t)(n >> 8);
+    cn_blake3_update(&h, t, 2);
+    cn_blake3_update(&h, path, n);
+    cn_blake3_update(&h, e->manifest.b, CN_DIGEST_LEN);
+    for (int i = 0; i < 8; i++)
+        t[i] = (uint8_t)(e->size >> (8 * i));
+    t[8] = e->mode;
+    cn_blake3_update(&h, t, 9);
+    cn_blake3_final(&h, out);
+}
+
+void cn__content_node_init(cn_blake3_t *h, const cn_digest_t *entry, uint16_t nkids)
+{
+    uint8_t t[2];
+    cn_blake3_init(h);
+    cn_blake3_update(h, dom_cnode, sizeof dom_cnode);
+    t[0] = entry ? 1 : 0;
+    cn_blake3_update(h, t, 1);
+    if (entry)
+        cn_blake3_update(h, entry->b, CN_DIGEST_LEN);
+    t[0] = (uint8_t)nkids; t[1] = (uint8_t)(nkids >> 8);
+    cn_blake3_update(h, t, 2);
+}
+
+void cn__content_empty(cn_digest_t *out) { cn_repos_object_id(CN_REPOS_CHUNK, dom_empty, sizeof dom_empty, out); }
+
+/* Appends the bytes under n along its first (lo) or last (hi) descendants. */
+static cn_err_t put_bound(cn_buf_t *b, const cn__tnode_t *n, bool lo)
+{
+    size_t at = b->len;
+    CN_TRY(cn_buf_put_u16le(b, 0));
+    size_t len = 0;
+    for (;;) {
+        if (lo ? n->state != CN_REPOS_NONE : n->nkids == 0)
+            break;
+        if (n->nkids == 0)
+            break;
+        n = lo ? n->kids[0] : n->kids[n->nkids - 1];
+        CN_TRY(cn_buf_append(b, n->prefix, n->plen));
+        len += n->plen;
+    }
+    b->data[at] = (uint8_t)len;
+    b->data[at + 1] = (uint8_t)(len >> 8);
+    return CN_OK;
+}
+
+static cn_err_t encode_node(cn_buf_t *b, const cn__tnode_t *n)
+{
+    CN_TRY(cn_buf_put_u8(b, 1));
+    CN_TRY(cn_buf_put_u16le(b, n->plen));
+    CN_TRY(cn_buf_append(b, n->prefix, n->plen));
+    CN_TRY(cn_buf_put_u8(b, n->state));
+    if (n->state != CN_REPOS_NONE)
+        CN_TRY(cn_buf_put_u64le(b, n->e.change));
+    if (n->state == CN_REPOS_LIVE) {
+        CN_TRY(cn_buf_append(b, n->e.manifest.b, CN_DIGEST_LEN));
+        CN_TRY(cn_buf_put_u64le(b, n->e.size));
+        CN_TRY(cn_buf_put_u8(b, n->e.mode));
+    }
+    CN_TRY(cn_buf_put_u64le(b, n->entries));
+    CN_TRY(cn_buf_put_u64le(b, n->live));
+    CN_TRY(cn_buf_put_u64le(b, n->highest));
+    CN_TRY(put_bound(b, n, true));
+    CN_TRY(put_bound(b, n, false));
+    CN_TRY(cn_buf_put_u16le(b, n->nkids));
+    for (uint16_t i = 0; i < n->nkids; i++) {
+        const cn__tnode_t *k = n->kids[i];
+        CN_TRY(cn_buf_put_u8(b, k->prefix[0]));
+        CN_TRY(cn_buf_append(b, k->rev.b, CN_DIGEST_LEN));
+        CN_TRY(cn_buf_put_u64le(b, k->entries));
+        CN_TRY(cn_buf_put_u64le(b, k->live));
+        CN_TRY(cn_buf_put_u64le(b, k->highest));
+    }
+    return CN_OK;
+}
+
+typedef struct { cn_buf_t enc; cn_buf_t key; uint64_t count; cn_repos_node_fn emit; void *ctx; } hash_ctx_t;
+
+/* Summaries, content hash and revision hash of a node whose children are
+ * current.  Kept out of line so the recursion's frames stay small. */
+static __attribute__((noinline)) cn_err_t finish_node(hash_ctx_t *h, cn__tnode_t *n)
+{
+    n->entries = n->state != CN_REPOS_NONE;
+    n->live = n->state == CN_REPOS_LIVE;
+    n->highest = n->state != CN_REPOS_NONE ? n->e.change : 0;
+    uint16_t nlive = 0;
+    const cn__tnode_t *only = NULL;
+    for (uint16_t i = 0; i < n->nkids; i++) {
+        const cn__tnode_t *k = n->kids[i];
+        n->entries += k->entries;
+        n->live += k->live;
+        if (k->highest > n->highest)
+            n->highest = k->highest;
+        if (k->has_content) {
+            nlive++;
+            only = k;
+        }
+    }
+    bool v = n->state == CN_REPOS_LIVE;
+    cn_digest_t entry;
+    if (v)
+        cn__content_entry(h->key.data, h->key.len, &n->e, &entry);
+    n->has_content = v || nlive > 0;
+    if (!v && nlive == 1) {
+        n->content = only->content;
+    } else if (v && nlive == 0) {
+        n->content = entry;
+    } else if (n->has_content) {
+        cn_blake3_t b3;
+        cn__content_node_init(&b3, v ? &entry : NULL, nlive);
+        for (uint16_t i = 0; i < n->nkids; i++)
+            if (n->kids[i]->has_content)
+                cn_blake3_update(&b3, n->kids[i]->content.b, CN_DIGEST_LEN);
+        cn_blake3_final(&b3, &n->content);
+    }
+    cn_buf_reset(&h->enc);
+    CN_TRY(encode_node(&h->enc, n));
+    cn_repos_node_hash(h->enc.data, h->enc.len, &n->rev);
+    if (h->emit)
+        CN_TRY(h->emit(h->ctx, &n->rev, h->enc.data, h->enc.len));
+    n->dirty = false;
+    h->count++;
+    return CN_OK;
+}
+
+static cn_err_t rehash(hash_ctx_t *h, cn__tnode_t *n)
+{
+    size_t key_at = h->key.len;
+    CN_TRY(cn_buf_append(&h->key, n->prefix, n->plen));
+    if (n->dirty) {
+        for (uint16_t i = 0; i < n->nkids; i++)
+            CN_TRY(rehash(h, n->kids[i]));
+        CN_TRY(finish_node(h, n));
+    }
+    h->key.len = key_at;
+    return CN_OK;
+}
+
+cn_err_t cn_repos_tree_roots(cn_repos_tree_t *t, cn_digest_t *content, cn_digest_t *revision)
+{
+    return cn_repos_tree_roots_emit(t, content, revision, NULL, NULL);
+}
+
+cn_err_t cn_repos_tree_roots_emit(cn_repos_tree_t *t, cn_digest_t *content, cn_digest_t *revision,
+                                  cn_repos_node_fn emit, void *ctx)
+{
+    hash_ctx_t h = { { 0 }, { 0 }, 0, emit, ctx };
+    cn_err_t e = rehash(&h, t->root);
+    cn_buf_free(&h.enc);
+    cn_buf_free(&h.key);
+    t->rehashed = h.count;
+    if (e)
+        return e;
+    if (content) {
+        if (t->root->has_content)
+            *content = t->root->content;
+        else
+            cn__content_empty(content);
+    }
+    if (revision)
+        *revision = t->root->rev;
+    return CN_OK;
+}
+
+uint64_t cn_repos_tree_rehashed(const cn_repos_tree_t *t) { return t->rehashed; }
+
+static void count(const cn__tnode_t *n, uint64_t *entries, uint64_t *live)
+{
+    *entries += n->state != CN_REPOS_NONE;
+    *live += n->state == CN_REPOS_LIVE;
+    for (uint16_t i = 0; i < n->nkids; i++)
+        count(n->kids[i], entries, live);
+}
+
+uint64_t cn_repos_tree_entries(const cn_repos_tree_t *t)
+{
+    uint64_t e = 0, l = 0;
+    count(t->root, &e, &l);
+    return e;
+}
+
+uint64_t cn_repos_tree_live(const cn_repos_tree_t *t)
+{
+    uint64_t e = 0, l = 0;
+    count(t->root, &e, &l);
+    return l;
+}
+
+/* ---- walking and proofs ------------------------------------------------------ */
+static int walk(const cn__tnode_t *n, cn_buf_t *key, cn_repos_walk_fn fn, void *ctx)
+{
+    size_t at = key->len;
+    int rc = cn_buf_append(key, n->prefix, n->plen);
+    if (rc)
+        return rc;
+    if (n->state != CN_REPOS_NONE && (rc = fn(ctx, key->data, key->len, &n->e)))
+        return rc;
+    for (uint16_t i = 0; i < n->nkids; i++)
+        if ((rc = walk(n->kids[i], key, fn, ctx)))
+            return rc;
+    key->len = at;
+    return 0;
+}
+
+int cn_repos_tree_walk(const cn_repos_tree_t *t, cn_repos_walk_fn fn, void *ctx)
+{
+    cn_buf_t key = { 0 };
+    int rc = walk(t->root, &key, fn, ctx);
+    cn_buf_free(&key);
+    return rc;
+}
+
+static cn_err_t emit(cn_buf_t *out, cn_buf_t *tmp, const cn__tnode_t *n)
+{
+    cn_buf_reset(tmp);
+    CN_TRY(encode_node(tmp, n));
+    CN_TRY(cn_buf_put_u32le(out, (uint32_t)tmp->len));
+    CN_TRY(cn_buf_append(out, tmp->data, tmp->len));
+    for (uint16_t i = 0; i < n->nkids; i++)
+        CN_TRY(emit(out, tmp, n->kids[i]));
+    return CN_OK;
+}
+
+cn_err_t cn_repos_tree_proof_full(cn_repos_tree_t *t, cn_buf_t *out)
+{
+    CN_TRY(cn_repos_tree_roots(t, NULL, NULL));
+    cn_buf_t tmp = { 0 };
+    size_t start = out->len;
+    cn_err_t e = emit(out, &tmp, t->root);
+    cn_buf_free(&tmp);
+    if (e)
+        out->len = start;
+    return e;
+}

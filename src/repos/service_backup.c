@@ -1,0 +1,475 @@
+/* Offline backup and restore of one repository (cn_repos_backup /
+ * cn_repos_restore, `cairn admin repo backup|restore`).
+ *
+ * A backup is one stream (docs/protocol/scribe.md, section 13.8): a header,
+ * the repository row, every blob its membership names (logical bytes, with
+ * the kind that decides the stored form), the rows of its history tables
+ * read in the same read transaction, and a trailer holding the BLAKE3 of
+ * everything before it.  Upload pins and intents are not kept: they belong
+ * to uploads in flight.  A restore publishes the blobs (each verified
+ * against its digest), then replaces the repository's rows in one write
+ * transaction that commits only when the trailer matches — with a new
+ * random incarnation, so a client that knew the repository before answers
+ * incarnation_mismatch instead of submitting onto a rewound history. */
+#include "service_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BK_MAGIC "CNREPOBK"
+#define BK_VERSION 1u
+#define BK_ROW 1
+#define BK_BLOB 2
+#define BK_END 0xff
+#define BK_ROW_MAX (64u << 20)
+
+/* The tables, their columns and column types (I integer, B blob, b nullable
+ * blob).  Table 0 is the repository row, keyed by id; the rest by repo. */
+typedef struct bk_table { const char *name, *cols, *types; } bk_table_t;
+static const bk_table_t tables[] = {
+    {"repos_repo", "id, name, incarnation, main_branch, head, created_ms, compression", "BBBBIII"},
+    {"repos_branch", "repo, id, name, head", "BBBI"},
+    {"repos_object", "repo, kind, id, blob, len, fsize", "BIBBII"},
+    {"repos_commit", "repo, change, branch, commit_id, parent, changeset, author, message,"
+                     " time_ms, content_root, revision_root", "BIBBIBBBIBB"},
+    {"repos_root", "repo, content_root, revision_root", "BBB"},
+    {"repos_tree_node", "repo, hash, enc, aux", "BBBB"},
+    {"repos_fold", "repo, branch, path, fold", "BBBB"},
+    {"repos_event", "repo, branch, path, change, event, from_path", "BBBIIb"},
+    {"repos_operation", "repo, op, kind, fingerprint, workspace, outcome, created_ms", "BBIBBBI"},
+    {"repos_note", "repo, change, revision, author, edited_ms, text", "BIIBIB"},
+};
+#define NTABLES (sizeof tables / sizeof tables[0])
+/* Tables a restore clears besides those above. */
+static const char *const transient[] = {"repos_intent", "repos_pin"};
+
+/* ---- output ----------------------------------------------------------------------- */
+typedef struct bk_out {
+    int fd;
+    cn_blake3_t h;
+    uint64_t bytes;
+} bk_out_t;
+
+static cn_err_t out_write(bk_out_t *o, const void *p, size_t n)
+{
+    cn_blake3_update(&o->h, p, n);
+    o->bytes += n;
+    return cn_write_full(o->fd, p, n);
+}
+
+static void put_u32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> 8 * i); }
+static void put_u64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> 8 * i); }
+static uint32_t get_u32(const uint8_t *p) { uint32_t v = 0; for (int i = 3; i >= 0; i--) v = v << 8 | p[i]; return v; }
+static uint64_t get_u64(const uint8_t *p) { uint64_t v = 0; for (int i = 7; i >= 0; i--) v = v << 8 | p[i]; return v; }
+
+/* One row: u8 1 | u32 length | u8 table | per column: I → i64; B → u32 len,
+ * bytes; b → u8 present, then as B. */
+static cn_err_t row_out(bk_out_t *o, cn_buf_t *b, uint8_t t, cn_meta_stmt_t *st)
+{
+    cn_buf_reset(b);
+    uint8_t hdr[5] = {BK_ROW};
+    CN_TRY(cn_buf_append(b, hdr, sizeof hdr));
+    CN_TRY(cn_buf_append(b, &t, 1));
+    for (int c = 0; tables[t].types[c]; c++) {
+        uint8_t v[8];
+        char ty = tables[t].types[c];
+        if (ty == 'I') {
+            put_u64(v, (uint64_t)cn_meta_column_int64(st, c));
+            CN_TRY(cn_buf_append(b, v, 8));
+            continue;
+        }
+        if (ty == 'b') {
+            uint8_t present = !cn_meta_column_is_null(st, c);
+            CN_TRY(cn_buf_append(b, &present, 1));
+            if (!present)
+                continue;
+        }
+        size_t n = 0;
+        const void *p = cn_meta_column_blob(st, c, &n);
+        put_u32(v, (uint32_t)n);
+        CN_TRY(cn_buf_append(b, v, 4));
+        if (n)
+            CN_TRY(cn_buf_append(b, p, n));
+    }
+    if (b->len - 5 > BK_ROW_MAX)
+        return CN_E_TOO_LARGE;
+    put_u32(b->data + 1, (uint32_t)(b->len - 5));
+    return out_write(o, b->data, b->len);
+}
+
+static cn_err_t table_out(bk_out_t *o, cn_meta_txn_t *txn, cn_buf_t *b, uint8_t t,
+                          const uint8_t repo[16], uint64_t *rows)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "SELECT %s FROM %s WHERE %s = ?", tables[t].cols, tables[t].name,
+             t == 0 ? "id" : "repo");
+    cn_meta_stmt_t *st = NULL;
+    CN_TRY(cn_meta_prepare(txn, sql, &st));
+    cn__bind_id(st, 1, repo);
+    cn_err_t err;
+    while ((err = cn_meta_step(st)) == CN_META_ROW) {
+        if ((err = row_out(o, b, t, st)) < 0)
+            break;
+        (*rows)++;
+    }
+    cn_meta_finish(st);
+    return err < 0 ? err : CN_OK;
+}
+
+typedef struct blob_sink { bk_out_t *o; } blob_sink_t;
+
+static cn_err_t blob_piece(void *ctx, const void *p, size_t n)
+{
+    return out_write(((blob_sink_t *)ctx)->o, p, n);
+}
+
+/* u8 2 | u8 kind | [32] digest | u64 length | bytes. */
+static cn_err_t blobs_out(cn_repos_t *r, bk_out_t *o, cn_meta_txn_t *txn, const uint8_t repo[16],
+                          uint64_t *nblobs)
+{
+    cn_meta_stmt_t *st = NULL;
+    CN_TRY(cn_meta_prepare(txn, "SELECT blob, MIN(kind) FROM repos_object WHERE repo = ?"
+                                " GROUP BY blob ORDER BY blob", &st));
+    cn__bind_id(st, 1, repo);
+    cn_err_t err;
+    while ((err = cn_meta_step(st)) == CN_META_ROW) {
+        cn_digest_t d;
+        if (!cn__col_fixed(st, 0, d.b, CN_DIGEST_LEN)) {
+            err = CN_E_CORRUPT;
+            break;
+        }
+        cn_store_stat_t ss;
+        if ((err = cn_store_stat(r->store, &d, &ss)) < 0)
+            break;
+        uint8_t h[42] = {BK_BLOB, (uint8_t)cn_meta_column_int64(st, 1)};
+        memcpy(h + 2, d.b, 32);
+        put_u64(h + 34, ss.len);
+        if ((err = out_write(o, h, sizeof h)) < 0)
+            break;
+        blob_sink_t bs = {o};
+        cn_digest_t got;
+        uint64_t served = 0;
+        if ((err = cn_store_read_range(r->store, &d, 0, ss.len, blob_piece, &bs, &got,
+                                       &served)) < 0)
+            break;
+        if (served != ss.len || memcmp(got.b, d.b, 32) != 0) {
+            err = CN_E_CORRUPT;
+            break;
+        }
+        (*nblobs)++;
+    }
+    cn_meta_finish(st);
+    return err < 0 ? err : CN_OK;
+}
+
+cn_err_t cn_repos_backup(cn_repos_t *r, const char *name, int fd, cn_repos_backup_stats_t *stats)
+{
+    cn_repos_backup_stats_t none;
+    if (!stats)
+        stats = &none;
+    memset(stats, 0, sizeof *stats);
+    cn_repos_req_t rq = {.trusted = true};
+    cn_repos_info_t ri;
+    CN_TRY(cn_repos_info_by_name(r, &rq, name, strlen(name), &ri));
+    bk_out_t o = {.fd = fd};
+    cn_blake3_init(&o.h);
+    cn_buf_t b = {0};
+    cn_meta_txn_t *txn = NULL;
+    cn_err_t err = cn_meta_begin(r->meta, CN_META_READ, &txn);
+    if (err < 0)
+        return err;
+    uint8_t hdr[12];
+    memcpy(hdr, BK_MAGIC, 8);
+    put_u32(hdr + 8, BK_VERSION);
+    if ((err = out_write(&o, hdr, sizeof hdr)) >= 0)
+        err = table_out(&o, txn, &b, 0, ri.id, &stats->rows);
+    if (err >= 0)
+        err = blobs_out(r, &o, txn, ri.id, &stats->blobs);
+    for (uint8_t t = 1; t < NTABLES && err >= 0; t++)
+        err = table_out(&o, txn, &b, t, ri.id, &stats->rows);
+    cn_meta_rollback(txn);
+    if (err >= 0) {
+        /* the trailer: its tag, then the BLAKE3 of every byte before the digest */
+        uint8_t tag = BK_END;
+        cn_digest_t d;
+        if ((err = out_write(&o, &tag, 1)) >= 0) {
+            cn_blake3_final(&o.h, &d);
+            err = cn_write_full(fd, d.b, sizeof d.b);
+            o.bytes += sizeof d.b;
+        }
+    }
+    if (err >= 0 && fsync(fd) < 0 && errno != EINVAL && errno != EROFS)
+        err = -errno;
+    stats->bytes = o.bytes;
+    stats->head = ri.head;
+    cn_buf_free(&b);
+    return err;
+}
+
+/* ---- input ------------------------------------------------------------------------ */
+typedef struct bk_in {
+    int fd;
+    cn_blake3_t h;
+    uint64_t bytes;
+} bk_in_t;
+
+static cn_err_t in_read(bk_in_t *in, void *p, size_t n)
+{
+    long long got = cn_read_full(in->fd, p, n);
+    if (got < 0)
+        return -errno;
+    if ((size_t)got != n)
+        return CN_E_CORRUPT;       /* truncated */
+    cn_blake3_update(&in->h, p, n);
+    in->bytes += n;
+    return CN_OK;
+}
+
+/* Reads one row record's body (after its tag) into b. */
+static cn_err_t row_in(bk_in_t *in, cn_buf_t *b)
+{
+    uint8_t l[4];
+    CN_TRY(in_read(in, l, 4));
+    uint32_t n = get_u32(l);
+    if (n < 1 || n > BK_ROW_MAX)
+        return CN_E_CORRUPT;
+    cn_buf_reset(b);
+    CN_TRY(cn_buf_reserve(b, n));
+    CN_TRY(in_read(in, b->data, n));
+    b->len = n;
+    return CN_OK;
+}
+
+/* Inserts a row record of repository `repo`; table 0 (the repository row)
+ * gets `incarnation`, and fills *info from it. */
+static cn_err_t row_insert(cn_meta_txn_t *txn, const cn_buf_t *b, const uint8_t incarnation[16],
+                           const uint8_t repo[16], cn_repos_info_t *info)
+{
+    uint8_t t = b->data[0];
+    if (t >= NTABLES)
+        return CN_E_CORRUPT;
+    const bk_table_t *tb = &tables[t];
+    char sql[768], marks[64] = "";
+    size_t nc = strlen(tb->types);
+    for (size_t c = 0; c < nc; c++)
+        strcat(marks, c ? ", ?" : "?");
+    snprintf(sql, sizeof sql, "INSERT INTO %s (%s) VALUES (%s)", tb->name, tb->cols, marks);
+    cn_meta_stmt_t *st = NULL;
+    CN_TRY(cn_meta_prepare(txn, sql, &st));
+    const uint8_t *p = b->data + 1, *end = b->data + b->len;
+    cn_err_t err = CN_OK;
+    for (size_t c = 0; c < nc && err >= 0; c++) {
+        char ty = tb->types[c];
+        if (ty == 'I') {
+            if (end - p < 8) {
+                err = CN_E_CORRUPT;
+                break;
+            }
+            int64_t v = (int64_t)get_u64(p);
+            p += 8;
+            cn_meta_bind_int64(st, (int)c + 1, v);
+            if (t == 0 && c == 4)
+                info->head = (uint64_t)v;
+            if (t == 0 && c == 6)
+                info->compression = (uint8_t)v;
+            continue;
+        }
+        if (ty == 'b') {
+            if (end - p < 1) {
+                err = CN_E_CORRUPT;
+                break;
+            }
+            if (!*p++) {
+                cn_meta_bind_null(st, (int)c + 1);
+                continue;
+            }
+        }
+        if (end - p < 4 || (size_t)(end - p - 4) < get_u32(p)) {
+            err = CN_E_CORRUPT;
+            break;
+        }
+        uint32_t n = get_u32(p);
+        p += 4;
+        /* every row names the repository of table 0 in its first column */
+        if (c == 0 && (n != 16 || (t != 0 && memcmp(p, repo, 16) != 0))) {
+            err = CN_E_CORRUPT;
+            break;
+        }
+        if (t == 0 && c == 2) {
+            cn_meta_bind_blob(st, (int)c + 1, incarnation, 16);
+        } else {
+            cn_meta_bind_blob(st, (int)c + 1, n ? p : (const void *)"", n);
+        }
+        if (t == 0 && c == 0)
+            memcpy(info->id, p, 16);
+        if (t == 0 && c == 1) {
+            if (!n || n > CN_REPOS_NAME_MAX) {
+                err = CN_E_CORRUPT;
+                break;
+            }
+            memcpy(info->name, p, n);
+            info->name[n] = 0;
+        }
+        if (t == 0 && c == 3 && n == 16)
+            memcpy(info->main_branch, p, 16);
+        p += n;
+    }
+    if (err >= 0 && p != end)
+        err = CN_E_CORRUPT;
+    if (err >= 0) {
+        err = cn_meta_step(st);
+        err = err < 0 ? err : CN_OK;
+    }
+    cn_meta_finish(st);
+    return err;
+}
+
+static cn_err_t blob_in(cn_repos_t *r, bk_in_t *in, uint8_t compression, uint64_t *nblobs)
+{
+    uint8_t h[41];
+    CN_TRY(in_read(in, h, sizeof h));
+    uint8_t kind = h[0];
+    cn_digest_t d;
+    memcpy(d.b, h + 1, 32);
+    uint64_t len = get_u64(h + 33);
+    cn_store_writer_t *w = NULL;
+    CN_TRY(cn_store_writer_open(r->store, &d, (int64_t)len, &w));
+    cn_err_t err = cn_store_writer_set_form(w, kind == CN_REPOS_CHUNK && compression
+                                                   ? CN_STORE_LZ4 : CN_STORE_RAW);
+    uint8_t *buf = err >= 0 ? malloc(1u << 20) : NULL;
+    if (err >= 0 && !buf)
+        err = -ENOMEM;
+    for (uint64_t left = len; err >= 0 && left;) {
+        size_t n = left < (1u << 20) ? (size_t)left : (1u << 20);
+        if ((err = in_read(in, buf, n)) >= 0)
+            err = cn_store_writer_write(w, buf, n);
+        left -= n;
+    }
+    free(buf);
+    if (err < 0) {
+        cn_store_writer_abort(w);
+        return err;
+    }
+    err = cn_store_writer_publish(w, NULL, NULL);     /* verifies the digest */
+    if (err == CN_E_DIGEST_MISMATCH || err == CN_E_LENGTH_MISMATCH)
+        err = CN_E_CORRUPT;
+    if (err >= 0)
+        (*nblobs)++;
+    return err;
+}
+
+/* Deletes every row of repository id (a replaced repository). */
+static cn_err_t clear_repo(cn_meta_txn_t *txn, const uint8_t id[16])
+{
+    char sql[128];
+    cn_err_t err = CN_OK;
+    for (size_t t = 0; t < NTABLES + 2 && err >= 0; t++) {
+        const char *name = t < NTABLES ? tables[t].name : transient[t - NTABLES];
+        snprintf(sql, sizeof sql, "DELETE FROM %s WHERE %s = ?", name, t == 0 ? "id" : "repo");
+        cn_meta_stmt_t *st = NULL;
+        if ((err = cn_meta_prepare(txn, sql, &st)) < 0)
+            break;
+        cn__bind_id(st, 1, id);
+        err = cn_meta_step(st);
+        cn_meta_finish(st);
+    }
+    return err < 0 ? err : CN_OK;
+}
+
+cn_err_t cn_repos_restore(cn_repos_t *r, int fd, bool replace, cn_repos_info_t *out,
+                          cn_repos_backup_stats_t *stats)
+{
+    cn_repos_backup_stats_t none;
+    if (!stats)
+        stats = &none;
+    memset(stats, 0, sizeof *stats);
+    memset(out, 0, sizeof *out);
+    bk_in_t in = {.fd = fd};
+    cn_blake3_init(&in.h);
+    cn_buf_t repo_row = {0}, b = {0};
+    cn_meta_txn_t *txn = NULL;
+    uint8_t hdr[12], tag;
+    cn_err_t err = in_read(&in, hdr, sizeof hdr);
+    if (err >= 0 && (memcmp(hdr, BK_MAGIC, 8) != 0 || get_u32(hdr + 8) != BK_VERSION))
+        err = CN_E_INVALID;
+    /* the repository row first: it names the id and the storage form */
+    if (err >= 0 && (err = in_read(&in, &tag, 1)) >= 0 && tag != BK_ROW)
+        err = CN_E_CORRUPT;
+    if (err >= 0 && (err = row_in(&in, &repo_row)) >= 0 &&
+        (repo_row.data[0] != 0 || repo_row.len < 1 + 4 + 16))
+        err = CN_E_CORRUPT;
+    uint8_t id[16], inc[16];
+    if (err >= 0) {
+        memcpy(id, repo_row.data + 1 + 4, 16);
+        err = cn_random_bytes(inc, 16);
+    }
+    /* the compression column is the last 8 bytes of the row */
+    uint8_t compression = err >= 0 ? repo_row.data[repo_row.len - 8] : 0;
+    while (err >= 0 && (err = in_read(&in, &tag, 1)) >= 0 && tag == BK_BLOB)
+        err = blob_in(r, &in, compression, &stats->blobs);
+    if (err >= 0 && (err = cn_meta_begin(r->meta, CN_META_WRITE, &txn)) >= 0) {
+        /* an existing repository of that id (or name) is replaced only on request */
+        cn_meta_stmt_t *st = NULL;
+        if ((err = cn_meta_prepare(txn, "SELECT id FROM repos_repo WHERE id = ? OR name = ?",
+                                   &st)) >= 0) {
+            cn__bind_id(st, 1, id);
+            size_t nl = get_u32(repo_row.data + 1 + 4 + 16);
+            const uint8_t *np = repo_row.data + 1 + 4 + 16 + 4;
+            if (nl > repo_row.len - (size_t)(np - repo_row.data))
+                nl = 0;
+            cn_meta_bind_blob(st, 2, np, nl);
+            uint8_t other[16];
+            bool exists = false;
+            while ((err = cn_meta_step(st)) == CN_META_ROW) {
+                exists = true;
+                if (!cn__col_fixed(st, 0, other, 16) || memcmp(other, id, 16) != 0)
+                    err = CN_E_EXISTS;     /* another repository holds the name */
+                if (err < 0)
+                    break;
+            }
+            cn_meta_finish(st);
+            if (err >= 0 && exists && !replace)
+                err = CN_E_EXISTS;
+            if (err >= 0 && exists)
+                err = clear_repo(txn, id);
+        }
+        if (err >= 0)
+            err = row_insert(txn, &repo_row, inc, id, out);
+        if (err >= 0)
+            stats->rows++;
+        while (err >= 0 && tag == BK_ROW) {
+            if ((err = row_in(&in, &b)) >= 0 && b.data[0] == 0)
+                err = CN_E_CORRUPT;
+            if (err >= 0 && (err = row_insert(txn, &b, inc, id, out)) >= 0)
+                stats->rows++;
+            if (err >= 0)
+                err = in_read(&in, &tag, 1);
+        }
+        if (err >= 0 && tag != BK_END)
+            err = CN_E_CORRUPT;
+        if (err >= 0) {
+            cn_digest_t want, got;
+            cn_blake3_final(&in.h, &want);  /* everything before the digest, tag included */
+            if ((err = in_read(&in, got.b, 32)) >= 0 && memcmp(want.b, got.b, 32) != 0)
+                err = CN_E_CORRUPT;
+            uint8_t extra;
+            if (err >= 0 && cn_read_full(fd, &extra, 1) != 0)
+                err = CN_E_CORRUPT;        /* trailing bytes */
+        }
+        if (err >= 0) {
+            memcpy(out->incarnation, inc, 16);
+            err = cn_meta_commit(txn);
+        } else {
+            cn_meta_rollback(txn);
+        }
+        txn = NULL;
+    }
+    stats->bytes = in.bytes;
+    stats->head = out->head;
+    cn_buf_free(&repo_row);
+    cn_buf_free(&b);
+    return err;
+}

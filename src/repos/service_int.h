@@ -1,0 +1,110 @@
+/* Internals shared by the repos service's files; never included from
+ * another module. */
+#ifndef CN_REPOS_SERVICE_INT_H
+#define CN_REPOS_SERVICE_INT_H
+
+#include "cairn/repos.h"
+#include "cairn/meta.h"
+#include "cairn/store.h"
+
+#include <pthread.h>
+
+#define CN__REPO_LOCKS 64
+
+struct cn_repos {
+    cn_meta_t *meta;
+    cn_store_t *store;
+    cn_identity_t *identity;
+    cn_repos_opts_t opts;
+    /* Submits of one repository are serialized in this process (striped by
+     * repository id), so the optimistic head check of the write phase only
+     * retries against other processes. */
+    pthread_mutex_t repo_mu[CN__REPO_LOCKS];
+};
+
+enum { CN__READ = 1, CN__WRITE = 2 };
+
+/* A repository row. */
+typedef struct cn__repo {
+    cn_repos_info_t info;
+} cn__repo_t;
+
+/* Sets rq's failure details and returns err. */
+cn_err_t cn__rfail(cn_repos_req_t *rq, cn_err_t err, uint16_t code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Loads repository id inside txn and checks the caller's access (CN__READ /
+ * CN__WRITE).  CN_E_NOT_FOUND (REPOSITORY_NOT_FOUND) also for a repository
+ * the caller may not read; CN_E_DENIED (FORBIDDEN) for a missing write. */
+cn_err_t cn__repo_load(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq,
+                       const uint8_t id[16], int access, cn__repo_t *out);
+/* Whether the caller may access repository `name` as asked. */
+bool cn__repo_allowed(cn_repos_t *r, const cn_repos_req_t *rq, const char *name, int access);
+
+/* Branch head of (repo, branch): CN_E_NOT_FOUND (BRANCH_NOT_FOUND). */
+cn_err_t cn__branch_head(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
+                         const uint8_t branch[16], uint64_t *head, char *name, size_t cap);
+/* Revision root of branch's snapshot at change (<= head): the commit with the
+ * highest change <= change on the branch, or the empty root. */
+cn_err_t cn__snapshot_root(cn_meta_txn_t *txn, const uint8_t repo[16], const uint8_t branch[16],
+                           uint64_t change, cn_digest_t *revision, cn_digest_t *content);
+
+/* Membership lookup: the blob digest and length of (kind, id) in repo.
+ * *found false when absent. */
+cn_err_t cn__object_find(cn_meta_txn_t *txn, const uint8_t repo[16], uint8_t kind,
+                         const cn_digest_t *id, bool *found, cn_digest_t *blob, uint64_t *len,
+                         uint64_t *fsize);
+/* Maps a raw blob read-only (*map, *len; unmap with cn__unmap).  The blob
+ * must be stored raw (structured objects always are). */
+cn_err_t cn__blob_map(cn_repos_t *r, const cn_digest_t *blob, const uint8_t **map, size_t *len);
+void cn__unmap(const uint8_t *map, size_t len);
+
+/* ---- persistent snapshot tree (tree.c) ---------------------------------------
+ * A working view of one snapshot: nodes are read from repos_tree_node rows
+ * by hash as a request descends, kept for the request, and changed by path
+ * copying.  finish re-encodes only the nodes on the changed paths; store
+ * inserts them (unchanged subtrees stay shared by hash). */
+typedef struct cn__ptree cn__ptree_t;
+
+/* Opens the snapshot whose revision root is root, reading rows through txn
+ * (which must outlive every call that reads; cn__ptree_set_txn swaps it). */
+cn_err_t cn__ptree_open(cn_meta_txn_t *txn, const uint8_t repo[16], const cn_digest_t *root,
+                       cn__ptree_t **out);
+void cn__ptree_set_txn(cn__ptree_t *t, cn_meta_txn_t *txn);
+void cn__ptree_free(cn__ptree_t *t);
+/* The entry at path: *found false when the tree never held it. */
+cn_err_t cn__ptree_get(cn__ptree_t *t, const uint8_t *path, size_t n, bool *found,
+                      cn_repos_entry_t *e);
+/* Live entries whose key starts with the given bytes. */
+cn_err_t cn__ptree_live_under(cn__ptree_t *t, const uint8_t *prefix, size_t n, uint64_t *live);
+/* Sets the entry at a canonical path (live or tombstone). */
+cn_err_t cn__ptree_put(cn__ptree_t *t, const uint8_t *path, size_t n, const cn_repos_entry_t *e);
+/* Re-encodes the changed nodes and returns both roots. */
+cn_err_t cn__ptree_finish(cn__ptree_t *t, cn_digest_t *content, cn_digest_t *revision);
+/* Inserts the nodes finish produced (idempotent). */
+cn_err_t cn__ptree_store(cn__ptree_t *t, cn_meta_txn_t *wtxn);
+/* Live entries in ascending order under prefix ("" = all; else the path
+ * itself and paths under "prefix/"), strictly after `after` (NULL = none), at
+ * most limit; *more when another live entry follows. */
+cn_err_t cn__ptree_page(cn__ptree_t *t, const uint8_t *prefix, size_t plen, const uint8_t *after,
+                       size_t alen, uint32_t limit, cn_repos_tree_fn fn, void *ctx, bool *more);
+void cn__ptree_stats(const cn__ptree_t *t, cn_repos_tree_stats_t *out);
+/* Writes the empty snapshot's root row for a new repository. */
+cn_err_t cn__ptree_init_empty(cn_meta_txn_t *wtxn, const uint8_t repo[16], cn_digest_t *revision,
+                             cn_digest_t *content);
+
+/* Byte-string order (memcmp, shorter first on a tie). */
+int cn__bytes_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn);
+
+/* Binds a 16-byte id / digest. */
+cn_err_t cn__bind_id(cn_meta_stmt_t *st, int idx, const uint8_t id[16]);
+cn_err_t cn__bind_digest(cn_meta_stmt_t *st, int idx, const cn_digest_t *d);
+/* Copies a column into a fixed buffer; false if NULL or of another length. */
+bool cn__col_fixed(cn_meta_stmt_t *st, int col, void *out, size_t len);
+
+/* The last submit's tree counters on this thread. */
+void cn__set_last_stats(const cn_repos_tree_stats_t *s);
+
+int64_t cn__repos_now_ms(void);
+
+#endif

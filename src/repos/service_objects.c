@@ -1,0 +1,586 @@
+/* Objects of a repository: put sessions (hash while receiving, publish,
+ * validate, record membership), presence, durable upload pins, and reads.
+ *
+ * Chunks are stored under their id (the store verifies the digest); a
+ * structured object (manifest, change set) is stored raw under the BLAKE3 of
+ * its encoding while its id (BLAKE3 of the domain prefix and the encoding)
+ * is computed alongside, and is validated after publication from a
+ * read-only mapping of the blob, so no object is ever held whole in the
+ * heap.  Membership rows (repository, kind, id) -> blob are what make an
+ * object part of a repository.
+ *
+ * Publishing a blob waits for its durability.  So that a batch of many small
+ * objects does not pay one flush each, a session hands finished writers to
+ * a few publisher threads: concurrent publishes share the store's group
+ * commit.  put_commit waits for every publish before it validates. */
+#include "service_int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PUBLISHERS 32
+#define PUBLISH_QUEUE 256
+
+typedef struct put_key { uint8_t kind; cn_digest_t id; uint32_t index; } put_key_t;
+
+typedef struct put_item {
+    uint8_t kind;
+    cn_digest_t id;
+    uint64_t length;
+    cn_digest_t blob;
+    uint64_t fsize;
+    bool done;
+} put_item_t;
+
+struct cn_repos_put {
+    cn_repos_t *r;
+    cn_repos_req_t *rq;
+    uint8_t repo[16];
+    uint8_t compression;
+    uint32_t count, n;          /* announced, started */
+    uint64_t total;
+    put_item_t *items;
+    struct put_key *keys;       /* items sorted by (kind, id, index), for batch lookups */
+    cn_store_writer_t *w;       /* current object */
+    cn_blake3_t h;
+    uint64_t written;
+    /* publisher pool: a ring of (writer, item) waiting to be published */
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_done;
+    pthread_t threads[PUBLISHERS];
+    unsigned nthreads;
+    struct { cn_store_writer_t *w; uint32_t item; } q[PUBLISH_QUEUE];
+    unsigned qhead, qlen, busy;
+    bool stop;
+    cn_err_t pub_err;           /* first publish failure */
+    uint32_t pub_err_item;
+};
+
+static void publish_one(cn_repos_put_t *p, cn_store_writer_t *w, uint32_t item, bool locked)
+{
+    uint64_t len = 0;
+    cn_digest_t blob;
+    if (locked)
+        pthread_mutex_unlock(&p->mu);
+    cn_err_t err = cn_store_writer_publish(w, &blob, &len);
+    if (locked)
+        pthread_mutex_lock(&p->mu);
+    if (err >= 0) {
+        p->items[item].blob = blob;
+        p->items[item].fsize = len;
+        p->items[item].done = true;
+    } else if (p->pub_err >= 0) {
+        p->pub_err = err;
+        p->pub_err_item = item;
+    }
+}
+
+static void *publisher(void *arg)
+{
+    cn_repos_put_t *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->qlen && !p->stop)
+            pthread_cond_wait(&p->cv_work, &p->mu);
+        if (!p->qlen)
+            break;
+        cn_store_writer_t *w = p->q[p->qhead].w;
+        uint32_t item = p->q[p->qhead].item;
+        p->qhead = (p->qhead + 1) % PUBLISH_QUEUE;
+        p->qlen--;
+        p->busy++;
+        pthread_cond_broadcast(&p->cv_done);    /* room in the queue */
+        publish_one(p, w, item, true);
+        p->busy--;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+/* Queues a finished writer, starting another publisher while every one is
+ * busy and the pool is not full. */
+static cn_err_t publish_async(cn_repos_put_t *p, cn_store_writer_t *w, uint32_t item)
+{
+    pthread_mutex_lock(&p->mu);
+    while (p->qlen == PUBLISH_QUEUE)
+        pthread_cond_wait(&p->cv_done, &p->mu);
+    p->q[(p->qhead + p->qlen) % PUBLISH_QUEUE].w = w;
+    p->q[(p->qhead + p->qlen) % PUBLISH_QUEUE].item = item;
+    p->qlen++;
+    bool spawn = p->nthreads < PUBLISHERS && p->busy + p->qlen > p->nthreads;
+    pthread_cond_signal(&p->cv_work);
+    pthread_mutex_unlock(&p->mu);
+    if (spawn) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int rc = pthread_create(&p->threads[p->nthreads], NULL, publisher, p);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc == 0)
+            p->nthreads++;
+    }
+    return CN_OK;
+}
+
+/* Waits until every queued writer is published and stops the pool; returns
+ * the first publish failure. */
+static cn_err_t publish_drain(cn_repos_put_t *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->stop = true;
+    pthread_cond_broadcast(&p->cv_work);
+    pthread_mutex_unlock(&p->mu);
+    for (unsigned i = 0; i < p->nthreads; i++)
+        pthread_join(p->threads[i], NULL);
+    p->nthreads = 0;
+    /* what no thread took (none could be started) is published here */
+    while (p->qlen) {
+        cn_store_writer_t *w = p->q[p->qhead].w;
+        uint32_t item = p->q[p->qhead].item;
+        p->qhead = (p->qhead + 1) % PUBLISH_QUEUE;
+        p->qlen--;
+        publish_one(p, w, item, false);
+    }
+    return p->pub_err;
+}
+
+cn_err_t cn_repos_put_begin(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                            uint32_t count, cn_repos_put_t **out)
+{
+    *out = NULL;
+    if (count == 0 || count > CN_REPOS_BATCH_MAX)
+        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "a batch holds 1..8192 objects");
+    cn_meta_txn_t *txn = NULL;
+    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
+    cn__repo_t rp;
+    cn_err_t err = cn__repo_load(r, txn, rq, repo, CN__WRITE, &rp);
+    cn_meta_rollback(txn);
+    if (err < 0)
+        return err;
+    cn_repos_put_t *p = calloc(1, sizeof *p);
+    if (!p || !(p->items = calloc(count, sizeof *p->items))) {
+        free(p);
+        return -ENOMEM;
+    }
+    p->r = r;
+    p->rq = rq;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv_work, NULL);
+    pthread_cond_init(&p->cv_done, NULL);
+    memcpy(p->repo, repo, 16);
+    p->compression = rp.info.compression;
+    p->count = count;
+    *out = p;
+    return CN_OK;
+}
+
+static bool length_ok(uint8_t kind, uint64_t len)
+{
+    switch (kind) {
+    case CN_REPOS_CHUNK: return len >= 1 && len <= CN_REPOS_MAX_CHUNK;
+    case CN_REPOS_MANIFEST: return len >= CN_REPOS_MANIFEST_HDR && len <= CN_REPOS_MAX_MANIFEST_LEN;
+    case CN_REPOS_CHANGESET: return len >= 9 && len <= CN_REPOS_MAX_CHANGESET_LEN;
+    default: return false;
+    }
+}
+
+cn_err_t cn_repos_put_object(cn_repos_put_t *p, uint8_t kind, const cn_digest_t *id,
+                             uint64_t length)
+{
+    if (p->w || p->n == p->count)
+        return cn__rfail(p->rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
+                         "more objects than the batch announced");
+    if (!length_ok(kind, length))
+        return cn__rfail(p->rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
+                         "object %u: kind %u with length %llu is outside its limits", p->n,
+                         kind, (unsigned long long)length);
+    if (p->total + length > CN_REPOS_BATCH_BYTES_MAX)
+        return cn__rfail(p->rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
+                         "a batch carries at most 1 GiB");
+    put_item_t *it = &p->items[p->n];
+    it->kind = kind;
+    it->id = *id;
+    it->length = length;
+    cn_err_t err = cn_store_writer_open(p->r->store, kind == CN_REPOS_CHUNK ? id : NULL,
+                                        (int64_t)length, &p->w);
+    if (err < 0)
+        return err;
+    cn_store_form_t form = kind == CN_REPOS_CHUNK && p->compression ? CN_STORE_LZ4 : CN_STORE_RAW;
+    if ((err = cn_store_writer_set_form(p->w, form)) < 0) {
+        cn_store_writer_abort(p->w);
+        p->w = NULL;
+        return err;
+    }
+    /* Every id is checked here, as the bytes arrive, so a bad object is
+     * refused before the rest of the stream is read (the store checks a
+     * chunk's digest again when it publishes). */
+    cn_repos_id_init(&p->h, kind);
+    p->written = 0;
+    p->total += length;
+    p->n++;
+    return CN_OK;
+}
+
+cn_err_t cn_repos_put_write(cn_repos_put_t *p, const void *buf, size_t n)
+{
+    if (!p->w)
+        return CN_E_INVALID;
+    put_item_t *it = &p->items[p->n - 1];
+    if (n > it->length - p->written)
+        return CN_E_LENGTH_MISMATCH;
+    cn_blake3_update(&p->h, buf, n);
+    p->written += n;
+    return cn_store_writer_write(p->w, buf, n);
+}
+
+cn_err_t cn_repos_put_end_object(cn_repos_put_t *p)
+{
+    if (!p->w)
+        return CN_E_INVALID;
+    put_item_t *it = &p->items[p->n - 1];
+    cn_store_writer_t *w = p->w;
+    p->w = NULL;
+    if (p->written != it->length) {
+        cn_store_writer_abort(w);
+        return CN_E_LENGTH_MISMATCH;
+    }
+    cn_digest_t got;
+    cn_blake3_final(&p->h, &got);
+    if (memcmp(got.b, it->id.b, CN_DIGEST_LEN) != 0) {
+        cn_store_writer_abort(w);
+        return cn__rfail(p->rq, CN_E_DIGEST_MISMATCH, CN_REPOS_E_OBJECT_INVALID,
+                         "object %u: the bytes do not hash to the announced id", p->n - 1);
+    }
+    return publish_async(p, w, p->n - 1);
+}
+
+void cn_repos_put_abort(cn_repos_put_t *p)
+{
+    if (!p)
+        return;
+    publish_drain(p);
+    pthread_cond_destroy(&p->cv_work);
+    pthread_cond_destroy(&p->cv_done);
+    pthread_mutex_destroy(&p->mu);
+    cn_store_writer_abort(p->w);
+    free(p->keys);
+    free(p->items);
+    free(p);
+}
+
+static int key_cmp(const void *a, const void *b)
+{
+    const put_key_t *x = a, *y = b;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    int c = memcmp(x->id.b, y->id.b, CN_DIGEST_LEN);
+    if (c)
+        return c;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* Whether (kind, id) is among the first `before` items: binary search for
+ * its first occurrence (the smallest index sorts first). */
+static bool earlier(const cn_repos_put_t *p, uint32_t before, uint8_t kind, const cn_digest_t *id)
+{
+    put_key_t k = {kind, *id, 0};
+    size_t lo = 0, hi = p->count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (key_cmp(&p->keys[mid], &k) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < p->count && p->keys[lo].kind == kind &&
+           memcmp(p->keys[lo].id.b, id->b, CN_DIGEST_LEN) == 0 && p->keys[lo].index < before;
+}
+
+/* A reference to (kind, id) is satisfied by the repository or the batch. */
+static cn_err_t ref_present(cn_repos_put_t *p, cn_meta_txn_t *txn, uint32_t before,
+                            uint8_t kind, const cn_digest_t *id, bool *ok)
+{
+    if (earlier(p, before, kind, id)) {
+        *ok = true;
+        return CN_OK;
+    }
+    return cn__object_find(txn, p->repo, kind, id, ok, NULL, NULL, NULL);
+}
+
+/* Validates one structured object from its published bytes. */
+static cn_err_t validate(cn_repos_put_t *p, cn_meta_txn_t *txn, uint32_t i)
+{
+    put_item_t *it = &p->items[i];
+    const uint8_t *map = NULL;
+    size_t len = 0;
+    CN_TRY(cn__blob_map(p->r, &it->blob, &map, &len));
+    cn_err_t err = CN_OK;
+    bool ok = true;
+    if (it->kind == CN_REPOS_MANIFEST) {
+        cn_repos_manifest_t m;
+        if (cn_repos_manifest_parse(map, len, &m) < 0) {
+            err = cn__rfail(p->rq, CN_E_INVALID, CN_REPOS_E_OBJECT_INVALID,
+                            "object %u: not a canonical manifest", i);
+            goto out;
+        }
+        it->fsize = m.size;
+        for (uint32_t k = 0; k < m.count && ok; k++) {
+            cn_repos_chunk_ref_t c;
+            cn_repos_manifest_chunk(&m, k, &c);
+            if ((err = ref_present(p, txn, i, CN_REPOS_CHUNK, &c.id, &ok)) < 0)
+                goto out;
+        }
+        if (!ok)
+            err = cn__rfail(p->rq, CN_E_NOT_FOUND, CN_REPOS_E_OBJECT_MISSING,
+                            "object %u: the manifest names a chunk the repository lacks", i);
+    } else {
+        cn_repos_changeset_t cs;
+        if (cn_repos_changeset_parse(map, len, &cs) < 0 || cn_repos_changeset_validate(&cs) < 0) {
+            err = cn__rfail(p->rq, CN_E_INVALID, CN_REPOS_E_OBJECT_INVALID,
+                            "object %u: not a canonical, valid change set", i);
+            goto out;
+        }
+        it->fsize = 0;
+        cn_repos_changeset_iter_t ci;
+        cn_repos_change_t e;
+        cn_repos_changeset_iter(&cs, &ci);
+        while (ok && cn_repos_changeset_next(&ci, &e)) {
+            if (e.kind != CN_REPOS_ADD && e.kind != CN_REPOS_MODIFY && e.kind != CN_REPOS_MOVE)
+                continue;
+            if ((err = ref_present(p, txn, i, CN_REPOS_MANIFEST, &e.manifest, &ok)) < 0)
+                goto out;
+        }
+        if (!ok)
+            err = cn__rfail(p->rq, CN_E_NOT_FOUND, CN_REPOS_E_OBJECT_MISSING,
+                            "object %u: the change set names a manifest the repository lacks", i);
+    }
+out:
+    cn__unmap(map, len);
+    return err;
+}
+
+cn_err_t cn_repos_put_commit(cn_repos_put_t *p, uint8_t *stored)
+{
+    cn_err_t err = CN_OK;
+    cn_meta_txn_t *txn = NULL;
+    if (p->w || p->n != p->count) {
+        err = cn__rfail(p->rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
+                        "fewer objects than the batch announced");
+        goto out;
+    }
+    if ((err = publish_drain(p)) < 0) {
+        if (err == CN_E_DIGEST_MISMATCH)
+            cn__rfail(p->rq, err, CN_REPOS_E_OBJECT_INVALID,
+                      "object %u: the bytes do not hash to the announced id", p->pub_err_item);
+        goto out;
+    }
+    if (!(p->keys = malloc(p->count * sizeof *p->keys))) {
+        err = -ENOMEM;
+        goto out;
+    }
+    for (uint32_t i = 0; i < p->count; i++)
+        p->keys[i] = (put_key_t){p->items[i].kind, p->items[i].id, i};
+    qsort(p->keys, p->count, sizeof *p->keys, key_cmp);
+    if ((err = cn_meta_begin(p->r->meta, CN_META_READ, &txn)) < 0)
+        goto out;
+    for (uint32_t i = 0; i < p->count && err >= 0; i++)
+        if (p->items[i].kind != CN_REPOS_CHUNK)
+            err = validate(p, txn, i);
+    cn_meta_rollback(txn);
+    txn = NULL;
+    if (err < 0)
+        goto out;
+    if ((err = cn_meta_begin(p->r->meta, CN_META_WRITE, &txn)) < 0)
+        goto out;
+    for (uint32_t i = 0; i < p->count && err >= 0; i++) {
+        put_item_t *it = &p->items[i];
+        cn_meta_stmt_t *st = NULL;
+        err = cn_meta_prepare(txn, "INSERT INTO repos_object (repo, kind, id, blob, len, fsize)"
+                              " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", &st);
+        if (err < 0)
+            break;
+        cn__bind_id(st, 1, p->repo);
+        cn_meta_bind_int64(st, 2, it->kind);
+        cn__bind_digest(st, 3, &it->id);
+        cn__bind_digest(st, 4, &it->blob);
+        cn_meta_bind_int64(st, 5, (int64_t)it->length);
+        cn_meta_bind_int64(st, 6, (int64_t)it->fsize);
+        err = cn_meta_step(st);
+        if (err >= 0 && stored)
+            stored[i] = cn_meta_changes(txn) == 1;
+        cn_meta_finish(st);
+    }
+    if (err >= 0) {
+        err = cn_meta_commit(txn);
+        txn = NULL;
+    }
+out:
+    cn_meta_rollback(txn);
+    cn_repos_put_abort(p);
+    return err < 0 ? err : CN_OK;
+}
+
+/* ---- presence, pins, lookups --------------------------------------------------------- */
+static cn_err_t presence_in(cn_repos_t *r, cn_meta_txn_t *txn, const uint8_t repo[16],
+                            const cn_repos_objref_t *refs, uint32_t n, bool *present)
+{
+    cn_digest_t *blobs = malloc((n ? n : 1) * sizeof *blobs);
+    uint32_t *at = malloc((n ? n : 1) * sizeof *at);
+    bool *have = malloc((n ? n : 1) * sizeof *have);
+    cn_err_t err = blobs && at && have ? CN_OK : -ENOMEM;
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n && err >= 0; i++) {
+        bool found = false;
+        present[i] = false;
+        err = cn__object_find(txn, repo, refs[i].kind, &refs[i].id, &found, &blobs[m], NULL, NULL);
+        if (err >= 0 && found)
+            at[m++] = i;
+    }
+    if (err >= 0 && m)
+        err = cn_store_have(r->store, blobs, m, have);
+    for (uint32_t k = 0; k < m && err >= 0; k++)
+        present[at[k]] = have[k];
+    free(blobs);
+    free(at);
+    free(have);
+    return err;
+}
+
+cn_err_t cn_repos_presence(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                           const cn_repos_objref_t *refs, uint32_t n, bool *present)
+{
+    if (n == 0 || n > CN_REPOS_BATCH_MAX)
+        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "a batch holds 1..8192 objects");
+    cn_meta_txn_t *txn = NULL;
+    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
+    cn__repo_t rp;
+    cn_err_t err = cn__repo_load(r, txn, rq, repo, CN__READ, &rp);
+    if (err >= 0)
+        err = presence_in(r, txn, repo, refs, n, present);
+    cn_meta_rollback(txn);
+    return err;
+}
+
+static bool all_zero(const uint8_t id[16])
+{
+    for (int i = 0; i < 16; i++)
+        if (id[i])
+            return false;
+    return true;
+}
+
+cn_err_t cn_repos_pin(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                      const uint8_t workspace[16], const uint8_t intent[16],
+                      const cn_repos_objref_t *refs, uint32_t n, bool *present)
+{
+    if (n == 0 || n > CN_REPOS_BATCH_MAX)
+        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "a batch holds 1..8192 objects");
+    if (all_zero(workspace) || all_zero(intent))
+        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
+                         "the workspace and the intent must be nonzero");
+    for (uint32_t i = 0; i < n; i++)
+        if (refs[i].kind < CN_REPOS_CHUNK || refs[i].kind > CN_REPOS_CHANGESET)
+            return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
+                             "pins name chunks, manifests and change sets");
+    cn_meta_txn_t *txn = NULL;
+    CN_TRY(cn_meta_begin(r->meta, CN_META_WRITE, &txn));
+    cn__repo_t rp;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn__repo_load(r, txn, rq, repo, CN__WRITE, &rp);
+    if (err >= 0)
+        err = cn_meta_prepare(txn, "SELECT 1 FROM repos_operation WHERE repo = ? AND op = ?", &st);
+    if (err >= 0) {
+        cn__bind_id(st, 1, repo);
+        cn__bind_id(st, 2, intent);
+        err = cn_meta_step(st);
+        cn_meta_finish(st);
+        if (err == CN_META_ROW)
+            err = cn__rfail(rq, CN_E_CONFLICT, CN_REPOS_E_INTENT_FINALIZED,
+                            "the intent already has a final outcome");
+    }
+    if (err >= 0)
+        err = cn_meta_prepare(txn, "SELECT workspace FROM repos_intent WHERE repo = ? AND intent = ?",
+                              &st);
+    bool known = false;
+    if (err >= 0) {
+        cn__bind_id(st, 1, repo);
+        cn__bind_id(st, 2, intent);
+        err = cn_meta_step(st);
+        if (err == CN_META_ROW) {
+            uint8_t ws[16];
+            known = true;
+            if (!cn__col_fixed(st, 0, ws, 16))
+                err = CN_E_CORRUPT;
+            else if (memcmp(ws, workspace, 16) != 0)
+                err = cn__rfail(rq, CN_E_CONFLICT, CN_REPOS_E_WORKSPACE_MISMATCH,
+                                "the intent belongs to another workspace");
+        }
+        cn_meta_finish(st);
+    }
+    if (err >= 0 && !known && (err = cn_meta_prepare(txn,
+            "INSERT INTO repos_intent (repo, intent, workspace, created_ms) VALUES (?, ?, ?, ?)",
+            &st)) >= 0) {
+        cn__bind_id(st, 1, repo);
+        cn__bind_id(st, 2, intent);
+        cn__bind_id(st, 3, workspace);
+        cn_meta_bind_int64(st, 4, cn__repos_now_ms());
+        err = cn_meta_step(st);
+        cn_meta_finish(st);
+    }
+    for (uint32_t i = 0; i < n && err >= 0; i++) {
+        if ((err = cn_meta_prepare(txn, "INSERT INTO repos_pin (repo, intent, kind, id)"
+                                   " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", &st)) < 0)
+            break;
+        cn__bind_id(st, 1, repo);
+        cn__bind_id(st, 2, intent);
+        cn_meta_bind_int64(st, 3, refs[i].kind);
+        cn__bind_digest(st, 4, &refs[i].id);
+        err = cn_meta_step(st);
+        cn_meta_finish(st);
+    }
+    if (err >= 0)
+        err = presence_in(r, txn, repo, refs, n, present);
+    if (err < 0) {
+        cn_meta_rollback(txn);
+        return err;
+    }
+    return cn_meta_commit(txn);
+}
+
+cn_err_t cn_repos_get_lookup(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                             const cn_repos_objref_t *refs, uint32_t n, cn_repos_obj_t *out)
+{
+    if (n == 0 || n > CN_REPOS_BATCH_MAX)
+        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "a batch holds 1..8192 objects");
+    cn_meta_txn_t *txn = NULL;
+    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
+    cn__repo_t rp;
+    cn_err_t err = cn__repo_load(r, txn, rq, repo, CN__READ, &rp);
+    for (uint32_t i = 0; i < n && err >= 0; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        out[i].kind = refs[i].kind;
+        out[i].id = refs[i].id;
+        err = cn__object_find(txn, repo, refs[i].kind, &refs[i].id, &out[i].present, &out[i].blob,
+                              &out[i].length, NULL);
+    }
+    cn_meta_rollback(txn);
+    return err;
+}
+
+cn_err_t cn_repos_object_fd(cn_repos_t *r, const cn_repos_obj_t *o, int *fd)
+{
+    uint64_t len = 0;
+    CN_TRY(cn_store_open_fd(r->store, &o->blob, fd, &len));
+    return CN_OK;
+}
+
+cn_err_t cn_repos_object_read(cn_repos_t *r, const cn_repos_obj_t *o, uint64_t off, uint64_t len,
+                              cn_repos_sink_fn sink, void *ctx)
+{
+    uint64_t served = 0;
+    CN_TRY(cn_store_read_range(r->store, &o->blob, off, len, sink, ctx, NULL, &served));
+    return served == (len < o->length - off ? len : o->length - off) ? CN_OK : CN_E_CORRUPT;
+}

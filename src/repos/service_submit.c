@@ -1,0 +1,775 @@
+/* Submits: operation identity, the checks against the branch head, the
+ * snapshot-tree update, the commit, and the one transaction that publishes
+ * it all.
+ *
+ * Phases (see the invariants in service.c):
+ *   1. plan, in a read transaction: resolve the operation id (a recorded
+ *      outcome replays; another intent is refused), check the incarnation,
+ *      the branch and the change set, judge the base and the tree rules,
+ *      apply the change set to a working view of the head snapshot, and
+ *      encode the commit;
+ *   2. publish the commit blob (durable before anything names it);
+ *   3. in one write transaction: re-check that the operation is still
+ *      unknown and the branch and repository heads are what was planned
+ *      (else plan again), then insert the new tree nodes, the commit, its
+ *      membership, the path events and fold rows, advance the heads and
+ *      record the outcome.  Rejections decided by repository state are
+ *      recorded the same way, without phases 2 and the tree rows.
+ * Submits of one repository are serialized in this process, so phase 3
+ * only re-plans when another process got in between. */
+#include "service_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ATTEMPTS 8
+
+void cn_repos_outcome_free(cn_repos_outcome_t *o)
+{
+    if (o)
+        cn_buf_free(&o->paths);
+}
+
+void cn_repos_outcome_path(const cn_repos_outcome_t *o, uint32_t i, const uint8_t **p, uint16_t *n)
+{
+    cn_rd_t r = cn_rd_init(o->paths.data, o->paths.len);
+    for (uint32_t k = 0;; k++) {
+        uint16_t len = cn_rd_u16le(&r);
+        const uint8_t *b = cn_rd_bytes(&r, len);
+        if (k == i || r.err) {
+            *p = b;
+            *n = r.err ? 0 : len;
+            return;
+        }
+    }
+}
+
+void cn_repos_submit_fp(const cn_repos_submit_t *s, cn_digest_t *out)
+{
+    cn_repos_submit_intent_t in;
+    memset(&in, 0, sizeof in);
+    memcpy(in.repository, s->repo, 16);
+    memcpy(in.incarnation, s->incarnation, 16);
+    memcpy(in.branch, s->branch, 16);
+    memcpy(in.workspace, s->workspace, 16);
+    in.base = s->base;
+    in.changeset = s->changeset;
+    in.keep_locks = s->keep_locks;
+    in.message = s->message;
+    in.message_len = s->message_len;
+    cn_repos_submit_fingerprint(&in, out);
+}
+
+/* ---- outcome records ------------------------------------------------------------------
+ * u8 outcome | u64 change | [32] commit | u16 code | u64 head | u16 n | detail
+ * | u32 npaths | (u16 n | path) x npaths, all little-endian. */
+static cn_err_t outcome_encode(const cn_repos_outcome_t *o, cn_buf_t *b)
+{
+    size_t dl = strlen(o->detail);
+    CN_TRY(cn_buf_put_u8(b, o->outcome));
+    CN_TRY(cn_buf_put_u64le(b, o->change));
+    CN_TRY(cn_buf_append(b, o->commit.b, CN_DIGEST_LEN));
+    CN_TRY(cn_buf_put_u16le(b, o->code));
+    CN_TRY(cn_buf_put_u64le(b, o->head));
+    CN_TRY(cn_buf_put_u16le(b, (uint16_t)dl));
+    CN_TRY(cn_buf_append(b, o->detail, dl));
+    CN_TRY(cn_buf_put_u32le(b, o->npaths));
+    return cn_buf_append(b, o->paths.data, o->paths.len);
+}
+
+static cn_err_t outcome_decode(const uint8_t *p, size_t n, const uint8_t op[16],
+                               cn_repos_outcome_t *o)
+{
+    memset(o, 0, sizeof *o);
+    memcpy(o->operation, op, 16);
+    cn_rd_t r = cn_rd_init(p, n);
+    o->outcome = cn_rd_u8(&r);
+    o->change = cn_rd_u64le(&r);
+    const uint8_t *c = cn_rd_bytes(&r, CN_DIGEST_LEN);
+    if (c)
+        memcpy(o->commit.b, c, CN_DIGEST_LEN);
+    o->code = cn_rd_u16le(&r);
+    o->head = cn_rd_u64le(&r);
+    uint16_t dl = cn_rd_u16le(&r);
+    const uint8_t *d = cn_rd_bytes(&r, dl);
+    if (r.err || dl > CN_REPOS_DETAIL_MAX)
+        return CN_E_CORRUPT;
+    memcpy(o->detail, d, dl);
+    o->npaths = cn_rd_u32le(&r);
+    if (r.err || o->npaths > CN_REPOS_CONFLICT_PATHS_MAX)
+        return CN_E_CORRUPT;
+    size_t rest = cn_rd_left(&r);
+    CN_TRY(cn_buf_append(&o->paths, p + r.off, rest));
+    return (o->outcome == CN_REPOS_ACCEPTED || o->outcome == CN_REPOS_REJECTED) ? CN_OK
+                                                                                 : CN_E_CORRUPT;
+}
+
+/* The recorded operation: *found, and when found its fingerprint matches or
+ * not, and the outcome. */
+static cn_err_t op_lookup(cn_meta_txn_t *txn, const uint8_t repo[16], const uint8_t op[16],
+                          bool *found, cn_digest_t *fp, cn_repos_outcome_t *out)
+{
+    *found = false;
+    cn_meta_stmt_t *st = NULL;
+    CN_TRY(cn_meta_prepare(txn, "SELECT fingerprint, outcome FROM repos_operation"
+                           " WHERE repo = ? AND op = ?", &st));
+    cn__bind_id(st, 1, repo);
+    cn__bind_id(st, 2, op);
+    cn_err_t err = cn_meta_step(st);
+    if (err == CN_META_ROW) {
+        size_t n = 0;
+        const uint8_t *b = cn_meta_column_blob(st, 1, &n);
+        *found = true;
+        if (!cn__col_fixed(st, 0, fp->b, CN_DIGEST_LEN) || !b)
+            err = CN_E_CORRUPT;
+        else
+            err = outcome_decode(b, n, op, out);
+    }
+    cn_meta_finish(st);
+    return err < 0 ? err : CN_OK;
+}
+
+cn_err_t cn_repos_operation_outcome(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                    const uint8_t operation[16], bool *known,
+                                    cn_repos_outcome_t *out)
+{
+    *known = false;
+    memset(out, 0, sizeof *out);
+    cn_meta_txn_t *txn = NULL;
+    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
+    cn__repo_t rp;
+    cn_digest_t fp;
+    cn_err_t err = cn__repo_load(r, txn, rq, repo, CN__READ, &rp);
+    if (err >= 0)
+        err = op_lookup(txn, repo, operation, known, &fp, out);
+    cn_meta_rollback(txn);
+    if (err < 0)
+        cn_repos_outcome_free(out);
+    return err;
+}
+
+/* ---- the plan ---------------------------------------------------------------------- */
+typedef struct removed { const uint8_t *p; size_t n; uint8_t *fold; size_t fn; } removed_t;
+
+typedef struct plan {
+    cn_repos_t *r;
+    cn_repos_req_t *rq;
+    const cn_repos_submit_t *s;
+    cn_digest_t fp;
+    cn__repo_t repo;
+    uint64_t head;              /* branch head planned against */
+    uint64_t repo_head;
+    uint64_t change;            /* the change number to assign */
+    const uint8_t *map;         /* the change set's bytes */
+    size_t map_len;
+    cn_repos_changeset_t cs;
+    cn__ptree_t *tree;
+    removed_t *rm;              /* deletes and move sources */
+    size_t nrm;
+    cn_repos_outcome_t out;
+    cn_buf_t commit;            /* commit encoding when accepted */
+    cn_digest_t commit_blob;
+    /* replay: the operation was already recorded */
+    bool replay;
+} plan_t;
+
+static void plan_clear(plan_t *pl)
+{
+    cn__unmap(pl->map, pl->map_len);
+    pl->map = NULL;
+    cn__ptree_free(pl->tree);
+    pl->tree = NULL;
+    for (size_t i = 0; i < pl->nrm; i++)
+        free(pl->rm[i].fold);
+    free(pl->rm);
+    pl->rm = NULL;
+    pl->nrm = 0;
+    cn_buf_free(&pl->commit);
+    cn_repos_outcome_free(&pl->out);
+    memset(&pl->out, 0, sizeof pl->out);
+    pl->replay = false;
+}
+
+static cn_err_t add_path(cn_repos_outcome_t *o, const uint8_t *p, size_t n)
+{
+    if (o->npaths >= CN_REPOS_CONFLICT_PATHS_MAX)
+        return CN_OK;
+    CN_TRY(cn_buf_put_u16le(&o->paths, (uint16_t)n));
+    CN_TRY(cn_buf_append(&o->paths, p, n));
+    o->npaths++;
+    return CN_OK;
+}
+
+static void reject(plan_t *pl, uint16_t code, const char *detail)
+{
+    pl->out.outcome = CN_REPOS_REJECTED;
+    pl->out.code = code;
+    pl->out.head = pl->head;
+    snprintf(pl->out.detail, sizeof pl->out.detail, "%s", detail);
+}
+
+static cn_err_t live_at(plan_t *pl, const uint8_t *p, size_t n, bool *live, bool *held)
+{
+    bool found = false;
+    cn_repos_entry_t e;
+    CN_TRY(cn__ptree_get(pl->tree, p, n, &found, &e));
+    *live = found && e.state == CN_REPOS_LIVE;
+    if (held)
+        *held = found;
+    return CN_OK;
+}
+
+static bool removed_has(const plan_t *pl, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < pl->nrm; i++)
+        if (pl->rm[i].n == n && memcmp(pl->rm[i].p, p, n) == 0)
+            return true;
+    return false;
+}
+
+static uint64_t removed_under(const plan_t *pl, const uint8_t *p, size_t n)
+{
+    uint64_t c = 0;
+    for (size_t i = 0; i < pl->nrm; i++)
+        if (pl->rm[i].n > n && memcmp(pl->rm[i].p, p, n) == 0)
+            c++;
+    return c;
+}
+
+static uint64_t removed_folds(const plan_t *pl, const uint8_t *f, size_t fn)
+{
+    uint64_t c = 0;
+    for (size_t i = 0; i < pl->nrm; i++)
+        if (pl->rm[i].fn == fn && memcmp(pl->rm[i].fold, f, fn) == 0)
+            c++;
+    return c;
+}
+
+static cn_err_t fold_count(cn_meta_txn_t *txn, const plan_t *pl, const uint8_t *f, size_t fn,
+                           uint64_t *count)
+{
+    cn_meta_stmt_t *st = NULL;
+    CN_TRY(cn_meta_prepare(txn, "SELECT COUNT(*) FROM repos_fold WHERE repo = ? AND branch = ?"
+                           " AND fold = ?", &st));
+    cn__bind_id(st, 1, pl->s->repo);
+    cn__bind_id(st, 2, pl->s->branch);
+    cn_meta_bind_blob(st, 3, f, fn);
+    cn_err_t err = cn_meta_step(st);
+    *count = err == CN_META_ROW ? (uint64_t)cn_meta_column_int64(st, 0) : 0;
+    cn_meta_finish(st);
+    return err < 0 ? err : CN_OK;
+}
+
+/* Base and tree rules; a violation becomes a recorded rejection. */
+static cn_err_t judge(plan_t *pl, cn_meta_txn_t *txn)
+{
+    cn_repos_changeset_iter_t it;
+    cn_repos_change_t e;
+    const cn_repos_submit_t *s = pl->s;
+    /* 1. A stale base conflicts when a submitted path changed after it. */
+    if (s->base < pl->head) {
+        cn_repos_changeset_iter(&pl->cs, &it);
+        while (cn_repos_changeset_next(&it, &e)) {
+            for (int side = 0; side < 2; side++) {
+                const uint8_t *p = side ? e.from : e.path;
+                size_t n = side ? e.from_len : e.path_len;
+                if (side && e.kind != CN_REPOS_MOVE)
+                    continue;
+                bool found = false;
+                cn_repos_entry_t te;
+                CN_TRY(cn__ptree_get(pl->tree, p, n, &found, &te));
+                if (found && te.change > s->base)
+                    CN_TRY(add_path(&pl->out, p, n));
+            }
+        }
+        if (pl->out.npaths) {
+            reject(pl, CN_REPOS_E_BASE_CONFLICT,
+                   "submitted paths changed after the expected base");
+            return CN_OK;
+        }
+    }
+    /* 2. Preconditions of each entry against the head. */
+    pl->rm = calloc(pl->cs.count, sizeof *pl->rm);
+    if (!pl->rm)
+        return -ENOMEM;
+    cn_repos_changeset_iter(&pl->cs, &it);
+    while (cn_repos_changeset_next(&it, &e)) {
+        bool live = false, held = false, ok = true;
+        CN_TRY(live_at(pl, e.path, e.path_len, &live, &held));
+        switch (e.kind) {
+        case CN_REPOS_ADD: ok = !live; break;
+        case CN_REPOS_MODIFY: case CN_REPOS_DELETE: ok = live; break;
+        case CN_REPOS_MOVE: {
+            bool src = false;
+            CN_TRY(live_at(pl, e.from, e.from_len, &src, NULL));
+            ok = !live && src;
+            break;
+        }
+        default: ok = held; break;
+        }
+        if (!ok)
+            CN_TRY(add_path(&pl->out, e.path, e.path_len));
+        if (e.kind == CN_REPOS_DELETE || e.kind == CN_REPOS_MOVE) {
+            removed_t *rm = &pl->rm[pl->nrm];
+            rm->p = e.kind == CN_REPOS_DELETE ? e.path : e.from;
+            rm->n = e.kind == CN_REPOS_DELETE ? e.path_len : e.from_len;
+            if (!(rm->fold = malloc(rm->n ? rm->n : 1)))
+                return -ENOMEM;
+            long fn = cn_repos_path_fold(rm->p, rm->n, rm->fold, rm->n);
+            if (fn < 0)
+                return CN_E_CORRUPT;
+            rm->fn = (size_t)fn;
+            pl->nrm++;
+        }
+    }
+    if (pl->out.npaths) {
+        reject(pl, CN_REPOS_E_PATH_CONFLICT,
+               "an entry does not match the head (add of a live path, modify, delete or move "
+               "of an absent one, keep of a path never held)");
+        return CN_OK;
+    }
+    /* 3. Every path that becomes live: no live ancestor file, no live
+     * descendant, no other live path with the same case fold. */
+    uint8_t *key = malloc(CN_REPOS_MAX_PATH + 1);
+    if (!key)
+        return -ENOMEM;
+    cn_err_t err = CN_OK;
+    cn_repos_changeset_iter(&pl->cs, &it);
+    while (err >= 0 && cn_repos_changeset_next(&it, &e)) {
+        if (e.kind != CN_REPOS_ADD && e.kind != CN_REPOS_MOVE)
+            continue;
+        bool bad = false;
+        for (size_t k = 0; k < e.path_len && !bad && err >= 0; k++) {
+            bool live = false;
+            if (e.path[k] != '/')
+                continue;
+            err = live_at(pl, e.path, k, &live, NULL);
+            bad = live && !removed_has(pl, e.path, k);
+        }
+        if (err < 0)
+            break;
+        memcpy(key, e.path, e.path_len);
+        key[e.path_len] = '/';
+        uint64_t under = 0;
+        if (!bad && (err = cn__ptree_live_under(pl->tree, key, e.path_len + 1u, &under)) >= 0)
+            bad = under > removed_under(pl, key, e.path_len + 1u);
+        if (!bad && err >= 0) {
+            long fn = cn_repos_path_fold(e.path, e.path_len, key, CN_REPOS_MAX_PATH);
+            uint64_t before = 0;
+            if (fn < 0)
+                err = CN_E_CORRUPT;
+            else if ((err = fold_count(txn, pl, key, (size_t)fn, &before)) >= 0) {
+                uint64_t gone = removed_folds(pl, key, (size_t)fn);
+                bad = before > gone;
+            }
+        }
+        if (bad && err >= 0)
+            err = add_path(&pl->out, e.path, e.path_len);
+    }
+    free(key);
+    if (err < 0)
+        return err;
+    if (pl->out.npaths)
+        reject(pl, CN_REPOS_E_PATH_CONFLICT,
+               "the change would create a case-fold alias or a file/directory clash");
+    return CN_OK;
+}
+
+static cn_err_t manifest_size(cn_meta_txn_t *txn, const plan_t *pl, const cn_digest_t *m,
+                              uint64_t *size)
+{
+    bool found = false;
+    CN_TRY(cn__object_find(txn, pl->s->repo, CN_REPOS_MANIFEST, m, &found, NULL, NULL, size));
+    return found ? CN_OK : cn__rfail(pl->rq, CN_E_NOT_FOUND, CN_REPOS_E_OBJECT_MISSING,
+                                     "the change set names a manifest the repository lacks");
+}
+
+static cn_err_t apply(plan_t *pl, cn_meta_txn_t *txn)
+{
+    cn_repos_changeset_iter_t it;
+    cn_repos_change_t e;
+    cn_repos_changeset_iter(&pl->cs, &it);
+    while (cn_repos_changeset_next(&it, &e)) {
+        cn_repos_entry_t ne;
+        memset(&ne, 0, sizeof ne);
+        ne.change = pl->change;
+        if (e.kind == CN_REPOS_KEEP)
+            continue;
+        if (e.kind == CN_REPOS_DELETE || e.kind == CN_REPOS_MOVE) {
+            ne.state = CN_REPOS_TOMBSTONE;
+            CN_TRY(cn__ptree_put(pl->tree, e.kind == CN_REPOS_DELETE ? e.path : e.from,
+                                e.kind == CN_REPOS_DELETE ? e.path_len : e.from_len, &ne));
+            if (e.kind == CN_REPOS_DELETE)
+                continue;
+        }
+        ne.state = CN_REPOS_LIVE;
+        ne.mode = e.mode;
+        ne.manifest = e.manifest;
+        CN_TRY(manifest_size(txn, pl, &e.manifest, &ne.size));
+        CN_TRY(cn__ptree_put(pl->tree, e.path, e.path_len, &ne));
+    }
+    return CN_OK;
+}
+
+static cn_err_t commit_of(cn_meta_txn_t *txn, const uint8_t repo[16], uint64_t change,
+                          cn_digest_t *id)
+{
+    cn_meta_stmt_t *st = NULL;
+    CN_TRY(cn_meta_prepare(txn, "SELECT commit_id FROM repos_commit WHERE repo = ? AND change = ?",
+                           &st));
+    cn__bind_id(st, 1, repo);
+    cn_meta_bind_int64(st, 2, (int64_t)change);
+    cn_err_t err = cn_meta_step(st);
+    if (err == CN_META_ROW)
+        err = cn__col_fixed(st, 0, id->b, CN_DIGEST_LEN) ? CN_OK : CN_E_CORRUPT;
+    else if (err == CN_META_DONE)
+        err = CN_E_CORRUPT;
+    cn_meta_finish(st);
+    return err;
+}
+
+/* Phase 1.  On return either pl->replay (pl->out is the recorded outcome),
+ * or pl->out is an outcome to record (accepted with pl->commit, or
+ * rejected), or an error. */
+static cn_err_t plan(plan_t *pl)
+{
+    cn_repos_t *r = pl->r;
+    const cn_repos_submit_t *s = pl->s;
+    cn_meta_txn_t *txn = NULL;
+    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
+    cn_err_t err = cn__repo_load(r, txn, pl->rq, s->repo, CN__WRITE, &pl->repo);
+    if (err < 0)
+        goto out;
+    bool found = false;
+    cn_digest_t fp;
+    if ((err = op_lookup(txn, s->repo, s->operation, &found, &fp, &pl->out)) < 0)
+        goto out;
+    if (found) {
+        if (memcmp(fp.b, pl->fp.b, CN_DIGEST_LEN) != 0)
+            err = cn__rfail(pl->rq, CN_E_CONFLICT, CN_REPOS_E_OPERATION_INTENT_MISMATCH,
+                            "the operation id was used for another request");
+        else
+            pl->replay = true;
+        goto out;
+    }
+    memset(&pl->out, 0, sizeof pl->out);
+    memcpy(pl->out.operation, s->operation, 16);
+    if (memcmp(pl->repo.info.incarnation, s->incarnation, 16) != 0) {
+        err = cn__rfail(pl->rq, CN_E_CONFLICT, CN_REPOS_E_INCARNATION_MISMATCH,
+                        "the repository was restored: its incarnation differs");
+        goto out;
+    }
+    if ((err = cn__branch_head(txn, pl->rq, s->repo, s->branch, &pl->head, NULL, 0)) < 0)
+        goto out;
+    pl->repo_head = pl->repo.info.head;
+    if (s->base > pl->head) {
+        err = cn__rfail(pl->rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
+                        "the expected base %llu is past the branch head %llu",
+                        (unsigned long long)s->base, (unsigned long long)pl->head);
+        goto out;
+    }
+    cn_digest_t blob;
+    if ((err = cn__object_find(txn, s->repo, CN_REPOS_CHANGESET, &s->changeset, &found, &blob,
+                               NULL, NULL)) < 0)
+        goto out;
+    if (!found) {
+        err = cn__rfail(pl->rq, CN_E_NOT_FOUND, CN_REPOS_E_OBJECT_MISSING,
+                        "the change set is not in the repository");
+        goto out;
+    }
+    if ((err = cn__blob_map(r, &blob, &pl->map, &pl->map_len)) < 0)
+        goto out;
+    if (cn_repos_changeset_parse(pl->map, pl->map_len, &pl->cs) < 0) {
+        err = CN_E_CORRUPT;
+        goto out;
+    }
+    cn_digest_t rev, content;
+    if ((err = cn__snapshot_root(txn, s->repo, s->branch, pl->head, &rev, &content)) < 0 ||
+        (err = cn__ptree_open(txn, s->repo, &rev, &pl->tree)) < 0 ||
+        (err = judge(pl, txn)) < 0)
+        goto out;
+    if (pl->out.outcome == CN_REPOS_REJECTED)
+        goto out;
+    pl->change = pl->repo_head + 1;
+    if ((err = apply(pl, txn)) < 0)
+        goto out;
+    cn_repos_commit_t c;
+    memset(&c, 0, sizeof c);
+    memcpy(c.repository, s->repo, 16);
+    memcpy(c.branch, s->branch, 16);
+    c.change = pl->change;
+    if (pl->head) {
+        c.parent_count = 1;
+        if ((err = commit_of(txn, s->repo, pl->head, &c.parents[0])) < 0)
+            goto out;
+    }
+    c.changeset = s->changeset;
+    c.author = s->author;
+    c.author_len = s->author_len;
+    c.message = s->message;
+    c.message_len = s->message_len;
+    c.time_ms = (uint64_t)cn__repos_now_ms();
+    if ((err = cn__ptree_finish(pl->tree, &c.content_root, &c.revision_root)) < 0 ||
+        (err = cn_repos_commit_encode(&pl->commit, &c)) < 0)
+        goto out;
+    pl->out.outcome = CN_REPOS_ACCEPTED;
+    pl->out.change = pl->change;
+    cn_repos_object_id(CN_REPOS_COMMIT, pl->commit.data, pl->commit.len, &pl->out.commit);
+out:
+    cn_meta_rollback(txn);
+    return err;
+}
+
+static cn_err_t publish_commit(plan_t *pl)
+{
+    cn_store_writer_t *w = NULL;
+    CN_TRY(cn_store_writer_open(pl->r->store, NULL, (int64_t)pl->commit.len, &w));
+    cn_err_t err = cn_store_writer_set_form(w, CN_STORE_RAW);
+    if (err >= 0)
+        err = cn_store_writer_write(w, pl->commit.data, pl->commit.len);
+    if (err < 0) {
+        cn_store_writer_abort(w);
+        return err;
+    }
+    return cn_store_writer_publish(w, &pl->commit_blob, NULL);
+}
+
+static cn_err_t exec_bound(cn_meta_txn_t *txn, const char *sql, cn_meta_stmt_t **st)
+{
+    return cn_meta_prepare(txn, sql, st);
+}
+
+static cn_err_t step_finish(cn_meta_stmt_t *st)
+{
+    cn_err_t err = cn_meta_step(st);
+    cn_meta_finish(st);
+    return err < 0 ? err : CN_OK;
+}
+
+static cn_err_t record_events(plan_t *pl, cn_meta_txn_t *txn)
+{
+    cn_repos_changeset_iter_t it;
+    cn_repos_change_t e;
+    cn_meta_stmt_t *st = NULL;
+    const cn_repos_submit_t *s = pl->s;
+    cn_repos_changeset_iter(&pl->cs, &it);
+    uint8_t *fold = malloc(CN_REPOS_MAX_PATH);
+    if (!fold)
+        return -ENOMEM;
+    cn_err_t err = CN_OK;
+    while (err >= 0 && cn_repos_changeset_next(&it, &e)) {
+        for (int side = 0; side < 2 && err >= 0; side++) {
+            if (side && e.kind != CN_REPOS_MOVE)
+                break;
+            const uint8_t *p = side ? e.from : e.path;
+            size_t n = side ? e.from_len : e.path_len;
+            uint8_t ev = side ? CN_REPOS_DELETE : e.kind;
+            if ((err = exec_bound(txn, "INSERT INTO repos_event (repo, branch, path, change, event,"
+                                  " from_path) VALUES (?, ?, ?, ?, ?, ?)", &st)) < 0)
+                break;
+            cn__bind_id(st, 1, s->repo);
+            cn__bind_id(st, 2, s->branch);
+            cn_meta_bind_blob(st, 3, p, n);
+            cn_meta_bind_int64(st, 4, (int64_t)pl->change);
+            cn_meta_bind_int64(st, 5, ev);
+            if (!side && e.kind == CN_REPOS_MOVE)
+                cn_meta_bind_blob(st, 6, e.from, e.from_len);
+            else
+                cn_meta_bind_null(st, 6);
+            if ((err = step_finish(st)) < 0)
+                break;
+            bool gone = side || e.kind == CN_REPOS_DELETE;
+            bool born = !side && (e.kind == CN_REPOS_ADD || e.kind == CN_REPOS_MOVE);
+            if (gone) {
+                if ((err = exec_bound(txn, "DELETE FROM repos_fold WHERE repo = ? AND branch = ?"
+                                      " AND path = ?", &st)) < 0)
+                    break;
+                cn__bind_id(st, 1, s->repo);
+                cn__bind_id(st, 2, s->branch);
+                cn_meta_bind_blob(st, 3, p, n);
+                err = step_finish(st);
+            } else if (born) {
+                long fn = cn_repos_path_fold(p, n, fold, CN_REPOS_MAX_PATH);
+                if (fn < 0) {
+                    err = CN_E_CORRUPT;
+                    break;
+                }
+                if ((err = exec_bound(txn, "INSERT INTO repos_fold (repo, branch, path, fold)"
+                                      " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", &st)) < 0)
+                    break;
+                cn__bind_id(st, 1, s->repo);
+                cn__bind_id(st, 2, s->branch);
+                cn_meta_bind_blob(st, 3, p, n);
+                cn_meta_bind_blob(st, 4, fold, (size_t)fn);
+                err = step_finish(st);
+            }
+        }
+    }
+    free(fold);
+    return err;
+}
+
+/* Phase 3.  *again: the heads moved since the plan. */
+static cn_err_t record(plan_t *pl, bool *again)
+{
+    *again = false;
+    const cn_repos_submit_t *s = pl->s;
+    cn_meta_txn_t *txn = NULL;
+    cn_meta_stmt_t *st = NULL;
+    CN_TRY(cn_meta_begin(pl->r->meta, CN_META_WRITE, &txn));
+    bool found = false;
+    cn_digest_t fp;
+    cn_repos_outcome_t prior;
+    memset(&prior, 0, sizeof prior);
+    cn_err_t err = op_lookup(txn, s->repo, s->operation, &found, &fp, &prior);
+    cn_repos_outcome_free(&prior);
+    uint64_t head = 0;
+    cn__repo_t now;
+    memset(&now, 0, sizeof now);
+    if (err >= 0 && !found)
+        err = cn__branch_head(txn, pl->rq, s->repo, s->branch, &head, NULL, 0);
+    if (err >= 0 && !found)
+        err = cn__repo_load(pl->r, txn, pl->rq, s->repo, CN__WRITE, &now);
+    if (err < 0)
+        goto fail;
+    if (found || head != pl->head || now.info.head != pl->repo_head ||
+        memcmp(now.info.incarnation, pl->repo.info.incarnation, 16) != 0) {
+        cn_meta_rollback(txn);
+        *again = true;
+        return CN_OK;
+    }
+    if (pl->out.outcome == CN_REPOS_ACCEPTED) {
+        cn__ptree_set_txn(pl->tree, txn);
+        if ((err = cn__ptree_store(pl->tree, txn)) < 0)
+            goto fail;
+        if ((err = exec_bound(txn, "INSERT INTO repos_object (repo, kind, id, blob, len, fsize)"
+                              " VALUES (?, 4, ?, ?, ?, 0) ON CONFLICT DO NOTHING", &st)) < 0)
+            goto fail;
+        cn__bind_id(st, 1, s->repo);
+        cn__bind_digest(st, 2, &pl->out.commit);
+        cn__bind_digest(st, 3, &pl->commit_blob);
+        cn_meta_bind_int64(st, 4, (int64_t)pl->commit.len);
+        if ((err = step_finish(st)) < 0)
+            goto fail;
+        cn_repos_commit_t c;
+        if ((err = cn_repos_commit_parse(pl->commit.data, pl->commit.len, &c)) < 0)
+            goto fail;
+        if ((err = exec_bound(txn, "INSERT INTO repos_commit (repo, change, branch, commit_id,"
+                              " parent, changeset, author, message, time_ms, content_root,"
+                              " revision_root) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &st)) < 0)
+            goto fail;
+        cn__bind_id(st, 1, s->repo);
+        cn_meta_bind_int64(st, 2, (int64_t)pl->change);
+        cn__bind_id(st, 3, s->branch);
+        cn__bind_digest(st, 4, &pl->out.commit);
+        cn_meta_bind_int64(st, 5, (int64_t)pl->head);
+        cn__bind_digest(st, 6, &s->changeset);
+        cn_meta_bind_blob(st, 7, s->author_len ? s->author : (const uint8_t *)"", s->author_len);
+        cn_meta_bind_blob(st, 8, s->message_len ? s->message : (const uint8_t *)"", s->message_len);
+        cn_meta_bind_int64(st, 9, (int64_t)c.time_ms);
+        cn__bind_digest(st, 10, &c.content_root);
+        cn__bind_digest(st, 11, &c.revision_root);
+        if ((err = step_finish(st)) < 0 || (err = record_events(pl, txn)) < 0)
+            goto fail;
+        if ((err = exec_bound(txn, "UPDATE repos_branch SET head = ? WHERE repo = ? AND id = ?",
+                              &st)) < 0)
+            goto fail;
+        cn_meta_bind_int64(st, 1, (int64_t)pl->change);
+        cn__bind_id(st, 2, s->repo);
+        cn__bind_id(st, 3, s->branch);
+        if ((err = step_finish(st)) < 0)
+            goto fail;
+        if ((err = exec_bound(txn, "UPDATE repos_repo SET head = ? WHERE id = ?", &st)) < 0)
+            goto fail;
+        cn_meta_bind_int64(st, 1, (int64_t)pl->change);
+        cn__bind_id(st, 2, s->repo);
+        if ((err = step_finish(st)) < 0)
+            goto fail;
+    }
+    cn_buf_t rec = {0};
+    if ((err = outcome_encode(&pl->out, &rec)) < 0 ||
+        (err = exec_bound(txn, "INSERT INTO repos_operation (repo, op, kind, fingerprint,"
+                          " workspace, outcome, created_ms) VALUES (?, ?, 1, ?, ?, ?, ?)", &st)) < 0) {
+        cn_buf_free(&rec);
+        goto fail;
+    }
+    cn__bind_id(st, 1, s->repo);
+    cn__bind_id(st, 2, s->operation);
+    cn__bind_digest(st, 3, &pl->fp);
+    cn__bind_id(st, 4, s->workspace);
+    cn_meta_bind_blob(st, 5, rec.data, rec.len);
+    cn_meta_bind_int64(st, 6, cn__repos_now_ms());
+    err = step_finish(st);
+    cn_buf_free(&rec);
+    if (err < 0)
+        goto fail;
+    /* The intent has its final outcome: its upload pins end here. */
+    if ((err = exec_bound(txn, "DELETE FROM repos_pin WHERE repo = ? AND intent = ?", &st)) < 0)
+        goto fail;
+    cn__bind_id(st, 1, s->repo);
+    cn__bind_id(st, 2, s->operation);
+    if ((err = step_finish(st)) < 0)
+        goto fail;
+    return cn_meta_commit(txn);
+fail:
+    cn_meta_rollback(txn);
+    return err;
+}
+
+static bool zero16(const uint8_t id[16])
+{
+    for (int i = 0; i < 16; i++)
+        if (id[i])
+            return false;
+    return true;
+}
+
+cn_err_t cn_repos_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_submit_t *s,
+                         cn_repos_outcome_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (zero16(s->operation))
+        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "the operation id must be nonzero");
+    if (s->author_len > CN_REPOS_MAX_AUTHOR || s->message_len > CN_REPOS_MAX_MESSAGE ||
+        cn_repos_utf8_check(s->author, s->author_len) < 0 ||
+        cn_repos_utf8_check(s->message, s->message_len) < 0)
+        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
+                         "author and message are UTF-8 of at most 256 and 65,536 bytes");
+    plan_t pl;
+    memset(&pl, 0, sizeof pl);
+    pl.r = r;
+    pl.rq = rq;
+    pl.s = s;
+    cn_repos_submit_fp(s, &pl.fp);
+    pthread_mutex_t *mu = &r->repo_mu[s->repo[0] % CN__REPO_LOCKS];
+    pthread_mutex_lock(mu);
+    cn_err_t err = CN_OK;
+    cn_repos_tree_stats_t stats = {0, 0};
+    for (int attempt = 0;; attempt++) {
+        plan_clear(&pl);
+        if ((err = plan(&pl)) < 0 || pl.replay)
+            break;
+        if (pl.tree)
+            cn__ptree_stats(pl.tree, &stats);
+        if (pl.out.outcome == CN_REPOS_ACCEPTED && (err = publish_commit(&pl)) < 0)
+            break;
+        bool again = false;
+        if ((err = record(&pl, &again)) < 0 || !again)
+            break;
+        if (attempt + 1 == MAX_ATTEMPTS) {
+            err = cn__rfail(rq, CN_E_BUSY, CN_REPOS_E_BUSY,
+                            "the branch kept moving; submit again");
+            break;
+        }
+    }
+    pthread_mutex_unlock(mu);
+    cn__set_last_stats(&stats);
+    if (err >= 0) {
+        *out = pl.out;
+        memset(&pl.out, 0, sizeof pl.out);
+    }
+    plan_clear(&pl);
+    return err;
+}

@@ -1,0 +1,744 @@
+/* The persistent snapshot tree: the radix tree of docs/protocol/scribe.md
+ * section 10 stored as one metadata row per node, keyed by (repository,
+ * node hash), so snapshots share every unchanged subtree.
+ *
+ * A row holds the node's canonical encoding and an aux column: the node's
+ * content hash (when it has live entries) followed by the content hashes of
+ * its children that have live entries.  With it a changed node is
+ * re-encoded from its own row and its changed children alone: the child
+ * summaries (hash, counts, highest change) are in the encoding, the child
+ * content hashes in aux, and the key bounds follow from the old bounds
+ * (entries are never removed, so a node with an entry keeps it, and a
+ * bound only changes when its first or last child changes, which is then in
+ * memory).  A put touches the nodes on one path; finish re-encodes them;
+ * nothing costs in proportion to the repository.
+ *
+ * Invariant checked on every read: a row's encoding hashes to the hash its
+ * parent names (CN_E_CORRUPT otherwise). */
+#include "service_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct cn__wnode cn__wnode_t;
+
+typedef struct cn__wkid {
+    uint8_t byte;
+    cn_digest_t hash;
+    uint64_t entries, live, highest;
+    cn_digest_t content;            /* valid when live > 0 */
+    cn__wnode_t *mem;               /* read or new; NULL = only the summary is known */
+} cn__wkid_t;
+
+struct cn__wnode {
+    uint8_t *prefix;
+    uint16_t plen;
+    uint8_t state;
+    cn_repos_entry_t e;
+    uint8_t *lo, *hi;
+    uint16_t lo_len, hi_len;
+    cn__wkid_t *kids;
+    uint16_t nkids, kcap;
+    uint64_t entries, live, highest;
+    cn_digest_t content;            /* valid when live > 0 */
+    cn_digest_t hash;
+    bool dirty;
+    cn__wnode_t *all_next;          /* every node of the view, for freeing */
+};
+
+typedef struct cn__newrow { cn_digest_t hash; cn_buf_t enc; cn_buf_t aux; } cn__newrow_t;
+
+struct cn__ptree {
+    cn_meta_txn_t *txn;
+    uint8_t repo[16];
+    cn__wnode_t *root;
+    cn__wnode_t *all;
+    cn__newrow_t *rows;
+    size_t nrows, rcap;
+    uint64_t nodes_read, nodes_written;
+    cn_buf_t key;                   /* scratch */
+};
+
+static const char dom_entry[] = "cairn:content-entry:v1";
+static const char dom_cnode[] = "cairn:content-node:v1";
+static const char dom_empty[] = "cairn:content-empty:v1";
+static const char dom_node[] = "cairn:tree-node:v1";
+
+int cn__bytes_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
+{
+    size_t n = an < bn ? an : bn;
+    int c = n ? memcmp(a, b, n) : 0;
+    return c ? c : (an < bn ? -1 : an > bn ? 1 : 0);
+}
+
+static void content_entry(const uint8_t *path, size_t n, const cn_repos_entry_t *e, cn_digest_t *out)
+{
+    uint8_t t[9];
+    cn_blake3_t h;
+    cn_blake3_init(&h);
+    cn_blake3_update(&h, dom_entry, sizeof dom_entry);
+    t[0] = (uint8_t)n;
+    t[1] = (uint8_t)(n >> 8);
+    cn_blake3_update(&h, t, 2);
+    cn_blake3_update(&h, path, n);
+    cn_blake3_update(&h, e->manifest.b, CN_DIGEST_LEN);
+    for (int i = 0; i < 8; i++)
+        t[i] = (uint8_t)(e->size >> (8 * i));
+    t[8] = e->mode;
+    cn_blake3_update(&h, t, 9);
+    cn_blake3_final(&h, out);
+}
+
+static void content_empty(cn_digest_t *out)
+{
+    cn_blake3_t h;
+    cn_blake3_init(&h);
+    cn_blake3_update(&h, dom_empty, sizeof dom_empty);
+    cn_blake3_final(&h, out);
+}
+
+static void node_hash(const uint8_t *p, size_t n, cn_digest_t *out)
+{
+    cn_blake3_t h;
+    cn_blake3_init(&h);
+    cn_blake3_update(&h, dom_node, sizeof dom_node);
+    cn_blake3_update(&h, p, n);
+    cn_blake3_final(&h, out);
+}
+
+/* ---- nodes -------------------------------------------------------------------------- */
+static cn__wnode_t *wnode_new(cn__ptree_t *t)
+{
+    cn__wnode_t *n = calloc(1, sizeof *n);
+    if (!n)
+        return NULL;
+    n->all_next = t->all;
+    t->all = n;
+    return n;
+}
+
+static cn_err_t set_bytes(uint8_t **dst, uint16_t *dlen, const uint8_t *a, size_t an,
+                          const uint8_t *b, size_t bn)
+{
+    if (an + bn > UINT16_MAX)
+        return CN_E_CORRUPT;
+    uint8_t *p = NULL;
+    if (an + bn) {
+        p = malloc(an + bn);
+        if (!p)
+            return -ENOMEM;
+        if (an)
+            memcpy(p, a, an);
+        if (bn)
+            memcpy(p + an, b, bn);
+    }
+    free(*dst);
+    *dst = p;
+    *dlen = (uint16_t)(an + bn);
+    return CN_OK;
+}
+
+static cn_err_t kids_reserve(cn__wnode_t *n, uint16_t want)
+{
+    if (want <= n->kcap)
+        return CN_OK;
+    uint16_t cap = n->kcap ? n->kcap : 2;
+    while (cap < want)
+        cap = (uint16_t)(cap * 2 > 256 ? 256 : cap * 2);
+    cn__wkid_t *k = realloc(n->kids, cap * sizeof *k);
+    if (!k)
+        return -ENOMEM;
+    n->kids = k;
+    n->kcap = cap;
+    return CN_OK;
+}
+
+/* Builds a view node from a row's encoding and aux. */
+static cn_err_t wnode_from_row(cn__ptree_t *t, const uint8_t *enc, size_t elen, const uint8_t *aux,
+                               size_t alen, const cn_digest_t *hash, cn__wnode_t **out)
+{
+    cn_repos_node_t nd;
+    if (cn_repos_node_parse(enc, elen, &nd) < 0)
+        return CN_E_CORRUPT;
+    cn__wnode_t *n = wnode_new(t);
+    if (!n)
+        return -ENOMEM;
+    CN_TRY(set_bytes(&n->prefix, &n->plen, nd.prefix, nd.prefix_len, NULL, 0));
+    CN_TRY(set_bytes(&n->lo, &n->lo_len, nd.lo, nd.lo_len, NULL, 0));
+    CN_TRY(set_bytes(&n->hi, &n->hi_len, nd.hi, nd.hi_len, NULL, 0));
+    n->state = nd.entry_state;
+    n->e = nd.entry;
+    n->entries = nd.entries;
+    n->live = nd.live;
+    n->highest = nd.highest;
+    n->hash = *hash;
+    CN_TRY(kids_reserve(n, nd.child_count));
+    size_t at = 0;
+    if (n->live) {
+        if (alen < CN_DIGEST_LEN)
+            return CN_E_CORRUPT;
+        memcpy(n->content.b, aux, CN_DIGEST_LEN);
+        at = CN_DIGEST_LEN;
+    }
+    for (uint16_t i = 0; i < nd.child_count; i++) {
+        cn_repos_node_child_t c;
+        cn_repos_node_child(&nd, i, &c);
+        cn__wkid_t *k = &n->kids[i];
+        memset(k, 0, sizeof *k);
+        k->byte = c.byte;
+        k->hash = c.hash;
+        k->entries = c.entries;
+        k->live = c.live;
+        k->highest = c.highest;
+        if (c.live) {
+            if (alen - at < CN_DIGEST_LEN)
+                return CN_E_CORRUPT;
+            memcpy(k->content.b, aux + at, CN_DIGEST_LEN);
+            at += CN_DIGEST_LEN;
+        }
+    }
+    if (at != alen)
+        return CN_E_CORRUPT;
+    n->nkids = nd.child_count;
+    *out = n;
+    return CN_OK;
+}
+
+static cn_err_t read_node(cn__ptree_t *t, const cn_digest_t *hash, cn__wnode_t **out)
+{
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_prepare(t->txn,
+        "SELECT enc, aux FROM repos_tree_node WHERE repo = ? AND hash = ?", &st);
+    if (err < 0)
+        return err;
+    cn__bind_id(st, 1, t->repo);
+    cn__bind_digest(st, 2, hash);
+    err = cn_meta_step(st);
+    if (err == CN_META_ROW) {
+        size_t elen = 0, alen = 0;
+        const uint8_t *enc = cn_meta_column_blob(st, 0, &elen);
+        const uint8_t *aux = cn_meta_column_blob(st, 1, &alen);
+        cn_digest_t h;
+        node_hash(enc ? enc : (const uint8_t *)"", enc ? elen : 0, &h);
+        if (!enc || memcmp(h.b, hash->b, CN_DIGEST_LEN) != 0)
+            err = CN_E_CORRUPT;
+        else
+            err = wnode_from_row(t, enc, elen, aux, aux ? alen : 0, hash, out);
+        t->nodes_read++;
+    } else if (err == CN_META_DONE) {
+        err = CN_E_CORRUPT;     /* a parent names a node that is not stored */
+    }
+    cn_meta_finish(st);
+    return err < 0 ? err : CN_OK;
+}
+
+static cn_err_t kid_mem(cn__ptree_t *t, cn__wkid_t *k, cn__wnode_t **out)
+{
+    if (!k->mem)
+        CN_TRY(read_node(t, &k->hash, &k->mem));
+    *out = k->mem;
+    return CN_OK;
+}
+
+static int kid_index(const cn__wnode_t *n, uint8_t b, bool *found)
+{
+    int lo = 0, hi = n->nkids;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        uint8_t k = n->kids[mid].byte;
+        if (k == b) {
+            *found = true;
+            return mid;
+        }
+        if (k < b)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+cn_err_t cn__ptree_open(cn_meta_txn_t *txn, const uint8_t repo[16], const cn_digest_t *root,
+                       cn__ptree_t **out)
+{
+    *out = NULL;
+    cn__ptree_t *t = calloc(1, sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    t->txn = txn;
+    memcpy(t->repo, repo, 16);
+    cn_err_t err = read_node(t, root, &t->root);
+    if (err < 0) {
+        cn__ptree_free(t);
+        return err;
+    }
+    *out = t;
+    return CN_OK;
+}
+
+void cn__ptree_set_txn(cn__ptree_t *t, cn_meta_txn_t *txn) { t->txn = txn; }
+
+void cn__ptree_free(cn__ptree_t *t)
+{
+    if (!t)
+        return;
+    for (cn__wnode_t *n = t->all, *next; n; n = next) {
+        next = n->all_next;
+        free(n->prefix);
+        free(n->lo);
+        free(n->hi);
+        free(n->kids);
+        free(n);
+    }
+    for (size_t i = 0; i < t->nrows; i++) {
+        cn_buf_free(&t->rows[i].enc);
+        cn_buf_free(&t->rows[i].aux);
+    }
+    free(t->rows);
+    cn_buf_free(&t->key);
+    free(t);
+}
+
+void cn__ptree_stats(const cn__ptree_t *t, cn_repos_tree_stats_t *out)
+{
+    out->nodes_read = t->nodes_read;
+    out->nodes_written = t->nodes_written;
+}
+
+/* ---- lookups ------------------------------------------------------------------------ */
+cn_err_t cn__ptree_get(cn__ptree_t *t, const uint8_t *path, size_t len, bool *found,
+                      cn_repos_entry_t *e)
+{
+    *found = false;
+    cn__wnode_t *n = t->root;
+    size_t i = 0;
+    while (i < len) {
+        bool f;
+        int at = kid_index(n, path[i], &f);
+        if (!f)
+            return CN_OK;
+        cn__wnode_t *c;
+        CN_TRY(kid_mem(t, &n->kids[at], &c));
+        if (c->plen > len - i || memcmp(c->prefix, path + i, c->plen) != 0)
+            return CN_OK;
+        i += c->plen;
+        n = c;
+    }
+    if (len && n->state != CN_REPOS_NONE) {
+        *found = true;
+        if (e)
+            *e = n->e;
+    }
+    return CN_OK;
+}
+
+cn_err_t cn__ptree_live_under(cn__ptree_t *t, const uint8_t *prefix, size_t len, uint64_t *live)
+{
+    *live = 0;
+    cn__wnode_t *n = t->root;
+    size_t i = 0;
+    if (!len) {
+        *live = n->live;
+        return CN_OK;
+    }
+    while (i < len) {
+        bool f;
+        int at = kid_index(n, prefix[i], &f);
+        if (!f)
+            return CN_OK;
+        cn__wkid_t *k = &n->kids[at];
+        cn__wnode_t *c;
+        CN_TRY(kid_mem(t, k, &c));
+        size_t rest = len - i, m = c->plen < rest ? c->plen : rest;
+        if (memcmp(c->prefix, prefix + i, m) != 0)
+            return CN_OK;
+        if (c->plen >= rest) {
+            *live = c->live;
+            return CN_OK;
+        }
+        i += c->plen;
+        n = c;
+    }
+    *live = n->live;
+    return CN_OK;
+}
+
+/* ---- updates ----------------------------------------------------------------------- */
+static void set_entry(cn__wnode_t *n, const cn_repos_entry_t *e)
+{
+    n->state = e->state;
+    n->e = *e;
+    if (e->state == CN_REPOS_TOMBSTONE) {
+        n->e.mode = 0;
+        n->e.size = 0;
+        memset(n->e.manifest.b, 0, CN_DIGEST_LEN);
+    }
+}
+
+static cn_err_t kids_insert(cn__wnode_t *n, int at, cn__wnode_t *mem)
+{
+    CN_TRY(kids_reserve(n, (uint16_t)(n->nkids + 1)));
+    memmove(n->kids + at + 1, n->kids + at, (size_t)(n->nkids - at) * sizeof *n->kids);
+    memset(&n->kids[at], 0, sizeof n->kids[at]);
+    n->kids[at].byte = mem->prefix[0];
+    n->kids[at].mem = mem;
+    n->nkids++;
+    return CN_OK;
+}
+
+cn_err_t cn__ptree_put(cn__ptree_t *t, const uint8_t *path, size_t len, const cn_repos_entry_t *e)
+{
+    if (!len || len > CN_REPOS_MAX_PATH)
+        return CN_E_INVALID;
+    cn__wnode_t *n = t->root;
+    size_t i = 0;
+    for (;;) {
+        n->dirty = true;
+        if (i == len) {
+            set_entry(n, e);
+            return CN_OK;
+        }
+        bool found;
+        int at = kid_index(n, path[i], &found);
+        if (!found) {
+            cn__wnode_t *leaf = wnode_new(t);
+            if (!leaf)
+                return -ENOMEM;
+            CN_TRY(set_bytes(&leaf->prefix, &leaf->plen, path + i, len - i, NULL, 0));
+            set_entry(leaf, e);
+            leaf->dirty = true;
+            return kids_insert(n, at, leaf);
+        }
+        cn__wnode_t *c;
+        CN_TRY(kid_mem(t, &n->kids[at], &c));
+        size_t common = 0;
+        while (common < c->plen && i + common < len && c->prefix[common] == path[i + common])
+            common++;
+        if (common == c->plen) {
+            n = c;
+            i += common;
+            continue;
+        }
+        /* Split c's edge: mid takes the shared bytes, c keeps the rest (its
+         * encoding changes with its prefix, so it is re-encoded too). */
+        cn__wnode_t *mid = wnode_new(t);
+        if (!mid)
+            return -ENOMEM;
+        CN_TRY(set_bytes(&mid->prefix, &mid->plen, c->prefix, common, NULL, 0));
+        uint8_t *rest = NULL;
+        uint16_t rlen = 0;
+        CN_TRY(set_bytes(&rest, &rlen, c->prefix + common, c->plen - common, NULL, 0));
+        free(c->prefix);
+        c->prefix = rest;
+        c->plen = rlen;
+        c->dirty = true;
+        mid->dirty = true;
+        CN_TRY(kids_insert(mid, 0, c));
+        n->kids[at].mem = mid;
+        if (i + common == len) {
+            set_entry(mid, e);
+            return CN_OK;
+        }
+        cn__wnode_t *leaf = wnode_new(t);
+        if (!leaf)
+            return -ENOMEM;
+        CN_TRY(set_bytes(&leaf->prefix, &leaf->plen, path + i + common, len - i - common, NULL, 0));
+        set_entry(leaf, e);
+        leaf->dirty = true;
+        return kids_insert(mid, leaf->prefix[0] < c->prefix[0] ? 0 : 1, leaf);
+    }
+}
+
+/* ---- re-encoding --------------------------------------------------------------------- */
+static cn_err_t encode(cn_buf_t *b, const cn__wnode_t *n)
+{
+    CN_TRY(cn_buf_put_u8(b, 1));
+    CN_TRY(cn_buf_put_u16le(b, n->plen));
+    CN_TRY(cn_buf_append(b, n->prefix, n->plen));
+    CN_TRY(cn_buf_put_u8(b, n->state));
+    if (n->state != CN_REPOS_NONE)
+        CN_TRY(cn_buf_put_u64le(b, n->e.change));
+    if (n->state == CN_REPOS_LIVE) {
+        CN_TRY(cn_buf_append(b, n->e.manifest.b, CN_DIGEST_LEN));
+        CN_TRY(cn_buf_put_u64le(b, n->e.size));
+        CN_TRY(cn_buf_put_u8(b, n->e.mode));
+    }
+    CN_TRY(cn_buf_put_u64le(b, n->entries));
+    CN_TRY(cn_buf_put_u64le(b, n->live));
+    CN_TRY(cn_buf_put_u64le(b, n->highest));
+    CN_TRY(cn_buf_put_u16le(b, n->lo_len));
+    CN_TRY(cn_buf_append(b, n->lo, n->lo_len));
+    CN_TRY(cn_buf_put_u16le(b, n->hi_len));
+    CN_TRY(cn_buf_append(b, n->hi, n->hi_len));
+    CN_TRY(cn_buf_put_u16le(b, n->nkids));
+    for (uint16_t i = 0; i < n->nkids; i++) {
+        const cn__wkid_t *k = &n->kids[i];
+        CN_TRY(cn_buf_put_u8(b, k->byte));
+        CN_TRY(cn_buf_append(b, k->hash.b, CN_DIGEST_LEN));
+        CN_TRY(cn_buf_put_u64le(b, k->entries));
+        CN_TRY(cn_buf_put_u64le(b, k->live));
+        CN_TRY(cn_buf_put_u64le(b, k->highest));
+    }
+    return CN_OK;
+}
+
+static cn_err_t push_row(cn__ptree_t *t, cn__wnode_t *n)
+{
+    if (t->nrows == t->rcap) {
+        size_t cap = t->rcap ? t->rcap * 2 : 16;
+        cn__newrow_t *r = realloc(t->rows, cap * sizeof *r);
+        if (!r)
+            return -ENOMEM;
+        t->rows = r;
+        t->rcap = cap;
+    }
+    cn__newrow_t *row = &t->rows[t->nrows];
+    memset(row, 0, sizeof *row);
+    t->nrows++;
+    CN_TRY(encode(&row->enc, n));
+    node_hash(row->enc.data, row->enc.len, &n->hash);
+    row->hash = n->hash;
+    if (n->live)
+        CN_TRY(cn_buf_append(&row->aux, n->content.b, CN_DIGEST_LEN));
+    for (uint16_t i = 0; i < n->nkids; i++)
+        if (n->kids[i].live)
+            CN_TRY(cn_buf_append(&row->aux, n->kids[i].content.b, CN_DIGEST_LEN));
+    t->nodes_written++;
+    return CN_OK;
+}
+
+/* Summaries, bounds, content and hash of a dirty node whose children are
+ * current; key holds the node's full key. */
+static __attribute__((noinline)) cn_err_t finish_node(cn__ptree_t *t, cn__wnode_t *n)
+{
+    n->entries = n->state != CN_REPOS_NONE;
+    n->live = n->state == CN_REPOS_LIVE;
+    n->highest = n->state != CN_REPOS_NONE ? n->e.change : 0;
+    uint16_t nlive = 0;
+    const cn__wkid_t *only = NULL;
+    for (uint16_t i = 0; i < n->nkids; i++) {
+        cn__wkid_t *k = &n->kids[i];
+        if (k->mem) {
+            k->byte = k->mem->prefix[0];
+            if (k->mem->dirty)
+                return CN_E_INVALID;    /* children are finished first */
+            k->hash = k->mem->hash;
+            k->entries = k->mem->entries;
+            k->live = k->mem->live;
+            k->highest = k->mem->highest;
+            if (k->live)
+                k->content = k->mem->content;
+        }
+        n->entries += k->entries;
+        n->live += k->live;
+        if (k->highest > n->highest)
+            n->highest = k->highest;
+        if (k->live) {
+            nlive++;
+            only = k;
+        }
+    }
+    /* Key bounds: unchanged unless the node gained its entry or its first /
+     * last child is in memory (a changed bound always is). */
+    if (n->state != CN_REPOS_NONE || n->nkids == 0) {
+        CN_TRY(set_bytes(&n->lo, &n->lo_len, NULL, 0, NULL, 0));
+    } else if (n->kids[0].mem) {
+        const cn__wnode_t *f = n->kids[0].mem;
+        CN_TRY(set_bytes(&n->lo, &n->lo_len, f->prefix, f->plen, f->lo, f->lo_len));
+    }
+    if (n->nkids == 0) {
+        CN_TRY(set_bytes(&n->hi, &n->hi_len, NULL, 0, NULL, 0));
+    } else if (n->kids[n->nkids - 1].mem) {
+        const cn__wnode_t *l = n->kids[n->nkids - 1].mem;
+        CN_TRY(set_bytes(&n->hi, &n->hi_len, l->prefix, l->plen, l->hi, l->hi_len));
+    }
+    bool v = n->state == CN_REPOS_LIVE;
+    cn_digest_t entry;
+    if (v)
+        content_entry(t->key.data, t->key.len, &n->e, &entry);
+    if (!v && nlive == 1) {
+        n->content = only->content;
+    } else if (v && nlive == 0) {
+        n->content = entry;
+    } else if (n->live) {
+        uint8_t hdr[3];
+        cn_blake3_t b3;
+        cn_blake3_init(&b3);
+        cn_blake3_update(&b3, dom_cnode, sizeof dom_cnode);
+        hdr[0] = v ? 1 : 0;
+        cn_blake3_update(&b3, hdr, 1);
+        if (v)
+            cn_blake3_update(&b3, entry.b, CN_DIGEST_LEN);
+        hdr[0] = (uint8_t)nlive;
+        hdr[1] = (uint8_t)(nlive >> 8);
+        cn_blake3_update(&b3, hdr, 2);
+        for (uint16_t i = 0; i < n->nkids; i++)
+            if (n->kids[i].live)
+                cn_blake3_update(&b3, n->kids[i].content.b, CN_DIGEST_LEN);
+        cn_blake3_final(&b3, &n->content);
+    }
+    CN_TRY(push_row(t, n));
+    n->dirty = false;
+    return CN_OK;
+}
+
+static cn_err_t finish(cn__ptree_t *t, cn__wnode_t *n)
+{
+    size_t at = t->key.len;
+    CN_TRY(cn_buf_append(&t->key, n->prefix, n->plen));
+    for (uint16_t i = 0; i < n->nkids; i++)
+        if (n->kids[i].mem && n->kids[i].mem->dirty)
+            CN_TRY(finish(t, n->kids[i].mem));
+    CN_TRY(finish_node(t, n));
+    t->key.len = at;
+    return CN_OK;
+}
+
+cn_err_t cn__ptree_finish(cn__ptree_t *t, cn_digest_t *content, cn_digest_t *revision)
+{
+    if (t->root->dirty) {
+        cn_buf_reset(&t->key);
+        CN_TRY(finish(t, t->root));
+    }
+    if (content) {
+        if (t->root->live)
+            *content = t->root->content;
+        else
+            content_empty(content);
+    }
+    if (revision)
+        *revision = t->root->hash;
+    return CN_OK;
+}
+
+static cn_err_t insert_row(cn_meta_txn_t *txn, const uint8_t repo[16], const cn_digest_t *hash,
+                           const cn_buf_t *enc, const cn_buf_t *aux)
+{
+    cn_meta_stmt_t *st = NULL;
+    CN_TRY(cn_meta_prepare(txn,
+        "INSERT INTO repos_tree_node (repo, hash, enc, aux) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT DO NOTHING", &st));
+    cn__bind_id(st, 1, repo);
+    cn__bind_digest(st, 2, hash);
+    cn_meta_bind_blob(st, 3, enc->data, enc->len);
+    cn_meta_bind_blob(st, 4, aux->data ? aux->data : (const uint8_t *)"", aux->len);
+    cn_err_t err = cn_meta_step(st);
+    cn_meta_finish(st);
+    return err < 0 ? err : CN_OK;
+}
+
+cn_err_t cn__ptree_store(cn__ptree_t *t, cn_meta_txn_t *wtxn)
+{
+    for (size_t i = 0; i < t->nrows; i++)
+        CN_TRY(insert_row(wtxn, t->repo, &t->rows[i].hash, &t->rows[i].enc, &t->rows[i].aux));
+    return CN_OK;
+}
+
+cn_err_t cn__ptree_init_empty(cn_meta_txn_t *wtxn, const uint8_t repo[16], cn_digest_t *revision,
+                             cn_digest_t *content)
+{
+    cn__wnode_t root;
+    memset(&root, 0, sizeof root);
+    cn_buf_t enc = {0}, aux = {0};
+    cn_err_t err = encode(&enc, &root);
+    if (err >= 0) {
+        node_hash(enc.data, enc.len, revision);
+        content_empty(content);
+        err = insert_row(wtxn, repo, revision, &enc, &aux);
+    }
+    cn_buf_free(&enc);
+    return err;
+}
+
+/* ---- pages ----------------------------------------------------------------------------- */
+typedef struct {
+    cn__ptree_t *t;
+    const uint8_t *prefix;
+    size_t plen;
+    const uint8_t *after;
+    size_t alen;
+    uint32_t limit, emitted;
+    bool more;
+    cn_repos_tree_fn fn;
+    void *ctx;
+} page_t;
+
+/* Whether a key can lead to an entry in scope: it is a prefix of the page
+ * prefix, or lies at or under it. */
+static bool in_scope(const page_t *pg, const uint8_t *key, size_t kn)
+{
+    size_t m = kn < pg->plen ? kn : pg->plen;
+    if (m && memcmp(key, pg->prefix, m) != 0)
+        return false;
+    if (kn <= pg->plen)
+        return true;
+    return pg->plen == 0 || key[pg->plen] == '/';
+}
+
+static bool path_in_scope(const page_t *pg, const uint8_t *key, size_t kn)
+{
+    if (!pg->plen)
+        return true;
+    if (kn < pg->plen || memcmp(key, pg->prefix, pg->plen) != 0)
+        return false;
+    return kn == pg->plen || key[pg->plen] == '/';
+}
+
+static cn_err_t page_walk(page_t *pg, cn__wnode_t *n)
+{
+    cn__ptree_t *t = pg->t;
+    size_t at = t->key.len;
+    CN_TRY(cn_buf_append(&t->key, n->prefix, n->plen));
+    cn_err_t err = CN_OK;
+    if (!in_scope(pg, t->key.data, t->key.len))
+        goto out;
+    if (n->state == CN_REPOS_LIVE && path_in_scope(pg, t->key.data, t->key.len) &&
+        (!pg->after || cn__bytes_cmp(t->key.data, t->key.len, pg->after, pg->alen) > 0)) {
+        if (pg->emitted == pg->limit) {
+            pg->more = true;
+            goto out;
+        }
+        cn_repos_tree_row_t row = {t->key.data, t->key.len, n->e.manifest, n->e.size,
+                                   n->e.mode, n->e.change};
+        if (pg->fn && (err = pg->fn(pg->ctx, &row)) != 0)
+            goto out;
+        pg->emitted++;
+    }
+    for (uint16_t i = 0; i < n->nkids && !pg->more; i++) {
+        cn__wkid_t *k = &n->kids[i];
+        if (!k->live)
+            continue;
+        cn__wnode_t *c;
+        if ((err = kid_mem(t, k, &c)) < 0)
+            goto out;
+        /* Skip a subtree whose largest key (key + edge + hi) is not after
+         * the cursor. */
+        if (pg->after) {
+            size_t base = t->key.len;
+            if ((err = cn_buf_append(&t->key, c->prefix, c->plen)) < 0 ||
+                (err = cn_buf_append(&t->key, c->hi, c->hi_len)) < 0)
+                goto out;
+            bool skip = cn__bytes_cmp(t->key.data, t->key.len, pg->after, pg->alen) <= 0;
+            t->key.len = base;
+            if (skip)
+                continue;
+        }
+        if ((err = page_walk(pg, c)) != 0)
+            goto out;
+    }
+out:
+    t->key.len = at;
+    return err;
+}
+
+cn_err_t cn__ptree_page(cn__ptree_t *t, const uint8_t *prefix, size_t plen, const uint8_t *after,
+                       size_t alen, uint32_t limit, cn_repos_tree_fn fn, void *ctx, bool *more)
+{
+    page_t pg = {t, prefix, plen, after, alen, limit, 0, false, fn, ctx};
+    cn_buf_reset(&t->key);
+    cn_err_t err = page_walk(&pg, t->root);
+    *more = pg.more;
+    return err;
+}

@@ -1,0 +1,445 @@
+/* Scribe protocol-2 server adapter: the adapter table, the handshake,
+ * sessions and data connections, frame admission (header rules, the exact
+ * per-opcode payload bound, the listener memory budget), and the ONE table
+ * from service errors to the protocol's numeric codes.
+ *
+ * The stream must never desynchronise: every request's payload and stream
+ * are either consumed in full or the connection is closed.  The network
+ * layer reads the 24-byte header; everything after it is read here, exactly,
+ * never past the frame. */
+#include "server_int.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define HELLO_BOUND_V2 273
+
+/* ---- the error table -------------------------------------------------------------- */
+static uint16_t code_for(const cn_repos_req_t *rq, cn_err_t err)
+{
+    if (rq->code)
+        return rq->code;
+    switch (err) {
+    case CN_E_INVALID:
+    case CN_E_PROTOCOL:
+    case CN_E_LENGTH_MISMATCH: return CN_SCRIBE_E_MALFORMED;
+    case CN_E_DIGEST_MISMATCH: return CN_SCRIBE_E_OBJECT_INVALID;
+    case CN_E_DENIED:          return CN_SCRIBE_E_FORBIDDEN;
+    case CN_E_AUTH:            return CN_SCRIBE_E_UNAUTHENTICATED;
+    case CN_E_BUSY:
+    case CN_E_DB_LOCKED:
+    case CN_E_RATE_LIMITED:    return CN_SCRIBE_E_BUSY;
+    case CN_E_LIMIT:
+    case CN_E_TOO_LARGE:       return CN_SCRIBE_E_LIMIT_EXCEEDED;
+    case CN_E_UNSUPPORTED:     return CN_SCRIBE_E_UNSUPPORTED_OPERATION;
+    case CN_E_CORRUPT:         return CN_SCRIBE_E_CORRUPT;
+    case CN_E_SHUTDOWN:        return CN_SCRIBE_E_SHUTTING_DOWN;
+    case CN_E_DB:
+    case -ENOSPC:
+    case -EIO:
+    case -EDQUOT:
+    case -EROFS:               return CN_SCRIBE_E_STORAGE_FAILURE;
+    default:                   return CN_SCRIBE_E_INTERNAL;
+    }
+}
+
+static cn_err_t send_frame(cn_conn_t *c, uint16_t opcode, uint16_t flags, uint64_t id,
+                           const cn_buf_t *payload, uint64_t stream_hint)
+{
+    uint8_t h[CN_SCRIBE_HDR_LEN];
+    cn_scribe_hdr_t hdr = {opcode, flags, id, (uint32_t)payload->len};
+    cn_scribe_hdr_encode(h, &hdr);
+    struct iovec iov[2] = {{h, sizeof h}, {payload->data, payload->len}};
+    return cn_conn_writev(c, iov, payload->len ? 2 : 1,
+                          cn_conn_deadline_for(c, payload->len + stream_hint));
+}
+
+cn_err_t cn__scribe_fail_code(cn__scribe_call_t *k, uint16_t code, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    /* A message is for humans: never let invalid UTF-8 from a name reach it. */
+    for (char *p = msg; *p; p++)
+        if ((unsigned char)*p >= 0x80)
+            *p = '?';
+    cn_buf_t *o = &k->sc->out;
+    cn_buf_reset(o);
+    cn_err_t err = cn_scribe_enc_error(o, k->sc->codec, code, cn_scribe_cstr(msg));
+    if (err < 0)
+        return err;
+    if (code == CN_SCRIBE_E_INTERNAL || code == CN_SCRIBE_E_STORAGE_FAILURE ||
+        code == CN_SCRIBE_E_CORRUPT)
+        cn_warn("scribe", "conn %llu: %s failed: %s", (unsigned long long)cn_conn_id(k->c),
+                cn_scribe_op_name(k->hdr.opcode) ? cn_scribe_op_name(k->hdr.opcode) : "?", msg);
+    return send_frame(k->c, k->hdr.opcode, CN_SCRIBE_FLAG_ERROR, k->hdr.request_id, o, 0);
+}
+
+cn_err_t cn__scribe_fail(cn__scribe_call_t *k, cn_err_t err)
+{
+    uint16_t code = code_for(&k->rq, err);
+    const char *text = k->rq.msg[0] ? k->rq.msg : cn_strerror(err);
+    return cn__scribe_fail_code(k, code, "%s", text);
+}
+
+cn_err_t cn__scribe_reply(cn__scribe_call_t *k, uint16_t flags)
+{
+    return send_frame(k->c, k->hdr.opcode, flags, k->hdr.request_id, &k->sc->out, 0);
+}
+
+cn_err_t cn__scribe_write(cn__scribe_call_t *k, const void *p, size_t n)
+{
+    return cn_conn_write_all(k->c, p, n, cn_conn_deadline_for(k->c, n));
+}
+
+/* ---- sessions -------------------------------------------------------------------------- */
+static cn_err_t session_new(cn__scribe_srv_t *s, uint64_t *id, cn__scribe_session_t **out)
+{
+    cn__scribe_session_t *ss = calloc(1, sizeof *ss);
+    if (!ss)
+        return -ENOMEM;
+    do {
+        cn_err_t err = cn_random_bytes(&ss->id, sizeof ss->id);
+        if (err < 0) {
+            free(ss);
+            return err;
+        }
+    } while (ss->id == 0);
+    ss->control_open = true;
+    ss->last_ms = cn_mono_ms();
+    pthread_mutex_lock(&s->mu);
+    ss->next = s->sessions;
+    s->sessions = ss;
+    pthread_mutex_unlock(&s->mu);
+    *id = ss->id;
+    *out = ss;
+    return CN_OK;
+}
+
+/* Binds a data connection: CN_E_NOT_FOUND (no live control session),
+ * CN_E_BUSY (four data connections already).  A bind is activity. */
+static cn_err_t session_bind(cn__scribe_srv_t *s, uint64_t id, cn__scribe_session_t **out)
+{
+    cn_err_t err = CN_E_NOT_FOUND;
+    pthread_mutex_lock(&s->mu);
+    for (cn__scribe_session_t *ss = s->sessions; ss; ss = ss->next)
+        if (ss->id == id && ss->control_open) {
+            if (ss->data_conns >= CN_SCRIBE_DATA_CONNS) {
+                err = CN_E_BUSY;
+            } else {
+                ss->data_conns++;
+                ss->last_ms = cn_mono_ms();
+                *out = ss;
+                err = CN_OK;
+            }
+            break;
+        }
+    pthread_mutex_unlock(&s->mu);
+    return err;
+}
+
+static void session_release(cn__scribe_srv_t *s, uint64_t id, bool data)
+{
+    pthread_mutex_lock(&s->mu);
+    for (cn__scribe_session_t **pp = &s->sessions; *pp; pp = &(*pp)->next) {
+        cn__scribe_session_t *ss = *pp;
+        if (ss->id != id)
+            continue;
+        if (data && ss->data_conns)
+            ss->data_conns--;
+        else if (!data)
+            ss->control_open = false;
+        if (!ss->control_open && !ss->data_conns) {
+            *pp = ss->next;
+            free(ss);
+        }
+        break;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- the adapter ------------------------------------------------------------------------- */
+static void scribe_busy(void *actx, int fd)
+{
+    (void)actx;
+    /* A little-endian busy error for the hello not yet read, best effort. */
+    uint8_t frame[CN_SCRIBE_HDR_LEN + 64];
+    cn_buf_t b = {0};
+    static const char msg[] = "the server is at its connection limit";
+    if (cn_scribe_enc_error(&b, CN_SCRIBE_CODEC_LE, CN_SCRIBE_E_BUSY, cn_scribe_cstr(msg)) < 0 ||
+        b.len > sizeof frame - CN_SCRIBE_HDR_LEN) {
+        cn_buf_free(&b);
+        return;
+    }
+    cn_scribe_hdr_t h = {CN_SCRIBE_OP_HELLO, CN_SCRIBE_FLAG_ERROR, 0, (uint32_t)b.len};
+    cn_scribe_hdr_encode(frame, &h);
+    memcpy(frame + CN_SCRIBE_HDR_LEN, b.data, b.len);
+    ssize_t rc = send(fd, frame, CN_SCRIBE_HDR_LEN + b.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)rc;
+    cn_buf_free(&b);
+}
+
+static void conn_free(cn__scribe_conn_t *sc)
+{
+    if (!sc)
+        return;
+    cn_buf_free(&sc->in);
+    cn_buf_free(&sc->out);
+    free(sc->io);
+    free(sc->io2);
+    free(sc);
+}
+
+/* A handshake error: a little-endian error frame, then the caller closes. */
+static cn_err_t hello_fail(cn_conn_t *c, uint64_t id, uint16_t code, const char *msg)
+{
+    cn_buf_t b = {0};
+    cn_err_t err = cn_scribe_enc_error(&b, CN_SCRIBE_CODEC_LE, code, cn_scribe_cstr(msg));
+    if (err >= 0)
+        send_frame(c, CN_SCRIBE_OP_HELLO, CN_SCRIBE_FLAG_ERROR, id, &b, 0);
+    cn_buf_free(&b);
+    return CN_E_PROTOCOL;
+}
+
+static cn_err_t scribe_open(void *actx, cn_conn_t *c, void **cstate)
+{
+    cn__scribe_srv_t *s = actx;
+    int64_t deadline = cn_conn_handshake_deadline(c);
+    uint8_t head[CN_SCRIBE_HDR_LEN];
+    cn_scribe_hdr_t h;
+    cn_err_t err = cn_conn_read_full(c, head, sizeof head, deadline);
+    if (err < 0)
+        return err;
+    if (cn_scribe_hdr_parse(head, &h) < 0)
+        return CN_E_PROTOCOL;
+    if (h.opcode != CN_SCRIBE_OP_HELLO || h.flags)
+        return hello_fail(c, h.request_id, CN_SCRIBE_E_MALFORMED,
+                          "the first frame of a connection is a hello");
+    if (h.length > HELLO_BOUND_V2)
+        return CN_E_PROTOCOL;    /* over the opcode's bound: close unread */
+    if (cn_conn_budget_reserve(c, h.length) < 0)
+        return hello_fail(c, h.request_id, CN_SCRIBE_E_BUSY, "server memory is busy");
+    uint8_t body[HELLO_BOUND_V2];
+    err = cn_conn_read_full(c, body, h.length, deadline);
+    cn_conn_budget_release(c, h.length);
+    if (err < 0)
+        return err;
+    cn_scribe_hello_t hello;
+    err = cn_scribe_dec_hello(body, h.length, 2, CN_SCRIBE_TEST_CODEC, &hello);
+    if (err == CN_E_UNSUPPORTED)
+        return hello_fail(c, h.request_id, CN_SCRIBE_E_UNSUPPORTED_VERSION,
+                          "this plaintext listener speaks protocol 2 with codec 1 only");
+    if (err < 0)
+        return hello_fail(c, h.request_id, CN_SCRIBE_E_MALFORMED, "malformed hello");
+    cn__scribe_conn_t *sc = calloc(1, sizeof *sc);
+    if (!sc)
+        return -ENOMEM;
+    sc->srv = s;
+    sc->codec = hello.codec;
+    sc->compression = (hello.caps & CN_SCRIBE_CAP_LZ4) ? 1 : 0;
+    if (hello.bind_session) {
+        err = session_bind(s, hello.bind_session, &sc->ss);
+        if (err < 0) {
+            conn_free(sc);
+            return hello_fail(c, h.request_id,
+                              err == CN_E_BUSY ? CN_SCRIBE_E_BUSY : CN_SCRIBE_E_MALFORMED,
+                              err == CN_E_BUSY ? "the session holds four data connections"
+                                               : "no live control session with that id");
+        }
+        sc->session = hello.bind_session;
+        sc->data = true;
+    } else if ((err = session_new(s, &sc->session, &sc->ss)) < 0) {
+        conn_free(sc);
+        return err;
+    }
+    cn_scribe_hello_ok_t ok;
+    memset(&ok, 0, sizeof ok);
+    ok.version = 2;
+    ok.codec = sc->codec;
+    ok.session = sc->session;
+    ok.timeout_s = s->cfg.inactivity_s;
+    ok.compression = sc->compression;
+    cn_buf_t b = {0};
+    err = cn_scribe_enc_hello_ok(&b, &ok);
+    if (err >= 0)
+        err = send_frame(c, CN_SCRIBE_OP_HELLO, 0, h.request_id, &b, 0);
+    cn_buf_free(&b);
+    if (err < 0) {
+        session_release(s, sc->session, sc->data);
+        conn_free(sc);
+        return err;
+    }
+    *cstate = sc;
+    return CN_OK;
+}
+
+static int scribe_classify(void *cstate, const uint8_t *head)
+{
+    (void)cstate;
+    uint16_t op = head ? (uint16_t)(head[4] | head[5] << 8) : 0;
+    switch (op) {
+    case CN_SCRIBE_OP_PUT_OBJECTS:
+    case CN_SCRIBE_OP_GET_OBJECTS:
+    case CN_SCRIBE_OP_SUBMIT:
+    case CN_SCRIBE_OP_PIN_OBJECTS:
+    case CN_SCRIBE_OP_REPO_USAGE:
+        return CN_POOL_STORAGE;
+    default:
+        return CN_POOL_QUERY;
+    }
+}
+
+/* A request of the session starts (true) or ends (false). */
+static void session_activity(cn__scribe_conn_t *sc, bool start)
+{
+    pthread_mutex_lock(&sc->srv->mu);
+    if (start)
+        sc->ss->busy++;
+    else if (sc->ss->busy)
+        sc->ss->busy--;
+    sc->ss->last_ms = cn_mono_ms();
+    pthread_mutex_unlock(&sc->srv->mu);
+}
+
+/* The net layer's idle hook: a connection stays while its session is
+ * serving a request on any connection, or until the session's inactivity
+ * timeout has passed since its last activity. */
+static int64_t scribe_idle(void *cstate, int64_t now_ms)
+{
+    cn__scribe_conn_t *sc = cstate;
+    int64_t timeout_ms = (int64_t)sc->srv->cfg.inactivity_s * 1000;
+    pthread_mutex_lock(&sc->srv->mu);
+    int64_t keep = sc->ss->busy ? now_ms + timeout_ms : sc->ss->last_ms + timeout_ms;
+    pthread_mutex_unlock(&sc->srv->mu);
+    return keep > now_ms ? keep : 0;
+}
+
+static cn_err_t scribe_serve_one(cn__scribe_conn_t *sc, cn_conn_t *c, const uint8_t *head);
+
+static cn_err_t scribe_serve(void *cstate, cn_conn_t *c, const uint8_t *head)
+{
+    cn__scribe_conn_t *sc = cstate;
+    session_activity(sc, true);
+    cn_err_t err = scribe_serve_one(sc, c, head);
+    session_activity(sc, false);
+    return err;
+}
+
+static cn_err_t scribe_serve_one(cn__scribe_conn_t *sc, cn_conn_t *c, const uint8_t *head)
+{
+    cn__scribe_call_t k;
+    memset(&k, 0, sizeof k);
+    k.sc = sc;
+    k.c = c;
+    k.rq.trusted = true;     /* plaintext Scribe: every caller is trusted (spec section 6) */
+    if (cn_scribe_hdr_parse(head, &k.hdr) < 0)
+        return CN_E_PROTOCOL;
+    uint32_t bound = 0;
+    bool core = cn_scribe_request_bound(k.hdr.opcode, false, &bound);
+    if (!core || k.hdr.opcode == CN_SCRIBE_OP_HELLO) {
+        /* Reserved or unknown (or a second hello): drain a bounded body and
+         * answer, so the connection stays usable. */
+        if (k.hdr.length > CN_SCRIBE_DRAIN_MAX || (k.hdr.flags & CN_SCRIBE_FLAG_STREAM))
+            return CN_E_PROTOCOL;
+        cn_err_t err = cn_conn_drain(c, k.hdr.length, cn_conn_deadline_for(c, k.hdr.length));
+        if (err < 0)
+            return err;
+        err = k.hdr.opcode == CN_SCRIBE_OP_HELLO
+                  ? cn__scribe_fail_code(&k, CN_SCRIBE_E_MALFORMED,
+                                         "the handshake is already done")
+                  : cn__scribe_fail_code(&k, CN_SCRIBE_E_UNSUPPORTED_OPERATION,
+                                         "opcode %u is not offered by this server",
+                                         k.hdr.opcode);
+        return err < 0 ? err : CN_OK;
+    }
+    if (k.hdr.length > bound)
+        return CN_E_PROTOCOL;    /* over the exact bound: close without reading */
+    bool stream = k.hdr.opcode == CN_SCRIBE_OP_PUT_OBJECTS;
+    if (((k.hdr.flags & CN_SCRIBE_FLAG_STREAM) != 0) != stream ||
+        (k.hdr.flags & CN_SCRIBE_FLAG_ERROR))
+        return CN_E_PROTOCOL;    /* we cannot tell where this frame ends */
+    if (cn_conn_budget_reserve(c, k.hdr.length) < 0) {
+        cn__scribe_fail_code(&k, CN_SCRIBE_E_BUSY, "server memory is busy; retry");
+        return CN_E_BUSY;        /* the body was never read: close */
+    }
+    cn_buf_reset(&sc->in);
+    cn_err_t err = cn_buf_reserve(&sc->in, k.hdr.length ? k.hdr.length : 1);
+    if (err >= 0)
+        err = cn_conn_read_full(c, sc->in.data, k.hdr.length,
+                                cn_conn_deadline_for(c, k.hdr.length));
+    if (err >= 0) {
+        sc->in.len = k.hdr.length;
+        k.payload = sc->in.data;
+        k.len = k.hdr.length;
+        err = cn__scribe_op(&k);
+    }
+    cn_conn_budget_release(c, k.hdr.length);
+    if (sc->in.cap > (1u << 20))
+        cn_buf_free(&sc->in);
+    if (sc->out.cap > (4u << 20))
+        cn_buf_free(&sc->out);
+    if (err >= 0 && k.close)
+        err = CN_E_CLOSED;
+    return err < 0 ? err : CN_OK;
+}
+
+static void scribe_close(void *cstate)
+{
+    cn__scribe_conn_t *sc = cstate;
+    if (!sc)
+        return;
+    session_release(sc->srv, sc->session, sc->data);
+    conn_free(sc);
+}
+
+static const cn_adapter_t cn_scribe_adapter = {
+    .name = "scribe",
+    .head_len = CN_SCRIBE_HDR_LEN,
+    .busy = scribe_busy,
+    .open = scribe_open,
+    .classify = scribe_classify,
+    .serve = scribe_serve,
+    .close = scribe_close,
+    .idle = scribe_idle,
+};
+
+cn_err_t cn_scribe_adapter_create(const cn_scribe_config_t *cfg, cn_repos_t *repos,
+                                  const cn_adapter_t **ad, void **actx)
+{
+    *ad = NULL;
+    *actx = NULL;
+    if (!repos)
+        return CN_E_INVALID;
+    cn__scribe_srv_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    if (cfg)
+        s->cfg = *cfg;
+    if (!s->cfg.inactivity_s)
+        s->cfg.inactivity_s = 300;
+    s->repos = repos;
+    pthread_mutex_init(&s->mu, NULL);
+    *ad = &cn_scribe_adapter;
+    *actx = s;
+    return CN_OK;
+}
+
+void cn_scribe_adapter_destroy(void *actx)
+{
+    cn__scribe_srv_t *s = actx;
+    if (!s)
+        return;
+    while (s->sessions) {
+        cn__scribe_session_t *n = s->sessions->next;
+        free(s->sessions);
+        s->sessions = n;
+    }
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}

@@ -1,0 +1,82 @@
+/* Internals shared by the Scribe server adapter's files (server.c,
+ * server_ops.c); never included outside src/scribe. */
+#ifndef CN_SCRIBE_SERVER_INT_H
+#define CN_SCRIBE_SERVER_INT_H
+
+#include "cairn/scribe.h"
+#include "cairn/scribe_server.h"
+#include "cairn/repos.h"
+#include "cairn/net.h"
+
+#include <pthread.h>
+
+/* Compile-time switch of test builds: codec 2 (big-endian) is accepted
+ * only when this is 1.  Never configuration. */
+#ifndef CN_SCRIBE_TEST_CODEC
+#define CN_SCRIBE_TEST_CODEC 0
+#endif
+
+#define CN_SCRIBE_DATA_CONNS 4
+#define CN_SCRIBE_DRAIN_MAX (16u << 20)     /* unknown opcodes: bodies drained up to this */
+#define CN_SCRIBE_REPLY_SOFT (16u << 20)    /* paged replies are cut to stay under this */
+#define CN_SCRIBE_IO 65536                  /* raw stream reads */
+
+/* A control connection and its data connections.  Inactivity is counted
+ * per session: it is active while any of its connections serves a request,
+ * and idle since the last request of any of them ended (the net layer asks
+ * through the adapter's idle hook before closing an idle connection).
+ * Freed when its last connection closes, so a connection may keep a
+ * pointer to its session; the fields are guarded by the server's mu. */
+typedef struct cn__scribe_session {
+    uint64_t id;
+    unsigned data_conns;
+    bool control_open;
+    unsigned busy;                           /* requests being served */
+    int64_t last_ms;                         /* cn_mono_ms of the last activity */
+    struct cn__scribe_session *next;
+} cn__scribe_session_t;
+
+typedef struct cn__scribe_srv {
+    cn_scribe_config_t cfg;
+    cn_repos_t *repos;
+    pthread_mutex_t mu;                      /* guards sessions */
+    cn__scribe_session_t *sessions;
+} cn__scribe_srv_t;
+
+typedef struct cn__scribe_conn {
+    cn__scribe_srv_t *srv;
+    cn_scribe_codec_t codec;
+    uint8_t compression;                     /* 0 raw, 1 LZ4 */
+    uint64_t session;
+    cn__scribe_session_t *ss;                /* the session (lives while sc does) */
+    bool data;                               /* a data connection bound to session */
+    cn_buf_t in, out;
+    uint8_t *io;                             /* CN_SCRIBE_BLOCK_MAX bytes */
+    uint8_t *io2;                            /* LZ4 bound of a block */
+} cn__scribe_conn_t;
+
+/* One request being served. */
+typedef struct cn__scribe_call {
+    cn__scribe_conn_t *sc;
+    cn_conn_t *c;
+    cn_scribe_hdr_t hdr;
+    const uint8_t *payload;
+    size_t len;
+    cn_repos_req_t rq;
+    bool close;                              /* close after the reply */
+} cn__scribe_call_t;
+
+/* Sends an error frame for the call (the code and a message).  Returns the
+ * write's error, 0 once sent. */
+cn_err_t cn__scribe_fail_code(cn__scribe_call_t *k, uint16_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Maps a service failure (k->rq.code, or err) onto the wire and sends it. */
+cn_err_t cn__scribe_fail(cn__scribe_call_t *k, cn_err_t err);
+/* Sends a reply frame whose payload is sc->out (flags: 0 or STREAM). */
+cn_err_t cn__scribe_reply(cn__scribe_call_t *k, uint16_t flags);
+/* The operation table: decode, call the service, encode. */
+cn_err_t cn__scribe_op(cn__scribe_call_t *k);
+/* Writes n stream bytes with a deadline sized for them. */
+cn_err_t cn__scribe_write(cn__scribe_call_t *k, const void *p, size_t n);
+
+#endif

@@ -1,0 +1,925 @@
+/* The Scribe operations: each handler decodes its payload, calls ONE repos
+ * service function, and encodes the answer.  Object bodies stream: an
+ * upload goes into the service in bounded reads (raw, or LZ4 transfer
+ * blocks of at most 256 KiB decoded into a fixed buffer); a download goes
+ * file → socket by sendfile(2) when both the transfer and the blob are raw,
+ * and through a bounded block packer otherwise. */
+#include "server_int.h"
+
+#include <errno.h>
+#include <lz4.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static cn_err_t ensure_io(cn__scribe_conn_t *sc)
+{
+    if (!sc->io && !(sc->io = malloc(CN_SCRIBE_BLOCK_MAX)))
+        return -ENOMEM;
+    if (!sc->io2 && !(sc->io2 = malloc((size_t)LZ4_compressBound(CN_SCRIBE_BLOCK_MAX))))
+        return -ENOMEM;
+    return CN_OK;
+}
+
+static cn_err_t malformed(cn__scribe_call_t *k)
+{
+    return cn__scribe_fail_code(k, CN_SCRIBE_E_MALFORMED, "malformed %s request",
+                                cn_scribe_op_name(k->hdr.opcode));
+}
+
+static void info_view(const cn_repos_info_t *ri, cn_scribe_repo_info_t *out)
+{
+    memset(out, 0, sizeof *out);
+    memcpy(out->id.b, ri->id, 16);
+    out->name = cn_scribe_cstr(ri->name);
+    memcpy(out->main_branch.b, ri->main_branch, 16);
+    out->head = ri->head;
+    memcpy(out->incarnation.b, ri->incarnation, 16);
+    out->created_ms = (uint64_t)ri->created_ms;
+    out->compression = ri->compression;
+}
+
+/* ---- discover and repositories ----------------------------------------------------- */
+static cn_err_t op_discover(cn__scribe_call_t *k)
+{
+    if (k->len)
+        return malformed(k);
+    cn_scribe_str_t empty = {(const uint8_t *)"", 0};
+    cn_buf_reset(&k->sc->out);
+    CN_TRY(cn_scribe_enc_discover(&k->sc->out, k->sc->codec, CN_SCRIBE_ROLE_STORAGE, false,
+                                  &empty, 1));
+    return cn__scribe_reply(k, 0);
+}
+
+static cn_err_t reply_info(cn__scribe_call_t *k, const cn_repos_info_t *ri)
+{
+    cn_scribe_repo_info_t v;
+    info_view(ri, &v);
+    cn_buf_reset(&k->sc->out);
+    CN_TRY(cn_scribe_enc_repo_info_resp(&k->sc->out, k->sc->codec, &v));
+    return cn__scribe_reply(k, 0);
+}
+
+static cn_err_t op_repo_create(cn__scribe_call_t *k)
+{
+    cn_scribe_repo_create_req_t q;
+    if (cn_scribe_dec_repo_create_req(k->payload, k->len, k->sc->codec, &q) < 0)
+        return malformed(k);
+    cn_repos_info_t ri;
+    cn_err_t err = cn_repos_create(k->sc->srv->repos, &k->rq, (const char *)q.name.p, q.name.len,
+                                   q.compression, &ri);
+    return err < 0 ? cn__scribe_fail(k, err) : reply_info(k, &ri);
+}
+
+static cn_err_t op_repo_info(cn__scribe_call_t *k)
+{
+    cn_scribe_repo_info_req_t q;
+    if (cn_scribe_dec_repo_info_req(k->payload, k->len, k->sc->codec, &q) < 0)
+        return malformed(k);
+    cn_repos_info_t ri;
+    cn_err_t err = q.by == CN_SCRIBE_REPO_BY_ID
+                       ? cn_repos_info(k->sc->srv->repos, &k->rq, q.id.b, &ri)
+                       : cn_repos_info_by_name(k->sc->srv->repos, &k->rq, (const char *)q.name.p,
+                                               q.name.len, &ri);
+    return err < 0 ? cn__scribe_fail(k, err) : reply_info(k, &ri);
+}
+
+typedef struct {
+    cn_repos_info_t *rows;
+    uint32_t n, cap;
+} list_acc_t;
+
+static cn_err_t list_row(void *ctx, const cn_repos_info_t *ri)
+{
+    list_acc_t *a = ctx;
+    if (a->n == a->cap)
+        return CN_E_LIMIT;
+    a->rows[a->n++] = *ri;
+    return 0;
+}
+
+static cn_err_t op_repo_list(cn__scribe_call_t *k)
+{
+    cn_scribe_repo_list_req_t q;
+    if (cn_scribe_dec_repo_list_req(k->payload, k->len, k->sc->codec, &q) < 0)
+        return malformed(k);
+    uint32_t limit = q.limit == 0 ? 1 : q.limit > CN_SCRIBE_MAX_PAGE ? CN_SCRIBE_MAX_PAGE : q.limit;
+    char after[CN_REPOS_NAME_MAX + 1] = "";
+    if (q.has_token) {
+        /* The token is the last name of the previous page. */
+        if (q.token.len > CN_REPOS_NAME_MAX)
+            return cn__scribe_fail_code(k, CN_SCRIBE_E_MALFORMED, "not a token of this server");
+        memcpy(after, q.token.p, q.token.len);
+        after[q.token.len] = 0;
+    }
+    list_acc_t a = {calloc(limit, sizeof *a.rows), 0, limit};
+    if (!a.rows)
+        return -ENOMEM;
+    bool more = false;
+    cn_err_t err = cn_repos_list(k->sc->srv->repos, &k->rq, after, limit, list_row, &a, &more);
+    if (err < 0) {
+        free(a.rows);
+        return cn__scribe_fail(k, err);
+    }
+    cn_scribe_repo_info_t *v = calloc(a.n ? a.n : 1, sizeof *v);
+    if (!v) {
+        free(a.rows);
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < a.n; i++)
+        info_view(&a.rows[i], &v[i]);
+    cn_scribe_str_t token = {(const uint8_t *)"", 0};
+    if (more && a.n)
+        token = cn_scribe_cstr(a.rows[a.n - 1].name);
+    cn_buf_reset(&k->sc->out);
+    err = cn_scribe_enc_repo_list_resp(&k->sc->out, k->sc->codec, v, a.n, more && a.n, token);
+    if (err >= 0)
+        err = cn__scribe_reply(k, 0);
+    free(v);
+    free(a.rows);
+    return err;
+}
+
+static cn_err_t op_repo_usage(cn__scribe_call_t *k)
+{
+    cn_scribe_id_t id;
+    if (cn_scribe_dec_repo_id_req(k->payload, k->len, k->sc->codec, &id) < 0)
+        return malformed(k);
+    uint64_t bytes = 0;
+    cn_err_t err = cn_repos_usage(k->sc->srv->repos, &k->rq, id.b, &bytes);
+    if (err < 0)
+        return cn__scribe_fail(k, err);
+    cn_buf_reset(&k->sc->out);
+    CN_TRY(cn_scribe_enc_u64_resp(&k->sc->out, k->sc->codec, bytes));
+    return cn__scribe_reply(k, 0);
+}
+
+typedef struct {
+    cn_repos_info_t rows[CN_SCRIBE_MAX_INSTANCE_PAGE];
+    uint64_t bytes[CN_SCRIBE_MAX_INSTANCE_PAGE];
+    uint32_t n;
+} inst_acc_t;
+
+static cn_err_t inst_row(void *ctx, const cn_repos_info_t *ri, uint64_t bytes)
+{
+    inst_acc_t *a = ctx;
+    if (a->n == CN_SCRIBE_MAX_INSTANCE_PAGE)
+        return CN_E_LIMIT;
+    a->rows[a->n] = *ri;
+    a->bytes[a->n++] = bytes;
+    return 0;
+}
+
+static cn_err_t op_instance_status(cn__scribe_call_t *k)
+{
+    cn_scribe_instance_req_t q;
+    if (cn_scribe_dec_instance_req(k->payload, k->len, k->sc->codec, &q) < 0)
+        return malformed(k);
+    inst_acc_t *a = calloc(1, sizeof *a);
+    cn_scribe_instance_row_t *rows = calloc(CN_SCRIBE_MAX_INSTANCE_PAGE, sizeof *rows);
+    if (!a || !rows) {
+        free(a);
+        free(rows);
+        return -ENOMEM;
+    }
+    cn_repos_instance_t in;
+    bool has_next = false;
+    uint8_t next[16];
+    cn_err_t err = cn_repos_instance_status(k->sc->srv->repos, &k->rq, q.has_after ? q.after.b : NULL,
+                                            &in, inst_row, a, &has_next, next);
+    if (err < 0) {
+        err = cn__scribe_fail(k, err);
+    } else {
+        cn_scribe_instance_resp_t h;
+        memset(&h, 0, sizeof h);
+        memcpy(h.incarnation.b, in.incarnation, 16);
+        h.total_repositories = in.total_repositories;
+        h.used_bytes = in.used_bytes;
+        h.count = a->n;
+        h.has_next = has_next;
+        if (has_next)
+            memcpy(h.next.b, next, 16);
+        for (uint32_t i = 0; i < a->n; i++) {
+            info_view(&a->rows[i], &rows[i].info);
+            rows[i].bytes = a->bytes[i];
+        }
+        cn_buf_reset(&k->sc->out);
+        err = cn_scribe_enc_instance_resp(&k->sc->out, k->sc->codec, &h, rows);
+        if (err >= 0)
+            err = cn__scribe_reply(k, 0);
+    }
+    free(a);
+    free(rows);
+    return err;
+}
+
+/* ---- put_objects ------------------------------------------------------------------- */
+/* Reads one object's transfer bytes into the session.  *sock: the error
+ * came from the connection or the transfer encoding (the stream position is
+ * lost); otherwise from the service. */
+static cn_err_t recv_object(cn__scribe_call_t *k, cn_repos_put_t *p, uint64_t len, bool *sock)
+{
+    cn__scribe_conn_t *sc = k->sc;
+    int64_t deadline = cn_conn_deadline_for(k->c, len);
+    *sock = true;
+    while (len) {
+        size_t n;
+        if (!sc->compression) {
+            size_t want = len < CN_SCRIBE_BLOCK_MAX ? (size_t)len : CN_SCRIBE_BLOCK_MAX;
+            CN_TRY(cn_conn_read_some(k->c, sc->io, want, &n, deadline));
+        } else {
+            uint8_t bh[CN_SCRIBE_BLOCK_HDR_LEN];
+            cn_scribe_block_t b;
+            CN_TRY(cn_conn_read_full(k->c, bh, sizeof bh, deadline));
+            CN_TRY(cn_scribe_dec_block(bh, len, &b));
+            if (b.raw) {
+                CN_TRY(cn_conn_read_full(k->c, sc->io, b.original, deadline));
+            } else {
+                CN_TRY(cn_conn_read_full(k->c, sc->io2, b.stored, deadline));
+                int got = LZ4_decompress_safe((const char *)sc->io2, (char *)sc->io,
+                                              (int)b.stored, (int)b.original);
+                if (got < 0 || (uint32_t)got != b.original)
+                    return CN_E_PROTOCOL;
+            }
+            n = b.original;
+        }
+        len -= n;
+        cn_err_t err = cn_repos_put_write(p, sc->io, n);
+        if (err < 0) {
+            *sock = false;
+            return err;
+        }
+    }
+    *sock = false;
+    return CN_OK;
+}
+
+static cn_err_t op_put_objects(cn__scribe_call_t *k)
+{
+    cn_scribe_put_req_t q;
+    if (cn_scribe_dec_put_req(k->payload, k->len, k->sc->codec, &q) < 0) {
+        k->close = true;     /* the stream that follows cannot be delimited */
+        return malformed(k);
+    }
+    CN_TRY(ensure_io(k->sc));
+    cn_repos_put_t *p = NULL;
+    cn_err_t err = cn_repos_put_begin(k->sc->srv->repos, &k->rq, q.repo.b, q.count, &p);
+    if (err < 0) {
+        k->close = true;     /* a request-level failure before the stream: answer, close */
+        return cn__scribe_fail(k, err);
+    }
+    uint8_t *stored = malloc(q.count);
+    if (!stored) {
+        cn_repos_put_abort(p);
+        return -ENOMEM;
+    }
+    for (uint32_t i = 0; i < q.count; i++) {
+        cn_scribe_put_item_t it;
+        cn_scribe_put_item(&q, i, &it);
+        bool sock = false;
+        err = cn_repos_put_object(p, it.kind, &it.id, it.length);
+        if (err >= 0)
+            err = recv_object(k, p, it.length, &sock);
+        bool consumed = err >= 0;
+        if (err >= 0)
+            err = cn_repos_put_end_object(p);
+        if (err < 0) {
+            cn_repos_put_abort(p);
+            free(stored);
+            if (sock)
+                return err;
+            /* Announced bytes still unread: answer, then close. */
+            k->close = !(consumed && i + 1 == q.count);
+            return cn__scribe_fail(k, err);
+        }
+    }
+    err = cn_repos_put_commit(p, stored);
+    if (err < 0) {
+        free(stored);
+        return cn__scribe_fail(k, err);
+    }
+    cn_buf_reset(&k->sc->out);
+    err = cn_scribe_enc_put_resp(&k->sc->out, k->sc->codec, stored, q.count);
+    free(stored);
+    return err < 0 ? err : cn__scribe_reply(k, 0);
+}
+
+/* ---- get_objects ---------------------------------------------------------------------- */
+typedef struct {
+    cn__scribe_call_t *k;
+    size_t fill;             /* bytes waiting in sc->io (LZ4 transfers) */
+} packer_t;
+
+static cn_err_t flush_block(packer_t *pk)
+{
+    cn__scribe_conn_t *sc = pk->k->sc;
+    if (!pk->fill)
+        return CN_OK;
+    int enc = LZ4_compress_default((const char *)sc->io, (char *)sc->io2, (int)pk->fill,
+                                   LZ4_compressBound(CN_SCRIBE_BLOCK_MAX));
+    cn_scribe_block_t b = {(uint32_t)pk->fill, (uint32_t)pk->fill, true};
+    const uint8_t *data = sc->io;
+    if (enc > 0 && (size_t)enc < pk->fill) {
+        b.stored = (uint32_t)enc;
+        b.raw = false;
+        data = sc->io2;
+    }
+    uint8_t h[CN_SCRIBE_BLOCK_HDR_LEN];
+    cn_scribe_enc_block(h, &b);
+    struct iovec iov[2] = {{h, sizeof h}, {(void *)data, b.stored}};
+    pk->fill = 0;
+    return cn_conn_writev(pk->k->c, iov, 2, cn_conn_deadline_for(pk->k->c, b.stored));
+}
+
+static cn_err_t sink_lz4(void *ctx, const void *p, size_t n)
+{
+    packer_t *pk = ctx;
+    const uint8_t *b = p;
+    while (n) {
+        size_t room = CN_SCRIBE_BLOCK_MAX - pk->fill, m = n < room ? n : room;
+        memcpy(pk->k->sc->io + pk->fill, b, m);
+        pk->fill += m;
+        b += m;
+        n -= m;
+        if (pk->fill == CN_SCRIBE_BLOCK_MAX)
+            CN_TRY(flush_block(pk));
+    }
+    return CN_OK;
+}
+
+static cn_err_t sink_raw(void *ctx, const void *p, size_t n)
+{
+    packer_t *pk = ctx;
+    return cn__scribe_write(pk->k, p, n);
+}
+
+static cn_err_t send_object(cn__scribe_call_t *k, const cn_repos_obj_t *o)
+{
+    cn_repos_t *r = k->sc->srv->repos;
+    packer_t pk = {k, 0};
+    if (!k->sc->compression) {
+        int fd = -1;
+        cn_err_t err = cn_repos_object_fd(r, o, &fd);
+        if (err >= 0) {
+            err = cn_conn_sendfile(k->c, fd, 0, o->length, cn_conn_deadline_for(k->c, o->length));
+            close(fd);
+            return err;
+        }
+        if (err != CN_E_UNSUPPORTED)
+            return err;
+        return cn_repos_object_read(r, o, 0, o->length, sink_raw, &pk);
+    }
+    CN_TRY(cn_repos_object_read(r, o, 0, o->length, sink_lz4, &pk));
+    return flush_block(&pk);
+}
+
+static cn_err_t objrefs(cn__scribe_call_t *k, uint16_t op, cn_scribe_objs_req_t *q,
+                        cn_repos_objref_t **refs)
+{
+    if (cn_scribe_dec_objs_req(k->payload, k->len, k->sc->codec, op, q) < 0)
+        return CN_E_PROTOCOL;
+    *refs = malloc(q->count * sizeof **refs);
+    if (!*refs)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < q->count; i++) {
+        cn_scribe_objref_t r;
+        cn_scribe_objref(q, i, &r);
+        (*refs)[i].kind = r.kind;
+        (*refs)[i].id = r.id;
+    }
+    return CN_OK;
+}
+
+static cn_err_t op_get_objects(cn__scribe_call_t *k)
+{
+    cn_scribe_objs_req_t q;
+    cn_repos_objref_t *refs = NULL;
+    cn_err_t err = objrefs(k, CN_SCRIBE_OP_GET_OBJECTS, &q, &refs);
+    if (err == CN_E_PROTOCOL)
+        return malformed(k);
+    if (err < 0)
+        return err;
+    cn_repos_obj_t *objs = malloc(q.count * sizeof *objs);
+    if (!objs || (err = ensure_io(k->sc)) < 0) {
+        free(objs);
+        free(refs);
+        return -ENOMEM;
+    }
+    err = cn_repos_get_lookup(k->sc->srv->repos, &k->rq, q.repo.b, refs, q.count, objs);
+    free(refs);
+    if (err < 0) {
+        free(objs);
+        return cn__scribe_fail(k, err);
+    }
+    cn_buf_reset(&k->sc->out);
+    err = cn_scribe_enc_count_resp(&k->sc->out, k->sc->codec, q.count);
+    if (err >= 0)
+        err = cn__scribe_reply(k, CN_SCRIBE_FLAG_STREAM);
+    /* From here the reply has committed to count items: any failure closes. */
+    for (uint32_t i = 0; i < q.count && err >= 0; i++) {
+        uint8_t h[CN_SCRIBE_GET_ITEM_HDR_MAX];
+        cn_scribe_get_item_t it = {objs[i].kind, objs[i].id, objs[i].present, objs[i].length};
+        size_t hl = cn_scribe_enc_get_item(h, k->sc->codec, &it);
+        err = cn__scribe_write(k, h, hl);
+        if (err >= 0 && objs[i].present)
+            err = send_object(k, &objs[i]);
+        if (err < 0)
+            cn_warn("scribe", "conn %llu: get_objects stopped after %u of %u items: %s",
+                    (unsigned long long)cn_conn_id(k->c), i, q.count, cn_strerror(err));
+    }
+    free(objs);
+    if (err < 0)
+        return CN_E_CLOSED;
+    return CN_OK;
+}
+
+static cn_err_t reply_bits(cn__scribe_call_t *k, const bool *bits, uint32_t n)
+{
+    cn_buf_reset(&k->sc->out);
+    CN_TRY(cn_scribe_enc_bits_resp(&k->sc->out, k->sc->codec, bits, n));
+    return cn__scribe_reply(k, 0);
+}
+
+static cn_err_t op_presence(cn__scribe_call_t *k, bool pin)
+{
+    cn_scribe_objs_req_t q;
+    cn_repos_objref_t *refs = NULL;
+    cn_err_t err = objrefs(k, pin ? CN_SCRIBE_OP_PIN_OBJECTS : CN_SCRIBE_OP_PRESENCE, &q, &refs);
+    if (err == CN_E_PROTOCOL)
+        return malformed(k);
+    if (err < 0)
+        return err;
+    bool *bits = malloc(q.count * sizeof *bits);
+    if (!bits) {
+        free(refs);
+        return -ENOMEM;
+    }
+    err = pin ? cn_repos_pin(k->sc->srv->repos, &k->rq, q.repo.b, q.workspace.b, q.intent.b, refs,
+                             q.count, bits)
+              : cn_repos_presence(k->sc->srv->repos, &k->rq, q.repo.b, refs, q.count, bits);
+    free(refs);
+    err = err < 0 ? cn__scribe_fail(k, err) : reply_bits(k, bits, q.count);
+    free(bits);
+    return err;
+}
+
+/* ---- submit and outcomes ----------------------------------------------------------------- */
+static cn_err_t outcome_view(const cn_repos_outcome_t *o, cn_scribe_submit_outcome_t *v,
+                             cn_scribe_str_t *paths)
+{
+    memset(v, 0, sizeof *v);
+    memcpy(v->operation.b, o->operation, 16);
+    v->outcome = o->outcome;
+    v->change = o->change;
+    v->commit = o->commit;
+    v->code = o->code;
+    v->head = o->head;
+    v->detail = cn_scribe_cstr(o->detail);
+    v->path_count = o->npaths;
+    for (uint32_t i = 0; i < o->npaths; i++) {
+        uint16_t n = 0;
+        cn_repos_outcome_path(o, i, &paths[i].p, &n);
+        paths[i].len = n;
+    }
+    return CN_OK;
+}
+
+static cn_err_t op_submit(cn__scribe_call_t *k)
+{
+    cn_scribe_submit_req_t q;
+    if (cn_scribe_dec_submit_req(k->payload, k->len, k->sc->codec, &q) < 0)
+        return malformed(k);
+    cn_repos_submit_t s;
+    memset(&s, 0, sizeof s);
+    memcpy(s.repo, q.repo.b, 16);
+    memcpy(s.incarnation, q.incarnation.b, 16);
+    memcpy(s.operation, q.operation.b, 16);
+    memcpy(s.branch, q.branch.b, 16);
+    memcpy(s.workspace, q.workspace.b, 16);
+    s.base = q.base;
+    s.changeset = q.changeset;
+    s.keep_locks = q.keep_locks;
+    s.author = q.author.p;
+    s.author_len = (uint16_t)q.author.len;
+    s.message = q.message.p;
+    s.message_len = q.message.len;
+    cn_repos_outcome_t o;
+    cn_err_t err = cn_repos_submit(k->sc->srv->repos, &k->rq, &s, &o);
+    if (err < 0)
+        return cn__scribe_fail(k, err);
+    cn_scribe_submit_outcome_t v;
+    cn_scribe_str_t paths[CN_REPOS_CONFLICT_PATHS_MAX];
+    outcome_view(&o, &v, paths);
+    cn_buf_reset(&k->sc->out);
+    err = cn_scribe_enc_submit_resp(&k->sc->out, k->sc->codec, &v, paths);
+    cn_repos_outcome_free(&o);
+    return err < 0 ? err : cn__scribe_reply(k, 0);
+}
+
+static cn_err_t op_outcome(cn__scribe_call_t *k)
+{
+    cn_scribe_outcome_req_t q;
+    if (cn_scribe_dec_outcome_req(k->payload, k->len, k->sc->codec, &q) < 0)
+        return malformed(k);
+    bool known = false;
+    cn_repos_outcome_t o;
+    cn_err_t err = cn_repos_operation_outcome(k->sc->srv->repos, &k->rq, q.repo.b, q.operation.b,
+                                              &known, &o);
+    if (err < 0)
+        return cn__scribe_fail(k, err);
+    cn_scribe_outcome_resp_t v;
+    memset(&v, 0, sizeof v);
+    cn_scribe_str_t paths[CN_REPOS_CONFLICT_PATHS_MAX];
+    v.kind = known ? CN_SCRIBE_OUTCOME_KIND_SUBMIT : CN_SCRIBE_OUTCOME_KIND_UNKNOWN;
+    if (known)
+        outcome_view(&o, &v.submit, paths);
+    cn_buf_reset(&k->sc->out);
+    err = cn_scribe_enc_outcome_resp(&k->sc->out, k->sc->codec, &v, paths);
+    cn_repos_outcome_free(&o);
+    return err < 0 ? err : cn__scribe_reply(k, 0);
+}
+
+/* ---- history ---------------------------------------------------------------------------
+ * Rows are collected with their strings in one arena (offsets, since the
+ * arena moves as it grows) and turned into views once the read is done.
+ * A page stops early, with more set, before its encoding would pass 16 MiB. */
+#define PAGE_FULL 1
+
+typedef struct {
+    cn_buf_t arena;
+    void *rows;
+    size_t rsize;
+    uint32_t n, cap;
+    bool full;
+} acc_t;
+
+static cn_err_t acc_push(acc_t *a, const void *row, size_t extra)
+{
+    if (a->arena.len + extra + (size_t)a->n * 128 > CN_SCRIBE_REPLY_SOFT) {
+        a->full = true;
+        return PAGE_FULL;
+    }
+    if (a->n == a->cap) {
+        uint32_t cap = a->cap ? a->cap * 2 : 64;
+        void *r = realloc(a->rows, cap * a->rsize);
+        if (!r)
+            return -ENOMEM;
+        a->rows = r;
+        a->cap = cap;
+    }
+    memcpy((uint8_t *)a->rows + (size_t)a->n * a->rsize, row, a->rsize);
+    a->n++;
+    return CN_OK;
+}
+
+/* Appends bytes to the arena and returns their offset (as a fake pointer). */
+static const uint8_t *acc_str(acc_t *a, const uint8_t *p, size_t n, cn_err_t *err)
+{
+    size_t off = a->arena.len;
+    if (n && (*err = cn_buf_append(&a->arena, p, n)) < 0)
+        return NULL;
+    return (const uint8_t *)(uintptr_t)off;
+}
+
+static cn_scribe_str_t acc_view(const acc_t *a, const uint8_t *off, uint32_t n)
+{
+    cn_scribe_str_t s = {n ? a->arena.data + (uintptr_t)off : (const uint8_t *)"", n};
+    return s;
+}
+
+static cn_err_t tree_row(void *ctx, const cn_repos_tree_row_t *row)
+{
+    acc_t *a = ctx;
+    cn_err_t err = CN_OK;
+    cn_scribe_tree_entry_t e = {{NULL, (uint32_t)row->path_len}, row->manifest, row->size,
+                                row->mode, row->last_change};
+    e.path.p = acc_str(a, row->path, row->path_len, &err);
+    if (err < 0)
+        return err;
+    return acc_push(a, &e, row->path_len + 64);
+}
+
+static cn_err_t op_tree_page(cn__scribe_call_t *k)
+{
+    cn_scribe_tree_page_req_t q;
+    if (cn_scribe_dec_tree_page_req(k->payload, k->len, k->sc->codec, &q) < 0)
+        return malformed(k);
+    cn_repos_page_q_t pq;
+    memset(&pq, 0, sizeof pq);
+    memcpy(pq.repo, q.repo.b, 16);
+    memcpy(pq.branch, q.branch.b, 16);
+    pq.change = q.change;
+    pq.prefix = q.prefix.p ? q.prefix.p : (const uint8_t *)"";
+    pq.prefix_len = q.prefix.len;
+    pq.limit = q.limit;
+    if (q.has_after) {
+        pq.after = q.after.p;
+        pq.after_len = q.after.len;
+    }
+    acc_t a = {{0}, NULL, sizeof(cn_scribe_tree_entry_t), 0, 0, false};
+    bool more = false;
+    cn_digest_t cr, rr;
+    cn_err_t err = cn_repos_tree_page(k->sc->srv->repos, &k->rq, &pq, tree_row, &a, &more, &cr, &rr);
+    if (err == PAGE_FULL) {
+        /* cut short to stay within the reply budget; the roots are set */
+        more = true;
+        err = CN_OK;
+    }
+    if (err < 0) {
+        cn_buf_free(&a.arena);
+        free(a.rows);
+        return cn__scribe_fail(k, err);
+    }
+    cn_scribe_tree_entry_t *rows = a.rows;
+    for (uint32_t i = 0; i < a.n; i++)
+        rows[i].path = acc_view(&a, rows[i].path.p, rows[i].path.len);
+    cn_buf_reset(&k->sc->out);
+    err = cn_scribe_enc_tree_page_resp(&k->sc->out, k->sc->codec, rows, a.n, more, &cr, &rr);
+    cn_buf_free(&a.arena);
+    free(a.rows);
+    return err < 0 ? err : cn__scribe_reply(k, 0);
+}
+
+static cn_err_t changed_row(void *ctx, const cn_repos_changed_row_t *row)
+{
+    acc_t *a = ctx;
+    cn_err_t err = CN_OK;
+    cn_scribe_changed_row_t r = {{NULL, (uint32_t)row->path_len}, row->change, row->present,
+                                 row->manifest, row->size, row->mode};
+    r.path.p = acc_str(a, row->path, row->path_len, &err);
+    if (err < 0)
+        return err;
+    return acc_push(a, &r, row->path_len + 64);
+}
+
+static cn_err_t op_changed_paths(cn__scribe_call_t *k)
+{
+    cn_scribe_changed_req_t q;
+    if (cn_scribe_dec_changed_req(k->payload, k->len, k->sc->codec, &q) < 0)
+        return malformed(k);
+    cn_repos_changed_q_t cq;
+    memset(&cq, 0, sizeof cq);
+    memcpy(cq.repo, q.repo.b, 16);
+    memcpy(cq.branch, q.branch.b, 16);
+    cq.from = q.from;
+    cq.to = q.to;
+    cq.prefix = q.prefix.p;
+    cq.prefix_len = q.prefix.len;
+    cq.limit = q.limit;
+    if (q.has_token) {
+        /* The token is the last path of the previous page. */
+        cq.after = q.token.p;
+        cq.after_len = q.token.len;
+    }
+    acc_t a = {{0}, NULL, sizeof(cn_scribe_changed_row_t), 0, 0, false};
+    bool more = false;
+    cn_err_t err = cn_repos_changed_paths(k->sc->srv->repos, &k->rq, &cq, changed_row, &a, &more);
+    if (err == PAGE_FULL) {
+        more = true;
+        err = CN_OK;
+    }
+    if (err < 0) {
+        cn_buf_free(&a.arena);
+        free(a.rows);
+        return cn__scribe_fail(k, err);
+    }
+    cn_scribe_changed_row_t *rows = a.rows;
+    for (uint32_t i = 0; i < a.n; i++)
+        rows[i].path = acc_view(&a, rows[i].path.p, rows[i].path.len);
+    cn_scribe_str_t token = {(const uint8_t *)"", 0};
+    if (more && a.n)
+        token = rows[a.n - 1].path;
+    cn_buf_reset(&k->sc->out);
+    err = cn_scribe_enc_changed_resp(&k->sc->out, k->sc->codec, rows, a.n, more && a.n, token);
+    cn_buf_free(&a.arena);
+    free(a.rows);
+    return err < 0 ? err : cn__scribe_reply(k, 0);
+}
+
+static cn_err_t log_row(void *ctx, const cn_repos_log_row_t *row)
+{
+    acc_t *a = ctx;
+    cn_err_t err = CN_OK;
+    cn_scribe_log_row_t r;
+    memset(&r, 0, sizeof r);
+    r.change = row->change;
+    r.commit = row->commit;
+    memcpy(r.branch.b, row->branch, 16);
+    size_t bl = strlen(row->branch_name);
+    r.branch_name.len = (uint32_t)bl;
+    r.branch_name.p = acc_str(a, (const uint8_t *)row->branch_name, bl, &err);
+    r.parent = row->parent;
+    r.path.len = (uint32_t)row->path_len;
+    r.path.p = acc_str(a, row->path, row->path_len, &err);
+    r.event = row->event;
+    r.from_path.len = (uint32_t)row->from_len;
+    r.from_path.p = acc_str(a, row->from_path, row->from_len, &err);
+    r.author.len = (uint32_t)row->author_len;
+    r.author.p = acc_str(a, row->author, row->author_len, &err);
+    r.message.len = (uint32_t)row->message_len;
+    r.message.p = acc_str(a, row->message, row->message_len, &err);
+    r.time_ms = (uint64_t)row->time_ms;
+    if (err < 0)
+        return err;
+    return acc_push(a, &r, bl + row->path_len + row->from_len + row->author_len +
+                           row->message_len + 128);
+}
+
+static cn_err_t op_log(cn__scribe_call_t *k)
+{
+    cn_scribe_log_req_t q;
+    if (cn_scribe_dec_log_req(k->payload, k->len, k->sc->codec, &q) < 0)
+        return malformed(k);
+    if (q.follow_merges || q.all_branches)
+        return cn__scribe_fail_code(k, CN_SCRIBE_E_MALFORMED,
+                                    "follow-merges and all-branch logs need branches, which this "
+                                    "server does not offer yet");
+    cn_repos_log_q_t lq;
+    memset(&lq, 0, sizeof lq);
+    memcpy(lq.repo, q.repo.b, 16);
+    memcpy(lq.branch, q.branch.b, 16);
+    if (q.has_path) {
+        lq.path = q.path.p;
+        lq.path_len = q.path.len;
+    }
+    lq.has_before = q.has_before;
+    lq.before = q.before;
+    if (q.has_after_path) {
+        lq.after_path = q.after_path.p;
+        lq.after_len = q.after_path.len;
+    }
+    lq.limit = q.limit;
+    acc_t a = {{0}, NULL, sizeof(cn_scribe_log_row_t), 0, 0, false};
+    cn_err_t err = cn_repos_log(k->sc->srv->repos, &k->rq, &lq, log_row, &a);
+    if (err == PAGE_FULL)
+        err = CN_OK;
+    if (err < 0) {
+        cn_buf_free(&a.arena);
+        free(a.rows);
+        return cn__scribe_fail(k, err);
+    }
+    cn_scribe_log_row_t *rows = a.rows;
+    for (uint32_t i = 0; i < a.n; i++) {
+        rows[i].branch_name = acc_view(&a, rows[i].branch_name.p, rows[i].branch_name.len);
+        rows[i].path = acc_view(&a, rows[i].path.p, rows[i].path.len);
+        rows[i].from_path = acc_view(&a, rows[i].from_path.p, rows[i].from_path.len);
+        rows[i].author = acc_view(&a, rows[i].author.p, rows[i].author.len);
+        rows[i].message = acc_view(&a, rows[i].message.p, rows[i].message.len);
+    }
+    cn_buf_reset(&k->sc->out);
+    err = cn_scribe_enc_log_resp(&k->sc->out, k->sc->codec, false, rows, a.n);
+    cn_buf_free(&a.arena);
+    free(a.rows);
+    return err < 0 ? err : cn__scribe_reply(k, 0);
+}
+
+/* ---- change notes ------------------------------------------------------------------------ */
+static void note_view(const cn_repos_note_t *n, cn_scribe_note_t *v)
+{
+    v->change = n->change;
+    v->revision = n->revision;
+    v->author = cn_scribe_cstr(n->author);
+    v->edited_ms = (uint64_t)n->edited_ms;
+    v->text = (cn_scribe_str_t){(const uint8_t *)n->text, (uint32_t)n->text_len};
+}
+
+static cn_err_t op_describe(cn__scribe_call_t *k)
+{
+    cn_scribe_describe_req_t q;
+    if (cn_scribe_dec_describe_req(k->payload, k->len, k->sc->codec, &q) < 0)
+        return malformed(k);
+    cn_repos_note_t n;
+    cn_err_t err = cn_repos_describe(k->sc->srv->repos, &k->rq, q.repo.b, q.change,
+                                     q.expected_revision, q.author.p, q.author.len, q.text.p,
+                                     q.text.len, &n);
+    if (err < 0) {
+        cn_repos_note_free(&n);
+        return cn__scribe_fail(k, err);
+    }
+    cn_scribe_note_t v;
+    note_view(&n, &v);
+    cn_buf_reset(&k->sc->out);
+    err = cn_scribe_enc_note_resp(&k->sc->out, k->sc->codec, &v);
+    cn_repos_note_free(&n);
+    return err < 0 ? err : cn__scribe_reply(k, 0);
+}
+
+static cn_err_t op_notes(cn__scribe_call_t *k)
+{
+    cn_scribe_notes_req_t q;
+    if (cn_scribe_dec_notes_req(k->payload, k->len, k->sc->codec, &q) < 0)
+        return malformed(k);
+    uint64_t *changes = malloc(q.count * sizeof *changes);
+    bool *present = malloc(q.count * sizeof *present);
+    cn_repos_note_t *notes = calloc(q.count, sizeof *notes);
+    cn_scribe_note_t *views = calloc(q.count, sizeof *views);
+    const cn_scribe_note_t **ptrs = calloc(q.count, sizeof *ptrs);
+    cn_err_t err = changes && present && notes && views && ptrs ? CN_OK : -ENOMEM;
+    if (err >= 0) {
+        for (uint32_t i = 0; i < q.count; i++)
+            changes[i] = cn_scribe_notes_change(&q, i);
+        err = cn_repos_notes(k->sc->srv->repos, &k->rq, q.repo.b, changes, q.count, present, notes);
+        if (err < 0) {
+            err = cn__scribe_fail(k, err);
+        } else {
+            for (uint32_t i = 0; i < q.count; i++)
+                if (present[i]) {
+                    note_view(&notes[i], &views[i]);
+                    ptrs[i] = &views[i];
+                }
+            cn_buf_reset(&k->sc->out);
+            err = cn_scribe_enc_notes_resp(&k->sc->out, k->sc->codec, ptrs, q.count);
+            if (err >= 0)
+                err = cn__scribe_reply(k, 0);
+            for (uint32_t i = 0; i < q.count; i++)
+                cn_repos_note_free(&notes[i]);
+        }
+    }
+    free(changes);
+    free(present);
+    free(notes);
+    free(views);
+    free(ptrs);
+    return err;
+}
+
+typedef struct { cn_scribe_note_t *v; char **texts; char (*authors)[257]; uint32_t n; } hist_acc_t;
+
+static cn_err_t hist_row(void *ctx, const cn_repos_note_t *n)
+{
+    hist_acc_t *a = ctx;
+    char *t = malloc(n->text_len + 1);
+    if (!t)
+        return -ENOMEM;
+    memcpy(t, n->text, n->text_len + 1);
+    a->texts[a->n] = t;
+    memcpy(a->authors[a->n], n->author, sizeof a->authors[a->n]);
+    a->v[a->n] = (cn_scribe_note_t){n->change, n->revision, cn_scribe_cstr(a->authors[a->n]),
+                                    (uint64_t)n->edited_ms,
+                                    {(const uint8_t *)t, (uint32_t)n->text_len}};
+    a->n++;
+    return 0;
+}
+
+static cn_err_t op_note_history(cn__scribe_call_t *k)
+{
+    cn_scribe_history_req_t q;
+    if (cn_scribe_dec_history_req(k->payload, k->len, k->sc->codec, &q) < 0)
+        return malformed(k);
+    uint32_t limit = q.limit == 0 ? 1 : q.limit > CN_REPOS_NOTE_REVISIONS_MAX
+                                            ? CN_REPOS_NOTE_REVISIONS_MAX : q.limit;
+    /* Keep the page inside the frame: 64 KiB texts at most 200 per page. */
+    if (limit > 200)
+        limit = 200;
+    hist_acc_t a = {calloc(limit, sizeof(cn_scribe_note_t)), calloc(limit, sizeof(char *)),
+                    calloc(limit, 257), 0};
+    cn_err_t err = a.v && a.texts && a.authors ? CN_OK : -ENOMEM;
+    bool more = false;
+    if (err >= 0) {
+        err = cn_repos_note_history(k->sc->srv->repos, &k->rq, q.repo.b, q.change,
+                                    q.after_revision, limit, hist_row, &a, &more);
+        if (err < 0) {
+            err = cn__scribe_fail(k, err);
+        } else {
+            cn_buf_reset(&k->sc->out);
+            err = cn_scribe_enc_history_resp(&k->sc->out, k->sc->codec, a.v, a.n, more);
+            if (err >= 0)
+                err = cn__scribe_reply(k, 0);
+        }
+    }
+    for (uint32_t i = 0; i < a.n; i++)
+        free(a.texts[i]);
+    free(a.v);
+    free(a.texts);
+    free(a.authors);
+    return err;
+}
+
+/* ---- the table ----------------------------------------------------------------------------- */
+cn_err_t cn__scribe_op(cn__scribe_call_t *k)
+{
+    switch (k->hdr.opcode) {
+    case CN_SCRIBE_OP_DISCOVER:            return op_discover(k);
+    case CN_SCRIBE_OP_REPO_CREATE:         return op_repo_create(k);
+    case CN_SCRIBE_OP_REPO_INFO:           return op_repo_info(k);
+    case CN_SCRIBE_OP_REPO_LIST:           return op_repo_list(k);
+    case CN_SCRIBE_OP_REPO_USAGE:          return op_repo_usage(k);
+    case CN_SCRIBE_OP_INSTANCE_STATUS:     return op_instance_status(k);
+    case CN_SCRIBE_OP_PUT_OBJECTS:         return op_put_objects(k);
+    case CN_SCRIBE_OP_GET_OBJECTS:         return op_get_objects(k);
+    case CN_SCRIBE_OP_PRESENCE:            return op_presence(k, false);
+    case CN_SCRIBE_OP_PIN_OBJECTS:         return op_presence(k, true);
+    case CN_SCRIBE_OP_SUBMIT:              return op_submit(k);
+    case CN_SCRIBE_OP_OPERATION_OUTCOME:   return op_outcome(k);
+    case CN_SCRIBE_OP_TREE_PAGE:           return op_tree_page(k);
+    case CN_SCRIBE_OP_CHANGED_PATHS:       return op_changed_paths(k);
+    case CN_SCRIBE_OP_LOG:                 return op_log(k);
+    case CN_SCRIBE_OP_DESCRIBE_CHANGE:     return op_describe(k);
+    case CN_SCRIBE_OP_CHANGE_NOTES:        return op_notes(k);
+    case CN_SCRIBE_OP_CHANGE_NOTE_HISTORY: return op_note_history(k);
+    default:
+        return cn__scribe_fail_code(k, CN_SCRIBE_E_UNSUPPORTED_OPERATION,
+                                    "%s is not offered by this server yet",
+                                    cn_scribe_op_name(k->hdr.opcode));
+    }
+}

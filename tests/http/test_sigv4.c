@@ -1,0 +1,546 @@
+/* SigV4 verification against AWS's published vectors: the signature test
+ * suite (get-vanilla and friends), the S3 header-form examples, the presigned
+ * URL example, and the aws-chunked examples with and without trailers. */
+#include "cairn/http.h"
+#include "cairn/crypto.h"
+#include "cn_test.h"
+
+#include <string.h>
+
+#define SUITE_KEY "AKIDEXAMPLE"
+#define SUITE_SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+#define S3_KEY "AKIAIOSFODNN7EXAMPLE"
+#define S3_SECRET "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+#define EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+static int lookup(void *ctx, const char *key, uint8_t *secret, size_t cap, size_t *len)
+{
+    const char *want_key = ((const char **)ctx)[0], *sec = ((const char **)ctx)[1];
+    if (strcmp(key, want_key) != 0)
+        return CN_E_NOT_FOUND;
+    *len = strlen(sec);
+    if (*len > cap)
+        return CN_E_INVALID;
+    memcpy(secret, sec, *len);
+    return 0;
+}
+
+#define KV(n, v) { n, sizeof(n) - 1, v, sizeof(v) - 1 }
+
+typedef struct {
+    const char *method, *path, *query;
+    const cn_http_kv_t *h;
+    size_t nh;
+    const char *service;
+    const char *key, *secret;
+    int64_t now_ms;
+    bool has_body;
+    const char *region;
+} vec_t;
+
+static cn_err_t run(const vec_t *v, cn_sigv4_t *out)
+{
+    const char *creds[2] = { v->key, v->secret };
+    cn_sigv4_input_t in = {
+        .method = v->method, .path = v->path, .path_len = strlen(v->path),
+        .query = v->query, .query_len = v->query ? strlen(v->query) : 0,
+        .headers = v->h, .n_headers = v->nh, .has_body = v->has_body,
+        .now_ms = v->now_ms, .service = v->service, .region = v->region,
+    };
+    return cn_sigv4_verify(&in, lookup, creds, out);
+}
+
+static int64_t suite_now(void)
+{
+    int64_t t;
+    cn_sigv4_parse_date("20150830T123600Z", 16, &t);
+    return t;
+}
+
+static int64_t s3_now(void)
+{
+    int64_t t;
+    cn_sigv4_parse_date("20130524T000000Z", 16, &t);
+    return t;
+}
+
+#define SUITE_AUTH(signed, sig) \
+    "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, " \
+    "SignedHeaders=" signed ", Signature=" sig
+
+static void check_suite(const char *method, const char *path, const char *query,
+                        const cn_http_kv_t *h, size_t nh)
+{
+    cn_sigv4_t s;
+    vec_t v = { method, path, query, h, nh, "service", SUITE_KEY, SUITE_SECRET, suite_now(),
+                false, NULL };
+    cn_err_t e = run(&v, &s);
+    CN_CHECK_EQ(e, 0);
+    if (e)
+        fprintf(stderr, "# %s %s?%s: %s (%s)\n", method, path, query ? query : "",
+                cn_s3_err_code(s.s3err), s.detail);
+    cn_sigv4_clear(&s);
+}
+
+static void test_get_vanilla(void)
+{
+    cn_http_kv_t h[] = { KV("Host", "example.amazonaws.com"), KV("X-Amz-Date", "20150830T123600Z"),
+        KV("Authorization", SUITE_AUTH("host;x-amz-date",
+           "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31")) };
+    check_suite("GET", "/", NULL, h, 3);
+}
+
+static void test_get_vanilla_query_order_key_case(void)
+{
+    cn_http_kv_t h[] = { KV("Host", "example.amazonaws.com"), KV("X-Amz-Date", "20150830T123600Z"),
+        KV("Authorization", SUITE_AUTH("host;x-amz-date",
+           "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500")) };
+    check_suite("GET", "/", "Param2=value2&Param1=value1", h, 3);
+}
+
+static void test_get_vanilla_query_order_key(void)
+{
+    cn_http_kv_t h[] = { KV("Host", "example.amazonaws.com"), KV("X-Amz-Date", "20150830T123600Z"),
+        KV("Authorization", SUITE_AUTH("host;x-amz-date",
+           "eedbc4e291e521cf13422ffca22be7d2eb8146eecf653089df300a15b2382bd1")) };
+    check_suite("GET", "/", "Param1=value2&Param1=Value1", h, 3);
+}
+
+static void test_get_vanilla_empty_query_key(void)
+{
+    cn_http_kv_t h[] = { KV("Host", "example.amazonaws.com"), KV("X-Amz-Date", "20150830T123600Z"),
+        KV("Authorization", SUITE_AUTH("host;x-amz-date",
+           "a67d582fa61cc504c4bae71f336f98b97f1ea3c7a6bfe1b6e45aec72011b9aeb")) };
+    check_suite("GET", "/", "Param1=value1", h, 3);
+}
+
+static void test_get_header_key_duplicate(void)
+{
+    cn_http_kv_t h[] = { KV("Host", "example.amazonaws.com"), KV("My-Header1", "value2"),
+        KV("My-Header1", "value2"), KV("My-Header1", "value1"),
+        KV("X-Amz-Date", "20150830T123600Z"),
+        KV("Authorization", SUITE_AUTH("host;my-header1;x-amz-date",
+           "c9d5ea9f3f72853aea855b47ea873832890dbdd183b4468f858259531a5138ea")) };
+    check_suite("GET", "/", NULL, h, 6);
+}
+
+static void test_get_header_value_order(void)
+{
+    cn_http_kv_t h[] = { KV("Host", "example.amazonaws.com"), KV("My-Header1", "value4"),
+        KV("My-Header1", "value1"), KV("My-Header1", "value3"), KV("My-Header1", "value2"),
+        KV("X-Amz-Date", "20150830T123600Z"),
+        KV("Authorization", SUITE_AUTH("host;my-header1;x-amz-date",
+           "08c7e5a9acfcfeb3ab6b2185e75ce8b1deb5e634ec47601a50643f830c755c01")) };
+    check_suite("GET", "/", NULL, h, 7);
+}
+
+static void test_post_vanilla(void)
+{
+    cn_http_kv_t h[] = { KV("Host", "example.amazonaws.com"), KV("X-Amz-Date", "20150830T123600Z"),
+        KV("Authorization", SUITE_AUTH("host;x-amz-date",
+           "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b")) };
+    check_suite("POST", "/", NULL, h, 3);
+}
+
+static void test_canonical_trim(void)
+{
+    /* Values trimmed, inner runs collapsed; the path encoded exactly once. */
+    cn_http_kv_t h[] = { KV("Host", "  example.com "), KV("X-A", "a   b \t c") };
+    cn_buf_t b = {0};
+    CN_CHECK_EQ(cn_sigv4_canonical_request(&b, "GET", "/a%20b/c%2Bd+e/%E2%82%AC~", 25, NULL, 0,
+                                           h, 2, "host;x-a", 8, EMPTY_SHA), 0);
+    CN_CHECK_STR((cn_buf_put_u8(&b, 0), (const char *)b.data),
+                 "GET\n/a%20b/c%2Bd%2Be/%E2%82%AC~\n\nhost:example.com\nx-a:a b c\n\nhost;x-a\n"
+                 EMPTY_SHA);
+    cn_buf_free(&b);
+}
+
+#define S3_AUTH(signed, sig) \
+    "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request," \
+    "SignedHeaders=" signed ",Signature=" sig
+
+static void test_s3_get_object(void)
+{
+    cn_http_kv_t h[] = { KV("Host", "examplebucket.s3.amazonaws.com"), KV("Range", "bytes=0-9"),
+        KV("x-amz-content-sha256", EMPTY_SHA), KV("x-amz-date", "20130524T000000Z"),
+        KV("Authorization", S3_AUTH("host;range;x-amz-content-sha256;x-amz-date",
+           "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41")) };
+    vec_t v = { "GET", "/test.txt", NULL, h, 5, "s3", S3_KEY, S3_SECRET, s3_now(), false, NULL };
+    cn_sigv4_t s;
+    CN_CHECK_EQ(run(&v, &s), 0);
+    CN_CHECK_EQ(s.payload, CN_SIGV4_PAYLOAD_HASH);
+    CN_CHECK_STR(s.access_key, S3_KEY);
+    CN_CHECK_STR(s.region, "us-east-1");
+    cn_sigv4_clear(&s);
+
+    /* A wrong secret, an unknown key, a skewed clock, a pinned region. */
+    v.secret = "not-the-secret";
+    CN_CHECK_EQ(run(&v, &s), CN_E_AUTH);
+    CN_CHECK_EQ(s.s3err, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
+    v.secret = S3_SECRET;
+    v.key = "OTHERKEY";
+    CN_CHECK_EQ(run(&v, &s), CN_E_AUTH);
+    CN_CHECK_EQ(s.s3err, CN_S3E_INVALID_ACCESS_KEY_ID);
+    v.key = S3_KEY;
+    v.now_ms = s3_now() + 16 * 60 * 1000;
+    CN_CHECK_EQ(run(&v, &s), CN_E_AUTH);
+    CN_CHECK_EQ(s.s3err, CN_S3E_REQUEST_TIME_TOO_SKEWED);
+    v.now_ms = s3_now() - 16 * 60 * 1000;
+    CN_CHECK_EQ(run(&v, &s), CN_E_AUTH);
+    CN_CHECK_EQ(s.s3err, CN_S3E_REQUEST_TIME_TOO_SKEWED);
+    v.now_ms = s3_now() + 14 * 60 * 1000;
+    CN_CHECK_EQ(run(&v, &s), 0);
+    v.region = "eu-west-1";
+    CN_CHECK_EQ(run(&v, &s), CN_E_AUTH);
+    CN_CHECK_EQ(s.s3err, CN_S3E_AUTH_HEADER_MALFORMED);
+    v.region = "us-east-1";
+    CN_CHECK_EQ(run(&v, &s), 0);
+    /* A tampered header breaks it. */
+    h[1].value = "bytes=0-10";
+    h[1].value_len = 10;
+    CN_CHECK_EQ(run(&v, &s), CN_E_AUTH);
+    CN_CHECK_EQ(s.s3err, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
+}
+
+static void test_s3_put_object(void)
+{
+    cn_http_kv_t h[] = { KV("Host", "examplebucket.s3.amazonaws.com"),
+        KV("Date", "Fri, 24 May 2013 00:00:00 GMT"), KV("x-amz-date", "20130524T000000Z"),
+        KV("x-amz-storage-class", "REDUCED_REDUNDANCY"),
+        KV("x-amz-content-sha256", "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072"),
+        KV("Authorization", S3_AUTH("date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class",
+           "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd")) };
+    vec_t v = { "PUT", "/test%24file.text", NULL, h, 6, "s3", S3_KEY, S3_SECRET, s3_now(), true,
+                NULL };
+    cn_sigv4_t s;
+    CN_CHECK_EQ(run(&v, &s), 0);
+    uint8_t want[32];
+    cn_sha256("Welcome to Amazon S3.", 21, want);
+    CN_CHECK_MEM(s.payload_hash, want, 32);
+    cn_sigv4_clear(&s);
+    /* "$" unencoded on the wire canonicalises the same way. */
+    v.path = "/test$file.text";
+    CN_CHECK_EQ(run(&v, &s), 0);
+}
+
+static void test_s3_get_lifecycle_and_list(void)
+{
+    cn_http_kv_t h[] = { KV("Host", "examplebucket.s3.amazonaws.com"),
+        KV("x-amz-date", "20130524T000000Z"), KV("x-amz-content-sha256", EMPTY_SHA),
+        KV("Authorization", S3_AUTH("host;x-amz-content-sha256;x-amz-date",
+           "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543")) };
+    vec_t v = { "GET", "/", "lifecycle", h, 4, "s3", S3_KEY, S3_SECRET, s3_now(), false, NULL };
+    cn_sigv4_t s;
+    CN_CHECK_EQ(run(&v, &s), 0);
+    cn_http_kv_t h2[] = { KV("Host", "examplebucket.s3.amazonaws.com"),
+        KV("x-amz-date", "20130524T000000Z"), KV("x-amz-content-sha256", EMPTY_SHA),
+        KV("Authorization", S3_AUTH("host;x-amz-content-sha256;x-amz-date",
+           "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7")) };
+    vec_t v2 = { "GET", "/", "max-keys=2&prefix=J", h2, 4, "s3", S3_KEY, S3_SECRET, s3_now(),
+                 false, NULL };
+    CN_CHECK_EQ(run(&v2, &s), 0);
+    if (s.s3err)
+        fprintf(stderr, "# list: %s\n", s.detail);
+}
+
+static void test_s3_presigned(void)
+{
+    cn_http_kv_t h[] = { KV("Host", "examplebucket.s3.amazonaws.com") };
+    const char *q = "X-Amz-Algorithm=AWS4-HMAC-SHA256"
+                    "&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
+                    "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host"
+                    "&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404";
+    vec_t v = { "GET", "/test.txt", q, h, 1, "s3", S3_KEY, S3_SECRET, s3_now() + 3600 * 1000,
+                false, NULL };
+    cn_sigv4_t s;
+    CN_CHECK_EQ(run(&v, &s), 0);
+    CN_CHECK_EQ(s.kind, CN_HTTP_AUTH_SIGV4_QUERY);
+    CN_CHECK_EQ(s.payload, CN_SIGV4_PAYLOAD_UNSIGNED);
+    v.now_ms = s3_now() + 86401LL * 1000;
+    CN_CHECK_EQ(run(&v, &s), CN_E_AUTH);
+    CN_CHECK_EQ(s.s3err, CN_S3E_EXPIRED_REQUEST);
+    CN_CHECK_STR(cn_s3_err_code(s.s3err), "AccessDenied");
+    v.now_ms = s3_now() - 3600 * 1000;
+    CN_CHECK_EQ(run(&v, &s), CN_E_AUTH);
+    CN_CHECK_EQ(s.s3err, CN_S3E_REQUEST_NOT_YET_VALID);
+    /* Expiry past seven days is refused outright. */
+    const char *q8 = "X-Amz-Algorithm=AWS4-HMAC-SHA256"
+                     "&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
+                     "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=604801&X-Amz-SignedHeaders=host"
+                     "&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404";
+    v.query = q8;
+    v.now_ms = s3_now();
+    CN_CHECK_EQ(run(&v, &s), CN_E_AUTH);
+    CN_CHECK_EQ(s.s3err, CN_S3E_AUTH_QUERY_MALFORMED);
+}
+
+static void test_no_credential(void)
+{
+    cn_http_kv_t h[] = { KV("Host", "x") };
+    vec_t v = { "GET", "/", "a=b", h, 1, "s3", S3_KEY, S3_SECRET, s3_now(), false, NULL };
+    cn_sigv4_t s;
+    CN_CHECK_EQ(run(&v, &s), CN_E_NOT_FOUND);
+    cn_http_kv_t bad[] = { KV("Host", "x"), KV("Authorization", "AWS4-HMAC-SHA256 Credential=x") };
+    v.h = bad;
+    v.nh = 2;
+    CN_CHECK_EQ(run(&v, &s), CN_E_AUTH);
+    CN_CHECK_EQ(s.s3err, CN_S3E_AUTH_HEADER_MALFORMED);
+}
+
+/* ---- aws-chunked ---------------------------------------------------------- */
+
+typedef struct { uint64_t n; bool all_a; } sink_t;
+
+static int sink(void *ctx, const uint8_t *p, size_t n)
+{
+    sink_t *s = ctx;
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != 'a')
+            s->all_a = false;
+    s->n += n;
+    return 0;
+}
+
+static char *chunked_body(const char *s1, const char *s2, const char *s3, const char *trailer,
+                          size_t *len)
+{
+    cn_buf_t b = {0};
+    cn_buf_printf(&b, "10000;chunk-signature=%s\r\n", s1);
+    for (int i = 0; i < 65536; i++)
+        cn_buf_put_u8(&b, 'a');
+    cn_buf_printf(&b, "\r\n400;chunk-signature=%s\r\n", s2);
+    for (int i = 0; i < 1024; i++)
+        cn_buf_put_u8(&b, 'a');
+    cn_buf_printf(&b, "\r\n0;chunk-signature=%s\r\n", s3);
+    if (trailer)
+        cn_buf_append_str(&b, trailer);
+    cn_buf_append_str(&b, "\r\n");
+    *len = b.len;
+    return (char *)b.data;
+}
+
+static cn_err_t decode(const cn_sigv4_t *sig, bool trailer, const char *body, size_t len,
+                       size_t slice, sink_t *out, cn_awschunk_t *d)
+{
+    out->n = 0;
+    out->all_a = true;
+    CN_TRY(cn_awschunk_init(d, sig, true, trailer, 66560));
+    cn_err_t e = 0;
+    for (size_t off = 0; off < len && !e; off += slice)
+        e = cn_awschunk_feed(d, (const uint8_t *)body + off, len - off < slice ? len - off : slice,
+                             sink, out);
+    if (!e)
+        e = cn_awschunk_end(d);
+    return e;
+}
+
+static void test_streaming_example(void)
+{
+    cn_http_kv_t h[] = { KV("Host", "s3.amazonaws.com"), KV("x-amz-date", "20130524T000000Z"),
+        KV("x-amz-storage-class", "REDUCED_REDUNDANCY"),
+        KV("x-amz-content-sha256", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"),
+        KV("Content-Encoding", "aws-chunked"), KV("x-amz-decoded-content-length", "66560"),
+        KV("Content-Length", "66824"),
+        KV("Authorization", S3_AUTH("content-encoding;content-length;host;x-amz-content-sha256;"
+                                    "x-amz-date;x-amz-decoded-content-length;x-amz-storage-class",
+           "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9")) };
+    vec_t v = { "PUT", "/examplebucket/chunkObject.txt", NULL, h, 8, "s3", S3_KEY, S3_SECRET,
+                s3_now(), true, NULL };
+    cn_sigv4_t s;
+    CN_CHECK_EQ(run(&v, &s), 0);
+    CN_CHECK_EQ(s.payload, CN_SIGV4_PAYLOAD_STREAMING);
+    size_t len;
+    char *body = chunked_body("ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648",
+                              "0055627c9e194cb4542bae2aa5492e3c1575bbb81b612b7d234b86a503ef5497",
+                              "b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9",
+                              NULL, &len);
+    CN_CHECK_EQ(len, 66824);
+    static const size_t slices[] = { 1, 7, 100, 65536, 70000 };
+    for (size_t i = 0; i < 5; i++) {
+        cn_awschunk_t d;
+        sink_t out;
+        CN_CHECK_EQ(decode(&s, false, body, len, slices[i], &out, &d), 0);
+        CN_CHECK_EQ(out.n, 66560);
+        CN_CHECK(out.all_a);
+        cn_awschunk_free(&d);
+    }
+    /* A flipped data byte breaks the chain at that chunk. */
+    body[100] = 'b';
+    {
+        cn_awschunk_t d;
+        sink_t out;
+        CN_CHECK_EQ(decode(&s, false, body, len, 4096, &out, &d), CN_E_AUTH);
+        CN_CHECK_EQ(d.s3err, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
+        cn_awschunk_free(&d);
+    }
+    body[100] = 'a';
+    /* Truncated before the final chunk: incomplete. */
+    {
+        cn_awschunk_t d;
+        sink_t out;
+        CN_CHECK_EQ(decode(&s, false, body, len - 90, 4096, &out, &d), CN_E_PROTOCOL);
+        cn_awschunk_free(&d);
+    }
+    /* A trailer on a body signed without one. */
+    free(body);
+    body = chunked_body("ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648",
+                        "0055627c9e194cb4542bae2aa5492e3c1575bbb81b612b7d234b86a503ef5497",
+                        "b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9",
+                        "x-amz-checksum-crc32:NSRBwg==\r\n", &len);
+    {
+        cn_awschunk_t d;
+        sink_t out;
+        CN_CHECK(decode(&s, false, body, len, 4096, &out, &d) != 0);
+        cn_awschunk_free(&d);
+    }
+    free(body);
+    /* A body larger than declared is refused before it is delivered. */
+    {
+        cn_awschunk_t d;
+        CN_CHECK_EQ(cn_awschunk_init(&d, &s, true, false, 100), 0);
+        const char *hdr = "10000;chunk-signature=ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648\r\n";
+        CN_CHECK_EQ(cn_awschunk_feed(&d, (const uint8_t *)hdr, strlen(hdr), sink, &(sink_t){0}),
+                    CN_E_TOO_LARGE);
+        cn_awschunk_free(&d);
+    }
+    cn_sigv4_clear(&s);
+}
+
+static void test_streaming_trailer_example(void)
+{
+    cn_http_kv_t h[] = { KV("Host", "s3.amazonaws.com"), KV("x-amz-date", "20130524T000000Z"),
+        KV("x-amz-storage-class", "REDUCED_REDUNDANCY"),
+        KV("x-amz-content-sha256", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"),
+        KV("Content-Encoding", "aws-chunked"), KV("x-amz-decoded-content-length", "66560"),
+        KV("x-amz-trailer", "x-amz-checksum-crc32c"),
+        KV("Authorization", S3_AUTH("content-encoding;host;x-amz-content-sha256;x-amz-date;"
+                                    "x-amz-decoded-content-length;x-amz-storage-class;x-amz-trailer",
+           "106e2a8a18243abcf37539882f36619c00e2dfc72633413f02d3b74544bfeb8e")) };
+    vec_t v = { "PUT", "/examplebucket/chunkObject.txt", NULL, h, 8, "s3", S3_KEY, S3_SECRET,
+                s3_now(), true, NULL };
+    cn_sigv4_t s;
+    CN_CHECK_EQ(run(&v, &s), 0);
+    CN_CHECK_EQ(s.payload, CN_SIGV4_PAYLOAD_STREAMING_TRAILER);
+    const char *tr = "x-amz-checksum-crc32c:sOO8/Q==\r\n"
+                     "x-amz-trailer-signature:d81f82fc3505edab99d459891051a732e8730629a2e4a59689829ca17fe2e435\r\n";
+    size_t len;
+    char *body = chunked_body("b474d8862b1487a5145d686f57f013e54db672cee1c953b3010fb58501ef5aa2",
+                              "1c1344b170168f8e65b41376b44b20fe354e373826ccbbe2c1d40a8cae51e5c7",
+                              "2ca2aba2005185cf7159c6277faf83795951dd77a3a99e6e65d5c9f85863f992",
+                              tr, &len);
+    cn_awschunk_t d;
+    sink_t out;
+    CN_CHECK_EQ(decode(&s, true, body, len, 333, &out, &d), 0);
+    CN_CHECK_EQ(out.n, 66560);
+    CN_CHECK_STR(cn_awschunk_trailer(&d, "x-amz-checksum-crc32c"), "sOO8/Q==");
+    cn_awschunk_free(&d);
+    free(body);
+    /* The trailer value changed: the trailer signature fails. */
+    const char *bad = "x-amz-checksum-crc32c:AAAAAA==\r\n"
+                      "x-amz-trailer-signature:d81f82fc3505edab99d459891051a732e8730629a2e4a59689829ca17fe2e435\r\n";
+    body = chunked_body("b474d8862b1487a5145d686f57f013e54db672cee1c953b3010fb58501ef5aa2",
+                        "1c1344b170168f8e65b41376b44b20fe354e373826ccbbe2c1d40a8cae51e5c7",
+                        "2ca2aba2005185cf7159c6277faf83795951dd77a3a99e6e65d5c9f85863f992",
+                        bad, &len);
+    CN_CHECK_EQ(decode(&s, true, body, len, 4096, &out, &d), CN_E_AUTH);
+    cn_awschunk_free(&d);
+    free(body);
+    /* Our CRC32C of the payload is the documented trailer value. */
+    cn_http_cksum_t c;
+    uint8_t raw[CN_CKSUM_MAX_LEN];
+    char b64[CN_CKSUM_B64_LEN];
+    CN_CHECK_EQ(cn_http_cksum_init(&c, CN_CKSUM_CRC32C), 0);
+    for (int i = 0; i < 66560; i++)
+        cn_http_cksum_update(&c, "a", 1);
+    CN_CHECK_EQ(cn_http_cksum_final(&c, raw, b64), 4);
+    CN_CHECK_STR(b64, "sOO8/Q==");
+    cn_sigv4_clear(&s);
+}
+
+static void test_unsigned_trailer(void)
+{
+    const char *body = "5\r\nhello\r\n6\r\n world\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n";
+    for (size_t slice = 1; slice < 20; slice += 6) {
+        cn_awschunk_t d;
+        sink_t out = {0};
+        CN_CHECK_EQ(cn_awschunk_init(&d, NULL, false, true, UINT64_MAX), 0);
+        cn_err_t e = 0;
+        size_t len = strlen(body);
+        for (size_t off = 0; off < len && !e; off += slice)
+            e = cn_awschunk_feed(&d, (const uint8_t *)body + off,
+                                 len - off < slice ? len - off : slice, sink, &out);
+        CN_CHECK_EQ(e, 0);
+        CN_CHECK_EQ(cn_awschunk_end(&d), 0);
+        CN_CHECK_EQ(out.n, 11);
+        CN_CHECK_STR(cn_awschunk_trailer(&d, "X-Amz-Checksum-CRC32"), "DUoRhQ==");
+        cn_awschunk_free(&d);
+    }
+    cn_http_cksum_t c;
+    uint8_t raw[CN_CKSUM_MAX_LEN];
+    char b64[CN_CKSUM_B64_LEN];
+    cn_http_cksum_init(&c, CN_CKSUM_CRC32);
+    cn_http_cksum_update(&c, "hello world", 11);
+    cn_http_cksum_final(&c, raw, b64);
+    CN_CHECK_STR(b64, "DUoRhQ==");
+    /* Malformed framing. */
+    const char *bad[] = { "zz\r\n", "5\r\nhelloXX", "5;x\r\nhello\r\n0\r\n\r\nextra" };
+    for (size_t i = 0; i < 3; i++) {
+        cn_awschunk_t d;
+        cn_awschunk_init(&d, NULL, false, true, UINT64_MAX);
+        cn_err_t e = cn_awschunk_feed(&d, (const uint8_t *)bad[i], strlen(bad[i]), sink,
+                                      &(sink_t){0});
+        if (!e)
+            e = cn_awschunk_end(&d);
+        CN_CHECK(e != 0);
+        cn_awschunk_free(&d);
+    }
+}
+
+static void test_checksums(void)
+{
+    CN_CHECK_EQ(cn_crc64nvme(0, "123456789", 9), (long long)0xAE8B14860A799888ull);
+    /* Incremental in any split. */
+    uint64_t c = cn_crc64nvme(0, "1234", 4);
+    CN_CHECK_EQ(cn_crc64nvme(c, "56789", 5), (long long)0xAE8B14860A799888ull);
+    CN_CHECK_EQ(cn_http_cksum_parse("x-amz-checksum-crc64nvme"), CN_CKSUM_CRC64NVME);
+    CN_CHECK_EQ(cn_http_cksum_parse("SHA256"), CN_CKSUM_SHA256);
+    CN_CHECK_EQ(cn_http_cksum_parse("md5"), CN_CKSUM_NONE);
+    cn_http_cksum_t k;
+    uint8_t raw[CN_CKSUM_MAX_LEN];
+    char b64[CN_CKSUM_B64_LEN];
+    cn_http_cksum_init(&k, CN_CKSUM_SHA1);
+    cn_http_cksum_update(&k, "abc", 3);
+    CN_CHECK_EQ(cn_http_cksum_final(&k, raw, b64), 20);
+    CN_CHECK_STR(b64, "qZk+NkcGgWq6PiVxeFDCbJzQ2J0=");
+}
+
+static void test_encoding(void)
+{
+    cn_buf_t b = {0};
+    CN_CHECK_EQ(cn_sigv4_uri_encode(&b, "a b+c/~*", 8, false), 0);
+    cn_buf_put_u8(&b, 0);
+    CN_CHECK_STR((const char *)b.data, "a%20b%2Bc%2F~%2A");
+    cn_buf_reset(&b);
+    CN_CHECK_EQ(cn_http_pct_decode(&b, "%41%2", 5), CN_E_INVALID);
+    cn_buf_reset(&b);
+    CN_CHECK_EQ(cn_http_pct_decode(&b, "a%00", 4), CN_E_INVALID);
+    cn_buf_reset(&b);
+    CN_CHECK_EQ(cn_http_pct_decode(&b, "a+%2b%7e", 8), 0);
+    cn_buf_put_u8(&b, 0);
+    CN_CHECK_STR((const char *)b.data, "a++~");
+    cn_buf_free(&b);
+    int64_t t;
+    CN_CHECK_EQ(cn_sigv4_parse_date("20130524T000000Z", 16, &t), 0);
+    CN_CHECK_EQ(t, 1369353600000LL);
+    CN_CHECK_EQ(cn_sigv4_parse_date("20130524T000000", 15, &t), CN_E_INVALID);
+    CN_CHECK_EQ(cn_sigv4_parse_date("2013052xT000000Z", 16, &t), CN_E_INVALID);
+}
+
+CN_TEST_MAIN(CN_TEST(test_get_vanilla), CN_TEST(test_get_vanilla_query_order_key_case),
+             CN_TEST(test_get_vanilla_query_order_key), CN_TEST(test_get_vanilla_empty_query_key),
+             CN_TEST(test_get_header_key_duplicate), CN_TEST(test_get_header_value_order),
+             CN_TEST(test_post_vanilla), CN_TEST(test_canonical_trim), CN_TEST(test_s3_get_object),
+             CN_TEST(test_s3_put_object), CN_TEST(test_s3_get_lifecycle_and_list),
+             CN_TEST(test_s3_presigned), CN_TEST(test_no_credential),
+             CN_TEST(test_streaming_example), CN_TEST(test_streaming_trailer_example),
+             CN_TEST(test_unsigned_trailer), CN_TEST(test_checksums), CN_TEST(test_encoding))

@@ -1,0 +1,182 @@
+"""`cairn repo` through the real cairnd: create, clone, status, submit of a
+working directory (content-defined chunks, only absent objects uploaded, one
+atomic submit), sync between two workspaces, log, and resolving a submit
+whose outcome was lost."""
+import os
+import re
+
+import pytest
+
+from conftest import binary, run
+
+ARGS = ["--jay", "off", "--http", "off", "--scribe", "127.0.0.1:0"]
+
+
+@pytest.fixture
+def ep(server_factory):
+    s = server_factory(args=ARGS, wait_for=("scribe",))
+    host, port = s.addrs["scribe"]
+    return "%s:%d" % (host, port)
+
+
+def repo(ep, *args, check=True):
+    r = run([binary("cairn"), "repo"] + list(args) + ["--endpoint", ep], timeout=120)
+    if check:
+        assert r.returncode == 0, (args, r.stdout, r.stderr)
+    return r
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def tree(d):
+    out = {}
+    for root, dirs, files in os.walk(d):
+        if ".cairn" in dirs:
+            dirs.remove(".cairn")
+        for f in files:
+            p = os.path.join(root, f)
+            out[os.path.relpath(p, d)] = read(p)
+    return out
+
+
+def test_create_list_info(ep):
+    assert "art" in repo(ep, "create", "art").stdout
+    repo(ep, "create", "music", "--lz4-storage")
+    out = repo(ep, "list").stdout
+    assert out.index("art") < out.index("music")
+    info = repo(ep, "info", "music").stdout
+    assert "head 0" in info and "storage lz4" in info
+    r = repo(ep, "create", "art", check=False)
+    assert r.returncode == 6 and "exists" in r.stderr
+    r = repo(ep, "info", "nope", check=False)
+    assert r.returncode == 3
+
+
+def test_clone_submit_sync_log(ep, tmp_path):
+    repo(ep, "create", "game")
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    repo(ep, "clone", "game", a)
+    assert tree(a) == {}
+    big = os.urandom(6 << 20)
+    write(os.path.join(a, "assets/big.bin"), big)
+    write(os.path.join(a, "README"), b"hello\n")
+    write(os.path.join(a, "src/main.c"), b"int main(void) { return 0; }\n")
+    write(os.path.join(a, "empty"), b"")
+    st = repo(ep, "status", a).stdout
+    assert "A assets/big.bin" in st and "A README" in st and "A empty" in st
+    out = repo(ep, "submit", a, "-m", "first import").stdout
+    assert "change 1" in out
+    assert "clean at change 1" in repo(ep, "status", a).stdout
+    assert "nothing to submit" in repo(ep, "submit", a, "-m", "again").stdout
+
+    # a second workspace gets the same bytes
+    repo(ep, "clone", "game", b)
+    assert tree(b) == tree(a)
+
+    # edit 64 KiB inside the big file: only the chunks around it go up
+    edited = bytearray(big)
+    edited[3 << 20:(3 << 20) + 65536] = os.urandom(65536)
+    write(os.path.join(b, "assets/big.bin"), bytes(edited))
+    os.remove(os.path.join(b, "README"))
+    out = repo(ep, "submit", b, "-m", "edit big, drop readme").stdout
+    m = re.search(r"change 2: (\d+) path\(s\), (\d+) object\(s\) uploaded \((\d+) bytes\)", out)
+    assert m, out
+    assert int(m.group(1)) == 2
+    assert int(m.group(3)) < 1200000, out     # far less than the 6 MiB file
+
+    # the first workspace syncs: only what changed is fetched
+    out = repo(ep, "sync", a).stdout
+    assert "at change 2" in out and "1 file(s) fetched" in out and "1 removed" in out
+    assert tree(a) == tree(b)
+    assert "up to date" in repo(ep, "sync", a).stdout
+    # an older change, then back
+    repo(ep, "sync", a, "--change", "1")
+    assert read(os.path.join(a, "assets/big.bin")) == big
+    assert os.path.exists(os.path.join(a, "README"))
+    repo(ep, "sync", a)
+    assert tree(a) == tree(b)
+
+    log = repo(ep, "log", a).stdout
+    assert log.index("change 2") < log.index("change 1")
+    assert "edit big, drop readme" in log and "first import" in log
+    plog = repo(ep, "log", a, "README").stdout
+    assert "delete README" in plog and "add README" in plog
+
+    # descriptions overlay a change's message, revision by revision
+    assert "revision 1" in repo(ep, "describe", a, "1", "-m", "the first import").stdout
+    assert "revision 2" in repo(ep, "describe", a, "1", "-m", "the very first import").stdout
+    r = repo(ep, "describe", a, "99", "-m", "x", check=False)
+    assert r.returncode == 3
+
+    # a stale workspace whose path changed since its base: refused, recorded
+    write(os.path.join(b, "src/main.c"), b"int main(void) { return 1; }\n")
+    repo(ep, "submit", b, "-m", "b edits main")
+    repo(ep, "sync", a, "--change", "2")
+    write(os.path.join(a, "src/main.c"), b"int main(void) { return 2; }\n")
+    r = repo(ep, "submit", a, "-m", "a edits main", check=False)
+    assert r.returncode == 6 and "src/main.c" in r.stderr, r.stderr
+
+
+def test_lost_outcome_resolved(ep, tmp_path):
+    """A submit whose reply never arrived leaves its operation id pending in
+    the workspace; the next command settles it through operation_outcome."""
+    from scribe_wire import ADD, CHANGESET, CHUNK, MANIFEST, Conn, changeset_encode, \
+        changeset_id, chunk_id, file_objects
+    repo(ep, "create", "lost")
+    a = str(tmp_path / "a")
+    repo(ep, "clone", "lost", a)
+    write(os.path.join(a, "f"), b"data")
+    state = read(os.path.join(a, ".cairn/state")).decode()
+    field = lambda k: bytes.fromhex(re.search(r"^%s (\w+)$" % k, state, re.M).group(1))
+    # The submit the CLI would have sent, accepted by the server, its reply lost.
+    op = os.urandom(16)
+    host, port = ep.rsplit(":", 1)
+    with Conn((host, int(port))) as c:
+        chunks, menc, mid = file_objects(b"data")
+        cs = changeset_encode([(ADD, "f", mid, 0, None)])
+        c.put_objects(field("repo_id"), [(CHUNK, chunk_id(b"data"), b"data"),
+                                         (MANIFEST, mid, menc), (CHANGESET, changeset_id(cs), cs)])
+        o = c.submit(field("repo_id"), field("incarnation"), op, field("branch"),
+                     field("workspace"), 0, changeset_id(cs), "ann", "lost reply")
+        assert o["outcome"] == 1 and o["change"] == 1
+    with open(os.path.join(a, ".cairn/state"), "a") as f:
+        f.write("pending %s\n" % op.hex())
+    out = repo(ep, "submit", a, "-m", "retry").stdout
+    assert "accepted as change 1" in out and "nothing to submit at change 1" in out
+    assert "clean at change 1" in repo(ep, "status", a).stdout
+    # an unknown pending id is simply dropped
+    with open(os.path.join(a, ".cairn/state"), "a") as f:
+        f.write("pending %s\n" % ("ab" * 16))
+    assert "up to date at change 1" in repo(ep, "sync", a).stdout
+    assert "pending" not in read(os.path.join(a, ".cairn/state")).decode()
+
+
+def test_ten_thousand_files(ep, tmp_path):
+    """A 10,000-file workspace round trip; status of the unchanged tree is
+    answered from stat alone (well under a second)."""
+    import time
+    repo(ep, "create", "many")
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+    repo(ep, "clone", "many", a)
+    for i in range(10000):
+        write(os.path.join(a, "d%03d" % (i % 100), "f%05d.txt" % i), b"%d\n" % i * 20)
+    assert "change 1: 10000 path(s)" in repo(ep, "submit", a, "-m", "ten thousand").stdout
+    t = time.time()
+    assert "clean at change 1" in repo(ep, "status", a).stdout
+    assert time.time() - t < 1.0
+    repo(ep, "clone", "many", b)
+    assert tree(a) == tree(b)
+    # one edit among them: one path goes up
+    write(os.path.join(b, "d042", "f00042.txt"), b"changed\n")
+    assert "change 2: 1 path(s)" in repo(ep, "submit", b, "-m", "one").stdout
+    assert "1 file(s) fetched" in repo(ep, "sync", a).stdout
+    assert read(os.path.join(a, "d042", "f00042.txt")) == b"changed\n"

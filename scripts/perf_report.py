@@ -3,6 +3,8 @@
 from one run's results (scripts/bench.sh writes BUILD/bench-results.txt).
 
 usage: perf_report.py RESULTS DOC PLOT_DIR
+       perf_report.py --only s3 RESULTS DOC PLOT_DIR
+       (rewrites only the S3 section, from a run of bench/s3.py alone)
 
 Only the part between the markers below is replaced; everything else in DOC
 (the store engineer's "Store" section, the hand-written notes) stays.  Every
@@ -234,6 +236,7 @@ def generate(vals, units, skips, plot_dir):
             w("| huge object PUT / GET | %s / %s | | | |" % (rep.fig("jay_put_huge"), rep.fig("jay_get_huge")))
         w()
 
+    s3_section(rep, plot_dir)
     scribe_section(rep)
     w("## Blobs (`bench/blobs`)")
     w()
@@ -320,19 +323,170 @@ def scribe_section(rep):
          unit_fmt="%.0f B")
     w()
 
+
+def s3_plot(rep, plot_dir):
+    """docs/perf/s3_objects.svg: 4 KiB requests/s by connections, GET and PUT
+    side by side, cairn beside nginx.  Returns the link or None."""
+    v = rep.v
+    conns = [c for c in (1, 16, 64) if rep.has("s3_get_4k_c%d" % c, "s3_nginx_get_4k_c%d" % c)]
+    if not conns:
+        return None
+    os.makedirs(plot_dir, exist_ok=True)
+    svg = os.path.join(plot_dir, "s3_objects.svg")
+
+    def top(names):   # headroom above the bars for the key
+        vals = [v[n % c] for n in names for c in conns if rep.has(n % c)]
+        return max(vals + [1]) * 1.3
+    gets = ("s3_get_4k_c%d", "s3_presigned_get_4k_c%d", "s3_nginx_get_4k_c%d")
+    puts = ("s3_put_4k_c%d", "s3_nginx_put_4k_c%d")
+    with tempfile.TemporaryDirectory() as tmp:
+        dat = os.path.join(tmp, "s3.dat")
+        with open(dat, "w") as f:
+            for c in conns:
+                f.write("%d %s\n" % (c, " ".join(str(v.get(n % c, "NaN")) for n in gets + puts)))
+        ok = gnuplot("""
+set terminal svg size 900,420 dynamic font 'sans,12'
+set output '%s'
+set multiplot layout 1,2 title '4 KiB objects over HTTP: requests per second by connections (same run)'
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set xlabel 'connections'
+set key top left Left reverse
+set grid ytics
+set title 'GET'
+set ylabel 'requests/s'
+set yrange [0:%f]
+plot '%s' using 2:xtic(1) title 'cairn S3, anonymous', '' using 3 title 'cairn S3, presigned', '' using 4 title 'nginx (sendfile)'
+set title 'PUT'
+unset ylabel
+set yrange [0:%f]
+plot '%s' using 5:xtic(1) title 'cairn S3 (durable)', '' using 6 title 'nginx WebDAV (no fsync)'
+unset multiplot
+""" % (svg, top(gets), dat, top(puts), dat), svg)
+    return "perf/s3_objects.svg" if ok else None
+
+
+S3_HEADING = "## S3 (`bench/s3`)"
+
+
+def s3_section(rep, plot_dir=None):
+    """The S3 section (bench/s3.py): cairn's S3 face beside nginx serving the
+    same files, every figure from the same run."""
+    v, w = rep.v, rep.w
+    w(S3_HEADING)
+    w()
+    if not rep.has("s3_get_4k_c1"):
+        w("Not measured in this run: %s. Targets: ahead of nginx on 4 KiB GET requests/s; "
+          "1 GiB GET within 10 %% of nginx." % rep.skips.get("s3", "bench/s3.py was not part of this run"))
+        w()
+        return
+    big = v.get("s3_large_bytes", 0)
+    size = "%.0f GiB" % (big / 2 ** 30) if big >= 2 ** 30 else "%.0f MiB" % (big / 2 ** 20)
+    w("`bench/s3.py` starts cairnd (HTTP listener only) and nginx (sendfile on, WebDAV")
+    w("`dav_methods PUT`) side by side, each on an ephemeral loopback port with a scratch")
+    w("dir on the same file system, and drives both the same way. 4 KiB: wrk, %d s per run"
+      % int(v.get("s3_secs_per_wrk_run", 0)))
+    w("(1 thread at 1 connection, 2 otherwise), GETs rotating over the same 1,000 files")
+    w("(in cairn: 1,000 objects of a `public-read-write` bucket, each `public-read`, so")
+    w("that requests go anonymously, as they do to nginx); the *presigned* rows are the")
+    w("same GETs through SigV4 presigned URLs of the administrator's token, to show the")
+    w("signature check's cost. Every PUT has a new key and a distinct random 4 KiB body")
+    w("(no content-addressed hits). %s: curl, GET to /dev/null (best of three) and PUT from a" % size)
+    w("page-cached file (best of two), the servers interleaved. cairn answers a PUT once the object is")
+    w("fsynced and committed; nginx's WebDAV PUT never syncs, so its 4 KiB PUT figures are")
+    w("an upper bound no durable store can reach, and the large PUT is shown both ways.")
+    w()
+    w("| figure | cairn | peer (same run) | ratio | target |")
+    w("|---|---:|---|---:|---|")
+    for c in (1, 16, 64):
+        rep.row("GET 4 KiB, %d conn" % c, "s3_get_4k_c%d" % c, "s3_nginx_get_4k_c%d" % c, 1.0)
+    for c in (1, 16, 64):
+        rep.row("GET 4 KiB p50, %d conn" % c, "s3_get_4k_c%d_p50" % c, "s3_nginx_get_4k_c%d_p50" % c)
+        rep.row("GET 4 KiB p99, %d conn" % c, "s3_get_4k_c%d_p99" % c, "s3_nginx_get_4k_c%d_p99" % c)
+    for c in (1, 16, 64):
+        rep.row("GET 4 KiB presigned (SigV4), %d conn" % c, "s3_presigned_get_4k_c%d" % c,
+                "s3_nginx_get_4k_c%d" % c)
+    for c in (1, 16, 64):
+        rep.row("… presigned / anonymous, %d conn" % c, "s3_presigned_get_4k_c%d" % c,
+                "s3_get_4k_c%d" % c)
+    for c in (1, 16, 64):
+        w("| GET 4 KiB presigned p50 / p99, %d conn | %s / %s | | | |"
+          % (c, rep.fig("s3_presigned_get_4k_c%d_p50" % c), rep.fig("s3_presigned_get_4k_c%d_p99" % c)))
+    for c in (1, 16, 64):
+        rep.row("PUT 4 KiB (durable vs not), %d conn" % c, "s3_put_4k_c%d" % c, "s3_nginx_put_4k_c%d" % c)
+    for c in (1, 16, 64):
+        w("| PUT 4 KiB p50 / p99, %d conn | %s / %s | %s / %s | | |"
+          % (c, rep.fig("s3_put_4k_c%d_p50" % c), rep.fig("s3_put_4k_c%d_p99" % c),
+             rep.fig("s3_nginx_put_4k_c%d_p50" % c), rep.fig("s3_nginx_put_4k_c%d_p99" % c)))
+    rep.row("GET %s" % size, "s3_get_large", "s3_nginx_get_large", 0.90)
+    w("| GET %s, time | %s | %s | | |" % (size, rep.fig("s3_get_large_secs", 3),
+                                         rep.fig("s3_nginx_get_large_secs", 3)))
+    rep.row("PUT %s (durable)" % size, "s3_put_large", "s3_nginx_put_large")
+    rep.row("PUT %s (durable), nginx + fsync" % size, "s3_put_large", "s3_nginx_put_large_fsync")
+    w("| PUT %s, time | %s | %s (%s with fsync) | | |"
+      % (size, rep.fig("s3_put_large_secs", 3), rep.fig("s3_nginx_put_large_secs", 3),
+         rep.fig("s3_nginx_put_large_fsync_secs", 3)))
+    if rep.has("s3_cairnd_rss_end"):
+        w("| cairnd RSS at the end | %s | | | |" % rep.fig("s3_cairnd_rss_end"))
+    w()
+    bad = sorted(n[:-4] for n, x in v.items() if n.startswith("s3_") and n.endswith("_bad")
+                 and isinstance(x, float) and x > 0)
+    if bad:
+        w("**Error responses** (non-2xx or socket errors) were counted in: %s; those figures "
+          "are not clean." % ", ".join("`%s` (%d)" % (n, v[n + "_bad"]) for n in bad))
+    else:
+        w("Every response in the wrk runs was a 2xx (no socket errors).")
+    w()
+    if plot_dir:
+        link = s3_plot(rep, plot_dir)
+        if link:
+            w("![S3 4 KiB objects by connections](%s)" % link)
+            w()
+
+
+def replace_s3_section(text, section):
+    """Puts section in place of the S3 section of text, or before the next
+    section of the generated part (Scribe / Repositories / Blobs) if there is
+    none yet; every other section is left as it is."""
+    section = section.rstrip("\n") + "\n\n"
+    if S3_HEADING in text:
+        a = text.index(S3_HEADING)
+        heading, end = text.find("\n## ", a), text.find(END, a)
+        ends = [i for i in (heading + 1 if heading >= 0 else -1, end) if i >= 0]
+        return text[:a] + section + text[min(ends) if ends else len(text):]
+    start = text.find(BEGIN)
+    for h in ("## Repositories", "## Scribe", "## Blobs"):
+        i = text.find("\n" + h, start if start >= 0 else 0)
+        if i >= 0 and (start < 0 or i < text.find(END)):
+            return text[:i + 1] + section + text[i + 1:]
+    if END in text:
+        i = text.index(END)
+        return text[:i] + section + text[i:]
+    return text.rstrip("\n") + "\n\n" + section
+
+
 def main():
-    if len(sys.argv) != 4:
+    args = sys.argv[1:]
+    only = None
+    if len(args) == 5 and args[0] == "--only" and args[1] == "s3":
+        only, args = args[1], args[2:]
+    if len(args) != 3:
         sys.stderr.write(__doc__)
         return 2
-    res, doc, plot_dir = sys.argv[1:]
+    res, doc, plot_dir = args
     vals, units, skips = load(res)
-    section = generate(vals, units, skips, plot_dir)
     text = open(doc).read() if os.path.exists(doc) else "# Performance\n"
-    if BEGIN in text and END in text:
+    if only == "s3":
+        rep = Report(vals, units, skips)
+        s3_section(rep, plot_dir)
+        text = replace_s3_section(text, "\n".join(rep.out))
+    elif BEGIN in text and END in text:
+        section = generate(vals, units, skips, plot_dir)
         a, b = text.index(BEGIN), text.index(END) + len(END)
         text = text[:a] + section.rstrip("\n") + text[b:]
     else:
-        text = text.rstrip("\n") + "\n\n" + section
+        text = text.rstrip("\n") + "\n\n" + generate(vals, units, skips, plot_dir)
     with open(doc, "w") as f:
         f.write(text)
     print("perf_report: wrote %s and %s" % (doc, plot_dir))

@@ -131,7 +131,8 @@ cn_s3_err_t cn__s3_err_of(const cn__s3_rq_t *q, cn_err_t err)
     case CN_E_RANGE: return CN_S3E_INVALID_RANGE;
     case CN_E_RATE_LIMITED:
     case CN_E_BUSY: return CN_S3E_SLOW_DOWN;
-    case CN_E_SHUTDOWN: return CN_S3E_SERVICE_UNAVAILABLE;
+    case CN_E_SHUTDOWN:
+    case CN_E_DB_LOCKED: return CN_S3E_SERVICE_UNAVAILABLE;  /* retryable, as blobs and Scribe say busy */
     case CN_E_UNSUPPORTED: return CN_S3E_NOT_IMPLEMENTED;
     default: return CN_S3E_INTERNAL_ERROR;
     }
@@ -141,7 +142,7 @@ void cn__s3_fail(cn__s3_rq_t *q, cn_err_t err)
 {
     cn_s3_err_t e = cn__s3_err_of(q, err);
     const char *msg = q->orq.message[0] ? q->orq.message : NULL;
-    if (e == CN_S3E_INTERNAL_ERROR) {
+    if (e == CN_S3E_INTERNAL_ERROR || err == CN_E_DB_LOCKED) {
         cn_warn(CN__MOD, "%s %s: %s (%s) [%s]", cn_http_req_method(q->r),
                 cn_http_req_path(q->r, NULL), cn_strerror(err), q->orq.message,
                 cn_http_req_id(q->r));

@@ -45,33 +45,6 @@ void cn_scribe_rd_digest(cn_scribe_rd_t *r, cn_digest_t *out)
         memset(out->b, 0, CN_DIGEST_LEN);
 }
 
-/* Strict UTF-8: shortest forms only, no surrogates, nothing above U+10FFFF. */
-static bool utf8_ok(const uint8_t *p, size_t n)
-{
-    size_t i = 0;
-    while (i < n) {
-        uint8_t c = p[i];
-        if (c < 0x80) { i++; continue; }
-        size_t len;
-        uint32_t cp, min;
-        if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; min = 0x80; }
-        else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; min = 0x800; }
-        else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; min = 0x10000; }
-        else return false;
-        if (len > n - i)
-            return false;
-        for (size_t k = 1; k < len; k++) {
-            if ((p[i + k] & 0xC0) != 0x80)
-                return false;
-            cp = cp << 6 | (p[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += len;
-    }
-    return true;
-}
-
 static void rd_lenpref(cn_scribe_rd_t *r, int width, uint32_t max, bool utf8, cn_scribe_str_t *out)
 {
     uint32_t len = width == 2 ? cn_scribe_rd_u16(r) : cn_scribe_rd_u32(r);
@@ -86,7 +59,7 @@ static void rd_lenpref(cn_scribe_rd_t *r, int width, uint32_t max, bool utf8, cn
     const uint8_t *p = cn_rd_bytes(&r->r, len);
     if (!p)
         return;
-    if (utf8 && !utf8_ok(p, len)) {
+    if (utf8 && !cn_utf8_valid(p, len)) {
         cn__rd_fail(r);
         return;
     }
@@ -162,7 +135,7 @@ static void wr_lenpref(cn_scribe_wr_t *w, int width, cn_scribe_str_t s, uint32_t
 {
     if (w->err)
         return;
-    if (s.len > max || (s.len && !s.p) || (utf8 && !utf8_ok(s.p, s.len))) {
+    if (s.len > max || (s.len && !s.p) || (utf8 && !cn_utf8_valid(s.p, s.len))) {
         w->err = CN_E_INVALID;
         return;
     }

@@ -169,7 +169,7 @@ static cn_err_t local_stat(cn__backend_t *base, const cn_digest_t *d, cn__be_sta
     local_be_t *be = (local_be_t *)base;
     char path[LOCAL_PATH_MAX];
     struct stat st;
-    cn_store_form_t form;
+    cn_store_form_t form = CN_STORE_RAW;
     CN_TRY(local_find(be, d, &form, &st, path));
     out->size = (uint64_t)st.st_size;
     out->mtime_ms = stat_mtime_ms(&st);

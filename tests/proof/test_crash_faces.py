@@ -66,9 +66,15 @@ LOST = (OSError, EOFError, ValueError, AssertionError, struct.error)
 B3_SHA = {}
 
 
+_B3_OF_SHA = {}
+
+
 def b3_of(data):
-    d = b3(data)
-    B3_SHA[d] = sha(data)
+    digest = sha(data)
+    d = _B3_OF_SHA.get(digest)
+    if d is None:
+        d = _B3_OF_SHA[digest] = b3(data)
+        B3_SHA[d] = digest
     return d
 
 
@@ -210,15 +216,18 @@ def ops_url(node_url, op):
     return node_url + "/_cairn/ops/" + op
 
 
-def blob_writer(url, wid, model, rng, stop, mine):
-    """Puts into its own namespace, sometimes deletes (as the operator) one
-    of the digests it put; mine is the list of its digests across cycles."""
+def blob_writer(url, wid, model, rng, stop, pool):
+    """Puts into its own namespace, and sometimes deletes (as the operator),
+    blobs drawn from its pool (a fixed set of payloads, so its key space
+    stays bounded and a delete is often followed by a re-put) and the
+    payloads every face shares."""
     ns = "crash/ns%d" % wid
     auth = {"Authorization": "Bearer " + ADMIN_TOKEN}
     http = requests.Session()
     while not stop.is_set():
-        if mine and rng.random() < 0.2:
-            d = rng.choice(mine)
+        data = rng.choice(COMMON) if rng.random() < 0.15 else rng.choice(pool)
+        d = b3_of(data)
+        if rng.random() < 0.2:
             key = ("blob", ns, d)
             try:
                 r = http.post(ops_url(url, "blobs/delete"), headers=auth, timeout=30,
@@ -231,8 +240,6 @@ def blob_writer(url, wid, model, rng, stop, mine):
                 return
             model.ack(key, ABSENT)
             continue
-        data = payload(rng, SIZES)
-        d = b3_of(data)
         key = ("blob", ns, d)
         offer = {"namespace": ns, "digest": d, "len": len(data)}
         try:
@@ -240,12 +247,10 @@ def blob_writer(url, wid, model, rng, stop, mine):
                           headers=dict(auth, **{"Cairn-Offer": json.dumps(offer)}))
         except requests.RequestException:
             model.lost(key, PRESENT)
-            mine.append(d)
             return
         if r.status_code != 200 or r.json().get("digest") != d:
             model.error("blob put %s: %d %s" % (key, r.status_code, r.text))
             return
-        mine.append(d)
         model.ack(key, PRESENT)
 
 
@@ -560,7 +565,8 @@ def test_crash_cycles_every_face(node_factory):
     with scribe(node) as c:
         repos = [Repo(c.repo_create("crash-%d" % i)) for i in range(SCRIBE_WRITERS)]
     model = Model()
-    mine = [[] for _ in range(BLOB_WRITERS)]
+    pools = [[rng.randbytes(rng.choice(SIZES)) for _ in range(2 * KEYS)]
+             for _ in range(BLOB_WRITERS)]
     torn_s3_keys, torn_blobs, torn_objects = [], [], []
     swept = {"scanned": 0, "deleted": 0, "live": 0}
     t_start = time.time()
@@ -574,7 +580,7 @@ def test_crash_cycles_every_face(node_factory):
         for fn, args in jobs:
             args += (model, random.Random(rng.random()), stop)
             if fn is blob_writer:
-                args += (mine[args[1]],)
+                args += (pools[args[1]],)
             threads.append(threading.Thread(target=guarded, args=(fn, model) + args,
                                             daemon=True))
         for t in threads:

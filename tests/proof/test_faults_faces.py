@@ -11,12 +11,10 @@ serves writes again once the fault clears, without a restart:
   fault            S3 (docs/s3.md)     blobs (protocol/blobs.md)   Scribe (scribe.md 13.2)
   I/O error        500 InternalError   500 handler_error/internal  storage_failure (10)
   disk full        500 InternalError   507 handler_error/no_space  storage_failure (10)
-  locked meta.db   500 InternalError   503 unavailable/busy        busy (6)
-                   (or 503)
+  locked meta.db   503 ServiceUnavailable  503 unavailable/busy    busy (6)
 
-(docs/s3.md keeps 503 SlowDown for rate limiting; a locked database is an
-internal error on S3 today, as on Jay, where the S3 router maps the error,
-and 503 ServiceUnavailable where the HTTP framework's table does.)
+(docs/s3.md keeps 503 SlowDown for rate limiting; a locked database is 503
+ServiceUnavailable, retryable, as blobs and Scribe answer busy.)
 
 A Scribe submit that failed under the fault has no recorded outcome
 (operation_outcome answers unknown) and is accepted when sent again.
@@ -224,10 +222,8 @@ class OneOf(frozenset):
     __hash__ = frozenset.__hash__
 
 
-# S3 answers a locked database as an internal error through the router's
-# error table (as Jay does) and as 503 ServiceUnavailable where the HTTP
-# framework's table (cn_s3_err_from_cn) decides; both are retryable answers.
-LOCKED_S3 = OneOf({(500, "InternalError"), (503, "ServiceUnavailable"), (503, "SlowDown")})
+# S3 answers a locked database 503 ServiceUnavailable (docs/s3.md).
+LOCKED_S3 = OneOf({(503, "ServiceUnavailable")})
 
 
 class Expect:

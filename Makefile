@@ -37,7 +37,7 @@ test:
 	@scripts/deps.sh test
 	$(MAKE) build asan
 	meson test -C $(BUILD) --suite unit --print-errorlogs
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+	CN_FUZZ_SEED=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 	  meson test -C $(ASAN) --suite unit --suite fuzz-short --print-errorlogs
 	CAIRN_BUILD=$(ASAN) $(PY) -m pytest -q -x tests
 

@@ -18,7 +18,10 @@ if [ -d "$corpus" ]; then
 fi
 echo "fuzz $name: ${seconds}s over $(ls "$work/corpus" | wc -l) seeds"
 rc=0
-"$harness" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+# CN_FUZZ_SEED (make test sets it) fixes libFuzzer's mutation sequence, so the
+# short runs inside make test explore the same inputs each time; make fuzz
+# leaves it unset and explores afresh.
+"$harness" ${CN_FUZZ_SEED:+-seed="$CN_FUZZ_SEED"} -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
   -artifact_prefix="$artifacts/" "$@" "$work/corpus" || rc=$?
 if [ $rc -ne 0 ]; then
   echo "fuzz $name FAILED (exit $rc); crashing inputs:" >&2

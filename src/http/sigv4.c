@@ -145,7 +145,8 @@ static cn_err_t cn__canonical_query(cn_buf_t *out, const char *q, size_t qn)
     if (np > 1)
         qsort_r(pairs, np, sizeof *pairs, cn__qcmp, enc.data);
     for (size_t i = 0; i < np; i++) {
-        const char *base = (const char *)enc.data + pairs[i].off;
+        /* An all-empty query ("?=") leaves enc without storage: no offset to add. */
+        const char *base = enc.data ? (const char *)enc.data + pairs[i].off : "";
         if ((i && (err = cn_buf_put_u8(out, '&'))) ||
             (err = cn_buf_append(out, base, pairs[i].name_len)) ||
             (err = cn_buf_put_u8(out, '=')) ||

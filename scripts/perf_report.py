@@ -321,6 +321,14 @@ def scribe_section(rep):
     pair("(c) 1 MiB edit inside (b): re-submit", "scribe_c_submit", "lfs_c_submit")
     pair("(c) bytes the re-submit moves", "scribe_c_bytes", "lfs_c_bytes", target=20,
          unit_fmt="%.0f B")
+    if rep.has("scribe_d_status"):
+        ms = v["scribe_d_status"]
+        w("| (d) status on %d unchanged files | %.1f ms | | | < 1 s: **%s** |"
+          % (int(v.get("scribe_d_files", 0)), ms, "met" if ms < 1000 else "not met"))
+    w()
+    w("Clones of (a) alternate between cairn and git, best of two each, so that neither pays "
+      "alone for the other's freshly deleted files (ext4 skips recently freed inodes when it "
+      "allocates) or a cold cache.")
     w()
 
 

@@ -33,6 +33,8 @@ struct cn_scribe_client {
     uint64_t rid;
     cn_buf_t out, in;
     uint8_t *blk, *blk2;        /* LZ4 block buffers */
+    uint8_t *rbuf;              /* receive buffer: small reads are served from it */
+    size_t rpos, rlen;
     uint64_t sent, received;
     uint64_t session;           /* the session hello-ok named */
     uint64_t bind;              /* a data connection: the session it binds to */
@@ -99,6 +101,7 @@ static void drop(cn_scribe_client_t *cl)
     if (cl->fd >= 0)
         close(cl->fd);
     cl->fd = -1;
+    cl->rpos = cl->rlen = 0;
 }
 
 static cn_err_t send_all(cn_scribe_client_t *cl, const void *p, size_t n)
@@ -120,25 +123,51 @@ static cn_err_t send_all(cn_scribe_client_t *cl, const void *p, size_t n)
     return CN_OK;
 }
 
+/* The receive buffer, and the read size from which reads bypass it: object
+ * bytes go straight to their destination, headers cost no syscall each. */
+#define CN__RBUF (64u << 10)
+#define CN__RDIRECT (8u << 10)
+
+/* One recv into p (direct) or into the receive buffer; 0 bytes is an error. */
+static cn_err_t recv_some(cn_scribe_client_t *cl, void *p, size_t n, size_t *got)
+{
+    for (;;) {
+        ssize_t r = recv(cl->fd, p, n, 0);
+        if (r > 0) {
+            *got = (size_t)r;
+            return CN_OK;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        cn_err_t e = r == 0 ? CN_E_CLOSED
+                   : errno == EAGAIN || errno == EWOULDBLOCK ? CN_E_TIMEOUT : -errno;
+        drop(cl);
+        return e;
+    }
+}
+
 static cn_err_t recv_all(cn_scribe_client_t *cl, void *p, size_t n)
 {
     uint8_t *b = p;
+    if (!cl->rbuf && !(cl->rbuf = malloc(CN__RBUF)))
+        return -ENOMEM;
     while (n) {
-        ssize_t r = recv(cl->fd, b, n, 0);
-        if (r == 0) {
-            drop(cl);
-            return CN_E_CLOSED;
+        size_t got;
+        if (cl->rpos < cl->rlen) {
+            got = cl->rlen - cl->rpos < n ? cl->rlen - cl->rpos : n;
+            memcpy(b, cl->rbuf + cl->rpos, got);
+            cl->rpos += got;
+        } else if (n >= CN__RDIRECT) {
+            CN_TRY(recv_some(cl, b, n, &got));
+        } else {
+            CN_TRY(recv_some(cl, cl->rbuf, CN__RBUF, &got));
+            cl->rpos = 0;
+            cl->rlen = got;
+            continue;
         }
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            cn_err_t e = errno == EAGAIN || errno == EWOULDBLOCK ? CN_E_TIMEOUT : -errno;
-            drop(cl);
-            return e;
-        }
-        b += r;
-        n -= (size_t)r;
-        cl->received += (uint64_t)r;
+        b += got;
+        n -= got;
+        cl->received += got;
     }
     return CN_OK;
 }
@@ -344,6 +373,7 @@ void cn_scribe_client_free(cn_scribe_client_t *cl)
     cn_buf_free(&cl->in);
     free(cl->blk);
     free(cl->blk2);
+    free(cl->rbuf);
     free(cl);
 }
 

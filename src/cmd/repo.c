@@ -9,8 +9,8 @@
  * under the operation id (persisted before it is sent), uploads only the
  * absent objects in dependency order (chunks, manifests, change set), and
  * submits once; a lost reply is resolved through operation_outcome.  Files
- * are written to DIR/.cairn/tmp and renamed into place, every chunk checked
- * against its id.  Exit codes as the object commands (docs/cli.md). */
+ * are written to a temporary name beside their target and renamed into
+ * place, every chunk checked against its id.  Exit codes as the object commands (docs/cli.md). */
 #include "cmd.h"
 
 #include "cairn/scribe_client.h"
@@ -57,6 +57,7 @@ static const char repo_usage[] =
 
 #define CN_WS_PATHS_MAX 64
 #define CN_WS_READ_MAX (64 << 10)       /* files up to this are read, larger ones mapped */
+#define CN_WS_TMP_PREFIX ".cairn-tmp-"  /* a file being fetched, beside its target */
 
 typedef struct ropts {
     const char *endpoint, *message, *author;
@@ -372,6 +373,8 @@ static int scan_dir(const char *root, const char *rel, scan_t *sc)
             continue;
         if (!*rel && !strcmp(de->d_name, ".cairn"))
             continue;
+        if (!strncmp(de->d_name, CN_WS_TMP_PREFIX, sizeof CN_WS_TMP_PREFIX - 1))
+            continue;           /* a fetch's temporary file (job_open) */
         char child[8600], cfull[17300];
         snprintf(child, sizeof child, "%s%s%s", rel, *rel ? "/" : "", de->d_name);
         snprintf(cfull, sizeof cfull, "%s/%s", root, child);
@@ -535,7 +538,8 @@ typedef struct fetch_ctx {
     uint32_t *chunk_of;         /* chunk ref index -> chunk index in its manifest */
     uint64_t *off_of;           /* chunk ref index -> offset in its file */
     lane_state_t lanes[1 + CN_SCRIBE_CLIENT_MAX_DATA];
-    pthread_mutex_t mu;         /* jobs' created/remaining, rc, bad */
+    pthread_mutex_t mu;         /* jobs' created, rc, bad (remaining is atomic) */
+    int pid;                    /* names the temporary files */
     bool bad;
     int rc;
 } fetch_ctx_t;
@@ -549,49 +553,72 @@ static cn_err_t manifest_sink(void *ctx, size_t i, bool present, const void *p, 
     return cn_buf_append(&f->jobs[i].menc, p, n);
 }
 
-/* Renames a finished temporary file into place and records it. */
-static int job_finish(wstate_t *s, job_t *j)
+/* Creates the parent directories of full (a path under s->dir). */
+static void make_parents(const wstate_t *s, char *full)
 {
-    char full[8600];
-    snprintf(full, sizeof full, "%s/%s", s->dir, j->w->path);
     for (char *p = strchr(full + strlen(s->dir) + 1, '/'); p; p = strchr(p + 1, '/')) {
         *p = 0;
         mkdir(full, 0755);
         *p = '/';
     }
-    unlink(full);
+}
+
+/* Renames a finished temporary file into place and records it; fd, when
+ * not -1, is open on the temporary file and gives its mtime (rename keeps
+ * it). */
+static int job_finish(wstate_t *s, job_t *j, int fd)
+{
+    char full[8600];
+    snprintf(full, sizeof full, "%s/%s", s->dir, j->w->path);
+    struct stat st;
     if (j->w->mode == CN_REPOS_MODE_SYMLINK) {
         /* the manifest holds the link target */
         char target[4097];
-        int fd = open(j->tmp, O_RDONLY | O_CLOEXEC);
-        long long n = fd >= 0 ? cn_read_full(fd, target, sizeof target - 1) : -1;
-        if (fd >= 0)
-            close(fd);
+        int tfd = open(j->tmp, O_RDONLY | O_CLOEXEC);
+        long long n = tfd >= 0 ? cn_read_full(tfd, target, sizeof target - 1) : -1;
+        if (tfd >= 0)
+            close(tfd);
         unlink(j->tmp);
+        make_parents(s, full);
+        unlink(full);
         if (n < 0 || (target[n] = 0, symlink(target, full) < 0))
             return local_fail("cannot create link", full, errno);
+        fd = -1;
+    } else if (fd >= 0 && fstat(fd, &st) < 0) {
+        return local_fail("cannot stat", j->tmp, errno);
     } else if (rename(j->tmp, full) < 0) {
         int e = errno;
         unlink(j->tmp);
         return local_fail("cannot rename into", full, e);
     }
-    struct stat st;
-    if (lstat(full, &st) < 0)
+    if (fd < 0 && lstat(full, &st) < 0)
         return local_fail("cannot stat", full, errno);
     j->w->size = j->m.size;
     j->w->mtime_ns = mtime_ns(&st);
     return EXIT_OK;
 }
 
-/* Opens job k's temporary file for writing (the first opener creates it). */
+/* Opens job k's temporary file for writing (the first opener creates it).
+ * It lives beside its target, so the final rename stays in one directory
+ * (a rename across directories takes the file system's rename lock);
+ * scans skip the CN_WS_TMP_PREFIX names a crash may leave. */
 static int job_open(fetch_ctx_t *f, size_t k, int *fd)
 {
     job_t *j = &f->jobs[k];
     pthread_mutex_lock(&f->mu);
-    if (!j->created)
-        snprintf(j->tmp, sizeof j->tmp, "%s/.cairn/tmp/f%zu.%d", f->s->dir, k, (int)getpid());
-    *fd = open(j->tmp, O_WRONLY | O_CREAT | O_CLOEXEC | (j->created ? 0 : O_TRUNC),
-               j->w->mode == CN_REPOS_MODE_EXEC ? 0755 : 0644);
+    if (!j->created) {
+        const char *slash = strrchr(j->w->path, '/');
+        int dl = slash ? (int)(slash - j->w->path) : 0;
+        snprintf(j->tmp, sizeof j->tmp, "%s/%.*s%s" CN_WS_TMP_PREFIX "%d-%zu", f->s->dir, dl,
+                 j->w->path, slash ? "/" : "", f->pid, k);
+    }
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (j->created ? 0 : O_TRUNC);
+    mode_t mode = j->w->mode == CN_REPOS_MODE_EXEC ? 0755 : 0644;
+    *fd = open(j->tmp, flags, mode);
+    if (*fd < 0 && errno == ENOENT) {
+        make_parents(f->s, j->tmp);
+        *fd = open(j->tmp, flags, mode);
+    }
     int e = errno;
     if (*fd >= 0)
         j->created = true;
@@ -662,12 +689,10 @@ static cn_err_t chunk_sink(void *ctx, unsigned lane, size_t i, bool present, con
         pthread_mutex_unlock(&f->mu);
         return CN_E_DIGEST_MISMATCH;
     }
-    pthread_mutex_lock(&f->mu);
-    bool done = --j->remaining == 0;
-    pthread_mutex_unlock(&f->mu);
+    bool done = __atomic_sub_fetch(&j->remaining, 1, __ATOMIC_ACQ_REL) == 0;
     if (done) {
+        int rc = job_finish(f->s, j, l->fd);
         lane_close(l);
-        int rc = job_finish(f->s, j);
         if (rc) {
             pthread_mutex_lock(&f->mu);
             f->rc = rc;
@@ -739,6 +764,7 @@ static int fetch_all(cn_scribe_client_t *cl, wstate_t *s, job_t *jobs, size_t nj
     memset(&f, 0, sizeof f);
     f.s = s;
     f.jobs = jobs;
+    f.pid = (int)getpid();
     pthread_mutex_init(&f.mu, NULL);
     for (size_t k = 0; k <= CN_SCRIBE_CLIENT_MAX_DATA; k++) {
         f.lanes[k].fd = -1;
@@ -788,8 +814,8 @@ static int fetch_all(cn_scribe_client_t *cl, wstate_t *s, job_t *jobs, size_t nj
         if (!jobs[k].m.count) {         /* an empty file has no chunks */
             int fd;
             if ((rc = job_open(&f, k, &fd)) == EXIT_OK) {
+                rc = job_finish(s, &jobs[k], fd);
                 close(fd);
-                rc = job_finish(s, &jobs[k]);
             }
             continue;
         }
@@ -936,9 +962,6 @@ static int sync_to(cn_scribe_client_t *cl, wstate_t *s, uint64_t target, bool qu
         return fail("reading the tree", e, &err);
     }
     qsort(next.files, next.n, sizeof *next.files, by_path);
-    char tmpdir[4200];
-    snprintf(tmpdir, sizeof tmpdir, "%s/.cairn/tmp", s->dir);
-    mkdir(tmpdir, 0700);
     int rc = EXIT_OK;
     uint64_t bytes = 0, fetched = 0, removed = 0;
     job_t *jobs = calloc(next.n ? next.n : 1, sizeof *jobs);

@@ -3,17 +3,11 @@
  *   add/modify: [32] manifest, u8 mode;  delete, keep: nothing;
  *   move: u16le source length, source, [32] manifest, u8 mode. */
 #include "cairn/repos_model.h"
+#include "tree_codec.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int path_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
-{
-    size_t n = an < bn ? an : bn;
-    int c = n ? memcmp(a, b, n) : 0;
-    return c ? c : (an < bn ? -1 : an > bn ? 1 : 0);
-}
 
 static bool has_content(uint8_t kind)
 {
@@ -34,7 +28,7 @@ static cn_err_t read_entry(cn_rd_t *r, cn_repos_change_t *e)
         e->from_len = cn_rd_u16le(r);
         e->from = cn_rd_bytes(r, e->from_len);
         if (r->err || cn_repos_path_check(e->from, e->from_len) ||
-            path_cmp(e->from, e->from_len, e->path, e->path_len) == 0)
+            cn__bytes_cmp(e->from, e->from_len, e->path, e->path_len) == 0)
             return CN_E_INVALID;
     }
     if (has_content(e->kind)) {
@@ -63,7 +57,7 @@ cn_err_t cn_repos_changeset_parse(const uint8_t *p, size_t n, cn_repos_changeset
     cn_repos_change_t prev = { 0 }, e;
     for (uint32_t i = 0; i < out->count; i++) {
         CN_TRY(read_entry(&r, &e));
-        if (i > 0 && path_cmp(prev.path, prev.path_len, e.path, e.path_len) >= 0)
+        if (i > 0 && cn__bytes_cmp(prev.path, prev.path_len, e.path, e.path_len) >= 0)
             return CN_E_INVALID;
         prev = e;
     }
@@ -90,13 +84,13 @@ typedef struct { const uint8_t *p; size_t n; uint8_t *fold; size_t fn; bool dest
 static int by_path(const void *a, const void *b)
 {
     const named_t *x = a, *y = b;
-    return path_cmp(x->p, x->n, y->p, y->n);
+    return cn__bytes_cmp(x->p, x->n, y->p, y->n);
 }
 
 static int by_fold(const void *a, const void *b)
 {
     const named_t *x = a, *y = b;
-    return path_cmp(x->fold, x->fn, y->fold, y->fn);
+    return cn__bytes_cmp(x->fold, x->fn, y->fold, y->fn);
 }
 
 cn_err_t cn_repos_changeset_validate(const cn_repos_changeset_t *cs)

@@ -4,6 +4,7 @@
 
 #include "cairn/repos_model.h"
 #include "model_fold_index.h"
+#include "tree_codec.h"
 
 typedef struct cn__tnode {
     uint8_t *prefix;                  /* edge bytes from the parent (root: none) */
@@ -13,10 +14,7 @@ typedef struct cn__tnode {
     struct cn__tnode **kids;          /* ascending by prefix[0] */
     uint16_t nkids, kcap;
     bool dirty;
-    bool has_content;
-    uint64_t entries, live, highest;
-    cn_digest_t rev;                  /* revision hash of this node */
-    cn_digest_t content;              /* content hash, when live > 0 */
+    cn__tree_sum_t sum;               /* current unless dirty */
 } cn__tnode_t;
 
 struct cn_repos_tree {
@@ -29,18 +27,5 @@ struct cn_repos_tree {
 const cn__tnode_t *cn__tree_find(const cn_repos_tree_t *t, const uint8_t *path, size_t n);
 /* Live entries whose path starts with the given bytes (summaries must be current). */
 uint64_t cn__tree_live_under(const cn_repos_tree_t *t, const uint8_t *prefix, size_t n);
-
-/* Domain prefixes of the tree hashes (sizeof includes the NUL). */
-extern const char cn__dom_node[];
-extern const size_t cn__dom_node_len;
-
-/* Content hash of a live entry: BLAKE3("cairn:content-entry:v1\0" || u16le
- * path length || path || [32] manifest || u64le size || u8 mode). */
-void cn__content_entry(const uint8_t *path, size_t n, const cn_repos_entry_t *e, cn_digest_t *out);
-/* Starts a content-node hash: BLAKE3("cairn:content-node:v1\0" || u8 has
- * entry || [entry hash] || u16le n || ...); the caller adds n child content
- * hashes and finalises. */
-void cn__content_node_init(cn_blake3_t *h, const cn_digest_t *entry, uint16_t nkids);
-void cn__content_empty(cn_digest_t *out);
 
 #endif

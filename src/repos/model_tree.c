@@ -10,12 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char cn__dom_node[] = "cairn:tree-node:v1";
-const size_t cn__dom_node_len = sizeof cn__dom_node;
-static const char dom_entry[] = "cairn:content-entry:v1";
-static const char dom_cnode[] = "cairn:content-node:v1";
-static const char dom_empty[] = "cairn:content-empty:v1";
-
 static cn__tnode_t *node_new(const uint8_t *prefix, size_t plen)
 {
     cn__tnode_t *n = calloc(1, sizeof *n);
@@ -110,13 +104,7 @@ static bool entry_ok(const cn_repos_entry_t *e)
 static void set_entry(cn__tnode_t *n, const cn_repos_entry_t *e)
 {
     n->state = e->state;
-    n->e = *e;
-    if (e->state == CN_REPOS_TOMBSTONE) {
-        /* A tombstone carries only its change. */
-        n->e.mode = 0;
-        n->e.size = 0;
-        memset(n->e.manifest.b, 0, CN_DIGEST_LEN);
-    }
+    cn__tree_entry_set(&n->e, e);
 }
 
 static cn_err_t put_node(cn_repos_tree_t *t, const uint8_t *path, size_t len,
@@ -234,11 +222,11 @@ uint64_t cn__tree_live_under(const cn_repos_tree_t *t, const uint8_t *prefix, si
         if (memcmp(c->prefix, prefix + i, m) != 0)
             return 0;
         if (c->plen >= rest)
-            return c->live;     /* the prefix ends inside or at the end of c's edge */
+            return c->sum.live; /* the prefix ends inside or at the end of c's edge */
         i += c->plen;
         n = c;
     }
-    return n->live;
+    return n->sum.live;
 }
 
 bool cn_repos_tree_get(const cn_repos_tree_t *t, const uint8_t *path, size_t len, cn_repos_entry_t *out)
@@ -252,132 +240,57 @@ bool cn_repos_tree_get(const cn_repos_tree_t *t, const uint8_t *path, size_t len
 }
 
 /* ---- hashing ------------------------------------------------------------------ */
-void cn__content_entry(const uint8_t *path, size_t n, const cn_repos_entry_t *e, cn_digest_t *out)
-{
-    uint8_t t[9];
-    cn_blake3_t h;
-    cn_blake3_init(&h);
-    cn_blake3_update(&h, dom_entry, sizeof dom_entry);
-    t[0] = (uint8_t)n; t[1] = (uint8_t)(n >> 8);
-    cn_blake3_update(&h, t, 2);
-    cn_blake3_update(&h, path, n);
-    cn_blake3_update(&h, e->manifest.b, CN_DIGEST_LEN);
-    for (int i = 0; i < 8; i++)
-        t[i] = (uint8_t)(e->size >> (8 * i));
-    t[8] = e->mode;
-    cn_blake3_update(&h, t, 9);
-    cn_blake3_final(&h, out);
-}
+typedef struct { cn_buf_t lo, hi; } bounds_t;
 
-void cn__content_node_init(cn_blake3_t *h, const cn_digest_t *entry, uint16_t nkids)
-{
-    uint8_t t[2];
-    cn_blake3_init(h);
-    cn_blake3_update(h, dom_cnode, sizeof dom_cnode);
-    t[0] = entry ? 1 : 0;
-    cn_blake3_update(h, t, 1);
-    if (entry)
-        cn_blake3_update(h, entry->b, CN_DIGEST_LEN);
-    t[0] = (uint8_t)nkids; t[1] = (uint8_t)(nkids >> 8);
-    cn_blake3_update(h, t, 2);
-}
-
-void cn__content_empty(cn_digest_t *out) { cn_repos_object_id(CN_REPOS_CHUNK, dom_empty, sizeof dom_empty, out); }
-
-/* Appends the bytes under n along its first (lo) or last (hi) descendants. */
+/* The bytes under n along its first (lo) or last (hi) descendants: lo stops
+ * at the first node with an entry, hi at a leaf. */
 static cn_err_t put_bound(cn_buf_t *b, const cn__tnode_t *n, bool lo)
 {
-    size_t at = b->len;
-    CN_TRY(cn_buf_put_u16le(b, 0));
-    size_t len = 0;
-    for (;;) {
-        if (lo ? n->state != CN_REPOS_NONE : n->nkids == 0)
-            break;
-        if (n->nkids == 0)
-            break;
+    cn_buf_reset(b);
+    while (n->nkids > 0 && !(lo && n->state != CN_REPOS_NONE)) {
         n = lo ? n->kids[0] : n->kids[n->nkids - 1];
         CN_TRY(cn_buf_append(b, n->prefix, n->plen));
-        len += n->plen;
     }
-    b->data[at] = (uint8_t)len;
-    b->data[at + 1] = (uint8_t)(len >> 8);
     return CN_OK;
 }
 
-static cn_err_t encode_node(cn_buf_t *b, const cn__tnode_t *n)
+static const cn__tree_sum_t *kid_sum(const void *kids, uint16_t i, uint8_t *byte)
 {
-    CN_TRY(cn_buf_put_u8(b, 1));
-    CN_TRY(cn_buf_put_u16le(b, n->plen));
-    CN_TRY(cn_buf_append(b, n->prefix, n->plen));
-    CN_TRY(cn_buf_put_u8(b, n->state));
-    if (n->state != CN_REPOS_NONE)
-        CN_TRY(cn_buf_put_u64le(b, n->e.change));
-    if (n->state == CN_REPOS_LIVE) {
-        CN_TRY(cn_buf_append(b, n->e.manifest.b, CN_DIGEST_LEN));
-        CN_TRY(cn_buf_put_u64le(b, n->e.size));
-        CN_TRY(cn_buf_put_u8(b, n->e.mode));
-    }
-    CN_TRY(cn_buf_put_u64le(b, n->entries));
-    CN_TRY(cn_buf_put_u64le(b, n->live));
-    CN_TRY(cn_buf_put_u64le(b, n->highest));
-    CN_TRY(put_bound(b, n, true));
-    CN_TRY(put_bound(b, n, false));
-    CN_TRY(cn_buf_put_u16le(b, n->nkids));
-    for (uint16_t i = 0; i < n->nkids; i++) {
-        const cn__tnode_t *k = n->kids[i];
-        CN_TRY(cn_buf_put_u8(b, k->prefix[0]));
-        CN_TRY(cn_buf_append(b, k->rev.b, CN_DIGEST_LEN));
-        CN_TRY(cn_buf_put_u64le(b, k->entries));
-        CN_TRY(cn_buf_put_u64le(b, k->live));
-        CN_TRY(cn_buf_put_u64le(b, k->highest));
-    }
+    const cn__tnode_t *k = ((cn__tnode_t *const *)kids)[i];
+    *byte = k->prefix[0];
+    return &k->sum;
+}
+
+/* Describes n for the codec; the bounds are computed into bd, which d
+ * borrows until bd is next used. */
+static cn_err_t describe(bounds_t *bd, const cn__tnode_t *n, cn__tree_node_t *d)
+{
+    CN_TRY(put_bound(&bd->lo, n, true));
+    CN_TRY(put_bound(&bd->hi, n, false));
+    *d = (cn__tree_node_t){ n->prefix, n->plen, n->state, &n->e, bd->lo.data, bd->hi.data,
+                            (uint16_t)bd->lo.len, (uint16_t)bd->hi.len, n->nkids, kid_sum,
+                            n->kids };
     return CN_OK;
 }
 
-typedef struct { cn_buf_t enc; cn_buf_t key; uint64_t count; cn_repos_node_fn emit; void *ctx; } hash_ctx_t;
+typedef struct {
+    cn_buf_t enc, key;
+    bounds_t bd;
+    uint64_t count;
+    cn_repos_node_fn emit;
+    void *ctx;
+} hash_ctx_t;
 
 /* Summaries, content hash and revision hash of a node whose children are
  * current.  Kept out of line so the recursion's frames stay small. */
 static __attribute__((noinline)) cn_err_t finish_node(hash_ctx_t *h, cn__tnode_t *n)
 {
-    n->entries = n->state != CN_REPOS_NONE;
-    n->live = n->state == CN_REPOS_LIVE;
-    n->highest = n->state != CN_REPOS_NONE ? n->e.change : 0;
-    uint16_t nlive = 0;
-    const cn__tnode_t *only = NULL;
-    for (uint16_t i = 0; i < n->nkids; i++) {
-        const cn__tnode_t *k = n->kids[i];
-        n->entries += k->entries;
-        n->live += k->live;
-        if (k->highest > n->highest)
-            n->highest = k->highest;
-        if (k->has_content) {
-            nlive++;
-            only = k;
-        }
-    }
-    bool v = n->state == CN_REPOS_LIVE;
-    cn_digest_t entry;
-    if (v)
-        cn__content_entry(h->key.data, h->key.len, &n->e, &entry);
-    n->has_content = v || nlive > 0;
-    if (!v && nlive == 1) {
-        n->content = only->content;
-    } else if (v && nlive == 0) {
-        n->content = entry;
-    } else if (n->has_content) {
-        cn_blake3_t b3;
-        cn__content_node_init(&b3, v ? &entry : NULL, nlive);
-        for (uint16_t i = 0; i < n->nkids; i++)
-            if (n->kids[i]->has_content)
-                cn_blake3_update(&b3, n->kids[i]->content.b, CN_DIGEST_LEN);
-        cn_blake3_final(&b3, &n->content);
-    }
+    cn__tree_node_t d;
+    CN_TRY(describe(&h->bd, n, &d));
     cn_buf_reset(&h->enc);
-    CN_TRY(encode_node(&h->enc, n));
-    cn_repos_node_hash(h->enc.data, h->enc.len, &n->rev);
+    CN_TRY(cn__tree_node_finish(&d, h->key.data, h->key.len, &h->enc, &n->sum));
     if (h->emit)
-        CN_TRY(h->emit(h->ctx, &n->rev, h->enc.data, h->enc.len));
+        CN_TRY(h->emit(h->ctx, &n->sum.rev, h->enc.data, h->enc.len));
     n->dirty = false;
     h->count++;
     return CN_OK;
@@ -404,21 +317,23 @@ cn_err_t cn_repos_tree_roots(cn_repos_tree_t *t, cn_digest_t *content, cn_digest
 cn_err_t cn_repos_tree_roots_emit(cn_repos_tree_t *t, cn_digest_t *content, cn_digest_t *revision,
                                   cn_repos_node_fn emit, void *ctx)
 {
-    hash_ctx_t h = { { 0 }, { 0 }, 0, emit, ctx };
+    hash_ctx_t h = { { 0 }, { 0 }, { { 0 }, { 0 } }, 0, emit, ctx };
     cn_err_t e = rehash(&h, t->root);
     cn_buf_free(&h.enc);
     cn_buf_free(&h.key);
+    cn_buf_free(&h.bd.lo);
+    cn_buf_free(&h.bd.hi);
     t->rehashed = h.count;
     if (e)
         return e;
     if (content) {
-        if (t->root->has_content)
-            *content = t->root->content;
+        if (t->root->sum.live)
+            *content = t->root->sum.content;
         else
-            cn__content_empty(content);
+            cn__tree_content_empty(content);
     }
     if (revision)
-        *revision = t->root->rev;
+        *revision = t->root->sum.rev;
     return CN_OK;
 }
 
@@ -470,24 +385,37 @@ int cn_repos_tree_walk(const cn_repos_tree_t *t, cn_repos_walk_fn fn, void *ctx)
     return rc;
 }
 
-static cn_err_t emit(cn_buf_t *out, cn_buf_t *tmp, const cn__tnode_t *n)
+typedef struct { cn_buf_t tmp; bounds_t bd; } emit_ctx_t;
+
+/* Kept out of line so the recursion's frames stay small. */
+static __attribute__((noinline)) cn_err_t emit_node(cn_buf_t *out, emit_ctx_t *x,
+                                                    const cn__tnode_t *n)
 {
-    cn_buf_reset(tmp);
-    CN_TRY(encode_node(tmp, n));
-    CN_TRY(cn_buf_put_u32le(out, (uint32_t)tmp->len));
-    CN_TRY(cn_buf_append(out, tmp->data, tmp->len));
+    cn__tree_node_t d;
+    CN_TRY(describe(&x->bd, n, &d));
+    cn_buf_reset(&x->tmp);
+    CN_TRY(cn__tree_node_encode(&x->tmp, &d, &n->sum));
+    CN_TRY(cn_buf_put_u32le(out, (uint32_t)x->tmp.len));
+    return cn_buf_append(out, x->tmp.data, x->tmp.len);
+}
+
+static cn_err_t emit(cn_buf_t *out, emit_ctx_t *x, const cn__tnode_t *n)
+{
+    CN_TRY(emit_node(out, x, n));
     for (uint16_t i = 0; i < n->nkids; i++)
-        CN_TRY(emit(out, tmp, n->kids[i]));
+        CN_TRY(emit(out, x, n->kids[i]));
     return CN_OK;
 }
 
 cn_err_t cn_repos_tree_proof_full(cn_repos_tree_t *t, cn_buf_t *out)
 {
     CN_TRY(cn_repos_tree_roots(t, NULL, NULL));
-    cn_buf_t tmp = { 0 };
+    emit_ctx_t x = { { 0 }, { { 0 }, { 0 } } };
     size_t start = out->len;
-    cn_err_t e = emit(out, &tmp, t->root);
-    cn_buf_free(&tmp);
+    cn_err_t e = emit(out, &x, t->root);
+    cn_buf_free(&x.tmp);
+    cn_buf_free(&x.bd.lo);
+    cn_buf_free(&x.bd.hi);
     if (e)
         out->len = start;
     return e;

@@ -10,23 +10,16 @@
 
 typedef struct { const uint8_t *p; size_t n; const uint8_t *fold; size_t fn; } removed_t;
 
-static int bytes_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
-{
-    size_t n = an < bn ? an : bn;
-    int c = n ? memcmp(a, b, n) : 0;
-    return c ? c : (an < bn ? -1 : an > bn ? 1 : 0);
-}
-
 static int by_path(const void *a, const void *b)
 {
     const removed_t *x = *(removed_t *const *)a, *y = *(removed_t *const *)b;
-    return bytes_cmp(x->p, x->n, y->p, y->n);
+    return cn__bytes_cmp(x->p, x->n, y->p, y->n);
 }
 
 static int by_fold(const void *a, const void *b)
 {
     const removed_t *x = *(removed_t *const *)a, *y = *(removed_t *const *)b;
-    return bytes_cmp(x->fold, x->fn, y->fold, y->fn);
+    return cn__bytes_cmp(x->fold, x->fn, y->fold, y->fn);
 }
 
 static bool is_live(const cn_repos_tree_t *t, const uint8_t *p, size_t n)
@@ -45,12 +38,12 @@ static size_t count_matching(removed_t **v, size_t m, const uint8_t *k, size_t k
         size_t mid = (lo + hi) / 2;
         const uint8_t *p = fold ? v[mid]->fold : v[mid]->p;
         size_t pn = fold ? v[mid]->fn : v[mid]->n;
-        if (bytes_cmp(p, pn, k, kn) < 0) lo = mid + 1; else hi = mid;
+        if (cn__bytes_cmp(p, pn, k, kn) < 0) lo = mid + 1; else hi = mid;
     }
     for (size_t i = lo; i < m; i++) {
         const uint8_t *p = fold ? v[i]->fold : v[i]->p;
         size_t pn = fold ? v[i]->fn : v[i]->n;
-        if (exact ? bytes_cmp(p, pn, k, kn) != 0 : (pn < kn || memcmp(p, k, kn) != 0))
+        if (exact ? cn__bytes_cmp(p, pn, k, kn) != 0 : (pn < kn || memcmp(p, k, kn) != 0))
             break;
         c++;
     }

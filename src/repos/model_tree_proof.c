@@ -1,4 +1,4 @@
-/* Tree node encodings and the verifier of a full-tree proof.  The verifier
+/* Tree node parsing and the verifier of a full-tree proof.  The verifier
  * trusts nothing but the revision root it is given: it re-derives every
  * hash, summary, key bound and the content root from the node bytes. */
 #include "model_int.h"
@@ -6,15 +6,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-void cn_repos_node_hash(const uint8_t *p, size_t n, cn_digest_t *out)
-{
-    cn_blake3_t h;
-    cn_blake3_init(&h);
-    cn_blake3_update(&h, cn__dom_node, cn__dom_node_len);
-    cn_blake3_update(&h, p, n);
-    cn_blake3_final(&h, out);
-}
 
 cn_err_t cn_repos_node_parse(const uint8_t *p, size_t n, cn_repos_node_t *out)
 {
@@ -173,19 +164,12 @@ static __attribute__((noinline)) cn_err_t finish(verifier_t *v, const frame_t *f
     bool live = f->nd.entry_state == CN_REPOS_LIVE;
     cn_digest_t entry;
     if (live)
-        cn__content_entry(v->key, f->key_len, &f->nd.entry, &entry);
-    *has = live || f->live_kids > 0;
-    if (!live && f->live_kids == 1) {
-        memcpy(out, v->arena.data + f->mark, CN_DIGEST_LEN);
-    } else if (live && f->live_kids == 0) {
-        *out = entry;
-    } else if (*has) {
-        cn_blake3_t h;
-        cn__content_node_init(&h, live ? &entry : NULL, f->live_kids);
-        if (f->live_kids)
-            cn_blake3_update(&h, v->arena.data + f->mark, (size_t)f->live_kids * CN_DIGEST_LEN);
-        cn_blake3_final(&h, out);
-    }
+        cn__tree_content_entry(v->key, f->key_len, &f->nd.entry, &entry);
+    cn__tree_content_t c;
+    cn__tree_content_begin(&c, live ? &entry : NULL, f->live_kids);
+    if (f->live_kids)
+        cn__tree_content_add(&c, v->arena.data + f->mark, f->live_kids);
+    *has = cn__tree_content_end(&c, out);
     return CN_OK;
 }
 
@@ -243,7 +227,7 @@ cn_err_t cn_repos_tree_proof_verify(const uint8_t *p, size_t n, const cn_digest_
             if (has)
                 *content_root = content;
             else
-                cn__content_empty(content_root);
+                cn__tree_content_empty(content_root);
         } else if (has) {
             if ((err = cn_buf_append(&v->arena, content.b, CN_DIGEST_LEN)))
                 goto out;

@@ -93,9 +93,6 @@ void cn__ptree_stats(const cn__ptree_t *t, cn_repos_tree_stats_t *out);
 cn_err_t cn__ptree_init_empty(cn_meta_txn_t *wtxn, const uint8_t repo[16], cn_digest_t *revision,
                              cn_digest_t *content);
 
-/* Byte-string order (memcmp, shorter first on a tie). */
-int cn__bytes_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn);
-
 /* Binds a 16-byte id / digest. */
 cn_err_t cn__bind_id(cn_meta_stmt_t *st, int idx, const uint8_t id[16]);
 cn_err_t cn__bind_digest(cn_meta_stmt_t *st, int idx, const cn_digest_t *d);

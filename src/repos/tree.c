@@ -16,6 +16,7 @@
  * Invariant checked on every read: a row's encoding hashes to the hash its
  * parent names (CN_E_CORRUPT otherwise). */
 #include "service_int.h"
+#include "tree_codec.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -25,9 +26,7 @@ typedef struct cn__wnode cn__wnode_t;
 
 typedef struct cn__wkid {
     uint8_t byte;
-    cn_digest_t hash;
-    uint64_t entries, live, highest;
-    cn_digest_t content;            /* valid when live > 0 */
+    cn__tree_sum_t sum;
     cn__wnode_t *mem;               /* read or new; NULL = only the summary is known */
 } cn__wkid_t;
 
@@ -40,9 +39,7 @@ struct cn__wnode {
     uint16_t lo_len, hi_len;
     cn__wkid_t *kids;
     uint16_t nkids, kcap;
-    uint64_t entries, live, highest;
-    cn_digest_t content;            /* valid when live > 0 */
-    cn_digest_t hash;
+    cn__tree_sum_t sum;             /* current unless dirty */
     bool dirty;
     cn__wnode_t *all_next;          /* every node of the view, for freeing */
 };
@@ -59,53 +56,6 @@ struct cn__ptree {
     uint64_t nodes_read, nodes_written;
     cn_buf_t key;                   /* scratch */
 };
-
-static const char dom_entry[] = "cairn:content-entry:v1";
-static const char dom_cnode[] = "cairn:content-node:v1";
-static const char dom_empty[] = "cairn:content-empty:v1";
-static const char dom_node[] = "cairn:tree-node:v1";
-
-int cn__bytes_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
-{
-    size_t n = an < bn ? an : bn;
-    int c = n ? memcmp(a, b, n) : 0;
-    return c ? c : (an < bn ? -1 : an > bn ? 1 : 0);
-}
-
-static void content_entry(const uint8_t *path, size_t n, const cn_repos_entry_t *e, cn_digest_t *out)
-{
-    uint8_t t[9];
-    cn_blake3_t h;
-    cn_blake3_init(&h);
-    cn_blake3_update(&h, dom_entry, sizeof dom_entry);
-    t[0] = (uint8_t)n;
-    t[1] = (uint8_t)(n >> 8);
-    cn_blake3_update(&h, t, 2);
-    cn_blake3_update(&h, path, n);
-    cn_blake3_update(&h, e->manifest.b, CN_DIGEST_LEN);
-    for (int i = 0; i < 8; i++)
-        t[i] = (uint8_t)(e->size >> (8 * i));
-    t[8] = e->mode;
-    cn_blake3_update(&h, t, 9);
-    cn_blake3_final(&h, out);
-}
-
-static void content_empty(cn_digest_t *out)
-{
-    cn_blake3_t h;
-    cn_blake3_init(&h);
-    cn_blake3_update(&h, dom_empty, sizeof dom_empty);
-    cn_blake3_final(&h, out);
-}
-
-static void node_hash(const uint8_t *p, size_t n, cn_digest_t *out)
-{
-    cn_blake3_t h;
-    cn_blake3_init(&h);
-    cn_blake3_update(&h, dom_node, sizeof dom_node);
-    cn_blake3_update(&h, p, n);
-    cn_blake3_final(&h, out);
-}
 
 /* ---- nodes -------------------------------------------------------------------------- */
 static cn__wnode_t *wnode_new(cn__ptree_t *t)
@@ -169,16 +119,16 @@ static cn_err_t wnode_from_row(cn__ptree_t *t, const uint8_t *enc, size_t elen, 
     CN_TRY(set_bytes(&n->hi, &n->hi_len, nd.hi, nd.hi_len, NULL, 0));
     n->state = nd.entry_state;
     n->e = nd.entry;
-    n->entries = nd.entries;
-    n->live = nd.live;
-    n->highest = nd.highest;
-    n->hash = *hash;
+    n->sum.entries = nd.entries;
+    n->sum.live = nd.live;
+    n->sum.highest = nd.highest;
+    n->sum.rev = *hash;
     CN_TRY(kids_reserve(n, nd.child_count));
     size_t at = 0;
-    if (n->live) {
+    if (n->sum.live) {
         if (alen < CN_DIGEST_LEN)
             return CN_E_CORRUPT;
-        memcpy(n->content.b, aux, CN_DIGEST_LEN);
+        memcpy(n->sum.content.b, aux, CN_DIGEST_LEN);
         at = CN_DIGEST_LEN;
     }
     for (uint16_t i = 0; i < nd.child_count; i++) {
@@ -187,14 +137,14 @@ static cn_err_t wnode_from_row(cn__ptree_t *t, const uint8_t *enc, size_t elen, 
         cn__wkid_t *k = &n->kids[i];
         memset(k, 0, sizeof *k);
         k->byte = c.byte;
-        k->hash = c.hash;
-        k->entries = c.entries;
-        k->live = c.live;
-        k->highest = c.highest;
+        k->sum.rev = c.hash;
+        k->sum.entries = c.entries;
+        k->sum.live = c.live;
+        k->sum.highest = c.highest;
         if (c.live) {
             if (alen - at < CN_DIGEST_LEN)
                 return CN_E_CORRUPT;
-            memcpy(k->content.b, aux + at, CN_DIGEST_LEN);
+            memcpy(k->sum.content.b, aux + at, CN_DIGEST_LEN);
             at += CN_DIGEST_LEN;
         }
     }
@@ -220,7 +170,7 @@ static cn_err_t read_node(cn__ptree_t *t, const cn_digest_t *hash, cn__wnode_t *
         const uint8_t *enc = cn_meta_column_blob(st, 0, &elen);
         const uint8_t *aux = cn_meta_column_blob(st, 1, &alen);
         cn_digest_t h;
-        node_hash(enc ? enc : (const uint8_t *)"", enc ? elen : 0, &h);
+        cn_repos_node_hash(enc ? enc : (const uint8_t *)"", enc ? elen : 0, &h);
         if (!enc || memcmp(h.b, hash->b, CN_DIGEST_LEN) != 0)
             err = CN_E_CORRUPT;
         else
@@ -236,7 +186,7 @@ static cn_err_t read_node(cn__ptree_t *t, const cn_digest_t *hash, cn__wnode_t *
 static cn_err_t kid_mem(cn__ptree_t *t, cn__wkid_t *k, cn__wnode_t **out)
 {
     if (!k->mem)
-        CN_TRY(read_node(t, &k->hash, &k->mem));
+        CN_TRY(read_node(t, &k->sum.rev, &k->mem));
     *out = k->mem;
     return CN_OK;
 }
@@ -340,7 +290,7 @@ cn_err_t cn__ptree_live_under(cn__ptree_t *t, const uint8_t *prefix, size_t len,
     cn__wnode_t *n = t->root;
     size_t i = 0;
     if (!len) {
-        *live = n->live;
+        *live = n->sum.live;
         return CN_OK;
     }
     while (i < len) {
@@ -355,13 +305,13 @@ cn_err_t cn__ptree_live_under(cn__ptree_t *t, const uint8_t *prefix, size_t len,
         if (memcmp(c->prefix, prefix + i, m) != 0)
             return CN_OK;
         if (c->plen >= rest) {
-            *live = c->live;
+            *live = c->sum.live;
             return CN_OK;
         }
         i += c->plen;
         n = c;
     }
-    *live = n->live;
+    *live = n->sum.live;
     return CN_OK;
 }
 
@@ -369,12 +319,7 @@ cn_err_t cn__ptree_live_under(cn__ptree_t *t, const uint8_t *prefix, size_t len,
 static void set_entry(cn__wnode_t *n, const cn_repos_entry_t *e)
 {
     n->state = e->state;
-    n->e = *e;
-    if (e->state == CN_REPOS_TOMBSTONE) {
-        n->e.mode = 0;
-        n->e.size = 0;
-        memset(n->e.manifest.b, 0, CN_DIGEST_LEN);
-    }
+    cn__tree_entry_set(&n->e, e);
 }
 
 static cn_err_t kids_insert(cn__wnode_t *n, int at, cn__wnode_t *mem)
@@ -452,36 +397,11 @@ cn_err_t cn__ptree_put(cn__ptree_t *t, const uint8_t *path, size_t len, const cn
 }
 
 /* ---- re-encoding --------------------------------------------------------------------- */
-static cn_err_t encode(cn_buf_t *b, const cn__wnode_t *n)
+static const cn__tree_sum_t *kid_sum(const void *kids, uint16_t i, uint8_t *byte)
 {
-    CN_TRY(cn_buf_put_u8(b, 1));
-    CN_TRY(cn_buf_put_u16le(b, n->plen));
-    CN_TRY(cn_buf_append(b, n->prefix, n->plen));
-    CN_TRY(cn_buf_put_u8(b, n->state));
-    if (n->state != CN_REPOS_NONE)
-        CN_TRY(cn_buf_put_u64le(b, n->e.change));
-    if (n->state == CN_REPOS_LIVE) {
-        CN_TRY(cn_buf_append(b, n->e.manifest.b, CN_DIGEST_LEN));
-        CN_TRY(cn_buf_put_u64le(b, n->e.size));
-        CN_TRY(cn_buf_put_u8(b, n->e.mode));
-    }
-    CN_TRY(cn_buf_put_u64le(b, n->entries));
-    CN_TRY(cn_buf_put_u64le(b, n->live));
-    CN_TRY(cn_buf_put_u64le(b, n->highest));
-    CN_TRY(cn_buf_put_u16le(b, n->lo_len));
-    CN_TRY(cn_buf_append(b, n->lo, n->lo_len));
-    CN_TRY(cn_buf_put_u16le(b, n->hi_len));
-    CN_TRY(cn_buf_append(b, n->hi, n->hi_len));
-    CN_TRY(cn_buf_put_u16le(b, n->nkids));
-    for (uint16_t i = 0; i < n->nkids; i++) {
-        const cn__wkid_t *k = &n->kids[i];
-        CN_TRY(cn_buf_put_u8(b, k->byte));
-        CN_TRY(cn_buf_append(b, k->hash.b, CN_DIGEST_LEN));
-        CN_TRY(cn_buf_put_u64le(b, k->entries));
-        CN_TRY(cn_buf_put_u64le(b, k->live));
-        CN_TRY(cn_buf_put_u64le(b, k->highest));
-    }
-    return CN_OK;
+    const cn__wkid_t *k = (const cn__wkid_t *)kids + i;
+    *byte = k->byte;
+    return &k->sum;
 }
 
 static cn_err_t push_row(cn__ptree_t *t, cn__wnode_t *n)
@@ -497,47 +417,30 @@ static cn_err_t push_row(cn__ptree_t *t, cn__wnode_t *n)
     cn__newrow_t *row = &t->rows[t->nrows];
     memset(row, 0, sizeof *row);
     t->nrows++;
-    CN_TRY(encode(&row->enc, n));
-    node_hash(row->enc.data, row->enc.len, &n->hash);
-    row->hash = n->hash;
-    if (n->live)
-        CN_TRY(cn_buf_append(&row->aux, n->content.b, CN_DIGEST_LEN));
+    cn__tree_node_t d = { n->prefix, n->plen, n->state, &n->e, n->lo, n->hi, n->lo_len,
+                          n->hi_len, n->nkids, kid_sum, n->kids };
+    CN_TRY(cn__tree_node_finish(&d, t->key.data, t->key.len, &row->enc, &n->sum));
+    row->hash = n->sum.rev;
+    if (n->sum.live)
+        CN_TRY(cn_buf_append(&row->aux, n->sum.content.b, CN_DIGEST_LEN));
     for (uint16_t i = 0; i < n->nkids; i++)
-        if (n->kids[i].live)
-            CN_TRY(cn_buf_append(&row->aux, n->kids[i].content.b, CN_DIGEST_LEN));
+        if (n->kids[i].sum.live)
+            CN_TRY(cn_buf_append(&row->aux, n->kids[i].sum.content.b, CN_DIGEST_LEN));
     t->nodes_written++;
     return CN_OK;
 }
 
-/* Summaries, bounds, content and hash of a dirty node whose children are
+/* Child summaries, bounds, then the row of a dirty node whose children are
  * current; key holds the node's full key. */
 static __attribute__((noinline)) cn_err_t finish_node(cn__ptree_t *t, cn__wnode_t *n)
 {
-    n->entries = n->state != CN_REPOS_NONE;
-    n->live = n->state == CN_REPOS_LIVE;
-    n->highest = n->state != CN_REPOS_NONE ? n->e.change : 0;
-    uint16_t nlive = 0;
-    const cn__wkid_t *only = NULL;
     for (uint16_t i = 0; i < n->nkids; i++) {
         cn__wkid_t *k = &n->kids[i];
         if (k->mem) {
             k->byte = k->mem->prefix[0];
             if (k->mem->dirty)
                 return CN_E_INVALID;    /* children are finished first */
-            k->hash = k->mem->hash;
-            k->entries = k->mem->entries;
-            k->live = k->mem->live;
-            k->highest = k->mem->highest;
-            if (k->live)
-                k->content = k->mem->content;
-        }
-        n->entries += k->entries;
-        n->live += k->live;
-        if (k->highest > n->highest)
-            n->highest = k->highest;
-        if (k->live) {
-            nlive++;
-            only = k;
+            k->sum = k->mem->sum;
         }
     }
     /* Key bounds: unchanged unless the node gained its entry or its first /
@@ -553,31 +456,6 @@ static __attribute__((noinline)) cn_err_t finish_node(cn__ptree_t *t, cn__wnode_
     } else if (n->kids[n->nkids - 1].mem) {
         const cn__wnode_t *l = n->kids[n->nkids - 1].mem;
         CN_TRY(set_bytes(&n->hi, &n->hi_len, l->prefix, l->plen, l->hi, l->hi_len));
-    }
-    bool v = n->state == CN_REPOS_LIVE;
-    cn_digest_t entry;
-    if (v)
-        content_entry(t->key.data, t->key.len, &n->e, &entry);
-    if (!v && nlive == 1) {
-        n->content = only->content;
-    } else if (v && nlive == 0) {
-        n->content = entry;
-    } else if (n->live) {
-        uint8_t hdr[3];
-        cn_blake3_t b3;
-        cn_blake3_init(&b3);
-        cn_blake3_update(&b3, dom_cnode, sizeof dom_cnode);
-        hdr[0] = v ? 1 : 0;
-        cn_blake3_update(&b3, hdr, 1);
-        if (v)
-            cn_blake3_update(&b3, entry.b, CN_DIGEST_LEN);
-        hdr[0] = (uint8_t)nlive;
-        hdr[1] = (uint8_t)(nlive >> 8);
-        cn_blake3_update(&b3, hdr, 2);
-        for (uint16_t i = 0; i < n->nkids; i++)
-            if (n->kids[i].live)
-                cn_blake3_update(&b3, n->kids[i].content.b, CN_DIGEST_LEN);
-        cn_blake3_final(&b3, &n->content);
     }
     CN_TRY(push_row(t, n));
     n->dirty = false;
@@ -603,13 +481,13 @@ cn_err_t cn__ptree_finish(cn__ptree_t *t, cn_digest_t *content, cn_digest_t *rev
         CN_TRY(finish(t, t->root));
     }
     if (content) {
-        if (t->root->live)
-            *content = t->root->content;
+        if (t->root->sum.live)
+            *content = t->root->sum.content;
         else
-            content_empty(content);
+            cn__tree_content_empty(content);
     }
     if (revision)
-        *revision = t->root->hash;
+        *revision = t->root->sum.rev;
     return CN_OK;
 }
 
@@ -639,13 +517,14 @@ cn_err_t cn__ptree_store(cn__ptree_t *t, cn_meta_txn_t *wtxn)
 cn_err_t cn__ptree_init_empty(cn_meta_txn_t *wtxn, const uint8_t repo[16], cn_digest_t *revision,
                              cn_digest_t *content)
 {
-    cn__wnode_t root;
+    cn__tree_node_t root;
+    cn__tree_sum_t sum;
     memset(&root, 0, sizeof root);
     cn_buf_t enc = {0}, aux = {0};
-    cn_err_t err = encode(&enc, &root);
+    cn_err_t err = cn__tree_node_finish(&root, NULL, 0, &enc, &sum);
     if (err >= 0) {
-        node_hash(enc.data, enc.len, revision);
-        content_empty(content);
+        *revision = sum.rev;
+        cn__tree_content_empty(content);
         err = insert_row(wtxn, repo, revision, &enc, &aux);
     }
     cn_buf_free(&enc);
@@ -708,7 +587,7 @@ static cn_err_t page_walk(page_t *pg, cn__wnode_t *n)
     }
     for (uint16_t i = 0; i < n->nkids && !pg->more; i++) {
         cn__wkid_t *k = &n->kids[i];
-        if (!k->live)
+        if (!k->sum.live)
             continue;
         cn__wnode_t *c;
         if ((err = kid_mem(t, k, &c)) < 0)

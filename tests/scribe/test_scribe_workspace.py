@@ -1,8 +1,7 @@
 """Workspaces through the real cairnd: sparse clones (`cairn clone --path`,
 more prefixes added by `sync --path`), `cairn status` on many unchanged
 files from the state file alone, an interrupted upload that resumes where
-it stopped, and a 1 MiB edit inside a large file moving only a few MiB
-(256 MiB here; 1 GiB with CAIRN_SCRIBE_BIG_TESTS=1)."""
+it stopped, and a 1 MiB edit inside a 1 GiB file moving under 4 MiB."""
 import os
 import re
 import signal
@@ -106,33 +105,33 @@ def test_sparse_workspace(srv, tmp_path):
                  check=False).returncode == 2
 
 
-def test_status_on_many_unchanged_files(srv, tmp_path):
-    """cairn status answers from the state file: no file is read.  The
-    issue's figure is 100,000 files in under a second; CAIRN_SCRIBE_BIG_TESTS
-    runs that, the default suite 20,000."""
-    n = 100000 if os.environ.get("CAIRN_SCRIBE_BIG_TESTS") else 20000
+def test_status_trusts_the_state_file(srv, tmp_path):
+    """cairn status compares size, mtime and mode with the state file and
+    reads a file only when they differ: a same-size rewrite with its mtime
+    put back goes unseen (as with git), a touch without a change is clean,
+    a real change among thousands is found.  Its speed on 100,000 files is
+    a benchmark figure (bench/scribe.py, docs/performance.md)."""
     ep = ep_of(srv)
     cairn(ep, "repo", "create", "many")
     ws = str(tmp_path / "ws")
     cairn(ep, "clone", "many", ws)
-    for d in range(n // 1000):
+    for d in range(5):
         os.makedirs(os.path.join(ws, "d%03d" % d))
         for i in range(1000):
             with open(os.path.join(ws, "d%03d" % d, "f%04d" % i), "wb") as f:
-                f.write(b"%d/%d" % (d, i))
-    cairn(ep, "submit", ws, "-m", "many", "--quiet", timeout=600)
-    best = None
-    for _ in range(3):
-        t = time.time()
-        out = cairn(ep, "status", ws).stdout
-        took = time.time() - t
-        best = took if best is None else min(best, took)
-        assert "clean" in out
-    print("status on %d unchanged files: %.3f s" % (n, best))
-    assert best < 1.0 * n / 100000 + 0.5
-    # one changed file is found among them
-    write(os.path.join(ws, "d007/f0123"), b"changed")
-    assert cairn(ep, "status", ws).stdout.strip() == "M d007/f0123"
+                f.write(b"%d/%04d" % (d, i))
+    cairn(ep, "submit", ws, "-m", "many", "--quiet")
+    assert "clean" in cairn(ep, "status", ws).stdout
+    p = os.path.join(ws, "d001/f0042")
+    st = os.stat(p)
+    write(p, b"X/XXXX")                          # same size, different bytes
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert "clean" in cairn(ep, "status", ws).stdout, "status read an unchanged-looking file"
+    q = os.path.join(ws, "d002/f0007")
+    os.utime(q, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))   # touched, not changed
+    assert "clean" in cairn(ep, "status", ws).stdout
+    write(os.path.join(ws, "d003/f0123"), b"changed")
+    assert cairn(ep, "status", ws).stdout.strip() == "M d003/f0123"
 
 
 def usage(ep, rid):
@@ -170,10 +169,8 @@ def test_interrupted_upload_resumes(srv, tmp_path):
     assert read(os.path.join(ws2, "blob.bin")) == read(os.path.join(ws, "blob.bin"))
 
 
-@pytest.mark.parametrize("gib", [0.25, 1.0])
-def test_edit_inside_large_file_moves_little(srv, tmp_path, gib):
-    if gib >= 1 and not os.environ.get("CAIRN_SCRIBE_BIG_TESTS"):
-        pytest.skip("the 1 GiB variant runs with CAIRN_SCRIBE_BIG_TESTS=1")
+def test_edit_inside_large_file_moves_little(srv, tmp_path):
+    gib = 1
     ep = ep_of(srv)
     cairn(ep, "repo", "create", "huge")
     ws = str(tmp_path / "ws")

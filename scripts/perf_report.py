@@ -3,8 +3,9 @@
 from one run's results (scripts/bench.sh writes BUILD/bench-results.txt).
 
 usage: perf_report.py RESULTS DOC PLOT_DIR
-       perf_report.py --only s3 RESULTS DOC PLOT_DIR
-       (rewrites only the S3 section, from a run of bench/s3.py alone)
+       perf_report.py --only s3|scribe RESULTS DOC PLOT_DIR
+       (rewrites only that section, from a run of bench/s3.py or
+       bench/scribe.py alone)
 
 Only the part between the markers below is replaced; everything else in DOC
 (the store engineer's "Store" section, the hand-written notes) stays.  Every
@@ -474,10 +475,19 @@ def replace_s3_section(text, section):
     return text.rstrip("\n") + "\n\n" + section
 
 
+def replace_scribe_section(text, section):
+    """Puts section in place of the Scribe section of text (which must have
+    one); every other section is left as it is."""
+    a = text.index("## Scribe (")
+    heading, end = text.find("\n## ", a), text.find(END, a)
+    ends = [i for i in (heading + 1 if heading >= 0 else -1, end) if i >= 0]
+    return text[:a] + section.rstrip("\n") + "\n\n" + text[min(ends) if ends else len(text):]
+
+
 def main():
     args = sys.argv[1:]
     only = None
-    if len(args) == 5 and args[0] == "--only" and args[1] == "s3":
+    if len(args) == 5 and args[0] == "--only" and args[1] in ("s3", "scribe"):
         only, args = args[1], args[2:]
     if len(args) != 3:
         sys.stderr.write(__doc__)
@@ -489,6 +499,10 @@ def main():
         rep = Report(vals, units, skips)
         s3_section(rep, plot_dir)
         text = replace_s3_section(text, "\n".join(rep.out))
+    elif only == "scribe":
+        rep = Report(vals, units, skips)
+        scribe_section(rep)
+        text = replace_scribe_section(text, "\n".join(rep.out))
     elif BEGIN in text and END in text:
         section = generate(vals, units, skips, plot_dir)
         a, b = text.index(BEGIN), text.index(END) + len(END)

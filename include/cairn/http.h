@@ -508,7 +508,7 @@ typedef struct cn_http_config {
     unsigned max_connections;           /* 0: 1024 */
     unsigned max_per_ip;                /* 0: unlimited */
     unsigned idle_timeout_s;            /* inactivity timeout; 0: 60 */
-    size_t conn_memory;                 /* per-connection buffer; 0: 128 KiB */
+    size_t conn_memory;                 /* per-connection buffer; 0: 32 KiB */
     uint64_t max_body;                  /* default decoded body cap; 0: 5 GiB */
     const char *tls_cert_file;          /* PEM; both set → HTTPS */
     const char *tls_key_file;
@@ -607,6 +607,11 @@ CN_API void cn_http_req_set_data(cn_http_req_t *r, void *data);
 CN_API void *cn_http_req_data(const cn_http_req_t *r);
 /* Resumes a request whose on_body returned CN_HTTP_PAUSE.  Any thread. */
 CN_API void cn_http_req_resume(cn_http_req_t *r);
+
+/* Largest body answered from memory, with the headers in one sendmsg,
+ * rather than by sendfile: past a few pages the copy costs more than the
+ * second system call saves.  cn_http_respond_fd reads bodies up to this. */
+#define CN_HTTP_INLINE_BODY_MAX (16u * 1024)
 
 /* ---- responses: exactly one respond call per request ------------------- */
 /* Adds a response header (copied).  x-amz-request-id, x-amz-id-2 and Date are

@@ -40,8 +40,9 @@ enum {
 #define CN_HEAD_MAX 64      /* largest head_len an adapter may ask for */
 
 /* ---- the adapter interface ------------------------------------------------
- * All callbacks but busy() run on worker threads; a connection is owned by
- * exactly one thread at a time, so the per-connection state needs no lock.
+ * All callbacks but busy(), classify(), idle() and fast() run on worker
+ * threads; a connection is owned by exactly one thread at a time (the loop
+ * while fast() runs), so the per-connection state needs no lock.
  * actx is shared by every connection of the listener: callbacks that touch it
  * must be thread-safe.  Callbacks must not keep the cn_conn_t pointer past
  * close(). */
@@ -93,6 +94,20 @@ typedef struct cn_adapter {
      * connections (a Scribe session).  Runs on the loop thread: fast, no
      * I/O, no blocking beyond a short mutex.  May be NULL (close). */
     int64_t (*idle)(void *cstate, int64_t now_ms);
+
+    /* Optional, plaintext only: a request the loop answers itself, so that
+     * a short read costs no hand-off to a worker and back.  Runs on the loop
+     * thread with head complete; the bytes after it that are already read
+     * are seen with cn_conn_peek().  Return 0 to decline (nothing consumed,
+     * nothing written: the request goes to a worker as usual), 1 when the
+     * request was consumed and answered, < 0 to close the connection.
+     * While it runs, cn_conn_read_* take only buffered bytes (CN_E_AGAIN
+     * past them), writes never wait (what the socket does not take is kept,
+     * within the memory budget, and written out by a worker with the usual
+     * deadline), and bodies over 16 KiB are refused (CN_E_UNSUPPORTED).  It
+     * must not block beyond short locks, a metadata read and a page-cache
+     * read of a small file.  May be NULL. */
+    int (*fast)(void *cstate, cn_conn_t *c, const uint8_t *head);
 } cn_adapter_t;
 
 /* ---- limits -----------------------------------------------------------------
@@ -233,6 +248,12 @@ CN_API cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t le
  * Errors as cn_conn_sendfile; on any error some bytes may have been sent. */
 CN_API cn_err_t cn_conn_send_head_file(cn_conn_t *c, const void *head, size_t head_len, int fd,
                                        uint64_t off, uint64_t len, int64_t deadline);
+
+/* The bytes already read past the request head (plaintext read-ahead): their
+ * count, *p pointing at them; valid until the next read.  For fast(). */
+CN_API size_t cn_conn_peek(const cn_conn_t *c, const uint8_t **p);
+/* True while fast() runs on the loop thread for c. */
+CN_API bool cn_conn_on_loop(const cn_conn_t *c);
 
 /* ---- identity of the peer -------------------------------------------------------- */
 /* The TCP peer as text ("192.0.2.1", "2001:db8::1"; no port), valid while c

@@ -320,6 +320,13 @@ typedef cn_err_t (*cn_objects_send_fd_fn)(void *ctx, int fd, uint64_t off, uint6
 typedef cn_err_t (*cn_objects_write_fn)(void *ctx, const void *p, size_t n);
 CN_API cn_err_t cn_objects_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn send_fd,
                                        cn_objects_write_fn write, void *ctx);
+/* As cn_objects_reader_send, but fd may be shared with other threads: send_fd
+ * must read it only by offset (pread, sendfile(2) with an offset pointer),
+ * never move its file offset, and neither keep nor dup it.  Spares the open,
+ * fstat and close of a small blob's file per read. */
+CN_API cn_err_t cn_objects_reader_send_shared(cn_objects_reader_t *rd,
+                                              cn_objects_send_fd_fn send_fd,
+                                              cn_objects_write_fn write, void *ctx);
 CN_API void cn_objects_reader_free(cn_objects_reader_t *rd);   /* NULL is a no-op */
 
 /* The parts of the current version, in order (S3 GetObjectAttributes

@@ -115,6 +115,14 @@ CN_API cn_err_t cn_store_put(cn_store_t *s, const void *p, size_t n,
  * are served by cn_store_read_range instead. */
 CN_API cn_err_t cn_store_open_fd(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t *len);
 
+/* As cn_store_open_fd, but a small blob's file may come from (and stay in) a
+ * cache of open files: the descriptor is borrowed, read it with pread only
+ * (or sendfile with an offset pointer), never close it; give it back with
+ * cn_store_fd_put(s, fd, handle).  Hold a guard on d while reading. */
+CN_API cn_err_t cn_store_fd_get(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t *len,
+                                void **handle);
+CN_API void cn_store_fd_put(cn_store_t *s, int fd, void *handle);
+
 /* Receives served bytes in order; a non-zero return stops the read and is
  * returned from cn_store_read_range. */
 typedef cn_err_t (*cn_store_sink_fn)(void *ctx, const void *p, size_t n);

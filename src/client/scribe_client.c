@@ -152,7 +152,7 @@ static cn_err_t recv_all(cn_scribe_client_t *cl, void *p, size_t n)
     if (!cl->rbuf && !(cl->rbuf = malloc(CN__RBUF)))
         return -ENOMEM;
     while (n) {
-        size_t got;
+        size_t got = 0;
         if (cl->rpos < cl->rlen) {
             got = cl->rlen - cl->rpos < n ? cl->rlen - cl->rpos : n;
             memcpy(b, cl->rbuf + cl->rpos, got);

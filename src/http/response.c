@@ -78,6 +78,33 @@ cn_err_t cn_http_respond_empty(cn_http_req_t *r, int status, uint64_t len)
     return cn__finish(r, resp, status, NULL, 0);
 }
 
+/* A small file body is read into memory so that libmicrohttpd sends it with
+ * the headers in one sendmsg (one TCP segment, one wake-up of the peer); from
+ * an fd it sends the headers, then sendfile()s the body, a second system call
+ * and a second transmit for a few KiB.  NULL when the read fails or comes up
+ * short: the caller then answers from the fd as before.  Leaves fd open. */
+static struct MHD_Response *cn__inline_fd(int fd, uint64_t off, uint64_t len)
+{
+    char *buf = malloc(len ? (size_t)len : 1);
+    if (!buf)
+        return NULL;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = pread(fd, buf + got, (size_t)(len - got), (off_t)(off + got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    struct MHD_Response *resp =
+        got == len ? MHD_create_response_from_buffer_with_free_callback((size_t)len, buf, free)
+                   : NULL;
+    if (!resp)
+        free(buf);
+    return resp;
+}
+
 cn_err_t cn_http_respond_fd(cn_http_req_t *r, int status, const char *content_type, int fd,
                             uint64_t off, uint64_t len)
 {
@@ -85,7 +112,13 @@ cn_err_t cn_http_respond_fd(cn_http_req_t *r, int status, const char *content_ty
         close(fd);
         return CN_E_INVALID;
     }
-    struct MHD_Response *resp = MHD_create_response_from_fd_at_offset64(len, fd, off);
+    struct MHD_Response *resp =
+        len <= CN_HTTP_INLINE_BODY_MAX ? cn__inline_fd(fd, off, len) : NULL;
+    if (resp) {
+        close(fd);
+        return cn__finish(r, resp, status, content_type, len);
+    }
+    resp = MHD_create_response_from_fd_at_offset64(len, fd, off);
     if (!resp) {
         close(fd);
         return -ENOMEM;

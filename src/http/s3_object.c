@@ -394,6 +394,41 @@ static void cn__pump_done(void *ctx)
     free(pm);
 }
 
+typedef struct {
+    uint8_t *buf;
+    uint64_t len, got;
+} cn__copy_t;
+
+static cn_err_t cn__copy_fd(void *ctx, int fd, uint64_t off, uint64_t len)
+{
+    cn__copy_t *c = ctx;
+    if (len > c->len - c->got)
+        return CN_E_CORRUPT;
+    uint64_t end = c->got + len;
+    while (c->got < end) {
+        ssize_t n = pread(fd, c->buf + c->got, (size_t)(end - c->got),
+                          (off_t)(off + (c->got - (end - len))));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            return CN_E_CORRUPT;   /* the blob is shorter than its record */
+        c->got += (uint64_t)n;
+    }
+    return 0;
+}
+
+static cn_err_t cn__copy_write(void *ctx, const void *p, size_t n)
+{
+    cn__copy_t *c = ctx;
+    if (n > c->len - c->got)
+        return CN_E_CORRUPT;
+    memcpy(c->buf + c->got, p, n);
+    c->got += n;
+    return 0;
+}
+
 /* Answers status with the reader's bytes; takes rd.  Returns CN_E_AGAIN when
  * a blob is not a raw file and pump is false (rd is then spent: the caller
  * gets the object again and calls with pump). */
@@ -404,6 +439,15 @@ static cn_err_t cn__send_body(cn__s3_rq_t *q, int status, const char *ct,
     if (len == 0) {
         cn_objects_reader_free(rd);
         return cn_http_respond(q->r, status, ct, "", 0);
+    }
+    if (len <= CN_HTTP_INLINE_BODY_MAX) {
+        uint8_t buf[CN_HTTP_INLINE_BODY_MAX];
+        cn__copy_t c = {.buf = buf, .len = len};
+        cn_err_t e = cn_objects_reader_send(rd, cn__copy_fd, cn__copy_write, &c);
+        cn_objects_reader_free(rd);
+        if (!e && c.got != len)
+            e = CN_E_CORRUPT;
+        return e ? e : cn_http_respond(q->r, status, ct, buf, (size_t)len);
     }
     if (pump) {
         cn__pump_t *pm = calloc(1, sizeof *pm);

@@ -147,7 +147,10 @@ cn_err_t cn_http_server_new(const cn_http_config_t *cfg, cn_http_server_t **out)
     if (!s->cfg.threads) s->cfg.threads = 8;
     if (!s->cfg.max_connections) s->cfg.max_connections = 1024;
     if (!s->cfg.idle_timeout_s) s->cfg.idle_timeout_s = 60;
-    if (!s->cfg.conn_memory) s->cfg.conn_memory = 128 * 1024;
+    /* libmicrohttpd zeroes the whole pool between two requests of a
+     * connection, so its size is paid on every request: 32 KiB holds the
+     * request headers S3 allows (8 KiB) with room for the read buffer. */
+    if (!s->cfg.conn_memory) s->cfg.conn_memory = 32 * 1024;
     if (!s->cfg.max_body) s->cfg.max_body = 5ull << 30;
     if (!s->cfg.max_skew_ms) s->cfg.max_skew_ms = CN_SIGV4_MAX_SKEW_MS;
     cn__metrics_register_builtin(s);
@@ -564,6 +567,32 @@ static void cn__call_error(cn_http_req_t *r, cn_s3_err_t e, const char *msg)
     cn__framework_error(r, e, msg);
 }
 
+/* The request ids (x-amz-request-id, x-amz-id-2) are opaque labels, not
+ * secrets: a per-thread xorshift128+ seeded once from the system's generator
+ * makes them, because RAND_bytes costs a getpid() system call (its fork
+ * check) on every request. */
+static void cn__id_bytes(uint8_t *out, size_t n)
+{
+    static _Thread_local uint64_t st[2];
+    if (!st[0] && !st[1]) {
+        if (cn_random_bytes(st, sizeof st) != CN_OK || (!st[0] && !st[1])) {
+            st[0] = (uint64_t)cn_mono_ns() | 1;
+            st[1] = (uint64_t)(uintptr_t)&st;
+        }
+    }
+    while (n) {
+        uint64_t a = st[0], b = st[1];
+        st[0] = b;
+        a ^= a << 23;
+        st[1] = a ^ b ^ (a >> 17) ^ (b >> 26);
+        uint64_t v = st[1] + b;
+        size_t k = n < sizeof v ? n : sizeof v;
+        memcpy(out, &v, k);
+        out += k;
+        n -= k;
+    }
+}
+
 static enum MHD_Result cn__first_call(cn_http_req_t *r, const char *method)
 {
     cn_http_server_t *s = r->srv;
@@ -598,7 +627,7 @@ static enum MHD_Result cn__first_call(cn_http_req_t *r, const char *method)
     }
     r->tls = s->cert_pem != NULL;
     uint8_t rnd[8 + 24];
-    cn_random_bytes(rnd, sizeof rnd);
+    cn__id_bytes(rnd, sizeof rnd);
     for (int i = 0; i < 8; i++)
         snprintf(r->id + 2 * i, 3, "%02X", rnd[i]);
     cn_base64_encode(rnd + 8, 24, r->host_id);

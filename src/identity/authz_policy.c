@@ -686,7 +686,7 @@ static cn_err_t parse_stmt(pstate_t *ps, json_t *j, stmt_t *st)
     else
         return fail(ps, "Effect must be \"Allow\" or \"Deny\"");
 
-    const char *field;
+    const char *field = NULL;       /* set by field_or_not (gcc -O3 cannot see it) */
     CN_TRY(field_or_not(ps, j, "Principal", "NotPrincipal", &v, &st->not_principal, &field));
     CN_TRY(parse_principal(ps, st, v, field));
     CN_TRY(field_or_not(ps, j, "Action", "NotAction", &v, &st->not_action, &field));

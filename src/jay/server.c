@@ -179,16 +179,22 @@ static cn_err_t cn_jay_drain(cn__jay_call_t *k)
     return err;
 }
 
+/* A call on connection c of jc, with who asks and over what. */
+static void call_init(cn__jay_call_t *k, cn__jay_conn_t *jc, cn_conn_t *c)
+{
+    memset(k, 0, sizeof *k);
+    k->jc = jc;
+    k->c = c;
+    k->rq.principal = &jc->principal;
+    k->rq.source_ip = jc->peer;
+    k->rq.secure_transport = jc->tls;
+}
+
 static cn_err_t cn_jay_serve(void *cstate, cn_conn_t *c, const uint8_t *head)
 {
     cn__jay_conn_t *jc = cstate;
     cn__jay_call_t k;
-    memset(&k, 0, sizeof k);
-    k.jc = jc;
-    k.c = c;
-    k.rq.principal = &jc->principal;
-    k.rq.source_ip = jc->peer;
-    k.rq.secure_transport = jc->tls;
+    call_init(&k, jc, c);
 
     cn_err_t err = cn_jay_hdr_decode(head, CN_JAY_HDR_LEN, &k.hdr);
     if (err < 0) {
@@ -266,6 +272,42 @@ out:
     return err < 0 ? err : 0;
 }
 
+/* Bodies the loop may send itself (cn_adapter_t.fast); the rest go to a
+ * worker, by sendfile. */
+#define CN_JAY_FAST_BODY (16u * 1024)
+
+/* The loop's fast path: a GetObject, HeadObject or GetObjectRange whose
+ * metadata is already buffered and whose object is small is answered on the
+ * loop thread, sparing the hand-off to a worker and back.  Everything else,
+ * and anything unusual about these (a body, large or torn metadata), is
+ * declined before a byte is consumed and served by cn_jay_serve as ever. */
+static int cn_jay_fast(void *cstate, cn_conn_t *c, const uint8_t *head)
+{
+    cn__jay_conn_t *jc = cstate;
+    uint8_t op = head[0];
+    if (op != CN_JAY_OP_GET_OBJECT && op != CN_JAY_OP_HEAD_OBJECT &&
+        op != CN_JAY_OP_GET_OBJECT_RANGE)
+        return 0;
+    cn__jay_call_t k;
+    call_init(&k, jc, c);
+    if (cn_jay_hdr_decode(head, CN_JAY_HDR_LEN, &k.hdr) < 0 || k.hdr.data_len != 0 ||
+        k.hdr.meta_len > CN_JAY_META_INLINE)
+        return 0;
+    const uint8_t *p;
+    if (cn_conn_peek(c, &p) < k.hdr.meta_len)
+        return 0;
+    /* Decoded from a copy: the read-ahead stays as it is until consumed. */
+    memcpy(jc->meta_small, p, k.hdr.meta_len);
+    if (cn_jay_req_decode(k.hdr.code, jc->meta_small, k.hdr.meta_len, &k.req) < 0)
+        return 0;
+    int r = cn__jay_get_fast(&k, CN_JAY_FAST_BODY);
+    for (size_t i = 0; i < k.nstrs; i++)
+        free(k.strs[i]);
+    if (jc->out.cap > 2 * CN_JAY_IO_BUF)
+        cn_buf_free(&jc->out);
+    return r;
+}
+
 static const cn_adapter_t cn_jay_adapter = {
     .name = "jay",
     .head_len = CN_JAY_HDR_LEN,
@@ -274,6 +316,7 @@ static const cn_adapter_t cn_jay_adapter = {
     .classify = cn_jay_classify,
     .serve = cn_jay_serve,
     .close = cn_jay_close,
+    .fast = cn_jay_fast,
 };
 
 cn_err_t cn_jay_adapter_create(const cn_jay_config_t *cfg, cn_objects_t *objs, cn_identity_t *id,

@@ -77,6 +77,11 @@ cn_err_t cn__jay_body_read(cn__jay_call_t *k, void *buf, size_t n, size_t *got);
 /* One handler per opcode group (server_ops.c).  Each writes exactly one
  * response and returns 0 to keep the connection or < 0 to close it. */
 cn_err_t cn__jay_op(cn__jay_call_t *k);
+/* The loop's fast path for GetObject / HeadObject / GetObjectRange (k set up
+ * as by cn_jay_serve, req decoded from the buffered metadata, nothing
+ * consumed): 0 = declined (nothing consumed or written), 1 = answered,
+ * < 0 = close.  Declines a body over max_body. */
+int cn__jay_get_fast(cn__jay_call_t *k, uint64_t max_body);
 
 /* "2026-12-02T14:44:49.123Z" for Unix ms. */
 void cn__jay_time(int64_t ms, char out[CN_RFC3339_LEN]);

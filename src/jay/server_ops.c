@@ -197,83 +197,147 @@ static void cn_jay_info_resp(const cn_object_info_t *info, cn_jay_kv_t *kv,
     r->n_meta_kv = info->nmeta;
 }
 
-static cn_err_t op_get(cn__jay_call_t *k)
+/* A GetObject / HeadObject / GetObjectRange looked up, not answered yet. */
+typedef struct {
+    const char *key;
+    cn_object_info_t info;
+    cn_objects_reader_t *rd;    /* the GETs, on success */
+    cn_err_t err;               /* the service's answer */
+} cn_jay_got_t;
+
+/* Asks the service.  A request refused before that (bad strings, a negative
+ * offset) is answered here and *answered set — unless probe (the loop's fast
+ * path, which must not answer what it has not consumed): then *declined is
+ * set and nothing is written. */
+static cn_err_t get_lookup(cn__jay_call_t *k, cn_jay_got_t *g, bool probe, bool *answered,
+                           bool *declined)
 {
     cn__jay_srv_t *s = k->jc->srv;
+    *answered = *declined = false;
+    memset(g, 0, sizeof *g);
     bool bad = false;
     const char *b = cs(k, k->req.bucket, &bad);
-    const char *key = cs(k, k->req.key, &bad);
-    if (bad)
-        return cn_jay_bad_strings(k);
-    cn_object_info_t info;
-    memset(&info, 0, sizeof info);
-    cn_err_t err;
-    if (k->hdr.code == CN_JAY_OP_HEAD_OBJECT) {
-        err = cn_objects_head(s->objs, &k->rq, b, key, &info);
-    } else {
-        cn_objects_range_t range = {.kind = CN_RANGE_ALL};
-        if (k->hdr.code == CN_JAY_OP_GET_OBJECT_RANGE) {
-            if (k->req.offset < 0)
-                return cn__jay_fail_code(k, CN_JAY_CODE_INVALID_ARGUMENT,
-                                         "offset must not be negative");
-            range.kind = CN_RANGE_FROM;
-            range.off = (uint64_t)k->req.offset;
-            /* length <= 0: to the end; past the end: clamped by the service. */
-            range.len = k->req.length > 0 ? (uint64_t)k->req.length : 0;
-        }
-        cn_objects_reader_t *rd = NULL;
-        err = cn_objects_get(s->objs, &k->rq, b, key, &range, &info, &rd);
-        if (err >= 0) {
-            cn_jay_kv_t *kv = calloc(info.nmeta ? info.nmeta : 1, sizeof *kv);
-            char lm[CN_RFC3339_LEN];
-            cn_jay_resp_t r;
-            if (!kv) {
-                err = cn__jay_fail(k, -ENOMEM);
-            } else {
-                cn_jay_info_resp(&info, kv, lm, &r);
-                uint64_t len = cn_objects_reader_len(rd);
-                err = len ? cn__jay_reply_encode(k, &r, (int64_t)len)
-                          : cn__jay_reply(k, &r, 0);
-                if (err >= 0 && len) {
-                    uint64_t total = k->jc->out.len + len;
-                    cn_jay_send_t sc = {k, cn_conn_deadline_for(k->c, total), false};
-                    err = cn_objects_reader_send(rd, cn_jay_send_fd, cn_jay_send_buf, &sc);
-                    if (err < 0 && !sc.head_sent) {
-                        /* Nothing promised yet (the blob could not be opened):
-                         * an answer, not a cut. */
-                        err = cn__jay_fail(k, err);
-                    } else if (err < 0) {
-                        cn_warn("jay", "conn %llu: body of %s stopped: %s",
-                                (unsigned long long)cn_conn_id(k->c), key, cn_strerror(err));
-                        /* Part of a promised body went out: the stream is gone. */
-                        err = CN_E_CLOSED;
-                    }
-                } else if (err < 0 && len) {
-                    err = cn__jay_fail(k, err);     /* over a layout cap: nothing sent */
-                }
-            }
-            free(kv);
-            cn_objects_reader_free(rd);
-            cn_objects_info_free(&info);
-            return err;
-        }
+    g->key = cs(k, k->req.key, &bad);
+    bool neg = k->hdr.code == CN_JAY_OP_GET_OBJECT_RANGE && k->req.offset < 0;
+    if ((bad || neg) && probe) {
+        *declined = true;
+        return 0;
     }
+    if (bad) {
+        *answered = true;
+        return cn_jay_bad_strings(k);
+    }
+    if (k->hdr.code == CN_JAY_OP_HEAD_OBJECT) {
+        g->err = cn_objects_head(s->objs, &k->rq, b, g->key, &g->info);
+        return 0;
+    }
+    cn_objects_range_t range = {.kind = CN_RANGE_ALL};
+    if (k->hdr.code == CN_JAY_OP_GET_OBJECT_RANGE) {
+        if (neg) {
+            *answered = true;
+            return cn__jay_fail_code(k, CN_JAY_CODE_INVALID_ARGUMENT,
+                                     "offset must not be negative");
+        }
+        range.kind = CN_RANGE_FROM;
+        range.off = (uint64_t)k->req.offset;
+        /* length <= 0: to the end; past the end: clamped by the service. */
+        range.len = k->req.length > 0 ? (uint64_t)k->req.length : 0;
+    }
+    g->err = cn_objects_get(s->objs, &k->rq, b, g->key, &range, &g->info, &g->rd);
+    if (g->err < 0)
+        g->rd = NULL;
+    return 0;
+}
+
+static void get_free(cn_jay_got_t *g)
+{
+    cn_objects_reader_free(g->rd);
+    g->rd = NULL;
+    cn_objects_info_free(&g->info);
+}
+
+/* Answers a looked-up request and frees g. */
+static cn_err_t get_answer(cn__jay_call_t *k, cn_jay_got_t *g)
+{
+    cn_err_t err = g->err;
     if (err < 0) {
-        cn_objects_info_free(&info);
+        get_free(g);
         return cn__jay_fail(k, err);
     }
-    cn_jay_kv_t *kv = calloc(info.nmeta ? info.nmeta : 1, sizeof *kv);
+    cn_object_info_t *info = &g->info;
+    cn_jay_kv_t *kv = calloc(info->nmeta ? info->nmeta : 1, sizeof *kv);
     char lm[CN_RFC3339_LEN];
     cn_jay_resp_t r;
-    if (!kv)
+    if (!kv) {
         err = cn__jay_fail(k, -ENOMEM);
-    else {
-        cn_jay_info_resp(&info, kv, lm, &r);
+    } else if (!g->rd) {
+        cn_jay_info_resp(info, kv, lm, &r);
         err = cn__jay_reply(k, &r, 0);
+    } else {
+        cn_jay_info_resp(info, kv, lm, &r);
+        uint64_t len = cn_objects_reader_len(g->rd);
+        err = len ? cn__jay_reply_encode(k, &r, (int64_t)len) : cn__jay_reply(k, &r, 0);
+        if (err >= 0 && len) {
+            uint64_t total = k->jc->out.len + len;
+            cn_jay_send_t sc = {k, cn_conn_deadline_for(k->c, total), false};
+            err = cn_objects_reader_send_shared(g->rd, cn_jay_send_fd, cn_jay_send_buf, &sc);
+            if (err < 0 && !sc.head_sent) {
+                /* Nothing promised yet (the blob could not be opened):
+                 * an answer, not a cut. */
+                err = cn__jay_fail(k, err);
+            } else if (err < 0) {
+                cn_warn("jay", "conn %llu: body of %s stopped: %s",
+                        (unsigned long long)cn_conn_id(k->c), g->key, cn_strerror(err));
+                /* Part of a promised body went out: the stream is gone. */
+                err = CN_E_CLOSED;
+            }
+        } else if (err < 0 && len) {
+            err = cn__jay_fail(k, err);     /* over a layout cap: nothing sent */
+        }
     }
     free(kv);
-    cn_objects_info_free(&info);
+    get_free(g);
     return err;
+}
+
+static cn_err_t op_get(cn__jay_call_t *k)
+{
+    cn_jay_got_t g;
+    bool answered, declined;
+    cn_err_t err = get_lookup(k, &g, false, &answered, &declined);
+    if (answered)
+        return err;
+    return get_answer(k, &g);
+}
+
+int cn__jay_get_fast(cn__jay_call_t *k, uint64_t max_body)
+{
+    cn_jay_got_t g;
+    bool answered, declined;
+    get_lookup(k, &g, true, &answered, &declined);
+    if (declined)
+        return 0;
+    if (g.rd && cn_objects_reader_len(g.rd) > max_body) {
+        get_free(&g);   /* a worker sends it, by sendfile: looked up again there */
+        return 0;
+    }
+    /* From here the request is the loop's: consume its metadata (buffered,
+     * so no wait), then what cn_jay_serve does before an operation. */
+    cn_err_t err = cn_conn_read_full(k->c, k->jc->meta_small, k->hdr.meta_len, 0);
+    if (err < 0) {
+        get_free(&g);
+        return err;
+    }
+    if (cn_identity_rate_take(k->jc->srv->id, k->jc->principal.token_id) == CN_E_RATE_LIMITED) {
+        get_free(&g);
+        err = cn__jay_fail_code(k, CN_JAY_CODE_RATE_LIMIT_EXCEEDED,
+                                "rate limit exceeded for this token");
+    } else {
+        err = get_answer(k, &g);
+    }
+    if (err >= 0 && k->close)
+        err = CN_E_CLOSED;
+    return err < 0 ? err : 1;
 }
 
 static cn_err_t op_delete(cn__jay_call_t *k)

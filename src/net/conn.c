@@ -81,6 +81,8 @@ cn_err_t cn_conn_read_some(cn_conn_t *c, void *buf, size_t n, size_t *got, int64
         *got = cn__rbuf_take(c, buf, n);
         return CN_OK;
     }
+    if (c->on_loop)
+        return CN_E_AGAIN;  /* the loop never waits for a peer */
     for (;;) {
         short ev = POLLIN;
         if (c->ssl) {
@@ -133,8 +135,73 @@ cn_err_t cn_conn_drain(cn_conn_t *c, uint64_t n, int64_t deadline)
     return CN_OK;
 }
 
+/* Keeps iov[0..iovcnt) from byte skip on for a worker to write (pend),
+ * counted in the memory budget like a request body. */
+static cn_err_t cn__stash(cn_conn_t *c, const struct iovec *iov, int iovcnt, size_t skip)
+{
+    size_t add = 0;
+    for (int i = 0; i < iovcnt; i++)
+        add += iov[i].iov_len;
+    add -= skip;
+    if (!add)
+        return CN_OK;
+    CN_TRY(cn_conn_budget_reserve(c, add));
+    uint8_t *grown = realloc(c->pend, c->pend_len + add);
+    if (!grown) {
+        cn_conn_budget_release(c, add);
+        return -ENOMEM;
+    }
+    c->pend = grown;
+    for (int i = 0; i < iovcnt; i++) {
+        size_t n = iov[i].iov_len;
+        const uint8_t *p = iov[i].iov_base;
+        if (skip >= n) {
+            skip -= n;
+            continue;
+        }
+        memcpy(c->pend + c->pend_len, p + skip, n - skip);
+        c->pend_len += n - skip;
+        skip = 0;
+    }
+    return CN_OK;
+}
+
+/* A write on the loop (c->on_loop, plaintext): one non-blocking sendmsg;
+ * whatever the socket does not take now is stashed, and so is everything
+ * after a stash, so the stream keeps its order. */
+static cn_err_t cn__loop_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt)
+{
+    if (c->ssl)
+        return CN_E_UNSUPPORTED;
+    if (c->pend_len)
+        return cn__stash(c, iov, iovcnt, 0);
+    struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+    ssize_t w;
+    do
+        w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (w < 0 && errno == EINTR);
+    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+        return cn__sys_err(errno);
+    return cn__stash(c, iov, iovcnt, w < 0 ? 0 : (size_t)w);
+}
+
+cn_err_t cn__conn_flush(cn_conn_t *c)
+{
+    size_t n = c->pend_len;
+    cn_err_t e = cn_conn_write_all(c, c->pend, n, cn_conn_deadline_for(c, n));
+    free(c->pend);
+    c->pend = NULL;
+    c->pend_len = 0;
+    cn_conn_budget_release(c, n);
+    return e;
+}
+
 cn_err_t cn_conn_write_all(cn_conn_t *c, const void *buf, size_t n, int64_t deadline)
 {
+    if (c->on_loop) {
+        struct iovec v = {(void *)buf, n};
+        return cn__loop_writev(c, &v, 1);
+    }
     const uint8_t *p = buf;
     while (n) {
         short ev = POLLOUT;
@@ -171,6 +238,8 @@ cn_err_t cn_conn_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt, int64
 {
     if (iovcnt < 0 || iovcnt > IOV_MAX)
         return CN_E_INVALID;
+    if (c->on_loop)
+        return cn__loop_writev(c, iov, iovcnt);
     if (c->ssl) {
         /* Coalesce small pieces so a header and its metadata share a record. */
         uint8_t tmp[16384];
@@ -223,10 +292,39 @@ cn_err_t cn_conn_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt, int64
     return CN_OK;
 }
 
+/* Bodies up to this size are copied into the reply: one pread and one
+ * sendmsg cost less than a sendfile's splice set-up for a few pages. */
+#define CN__INLINE_BODY (16u * 1024)
+
+/* Reads len (<= CN__INLINE_BODY) bytes of fd at off into body. */
+static cn_err_t cn__pread_full(int fd, uint8_t *body, uint64_t off, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(fd, body + got, len - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            return CN_E_LENGTH_MISMATCH;
+        got += (size_t)r;
+    }
+    return CN_OK;
+}
+
 cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t len, int64_t deadline)
 {
     if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
         return CN_E_INVALID;
+    if (c->on_loop) {
+        if (len > CN__INLINE_BODY)
+            return CN_E_UNSUPPORTED;    /* a large body is a worker's job */
+        uint8_t body[CN__INLINE_BODY];
+        CN_TRY(cn__pread_full(fd, body, off, (size_t)len));
+        struct iovec v = {body, (size_t)len};
+        return cn__loop_writev(c, &v, 1);
+    }
     if (c->ssl) {
         uint8_t tmp[32768];
         while (len) {
@@ -264,9 +362,6 @@ cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t len, int6
     return CN_OK;
 }
 
-/* Bodies up to this size are copied into the reply: one pread and one
- * sendmsg cost less than a sendfile's splice set-up for a few pages. */
-#define CN__INLINE_BODY (16u * 1024)
 
 cn_err_t cn_conn_send_head_file(cn_conn_t *c, const void *head, size_t head_len, int fd,
                                 uint64_t off, uint64_t len, int64_t deadline)
@@ -275,20 +370,12 @@ cn_err_t cn_conn_send_head_file(cn_conn_t *c, const void *head, size_t head_len,
         return CN_E_INVALID;
     if (len <= CN__INLINE_BODY) {
         uint8_t body[CN__INLINE_BODY];
-        size_t got = 0;
-        while (got < len) {
-            ssize_t r = pread(fd, body + got, (size_t)len - got, (off_t)(off + got));
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r < 0)
-                return -errno;
-            if (r == 0)
-                return CN_E_LENGTH_MISMATCH;
-            got += (size_t)r;
-        }
-        struct iovec iov[2] = {{(void *)head, head_len}, {body, got}};
+        CN_TRY(cn__pread_full(fd, body, off, (size_t)len));
+        struct iovec iov[2] = {{(void *)head, head_len}, {body, (size_t)len}};
         return cn_conn_writev(c, iov, 2, deadline);
     }
+    if (c->on_loop)
+        return CN_E_UNSUPPORTED;    /* a large body is a worker's job */
     if (c->ssl) {
         CN_TRY(cn_conn_write_all(c, head, head_len, deadline));
         return cn_conn_sendfile(c, fd, off, len, deadline);
@@ -351,6 +438,14 @@ long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write)
     }
 }
 
+size_t cn_conn_peek(const cn_conn_t *c, const uint8_t **p)
+{
+    *p = c->rbuf + c->roff;
+    return (size_t)(c->rlen - c->roff);
+}
+
+bool cn_conn_on_loop(const cn_conn_t *c) { return c->on_loop; }
+
 bool cn__conn_buffered(cn_conn_t *c)
 {
     return c->rlen || (c->ssl && SSL_pending(c->ssl) > 0);
@@ -377,6 +472,7 @@ void cn__conn_destroy(cn_conn_t *c)
     cn__admit_release(c);
     if (c->fd >= 0)
         close(c->fd);
+    free(c->pend);
     free(c);
     if (atomic_load(&s->stopping)) {
         uint64_t one = 1;

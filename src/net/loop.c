@@ -4,8 +4,10 @@
  *
  * Only this thread changes a connection's st, its poll registration and the
  * loop-owned list; a connection in CN__ST_WORKER belongs to a worker.
- * Nothing here blocks on a peer: reads are non-blocking, and busy() writes
- * at most one short refusal into an empty socket buffer. */
+ * Nothing here blocks on a peer: reads are non-blocking, busy() writes at
+ * most one short refusal into an empty socket buffer, and a request the
+ * adapter answers on the loop (fast()) writes without waiting, leaving what
+ * the socket does not take to a worker. */
 #include "net/net_int.h"
 
 #include <arpa/inet.h>
@@ -18,6 +20,12 @@
 
 #define CN__MAX_EVENTS 256
 #define CN__ACCEPT_BATCH 64
+/* Requests of one connection the loop answers in a row (fast()) before the
+ * next one goes to a worker: a pipelining client cannot hold the loop. */
+#define CN__FAST_RUN 8
+/* The most events one wait may bring for the loop still to answer requests
+ * itself (fast()). */
+#define CN__FAST_BATCH 8
 
 /* The batch being processed (s->batch), so that a connection dropped while
  * handling one event (an eviction victim) is not touched by a later event. */
@@ -270,22 +278,53 @@ static void cn__read_head(cn_server_t *s, cn_conn_t *c, bool readable)
         cn__dispatch(s, c, pool == CN_POOL_QUERY ? CN_POOL_QUERY : CN_POOL_STORAGE);
         return;
     }
-    while (c->head_got < ad->head_len) {
-        bool want_write;
-        long r = cn__conn_read_nb(c, c->head + c->head_got, ad->head_len - c->head_got,
-                                  &want_write);
-        if (r < 0) {
-            cn__drop(s, c);
-            return;
+    for (int fast_left = CN__FAST_RUN;; fast_left--) {
+        while (c->head_got < ad->head_len) {
+            bool want_write;
+            long r = cn__conn_read_nb(c, c->head + c->head_got, ad->head_len - c->head_got,
+                                      &want_write);
+            if (r < 0) {
+                cn__drop(s, c);
+                return;
+            }
+            if (r == 0) {
+                cn__watch(s, c, want_write ? CN__EV_READ | CN__EV_WRITE : CN__EV_READ);
+                return;
+            }
+            c->head_got += (size_t)r;
         }
-        if (r == 0) {
-            cn__watch(s, c, want_write ? CN__EV_READ | CN__EV_WRITE : CN__EV_READ);
-            return;
+        /* A busy loop (many events in one wait) leaves requests to the
+         * workers, which spread over the CPUs; a quiet one answers the
+         * small reads itself, sparing the hand-off and its latency. */
+        bool quiet = !s->batch || s->batch->n <= CN__FAST_BATCH;
+        if (ad->fast && !c->ssl && fast_left > 0 && quiet && !atomic_load(&s->stopping)) {
+            cn__admit_settle(c);    /* a complete request head arrived */
+            c->on_loop = true;
+            int r = ad->fast(c->cstate, c, c->head);
+            c->on_loop = false;
+            if (r < 0) {
+                cn__drop(s, c);
+                return;
+            }
+            if (r > 0) {
+                c->head_got = 0;
+                c->deadline = cn_mono_ms() + c->ls->lim.idle_ms;
+                if (c->pend_len) {
+                    /* The peer is slow to take the answer: a worker waits for
+                     * it, with the write deadline, not the loop. */
+                    cn__dispatch(s, c, CN_POOL_STORAGE);
+                    return;
+                }
+                if (cn__conn_buffered(c))
+                    continue;       /* the next head is here already */
+                cn__watch(s, c, CN__EV_READ);
+                return;
+            }
         }
-        c->head_got += (size_t)r;
+        int pool = ad->classify ? ad->classify(c->cstate, c->head) : CN_POOL_STORAGE;
+        cn__dispatch(s, c, pool == CN_POOL_QUERY ? CN_POOL_QUERY : CN_POOL_STORAGE);
+        return;
     }
-    int pool = ad->classify ? ad->classify(c->cstate, c->head) : CN_POOL_STORAGE;
-    cn__dispatch(s, c, pool == CN_POOL_QUERY ? CN_POOL_QUERY : CN_POOL_STORAGE);
 }
 
 /* ---- worker side ----------------------------------------------------------------- */
@@ -325,6 +364,10 @@ void cn__worker_run(void *arg, void *item)
         if (e < 0)
             goto fail;
         c->opened = true;
+    } else if (c->pend_len) {
+        e = cn__conn_flush(c);      /* the rest of an answer the loop gave */
+        if (e < 0)
+            goto fail;
     } else {
         e = ad->serve(c->cstate, c, ad->head_len ? c->head : NULL);
         if (e < 0)

@@ -166,6 +166,13 @@ struct cn_conn {
     bool armed;                 /* registered one-shot and not yet fired */
     int poll_mask;
     bool closing;               /* the worker failed it: the loop closes it */
+    /* The loop is answering a request itself (cn_adapter_t.fast): reads
+     * take only what rbuf holds and writes never wait; what the socket does
+     * not take goes to pend (counted in the memory budget), which a worker
+     * then writes out with the usual deadline (cn__conn_flush). */
+    bool on_loop;
+    uint8_t *pend;
+    size_t pend_len;
     cn__count_ent_t *fair;      /* worker-share key (principal or anon source; mu to set) */
     bool fair_anon;             /* fair is counted in ls->anon */
     int busy_pool;              /* pool counted in fair->busy, or -1 */
@@ -181,6 +188,9 @@ struct cn_conn {
     cn__count_ent_t *principal;
     uint64_t reserved;
 };
+
+/* Writes c->pend out (blocking, with a deadline) and frees it; a worker. */
+cn_err_t cn__conn_flush(cn_conn_t *c);
 
 struct cn_server {
     cn_server_config_t cfg;

@@ -52,8 +52,8 @@ static cn_err_t cn_obj_sink(void *ctx, const void *p, size_t n)
     return s->write(s->ctx, p, n);
 }
 
-cn_err_t cn_objects_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn send_fd,
-                                cn_objects_write_fn write, void *ctx)
+static cn_err_t cn_obj_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn send_fd,
+                                   cn_objects_write_fn write, void *ctx, bool borrow)
 {
     for (size_t i = 0; i < rd->nsegs; i++) {
         cn_obj_seg_t *s = &rd->segs[i];
@@ -62,10 +62,12 @@ cn_err_t cn_objects_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn s
         if (send_fd) {
             int fd = -1;
             uint64_t blen = 0;
-            cn_err_t err = cn_store_open_fd(rd->store, &s->digest, &fd, &blen);
+            void *h = NULL;
+            cn_err_t err = borrow ? cn_store_fd_get(rd->store, &s->digest, &fd, &blen, &h)
+                                  : cn_store_open_fd(rd->store, &s->digest, &fd, &blen);
             if (err >= 0) {
                 err = blen < s->off + s->len ? CN_E_CORRUPT : send_fd(ctx, fd, s->off, s->len);
-                close(fd);
+                cn_store_fd_put(rd->store, fd, h);
                 if (err)
                     return err;
                 continue;
@@ -83,6 +85,21 @@ cn_err_t cn_objects_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn s
             return CN_E_CORRUPT;
     }
     return 0;
+}
+
+cn_err_t cn_objects_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn send_fd,
+                                cn_objects_write_fn write, void *ctx)
+{
+    return cn_obj_reader_send(rd, send_fd, write, ctx, false);
+}
+
+/* The descriptor may be shared with other readers (the store's cache of open
+ * small blobs), which is why it is offered only to a send_fd that reads by
+ * offset and keeps nothing. */
+cn_err_t cn_objects_reader_send_shared(cn_objects_reader_t *rd, cn_objects_send_fd_fn send_fd,
+                                       cn_objects_write_fn write, void *ctx)
+{
+    return cn_obj_reader_send(rd, send_fd, write, ctx, true);
 }
 
 /* Reads the current version of key into info (when not NULL) and, when segs

@@ -44,6 +44,19 @@ typedef struct cn__commit_req {
     struct cn__commit_req *next;
 } cn__commit_req_t;
 
+#define CN__FDC_SLOTS 64
+#define CN__FDC_WAYS 4                  /* slots a digest may sit in */
+#define CN__FDC_MAX_LEN (64u * 1024)    /* larger blobs are not kept open */
+
+typedef struct cn__fdc_ent {
+    cn_digest_t d;
+    int fd;                             /* -1: empty */
+    uint64_t len;
+    unsigned refs;                      /* borrowers; closed only at 0 */
+    bool stale;                         /* unlinked: close at refs 0 */
+    uint64_t used;
+} cn__fdc_ent_t;
+
 struct cn_store {
     cn_store_opts_t opts;
     char *data_dir;
@@ -75,6 +88,12 @@ struct cn_store {
     bool committer_running;
     pthread_t committer;
     uint64_t batches, batched_blobs;    /* statistics, under q_mu */
+
+    /* Open files of small raw blobs (cn_store_fd_get): a GET of a small
+     * object then costs an fstat instead of a path walk, open and close. */
+    pthread_mutex_t fdc_mu;
+    cn__fdc_ent_t fdc[CN__FDC_SLOTS];
+    uint64_t fdc_tick;
 
     /* small-blob journal (journal.c): committer thread only */
     int journal_fd;

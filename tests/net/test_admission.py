@@ -27,11 +27,12 @@ class EchoServer:
                                      stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 20
         self.addrs = []
+        want = max(1, list(args).count("--listen"))   # one log line per listener
         while time.time() < deadline:
             self.addrs = [(h.strip("[]"), int(p)) for h, p in
                           (m.rsplit(":", 1) for m in
                            re.findall(r"listening echo on (\S+)", self.output()))]
-            if self.addrs:
+            if len(self.addrs) >= want:
                 return
             if self.proc.poll() is not None:
                 raise RuntimeError("net_test_server exited %d:\n%s"

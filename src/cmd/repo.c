@@ -41,6 +41,7 @@ static const char repo_usage[] =
     "                                                  --path adds prefixes to a sparse DIR\n"
     "       cairn repo log [DIR] [PATH] [-n N]         history, newest first\n"
     "       cairn repo describe [DIR] CHANGE -m TEXT   revise a change's description\n"
+    "REPO: NAME, HOST:PORT/NAME or scribe://HOST[:PORT]/NAME\n"
     "options: --endpoint HOST:PORT (CAIRN_SCRIBE_ENDPOINT, default 127.0.0.1:7447)\n"
     "         --lz4 (LZ4 transfers)  --author NAME (default $USER)  --quiet\n"
     "         --conns N (data connections for transfers, 0..4, default 4)\n"
@@ -59,6 +60,46 @@ typedef struct ropts {
     const char *pos[3];
     int npos;
 } ropts_t;
+
+/* Splits a repository argument -- `NAME`, `HOST:PORT/NAME` or
+ * `scribe://HOST[:PORT]/NAME` -- into the endpoint it names (left NULL when it
+ * names none) and the repository name, which points into `arg`.  The endpoint
+ * is copied to `ep`.  Returns EXIT_OK, or EXIT_USAGE with the reason on stderr. */
+static int split_repo_url(const char *arg, char *ep, size_t epsz, const char **endpoint,
+                          const char **name)
+{
+    const char *rest = arg, *scheme_end = strstr(arg, "://");
+    if (scheme_end) {
+        size_t sl = (size_t)(scheme_end - arg);
+        if (sl == 7 && !strncmp(arg, "scribes", 7)) {
+            fprintf(stderr, "cairn repo: %s: protocol 4 over TLS is not served yet; "
+                            "use scribe://HOST:PORT/NAME\n", arg);
+            return EXIT_USAGE;
+        }
+        if (sl != 6 || strncmp(arg, "scribe", 6)) {
+            fprintf(stderr, "cairn repo: %s: unknown scheme (want scribe://HOST:PORT/NAME)\n",
+                    arg);
+            return EXIT_USAGE;
+        }
+        rest = scheme_end + 3;
+    }
+    const char *slash = strrchr(rest, '/');
+    if (!slash && !scheme_end) {
+        *name = arg;
+        return EXIT_OK;
+    }
+    size_t hl = slash ? (size_t)(slash - rest) : 0;
+    if (!slash || !hl || !slash[1] || hl >= epsz || memchr(rest, '/', hl)) {
+        fprintf(stderr, "cairn repo: %s: want NAME, HOST:PORT/NAME or scribe://HOST:PORT/NAME\n",
+                arg);
+        return EXIT_USAGE;
+    }
+    memcpy(ep, rest, hl);
+    ep[hl] = 0;
+    *endpoint = ep;
+    *name = slash + 1;
+    return EXIT_OK;
+}
 
 static cn_err_t connect_to(const ropts_t *o, cn_scribe_client_t **cl, cn_scribe_cerr_t *err)
 {
@@ -221,11 +262,11 @@ static int sync_to(cn_scribe_client_t *cl, wstate_t *s, uint64_t target, bool qu
 
 static int cmd_clone(const ropts_t *o)
 {
-    if (o->npos != 2) {
+    if (o->npos != 1 && o->npos != 2) {
         fputs(repo_usage, stderr);
         return EXIT_USAGE;
     }
-    const char *name = o->pos[0], *dir = o->pos[1];
+    const char *name = o->pos[0], *dir = o->npos == 2 ? o->pos[1] : o->pos[0];
     cn_scribe_client_t *cl = NULL;
     cn_scribe_cerr_t err;
     cn_err_t e = connect_to(o, &cl, &err);
@@ -670,6 +711,7 @@ int cn_cmd_repo(int argc, char **argv)
     ropts_t o;
     memset(&o, 0, sizeof o);
     o.endpoint = getenv("CAIRN_SCRIBE_ENDPOINT");
+    const char *endpoint_flag = NULL;
     o.author = getenv("USER") ? getenv("USER") : "cairn";
     if (argc < 2) {
         fputs(repo_usage, stderr);
@@ -680,7 +722,7 @@ int cn_cmd_repo(int argc, char **argv)
         const char *a = argv[i];
         bool more = i + 1 < argc;
         if (!strcmp(a, "--endpoint") && more)
-            o.endpoint = argv[++i];
+            o.endpoint = endpoint_flag = argv[++i];
         else if ((!strcmp(a, "-m") || !strcmp(a, "--message")) && more)
             o.message = argv[++i];
         else if (!strcmp(a, "--author") && more)
@@ -727,6 +769,22 @@ int cn_cmd_repo(int argc, char **argv)
             fputs(repo_usage, stderr);
             return EXIT_USAGE;
         }
+    }
+    /* the verbs that name a repository also take it as a URL */
+    char url_ep[256];
+    if (o.npos && (!strcmp(verb, "create") || !strcmp(verb, "info") || !strcmp(verb, "clone") ||
+                   !strcmp(verb, "checkout"))) {
+        const char *url_endpoint = NULL;
+        int rc = split_repo_url(o.pos[0], url_ep, sizeof url_ep, &url_endpoint, &o.pos[0]);
+        if (rc)
+            return rc;
+        if (url_endpoint && endpoint_flag && strcmp(url_endpoint, endpoint_flag)) {
+            fprintf(stderr, "cairn repo: --endpoint %s and the URL's %s differ\n", endpoint_flag,
+                    url_endpoint);
+            return EXIT_USAGE;
+        }
+        if (url_endpoint)
+            o.endpoint = url_endpoint;
     }
     if (!strcmp(verb, "create"))
         return cmd_create(&o);

@@ -34,6 +34,37 @@ static cn__guard_node_t **guard_find_locked(cn_store_t *s, const cn_digest_t *d)
     return pp;
 }
 
+static size_t guard_seen_bit(const cn_digest_t *d)
+{
+    return ((size_t)d->b[2] << 8 | d->b[3]) % CN__STORE_GUARD_SEEN_BITS;
+}
+
+static void guard_note_locked(cn_store_t *s, const cn_digest_t *d)
+{
+    if (s->guard_watch) {
+        size_t bit = guard_seen_bit(d);
+        s->guard_seen[bit / 64] |= UINT64_C(1) << (bit % 64);
+    }
+}
+
+void cn__store_guard_watch(cn_store_t *s, bool on)
+{
+    pthread_mutex_lock(&s->guard_mu);
+    memset(s->guard_seen, 0, sizeof s->guard_seen);
+    s->guard_watch = on;
+    pthread_mutex_unlock(&s->guard_mu);
+}
+
+bool cn__store_guarded_since_watch(cn_store_t *s, const cn_digest_t *d)
+{
+    size_t bit = guard_seen_bit(d);
+    pthread_mutex_lock(&s->guard_mu);
+    bool seen = *guard_find_locked(s, d) != NULL ||
+                (s->guard_seen[bit / 64] >> (bit % 64) & 1);
+    pthread_mutex_unlock(&s->guard_mu);
+    return seen;
+}
+
 bool cn__store_guarded(cn_store_t *s, const cn_digest_t *d)
 {
     pthread_mutex_lock(&s->guard_mu);
@@ -66,6 +97,7 @@ cn_err_t cn_store_guard_acquire(cn_store_t *s, const cn_digest_t *d, cn_store_gu
         *pp = n;
     }
     (*pp)->refs++;
+    guard_note_locked(s, d);
     pthread_mutex_unlock(&s->guard_mu);
     pthread_mutex_unlock(mu);
     *out = g;
@@ -84,6 +116,7 @@ void cn_store_guard_release(cn_store_guard_t *g)
         *pp = n->next;
         free(n);
     }
+    guard_note_locked(s, &g->d);
     pthread_mutex_unlock(&s->guard_mu);
     free(g);
 }

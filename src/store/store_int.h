@@ -17,6 +17,7 @@
 #define CN__STORE_MAX_SOURCES 32
 #define CN__STORE_IO_CHUNK (256u * 1024) /* bounded read/write buffer */
 #define CN__STORE_SWEEP_BATCH 256       /* digests per liveness query */
+#define CN__STORE_GUARD_SEEN_BITS 65536 /* digests guarded during a sweep batch */
 
 typedef struct cn__guard_node {
     cn_digest_t d;
@@ -72,6 +73,11 @@ struct cn_store {
 
     pthread_mutex_t guard_mu;           /* after a stripe lock, never before */
     cn__guard_node_t *guards[CN__STORE_GUARD_BUCKETS];
+    /* While a sweep batch is being decided, every guard taken or released
+     * sets its digest's bit: a guard that covered a commit the batch's
+     * liveness answer may have missed is seen even after its release. */
+    bool guard_watch;
+    uint64_t guard_seen[CN__STORE_GUARD_SEEN_BITS / 64];
 
     pthread_mutex_t live_mu;
     cn__liveness_t sources[CN__STORE_MAX_SOURCES];
@@ -112,6 +118,12 @@ cn_err_t cn__store_staging_name(char out[48]);
 
 /* guards (pins.c) */
 bool cn__store_guarded(cn_store_t *s, const cn_digest_t *d);
+/* Starts (clearing what an earlier batch saw) or ends the watch above. */
+void cn__store_guard_watch(cn_store_t *s, bool on);
+/* d is guarded now, or a guard on it was taken or released since the watch
+ * began (or shares its bit: a false "yes" only keeps a blob one sweep
+ * longer). */
+bool cn__store_guarded_since_watch(cn_store_t *s, const cn_digest_t *d);
 /* durable pins: *pinned = an unexpired row protects d (false without meta). */
 cn_err_t cn__store_pinned_durable(cn_store_t *s, const cn_digest_t *d, bool *pinned);
 cn_err_t cn__store_pins_migrate(cn_store_t *s);

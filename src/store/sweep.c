@@ -6,9 +6,13 @@
  *      (also an idempotent one) and cn_store_touch refresh the mtime under
  *      the same lock, so a blob being (re)published is never removed, and a
  *      publish that comes after the removal stores the blob anew.
- *  S2. No guard is held on it, checked under the stripe lock; guards are
- *      acquired under that lock, so one taken later protects only a future
- *      publish, and one taken earlier is always seen.
+ *  S2. No guard is held on it, and none was taken or released since its
+ *      batch's liveness question began, checked under the stripe lock;
+ *      guards are acquired under that lock, so one taken later protects only
+ *      a future publish, and one taken earlier is always seen.  The second
+ *      half matters for a grace shorter than a put: a writer guards its blob
+ *      from publish to commit, and a commit after the liveness answer but
+ *      before this check would otherwise go unseen once the guard is gone.
  *  S3. No unexpired durable pin names it, read in a transaction begun under
  *      the stripe lock; cn_store_pin holds that lock through its commit.
  *  S4. Every registered liveness source answered "not live" during this
@@ -119,7 +123,7 @@ static cn_err_t remove_if_dead(sweep_t *sw, const cn_digest_t *d)
         sw->st.young++;
         goto out;
     }
-    if (cn__store_guarded(s, d)) {
+    if (cn__store_guarded_since_watch(s, d)) {
         sw->st.pinned++;
         goto out;
     }
@@ -145,6 +149,7 @@ out:
 
 static cn_err_t flush_batch(sweep_t *sw)
 {
+    cn__store_guard_watch(sw->s, true);
     cn_err_t rc = filter_live(sw);
     for (size_t i = 0; rc == CN_OK && i < sw->n; i++)
         rc = remove_if_dead(sw, &sw->cand[i]);
@@ -185,6 +190,7 @@ cn_err_t cn_store_sweep(cn_store_t *s, int64_t grace_ms, cn_store_sweep_stats_t 
         rc = s->be->ops->list(s->be, on_blob, sw);
     if (rc == CN_OK && sw->n)
         rc = flush_batch(sw);
+    cn__store_guard_watch(s, false);
     pthread_mutex_unlock(&s->sweep_mu);
     if (rc < 0)
         cn_warn("store", "sweep stopped: %s", cn_strerror(rc));

@@ -106,6 +106,8 @@ static cn_err_t get_bytes(env_t *e, const char *b, const char *k, const cn_objec
         return err;
     err = cn_objects_reader_send(rd, use_fd ? collect_fd : NULL, collect, out);
     cn_objects_reader_free(rd);
+    if (err < 0)
+        cn_objects_info_free(info);
     return err;
 }
 
@@ -747,19 +749,27 @@ static void *conc_reader(void *arg)
     while (!*t->stop) {
         cn_buf_t got = {0};
         cn_object_info_t info;
-        cn_err_t err = get_bytes(t->e, "conc", "hot", NULL, &got, &info, t->id & 1);
+        cn_objects_req_t rq = req_for(&t->e->alice);
+        cn_objects_reader_t *rd = NULL;
+        cn_err_t err = cn_objects_get(t->e->o, &rq, "conc", "hot", NULL, &info, &rd);
         if (err == 0) {
-            uint8_t sha[32];
-            char hex[65];
-            cn_sha256(got.data, got.len, sha);
-            cn_hex_encode(sha, 32, hex);
-            if (strcmp(hex, info.sha256) || got.len != info.size)
+            /* once get has answered, every byte must be there */
+            if (cn_objects_reader_send(rd, t->id & 1 ? collect_fd : NULL, collect, &got) < 0) {
                 t->bad++;
-            t->reads++;
+            } else {
+                uint8_t sha[32];
+                char hex[65];
+                cn_sha256(got.data, got.len, sha);
+                cn_hex_encode(sha, 32, hex);
+                if (strcmp(hex, info.sha256) || got.len != info.size)
+                    t->bad++;
+                t->reads++;
+            }
             cn_objects_info_free(&info);
         } else if (err != CN_E_NOT_FOUND && err != CN_E_CONFLICT) {
             t->bad++;
         }
+        cn_objects_reader_free(rd);
         cn_buf_free(&got);
     }
     return NULL;

@@ -180,3 +180,41 @@ def test_ten_thousand_files(ep, tmp_path):
     assert "change 2: 1 path(s)" in repo(ep, "submit", b, "-m", "one").stdout
     assert "1 file(s) fetched" in repo(ep, "sync", a).stdout
     assert read(os.path.join(a, "d042", "f00042.txt")) == b"changed\n"
+
+
+def test_repository_urls(ep, tmp_path):
+    """A repository argument may name its server: HOST:PORT/NAME or
+    scribe://HOST:PORT/NAME; the URL's endpoint is what the workspace keeps."""
+    import subprocess
+    env = {k: v for k, v in os.environ.items() if k != "CAIRN_SCRIBE_ENDPOINT"}
+    cairn = binary("cairn")
+
+    def plain(*args, cwd=None):
+        return subprocess.run([cairn, "repo"] + list(args), capture_output=True, text=True,
+                              env=env, cwd=cwd, timeout=120)
+
+    r = plain("create", "scribe://%s/urls" % ep)
+    assert r.returncode == 0, r.stderr
+    r = plain("info", "%s/urls" % ep)
+    assert r.returncode == 0 and "head 0" in r.stdout, r.stderr
+    ws = str(tmp_path / "ws")
+    r = plain("clone", "scribe://%s/urls" % ep, ws)
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(ws, ".cairn", "state")) as f:
+        assert ("endpoint %s\n" % ep) in f.read()
+    write(os.path.join(ws, "a.bin"), b"url" * 1000)
+    r = plain("submit", "-m", "one", cwd=ws)
+    assert r.returncode == 0, r.stderr
+    # one positional: the workspace is named after the repository, in cwd
+    r = plain("clone", "%s/urls" % ep, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert read(str(tmp_path / "urls" / "a.bin")) == b"url" * 1000
+    # the URL and a different --endpoint disagree; TLS and other schemes are refused
+    r = plain("info", "scribe://%s/urls" % ep, "--endpoint", "127.0.0.1:1")
+    assert r.returncode == 2 and "differ" in r.stderr
+    r = plain("info", "scribes://%s/urls" % ep)
+    assert r.returncode == 2 and "TLS" in r.stderr
+    r = plain("info", "http://%s/urls" % ep)
+    assert r.returncode == 2 and "scheme" in r.stderr
+    r = plain("info", "scribe://%s/" % ep)
+    assert r.returncode == 2

@@ -751,6 +751,52 @@ static void test_sweep_publish_race(void)
     rmdata(data);
 }
 
+/* A writer guards its blob from publish to commit.  When the commit lands
+ * after the sweeper asked "is it live?" (answer: no) and the guard is gone
+ * before the sweeper's final check, the blob must still stay. */
+typedef struct late_commit {
+    cn_store_t *s;
+    cn_store_guard_t *g;
+    int asked;
+} late_commit_t;
+
+static cn_err_t live_commits_late(void *ctx, const cn_digest_t *d, bool *live)
+{
+    late_commit_t *lc = ctx;
+    (void)d;
+    *live = false;                      /* the reference is not committed yet */
+    if (lc->g) {
+        cn_store_guard_release(lc->g);  /* ...and now it is, and the writer is done */
+        lc->g = NULL;
+    }
+    lc->asked++;
+    return CN_OK;
+}
+
+static void test_sweep_guard_released_mid_batch(void)
+{
+    char *data = mkdata();
+    cn_store_t *s = open_store(data, NULL);
+    uint8_t buf[700];
+    fill(buf, sizeof buf, 77);
+    cn_digest_t d;
+    CN_CHECK_EQ(cn_store_put(s, buf, sizeof buf, NULL, &d), 0);
+    age_blob(data, &d, 10000);
+    late_commit_t lc = { s, NULL, 0 };
+    CN_CHECK_EQ(cn_store_guard_acquire(s, &d, &lc.g), 0);
+    CN_CHECK_EQ(cn_store_register_liveness(s, "late", live_commits_late, &lc), 0);
+    cn_store_sweep_stats_t st;
+    CN_CHECK_EQ(cn_store_sweep(s, 0, &st), 0);
+    CN_CHECK_EQ(lc.asked, 1);
+    CN_CHECK_EQ(st.deleted, 0);
+    CN_CHECK_EQ(cn_store_verify(s, &d), 0);
+    /* the next sweep, with no guard in play, removes what nothing holds */
+    CN_CHECK_EQ(cn_store_sweep(s, 0, &st), 0);
+    CN_CHECK_EQ(st.deleted, 1);
+    cn_store_close(s);
+    rmdata(data);
+}
+
 static void test_recovery_kill9(void)
 {
     char *data = mkdata();
@@ -895,6 +941,7 @@ CN_TEST_MAIN(
     CN_TEST(test_concurrency),
     CN_TEST(test_pins_sweeper),
     CN_TEST(test_sweep_publish_race),
+    CN_TEST(test_sweep_guard_released_mid_batch),
     CN_TEST(test_recovery_kill9),
     CN_TEST(test_recovery_journal)
 )

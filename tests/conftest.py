@@ -21,12 +21,12 @@ def binary(name):
     return path
 
 
-def run(args, env=None, timeout=30, input=None):
+def run(args, env=None, timeout=30, input=None, cwd=None):
     """Runs a command to completion; returns CompletedProcess with text output."""
     full_env = dict(os.environ)
     full_env.update(env or {})
     return subprocess.run(args, capture_output=True, text=True, env=full_env,
-                          timeout=timeout, input=input)
+                          timeout=timeout, input=input, cwd=cwd)
 
 
 class Server:

@@ -126,6 +126,17 @@ CN_API cn_err_t cn_fsync_dir(const char *dir);
 /* mkdir -p with the given mode. */
 CN_API cn_err_t cn_mkdir_p(const char *path, unsigned mode);
 
+/* A file replaced only once complete: bytes go to a new temporary beside the
+ * target (so the rename stays in one file system), and the target's name never
+ * shows a partial file.  cn_file_tmp_beside creates it (mode 0600) with its name
+ * in tmp, which must hold strlen(target) + 14 bytes; returns the fd or -errno
+ * (CN_E_INVALID when tmp is too small).  cn_file_tmp_publish fsyncs fd, sets
+ * mode, closes it and renames tmp over target; cn_file_tmp_discard closes it
+ * and removes tmp.  Either one ends the temporary: call exactly one. */
+CN_API int cn_file_tmp_beside(const char *target, char *tmp, size_t tmpsz);
+CN_API cn_err_t cn_file_tmp_publish(int fd, const char *tmp, const char *target, unsigned mode);
+CN_API void cn_file_tmp_discard(int fd, const char *tmp);
+
 #ifdef __cplusplus
 }
 #endif

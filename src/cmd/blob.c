@@ -338,11 +338,11 @@ static int cmd_get(cn_blobc_t *c, const bopts_t *o)
     int fd = 1;
     if (to_file) {
         /* Unverified bytes never appear under the name asked for. */
-        if ((size_t)snprintf(tmp, sizeof tmp, "%s.cairn-XXXXXX", o->out) >= sizeof tmp)
+        fd = cn_file_tmp_beside(o->out, tmp, sizeof tmp);
+        if (fd == CN_E_INVALID)
             return usage("output path too long");
-        fd = mkstemp(tmp);
         if (fd < 0) {
-            fprintf(stderr, "cairn blob: %s: %s\n", o->out, strerror(errno));
+            fprintf(stderr, "cairn blob: %s: %s\n", o->out, strerror(-fd));
             return 7;
         }
     }
@@ -362,13 +362,10 @@ static int cmd_get(cn_blobc_t *c, const bopts_t *o)
     }
     progress_end(&pg);
     if (to_file) {
-        if (e >= 0 && (fsync(fd) < 0 || fchmod(fd, 0644) < 0))
-            e = -errno;
-        close(fd);
-        if (e >= 0 && rename(tmp, o->out) < 0)
-            e = -errno;
-        if (e < 0)
-            unlink(tmp);
+        if (e >= 0)
+            e = cn_file_tmp_publish(fd, tmp, o->out, 0644);
+        else
+            cn_file_tmp_discard(fd, tmp);
     }
     return e < 0 ? report(c, "get", e) : 0;
 }

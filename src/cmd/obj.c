@@ -768,36 +768,30 @@ static int cmd_get(const opts_t *o, cn_client_t *cl)
         file = joined;
     }
     /* Into a temporary beside the target, renamed only once complete and verified. */
-    size_t n = strlen(file) + 32;
+    size_t n = strlen(file) + 14;
     tmp = malloc(n);
     if (!tmp) {
         rc = EXIT_LOCAL;
         goto out;
     }
-    snprintf(tmp, n, "%s.cairn-XXXXXX", file);
-    int fd = mkstemp(tmp);
+    int fd = cn_file_tmp_beside(file, tmp, n);
     if (fd < 0) {
-        fprintf(stderr, "cairn: get: %s: %s\n", file, strerror(errno));
+        fprintf(stderr, "cairn: get: %s: %s\n", file, strerror(-fd));
         rc = EXIT_LOCAL;
         goto out;
     }
     rc = download(o, cl, bucket, key, fd, "get");
+    if (rc != EXIT_OK) {
+        cn_file_tmp_discard(fd, tmp);
+        goto out;
+    }
     mode_t um = umask(0);
     umask(um);
-    if (rc == EXIT_OK && (fchmod(fd, 0666 & ~um) != 0 || fsync(fd) != 0)) {
-        fprintf(stderr, "cairn: get: %s: %s\n", file, strerror(errno));
+    cn_err_t e = cn_file_tmp_publish(fd, tmp, file, 0666 & ~um);
+    if (e < 0) {
+        fprintf(stderr, "cairn: get: %s: %s\n", file, strerror(-e));
         rc = EXIT_LOCAL;
     }
-    if (close(fd) != 0 && rc == EXIT_OK) {
-        fprintf(stderr, "cairn: get: %s: %s\n", file, strerror(errno));
-        rc = EXIT_LOCAL;
-    }
-    if (rc == EXIT_OK && rename(tmp, file) != 0) {
-        fprintf(stderr, "cairn: get: %s: %s\n", file, strerror(errno));
-        rc = EXIT_LOCAL;
-    }
-    if (rc != EXIT_OK)
-        unlink(tmp);
 out:
     free(tmp);
     free(joined);

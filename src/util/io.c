@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -67,4 +69,32 @@ cn_err_t cn_mkdir_p(const char *path, unsigned mode)
         }
     }
     return CN_OK;
+}
+
+int cn_file_tmp_beside(const char *target, char *tmp, size_t tmpsz)
+{
+    /* mkstemp replaces the trailing six template characters with a unique name */
+    int n = snprintf(tmp, tmpsz, "%s.cairn-XXXXXX", target);
+    if (n < 0 || (size_t)n >= tmpsz)
+        return CN_E_INVALID;
+    int fd = mkstemp(tmp);
+    return fd < 0 ? -errno : fd;
+}
+
+cn_err_t cn_file_tmp_publish(int fd, const char *tmp, const char *target, unsigned mode)
+{
+    cn_err_t rc = fsync(fd) < 0 || fchmod(fd, (mode_t)mode) < 0 ? -errno : CN_OK;
+    if (close(fd) < 0 && rc == CN_OK)
+        rc = -errno;
+    if (rc == CN_OK && rename(tmp, target) < 0)
+        rc = -errno;
+    if (rc < 0)
+        unlink(tmp);
+    return rc;
+}
+
+void cn_file_tmp_discard(int fd, const char *tmp)
+{
+    close(fd);
+    unlink(tmp);
 }

@@ -755,7 +755,6 @@ static void test_sweep_publish_race(void)
  * after the sweeper asked "is it live?" (answer: no) and the guard is gone
  * before the sweeper's final check, the blob must still stay. */
 typedef struct late_commit {
-    cn_store_t *s;
     cn_store_guard_t *g;
     int asked;
 } late_commit_t;
@@ -782,7 +781,7 @@ static void test_sweep_guard_released_mid_batch(void)
     cn_digest_t d;
     CN_CHECK_EQ(cn_store_put(s, buf, sizeof buf, NULL, &d), 0);
     age_blob(data, &d, 10000);
-    late_commit_t lc = { s, NULL, 0 };
+    late_commit_t lc = { NULL, 0 };
     CN_CHECK_EQ(cn_store_guard_acquire(s, &d, &lc.g), 0);
     CN_CHECK_EQ(cn_store_register_liveness(s, "late", live_commits_late, &lc), 0);
     cn_store_sweep_stats_t st;

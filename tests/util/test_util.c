@@ -1,8 +1,70 @@
-/* util: buffers, the bounds-checked reader, RFC 3339, error names. */
+/* util: buffers, the bounds-checked reader, RFC 3339, error names, files
+ * replaced only once complete. */
 #include "cn_test.h"
 #include "cairn/util.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void test_file_tmp(void)
+{
+    char dir[] = "/tmp/cn-utiltest-XXXXXX";
+    CN_CHECK(mkdtemp(dir) != NULL);
+    char target[64], tmp[64 + 14], small[8];
+    snprintf(target, sizeof target, "%s/out", dir);
+    CN_CHECK_EQ(cn_file_tmp_beside(target, small, sizeof small), CN_E_INVALID);
+    /* published: the target has the bytes and the mode, no temporary is left */
+    int fd = cn_file_tmp_beside(target, tmp, sizeof tmp);
+    CN_CHECK(fd >= 0);
+    CN_CHECK(strncmp(tmp, target, strlen(target)) == 0 && strcmp(tmp, target) != 0);
+    CN_CHECK_EQ(access(target, F_OK), -1);
+    CN_CHECK_EQ(cn_write_full(fd, "bytes", 5), 0);
+    CN_CHECK_EQ(cn_file_tmp_publish(fd, tmp, target, 0640), 0);
+    struct stat st;
+    CN_CHECK_EQ(stat(target, &st), 0);
+    CN_CHECK_EQ(st.st_size, 5);
+    CN_CHECK_EQ(st.st_mode & 0777, 0640);
+    CN_CHECK_EQ(count_entries(dir), 1);
+    /* discarded: the old target stays as it was */
+    fd = cn_file_tmp_beside(target, tmp, sizeof tmp);
+    CN_CHECK(fd >= 0);
+    CN_CHECK_EQ(cn_write_full(fd, "partial", 7), 0);
+    cn_file_tmp_discard(fd, tmp);
+    CN_CHECK_EQ(stat(target, &st), 0);
+    CN_CHECK_EQ(st.st_size, 5);
+    CN_CHECK_EQ(count_entries(dir), 1);
+    /* a rename that fails removes the temporary */
+    char blocked[80];
+    snprintf(blocked, sizeof blocked, "%s/sub", dir);
+    CN_CHECK_EQ(mkdir(blocked, 0755), 0);
+    char inner[80];
+    snprintf(inner, sizeof inner, "%s/x", blocked);
+    CN_CHECK_EQ(mkdir(inner, 0755), 0);
+    fd = cn_file_tmp_beside(blocked, tmp, sizeof tmp);
+    CN_CHECK(fd >= 0);
+    CN_CHECK(cn_file_tmp_publish(fd, tmp, blocked, 0644) < 0);
+    CN_CHECK_EQ(count_entries(dir), 2);
+    rmdir(inner);
+    rmdir(blocked);
+    unlink(target);
+    CN_CHECK_EQ(rmdir(dir), 0);
+}
 
 static void test_buf_codec_roundtrip(void)
 {
@@ -60,4 +122,4 @@ static void test_errors(void)
 }
 
 CN_TEST_MAIN(CN_TEST(test_buf_codec_roundtrip), CN_TEST(test_reader_huge_length),
-             CN_TEST(test_rfc3339), CN_TEST(test_errors))
+             CN_TEST(test_rfc3339), CN_TEST(test_errors), CN_TEST(test_file_tmp))

@@ -59,6 +59,9 @@ typedef struct ropts {
     int npaths;
     const char *pos[3];
     int npos;
+    /* --endpoint as given: a workspace's verbs obey it over the endpoint its
+     * state records, which in turn beats CAIRN_SCRIBE_ENDPOINT */
+    const char *endpoint_flag;
 } ropts_t;
 
 /* Splits a repository argument -- `NAME`, `HOST:PORT/NAME` or
@@ -83,13 +86,13 @@ static int split_repo_url(const char *arg, char *ep, size_t epsz, const char **e
         }
         rest = scheme_end + 3;
     }
-    const char *slash = strrchr(rest, '/');
+    const char *slash = strchr(rest, '/');
     if (!slash && !scheme_end) {
         *name = arg;
         return EXIT_OK;
     }
     size_t hl = slash ? (size_t)(slash - rest) : 0;
-    if (!slash || !hl || !slash[1] || hl >= epsz || memchr(rest, '/', hl)) {
+    if (!hl || !slash[1] || hl >= epsz || strchr(slash + 1, '/')) {
         fprintf(stderr, "cairn repo: %s: want NAME, HOST:PORT/NAME or scribe://HOST:PORT/NAME\n",
                 arg);
         return EXIT_USAGE;
@@ -387,8 +390,7 @@ static int cmd_submit(const ropts_t *o)
     if (rc)
         return rc;
     ropts_t oo = *o;
-    if (!oo.endpoint)
-        oo.endpoint = s.endpoint;
+    oo.endpoint = o->endpoint_flag ? o->endpoint_flag : s.endpoint;
     cn_scribe_client_t *cl = NULL;
     cn_scribe_cerr_t err;
     memset(&err, 0, sizeof err);
@@ -582,8 +584,7 @@ static int cmd_sync(const ropts_t *o)
     if (rc)
         return rc;
     ropts_t oo = *o;
-    if (!oo.endpoint)
-        oo.endpoint = s.endpoint;
+    oo.endpoint = o->endpoint_flag ? o->endpoint_flag : s.endpoint;
     cn_scribe_client_t *cl = NULL;
     cn_scribe_cerr_t err;
     cn_err_t e = connect_to(&oo, &cl, &err);
@@ -655,8 +656,7 @@ static int cmd_log(const ropts_t *o)
     if (rc)
         return rc;
     ropts_t oo = *o;
-    if (!oo.endpoint)
-        oo.endpoint = s.endpoint;
+    oo.endpoint = o->endpoint_flag ? o->endpoint_flag : s.endpoint;
     cn_scribe_client_t *cl = NULL;
     cn_scribe_cerr_t err;
     cn_err_t e = connect_to(&oo, &cl, &err);
@@ -687,8 +687,7 @@ static int cmd_describe(const ropts_t *o)
     if (rc)
         return rc;
     ropts_t oo = *o;
-    if (!oo.endpoint)
-        oo.endpoint = s.endpoint;
+    oo.endpoint = o->endpoint_flag ? o->endpoint_flag : s.endpoint;
     cn_scribe_client_t *cl = NULL;
     cn_scribe_cerr_t err;
     uint32_t rev = 0, now = 0;
@@ -711,7 +710,6 @@ int cn_cmd_repo(int argc, char **argv)
     ropts_t o;
     memset(&o, 0, sizeof o);
     o.endpoint = getenv("CAIRN_SCRIBE_ENDPOINT");
-    const char *endpoint_flag = NULL;
     o.author = getenv("USER") ? getenv("USER") : "cairn";
     if (argc < 2) {
         fputs(repo_usage, stderr);
@@ -722,7 +720,7 @@ int cn_cmd_repo(int argc, char **argv)
         const char *a = argv[i];
         bool more = i + 1 < argc;
         if (!strcmp(a, "--endpoint") && more)
-            o.endpoint = endpoint_flag = argv[++i];
+            o.endpoint = o.endpoint_flag = argv[++i];
         else if ((!strcmp(a, "-m") || !strcmp(a, "--message")) && more)
             o.message = argv[++i];
         else if (!strcmp(a, "--author") && more)
@@ -778,8 +776,8 @@ int cn_cmd_repo(int argc, char **argv)
         int rc = split_repo_url(o.pos[0], url_ep, sizeof url_ep, &url_endpoint, &o.pos[0]);
         if (rc)
             return rc;
-        if (url_endpoint && endpoint_flag && strcmp(url_endpoint, endpoint_flag)) {
-            fprintf(stderr, "cairn repo: --endpoint %s and the URL's %s differ\n", endpoint_flag,
+        if (url_endpoint && o.endpoint_flag && strcmp(url_endpoint, o.endpoint_flag)) {
+            fprintf(stderr, "cairn repo: --endpoint %s and the URL's %s differ\n", o.endpoint_flag,
                     url_endpoint);
             return EXIT_USAGE;
         }

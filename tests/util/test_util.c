@@ -26,7 +26,7 @@ static void test_file_tmp(void)
 {
     char dir[] = "/tmp/cn-utiltest-XXXXXX";
     CN_CHECK(mkdtemp(dir) != NULL);
-    char target[64], tmp[64 + 14], small[8];
+    char target[64], tmp[128], small[8];
     snprintf(target, sizeof target, "%s/out", dir);
     CN_CHECK_EQ(cn_file_tmp_beside(target, small, sizeof small), CN_E_INVALID);
     /* published: the target has the bytes and the mode, no temporary is left */
@@ -53,7 +53,7 @@ static void test_file_tmp(void)
     char blocked[80];
     snprintf(blocked, sizeof blocked, "%s/sub", dir);
     CN_CHECK_EQ(mkdir(blocked, 0755), 0);
-    char inner[80];
+    char inner[sizeof blocked + 3];
     snprintf(inner, sizeof inner, "%s/x", blocked);
     CN_CHECK_EQ(mkdir(inner, 0755), 0);
     fd = cn_file_tmp_beside(blocked, tmp, sizeof tmp);

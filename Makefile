@@ -6,9 +6,24 @@ ASAN   ?= build-asan
 PY     := /usr/bin/python3
 MESON_OPTS ?=
 
-.PHONY: all build deps asan run test test-unit test-integration fuzz bench test-crash install clean
+.PHONY: all help build deps asan run test test-unit test-integration fuzz bench test-crash \
+        install clean
 
 all: build
+
+help:
+	@echo 'make                    build build/cairnd, build/cairn and libcairn (same as make build)'
+	@echo 'make run                build, then run cairnd in the foreground on ./data, loopback only'
+	@echo 'make test               test-unit, then test-integration'
+	@echo 'make test-unit          C unit tests on both builds, fuzz harnesses briefly on the ASan one'
+	@echo 'make test-integration   pytest against the ASan build'"'"'s real cairnd'
+	@echo 'make test-crash         the long crash-durability run'
+	@echo 'make asan               the ASan+UBSan build (clang) in $(ASAN)/, with the fuzz harnesses'
+	@echo 'make fuzz               every libFuzzer harness for 300 s'
+	@echo 'make bench              benchmarks and the machine'"'"'s limits, into docs/performance.md'
+	@echo 'make install            install into PREFIX (now $(PREFIX))'
+	@echo 'make deps               install the build dependencies with apt-get'
+	@echo 'make clean              remove $(BUILD)/ and $(ASAN)/'
 
 deps:
 	@scripts/deps.sh build
@@ -34,11 +49,19 @@ run: build
 # Every test: C unit tests on the normal and the sanitizer build, then the
 # integration suite against the sanitizer build's real server.
 test:
+	$(MAKE) test-unit
+	$(MAKE) test-integration
+
+test-unit:
 	@scripts/deps.sh test
 	$(MAKE) build asan
 	meson test -C $(BUILD) --suite unit --print-errorlogs
 	CN_FUZZ_SEED=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 	  meson test -C $(ASAN) --suite unit --suite fuzz-short --print-errorlogs
+
+test-integration:
+	@scripts/deps.sh test
+	$(MAKE) asan
 	CAIRN_BUILD=$(ASAN) $(PY) -m pytest -q -x tests
 
 fuzz: asan

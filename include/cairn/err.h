@@ -63,9 +63,26 @@ CN_API const char *cn_errname(cn_err_t err);
 
 #define CN_TRY(expr) do { cn_err_t cn__e = (expr); if (cn__e < 0) return cn__e; } while (0)
 
-/* Defensive checks that tests must be able to reach (after SQLite's ALWAYS/NEVER). */
+/* Conditions believed impossible, after SQLite's ALWAYS() and NEVER():
+ * `if (CN_ALWAYS(x))` where x must hold, `if (CN_NEVER(x))` where x must not.
+ * The code still handles the impossible branch so that a release build
+ * (NDEBUG), where these are only branch hints, degrades safely; a debug or
+ * sanitizer build aborts on it with the file and line, so a bug that reaches
+ * it cannot pass a test quietly.  A condition a test, a peer or the disk can
+ * bring about is not impossible: that is a plain `if`.  Each evaluates x once
+ * and yields 0 or 1. */
+#ifdef NDEBUG
 #define CN_ALWAYS(x) (__builtin_expect(!!(x), 1))
 #define CN_NEVER(x)  (__builtin_expect(!!(x), 0))
+#else
+#define CN_ALWAYS(x) ((x) ? 1 : (cn__assert_fail("CN_ALWAYS(" #x ")", __FILE__, __LINE__), 0))
+#define CN_NEVER(x)  ((x) ? (cn__assert_fail("CN_NEVER(" #x ")", __FILE__, __LINE__), 1) : 0)
+#endif
+
+/* Writes "file:line: what failed" to stderr and aborts; CN_ALWAYS and
+ * CN_NEVER call it in debug builds.  Not for any other use. */
+CN_API __attribute__((noreturn)) void cn__assert_fail(const char *what, const char *file,
+                                                      int line);
 
 #ifdef __cplusplus
 }

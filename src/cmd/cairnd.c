@@ -217,22 +217,23 @@ static int config_apply(const cn_toml_t *doc, cn_server_config_t *scfg, bool *al
     return 0;
 }
 
-/* ---- main ------------------------------------------------------------------------- */
-int main(int argc, char **argv)
-{
-    /* Before any thread exists: the signals that stop the server arrive only
-     * through the server's signalfd, never in a service thread. */
-    sigset_t stopset;
-    sigemptyset(&stopset);
-    sigaddset(&stopset, SIGTERM);
-    sigaddset(&stopset, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stopset, NULL);
-    signal(SIGPIPE, SIG_IGN);
+/* ---- command line ----------------------------------------------------------------- */
+typedef struct {
+    const char *data_dir, *config_path;
+    cn_log_level_t level;
+    bool json, allow_public;
+    listener_flags_t flags[CN_MAX_PROTOS];
+} cmdline_t;
 
-    enum { O_DATA = 256, O_CONFIG, O_LEVEL, O_FORMAT, O_HELP, O_VERSION, O_PUBLIC,
-           O_PROTO = 512 };     /* O_PROTO + 3*i + {0 addr, 1 cert, 2 key} */
-    struct option opts[7 + 3 * CN_MAX_PROTOS + 1];
-    char names[3 * CN_MAX_PROTOS][48];
+enum { O_DATA = 256, O_CONFIG, O_LEVEL, O_FORMAT, O_HELP, O_VERSION, O_PUBLIC,
+       O_PROTO = 512 };     /* O_PROTO + 3*i + {0 addr, 1 cert, 2 key} */
+
+#define RUN (-1)            /* parse_flags: no exit status, go on and serve */
+
+/* The long options: the fixed ones, then --P, --P-tls-cert and --P-tls-key for
+ * each of the first nprotos protocols (names holds their spellings). */
+static void build_options(struct option *opts, char (*names)[48], size_t nprotos)
+{
     size_t no = 0;
     opts[no++] = (struct option){"data", required_argument, 0, O_DATA};
     opts[no++] = (struct option){"config", required_argument, 0, O_CONFIG};
@@ -241,7 +242,6 @@ int main(int argc, char **argv)
     opts[no++] = (struct option){"help", no_argument, 0, O_HELP};
     opts[no++] = (struct option){"version", no_argument, 0, O_VERSION};
     opts[no++] = (struct option){"allow-plaintext-public", no_argument, 0, O_PUBLIC};
-    size_t nprotos = cn_protocols_count < CN_MAX_PROTOS ? cn_protocols_count : CN_MAX_PROTOS;
     for (size_t i = 0; i < nprotos; i++) {
         static const char *const suffix[3] = {"", "-tls-cert", "-tls-key"};
         for (int k = 0; k < 3; k++) {
@@ -252,11 +252,16 @@ int main(int argc, char **argv)
         }
     }
     opts[no] = (struct option){0, 0, 0, 0};
+}
 
-    const char *data_dir = "./data", *config_path = NULL;
-    cn_log_level_t level = CN_LOG_INFO;
-    bool json = false, allow_public = false;
-    listener_flags_t flags[CN_MAX_PROTOS] = {{0}};
+/* Parses argv into cl.  Returns RUN, or the exit status when cairnd is done:
+ * 0 after --help or --version, 2 after a usage error (already reported). */
+static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
+{
+    struct option opts[7 + 3 * CN_MAX_PROTOS + 1];
+    char names[3 * CN_MAX_PROTOS][48];
+    build_options(opts, names, nprotos);
+    *cl = (cmdline_t){.data_dir = "./data", .level = CN_LOG_INFO};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -266,13 +271,13 @@ int main(int argc, char **argv)
                 fputs("cairnd: --data needs a directory\n" CAIRND_USAGE, stderr);
                 return 2;
             }
-            data_dir = optarg;
+            cl->data_dir = optarg;
             break;
         case O_CONFIG:
-            config_path = optarg;
+            cl->config_path = optarg;
             break;
         case O_LEVEL:
-            if (cn_log_level_parse(optarg, &level) < 0) {
+            if (cn_log_level_parse(optarg, &cl->level) < 0) {
                 fprintf(stderr, "cairnd: --log-level: unknown level '%s'\n" CAIRND_USAGE, optarg);
                 return 2;
             }
@@ -283,7 +288,7 @@ int main(int argc, char **argv)
                         CAIRND_USAGE, optarg);
                 return 2;
             }
-            json = strcmp(optarg, "json") == 0;
+            cl->json = strcmp(optarg, "json") == 0;
             break;
         case O_HELP:
             fputs(CAIRND_USAGE CAIRND_HELP, stdout);
@@ -292,11 +297,11 @@ int main(int argc, char **argv)
             puts("cairnd " CAIRN_VERSION);
             return 0;
         case O_PUBLIC:
-            allow_public = true;
+            cl->allow_public = true;
             break;
         default:
             if (c >= O_PROTO && c < O_PROTO + 3 * (int)nprotos) {
-                listener_flags_t *f = &flags[(c - O_PROTO) / 3];
+                listener_flags_t *f = &cl->flags[(c - O_PROTO) / 3];
                 const char **slot = (c - O_PROTO) % 3 == 0 ? &f->addr
                                   : (c - O_PROTO) % 3 == 1 ? &f->tls_cert : &f->tls_key;
                 *slot = optarg;
@@ -314,52 +319,38 @@ int main(int argc, char **argv)
         fprintf(stderr, "cairnd: unexpected argument '%s'\n" CAIRND_USAGE, argv[optind]);
         return 2;
     }
-    cn_log_configure(level, json);
+    return RUN;
+}
 
-    cn_server_config_t scfg;
-    cn_server_config_default(&scfg);
-    scfg.handle_signals = true;
-    listener_t ls[CN_MAX_PROTOS];
-    memset(ls, 0, sizeof ls);
-    for (size_t i = 0; i < nprotos; i++) {
-        ls[i].proto = &cn_protocols[i];
-        cn_limits_default(&ls[i].opts.limits);
-    }
-    cn_toml_t *doc = NULL;
-    if (config_path) {
-        char err[512];
-        if (cn_toml_load(config_path, &doc, err, sizeof err) < 0) {
-            fprintf(stderr, "cairnd: --config: %s\n", err);
-            return 2;
-        }
-        int rc = config_apply(doc, &scfg, &allow_public, ls, nprotos);
-        if (rc) {
-            cn_toml_free(doc);
-            return rc;
-        }
-    }
+/* ---- listeners -------------------------------------------------------------------- */
 
-    /* Resolve each listener: flag > environment > config > default. */
-    int status = 1;
-    size_t nenabled = 0;
+/* Settles each listener's address and TLS files (flag > environment > config
+ * > default) and checks them.  Returns 0 with *nenabled set, 2 for a bad
+ * address or half a TLS pair, 1 when an enabled protocol is not built in
+ * (each reported on stderr). */
+static int resolve_listeners(listener_t *ls, size_t nprotos, const cmdline_t *cl,
+                             size_t *nenabled)
+{
     bool missing = false;
+    *nenabled = 0;
     for (size_t i = 0; i < nprotos; i++) {
         listener_t *l = &ls[i];
         const cn_protocol_t *p = l->proto;
-        if (flags[i].addr)
-            l->opts.addr = flags[i].addr;
+        const listener_flags_t *fl = &cl->flags[i];
+        if (fl->addr)
+            l->opts.addr = fl->addr;
         if (!l->opts.addr)
             l->opts.addr = p->default_addr;
         const char *env_cert = p->env_tls_cert ? getenv(p->env_tls_cert) : NULL;
         const char *env_key = p->env_tls_key ? getenv(p->env_tls_key) : NULL;
-        if (flags[i].tls_cert || flags[i].tls_key) {
-            l->opts.tls_cert = flags[i].tls_cert;
-            l->opts.tls_key = flags[i].tls_key;
+        if (fl->tls_cert || fl->tls_key) {
+            l->opts.tls_cert = fl->tls_cert;
+            l->opts.tls_key = fl->tls_key;
         } else if ((env_cert && *env_cert) || (env_key && *env_key)) {
             l->opts.tls_cert = env_cert && *env_cert ? env_cert : NULL;
             l->opts.tls_key = env_key && *env_key ? env_key : NULL;
         }
-        l->opts.allow_plaintext_public = allow_public;
+        l->opts.allow_plaintext_public = cl->allow_public;
         l->enabled = strcmp(l->opts.addr, "off") != 0;
         if (!l->enabled)
             continue;
@@ -368,31 +359,34 @@ int main(int argc, char **argv)
         if (cn_net_addr_parse(l->opts.addr, &ss, &sl) < 0) {
             fprintf(stderr, "cairnd: --%s: bad address '%s' (want host:port, [v6]:port or off)\n"
                     CAIRND_USAGE, p->name, l->opts.addr);
-            status = 2;
-            goto out;
+            return 2;
         }
         if (!l->opts.tls_cert != !l->opts.tls_key) {
             fprintf(stderr, "cairnd: --%s: TLS needs both --%s-tls-cert and --%s-tls-key\n",
                     p->name, p->name, p->name);
-            status = 2;
-            goto out;
+            return 2;
         }
         if (!p->create && !p->start) {
             fprintf(stderr, "cairnd: the %s protocol is not built in this version; pass --%s off\n",
                     p->name, p->name);
             missing = true;
         }
-        nenabled++;
+        (*nenabled)++;
     }
-    if (missing)
-        goto out;
+    return missing ? 1 : 0;
+}
 
-    cn_info("cairnd", "cairnd %s starting; data in %s", CAIRN_VERSION, data_dir);
+/* Opens the services, starts every enabled listener and runs until stopped;
+ * then stops and frees them in reverse order.  Returns the exit status. */
+static int serve(const char *data_dir, const cn_toml_t *doc, const cn_server_config_t *scfg,
+                 listener_t *ls, size_t nprotos, size_t nenabled)
+{
+    int status = 1;
     cn_services_t *svc = NULL;
     cn_server_t *srv = NULL;
     if (cn_services_open(data_dir, doc, &svc) < 0)
         goto out;
-    cn_err_t e = cn_server_create(&scfg, &srv);
+    cn_err_t e = cn_server_create(scfg, &srv);
     if (e < 0) {
         cn_error("cairnd", "cannot start the network layer: %s", cn_strerror(e));
         goto out_services;
@@ -433,6 +427,55 @@ out_server:
             ls[i].proto->destroy(ls[i].actx);
 out_services:
     cn_services_close(svc);
+out:
+    return status;
+}
+
+/* ---- main ------------------------------------------------------------------------- */
+int main(int argc, char **argv)
+{
+    /* Before any thread exists: the signals that stop the server arrive only
+     * through the server's signalfd, never in a service thread. */
+    sigset_t stopset;
+    sigemptyset(&stopset);
+    sigaddset(&stopset, SIGTERM);
+    sigaddset(&stopset, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stopset, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    size_t nprotos = cn_protocols_count < CN_MAX_PROTOS ? cn_protocols_count : CN_MAX_PROTOS;
+    cmdline_t cl;
+    int status = parse_flags(argc, argv, nprotos, &cl);
+    if (status != RUN)
+        return status;
+    cn_log_configure(cl.level, cl.json);
+
+    cn_server_config_t scfg;
+    cn_server_config_default(&scfg);
+    scfg.handle_signals = true;
+    listener_t ls[CN_MAX_PROTOS];
+    memset(ls, 0, sizeof ls);
+    for (size_t i = 0; i < nprotos; i++) {
+        ls[i].proto = &cn_protocols[i];
+        cn_limits_default(&ls[i].opts.limits);
+    }
+    cn_toml_t *doc = NULL;
+    if (cl.config_path) {
+        char err[512];
+        if (cn_toml_load(cl.config_path, &doc, err, sizeof err) < 0) {
+            fprintf(stderr, "cairnd: --config: %s\n", err);
+            return 2;
+        }
+        status = config_apply(doc, &scfg, &cl.allow_public, ls, nprotos);
+        if (status)
+            goto out;
+    }
+    size_t nenabled = 0;
+    status = resolve_listeners(ls, nprotos, &cl, &nenabled);
+    if (status)
+        goto out;
+    cn_info("cairnd", "cairnd %s starting; data in %s", CAIRN_VERSION, cl.data_dir);
+    status = serve(cl.data_dir, doc, &scfg, ls, nprotos, nenabled);
 out:
     cn_toml_free(doc);
     return status;

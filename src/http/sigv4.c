@@ -451,313 +451,348 @@ static bool cn__sig_equal(const char *a, const char *b, size_t n)
     return cn_ct_equal(la, b, 64);
 }
 
-cn_err_t cn_sigv4_verify(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn lookup,
-                         void *lookup_ctx, cn_sigv4_t *v)
-{
-    memset(v, 0, sizeof *v);
-    cn_buf_t credential = {0}, signed_hdrs = {0}, signature = {0}, tmp = {0}, canon = {0};
-    cn__auth_parts_t ap;
-    cn_err_t err = CN_OK;
-    const cn_http_kv_t *authz = cn__find(in->headers, in->n_headers, "authorization", 13);
-    bool presigned = false;
+/* Where a request's signature came from: the Authorization header (cred, sh
+ * and sig point into it) or a presigned URL's query (they point into the
+ * decoded copies here). */
+typedef struct {
+    bool presigned;
     const char *cred, *sh, *sig;
     size_t cred_len, sh_len, sig_len;
-    char payload_hash[80];
+    cn_buf_t credential, signed_hdrs, signature;   /* presigned: the decoded values */
+    cn_buf_t tmp;                                   /* any other decoded query value */
+} form_t;
 
-    bool has_query_alg = cn__query_get(in->query, in->query_len, "X-Amz-Algorithm", &tmp);
+static void form_free(form_t *f)
+{
+    cn_buf_free(&f->credential);
+    cn_buf_free(&f->signed_hdrs);
+    cn_buf_free(&f->signature);
+    cn_buf_free(&f->tmp);
+}
+
+/* The error S3 gives for a malformed part of this form's signature. */
+static cn_s3_err_t malformed(const form_t *f)
+{
+    return f->presigned ? CN_S3E_AUTH_QUERY_MALFORMED : CN_S3E_AUTH_HEADER_MALFORMED;
+}
+
+static cn_err_t read_header_form(const cn_http_kv_t *authz, cn_sigv4_t *v, form_t *f)
+{
+    cn__auth_parts_t ap;
+    v->kind = CN_HTTP_AUTH_SIGV4_HEADER;
+    if (!cn__parse_auth_header(authz->value, authz->value_len, &ap))
+        return cn__fail(v, CN_S3E_AUTH_HEADER_MALFORMED, "the authorization header is malformed");
+    if (ap.algorithm_len != 16 || memcmp(ap.algorithm, "AWS4-HMAC-SHA256", 16) != 0) {
+        bool sigv4a = ap.algorithm_len == 22 &&
+                      memcmp(ap.algorithm, "AWS4-ECDSA-P256-SHA256", 22) == 0;
+        return cn__fail(v, sigv4a ? CN_S3E_NOT_IMPLEMENTED : CN_S3E_AUTH_HEADER_MALFORMED,
+                        "unsupported signing algorithm");
+    }
+    f->cred = ap.credential; f->cred_len = ap.credential_len;
+    f->sh = ap.signed_headers; f->sh_len = ap.signed_len;
+    f->sig = ap.signature; f->sig_len = ap.signature_len;
+    return CN_OK;
+}
+
+/* f->tmp holds the decoded X-Amz-Algorithm. */
+static cn_err_t read_query_form(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_t *f)
+{
+    f->presigned = true;
+    v->kind = CN_HTTP_AUTH_SIGV4_QUERY;
+    if (strcmp((const char *)f->tmp.data, "AWS4-HMAC-SHA256") != 0)
+        return cn__fail(v, CN_S3E_AUTH_QUERY_MALFORMED, "unsupported X-Amz-Algorithm");
+    if (!cn__query_get(in->query, in->query_len, "X-Amz-Credential", &f->credential) ||
+        !cn__query_get(in->query, in->query_len, "X-Amz-SignedHeaders", &f->signed_hdrs) ||
+        !cn__query_get(in->query, in->query_len, "X-Amz-Signature", &f->signature))
+        return cn__fail(v, CN_S3E_AUTH_QUERY_MALFORMED,
+                        "X-Amz-Credential, X-Amz-SignedHeaders and X-Amz-Signature are required");
+    f->cred = (const char *)f->credential.data; f->cred_len = f->credential.len;
+    f->sh = (const char *)f->signed_hdrs.data; f->sh_len = f->signed_hdrs.len;
+    f->sig = (const char *)f->signature.data; f->sig_len = f->signature.len;
+    return CN_OK;
+}
+
+/* Step 1: which form signs the request (one at most).  CN_E_NOT_FOUND when
+ * neither does: the request is not SigV4 at all. */
+static cn_err_t read_form(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_t *f)
+{
+    const cn_http_kv_t *authz = cn__find(in->headers, in->n_headers, "authorization", 13);
+    bool has_query_alg = cn__query_get(in->query, in->query_len, "X-Amz-Algorithm", &f->tmp);
     bool has_header = authz && authz->value_len >= 5 && strncmp(authz->value, "AWS4-", 5) == 0;
-    if (has_header && has_query_alg) {
-        err = cn__fail(v, CN_S3E_INVALID_ARGUMENT, "Only one auth mechanism allowed");
-        goto out;
+    if (has_header && has_query_alg)
+        return cn__fail(v, CN_S3E_INVALID_ARGUMENT, "Only one auth mechanism allowed");
+    if (has_header)
+        return read_header_form(authz, v, f);
+    if (has_query_alg)
+        return read_query_form(in, v, f);
+    return CN_E_NOT_FOUND;
+}
+
+/* Step 2: Credential = <key>/<yyyymmdd>/<region>/<service>/aws4_request.
+ * Fills v's access_key, region and scope; *date8 points at the credential's
+ * date (8 characters, not NUL-terminated). */
+static cn_err_t check_credential(const cn_sigv4_input_t *in, cn_sigv4_t *v, const form_t *f,
+                                 const char **date8)
+{
+    const char *cred = f->cred, *slash[4];
+    size_t cred_len = f->cred_len;
+    int found = 0;
+    for (size_t i = cred_len; i > 0 && found < 4; i--)
+        if (cred[i - 1] == '/')
+            slash[found++] = cred + i - 1;
+    if (found < 4 || slash[3] == cred)
+        return cn__fail(v, malformed(f),
+                        "the Credential is malformed; expected \"<key>/<date>/<region>/s3/aws4_request\"");
+    const char *date = slash[3] + 1, *region = slash[2] + 1, *service = slash[1] + 1,
+               *term = slash[0] + 1;
+    size_t date_len = (size_t)(slash[2] - date), region_len = (size_t)(slash[1] - region),
+           service_len = (size_t)(slash[0] - service),
+           term_len = (size_t)(cred + cred_len - term);
+    if (!cn__copy(v->access_key, sizeof v->access_key, cred, (size_t)(slash[3] - cred)) ||
+        !cn__copy(v->region, sizeof v->region, region, region_len) || date_len != 8 ||
+        region_len == 0 || term_len != 12 || memcmp(term, "aws4_request", 12) != 0)
+        return cn__fail(v, malformed(f), "the Credential is malformed");
+    if (service_len != strlen(in->service) || memcmp(service, in->service, service_len) != 0) {
+        snprintf(v->detail, sizeof v->detail, "the service in the credential must be '%s'",
+                 in->service);
+        v->s3err = malformed(f);
+        return CN_E_AUTH;
     }
-    if (has_header) {
-        v->kind = CN_HTTP_AUTH_SIGV4_HEADER;
-        if (!cn__parse_auth_header(authz->value, authz->value_len, &ap)) {
-            err = cn__fail(v, CN_S3E_AUTH_HEADER_MALFORMED, "the authorization header is malformed");
-            goto out;
-        }
-        if (ap.algorithm_len != 16 || memcmp(ap.algorithm, "AWS4-HMAC-SHA256", 16) != 0) {
-            err = cn__fail(v, ap.algorithm_len == 22 &&
-                                      memcmp(ap.algorithm, "AWS4-ECDSA-P256-SHA256", 22) == 0
-                                  ? CN_S3E_NOT_IMPLEMENTED : CN_S3E_AUTH_HEADER_MALFORMED,
-                           "unsupported signing algorithm");
-            goto out;
-        }
-        cred = ap.credential; cred_len = ap.credential_len;
-        sh = ap.signed_headers; sh_len = ap.signed_len;
-        sig = ap.signature; sig_len = ap.signature_len;
-    } else if (has_query_alg) {
-        presigned = true;
-        v->kind = CN_HTTP_AUTH_SIGV4_QUERY;
-        if (strcmp((const char *)tmp.data, "AWS4-HMAC-SHA256") != 0) {
-            err = cn__fail(v, CN_S3E_AUTH_QUERY_MALFORMED, "unsupported X-Amz-Algorithm");
-            goto out;
-        }
-        if (!cn__query_get(in->query, in->query_len, "X-Amz-Credential", &credential) ||
-            !cn__query_get(in->query, in->query_len, "X-Amz-SignedHeaders", &signed_hdrs) ||
-            !cn__query_get(in->query, in->query_len, "X-Amz-Signature", &signature)) {
-            err = cn__fail(v, CN_S3E_AUTH_QUERY_MALFORMED,
-                           "X-Amz-Credential, X-Amz-SignedHeaders and X-Amz-Signature are required");
-            goto out;
-        }
-        cred = (const char *)credential.data; cred_len = credential.len;
-        sh = (const char *)signed_hdrs.data; sh_len = signed_hdrs.len;
-        sig = (const char *)signature.data; sig_len = signature.len;
+    if (in->region && strcmp(in->region, v->region) != 0) {
+        v->s3err = malformed(f);
+        snprintf(v->detail, sizeof v->detail, "the region '%.60s' is wrong; expecting '%.60s'",
+                 v->region, in->region);
+        return CN_E_AUTH;
+    }
+    if ((size_t)snprintf(v->scope, sizeof v->scope, "%.8s/%s/%s/aws4_request", date,
+                         v->region, in->service) >= sizeof v->scope)
+        return cn__fail(v, CN_S3E_AUTH_HEADER_MALFORMED, "the credential scope is too long");
+    *date8 = date;
+    return CN_OK;
+}
+
+/* Step 3: the request time, from X-Amz-Date (query or header) or else Date;
+ * fills v's request_ms and amz_date. */
+static cn_err_t read_request_time(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_t *f)
+{
+    const char *ds = NULL;
+    size_t dl = 0;
+    bool http_date = false;
+    if (f->presigned) {
+        if (!cn__query_get(in->query, in->query_len, "X-Amz-Date", &f->tmp))
+            return cn__fail(v, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Date is required");
+        ds = (const char *)f->tmp.data;
+        dl = f->tmp.len;
     } else {
-        err = CN_E_NOT_FOUND;
-        goto out;
+        const cn_http_kv_t *xd = cn__find(in->headers, in->n_headers, "x-amz-date", 10);
+        if (!xd) {
+            xd = cn__find(in->headers, in->n_headers, "date", 4);
+            http_date = true;
+        }
+        if (!xd)
+            return cn__fail(v, CN_S3E_ACCESS_DENIED,
+                            "AWS authentication requires a valid Date or x-amz-date header");
+        ds = xd->value;
+        dl = xd->value_len;
+        cn__trim(&ds, &dl);
     }
+    if (http_date) {
+        if (cn__parse_http_date(ds, dl, &v->request_ms) != CN_OK)
+            return cn__fail(v, CN_S3E_ACCESS_DENIED, "the Date header is not valid");
+        time_t t = (time_t)(v->request_ms / 1000);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(v->amz_date, sizeof v->amz_date, "%Y%m%dT%H%M%SZ", &tm);
+        return CN_OK;
+    }
+    if (cn_sigv4_parse_date(ds, dl, &v->request_ms) != CN_OK)
+        return cn__fail(v, f->presigned ? CN_S3E_AUTH_QUERY_MALFORMED : CN_S3E_ACCESS_DENIED,
+                        "X-Amz-Date must be in the ISO8601 basic format yyyyMMdd'T'HHmmss'Z'");
+    memcpy(v->amz_date, ds, 16);
+    v->amz_date[16] = 0;
+    return CN_OK;
+}
 
-    /* Credential = <key>/<yyyymmdd>/<region>/<service>/aws4_request */
-    {
-        const char *slash[4];
-        int found = 0;
-        for (size_t i = cred_len; i > 0 && found < 4; i--)
-            if (cred[i - 1] == '/')
-                slash[found++] = cred + i - 1;
-        if (found < 4 || slash[3] == cred) {
-            err = cn__fail(v, presigned ? CN_S3E_AUTH_QUERY_MALFORMED : CN_S3E_AUTH_HEADER_MALFORMED,
-                           "the Credential is malformed; expected \"<key>/<date>/<region>/s3/aws4_request\"");
-            goto out;
-        }
-        const char *date8 = slash[3] + 1, *region = slash[2] + 1, *service = slash[1] + 1,
-                   *term = slash[0] + 1;
-        size_t date_len = (size_t)(slash[2] - date8), region_len = (size_t)(slash[1] - region),
-               service_len = (size_t)(slash[0] - service),
-               term_len = (size_t)(cred + cred_len - term);
-        if (!cn__copy(v->access_key, sizeof v->access_key, cred, (size_t)(slash[3] - cred)) ||
-            !cn__copy(v->region, sizeof v->region, region, region_len) || date_len != 8 ||
-            region_len == 0 || term_len != 12 || memcmp(term, "aws4_request", 12) != 0) {
-            err = cn__fail(v, presigned ? CN_S3E_AUTH_QUERY_MALFORMED : CN_S3E_AUTH_HEADER_MALFORMED,
-                           "the Credential is malformed");
-            goto out;
-        }
-        if (service_len != strlen(in->service) || memcmp(service, in->service, service_len) != 0) {
-            snprintf(v->detail, sizeof v->detail, "the service in the credential must be '%s'",
-                     in->service);
-            v->s3err = presigned ? CN_S3E_AUTH_QUERY_MALFORMED : CN_S3E_AUTH_HEADER_MALFORMED;
-            err = CN_E_AUTH;
-            goto out;
-        }
-        if (in->region && strcmp(in->region, v->region) != 0) {
-            v->s3err = presigned ? CN_S3E_AUTH_QUERY_MALFORMED : CN_S3E_AUTH_HEADER_MALFORMED;
-            snprintf(v->detail, sizeof v->detail, "the region '%.60s' is wrong; expecting '%.60s'",
-                     v->region, in->region);
-            err = CN_E_AUTH;
-            goto out;
-        }
-        if ((size_t)snprintf(v->scope, sizeof v->scope, "%.8s/%s/%s/aws4_request", date8,
-                             v->region, in->service) >= sizeof v->scope) {
-            err = cn__fail(v, CN_S3E_AUTH_HEADER_MALFORMED, "the credential scope is too long");
-            goto out;
-        }
+/* Step 4: now is inside the request's window: the URL's X-Amz-Expires, or
+ * the allowed clock skew around a header-signed request's time. */
+static cn_err_t check_window(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_t *f)
+{
+    int64_t skew = in->max_skew_ms > 0 ? in->max_skew_ms : CN_SIGV4_MAX_SKEW_MS;
+    if (!f->presigned) {
+        int64_t d = in->now_ms - v->request_ms;
+        if (d > skew || -d > skew)
+            return cn__fail(v, CN_S3E_REQUEST_TIME_TOO_SKEWED,
+                            "The difference between the request time and the current time is too large.");
+        return CN_OK;
+    }
+    if (!cn__query_get(in->query, in->query_len, "X-Amz-Expires", &f->tmp))
+        return cn__fail(v, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Expires is required");
+    char *end = NULL;
+    long long ex = strtoll((const char *)f->tmp.data, &end, 10);
+    if (f->tmp.len == 0 || *end || ex < 1 || ex > CN_SIGV4_MAX_EXPIRES ||
+        !isdigit((unsigned char)f->tmp.data[0]))
+        return cn__fail(v, CN_S3E_AUTH_QUERY_MALFORMED,
+                        "X-Amz-Expires must be between 1 and 604800 seconds");
+    v->expires_ms = v->request_ms + ex * 1000;
+    if (v->request_ms - in->now_ms > skew)
+        return cn__fail(v, CN_S3E_REQUEST_NOT_YET_VALID, "Request is not valid yet");
+    if (in->now_ms > v->expires_ms)
+        return cn__fail(v, CN_S3E_EXPIRED_REQUEST, "Request has expired");
+    return CN_OK;
+}
 
-        /* The request time: X-Amz-Date (query or header), or Date. */
-        const char *ds = NULL;
-        size_t dl = 0;
-        bool http_date = false;
+/* Step 5: the payload hash the client signed, into hash (NUL-terminated;
+ * empty when the body's hash is deferred); fills v's payload (and
+ * payload_hash for a hex value). */
+static cn_err_t read_payload_hash(const cn_sigv4_input_t *in, cn_sigv4_t *v, bool presigned,
+                                  char hash[80])
+{
+    const cn_http_kv_t *ph = cn__find(in->headers, in->n_headers, "x-amz-content-sha256", 20);
+    if (!ph) {
         if (presigned) {
-            if (!cn__query_get(in->query, in->query_len, "X-Amz-Date", &tmp)) {
-                err = cn__fail(v, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Date is required");
-                goto out;
-            }
-            ds = (const char *)tmp.data;
-            dl = tmp.len;
-        } else {
-            const cn_http_kv_t *xd = cn__find(in->headers, in->n_headers, "x-amz-date", 10);
-            if (!xd) {
-                xd = cn__find(in->headers, in->n_headers, "date", 4);
-                http_date = true;
-            }
-            if (!xd) {
-                err = cn__fail(v, CN_S3E_ACCESS_DENIED,
-                               "AWS authentication requires a valid Date or x-amz-date header");
-                goto out;
-            }
-            ds = xd->value;
-            dl = xd->value_len;
-            cn__trim(&ds, &dl);
-        }
-        if (http_date) {
-            if (cn__parse_http_date(ds, dl, &v->request_ms) != CN_OK) {
-                err = cn__fail(v, CN_S3E_ACCESS_DENIED, "the Date header is not valid");
-                goto out;
-            }
-            time_t t = (time_t)(v->request_ms / 1000);
-            struct tm tm;
-            gmtime_r(&t, &tm);
-            strftime(v->amz_date, sizeof v->amz_date, "%Y%m%dT%H%M%SZ", &tm);
-        } else {
-            if (cn_sigv4_parse_date(ds, dl, &v->request_ms) != CN_OK) {
-                err = cn__fail(v, presigned ? CN_S3E_AUTH_QUERY_MALFORMED : CN_S3E_ACCESS_DENIED,
-                               "X-Amz-Date must be in the ISO8601 basic format yyyyMMdd'T'HHmmss'Z'");
-                goto out;
-            }
-            memcpy(v->amz_date, ds, 16);
-            v->amz_date[16] = 0;
-        }
-        if (memcmp(v->amz_date, date8, 8) != 0) {
-            err = cn__fail(v, presigned ? CN_S3E_AUTH_QUERY_MALFORMED : CN_S3E_AUTH_HEADER_MALFORMED,
-                           "the credential date does not match the request date");
-            goto out;
-        }
-        int64_t skew = in->max_skew_ms > 0 ? in->max_skew_ms : CN_SIGV4_MAX_SKEW_MS;
-        if (presigned) {
-            if (!cn__query_get(in->query, in->query_len, "X-Amz-Expires", &tmp)) {
-                err = cn__fail(v, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Expires is required");
-                goto out;
-            }
-            char *end = NULL;
-            long long ex = strtoll((const char *)tmp.data, &end, 10);
-            if (tmp.len == 0 || *end || ex < 1 || ex > CN_SIGV4_MAX_EXPIRES ||
-                !isdigit((unsigned char)tmp.data[0])) {
-                err = cn__fail(v, CN_S3E_AUTH_QUERY_MALFORMED,
-                               "X-Amz-Expires must be between 1 and 604800 seconds");
-                goto out;
-            }
-            v->expires_ms = v->request_ms + ex * 1000;
-            if (v->request_ms - in->now_ms > skew) {
-                err = cn__fail(v, CN_S3E_REQUEST_NOT_YET_VALID, "Request is not valid yet");
-                goto out;
-            }
-            if (in->now_ms > v->expires_ms) {
-                err = cn__fail(v, CN_S3E_EXPIRED_REQUEST, "Request has expired");
-                goto out;
-            }
-        } else {
-            int64_t d = in->now_ms - v->request_ms;
-            if (d > skew || -d > skew) {
-                err = cn__fail(v, CN_S3E_REQUEST_TIME_TOO_SKEWED,
-                               "The difference between the request time and the current time is too large.");
-                goto out;
-            }
-        }
-    }
-
-    if (!cn__has_token(sh, sh_len, "host")) {
-        err = cn__fail(v, presigned ? CN_S3E_AUTH_QUERY_MALFORMED : CN_S3E_AUTH_HEADER_MALFORMED,
-                       "the host header must be signed");
-        goto out;
-    }
-
-    /* The payload hash the client signed. */
-    {
-        const cn_http_kv_t *ph = cn__find(in->headers, in->n_headers, "x-amz-content-sha256", 20);
-        const char *p = ph ? ph->value : NULL;
-        size_t pl = ph ? ph->value_len : 0;
-        if (p)
-            cn__trim(&p, &pl);
-#define CN__IS(s) (pl == sizeof(s) - 1 && memcmp(p, s, pl) == 0)
-        if (!p) {
-            if (presigned) {
-                v->payload = CN_SIGV4_PAYLOAD_UNSIGNED;
-                strcpy(payload_hash, "UNSIGNED-PAYLOAD");
-            } else if (in->has_body) {
-                v->payload = CN_SIGV4_PAYLOAD_DEFERRED;
-                payload_hash[0] = 0;
-            } else {
-                v->payload = CN_SIGV4_PAYLOAD_EMPTY;
-                strcpy(payload_hash, CN__EMPTY_SHA256);
-            }
-        } else if (CN__IS("UNSIGNED-PAYLOAD")) {
             v->payload = CN_SIGV4_PAYLOAD_UNSIGNED;
-        } else if (CN__IS("STREAMING-AWS4-HMAC-SHA256-PAYLOAD") && !presigned) {
-            v->payload = CN_SIGV4_PAYLOAD_STREAMING;
-        } else if (CN__IS("STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER") && !presigned) {
-            v->payload = CN_SIGV4_PAYLOAD_STREAMING_TRAILER;
-        } else if (CN__IS("STREAMING-UNSIGNED-PAYLOAD-TRAILER")) {
-            v->payload = CN_SIGV4_PAYLOAD_UNSIGNED_TRAILER;
-        } else if (pl >= 29 && memcmp(p, "STREAMING-AWS4-ECDSA-P256-SHA256", 29) == 0) {
-            err = cn__fail(v, CN_S3E_NOT_IMPLEMENTED, "SigV4a streaming is not supported");
-            goto out;
-        } else if (pl == 64 && cn_hex_decode(p, 64, v->payload_hash, 32) == CN_OK) {
-            v->payload = CN_SIGV4_PAYLOAD_HASH;
+            strcpy(hash, "UNSIGNED-PAYLOAD");
+        } else if (in->has_body) {
+            v->payload = CN_SIGV4_PAYLOAD_DEFERRED;
+            hash[0] = 0;
         } else {
-            err = cn__fail(v, CN_S3E_INVALID_ARGUMENT,
-                           "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-*, or a valid sha256 value");
-            goto out;
+            v->payload = CN_SIGV4_PAYLOAD_EMPTY;
+            strcpy(hash, CN__EMPTY_SHA256);
         }
+        return CN_OK;
+    }
+    const char *p = ph->value;
+    size_t pl = ph->value_len;
+    cn__trim(&p, &pl);
+#define CN__IS(s) (pl == sizeof(s) - 1 && memcmp(p, s, pl) == 0)
+    if (CN__IS("UNSIGNED-PAYLOAD"))
+        v->payload = CN_SIGV4_PAYLOAD_UNSIGNED;
+    else if (CN__IS("STREAMING-AWS4-HMAC-SHA256-PAYLOAD") && !presigned)
+        v->payload = CN_SIGV4_PAYLOAD_STREAMING;
+    else if (CN__IS("STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER") && !presigned)
+        v->payload = CN_SIGV4_PAYLOAD_STREAMING_TRAILER;
+    else if (CN__IS("STREAMING-UNSIGNED-PAYLOAD-TRAILER"))
+        v->payload = CN_SIGV4_PAYLOAD_UNSIGNED_TRAILER;
+    else if (pl >= 29 && memcmp(p, "STREAMING-AWS4-ECDSA-P256-SHA256", 29) == 0)
+        return cn__fail(v, CN_S3E_NOT_IMPLEMENTED, "SigV4a streaming is not supported");
+    else if (pl == 64 && cn_hex_decode(p, 64, v->payload_hash, 32) == CN_OK)
+        v->payload = CN_SIGV4_PAYLOAD_HASH;
+    else
+        return cn__fail(v, CN_S3E_INVALID_ARGUMENT,
+                        "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-*, or a valid sha256 value");
 #undef CN__IS
-        if (p) {
-            if (pl >= sizeof payload_hash) {
-                err = cn__fail(v, CN_S3E_INVALID_ARGUMENT, "x-amz-content-sha256 is too long");
-                goto out;
-            }
-            memcpy(payload_hash, p, pl);
-            payload_hash[pl] = 0;
-        }
-    }
+    if (pl >= 80)
+        return cn__fail(v, CN_S3E_INVALID_ARGUMENT, "x-amz-content-sha256 is too long");
+    memcpy(hash, p, pl);
+    hash[pl] = 0;
+    return CN_OK;
+}
 
-    bool sig_hex = sig_len == 64;
-    for (size_t i = 0; sig_hex && i < 64; i++)
-        sig_hex = isxdigit((unsigned char)sig[i]) != 0;
-    if (!sig_hex) {
-        /* Refused now, not after a deferred body has been read to compare it. */
-        err = cn__fail(v, presigned ? CN_S3E_AUTH_QUERY_MALFORMED : CN_S3E_AUTH_HEADER_MALFORMED,
-                       "the signature must be 64 hexadecimal characters");
-        goto out;
-    }
+static bool is_hex64(const char *s, size_t n)
+{
+    if (n != 64)
+        return false;
+    for (size_t i = 0; i < 64; i++)
+        if (!isxdigit((unsigned char)s[i]))
+            return false;
+    return true;
+}
 
-    /* The secret, the key, the canonical request, the signature. */
-    {
-        uint8_t secret[CN_SIGV4_MAX_SECRET];
-        size_t secret_len = 0;
-        int lr = lookup ? lookup(lookup_ctx, v->access_key, secret, sizeof secret, &secret_len)
-                        : CN_E_NOT_FOUND;
-        if (lr == CN_E_NOT_FOUND) {
-            err = cn__fail(v, CN_S3E_INVALID_ACCESS_KEY_ID,
-                           "The AWS Access Key Id you provided does not exist in our records.");
-            goto out;
-        }
-        if (lr != 0 || secret_len > sizeof secret) {
-            memset(secret, 0, sizeof secret);
-            err = cn__fail(v, CN_S3E_INTERNAL_ERROR, "the credential store failed");
-            goto out;
-        }
-        char date8[9];
-        memcpy(date8, v->amz_date, 8);
-        date8[8] = 0;
-        cn_sigv4_signing_key(secret, secret_len, date8, v->region, in->service, v->signing_key);
+/* Step 6: the access key's secret, from the credential store, turned into
+ * v->signing_key.  The secret never outlives this function. */
+static cn_err_t derive_key(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn lookup,
+                           void *lookup_ctx, cn_sigv4_t *v)
+{
+    uint8_t secret[CN_SIGV4_MAX_SECRET];
+    size_t secret_len = 0;
+    int lr = lookup ? lookup(lookup_ctx, v->access_key, secret, sizeof secret, &secret_len)
+                    : CN_E_NOT_FOUND;
+    if (lr == CN_E_NOT_FOUND)
+        return cn__fail(v, CN_S3E_INVALID_ACCESS_KEY_ID,
+                        "The AWS Access Key Id you provided does not exist in our records.");
+    if (lr != 0 || secret_len > sizeof secret) {
         memset(secret, 0, sizeof secret);
+        return cn__fail(v, CN_S3E_INTERNAL_ERROR, "the credential store failed");
     }
-    err = cn_sigv4_canonical_request(&canon, in->method, in->path, in->path_len, in->query,
-                                     in->query_len, in->headers, in->n_headers, sh, sh_len,
-                                     payload_hash);
+    char date8[9];
+    memcpy(date8, v->amz_date, 8);
+    date8[8] = 0;
+    cn_sigv4_signing_key(secret, secret_len, date8, v->region, in->service, v->signing_key);
+    memset(secret, 0, sizeof secret);
+    return CN_OK;
+}
+
+/* Step 7: the canonical request, then the signature compared in constant
+ * time; or, for a deferred payload, the canonical request kept in
+ * v->deferred until cn_sigv4_finish_deferred has the body's hash. */
+static cn_err_t check_signature(const cn_sigv4_input_t *in, cn_sigv4_t *v, const form_t *f,
+                                const char *payload_hash)
+{
+    cn_buf_t canon = {0};
+    cn_err_t err = cn_sigv4_canonical_request(&canon, in->method, in->path, in->path_len,
+                                              in->query, in->query_len, in->headers,
+                                              in->n_headers, f->sh, f->sh_len, payload_hash);
     if (err == CN_E_INVALID || err == CN_E_LIMIT) {
-        err = cn__fail(v, presigned ? CN_S3E_AUTH_QUERY_MALFORMED : CN_S3E_AUTH_HEADER_MALFORMED,
+        err = cn__fail(v, malformed(f),
                        "a signed header is missing or the request URI is malformed");
         goto out;
     }
     if (err)
         goto out;
     for (size_t i = 0; i < 64; i++)
-        v->signature[i] = (char)tolower((unsigned char)sig[i]);
+        v->signature[i] = (char)tolower((unsigned char)f->sig[i]);
     v->signature[64] = 0;
     if (v->payload == CN_SIGV4_PAYLOAD_DEFERRED) {
-        /* The signature covers the body's hash: keep the request until then. */
         v->deferred = canon;
         memset(&canon, 0, sizeof canon);
         goto out;
     }
-    {
-        char mine[65];
-        cn_sigv4_sign(v->signing_key, v->amz_date, v->scope, (const char *)canon.data, canon.len,
-                      mine);
-        if (!cn__sig_equal(sig, mine, sig_len)) {
-            err = cn__fail(v, CN_S3E_SIGNATURE_DOES_NOT_MATCH,
-                           "The request signature we calculated does not match the signature you provided. Check your key and signing method.");
-            goto out;
-        }
-    }
+    char mine[65];
+    cn_sigv4_sign(v->signing_key, v->amz_date, v->scope, (const char *)canon.data, canon.len,
+                  mine);
+    if (!cn__sig_equal(f->sig, mine, f->sig_len))
+        err = cn__fail(v, CN_S3E_SIGNATURE_DOES_NOT_MATCH,
+                       "The request signature we calculated does not match the signature you provided. Check your key and signing method.");
 out:
-    cn_buf_free(&credential);
-    cn_buf_free(&signed_hdrs);
-    cn_buf_free(&signature);
-    cn_buf_free(&tmp);
     cn_buf_free(&canon);
-    if (err && err != CN_E_AUTH && err != CN_E_NOT_FOUND)
-        memset(v->signing_key, 0, sizeof v->signing_key);
-    if (err == CN_E_AUTH)
+    return err;
+}
+
+cn_err_t cn_sigv4_verify(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn lookup,
+                         void *lookup_ctx, cn_sigv4_t *v)
+{
+    memset(v, 0, sizeof *v);
+    form_t f = {0};
+    const char *date8 = NULL;
+    char payload_hash[80];
+    cn_err_t err;
+    if ((err = read_form(in, v, &f)) || (err = check_credential(in, v, &f, &date8)) ||
+        (err = read_request_time(in, v, &f)))
+        goto out;
+    if (memcmp(v->amz_date, date8, 8) != 0) {
+        err = cn__fail(v, malformed(&f), "the credential date does not match the request date");
+        goto out;
+    }
+    if ((err = check_window(in, v, &f)))
+        goto out;
+    if (!cn__has_token(f.sh, f.sh_len, "host")) {
+        err = cn__fail(v, malformed(&f), "the host header must be signed");
+        goto out;
+    }
+    if ((err = read_payload_hash(in, v, f.presigned, payload_hash)))
+        goto out;
+    if (!is_hex64(f.sig, f.sig_len)) {
+        /* Refused now, not after a deferred body has been read to compare it. */
+        err = cn__fail(v, malformed(&f), "the signature must be 64 hexadecimal characters");
+        goto out;
+    }
+    if ((err = derive_key(in, lookup, lookup_ctx, v)))
+        goto out;
+    err = check_signature(in, v, &f, payload_hash);
+out:
+    form_free(&f);
+    /* Only a verified request keeps its key (a deferred one needs it). */
+    if (err)
         memset(v->signing_key, 0, sizeof v->signing_key);
     return err;
 }

@@ -18,6 +18,7 @@
 #include "service_int.h"
 #include "tree_codec.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,7 @@ static cn_err_t set_bytes(uint8_t **dst, uint16_t *dlen, const uint8_t *a, size_
 
 static cn_err_t kids_reserve(cn__wnode_t *n, uint16_t want)
 {
+    assert(want <= 256);        /* one child per next byte; more would never end the loop */
     if (want <= n->kcap)
         return CN_OK;
     uint16_t cap = n->kcap ? n->kcap : 2;
@@ -324,6 +326,10 @@ static void set_entry(cn__wnode_t *n, const cn_repos_entry_t *e)
 
 static cn_err_t kids_insert(cn__wnode_t *n, int at, cn__wnode_t *mem)
 {
+    /* Children stay sorted by their first byte, each byte at most once. */
+    assert(mem->plen > 0 && at >= 0 && at <= n->nkids && n->nkids < 256);
+    assert(at == 0 || n->kids[at - 1].byte < mem->prefix[0]);
+    assert(at == n->nkids || n->kids[at].byte > mem->prefix[0]);
     CN_TRY(kids_reserve(n, (uint16_t)(n->nkids + 1)));
     memmove(n->kids + at + 1, n->kids + at, (size_t)(n->nkids - at) * sizeof *n->kids);
     memset(&n->kids[at], 0, sizeof n->kids[at]);
@@ -368,6 +374,7 @@ cn_err_t cn__ptree_put(cn__ptree_t *t, const uint8_t *path, size_t len, const cn
         }
         /* Split c's edge: mid takes the shared bytes, c keeps the rest (its
          * encoding changes with its prefix, so it is re-encoded too). */
+        assert(common < c->plen && i + common <= len);
         cn__wnode_t *mid = wnode_new(t);
         if (!mid)
             return -ENOMEM;
@@ -438,8 +445,8 @@ static __attribute__((noinline)) cn_err_t finish_node(cn__ptree_t *t, cn__wnode_
         cn__wkid_t *k = &n->kids[i];
         if (k->mem) {
             k->byte = k->mem->prefix[0];
-            if (k->mem->dirty)
-                return CN_E_INVALID;    /* children are finished first */
+            if (CN_NEVER(k->mem->dirty))
+                return CN_E_INVALID;    /* finish() finishes the children first */
             k->sum = k->mem->sum;
         }
     }
@@ -457,6 +464,8 @@ static __attribute__((noinline)) cn_err_t finish_node(cn__ptree_t *t, cn__wnode_
         const cn__wnode_t *l = n->kids[n->nkids - 1].mem;
         CN_TRY(set_bytes(&n->hi, &n->hi_len, l->prefix, l->plen, l->hi, l->hi_len));
     }
+    /* A node without children has no bounds: its only key is its own. */
+    assert(n->nkids > 0 || (n->lo_len == 0 && n->hi_len == 0));
     CN_TRY(push_row(t, n));
     n->dirty = false;
     return CN_OK;
@@ -469,6 +478,7 @@ static cn_err_t finish(cn__ptree_t *t, cn__wnode_t *n)
     for (uint16_t i = 0; i < n->nkids; i++)
         if (n->kids[i].mem && n->kids[i].mem->dirty)
             CN_TRY(finish(t, n->kids[i].mem));
+    assert(t->key.len == at + n->plen);     /* each child gave the key back */
     CN_TRY(finish_node(t, n));
     t->key.len = at;
     return CN_OK;

@@ -21,6 +21,7 @@
  */
 #include "store/store_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <unistd.h>
 
@@ -36,6 +37,8 @@ static void run_batch(cn_store_t *s, cn__commit_req_t *batch)
             r->rc = rc;
             continue;
         }
+        /* W1, W2: a staged file, renamed only after the synced journal. */
+        assert(cn__store_is_staged_name(r->staged_name));
         pthread_mutex_t *mu = cn__stripe(s, &r->d);
         pthread_mutex_lock(mu);
         r->rc = s->be->ops->put(s->be, s->staging_fd, r->staged_name, &r->d, r->form, 0,
@@ -121,6 +124,7 @@ cn_err_t cn__committer_submit(cn_store_t *s, cn__commit_req_t *req)
     while (!req->done)
         pthread_cond_wait(&s->done_cv, &s->q_mu);
     pthread_mutex_unlock(&s->q_mu);
+    /* W4: done is set only after the batch's journal sync and rename. */
     return req->rc;
 }
 

@@ -22,6 +22,7 @@
  */
 #include "store/store_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -62,6 +63,9 @@ cn_err_t cn__journal_commit(cn_store_t *s, cn__commit_req_t *batch)
 {
     cn_buf_reset(&s->journal_buf);
     for (cn__commit_req_t *r = batch; r; r = r->next) {
+        /* Replay accepts every record written here: one it refused would
+         * end replay early and lose the acknowledged blobs after it. */
+        assert(r->payload_len <= CN__STORE_IO_CHUNK && r->form <= CN_STORE_LZ4);
         uint8_t h[REC_HDR];
         memset(h, 0, sizeof h);
         memcpy(h, rec_magic, 4);
@@ -89,7 +93,7 @@ cn_err_t cn__journal_commit(cn_store_t *s, cn__commit_req_t *batch)
     if (fdatasync(s->journal_fd) < 0)
         return -errno;
     s->journal_len += s->journal_buf.len;
-    return CN_OK;
+    return CN_OK;       /* J2, W2: the batch is durable; only now is it renamed and acknowledged */
 }
 
 cn_err_t cn__journal_maybe_checkpoint(cn_store_t *s)

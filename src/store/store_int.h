@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include "cairn/store.h"
 #include "cairn/crypto.h"
 #include "cairn/util.h"
@@ -115,6 +116,12 @@ static inline pthread_mutex_t *cn__stripe(cn_store_t *s, const cn_digest_t *d)
 
 /* staging name helpers (store.c) */
 cn_err_t cn__store_staging_name(char out[48]);
+/* name has the form cn__store_staging_name gives: "<shard>/<32 hex>.part",
+ * which no blob name has (W1: only such names are ever written). */
+static inline bool cn__store_is_staged_name(const char *name)
+{
+    return name[0] && name[1] == '/' && strlen(name) == 39 && !strcmp(name + 34, ".part");
+}
 
 /* guards (pins.c) */
 bool cn__store_guarded(cn_store_t *s, const cn_digest_t *d);

@@ -21,6 +21,7 @@
  */
 #include "store/store_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <lz4.h>
@@ -108,6 +109,9 @@ static cn_err_t out_put(cn_store_writer_t *w, const void *p, size_t n)
         if (w->out_len == CN__STORE_IO_CHUNK)
             CN_TRY(out_flush(w));
     }
+    /* Every stored byte is in the file or in the buffer, which is never left
+     * full: so a writer that never flushed holds its whole stored form. */
+    assert(w->stored == w->flushed + w->out_len && w->out_len < CN__STORE_IO_CHUNK);
     return CN_OK;
 }
 
@@ -350,7 +354,12 @@ cn_err_t cn_store_writer_publish(cn_store_writer_t *w, cn_digest_t *out, uint64_
             goto out;
         if ((rc = env_finish(w)) < 0)
             goto out;
+        assert(w->blk_len == 0);
     }
+    /* W1: the bytes went only to a staging name; admit() kept the limits. */
+    assert(cn__store_is_staged_name(w->name));
+    assert(w->len <= s->opts.max_blob_bytes &&
+           (w->expect_len < 0 || w->len <= (uint64_t)w->expect_len));
     if (w->expect_len >= 0 && w->len != (uint64_t)w->expect_len) {
         rc = CN_E_LENGTH_MISMATCH;
         goto out;
@@ -365,6 +374,9 @@ cn_err_t cn_store_writer_publish(cn_store_writer_t *w, cn_digest_t *out, uint64_
     if (!s->opts.batch_disable && w->flushed == 0 && w->stored <= s->opts.batch_max_bytes) {
         cn__commit_req_t req;
         memset(&req, 0, sizeof req);
+        /* W2: the journal record carries the whole stored form, and replay
+         * accepts a record no larger than one I/O chunk. */
+        assert(w->out_len == w->stored && w->out_len <= CN__STORE_IO_CHUNK);
         if ((rc = cn_write_full(w->fd, w->out, w->out_len)) < 0)
             goto out;
         memcpy(req.staged_name, w->name, sizeof req.staged_name);
@@ -389,7 +401,9 @@ cn_err_t cn_store_writer_publish(cn_store_writer_t *w, cn_digest_t *out, uint64_
             *len_out = w->len;
     }
 out:
-    /* A renamed staged name no longer exists; anything else is removed. */
+    /* W5: a failed publish renamed nothing.  A renamed staged name no longer
+     * exists; anything else is removed. */
+    assert(rc == CN_OK || !renamed);
     writer_free(w, !renamed);
     return rc;
 }

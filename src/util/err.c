@@ -2,6 +2,8 @@
 #include "cairn/err.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct { const char *name, *text; } cn__errs[CN_E_END - CN_E_BASE] = {
@@ -57,4 +59,11 @@ const char *cn_errname(cn_err_t err)
             return n;
     }
     return "CN_E_UNKNOWN";
+}
+
+void cn__assert_fail(const char *what, const char *file, int line)
+{
+    fprintf(stderr, "%s:%d: %s failed\n", file, line, what);
+    fflush(stderr);
+    abort();
 }

@@ -287,6 +287,260 @@ static void test_no_credential(void)
     CN_CHECK_EQ(s.s3err, CN_S3E_AUTH_HEADER_MALFORMED);
 }
 
+/* ---- every refusal, one step of the verification at a time ----------------- */
+
+#define S3_CRED "AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request"
+#define AUTHZ(cred, signed, sig) \
+    "AWS4-HMAC-SHA256 Credential=" cred ",SignedHeaders=" signed ",Signature=" sig
+#define WRONG_SIG "0000000000000000000000000000000000000000000000000000000000000000"
+#define GET_SIG "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
+#define GET_SIGNED "host;range;x-amz-content-sha256;x-amz-date"
+
+typedef struct {
+    const char *why;
+    const char *auth;                  /* Authorization; NULL: none */
+    const char *date_name, *date;      /* a date header; NULL: none */
+    const char *sha;                   /* x-amz-content-sha256; NULL: none */
+    const char *query;
+    cn_err_t want;
+    cn_s3_err_t want_s3;
+    const char *detail;                /* how the detail starts */
+} refusal_t;
+
+static const refusal_t refusals[] = {
+    { "the published example passes", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG),
+      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, 0, 0, "" },
+    { "a header and a query signature at once", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG),
+      "x-amz-date", "20130524T000000Z", EMPTY_SHA, "X-Amz-Algorithm=AWS4-HMAC-SHA256",
+      CN_E_AUTH, CN_S3E_INVALID_ARGUMENT,
+      "Only one auth mechanism allowed" },
+    { "SigV4a", "AWS4-ECDSA-P256-SHA256 Credential=" S3_CRED ",SignedHeaders=host,Signature=x",
+      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_NOT_IMPLEMENTED,
+      "unsupported signing algorithm" },
+    { "an unknown algorithm", "AWS4-HMAC-SHA1 Credential=" S3_CRED ",SignedHeaders=host,Signature=x",
+      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
+      "unsupported signing algorithm" },
+    { "a header without Signature", "AWS4-HMAC-SHA256 Credential=" S3_CRED ",SignedHeaders=host",
+      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
+      "the authorization header is malformed" },
+    { "a credential with too few parts",
+      AUTHZ("AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3", GET_SIGNED, GET_SIG),
+      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
+      "the Credential is malformed; expected \"<" },
+    { "a credential without a key", AUTHZ("/20130524/us-east-1/s3/aws4_request", GET_SIGNED, GET_SIG),
+      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
+      "the Credential is malformed; expected \"<" },
+    { "a credential with a wrong terminator",
+      AUTHZ("AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_requesx", GET_SIGNED, GET_SIG),
+      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
+      "the Credential is malformed" },
+    { "a credential with a short date",
+      AUTHZ("AKIAIOSFODNN7EXAMPLE/2013052/us-east-1/s3/aws4_request", GET_SIGNED, GET_SIG),
+      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
+      "the Credential is malformed" },
+    { "a credential for another service",
+      AUTHZ("AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/ec2/aws4_request", GET_SIGNED, GET_SIG),
+      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
+      "the service in the credential must be 's" },
+    { "a credential dated another day",
+      AUTHZ("AKIAIOSFODNN7EXAMPLE/20130525/us-east-1/s3/aws4_request", GET_SIGNED, GET_SIG),
+      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
+      "the credential date does not match the r" },
+    { "no date at all", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG), NULL, NULL, EMPTY_SHA, NULL,
+      CN_E_AUTH, CN_S3E_ACCESS_DENIED,
+      "AWS authentication requires a valid Date" },
+    { "an x-amz-date not in the basic format", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG),
+      "x-amz-date", "2013-05-24T00:00:00Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_ACCESS_DENIED,
+      "X-Amz-Date must be in the ISO8601 basic" },
+    { "a Date header that is not a date", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG),
+      "Date", "Friday", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_ACCESS_DENIED,
+      "the Date header is not valid" },
+    { "a valid Date header alone reaches the signature",
+      AUTHZ(S3_CRED, "date;host;range;x-amz-content-sha256", WRONG_SIG),
+      "Date", "Fri, 24 May 2013 00:00:00 GMT", EMPTY_SHA, NULL, CN_E_AUTH,
+      CN_S3E_SIGNATURE_DOES_NOT_MATCH,
+      "The request signature we calculated does" },
+    { "host not signed", AUTHZ(S3_CRED, "range;x-amz-content-sha256;x-amz-date", GET_SIG),
+      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
+      "the host header must be signed" },
+    { "a signed header that is absent", AUTHZ(S3_CRED, "host;x-absent;x-amz-date", GET_SIG),
+      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
+      "a signed header is missing or the reques" },
+    { "an upper-case signed header", AUTHZ(S3_CRED, "host;Range;x-amz-date", GET_SIG),
+      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
+      "a signed header is missing or the reques" },
+    { "SigV4a streaming", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG), "x-amz-date", "20130524T000000Z",
+      "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD", NULL, CN_E_AUTH, CN_S3E_NOT_IMPLEMENTED,
+      "SigV4a streaming is not supported" },
+    { "a content hash that is not one", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG),
+      "x-amz-date", "20130524T000000Z", "sha256-please", NULL, CN_E_AUTH,
+      CN_S3E_INVALID_ARGUMENT,
+      "x-amz-content-sha256 must be UNSIGNED-PA" },
+    { "unsigned payload reaches the signature", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG),
+      "x-amz-date", "20130524T000000Z", "UNSIGNED-PAYLOAD", NULL, CN_E_AUTH,
+      CN_S3E_SIGNATURE_DOES_NOT_MATCH,
+      "The request signature we calculated does" },
+    { "a signature one character short", AUTHZ(S3_CRED, GET_SIGNED, "0123456789abcdef"),
+      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
+      "the signature must be 64 hexadecimal cha" },
+    { "a signature that is not hexadecimal",
+      AUTHZ(S3_CRED, GET_SIGNED, "g0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"),
+      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
+      "the signature must be 64 hexadecimal cha" },
+    { "an upper-case signature is the same signature",
+      AUTHZ(S3_CRED, GET_SIGNED, "F0E8BDB87C964420E857BD35B5D6ED310BD44F0170ABA48DD91039C6036BDB41"),
+      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, 0, 0, "" },
+};
+
+#define PRE_CRED "X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
+#define PRE_SIG "X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404"
+
+static const refusal_t presigned_refusals[] = {
+    { "an unknown X-Amz-Algorithm", NULL, NULL, NULL, NULL,
+      "X-Amz-Algorithm=AWS4-HMAC-SHA1&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
+      "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&" PRE_SIG,
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
+      "unsupported X-Amz-Algorithm" },
+    { "no X-Amz-Signature", NULL, NULL, NULL, NULL,
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
+      "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host",
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
+      "X-Amz-Credential, X-Amz-SignedHeaders an" },
+    { "a malformed credential", NULL, NULL, NULL, NULL,
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE"
+      "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&" PRE_SIG,
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
+      "the Credential is malformed; expected \"<" },
+    { "no X-Amz-Date", NULL, NULL, NULL, NULL,
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED
+      "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&" PRE_SIG,
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
+      "X-Amz-Date is required" },
+    { "an X-Amz-Date not in the basic format", NULL, NULL, NULL, NULL,
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524"
+      "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&" PRE_SIG,
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
+      "X-Amz-Date must be in the ISO8601 basic" },
+    { "no X-Amz-Expires", NULL, NULL, NULL, NULL,
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
+      "&X-Amz-SignedHeaders=host&" PRE_SIG,
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
+      "X-Amz-Expires is required" },
+    { "an X-Amz-Expires of 0", NULL, NULL, NULL, NULL,
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
+      "&X-Amz-Expires=0&X-Amz-SignedHeaders=host&" PRE_SIG,
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
+      "X-Amz-Expires must be between 1 and 6048" },
+    { "an X-Amz-Expires with a sign", NULL, NULL, NULL, NULL,
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
+      "&X-Amz-Expires=%2B5&X-Amz-SignedHeaders=host&" PRE_SIG,
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
+      "X-Amz-Expires must be between 1 and 6048" },
+    { "host not signed in a URL", NULL, NULL, NULL, NULL,
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
+      "&X-Amz-Expires=86400&X-Amz-SignedHeaders=range&" PRE_SIG,
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
+      "the host header must be signed" },
+    { "a signed streaming body in a URL", NULL, NULL, NULL,
+      "STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
+      "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&" PRE_SIG,
+      CN_E_AUTH, CN_S3E_INVALID_ARGUMENT,
+      "x-amz-content-sha256 must be UNSIGNED-PA" },
+    { "a URL signature that is not hexadecimal", NULL, NULL, NULL, NULL,
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
+      "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&X-Amz-Signature=zz",
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
+      "the signature must be 64 hexadecimal cha" },
+};
+
+/* Runs one refusal over the S3 GET example's request (path, Range, key). */
+static void check_refusal(const refusal_t *r, const char *secret, bool has_body)
+{
+    cn_http_kv_t h[5] = { KV("Host", "examplebucket.s3.amazonaws.com"), KV("Range", "bytes=0-9") };
+    size_t nh = 2;
+    if (r->sha)
+        h[nh++] = (cn_http_kv_t){ "x-amz-content-sha256", 20, r->sha, strlen(r->sha) };
+    if (r->date_name)
+        h[nh++] = (cn_http_kv_t){ r->date_name, strlen(r->date_name), r->date, strlen(r->date) };
+    if (r->auth)
+        h[nh++] = (cn_http_kv_t){ "Authorization", 13, r->auth, strlen(r->auth) };
+    vec_t v = { "GET", "/test.txt", r->query, h, nh, "s3", S3_KEY, secret, s3_now(), has_body,
+                NULL };
+    cn_sigv4_t s;
+    cn_err_t e = run(&v, &s);
+    if (e != r->want || (e == CN_E_AUTH && s.s3err != r->want_s3))
+        fprintf(stderr, "# %s: %s, %s (%s)\n", r->why, cn_errname(e), cn_s3_err_code(s.s3err),
+                s.detail);
+    CN_CHECK_EQ(e, r->want);
+    if (e == CN_E_AUTH) {
+        CN_CHECK_EQ(s.s3err, r->want_s3);
+        CN_CHECK(strncmp(s.detail, r->detail, strlen(r->detail)) == 0);
+        static const uint8_t zero[32];
+        CN_CHECK_MEM(s.signing_key, zero, 32);     /* a refusal keeps no key */
+    }
+    cn_sigv4_clear(&s);
+}
+
+static void test_refusals(void)
+{
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++)
+        check_refusal(&refusals[i], S3_SECRET, false);
+    for (size_t i = 0; i < sizeof presigned_refusals / sizeof presigned_refusals[0]; i++)
+        check_refusal(&presigned_refusals[i], S3_SECRET, false);
+
+    /* A credential store that fails is not a bad key. */
+    static char long_secret[CN_SIGV4_MAX_SECRET + 2];
+    memset(long_secret, 'k', sizeof long_secret - 1);
+    refusal_t store = refusals[0];
+    store.want = CN_E_AUTH;
+    store.want_s3 = CN_S3E_INTERNAL_ERROR;
+    store.detail = "the credential store failed";
+    check_refusal(&store, long_secret, false);
+}
+
+/* A body without x-amz-content-sha256 defers the comparison until its hash is
+ * known; the signature is computed here with the module's own primitives. */
+static void test_deferred_payload(void)
+{
+    static const char body[] = "Welcome to Amazon S3.";
+    uint8_t body_sha[32], other_sha[32], key[32];
+    char body_hex[65], sig[65];
+    cn_sha256(body, sizeof body - 1, body_sha);
+    cn_sha256("something else", 14, other_sha);
+    cn_hex_encode(body_sha, 32, body_hex);
+    cn_http_kv_t h[3] = { KV("Host", "examplebucket.s3.amazonaws.com"),
+                          KV("x-amz-date", "20130524T000000Z") };
+    cn_buf_t canon = {0};
+    CN_CHECK_EQ(cn_sigv4_canonical_request(&canon, "PUT", "/test.txt", 9, NULL, 0, h, 2,
+                                           "host;x-amz-date", 15, body_hex), 0);
+    cn_sigv4_signing_key((const uint8_t *)S3_SECRET, strlen(S3_SECRET), "20130524", "us-east-1",
+                         "s3", key);
+    cn_sigv4_sign(key, "20130524T000000Z", "20130524/us-east-1/s3/aws4_request",
+                  (const char *)canon.data, canon.len, sig);
+    cn_buf_free(&canon);
+    char auth[256];
+    snprintf(auth, sizeof auth, AUTHZ(S3_CRED, "host;x-amz-date", "%s"), sig);
+    h[2] = (cn_http_kv_t){ "Authorization", 13, auth, strlen(auth) };
+    vec_t v = { "PUT", "/test.txt", NULL, h, 3, "s3", S3_KEY, S3_SECRET, s3_now(), true, NULL };
+
+    cn_sigv4_t s;
+    CN_CHECK_EQ(run(&v, &s), 0);
+    CN_CHECK_EQ(s.payload, CN_SIGV4_PAYLOAD_DEFERRED);
+    CN_CHECK_EQ(cn_sigv4_finish_deferred(&s, body_sha), 0);
+    cn_sigv4_clear(&s);
+
+    CN_CHECK_EQ(run(&v, &s), 0);
+    CN_CHECK_EQ(cn_sigv4_finish_deferred(&s, other_sha), CN_E_AUTH);
+    CN_CHECK_EQ(s.s3err, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
+    cn_sigv4_clear(&s);
+
+    /* Without a body there is nothing to defer: the empty hash is assumed. */
+    v.has_body = false;
+    CN_CHECK_EQ(run(&v, &s), CN_E_AUTH);
+    CN_CHECK_EQ(s.s3err, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
+}
+
 /* ---- aws-chunked ---------------------------------------------------------- */
 
 typedef struct { uint64_t n; bool all_a; } sink_t;
@@ -542,5 +796,6 @@ CN_TEST_MAIN(CN_TEST(test_get_vanilla), CN_TEST(test_get_vanilla_query_order_key
              CN_TEST(test_post_vanilla), CN_TEST(test_canonical_trim), CN_TEST(test_s3_get_object),
              CN_TEST(test_s3_put_object), CN_TEST(test_s3_get_lifecycle_and_list),
              CN_TEST(test_s3_presigned), CN_TEST(test_no_credential),
+             CN_TEST(test_refusals), CN_TEST(test_deferred_payload),
              CN_TEST(test_streaming_example), CN_TEST(test_streaming_trailer_example),
              CN_TEST(test_unsigned_trailer), CN_TEST(test_checksums), CN_TEST(test_encoding))

@@ -120,7 +120,9 @@ typedef struct cn_limits {
                                            none is pending, the newcomer gets busy() */
     unsigned max_pending_per_source;    /* 16: pending connections one source may hold
                                            (an IPv6 /64 is one source); more -> busy() */
-    unsigned max_conns_per_principal;   /* 64: see cn_conn_set_principal() */
+    unsigned max_conns_per_principal;   /* not enforced (kept so that configurations
+                                           naming it still load): only max_conns refuses
+                                           a connection; see cn_conn_set_principal() */
     uint64_t budget_bytes;              /* 128 MiB: request-body memory, whole listener */
     uint64_t budget_per_conn;           /* 16 MiB: one connection's share */
     uint64_t budget_per_principal;      /* 32 MiB: all connections of one principal */
@@ -267,11 +269,13 @@ CN_API bool cn_conn_is_tls(const cn_conn_t *c);
 CN_API uint64_t cn_conn_id(const cn_conn_t *c);
 
 /* Binds the connection to a principal (an account or token id: never a
- * secret), counting it against max_conns_per_principal of the listener and
- * making its budget reservations count against budget_per_principal.  Call
- * once, from open() on the owning worker.  Errors: CN_E_BUSY (the principal
- * holds its cap; answer the protocol's busy and fail open()), CN_E_INVALID
- * (already bound, or empty key), -ENOMEM. */
+ * secret): its requests then count against the principal's worker share and
+ * its budget reservations against budget_per_principal.  It never refuses a
+ * connection for the number the principal already holds: a refusal decided
+ * after authentication cannot be the "busy" a protocol answers before it
+ * (Jay's ServerBusy means no credential was examined).  Call once, from
+ * open() on the owning worker.  Errors: CN_E_INVALID (already bound, or
+ * empty key), -ENOMEM. */
 CN_API cn_err_t cn_conn_set_principal(cn_conn_t *c, const char *key);
 
 /* ---- request-body memory budget ----------------------------------------------------

@@ -47,7 +47,7 @@ static const char obj_usage[] =
     "         --part-size BYTES[K|M|G] (default 64M; larger files go up in parallel parts)\n"
     "         --jobs N (parallel part uploads, default 4)  --quiet (no progress bar)\n"
     "exit: 0 ok, 1 server error, 2 usage, 3 not found, 4 access denied, 5 network,\n"
-    "      6 conflict, 7 local file error, 8 checksum mismatch (docs/cli.md)\n";
+    "      6 conflict, 7 local error (file, memory), 8 checksum mismatch (docs/cli.md)\n";
 
 typedef struct opts {
     const char *endpoint, *token, *tls_ca, *content_type;
@@ -63,10 +63,15 @@ typedef struct opts {
 
 /* ---- errors ----------------------------------------------------------------------- */
 
+/* docs/cli.md's exit statuses.  1 is the server refusing; what failed
+ * here, on this machine (memory, descriptors), is a local error, 7. */
 static int exit_for(cn_err_t e)
 {
     switch (e) {
     case CN_OK:               return EXIT_OK;
+    case -ENOMEM:
+    case -EMFILE:
+    case -ENFILE:             return EXIT_LOCAL;
     case CN_E_NOT_FOUND:
     case CN_E_NO_UPLOAD:      return EXIT_NOT_FOUND;
     case CN_E_DENIED:
@@ -74,7 +79,7 @@ static int exit_for(cn_err_t e)
     case CN_E_EXISTS:
     case CN_E_NOT_EMPTY:
     case CN_E_CONFLICT:       return EXIT_CONFLICT;
-    case CN_E_LENGTH_MISMATCH: return EXIT_LOCAL;   /* the input ended early */
+    case CN_E_LENGTH_MISMATCH: return EXIT_LOCAL;   /* the input ended early (put) */
     case CN_E_CLOSED:
     case CN_E_TIMEOUT:
     case CN_E_PROTOCOL:
@@ -954,15 +959,26 @@ static int bucket_cmd(const opts_t *o, cn_client_t *cl, bool create)
     return e ? report(create ? "mb" : "rb", e, &je) : EXIT_OK;
 }
 
+static int cmd_mb(const opts_t *o, cn_client_t *cl) { return bucket_cmd(o, cl, true); }
+static int cmd_rb(const opts_t *o, cn_client_t *cl) { return bucket_cmd(o, cl, false); }
+
+/* The object verbs: the one list that both recognises a verb and runs it. */
+static const struct {
+    const char *name;
+    int (*run)(const opts_t *o, cn_client_t *cl);
+} verbs[] = {
+    {"mb", cmd_mb}, {"rb", cmd_rb}, {"ls", cmd_ls}, {"put", cmd_put}, {"get", cmd_get},
+    {"cat", cmd_cat}, {"rm", cmd_rm}, {"cp", cmd_cp}, {"stat", cmd_stat},
+};
+
 int cn_cmd_object(int argc, char **argv)
 {
-    static const char *const verbs[] = { "mb", "rb", "ls", "put", "get", "cat", "rm", "cp",
-                                         "stat" };
     const char *verb = argv[0];
-    bool known = false;
-    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
-        known = known || !strcmp(verb, verbs[i]);
-    if (!known) {
+    int (*run)(const opts_t *, cn_client_t *) = NULL;
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0] && !run; i++)
+        if (!strcmp(verb, verbs[i].name))
+            run = verbs[i].run;
+    if (!run) {
         fprintf(stderr, "cairn: unknown command '%s'\n", verb);
         return usage(NULL);
     }
@@ -984,15 +1000,7 @@ int cn_cmd_object(int argc, char **argv)
     }
     /* A closed stdout (cat | head) must end with an error, not a signal. */
     signal(SIGPIPE, SIG_IGN);
-    if (!strcmp(verb, "mb"))        rc = bucket_cmd(&o, cl, true);
-    else if (!strcmp(verb, "rb"))   rc = bucket_cmd(&o, cl, false);
-    else if (!strcmp(verb, "ls"))   rc = cmd_ls(&o, cl);
-    else if (!strcmp(verb, "put"))  rc = cmd_put(&o, cl);
-    else if (!strcmp(verb, "get"))  rc = cmd_get(&o, cl);
-    else if (!strcmp(verb, "cat"))  rc = cmd_cat(&o, cl);
-    else if (!strcmp(verb, "rm"))   rc = cmd_rm(&o, cl);
-    else if (!strcmp(verb, "cp"))   rc = cmd_cp(&o, cl);
-    else                            rc = cmd_stat(&o, cl);
+    rc = run(&o, cl);
     cn_client_free(cl);
     free_opts(&o);
     if (fflush(stdout) != 0 && rc == EXIT_OK)

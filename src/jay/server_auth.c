@@ -4,8 +4,11 @@
  *
  * Statuses are diagnoses: Malformed is decided on the first magic byte that
  * differs, VersionMismatch on the version byte alone, AuthFailed for a
- * rejected or misshapen credential, ServerBusy before anything is read (see
- * cn__jay_busy) or when the token holds its connection share.  A torn socket
+ * rejected or misshapen credential, ServerBusy only before anything is read,
+ * when the listener's connection table is full (cn__jay_busy): the spec's
+ * ServerBusy says that no credential was examined, so nothing decided after
+ * authentication may answer it, and no number of a token's connections is
+ * refused (a client pool may open as many as the table holds).  A torn socket
  * (EOF, reset or the deadline before the handshake could be read) gets no
  * answer at all.  The flags byte is never looked at. */
 #include "server_int.h"
@@ -87,13 +90,14 @@ cn_err_t cn__jay_open(void *actx, cn_conn_t *c, void **cstate)
                 cn_strerror(err));
         goto out;
     }
+    /* Binds the token for its worker share and budget; it never refuses a
+     * connection for the token's number of them.  What can fail (memory) has
+     * no status in the table: logged, no answer. */
     err = cn_conn_set_principal(c, p.token_id);
-    if (err == CN_E_BUSY) {
-        cn_jay_welcome(c, CN_JAY_HS_SERVER_BUSY, deadline);
+    if (err < 0) {
+        cn_warn("jay", "conn %llu: %s", (unsigned long long)cn_conn_id(c), cn_strerror(err));
         goto out;
     }
-    if (err < 0)
-        goto out;
     cn__jay_conn_t *jc = calloc(1, sizeof *jc);
     if (!jc) {
         err = -ENOMEM;

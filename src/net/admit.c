@@ -1,19 +1,29 @@
 /* Admission: the connection table of each listener, pending connections per
- * source with eviction of the oldest, connections per principal, and the
- * request-body memory budget.  Everything here runs under srv->mu; the
+ * source with eviction of the oldest, the principal of each connection, and
+ * the request-body memory budget.  Everything here runs under srv->mu; the
  * critical sections are a few pointer and counter updates, never I/O other
  * than shutdown(2) of an evicted socket.
  *
- * Invariants (under mu):
- *  1. ls->nconns counts the connections with holds_slot; an evicted
- *     connection gives its slot back at once, before its owner closes it.
+ * The connection table (max_conns) is the only limit that refuses a
+ * connection for its number: a principal's connections are counted (the
+ * count keeps its entry, which carries its worker share and budget), never
+ * capped, since a refusal after authentication would be answered as the
+ * server-wide busy that the Jay contract reserves for the table being full.
+ *
+ * Invariants (under mu), asserted where they are relied upon:
+ *  1. ls->nconns counts the connections with holds_slot, and never exceeds
+ *     max_conns; an evicted connection gives its slot back at once, before
+ *     its owner closes it.
  *  2. A connection is in ls->pend list iff pending, and then counted once in
  *     ls->sources under its source key.
  *  3. reserved of every connection sums to ls->budget_used; a principal's
  *     bytes sum the reserved of its connections.
+ *  4. A principal's (or anonymous source's) count is the number of
+ *     connections bound to its entry, so it is positive while one is.
  */
 #include "net/net_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +62,10 @@ void cn__count_put(cn__count_tab_t *t, cn__count_ent_t *e)
 {
     if (e->count || e->bytes)
         return;
+    /* Unused: no request of its key is in flight or waiting (the loop's
+     * worker share would otherwise still point at it). */
+    for (int p = 0; p < CN_POOL_COUNT; p++)
+        assert(e->busy[p] == 0 && !e->wait_head[p]);
     cn__count_ent_t **p = &t->b[e->hash % CN__COUNT_BUCKETS];
     while (*p && *p != e)
         p = &(*p)->next;
@@ -109,6 +123,7 @@ static void cn__pend_unlink_locked(cn_conn_t *c)
     c->pend_prev = c->pend_next = NULL;
     c->pending = false;
     cn__count_ent_t *e = cn__count_get(&ls->sources, c->src_key, c->src_klen, false);
+    assert(e && e->count > 0);      /* invariant 2 */
     if (CN_ALWAYS(e)) {
         e->count--;
         cn__count_put(&ls->sources, e);
@@ -118,6 +133,7 @@ static void cn__pend_unlink_locked(cn_conn_t *c)
 static void cn__slot_release_locked(cn_conn_t *c)
 {
     if (c->holds_slot) {
+        assert(c->ls->nconns > 0);  /* invariant 1 */
         c->holds_slot = false;
         c->ls->nconns--;
     }
@@ -160,6 +176,7 @@ cn__admit_t cn__admit(cn_conn_t *c, cn_conn_t **victim)
     ls->pend_tail = c;
     c->holds_slot = true;
     ls->nconns++;
+    assert(!ls->lim.max_conns || ls->nconns <= ls->lim.max_conns);     /* invariant 1 */
     c->id = ++s->next_id;
     c->all_next = s->all_head;
     if (s->all_head)
@@ -204,6 +221,8 @@ static void cn__budget_release_locked(cn_conn_t *c, uint64_t n)
 {
     if (n > c->reserved)
         n = c->reserved;
+    assert(c->ls->budget_used >= n);                          /* invariant 3 */
+    assert(!c->principal || c->principal->bytes >= n);
     c->reserved -= n;
     c->ls->budget_used -= n;
     if (c->principal)
@@ -218,12 +237,14 @@ void cn__admit_release(cn_conn_t *c)
     cn__slot_release_locked(c);
     cn__budget_release_locked(c, c->reserved);
     if (c->fair && c->fair_anon) {
+        assert(c->fair->count > 0);     /* invariant 4 */
         c->fair->count--;
         cn__count_put(&c->ls->anon, c->fair);
     }
     c->fair = NULL;
     c->fair_anon = false;
     if (c->principal) {
+        assert(c->principal->count > 0);    /* invariant 4 */
         c->principal->count--;
         cn__count_put(&c->ls->principals, c->principal);
         c->principal = NULL;
@@ -237,6 +258,7 @@ void cn__admit_release(cn_conn_t *c)
             c->all_next->all_prev = c->all_prev;
         c->all_prev = c->all_next = NULL;
         c->id = 0;
+        assert(s->nlive > 0);
         s->nlive--;
     }
     pthread_mutex_unlock(&s->mu);
@@ -252,6 +274,8 @@ void cn__admit_shutdown_all(cn_server_t *s)
 }
 
 /* ---- public: principal and budget ------------------------------------------------------ */
+/* Binds c to its principal's entry.  Never refuses for the number of the
+ * principal's connections (see the top of this file): only max_conns does. */
 cn_err_t cn_conn_set_principal(cn_conn_t *c, const char *key)
 {
     if (!key || !*key || c->principal)
@@ -260,16 +284,15 @@ cn_err_t cn_conn_set_principal(cn_conn_t *c, const char *key)
     cn__listener_t *ls = c->ls;
     pthread_mutex_lock(&c->srv->mu);
     cn__count_ent_t *p = cn__count_get(&ls->principals, key, strlen(key), true);
-    if (!p)
+    if (!p) {
         e = -ENOMEM;
-    else if (ls->lim.max_conns_per_principal && p->count >= ls->lim.max_conns_per_principal) {
-        cn__count_put(&ls->principals, p);
-        e = CN_E_BUSY;
-    } else {
-        p->count++;
-        p->bytes += c->reserved;
-        c->principal = p;
+        goto out;
     }
+    assert(c->holds_slot || atomic_load(&c->evicted));    /* counted in the table */
+    p->count++;
+    p->bytes += c->reserved;
+    c->principal = p;
+out:
     pthread_mutex_unlock(&c->srv->mu);
     return e;
 }
@@ -291,6 +314,7 @@ cn_err_t cn_conn_budget_reserve(cn_conn_t *c, uint64_t n)
     ls->budget_used += n;
     if (c->principal)
         c->principal->bytes += n;
+    assert(ls->budget_used >= c->reserved);    /* invariant 3 */
     e = CN_OK;
 out:
     pthread_mutex_unlock(&c->srv->mu);

@@ -20,6 +20,9 @@
 
 #define CN__MAX_EVENTS 256
 #define CN__ACCEPT_BATCH 64
+/* How long a listener that found no descriptor stays out of epoll, unless a
+ * connection of ours closes first (see accept_pause). */
+#define CN__ACCEPT_RETRY_MS 100
 /* Requests of one connection the loop answers in a row (fast()) before the
  * next one goes to a worker: a pipelining client cannot hold the loop. */
 #define CN__FAST_RUN 8
@@ -144,6 +147,10 @@ static void cn__drop(cn_server_t *s, cn_conn_t *c)
             if (b->ev[i].ptr == c)
                 b->ev[i].ptr = NULL;
     cn__conn_destroy(c);
+    /* A descriptor is free: a listener paused for want of one may accept
+     * again (on the next pass, not in the middle of this batch). */
+    if (s->accept_retry != INT64_MAX)
+        s->accept_retry = 0;
 }
 
 /* ---- dispatch ------------------------------------------------------------------ */
@@ -410,6 +417,54 @@ static void cn__take_returns(cn_server_t *s)
 }
 
 /* ---- accept ------------------------------------------------------------------------ */
+/* accept(2) failed because the process or the system ran out of something,
+ * not because of the connection: it is still waiting in the backlog. */
+static bool accept_starved(int err)
+{
+    return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+/* No descriptor (or memory) for the next connection.  The listener is
+ * level-triggered and the connection stays in the backlog, so returning to
+ * epoll_wait would report it again at once: a spin at full CPU.  Instead the
+ * listener leaves epoll, as nginx disables accept events, and comes back
+ * when one of our connections closes (cn__drop) or after
+ * CN__ACCEPT_RETRY_MS, since another thread may free a descriptor too.
+ * Meanwhile peers wait in the backlog; each retry costs one accept(2).  The
+ * episode is logged when it begins and when it ends, never per retry. */
+static void accept_pause(cn_server_t *s, cn__listener_t *ls, int err)
+{
+    int64_t now = cn_mono_ms();
+    if (!ls->starved_ms) {
+        ls->starved_ms = now > 0 ? now : 1;
+        cn_warn("net", "accept on %s: %s; new connections wait until a descriptor is free",
+                ls->ad->name, strerror(err));
+    }
+    if (!ls->paused) {
+        cn__poll_del(s->poll, ls->fd);
+        ls->paused = true;
+    }
+    if (s->accept_retry > now + CN__ACCEPT_RETRY_MS)
+        s->accept_retry = now + CN__ACCEPT_RETRY_MS;
+}
+
+/* Puts the paused listeners back into epoll: the next wait reports a
+ * waiting connection again, and accept(2) says whether it can be taken. */
+static void accept_resume(cn_server_t *s)
+{
+    s->accept_retry = INT64_MAX;
+    for (size_t i = 0; i < s->nls; i++) {
+        cn__listener_t *ls = s->ls[i];
+        if (!ls->paused || ls->fd < 0)
+            continue;
+        cn_err_t e = cn__poll_add(s->poll, ls->fd, CN__EV_READ, ls);
+        if (e == CN_OK)
+            ls->paused = false;
+        else    /* epoll itself lacks memory: try again later */
+            s->accept_retry = cn_mono_ms() + CN__ACCEPT_RETRY_MS;
+    }
+}
+
 static void cn__accept(cn_server_t *s, cn__listener_t *ls)
 {
     for (int k = 0; k < CN__ACCEPT_BATCH; k++) {
@@ -419,9 +474,14 @@ static void cn__accept(cn_server_t *s, cn__listener_t *ls)
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
-            if (errno == EMFILE || errno == ENFILE)
-                cn_warn("net", "accept on %s: %s", ls->ad->name, strerror(errno));
+            if (accept_starved(errno))
+                accept_pause(s, ls, errno);
             return;
+        }
+        if (ls->starved_ms) {
+            cn_info("net", "accepting on %s again, after %lld ms without a descriptor",
+                    ls->ad->name, (long long)(cn_mono_ms() - ls->starved_ms));
+            ls->starved_ms = 0;
         }
         int one = 1;
         (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -533,6 +593,7 @@ cn_err_t cn__loop_run(cn_server_t *s)
     if (s->sig_fd >= 0 && (err = cn__poll_add(s->poll, s->sig_fd, CN__EV_READ, &s->sig_src)) < 0)
         goto out;
     s->next_timer = INT64_MAX;
+    s->accept_retry = INT64_MAX;
     bool draining = false, forced = false;
     int64_t grace_end = 0;
     for (;;) {
@@ -555,9 +616,12 @@ cn_err_t cn__loop_run(cn_server_t *s)
                 forced = true;
             }
             timeout = 50;
-        } else if (s->next_timer != INT64_MAX) {
-            int64_t d = s->next_timer - now;
-            timeout = d < 0 ? 0 : d > 60000 ? 60000 : (int)d;
+        } else {
+            int64_t next = s->next_timer < s->accept_retry ? s->next_timer : s->accept_retry;
+            if (next != INT64_MAX) {
+                int64_t d = next - now;
+                timeout = d < 0 ? 0 : d > 60000 ? 60000 : (int)d;
+            }
         }
         for (int p = 0; p < CN_POOL_COUNT; p++)
             if (s->park_head[p] && (timeout < 0 || timeout > 5))
@@ -605,7 +669,10 @@ cn_err_t cn__loop_run(cn_server_t *s)
         }
         b->n = 0;
         cn__unpark(s);
-        cn__timers(s, cn_mono_ms());
+        int64_t after = cn_mono_ms();
+        cn__timers(s, after);
+        if (!draining && after >= s->accept_retry)
+            accept_resume(s);
     }
 out:
     s->batch = NULL;

@@ -122,6 +122,12 @@ typedef struct cn__listener {
     cn__count_tab_t anon;       /* worker-share keys of connections without a principal */
     unsigned share[CN_POOL_COUNT];  /* requests one key may have on each pool; 0 = any */
     cn_conn_t *pend_head, *pend_tail;   /* pending, oldest first */
+    /* loop thread only: accept(2) found no descriptor (EMFILE, ENFILE...).
+     * The listener is then out of epoll (paused) until a connection closes
+     * or s->accept_retry passes; starved_ms is when the episode began (0 =
+     * none), so that it is logged once when it begins and once when it ends. */
+    bool paused;
+    int64_t starved_ms;
 } cn__listener_t;
 
 #define CN__RBUF 256
@@ -220,6 +226,7 @@ struct cn_server {
     cn_conn_t *lo_head;
     cn_conn_t *park_head[CN_POOL_COUNT], *park_tail[CN_POOL_COUNT];
     int64_t next_timer;
+    int64_t accept_retry;       /* when paused listeners are re-armed; INT64_MAX = none */
     struct cn__batch *batch;
 };
 

@@ -16,7 +16,7 @@ void cn_limits_default(cn_limits_t *l)
     memset(l, 0, sizeof *l);
     l->max_conns = 1000;
     l->max_pending_per_source = 16;
-    l->max_conns_per_principal = 64;
+    l->max_conns_per_principal = 0;     /* not enforced: only max_conns refuses */
     l->budget_bytes = 128u << 20;
     l->budget_per_conn = 16u << 20;
     l->budget_per_principal = 32u << 20;

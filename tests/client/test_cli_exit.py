@@ -1,6 +1,6 @@
 """`cairn`'s documented exit codes (docs/cli.md) and its progress bar, through
 the real cairnd: 1 server refusal, 2 usage, 3 not found, 4 access denied,
-5 network, 6 conflict, 7 local file error, 8 checksum mismatch."""
+5 network, 6 conflict, 7 local error (file, memory), 8 checksum mismatch."""
 import os
 import pty
 import select
@@ -137,6 +137,27 @@ def test_local_errors(server_factory, tmp_path):
     err = p.stderr.read()
     assert p.returncode == 7, err
     no_sanitizer_report(err)
+
+
+def test_out_of_memory_is_a_local_error(server_factory):
+    # From a pipe, put holds one part in memory: a part larger than the
+    # address space cannot be allocated.  That is this machine's failure,
+    # exit 7, never 1 (the server refused).
+    # Under ASan the allocator is told to return NULL as malloc does; it
+    # then warns that it did, the one sanitizer line this test expects.
+    srv = server_factory()
+    ok(cairn(srv, "mb", "oom"))
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    env = dict(os.environ, CAIRN_ENDPOINT=endpoint(srv), CAIRN_TOKEN=ADMIN_TOKEN,
+               ASAN_OPTIONS=(asan + ":" if asan else "") + "allocator_may_return_null=1")
+    r = subprocess.run([binary("cairn"), "put", "-", "oom/k", "--part-size", "4000000G"],
+                       input=b"abc", capture_output=True, env=env, timeout=120)
+    err = r.stderr.decode()
+    no_sanitizer_report("\n".join(line for line in err.splitlines()
+                                  if "AddressSanitizer failed to allocate" not in line))
+    assert r.returncode == 7, (r.returncode, err)
+    assert "cairn: put: Cannot allocate memory" in err, err
+    fails(cairn(srv, "stat", "oom/k"), 3)
 
 
 def test_checksum_mismatch(server_factory, tmp_path):

@@ -1,14 +1,16 @@
 """cairnd's command line is a stable interface: usage errors exit 2."""
 import os
-import re
 import signal
 import stat
 import subprocess
+import sys
 import time
+import urllib.request
 
-import pytest
+from conftest import ADMIN_TOKEN, binary, run
 
-from conftest import binary, run
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "jay"))
+import jayclient  # noqa: E402
 
 
 def test_help_and_version():
@@ -39,24 +41,22 @@ def test_stray_argument_exits_2():
 OFF = ["--jay", "off", "--scribe", "off", "--http", "off"]
 
 
-def test_default_listener_not_built_exits_1(tmp_path):
-    # A listener whose protocol this build does not carry refuses to start
-    # rather than pretend.  Once every default protocol is built, cairnd
-    # serves instead, and this test has nothing left to check.
-    p = subprocess.Popen([binary("cairnd"), "--data", str(tmp_path / "d"), "--jay", "127.0.0.1:0",
-                          "--scribe", "127.0.0.1:0", "--http", "127.0.0.1:0"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        rc = p.wait(10)
-    except subprocess.TimeoutExpired:
-        p.send_signal(signal.SIGTERM)
-        p.wait(20)
-        pytest.skip("every default protocol is built in this version")
-    err = p.stderr.read()
-    assert rc == 1, err
-    assert re.search(r"cairnd: the (jay|scribe|http) protocol is not built in this version; "
-                     r"pass --(jay|scribe|http) off", err)
-    assert not (tmp_path / "d").exists()
+def test_default_listeners_all_serve(server_factory):
+    # Every default protocol is built into this cairnd: with all three
+    # listeners enabled it starts (rather than refusing a protocol that is
+    # not built, exit 1) and each listener answers its own protocol.
+    srv = server_factory(args=["--jay", "127.0.0.1:0", "--scribe", "127.0.0.1:0",
+                               "--http", "127.0.0.1:0"], wait_for=("jay", "scribe", "http"))
+    assert "is not built in this version" not in srv.output()
+    with jayclient.Conn(srv.addrs["jay"], ADMIN_TOKEN, timeout=30) as c:
+        assert c.ping()
+    host, port = srv.addrs["scribe"]
+    r = run([binary("cairn"), "repo", "list", "--endpoint", f"{host}:{port}"],
+            env={"CAIRN_TOKEN": ADMIN_TOKEN})
+    assert r.returncode == 0, r.stderr
+    host, port = srv.addrs["http"]
+    with urllib.request.urlopen(f"http://{host}:{port}/_cairn/health", timeout=30) as resp:
+        assert resp.status == 200
 
 
 def test_bad_address_exits_2(tmp_path):

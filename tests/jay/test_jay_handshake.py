@@ -124,3 +124,58 @@ def test_server_busy_at_connection_cap(server_factory, tmp_path):
     time.sleep(0.3)
     with j.Conn(srv.addrs["jay"], ADMIN_TOKEN) as c:
         assert c.ping()
+
+
+def test_one_token_may_fill_the_connection_table(server_factory):
+    # ServerBusy means the server-wide connection limit was reached and no
+    # credential was examined: a token's own number of connections is never
+    # refused, so a client pool of any size up to the limit (1000) works.
+    import concurrent.futures
+    import resource
+    limit = 1000
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = 2 * limit + 200          # ours, and cairnd's (it inherits the soft limit)
+    if hard != resource.RLIM_INFINITY and hard < want:
+        pytest.skip(f"RLIMIT_NOFILE hard limit {hard} < {want}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, want), hard))
+    held = []
+    try:
+        srv = server_factory(args=jay_args())
+
+        def open_some(n):
+            out = []
+            for _ in range(n):
+                c = j.Conn(srv.addrs["jay"], ADMIN_TOKEN)
+                out.append(c)
+                assert c.ping()     # settled: no longer pending, so never evicted
+            return out
+
+        # A few at a time: a source's pending connections are capped (16).
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            for part in pool.map(open_some, [limit // 8] * 8):
+                held += part
+        assert len(held) == limit
+        # The 1,001st is answered ServerBusy before it sends a byte.
+        s = connect(srv.addrs["jay"])
+        s.settimeout(30)
+        assert reply(s) == j.HS_SERVER_BUSY
+        s.close()
+        # Every held connection still works; a freed slot admits the token again.
+        for c in held[::50]:
+            assert c.ping()
+        held.pop().close()
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                c = j.Conn(srv.addrs["jay"], ADMIN_TOKEN)
+                break
+            except j.JayError as e:
+                assert e.status == j.HS_SERVER_BUSY
+                assert time.monotonic() < deadline, "the slot was not released"
+                time.sleep(0.05)
+        held.append(c)
+        assert c.ping()
+    finally:
+        for c in held:
+            c.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

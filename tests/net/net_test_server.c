@@ -2,19 +2,27 @@
  * admission and shutdown tests in test_admission.py.  Never part of cairnd.
  *
  * Wire: the client opens with "ECHO" + u8 name_len + name (the principal;
- * empty = none).  The server answers "OKAY", "BUSY" (principal cap) or
- * "BADM" (bad magic, then closes).  A request is u32be length + body; the
- * body memory is reserved from the budget before it is read.  The answer is
- * u32be status (0 ok, 1 busy) + u32be length + body.  A body starting with
- * "SLEEP:<ms>;" is answered after ms milliseconds; "FILE:<n>" is answered
- * with n bytes of "0123456789..." sent from a file by cn_conn_sendfile.
- * busy() writes "BUSY".
+ * empty = none).  The server answers "OKAY" or "BADM" (bad magic, then
+ * closes).  A request is u32be length + body; the body memory is reserved
+ * from the budget before it is read.  The answer is u32be status (0 ok,
+ * 1 busy) + u32be length + body.  A body starting with "SLEEP:<ms>;" is
+ * answered after ms milliseconds; "FILE:<n>" is answered with n bytes of
+ * "0123456789..." sent from a file by cn_conn_sendfile.  busy() writes "BUSY".
+ *
+ * The gate, so that tests observe concurrency instead of timing it: a body
+ * starting with "HOLD;" keeps its worker until the gate opens (or its I/O
+ * deadline passes), then is echoed.  A hello naming "!stat" or "!open" is a
+ * control message, served on the handshake pool (so it works while every
+ * request worker is held): the answer is u32be requests held now + u32be
+ * the most ever held at once, "!open" opening the gate first; then the
+ * connection closes.
  * Bodies of 64 KiB and more run on the storage pool, smaller on the query pool. */
 #include "cairn/net.h"
 #include "cairn/util.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +32,41 @@
 #include <time.h>
 
 typedef struct { int unused; } echo_ctx_t;
+
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv;      /* CLOCK_MONOTONIC, set up in main() */
+static bool gate_open;
+static uint32_t gate_held, gate_max;
+
+/* Waits for the gate to open, at most until deadline (monotonic ms). */
+static void gate_wait(int64_t deadline)
+{
+    pthread_mutex_lock(&gate_mu);
+    gate_held++;
+    if (gate_held > gate_max)
+        gate_max = gate_held;
+    struct timespec ts = {deadline / 1000, (deadline % 1000) * 1000000L};
+    while (!gate_open && pthread_cond_timedwait(&gate_cv, &gate_mu, &ts) != ETIMEDOUT)
+        ;
+    gate_held--;
+    pthread_mutex_unlock(&gate_mu);
+}
+
+/* A control hello ("!stat", "!open"): answers held + max held. */
+static cn_err_t gate_control(cn_conn_t *c, const char *name, int64_t dl)
+{
+    uint8_t reply[8];
+    pthread_mutex_lock(&gate_mu);
+    if (!strcmp(name, "!open")) {
+        gate_open = true;
+        pthread_cond_broadcast(&gate_cv);
+    }
+    cn_store_u32be(reply, gate_held);
+    cn_store_u32be(reply + 4, gate_max);
+    pthread_mutex_unlock(&gate_mu);
+    cn_err_t e = cn_conn_write_all(c, reply, sizeof reply, dl);
+    return e < 0 ? e : CN_E_CLOSED;     /* not a session: close it */
+}
 typedef struct { int principal; } echo_conn_t;
 
 static void echo_busy(void *actx, int fd)
@@ -46,14 +89,10 @@ static cn_err_t echo_open(void *actx, cn_conn_t *c, void **cstate)
     char name[256];
     CN_TRY(cn_conn_read_full(c, name, hello[4], dl));
     name[hello[4]] = 0;
-    if (hello[4]) {
-        cn_err_t e = cn_conn_set_principal(c, name);
-        if (e == CN_E_BUSY) {
-            (void)cn_conn_write_all(c, "BUSY", 4, dl);
-            return e;
-        }
-        CN_TRY(e);
-    }
+    if (name[0] == '!')
+        return gate_control(c, name, dl);
+    if (hello[4])
+        CN_TRY(cn_conn_set_principal(c, name));
     echo_conn_t *st = calloc(1, sizeof *st);
     if (!st)
         return -ENOMEM;
@@ -124,6 +163,8 @@ static cn_err_t echo_serve(void *cstate, cn_conn_t *c, const uint8_t *head)
         struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
         nanosleep(&ts, NULL);
     }
+    if (len >= 5 && memcmp(body, "HOLD;", 5) == 0)
+        gate_wait(dl);
     if (len > 5 && len < 32 && memcmp(body, "FILE:", 5) == 0) {
         e = send_file(c, strtoul((char *)body + 5, NULL, 10));
         goto out;
@@ -250,6 +291,11 @@ int main(int argc, char **argv)
     }
     if (optind < argc)
         return usage();
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&gate_cv, &ca);
+    pthread_condattr_destroy(&ca);
     if (naddrs == 0)
         addrs[naddrs++] = "127.0.0.1:0";
     cn_log_configure(level, false);

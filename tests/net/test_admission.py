@@ -1,9 +1,16 @@
 """Admission, deadlines and shutdown of the network layer, over real sockets,
 through tests/net/net_test_server (a cn_server_t with a tiny echo adapter).
 
-Echo wire: "ECHO" + u8 name_len + name -> "OKAY" | "BUSY" | "BADM";
+Echo wire: "ECHO" + u8 name_len + name -> "OKAY" | "BADM";
 request u32be len + body -> u32be status (0 ok, 1 busy) + u32be len + body;
 a body "SLEEP:<ms>;..." is answered after ms milliseconds; busy() = "BUSY".
+A body "HOLD;..." keeps its worker until the gate opens; the control hellos
+"!stat" and "!open" answer (requests held now, most held at once).
+
+Nothing here asserts how long something took, only what happened and in
+which order: the tests run under ASan on busy machines.  Where a deadline is
+the subject, it is checked from below (never before it) and bounded
+generously from above.
 """
 import os
 import re
@@ -172,7 +179,7 @@ def test_connection_cap_answers_busy(echo_server):
     # The held connections are unaffected, and a freed slot admits again.
     assert request(held[0], b"still here") == (0, b"still here")
     held.pop().close()
-    deadline = time.time() + 5
+    deadline = time.time() + 30
     while True:
         s = dial(srv.addr)
         if hello(s) == b"OKAY":
@@ -197,7 +204,7 @@ def test_full_table_evicts_oldest_pending(echo_server):
     for s in silent[1:]:
         s.close()
     settled = [newcomer]
-    deadline = time.time() + 5
+    deadline = time.time() + 30
     while len(settled) < 4 and time.time() < deadline:
         s = dial(srv.addr)
         if hello(s) == b"OKAY" and request(s, b"x") == (0, b"x"):
@@ -223,7 +230,7 @@ def test_pending_per_source_cap(echo_server):
     # source may then open another pending one.
     assert hello(pending[0]) == b"OKAY"
     assert request(pending[0], b"y") == (0, b"y")
-    deadline = time.time() + 5
+    deadline = time.time() + 30
     while True:
         s = dial(srv.addr, source="127.0.0.1")
         if hello(s) == b"OKAY":
@@ -232,24 +239,31 @@ def test_pending_per_source_cap(echo_server):
         time.sleep(0.05)
 
 
-def test_per_principal_cap(echo_server):
-    srv = echo_server("--max-conns-per-principal", "2")
-    a1 = session(srv.addr, b"alice")
-    a2 = session(srv.addr, b"alice")
-    a3 = dial(srv.addr)
-    assert hello(a3, b"alice") == b"BUSY"
-    assert is_closed(a3)
-    b1 = session(srv.addr, b"bob")
-    assert request(b1, b"bob ok") == (0, b"bob ok")
-    a1.close()
-    deadline = time.time() + 5
+def test_no_per_principal_connection_cap(echo_server):
+    # A principal may hold every slot of the table: a refusal decided after
+    # authentication could only be answered as busy, which a protocol such
+    # as Jay reserves for the full table (no credential examined).  The
+    # configured per-principal figure is not enforced.
+    srv = echo_server("--max-conns", "4", "--max-conns-per-principal", "2")
+    alice = []
+    for i in range(4):
+        s = session(srv.addr, b"alice")
+        assert request(s, b"a%d" % i) == (0, b"a%d" % i)     # settled
+        alice.append(s)
+    extra = dial(srv.addr)
+    assert recv_exact(extra, 4) == b"BUSY"      # the table is full: before any hello
+    assert is_closed(extra)
+    alice.pop().close()
+    deadline = time.monotonic() + 30
     while True:
         s = dial(srv.addr)
-        if hello(s, b"alice") == b"OKAY":
+        if hello(s, b"bob") == b"OKAY":
             break
-        assert time.time() < deadline, "principal slot was not released"
+        assert time.monotonic() < deadline, "slot was not released"
         time.sleep(0.05)
-    assert request(a2, b"a2") == (0, b"a2")
+    assert request(s, b"bob ok") == (0, b"bob ok")
+    for a in alice:
+        assert request(a, b"still") == (0, b"still")
 
 
 def test_memory_budget_refusal(echo_server):
@@ -306,14 +320,31 @@ def test_queue_full_waits_instead_of_failing(echo_server):
     assert results == [(0, b"SLEEP:200;" + bytes([65 + i])) for i in range(4)]
 
 
-def _timed_requests(conns, body):
-    """Sends body on every connection at once; returns [(result, seconds)]."""
+def gate(srv, cmd):
+    """A control hello: "!stat" or "!open".  Returns (held now, most held)."""
+    s = dial(srv.addr)
+    name = cmd.encode()
+    s.sendall(b"ECHO" + bytes([len(name)]) + name)
+    reply = recv_exact(s, 8)
+    s.close()
+    assert len(reply) == 8, reply
+    return struct.unpack(">II", reply)
+
+
+def wait_held(srv, n):
+    deadline = time.monotonic() + 30
+    while gate(srv, "!stat")[0] != n:
+        assert time.monotonic() < deadline, "held %r, want %d" % (gate(srv, "!stat"), n)
+        time.sleep(0.02)
+
+
+def _requests(conns, body):
+    """Sends body on every connection at once; each result lands in the
+    returned list when it arrives."""
     out = [None] * len(conns)
 
     def run(i):
-        t0 = time.monotonic()
-        r = request(conns[i], body)
-        out[i] = (r, time.monotonic() - t0)
+        out[i] = request(conns[i], body)
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(len(conns))]
     for t in threads:
@@ -323,20 +354,21 @@ def _timed_requests(conns, body):
 
 def test_worker_share_keeps_workers_for_others(echo_server):
     # 4 workers per pool, share 50 %: one principal has at most 2 requests in
-    # flight; the rest wait in the loop, and another principal is served at once.
+    # flight; the rest wait in the loop, and another principal is served
+    # while those 2 still hold their workers.
     srv = echo_server("--workers", "4")
     hog = [session(srv.addr, b"hog") for _ in range(6)]
-    threads, results = _timed_requests(hog, b"SLEEP:1500;")
-    time.sleep(0.3)     # every hog request has reached the server
+    threads, results = _requests(hog, b"HOLD;hog")
+    wait_held(srv, 2)
     other = session(srv.addr, b"other")
-    t0 = time.monotonic()
-    assert request(other, b"prompt") == (0, b"prompt")
-    assert time.monotonic() - t0 < 0.5
+    assert request(other, b"prompt") == (0, b"prompt")      # the gate is still shut
+    assert results == [None] * 6
+    assert gate(srv, "!stat") == (2, 2), "more than the share ran at once"
+    gate(srv, "!open")
     for t in threads:
-        t.join(30)
-    assert [r for r, _ in results] == [(0, b"SLEEP:1500;")] * 6
-    # 6 requests, 2 at a time: three rounds of 1.5 s.
-    assert max(dt for _, dt in results) >= 4.0
+        t.join(60)
+    assert results == [(0, b"HOLD;hog")] * 6
+    assert gate(srv, "!stat") == (0, 2), "the waiting requests ran beyond the share"
 
 
 def test_worker_share_by_source_without_principal(echo_server):
@@ -345,50 +377,58 @@ def test_worker_share_by_source_without_principal(echo_server):
     hog = [dial(srv.addr, source="127.0.0.2") for _ in range(4)]
     for s in hog:
         assert hello(s) == b"OKAY"
-    threads, results = _timed_requests(hog, b"SLEEP:1500;")
-    time.sleep(0.3)
-    other = session(srv.addr)
-    t0 = time.monotonic()
+    threads, results = _requests(hog, b"HOLD;")
+    wait_held(srv, 2)
+    other = session(srv.addr)       # from 127.0.0.1
     assert request(other, b"prompt") == (0, b"prompt")
-    assert time.monotonic() - t0 < 0.5
+    assert results == [None] * 4
+    assert gate(srv, "!stat") == (2, 2)
+    gate(srv, "!open")
     for t in threads:
-        t.join(30)
-    assert [r for r, _ in results] == [(0, b"SLEEP:1500;")] * 4
+        t.join(60)
+    assert results == [(0, b"HOLD;")] * 4
 
 
 def test_worker_share_off_lets_one_principal_take_all(echo_server):
-    # The control: with the share off, the hog holds every worker.
+    # The control: with the share off, the hog holds every worker, and
+    # another principal's request is answered only once the gate opens.
     srv = echo_server("--workers", "2", "--worker-share", "0")
     hog = [session(srv.addr, b"hog") for _ in range(2)]
-    threads, _ = _timed_requests(hog, b"SLEEP:1500;")
-    time.sleep(0.3)
+    threads, results = _requests(hog, b"HOLD;")
+    wait_held(srv, 2)
     other = session(srv.addr, b"other")
-    t0 = time.monotonic()
-    assert request(other, b"late") == (0, b"late")
-    assert time.monotonic() - t0 >= 1.0
+    other.sendall(struct.pack(">I", 4) + b"late")
+    other.settimeout(1)
+    with pytest.raises(socket.timeout):
+        other.recv(8)                   # no worker is free to answer it
+    gate(srv, "!open")
+    other.settimeout(30)
+    assert struct.unpack(">II", recv_exact(other, 8)) == (0, 4)
+    assert recv_exact(other, 4) == b"late"
     for t in threads:
-        t.join(30)
+        t.join(60)
+    assert results == [(0, b"HOLD;")] * 2
 
 
 def test_handshake_deadline(echo_server):
     srv = echo_server("--handshake-ms", "500")
+    t0 = time.monotonic()                   # before accept: the deadline runs from it
     silent = dial(srv.addr)
     partial = dial(srv.addr)
     partial.sendall(b"EC")                  # starts, never finishes
-    t0 = time.time()
-    assert is_closed(silent, timeout=5)
-    assert is_closed(partial, timeout=5)
-    assert time.time() - t0 < 3
+    assert is_closed(silent, timeout=30)
+    assert is_closed(partial, timeout=30)
+    assert time.monotonic() - t0 >= 0.45    # never before the deadline (ms clocks)
     session(srv.addr).close()              # the server still admits
 
 
 def test_idle_deadline(echo_server):
     srv = echo_server("--idle-ms", "400")
     s = session(srv.addr)
+    t0 = time.monotonic()                   # before the request: the idle time follows it
     assert request(s, b"x") == (0, b"x")
-    t0 = time.time()
-    assert is_closed(s, timeout=5)
-    assert 0.2 < time.time() - t0 < 3
+    assert is_closed(s, timeout=30)
+    assert time.monotonic() - t0 >= 0.35    # never before the deadline (ms clocks)
 
 
 def test_graceful_shutdown(echo_server):
@@ -407,7 +447,7 @@ def test_graceful_shutdown(echo_server):
     assert is_closed(idle, timeout=3), "idle connections are closed at shutdown"
     with pytest.raises(OSError):
         # The listener is closed: new connections are refused.
-        deadline = time.time() + 3
+        deadline = time.time() + 10
         while time.time() < deadline:
             c = dial(srv.addr, timeout=1)
             c.close()
@@ -419,14 +459,14 @@ def test_graceful_shutdown(echo_server):
 
 
 def test_shutdown_grace_cuts_stalled_requests(echo_server):
+    # The stalled request's own I/O deadline is 30 s: exiting within the
+    # bound below means the grace period cut it.
     srv = echo_server("--grace-ms", "300")
     s = session(srv.addr)
     s.sendall(struct.pack(">I", 1000) + b"only part")   # a worker waits for the rest
     time.sleep(0.3)
-    t0 = time.time()
     srv.proc.send_signal(signal.SIGTERM)
-    assert srv.proc.wait(10) == 0
-    assert time.time() - t0 < 5
+    assert srv.proc.wait(20) == 0
     assert is_closed(s)
 
 

@@ -168,6 +168,43 @@ CN_API const char *cn_meta_column_text(cn_meta_stmt_t *st, int col, size_t *len)
 CN_API const void *cn_meta_column_blob(cn_meta_stmt_t *st, int col, size_t *len);
 CN_API int cn_meta_column_count(cn_meta_stmt_t *st);
 
+/* ---- running a transaction ---------------------------------------------------
+ * The one way services run a transaction: begin, body, commit or roll back, with
+ * bounded repeats when the database is locked.  See src/meta/run.c (R1-R3). */
+
+/* A transaction body.  Returns >= 0 to commit (a write run) and have
+ * cn_meta_run return that value, or an error to roll back.  It must not
+ * commit, roll back or keep txn. */
+typedef cn_err_t (*cn_meta_body_fn)(cn_meta_txn_t *txn, void *ctx);
+
+enum {
+    CN_META_RUN_READ = 0,   /* a read transaction (one snapshot) */
+    CN_META_RUN_WRITE = 1,  /* a write transaction, committed durably */
+    CN_META_RETRY = 2       /* body is repeatable: rerun it when the database is locked */
+};
+
+/* Runs body(txn, ctx) in one transaction of the kind flags names.  Returns the
+ * body's value, the begin's or the commit's error.  With CN_META_RETRY a run
+ * that failed CN_E_DB_LOCKED or CN_E_BUSY is repeated until twice the busy
+ * timeout has passed.  Thread-safe; the same rule as cn_meta_begin applies (a
+ * thread holds at most one write transaction). */
+CN_API cn_err_t cn_meta_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body, void *ctx);
+
+/* The busy timeout meta was opened with, in ms. */
+CN_API unsigned cn_meta_busy_timeout_ms(const cn_meta_t *meta);
+
+/* Prepares sql and binds one argument per letter of types, in order:
+ *   'i' int64_t; 's' const char * (NUL-terminated; NULL binds SQL NULL);
+ *   't' const char *, size_t (text); 'b' const void *, size_t (blob); 'n' SQL NULL
+ *   (takes no argument).
+ * cn_meta_execf then steps once and finishes: CN_META_ROW, CN_META_DONE or
+ * an error as cn_meta_step.  cn_meta_queryf hands the bound statement to the
+ * caller in *out (finish it with cn_meta_finish).  CN_E_INVALID for an unknown
+ * letter. */
+CN_API cn_err_t cn_meta_execf(cn_meta_txn_t *txn, const char *sql, const char *types, ...);
+CN_API cn_err_t cn_meta_queryf(cn_meta_txn_t *txn, cn_meta_stmt_t **out, const char *sql,
+                               const char *types, ...);
+
 #ifdef __cplusplus
 }
 #endif

@@ -50,27 +50,39 @@ static bool ns_ok(const char *ns)
     return ns && cn_blobs_ns_valid(ns, strnlen(ns, CN_NAMESPACE_MAX + 1));
 }
 
+/* Digests of namespace ns (NULL: of any namespace) and, per body, what
+ * became of their rows: found[i] says d[i] has one, members counts the rows
+ * found or removed. */
+typedef struct ns_digests {
+    const char *ns;                 /* NULL: any namespace */
+    const cn_digest_t *d;
+    size_t n;
+    bool *found;
+    size_t members;
+} ns_digests_t;
+
+static cn_err_t members_body(cn_meta_txn_t *txn, void *ctx)
+{
+    ns_digests_t *q = ctx;
+    cn_err_t rc = CN_OK;
+    q->members = 0;
+    for (size_t i = 0; rc >= 0 && i < q->n; i++) {
+        rc = q->ns ? cn_meta_execf(txn, "SELECT 1 FROM blobs_member WHERE ns = ? AND digest = ?",
+                                   "sb", q->ns, q->d[i].b, (size_t)CN_DIGEST_LEN)
+                   : cn_meta_execf(txn, "SELECT 1 FROM blobs_member WHERE digest = ? LIMIT 1",
+                                   "b", q->d[i].b, (size_t)CN_DIGEST_LEN);
+        q->found[i] = rc == CN_META_ROW;
+        q->members += rc == CN_META_ROW;
+    }
+    return rc < 0 ? rc : CN_OK;
+}
+
 /* The liveness source: a digest is live while any namespace holds it. */
 static cn_err_t are_live(void *ctx, const cn_digest_t *d, size_t n, bool *live)
 {
     cn_blobs_t *b = ctx;
-    cn_meta_txn_t *txn = NULL;
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t rc = cn_meta_begin(b->meta, CN_META_READ, &txn);
-    if (rc < 0)
-        return rc;
-    rc = cn_meta_prepare(txn, "SELECT 1 FROM blobs_member WHERE digest = ? LIMIT 1", &st);
-    for (size_t i = 0; rc >= 0 && i < n; i++) {
-        cn_meta_reset(st);
-        rc = cn_meta_bind_blob(st, 1, d[i].b, CN_DIGEST_LEN);
-        if (rc >= 0)
-            rc = cn_meta_step(st);
-        if (rc >= 0)
-            live[i] = rc == CN_META_ROW;
-    }
-    cn_meta_finish(st);
-    cn_meta_rollback(txn);
-    return rc < 0 ? rc : CN_OK;
+    ns_digests_t q = {.d = d, .n = n, .found = live};
+    return cn_meta_run(b->meta, CN_META_RUN_READ | CN_META_RETRY, members_body, &q);
 }
 
 cn_err_t cn_blobs_open(cn_meta_t *meta, cn_store_t *store, cn_identity_t *id,
@@ -147,52 +159,33 @@ cn_err_t cn__blobs_authorize(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns
 static cn_err_t have_rows(cn_blobs_t *b, const char *ns, const cn_digest_t *d, size_t n,
                           bool *present);
 
-/* Ends write transaction txn after work that returned rc: rolled back on an
- * error (returned), else committed. */
-static cn_err_t txn_end(cn_meta_txn_t *txn, cn_err_t rc)
-{
-    if (rc < 0) {
-        cn_meta_rollback(txn);
-        return rc;
-    }
-    return cn_meta_commit(txn);
-}
-
-/* Runs st once more, bound to ?1 = ns and ?2 = d: CN_META_ROW, CN_META_DONE
- * or the error. */
-static cn_err_t step_member(cn_meta_stmt_t *st, const char *ns, const cn_digest_t *d)
-{
-    cn_meta_reset(st);
-    cn_err_t rc = cn_meta_bind_str(st, 1, ns);
-    if (rc >= 0)
-        rc = cn_meta_bind_blob(st, 2, d->b, CN_DIGEST_LEN);
-    if (rc >= 0)
-        rc = cn_meta_step(st);
-    return rc;
-}
-
 cn_err_t cn__blobs_is_member(cn_blobs_t *b, const char *ns, const cn_digest_t *d, bool *member)
 {
     *member = false;
     return have_rows(b, ns, d, 1, member);
 }
 
+/* A row to insert into ns's membership. */
+typedef struct member_row {
+    const char *ns;
+    const cn_digest_t *d;
+    uint64_t len;
+} member_row_t;
+
+static cn_err_t add_member_body(cn_meta_txn_t *txn, void *ctx)
+{
+    const member_row_t *m = ctx;
+    cn_err_t rc = cn_meta_execf(txn, "INSERT INTO blobs_member (ns, digest, len, created_ms)"
+                                     " VALUES (?, ?, ?, ?) ON CONFLICT (ns, digest) DO NOTHING",
+                                "sbii", m->ns, m->d->b, (size_t)CN_DIGEST_LEN, (int64_t)m->len,
+                                cn_wall_ms());
+    return rc < 0 ? rc : CN_OK;
+}
+
 cn_err_t cn__blobs_add_member(cn_blobs_t *b, const char *ns, const cn_digest_t *d, uint64_t len)
 {
-    cn_meta_txn_t *txn = NULL;
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t rc = cn_meta_begin(b->meta, CN_META_WRITE, &txn);
-    if (rc < 0)
-        return rc;
-    rc = cn_meta_prepare(txn, "INSERT INTO blobs_member (ns, digest, len, created_ms)"
-                              " VALUES (?, ?, ?, ?) ON CONFLICT (ns, digest) DO NOTHING", &st);
-    if (rc >= 0 && (rc = cn_meta_bind_str(st, 1, ns)) >= 0 &&
-        (rc = cn_meta_bind_blob(st, 2, d->b, CN_DIGEST_LEN)) >= 0 &&
-        (rc = cn_meta_bind_int64(st, 3, (int64_t)len)) >= 0 &&
-        (rc = cn_meta_bind_int64(st, 4, cn_wall_ms())) >= 0)
-        rc = cn_meta_step(st);
-    cn_meta_finish(st);
-    return txn_end(txn, rc);
+    member_row_t m = {ns, d, len};
+    return cn_meta_run(b->meta, CN_META_RUN_WRITE | CN_META_RETRY, add_member_body, &m);
 }
 
 cn_err_t cn_blobs_stat(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
@@ -237,22 +230,9 @@ cn_err_t cn_blobs_have(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
 static cn_err_t have_rows(cn_blobs_t *b, const char *ns, const cn_digest_t *d, size_t n,
                           bool *present)
 {
-    cn_meta_txn_t *txn = NULL;
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t rc = cn_meta_begin(b->meta, CN_META_READ, &txn);
-    if (rc < 0)
-        return rc;
-    rc = cn_meta_prepare(txn, "SELECT 1 FROM blobs_member WHERE ns = ? AND digest = ?", &st);
-    size_t members = 0;
-    for (size_t i = 0; rc >= 0 && i < n; i++) {
-        rc = step_member(st, ns, &d[i]);
-        if (rc == CN_META_ROW) {
-            present[i] = true;
-            members++;
-        }
-    }
-    cn_meta_finish(st);
-    cn_meta_rollback(txn);
+    ns_digests_t q = {.ns = ns, .d = d, .n = n, .found = present};
+    cn_err_t rc = cn_meta_run(b->meta, CN_META_RUN_READ | CN_META_RETRY, members_body, &q);
+    size_t members = q.members;
     if (rc < 0 || members == 0)
         return rc < 0 ? rc : CN_OK;
     /* A row without bytes (a store scrubbed or damaged underneath) is not
@@ -278,6 +258,20 @@ static cn_err_t have_rows(cn_blobs_t *b, const char *ns, const cn_digest_t *d, s
     return rc < 0 ? rc : CN_OK;
 }
 
+static cn_err_t delete_body(cn_meta_txn_t *txn, void *ctx)
+{
+    ns_digests_t *q = ctx;
+    cn_err_t rc = CN_OK;
+    q->members = 0;
+    for (size_t i = 0; rc >= 0 && i < q->n; i++) {
+        rc = cn_meta_execf(txn, "DELETE FROM blobs_member WHERE ns = ? AND digest = ?", "sb",
+                           q->ns, q->d[i].b, (size_t)CN_DIGEST_LEN);
+        if (rc >= 0)
+            q->members += (size_t)cn_meta_changes(txn);
+    }
+    return rc < 0 ? rc : CN_OK;
+}
+
 cn_err_t cn_blobs_delete(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
                          const cn_digest_t *d, size_t n, size_t *removed)
 {
@@ -288,27 +282,54 @@ cn_err_t cn_blobs_delete(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
     if (n > CN_BLOBS_DELETE_MAX)
         return CN_E_LIMIT;
     CN_TRY(cn__blobs_authorize(b, c, ns, CN_AUTHZ_NS_DELETE));
-    cn_meta_txn_t *txn = NULL;
-    cn_meta_stmt_t *st = NULL;
-    size_t count = 0;
-    cn_err_t rc = cn_meta_begin(b->meta, CN_META_WRITE, &txn);
-    if (rc < 0)
-        return rc;
-    rc = cn_meta_prepare(txn, "DELETE FROM blobs_member WHERE ns = ? AND digest = ?", &st);
-    for (size_t i = 0; rc >= 0 && i < n; i++) {
-        rc = step_member(st, ns, &d[i]);
-        if (rc >= 0)
-            count += (size_t)cn_meta_changes(txn);
-    }
-    cn_meta_finish(st);
-    if ((rc = txn_end(txn, rc)) < 0)
-        return rc;
+    ns_digests_t q = {.ns = ns, .d = d, .n = n};
+    CN_TRY(cn_meta_run(b->meta, CN_META_RUN_WRITE | CN_META_RETRY, delete_body, &q));
+    size_t count = q.members;
     cn__tok_end(b, ns, d, n);
     if (removed)
         *removed = count;
     cn_info(CN__MOD, "delete in %s by %s: %zu of %zu digests were members", ns,
             c->principal ? c->principal->account : "?", count, n);
     return CN_OK;
+}
+
+/* One page of ns's digests after `after` (NULL: from the first): at most max
+ * of them into out[0..n), more when another follows. */
+typedef struct digest_page {
+    const char *ns;
+    const cn_digest_t *after;
+    size_t max;
+    cn_digest_t *out;
+    size_t n;
+    bool more;
+} digest_page_t;
+
+static cn_err_t list_body(cn_meta_txn_t *txn, void *ctx)
+{
+    digest_page_t *pg = ctx;
+    static const uint8_t none[1] = {0};
+    cn_meta_stmt_t *st = NULL;
+    pg->n = 0;
+    pg->more = false;
+    /* Every digest is 32 bytes, so the empty blob sorts before all of them;
+     * "after nothing" compares against a zero-length value. */
+    cn_err_t rc = cn_meta_queryf(txn, &st, "SELECT digest FROM blobs_member WHERE ns = ?"
+                                           " AND digest > ? ORDER BY digest LIMIT ?", "sbi",
+                                 pg->ns, pg->after ? pg->after->b : none,
+                                 (size_t)(pg->after ? CN_DIGEST_LEN : 0), (int64_t)pg->max + 1);
+    while (rc >= 0 && (rc = cn_meta_step(st)) == CN_META_ROW) {
+        size_t len = 0;
+        const void *v = cn_meta_column_blob(st, 0, &len);
+        if (!v || len != CN_DIGEST_LEN)
+            continue;
+        if (pg->n == pg->max) {
+            pg->more = true;
+            break;
+        }
+        memcpy(pg->out[pg->n++].b, v, CN_DIGEST_LEN);
+    }
+    cn_meta_finish(st);
+    return rc < 0 ? rc : CN_OK;
 }
 
 cn_err_t cn_blobs_list(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
@@ -320,33 +341,13 @@ cn_err_t cn_blobs_list(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
     if (!ns_ok(ns) || max == 0 || max > CN_BLOBS_LIST_MAX)
         return CN_E_INVALID;
     CN_TRY(cn__blobs_authorize(b, c, ns, CN_NS_READ));
-    static const uint8_t none[1] = {0};
-    cn_meta_txn_t *txn = NULL;
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t rc = cn_meta_begin(b->meta, CN_META_READ, &txn);
-    if (rc < 0)
-        return rc;
-    /* Every digest is 32 bytes, so the empty blob sorts before all of them;
-     * "after nothing" compares against a zero-length value. */
-    rc = cn_meta_prepare(txn, "SELECT digest FROM blobs_member WHERE ns = ? AND digest > ?"
-                              " ORDER BY digest LIMIT ?", &st);
-    if (rc >= 0 && (rc = cn_meta_bind_str(st, 1, ns)) >= 0 &&
-        (rc = cn_meta_bind_blob(st, 2, after ? after->b : none, after ? CN_DIGEST_LEN : 0)) >= 0)
-        rc = cn_meta_bind_int64(st, 3, (int64_t)max + 1);
-    while (rc >= 0 && (rc = cn_meta_step(st)) == CN_META_ROW) {
-        size_t len = 0;
-        const void *v = cn_meta_column_blob(st, 0, &len);
-        if (!v || len != CN_DIGEST_LEN)
-            continue;
-        if (*n == max) {
-            *more = true;
-            break;
-        }
-        memcpy(out[(*n)++].b, v, CN_DIGEST_LEN);
+    digest_page_t pg = {ns, after, max, out, 0, false};
+    cn_err_t rc = cn_meta_run(b->meta, CN_META_RUN_READ | CN_META_RETRY, list_body, &pg);
+    if (rc >= 0) {
+        *n = pg.n;
+        *more = pg.more;
     }
-    cn_meta_finish(st);
-    cn_meta_rollback(txn);
-    return rc < 0 ? rc : CN_OK;
+    return rc;
 }
 
 void cn_blobs_counters(cn_blobs_t *b, cn_blobs_counters_t *out)

@@ -34,29 +34,20 @@ static cn_err_t norm_email(const char *in, char out[CN_EMAIL_MAX + 1])
 cn_err_t cn__id_account_insert(cn_meta_txn_t *t, const char *name, const char *email,
                                int64_t *account_id)
 {
-    cn_meta_stmt_t *st;
+    cn_meta_stmt_t *st = NULL;
     int64_t next = 1;
     /* A portable id: the write transaction is serialized, so MAX+1 is free;
      * a racing engine would report CN_E_EXISTS and the caller retries. */
-    CN_TRY(cn_meta_prepare(t, "SELECT COALESCE(MAX(id), 0) + 1 FROM cn_accounts", &st));
-    cn_err_t e = cn_meta_step(st);
+    cn_err_t e = cn_meta_queryf(t, &st, "SELECT COALESCE(MAX(id), 0) + 1 FROM cn_accounts", "");
+    if (e == 0)
+        e = cn_meta_step(st);
     if (e == CN_META_ROW)
         next = cn_meta_column_int64(st, 0);
     cn_meta_finish(st);
-    if (e < 0)
-        return e;
-    CN_TRY(cn_meta_prepare(t, "INSERT INTO cn_accounts (id, name, email, disabled, created_at)"
-                              " VALUES (?, ?, ?, 0, ?)", &st));
-    e = cn_meta_bind_int64(st, 1, next);
-    if (e == 0)
-        e = cn_meta_bind_str(st, 2, name);
-    if (e == 0)
-        e = cn_meta_bind_str(st, 3, email);
-    if (e == 0)
-        e = cn_meta_bind_int64(st, 4, (int64_t)time(NULL));
-    if (e == 0)
-        e = cn_meta_step(st);
-    cn_meta_finish(st);
+    if (e >= 0)
+        e = cn_meta_execf(t, "INSERT INTO cn_accounts (id, name, email, disabled, created_at)"
+                             " VALUES (?, ?, ?, 0, ?)", "issi", next, name, email,
+                          (int64_t)time(NULL));
     if (e == 0)
         *account_id = next;
     return e;
@@ -74,28 +65,40 @@ static void row_account(cn_meta_stmt_t *st, cn_account_t *a)
 
 #define ACCOUNT_COLS "SELECT id, name, email, disabled, created_at FROM cn_accounts "
 
-/* Runs a one-parameter account query; CN_E_NOT_FOUND without a row. */
-static cn_err_t account_query(cn_identity_t *id, const char *sql, const char *text,
-                              int64_t num, cn_account_t *out)
+/* One account asked for by a one-parameter query (sql, with text, or with
+ * num when text is NULL), and the row found (into out, which may be NULL). */
+typedef struct account_lookup {
+    const char *sql;
+    const char *text;
+    int64_t num;
+    cn_account_t *out;
+} account_lookup_t;
+
+static cn_err_t lookup_body(cn_meta_txn_t *t, void *ctx)
 {
-    cn_meta_txn_t *t;
+    const account_lookup_t *q = ctx;
     cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_begin(id->meta, CN_META_READ, &t));
-    cn_err_t e = cn_meta_prepare(t, sql, &st);
-    if (e == 0)
-        e = text ? cn_meta_bind_str(st, 1, text) : cn_meta_bind_int64(st, 1, num);
+    cn_err_t e = q->text ? cn_meta_queryf(t, &st, q->sql, "s", q->text)
+                         : cn_meta_queryf(t, &st, q->sql, "i", q->num);
     if (e == 0)
         e = cn_meta_step(st);
     if (e == CN_META_ROW) {
-        if (out)
-            row_account(st, out);
+        if (q->out)
+            row_account(st, q->out);
         e = 0;
     } else if (e == CN_META_DONE) {
         e = CN_E_NOT_FOUND;
     }
     cn_meta_finish(st);
-    cn_meta_rollback(t);
     return e;
+}
+
+/* Runs a one-parameter account query; CN_E_NOT_FOUND without a row. */
+static cn_err_t account_query(cn_identity_t *id, const char *sql, const char *text,
+                              int64_t num, cn_account_t *out)
+{
+    account_lookup_t q = {sql, text, num, out};
+    return cn_meta_run(id->meta, CN_META_RUN_READ | CN_META_RETRY, lookup_body, &q);
 }
 
 cn_err_t cn_identity_account_get(cn_identity_t *id, const char *name, cn_account_t *out)
@@ -118,6 +121,19 @@ cn_err_t cn_identity_account_by_id(cn_identity_t *id, int64_t account_id, cn_acc
     return account_query(id, ACCOUNT_COLS "WHERE id = ?", NULL, account_id, out);
 }
 
+/* An account to create, and the id it got. */
+typedef struct new_account {
+    const char *name;
+    const char *email;
+    int64_t id;
+} new_account_t;
+
+static cn_err_t create_body(cn_meta_txn_t *t, void *ctx)
+{
+    new_account_t *na = ctx;
+    return cn__id_account_insert(t, na->name, na->email, &na->id);
+}
+
 cn_err_t cn_identity_account_create(cn_identity_t *id, const char *name, const char *email,
                                     cn_account_t *out)
 {
@@ -126,13 +142,26 @@ cn_err_t cn_identity_account_create(cn_identity_t *id, const char *name, const c
         return CN_E_INVALID;
     if (email && norm_email(email, norm) < 0)
         return CN_E_INVALID;
-    cn_meta_txn_t *t;
-    int64_t aid = 0;
-    CN_TRY(cn_meta_begin(id->meta, CN_META_WRITE, &t));
-    cn_err_t e = cn__id_account_insert(t, name, email ? norm : NULL, &aid);
-    CN_TRY(cn__id_end(t, e));
-    cn_info("identity", "account %s created (id %lld)", name, (long long)aid);
-    return out ? cn_identity_account_by_id(id, aid, out) : 0;
+    new_account_t na = {name, email ? norm : NULL, 0};
+    CN_TRY(cn_meta_run(id->meta, CN_META_RUN_WRITE | CN_META_RETRY, create_body, &na));
+    cn_info("identity", "account %s created (id %lld)", name, (long long)na.id);
+    return out ? cn_identity_account_by_id(id, na.id, out) : 0;
+}
+
+/* An UPDATE of one row: sql sets ?1 = v where its key ?2 = key. */
+typedef struct one_update {
+    const char *sql;
+    int64_t v;
+    const char *key;
+} one_update_t;
+
+static cn_err_t update_body(cn_meta_txn_t *t, void *ctx)
+{
+    const one_update_t *u = ctx;
+    cn_err_t e = cn_meta_execf(t, u->sql, "is", u->v, u->key);
+    if (e == 0 && cn_meta_changes(t) == 0)
+        e = CN_E_NOT_FOUND;
+    return e;
 }
 
 /* Runs sql, an UPDATE of ?1 = v where its key ?2 = s, in a write transaction
@@ -140,23 +169,8 @@ cn_err_t cn_identity_account_create(cn_identity_t *id, const char *name, const c
  * cleared once the transaction has ended. */
 static cn_err_t update_one(cn_identity_t *id, const char *sql, int64_t v, const char *s)
 {
-    cn_meta_txn_t *t;
-    cn_meta_stmt_t *st;
-    CN_TRY(cn_meta_begin(id->meta, CN_META_WRITE, &t));
-    cn_err_t e = cn_meta_prepare(t, sql, &st);
-    if (e == 0) {
-        cn_meta_bind_int64(st, 1, v);
-        cn_meta_bind_str(st, 2, s);
-        e = cn_meta_step(st);
-        if (e == 0 && cn_meta_changes(t) == 0)
-            e = CN_E_NOT_FOUND;
-        cn_meta_finish(st);
-    }
-    if (e < 0) {
-        cn_meta_rollback(t);
-        return e;
-    }
-    e = cn_meta_commit(t);
+    one_update_t u = {sql, v, s};
+    cn_err_t e = cn_meta_run(id->meta, CN_META_RUN_WRITE | CN_META_RETRY, update_body, &u);
     cn__id_cache_clear(id);
     return e;
 }
@@ -172,20 +186,30 @@ cn_err_t cn_identity_account_set_disabled(cn_identity_t *id, const char *name, b
     return e;
 }
 
-cn_err_t cn_identity_account_list(cn_identity_t *id, cn_account_fn fn, void *arg)
+/* A walk over every account with the caller's callback and its argument. */
+typedef struct account_walk {
+    cn_account_fn fn;
+    void *arg;
+} account_walk_t;
+
+static cn_err_t accounts_body(cn_meta_txn_t *t, void *ctx)
 {
-    cn_meta_txn_t *t;
+    const account_walk_t *w = ctx;
     cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_begin(id->meta, CN_META_READ, &t));
-    cn_err_t e = cn_meta_prepare(t, ACCOUNT_COLS "ORDER BY name", &st);
+    cn_err_t e = cn_meta_queryf(t, &st, ACCOUNT_COLS "ORDER BY name", "");
     while (e == 0 && (e = cn_meta_step(st)) == CN_META_ROW) {
         cn_account_t a;
         row_account(st, &a);
-        e = fn(arg, &a);
+        e = w->fn(w->arg, &a);
     }
     cn_meta_finish(st);
-    cn_meta_rollback(t);
     return e;
+}
+
+cn_err_t cn_identity_account_list(cn_identity_t *id, cn_account_fn fn, void *arg)
+{
+    account_walk_t w = {fn, arg};
+    return cn_meta_run(id->meta, CN_META_RUN_READ, accounts_body, &w);
 }
 
 /* ---- tokens ----------------------------------------------------------------- */
@@ -224,27 +248,31 @@ cn_err_t cn__id_token_put(cn_identity_t *id, cn_meta_txn_t *t, const char *token
 {
     char hex[2 * CN__ID_BOX_MAX + 1];
     CN_TRY(cn__id_seal(id->key, token_id, (const uint8_t *)secret, secret_len, hex));
-    cn_meta_stmt_t *st;
-    cn_err_t e = cn_meta_prepare(t,
+    /* 'n' takes no argument: expires_at is then left over, and unread. */
+    return cn_meta_execf(t,
         "INSERT INTO cn_tokens (id, account_id, secret_box, perms, created_at, revoked_at,"
         " expires_at) VALUES (?, ?, ?, ?, ?, NULL, ?)"
         " ON CONFLICT (id) DO UPDATE SET account_id = excluded.account_id,"
         " secret_box = excluded.secret_box, perms = excluded.perms, revoked_at = NULL,"
-        " expires_at = excluded.expires_at", &st);
-    if (e == 0) {
-        cn_meta_bind_str(st, 1, token_id);
-        cn_meta_bind_int64(st, 2, account_id);
-        cn_meta_bind_str(st, 3, hex);
-        cn_meta_bind_int64(st, 4, (int64_t)perms);
-        cn_meta_bind_int64(st, 5, (int64_t)time(NULL));
-        if (expires_at)
-            cn_meta_bind_int64(st, 6, expires_at);
-        else
-            cn_meta_bind_null(st, 6);
-        e = cn_meta_step(st);
-        cn_meta_finish(st);
-    }
-    return e;
+        " expires_at = excluded.expires_at", expires_at ? "sisiii" : "sisiin", token_id,
+        account_id, hex, (int64_t)perms, (int64_t)time(NULL), expires_at);
+}
+
+/* A token to store: its id, secret, account, permissions and expiry. */
+typedef struct token_row {
+    cn_identity_t *id;
+    const char *token_id;
+    int64_t account_id;
+    const char *secret;
+    cn_perms_t perms;
+    int64_t expires_at;
+} token_row_t;
+
+static cn_err_t token_put_body(cn_meta_txn_t *t, void *ctx)
+{
+    const token_row_t *tr = ctx;
+    return cn__id_token_put(tr->id, t, tr->token_id, tr->account_id, tr->secret,
+                            strlen(tr->secret), tr->perms, tr->expires_at);
 }
 
 cn_err_t cn_identity_token_create(cn_identity_t *id, const char *account, cn_perms_t perms,
@@ -256,15 +284,8 @@ cn_err_t cn_identity_token_create(cn_identity_t *id, const char *account, cn_per
     CN_TRY(cn_identity_account_get(id, account, &a));
     char tid[CN_TOKEN_ID_MAX + 1], secret[CN_SECRET_MAX + 1];
     CN_TRY(cn__id_new_credential(tid, secret));
-    cn_meta_txn_t *t;
-    cn_err_t e = cn_meta_begin(id->meta, CN_META_WRITE, &t);
-    if (e == 0) {
-        e = cn__id_token_put(id, t, tid, a.id, secret, strlen(secret), perms, expires_at);
-        if (e == 0)
-            e = cn_meta_commit(t);
-        else
-            cn_meta_rollback(t);
-    }
+    token_row_t tr = {id, tid, a.id, secret, perms, expires_at};
+    cn_err_t e = cn_meta_run(id->meta, CN_META_RUN_WRITE | CN_META_RETRY, token_put_body, &tr);
     if (e == 0) {
         snprintf(cred, CN_CREDENTIAL_MAX, "%s:%s", tid, secret);
         cn__id_cache_clear(id);   /* a cached "no such token" for tid */
@@ -285,18 +306,25 @@ cn_err_t cn_identity_token_revoke(cn_identity_t *id, const char *token_id)
     return e;
 }
 
-cn_err_t cn_identity_token_list(cn_identity_t *id, const char *account, cn_token_fn fn,
-                                void *arg)
-{
-    cn_meta_txn_t *t;
-    cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_begin(id->meta, CN_META_READ, &t));
 #define TOKEN_COLS "SELECT t.id, a.name, a.id, t.perms, t.created_at, t.revoked_at," \
     " t.expires_at FROM cn_tokens t JOIN cn_accounts a ON a.id = t.account_id "
-    cn_err_t e = cn_meta_prepare(t, account ? TOKEN_COLS "WHERE a.name = ? ORDER BY a.name, t.id"
-                                            : TOKEN_COLS "ORDER BY a.name, t.id", &st);
-    if (e == 0 && account)
-        e = cn_meta_bind_str(st, 1, account);
+
+/* A walk over the tokens of account (NULL: of every account) with the
+ * caller's callback and its argument. */
+typedef struct token_walk {
+    const char *account;
+    cn_token_fn fn;
+    void *arg;
+} token_walk_t;
+
+static cn_err_t tokens_body(cn_meta_txn_t *t, void *ctx)
+{
+    const token_walk_t *w = ctx;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t e = w->account
+                     ? cn_meta_queryf(t, &st, TOKEN_COLS "WHERE a.name = ? ORDER BY a.name, t.id",
+                                      "s", w->account)
+                     : cn_meta_queryf(t, &st, TOKEN_COLS "ORDER BY a.name, t.id", "");
     while (e == 0 && (e = cn_meta_step(st)) == CN_META_ROW) {
         cn_token_info_t ti;
         memset(&ti, 0, sizeof ti);
@@ -307,9 +335,15 @@ cn_err_t cn_identity_token_list(cn_identity_t *id, const char *account, cn_token
         ti.created_at = cn_meta_column_int64(st, 4);
         ti.revoked_at = cn_meta_column_int64(st, 5);
         ti.expires_at = cn_meta_column_int64(st, 6);
-        e = fn(arg, &ti);
+        e = w->fn(w->arg, &ti);
     }
     cn_meta_finish(st);
-    cn_meta_rollback(t);
     return e;
+}
+
+cn_err_t cn_identity_token_list(cn_identity_t *id, const char *account, cn_token_fn fn,
+                                void *arg)
+{
+    token_walk_t w = {account, fn, arg};
+    return cn_meta_run(id->meta, CN_META_RUN_READ, tokens_body, &w);
 }

@@ -51,32 +51,50 @@ static cn_err_t write_token_file(const char *data_dir, const char *path, const c
     return e;
 }
 
-static cn_err_t count_accounts(cn_meta_txn_t *t, int64_t *n)
+/* The int64 in the first column of the first row of sql (with ?1 = name
+ * unless name is NULL) in *out; CN_E_NOT_FOUND without a row. */
+static cn_err_t first_int(cn_meta_txn_t *t, int64_t *out, const char *sql, const char *name)
 {
-    cn_meta_stmt_t *st;
-    CN_TRY(cn_meta_prepare(t, "SELECT COUNT(*) FROM cn_accounts", &st));
-    cn_err_t e = cn_meta_step(st);
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t e = name ? cn_meta_queryf(t, &st, sql, "s", name) : cn_meta_queryf(t, &st, sql, "");
+    if (e == 0)
+        e = cn_meta_step(st);
     if (e == CN_META_ROW) {
-        *n = cn_meta_column_int64(st, 0);
-        e = 0;
-    }
-    cn_meta_finish(st);
-    return e;
-}
-
-static cn_err_t admin_id(cn_meta_txn_t *t, int64_t *aid)
-{
-    cn_meta_stmt_t *st;
-    CN_TRY(cn_meta_prepare(t, "SELECT id FROM cn_accounts WHERE name = ?", &st));
-    cn_meta_bind_str(st, 1, ADMIN_ACCOUNT);
-    cn_err_t e = cn_meta_step(st);
-    if (e == CN_META_ROW) {
-        *aid = cn_meta_column_int64(st, 0);
+        *out = cn_meta_column_int64(st, 0);
         e = 0;
     } else if (e == CN_META_DONE) {
         e = CN_E_NOT_FOUND;
     }
     cn_meta_finish(st);
+    return e;
+}
+
+/* What a bootstrap makes: the administrator's account id and token, and
+ * (without CAIRN_ADMIN_TOKEN) the file its credential is written to. */
+typedef struct admin_cred {
+    cn_identity_t *id;
+    const char *data_dir, *path;
+    const char *token_id, *secret;
+    int64_t accounts;           /* counted before anything is made */
+} admin_cred_t;
+
+static cn_err_t count_body(cn_meta_txn_t *t, void *ctx)
+{
+    admin_cred_t *ac = ctx;
+    return first_int(t, &ac->accounts, "SELECT COUNT(*) FROM cn_accounts", NULL);
+}
+
+/* Makes the administrator hold ac's token, creating the account if needed. */
+static cn_err_t env_body(cn_meta_txn_t *t, void *ctx)
+{
+    const admin_cred_t *ac = ctx;
+    int64_t aid = 0;
+    cn_err_t e = first_int(t, &aid, "SELECT id FROM cn_accounts WHERE name = ?", ADMIN_ACCOUNT);
+    if (e == CN_E_NOT_FOUND)
+        e = cn__id_account_insert(t, ADMIN_ACCOUNT, NULL, &aid);
+    if (e == 0)
+        e = cn__id_token_put(ac->id, t, ac->token_id, aid, ac->secret, strlen(ac->secret),
+                             CN_PERM_ALL, 0);
     return e;
 }
 
@@ -94,19 +112,32 @@ static cn_err_t bootstrap_env(cn_identity_t *id, const char *cred)
     char tid[CN_TOKEN_ID_MAX + 1];
     memcpy(tid, cred, (size_t)(colon - cred));
     tid[colon - cred] = '\0';
-
-    cn_meta_txn_t *t;
-    CN_TRY(cn_meta_begin(id->meta, CN_META_WRITE, &t));
-    int64_t aid = 0;
-    cn_err_t e = admin_id(t, &aid);
-    if (e == CN_E_NOT_FOUND)
-        e = cn__id_account_insert(t, ADMIN_ACCOUNT, NULL, &aid);
-    if (e == 0)
-        e = cn__id_token_put(id, t, tid, aid, colon + 1, strlen(colon + 1), CN_PERM_ALL, 0);
-    CN_TRY(cn__id_end(t, e));
+    admin_cred_t ac = {.id = id, .token_id = tid, .secret = colon + 1};
+    CN_TRY(cn_meta_run(id->meta, CN_META_RUN_WRITE | CN_META_RETRY, env_body, &ac));
     cn__id_cache_clear(id);
     cn_info("identity", "administrator token %s taken from CAIRN_ADMIN_TOKEN", tid);
     return 0;
+}
+
+/* Creates the administrator with ac's credential when no account exists,
+ * writing the credential file before the commit (invariant 2). */
+static cn_err_t create_body(cn_meta_txn_t *t, void *ctx)
+{
+    admin_cred_t *ac = ctx;
+    char cred[CN_CREDENTIAL_MAX];
+    int64_t aid = 0;
+    cn_err_t e = count_body(t, ac);
+    if (e == 0 && ac->accounts == 0)
+        e = cn__id_account_insert(t, ADMIN_ACCOUNT, NULL, &aid);
+    if (e == 0 && ac->accounts == 0)
+        e = cn__id_token_put(ac->id, t, ac->token_id, aid, ac->secret, strlen(ac->secret),
+                             CN_PERM_ALL, 0);
+    if (e == 0 && ac->accounts == 0) {
+        snprintf(cred, sizeof cred, "%s:%s", ac->token_id, ac->secret);
+        e = write_token_file(ac->data_dir, ac->path, cred);
+        OPENSSL_cleanse(cred, sizeof cred);
+    }
+    return e;
 }
 
 cn_err_t cn_identity_bootstrap(cn_identity_t *id, const char *data_dir)
@@ -122,39 +153,26 @@ cn_err_t cn_identity_bootstrap(cn_identity_t *id, const char *data_dir)
         return CN_E_INVALID;
 
     /* Cheap check first, so a running server never takes the write lock. */
-    cn_meta_txn_t *t;
-    int64_t n = 0;
-    CN_TRY(cn_meta_begin(id->meta, CN_META_READ, &t));
-    cn_err_t e = count_accounts(t, &n);
-    cn_meta_rollback(t);
-    CN_TRY(e);
-    if (n > 0) {
+    admin_cred_t ac = {.id = id, .data_dir = data_dir, .path = path};
+    CN_TRY(cn_meta_run(id->meta, CN_META_RUN_READ | CN_META_RETRY, count_body, &ac));
+    if (ac.accounts > 0) {
         if (access(path, F_OK) == 0)
             cn_info("identity", "administrator credential in %s", path);
         return 0;
     }
 
-    CN_TRY(cn_meta_begin(id->meta, CN_META_WRITE, &t));
-    e = count_accounts(t, &n);
-    if (e < 0 || n > 0) {
-        cn_meta_rollback(t);
-        return e;
-    }
-    char tid[CN_TOKEN_ID_MAX + 1], secret[CN_SECRET_MAX + 1], cred[CN_CREDENTIAL_MAX];
-    int64_t aid = 0;
-    e = cn__id_new_credential(tid, secret);
+    char tid[CN_TOKEN_ID_MAX + 1], secret[CN_SECRET_MAX + 1];
+    cn_err_t e = cn__id_new_credential(tid, secret);
+    ac.token_id = tid;
+    ac.secret = secret;
+    /* Not repeated: the body writes the credential file. */
     if (e == 0)
-        e = cn__id_account_insert(t, ADMIN_ACCOUNT, NULL, &aid);
-    if (e == 0)
-        e = cn__id_token_put(id, t, tid, aid, secret, strlen(secret), CN_PERM_ALL, 0);
-    if (e == 0) {
-        snprintf(cred, sizeof cred, "%s:%s", tid, secret);
-        e = write_token_file(data_dir, path, cred);
-    }
+        e = cn_meta_run(id->meta, CN_META_RUN_WRITE, create_body, &ac);
     OPENSSL_cleanse(secret, sizeof secret);
-    OPENSSL_cleanse(cred, sizeof cred);
-    CN_TRY(cn__id_end(t, e));
-    cn__id_cache_clear(id);
-    cn_info("identity", "created account admin; administrator credential written to %s", path);
-    return 0;
+    if (e == 0 && ac.accounts == 0) {
+        cn__id_cache_clear(id);
+        cn_info("identity", "created account admin; administrator credential written to %s",
+                path);
+    }
+    return e;
 }

@@ -8,38 +8,44 @@
 
 #include "cairn/util.h"
 
-/* What grant and revoke check first: a valid namespace, actions that are a
- * non-empty subset of CN_NS_ALL (else CN_E_INVALID), an account that exists
- * (*a); then their write transaction begins (*t). */
-static cn_err_t grant_begin(cn_identity_t *id, const char *ns, const char *account,
-                            uint32_t actions, cn_account_t *a, cn_meta_txn_t **t)
+/* One (namespace, account) grant and its actions: those to add, to remove,
+ * or (ns_actions) those found. */
+typedef struct grant_row {
+    const char *ns;
+    int64_t account_id;
+    uint32_t actions;
+} grant_row_t;
+
+/* What grant and revoke share: a valid namespace, actions that are a
+ * non-empty subset of CN_NS_ALL (else CN_E_INVALID) and an account that
+ * exists (*a), then body on their grant row in a write transaction. */
+static cn_err_t grant_apply(cn_identity_t *id, const char *ns, const char *account,
+                            uint32_t actions, cn_meta_body_fn body, cn_account_t *a)
 {
-    if (!cn__id_valid_namespace(ns) || !actions || (actions & ~(uint32_t)CN_NS_ALL))
-        return CN_E_INVALID;
-    CN_TRY(cn_identity_account_get(id, account, a));
-    return cn_meta_begin(id->meta, CN_META_WRITE, t);
+    cn_err_t e = CN_E_INVALID;
+    if (cn__id_valid_namespace(ns) && actions && !(actions & ~(uint32_t)CN_NS_ALL))
+        e = cn_identity_account_get(id, account, a);
+    grant_row_t g = {ns, e == 0 ? a->id : 0, actions};
+    if (e == 0)
+        e = cn_meta_run(id->meta, CN_META_RUN_WRITE | CN_META_RETRY, body, &g);
+    return e;
+}
+
+static cn_err_t grant_body(cn_meta_txn_t *t, void *ctx)
+{
+    const grant_row_t *g = ctx;
+    return cn_meta_execf(t,
+        "INSERT INTO cn_ns_grants (namespace, account_id, actions, created_at)"
+        " VALUES (?, ?, ?, ?) ON CONFLICT (namespace, account_id)"
+        " DO UPDATE SET actions = cn_ns_grants.actions | excluded.actions", "siii", g->ns,
+        g->account_id, (int64_t)g->actions, (int64_t)time(NULL));
 }
 
 cn_err_t cn_identity_grant(cn_identity_t *id, const char *ns, const char *account,
                            uint32_t actions)
 {
     cn_account_t a;
-    cn_meta_txn_t *t;
-    cn_meta_stmt_t *st;
-    CN_TRY(grant_begin(id, ns, account, actions, &a, &t));
-    cn_err_t e = cn_meta_prepare(t,
-        "INSERT INTO cn_ns_grants (namespace, account_id, actions, created_at)"
-        " VALUES (?, ?, ?, ?) ON CONFLICT (namespace, account_id)"
-        " DO UPDATE SET actions = cn_ns_grants.actions | excluded.actions", &st);
-    if (e == 0) {
-        cn_meta_bind_str(st, 1, ns);
-        cn_meta_bind_int64(st, 2, a.id);
-        cn_meta_bind_int64(st, 3, actions);
-        cn_meta_bind_int64(st, 4, (int64_t)time(NULL));
-        e = cn_meta_step(st);
-        cn_meta_finish(st);
-    }
-    e = cn__id_end(t, e);
+    cn_err_t e = grant_apply(id, ns, account, actions, grant_body, &a);
     if (e == 0)
         cn_info("identity", "namespace %s: granted %s%s%s to %s", ns,
                 actions & CN_NS_READ ? "read" : "", actions == CN_NS_ALL ? "+" : "",
@@ -47,47 +53,61 @@ cn_err_t cn_identity_grant(cn_identity_t *id, const char *ns, const char *accoun
     return e;
 }
 
+/* The actions held by (g->ns, g->account_id) in *held (0 without a row). */
+static cn_err_t held_actions(cn_meta_txn_t *t, const grant_row_t *g, const char *sql,
+                             int64_t *held)
+{
+    cn_meta_stmt_t *st = NULL;
+    *held = 0;
+    cn_err_t e = cn_meta_queryf(t, &st, sql, "si", g->ns, g->account_id);
+    if (e == 0)
+        e = cn_meta_step(st);
+    if (e == CN_META_ROW) {
+        *held = cn_meta_column_int64(st, 0);
+        e = 0;
+    }
+    cn_meta_finish(st);
+    return e;
+}
+
+static cn_err_t revoke_body(cn_meta_txn_t *t, void *ctx)
+{
+    const grant_row_t *g = ctx;
+    int64_t held = 0;
+    cn_err_t e = held_actions(t, g, "SELECT actions FROM cn_ns_grants"
+                                    " WHERE namespace = ? AND account_id = ?", &held);
+    if (e == 0 && !(held & g->actions))
+        e = CN_E_NOT_FOUND;
+    int64_t left = held & ~(int64_t)g->actions;
+    if (e == 0 && left)
+        e = cn_meta_execf(t, "UPDATE cn_ns_grants SET actions = ?"
+                             " WHERE namespace = ? AND account_id = ?", "isi", left, g->ns,
+                          g->account_id);
+    else if (e == 0)
+        e = cn_meta_execf(t, "DELETE FROM cn_ns_grants WHERE namespace = ? AND account_id = ?",
+                          "si", g->ns, g->account_id);
+    return e;
+}
+
 cn_err_t cn_identity_revoke(cn_identity_t *id, const char *ns, const char *account,
                             uint32_t actions)
 {
     cn_account_t a;
-    cn_meta_txn_t *t;
-    cn_meta_stmt_t *st;
-    CN_TRY(grant_begin(id, ns, account, actions, &a, &t));
-    int64_t held = 0;
-    cn_err_t e = cn_meta_prepare(t, "SELECT actions FROM cn_ns_grants"
-                                    " WHERE namespace = ? AND account_id = ?", &st);
-    if (e == 0) {
-        cn_meta_bind_str(st, 1, ns);
-        cn_meta_bind_int64(st, 2, a.id);
-        e = cn_meta_step(st);
-        if (e == CN_META_ROW) {
-            held = cn_meta_column_int64(st, 0);
-            e = 0;
-        }
-        cn_meta_finish(st);
-    }
-    if (e == 0 && !(held & actions))
-        e = CN_E_NOT_FOUND;
-    if (e == 0) {
-        int64_t left = held & ~(int64_t)actions;
-        e = cn_meta_prepare(t, left ? "UPDATE cn_ns_grants SET actions = ?"
-                                      " WHERE namespace = ? AND account_id = ?"
-                                    : "DELETE FROM cn_ns_grants"
-                                      " WHERE namespace = ? AND account_id = ?", &st);
-        if (e == 0) {
-            int i = 1;
-            if (left)
-                cn_meta_bind_int64(st, i++, left);
-            cn_meta_bind_str(st, i++, ns);
-            cn_meta_bind_int64(st, i, a.id);
-            e = cn_meta_step(st);
-            cn_meta_finish(st);
-        }
-    }
-    e = cn__id_end(t, e);
+    cn_err_t e = grant_apply(id, ns, account, actions, revoke_body, &a);
     if (e == 0)
         cn_info("identity", "namespace %s: revoked actions %u from %s", ns, actions, a.name);
+    return e;
+}
+
+static cn_err_t ns_actions_body(cn_meta_txn_t *t, void *ctx)
+{
+    grant_row_t *g = ctx;
+    int64_t held = 0;
+    cn_err_t e = held_actions(t, g, "SELECT g.actions FROM cn_ns_grants g"
+                                    " JOIN cn_accounts a ON a.id = g.account_id"
+                                    " WHERE g.namespace = ? AND g.account_id = ?"
+                                    " AND a.disabled = 0", &held);
+    g->actions = (uint32_t)held & CN_NS_ALL;
     return e;
 }
 
@@ -97,40 +117,31 @@ cn_err_t cn_identity_ns_actions(cn_identity_t *id, const char *ns, int64_t accou
     *actions = 0;
     if (!cn__id_valid_namespace(ns))
         return 0;
-    cn_meta_txn_t *t;
-    cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_begin(id->meta, CN_META_READ, &t));
-    cn_err_t e = cn_meta_prepare(t, "SELECT g.actions FROM cn_ns_grants g"
-                                    " JOIN cn_accounts a ON a.id = g.account_id"
-                                    " WHERE g.namespace = ? AND g.account_id = ?"
-                                    " AND a.disabled = 0", &st);
-    if (e == 0) {
-        cn_meta_bind_str(st, 1, ns);
-        cn_meta_bind_int64(st, 2, account_id);
-        e = cn_meta_step(st);
-        if (e == CN_META_ROW) {
-            *actions = (uint32_t)cn_meta_column_int64(st, 0) & CN_NS_ALL;
-            e = 0;
-        }
-    }
-    cn_meta_finish(st);
-    cn_meta_rollback(t);
+    grant_row_t g = {ns, account_id, 0};
+    cn_err_t e = cn_meta_run(id->meta, CN_META_RUN_READ | CN_META_RETRY, ns_actions_body, &g);
+    if (e == 0)
+        *actions = g.actions;
     return e;
 }
 
-cn_err_t cn_identity_grant_list(cn_identity_t *id, const char *ns, cn_ns_grant_fn fn,
-                                void *arg)
-{
 #define GRANT_COLS "SELECT g.namespace, a.name, a.id, g.actions, g.created_at" \
     " FROM cn_ns_grants g JOIN cn_accounts a ON a.id = g.account_id "
-    cn_meta_txn_t *t;
+
+/* A walk over the grants of ns (NULL: of every namespace) with the caller's
+ * callback and its argument. */
+typedef struct grant_walk {
+    const char *ns;
+    cn_ns_grant_fn fn;
+    void *arg;
+} grant_walk_t;
+
+static cn_err_t grants_body(cn_meta_txn_t *t, void *ctx)
+{
+    const grant_walk_t *w = ctx;
     cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_begin(id->meta, CN_META_READ, &t));
-    cn_err_t e = cn_meta_prepare(t, ns ? GRANT_COLS "WHERE g.namespace = ?"
-                                         " ORDER BY g.namespace, a.name"
-                                       : GRANT_COLS "ORDER BY g.namespace, a.name", &st);
-    if (e == 0 && ns)
-        e = cn_meta_bind_str(st, 1, ns);
+    cn_err_t e = w->ns ? cn_meta_queryf(t, &st, GRANT_COLS "WHERE g.namespace = ?"
+                                                " ORDER BY g.namespace, a.name", "s", w->ns)
+                       : cn_meta_queryf(t, &st, GRANT_COLS "ORDER BY g.namespace, a.name", "");
     while (e == 0 && (e = cn_meta_step(st)) == CN_META_ROW) {
         cn_ns_grant_t g;
         memset(&g, 0, sizeof g);
@@ -139,9 +150,15 @@ cn_err_t cn_identity_grant_list(cn_identity_t *id, const char *ns, cn_ns_grant_f
         g.account_id = cn_meta_column_int64(st, 2);
         g.actions = (uint32_t)cn_meta_column_int64(st, 3) & CN_NS_ALL;
         g.created_at = cn_meta_column_int64(st, 4);
-        e = fn(arg, &g);
+        e = w->fn(w->arg, &g);
     }
     cn_meta_finish(st);
-    cn_meta_rollback(t);
     return e;
+}
+
+cn_err_t cn_identity_grant_list(cn_identity_t *id, const char *ns, cn_ns_grant_fn fn,
+                                void *arg)
+{
+    grant_walk_t w = {ns, fn, arg};
+    return cn_meta_run(id->meta, CN_META_RUN_READ, grants_body, &w);
 }

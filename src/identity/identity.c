@@ -85,15 +85,6 @@ void cn_identity_set_cache_ttl(cn_identity_t *id, unsigned ttl_ms)
     cn__id_cache_clear(id);
 }
 
-cn_err_t cn__id_end(cn_meta_txn_t *t, cn_err_t e)
-{
-    if (e < 0) {
-        cn_meta_rollback(t);
-        return e;
-    }
-    return cn_meta_commit(t);
-}
-
 void cn__id_col_copy(cn_meta_stmt_t *st, int col, char *out, size_t max)
 {
     size_t n = 0;
@@ -111,24 +102,30 @@ void cn__id_cache_clear(cn_identity_t *id)
     pthread_mutex_unlock(&id->cache_mu);
 }
 
-/* Reads token_id's state from the database into *e. */
-static cn_err_t token_fetch(cn_identity_t *id, const char *token_id, cn__tok_entry_t *e)
+/* A token asked for, and its state as read (unreadable: its stored secret
+ * could not be decoded). */
+typedef struct token_read {
+    const char *token_id;
+    cn__tok_entry_t *e;
+    bool unreadable;
+} token_read_t;
+
+static cn_err_t token_fetch_body(cn_meta_txn_t *t, void *ctx)
 {
-    cn_meta_txn_t *t;
+    token_read_t *tr = ctx;
+    cn__tok_entry_t *e = tr->e;
     cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_begin(id->meta, CN_META_READ, &t));
-    cn_err_t rc = cn_meta_prepare(t,
+    cn_err_t rc = cn_meta_queryf(t, &st,
         "SELECT t.account_id, a.name, t.perms, t.revoked_at, t.expires_at, a.disabled,"
         " t.secret_box FROM cn_tokens t JOIN cn_accounts a ON a.id = t.account_id"
-        " WHERE t.id = ?", &st);
-    if (rc == 0)
-        rc = cn_meta_bind_str(st, 1, token_id);
+        " WHERE t.id = ?", "s", tr->token_id);
     if (rc == 0)
         rc = cn_meta_step(st);
     memset(e, 0, sizeof *e);
     e->used = true;
     e->fetched_ms = cn_mono_ms();
-    snprintf(e->p.token_id, sizeof e->p.token_id, "%s", token_id);
+    snprintf(e->p.token_id, sizeof e->p.token_id, "%s", tr->token_id);
+    tr->unreadable = false;
     if (rc == CN_META_ROW) {
         size_t nlen = 0, hlen = 0;
         const char *name = cn_meta_column_text(st, 1, &nlen);
@@ -142,20 +139,23 @@ static cn_err_t token_fetch(cn_identity_t *id, const char *token_id, cn__tok_ent
             e->p.flags |= CN_PRINCIPAL_ADMIN;
         e->active = cn_meta_column_is_null(st, 3) && cn_meta_column_int64(st, 5) == 0;
         e->expires_at = cn_meta_column_int64(st, 4);
-        if (!hex || cn__id_box_decode(hex, hlen, e->box, &e->box_len) < 0) {
-            /* Unusable, never an open door: box_len 0 rejects every secret. */
+        /* Unusable, never an open door: box_len 0 rejects every secret. */
+        tr->unreadable = !hex || cn__id_box_decode(hex, hlen, e->box, &e->box_len) < 0;
+        if (tr->unreadable)
             e->box_len = 0;
-            cn_warn("identity", "token %s: stored secret is unreadable", token_id);
-        }
-        rc = 0;
-    } else if (rc == CN_META_DONE) {
         rc = 0;
     }
     cn_meta_finish(st);
-    if (rc < 0)
-        cn_meta_rollback(t);
-    else
-        rc = cn_meta_commit(t);
+    return rc;
+}
+
+/* Reads token_id's state from the database into *e. */
+static cn_err_t token_fetch(cn_identity_t *id, const char *token_id, cn__tok_entry_t *e)
+{
+    token_read_t tr = {token_id, e, false};
+    cn_err_t rc = cn_meta_run(id->meta, CN_META_RUN_READ | CN_META_RETRY, token_fetch_body, &tr);
+    if (rc >= 0 && tr.unreadable)
+        cn_warn("identity", "token %s: stored secret is unreadable", token_id);
     return rc;
 }
 

@@ -79,10 +79,6 @@ cn_err_t cn__id_box_decode(const char *hex, size_t hex_len, uint8_t *box, size_t
 cn_err_t cn__id_open(const uint8_t key[CN__ID_KEY_LEN], const char *token_id,
                      const uint8_t *box, size_t box_len, uint8_t *secret, size_t *len);
 
-/* Ends write transaction t after work that returned e: rolls back and
- * returns e when it is an error, else returns what the commit does. */
-cn_err_t cn__id_end(cn_meta_txn_t *t, cn_err_t e);
-
 /* Copies text column col of st into out (max + 1 bytes, already zeroed) when
  * it holds at most max bytes; a NULL or longer value leaves out empty. */
 void cn__id_col_copy(cn_meta_stmt_t *st, int col, char *out, size_t max);

@@ -18,6 +18,7 @@
  */
 #include "cairn/meta.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -179,9 +180,21 @@ static cn_err_t writer_acquire(cn_meta_t *m)
     return 0;
 }
 
+#ifndef NDEBUG
+/* The writer slot is taken (by someone: the flag has no owner). */
+static bool writer_held(cn_meta_t *m)
+{
+    pthread_mutex_lock(&m->wmu);
+    bool held = m->wbusy;
+    pthread_mutex_unlock(&m->wmu);
+    return held;
+}
+#endif
+
 static void writer_release(cn_meta_t *m)
 {
     pthread_mutex_lock(&m->wmu);
+    assert(m->wbusy);           /* invariant 1: released once, by its holder */
     m->wbusy = false;
     pthread_cond_signal(&m->wcv);
     pthread_mutex_unlock(&m->wmu);
@@ -401,6 +414,7 @@ static cn_err_t group_sync(cn_meta_t *m, uint64_t seq)
         m->syncing = false;
         if (e == 0 && target > m->synced)
             m->synced = target;
+        assert(m->synced <= m->written);    /* invariant 4: only written commits are synced */
         pthread_cond_broadcast(&m->sync_cv);
         if (e < 0)
             break;
@@ -421,11 +435,14 @@ cn_err_t cn_meta_commit(cn_meta_txn_t *t)
         txn_release(t);
         return e;
     }
+    assert(t->mode != CN_META_WRITE || t->conn == m->writer);   /* invariant 1 */
     cn_err_t e = m->eng->commit(t->conn->ec);
     if (t->mode != CN_META_WRITE || e < 0) {
         txn_release(t);
         return e;
     }
+    /* Invariant 2: the sequence number is taken while the slot is held. */
+    assert(writer_held(m));
     pthread_mutex_lock(&m->sync_mu);
     uint64_t seq = ++m->written;
     pthread_mutex_unlock(&m->sync_mu);
@@ -614,3 +631,8 @@ const void *cn_meta_column_blob(cn_meta_stmt_t *s, int col, size_t *len)
 }
 
 int cn_meta_column_count(cn_meta_stmt_t *s) { return s->txn->m->eng->column_count(s->raw); }
+
+unsigned cn_meta_busy_timeout_ms(const cn_meta_t *meta)
+{
+    return meta->opts.busy_timeout_ms;
+}

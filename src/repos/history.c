@@ -21,6 +21,7 @@ static cn_err_t under_bounds(const uint8_t *p, size_t n, uint8_t **lo, uint8_t *
     if (!*lo || !*hi) {
         free(*lo);
         free(*hi);
+        *lo = *hi = NULL;
         return -ENOMEM;
     }
     memcpy(*lo, p, n);
@@ -28,6 +29,49 @@ static cn_err_t under_bounds(const uint8_t *p, size_t n, uint8_t **lo, uint8_t *
     (*lo)[n] = '/';
     (*hi)[n] = '0';
     return CN_OK;
+}
+
+/* A page of one snapshot's tree, each entry handed to the caller's fn;
+ * more when another follows, and the snapshot's roots. */
+typedef struct tree_page {
+    cn_repos_req_t *rq;
+    const cn_repos_page_q_t *q;
+    cn_repos_tree_fn fn;
+    void *ctx;
+    bool more;
+    cn_digest_t content, revision;
+} tree_page_t;
+
+cn_err_t cn__snapshot_open(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
+                          const uint8_t branch[16], uint64_t upto, uint64_t at,
+                          cn_digest_t *revision, cn_digest_t *content, cn__ptree_t **t)
+{
+    uint64_t head = 0;
+    cn_err_t err = cn__branch_head(txn, rq, repo, branch, &head, NULL, 0);
+    if (err >= 0 && upto > head)
+        err = cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_CHANGE_NOT_FOUND,
+                        "change %llu is past the branch head %llu", (unsigned long long)upto,
+                        (unsigned long long)head);
+    if (err >= 0)
+        err = cn__snapshot_root(txn, repo, branch, at, revision, content);
+    if (err >= 0)
+        err = cn__ptree_open(txn, repo, revision, t);
+    return err;
+}
+
+static cn_err_t tree_page_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
+{
+    tree_page_t *tp = ctx;
+    const cn_repos_page_q_t *q = tp->q;
+    cn__ptree_t *t = NULL;
+    (void)repo;
+    cn_err_t err = cn__snapshot_open(txn, tp->rq, q->repo, q->branch, q->change, q->change,
+                                    &tp->revision, &tp->content, &t);
+    if (err >= 0)
+        err = cn__ptree_page(t, q->prefix, q->prefix_len, q->after, q->after_len,
+                            clamp_limit(q->limit), tp->fn, tp->ctx, &tp->more);
+    cn__ptree_free(t);
+    return err;
 }
 
 cn_err_t cn_repos_tree_page(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_page_q_t *q,
@@ -41,31 +85,12 @@ cn_err_t cn_repos_tree_page(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_pa
     if (q->after && cn_repos_path_check(q->after, q->after_len) < 0)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "the cursor is not a canonical path");
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
-    cn__repo_t rp;
-    uint64_t head = 0;
-    cn__ptree_t *t = NULL;
-    cn_digest_t rev, content;
-    cn_err_t err = cn__repo_load(r, txn, rq, q->repo, CN__READ, &rp);
-    if (err >= 0)
-        err = cn__branch_head(txn, rq, q->repo, q->branch, &head, NULL, 0);
-    if (err >= 0 && q->change > head)
-        err = cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_CHANGE_NOT_FOUND,
-                        "change %llu is past the branch head %llu",
-                        (unsigned long long)q->change, (unsigned long long)head);
-    if (err >= 0)
-        err = cn__snapshot_root(txn, q->repo, q->branch, q->change, &rev, &content);
-    if (err >= 0)
-        err = cn__ptree_open(txn, q->repo, &rev, &t);
-    if (err >= 0)
-        err = cn__ptree_page(t, q->prefix, q->prefix_len, q->after, q->after_len,
-                            clamp_limit(q->limit), fn, ctx, more);
-    cn__ptree_free(t);
-    cn_meta_rollback(txn);
+    tree_page_t tp = {rq, q, fn, ctx, false, {{0}}, {{0}}};
+    cn_err_t err = cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ, tree_page_body, &tp);
+    *more = tp.more;
     if (err >= 0) {
-        *content_root = content;
-        *revision_root = rev;
+        *content_root = tp.content;
+        *revision_root = tp.revision;
     }
     return err;
 }
@@ -81,67 +106,63 @@ static size_t blob_len(cn_meta_stmt_t *st, int col, const uint8_t **p)
     return n;
 }
 
-cn_err_t cn_repos_log(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_log_q_t *q,
-                      cn_repos_log_fn fn, void *ctx)
+/* One page of a branch's log (the first-parent commits, or a path's events
+ * when the query names one), each row handed to the caller's fn. */
+typedef struct log_page {
+    cn_repos_req_t *rq;
+    const cn_repos_log_q_t *q;
+    cn_repos_log_fn fn;
+    void *ctx;
+    char branch_name[257];
+} log_page_t;
+
+/* The bound statement of lp's query, commits or path events before
+ * `before`, whose rows log_rows reads. */
+static cn_err_t log_query(cn_meta_txn_t *txn, const log_page_t *lp, cn_meta_stmt_t **st)
 {
-    if (q->path && cn_repos_path_check(q->path, q->path_len) < 0)
-        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "the path is not canonical");
-    if (q->after_path && (!q->path || !q->has_before ||
-                          cn_repos_path_check(q->after_path, q->after_len) < 0))
-        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
-                         "after path needs a path query and before");
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
-    cn__repo_t rp;
-    uint64_t head = 0;
-    char bname[257];
-    uint8_t *lo = NULL, *hi = NULL;
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn__repo_load(r, txn, rq, q->repo, CN__READ, &rp);
-    if (err >= 0)
-        err = cn__branch_head(txn, rq, q->repo, q->branch, &head, bname, sizeof bname);
+    const cn_repos_log_q_t *q = lp->q;
     uint64_t before = q->has_before ? q->before : UINT64_MAX;
     if (before > (uint64_t)INT64_MAX)
         before = (uint64_t)INT64_MAX;
-    if (err < 0)
-        goto out;
-    if (!q->path) {
-        err = cn_meta_prepare(txn, "SELECT change, commit_id, parent, author, message, time_ms"
-                              " FROM repos_commit WHERE repo = ? AND branch = ? AND change < ?"
-                              " ORDER BY change DESC LIMIT ?", &st);
-        if (err < 0)
-            goto out;
-        cn__bind_id(st, 1, q->repo);
-        cn__bind_id(st, 2, q->branch);
-        cn_meta_bind_int64(st, 3, (int64_t)before);
-        cn_meta_bind_int64(st, 4, clamp_limit(q->limit));
-    } else {
-        if ((err = under_bounds(q->path, q->path_len, &lo, &hi)) < 0)
-            goto out;
-        err = cn_meta_prepare(txn,
+    uint8_t *lo = NULL, *hi = NULL;
+    cn_err_t err = CN_OK;
+    if (!q->path)
+        err = cn_meta_queryf(txn, st, "SELECT change, commit_id, parent, author, message, time_ms"
+                                      " FROM repos_commit WHERE repo = ? AND branch = ?"
+                                      " AND change < ? ORDER BY change DESC LIMIT ?", "bbii",
+                             CN__ARG_ID(q->repo), CN__ARG_ID(q->branch), (int64_t)before,
+                             (int64_t)clamp_limit(q->limit));
+    else if ((err = under_bounds(q->path, q->path_len, &lo, &hi)) >= 0)
+        /* Without after path, before is exclusive: no row has change = -1. */
+        err = cn_meta_queryf(txn, st,
             "SELECT e.change, c.commit_id, c.parent, c.author, c.message, c.time_ms, e.path,"
             " e.event, e.from_path FROM repos_event e JOIN repos_commit c"
             " ON c.repo = e.repo AND c.change = e.change"
             " WHERE e.repo = ? AND e.branch = ? AND (e.path = ? OR (e.path >= ? AND e.path < ?))"
             " AND (e.change < ? OR (e.change = ? AND e.path > ?))"
-            " ORDER BY e.change DESC, e.path ASC LIMIT ?", &st);
-        if (err < 0)
-            goto out;
-        cn__bind_id(st, 1, q->repo);
-        cn__bind_id(st, 2, q->branch);
-        cn_meta_bind_blob(st, 3, q->path, q->path_len);
-        cn_meta_bind_blob(st, 4, lo, q->path_len + 1);
-        cn_meta_bind_blob(st, 5, hi, q->path_len + 1);
-        cn_meta_bind_int64(st, 6, (int64_t)before);
-        /* Without after path, before is exclusive: no row has change = -1. */
-        cn_meta_bind_int64(st, 7, q->after_path ? (int64_t)before : -1);
-        if (q->after_path)
-            cn_meta_bind_blob(st, 8, q->after_path, q->after_len);
-        else
-            cn_meta_bind_blob(st, 8, "", 0);
-        cn_meta_bind_int64(st, 9, clamp_limit(q->limit));
-    }
-    while ((err = cn_meta_step(st)) == CN_META_ROW) {
+            " ORDER BY e.change DESC, e.path ASC LIMIT ?", "bbbbbiibi", CN__ARG_ID(q->repo),
+            CN__ARG_ID(q->branch), (const void *)q->path, q->path_len, (const void *)lo,
+            q->path_len + 1, (const void *)hi, q->path_len + 1, (int64_t)before,
+            q->after_path ? (int64_t)before : (int64_t)-1,
+            (const void *)(q->after_path ? q->after_path : (const uint8_t *)""),
+            q->after_path ? q->after_len : 0, (int64_t)clamp_limit(q->limit));
+    free(lo);
+    free(hi);
+    return err;
+}
+
+static cn_err_t log_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
+{
+    log_page_t *lp = ctx;
+    const cn_repos_log_q_t *q = lp->q;
+    uint64_t head = 0;
+    cn_meta_stmt_t *st = NULL;
+    (void)repo;
+    cn_err_t err = cn__branch_head(txn, lp->rq, q->repo, q->branch, &head, lp->branch_name,
+                                   sizeof lp->branch_name);
+    if (err >= 0)
+        err = log_query(txn, lp, &st);
+    while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
         cn_repos_log_row_t row;
         memset(&row, 0, sizeof row);
         row.change = (uint64_t)cn_meta_column_int64(st, 0);
@@ -150,7 +171,7 @@ cn_err_t cn_repos_log(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_log_q_t 
             break;
         }
         memcpy(row.branch, q->branch, 16);
-        row.branch_name = bname;
+        row.branch_name = lp->branch_name;
         row.parent = (uint64_t)cn_meta_column_int64(st, 2);
         row.author_len = blob_len(st, 3, &row.author);
         row.message_len = blob_len(st, 4, &row.message);
@@ -162,13 +183,22 @@ cn_err_t cn_repos_log(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_log_q_t 
             row.event = (uint8_t)cn_meta_column_int64(st, 7);
             row.from_len = blob_len(st, 8, &row.from_path);
         }
-        if ((err = fn(ctx, &row)) != 0)
+        if ((err = lp->fn(lp->ctx, &row)) != 0)
             break;
     }
     cn_meta_finish(st);
-out:
-    free(lo);
-    free(hi);
-    cn_meta_rollback(txn);
     return err < 0 ? err : (err == CN_META_DONE ? CN_OK : err);
+}
+
+cn_err_t cn_repos_log(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_log_q_t *q,
+                      cn_repos_log_fn fn, void *ctx)
+{
+    if (q->path && cn_repos_path_check(q->path, q->path_len) < 0)
+        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "the path is not canonical");
+    if (q->after_path && (!q->path || !q->has_before ||
+                          cn_repos_path_check(q->after_path, q->after_len) < 0))
+        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
+                         "after path needs a path query and before");
+    log_page_t lp = {.rq = rq, .q = q, .fn = fn, .ctx = ctx};
+    return cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ, log_body, &lp);
 }

@@ -8,70 +8,64 @@
 #include <stdlib.h>
 #include <string.h>
 
-cn_err_t cn_repos_changed_paths(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_changed_q_t *q,
-                                cn_repos_changed_fn fn, void *ctx, bool *more)
+/* One page of the paths changed in (lo, hi], each handed with its state at
+ * q->to to the caller's fn: at most limit, more when another follows. */
+typedef struct changed_page {
+    cn_repos_req_t *rq;
+    const cn_repos_changed_q_t *q;
+    uint32_t limit;
+    uint64_t lo, hi;
+    cn_repos_changed_fn fn;
+    void *ctx;
+    bool more;
+} changed_page_t;
+
+/* The bound statement of cp's query: each path with an event in (lo, hi]
+ * under the prefix and after the cursor, with its last change. */
+static cn_err_t changed_query(cn_meta_txn_t *txn, const changed_page_t *cp, cn_meta_stmt_t **st)
 {
-    *more = false;
-    if (q->prefix_len && cn_repos_path_check(q->prefix, q->prefix_len) < 0)
-        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "the prefix is not canonical");
-    if (q->after && cn_repos_path_check(q->after, q->after_len) < 0)
-        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
-                         "the continuation token is not one this server issued");
-    uint32_t limit = q->limit == 0 ? 1 : q->limit > CN_REPOS_PAGE_MAX ? CN_REPOS_PAGE_MAX : q->limit;
-    uint64_t lo = q->from < q->to ? q->from : q->to, hi = q->from < q->to ? q->to : q->from;
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
-    cn__repo_t rp;
-    uint64_t head = 0;
+    const cn_repos_changed_q_t *q = cp->q;
+    size_t pn = q->prefix_len;
+    uint8_t *plo = malloc(pn + 1), *phi = malloc(pn + 1);
+    cn_err_t err = plo && phi ? CN_OK : -ENOMEM;
+    if (err >= 0) {
+        if (pn) {
+            memcpy(plo, q->prefix, pn);
+            memcpy(phi, q->prefix, pn);
+        }
+        plo[pn] = '/';
+        phi[pn] = '0';
+        err = cn_meta_queryf(txn, st,
+            "SELECT path, MAX(change) FROM repos_event WHERE repo = ? AND branch = ?"
+            " AND change > ? AND change <= ? AND path > ?"
+            " AND (? = 0 OR path = ? OR (path >= ? AND path < ?))"
+            " GROUP BY path ORDER BY path LIMIT ?", "bbiibibbbi", CN__ARG_ID(q->repo),
+            CN__ARG_ID(q->branch), (int64_t)cp->lo, (int64_t)cp->hi,
+            (const void *)(q->after ? q->after : (const uint8_t *)""),
+            q->after ? q->after_len : 0, (int64_t)pn,
+            (const void *)(q->prefix ? q->prefix : (const uint8_t *)""), pn, (const void *)plo,
+            pn + 1, (const void *)phi, pn + 1, (int64_t)cp->limit + 1);
+    }
+    free(plo);
+    free(phi);
+    return err;
+}
+
+static cn_err_t changed_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
+{
+    changed_page_t *cp = ctx;
+    const cn_repos_changed_q_t *q = cp->q;
     cn__ptree_t *t = NULL;
     cn_meta_stmt_t *st = NULL;
-    uint8_t *plo = NULL, *phi = NULL;
     cn_digest_t rev, content;
-    cn_err_t err = cn__repo_load(r, txn, rq, q->repo, CN__READ, &rp);
+    (void)repo;
+    cn_err_t err = cn__snapshot_open(txn, cp->rq, q->repo, q->branch, cp->hi, q->to, &rev,
+                                    &content, &t);
     if (err >= 0)
-        err = cn__branch_head(txn, rq, q->repo, q->branch, &head, NULL, 0);
-    if (err >= 0 && hi > head)
-        err = cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_CHANGE_NOT_FOUND,
-                        "change %llu is past the branch head %llu", (unsigned long long)hi,
-                        (unsigned long long)head);
-    if (err >= 0)
-        err = cn__snapshot_root(txn, q->repo, q->branch, q->to, &rev, &content);
-    if (err >= 0)
-        err = cn__ptree_open(txn, q->repo, &rev, &t);
-    if (err < 0)
-        goto out;
-    size_t pn = q->prefix_len;
-    if (!(plo = malloc(pn + 1)) || !(phi = malloc(pn + 1))) {
-        err = -ENOMEM;
-        goto out;
-    }
-    if (pn) {
-        memcpy(plo, q->prefix, pn);
-        memcpy(phi, q->prefix, pn);
-    }
-    plo[pn] = '/';
-    phi[pn] = '0';
-    err = cn_meta_prepare(txn,
-        "SELECT path, MAX(change) FROM repos_event WHERE repo = ? AND branch = ?"
-        " AND change > ? AND change <= ? AND path > ?"
-        " AND (? = 0 OR path = ? OR (path >= ? AND path < ?))"
-        " GROUP BY path ORDER BY path LIMIT ?", &st);
-    if (err < 0)
-        goto out;
-    cn__bind_id(st, 1, q->repo);
-    cn__bind_id(st, 2, q->branch);
-    cn_meta_bind_int64(st, 3, (int64_t)lo);
-    cn_meta_bind_int64(st, 4, (int64_t)hi);
-    cn_meta_bind_blob(st, 5, q->after ? q->after : (const uint8_t *)"", q->after ? q->after_len : 0);
-    cn_meta_bind_int64(st, 6, (int64_t)pn);
-    cn_meta_bind_blob(st, 7, q->prefix ? q->prefix : (const uint8_t *)"", pn);
-    cn_meta_bind_blob(st, 8, plo, pn + 1);
-    cn_meta_bind_blob(st, 9, phi, pn + 1);
-    cn_meta_bind_int64(st, 10, (int64_t)limit + 1);
-    uint32_t n = 0;
-    while ((err = cn_meta_step(st)) == CN_META_ROW) {
-        if (n == limit) {
-            *more = true;
+        err = changed_query(txn, cp, &st);
+    for (uint32_t n = 0; err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW; n++) {
+        if (n == cp->limit) {
+            cp->more = true;
             err = CN_META_DONE;
             break;
         }
@@ -93,15 +87,28 @@ cn_err_t cn_repos_changed_paths(cn_repos_t *r, cn_repos_req_t *rq, const cn_repo
             row.size = e.size;
             row.mode = e.mode;
         }
-        if ((err = fn(ctx, &row)) != 0)
+        if ((err = cp->fn(cp->ctx, &row)) != 0)
             break;
-        n++;
     }
     cn_meta_finish(st);
-out:
-    free(plo);
-    free(phi);
     cn__ptree_free(t);
-    cn_meta_rollback(txn);
     return err < 0 ? err : (err == CN_META_DONE ? CN_OK : err);
+}
+
+cn_err_t cn_repos_changed_paths(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_changed_q_t *q,
+                                cn_repos_changed_fn fn, void *ctx, bool *more)
+{
+    *more = false;
+    if (q->prefix_len && cn_repos_path_check(q->prefix, q->prefix_len) < 0)
+        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "the prefix is not canonical");
+    if (q->after && cn_repos_path_check(q->after, q->after_len) < 0)
+        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
+                         "the continuation token is not one this server issued");
+    changed_page_t cp = {rq, q, 0, 0, 0, fn, ctx, false};
+    cp.limit = q->limit == 0 ? 1 : q->limit > CN_REPOS_PAGE_MAX ? CN_REPOS_PAGE_MAX : q->limit;
+    cp.lo = q->from < q->to ? q->from : q->to;
+    cp.hi = q->from < q->to ? q->to : q->from;
+    cn_err_t err = cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ, changed_body, &cp);
+    *more = cp.more;
+    return err;
 }

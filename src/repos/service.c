@@ -33,12 +33,10 @@ static cn_err_t cn_repos_instance_init(cn_meta_txn_t *txn, void *arg)
 {
     (void)arg;
     uint8_t inc[16];
-    CN_TRY(cn_random_bytes(inc, sizeof inc));
-    cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_prepare(txn, "INSERT INTO repos_instance (id, incarnation) VALUES (1, ?)", &st));
-    cn_meta_bind_blob(st, 1, inc, sizeof inc);
-    cn_err_t err = cn_meta_step(st);
-    cn_meta_finish(st);
+    cn_err_t err = cn_random_bytes(inc, sizeof inc);
+    if (err >= 0)
+        err = cn_meta_execf(txn, "INSERT INTO repos_instance (id, incarnation) VALUES (1, ?)",
+                            "b", CN__ARG_ID(inc));
     return err < 0 ? err : CN_OK;
 }
 
@@ -168,9 +166,10 @@ cn_err_t cn__repo_load(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq,
                        const uint8_t id[16], int access, cn__repo_t *out)
 {
     cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_prepare(txn, "SELECT " REPO_COLS " FROM repos_repo WHERE id = ?", &st));
-    cn__bind_id(st, 1, id);
-    cn_err_t err = cn_meta_step(st);
+    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT " REPO_COLS " FROM repos_repo WHERE id = ?",
+                                  "b", CN__ARG_ID(id));
+    if (err >= 0)
+        err = cn_meta_step(st);
     if (err == CN_META_ROW)
         err = repo_row(st, &out->info);
     else if (err == CN_META_DONE)
@@ -178,25 +177,66 @@ cn_err_t cn__repo_load(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq,
     cn_meta_finish(st);
     if (err == CN_E_NOT_FOUND ||
         (err >= 0 && !cn__repo_allowed(r, rq, out->info.name, CN__READ)))
-        return cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_REPOSITORY_NOT_FOUND,
-                         "no such repository");
-    if (err < 0)
-        return err;
-    if (access == CN__WRITE && !cn__repo_allowed(r, rq, out->info.name, CN__WRITE))
-        return cn__rfail(rq, CN_E_DENIED, CN_REPOS_E_FORBIDDEN,
-                         "writing repository %s is not allowed", out->info.name);
+        err = cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_REPOSITORY_NOT_FOUND,
+                        "no such repository");
+    else if (err >= 0 && access == CN__WRITE && !cn__repo_allowed(r, rq, out->info.name, CN__WRITE))
+        err = cn__rfail(rq, CN_E_DENIED, CN_REPOS_E_FORBIDDEN,
+                        "writing repository %s is not allowed", out->info.name);
+    return err;
+}
+
+/* One repository body of cn__repo_run: what to load, and what runs next. */
+typedef struct repo_run {
+    cn_repos_t *r;
+    cn_repos_req_t *rq;
+    const uint8_t *id;
+    int access;
+    cn__repo_body_fn body;
+    void *ctx;
+} repo_run_t;
+
+static cn_err_t repo_run_body(cn_meta_txn_t *txn, void *ctx)
+{
+    const repo_run_t *rr = ctx;
+    cn__repo_t repo;
+    cn_err_t err = cn__repo_load(rr->r, txn, rr->rq, rr->id, rr->access, &repo);
+    return err < 0 ? err : rr->body(txn, &repo, rr->ctx);
+}
+
+cn_err_t cn__repo_run(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t id[16], int access,
+                      unsigned flags, cn__repo_body_fn body, void *ctx)
+{
+    repo_run_t rr = {r, rq, id, access, body, ctx};
+    return cn_meta_run(r->meta, flags, repo_run_body, &rr);
+}
+
+static cn_err_t info_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
+{
+    (void)txn;
+    *(cn_repos_info_t *)ctx = repo->info;
     return CN_OK;
+}
+
+cn_err_t cn__repo_info(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t id[16], int access,
+                       cn_repos_info_t *out)
+{
+    cn_repos_info_t info;
+    cn_err_t err = cn__repo_run(r, rq, id, access, CN_META_RUN_READ | CN_META_RETRY, info_body,
+                                &info);
+    if (err >= 0)
+        *out = info;
+    return err;
 }
 
 cn_err_t cn__branch_head(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
                          const uint8_t branch[16], uint64_t *head, char *name, size_t cap)
 {
     cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_prepare(txn, "SELECT head, name FROM repos_branch WHERE repo = ? AND id = ?",
-                           &st));
-    cn__bind_id(st, 1, repo);
-    cn__bind_id(st, 2, branch);
-    cn_err_t err = cn_meta_step(st);
+    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT head, name FROM repos_branch"
+                                            " WHERE repo = ? AND id = ?", "bb",
+                                  CN__ARG_ID(repo), CN__ARG_ID(branch));
+    if (err >= 0)
+        err = cn_meta_step(st);
     if (err == CN_META_ROW) {
         *head = (uint64_t)cn_meta_column_int64(st, 0);
         if (name && cap) {
@@ -217,37 +257,33 @@ cn_err_t cn__branch_head(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t r
     return err;
 }
 
+/* Reads the two digest columns of the first row of st into revision and
+ * content: CN_META_ROW, CN_META_DONE (no row), CN_E_CORRUPT or an error. */
+static cn_err_t roots_row(cn_meta_stmt_t *st, cn_digest_t *revision, cn_digest_t *content)
+{
+    cn_err_t err = cn_meta_step(st);
+    if (err == CN_META_ROW && (!cn__col_fixed(st, 0, revision->b, CN_DIGEST_LEN) ||
+                               !cn__col_fixed(st, 1, content->b, CN_DIGEST_LEN)))
+        err = CN_E_CORRUPT;
+    cn_meta_finish(st);
+    return err;
+}
+
 cn_err_t cn__snapshot_root(cn_meta_txn_t *txn, const uint8_t repo[16], const uint8_t branch[16],
                            uint64_t change, cn_digest_t *revision, cn_digest_t *content)
 {
     cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_prepare(txn,
+    cn_err_t err = cn_meta_queryf(txn, &st,
         "SELECT revision_root, content_root FROM repos_commit WHERE repo = ? AND branch = ?"
-        " AND change <= ? ORDER BY change DESC LIMIT 1", &st));
-    cn__bind_id(st, 1, repo);
-    cn__bind_id(st, 2, branch);
-    cn_meta_bind_int64(st, 3, (int64_t)change);
-    cn_err_t err = cn_meta_step(st);
-    bool found = err == CN_META_ROW;
-    if (found && (!cn__col_fixed(st, 0, revision->b, CN_DIGEST_LEN) ||
-                  !cn__col_fixed(st, 1, content->b, CN_DIGEST_LEN)))
-        err = CN_E_CORRUPT;
-    cn_meta_finish(st);
-    if (err < 0)
-        return err;
-    if (found)
-        return CN_OK;
-    CN_TRY(cn_meta_prepare(txn, "SELECT revision_root, content_root FROM repos_root WHERE repo = ?",
-                           &st));
-    cn__bind_id(st, 1, repo);
-    err = cn_meta_step(st);
-    if (err == CN_META_ROW)
-        err = cn__col_fixed(st, 0, revision->b, CN_DIGEST_LEN) &&
-              cn__col_fixed(st, 1, content->b, CN_DIGEST_LEN) ? CN_OK : CN_E_CORRUPT;
-    else if (err == CN_META_DONE)
-        err = CN_E_CORRUPT;
-    cn_meta_finish(st);
-    return err;
+        " AND change <= ? ORDER BY change DESC LIMIT 1", "bbi", CN__ARG_ID(repo),
+        CN__ARG_ID(branch), (int64_t)change);
+    if (err >= 0)
+        err = roots_row(st, revision, content);
+    if (err == CN_META_DONE &&
+        (err = cn_meta_queryf(txn, &st, "SELECT revision_root, content_root FROM repos_root"
+                                        " WHERE repo = ?", "b", CN__ARG_ID(repo))) >= 0)
+        err = roots_row(st, revision, content);
+    return err == CN_META_ROW ? CN_OK : err == CN_META_DONE ? CN_E_CORRUPT : err;
 }
 
 static bool name_ok(const char *name, size_t len)
@@ -264,6 +300,44 @@ static bool name_ok(const char *name, size_t len)
     return true;
 }
 
+/* A repository to create: its name and its row; rq takes the failure. */
+typedef struct new_repo {
+    cn_repos_req_t *rq;
+    const char *name;
+    size_t len;
+    cn_repos_info_t info;
+} new_repo_t;
+
+static cn_err_t create_body(cn_meta_txn_t *txn, void *ctx)
+{
+    const new_repo_t *nr = ctx;
+    const cn_repos_info_t *ri = &nr->info;
+    cn_digest_t rev, content;
+    cn_err_t err = cn_meta_execf(txn, "SELECT 1 FROM repos_repo WHERE name = ?", "b", nr->name,
+                                 nr->len);
+    if (err == CN_META_ROW)
+        err = CN_E_EXISTS;
+    if (err >= 0)
+        err = cn_meta_execf(txn, "INSERT INTO repos_repo (" REPO_COLS ") VALUES (?, ?, ?, ?, 0,"
+                                 " ?, ?)", "bbbbii", CN__ARG_ID(ri->id), nr->name, nr->len,
+                            CN__ARG_ID(ri->incarnation), CN__ARG_ID(ri->main_branch),
+                            ri->created_ms, (int64_t)ri->compression);
+    if (err >= 0)
+        err = cn_meta_execf(txn, "INSERT INTO repos_branch (repo, id, name, head)"
+                                 " VALUES (?, ?, ?, 0)", "bbb", CN__ARG_ID(ri->id),
+                            CN__ARG_ID(ri->main_branch), "main", (size_t)4);
+    if (err >= 0)
+        err = cn__ptree_init_empty(txn, ri->id, &rev, &content);
+    if (err >= 0)
+        err = cn_meta_execf(txn, "INSERT INTO repos_root (repo, content_root, revision_root)"
+                                 " VALUES (?, ?, ?)", "bbb", CN__ARG_ID(ri->id),
+                            CN__ARG_DIGEST(&content), CN__ARG_DIGEST(&rev));
+    if (err == CN_E_EXISTS)
+        err = cn__rfail(nr->rq, err, CN_REPOS_E_REPOSITORY_EXISTS, "a repository named %s exists",
+                        ri->name);
+    return err < 0 ? err : CN_OK;
+}
+
 cn_err_t cn_repos_create(cn_repos_t *r, cn_repos_req_t *rq, const char *name, size_t len,
                          uint8_t compression, cn_repos_info_t *out)
 {
@@ -277,188 +351,197 @@ cn_err_t cn_repos_create(cn_repos_t *r, cn_repos_req_t *rq, const char *name, si
     if (!rq->trusted && !(rq->principal && (rq->principal->perms & CN_PERM_ADMIN)))
         return cn__rfail(rq, CN_E_DENIED, CN_REPOS_E_FORBIDDEN,
                          "creating repositories needs the admin permission");
-    cn_repos_info_t ri;
-    memset(&ri, 0, sizeof ri);
-    memcpy(ri.name, name, len);
-    CN_TRY(cn_random_bytes(ri.id, 16));
-    CN_TRY(cn_random_bytes(ri.incarnation, 16));
-    CN_TRY(cn_random_bytes(ri.main_branch, 16));
-    ri.created_ms = cn__repos_now_ms();
-    ri.compression = compression;
-
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_WRITE, &txn));
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(txn, "SELECT 1 FROM repos_repo WHERE name = ?", &st);
-    if (err >= 0) {
-        cn_meta_bind_blob(st, 1, name, len);
-        err = cn_meta_step(st);
-        cn_meta_finish(st);
-        if (err == CN_META_ROW) {
-            cn_meta_rollback(txn);
-            return cn__rfail(rq, CN_E_EXISTS, CN_REPOS_E_REPOSITORY_EXISTS,
-                             "a repository named %s exists", ri.name);
-        }
-    }
-    if (err >= 0)
-        err = cn_meta_prepare(txn, "INSERT INTO repos_repo (" REPO_COLS
-                              ") VALUES (?, ?, ?, ?, 0, ?, ?)", &st);
-    if (err >= 0) {
-        cn__bind_id(st, 1, ri.id);
-        cn_meta_bind_blob(st, 2, name, len);
-        cn__bind_id(st, 3, ri.incarnation);
-        cn__bind_id(st, 4, ri.main_branch);
-        cn_meta_bind_int64(st, 5, ri.created_ms);
-        cn_meta_bind_int64(st, 6, compression);
-        err = cn_meta_step(st);
-        cn_meta_finish(st);
-    }
-    if (err >= 0)
-        err = cn_meta_prepare(txn, "INSERT INTO repos_branch (repo, id, name, head)"
-                              " VALUES (?, ?, ?, 0)", &st);
-    if (err >= 0) {
-        cn__bind_id(st, 1, ri.id);
-        cn__bind_id(st, 2, ri.main_branch);
-        cn_meta_bind_blob(st, 3, "main", 4);
-        err = cn_meta_step(st);
-        cn_meta_finish(st);
-    }
-    cn_digest_t rev, content;
-    if (err >= 0)
-        err = cn__ptree_init_empty(txn, ri.id, &rev, &content);
-    if (err >= 0)
-        err = cn_meta_prepare(txn, "INSERT INTO repos_root (repo, content_root, revision_root)"
-                              " VALUES (?, ?, ?)", &st);
-    if (err >= 0) {
-        cn__bind_id(st, 1, ri.id);
-        cn__bind_digest(st, 2, &content);
-        cn__bind_digest(st, 3, &rev);
-        err = cn_meta_step(st);
-        cn_meta_finish(st);
-    }
-    if (err < 0) {
-        cn_meta_rollback(txn);
-        return err == CN_E_EXISTS
-                   ? cn__rfail(rq, err, CN_REPOS_E_REPOSITORY_EXISTS, "a repository named %s exists",
-                               ri.name)
-                   : err;
-    }
-    err = cn_meta_commit(txn);
-    if (err < 0)
-        return err;
-    if (out)
-        *out = ri;
-    return CN_OK;
+    new_repo_t nr = {.rq = rq, .name = name, .len = len};
+    cn_repos_info_t *ri = &nr.info;
+    memcpy(ri->name, name, len);
+    CN_TRY(cn_random_bytes(ri->id, 16));
+    CN_TRY(cn_random_bytes(ri->incarnation, 16));
+    CN_TRY(cn_random_bytes(ri->main_branch, 16));
+    ri->created_ms = cn__repos_now_ms();
+    ri->compression = compression;
+    cn_err_t err = cn_meta_run(r->meta, CN_META_RUN_WRITE | CN_META_RETRY, create_body, &nr);
+    if (err >= 0 && out)
+        *out = nr.info;
+    return err;
 }
 
 cn_err_t cn_repos_info(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t id[16],
                        cn_repos_info_t *out)
 {
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
-    cn__repo_t repo;
-    cn_err_t err = cn__repo_load(r, txn, rq, id, CN__READ, &repo);
-    cn_meta_rollback(txn);
+    return cn__repo_info(r, rq, id, CN__READ, out);
+}
+
+/* A repository asked for by name, and its row as found. */
+typedef struct repo_name {
+    const char *name;
+    size_t len;
+    cn_repos_info_t *out;
+} repo_name_t;
+
+static cn_err_t by_name_body(cn_meta_txn_t *txn, void *ctx)
+{
+    const repo_name_t *rn = ctx;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT " REPO_COLS " FROM repos_repo WHERE name = ?",
+                                  "b", rn->name, rn->len);
     if (err >= 0)
-        *out = repo.info;
+        err = cn_meta_step(st);
+    if (err == CN_META_ROW)
+        err = repo_row(st, rn->out);
+    else if (err == CN_META_DONE)
+        err = CN_E_NOT_FOUND;
+    cn_meta_finish(st);
     return err;
 }
 
 cn_err_t cn_repos_info_by_name(cn_repos_t *r, cn_repos_req_t *rq, const char *name, size_t len,
                                cn_repos_info_t *out)
 {
-    if (!name_ok(name, len))
-        return cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_REPOSITORY_NOT_FOUND,
-                         "no such repository");
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(txn, "SELECT " REPO_COLS " FROM repos_repo WHERE name = ?", &st);
-    if (err >= 0) {
-        cn_meta_bind_blob(st, 1, name, len);
-        err = cn_meta_step(st);
-        if (err == CN_META_ROW)
-            err = repo_row(st, out);
-        else if (err == CN_META_DONE)
-            err = CN_E_NOT_FOUND;
-        cn_meta_finish(st);
-    }
-    cn_meta_rollback(txn);
+    cn_err_t err = CN_E_NOT_FOUND;
+    repo_name_t rn = {name, len, out};
+    if (name_ok(name, len))
+        err = cn_meta_run(r->meta, CN_META_RUN_READ | CN_META_RETRY, by_name_body, &rn);
     if (err == CN_E_NOT_FOUND || (err >= 0 && !cn__repo_allowed(r, rq, out->name, CN__READ)))
-        return cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_REPOSITORY_NOT_FOUND,
-                         "no such repository");
+        err = cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_REPOSITORY_NOT_FOUND,
+                        "no such repository");
     return err;
+}
+
+/* A page of the repositories the caller may read, named after `after`, each
+ * handed to the caller's fn: at most limit, more when another follows. */
+typedef struct repo_page {
+    cn_repos_t *r;
+    cn_repos_req_t *rq;
+    const char *after;
+    uint32_t limit;
+    cn_repos_info_fn fn;
+    void *ctx;
+    bool more;
+} repo_page_t;
+
+static cn_err_t list_body(cn_meta_txn_t *txn, void *ctx)
+{
+    repo_page_t *pg = ctx;
+    cn_meta_stmt_t *st = NULL;
+    uint32_t n = 0;
+    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT " REPO_COLS " FROM repos_repo WHERE name > ?"
+                                            " ORDER BY name", "b", pg->after ? pg->after : "",
+                                  pg->after ? strlen(pg->after) : 0);
+    while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
+        cn_repos_info_t ri;
+        if ((err = repo_row(st, &ri)) < 0)
+            break;
+        if (!cn__repo_allowed(pg->r, pg->rq, ri.name, CN__READ))
+            continue;
+        if (n == pg->limit) {
+            pg->more = true;
+            break;
+        }
+        if ((err = pg->fn(pg->ctx, &ri)) != 0)
+            break;
+        n++;
+    }
+    cn_meta_finish(st);
+    return err < 0 ? err : (err > 0 && err != CN_META_ROW ? err : CN_OK);
 }
 
 cn_err_t cn_repos_list(cn_repos_t *r, cn_repos_req_t *rq, const char *after, uint32_t limit,
                        cn_repos_info_fn fn, void *ctx, bool *more)
 {
-    *more = false;
     if (limit == 0)
         limit = 1;
     if (limit > CN_REPOS_PAGE_MAX)
         limit = CN_REPOS_PAGE_MAX;
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
+    repo_page_t pg = {r, rq, after, limit, fn, ctx, false};
+    cn_err_t err = cn_meta_run(r->meta, CN_META_RUN_READ, list_body, &pg);
+    *more = pg.more;
+    return err;
+}
+
+/* The int64 in the first column of sql's first row (0 without one), with
+ * ?1 = id unless id is NULL. */
+static cn_err_t scalar(cn_meta_txn_t *txn, const char *sql, const uint8_t *id, int64_t *out)
+{
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(txn, "SELECT " REPO_COLS " FROM repos_repo WHERE name > ?"
-                                   " ORDER BY name", &st);
-    uint32_t n = 0;
-    if (err >= 0) {
-        cn_meta_bind_blob(st, 1, after ? after : "", after ? strlen(after) : 0);
-        while ((err = cn_meta_step(st)) == CN_META_ROW) {
-            cn_repos_info_t ri;
-            if ((err = repo_row(st, &ri)) < 0)
-                break;
-            if (!cn__repo_allowed(r, rq, ri.name, CN__READ))
-                continue;
-            if (n == limit) {
-                *more = true;
-                break;
-            }
-            if ((err = fn(ctx, &ri)) != 0)
-                break;
-            n++;
-        }
-        cn_meta_finish(st);
-    }
-    cn_meta_rollback(txn);
-    return err < 0 ? err : (err > 0 && err != CN_META_ROW ? err : CN_OK);
+    cn_err_t err = id ? cn_meta_queryf(txn, &st, sql, "b", CN__ARG_ID(id))
+                      : cn_meta_queryf(txn, &st, sql, "");
+    if (err >= 0)
+        err = cn_meta_step(st);
+    *out = err == CN_META_ROW ? cn_meta_column_int64(st, 0) : 0;
+    cn_meta_finish(st);
+    return err < 0 ? err : CN_OK;
+}
+
+static cn_err_t usage_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
+{
+    int64_t v = 0;
+    cn_err_t err = scalar(txn, "SELECT COALESCE(SUM(len), 0) FROM repos_object WHERE repo = ?",
+                          repo->info.id, &v);
+    *(uint64_t *)ctx = (uint64_t)v;
+    return err;
 }
 
 cn_err_t cn_repos_usage(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t id[16], uint64_t *bytes)
 {
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
-    cn__repo_t repo;
-    cn_err_t err = cn__repo_load(r, txn, rq, id, CN__READ, &repo);
-    cn_meta_stmt_t *st = NULL;
+    uint64_t used = 0;
+    cn_err_t err = cn__repo_run(r, rq, id, CN__READ, CN_META_RUN_READ | CN_META_RETRY, usage_body,
+                                &used);
     if (err >= 0)
-        err = cn_meta_prepare(txn, "SELECT COALESCE(SUM(len), 0) FROM repos_object WHERE repo = ?",
-                              &st);
-    if (err >= 0) {
-        cn__bind_id(st, 1, id);
-        err = cn_meta_step(st);
-        if (err == CN_META_ROW) {
-            *bytes = (uint64_t)cn_meta_column_int64(st, 0);
-            err = CN_OK;
-        }
-        cn_meta_finish(st);
-    }
-    cn_meta_rollback(txn);
-    return err < 0 ? err : CN_OK;
+        *bytes = used;
+    return err;
 }
 
-static cn_err_t scalar(cn_meta_txn_t *txn, const char *sql, const uint8_t *id, int64_t *out)
+/* The instance status and one page of at most 128 repositories after
+ * `after` (NULL: from the first), each handed with its usage to fn. */
+typedef struct instance_page {
+    const uint8_t *after;
+    cn_repos_instance_t *out;
+    cn_repos_usage_fn fn;
+    void *ctx;
+    bool has_next;
+    uint8_t *next;
+} instance_page_t;
+
+static cn_err_t instance_body(cn_meta_txn_t *txn, void *ctx)
 {
+    instance_page_t *ip = ctx;
     cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_prepare(txn, sql, &st));
-    if (id)
-        cn__bind_id(st, 1, id);
-    cn_err_t err = cn_meta_step(st);
-    *out = err == CN_META_ROW ? cn_meta_column_int64(st, 0) : 0;
+    int64_t v = 0;
+    static const uint8_t zero[16] = {0};
+    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT incarnation FROM repos_instance WHERE id = 1",
+                                  "");
+    if (err >= 0) {
+        err = cn_meta_step(st);
+        err = err == CN_META_ROW && cn__col_fixed(st, 0, ip->out->incarnation, 16) ? CN_OK
+                                                                                  : CN_E_CORRUPT;
+        cn_meta_finish(st);
+        st = NULL;
+    }
+    if (err >= 0 && (err = scalar(txn, "SELECT COUNT(*) FROM repos_repo", NULL, &v)) >= 0)
+        ip->out->total_repositories = (uint64_t)v;
+    if (err >= 0 && !ip->after &&
+        (err = scalar(txn, "SELECT COALESCE(SUM(len), 0) FROM repos_object", NULL, &v)) >= 0)
+        ip->out->used_bytes = (uint64_t)v;
+    if (err >= 0)
+        err = cn_meta_queryf(txn, &st, "SELECT " REPO_COLS " FROM repos_repo WHERE id > ?"
+                                       " ORDER BY id LIMIT 129", "b",
+                             CN__ARG_ID(ip->after ? ip->after : zero));
+    for (uint32_t n = 0; err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW; n++) {
+        cn_repos_info_t ri;
+        if ((err = repo_row(st, &ri)) < 0)
+            break;
+        if (n == 128) {
+            ip->has_next = true;
+            break;
+        }
+        memcpy(ip->next, ri.id, 16);
+        if ((err = scalar(txn, "SELECT COALESCE(SUM(len), 0) FROM repos_object WHERE repo = ?",
+                          ri.id, &v)) < 0 ||
+            (err = ip->fn(ip->ctx, &ri, (uint64_t)v)) != 0)
+            break;
+    }
     cn_meta_finish(st);
-    return err < 0 ? err : CN_OK;
+    return err < 0 ? err : (err == CN_META_DONE || err == CN_META_ROW ? CN_OK : err);
 }
 
 cn_err_t cn_repos_instance_status(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t *after,
@@ -470,48 +553,10 @@ cn_err_t cn_repos_instance_status(cn_repos_t *r, cn_repos_req_t *rq, const uint8
     if (!rq->trusted && !(rq->principal && (rq->principal->perms & CN_PERM_ADMIN)))
         return cn__rfail(rq, CN_E_DENIED, CN_REPOS_E_FORBIDDEN,
                          "instance status needs the admin permission");
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
-    cn_meta_stmt_t *st = NULL;
-    int64_t v = 0;
-    cn_err_t err = cn_meta_prepare(txn, "SELECT incarnation FROM repos_instance WHERE id = 1", &st);
-    if (err >= 0) {
-        err = cn_meta_step(st);
-        err = err == CN_META_ROW && cn__col_fixed(st, 0, out->incarnation, 16) ? CN_OK : CN_E_CORRUPT;
-        cn_meta_finish(st);
-    }
-    if (err >= 0 && (err = scalar(txn, "SELECT COUNT(*) FROM repos_repo", NULL, &v)) >= 0)
-        out->total_repositories = (uint64_t)v;
-    if (err >= 0 && !after &&
-        (err = scalar(txn, "SELECT COALESCE(SUM(len), 0) FROM repos_object", NULL, &v)) >= 0)
-        out->used_bytes = (uint64_t)v;
-    if (err >= 0)
-        err = cn_meta_prepare(txn, "SELECT " REPO_COLS " FROM repos_repo WHERE id > ?"
-                              " ORDER BY id LIMIT 129", &st);
-    if (err >= 0) {
-        uint8_t zero[16] = {0};
-        cn__bind_id(st, 1, after ? after : zero);
-        uint32_t n = 0;
-        while ((err = cn_meta_step(st)) == CN_META_ROW) {
-            cn_repos_info_t ri;
-            if ((err = repo_row(st, &ri)) < 0)
-                break;
-            if (n == 128) {
-                *has_next = true;
-                break;
-            }
-            memcpy(next, ri.id, 16);
-            cn_meta_txn_t *t2 = txn;
-            if ((err = scalar(t2, "SELECT COALESCE(SUM(len), 0) FROM repos_object WHERE repo = ?",
-                              ri.id, &v)) < 0 ||
-                (err = fn(ctx, &ri, (uint64_t)v)) != 0)
-                break;
-            n++;
-        }
-        cn_meta_finish(st);
-    }
-    cn_meta_rollback(txn);
-    return err < 0 ? err : (err == CN_META_DONE || err == CN_META_ROW ? CN_OK : err);
+    instance_page_t ip = {after, out, fn, ctx, false, next};
+    cn_err_t err = cn_meta_run(r->meta, CN_META_RUN_READ, instance_body, &ip);
+    *has_next = ip.has_next;
+    return err;
 }
 
 /* ---- objects: shared helpers ------------------------------------------------------- */
@@ -521,26 +566,22 @@ cn_err_t cn__object_find(cn_meta_txn_t *txn, const uint8_t repo[16], uint8_t kin
 {
     *found = false;
     cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_prepare(txn, "SELECT blob, len, fsize FROM repos_object"
-                           " WHERE repo = ? AND kind = ? AND id = ?", &st));
-    cn__bind_id(st, 1, repo);
-    cn_meta_bind_int64(st, 2, kind);
-    cn__bind_digest(st, 3, id);
-    cn_err_t err = cn_meta_step(st);
+    cn_digest_t b;
+    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT blob, len, fsize FROM repos_object"
+                                            " WHERE repo = ? AND kind = ? AND id = ?", "bib",
+                                  CN__ARG_ID(repo), (int64_t)kind, CN__ARG_DIGEST(id));
+    if (err >= 0)
+        err = cn_meta_step(st);
+    if (err == CN_META_ROW && !cn__col_fixed(st, 0, b.b, CN_DIGEST_LEN))
+        err = CN_E_CORRUPT;
     if (err == CN_META_ROW) {
-        cn_digest_t b;
-        if (!cn__col_fixed(st, 0, b.b, CN_DIGEST_LEN)) {
-            err = CN_E_CORRUPT;
-        } else {
-            *found = true;
-            if (blob)
-                *blob = b;
-            if (len)
-                *len = (uint64_t)cn_meta_column_int64(st, 1);
-            if (fsize)
-                *fsize = (uint64_t)cn_meta_column_int64(st, 2);
-            err = CN_OK;
-        }
+        *found = true;
+        if (blob)
+            *blob = b;
+        if (len)
+            *len = (uint64_t)cn_meta_column_int64(st, 1);
+        if (fsize)
+            *fsize = (uint64_t)cn_meta_column_int64(st, 2);
     }
     cn_meta_finish(st);
     return err < 0 ? err : CN_OK;
@@ -575,25 +616,30 @@ void cn__unmap(const uint8_t *map, size_t len)
  * A blob is live while any repository's membership names it: accepted
  * history and uploaded objects alike (uploads without an outcome are only
  * collected by an explicit offline operation, never by the sweeper). */
+/* Digests d[0..n) asked about, and live[i]: some repository names d[i]. */
+typedef struct digest_liveness {
+    const cn_digest_t *d;
+    size_t n;
+    bool *live;
+} digest_liveness_t;
+
+static cn_err_t are_live_body(cn_meta_txn_t *txn, void *ctx)
+{
+    const digest_liveness_t *dl = ctx;
+    cn_err_t err = CN_OK;
+    for (size_t i = 0; i < dl->n && err >= 0; i++) {
+        err = cn_meta_execf(txn, "SELECT 1 FROM repos_object WHERE blob = ? LIMIT 1", "b",
+                            CN__ARG_DIGEST(&dl->d[i]));
+        dl->live[i] = err == CN_META_ROW;
+    }
+    return err < 0 ? err : CN_OK;
+}
+
 static cn_err_t cn_repos_are_live(void *ctx, const cn_digest_t *d, size_t n, bool *live)
 {
     cn_repos_t *r = ctx;
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
-    cn_err_t err = CN_OK;
-    for (size_t i = 0; i < n && err >= 0; i++) {
-        cn_meta_stmt_t *st = NULL;
-        live[i] = false;
-        err = cn_meta_prepare(txn, "SELECT 1 FROM repos_object WHERE blob = ? LIMIT 1", &st);
-        if (err < 0)
-            break;
-        cn__bind_digest(st, 1, &d[i]);
-        err = cn_meta_step(st);
-        live[i] = err == CN_META_ROW;
-        cn_meta_finish(st);
-    }
-    cn_meta_rollback(txn);
-    return err < 0 ? err : CN_OK;
+    digest_liveness_t dl = {d, n, live};
+    return cn_meta_run(r->meta, CN_META_RUN_READ | CN_META_RETRY, are_live_body, &dl);
 }
 
 cn_err_t cn_repos_open(cn_meta_t *meta, cn_store_t *store, cn_identity_t *id,

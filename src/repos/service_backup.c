@@ -107,10 +107,8 @@ static cn_err_t table_out(bk_out_t *o, cn_meta_txn_t *txn, cn_buf_t *b, uint8_t 
     snprintf(sql, sizeof sql, "SELECT %s FROM %s WHERE %s = ?", tables[t].cols, tables[t].name,
              t == 0 ? "id" : "repo");
     cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_prepare(txn, sql, &st));
-    cn__bind_id(st, 1, repo);
-    cn_err_t err;
-    while ((err = cn_meta_step(st)) == CN_META_ROW) {
+    cn_err_t err = cn_meta_queryf(txn, &st, sql, "b", CN__ARG_ID(repo));
+    while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
         if ((err = row_out(o, b, t, st)) < 0)
             break;
         (*rows)++;
@@ -131,11 +129,10 @@ static cn_err_t blobs_out(cn_repos_t *r, bk_out_t *o, cn_meta_txn_t *txn, const 
                           uint64_t *nblobs)
 {
     cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_prepare(txn, "SELECT blob, MIN(kind) FROM repos_object WHERE repo = ?"
-                                " GROUP BY blob ORDER BY blob", &st));
-    cn__bind_id(st, 1, repo);
-    cn_err_t err;
-    while ((err = cn_meta_step(st)) == CN_META_ROW) {
+    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT blob, MIN(kind) FROM repos_object"
+                                            " WHERE repo = ? GROUP BY blob ORDER BY blob", "b",
+                                  CN__ARG_ID(repo));
+    while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
         cn_digest_t d;
         if (!cn__col_fixed(st, 0, d.b, CN_DIGEST_LEN)) {
             err = CN_E_CORRUPT;
@@ -165,6 +162,34 @@ static cn_err_t blobs_out(cn_repos_t *r, bk_out_t *o, cn_meta_txn_t *txn, const 
     return err < 0 ? err : CN_OK;
 }
 
+/* A backup being written: the stream, a row buffer, the repository's id
+ * and what was written. */
+typedef struct bk_dump {
+    cn_repos_t *r;
+    bk_out_t o;
+    cn_buf_t b;
+    const uint8_t *id;
+    cn_repos_backup_stats_t *stats;
+} bk_dump_t;
+
+/* Everything before the trailer, from one read snapshot.  Not repeatable:
+ * it writes the stream. */
+static cn_err_t backup_body(cn_meta_txn_t *txn, void *ctx)
+{
+    bk_dump_t *d = ctx;
+    uint8_t hdr[12];
+    memcpy(hdr, BK_MAGIC, 8);
+    put_u32(hdr + 8, BK_VERSION);
+    cn_err_t err = out_write(&d->o, hdr, sizeof hdr);
+    if (err >= 0)
+        err = table_out(&d->o, txn, &d->b, 0, d->id, &d->stats->rows);
+    if (err >= 0)
+        err = blobs_out(d->r, &d->o, txn, d->id, &d->stats->blobs);
+    for (uint8_t t = 1; t < NTABLES && err >= 0; t++)
+        err = table_out(&d->o, txn, &d->b, t, d->id, &d->stats->rows);
+    return err;
+}
+
 cn_err_t cn_repos_backup(cn_repos_t *r, const char *name, int fd, cn_repos_backup_stats_t *stats)
 {
     cn_repos_backup_stats_t none;
@@ -174,38 +199,24 @@ cn_err_t cn_repos_backup(cn_repos_t *r, const char *name, int fd, cn_repos_backu
     cn_repos_req_t rq = {.trusted = true};
     cn_repos_info_t ri;
     CN_TRY(cn_repos_info_by_name(r, &rq, name, strlen(name), &ri));
-    bk_out_t o = {.fd = fd};
-    cn_blake3_init(&o.h);
-    cn_buf_t b = {0};
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(r->meta, CN_META_READ, &txn);
-    if (err < 0)
-        return err;
-    uint8_t hdr[12];
-    memcpy(hdr, BK_MAGIC, 8);
-    put_u32(hdr + 8, BK_VERSION);
-    if ((err = out_write(&o, hdr, sizeof hdr)) >= 0)
-        err = table_out(&o, txn, &b, 0, ri.id, &stats->rows);
-    if (err >= 0)
-        err = blobs_out(r, &o, txn, ri.id, &stats->blobs);
-    for (uint8_t t = 1; t < NTABLES && err >= 0; t++)
-        err = table_out(&o, txn, &b, t, ri.id, &stats->rows);
-    cn_meta_rollback(txn);
+    bk_dump_t d = {.r = r, .o = {.fd = fd}, .id = ri.id, .stats = stats};
+    cn_blake3_init(&d.o.h);
+    cn_err_t err = cn_meta_run(r->meta, CN_META_RUN_READ, backup_body, &d);
     if (err >= 0) {
         /* the trailer: its tag, then the BLAKE3 of every byte before the digest */
         uint8_t tag = BK_END;
-        cn_digest_t d;
-        if ((err = out_write(&o, &tag, 1)) >= 0) {
-            cn_blake3_final(&o.h, &d);
-            err = cn_write_full(fd, d.b, sizeof d.b);
-            o.bytes += sizeof d.b;
+        cn_digest_t dg;
+        if ((err = out_write(&d.o, &tag, 1)) >= 0) {
+            cn_blake3_final(&d.o.h, &dg);
+            err = cn_write_full(fd, dg.b, sizeof dg.b);
+            d.o.bytes += sizeof dg.b;
         }
     }
     if (err >= 0 && fsync(fd) < 0 && errno != EINVAL && errno != EROFS)
         err = -errno;
-    stats->bytes = o.bytes;
+    stats->bytes = d.o.bytes;
     stats->head = ri.head;
-    cn_buf_free(&b);
+    cn_buf_free(&d.b);
     return err;
 }
 
@@ -369,14 +380,85 @@ static cn_err_t clear_repo(cn_meta_txn_t *txn, const uint8_t id[16])
     for (size_t t = 0; t < NTABLES + 2 && err >= 0; t++) {
         const char *name = t < NTABLES ? tables[t].name : transient[t - NTABLES];
         snprintf(sql, sizeof sql, "DELETE FROM %s WHERE %s = ?", name, t == 0 ? "id" : "repo");
-        cn_meta_stmt_t *st = NULL;
-        if ((err = cn_meta_prepare(txn, sql, &st)) < 0)
-            break;
-        cn__bind_id(st, 1, id);
-        err = cn_meta_step(st);
-        cn_meta_finish(st);
+        err = cn_meta_execf(txn, sql, "b", CN__ARG_ID(id));
     }
     return err < 0 ? err : CN_OK;
+}
+
+/* A restore being read: the stream, the repository row read first, a row
+ * buffer, the repository's id and new incarnation, the last tag read, and
+ * what was restored. */
+typedef struct bk_load {
+    bk_in_t in;
+    bool replace;
+    cn_buf_t repo_row, b;
+    uint8_t id[16], inc[16];
+    uint8_t tag;
+    cn_repos_info_t *out;
+    cn_repos_backup_stats_t *stats;
+} bk_load_t;
+
+/* An existing repository of ld's id (or name) is replaced only on request;
+ * another repository holding the name is CN_E_EXISTS. */
+static cn_err_t restore_claim(cn_meta_txn_t *txn, const bk_load_t *ld)
+{
+    const cn_buf_t *rr = &ld->repo_row;
+    size_t nl = get_u32(rr->data + 1 + 4 + 16);
+    const uint8_t *np = rr->data + 1 + 4 + 16 + 4;
+    if (nl > rr->len - (size_t)(np - rr->data))
+        nl = 0;
+    cn_meta_stmt_t *st = NULL;
+    uint8_t other[16];
+    bool exists = false;
+    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT id FROM repos_repo WHERE id = ? OR name = ?",
+                                  "bb", CN__ARG_ID(ld->id), (const void *)np, nl);
+    while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
+        exists = true;
+        if (!cn__col_fixed(st, 0, other, 16) || memcmp(other, ld->id, 16) != 0) {
+            err = CN_E_EXISTS;     /* another repository holds the name */
+            break;
+        }
+    }
+    cn_meta_finish(st);
+    if (err >= 0 && exists && !ld->replace)
+        err = CN_E_EXISTS;
+    if (err >= 0 && exists)
+        err = clear_repo(txn, ld->id);
+    return err;
+}
+
+/* The rows and the trailer, in one write transaction that commits only
+ * when the trailer matches.  Not repeatable: it reads the stream. */
+static cn_err_t restore_body(cn_meta_txn_t *txn, void *ctx)
+{
+    bk_load_t *ld = ctx;
+    cn_err_t err = restore_claim(txn, ld);
+    if (err >= 0)
+        err = row_insert(txn, &ld->repo_row, ld->inc, ld->id, ld->out);
+    if (err >= 0)
+        ld->stats->rows++;
+    while (err >= 0 && ld->tag == BK_ROW) {
+        if ((err = row_in(&ld->in, &ld->b)) >= 0 && ld->b.data[0] == 0)
+            err = CN_E_CORRUPT;
+        if (err >= 0 && (err = row_insert(txn, &ld->b, ld->inc, ld->id, ld->out)) >= 0)
+            ld->stats->rows++;
+        if (err >= 0)
+            err = in_read(&ld->in, &ld->tag, 1);
+    }
+    if (err >= 0 && ld->tag != BK_END)
+        err = CN_E_CORRUPT;
+    if (err >= 0) {
+        cn_digest_t want, got;
+        cn_blake3_final(&ld->in.h, &want);  /* everything before the digest, tag included */
+        if ((err = in_read(&ld->in, got.b, 32)) >= 0 && memcmp(want.b, got.b, 32) != 0)
+            err = CN_E_CORRUPT;
+        uint8_t extra;
+        if (err >= 0 && cn_read_full(ld->in.fd, &extra, 1) != 0)
+            err = CN_E_CORRUPT;        /* trailing bytes */
+    }
+    if (err >= 0)
+        memcpy(ld->out->incarnation, ld->inc, 16);
+    return err;
 }
 
 cn_err_t cn_repos_restore(cn_repos_t *r, int fd, bool replace, cn_repos_info_t *out,
@@ -387,89 +469,31 @@ cn_err_t cn_repos_restore(cn_repos_t *r, int fd, bool replace, cn_repos_info_t *
         stats = &none;
     memset(stats, 0, sizeof *stats);
     memset(out, 0, sizeof *out);
-    bk_in_t in = {.fd = fd};
-    cn_blake3_init(&in.h);
-    cn_buf_t repo_row = {0}, b = {0};
-    cn_meta_txn_t *txn = NULL;
-    uint8_t hdr[12], tag;
-    cn_err_t err = in_read(&in, hdr, sizeof hdr);
+    bk_load_t ld = {.in = {.fd = fd}, .replace = replace, .out = out, .stats = stats};
+    cn_blake3_init(&ld.in.h);
+    uint8_t hdr[12];
+    cn_err_t err = in_read(&ld.in, hdr, sizeof hdr);
     if (err >= 0 && (memcmp(hdr, BK_MAGIC, 8) != 0 || get_u32(hdr + 8) != BK_VERSION))
         err = CN_E_INVALID;
     /* the repository row first: it names the id and the storage form */
-    if (err >= 0 && (err = in_read(&in, &tag, 1)) >= 0 && tag != BK_ROW)
+    if (err >= 0 && (err = in_read(&ld.in, &ld.tag, 1)) >= 0 && ld.tag != BK_ROW)
         err = CN_E_CORRUPT;
-    if (err >= 0 && (err = row_in(&in, &repo_row)) >= 0 &&
-        (repo_row.data[0] != 0 || repo_row.len < 1 + 4 + 16))
+    if (err >= 0 && (err = row_in(&ld.in, &ld.repo_row)) >= 0 &&
+        (ld.repo_row.data[0] != 0 || ld.repo_row.len < 1 + 4 + 16))
         err = CN_E_CORRUPT;
-    uint8_t id[16], inc[16];
     if (err >= 0) {
-        memcpy(id, repo_row.data + 1 + 4, 16);
-        err = cn_random_bytes(inc, 16);
+        memcpy(ld.id, ld.repo_row.data + 1 + 4, 16);
+        err = cn_random_bytes(ld.inc, 16);
     }
     /* the compression column is the last 8 bytes of the row */
-    uint8_t compression = err >= 0 ? repo_row.data[repo_row.len - 8] : 0;
-    while (err >= 0 && (err = in_read(&in, &tag, 1)) >= 0 && tag == BK_BLOB)
-        err = blob_in(r, &in, compression, &stats->blobs);
-    if (err >= 0 && (err = cn_meta_begin(r->meta, CN_META_WRITE, &txn)) >= 0) {
-        /* an existing repository of that id (or name) is replaced only on request */
-        cn_meta_stmt_t *st = NULL;
-        if ((err = cn_meta_prepare(txn, "SELECT id FROM repos_repo WHERE id = ? OR name = ?",
-                                   &st)) >= 0) {
-            cn__bind_id(st, 1, id);
-            size_t nl = get_u32(repo_row.data + 1 + 4 + 16);
-            const uint8_t *np = repo_row.data + 1 + 4 + 16 + 4;
-            if (nl > repo_row.len - (size_t)(np - repo_row.data))
-                nl = 0;
-            cn_meta_bind_blob(st, 2, np, nl);
-            uint8_t other[16];
-            bool exists = false;
-            while ((err = cn_meta_step(st)) == CN_META_ROW) {
-                exists = true;
-                if (!cn__col_fixed(st, 0, other, 16) || memcmp(other, id, 16) != 0)
-                    err = CN_E_EXISTS;     /* another repository holds the name */
-                if (err < 0)
-                    break;
-            }
-            cn_meta_finish(st);
-            if (err >= 0 && exists && !replace)
-                err = CN_E_EXISTS;
-            if (err >= 0 && exists)
-                err = clear_repo(txn, id);
-        }
-        if (err >= 0)
-            err = row_insert(txn, &repo_row, inc, id, out);
-        if (err >= 0)
-            stats->rows++;
-        while (err >= 0 && tag == BK_ROW) {
-            if ((err = row_in(&in, &b)) >= 0 && b.data[0] == 0)
-                err = CN_E_CORRUPT;
-            if (err >= 0 && (err = row_insert(txn, &b, inc, id, out)) >= 0)
-                stats->rows++;
-            if (err >= 0)
-                err = in_read(&in, &tag, 1);
-        }
-        if (err >= 0 && tag != BK_END)
-            err = CN_E_CORRUPT;
-        if (err >= 0) {
-            cn_digest_t want, got;
-            cn_blake3_final(&in.h, &want);  /* everything before the digest, tag included */
-            if ((err = in_read(&in, got.b, 32)) >= 0 && memcmp(want.b, got.b, 32) != 0)
-                err = CN_E_CORRUPT;
-            uint8_t extra;
-            if (err >= 0 && cn_read_full(fd, &extra, 1) != 0)
-                err = CN_E_CORRUPT;        /* trailing bytes */
-        }
-        if (err >= 0) {
-            memcpy(out->incarnation, inc, 16);
-            err = cn_meta_commit(txn);
-        } else {
-            cn_meta_rollback(txn);
-        }
-        txn = NULL;
-    }
-    stats->bytes = in.bytes;
+    uint8_t compression = err >= 0 ? ld.repo_row.data[ld.repo_row.len - 8] : 0;
+    while (err >= 0 && (err = in_read(&ld.in, &ld.tag, 1)) >= 0 && ld.tag == BK_BLOB)
+        err = blob_in(r, &ld.in, compression, &stats->blobs);
+    if (err >= 0)
+        err = cn_meta_run(r->meta, CN_META_RUN_WRITE, restore_body, &ld);
+    stats->bytes = ld.in.bytes;
     stats->head = out->head;
-    cn_buf_free(&repo_row);
-    cn_buf_free(&b);
+    cn_buf_free(&ld.repo_row);
+    cn_buf_free(&ld.b);
     return err;
 }

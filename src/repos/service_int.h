@@ -38,6 +38,18 @@ cn_err_t cn__rfail(cn_repos_req_t *rq, cn_err_t err, uint16_t code, const char *
  * the caller may not read; CN_E_DENIED (FORBIDDEN) for a missing write. */
 cn_err_t cn__repo_load(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq,
                        const uint8_t id[16], int access, cn__repo_t *out);
+/* A transaction body run on one repository: repo was loaded in txn and the
+ * caller's access checked (cn__repo_run).  Returns as a cn_meta_body_fn. */
+typedef cn_err_t (*cn__repo_body_fn)(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx);
+/* Runs, in one transaction of the kind flags names (cn_meta_run), the load
+ * of repository id with the access check (cn__repo_load) and then body.
+ * Returns cn__repo_load's error, or as cn_meta_run.  Any thread. */
+cn_err_t cn__repo_run(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t id[16], int access,
+                      unsigned flags, cn__repo_body_fn body, void *ctx);
+/* Repository id's row in *out, once the caller's access (CN__READ /
+ * CN__WRITE) is checked; errors as cn__repo_load.  Its own read transaction. */
+cn_err_t cn__repo_info(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t id[16], int access,
+                       cn_repos_info_t *out);
 /* Whether the caller may access repository `name` as asked. */
 bool cn__repo_allowed(cn_repos_t *r, const cn_repos_req_t *rq, const char *name, int access);
 
@@ -89,9 +101,21 @@ cn_err_t cn__ptree_store(cn__ptree_t *t, cn_meta_txn_t *wtxn);
 cn_err_t cn__ptree_page(cn__ptree_t *t, const uint8_t *prefix, size_t plen, const uint8_t *after,
                        size_t alen, uint32_t limit, cn_repos_tree_fn fn, void *ctx, bool *more);
 void cn__ptree_stats(const cn__ptree_t *t, cn_repos_tree_stats_t *out);
+/* Opens the tree of branch's snapshot at change `at` (<= upto) once upto is
+ * checked against the branch head: CN_E_NOT_FOUND (BRANCH_NOT_FOUND,
+ * CHANGE_NOT_FOUND past the head), or as cn__snapshot_root and
+ * cn__ptree_open.  *t is NULL on entry; the caller frees it (cn__ptree_free). */
+cn_err_t cn__snapshot_open(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
+                          const uint8_t branch[16], uint64_t upto, uint64_t at,
+                          cn_digest_t *revision, cn_digest_t *content, cn__ptree_t **t);
 /* Writes the empty snapshot's root row for a new repository. */
 cn_err_t cn__ptree_init_empty(cn_meta_txn_t *wtxn, const uint8_t repo[16], cn_digest_t *revision,
                              cn_digest_t *content);
+
+/* The two arguments ('b': pointer, size_t) cn_meta_execf / cn_meta_queryf
+ * take for a 16-byte id and for a digest. */
+#define CN__ARG_ID(id) (const void *)(id), (size_t)16
+#define CN__ARG_DIGEST(d) (const void *)(d)->b, (size_t)CN_DIGEST_LEN
 
 /* Binds a 16-byte id / digest. */
 cn_err_t cn__bind_id(cn_meta_stmt_t *st, int idx, const uint8_t id[16]);

@@ -28,14 +28,11 @@ static bool blank(const uint8_t *p, size_t n)
 static cn_err_t change_exists(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
                               uint64_t change)
 {
-    cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_prepare(txn, "SELECT 1 FROM repos_commit WHERE repo = ? AND change = ?", &st));
-    cn__bind_id(st, 1, repo);
-    cn_meta_bind_int64(st, 2, (int64_t)(change > (uint64_t)INT64_MAX ? 0 : change));
-    cn_err_t err = cn_meta_step(st);
-    cn_meta_finish(st);
+    cn_err_t err = cn_meta_execf(txn, "SELECT 1 FROM repos_commit WHERE repo = ? AND change = ?",
+                                 "bi", CN__ARG_ID(repo),
+                                 (int64_t)(change > (uint64_t)INT64_MAX ? 0 : change));
     if (err == CN_META_DONE)
-        return cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_CHANGE_NOT_FOUND, "no such change");
+        err = cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_CHANGE_NOT_FOUND, "no such change");
     return err < 0 ? err : CN_OK;
 }
 
@@ -63,6 +60,49 @@ static cn_err_t note_row(cn_meta_stmt_t *st, cn_repos_note_t *n)
 
 #define NOTE_COLS "change, revision, author, edited_ms, text"
 
+/* A description to append to change's journal when it is at revision
+ * expected, and the note that became (revision, edited_ms). */
+typedef struct note_edit {
+    cn_repos_req_t *rq;
+    uint64_t change;
+    uint32_t expected;
+    const uint8_t *author, *text;
+    size_t author_len, text_len;
+    uint32_t revision;
+    int64_t edited_ms;
+} note_edit_t;
+
+static cn_err_t describe_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
+{
+    note_edit_t *ne = ctx;
+    const uint8_t *id = repo->info.id;
+    cn_meta_stmt_t *st = NULL;
+    uint32_t last = 0;
+    cn_err_t err = change_exists(txn, ne->rq, id, ne->change);
+    if (err >= 0 && (err = cn_meta_queryf(txn, &st, "SELECT COALESCE(MAX(revision), 0) FROM"
+                                                    " repos_note WHERE repo = ? AND change = ?",
+                                          "bi", CN__ARG_ID(id), (int64_t)ne->change)) >= 0) {
+        err = cn_meta_step(st);
+        last = (uint32_t)cn_meta_column_int64(st, 0);
+    }
+    cn_meta_finish(st);
+    if (err >= 0 && last != ne->expected)
+        err = cn__rfail(ne->rq, CN_E_CONFLICT, CN_REPOS_E_NOTE_REVISION_STALE,
+                        "the journal is at revision %u, not %u", last, ne->expected);
+    if (err >= 0 && last >= CN_REPOS_NOTE_REVISIONS_MAX)
+        err = cn__rfail(ne->rq, CN_E_LIMIT, CN_REPOS_E_LIMIT_EXCEEDED,
+                        "a change keeps at most 1,024 description revisions");
+    ne->revision = last + 1;
+    ne->edited_ms = cn__repos_now_ms();
+    if (err >= 0)
+        err = cn_meta_execf(txn, "INSERT INTO repos_note (repo, " NOTE_COLS ") VALUES (?, ?, ?,"
+                                 " ?, ?, ?)", "biibib", CN__ARG_ID(id), (int64_t)ne->change,
+                            (int64_t)ne->revision,
+                            (const void *)(ne->author_len ? ne->author : (const uint8_t *)""),
+                            ne->author_len, ne->edited_ms, (const void *)ne->text, ne->text_len);
+    return err < 0 ? err : CN_OK;
+}
+
 cn_err_t cn_repos_describe(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
                            uint64_t change, uint32_t expected, const uint8_t *author,
                            size_t author_len, const uint8_t *text, size_t text_len,
@@ -76,56 +116,54 @@ cn_err_t cn_repos_describe(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo
     if (author_len > CN_REPOS_MAX_AUTHOR || cn_repos_utf8_check(author, author_len) < 0)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "the author is UTF-8 of at most 256 bytes");
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_WRITE, &txn));
-    cn__repo_t rp;
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn__repo_load(r, txn, rq, repo, CN__WRITE, &rp);
-    if (err >= 0)
-        err = change_exists(txn, rq, repo, change);
-    uint32_t last = 0;
-    if (err >= 0 && (err = cn_meta_prepare(txn, "SELECT COALESCE(MAX(revision), 0) FROM repos_note"
-                                           " WHERE repo = ? AND change = ?", &st)) >= 0) {
-        cn__bind_id(st, 1, repo);
-        cn_meta_bind_int64(st, 2, (int64_t)change);
-        err = cn_meta_step(st);
-        last = (uint32_t)cn_meta_column_int64(st, 0);
-        cn_meta_finish(st);
-    }
-    if (err >= 0 && last != expected)
-        err = cn__rfail(rq, CN_E_CONFLICT, CN_REPOS_E_NOTE_REVISION_STALE,
-                        "the journal is at revision %u, not %u", last, expected);
-    if (err >= 0 && last >= CN_REPOS_NOTE_REVISIONS_MAX)
-        err = cn__rfail(rq, CN_E_LIMIT, CN_REPOS_E_LIMIT_EXCEEDED,
-                        "a change keeps at most 1,024 description revisions");
-    int64_t now = cn__repos_now_ms();
-    if (err >= 0 && (err = cn_meta_prepare(txn, "INSERT INTO repos_note (repo, " NOTE_COLS
-                                           ") VALUES (?, ?, ?, ?, ?, ?)", &st)) >= 0) {
-        cn__bind_id(st, 1, repo);
-        cn_meta_bind_int64(st, 2, (int64_t)change);
-        cn_meta_bind_int64(st, 3, last + 1);
-        cn_meta_bind_blob(st, 4, author_len ? author : (const uint8_t *)"", author_len);
-        cn_meta_bind_int64(st, 5, now);
-        cn_meta_bind_blob(st, 6, text, text_len);
-        err = cn_meta_step(st);
-        cn_meta_finish(st);
-    }
-    if (err < 0) {
-        cn_meta_rollback(txn);
-        return err;
-    }
-    if ((err = cn_meta_commit(txn)) < 0)
-        return err;
+    note_edit_t ne = {rq, change, expected, author, text, author_len, text_len, 0, 0};
+    CN_TRY(cn__repo_run(r, rq, repo, CN__WRITE, CN_META_RUN_WRITE | CN_META_RETRY, describe_body,
+                        &ne));
     out->change = change;
-    out->revision = last + 1;
+    out->revision = ne.revision;
     memcpy(out->author, author, author_len);
-    out->edited_ms = now;
+    out->edited_ms = ne.edited_ms;
     if (!(out->text = malloc(text_len + 1)))
         return -ENOMEM;
     memcpy(out->text, text, text_len);
     out->text[text_len] = 0;
     out->text_len = text_len;
     return CN_OK;
+}
+
+/* Changes asked about and, per change, its latest note (present[i],
+ * notes[i], which the caller frees). */
+typedef struct note_batch {
+    const uint64_t *changes;
+    uint32_t n;
+    bool *present;
+    cn_repos_note_t *notes;
+} note_batch_t;
+
+static cn_err_t notes_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
+{
+    const note_batch_t *nb = ctx;
+    cn_err_t err = CN_OK;
+    for (uint32_t i = 0; i < nb->n && err >= 0; i++) {
+        cn_meta_stmt_t *st = NULL;
+        uint64_t c = nb->changes[i];
+        err = cn_meta_queryf(txn, &st, "SELECT " NOTE_COLS " FROM repos_note WHERE repo = ?"
+                                       " AND change = ? ORDER BY revision DESC LIMIT 1", "bi",
+                             CN__ARG_ID(repo->info.id), (int64_t)(c > (uint64_t)INT64_MAX ? 0 : c));
+        if (err >= 0)
+            err = cn_meta_step(st);
+        if (err == CN_META_ROW) {
+            nb->present[i] = true;
+            err = note_row(st, &nb->notes[i]);
+        }
+        cn_meta_finish(st);
+    }
+    /* A failed run leaves nothing allocated, so a repeat starts clean. */
+    for (uint32_t i = 0; i < nb->n && err < 0; i++) {
+        cn_repos_note_free(&nb->notes[i]);
+        nb->present[i] = false;
+    }
+    return err < 0 ? err : CN_OK;
 }
 
 cn_err_t cn_repos_notes(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
@@ -135,31 +173,48 @@ cn_err_t cn_repos_notes(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16
         present[i] = false;
         memset(&notes[i], 0, sizeof notes[i]);
     }
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
-    cn__repo_t rp;
-    cn_err_t err = cn__repo_load(r, txn, rq, repo, CN__READ, &rp);
-    for (uint32_t i = 0; i < n && err >= 0; i++) {
-        cn_meta_stmt_t *st = NULL;
-        if ((err = cn_meta_prepare(txn, "SELECT " NOTE_COLS " FROM repos_note WHERE repo = ?"
-                                   " AND change = ? ORDER BY revision DESC LIMIT 1", &st)) < 0)
+    note_batch_t nb = {changes, n, present, notes};
+    return cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, notes_body, &nb);
+}
+
+/* A page of change's note revisions after `after`, each handed to the
+ * caller's fn: at most limit, more when another follows. */
+typedef struct note_page {
+    cn_repos_req_t *rq;
+    uint64_t change;
+    uint32_t after, limit;
+    cn_repos_note_fn fn;
+    void *ctx;
+    bool more;
+} note_page_t;
+
+static cn_err_t history_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
+{
+    note_page_t *np = ctx;
+    const uint8_t *id = repo->info.id;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = change_exists(txn, np->rq, id, np->change);
+    if (err >= 0)
+        err = cn_meta_queryf(txn, &st, "SELECT " NOTE_COLS " FROM repos_note WHERE repo = ?"
+                                       " AND change = ? AND revision > ? ORDER BY revision"
+                                       " LIMIT ?", "biii", CN__ARG_ID(id), (int64_t)np->change,
+                             (int64_t)np->after, (int64_t)np->limit + 1);
+    for (uint32_t k = 0; err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW; k++) {
+        if (k == np->limit) {
+            np->more = true;
+            err = CN_META_DONE;
             break;
-        cn__bind_id(st, 1, repo);
-        cn_meta_bind_int64(st, 2, (int64_t)(changes[i] > (uint64_t)INT64_MAX ? 0 : changes[i]));
-        err = cn_meta_step(st);
-        if (err == CN_META_ROW) {
-            present[i] = true;
-            err = note_row(st, &notes[i]);
         }
-        cn_meta_finish(st);
+        cn_repos_note_t nt;
+        if ((err = note_row(st, &nt)) < 0)
+            break;
+        err = np->fn(np->ctx, &nt);
+        cn_repos_note_free(&nt);
+        if (err)
+            break;
     }
-    cn_meta_rollback(txn);
-    if (err < 0) {
-        for (uint32_t i = 0; i < n; i++)
-            cn_repos_note_free(&notes[i]);
-        return err;
-    }
-    return CN_OK;
+    cn_meta_finish(st);
+    return err < 0 ? err : (err == CN_META_DONE ? CN_OK : err);
 }
 
 cn_err_t cn_repos_note_history(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
@@ -171,38 +226,8 @@ cn_err_t cn_repos_note_history(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t 
         limit = 1;
     if (limit > CN_REPOS_NOTE_REVISIONS_MAX)
         limit = CN_REPOS_NOTE_REVISIONS_MAX;
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
-    cn__repo_t rp;
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn__repo_load(r, txn, rq, repo, CN__READ, &rp);
-    if (err >= 0)
-        err = change_exists(txn, rq, repo, change);
-    if (err >= 0 && (err = cn_meta_prepare(txn, "SELECT " NOTE_COLS " FROM repos_note WHERE"
-                                           " repo = ? AND change = ? AND revision > ?"
-                                           " ORDER BY revision LIMIT ?", &st)) >= 0) {
-        cn__bind_id(st, 1, repo);
-        cn_meta_bind_int64(st, 2, (int64_t)change);
-        cn_meta_bind_int64(st, 3, after);
-        cn_meta_bind_int64(st, 4, (int64_t)limit + 1);
-        uint32_t k = 0;
-        while ((err = cn_meta_step(st)) == CN_META_ROW) {
-            if (k == limit) {
-                *more = true;
-                err = CN_META_DONE;
-                break;
-            }
-            cn_repos_note_t nt;
-            if ((err = note_row(st, &nt)) < 0)
-                break;
-            err = fn(ctx, &nt);
-            cn_repos_note_free(&nt);
-            if (err)
-                break;
-            k++;
-        }
-        cn_meta_finish(st);
-    }
-    cn_meta_rollback(txn);
-    return err < 0 ? err : (err == CN_META_DONE ? CN_OK : err);
+    note_page_t np = {rq, change, after, limit, fn, ctx, false};
+    cn_err_t err = cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ, history_body, &np);
+    *more = np.more;
+    return err;
 }

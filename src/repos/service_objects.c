@@ -153,13 +153,8 @@ cn_err_t cn_repos_put_begin(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t rep
     *out = NULL;
     if (count == 0 || count > CN_REPOS_BATCH_MAX)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "a batch holds 1..8192 objects");
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
-    cn__repo_t rp;
-    cn_err_t err = cn__repo_load(r, txn, rq, repo, CN__WRITE, &rp);
-    cn_meta_rollback(txn);
-    if (err < 0)
-        return err;
+    cn_repos_info_t info;
+    CN_TRY(cn__repo_info(r, rq, repo, CN__WRITE, &info));
     cn_repos_put_t *p = calloc(1, sizeof *p);
     if (!p || !(p->items = calloc(count, sizeof *p->items))) {
         free(p);
@@ -171,7 +166,7 @@ cn_err_t cn_repos_put_begin(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t rep
     pthread_cond_init(&p->cv_work, NULL);
     pthread_cond_init(&p->cv_done, NULL);
     memcpy(p->repo, repo, 16);
-    p->compression = rp.info.compression;
+    p->compression = info.compression;
     p->count = count;
     *out = p;
     return CN_OK;
@@ -362,10 +357,45 @@ out:
     return err;
 }
 
+/* Validates every structured object of the session p. */
+static cn_err_t validate_body(cn_meta_txn_t *txn, void *ctx)
+{
+    cn_repos_put_t *p = ctx;
+    cn_err_t err = CN_OK;
+    for (uint32_t i = 0; i < p->count && err >= 0; i++)
+        if (p->items[i].kind != CN_REPOS_CHUNK)
+            err = validate(p, txn, i);
+    return err;
+}
+
+/* The session's membership rows, and stored[i] (may be NULL): item i's row
+ * is new. */
+typedef struct put_rows {
+    cn_repos_put_t *p;
+    uint8_t *stored;
+} put_rows_t;
+
+static cn_err_t insert_body(cn_meta_txn_t *txn, void *ctx)
+{
+    const put_rows_t *pr = ctx;
+    const cn_repos_put_t *p = pr->p;
+    cn_err_t err = CN_OK;
+    for (uint32_t i = 0; i < p->count && err >= 0; i++) {
+        const put_item_t *it = &p->items[i];
+        err = cn_meta_execf(txn, "INSERT INTO repos_object (repo, kind, id, blob, len, fsize)"
+                                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", "bibbii",
+                            CN__ARG_ID(p->repo), (int64_t)it->kind, CN__ARG_DIGEST(&it->id),
+                            CN__ARG_DIGEST(&it->blob), (int64_t)it->length, (int64_t)it->fsize);
+        if (err >= 0 && pr->stored)
+            pr->stored[i] = cn_meta_changes(txn) == 1;
+    }
+    return err < 0 ? err : CN_OK;
+}
+
 cn_err_t cn_repos_put_commit(cn_repos_put_t *p, uint8_t *stored)
 {
     cn_err_t err = CN_OK;
-    cn_meta_txn_t *txn = NULL;
+    put_rows_t pr = {p, stored};
     if (p->w || p->n != p->count) {
         err = cn__rfail(p->rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                         "fewer objects than the batch announced");
@@ -384,41 +414,10 @@ cn_err_t cn_repos_put_commit(cn_repos_put_t *p, uint8_t *stored)
     for (uint32_t i = 0; i < p->count; i++)
         p->keys[i] = (put_key_t){p->items[i].kind, p->items[i].id, i};
     qsort(p->keys, p->count, sizeof *p->keys, key_cmp);
-    if ((err = cn_meta_begin(p->r->meta, CN_META_READ, &txn)) < 0)
-        goto out;
-    for (uint32_t i = 0; i < p->count && err >= 0; i++)
-        if (p->items[i].kind != CN_REPOS_CHUNK)
-            err = validate(p, txn, i);
-    cn_meta_rollback(txn);
-    txn = NULL;
-    if (err < 0)
-        goto out;
-    if ((err = cn_meta_begin(p->r->meta, CN_META_WRITE, &txn)) < 0)
-        goto out;
-    for (uint32_t i = 0; i < p->count && err >= 0; i++) {
-        put_item_t *it = &p->items[i];
-        cn_meta_stmt_t *st = NULL;
-        err = cn_meta_prepare(txn, "INSERT INTO repos_object (repo, kind, id, blob, len, fsize)"
-                              " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", &st);
-        if (err < 0)
-            break;
-        cn__bind_id(st, 1, p->repo);
-        cn_meta_bind_int64(st, 2, it->kind);
-        cn__bind_digest(st, 3, &it->id);
-        cn__bind_digest(st, 4, &it->blob);
-        cn_meta_bind_int64(st, 5, (int64_t)it->length);
-        cn_meta_bind_int64(st, 6, (int64_t)it->fsize);
-        err = cn_meta_step(st);
-        if (err >= 0 && stored)
-            stored[i] = cn_meta_changes(txn) == 1;
-        cn_meta_finish(st);
-    }
-    if (err >= 0) {
-        err = cn_meta_commit(txn);
-        txn = NULL;
-    }
+    err = cn_meta_run(p->r->meta, CN_META_RUN_READ | CN_META_RETRY, validate_body, p);
+    if (err >= 0)
+        err = cn_meta_run(p->r->meta, CN_META_RUN_WRITE | CN_META_RETRY, insert_body, &pr);
 out:
-    cn_meta_rollback(txn);
     cn_repos_put_abort(p);
     return err < 0 ? err : CN_OK;
 }
@@ -449,19 +448,33 @@ static cn_err_t presence_in(cn_repos_t *r, cn_meta_txn_t *txn, const uint8_t rep
     return err;
 }
 
+/* A batch of object references (a pin's with its workspace and intent) and,
+ * per reference, what was found: present[i] (held by the repository and the
+ * store) or out[i]. */
+typedef struct ref_batch {
+    cn_repos_t *r;
+    cn_repos_req_t *rq;
+    const uint8_t *workspace, *intent;
+    const cn_repos_objref_t *refs;
+    uint32_t n;
+    bool *present;
+    cn_repos_obj_t *out;
+} ref_batch_t;
+
+static cn_err_t presence_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
+{
+    const ref_batch_t *rb = ctx;
+    return presence_in(rb->r, txn, repo->info.id, rb->refs, rb->n, rb->present);
+}
+
 cn_err_t cn_repos_presence(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
                            const cn_repos_objref_t *refs, uint32_t n, bool *present)
 {
     if (n == 0 || n > CN_REPOS_BATCH_MAX)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "a batch holds 1..8192 objects");
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
-    cn__repo_t rp;
-    cn_err_t err = cn__repo_load(r, txn, rq, repo, CN__READ, &rp);
-    if (err >= 0)
-        err = presence_in(r, txn, repo, refs, n, present);
-    cn_meta_rollback(txn);
-    return err;
+    ref_batch_t rb = {.r = r, .refs = refs, .n = n, .present = present};
+    return cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, presence_body,
+                        &rb);
 }
 
 static bool all_zero(const uint8_t id[16])
@@ -470,6 +483,50 @@ static bool all_zero(const uint8_t id[16])
         if (id[i])
             return false;
     return true;
+}
+
+/* The intent's row: refused once the intent has an outcome or when it
+ * belongs to another workspace; inserted when new. */
+static cn_err_t intent_claim(cn_meta_txn_t *txn, const ref_batch_t *rb, const uint8_t repo[16])
+{
+    cn_meta_stmt_t *st = NULL;
+    uint8_t ws[16];
+    cn_err_t err = cn_meta_execf(txn, "SELECT 1 FROM repos_operation WHERE repo = ? AND op = ?",
+                                 "bb", CN__ARG_ID(repo), CN__ARG_ID(rb->intent));
+    if (err == CN_META_ROW)
+        err = cn__rfail(rb->rq, CN_E_CONFLICT, CN_REPOS_E_INTENT_FINALIZED,
+                        "the intent already has a final outcome");
+    if (err >= 0 && (err = cn_meta_queryf(txn, &st, "SELECT workspace FROM repos_intent"
+                                                    " WHERE repo = ? AND intent = ?", "bb",
+                                          CN__ARG_ID(repo), CN__ARG_ID(rb->intent))) >= 0)
+        err = cn_meta_step(st);
+    if (err == CN_META_ROW && !cn__col_fixed(st, 0, ws, 16))
+        err = CN_E_CORRUPT;
+    else if (err == CN_META_ROW && memcmp(ws, rb->workspace, 16) != 0)
+        err = cn__rfail(rb->rq, CN_E_CONFLICT, CN_REPOS_E_WORKSPACE_MISMATCH,
+                        "the intent belongs to another workspace");
+    cn_meta_finish(st);
+    if (err == CN_META_DONE)
+        err = cn_meta_execf(txn, "INSERT INTO repos_intent (repo, intent, workspace, created_ms)"
+                                 " VALUES (?, ?, ?, ?)", "bbbi", CN__ARG_ID(repo),
+                            CN__ARG_ID(rb->intent), CN__ARG_ID(rb->workspace),
+                            cn__repos_now_ms());
+    return err < 0 ? err : CN_OK;
+}
+
+static cn_err_t pin_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
+{
+    const ref_batch_t *rb = ctx;
+    const uint8_t *id = repo->info.id;
+    cn_err_t err = intent_claim(txn, rb, id);
+    for (uint32_t i = 0; i < rb->n && err >= 0; i++)
+        err = cn_meta_execf(txn, "INSERT INTO repos_pin (repo, intent, kind, id)"
+                                 " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", "bbib",
+                            CN__ARG_ID(id), CN__ARG_ID(rb->intent), (int64_t)rb->refs[i].kind,
+                            CN__ARG_DIGEST(&rb->refs[i].id));
+    if (err >= 0)
+        err = presence_in(rb->r, txn, id, rb->refs, rb->n, rb->present);
+    return err;
 }
 
 cn_err_t cn_repos_pin(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
@@ -485,69 +542,23 @@ cn_err_t cn_repos_pin(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
         if (refs[i].kind < CN_REPOS_CHUNK || refs[i].kind > CN_REPOS_CHANGESET)
             return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                              "pins name chunks, manifests and change sets");
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_WRITE, &txn));
-    cn__repo_t rp;
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn__repo_load(r, txn, rq, repo, CN__WRITE, &rp);
-    if (err >= 0)
-        err = cn_meta_prepare(txn, "SELECT 1 FROM repos_operation WHERE repo = ? AND op = ?", &st);
-    if (err >= 0) {
-        cn__bind_id(st, 1, repo);
-        cn__bind_id(st, 2, intent);
-        err = cn_meta_step(st);
-        cn_meta_finish(st);
-        if (err == CN_META_ROW)
-            err = cn__rfail(rq, CN_E_CONFLICT, CN_REPOS_E_INTENT_FINALIZED,
-                            "the intent already has a final outcome");
+    ref_batch_t rb = {r, rq, workspace, intent, refs, n, present, NULL};
+    return cn__repo_run(r, rq, repo, CN__WRITE, CN_META_RUN_WRITE | CN_META_RETRY, pin_body, &rb);
+}
+
+static cn_err_t lookup_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
+{
+    const ref_batch_t *rb = ctx;
+    cn_err_t err = CN_OK;
+    for (uint32_t i = 0; i < rb->n && err >= 0; i++) {
+        cn_repos_obj_t *o = &rb->out[i];
+        memset(o, 0, sizeof *o);
+        o->kind = rb->refs[i].kind;
+        o->id = rb->refs[i].id;
+        err = cn__object_find(txn, repo->info.id, o->kind, &o->id, &o->present, &o->blob,
+                              &o->length, NULL);
     }
-    if (err >= 0)
-        err = cn_meta_prepare(txn, "SELECT workspace FROM repos_intent WHERE repo = ? AND intent = ?",
-                              &st);
-    bool known = false;
-    if (err >= 0) {
-        cn__bind_id(st, 1, repo);
-        cn__bind_id(st, 2, intent);
-        err = cn_meta_step(st);
-        if (err == CN_META_ROW) {
-            uint8_t ws[16];
-            known = true;
-            if (!cn__col_fixed(st, 0, ws, 16))
-                err = CN_E_CORRUPT;
-            else if (memcmp(ws, workspace, 16) != 0)
-                err = cn__rfail(rq, CN_E_CONFLICT, CN_REPOS_E_WORKSPACE_MISMATCH,
-                                "the intent belongs to another workspace");
-        }
-        cn_meta_finish(st);
-    }
-    if (err >= 0 && !known && (err = cn_meta_prepare(txn,
-            "INSERT INTO repos_intent (repo, intent, workspace, created_ms) VALUES (?, ?, ?, ?)",
-            &st)) >= 0) {
-        cn__bind_id(st, 1, repo);
-        cn__bind_id(st, 2, intent);
-        cn__bind_id(st, 3, workspace);
-        cn_meta_bind_int64(st, 4, cn__repos_now_ms());
-        err = cn_meta_step(st);
-        cn_meta_finish(st);
-    }
-    for (uint32_t i = 0; i < n && err >= 0; i++) {
-        if ((err = cn_meta_prepare(txn, "INSERT INTO repos_pin (repo, intent, kind, id)"
-                                   " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", &st)) < 0)
-            break;
-        cn__bind_id(st, 1, repo);
-        cn__bind_id(st, 2, intent);
-        cn_meta_bind_int64(st, 3, refs[i].kind);
-        cn__bind_digest(st, 4, &refs[i].id);
-        err = cn_meta_step(st);
-        cn_meta_finish(st);
-    }
-    if (err >= 0)
-        err = presence_in(r, txn, repo, refs, n, present);
-    if (err < 0) {
-        cn_meta_rollback(txn);
-        return err;
-    }
-    return cn_meta_commit(txn);
+    return err;
 }
 
 cn_err_t cn_repos_get_lookup(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
@@ -555,19 +566,8 @@ cn_err_t cn_repos_get_lookup(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t re
 {
     if (n == 0 || n > CN_REPOS_BATCH_MAX)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "a batch holds 1..8192 objects");
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
-    cn__repo_t rp;
-    cn_err_t err = cn__repo_load(r, txn, rq, repo, CN__READ, &rp);
-    for (uint32_t i = 0; i < n && err >= 0; i++) {
-        memset(&out[i], 0, sizeof out[i]);
-        out[i].kind = refs[i].kind;
-        out[i].id = refs[i].id;
-        err = cn__object_find(txn, repo, refs[i].kind, &refs[i].id, &out[i].present, &out[i].blob,
-                              &out[i].length, NULL);
-    }
-    cn_meta_rollback(txn);
-    return err;
+    ref_batch_t rb = {.r = r, .refs = refs, .n = n, .out = out};
+    return cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, lookup_body, &rb);
 }
 
 cn_err_t cn_repos_object_fd(cn_repos_t *r, const cn_repos_obj_t *o, int *fd)

@@ -113,11 +113,11 @@ static cn_err_t op_lookup(cn_meta_txn_t *txn, const uint8_t repo[16], const uint
 {
     *found = false;
     cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_prepare(txn, "SELECT fingerprint, outcome FROM repos_operation"
-                           " WHERE repo = ? AND op = ?", &st));
-    cn__bind_id(st, 1, repo);
-    cn__bind_id(st, 2, op);
-    cn_err_t err = cn_meta_step(st);
+    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT fingerprint, outcome FROM repos_operation"
+                                            " WHERE repo = ? AND op = ?", "bb", CN__ARG_ID(repo),
+                                  CN__ARG_ID(op));
+    if (err >= 0)
+        err = cn_meta_step(st);
     if (err == CN_META_ROW) {
         size_t n = 0;
         const uint8_t *b = cn_meta_column_blob(st, 1, &n);
@@ -131,22 +131,32 @@ static cn_err_t op_lookup(cn_meta_txn_t *txn, const uint8_t repo[16], const uint
     return err < 0 ? err : CN_OK;
 }
 
+/* An operation asked about, whether it is known, and its outcome. */
+typedef struct operation_query {
+    const uint8_t *operation;
+    bool known;
+    cn_repos_outcome_t *out;
+} operation_query_t;
+
+static cn_err_t outcome_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
+{
+    operation_query_t *oq = ctx;
+    cn_digest_t fp;
+    cn_err_t err = op_lookup(txn, repo->info.id, oq->operation, &oq->known, &fp, oq->out);
+    if (err < 0)
+        cn_repos_outcome_free(oq->out);
+    return err;
+}
+
 cn_err_t cn_repos_operation_outcome(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
                                     const uint8_t operation[16], bool *known,
                                     cn_repos_outcome_t *out)
 {
-    *known = false;
     memset(out, 0, sizeof *out);
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
-    cn__repo_t rp;
-    cn_digest_t fp;
-    cn_err_t err = cn__repo_load(r, txn, rq, repo, CN__READ, &rp);
-    if (err >= 0)
-        err = op_lookup(txn, repo, operation, known, &fp, out);
-    cn_meta_rollback(txn);
-    if (err < 0)
-        cn_repos_outcome_free(out);
+    operation_query_t oq = {operation, false, out};
+    cn_err_t err = cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY,
+                                outcome_body, &oq);
+    *known = err >= 0 && oq.known;
     return err;
 }
 
@@ -173,6 +183,8 @@ typedef struct plan {
     cn_digest_t commit_blob;
     /* replay: the operation was already recorded */
     bool replay;
+    /* again: phase 3 found the heads moved since the plan */
+    bool again;
 } plan_t;
 
 static void plan_clear(plan_t *pl)
@@ -251,12 +263,12 @@ static cn_err_t fold_count(cn_meta_txn_t *txn, const plan_t *pl, const uint8_t *
                            uint64_t *count)
 {
     cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_prepare(txn, "SELECT COUNT(*) FROM repos_fold WHERE repo = ? AND branch = ?"
-                           " AND fold = ?", &st));
-    cn__bind_id(st, 1, pl->s->repo);
-    cn__bind_id(st, 2, pl->s->branch);
-    cn_meta_bind_blob(st, 3, f, fn);
-    cn_err_t err = cn_meta_step(st);
+    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT COUNT(*) FROM repos_fold WHERE repo = ?"
+                                            " AND branch = ? AND fold = ?", "bbb",
+                                  CN__ARG_ID(pl->s->repo), CN__ARG_ID(pl->s->branch),
+                                  (const void *)f, fn);
+    if (err >= 0)
+        err = cn_meta_step(st);
     *count = err == CN_META_ROW ? (uint64_t)cn_meta_column_int64(st, 0) : 0;
     cn_meta_finish(st);
     return err < 0 ? err : CN_OK;
@@ -417,11 +429,11 @@ static cn_err_t commit_of(cn_meta_txn_t *txn, const uint8_t repo[16], uint64_t c
                           cn_digest_t *id)
 {
     cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_prepare(txn, "SELECT commit_id FROM repos_commit WHERE repo = ? AND change = ?",
-                           &st));
-    cn__bind_id(st, 1, repo);
-    cn_meta_bind_int64(st, 2, (int64_t)change);
-    cn_err_t err = cn_meta_step(st);
+    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT commit_id FROM repos_commit"
+                                            " WHERE repo = ? AND change = ?", "bi",
+                                  CN__ARG_ID(repo), (int64_t)change);
+    if (err >= 0)
+        err = cn_meta_step(st);
     if (err == CN_META_ROW)
         err = cn__col_fixed(st, 0, id->b, CN_DIGEST_LEN) ? CN_OK : CN_E_CORRUPT;
     else if (err == CN_META_DONE)
@@ -430,20 +442,18 @@ static cn_err_t commit_of(cn_meta_txn_t *txn, const uint8_t repo[16], uint64_t c
     return err;
 }
 
-/* Phase 1.  On return either pl->replay (pl->out is the recorded outcome),
- * or pl->out is an outcome to record (accepted with pl->commit, or
+/* Phase 1's body.  On return either pl->replay (pl->out is the recorded
+ * outcome), or pl->out is an outcome to record (accepted with pl->commit, or
  * rejected), or an error. */
-static cn_err_t plan(plan_t *pl)
+static cn_err_t plan_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
 {
+    plan_t *pl = ctx;
     cn_repos_t *r = pl->r;
     const cn_repos_submit_t *s = pl->s;
-    cn_meta_txn_t *txn = NULL;
-    CN_TRY(cn_meta_begin(r->meta, CN_META_READ, &txn));
-    cn_err_t err = cn__repo_load(r, txn, pl->rq, s->repo, CN__WRITE, &pl->repo);
-    if (err < 0)
-        goto out;
+    pl->repo = *repo;
     bool found = false;
     cn_digest_t fp;
+    cn_err_t err;
     if ((err = op_lookup(txn, s->repo, s->operation, &found, &fp, &pl->out)) < 0)
         goto out;
     if (found) {
@@ -518,8 +528,14 @@ static cn_err_t plan(plan_t *pl)
     pl->out.change = pl->change;
     cn_repos_object_id(CN_REPOS_COMMIT, pl->commit.data, pl->commit.len, &pl->out.commit);
 out:
-    cn_meta_rollback(txn);
     return err;
+}
+
+/* Phase 1, in one read transaction.  Not repeated: its body maps the change
+ * set and opens the tree into pl, which plan_clear releases. */
+static cn_err_t plan(plan_t *pl)
+{
+    return cn__repo_run(pl->r, pl->rq, pl->s->repo, CN__WRITE, CN_META_RUN_READ, plan_body, pl);
 }
 
 static cn_err_t publish_commit(plan_t *pl)
@@ -536,15 +552,35 @@ static cn_err_t publish_commit(plan_t *pl)
     return cn_store_writer_publish(w, &pl->commit_blob, NULL);
 }
 
-static cn_err_t exec_bound(cn_meta_txn_t *txn, const char *sql, cn_meta_stmt_t **st)
+/* The path event of one side of change e (the source of a move when side
+ * is 1), and the fold row it adds or removes. */
+static cn_err_t record_event(plan_t *pl, cn_meta_txn_t *txn, const cn_repos_change_t *e,
+                             int side, uint8_t *fold)
 {
-    return cn_meta_prepare(txn, sql, st);
-}
-
-static cn_err_t step_finish(cn_meta_stmt_t *st)
-{
-    cn_err_t err = cn_meta_step(st);
-    cn_meta_finish(st);
+    const cn_repos_submit_t *s = pl->s;
+    const uint8_t *p = side ? e->from : e->path;
+    size_t n = side ? e->from_len : e->path_len;
+    bool moved_here = !side && e->kind == CN_REPOS_MOVE;
+    bool gone = side || e->kind == CN_REPOS_DELETE;
+    bool born = !side && (e->kind == CN_REPOS_ADD || e->kind == CN_REPOS_MOVE);
+    cn_err_t err = cn_meta_execf(txn, "INSERT INTO repos_event (repo, branch, path, change,"
+                                      " event, from_path) VALUES (?, ?, ?, ?, ?, ?)",
+                                 moved_here ? "bbbiib" : "bbbiin", CN__ARG_ID(s->repo),
+                                 CN__ARG_ID(s->branch), (const void *)p, n,
+                                 (int64_t)pl->change, (int64_t)(side ? CN_REPOS_DELETE : e->kind),
+                                 (const void *)e->from, (size_t)e->from_len);
+    if (err >= 0 && gone)
+        err = cn_meta_execf(txn, "DELETE FROM repos_fold WHERE repo = ? AND branch = ?"
+                                 " AND path = ?", "bbb", CN__ARG_ID(s->repo),
+                            CN__ARG_ID(s->branch), (const void *)p, n);
+    long fn = born ? cn_repos_path_fold(p, n, fold, CN_REPOS_MAX_PATH) : 0;
+    if (err >= 0 && fn < 0)
+        err = CN_E_CORRUPT;
+    else if (err >= 0 && born)
+        err = cn_meta_execf(txn, "INSERT INTO repos_fold (repo, branch, path, fold)"
+                                 " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", "bbbb",
+                            CN__ARG_ID(s->repo), CN__ARG_ID(s->branch), (const void *)p, n,
+                            (const void *)fold, (size_t)fn);
     return err < 0 ? err : CN_OK;
 }
 
@@ -552,73 +588,63 @@ static cn_err_t record_events(plan_t *pl, cn_meta_txn_t *txn)
 {
     cn_repos_changeset_iter_t it;
     cn_repos_change_t e;
-    cn_meta_stmt_t *st = NULL;
-    const cn_repos_submit_t *s = pl->s;
     cn_repos_changeset_iter(&pl->cs, &it);
     uint8_t *fold = malloc(CN_REPOS_MAX_PATH);
-    if (!fold)
-        return -ENOMEM;
-    cn_err_t err = CN_OK;
+    cn_err_t err = fold ? CN_OK : -ENOMEM;
     while (err >= 0 && cn_repos_changeset_next(&it, &e)) {
-        for (int side = 0; side < 2 && err >= 0; side++) {
-            if (side && e.kind != CN_REPOS_MOVE)
-                break;
-            const uint8_t *p = side ? e.from : e.path;
-            size_t n = side ? e.from_len : e.path_len;
-            uint8_t ev = side ? CN_REPOS_DELETE : e.kind;
-            if ((err = exec_bound(txn, "INSERT INTO repos_event (repo, branch, path, change, event,"
-                                  " from_path) VALUES (?, ?, ?, ?, ?, ?)", &st)) < 0)
-                break;
-            cn__bind_id(st, 1, s->repo);
-            cn__bind_id(st, 2, s->branch);
-            cn_meta_bind_blob(st, 3, p, n);
-            cn_meta_bind_int64(st, 4, (int64_t)pl->change);
-            cn_meta_bind_int64(st, 5, ev);
-            if (!side && e.kind == CN_REPOS_MOVE)
-                cn_meta_bind_blob(st, 6, e.from, e.from_len);
-            else
-                cn_meta_bind_null(st, 6);
-            if ((err = step_finish(st)) < 0)
-                break;
-            bool gone = side || e.kind == CN_REPOS_DELETE;
-            bool born = !side && (e.kind == CN_REPOS_ADD || e.kind == CN_REPOS_MOVE);
-            if (gone) {
-                if ((err = exec_bound(txn, "DELETE FROM repos_fold WHERE repo = ? AND branch = ?"
-                                      " AND path = ?", &st)) < 0)
-                    break;
-                cn__bind_id(st, 1, s->repo);
-                cn__bind_id(st, 2, s->branch);
-                cn_meta_bind_blob(st, 3, p, n);
-                err = step_finish(st);
-            } else if (born) {
-                long fn = cn_repos_path_fold(p, n, fold, CN_REPOS_MAX_PATH);
-                if (fn < 0) {
-                    err = CN_E_CORRUPT;
-                    break;
-                }
-                if ((err = exec_bound(txn, "INSERT INTO repos_fold (repo, branch, path, fold)"
-                                      " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", &st)) < 0)
-                    break;
-                cn__bind_id(st, 1, s->repo);
-                cn__bind_id(st, 2, s->branch);
-                cn_meta_bind_blob(st, 3, p, n);
-                cn_meta_bind_blob(st, 4, fold, (size_t)fn);
-                err = step_finish(st);
-            }
-        }
+        err = record_event(pl, txn, &e, 0, fold);
+        if (err >= 0 && e.kind == CN_REPOS_MOVE)
+            err = record_event(pl, txn, &e, 1, fold);
     }
     free(fold);
     return err;
 }
 
-/* Phase 3.  *again: the heads moved since the plan. */
-static cn_err_t record(plan_t *pl, bool *again)
+/* Phase 3's rows of an accepted submit: the new tree nodes, the commit, its
+ * membership and path events, and the advanced heads. */
+static cn_err_t record_accepted(plan_t *pl, cn_meta_txn_t *txn)
 {
-    *again = false;
     const cn_repos_submit_t *s = pl->s;
-    cn_meta_txn_t *txn = NULL;
-    cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_begin(pl->r->meta, CN_META_WRITE, &txn));
+    cn_repos_commit_t c;
+    cn__ptree_set_txn(pl->tree, txn);
+    cn_err_t err = cn__ptree_store(pl->tree, txn);
+    if (err >= 0)
+        err = cn_meta_execf(txn, "INSERT INTO repos_object (repo, kind, id, blob, len, fsize)"
+                                 " VALUES (?, 4, ?, ?, ?, 0) ON CONFLICT DO NOTHING", "bbbi",
+                            CN__ARG_ID(s->repo), CN__ARG_DIGEST(&pl->out.commit),
+                            CN__ARG_DIGEST(&pl->commit_blob), (int64_t)pl->commit.len);
+    if (err >= 0)
+        err = cn_repos_commit_parse(pl->commit.data, pl->commit.len, &c);
+    if (err >= 0)
+        err = cn_meta_execf(txn, "INSERT INTO repos_commit (repo, change, branch, commit_id,"
+                                 " parent, changeset, author, message, time_ms, content_root,"
+                                 " revision_root) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            "bibbibbbibb", CN__ARG_ID(s->repo), (int64_t)pl->change,
+                            CN__ARG_ID(s->branch), CN__ARG_DIGEST(&pl->out.commit),
+                            (int64_t)pl->head, CN__ARG_DIGEST(&s->changeset),
+                            (const void *)(s->author_len ? s->author : (const uint8_t *)""),
+                            (size_t)s->author_len,
+                            (const void *)(s->message_len ? s->message : (const uint8_t *)""),
+                            (size_t)s->message_len, (int64_t)c.time_ms, CN__ARG_DIGEST(&c.content_root),
+                            CN__ARG_DIGEST(&c.revision_root));
+    if (err >= 0)
+        err = record_events(pl, txn);
+    if (err >= 0)
+        err = cn_meta_execf(txn, "UPDATE repos_branch SET head = ? WHERE repo = ? AND id = ?",
+                            "ibb", (int64_t)pl->change, CN__ARG_ID(s->repo),
+                            CN__ARG_ID(s->branch));
+    if (err >= 0)
+        err = cn_meta_execf(txn, "UPDATE repos_repo SET head = ? WHERE id = ?", "ib",
+                            (int64_t)pl->change, CN__ARG_ID(s->repo));
+    return err < 0 ? err : CN_OK;
+}
+
+/* Phase 3's body: pl->again when the heads moved since the plan (nothing is
+ * written then), else the outcome and, when accepted, its rows. */
+static cn_err_t record_body(cn_meta_txn_t *txn, void *ctx)
+{
+    plan_t *pl = ctx;
+    const cn_repos_submit_t *s = pl->s;
     bool found = false;
     cn_digest_t fp;
     cn_repos_outcome_t prior;
@@ -632,90 +658,29 @@ static cn_err_t record(plan_t *pl, bool *again)
         err = cn__branch_head(txn, pl->rq, s->repo, s->branch, &head, NULL, 0);
     if (err >= 0 && !found)
         err = cn__repo_load(pl->r, txn, pl->rq, s->repo, CN__WRITE, &now);
-    if (err < 0)
-        goto fail;
-    if (found || head != pl->head || now.info.head != pl->repo_head ||
-        memcmp(now.info.incarnation, pl->repo.info.incarnation, 16) != 0) {
-        cn_meta_rollback(txn);
-        *again = true;
-        return CN_OK;
-    }
-    if (pl->out.outcome == CN_REPOS_ACCEPTED) {
-        cn__ptree_set_txn(pl->tree, txn);
-        if ((err = cn__ptree_store(pl->tree, txn)) < 0)
-            goto fail;
-        if ((err = exec_bound(txn, "INSERT INTO repos_object (repo, kind, id, blob, len, fsize)"
-                              " VALUES (?, 4, ?, ?, ?, 0) ON CONFLICT DO NOTHING", &st)) < 0)
-            goto fail;
-        cn__bind_id(st, 1, s->repo);
-        cn__bind_digest(st, 2, &pl->out.commit);
-        cn__bind_digest(st, 3, &pl->commit_blob);
-        cn_meta_bind_int64(st, 4, (int64_t)pl->commit.len);
-        if ((err = step_finish(st)) < 0)
-            goto fail;
-        cn_repos_commit_t c;
-        if ((err = cn_repos_commit_parse(pl->commit.data, pl->commit.len, &c)) < 0)
-            goto fail;
-        if ((err = exec_bound(txn, "INSERT INTO repos_commit (repo, change, branch, commit_id,"
-                              " parent, changeset, author, message, time_ms, content_root,"
-                              " revision_root) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &st)) < 0)
-            goto fail;
-        cn__bind_id(st, 1, s->repo);
-        cn_meta_bind_int64(st, 2, (int64_t)pl->change);
-        cn__bind_id(st, 3, s->branch);
-        cn__bind_digest(st, 4, &pl->out.commit);
-        cn_meta_bind_int64(st, 5, (int64_t)pl->head);
-        cn__bind_digest(st, 6, &s->changeset);
-        cn_meta_bind_blob(st, 7, s->author_len ? s->author : (const uint8_t *)"", s->author_len);
-        cn_meta_bind_blob(st, 8, s->message_len ? s->message : (const uint8_t *)"", s->message_len);
-        cn_meta_bind_int64(st, 9, (int64_t)c.time_ms);
-        cn__bind_digest(st, 10, &c.content_root);
-        cn__bind_digest(st, 11, &c.revision_root);
-        if ((err = step_finish(st)) < 0 || (err = record_events(pl, txn)) < 0)
-            goto fail;
-        if ((err = exec_bound(txn, "UPDATE repos_branch SET head = ? WHERE repo = ? AND id = ?",
-                              &st)) < 0)
-            goto fail;
-        cn_meta_bind_int64(st, 1, (int64_t)pl->change);
-        cn__bind_id(st, 2, s->repo);
-        cn__bind_id(st, 3, s->branch);
-        if ((err = step_finish(st)) < 0)
-            goto fail;
-        if ((err = exec_bound(txn, "UPDATE repos_repo SET head = ? WHERE id = ?", &st)) < 0)
-            goto fail;
-        cn_meta_bind_int64(st, 1, (int64_t)pl->change);
-        cn__bind_id(st, 2, s->repo);
-        if ((err = step_finish(st)) < 0)
-            goto fail;
-    }
+    pl->again = err >= 0 && (found || head != pl->head || now.info.head != pl->repo_head ||
+                             memcmp(now.info.incarnation, pl->repo.info.incarnation, 16) != 0);
+    if (err >= 0 && !pl->again && pl->out.outcome == CN_REPOS_ACCEPTED)
+        err = record_accepted(pl, txn);
     cn_buf_t rec = {0};
-    if ((err = outcome_encode(&pl->out, &rec)) < 0 ||
-        (err = exec_bound(txn, "INSERT INTO repos_operation (repo, op, kind, fingerprint,"
-                          " workspace, outcome, created_ms) VALUES (?, ?, 1, ?, ?, ?, ?)", &st)) < 0) {
-        cn_buf_free(&rec);
-        goto fail;
-    }
-    cn__bind_id(st, 1, s->repo);
-    cn__bind_id(st, 2, s->operation);
-    cn__bind_digest(st, 3, &pl->fp);
-    cn__bind_id(st, 4, s->workspace);
-    cn_meta_bind_blob(st, 5, rec.data, rec.len);
-    cn_meta_bind_int64(st, 6, cn__repos_now_ms());
-    err = step_finish(st);
+    if (err >= 0 && !pl->again && (err = outcome_encode(&pl->out, &rec)) >= 0)
+        err = cn_meta_execf(txn, "INSERT INTO repos_operation (repo, op, kind, fingerprint,"
+                                 " workspace, outcome, created_ms) VALUES (?, ?, 1, ?, ?, ?, ?)",
+                            "bbbbbi", CN__ARG_ID(s->repo), CN__ARG_ID(s->operation),
+                            CN__ARG_DIGEST(&pl->fp), CN__ARG_ID(s->workspace),
+                            (const void *)rec.data, rec.len, cn__repos_now_ms());
     cn_buf_free(&rec);
-    if (err < 0)
-        goto fail;
     /* The intent has its final outcome: its upload pins end here. */
-    if ((err = exec_bound(txn, "DELETE FROM repos_pin WHERE repo = ? AND intent = ?", &st)) < 0)
-        goto fail;
-    cn__bind_id(st, 1, s->repo);
-    cn__bind_id(st, 2, s->operation);
-    if ((err = step_finish(st)) < 0)
-        goto fail;
-    return cn_meta_commit(txn);
-fail:
-    cn_meta_rollback(txn);
-    return err;
+    if (err >= 0 && !pl->again)
+        err = cn_meta_execf(txn, "DELETE FROM repos_pin WHERE repo = ? AND intent = ?", "bb",
+                            CN__ARG_ID(s->repo), CN__ARG_ID(s->operation));
+    return err < 0 ? err : CN_OK;
+}
+
+/* Phase 3, in one write transaction, repeated while the database is locked. */
+static cn_err_t record(plan_t *pl)
+{
+    return cn_meta_run(pl->r->meta, CN_META_RUN_WRITE | CN_META_RETRY, record_body, pl);
 }
 
 static bool zero16(const uint8_t id[16])
@@ -755,8 +720,7 @@ cn_err_t cn_repos_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_submi
             cn__ptree_stats(pl.tree, &stats);
         if (pl.out.outcome == CN_REPOS_ACCEPTED && (err = publish_commit(&pl)) < 0)
             break;
-        bool again = false;
-        if ((err = record(&pl, &again)) < 0 || !again)
+        if ((err = record(&pl)) < 0 || !pl.again)
             break;
         if (attempt + 1 == MAX_ATTEMPTS) {
             err = cn__rfail(rq, CN_E_BUSY, CN_REPOS_E_BUSY,

@@ -142,30 +142,33 @@ cn_err_t cn__store_pins_migrate(cn_store_t *s)
                            sizeof store_migrations / sizeof store_migrations[0]);
 }
 
+/* One durable pin: what a lookup asks and finds, or a row to insert. */
+typedef struct pin_row {
+    const cn_digest_t *d;
+    const char *owner_tag;
+    int64_t expires;
+    uint64_t id;
+    bool pinned;
+} pin_row_t;
+
+static cn_err_t pinned_body(cn_meta_txn_t *txn, void *ctx)
+{
+    pin_row_t *pr = ctx;
+    cn_err_t rc = cn_meta_execf(txn,
+        "SELECT pin_id FROM store_pin WHERE digest = ? AND (expires_ms = 0 OR expires_ms > ?)"
+        " LIMIT 1", "bi", pr->d->b, (size_t)CN_DIGEST_LEN, cn_wall_ms());
+    pr->pinned = rc == CN_META_ROW;
+    return rc < 0 ? rc : CN_OK;
+}
+
 cn_err_t cn__store_pinned_durable(cn_store_t *s, const cn_digest_t *d, bool *pinned)
 {
     *pinned = false;
     if (!s->meta)
         return CN_OK;
-    cn_meta_txn_t *txn;
-    cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_begin(s->meta, CN_META_READ, &txn));
-    cn_err_t rc = cn_meta_prepare(txn,
-        "SELECT pin_id FROM store_pin WHERE digest = ? AND (expires_ms = 0 OR expires_ms > ?)"
-        " LIMIT 1", &st);
-    if (rc < 0)
-        goto out;
-    if ((rc = cn_meta_bind_blob(st, 1, d->b, CN_DIGEST_LEN)) < 0 ||
-        (rc = cn_meta_bind_int64(st, 2, cn_wall_ms())) < 0)
-        goto out;
-    rc = cn_meta_step(st);
-    if (rc == CN_META_ROW)
-        *pinned = true;
-    if (rc >= 0)
-        rc = CN_OK;
-out:
-    cn_meta_finish(st);
-    cn_meta_rollback(txn);
+    pin_row_t pr = {.d = d};
+    cn_err_t rc = cn_meta_run(s->meta, CN_META_RUN_READ | CN_META_RETRY, pinned_body, &pr);
+    *pinned = rc >= 0 && pr.pinned;
     return rc;
 }
 
@@ -178,31 +181,14 @@ cn_err_t cn_store_is_pinned(cn_store_t *s, const cn_digest_t *d, bool *pinned)
     return cn__store_pinned_durable(s, d, pinned);
 }
 
-static cn_err_t pin_insert(cn_store_t *s, const cn_digest_t *d, const char *owner_tag,
-                           int64_t expires, uint64_t id)
+static cn_err_t pin_insert(cn_meta_txn_t *txn, void *ctx)
 {
-    cn_meta_txn_t *txn;
-    cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_begin(s->meta, CN_META_WRITE, &txn));
-    cn_err_t rc = cn_meta_prepare(txn,
+    const pin_row_t *pr = ctx;
+    cn_err_t rc = cn_meta_execf(txn,
         "INSERT INTO store_pin (pin_id, digest, owner_tag, expires_ms, created_ms)"
-        " VALUES (?, ?, ?, ?, ?)", &st);
-    if (rc < 0)
-        goto fail;
-    if ((rc = cn_meta_bind_int64(st, 1, (int64_t)id)) < 0 ||
-        (rc = cn_meta_bind_blob(st, 2, d->b, CN_DIGEST_LEN)) < 0 ||
-        (rc = cn_meta_bind_str(st, 3, owner_tag)) < 0 ||
-        (rc = cn_meta_bind_int64(st, 4, expires)) < 0 ||
-        (rc = cn_meta_bind_int64(st, 5, cn_wall_ms())) < 0)
-        goto fail;
-    if ((rc = cn_meta_step(st)) < 0)
-        goto fail;
-    cn_meta_finish(st);
-    return cn_meta_commit(txn);
-fail:
-    cn_meta_finish(st);
-    cn_meta_rollback(txn);
-    return rc;
+        " VALUES (?, ?, ?, ?, ?)", "ibsii", (int64_t)pr->id, pr->d->b, (size_t)CN_DIGEST_LEN,
+        pr->owner_tag, pr->expires, cn_wall_ms());
+    return rc < 0 ? rc : CN_OK;
 }
 
 cn_err_t cn_store_pin(cn_store_t *s, const cn_digest_t *d, const char *owner_tag,
@@ -214,35 +200,35 @@ cn_err_t cn_store_pin(cn_store_t *s, const cn_digest_t *d, const char *owner_tag
         return CN_E_INVALID;
     pthread_mutex_t *mu = cn__stripe(s, d);
     cn_err_t rc = CN_E_EXISTS;
-    uint64_t id = 0;
+    pin_row_t pr = {.d = d, .owner_tag = owner_tag, .expires = expires_unix_ms};
     /* Held across the commit: see the file comment. */
     pthread_mutex_lock(mu);
     for (int tries = 0; tries < 4 && rc == CN_E_EXISTS; tries++) {
-        if ((rc = cn_random_bytes(&id, sizeof id)) < 0)
+        if ((rc = cn_random_bytes(&pr.id, sizeof pr.id)) < 0)
             break;
-        id = (id >> 2) | 1;     /* positive in a signed BIGINT, never 0 */
-        rc = pin_insert(s, d, owner_tag, expires_unix_ms, id);
+        pr.id = (pr.id >> 2) | 1;     /* positive in a signed BIGINT, never 0 */
+        rc = cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, pin_insert, &pr);
     }
     pthread_mutex_unlock(mu);
     if (rc == CN_OK && pin_id)
-        *pin_id = id;
+        *pin_id = pr.id;
     return rc;
 }
 
-static cn_err_t exec_delete(cn_store_t *s, const char *sql, int64_t arg, int64_t *changes)
+/* A delete of the pins sql selects by its one integer parameter, and the
+ * rows it removed. */
+typedef struct pin_delete {
+    const char *sql;
+    int64_t arg;
+    int64_t removed;
+} pin_delete_t;
+
+static cn_err_t delete_body(cn_meta_txn_t *txn, void *ctx)
 {
-    cn_meta_txn_t *txn;
-    cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_begin(s->meta, CN_META_WRITE, &txn));
-    cn_err_t rc = cn_meta_prepare(txn, sql, &st);
-    if (rc < 0 || (rc = cn_meta_bind_int64(st, 1, arg)) < 0 || (rc = cn_meta_step(st)) < 0) {
-        cn_meta_finish(st);
-        cn_meta_rollback(txn);
-        return rc;
-    }
-    cn_meta_finish(st);
-    *changes = cn_meta_changes(txn);
-    return cn_meta_commit(txn);
+    pin_delete_t *pd = ctx;
+    cn_err_t rc = cn_meta_execf(txn, pd->sql, "i", pd->arg);
+    pd->removed = rc < 0 ? 0 : cn_meta_changes(txn);
+    return rc < 0 ? rc : CN_OK;
 }
 
 cn_err_t cn_store_unpin(cn_store_t *s, uint64_t pin_id)
@@ -251,9 +237,9 @@ cn_err_t cn_store_unpin(cn_store_t *s, uint64_t pin_id)
         return CN_E_UNSUPPORTED;
     if (pin_id == 0 || pin_id > INT64_MAX)
         return CN_E_NOT_FOUND;
-    int64_t n = 0;
-    CN_TRY(exec_delete(s, "DELETE FROM store_pin WHERE pin_id = ?", (int64_t)pin_id, &n));
-    return n ? CN_OK : CN_E_NOT_FOUND;
+    pin_delete_t pd = {"DELETE FROM store_pin WHERE pin_id = ?", (int64_t)pin_id, 0};
+    CN_TRY(cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, delete_body, &pd));
+    return pd.removed ? CN_OK : CN_E_NOT_FOUND;
 }
 
 cn_err_t cn__store_pins_expire(cn_store_t *s, int64_t now_ms, uint64_t *removed)
@@ -261,9 +247,8 @@ cn_err_t cn__store_pins_expire(cn_store_t *s, int64_t now_ms, uint64_t *removed)
     *removed = 0;
     if (!s->meta)
         return CN_OK;
-    int64_t n = 0;
-    CN_TRY(exec_delete(s, "DELETE FROM store_pin WHERE expires_ms > 0 AND expires_ms <= ?",
-                       now_ms, &n));
-    *removed = (uint64_t)n;
+    pin_delete_t pd = {"DELETE FROM store_pin WHERE expires_ms > 0 AND expires_ms <= ?", now_ms, 0};
+    CN_TRY(cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, delete_body, &pd));
+    *removed = (uint64_t)pd.removed;
     return CN_OK;
 }

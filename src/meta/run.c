@@ -1,0 +1,122 @@
+/* meta run: the one way a service runs a transaction (cn_meta_run) and the
+ * one way it runs a bound statement (cn_meta_execf / cn_meta_queryf).
+ *
+ * Run invariants:
+ *  R1. Every transaction cn_meta_run begins ends inside it: committed when
+ *      the body returned >= 0 in a write run, rolled back otherwise.  The
+ *      body never commits or rolls back itself.
+ *  R2. A run is repeated only when the engine reported the database locked
+ *      or busy (CN_E_DB_LOCKED, CN_E_BUSY) and the caller declared the body
+ *      repeatable (CN_META_RETRY); a repeated body saw no committed effect of
+ *      its failed attempt, because that attempt was rolled back whole.
+ *  R3. Repeats stop at the run's deadline, twice the busy timeout from the
+ *      first begin: a caller waits a bounded time, then sees the lock error.
+ */
+#include "cairn/meta.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static bool retryable(cn_err_t err)
+{
+    return err == CN_E_DB_LOCKED || err == CN_E_BUSY;
+}
+
+static cn_err_t run_once(cn_meta_t *meta, cn_meta_mode_t mode, cn_meta_body_fn body, void *ctx)
+{
+    cn_meta_txn_t *txn = NULL;
+    cn_err_t err = cn_meta_begin(meta, mode, &txn);
+    if (err < 0)
+        return err;
+    cn_err_t res = body(txn, ctx);
+    if (res < 0 || mode == CN_META_READ) {
+        cn_meta_rollback(txn);
+        return res;
+    }
+    err = cn_meta_commit(txn);
+    return err < 0 ? err : res;
+}
+
+cn_err_t cn_meta_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body, void *ctx)
+{
+    cn_meta_mode_t mode = (flags & CN_META_RUN_WRITE) ? CN_META_WRITE : CN_META_READ;
+    uint64_t deadline = now_ms() + 2u * cn_meta_busy_timeout_ms(meta);
+    for (;;) {
+        cn_err_t err = run_once(meta, mode, body, ctx);
+        if (!retryable(err) || !(flags & CN_META_RETRY) || now_ms() >= deadline)
+            return err;
+    }
+}
+
+/* Binds the arguments ap describes by the letters of types to st. */
+static cn_err_t bind_args(cn_meta_stmt_t *st, const char *types, va_list ap)
+{
+    cn_err_t err = CN_OK;
+    for (int i = 0; types[i] && err >= 0; i++) {
+        int idx = i + 1;
+        switch (types[i]) {
+        case 'i': err = cn_meta_bind_int64(st, idx, va_arg(ap, int64_t)); break;
+        case 's': err = cn_meta_bind_str(st, idx, va_arg(ap, const char *)); break;
+        case 't': {
+            const char *p = va_arg(ap, const char *);
+            size_t n = va_arg(ap, size_t);
+            err = cn_meta_bind_text(st, idx, p, n);
+            break;
+        }
+        case 'b': {
+            const void *p = va_arg(ap, const void *);
+            size_t n = va_arg(ap, size_t);
+            err = cn_meta_bind_blob(st, idx, p, n);
+            break;
+        }
+        case 'n': err = cn_meta_bind_null(st, idx); break;
+        default: err = CN_E_INVALID; break;
+        }
+    }
+    return err;
+}
+
+cn_err_t cn_meta_queryf(cn_meta_txn_t *txn, cn_meta_stmt_t **out, const char *sql,
+                        const char *types, ...)
+{
+    cn_meta_stmt_t *st = NULL;
+    *out = NULL;
+    cn_err_t err = cn_meta_prepare(txn, sql, &st);
+    if (err < 0)
+        return err;
+    va_list ap;
+    va_start(ap, types);
+    err = bind_args(st, types, ap);
+    va_end(ap);
+    if (err < 0) {
+        cn_meta_finish(st);
+        return err;
+    }
+    *out = st;
+    return CN_OK;
+}
+
+cn_err_t cn_meta_execf(cn_meta_txn_t *txn, const char *sql, const char *types, ...)
+{
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_prepare(txn, sql, &st);
+    if (err < 0)
+        return err;
+    va_list ap;
+    va_start(ap, types);
+    err = bind_args(st, types, ap);
+    va_end(ap);
+    if (err >= 0)
+        err = cn_meta_step(st);
+    cn_meta_finish(st);
+    return err;
+}

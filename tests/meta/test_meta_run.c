@@ -1,0 +1,180 @@
+/* meta run: cn_meta_run commits a body that succeeds, rolls back one that
+ * fails, repeats a repeatable body while the writer is held elsewhere, and
+ * gives up without CN_META_RETRY; cn_meta_execf / cn_meta_queryf bind every
+ * argument kind. */
+#include "cn_test.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include "cairn/meta.h"
+
+static cn_meta_t *open_fresh(char *dir, unsigned busy_ms)
+{
+    CN_CHECK(mkdtemp(dir) != NULL);
+    cn_meta_opts_t o = {.busy_timeout_ms = busy_ms, .no_sync = true};
+    cn_meta_t *m = NULL;
+    CN_CHECK_EQ(cn_meta_open(dir, &o, &m), 0);
+    return m;
+}
+
+static void rmtree(const char *d)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+    if (system(cmd) != 0)
+        fprintf(stderr, "# could not remove %s\n", d);
+}
+
+static cn_err_t create_table(cn_meta_txn_t *txn, void *ctx)
+{
+    (void)ctx;
+    return cn_meta_exec(txn, "CREATE TABLE t (k TEXT PRIMARY KEY, v BIGINT, b BLOB, x TEXT)");
+}
+
+typedef struct {
+    const char *key;
+    int64_t v;
+    cn_err_t fail_with;   /* returned after the insert when < 0 */
+    int calls;
+} put_t;
+
+static cn_err_t put_row(cn_meta_txn_t *txn, void *ctx)
+{
+    put_t *p = ctx;
+    p->calls++;
+    static const uint8_t blob[3] = {1, 0, 2};
+    cn_err_t err = cn_meta_execf(txn, "INSERT INTO t (k, v, b, x) VALUES (?, ?, ?, ?)", "sibn",
+                                 p->key, p->v, blob, sizeof blob);
+    if (err < 0)
+        return err;
+    return p->fail_with < 0 ? p->fail_with : 7;
+}
+
+typedef struct {
+    const char *key;
+    int64_t v;
+    size_t blob_len;
+    bool x_null;
+} row_t;
+
+static cn_err_t get_row(cn_meta_txn_t *txn, void *ctx)
+{
+    row_t *r = ctx;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT v, b, x FROM t WHERE k = ?", "t", r->key,
+                                  strlen(r->key));
+    if (err < 0)
+        return err;
+    err = cn_meta_step(st);
+    if (err == CN_META_ROW) {
+        r->v = cn_meta_column_int64(st, 0);
+        cn_meta_column_blob(st, 1, &r->blob_len);
+        r->x_null = cn_meta_column_is_null(st, 2);
+    }
+    cn_meta_finish(st);
+    return err;
+}
+
+static void test_commit_and_rollback(void)
+{
+    char dir[] = "/tmp/cn-test-metarun-XXXXXX";
+    cn_meta_t *m = open_fresh(dir, 1000);
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, create_table, NULL), 0);
+
+    put_t ok = {.key = "a", .v = 41};
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, put_row, &ok), 7);
+    put_t bad = {.key = "b", .v = 42, .fail_with = CN_E_CONFLICT};
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE | CN_META_RETRY, put_row, &bad), CN_E_CONFLICT);
+    CN_CHECK_EQ(bad.calls, 1);   /* only lock errors repeat */
+    put_t dup = {.key = "a", .v = 43};
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, put_row, &dup), CN_E_EXISTS);
+
+    row_t a = {.key = "a"}, b = {.key = "b"};
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, get_row, &a), CN_META_ROW);
+    CN_CHECK_EQ(a.v, 41);
+    CN_CHECK_EQ(a.blob_len, 3);
+    CN_CHECK(a.x_null);
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, get_row, &b), CN_META_DONE);
+
+    /* A read run may not write, and its failure is the body's. */
+    put_t ro = {.key = "c", .v = 1};
+    CN_CHECK(cn_meta_run(m, CN_META_RUN_READ, put_row, &ro) < 0);
+
+    cn_meta_txn_t *txn = NULL;
+    CN_CHECK_EQ(cn_meta_begin(m, CN_META_READ, &txn), 0);
+    CN_CHECK_EQ(cn_meta_execf(txn, "SELECT ?", "q", 1), CN_E_INVALID);
+    cn_meta_rollback(txn);
+    cn_meta_close(m);
+    rmtree(dir);
+}
+
+typedef struct {
+    cn_meta_t *m;
+    unsigned hold_ms;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool holding;
+} holder_t;
+
+static void *hold_writer(void *arg)
+{
+    holder_t *h = arg;
+    cn_meta_txn_t *txn = NULL;
+    cn_err_t err = cn_meta_begin(h->m, CN_META_WRITE, &txn);
+    pthread_mutex_lock(&h->mu);
+    h->holding = true;
+    pthread_cond_signal(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    if (err >= 0) {
+        usleep(h->hold_ms * 1000u);
+        cn_meta_rollback(txn);
+    }
+    return NULL;
+}
+
+/* Holds the writer slot for hold_ms on another thread, then runs put_row
+ * with flags; returns its result. */
+static cn_err_t run_while_held(cn_meta_t *m, unsigned hold_ms, unsigned flags, put_t *p)
+{
+    holder_t h = {.m = m, .hold_ms = hold_ms};
+    pthread_mutex_init(&h.mu, NULL);
+    pthread_cond_init(&h.cv, NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, hold_writer, &h);
+    pthread_mutex_lock(&h.mu);
+    while (!h.holding)
+        pthread_cond_wait(&h.cv, &h.mu);
+    pthread_mutex_unlock(&h.mu);
+    cn_err_t err = cn_meta_run(m, CN_META_RUN_WRITE | flags, put_row, p);
+    pthread_join(t, NULL);
+    pthread_mutex_destroy(&h.mu);
+    pthread_cond_destroy(&h.cv);
+    return err;
+}
+
+static void test_retry_when_locked(void)
+{
+    char dir[] = "/tmp/cn-test-metarun-XXXXXX";
+    /* Held 1.5 busy timeouts: the first begin gives up; a repeat (allowed
+     * until 2 busy timeouts) gets the slot once the holder lets go. */
+    cn_meta_t *m = open_fresh(dir, 400);
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, create_table, NULL), 0);
+    put_t once = {.key = "once", .v = 1};
+    CN_CHECK_EQ(run_while_held(m, 600, 0, &once), CN_E_DB_LOCKED);
+    CN_CHECK_EQ(once.calls, 0);
+    put_t again = {.key = "again", .v = 2};
+    CN_CHECK_EQ(run_while_held(m, 600, CN_META_RETRY, &again), 7);
+    CN_CHECK_EQ(again.calls, 1);
+    row_t r = {.key = "again"};
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, get_row, &r), CN_META_ROW);
+    CN_CHECK_EQ(r.v, 2);
+    cn_meta_close(m);
+    rmtree(dir);
+}
+
+CN_TEST_MAIN(
+    CN_TEST(test_commit_and_rollback),
+    CN_TEST(test_retry_when_locked),
+)

@@ -233,6 +233,18 @@ typedef struct cn_authz_object {
     size_t ntags;
 } cn_authz_object_t;
 
+/* The x-amz-grant-* header values of a request as sent (NULL = absent), for
+ * the s3:x-amz-grant-* condition keys.  authz shows them to a policy only on
+ * the actions S3 gives those keys: PutObject, PutObjectAcl, PutBucketAcl and
+ * CreateBucket; on any other action the keys are absent. */
+typedef struct cn_authz_grant_hdrs {
+    const char *read;             /* x-amz-grant-read */
+    const char *write;            /* x-amz-grant-write */
+    const char *read_acp;         /* x-amz-grant-read-acp */
+    const char *write_acp;        /* x-amz-grant-write-acp */
+    const char *full_control;     /* x-amz-grant-full-control */
+} cn_authz_grant_hdrs_t;
+
 typedef struct cn_authz_req {
     const char *principal;        /* account name; NULL = anonymous (AllUsers) */
     cn_perms_t perms;             /* the token's permissions; ignored when anonymous */
@@ -247,6 +259,7 @@ typedef struct cn_authz_req {
     const char *x_amz_acl;        /* s3:x-amz-acl */
     const char *referer;          /* aws:Referer */
     const char *user_agent;       /* aws:UserAgent */
+    cn_authz_grant_hdrs_t grants; /* s3:x-amz-grant-* (see above) */
 } cn_authz_req_t;
 
 /* ---- the decision -------------------------------------------------------------- */

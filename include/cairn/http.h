@@ -118,6 +118,7 @@ extern "C" {
     X(REQUEST_NOT_YET_VALID, "AccessDenied", 403, "Request is not valid yet") \
     X(TOO_MANY_BUCKETS, "TooManyBuckets", 400, \
       "You have attempted to create more buckets than allowed") \
+    X(INVALID_PART_NUMBER, "InvalidPartNumber", 416, "The requested partnumber is not satisfiable") \
     X(UNEXPECTED_CONTENT, "UnexpectedContent", 400, \
       "This request does not support content") \
     X(MISSING_SECURITY_HEADER, "MissingSecurityHeader", 400, \

@@ -42,6 +42,8 @@ typedef struct cn_meta cn_meta_t;            /* cairn/meta.h */
 #define CN_PART_NUMBER_MAX 10000
 #define CN_OBJECTS_CONTENT_TYPE_MAX 65535
 #define CN_OBJECTS_USER_META_MAX (1u << 20)  /* bytes of keys + values */
+#define CN_OBJECTS_CKSUM_ALG_MAX 16          /* an additional checksum's algorithm name, with NUL */
+#define CN_OBJECTS_CKSUM_MAX 64              /* its value: base64, "-N" for a composite, NUL */
 
 typedef struct cn_objects_opts {
     /* Largest object (and largest part) accepted: CN_E_TOO_LARGE beyond it,
@@ -53,6 +55,10 @@ typedef struct cn_objects_opts {
     /* Period of the background sweep of expired uploads.  0 = 10 minutes;
      * < 0 = no background thread (call cn_objects_sweep_uploads yourself). */
     int64_t upload_sweep_ms;
+    /* How long a completed upload's record is kept, so that a repeated
+     * CompleteMultipartUpload (a retry after a lost reply) is answered with
+     * the first completion's result.  0 = 1 hour. */
+    int64_t completed_keep_ms;
 } cn_objects_opts_t;
 
 /* Opens the service over an open meta handle and store (both borrowed; they
@@ -96,6 +102,7 @@ typedef struct cn_objects_req {
     bool secure_transport;             /* TLS */
     const char *referer;               /* aws:Referer, may be NULL */
     const char *user_agent;            /* aws:UserAgent, may be NULL */
+    cn_authz_grant_hdrs_t grants;      /* x-amz-grant-* as sent (s3:x-amz-grant-*) */
     /* out: set by a failing call */
     cn_objects_what_t what;
     cn_objects_side_t side;
@@ -218,10 +225,28 @@ typedef struct cn_object_info {
     int64_t last_modified_ms;
     char owner[CN_ACCOUNT_NAME_MAX + 1];
     uint32_t nparts;                        /* 0 for a single put, N for multipart */
+    /* The additional checksum of a multipart upload created with an
+     * algorithm (S3 name, "CRC32"), as the completion stored it: the
+     * composite "base64-N"; both "" when none. */
+    char checksum_alg[CN_OBJECTS_CKSUM_ALG_MAX];
+    char checksum[CN_OBJECTS_CKSUM_MAX];
     void *priv_;                            /* storage for the strings */
 } cn_object_info_t;
 
 CN_API void cn_objects_info_free(cn_object_info_t *info);
+
+typedef struct cn_objects_part cn_objects_part_t;
+
+/* CompleteMultipartUpload's check of the chosen parts (see
+ * cn_objects_mpu_complete): parts in order, n of them, each with its stored
+ * checksum; alg is the upload's checksum algorithm ("" when none).  Writes
+ * the object's checksum into checksum ("" for none) or returns a negative
+ * error, which stops the completion and is returned (rq's details are the
+ * callback's to set). */
+typedef cn_err_t (*cn_objects_complete_check_fn)(void *ctx, cn_objects_req_t *rq,
+                                                 const char *alg,
+                                                 const cn_objects_part_t *parts, size_t n,
+                                                 char checksum[CN_OBJECTS_CKSUM_MAX]);
 
 typedef struct cn_objects_put_args {
     const char *content_type;               /* NULL = "application/octet-stream" */
@@ -239,6 +264,17 @@ typedef struct cn_objects_put_args {
      * CN_E_PRECONDITION otherwise. */
     bool if_none_match;
     const char *if_match;
+    /* CreateMultipartUpload: the upload's additional checksum algorithm
+     * (opaque to the service, < CN_OBJECTS_CKSUM_ALG_MAX bytes; NULL = none). */
+    const char *checksum_alg;
+    /* CompleteMultipartUpload: the check of the chosen parts (NULL = none;
+     * the object then has no additional checksum). */
+    cn_objects_complete_check_fn complete_check;
+    void *complete_ctx;
+    /* Complete only: answer a completion of an already completed upload
+     * with the first completion's result (S3's retry after a lost reply).
+     * false: CN_E_NO_UPLOAD, as Jay's contract says of a completed upload. */
+    bool answer_repeat;
 } cn_objects_put_args_t;
 
 typedef struct cn_objects_put cn_objects_put_t;
@@ -250,6 +286,10 @@ typedef struct cn_objects_put_result {
     uint64_t size;
     int64_t last_modified_ms;
     int64_t version_id;
+    /* CompleteMultipartUpload: the object's additional checksum ("" none). */
+    char checksum_alg[CN_OBJECTS_CKSUM_ALG_MAX];
+    char checksum[CN_OBJECTS_CKSUM_MAX];
+    bool repeated;                          /* the upload had completed already */
 } cn_objects_put_result_t;
 
 /* Starts a streaming put of bucket/key.  size is the declared body length
@@ -267,6 +307,13 @@ CN_API cn_err_t cn_objects_put_begin(cn_objects_t *o, cn_objects_req_t *rq, cons
 CN_API cn_err_t cn_objects_put_write(cn_objects_put_t *p, const void *buf, size_t n);
 /* Bytes written so far. */
 CN_API uint64_t cn_objects_put_len(const cn_objects_put_t *p);
+/* UploadPart: the upload's additional checksum algorithm (as given to
+ * cn_objects_mpu_create), or NULL when it has none or p is an object put. */
+CN_API const char *cn_objects_put_checksum_alg(const cn_objects_put_t *p);
+/* UploadPart: records the part's checksum under the upload's algorithm
+ * (base64, computed or verified by the caller over the same bytes) with the
+ * part at commit.  CN_E_INVALID when too long or p has no algorithm. */
+CN_API cn_err_t cn_objects_put_set_checksum(cn_objects_put_t *p, const char *b64);
 /* Makes the object durable and current: the blob is published (fsynced and
  * renamed), then the version row is committed, replacing the key's previous
  * version.  CN_E_LENGTH_MISMATCH (fewer bytes than declared),
@@ -300,7 +347,7 @@ typedef struct cn_objects_reader cn_objects_reader_t;
  * range (NULL range = whole object).  A range that does not intersect the
  * object, including any FROM/SUFFIX range on an empty object, is CN_E_RANGE
  * (info is still filled, so S3 can answer Content-Range: bytes * / size);
- * a part number beyond nparts is CN_E_RANGE too.  Blobs are protected from
+ * a part number beyond nparts is CN_E_RANGE too, with rq->what = PART.  Blobs are protected from
  * the sweeper while *rd lives.  Free *rd with cn_objects_reader_free. */
 CN_API cn_err_t cn_objects_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                const char *key, const cn_objects_range_t *range,
@@ -331,11 +378,10 @@ CN_API void cn_objects_reader_free(cn_objects_reader_t *rd);   /* NULL is a no-o
 
 /* The parts of the current version, in order (S3 GetObjectAttributes
  * ObjectParts, partNumber reads): one part for a single put, N for a
- * multipart object, each with its number, size, etag and SHA-256
- * (last_modified is the version's).  Authorized as
+ * multipart object, each with its number, size, etag, SHA-256 and
+ * additional checksum (last_modified is the version's).  Authorized as
  * CN_ACT_GET_OBJECT_ATTRIBUTES.  A non-zero return of fn stops the walk and
  * is returned.  CN_E_NOT_FOUND, CN_E_DENIED. */
-typedef struct cn_objects_part cn_objects_part_t;
 typedef cn_err_t (*cn_objects_part_fn)(void *arg, const cn_objects_part_t *p);
 CN_API cn_err_t cn_objects_object_parts(cn_objects_t *o, cn_objects_req_t *rq,
                                         const char *bucket, const char *key,
@@ -361,6 +407,7 @@ typedef struct cn_objects_list_args {
     const char *start_after;                /* NULL = from the start; keys > it */
     int32_t max_keys;                       /* 0 = 1000; > 1000 clamps; < 0 CN_E_INVALID */
     const char *max_keys_raw;               /* as sent, for s3:max-keys (may be NULL) */
+    bool versions;                          /* ListObjectVersions: s3:ListBucketVersions */
 } cn_objects_list_args_t;
 
 typedef struct cn_objects_entry {
@@ -384,7 +431,8 @@ typedef struct cn_objects_list {
                                                truncated, else NULL */
 } cn_objects_list_t;
 
-/* ListObjects (s3:ListBucket) with S3 semantics: keys > start_after that
+/* ListObjects (s3:ListBucket; s3:ListBucketVersions with args->versions, the
+ * same listing: an unversioned bucket's keys are its versions) with S3 semantics: keys > start_after that
  * begin with prefix, in byte order; with a delimiter, keys holding it after
  * the prefix roll up into one common prefix each (a prefix equal to
  * start_after is not repeated); keys and prefixes together count against
@@ -423,8 +471,9 @@ CN_API cn_err_t cn_objects_copy(cn_objects_t *o, cn_objects_req_t *rq,
  * object) is computed at completion by reading the parts once. */
 
 /* CreateMultipartUpload (s3:PutObject).  upload_id receives a new id (hex,
- * NUL-terminated).  args as for put (content type, metadata, ACL); integrity
- * expectations are ignored. */
+ * NUL-terminated).  args as for put (content type, metadata, ACL, checksum
+ * algorithm: CN_E_INVALID when too long); integrity expectations are
+ * ignored. */
 CN_API cn_err_t cn_objects_mpu_create(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                       const char *key, const cn_objects_put_args_t *args,
                                       char upload_id[CN_UPLOAD_ID_MAX + 1]);
@@ -443,10 +492,17 @@ CN_API cn_err_t cn_objects_part_begin(cn_objects_t *o, cn_objects_req_t *rq, con
  * must exist and ascend strictly (CN_E_INVALID, what = PART, otherwise;
  * etags, when not NULL, must match each part's etag — quotes ignored).
  * The object's etag is the MD5 of the concatenated binary part MD5s, hex,
- * then "-N"; its checksum the SHA-256 of all its bytes.  The upload is gone
- * afterwards.  args (may be NULL) supplies if_none_match / if_match.
- * CN_E_NO_UPLOAD, CN_E_TOO_LARGE (total over the limit), CN_E_CONFLICT (a
- * listed part was replaced while completing). */
+ * then "-N"; its checksum the SHA-256 of all its bytes; its additional
+ * checksum what args->complete_check writes (called with the chosen parts
+ * before anything is committed).  args (may be NULL) also supplies
+ * if_none_match / if_match.  Parts not listed are dropped; the upload can
+ * take no more parts.  Its record (and the listed parts' rows) is kept for
+ * opts.completed_keep_ms: a repeated completion then lists the same parts
+ * (else CN_E_INVALID, what = PART), passes complete_check again and is
+ * answered with the first completion's etag and checksum (res->repeated;
+ * conditions are not judged again).  CN_E_NO_UPLOAD, CN_E_TOO_LARGE (total
+ * over the limit), CN_E_CONFLICT (a listed part was replaced while
+ * completing). */
 CN_API cn_err_t cn_objects_mpu_complete(cn_objects_t *o, cn_objects_req_t *rq,
                                         const char *bucket, const char *key,
                                         const char *upload_id, const int32_t *parts,
@@ -464,6 +520,7 @@ struct cn_objects_part {
     char etag[CN_ETAG_MAX];
     char sha256[CN_DIGEST_HEX_LEN + 1];
     int64_t last_modified_ms;
+    char checksum[CN_OBJECTS_CKSUM_MAX];    /* under the upload's algorithm; "" none */
 };
 
 /* ListParts (s3:ListMultipartUploadParts): parts with number > marker in
@@ -491,8 +548,9 @@ CN_API cn_err_t cn_objects_mpu_list(cn_objects_t *o, cn_objects_req_t *rq, const
                                     const char *upload_id_marker, uint32_t max,
                                     cn_objects_upload_fn fn, void *arg, bool *truncated);
 
-/* Removes every upload older than the expiry (and its part rows; the blobs
- * become sweepable), as of now_ms (Unix ms; 0 = now).  *removed (may be
+/* Removes every upload older than the expiry and every completed upload's
+ * record older than opts.completed_keep_ms (and their part rows; the blobs
+ * become sweepable unless an object references them), as of now_ms (Unix ms; 0 = now).  *removed (may be
  * NULL) = uploads removed.  Called by the background sweeper; tests call it
  * directly. */
 CN_API cn_err_t cn_objects_sweep_uploads(cn_objects_t *o, int64_t now_ms, uint64_t *removed);

@@ -182,6 +182,10 @@ int64_t cn_http_req_payload_length(const cn_http_req_t *r) { return r->payload_l
 uint64_t cn_http_req_body_received(const cn_http_req_t *r) { return r->received; }
 bool cn_http_req_is_tls(const cn_http_req_t *r) { return r->tls; }
 
+/* The Content-Encoding header without its aws-chunked coding(s), the rest
+ * kept verbatim: each kept coding keeps the separator text that came before
+ * it (the first kept one none), so "aws-chunked, deflate, gzip" is
+ * "deflate, gzip" and "deflate,aws-chunked, gzip" is "deflate, gzip". */
 const char *cn_http_req_content_encoding(const cn_http_req_t *r)
 {
     cn_http_req_t *w = (cn_http_req_t *)r;
@@ -189,6 +193,7 @@ const char *cn_http_req_content_encoding(const cn_http_req_t *r)
         return w->content_encoding[0] ? w->content_encoding : NULL;
     const char *ce = cn_http_req_header(r, "Content-Encoding");
     cn_buf_t b = {0};
+    const char *sep = ce;          /* where the text before the next coding starts */
     while (ce && *ce) {
         size_t n = strcspn(ce, ",");
         const char *t = ce;
@@ -196,9 +201,12 @@ const char *cn_http_req_content_encoding(const cn_http_req_t *r)
         while (tl && (*t == ' ' || *t == '\t')) { t++; tl--; }
         while (tl && (t[tl - 1] == ' ' || t[tl - 1] == '\t')) tl--;
         if (tl && !(tl == 11 && strncasecmp(t, "aws-chunked", 11) == 0)) {
-            if ((b.len && cn_buf_put_u8(&b, ',')) || cn_buf_append(&b, t, tl))
+            const char *from = b.len ? sep : t;
+            if (cn_buf_append(&b, from, (size_t)(t + tl - from)))
                 break;
         }
+        if (tl)
+            sep = t + tl;
         ce += n;
         if (*ce == ',')
             ce++;

@@ -36,8 +36,12 @@ static cn_err_t cn__finish(cn_http_req_t *r, struct MHD_Response *resp, int stat
         MHD_destroy_response(resp);
         return CN_E_INVALID;
     }
+    /* libmicrohttpd refuses an empty value; one space is the same field to
+     * every HTTP parser (surrounding whitespace is not part of a value,
+     * RFC 9110 5.5), so "x-amz-meta-k:" comes back empty, not missing. */
     for (size_t i = 0; i < r->nhdrs; i++)
-        MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
+        MHD_add_response_header(resp, r->hdrs[i].name,
+                                r->hdrs[i].value[0] ? r->hdrs[i].value : " ");
     if (content_type)
         MHD_add_response_header(resp, "Content-Type", content_type);
     MHD_add_response_header(resp, "x-amz-request-id", r->id);

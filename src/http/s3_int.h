@@ -125,6 +125,7 @@ void cn__s3_get_location(cn__s3_rq_t *q);
 void cn__s3_get_versioning(cn__s3_rq_t *q);
 /* s3_list.c */
 void cn__s3_list_objects(cn__s3_rq_t *q);
+void cn__s3_list_versions(cn__s3_rq_t *q);       /* ListObjectVersions */
 /* s3_object.c */
 void cn__s3_put_object(cn__s3_rq_t *q);
 void cn__s3_get_object(cn__s3_rq_t *q);          /* GET and HEAD */

@@ -5,6 +5,7 @@
 #include "s3_int.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,13 +25,44 @@ static const char *cn__upload_id(cn__s3_rq_t *q)
 
 /* ---- Create ------------------------------------------------------------------------ */
 
+/* x-amz-checksum-algorithm and x-amz-checksum-type of CreateMultipartUpload:
+ * the algorithm's S3 name in *name (NULL when none).  Only COMPOSITE
+ * checksums are made.  false after answering. */
+static bool cn__create_checksum(cn__s3_rq_t *q, const char **name)
+{
+    *name = NULL;
+    const char *alg = cn_http_req_header(q->r, "x-amz-checksum-algorithm");
+    const char *type = cn_http_req_header(q->r, "x-amz-checksum-type");
+    cn_http_cksum_alg_t a = cn_http_cksum_parse(alg);
+    if (alg && (a == CN_CKSUM_NONE || strncasecmp(alg, "x-amz-", 6) == 0)) {
+        cn__s3_error(q, CN_S3E_INVALID_REQUEST, "Checksum algorithm provided is unsupported.");
+        return false;
+    }
+    if (type && strcmp(type, "COMPOSITE") != 0) {
+        cn__s3_error(q, strcmp(type, "FULL_OBJECT") == 0 ? CN_S3E_NOT_IMPLEMENTED
+                                                         : CN_S3E_INVALID_REQUEST,
+                     "only COMPOSITE checksums of multipart uploads are supported");
+        return false;
+    }
+    if (type && !alg) {
+        cn__s3_error(q, CN_S3E_INVALID_REQUEST,
+                     "x-amz-checksum-type needs x-amz-checksum-algorithm");
+        return false;
+    }
+    *name = a == CN_CKSUM_NONE ? NULL : cn_http_cksum_name(a);
+    return true;
+}
+
 void cn__s3_mpu_create(cn__s3_rq_t *q)
 {
     cn__s3_put_hdrs_t h;
-    if (!cn__s3_put_hdrs(q, &h, false)) {
+    memset(&h, 0, sizeof h);
+    const char *alg = NULL;
+    if (!cn__create_checksum(q, &alg) || !cn__s3_put_hdrs(q, &h, false)) {
         cn__s3_put_hdrs_free(&h);
         return;
     }
+    h.args.checksum_alg = alg;
     char id[CN_UPLOAD_ID_MAX + 1];
     cn_err_t e = cn_objects_mpu_create(q->s3->objects, &q->orq, q->bucket, q->key, &h.args, id);
     cn__s3_put_hdrs_free(&h);
@@ -38,9 +70,10 @@ void cn__s3_mpu_create(cn__s3_rq_t *q)
         cn__s3_fail(q, e);
         return;
     }
-    const char *alg = cn_http_req_header(q->r, "x-amz-checksum-algorithm");
-    if (alg && cn_http_cksum_parse(alg) != CN_CKSUM_NONE)
+    if (alg) {
         cn_http_resp_header(q->r, "x-amz-checksum-algorithm", alg);
+        cn_http_resp_header(q->r, "x-amz-checksum-type", "COMPOSITE");
+    }
     cn_buf_t out = {0};
     cn_xml_writer_t w;
     cn_xml_begin(&w, &out);
@@ -176,88 +209,222 @@ out:
 
 /* ---- Complete -------------------------------------------------------------------------------- */
 
-static void cn__complete_done(cn__s3_rq_t *q)
+static const cn_http_cksum_alg_t cn__algs[] = {
+    CN_CKSUM_CRC32, CN_CKSUM_CRC32C, CN_CKSUM_CRC64NVME, CN_CKSUM_SHA1, CN_CKSUM_SHA256,
+};
+#define CN__NALGS (sizeof cn__algs / sizeof cn__algs[0])
+
+/* What a CompleteMultipartUpload request says: the listed parts with the
+ * etag and the checksum sent for each (alg NONE when none), and the object's
+ * checksum headers; then the S3 error its check found. */
+typedef struct {
+    size_t n;
+    int32_t *parts;
+    char **etags;
+    cn_http_cksum_alg_t *ck_alg;
+    char **cks;
+    cn_http_cksum_alg_t obj_alg;
+    const char *obj_ck;
+    const char *obj_type;
+    cn_s3_err_t err;
+    char msg[200];
+} cn__complete_req_t;
+
+static void cn__complete_req_free(cn__complete_req_t *c)
 {
-    const char *id = cn__upload_id(q);
-    if (!id)
-        return;
-    cn_xml_doc_t *d = cn__s3_body_xml(q, true);
-    if (!d)
-        return;
-    int32_t *parts = NULL;
-    char **etags = NULL;
-    size_t n = 0;
+    for (size_t k = 0; k < c->n; k++) {
+        if (c->etags)
+            free(c->etags[k]);
+        if (c->cks)
+            free(c->cks[k]);
+    }
+    free(c->etags);
+    free(c->cks);
+    free(c->ck_alg);
+    free(c->parts);
+}
+
+/* Text of child name of node p, trimmed of quotes and blanks, as a new
+ * string in *out (NULL when absent or empty).  false on ENOMEM. */
+static bool cn__child_dup(const cn_xml_doc_t *d, int p, const char *name, char **out)
+{
+    size_t l = 0;
+    const char *t = cn_xml_child_text(d, p, name, &l);
+    *out = NULL;
+    while (t && l && (*t == '"' || *t == ' ')) {
+        t++;
+        l--;
+    }
+    while (t && l && (t[l - 1] == '"' || t[l - 1] == ' '))
+        l--;
+    if (!t || !l)
+        return true;
+    return (*out = strndup(t, l)) != NULL;
+}
+
+/* One Part element into slot i.  Answers and returns false on an error. */
+static bool cn__complete_part(cn__s3_rq_t *q, const cn_xml_doc_t *d, int p,
+                              cn__complete_req_t *c, size_t i)
+{
+    size_t nl = 0;
+    const char *num = cn_xml_child_text(d, p, "PartNumber", &nl);
+    char buf[16];
+    if (!num || !nl || nl >= sizeof buf) {
+        cn__s3_error(q, CN_S3E_MALFORMED_XML, NULL);
+        return false;
+    }
+    memcpy(buf, num, nl);
+    buf[nl] = 0;
+    char *end;
+    long v = strtol(buf, &end, 10);
+    if (*end || v < 1 || v > CN_PART_NUMBER_MAX) {
+        cn__s3_error(q, CN_S3E_INVALID_ARGUMENT,
+                     "Part number must be an integer between 1 and 10000, inclusive");
+        return false;
+    }
+    c->parts[i] = (int32_t)v;
+    if (i && c->parts[i] <= c->parts[i - 1]) {
+        cn__s3_error(q, CN_S3E_INVALID_PART_ORDER, NULL);
+        return false;
+    }
+    bool ok = cn__child_dup(d, p, "ETag", &c->etags[i]);   /* the service compares bare hex */
+    for (size_t a = 0; a < CN__NALGS && ok && !c->cks[i]; a++) {
+        char name[32];
+        snprintf(name, sizeof name, "Checksum%s", cn_http_cksum_name(cn__algs[a]));
+        ok = cn__child_dup(d, p, name, &c->cks[i]);
+        if (c->cks[i])
+            c->ck_alg[i] = cn__algs[a];
+    }
+    if (!ok)
+        cn__s3_error(q, CN_S3E_INTERNAL_ERROR, NULL);
+    return ok;
+}
+
+/* The request's XML body and checksum headers into c.  false after
+ * answering. */
+static bool cn__complete_parse(cn__s3_rq_t *q, const cn_xml_doc_t *d, cn__complete_req_t *c)
+{
     int root = cn_xml_root(d);
     const char *rn = cn_xml_name(d, root);
-    if (!rn || strcmp(rn, "CompleteMultipartUpload") != 0)
-        goto malformed;
-    for (int p = cn_xml_child(d, root, "Part"); p >= 0; p = cn_xml_next(d, p, "Part"))
-        n++;
-    if (n == 0 || n > CN_PART_NUMBER_MAX)
-        goto malformed;
-    parts = calloc(n, sizeof *parts);
-    etags = calloc(n, sizeof *etags);
-    if (!parts || !etags) {
+    size_t n = 0;
+    if (rn && strcmp(rn, "CompleteMultipartUpload") == 0)
+        for (int p = cn_xml_child(d, root, "Part"); p >= 0; p = cn_xml_next(d, p, "Part"))
+            n++;
+    if (n == 0 || n > CN_PART_NUMBER_MAX) {
+        cn__s3_error(q, CN_S3E_MALFORMED_XML, NULL);
+        return false;
+    }
+    c->parts = calloc(n, sizeof *c->parts);
+    c->etags = calloc(n, sizeof *c->etags);
+    c->cks = calloc(n, sizeof *c->cks);
+    c->ck_alg = calloc(n, sizeof *c->ck_alg);
+    if (!c->parts || !c->etags || !c->cks || !c->ck_alg) {
         cn__s3_error(q, CN_S3E_INTERNAL_ERROR, NULL);
-        goto out;
+        return false;
     }
+    c->n = n;
     size_t i = 0;
-    for (int p = cn_xml_child(d, root, "Part"); p >= 0; p = cn_xml_next(d, p, "Part"), i++) {
-        size_t nl = 0, el = 0;
-        const char *num = cn_xml_child_text(d, p, "PartNumber", &nl);
-        const char *et = cn_xml_child_text(d, p, "ETag", &el);
-        char buf[16];
-        if (!num || !nl || nl >= sizeof buf)
-            goto malformed;
-        memcpy(buf, num, nl);
-        buf[nl] = 0;
-        char *end;
-        long v = strtol(buf, &end, 10);
-        if (*end || v < 1 || v > CN_PART_NUMBER_MAX) {
-            cn__s3_error(q, CN_S3E_INVALID_ARGUMENT,
-                         "Part number must be an integer between 1 and 10000, inclusive");
-            goto out;
+    for (int p = cn_xml_child(d, root, "Part"); p >= 0; p = cn_xml_next(d, p, "Part"), i++)
+        if (!cn__complete_part(q, d, p, c, i))
+            return false;
+    for (size_t a = 0; a < CN__NALGS; a++) {
+        const char *v = cn_http_req_header(q->r, cn_http_cksum_header(cn__algs[a]));
+        if (v && c->obj_ck) {
+            cn__s3_error(q, CN_S3E_INVALID_REQUEST, "Expecting a single x-amz-checksum- header");
+            return false;
         }
-        parts[i] = (int32_t)v;
-        if (i && parts[i] <= parts[i - 1]) {
-            cn__s3_error(q, CN_S3E_INVALID_PART_ORDER, NULL);
-            goto out;
-        }
-        if (et && el) {
-            /* Unquote; the service compares the bare hex. */
-            while (el && (*et == '"' || *et == ' ')) {
-                et++;
-                el--;
-            }
-            while (el && (et[el - 1] == '"' || et[el - 1] == ' '))
-                el--;
-            if (!(etags[i] = strndup(et, el))) {
-                cn__s3_error(q, CN_S3E_INTERNAL_ERROR, NULL);
-                goto out;
-            }
+        if (v) {
+            c->obj_alg = cn__algs[a];
+            c->obj_ck = v;
         }
     }
-    cn_objects_put_args_t args;
-    memset(&args, 0, sizeof args);
-    const char *inm = cn_http_req_header(q->r, "If-None-Match");
-    const char *im = cn_http_req_header(q->r, "If-Match");
-    if (inm) {
-        if (strcmp(inm, "*") != 0) {
-            cn__s3_error(q, CN_S3E_NOT_IMPLEMENTED, "If-None-Match on a write supports only '*'");
-            goto out;
+    c->obj_type = cn_http_req_header(q->r, "x-amz-checksum-type");
+    return true;
+}
+
+static cn_err_t cn__complete_refuse(cn__complete_req_t *c, cn_s3_err_t e, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static cn_err_t cn__complete_refuse(cn__complete_req_t *c, cn_s3_err_t e, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->msg, sizeof c->msg, fmt, ap);
+    va_end(ap);
+    c->err = e;
+    return CN_E_INVALID;
+}
+
+/* S3's composite checksum of the parts: the algorithm over their raw
+ * checksums in order, base64, then "-N"; "" when a part has none. */
+static void cn__composite(cn_http_cksum_alg_t alg, const cn_objects_part_t *parts, size_t n,
+                          char out[CN_OBJECTS_CKSUM_MAX])
+{
+    out[0] = 0;
+    cn_http_cksum_t ck;
+    if (cn_http_cksum_init(&ck, alg) != CN_OK)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t raw[CN_CKSUM_MAX_LEN + 3];
+        const char *v = parts[i].checksum;
+        if (cn_base64_decode(v, strlen(v), raw, sizeof raw) != (long)cn_http_cksum_len(alg)) {
+            cn_http_cksum_free(&ck);
+            return;
         }
-        args.if_none_match = true;
+        cn_http_cksum_update(&ck, raw, cn_http_cksum_len(alg));
     }
-    args.if_match = im;
-    cn_objects_put_result_t res;
-    cn_err_t e = cn_objects_mpu_complete(q->s3->objects, &q->orq, q->bucket, q->key, id, parts,
-                                         (const char *const *)etags, n, &args, &res);
-    if (e < 0) {
-        cn__s3_fail(q, e);
-        goto out;
+    uint8_t raw[CN_CKSUM_MAX_LEN];
+    char b64[CN_CKSUM_B64_LEN];
+    cn_http_cksum_final(&ck, raw, b64);
+    snprintf(out, CN_OBJECTS_CKSUM_MAX, "%s-%zu", b64, n);
+}
+
+/* The service's complete_check: each checksum the request lists must be the
+ * one its part was uploaded with, and the object's checksum header, when
+ * sent, the composite (with or without "-N").  Makes the composite. */
+static cn_err_t cn__complete_check(void *ctx, cn_objects_req_t *rq, const char *alg_name,
+                                   const cn_objects_part_t *parts, size_t n,
+                                   char checksum[CN_OBJECTS_CKSUM_MAX])
+{
+    (void)rq;
+    cn__complete_req_t *c = ctx;
+    cn_http_cksum_alg_t alg = cn_http_cksum_parse(alg_name);
+    for (size_t i = 0; i < n && i < c->n; i++) {
+        if (c->ck_alg[i] == CN_CKSUM_NONE)
+            continue;
+        if (c->ck_alg[i] != alg)
+            return cn__complete_refuse(c, CN_S3E_INVALID_REQUEST,
+                "Checksum Type mismatch occurred, expected checksum Type: %s, actual checksum "
+                "Type: %s (part %d)", alg ? cn_http_cksum_name(alg) : "null",
+                cn_http_cksum_name(c->ck_alg[i]), parts[i].part_number);
+        if (strcmp(c->cks[i], parts[i].checksum) != 0)
+            return cn__complete_refuse(c, CN_S3E_BAD_DIGEST,
+                "The %s checksum of part %d does not match the one it was uploaded with",
+                cn_http_cksum_name(alg), parts[i].part_number);
     }
+    if (alg != CN_CKSUM_NONE)
+        cn__composite(alg, parts, n, checksum);
+    if (c->obj_type && (alg == CN_CKSUM_NONE || strcmp(c->obj_type, "COMPOSITE") != 0))
+        return cn__complete_refuse(c, CN_S3E_BAD_DIGEST,
+                                   "The upload's checksum type is not %s", c->obj_type);
+    if (c->obj_alg == CN_CKSUM_NONE)
+        return 0;
+    size_t cl = strlen(checksum), vl = strlen(c->obj_ck);
+    const char *dash = strrchr(checksum, '-');
+    bool same = c->obj_alg == alg && cl &&
+                ((vl == cl && !strcmp(c->obj_ck, checksum)) ||
+                 (dash && vl == (size_t)(dash - checksum) && !strncmp(c->obj_ck, checksum, vl)));
+    if (!same)
+        return cn__complete_refuse(c, CN_S3E_BAD_DIGEST,
+                                   "The %s you specified did not match the calculated checksum.",
+                                   cn_http_cksum_header(c->obj_alg));
+    return 0;
+}
+
+/* CompleteMultipartUploadResult for res. */
+static void cn__complete_answer(cn__s3_rq_t *q, const cn_objects_put_result_t *res)
+{
     char etag[CN__S3_ETAG_MAX];
-    cn__s3_quote_etag(res.etag, etag);
+    cn__s3_quote_etag(res->etag, etag);
     cn_buf_t loc = {0};
     const char *host = cn_http_req_header(q->r, "Host");
     cn_buf_printf(&loc, "%s://%s/", cn_http_req_is_tls(q->r) ? "https" : "http",
@@ -273,18 +440,55 @@ static void cn__complete_done(cn__s3_rq_t *q)
     cn_xml_elem(&w, "Bucket", q->bucket);
     cn_xml_elem(&w, "Key", q->key);
     cn_xml_elem(&w, "ETag", etag);
+    cn_http_cksum_alg_t alg = cn_http_cksum_parse(res->checksum_alg);
+    if (alg != CN_CKSUM_NONE && res->checksum[0]) {
+        char elem[32];
+        snprintf(elem, sizeof elem, "Checksum%s", cn_http_cksum_name(alg));
+        cn_xml_elem(&w, elem, res->checksum);
+        cn_xml_elem(&w, "ChecksumType", "COMPOSITE");
+    }
     cn_xml_close(&w);
     cn_buf_free(&loc);
     cn__s3_xml(q, 200, &w);
-    goto out;
-malformed:
-    cn__s3_error(q, CN_S3E_MALFORMED_XML, NULL);
+}
+
+static void cn__complete_done(cn__s3_rq_t *q)
+{
+    const char *id = cn__upload_id(q);
+    if (!id)
+        return;
+    cn_xml_doc_t *d = cn__s3_body_xml(q, true);
+    if (!d)
+        return;
+    cn__complete_req_t c;
+    memset(&c, 0, sizeof c);
+    if (!cn__complete_parse(q, d, &c))
+        goto out;
+    cn_objects_put_args_t args;
+    memset(&args, 0, sizeof args);
+    const char *inm = cn_http_req_header(q->r, "If-None-Match");
+    if (inm) {
+        if (strcmp(inm, "*") != 0) {
+            cn__s3_error(q, CN_S3E_NOT_IMPLEMENTED, "If-None-Match on a write supports only '*'");
+            goto out;
+        }
+        args.if_none_match = true;
+    }
+    args.if_match = cn_http_req_header(q->r, "If-Match");
+    args.complete_check = cn__complete_check;
+    args.answer_repeat = true;
+    args.complete_ctx = &c;
+    cn_objects_put_result_t res;
+    cn_err_t e = cn_objects_mpu_complete(q->s3->objects, &q->orq, q->bucket, q->key, id, c.parts,
+                                         (const char *const *)c.etags, c.n, &args, &res);
+    if (e < 0 && c.err != CN_S3E_NONE)
+        cn__s3_error(q, c.err, c.msg);
+    else if (e < 0)
+        cn__s3_fail(q, e);
+    else
+        cn__complete_answer(q, &res);
 out:
-    if (etags)
-        for (size_t k = 0; k < n; k++)
-            free(etags[k]);
-    free(etags);
-    free(parts);
+    cn__complete_req_free(&c);
     cn_xml_doc_free(d);
 }
 

@@ -25,6 +25,8 @@ typedef struct {
     uint8_t sha[CN_DIGEST_LEN];
     cn_objects_put_t *put;
     int32_t part;                 /* UploadPart: its number, else 0 */
+    bool has_ck;                  /* UploadPart of an upload with a checksum algorithm */
+    cn_http_cksum_t ck;           /* ... the part's checksum, computed here */
 } cn__put_t;
 
 static void cn__put_cleanup(cn__s3_rq_t *q)
@@ -33,6 +35,7 @@ static void cn__put_cleanup(cn__s3_rq_t *q)
     if (!p)
         return;
     cn_objects_put_abort(p->put);
+    cn_http_cksum_free(&p->ck);
     cn__s3_put_hdrs_free(&p->h);
     free(p);
     q->op = NULL;
@@ -41,6 +44,8 @@ static void cn__put_cleanup(cn__s3_rq_t *q)
 static int cn__put_body(cn__s3_rq_t *q, const uint8_t *b, size_t n)
 {
     cn__put_t *p = q->op;
+    if (p->has_ck)
+        cn_http_cksum_update(&p->ck, b, n);
     return cn_objects_put_write(p->put, b, n);
 }
 
@@ -58,13 +63,53 @@ static void cn__put_end(cn__s3_rq_t *q)
     cn__put_t *p = q->op;
     if (cn_http_req_body_error(q->r) != CN_S3E_NONE)
         return;   /* cleanup aborts the session; the framework answers */
+    char b64[CN_CKSUM_B64_LEN] = "";
+    if (p->has_ck) {
+        /* The part's checksum under the upload's algorithm: equal to the
+         * client's, when it sent one (the framework verified that). */
+        uint8_t raw[CN_CKSUM_MAX_LEN];
+        cn_http_cksum_alg_t alg = p->ck.alg;
+        cn_http_cksum_final(&p->ck, raw, b64);
+        p->has_ck = false;
+        if (cn_objects_put_set_checksum(p->put, b64) < 0) {
+            cn__s3_error(q, CN_S3E_INTERNAL_ERROR, NULL);
+            return;
+        }
+        cn_http_resp_header(q->r, cn_http_cksum_header(alg), b64);
+    }
     cn_objects_put_result_t res;
     char etag[CN__S3_ETAG_MAX];
     if (!cn__s3_put_commit(q, &p->put, &res, etag))
         return;
     cn_http_resp_header(q->r, "ETag", etag);
-    cn__echo_checksum(q);
+    if (!b64[0])
+        cn__echo_checksum(q);
     cn_http_respond_empty(q->r, 200, 0);
+}
+
+/* An UploadPart into an upload created with a checksum algorithm: the part's
+ * checksum is computed as the body streams (a client's x-amz-checksum-*
+ * of another algorithm is refused, as S3 does).  false after answering. */
+static bool cn__part_checksum(cn__s3_rq_t *q, cn__put_t *p)
+{
+    const char *name = cn_objects_put_checksum_alg(p->put);
+    cn_http_cksum_alg_t alg = cn_http_cksum_parse(name);
+    if (alg == CN_CKSUM_NONE)
+        return true;
+    cn_http_cksum_alg_t sent = cn_http_req_checksum(q->r, NULL);
+    if (sent != CN_CKSUM_NONE && sent != alg) {
+        char m[160];
+        snprintf(m, sizeof m, "Checksum Type mismatch occurred, expected checksum Type: %s, "
+                 "actual checksum Type: %s", name, cn_http_cksum_name(sent));
+        cn__s3_error(q, CN_S3E_INVALID_REQUEST, m);
+        return false;
+    }
+    if (cn_http_cksum_init(&p->ck, alg) != CN_OK) {
+        cn__s3_error(q, CN_S3E_INTERNAL_ERROR, NULL);
+        return false;
+    }
+    p->has_ck = true;
+    return true;
 }
 
 /* Integrity expectations from Content-MD5 and x-amz-checksum-sha256.  false
@@ -145,6 +190,8 @@ void cn__s3_put_part(cn__s3_rq_t *q, const char *upload_id, int32_t part)
         cn__s3_fail(q, e);
         return;
     }
+    if (!cn__part_checksum(q, p))
+        return;
     q->on_body = cn__put_body;
     q->on_end = cn__put_end;
 }
@@ -526,7 +573,13 @@ static void cn__object_headers(cn__s3_rq_t *q, const cn_object_info_t *info, boo
             cn_http_resp_header(q->r, name, info->meta[i].value);
     }
     const char *mode = cn_http_req_header(q->r, "x-amz-checksum-mode");
-    if (whole && mode && strcasecmp(mode, "ENABLED") == 0 && strlen(info->sha256) == 64) {
+    cn_http_cksum_alg_t ck = cn_http_cksum_parse(info->checksum_alg);
+    if (whole && mode && strcasecmp(mode, "ENABLED") == 0 && ck != CN_CKSUM_NONE &&
+        info->checksum[0]) {
+        /* A multipart upload's additional checksum: S3's composite. */
+        cn_http_resp_header(q->r, cn_http_cksum_header(ck), info->checksum);
+        cn_http_resp_header(q->r, "x-amz-checksum-type", "COMPOSITE");
+    } else if (whole && mode && strcasecmp(mode, "ENABLED") == 0 && strlen(info->sha256) == 64) {
         uint8_t raw[CN_DIGEST_LEN];
         char b64[CN_CKSUM_B64_LEN];
         if (cn_hex_decode(info->sha256, 64, raw, sizeof raw) == CN_OK) {
@@ -583,7 +636,8 @@ void cn__s3_get_object(cn__s3_rq_t *q)
                                        "If-None-Match", "If-Modified-Since",
                                        "If-Unmodified-Since", false);
         if (c == CN_S3E_NONE && (e == CN_E_RANGE || has_range < 0))
-            c = CN_S3E_INVALID_RANGE;
+            c = e == CN_E_RANGE && q->orq.what == CN_OBJ_WHAT_PART ? CN_S3E_INVALID_PART_NUMBER
+                                                                   : CN_S3E_INVALID_RANGE;
         if (c != CN_S3E_NONE) {
             cn_objects_reader_free(rd);
             if (c == CN_S3E_NOT_MODIFIED) {
@@ -873,17 +927,83 @@ out:
 
 /* ---- UploadPartCopy's byte pump ------------------------------------------------------- */
 
+typedef struct {
+    cn_objects_put_t *put;
+    cn_http_cksum_t ck;       /* alg NONE when the upload has no checksum algorithm */
+} cn__to_put_t;
+
 static cn_err_t cn__to_put(void *ctx, const void *p, size_t n)
 {
-    return cn_objects_put_write(ctx, p, n);
+    cn__to_put_t *t = ctx;
+    cn_http_cksum_update(&t->ck, p, n);
+    return cn_objects_put_write(t->put, p, n);
 }
 
+/* The reader's bytes into the put session and, for a part of an upload with
+ * a checksum algorithm, the part's checksum recorded with it. */
 cn_err_t cn__s3_reader_to_put(cn_objects_reader_t *rd, cn_objects_put_t *p)
 {
-    return cn_objects_reader_send(rd, NULL, cn__to_put, p);
+    cn__to_put_t t = {.put = p};
+    cn_err_t e = cn_http_cksum_init(&t.ck, cn_http_cksum_parse(cn_objects_put_checksum_alg(p)));
+    if (e >= 0)
+        e = cn_objects_reader_send(rd, NULL, cn__to_put, &t);
+    if (e >= 0 && t.ck.alg != CN_CKSUM_NONE) {
+        uint8_t raw[CN_CKSUM_MAX_LEN];
+        char b64[CN_CKSUM_B64_LEN];
+        cn_http_cksum_final(&t.ck, raw, b64);
+        e = cn_objects_put_set_checksum(p, b64);
+    }
+    cn_http_cksum_free(&t.ck);
+    return e;
 }
 
 /* ---- GetObjectAttributes --------------------------------------------------------------- */
+
+/* ObjectParts' Part elements from marker on, at most max of them. */
+typedef struct {
+    cn_xml_writer_t *w;
+    const char *elem;             /* "ChecksumCRC32", or NULL without an algorithm */
+    int64_t marker, max, listed, last;
+} cn__attr_parts_t;
+
+static cn_err_t cn__attr_part(void *arg, const cn_objects_part_t *p)
+{
+    cn__attr_parts_t *a = arg;
+    if (p->part_number <= a->marker || a->listed >= a->max)
+        return 0;
+    cn_xml_open(a->w, "Part", NULL);
+    cn_xml_elem_u64(a->w, "PartNumber", (uint64_t)p->part_number);
+    cn_xml_elem_u64(a->w, "Size", p->size);
+    if (a->elem && p->checksum[0])
+        cn_xml_elem(a->w, a->elem, p->checksum);
+    cn_xml_close(a->w);
+    a->last = p->part_number;
+    a->listed++;
+    return 0;
+}
+
+/* The Checksum element: a multipart upload's composite additional checksum,
+ * else the whole object's SHA-256. */
+static void cn__attr_checksum(cn_xml_writer_t *w, const cn_object_info_t *info,
+                              const char *elem)
+{
+    if (elem && info->checksum[0]) {
+        cn_xml_open(w, "Checksum", NULL);
+        cn_xml_elem(w, elem, info->checksum);
+        cn_xml_elem(w, "ChecksumType", "COMPOSITE");
+        cn_xml_close(w);
+        return;
+    }
+    uint8_t raw[CN_DIGEST_LEN];
+    char b64[CN_CKSUM_B64_LEN];
+    if (strlen(info->sha256) != 64 || cn_hex_decode(info->sha256, 64, raw, sizeof raw) != CN_OK)
+        return;
+    cn_base64_encode(raw, sizeof raw, b64);
+    cn_xml_open(w, "Checksum", NULL);
+    cn_xml_elem(w, "ChecksumSHA256", b64);
+    cn_xml_elem(w, "ChecksumType", "FULL_OBJECT");
+    cn_xml_close(w);
+}
 
 void cn__s3_get_object_attributes(cn__s3_rq_t *q)
 {
@@ -935,45 +1055,29 @@ void cn__s3_get_object_attributes(cn__s3_rq_t *q)
     cn_xml_open(&w, "GetObjectAttributesResponse", CN_S3_XMLNS);
     if (a_etag)
         cn_xml_elem(&w, "ETag", info.etag);
-    if (a_ck && strlen(info.sha256) == 64) {
-        uint8_t raw[CN_DIGEST_LEN];
-        char b64[CN_CKSUM_B64_LEN];
-        if (cn_hex_decode(info.sha256, 64, raw, sizeof raw) == CN_OK) {
-            cn_base64_encode(raw, sizeof raw, b64);
-            cn_xml_open(&w, "Checksum", NULL);
-            cn_xml_elem(&w, "ChecksumSHA256", b64);
-            cn_xml_elem(&w, "ChecksumType", "FULL_OBJECT");
-            cn_xml_close(&w);
-        }
-    }
+    cn_http_cksum_alg_t alg = cn_http_cksum_parse(info.checksum_alg);
+    char elem[32] = "";
+    if (alg != CN_CKSUM_NONE)
+        snprintf(elem, sizeof elem, "Checksum%s", cn_http_cksum_name(alg));
+    if (a_ck)
+        cn__attr_checksum(&w, &info, elem[0] ? elem : NULL);
     if (a_parts && info.nparts > 0) {
         cn_xml_open(&w, "ObjectParts", NULL);
-        int64_t last = marker, listed = 0;
-        for (int64_t n = marker + 1; n <= (int64_t)info.nparts && listed < max_parts; n++) {
-            cn_objects_range_t rg = {.kind = CN_RANGE_PART, .part_number = (int32_t)n};
-            cn_objects_reader_t *rd = NULL;
-            cn_object_info_t pi;
-            memset(&pi, 0, sizeof pi);
-            cn_objects_req_t rq = q->orq;
-            e = cn_objects_get(q->s3->objects, &rq, q->bucket, q->key, &rg, &pi, &rd);
-            uint64_t plen = rd ? cn_objects_reader_len(rd) : 0;
-            cn_objects_reader_free(rd);
-            cn_objects_info_free(&pi);
-            if (e < 0)
-                break;
-            cn_xml_open(&w, "Part", NULL);
-            cn_xml_elem_u64(&w, "PartNumber", (uint64_t)n);
-            cn_xml_elem_u64(&w, "Size", plen);
-            cn_xml_close(&w);
-            last = n;
-            listed++;
+        cn__attr_parts_t ap = {&w, elem[0] ? elem : NULL, marker, max_parts, 0, marker};
+        e = cn_objects_object_parts(q->s3->objects, &q->orq, q->bucket, q->key, cn__attr_part,
+                                    &ap);
+        if (e < 0) {
+            cn_buf_free(&out);
+            cn_objects_info_free(&info);
+            cn__s3_fail(q, e);
+            return;
         }
-        bool trunc = last < (int64_t)info.nparts;
+        bool trunc = ap.last < (int64_t)info.nparts;
         cn_xml_elem_bool(&w, "IsTruncated", trunc);
         cn_xml_elem_u64(&w, "MaxParts", (uint64_t)max_parts);
         cn_xml_elem_u64(&w, "PartNumberMarker", (uint64_t)marker);
         if (trunc)
-            cn_xml_elem_u64(&w, "NextPartNumberMarker", (uint64_t)last);
+            cn_xml_elem_u64(&w, "NextPartNumberMarker", (uint64_t)ap.last);
         cn_xml_elem_u64(&w, "PartsCount", info.nparts);
         cn_xml_close(&w);
     }

@@ -6,9 +6,10 @@
  * into a bounded store (CN__POST_PRE_MAX); when the file part starts, the
  * form is judged once: the signature (SigV4 over the base64 policy, or the
  * older base64 HMAC-SHA1 "signature" with AWSAccessKeyId; none at all for
- * an anonymous upload), the policy document (expiration and conditions;
- * every field other than the exempt ones must be covered), the key with
- * ${filename}, the ACL, the metadata.  Then a put session starts and the
+ * an anonymous upload), the key with ${filename} replaced, the policy
+ * document (expiration and conditions, $key meaning that replaced key;
+ * every field other than the exempt ones must be covered), the ACL, the
+ * metadata.  Then a put session starts and the
  * file's bytes stream into it; the upload is committed when the body ends
  * (fields after the file are ignored, as S3 ignores them).  The put is
  * authorized by the objects service like any PutObject.
@@ -741,7 +742,9 @@ static bool cn__post_auth(cn__post_t *s, bool *signed_out)
     return true;
 }
 
-/* The policy document: decoded and checked.  false after answering. */
+/* The policy document: decoded and checked against the fields, the key
+ * field standing for s->key (the key after substitution; set before).
+ * false after answering. */
 static bool cn__post_policy(cn__post_t *s)
 {
     cn__s3_rq_t *q = s->q;
@@ -765,6 +768,14 @@ static bool cn__post_policy(cn__post_t *s)
     char why[256];
     for (size_t i = 0; i < s->nfields; i++)
         s->fields[i].covered = false;
+    /* The conditions on $key judge the key the object gets, with ${filename}
+     * already replaced (["starts-with", "$key", "user/"] passes for
+     * "user/${filename}" only when the result is under user/). */
+    cn__post_field_t *kf = cn__field(s->fields, s->nfields, "key", 3);
+    if (kf && s->key) {
+        kf->value = s->key;
+        kf->vlen = strlen(s->key);
+    }
     cn_s3_err_t e = cn__s3_post_policy_check(json, (size_t)jl, cn_wall_ms(), q->bucket, s->fields,
                                              s->nfields, &s->len_min, &s->len_max, why,
                                              sizeof why);
@@ -926,10 +937,10 @@ static int cn__post_begin(cn__post_t *s, const cn__form_part_t *part)
 {
     cn__s3_rq_t *q = s->q;
     bool is_signed;
-    if (!cn__post_auth(s, &is_signed) || !cn__post_policy(s))
+    if (!cn__post_auth(s, &is_signed))
         return CN_E_INVALID;
     s->key = cn__post_key(s, part->filename);
-    if (!s->key)
+    if (!s->key || !cn__post_policy(s))
         return CN_E_INVALID;
     cn_objects_put_args_t a;
     if (!cn__post_args(s, &a))

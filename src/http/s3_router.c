@@ -209,17 +209,17 @@ bool cn__s3_parse_http_date(const char *s, int64_t *unix_ms)
     int d, y, H, M, S, n = 0;
     while (*s == ' ')
         s++;
-    /* RFC 1123: "Sun, 06 Nov 1994 08:49:37 GMT" */
     if (sscanf(s, "%15[A-Za-z], %d %3s %d %d:%d:%d GMT%n", wd, &d, mon, &y, &H, &M, &S, &n) == 7 &&
         n > 0) {
-        /* RFC 850: "Sunday, 06-Nov-94 08:49:37 GMT" */
+        /* RFC 1123: "Sun, 06 Nov 1994 08:49:37 GMT" */
     } else if (sscanf(s, "%15[A-Za-z], %d-%3s-%d %d:%d:%d GMT%n", wd, &d, mon, &y, &H, &M, &S,
                       &n) == 7 && n > 0) {
+        /* RFC 850: "Sunday, 06-Nov-94 08:49:37 GMT" (two-digit years: 70..99 are 19xx) */
         if (y < 100)
             y += y < 70 ? 2000 : 1900;
-        /* asctime: "Sun Nov  6 08:49:37 1994" */
     } else if (sscanf(s, "%15s %3s %d %d:%d:%d %d%n", wd, mon, &d, &H, &M, &S, &y, &n) == 7 &&
                n > 0) {
+        /* asctime: "Sun Nov  6 08:49:37 1994" */
     } else {
         return false;
     }
@@ -721,6 +721,10 @@ static cn__op_fn cn__pick_bucket(cn__s3_rq_t *q, unsigned m, const char **allowe
             *allowed = " versioning ";
             return cn__s3_get_versioning;
         }
+        if (cn_http_req_has_query(r, "versions")) {
+            *allowed = " versions ";
+            return cn__s3_list_versions;
+        }
         if (cn_http_req_has_query(r, "policyStatus")) {
             *allowed = " policyStatus ";
             return cn__s3_policy_status;
@@ -898,6 +902,13 @@ static int cn__on_request(cn_http_req_t *r, void *ctx)
     q->orq.secure_transport = cn_http_req_is_tls(r);
     q->orq.referer = cn_http_req_header(r, "Referer");
     q->orq.user_agent = cn_http_req_header(r, "User-Agent");
+    /* The grant headers as sent, for the s3:x-amz-grant-* policy keys
+     * (authz shows them only on the writes that may carry an ACL). */
+    q->orq.grants.read = cn_http_req_header(r, "x-amz-grant-read");
+    q->orq.grants.write = cn_http_req_header(r, "x-amz-grant-write");
+    q->orq.grants.read_acp = cn_http_req_header(r, "x-amz-grant-read-acp");
+    q->orq.grants.write_acp = cn_http_req_header(r, "x-amz-grant-write-acp");
+    q->orq.grants.full_control = cn_http_req_header(r, "x-amz-grant-full-control");
     /* CORS response headers ride on every answer to a browser's actual
      * request, errors included; a preflight answers them itself. */
     if (q->bucket && m != CN_HTTP_OPTIONS && cn_http_req_header(r, "Origin"))

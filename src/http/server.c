@@ -369,16 +369,19 @@ static void cn__decide_auth(cn_http_req_t *r)
 }
 
 /* Checksum the client asked for: x-amz-checksum-<alg> header, or a trailer
- * named by x-amz-trailer. */
+ * named by x-amz-trailer.  On S3's CompleteMultipartUpload (POST ?uploadId)
+ * the headers are the object's checksum, not the body's: the handler reads
+ * them itself. */
 static cn_s3_err_t cn__setup_checksum(cn_http_req_t *r)
 {
+    bool object_checksum = r->method_bit == CN_HTTP_POST && cn_http_req_has_query(r, "uploadId");
     static const cn_http_cksum_alg_t algs[] = { CN_CKSUM_CRC32, CN_CKSUM_CRC32C,
                                                CN_CKSUM_CRC64NVME, CN_CKSUM_SHA1,
                                                CN_CKSUM_SHA256 };
     int found = 0;
     for (size_t i = 0; i < sizeof algs / sizeof algs[0]; i++) {
         const char *v = cn_http_req_header(r, cn_http_cksum_header(algs[i]));
-        if (!v)
+        if (!v || object_checksum)
             continue;
         if (found++)
             return CN_S3E_INVALID_REQUEST;

@@ -18,6 +18,10 @@ typedef struct cn__subj {
  * icase folds ASCII case.  Iterative, O(len(pat) * len(subject)) worst case. */
 bool cn__authz_glob(const char *pat, size_t plen, const cn__subj_t *s, bool icase);
 
+/* Whether the action pattern pat (without "s3:"; `*` and `?` wildcards)
+ * names at least one action Amazon S3 defines, ignoring case (s3_actions.c). */
+bool cn__s3_action_known(const char *pat, size_t n);
+
 /* Whether name is a valid account name (as identity spells them). */
 bool cn__authz_name_ok(const char *name, size_t len);
 

@@ -62,6 +62,7 @@ typedef enum {
     /* recognised, never present in a cairn request */
     K_SOURCE_ARN, K_SOURCE_ACCOUNT, K_SOURCE_VPC, K_SOURCE_VPCE, K_PRINCIPAL_ORG_ID,
     K_PREFIX, K_DELIMITER, K_MAX_KEYS, K_X_AMZ_ACL,
+    K_GRANT_READ, K_GRANT_WRITE, K_GRANT_READ_ACP, K_GRANT_WRITE_ACP, K_GRANT_FULL_CONTROL,
     K_EXISTING_TAG,
 } key_t_;
 
@@ -75,6 +76,10 @@ static const struct { const char *name; key_t_ key; bool fixed; } keys[] = {
     {"aws:PrincipalOrgID", K_PRINCIPAL_ORG_ID, true},
     {"s3:prefix", K_PREFIX, false}, {"s3:delimiter", K_DELIMITER, false},
     {"s3:max-keys", K_MAX_KEYS, false}, {"s3:x-amz-acl", K_X_AMZ_ACL, false},
+    {"s3:x-amz-grant-read", K_GRANT_READ, false}, {"s3:x-amz-grant-write", K_GRANT_WRITE, false},
+    {"s3:x-amz-grant-read-acp", K_GRANT_READ_ACP, false},
+    {"s3:x-amz-grant-write-acp", K_GRANT_WRITE_ACP, false},
+    {"s3:x-amz-grant-full-control", K_GRANT_FULL_CONTROL, false},
 };
 #define TAG_KEY_PREFIX "s3:ExistingObjectTag/"
 #define TAG_KEY_PREFIX_LEN (sizeof TAG_KEY_PREFIX - 1)
@@ -435,6 +440,9 @@ static cn_err_t parse_actions(pstate_t *ps, stmt_t *st, json_t *v, const char *f
         }
         if (!ok)
             return fail(ps, "invalid action \"%.*s\": use s3:Name (wildcards * and ?) or *",
+                        clip(a.n), a.s);
+        if (!cn__s3_action_known(a.s + 3, a.n - 3))
+            return fail(ps, "invalid action \"%.*s\": Amazon S3 defines no such action",
                         clip(a.n), a.s);
     }
     return CN_OK;
@@ -869,6 +877,24 @@ static bool resource_matches(const stmt_t *st, const cn__pctx_t *c)
     return st->not_resource ? !in : in;
 }
 
+/* The request's x-amz-grant-* header for a grant key, on the actions S3
+ * gives the s3:x-amz-grant-* keys (writes that may carry an ACL); NULL
+ * (absent) on every other action. */
+static const char *grant_value(key_t_ key, const cn_authz_req_t *r)
+{
+    if (r->action != CN_ACT_PUT_OBJECT && r->action != CN_ACT_PUT_OBJECT_ACL &&
+        r->action != CN_ACT_PUT_BUCKET_ACL && r->action != CN_ACT_CREATE_BUCKET)
+        return NULL;
+    switch (key) {
+    case K_GRANT_READ: return r->grants.read;
+    case K_GRANT_WRITE: return r->grants.write;
+    case K_GRANT_READ_ACP: return r->grants.read_acp;
+    case K_GRANT_WRITE_ACP: return r->grants.write_acp;
+    case K_GRANT_FULL_CONTROL: return r->grants.full_control;
+    default: return NULL;
+    }
+}
+
 /* The request's value for a condition key: NULL when absent. */
 static const char *ctx_value(const cond_t *cd, const cn__pctx_t *c)
 {
@@ -883,6 +909,9 @@ static const char *ctx_value(const cond_t *cd, const cn__pctx_t *c)
     case K_DELIMITER: return r->delimiter;
     case K_MAX_KEYS: return r->max_keys;
     case K_X_AMZ_ACL: return r->x_amz_acl;
+    case K_GRANT_READ: case K_GRANT_WRITE: case K_GRANT_READ_ACP: case K_GRANT_WRITE_ACP:
+    case K_GRANT_FULL_CONTROL:
+        return grant_value(cd->key, r);
     case K_EXISTING_TAG:
         if (!c->object)
             return NULL;

@@ -1,6 +1,8 @@
 /* ListObjects with S3 semantics: byte-ordered keys after start_after under a
  * prefix, rolled up into common prefixes at the delimiter, at most max_keys
- * keys and prefixes together per page.
+ * keys and prefixes together per page.  ListObjectVersions is the same walk
+ * (while buckets are unversioned, every key is its one "null" version),
+ * authorized as s3:ListBucketVersions.
  *
  * The walk is a sequence of bounded index range scans: after a common prefix
  * it jumps straight past every key that shares it, so a directory of a
@@ -144,7 +146,8 @@ cn_err_t cn_objects_list(cn_objects_t *o, cn_objects_req_t *rq, const char *buck
     }
     cn__cond_t cond = {.prefix = prefix, .delimiter = args->delimiter,
                        .max_keys = args->max_keys_raw};
-    err = cn__authorize(rq, &b, CN_ACT_LIST_BUCKET, NULL, NULL, &cond);
+    err = cn__authorize(rq, &b, args->versions ? CN_ACT_LIST_BUCKET_VERSIONS : CN_ACT_LIST_BUCKET,
+                        NULL, NULL, &cond);
     int64_t bucket_id = b.id;
     cn__bkt_free(&b);
     if (err < 0) {

@@ -6,7 +6,13 @@
  * concatenated binary part MD5s, hex, then "-N".  Its checksum is the SHA-256
  * of the whole object, which cannot be derived from the parts' SHA-256s, so
  * completion reads the parts once (outside any write transaction) to compute
- * it. */
+ * it.  An additional checksum (S3's x-amz-checksum-algorithm) is opaque here:
+ * the upload keeps its algorithm, each part the value its adapter computed,
+ * and the adapter's complete_check combines them.
+ *
+ * A completed upload's row stays (done_ms set, with the listed parts' rows)
+ * for opts.completed_keep_ms, so a retried completion can be answered; the
+ * sweep removes it then.  Every other operation treats it as gone. */
 #include "objects_int.h"
 
 #include <errno.h>
@@ -15,13 +21,17 @@
 #include <string.h>
 
 cn_err_t cn__upload_check(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
-                          const char *upload_id, int64_t bucket_id, const char *key)
+                          const char *upload_id, int64_t bucket_id, const char *key,
+                          char cksum_alg[CN_OBJECTS_CKSUM_ALG_MAX])
 {
+    if (cksum_alg)
+        cksum_alg[0] = 0;
     if (!upload_id || !upload_id[0] || strlen(upload_id) > CN_UPLOAD_ID_MAX)
         return cn__fail(rq, CN_E_NO_UPLOAD, CN_OBJ_WHAT_UPLOAD, "no such upload");
     cn_meta_stmt_t *st = NULL;
     cn_err_t err = cn_meta_prepare(txn,
-        "SELECT bucket_id, okey, created_ms FROM obj_upload WHERE upload_id = ?", &st);
+        "SELECT bucket_id, okey, created_ms, cksum_alg FROM obj_upload "
+        "WHERE upload_id = ? AND done_ms IS NULL", &st);
     if (err < 0)
         return err;
     cn_meta_bind_str(st, 1, upload_id);
@@ -33,6 +43,9 @@ cn_err_t cn__upload_check(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t 
         int64_t created = cn_meta_column_int64(st, 2);
         live = cn_meta_column_int64(st, 0) == bucket_id && k && kl == strlen(key) &&
                !memcmp(k, key, kl) && created + o->opts.upload_expiry_ms > cn__now_ms();
+        const char *a = cn_meta_column_text(st, 3, NULL);
+        if (cksum_alg && a)
+            snprintf(cksum_alg, CN_OBJECTS_CKSUM_ALG_MAX, "%s", a);
         err = 0;
     }
     cn_meta_finish(st);
@@ -45,13 +58,13 @@ cn_err_t cn__upload_check(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t 
 
 cn_err_t cn__upload_access(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
                            const cn__bkt_t *b, const char *key, const char *upload_id,
-                           cn_authz_action_t act)
+                           cn_authz_action_t act, char cksum_alg[CN_OBJECTS_CKSUM_ALG_MAX])
 {
     cn_err_t err = cn__key_check(rq, key);
     if (err >= 0)
         err = cn__authorize(rq, b, act, key, NULL, NULL);
     if (err >= 0)
-        err = cn__upload_check(o, txn, rq, upload_id, b->id, key);
+        err = cn__upload_check(o, txn, rq, upload_id, b->id, key, cksum_alg);
     return err;
 }
 
@@ -61,6 +74,9 @@ cn_err_t cn_objects_mpu_create(cn_objects_t *o, cn_objects_req_t *rq, const char
 {
     upload_id[0] = 0;
     cn_err_t err = cn__put_args_check(rq, args);
+    if (err >= 0 && args && args->checksum_alg &&
+        strlen(args->checksum_alg) >= CN_OBJECTS_CKSUM_ALG_MAX)
+        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, "checksum algorithm name too long");
     if (err < 0)
         return err;
     cn_meta_txn_t *txn = NULL;
@@ -91,7 +107,7 @@ cn_err_t cn_objects_mpu_create(cn_objects_t *o, cn_objects_req_t *rq, const char
     if (err >= 0)
         err = cn_meta_prepare(txn,
             "INSERT INTO obj_upload (upload_id, bucket_id, okey, content_type, umeta, owner, acl, "
-            "created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", &st);
+            "created_ms, cksum_alg) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", &st);
     if (err >= 0) {
         const char *ct = args && args->content_type ? args->content_type
                                                     : "application/octet-stream";
@@ -109,6 +125,10 @@ cn_err_t cn_objects_mpu_create(cn_objects_t *o, cn_objects_req_t *rq, const char
         else
             cn_meta_bind_null(st, 7);
         cn_meta_bind_int64(st, 8, cn__now_ms());
+        if (args && args->checksum_alg && args->checksum_alg[0])
+            cn_meta_bind_str(st, 9, args->checksum_alg);
+        else
+            cn_meta_bind_null(st, 9);
         err = cn_meta_step(st);
         cn_meta_finish(st);
     }
@@ -134,6 +154,7 @@ typedef struct {
     char etag[CN_ETAG_MAX];
     uint8_t md5[CN_MD5_LEN];
     char sha256[CN_DIGEST_HEX_LEN + 1];
+    char cksum[CN_OBJECTS_CKSUM_MAX];
 } cn_obj_part_row_t;
 
 /* Loads every part of upload_id in ascending number order (at most 10000). */
@@ -144,8 +165,8 @@ static cn_err_t cn_obj_parts_load(cn_meta_txn_t *txn, const char *upload_id,
     *n = 0;
     cn_meta_stmt_t *st = NULL;
     cn_err_t err = cn_meta_prepare(txn,
-        "SELECT part_number, digest, size, etag, md5, sha256 FROM obj_part WHERE upload_id = ? "
-        "ORDER BY part_number", &st);
+        "SELECT part_number, digest, size, etag, md5, sha256, cksum FROM obj_part "
+        "WHERE upload_id = ? ORDER BY part_number", &st);
     if (err < 0)
         return err;
     cn_meta_bind_str(st, 1, upload_id);
@@ -185,6 +206,8 @@ static cn_err_t cn_obj_parts_load(cn_meta_txn_t *txn, const char *upload_id,
         snprintf(p->etag, sizeof p->etag, "%s", s ? s : "");
         s = cn_meta_column_text(st, 5, NULL);
         snprintf(p->sha256, sizeof p->sha256, "%s", s ? s : "");
+        s = cn_meta_column_text(st, 6, NULL);
+        snprintf(p->cksum, sizeof p->cksum, "%s", s ? s : "");
         (*n)++;
     }
     cn_meta_finish(st);
@@ -213,12 +236,20 @@ static cn_err_t cn_obj_sha_sink(void *ctx, const void *p, size_t n)
     return 0;
 }
 
-/* Reads the upload's row (content type, metadata, owner, acl) for the version. */
+/* The upload's row: what the version takes from it and, once completed, the
+ * completion's result. */
 typedef struct {
     char *content_type;
     cn_buf_t umeta;
     char owner[CN_ACCOUNT_NAME_MAX + 1];
     cn_buf_t acl;
+    char cksum_alg[CN_OBJECTS_CKSUM_ALG_MAX];
+    bool done;
+    int64_t done_ms;
+    char done_etag[CN_ETAG_MAX];
+    char done_cksum[CN_OBJECTS_CKSUM_MAX];
+    char done_sha256[CN_DIGEST_HEX_LEN + 1];
+    int64_t done_version;
 } cn_obj_upload_row_t;
 
 static void cn_obj_upload_row_free(cn_obj_upload_row_t *u)
@@ -228,34 +259,63 @@ static void cn_obj_upload_row_free(cn_obj_upload_row_t *u)
     cn_buf_free(&u->acl);
 }
 
-static cn_err_t cn_obj_upload_row(cn_meta_txn_t *txn, const char *upload_id,
-                                  cn_obj_upload_row_t *u)
+static void copy_text(cn_meta_stmt_t *st, int col, char *out, size_t cap)
+{
+    const char *t = cn_meta_column_text(st, col, NULL);
+    snprintf(out, cap, "%s", t ? t : "");
+}
+
+/* Reads upload_id's row into u: CN_E_NO_UPLOAD (details in rq) unless it is
+ * an upload of bucket_id/key that is live (not expired) or was completed no
+ * longer than opts.completed_keep_ms ago (u->done). */
+static cn_err_t upload_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
+                            const char *upload_id, int64_t bucket_id, const char *key,
+                            cn_obj_upload_row_t *u)
 {
     memset(u, 0, sizeof *u);
+    if (!upload_id || !upload_id[0] || strlen(upload_id) > CN_UPLOAD_ID_MAX)
+        return cn__fail(rq, CN_E_NO_UPLOAD, CN_OBJ_WHAT_UPLOAD, "no such upload");
     cn_meta_stmt_t *st = NULL;
     cn_err_t err = cn_meta_prepare(txn,
-        "SELECT content_type, umeta, owner, acl FROM obj_upload WHERE upload_id = ?", &st);
+        "SELECT content_type, umeta, owner, acl, cksum_alg, bucket_id, okey, created_ms, "
+        "done_ms, done_etag, done_cksum, done_version, done_sha256 FROM obj_upload "
+        "WHERE upload_id = ?", &st);
     if (err < 0)
         return err;
     cn_meta_bind_str(st, 1, upload_id);
     err = cn_meta_step(st);
+    bool found = false;
     if (err == CN_META_ROW) {
-        size_t n = 0;
+        size_t n = 0, kl = 0;
+        const void *k = cn_meta_column_blob(st, 6, &kl);
+        int64_t now = cn__now_ms();
+        u->done = !cn_meta_column_is_null(st, 8);
+        u->done_ms = cn_meta_column_int64(st, 8);
+        found = cn_meta_column_int64(st, 5) == bucket_id && k && kl == strlen(key) &&
+                !memcmp(k, key, kl) &&
+                (u->done ? u->done_ms + o->opts.completed_keep_ms > now
+                         : cn_meta_column_int64(st, 7) + o->opts.upload_expiry_ms > now);
         const char *t = cn_meta_column_text(st, 0, &n);
         u->content_type = cn__strndup(t ? t : "", t ? n : 0);
         err = u->content_type ? 0 : -ENOMEM;
         const void *m = cn_meta_column_blob(st, 1, &n);
         if (err >= 0 && m)
             err = cn_buf_append(&u->umeta, m, n);
-        t = cn_meta_column_text(st, 2, NULL);
-        snprintf(u->owner, sizeof u->owner, "%s", t ? t : "");
+        copy_text(st, 2, u->owner, sizeof u->owner);
         t = cn_meta_column_text(st, 3, &n);
         if (err >= 0 && t)
             err = cn_buf_append(&u->acl, t, n);
+        copy_text(st, 4, u->cksum_alg, sizeof u->cksum_alg);
+        copy_text(st, 9, u->done_etag, sizeof u->done_etag);
+        copy_text(st, 10, u->done_cksum, sizeof u->done_cksum);
+        u->done_version = cn_meta_column_int64(st, 11);
+        copy_text(st, 12, u->done_sha256, sizeof u->done_sha256);
     } else if (err == CN_META_DONE) {
-        err = CN_E_NO_UPLOAD;
+        err = 0;
     }
     cn_meta_finish(st);
+    if (err >= 0 && !found)
+        err = cn__fail(rq, CN_E_NO_UPLOAD, CN_OBJ_WHAT_UPLOAD, "no such upload");
     return err;
 }
 
@@ -271,6 +331,322 @@ static cn_err_t cn_obj_exec_str(cn_meta_txn_t *txn, const char *sql, const char 
     return err;
 }
 
+/* One completion in progress: the request, what it read, what it makes. */
+typedef struct {
+    cn_objects_t *o;
+    cn_objects_req_t *rq;
+    const char *key, *upload_id;
+    const int32_t *parts;
+    const char *const *etags;
+    size_t n;
+    const cn_objects_put_args_t *args;
+    cn__bkt_t b;
+    cn_obj_upload_row_t up;
+    cn_obj_part_row_t *rows, *chosen;
+    size_t nrows;
+    uint64_t total;
+    cn_objects_put_result_t r;
+} cn_obj_complete_t;
+
+/* Step 1, in a read snapshot: the bucket, the access, the upload (live or
+ * recently completed) and its parts. */
+static cn_err_t complete_read(cn_obj_complete_t *c, const char *bucket)
+{
+    cn_meta_txn_t *txn = NULL;
+    cn_err_t err = cn_meta_begin(c->o->meta, CN_META_READ, &txn);
+    if (err < 0)
+        return err;
+    err = cn__bkt_load(txn, c->rq, bucket, &c->b);
+    if (err >= 0)
+        err = cn__key_check(c->rq, c->key);
+    if (err >= 0)
+        err = cn__authorize(c->rq, &c->b, CN_ACT_PUT_OBJECT, c->key, NULL, NULL);
+    if (err >= 0)
+        err = upload_load(c->o, txn, c->rq, c->upload_id, c->b.id, c->key, &c->up);
+    if (err >= 0)
+        err = cn_obj_parts_load(txn, c->upload_id, &c->rows, &c->nrows);
+    cn_meta_rollback(txn);
+    return err;
+}
+
+/* The listed parts against the stored ones, into c->chosen. */
+static cn_err_t choose_parts(cn_obj_complete_t *c)
+{
+    cn_objects_req_t *rq = c->rq;
+    if (c->up.done && c->n != c->nrows)
+        return CN_E_INVALID;
+    c->chosen = calloc(c->n, sizeof *c->chosen);
+    if (!c->chosen)
+        return -ENOMEM;
+    size_t j = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        int32_t pn = c->parts[i];
+        if (i && pn <= c->parts[i - 1])
+            return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_PART,
+                            "part numbers must ascend (part %d after %d)", pn, c->parts[i - 1]);
+        while (j < c->nrows && c->rows[j].number < pn)
+            j++;
+        if (j == c->nrows || c->rows[j].number != pn)
+            return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_PART,
+                            "part %d was not uploaded", pn);
+        if (c->etags && c->etags[i] && !cn_obj_etag_same(c->etags[i], c->rows[j].etag))
+            return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, "part %d has another etag", pn);
+        c->chosen[i] = c->rows[j];
+        c->total += c->rows[j].size;
+        if (c->total > c->o->opts.max_object_bytes)
+            return cn__fail(rq, CN_E_TOO_LARGE, CN_OBJ_WHAT_ARG,
+                            "the object would exceed the limit of %llu",
+                            (unsigned long long)c->o->opts.max_object_bytes);
+    }
+    return 0;
+}
+
+/* Step 2: the listed parts against the stored ones, into c->chosen.  A
+ * completed upload must be listed with exactly the parts it completed with:
+ * any other list is not a retry of that completion, and the upload it would
+ * complete no longer exists (CN_E_NO_UPLOAD, as Jay's contract and S3 say of
+ * a completed upload). */
+static cn_err_t complete_choose(cn_obj_complete_t *c)
+{
+    cn_objects_req_t *rq = c->rq;
+    cn_err_t err = choose_parts(c);
+    if (err == CN_E_INVALID && c->up.done)
+        return cn__fail(rq, CN_E_NO_UPLOAD, CN_OBJ_WHAT_UPLOAD,
+                        "the upload was completed with another list of parts");
+    return err;
+}
+
+/* Step 3: the caller's check of the chosen parts, which also makes the
+ * object's additional checksum. */
+static cn_err_t complete_check(cn_obj_complete_t *c)
+{
+    const cn_objects_put_args_t *a = c->args;
+    if (!a || !a->complete_check)
+        return 0;
+    cn_objects_part_t *v = calloc(c->n, sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = 0; i < c->n; i++) {
+        const cn_obj_part_row_t *p = &c->chosen[i];
+        v[i].part_number = p->number;
+        v[i].size = p->size;
+        memcpy(v[i].etag, p->etag, sizeof v[i].etag);
+        memcpy(v[i].sha256, p->sha256, sizeof v[i].sha256);
+        memcpy(v[i].checksum, p->cksum, sizeof v[i].checksum);
+    }
+    char ck[CN_OBJECTS_CKSUM_MAX] = "";
+    cn_err_t err = a->complete_check(a->complete_ctx, c->rq, c->up.cksum_alg, v, c->n, ck);
+    free(v);
+    if (err >= 0 && ck[0]) {
+        snprintf(c->r.checksum_alg, sizeof c->r.checksum_alg, "%s", c->up.cksum_alg);
+        snprintf(c->r.checksum, sizeof c->r.checksum, "%s", ck);
+    }
+    return err < 0 ? err : 0;
+}
+
+/* Step 4: the whole object's SHA-256 (reading the parts once, outside any
+ * write transaction) and the multipart etag. */
+static cn_err_t complete_digest(cn_obj_complete_t *c)
+{
+    cn_sha256_t *sha = NULL;
+    cn_md5_t *md5 = NULL;
+    cn_err_t err = cn_sha256_new(&sha);
+    if (err >= 0)
+        err = cn_md5_new(&md5);
+    for (size_t i = 0; i < c->n && err >= 0; i++) {
+        const cn_obj_part_row_t *p = &c->chosen[i];
+        uint64_t served = 0;
+        if (p->size)
+            err = cn_store_read_range(c->o->store, &p->digest, 0, p->size, cn_obj_sha_sink, sha,
+                                      NULL, &served);
+        if (err >= 0 && served != p->size)
+            err = CN_E_CORRUPT;
+        if (err >= 0)
+            cn_md5_update(md5, p->md5, CN_MD5_LEN);
+    }
+    if (err < 0) {
+        cn_sha256_free(sha);
+        cn_md5_free(md5);
+        return err;
+    }
+    uint8_t d[CN_DIGEST_LEN], m[CN_MD5_LEN];
+    cn_sha256_final(sha, d);
+    cn_md5_final(md5, m);
+    cn_hex_encode(d, sizeof d, c->r.sha256);
+    char mh[2 * CN_MD5_LEN + 1];
+    cn_hex_encode(m, sizeof m, mh);
+    snprintf(c->r.etag, sizeof c->r.etag, "%s-%zu", mh, c->n);
+    c->r.size = c->total;
+    c->r.last_modified_ms = cn__now_ms();
+    return 0;
+}
+
+/* In the commit transaction: the upload is still live and every chosen part
+ * is still the blob that was read. */
+static cn_err_t complete_recheck(cn_obj_complete_t *c, cn_meta_txn_t *txn)
+{
+    cn_err_t err = cn__upload_check(c->o, txn, c->rq, c->upload_id, c->b.id, c->key, NULL);
+    for (size_t i = 0; i < c->n && err >= 0; i++) {
+        cn_meta_stmt_t *st = NULL;
+        err = cn_meta_prepare(txn,
+            "SELECT digest FROM obj_part WHERE upload_id = ? AND part_number = ?", &st);
+        if (err < 0)
+            break;
+        cn_meta_bind_str(st, 1, c->upload_id);
+        cn_meta_bind_int64(st, 2, c->chosen[i].number);
+        err = cn_meta_step(st);
+        size_t dl = 0;
+        const void *dg = err == CN_META_ROW ? cn_meta_column_blob(st, 0, &dl) : NULL;
+        if (err >= 0 && (!dg || dl != CN_DIGEST_LEN || memcmp(dg, c->chosen[i].digest.b, dl)))
+            err = cn__fail(c->rq, CN_E_CONFLICT, CN_OBJ_WHAT_PART,
+                           "part %d changed while the upload completed", c->chosen[i].number);
+        cn_meta_finish(st);
+    }
+    return err < 0 ? err : 0;
+}
+
+static void bind_text_or_null(cn_meta_stmt_t *st, int col, const char *s, size_t n)
+{
+    if (n)
+        cn_meta_bind_text(st, col, s, n);
+    else
+        cn_meta_bind_null(st, col);
+}
+
+/* In the commit transaction: the version's segments and row. */
+static cn_err_t complete_rows(cn_obj_complete_t *c, cn_meta_txn_t *txn, int64_t vid)
+{
+    cn_err_t err = 0;
+    for (size_t i = 0; i < c->n && err >= 0; i++) {
+        const cn_obj_part_row_t *p = &c->chosen[i];
+        cn_meta_stmt_t *st = NULL;
+        err = cn_meta_prepare(txn,
+            "INSERT INTO obj_segment (version_id, seq, digest, size, part_number, etag, sha256, "
+            "cksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", &st);
+        if (err < 0)
+            break;
+        cn_meta_bind_int64(st, 1, vid);
+        cn_meta_bind_int64(st, 2, (int64_t)i);
+        cn_meta_bind_blob(st, 3, p->digest.b, CN_DIGEST_LEN);
+        cn_meta_bind_int64(st, 4, (int64_t)p->size);
+        cn_meta_bind_int64(st, 5, p->number);
+        cn_meta_bind_str(st, 6, p->etag);
+        cn_meta_bind_str(st, 7, p->sha256);
+        bind_text_or_null(st, 8, p->cksum, strlen(p->cksum));
+        err = cn_meta_step(st);
+        cn_meta_finish(st);
+    }
+    cn_meta_stmt_t *st = NULL;
+    if (err >= 0)
+        err = cn_meta_prepare(txn,
+            "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, content_type, "
+            "umeta, mtime_ms, owner, acl, nparts, cksum_alg, cksum) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &st);
+    if (err < 0)
+        return err;
+    const cn_obj_upload_row_t *up = &c->up;
+    cn_meta_bind_int64(st, 1, vid);
+    cn_meta_bind_int64(st, 2, c->b.id);
+    cn_meta_bind_blob(st, 3, c->key, strlen(c->key));
+    cn_meta_bind_int64(st, 4, (int64_t)c->total);
+    cn_meta_bind_str(st, 5, c->r.etag);
+    cn_meta_bind_str(st, 6, c->r.sha256);
+    cn_meta_bind_str(st, 7, up->content_type);
+    if (up->umeta.len)
+        cn_meta_bind_blob(st, 8, up->umeta.data, up->umeta.len);
+    else
+        cn_meta_bind_null(st, 8);
+    cn_meta_bind_int64(st, 9, c->r.last_modified_ms);
+    cn_meta_bind_str(st, 10, up->owner);
+    bind_text_or_null(st, 11, (const char *)up->acl.data, up->acl.len);
+    cn_meta_bind_int64(st, 12, (int64_t)c->n);
+    bind_text_or_null(st, 13, c->r.checksum_alg, strlen(c->r.checksum_alg));
+    bind_text_or_null(st, 14, c->r.checksum, strlen(c->r.checksum));
+    err = cn_meta_step(st);
+    cn_meta_finish(st);
+    return err < 0 ? err : 0;
+}
+
+/* In the commit transaction: the unlisted parts are dropped (their blobs
+ * go to the sweeper) and the upload is marked completed with its result. */
+static cn_err_t complete_mark_done(cn_obj_complete_t *c, cn_meta_txn_t *txn, int64_t vid)
+{
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_prepare(txn,
+        "DELETE FROM obj_part WHERE upload_id = ? AND part_number NOT IN "
+        "(SELECT part_number FROM obj_segment WHERE version_id = ?)", &st);
+    if (err < 0)
+        return err;
+    cn_meta_bind_str(st, 1, c->upload_id);
+    cn_meta_bind_int64(st, 2, vid);
+    err = cn_meta_step(st);
+    cn_meta_finish(st);
+    if (err >= 0)
+        err = cn_meta_prepare(txn,
+            "UPDATE obj_upload SET done_ms = ?, done_etag = ?, done_cksum = ?, done_version = ?, "
+            "done_sha256 = ? WHERE upload_id = ?", &st);
+    if (err < 0)
+        return err;
+    cn_meta_bind_int64(st, 1, c->r.last_modified_ms);
+    cn_meta_bind_str(st, 2, c->r.etag);
+    bind_text_or_null(st, 3, c->r.checksum, strlen(c->r.checksum));
+    cn_meta_bind_int64(st, 4, vid);
+    cn_meta_bind_str(st, 5, c->r.sha256);
+    cn_meta_bind_str(st, 6, c->upload_id);
+    err = cn_meta_step(st);
+    cn_meta_finish(st);
+    return err < 0 ? err : 0;
+}
+
+/* Step 5: re-check the upload and the parts, then swap the rows. */
+static cn_err_t complete_commit(cn_obj_complete_t *c)
+{
+    cn_meta_txn_t *txn = NULL;
+    cn_err_t err = cn_meta_begin(c->o->meta, CN_META_WRITE, &txn);
+    if (err < 0)
+        return err;
+    err = complete_recheck(c, txn);
+    int64_t cur = 0, vid = 0;
+    char cur_etag[CN_ETAG_MAX];
+    if (err >= 0)
+        err = cn__version_find(txn, c->b.id, c->key, &cur, cur_etag, NULL);
+    if (err >= 0)
+        err = cn__put_conditions(c->rq, c->args, cur, cur_etag);
+    if (err >= 0 && cur)
+        err = cn__version_delete(txn, cur);
+    if (err >= 0)
+        err = cn__next_id(txn, "version", &vid);
+    if (err >= 0)
+        err = complete_rows(c, txn, vid);
+    if (err >= 0)
+        err = complete_mark_done(c, txn, vid);
+    if (err < 0) {
+        cn_meta_rollback(txn);
+        return err;
+    }
+    err = cn_meta_commit(txn);
+    if (err >= 0)
+        c->r.version_id = vid;
+    return err;
+}
+
+/* A repeated completion: the first one's result.  The additional checksum
+ * is the one stored (complete_check has judged the request against it). */
+static void complete_repeat(cn_obj_complete_t *c)
+{
+    snprintf(c->r.etag, sizeof c->r.etag, "%s", c->up.done_etag);
+    snprintf(c->r.sha256, sizeof c->r.sha256, "%s", c->up.done_sha256);
+    c->r.size = c->total;
+    c->r.last_modified_ms = c->up.done_ms;
+    c->r.version_id = c->up.done_version;
+    c->r.checksum[0] = c->r.checksum_alg[0] = 0;
+    if (c->up.done_cksum[0]) {
+        snprintf(c->r.checksum_alg, sizeof c->r.checksum_alg, "%s", c->up.cksum_alg);
+        snprintf(c->r.checksum, sizeof c->r.checksum, "%s", c->up.done_cksum);
+    }
+    c->r.repeated = true;
+}
+
 cn_err_t cn_objects_mpu_complete(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                  const char *key, const char *upload_id, const int32_t *parts,
                                  const char *const *etags, size_t n,
@@ -281,193 +657,28 @@ cn_err_t cn_objects_mpu_complete(cn_objects_t *o, cn_objects_req_t *rq, const ch
     if (n > CN_PART_NUMBER_MAX)
         return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, "more than %d parts",
                         CN_PART_NUMBER_MAX);
-    cn_obj_part_row_t *rows = NULL, *chosen = NULL;
-    size_t nrows = 0;
-    cn_sha256_t *sha = NULL;
-    cn_md5_t *md5 = NULL;
-    cn_obj_upload_row_t up;
-    memset(&up, 0, sizeof up);
-    cn__bkt_t b;
-    memset(&b, 0, sizeof b);
-    cn_objects_put_result_t r;
-    memset(&r, 0, sizeof r);
-
-    /* 1. Read and check, in a read snapshot. */
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(o->meta, CN_META_READ, &txn);
-    if (err < 0)
-        return err;
-    err = cn__bkt_load(txn, rq, bucket, &b);
+    cn_obj_complete_t c = {.o = o, .rq = rq, .key = key, .upload_id = upload_id,
+                           .parts = parts, .etags = etags, .n = n, .args = args};
+    cn_err_t err = complete_read(&c, bucket);
+    if (err >= 0 && c.up.done && !(args && args->answer_repeat))
+        err = cn__fail(rq, CN_E_NO_UPLOAD, CN_OBJ_WHAT_UPLOAD, "the upload was completed");
     if (err >= 0)
-        err = cn__upload_access(o, txn, rq, &b, key, upload_id, CN_ACT_PUT_OBJECT);
+        err = complete_choose(&c);
     if (err >= 0)
-        err = cn_obj_parts_load(txn, upload_id, &rows, &nrows);
-    cn_meta_rollback(txn);
-    txn = NULL;
-    if (err < 0)
-        goto out;
-    chosen = calloc(n, sizeof *chosen);
-    if (!chosen) {
-        err = -ENOMEM;
-        goto out;
-    }
-    size_t j = 0;
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (i && parts[i] <= parts[i - 1]) {
-            err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_PART,
-                           "part numbers must ascend (part %d after %d)", parts[i], parts[i - 1]);
-            goto out;
-        }
-        while (j < nrows && rows[j].number < parts[i])
-            j++;
-        if (j == nrows || rows[j].number != parts[i]) {
-            err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, "part %d was not uploaded",
-                           parts[i]);
-            goto out;
-        }
-        if (etags && etags[i] && !cn_obj_etag_same(etags[i], rows[j].etag)) {
-            err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, "part %d has another etag",
-                           parts[i]);
-            goto out;
-        }
-        chosen[i] = rows[j];
-        total += rows[j].size;
-        if (total > o->opts.max_object_bytes) {
-            err = cn__fail(rq, CN_E_TOO_LARGE, CN_OBJ_WHAT_ARG,
-                           "the object would exceed the limit of %llu",
-                           (unsigned long long)o->opts.max_object_bytes);
-            goto out;
-        }
-    }
-
-    /* 2. The whole object's SHA-256 and the multipart etag. */
-    err = cn_sha256_new(&sha);
-    if (err >= 0)
-        err = cn_md5_new(&md5);
-    for (size_t i = 0; i < n && err >= 0; i++) {
-        uint64_t served = 0;
-        if (chosen[i].size)
-            err = cn_store_read_range(o->store, &chosen[i].digest, 0, chosen[i].size,
-                                      cn_obj_sha_sink, sha, NULL, &served);
-        if (err >= 0 && served != chosen[i].size)
-            err = CN_E_CORRUPT;
+        err = complete_check(&c);
+    if (err >= 0 && c.up.done) {
+        complete_repeat(&c);
+    } else if (err >= 0) {
+        err = complete_digest(&c);
         if (err >= 0)
-            cn_md5_update(md5, chosen[i].md5, CN_MD5_LEN);
+            err = complete_commit(&c);
     }
-    if (err < 0)
-        goto out;
-    uint8_t d[CN_DIGEST_LEN], m[CN_MD5_LEN];
-    cn_sha256_final(sha, d);
-    sha = NULL;
-    cn_md5_final(md5, m);
-    md5 = NULL;
-    cn_hex_encode(d, sizeof d, r.sha256);
-    char mh[2 * CN_MD5_LEN + 1];
-    cn_hex_encode(m, sizeof m, mh);
-    snprintf(r.etag, sizeof r.etag, "%s-%zu", mh, n);
-    r.size = total;
-    r.last_modified_ms = cn__now_ms();
-
-    /* 3. Commit: re-check the upload and the parts, then swap the rows. */
-    err = cn_meta_begin(o->meta, CN_META_WRITE, &txn);
-    if (err < 0)
-        goto out;
-    err = cn__upload_check(o, txn, rq, upload_id, b.id, key);
-    if (err >= 0)
-        err = cn_obj_upload_row(txn, upload_id, &up);
-    for (size_t i = 0; i < n && err >= 0; i++) {
-        cn_meta_stmt_t *st = NULL;
-        err = cn_meta_prepare(txn,
-            "SELECT digest FROM obj_part WHERE upload_id = ? AND part_number = ?", &st);
-        if (err < 0)
-            break;
-        cn_meta_bind_str(st, 1, upload_id);
-        cn_meta_bind_int64(st, 2, chosen[i].number);
-        err = cn_meta_step(st);
-        size_t dl = 0;
-        const void *dg = err == CN_META_ROW ? cn_meta_column_blob(st, 0, &dl) : NULL;
-        if (err >= 0 && (!dg || dl != CN_DIGEST_LEN || memcmp(dg, chosen[i].digest.b, dl)))
-            err = cn__fail(rq, CN_E_CONFLICT, CN_OBJ_WHAT_PART,
-                           "part %d changed while the upload completed", chosen[i].number);
-        cn_meta_finish(st);
-    }
-    int64_t cur = 0, vid = 0;
-    char cur_etag[CN_ETAG_MAX];
-    if (err >= 0)
-        err = cn__version_find(txn, b.id, key, &cur, cur_etag, NULL);
-    if (err >= 0)
-        err = cn__put_conditions(rq, args, cur, cur_etag);
-    if (err >= 0 && cur)
-        err = cn__version_delete(txn, cur);
-    if (err >= 0)
-        err = cn__next_id(txn, "version", &vid);
-    for (size_t i = 0; i < n && err >= 0; i++) {
-        cn_meta_stmt_t *st = NULL;
-        err = cn_meta_prepare(txn,
-            "INSERT INTO obj_segment (version_id, seq, digest, size, part_number, etag, sha256) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)", &st);
-        if (err < 0)
-            break;
-        cn_meta_bind_int64(st, 1, vid);
-        cn_meta_bind_int64(st, 2, (int64_t)i);
-        cn_meta_bind_blob(st, 3, chosen[i].digest.b, CN_DIGEST_LEN);
-        cn_meta_bind_int64(st, 4, (int64_t)chosen[i].size);
-        cn_meta_bind_int64(st, 5, chosen[i].number);
-        cn_meta_bind_str(st, 6, chosen[i].etag);
-        cn_meta_bind_str(st, 7, chosen[i].sha256);
-        err = cn_meta_step(st);
-        cn_meta_finish(st);
-    }
-    cn_meta_stmt_t *st = NULL;
-    if (err >= 0)
-        err = cn_meta_prepare(txn,
-            "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, content_type, "
-            "umeta, mtime_ms, owner, acl, nparts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &st);
-    if (err >= 0) {
-        cn_meta_bind_int64(st, 1, vid);
-        cn_meta_bind_int64(st, 2, b.id);
-        cn_meta_bind_blob(st, 3, key, strlen(key));
-        cn_meta_bind_int64(st, 4, (int64_t)total);
-        cn_meta_bind_str(st, 5, r.etag);
-        cn_meta_bind_str(st, 6, r.sha256);
-        cn_meta_bind_str(st, 7, up.content_type);
-        if (up.umeta.len)
-            cn_meta_bind_blob(st, 8, up.umeta.data, up.umeta.len);
-        else
-            cn_meta_bind_null(st, 8);
-        cn_meta_bind_int64(st, 9, r.last_modified_ms);
-        cn_meta_bind_str(st, 10, up.owner);
-        if (up.acl.len)
-            cn_meta_bind_text(st, 11, (const char *)up.acl.data, up.acl.len);
-        else
-            cn_meta_bind_null(st, 11);
-        cn_meta_bind_int64(st, 12, (int64_t)n);
-        err = cn_meta_step(st);
-        cn_meta_finish(st);
-    }
-    /* Unlisted parts' blobs become unreferenced here and go to the sweeper. */
-    if (err >= 0)
-        err = cn_obj_exec_str(txn, "DELETE FROM obj_part WHERE upload_id = ?", upload_id);
-    if (err >= 0)
-        err = cn_obj_exec_str(txn, "DELETE FROM obj_upload WHERE upload_id = ?", upload_id);
-    if (err < 0) {
-        cn_meta_rollback(txn);
-        goto out;
-    }
-    err = cn_meta_commit(txn);
-    if (err >= 0) {
-        r.version_id = vid;
-        if (res)
-            *res = r;
-    }
-out:
-    cn_sha256_free(sha);
-    cn_md5_free(md5);
-    free(rows);
-    free(chosen);
-    cn_obj_upload_row_free(&up);
-    cn__bkt_free(&b);
+    if (err >= 0 && res)
+        *res = c.r;
+    free(c.rows);
+    free(c.chosen);
+    cn_obj_upload_row_free(&c.up);
+    cn__bkt_free(&c.b);
     return err;
 }
 
@@ -482,7 +693,7 @@ cn_err_t cn_objects_mpu_abort(cn_objects_t *o, cn_objects_req_t *rq, const char 
     err = cn__bkt_load(txn, rq, bucket, &b);
     if (err < 0)
         goto out;
-    err = cn__upload_access(o, txn, rq, &b, key, upload_id, CN_ACT_ABORT_MULTIPART_UPLOAD);
+    err = cn__upload_access(o, txn, rq, &b, key, upload_id, CN_ACT_ABORT_MULTIPART_UPLOAD, NULL);
     if (err >= 0)
         err = cn_obj_exec_str(txn, "DELETE FROM obj_part WHERE upload_id = ?", upload_id);
     if (err >= 0)
@@ -511,12 +722,13 @@ cn_err_t cn_objects_mpu_list_parts(cn_objects_t *o, cn_objects_req_t *rq, const 
     err = cn__bkt_load(txn, rq, bucket, &b);
     if (err < 0)
         goto out;
-    err = cn__upload_access(o, txn, rq, &b, key, upload_id, CN_ACT_LIST_MULTIPART_UPLOAD_PARTS);
+    err = cn__upload_access(o, txn, rq, &b, key, upload_id, CN_ACT_LIST_MULTIPART_UPLOAD_PARTS,
+                            NULL);
     cn__bkt_free(&b);
     cn_meta_stmt_t *st = NULL;
     if (err >= 0)
         err = cn_meta_prepare(txn,
-            "SELECT part_number, size, etag, sha256, mtime_ms FROM obj_part "
+            "SELECT part_number, size, etag, sha256, mtime_ms, cksum FROM obj_part "
             "WHERE upload_id = ? AND part_number > ? ORDER BY part_number LIMIT ?", &st);
     if (err < 0)
         goto out;
@@ -540,6 +752,7 @@ cn_err_t cn_objects_mpu_list_parts(cn_objects_t *o, cn_objects_req_t *rq, const 
         s = cn_meta_column_text(st, 3, NULL);
         snprintf(p.sha256, sizeof p.sha256, "%s", s ? s : "");
         p.last_modified_ms = cn_meta_column_int64(st, 4);
+        copy_text(st, 5, p.checksum, sizeof p.checksum);
         count++;
         err = fn(arg, &p);
         if (err)
@@ -576,7 +789,7 @@ cn_err_t cn_objects_mpu_list(cn_objects_t *o, cn_objects_req_t *rq, const char *
     if (err >= 0)
         err = cn_meta_prepare(txn,
             "SELECT okey, upload_id, owner, created_ms FROM obj_upload WHERE bucket_id = ? "
-            "AND created_ms > ? ORDER BY okey, created_ms, upload_id", &st);
+            "AND created_ms > ? AND done_ms IS NULL ORDER BY okey, created_ms, upload_id", &st);
     if (err < 0)
         goto out;
     cn_meta_bind_int64(st, 1, bid);
@@ -642,6 +855,7 @@ cn_err_t cn_objects_sweep_uploads(cn_objects_t *o, int64_t now_ms, uint64_t *rem
     if (!now_ms)
         now_ms = cn__now_ms();
     int64_t cutoff = now_ms - o->opts.upload_expiry_ms;
+    int64_t done_cutoff = now_ms - o->opts.completed_keep_ms;
     for (;;) {
         cn_meta_txn_t *txn = NULL;
         cn_err_t err = cn_meta_begin(o->meta, CN_META_WRITE, &txn);
@@ -652,10 +866,11 @@ cn_err_t cn_objects_sweep_uploads(cn_objects_t *o, int64_t now_ms, uint64_t *rem
         size_t n = 0;
         cn_meta_stmt_t *st = NULL;
         err = cn_meta_prepare(txn,
-            "SELECT upload_id FROM obj_upload WHERE created_ms <= ? ORDER BY created_ms LIMIT 64",
-            &st);
+            "SELECT upload_id FROM obj_upload WHERE (done_ms IS NULL AND created_ms <= ?) "
+            "OR done_ms <= ? ORDER BY created_ms LIMIT 64", &st);
         if (err >= 0) {
             cn_meta_bind_int64(st, 1, cutoff);
+            cn_meta_bind_int64(st, 2, done_cutoff);
             while ((err = cn_meta_step(st)) == CN_META_ROW) {
                 const char *id = cn_meta_column_text(st, 0, NULL);
                 if (id)

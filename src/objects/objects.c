@@ -25,6 +25,7 @@
 #define CN_OBJ_DEFAULT_MAX_OBJECT (5ull << 40)
 #define CN_OBJ_DEFAULT_EXPIRY_MS (7ll * 24 * 3600 * 1000)
 #define CN_OBJ_DEFAULT_SWEEP_MS (10ll * 60 * 1000)
+#define CN_OBJ_DEFAULT_DONE_KEEP_MS (60ll * 60 * 1000)
 
 /* ---- schema ----------------------------------------------------------------
  * Keys are BLOBs so that ordering is byte order on every engine (S3 lists in
@@ -94,8 +95,26 @@ static const char cn_obj_schema_v1[] =
     "  PRIMARY KEY (upload_id, part_number));"
     "CREATE INDEX obj_part_digest ON obj_part (digest);";
 
+/* v2: S3 additional checksums of multipart uploads (the upload's algorithm,
+ * each part's and segment's checksum, the object's composite checksum), and
+ * completed uploads kept for a bounded time (done_*) so that a retried
+ * CompleteMultipartUpload is answered with the first completion's result. */
+static const char cn_obj_schema_v2[] =
+    "ALTER TABLE obj_upload ADD COLUMN cksum_alg TEXT;"
+    "ALTER TABLE obj_upload ADD COLUMN done_ms BIGINT;"
+    "ALTER TABLE obj_upload ADD COLUMN done_etag TEXT;"
+    "ALTER TABLE obj_upload ADD COLUMN done_cksum TEXT;"
+    "ALTER TABLE obj_upload ADD COLUMN done_sha256 TEXT;"
+    "ALTER TABLE obj_upload ADD COLUMN done_version BIGINT;"
+    "CREATE INDEX obj_upload_done ON obj_upload (done_ms);"
+    "ALTER TABLE obj_part ADD COLUMN cksum TEXT;"
+    "ALTER TABLE obj_segment ADD COLUMN cksum TEXT;"
+    "ALTER TABLE obj_version ADD COLUMN cksum_alg TEXT;"
+    "ALTER TABLE obj_version ADD COLUMN cksum TEXT;";
+
 static const cn_meta_migration_t cn_obj_migrations[] = {
     {1, cn_obj_schema_v1, NULL, NULL},
+    {2, cn_obj_schema_v2, NULL, NULL},
 };
 
 /* ---- small helpers ------------------------------------------------------------ */
@@ -333,6 +352,7 @@ cn_err_t cn__authorize(cn_objects_req_t *rq, const cn__bkt_t *bucket, cn_authz_a
     ar.secure_transport = rq->secure_transport;
     ar.referer = rq->referer;
     ar.user_agent = rq->user_agent;
+    ar.grants = rq->grants;
     if (cond) {
         ar.prefix = cond->prefix;
         ar.delimiter = cond->delimiter;
@@ -398,8 +418,8 @@ cn_err_t cn__version_row(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucke
                          const char *key, cn_meta_stmt_t **st)
 {
     cn_err_t err = cn_meta_prepare(txn,
-        "SELECT version_id, size, etag, sha256, content_type, umeta, mtime_ms, owner, acl, nparts "
-        "FROM obj_version WHERE bucket_id = ? AND okey = ?", st);
+        "SELECT version_id, size, etag, sha256, content_type, umeta, mtime_ms, owner, acl, nparts, "
+        "cksum_alg, cksum FROM obj_version WHERE bucket_id = ? AND okey = ?", st);
     if (err < 0)
         return err;
     cn_meta_bind_int64(*st, 1, bucket_id);
@@ -685,6 +705,8 @@ cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store, const cn_objects_op
         o->opts.upload_expiry_ms = CN_OBJ_DEFAULT_EXPIRY_MS;
     if (o->opts.upload_sweep_ms == 0)
         o->opts.upload_sweep_ms = CN_OBJ_DEFAULT_SWEEP_MS;
+    if (o->opts.completed_keep_ms <= 0)
+        o->opts.completed_keep_ms = CN_OBJ_DEFAULT_DONE_KEEP_MS;
     pthread_mutex_init(&o->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

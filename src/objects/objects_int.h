@@ -100,7 +100,8 @@ void cn__objacl_free(cn__objacl_t *a);
 /* The columns of cn__version_row's statement, in order. */
 enum {
     CN__VCOL_ID, CN__VCOL_SIZE, CN__VCOL_ETAG, CN__VCOL_SHA256, CN__VCOL_CTYPE,
-    CN__VCOL_UMETA, CN__VCOL_MTIME, CN__VCOL_OWNER, CN__VCOL_ACL, CN__VCOL_NPARTS
+    CN__VCOL_UMETA, CN__VCOL_MTIME, CN__VCOL_OWNER, CN__VCOL_ACL, CN__VCOL_NPARTS,
+    CN__VCOL_CKALG, CN__VCOL_CKSUM
 };
 /* Steps a statement onto the current version row of key: 0 with *st on the
  * row (columns CN__VCOL_*; the caller finishes it), else *st is NULL and the
@@ -127,16 +128,19 @@ cn_err_t cn__info_fill(cn_object_info_t *info, const char *ctype, size_t ctype_l
 /* Serialized ACL of a put (owner rewritten to owner); out->len 0 = private. */
 cn_err_t cn__acl_for_put(const cn_authz_acl_t *acl, const char *owner, cn_buf_t *out);
 
-/* Upload row lookup: CN_E_NO_UPLOAD unless upload_id is live for bucket/key. */
+/* Upload row lookup: CN_E_NO_UPLOAD unless upload_id is live (not expired,
+ * not completed) for bucket/key.  cksum_alg (may be NULL) receives the
+ * upload's checksum algorithm ("" when none). */
 cn_err_t cn__upload_check(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
-                          const char *upload_id, int64_t bucket_id, const char *key);
+                          const char *upload_id, int64_t bucket_id, const char *key,
+                          char cksum_alg[CN_OBJECTS_CKSUM_ALG_MAX]);
 
 /* The checks of an operation on upload_id of key in b: a valid key, act
  * authorized, then cn__upload_check.  CN_E_INVALID, CN_E_DENIED or
  * CN_E_NO_UPLOAD with details in rq, or 0. */
 cn_err_t cn__upload_access(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
                            const cn__bkt_t *b, const char *key, const char *upload_id,
-                           cn_authz_action_t act);
+                           cn_authz_action_t act, char cksum_alg[CN_OBJECTS_CKSUM_ALG_MAX]);
 
 /* Strings copied into a fresh, NUL-terminated heap string (NULL on ENOMEM). */
 char *cn__strndup(const char *p, size_t n);

@@ -29,6 +29,8 @@ struct cn_objects_put {
     /* parts */
     char upload_id[CN_UPLOAD_ID_MAX + 1];
     int32_t part_number;
+    char cksum_alg[CN_OBJECTS_CKSUM_ALG_MAX];   /* the upload's; "" none */
+    char cksum[CN_OBJECTS_CKSUM_MAX];           /* the part's, set by the adapter */
     /* integrity */
     bool has_md5, has_sha;
     uint8_t want_md5[CN_MD5_LEN];
@@ -172,9 +174,10 @@ cn_err_t cn_objects_part_begin(cn_objects_t *o, cn_objects_req_t *rq, const char
     if (err < 0)
         return err;
     cn__bkt_t b;
+    char alg[CN_OBJECTS_CKSUM_ALG_MAX] = "";
     err = cn__bkt_load(txn, rq, bucket, &b);
     if (err >= 0)
-        err = cn__upload_access(o, txn, rq, &b, key, upload_id, CN_ACT_PUT_OBJECT);
+        err = cn__upload_access(o, txn, rq, &b, key, upload_id, CN_ACT_PUT_OBJECT, alg);
     if (err >= 0 && (part_number < 1 || part_number > CN_PART_NUMBER_MAX))
         err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, "part number must be 1..%d",
                        CN_PART_NUMBER_MAX);
@@ -187,6 +190,7 @@ cn_err_t cn_objects_part_begin(cn_objects_t *o, cn_objects_req_t *rq, const char
         snprintf(p->bucket, sizeof p->bucket, "%s", b.name);
         snprintf(p->upload_id, sizeof p->upload_id, "%s", upload_id);
         p->part_number = part_number;
+        memcpy(p->cksum_alg, alg, sizeof p->cksum_alg);
         *out = p;
     }
     cn__bkt_free(&b);
@@ -218,6 +222,19 @@ cn_err_t cn_objects_put_write(cn_objects_put_t *p, const void *buf, size_t n)
 }
 
 uint64_t cn_objects_put_len(const cn_objects_put_t *p) { return p->n; }
+
+const char *cn_objects_put_checksum_alg(const cn_objects_put_t *p)
+{
+    return p->kind == CN_OBJ_PUT_PART && p->cksum_alg[0] ? p->cksum_alg : NULL;
+}
+
+cn_err_t cn_objects_put_set_checksum(cn_objects_put_t *p, const char *b64)
+{
+    if (!cn_objects_put_checksum_alg(p) || !b64 || strlen(b64) >= sizeof p->cksum)
+        return CN_E_INVALID;
+    snprintf(p->cksum, sizeof p->cksum, "%s", b64);
+    return 0;
+}
 
 /* Inserts the version row of a put and its one segment. */
 static cn_err_t cn_obj_put_rows(cn_meta_txn_t *txn, cn_objects_put_t *p, int64_t vid,
@@ -314,14 +331,15 @@ static cn_err_t cn_obj_commit_part(cn_objects_put_t *p, const cn_digest_t *d,
     if (err < 0)
         return err;
     /* Completed, aborted or expired while the part streamed in: refuse. */
-    err = cn__upload_check(p->o, txn, p->rq, p->upload_id, p->bucket_id, p->key);
+    err = cn__upload_check(p->o, txn, p->rq, p->upload_id, p->bucket_id, p->key, NULL);
     cn_meta_stmt_t *st = NULL;
     if (err >= 0)
         err = cn_meta_prepare(txn,
-            "INSERT INTO obj_part (upload_id, part_number, digest, size, etag, md5, sha256, mtime_ms) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (upload_id, part_number) DO UPDATE SET "
-            "digest = excluded.digest, size = excluded.size, etag = excluded.etag, "
-            "md5 = excluded.md5, sha256 = excluded.sha256, mtime_ms = excluded.mtime_ms", &st);
+            "INSERT INTO obj_part (upload_id, part_number, digest, size, etag, md5, sha256, mtime_ms, "
+            "cksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (upload_id, part_number) DO UPDATE "
+            "SET digest = excluded.digest, size = excluded.size, etag = excluded.etag, "
+            "md5 = excluded.md5, sha256 = excluded.sha256, mtime_ms = excluded.mtime_ms, "
+            "cksum = excluded.cksum", &st);
     if (err >= 0) {
         cn_meta_bind_str(st, 1, p->upload_id);
         cn_meta_bind_int64(st, 2, p->part_number);
@@ -331,6 +349,10 @@ static cn_err_t cn_obj_commit_part(cn_objects_put_t *p, const cn_digest_t *d,
         cn_meta_bind_blob(st, 6, r->md5, CN_MD5_LEN);
         cn_meta_bind_str(st, 7, r->sha256);
         cn_meta_bind_int64(st, 8, r->last_modified_ms);
+        if (p->cksum[0])
+            cn_meta_bind_str(st, 9, p->cksum);
+        else
+            cn_meta_bind_null(st, 9);
         err = cn_meta_step(st);
         cn_meta_finish(st);
     }

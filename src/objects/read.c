@@ -127,6 +127,12 @@ static cn_err_t cn_obj_version_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, in
     s = cn_meta_column_text(st, CN__VCOL_OWNER, NULL);
     snprintf(info->owner, sizeof info->owner, "%s", s ? s : "");
     info->nparts = (uint32_t)cn_meta_column_int64(st, CN__VCOL_NPARTS);
+    s = cn_meta_column_text(st, CN__VCOL_CKSUM, NULL);
+    if (s) {
+        snprintf(info->checksum, sizeof info->checksum, "%s", s);
+        s = cn_meta_column_text(st, CN__VCOL_CKALG, NULL);
+        snprintf(info->checksum_alg, sizeof info->checksum_alg, "%s", s ? s : "");
+    }
     err = cn__info_fill(info, ct, ctl, um, uml);
     if (err >= 0 && acl) {
         snprintf(acl->owner, sizeof acl->owner, "%s", info->owner);
@@ -248,7 +254,7 @@ static cn_err_t cn_obj_window(cn_objects_req_t *rq, const cn_objects_range_t *r,
     case CN_RANGE_PART: {
         uint32_t parts = info->nparts ? info->nparts : 1;
         if (r->part_number < 1 || (uint32_t)r->part_number > parts || (size_t)r->part_number > nsegs)
-            break;
+            return cn__fail(rq, CN_E_RANGE, CN_OBJ_WHAT_PART, "the object has %u part(s)", parts);
         uint64_t o = 0;
         for (int32_t i = 0; i < r->part_number - 1; i++)
             o += segs[i].size;
@@ -383,7 +389,7 @@ cn_err_t cn_objects_object_parts(cn_objects_t *o, cn_objects_req_t *rq, const ch
     cn_meta_stmt_t *st = NULL;
     if (err >= 0)
         err = cn_meta_prepare(txn,
-            "SELECT part_number, size, etag, sha256 FROM obj_segment WHERE version_id = ? "
+            "SELECT part_number, size, etag, sha256, cksum FROM obj_segment WHERE version_id = ? "
             "ORDER BY seq", &st);
     if (err < 0)
         goto out;
@@ -397,6 +403,8 @@ cn_err_t cn_objects_object_parts(cn_objects_t *o, cn_objects_req_t *rq, const ch
         snprintf(p.etag, sizeof p.etag, "%s", t ? t : "");
         t = cn_meta_column_text(st, 3, NULL);
         snprintf(p.sha256, sizeof p.sha256, "%s", t ? t : "");
+        t = cn_meta_column_text(st, 4, NULL);
+        snprintf(p.checksum, sizeof p.checksum, "%s", t ? t : "");
         p.last_modified_ms = info.last_modified_ms;
         err = fn(arg, &p);
         if (err)

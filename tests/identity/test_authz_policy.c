@@ -73,6 +73,10 @@ static void test_malformed_each_has_its_message(void)
         {"{\"Statement\":[5]}", "statement 1: a statement must be an object"},
         {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
          "\"Resource\":\"arn:aws:s3:::b\",\"Bogus\":1}}", "statement 1: unknown field \"Bogus\""},
+        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:Bogus\","
+         "\"Resource\":\"arn:aws:s3:::b\"}}", "invalid action \"s3:Bogus\": Amazon S3 defines"},
+        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:Nope*\","
+         "\"Resource\":\"arn:aws:s3:::b\"}}", "invalid action \"s3:Nope*\": Amazon S3 defines"},
         {"{\"Statement\":{\"Sid\":7}}", "Sid must be a string"},
         {"{\"Statement\":{\"Sid\":\"a/b\"}}", "Sid may hold only"},
         {"{\"Statement\":{\"Principal\":\"*\"}}", "missing Effect"},
@@ -257,7 +261,8 @@ static void test_action_wildcards(void)
         {"\"s3:?etObject\"", true, false, false, false},
         {"\"S3:getobject\"", true, false, false, false},      /* actions ignore case */
         {"[\"s3:PutObject\",\"s3:ListBucket\"]", false, true, true, false},
-        {"\"s3:GetObject?\"", false, false, false, false},
+        {"\"s3:GetObjectVersio?\"", false, false, false, false},
+        {"\"s3:PutObjectTagging\"", false, false, false, false}, /* defined, not used here */
         {"\"s3:*Acl\"", false, false, false, true},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
@@ -675,6 +680,113 @@ static void test_conditions_acl_tags_transport(void)
     cn_authz_policy_free(p);
 }
 
+/* NotPrincipal in its usual use: a Deny for every principal but the listed
+ * ones (account names, account ARNs, canonical users), on bucket and object
+ * actions alike; the anonymous caller is never among the listed. */
+static void test_not_principal_deny(void)
+{
+    cn_authz_policy_t *p = pol(
+        "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\","
+        "\"Action\":[\"s3:ListBucket\",\"s3:GetObject\"],"
+        "\"Resource\":[\"arn:aws:s3:::b\",\"arn:aws:s3:::b/*\"]},"
+        "{\"Effect\":\"Deny\",\"NotPrincipal\":{\"AWS\":[\"arn:aws:iam::bob:root\",\"alice\"],"
+        "\"CanonicalUser\":\"carol\"},\"Action\":\"s3:*\","
+        "\"Resource\":[\"arn:aws:s3:::b\",\"arn:aws:s3:::b/*\"]}]}");
+    static const char *const listed[] = { "alice", "bob", "carol" };
+    for (size_t i = 0; i < 3; i++) {
+        CN_CHECK(allow(p, listed[i], CN_ACT_LIST_BUCKET, NULL));
+        CN_CHECK(allow(p, listed[i], CN_ACT_GET_OBJECT, "k"));
+    }
+    CN_CHECK(!allow(p, "dave", CN_ACT_LIST_BUCKET, NULL));
+    CN_CHECK(!allow(p, "dave", CN_ACT_GET_OBJECT, "k"));
+    CN_CHECK(!allow(p, NULL, CN_ACT_GET_OBJECT, "k"));
+    /* Being listed grants nothing by itself: bob has no write, the owner has. */
+    CN_CHECK(!allow(p, "bob", CN_ACT_PUT_OBJECT, "k"));
+    CN_CHECK(allow(p, "alice", CN_ACT_PUT_OBJECT, "k"));
+    CN_CHECK(cn_authz_policy_is_public(p));   /* the Allow for "*" */
+    cn_authz_policy_free(p);
+
+    /* NotPrincipal "*" excludes everyone: the Deny never applies. */
+    p = pol("{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"bob\"},"
+            "\"Action\":\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::b/*\"},"
+            "{\"Effect\":\"Deny\",\"NotPrincipal\":\"*\",\"Action\":\"s3:GetObject\","
+            "\"Resource\":\"arn:aws:s3:::b/*\"}]}");
+    CN_CHECK(allow(p, "bob", CN_ACT_GET_OBJECT, "k"));
+    CN_CHECK(allow(p, "alice", CN_ACT_GET_OBJECT, "k"));
+    cn_authz_policy_free(p);
+}
+
+/* s3:x-amz-grant-*: accepted in any case, each read from its own header, and
+ * present only on the writes that may carry an ACL (PutObject, PutObjectAcl,
+ * PutBucketAcl, CreateBucket). */
+static void test_conditions_grant_headers(void)
+{
+    /* The S3 user guide's example: bob may upload only when the request grants
+     * the bucket owner full control. */
+    cn_authz_policy_t *p = pol(
+        "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"bob\"},"
+        "\"Action\":\"s3:PutObject\",\"Resource\":\"arn:aws:s3:::b/*\",\"Condition\":"
+        "{\"StringEquals\":{\"S3:X-Amz-Grant-Full-Control\":\"id=alice\"}}}}");
+    cn_authz_req_t r = mkreq("bob", CN_ACT_PUT_OBJECT, "k");
+    CN_CHECK(!allow_r(p, &r));
+    r.grants.full_control = "id=bob";
+    CN_CHECK(!allow_r(p, &r));
+    r.grants.read = "id=alice";                  /* another header does not count */
+    CN_CHECK(!allow_r(p, &r));
+    r.grants.full_control = "id=alice";
+    CN_CHECK(allow_r(p, &r));
+    CN_CHECK(!cn_authz_policy_is_public(p));
+    cn_authz_policy_free(p);
+
+    static const char *const keys[] = {
+        "s3:x-amz-grant-read", "s3:x-amz-grant-write", "s3:x-amz-grant-read-acp",
+        "s3:x-amz-grant-write-acp", "s3:x-amz-grant-full-control",
+    };
+    for (size_t i = 0; i < 5; i++) {
+        char json[512];
+        snprintf(json, sizeof json,
+                 "{\"Statement\":{\"Effect\":\"Deny\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+                 "\"Resource\":[\"arn:aws:s3:::b\",\"arn:aws:s3:::b/*\"],"
+                 "\"Condition\":{\"Null\":{\"%s\":\"false\"}}}}", keys[i]);
+        p = pol(json);
+        for (size_t j = 0; j < 5; j++) {
+            /* Only header j sent, by the owner: denied exactly when it is key i's. */
+            cn_authz_req_t w = mkreq("alice", CN_ACT_PUT_OBJECT, "k");
+            const char **h[] = { &w.grants.read, &w.grants.write, &w.grants.read_acp,
+                                 &w.grants.write_acp, &w.grants.full_control };
+            *h[j] = "id=alice";
+            CN_CHECK_EQ(allow_r(p, &w), i != j);
+            w.action = CN_ACT_PUT_OBJECT_ACL;
+            CN_CHECK_EQ(allow_r(p, &w), i != j);
+            w.action = CN_ACT_PUT_BUCKET_ACL;
+            w.key = NULL;
+            CN_CHECK_EQ(allow_r(p, &w), i != j);
+            /* Other actions never see the keys, whatever was sent. */
+            w.action = CN_ACT_LIST_BUCKET;
+            CN_CHECK(allow_r(p, &w));
+            w.action = CN_ACT_GET_OBJECT;
+            w.key = "k";
+            CN_CHECK(allow_r(p, &w));
+            w.action = CN_ACT_DELETE_OBJECT;
+            CN_CHECK(allow_r(p, &w));
+        }
+        cn_authz_req_t none = mkreq("alice", CN_ACT_PUT_OBJECT, "k");
+        CN_CHECK(allow_r(p, &none));
+        cn_authz_policy_free(p);
+    }
+
+    /* String operators compare the header as sent; Like patterns too. */
+    p = pol("{\"Statement\":{\"Effect\":\"Deny\",\"Principal\":\"*\",\"Action\":\"s3:PutObject\","
+            "\"Resource\":\"arn:aws:s3:::b/*\",\"Condition\":{\"StringLike\":"
+            "{\"s3:x-amz-grant-read\":\"*AllUsers*\"}}}}");
+    cn_authz_req_t w = mkreq("alice", CN_ACT_PUT_OBJECT, "k");
+    w.grants.read = "uri=\"http://acs.amazonaws.com/groups/global/AllUsers\"";
+    CN_CHECK(!allow_r(p, &w));
+    w.grants.read = "id=\"bob\"";
+    CN_CHECK(allow_r(p, &w));
+    cn_authz_policy_free(p);
+}
+
 /* ---- is public ------------------------------------------------------------------------------ */
 static void test_policy_is_public(void)
 {
@@ -772,6 +884,8 @@ CN_TEST_MAIN(
     CN_TEST(test_conditions_strings),
     CN_TEST(test_conditions_numbers),
     CN_TEST(test_conditions_acl_tags_transport),
+    CN_TEST(test_not_principal_deny),
+    CN_TEST(test_conditions_grant_headers),
     CN_TEST(test_policy_is_public),
     CN_TEST(test_public_read_policy_helper)
 )

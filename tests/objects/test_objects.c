@@ -580,9 +580,24 @@ static void test_multipart(void)
     cn_store_sweep_stats_t ss;
     CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
     CN_CHECK_EQ(ss.deleted, 1);
-    /* completed upload is gone */
-    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, parts, NULL, 3, NULL, NULL),
+    /* a completed upload answers a repeated completion with its result when
+     * the caller asks for that (S3), and nothing else; without (Jay) it is
+     * gone */
+    cn_objects_put_result_t again;
+    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, parts, NULL, 3, NULL, &again),
                 CN_E_NO_UPLOAD);
+    cn_objects_put_args_t retry = {.answer_repeat = true};
+    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, parts, NULL, 3, &retry, &again),
+                0);
+    CN_CHECK(again.repeated && !done.repeated);
+    CN_CHECK_STR(again.etag, done.etag);
+    CN_CHECK_STR(again.sha256, done.sha256);
+    CN_CHECK_EQ(again.size, done.size);
+    CN_CHECK_EQ(again.version_id, done.version_id);
+    int32_t fewer[] = {1};   /* another list is no retry: the upload is gone */
+    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, fewer, NULL, 1, &retry, NULL),
+                CN_E_NO_UPLOAD);
+    CN_CHECK_EQ(part_bytes(&e, "mpu", "big", id, 4, "DD", 2, NULL), CN_E_NO_UPLOAD);
     CN_CHECK_EQ(cn_objects_mpu_abort(e.o, &rq, "mpu", "big", id), CN_E_NO_UPLOAD);
     CN_CHECK_EQ(cn_objects_mpu_abort(e.o, &rq, "mpu", "big", "deadbeef"), CN_E_NO_UPLOAD);
     /* aborted upload is gone, its parts unreferenced */
@@ -597,6 +612,152 @@ static void test_multipart(void)
                 CN_E_NO_UPLOAD);
     CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
     CN_CHECK_EQ(ss.deleted, 1);
+    env_close(&e);
+}
+
+/* complete_check of test_multipart_checksums: records what it was given. */
+typedef struct {
+    int calls;
+    char alg[CN_OBJECTS_CKSUM_ALG_MAX];
+    char cks[4][CN_OBJECTS_CKSUM_MAX];
+    size_t n;
+    cn_err_t fail;
+} check_t;
+
+static cn_err_t record_check(void *ctx, cn_objects_req_t *rq, const char *alg,
+                             const cn_objects_part_t *parts, size_t n,
+                             char checksum[CN_OBJECTS_CKSUM_MAX])
+{
+    (void)rq;
+    check_t *c = ctx;
+    c->calls++;
+    snprintf(c->alg, sizeof c->alg, "%s", alg);
+    c->n = n;
+    for (size_t i = 0; i < n && i < 4; i++)
+        snprintf(c->cks[i], sizeof c->cks[i], "%s", parts[i].checksum);
+    snprintf(checksum, CN_OBJECTS_CKSUM_MAX, "combined-%zu", n);
+    return c->fail;
+}
+
+static cn_err_t part_with_checksum(env_t *e, const char *id, int32_t n, const char *data,
+                                   const char *ck)
+{
+    cn_objects_req_t rq = req_for(&e->alice);
+    cn_objects_put_t *s = NULL;
+    cn_err_t err = cn_objects_part_begin(e->o, &rq, "ckb", "k", id, n, NULL,
+                                         (int64_t)strlen(data), &s);
+    if (err < 0)
+        return err;
+    CN_CHECK_STR(cn_objects_put_checksum_alg(s), "CRC32");
+    err = cn_objects_put_write(s, data, strlen(data));
+    if (err >= 0)
+        err = cn_objects_put_set_checksum(s, ck);
+    if (err < 0) {
+        cn_objects_put_abort(s);
+        return err;
+    }
+    return cn_objects_put_commit(s, NULL);
+}
+
+static cn_err_t part_checksum_at(void *arg, const cn_objects_part_t *p)
+{
+    char (*cks)[CN_OBJECTS_CKSUM_MAX] = arg;
+    if (p->part_number < 1 || p->part_number > 4)
+        return CN_E_CORRUPT;
+    snprintf(cks[p->part_number - 1], CN_OBJECTS_CKSUM_MAX, "%s", p->checksum);
+    return 0;
+}
+
+static void test_multipart_checksums(void)
+{
+    cn_objects_opts_t oo = {.upload_sweep_ms = -1, .completed_keep_ms = 60000};
+    env_t e;
+    env_open(&e, &oo);
+    cn_objects_req_t rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "ckb", NULL, NULL), 0);
+    char id[CN_UPLOAD_ID_MAX + 1];
+    cn_objects_put_args_t a = {.checksum_alg = "A-NAME-FAR-TOO-LONG"};
+    CN_CHECK_EQ(cn_objects_mpu_create(e.o, &rq, "ckb", "k", &a, id), CN_E_INVALID);
+    a.checksum_alg = "CRC32";
+    CN_CHECK_EQ(cn_objects_mpu_create(e.o, &rq, "ckb", "k", &a, id), 0);
+    CN_CHECK_EQ(part_with_checksum(&e, id, 1, "one", "c1=="), 0);
+    CN_CHECK_EQ(part_with_checksum(&e, id, 2, "two", "c2=="), 0);
+    CN_CHECK_EQ(part_with_checksum(&e, id, 3, "three", "c3=="), 0);
+    /* an object put has no upload algorithm */
+    cn_objects_put_t *s = NULL;
+    CN_CHECK_EQ(cn_objects_put_begin(e.o, &rq, "ckb", "single", NULL, 1, &s), 0);
+    CN_CHECK(cn_objects_put_checksum_alg(s) == NULL);
+    CN_CHECK_EQ(cn_objects_put_set_checksum(s, "x"), CN_E_INVALID);
+    cn_objects_put_abort(s);
+
+    /* a refusing check stops the completion before anything is committed */
+    check_t c = {.fail = CN_E_DIGEST_MISMATCH};
+    cn_objects_put_args_t ca = {.complete_check = record_check, .complete_ctx = &c,
+                                .answer_repeat = true};
+    int32_t parts[] = {1, 3};
+    cn_objects_put_result_t done, again;
+    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "ckb", "k", id, parts, NULL, 2, &ca, &done),
+                CN_E_DIGEST_MISMATCH);
+    cn_object_info_t info;
+    CN_CHECK_EQ(cn_objects_head(e.o, &rq, "ckb", "k", &info), CN_E_NOT_FOUND);
+    c.fail = 0;
+    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "ckb", "k", id, parts, NULL, 2, &ca, &done), 0);
+    CN_CHECK_EQ(c.calls, 2);
+    CN_CHECK_STR(c.alg, "CRC32");
+    CN_CHECK(c.n == 2 && !strcmp(c.cks[0], "c1==") && !strcmp(c.cks[1], "c3=="));
+    CN_CHECK_STR(done.checksum, "combined-2");
+    CN_CHECK_STR(done.checksum_alg, "CRC32");
+    CN_CHECK_EQ(cn_objects_head(e.o, &rq, "ckb", "k", &info), 0);
+    CN_CHECK_STR(info.checksum, "combined-2");
+    CN_CHECK_STR(info.checksum_alg, "CRC32");
+    CN_CHECK_EQ(info.nparts, 2);
+    cn_objects_info_free(&info);
+    /* the segments keep their upload's part numbers (1 and 3) and checksums */
+    char cks[4][CN_OBJECTS_CKSUM_MAX];
+    memset(cks, 0, sizeof cks);
+    CN_CHECK_EQ(cn_objects_object_parts(e.o, &rq, "ckb", "k", part_checksum_at, cks), 0);
+    CN_CHECK(!strcmp(cks[0], "c1==") && !cks[1][0] && !strcmp(cks[2], "c3=="));
+
+    /* a part number past the last is a range error about the part */
+    cn_objects_range_t r = {.kind = CN_RANGE_PART, .part_number = 3};
+    rq.what = CN_OBJ_WHAT_NONE;
+    cn_objects_reader_t *rd = NULL;
+    CN_CHECK_EQ(cn_objects_get(e.o, &rq, "ckb", "k", &r, &info, &rd), CN_E_RANGE);
+    CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_PART);
+    CN_CHECK(rd == NULL && info.size == 8);
+    cn_objects_info_free(&info);
+
+    /* the retry: same list, same answer; the check runs again */
+    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "ckb", "k", id, parts, NULL, 2, &ca, &again), 0);
+    CN_CHECK(again.repeated);
+    CN_CHECK_EQ(c.calls, 3);
+    CN_CHECK_STR(again.etag, done.etag);
+    CN_CHECK_STR(again.checksum, "combined-2");
+    int32_t other[] = {1, 2};
+    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "ckb", "k", id, other, NULL, 2, &ca, NULL),
+                CN_E_NO_UPLOAD);
+    CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_UPLOAD);
+    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "ckb", "k", id, parts, NULL, 1, &ca, NULL),
+                CN_E_NO_UPLOAD);
+    /* the unlisted part 2 was dropped at completion: its blob is swept */
+    cn_store_sweep_stats_t ss;
+    CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
+    CN_CHECK_EQ(ss.deleted, 1);
+
+    /* the record is kept for completed_keep_ms, then swept */
+    uint64_t removed = 9;
+    CN_CHECK_EQ(cn_objects_sweep_uploads(e.o, 0, &removed), 0);
+    CN_CHECK_EQ(removed, 0);
+    CN_CHECK_EQ(cn_objects_sweep_uploads(e.o, cn_wall_ms() + 61000, &removed), 0);
+    CN_CHECK_EQ(removed, 1);
+    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "ckb", "k", id, parts, NULL, 2, &ca, NULL),
+                CN_E_NO_UPLOAD);
+    /* the object outlives its upload's record */
+    cn_buf_t got = {0};
+    CN_CHECK_EQ(get_bytes(&e, "ckb", "k", NULL, &got, &info, true), 0);
+    CN_CHECK(got.len == 8 && !memcmp(got.data, "onethree", 8));
+    cn_objects_info_free(&info);
+    cn_buf_free(&got);
     env_close(&e);
 }
 
@@ -846,5 +1007,6 @@ static void test_concurrency(void)
 CN_TEST_MAIN(CN_TEST(test_bucket_names), CN_TEST(test_buckets), CN_TEST(test_put_get),
              CN_TEST(test_interrupted_and_limits), CN_TEST(test_list),
              CN_TEST(test_copy_references_blob), CN_TEST(test_multipart),
+             CN_TEST(test_multipart_checksums),
              CN_TEST(test_upload_expiry), CN_TEST(test_liveness),
              CN_TEST(test_policy_denies_by_ip), CN_TEST(test_concurrency))

@@ -1,4 +1,4 @@
-/* Fetching files into a workspace, and the progress bar of a transfer.
+/* Fetching files into a workspace, and the progress reports of a transfer.
  *
  * Every file to fetch is one job.  Their manifests come in one get_objects
  * stream, then all their chunks in file order in another, each written to a
@@ -6,11 +6,10 @@
  * checked against its id.  One syncfs at the end makes the batch durable
  * before the state names it.  It never writes a tracked path except by that
  * rename (or, for a symlink, by creating the link). */
-#include "ws.h"
+#include "workspace_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,17 +27,30 @@ typedef struct lane_state {
 } lane_state_t;
 
 typedef struct fetch_ctx {
-    wstate_t *s;
-    job_t *jobs;
+    cn__ws_state_t *s;
+    cn__ws_job_t *jobs;
     size_t *job_of;             /* chunk ref index -> job */
     uint32_t *chunk_of;         /* chunk ref index -> chunk index in its manifest */
     uint64_t *off_of;           /* chunk ref index -> offset in its file */
     lane_state_t lanes[1 + CN_SCRIBE_CLIENT_MAX_DATA];
-    pthread_mutex_t mu;         /* jobs' created, rc, bad (remaining is atomic) */
+    pthread_mutex_t mu;         /* jobs' created, rc, err (remaining is atomic) */
     int pid;                    /* names the temporary files */
-    bool bad;
-    int rc;
+    cn_err_t rc;                /* the first local failure of a lane, described in err */
+    cn_ws_error_t err;
 } fetch_ctx_t;
+
+/* Keeps a lane's failure e (described in le) unless one came first; the
+ * lane then stops the stream with CN_E_CLOSED. */
+static cn_err_t lane_fail(fetch_ctx_t *f, cn_err_t e, const cn_ws_error_t *le)
+{
+    pthread_mutex_lock(&f->mu);
+    if (!f->rc) {
+        f->rc = e;
+        f->err = *le;
+    }
+    pthread_mutex_unlock(&f->mu);
+    return CN_E_CLOSED;
+}
 
 static cn_err_t manifest_sink(void *ctx, size_t i, bool present, const void *p, size_t n, bool last)
 {
@@ -50,7 +62,7 @@ static cn_err_t manifest_sink(void *ctx, size_t i, bool present, const void *p, 
 }
 
 /* Creates the parent directories of full (a path under s->dir). */
-static void make_parents(const wstate_t *s, char *full)
+static void make_parents(const cn__ws_state_t *s, char *full)
 {
     for (char *p = strchr(full + strlen(s->dir) + 1, '/'); p; p = strchr(p + 1, '/')) {
         *p = 0;
@@ -62,7 +74,7 @@ static void make_parents(const wstate_t *s, char *full)
 /* Renames a finished temporary file into place and records it; fd, when
  * not -1, is open on the temporary file and gives its mtime (rename keeps
  * it). */
-static int job_finish(wstate_t *s, job_t *j, int fd)
+static cn_err_t job_finish(cn__ws_state_t *s, cn__ws_job_t *j, int fd, cn_ws_error_t *err)
 {
     char full[8600];
     snprintf(full, sizeof full, "%s/%s", s->dir, j->w->path);
@@ -78,29 +90,29 @@ static int job_finish(wstate_t *s, job_t *j, int fd)
         make_parents(s, full);
         unlink(full);
         if (n < 0 || (target[n] = 0, symlink(target, full) < 0))
-            return cn_ws_local_fail("cannot create link", full, errno);
+            return cn__ws_file_fail(err, "cannot create link", full, n < 0 ? EIO : errno);
         fd = -1;
     } else if (fd >= 0 && fstat(fd, &st) < 0) {
-        return cn_ws_local_fail("cannot stat", j->tmp, errno);
+        return cn__ws_file_fail(err, "cannot stat", j->tmp, errno);
     } else if (rename(j->tmp, full) < 0) {
         int e = errno;
         unlink(j->tmp);
-        return cn_ws_local_fail("cannot rename into", full, e);
+        return cn__ws_file_fail(err, "cannot rename into", full, e);
     }
     if (fd < 0 && lstat(full, &st) < 0)
-        return cn_ws_local_fail("cannot stat", full, errno);
+        return cn__ws_file_fail(err, "cannot stat", full, errno);
     j->w->size = j->m.size;
-    j->w->mtime_ns = cn_ws_mtime_ns(&st);
-    return EXIT_OK;
+    j->w->mtime_ns = cn__ws_mtime_ns(&st);
+    return CN_OK;
 }
 
 /* Opens job k's temporary file for writing (the first opener creates it).
  * It lives beside its target, so the final rename stays in one directory
  * (a rename across directories takes the file system's rename lock);
  * scans skip the CN_WS_TMP_PREFIX names a crash may leave. */
-static int job_open(fetch_ctx_t *f, size_t k, int *fd)
+static cn_err_t job_open(fetch_ctx_t *f, size_t k, int *fd, cn_ws_error_t *err)
 {
-    job_t *j = &f->jobs[k];
+    cn__ws_job_t *j = &f->jobs[k];
     pthread_mutex_lock(&f->mu);
     if (!j->created) {
         const char *slash = strrchr(j->w->path, '/');
@@ -119,7 +131,7 @@ static int job_open(fetch_ctx_t *f, size_t k, int *fd)
     if (*fd >= 0)
         j->created = true;
     pthread_mutex_unlock(&f->mu);
-    return *fd < 0 ? cn_ws_local_fail("cannot create", j->tmp, e) : EXIT_OK;
+    return *fd < 0 ? cn__ws_file_fail(err, "cannot create", j->tmp, e) : CN_OK;
 }
 
 static void lane_close(lane_state_t *l)
@@ -140,16 +152,13 @@ static cn_err_t chunk_sink(void *ctx, unsigned lane, size_t i, bool present, con
     if (!present)
         return CN_E_NOT_FOUND;
     size_t k = f->job_of[i];
-    job_t *j = &f->jobs[k];
+    cn__ws_job_t *j = &f->jobs[k];
+    cn_ws_error_t le;
+    cn_err_t rc;
     if (l->fd < 0 || l->job != k) {
         lane_close(l);
-        int rc = job_open(f, k, &l->fd);
-        if (rc) {
-            pthread_mutex_lock(&f->mu);
-            f->rc = rc;
-            pthread_mutex_unlock(&f->mu);
-            return CN_E_CLOSED;
-        }
+        if ((rc = job_open(f, k, &l->fd, &le)))
+            return lane_fail(f, rc, &le);
         l->job = k;
     }
     if (n) {
@@ -160,11 +169,8 @@ static cn_err_t chunk_sink(void *ctx, unsigned lane, size_t i, bool present, con
             if (w < 0 && errno == EINTR)
                 continue;
             if (w <= 0) {
-                int rc = cn_ws_local_fail("cannot write", j->tmp, w < 0 ? errno : ENOSPC);
-                pthread_mutex_lock(&f->mu);
-                f->rc = rc;
-                pthread_mutex_unlock(&f->mu);
-                return CN_E_CLOSED;
+                rc = cn__ws_file_fail(&le, "cannot write", j->tmp, w < 0 ? errno : ENOSPC);
+                return lane_fail(f, rc, &le);
             }
             done += (size_t)w;
         }
@@ -180,131 +186,98 @@ static cn_err_t chunk_sink(void *ctx, unsigned lane, size_t i, bool present, con
     l->pos = 0;
     cn_repos_manifest_chunk(&j->m, f->chunk_of[i], &ref);
     if (memcmp(got.b, ref.id.b, 32) != 0) {
-        pthread_mutex_lock(&f->mu);
-        f->bad = true;
-        pthread_mutex_unlock(&f->mu);
+        rc = cn__ws_local(&le, CN_E_DIGEST_MISMATCH, "a fetched chunk does not match its id");
+        lane_fail(f, rc, &le);
         return CN_E_DIGEST_MISMATCH;
     }
     bool done = __atomic_sub_fetch(&j->remaining, 1, __ATOMIC_ACQ_REL) == 0;
     if (done) {
-        int rc = job_finish(f->s, j, l->fd);
+        rc = job_finish(f->s, j, l->fd, &le);
         lane_close(l);
-        if (rc) {
-            pthread_mutex_lock(&f->mu);
-            f->rc = rc;
-            pthread_mutex_unlock(&f->mu);
-            return CN_E_CLOSED;
-        }
+        if (rc)
+            return lane_fail(f, rc, &le);
     }
     return CN_OK;
 }
 
-static void progress_draw(progress_t *pg, bool final)
-{
-    int64_t now = cn_mono_ms();
-    if (!pg->on || (!final && now - pg->last_ms < 100))
-        return;
-    pg->last_ms = now;
-    unsigned pct = pg->total ? (unsigned)(pg->done * 100 / pg->total) : 100;
-    if (pct > 100)
-        pct = 100;
-    char bar[31];
-    memset(bar, '#', pct * 30 / 100);
-    memset(bar + pct * 30 / 100, '.', 30 - pct * 30 / 100);
-    bar[30] = 0;
-    fprintf(stderr, "\r%s [%s] %3u%% %" PRIu64 "/%" PRIu64 " MiB%s", pg->what, bar, pct,
-            pg->done >> 20, pg->total >> 20, final ? "\n" : "");
-    fflush(stderr);
-}
-
 static void progress_cb(void *ctx, uint64_t bytes)
 {
-    progress_t *pg = ctx;
+    cn__ws_progress_t *pg = ctx;
+    if (!bytes)
+        return;                 /* done 0 is how a transfer's start is told */
     pg->done += bytes;
-    progress_draw(pg, false);
+    pg->o->progress(pg->o->progress_ctx, pg->what, pg->done, pg->total, false);
 }
 
-void cn_ws_progress_start(progress_t *pg, cn_scribe_client_t *cl, const char *what,
-                          uint64_t total, bool quiet)
+void cn__ws_progress_start(cn__ws_progress_t *pg, cn_scribe_client_t *cl, const cn_ws_opts_t *o,
+                           const char *what, uint64_t total)
 {
-    memset(pg, 0, sizeof *pg);
-    pg->what = what;
-    pg->total = total;
-    pg->on = !quiet && total >= (8u << 20) && isatty(2);
-    if (pg->on)
-        cn_scribe_client_set_progress(cl, progress_cb, pg);
-}
-
-void cn_ws_progress_end(progress_t *pg, cn_scribe_client_t *cl)
-{
-    if (!pg->on)
+    *pg = (cn__ws_progress_t){o, cl, what, total, 0};
+    if (!o->progress)
         return;
-    cn_scribe_client_set_progress(cl, NULL, NULL);
-    progress_draw(pg, true);
+    o->progress(o->progress_ctx, what, 0, total, false);
+    cn_scribe_client_set_progress(cl, progress_cb, pg);
 }
 
-int cn_ws_fetch_all(cn_scribe_client_t *cl, wstate_t *s, job_t *jobs, size_t nj, uint64_t *bytes,
-                    bool quiet)
+void cn__ws_progress_end(cn__ws_progress_t *pg)
 {
-    cn_scribe_cerr_t err;
-    memset(&err, 0, sizeof err);
-    fetch_ctx_t f;
-    memset(&f, 0, sizeof f);
-    f.s = s;
-    f.jobs = jobs;
-    f.pid = (int)getpid();
-    pthread_mutex_init(&f.mu, NULL);
-    for (size_t k = 0; k <= CN_SCRIBE_CLIENT_MAX_DATA; k++) {
-        f.lanes[k].fd = -1;
-        cn_blake3_init(&f.lanes[k].h);
-    }
-    int rc = EXIT_OK;
+    if (!pg->o->progress)
+        return;
+    cn_scribe_client_set_progress(pg->cl, NULL, NULL);
+    pg->o->progress(pg->o->progress_ctx, pg->what, pg->done, pg->total, true);
+}
+
+/* Fetches and checks the jobs' manifests, then lists every chunk they name
+ * in file order in refs (f's maps filled alongside); empty files are
+ * written at once.  *total is the number of chunks, *total_bytes their
+ * bytes.  Allocates refs and f's maps, which the caller frees either way. */
+static cn_err_t plan_chunks(cn_scribe_client_t *cl, fetch_ctx_t *f, size_t nj,
+                            cn_scribe_client_ref_t **refsp, size_t *total, uint64_t *total_bytes,
+                            cn_ws_error_t *err)
+{
+    cn__ws_job_t *jobs = f->jobs;
+    cn_scribe_cerr_t serr;
+    memset(&serr, 0, sizeof serr);
     cn_scribe_client_ref_t *refs = malloc((nj ? nj : 1) * sizeof *refs);
-    if (!refs) {
-        pthread_mutex_destroy(&f.mu);
-        return cn_ws_local_fail("out of memory fetching", s->dir, ENOMEM);
-    }
+    if (!refs)
+        return cn__ws_file_fail(err, "out of memory fetching", f->s->dir, ENOMEM);
     for (size_t k = 0; k < nj; k++)
         refs[k] = (cn_scribe_client_ref_t){CN_REPOS_MANIFEST, jobs[k].w->manifest};
-    cn_err_t e = nj ? cn_scribe_client_get(cl, s->repo_id, refs, nj, manifest_sink, &f, &err) : 0;
+    cn_err_t e = nj ? cn_scribe_client_get(cl, f->s->repo_id, refs, nj, manifest_sink, f, &serr)
+                    : CN_OK;
     free(refs);
-    refs = NULL;
-    if (e < 0) {
-        pthread_mutex_destroy(&f.mu);
-        return cn_ws_fail("fetching manifests", e, &err);
-    }
-    size_t total = 0;
-    uint64_t total_bytes = 0;
+    if (e < 0)
+        return cn__ws_fail(err, "fetching manifests", e, &serr);
+    *total = 0;
+    *total_bytes = 0;
     for (size_t k = 0; k < nj; k++) {
         cn_digest_t got;
         cn_repos_object_id(CN_REPOS_MANIFEST, jobs[k].menc.data, jobs[k].menc.len, &got);
         if (memcmp(got.b, jobs[k].w->manifest.b, 32) != 0 ||
-            cn_repos_manifest_parse(jobs[k].menc.data, jobs[k].menc.len, &jobs[k].m) < 0) {
-            fprintf(stderr, "cairn repo: the manifest of %s does not match its id\n",
-                    jobs[k].w->path);
-            pthread_mutex_destroy(&f.mu);
-            return EXIT_INTEGRITY;
-        }
-        total += jobs[k].m.count;
-        total_bytes += jobs[k].m.size;
+            cn_repos_manifest_parse(jobs[k].menc.data, jobs[k].menc.len, &jobs[k].m) < 0)
+            return cn__ws_local(err, CN_E_DIGEST_MISMATCH,
+                                "the manifest of %s does not match its id", jobs[k].w->path);
+        *total += jobs[k].m.count;
+        *total_bytes += jobs[k].m.size;
     }
-    refs = malloc((total ? total : 1) * sizeof *refs);
-    f.job_of = malloc((total ? total : 1) * sizeof *f.job_of);
-    f.chunk_of = malloc((total ? total : 1) * sizeof *f.chunk_of);
-    f.off_of = malloc((total ? total : 1) * sizeof *f.off_of);
-    if (!refs || !f.job_of || !f.chunk_of || !f.off_of) {
-        rc = cn_ws_local_fail("out of memory fetching", s->dir, ENOMEM);
-        goto out;
-    }
+    size_t n = *total ? *total : 1;
+    *refsp = refs = malloc(n * sizeof *refs);
+    f->job_of = malloc(n * sizeof *f->job_of);
+    f->chunk_of = malloc(n * sizeof *f->chunk_of);
+    f->off_of = malloc(n * sizeof *f->off_of);
+    if (!refs || !f->job_of || !f->chunk_of || !f->off_of)
+        return cn__ws_file_fail(err, "out of memory fetching", f->s->dir, ENOMEM);
     size_t at = 0;
-    for (size_t k = 0; k < nj && rc == EXIT_OK; k++) {
+    for (size_t k = 0; k < nj; k++) {
         jobs[k].remaining = jobs[k].m.count;
         if (!jobs[k].m.count) {         /* an empty file has no chunks */
             int fd;
-            if ((rc = job_open(&f, k, &fd)) == EXIT_OK) {
-                rc = job_finish(s, &jobs[k], fd);
+            if ((e = job_open(f, k, &fd, err)) == CN_OK) {
+                e = job_finish(f->s, &jobs[k], fd, err);
                 close(fd);
             }
+            if (e)
+                return e;
             continue;
         }
         uint64_t off = 0;
@@ -312,25 +285,48 @@ int cn_ws_fetch_all(cn_scribe_client_t *cl, wstate_t *s, job_t *jobs, size_t nj,
             cn_repos_chunk_ref_t ref;
             cn_repos_manifest_chunk(&jobs[k].m, c, &ref);
             refs[at] = (cn_scribe_client_ref_t){CN_REPOS_CHUNK, ref.id};
-            f.job_of[at] = k;
-            f.chunk_of[at] = c;
-            f.off_of[at] = off;
+            f->job_of[at] = k;
+            f->chunk_of[at] = c;
+            f->off_of[at] = off;
             off += ref.len;
         }
     }
+    return CN_OK;
+}
+
+cn_err_t cn__ws_fetch_all(cn_scribe_client_t *cl, cn__ws_state_t *s, cn__ws_job_t *jobs,
+                          size_t nj, uint64_t *bytes, const cn_ws_opts_t *o, cn_ws_error_t *err)
+{
+    cn_scribe_cerr_t serr;
+    memset(&serr, 0, sizeof serr);
+    fetch_ctx_t *f = calloc(1, sizeof *f);     /* holds an error message: not on the stack */
+    if (!f)
+        return cn__ws_file_fail(err, "out of memory fetching", s->dir, ENOMEM);
+    f->s = s;
+    f->jobs = jobs;
+    f->pid = (int)getpid();
+    pthread_mutex_init(&f->mu, NULL);
+    for (size_t k = 0; k <= CN_SCRIBE_CLIENT_MAX_DATA; k++) {
+        f->lanes[k].fd = -1;
+        cn_blake3_init(&f->lanes[k].h);
+    }
+    cn_scribe_client_ref_t *refs = NULL;
+    size_t total = 0;
+    uint64_t total_bytes = 0;
+    cn_err_t rc = plan_chunks(cl, f, nj, &refs, &total, &total_bytes, err);
     if (rc)
         goto out;
-    progress_t pg;
-    cn_ws_progress_start(&pg, cl, "fetching", total_bytes, quiet);
-    e = total ? cn_scribe_client_get_lanes(cl, s->repo_id, refs, total, chunk_sink, &f, &err) : 0;
-    cn_ws_progress_end(&pg, cl);
-    if (f.rc) {
-        rc = f.rc;
-    } else if (f.bad) {
-        fprintf(stderr, "cairn repo: a fetched chunk does not match its id\n");
-        rc = EXIT_INTEGRITY;
+    cn__ws_progress_t pg;
+    cn__ws_progress_start(&pg, cl, o, "fetching", total_bytes);
+    cn_err_t e = total ? cn_scribe_client_get_lanes(cl, s->repo_id, refs, total, chunk_sink, f,
+                                                    &serr)
+                       : CN_OK;
+    cn__ws_progress_end(&pg);
+    if (f->rc) {
+        rc = f->rc;
+        *err = f->err;
     } else if (e < 0) {
-        rc = cn_ws_fail("fetching chunks", e, &err);
+        rc = cn__ws_fail(err, "fetching chunks", e, &serr);
     } else {
         /* one flush for the whole batch before the state names it */
         int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -339,18 +335,19 @@ int cn_ws_fetch_all(cn_scribe_client_t *cl, wstate_t *s, job_t *jobs, size_t nj,
             close(dfd);
         }
         for (size_t k = 0; k <= CN_SCRIBE_CLIENT_MAX_DATA; k++)
-            *bytes += f.lanes[k].bytes;
+            *bytes += f->lanes[k].bytes;
     }
 out:
     for (size_t k = 0; k <= CN_SCRIBE_CLIENT_MAX_DATA; k++)
-        lane_close(&f.lanes[k]);
+        lane_close(&f->lanes[k]);
     for (size_t k = 0; k < nj; k++)
         if (jobs[k].created && jobs[k].remaining)
             unlink(jobs[k].tmp);
     free(refs);
-    free(f.job_of);
-    free(f.chunk_of);
-    free(f.off_of);
-    pthread_mutex_destroy(&f.mu);
+    free(f->job_of);
+    free(f->chunk_of);
+    free(f->off_of);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
     return rc;
 }

@@ -4,7 +4,7 @@
  * mtime and manifest id, so a scan only rehashes files whose size or mtime
  * changed.  It is only ever replaced whole and atomically, never edited in
  * place. */
-#include "ws.h"
+#include "workspace_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 /* Whether path is inside the workspace's prefixes. */
-bool cn_ws_in_scope(const wstate_t *s, const char *path)
+bool cn__ws_in_scope(const cn__ws_state_t *s, const char *path)
 {
     if (!s->npaths)
         return true;
@@ -27,31 +27,28 @@ bool cn_ws_in_scope(const wstate_t *s, const char *path)
 }
 
 /* Adds a prefix (canonical, without a trailing '/'); a prefix already
- * covered is not added twice.  EXIT_USAGE for a bad one. */
-int cn_ws_scope_add(wstate_t *s, const char *prefix)
+ * covered is not added twice. */
+cn_err_t cn__ws_scope_add(cn__ws_state_t *s, const char *prefix, cn_ws_error_t *err)
 {
     char p[8200];
     snprintf(p, sizeof p, "%s", prefix);
     size_t n = strlen(p);
     while (n && p[n - 1] == '/')
         p[--n] = 0;
-    if (!n || cn_repos_path_check((const uint8_t *)p, n) < 0) {
-        fprintf(stderr, "cairn repo: --path %s is not a canonical repository path\n", prefix);
-        return EXIT_USAGE;
-    }
-    if (s->npaths && cn_ws_in_scope(s, p))
-        return EXIT_OK;
-    if (s->npaths == CN_WS_PATHS_MAX) {
-        fprintf(stderr, "cairn repo: at most %d --path prefixes\n", CN_WS_PATHS_MAX);
-        return EXIT_USAGE;
-    }
+    if (!n || cn_repos_path_check((const uint8_t *)p, n) < 0)
+        return cn__ws_local(err, CN_E_INVALID, "--path %s is not a canonical repository path",
+                            prefix);
+    if (s->npaths && cn__ws_in_scope(s, p))
+        return CN_OK;
+    if (s->npaths == CN_WS_PATHS_MAX)
+        return cn__ws_local(err, CN_E_INVALID, "at most %d --path prefixes", CN_WS_PATHS_MAX);
     if (!(s->paths[s->npaths] = strdup(p)))
-        return cn_ws_local_fail("out of memory for", prefix, ENOMEM);
+        return cn__ws_file_fail(err, "out of memory for", prefix, ENOMEM);
     s->npaths++;
-    return EXIT_OK;
+    return CN_OK;
 }
 
-void cn_ws_files_free(wstate_t *s)
+void cn__ws_files_free(cn__ws_state_t *s)
 {
     for (size_t i = 0; i < s->n; i++)
         free(s->files[i].path);
@@ -60,25 +57,25 @@ void cn_ws_files_free(wstate_t *s)
     s->n = s->cap = 0;
 }
 
-void cn_ws_state_free(wstate_t *s)
+void cn__ws_state_free(cn__ws_state_t *s)
 {
     for (size_t i = 0; i < s->npaths; i++)
         free(s->paths[i]);
     s->npaths = 0;
-    cn_ws_files_free(s);
+    cn__ws_files_free(s);
 }
 
-wfile_t *cn_ws_state_add(wstate_t *s, const char *path)
+cn__ws_file_t *cn__ws_state_add(cn__ws_state_t *s, const char *path)
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 64;
-        wfile_t *f = realloc(s->files, cap * sizeof *f);
+        cn__ws_file_t *f = realloc(s->files, cap * sizeof *f);
         if (!f)
             return NULL;
         s->files = f;
         s->cap = cap;
     }
-    wfile_t *f = &s->files[s->n];
+    cn__ws_file_t *f = &s->files[s->n];
     memset(f, 0, sizeof *f);
     if (!(f->path = strdup(path)))
         return NULL;
@@ -86,16 +83,24 @@ wfile_t *cn_ws_state_add(wstate_t *s, const char *path)
     return f;
 }
 
-int cn_ws_by_path(const void *a, const void *b)
+int cn__ws_by_path(const void *a, const void *b)
 {
-    return strcmp(((const wfile_t *)a)->path, ((const wfile_t *)b)->path);
+    return strcmp(((const cn__ws_file_t *)a)->path, ((const cn__ws_file_t *)b)->path);
 }
 
-wfile_t *cn_ws_state_find(wstate_t *s, const char *path)
+cn__ws_file_t *cn__ws_state_find(cn__ws_state_t *s, const char *path, size_t n)
 {
-    wfile_t key;
+    if (!n)
+        return NULL;            /* files may be NULL, which bsearch must not see */
+    cn__ws_file_t key;
     key.path = (char *)path;
-    return bsearch(&key, s->files, s->n, sizeof *s->files, cn_ws_by_path);
+    return bsearch(&key, s->files, n, sizeof *s->files, cn__ws_by_path);
+}
+
+void cn__ws_state_sort(cn__ws_state_t *s)
+{
+    if (s->n)                   /* as for bsearch: files may be NULL */
+        qsort(s->files, s->n, sizeof *s->files, cn__ws_by_path);
 }
 
 static bool parse_hex(const char *h, void *out, size_t n)
@@ -106,7 +111,7 @@ static bool parse_hex(const char *h, void *out, size_t n)
 /* Parses the rest of a "file MODE SIZE MTIME MANIFEST\tPATH" line (after
  * "file ") into a new entry; false for a malformed line or no memory.  A
  * hand-written parse: status reads 100,000 of these. */
-static bool parse_file_line(wstate_t *s, char *p)
+static bool parse_file_line(cn__ws_state_t *s, char *p)
 {
     char *end;
     errno = 0;
@@ -125,7 +130,7 @@ static bool parse_file_line(wstate_t *s, char *p)
     char *tab = strchr(p, '\t');
     if (!tab || tab - p != 64 || !tab[1])
         return false;
-    wfile_t *w = cn_ws_state_add(s, tab + 1);
+    cn__ws_file_t *w = cn__ws_state_add(s, tab + 1);
     if (!w || cn_hex_decode(p, 64, w->manifest.b, 32) < 0)
         return false;
     w->mode = (uint8_t)mode;
@@ -134,7 +139,7 @@ static bool parse_file_line(wstate_t *s, char *p)
     return true;
 }
 
-int cn_ws_state_load(const char *dir, wstate_t *s)
+cn_err_t cn__ws_state_load(const char *dir, cn__ws_state_t *s, cn_ws_error_t *err)
 {
     memset(s, 0, sizeof *s);
     snprintf(s->dir, sizeof s->dir, "%s", dir);
@@ -142,27 +147,29 @@ int cn_ws_state_load(const char *dir, wstate_t *s)
     snprintf(path, sizeof path, "%s/.cairn/state", dir);
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "cairn repo: %s is not a workspace (no .cairn/state)\n", dir);
-        return EXIT_LOCAL;
+        int e = errno;
+        if (e == ENOENT || e == ENOTDIR)
+            return cn__ws_local(err, -ENOENT, "%s is not a workspace (no .cairn/state)", dir);
+        return cn__ws_file_fail(err, "cannot read", path, e);
     }
     char *line = NULL;
     size_t cap = 0;
     ssize_t len;
-    int rc = EXIT_OK;
+    bool ok = true;
     while ((len = getline(&line, &cap, f)) > 0) {
         if (line[len - 1] == '\n')
             line[--len] = 0;
         char k[32], v[300];
         if (!strncmp(line, "file ", 5)) {
             if (!parse_file_line(s, line + 5)) {
-                rc = EXIT_LOCAL;
+                ok = false;
                 break;
             }
             continue;
         }
         if (!strncmp(line, "path ", 5)) {
             if (s->npaths == CN_WS_PATHS_MAX || !(s->paths[s->npaths] = strdup(line + 5))) {
-                rc = EXIT_LOCAL;
+                ok = false;
                 break;
             }
             s->npaths++;
@@ -175,13 +182,13 @@ int cn_ws_state_load(const char *dir, wstate_t *s)
         else if (!strcmp(k, "repo"))
             snprintf(s->repo, sizeof s->repo, "%s", v);
         else if (!strcmp(k, "repo_id"))
-            rc = parse_hex(v, s->repo_id, 16) ? rc : EXIT_LOCAL;
+            ok = parse_hex(v, s->repo_id, 16) && ok;
         else if (!strcmp(k, "branch"))
-            rc = parse_hex(v, s->branch, 16) ? rc : EXIT_LOCAL;
+            ok = parse_hex(v, s->branch, 16) && ok;
         else if (!strcmp(k, "incarnation"))
-            rc = parse_hex(v, s->incarnation, 16) ? rc : EXIT_LOCAL;
+            ok = parse_hex(v, s->incarnation, 16) && ok;
         else if (!strcmp(k, "workspace"))
-            rc = parse_hex(v, s->workspace, 16) ? rc : EXIT_LOCAL;
+            ok = parse_hex(v, s->workspace, 16) && ok;
         else if (!strcmp(k, "pending"))
             s->has_pending = parse_hex(v, s->pending, 16);
         else if (!strcmp(k, "change"))
@@ -189,18 +196,16 @@ int cn_ws_state_load(const char *dir, wstate_t *s)
     }
     free(line);
     fclose(f);
-    if (rc)
-        fprintf(stderr, "cairn repo: %s is damaged\n", path);
     bool sorted = true;             /* as state_save writes it, unless edited by hand */
     for (size_t i = 1; i < s->n && sorted; i++)
-        sorted = cn_ws_by_path(&s->files[i - 1], &s->files[i]) < 0;
+        sorted = cn__ws_by_path(&s->files[i - 1], &s->files[i]) < 0;
     if (!sorted)
-        qsort(s->files, s->n, sizeof *s->files, cn_ws_by_path);
-    return rc;
+        cn__ws_state_sort(s);
+    return ok ? CN_OK : cn__ws_local(err, CN_E_CORRUPT, "%s is damaged", path);
 }
 
 /* Writes the state atomically: a temporary file, fsync, rename, dir fsync. */
-int cn_ws_state_save(const wstate_t *s)
+cn_err_t cn__ws_state_save(const cn__ws_state_t *s, cn_ws_error_t *err)
 {
     char dir[4200], tmp[4300], path[4300];
     snprintf(dir, sizeof dir, "%s/.cairn", s->dir);
@@ -208,20 +213,20 @@ int cn_ws_state_save(const wstate_t *s)
     snprintf(path, sizeof path, "%s/state", dir);
     FILE *f = fopen(tmp, "w");
     if (!f)
-        return cn_ws_local_fail("cannot write", tmp, errno);
+        return cn__ws_file_fail(err, "cannot write", tmp, errno);
     char h[65];
     fprintf(f, "cairn-workspace 1\nendpoint %s\nrepo %s\n", s->endpoint, s->repo);
-    cn_ws_hex(s->repo_id, 16, h);
+    cn__ws_hex(s->repo_id, 16, h);
     fprintf(f, "repo_id %s\n", h);
-    cn_ws_hex(s->branch, 16, h);
+    cn__ws_hex(s->branch, 16, h);
     fprintf(f, "branch %s\n", h);
-    cn_ws_hex(s->incarnation, 16, h);
+    cn__ws_hex(s->incarnation, 16, h);
     fprintf(f, "incarnation %s\n", h);
-    cn_ws_hex(s->workspace, 16, h);
+    cn__ws_hex(s->workspace, 16, h);
     fprintf(f, "workspace %s\n", h);
     fprintf(f, "change %" PRIu64 "\n", s->change);
     if (s->has_pending) {
-        cn_ws_hex(s->pending, 16, h);
+        cn__ws_hex(s->pending, 16, h);
         fprintf(f, "pending %s\n", h);
     }
     for (size_t i = 0; i < s->npaths; i++)
@@ -229,14 +234,14 @@ int cn_ws_state_save(const wstate_t *s)
     for (size_t i = 0; i < s->n; i++) {
         if (s->files[i].mtime_ns == -2)
             continue;           /* found by a scan, not recorded by a submit yet */
-        cn_ws_hex(s->files[i].manifest.b, 32, h);
+        cn__ws_hex(s->files[i].manifest.b, 32, h);
         fprintf(f, "file %u %" PRIu64 " %" PRId64 " %s\t%s\n", s->files[i].mode, s->files[i].size,
                 s->files[i].mtime_ns, h, s->files[i].path);
     }
     bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = fclose(f) == 0 && ok;
     if (!ok || rename(tmp, path) < 0)
-        return cn_ws_local_fail("cannot write", path, errno);
+        return cn__ws_file_fail(err, "cannot write", path, errno ? errno : EIO);
     cn_fsync_dir(dir);
-    return EXIT_OK;
+    return CN_OK;
 }

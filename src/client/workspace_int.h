@@ -1,0 +1,194 @@
+/* The workspace module's internals (include/cairn/workspace.h), shared by
+ * its files: the state (workspace_state.c), the scan and the chunking of a
+ * file (workspace_scan.c), the fetch (workspace_fetch.c), the verbs
+ * (workspace.c, workspace_submit.c).  Never included outside src/client.
+ *
+ * The never-rules are the public header's.  Every failure is recorded in a
+ * cn_ws_error_t through cn__ws_fail / cn__ws_local / cn__ws_file_fail, which
+ * return the error, so a failing path reads `return cn__ws_...(err, ...)`. */
+#ifndef CN_CLIENT_WORKSPACE_INT_H
+#define CN_CLIENT_WORKSPACE_INT_H
+
+#include "cairn/workspace.h"
+#include "cairn/scribe_client.h"
+#include "cairn/repos_model.h"
+#include "cairn/crypto.h"
+#include "cairn/util.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- errors (workspace.c) -------------------------------------------------------------- */
+/* Records a failure the Scribe client reported: "WHAT: reason" (the
+ * server's message when serr holds one); not local.  Returns e. */
+cn_err_t cn__ws_fail(cn_ws_error_t *err, const char *what, cn_err_t e,
+                     const cn_scribe_cerr_t *serr);
+/* Records a local failure e with a formatted message.  Returns e. */
+cn_err_t cn__ws_local(cn_ws_error_t *err, cn_err_t e, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Records a failure the server's state decided (a rejected submit, a new
+ * incarnation) with a formatted message; not local.  Returns e. */
+cn_err_t cn__ws_server(cn_ws_error_t *err, cn_err_t e, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Records a local file failure: "WHAT PATH: strerror(errnum)".  Returns
+ * -errnum. */
+cn_err_t cn__ws_file_fail(cn_ws_error_t *err, const char *what, const char *path, int errnum);
+
+/* The start of every public call: the error to fill (scratch when the
+ * caller passed none), cleared; and the options (defaults for NULL). */
+cn_ws_error_t *cn__ws_begin(cn_ws_error_t *err, cn_ws_error_t *scratch);
+const cn_ws_opts_t *cn__ws_opts(const cn_ws_opts_t *opts);
+
+/* Writes n bytes as 2n hex digits and a NUL to out. */
+static inline void cn__ws_hex(const void *p, size_t n, char *out)
+{
+    cn_hex_encode(p, n, out);
+    out[2 * n] = 0;
+}
+
+/* st's modification time in nanoseconds, as the state records it. */
+static inline int64_t cn__ws_mtime_ns(const struct stat *st)
+{
+    return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+/* ---- workspace state (ws_state.c) ------------------------------------------------------ */
+typedef struct cn__ws_file {
+    char *path;
+    uint8_t mode;
+    uint64_t size;
+    int64_t mtime_ns;
+    cn_digest_t manifest;
+    /* scan results */
+    bool on_disk, changed;
+    uint8_t disk_mode;
+    uint64_t disk_size;
+    int64_t disk_mtime;
+} cn__ws_file_t;
+
+typedef struct cn__ws_state {
+    char dir[4096];
+    char endpoint[300];
+    char repo[200];
+    uint8_t repo_id[16], branch[16], incarnation[16], workspace[16], pending[16];
+    bool has_pending;
+    uint64_t change;
+    char *paths[CN_WS_PATHS_MAX];   /* sparse: the prefixes synced (none = everything) */
+    size_t npaths;
+    cn__ws_file_t *files;
+    size_t n, cap;
+} cn__ws_state_t;
+
+/* Reads DIR/.cairn/state into s (s need not be initialised; s->files sorted
+ * by path).  -errno when DIR is not a workspace (-ENOENT) or the state
+ * cannot be read, CN_E_CORRUPT when it is damaged.  s owns its strings
+ * either way: cn__ws_state_free. */
+cn_err_t cn__ws_state_load(const char *dir, cn__ws_state_t *s, cn_ws_error_t *err);
+/* Writes s to DIR/.cairn/state atomically (a temporary file, fsync, rename,
+ * directory fsync); files marked mtime_ns -2 are left out.  0 or -errno. */
+cn_err_t cn__ws_state_save(const cn__ws_state_t *s, cn_ws_error_t *err);
+/* Frees s's files (s stays usable, with none) or everything s owns. */
+void cn__ws_files_free(cn__ws_state_t *s);
+void cn__ws_state_free(cn__ws_state_t *s);
+/* Appends a zeroed record for path (a copy is kept); NULL when out of
+ * memory.  The files are unsorted until the caller sorts them by
+ * cn__ws_by_path. */
+cn__ws_file_t *cn__ws_state_add(cn__ws_state_t *s, const char *path);
+/* Finds path among s->files[0..n) (n <= s->n), which must be sorted by
+ * path; NULL when absent. */
+cn__ws_file_t *cn__ws_state_find(cn__ws_state_t *s, const char *path, size_t n);
+/* Sorts s->files by path. */
+void cn__ws_state_sort(cn__ws_state_t *s);
+/* qsort/bsearch order of cn__ws_file_t by path. */
+int cn__ws_by_path(const void *a, const void *b);
+/* Whether path is inside s's sparse prefixes (always, when it has none). */
+bool cn__ws_in_scope(const cn__ws_state_t *s, const char *path);
+/* Adds a --path prefix to s's scope.  0, CN_E_INVALID for a bad prefix or
+ * too many, -ENOMEM. */
+cn_err_t cn__ws_scope_add(cn__ws_state_t *s, const char *prefix, cn_ws_error_t *err);
+
+/* ---- scanning and chunking (workspace_scan.c) ------------------------------------------------- */
+/* The regular files and symlinks under a workspace, with their lstat. */
+typedef struct cn__ws_scan {
+    char **paths;
+    struct stat *st;
+    size_t n, cap;
+} cn__ws_scan_t;
+
+/* A file's content split into chunks, with its manifest.  Bytes stay in a
+ * read-only mapping (or, for a symlink, in a small buffer). */
+typedef struct cn__ws_content {
+    uint8_t *map;
+    size_t len;
+    bool mapped;
+    cn_repos_chunk_ref_t *chunks;
+    size_t *offs;
+    uint32_t nchunks;
+    cn_buf_t manifest;
+    cn_digest_t mid;
+} cn__ws_content_t;
+
+/* Compares the directory with s (see workspace_scan.c); sc receives the
+ * scan and is freed by cn__ws_scan_free even on failure; o->notice hears of
+ * skipped paths.  0 or a local error. */
+cn_err_t cn__ws_diff(cn__ws_state_t *s, cn__ws_scan_t *sc, const cn_ws_opts_t *o,
+                     cn_ws_error_t *err);
+void cn__ws_scan_free(cn__ws_scan_t *sc);
+/* Loads ROOT/REL (st its lstat) into c and chunks it.  0 or a local error;
+ * c is freed by cn__ws_content_free either way. */
+cn_err_t cn__ws_content_load(const char *root, const char *rel, const struct stat *st,
+                             cn__ws_content_t *c, cn_ws_error_t *err);
+void cn__ws_content_free(cn__ws_content_t *c);
+
+/* ---- fetching files (workspace_fetch.c) -------------------------------------------------------- */
+/* One file to fetch. */
+typedef struct cn__ws_job {
+    cn__ws_file_t *w;                 /* the target record (manifest, mode already set) */
+    cn_buf_t menc;
+    cn_repos_manifest_t m;
+    uint32_t remaining;         /* chunks not yet written */
+    bool created;               /* the temporary file exists */
+    char tmp[4300];
+} cn__ws_job_t;
+
+/* A transfer's progress, reported to o->progress (when set) through the
+ * Scribe client's byte count. */
+typedef struct cn__ws_progress {
+    const cn_ws_opts_t *o;
+    cn_scribe_client_t *cl;
+    const char *what;
+    uint64_t total, done;
+} cn__ws_progress_t;
+
+/* Fetches jobs[0..nj) from s's repository over cl and renames each into
+ * place, setting its record's size and mtime; adds the chunk bytes received
+ * to *bytes.  The batch is synced to disk before it returns 0; on failure
+ * the temporary files of unfinished jobs are removed.  The caller frees
+ * each job's menc. */
+cn_err_t cn__ws_fetch_all(cn_scribe_client_t *cl, cn__ws_state_t *s, cn__ws_job_t *jobs,
+                          size_t nj, uint64_t *bytes, const cn_ws_opts_t *o, cn_ws_error_t *err);
+/* Reports a transfer of total bytes over cl to o->progress while it runs;
+ * pg must live until cn__ws_progress_end. */
+void cn__ws_progress_start(cn__ws_progress_t *pg, cn_scribe_client_t *cl, const cn_ws_opts_t *o,
+                           const char *what, uint64_t total);
+void cn__ws_progress_end(cn__ws_progress_t *pg);
+
+/* ---- the verbs' shared steps (workspace.c) ---------------------------------------------- */
+/* Connects *cl to endpoint (NULL: the default) with o's transfer options. */
+cn_err_t cn__ws_connect(const char *endpoint, const cn_ws_opts_t *o, cn_scribe_client_t **cl,
+                        cn_ws_error_t *err);
+/* What a verb does on an open workspace: s loaded, cl connected. */
+typedef cn_err_t (*cn__ws_verb_fn)(cn_scribe_client_t *cl, cn__ws_state_t *s,
+                                   const cn_ws_opts_t *o, void *arg, cn_ws_error_t *err);
+/* Loads workspace dir's state, connects to o->endpoint (else the endpoint
+ * the state records), runs fn(cl, s, o, arg, err), and releases both. */
+cn_err_t cn__ws_run(const char *dir, const cn_ws_opts_t *o, cn__ws_verb_fn fn, void *arg,
+                    cn_ws_error_t *err);
+/* Settles a previous submit whose reply was lost (s->has_pending): when it
+ * was accepted, s is moved to that change (*settled, *change) and saved. */
+cn_err_t cn__ws_settle_pending(cn_scribe_client_t *cl, cn__ws_state_t *s, bool *settled,
+                               uint64_t *change, cn_ws_error_t *err);
+
+#endif

@@ -4,9 +4,11 @@
  * first node hashes to, 6 path rules), then the bytes.  Invariants: parsers
  * stay inside their input; an accepted manifest, change set or commit
  * re-encodes to the input; a change set's iterator yields its count; a
- * verified proof rebuilds a tree that re-emits exactly that proof. */
+ * verified proof rebuilds a tree (the tests' in-memory oracle,
+ * tests/repos/oracle_tree.h) that re-emits exactly that proof. */
 #include "fuzz_scribe_common.h"
 #include "cairn/repos_model.h"
+#include "../tests/repos/oracle_tree.h"
 
 static cn_repos_chunk_ref_t refs[65536];
 static cn_repos_change_t entries[65536];
@@ -70,13 +72,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (cn_repos_tree_proof_verify(p, n, &root, &content, &live) == CN_OK) {
             /* A verified proof is canonical: it rebuilds to the same roots
              * and re-emits byte for byte. */
-            cn_repos_tree_t *t = NULL;
-            if (cn_repos_tree_from_proof(&t, p, n, &root) != CN_OK)
+            oracle_tree_t *t = NULL;
+            if (oracle_tree_from_proof(&t, p, n, &root) != CN_OK)
                 abort();
-            if (cn_repos_tree_proof_full(t, &b) != CN_OK || cn_repos_tree_live(t) != live)
+            if (oracle_tree_proof_full(t, &b) != CN_OK || oracle_tree_live(t) != live)
                 abort();
             fz_same(&b, p, n);
-            cn_repos_tree_free(t);
+            oracle_tree_free(t);
         }
         break; }
     case 6: {

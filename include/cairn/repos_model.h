@@ -1,8 +1,9 @@
 /* cairn repos model: the canonical, versioned encodings of repository objects
  * (chunk, manifest, change set, commit), their ids, canonical paths with
- * case-fold alias detection, operation fingerprints, and the snapshot tree
- * (an authenticated radix tree over path bytes with a content root and a
- * revision root).  docs/protocol/scribe.md is the normative description.
+ * case-fold alias detection, operation fingerprints, and the snapshot tree's
+ * entries, node encoding and full-tree proof verifier (the tree itself, an
+ * authenticated radix tree with a content root and a revision root, lives in
+ * the repos service).  docs/protocol/scribe.md is the normative description.
  *
  * Everything here is pure: no files, no SQL, no sockets, no clocks, no
  * global state.  Parsers never allocate: they validate a whole encoding and
@@ -186,14 +187,14 @@ typedef struct cn_repos_submit_intent {
 
 CN_API void cn_repos_submit_fingerprint(const cn_repos_submit_intent_t *s, cn_digest_t *out);
 
-/* ---- snapshot tree ---------------------------------------------------------
- * A path-compressed 256-ary radix tree over canonical path bytes holding
- * every path the branch ever had: live entries and tombstones.  Two
- * commitments: the revision root (hash of the root node encoding, over all
- * entries and summaries) and the content root (over live entries only,
- * independent of tombstones and history).  Updating k paths re-hashes only
- * the nodes on those k paths: O(k * depth) node encodings.
- * Not thread-safe: one tree, one thread at a time. */
+/* ---- snapshot tree entries -------------------------------------------------
+ * The snapshot tree is a path-compressed 256-ary radix tree over canonical
+ * path bytes holding every path the branch ever had: live entries and
+ * tombstones.  Two commitments: the revision root (hash of the root node
+ * encoding, over all entries and summaries) and the content root (over live
+ * entries only, independent of tombstones and history).  The repos service
+ * keeps it (src/repos/service_tree.c); this header has its entries, its node
+ * encoding and the proof verifier, which need no tree. */
 enum { CN_REPOS_NONE = 0, CN_REPOS_LIVE = 1, CN_REPOS_TOMBSTONE = 2 };
 
 typedef struct cn_repos_entry {
@@ -203,63 +204,6 @@ typedef struct cn_repos_entry {
     uint64_t size;              /* live only */
     cn_digest_t manifest;       /* live only */
 } cn_repos_entry_t;
-
-typedef struct cn_repos_tree cn_repos_tree_t;
-
-CN_API cn_err_t cn_repos_tree_new(cn_repos_tree_t **out);            /* -ENOMEM */
-CN_API void cn_repos_tree_free(cn_repos_tree_t *t);                  /* accepts NULL */
-/* Inserts or replaces the entry at a canonical path (CN_E_INVALID for a bad
- * path or entry, -ENOMEM; on -ENOMEM the tree is unchanged). */
-CN_API cn_err_t cn_repos_tree_put(cn_repos_tree_t *t, const uint8_t *path, size_t n,
-                                  const cn_repos_entry_t *e);
-/* Looks up an exact path; false when the tree never held it. */
-CN_API bool cn_repos_tree_get(const cn_repos_tree_t *t, const uint8_t *path, size_t n,
-                              cn_repos_entry_t *out);
-CN_API uint64_t cn_repos_tree_entries(const cn_repos_tree_t *t);     /* incl. tombstones */
-CN_API uint64_t cn_repos_tree_live(const cn_repos_tree_t *t);
-/* Re-hashes dirty nodes and returns both roots (-ENOMEM). */
-CN_API cn_err_t cn_repos_tree_roots(cn_repos_tree_t *t, cn_digest_t *content,
-                                    cn_digest_t *revision);
-/* Number of node encodings the last cn_repos_tree_roots call computed. */
-CN_API uint64_t cn_repos_tree_rehashed(const cn_repos_tree_t *t);
-
-/* Persistence hooks for a store that keeps nodes by hash (history shares
- * unchanged subtrees between snapshots).  roots_emit is cn_repos_tree_roots
- * that also hands every node it re-encoded to emit (hash, encoding; borrowed
- * for the call): exactly the nodes a store must add for the new snapshot.
- * An error from emit stops the walk and is returned (the tree stays usable;
- * call again to recompute). */
-typedef cn_err_t (*cn_repos_node_fn)(void *ctx, const cn_digest_t *hash, const uint8_t *enc, size_t n);
-CN_API cn_err_t cn_repos_tree_roots_emit(cn_repos_tree_t *t, cn_digest_t *content,
-                                         cn_digest_t *revision, cn_repos_node_fn emit, void *ctx);
-/* Rebuilds a tree from a store: fetch appends to out (handed over empty) the
- * encoding of the node with that hash, or fails (CN_E_NOT_FOUND, ...).  Every node is verified as a full-tree proof
- * against revision_root before the tree is built (CN_E_DIGEST_MISMATCH,
- * CN_E_INVALID); costs O(nodes).  *out is owned by the caller. */
-typedef cn_err_t (*cn_repos_fetch_fn)(void *ctx, const cn_digest_t *hash, cn_buf_t *out);
-CN_API cn_err_t cn_repos_tree_load(cn_repos_tree_t **out, const cn_digest_t *revision_root,
-                                   cn_repos_fetch_fn fetch, void *ctx);
-/* Builds a tree from a verified full-tree proof (cn_repos_tree_proof_full). */
-CN_API cn_err_t cn_repos_tree_from_proof(cn_repos_tree_t **out, const uint8_t *p, size_t n,
-                                         const cn_digest_t *revision_root);
-
-/* Size of a manifest, for cn_repos_tree_apply (0 or a negative cn_err_t). */
-typedef cn_err_t (*cn_repos_size_fn)(void *ctx, const cn_digest_t *manifest, uint64_t *size);
-/* Applies a parsed, validated change set as change `change`: add/modify/move
- * destination become live (move source a tombstone), delete becomes a
- * tombstone, keep leaves the entry alone.  Checks against the tree: add needs
- * a path that is not live, modify/delete/move source a live one, keep any path
- * the tree holds; no live path may become a case-fold alias or a directory
- * prefix of another.  CN_E_CONFLICT on a violated rule (tree unchanged),
- * the callback's error, -ENOMEM. */
-CN_API cn_err_t cn_repos_tree_apply(cn_repos_tree_t *t, const cn_repos_changeset_t *cs,
-                                    uint64_t change, cn_repos_size_fn size, void *ctx);
-
-/* Visits entries in ascending path order (path is a scratch buffer valid
- * during the call); a nonzero return stops the walk and is returned. */
-typedef int (*cn_repos_walk_fn)(void *ctx, const uint8_t *path, size_t n,
-                                const cn_repos_entry_t *e);
-CN_API int cn_repos_tree_walk(const cn_repos_tree_t *t, cn_repos_walk_fn fn, void *ctx);
 
 /* ---- tree nodes and proofs -------------------------------------------------
  * A node's canonical encoding (docs/protocol/scribe.md, "Snapshot tree").
@@ -286,10 +230,8 @@ CN_API void cn_repos_node_child(const cn_repos_node_t *nd, uint16_t i, cn_repos_
 /* BLAKE3("cairn:tree-node:v1\0" || encoding). */
 CN_API void cn_repos_node_hash(const uint8_t *p, size_t n, cn_digest_t *out);
 
-/* A full-tree proof: every node in depth-first pre-order, each as u32le
- * length || node encoding.  Computes roots first (-ENOMEM). */
-CN_API cn_err_t cn_repos_tree_proof_full(cn_repos_tree_t *t, cn_buf_t *out);
-/* Verifies a full-tree proof against a trusted revision root: every node's
+/* Verifies a full-tree proof (every node in depth-first pre-order, each as
+ * u32le length || node encoding) against a trusted revision root: every node's
  * hash and summaries against its parent, canonical structure, ordering, key
  * lengths, and no surplus bytes; recomputes the content root.  Allocates a
  * stack bounded by the path limit.  CN_E_INVALID / CN_E_DIGEST_MISMATCH. */

@@ -3,7 +3,7 @@
  *   add/modify: [32] manifest, u8 mode;  delete, keep: nothing;
  *   move: u16le source length, source, [32] manifest, u8 mode. */
 #include "cairn/repos_model.h"
-#include "tree_codec.h"
+#include "model_tree_codec.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* Tree node parsing and the verifier of a full-tree proof.  The verifier
  * trusts nothing but the revision root it is given: it re-derives every
  * hash, summary, key bound and the content root from the node bytes. */
-#include "model_int.h"
+#include "model_tree_codec.h"
 
 #include <errno.h>
 #include <stdlib.h>

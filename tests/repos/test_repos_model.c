@@ -4,6 +4,7 @@
 #include "cairn/repos_model.h"
 #include "cn_test.h"
 #include "scribe/fixture.h"
+#include "oracle_tree.h"
 
 #define CHUNK_ID "ea8f163db38682925e4491c5e58d4bb3506ef8c14eb78a86e908c5624a67200f"
 #define MANIFEST_ID "8dc7a813a81f2748f277006c88e6bd3b9a1f754bbc9486a92e81948fd7d103a1"
@@ -316,23 +317,23 @@ static cn_repos_entry_t live(uint64_t change, const char *manifest_hex, uint64_t
     return e;
 }
 
-static cn_err_t put(cn_repos_tree_t *t, const char *path, cn_repos_entry_t e)
+static cn_err_t put(oracle_tree_t *t, const char *path, cn_repos_entry_t e)
 {
-    return cn_repos_tree_put(t, (const uint8_t *)path, strlen(path), &e);
+    return oracle_tree_put(t, (const uint8_t *)path, strlen(path), &e);
 }
 
 static void test_tree_fixtures(void)
 {
-    cn_repos_tree_t *t;
-    CN_CHECK_EQ(cn_repos_tree_new(&t), CN_OK);
+    oracle_tree_t *t;
+    CN_CHECK_EQ(oracle_tree_new(&t), CN_OK);
     cn_digest_t cr, rr;
-    CN_CHECK_EQ(cn_repos_tree_roots(t, &cr, &rr), CN_OK);
+    CN_CHECK_EQ(oracle_tree_roots(t, &cr, &rr), CN_OK);
     cn_digest_t ecr = D("c6192c01cd0b847dfc11a4890be6e81fdedbda5ae0da0fb50b4df794ac7206f3");
     cn_digest_t err_ = D("fb3ee5fdbecbdf20bcb365f4b8ecc2cebcbac576873c230771ff368588c5ada2");
     CN_CHECK_MEM(cr.b, ecr.b, 32);
     CN_CHECK_MEM(rr.b, err_.b, 32);
     cn_buf_t proof = { 0 };
-    CN_CHECK_EQ(cn_repos_tree_proof_full(t, &proof), CN_OK);
+    CN_CHECK_EQ(oracle_tree_proof_full(t, &proof), CN_OK);
     FX(empty_node, "01 0000 00 0000000000000000 0000000000000000 0000000000000000 0000 0000 0000");
     CN_CHECK(proof.len == 4 + empty_node_len && memcmp(proof.data + 4, empty_node, empty_node_len) == 0);
     cn_digest_t vcr;
@@ -341,7 +342,7 @@ static void test_tree_fixtures(void)
     CN_CHECK(nlive == 0 && memcmp(vcr.b, ecr.b, 32) == 0);
 
     CN_CHECK_EQ(put(t, "a.txt", live(1, MANIFEST_ID, 5)), CN_OK);
-    CN_CHECK_EQ(cn_repos_tree_roots(t, &cr, &rr), CN_OK);
+    CN_CHECK_EQ(oracle_tree_roots(t, &cr, &rr), CN_OK);
     cn_digest_t want_cr = D(CONTENT_ROOT), want_rr = D(REVISION_ROOT);
     CN_CHECK_MEM(cr.b, want_cr.b, 32);
     CN_CHECK_MEM(rr.b, want_rr.b, 32);
@@ -353,24 +354,24 @@ static void test_tree_fixtures(void)
     check_truncation(parse_node, leaf, leaf_len);
     check_truncation(parse_node, root, root_len);
     cn_buf_reset(&proof);
-    CN_CHECK_EQ(cn_repos_tree_proof_full(t, &proof), CN_OK);
+    CN_CHECK_EQ(oracle_tree_proof_full(t, &proof), CN_OK);
     CN_CHECK_EQ(proof.len, 4 + root_len + 4 + leaf_len);
     CN_CHECK_MEM(proof.data + 4, root, root_len);
     CN_CHECK_MEM(proof.data + 8 + root_len, leaf, leaf_len);
     CN_CHECK_EQ(cn_repos_tree_proof_verify(proof.data, proof.len, &rr, &vcr, &nlive), CN_OK);
     CN_CHECK(nlive == 1 && memcmp(vcr.b, want_cr.b, 32) == 0);
     cn_buf_free(&proof);
-    cn_repos_tree_free(t);
-    cn_repos_tree_free(NULL);
+    oracle_tree_free(t);
+    oracle_tree_free(NULL);
 }
 
-static void build(cn_repos_tree_t *t, int n, uint64_t change)
+static void build(oracle_tree_t *t, int n, uint64_t change)
 {
     char p[64];
     for (int i = 0; i < n; i++) {
         snprintf(p, sizeof p, "dir%d/sub%d/file-%05d.bin", i % 7, i % 13, i);
         cn_repos_entry_t e = live(change, MANIFEST_ID, (uint64_t)i);
-        CN_CHECK_EQ(cn_repos_tree_put(t, (const uint8_t *)p, strlen(p), &e), CN_OK);
+        CN_CHECK_EQ(oracle_tree_put(t, (const uint8_t *)p, strlen(p), &e), CN_OK);
     }
 }
 
@@ -391,21 +392,21 @@ static int collect(void *ctx, const uint8_t *path, size_t n, const cn_repos_entr
 
 static void test_tree_proofs_and_cost(void)
 {
-    cn_repos_tree_t *t;
-    CN_CHECK_EQ(cn_repos_tree_new(&t), CN_OK);
+    oracle_tree_t *t;
+    CN_CHECK_EQ(oracle_tree_new(&t), CN_OK);
     build(t, 2000, 1);
-    CN_CHECK_EQ(cn_repos_tree_entries(t), 2000);
+    CN_CHECK_EQ(oracle_tree_entries(t), 2000);
     cn_digest_t cr, rr;
-    CN_CHECK_EQ(cn_repos_tree_roots(t, &cr, &rr), CN_OK);
-    uint64_t full = cn_repos_tree_rehashed(t);
+    CN_CHECK_EQ(oracle_tree_roots(t, &cr, &rr), CN_OK);
+    uint64_t full = oracle_tree_rehashed(t);
     CN_CHECK(full > 2000);
     cn_buf_t proof = { 0 }, prev = { 0 };
-    CN_CHECK_EQ(cn_repos_tree_proof_full(t, &proof), CN_OK);
+    CN_CHECK_EQ(oracle_tree_proof_full(t, &proof), CN_OK);
     cn_digest_t vcr;
     uint64_t nlive;
     CN_CHECK_EQ(cn_repos_tree_proof_verify(proof.data, proof.len, &rr, &vcr, &nlive), CN_OK);
     CN_CHECK(nlive == 2000 && memcmp(vcr.b, cr.b, 32) == 0);
-    CN_CHECK_EQ(cn_repos_tree_walk(t, collect, &prev), 0);
+    CN_CHECK_EQ(oracle_tree_walk(t, collect, &prev), 0);
     /* Any flipped byte, a missing node or a surplus byte is caught. */
     for (size_t i = 0; i < proof.len; i += proof.len / 97 + 1) {
         proof.data[i] ^= 0x20;
@@ -419,43 +420,43 @@ static void test_tree_proofs_and_cost(void)
     /* One changed path re-hashes only its own ancestors. */
     const char *p = "dir3/sub5/file-00031.bin";
     cn_repos_entry_t e = live(2, CHUNK_ID, 77);
-    CN_CHECK_EQ(cn_repos_tree_put(t, (const uint8_t *)p, strlen(p), &e), CN_OK);
+    CN_CHECK_EQ(oracle_tree_put(t, (const uint8_t *)p, strlen(p), &e), CN_OK);
     cn_digest_t cr2, rr2;
-    CN_CHECK_EQ(cn_repos_tree_roots(t, &cr2, &rr2), CN_OK);
-    CN_CHECK(cn_repos_tree_rehashed(t) <= 8);
+    CN_CHECK_EQ(oracle_tree_roots(t, &cr2, &rr2), CN_OK);
+    CN_CHECK(oracle_tree_rehashed(t) <= 8);
     CN_CHECK(memcmp(rr.b, rr2.b, 32) != 0 && memcmp(cr.b, cr2.b, 32) != 0);
-    CN_CHECK_EQ(cn_repos_tree_roots(t, &cr2, &rr2), CN_OK);
-    CN_CHECK_EQ(cn_repos_tree_rehashed(t), 0);
+    CN_CHECK_EQ(oracle_tree_roots(t, &cr2, &rr2), CN_OK);
+    CN_CHECK_EQ(oracle_tree_rehashed(t), 0);
     cn_repos_entry_t got;
-    CN_CHECK(cn_repos_tree_get(t, (const uint8_t *)p, strlen(p), &got) && got.size == 77);
-    CN_CHECK(!cn_repos_tree_get(t, (const uint8_t *)"dir3", 4, &got));
+    CN_CHECK(oracle_tree_get(t, (const uint8_t *)p, strlen(p), &got) && got.size == 77);
+    CN_CHECK(!oracle_tree_get(t, (const uint8_t *)"dir3", 4, &got));
 
     /* Insertion order does not change the shape: same roots built backwards. */
-    cn_repos_tree_t *u;
-    CN_CHECK_EQ(cn_repos_tree_new(&u), CN_OK);
+    oracle_tree_t *u;
+    CN_CHECK_EQ(oracle_tree_new(&u), CN_OK);
     char q[64];
     for (int i = 1999; i >= 0; i--) {
         snprintf(q, sizeof q, "dir%d/sub%d/file-%05d.bin", i % 7, i % 13, i);
         cn_repos_entry_t f = live(1, MANIFEST_ID, (uint64_t)i);
-        cn_repos_tree_put(u, (const uint8_t *)q, strlen(q), &f);
+        oracle_tree_put(u, (const uint8_t *)q, strlen(q), &f);
     }
-    cn_repos_tree_put(u, (const uint8_t *)p, strlen(p), &e);
+    oracle_tree_put(u, (const uint8_t *)p, strlen(p), &e);
     cn_digest_t cr3, rr3;
-    CN_CHECK_EQ(cn_repos_tree_roots(u, &cr3, &rr3), CN_OK);
+    CN_CHECK_EQ(oracle_tree_roots(u, &cr3, &rr3), CN_OK);
     CN_CHECK_MEM(rr3.b, rr2.b, 32);
     CN_CHECK_MEM(cr3.b, cr2.b, 32);
-    cn_repos_tree_free(u);
+    oracle_tree_free(u);
     cn_buf_free(&proof);
     cn_buf_free(&prev);
-    cn_repos_tree_free(t);
+    oracle_tree_free(t);
 }
 
 static void test_tree_tombstones(void)
 {
     /* Same live set, different history: equal content roots, different revision roots. */
-    cn_repos_tree_t *a, *b;
-    cn_repos_tree_new(&a);
-    cn_repos_tree_new(&b);
+    oracle_tree_t *a, *b;
+    oracle_tree_new(&a);
+    oracle_tree_new(&b);
     put(a, "x/one", live(1, MANIFEST_ID, 5));
     put(a, "x/two", live(1, MANIFEST_ID, 5));
     put(b, "x/one", live(1, MANIFEST_ID, 5));
@@ -466,27 +467,27 @@ static void test_tree_tombstones(void)
     put(b, "x/three", tomb);
     put(b, "y", tomb);
     cn_digest_t ca, ra, cb, rb;
-    cn_repos_tree_roots(a, &ca, &ra);
-    cn_repos_tree_roots(b, &cb, &rb);
+    oracle_tree_roots(a, &ca, &ra);
+    oracle_tree_roots(b, &cb, &rb);
     CN_CHECK_MEM(ca.b, cb.b, 32);
     CN_CHECK(memcmp(ra.b, rb.b, 32) != 0);
-    CN_CHECK_EQ(cn_repos_tree_live(b), 2);
-    CN_CHECK_EQ(cn_repos_tree_entries(b), 4);
+    CN_CHECK_EQ(oracle_tree_live(b), 2);
+    CN_CHECK_EQ(oracle_tree_entries(b), 4);
     cn_buf_t proof = { 0 };
-    cn_repos_tree_proof_full(b, &proof);
+    oracle_tree_proof_full(b, &proof);
     cn_digest_t vc;
     uint64_t nl;
     CN_CHECK_EQ(cn_repos_tree_proof_verify(proof.data, proof.len, &rb, &vc, &nl), CN_OK);
     CN_CHECK(nl == 2 && memcmp(vc.b, ca.b, 32) == 0);
     /* All-deleted tree: content root is the empty one, proof still verifies. */
-    cn_repos_tree_t *c;
-    cn_repos_tree_new(&c);
+    oracle_tree_t *c;
+    oracle_tree_new(&c);
     put(c, "gone", tomb);
     cn_digest_t cc, rc, empty = D("c6192c01cd0b847dfc11a4890be6e81fdedbda5ae0da0fb50b4df794ac7206f3");
-    cn_repos_tree_roots(c, &cc, &rc);
+    oracle_tree_roots(c, &cc, &rc);
     CN_CHECK_MEM(cc.b, empty.b, 32);
     cn_buf_reset(&proof);
-    cn_repos_tree_proof_full(c, &proof);
+    oracle_tree_proof_full(c, &proof);
     CN_CHECK_EQ(cn_repos_tree_proof_verify(proof.data, proof.len, &rc, &vc, &nl), CN_OK);
     CN_CHECK(nl == 0 && memcmp(vc.b, empty.b, 32) == 0);
     /* bad puts */
@@ -494,9 +495,9 @@ static void test_tree_tombstones(void)
     cn_repos_entry_t none = { .state = CN_REPOS_NONE };
     CN_CHECK_EQ(put(c, "ok", none), CN_E_INVALID);
     cn_buf_free(&proof);
-    cn_repos_tree_free(a);
-    cn_repos_tree_free(b);
-    cn_repos_tree_free(c);
+    oracle_tree_free(a);
+    oracle_tree_free(b);
+    oracle_tree_free(c);
 }
 
 static cn_err_t size_of(void *ctx, const cn_digest_t *m, uint64_t *size)
@@ -506,23 +507,23 @@ static cn_err_t size_of(void *ctx, const cn_digest_t *m, uint64_t *size)
     return CN_OK;
 }
 
-static cn_err_t apply(cn_repos_tree_t *t, const char *fixture, uint64_t change)
+static cn_err_t apply(oracle_tree_t *t, const char *fixture, uint64_t change)
 {
     FX(x, fixture);
     cn_repos_changeset_t cs;
     if (cn_repos_changeset_parse(x, x_len, &cs) || cn_repos_changeset_validate(&cs))
         return CN_E_INVALID;
     uint64_t size = 5;
-    return cn_repos_tree_apply(t, &cs, change, size_of, &size);
+    return oracle_tree_apply(t, &cs, change, size_of, &size);
 }
 
 static void test_tree_apply(void)
 {
-    cn_repos_tree_t *t;
-    cn_repos_tree_new(&t);
+    oracle_tree_t *t;
+    oracle_tree_new(&t);
     CN_CHECK_EQ(apply(t, "01 01000000 01 0500 \"a.txt\" " MANIFEST_ID " 00", 1), CN_OK);
     cn_digest_t cr, rr, want_cr = D(CONTENT_ROOT), want_rr = D(REVISION_ROOT);
-    cn_repos_tree_roots(t, &cr, &rr);
+    oracle_tree_roots(t, &cr, &rr);
     CN_CHECK_MEM(cr.b, want_cr.b, 32);                             /* the commit fixture's roots */
     CN_CHECK_MEM(rr.b, want_rr.b, 32);
     /* add of a live path, modify/delete of an absent one: conflicts, tree unchanged */
@@ -537,22 +538,22 @@ static void test_tree_apply(void)
     CN_CHECK_EQ(apply(t, "01 01000000 01 0300 \"d/e\" " MANIFEST_ID " 00", 2), CN_OK);
     CN_CHECK_EQ(apply(t, "01 01000000 01 0100 \"d\" " MANIFEST_ID " 00", 3), CN_E_CONFLICT);
     cn_digest_t cr2, rr2;
-    cn_repos_tree_roots(t, &cr2, &rr2);
+    oracle_tree_roots(t, &cr2, &rr2);
     /* ... but replacing the directory by deleting its file works */
     CN_CHECK_EQ(apply(t, "01 02000000 01 0100 \"d\" " MANIFEST_ID " 00 03 0300 \"d/e\"", 3), CN_OK);
     /* case-only rename by move, and keep */
     CN_CHECK_EQ(apply(t, "01 02000000 04 0500 \"A.txt\" 0500 \"a.txt\" " MANIFEST_ID " 00 05 0100 \"d\"", 4), CN_OK);
     cn_repos_entry_t e;
-    CN_CHECK(cn_repos_tree_get(t, (const uint8_t *)"a.txt", 5, &e) && e.state == CN_REPOS_TOMBSTONE && e.change == 4);
-    CN_CHECK(cn_repos_tree_get(t, (const uint8_t *)"A.txt", 5, &e) && e.state == CN_REPOS_LIVE && e.size == 5);
-    CN_CHECK(cn_repos_tree_get(t, (const uint8_t *)"d", 1, &e) && e.change == 3);     /* keep: untouched */
-    CN_CHECK(cn_repos_tree_get(t, (const uint8_t *)"d/e", 3, &e) && e.state == CN_REPOS_TOMBSTONE);
+    CN_CHECK(oracle_tree_get(t, (const uint8_t *)"a.txt", 5, &e) && e.state == CN_REPOS_TOMBSTONE && e.change == 4);
+    CN_CHECK(oracle_tree_get(t, (const uint8_t *)"A.txt", 5, &e) && e.state == CN_REPOS_LIVE && e.size == 5);
+    CN_CHECK(oracle_tree_get(t, (const uint8_t *)"d", 1, &e) && e.change == 3);     /* keep: untouched */
+    CN_CHECK(oracle_tree_get(t, (const uint8_t *)"d/e", 3, &e) && e.state == CN_REPOS_TOMBSTONE);
     /* re-adding a deleted path with the old case is allowed again after the move */
     CN_CHECK_EQ(apply(t, "01 01000000 01 0500 \"a.txt\" " MANIFEST_ID " 00", 5), CN_E_CONFLICT);
     CN_CHECK_EQ(apply(t, "01 01000000 03 0500 \"A.txt\"", 5), CN_OK);
     CN_CHECK_EQ(apply(t, "01 01000000 01 0500 \"a.txt\" " MANIFEST_ID " 00", 6), CN_OK);
-    CN_CHECK_EQ(cn_repos_tree_live(t), 2);
-    cn_repos_tree_free(t);
+    CN_CHECK_EQ(oracle_tree_live(t), 2);
+    oracle_tree_free(t);
 }
 
 /* A node store keyed by hash, as the repos service will keep one. */
@@ -590,51 +591,51 @@ static cn_err_t store_get(void *ctx, const cn_digest_t *h, cn_buf_t *out)
 static void test_tree_persistence(void)
 {
     store_t st = { 0 };
-    cn_repos_tree_t *t;
-    cn_repos_tree_new(&t);
+    oracle_tree_t *t;
+    oracle_tree_new(&t);
     build(t, 500, 1);
     cn_repos_entry_t tomb = { .state = CN_REPOS_TOMBSTONE, .change = 2 };
     put(t, "dir1/sub1/file-00001.bin", tomb);
     cn_digest_t c1, r1;
-    CN_CHECK_EQ(cn_repos_tree_roots_emit(t, &c1, &r1, store_put, &st), CN_OK);
-    CN_CHECK_EQ(st.added, cn_repos_tree_rehashed(t));
+    CN_CHECK_EQ(oracle_tree_roots_emit(t, &c1, &r1, store_put, &st), CN_OK);
+    CN_CHECK_EQ(st.added, oracle_tree_rehashed(t));
     size_t after_first = st.n;
 
     /* The next snapshot adds only the nodes on the changed path. */
     put(t, "dir2/sub2/file-00002.bin", live(3, CHUNK_ID, 1));
     st.added = 0;
     cn_digest_t c2, r2;
-    CN_CHECK_EQ(cn_repos_tree_roots_emit(t, &c2, &r2, store_put, &st), CN_OK);
+    CN_CHECK_EQ(oracle_tree_roots_emit(t, &c2, &r2, store_put, &st), CN_OK);
     CN_CHECK(st.added > 0 && st.added <= 8);
     CN_CHECK_EQ(st.n, after_first + st.added);
 
     /* Both snapshots load back from the shared store. */
-    cn_repos_tree_t *old = NULL, *cur = NULL;
-    CN_CHECK_EQ(cn_repos_tree_load(&old, &r1, store_get, &st), CN_OK);
-    CN_CHECK_EQ(cn_repos_tree_load(&cur, &r2, store_get, &st), CN_OK);
+    oracle_tree_t *old = NULL, *cur = NULL;
+    CN_CHECK_EQ(oracle_tree_load(&old, &r1, store_get, &st), CN_OK);
+    CN_CHECK_EQ(oracle_tree_load(&cur, &r2, store_get, &st), CN_OK);
     cn_digest_t lc, lr;
-    cn_repos_tree_roots(old, &lc, &lr);
+    oracle_tree_roots(old, &lc, &lr);
     CN_CHECK(memcmp(lc.b, c1.b, 32) == 0 && memcmp(lr.b, r1.b, 32) == 0);
-    cn_repos_tree_roots(cur, &lc, &lr);
+    oracle_tree_roots(cur, &lc, &lr);
     CN_CHECK(memcmp(lc.b, c2.b, 32) == 0 && memcmp(lr.b, r2.b, 32) == 0);
     cn_repos_entry_t e;
-    CN_CHECK(cn_repos_tree_get(old, (const uint8_t *)"dir1/sub1/file-00001.bin", 24, &e) &&
+    CN_CHECK(oracle_tree_get(old, (const uint8_t *)"dir1/sub1/file-00001.bin", 24, &e) &&
              e.state == CN_REPOS_TOMBSTONE && e.change == 2);
-    CN_CHECK_EQ(cn_repos_tree_live(cur), 499);
+    CN_CHECK_EQ(oracle_tree_live(cur), 499);
     /* A missing or altered node is refused. */
     cn_digest_t bogus = r2;
     bogus.b[0] ^= 1;
-    cn_repos_tree_t *bad = NULL;
-    CN_CHECK_EQ(cn_repos_tree_load(&bad, &bogus, store_get, &st), CN_E_NOT_FOUND);
+    oracle_tree_t *bad = NULL;
+    CN_CHECK_EQ(oracle_tree_load(&bad, &bogus, store_get, &st), CN_E_NOT_FOUND);
     st.v[st.n - 1].p[st.v[st.n - 1].n - 1] ^= 1;          /* corrupt one stored node */
-    CN_CHECK(cn_repos_tree_load(&bad, &r2, store_get, &st) != CN_OK);
+    CN_CHECK(oracle_tree_load(&bad, &r2, store_get, &st) != CN_OK);
     CN_CHECK(bad == NULL);
     for (size_t i = 0; i < st.n; i++)
         free(st.v[i].p);
     free(st.v);
-    cn_repos_tree_free(old);
-    cn_repos_tree_free(cur);
-    cn_repos_tree_free(t);
+    oracle_tree_free(old);
+    oracle_tree_free(cur);
+    oracle_tree_free(t);
 }
 
 CN_TEST_MAIN(

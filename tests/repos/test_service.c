@@ -1,12 +1,14 @@
 /* Unit tests of the repos service over a real meta + store in a temp dir:
  * repositories, object batches verified from bytes, atomic submits with
  * operation identity, base and path rules, the persistent tree against the
- * in-memory model tree, the tree update cost bound, history and notes. */
+ * in-memory oracle tree, the tree update cost bound, history and notes. */
 #include "cn_test.h"
 #include "cairn/repos.h"
 #include "cairn/meta.h"
 #include "cairn/store.h"
 #include "cairn/crypto.h"
+#include "repos/service_int.h"
+#include "oracle_tree.h"
 
 #include <ftw.h>
 #include <stdio.h>
@@ -109,7 +111,7 @@ static cn_err_t put_all(env_t *e, obj_t *objs, uint32_t n, uint8_t *stored, uint
     else
         cn_repos_put_abort(p);
     if (code)
-        *code = rq.code;
+        *code = rq.fail.detail;
     return err;
 }
 
@@ -170,7 +172,7 @@ static cn_err_t submit(env_t *e, cn_repos_submit_t *s, cn_repos_outcome_t *o, ui
     cn_repos_req_t rq = trusted();
     cn_err_t err = cn_repos_submit(e->r, &rq, s, o);
     if (code)
-        *code = rq.code;
+        *code = rq.fail.detail;
     return err;
 }
 
@@ -190,7 +192,7 @@ static void test_repositories(void)
     cn_repos_req_t rq = trusted();
     cn_repos_info_t ri;
     CN_CHECK_EQ(cn_repos_create(e.r, &rq, "art", 3, 0, &ri), CN_E_EXISTS);
-    CN_CHECK_EQ(rq.code, CN_REPOS_E_REPOSITORY_EXISTS);
+    CN_CHECK_EQ(rq.fail.detail, CN_REPOS_E_REPOSITORY_EXISTS);
     CN_CHECK_EQ(cn_repos_create(e.r, &rq, "a/b", 3, 0, &ri), CN_E_INVALID);
     CN_CHECK_EQ(cn_repos_create(e.r, &rq, "..", 2, 0, &ri), CN_E_INVALID);
     CN_CHECK_EQ(cn_repos_create(e.r, &rq, "music", 5, 1, &ri), 0);
@@ -204,7 +206,7 @@ static void test_repositories(void)
     CN_CHECK_MEM(got.id, e.repo.id, 16);
     uint8_t none[16] = {9};
     CN_CHECK_EQ(cn_repos_info(e.r, &rq, none, &got), CN_E_NOT_FOUND);
-    CN_CHECK_EQ(rq.code, CN_REPOS_E_REPOSITORY_NOT_FOUND);
+    CN_CHECK_EQ(rq.fail.detail, CN_REPOS_E_REPOSITORY_NOT_FOUND);
     cn_buf_t names = {0};
     bool more = false;
     CN_CHECK_EQ(cn_repos_list(e.r, &rq, NULL, 1, collect_name, &names, &more), 0);
@@ -297,7 +299,7 @@ static void test_objects(void)
     CN_CHECK(present[0] && present[2]);
     CN_CHECK_EQ(cn_repos_pin(e.r, &rq, e.repo.id, ws, intent, refs, 3, present), 0);
     CN_CHECK_EQ(cn_repos_pin(e.r, &rq, e.repo.id, ws2, intent, refs, 3, present), CN_E_CONFLICT);
-    CN_CHECK_EQ(rq.code, CN_REPOS_E_WORKSPACE_MISMATCH);
+    CN_CHECK_EQ(rq.fail.detail, CN_REPOS_E_WORKSPACE_MISMATCH);
     for (int i = 0; i < 3; i++)
         obj_free(&o[i]);
     env_close(&e);
@@ -482,9 +484,9 @@ static void test_base_and_paths(void)
     env_close(&e);
 }
 
-/* Random submits, mirrored into the in-memory model tree: the persistent
- * tree's roots equal the model's after every change. */
-/* Reads a node row of the persistent tree, for the model's verifying loader. */
+/* Random submits, mirrored into the in-memory oracle tree: the persistent
+ * tree's roots equal the oracle's after every change. */
+/* Reads a node row of the persistent tree, for the oracle's verifying loader. */
 typedef struct { env_t *e; } fetch_ctx_t;
 static cn_err_t fetch_node(void *ctx, const cn_digest_t *hash, cn_buf_t *out)
 {
@@ -522,8 +524,8 @@ static void test_tree_matches_model(void)
     env_t e;
     env_open(&e);
     cn_digest_t m = put_file(&e, "abc");
-    cn_repos_tree_t *model = NULL;
-    CN_CHECK_EQ(cn_repos_tree_new(&model), 0);
+    oracle_tree_t *model = NULL;
+    CN_CHECK_EQ(oracle_tree_new(&model), 0);
     static const char *const names[] = {"a", "ab", "abc", "b/c", "b/d", "b/e/f", "x/y/z", "xy",
                                         "x/yy", "m", "mn/o", "q\xc3\xa9"};
     bool live[12] = {false};
@@ -562,7 +564,7 @@ static void test_tree_matches_model(void)
             obj_free(&cso);
             continue;
         }
-        cn_err_t merr = cn_repos_tree_apply(model, &parsed, base + 1, model_size, NULL);
+        cn_err_t merr = oracle_tree_apply(model, &parsed, base + 1, model_size, NULL);
         CN_CHECK_EQ(put_all(&e, &cso, 1, NULL, NULL), 0);
         cn_repos_submit_t s;
         submit_req(&e, &s, (uint8_t)(round + 1), base, &cso.id, "r");
@@ -578,7 +580,7 @@ static void test_tree_matches_model(void)
                         !memcmp(names[i], c[k].path, c[k].path_len))
                         live[i] = c[k].kind == CN_REPOS_ADD;
             cn_digest_t mc, mr;
-            CN_CHECK_EQ(cn_repos_tree_roots(model, &mc, &mr), 0);
+            CN_CHECK_EQ(oracle_tree_roots(model, &mc, &mr), 0);
             cn_repos_req_t rq = trusted();
             cn_repos_page_q_t q;
             memset(&q, 0, sizeof q);
@@ -593,17 +595,17 @@ static void test_tree_matches_model(void)
             CN_CHECK_MEM(pr.b, mr.b, 32);
             CN_CHECK_MEM(pc.b, mc.b, 32);
             /* The stored nodes are a complete, verifiable proof of the root. */
-            cn_repos_tree_t *loaded = NULL;
+            oracle_tree_t *loaded = NULL;
             fetch_ctx_t fc = {&e};
-            CN_CHECK_EQ(cn_repos_tree_load(&loaded, &pr, fetch_node, &fc), 0);
-            CN_CHECK_EQ(cn_repos_tree_live(loaded), cn_repos_tree_live(model));
-            cn_repos_tree_free(loaded);
+            CN_CHECK_EQ(oracle_tree_load(&loaded, &pr, fetch_node, &fc), 0);
+            CN_CHECK_EQ(oracle_tree_live(loaded), oracle_tree_live(model));
+            oracle_tree_free(loaded);
         }
         cn_repos_outcome_free(&o);
         obj_free(&cso);
     }
     CN_CHECK(base > 10);
-    cn_repos_tree_free(model);
+    oracle_tree_free(model);
     env_close(&e);
 }
 
@@ -645,14 +647,14 @@ static void test_cost_and_pages(void)
     CN_CHECK_EQ(submit(&e, &s, &o, NULL), 0);
     CN_CHECK_EQ(o.outcome, CN_REPOS_ACCEPTED);
     cn_repos_outcome_free(&o);
-    cn_repos_tree_stats_t st;
+    cn__ptree_stats_t st = {0, 0};
     cn_repos_change_t one = ch(CN_REPOS_MODIFY, names[700], &m2);
     cn_digest_t cs1 = put_cs(&e, &one, 1);
     submit_req(&e, &s, 2, 1, &cs1, "one");
-    CN_CHECK_EQ(submit(&e, &s, &o, NULL), 0);
+    cn_repos_req_t srq = trusted();
+    CN_CHECK_EQ(cn__repos_submit_stats(e.r, &srq, &s, &o, &st), 0);
     CN_CHECK_EQ(o.outcome, CN_REPOS_ACCEPTED);
     cn_repos_outcome_free(&o);
-    cn_repos_last_tree_stats(&st);
     /* depth here is root + d?? + f + the leaf: at most ~6 nodes on the path */
     CN_CHECK(st.nodes_written >= 2 && st.nodes_written <= 8);
     CN_CHECK(st.nodes_read >= 2 && st.nodes_read <= 8);
@@ -706,7 +708,7 @@ static void test_cost_and_pages(void)
     CN_CHECK_EQ(acc.n, 0);
     q.change = 3;
     CN_CHECK_EQ(cn_repos_tree_page(e.r, &rq, &q, page_row, &acc, &more, &cr, &rr), CN_E_NOT_FOUND);
-    CN_CHECK_EQ(rq.code, CN_REPOS_E_CHANGE_NOT_FOUND);
+    CN_CHECK_EQ(rq.fail.detail, CN_REPOS_E_CHANGE_NOT_FOUND);
     free(c);
     free(names);
     env_close(&e);
@@ -800,7 +802,7 @@ static void test_history_and_notes(void)
     cn_repos_note_free(&nt);
     CN_CHECK_EQ(cn_repos_describe(e.r, &rq, e.repo.id, 2, 0, (const uint8_t *)"ann", 3,
                                   (const uint8_t *)"again", 5, &nt), CN_E_CONFLICT);
-    CN_CHECK_EQ(rq.code, CN_REPOS_E_NOTE_REVISION_STALE);
+    CN_CHECK_EQ(rq.fail.detail, CN_REPOS_E_NOTE_REVISION_STALE);
     CN_CHECK_EQ(cn_repos_describe(e.r, &rq, e.repo.id, 2, 1, (const uint8_t *)"ann", 3,
                                   (const uint8_t *)" \n", 2, &nt), CN_E_INVALID);
     CN_CHECK_EQ(cn_repos_describe(e.r, &rq, e.repo.id, 9, 0, (const uint8_t *)"ann", 3,

@@ -2,7 +2,7 @@
  * the tree and the change set before the first entry changes, so a rejected
  * change set leaves the tree as it was.  The checks cost O(k * (depth +
  * log k)) for k entries, never a walk of the tree. */
-#include "model_int.h"
+#include "oracle_tree_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -22,9 +22,9 @@ static int by_fold(const void *a, const void *b)
     return cn__bytes_cmp(x->fold, x->fn, y->fold, y->fn);
 }
 
-static bool is_live(const cn_repos_tree_t *t, const uint8_t *p, size_t n)
+static bool is_live(const oracle_tree_t *t, const uint8_t *p, size_t n)
 {
-    const cn__tnode_t *nd = cn__tree_find(t, p, n);
+    const oracle_tnode_t *nd = oracle_tree_find(t, p, n);
     return nd && nd->state == CN_REPOS_LIVE;
 }
 
@@ -50,10 +50,10 @@ static size_t count_matching(removed_t **v, size_t m, const uint8_t *k, size_t k
     return c;
 }
 
-cn_err_t cn_repos_tree_apply(cn_repos_tree_t *t, const cn_repos_changeset_t *cs, uint64_t change,
-                             cn_repos_size_fn size_fn, void *ctx)
+cn_err_t oracle_tree_apply(oracle_tree_t *t, const cn_repos_changeset_t *cs, uint64_t change,
+                             oracle_size_fn size_fn, void *ctx)
 {
-    CN_TRY(cn_repos_tree_roots(t, NULL, NULL));     /* summaries current */
+    CN_TRY(oracle_tree_roots(t, NULL, NULL));     /* summaries current */
     cn_err_t err = CN_OK;
     removed_t *rm = calloc(cs->count, sizeof *rm);
     removed_t **by_p = calloc(cs->count, sizeof *by_p), **by_f = calloc(cs->count, sizeof *by_f);
@@ -77,8 +77,8 @@ cn_err_t cn_repos_tree_apply(cn_repos_tree_t *t, const cn_repos_changeset_t *cs,
         case CN_REPOS_ADD: ok = !live; break;
         case CN_REPOS_MODIFY: case CN_REPOS_DELETE: ok = live; break;
         case CN_REPOS_MOVE: ok = !live && is_live(t, e.from, e.from_len); break;
-        default: ok = cn__tree_find(t, e.path, e.path_len) &&
-                      cn__tree_find(t, e.path, e.path_len)->state != CN_REPOS_NONE; break;
+        default: ok = oracle_tree_find(t, e.path, e.path_len) &&
+                      oracle_tree_find(t, e.path, e.path_len)->state != CN_REPOS_NONE; break;
         }
         if (!ok) { err = CN_E_CONFLICT; goto out; }
         if (e.kind == CN_REPOS_DELETE || e.kind == CN_REPOS_MOVE) {
@@ -114,7 +114,7 @@ cn_err_t cn_repos_tree_apply(cn_repos_tree_t *t, const cn_repos_changeset_t *cs,
             }
         memcpy(key, e.path, e.path_len);
         key[e.path_len] = '/';
-        if (cn__tree_live_under(t, key, e.path_len + 1u) >
+        if (oracle_tree_live_under(t, key, e.path_len + 1u) >
             count_matching(by_p, m, key, e.path_len + 1u, false, false)) {
             err = CN_E_CONFLICT;
             goto out;
@@ -122,7 +122,7 @@ cn_err_t cn_repos_tree_apply(cn_repos_tree_t *t, const cn_repos_changeset_t *cs,
         uint8_t fold[CN_REPOS_MAX_PATH];
         long fn = cn_repos_path_fold(e.path, e.path_len, fold, sizeof fold);
         if (fn < 0) { err = CN_E_INVALID; goto out; }
-        uint64_t before = cn__fold_index_count(&t->folds, e.path, e.path_len);
+        uint64_t before = oracle_fold_index_count(&t->folds, e.path, e.path_len);
         uint64_t gone = count_matching(by_f, m, fold, (size_t)fn, true, true);
         if (before - (gone < before ? gone : before) + 1 > 1) {
             err = CN_E_CONFLICT;
@@ -139,11 +139,11 @@ cn_err_t cn_repos_tree_apply(cn_repos_tree_t *t, const cn_repos_changeset_t *cs,
             continue;
         case CN_REPOS_DELETE:
             ne.state = CN_REPOS_TOMBSTONE;
-            err = cn_repos_tree_put(t, e.path, e.path_len, &ne);
+            err = oracle_tree_put(t, e.path, e.path_len, &ne);
             continue;
         case CN_REPOS_MOVE:
             ne.state = CN_REPOS_TOMBSTONE;
-            if ((err = cn_repos_tree_put(t, e.from, e.from_len, &ne)))
+            if ((err = oracle_tree_put(t, e.from, e.from_len, &ne)))
                 continue;
             break;
         default:
@@ -153,7 +153,7 @@ cn_err_t cn_repos_tree_apply(cn_repos_tree_t *t, const cn_repos_changeset_t *cs,
         ne.mode = e.mode;
         ne.size = sizes[i];
         ne.manifest = e.manifest;
-        err = cn_repos_tree_put(t, e.path, e.path_len, &ne);
+        err = oracle_tree_put(t, e.path, e.path_len, &ne);
     }
 out:
     free(arena);

@@ -1,6 +1,6 @@
-/* Open-addressing multiset of folded live paths (see model_fold_index.h).
+/* Open-addressing multiset of folded live paths (see oracle_fold_index.h).
  * Keys hash with BLAKE3, so chosen path names cannot force long probes. */
-#include "model_fold_index.h"
+#include "oracle_fold_index.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -15,7 +15,7 @@ static uint64_t key_hash(const uint8_t *k, size_t n)
     return h;
 }
 
-void cn__fold_index_free(cn__fold_index_t *ix)
+void oracle_fold_index_free(oracle_fold_index_t *ix)
 {
     for (size_t i = 0; i < ix->cap; i++)
         free(ix->slots[i].key);
@@ -24,23 +24,23 @@ void cn__fold_index_free(cn__fold_index_t *ix)
     ix->cap = ix->used = 0;
 }
 
-static cn__fold_slot_t *probe(const cn__fold_index_t *ix, uint64_t h, const uint8_t *k, size_t n)
+static oracle_fold_slot_t *probe(const oracle_fold_index_t *ix, uint64_t h, const uint8_t *k, size_t n)
 {
     size_t i = h & (ix->cap - 1);
     for (;;) {
-        cn__fold_slot_t *s = &ix->slots[i];
+        oracle_fold_slot_t *s = &ix->slots[i];
         if (!s->key || (s->h == h && s->len == n && memcmp(s->key, k, n) == 0))
             return s;
         i = (i + 1) & (ix->cap - 1);
     }
 }
 
-cn_err_t cn__fold_index_reserve(cn__fold_index_t *ix)
+cn_err_t oracle_fold_index_reserve(oracle_fold_index_t *ix)
 {
     if ((ix->used + 1) * 4 < ix->cap * 3)
         return CN_OK;
     size_t cap = ix->cap ? ix->cap * 2 : 64;
-    cn__fold_index_t nx = { calloc(cap, sizeof(cn__fold_slot_t)), cap, ix->used };
+    oracle_fold_index_t nx = { calloc(cap, sizeof(oracle_fold_slot_t)), cap, ix->used };
     if (!nx.slots)
         return -ENOMEM;
     for (size_t i = 0; i < ix->cap; i++)
@@ -54,15 +54,15 @@ cn_err_t cn__fold_index_reserve(cn__fold_index_t *ix)
 /* Entries whose count drops to zero stay as zero-count keys: removal from
  * an open-addressing table would break probe chains, and a path that was
  * live once usually comes back. */
-cn_err_t cn__fold_index_add(cn__fold_index_t *ix, const uint8_t *path, size_t n, int delta)
+cn_err_t oracle_fold_index_add(oracle_fold_index_t *ix, const uint8_t *path, size_t n, int delta)
 {
     uint8_t fold[CN_REPOS_MAX_PATH];
     long fn = cn_repos_path_fold(path, n, fold, sizeof fold);
     if (fn < 0)
         return CN_E_INVALID;
-    CN_TRY(cn__fold_index_reserve(ix));
+    CN_TRY(oracle_fold_index_reserve(ix));
     uint64_t h = key_hash(fold, (size_t)fn);
-    cn__fold_slot_t *s = probe(ix, h, fold, (size_t)fn);
+    oracle_fold_slot_t *s = probe(ix, h, fold, (size_t)fn);
     if (!s->key) {
         if (delta < 0)
             return CN_OK;
@@ -82,12 +82,12 @@ cn_err_t cn__fold_index_add(cn__fold_index_t *ix, const uint8_t *path, size_t n,
     return CN_OK;
 }
 
-uint32_t cn__fold_index_count(const cn__fold_index_t *ix, const uint8_t *path, size_t n)
+uint32_t oracle_fold_index_count(const oracle_fold_index_t *ix, const uint8_t *path, size_t n)
 {
     uint8_t fold[CN_REPOS_MAX_PATH];
     long fn = cn_repos_path_fold(path, n, fold, sizeof fold);
     if (fn < 0 || ix->cap == 0)
         return 0;
-    const cn__fold_slot_t *s = probe(ix, key_hash(fold, (size_t)fn), fold, (size_t)fn);
+    const oracle_fold_slot_t *s = probe(ix, key_hash(fold, (size_t)fn), fold, (size_t)fn);
     return s->key ? s->count : 0;
 }

@@ -16,7 +16,7 @@
  * Invariant checked on every read: a row's encoding hashes to the hash its
  * parent names (CN_E_CORRUPT otherwise). */
 #include "service_int.h"
-#include "tree_codec.h"
+#include "model_tree_codec.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -253,7 +253,7 @@ void cn__ptree_free(cn__ptree_t *t)
     free(t);
 }
 
-void cn__ptree_stats(const cn__ptree_t *t, cn_repos_tree_stats_t *out)
+void cn__ptree_stats(const cn__ptree_t *t, cn__ptree_stats_t *out)
 {
     out->nodes_read = t->nodes_read;
     out->nodes_written = t->nodes_written;

@@ -1,14 +1,15 @@
 /* The snapshot-tree node codec (docs/protocol/scribe.md 10.4 and 10.5): the
  * node encoding, the node (revision) hash, the content hashes, and how a
- * node's summaries follow from its entry and its children.  The in-memory
- * model tree (model_tree.c), the proof verifier (model_tree_proof.c) and the
- * persistent tree (tree.c) all encode and hash through here, so the bytes
- * have one definition.  It must never walk a tree, read storage or keep
- * state: a caller describes one node at a time.  (The parser,
- * cn_repos_node_parse, stays beside the verifier that relies on it.)
- * Never included from another module. */
-#ifndef CN_REPOS_TREE_CODEC_H
-#define CN_REPOS_TREE_CODEC_H
+ * node's summaries follow from its entry and its children.  The proof
+ * verifier (model_tree_proof.c), the persistent tree (service_tree.c) and the
+ * tests' in-memory oracle tree (tests/repos/oracle_tree*.c) all encode and
+ * hash through here, so the bytes have one definition.  It must never walk a
+ * tree, read storage or keep state: a caller describes one node at a time.
+ * (The parser, cn_repos_node_parse, stays beside the verifier that relies on
+ * it.)  Never included from another module; the oracle tree under tests/
+ * is the one outside user. */
+#ifndef CN_REPOS_MODEL_TREE_CODEC_H
+#define CN_REPOS_MODEL_TREE_CODEC_H
 
 #include "cairn/repos_model.h"
 

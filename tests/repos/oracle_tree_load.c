@@ -2,7 +2,7 @@
  * from the root down into a full-tree proof, verify it completely, then
  * insert its entries.  The shape of the tree is a function of its keys, so
  * the rebuilt tree re-derives the same roots, which is checked. */
-#include "model_int.h"
+#include "oracle_tree_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@ static uint32_t ld32(const uint8_t *p)
 
 /* Appends u32le length || encoding of the node with this hash. */
 static cn_err_t fetch_one(cn_buf_t *proof, cn_buf_t *tmp, const cn_digest_t *h,
-                          cn_repos_fetch_fn fetch, void *ctx, lframe_t *f)
+                          oracle_fetch_fn fetch, void *ctx, lframe_t *f)
 {
     cn_repos_node_t nd;
     cn_digest_t got;
@@ -37,8 +37,8 @@ static cn_err_t fetch_one(cn_buf_t *proof, cn_buf_t *tmp, const cn_digest_t *h,
     return cn_buf_append(proof, tmp->data, tmp->len);
 }
 
-cn_err_t cn_repos_tree_load(cn_repos_tree_t **out, const cn_digest_t *revision_root,
-                            cn_repos_fetch_fn fetch, void *ctx)
+cn_err_t oracle_tree_load(oracle_tree_t **out, const cn_digest_t *revision_root,
+                            oracle_fetch_fn fetch, void *ctx)
 {
     cn_buf_t proof = { 0 }, tmp = { 0 };
     lframe_t *st = NULL;
@@ -71,7 +71,7 @@ cn_err_t cn_repos_tree_load(cn_repos_tree_t **out, const cn_digest_t *revision_r
         if ((err = fetch_one(&proof, &tmp, &child, fetch, ctx, &f)))
             goto out;
     }
-    err = cn_repos_tree_from_proof(out, proof.data, proof.len, revision_root);
+    err = oracle_tree_from_proof(out, proof.data, proof.len, revision_root);
 out:
     free(st);
     cn_buf_free(&tmp);
@@ -81,17 +81,17 @@ out:
 
 typedef struct { size_t key_len; uint16_t left; } bframe_t;
 
-cn_err_t cn_repos_tree_from_proof(cn_repos_tree_t **out, const uint8_t *p, size_t n,
+cn_err_t oracle_tree_from_proof(oracle_tree_t **out, const uint8_t *p, size_t n,
                                   const cn_digest_t *revision_root)
 {
     cn_digest_t content;
     uint64_t live;
     CN_TRY(cn_repos_tree_proof_verify(p, n, revision_root, &content, &live));
-    cn_repos_tree_t *t = NULL;
+    oracle_tree_t *t = NULL;
     bframe_t *st = NULL;
     uint8_t *key = malloc(CN_REPOS_MAX_PATH);
     size_t depth = 0, cap = 0, off = 0;
-    cn_err_t err = key ? cn_repos_tree_new(&t) : -ENOMEM;
+    cn_err_t err = key ? oracle_tree_new(&t) : -ENOMEM;
     /* The proof is verified: lengths, shape and key sizes are sound. */
     while (!err && off < n) {
         uint32_t len = ld32(p + off);
@@ -106,7 +106,7 @@ cn_err_t cn_repos_tree_from_proof(cn_repos_tree_t **out, const uint8_t *p, size_
             st[depth - 1].left--;
         memcpy(key + base, nd.prefix, nd.prefix_len);
         size_t kl = base + nd.prefix_len;
-        if (nd.entry_state != CN_REPOS_NONE && (err = cn_repos_tree_put(t, key, kl, &nd.entry)))
+        if (nd.entry_state != CN_REPOS_NONE && (err = oracle_tree_put(t, key, kl, &nd.entry)))
             break;
         if (nd.child_count) {
             if (depth == cap) {
@@ -121,14 +121,14 @@ cn_err_t cn_repos_tree_from_proof(cn_repos_tree_t **out, const uint8_t *p, size_
     }
     cn_digest_t c2, r2;
     if (!err)
-        err = cn_repos_tree_roots(t, &c2, &r2);
+        err = oracle_tree_roots(t, &c2, &r2);
     if (!err && (!cn_ct_equal(r2.b, revision_root->b, CN_DIGEST_LEN) ||
                  !cn_ct_equal(c2.b, content.b, CN_DIGEST_LEN)))
         err = CN_E_CORRUPT;
     free(st);
     free(key);
     if (err) {
-        cn_repos_tree_free(t);
+        oracle_tree_free(t);
         return err;
     }
     *out = t;

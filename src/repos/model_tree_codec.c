@@ -1,6 +1,6 @@
 /* The snapshot-tree node codec: encodings and hashes of one node at a time
  * (docs/protocol/scribe.md 10.4, 10.5).  Never walks a tree. */
-#include "tree_codec.h"
+#include "model_tree_codec.h"
 
 #include <string.h>
 

@@ -1,18 +1,19 @@
-/* The snapshot tree: a path-compressed 256-ary radix tree over canonical
- * path bytes with per-node summaries and two commitments.  Entries are never
+/* The in-memory snapshot tree (a test oracle, see oracle_tree.h): a
+ * path-compressed 256-ary radix tree over canonical path bytes with per-node
+ * summaries and two commitments.  Entries are never
  * removed (a delete leaves a tombstone), so nodes only ever split, and an
- * update dirties exactly the nodes on its path; cn_repos_tree_roots re-hashes
+ * update dirties exactly the nodes on its path; oracle_tree_roots re-hashes
  * only dirty nodes.  Recursion depth is bounded by the path limit (every
  * non-root edge is at least one byte). */
-#include "model_int.h"
+#include "oracle_tree_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-static cn__tnode_t *node_new(const uint8_t *prefix, size_t plen)
+static oracle_tnode_t *node_new(const uint8_t *prefix, size_t plen)
 {
-    cn__tnode_t *n = calloc(1, sizeof *n);
+    oracle_tnode_t *n = calloc(1, sizeof *n);
     if (!n)
         return NULL;
     if (plen) {
@@ -28,7 +29,7 @@ static cn__tnode_t *node_new(const uint8_t *prefix, size_t plen)
     return n;
 }
 
-static void node_free(cn__tnode_t *n)
+static void node_free(oracle_tnode_t *n)
 {
     if (!n)
         return;
@@ -39,9 +40,9 @@ static void node_free(cn__tnode_t *n)
     free(n);
 }
 
-cn_err_t cn_repos_tree_new(cn_repos_tree_t **out)
+cn_err_t oracle_tree_new(oracle_tree_t **out)
 {
-    cn_repos_tree_t *t = calloc(1, sizeof *t);
+    oracle_tree_t *t = calloc(1, sizeof *t);
     if (!t || !(t->root = node_new(NULL, 0))) {
         free(t);
         return -ENOMEM;
@@ -50,16 +51,16 @@ cn_err_t cn_repos_tree_new(cn_repos_tree_t **out)
     return CN_OK;
 }
 
-void cn_repos_tree_free(cn_repos_tree_t *t)
+void oracle_tree_free(oracle_tree_t *t)
 {
     if (!t)
         return;
     node_free(t->root);
-    cn__fold_index_free(&t->folds);
+    oracle_fold_index_free(&t->folds);
     free(t);
 }
 
-static int kid_index(const cn__tnode_t *n, uint8_t b, bool *found)
+static int kid_index(const oracle_tnode_t *n, uint8_t b, bool *found)
 {
     int lo = 0, hi = n->nkids;
     while (lo < hi) {
@@ -72,14 +73,14 @@ static int kid_index(const cn__tnode_t *n, uint8_t b, bool *found)
     return lo;
 }
 
-static cn_err_t kids_reserve(cn__tnode_t *n)
+static cn_err_t kids_reserve(oracle_tnode_t *n)
 {
     if (n->nkids < n->kcap)
         return CN_OK;
     uint16_t cap = n->kcap ? (uint16_t)(n->kcap * 2) : 2;
     if (cap > 256)
         cap = 256;
-    cn__tnode_t **k = realloc(n->kids, cap * sizeof *k);
+    oracle_tnode_t **k = realloc(n->kids, cap * sizeof *k);
     if (!k)
         return -ENOMEM;
     n->kids = k;
@@ -87,7 +88,7 @@ static cn_err_t kids_reserve(cn__tnode_t *n)
     return CN_OK;
 }
 
-static void kids_insert(cn__tnode_t *n, int at, cn__tnode_t *kid)
+static void kids_insert(oracle_tnode_t *n, int at, oracle_tnode_t *kid)
 {
     memmove(n->kids + at + 1, n->kids + at, (size_t)(n->nkids - at) * sizeof *n->kids);
     n->kids[at] = kid;
@@ -101,16 +102,16 @@ static bool entry_ok(const cn_repos_entry_t *e)
     return e->state == CN_REPOS_TOMBSTONE;
 }
 
-static void set_entry(cn__tnode_t *n, const cn_repos_entry_t *e)
+static void set_entry(oracle_tnode_t *n, const cn_repos_entry_t *e)
 {
     n->state = e->state;
     cn__tree_entry_set(&n->e, e);
 }
 
-static cn_err_t put_node(cn_repos_tree_t *t, const uint8_t *path, size_t len,
+static cn_err_t put_node(oracle_tree_t *t, const uint8_t *path, size_t len,
                          const cn_repos_entry_t *e)
 {
-    cn__tnode_t *n = t->root;
+    oracle_tnode_t *n = t->root;
     size_t i = 0;
     for (;;) {
         n->dirty = true;
@@ -122,14 +123,14 @@ static cn_err_t put_node(cn_repos_tree_t *t, const uint8_t *path, size_t len,
         int at = kid_index(n, path[i], &found);
         if (!found) {
             CN_TRY(kids_reserve(n));
-            cn__tnode_t *leaf = node_new(path + i, len - i);
+            oracle_tnode_t *leaf = node_new(path + i, len - i);
             if (!leaf)
                 return -ENOMEM;
             set_entry(leaf, e);
             kids_insert(n, at, leaf);
             return CN_OK;
         }
-        cn__tnode_t *c = n->kids[at];
+        oracle_tnode_t *c = n->kids[at];
         size_t common = 0;
         while (common < c->plen && i + common < len && c->prefix[common] == path[i + common])
             common++;
@@ -140,8 +141,8 @@ static cn_err_t put_node(cn_repos_tree_t *t, const uint8_t *path, size_t len,
         }
         /* Split c's edge at `common`: mid takes the shared bytes.  Allocate
          * everything first so a failure leaves the tree as it was. */
-        cn__tnode_t *mid = node_new(c->prefix, common);
-        cn__tnode_t *leaf = NULL;
+        oracle_tnode_t *mid = node_new(c->prefix, common);
+        oracle_tnode_t *leaf = NULL;
         if (!mid)
             return -ENOMEM;
         mid->kids = malloc(2 * sizeof *mid->kids);
@@ -170,16 +171,16 @@ static cn_err_t put_node(cn_repos_tree_t *t, const uint8_t *path, size_t len,
     }
 }
 
-const cn__tnode_t *cn__tree_find(const cn_repos_tree_t *t, const uint8_t *path, size_t len)
+const oracle_tnode_t *oracle_tree_find(const oracle_tree_t *t, const uint8_t *path, size_t len)
 {
-    const cn__tnode_t *n = t->root;
+    const oracle_tnode_t *n = t->root;
     size_t i = 0;
     while (i < len) {
         bool found;
         int at = kid_index(n, path[i], &found);
         if (!found)
             return NULL;
-        const cn__tnode_t *c = n->kids[at];
+        const oracle_tnode_t *c = n->kids[at];
         if (c->plen > len - i || memcmp(c->prefix, path + i, c->plen) != 0)
             return NULL;
         i += c->plen;
@@ -188,36 +189,36 @@ const cn__tnode_t *cn__tree_find(const cn_repos_tree_t *t, const uint8_t *path, 
     return n;
 }
 
-cn_err_t cn_repos_tree_put(cn_repos_tree_t *t, const uint8_t *path, size_t len,
+cn_err_t oracle_tree_put(oracle_tree_t *t, const uint8_t *path, size_t len,
                            const cn_repos_entry_t *e)
 {
     if (cn_repos_path_check(path, len) || !entry_ok(e))
         return CN_E_INVALID;
-    const cn__tnode_t *old = cn__tree_find(t, path, len);
+    const oracle_tnode_t *old = oracle_tree_find(t, path, len);
     bool was = old && old->state == CN_REPOS_LIVE, will = e->state == CN_REPOS_LIVE;
     if (!was && will)
-        CN_TRY(cn__fold_index_add(&t->folds, path, len, +1));
+        CN_TRY(oracle_fold_index_add(&t->folds, path, len, +1));
     cn_err_t err = put_node(t, path, len, e);
     if (err) {
         if (!was && will)
-            cn__fold_index_add(&t->folds, path, len, -1);   /* an existing key: cannot fail */
+            oracle_fold_index_add(&t->folds, path, len, -1);   /* an existing key: cannot fail */
         return err;
     }
     if (was && !will)
-        cn__fold_index_add(&t->folds, path, len, -1);
+        oracle_fold_index_add(&t->folds, path, len, -1);
     return CN_OK;
 }
 
-uint64_t cn__tree_live_under(const cn_repos_tree_t *t, const uint8_t *prefix, size_t len)
+uint64_t oracle_tree_live_under(const oracle_tree_t *t, const uint8_t *prefix, size_t len)
 {
-    const cn__tnode_t *n = t->root;
+    const oracle_tnode_t *n = t->root;
     size_t i = 0;
     while (i < len) {
         bool found;
         int at = kid_index(n, prefix[i], &found);
         if (!found)
             return 0;
-        const cn__tnode_t *c = n->kids[at];
+        const oracle_tnode_t *c = n->kids[at];
         size_t rest = len - i, m = c->plen < rest ? c->plen : rest;
         if (memcmp(c->prefix, prefix + i, m) != 0)
             return 0;
@@ -229,9 +230,9 @@ uint64_t cn__tree_live_under(const cn_repos_tree_t *t, const uint8_t *prefix, si
     return n->sum.live;
 }
 
-bool cn_repos_tree_get(const cn_repos_tree_t *t, const uint8_t *path, size_t len, cn_repos_entry_t *out)
+bool oracle_tree_get(const oracle_tree_t *t, const uint8_t *path, size_t len, cn_repos_entry_t *out)
 {
-    const cn__tnode_t *n = len ? cn__tree_find(t, path, len) : NULL;
+    const oracle_tnode_t *n = len ? oracle_tree_find(t, path, len) : NULL;
     if (!n || n->state == CN_REPOS_NONE)
         return false;
     if (out)
@@ -244,7 +245,7 @@ typedef struct { cn_buf_t lo, hi; } bounds_t;
 
 /* The bytes under n along its first (lo) or last (hi) descendants: lo stops
  * at the first node with an entry, hi at a leaf. */
-static cn_err_t put_bound(cn_buf_t *b, const cn__tnode_t *n, bool lo)
+static cn_err_t put_bound(cn_buf_t *b, const oracle_tnode_t *n, bool lo)
 {
     cn_buf_reset(b);
     while (n->nkids > 0 && !(lo && n->state != CN_REPOS_NONE)) {
@@ -256,14 +257,14 @@ static cn_err_t put_bound(cn_buf_t *b, const cn__tnode_t *n, bool lo)
 
 static const cn__tree_sum_t *kid_sum(const void *kids, uint16_t i, uint8_t *byte)
 {
-    const cn__tnode_t *k = ((cn__tnode_t *const *)kids)[i];
+    const oracle_tnode_t *k = ((oracle_tnode_t *const *)kids)[i];
     *byte = k->prefix[0];
     return &k->sum;
 }
 
 /* Describes n for the codec; the bounds are computed into bd, which d
  * borrows until bd is next used. */
-static cn_err_t describe(bounds_t *bd, const cn__tnode_t *n, cn__tree_node_t *d)
+static cn_err_t describe(bounds_t *bd, const oracle_tnode_t *n, cn__tree_node_t *d)
 {
     CN_TRY(put_bound(&bd->lo, n, true));
     CN_TRY(put_bound(&bd->hi, n, false));
@@ -277,13 +278,13 @@ typedef struct {
     cn_buf_t enc, key;
     bounds_t bd;
     uint64_t count;
-    cn_repos_node_fn emit;
+    oracle_node_fn emit;
     void *ctx;
 } hash_ctx_t;
 
 /* Summaries, content hash and revision hash of a node whose children are
  * current.  Kept out of line so the recursion's frames stay small. */
-static __attribute__((noinline)) cn_err_t finish_node(hash_ctx_t *h, cn__tnode_t *n)
+static __attribute__((noinline)) cn_err_t finish_node(hash_ctx_t *h, oracle_tnode_t *n)
 {
     cn__tree_node_t d;
     CN_TRY(describe(&h->bd, n, &d));
@@ -296,7 +297,7 @@ static __attribute__((noinline)) cn_err_t finish_node(hash_ctx_t *h, cn__tnode_t
     return CN_OK;
 }
 
-static cn_err_t rehash(hash_ctx_t *h, cn__tnode_t *n)
+static cn_err_t rehash(hash_ctx_t *h, oracle_tnode_t *n)
 {
     size_t key_at = h->key.len;
     CN_TRY(cn_buf_append(&h->key, n->prefix, n->plen));
@@ -309,13 +310,13 @@ static cn_err_t rehash(hash_ctx_t *h, cn__tnode_t *n)
     return CN_OK;
 }
 
-cn_err_t cn_repos_tree_roots(cn_repos_tree_t *t, cn_digest_t *content, cn_digest_t *revision)
+cn_err_t oracle_tree_roots(oracle_tree_t *t, cn_digest_t *content, cn_digest_t *revision)
 {
-    return cn_repos_tree_roots_emit(t, content, revision, NULL, NULL);
+    return oracle_tree_roots_emit(t, content, revision, NULL, NULL);
 }
 
-cn_err_t cn_repos_tree_roots_emit(cn_repos_tree_t *t, cn_digest_t *content, cn_digest_t *revision,
-                                  cn_repos_node_fn emit, void *ctx)
+cn_err_t oracle_tree_roots_emit(oracle_tree_t *t, cn_digest_t *content, cn_digest_t *revision,
+                                  oracle_node_fn emit, void *ctx)
 {
     hash_ctx_t h = { { 0 }, { 0 }, { { 0 }, { 0 } }, 0, emit, ctx };
     cn_err_t e = rehash(&h, t->root);
@@ -337,9 +338,9 @@ cn_err_t cn_repos_tree_roots_emit(cn_repos_tree_t *t, cn_digest_t *content, cn_d
     return CN_OK;
 }
 
-uint64_t cn_repos_tree_rehashed(const cn_repos_tree_t *t) { return t->rehashed; }
+uint64_t oracle_tree_rehashed(const oracle_tree_t *t) { return t->rehashed; }
 
-static void count(const cn__tnode_t *n, uint64_t *entries, uint64_t *live)
+static void count(const oracle_tnode_t *n, uint64_t *entries, uint64_t *live)
 {
     *entries += n->state != CN_REPOS_NONE;
     *live += n->state == CN_REPOS_LIVE;
@@ -347,14 +348,14 @@ static void count(const cn__tnode_t *n, uint64_t *entries, uint64_t *live)
         count(n->kids[i], entries, live);
 }
 
-uint64_t cn_repos_tree_entries(const cn_repos_tree_t *t)
+uint64_t oracle_tree_entries(const oracle_tree_t *t)
 {
     uint64_t e = 0, l = 0;
     count(t->root, &e, &l);
     return e;
 }
 
-uint64_t cn_repos_tree_live(const cn_repos_tree_t *t)
+uint64_t oracle_tree_live(const oracle_tree_t *t)
 {
     uint64_t e = 0, l = 0;
     count(t->root, &e, &l);
@@ -362,7 +363,7 @@ uint64_t cn_repos_tree_live(const cn_repos_tree_t *t)
 }
 
 /* ---- walking and proofs ------------------------------------------------------ */
-static int walk(const cn__tnode_t *n, cn_buf_t *key, cn_repos_walk_fn fn, void *ctx)
+static int walk(const oracle_tnode_t *n, cn_buf_t *key, oracle_walk_fn fn, void *ctx)
 {
     size_t at = key->len;
     int rc = cn_buf_append(key, n->prefix, n->plen);
@@ -377,7 +378,7 @@ static int walk(const cn__tnode_t *n, cn_buf_t *key, cn_repos_walk_fn fn, void *
     return 0;
 }
 
-int cn_repos_tree_walk(const cn_repos_tree_t *t, cn_repos_walk_fn fn, void *ctx)
+int oracle_tree_walk(const oracle_tree_t *t, oracle_walk_fn fn, void *ctx)
 {
     cn_buf_t key = { 0 };
     int rc = walk(t->root, &key, fn, ctx);
@@ -389,7 +390,7 @@ typedef struct { cn_buf_t tmp; bounds_t bd; } emit_ctx_t;
 
 /* Kept out of line so the recursion's frames stay small. */
 static __attribute__((noinline)) cn_err_t emit_node(cn_buf_t *out, emit_ctx_t *x,
-                                                    const cn__tnode_t *n)
+                                                    const oracle_tnode_t *n)
 {
     cn__tree_node_t d;
     CN_TRY(describe(&x->bd, n, &d));
@@ -399,7 +400,7 @@ static __attribute__((noinline)) cn_err_t emit_node(cn_buf_t *out, emit_ctx_t *x
     return cn_buf_append(out, x->tmp.data, x->tmp.len);
 }
 
-static cn_err_t emit(cn_buf_t *out, emit_ctx_t *x, const cn__tnode_t *n)
+static cn_err_t emit(cn_buf_t *out, emit_ctx_t *x, const oracle_tnode_t *n)
 {
     CN_TRY(emit_node(out, x, n));
     for (uint16_t i = 0; i < n->nkids; i++)
@@ -407,9 +408,9 @@ static cn_err_t emit(cn_buf_t *out, emit_ctx_t *x, const cn__tnode_t *n)
     return CN_OK;
 }
 
-cn_err_t cn_repos_tree_proof_full(cn_repos_tree_t *t, cn_buf_t *out)
+cn_err_t oracle_tree_proof_full(oracle_tree_t *t, cn_buf_t *out)
 {
-    CN_TRY(cn_repos_tree_roots(t, NULL, NULL));
+    CN_TRY(oracle_tree_roots(t, NULL, NULL));
     emit_ctx_t x = { { 0 }, { { 0 }, { 0 } } };
     size_t start = out->len;
     cn_err_t e = emit(out, &x, t->root);

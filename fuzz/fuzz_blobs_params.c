@@ -5,7 +5,7 @@
  * namespace, counts within their limits, the renewal form's single digest),
  * and an accepted value re-encoded from the decoded params validates again to
  * the same params. */
-#include "../src/http/blobs_http.h"
+#include "../src/blobops/blobops_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -19,7 +19,7 @@
  *     as a CORSConfiguration (an accepted one normalizes to a fixed point).
  *   3 grant header: one x-amz-grant-* value.  Invariants: accepted means at
  *     least one grant, at most 100. */
-#include "../src/http/s3_int.h"
+#include "../src/s3/s3_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -278,6 +278,7 @@ typedef enum {
     CN_WHY_NO_GRANT,        /* nothing allowed it (implicit deny) */
     CN_WHY_NS_CLOSED,       /* blob namespace: no grant (closed by default) */
     CN_WHY_NS_OPERATOR_ONLY,/* blob namespace: needs operator authority */
+    CN_WHY_END              /* one past the last denial */
 } cn_authz_why_t;
 
 #define CN_AUTHZ_REASON_MAX 192

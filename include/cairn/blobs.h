@@ -215,21 +215,6 @@ typedef struct cn_blobs_counters {
 } cn_blobs_counters_t;
 CN_API void cn_blobs_counters(cn_blobs_t *b, cn_blobs_counters_t *out);
 
-/* ---- the HTTP carriage (built into cn_http: src/http/blobs_*.c) --------------
- * Registers the blob operation family on an HTTP server (before it starts):
- * GET /_cairn/ops (discovery), POST /_cairn/ops/blobs/{stat,have,delete},
- * POST /_cairn/ops/channels/blobs/sub (fetch) and POST /_cairn/ops/blobs/put,
- * as docs/protocol/blobs.md specifies.  b and id are borrowed and must
- * outlive the server.  Stopping: cn_blobs_shutdown(b), then stop the server,
- * then cn_blobs_http_free(*out).  Errors: CN_E_LIMIT (route table full),
- * -ENOMEM. */
-typedef struct cn_http_server cn_http_server_t;   /* cairn/http.h */
-typedef struct cn_blobs_http cn_blobs_http_t;
-CN_API cn_err_t cn_blobs_http_register(cn_http_server_t *srv, cn_blobs_t *b, cn_identity_t *id,
-                                       cn_blobs_http_t **out);
-/* Frees what register allocated; only once the server has stopped.  NULL ok. */
-CN_API void cn_blobs_http_free(cn_blobs_http_t *h);
-
 #ifdef __cplusplus
 }
 #endif

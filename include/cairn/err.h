@@ -9,6 +9,9 @@
 #ifndef CAIRN_ERR_H
 #define CAIRN_ERR_H
 
+#include <stdarg.h>
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -60,6 +63,30 @@ CN_API const char *cn_strerror(cn_err_t err);
 
 /* Returns the symbolic name of err ("CN_E_NOT_FOUND", "ENOSPC", ...). */
 CN_API const char *cn_errname(cn_err_t err);
+
+/* One structured service failure, the same shape for every service: the
+ * class (a cn_err_t: what kind of failure, which an adapter may map alone),
+ * a detail code from the service's own detail enum (which rule refused;
+ * 0 = none, the class says it all: cn_obj_detail_t, cn_repos_code_t,
+ * cn_blobs_detail_t) and one line for humans, never a secret and never
+ * parsed: adapters map (class, detail) to their wire codes in one table and
+ * only ever copy the message.  Services fill it on failure; a caller zeroes
+ * it before a call (or ignores it on success). */
+#define CN_FAIL_MESSAGE_MAX 256
+typedef struct cn_fail {
+    cn_err_t cls;
+    uint16_t detail;
+    char message[CN_FAIL_MESSAGE_MAX];
+} cn_fail_t;
+
+/* Sets f (NULL = ignored) to (cls, detail, the formatted message, cut to
+ * fit) and returns cls, so a failing path can `return cn_fail_set(...)`.
+ * Thread-safe; f belongs to the caller. */
+CN_API cn_err_t cn_fail_set(cn_fail_t *f, cn_err_t cls, uint16_t detail, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The same with a va_list (for services' own variadic setters). */
+CN_API cn_err_t cn_fail_vset(cn_fail_t *f, cn_err_t cls, uint16_t detail, const char *fmt,
+                             va_list ap) __attribute__((format(printf, 4, 0)));
 
 #define CN_TRY(expr) do { cn_err_t cn__e = (expr); if (cn__e < 0) return cn__e; } while (0)
 

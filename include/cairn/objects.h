@@ -95,6 +95,43 @@ typedef enum {
     CN_OBJ_SIDE_DEST,        /* CopyObject: about the destination */
 } cn_objects_side_t;
 
+/* The objects service's detail codes (cn_fail_t.detail): which rule refused,
+ * for every refusal an adapter answers distinctly; 0 = none (the class and
+ * `what` say it all).  Each rule is raised with the one class listed
+ * (X(name, class)): adapters map (class, what, detail) to wire codes in one
+ * table and their unit tests walk this list.  Not persisted: values may be
+ * renumbered, names are the contract. */
+#define CN_OBJ_DETAILS(X)                                                                    \
+    X(BUCKET_NAME_INVALID, CN_E_INVALID)   /* S3 naming rules broken */                       \
+    X(KEY_INVALID, CN_E_INVALID)           /* empty, NUL or not UTF-8 */                      \
+    X(KEY_TOO_LONG, CN_E_INVALID)          /* over 1024 bytes */                              \
+    X(CONTENT_TYPE_TOO_LONG, CN_E_INVALID)                                                    \
+    X(METADATA_KEY_INVALID, CN_E_INVALID)  /* an empty user-metadata key */                   \
+    X(METADATA_TOO_LARGE, CN_E_INVALID)    /* keys + values over CN_OBJECTS_USER_META_MAX */  \
+    X(CHECKSUM_ALG_INVALID, CN_E_INVALID)  /* an upload's checksum algorithm name */          \
+    X(LIST_ARG_INVALID, CN_E_INVALID)      /* max_keys, prefix, delimiter or marker */        \
+    X(PART_NUMBER_INVALID, CN_E_INVALID)   /* outside 1..CN_PART_NUMBER_MAX */                \
+    X(PART_LIST_INVALID, CN_E_INVALID)     /* none, too many, or not the first completion's */\
+    X(PART_ORDER, CN_E_INVALID)            /* listed part numbers do not ascend */            \
+    X(PART_MISSING, CN_E_INVALID)          /* a listed part was not uploaded */               \
+    X(PART_ETAG_MISMATCH, CN_E_INVALID)    /* a listed etag is not the part's */              \
+    X(PART_TOO_SMALL, CN_E_INVALID)        /* under an adapter's minimum (complete_check) */  \
+    X(POLICY_INVALID, CN_E_INVALID)        /* a bucket policy that does not parse/validate */ \
+    X(SETTING_NAME_INVALID, CN_E_INVALID)  /* a bucket attribute's name */                    \
+    X(SETTING_UNSET, CN_E_NOT_FOUND)       /* no policy / public access block / attribute */
+
+typedef enum {
+    CN_OBJ_DETAIL_NONE = 0,
+#define CN__OBJ_DETAIL_ENUM(name, cls) CN_OBJ_##name,
+    CN_OBJ_DETAILS(CN__OBJ_DETAIL_ENUM)
+#undef CN__OBJ_DETAIL_ENUM
+    CN_OBJ_DETAIL_COUNT                /* one past the last */
+} cn_obj_detail_t;
+
+/* The detail's name ("KEY_TOO_LONG"), "NONE" for 0, NULL when out of range. */
+CN_API const char *cn_obj_detail_name(cn_obj_detail_t d);
+
+
 typedef struct cn_objects_req {
     /* in */
     const cn_principal_t *principal;   /* NULL = anonymous */
@@ -104,10 +141,30 @@ typedef struct cn_objects_req {
     const char *user_agent;            /* aws:UserAgent, may be NULL */
     cn_authz_grant_hdrs_t grants;      /* x-amz-grant-* as sent (s3:x-amz-grant-*) */
     /* out: set by a failing call */
-    cn_objects_what_t what;
+    cn_objects_what_t what;            /* which thing failed */
     cn_objects_side_t side;
-    char message[256];                 /* one line for humans; never a secret */
+    cn_fail_t fail;                    /* class, detail (cn_obj_detail_t), message */
 } cn_objects_req_t;
+
+/* One row of an adapter's error table: a failure of class cls, about what
+ * (CN_OBJ_WHAT_ANY: anything), refused by rule detail (0: a failure without
+ * a detail), answers code (the adapter's own wire code). */
+#define CN_OBJ_WHAT_ANY (-1)
+typedef struct cn_obj_err_row {
+    cn_err_t cls;
+    int what;
+    uint16_t detail;
+    int code;
+} cn_obj_err_row_t;
+
+/* Looks a failed call up in an adapter's table: the first of rows[0..n)
+ * whose class is err, whose what is rq->what (or ANY) and whose detail is
+ * rq->fail.detail — taken only when rq->fail.cls is err, so details left by
+ * an earlier failure never apply; 0 otherwise.  A detail with no row of its
+ * own does not fall back to its class: it answers fallback, which the
+ * adapter's unit test catches.  Pure; any thread. */
+CN_API int cn_objects_err_lookup(const cn_obj_err_row_t *rows, size_t n,
+                                 const cn_objects_req_t *rq, cn_err_t err, int fallback);
 
 /* ---- names ------------------------------------------------------------------ */
 /* S3 bucket naming rules: 3..63 bytes of [a-z0-9.-], starting and ending with
@@ -160,9 +217,10 @@ CN_API cn_err_t cn_objects_bucket_set_visibility(cn_objects_t *o, cn_objects_req
                                                  const char *bucket,
                                                  cn_authz_visibility_t vis);
 
-/* Bucket policy as JSON text.  get: CN_E_NOT_FOUND with what = ARG when none
- * is set (S3: NoSuchBucketPolicy).  set: validated by authz (CN_E_INVALID,
- * reason in rq->message: MalformedPolicy), refused by BlockPublicPolicy
+/* Bucket policy as JSON text.  get: CN_E_NOT_FOUND with what = ARG,
+ * SETTING_UNSET when none is set (S3: NoSuchBucketPolicy).  set: validated by
+ * authz (CN_E_INVALID, POLICY_INVALID, the reason in rq->fail.message:
+ * MalformedPolicy), refused by BlockPublicPolicy
  * (CN_E_DENIED); json NULL deletes it.  Actions s3:Get/Put/DeleteBucketPolicy. */
 CN_API cn_err_t cn_objects_bucket_policy_get(cn_objects_t *o, cn_objects_req_t *rq,
                                              const char *bucket, cn_buf_t *json);

@@ -38,29 +38,45 @@ typedef struct cn_repos cn_repos_t;
 typedef struct cn_store cn_store_t;          /* cairn/store.h */
 typedef struct cn_meta cn_meta_t;            /* cairn/meta.h */
 
-/* ---- semantic outcome codes (stable; persisted) ---------------------------- */
+/* ---- semantic outcome codes (stable; persisted) ----------------------------
+ * The repos service's detail enum (cn_fail_t.detail of a failed call, and
+ * cn_repos_outcome_t.code): X(name, value).  The values are persisted in
+ * operation records and are never renumbered; 0 = none (a plain system
+ * failure: the class alone says it).  Adapters map them to wire codes in one
+ * table; their unit tests walk this list. */
+#define CN_REPOS_DETAILS(X)                 \
+    X(MALFORMED, 1)                         \
+    X(FORBIDDEN, 4)                         \
+    X(INTERNAL, 5)                          \
+    X(BUSY, 6)                              \
+    X(LIMIT_EXCEEDED, 8)                    \
+    X(STORAGE_FAILURE, 10)                  \
+    X(CORRUPT, 11)                          \
+    X(REPOSITORY_NOT_FOUND, 100)            \
+    X(BRANCH_NOT_FOUND, 101)                \
+    X(CHANGE_NOT_FOUND, 102)                \
+    X(REPOSITORY_EXISTS, 103)               \
+    X(OBJECT_MISSING, 104)                  \
+    X(OBJECT_INVALID, 105)                  \
+    X(WORKSPACE_MISMATCH, 106)              \
+    X(INTENT_FINALIZED, 107)                \
+    X(PATH_CONFLICT, 108)                   \
+    X(OPERATION_INTENT_MISMATCH, 200)       \
+    X(INCARNATION_MISMATCH, 201)            \
+    X(BASE_CONFLICT, 202)                   \
+    X(NOTE_REVISION_STALE, 212)
+
 typedef enum {
-    CN_REPOS_E_MALFORMED = 1,
-    CN_REPOS_E_FORBIDDEN = 4,
-    CN_REPOS_E_INTERNAL = 5,
-    CN_REPOS_E_BUSY = 6,
-    CN_REPOS_E_LIMIT_EXCEEDED = 8,
-    CN_REPOS_E_STORAGE_FAILURE = 10,
-    CN_REPOS_E_CORRUPT = 11,
-    CN_REPOS_E_REPOSITORY_NOT_FOUND = 100,
-    CN_REPOS_E_BRANCH_NOT_FOUND = 101,
-    CN_REPOS_E_CHANGE_NOT_FOUND = 102,
-    CN_REPOS_E_REPOSITORY_EXISTS = 103,
-    CN_REPOS_E_OBJECT_MISSING = 104,
-    CN_REPOS_E_OBJECT_INVALID = 105,
-    CN_REPOS_E_WORKSPACE_MISMATCH = 106,
-    CN_REPOS_E_INTENT_FINALIZED = 107,
-    CN_REPOS_E_PATH_CONFLICT = 108,
-    CN_REPOS_E_OPERATION_INTENT_MISMATCH = 200,
-    CN_REPOS_E_INCARNATION_MISMATCH = 201,
-    CN_REPOS_E_BASE_CONFLICT = 202,
-    CN_REPOS_E_NOTE_REVISION_STALE = 212,
+    CN_REPOS_E_NONE = 0,
+#define CN__REPOS_DETAIL_ENUM(name, value) CN_REPOS_E_##name = value,
+    CN_REPOS_DETAILS(CN__REPOS_DETAIL_ENUM)
+#undef CN__REPOS_DETAIL_ENUM
+    CN_REPOS_E_LAST = CN_REPOS_E_NOTE_REVISION_STALE   /* the largest value */
 } cn_repos_code_t;
+
+/* The code's name ("BASE_CONFLICT"), "NONE" for 0; NULL for a value that is
+ * not a cn_repos_code_t. */
+CN_API const char *cn_repos_code_name(unsigned code);
 
 /* ---- limits ------------------------------------------------------------------ */
 #define CN_REPOS_NAME_MAX 128                /* storage name bytes */
@@ -76,13 +92,13 @@ typedef enum {
  * Who asks, and where a failure is explained.  principal NULL with trusted
  * set: an unauthenticated endpoint that treats every caller as trusted
  * (plaintext Scribe, as the contract says).  principal NULL without trusted:
- * anonymous, allowed nothing.  On a failure the service sets code (a
- * cn_repos_code_t, 0 when the error is a plain system failure) and msg. */
+ * anonymous, allowed nothing.  On a failure the service sets fail: the
+ * class, the detail (a cn_repos_code_t, 0 when the error is a plain system
+ * failure) and a message. */
 typedef struct cn_repos_req {
     const cn_principal_t *principal;
     bool trusted;
-    uint16_t code;
-    char msg[256];
+    cn_fail_t fail;
 } cn_repos_req_t;
 
 typedef struct cn_repos_opts {
@@ -116,7 +132,7 @@ typedef struct cn_repos_info {
 /* Creates a repository named name (1..128 bytes of UTF-8, no '/', no control
  * characters, not "." or ".."), with a random id and incarnation and a main
  * branch named "main" at change 0.  compression 0 or 1.  Needs CN_PERM_ADMIN
- * (or a trusted request).  Errors (rq->code): CN_E_INVALID (MALFORMED),
+ * (or a trusted request).  Errors (rq->fail.detail): CN_E_INVALID (MALFORMED),
  * CN_E_EXISTS (REPOSITORY_EXISTS), CN_E_DENIED (FORBIDDEN), meta errors. */
 CN_API cn_err_t cn_repos_create(cn_repos_t *r, cn_repos_req_t *rq, const char *name, size_t len,
                                 uint8_t compression, cn_repos_info_t *out);
@@ -301,11 +317,6 @@ CN_API cn_err_t cn_repos_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn_repo
 CN_API cn_err_t cn_repos_operation_outcome(cn_repos_t *r, cn_repos_req_t *rq,
                                            const uint8_t repo[16], const uint8_t operation[16],
                                            bool *known, cn_repos_outcome_t *out);
-
-/* Work counters of the last submit on this thread (for tests and metrics):
- * tree nodes read from metadata and node encodings written. */
-typedef struct cn_repos_tree_stats { uint64_t nodes_read, nodes_written; } cn_repos_tree_stats_t;
-CN_API void cn_repos_last_tree_stats(cn_repos_tree_stats_t *out);
 
 /* ---- history ------------------------------------------------------------------ */
 typedef struct cn_repos_tree_row {

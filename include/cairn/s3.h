@@ -31,6 +31,8 @@ extern "C" {
 
 typedef struct cn_s3 cn_s3_t;
 
+#define CN_S3_MIN_PART_SIZE (5ull << 20) /* S3's least part but the last */
+
 typedef struct cn_s3_config {
     cn_objects_t *objects;          /* required; borrowed, must outlive the face */
     cn_identity_t *identity;        /* required; borrowed */
@@ -40,6 +42,10 @@ typedef struct cn_s3_config {
     /* What GetBucketLocation answers; NULL or "us-east-1" = the empty
      * LocationConstraint S3 gives for us-east-1. */
     const char *region;
+    /* The least size of every part but the last on CompleteMultipartUpload
+     * (EntityTooSmall below it); 0 = S3's 5 MiB.  As Ceph RGW's
+     * rgw_multipart_min_part_size, for test rigs and small-object stores. */
+    uint64_t min_part_size;
 } cn_s3_config_t;
 
 /* Creates the face (strings copied).  -ENOMEM, CN_E_INVALID (a required

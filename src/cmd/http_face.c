@@ -1,6 +1,6 @@
 /* cairnd's HTTP listener: routes, credentials and shutdown order. */
 #include "http_face.h"
-#include "cairn/blobs.h"
+#include "cairn/blobops.h"
 #include "cairn/http.h"
 #include "cairn/s3.h"
 #include "cairn/util.h"
@@ -20,6 +20,26 @@ static bool env_true(const char *name)
 {
     const char *v = getenv(name);
     return v && (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes"));
+}
+
+/* CAIRN_S3_MIN_PART_SIZE: bytes, 1 .. 5 GiB; unset = 0 (S3's 5 MiB).
+ * CN_E_INVALID, logged, for anything else: a typo must not start a server
+ * that silently accepts what S3 refuses. */
+static cn_err_t env_min_part(uint64_t *out)
+{
+    const char *v = getenv("CAIRN_S3_MIN_PART_SIZE");
+    *out = 0;
+    if (!v)
+        return CN_OK;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (!*v || *end || errno || n < 1 || n > (5ull << 30)) {
+        cn_error("http", "CAIRN_S3_MIN_PART_SIZE=%s: want bytes, 1 to 5 GiB", v);
+        return CN_E_INVALID;
+    }
+    *out = n;
+    return CN_OK;
 }
 
 cn_err_t cn_http_face_start(cn_services_t *svc, const cn_toml_val_t *section,
@@ -56,7 +76,9 @@ cn_err_t cn_http_face_start(cn_services_t *svc, const cn_toml_val_t *section,
     if (e >= 0) {
         cn_s3_config_t s3c = {.objects = svc->objects, .identity = svc->identity,
                               .domain = getenv("CAIRN_S3_DOMAIN")};
-        e = cn_s3_new(&s3c, &f->s3);
+        e = env_min_part(&s3c.min_part_size);
+        if (e >= 0)
+            e = cn_s3_new(&s3c, &f->s3);
     }
     if (e >= 0)
         e = cn_s3_register(f->s3, f->srv);

@@ -17,33 +17,60 @@
 #define CN_JAY_DEFAULT_DRAIN (64ull << 20)
 
 /* ---- the error table ---------------------------------------------------------
- * cn_err_t (+ what the service says the error is about) → v1 code; the
- * status is the one the spec pairs with the code (cn_jay_code_status). */
-static cn_jay_code_t cn_jay_code_for(cn_err_t err, cn_objects_what_t what)
+ * (class, what, objects detail) → v1 code; the status is the one the spec
+ * pairs with the code (cn_jay_code_status).  Every objects detail has its
+ * row (tests/jay/test_jay_errors.c walks them); a failure without a detail
+ * maps by class and what. */
+#define ANY CN_OBJ_WHAT_ANY
+static const cn_obj_err_row_t jay_errors[] = {
+    /* by rule */
+    {CN_E_INVALID, ANY, CN_OBJ_BUCKET_NAME_INVALID, CN_JAY_CODE_INVALID_BUCKET_NAME},
+    {CN_E_INVALID, ANY, CN_OBJ_KEY_INVALID, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_KEY_TOO_LONG, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_CONTENT_TYPE_TOO_LONG, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_METADATA_KEY_INVALID, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_METADATA_TOO_LARGE, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_CHECKSUM_ALG_INVALID, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_LIST_ARG_INVALID, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_PART_NUMBER_INVALID, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_PART_LIST_INVALID, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_PART_ORDER, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_PART_MISSING, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_PART_ETAG_MISMATCH, CN_JAY_CODE_INVALID_ARGUMENT},
+    /* Jay sets no part minimum (docs/protocol/jay.md); should a check raise it */
+    {CN_E_INVALID, ANY, CN_OBJ_PART_TOO_SMALL, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_POLICY_INVALID, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_SETTING_NAME_INVALID, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_NOT_FOUND, ANY, CN_OBJ_SETTING_UNSET, CN_JAY_CODE_NO_SUCH_KEY},
+    /* by class and what */
+    {CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, 0, CN_JAY_CODE_NO_SUCH_BUCKET},
+    {CN_E_NOT_FOUND, ANY, 0, CN_JAY_CODE_NO_SUCH_KEY},
+    {CN_E_INVALID, CN_OBJ_WHAT_BUCKET, 0, CN_JAY_CODE_INVALID_BUCKET_NAME},
+    {CN_E_INVALID, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT},
+    /* by class */
+    {CN_E_NO_UPLOAD, ANY, 0, CN_JAY_CODE_NO_SUCH_UPLOAD},
+    {CN_E_EXISTS, ANY, 0, CN_JAY_CODE_BUCKET_ALREADY_EXISTS},
+    {CN_E_NOT_EMPTY, ANY, 0, CN_JAY_CODE_BUCKET_NOT_EMPTY},
+    {CN_E_TOO_LARGE, ANY, 0, CN_JAY_CODE_ENTITY_TOO_LARGE},
+    {CN_E_RANGE, ANY, 0, CN_JAY_CODE_INVALID_RANGE},
+    {CN_E_DENIED, ANY, 0, CN_JAY_CODE_ACCESS_DENIED},
+    {CN_E_AUTH, ANY, 0, CN_JAY_CODE_ACCESS_DENIED},
+    {CN_E_RATE_LIMITED, ANY, 0, CN_JAY_CODE_RATE_LIMIT_EXCEEDED},   /* retryable */
+    {CN_E_BUSY, ANY, 0, CN_JAY_CODE_RATE_LIMIT_EXCEEDED},
+    {CN_E_LIMIT, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_PROTOCOL, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_LENGTH_MISMATCH, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_DIGEST_MISMATCH, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_PRECONDITION, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT},
+    {CN_E_UNSUPPORTED, ANY, 0, CN_JAY_CODE_UNKNOWN_OP},
+};
+#undef ANY
+
+cn_jay_code_t cn__jay_code_of(const cn_objects_req_t *rq, cn_err_t err)
 {
-    switch (err) {
-    case CN_E_NOT_FOUND:
-        return what == CN_OBJ_WHAT_BUCKET ? CN_JAY_CODE_NO_SUCH_BUCKET : CN_JAY_CODE_NO_SUCH_KEY;
-    case CN_E_NO_UPLOAD:      return CN_JAY_CODE_NO_SUCH_UPLOAD;
-    case CN_E_EXISTS:         return CN_JAY_CODE_BUCKET_ALREADY_EXISTS;
-    case CN_E_NOT_EMPTY:      return CN_JAY_CODE_BUCKET_NOT_EMPTY;
-    case CN_E_INVALID:
-        return what == CN_OBJ_WHAT_BUCKET ? CN_JAY_CODE_INVALID_BUCKET_NAME
-                                          : CN_JAY_CODE_INVALID_ARGUMENT;
-    case CN_E_TOO_LARGE:      return CN_JAY_CODE_ENTITY_TOO_LARGE;
-    case CN_E_RANGE:          return CN_JAY_CODE_INVALID_RANGE;
-    case CN_E_DENIED:
-    case CN_E_AUTH:           return CN_JAY_CODE_ACCESS_DENIED;
-    case CN_E_RATE_LIMITED:
-    case CN_E_BUSY:           return CN_JAY_CODE_RATE_LIMIT_EXCEEDED;   /* retryable */
-    case CN_E_LIMIT:
-    case CN_E_PROTOCOL:
-    case CN_E_LENGTH_MISMATCH:
-    case CN_E_DIGEST_MISMATCH:
-    case CN_E_PRECONDITION:   return CN_JAY_CODE_INVALID_ARGUMENT;
-    case CN_E_UNSUPPORTED:    return CN_JAY_CODE_UNKNOWN_OP;
-    default:                  return CN_JAY_CODE_INTERNAL_ERROR;
-    }
+    return (cn_jay_code_t)cn_objects_err_lookup(jay_errors,
+                                                sizeof jay_errors / sizeof jay_errors[0], rq,
+                                                err, CN_JAY_CODE_INTERNAL_ERROR);
 }
 
 void cn__jay_time(int64_t ms, char out[CN_RFC3339_LEN])
@@ -88,11 +115,11 @@ cn_err_t cn__jay_fail_code(cn__jay_call_t *k, cn_jay_code_t code, const char *ms
 
 cn_err_t cn__jay_fail(cn__jay_call_t *k, cn_err_t err)
 {
-    cn_jay_code_t code = cn_jay_code_for(err, k->rq.what);
+    cn_jay_code_t code = cn__jay_code_of(&k->rq, err);
     const char *side = k->rq.side == CN_OBJ_SIDE_SOURCE ? "source: "
                        : k->rq.side == CN_OBJ_SIDE_DEST ? "destination: " : "";
     char msg[400];
-    const char *text = k->rq.message[0] ? k->rq.message : cn_strerror(err);
+    const char *text = k->rq.fail.message[0] ? k->rq.fail.message : cn_strerror(err);
     snprintf(msg, sizeof msg, "%s%s", side, text);
     if (code == CN_JAY_CODE_INTERNAL_ERROR)
         cn_warn("jay", "conn %llu: %s failed: %s (%s)", (unsigned long long)cn_conn_id(k->c),
@@ -110,7 +137,7 @@ cn_err_t cn__jay_reply_encode(cn__jay_call_t *k, const cn_jay_resp_t *resp, int6
     cn_err_t err = cn_jay_resp_encode(o, k->hdr.code, CN_JAY_ST_OK, k->hdr.stream_id,
                                       resp ? resp : &empty, data_len);
     if (err < 0)
-        snprintf(k->rq.message, sizeof k->rq.message, "the response exceeds a protocol limit");
+        cn_fail_set(&k->rq.fail, CN_E_LIMIT, 0, "the response exceeds a protocol limit");
     return err < 0 ? (err == -ENOMEM ? err : CN_E_LIMIT) : 0;
 }
 

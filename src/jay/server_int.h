@@ -62,8 +62,11 @@ const char *cn__jay_cstr(cn__jay_call_t *k, cn_jay_str_t s);
 cn_err_t cn__jay_reply(cn__jay_call_t *k, const cn_jay_resp_t *resp, int64_t data_len);
 /* Encodes that OK response into jc->out without sending it (a GET sends it
  * with the first body bytes).  0, or CN_E_LIMIT / -ENOMEM with nothing
- * encoded (k->rq.message says why). */
+ * encoded (k->rq.fail.message says why). */
 cn_err_t cn__jay_reply_encode(cn__jay_call_t *k, const cn_jay_resp_t *resp, int64_t data_len);
+/* The one error table: the v1 code for a failed objects call (err, with
+ * rq's what and fail.detail); INTERNAL_ERROR for what it does not list. */
+cn_jay_code_t cn__jay_code_of(const cn_objects_req_t *rq, cn_err_t err);
 /* Maps err (with k->rq's what/side/message) through the one error table and
  * writes the error response.  0 or an I/O error (close). */
 cn_err_t cn__jay_fail(cn__jay_call_t *k, cn_err_t err);

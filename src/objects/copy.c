@@ -100,6 +100,131 @@ static cn_err_t cn_obj_copy_conditions(cn_objects_req_t *rq, const cn_objects_co
                              "a copy-source condition does not hold");
 }
 
+/* One copy: what it asks, and what it made. */
+typedef struct copy_run {
+    cn_objects_req_t *rq;
+    cn_objects_side_t side0;         /* rq->side on entry, for a repeated run */
+    const char *src_bucket, *src_key, *dst_bucket, *dst_key;
+    const cn_objects_copy_args_t *args;
+    const cn_objects_put_args_t *put;
+    bool replace;
+    int64_t now;
+    int64_t vid;
+    uint64_t size;
+    char etag[CN_ETAG_MAX];
+    char sha256[CN_DIGEST_HEX_LEN + 1];
+} copy_run_t;
+
+/* The source side in txn: its key, its version (src), its access and the
+ * copy-source conditions. */
+static cn_err_t copy_source(cn_meta_txn_t *txn, const copy_run_t *cr, const cn__bkt_t *sb,
+                            cn_obj_src_t *src)
+{
+    cn_objects_req_t *rq = cr->rq;
+    cn_err_t err = 0;
+    if (!cn_objects_key_ok(cr->src_key, cr->src_key ? strlen(cr->src_key) : 0))
+        err = cn_obj_side(rq, cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY,
+                                         cn__key_detail(cr->src_key), "invalid source key"),
+                          CN_OBJ_SIDE_SOURCE);
+    if (err >= 0) {
+        err = cn_obj_src_load(txn, rq, sb->id, cr->src_key, src);
+        err = cn__authorize_found(rq, sb, CN_ACT_GET_OBJECT, cr->src_key, err, &src->acl);
+        cn_obj_side(rq, err, CN_OBJ_SIDE_SOURCE);
+    }
+    if (err >= 0)
+        err = cn_obj_side(rq, cn_obj_copy_conditions(rq, cr->args, src), CN_OBJ_SIDE_SOURCE);
+    return err;
+}
+
+/* The destination's rows in txn: the new version (*vid) on src's segments,
+ * replacing the current one. */
+static cn_err_t copy_rows(cn_meta_txn_t *txn, const copy_run_t *cr, const cn__bkt_t *db,
+                          const cn_obj_src_t *src, int64_t *vid)
+{
+    cn_objects_req_t *rq = cr->rq;
+    const cn_objects_put_args_t *put = cr->put;
+    cn_buf_t umeta = {0}, acl = {0};
+    const char *owner = cn__principal_name(rq);
+    if (!owner)
+        owner = db->owner;
+    int64_t cur = 0;
+    char cur_etag[CN_ETAG_MAX];
+    cn_err_t err = cn__version_find(txn, db->id, cr->dst_key, &cur, cur_etag, NULL);
+    if (err >= 0)
+        err = cn_obj_side(rq, cn__put_conditions(rq, put, cur, cur_etag), CN_OBJ_SIDE_DEST);
+    if (err >= 0 && cr->replace)
+        err = cn__umeta_encode(put ? put->meta : NULL, put ? put->nmeta : 0, &umeta);
+    if (err >= 0)
+        err = cn__acl_for_put(put ? put->acl : NULL, owner, &acl);
+    if (err >= 0)
+        err = cn__next_id(txn, "version", vid);
+    /* New segments first (from the source version), then drop the old
+     * destination version: when source and destination are the same key the
+     * blobs stay referenced throughout. */
+    if (err >= 0)
+        err = cn_meta_execf(txn,
+            "INSERT INTO obj_segment (version_id, seq, digest, size, part_number, etag, sha256) "
+            "SELECT ?, seq, digest, size, part_number, etag, sha256 FROM obj_segment "
+            "WHERE version_id = ?", "ii", *vid, src->vid);
+    if (err >= 0 && cur)
+        err = cn__version_delete(txn, cur);
+    if (err >= 0) {
+        const char *ct = src->content_type;
+        const cn_buf_t *um = &src->umeta;
+        if (cr->replace) {
+            ct = put && put->content_type ? put->content_type : "application/octet-stream";
+            um = &umeta;
+        }
+        /* umeta last: SQL NULL when empty ('n' takes no argument, so the
+         * pointer and length after it go unread). */
+        err = cn_meta_execf(txn,
+            "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, "
+            "content_type, mtime_ms, owner, acl, nparts, umeta) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            um->len ? "iibisssistib" : "iibisssistin", *vid, db->id, (const void *)cr->dst_key,
+            strlen(cr->dst_key), (int64_t)src->size, src->etag, src->sha256, ct, cr->now, owner,
+            (const char *)(acl.len ? acl.data : NULL), acl.len, src->nparts,
+            (const void *)um->data, um->len);
+    }
+    cn_buf_free(&umeta);
+    cn_buf_free(&acl);
+    return err;
+}
+
+static cn_err_t copy_body(cn_meta_txn_t *txn, void *ctx)
+{
+    copy_run_t *cr = ctx;
+    cn_objects_req_t *rq = cr->rq;
+    rq->side = cr->side0;
+    cn__bkt_t sb, db;
+    memset(&db, 0, sizeof db);
+    cn_obj_src_t src;
+    memset(&src, 0, sizeof src);
+    cn_err_t err = cn_obj_side(rq, cn__bkt_load(txn, rq, cr->src_bucket, &sb), CN_OBJ_SIDE_SOURCE);
+    if (err < 0)
+        return err;
+    err = copy_source(txn, cr, &sb, &src);
+    if (err >= 0)
+        err = cn_obj_side(rq, cn__bkt_load(txn, rq, cr->dst_bucket, &db), CN_OBJ_SIDE_DEST);
+    if (err >= 0 && !cn_objects_key_ok(cr->dst_key, cr->dst_key ? strlen(cr->dst_key) : 0))
+        err = cn_obj_side(rq, cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY,
+                                         cn__key_detail(cr->dst_key), "invalid destination key"),
+                          CN_OBJ_SIDE_DEST);
+    if (err >= 0)
+        err = cn_obj_side(rq, cn__put_authorize(rq, &db, cr->dst_key, cr->put), CN_OBJ_SIDE_DEST);
+    if (err >= 0)
+        err = copy_rows(txn, cr, &db, &src, &cr->vid);
+    if (err >= 0) {
+        cr->size = src.size;
+        snprintf(cr->etag, sizeof cr->etag, "%s", src.etag);
+        snprintf(cr->sha256, sizeof cr->sha256, "%s", src.sha256);
+    }
+    cn__bkt_free(&db);
+    cn__bkt_free(&sb);
+    cn_obj_src_free(&src);
+    return err < 0 ? err : CN_OK;
+}
+
 cn_err_t cn_objects_copy(cn_objects_t *o, cn_objects_req_t *rq, const char *src_bucket,
                          const char *src_key, const char *dst_bucket, const char *dst_key,
                          const cn_objects_copy_args_t *args, cn_objects_put_result_t *res)
@@ -109,124 +234,17 @@ cn_err_t cn_objects_copy(cn_objects_t *o, cn_objects_req_t *rq, const char *src_
     cn_err_t err = replace ? cn__put_args_check(rq, put) : 0;
     if (err < 0)
         return cn_obj_side(rq, err, CN_OBJ_SIDE_DEST);
-    cn_meta_txn_t *txn = NULL;
-    err = cn_meta_begin(o->meta, CN_META_WRITE, &txn);
-    if (err < 0)
-        return err;
-    cn__bkt_t sb, db;
-    memset(&db, 0, sizeof db);
-    cn_obj_src_t src;
-    memset(&src, 0, sizeof src);
-    cn_buf_t umeta = {0}, acl = {0};
-    int64_t vid = 0;
-    int64_t now = cn__now_ms();
-
-    err = cn_obj_side(rq, cn__bkt_load(txn, rq, src_bucket, &sb), CN_OBJ_SIDE_SOURCE);
-    if (err < 0)
-        goto out_nosb;
-    if (!cn_objects_key_ok(src_key, src_key ? strlen(src_key) : 0))
-        err = cn_obj_side(rq, cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid source key"),
-                          CN_OBJ_SIDE_SOURCE);
-    if (err >= 0) {
-        err = cn_obj_src_load(txn, rq, sb.id, src_key, &src);
-        err = cn__authorize_found(rq, &sb, CN_ACT_GET_OBJECT, src_key, err, &src.acl);
-        cn_obj_side(rq, err, CN_OBJ_SIDE_SOURCE);
-    }
-    if (err >= 0)
-        err = cn_obj_side(rq, cn_obj_copy_conditions(rq, args, &src), CN_OBJ_SIDE_SOURCE);
-    if (err >= 0)
-        err = cn_obj_side(rq, cn__bkt_load(txn, rq, dst_bucket, &db), CN_OBJ_SIDE_DEST);
-    if (err >= 0 && !cn_objects_key_ok(dst_key, dst_key ? strlen(dst_key) : 0))
-        err = cn_obj_side(rq, cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY,
-                                       "invalid destination key"), CN_OBJ_SIDE_DEST);
-    if (err >= 0)
-        err = cn_obj_side(rq, cn__put_authorize(rq, &db, dst_key, put), CN_OBJ_SIDE_DEST);
-    if (err < 0)
-        goto out;
-
-    const char *owner = cn__principal_name(rq);
-    if (!owner)
-        owner = db.owner;
-    int64_t cur = 0;
-    char cur_etag[CN_ETAG_MAX];
-    err = cn__version_find(txn, db.id, dst_key, &cur, cur_etag, NULL);
-    if (err >= 0)
-        err = cn_obj_side(rq, cn__put_conditions(rq, put, cur, cur_etag), CN_OBJ_SIDE_DEST);
-    if (err >= 0 && replace)
-        err = cn__umeta_encode(put ? put->meta : NULL, put ? put->nmeta : 0, &umeta);
-    if (err >= 0)
-        err = cn__acl_for_put(put ? put->acl : NULL, owner, &acl);
-    if (err >= 0)
-        err = cn__next_id(txn, "version", &vid);
-    /* New segments first (from the source version), then drop the old
-     * destination version: when source and destination are the same key the
-     * blobs stay referenced throughout. */
-    cn_meta_stmt_t *st = NULL;
-    if (err >= 0)
-        err = cn_meta_prepare(txn,
-            "INSERT INTO obj_segment (version_id, seq, digest, size, part_number, etag, sha256) "
-            "SELECT ?, seq, digest, size, part_number, etag, sha256 FROM obj_segment "
-            "WHERE version_id = ?", &st);
-    if (err >= 0) {
-        cn_meta_bind_int64(st, 1, vid);
-        cn_meta_bind_int64(st, 2, src.vid);
-        err = cn_meta_step(st);
-        cn_meta_finish(st);
-    }
-    if (err >= 0 && cur)
-        err = cn__version_delete(txn, cur);
-    if (err >= 0)
-        err = cn_meta_prepare(txn,
-            "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, "
-            "content_type, umeta, mtime_ms, owner, acl, nparts) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &st);
-    if (err >= 0) {
-        const char *ct = src.content_type;
-        const cn_buf_t *um = &src.umeta;
-        if (replace) {
-            ct = put && put->content_type ? put->content_type : "application/octet-stream";
-            um = &umeta;
-        }
-        cn_meta_bind_int64(st, 1, vid);
-        cn_meta_bind_int64(st, 2, db.id);
-        cn_meta_bind_blob(st, 3, dst_key, strlen(dst_key));
-        cn_meta_bind_int64(st, 4, (int64_t)src.size);
-        cn_meta_bind_str(st, 5, src.etag);
-        cn_meta_bind_str(st, 6, src.sha256);
-        cn_meta_bind_str(st, 7, ct);
-        if (um->len)
-            cn_meta_bind_blob(st, 8, um->data, um->len);
-        else
-            cn_meta_bind_null(st, 8);
-        cn_meta_bind_int64(st, 9, now);
-        cn_meta_bind_str(st, 10, owner);
-        if (acl.len)
-            cn_meta_bind_text(st, 11, (const char *)acl.data, acl.len);
-        else
-            cn_meta_bind_null(st, 11);
-        cn_meta_bind_int64(st, 12, src.nparts);
-        err = cn_meta_step(st);
-        cn_meta_finish(st);
-    }
-out:
-    cn__bkt_free(&db);
-    cn__bkt_free(&sb);
-out_nosb:
-    cn_obj_src_free(&src);
-    cn_buf_free(&umeta);
-    cn_buf_free(&acl);
-    if (err < 0) {
-        cn_meta_rollback(txn);
-        return err;
-    }
-    err = cn_meta_commit(txn);
+    copy_run_t cr = {.rq = rq, .side0 = rq->side, .src_bucket = src_bucket, .src_key = src_key,
+                     .dst_bucket = dst_bucket, .dst_key = dst_key, .args = args, .put = put,
+                     .replace = replace, .now = cn__now_ms()};
+    err = cn_meta_run(o->meta, CN_META_RUN_WRITE | CN_META_RETRY, copy_body, &cr);
     if (err >= 0 && res) {
         memset(res, 0, sizeof *res);
-        snprintf(res->etag, sizeof res->etag, "%s", src.etag);
-        snprintf(res->sha256, sizeof res->sha256, "%s", src.sha256);
-        res->size = src.size;
-        res->last_modified_ms = now;
-        res->version_id = vid;
+        snprintf(res->etag, sizeof res->etag, "%s", cr.etag);
+        snprintf(res->sha256, sizeof res->sha256, "%s", cr.sha256);
+        res->size = cr.size;
+        res->last_modified_ms = cr.now;
+        res->version_id = cr.vid;
     }
     return err;
 }

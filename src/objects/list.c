@@ -116,62 +116,88 @@ static cn_err_t cn_obj_set_next(cn_objects_list_t *l, const char *p, size_t n)
     return l->next_start_after ? 0 : -ENOMEM;
 }
 
-cn_err_t cn_objects_list(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
-                         const cn_objects_list_args_t *args, cn_objects_list_t *out)
-{
-    memset(out, 0, sizeof *out);
-    cn_objects_list_args_t none = {0};
-    if (!args)
-        args = &none;
-    const char *prefix = args->prefix ? args->prefix : "";
-    const char *delim = args->delimiter ? args->delimiter : "";
-    const char *after = args->start_after ? args->start_after : "";
-    size_t pl = strlen(prefix), dl = strlen(delim), al = strlen(after);
-    if (args->max_keys < 0)
-        return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, "max_keys must not be negative");
-    size_t max = args->max_keys == 0 || args->max_keys > CN_OBJECTS_LIST_MAX
-                     ? CN_OBJECTS_LIST_MAX : (size_t)args->max_keys;
-    if (pl > CN_OBJECT_KEY_MAX || al > CN_OBJECT_KEY_MAX || dl > CN_OBJECT_KEY_MAX)
-        return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, "prefix, delimiter or marker too long");
-
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(o->meta, CN_META_READ, &txn);
-    if (err < 0)
-        return err;
-    cn__bkt_t b;
-    err = cn__bkt_load(txn, rq, bucket, &b);
-    if (err < 0) {
-        cn_meta_rollback(txn);
-        return err;
-    }
-    cn__cond_t cond = {.prefix = prefix, .delimiter = args->delimiter,
-                       .max_keys = args->max_keys_raw};
-    err = cn__authorize(rq, &b, args->versions ? CN_ACT_LIST_BUCKET_VERSIONS : CN_ACT_LIST_BUCKET,
-                        NULL, NULL, &cond);
-    int64_t bucket_id = b.id;
-    cn__bkt_free(&b);
-    if (err < 0) {
-        cn_meta_rollback(txn);
-        return err;
-    }
-
-    /* The scan bound: (bound, inclusive?).  Start after start_after, or at the
-     * prefix if that is further on. */
+/* One ListObjects walk: what it asks for, where the scan is, and the page
+ * it fills (out). */
+typedef struct list_walk {
+    const cn_objects_list_args_t *args;
+    const char *prefix, *delim, *after;
+    size_t pl, dl, al, max;
+    cn_objects_list_t *out;
+    /* The scan bound: (bound, inclusive?). */
     char bound[CN_OBJECT_KEY_MAX + 1];
     size_t bl;
     bool incl;
-    if (al && cn_obj_bytes_cmp(after, al, prefix, pl) >= 0) {
-        memcpy(bound, after, al);
-        bl = al;
-        incl = false;
-    } else {
-        memcpy(bound, prefix, pl);
-        bl = pl;
-        incl = true;
+    cn_obj_acc_t acc;
+    size_t count;
+    bool done;
+} list_walk_t;
+
+/* Takes key[0..n) into the page as a common prefix or an entry (st's row),
+ * unless the page is full: then it marks the walk truncated and done. */
+static cn_err_t list_take(list_walk_t *w, cn_meta_stmt_t *st, const char *key, size_t n,
+                          bool prefix)
+{
+    if (w->count == w->max) {
+        w->out->is_truncated = true;
+        w->done = true;
+        return 0;
     }
-    cn_obj_acc_t acc = {out, 0, 0};
-    size_t count = 0;
-    bool done = false;
+    cn_err_t err = prefix ? cn_obj_add_prefix(&w->acc, key, n)
+                          : cn_obj_add_entry(&w->acc, st, key, n);
+    if (err < 0)
+        return err;
+    w->count++;
+    return cn_obj_set_next(w->out, key, n);
+}
+
+/* One row of a scan batch: sets *jumped when the scan must restart past a
+ * common prefix, w->done when the walk is over. */
+static cn_err_t list_row(list_walk_t *w, cn_meta_stmt_t *st, bool *jumped)
+{
+    size_t kl = 0;
+    const char *key = cn_meta_column_blob(st, 0, &kl);
+    if (!key)
+        return 0;
+    /* Remember where this batch got to, for the next one. */
+    memcpy(w->bound, key, kl);
+    w->bl = kl;
+    w->incl = false;
+    if (kl < w->pl || memcmp(key, w->prefix, w->pl)) {
+        w->done = true;     /* sorted: nothing later starts with the prefix */
+        return 0;
+    }
+    const char *cut = NULL;
+    if (w->dl) {
+        const char *rest = key + w->pl;
+        size_t rl = kl - w->pl;
+        for (size_t i = 0; i + w->dl <= rl; i++)
+            if (!memcmp(rest + i, w->delim, w->dl)) {
+                cut = rest + i + w->dl;
+                break;
+            }
+    }
+    if (!cut)
+        return list_take(w, st, key, kl, false);
+    size_t cpl = (size_t)(cut - key);
+    bool repeat = w->al == cpl && !memcmp(w->after, key, cpl);
+    if (!repeat) {
+        cn_err_t err = list_take(w, st, key, cpl, true);
+        if (err < 0 || w->done)
+            return err;
+    }
+    /* Jump past every key under this prefix. */
+    memcpy(w->bound, key, cpl);
+    w->bl = cpl;
+    if (!cn_obj_successor(w->bound, &w->bl))
+        w->done = true;
+    w->incl = true;
+    *jumped = true;
+    return 0;
+}
+
+/* One bounded index range scan from the walk's bound. */
+static cn_err_t list_batch(list_walk_t *w, cn_meta_txn_t *txn, int64_t bucket_id)
+{
     static const char *const q_gt =
         "SELECT okey, size, etag, sha256, mtime_ms, content_type, owner, nparts FROM obj_version "
         "WHERE bucket_id = ? AND okey > ? ORDER BY okey LIMIT ?";
@@ -181,92 +207,90 @@ cn_err_t cn_objects_list(cn_objects_t *o, cn_objects_req_t *rq, const char *buck
     static const char *const q_all =
         "SELECT okey, size, etag, sha256, mtime_ms, content_type, owner, nparts FROM obj_version "
         "WHERE bucket_id = ? ORDER BY okey LIMIT ?";
-    while (!done && err >= 0) {
-        cn_meta_stmt_t *st = NULL;
-        bool all = incl && bl == 0;
-        err = cn_meta_prepare(txn, all ? q_all : incl ? q_ge : q_gt, &st);
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err;
+    if (w->incl && w->bl == 0)
+        err = cn_meta_queryf(txn, &st, q_all, "ii", bucket_id, (int64_t)CN_OBJ_SCAN_BATCH);
+    else
+        err = cn_meta_queryf(txn, &st, w->incl ? q_ge : q_gt, "ibi", bucket_id,
+                             (const void *)w->bound, w->bl, (int64_t)CN_OBJ_SCAN_BATCH);
+    if (err < 0)
+        return err;
+    size_t rows = 0;
+    bool jumped = false;
+    while (!w->done && !jumped && (err = cn_meta_step(st)) == CN_META_ROW) {
+        rows++;
+        err = list_row(w, st, &jumped);
         if (err < 0)
             break;
-        cn_meta_bind_int64(st, 1, bucket_id);
-        if (all) {
-            cn_meta_bind_int64(st, 2, CN_OBJ_SCAN_BATCH);
-        } else {
-            cn_meta_bind_blob(st, 2, bound, bl);
-            cn_meta_bind_int64(st, 3, CN_OBJ_SCAN_BATCH);
-        }
-        size_t rows = 0;
-        bool jumped = false;
-        while (!done && !jumped && (err = cn_meta_step(st)) == CN_META_ROW) {
-            rows++;
-            size_t kl = 0;
-            const char *key = cn_meta_column_blob(st, 0, &kl);
-            if (!key)
-                continue;
-            /* Remember where this batch got to, for the next one. */
-            memcpy(bound, key, kl);
-            bl = kl;
-            incl = false;
-            if (kl < pl || memcmp(key, prefix, pl)) {
-                done = true;     /* sorted: nothing later starts with the prefix */
-                break;
-            }
-            const char *cut = NULL;
-            if (dl) {
-                const char *rest = key + pl;
-                size_t rl = kl - pl;
-                for (size_t i = 0; i + dl <= rl; i++)
-                    if (!memcmp(rest + i, delim, dl)) {
-                        cut = rest + i + dl;
-                        break;
-                    }
-            }
-            if (cut) {
-                size_t cpl = (size_t)(cut - key);
-                bool repeat = al == cpl && !memcmp(after, key, cpl);
-                if (!repeat) {
-                    if (count == max) {
-                        out->is_truncated = true;
-                        done = true;
-                        break;
-                    }
-                    err = cn_obj_add_prefix(&acc, key, cpl);
-                    if (err < 0)
-                        break;
-                    count++;
-                    err = cn_obj_set_next(out, key, cpl);
-                    if (err < 0)
-                        break;
-                }
-                /* Jump past every key under this prefix. */
-                memcpy(bound, key, cpl);
-                bl = cpl;
-                if (!cn_obj_successor(bound, &bl))
-                    done = true;
-                incl = true;
-                jumped = true;
-                continue;
-            }
-            if (count == max) {
-                out->is_truncated = true;
-                done = true;
-                break;
-            }
-            err = cn_obj_add_entry(&acc, st, key, kl);
-            if (err < 0)
-                break;
-            count++;
-            err = cn_obj_set_next(out, key, kl);
-            if (err < 0)
-                break;
-        }
-        cn_meta_finish(st);
-        if (err < 0)
-            break;
-        err = 0;
-        if (!jumped && rows < CN_OBJ_SCAN_BATCH)
-            done = true;
     }
-    cn_meta_rollback(txn);
+    cn_meta_finish(st);
+    if (err < 0)
+        return err;
+    if (!jumped && rows < CN_OBJ_SCAN_BATCH)
+        w->done = true;
+    return 0;
+}
+
+/* The walk in one read snapshot: the access check, then the scan.  A run
+ * starts from an empty page and leaves one when it fails. */
+static cn_err_t list_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                          void *ctx)
+{
+    list_walk_t *w = ctx;
+    cn_objects_list_free(w->out);
+    w->acc = (cn_obj_acc_t){w->out, 0, 0};
+    w->count = 0;
+    w->done = false;
+    cn__cond_t cond = {.prefix = w->prefix, .delimiter = w->args->delimiter,
+                       .max_keys = w->args->max_keys_raw};
+    cn_err_t err = cn__authorize(rq, b,
+                                 w->args->versions ? CN_ACT_LIST_BUCKET_VERSIONS
+                                                   : CN_ACT_LIST_BUCKET,
+                                 NULL, NULL, &cond);
+    if (err < 0)
+        return err;
+    /* Start after start_after, or at the prefix if that is further on. */
+    if (w->al && cn_obj_bytes_cmp(w->after, w->al, w->prefix, w->pl) >= 0) {
+        memcpy(w->bound, w->after, w->al);
+        w->bl = w->al;
+        w->incl = false;
+    } else {
+        memcpy(w->bound, w->prefix, w->pl);
+        w->bl = w->pl;
+        w->incl = true;
+    }
+    while (!w->done && err >= 0)
+        err = list_batch(w, txn, b->id);
+    if (err < 0)
+        cn_objects_list_free(w->out);
+    return err;
+}
+
+cn_err_t cn_objects_list(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                         const cn_objects_list_args_t *args, cn_objects_list_t *out)
+{
+    memset(out, 0, sizeof *out);
+    cn_objects_list_args_t none = {0};
+    if (!args)
+        args = &none;
+    list_walk_t w = {.args = args, .out = out};
+    w.prefix = args->prefix ? args->prefix : "";
+    w.delim = args->delimiter ? args->delimiter : "";
+    w.after = args->start_after ? args->start_after : "";
+    w.pl = strlen(w.prefix);
+    w.dl = strlen(w.delim);
+    w.al = strlen(w.after);
+    if (args->max_keys < 0)
+        return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_LIST_ARG_INVALID,
+                          "max_keys must not be negative");
+    w.max = args->max_keys == 0 || args->max_keys > CN_OBJECTS_LIST_MAX
+                ? CN_OBJECTS_LIST_MAX : (size_t)args->max_keys;
+    if (w.pl > CN_OBJECT_KEY_MAX || w.al > CN_OBJECT_KEY_MAX || w.dl > CN_OBJECT_KEY_MAX)
+        return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_LIST_ARG_INVALID,
+                          "prefix, delimiter or marker too long");
+    cn_err_t err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
+                               list_body, &w);
     if (err < 0) {
         cn_objects_list_free(out);
         return err;

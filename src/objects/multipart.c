@@ -29,12 +29,11 @@ cn_err_t cn__upload_check(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t 
     if (!upload_id || !upload_id[0] || strlen(upload_id) > CN_UPLOAD_ID_MAX)
         return cn__fail(rq, CN_E_NO_UPLOAD, CN_OBJ_WHAT_UPLOAD, "no such upload");
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(txn,
+    cn_err_t err = cn_meta_queryf(txn, &st,
         "SELECT bucket_id, okey, created_ms, cksum_alg FROM obj_upload "
-        "WHERE upload_id = ? AND done_ms IS NULL", &st);
+        "WHERE upload_id = ? AND done_ms IS NULL", "s", upload_id);
     if (err < 0)
         return err;
-    cn_meta_bind_str(st, 1, upload_id);
     err = cn_meta_step(st);
     bool live = false;
     if (err == CN_META_ROW) {
@@ -68,6 +67,52 @@ cn_err_t cn__upload_access(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t
     return err;
 }
 
+/* An upload to create on key, and the id it got. */
+typedef struct mpu_new {
+    const char *key;
+    const cn_objects_put_args_t *args;
+    char id[CN_UPLOAD_ID_MAX + 1];
+} mpu_new_t;
+
+static cn_err_t mpu_create_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                                void *ctx)
+{
+    mpu_new_t *mn = ctx;
+    const cn_objects_put_args_t *args = mn->args;
+    cn_buf_t umeta = {0}, acl = {0};
+    cn_err_t err = cn__key_check(rq, mn->key);
+    if (err >= 0)
+        err = cn__put_authorize(rq, b, mn->key, args);
+    const char *owner = cn__principal_name(rq);
+    if (!owner)
+        owner = b->owner;
+    if (err >= 0 && args)
+        err = cn__umeta_encode(args->meta, args->nmeta, &umeta);
+    if (err >= 0 && args)
+        err = cn__acl_for_put(args->acl, owner, &acl);
+    uint8_t rnd[16];
+    if (err >= 0)
+        err = cn_random_bytes(rnd, sizeof rnd);
+    if (err >= 0) {
+        cn_hex_encode(rnd, sizeof rnd, mn->id);
+        const char *ct = args && args->content_type ? args->content_type
+                                                    : "application/octet-stream";
+        const char *alg = args && args->checksum_alg && args->checksum_alg[0] ? args->checksum_alg
+                                                                              : NULL;
+        /* umeta last: SQL NULL when empty ('n' takes no argument, so the
+         * pointer and length after it go unread). */
+        err = cn_meta_execf(txn,
+            "INSERT INTO obj_upload (upload_id, bucket_id, okey, content_type, owner, acl, "
+            "created_ms, cksum_alg, umeta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            umeta.len ? "sibsstisb" : "sibsstisn", mn->id, b->id, (const void *)mn->key,
+            strlen(mn->key), ct, owner, (const char *)(acl.len ? acl.data : NULL), acl.len,
+            cn__now_ms(), alg, (const void *)umeta.data, umeta.len);
+    }
+    cn_buf_free(&umeta);
+    cn_buf_free(&acl);
+    return err < 0 ? err : CN_OK;
+}
+
 cn_err_t cn_objects_mpu_create(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                const char *key, const cn_objects_put_args_t *args,
                                char upload_id[CN_UPLOAD_ID_MAX + 1])
@@ -76,73 +121,15 @@ cn_err_t cn_objects_mpu_create(cn_objects_t *o, cn_objects_req_t *rq, const char
     cn_err_t err = cn__put_args_check(rq, args);
     if (err >= 0 && args && args->checksum_alg &&
         strlen(args->checksum_alg) >= CN_OBJECTS_CKSUM_ALG_MAX)
-        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, "checksum algorithm name too long");
+        err = cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_CHECKSUM_ALG_INVALID,
+                         "checksum algorithm name too long");
     if (err < 0)
         return err;
-    cn_meta_txn_t *txn = NULL;
-    err = cn_meta_begin(o->meta, CN_META_WRITE, &txn);
-    if (err < 0)
-        return err;
-    cn__bkt_t b;
-    cn_buf_t umeta = {0}, acl = {0};
-    err = cn__bkt_load(txn, rq, bucket, &b);
-    if (err < 0)
-        goto out_nob;
-    err = cn__key_check(rq, key);
+    mpu_new_t mn = {key, args, ""};
+    err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_WRITE | CN_META_RETRY,
+                      mpu_create_body, &mn);
     if (err >= 0)
-        err = cn__put_authorize(rq, &b, key, args);
-    const char *owner = cn__principal_name(rq);
-    if (!owner)
-        owner = b.owner;
-    if (err >= 0 && args)
-        err = cn__umeta_encode(args->meta, args->nmeta, &umeta);
-    if (err >= 0 && args)
-        err = cn__acl_for_put(args->acl, owner, &acl);
-    uint8_t rnd[16];
-    char id[CN_UPLOAD_ID_MAX + 1];
-    if (err >= 0)
-        err = cn_random_bytes(rnd, sizeof rnd);
-    cn_hex_encode(rnd, sizeof rnd, id);
-    cn_meta_stmt_t *st = NULL;
-    if (err >= 0)
-        err = cn_meta_prepare(txn,
-            "INSERT INTO obj_upload (upload_id, bucket_id, okey, content_type, umeta, owner, acl, "
-            "created_ms, cksum_alg) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", &st);
-    if (err >= 0) {
-        const char *ct = args && args->content_type ? args->content_type
-                                                    : "application/octet-stream";
-        cn_meta_bind_str(st, 1, id);
-        cn_meta_bind_int64(st, 2, b.id);
-        cn_meta_bind_blob(st, 3, key, strlen(key));
-        cn_meta_bind_str(st, 4, ct);
-        if (umeta.len)
-            cn_meta_bind_blob(st, 5, umeta.data, umeta.len);
-        else
-            cn_meta_bind_null(st, 5);
-        cn_meta_bind_str(st, 6, owner);
-        if (acl.len)
-            cn_meta_bind_text(st, 7, (const char *)acl.data, acl.len);
-        else
-            cn_meta_bind_null(st, 7);
-        cn_meta_bind_int64(st, 8, cn__now_ms());
-        if (args && args->checksum_alg && args->checksum_alg[0])
-            cn_meta_bind_str(st, 9, args->checksum_alg);
-        else
-            cn_meta_bind_null(st, 9);
-        err = cn_meta_step(st);
-        cn_meta_finish(st);
-    }
-    cn__bkt_free(&b);
-out_nob:
-    cn_buf_free(&umeta);
-    cn_buf_free(&acl);
-    if (err < 0) {
-        cn_meta_rollback(txn);
-        return err;
-    }
-    err = cn_meta_commit(txn);
-    if (err >= 0)
-        snprintf(upload_id, CN_UPLOAD_ID_MAX + 1, "%s", id);
+        snprintf(upload_id, CN_UPLOAD_ID_MAX + 1, "%s", mn.id);
     return err;
 }
 
@@ -164,12 +151,11 @@ static cn_err_t cn_obj_parts_load(cn_meta_txn_t *txn, const char *upload_id,
     *out = NULL;
     *n = 0;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(txn,
+    cn_err_t err = cn_meta_queryf(txn, &st,
         "SELECT part_number, digest, size, etag, md5, sha256, cksum FROM obj_part "
-        "WHERE upload_id = ? ORDER BY part_number", &st);
+        "WHERE upload_id = ? ORDER BY part_number", "s", upload_id);
     if (err < 0)
         return err;
-    cn_meta_bind_str(st, 1, upload_id);
     size_t cap = 0;
     cn_obj_part_row_t *v = NULL;
     while ((err = cn_meta_step(st)) == CN_META_ROW) {
@@ -276,13 +262,12 @@ static cn_err_t upload_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_
     if (!upload_id || !upload_id[0] || strlen(upload_id) > CN_UPLOAD_ID_MAX)
         return cn__fail(rq, CN_E_NO_UPLOAD, CN_OBJ_WHAT_UPLOAD, "no such upload");
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(txn,
+    cn_err_t err = cn_meta_queryf(txn, &st,
         "SELECT content_type, umeta, owner, acl, cksum_alg, bucket_id, okey, created_ms, "
         "done_ms, done_etag, done_cksum, done_version, done_sha256 FROM obj_upload "
-        "WHERE upload_id = ?", &st);
+        "WHERE upload_id = ?", "s", upload_id);
     if (err < 0)
         return err;
-    cn_meta_bind_str(st, 1, upload_id);
     err = cn_meta_step(st);
     bool found = false;
     if (err == CN_META_ROW) {
@@ -319,18 +304,6 @@ static cn_err_t upload_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_
     return err;
 }
 
-static cn_err_t cn_obj_exec_str(cn_meta_txn_t *txn, const char *sql, const char *s)
-{
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(txn, sql, &st);
-    if (err < 0)
-        return err;
-    cn_meta_bind_str(st, 1, s);
-    err = cn_meta_step(st);
-    cn_meta_finish(st);
-    return err;
-}
-
 /* One completion in progress: the request, what it read, what it makes. */
 typedef struct {
     cn_objects_t *o;
@@ -340,7 +313,7 @@ typedef struct {
     const char *const *etags;
     size_t n;
     const cn_objects_put_args_t *args;
-    cn__bkt_t b;
+    int64_t bucket_id;
     cn_obj_upload_row_t up;
     cn_obj_part_row_t *rows, *chosen;
     size_t nrows;
@@ -348,25 +321,33 @@ typedef struct {
     cn_objects_put_result_t r;
 } cn_obj_complete_t;
 
+static cn_err_t complete_read_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                                   void *ctx)
+{
+    cn_obj_complete_t *c = ctx;
+    /* A repeated run starts from nothing read. */
+    cn_obj_upload_row_free(&c->up);
+    memset(&c->up, 0, sizeof c->up);
+    free(c->rows);
+    c->rows = NULL;
+    c->nrows = 0;
+    c->bucket_id = b->id;
+    cn_err_t err = cn__key_check(rq, c->key);
+    if (err >= 0)
+        err = cn__authorize(rq, b, CN_ACT_PUT_OBJECT, c->key, NULL, NULL);
+    if (err >= 0)
+        err = upload_load(c->o, txn, rq, c->upload_id, b->id, c->key, &c->up);
+    if (err >= 0)
+        err = cn_obj_parts_load(txn, c->upload_id, &c->rows, &c->nrows);
+    return err;
+}
+
 /* Step 1, in a read snapshot: the bucket, the access, the upload (live or
  * recently completed) and its parts. */
 static cn_err_t complete_read(cn_obj_complete_t *c, const char *bucket)
 {
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(c->o->meta, CN_META_READ, &txn);
-    if (err < 0)
-        return err;
-    err = cn__bkt_load(txn, c->rq, bucket, &c->b);
-    if (err >= 0)
-        err = cn__key_check(c->rq, c->key);
-    if (err >= 0)
-        err = cn__authorize(c->rq, &c->b, CN_ACT_PUT_OBJECT, c->key, NULL, NULL);
-    if (err >= 0)
-        err = upload_load(c->o, txn, c->rq, c->upload_id, c->b.id, c->key, &c->up);
-    if (err >= 0)
-        err = cn_obj_parts_load(txn, c->upload_id, &c->rows, &c->nrows);
-    cn_meta_rollback(txn);
-    return err;
+    return cn__bkt_run(c->o, c->rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
+                       complete_read_body, c);
 }
 
 /* The listed parts against the stored ones, into c->chosen. */
@@ -374,7 +355,8 @@ static cn_err_t choose_parts(cn_obj_complete_t *c)
 {
     cn_objects_req_t *rq = c->rq;
     if (c->up.done && c->n != c->nrows)
-        return CN_E_INVALID;
+        return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_LIST_INVALID,
+                          "the upload was completed with other parts");
     c->chosen = calloc(c->n, sizeof *c->chosen);
     if (!c->chosen)
         return -ENOMEM;
@@ -382,15 +364,16 @@ static cn_err_t choose_parts(cn_obj_complete_t *c)
     for (size_t i = 0; i < c->n; i++) {
         int32_t pn = c->parts[i];
         if (i && pn <= c->parts[i - 1])
-            return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_PART,
+            return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_ORDER,
                             "part numbers must ascend (part %d after %d)", pn, c->parts[i - 1]);
         while (j < c->nrows && c->rows[j].number < pn)
             j++;
         if (j == c->nrows || c->rows[j].number != pn)
-            return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_PART,
+            return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_MISSING,
                             "part %d was not uploaded", pn);
         if (c->etags && c->etags[i] && !cn_obj_etag_same(c->etags[i], c->rows[j].etag))
-            return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, "part %d has another etag", pn);
+            return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_ETAG_MISMATCH,
+                              "part %d has another etag", pn);
         c->chosen[i] = c->rows[j];
         c->total += c->rows[j].size;
         if (c->total > c->o->opts.max_object_bytes)
@@ -485,15 +468,14 @@ static cn_err_t complete_digest(cn_obj_complete_t *c)
  * is still the blob that was read. */
 static cn_err_t complete_recheck(cn_obj_complete_t *c, cn_meta_txn_t *txn)
 {
-    cn_err_t err = cn__upload_check(c->o, txn, c->rq, c->upload_id, c->b.id, c->key, NULL);
+    cn_err_t err = cn__upload_check(c->o, txn, c->rq, c->upload_id, c->bucket_id, c->key, NULL);
     for (size_t i = 0; i < c->n && err >= 0; i++) {
         cn_meta_stmt_t *st = NULL;
-        err = cn_meta_prepare(txn,
-            "SELECT digest FROM obj_part WHERE upload_id = ? AND part_number = ?", &st);
+        err = cn_meta_queryf(txn, &st,
+            "SELECT digest FROM obj_part WHERE upload_id = ? AND part_number = ?", "si",
+            c->upload_id, (int64_t)c->chosen[i].number);
         if (err < 0)
             break;
-        cn_meta_bind_str(st, 1, c->upload_id);
-        cn_meta_bind_int64(st, 2, c->chosen[i].number);
         err = cn_meta_step(st);
         size_t dl = 0;
         const void *dg = err == CN_META_ROW ? cn_meta_column_blob(st, 0, &dl) : NULL;
@@ -505,12 +487,10 @@ static cn_err_t complete_recheck(cn_obj_complete_t *c, cn_meta_txn_t *txn)
     return err < 0 ? err : 0;
 }
 
-static void bind_text_or_null(cn_meta_stmt_t *st, int col, const char *s, size_t n)
+/* s, or NULL (SQL NULL) when s is empty. */
+static const char *str_or_null(const char *s)
 {
-    if (n)
-        cn_meta_bind_text(st, col, s, n);
-    else
-        cn_meta_bind_null(st, col);
+    return s[0] ? s : NULL;
 }
 
 /* In the commit transaction: the version's segments and row. */
@@ -519,51 +499,27 @@ static cn_err_t complete_rows(cn_obj_complete_t *c, cn_meta_txn_t *txn, int64_t 
     cn_err_t err = 0;
     for (size_t i = 0; i < c->n && err >= 0; i++) {
         const cn_obj_part_row_t *p = &c->chosen[i];
-        cn_meta_stmt_t *st = NULL;
-        err = cn_meta_prepare(txn,
+        err = cn_meta_execf(txn,
             "INSERT INTO obj_segment (version_id, seq, digest, size, part_number, etag, sha256, "
-            "cksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", &st);
-        if (err < 0)
-            break;
-        cn_meta_bind_int64(st, 1, vid);
-        cn_meta_bind_int64(st, 2, (int64_t)i);
-        cn_meta_bind_blob(st, 3, p->digest.b, CN_DIGEST_LEN);
-        cn_meta_bind_int64(st, 4, (int64_t)p->size);
-        cn_meta_bind_int64(st, 5, p->number);
-        cn_meta_bind_str(st, 6, p->etag);
-        cn_meta_bind_str(st, 7, p->sha256);
-        bind_text_or_null(st, 8, p->cksum, strlen(p->cksum));
-        err = cn_meta_step(st);
-        cn_meta_finish(st);
+            "cksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", "iibiisss", vid, (int64_t)i,
+            (const void *)p->digest.b, (size_t)CN_DIGEST_LEN, (int64_t)p->size,
+            (int64_t)p->number, p->etag, p->sha256, str_or_null(p->cksum));
     }
-    cn_meta_stmt_t *st = NULL;
-    if (err >= 0)
-        err = cn_meta_prepare(txn,
-            "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, content_type, "
-            "umeta, mtime_ms, owner, acl, nparts, cksum_alg, cksum) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", &st);
     if (err < 0)
         return err;
     const cn_obj_upload_row_t *up = &c->up;
-    cn_meta_bind_int64(st, 1, vid);
-    cn_meta_bind_int64(st, 2, c->b.id);
-    cn_meta_bind_blob(st, 3, c->key, strlen(c->key));
-    cn_meta_bind_int64(st, 4, (int64_t)c->total);
-    cn_meta_bind_str(st, 5, c->r.etag);
-    cn_meta_bind_str(st, 6, c->r.sha256);
-    cn_meta_bind_str(st, 7, up->content_type);
-    if (up->umeta.len)
-        cn_meta_bind_blob(st, 8, up->umeta.data, up->umeta.len);
-    else
-        cn_meta_bind_null(st, 8);
-    cn_meta_bind_int64(st, 9, c->r.last_modified_ms);
-    cn_meta_bind_str(st, 10, up->owner);
-    bind_text_or_null(st, 11, (const char *)up->acl.data, up->acl.len);
-    cn_meta_bind_int64(st, 12, (int64_t)c->n);
-    bind_text_or_null(st, 13, c->r.checksum_alg, strlen(c->r.checksum_alg));
-    bind_text_or_null(st, 14, c->r.checksum, strlen(c->r.checksum));
-    err = cn_meta_step(st);
-    cn_meta_finish(st);
+    /* umeta last: SQL NULL when empty ('n' takes no argument, so the
+     * pointer and length after it go unread). */
+    err = cn_meta_execf(txn,
+        "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, content_type, "
+        "mtime_ms, owner, acl, nparts, cksum_alg, cksum, umeta) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        up->umeta.len ? "iibisssistissb" : "iibisssistissn", vid, c->bucket_id,
+        (const void *)c->key, strlen(c->key), (int64_t)c->total, c->r.etag, c->r.sha256,
+        up->content_type, c->r.last_modified_ms, up->owner,
+        (const char *)(up->acl.len ? up->acl.data : NULL), up->acl.len, (int64_t)c->n,
+        str_or_null(c->r.checksum_alg), str_or_null(c->r.checksum),
+        (const void *)up->umeta.data, up->umeta.len);
     return err < 0 ? err : 0;
 }
 
@@ -571,45 +527,27 @@ static cn_err_t complete_rows(cn_obj_complete_t *c, cn_meta_txn_t *txn, int64_t 
  * go to the sweeper) and the upload is marked completed with its result. */
 static cn_err_t complete_mark_done(cn_obj_complete_t *c, cn_meta_txn_t *txn, int64_t vid)
 {
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(txn,
+    cn_err_t err = cn_meta_execf(txn,
         "DELETE FROM obj_part WHERE upload_id = ? AND part_number NOT IN "
-        "(SELECT part_number FROM obj_segment WHERE version_id = ?)", &st);
-    if (err < 0)
-        return err;
-    cn_meta_bind_str(st, 1, c->upload_id);
-    cn_meta_bind_int64(st, 2, vid);
-    err = cn_meta_step(st);
-    cn_meta_finish(st);
+        "(SELECT part_number FROM obj_segment WHERE version_id = ?)", "si", c->upload_id, vid);
     if (err >= 0)
-        err = cn_meta_prepare(txn,
+        err = cn_meta_execf(txn,
             "UPDATE obj_upload SET done_ms = ?, done_etag = ?, done_cksum = ?, done_version = ?, "
-            "done_sha256 = ? WHERE upload_id = ?", &st);
-    if (err < 0)
-        return err;
-    cn_meta_bind_int64(st, 1, c->r.last_modified_ms);
-    cn_meta_bind_str(st, 2, c->r.etag);
-    bind_text_or_null(st, 3, c->r.checksum, strlen(c->r.checksum));
-    cn_meta_bind_int64(st, 4, vid);
-    cn_meta_bind_str(st, 5, c->r.sha256);
-    cn_meta_bind_str(st, 6, c->upload_id);
-    err = cn_meta_step(st);
-    cn_meta_finish(st);
+            "done_sha256 = ? WHERE upload_id = ?", "ississ", c->r.last_modified_ms, c->r.etag,
+            str_or_null(c->r.checksum), vid, c->r.sha256, c->upload_id);
     return err < 0 ? err : 0;
 }
 
-/* Step 5: re-check the upload and the parts, then swap the rows. */
-static cn_err_t complete_commit(cn_obj_complete_t *c)
+/* The commit's body: re-check the upload and the parts, then swap the rows
+ * (the new version's id in c->r.version_id). */
+static cn_err_t complete_commit_body(cn_meta_txn_t *txn, void *ctx)
 {
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(c->o->meta, CN_META_WRITE, &txn);
-    if (err < 0)
-        return err;
-    err = complete_recheck(c, txn);
+    cn_obj_complete_t *c = ctx;
+    cn_err_t err = complete_recheck(c, txn);
     int64_t cur = 0, vid = 0;
     char cur_etag[CN_ETAG_MAX];
     if (err >= 0)
-        err = cn__version_find(txn, c->b.id, c->key, &cur, cur_etag, NULL);
+        err = cn__version_find(txn, c->bucket_id, c->key, &cur, cur_etag, NULL);
     if (err >= 0)
         err = cn__put_conditions(c->rq, c->args, cur, cur_etag);
     if (err >= 0 && cur)
@@ -620,14 +558,14 @@ static cn_err_t complete_commit(cn_obj_complete_t *c)
         err = complete_rows(c, txn, vid);
     if (err >= 0)
         err = complete_mark_done(c, txn, vid);
-    if (err < 0) {
-        cn_meta_rollback(txn);
-        return err;
-    }
-    err = cn_meta_commit(txn);
-    if (err >= 0)
-        c->r.version_id = vid;
-    return err;
+    c->r.version_id = err >= 0 ? vid : 0;
+    return err < 0 ? err : CN_OK;
+}
+
+/* Step 5: re-check the upload and the parts, then swap the rows. */
+static cn_err_t complete_commit(cn_obj_complete_t *c)
+{
+    return cn_meta_run(c->o->meta, CN_META_RUN_WRITE | CN_META_RETRY, complete_commit_body, c);
 }
 
 /* A repeated completion: the first one's result.  The additional checksum
@@ -653,9 +591,10 @@ cn_err_t cn_objects_mpu_complete(cn_objects_t *o, cn_objects_req_t *rq, const ch
                                  const cn_objects_put_args_t *args, cn_objects_put_result_t *res)
 {
     if (n == 0)
-        return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, "no part is listed");
+        return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_LIST_INVALID,
+                          "no part is listed");
     if (n > CN_PART_NUMBER_MAX)
-        return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, "more than %d parts",
+        return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_LIST_INVALID, "more than %d parts",
                         CN_PART_NUMBER_MAX);
     cn_obj_complete_t c = {.o = o, .rq = rq, .key = key, .upload_id = upload_id,
                            .parts = parts, .etags = etags, .n = n, .args = args};
@@ -678,68 +617,68 @@ cn_err_t cn_objects_mpu_complete(cn_objects_t *o, cn_objects_req_t *rq, const ch
     free(c.rows);
     free(c.chosen);
     cn_obj_upload_row_free(&c.up);
-    cn__bkt_free(&c.b);
     return err;
+}
+
+/* An operation on one upload of key: abort, or a walk of its parts. */
+typedef struct upload_op {
+    cn_objects_t *o;
+    const char *key, *upload_id;
+    int32_t marker;
+    uint32_t max;
+    cn_objects_part_fn fn;
+    void *arg;
+    bool *truncated;
+} upload_op_t;
+
+/* Deletes upload_id's parts and row. */
+static cn_err_t upload_delete(cn_meta_txn_t *txn, const char *upload_id)
+{
+    cn_err_t err = cn_meta_execf(txn, "DELETE FROM obj_part WHERE upload_id = ?", "s", upload_id);
+    if (err >= 0)
+        err = cn_meta_execf(txn, "DELETE FROM obj_upload WHERE upload_id = ?", "s", upload_id);
+    return err;
+}
+
+static cn_err_t abort_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                           void *ctx)
+{
+    const upload_op_t *op = ctx;
+    cn_err_t err = cn__upload_access(op->o, txn, rq, b, op->key, op->upload_id,
+                                     CN_ACT_ABORT_MULTIPART_UPLOAD, NULL);
+    if (err >= 0)
+        err = upload_delete(txn, op->upload_id);
+    return err < 0 ? err : CN_OK;
 }
 
 cn_err_t cn_objects_mpu_abort(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                               const char *key, const char *upload_id)
 {
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(o->meta, CN_META_WRITE, &txn);
-    if (err < 0)
-        return err;
-    cn__bkt_t b;
-    err = cn__bkt_load(txn, rq, bucket, &b);
-    if (err < 0)
-        goto out;
-    err = cn__upload_access(o, txn, rq, &b, key, upload_id, CN_ACT_ABORT_MULTIPART_UPLOAD, NULL);
-    if (err >= 0)
-        err = cn_obj_exec_str(txn, "DELETE FROM obj_part WHERE upload_id = ?", upload_id);
-    if (err >= 0)
-        err = cn_obj_exec_str(txn, "DELETE FROM obj_upload WHERE upload_id = ?", upload_id);
-    cn__bkt_free(&b);
-out:
-    if (err < 0) {
-        cn_meta_rollback(txn);
-        return err;
-    }
-    return cn_meta_commit(txn);
+    upload_op_t op = {.o = o, .key = key, .upload_id = upload_id};
+    return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_WRITE | CN_META_RETRY,
+                       abort_body, &op);
 }
 
-cn_err_t cn_objects_mpu_list_parts(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
-                                   const char *key, const char *upload_id, int32_t marker,
-                                   uint32_t max, cn_objects_part_fn fn, void *arg,
-                                   bool *truncated)
+static cn_err_t list_parts_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                                void *ctx)
 {
-    if (truncated)
-        *truncated = false;
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(o->meta, CN_META_READ, &txn);
+    const upload_op_t *op = ctx;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn__upload_access(op->o, txn, rq, b, op->key, op->upload_id,
+                                     CN_ACT_LIST_MULTIPART_UPLOAD_PARTS, NULL);
+    if (err >= 0)
+        err = cn_meta_queryf(txn, &st,
+            "SELECT part_number, size, etag, sha256, mtime_ms, cksum FROM obj_part "
+            "WHERE upload_id = ? AND part_number > ? ORDER BY part_number LIMIT ?", "sii",
+            op->upload_id, (int64_t)op->marker,
+            op->max ? (int64_t)op->max + 1 : (int64_t)CN_PART_NUMBER_MAX + 1);
     if (err < 0)
         return err;
-    cn__bkt_t b;
-    err = cn__bkt_load(txn, rq, bucket, &b);
-    if (err < 0)
-        goto out;
-    err = cn__upload_access(o, txn, rq, &b, key, upload_id, CN_ACT_LIST_MULTIPART_UPLOAD_PARTS,
-                            NULL);
-    cn__bkt_free(&b);
-    cn_meta_stmt_t *st = NULL;
-    if (err >= 0)
-        err = cn_meta_prepare(txn,
-            "SELECT part_number, size, etag, sha256, mtime_ms, cksum FROM obj_part "
-            "WHERE upload_id = ? AND part_number > ? ORDER BY part_number LIMIT ?", &st);
-    if (err < 0)
-        goto out;
-    cn_meta_bind_str(st, 1, upload_id);
-    cn_meta_bind_int64(st, 2, marker);
-    cn_meta_bind_int64(st, 3, max ? (int64_t)max + 1 : CN_PART_NUMBER_MAX + 1);
     uint32_t count = 0;
     while ((err = cn_meta_step(st)) == CN_META_ROW) {
-        if (max && count == max) {
-            if (truncated)
-                *truncated = true;
+        if (op->max && count == op->max) {
+            if (op->truncated)
+                *op->truncated = true;
             err = 0;
             break;
         }
@@ -754,13 +693,107 @@ cn_err_t cn_objects_mpu_list_parts(cn_objects_t *o, cn_objects_req_t *rq, const 
         p.last_modified_ms = cn_meta_column_int64(st, 4);
         copy_text(st, 5, p.checksum, sizeof p.checksum);
         count++;
-        err = fn(arg, &p);
+        err = op->fn(op->arg, &p);
         if (err)
             break;
     }
     cn_meta_finish(st);
-out:
-    cn_meta_rollback(txn);
+    return err;
+}
+
+cn_err_t cn_objects_mpu_list_parts(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                   const char *key, const char *upload_id, int32_t marker,
+                                   uint32_t max, cn_objects_part_fn fn, void *arg,
+                                   bool *truncated)
+{
+    if (truncated)
+        *truncated = false;
+    /* Not repeatable: fn has seen the parts of a failed run. */
+    upload_op_t op = {o, key, upload_id, marker, max, fn, arg, truncated};
+    return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ, list_parts_body, &op);
+}
+
+/* A walk of a bucket's unexpired uploads, each handed to fn(arg, upload). */
+typedef struct uploads_walk {
+    cn_objects_t *o;
+    const char *prefix, *key_marker, *upload_id_marker;
+    uint32_t max;
+    cn_objects_upload_fn fn;
+    void *arg;
+    bool *truncated;
+} uploads_walk_t;
+
+/* Whether the upload (k[0..kl), id) comes after the walk's markers; sets
+ * *past once the walk has passed them. */
+static bool uploads_past_marker(const uploads_walk_t *uw, const char *k, size_t kl,
+                                const char *id, bool *past)
+{
+    if (*past)
+        return true;
+    size_t kml = strlen(uw->key_marker);
+    int c = memcmp(k, uw->key_marker, kl < kml ? kl : kml);
+    if (!c)
+        c = kl < kml ? -1 : kl > kml;
+    if (c < 0)
+        return false;
+    if (c == 0) {
+        /* Same key: resume after upload_id_marker, or skip the key. */
+        if (uw->upload_id_marker && uw->upload_id_marker[0] && !strcmp(id, uw->upload_id_marker))
+            *past = true;
+        return false;
+    }
+    *past = true;
+    return true;
+}
+
+static cn_err_t uploads_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                             void *ctx)
+{
+    const uploads_walk_t *uw = ctx;
+    cn__cond_t cond = {.prefix = uw->prefix ? uw->prefix : ""};
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn__authorize(rq, b, CN_ACT_LIST_BUCKET_MULTIPART_UPLOADS, NULL, NULL, &cond);
+    if (err >= 0)
+        err = cn_meta_queryf(txn, &st,
+            "SELECT okey, upload_id, owner, created_ms FROM obj_upload WHERE bucket_id = ? "
+            "AND created_ms > ? AND done_ms IS NULL ORDER BY okey, created_ms, upload_id", "ii",
+            b->id, (int64_t)(cn__now_ms() - uw->o->opts.upload_expiry_ms));
+    if (err < 0)
+        return err;
+    size_t pl = uw->prefix ? strlen(uw->prefix) : 0;
+    bool past_marker = !uw->key_marker || !uw->key_marker[0];
+    uint32_t count = 0;
+    while ((err = cn_meta_step(st)) == CN_META_ROW) {
+        size_t kl = 0;
+        const char *k = cn_meta_column_blob(st, 0, &kl);
+        const char *id = cn_meta_column_text(st, 1, NULL);
+        if (!k || !id)
+            continue;
+        if (pl && (kl < pl || memcmp(k, uw->prefix, pl)))
+            continue;
+        if (!uploads_past_marker(uw, k, kl, id, &past_marker))
+            continue;
+        if (count == uw->max) {
+            if (uw->truncated)
+                *uw->truncated = true;
+            break;
+        }
+        char *key = cn__strndup(k, kl);
+        if (!key) {
+            err = -ENOMEM;
+            break;
+        }
+        cn_objects_upload_t u = {key, id, cn_meta_column_text(st, 2, NULL),
+                                 cn_meta_column_int64(st, 3)};
+        count++;
+        err = uw->fn(uw->arg, &u);
+        free(key);
+        if (err)
+            break;
+    }
+    cn_meta_finish(st);
+    if (err == CN_META_ROW || err == CN_META_DONE)
+        err = 0;
     return err;
 }
 
@@ -773,79 +806,37 @@ cn_err_t cn_objects_mpu_list(cn_objects_t *o, cn_objects_req_t *rq, const char *
         *truncated = false;
     if (!max || max > CN_OBJECTS_LIST_MAX)
         max = CN_OBJECTS_LIST_MAX;
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(o->meta, CN_META_READ, &txn);
-    if (err < 0)
-        return err;
-    cn__bkt_t b;
-    err = cn__bkt_load(txn, rq, bucket, &b);
-    if (err < 0)
-        goto out;
-    cn__cond_t cond = {.prefix = prefix ? prefix : ""};
-    err = cn__authorize(rq, &b, CN_ACT_LIST_BUCKET_MULTIPART_UPLOADS, NULL, NULL, &cond);
-    int64_t bid = b.id;
-    cn__bkt_free(&b);
+    /* Not repeatable: fn has seen the uploads of a failed run. */
+    uploads_walk_t uw = {o, prefix, key_marker, upload_id_marker, max, fn, arg, truncated};
+    return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ, uploads_body, &uw);
+}
+
+/* One sweep batch: the cutoffs, and the ids of the uploads it removed. */
+typedef struct sweep_batch {
+    int64_t cutoff, done_cutoff;
+    char ids[64][CN_UPLOAD_ID_MAX + 1];
+    size_t n;
+} sweep_batch_t;
+
+static cn_err_t sweep_body(cn_meta_txn_t *txn, void *ctx)
+{
+    sweep_batch_t *sb = ctx;
+    sb->n = 0;
     cn_meta_stmt_t *st = NULL;
-    if (err >= 0)
-        err = cn_meta_prepare(txn,
-            "SELECT okey, upload_id, owner, created_ms FROM obj_upload WHERE bucket_id = ? "
-            "AND created_ms > ? AND done_ms IS NULL ORDER BY okey, created_ms, upload_id", &st);
-    if (err < 0)
-        goto out;
-    cn_meta_bind_int64(st, 1, bid);
-    cn_meta_bind_int64(st, 2, cn__now_ms() - o->opts.upload_expiry_ms);
-    size_t pl = prefix ? strlen(prefix) : 0;
-    size_t kml = key_marker ? strlen(key_marker) : 0;
-    bool past_marker = !key_marker || !kml;
-    uint32_t count = 0;
-    while ((err = cn_meta_step(st)) == CN_META_ROW) {
-        size_t kl = 0;
-        const char *k = cn_meta_column_blob(st, 0, &kl);
-        const char *id = cn_meta_column_text(st, 1, NULL);
-        if (!k || !id)
-            continue;
-        if (pl && (kl < pl || memcmp(k, prefix, pl)))
-            continue;
-        if (!past_marker) {
-            int c = memcmp(k, key_marker, kl < kml ? kl : kml);
-            if (!c)
-                c = kl < kml ? -1 : kl > kml;
-            if (c < 0)
-                continue;
-            if (c == 0) {
-                /* Same key: resume after upload_id_marker, or skip the key. */
-                if (!upload_id_marker || !upload_id_marker[0])
-                    continue;
-                if (!strcmp(id, upload_id_marker))
-                    past_marker = true;
-                continue;
-            }
-            past_marker = true;
+    cn_err_t err = cn_meta_queryf(txn, &st,
+        "SELECT upload_id FROM obj_upload WHERE (done_ms IS NULL AND created_ms <= ?) "
+        "OR done_ms <= ? ORDER BY created_ms LIMIT 64", "ii", sb->cutoff, sb->done_cutoff);
+    if (err >= 0) {
+        while ((err = cn_meta_step(st)) == CN_META_ROW) {
+            const char *id = cn_meta_column_text(st, 0, NULL);
+            if (id)
+                snprintf(sb->ids[sb->n++], sizeof sb->ids[0], "%s", id);
         }
-        if (count == max) {
-            if (truncated)
-                *truncated = true;
-            break;
-        }
-        char *key = cn__strndup(k, kl);
-        if (!key) {
-            err = -ENOMEM;
-            break;
-        }
-        cn_objects_upload_t u = {key, id, cn_meta_column_text(st, 2, NULL),
-                                 cn_meta_column_int64(st, 3)};
-        count++;
-        err = fn(arg, &u);
-        free(key);
-        if (err)
-            break;
+        cn_meta_finish(st);
     }
-    cn_meta_finish(st);
-    if (err == CN_META_ROW || err == CN_META_DONE)
-        err = 0;
-out:
-    cn_meta_rollback(txn);
-    return err;
+    for (size_t i = 0; i < sb->n && err >= 0; i++)
+        err = upload_delete(txn, sb->ids[i]);
+    return err < 0 ? err : CN_OK;
 }
 
 cn_err_t cn_objects_sweep_uploads(cn_objects_t *o, int64_t now_ms, uint64_t *removed)
@@ -854,45 +845,16 @@ cn_err_t cn_objects_sweep_uploads(cn_objects_t *o, int64_t now_ms, uint64_t *rem
         *removed = 0;
     if (!now_ms)
         now_ms = cn__now_ms();
-    int64_t cutoff = now_ms - o->opts.upload_expiry_ms;
-    int64_t done_cutoff = now_ms - o->opts.completed_keep_ms;
+    sweep_batch_t sb = {.cutoff = now_ms - o->opts.upload_expiry_ms,
+                        .done_cutoff = now_ms - o->opts.completed_keep_ms};
+    /* A bounded batch per transaction, so the writer is never held long. */
     for (;;) {
-        cn_meta_txn_t *txn = NULL;
-        cn_err_t err = cn_meta_begin(o->meta, CN_META_WRITE, &txn);
-        if (err < 0)
-            return err;
-        /* A bounded batch per transaction, so the writer is never held long. */
-        char ids[64][CN_UPLOAD_ID_MAX + 1];
-        size_t n = 0;
-        cn_meta_stmt_t *st = NULL;
-        err = cn_meta_prepare(txn,
-            "SELECT upload_id FROM obj_upload WHERE (done_ms IS NULL AND created_ms <= ?) "
-            "OR done_ms <= ? ORDER BY created_ms LIMIT 64", &st);
-        if (err >= 0) {
-            cn_meta_bind_int64(st, 1, cutoff);
-            cn_meta_bind_int64(st, 2, done_cutoff);
-            while ((err = cn_meta_step(st)) == CN_META_ROW) {
-                const char *id = cn_meta_column_text(st, 0, NULL);
-                if (id)
-                    snprintf(ids[n++], sizeof ids[0], "%s", id);
-            }
-            cn_meta_finish(st);
-        }
-        for (size_t i = 0; i < n && err >= 0; i++) {
-            err = cn_obj_exec_str(txn, "DELETE FROM obj_part WHERE upload_id = ?", ids[i]);
-            if (err >= 0)
-                err = cn_obj_exec_str(txn, "DELETE FROM obj_upload WHERE upload_id = ?", ids[i]);
-        }
-        if (err < 0) {
-            cn_meta_rollback(txn);
-            return err;
-        }
-        err = cn_meta_commit(txn);
+        cn_err_t err = cn_meta_run(o->meta, CN_META_RUN_WRITE | CN_META_RETRY, sweep_body, &sb);
         if (err < 0)
             return err;
         if (removed)
-            *removed += n;
-        if (n < 64)
+            *removed += sb.n;
+        if (sb.n < 64)
             return 0;
     }
 }

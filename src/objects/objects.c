@@ -6,8 +6,8 @@
  *   1. Blob bytes are published by the store (fsynced, renamed, directory
  *      fsynced) before the metadata transaction that references them begins
  *      to commit.
- *   2. The call returns success only after cn_meta_commit returned 0, which
- *      is durable (group commit).
+ *   2. The call returns success only after its write run (cn_meta_run)
+ *      committed, which is durable (group commit).
  *   3. A blob is referenced only by rows (obj_segment, obj_part); the
  *      liveness source answers from those rows, so a blob published but never
  *      committed (a crash between 1 and 2) is left to the sweeper's grace.
@@ -138,10 +138,55 @@ cn_err_t cn__fail(cn_objects_req_t *rq, cn_err_t err, cn_objects_what_t what,
         rq->what = what;
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(rq->message, sizeof rq->message, fmt, ap);
+        cn_fail_vset(&rq->fail, err, CN_OBJ_DETAIL_NONE, fmt, ap);
         va_end(ap);
     }
     return err;
+}
+
+cn_err_t cn__fail_d(cn_objects_req_t *rq, cn_err_t err, cn_objects_what_t what,
+                    cn_obj_detail_t detail, const char *fmt, ...)
+{
+    if (rq) {
+        rq->what = what;
+        va_list ap;
+        va_start(ap, fmt);
+        cn_fail_vset(&rq->fail, err, (uint16_t)detail, fmt, ap);
+        va_end(ap);
+    }
+    return err;
+}
+
+int cn_objects_err_lookup(const cn_obj_err_row_t *rows, size_t n, const cn_objects_req_t *rq,
+                          cn_err_t err, int fallback)
+{
+    uint16_t detail = rq && rq->fail.cls == err ? rq->fail.detail : 0;
+    int what = rq ? (int)rq->what : CN_OBJ_WHAT_NONE;
+    int code = fallback;
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].cls == err && rows[i].detail == detail &&
+            (rows[i].what == CN_OBJ_WHAT_ANY || rows[i].what == what)) {
+            code = rows[i].code;
+            break;
+        }
+    }
+    return code;
+}
+
+cn_obj_detail_t cn__key_detail(const char *key)
+{
+    return key && strlen(key) > CN_OBJECT_KEY_MAX ? CN_OBJ_KEY_TOO_LONG : CN_OBJ_KEY_INVALID;
+}
+
+const char *cn_obj_detail_name(cn_obj_detail_t d)
+{
+    static const char *const names[CN_OBJ_DETAIL_COUNT] = {
+        [CN_OBJ_DETAIL_NONE] = "NONE",
+#define CN__OBJ_DETAIL_NAME(name, cls) [CN_OBJ_##name] = #name,
+        CN_OBJ_DETAILS(CN__OBJ_DETAIL_NAME)
+#undef CN__OBJ_DETAIL_NAME
+    };
+    return (unsigned)d < CN_OBJ_DETAIL_COUNT ? names[d] : NULL;
 }
 
 const char *cn__principal_name(const cn_objects_req_t *rq)
@@ -155,18 +200,13 @@ const char *cn__principal_name(const cn_objects_req_t *rq)
 cn_err_t cn__next_id(cn_meta_txn_t *txn, const char *name, int64_t *out)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(txn, "UPDATE obj_seq SET value = value + 1 WHERE name = ?", &st);
+    cn_err_t err = cn_meta_execf(txn, "UPDATE obj_seq SET value = value + 1 WHERE name = ?", "s",
+                                 name);
     if (err < 0)
         return err;
-    cn_meta_bind_str(st, 1, name);
-    err = cn_meta_step(st);
-    cn_meta_finish(st);
+    err = cn_meta_queryf(txn, &st, "SELECT value FROM obj_seq WHERE name = ?", "s", name);
     if (err < 0)
         return err;
-    err = cn_meta_prepare(txn, "SELECT value FROM obj_seq WHERE name = ?", &st);
-    if (err < 0)
-        return err;
-    cn_meta_bind_str(st, 1, name);
     err = cn_meta_step(st);
     if (err == CN_META_ROW) {
         *out = cn_meta_column_int64(st, 0);
@@ -262,14 +302,14 @@ cn_err_t cn__bkt_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, const char *name
 {
     memset(b, 0, sizeof *b);
     if (!cn_objects_bucket_name_ok(name))
-        return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_BUCKET, "invalid bucket name");
+        return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_BUCKET, CN_OBJ_BUCKET_NAME_INVALID,
+                          "invalid bucket name");
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(txn,
+    cn_err_t err = cn_meta_queryf(txn, &st,
         "SELECT bucket_id, owner, created_ms, acl, policy, pab FROM obj_bucket WHERE name = ?",
-        &st);
+        "s", name);
     if (err < 0)
         return err;
-    cn_meta_bind_str(st, 1, name);
     err = cn_meta_step(st);
     if (err == CN_META_DONE) {
         err = cn__fail(rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, "bucket %s does not exist", name);
@@ -331,6 +371,37 @@ void cn__bkt_view(const cn__bkt_t *b, cn_authz_bucket_t *out)
         out->pab = b->pab;
 }
 
+/* One bucket body of cn__bkt_run: what to load and check, and what runs next. */
+typedef struct bkt_run {
+    cn_objects_req_t *rq;
+    const char *bucket;
+    cn_authz_action_t act;
+    cn__bkt_body_fn body;
+    void *ctx;
+} bkt_run_t;
+
+static cn_err_t bkt_run_body(cn_meta_txn_t *txn, void *ctx)
+{
+    const bkt_run_t *br = ctx;
+    cn__bkt_t b;
+    cn_err_t err = cn__bkt_load(txn, br->rq, br->bucket, &b);
+    if (err < 0)
+        return err;
+    if (br->act != CN_ACT_INVALID)
+        err = cn__authorize(br->rq, &b, br->act, NULL, NULL, NULL);
+    if (err >= 0)
+        err = br->body(txn, br->rq, &b, br->ctx);
+    cn__bkt_free(&b);
+    return err;
+}
+
+cn_err_t cn__bkt_run(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                     cn_authz_action_t act, unsigned flags, cn__bkt_body_fn body, void *ctx)
+{
+    bkt_run_t br = {rq, bucket, act, body, ctx};
+    return cn_meta_run(o->meta, flags, bkt_run_body, &br);
+}
+
 void cn__objacl_free(cn__objacl_t *a)
 {
     if (a) {
@@ -382,6 +453,12 @@ cn_err_t cn__authorize_found(cn_objects_req_t *rq, const cn__bkt_t *b, cn_authz_
 {
     if (found == CN_E_NOT_FOUND) {
         cn_err_t az = cn__authorize(rq, b, act, key, NULL, NULL);
+        /* S3: a reader refused the missing key learns it is missing only if
+         * it may list the bucket (404 NoSuchKey); otherwise 403, so keys
+         * cannot be probed. */
+        if (az == CN_E_DENIED && act == CN_ACT_GET_OBJECT &&
+            cn__authorize(rq, b, CN_ACT_LIST_BUCKET, NULL, NULL, NULL) == 0)
+            az = 0;
         return az < 0 ? az : cn__fail(rq, found, CN_OBJ_WHAT_KEY, "key does not exist");
     }
     if (found < 0)
@@ -410,20 +487,19 @@ cn_err_t cn__put_authorize(cn_objects_req_t *rq, const cn__bkt_t *b, const char 
 cn_err_t cn__key_check(cn_objects_req_t *rq, const char *key)
 {
     if (!cn_objects_key_ok(key, key ? strlen(key) : 0))
-        return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, "invalid key");
+        return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, cn__key_detail(key), "invalid key");
     return 0;
 }
 
 cn_err_t cn__version_row(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
                          const char *key, cn_meta_stmt_t **st)
 {
-    cn_err_t err = cn_meta_prepare(txn,
+    cn_err_t err = cn_meta_queryf(txn, st,
         "SELECT version_id, size, etag, sha256, content_type, umeta, mtime_ms, owner, acl, nparts, "
-        "cksum_alg, cksum FROM obj_version WHERE bucket_id = ? AND okey = ?", st);
+        "cksum_alg, cksum FROM obj_version WHERE bucket_id = ? AND okey = ?", "ib", bucket_id,
+        (const void *)key, strlen(key));
     if (err < 0)
         return err;
-    cn_meta_bind_int64(*st, 1, bucket_id);
-    cn_meta_bind_blob(*st, 2, key, strlen(key));
     err = cn_meta_step(*st);
     if (err == CN_META_ROW)
         return 0;
@@ -441,13 +517,11 @@ cn_err_t cn__version_find(cn_meta_txn_t *txn, int64_t bucket_id, const char *key
     if (etag)
         etag[0] = 0;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(txn,
+    cn_err_t err = cn_meta_queryf(txn, &st,
         "SELECT version_id, etag, owner, acl FROM obj_version WHERE bucket_id = ? AND okey = ?",
-        &st);
+        "ib", bucket_id, (const void *)key, strlen(key));
     if (err < 0)
         return err;
-    cn_meta_bind_int64(st, 1, bucket_id);
-    cn_meta_bind_blob(st, 2, key, strlen(key));
     err = cn_meta_step(st);
     if (err == CN_META_ROW) {
         *version_id = cn_meta_column_int64(st, 0);
@@ -472,21 +546,10 @@ cn_err_t cn__version_find(cn_meta_txn_t *txn, int64_t bucket_id, const char *key
 
 cn_err_t cn__version_delete(cn_meta_txn_t *txn, int64_t version_id)
 {
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(txn, "DELETE FROM obj_segment WHERE version_id = ?", &st);
-    if (err < 0)
-        return err;
-    cn_meta_bind_int64(st, 1, version_id);
-    err = cn_meta_step(st);
-    cn_meta_finish(st);
-    if (err < 0)
-        return err;
-    err = cn_meta_prepare(txn, "DELETE FROM obj_version WHERE version_id = ?", &st);
-    if (err < 0)
-        return err;
-    cn_meta_bind_int64(st, 1, version_id);
-    err = cn_meta_step(st);
-    cn_meta_finish(st);
+    cn_err_t err = cn_meta_execf(txn, "DELETE FROM obj_segment WHERE version_id = ?", "i",
+                                 version_id);
+    if (err >= 0)
+        err = cn_meta_execf(txn, "DELETE FROM obj_version WHERE version_id = ?", "i", version_id);
     return err < 0 ? err : 0;
 }
 
@@ -537,14 +600,17 @@ cn_err_t cn__put_args_check(cn_objects_req_t *rq, const cn_objects_put_args_t *a
     if (!a)
         return 0;
     if (a->content_type && strlen(a->content_type) > CN_OBJECTS_CONTENT_TYPE_MAX)
-        return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, "content type too long");
+        return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_CONTENT_TYPE_TOO_LONG,
+                          "content type too long");
     size_t total = 0;
     for (size_t i = 0; i < a->nmeta; i++) {
         if (!a->meta[i].key || !a->meta[i].value || !a->meta[i].key[0])
-            return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, "empty metadata key");
+            return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_METADATA_KEY_INVALID,
+                              "empty metadata key");
         total += strlen(a->meta[i].key) + strlen(a->meta[i].value);
         if (total > CN_OBJECTS_USER_META_MAX)
-            return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, "user metadata too large");
+            return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_METADATA_TOO_LARGE,
+                              "user metadata too large");
     }
     return 0;
 }
@@ -625,36 +691,38 @@ cn_err_t cn__info_fill(cn_object_info_t *info, const char *ctype, size_t ctype_l
 /* ---- liveness ---------------------------------------------------------------------
  * A blob is live while an object version's segment or an upload's part names
  * it.  Answered from one read snapshot per batch. */
-static cn_err_t cn_obj_are_live(void *ctx, const cn_digest_t *d, size_t n, bool *live)
+
+/* One liveness batch: the digests asked about and the answers. */
+typedef struct live_batch {
+    const cn_digest_t *d;
+    size_t n;
+    bool *live;
+} live_batch_t;
+
+static cn_err_t are_live_body(cn_meta_txn_t *txn, void *ctx)
 {
-    cn_objects_t *o = ctx;
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(o->meta, CN_META_READ, &txn);
-    if (err < 0)
-        return err;
+    const live_batch_t *lb = ctx;
     static const char *const q[2] = {
         "SELECT 1 FROM obj_segment WHERE digest = ? LIMIT 1",
         "SELECT 1 FROM obj_part WHERE digest = ? LIMIT 1",
     };
-    for (size_t i = 0; i < n && err >= 0; i++) {
-        live[i] = false;
-        for (int k = 0; k < 2 && !live[i]; k++) {
-            cn_meta_stmt_t *st = NULL;
-            err = cn_meta_prepare(txn, q[k], &st);
-            if (err < 0)
-                break;
-            cn_meta_bind_blob(st, 1, d[i].b, sizeof d[i].b);
-            err = cn_meta_step(st);
+    cn_err_t err = CN_OK;
+    for (size_t i = 0; i < lb->n && err >= 0; i++) {
+        lb->live[i] = false;
+        for (int k = 0; k < 2 && !lb->live[i] && err >= 0; k++) {
+            err = cn_meta_execf(txn, q[k], "b", (const void *)lb->d[i].b, sizeof lb->d[i].b);
             if (err == CN_META_ROW)
-                live[i] = true;
-            cn_meta_finish(st);
-            if (err < 0)
-                break;
-            err = 0;
+                lb->live[i] = true;
         }
     }
-    cn_meta_rollback(txn);
-    return err < 0 ? err : 0;
+    return err < 0 ? err : CN_OK;
+}
+
+static cn_err_t cn_obj_are_live(void *ctx, const cn_digest_t *d, size_t n, bool *live)
+{
+    cn_objects_t *o = ctx;
+    live_batch_t lb = {d, n, live};
+    return cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, are_live_body, &lb);
 }
 
 /* ---- upload expiry thread ----------------------------------------------------------- */

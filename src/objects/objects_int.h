@@ -39,9 +39,17 @@ typedef struct cn__objacl {
     cn_authz_acl_t *acl;             /* heap; NULL = private */
 } cn__objacl_t;
 
-/* Sets rq's failure details and returns err. */
+/* Sets rq's failure details (what, rq->fail with detail 0) and returns err. */
 cn_err_t cn__fail(cn_objects_req_t *rq, cn_err_t err, cn_objects_what_t what,
                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* The same for a refusal by a named rule: detail is the cn_obj_detail_t,
+ * raised with the class objects.h lists for it. */
+cn_err_t cn__fail_d(cn_objects_req_t *rq, cn_err_t err, cn_objects_what_t what,
+                    cn_obj_detail_t detail, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Why key (which cn_objects_key_ok refused) is refused: KEY_TOO_LONG over
+ * CN_OBJECT_KEY_MAX bytes, KEY_INVALID otherwise. */
+cn_obj_detail_t cn__key_detail(const char *key);
 
 /* Loads bucket name inside txn.  CN_E_NOT_FOUND (what = BUCKET), CN_E_INVALID
  * for a bad name (what = BUCKET), CN_E_CORRUPT for unreadable stored state. */
@@ -49,6 +57,18 @@ cn_err_t cn__bkt_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, const char *name
 void cn__bkt_free(cn__bkt_t *b);
 /* The authz view of b (borrows b). */
 void cn__bkt_view(const cn__bkt_t *b, cn_authz_bucket_t *out);
+
+/* A transaction body run on one bucket: b was loaded in txn and the
+ * bucket-level action checked (cn__bkt_run).  Returns as a cn_meta_body_fn. */
+typedef cn_err_t (*cn__bkt_body_fn)(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                                    void *ctx);
+/* Runs, in one transaction of the kind flags names (cn_meta_run), the load of
+ * bucket (cn__bkt_load), the check of act on it (cn__authorize with no key,
+ * object or conditions; skipped for CN_ACT_INVALID, when body decides) and
+ * then body.  Returns body's value, cn__bkt_load's or cn__authorize's error,
+ * or as cn_meta_run.  Any thread. */
+cn_err_t cn__bkt_run(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                     cn_authz_action_t act, unsigned flags, cn__bkt_body_fn body, void *ctx);
 
 /* One authorization decision: CN_E_DENIED with a message in rq, or 0.
  * bucket NULL for account-level actions; obj NULL for none/a new key.

@@ -110,6 +110,39 @@ static cn_err_t cn_obj_put_new(cn_objects_t *o, cn_objects_req_t *rq, cn_obj_put
     return 0;
 }
 
+/* What a put or part session opens on in its bucket: the checks run in one
+ * read snapshot, and the bucket facts the session keeps. */
+typedef struct put_open {
+    cn_objects_t *o;
+    const char *key;
+    const cn_objects_put_args_t *args;
+    const char *upload_id;           /* a part's upload */
+    int32_t part_number;
+    int64_t bucket_id;
+    char bucket[CN_BUCKET_NAME_MAX + 1];
+    char owner[CN_ACCOUNT_NAME_MAX + 1];
+    char alg[CN_OBJECTS_CKSUM_ALG_MAX];
+} put_open_t;
+
+static void put_open_keep(put_open_t *po, const cn__bkt_t *b)
+{
+    po->bucket_id = b->id;
+    snprintf(po->bucket, sizeof po->bucket, "%s", b->name);
+    snprintf(po->owner, sizeof po->owner, "%s", b->owner);
+}
+
+static cn_err_t put_open_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                              void *ctx)
+{
+    (void)txn;
+    put_open_t *po = ctx;
+    put_open_keep(po, b);
+    cn_err_t err = cn__key_check(rq, po->key);
+    if (err >= 0)
+        err = cn__put_authorize(rq, b, po->key, po->args);
+    return err;
+}
+
 cn_err_t cn_objects_put_begin(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                               const char *key, const cn_objects_put_args_t *args, int64_t size,
                               cn_objects_put_t **out)
@@ -118,28 +151,19 @@ cn_err_t cn_objects_put_begin(cn_objects_t *o, cn_objects_req_t *rq, const char 
     cn_err_t err = cn__put_args_check(rq, args);
     if (err < 0)
         return err;
-    cn_meta_txn_t *txn = NULL;
-    err = cn_meta_begin(o->meta, CN_META_READ, &txn);
+    put_open_t po = {.o = o, .key = key, .args = args};
+    err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
+                      put_open_body, &po);
     if (err < 0)
         return err;
-    cn__bkt_t b;
-    err = cn__bkt_load(txn, rq, bucket, &b);
-    cn_meta_rollback(txn);
-    if (err < 0)
-        return err;
-    err = cn__key_check(rq, key);
-    if (err >= 0)
-        err = cn__put_authorize(rq, &b, key, args);
-    if (err < 0)
-        goto out;
     cn_objects_put_t *p = NULL;
     err = cn_obj_put_new(o, rq, CN_OBJ_PUT_OBJECT, key, args, size, &p);
     if (err < 0)
-        goto out;
-    p->bucket_id = b.id;
-    snprintf(p->bucket, sizeof p->bucket, "%s", b.name);
+        return err;
+    p->bucket_id = po.bucket_id;
+    snprintf(p->bucket, sizeof p->bucket, "%s", po.bucket);
     const char *owner = cn__principal_name(rq);
-    snprintf(p->owner, sizeof p->owner, "%s", owner ? owner : b.owner);
+    snprintf(p->owner, sizeof p->owner, "%s", owner ? owner : po.owner);
     const char *ct = args && args->content_type ? args->content_type : "application/octet-stream";
     p->content_type = cn__strndup(ct, strlen(ct));
     if (!p->content_type)
@@ -158,8 +182,19 @@ cn_err_t cn_objects_put_begin(cn_objects_t *o, cn_objects_req_t *rq, const char 
         cn_obj_put_free(p);
     else
         *out = p;
-out:
-    cn__bkt_free(&b);
+    return err;
+}
+
+static cn_err_t part_open_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                               void *ctx)
+{
+    put_open_t *po = ctx;
+    put_open_keep(po, b);
+    cn_err_t err = cn__upload_access(po->o, txn, rq, b, po->key, po->upload_id,
+                                     CN_ACT_PUT_OBJECT, po->alg);
+    if (err >= 0 && (po->part_number < 1 || po->part_number > CN_PART_NUMBER_MAX))
+        err = cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_NUMBER_INVALID,
+                         "part number must be 1..%d", CN_PART_NUMBER_MAX);
     return err;
 }
 
@@ -169,34 +204,22 @@ cn_err_t cn_objects_part_begin(cn_objects_t *o, cn_objects_req_t *rq, const char
                                cn_objects_put_t **out)
 {
     *out = NULL;
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(o->meta, CN_META_READ, &txn);
-    if (err < 0)
-        return err;
-    cn__bkt_t b;
-    char alg[CN_OBJECTS_CKSUM_ALG_MAX] = "";
-    err = cn__bkt_load(txn, rq, bucket, &b);
-    if (err >= 0)
-        err = cn__upload_access(o, txn, rq, &b, key, upload_id, CN_ACT_PUT_OBJECT, alg);
-    if (err >= 0 && (part_number < 1 || part_number > CN_PART_NUMBER_MAX))
-        err = cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, "part number must be 1..%d",
-                       CN_PART_NUMBER_MAX);
-    cn_meta_rollback(txn);
+    put_open_t po = {.o = o, .key = key, .upload_id = upload_id, .part_number = part_number};
+    cn_err_t err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
+                               part_open_body, &po);
     cn_objects_put_t *p = NULL;
     if (err >= 0)
         err = cn_obj_put_new(o, rq, CN_OBJ_PUT_PART, key, args, size, &p);
     if (err >= 0) {
-        p->bucket_id = b.id;
-        snprintf(p->bucket, sizeof p->bucket, "%s", b.name);
+        p->bucket_id = po.bucket_id;
+        snprintf(p->bucket, sizeof p->bucket, "%s", po.bucket);
         snprintf(p->upload_id, sizeof p->upload_id, "%s", upload_id);
         p->part_number = part_number;
-        memcpy(p->cksum_alg, alg, sizeof p->cksum_alg);
+        memcpy(p->cksum_alg, po.alg, sizeof p->cksum_alg);
         *out = p;
     }
-    cn__bkt_free(&b);
     return err;
 }
-
 cn_err_t cn_objects_put_write(cn_objects_put_t *p, const void *buf, size_t n)
 {
     if (p->err)
@@ -240,66 +263,40 @@ cn_err_t cn_objects_put_set_checksum(cn_objects_put_t *p, const char *b64)
 static cn_err_t cn_obj_put_rows(cn_meta_txn_t *txn, cn_objects_put_t *p, int64_t vid,
                                 const cn_digest_t *d, const cn_objects_put_result_t *r)
 {
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(txn,
+    cn_err_t err = cn_meta_execf(txn,
         "INSERT INTO obj_segment (version_id, seq, digest, size, part_number, etag, sha256) "
-        "VALUES (?, 0, ?, ?, 1, ?, ?)", &st);
+        "VALUES (?, 0, ?, ?, 1, ?, ?)", "ibiss", vid, (const void *)d->b, sizeof d->b,
+        (int64_t)r->size, r->etag, r->sha256);
     if (err < 0)
         return err;
-    cn_meta_bind_int64(st, 1, vid);
-    cn_meta_bind_blob(st, 2, d->b, sizeof d->b);
-    cn_meta_bind_int64(st, 3, (int64_t)r->size);
-    cn_meta_bind_str(st, 4, r->etag);
-    cn_meta_bind_str(st, 5, r->sha256);
-    err = cn_meta_step(st);
-    cn_meta_finish(st);
-    if (err < 0)
-        return err;
-    err = cn_meta_prepare(txn,
+    /* umeta last: SQL NULL when empty ('n' takes no argument, so the
+     * pointer and length after it go unread). */
+    return cn_meta_execf(txn,
         "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, content_type, "
-        "umeta, mtime_ms, owner, acl, nparts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)", &st);
-    if (err < 0)
-        return err;
-    cn_meta_bind_int64(st, 1, vid);
-    cn_meta_bind_int64(st, 2, p->bucket_id);
-    cn_meta_bind_blob(st, 3, p->key, strlen(p->key));
-    cn_meta_bind_int64(st, 4, (int64_t)r->size);
-    cn_meta_bind_str(st, 5, r->etag);
-    cn_meta_bind_str(st, 6, r->sha256);
-    cn_meta_bind_str(st, 7, p->content_type);
-    if (p->umeta.len)
-        cn_meta_bind_blob(st, 8, p->umeta.data, p->umeta.len);
-    else
-        cn_meta_bind_null(st, 8);
-    cn_meta_bind_int64(st, 9, r->last_modified_ms);
-    cn_meta_bind_str(st, 10, p->owner);
-    if (p->acl.len)
-        cn_meta_bind_text(st, 11, (const char *)p->acl.data, p->acl.len);
-    else
-        cn_meta_bind_null(st, 11);
-    err = cn_meta_step(st);
-    cn_meta_finish(st);
-    return err;
+        "mtime_ms, owner, acl, nparts, umeta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+        p->umeta.len ? "iibisssistb" : "iibisssistn", vid, p->bucket_id, (const void *)p->key,
+        strlen(p->key), (int64_t)r->size, r->etag, r->sha256, p->content_type,
+        r->last_modified_ms, p->owner, (const char *)(p->acl.len ? p->acl.data : NULL),
+        p->acl.len, (const void *)p->umeta.data, p->umeta.len);
 }
 
-static cn_err_t cn_obj_commit_object(cn_objects_put_t *p, const cn_digest_t *d,
-                                     cn_objects_put_result_t *r)
+/* A put's commit: the session, its published blob, and its result. */
+typedef struct put_commit {
+    cn_objects_put_t *p;
+    const cn_digest_t *d;
+    cn_objects_put_result_t *r;
+} put_commit_t;
+
+static cn_err_t commit_object_body(cn_meta_txn_t *txn, void *ctx)
 {
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(p->o->meta, CN_META_WRITE, &txn);
-    if (err < 0)
-        return err;
+    const put_commit_t *pc = ctx;
+    cn_objects_put_t *p = pc->p;
     /* The bucket may have been deleted since begin. */
-    cn_meta_stmt_t *st = NULL;
-    err = cn_meta_prepare(txn, "SELECT 1 FROM obj_bucket WHERE bucket_id = ?", &st);
-    if (err >= 0) {
-        cn_meta_bind_int64(st, 1, p->bucket_id);
-        err = cn_meta_step(st);
-        cn_meta_finish(st);
-        if (err == CN_META_DONE)
-            err = cn__fail(p->rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, "bucket %s does not exist",
-                           p->bucket);
-    }
+    cn_err_t err = cn_meta_execf(txn, "SELECT 1 FROM obj_bucket WHERE bucket_id = ?", "i",
+                                 p->bucket_id);
+    if (err == CN_META_DONE)
+        err = cn__fail(p->rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, "bucket %s does not exist",
+                       p->bucket);
     int64_t cur = 0, vid = 0;
     char cur_etag[CN_ETAG_MAX];
     if (err >= 0)
@@ -313,56 +310,31 @@ static cn_err_t cn_obj_commit_object(cn_objects_put_t *p, const cn_digest_t *d,
     if (err >= 0)
         err = cn__next_id(txn, "version", &vid);
     if (err >= 0) {
-        r->version_id = vid;
-        err = cn_obj_put_rows(txn, p, vid, d, r);
+        pc->r->version_id = vid;
+        err = cn_obj_put_rows(txn, p, vid, pc->d, pc->r);
     }
-    if (err < 0) {
-        cn_meta_rollback(txn);
-        return err;
-    }
-    return cn_meta_commit(txn);
+    return err < 0 ? err : CN_OK;
 }
 
-static cn_err_t cn_obj_commit_part(cn_objects_put_t *p, const cn_digest_t *d,
-                                   cn_objects_put_result_t *r)
+static cn_err_t commit_part_body(cn_meta_txn_t *txn, void *ctx)
 {
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(p->o->meta, CN_META_WRITE, &txn);
-    if (err < 0)
-        return err;
+    const put_commit_t *pc = ctx;
+    cn_objects_put_t *p = pc->p;
+    const cn_objects_put_result_t *r = pc->r;
     /* Completed, aborted or expired while the part streamed in: refuse. */
-    err = cn__upload_check(p->o, txn, p->rq, p->upload_id, p->bucket_id, p->key, NULL);
-    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn__upload_check(p->o, txn, p->rq, p->upload_id, p->bucket_id, p->key, NULL);
     if (err >= 0)
-        err = cn_meta_prepare(txn,
+        err = cn_meta_execf(txn,
             "INSERT INTO obj_part (upload_id, part_number, digest, size, etag, md5, sha256, mtime_ms, "
             "cksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (upload_id, part_number) DO UPDATE "
             "SET digest = excluded.digest, size = excluded.size, etag = excluded.etag, "
             "md5 = excluded.md5, sha256 = excluded.sha256, mtime_ms = excluded.mtime_ms, "
-            "cksum = excluded.cksum", &st);
-    if (err >= 0) {
-        cn_meta_bind_str(st, 1, p->upload_id);
-        cn_meta_bind_int64(st, 2, p->part_number);
-        cn_meta_bind_blob(st, 3, d->b, sizeof d->b);
-        cn_meta_bind_int64(st, 4, (int64_t)r->size);
-        cn_meta_bind_str(st, 5, r->etag);
-        cn_meta_bind_blob(st, 6, r->md5, CN_MD5_LEN);
-        cn_meta_bind_str(st, 7, r->sha256);
-        cn_meta_bind_int64(st, 8, r->last_modified_ms);
-        if (p->cksum[0])
-            cn_meta_bind_str(st, 9, p->cksum);
-        else
-            cn_meta_bind_null(st, 9);
-        err = cn_meta_step(st);
-        cn_meta_finish(st);
-    }
-    if (err < 0) {
-        cn_meta_rollback(txn);
-        return err;
-    }
-    return cn_meta_commit(txn);
+            "cksum = excluded.cksum", "sibisbsis", p->upload_id, (int64_t)p->part_number,
+            (const void *)pc->d->b, sizeof pc->d->b, (int64_t)r->size, r->etag,
+            (const void *)r->md5, (size_t)CN_MD5_LEN, r->sha256, r->last_modified_ms,
+            p->cksum[0] ? p->cksum : NULL);
+    return err < 0 ? err : CN_OK;
 }
-
 cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res)
 {
     cn_objects_put_result_t r;
@@ -409,9 +381,11 @@ cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res
     if (err >= 0 && !present)
         err = cn__fail(p->rq, CN_E_CONFLICT, CN_OBJ_WHAT_NONE,
                        "the new blob was swept before it was committed; retry");
-    if (err >= 0)
-        err = p->kind == CN_OBJ_PUT_PART ? cn_obj_commit_part(p, &d, &r)
-                                         : cn_obj_commit_object(p, &d, &r);
+    if (err >= 0) {
+        put_commit_t pc = {p, &d, &r};
+        err = cn_meta_run(p->o->meta, CN_META_RUN_WRITE | CN_META_RETRY,
+                          p->kind == CN_OBJ_PUT_PART ? commit_part_body : commit_object_body, &pc);
+    }
     cn_store_guard_release(g);
 out:
     if (err >= 0 && res)

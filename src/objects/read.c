@@ -144,11 +144,10 @@ static cn_err_t cn_obj_version_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, in
     if (err < 0 || !segs)
         return err;
 
-    err = cn_meta_prepare(txn,
-        "SELECT digest, size FROM obj_segment WHERE version_id = ? ORDER BY seq", &st);
+    err = cn_meta_queryf(txn, &st,
+        "SELECT digest, size FROM obj_segment WHERE version_id = ? ORDER BY seq", "i", vid);
     if (err < 0)
         return err;
-    cn_meta_bind_int64(st, 1, vid);
     size_t n = 0, cap = info->nparts ? info->nparts : 1;
     cn_obj_seg_t *v = calloc(cap, sizeof *v);
     if (!v) {
@@ -207,26 +206,58 @@ static cn_err_t cn_obj_find_for(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
     return err;
 }
 
+/* A read of one key: what it asks, and what it found (info, and the segments
+ * when segs is not NULL). */
+typedef struct key_read {
+    const char *key;
+    cn_authz_action_t act;
+    cn_object_info_t *info;
+    cn_obj_seg_t **segs;
+    size_t *nsegs;
+    int64_t bucket_id;
+} key_read_t;
+
+/* Loads the key's version for the read (cn_obj_load_for); a repeated run
+ * starts from nothing loaded. */
+static cn_err_t key_read_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                              void *ctx)
+{
+    key_read_t *kr = ctx;
+    cn_objects_info_free(kr->info);
+    memset(kr->info, 0, sizeof *kr->info);
+    if (kr->segs) {
+        free(*kr->segs);
+        *kr->segs = NULL;
+        *kr->nsegs = 0;
+    }
+    kr->bucket_id = b->id;
+    return cn_obj_load_for(txn, rq, b, kr->key, kr->act, kr->info, kr->segs, kr->nsegs);
+}
+
 cn_err_t cn_objects_head(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                          const char *key, cn_object_info_t *info)
 {
     memset(info, 0, sizeof *info);
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(o->meta, CN_META_READ, &txn);
-    if (err < 0)
-        return err;
-    cn__bkt_t b;
-    err = cn__bkt_load(txn, rq, bucket, &b);
-    if (err >= 0) {
-        err = cn_obj_load_for(txn, rq, &b, key, CN_ACT_GET_OBJECT, info, NULL, NULL);
-        cn__bkt_free(&b);
-    }
-    cn_meta_rollback(txn);
+    key_read_t kr = {key, CN_ACT_GET_OBJECT, info, NULL, NULL, 0};
+    cn_err_t err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
+                               key_read_body, &kr);
     if (err < 0)
         cn_objects_info_free(info);
     return err;
 }
 
+/* The confirming look at key in bucket_id: its current version id. */
+typedef struct key_look {
+    int64_t bucket_id;
+    const char *key;
+    int64_t vid;
+} key_look_t;
+
+static cn_err_t key_look_body(cn_meta_txn_t *txn, void *ctx)
+{
+    key_look_t *kl = ctx;
+    return cn__version_find(txn, kl->bucket_id, kl->key, &kl->vid, NULL, NULL);
+}
 /* Chooses the served window [off, off+len) of the whole object. */
 static cn_err_t cn_obj_window(cn_objects_req_t *rq, const cn_objects_range_t *r,
                               const cn_object_info_t *info, const cn_obj_seg_t *segs,
@@ -273,23 +304,12 @@ static cn_err_t cn_obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const cha
                                 cn_object_info_t *info, cn_objects_reader_t **out, bool *retry)
 {
     *retry = false;
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(o->meta, CN_META_READ, &txn);
-    if (err < 0)
-        return err;
-    cn__bkt_t b;
     cn_obj_seg_t *segs = NULL;
     size_t nsegs = 0;
     cn_objects_reader_t *rd = NULL;
-    err = cn__bkt_load(txn, rq, bucket, &b);
-    if (err < 0) {
-        cn_meta_rollback(txn);
-        return err;
-    }
-    int64_t bucket_id = b.id;
-    err = cn_obj_load_for(txn, rq, &b, key, CN_ACT_GET_OBJECT, info, &segs, &nsegs);
-    cn__bkt_free(&b);
-    cn_meta_rollback(txn);
+    key_read_t kr = {key, CN_ACT_GET_OBJECT, info, &segs, &nsegs, 0};
+    cn_err_t err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
+                               key_read_body, &kr);
     if (err < 0)
         goto fail;
 
@@ -329,15 +349,11 @@ static cn_err_t cn_obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const cha
     }
     /* Confirm the version is still current now that the guards hold. */
     if (rd->nsegs) {
-        err = cn_meta_begin(o->meta, CN_META_READ, &txn);
+        key_look_t kl = {kr.bucket_id, key, 0};
+        err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, key_look_body, &kl);
         if (err < 0)
             goto fail;
-        int64_t now_vid = 0;
-        err = cn__version_find(txn, bucket_id, key, &now_vid, NULL, NULL);
-        cn_meta_rollback(txn);
-        if (err < 0)
-            goto fail;
-        if (now_vid != info->version_id) {
+        if (kl.vid != info->version_id) {
             *retry = true;
             err = CN_E_CONFLICT;
             goto fail;
@@ -352,7 +368,6 @@ fail:
         cn_objects_info_free(info);
     return err;
 }
-
 cn_err_t cn_objects_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                         const char *key, const cn_objects_range_t *range, cn_object_info_t *info,
                         cn_objects_reader_t **rd)
@@ -371,30 +386,27 @@ cn_err_t cn_objects_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucke
     return cn__fail(rq, err, CN_OBJ_WHAT_KEY, "the key kept changing while being read");
 }
 
-cn_err_t cn_objects_object_parts(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
-                                 const char *key, cn_objects_part_fn fn, void *arg)
+/* A walk of a key's parts, each handed to fn(arg, part). */
+typedef struct parts_walk {
+    const char *key;
+    cn_objects_part_fn fn;
+    void *arg;
+} parts_walk_t;
+
+static cn_err_t parts_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                           void *ctx)
 {
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(o->meta, CN_META_READ, &txn);
-    if (err < 0)
-        return err;
-    cn__bkt_t b;
+    const parts_walk_t *pw = ctx;
     cn_object_info_t info;
     memset(&info, 0, sizeof info);
-    err = cn__bkt_load(txn, rq, bucket, &b);
-    if (err < 0)
-        goto out;
-    err = cn_obj_load_for(txn, rq, &b, key, CN_ACT_GET_OBJECT_ATTRIBUTES, &info, NULL, NULL);
-    cn__bkt_free(&b);
     cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_obj_load_for(txn, rq, b, pw->key, CN_ACT_GET_OBJECT_ATTRIBUTES, &info, NULL,
+                                   NULL);
     if (err >= 0)
-        err = cn_meta_prepare(txn,
+        err = cn_meta_queryf(txn, &st,
             "SELECT part_number, size, etag, sha256, cksum FROM obj_segment WHERE version_id = ? "
-            "ORDER BY seq", &st);
-    if (err < 0)
-        goto out;
-    cn_meta_bind_int64(st, 1, info.version_id);
-    while ((err = cn_meta_step(st)) == CN_META_ROW) {
+            "ORDER BY seq", "i", info.version_id);
+    while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
         cn_objects_part_t p;
         memset(&p, 0, sizeof p);
         p.part_number = (int32_t)cn_meta_column_int64(st, 0);
@@ -406,67 +418,91 @@ cn_err_t cn_objects_object_parts(cn_objects_t *o, cn_objects_req_t *rq, const ch
         t = cn_meta_column_text(st, 4, NULL);
         snprintf(p.checksum, sizeof p.checksum, "%s", t ? t : "");
         p.last_modified_ms = info.last_modified_ms;
-        err = fn(arg, &p);
+        err = pw->fn(pw->arg, &p);
         if (err)
             break;
     }
     cn_meta_finish(st);
-out:
     cn_objects_info_free(&info);
-    cn_meta_rollback(txn);
+    return err;
+}
+
+cn_err_t cn_objects_object_parts(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                 const char *key, cn_objects_part_fn fn, void *arg)
+{
+    /* Not repeatable: fn has seen the parts of a failed run. */
+    parts_walk_t pw = {key, fn, arg};
+    return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ, parts_body, &pw);
+}
+
+static cn_err_t delete_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                            void *ctx)
+{
+    cn__objacl_t acl = {0};
+    int64_t vid = 0;
+    cn_err_t err = cn_obj_find_for(txn, rq, b, ctx, CN_ACT_DELETE_OBJECT, &vid, &acl);
+    if (err >= 0)
+        err = cn__version_delete(txn, vid);
+    cn__objacl_free(&acl);
     return err;
 }
 
 cn_err_t cn_objects_delete(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                            const char *key)
 {
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(o->meta, CN_META_WRITE, &txn);
-    if (err < 0)
-        return err;
-    cn__bkt_t b;
+    return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_WRITE | CN_META_RETRY,
+                       delete_body, (void *)key);
+}
+
+/* An object ACL to read (out) or to write (in) on key. */
+typedef struct key_acl {
+    const char *key;
+    cn_authz_acl_t *out;
+    const cn_authz_acl_t *in;
+} key_acl_t;
+
+static cn_err_t acl_get_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                             void *ctx)
+{
+    const key_acl_t *ka = ctx;
     cn__objacl_t acl = {0};
-    err = cn__bkt_load(txn, rq, bucket, &b);
-    if (err < 0)
-        goto out;
     int64_t vid = 0;
-    err = cn_obj_find_for(txn, rq, &b, key, CN_ACT_DELETE_OBJECT, &vid, &acl);
-    if (err >= 0)
-        err = cn__version_delete(txn, vid);
-    cn__bkt_free(&b);
-out:
-    cn__objacl_free(&acl);
-    if (err < 0) {
-        cn_meta_rollback(txn);
-        return err;
+    cn_err_t err = cn_obj_find_for(txn, rq, b, ka->key, CN_ACT_GET_OBJECT_ACL, &vid, &acl);
+    if (err >= 0) {
+        if (acl.acl)
+            *ka->out = *acl.acl;
+        else
+            err = cn_authz_acl_canned(ka->out, "private", 7, acl.owner, b->owner, false);
     }
-    return cn_meta_commit(txn);
+    cn__objacl_free(&acl);
+    return err;
 }
 
 cn_err_t cn_objects_object_acl_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                    const char *key, cn_authz_acl_t *out)
 {
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(o->meta, CN_META_READ, &txn);
-    if (err < 0)
-        return err;
-    cn__bkt_t b;
+    key_acl_t ka = {key, out, NULL};
+    return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
+                       acl_get_body, &ka);
+}
+
+static cn_err_t acl_set_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                             void *ctx)
+{
+    const key_acl_t *ka = ctx;
     cn__objacl_t acl = {0};
-    err = cn__bkt_load(txn, rq, bucket, &b);
-    if (err < 0)
-        goto out;
+    cn_buf_t text = {0};
     int64_t vid = 0;
-    err = cn_obj_find_for(txn, rq, &b, key, CN_ACT_GET_OBJECT_ACL, &vid, &acl);
-    if (err >= 0) {
-        if (acl.acl)
-            *out = *acl.acl;
-        else
-            err = cn_authz_acl_canned(out, "private", 7, acl.owner, b.owner, false);
-    }
-    cn__bkt_free(&b);
-out:
+    cn_err_t err = cn_obj_find_for(txn, rq, b, ka->key, CN_ACT_PUT_OBJECT_ACL, &vid, &acl);
+    if (err >= 0)
+        err = cn__pab_put_acl(rq, b, ka->in);
+    if (err >= 0)
+        err = cn__acl_for_put(ka->in, acl.owner, &text);
+    if (err >= 0)
+        err = cn_meta_execf(txn, "UPDATE obj_version SET acl = ? WHERE version_id = ?", "ti",
+                            (const char *)text.data, text.len, vid);
+    cn_buf_free(&text);
     cn__objacl_free(&acl);
-    cn_meta_rollback(txn);
     return err;
 }
 
@@ -475,39 +511,7 @@ cn_err_t cn_objects_object_acl_set(cn_objects_t *o, cn_objects_req_t *rq, const 
 {
     if (!acl_in)
         return CN_E_INVALID;
-    cn_meta_txn_t *txn = NULL;
-    cn_err_t err = cn_meta_begin(o->meta, CN_META_WRITE, &txn);
-    if (err < 0)
-        return err;
-    cn__bkt_t b;
-    cn__objacl_t acl = {0};
-    cn_buf_t text = {0};
-    err = cn__bkt_load(txn, rq, bucket, &b);
-    if (err < 0)
-        goto out;
-    int64_t vid = 0;
-    err = cn_obj_find_for(txn, rq, &b, key, CN_ACT_PUT_OBJECT_ACL, &vid, &acl);
-    if (err >= 0)
-        err = cn__pab_put_acl(rq, &b, acl_in);
-    if (err >= 0)
-        err = cn__acl_for_put(acl_in, acl.owner, &text);
-    if (err >= 0) {
-        cn_meta_stmt_t *st = NULL;
-        err = cn_meta_prepare(txn, "UPDATE obj_version SET acl = ? WHERE version_id = ?", &st);
-        if (err >= 0) {
-            cn_meta_bind_text(st, 1, (const char *)text.data, text.len);
-            cn_meta_bind_int64(st, 2, vid);
-            err = cn_meta_step(st);
-            cn_meta_finish(st);
-        }
-    }
-    cn__bkt_free(&b);
-out:
-    cn_buf_free(&text);
-    cn__objacl_free(&acl);
-    if (err < 0) {
-        cn_meta_rollback(txn);
-        return err;
-    }
-    return cn_meta_commit(txn);
+    key_acl_t ka = {key, NULL, acl_in};
+    return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_WRITE | CN_META_RETRY,
+                       acl_set_body, &ka);
 }

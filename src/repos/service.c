@@ -83,23 +83,28 @@ static const cn_meta_migration_t cn_repos_migrations[] = {
      cn_repos_instance_init, NULL},
 };
 
-static __thread cn_repos_tree_stats_t last_stats;
-
-void cn__set_last_stats(const cn_repos_tree_stats_t *s) { last_stats = *s; }
-void cn_repos_last_tree_stats(cn_repos_tree_stats_t *out) { *out = last_stats; }
-
 int64_t cn__repos_now_ms(void) { return cn_wall_ms(); }
 
 cn_err_t cn__rfail(cn_repos_req_t *rq, cn_err_t err, uint16_t code, const char *fmt, ...)
 {
     if (rq) {
-        rq->code = code;
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(rq->msg, sizeof rq->msg, fmt, ap);
+        cn_fail_vset(&rq->fail, err, code, fmt, ap);
         va_end(ap);
     }
     return err;
+}
+
+const char *cn_repos_code_name(unsigned code)
+{
+    switch (code) {
+    case CN_REPOS_E_NONE: return "NONE";
+#define CN__REPOS_DETAIL_NAME(name, value) case value: return #name;
+    CN_REPOS_DETAILS(CN__REPOS_DETAIL_NAME)
+#undef CN__REPOS_DETAIL_NAME
+    default: return NULL;
+    }
 }
 
 cn_err_t cn__bind_id(cn_meta_stmt_t *st, int idx, const uint8_t id[16])

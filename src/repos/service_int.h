@@ -29,7 +29,7 @@ typedef struct cn__repo {
     cn_repos_info_t info;
 } cn__repo_t;
 
-/* Sets rq's failure details and returns err. */
+/* Sets rq->fail (class err, detail code: a cn_repos_code_t) and returns err. */
 cn_err_t cn__rfail(cn_repos_req_t *rq, cn_err_t err, uint16_t code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
@@ -71,7 +71,7 @@ cn_err_t cn__object_find(cn_meta_txn_t *txn, const uint8_t repo[16], uint8_t kin
 cn_err_t cn__blob_map(cn_repos_t *r, const cn_digest_t *blob, const uint8_t **map, size_t *len);
 void cn__unmap(const uint8_t *map, size_t len);
 
-/* ---- persistent snapshot tree (tree.c) ---------------------------------------
+/* ---- persistent snapshot tree (service_tree.c) -------------------------------
  * A working view of one snapshot: nodes are read from repos_tree_node rows
  * by hash as a request descends, kept for the request, and changed by path
  * copying.  finish re-encodes only the nodes on the changed paths; store
@@ -100,7 +100,15 @@ cn_err_t cn__ptree_store(cn__ptree_t *t, cn_meta_txn_t *wtxn);
  * most limit; *more when another live entry follows. */
 cn_err_t cn__ptree_page(cn__ptree_t *t, const uint8_t *prefix, size_t plen, const uint8_t *after,
                        size_t alen, uint32_t limit, cn_repos_tree_fn fn, void *ctx, bool *more);
-void cn__ptree_stats(const cn__ptree_t *t, cn_repos_tree_stats_t *out);
+/* Work counters of a tree's life so far: nodes read from metadata and node
+ * encodings written. */
+typedef struct cn__ptree_stats { uint64_t nodes_read, nodes_written; } cn__ptree_stats_t;
+void cn__ptree_stats(const cn__ptree_t *t, cn__ptree_stats_t *out);
+/* cn_repos_submit that also reports the counters of the tree update of its
+ * last attempt in *stats ({0, 0} when no tree was opened).  The tree update
+ * cost bound of tests/repos/test_service.c is checked through it. */
+cn_err_t cn__repos_submit_stats(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_submit_t *s,
+                                cn_repos_outcome_t *out, cn__ptree_stats_t *stats);
 /* Opens the tree of branch's snapshot at change `at` (<= upto) once upto is
  * checked against the branch head: CN_E_NOT_FOUND (BRANCH_NOT_FOUND,
  * CHANGE_NOT_FOUND past the head), or as cn__snapshot_root and
@@ -122,9 +130,6 @@ cn_err_t cn__bind_id(cn_meta_stmt_t *st, int idx, const uint8_t id[16]);
 cn_err_t cn__bind_digest(cn_meta_stmt_t *st, int idx, const cn_digest_t *d);
 /* Copies a column into a fixed buffer; false if NULL or of another length. */
 bool cn__col_fixed(cn_meta_stmt_t *st, int col, void *out, size_t len);
-
-/* The last submit's tree counters on this thread. */
-void cn__set_last_stats(const cn_repos_tree_stats_t *s);
 
 int64_t cn__repos_now_ms(void);
 

@@ -691,10 +691,12 @@ static bool zero16(const uint8_t id[16])
     return true;
 }
 
-cn_err_t cn_repos_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_submit_t *s,
-                         cn_repos_outcome_t *out)
+cn_err_t cn__repos_submit_stats(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_submit_t *s,
+                                cn_repos_outcome_t *out, cn__ptree_stats_t *stats)
 {
     memset(out, 0, sizeof *out);
+    if (stats)
+        memset(stats, 0, sizeof *stats);
     if (zero16(s->operation))
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "the operation id must be nonzero");
     if (s->author_len > CN_REPOS_MAX_AUTHOR || s->message_len > CN_REPOS_MAX_MESSAGE ||
@@ -711,13 +713,13 @@ cn_err_t cn_repos_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_submi
     pthread_mutex_t *mu = &r->repo_mu[s->repo[0] % CN__REPO_LOCKS];
     pthread_mutex_lock(mu);
     cn_err_t err = CN_OK;
-    cn_repos_tree_stats_t stats = {0, 0};
+    cn__ptree_stats_t st = {0, 0};
     for (int attempt = 0;; attempt++) {
         plan_clear(&pl);
         if ((err = plan(&pl)) < 0 || pl.replay)
             break;
         if (pl.tree)
-            cn__ptree_stats(pl.tree, &stats);
+            cn__ptree_stats(pl.tree, &st);
         if (pl.out.outcome == CN_REPOS_ACCEPTED && (err = publish_commit(&pl)) < 0)
             break;
         if ((err = record(&pl)) < 0 || !pl.again)
@@ -729,11 +731,18 @@ cn_err_t cn_repos_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_submi
         }
     }
     pthread_mutex_unlock(mu);
-    cn__set_last_stats(&stats);
+    if (stats)
+        *stats = st;
     if (err >= 0) {
         *out = pl.out;
         memset(&pl.out, 0, sizeof pl.out);
     }
     plan_clear(&pl);
     return err;
+}
+
+cn_err_t cn_repos_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_submit_t *s,
+                         cn_repos_outcome_t *out)
+{
+    return cn__repos_submit_stats(r, rq, s, out, NULL);
 }

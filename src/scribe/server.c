@@ -18,11 +18,49 @@
 
 #define HELLO_BOUND_V2 273
 
-/* ---- the error table -------------------------------------------------------------- */
-static uint16_t code_for(const cn_repos_req_t *rq, cn_err_t err)
+/* ---- the error table --------------------------------------------------------------
+ * The repos service's detail (cn_repos_code_t) → Scribe code; the contract
+ * gave both the same numbers, but the wire's are Scribe's to keep, so the
+ * pairing is written out.  A failure without a detail maps by its class. */
+static const struct {
+    uint16_t detail;
+    uint16_t code;
+} detail_codes[] = {
+    {CN_REPOS_E_MALFORMED, CN_SCRIBE_E_MALFORMED},
+    {CN_REPOS_E_FORBIDDEN, CN_SCRIBE_E_FORBIDDEN},
+    {CN_REPOS_E_INTERNAL, CN_SCRIBE_E_INTERNAL},
+    {CN_REPOS_E_BUSY, CN_SCRIBE_E_BUSY},
+    {CN_REPOS_E_LIMIT_EXCEEDED, CN_SCRIBE_E_LIMIT_EXCEEDED},
+    {CN_REPOS_E_STORAGE_FAILURE, CN_SCRIBE_E_STORAGE_FAILURE},
+    {CN_REPOS_E_CORRUPT, CN_SCRIBE_E_CORRUPT},
+    {CN_REPOS_E_REPOSITORY_NOT_FOUND, CN_SCRIBE_E_REPOSITORY_NOT_FOUND},
+    {CN_REPOS_E_BRANCH_NOT_FOUND, CN_SCRIBE_E_BRANCH_NOT_FOUND},
+    {CN_REPOS_E_CHANGE_NOT_FOUND, CN_SCRIBE_E_CHANGE_NOT_FOUND},
+    {CN_REPOS_E_REPOSITORY_EXISTS, CN_SCRIBE_E_REPOSITORY_EXISTS},
+    {CN_REPOS_E_OBJECT_MISSING, CN_SCRIBE_E_OBJECT_MISSING},
+    {CN_REPOS_E_OBJECT_INVALID, CN_SCRIBE_E_OBJECT_INVALID},
+    {CN_REPOS_E_WORKSPACE_MISMATCH, CN_SCRIBE_E_WORKSPACE_MISMATCH},
+    {CN_REPOS_E_INTENT_FINALIZED, CN_SCRIBE_E_INTENT_FINALIZED},
+    {CN_REPOS_E_PATH_CONFLICT, CN_SCRIBE_E_PATH_CONFLICT},
+    {CN_REPOS_E_OPERATION_INTENT_MISMATCH, CN_SCRIBE_E_OPERATION_INTENT_MISMATCH},
+    {CN_REPOS_E_INCARNATION_MISMATCH, CN_SCRIBE_E_INCARNATION_MISMATCH},
+    {CN_REPOS_E_BASE_CONFLICT, CN_SCRIBE_E_BASE_CONFLICT},
+    {CN_REPOS_E_NOTE_REVISION_STALE, CN_SCRIBE_E_NOTE_REVISION_STALE},
+};
+
+uint16_t cn__scribe_detail_code(uint16_t detail)
 {
-    if (rq->code)
-        return rq->code;
+    for (size_t i = 0; i < sizeof detail_codes / sizeof detail_codes[0]; i++)
+        if (detail_codes[i].detail == detail)
+            return detail_codes[i].code;
+    return 0;
+}
+
+uint16_t cn__scribe_code_for(const cn_fail_t *f, cn_err_t err)
+{
+    uint16_t code = f->detail ? cn__scribe_detail_code(f->detail) : 0;
+    if (code)
+        return code;
     switch (err) {
     case CN_E_INVALID:
     case CN_E_PROTOCOL:
@@ -83,8 +121,8 @@ cn_err_t cn__scribe_fail_code(cn__scribe_call_t *k, uint16_t code, const char *f
 
 cn_err_t cn__scribe_fail(cn__scribe_call_t *k, cn_err_t err)
 {
-    uint16_t code = code_for(&k->rq, err);
-    const char *text = k->rq.msg[0] ? k->rq.msg : cn_strerror(err);
+    uint16_t code = cn__scribe_code_for(&k->rq.fail, err);
+    const char *text = k->rq.fail.message[0] ? k->rq.fail.message : cn_strerror(err);
     return cn__scribe_fail_code(k, code, "%s", text);
 }
 

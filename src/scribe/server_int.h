@@ -70,7 +70,13 @@ typedef struct cn__scribe_call {
  * write's error, 0 once sent. */
 cn_err_t cn__scribe_fail_code(cn__scribe_call_t *k, uint16_t code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Maps a service failure (k->rq.code, or err) onto the wire and sends it. */
+/* The one error table: a repos detail (cn_repos_code_t) → its Scribe code,
+ * 0 when the detail has none (0 itself included). */
+uint16_t cn__scribe_detail_code(uint16_t detail);
+/* The Scribe code for a failed service call: f's detail through the table,
+ * else err's class.  Never 0. */
+uint16_t cn__scribe_code_for(const cn_fail_t *f, cn_err_t err);
+/* Maps a service failure (k->rq.fail, or err) onto the wire and sends it. */
 cn_err_t cn__scribe_fail(cn__scribe_call_t *k, cn_err_t err);
 /* Sends a reply frame whose payload is sc->out (flags: 0 or STREAM). */
 cn_err_t cn__scribe_reply(cn__scribe_call_t *k, uint16_t flags);

@@ -472,7 +472,7 @@ static cn_err_t outcome_view(const cn_repos_outcome_t *o, cn_scribe_submit_outco
     v->outcome = o->outcome;
     v->change = o->change;
     v->commit = o->commit;
-    v->code = o->code;
+    v->code = cn__scribe_detail_code(o->code);
     v->head = o->head;
     v->detail = cn_scribe_cstr(o->detail);
     v->path_count = o->npaths;

@@ -2,6 +2,7 @@
 #include "cairn/err.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,4 +67,23 @@ void cn__assert_fail(const char *what, const char *file, int line)
     fprintf(stderr, "%s:%d: %s failed\n", file, line, what);
     fflush(stderr);
     abort();
+}
+
+cn_err_t cn_fail_vset(cn_fail_t *f, cn_err_t cls, uint16_t detail, const char *fmt, va_list ap)
+{
+    if (f) {
+        f->cls = cls;
+        f->detail = detail;
+        vsnprintf(f->message, sizeof f->message, fmt, ap);
+    }
+    return cls;
+}
+
+cn_err_t cn_fail_set(cn_fail_t *f, cn_err_t cls, uint16_t detail, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cn_err_t err = cn_fail_vset(f, cls, detail, fmt, ap);
+    va_end(ap);
+    return err;
 }

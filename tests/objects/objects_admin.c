@@ -55,7 +55,7 @@ int main(int argc, char **argv)
         err = CN_E_INVALID;
     }
     if (err < 0)
-        fprintf(stderr, "objects_admin: %s %s\n", cn_strerror(err), rq.message);
+        fprintf(stderr, "objects_admin: %s %s\n", cn_strerror(err), rq.fail.message);
     cn_objects_close(o);
     cn_store_close(store);
     cn_meta_close(meta);

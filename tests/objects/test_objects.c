@@ -177,6 +177,8 @@ static void test_buckets(void)
     CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_BUCKET);
     CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "Bad_Name", NULL, NULL), CN_E_INVALID);
     CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_BUCKET);
+    CN_CHECK_EQ(rq.fail.cls, CN_E_INVALID);
+    CN_CHECK_EQ(rq.fail.detail, CN_OBJ_BUCKET_NAME_INVALID);
     CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "beta", NULL, NULL), 0);
     int n = 0;
     CN_CHECK_EQ(cn_objects_bucket_list(e.o, &rq, count_bucket, &n), 0);
@@ -225,6 +227,21 @@ static void test_put_get(void)
     cn_objects_put_args_t a = {.content_type = "text/plain", .meta = kv, .nmeta = 2};
     cn_objects_put_result_t res;
     CN_CHECK_EQ(put_bytes(&e, &e.alice, "data", "dir/greeting.txt", body, n, &a, &res), 0);
+    /* A refusal names its rule (issue 15): the detail, not the message. */
+    cn_objects_kv_t empty_key[] = {{"", "v"}};
+    cn_objects_put_args_t ea = {.meta = empty_key, .nmeta = 1};
+    cn_objects_put_t *ps = NULL;
+    CN_CHECK_EQ(cn_objects_put_begin(e.o, &rq, "data", "k", &ea, 1, &ps), CN_E_INVALID);
+    CN_CHECK_EQ(rq.fail.detail, CN_OBJ_METADATA_KEY_INVALID);
+    char longkey[CN_OBJECT_KEY_MAX + 2];
+    memset(longkey, 'k', sizeof longkey - 1);
+    longkey[sizeof longkey - 1] = 0;
+    CN_CHECK_EQ(cn_objects_put_begin(e.o, &rq, "data", longkey, NULL, 1, &ps), CN_E_INVALID);
+    CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_KEY);
+    CN_CHECK_EQ(rq.fail.detail, CN_OBJ_KEY_TOO_LONG);
+    CN_CHECK_EQ(cn_objects_put_begin(e.o, &rq, "data", "", NULL, 1, &ps), CN_E_INVALID);
+    CN_CHECK_EQ(rq.fail.detail, CN_OBJ_KEY_INVALID);
+    CN_CHECK(ps == NULL);
     uint8_t md5[16], sha[32];
     char md5h[33], shah[65];
     cn_md5(body, n, md5);
@@ -531,9 +548,16 @@ static void test_multipart(void)
     CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, bad_order, NULL, 2, NULL, NULL),
                 CN_E_INVALID);
     CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_PART);
+    CN_CHECK_EQ(rq.fail.detail, CN_OBJ_PART_ORDER);
     int32_t missing[] = {1, 4};
     CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, missing, NULL, 2, NULL, NULL),
                 CN_E_INVALID);
+    CN_CHECK_EQ(rq.fail.detail, CN_OBJ_PART_MISSING);
+    const char *wrong_etags[] = {"00000000000000000000000000000000", NULL};
+    int32_t first[] = {1};
+    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, first, wrong_etags, 1, NULL,
+                                        NULL), CN_E_INVALID);
+    CN_CHECK_EQ(rq.fail.detail, CN_OBJ_PART_ETAG_MISMATCH);
     int32_t parts[] = {1, 2, 3};
     size_t before = count_blobs(&e);
     CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, parts, NULL, 3, NULL, &done), 0);

@@ -468,3 +468,43 @@ def test_if_unmodified_since_in_every_http_date_form(s3srv, s3, bucket, date, fa
         assert r.status_code == 412 and "<Code>PreconditionFailed</Code>" in r.text
     else:
         assert r.status_code == 200 and r.content == b"dated"
+
+
+def status_of(fn):
+    """The HTTP status and S3 code fn is refused with (it must be refused)."""
+    with pytest.raises(ClientError) as e:
+        fn()
+    err = e.value.response
+    return err["ResponseMetadata"]["HTTPStatusCode"], err["Error"]["Code"]
+
+
+def test_missing_key_is_404_only_to_callers_who_may_list(s3srv, s3, bucket, accounts):
+    """GetObject / HeadObject: "If you have the s3:ListBucket permission on the
+    bucket, Amazon S3 returns an HTTP status code 404 (Not Found) error. If you
+    don't have the s3:ListBucket permission, Amazon S3 returns an HTTP status
+    code 403 (Access Denied) error."""
+    s3.put_object(Bucket=bucket, Key="present", Body=b"x")
+    carol = accounts["carol"]["client"]
+    get = lambda c: c.get_object(Bucket=bucket, Key="absent")    # noqa: E731
+    head = lambda c: c.head_object(Bucket=bucket, Key="absent")  # noqa: E731
+    # The owner may list: 404 NoSuchKey (HEAD has no body: status only).
+    assert status_of(lambda: get(s3)) == (404, "NoSuchKey")
+    assert status_of(lambda: head(s3))[0] == 404
+    # Neither list nor read: 403, whether or not the key exists.
+    assert status_of(lambda: get(carol)) == (403, "AccessDenied")
+    assert status_of(lambda: head(carol))[0] == 403
+    assert status_of(lambda: carol.get_object(Bucket=bucket, Key="present"))[0] == 403
+    # s3:ListBucket by policy (no object read): the missing key is 404, an
+    # existing one still 403.
+    put_policy(s3, bucket, [{"Effect": "Allow", "Principal": {"AWS": accounts["carol"]["name"]},
+                             "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::%s" % bucket}])
+    assert status_of(lambda: get(carol)) == (404, "NoSuchKey")
+    assert status_of(lambda: head(carol))[0] == 404
+    assert status_of(lambda: carol.get_object(Bucket=bucket, Key="present"))[0] == 403
+    s3.delete_bucket_policy(Bucket=bucket)
+    # Listing by the bucket ACL (READ to everyone): anonymous callers get 404 too.
+    anon = s3srv.anon()
+    assert status_of(lambda: get(anon))[0] == 403
+    s3.put_bucket_acl(Bucket=bucket, ACL="public-read")
+    assert status_of(lambda: get(anon)) == (404, "NoSuchKey")
+    assert status_of(lambda: head(anon))[0] == 404

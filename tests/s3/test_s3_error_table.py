@@ -380,9 +380,7 @@ row("CompleteMultipartUpload", "etag does not match", "InvalidPart", 400, _compl
 row("CompleteMultipartUpload", "part not uploaded", "InvalidPart", 400, _complete_missing_part)
 row("CompleteMultipartUpload", "parts not ascending", "InvalidPartOrder", 400, _complete_order)
 row("CompleteMultipartUpload", "non-last part under 5 MiB", "EntityTooSmall", 400,
-    _complete_small, bug="parts below 5 MiB other than the last are accepted; the completion "
-    "succeeds (cn_objects_mpu_complete / complete_check in src/objects/multipart.c, mapped by "
-    "cn__s3_err_for in src/http/s3_router.c)")
+    _complete_small)
 row("CompleteMultipartUpload", "malformed body", "MalformedXML", 400, _complete_garbage)
 row("CompleteMultipartUpload", "no parts", "MalformedXML", 400, _complete_empty)
 row("CompleteMultipartUpload", "If-None-Match * on existing key", "PreconditionFailed", 412,
@@ -433,6 +431,9 @@ row("PutObject", "key over 1024 bytes", "KeyTooLongError", 400,
     lambda c: c.s3.put_object(Bucket=c.b, Key="k" * 1025, Body=b"x"))
 row("PutObject", "metadata over 2 KiB", "MetadataTooLarge", 400,
     lambda c: c.s3.put_object(Bucket=c.b, Key="k", Body=b"x", Metadata={"big": "v" * 2100}))
+# An empty metadata name is an invalid argument, not MetadataTooLarge (issue 15).
+row("PutObject", "empty metadata name", "InvalidArgument", 400,
+    lambda c: c.raw("PUT", "/%s/k" % c.b, body=b"x", headers={"x-amz-meta-": "v"}))
 row("PutObject", "Content-MD5 of other bytes", "BadDigest", 400,
     lambda c: c.s3.put_object(Bucket=c.b, Key="k", Body=b"x", ContentMD5=md5_b64(b"y")))
 row("PutObject", "Content-MD5 not an MD5", "InvalidDigest", 400,
@@ -485,10 +486,7 @@ def _put_too_large(c):
     return RawResult(st, text)
 
 
-row("PutObject", "no Content-Length", "MissingContentLength", 411, _put_no_length,
-    bug="a PUT with neither Content-Length nor Transfer-Encoding stores an empty object "
-    "(200); the body-length check in src/http/server.c (request setup, has_body) never "
-    "answers MissingContentLength outside aws-chunked")
+row("PutObject", "no Content-Length", "MissingContentLength", 411, _put_no_length)
 row("PutObject", "Content-Length over 5 GiB", "EntityTooLarge", 400, _put_too_large)
 
 # CopyObject.
@@ -533,6 +531,8 @@ row("CreateMultipartUpload", "key over 1024 bytes", "KeyTooLongError", 400,
     lambda c: c.s3.create_multipart_upload(Bucket=c.b, Key="k" * 1025))
 row("CreateMultipartUpload", "metadata over 2 KiB", "MetadataTooLarge", 400,
     lambda c: c.s3.create_multipart_upload(Bucket=c.b, Key="k", Metadata={"big": "v" * 2100}))
+row("CreateMultipartUpload", "empty metadata name", "InvalidArgument", 400,
+    lambda c: c.raw("POST", "/%s/k?uploads" % c.b, headers={"x-amz-meta-": "v"}))
 row("CreateMultipartUpload", "unknown canned ACL", "InvalidArgument", 400,
     lambda c: c.s3.create_multipart_upload(Bucket=c.b, Key="k", ACL="no-such-acl"))
 row("UploadPart", "partNumber 0", "InvalidArgument", 400,

@@ -1,13 +1,13 @@
 /* The blob operation family on the HTTP listener (docs/protocol/blobs.md):
  * discovery, the JSON call ops blobs/stat, blobs/have and blobs/delete, and
- * the dispatch of the two channel ops (fetch in blobs_fetch.c, put in
- * blobs_put.c).  One op table drives both the validation of params and the
+ * the dispatch of the two channel ops (fetch in fetch.c, put in
+ * put.c).  One op table drives both the validation of params and the
  * JSON Schemas that discovery publishes, so the two cannot drift apart.
  *
  * This file never authorizes anything itself: it resolves the credential
  * the framework verified into a principal, and the service decides.
  */
-#include "blobs_http.h"
+#include "blobops_int.h"
 #include "cairn/crypto.h"
 #include "cairn/util.h"
 
@@ -186,70 +186,70 @@ void cn__bh_error(cn_http_req_t *r, int status, const char *code, const char *re
     json_decref(v);
 }
 
+/* The one error table: (class, the authorization decision's why for a
+ * denial) → (status, code, reason, message).  code NULL is the operation's
+ * own BLOB_MISSING code; message NULL is the decision's reason (a denial) or
+ * cn_strerror, else a format whose one %s is the subject (or subj when the
+ * call names none).  The blobs service has no rule a wire code tells apart
+ * beyond its class and the decision (docs/protocol/blobs.md), so it keeps no
+ * detail enum of its own; tests/blobops/test_blobops_errors.c walks every
+ * denial and every class the service documents. */
+#define ANY (-1)
+static const cn__bh_err_row_t bh_errors[] = {
+    {CN_E_DENIED, CN_WHY_ANONYMOUS, 401, "unauthenticated", "credentials_required", NULL, NULL},
+    {CN_E_DENIED, CN_WHY_NS_OPERATOR_ONLY, 403, "access_denied", "operator_only", NULL, NULL},
+    {CN_E_DENIED, CN_WHY_TOKEN, 403, "access_denied", "token_permission", NULL, NULL},
+    {CN_E_DENIED, ANY, 403, "access_denied", "closed_namespace", NULL, NULL},
+    {CN_E_NOT_FOUND, ANY, 404, NULL, "unknown_resource", "%s", ""},
+    {CN_E_INVALID, ANY, 400, "invalid_params", "invalid_value", NULL, NULL},
+    {CN_E_LIMIT, ANY, 400, "invalid_params", "too_many", NULL, NULL},
+    {CN_E_DIGEST_MISMATCH, ANY, 400, "verification_failed", "digest_mismatch",
+     "the bytes do not hash to the offered digest", NULL},
+    {CN_E_LENGTH_MISMATCH, ANY, 400, "verification_failed", "length_mismatch",
+     "the body length differs from the offered len", NULL},
+    {CN_E_TOO_LARGE, ANY, 413, "too_large", "blob_too_large", NULL, NULL},
+    {CN_E_UNSUPPORTED, ANY, 409, "handler_error", "unverifiable",
+     "%s is only in flight: ranged slices cannot be verified yet", "the blob"},
+    {CN_E_CORRUPT, ANY, 500, "handler_error", "unverifiable",
+     "the stored bytes of %s cannot be verified", "a blob"},
+    {CN_E_SHUTDOWN, ANY, 503, "unavailable", "shutting_down", "the server is stopping", NULL},
+    {CN_E_DB_LOCKED, ANY, 503, "unavailable", "busy", NULL, NULL},
+    {CN_E_BUSY, ANY, 503, "unavailable", "busy", NULL, NULL},
+    {-ENOSPC, ANY, 507, "handler_error", "no_space", NULL, NULL},
+};
+#undef ANY
+
+static const cn__bh_err_row_t bh_internal = {
+    0, -1, 500, "handler_error", "internal", NULL, NULL,
+};
+
+const cn__bh_err_row_t *cn__bh_err_of(cn_err_t e, const cn_blobs_caller_t *c)
+{
+    int why = c ? (int)c->decision.why : (int)CN_WHY_NO_GRANT;
+    const cn__bh_err_row_t *row = &bh_internal;
+    for (size_t i = 0; i < sizeof bh_errors / sizeof bh_errors[0]; i++) {
+        if (bh_errors[i].cls == e && (bh_errors[i].why < 0 || bh_errors[i].why == why)) {
+            row = &bh_errors[i];
+            break;
+        }
+    }
+    return row;
+}
+
 void cn__bh_error_cn(cn_http_req_t *r, cn_err_t e, const cn_blobs_caller_t *c,
                      const char *miss_code, const char *subject)
 {
-    const char *why = c && c->decision.reason[0] ? c->decision.reason : cn_strerror(e);
-    switch (e) {
-    case CN_E_DENIED:
-        switch (c ? c->decision.why : CN_WHY_NO_GRANT) {
-        case CN_WHY_ANONYMOUS:
-            cn__bh_error(r, 401, "unauthenticated", "credentials_required", "%s", why);
-            return;
-        case CN_WHY_NS_OPERATOR_ONLY:
-            cn__bh_error(r, 403, "access_denied", "operator_only", "%s", why);
-            return;
-        case CN_WHY_TOKEN:
-            cn__bh_error(r, 403, "access_denied", "token_permission", "%s", why);
-            return;
-        default:
-            cn__bh_error(r, 403, "access_denied", "closed_namespace", "%s", why);
-            return;
-        }
-    case CN_E_NOT_FOUND:
-        cn__bh_error(r, 404, miss_code, "unknown_resource", "%s", subject ? subject : "");
-        return;
-    case CN_E_INVALID:
-        cn__bh_error(r, 400, "invalid_params", "invalid_value", "%s", cn_strerror(e));
-        return;
-    case CN_E_LIMIT:
-        cn__bh_error(r, 400, "invalid_params", "too_many", "%s", cn_strerror(e));
-        return;
-    case CN_E_DIGEST_MISMATCH:
-        cn__bh_error(r, 400, "verification_failed", "digest_mismatch",
-                     "the bytes do not hash to the offered digest");
-        return;
-    case CN_E_LENGTH_MISMATCH:
-        cn__bh_error(r, 400, "verification_failed", "length_mismatch",
-                     "the body length differs from the offered len");
-        return;
-    case CN_E_TOO_LARGE:
-        cn__bh_error(r, 413, "too_large", "blob_too_large", "%s", cn_strerror(e));
-        return;
-    case CN_E_UNSUPPORTED:
-        cn__bh_error(r, 409, "handler_error", "unverifiable",
-                     "%s is only in flight: ranged slices cannot be verified yet",
-                     subject ? subject : "the blob");
-        return;
-    case CN_E_CORRUPT:
-        cn__bh_error(r, 500, "handler_error", "unverifiable",
-                     "the stored bytes of %s cannot be verified", subject ? subject : "a blob");
-        return;
-    case CN_E_SHUTDOWN:
-        cn__bh_error(r, 503, "unavailable", "shutting_down", "the server is stopping");
-        return;
-    case CN_E_DB_LOCKED:
-    case CN_E_BUSY:
-        cn__bh_error(r, 503, "unavailable", "busy", "%s", cn_strerror(e));
-        return;
-    case -ENOSPC:
-        cn__bh_error(r, 507, "handler_error", "no_space", "%s", cn_strerror(e));
-        return;
-    default:
+    const cn__bh_err_row_t *row = cn__bh_err_of(e, c);
+    char msg[CN__BH_MSG_MAX];
+    if (row->message)    /* a format of the table's, never of a peer's */
+        snprintf(msg, sizeof msg, row->message, subject ? subject : row->subject);
+    else if (e == CN_E_DENIED && c && c->decision.reason[0])
+        snprintf(msg, sizeof msg, "%s", c->decision.reason);
+    else
+        snprintf(msg, sizeof msg, "%s", cn_strerror(e));
+    if (row == &bh_internal)
         cn_warn(CN__MOD, "blob op failed: %s", cn_strerror(e));
-        cn__bh_error(r, 500, "handler_error", "internal", "%s", cn_strerror(e));
-        return;
-    }
+    cn__bh_error(r, row->status, row->code ? row->code : miss_code, row->reason, "%s", msg);
 }
 
 void cn__bh_json(cn_http_req_t *r, json_t *v)

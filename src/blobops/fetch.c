@@ -9,7 +9,7 @@
  * message; a read the service cannot verify is refused (handler_error) and
  * never streamed.
  */
-#include "blobs_http.h"
+#include "blobops_int.h"
 #include "cairn/util.h"
 
 #include <stdlib.h>

@@ -133,6 +133,14 @@ static bool cn__put_expect(cn__s3_rq_t *q, cn__put_t *p, cn_objects_put_args_t *
 /* Size checks before any byte is accepted.  false after answering. */
 static bool cn__put_size(cn__s3_rq_t *q, int64_t *size)
 {
+    /* S3 takes a body only with its length declared up front: a
+     * Content-Length, or a Transfer-Encoding (aws-chunked bodies declare theirs
+     * in x-amz-decoded-content-length, which the framework checks). */
+    if (!cn_http_req_header(q->r, "Content-Length") &&
+        !cn_http_req_header(q->r, "Transfer-Encoding")) {
+        cn__s3_error(q, CN_S3E_MISSING_CONTENT_LENGTH, NULL);
+        return false;
+    }
     *size = cn_http_req_payload_length(q->r);
     if (*size >= 0 && (uint64_t)*size > CN__S3_MAX_SINGLE_PUT) {
         cn__s3_error(q, CN_S3E_ENTITY_TOO_LARGE, NULL);
@@ -774,10 +782,8 @@ static void cn__delete_objects_done(cn__s3_rq_t *q)
                     cn__s3_error(q, CN_S3E_NO_SUCH_BUCKET, NULL);
                     return;
                 }
-                cn__s3_rq_t tmp = *q;
-                tmp.orq = rq;
-                err = cn__s3_err_of(&tmp, e);
-                msg = err == CN_S3E_ACCESS_DENIED ? NULL : rq.message;
+                err = cn__s3_err_of(&rq, e);
+                msg = err == CN_S3E_ACCESS_DENIED ? NULL : rq.fail.message;
             }
         }
         if (err == CN_S3E_NONE) {

@@ -5,7 +5,7 @@
  * verified every byte of the body (its signature or payload hash) and the
  * service has verified the canonical digest.  The answer is {token, digest}.
  */
-#include "blobs_http.h"
+#include "blobops_int.h"
 #include "cairn/util.h"
 
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* Internals shared by the S3 face's files (s3_*.c); never included from
+/* Internals shared by the S3 face's files (src/s3); never included from
  * another module.
  *
  * One cn__s3_rq_t lives per request, from on_request to on_cleanup.  The
@@ -21,6 +21,7 @@ struct cn_s3 {
     char *domain;               /* NULL: path style only */
     size_t domain_len;
     char *region;               /* NULL: us-east-1 */
+    uint64_t min_part_size;     /* every part but the last, on complete */
 };
 
 typedef struct cn__s3_rq cn__s3_rq_t;
@@ -48,14 +49,16 @@ struct cn__s3_rq {
     void (*collected)(cn__s3_rq_t *q);
 };
 
-/* ---- helpers (s3_router.c) ------------------------------------------------ */
+/* ---- helpers (router.c) ------------------------------------------------ */
 /* Answers an S3 error (no body for HEAD).  message NULL: the default. */
 void cn__s3_error(cn__s3_rq_t *q, cn_s3_err_t e, const char *message);
-/* Answers a failed service call: err with q->orq.what / side picks the code
- * (NoSuchBucket / NoSuchKey / NoSuchUpload / InvalidBucketName ...). */
+/* Answers a failed service call: err with q->orq's what and fail.detail
+ * picks the code through cn__s3_err_of; side prefixes the message. */
 void cn__s3_fail(cn__s3_rq_t *q, cn_err_t err);
-/* The S3 error a service failure maps to (no response). */
-cn_s3_err_t cn__s3_err_of(const cn__s3_rq_t *q, cn_err_t err);
+/* The one error table: the S3 error a failed objects call (err, with orq's
+ * what and fail.detail) maps to; InternalError for what it does not list.
+ * Never reads the message. */
+cn_s3_err_t cn__s3_err_of(const cn_objects_req_t *orq, cn_err_t err);
 /* Answers an XML document (200 unless status says otherwise). */
 void cn__s3_xml(cn__s3_rq_t *q, int status, cn_xml_writer_t *w);
 /* "Wed, 21 Oct 2015 07:28:00 GMT" */
@@ -116,17 +119,17 @@ void cn__s3_put_hdrs_free(cn__s3_put_hdrs_t *h);
 void cn__s3_bucket_owner(cn__s3_rq_t *q, char out[CN_ACCOUNT_NAME_MAX + 1]);
 
 /* ---- operations: each answers, or installs body callbacks --------------- */
-/* s3_bucket.c */
+/* bucket.c */
 void cn__s3_list_buckets(cn__s3_rq_t *q);
 void cn__s3_create_bucket(cn__s3_rq_t *q);
 void cn__s3_delete_bucket(cn__s3_rq_t *q);
 void cn__s3_head_bucket(cn__s3_rq_t *q);
 void cn__s3_get_location(cn__s3_rq_t *q);
 void cn__s3_get_versioning(cn__s3_rq_t *q);
-/* s3_list.c */
+/* list.c */
 void cn__s3_list_objects(cn__s3_rq_t *q);
 void cn__s3_list_versions(cn__s3_rq_t *q);       /* ListObjectVersions */
-/* s3_object.c */
+/* object.c */
 void cn__s3_put_object(cn__s3_rq_t *q);
 void cn__s3_get_object(cn__s3_rq_t *q);          /* GET and HEAD */
 void cn__s3_delete_object(cn__s3_rq_t *q);
@@ -148,7 +151,7 @@ cn_s3_err_t cn__s3_conditions(cn__s3_rq_t *q, const char *etag, int64_t mtime_ms
                               const char *h_ums, bool is_copy);
 /* Streams a reader into a put session (UploadPartCopy). */
 cn_err_t cn__s3_reader_to_put(cn_objects_reader_t *rd, cn_objects_put_t *p);
-/* s3_multipart.c */
+/* multipart.c */
 void cn__s3_mpu_create(cn__s3_rq_t *q);
 void cn__s3_mpu_upload_part(cn__s3_rq_t *q);
 void cn__s3_mpu_upload_part_copy(cn__s3_rq_t *q);
@@ -156,13 +159,13 @@ void cn__s3_mpu_complete(cn__s3_rq_t *q);
 void cn__s3_mpu_abort(cn__s3_rq_t *q);
 void cn__s3_mpu_list_parts(cn__s3_rq_t *q);
 void cn__s3_mpu_list_uploads(cn__s3_rq_t *q);
-/* s3_policy.c */
+/* policy.c */
 void cn__s3_policy_get(cn__s3_rq_t *q);
 void cn__s3_policy_put(cn__s3_rq_t *q);
 void cn__s3_policy_delete(cn__s3_rq_t *q);
 void cn__s3_policy_status(cn__s3_rq_t *q);
 
-/* s3_acl.c */
+/* acl.c */
 void cn__s3_acl_get(cn__s3_rq_t *q);             /* bucket (no key) or object */
 void cn__s3_acl_put(cn__s3_rq_t *q);
 void cn__s3_pab_get(cn__s3_rq_t *q);
@@ -199,7 +202,7 @@ cn_s3_err_t cn__s3_grant_header_parse(const char *v, size_t n, uint32_t perm,
 cn_s3_err_t cn__s3_acl_xml_parse(const cn_xml_doc_t *d, cn__grantee_fn fn, void *ctx,
                                  cn_authz_acl_t *acl, char owner[CN_ACCOUNT_NAME_MAX + 1]);
 
-/* s3_cors.c */
+/* cors.c */
 void cn__s3_cors_get(cn__s3_rq_t *q);
 void cn__s3_cors_put(cn__s3_rq_t *q);
 void cn__s3_cors_delete(cn__s3_rq_t *q);
@@ -217,7 +220,7 @@ cn_s3_err_t cn__s3_cors_normalize(const cn_xml_doc_t *d, cn_buf_t *out, char *wh
 int cn__s3_cors_match(const cn_xml_doc_t *d, const char *origin, const char *method,
                       const char *req_headers);
 
-/* s3_post.c */
+/* post.c */
 void cn__s3_post_object(cn__s3_rq_t *q);         /* POST /bucket, multipart/form-data */
 
 /* The multipart/form-data parser: incremental over any slicing of the body,

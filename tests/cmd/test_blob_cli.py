@@ -5,10 +5,12 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "blobops"))
 from blobsclient import Ops, b3, make_token
 from conftest import ADMIN_TOKEN, binary, run
 

@@ -1,11 +1,11 @@
-/* Shared by the blob operation files of the http module (blobs_ops.c,
- * blobs_fetch.c, blobs_put.c); never included from another module.  These
+/* Shared by the blob operation adapter's files (ops.c,
+ * fetch.c, put.c); never included from another module.  These
  * files decode a request, call one cn_blobs_* function and encode the
  * answer; they never touch the store or SQL. */
 #ifndef CN_BLOBS_HTTP_H
 #define CN_BLOBS_HTTP_H
 
-#include "cairn/blobs.h"
+#include "cairn/blobops.h"
 #include "cairn/http.h"
 #include "cairn/identity.h"
 
@@ -59,9 +59,27 @@ typedef struct cn__bh_req {
 /* Responds {"error":{"code","reason","message"}} with status. */
 void cn__bh_error(cn_http_req_t *r, int status, const char *code, const char *reason,
                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-/* Maps a service error onto the wire vocabulary and responds.  c (may be
- * NULL) carries the authorization decision; miss_code is the code of this
- * op's BLOB_MISSING shape; subject (may be NULL) the digest hex. */
+/* A row of the one error table (ops.c): a failure of class cls (for a
+ * denial, with the decision's why; -1 any) answers status, code (NULL: the
+ * operation's BLOB_MISSING code), reason and message (NULL: the decision's
+ * reason or cn_strerror; else a format with one %s, the subject or subject
+ * when the call names none). */
+typedef struct cn__bh_err_row {
+    cn_err_t cls;
+    int why;
+    int status;
+    const char *code;
+    const char *reason;
+    const char *message;
+    const char *subject;
+} cn__bh_err_row_t;
+/* The row for a failed blobs call e (c, may be NULL, carries the decision);
+ * the 500 internal row for what the table does not list.  Never NULL. */
+const cn__bh_err_row_t *cn__bh_err_of(cn_err_t e, const cn_blobs_caller_t *c);
+/* Maps a service error onto the wire vocabulary through cn__bh_err_of and
+ * responds.  c (may be NULL) carries the authorization decision; miss_code
+ * is the code of this op's BLOB_MISSING shape; subject (may be NULL) the
+ * digest hex. */
 void cn__bh_error_cn(cn_http_req_t *r, cn_err_t e, const cn_blobs_caller_t *c,
                      const char *miss_code, const char *subject);
 #define CN__BH_REASON_MAX 32
@@ -80,9 +98,9 @@ void cn__bh_json(cn_http_req_t *r, json_t *v);
 /* The caller struct for q's principal. */
 void cn__bh_caller(cn__bh_req_t *q, cn_blobs_caller_t *c);
 
-/* blobs_fetch.c: answers channels/blobs/sub once its params are decoded. */
+/* fetch.c: answers channels/blobs/sub once its params are decoded. */
 void cn__bh_sub(cn_http_req_t *r, cn__bh_req_t *q);
-/* blobs_put.c: the put op's three phases (on_request, on_body, on_end). */
+/* put.c: the put op's three phases (on_request, on_body, on_end). */
 int cn__bh_put_request(cn_http_req_t *r, cn__bh_req_t *q);
 int cn__bh_put_body(cn_http_req_t *r, cn__bh_req_t *q, const uint8_t *p, size_t n);
 void cn__bh_put_end(cn_http_req_t *r, cn__bh_req_t *q);

@@ -29,6 +29,7 @@ cn_err_t cn_s3_new(const cn_s3_config_t *cfg, cn_s3_t **out)
         return -ENOMEM;
     s->objects = cfg->objects;
     s->identity = cfg->identity;
+    s->min_part_size = cfg->min_part_size ? cfg->min_part_size : CN_S3_MIN_PART_SIZE;
     if (cfg->domain && *cfg->domain) {
         const char *d = cfg->domain;
         while (*d == '.')
@@ -94,63 +95,79 @@ void cn__s3_error(cn__s3_rq_t *q, cn_s3_err_t e, const char *message)
     cn_http_respond_s3_error(q->r, e, message);
 }
 
-cn_s3_err_t cn__s3_err_of(const cn__s3_rq_t *q, cn_err_t err)
+/* The one error table: (class, what, objects detail) → S3 code, first match
+ * wins.  Every objects detail has its row (tests/s3/test_s3_errors.c walks
+ * them); a failure without a detail maps by class and what. */
+#define ANY CN_OBJ_WHAT_ANY
+static const cn_obj_err_row_t s3_errors[] = {
+    /* by rule */
+    {CN_E_INVALID, ANY, CN_OBJ_BUCKET_NAME_INVALID, CN_S3E_INVALID_BUCKET_NAME},
+    {CN_E_INVALID, ANY, CN_OBJ_KEY_INVALID, CN_S3E_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_KEY_TOO_LONG, CN_S3E_KEY_TOO_LONG},
+    {CN_E_INVALID, ANY, CN_OBJ_CONTENT_TYPE_TOO_LONG, CN_S3E_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_METADATA_KEY_INVALID, CN_S3E_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_METADATA_TOO_LARGE, CN_S3E_METADATA_TOO_LARGE},
+    {CN_E_INVALID, ANY, CN_OBJ_CHECKSUM_ALG_INVALID, CN_S3E_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_LIST_ARG_INVALID, CN_S3E_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_PART_NUMBER_INVALID, CN_S3E_INVALID_ARGUMENT},
+    {CN_E_INVALID, ANY, CN_OBJ_PART_LIST_INVALID, CN_S3E_INVALID_PART},
+    {CN_E_INVALID, ANY, CN_OBJ_PART_ORDER, CN_S3E_INVALID_PART_ORDER},
+    {CN_E_INVALID, ANY, CN_OBJ_PART_MISSING, CN_S3E_INVALID_PART},
+    {CN_E_INVALID, ANY, CN_OBJ_PART_ETAG_MISMATCH, CN_S3E_INVALID_PART},
+    {CN_E_INVALID, ANY, CN_OBJ_PART_TOO_SMALL, CN_S3E_ENTITY_TOO_SMALL},
+    {CN_E_INVALID, ANY, CN_OBJ_POLICY_INVALID, CN_S3E_MALFORMED_POLICY},
+    {CN_E_INVALID, ANY, CN_OBJ_SETTING_NAME_INVALID, CN_S3E_INVALID_ARGUMENT},
+    /* The handlers answer their configuration's own NoSuch* before this. */
+    {CN_E_NOT_FOUND, ANY, CN_OBJ_SETTING_UNSET, CN_S3E_NO_SUCH_KEY},
+    /* by class and what */
+    {CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, 0, CN_S3E_NO_SUCH_BUCKET},
+    {CN_E_NOT_FOUND, CN_OBJ_WHAT_UPLOAD, 0, CN_S3E_NO_SUCH_UPLOAD},
+    {CN_E_NOT_FOUND, CN_OBJ_WHAT_PART, 0, CN_S3E_INVALID_PART},
+    {CN_E_NOT_FOUND, ANY, 0, CN_S3E_NO_SUCH_KEY},
+    {CN_E_INVALID, CN_OBJ_WHAT_BUCKET, 0, CN_S3E_INVALID_BUCKET_NAME},
+    {CN_E_INVALID, CN_OBJ_WHAT_PART, 0, CN_S3E_INVALID_PART},
+    {CN_E_INVALID, ANY, 0, CN_S3E_INVALID_ARGUMENT},
+    /* by class */
+    {CN_E_EXISTS, ANY, 0, CN_S3E_BUCKET_ALREADY_EXISTS},
+    {CN_E_NOT_EMPTY, ANY, 0, CN_S3E_BUCKET_NOT_EMPTY},
+    {CN_E_DENIED, ANY, 0, CN_S3E_ACCESS_DENIED},
+    {CN_E_AUTH, ANY, 0, CN_S3E_ACCESS_DENIED},
+    {CN_E_TOO_LARGE, ANY, 0, CN_S3E_ENTITY_TOO_LARGE},
+    {CN_E_DIGEST_MISMATCH, ANY, 0, CN_S3E_BAD_DIGEST},
+    {CN_E_LENGTH_MISMATCH, ANY, 0, CN_S3E_INCOMPLETE_BODY},
+    {CN_E_PRECONDITION, ANY, 0, CN_S3E_PRECONDITION_FAILED},
+    {CN_E_NOT_MODIFIED, ANY, 0, CN_S3E_NOT_MODIFIED},
+    {CN_E_CONFLICT, ANY, 0, CN_S3E_CONDITIONAL_CONFLICT},
+    {CN_E_NO_UPLOAD, ANY, 0, CN_S3E_NO_SUCH_UPLOAD},
+    {CN_E_RANGE, ANY, 0, CN_S3E_INVALID_RANGE},
+    {CN_E_RATE_LIMITED, ANY, 0, CN_S3E_SLOW_DOWN},
+    {CN_E_BUSY, ANY, 0, CN_S3E_SLOW_DOWN},
+    /* retryable, as blobs and Scribe say busy */
+    {CN_E_SHUTDOWN, ANY, 0, CN_S3E_SERVICE_UNAVAILABLE},
+    {CN_E_DB_LOCKED, ANY, 0, CN_S3E_SERVICE_UNAVAILABLE},
+    {CN_E_UNSUPPORTED, ANY, 0, CN_S3E_NOT_IMPLEMENTED},
+};
+#undef ANY
+
+cn_s3_err_t cn__s3_err_of(const cn_objects_req_t *orq, cn_err_t err)
 {
-    switch (err) {
-    case CN_E_NOT_FOUND:
-        switch (q->orq.what) {
-        case CN_OBJ_WHAT_BUCKET: return CN_S3E_NO_SUCH_BUCKET;
-        case CN_OBJ_WHAT_UPLOAD: return CN_S3E_NO_SUCH_UPLOAD;
-        case CN_OBJ_WHAT_PART: return CN_S3E_INVALID_PART;
-        default: return CN_S3E_NO_SUCH_KEY;
-        }
-    case CN_E_INVALID:
-        switch (q->orq.what) {
-        case CN_OBJ_WHAT_BUCKET: return CN_S3E_INVALID_BUCKET_NAME;
-        case CN_OBJ_WHAT_PART:
-            return strstr(q->orq.message, "ascend") ? CN_S3E_INVALID_PART_ORDER
-                                                    : CN_S3E_INVALID_PART;
-        case CN_OBJ_WHAT_KEY:
-            return strstr(q->orq.message, "long") ? CN_S3E_KEY_TOO_LONG
-                                                  : CN_S3E_INVALID_ARGUMENT;
-        default:
-            return strstr(q->orq.message, "metadata") ? CN_S3E_METADATA_TOO_LARGE
-                                                      : CN_S3E_INVALID_ARGUMENT;
-        }
-    case CN_E_EXISTS: return CN_S3E_BUCKET_ALREADY_EXISTS;
-    case CN_E_NOT_EMPTY: return CN_S3E_BUCKET_NOT_EMPTY;
-    case CN_E_DENIED:
-    case CN_E_AUTH: return CN_S3E_ACCESS_DENIED;
-    case CN_E_TOO_LARGE: return CN_S3E_ENTITY_TOO_LARGE;
-    case CN_E_DIGEST_MISMATCH: return CN_S3E_BAD_DIGEST;
-    case CN_E_LENGTH_MISMATCH: return CN_S3E_INCOMPLETE_BODY;
-    case CN_E_PRECONDITION: return CN_S3E_PRECONDITION_FAILED;
-    case CN_E_NOT_MODIFIED: return CN_S3E_NOT_MODIFIED;
-    case CN_E_CONFLICT: return CN_S3E_CONDITIONAL_CONFLICT;
-    case CN_E_NO_UPLOAD: return CN_S3E_NO_SUCH_UPLOAD;
-    case CN_E_RANGE: return CN_S3E_INVALID_RANGE;
-    case CN_E_RATE_LIMITED:
-    case CN_E_BUSY: return CN_S3E_SLOW_DOWN;
-    case CN_E_SHUTDOWN:
-    case CN_E_DB_LOCKED: return CN_S3E_SERVICE_UNAVAILABLE;  /* retryable, as blobs and Scribe say busy */
-    case CN_E_UNSUPPORTED: return CN_S3E_NOT_IMPLEMENTED;
-    default: return CN_S3E_INTERNAL_ERROR;
-    }
+    return (cn_s3_err_t)cn_objects_err_lookup(s3_errors, sizeof s3_errors / sizeof s3_errors[0],
+                                              orq, err, CN_S3E_INTERNAL_ERROR);
 }
 
 void cn__s3_fail(cn__s3_rq_t *q, cn_err_t err)
 {
-    cn_s3_err_t e = cn__s3_err_of(q, err);
-    const char *msg = q->orq.message[0] ? q->orq.message : NULL;
+    cn_s3_err_t e = cn__s3_err_of(&q->orq, err);
+    const char *msg = q->orq.fail.message[0] ? q->orq.fail.message : NULL;
     if (e == CN_S3E_INTERNAL_ERROR || err == CN_E_DB_LOCKED) {
         cn_warn(CN__MOD, "%s %s: %s (%s) [%s]", cn_http_req_method(q->r),
-                cn_http_req_path(q->r, NULL), cn_strerror(err), q->orq.message,
+                cn_http_req_path(q->r, NULL), cn_strerror(err), q->orq.fail.message,
                 cn_http_req_id(q->r));
         msg = NULL;    /* internal detail stays in the log */
     } else if (e == CN_S3E_ACCESS_DENIED) {
         cn_info(CN__MOD, "denied %s %s for %s: %s [%s]", cn_http_req_method(q->r),
                 cn_http_req_path(q->r, NULL), q->anonymous ? "anonymous" : q->principal.account,
-                q->orq.message, cn_http_req_id(q->r));
+                q->orq.fail.message, cn_http_req_id(q->r));
         msg = NULL;    /* the reason is for the operator, not the caller */
     }
     if (q->orq.side == CN_OBJ_SIDE_SOURCE && msg) {

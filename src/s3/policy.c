@@ -31,11 +31,7 @@ static void cn__policy_put_done(cn__s3_rq_t *q)
     }
     cn_err_t e = cn_objects_bucket_policy_set(q->s3->objects, &q->orq, q->bucket,
                                               (const char *)q->body.data, q->body.len);
-    if (e == CN_E_INVALID && q->orq.what == CN_OBJ_WHAT_ARG) {
-        cn__s3_error(q, CN_S3E_MALFORMED_POLICY, q->orq.message[0] ? q->orq.message : NULL);
-        return;
-    }
-    if (e < 0) {
+    if (e < 0) {    /* POLICY_INVALID: MalformedPolicy, with the reason */
         cn__s3_fail(q, e);
         return;
     }

@@ -7,7 +7,7 @@
 static uint32_t cn__crc32_tab[256], cn__crc32c_tab[256];
 static pthread_once_t cn__crc_once = PTHREAD_ONCE_INIT;
 
-static void cn__crc_tables(void)
+static void crc_tables(void)
 {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t a = i, b = i;
@@ -20,9 +20,9 @@ static void cn__crc_tables(void)
     }
 }
 
-static uint32_t cn__crc(const uint32_t *tab, uint32_t crc, const void *p, size_t n)
+static uint32_t crc_crc(const uint32_t *tab, uint32_t crc, const void *p, size_t n)
 {
-    pthread_once(&cn__crc_once, cn__crc_tables);
+    pthread_once(&cn__crc_once, crc_tables);
     const uint8_t *s = p;
     crc = ~crc;
     while (n--)
@@ -30,5 +30,5 @@ static uint32_t cn__crc(const uint32_t *tab, uint32_t crc, const void *p, size_t
     return ~crc;
 }
 
-uint32_t cn_crc32(uint32_t crc, const void *p, size_t n) { return cn__crc(cn__crc32_tab, crc, p, n); }
-uint32_t cn_crc32c(uint32_t crc, const void *p, size_t n) { return cn__crc(cn__crc32c_tab, crc, p, n); }
+uint32_t cn_crc32(uint32_t crc, const void *p, size_t n) { return crc_crc(cn__crc32_tab, crc, p, n); }
+uint32_t cn_crc32c(uint32_t crc, const void *p, size_t n) { return crc_crc(cn__crc32c_tab, crc, p, n); }

@@ -25,7 +25,7 @@ void cn_hex_encode(const void *p, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
-static int cn__hexval(char c)
+static int hexval(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -42,7 +42,7 @@ cn_err_t cn_hex_decode(const char *hex, size_t hex_len, void *out, size_t n)
         return CN_E_INVALID;
     uint8_t *d = out;
     for (size_t i = 0; i < n; i++) {
-        int hi = cn__hexval(hex[2 * i]), lo = cn__hexval(hex[2 * i + 1]);
+        int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return CN_E_INVALID;
         d[i] = (uint8_t)(hi << 4 | lo);

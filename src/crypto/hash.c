@@ -8,7 +8,7 @@
 struct cn_sha256 { EVP_MD_CTX *ctx; };
 struct cn_md5 { EVP_MD_CTX *ctx; };
 
-static EVP_MD_CTX *cn__md_new(const EVP_MD *md)
+static EVP_MD_CTX *md_new(const EVP_MD *md)
 {
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     if (ctx && EVP_DigestInit_ex(ctx, md, NULL) != 1) {
@@ -20,7 +20,7 @@ static EVP_MD_CTX *cn__md_new(const EVP_MD *md)
 
 cn_err_t cn_sha256_new(cn_sha256_t **out)
 {
-    EVP_MD_CTX *ctx = cn__md_new(EVP_sha256());
+    EVP_MD_CTX *ctx = md_new(EVP_sha256());
     if (!ctx)
         return -ENOMEM;
     *out = (cn_sha256_t *)ctx;
@@ -49,7 +49,7 @@ void cn_sha256(const void *p, size_t n, uint8_t out[CN_DIGEST_LEN])
 
 cn_err_t cn_md5_new(cn_md5_t **out)
 {
-    EVP_MD_CTX *ctx = cn__md_new(EVP_md5());
+    EVP_MD_CTX *ctx = md_new(EVP_md5());
     if (!ctx)
         return -ENOMEM;
     *out = (cn_md5_t *)ctx;

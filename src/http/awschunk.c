@@ -54,14 +54,14 @@ void cn_awschunk_free(cn_awschunk_t *d)
     }
 }
 
-static cn_err_t cn__fail(cn_awschunk_t *d, cn_err_t err, cn_s3_err_t e)
+static cn_err_t awschunk_fail(cn_awschunk_t *d, cn_err_t err, cn_s3_err_t e)
 {
     d->state = ST_FAILED;
     d->s3err = e;
     return err;
 }
 
-static void cn__hmac_hex(const cn_awschunk_t *d, const char *sts, size_t n, char out[65])
+static void hmac_hex(const cn_awschunk_t *d, const char *sts, size_t n, char out[65])
 {
     uint8_t mac[32];
     cn_hmac_sha256(d->sig->signing_key, 32, sts, n, mac);
@@ -69,21 +69,21 @@ static void cn__hmac_hex(const cn_awschunk_t *d, const char *sts, size_t n, char
 }
 
 /* Verifies the signature of the chunk whose data hash is data_hex. */
-static bool cn__check_chunk(cn_awschunk_t *d, const char *data_hex)
+static bool check_chunk(cn_awschunk_t *d, const char *data_hex)
 {
     char sts[512], mine[65];
     int n = snprintf(sts, sizeof sts, "AWS4-HMAC-SHA256-PAYLOAD\n%s\n%s\n%s\n%s\n%s",
                      d->sig->amz_date, d->sig->scope, d->prev_sig, CN__EMPTY_SHA256, data_hex);
     if (n < 0 || (size_t)n >= sizeof sts)
         return false;
-    cn__hmac_hex(d, sts, (size_t)n, mine);
+    hmac_hex(d, sts, (size_t)n, mine);
     if (!cn_ct_equal(mine, d->chunk_sig, 64))
         return false;
     memcpy(d->prev_sig, mine, 65);
     return true;
 }
 
-static bool cn__ishex(const char *s, size_t n)
+static bool ishex(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
@@ -94,28 +94,28 @@ static bool cn__ishex(const char *s, size_t n)
 }
 
 /* A chunk header line (without its line end). */
-static cn_err_t cn__chunk_header(cn_awschunk_t *d, char *line, size_t len)
+static cn_err_t chunk_header(cn_awschunk_t *d, char *line, size_t len)
 {
     size_t i = 0;
     uint64_t size = 0;
-    while (i < len && cn__ishex(line + i, 1)) {
+    while (i < len && ishex(line + i, 1)) {
         if (i >= 16)
-            return cn__fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
+            return awschunk_fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
         char c = line[i];
         size = size << 4 | (uint64_t)(c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10);
         i++;
     }
     if (i == 0)
-        return cn__fail(d, CN_E_PROTOCOL, CN_S3E_INCOMPLETE_BODY);
+        return awschunk_fail(d, CN_E_PROTOCOL, CN_S3E_INCOMPLETE_BODY);
     bool have_sig = false;
     while (i < len) {
         if (line[i] != ';')
-            return cn__fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
+            return awschunk_fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
         i++;
         const char *ext = line + i;
         const char *semi = memchr(ext, ';', len - i);
         size_t el = semi ? (size_t)(semi - ext) : len - i;
-        if (el == 16 + 64 && memcmp(ext, "chunk-signature=", 16) == 0 && cn__ishex(ext + 16, 64)) {
+        if (el == 16 + 64 && memcmp(ext, "chunk-signature=", 16) == 0 && ishex(ext + 16, 64)) {
             for (int k = 0; k < 64; k++)
                 d->chunk_sig[k] = (char)(ext[16 + k] | 0x20);
             d->chunk_sig[64] = 0;
@@ -124,34 +124,34 @@ static cn_err_t cn__chunk_header(cn_awschunk_t *d, char *line, size_t len)
         i += el;
     }
     if (d->signed_chunks && !have_sig)
-        return cn__fail(d, CN_E_AUTH, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
+        return awschunk_fail(d, CN_E_AUTH, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
     if (size > d->max_decoded - d->decoded)
-        return cn__fail(d, CN_E_TOO_LARGE, CN_S3E_ENTITY_TOO_LARGE);
+        return awschunk_fail(d, CN_E_TOO_LARGE, CN_S3E_ENTITY_TOO_LARGE);
     d->chunk_left = size;
     if (size == 0) {
-        if (d->signed_chunks && !cn__check_chunk(d, CN__EMPTY_SHA256))
-            return cn__fail(d, CN_E_AUTH, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
+        if (d->signed_chunks && !check_chunk(d, CN__EMPTY_SHA256))
+            return awschunk_fail(d, CN_E_AUTH, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
         d->state = ST_TRAILER;
         return CN_OK;
     }
     if (d->signed_chunks && EVP_DigestInit_ex(d->chunk_sha, EVP_sha256(), NULL) != 1)
-        return cn__fail(d, -ENOMEM, CN_S3E_INTERNAL_ERROR);
+        return awschunk_fail(d, -ENOMEM, CN_S3E_INTERNAL_ERROR);
     d->state = ST_DATA;
     return CN_OK;
 }
 
-static cn_err_t cn__trailer_end(cn_awschunk_t *d, const char *sig, bool have_sig)
+static cn_err_t trailer_end(cn_awschunk_t *d, const char *sig, bool have_sig)
 {
     if (d->signed_chunks && d->trailer) {
         if (!have_sig)
-            return cn__fail(d, CN_E_AUTH, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
+            return awschunk_fail(d, CN_E_AUTH, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
         /* Canonical trailers: "name:value\n" in the order received. */
         EVP_MD_CTX *ctx = d->chunk_sha;
         uint8_t h[32];
         unsigned int hl = 32;
         char hex[65], sts[512], mine[65];
         if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
-            return cn__fail(d, -ENOMEM, CN_S3E_INTERNAL_ERROR);
+            return awschunk_fail(d, -ENOMEM, CN_S3E_INTERNAL_ERROR);
         for (size_t i = 0; i < d->n_trailers; i++) {
             EVP_DigestUpdate(ctx, d->trailer_kv[i].name, d->trailer_kv[i].name_len);
             EVP_DigestUpdate(ctx, ":", 1);
@@ -163,12 +163,12 @@ static cn_err_t cn__trailer_end(cn_awschunk_t *d, const char *sig, bool have_sig
         int n = snprintf(sts, sizeof sts, "AWS4-HMAC-SHA256-TRAILER\n%s\n%s\n%s\n%s",
                          d->sig->amz_date, d->sig->scope, d->prev_sig, hex);
         if (n < 0 || (size_t)n >= sizeof sts)
-            return cn__fail(d, CN_E_AUTH, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
-        cn__hmac_hex(d, sts, (size_t)n, mine);
+            return awschunk_fail(d, CN_E_AUTH, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
+        hmac_hex(d, sts, (size_t)n, mine);
         if (!cn_ct_equal(mine, sig, 64))
-            return cn__fail(d, CN_E_AUTH, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
+            return awschunk_fail(d, CN_E_AUTH, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
     } else if (have_sig && !d->signed_chunks) {
-        return cn__fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
+        return awschunk_fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
     }
     d->state = ST_DONE;
     d->done = true;
@@ -176,22 +176,22 @@ static cn_err_t cn__trailer_end(cn_awschunk_t *d, const char *sig, bool have_sig
 }
 
 /* RFC 9110 tchar. */
-static bool cn__tchar(unsigned char c)
+static bool awschunk_tchar(unsigned char c)
 {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
            (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
 /* One trailer line, or the empty line that ends the body. */
-static cn_err_t cn__trailer_line(cn_awschunk_t *d, char *line, size_t len)
+static cn_err_t trailer_line(cn_awschunk_t *d, char *line, size_t len)
 {
     if (len == 0)
-        return cn__trailer_end(d, d->trailer_sig, d->trailer_sig_seen);
+        return trailer_end(d, d->trailer_sig, d->trailer_sig_seen);
     if (!d->trailer)
-        return cn__fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
+        return awschunk_fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
     char *colon = memchr(line, ':', len);
     if (!colon || colon == line)
-        return cn__fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
+        return awschunk_fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
     size_t nl = (size_t)(colon - line);
     const char *v = colon + 1;
     size_t vl = len - nl - 1;
@@ -200,16 +200,16 @@ static cn_err_t cn__trailer_line(cn_awschunk_t *d, char *line, size_t len)
     /* Names are HTTP tokens and values hold no control bytes: a NUL would cut
      * the C string a lookup compares while the signature covered all of it. */
     for (size_t i = 0; i < nl; i++)
-        if (!cn__tchar((unsigned char)line[i]))
-            return cn__fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
+        if (!awschunk_tchar((unsigned char)line[i]))
+            return awschunk_fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
     for (size_t i = 0; i < vl; i++)
         if (((unsigned char)v[i] < 0x20 && v[i] != '\t') || v[i] == 0x7f)
-            return cn__fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
+            return awschunk_fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
     for (size_t i = 0; i < nl; i++)
         line[i] = (char)((line[i] >= 'A' && line[i] <= 'Z') ? line[i] | 0x20 : line[i]);
     if (nl == 23 && memcmp(line, "x-amz-trailer-signature", 23) == 0) {
-        if (vl != 64 || !cn__ishex(v, 64) || d->trailer_sig_seen)
-            return cn__fail(d, CN_E_AUTH, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
+        if (vl != 64 || !ishex(v, 64) || d->trailer_sig_seen)
+            return awschunk_fail(d, CN_E_AUTH, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
         for (int k = 0; k < 64; k++)
             d->trailer_sig[k] = (char)(v[k] | 0x20);
         d->trailer_sig[64] = 0;
@@ -218,7 +218,7 @@ static cn_err_t cn__trailer_line(cn_awschunk_t *d, char *line, size_t len)
     }
     if (d->trailer_sig_seen || d->n_trailers >= CN_AWSCHUNK_MAX_TRAILERS ||
         nl + vl + 2 > CN_AWSCHUNK_TRAILER_MAX - d->trailer_len)
-        return cn__fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
+        return awschunk_fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
     char *dst = d->trailers + d->trailer_len;
     memcpy(dst, line, nl);
     dst[nl] = 0;
@@ -234,7 +234,7 @@ static cn_err_t cn__trailer_line(cn_awschunk_t *d, char *line, size_t len)
 }
 
 /* Collects bytes of a line; returns true with the line (no CR/LF) when complete. */
-static bool cn__line(cn_awschunk_t *d, const uint8_t **p, size_t *n, cn_err_t *err)
+static bool awschunk_line(cn_awschunk_t *d, const uint8_t **p, size_t *n, cn_err_t *err)
 {
     while (*n) {
         uint8_t c = **p;
@@ -246,7 +246,7 @@ static bool cn__line(cn_awschunk_t *d, const uint8_t **p, size_t *n, cn_err_t *e
             return true;
         }
         if (d->line_len >= CN_AWSCHUNK_LINE_MAX - 1) {
-            *err = cn__fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
+            *err = awschunk_fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
             return false;
         }
         d->line[d->line_len++] = (char)c;
@@ -263,7 +263,7 @@ cn_err_t cn_awschunk_feed(cn_awschunk_t *d, const uint8_t *p, size_t n, cn_awsch
         case ST_HDR:
         case ST_DATA_END:
         case ST_TRAILER:
-            if (!cn__line(d, &p, &n, &err)) {
+            if (!awschunk_line(d, &p, &n, &err)) {
                 if (err)
                     return err;
                 break;
@@ -273,13 +273,13 @@ cn_err_t cn_awschunk_feed(cn_awschunk_t *d, const uint8_t *p, size_t n, cn_awsch
                 d->line_len = 0;
                 d->line[len] = 0;
                 if (d->state == ST_HDR) {
-                    err = cn__chunk_header(d, d->line, len);
+                    err = chunk_header(d, d->line, len);
                 } else if (d->state == ST_DATA_END) {
                     if (len != 0)
-                        return cn__fail(d, CN_E_PROTOCOL, CN_S3E_INCOMPLETE_BODY);
+                        return awschunk_fail(d, CN_E_PROTOCOL, CN_S3E_INCOMPLETE_BODY);
                     d->state = ST_HDR;
                 } else {
-                    err = cn__trailer_line(d, d->line, len);
+                    err = trailer_line(d, d->line, len);
                 }
                 if (err)
                     return err;
@@ -307,15 +307,15 @@ cn_err_t cn_awschunk_feed(cn_awschunk_t *d, const uint8_t *p, size_t n, cn_awsch
                     char hex[65];
                     EVP_DigestFinal_ex(d->chunk_sha, h, &hl);
                     cn_hex_encode(h, 32, hex);
-                    if (!cn__check_chunk(d, hex))
-                        return cn__fail(d, CN_E_AUTH, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
+                    if (!check_chunk(d, hex))
+                        return awschunk_fail(d, CN_E_AUTH, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
                 }
                 d->state = ST_DATA_END;
             }
             break;
         }
         case ST_DONE:
-            return cn__fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
+            return awschunk_fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
         default:
             return CN_E_PROTOCOL;
         }
@@ -328,7 +328,7 @@ cn_err_t cn_awschunk_end(cn_awschunk_t *d)
     if (d->state == ST_DONE)
         return CN_OK;
     if (d->state != ST_FAILED)
-        return cn__fail(d, CN_E_PROTOCOL, CN_S3E_INCOMPLETE_BODY);
+        return awschunk_fail(d, CN_E_PROTOCOL, CN_S3E_INCOMPLETE_BODY);
     return CN_E_PROTOCOL;
 }
 

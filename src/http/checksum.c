@@ -36,7 +36,7 @@ cn_http_cksum_alg_t cn_http_cksum_parse(const char *name)
     return CN_CKSUM_NONE;
 }
 
-static int cn__idx(cn_http_cksum_alg_t alg)
+static int idx(cn_http_cksum_alg_t alg)
 {
     for (size_t i = 0; i < CN__NALGS; i++)
         if (cn__algs[i].alg == alg)
@@ -46,19 +46,19 @@ static int cn__idx(cn_http_cksum_alg_t alg)
 
 const char *cn_http_cksum_header(cn_http_cksum_alg_t alg)
 {
-    int i = cn__idx(alg);
+    int i = idx(alg);
     return i < 0 ? NULL : cn__algs[i].header;
 }
 
 const char *cn_http_cksum_name(cn_http_cksum_alg_t alg)
 {
-    int i = cn__idx(alg);
+    int i = idx(alg);
     return i < 0 ? NULL : cn__algs[i].name;
 }
 
 size_t cn_http_cksum_len(cn_http_cksum_alg_t alg)
 {
-    int i = cn__idx(alg);
+    int i = idx(alg);
     return i < 0 ? 0 : cn__algs[i].len;
 }
 
@@ -67,7 +67,7 @@ size_t cn_http_cksum_len(cn_http_cksum_alg_t alg)
 static uint64_t cn__crc64_tab[8][256];
 static pthread_once_t cn__crc64_once = PTHREAD_ONCE_INIT;
 
-static void cn__crc64_init(void)
+static void crc64_init(void)
 {
     for (unsigned i = 0; i < 256; i++) {
         uint64_t c = i;
@@ -83,7 +83,7 @@ static void cn__crc64_init(void)
 
 uint64_t cn_crc64nvme(uint64_t crc, const void *p, size_t n)
 {
-    pthread_once(&cn__crc64_once, cn__crc64_init);
+    pthread_once(&cn__crc64_once, crc64_init);
     const uint8_t *b = p;
     uint64_t c = ~crc;
     while (n >= 8) {
@@ -118,7 +118,7 @@ cn_err_t cn_http_cksum_init(cn_http_cksum_t *c, cn_http_cksum_alg_t alg)
             return -ENOMEM;
         }
         c->md = ctx;
-    } else if (cn__idx(alg) < 0 && alg != CN_CKSUM_NONE) {
+    } else if (idx(alg) < 0 && alg != CN_CKSUM_NONE) {
         return CN_E_INVALID;
     }
     return CN_OK;

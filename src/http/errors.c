@@ -13,16 +13,16 @@ static const cn__s3_err_row_t cn__s3_errs[CN_S3E_COUNT] = {
 #undef CN__S3_ROW
 };
 
-static const cn__s3_err_row_t *cn__row(cn_s3_err_t e)
+static const cn__s3_err_row_t *row(cn_s3_err_t e)
 {
     if ((unsigned)e >= CN_S3E_COUNT || e == CN_S3E_NONE)
         return &cn__s3_errs[CN_S3E_INTERNAL_ERROR];
     return &cn__s3_errs[e];
 }
 
-const char *cn_s3_err_code(cn_s3_err_t e) { return cn__row(e)->code; }
-int cn_s3_err_status(cn_s3_err_t e) { return cn__row(e)->status; }
-const char *cn_s3_err_message(cn_s3_err_t e) { return cn__row(e)->message; }
+const char *cn_s3_err_code(cn_s3_err_t e) { return row(e)->code; }
+int cn_s3_err_status(cn_s3_err_t e) { return row(e)->status; }
+const char *cn_s3_err_message(cn_s3_err_t e) { return row(e)->message; }
 
 cn_s3_err_t cn_s3_err_from_cn(cn_err_t err)
 {

@@ -12,13 +12,13 @@ static const double cn__lat_bounds_s[CN__LAT_BUCKETS] = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
 };
 
-static int cn__health(cn_http_req_t *r, void *ctx)
+static int metrics_health(cn_http_req_t *r, void *ctx)
 {
     (void)ctx;
     return cn_http_respond(r, 200, "text/plain; charset=utf-8", "ok", 2);
 }
 
-static int cn__metrics(cn_http_req_t *r, void *ctx)
+static int metrics_metrics(cn_http_req_t *r, void *ctx)
 {
     (void)ctx;
     cn_http_server_t *s = r->srv;
@@ -91,11 +91,11 @@ void cn__metrics_register_builtin(cn_http_server_t *s)
 {
     cn_http_route_t health = {
         .name = "health", .methods = CN_HTTP_GET | CN_HTTP_HEAD, .prefix = "/_cairn/health",
-        .flags = CN_HTTP_ROUTE_EXACT | CN_HTTP_ROUTE_OWN_AUTH_ERRORS, .on_request = cn__health,
+        .flags = CN_HTTP_ROUTE_EXACT | CN_HTTP_ROUTE_OWN_AUTH_ERRORS, .on_request = metrics_health,
     };
     cn_http_route_t metrics = {
         .name = "metrics", .methods = CN_HTTP_GET | CN_HTTP_HEAD, .prefix = "/_cairn/metrics",
-        .flags = CN_HTTP_ROUTE_EXACT | CN_HTTP_ROUTE_OWN_AUTH_ERRORS, .on_request = cn__metrics,
+        .flags = CN_HTTP_ROUTE_EXACT | CN_HTTP_ROUTE_OWN_AUTH_ERRORS, .on_request = metrics_metrics,
     };
     cn_http_server_route(s, &health);
     cn_http_server_route(s, &metrics);

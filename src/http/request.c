@@ -158,7 +158,7 @@ typedef struct {
     void *ctx;
 } cn__iter_t;
 
-static enum MHD_Result cn__iter(void *cls, enum MHD_ValueKind kind, const char *key,
+static enum MHD_Result iter(void *cls, enum MHD_ValueKind kind, const char *key,
                                 const char *value)
 {
     (void)kind;
@@ -170,7 +170,7 @@ void cn_http_req_headers(const cn_http_req_t *r,
                          bool (*fn)(void *ctx, const char *name, const char *value), void *ctx)
 {
     cn__iter_t it = { fn, ctx };
-    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, cn__iter, &it);
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, iter, &it);
 }
 
 const char *cn_http_req_peer(const cn_http_req_t *r) { return r->peer; }

@@ -27,7 +27,7 @@ cn_err_t cn_http_resp_header(cn_http_req_t *r, const char *name, const char *val
     return CN_OK;
 }
 
-static cn_err_t cn__finish(cn_http_req_t *r, struct MHD_Response *resp, int status,
+static cn_err_t finish(cn_http_req_t *r, struct MHD_Response *resp, int status,
                            const char *content_type, uint64_t len)
 {
     if (!resp)
@@ -59,7 +59,7 @@ cn_err_t cn_http_respond(cn_http_req_t *r, int status, const char *content_type,
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(len, (void *)(uintptr_t)(body ? body : ""),
                                         MHD_RESPMEM_MUST_COPY);
-    return cn__finish(r, resp, status, content_type, len);
+    return finish(r, resp, status, content_type, len);
 }
 
 cn_err_t cn_http_respond_buf(cn_http_req_t *r, int status, const char *content_type,
@@ -68,7 +68,7 @@ cn_err_t cn_http_respond_buf(cn_http_req_t *r, int status, const char *content_t
     return cn_http_respond(r, status, content_type, body->data, body->len);
 }
 
-static ssize_t cn__no_body(void *cls, uint64_t pos, char *buf, size_t max)
+static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)cls; (void)pos; (void)buf; (void)max;
     return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -77,9 +77,9 @@ static ssize_t cn__no_body(void *cls, uint64_t pos, char *buf, size_t max)
 cn_err_t cn_http_respond_empty(cn_http_req_t *r, int status, uint64_t len)
 {
     struct MHD_Response *resp =
-        len ? MHD_create_response_from_callback(len, 4096, cn__no_body, NULL, NULL)
+        len ? MHD_create_response_from_callback(len, 4096, no_body, NULL, NULL)
             : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-    return cn__finish(r, resp, status, NULL, 0);
+    return finish(r, resp, status, NULL, 0);
 }
 
 /* A small file body is read into memory so that libmicrohttpd sends it with
@@ -87,7 +87,7 @@ cn_err_t cn_http_respond_empty(cn_http_req_t *r, int status, uint64_t len)
  * an fd it sends the headers, then sendfile()s the body, a second system call
  * and a second transmit for a few KiB.  NULL when the read fails or comes up
  * short: the caller then answers from the fd as before.  Leaves fd open. */
-static struct MHD_Response *cn__inline_fd(int fd, uint64_t off, uint64_t len)
+static struct MHD_Response *inline_fd(int fd, uint64_t off, uint64_t len)
 {
     char *buf = malloc(len ? (size_t)len : 1);
     if (!buf)
@@ -117,17 +117,17 @@ cn_err_t cn_http_respond_fd(cn_http_req_t *r, int status, const char *content_ty
         return CN_E_INVALID;
     }
     struct MHD_Response *resp =
-        len <= CN_HTTP_INLINE_BODY_MAX ? cn__inline_fd(fd, off, len) : NULL;
+        len <= CN_HTTP_INLINE_BODY_MAX ? inline_fd(fd, off, len) : NULL;
     if (resp) {
         close(fd);
-        return cn__finish(r, resp, status, content_type, len);
+        return finish(r, resp, status, content_type, len);
     }
     resp = MHD_create_response_from_fd_at_offset64(len, fd, off);
     if (!resp) {
         close(fd);
         return -ENOMEM;
     }
-    return cn__finish(r, resp, status, content_type, len);
+    return finish(r, resp, status, content_type, len);
 }
 
 typedef struct {
@@ -136,7 +136,7 @@ typedef struct {
     void *ctx;
 } cn__producer_t;
 
-static ssize_t cn__produce(void *cls, uint64_t pos, char *buf, size_t max)
+static ssize_t produce(void *cls, uint64_t pos, char *buf, size_t max)
 {
     cn__producer_t *p = cls;
     ssize_t n = p->read(p->ctx, pos, buf, max);
@@ -152,7 +152,7 @@ void cn_http_req_suspend(cn_http_req_t *r)
     MHD_suspend_connection(r->conn);
 }
 
-static void cn__produce_done(void *cls)
+static void produce_done(void *cls)
 {
     cn__producer_t *p = cls;
     if (p->done)
@@ -174,13 +174,13 @@ cn_err_t cn_http_respond_stream(cn_http_req_t *r, int status, const char *conten
     p->done = done;
     p->ctx = ctx;
     struct MHD_Response *resp = MHD_create_response_from_callback(
-        len == CN_HTTP_LEN_UNKNOWN ? MHD_SIZE_UNKNOWN : len, 64 * 1024, cn__produce, p,
-        cn__produce_done);
+        len == CN_HTTP_LEN_UNKNOWN ? MHD_SIZE_UNKNOWN : len, 64 * 1024, produce, p,
+        produce_done);
     if (!resp) {
-        cn__produce_done(p);
+        produce_done(p);
         return -ENOMEM;
     }
-    return cn__finish(r, resp, status, content_type, len);
+    return finish(r, resp, status, content_type, len);
 }
 
 cn_err_t cn_http_respond_s3_error(cn_http_req_t *r, cn_s3_err_t e, const char *message)

@@ -42,14 +42,14 @@ void cn_http_config_default(cn_http_config_t *c)
     c->log_name = "http";
 }
 
-static int64_t cn__now_ms(const cn_http_server_t *s)
+static int64_t now_ms(const cn_http_server_t *s)
 {
     return s->cfg.clock_ms ? s->cfg.clock_ms(s->cfg.clock_ctx) : cn_wall_ms();
 }
 
 /* ---- address -------------------------------------------------------------- */
 
-static cn_err_t cn__parse_listen(cn_http_server_t *s, const char *spec)
+static cn_err_t parse_listen(cn_http_server_t *s, const char *spec)
 {
     char host[128];
     const char *port;
@@ -86,9 +86,9 @@ static cn_err_t cn__parse_listen(cn_http_server_t *s, const char *spec)
     return CN_OK;
 }
 
-static char *cn__dup(const char *s) { return s ? strdup(s) : NULL; }
+static char *server_dup(const char *s) { return s ? strdup(s) : NULL; }
 
-static char *cn__slurp(const char *path)
+static char *slurp(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -119,9 +119,9 @@ cn_err_t cn_http_server_new(const cn_http_config_t *cfg, cn_http_server_t **out)
     if (!s)
         return -ENOMEM;
     s->cfg = *cfg;
-    s->listen = cn__dup(cfg->listen ? cfg->listen : "127.0.0.1:0");
-    s->log_name = cn__dup(cfg->log_name ? cfg->log_name : "http");
-    s->region = cn__dup(cfg->region);
+    s->listen = server_dup(cfg->listen ? cfg->listen : "127.0.0.1:0");
+    s->log_name = server_dup(cfg->log_name ? cfg->log_name : "http");
+    s->region = server_dup(cfg->region);
     s->cfg.listen = s->listen;
     s->cfg.log_name = s->log_name;
     s->cfg.region = s->region;
@@ -130,15 +130,15 @@ cn_err_t cn_http_server_new(const cn_http_config_t *cfg, cn_http_server_t **out)
         cn_http_server_free(s);
         return -ENOMEM;
     }
-    if (cn__parse_listen(s, s->listen) != CN_OK) {
+    if (parse_listen(s, s->listen) != CN_OK) {
         cn_error(CN__MOD, "bad listen address '%s'", s->listen);
         cn_http_server_free(s);
         return CN_E_INVALID;
     }
     if (cfg->tls_cert_file || cfg->tls_key_file) {
         if (!cfg->tls_cert_file || !cfg->tls_key_file ||
-            !(s->cert_pem = cn__slurp(cfg->tls_cert_file)) ||
-            !(s->key_pem = cn__slurp(cfg->tls_key_file))) {
+            !(s->cert_pem = slurp(cfg->tls_cert_file)) ||
+            !(s->key_pem = slurp(cfg->tls_key_file))) {
             cn_error(CN__MOD, "cannot read the TLS certificate and key");
             cn_http_server_free(s);
             return CN_E_INVALID;
@@ -192,7 +192,7 @@ cn_err_t cn_http_server_metrics_source(cn_http_server_t *s, void (*fn)(cn_buf_t 
 
 /* ---- request lifecycle ---------------------------------------------------- */
 
-static void *cn__uri_log(void *cls, const char *uri, struct MHD_Connection *c)
+static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 {
     cn_http_server_t *s = cls;
     cn_http_req_t *r = calloc(1, sizeof *r);
@@ -208,7 +208,7 @@ static void *cn__uri_log(void *cls, const char *uri, struct MHD_Connection *c)
     return r;
 }
 
-static unsigned cn__method_bit(const char *m)
+static unsigned method_bit(const char *m)
 {
     static const struct { const char *n; unsigned bit; } t[] = {
         { "GET", CN_HTTP_GET }, { "HEAD", CN_HTTP_HEAD }, { "PUT", CN_HTTP_PUT },
@@ -221,7 +221,7 @@ static unsigned cn__method_bit(const char *m)
     return 0;
 }
 
-static int cn__route_for(cn_http_server_t *s, cn_http_req_t *r)
+static int route_for(cn_http_server_t *s, cn_http_req_t *r)
 {
     const char *path = (const char *)r->path.data;
     for (size_t i = 0; i < s->n_routes; i++) {
@@ -242,7 +242,7 @@ static int cn__route_for(cn_http_server_t *s, cn_http_req_t *r)
 
 typedef struct { cn_http_kv_t *kv; size_t n, cap; } cn__hdr_list_t;
 
-static enum MHD_Result cn__collect(void *cls, enum MHD_ValueKind kind, const char *key,
+static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind, const char *key,
                                    const char *value)
 {
     (void)kind;
@@ -264,7 +264,7 @@ static enum MHD_Result cn__collect(void *cls, enum MHD_ValueKind kind, const cha
 }
 
 /* The payload mode of a request without a SigV4 credential. */
-static cn_s3_err_t cn__payload_unsigned(cn_http_req_t *r)
+static cn_s3_err_t payload_unsigned(cn_http_req_t *r)
 {
     const char *v = cn_http_req_header(r, "x-amz-content-sha256");
     r->payload = r->has_body ? CN_SIGV4_PAYLOAD_UNSIGNED : CN_SIGV4_PAYLOAD_EMPTY;
@@ -283,7 +283,7 @@ static cn_s3_err_t cn__payload_unsigned(cn_http_req_t *r)
     return CN_S3E_INVALID_ARGUMENT;
 }
 
-static void cn__decide_auth(cn_http_req_t *r)
+static void decide_auth(cn_http_req_t *r)
 {
     cn_http_server_t *s = r->srv;
     const char *authz = cn_http_req_header(r, "Authorization");
@@ -291,7 +291,7 @@ static void cn__decide_auth(cn_http_req_t *r)
     if (r->method_bit == CN_HTTP_OPTIONS) {
         /* A CORS preflight never carries a credential: a presigned URL's
          * query signs the request that follows it, not the OPTIONS. */
-        r->auth_err = cn__payload_unsigned(r);
+        r->auth_err = payload_unsigned(r);
         return;
     }
     if (authz && strncasecmp(authz, "Bearer ", 7) == 0) {
@@ -317,7 +317,7 @@ static void cn__decide_auth(cn_http_req_t *r)
             return;
         }
         snprintf(r->access_key, sizeof r->access_key, "%s", id);
-        r->auth_err = cn__payload_unsigned(r);
+        r->auth_err = payload_unsigned(r);
         return;
     }
     if (authz && strncmp(authz, "AWS ", 4) == 0) {
@@ -329,14 +329,14 @@ static void cn__decide_auth(cn_http_req_t *r)
         return;
     }
     cn__hdr_list_t hl = {0};
-    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, cn__collect, &hl);
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect, &hl);
     cn_sigv4_input_t in = {
         .method = r->method,
         .path = r->raw_path, .path_len = strlen(r->raw_path),
         .query = r->raw_query, .query_len = strlen(r->raw_query),
         .headers = hl.kv, .n_headers = hl.n,
         .has_body = r->has_body,
-        .now_ms = cn__now_ms(s),
+        .now_ms = now_ms(s),
         .service = "s3",
         .region = s->cfg.region,
         .max_skew_ms = s->cfg.max_skew_ms,
@@ -350,7 +350,7 @@ static void cn__decide_auth(cn_http_req_t *r)
             snprintf(r->auth_detail, sizeof r->auth_detail, "Unsupported Authorization Type");
             return;
         }
-        r->auth_err = cn__payload_unsigned(r);
+        r->auth_err = payload_unsigned(r);
         return;
     }
     r->auth_kind = r->sig.kind;
@@ -372,7 +372,7 @@ static void cn__decide_auth(cn_http_req_t *r)
  * named by x-amz-trailer.  On S3's CompleteMultipartUpload (POST ?uploadId)
  * the headers are the object's checksum, not the body's: the handler reads
  * them itself. */
-static cn_s3_err_t cn__setup_checksum(cn_http_req_t *r)
+static cn_s3_err_t setup_checksum(cn_http_req_t *r)
 {
     bool object_checksum = r->method_bit == CN_HTTP_POST && cn_http_req_has_query(r, "uploadId");
     static const cn_http_cksum_alg_t algs[] = { CN_CKSUM_CRC32, CN_CKSUM_CRC32C,
@@ -408,7 +408,7 @@ static cn_s3_err_t cn__setup_checksum(cn_http_req_t *r)
     return CN_S3E_NONE;
 }
 
-static cn_s3_err_t cn__setup_body(cn_http_req_t *r)
+static cn_s3_err_t setup_body(cn_http_req_t *r)
 {
     const cn_http_route_t *rt = &r->srv->routes[r->route];
     r->max_body = rt->max_body ? rt->max_body : r->srv->cfg.max_body;
@@ -449,10 +449,10 @@ static cn_s3_err_t cn__setup_body(cn_http_req_t *r)
         }
         r->body_sha = ctx;
     }
-    return cn__setup_checksum(r);
+    return setup_checksum(r);
 }
 
-static void cn__begin_drain(cn_http_req_t *r, cn_s3_err_t e)
+static void begin_drain(cn_http_req_t *r, cn_s3_err_t e)
 {
     if (r->body_err == CN_S3E_NONE && !r->resp)
         r->body_err = e;
@@ -460,15 +460,15 @@ static void cn__begin_drain(cn_http_req_t *r, cn_s3_err_t e)
 }
 
 /* Decoded payload bytes: hash, checksum, cap, then the handler. */
-static int cn__emit(void *ctx, const uint8_t *p, size_t n)
+static int emit(void *ctx, const uint8_t *p, size_t n)
 {
     cn_http_req_t *r = ctx;
     if (n > r->max_body - r->received) {
-        cn__begin_drain(r, CN_S3E_ENTITY_TOO_LARGE);
+        begin_drain(r, CN_S3E_ENTITY_TOO_LARGE);
         return CN_E_TOO_LARGE;
     }
     if (r->payload_length >= 0 && r->received + n > (uint64_t)r->payload_length) {
-        cn__begin_drain(r, CN_S3E_INCOMPLETE_BODY);
+        begin_drain(r, CN_S3E_INCOMPLETE_BODY);
         return CN_E_LENGTH_MISMATCH;
     }
     r->received += n;
@@ -490,13 +490,13 @@ static int cn__emit(void *ctx, const uint8_t *p, size_t n)
         return 0;
     }
     if (rc < 0) {
-        cn__begin_drain(r, cn_s3_err_from_cn(rc));
+        begin_drain(r, cn_s3_err_from_cn(rc));
         return rc;
     }
     return 0;
 }
 
-static void cn__body(cn_http_req_t *r, const char *data, size_t n)
+static void server_body(cn_http_req_t *r, const char *data, size_t n)
 {
     atomic_fetch_add(&r->srv->stats[r->route >= 0 ? r->route : CN__MAX_ROUTES].bytes_in, n);
     r->wire_received += n;
@@ -505,16 +505,16 @@ static void cn__body(cn_http_req_t *r, const char *data, size_t n)
         return;
     }
     if (r->chunk) {
-        cn_err_t err = cn_awschunk_feed(r->chunk, (const uint8_t *)data, n, cn__emit, r);
+        cn_err_t err = cn_awschunk_feed(r->chunk, (const uint8_t *)data, n, emit, r);
         if (err && r->stage != CN__RQ_DRAIN)
-            cn__begin_drain(r, r->chunk->s3err ? r->chunk->s3err : cn_s3_err_from_cn(err));
+            begin_drain(r, r->chunk->s3err ? r->chunk->s3err : cn_s3_err_from_cn(err));
     } else {
-        cn__emit(r, (const uint8_t *)data, n);
+        emit(r, (const uint8_t *)data, n);
     }
 }
 
 /* End of the body: everything that can only be checked once it is all in. */
-static cn_s3_err_t cn__verify_end(cn_http_req_t *r)
+static cn_s3_err_t verify_end(cn_http_req_t *r)
 {
     if (r->chunk) {
         if (cn_awschunk_end(r->chunk) != CN_OK)
@@ -552,7 +552,7 @@ static cn_s3_err_t cn__verify_end(cn_http_req_t *r)
     return CN_S3E_NONE;
 }
 
-static enum MHD_Result cn__queue(cn_http_req_t *r)
+static enum MHD_Result server_queue(cn_http_req_t *r)
 {
     if (!r->resp)
         cn__framework_error(r, CN_S3E_INTERNAL_ERROR, NULL);
@@ -565,7 +565,7 @@ static enum MHD_Result cn__queue(cn_http_req_t *r)
     return rc;
 }
 
-static void cn__call_error(cn_http_req_t *r, cn_s3_err_t e, const char *msg)
+static void call_error(cn_http_req_t *r, cn_s3_err_t e, const char *msg)
 {
     cn__framework_error(r, e, msg);
 }
@@ -574,7 +574,7 @@ static void cn__call_error(cn_http_req_t *r, cn_s3_err_t e, const char *msg)
  * secrets: a per-thread xorshift128+ seeded once from the system's generator
  * makes them, because RAND_bytes costs a getpid() system call (its fork
  * check) on every request. */
-static void cn__id_bytes(uint8_t *out, size_t n)
+static void id_bytes(uint8_t *out, size_t n)
 {
     static _Thread_local uint64_t st[2];
     if (!st[0] && !st[1]) {
@@ -596,11 +596,11 @@ static void cn__id_bytes(uint8_t *out, size_t n)
     }
 }
 
-static enum MHD_Result cn__first_call(cn_http_req_t *r, const char *method)
+static enum MHD_Result first_call(cn_http_req_t *r, const char *method)
 {
     cn_http_server_t *s = r->srv;
     r->method = method;
-    r->method_bit = cn__method_bit(method);
+    r->method_bit = method_bit(method);
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn,
                                                                  MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (ci && ci->client_addr) {
@@ -630,7 +630,7 @@ static enum MHD_Result cn__first_call(cn_http_req_t *r, const char *method)
     }
     r->tls = s->cert_pem != NULL;
     uint8_t rnd[8 + 24];
-    cn__id_bytes(rnd, sizeof rnd);
+    id_bytes(rnd, sizeof rnd);
     for (int i = 0; i < 8; i++)
         snprintf(r->id + 2 * i, 3, "%02X", rnd[i]);
     cn_base64_encode(rnd + 8, 24, r->host_id);
@@ -641,51 +641,51 @@ static enum MHD_Result cn__first_call(cn_http_req_t *r, const char *method)
         char *end = NULL;
         long long v = strtoll(cl, &end, 10);
         if (!*cl || *end || v < 0) {
-            cn__call_error(r, CN_S3E_INVALID_ARGUMENT, "Content-Length is not valid");
-            return cn__queue(r);
+            call_error(r, CN_S3E_INVALID_ARGUMENT, "Content-Length is not valid");
+            return server_queue(r);
         }
         r->content_length = v;
     }
     r->has_body = (r->content_length > 0) || (te && strcasecmp(te, "identity") != 0);
 
     if (cn__req_parse_target(r) != CN_OK) {
-        cn__call_error(r, CN_S3E_INVALID_URI, NULL);
-        return cn__queue(r);
+        call_error(r, CN_S3E_INVALID_URI, NULL);
+        return server_queue(r);
     }
     if (!r->method_bit) {
-        cn__call_error(r, CN_S3E_NOT_IMPLEMENTED, "this HTTP method is not supported");
-        return cn__queue(r);
+        call_error(r, CN_S3E_NOT_IMPLEMENTED, "this HTTP method is not supported");
+        return server_queue(r);
     }
-    r->route = cn__route_for(s, r);
+    r->route = route_for(s, r);
     const char *expect = cn_http_req_header(r, "Expect");
     if (expect && strcasecmp(expect, "100-continue") != 0) {
-        cn__call_error(r, CN_S3E_EXPECTATION_FAILED, NULL);
-        return cn__queue(r);
+        call_error(r, CN_S3E_EXPECTATION_FAILED, NULL);
+        return server_queue(r);
     }
     if (r->route < 0) {
-        cn__call_error(r, CN_S3E_NOT_IMPLEMENTED, "no handler serves this request");
-        return cn__queue(r);
+        call_error(r, CN_S3E_NOT_IMPLEMENTED, "no handler serves this request");
+        return server_queue(r);
     }
     const cn_http_route_t *rt = &s->routes[r->route];
-    cn__decide_auth(r);
+    decide_auth(r);
     if (r->auth_err != CN_S3E_NONE && !(rt->flags & CN_HTTP_ROUTE_OWN_AUTH_ERRORS)) {
-        cn__call_error(r, r->auth_err, r->auth_detail[0] ? r->auth_detail : NULL);
-        return cn__queue(r);
+        call_error(r, r->auth_err, r->auth_detail[0] ? r->auth_detail : NULL);
+        return server_queue(r);
     }
     if (r->auth_err != CN_S3E_NONE)
         r->payload = CN_SIGV4_PAYLOAD_UNSIGNED;   /* the handler refuses; nothing to verify */
-    cn_s3_err_t e = cn__setup_body(r);
+    cn_s3_err_t e = setup_body(r);
     if (e != CN_S3E_NONE) {
-        cn__call_error(r, e, NULL);
-        return cn__queue(r);
+        call_error(r, e, NULL);
+        return server_queue(r);
     }
     r->handler_started = true;
     int rc = rt->on_request(r, rt->ctx);
     if (r->resp)
-        return cn__queue(r);
+        return server_queue(r);
     if (rc < 0) {
-        cn__call_error(r, cn_s3_err_from_cn(rc), NULL);
-        return cn__queue(r);
+        call_error(r, cn_s3_err_from_cn(rc), NULL);
+        return server_queue(r);
     }
     r->stage = CN__RQ_BODY;
     return MHD_YES;
@@ -694,7 +694,7 @@ static enum MHD_Result cn__first_call(cn_http_req_t *r, const char *method)
 /* libmicrohttpd closes the connection after a response queued on the first
  * call (it will not read past it), so a request without a body is answered
  * on the final call, which keeps the connection alive. */
-static bool cn__peek_has_body(cn_http_req_t *r)
+static bool peek_has_body(cn_http_req_t *r)
 {
     const char *cl = cn_http_req_header(r, "Content-Length");
     const char *te = cn_http_req_header(r, "Transfer-Encoding");
@@ -703,16 +703,16 @@ static bool cn__peek_has_body(cn_http_req_t *r)
     return cl && strcmp(cl, "0") != 0;
 }
 
-static enum MHD_Result cn__final_call(cn_http_req_t *r)
+static enum MHD_Result final_call(cn_http_req_t *r)
 {
     const cn_http_route_t *rt = &r->srv->routes[r->route];
     cn_s3_err_t e = CN_S3E_NONE;
     if (r->stage == CN__RQ_BODY)
-        e = cn__verify_end(r);
+        e = verify_end(r);
     if (e != CN_S3E_NONE && r->body_err == CN_S3E_NONE)
         r->body_err = e;
     if (r->resp && r->body_err == CN_S3E_NONE)
-        return cn__queue(r);
+        return server_queue(r);
     if (!r->resp && rt->on_end)
         rt->on_end(r, rt->ctx);
     if (r->body_err != CN_S3E_NONE) {
@@ -726,12 +726,12 @@ static enum MHD_Result cn__final_call(cn_http_req_t *r)
             }
             r->nhdrs = 0;
         }
-        cn__call_error(r, r->body_err, NULL);
+        call_error(r, r->body_err, NULL);
     }
-    return cn__queue(r);
+    return server_queue(r);
 }
 
-static enum MHD_Result cn__access(void *cls, struct MHD_Connection *c, const char *url,
+static enum MHD_Result server_access(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_data_size,
                                   void **con_cls)
@@ -742,22 +742,22 @@ static enum MHD_Result cn__access(void *cls, struct MHD_Connection *c, const cha
         return MHD_NO;
     r->conn = c;
     if (r->stage == CN__RQ_NEW) {
-        if (!r->deferred_start && !cn__peek_has_body(r)) {
+        if (!r->deferred_start && !peek_has_body(r)) {
             r->deferred_start = true;
             return MHD_YES;
         }
-        enum MHD_Result rc = cn__first_call(r, method);
+        enum MHD_Result rc = first_call(r, method);
         if (!r->deferred_start || r->stage != CN__RQ_BODY)
             return rc;
         /* No body is coming: this is also the final call. */
-        return cn__final_call(r);
+        return final_call(r);
     }
     if (r->stage == CN__RQ_DONE)
         return MHD_NO;
     if (*upload_data_size) {
         size_t n = *upload_data_size;
         *upload_data_size = 0;
-        cn__body(r, upload_data, n);
+        server_body(r, upload_data, n);
         if (r->stage == CN__RQ_DRAIN && r->drained > CN__DRAIN_MAX)
             return MHD_NO;
         if (r->paused) {
@@ -766,7 +766,7 @@ static enum MHD_Result cn__access(void *cls, struct MHD_Connection *c, const cha
         }
         return MHD_YES;
     }
-    return cn__final_call(r);
+    return final_call(r);
 }
 
 void cn_http_req_resume(cn_http_req_t *r)
@@ -774,7 +774,7 @@ void cn_http_req_resume(cn_http_req_t *r)
     MHD_resume_connection(r->conn);
 }
 
-static void cn__completed(void *cls, struct MHD_Connection *c, void **con_cls,
+static void server_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                           enum MHD_RequestTerminationCode toe)
 {
     (void)c; (void)toe;
@@ -789,7 +789,7 @@ static void cn__completed(void *cls, struct MHD_Connection *c, void **con_cls,
     cn__req_free(r);
 }
 
-static void cn__conn_notify(void *cls, struct MHD_Connection *c, void **socket_ctx,
+static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_ctx,
                             enum MHD_ConnectionNotificationCode toe)
 {
     (void)c; (void)socket_ctx;
@@ -802,7 +802,7 @@ static void cn__conn_notify(void *cls, struct MHD_Connection *c, void **socket_c
     }
 }
 
-static void cn__mhd_log(void *cls, const char *fmt, va_list ap)
+static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
     char msg[512];
@@ -833,10 +833,10 @@ cn_err_t cn_http_server_start(cn_http_server_t *s)
         CN__OPT(MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->cfg.max_per_ip, NULL);
     CN__OPT(MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.idle_timeout_s, NULL);
     CN__OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->cfg.conn_memory, NULL);
-    CN__OPT(MHD_OPTION_URI_LOG_CALLBACK, cn__uri_log, s);
-    CN__OPT(MHD_OPTION_NOTIFY_COMPLETED, cn__completed, s);
-    CN__OPT(MHD_OPTION_NOTIFY_CONNECTION, cn__conn_notify, s);
-    CN__OPT(MHD_OPTION_EXTERNAL_LOGGER, cn__mhd_log, NULL);
+    CN__OPT(MHD_OPTION_URI_LOG_CALLBACK, uri_log, s);
+    CN__OPT(MHD_OPTION_NOTIFY_COMPLETED, server_completed, s);
+    CN__OPT(MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s);
+    CN__OPT(MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL);
     CN__OPT(MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL);
     if (s->cert_pem) {
         CN__OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert_pem);
@@ -844,7 +844,7 @@ cn_err_t cn_http_server_start(cn_http_server_t *s)
     }
     CN__OPT(MHD_OPTION_END, 0, NULL);
 #undef CN__OPT
-    s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, cn__access, s, MHD_OPTION_ARRAY, opts,
+    s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, server_access, s, MHD_OPTION_ARRAY, opts,
                               MHD_OPTION_END);
     if (!s->mhd) {
         cn_error(CN__MOD, "cannot listen on %s", s->listen);

@@ -21,7 +21,7 @@
 #define CN__EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define CN__MAX_QUERY_PARAMS 1024
 
-static bool cn__unreserved(unsigned char c)
+static bool unreserved(unsigned char c)
 {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
            c == '-' || c == '.' || c == '_' || c == '~';
@@ -33,7 +33,7 @@ cn_err_t cn_sigv4_uri_encode(cn_buf_t *out, const char *s, size_t n, bool keep_s
     CN_TRY(cn_buf_reserve(out, n));
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (cn__unreserved(c) || (keep_slash && c == '/')) {
+        if (unreserved(c) || (keep_slash && c == '/')) {
             CN_TRY(cn_buf_put_u8(out, c));
         } else {
             char e[3] = { '%', hex[c >> 4], hex[c & 15] };
@@ -43,7 +43,7 @@ cn_err_t cn_sigv4_uri_encode(cn_buf_t *out, const char *s, size_t n, bool keep_s
     return CN_OK;
 }
 
-static int cn__hexval(char c)
+static int hexval(char c)
 {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -59,7 +59,7 @@ cn_err_t cn_http_pct_decode(cn_buf_t *out, const char *s, size_t n)
         if (c == '%') {
             if (i + 2 >= n)
                 return CN_E_INVALID;
-            int hi = cn__hexval(s[i + 1]), lo = cn__hexval(s[i + 2]);
+            int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
             if (hi < 0 || lo < 0)
                 return CN_E_INVALID;
             c = (unsigned char)(hi << 4 | lo);
@@ -78,7 +78,7 @@ typedef struct { size_t off; size_t name_len; size_t val_len; } cn__qpair_t;
 
 typedef struct { const char *base; const cn__qpair_t *p; } cn__qsort_ctx_t;
 
-static int cn__qcmp(const void *a, const void *b, void *ctx)
+static int qcmp(const void *a, const void *b, void *ctx)
 {
     const char *base = ctx;
     const cn__qpair_t *x = a, *y = b;
@@ -96,14 +96,14 @@ static int cn__qcmp(const void *a, const void *b, void *ctx)
 }
 
 /* Decodes then re-encodes one query component (AWS's canonical form). */
-static cn_err_t cn__requote(cn_buf_t *enc, cn_buf_t *tmp, const char *s, size_t n)
+static cn_err_t requote(cn_buf_t *enc, cn_buf_t *tmp, const char *s, size_t n)
 {
     cn_buf_reset(tmp);
     CN_TRY(cn_http_pct_decode(tmp, s, n));
     return cn_sigv4_uri_encode(enc, (const char *)tmp->data, tmp->len, false);
 }
 
-static cn_err_t cn__canonical_query(cn_buf_t *out, const char *q, size_t qn)
+static cn_err_t canonical_query(cn_buf_t *out, const char *q, size_t qn)
 {
     cn_buf_t enc = {0}, tmp = {0};
     cn__qpair_t *pairs = NULL;
@@ -130,10 +130,10 @@ static cn_err_t cn__canonical_query(cn_buf_t *out, const char *q, size_t qn)
             if (!(nlen == 15 && memcmp(item, "X-Amz-Signature", 15) == 0)) {
                 cn__qpair_t *p = &pairs[np++];
                 p->off = enc.len;
-                if ((err = cn__requote(&enc, &tmp, item, nlen)))
+                if ((err = requote(&enc, &tmp, item, nlen)))
                     goto out;
                 p->name_len = enc.len - p->off;
-                if (eq && (err = cn__requote(&enc, &tmp, eq + 1, ilen - nlen - 1)))
+                if (eq && (err = requote(&enc, &tmp, eq + 1, ilen - nlen - 1)))
                     goto out;
                 p->val_len = enc.len - p->off - p->name_len;
             }
@@ -143,7 +143,7 @@ static cn_err_t cn__canonical_query(cn_buf_t *out, const char *q, size_t qn)
         pos = end + 1;
     }
     if (np > 1)
-        qsort_r(pairs, np, sizeof *pairs, cn__qcmp, enc.data);
+        qsort_r(pairs, np, sizeof *pairs, qcmp, enc.data);
     for (size_t i = 0; i < np; i++) {
         /* An all-empty query ("?=") leaves enc without storage: no offset to add. */
         const char *base = enc.data ? (const char *)enc.data + pairs[i].off : "";
@@ -162,7 +162,7 @@ out:
 
 /* ---- headers -------------------------------------------------------------- */
 
-static const cn_http_kv_t *cn__find(const cn_http_kv_t *h, size_t n, const char *name,
+static const cn_http_kv_t *find(const cn_http_kv_t *h, size_t n, const char *name,
                                     size_t name_len)
 {
     for (size_t i = 0; i < n; i++)
@@ -172,7 +172,7 @@ static const cn_http_kv_t *cn__find(const cn_http_kv_t *h, size_t n, const char 
 }
 
 /* Appends v trimmed, with inner runs of spaces and tabs collapsed to one. */
-static cn_err_t cn__trimmed(cn_buf_t *out, const char *v, size_t n)
+static cn_err_t sigv4_trimmed(cn_buf_t *out, const char *v, size_t n)
 {
     while (n && (*v == ' ' || *v == '\t')) { v++; n--; }
     while (n && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\r' || v[n - 1] == '\n'))
@@ -211,7 +211,7 @@ cn_err_t cn_sigv4_canonical_request(cn_buf_t *out, const char *method, const cha
     }
     if (err || (err = cn_buf_put_u8(out, '\n')))
         goto out;
-    if (query && query_len && (err = cn__canonical_query(out, query, query_len)))
+    if (query && query_len && (err = canonical_query(out, query, query_len)))
         goto out;
     if ((err = cn_buf_put_u8(out, '\n')))
         goto out;
@@ -240,7 +240,7 @@ cn_err_t cn_sigv4_canonical_request(cn_buf_t *out, const char *method, const cha
                 continue;
             if (found && (err = cn_buf_put_u8(out, ',')))
                 goto out;
-            if ((err = cn__trimmed(out, headers[i].value, headers[i].value_len)))
+            if ((err = sigv4_trimmed(out, headers[i].value, headers[i].value_len)))
                 goto out;
             found = true;
         }
@@ -321,7 +321,7 @@ cn_err_t cn_sigv4_parse_date(const char *s, size_t n, int64_t *out_ms)
 }
 
 /* Parses an RFC 7231 Date header ("Fri, 24 May 2013 00:00:00 GMT"). */
-static cn_err_t cn__parse_http_date(const char *s, size_t n, int64_t *out_ms)
+static cn_err_t parse_http_date(const char *s, size_t n, int64_t *out_ms)
 {
     char tmp[64];
     if (n >= sizeof tmp)
@@ -342,7 +342,7 @@ static cn_err_t cn__parse_http_date(const char *s, size_t n, int64_t *out_ms)
 
 /* ---- verification --------------------------------------------------------- */
 
-static cn_err_t cn__fail(cn_sigv4_t *v, cn_s3_err_t e, const char *detail)
+static cn_err_t sigv4_fail(cn_sigv4_t *v, cn_s3_err_t e, const char *detail)
 {
     v->s3err = e;
     snprintf(v->detail, sizeof v->detail, "%s", detail);
@@ -350,7 +350,7 @@ static cn_err_t cn__fail(cn_sigv4_t *v, cn_s3_err_t e, const char *detail)
 }
 
 /* Finds name in a raw query and percent-decodes its value into out. */
-static bool cn__query_get(const char *q, size_t qn, const char *name, cn_buf_t *out)
+static bool query_get(const char *q, size_t qn, const char *name, cn_buf_t *out)
 {
     size_t nl = strlen(name), pos = 0;
     while (q && pos < qn) {
@@ -377,14 +377,14 @@ typedef struct {
     const char *signature; size_t signature_len;
 } cn__auth_parts_t;
 
-static void cn__trim(const char **s, size_t *n)
+static void trim(const char **s, size_t *n)
 {
     while (*n && (**s == ' ' || **s == '\t')) { (*s)++; (*n)--; }
     while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t')) (*n)--;
 }
 
 /* "AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=..." */
-static bool cn__parse_auth_header(const char *h, size_t n, cn__auth_parts_t *p)
+static bool parse_auth_header(const char *h, size_t n, cn__auth_parts_t *p)
 {
     memset(p, 0, sizeof *p);
     const char *sp = memchr(h, ' ', n);
@@ -398,7 +398,7 @@ static bool cn__parse_auth_header(const char *h, size_t n, cn__auth_parts_t *p)
         size_t end = comma ? (size_t)(comma - h) : n;
         const char *item = h + pos;
         size_t ilen = end - pos;
-        cn__trim(&item, &ilen);
+        trim(&item, &ilen);
         const char *eq = memchr(item, '=', ilen);
         if (eq) {
             size_t kl = (size_t)(eq - item);
@@ -419,7 +419,7 @@ static bool cn__parse_auth_header(const char *h, size_t n, cn__auth_parts_t *p)
     return p->credential && p->signed_headers && p->signature;
 }
 
-static bool cn__copy(char *dst, size_t cap, const char *s, size_t n)
+static bool copy(char *dst, size_t cap, const char *s, size_t n)
 {
     if (n >= cap)
         return false;
@@ -428,7 +428,7 @@ static bool cn__copy(char *dst, size_t cap, const char *s, size_t n)
     return true;
 }
 
-static bool cn__has_token(const char *list, size_t n, const char *tok)
+static bool has_token(const char *list, size_t n, const char *tok)
 {
     size_t tl = strlen(tok), pos = 0;
     while (pos < n) {
@@ -441,7 +441,7 @@ static bool cn__has_token(const char *list, size_t n, const char *tok)
     return false;
 }
 
-static bool cn__sig_equal(const char *a, const char *b, size_t n)
+static bool sig_equal(const char *a, const char *b, size_t n)
 {
     char la[65];
     if (n != 64)
@@ -480,12 +480,12 @@ static cn_err_t read_header_form(const cn_http_kv_t *authz, cn_sigv4_t *v, form_
 {
     cn__auth_parts_t ap;
     v->kind = CN_HTTP_AUTH_SIGV4_HEADER;
-    if (!cn__parse_auth_header(authz->value, authz->value_len, &ap))
-        return cn__fail(v, CN_S3E_AUTH_HEADER_MALFORMED, "the authorization header is malformed");
+    if (!parse_auth_header(authz->value, authz->value_len, &ap))
+        return sigv4_fail(v, CN_S3E_AUTH_HEADER_MALFORMED, "the authorization header is malformed");
     if (ap.algorithm_len != 16 || memcmp(ap.algorithm, "AWS4-HMAC-SHA256", 16) != 0) {
         bool sigv4a = ap.algorithm_len == 22 &&
                       memcmp(ap.algorithm, "AWS4-ECDSA-P256-SHA256", 22) == 0;
-        return cn__fail(v, sigv4a ? CN_S3E_NOT_IMPLEMENTED : CN_S3E_AUTH_HEADER_MALFORMED,
+        return sigv4_fail(v, sigv4a ? CN_S3E_NOT_IMPLEMENTED : CN_S3E_AUTH_HEADER_MALFORMED,
                         "unsupported signing algorithm");
     }
     f->cred = ap.credential; f->cred_len = ap.credential_len;
@@ -500,11 +500,11 @@ static cn_err_t read_query_form(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_
     f->presigned = true;
     v->kind = CN_HTTP_AUTH_SIGV4_QUERY;
     if (strcmp((const char *)f->tmp.data, "AWS4-HMAC-SHA256") != 0)
-        return cn__fail(v, CN_S3E_AUTH_QUERY_MALFORMED, "unsupported X-Amz-Algorithm");
-    if (!cn__query_get(in->query, in->query_len, "X-Amz-Credential", &f->credential) ||
-        !cn__query_get(in->query, in->query_len, "X-Amz-SignedHeaders", &f->signed_hdrs) ||
-        !cn__query_get(in->query, in->query_len, "X-Amz-Signature", &f->signature))
-        return cn__fail(v, CN_S3E_AUTH_QUERY_MALFORMED,
+        return sigv4_fail(v, CN_S3E_AUTH_QUERY_MALFORMED, "unsupported X-Amz-Algorithm");
+    if (!query_get(in->query, in->query_len, "X-Amz-Credential", &f->credential) ||
+        !query_get(in->query, in->query_len, "X-Amz-SignedHeaders", &f->signed_hdrs) ||
+        !query_get(in->query, in->query_len, "X-Amz-Signature", &f->signature))
+        return sigv4_fail(v, CN_S3E_AUTH_QUERY_MALFORMED,
                         "X-Amz-Credential, X-Amz-SignedHeaders and X-Amz-Signature are required");
     f->cred = (const char *)f->credential.data; f->cred_len = f->credential.len;
     f->sh = (const char *)f->signed_hdrs.data; f->sh_len = f->signed_hdrs.len;
@@ -516,11 +516,11 @@ static cn_err_t read_query_form(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_
  * neither does: the request is not SigV4 at all. */
 static cn_err_t read_form(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_t *f)
 {
-    const cn_http_kv_t *authz = cn__find(in->headers, in->n_headers, "authorization", 13);
-    bool has_query_alg = cn__query_get(in->query, in->query_len, "X-Amz-Algorithm", &f->tmp);
+    const cn_http_kv_t *authz = find(in->headers, in->n_headers, "authorization", 13);
+    bool has_query_alg = query_get(in->query, in->query_len, "X-Amz-Algorithm", &f->tmp);
     bool has_header = authz && authz->value_len >= 5 && strncmp(authz->value, "AWS4-", 5) == 0;
     if (has_header && has_query_alg)
-        return cn__fail(v, CN_S3E_INVALID_ARGUMENT, "Only one auth mechanism allowed");
+        return sigv4_fail(v, CN_S3E_INVALID_ARGUMENT, "Only one auth mechanism allowed");
     if (has_header)
         return read_header_form(authz, v, f);
     if (has_query_alg)
@@ -541,17 +541,17 @@ static cn_err_t check_credential(const cn_sigv4_input_t *in, cn_sigv4_t *v, cons
         if (cred[i - 1] == '/')
             slash[found++] = cred + i - 1;
     if (found < 4 || slash[3] == cred)
-        return cn__fail(v, malformed(f),
+        return sigv4_fail(v, malformed(f),
                         "the Credential is malformed; expected \"<key>/<date>/<region>/s3/aws4_request\"");
     const char *date = slash[3] + 1, *region = slash[2] + 1, *service = slash[1] + 1,
                *term = slash[0] + 1;
     size_t date_len = (size_t)(slash[2] - date), region_len = (size_t)(slash[1] - region),
            service_len = (size_t)(slash[0] - service),
            term_len = (size_t)(cred + cred_len - term);
-    if (!cn__copy(v->access_key, sizeof v->access_key, cred, (size_t)(slash[3] - cred)) ||
-        !cn__copy(v->region, sizeof v->region, region, region_len) || date_len != 8 ||
+    if (!copy(v->access_key, sizeof v->access_key, cred, (size_t)(slash[3] - cred)) ||
+        !copy(v->region, sizeof v->region, region, region_len) || date_len != 8 ||
         region_len == 0 || term_len != 12 || memcmp(term, "aws4_request", 12) != 0)
-        return cn__fail(v, malformed(f), "the Credential is malformed");
+        return sigv4_fail(v, malformed(f), "the Credential is malformed");
     if (service_len != strlen(in->service) || memcmp(service, in->service, service_len) != 0) {
         snprintf(v->detail, sizeof v->detail, "the service in the credential must be '%s'",
                  in->service);
@@ -566,7 +566,7 @@ static cn_err_t check_credential(const cn_sigv4_input_t *in, cn_sigv4_t *v, cons
     }
     if ((size_t)snprintf(v->scope, sizeof v->scope, "%.8s/%s/%s/aws4_request", date,
                          v->region, in->service) >= sizeof v->scope)
-        return cn__fail(v, CN_S3E_AUTH_HEADER_MALFORMED, "the credential scope is too long");
+        return sigv4_fail(v, CN_S3E_AUTH_HEADER_MALFORMED, "the credential scope is too long");
     *date8 = date;
     return CN_OK;
 }
@@ -579,26 +579,26 @@ static cn_err_t read_request_time(const cn_sigv4_input_t *in, cn_sigv4_t *v, for
     size_t dl = 0;
     bool http_date = false;
     if (f->presigned) {
-        if (!cn__query_get(in->query, in->query_len, "X-Amz-Date", &f->tmp))
-            return cn__fail(v, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Date is required");
+        if (!query_get(in->query, in->query_len, "X-Amz-Date", &f->tmp))
+            return sigv4_fail(v, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Date is required");
         ds = (const char *)f->tmp.data;
         dl = f->tmp.len;
     } else {
-        const cn_http_kv_t *xd = cn__find(in->headers, in->n_headers, "x-amz-date", 10);
+        const cn_http_kv_t *xd = find(in->headers, in->n_headers, "x-amz-date", 10);
         if (!xd) {
-            xd = cn__find(in->headers, in->n_headers, "date", 4);
+            xd = find(in->headers, in->n_headers, "date", 4);
             http_date = true;
         }
         if (!xd)
-            return cn__fail(v, CN_S3E_ACCESS_DENIED,
+            return sigv4_fail(v, CN_S3E_ACCESS_DENIED,
                             "AWS authentication requires a valid Date or x-amz-date header");
         ds = xd->value;
         dl = xd->value_len;
-        cn__trim(&ds, &dl);
+        trim(&ds, &dl);
     }
     if (http_date) {
-        if (cn__parse_http_date(ds, dl, &v->request_ms) != CN_OK)
-            return cn__fail(v, CN_S3E_ACCESS_DENIED, "the Date header is not valid");
+        if (parse_http_date(ds, dl, &v->request_ms) != CN_OK)
+            return sigv4_fail(v, CN_S3E_ACCESS_DENIED, "the Date header is not valid");
         time_t t = (time_t)(v->request_ms / 1000);
         struct tm tm;
         gmtime_r(&t, &tm);
@@ -606,7 +606,7 @@ static cn_err_t read_request_time(const cn_sigv4_input_t *in, cn_sigv4_t *v, for
         return CN_OK;
     }
     if (cn_sigv4_parse_date(ds, dl, &v->request_ms) != CN_OK)
-        return cn__fail(v, f->presigned ? CN_S3E_AUTH_QUERY_MALFORMED : CN_S3E_ACCESS_DENIED,
+        return sigv4_fail(v, f->presigned ? CN_S3E_AUTH_QUERY_MALFORMED : CN_S3E_ACCESS_DENIED,
                         "X-Amz-Date must be in the ISO8601 basic format yyyyMMdd'T'HHmmss'Z'");
     memcpy(v->amz_date, ds, 16);
     v->amz_date[16] = 0;
@@ -621,23 +621,23 @@ static cn_err_t check_window(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_t *
     if (!f->presigned) {
         int64_t d = in->now_ms - v->request_ms;
         if (d > skew || -d > skew)
-            return cn__fail(v, CN_S3E_REQUEST_TIME_TOO_SKEWED,
+            return sigv4_fail(v, CN_S3E_REQUEST_TIME_TOO_SKEWED,
                             "The difference between the request time and the current time is too large.");
         return CN_OK;
     }
-    if (!cn__query_get(in->query, in->query_len, "X-Amz-Expires", &f->tmp))
-        return cn__fail(v, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Expires is required");
+    if (!query_get(in->query, in->query_len, "X-Amz-Expires", &f->tmp))
+        return sigv4_fail(v, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Expires is required");
     char *end = NULL;
     long long ex = strtoll((const char *)f->tmp.data, &end, 10);
     if (f->tmp.len == 0 || *end || ex < 1 || ex > CN_SIGV4_MAX_EXPIRES ||
         !isdigit((unsigned char)f->tmp.data[0]))
-        return cn__fail(v, CN_S3E_AUTH_QUERY_MALFORMED,
+        return sigv4_fail(v, CN_S3E_AUTH_QUERY_MALFORMED,
                         "X-Amz-Expires must be between 1 and 604800 seconds");
     v->expires_ms = v->request_ms + ex * 1000;
     if (v->request_ms - in->now_ms > skew)
-        return cn__fail(v, CN_S3E_REQUEST_NOT_YET_VALID, "Request is not valid yet");
+        return sigv4_fail(v, CN_S3E_REQUEST_NOT_YET_VALID, "Request is not valid yet");
     if (in->now_ms > v->expires_ms)
-        return cn__fail(v, CN_S3E_EXPIRED_REQUEST, "Request has expired");
+        return sigv4_fail(v, CN_S3E_EXPIRED_REQUEST, "Request has expired");
     return CN_OK;
 }
 
@@ -647,7 +647,7 @@ static cn_err_t check_window(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_t *
 static cn_err_t read_payload_hash(const cn_sigv4_input_t *in, cn_sigv4_t *v, bool presigned,
                                   char hash[80])
 {
-    const cn_http_kv_t *ph = cn__find(in->headers, in->n_headers, "x-amz-content-sha256", 20);
+    const cn_http_kv_t *ph = find(in->headers, in->n_headers, "x-amz-content-sha256", 20);
     if (!ph) {
         if (presigned) {
             v->payload = CN_SIGV4_PAYLOAD_UNSIGNED;
@@ -663,7 +663,7 @@ static cn_err_t read_payload_hash(const cn_sigv4_input_t *in, cn_sigv4_t *v, boo
     }
     const char *p = ph->value;
     size_t pl = ph->value_len;
-    cn__trim(&p, &pl);
+    trim(&p, &pl);
 #define CN__IS(s) (pl == sizeof(s) - 1 && memcmp(p, s, pl) == 0)
     if (CN__IS("UNSIGNED-PAYLOAD"))
         v->payload = CN_SIGV4_PAYLOAD_UNSIGNED;
@@ -674,15 +674,15 @@ static cn_err_t read_payload_hash(const cn_sigv4_input_t *in, cn_sigv4_t *v, boo
     else if (CN__IS("STREAMING-UNSIGNED-PAYLOAD-TRAILER"))
         v->payload = CN_SIGV4_PAYLOAD_UNSIGNED_TRAILER;
     else if (pl >= 29 && memcmp(p, "STREAMING-AWS4-ECDSA-P256-SHA256", 29) == 0)
-        return cn__fail(v, CN_S3E_NOT_IMPLEMENTED, "SigV4a streaming is not supported");
+        return sigv4_fail(v, CN_S3E_NOT_IMPLEMENTED, "SigV4a streaming is not supported");
     else if (pl == 64 && cn_hex_decode(p, 64, v->payload_hash, 32) == CN_OK)
         v->payload = CN_SIGV4_PAYLOAD_HASH;
     else
-        return cn__fail(v, CN_S3E_INVALID_ARGUMENT,
+        return sigv4_fail(v, CN_S3E_INVALID_ARGUMENT,
                         "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-*, or a valid sha256 value");
 #undef CN__IS
     if (pl >= 80)
-        return cn__fail(v, CN_S3E_INVALID_ARGUMENT, "x-amz-content-sha256 is too long");
+        return sigv4_fail(v, CN_S3E_INVALID_ARGUMENT, "x-amz-content-sha256 is too long");
     memcpy(hash, p, pl);
     hash[pl] = 0;
     return CN_OK;
@@ -708,11 +708,11 @@ static cn_err_t derive_key(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn 
     int lr = lookup ? lookup(lookup_ctx, v->access_key, secret, sizeof secret, &secret_len)
                     : CN_E_NOT_FOUND;
     if (lr == CN_E_NOT_FOUND)
-        return cn__fail(v, CN_S3E_INVALID_ACCESS_KEY_ID,
+        return sigv4_fail(v, CN_S3E_INVALID_ACCESS_KEY_ID,
                         "The AWS Access Key Id you provided does not exist in our records.");
     if (lr != 0 || secret_len > sizeof secret) {
         memset(secret, 0, sizeof secret);
-        return cn__fail(v, CN_S3E_INTERNAL_ERROR, "the credential store failed");
+        return sigv4_fail(v, CN_S3E_INTERNAL_ERROR, "the credential store failed");
     }
     char date8[9];
     memcpy(date8, v->amz_date, 8);
@@ -733,7 +733,7 @@ static cn_err_t check_signature(const cn_sigv4_input_t *in, cn_sigv4_t *v, const
                                               in->query, in->query_len, in->headers,
                                               in->n_headers, f->sh, f->sh_len, payload_hash);
     if (err == CN_E_INVALID || err == CN_E_LIMIT) {
-        err = cn__fail(v, malformed(f),
+        err = sigv4_fail(v, malformed(f),
                        "a signed header is missing or the request URI is malformed");
         goto out;
     }
@@ -750,8 +750,8 @@ static cn_err_t check_signature(const cn_sigv4_input_t *in, cn_sigv4_t *v, const
     char mine[65];
     cn_sigv4_sign(v->signing_key, v->amz_date, v->scope, (const char *)canon.data, canon.len,
                   mine);
-    if (!cn__sig_equal(f->sig, mine, f->sig_len))
-        err = cn__fail(v, CN_S3E_SIGNATURE_DOES_NOT_MATCH,
+    if (!sig_equal(f->sig, mine, f->sig_len))
+        err = sigv4_fail(v, CN_S3E_SIGNATURE_DOES_NOT_MATCH,
                        "The request signature we calculated does not match the signature you provided. Check your key and signing method.");
 out:
     cn_buf_free(&canon);
@@ -770,20 +770,20 @@ cn_err_t cn_sigv4_verify(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn lo
         (err = read_request_time(in, v, &f)))
         goto out;
     if (memcmp(v->amz_date, date8, 8) != 0) {
-        err = cn__fail(v, malformed(&f), "the credential date does not match the request date");
+        err = sigv4_fail(v, malformed(&f), "the credential date does not match the request date");
         goto out;
     }
     if ((err = check_window(in, v, &f)))
         goto out;
-    if (!cn__has_token(f.sh, f.sh_len, "host")) {
-        err = cn__fail(v, malformed(&f), "the host header must be signed");
+    if (!has_token(f.sh, f.sh_len, "host")) {
+        err = sigv4_fail(v, malformed(&f), "the host header must be signed");
         goto out;
     }
     if ((err = read_payload_hash(in, v, f.presigned, payload_hash)))
         goto out;
     if (!is_hex64(f.sig, f.sig_len)) {
         /* Refused now, not after a deferred body has been read to compare it. */
-        err = cn__fail(v, malformed(&f), "the signature must be 64 hexadecimal characters");
+        err = sigv4_fail(v, malformed(&f), "the signature must be 64 hexadecimal characters");
         goto out;
     }
     if ((err = derive_key(in, lookup, lookup_ctx, v)))

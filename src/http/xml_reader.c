@@ -35,14 +35,14 @@ struct cn_xml_doc {
     bool finished;
 };
 
-static void cn__fail(cn_xml_doc_t *d, cn_err_t err)
+static void xml_reader_fail(cn_xml_doc_t *d, cn_err_t err)
 {
     if (d->err == CN_OK)
         d->err = err;
     XML_StopParser(d->parser, XML_FALSE);
 }
 
-static int cn__intern(cn_xml_doc_t *d, const char *s, size_t n, uint32_t *off)
+static int intern(cn_xml_doc_t *d, const char *s, size_t n, uint32_t *off)
 {
     if (d->strings.len + n + 1 > UINT32_MAX)
         return CN_E_TOO_LARGE;
@@ -51,18 +51,18 @@ static int cn__intern(cn_xml_doc_t *d, const char *s, size_t n, uint32_t *off)
     return cn_buf_put_u8(&d->strings, 0);
 }
 
-static void XMLCALL cn__start(void *ud, const XML_Char *name, const XML_Char **attrs)
+static void XMLCALL start(void *ud, const XML_Char *name, const XML_Char **attrs)
 {
     (void)attrs;
     cn_xml_doc_t *d = ud;
     if (d->err)
         return;
     if (d->n_nodes >= d->max_nodes) {
-        cn__fail(d, CN_E_LIMIT);
+        xml_reader_fail(d, CN_E_LIMIT);
         return;
     }
     if (d->depth >= CN__XML_MAX_DEPTH || (d->cur < 0 && d->root >= 0)) {
-        cn__fail(d, CN_E_INVALID);
+        xml_reader_fail(d, CN_E_INVALID);
         return;
     }
     if (d->n_nodes == d->cap_nodes) {
@@ -71,7 +71,7 @@ static void XMLCALL cn__start(void *ud, const XML_Char *name, const XML_Char **a
             cap = d->max_nodes;
         cn__xml_node_t *n = realloc(d->nodes, cap * sizeof *n);
         if (!n) {
-            cn__fail(d, -ENOMEM);
+            xml_reader_fail(d, -ENOMEM);
             return;
         }
         d->nodes = n;
@@ -85,9 +85,9 @@ static void XMLCALL cn__start(void *ud, const XML_Char *name, const XML_Char **a
     memset(nd, 0, sizeof *nd);
     nd->parent = d->cur;
     nd->first_child = nd->last_child = nd->next = -1;
-    cn_err_t e = cn__intern(d, local, strlen(local), &nd->name_off);
+    cn_err_t e = intern(d, local, strlen(local), &nd->name_off);
     if (e) {
-        cn__fail(d, e);
+        xml_reader_fail(d, e);
         return;
     }
     if (d->cur >= 0) {
@@ -105,7 +105,7 @@ static void XMLCALL cn__start(void *ud, const XML_Char *name, const XML_Char **a
     d->depth++;
 }
 
-static void XMLCALL cn__end(void *ud, const XML_Char *name)
+static void XMLCALL end(void *ud, const XML_Char *name)
 {
     (void)name;
     cn_xml_doc_t *d = ud;
@@ -114,9 +114,9 @@ static void XMLCALL cn__end(void *ud, const XML_Char *name)
     cn__xml_node_t *nd = &d->nodes[d->cur];
     if (nd->first_child < 0) {
         uint32_t off;
-        cn_err_t e = cn__intern(d, (const char *)d->scratch.data, d->scratch.len, &off);
+        cn_err_t e = intern(d, (const char *)d->scratch.data, d->scratch.len, &off);
         if (e) {
-            cn__fail(d, e);
+            xml_reader_fail(d, e);
             return;
         }
         nd = &d->nodes[d->cur];
@@ -128,30 +128,30 @@ static void XMLCALL cn__end(void *ud, const XML_Char *name)
     d->depth--;
 }
 
-static void XMLCALL cn__chars(void *ud, const XML_Char *s, int len)
+static void XMLCALL chars(void *ud, const XML_Char *s, int len)
 {
     cn_xml_doc_t *d = ud;
     if (d->err || d->cur < 0 || len <= 0)
         return;
     cn_err_t e = cn_buf_append(&d->scratch, s, (size_t)len);
     if (e)
-        cn__fail(d, e);
+        xml_reader_fail(d, e);
 }
 
-static void XMLCALL cn__doctype(void *ud, const XML_Char *name, const XML_Char *sysid,
+static void XMLCALL doctype(void *ud, const XML_Char *name, const XML_Char *sysid,
                                 const XML_Char *pubid, int has_internal)
 {
     (void)name; (void)sysid; (void)pubid; (void)has_internal;
-    cn__fail(ud, CN_E_INVALID);
+    xml_reader_fail(ud, CN_E_INVALID);
 }
 
-static void XMLCALL cn__entity(void *ud, const XML_Char *name, int pe, const XML_Char *value,
+static void XMLCALL xml_reader_entity(void *ud, const XML_Char *name, int pe, const XML_Char *value,
                                int value_len, const XML_Char *base, const XML_Char *sysid,
                                const XML_Char *pubid, const XML_Char *notation)
 {
     (void)name; (void)pe; (void)value; (void)value_len; (void)base; (void)sysid;
     (void)pubid; (void)notation;
-    cn__fail(ud, CN_E_INVALID);
+    xml_reader_fail(ud, CN_E_INVALID);
 }
 
 cn_err_t cn_xml_doc_new(size_t max_bytes, size_t max_nodes, cn_xml_doc_t **out)
@@ -170,15 +170,15 @@ cn_err_t cn_xml_doc_new(size_t max_bytes, size_t max_nodes, cn_xml_doc_t **out)
     d->cur = -1;
     d->root = -1;
     XML_SetUserData(d->parser, d);
-    XML_SetElementHandler(d->parser, cn__start, cn__end);
-    XML_SetCharacterDataHandler(d->parser, cn__chars);
-    XML_SetStartDoctypeDeclHandler(d->parser, cn__doctype);
-    XML_SetEntityDeclHandler(d->parser, cn__entity);
+    XML_SetElementHandler(d->parser, start, end);
+    XML_SetCharacterDataHandler(d->parser, chars);
+    XML_SetStartDoctypeDeclHandler(d->parser, doctype);
+    XML_SetEntityDeclHandler(d->parser, xml_reader_entity);
     *out = d;
     return CN_OK;
 }
 
-static cn_err_t cn__parse(cn_xml_doc_t *d, const void *p, size_t n, bool final)
+static cn_err_t xml_reader_parse(cn_xml_doc_t *d, const void *p, size_t n, bool final)
 {
     if (d->err)
         return d->err;
@@ -214,10 +214,10 @@ static cn_err_t cn__parse(cn_xml_doc_t *d, const void *p, size_t n, bool final)
 
 cn_err_t cn_xml_doc_feed(cn_xml_doc_t *d, const void *p, size_t n)
 {
-    return cn__parse(d, p, n, false);
+    return xml_reader_parse(d, p, n, false);
 }
 
-cn_err_t cn_xml_doc_finish(cn_xml_doc_t *d) { return cn__parse(d, "", 0, true); }
+cn_err_t cn_xml_doc_finish(cn_xml_doc_t *d) { return xml_reader_parse(d, "", 0, true); }
 
 void cn_xml_doc_free(cn_xml_doc_t *d)
 {
@@ -246,7 +246,7 @@ cn_err_t cn_xml_parse(const void *p, size_t n, size_t max_nodes, cn_xml_doc_t **
     return CN_OK;
 }
 
-static bool cn__valid(const cn_xml_doc_t *d, int node)
+static bool valid(const cn_xml_doc_t *d, int node)
 {
     return d && d->finished && d->err == CN_OK && node >= 0 && (size_t)node < d->n_nodes;
 }
@@ -255,12 +255,12 @@ int cn_xml_root(const cn_xml_doc_t *d) { return d && d->finished && !d->err ? d-
 
 const char *cn_xml_name(const cn_xml_doc_t *d, int node)
 {
-    return cn__valid(d, node) ? (const char *)d->strings.data + d->nodes[node].name_off : NULL;
+    return valid(d, node) ? (const char *)d->strings.data + d->nodes[node].name_off : NULL;
 }
 
 const char *cn_xml_node_text(const cn_xml_doc_t *d, int node, size_t *len)
 {
-    if (!cn__valid(d, node))
+    if (!valid(d, node))
         return NULL;
     const cn__xml_node_t *nd = &d->nodes[node];
     if (len)
@@ -270,7 +270,7 @@ const char *cn_xml_node_text(const cn_xml_doc_t *d, int node, size_t *len)
     return (const char *)d->strings.data + nd->text_off;
 }
 
-static int cn__scan(const cn_xml_doc_t *d, int from, const char *name)
+static int scan(const cn_xml_doc_t *d, int from, const char *name)
 {
     for (int i = from; i >= 0; i = d->nodes[i].next)
         if (!name || strcmp((const char *)d->strings.data + d->nodes[i].name_off, name) == 0)
@@ -280,12 +280,12 @@ static int cn__scan(const cn_xml_doc_t *d, int from, const char *name)
 
 int cn_xml_child(const cn_xml_doc_t *d, int node, const char *name)
 {
-    return cn__valid(d, node) ? cn__scan(d, d->nodes[node].first_child, name) : -1;
+    return valid(d, node) ? scan(d, d->nodes[node].first_child, name) : -1;
 }
 
 int cn_xml_next(const cn_xml_doc_t *d, int node, const char *name)
 {
-    return cn__valid(d, node) ? cn__scan(d, d->nodes[node].next, name) : -1;
+    return valid(d, node) ? scan(d, d->nodes[node].next, name) : -1;
 }
 
 const char *cn_xml_child_text(const cn_xml_doc_t *d, int node, const char *name, size_t *len)

@@ -7,13 +7,13 @@
 #include <stdio.h>
 #include <string.h>
 
-static void cn__put(cn_xml_writer_t *w, const char *s, size_t n)
+static void put(cn_xml_writer_t *w, const char *s, size_t n)
 {
     if (w->err == CN_OK)
         w->err = cn_buf_append(w->out, s, n);
 }
 
-static void cn__puts(cn_xml_writer_t *w, const char *s) { cn__put(w, s, strlen(s)); }
+static void xml_writer_puts(cn_xml_writer_t *w, const char *s) { put(w, s, strlen(s)); }
 
 cn_err_t cn_xml_escape(cn_buf_t *out, const char *s, size_t n)
 {
@@ -60,7 +60,7 @@ void cn_xml_begin(cn_xml_writer_t *w, cn_buf_t *out)
 {
     memset(w, 0, sizeof *w);
     w->out = out;
-    cn__puts(w, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    xml_writer_puts(w, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
 }
 
 void cn_xml_open(cn_xml_writer_t *w, const char *name, const char *xmlns)
@@ -71,15 +71,15 @@ void cn_xml_open(cn_xml_writer_t *w, const char *name, const char *xmlns)
         return;
     }
     w->stack[w->depth++] = name;
-    cn__puts(w, "<");
-    cn__puts(w, name);
+    xml_writer_puts(w, "<");
+    xml_writer_puts(w, name);
     if (xmlns) {
-        cn__puts(w, " xmlns=\"");
+        xml_writer_puts(w, " xmlns=\"");
         if (w->err == CN_OK)
             w->err = cn_xml_escape(w->out, xmlns, strlen(xmlns));
-        cn__puts(w, "\"");
+        xml_writer_puts(w, "\"");
     }
-    cn__puts(w, ">");
+    xml_writer_puts(w, ">");
 }
 
 void cn_xml_close(cn_xml_writer_t *w)
@@ -90,9 +90,9 @@ void cn_xml_close(cn_xml_writer_t *w)
         return;
     }
     const char *name = w->stack[--w->depth];
-    cn__puts(w, "</");
-    cn__puts(w, name);
-    cn__puts(w, ">");
+    xml_writer_puts(w, "</");
+    xml_writer_puts(w, name);
+    xml_writer_puts(w, ">");
 }
 
 void cn_xml_text(cn_xml_writer_t *w, const char *s, size_t n)

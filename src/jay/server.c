@@ -92,7 +92,7 @@ const char *cn__jay_cstr(cn__jay_call_t *k, cn_jay_str_t s)
     return p;
 }
 
-static cn_err_t cn_jay_send_out(cn__jay_call_t *k, int64_t data_len)
+static cn_err_t jay_send_out(cn__jay_call_t *k, int64_t data_len)
 {
     cn_buf_t *o = &k->jc->out;
     return cn_conn_write_all(k->c, o->data, o->len,
@@ -110,7 +110,7 @@ cn_err_t cn__jay_fail_code(cn__jay_call_t *k, cn_jay_code_t code, const char *ms
                                        cn_jay_code_str(code));
     if (err < 0)
         return err;
-    return cn_jay_send_out(k, 0);
+    return jay_send_out(k, 0);
 }
 
 cn_err_t cn__jay_fail(cn__jay_call_t *k, cn_err_t err)
@@ -148,7 +148,7 @@ cn_err_t cn__jay_reply(cn__jay_call_t *k, const cn_jay_resp_t *resp, int64_t dat
      * instead of truncating it.  No body was promised yet. */
     if (err < 0)
         return data_len > 0 ? err : cn__jay_fail(k, err);
-    return cn_jay_send_out(k, data_len);
+    return jay_send_out(k, data_len);
 }
 
 cn_err_t cn__jay_body_read(cn__jay_call_t *k, void *buf, size_t n, size_t *got)
@@ -166,7 +166,7 @@ cn_err_t cn__jay_body_read(cn__jay_call_t *k, void *buf, size_t n, size_t *got)
 }
 
 /* ---- the adapter ------------------------------------------------------------------ */
-static int cn_jay_classify(void *cstate, const uint8_t *head)
+static int jay_classify(void *cstate, const uint8_t *head)
 {
     (void)cstate;
     switch (head ? head[0] : 0) {
@@ -182,7 +182,7 @@ static int cn_jay_classify(void *cstate, const uint8_t *head)
     }
 }
 
-static void cn_jay_close(void *cstate)
+static void jay_close(void *cstate)
 {
     cn__jay_conn_t *jc = cstate;
     if (!jc)
@@ -194,7 +194,7 @@ static void cn_jay_close(void *cstate)
 
 /* Discards the rest of the body, or asks for the connection to be closed
  * when it is larger than the drain limit. */
-static cn_err_t cn_jay_drain(cn__jay_call_t *k)
+static cn_err_t jay_drain(cn__jay_call_t *k)
 {
     if (!k->body_left)
         return 0;
@@ -217,7 +217,7 @@ static void call_init(cn__jay_call_t *k, cn__jay_conn_t *jc, cn_conn_t *c)
     k->rq.secure_transport = jc->tls;
 }
 
-static cn_err_t cn_jay_serve(void *cstate, cn_conn_t *c, const uint8_t *head)
+static cn_err_t jay_serve(void *cstate, cn_conn_t *c, const uint8_t *head)
 {
     cn__jay_conn_t *jc = cstate;
     cn__jay_call_t k;
@@ -281,7 +281,7 @@ static cn_err_t cn_jay_serve(void *cstate, cn_conn_t *c, const uint8_t *head)
     err = cn__jay_op(&k);
 drain:
     if (err >= 0 && !k.close) {
-        cn_err_t d = cn_jay_drain(&k);
+        cn_err_t d = jay_drain(&k);
         if (d < 0)
             err = d;
     }
@@ -307,8 +307,8 @@ out:
  * metadata is already buffered and whose object is small is answered on the
  * loop thread, sparing the hand-off to a worker and back.  Everything else,
  * and anything unusual about these (a body, large or torn metadata), is
- * declined before a byte is consumed and served by cn_jay_serve as ever. */
-static int cn_jay_fast(void *cstate, cn_conn_t *c, const uint8_t *head)
+ * declined before a byte is consumed and served by jay_serve as ever. */
+static int jay_fast(void *cstate, cn_conn_t *c, const uint8_t *head)
 {
     cn__jay_conn_t *jc = cstate;
     uint8_t op = head[0];
@@ -340,10 +340,10 @@ static const cn_adapter_t cn_jay_adapter = {
     .head_len = CN_JAY_HDR_LEN,
     .busy = cn__jay_busy,
     .open = cn__jay_open,
-    .classify = cn_jay_classify,
-    .serve = cn_jay_serve,
-    .close = cn_jay_close,
-    .fast = cn_jay_fast,
+    .classify = jay_classify,
+    .serve = jay_serve,
+    .close = jay_close,
+    .fast = jay_fast,
 };
 
 cn_err_t cn_jay_adapter_create(const cn_jay_config_t *cfg, cn_objects_t *objs, cn_identity_t *id,

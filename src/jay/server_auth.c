@@ -28,7 +28,7 @@ void cn__jay_busy(void *actx, int fd)
     (void)n;
 }
 
-static cn_err_t cn_jay_welcome(cn_conn_t *c, uint8_t status, int64_t deadline)
+static cn_err_t jay_welcome(cn_conn_t *c, uint8_t status, int64_t deadline)
 {
     uint8_t w[CN_JAY_WELCOME_LEN];
     cn_jay_welcome_encode(w, status);
@@ -72,7 +72,7 @@ cn_err_t cn__jay_open(void *actx, cn_conn_t *c, void **cstate)
     if (err < 0)
         goto torn;
     if (h.verdict != CN_JAY_HS_OK) {
-        cn_jay_welcome(c, h.verdict, deadline);
+        jay_welcome(c, h.verdict, deadline);
         err = CN_E_AUTH;
         goto out;
     }
@@ -80,7 +80,7 @@ cn_err_t cn__jay_open(void *actx, cn_conn_t *c, void **cstate)
     cn_jay_str_t id, secret;
     if (cn_jay_auth_split(h.auth, &id, &secret) < 0 ||
         (err = cn_identity_authenticate(srv->id, h.auth.p, h.auth.len, &p)) == CN_E_AUTH) {
-        cn_jay_welcome(c, CN_JAY_HS_AUTH_FAILED, deadline);
+        jay_welcome(c, CN_JAY_HS_AUTH_FAILED, deadline);
         err = CN_E_AUTH;
         goto out;
     }
@@ -108,7 +108,7 @@ cn_err_t cn__jay_open(void *actx, cn_conn_t *c, void **cstate)
     jc->tls = cn_conn_is_tls(c);
     socklen_t sl = 0;
     cn_authz_ip_from_sockaddr(cn_conn_peer_sa(c, &sl), &jc->peer);
-    err = cn_jay_welcome(c, CN_JAY_HS_OK, deadline);
+    err = jay_welcome(c, CN_JAY_HS_OK, deadline);
     if (err < 0) {
         free(jc);
         goto out;

@@ -39,7 +39,7 @@ static const char *cs(cn__jay_call_t *k, cn_jay_str_t s, bool *bad)
     return p ? p : "";
 }
 
-static cn_err_t cn_jay_bad_strings(cn__jay_call_t *k)
+static cn_err_t jay_bad_strings(cn__jay_call_t *k)
 {
     return cn__jay_fail_code(k, CN_JAY_CODE_INVALID_ARGUMENT,
                              "a string holds a NUL byte or is unusable");
@@ -88,7 +88,7 @@ typedef struct {
     bool capped;
 } cn_jay_blist_t;
 
-static cn_err_t cn_jay_bucket_cb(void *arg, const cn_bucket_info_t *b)
+static cn_err_t jay_bucket_cb(void *arg, const cn_bucket_info_t *b)
 {
     cn_jay_blist_t *l = arg;
     size_t sz = 4 + strlen(b->name) + 24;
@@ -121,7 +121,7 @@ static cn_err_t op_list_buckets(cn__jay_call_t *k)
 {
     cn_jay_blist_t l;
     memset(&l, 0, sizeof l);
-    cn_err_t err = cn_objects_bucket_list(k->jc->srv->objs, &k->rq, cn_jay_bucket_cb, &l);
+    cn_err_t err = cn_objects_bucket_list(k->jc->srv->objs, &k->rq, jay_bucket_cb, &l);
     if (err < 0) {
         err = cn__jay_fail(k, err);
     } else {
@@ -154,7 +154,7 @@ typedef struct {
     bool head_sent;
 } cn_jay_send_t;
 
-static cn_err_t cn_jay_send_fd(void *ctx, int fd, uint64_t off, uint64_t len)
+static cn_err_t jay_send_fd(void *ctx, int fd, uint64_t off, uint64_t len)
 {
     cn_jay_send_t *s = ctx;
     cn_conn_t *c = s->k->c;
@@ -165,7 +165,7 @@ static cn_err_t cn_jay_send_fd(void *ctx, int fd, uint64_t off, uint64_t len)
     return cn_conn_send_head_file(c, o->data, o->len, fd, off, len, s->deadline);
 }
 
-static cn_err_t cn_jay_send_buf(void *ctx, const void *p, size_t n)
+static cn_err_t jay_send_buf(void *ctx, const void *p, size_t n)
 {
     cn_jay_send_t *s = ctx;
     cn_conn_t *c = s->k->c;
@@ -178,7 +178,7 @@ static cn_err_t cn_jay_send_buf(void *ctx, const void *p, size_t n)
 }
 
 /* Fills r with the object-info layout from info; kv must hold info->nmeta. */
-static void cn_jay_info_resp(const cn_object_info_t *info, cn_jay_kv_t *kv,
+static void jay_info_resp(const cn_object_info_t *info, cn_jay_kv_t *kv,
                              char lm[CN_RFC3339_LEN], cn_jay_resp_t *r)
 {
     memset(r, 0, sizeof *r);
@@ -225,7 +225,7 @@ static cn_err_t get_lookup(cn__jay_call_t *k, cn_jay_got_t *g, bool probe, bool 
     }
     if (bad) {
         *answered = true;
-        return cn_jay_bad_strings(k);
+        return jay_bad_strings(k);
     }
     if (k->hdr.code == CN_JAY_OP_HEAD_OBJECT) {
         g->err = cn_objects_head(s->objs, &k->rq, b, g->key, &g->info);
@@ -271,16 +271,16 @@ static cn_err_t get_answer(cn__jay_call_t *k, cn_jay_got_t *g)
     if (!kv) {
         err = cn__jay_fail(k, -ENOMEM);
     } else if (!g->rd) {
-        cn_jay_info_resp(info, kv, lm, &r);
+        jay_info_resp(info, kv, lm, &r);
         err = cn__jay_reply(k, &r, 0);
     } else {
-        cn_jay_info_resp(info, kv, lm, &r);
+        jay_info_resp(info, kv, lm, &r);
         uint64_t len = cn_objects_reader_len(g->rd);
         err = len ? cn__jay_reply_encode(k, &r, (int64_t)len) : cn__jay_reply(k, &r, 0);
         if (err >= 0 && len) {
             uint64_t total = k->jc->out.len + len;
             cn_jay_send_t sc = {k, cn_conn_deadline_for(k->c, total), false};
-            err = cn_objects_reader_send_shared(g->rd, cn_jay_send_fd, cn_jay_send_buf, &sc);
+            err = cn_objects_reader_send_shared(g->rd, jay_send_fd, jay_send_buf, &sc);
             if (err < 0 && !sc.head_sent) {
                 /* Nothing promised yet (the blob could not be opened):
                  * an answer, not a cut. */
@@ -346,13 +346,13 @@ static cn_err_t op_delete(cn__jay_call_t *k)
     const char *b = cs(k, k->req.bucket, &bad);
     const char *key = cs(k, k->req.key, &bad);
     if (bad)
-        return cn_jay_bad_strings(k);
+        return jay_bad_strings(k);
     cn_err_t err = cn_objects_delete(k->jc->srv->objs, &k->rq, b, key);
     return err < 0 ? cn__jay_fail(k, err) : cn__jay_reply(k, NULL, 0);
 }
 
 /* ---- listing ------------------------------------------------------------------------ */
-static size_t cn_jay_list_size(const cn_objects_list_t *l)
+static size_t jay_list_size(const cn_objects_list_t *l)
 {
     size_t n = 2 + 2 + 1 + 2 + (l->next_start_after ? strlen(l->next_start_after) : 0);
     for (size_t i = 0; i < l->nentries; i++)
@@ -371,7 +371,7 @@ static cn_err_t op_list(cn__jay_call_t *k)
     const char *delim = cs(k, k->req.delimiter, &bad);
     const char *after = cs(k, k->req.start_after, &bad);
     if (bad)
-        return cn_jay_bad_strings(k);
+        return jay_bad_strings(k);
     if (k->req.max_keys < 0)
         return cn__jay_fail_code(k, CN_JAY_CODE_INVALID_ARGUMENT, "max_keys must not be negative");
     cn_objects_list_args_t a = {.prefix = prefix, .delimiter = delim,
@@ -385,7 +385,7 @@ static cn_err_t op_list(cn__jay_call_t *k)
         err = cn_objects_list(k->jc->srv->objs, &k->rq, b, &a, &l);
         if (err < 0)
             return cn__jay_fail(k, err);
-        if (cn_jay_list_size(&l) <= CN_JAY_RESP_BUDGET)
+        if (jay_list_size(&l) <= CN_JAY_RESP_BUDGET)
             break;
         size_t got = l.nentries + l.nprefixes;
         cn_objects_list_free(&l);
@@ -429,7 +429,7 @@ out:
 
 /* ---- uploads ------------------------------------------------------------------------- */
 /* Streams the request body into session p and commits it. */
-static cn_err_t cn_jay_stream_body(cn__jay_call_t *k, cn_objects_put_t *p,
+static cn_err_t jay_stream_body(cn__jay_call_t *k, cn_objects_put_t *p,
                                    cn_objects_put_result_t *res, cn_err_t *svc_err)
 {
     cn__jay_conn_t *jc = k->jc;
@@ -473,7 +473,7 @@ static cn_err_t op_put(cn__jay_call_t *k)
     else
         upload_id = cs(k, k->req.upload_id, &bad);
     if (bad)
-        return cn_jay_bad_strings(k);
+        return jay_bad_strings(k);
 
     cn_objects_kv_t *kv = NULL;
     char *kvstore = NULL;
@@ -495,7 +495,7 @@ static cn_err_t op_put(cn__jay_call_t *k)
         while (cn_jay_next_kv(&it, &e) && i < n) {
             if ((e.key.len && memchr(e.key.p, 0, e.key.len)) ||
                 (e.value.len && memchr(e.value.p, 0, e.value.len))) {
-                err = cn_jay_bad_strings(k);
+                err = jay_bad_strings(k);
                 goto out;
             }
             memcpy(w, e.key.p, e.key.len);
@@ -522,7 +522,7 @@ static cn_err_t op_put(cn__jay_call_t *k)
     }
     cn_objects_put_result_t res;
     cn_err_t svc = 0;
-    err = cn_jay_stream_body(k, p, &res, &svc);
+    err = jay_stream_body(k, p, &res, &svc);
     if (err < 0)
         goto out;
     if (svc < 0) {
@@ -548,7 +548,7 @@ static cn_err_t op_copy(cn__jay_call_t *k)
     const char *db = cs(k, k->req.dst_bucket, &bad);
     const char *dk = cs(k, k->req.dst_key, &bad);
     if (bad)
-        return cn_jay_bad_strings(k);
+        return jay_bad_strings(k);
     cn_objects_put_result_t res;
     cn_err_t err = cn_objects_copy(k->jc->srv->objs, &k->rq, sb, sk, db, dk, NULL, &res);
     if (err < 0)
@@ -571,7 +571,7 @@ static cn_err_t op_mpu_create(cn__jay_call_t *k)
     const char *key = cs(k, k->req.key, &bad);
     const char *ct = cs(k, k->req.content_type, &bad);
     if (bad)
-        return cn_jay_bad_strings(k);
+        return jay_bad_strings(k);
     cn_objects_put_args_t a = {.content_type = ct[0] ? ct : NULL};
     char id[CN_UPLOAD_ID_MAX + 1];
     cn_err_t err = cn_objects_mpu_create(k->jc->srv->objs, &k->rq, b, key, &a, id);
@@ -590,7 +590,7 @@ static cn_err_t op_mpu_complete(cn__jay_call_t *k)
     const char *key = cs(k, k->req.key, &bad);
     const char *id = cs(k, k->req.upload_id, &bad);
     if (bad)
-        return cn_jay_bad_strings(k);
+        return jay_bad_strings(k);
     uint16_t n = k->req.part_numbers.count;
     int32_t *parts = calloc(n ? n : 1, sizeof *parts);
     if (!parts)
@@ -620,7 +620,7 @@ static cn_err_t op_mpu_abort(cn__jay_call_t *k)
     const char *key = cs(k, k->req.key, &bad);
     const char *id = cs(k, k->req.upload_id, &bad);
     if (bad)
-        return cn_jay_bad_strings(k);
+        return jay_bad_strings(k);
     cn_err_t err = cn_objects_mpu_abort(k->jc->srv->objs, &k->rq, b, key, id);
     return err < 0 ? cn__jay_fail(k, err) : cn__jay_reply(k, NULL, 0);
 }
@@ -630,7 +630,7 @@ typedef struct {
     size_t n, cap;
 } cn_jay_plist_t;
 
-static cn_err_t cn_jay_part_cb(void *arg, const cn_objects_part_t *p)
+static cn_err_t jay_part_cb(void *arg, const cn_objects_part_t *p)
 {
     cn_jay_plist_t *l = arg;
     /* What fits one frame's metadata (each entry ~112 bytes). */
@@ -655,10 +655,10 @@ static cn_err_t op_list_parts(cn__jay_call_t *k)
     const char *key = cs(k, k->req.key, &bad);
     const char *id = cs(k, k->req.upload_id, &bad);
     if (bad)
-        return cn_jay_bad_strings(k);
+        return jay_bad_strings(k);
     cn_jay_plist_t l = {0};
     cn_err_t err = cn_objects_mpu_list_parts(k->jc->srv->objs, &k->rq, b, key, id, 0, 0,
-                                             cn_jay_part_cb, &l, NULL);
+                                             jay_part_cb, &l, NULL);
     if (err < 0) {
         free(l.v);
         return cn__jay_fail(k, err);

@@ -30,7 +30,7 @@
 #include <sys/socket.h>
 
 /* ---- counting table ----------------------------------------------------------- */
-static uint64_t cn__fnv1a(const uint8_t *p, size_t n)
+static uint64_t fnv1a(const uint8_t *p, size_t n)
 {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < n; i++)
@@ -40,7 +40,7 @@ static uint64_t cn__fnv1a(const uint8_t *p, size_t n)
 
 cn__count_ent_t *cn__count_get(cn__count_tab_t *t, const void *key, size_t klen, bool create)
 {
-    uint64_t h = cn__fnv1a(key, klen);
+    uint64_t h = fnv1a(key, klen);
     cn__count_ent_t **slot = &t->b[h % CN__COUNT_BUCKETS];
     for (cn__count_ent_t *e = *slot; e; e = e->next)
         if (e->hash == h && e->klen == klen && memcmp(e->key, key, klen) == 0)
@@ -107,7 +107,7 @@ void cn__source_key(const struct sockaddr *sa, uint8_t key[16], size_t *klen)
     *klen = 9;
 }
 
-static void cn__pend_unlink_locked(cn_conn_t *c)
+static void pend_unlink_locked(cn_conn_t *c)
 {
     cn__listener_t *ls = c->ls;
     if (!c->pending)
@@ -130,7 +130,7 @@ static void cn__pend_unlink_locked(cn_conn_t *c)
     }
 }
 
-static void cn__slot_release_locked(cn_conn_t *c)
+static void slot_release_locked(cn_conn_t *c)
 {
     if (c->holds_slot) {
         assert(c->ls->nconns > 0);  /* invariant 1 */
@@ -155,8 +155,8 @@ cn__admit_t cn__admit(cn_conn_t *c, cn_conn_t **victim)
             goto out;
         /* The oldest pending connection makes room: an unauthenticated peer
          * can delay a newcomer by at most one handshake deadline. */
-        cn__pend_unlink_locked(old);
-        cn__slot_release_locked(old);
+        pend_unlink_locked(old);
+        slot_release_locked(old);
         atomic_store(&old->evicted, true);
         if (old->st == CN__ST_WORKER)
             shutdown(old->fd, SHUT_RDWR);
@@ -213,11 +213,11 @@ void cn__admit_settle(cn_conn_t *c)
     if (!c->pending)    /* only the loop, which owns c here, ever clears it */
         return;
     pthread_mutex_lock(&c->srv->mu);
-    cn__pend_unlink_locked(c);
+    pend_unlink_locked(c);
     pthread_mutex_unlock(&c->srv->mu);
 }
 
-static void cn__budget_release_locked(cn_conn_t *c, uint64_t n)
+static void budget_release_locked(cn_conn_t *c, uint64_t n)
 {
     if (n > c->reserved)
         n = c->reserved;
@@ -233,9 +233,9 @@ void cn__admit_release(cn_conn_t *c)
 {
     cn_server_t *s = c->srv;
     pthread_mutex_lock(&s->mu);
-    cn__pend_unlink_locked(c);
-    cn__slot_release_locked(c);
-    cn__budget_release_locked(c, c->reserved);
+    pend_unlink_locked(c);
+    slot_release_locked(c);
+    budget_release_locked(c, c->reserved);
     if (c->fair && c->fair_anon) {
         assert(c->fair->count > 0);     /* invariant 4 */
         c->fair->count--;
@@ -324,6 +324,6 @@ out:
 void cn_conn_budget_release(cn_conn_t *c, uint64_t n)
 {
     pthread_mutex_lock(&c->srv->mu);
-    cn__budget_release_locked(c, n);
+    budget_release_locked(c, n);
     pthread_mutex_unlock(&c->srv->mu);
 }

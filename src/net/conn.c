@@ -28,7 +28,7 @@ cn_err_t cn__wait_fd(int fd, short events, int64_t deadline)
     }
 }
 
-static cn_err_t cn__sys_err(int e)
+static cn_err_t sys_err(int e)
 {
     if (e == EPIPE || e == ECONNRESET || e == ENOTCONN || e == ESHUTDOWN)
         return CN_E_CLOSED;
@@ -36,7 +36,7 @@ static cn_err_t cn__sys_err(int e)
 }
 
 /* TLS: map SSL_get_error to "wait for in/out" (> 0) or an error (< 0). */
-static cn_err_t cn__tls_want(cn_conn_t *c, int ret, short *events)
+static cn_err_t tls_want(cn_conn_t *c, int ret, short *events)
 {
     int e = SSL_get_error(c->ssl, ret);
     switch (e) {
@@ -51,7 +51,7 @@ static cn_err_t cn__tls_want(cn_conn_t *c, int ret, short *events)
     case SSL_ERROR_SYSCALL: {
         int se = errno;
         ERR_clear_error();
-        return se && se != EAGAIN ? cn__sys_err(se) : CN_E_CLOSED;
+        return se && se != EAGAIN ? sys_err(se) : CN_E_CLOSED;
     }
     default:
         ERR_clear_error();
@@ -60,7 +60,7 @@ static cn_err_t cn__tls_want(cn_conn_t *c, int ret, short *events)
 }
 
 /* Takes up to n bytes from the read-ahead buffer; returns how many. */
-static size_t cn__rbuf_take(cn_conn_t *c, void *buf, size_t n)
+static size_t rbuf_take(cn_conn_t *c, void *buf, size_t n)
 {
     size_t avail = (size_t)(c->rlen - c->roff);
     if (n > avail)
@@ -78,7 +78,7 @@ cn_err_t cn_conn_read_some(cn_conn_t *c, void *buf, size_t n, size_t *got, int64
     if (n == 0)
         return CN_OK;
     if (c->rlen) {
-        *got = cn__rbuf_take(c, buf, n);
+        *got = rbuf_take(c, buf, n);
         return CN_OK;
     }
     if (c->on_loop)
@@ -93,7 +93,7 @@ cn_err_t cn_conn_read_some(cn_conn_t *c, void *buf, size_t n, size_t *got, int64
                 *got = r;
                 return CN_OK;
             }
-            cn_err_t w = cn__tls_want(c, ret, &ev);
+            cn_err_t w = tls_want(c, ret, &ev);
             if (w < 0)
                 return w;
         } else {
@@ -107,7 +107,7 @@ cn_err_t cn_conn_read_some(cn_conn_t *c, void *buf, size_t n, size_t *got, int64
             if (errno == EINTR)
                 continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
-                return cn__sys_err(errno);
+                return sys_err(errno);
         }
         CN_TRY(cn__wait_fd(c->fd, ev, deadline));
     }
@@ -137,7 +137,7 @@ cn_err_t cn_conn_drain(cn_conn_t *c, uint64_t n, int64_t deadline)
 
 /* Keeps iov[0..iovcnt) from byte skip on for a worker to write (pend),
  * counted in the memory budget like a request body. */
-static cn_err_t cn__stash(cn_conn_t *c, const struct iovec *iov, int iovcnt, size_t skip)
+static cn_err_t conn_stash(cn_conn_t *c, const struct iovec *iov, int iovcnt, size_t skip)
 {
     size_t add = 0;
     for (int i = 0; i < iovcnt; i++)
@@ -169,20 +169,20 @@ static cn_err_t cn__stash(cn_conn_t *c, const struct iovec *iov, int iovcnt, siz
 /* A write on the loop (c->on_loop, plaintext): one non-blocking sendmsg;
  * whatever the socket does not take now is stashed, and so is everything
  * after a stash, so the stream keeps its order. */
-static cn_err_t cn__loop_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt)
+static cn_err_t loop_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt)
 {
     if (c->ssl)
         return CN_E_UNSUPPORTED;
     if (c->pend_len)
-        return cn__stash(c, iov, iovcnt, 0);
+        return conn_stash(c, iov, iovcnt, 0);
     struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
     ssize_t w;
     do
         w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
     while (w < 0 && errno == EINTR);
     if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-        return cn__sys_err(errno);
-    return cn__stash(c, iov, iovcnt, w < 0 ? 0 : (size_t)w);
+        return sys_err(errno);
+    return conn_stash(c, iov, iovcnt, w < 0 ? 0 : (size_t)w);
 }
 
 cn_err_t cn__conn_flush(cn_conn_t *c)
@@ -200,7 +200,7 @@ cn_err_t cn_conn_write_all(cn_conn_t *c, const void *buf, size_t n, int64_t dead
 {
     if (c->on_loop) {
         struct iovec v = {(void *)buf, n};
-        return cn__loop_writev(c, &v, 1);
+        return loop_writev(c, &v, 1);
     }
     const uint8_t *p = buf;
     while (n) {
@@ -214,7 +214,7 @@ cn_err_t cn_conn_write_all(cn_conn_t *c, const void *buf, size_t n, int64_t dead
                 n -= w;
                 continue;
             }
-            cn_err_t e = cn__tls_want(c, ret, &ev);
+            cn_err_t e = tls_want(c, ret, &ev);
             if (e < 0)
                 return e;
         } else {
@@ -227,7 +227,7 @@ cn_err_t cn_conn_write_all(cn_conn_t *c, const void *buf, size_t n, int64_t dead
             if (w < 0 && errno == EINTR)
                 continue;
             if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-                return cn__sys_err(errno);
+                return sys_err(errno);
         }
         CN_TRY(cn__wait_fd(c->fd, ev, deadline));
     }
@@ -239,7 +239,7 @@ cn_err_t cn_conn_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt, int64
     if (iovcnt < 0 || iovcnt > IOV_MAX)
         return CN_E_INVALID;
     if (c->on_loop)
-        return cn__loop_writev(c, iov, iovcnt);
+        return loop_writev(c, iov, iovcnt);
     if (c->ssl) {
         /* Coalesce small pieces so a header and its metadata share a record. */
         uint8_t tmp[16384];
@@ -277,7 +277,7 @@ cn_err_t cn_conn_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt, int64
             if (errno == EINTR)
                 continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
-                return cn__sys_err(errno);
+                return sys_err(errno);
             CN_TRY(cn__wait_fd(c->fd, POLLOUT, deadline));
             continue;
         }
@@ -297,7 +297,7 @@ cn_err_t cn_conn_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt, int64
 #define CN__INLINE_BODY (16u * 1024)
 
 /* Reads len (<= CN__INLINE_BODY) bytes of fd at off into body. */
-static cn_err_t cn__pread_full(int fd, uint8_t *body, uint64_t off, size_t len)
+static cn_err_t pread_full(int fd, uint8_t *body, uint64_t off, size_t len)
 {
     size_t got = 0;
     while (got < len) {
@@ -321,9 +321,9 @@ cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t len, int6
         if (len > CN__INLINE_BODY)
             return CN_E_UNSUPPORTED;    /* a large body is a worker's job */
         uint8_t body[CN__INLINE_BODY];
-        CN_TRY(cn__pread_full(fd, body, off, (size_t)len));
+        CN_TRY(pread_full(fd, body, off, (size_t)len));
         struct iovec v = {body, (size_t)len};
-        return cn__loop_writev(c, &v, 1);
+        return loop_writev(c, &v, 1);
     }
     if (c->ssl) {
         uint8_t tmp[32768];
@@ -356,7 +356,7 @@ cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t len, int6
         if (errno == EINTR)
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
-            return cn__sys_err(errno);
+            return sys_err(errno);
         CN_TRY(cn__wait_fd(c->fd, POLLOUT, deadline));
     }
     return CN_OK;
@@ -370,7 +370,7 @@ cn_err_t cn_conn_send_head_file(cn_conn_t *c, const void *head, size_t head_len,
         return CN_E_INVALID;
     if (len <= CN__INLINE_BODY) {
         uint8_t body[CN__INLINE_BODY];
-        CN_TRY(cn__pread_full(fd, body, off, (size_t)len));
+        CN_TRY(pread_full(fd, body, off, (size_t)len));
         struct iovec iov[2] = {{(void *)head, head_len}, {body, (size_t)len}};
         return cn_conn_writev(c, iov, 2, deadline);
     }
@@ -394,7 +394,7 @@ cn_err_t cn_conn_send_head_file(cn_conn_t *c, const void *head, size_t head_len,
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-            return cn__sys_err(errno);
+            return sys_err(errno);
         CN_TRY(cn__wait_fd(c->fd, POLLOUT, deadline));
     }
     return cn_conn_sendfile(c, fd, off, len, deadline);
@@ -410,14 +410,14 @@ long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write)
         if (ret > 0)
             return (long)r;
         short ev = 0;
-        cn_err_t w = cn__tls_want(c, ret, &ev);
+        cn_err_t w = tls_want(c, ret, &ev);
         if (w < 0)
             return w;
         *want_write = ev == POLLOUT;
         return 0;
     }
     if (c->rlen)
-        return (long)cn__rbuf_take(c, buf, n);
+        return (long)rbuf_take(c, buf, n);
     /* A short read (a head) reads ahead into rbuf, whatever follows it. */
     bool ahead = n < CN__RBUF;
     for (;;) {
@@ -426,7 +426,7 @@ long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write)
             if (!ahead)
                 return (long)r;
             c->rlen = (uint16_t)r;
-            return (long)cn__rbuf_take(c, buf, n);
+            return (long)rbuf_take(c, buf, n);
         }
         if (r == 0)
             return CN_E_CLOSED;
@@ -434,7 +434,7 @@ long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write)
             continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             return 0;
-        return cn__sys_err(errno);
+        return sys_err(errno);
     }
 }
 

@@ -39,7 +39,7 @@ struct cn__batch {
 typedef struct cn__batch cn__batch_t;
 
 /* ---- loop-owned bookkeeping -------------------------------------------------- */
-static void cn__lo_link(cn_server_t *s, cn_conn_t *c)
+static void lo_link(cn_server_t *s, cn_conn_t *c)
 {
     c->lo_prev = NULL;
     c->lo_next = s->lo_head;
@@ -50,7 +50,7 @@ static void cn__lo_link(cn_server_t *s, cn_conn_t *c)
         s->next_timer = c->deadline;
 }
 
-static void cn__lo_unlink(cn_server_t *s, cn_conn_t *c)
+static void lo_unlink(cn_server_t *s, cn_conn_t *c)
 {
     if (c->lo_prev)
         c->lo_prev->lo_next = c->lo_next;
@@ -64,7 +64,7 @@ static void cn__lo_unlink(cn_server_t *s, cn_conn_t *c)
 /* Connections are registered one-shot: an event disarms the descriptor,
  * so handing the connection to a worker costs no epoll_ctl, and taking it
  * back costs one (the re-arm), where add + delete cost two. */
-static void cn__watch(cn_server_t *s, cn_conn_t *c, int mask)
+static void watch(cn_server_t *s, cn_conn_t *c, int mask)
 {
     cn_err_t e = CN_OK;
     if (!c->in_poll)
@@ -80,7 +80,7 @@ static void cn__watch(cn_server_t *s, cn_conn_t *c, int mask)
     }
 }
 
-static void cn__unwatch(cn_server_t *s, cn_conn_t *c)
+static void unwatch(cn_server_t *s, cn_conn_t *c)
 {
     if (c->in_poll)
         cn__poll_del(s->poll, c->fd);
@@ -89,14 +89,14 @@ static void cn__unwatch(cn_server_t *s, cn_conn_t *c)
 }
 
 /* The loop lets go of c (to a worker, or to wait): no event may reach it
- * until cn__watch again.  A fired one-shot registration is silent already. */
-static void cn__quiet(cn_server_t *s, cn_conn_t *c)
+ * until watch again.  A fired one-shot registration is silent already. */
+static void loop_quiet(cn_server_t *s, cn_conn_t *c)
 {
     if (c->armed)
-        cn__unwatch(s, c);
+        unwatch(s, c);
 }
 
-static void cn__park_unlink(cn_server_t *s, cn_conn_t *c)
+static void park_unlink(cn_server_t *s, cn_conn_t *c)
 {
     for (int p = 0; p < CN_POOL_COUNT; p++) {
         cn_conn_t **pp = &s->park_head[p], *prev = NULL;
@@ -115,7 +115,7 @@ static void cn__park_unlink(cn_server_t *s, cn_conn_t *c)
 }
 
 /* Takes a held connection off its key's wait list. */
-static void cn__held_unlink(cn_conn_t *c)
+static void held_unlink(cn_conn_t *c)
 {
     cn__count_ent_t *f = c->fair;
     int p = c->pool;
@@ -133,14 +133,14 @@ static void cn__held_unlink(cn_conn_t *c)
 }
 
 /* Closes a loop-owned connection. */
-static void cn__drop(cn_server_t *s, cn_conn_t *c)
+static void drop(cn_server_t *s, cn_conn_t *c)
 {
-    cn__unwatch(s, c);
-    cn__lo_unlink(s, c);
+    unwatch(s, c);
+    lo_unlink(s, c);
     if (c->st == CN__ST_PARKED)
-        cn__park_unlink(s, c);
+        park_unlink(s, c);
     else if (c->st == CN__ST_HELD)
-        cn__held_unlink(c);
+        held_unlink(c);
     cn__batch_t *b = s->batch;
     if (b)
         for (int i = b->i + 1; i < b->n; i++)
@@ -154,7 +154,7 @@ static void cn__drop(cn_server_t *s, cn_conn_t *c)
 }
 
 /* ---- dispatch ------------------------------------------------------------------ */
-static bool cn__try_push(cn_server_t *s, cn_conn_t *c)
+static bool try_push(cn_server_t *s, cn_conn_t *c)
 {
     c->st = CN__ST_WORKER;
     cn_err_t e = cn__queue_push(&s->pools[c->pool].q, c);
@@ -166,10 +166,10 @@ static bool cn__try_push(cn_server_t *s, cn_conn_t *c)
 
 /* Queues c (loop-owned, unlinked) on its pool, or parks it when the queue
  * is full. */
-static void cn__enqueue(cn_server_t *s, cn_conn_t *c)
+static void enqueue(cn_server_t *s, cn_conn_t *c)
 {
     int pool = c->pool;
-    if (cn__try_push(s, c))
+    if (try_push(s, c))
         return;
     /* The pool's queue is full: wait here, unread, until a worker frees up.
      * A parked request has no loop deadline (the server is the slow one);
@@ -182,17 +182,17 @@ static void cn__enqueue(cn_server_t *s, cn_conn_t *c)
     else
         s->park_head[pool] = c;
     s->park_tail[pool] = c;
-    cn__lo_link(s, c);
+    lo_link(s, c);
 }
 
 /* The worker share: one principal (or, without one, one source) may have at
  * most ls->share[pool] requests on a request pool at once; its next request
  * waits here, unread and holding no worker, until one of its own finishes.
  * So a client that dribbles its requests cannot occupy every worker. */
-static void cn__dispatch(cn_server_t *s, cn_conn_t *c, int pool)
+static void loop_dispatch(cn_server_t *s, cn_conn_t *c, int pool)
 {
-    cn__quiet(s, c);
-    cn__lo_unlink(s, c);
+    loop_quiet(s, c);
+    lo_unlink(s, c);
     c->pool = pool;
     if (pool != CN_POOL_HANDSHAKE) {
         cn__admit_settle(c);    /* a complete request head arrived */
@@ -207,7 +207,7 @@ static void cn__dispatch(cn_server_t *s, cn_conn_t *c, int pool)
             else
                 f->wait_head[pool] = c;
             f->wait_tail[pool] = c;
-            cn__lo_link(s, c);
+            lo_link(s, c);
             return;
         }
         if (f) {
@@ -215,11 +215,11 @@ static void cn__dispatch(cn_server_t *s, cn_conn_t *c, int pool)
             c->busy_pool = pool;
         }
     }
-    cn__enqueue(s, c);
+    enqueue(s, c);
 }
 
 /* c's request is over: its key's next held request (if any) takes the slot. */
-static void cn__share_release(cn_server_t *s, cn_conn_t *c)
+static void share_release(cn_server_t *s, cn_conn_t *c)
 {
     int p = c->busy_pool;
     if (p < 0)
@@ -234,13 +234,13 @@ static void cn__share_release(cn_server_t *s, cn_conn_t *c)
     if (!f->wait_head[p])
         f->wait_tail[p] = NULL;
     w->park_next = NULL;
-    cn__lo_unlink(s, w);
+    lo_unlink(s, w);
     f->busy[p]++;
     w->busy_pool = p;
-    cn__enqueue(s, w);
+    enqueue(s, w);
 }
 
-static void cn__unpark(cn_server_t *s)
+static void unpark(cn_server_t *s)
 {
     for (int p = 0; p < CN_POOL_COUNT; p++) {
         while (s->park_head[p]) {
@@ -248,9 +248,9 @@ static void cn__unpark(cn_server_t *s)
             /* Once pushed, c belongs to a worker, which reuses park_next for
              * the return list: unlink it from the park list first. */
             cn_conn_t *next = c->park_next;
-            cn__lo_unlink(s, c);
-            if (!cn__try_push(s, c)) {
-                cn__lo_link(s, c);
+            lo_unlink(s, c);
+            if (!try_push(s, c)) {
+                lo_link(s, c);
                 break;
             }
             s->park_head[p] = next;
@@ -262,7 +262,7 @@ static void cn__unpark(cn_server_t *s)
 
 /* readable: called for a poll event (else after a return, with nothing
  * known about the socket). */
-static void cn__read_head(cn_server_t *s, cn_conn_t *c, bool readable)
+static void read_head(cn_server_t *s, cn_conn_t *c, bool readable)
 {
     const cn_adapter_t *ad = c->ls->ad;
     if (ad->head_len == 0) {
@@ -270,19 +270,19 @@ static void cn__read_head(cn_server_t *s, cn_conn_t *c, bool readable)
             uint8_t b;
             ssize_t r = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
             if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-                cn__drop(s, c);
+                drop(s, c);
                 return;
             }
             if (r < 0) {
-                cn__watch(s, c, CN__EV_READ);
+                watch(s, c, CN__EV_READ);
                 return;
             }
         } else if (!cn__conn_buffered(c) && !readable) {
-            cn__watch(s, c, CN__EV_READ);
+            watch(s, c, CN__EV_READ);
             return;
         }
         int pool = ad->classify ? ad->classify(c->cstate, NULL) : CN_POOL_STORAGE;
-        cn__dispatch(s, c, pool == CN_POOL_QUERY ? CN_POOL_QUERY : CN_POOL_STORAGE);
+        loop_dispatch(s, c, pool == CN_POOL_QUERY ? CN_POOL_QUERY : CN_POOL_STORAGE);
         return;
     }
     for (int fast_left = CN__FAST_RUN;; fast_left--) {
@@ -291,11 +291,11 @@ static void cn__read_head(cn_server_t *s, cn_conn_t *c, bool readable)
             long r = cn__conn_read_nb(c, c->head + c->head_got, ad->head_len - c->head_got,
                                       &want_write);
             if (r < 0) {
-                cn__drop(s, c);
+                drop(s, c);
                 return;
             }
             if (r == 0) {
-                cn__watch(s, c, want_write ? CN__EV_READ | CN__EV_WRITE : CN__EV_READ);
+                watch(s, c, want_write ? CN__EV_READ | CN__EV_WRITE : CN__EV_READ);
                 return;
             }
             c->head_got += (size_t)r;
@@ -310,7 +310,7 @@ static void cn__read_head(cn_server_t *s, cn_conn_t *c, bool readable)
             int r = ad->fast(c->cstate, c, c->head);
             c->on_loop = false;
             if (r < 0) {
-                cn__drop(s, c);
+                drop(s, c);
                 return;
             }
             if (r > 0) {
@@ -319,17 +319,17 @@ static void cn__read_head(cn_server_t *s, cn_conn_t *c, bool readable)
                 if (c->pend_len) {
                     /* The peer is slow to take the answer: a worker waits for
                      * it, with the write deadline, not the loop. */
-                    cn__dispatch(s, c, CN_POOL_STORAGE);
+                    loop_dispatch(s, c, CN_POOL_STORAGE);
                     return;
                 }
                 if (cn__conn_buffered(c))
                     continue;       /* the next head is here already */
-                cn__watch(s, c, CN__EV_READ);
+                watch(s, c, CN__EV_READ);
                 return;
             }
         }
         int pool = ad->classify ? ad->classify(c->cstate, c->head) : CN_POOL_STORAGE;
-        cn__dispatch(s, c, pool == CN_POOL_QUERY ? CN_POOL_QUERY : CN_POOL_STORAGE);
+        loop_dispatch(s, c, pool == CN_POOL_QUERY ? CN_POOL_QUERY : CN_POOL_STORAGE);
         return;
     }
 }
@@ -391,7 +391,7 @@ fail:
     cn__loop_give_back(c);
 }
 
-static void cn__take_returns(cn_server_t *s)
+static void take_returns(cn_server_t *s)
 {
     pthread_mutex_lock(&s->ret_mu);
     cn_conn_t *c = s->ret_head;
@@ -401,17 +401,17 @@ static void cn__take_returns(cn_server_t *s)
     while (c) {
         cn_conn_t *next = c->park_next;
         c->park_next = NULL;
-        cn__share_release(s, c);
+        share_release(s, c);
         c->st = CN__ST_IDLE;
         c->head_got = 0;
         c->deadline = now + c->ls->lim.idle_ms;
-        cn__lo_link(s, c);
+        lo_link(s, c);
         if (c->closing || atomic_load(&c->evicted) || atomic_load(&s->stopping))
-            cn__drop(s, c);
+            drop(s, c);
         else if (c->ssl || cn__conn_buffered(c))
-            cn__read_head(s, c, false); /* the next head may be held here already */
+            read_head(s, c, false); /* the next head may be held here already */
         else
-            cn__watch(s, c, CN__EV_READ);
+            watch(s, c, CN__EV_READ);
         c = next;
     }
 }
@@ -428,7 +428,7 @@ static bool accept_starved(int err)
  * level-triggered and the connection stays in the backlog, so returning to
  * epoll_wait would report it again at once: a spin at full CPU.  Instead the
  * listener leaves epoll, as nginx disables accept events, and comes back
- * when one of our connections closes (cn__drop) or after
+ * when one of our connections closes (drop) or after
  * CN__ACCEPT_RETRY_MS, since another thread may free a descriptor too.
  * Meanwhile peers wait in the backlog; each retry costs one accept(2).  The
  * episode is logged when it begins and when it ends, never per retry. */
@@ -465,7 +465,7 @@ static void accept_resume(cn_server_t *s)
     }
 }
 
-static void cn__accept(cn_server_t *s, cn__listener_t *ls)
+static void loop_accept(cn_server_t *s, cn__listener_t *ls)
 {
     for (int k = 0; k < CN__ACCEPT_BATCH; k++) {
         struct sockaddr_storage ss;
@@ -517,17 +517,17 @@ static void cn__accept(cn_server_t *s, cn__listener_t *ls)
         if (victim) {
             cn_debug("net", "%s: evicted pending connection from %s", ls->ad->name,
                      victim->peer_text);
-            cn__drop(s, victim);
+            drop(s, victim);
         }
         c->st = CN__ST_HELLO;
         c->deadline = c->accepted_ms + ls->lim.handshake_ms;
-        cn__lo_link(s, c);
-        cn__watch(s, c, CN__EV_READ);
+        lo_link(s, c);
+        watch(s, c, CN__EV_READ);
     }
 }
 
 /* ---- timers, shutdown ------------------------------------------------------------ */
-static void cn__timers(cn_server_t *s, int64_t now)
+static void loop_timers(cn_server_t *s, int64_t now)
 {
     if (now < s->next_timer)
         return;
@@ -544,7 +544,7 @@ static void cn__timers(cn_server_t *s, int64_t now)
         if (c->deadline <= now) {
             cn_debug("net", "%s connection from %s: %s timeout", c->ls->ad->name, c->peer_text,
                      c->st == CN__ST_IDLE ? "idle" : "handshake");
-            cn__drop(s, c);
+            drop(s, c);
         } else if (c->deadline < s->next_timer) {
             s->next_timer = c->deadline;
         }
@@ -552,7 +552,7 @@ static void cn__timers(cn_server_t *s, int64_t now)
     }
 }
 
-static void cn__begin_shutdown(cn_server_t *s)
+static void begin_shutdown(cn_server_t *s)
 {
     atomic_store(&s->stopping, true);
     for (size_t i = 0; i < s->nls; i++) {
@@ -564,7 +564,7 @@ static void cn__begin_shutdown(cn_server_t *s)
         }
     }
     while (s->lo_head)
-        cn__drop(s, s->lo_head);
+        drop(s, s->lo_head);
     /* Handshakes are not requests in flight: cut them now. */
     pthread_mutex_lock(&s->mu);
     unsigned live = s->nlive;
@@ -599,7 +599,7 @@ cn_err_t cn__loop_run(cn_server_t *s)
     for (;;) {
         int64_t now = cn_mono_ms();
         if (atomic_load(&s->stop_requested) && !draining) {
-            cn__begin_shutdown(s);
+            begin_shutdown(s);
             draining = true;
             grace_end = now + s->cfg.grace_ms;
         }
@@ -640,13 +640,13 @@ cn_err_t cn__loop_run(cn_server_t *s)
             switch (*(int *)ptr) {
             case CN__SRC_LISTENER:
                 if (!draining)
-                    cn__accept(s, ptr);
+                    loop_accept(s, ptr);
                 break;
             case CN__SRC_WAKE: {
                 uint64_t v;
                 ssize_t r = read(s->wake_fd, &v, sizeof v);
                 (void)r;
-                cn__take_returns(s);
+                take_returns(s);
                 break;
             }
             case CN__SRC_SIGNAL: {
@@ -660,17 +660,17 @@ cn_err_t cn__loop_run(cn_server_t *s)
                 cn_conn_t *c = ptr;
                 c->armed = false;           /* one-shot: it fired */
                 if (c->st == CN__ST_HELLO)
-                    cn__dispatch(s, c, CN_POOL_HANDSHAKE);
+                    loop_dispatch(s, c, CN_POOL_HANDSHAKE);
                 else if (c->st == CN__ST_IDLE)
-                    cn__read_head(s, c, true);
+                    read_head(s, c, true);
                 break;
             }
             }
         }
         b->n = 0;
-        cn__unpark(s);
+        unpark(s);
         int64_t after = cn_mono_ms();
-        cn__timers(s, after);
+        loop_timers(s, after);
         if (!draining && after >= s->accept_retry)
             accept_resume(s);
     }

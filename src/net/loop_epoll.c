@@ -41,7 +41,7 @@ void cn__poll_free(cn__poll_t *p)
     free(p);
 }
 
-static uint32_t cn__to_epoll(int mask)
+static uint32_t to_epoll(int mask)
 {
     uint32_t ev = EPOLLRDHUP;
     if (mask & CN__EV_READ)
@@ -55,13 +55,13 @@ static uint32_t cn__to_epoll(int mask)
 
 cn_err_t cn__poll_add(cn__poll_t *p, int fd, int mask, void *ptr)
 {
-    struct epoll_event ev = {.events = cn__to_epoll(mask), .data.ptr = ptr};
+    struct epoll_event ev = {.events = to_epoll(mask), .data.ptr = ptr};
     return epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : CN_OK;
 }
 
 cn_err_t cn__poll_mod(cn__poll_t *p, int fd, int mask, void *ptr)
 {
-    struct epoll_event ev = {.events = cn__to_epoll(mask), .data.ptr = ptr};
+    struct epoll_event ev = {.events = to_epoll(mask), .data.ptr = ptr};
     return epoll_ctl(p->epfd, EPOLL_CTL_MOD, fd, &ev) < 0 ? -errno : CN_OK;
 }
 

@@ -100,7 +100,7 @@ void cn__queue_close(cn__queue_t *q)
     }
 }
 
-static void *cn__pool_main(void *arg)
+static void *pool_main(void *arg)
 {
     cn__pool_t *p = arg;
     cn__idle_t self;
@@ -132,7 +132,7 @@ cn_err_t cn__pool_start(cn__pool_t *p, const char *name, unsigned nthreads, size
     p->arg = arg;
     snprintf(p->name, sizeof p->name, "%s", name);
     for (unsigned i = 0; i < nthreads; i++) {
-        int rc = pthread_create(&p->threads[i], NULL, cn__pool_main, p);
+        int rc = pthread_create(&p->threads[i], NULL, pool_main, p);
         if (rc) {
             cn__pool_stop(p);
             return -rc;

@@ -95,7 +95,7 @@ fail:
     return e;
 }
 
-static bool cn__limits_ok(const cn_limits_t *l)
+static bool limits_ok(const cn_limits_t *l)
 {
     return l->handshake_ms > 0 && l->idle_ms > 0 && l->io_floor_ms >= 0 &&
            l->worker_share_pct <= 100;
@@ -105,7 +105,7 @@ cn_err_t cn_server_listen(cn_server_t *s, const cn_adapter_t *ad, void *actx,
                           const cn_listen_opts_t *o)
 {
     if (!ad || !ad->name || !ad->open || !ad->serve || ad->head_len > CN_HEAD_MAX ||
-        !cn__limits_ok(&o->limits) || s->ran)
+        !limits_ok(&o->limits) || s->ran)
         return CN_E_INVALID;
     struct sockaddr_storage ss;
     socklen_t sl;

@@ -7,7 +7,7 @@
 #include <openssl/err.h>
 #include <poll.h>
 
-static void cn__tls_log_errors(const char *what)
+static void tls_log_errors(const char *what)
 {
     unsigned long e;
     char buf[256];
@@ -23,7 +23,7 @@ cn_err_t cn__tls_ctx_new(const char *cert, const char *key, SSL_CTX **out)
     ERR_clear_error();
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
     if (!ctx) {
-        cn__tls_log_errors("TLS context");
+        tls_log_errors("TLS context");
         return -ENOMEM;
     }
     if (!SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION))
@@ -33,21 +33,21 @@ cn_err_t cn__tls_ctx_new(const char *cert, const char *key, SSL_CTX **out)
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
     if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
-        cn__tls_log_errors(cert);
+        tls_log_errors(cert);
         goto bad_files;
     }
     if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
-        cn__tls_log_errors(key);
+        tls_log_errors(key);
         goto bad_files;
     }
     if (SSL_CTX_check_private_key(ctx) != 1) {
-        cn__tls_log_errors("certificate and key do not match");
+        tls_log_errors("certificate and key do not match");
         goto bad_files;
     }
     *out = ctx;
     return CN_OK;
 bad:
-    cn__tls_log_errors("TLS context");
+    tls_log_errors("TLS context");
 bad_files:
     SSL_CTX_free(ctx);
     return CN_E_CORRUPT;

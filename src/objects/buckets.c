@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void cn_obj_bucket_info(const cn__bkt_t *b, cn_bucket_info_t *out)
+static void obj_bucket_info(const cn__bkt_t *b, cn_bucket_info_t *out)
 {
     memset(out, 0, sizeof *out);
     out->bucket_id = b->id;
@@ -78,7 +78,7 @@ cn_err_t cn_objects_bucket_create(cn_objects_t *o, cn_objects_req_t *rq, const c
         b.created_ms = bn.now;
         if (acl_text.len && cn__acl_load((const char *)acl_text.data, acl_text.len, &b.acl) >= 0)
             b.has_acl = true;
-        cn_obj_bucket_info(&b, out);
+        obj_bucket_info(&b, out);
         cn__bkt_free(&b);
     }
     cn_buf_free(&acl_text);
@@ -118,7 +118,7 @@ static cn_err_t bucket_head_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const
     (void)txn;
     (void)rq;
     if (ctx)
-        cn_obj_bucket_info(b, ctx);
+        obj_bucket_info(b, ctx);
     return CN_OK;
 }
 
@@ -161,7 +161,7 @@ static cn_err_t bucket_list_body(cn_meta_txn_t *txn, void *ctx)
         if (pol)
             cn_authz_policy_parse(pol, len, b.name, &b.policy, NULL);
         cn_bucket_info_t info;
-        cn_obj_bucket_info(&b, &info);
+        obj_bucket_info(&b, &info);
         cn__bkt_free(&b);
         err = bw->fn(bw->arg, &info);
         if (err != 0)
@@ -205,7 +205,7 @@ static void text_out_reset(const text_out_t *t)
         t->buf->len = t->start;
 }
 
-static cn_err_t cn_obj_acl_get_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+static cn_err_t obj_acl_get_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
                                   void *arg)
 {
     (void)txn;
@@ -222,10 +222,10 @@ cn_err_t cn_objects_bucket_acl_get(cn_objects_t *o, cn_objects_req_t *rq, const 
                                    cn_authz_acl_t *out)
 {
     return cn__bkt_run(o, rq, bucket, CN_ACT_GET_BUCKET_ACL, CN_META_RUN_READ | CN_META_RETRY,
-                       cn_obj_acl_get_fn, out);
+                       obj_acl_get_fn, out);
 }
 
-static cn_err_t cn_obj_acl_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+static cn_err_t obj_acl_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
                                   void *arg)
 {
     const cn_authz_acl_t *acl = arg;
@@ -246,14 +246,14 @@ cn_err_t cn_objects_bucket_acl_set(cn_objects_t *o, cn_objects_req_t *rq, const 
     if (!acl)
         return CN_E_INVALID;
     return cn__bkt_run(o, rq, bucket, CN_ACT_PUT_BUCKET_ACL, CN_META_RUN_WRITE | CN_META_RETRY,
-                       cn_obj_acl_set_fn, (void *)acl);
+                       obj_acl_set_fn, (void *)acl);
 }
 
 typedef struct {
     cn_authz_visibility_t vis;
 } cn_obj_vis_arg_t;
 
-static cn_err_t cn_obj_vis_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+static cn_err_t obj_vis_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
                               void *arg)
 {
     cn_obj_vis_arg_t *a = arg;
@@ -262,7 +262,7 @@ static cn_err_t cn_obj_vis_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn
         return -ENOMEM;
     cn_err_t err = cn_authz_visibility_acl(a->vis, b->owner, acl);
     if (err >= 0)
-        err = cn_obj_acl_set_fn(txn, rq, b, acl);
+        err = obj_acl_set_fn(txn, rq, b, acl);
     free(acl);
     return err;
 }
@@ -272,10 +272,10 @@ cn_err_t cn_objects_bucket_set_visibility(cn_objects_t *o, cn_objects_req_t *rq,
 {
     cn_obj_vis_arg_t a = {vis};
     return cn__bkt_run(o, rq, bucket, CN_ACT_PUT_BUCKET_ACL, CN_META_RUN_WRITE | CN_META_RETRY,
-                       cn_obj_vis_fn, &a);
+                       obj_vis_fn, &a);
 }
 
-static cn_err_t cn_obj_policy_get_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+static cn_err_t obj_policy_get_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
                                      void *arg)
 {
     const text_out_t *out = arg;
@@ -306,7 +306,7 @@ cn_err_t cn_objects_bucket_policy_get(cn_objects_t *o, cn_objects_req_t *rq, con
 {
     text_out_t out = text_out(json);
     return cn__bkt_run(o, rq, bucket, CN_ACT_GET_BUCKET_POLICY, CN_META_RUN_READ | CN_META_RETRY,
-                       cn_obj_policy_get_fn, &out);
+                       obj_policy_get_fn, &out);
 }
 
 typedef struct {
@@ -314,7 +314,7 @@ typedef struct {
     size_t len;
 } cn_obj_text_arg_t;
 
-static cn_err_t cn_obj_policy_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+static cn_err_t obj_policy_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
                                      void *arg)
 {
     static const char sql[] = "UPDATE obj_bucket SET policy = ? WHERE bucket_id = ?";
@@ -345,10 +345,10 @@ cn_err_t cn_objects_bucket_policy_set(cn_objects_t *o, cn_objects_req_t *rq, con
     cn_obj_text_arg_t a = {json, len};
     return cn__bkt_run(o, rq, bucket,
                        json ? CN_ACT_PUT_BUCKET_POLICY : CN_ACT_DELETE_BUCKET_POLICY,
-                       CN_META_RUN_WRITE | CN_META_RETRY, cn_obj_policy_set_fn, &a);
+                       CN_META_RUN_WRITE | CN_META_RETRY, obj_policy_set_fn, &a);
 }
 
-static cn_err_t cn_obj_pab_get_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+static cn_err_t obj_pab_get_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
                                   void *arg)
 {
     (void)txn;
@@ -363,10 +363,10 @@ cn_err_t cn_objects_bucket_pab_get(cn_objects_t *o, cn_objects_req_t *rq, const 
                                    cn_authz_pab_t *out)
 {
     return cn__bkt_run(o, rq, bucket, CN_ACT_GET_BUCKET_PUBLIC_ACCESS_BLOCK,
-                       CN_META_RUN_READ | CN_META_RETRY, cn_obj_pab_get_fn, out);
+                       CN_META_RUN_READ | CN_META_RETRY, obj_pab_get_fn, out);
 }
 
-static cn_err_t cn_obj_pab_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+static cn_err_t obj_pab_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
                                   void *arg)
 {
     (void)rq;
@@ -383,7 +383,7 @@ cn_err_t cn_objects_bucket_pab_set(cn_objects_t *o, cn_objects_req_t *rq, const 
                                    const cn_authz_pab_t *pab)
 {
     return cn__bkt_run(o, rq, bucket, CN_ACT_PUT_BUCKET_PUBLIC_ACCESS_BLOCK,
-                       CN_META_RUN_WRITE | CN_META_RETRY, cn_obj_pab_set_fn, (void *)pab);
+                       CN_META_RUN_WRITE | CN_META_RETRY, obj_pab_set_fn, (void *)pab);
 }
 
 typedef struct {
@@ -393,7 +393,7 @@ typedef struct {
     text_out_t out;
 } cn_obj_attr_arg_t;
 
-static cn_err_t cn_obj_attr_get_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+static cn_err_t obj_attr_get_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
                                    void *arg)
 {
     cn_obj_attr_arg_t *a = arg;
@@ -417,7 +417,7 @@ static cn_err_t cn_obj_attr_get_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, con
     return err;
 }
 
-static cn_err_t cn_obj_attr_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+static cn_err_t obj_attr_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
                                    void *arg)
 {
     (void)rq;
@@ -431,7 +431,7 @@ static cn_err_t cn_obj_attr_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, con
         a->name, a->value, a->len);
 }
 
-static bool cn_obj_attr_name_ok(const char *name)
+static bool obj_attr_name_ok(const char *name)
 {
     return name && name[0] && strlen(name) <= 64;
 }
@@ -439,19 +439,19 @@ static bool cn_obj_attr_name_ok(const char *name)
 cn_err_t cn_objects_bucket_attr_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                     const char *name, cn_authz_action_t action, cn_buf_t *value)
 {
-    if (!cn_obj_attr_name_ok(name))
+    if (!obj_attr_name_ok(name))
         return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_SETTING_NAME_INVALID,
                           "bad setting name");
     cn_obj_attr_arg_t a = {name, NULL, 0, text_out(value)};
     return cn__bkt_run(o, rq, bucket, action, CN_META_RUN_READ | CN_META_RETRY,
-                       cn_obj_attr_get_fn, &a);
+                       obj_attr_get_fn, &a);
 }
 
 cn_err_t cn_objects_bucket_attr_set(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                     const char *name, cn_authz_action_t action, const void *value,
                                     size_t len)
 {
-    if (!cn_obj_attr_name_ok(name))
+    if (!obj_attr_name_ok(name))
         return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_SETTING_NAME_INVALID,
                           "bad setting name");
     if (value && len > (1u << 20))
@@ -462,7 +462,7 @@ cn_err_t cn_objects_bucket_attr_set(cn_objects_t *o, cn_objects_req_t *rq, const
     if (value && !len)
         a.value = empty;
     return cn__bkt_run(o, rq, bucket, action, CN_META_RUN_WRITE | CN_META_RETRY,
-                       cn_obj_attr_set_fn, &a);
+                       obj_attr_set_fn, &a);
 }
 
 /* ---- unauthorized facts for a face ----------------------------------------------- */
@@ -486,7 +486,7 @@ static cn_err_t bucket_peek_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const
         return CN_OK;
     *pk->has_attr = false;
     cn_obj_attr_arg_t a = {pk->attr, NULL, 0, pk->value};
-    cn_err_t err = cn_obj_attr_get_fn(txn, rq, b, &a);
+    cn_err_t err = obj_attr_get_fn(txn, rq, b, &a);
     if (err >= 0)
         *pk->has_attr = true;
     else if (err == CN_E_NOT_FOUND)
@@ -502,7 +502,7 @@ cn_err_t cn_objects_bucket_peek(cn_objects_t *o, const char *bucket,
         *has_attr = false;
     if (owner)
         owner[0] = 0;
-    if (attr && (!cn_obj_attr_name_ok(attr) || !value || !has_attr))
+    if (attr && (!obj_attr_name_ok(attr) || !value || !has_attr))
         return CN_E_INVALID;
     cn_objects_req_t rq;
     memset(&rq, 0, sizeof rq);

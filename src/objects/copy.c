@@ -8,14 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static cn_err_t cn_obj_side(cn_objects_req_t *rq, cn_err_t err, cn_objects_side_t side)
+static cn_err_t obj_side(cn_objects_req_t *rq, cn_err_t err, cn_objects_side_t side)
 {
     if (err < 0 && rq->side == CN_OBJ_SIDE_NONE)
         rq->side = side;
     return err;
 }
 
-static bool cn_obj_etag_match(const char *want, const char *have)
+static bool obj_etag_match(const char *want, const char *have)
 {
     size_t wl = strlen(want);
     if (wl == 1 && want[0] == '*')
@@ -40,14 +40,14 @@ typedef struct {
     cn__objacl_t acl;
 } cn_obj_src_t;
 
-static void cn_obj_src_free(cn_obj_src_t *s)
+static void obj_src_free(cn_obj_src_t *s)
 {
     free(s->content_type);
     cn_buf_free(&s->umeta);
     cn__objacl_free(&s->acl);
 }
 
-static cn_err_t cn_obj_src_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
+static cn_err_t obj_src_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
                                 const char *key, cn_obj_src_t *s)
 {
     cn_meta_stmt_t *st = NULL;
@@ -78,15 +78,15 @@ static cn_err_t cn_obj_src_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_
     return err;
 }
 
-static cn_err_t cn_obj_copy_conditions(cn_objects_req_t *rq, const cn_objects_copy_args_t *a,
+static cn_err_t obj_copy_conditions(cn_objects_req_t *rq, const cn_objects_copy_args_t *a,
                                        const cn_obj_src_t *s)
 {
     if (!a)
         return 0;
     bool ok = true;
-    if (a->src_if_match && !cn_obj_etag_match(a->src_if_match, s->etag))
+    if (a->src_if_match && !obj_etag_match(a->src_if_match, s->etag))
         ok = false;
-    if (a->src_if_none_match && cn_obj_etag_match(a->src_if_none_match, s->etag))
+    if (a->src_if_none_match && obj_etag_match(a->src_if_none_match, s->etag))
         ok = false;
     /* S3: If-Match true with If-Unmodified-Since false still copies, and
      * If-None-Match false with If-Modified-Since true does not. */
@@ -123,16 +123,16 @@ static cn_err_t copy_source(cn_meta_txn_t *txn, const copy_run_t *cr, const cn__
     cn_objects_req_t *rq = cr->rq;
     cn_err_t err = 0;
     if (!cn_objects_key_ok(cr->src_key, cr->src_key ? strlen(cr->src_key) : 0))
-        err = cn_obj_side(rq, cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY,
+        err = obj_side(rq, cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY,
                                          cn__key_detail(cr->src_key), "invalid source key"),
                           CN_OBJ_SIDE_SOURCE);
     if (err >= 0) {
-        err = cn_obj_src_load(txn, rq, sb->id, cr->src_key, src);
+        err = obj_src_load(txn, rq, sb->id, cr->src_key, src);
         err = cn__authorize_found(rq, sb, CN_ACT_GET_OBJECT, cr->src_key, err, &src->acl);
-        cn_obj_side(rq, err, CN_OBJ_SIDE_SOURCE);
+        obj_side(rq, err, CN_OBJ_SIDE_SOURCE);
     }
     if (err >= 0)
-        err = cn_obj_side(rq, cn_obj_copy_conditions(rq, cr->args, src), CN_OBJ_SIDE_SOURCE);
+        err = obj_side(rq, obj_copy_conditions(rq, cr->args, src), CN_OBJ_SIDE_SOURCE);
     return err;
 }
 
@@ -151,7 +151,7 @@ static cn_err_t copy_rows(cn_meta_txn_t *txn, const copy_run_t *cr, const cn__bk
     char cur_etag[CN_ETAG_MAX];
     cn_err_t err = cn__version_find(txn, db->id, cr->dst_key, &cur, cur_etag, NULL);
     if (err >= 0)
-        err = cn_obj_side(rq, cn__put_conditions(rq, put, cur, cur_etag), CN_OBJ_SIDE_DEST);
+        err = obj_side(rq, cn__put_conditions(rq, put, cur, cur_etag), CN_OBJ_SIDE_DEST);
     if (err >= 0 && cr->replace)
         err = cn__umeta_encode(put ? put->meta : NULL, put ? put->nmeta : 0, &umeta);
     if (err >= 0)
@@ -200,18 +200,18 @@ static cn_err_t copy_body(cn_meta_txn_t *txn, void *ctx)
     memset(&db, 0, sizeof db);
     cn_obj_src_t src;
     memset(&src, 0, sizeof src);
-    cn_err_t err = cn_obj_side(rq, cn__bkt_load(txn, rq, cr->src_bucket, &sb), CN_OBJ_SIDE_SOURCE);
+    cn_err_t err = obj_side(rq, cn__bkt_load(txn, rq, cr->src_bucket, &sb), CN_OBJ_SIDE_SOURCE);
     if (err < 0)
         return err;
     err = copy_source(txn, cr, &sb, &src);
     if (err >= 0)
-        err = cn_obj_side(rq, cn__bkt_load(txn, rq, cr->dst_bucket, &db), CN_OBJ_SIDE_DEST);
+        err = obj_side(rq, cn__bkt_load(txn, rq, cr->dst_bucket, &db), CN_OBJ_SIDE_DEST);
     if (err >= 0 && !cn_objects_key_ok(cr->dst_key, cr->dst_key ? strlen(cr->dst_key) : 0))
-        err = cn_obj_side(rq, cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY,
+        err = obj_side(rq, cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY,
                                          cn__key_detail(cr->dst_key), "invalid destination key"),
                           CN_OBJ_SIDE_DEST);
     if (err >= 0)
-        err = cn_obj_side(rq, cn__put_authorize(rq, &db, cr->dst_key, cr->put), CN_OBJ_SIDE_DEST);
+        err = obj_side(rq, cn__put_authorize(rq, &db, cr->dst_key, cr->put), CN_OBJ_SIDE_DEST);
     if (err >= 0)
         err = copy_rows(txn, cr, &db, &src, &cr->vid);
     if (err >= 0) {
@@ -221,7 +221,7 @@ static cn_err_t copy_body(cn_meta_txn_t *txn, void *ctx)
     }
     cn__bkt_free(&db);
     cn__bkt_free(&sb);
-    cn_obj_src_free(&src);
+    obj_src_free(&src);
     return err < 0 ? err : CN_OK;
 }
 
@@ -233,7 +233,7 @@ cn_err_t cn_objects_copy(cn_objects_t *o, cn_objects_req_t *rq, const char *src_
     bool replace = args && args->replace;
     cn_err_t err = replace ? cn__put_args_check(rq, put) : 0;
     if (err < 0)
-        return cn_obj_side(rq, err, CN_OBJ_SIDE_DEST);
+        return obj_side(rq, err, CN_OBJ_SIDE_DEST);
     copy_run_t cr = {.rq = rq, .side0 = rq->side, .src_bucket = src_bucket, .src_key = src_key,
                      .dst_bucket = dst_bucket, .dst_key = dst_key, .args = args, .put = put,
                      .replace = replace, .now = cn__now_ms()};

@@ -35,7 +35,7 @@ void cn_objects_list_free(cn_objects_list_t *l)
 /* The smallest byte string greater than every string that starts with p:
  * p with its last byte incremented, after dropping trailing 0xFF bytes.
  * Returns false when there is none (p is all 0xFF or empty). */
-static bool cn_obj_successor(char *p, size_t *len)
+static bool obj_successor(char *p, size_t *len)
 {
     while (*len && (uint8_t)p[*len - 1] == 0xFF)
         (*len)--;
@@ -45,7 +45,7 @@ static bool cn_obj_successor(char *p, size_t *len)
     return true;
 }
 
-static int cn_obj_bytes_cmp(const char *a, size_t al, const char *b, size_t bl)
+static int obj_bytes_cmp(const char *a, size_t al, const char *b, size_t bl)
 {
     int c = memcmp(a, b, al < bl ? al : bl);
     return c ? c : (al < bl ? -1 : al > bl);
@@ -56,7 +56,7 @@ typedef struct {
     size_t cap_e, cap_p;
 } cn_obj_acc_t;
 
-static cn_err_t cn_obj_add_prefix(cn_obj_acc_t *a, const char *p, size_t n)
+static cn_err_t obj_add_prefix(cn_obj_acc_t *a, const char *p, size_t n)
 {
     cn_objects_list_t *l = a->out;
     if (l->nprefixes == a->cap_p) {
@@ -74,7 +74,7 @@ static cn_err_t cn_obj_add_prefix(cn_obj_acc_t *a, const char *p, size_t n)
     return 0;
 }
 
-static cn_err_t cn_obj_add_entry(cn_obj_acc_t *a, cn_meta_stmt_t *st, const char *key, size_t kl)
+static cn_err_t obj_add_entry(cn_obj_acc_t *a, cn_meta_stmt_t *st, const char *key, size_t kl)
 {
     cn_objects_list_t *l = a->out;
     if (l->nentries == a->cap_e) {
@@ -109,7 +109,7 @@ static cn_err_t cn_obj_add_entry(cn_obj_acc_t *a, cn_meta_stmt_t *st, const char
     return 0;
 }
 
-static cn_err_t cn_obj_set_next(cn_objects_list_t *l, const char *p, size_t n)
+static cn_err_t obj_set_next(cn_objects_list_t *l, const char *p, size_t n)
 {
     free(l->next_start_after);
     l->next_start_after = cn__strndup(p, n);
@@ -142,12 +142,12 @@ static cn_err_t list_take(list_walk_t *w, cn_meta_stmt_t *st, const char *key, s
         w->done = true;
         return 0;
     }
-    cn_err_t err = prefix ? cn_obj_add_prefix(&w->acc, key, n)
-                          : cn_obj_add_entry(&w->acc, st, key, n);
+    cn_err_t err = prefix ? obj_add_prefix(&w->acc, key, n)
+                          : obj_add_entry(&w->acc, st, key, n);
     if (err < 0)
         return err;
     w->count++;
-    return cn_obj_set_next(w->out, key, n);
+    return obj_set_next(w->out, key, n);
 }
 
 /* One row of a scan batch: sets *jumped when the scan must restart past a
@@ -188,7 +188,7 @@ static cn_err_t list_row(list_walk_t *w, cn_meta_stmt_t *st, bool *jumped)
     /* Jump past every key under this prefix. */
     memcpy(w->bound, key, cpl);
     w->bl = cpl;
-    if (!cn_obj_successor(w->bound, &w->bl))
+    if (!obj_successor(w->bound, &w->bl))
         w->done = true;
     w->incl = true;
     *jumped = true;
@@ -251,7 +251,7 @@ static cn_err_t list_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bk
     if (err < 0)
         return err;
     /* Start after start_after, or at the prefix if that is further on. */
-    if (w->al && cn_obj_bytes_cmp(w->after, w->al, w->prefix, w->pl) >= 0) {
+    if (w->al && obj_bytes_cmp(w->after, w->al, w->prefix, w->pl) >= 0) {
         memcpy(w->bound, w->after, w->al);
         w->bl = w->al;
         w->incl = false;

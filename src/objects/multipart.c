@@ -145,7 +145,7 @@ typedef struct {
 } cn_obj_part_row_t;
 
 /* Loads every part of upload_id in ascending number order (at most 10000). */
-static cn_err_t cn_obj_parts_load(cn_meta_txn_t *txn, const char *upload_id,
+static cn_err_t obj_parts_load(cn_meta_txn_t *txn, const char *upload_id,
                                   cn_obj_part_row_t **out, size_t *n)
 {
     *out = NULL;
@@ -206,7 +206,7 @@ static cn_err_t cn_obj_parts_load(cn_meta_txn_t *txn, const char *upload_id,
     return 0;
 }
 
-static bool cn_obj_etag_same(const char *want, const char *have)
+static bool obj_etag_same(const char *want, const char *have)
 {
     size_t wl = strlen(want);
     if (wl >= 2 && want[0] == '"' && want[wl - 1] == '"') {
@@ -216,7 +216,7 @@ static bool cn_obj_etag_same(const char *want, const char *have)
     return strlen(have) == wl && !strncasecmp(want, have, wl);
 }
 
-static cn_err_t cn_obj_sha_sink(void *ctx, const void *p, size_t n)
+static cn_err_t obj_sha_sink(void *ctx, const void *p, size_t n)
 {
     cn_sha256_update(ctx, p, n);
     return 0;
@@ -238,7 +238,7 @@ typedef struct {
     int64_t done_version;
 } cn_obj_upload_row_t;
 
-static void cn_obj_upload_row_free(cn_obj_upload_row_t *u)
+static void obj_upload_row_free(cn_obj_upload_row_t *u)
 {
     free(u->content_type);
     cn_buf_free(&u->umeta);
@@ -326,7 +326,7 @@ static cn_err_t complete_read_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, con
 {
     cn_obj_complete_t *c = ctx;
     /* A repeated run starts from nothing read. */
-    cn_obj_upload_row_free(&c->up);
+    obj_upload_row_free(&c->up);
     memset(&c->up, 0, sizeof c->up);
     free(c->rows);
     c->rows = NULL;
@@ -338,7 +338,7 @@ static cn_err_t complete_read_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, con
     if (err >= 0)
         err = upload_load(c->o, txn, rq, c->upload_id, b->id, c->key, &c->up);
     if (err >= 0)
-        err = cn_obj_parts_load(txn, c->upload_id, &c->rows, &c->nrows);
+        err = obj_parts_load(txn, c->upload_id, &c->rows, &c->nrows);
     return err;
 }
 
@@ -371,7 +371,7 @@ static cn_err_t choose_parts(cn_obj_complete_t *c)
         if (j == c->nrows || c->rows[j].number != pn)
             return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_MISSING,
                             "part %d was not uploaded", pn);
-        if (c->etags && c->etags[i] && !cn_obj_etag_same(c->etags[i], c->rows[j].etag))
+        if (c->etags && c->etags[i] && !obj_etag_same(c->etags[i], c->rows[j].etag))
             return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_ETAG_MISMATCH,
                               "part %d has another etag", pn);
         c->chosen[i] = c->rows[j];
@@ -440,7 +440,7 @@ static cn_err_t complete_digest(cn_obj_complete_t *c)
         const cn_obj_part_row_t *p = &c->chosen[i];
         uint64_t served = 0;
         if (p->size)
-            err = cn_store_read_range(c->o->store, &p->digest, 0, p->size, cn_obj_sha_sink, sha,
+            err = cn_store_read_range(c->o->store, &p->digest, 0, p->size, obj_sha_sink, sha,
                                       NULL, &served);
         if (err >= 0 && served != p->size)
             err = CN_E_CORRUPT;
@@ -616,7 +616,7 @@ cn_err_t cn_objects_mpu_complete(cn_objects_t *o, cn_objects_req_t *rq, const ch
         *res = c.r;
     free(c.rows);
     free(c.chosen);
-    cn_obj_upload_row_free(&c.up);
+    obj_upload_row_free(&c.up);
     return err;
 }
 

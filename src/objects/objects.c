@@ -219,7 +219,7 @@ cn_err_t cn__next_id(cn_meta_txn_t *txn, const char *name, int64_t *out)
 }
 
 /* ---- names -------------------------------------------------------------------- */
-static bool cn_obj_is_ipv4_shape(const char *s)
+static bool obj_is_ipv4_shape(const char *s)
 {
     int dots = 0, digits = 0;
     for (; *s; s++) {
@@ -255,7 +255,7 @@ bool cn_objects_bucket_name_ok(const char *name)
         if (c == '.' && name[i + 1] == '.')
             return false;
     }
-    if (cn_obj_is_ipv4_shape(name))
+    if (obj_is_ipv4_shape(name))
         return false;
     if (!strncmp(name, "xn--", 4) || !strncmp(name, "sthree-", 7))
         return false;
@@ -290,7 +290,7 @@ cn_err_t cn__acl_load(const char *text, size_t len, cn_authz_acl_t **out)
     return 0;
 }
 
-static void cn_obj_pab_from_bits(int64_t bits, cn_authz_pab_t *p)
+static void obj_pab_from_bits(int64_t bits, cn_authz_pab_t *p)
 {
     p->block_public_acls = bits & 1;
     p->ignore_public_acls = bits & 2;
@@ -340,7 +340,7 @@ cn_err_t cn__bkt_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, const char *name
     }
     if (!cn_meta_column_is_null(st, 5)) {
         b->has_pab = true;
-        cn_obj_pab_from_bits(cn_meta_column_int64(st, 5), &b->pab);
+        obj_pab_from_bits(cn_meta_column_int64(st, 5), &b->pab);
     }
     err = 0;
 out:
@@ -553,7 +553,7 @@ cn_err_t cn__version_delete(cn_meta_txn_t *txn, int64_t version_id)
     return err < 0 ? err : 0;
 }
 
-static bool cn_obj_etag_eq(const char *want, const char *have)
+static bool obj_etag_eq(const char *want, const char *have)
 {
     /* S3 clients send etags quoted; compare the bare value.  "*" matches any. */
     size_t wl = strlen(want);
@@ -573,7 +573,7 @@ cn_err_t cn__put_conditions(cn_objects_req_t *rq, const cn_objects_put_args_t *a
         return 0;
     if (a->if_none_match && cur_version)
         return cn__fail(rq, CN_E_PRECONDITION, CN_OBJ_WHAT_KEY, "the key already exists");
-    if (a->if_match && (!cur_version || !cn_obj_etag_eq(a->if_match, cur_etag)))
+    if (a->if_match && (!cur_version || !obj_etag_eq(a->if_match, cur_etag)))
         return cn__fail(rq, cur_version ? CN_E_PRECONDITION : CN_E_NOT_FOUND, CN_OBJ_WHAT_KEY,
                         "the current etag does not match");
     return 0;
@@ -718,7 +718,7 @@ static cn_err_t are_live_body(cn_meta_txn_t *txn, void *ctx)
     return err < 0 ? err : CN_OK;
 }
 
-static cn_err_t cn_obj_are_live(void *ctx, const cn_digest_t *d, size_t n, bool *live)
+static cn_err_t obj_are_live(void *ctx, const cn_digest_t *d, size_t n, bool *live)
 {
     cn_objects_t *o = ctx;
     live_batch_t lb = {d, n, live};
@@ -726,7 +726,7 @@ static cn_err_t cn_obj_are_live(void *ctx, const cn_digest_t *d, size_t n, bool 
 }
 
 /* ---- upload expiry thread ----------------------------------------------------------- */
-static void *cn_obj_sweeper(void *arg)
+static void *obj_sweeper(void *arg)
 {
     cn_objects_t *o = arg;
     pthread_mutex_lock(&o->mu);
@@ -792,7 +792,7 @@ cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store, const cn_objects_op
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_SETMASK, &all, &old);
-        int rc = pthread_create(&o->sweeper, NULL, cn_obj_sweeper, o);
+        int rc = pthread_create(&o->sweeper, NULL, obj_sweeper, o);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (rc) {
             err = -rc;
@@ -801,7 +801,7 @@ cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store, const cn_objects_op
         o->sweeper_running = true;
     }
     /* Last: the store keeps ctx until it is closed, so nothing may fail after. */
-    err = cn_store_register_liveness_batch(store, "objects", cn_obj_are_live, o);
+    err = cn_store_register_liveness_batch(store, "objects", obj_are_live, o);
     if (err < 0) {
         cn_objects_close(o);
         return err;

@@ -45,7 +45,7 @@ struct cn_objects_put {
     cn_err_t err;                    /* sticky */
 };
 
-static void cn_obj_put_free(cn_objects_put_t *p)
+static void obj_put_free(cn_objects_put_t *p)
 {
     if (!p)
         return;
@@ -60,9 +60,9 @@ static void cn_obj_put_free(cn_objects_put_t *p)
     free(p);
 }
 
-void cn_objects_put_abort(cn_objects_put_t *p) { cn_obj_put_free(p); }
+void cn_objects_put_abort(cn_objects_put_t *p) { obj_put_free(p); }
 
-static cn_err_t cn_obj_put_new(cn_objects_t *o, cn_objects_req_t *rq, cn_obj_put_kind_t kind,
+static cn_err_t obj_put_new(cn_objects_t *o, cn_objects_req_t *rq, cn_obj_put_kind_t kind,
                                const char *key, const cn_objects_put_args_t *args, int64_t size,
                                cn_objects_put_t **out)
 {
@@ -103,7 +103,7 @@ static cn_err_t cn_obj_put_new(cn_objects_t *o, cn_objects_req_t *rq, cn_obj_put
     if (err == CN_E_TOO_LARGE)
         err = cn__fail(rq, err, CN_OBJ_WHAT_ARG, "body exceeds the store's limit");
     if (err < 0) {
-        cn_obj_put_free(p);
+        obj_put_free(p);
         return err;
     }
     *out = p;
@@ -157,7 +157,7 @@ cn_err_t cn_objects_put_begin(cn_objects_t *o, cn_objects_req_t *rq, const char 
     if (err < 0)
         return err;
     cn_objects_put_t *p = NULL;
-    err = cn_obj_put_new(o, rq, CN_OBJ_PUT_OBJECT, key, args, size, &p);
+    err = obj_put_new(o, rq, CN_OBJ_PUT_OBJECT, key, args, size, &p);
     if (err < 0)
         return err;
     p->bucket_id = po.bucket_id;
@@ -179,7 +179,7 @@ cn_err_t cn_objects_put_begin(cn_objects_t *o, cn_objects_req_t *rq, const char 
             err = cn__acl_for_put(args->acl, p->owner, &p->acl);
     }
     if (err < 0)
-        cn_obj_put_free(p);
+        obj_put_free(p);
     else
         *out = p;
     return err;
@@ -209,7 +209,7 @@ cn_err_t cn_objects_part_begin(cn_objects_t *o, cn_objects_req_t *rq, const char
                                part_open_body, &po);
     cn_objects_put_t *p = NULL;
     if (err >= 0)
-        err = cn_obj_put_new(o, rq, CN_OBJ_PUT_PART, key, args, size, &p);
+        err = obj_put_new(o, rq, CN_OBJ_PUT_PART, key, args, size, &p);
     if (err >= 0) {
         p->bucket_id = po.bucket_id;
         snprintf(p->bucket, sizeof p->bucket, "%s", po.bucket);
@@ -260,7 +260,7 @@ cn_err_t cn_objects_put_set_checksum(cn_objects_put_t *p, const char *b64)
 }
 
 /* Inserts the version row of a put and its one segment. */
-static cn_err_t cn_obj_put_rows(cn_meta_txn_t *txn, cn_objects_put_t *p, int64_t vid,
+static cn_err_t obj_put_rows(cn_meta_txn_t *txn, cn_objects_put_t *p, int64_t vid,
                                 const cn_digest_t *d, const cn_objects_put_result_t *r)
 {
     cn_err_t err = cn_meta_execf(txn,
@@ -311,7 +311,7 @@ static cn_err_t commit_object_body(cn_meta_txn_t *txn, void *ctx)
         err = cn__next_id(txn, "version", &vid);
     if (err >= 0) {
         pc->r->version_id = vid;
-        err = cn_obj_put_rows(txn, p, vid, pc->d, pc->r);
+        err = obj_put_rows(txn, p, vid, pc->d, pc->r);
     }
     return err < 0 ? err : CN_OK;
 }
@@ -390,6 +390,6 @@ cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res
 out:
     if (err >= 0 && res)
         *res = r;
-    cn_obj_put_free(p);
+    obj_put_free(p);
     return err;
 }

@@ -46,13 +46,13 @@ typedef struct {
     void *ctx;
 } cn_obj_sink_t;
 
-static cn_err_t cn_obj_sink(void *ctx, const void *p, size_t n)
+static cn_err_t obj_sink(void *ctx, const void *p, size_t n)
 {
     cn_obj_sink_t *s = ctx;
     return s->write(s->ctx, p, n);
 }
 
-static cn_err_t cn_obj_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn send_fd,
+static cn_err_t obj_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn send_fd,
                                    cn_objects_write_fn write, void *ctx, bool borrow)
 {
     for (size_t i = 0; i < rd->nsegs; i++) {
@@ -77,7 +77,7 @@ static cn_err_t cn_obj_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_f
         }
         cn_obj_sink_t sk = {write, ctx};
         uint64_t served = 0;
-        cn_err_t err = cn_store_read_range(rd->store, &s->digest, s->off, s->len, cn_obj_sink, &sk,
+        cn_err_t err = cn_store_read_range(rd->store, &s->digest, s->off, s->len, obj_sink, &sk,
                                            NULL, &served);
         if (err)
             return err;
@@ -90,7 +90,7 @@ static cn_err_t cn_obj_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_f
 cn_err_t cn_objects_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn send_fd,
                                 cn_objects_write_fn write, void *ctx)
 {
-    return cn_obj_reader_send(rd, send_fd, write, ctx, false);
+    return obj_reader_send(rd, send_fd, write, ctx, false);
 }
 
 /* The descriptor may be shared with other readers (the store's cache of open
@@ -99,12 +99,12 @@ cn_err_t cn_objects_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn s
 cn_err_t cn_objects_reader_send_shared(cn_objects_reader_t *rd, cn_objects_send_fd_fn send_fd,
                                        cn_objects_write_fn write, void *ctx)
 {
-    return cn_obj_reader_send(rd, send_fd, write, ctx, true);
+    return obj_reader_send(rd, send_fd, write, ctx, true);
 }
 
 /* Reads the current version of key into info (when not NULL) and, when segs
  * is not NULL, its segments in order. */
-static cn_err_t cn_obj_version_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
+static cn_err_t obj_version_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
                                     const char *key, cn_object_info_t *info, cn__objacl_t *acl,
                                     cn_obj_seg_t **segs, size_t *nsegs)
 {
@@ -175,16 +175,16 @@ static cn_err_t cn_obj_version_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, in
     return 0;
 }
 
-/* Validates key, then loads its current version (as cn_obj_version_load) for
+/* Validates key, then loads its current version (as obj_version_load) for
  * act: not found only to whom act is allowed on a missing key. */
-static cn_err_t cn_obj_load_for(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+static cn_err_t obj_load_for(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
                                 const char *key, cn_authz_action_t act, cn_object_info_t *info,
                                 cn_obj_seg_t **segs, size_t *nsegs)
 {
     cn__objacl_t acl = {0};
     cn_err_t err = cn__key_check(rq, key);
     if (err >= 0) {
-        err = cn_obj_version_load(txn, rq, b->id, key, info, &acl, segs, nsegs);
+        err = obj_version_load(txn, rq, b->id, key, info, &acl, segs, nsegs);
         err = cn__authorize_found(rq, b, act, key, err, &acl);
     }
     cn__objacl_free(&acl);
@@ -193,7 +193,7 @@ static cn_err_t cn_obj_load_for(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
 
 /* Validates key, then finds its current version (*vid, its access facts in
  * acl) for act: CN_E_NOT_FOUND only to whom act is allowed on a missing key. */
-static cn_err_t cn_obj_find_for(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+static cn_err_t obj_find_for(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
                                 const char *key, cn_authz_action_t act, int64_t *vid,
                                 cn__objacl_t *acl)
 {
@@ -217,7 +217,7 @@ typedef struct key_read {
     int64_t bucket_id;
 } key_read_t;
 
-/* Loads the key's version for the read (cn_obj_load_for); a repeated run
+/* Loads the key's version for the read (obj_load_for); a repeated run
  * starts from nothing loaded. */
 static cn_err_t key_read_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
                               void *ctx)
@@ -231,7 +231,7 @@ static cn_err_t key_read_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn
         *kr->nsegs = 0;
     }
     kr->bucket_id = b->id;
-    return cn_obj_load_for(txn, rq, b, kr->key, kr->act, kr->info, kr->segs, kr->nsegs);
+    return obj_load_for(txn, rq, b, kr->key, kr->act, kr->info, kr->segs, kr->nsegs);
 }
 
 cn_err_t cn_objects_head(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
@@ -259,7 +259,7 @@ static cn_err_t key_look_body(cn_meta_txn_t *txn, void *ctx)
     return cn__version_find(txn, kl->bucket_id, kl->key, &kl->vid, NULL, NULL);
 }
 /* Chooses the served window [off, off+len) of the whole object. */
-static cn_err_t cn_obj_window(cn_objects_req_t *rq, const cn_objects_range_t *r,
+static cn_err_t obj_window(cn_objects_req_t *rq, const cn_objects_range_t *r,
                               const cn_object_info_t *info, const cn_obj_seg_t *segs,
                               size_t nsegs, uint64_t *off, uint64_t *len)
 {
@@ -299,7 +299,7 @@ static cn_err_t cn_obj_window(cn_objects_req_t *rq, const cn_objects_range_t *r,
     return cn__fail(rq, CN_E_RANGE, CN_OBJ_WHAT_ARG, "the range does not intersect the object");
 }
 
-static cn_err_t cn_obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+static cn_err_t obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                 const char *key, const cn_objects_range_t *range,
                                 cn_object_info_t *info, cn_objects_reader_t **out, bool *retry)
 {
@@ -314,7 +314,7 @@ static cn_err_t cn_obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const cha
         goto fail;
 
     uint64_t off = 0, len = 0;
-    err = cn_obj_window(rq, range, info, segs, nsegs, &off, &len);
+    err = obj_window(rq, range, info, segs, nsegs, &off, &len);
     if (err < 0)
         goto fail;
     rd = calloc(1, sizeof *rd);
@@ -379,7 +379,7 @@ cn_err_t cn_objects_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucke
      * the newer version. */
     for (int attempt = 0; attempt < 5; attempt++) {
         bool retry = false;
-        err = cn_obj_get_once(o, rq, bucket, key, range, info, rd, &retry);
+        err = obj_get_once(o, rq, bucket, key, range, info, rd, &retry);
         if (!retry)
             return err;
     }
@@ -400,7 +400,7 @@ static cn_err_t parts_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__b
     cn_object_info_t info;
     memset(&info, 0, sizeof info);
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_obj_load_for(txn, rq, b, pw->key, CN_ACT_GET_OBJECT_ATTRIBUTES, &info, NULL,
+    cn_err_t err = obj_load_for(txn, rq, b, pw->key, CN_ACT_GET_OBJECT_ATTRIBUTES, &info, NULL,
                                    NULL);
     if (err >= 0)
         err = cn_meta_queryf(txn, &st,
@@ -440,7 +440,7 @@ static cn_err_t delete_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__
 {
     cn__objacl_t acl = {0};
     int64_t vid = 0;
-    cn_err_t err = cn_obj_find_for(txn, rq, b, ctx, CN_ACT_DELETE_OBJECT, &vid, &acl);
+    cn_err_t err = obj_find_for(txn, rq, b, ctx, CN_ACT_DELETE_OBJECT, &vid, &acl);
     if (err >= 0)
         err = cn__version_delete(txn, vid);
     cn__objacl_free(&acl);
@@ -467,7 +467,7 @@ static cn_err_t acl_get_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn_
     const key_acl_t *ka = ctx;
     cn__objacl_t acl = {0};
     int64_t vid = 0;
-    cn_err_t err = cn_obj_find_for(txn, rq, b, ka->key, CN_ACT_GET_OBJECT_ACL, &vid, &acl);
+    cn_err_t err = obj_find_for(txn, rq, b, ka->key, CN_ACT_GET_OBJECT_ACL, &vid, &acl);
     if (err >= 0) {
         if (acl.acl)
             *ka->out = *acl.acl;
@@ -493,7 +493,7 @@ static cn_err_t acl_set_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn_
     cn__objacl_t acl = {0};
     cn_buf_t text = {0};
     int64_t vid = 0;
-    cn_err_t err = cn_obj_find_for(txn, rq, b, ka->key, CN_ACT_PUT_OBJECT_ACL, &vid, &acl);
+    cn_err_t err = obj_find_for(txn, rq, b, ka->key, CN_ACT_PUT_OBJECT_ACL, &vid, &acl);
     if (err >= 0)
         err = cn__pab_put_acl(rq, b, ka->in);
     if (err >= 0)

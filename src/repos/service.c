@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 /* The data root's incarnation: random, made by the migration that adds it. */
-static cn_err_t cn_repos_instance_init(cn_meta_txn_t *txn, void *arg)
+static cn_err_t repos_instance_init(cn_meta_txn_t *txn, void *arg)
 {
     (void)arg;
     uint8_t inc[16];
@@ -80,7 +80,7 @@ static const cn_meta_migration_t cn_repos_migrations[] = {
      " text BLOB NOT NULL, PRIMARY KEY (repo, change, revision))",
      NULL, NULL},
     {2, "CREATE TABLE repos_instance (id BIGINT PRIMARY KEY, incarnation BLOB NOT NULL)",
-     cn_repos_instance_init, NULL},
+     repos_instance_init, NULL},
 };
 
 int64_t cn__repos_now_ms(void) { return cn_wall_ms(); }
@@ -640,7 +640,7 @@ static cn_err_t are_live_body(cn_meta_txn_t *txn, void *ctx)
     return err < 0 ? err : CN_OK;
 }
 
-static cn_err_t cn_repos_are_live(void *ctx, const cn_digest_t *d, size_t n, bool *live)
+static cn_err_t repos_are_live(void *ctx, const cn_digest_t *d, size_t n, bool *live)
 {
     cn_repos_t *r = ctx;
     digest_liveness_t dl = {d, n, live};
@@ -666,7 +666,7 @@ cn_err_t cn_repos_open(cn_meta_t *meta, cn_store_t *store, cn_identity_t *id,
     cn_err_t err = cn_meta_migrate(meta, "repos", cn_repos_migrations,
                                    sizeof cn_repos_migrations / sizeof cn_repos_migrations[0]);
     if (err >= 0)
-        err = cn_store_register_liveness_batch(store, "repos", cn_repos_are_live, r);
+        err = cn_store_register_liveness_batch(store, "repos", repos_are_live, r);
     if (err < 0) {
         cn_repos_close(r);
         return err;

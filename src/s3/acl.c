@@ -33,7 +33,7 @@ static const struct {
 };
 #define CN__NGRANT_HDRS (sizeof cn__grant_hdrs / sizeof cn__grant_hdrs[0])
 
-static bool cn__ws(char c) { return c == ' ' || c == '\t'; }
+static bool ws(char c) { return c == ' ' || c == '\t'; }
 
 cn_s3_err_t cn__s3_grant_header_parse(const char *v, size_t n, uint32_t perm,
                                       cn__grantee_fn fn, void *ctx, cn_authz_acl_t *acl)
@@ -41,20 +41,20 @@ cn_s3_err_t cn__s3_grant_header_parse(const char *v, size_t n, uint32_t perm,
     size_t i = 0;
     bool any = false;
     while (i < n) {
-        while (i < n && (cn__ws(v[i]) || v[i] == ','))
+        while (i < n && (ws(v[i]) || v[i] == ','))
             i++;
         if (i == n)
             break;
         size_t ks = i;
-        while (i < n && v[i] != '=' && v[i] != ',' && !cn__ws(v[i]))
+        while (i < n && v[i] != '=' && v[i] != ',' && !ws(v[i]))
             i++;
         size_t kl = i - ks;
-        while (i < n && cn__ws(v[i]))
+        while (i < n && ws(v[i]))
             i++;
         if (i == n || v[i] != '=')
             return CN_S3E_INVALID_ARGUMENT;
         i++;
-        while (i < n && cn__ws(v[i]))
+        while (i < n && ws(v[i]))
             i++;
         size_t vs, vl;
         if (i < n && v[i] == '"') {
@@ -70,10 +70,10 @@ cn_s3_err_t cn__s3_grant_header_parse(const char *v, size_t n, uint32_t perm,
             while (i < n && v[i] != ',')
                 i++;
             vl = i - vs;
-            while (vl && cn__ws(v[vs + vl - 1]))
+            while (vl && ws(v[vs + vl - 1]))
                 vl--;
         }
-        while (i < n && cn__ws(v[i]))
+        while (i < n && ws(v[i]))
             i++;
         if (i < n && v[i] != ',')
             return CN_S3E_INVALID_ARGUMENT;
@@ -104,16 +104,16 @@ cn_s3_err_t cn__s3_grant_header_parse(const char *v, size_t n, uint32_t perm,
 }
 
 /* Text of child name of node, trimmed of surrounding whitespace. */
-static const char *cn__child(const cn_xml_doc_t *d, int node, const char *name, size_t *len)
+static const char *acl_child(const cn_xml_doc_t *d, int node, const char *name, size_t *len)
 {
     const char *t = cn_xml_child_text(d, node, name, len);
     if (!t)
         return NULL;
-    while (*len && (cn__ws(*t) || *t == '\n' || *t == '\r')) {
+    while (*len && (ws(*t) || *t == '\n' || *t == '\r')) {
         t++;
         (*len)--;
     }
-    while (*len && (cn__ws(t[*len - 1]) || t[*len - 1] == '\n' || t[*len - 1] == '\r'))
+    while (*len && (ws(t[*len - 1]) || t[*len - 1] == '\n' || t[*len - 1] == '\r'))
         (*len)--;
     return t;
 }
@@ -129,7 +129,7 @@ cn_s3_err_t cn__s3_acl_xml_parse(const cn_xml_doc_t *d, cn__grantee_fn fn, void 
     int on = cn_xml_child(d, root, "Owner");
     if (on >= 0) {
         size_t l = 0;
-        const char *id = cn__child(d, on, "ID", &l);
+        const char *id = acl_child(d, on, "ID", &l);
         if (id) {
             if (l == 0 || l > CN_ACCOUNT_NAME_MAX)
                 return CN_S3E_INVALID_ARGUMENT;
@@ -143,18 +143,18 @@ cn_s3_err_t cn__s3_acl_xml_parse(const cn_xml_doc_t *d, cn__grantee_fn fn, void 
     for (int g = cn_xml_child(d, list, "Grant"); g >= 0; g = cn_xml_next(d, g, "Grant")) {
         int ge = cn_xml_child(d, g, "Grantee");
         size_t pl = 0;
-        const char *ps = cn__child(d, g, "Permission", &pl);
+        const char *ps = acl_child(d, g, "Permission", &pl);
         uint32_t perm = 0;
         if (ge < 0 || !ps || cn_authz_acl_perm_parse(ps, pl, &perm) < 0)
             return CN_S3E_MALFORMED_ACL;
         size_t l = 0;
         const char *v;
         cn__grantee_kind_t kind;
-        if ((v = cn__child(d, ge, "ID", &l)))
+        if ((v = acl_child(d, ge, "ID", &l)))
             kind = CN__GRANTEE_ID;
-        else if ((v = cn__child(d, ge, "EmailAddress", &l)))
+        else if ((v = acl_child(d, ge, "EmailAddress", &l)))
             kind = CN__GRANTEE_EMAIL;
-        else if ((v = cn__child(d, ge, "URI", &l)))
+        else if ((v = acl_child(d, ge, "URI", &l)))
             kind = CN__GRANTEE_URI;
         else
             return CN_S3E_MALFORMED_ACL;
@@ -176,7 +176,7 @@ cn_s3_err_t cn__s3_acl_xml_parse(const cn_xml_doc_t *d, cn__grantee_fn fn, void 
 
 /* The resolver over the identity service: ids must be accounts, emails
  * resolve to their account, URIs must be the known groups. */
-static cn_s3_err_t cn__resolve(void *ctx, cn__grantee_kind_t kind, const char *v, size_t n,
+static cn_s3_err_t acl_resolve(void *ctx, cn__grantee_kind_t kind, const char *v, size_t n,
                                cn_grantee_type_t *type, char id[CN_ACCOUNT_NAME_MAX + 1])
 {
     cn__s3_rq_t *q = ctx;
@@ -203,7 +203,7 @@ static cn_s3_err_t cn__resolve(void *ctx, cn__grantee_kind_t kind, const char *v
     return CN_S3E_NONE;
 }
 
-static const char *cn__acl_err_msg(cn_s3_err_t e)
+static const char *acl_err_msg(cn_s3_err_t e)
 {
     switch (e) {
     case CN_S3E_INVALID_ARGUMENT: return "Invalid id or grantee";
@@ -214,7 +214,7 @@ static const char *cn__acl_err_msg(cn_s3_err_t e)
 
 /* The canned ACL of the request: the x-amz-acl header, or for a presigned
  * URL the signed x-amz-acl query parameter. */
-static const char *cn__canned_name(cn__s3_rq_t *q)
+static const char *canned_name(cn__s3_rq_t *q)
 {
     const char *c = cn_http_req_header(q->r, "x-amz-acl");
     if (!c && cn_http_req_auth(q->r) == CN_HTTP_AUTH_SIGV4_QUERY)
@@ -229,7 +229,7 @@ bool cn__s3_acl_from_request(cn__s3_rq_t *q, const char *owner, const char *buck
     *present = false;
     if (canned_out)
         *canned_out = NULL;
-    const char *canned = cn__canned_name(q);
+    const char *canned = canned_name(q);
     bool grants = false;
     for (size_t i = 0; i < CN__NGRANT_HDRS; i++)
         if (cn_http_req_header(q->r, cn__grant_hdrs[i].header))
@@ -262,9 +262,9 @@ bool cn__s3_acl_from_request(cn__s3_rq_t *q, const char *owner, const char *buck
         if (!v)
             continue;
         cn_s3_err_t e = cn__s3_grant_header_parse(v, strlen(v), cn__grant_hdrs[i].perm,
-                                                  cn__resolve, q, acl);
+                                                  acl_resolve, q, acl);
         if (e != CN_S3E_NONE) {
-            cn__s3_error(q, e, cn__acl_err_msg(e));
+            cn__s3_error(q, e, acl_err_msg(e));
             return false;
         }
     }
@@ -274,7 +274,7 @@ bool cn__s3_acl_from_request(cn__s3_rq_t *q, const char *owner, const char *buck
 
 /* ---- the XML answer ---------------------------------------------------------------- */
 
-static void cn__raw(cn_xml_writer_t *w, const char *s)
+static void acl_raw(cn_xml_writer_t *w, const char *s)
 {
     if (w->err == CN_OK)
         w->err = cn_buf_append_str(w->out, s);
@@ -291,14 +291,14 @@ void cn__s3_acl_xml(cn_xml_writer_t *w, const cn_authz_acl_t *acl)
         /* The writer has no attributes; the xsi:type pair is written as is
          * (balanced by the raw close below). */
         if (g->type == CN_GRANTEE_USER) {
-            cn__raw(w, "<Grantee xmlns:xsi=\"" CN__XSI "\" xsi:type=\"CanonicalUser\">");
+            acl_raw(w, "<Grantee xmlns:xsi=\"" CN__XSI "\" xsi:type=\"CanonicalUser\">");
             cn_xml_elem(w, "ID", g->id);
             cn_xml_elem(w, "DisplayName", g->id);
         } else {
-            cn__raw(w, "<Grantee xmlns:xsi=\"" CN__XSI "\" xsi:type=\"Group\">");
+            acl_raw(w, "<Grantee xmlns:xsi=\"" CN__XSI "\" xsi:type=\"Group\">");
             cn_xml_elem(w, "URI", cn_authz_group_uri((cn_grantee_type_t)g->type));
         }
-        cn__raw(w, "</Grantee>");
+        acl_raw(w, "</Grantee>");
         cn_xml_elem(w, "Permission", cn_authz_acl_perm_name(g->perm));
         cn_xml_close(w);
     }
@@ -330,7 +330,7 @@ void cn__s3_acl_get(cn__s3_rq_t *q)
     cn__s3_xml(q, 200, &w);
 }
 
-static void cn__acl_put_done(cn__s3_rq_t *q)
+static void acl_put_done(cn__s3_rq_t *q)
 {
     /* The resource's owner: canned ACLs and grant lists are built for it
      * (the service rewrites the owner field, but private's FULL_CONTROL
@@ -373,10 +373,10 @@ static void cn__acl_put_done(cn__s3_rq_t *q)
         }
         char xowner[CN_ACCOUNT_NAME_MAX + 1];
         cn_authz_acl_init(acl, owner);
-        cn_s3_err_t se = cn__s3_acl_xml_parse(d, cn__resolve, q, acl, xowner);
+        cn_s3_err_t se = cn__s3_acl_xml_parse(d, acl_resolve, q, acl, xowner);
         cn_xml_doc_free(d);
         if (se != CN_S3E_NONE) {
-            cn__s3_error(q, se, cn__acl_err_msg(se));
+            cn__s3_error(q, se, acl_err_msg(se));
             goto out;
         }
         if (xowner[0] && strcmp(xowner, owner) != 0) {
@@ -403,7 +403,7 @@ out:
 
 void cn__s3_acl_put(cn__s3_rq_t *q)
 {
-    cn__s3_collect(q, CN__ACL_BODY_MAX, cn__acl_put_done);
+    cn__s3_collect(q, CN__ACL_BODY_MAX, acl_put_done);
 }
 
 /* ---- public access block ------------------------------------------------------------------ */
@@ -432,10 +432,10 @@ void cn__s3_pab_get(cn__s3_rq_t *q)
 }
 
 /* "true" / "false" (surrounding whitespace allowed); absent = false. */
-static bool cn__xml_bool(const cn_xml_doc_t *d, int node, const char *name, bool *out)
+static bool xml_bool(const cn_xml_doc_t *d, int node, const char *name, bool *out)
 {
     size_t l = 0;
-    const char *t = cn__child(d, node, name, &l);
+    const char *t = acl_child(d, node, name, &l);
     *out = false;
     if (!t)
         return true;
@@ -446,7 +446,7 @@ static bool cn__xml_bool(const cn_xml_doc_t *d, int node, const char *name, bool
     return true;
 }
 
-static void cn__pab_put_done(cn__s3_rq_t *q)
+static void pab_put_done(cn__s3_rq_t *q)
 {
     cn_xml_doc_t *d = cn__s3_body_xml(q, true);
     if (!d)
@@ -456,10 +456,10 @@ static void cn__pab_put_done(cn__s3_rq_t *q)
     cn_authz_pab_t p;
     memset(&p, 0, sizeof p);
     bool ok = rn && strcmp(rn, "PublicAccessBlockConfiguration") == 0 &&
-              cn__xml_bool(d, root, "BlockPublicAcls", &p.block_public_acls) &&
-              cn__xml_bool(d, root, "IgnorePublicAcls", &p.ignore_public_acls) &&
-              cn__xml_bool(d, root, "BlockPublicPolicy", &p.block_public_policy) &&
-              cn__xml_bool(d, root, "RestrictPublicBuckets", &p.restrict_public_buckets);
+              xml_bool(d, root, "BlockPublicAcls", &p.block_public_acls) &&
+              xml_bool(d, root, "IgnorePublicAcls", &p.ignore_public_acls) &&
+              xml_bool(d, root, "BlockPublicPolicy", &p.block_public_policy) &&
+              xml_bool(d, root, "RestrictPublicBuckets", &p.restrict_public_buckets);
     cn_xml_doc_free(d);
     if (!ok) {
         cn__s3_error(q, CN_S3E_MALFORMED_XML, NULL);
@@ -475,7 +475,7 @@ static void cn__pab_put_done(cn__s3_rq_t *q)
 
 void cn__s3_pab_put(cn__s3_rq_t *q)
 {
-    cn__s3_collect(q, CN__ACL_BODY_MAX, cn__pab_put_done);
+    cn__s3_collect(q, CN__ACL_BODY_MAX, pab_put_done);
 }
 
 void cn__s3_pab_delete(cn__s3_rq_t *q)

@@ -19,7 +19,7 @@ typedef struct {
     bool more;
 } cn__lb_t;
 
-static cn_err_t cn__lb_one(void *arg, const cn_bucket_info_t *b)
+static cn_err_t lb_one(void *arg, const cn_bucket_info_t *b)
 {
     cn__lb_t *l = arg;
     if (l->prefix && strncmp(b->name, l->prefix, strlen(l->prefix)) != 0)
@@ -61,7 +61,7 @@ void cn__s3_list_buckets(cn__s3_rq_t *q)
     const char *tok = cn_http_req_query(q->r, "continuation-token");
     cn__lb_t l = {&w, prefix && *prefix ? prefix : NULL, tok && *tok ? tok : NULL, max, 0, "",
                   false};
-    cn_err_t e = cn_objects_bucket_list(q->s3->objects, &q->orq, cn__lb_one, &l);
+    cn_err_t e = cn_objects_bucket_list(q->s3->objects, &q->orq, lb_one, &l);
     if (e < 0) {
         cn_buf_free(&out);
         cn__s3_fail(q, e);
@@ -78,7 +78,7 @@ void cn__s3_list_buckets(cn__s3_rq_t *q)
 
 /* ---- CreateBucket ------------------------------------------------------------- */
 
-static void cn__create_done(cn__s3_rq_t *q)
+static void create_done(cn__s3_rq_t *q)
 {
     cn_xml_doc_t *d = cn__s3_body_xml(q, false);
     if (!d && cn_http_req_responded(q->r))
@@ -149,7 +149,7 @@ void cn__s3_create_bucket(cn__s3_rq_t *q)
         cn__s3_error(q, CN_S3E_INVALID_BUCKET_NAME, NULL);
         return;
     }
-    cn__s3_collect(q, 64 * 1024, cn__create_done);
+    cn__s3_collect(q, 64 * 1024, create_done);
 }
 
 /* ---- DeleteBucket / HeadBucket / location / versioning --------------------------- */
@@ -166,7 +166,7 @@ void cn__s3_delete_bucket(cn__s3_rq_t *q)
     cn_http_respond_empty(q->r, 204, 0);
 }
 
-static const char *cn__region(const cn__s3_rq_t *q)
+static const char *bucket_region(const cn__s3_rq_t *q)
 {
     return q->s3->region ? q->s3->region : "us-east-1";
 }
@@ -181,7 +181,7 @@ void cn__s3_head_bucket(cn__s3_rq_t *q)
         cn__s3_fail(q, e);
         return;
     }
-    cn_http_resp_header(q->r, "x-amz-bucket-region", cn__region(q));
+    cn_http_resp_header(q->r, "x-amz-bucket-region", bucket_region(q));
     cn_http_respond_empty(q->r, 200, 0);
 }
 

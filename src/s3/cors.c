@@ -24,60 +24,60 @@
 
 /* ---- matching ------------------------------------------------------------------ */
 
-static bool cn__sp(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+static bool sp(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
 /* Node text with surrounding whitespace removed. */
-static const char *cn__text(const cn_xml_doc_t *d, int node, size_t *len)
+static const char *cors_text(const cn_xml_doc_t *d, int node, size_t *len)
 {
     const char *t = cn_xml_node_text(d, node, len);
     if (!t) {
         *len = 0;
         return "";
     }
-    while (*len && cn__sp(*t)) {
+    while (*len && sp(*t)) {
         t++;
         (*len)--;
     }
-    while (*len && cn__sp(t[*len - 1]))
+    while (*len && sp(t[*len - 1]))
         (*len)--;
     return t;
 }
 
-static bool cn__eq(const char *a, size_t al, const char *b, size_t bl, bool nocase)
+static bool eq(const char *a, size_t al, const char *b, size_t bl, bool nocase)
 {
     return al == bl && (nocase ? strncasecmp(a, b, al) == 0 : memcmp(a, b, al) == 0);
 }
 
 /* Pattern p (at most one '*') against s. */
-static bool cn__wild(const char *p, size_t pl, const char *s, size_t sl, bool nocase)
+static bool cors_wild(const char *p, size_t pl, const char *s, size_t sl, bool nocase)
 {
     const char *star = memchr(p, '*', pl);
     if (!star)
-        return cn__eq(p, pl, s, sl, nocase);
+        return eq(p, pl, s, sl, nocase);
     size_t pre = (size_t)(star - p), suf = pl - pre - 1;
     if (sl < pre + suf)
         return false;
-    return cn__eq(p, pre, s, pre, nocase) && cn__eq(star + 1, suf, s + sl - suf, suf, nocase);
+    return eq(p, pre, s, pre, nocase) && eq(star + 1, suf, s + sl - suf, suf, nocase);
 }
 
-static bool cn__rule_has(const cn_xml_doc_t *d, int rule, const char *elem, const char *s,
+static bool rule_has(const cn_xml_doc_t *d, int rule, const char *elem, const char *s,
                          size_t sl, bool wild, bool nocase)
 {
     for (int c = cn_xml_child(d, rule, elem); c >= 0; c = cn_xml_next(d, c, elem)) {
         size_t l;
-        const char *t = cn__text(d, c, &l);
-        if (wild ? cn__wild(t, l, s, sl, nocase) : cn__eq(t, l, s, sl, nocase))
+        const char *t = cors_text(d, c, &l);
+        if (wild ? cors_wild(t, l, s, sl, nocase) : eq(t, l, s, sl, nocase))
             return true;
     }
     return false;
 }
 
 /* Every comma-separated header of list matches an AllowedHeader of rule. */
-static bool cn__headers_ok(const cn_xml_doc_t *d, int rule, const char *list)
+static bool headers_ok(const cn_xml_doc_t *d, int rule, const char *list)
 {
     const char *p = list;
     while (p && *p) {
-        while (*p == ',' || cn__sp(*p))
+        while (*p == ',' || sp(*p))
             p++;
         if (!*p)
             break;
@@ -85,9 +85,9 @@ static bool cn__headers_ok(const cn_xml_doc_t *d, int rule, const char *list)
         while (*e && *e != ',')
             e++;
         size_t l = (size_t)(e - p);
-        while (l && cn__sp(p[l - 1]))
+        while (l && sp(p[l - 1]))
             l--;
-        if (l && !cn__rule_has(d, rule, "AllowedHeader", p, l, true, true))
+        if (l && !rule_has(d, rule, "AllowedHeader", p, l, true, true))
             return false;
         p = e;
     }
@@ -101,11 +101,11 @@ int cn__s3_cors_match(const cn_xml_doc_t *d, const char *origin, const char *met
     if (root < 0 || !origin || !method)
         return -1;
     for (int r = cn_xml_child(d, root, "CORSRule"); r >= 0; r = cn_xml_next(d, r, "CORSRule")) {
-        if (!cn__rule_has(d, r, "AllowedOrigin", origin, strlen(origin), true, false))
+        if (!rule_has(d, r, "AllowedOrigin", origin, strlen(origin), true, false))
             continue;
-        if (!cn__rule_has(d, r, "AllowedMethod", method, strlen(method), false, false))
+        if (!rule_has(d, r, "AllowedMethod", method, strlen(method), false, false))
             continue;
-        if (req_headers && !cn__headers_ok(d, r, req_headers))
+        if (req_headers && !headers_ok(d, r, req_headers))
             continue;
         return r;
     }
@@ -114,40 +114,40 @@ int cn__s3_cors_match(const cn_xml_doc_t *d, const char *origin, const char *met
 
 /* ---- validation and the canonical form ---------------------------------------------- */
 
-static bool cn__method_ok(const char *m, size_t l)
+static bool method_ok(const char *m, size_t l)
 {
     static const char *const ms[] = {"GET", "PUT", "HEAD", "POST", "DELETE"};
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
-        if (cn__eq(m, l, ms[i], strlen(ms[i]), false))
+        if (eq(m, l, ms[i], strlen(ms[i]), false))
             return true;
     return false;
 }
 
-static bool cn__one_star(const char *t, size_t l)
+static bool one_star(const char *t, size_t l)
 {
     const char *s = memchr(t, '*', l);
     return !s || !memchr(s + 1, '*', l - (size_t)(s - t) - 1);
 }
 
 /* Writes rule's elements named elem; checks each with what. */
-static cn_s3_err_t cn__copy_elems(const cn_xml_doc_t *d, int rule, const char *elem,
+static cn_s3_err_t copy_elems(const cn_xml_doc_t *d, int rule, const char *elem,
                                   cn_xml_writer_t *w, int what, size_t *count, char *why,
                                   size_t why_len)
 {
     *count = 0;
     for (int c = cn_xml_child(d, rule, elem); c >= 0; c = cn_xml_next(d, c, elem)) {
         size_t l;
-        const char *t = cn__text(d, c, &l);
+        const char *t = cors_text(d, c, &l);
         if (l == 0 || l > 1024 || memchr(t, 0, l)) {
             snprintf(why, why_len, "%s is empty or too long", elem);
             return CN_S3E_MALFORMED_XML;
         }
-        if (what == 1 && !cn__method_ok(t, l)) {
+        if (what == 1 && !method_ok(t, l)) {
             snprintf(why, why_len, "Found unsupported HTTP method in CORS config. "
                      "Unsupported method is %.*s", (int)(l > 32 ? 32 : l), t);
             return CN_S3E_INVALID_REQUEST;
         }
-        if (what == 2 && !cn__one_star(t, l)) {
+        if (what == 2 && !one_star(t, l)) {
             snprintf(why, why_len, "%s \"%.*s\" can not have more than one wildcard.", elem,
                      (int)(l > 64 ? 64 : l), t);
             return CN_S3E_INVALID_REQUEST;
@@ -192,19 +192,19 @@ cn_s3_err_t cn__s3_cors_normalize(const cn_xml_doc_t *d, cn_buf_t *out, char *wh
         int id = cn_xml_child(d, r, "ID");
         if (id >= 0) {
             size_t l;
-            const char *t = cn__text(d, id, &l);
+            const char *t = cors_text(d, id, &l);
             if (l > 255)
                 return CN_S3E_MALFORMED_XML;
             cn_xml_elem_n(&w, "ID", t, l);
         }
         size_t n1, n2, n3, n4;
-        e = cn__copy_elems(d, r, "AllowedHeader", &w, 2, &n1, why, why_len);
+        e = copy_elems(d, r, "AllowedHeader", &w, 2, &n1, why, why_len);
         if (e == CN_S3E_NONE)
-            e = cn__copy_elems(d, r, "AllowedMethod", &w, 1, &n2, why, why_len);
+            e = copy_elems(d, r, "AllowedMethod", &w, 1, &n2, why, why_len);
         if (e == CN_S3E_NONE)
-            e = cn__copy_elems(d, r, "AllowedOrigin", &w, 2, &n3, why, why_len);
+            e = copy_elems(d, r, "AllowedOrigin", &w, 2, &n3, why, why_len);
         if (e == CN_S3E_NONE)
-            e = cn__copy_elems(d, r, "ExposeHeader", &w, 0, &n4, why, why_len);
+            e = copy_elems(d, r, "ExposeHeader", &w, 0, &n4, why, why_len);
         if (e != CN_S3E_NONE)
             return e;
         if (n2 == 0 || n3 == 0) {
@@ -214,7 +214,7 @@ cn_s3_err_t cn__s3_cors_normalize(const cn_xml_doc_t *d, cn_buf_t *out, char *wh
         int ma = cn_xml_child(d, r, "MaxAgeSeconds");
         if (ma >= 0) {
             size_t l;
-            const char *t = cn__text(d, ma, &l);
+            const char *t = cors_text(d, ma, &l);
             if (l == 0 || l > 10 || strspn(t, "0123456789") < l)
                 return CN_S3E_MALFORMED_XML;
             cn_xml_elem_n(&w, "MaxAgeSeconds", t, l);
@@ -246,7 +246,7 @@ void cn__s3_cors_get(cn__s3_rq_t *q)
     cn_buf_free(&v);
 }
 
-static void cn__cors_put_done(cn__s3_rq_t *q)
+static void cors_put_done(cn__s3_rq_t *q)
 {
     cn_xml_doc_t *d = cn__s3_body_xml(q, true);
     if (!d)
@@ -272,7 +272,7 @@ static void cn__cors_put_done(cn__s3_rq_t *q)
 
 void cn__s3_cors_put(cn__s3_rq_t *q)
 {
-    cn__s3_collect(q, CN__CORS_BODY_MAX, cn__cors_put_done);
+    cn__s3_collect(q, CN__CORS_BODY_MAX, cors_put_done);
 }
 
 void cn__s3_cors_delete(cn__s3_rq_t *q)
@@ -290,7 +290,7 @@ void cn__s3_cors_delete(cn__s3_rq_t *q)
 
 /* Loads the bucket's configuration (no authorization: a preflight carries
  * no credential).  1 with *d set, 0 when none is set, -1 for no bucket. */
-static int cn__cors_load(cn__s3_rq_t *q, cn_xml_doc_t **d)
+static int cors_load(cn__s3_rq_t *q, cn_xml_doc_t **d)
 {
     *d = NULL;
     cn_buf_t v = {0};
@@ -311,12 +311,12 @@ static int cn__cors_load(cn__s3_rq_t *q, cn_xml_doc_t **d)
 }
 
 /* Joins the texts of rule's elem children with ", " into out. */
-static void cn__join(const cn_xml_doc_t *d, int rule, const char *elem, cn_buf_t *out)
+static void join(const cn_xml_doc_t *d, int rule, const char *elem, cn_buf_t *out)
 {
     out->len = 0;
     for (int c = cn_xml_child(d, rule, elem); c >= 0; c = cn_xml_next(d, c, elem)) {
         size_t l;
-        const char *t = cn__text(d, c, &l);
+        const char *t = cors_text(d, c, &l);
         if (out->len)
             cn_buf_append(out, ", ", 2);
         cn_buf_append(out, t, l);
@@ -325,24 +325,24 @@ static void cn__join(const cn_xml_doc_t *d, int rule, const char *elem, cn_buf_t
 }
 
 /* The rule's answer headers: origin, methods, expose, max-age, credentials. */
-static void cn__rule_headers(cn__s3_rq_t *q, const cn_xml_doc_t *d, int rule, const char *origin)
+static void rule_headers(cn__s3_rq_t *q, const cn_xml_doc_t *d, int rule, const char *origin)
 {
-    bool star = cn__rule_has(d, rule, "AllowedOrigin", "*", 1, false, false) &&
-                !cn__rule_has(d, rule, "AllowedOrigin", origin, strlen(origin), false, false);
+    bool star = rule_has(d, rule, "AllowedOrigin", "*", 1, false, false) &&
+                !rule_has(d, rule, "AllowedOrigin", origin, strlen(origin), false, false);
     cn_http_resp_header(q->r, "Access-Control-Allow-Origin", star ? "*" : origin);
     if (!star)
         cn_http_resp_header(q->r, "Access-Control-Allow-Credentials", "true");
     cn_buf_t b = {0};
-    cn__join(d, rule, "AllowedMethod", &b);
+    join(d, rule, "AllowedMethod", &b);
     if (b.data && b.data[0])
         cn_http_resp_header(q->r, "Access-Control-Allow-Methods", (const char *)b.data);
-    cn__join(d, rule, "ExposeHeader", &b);
+    join(d, rule, "ExposeHeader", &b);
     if (b.data && b.data[0])
         cn_http_resp_header(q->r, "Access-Control-Expose-Headers", (const char *)b.data);
     int ma = cn_xml_child(d, rule, "MaxAgeSeconds");
     if (ma >= 0) {
         size_t l;
-        const char *t = cn__text(d, ma, &l);
+        const char *t = cors_text(d, ma, &l);
         char age[16];
         snprintf(age, sizeof age, "%.*s", (int)(l < 15 ? l : 15), t);
         cn_http_resp_header(q->r, "Access-Control-Max-Age", age);
@@ -354,14 +354,14 @@ void cn__s3_cors_actual(cn__s3_rq_t *q)
 {
     const char *origin = cn_http_req_header(q->r, "Origin");
     cn_xml_doc_t *d = NULL;
-    if (!origin || cn__cors_load(q, &d) <= 0)
+    if (!origin || cors_load(q, &d) <= 0)
         return;
     /* The answer depends on Origin whether or not a rule matched. */
     cn_http_resp_header(q->r, "Vary", "Origin, Access-Control-Request-Headers, "
                         "Access-Control-Request-Method");
     int rule = cn__s3_cors_match(d, origin, cn_http_req_method(q->r), NULL);
     if (rule >= 0)
-        cn__rule_headers(q, d, rule, origin);
+        rule_headers(q, d, rule, origin);
     cn_xml_doc_free(d);
 }
 
@@ -375,12 +375,12 @@ void cn__s3_cors_preflight(cn__s3_rq_t *q)
                      "Insufficient information. Origin request header needed.");
         return;
     }
-    if (!method || !cn__method_ok(method, strlen(method))) {
+    if (!method || !method_ok(method, strlen(method))) {
         cn__s3_error(q, CN_S3E_BAD_REQUEST, "Invalid Access-Control-Request-Method");
         return;
     }
     cn_xml_doc_t *d = NULL;
-    int have = cn__cors_load(q, &d);
+    int have = cors_load(q, &d);
     if (have < 0) {
         cn__s3_error(q, CN_S3E_ACCESS_FORBIDDEN, "CORSResponse: Bucket not found");
         return;
@@ -396,7 +396,7 @@ void cn__s3_cors_preflight(cn__s3_rq_t *q)
         cn__s3_error(q, CN_S3E_ACCESS_FORBIDDEN, NULL);
         return;
     }
-    cn__rule_headers(q, d, rule, origin);
+    rule_headers(q, d, rule, origin);
     cn_xml_doc_free(d);
     if (hdrs && *hdrs)
         cn_http_resp_header(q->r, "Access-Control-Allow-Headers", hdrs);

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *cn__token_decode(const char *tok)
+static char *token_decode(const char *tok)
 {
     size_t n = strlen(tok);
     if (n == 0 || n % 4 || n > 4 * (CN_OBJECT_KEY_MAX + 2) / 3 + 4)
@@ -32,7 +32,7 @@ static char *cn__token_decode(const char *tok)
     return out;
 }
 
-static char *cn__token_encode(const char *s)
+static char *token_encode(const char *s)
 {
     size_t n = strlen(s);
     char *out = malloc(4 * ((n + 2) / 3) + 1);
@@ -156,7 +156,7 @@ void cn__s3_list_objects(cn__s3_rq_t *q)
     bool owner = !v2 || (fo && strcmp(fo, "true") == 0);
     char *after = NULL;
     if (ctok) {
-        after = cn__token_decode(ctok);
+        after = token_decode(ctok);
         if (!after) {
             cn__s3_error(q, CN_S3E_INVALID_ARGUMENT,
                          "The continuation token provided is incorrect");
@@ -182,7 +182,7 @@ void cn__s3_list_objects(cn__s3_rq_t *q)
         if (ctok)
             cn_xml_elem(&w, "ContinuationToken", ctok);
         if (l->is_truncated && l->next_start_after) {
-            char *nt = cn__token_encode(l->next_start_after);
+            char *nt = token_encode(l->next_start_after);
             if (!nt)
                 w.err = -ENOMEM;
             else

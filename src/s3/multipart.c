@@ -13,7 +13,7 @@
 
 #define CN__S3_COMPLETE_BODY_MAX (4u << 20)
 
-static const char *cn__upload_id(cn__s3_rq_t *q)
+static const char *upload_id(cn__s3_rq_t *q)
 {
     const char *u = cn_http_req_query(q->r, "uploadId");
     if (!u || !*u || strlen(u) > CN_UPLOAD_ID_MAX) {
@@ -28,7 +28,7 @@ static const char *cn__upload_id(cn__s3_rq_t *q)
 /* x-amz-checksum-algorithm and x-amz-checksum-type of CreateMultipartUpload:
  * the algorithm's S3 name in *name (NULL when none).  Only COMPOSITE
  * checksums are made.  false after answering. */
-static bool cn__create_checksum(cn__s3_rq_t *q, const char **name)
+static bool create_checksum(cn__s3_rq_t *q, const char **name)
 {
     *name = NULL;
     const char *alg = cn_http_req_header(q->r, "x-amz-checksum-algorithm");
@@ -58,7 +58,7 @@ void cn__s3_mpu_create(cn__s3_rq_t *q)
     cn__s3_put_hdrs_t h;
     memset(&h, 0, sizeof h);
     const char *alg = NULL;
-    if (!cn__create_checksum(q, &alg) || !cn__s3_put_hdrs(q, &h, false)) {
+    if (!create_checksum(q, &alg) || !cn__s3_put_hdrs(q, &h, false)) {
         cn__s3_put_hdrs_free(&h);
         return;
     }
@@ -87,7 +87,7 @@ void cn__s3_mpu_create(cn__s3_rq_t *q)
 
 /* ---- UploadPart / UploadPartCopy --------------------------------------------------------- */
 
-static bool cn__part_number(cn__s3_rq_t *q, int32_t *out)
+static bool part_number(cn__s3_rq_t *q, int32_t *out)
 {
     int64_t n;
     const char *pn = cn_http_req_query(q->r, "partNumber");
@@ -105,14 +105,14 @@ static bool cn__part_number(cn__s3_rq_t *q, int32_t *out)
 void cn__s3_mpu_upload_part(cn__s3_rq_t *q)
 {
     int32_t part;
-    const char *id = cn__upload_id(q);
-    if (!id || !cn__part_number(q, &part))
+    const char *id = upload_id(q);
+    if (!id || !part_number(q, &part))
         return;
     cn__s3_put_part(q, id, part);
 }
 
 /* x-amz-copy-source-range: "bytes=a-b" only (S3 takes no other form). */
-static int cn__copy_range(cn__s3_rq_t *q, cn_objects_range_t *rg)
+static int copy_range(cn__s3_rq_t *q, cn_objects_range_t *rg)
 {
     const char *h = cn_http_req_header(q->r, "x-amz-copy-source-range");
     if (!h)
@@ -135,12 +135,12 @@ static int cn__copy_range(cn__s3_rq_t *q, cn_objects_range_t *rg)
 void cn__s3_mpu_upload_part_copy(cn__s3_rq_t *q)
 {
     int32_t part;
-    const char *id = cn__upload_id(q);
-    if (!id || !cn__part_number(q, &part))
+    const char *id = upload_id(q);
+    if (!id || !part_number(q, &part))
         return;
     cn_objects_range_t rg;
     memset(&rg, 0, sizeof rg);
-    int hr = cn__copy_range(q, &rg);
+    int hr = copy_range(q, &rg);
     if (hr < 0)
         return;
     char *sb = NULL, *sk = NULL;
@@ -231,7 +231,7 @@ typedef struct {
     uint64_t min_part_size;
 } cn__complete_req_t;
 
-static void cn__complete_req_free(cn__complete_req_t *c)
+static void complete_req_free(cn__complete_req_t *c)
 {
     for (size_t k = 0; k < c->n; k++) {
         if (c->etags)
@@ -247,7 +247,7 @@ static void cn__complete_req_free(cn__complete_req_t *c)
 
 /* Text of child name of node p, trimmed of quotes and blanks, as a new
  * string in *out (NULL when absent or empty).  false on ENOMEM. */
-static bool cn__child_dup(const cn_xml_doc_t *d, int p, const char *name, char **out)
+static bool child_dup(const cn_xml_doc_t *d, int p, const char *name, char **out)
 {
     size_t l = 0;
     const char *t = cn_xml_child_text(d, p, name, &l);
@@ -264,7 +264,7 @@ static bool cn__child_dup(const cn_xml_doc_t *d, int p, const char *name, char *
 }
 
 /* One Part element into slot i.  Answers and returns false on an error. */
-static bool cn__complete_part(cn__s3_rq_t *q, const cn_xml_doc_t *d, int p,
+static bool complete_part(cn__s3_rq_t *q, const cn_xml_doc_t *d, int p,
                               cn__complete_req_t *c, size_t i)
 {
     size_t nl = 0;
@@ -288,11 +288,11 @@ static bool cn__complete_part(cn__s3_rq_t *q, const cn_xml_doc_t *d, int p,
         cn__s3_error(q, CN_S3E_INVALID_PART_ORDER, NULL);
         return false;
     }
-    bool ok = cn__child_dup(d, p, "ETag", &c->etags[i]);   /* the service compares bare hex */
+    bool ok = child_dup(d, p, "ETag", &c->etags[i]);   /* the service compares bare hex */
     for (size_t a = 0; a < CN__NALGS && ok && !c->cks[i]; a++) {
         char name[32];
         snprintf(name, sizeof name, "Checksum%s", cn_http_cksum_name(cn__algs[a]));
-        ok = cn__child_dup(d, p, name, &c->cks[i]);
+        ok = child_dup(d, p, name, &c->cks[i]);
         if (c->cks[i])
             c->ck_alg[i] = cn__algs[a];
     }
@@ -303,7 +303,7 @@ static bool cn__complete_part(cn__s3_rq_t *q, const cn_xml_doc_t *d, int p,
 
 /* The request's XML body and checksum headers into c.  false after
  * answering. */
-static bool cn__complete_parse(cn__s3_rq_t *q, const cn_xml_doc_t *d, cn__complete_req_t *c)
+static bool complete_parse(cn__s3_rq_t *q, const cn_xml_doc_t *d, cn__complete_req_t *c)
 {
     int root = cn_xml_root(d);
     const char *rn = cn_xml_name(d, root);
@@ -326,7 +326,7 @@ static bool cn__complete_parse(cn__s3_rq_t *q, const cn_xml_doc_t *d, cn__comple
     c->n = n;
     size_t i = 0;
     for (int p = cn_xml_child(d, root, "Part"); p >= 0; p = cn_xml_next(d, p, "Part"), i++)
-        if (!cn__complete_part(q, d, p, c, i))
+        if (!complete_part(q, d, p, c, i))
             return false;
     for (size_t a = 0; a < CN__NALGS; a++) {
         const char *v = cn_http_req_header(q->r, cn_http_cksum_header(cn__algs[a]));
@@ -343,9 +343,9 @@ static bool cn__complete_parse(cn__s3_rq_t *q, const cn_xml_doc_t *d, cn__comple
     return true;
 }
 
-static cn_err_t cn__complete_refuse(cn__complete_req_t *c, cn_s3_err_t e, const char *fmt, ...)
+static cn_err_t complete_refuse(cn__complete_req_t *c, cn_s3_err_t e, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static cn_err_t cn__complete_refuse(cn__complete_req_t *c, cn_s3_err_t e, const char *fmt, ...)
+static cn_err_t complete_refuse(cn__complete_req_t *c, cn_s3_err_t e, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -357,7 +357,7 @@ static cn_err_t cn__complete_refuse(cn__complete_req_t *c, cn_s3_err_t e, const 
 
 /* S3's composite checksum of the parts: the algorithm over their raw
  * checksums in order, base64, then "-N"; "" when a part has none. */
-static void cn__composite(cn_http_cksum_alg_t alg, const cn_objects_part_t *parts, size_t n,
+static void multipart_composite(cn_http_cksum_alg_t alg, const cn_objects_part_t *parts, size_t n,
                           char out[CN_OBJECTS_CKSUM_MAX])
 {
     out[0] = 0;
@@ -385,7 +385,7 @@ static void cn__composite(cn_http_cksum_alg_t alg, const cn_objects_part_t *part
  * each checksum the request lists must be the one its part was uploaded
  * with, and the object's checksum header, when sent, the composite (with or
  * without "-N").  Makes the composite. */
-static cn_err_t cn__complete_check(void *ctx, cn_objects_req_t *rq, const char *alg_name,
+static cn_err_t multipart_complete_check(void *ctx, cn_objects_req_t *rq, const char *alg_name,
                                    const cn_objects_part_t *parts, size_t n,
                                    char checksum[CN_OBJECTS_CKSUM_MAX])
 {
@@ -405,19 +405,19 @@ static cn_err_t cn__complete_check(void *ctx, cn_objects_req_t *rq, const char *
         if (c->ck_alg[i] == CN_CKSUM_NONE)
             continue;
         if (c->ck_alg[i] != alg)
-            return cn__complete_refuse(c, CN_S3E_INVALID_REQUEST,
+            return complete_refuse(c, CN_S3E_INVALID_REQUEST,
                 "Checksum Type mismatch occurred, expected checksum Type: %s, actual checksum "
                 "Type: %s (part %d)", alg ? cn_http_cksum_name(alg) : "null",
                 cn_http_cksum_name(c->ck_alg[i]), parts[i].part_number);
         if (strcmp(c->cks[i], parts[i].checksum) != 0)
-            return cn__complete_refuse(c, CN_S3E_BAD_DIGEST,
+            return complete_refuse(c, CN_S3E_BAD_DIGEST,
                 "The %s checksum of part %d does not match the one it was uploaded with",
                 cn_http_cksum_name(alg), parts[i].part_number);
     }
     if (alg != CN_CKSUM_NONE)
-        cn__composite(alg, parts, n, checksum);
+        multipart_composite(alg, parts, n, checksum);
     if (c->obj_type && (alg == CN_CKSUM_NONE || strcmp(c->obj_type, "COMPOSITE") != 0))
-        return cn__complete_refuse(c, CN_S3E_BAD_DIGEST,
+        return complete_refuse(c, CN_S3E_BAD_DIGEST,
                                    "The upload's checksum type is not %s", c->obj_type);
     if (c->obj_alg == CN_CKSUM_NONE)
         return 0;
@@ -427,14 +427,14 @@ static cn_err_t cn__complete_check(void *ctx, cn_objects_req_t *rq, const char *
                 ((vl == cl && !strcmp(c->obj_ck, checksum)) ||
                  (dash && vl == (size_t)(dash - checksum) && !strncmp(c->obj_ck, checksum, vl)));
     if (!same)
-        return cn__complete_refuse(c, CN_S3E_BAD_DIGEST,
+        return complete_refuse(c, CN_S3E_BAD_DIGEST,
                                    "The %s you specified did not match the calculated checksum.",
                                    cn_http_cksum_header(c->obj_alg));
     return 0;
 }
 
 /* CompleteMultipartUploadResult for res. */
-static void cn__complete_answer(cn__s3_rq_t *q, const cn_objects_put_result_t *res)
+static void complete_answer(cn__s3_rq_t *q, const cn_objects_put_result_t *res)
 {
     char etag[CN__S3_ETAG_MAX];
     cn__s3_quote_etag(res->etag, etag);
@@ -465,9 +465,9 @@ static void cn__complete_answer(cn__s3_rq_t *q, const cn_objects_put_result_t *r
     cn__s3_xml(q, 200, &w);
 }
 
-static void cn__complete_done(cn__s3_rq_t *q)
+static void complete_done(cn__s3_rq_t *q)
 {
-    const char *id = cn__upload_id(q);
+    const char *id = upload_id(q);
     if (!id)
         return;
     cn_xml_doc_t *d = cn__s3_body_xml(q, true);
@@ -475,7 +475,7 @@ static void cn__complete_done(cn__s3_rq_t *q)
         return;
     cn__complete_req_t c;
     memset(&c, 0, sizeof c);
-    if (!cn__complete_parse(q, d, &c))
+    if (!complete_parse(q, d, &c))
         goto out;
     cn_objects_put_args_t args;
     memset(&args, 0, sizeof args);
@@ -488,7 +488,7 @@ static void cn__complete_done(cn__s3_rq_t *q)
         args.if_none_match = true;
     }
     args.if_match = cn_http_req_header(q->r, "If-Match");
-    args.complete_check = cn__complete_check;
+    args.complete_check = multipart_complete_check;
     args.answer_repeat = true;
     c.min_part_size = q->s3->min_part_size;
     args.complete_ctx = &c;
@@ -500,22 +500,22 @@ static void cn__complete_done(cn__s3_rq_t *q)
     else if (e < 0)
         cn__s3_fail(q, e);
     else
-        cn__complete_answer(q, &res);
+        complete_answer(q, &res);
 out:
-    cn__complete_req_free(&c);
+    complete_req_free(&c);
     cn_xml_doc_free(d);
 }
 
 void cn__s3_mpu_complete(cn__s3_rq_t *q)
 {
-    cn__s3_collect(q, CN__S3_COMPLETE_BODY_MAX, cn__complete_done);
+    cn__s3_collect(q, CN__S3_COMPLETE_BODY_MAX, complete_done);
 }
 
 /* ---- Abort --------------------------------------------------------------------------------- */
 
 void cn__s3_mpu_abort(cn__s3_rq_t *q)
 {
-    const char *id = cn__upload_id(q);
+    const char *id = upload_id(q);
     if (!id)
         return;
     cn_err_t e = cn_objects_mpu_abort(q->s3->objects, &q->orq, q->bucket, q->key, id);
@@ -533,7 +533,7 @@ typedef struct {
     int32_t last;
 } cn__lp_t;
 
-static cn_err_t cn__lp_one(void *arg, const cn_objects_part_t *p)
+static cn_err_t lp_one(void *arg, const cn_objects_part_t *p)
 {
     cn__lp_t *l = arg;
     char etag[CN__S3_ETAG_MAX], date[CN_RFC3339_LEN];
@@ -551,7 +551,7 @@ static cn_err_t cn__lp_one(void *arg, const cn_objects_part_t *p)
 
 void cn__s3_mpu_list_parts(cn__s3_rq_t *q)
 {
-    const char *id = cn__upload_id(q);
+    const char *id = upload_id(q);
     int64_t max, marker;
     if (!id ||
         !cn__s3_int_arg(q, cn_http_req_query(q->r, "max-parts"), "max-parts", 0, INT32_MAX,
@@ -571,7 +571,7 @@ void cn__s3_mpu_list_parts(cn__s3_rq_t *q)
     cn_err_t e = max == 0 ? 0
                           : cn_objects_mpu_list_parts(q->s3->objects, &q->orq, q->bucket, q->key,
                                                       id, (int32_t)marker, (uint32_t)max,
-                                                      cn__lp_one, &l, &trunc);
+                                                      lp_one, &l, &trunc);
     if (e < 0) {
         cn_buf_free(&parts);
         cn__s3_fail(q, e);
@@ -614,7 +614,7 @@ typedef struct {
     bool url;
 } cn__lu_t;
 
-static cn_err_t cn__lu_one(void *arg, const cn_objects_upload_t *u)
+static cn_err_t lu_one(void *arg, const cn_objects_upload_t *u)
 {
     cn__lu_t *l = arg;
     snprintf(l->next_key, sizeof l->next_key, "%s", u->key);
@@ -684,7 +684,7 @@ void cn__s3_mpu_list_uploads(cn__s3_rq_t *q)
     cn_err_t e = max == 0 ? 0
                           : cn_objects_mpu_list(q->s3->objects, &q->orq, q->bucket, l->prefix,
                                                 km && *km ? km : NULL, um && *um ? um : NULL,
-                                                (uint32_t)max, cn__lu_one, l, &trunc);
+                                                (uint32_t)max, lu_one, l, &trunc);
     if (e < 0) {
         cn_buf_free(&uploads);
         cn_buf_free(&l->prefixes);

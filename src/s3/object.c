@@ -29,7 +29,7 @@ typedef struct {
     cn_http_cksum_t ck;           /* ... the part's checksum, computed here */
 } cn__put_t;
 
-static void cn__put_cleanup(cn__s3_rq_t *q)
+static void put_cleanup(cn__s3_rq_t *q)
 {
     cn__put_t *p = q->op;
     if (!p)
@@ -41,7 +41,7 @@ static void cn__put_cleanup(cn__s3_rq_t *q)
     q->op = NULL;
 }
 
-static int cn__put_body(cn__s3_rq_t *q, const uint8_t *b, size_t n)
+static int put_body(cn__s3_rq_t *q, const uint8_t *b, size_t n)
 {
     cn__put_t *p = q->op;
     if (p->has_ck)
@@ -50,7 +50,7 @@ static int cn__put_body(cn__s3_rq_t *q, const uint8_t *b, size_t n)
 }
 
 /* The checksum echo: the verified x-amz-checksum-* value, when one was sent. */
-static void cn__echo_checksum(cn__s3_rq_t *q)
+static void echo_checksum(cn__s3_rq_t *q)
 {
     const char *b64 = NULL;
     cn_http_cksum_alg_t alg = cn_http_req_checksum(q->r, &b64);
@@ -58,7 +58,7 @@ static void cn__echo_checksum(cn__s3_rq_t *q)
         cn_http_resp_header(q->r, cn_http_cksum_header(alg), b64);
 }
 
-static void cn__put_end(cn__s3_rq_t *q)
+static void put_end(cn__s3_rq_t *q)
 {
     cn__put_t *p = q->op;
     if (cn_http_req_body_error(q->r) != CN_S3E_NONE)
@@ -83,14 +83,14 @@ static void cn__put_end(cn__s3_rq_t *q)
         return;
     cn_http_resp_header(q->r, "ETag", etag);
     if (!b64[0])
-        cn__echo_checksum(q);
+        echo_checksum(q);
     cn_http_respond_empty(q->r, 200, 0);
 }
 
 /* An UploadPart into an upload created with a checksum algorithm: the part's
  * checksum is computed as the body streams (a client's x-amz-checksum-*
  * of another algorithm is refused, as S3 does).  false after answering. */
-static bool cn__part_checksum(cn__s3_rq_t *q, cn__put_t *p)
+static bool part_checksum(cn__s3_rq_t *q, cn__put_t *p)
 {
     const char *name = cn_objects_put_checksum_alg(p->put);
     cn_http_cksum_alg_t alg = cn_http_cksum_parse(name);
@@ -114,7 +114,7 @@ static bool cn__part_checksum(cn__s3_rq_t *q, cn__put_t *p)
 
 /* Integrity expectations from Content-MD5 and x-amz-checksum-sha256.  false
  * after answering. */
-static bool cn__put_expect(cn__s3_rq_t *q, cn__put_t *p, cn_objects_put_args_t *a)
+static bool put_expect(cn__s3_rq_t *q, cn__put_t *p, cn_objects_put_args_t *a)
 {
     int m = cn__s3_content_md5(q, p->md5);
     if (m < 0)
@@ -131,7 +131,7 @@ static bool cn__put_expect(cn__s3_rq_t *q, cn__put_t *p, cn_objects_put_args_t *
 }
 
 /* Size checks before any byte is accepted.  false after answering. */
-static bool cn__put_size(cn__s3_rq_t *q, int64_t *size)
+static bool put_size(cn__s3_rq_t *q, int64_t *size)
 {
     /* S3 takes a body only with its length declared up front: a
      * Content-Length, or a Transfer-Encoding (aws-chunked bodies declare theirs
@@ -151,9 +151,9 @@ static bool cn__put_size(cn__s3_rq_t *q, int64_t *size)
 
 /* The size checks, then the upload state of q (freed by its cleanup).  NULL
  * after answering. */
-static cn__put_t *cn__put_new(cn__s3_rq_t *q, int64_t *size)
+static cn__put_t *put_new(cn__s3_rq_t *q, int64_t *size)
 {
-    if (!cn__put_size(q, size))
+    if (!put_size(q, size))
         return NULL;
     cn__put_t *p = calloc(1, sizeof *p);
     if (!p) {
@@ -161,17 +161,17 @@ static cn__put_t *cn__put_new(cn__s3_rq_t *q, int64_t *size)
         return NULL;
     }
     q->op = p;
-    q->on_cleanup = cn__put_cleanup;
+    q->on_cleanup = put_cleanup;
     return p;
 }
 
 void cn__s3_put_object(cn__s3_rq_t *q)
 {
     int64_t size;
-    cn__put_t *p = cn__put_new(q, &size);
+    cn__put_t *p = put_new(q, &size);
     if (!p)
         return;
-    if (!cn__s3_put_hdrs(q, &p->h, true) || !cn__put_expect(q, p, &p->h.args))
+    if (!cn__s3_put_hdrs(q, &p->h, true) || !put_expect(q, p, &p->h.args))
         return;
     cn_err_t e = cn_objects_put_begin(q->s3->objects, &q->orq, q->bucket, q->key, &p->h.args,
                                       size, &p->put);
@@ -179,18 +179,18 @@ void cn__s3_put_object(cn__s3_rq_t *q)
         cn__s3_fail(q, e);
         return;
     }
-    q->on_body = cn__put_body;
-    q->on_end = cn__put_end;
+    q->on_body = put_body;
+    q->on_end = put_end;
 }
 
 void cn__s3_put_part(cn__s3_rq_t *q, const char *upload_id, int32_t part)
 {
     int64_t size;
-    cn__put_t *p = cn__put_new(q, &size);
+    cn__put_t *p = put_new(q, &size);
     if (!p)
         return;
     p->part = part;
-    if (!cn__put_expect(q, p, &p->h.args))
+    if (!put_expect(q, p, &p->h.args))
         return;
     cn_err_t e = cn_objects_part_begin(q->s3->objects, &q->orq, q->bucket, q->key, upload_id,
                                        part, &p->h.args, size, &p->put);
@@ -198,16 +198,16 @@ void cn__s3_put_part(cn__s3_rq_t *q, const char *upload_id, int32_t part)
         cn__s3_fail(q, e);
         return;
     }
-    if (!cn__part_checksum(q, p))
+    if (!part_checksum(q, p))
         return;
-    q->on_body = cn__put_body;
-    q->on_end = cn__put_end;
+    q->on_body = put_body;
+    q->on_end = put_end;
 }
 
 /* ---- conditionals ------------------------------------------------------------------- */
 
 /* An If-Match / If-None-Match list ("*", "a", W/"b", ...) against etag. */
-static bool cn__etag_list_match(const char *list, const char *etag)
+static bool etag_list_match(const char *list, const char *etag)
 {
     const char *p = list;
     while (*p) {
@@ -250,13 +250,13 @@ cn_s3_err_t cn__s3_conditions(cn__s3_rq_t *q, const char *etag, int64_t mtime_ms
     const char *ius = cn_http_req_header(q->r, h_ums);
     int64_t t, m = mtime_ms / 1000;
     if (im) {
-        if (!cn__etag_list_match(im, etag))
+        if (!etag_list_match(im, etag))
             return CN_S3E_PRECONDITION_FAILED;
     } else if (ius && cn__s3_parse_http_date(ius, &t) && m > t / 1000) {
         return CN_S3E_PRECONDITION_FAILED;
     }
     if (inm) {
-        if (cn__etag_list_match(inm, etag))
+        if (etag_list_match(inm, etag))
             return is_copy ? CN_S3E_PRECONDITION_FAILED : CN_S3E_NOT_MODIFIED;
     } else if (ims && cn__s3_parse_http_date(ims, &t) && m <= t / 1000) {
         return is_copy ? CN_S3E_PRECONDITION_FAILED : CN_S3E_NOT_MODIFIED;
@@ -269,7 +269,7 @@ cn_s3_err_t cn__s3_conditions(cn__s3_rq_t *q, const char *etag, int64_t mtime_ms
 /* Range: bytes=a-b | a- | -n.  0 = no (usable) range, 1 = range, -1 = the
  * suffix of zero bytes (unsatisfiable).  Multiple ranges and malformed
  * values are ignored, as S3 does: the whole object is served. */
-static int cn__parse_range(const char *h, cn_objects_range_t *rg)
+static int parse_range(const char *h, cn_objects_range_t *rg)
 {
     if (!h || strncasecmp(h, "bytes=", 6) != 0)
         return 0;
@@ -322,7 +322,7 @@ typedef struct {
     bool fallback;               /* a blob is not a raw file */
 } cn__segs_t;
 
-static cn_err_t cn__seg_fd(void *ctx, int fd, uint64_t off, uint64_t len)
+static cn_err_t seg_fd(void *ctx, int fd, uint64_t off, uint64_t len)
 {
     cn__segs_t *s = ctx;
     if (s->n == s->cap) {
@@ -340,14 +340,14 @@ static cn_err_t cn__seg_fd(void *ctx, int fd, uint64_t off, uint64_t len)
     return 0;
 }
 
-static cn_err_t cn__seg_write(void *ctx, const void *p, size_t n)
+static cn_err_t seg_write(void *ctx, const void *p, size_t n)
 {
     (void)p; (void)n;
     ((cn__segs_t *)ctx)->fallback = true;
     return CN_E_AGAIN;
 }
 
-static void cn__segs_free(cn__segs_t *s)
+static void segs_free(cn__segs_t *s)
 {
     for (size_t i = 0; i < s->n; i++)
         close(s->segs[i].fd);
@@ -356,7 +356,7 @@ static void cn__segs_free(cn__segs_t *s)
 }
 
 /* A producer over several raw segments: pread from each in turn. */
-static ssize_t cn__segs_read(void *ctx, uint64_t pos, char *buf, size_t max)
+static ssize_t segs_read(void *ctx, uint64_t pos, char *buf, size_t max)
 {
     cn__segs_t *s = ctx;
     uint64_t base = 0;
@@ -376,9 +376,9 @@ static ssize_t cn__segs_read(void *ctx, uint64_t pos, char *buf, size_t max)
     return 0;
 }
 
-static void cn__segs_done(void *ctx)
+static void segs_done(void *ctx)
 {
-    cn__segs_free(ctx);
+    segs_free(ctx);
     free(ctx);
 }
 
@@ -392,7 +392,7 @@ typedef struct {
     bool started;
 } cn__pump_t;
 
-static cn_err_t cn__pump_write(void *ctx, const void *p, size_t n)
+static cn_err_t pump_write(void *ctx, const void *p, size_t n)
 {
     cn__pump_t *pm = ctx;
     const uint8_t *b = p;
@@ -409,10 +409,10 @@ static cn_err_t cn__pump_write(void *ctx, const void *p, size_t n)
     return 0;
 }
 
-static void *cn__pump_main(void *arg)
+static void *pump_main(void *arg)
 {
     cn__pump_t *pm = arg;
-    cn_err_t e = cn_objects_reader_send(pm->rd, NULL, cn__pump_write, pm);
+    cn_err_t e = cn_objects_reader_send(pm->rd, NULL, pump_write, pm);
     if (e && e != -EPIPE)
         cn_warn(CN__MOD, "object read failed: %s", cn_strerror(e));
     /* A failed read must not look like a complete body: reset the stream. */
@@ -423,7 +423,7 @@ static void *cn__pump_main(void *arg)
     return NULL;
 }
 
-static ssize_t cn__pump_read(void *ctx, uint64_t pos, char *buf, size_t max)
+static ssize_t pump_read(void *ctx, uint64_t pos, char *buf, size_t max)
 {
     cn__pump_t *pm = ctx;
     ssize_t n;
@@ -436,7 +436,7 @@ static ssize_t cn__pump_read(void *ctx, uint64_t pos, char *buf, size_t max)
     return n == 0 && pos >= pm->len ? 0 : -1;
 }
 
-static void cn__pump_done(void *ctx)
+static void pump_done(void *ctx)
 {
     cn__pump_t *pm = ctx;
     if (pm->sv[0] >= 0)
@@ -454,7 +454,7 @@ typedef struct {
     uint64_t len, got;
 } cn__copy_t;
 
-static cn_err_t cn__copy_fd(void *ctx, int fd, uint64_t off, uint64_t len)
+static cn_err_t copy_fd(void *ctx, int fd, uint64_t off, uint64_t len)
 {
     cn__copy_t *c = ctx;
     if (len > c->len - c->got)
@@ -474,7 +474,7 @@ static cn_err_t cn__copy_fd(void *ctx, int fd, uint64_t off, uint64_t len)
     return 0;
 }
 
-static cn_err_t cn__copy_write(void *ctx, const void *p, size_t n)
+static cn_err_t copy_write(void *ctx, const void *p, size_t n)
 {
     cn__copy_t *c = ctx;
     if (n > c->len - c->got)
@@ -487,7 +487,7 @@ static cn_err_t cn__copy_write(void *ctx, const void *p, size_t n)
 /* Answers status with the reader's bytes; takes rd.  Returns CN_E_AGAIN when
  * a blob is not a raw file and pump is false (rd is then spent: the caller
  * gets the object again and calls with pump). */
-static cn_err_t cn__send_body(cn__s3_rq_t *q, int status, const char *ct,
+static cn_err_t send_body(cn__s3_rq_t *q, int status, const char *ct,
                               cn_objects_reader_t *rd, bool pump)
 {
     uint64_t len = cn_objects_reader_len(rd);
@@ -498,7 +498,7 @@ static cn_err_t cn__send_body(cn__s3_rq_t *q, int status, const char *ct,
     if (len <= CN_HTTP_INLINE_BODY_MAX) {
         uint8_t buf[CN_HTTP_INLINE_BODY_MAX];
         cn__copy_t c = {.buf = buf, .len = len};
-        cn_err_t e = cn_objects_reader_send(rd, cn__copy_fd, cn__copy_write, &c);
+        cn_err_t e = cn_objects_reader_send(rd, copy_fd, copy_write, &c);
         cn_objects_reader_free(rd);
         if (!e && c.got != len)
             e = CN_E_CORRUPT;
@@ -513,33 +513,33 @@ static cn_err_t cn__send_body(cn__s3_rq_t *q, int status, const char *ct,
         }
         pm->rd = rd;
         pm->len = len;
-        if (pthread_create(&pm->th, NULL, cn__pump_main, pm) != 0) {
-            cn__pump_done(pm);
+        if (pthread_create(&pm->th, NULL, pump_main, pm) != 0) {
+            pump_done(pm);
             return -EAGAIN;
         }
         pm->started = true;
-        return cn_http_respond_stream(q->r, status, ct, len, cn__pump_read, cn__pump_done, pm);
+        return cn_http_respond_stream(q->r, status, ct, len, pump_read, pump_done, pm);
     }
     cn__segs_t *s = calloc(1, sizeof *s);
     if (!s) {
         cn_objects_reader_free(rd);
         return -ENOMEM;
     }
-    cn_err_t e = cn_objects_reader_send(rd, cn__seg_fd, cn__seg_write, s);
+    cn_err_t e = cn_objects_reader_send(rd, seg_fd, seg_write, s);
     cn_objects_reader_free(rd);
     if (s->fallback || e) {
         bool fb = s->fallback;
-        cn__segs_done(s);
+        segs_done(s);
         return fb ? CN_E_AGAIN : e;
     }
     if (s->n == 1) {
         int fd = s->segs[0].fd;
         uint64_t off = s->segs[0].off;
         s->n = 0;
-        cn__segs_done(s);
+        segs_done(s);
         return cn_http_respond_fd(q->r, status, ct, fd, off, len);
     }
-    return cn_http_respond_stream(q->r, status, ct, len, cn__segs_read, cn__segs_done, s);
+    return cn_http_respond_stream(q->r, status, ct, len, segs_read, segs_done, s);
 }
 
 static const struct { const char *param, *header; } cn__overrides[] = {
@@ -552,7 +552,7 @@ static const struct { const char *param, *header; } cn__overrides[] = {
 };
 
 /* The headers describing the object (not the length). */
-static void cn__object_headers(cn__s3_rq_t *q, const cn_object_info_t *info, bool whole)
+static void object_headers(cn__s3_rq_t *q, const cn_object_info_t *info, bool whole)
 {
     char etag[CN__S3_ETAG_MAX], date[CN__S3_HTTP_DATE_MAX];
     cn__s3_quote_etag(info->etag, etag);
@@ -619,7 +619,7 @@ void cn__s3_get_object(cn__s3_rq_t *q)
         rg.part_number = (int32_t)n;
         has_range = 1;
     } else {
-        has_range = cn__parse_range(range, &rg);
+        has_range = parse_range(range, &rg);
     }
     bool overrides = false;
     for (size_t i = 0; i < sizeof cn__overrides / sizeof cn__overrides[0]; i++)
@@ -685,7 +685,7 @@ void cn__s3_get_object(cn__s3_rq_t *q)
                 cn_http_resp_header(r, "x-amz-mp-parts-count", pc);
             }
         }
-        cn__object_headers(q, &info, !partial);
+        object_headers(q, &info, !partial);
         const char *ct = info.content_type ? info.content_type : "application/octet-stream";
         for (size_t i = 0; i < sizeof cn__overrides / sizeof cn__overrides[0]; i++) {
             const char *v = cn_http_req_query(r, cn__overrides[i].param);
@@ -703,7 +703,7 @@ void cn__s3_get_object(cn__s3_rq_t *q)
             cn_objects_info_free(&info);
             return;
         }
-        e = cn__send_body(q, status, ct, rd, attempt == 1);
+        e = send_body(q, status, ct, rd, attempt == 1);
         cn_objects_info_free(&info);
         if (e == CN_E_AGAIN && attempt == 0) {
             /* Not a raw file: start over with the pumping producer. */
@@ -730,7 +730,7 @@ void cn__s3_delete_object(cn__s3_rq_t *q)
 #define CN__S3_DELETE_MAX 1000
 #define CN__S3_DELETE_BODY_MAX (2u << 20)
 
-static void cn__delete_objects_done(cn__s3_rq_t *q)
+static void delete_objects_done(cn__s3_rq_t *q)
 {
     cn_xml_doc_t *d = cn__s3_body_xml(q, true);
     if (!d)
@@ -823,7 +823,7 @@ void cn__s3_delete_objects(cn__s3_rq_t *q)
                      "Missing required header for this request: Content-MD5");
         return;
     }
-    cn__s3_collect(q, CN__S3_DELETE_BODY_MAX, cn__delete_objects_done);
+    cn__s3_collect(q, CN__S3_DELETE_BODY_MAX, delete_objects_done);
 }
 
 /* ---- CopyObject ---------------------------------------------------------------------- */
@@ -938,7 +938,7 @@ typedef struct {
     cn_http_cksum_t ck;       /* alg NONE when the upload has no checksum algorithm */
 } cn__to_put_t;
 
-static cn_err_t cn__to_put(void *ctx, const void *p, size_t n)
+static cn_err_t to_put(void *ctx, const void *p, size_t n)
 {
     cn__to_put_t *t = ctx;
     cn_http_cksum_update(&t->ck, p, n);
@@ -952,7 +952,7 @@ cn_err_t cn__s3_reader_to_put(cn_objects_reader_t *rd, cn_objects_put_t *p)
     cn__to_put_t t = {.put = p};
     cn_err_t e = cn_http_cksum_init(&t.ck, cn_http_cksum_parse(cn_objects_put_checksum_alg(p)));
     if (e >= 0)
-        e = cn_objects_reader_send(rd, NULL, cn__to_put, &t);
+        e = cn_objects_reader_send(rd, NULL, to_put, &t);
     if (e >= 0 && t.ck.alg != CN_CKSUM_NONE) {
         uint8_t raw[CN_CKSUM_MAX_LEN];
         char b64[CN_CKSUM_B64_LEN];
@@ -972,7 +972,7 @@ typedef struct {
     int64_t marker, max, listed, last;
 } cn__attr_parts_t;
 
-static cn_err_t cn__attr_part(void *arg, const cn_objects_part_t *p)
+static cn_err_t attr_part(void *arg, const cn_objects_part_t *p)
 {
     cn__attr_parts_t *a = arg;
     if (p->part_number <= a->marker || a->listed >= a->max)
@@ -990,7 +990,7 @@ static cn_err_t cn__attr_part(void *arg, const cn_objects_part_t *p)
 
 /* The Checksum element: a multipart upload's composite additional checksum,
  * else the whole object's SHA-256. */
-static void cn__attr_checksum(cn_xml_writer_t *w, const cn_object_info_t *info,
+static void attr_checksum(cn_xml_writer_t *w, const cn_object_info_t *info,
                               const char *elem)
 {
     if (elem && info->checksum[0]) {
@@ -1066,11 +1066,11 @@ void cn__s3_get_object_attributes(cn__s3_rq_t *q)
     if (alg != CN_CKSUM_NONE)
         snprintf(elem, sizeof elem, "Checksum%s", cn_http_cksum_name(alg));
     if (a_ck)
-        cn__attr_checksum(&w, &info, elem[0] ? elem : NULL);
+        attr_checksum(&w, &info, elem[0] ? elem : NULL);
     if (a_parts && info.nparts > 0) {
         cn_xml_open(&w, "ObjectParts", NULL);
         cn__attr_parts_t ap = {&w, elem[0] ? elem : NULL, marker, max_parts, 0, marker};
-        e = cn_objects_object_parts(q->s3->objects, &q->orq, q->bucket, q->key, cn__attr_part,
+        e = cn_objects_object_parts(q->s3->objects, &q->orq, q->bucket, q->key, attr_part,
                                     &ap);
         if (e < 0) {
             cn_buf_free(&out);

@@ -22,7 +22,7 @@ void cn__s3_policy_get(cn__s3_rq_t *q)
     cn_buf_free(&json);
 }
 
-static void cn__policy_put_done(cn__s3_rq_t *q)
+static void policy_put_done(cn__s3_rq_t *q)
 {
     if (q->body.len == 0) {
         cn__s3_error(q, CN_S3E_MALFORMED_POLICY, "Policies must be valid JSON and the first "
@@ -42,7 +42,7 @@ void cn__s3_policy_put(cn__s3_rq_t *q)
 {
     /* Twice the policy limit: an oversized body still reaches authz, which
      * answers MalformedPolicy with the reason rather than a generic error. */
-    cn__s3_collect(q, 2 * CN_AUTHZ_POLICY_MAX, cn__policy_put_done);
+    cn__s3_collect(q, 2 * CN_AUTHZ_POLICY_MAX, policy_put_done);
 }
 
 void cn__s3_policy_delete(cn__s3_rq_t *q)

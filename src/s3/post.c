@@ -110,7 +110,7 @@ void cn__form_init(cn__form_t *f, const char *boundary)
 }
 
 /* Copies a quoted-string or token parameter value into out (cap bytes). */
-static bool cn__param_value(const char **pp, const char *end, char *out, size_t cap)
+static bool param_value(const char **pp, const char *end, char *out, size_t cap)
 {
     const char *p = *pp;
     size_t n = 0;
@@ -138,7 +138,7 @@ static bool cn__param_value(const char **pp, const char *end, char *out, size_t 
     return true;
 }
 
-static bool cn__disposition(cn__form_t *f, const char *v, const char *end)
+static bool disposition(cn__form_t *f, const char *v, const char *end)
 {
     while (v < end && (*v == ' ' || *v == '\t'))
         v++;
@@ -160,7 +160,7 @@ static bool cn__disposition(cn__form_t *f, const char *v, const char *end)
         while (v < end && (*v == ' ' || *v == '\t'))
             v++;
         char tmp[CN__FORM_FILENAME_MAX + 1];
-        if (!cn__param_value(&v, end, tmp, sizeof tmp))
+        if (!param_value(&v, end, tmp, sizeof tmp))
             return false;
         if (nl == 4 && strncasecmp(n, "name", 4) == 0) {
             if (strlen(tmp) > CN__FORM_NAME_MAX)
@@ -175,7 +175,7 @@ static bool cn__disposition(cn__form_t *f, const char *v, const char *end)
     return true;
 }
 
-static bool cn__header_line(cn__form_t *f)
+static bool header_line(cn__form_t *f)
 {
     const char *l = f->line, *end = f->line + f->line_len;
     const char *colon = memchr(l, ':', f->line_len);
@@ -188,7 +188,7 @@ static bool cn__header_line(cn__form_t *f)
     while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
         end--;
     if (nl == 19 && strncasecmp(l, "Content-Disposition", 19) == 0)
-        return cn__disposition(f, v, end);
+        return disposition(f, v, end);
     if (nl == 12 && strncasecmp(l, "Content-Type", 12) == 0) {
         size_t vl = (size_t)(end - v);
         if (vl >= sizeof f->part.content_type)
@@ -203,7 +203,7 @@ static bool cn__header_line(cn__form_t *f)
  * Held-back bytes of a partial match are re-emitted from the delimiter
  * itself (a boundary holds no CR, so a mismatch restarts the search at the
  * current byte). */
-static int cn__scan(cn__form_t *f, const uint8_t *p, size_t n, size_t *i,
+static int scan(cn__form_t *f, const uint8_t *p, size_t n, size_t *i,
                     const cn__form_cb_t *cb, void *ctx, bool emit)
 {
     while (*i < n) {
@@ -249,7 +249,7 @@ int cn__form_feed(cn__form_t *f, const uint8_t *p, size_t n, const cn__form_cb_t
         case CN__F_PREAMBLE:
         case CN__F_DATA: {
             bool data = f->state == CN__F_DATA;
-            int rc = cn__scan(f, p, n, &i, cb, ctx, data);
+            int rc = scan(f, p, n, &i, cb, ctx, data);
             if (rc < 0) {
                 f->state = CN__F_ERROR;
                 return rc;
@@ -321,7 +321,7 @@ int cn__form_feed(cn__form_t *f, const uint8_t *p, size_t n, const cn__form_cb_t
                 f->match = 0;
                 break;
             }
-            if (++f->nheaders > CN__FORM_MAX_HEADERS || !cn__header_line(f)) {
+            if (++f->nheaders > CN__FORM_MAX_HEADERS || !header_line(f)) {
                 f->state = CN__F_ERROR;
                 return CN_E_INVALID;
             }
@@ -346,22 +346,22 @@ bool cn__form_done(const cn__form_t *f)
  * the policy document
  * ====================================================================== */
 
-static bool cn__name_eq(const char *a, size_t al, const char *b, size_t bl)
+static bool name_eq(const char *a, size_t al, const char *b, size_t bl)
 {
     return al == bl && strncasecmp(a, b, al) == 0;
 }
 
 /* The field named name (case-insensitive), or NULL. */
-static cn__post_field_t *cn__field(cn__post_field_t *fs, size_t n, const char *name, size_t nl)
+static cn__post_field_t *post_field(cn__post_field_t *fs, size_t n, const char *name, size_t nl)
 {
     for (size_t i = 0; i < n; i++)
-        if (cn__name_eq(fs[i].name, fs[i].nlen, name, nl))
+        if (name_eq(fs[i].name, fs[i].nlen, name, nl))
             return &fs[i];
     return NULL;
 }
 
 /* "2026-01-02T03:04:05Z" or with fractional seconds. */
-static bool cn__iso8601(const char *s, int64_t *ms)
+static bool iso8601(const char *s, int64_t *ms)
 {
     int y, mo, d, h, mi, sec, n = 0;
     if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || n != 19)
@@ -398,7 +398,7 @@ static bool cn__iso8601(const char *s, int64_t *ms)
     return true;
 }
 
-static bool cn__json_int(json_t *v, int64_t *out)
+static bool json_int(json_t *v, int64_t *out)
 {
     if (json_is_integer(v)) {
         *out = (int64_t)json_integer_value(v);
@@ -419,13 +419,13 @@ static bool cn__json_int(json_t *v, int64_t *out)
 
 /* The value a condition names: "bucket" is always the URL's bucket (a
  * bucket field is covered by it); a missing field reads as "". */
-static void cn__cond_value(cn__post_field_t *fs, size_t nf, const char *bucket, const char *name,
+static void cond_value(cn__post_field_t *fs, size_t nf, const char *bucket, const char *name,
                            size_t nl, const char **v, size_t *vl)
 {
-    cn__post_field_t *f = cn__field(fs, nf, name, nl);
+    cn__post_field_t *f = post_field(fs, nf, name, nl);
     if (f)
         f->covered = true;
-    if (cn__name_eq(name, nl, "bucket", 6)) {
+    if (name_eq(name, nl, "bucket", 6)) {
         *v = bucket;
         *vl = strlen(bucket);
     } else if (f) {
@@ -437,7 +437,7 @@ static void cn__cond_value(cn__post_field_t *fs, size_t nf, const char *bucket, 
     }
 }
 
-static bool cn__starts_with(const char *v, size_t vl, const char *pre, size_t pl, bool list)
+static bool starts_with(const char *v, size_t vl, const char *pre, size_t pl, bool list)
 {
     if (!list)
         return vl >= pl && memcmp(v, pre, pl) == 0;
@@ -476,7 +476,7 @@ cn_s3_err_t cn__s3_post_policy_check(const char *json, size_t len, int64_t now_m
     json_t *exp = json_object_get(doc, "expiration");
     json_t *conds = json_object_get(doc, "conditions");
     int64_t exp_ms = 0;
-    if (!json_is_string(exp) || !cn__iso8601(json_string_value(exp), &exp_ms)) {
+    if (!json_is_string(exp) || !iso8601(json_string_value(exp), &exp_ms)) {
         snprintf(why, why_len, "Invalid Policy: Invalid 'expiration' value.");
         e = CN_S3E_INVALID_POLICY_DOCUMENT;
         goto out;
@@ -511,7 +511,7 @@ cn_s3_err_t cn__s3_post_policy_check(const char *json, size_t len, int64_t now_m
                 }
                 const char *fv;
                 size_t fl;
-                cn__cond_value(fs, nf, bucket, k, strlen(k), &fv, &fl);
+                cond_value(fs, nf, bucket, k, strlen(k), &fv, &fl);
                 size_t wl = json_string_length(v);
                 if (fl != wl || memcmp(fv, json_string_value(v), wl) != 0) {
                     snprintf(why, why_len, "Invalid according to Policy: Policy Condition "
@@ -532,7 +532,7 @@ cn_s3_err_t cn__s3_post_policy_check(const char *json, size_t len, int64_t now_m
         json_t *a1 = json_array_get(c, 1), *a2 = json_array_get(c, 2);
         if (strcasecmp(op, "content-length-range") == 0) {
             int64_t lo, hi;
-            if (!cn__json_int(a1, &lo) || !cn__json_int(a2, &hi) || lo < 0 || hi < lo) {
+            if (!json_int(a1, &lo) || !json_int(a2, &hi) || lo < 0 || hi < lo) {
                 snprintf(why, why_len, "Invalid Policy: Invalid content-length-range.");
                 e = CN_S3E_INVALID_POLICY_DOCUMENT;
                 goto out;
@@ -554,9 +554,9 @@ cn_s3_err_t cn__s3_post_policy_check(const char *json, size_t len, int64_t now_m
         size_t wl = json_string_length(a2);
         const char *fv;
         size_t fl;
-        cn__cond_value(fs, nf, bucket, name, nl, &fv, &fl);
+        cond_value(fs, nf, bucket, name, nl, &fv, &fl);
         bool ok = eq ? (fl == wl && memcmp(fv, want, wl) == 0)
-                     : cn__starts_with(fv, fl, want, wl, cn__name_eq(name, nl, "content-type", 12));
+                     : starts_with(fv, fl, want, wl, name_eq(name, nl, "content-type", 12));
         if (!ok) {
             snprintf(why, why_len, "Invalid according to Policy: Policy Condition failed: "
                      "[\"%s\", \"$%.64s\", \"%.64s\"]", eq ? "eq" : "starts-with", name, want);
@@ -570,7 +570,7 @@ cn_s3_err_t cn__s3_post_policy_check(const char *json, size_t len, int64_t now_m
                                              "awsaccesskeyid", "file"};
         bool ex = fs[k].covered || (fs[k].nlen >= 9 && strncasecmp(fs[k].name, "x-ignore-", 9) == 0);
         for (size_t j = 0; !ex && j < sizeof exempt / sizeof exempt[0]; j++)
-            ex = cn__name_eq(fs[k].name, fs[k].nlen, exempt[j], strlen(exempt[j]));
+            ex = name_eq(fs[k].name, fs[k].nlen, exempt[j], strlen(exempt[j]));
         if (!ex) {
             snprintf(why, why_len, "Invalid according to Policy: Extra input fields: %.*s",
                      (int)(fs[k].nlen > 64 ? 64 : fs[k].nlen), fs[k].name);
@@ -612,13 +612,13 @@ typedef struct {
     const char *redirect;
 } cn__post_t;
 
-static const char *cn__fv(cn__post_t *s, const char *name)
+static const char *post_fv(cn__post_t *s, const char *name)
 {
-    cn__post_field_t *f = cn__field(s->fields, s->nfields, name, strlen(name));
+    cn__post_field_t *f = post_field(s->fields, s->nfields, name, strlen(name));
     return f ? f->value : NULL;
 }
 
-static void cn__post_cleanup(cn__s3_rq_t *q)
+static void post_cleanup(cn__s3_rq_t *q)
 {
     cn__post_t *s = q->op;
     if (!s)
@@ -634,16 +634,16 @@ static void cn__post_cleanup(cn__s3_rq_t *q)
 
 /* Checks the form's credential.  true with q's principal set (or left
  * anonymous); false after answering. */
-static bool cn__post_auth(cn__post_t *s, bool *signed_out)
+static bool post_auth(cn__post_t *s, bool *signed_out)
 {
     cn__s3_rq_t *q = s->q;
-    const char *policy = cn__fv(s, "policy");
-    const char *alg = cn__fv(s, "x-amz-algorithm");
-    const char *cred = cn__fv(s, "x-amz-credential");
-    const char *date = cn__fv(s, "x-amz-date");
-    const char *sig4 = cn__fv(s, "x-amz-signature");
-    const char *akid = cn__fv(s, "AWSAccessKeyId");
-    const char *sig2 = cn__fv(s, "signature");
+    const char *policy = post_fv(s, "policy");
+    const char *alg = post_fv(s, "x-amz-algorithm");
+    const char *cred = post_fv(s, "x-amz-credential");
+    const char *date = post_fv(s, "x-amz-date");
+    const char *sig4 = post_fv(s, "x-amz-signature");
+    const char *akid = post_fv(s, "AWSAccessKeyId");
+    const char *sig2 = post_fv(s, "signature");
     *signed_out = false;
     if (!q->anonymous)
         return true;       /* a header-signed POST: the framework verified it */
@@ -745,10 +745,10 @@ static bool cn__post_auth(cn__post_t *s, bool *signed_out)
 /* The policy document: decoded and checked against the fields, the key
  * field standing for s->key (the key after substitution; set before).
  * false after answering. */
-static bool cn__post_policy(cn__post_t *s)
+static bool post_policy(cn__post_t *s)
 {
     cn__s3_rq_t *q = s->q;
-    const char *policy = cn__fv(s, "policy");
+    const char *policy = post_fv(s, "policy");
     s->len_min = 0;
     s->len_max = INT64_MAX;
     if (!policy)
@@ -771,7 +771,7 @@ static bool cn__post_policy(cn__post_t *s)
     /* The conditions on $key judge the key the object gets, with ${filename}
      * already replaced (["starts-with", "$key", "user/"] passes for
      * "user/${filename}" only when the result is under user/). */
-    cn__post_field_t *kf = cn__field(s->fields, s->nfields, "key", 3);
+    cn__post_field_t *kf = post_field(s->fields, s->nfields, "key", 3);
     if (kf && s->key) {
         kf->value = s->key;
         kf->vlen = strlen(s->key);
@@ -788,9 +788,9 @@ static bool cn__post_policy(cn__post_t *s)
 }
 
 /* The key with ${filename} replaced.  NULL after answering. */
-static char *cn__post_key(cn__post_t *s, const char *filename)
+static char *post_key(cn__post_t *s, const char *filename)
 {
-    const char *k = cn__fv(s, "key");
+    const char *k = post_fv(s, "key");
     if (!k || !*k) {
         cn__s3_error(s->q, CN_S3E_INVALID_ARGUMENT,
                      "Bucket POST must contain a field named 'key'.  If it is specified, "
@@ -834,7 +834,7 @@ static char *cn__post_key(cn__post_t *s, const char *filename)
 }
 
 /* Put arguments from the fields.  false after answering. */
-static bool cn__post_args(cn__post_t *s, cn_objects_put_args_t *a)
+static bool post_args(cn__post_t *s, cn_objects_put_args_t *a)
 {
     cn__s3_rq_t *q = s->q;
     memset(a, 0, sizeof *a);
@@ -854,8 +854,8 @@ static bool cn__post_args(cn__post_t *s, cn_objects_put_args_t *a)
             s->meta[s->nmeta].key = f->name + 11;
             s->meta[s->nmeta].value = f->value;
             s->nmeta++;
-        } else if (cn__name_eq(f->name, f->nlen, "tagging", 7) ||
-                   (cn__name_eq(f->name, f->nlen, "x-amz-storage-class", 19) &&
+        } else if (name_eq(f->name, f->nlen, "tagging", 7) ||
+                   (name_eq(f->name, f->nlen, "x-amz-storage-class", 19) &&
                     strcmp(f->value, "STANDARD") != 0) ||
                    (f->nlen > 28 && strncasecmp(f->name, "x-amz-server-side-encryption", 28) == 0)) {
             char m[160];
@@ -865,7 +865,7 @@ static bool cn__post_args(cn__post_t *s, cn_objects_put_args_t *a)
         }
     }
     for (size_t i = 0; i < CN__S3_SYSTEM_META_COUNT; i++) {
-        const char *v = cn__fv(s, cn__s3_system_meta[i]);
+        const char *v = post_fv(s, cn__s3_system_meta[i]);
         if (v && *v) {
             s->meta[s->nmeta].key = cn__s3_system_meta[i];
             s->meta[s->nmeta].value = v;
@@ -874,8 +874,8 @@ static bool cn__post_args(cn__post_t *s, cn_objects_put_args_t *a)
     }
     a->meta = s->meta;
     a->nmeta = s->nmeta;
-    a->content_type = cn__fv(s, "Content-Type");
-    const char *canned = cn__fv(s, "acl");
+    a->content_type = post_fv(s, "Content-Type");
+    const char *canned = post_fv(s, "acl");
     if (canned) {
         char bowner[CN_ACCOUNT_NAME_MAX + 1] = "";
         cn__s3_bucket_owner(q, bowner);
@@ -893,7 +893,7 @@ static bool cn__post_args(cn__post_t *s, cn_objects_put_args_t *a)
         a->acl = s->acl;
         a->canned_acl = canned;
     }
-    const char *md5 = cn__fv(s, "Content-MD5");
+    const char *md5 = post_fv(s, "Content-MD5");
     if (md5) {
         uint8_t raw[CN_MD5_LEN + 3];
         if (strlen(md5) != 24 || cn_base64_decode(md5, 24, raw, sizeof raw) != CN_MD5_LEN) {
@@ -906,7 +906,7 @@ static bool cn__post_args(cn__post_t *s, cn_objects_put_args_t *a)
     for (size_t i = 0; i < s->nfields; i++) {
         cn__post_field_t *f = &s->fields[i];
         if (f->nlen <= 15 || strncasecmp(f->name, "x-amz-checksum-", 15) != 0 ||
-            cn__name_eq(f->name, f->nlen, "x-amz-checksum-algorithm", 24))
+            name_eq(f->name, f->nlen, "x-amz-checksum-algorithm", 24))
             continue;
         cn_http_cksum_alg_t alg = cn_http_cksum_parse(f->name);
         if (alg == CN_CKSUM_NONE || s->ck_alg != CN_CKSUM_NONE) {
@@ -921,11 +921,11 @@ static bool cn__post_args(cn__post_t *s, cn_objects_put_args_t *a)
         s->ck_alg = alg;
         s->ck_want = f->value;
     }
-    const char *st = cn__fv(s, "success_action_status");
+    const char *st = post_fv(s, "success_action_status");
     s->status = st && (!strcmp(st, "200") || !strcmp(st, "201")) ? atoi(st) : 204;
-    const char *rd = cn__fv(s, "success_action_redirect");
+    const char *rd = post_fv(s, "success_action_redirect");
     if (!rd)
-        rd = cn__fv(s, "redirect");
+        rd = post_fv(s, "redirect");
     if (rd && (!strncasecmp(rd, "http://", 7) || !strncasecmp(rd, "https://", 8)))
         s->redirect = rd;
     return true;
@@ -933,17 +933,17 @@ static bool cn__post_args(cn__post_t *s, cn_objects_put_args_t *a)
 
 /* The file part begins: judge the form, start the put.  0 or the request
  * was answered (< 0). */
-static int cn__post_begin(cn__post_t *s, const cn__form_part_t *part)
+static int post_begin(cn__post_t *s, const cn__form_part_t *part)
 {
     cn__s3_rq_t *q = s->q;
     bool is_signed;
-    if (!cn__post_auth(s, &is_signed))
+    if (!post_auth(s, &is_signed))
         return CN_E_INVALID;
-    s->key = cn__post_key(s, part->filename);
-    if (!s->key || !cn__post_policy(s))
+    s->key = post_key(s, part->filename);
+    if (!s->key || !post_policy(s))
         return CN_E_INVALID;
     cn_objects_put_args_t a;
-    if (!cn__post_args(s, &a))
+    if (!post_args(s, &a))
         return CN_E_INVALID;
     cn_err_t e = cn_objects_put_begin(q->s3->objects, &q->orq, q->bucket, s->key, &a, -1, &s->put);
     if (e < 0) {
@@ -955,7 +955,7 @@ static int cn__post_begin(cn__post_t *s, const cn__form_part_t *part)
     return 0;
 }
 
-static int cn__post_part(void *ctx, const cn__form_part_t *part)
+static int post_part(void *ctx, const cn__form_part_t *part)
 {
     cn__post_t *s = ctx;
     if (s->file_seen) {
@@ -965,14 +965,14 @@ static int cn__post_part(void *ctx, const cn__form_part_t *part)
     if (strcasecmp(part->name, "file") == 0) {
         s->file_seen = true;
         s->part = 2;
-        return cn__post_begin(s, part);
+        return post_begin(s, part);
     }
     size_t nl = strlen(part->name);
     if (s->nfields >= CN__POST_MAX_FIELDS || nl + 2 > CN__POST_PRE_MAX - s->store_len) {
         cn__s3_error(s->q, CN_S3E_MAX_POST_PRE_DATA, NULL);
         return CN_E_LIMIT;
     }
-    if (cn__field(s->fields, s->nfields, part->name, nl)) {
+    if (post_field(s->fields, s->nfields, part->name, nl)) {
         char m[320];
         snprintf(m, sizeof m, "the field %.256s appears more than once", part->name);
         cn__s3_error(s->q, CN_S3E_INVALID_ARGUMENT, m);
@@ -990,7 +990,7 @@ static int cn__post_part(void *ctx, const cn__form_part_t *part)
     return 0;
 }
 
-static int cn__post_data(void *ctx, const uint8_t *p, size_t n)
+static int post_data(void *ctx, const uint8_t *p, size_t n)
 {
     cn__post_t *s = ctx;
     if (s->part == 1) {
@@ -1021,7 +1021,7 @@ static int cn__post_data(void *ctx, const uint8_t *p, size_t n)
     return 0;
 }
 
-static int cn__post_part_end(void *ctx)
+static int post_part_end(void *ctx)
 {
     cn__post_t *s = ctx;
     if (s->part == 1) {
@@ -1033,9 +1033,9 @@ static int cn__post_part_end(void *ctx)
     return 0;
 }
 
-static const cn__form_cb_t cn__post_cb = {cn__post_part, cn__post_data, cn__post_part_end};
+static const cn__form_cb_t cn__post_cb = {post_part, post_data, post_part_end};
 
-static int cn__post_body(cn__s3_rq_t *q, const uint8_t *p, size_t n)
+static int post_body(cn__s3_rq_t *q, const uint8_t *p, size_t n)
 {
     cn__post_t *s = q->op;
     int rc = cn__form_feed(&s->form, p, n, &cn__post_cb, s);
@@ -1045,12 +1045,12 @@ static int cn__post_body(cn__s3_rq_t *q, const uint8_t *p, size_t n)
 }
 
 /* Appends s URL-encoded (query component) to b. */
-static void cn__qenc(cn_buf_t *b, const char *s)
+static void qenc(cn_buf_t *b, const char *s)
 {
     cn_sigv4_uri_encode(b, s, strlen(s), false);
 }
 
-static void cn__post_end(cn__s3_rq_t *q)
+static void post_end(cn__s3_rq_t *q)
 {
     cn__post_t *s = q->op;
     if (cn_http_req_body_error(q->r) != CN_S3E_NONE)
@@ -1094,11 +1094,11 @@ static void cn__post_end(cn__s3_rq_t *q)
         cn_buf_t u = {0};
         cn_buf_append_str(&u, s->redirect);
         cn_buf_append_str(&u, strchr(s->redirect, '?') ? "&bucket=" : "?bucket=");
-        cn__qenc(&u, q->bucket);
+        qenc(&u, q->bucket);
         cn_buf_append_str(&u, "&key=");
-        cn__qenc(&u, s->key);
+        qenc(&u, s->key);
         cn_buf_append_str(&u, "&etag=");
-        cn__qenc(&u, etag);
+        qenc(&u, etag);
         cn_buf_append(&u, "", 1);
         cn_http_resp_header(q->r, "Location", (const char *)u.data);
         cn_buf_free(&u);
@@ -1140,7 +1140,7 @@ void cn__s3_post_object(cn__s3_rq_t *q)
     s->q = q;
     cn__form_init(&s->form, boundary);
     q->op = s;
-    q->on_cleanup = cn__post_cleanup;
-    q->on_body = cn__post_body;
-    q->on_end = cn__post_end;
+    q->on_cleanup = post_cleanup;
+    q->on_body = post_body;
+    q->on_end = post_end;
 }

@@ -210,7 +210,7 @@ void cn__s3_iso_date(int64_t unix_ms, char out[CN_RFC3339_LEN])
     cn_rfc3339(unix_ms, out);
 }
 
-static int cn__month(const char *m)
+static int month(const char *m)
 {
     for (int i = 0; i < 12; i++)
         if (strncasecmp(m, cn__mon[i], 3) == 0)
@@ -240,7 +240,7 @@ bool cn__s3_parse_http_date(const char *s, int64_t *unix_ms)
     } else {
         return false;
     }
-    int m = cn__month(mon);
+    int m = month(mon);
     if (m < 0 || d < 1 || d > 31 || H > 23 || M > 59 || S > 60 || y < 1970 || y > 9999)
         return false;
     tm.tm_year = y - 1900;
@@ -302,7 +302,7 @@ int cn__s3_content_md5(cn__s3_rq_t *q, uint8_t out[CN_MD5_LEN])
     return 1;
 }
 
-static int cn__collect_body(cn__s3_rq_t *q, const uint8_t *p, size_t n)
+static int collect_body(cn__s3_rq_t *q, const uint8_t *p, size_t n)
 {
     if (n > q->body_max - q->body.len) {
         cn__s3_error(q, CN_S3E_MALFORMED_XML, "the request body is too large");
@@ -313,7 +313,7 @@ static int cn__collect_body(cn__s3_rq_t *q, const uint8_t *p, size_t n)
     return cn_buf_append(&q->body, p, n);
 }
 
-static void cn__collect_end(cn__s3_rq_t *q)
+static void collect_end(cn__s3_rq_t *q)
 {
     if (cn_http_req_body_error(q->r) != CN_S3E_NONE)
         return;   /* the framework answers the body's error */
@@ -347,8 +347,8 @@ int cn__s3_collect(cn__s3_rq_t *q, size_t max, void (*done)(cn__s3_rq_t *q))
         }
     }
     q->body_max = max;
-    q->on_body = cn__collect_body;
-    q->on_end = cn__collect_end;
+    q->on_body = collect_body;
+    q->on_end = collect_end;
     q->collected = done;
     return 0;
 }
@@ -439,7 +439,7 @@ typedef struct {
     const char *why;
 } cn__meta_walk_t;
 
-static bool cn__meta_hdr(void *ctx, const char *name, const char *value)
+static bool meta_hdr(void *ctx, const char *name, const char *value)
 {
     cn__meta_walk_t *w = ctx;
     if (strncasecmp(name, "x-amz-meta-", 11) != 0)
@@ -468,7 +468,7 @@ static bool cn__meta_hdr(void *ctx, const char *name, const char *value)
 
 /* Headers asking for something this face does not store: refused rather
  * than silently dropped. */
-static const char *cn__unsupported_put_header(cn__s3_rq_t *q)
+static const char *unsupported_put_header(cn__s3_rq_t *q)
 {
     static const char *const hs[] = {
         "x-amz-tagging", "x-amz-server-side-encryption", "x-amz-server-side-encryption-customer-algorithm",
@@ -488,7 +488,7 @@ static const char *cn__unsupported_put_header(cn__s3_rq_t *q)
 bool cn__s3_put_hdrs(cn__s3_rq_t *q, cn__s3_put_hdrs_t *h, bool conditions)
 {
     memset(h, 0, sizeof *h);
-    const char *bad = cn__unsupported_put_header(q);
+    const char *bad = unsupported_put_header(q);
     if (bad) {
         char m[160];
         snprintf(m, sizeof m, "the header %s is not supported", bad);
@@ -502,7 +502,7 @@ bool cn__s3_put_hdrs(cn__s3_rq_t *q, cn__s3_put_hdrs_t *h, bool conditions)
         return false;
     }
     cn__meta_walk_t w = {q, h, 0, 0, CN_S3E_NONE, NULL};
-    cn_http_req_headers(q->r, cn__meta_hdr, &w);
+    cn_http_req_headers(q->r, meta_hdr, &w);
     if (w.err) {
         cn__s3_error(q, w.err, w.why);
         return false;
@@ -580,7 +580,7 @@ void cn__s3_put_hdrs_free(cn__s3_put_hdrs_t *h)
 /* ---- addressing ----------------------------------------------------------------------- */
 
 /* The bucket named by the Host header under the configured domain, or NULL. */
-static char *cn__vhost_bucket(const cn_s3_t *s3, const cn_http_req_t *r)
+static char *vhost_bucket(const cn_s3_t *s3, const cn_http_req_t *r)
 {
     if (!s3->domain)
         return NULL;
@@ -603,13 +603,13 @@ static char *cn__vhost_bucket(const cn_s3_t *s3, const cn_http_req_t *r)
     return b;
 }
 
-static cn_err_t cn__address(cn__s3_rq_t *q)
+static cn_err_t address(cn__s3_rq_t *q)
 {
     size_t plen = 0;
     const char *path = cn_http_req_path(q->r, &plen);
     const char *p = path + 1;           /* after the leading '/' */
     size_t rest = plen ? plen - 1 : 0;
-    q->bucket = cn__vhost_bucket(q->s3, q->r);
+    q->bucket = vhost_bucket(q->s3, q->r);
     if (!q->bucket) {
         const char *slash = memchr(p, '/', rest);
         size_t bl = slash ? (size_t)(slash - p) : rest;
@@ -637,7 +637,7 @@ static cn_err_t cn__address(cn__s3_rq_t *q)
 
 /* ---- who asks ------------------------------------------------------------------------- */
 
-static bool cn__principal(cn__s3_rq_t *q)
+static bool principal(cn__s3_rq_t *q)
 {
     cn_http_auth_kind_t k = cn_http_req_auth(q->r);
     cn_err_t e = CN_OK;
@@ -695,7 +695,7 @@ static const char *const cn__subresources[] = {
 };
 
 /* true when every subresource present is named in allowed (" a b "). */
-static bool cn__only(cn__s3_rq_t *q, const char *allowed, const char **extra)
+static bool router_only(cn__s3_rq_t *q, const char *allowed, const char **extra)
 {
     for (size_t i = 0; i < sizeof cn__subresources / sizeof cn__subresources[0]; i++) {
         const char *s = cn__subresources[i];
@@ -719,13 +719,13 @@ static bool cn__only(cn__s3_rq_t *q, const char *allowed, const char **extra)
 
 typedef void (*cn__op_fn)(cn__s3_rq_t *q);
 
-static cn__op_fn cn__pick_service(cn__s3_rq_t *q, unsigned m)
+static cn__op_fn pick_service(cn__s3_rq_t *q, unsigned m)
 {
     (void)q;
     return m == CN_HTTP_GET ? cn__s3_list_buckets : NULL;
 }
 
-static cn__op_fn cn__pick_bucket(cn__s3_rq_t *q, unsigned m, const char **allowed)
+static cn__op_fn pick_bucket(cn__s3_rq_t *q, unsigned m, const char **allowed)
 {
     cn_http_req_t *r = q->r;
     switch (m) {
@@ -820,7 +820,7 @@ static cn__op_fn cn__pick_bucket(cn__s3_rq_t *q, unsigned m, const char **allowe
     }
 }
 
-static cn__op_fn cn__pick_object(cn__s3_rq_t *q, unsigned m, const char **allowed)
+static cn__op_fn pick_object(cn__s3_rq_t *q, unsigned m, const char **allowed)
 {
     cn_http_req_t *r = q->r;
     bool upload = cn_http_req_has_query(r, "uploadId");
@@ -883,7 +883,7 @@ static cn__op_fn cn__pick_object(cn__s3_rq_t *q, unsigned m, const char **allowe
 
 /* x-amz-expected-bucket-owner: the request fails unless the bucket's owner
  * is that account. */
-static bool cn__expected_owner(cn__s3_rq_t *q)
+static bool expected_owner(cn__s3_rq_t *q)
 {
     const char *want = cn_http_req_header(q->r, "x-amz-expected-bucket-owner");
     if (!want || !q->bucket)
@@ -900,7 +900,7 @@ static bool cn__expected_owner(cn__s3_rq_t *q)
     return false;
 }
 
-static int cn__on_request(cn_http_req_t *r, void *ctx)
+static int on_request(cn_http_req_t *r, void *ctx)
 {
     cn_s3_t *s3 = ctx;
     cn__s3_rq_t *q = calloc(1, sizeof *q);
@@ -911,7 +911,7 @@ static int cn__on_request(cn_http_req_t *r, void *ctx)
     cn_http_req_set_data(r, q);
     unsigned m = cn_http_req_method_bit(r);
     q->head = m == CN_HTTP_HEAD;
-    if (cn__address(q) != CN_OK)
+    if (address(q) != CN_OK)
         return -ENOMEM;
     const char *ip = cn_http_req_client_ip(r);
     if (!ip || cn_authz_ip_parse(ip, &q->orq.source_ip) != CN_OK)
@@ -930,7 +930,7 @@ static int cn__on_request(cn_http_req_t *r, void *ctx)
      * request, errors included; a preflight answers them itself. */
     if (q->bucket && m != CN_HTTP_OPTIONS && cn_http_req_header(r, "Origin"))
         cn__s3_cors_actual(q);
-    if (!cn__principal(q))
+    if (!principal(q))
         return 0;
     if (q->key && strlen(q->key) > CN_OBJECT_KEY_MAX) {
         cn__s3_error(q, CN_S3E_KEY_TOO_LONG, NULL);
@@ -940,11 +940,11 @@ static int cn__on_request(cn_http_req_t *r, void *ctx)
     const char *allowed = "  ";
     cn__op_fn fn;
     if (!q->bucket)
-        fn = cn__pick_service(q, m);
+        fn = pick_service(q, m);
     else if (!q->key)
-        fn = cn__pick_bucket(q, m, &allowed);
+        fn = pick_bucket(q, m, &allowed);
     else
-        fn = cn__pick_object(q, m, &allowed);
+        fn = pick_object(q, m, &allowed);
     const char *extra = NULL;
     if (!fn) {
         if (m == CN_HTTP_OPTIONS || m == CN_HTTP_PATCH ||
@@ -954,13 +954,13 @@ static int cn__on_request(cn_http_req_t *r, void *ctx)
             cn__s3_error(q, CN_S3E_METHOD_NOT_ALLOWED, NULL);
         return 0;
     }
-    if (!cn__only(q, allowed, &extra)) {
+    if (!router_only(q, allowed, &extra)) {
         char msg[160];
         snprintf(msg, sizeof msg, "the '%s' subresource is not supported here", extra);
         cn__s3_error(q, CN_S3E_NOT_IMPLEMENTED, msg);
         return 0;
     }
-    if (!cn__expected_owner(q))
+    if (!expected_owner(q))
         return 0;
     fn(q);
     if (!cn_http_req_responded(r) && !q->on_end) {
@@ -970,7 +970,7 @@ static int cn__on_request(cn_http_req_t *r, void *ctx)
     return 0;
 }
 
-static int cn__on_body(cn_http_req_t *r, const uint8_t *p, size_t n, void *ctx)
+static int on_body(cn_http_req_t *r, const uint8_t *p, size_t n, void *ctx)
 {
     (void)ctx;
     cn__s3_rq_t *q = cn_http_req_data(r);
@@ -979,7 +979,7 @@ static int cn__on_body(cn_http_req_t *r, const uint8_t *p, size_t n, void *ctx)
     return q->on_body(q, p, n);
 }
 
-static void cn__on_end(cn_http_req_t *r, void *ctx)
+static void on_end(cn_http_req_t *r, void *ctx)
 {
     (void)ctx;
     cn__s3_rq_t *q = cn_http_req_data(r);
@@ -987,7 +987,7 @@ static void cn__on_end(cn_http_req_t *r, void *ctx)
         q->on_end(q);
 }
 
-static void cn__on_cleanup(cn_http_req_t *r, void *ctx)
+static void on_cleanup(cn_http_req_t *r, void *ctx)
 {
     (void)ctx;
     cn__s3_rq_t *q = cn_http_req_data(r);
@@ -1003,7 +1003,7 @@ static void cn__on_cleanup(cn_http_req_t *r, void *ctx)
     cn_http_req_set_data(r, NULL);
 }
 
-static void cn__on_error(cn_http_req_t *r, cn_s3_err_t e, const char *message, void *ctx)
+static void on_error(cn_http_req_t *r, cn_s3_err_t e, const char *message, void *ctx)
 {
     (void)ctx;
     if (cn_http_req_method_bit(r) == CN_HTTP_HEAD) {
@@ -1014,13 +1014,13 @@ static void cn__on_error(cn_http_req_t *r, cn_s3_err_t e, const char *message, v
     cn_http_respond_s3_error(r, e, message);
 }
 
-static bool cn__match(const cn_http_req_t *r, void *ctx)
+static bool router_match(const cn_http_req_t *r, void *ctx)
 {
     const char *p = cn_http_req_path(r, NULL);
     if (!(p[0] == '/' && p[1] == '_'))
         return true;
     /* Under a virtual host the path is a key, and a key may start with '_'. */
-    char *b = cn__vhost_bucket(ctx, r);
+    char *b = vhost_bucket(ctx, r);
     bool vhost = b != NULL;
     free(b);
     return vhost;
@@ -1033,12 +1033,12 @@ cn_err_t cn_s3_register(cn_s3_t *s3, cn_http_server_t *srv)
     rt.name = "s3";
     rt.methods = CN_HTTP_ANY;
     rt.prefix = "/";
-    rt.match = cn__match;
-    rt.on_request = cn__on_request;
-    rt.on_body = cn__on_body;
-    rt.on_end = cn__on_end;
-    rt.on_cleanup = cn__on_cleanup;
-    rt.error = cn__on_error;
+    rt.match = router_match;
+    rt.on_request = on_request;
+    rt.on_body = on_body;
+    rt.on_end = on_end;
+    rt.on_cleanup = on_cleanup;
+    rt.error = on_error;
     rt.ctx = s3;
     rt.max_body = cn_objects_max_object_bytes(s3->objects);
     return cn_http_server_route(srv, &rt);

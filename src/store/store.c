@@ -263,7 +263,7 @@ cn_err_t cn_store_open_fd(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t
  * reads the right bytes; the fstat on a hit only notices a file that was
  * unlinked (swept, or replaced by a rename), so that its space is not held
  * longer than one more look. */
-static size_t cn__fdc_set(const cn_digest_t *d)
+static size_t fdc_set(const cn_digest_t *d)
 {
     return (size_t)(cn_load_u32be(d->b) % (CN__FDC_SLOTS / CN__FDC_WAYS)) * CN__FDC_WAYS;
 }
@@ -272,7 +272,7 @@ cn_err_t cn_store_fd_get(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t 
                          void **handle)
 {
     *handle = NULL;
-    size_t base = cn__fdc_set(d);
+    size_t base = fdc_set(d);
     pthread_mutex_lock(&s->fdc_mu);
     for (size_t i = base; i < base + CN__FDC_WAYS; i++) {
         cn__fdc_ent_t *e = &s->fdc[i];

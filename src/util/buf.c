@@ -61,16 +61,16 @@ cn_err_t cn_buf_put_u32be(cn_buf_t *b, uint32_t v)
 cn_err_t cn_buf_put_u64be(cn_buf_t *b, uint64_t v)
 { uint8_t t[8]; cn_store_u64be(t, v); return cn_buf_append(b, t, 8); }
 
-static cn_err_t cn__put_le(cn_buf_t *b, uint64_t v, int n)
+static cn_err_t put_le(cn_buf_t *b, uint64_t v, int n)
 {
     uint8_t t[8];
     for (int i = 0; i < n; i++)
         t[i] = (uint8_t)(v >> (8 * i));
     return cn_buf_append(b, t, (size_t)n);
 }
-cn_err_t cn_buf_put_u16le(cn_buf_t *b, uint16_t v) { return cn__put_le(b, v, 2); }
-cn_err_t cn_buf_put_u32le(cn_buf_t *b, uint32_t v) { return cn__put_le(b, v, 4); }
-cn_err_t cn_buf_put_u64le(cn_buf_t *b, uint64_t v) { return cn__put_le(b, v, 8); }
+cn_err_t cn_buf_put_u16le(cn_buf_t *b, uint16_t v) { return put_le(b, v, 2); }
+cn_err_t cn_buf_put_u32le(cn_buf_t *b, uint32_t v) { return put_le(b, v, 4); }
+cn_err_t cn_buf_put_u64le(cn_buf_t *b, uint64_t v) { return put_le(b, v, 8); }
 
 void cn_buf_reset(cn_buf_t *b) { b->len = 0; }
 
@@ -94,7 +94,7 @@ const uint8_t *cn_rd_bytes(cn_rd_t *r, size_t n)
     return p;
 }
 
-static uint64_t cn__rd_be(cn_rd_t *r, size_t n)
+static uint64_t rd_be(cn_rd_t *r, size_t n)
 {
     const uint8_t *p = cn_rd_bytes(r, n);
     uint64_t v = 0;
@@ -105,7 +105,7 @@ static uint64_t cn__rd_be(cn_rd_t *r, size_t n)
     return v;
 }
 
-static uint64_t cn__rd_le(cn_rd_t *r, size_t n)
+static uint64_t rd_le(cn_rd_t *r, size_t n)
 {
     const uint8_t *p = cn_rd_bytes(r, n);
     uint64_t v = 0;
@@ -116,10 +116,10 @@ static uint64_t cn__rd_le(cn_rd_t *r, size_t n)
     return v;
 }
 
-uint8_t cn_rd_u8(cn_rd_t *r) { return (uint8_t)cn__rd_be(r, 1); }
-uint16_t cn_rd_u16be(cn_rd_t *r) { return (uint16_t)cn__rd_be(r, 2); }
-uint32_t cn_rd_u32be(cn_rd_t *r) { return (uint32_t)cn__rd_be(r, 4); }
-uint64_t cn_rd_u64be(cn_rd_t *r) { return cn__rd_be(r, 8); }
-uint16_t cn_rd_u16le(cn_rd_t *r) { return (uint16_t)cn__rd_le(r, 2); }
-uint32_t cn_rd_u32le(cn_rd_t *r) { return (uint32_t)cn__rd_le(r, 4); }
-uint64_t cn_rd_u64le(cn_rd_t *r) { return cn__rd_le(r, 8); }
+uint8_t cn_rd_u8(cn_rd_t *r) { return (uint8_t)rd_be(r, 1); }
+uint16_t cn_rd_u16be(cn_rd_t *r) { return (uint16_t)rd_be(r, 2); }
+uint32_t cn_rd_u32be(cn_rd_t *r) { return (uint32_t)rd_be(r, 4); }
+uint64_t cn_rd_u64be(cn_rd_t *r) { return rd_be(r, 8); }
+uint16_t cn_rd_u16le(cn_rd_t *r) { return (uint16_t)rd_le(r, 2); }
+uint32_t cn_rd_u32le(cn_rd_t *r) { return (uint32_t)rd_le(r, 4); }
+uint64_t cn_rd_u64le(cn_rd_t *r) { return rd_le(r, 8); }

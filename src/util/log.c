@@ -33,7 +33,7 @@ cn_err_t cn_log_level_parse(const char *s, cn_log_level_t *out)
     return CN_E_INVALID;
 }
 
-static void cn__json_escape(cn_buf_t *b, const char *s)
+static void json_escape(cn_buf_t *b, const char *s)
 {
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -61,9 +61,9 @@ void cn_log(cn_log_level_t level, const char *module, const char *fmt, ...)
     cn_buf_t b = {0};
     if (cn__log_json) {
         cn_buf_printf(&b, "{\"ts\":\"%s\",\"level\":\"%s\",\"module\":\"", ts, cn__level_names[level]);
-        cn__json_escape(&b, module);
+        json_escape(&b, module);
         cn_buf_append_str(&b, "\",\"msg\":\"");
-        cn__json_escape(&b, msg);
+        json_escape(&b, msg);
         cn_buf_append_str(&b, "\"}\n");
     } else {
         cn_buf_printf(&b, "%s %-5s %s: %s\n", ts, cn__level_names[level], module, msg);

@@ -41,8 +41,8 @@ typedef struct {
     cn_err_t rc;
 } cn__tp_t;
 
-static cn_err_t cn__tfail(cn__tp_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static cn_err_t cn__tfail(cn__tp_t *t, const char *fmt, ...)
+static cn_err_t tfail(cn__tp_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static cn_err_t tfail(cn__tp_t *t, const char *fmt, ...)
 {
     if (t->rc)
         return t->rc;
@@ -58,7 +58,7 @@ static cn_err_t cn__tfail(cn__tp_t *t, const char *fmt, ...)
     return t->rc;
 }
 
-static cn_err_t cn__tnomem(cn__tp_t *t)
+static cn_err_t tnomem(cn__tp_t *t)
 {
     if (!t->rc) {
         t->rc = -ENOMEM;
@@ -69,23 +69,23 @@ static cn_err_t cn__tnomem(cn__tp_t *t)
 }
 
 /* ---- values ------------------------------------------------------------------ */
-static void cn__tval_free(cn_toml_val_t *v)
+static void tval_free(cn_toml_val_t *v)
 {
     if (!v)
         return;
     for (size_t i = 0; i < v->n; i++)
-        cn__tval_free(v->kids[i]);
+        tval_free(v->kids[i]);
     free(v->kids);
     free(v->key);
     free(v->s);
     free(v);
 }
 
-static cn_toml_val_t *cn__tval_new(cn__tp_t *t, cn_toml_type_t type)
+static cn_toml_val_t *tval_new(cn__tp_t *t, cn_toml_type_t type)
 {
     cn_toml_val_t *v = calloc(1, sizeof *v);
     if (!v) {
-        cn__tnomem(t);
+        tnomem(t);
         return NULL;
     }
     v->type = type;
@@ -93,13 +93,13 @@ static cn_toml_val_t *cn__tval_new(cn__tp_t *t, cn_toml_type_t type)
     return v;
 }
 
-static cn_err_t cn__tval_add(cn__tp_t *t, cn_toml_val_t *parent, cn_toml_val_t *kid)
+static cn_err_t tval_add(cn__tp_t *t, cn_toml_val_t *parent, cn_toml_val_t *kid)
 {
     if (parent->n == parent->cap) {
         size_t cap = parent->cap ? parent->cap * 2 : 4;
         cn_toml_val_t **k = realloc(parent->kids, cap * sizeof *k);
         if (!k)
-            return cn__tnomem(t);
+            return tnomem(t);
         parent->kids = k;
         parent->cap = cap;
     }
@@ -107,7 +107,7 @@ static cn_err_t cn__tval_add(cn__tp_t *t, cn_toml_val_t *parent, cn_toml_val_t *
     return CN_OK;
 }
 
-static cn_toml_val_t *cn__tfind(const cn_toml_val_t *table, const char *key)
+static cn_toml_val_t *tfind(const cn_toml_val_t *table, const char *key)
 {
     for (size_t i = 0; i < table->n; i++)
         if (strcmp(table->kids[i]->key, key) == 0)
@@ -116,7 +116,7 @@ static cn_toml_val_t *cn__tfind(const cn_toml_val_t *table, const char *key)
 }
 
 /* ---- lexing ------------------------------------------------------------------ */
-static void cn__tws(cn__tp_t *t)
+static void tws(cn__tp_t *t)
 {
     while (t->p < t->end && (*t->p == ' ' || *t->p == '\t'))
         t->p++;
@@ -124,14 +124,14 @@ static void cn__tws(cn__tp_t *t)
 
 /* A comment runs to the end of the line; control characters other than tab
  * are not allowed in it. */
-static cn_err_t cn__tcomment(cn__tp_t *t)
+static cn_err_t tcomment(cn__tp_t *t)
 {
     if (t->p < t->end && *t->p == '#') {
         while (t->p < t->end && *t->p != '\n') {
             unsigned char c = (unsigned char)*t->p;
             if ((c < 0x20 && c != '\t' && !(c == '\r' && t->p + 1 < t->end && t->p[1] == '\n')) ||
                 c == 0x7f)
-                return cn__tfail(t, "control character in a comment");
+                return tfail(t, "control character in a comment");
             t->p++;
         }
     }
@@ -139,7 +139,7 @@ static cn_err_t cn__tcomment(cn__tp_t *t)
 }
 
 /* Consumes a newline (\n or \r\n).  Returns false when none is here. */
-static bool cn__tnewline(cn__tp_t *t)
+static bool tnewline(cn__tp_t *t)
 {
     if (t->p < t->end && *t->p == '\n') {
         t->p++;
@@ -155,16 +155,16 @@ static bool cn__tnewline(cn__tp_t *t)
 }
 
 /* After an expression: spaces, an optional comment, then end of line or file. */
-static cn_err_t cn__tline_end(cn__tp_t *t)
+static cn_err_t tline_end(cn__tp_t *t)
 {
-    cn__tws(t);
-    CN_TRY(cn__tcomment(t));
-    if (t->p == t->end || cn__tnewline(t))
+    tws(t);
+    CN_TRY(tcomment(t));
+    if (t->p == t->end || tnewline(t))
         return CN_OK;
-    return cn__tfail(t, "unexpected '%c' after the value", *t->p);
+    return tfail(t, "unexpected '%c' after the value", *t->p);
 }
 
-static void cn__tput_utf8(cn_buf_t *b, uint32_t cp)
+static void tput_utf8(cn_buf_t *b, uint32_t cp)
 {
     uint8_t o[4];
     size_t n;
@@ -191,17 +191,17 @@ static void cn__tput_utf8(cn_buf_t *b, uint32_t cp)
 }
 
 /* A basic "..." or literal '...' string at the cursor; *out is malloc'd. */
-static cn_err_t cn__tstring(cn__tp_t *t, char **out)
+static cn_err_t tstring(cn__tp_t *t, char **out)
 {
     char q = *t->p;
     if (t->end - t->p >= 3 && t->p[1] == q && t->p[2] == q)
-        return cn__tfail(t, "multi-line strings are not supported");
+        return tfail(t, "multi-line strings are not supported");
     t->p++;
     cn_buf_t b = {0};
     cn_err_t e = CN_OK;
     for (;;) {
         if (t->p == t->end || *t->p == '\n' || *t->p == '\r') {
-            e = cn__tfail(t, "unterminated string");
+            e = tfail(t, "unterminated string");
             goto out;
         }
         unsigned char c = (unsigned char)*t->p;
@@ -210,13 +210,13 @@ static cn_err_t cn__tstring(cn__tp_t *t, char **out)
             break;
         }
         if ((c < 0x20 && c != '\t') || c == 0x7f) {
-            e = cn__tfail(t, "control character in a string (use an escape)");
+            e = tfail(t, "control character in a string (use an escape)");
             goto out;
         }
         if (c == '\\' && q == '"') {
             t->p++;
             if (t->p == t->end) {
-                e = cn__tfail(t, "unterminated string");
+                e = tfail(t, "unterminated string");
                 goto out;
             }
             char x = *t->p++;
@@ -227,37 +227,37 @@ static cn_err_t cn__tstring(cn__tp_t *t, char **out)
                 continue;
             }
             if (x != 'u' && x != 'U') {
-                e = cn__tfail(t, "unknown escape '\\%c'", x);
+                e = tfail(t, "unknown escape '\\%c'", x);
                 goto out;
             }
             int nd = x == 'u' ? 4 : 8;
             uint32_t cp = 0;
             for (int i = 0; i < nd; i++) {
                 if (t->p == t->end) {
-                    e = cn__tfail(t, "short \\%c escape", x);
+                    e = tfail(t, "short \\%c escape", x);
                     goto out;
                 }
                 char h = *t->p++;
                 int v = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
                       : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
                 if (v < 0) {
-                    e = cn__tfail(t, "bad hex digit in \\%c escape", x);
+                    e = tfail(t, "bad hex digit in \\%c escape", x);
                     goto out;
                 }
                 cp = cp << 4 | (uint32_t)v;
             }
             if (cp == 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-                e = cn__tfail(t, "escape is not an allowed Unicode scalar value");
+                e = tfail(t, "escape is not an allowed Unicode scalar value");
                 goto out;
             }
-            cn__tput_utf8(&b, cp);
+            tput_utf8(&b, cp);
             continue;
         }
         cn_buf_put_u8(&b, c);
         t->p++;
     }
     if (cn_buf_put_u8(&b, 0) < 0) {
-        e = cn__tnomem(t);
+        e = tnomem(t);
         goto out;
     }
     *out = (char *)b.data;
@@ -267,42 +267,42 @@ out:
     return e;
 }
 
-static bool cn__tbare(char c)
+static bool tbare(char c)
 {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
            c == '_' || c == '-';
 }
 
 /* One simple key (bare or quoted); *out is malloc'd. */
-static cn_err_t cn__tkey(cn__tp_t *t, char **out)
+static cn_err_t tkey(cn__tp_t *t, char **out)
 {
     if (t->p < t->end && (*t->p == '"' || *t->p == '\''))
-        return cn__tstring(t, out);
+        return tstring(t, out);
     const char *s = t->p;
-    while (t->p < t->end && cn__tbare(*t->p))
+    while (t->p < t->end && tbare(*t->p))
         t->p++;
     if (t->p == s)
-        return cn__tfail(t, "expected a key");
+        return tfail(t, "expected a key");
     *out = strndup(s, (size_t)(t->p - s));
-    return *out ? CN_OK : cn__tnomem(t);
+    return *out ? CN_OK : tnomem(t);
 }
 
 /* ---- values ------------------------------------------------------------------- */
-static cn_err_t cn__tvalue(cn__tp_t *t, cn_toml_val_t **out, int depth);
+static cn_err_t tvalue(cn__tp_t *t, cn_toml_val_t **out, int depth);
 
-static cn_err_t cn__tinteger(cn__tp_t *t, cn_toml_val_t **out)
+static cn_err_t tinteger(cn__tp_t *t, cn_toml_val_t **out)
 {
     const char *s = t->p;
-    while (t->p < t->end && (cn__tbare(*t->p) || *t->p == '+' || *t->p == '.' || *t->p == ':'))
+    while (t->p < t->end && (tbare(*t->p) || *t->p == '+' || *t->p == '.' || *t->p == ':'))
         t->p++;
     size_t n = (size_t)(t->p - s);
     char tok[64];
     if (n >= sizeof tok)
-        return cn__tfail(t, "value too long");
+        return tfail(t, "value too long");
     memcpy(tok, s, n);
     tok[n] = 0;
     if (!strcmp(tok, "true") || !strcmp(tok, "false")) {
-        cn_toml_val_t *v = cn__tval_new(t, CN_TOML_BOOL);
+        cn_toml_val_t *v = tval_new(t, CN_TOML_BOOL);
         if (!v)
             return t->rc;
         v->b = tok[0] == 't';
@@ -314,36 +314,36 @@ static cn_err_t cn__tinteger(cn__tp_t *t, cn_toml_val_t **out)
     if (*d == '+' || *d == '-')
         neg = *d++ == '-';
     if (d[0] == '0' && (d[1] == 'x' || d[1] == 'o' || d[1] == 'b'))
-        return cn__tfail(t, "hexadecimal, octal and binary integers are not supported");
+        return tfail(t, "hexadecimal, octal and binary integers are not supported");
     if (strpbrk(tok, ".:") || (d[0] >= '0' && d[0] <= '9' && strchr(d, '-')) || strstr(tok, "inf") || strstr(tok, "nan") ||
         ((strchr(tok, 'e') || strchr(tok, 'E')) && d[0] >= '0' && d[0] <= '9'))
-        return cn__tfail(t, "floats, dates and times are not supported");
+        return tfail(t, "floats, dates and times are not supported");
     if (!*d)
-        return cn__tfail(t, "expected a value");
+        return tfail(t, "expected a value");
     if (d[0] == '0' && d[1])
-        return cn__tfail(t, "leading zeros are not allowed in an integer");
+        return tfail(t, "leading zeros are not allowed in an integer");
     uint64_t mag = 0;
     bool prev_digit = false;
     for (const char *c = d; *c; c++) {
         if (*c == '_') {
             if (!prev_digit || !c[1])
-                return cn__tfail(t, "an underscore must sit between digits");
+                return tfail(t, "an underscore must sit between digits");
             prev_digit = false;
             continue;
         }
         if (*c < '0' || *c > '9')
-            return cn__tfail(t, "invalid value '%s' (strings need quotes)", tok);
+            return tfail(t, "invalid value '%s' (strings need quotes)", tok);
         unsigned dg = (unsigned)(*c - '0');
         if (mag > (UINT64_MAX - dg) / 10)
-            return cn__tfail(t, "integer out of range");
+            return tfail(t, "integer out of range");
         mag = mag * 10 + dg;
         prev_digit = true;
     }
     if (!prev_digit)
-        return cn__tfail(t, "an underscore must sit between digits");
+        return tfail(t, "an underscore must sit between digits");
     if ((!neg && mag > (uint64_t)INT64_MAX) || (neg && mag > (uint64_t)INT64_MAX + 1))
-        return cn__tfail(t, "integer out of range");
-    cn_toml_val_t *v = cn__tval_new(t, CN_TOML_INT);
+        return tfail(t, "integer out of range");
+    cn_toml_val_t *v = tval_new(t, CN_TOML_INT);
     if (!v)
         return t->rc;
     v->i = neg ? (int64_t)(0 - mag) : (int64_t)mag;
@@ -352,39 +352,39 @@ static cn_err_t cn__tinteger(cn__tp_t *t, cn_toml_val_t **out)
 }
 
 /* Whitespace, newlines and comments inside an array. */
-static cn_err_t cn__tarray_ws(cn__tp_t *t)
+static cn_err_t tarray_ws(cn__tp_t *t)
 {
     for (;;) {
-        cn__tws(t);
-        CN_TRY(cn__tcomment(t));
-        if (!cn__tnewline(t))
+        tws(t);
+        CN_TRY(tcomment(t));
+        if (!tnewline(t))
             return CN_OK;
     }
 }
 
-static cn_err_t cn__tarray(cn__tp_t *t, cn_toml_val_t **out, int depth)
+static cn_err_t tarray(cn__tp_t *t, cn_toml_val_t **out, int depth)
 {
     if (depth >= CN__TOML_MAX_DEPTH)
-        return cn__tfail(t, "arrays nested too deeply");
-    cn_toml_val_t *a = cn__tval_new(t, CN_TOML_ARRAY);
+        return tfail(t, "arrays nested too deeply");
+    cn_toml_val_t *a = tval_new(t, CN_TOML_ARRAY);
     if (!a)
         return t->rc;
     t->p++;     /* [ */
     for (;;) {
-        if (cn__tarray_ws(t) < 0)
+        if (tarray_ws(t) < 0)
             goto fail;
         if (t->p < t->end && *t->p == ']') {
             t->p++;
             break;
         }
         cn_toml_val_t *item = NULL;
-        if (cn__tvalue(t, &item, depth + 1) < 0)
+        if (tvalue(t, &item, depth + 1) < 0)
             goto fail;
-        if (cn__tval_add(t, a, item) < 0) {
-            cn__tval_free(item);
+        if (tval_add(t, a, item) < 0) {
+            tval_free(item);
             goto fail;
         }
-        if (cn__tarray_ws(t) < 0)
+        if (tarray_ws(t) < 0)
             goto fail;
         if (t->p < t->end && *t->p == ',') {
             t->p++;
@@ -394,71 +394,71 @@ static cn_err_t cn__tarray(cn__tp_t *t, cn_toml_val_t **out, int depth)
             t->p++;
             break;
         }
-        cn__tfail(t, "expected ',' or ']' in an array");
+        tfail(t, "expected ',' or ']' in an array");
         goto fail;
     }
     *out = a;
     return CN_OK;
 fail:
-    cn__tval_free(a);
+    tval_free(a);
     return t->rc;
 }
 
-static cn_err_t cn__tvalue(cn__tp_t *t, cn_toml_val_t **out, int depth)
+static cn_err_t tvalue(cn__tp_t *t, cn_toml_val_t **out, int depth)
 {
     if (t->p == t->end)
-        return cn__tfail(t, "expected a value");
+        return tfail(t, "expected a value");
     char c = *t->p;
     if (c == '"' || c == '\'') {
-        cn_toml_val_t *v = cn__tval_new(t, CN_TOML_STRING);
+        cn_toml_val_t *v = tval_new(t, CN_TOML_STRING);
         if (!v)
             return t->rc;
-        if (cn__tstring(t, &v->s) < 0) {
-            cn__tval_free(v);
+        if (tstring(t, &v->s) < 0) {
+            tval_free(v);
             return t->rc;
         }
         *out = v;
         return CN_OK;
     }
     if (c == '[')
-        return cn__tarray(t, out, depth);
+        return tarray(t, out, depth);
     if (c == '{')
-        return cn__tfail(t, "inline tables are not supported; use a [table] header");
-    return cn__tinteger(t, out);
+        return tfail(t, "inline tables are not supported; use a [table] header");
+    return tinteger(t, out);
 }
 
 /* ---- expressions ---------------------------------------------------------------- */
-static cn_err_t cn__theader(cn__tp_t *t, cn_toml_val_t *root, cn_toml_val_t **cur)
+static cn_err_t theader(cn__tp_t *t, cn_toml_val_t *root, cn_toml_val_t **cur)
 {
     t->p++;     /* [ */
     if (t->p < t->end && *t->p == '[')
-        return cn__tfail(t, "arrays of tables are not supported");
+        return tfail(t, "arrays of tables are not supported");
     cn_toml_val_t *tab = root;
     for (int depth = 0;; depth++) {
         if (depth == CN__TOML_MAX_DEPTH)
-            return cn__tfail(t, "table header nested too deeply");
-        cn__tws(t);
+            return tfail(t, "table header nested too deeply");
+        tws(t);
         char *k = NULL;
-        CN_TRY(cn__tkey(t, &k));
-        cn_toml_val_t *next = cn__tfind(tab, k);
+        CN_TRY(tkey(t, &k));
+        cn_toml_val_t *next = tfind(tab, k);
         if (next && next->type != CN_TOML_TABLE) {
-            cn__tfail(t, "'%s' is already a value (line %d), not a table", k, next->line);
+            tfail(t, "'%s' is already a value (line %d), not a table", k, next->line);
             free(k);
             return t->rc;
         }
         if (!next) {
-            next = cn__tval_new(t, CN_TOML_TABLE);
-            if (!next || cn__tval_add(t, tab, next) < 0) {
+            next = tval_new(t, CN_TOML_TABLE);
+            if (!next || tval_add(t, tab, next) < 0) {
                 free(k);
                 free(next);
-                return cn__tnomem(t);
+                return tnomem(t);
             }
             next->key = k;
         } else {
             free(k);
         }
         tab = next;
-        cn__tws(t);
+        tws(t);
         if (t->p < t->end && *t->p == '.') {
             t->p++;
             continue;
@@ -467,51 +467,51 @@ static cn_err_t cn__theader(cn__tp_t *t, cn_toml_val_t *root, cn_toml_val_t **cu
             t->p++;
             break;
         }
-        return cn__tfail(t, "expected '.' or ']' in a table header");
+        return tfail(t, "expected '.' or ']' in a table header");
     }
     if (tab->header)
-        return cn__tfail(t, "table '%s' is defined twice (first at line %d)", tab->key,
+        return tfail(t, "table '%s' is defined twice (first at line %d)", tab->key,
                          tab->line);
     tab->header = true;
     tab->line = t->line;
     *cur = tab;
-    return cn__tline_end(t);
+    return tline_end(t);
 }
 
-static cn_err_t cn__tkeyval(cn__tp_t *t, cn_toml_val_t *cur)
+static cn_err_t tkeyval(cn__tp_t *t, cn_toml_val_t *cur)
 {
     int line = t->line;
     char *k = NULL;
-    CN_TRY(cn__tkey(t, &k));
-    cn__tws(t);
+    CN_TRY(tkey(t, &k));
+    tws(t);
     if (t->p < t->end && *t->p == '.') {
         free(k);
-        return cn__tfail(t, "dotted keys are not supported; use a [table] header");
+        return tfail(t, "dotted keys are not supported; use a [table] header");
     }
     if (t->p == t->end || *t->p != '=') {
         free(k);
-        return cn__tfail(t, "expected '=' after the key");
+        return tfail(t, "expected '=' after the key");
     }
     t->p++;
-    cn__tws(t);
-    cn_toml_val_t *old = cn__tfind(cur, k);
+    tws(t);
+    cn_toml_val_t *old = tfind(cur, k);
     if (old) {
-        cn__tfail(t, "key '%s' is defined twice (first at line %d)", k, old->line);
+        tfail(t, "key '%s' is defined twice (first at line %d)", k, old->line);
         free(k);
         return t->rc;
     }
     cn_toml_val_t *v = NULL;
-    if (cn__tvalue(t, &v, 0) < 0) {
+    if (tvalue(t, &v, 0) < 0) {
         free(k);
         return t->rc;
     }
     v->key = k;
     v->line = line;
-    if (cn__tval_add(t, cur, v) < 0) {
-        cn__tval_free(v);
+    if (tval_add(t, cur, v) < 0) {
+        tval_free(v);
         return t->rc;
     }
-    return cn__tline_end(t);
+    return tline_end(t);
 }
 
 cn_err_t cn_toml_parse(const char *text, size_t len, cn_toml_t **out, char *err, size_t errlen)
@@ -521,28 +521,28 @@ cn_err_t cn_toml_parse(const char *text, size_t len, cn_toml_t **out, char *err,
         err[0] = 0;
     cn__tp_t t = {.p = text, .end = text + len, .line = 1, .err = err, .errlen = errlen};
     if (memchr(text, 0, len))
-        return cn__tfail(&t, "NUL byte in the file");
+        return tfail(&t, "NUL byte in the file");
     if (!cn_utf8_valid((const unsigned char *)text, len))
-        return cn__tfail(&t, "the file is not valid UTF-8");
+        return tfail(&t, "the file is not valid UTF-8");
     cn_toml_t *doc = calloc(1, sizeof *doc);
-    if (!doc || !(doc->root = cn__tval_new(&t, CN_TOML_TABLE))) {
+    if (!doc || !(doc->root = tval_new(&t, CN_TOML_TABLE))) {
         free(doc);
-        return cn__tnomem(&t);
+        return tnomem(&t);
     }
     doc->root->header = true;
     if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
         t.p += 3;   /* a UTF-8 byte order mark */
     cn_toml_val_t *cur = doc->root;
     while (t.p < t.end) {
-        cn__tws(&t);
-        if (cn__tcomment(&t) < 0)
+        tws(&t);
+        if (tcomment(&t) < 0)
             break;
-        if (cn__tnewline(&t) || t.p == t.end)
+        if (tnewline(&t) || t.p == t.end)
             continue;
         if (*t.p == '[') {
-            if (cn__theader(&t, doc->root, &cur) < 0)
+            if (theader(&t, doc->root, &cur) < 0)
                 break;
-        } else if (cn__tkeyval(&t, cur) < 0) {
+        } else if (tkeyval(&t, cur) < 0) {
             break;
         }
     }
@@ -607,7 +607,7 @@ void cn_toml_free(cn_toml_t *doc)
 {
     if (!doc)
         return;
-    cn__tval_free(doc->root);
+    tval_free(doc->root);
     free(doc);
 }
 

@@ -43,8 +43,8 @@
 #include <unistd.h>
 
 #define TOKEN "bench:bench-secret-0123456789abcdef"
-#define NS "bench"              /* the small blobs (what sync copies) */
-#define NS_LARGE "bench-large"  /* the 1 GiB blob */
+#define NS "bench"             /* the small blobs (what sync copies) */
+#define NS_LARGE "bench-large" /* the 1 GiB blob */
 #define SMALL 16384
 
 static const char *g_cairnd, *g_cairn, *g_dir = "/var/tmp";
@@ -130,7 +130,7 @@ static void *drain_main(void *arg)
 static double loopback_sendfile(const char *path, uint64_t len)
 {
     int ls = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     socklen_t al = sizeof a;
     if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof a) < 0 || listen(ls, 1) < 0 ||
         getsockname(ls, (struct sockaddr *)&a, &al) < 0)
@@ -165,7 +165,9 @@ static ssize_t fd_source(void *ctx, void *buf, size_t max)
 
 static cn_err_t discard(void *ctx, const void *p, size_t n)
 {
-    (void)ctx; (void)p; (void)n;
+    (void)ctx;
+    (void)p;
+    (void)n;
     return CN_OK;
 }
 
@@ -173,7 +175,8 @@ static cn_err_t discard(void *ctx, const void *p, size_t n)
  * unhashed (what the zero-copy path delivers before the consumer's check). */
 static size_t curl_discard(char *p, size_t size, size_t n, void *ctx)
 {
-    (void)p; (void)ctx;
+    (void)p;
+    (void)ctx;
     return size * n;
 }
 
@@ -244,8 +247,9 @@ static double run_small(const char *url, cn_digest_t *digests, size_t n, int con
     worker_t w[64];
     double t0 = now_s();
     for (int i = 0; i < conns; i++) {
-        w[i] = (worker_t){url, digests, n * (size_t)i / (size_t)conns,
-                          n * (size_t)(i + 1) / (size_t)conns, get, 0};
+        w[i] = (worker_t){
+            url, digests, n * (size_t)i / (size_t)conns, n * (size_t)(i + 1) / (size_t)conns, get, 0
+        };
         pthread_create(&th[i], NULL, worker_main, &w[i]);
     }
     for (int i = 0; i < conns; i++) {
@@ -374,8 +378,10 @@ int main(int argc, char **argv)
 
     server_start(&b, "b");
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, "CAIRN_TOKEN=%s '%s' blob sync --from %s --to %s --namespace %s "
-                              "--all --quiet", TOKEN, g_cairn, a.url, b.url, NS);
+    snprintf(cmd, sizeof cmd,
+             "CAIRN_TOKEN=%s '%s' blob sync --from %s --to %s --namespace %s "
+             "--all --quiet",
+             TOKEN, g_cairn, a.url, b.url, NS);
     t0 = now_s();
     int st = system(cmd);
     double dt = now_s() - t0;

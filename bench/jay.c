@@ -51,8 +51,17 @@
 #define SMALL 4096
 #define MAX_CONNS 256
 
-enum { PH_LARGE = 1, PH_PUT = 2, PH_GET = 4, PH_RSS = 8, PH_ALL = 15 };
-enum { DRV_EVENTS = 1, DRV_THREADS = 2 };
+enum {
+    PH_LARGE = 1,
+    PH_PUT = 2,
+    PH_GET = 4,
+    PH_RSS = 8,
+    PH_ALL = 15
+};
+enum {
+    DRV_EVENTS = 1,
+    DRV_THREADS = 2
+};
 
 typedef struct {
     const char *endpoint, *token, *dir;
@@ -61,9 +70,9 @@ typedef struct {
     unsigned small_n;
     unsigned conns[8];
     size_t n_conns;
-    unsigned phases;        /* PH_* */
-    unsigned driver;        /* 4 KiB GETs: DRV_EVENTS, DRV_THREADS or both */
-    unsigned ev_threads;    /* the event driver's threads */
+    unsigned phases;     /* PH_* */
+    unsigned driver;     /* 4 KiB GETs: DRV_EVENTS, DRV_THREADS or both */
+    unsigned ev_threads; /* the event driver's threads */
 } opts_t;
 
 static void die(const char *what, cn_err_t e, const cn_jay_error_t *err)
@@ -91,8 +100,9 @@ static void fill(uint8_t *p, size_t n, uint64_t seed)
 
 static cn_client_t *client_new(const opts_t *o)
 {
-    cn_client_cfg_t cfg = {.endpoint = o->endpoint, .token = o->token, .max_idle = 4,
-                           .io_timeout_ms = 120000};
+    cn_client_cfg_t cfg = {
+        .endpoint = o->endpoint, .token = o->token, .max_idle = 4, .io_timeout_ms = 120000
+    };
     cn_client_t *c = NULL;
     cn_jay_error_t err;
     cn_err_t e = cn_client_new(&cfg, &c, &err);
@@ -144,7 +154,7 @@ static void *rss_thread(void *arg)
 
 /* ---- bodies ----------------------------------------------------------------------- */
 typedef struct {
-    const uint8_t *pattern;   /* 1 MiB of pseudo-random bytes, repeated */
+    const uint8_t *pattern; /* 1 MiB of pseudo-random bytes, repeated */
     int64_t left, pos;
 } gen_t;
 
@@ -195,7 +205,7 @@ static void bench_large(const opts_t *o, cn_client_t *c, const char *bucket)
     for (int round = 0; round < 2; round++) {
         if (lseek(fd, 0, SEEK_SET) < 0)
             die("lseek", -errno, NULL);
-        cn_client_body_t body = {.len = o->large, .fd = fd};
+        cn_client_body_t body = { .len = o->large, .fd = fd };
         cn_client_written_t w;
         cn_jay_error_t err;
         double t0 = now_s();
@@ -209,7 +219,7 @@ static void bench_large(const opts_t *o, cn_client_t *c, const char *bucket)
             best_put = mbps;
 
         int64_t got = 0;
-        cn_client_sink_t sink = {.fd = -1, .write = discard, .ud = &got};
+        cn_client_sink_t sink = { .fd = -1, .write = discard, .ud = &got };
         cn_client_object_t info;
         t0 = now_s();
         e = cn_client_get_object(c, bucket, "large", &sink, &info, &err);
@@ -239,7 +249,7 @@ typedef struct {
     unsigned idx, nconn, conn_tag;
     bool get;
     unsigned ops;
-    uint64_t *lat_ns;      /* ops entries */
+    uint64_t *lat_ns; /* ops entries */
     uint64_t seed;
     cn_err_t err;
     cn_jay_error_t jerr;
@@ -263,14 +273,14 @@ static void *small_worker(void *arg)
         cn_err_t e;
         if (w->get) {
             int64_t got = 0;
-            cn_client_sink_t sink = {.fd = -1, .write = discard, .ud = &got};
+            cn_client_sink_t sink = { .fd = -1, .write = discard, .ud = &got };
             e = cn_client_get_object(w->c, w->bucket, key, &sink, NULL, &w->jerr);
             if (!e && got != SMALL)
                 e = CN_E_LENGTH_MISMATCH;
         } else {
             fill(data, sizeof data, n + 1);
-            cn_client_body_t body = {.len = SMALL, .fd = -1, .read = gen_read};
-            gen_t g = {.pattern = data, .left = SMALL};
+            cn_client_body_t body = { .len = SMALL, .fd = -1, .read = gen_read };
+            gen_t g = { .pattern = data, .left = SMALL };
             body.ud = &g;
             /* gen_read wraps at 1 MiB; 4 KiB never reaches the wrap. */
             cn_client_written_t wr;
@@ -301,10 +311,10 @@ static int cmp_u64(const void *a, const void *b)
  * (header, metadata, body) read and discarded. */
 typedef struct {
     int fd;
-    cn_buf_t out;           /* the request being sent */
+    cn_buf_t out; /* the request being sent */
     uint8_t hdr[CN_JAY_HDR_LEN];
-    size_t got;             /* bytes of the current response read */
-    uint64_t need;          /* its total, once the header is in (0 before) */
+    size_t got;    /* bytes of the current response read */
+    uint64_t need; /* its total, once the header is in (0 before) */
     int64_t t0;
     uint64_t seed;
 } evconn_t;
@@ -349,7 +359,7 @@ static int ev_dial(const opts_t *o)
         die("connect", -errno, NULL);
     int one = 1;
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    cn_buf_t hello = {0};
+    cn_buf_t hello = { 0 };
     if (cn_jay_hello_encode(&hello, o->token, strlen(o->token)) ||
         cn_write_full(fd, hello.data, hello.len))
         die("handshake", CN_E_PROTOCOL, NULL);
@@ -357,15 +367,14 @@ static int ev_dial(const opts_t *o)
     uint8_t w[CN_JAY_WELCOME_LEN];
     cn_jay_welcome_t wd;
     if (cn_read_full(fd, w, sizeof w) != (long long)sizeof w ||
-        cn_jay_welcome_decode(w, sizeof w, &wd) ||
-        wd.status != CN_JAY_HS_OK)
+        cn_jay_welcome_decode(w, sizeof w, &wd) || wd.status != CN_JAY_HS_OK)
         die("handshake refused", CN_E_AUTH, NULL);
     /* One request now, as client_new does: a connection is "pending" for the
      * server's per-source cap until it has sent a request. */
     cn_jay_req_t ping;
     memset(&ping, 0, sizeof ping);
     ping.op = CN_JAY_OP_PING;
-    cn_buf_t f = {0};
+    cn_buf_t f = { 0 };
     uint8_t h[CN_JAY_HDR_LEN];
     cn_jay_hdr_t hd;
     if (cn_jay_req_encode(&f, &ping, 0) || cn_write_full(fd, f.data, f.len) ||
@@ -407,7 +416,7 @@ static cn_err_t ev_issue(evthr_t *t, evconn_t *c)
         }
         if (w < 0 && errno != EAGAIN && errno != EINTR)
             return -errno;
-        struct pollfd pf = {.fd = c->fd, .events = POLLOUT};
+        struct pollfd pf = { .fd = c->fd, .events = POLLOUT };
         (void)poll(&pf, 1, 1000);
     }
     return 0;
@@ -463,7 +472,7 @@ static void *ev_thread(void *arg)
         goto out;
     }
     for (unsigned i = 0; i < t->ncs; i++) {
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &t->cs[i]};
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &t->cs[i] };
         if (epoll_ctl(ep, EPOLL_CTL_ADD, t->cs[i].fd, &ev) < 0) {
             t->err = -errno;
             goto out;
@@ -540,8 +549,13 @@ static void ev_phase(const opts_t *o, unsigned nconn, const char *bucket, unsign
         unsigned n = nconn / nt + (k < nconn % nt);
         unsigned q = (unsigned)((uint64_t)total * (first + n) / nconn) -
                      (unsigned)((uint64_t)total * first / nconn);
-        ts[k] = (evthr_t){.o = o, .bucket = bucket, .tag = tag, .cs = cs + first, .ncs = n,
-                          .quota = q, .lat_ns = lat + used};
+        ts[k] = (evthr_t){ .o = o,
+                           .bucket = bucket,
+                           .tag = tag,
+                           .cs = cs + first,
+                           .ncs = n,
+                           .quota = q,
+                           .lat_ns = lat + used };
         first += n;
         used += q;
     }
@@ -579,9 +593,16 @@ static void small_phase(const opts_t *o, cn_client_t **cl, unsigned nconn, bool 
     size_t used = 0;
     for (unsigned i = 0; i < nconn; i++) {
         unsigned ops = total / nconn + (i < total % nconn);
-        ws[i] = (worker_t){.o = o, .c = cl[i], .bucket = bucket, .idx = i, .nconn = nconn,
-                           .conn_tag = tag, .get = get, .ops = ops, .lat_ns = lat + used,
-                           .seed = 0x1234567ull + i};
+        ws[i] = (worker_t){ .o = o,
+                            .c = cl[i],
+                            .bucket = bucket,
+                            .idx = i,
+                            .nconn = nconn,
+                            .conn_tag = tag,
+                            .get = get,
+                            .ops = ops,
+                            .lat_ns = lat + used,
+                            .seed = 0x1234567ull + i };
         used += ops;
     }
     double t0 = now_s();
@@ -596,8 +617,8 @@ static void small_phase(const opts_t *o, cn_client_t **cl, unsigned nconn, bool 
             die(get ? "get 4k" : "put 4k", ws[i].err, &ws[i].jerr);
     /* The threaded GET figures carry a suffix when the event driver gives
      * the main ones (--driver both). */
-    report(get ? "get" : "put", nconn, get && (o->driver & DRV_EVENTS) ? "_threads" : "", lat,
-           used, dt);
+    report(get ? "get" : "put", nconn, get && (o->driver & DRV_EVENTS) ? "_threads" : "", lat, used,
+           dt);
     free(lat);
 }
 
@@ -631,14 +652,14 @@ static void bench_rss(const opts_t *o, cn_client_t *c, const char *bucket)
     fill(pattern, 1 << 20, 99);
     long before = status_kib(o->pid, "VmRSS");
     long hwm_before = status_kib(o->pid, "VmHWM");
-    rss_sampler_t s = {.pid = o->pid, .peak_kib = before};
+    rss_sampler_t s = { .pid = o->pid, .peak_kib = before };
     atomic_init(&s.stop, false);
     pthread_t th;
     if (pthread_create(&th, NULL, rss_thread, &s))
         die("pthread_create", -errno, NULL);
 
-    gen_t g = {.pattern = pattern, .left = o->huge};
-    cn_client_body_t body = {.len = o->huge, .fd = -1, .read = gen_read, .ud = &g};
+    gen_t g = { .pattern = pattern, .left = o->huge };
+    cn_client_body_t body = { .len = o->huge, .fd = -1, .read = gen_read, .ud = &g };
     cn_client_written_t w;
     cn_jay_error_t err;
     double t0 = now_s();
@@ -649,7 +670,7 @@ static void bench_rss(const opts_t *o, cn_client_t *c, const char *bucket)
     cn_client_written_clear(&w);
     long after_put = s.peak_kib;
     int64_t got = 0;
-    cn_client_sink_t sink = {.fd = -1, .write = discard, .ud = &got};
+    cn_client_sink_t sink = { .fd = -1, .write = discard, .ud = &got };
     double t2 = now_s();
     e = cn_client_get_object(c, bucket, "huge", &sink, NULL, &err);
     double t3 = now_s();
@@ -668,7 +689,8 @@ static void bench_rss(const opts_t *o, cn_client_t *c, const char *bucket)
     printf("jay_rss_peak_put %.1f MiB\n", after_put / 1024.0);
     printf("jay_rss_peak %.1f MiB\n", s.peak_kib / 1024.0);
     printf("jay_rss_growth %.1f MiB\n", (s.peak_kib - before) / 1024.0);
-    printf("jay_hwm_growth %.1f MiB\n", hwm_after > hwm_before ? (hwm_after - hwm_before) / 1024.0 : 0.0);
+    printf("jay_hwm_growth %.1f MiB\n",
+           hwm_after > hwm_before ? (hwm_after - hwm_before) / 1024.0 : 0.0);
     fflush(stdout);
     cn_client_delete_object(c, bucket, "huge", NULL);
 }
@@ -678,9 +700,12 @@ static int64_t parse_size(const char *s)
     char *end;
     double v = strtod(s, &end);
     switch (*end) {
-    case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
-    case 'M': case 'm': v *= 1024.0 * 1024; break;
-    case 'K': case 'k': v *= 1024.0; break;
+    case 'G':
+    case 'g': v *= 1024.0 * 1024 * 1024; break;
+    case 'M':
+    case 'm': v *= 1024.0 * 1024; break;
+    case 'K':
+    case 'k': v *= 1024.0; break;
     default: break;
     }
     return (int64_t)v;
@@ -688,9 +713,15 @@ static int64_t parse_size(const char *s)
 
 int main(int argc, char **argv)
 {
-    opts_t o = {.dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", .large = 1ll << 30,
-                .huge = 5ll << 30, .small_n = 10000, .conns = {1, 16, 64}, .n_conns = 3,
-                .phases = PH_ALL, .driver = DRV_EVENTS, .ev_threads = 2};
+    opts_t o = { .dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+                 .large = 1ll << 30,
+                 .huge = 5ll << 30,
+                 .small_n = 10000,
+                 .conns = { 1, 16, 64 },
+                 .n_conns = 3,
+                 .phases = PH_ALL,
+                 .driver = DRV_EVENTS,
+                 .ev_threads = 2 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--quick")) {
@@ -717,8 +748,10 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--dir"))
             o.dir = v;
         else if (!strcmp(a, "--driver")) {
-            o.driver = !strcmp(v, "events") ? DRV_EVENTS : !strcmp(v, "threads") ? DRV_THREADS
-                       : !strcmp(v, "both") ? DRV_EVENTS | DRV_THREADS : 0;
+            o.driver = !strcmp(v, "events")    ? DRV_EVENTS
+                       : !strcmp(v, "threads") ? DRV_THREADS
+                       : !strcmp(v, "both")    ? DRV_EVENTS | DRV_THREADS
+                                               : 0;
             if (!o.driver)
                 goto usage;
         } else if (!strcmp(a, "--threads")) {
@@ -732,14 +765,14 @@ int main(int argc, char **argv)
                 unsigned ph = !strncmp(p, "large", l) && l == 5 ? PH_LARGE
                               : !strncmp(p, "put", l) && l == 3 ? PH_PUT
                               : !strncmp(p, "get", l) && l == 3 ? PH_GET
-                              : !strncmp(p, "rss", l) && l == 3 ? PH_RSS : 0;
+                              : !strncmp(p, "rss", l) && l == 3 ? PH_RSS
+                                                                : 0;
                 if (!ph)
                     goto usage;
                 o.phases |= ph;
                 p += l + (p[l] == ',');
             }
-        }
-        else if (!strcmp(a, "--conns")) {
+        } else if (!strcmp(a, "--conns")) {
             o.n_conns = 0;
             for (char *p = (char *)v; *p && o.n_conns < 8;) {
                 unsigned long n = strtoul(p, &p, 10);
@@ -772,9 +805,10 @@ int main(int argc, char **argv)
     cn_client_free(c);
     return 0;
 usage:
-    fprintf(stderr, "usage: bench_jay --endpoint HOST:PORT --token ID:SECRET [--pid PID]\n"
-                    "                 [--quick] [--large BYTES] [--huge BYTES] [--small N]\n"
-                    "                 [--conns 1,16,64] [--dir DIR] [--driver events|threads|both]\n"
-                    "                 [--threads N] [--only large,put,get,rss]\n");
+    fprintf(stderr,
+            "usage: bench_jay --endpoint HOST:PORT --token ID:SECRET [--pid PID]\n"
+            "                 [--quick] [--large BYTES] [--huge BYTES] [--small N]\n"
+            "                 [--conns 1,16,64] [--dir DIR] [--driver events|threads|both]\n"
+            "                 [--threads N] [--only large,put,get,rss]\n");
     return 2;
 }

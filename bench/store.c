@@ -217,8 +217,8 @@ static double bench_small(cn_store_t *s, int writers, int total, uint64_t seed)
     small_job_t jobs[64];
     double t0 = now_s();
     for (int i = 0; i < writers; i++) {
-        jobs[i] = (small_job_t){ s, seed + (uint64_t)i * 1000000, total / writers +
-                                 (i < total % writers) };
+        jobs[i] = (small_job_t){ s, seed + (uint64_t)i * 1000000,
+                                 total / writers + (i < total % writers) };
         if (pthread_create(&th[i], NULL, small_main, &jobs[i]))
             die("pthread_create", -EAGAIN);
     }

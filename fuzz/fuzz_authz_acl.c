@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         return 0;
     }
-    cn_buf_t s1 = {0}, s2 = {0};
+    cn_buf_t s1 = { 0 }, s2 = { 0 };
     if (cn_authz_acl_serialize(&a, &s1) != CN_OK ||
         cn_authz_acl_parse((const char *)s1.data, s1.len, &b) != CN_OK ||
         cn_authz_acl_serialize(&b, &s2) != CN_OK || s1.len != s2.len ||

@@ -25,11 +25,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     (void)cn_authz_policy_is_public(p);
-    static const char *const principals[] = {NULL, "alice", "bob"};
-    static const char *const ips[] = {"10.1.2.3", "2001:db8::1", "192.168.0.1", "::1"};
-    cn_authz_tag_t tags[] = { {"visibility", "public"}, {"team", ""} };
+    static const char *const principals[] = { NULL, "alice", "bob" };
+    static const char *const ips[] = { "10.1.2.3", "2001:db8::1", "192.168.0.1", "::1" };
+    cn_authz_tag_t tags[] = { { "visibility", "public" }, { "team", "" } };
     cn_authz_object_t obj = { "alice", NULL, tags, 2 };
-    cn_authz_bucket_t b = { "b", "alice", NULL, p, {false, false, false, (sel & 1) != 0} };
+    cn_authz_bucket_t b = { "b", "alice", NULL, p, { false, false, false, (sel & 1) != 0 } };
     for (int a = CN_ACT_INVALID + 1; a < CN_ACT_END; a++) {
         cn_authz_req_t r;
         memset(&r, 0, sizeof r);

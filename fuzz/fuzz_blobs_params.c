@@ -35,8 +35,8 @@ static json_t *reencode(cn__bh_op_t op, const cn__bh_params_t *p)
     if (p->has_ranges) {
         json_t *a = json_array();
         for (size_t i = 0; i < p->nranges; i++)
-            json_array_append_new(a, json_pack("[I,I]", (json_int_t)p->ranges[i].off,
-                                               (json_int_t)p->ranges[i].len));
+            json_array_append_new(
+                a, json_pack("[I,I]", (json_int_t)p->ranges[i].off, (json_int_t)p->ranges[i].len));
         json_object_set_new(o, "ranges", a);
     }
     if (p->len >= 0)

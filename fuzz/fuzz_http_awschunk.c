@@ -24,9 +24,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 typedef struct {
-    const uint8_t *lo, *hi;      /* the piece being fed */
+    const uint8_t *lo, *hi; /* the piece being fed */
     uint64_t n;
-    uint64_t h;                  /* FNV-1a of the emitted bytes */
+    uint64_t h; /* FNV-1a of the emitted bytes */
 } sink_t;
 
 static int emit(void *ctx, const uint8_t *p, size_t n)
@@ -50,8 +50,8 @@ typedef struct {
     size_t trailer_len;
 } outcome_t;
 
-static void decode(const cn_sigv4_t *sig, uint8_t flags, uint64_t cap, const uint8_t *p,
-                   size_t n, size_t slice, outcome_t *o)
+static void decode(const cn_sigv4_t *sig, uint8_t flags, uint64_t cap, const uint8_t *p, size_t n,
+                   size_t slice, outcome_t *o)
 {
     cn_awschunk_t d;
     memset(o, 0, sizeof *o);
@@ -73,8 +73,8 @@ static void decode(const cn_sigv4_t *sig, uint8_t flags, uint64_t cap, const uin
     }
     if (!o->rc)
         o->rc = cn_awschunk_end(&d);
-    if (o->rc != CN_OK && o->rc != CN_E_AUTH && o->rc != CN_E_PROTOCOL &&
-        o->rc != CN_E_TOO_LARGE && o->rc != -ENOMEM)
+    if (o->rc != CN_OK && o->rc != CN_E_AUTH && o->rc != CN_E_PROTOCOL && o->rc != CN_E_TOO_LARGE &&
+        o->rc != -ENOMEM)
         abort();
     if (o->rc == CN_OK) {
         if (!d.done || d.s3err != CN_S3E_NONE)
@@ -89,7 +89,7 @@ static void decode(const cn_sigv4_t *sig, uint8_t flags, uint64_t cap, const uin
                 abort();
         }
     } else if (d.s3err == CN_S3E_NONE) {
-        abort();                                   /* a refusal names its S3 error */
+        abort(); /* a refusal names its S3 error */
     }
     o->s3err = d.s3err;
     o->done = d.done;
@@ -103,8 +103,8 @@ static void make_sig(cn_sigv4_t *s, bool trailer_example)
 {
     static const char secret[] = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
     memset(s, 0, sizeof *s);
-    cn_sigv4_signing_key((const uint8_t *)secret, sizeof secret - 1, "20130524", "us-east-1",
-                         "s3", s->signing_key);
+    cn_sigv4_signing_key((const uint8_t *)secret, sizeof secret - 1, "20130524", "us-east-1", "s3",
+                         s->signing_key);
     strcpy(s->amz_date, "20130524T000000Z");
     strcpy(s->scope, "20130524/us-east-1/s3/aws4_request");
     strcpy(s->region, "us-east-1");

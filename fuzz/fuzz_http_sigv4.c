@@ -29,15 +29,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_HEADERS 64
 
 static const char *const keys[][2] = {
-    {"AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"},
-    {"AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"},
+    { "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY" },
+    { "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY" },
 };
 
 static int lookup(void *ctx, const char *key, uint8_t *secret, size_t cap, size_t *len)
 {
     (void)ctx;
     if (strnlen(key, CN_SIGV4_MAX_KEY) >= CN_SIGV4_MAX_KEY)
-        abort();                               /* the key handed over must be a C string */
+        abort(); /* the key handed over must be a C string */
     if (strcmp(key, "BROKEN") == 0)
         return -EIO;
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -63,7 +63,8 @@ static void check_outcome(cn_err_t e, const cn_sigv4_t *v)
 {
     if (e != CN_OK && e != CN_E_AUTH && e != CN_E_NOT_FOUND && e != -ENOMEM)
         abort();
-    if (!memchr(v->detail, 0, sizeof v->detail) || !memchr(v->access_key, 0, sizeof v->access_key) ||
+    if (!memchr(v->detail, 0, sizeof v->detail) ||
+        !memchr(v->access_key, 0, sizeof v->access_key) ||
         !memchr(v->region, 0, sizeof v->region) || !memchr(v->scope, 0, sizeof v->scope))
         abort();
     if (e == CN_E_AUTH) {
@@ -119,7 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char method[16];
     size_t ml = (size_t)(sp - text);
     if (ml == 0 || ml >= sizeof method || memchr(text, 0, ml))
-        goto out;                       /* the server hands over a C-string method */
+        goto out; /* the server hands over a C-string method */
     memcpy(method, text, ml);
     method[ml] = 0;
     const char *target = sp + 1;
@@ -154,9 +155,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (flags & 32)
         now += 3600 * 1000;
     cn_sigv4_input_t in = {
-        .method = method, .path = target, .path_len = path_len,
-        .query = q ? q + 1 : NULL, .query_len = q ? target_len - path_len - 1 : 0,
-        .headers = h, .n_headers = nh, .has_body = (flags & 1) != 0, .now_ms = now,
+        .method = method,
+        .path = target,
+        .path_len = path_len,
+        .query = q ? q + 1 : NULL,
+        .query_len = q ? target_len - path_len - 1 : 0,
+        .headers = h,
+        .n_headers = nh,
+        .has_body = (flags & 1) != 0,
+        .now_ms = now,
         .service = (flags & 4) ? "service" : "s3",
         .region = (flags & 2) ? "us-east-1" : NULL,
         .max_skew_ms = (flags & 16) ? (int64_t)1 << 50 : 0,
@@ -182,29 +189,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* Canonicalisation on its own, over whatever the input signs. */
     {
-        cn_buf_t canon = {0};
-        cn_err_t c = cn_sigv4_canonical_request(&canon, method, in.path, in.path_len, in.query,
-                                                in.query_len, h, nh, "host;x-amz-date", 15,
-                                                "UNSIGNED-PAYLOAD");
+        cn_buf_t canon = { 0 };
+        cn_err_t c =
+            cn_sigv4_canonical_request(&canon, method, in.path, in.path_len, in.query, in.query_len,
+                                       h, nh, "host;x-amz-date", 15, "UNSIGNED-PAYLOAD");
         if (c != CN_OK && c != CN_E_INVALID && c != CN_E_LIMIT && c != -ENOMEM)
             abort();
-        if (c == CN_OK && (canon.len < ml || memcmp(canon.data, method, ml) != 0 ||
-                           canon.data[ml] != '\n'))
+        if (c == CN_OK &&
+            (canon.len < ml || memcmp(canon.data, method, ml) != 0 || canon.data[ml] != '\n'))
             abort();
         cn_buf_free(&canon);
     }
 
     /* Percent-decoding inverts AWS UriEncode (over NUL-free bytes). */
     {
-        cn_buf_t dec = {0}, enc = {0}, again = {0};
+        cn_buf_t dec = { 0 }, enc = { 0 }, again = { 0 };
         if (cn_http_pct_decode(&dec, in.path, in.path_len) == CN_OK) {
             if (memchr(dec.data, 0, dec.len))
-                abort();                   /* an encoded NUL must be refused */
+                abort(); /* an encoded NUL must be refused */
             if (cn_sigv4_uri_encode(&enc, (const char *)dec.data, dec.len, true) == CN_OK) {
                 for (size_t i = 0; i < enc.len; i++) {
                     unsigned char c = enc.data[i];
-                    if (!(isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' ||
-                          c == '/' || c == '%'))
+                    if (!(isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/' ||
+                          c == '%'))
                         abort();
                 }
                 if (cn_http_pct_decode(&again, (const char *)enc.data, enc.len) != CN_OK ||
@@ -228,7 +235,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             int y = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0');
             int m = (s[4] - '0') * 10 + (s[5] - '0'), dd = (s[6] - '0') * 10 + (s[7] - '0');
             if (tm.tm_year + 1900 != y || tm.tm_mon + 1 != m || tm.tm_mday != dd)
-                abort();                   /* e.g. 20130231 must not become March 3rd */
+                abort(); /* e.g. 20130231 must not become March 3rd */
         }
     }
 out:

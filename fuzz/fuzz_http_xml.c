@@ -42,10 +42,10 @@ static size_t walk(const cn_xml_doc_t *d, int node, int depth, uint64_t *h)
     size_t n = 1;
     int first = cn_xml_child(d, node, NULL);
     if (first >= 0 && tl != 0)
-        abort();                                   /* only leaves carry text */
+        abort(); /* only leaves carry text */
     for (int c = first; c >= 0; c = cn_xml_next(d, c, NULL)) {
         if (c <= node)
-            abort();                               /* children come after their parent */
+            abort(); /* children come after their parent */
         n += walk(d, c, depth + 1, h);
         /* The named lookup finds this child or an earlier one of that name. */
         int byname = cn_xml_child(d, node, cn_xml_name(d, c));

@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     abort();
             }
             /* The encoder reproduces the accepted handshake but for the flags. */
-            cn_buf_t b = {0};
+            cn_buf_t b = { 0 };
             if (cn_jay_hello_encode(&b, h.auth.p, h.auth.len) != CN_OK || b.len != h.consumed ||
                 memcmp(b.data, data, 5) != 0 || memcmp(b.data + 6, data + 6, b.len - 6) != 0)
                 abort();

@@ -27,14 +27,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (e != CN_OK)
         abort();
-    cn_jay_str_t strs[] = { q.bucket, q.key, q.content_type, q.prefix, q.delimiter,
-                            q.start_after, q.upload_id, q.dst_bucket, q.dst_key };
+    cn_jay_str_t strs[] = { q.bucket,      q.key,       q.content_type, q.prefix, q.delimiter,
+                            q.start_after, q.upload_id, q.dst_bucket,   q.dst_key };
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         fuzz_touch(strs[i], meta, end);
     fuzz_walk_map(&q.metadata, meta, end);
     fuzz_walk_ints(&q.part_numbers);
 
-    cn_buf_t a = {0}, b = {0};
+    cn_buf_t a = { 0 }, b = { 0 };
     cn_jay_req_t q2;
     if (cn_jay_req_encode(&a, &q, 7) != CN_OK)
         abort();

@@ -47,16 +47,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     if (e != CN_OK)
         abort();
-    cn_jay_str_t strs[] = { r.etag, r.checksum, r.content_type, r.last_modified, r.bucket_id,
-                            r.name, r.created_at, r.visibility, r.upload_id,
-                            r.next_start_after, r.message, r.code };
+    cn_jay_str_t strs[] = {
+        r.etag,       r.checksum,   r.content_type, r.last_modified,    r.bucket_id, r.name,
+        r.created_at, r.visibility, r.upload_id,    r.next_start_after, r.message,   r.code
+    };
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         fuzz_touch(strs[i], meta, end);
     fuzz_walk_map(&r.metadata, meta, end);
     fuzz_walk_strs(&r.common_prefixes, meta, end);
     walk_entries(op, &r.entries, meta, end);
 
-    cn_buf_t a = {0}, b = {0};
+    cn_buf_t a = { 0 }, b = { 0 };
     cn_jay_resp_t r2;
     if (cn_jay_resp_encode(&a, op, status, 9, &r, 0) != CN_OK)
         abort();

@@ -35,7 +35,10 @@ typedef struct {
     const char *dlo, *dhi;
 } ev_t;
 
-static void mix(ev_t *e, uint64_t v) { e->h = (e->h ^ v) * 1099511628211ull; }
+static void mix(ev_t *e, uint64_t v)
+{
+    e->h = (e->h ^ v) * 1099511628211ull;
+}
 
 static int ev_part(void *ctx, const cn__form_part_t *p)
 {
@@ -71,7 +74,7 @@ static int ev_end(void *ctx)
     return 0;
 }
 
-static const cn__form_cb_t ev_cb = {ev_part, ev_data, ev_end};
+static const cn__form_cb_t ev_cb = { ev_part, ev_data, ev_end };
 
 static void run_form(const uint8_t *p, size_t n, uint8_t split)
 {
@@ -89,7 +92,7 @@ static void run_form(const uint8_t *p, size_t n, uint8_t split)
     cn__form_t f1, f2;
     cn__form_init(&f1, b);
     cn__form_init(&f2, b);
-    ev_t e1 = {1469598103934665603ull, 0, 0, 0, body, body + len, f1.delim, f1.delim + f1.dlen};
+    ev_t e1 = { 1469598103934665603ull, 0, 0, 0, body, body + len, f1.delim, f1.delim + f1.dlen };
     ev_t e2 = e1;
     e2.dlo = f2.delim;
     e2.dhi = f2.delim + f2.dlen;
@@ -128,7 +131,7 @@ static void run_policy(const uint8_t *p, size_t n)
         if (!eq || eq == line)
             continue;
         *eq = 0;
-        fs[nf] = (cn__post_field_t){line, strlen(line), eq + 1, strlen(eq + 1), false};
+        fs[nf] = (cn__post_field_t){ line, strlen(line), eq + 1, strlen(eq + 1), false };
         nf++;
     }
     int64_t lo, hi;
@@ -146,8 +149,7 @@ static void run_policy(const uint8_t *p, size_t n)
             if (!fs[i].covered && strcasecmp(fs[i].name, "policy") &&
                 strcasecmp(fs[i].name, "file") && strcasecmp(fs[i].name, "signature") &&
                 strcasecmp(fs[i].name, "x-amz-signature") &&
-                strcasecmp(fs[i].name, "awsaccesskeyid") &&
-                strncasecmp(fs[i].name, "x-ignore-", 9))
+                strcasecmp(fs[i].name, "awsaccesskeyid") && strncasecmp(fs[i].name, "x-ignore-", 9))
                 abort();
     }
     free(rest);
@@ -183,7 +185,7 @@ static void check_acl(const cn_authz_acl_t *acl)
 {
     if (acl->ngrants > CN_ACL_MAX_GRANTS)
         abort();
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     if (cn_authz_acl_serialize(acl, &b) != CN_OK) {
         cn_buf_free(&b);
         return;
@@ -219,7 +221,7 @@ static void run_xml(const uint8_t *p, size_t n)
             check_acl(acl);
         free(acl);
     }
-    cn_buf_t out = {0};
+    cn_buf_t out = { 0 };
     char why[200];
     cn_s3_err_t e = cn__s3_cors_normalize(d, &out, why, sizeof why);
     if (e != CN_S3E_NONE && e != CN_S3E_MALFORMED_XML && e != CN_S3E_INVALID_REQUEST &&
@@ -227,7 +229,7 @@ static void run_xml(const uint8_t *p, size_t n)
         abort();
     if (e == CN_S3E_NONE) {
         cn_xml_doc_t *d2 = NULL;
-        cn_buf_t out2 = {0};
+        cn_buf_t out2 = { 0 };
         if (cn_xml_parse(out.data, out.len, 100000, &d2) != CN_OK ||
             cn__s3_cors_normalize(d2, &out2, why, sizeof why) != CN_S3E_NONE ||
             out2.len != out.len || memcmp(out2.data, out.data, out.len) != 0)

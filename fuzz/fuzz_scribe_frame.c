@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     while (size - off >= CN_SCRIBE_HDR_LEN) {
         cn_scribe_hdr_t h;
         if (cn_scribe_hdr_parse(data + off, &h) != CN_OK)
-            break;                                  /* close the connection */
+            break; /* close the connection */
         uint8_t again[CN_SCRIBE_HDR_LEN];
         cn_scribe_hdr_encode(again, &h);
         if (memcmp(again, data + off, CN_SCRIBE_HDR_LEN) != 0 || h.length > CN_SCRIBE_MAX_FRAME ||
@@ -21,18 +21,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         off += CN_SCRIBE_HDR_LEN;
         uint32_t bound;
         if (cn_scribe_request_bound(h.opcode, false, &bound) && h.length > bound)
-            break;                                  /* over the opcode's bound: close */
+            break; /* over the opcode's bound: close */
         size_t take = h.length < size - off ? h.length : size - off;
         const uint8_t *payload = data + off;
         /* Exercise the stream-side decoders on the payload bytes too. */
         cn_scribe_get_item_t it;
-        long r = cn_scribe_dec_get_item(payload, take, (h.flags & 1) ? CN_SCRIBE_CODEC_BE : CN_SCRIBE_CODEC_LE, &it);
+        long r = cn_scribe_dec_get_item(
+            payload, take, (h.flags & 1) ? CN_SCRIBE_CODEC_BE : CN_SCRIBE_CODEC_LE, &it);
         if (r > 0 && (size_t)r > take)
             abort();
         if (take >= CN_SCRIBE_BLOCK_HDR_LEN) {
             cn_scribe_block_t b;
             if (cn_scribe_dec_block(payload, take, &b) == CN_OK &&
-                (b.original == 0 || b.original > CN_SCRIBE_BLOCK_MAX || (b.raw && b.stored != b.original)))
+                (b.original == 0 || b.original > CN_SCRIBE_BLOCK_MAX ||
+                 (b.raw && b.stored != b.original)))
                 abort();
         }
         off += take;

@@ -26,10 +26,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (cn_repos_manifest_parse(p, n, &m) == CN_OK && m.count <= 65536) {
             for (uint32_t i = 0; i < m.count; i++)
                 cn_repos_manifest_chunk(&m, i, &refs[i]);
-            if (cn_repos_manifest_encode(&b, refs, m.count) != CN_OK) abort();
+            if (cn_repos_manifest_encode(&b, refs, m.count) != CN_OK)
+                abort();
             fz_same(&b, p, n);
         }
-        break; }
+        break;
+    }
     case 2: {
         cn_repos_changeset_t cs;
         if (cn_repos_changeset_parse(p, n, &cs) == CN_OK) {
@@ -38,20 +40,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             uint32_t k = 0;
             while (k < 65536 && cn_repos_changeset_next(&it, &entries[k]))
                 k++;
-            if (cs.count <= 65536 && k != cs.count) abort();
+            if (cs.count <= 65536 && k != cs.count)
+                abort();
             if (cn_repos_changeset_validate(&cs) == CN_OK && cs.count <= 65536) {
-                if (cn_repos_changeset_encode(&b, entries, cs.count) != CN_OK) abort();
+                if (cn_repos_changeset_encode(&b, entries, cs.count) != CN_OK)
+                    abort();
                 fz_same(&b, p, n);
             }
         }
-        break; }
+        break;
+    }
     case 3: {
         cn_repos_commit_t c;
         if (cn_repos_commit_parse(p, n, &c) == CN_OK) {
-            if (cn_repos_commit_encode(&b, &c) != CN_OK) abort();
+            if (cn_repos_commit_encode(&b, &c) != CN_OK)
+                abort();
             fz_same(&b, p, n);
         }
-        break; }
+        break;
+    }
     case 4: {
         cn_repos_node_t nd;
         if (cn_repos_node_parse(p, n, &nd) == CN_OK) {
@@ -59,11 +66,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (uint16_t i = 0; i < nd.child_count; i++)
                 cn_repos_node_child(&nd, i, &ch);
         }
-        break; }
+        break;
+    }
     case 5: {
         if (n < 4)
             break;
-        uint32_t l = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+        uint32_t l =
+            (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
         if (l > n - 4)
             break;
         cn_digest_t root, content;
@@ -80,22 +89,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fz_same(&b, p, n);
             oracle_tree_free(t);
         }
-        break; }
+        break;
+    }
     case 6: {
         bool ok = cn_repos_path_check(p, n) == CN_OK;
-        if (ok && (n == 0 || n > CN_REPOS_MAX_PATH || p[0] == '/' || p[n - 1] == '/' ||
-                   memchr(p, 0, n)))
+        if (ok &&
+            (n == 0 || n > CN_REPOS_MAX_PATH || p[0] == '/' || p[n - 1] == '/' || memchr(p, 0, n)))
             abort();
         if (cn_repos_utf8_check(p, n) == CN_OK) {
             static uint8_t fold[1 << 16];
             long k = cn_repos_path_fold(p, n, fold, sizeof fold);
-            if (n <= sizeof fold && (k < 0 || (size_t)k > n)) abort();
-            if (k >= 0 && cn_repos_path_alias(p, n, fold, (size_t)k) && !memcmp(p, fold, (size_t)k) && (size_t)k == n)
+            if (n <= sizeof fold && (k < 0 || (size_t)k > n))
+                abort();
+            if (k >= 0 && cn_repos_path_alias(p, n, fold, (size_t)k) &&
+                !memcmp(p, fold, (size_t)k) && (size_t)k == n)
                 abort();
         }
-        break; }
-    default:
         break;
+    }
+    default: break;
     }
     cn_buf_free(&b);
     return 0;

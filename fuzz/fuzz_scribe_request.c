@@ -23,16 +23,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     switch (op) {
     case CN_SCRIBE_OP_REPO_CREATE: {
         cn_scribe_repo_create_req_t q;
-        if (!(e = cn_scribe_dec_repo_create_req(p, n, c, &q))) { fz_in(q.name, p, end); w = cn_scribe_enc_repo_create_req(&b, c, &q); }
-        break; }
+        if (!(e = cn_scribe_dec_repo_create_req(p, n, c, &q))) {
+            fz_in(q.name, p, end);
+            w = cn_scribe_enc_repo_create_req(&b, c, &q);
+        }
+        break;
+    }
     case CN_SCRIBE_OP_REPO_INFO: {
         cn_scribe_repo_info_req_t q;
-        if (!(e = cn_scribe_dec_repo_info_req(p, n, c, &q))) { fz_in(q.name, p, end); w = cn_scribe_enc_repo_info_req(&b, c, &q); }
-        break; }
+        if (!(e = cn_scribe_dec_repo_info_req(p, n, c, &q))) {
+            fz_in(q.name, p, end);
+            w = cn_scribe_enc_repo_info_req(&b, c, &q);
+        }
+        break;
+    }
     case CN_SCRIBE_OP_REPO_LIST: {
         cn_scribe_repo_list_req_t q;
-        if (!(e = cn_scribe_dec_repo_list_req(p, n, c, &q))) { fz_in(q.token, p, end); w = cn_scribe_enc_repo_list_req(&b, c, &q); }
-        break; }
+        if (!(e = cn_scribe_dec_repo_list_req(p, n, c, &q))) {
+            fz_in(q.token, p, end);
+            w = cn_scribe_enc_repo_list_req(&b, c, &q);
+        }
+        break;
+    }
     case CN_SCRIBE_OP_PUT_OBJECTS: {
         cn_scribe_put_req_t q;
         if (!(e = cn_scribe_dec_put_req(p, n, c, &q))) {
@@ -45,15 +57,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             w = cn_scribe_enc_put_req(&b, c, &q.repo, items, q.count);
         }
-        break; }
-    case CN_SCRIBE_OP_GET_OBJECTS: case CN_SCRIBE_OP_PRESENCE: case CN_SCRIBE_OP_PIN_OBJECTS: {
+        break;
+    }
+    case CN_SCRIBE_OP_GET_OBJECTS:
+    case CN_SCRIBE_OP_PRESENCE:
+    case CN_SCRIBE_OP_PIN_OBJECTS: {
         cn_scribe_objs_req_t q;
         if (!(e = cn_scribe_dec_objs_req(p, n, c, op, &q))) {
             for (uint32_t i = 0; i < q.count; i++)
                 cn_scribe_objref(&q, i, &refs[i]);
             w = cn_scribe_enc_objs_req(&b, c, op, &q, refs);
         }
-        break; }
+        break;
+    }
     case CN_SCRIBE_OP_SUBMIT: {
         cn_scribe_submit_req_t q;
         if (!(e = cn_scribe_dec_submit_req(p, n, c, &q))) {
@@ -63,49 +79,64 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             cn_scribe_submit_fingerprint(&q, &fp);
             w = cn_scribe_enc_submit_req(&b, c, &q);
         }
-        break; }
+        break;
+    }
     case CN_SCRIBE_OP_OPERATION_OUTCOME: {
         cn_scribe_outcome_req_t q;
-        if (!(e = cn_scribe_dec_outcome_req(p, n, c, &q))) w = cn_scribe_enc_outcome_req(&b, c, &q);
-        break; }
+        if (!(e = cn_scribe_dec_outcome_req(p, n, c, &q)))
+            w = cn_scribe_enc_outcome_req(&b, c, &q);
+        break;
+    }
     case CN_SCRIBE_OP_TREE_PAGE: {
         cn_scribe_tree_page_req_t q;
         if (!(e = cn_scribe_dec_tree_page_req(p, n, c, &q))) {
-            fz_in(q.prefix, p, end); fz_in(q.after, p, end);
+            fz_in(q.prefix, p, end);
+            fz_in(q.after, p, end);
             w = cn_scribe_enc_tree_page_req(&b, c, &q);
         }
-        break; }
+        break;
+    }
     case CN_SCRIBE_OP_CHANGED_PATHS: {
         cn_scribe_changed_req_t q;
         if (!(e = cn_scribe_dec_changed_req(p, n, c, &q))) {
-            fz_in(q.prefix, p, end); fz_in(q.token, p, end);
+            fz_in(q.prefix, p, end);
+            fz_in(q.token, p, end);
             w = cn_scribe_enc_changed_req(&b, c, &q);
         }
-        break; }
+        break;
+    }
     case CN_SCRIBE_OP_LOG: {
         cn_scribe_log_req_t q;
         if (!(e = cn_scribe_dec_log_req(p, n, c, &q))) {
-            fz_in(q.path, p, end); fz_in(q.after_path, p, end);
+            fz_in(q.path, p, end);
+            fz_in(q.after_path, p, end);
             if ((q.all_branches && !q.follow_merges) || (q.has_after_path && !q.has_before))
                 abort();
             w = cn_scribe_enc_log_req(&b, c, &q);
         }
-        break; }
+        break;
+    }
     case CN_SCRIBE_OP_INSTANCE_STATUS: {
         cn_scribe_instance_req_t q;
-        if (!(e = cn_scribe_dec_instance_req(p, n, c, &q))) w = cn_scribe_enc_instance_req(&b, c, &q);
-        break; }
+        if (!(e = cn_scribe_dec_instance_req(p, n, c, &q)))
+            w = cn_scribe_enc_instance_req(&b, c, &q);
+        break;
+    }
     case CN_SCRIBE_OP_REPO_USAGE: {
         cn_scribe_id_t q;
-        if (!(e = cn_scribe_dec_repo_id_req(p, n, c, &q))) w = cn_scribe_enc_repo_id_req(&b, c, &q);
-        break; }
+        if (!(e = cn_scribe_dec_repo_id_req(p, n, c, &q)))
+            w = cn_scribe_enc_repo_id_req(&b, c, &q);
+        break;
+    }
     case CN_SCRIBE_OP_DESCRIBE_CHANGE: {
         cn_scribe_describe_req_t q;
         if (!(e = cn_scribe_dec_describe_req(p, n, c, &q))) {
-            fz_in(q.author, p, end); fz_in(q.text, p, end);
+            fz_in(q.author, p, end);
+            fz_in(q.text, p, end);
             w = cn_scribe_enc_describe_req(&b, c, &q);
         }
-        break; }
+        break;
+    }
     case CN_SCRIBE_OP_CHANGE_NOTES: {
         cn_scribe_notes_req_t q;
         if (!(e = cn_scribe_dec_notes_req(p, n, c, &q))) {
@@ -113,13 +144,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 changes[i] = cn_scribe_notes_change(&q, i);
             w = cn_scribe_enc_notes_req(&b, c, &q.repo, changes, q.count);
         }
-        break; }
+        break;
+    }
     case CN_SCRIBE_OP_CHANGE_NOTE_HISTORY: {
         cn_scribe_history_req_t q;
-        if (!(e = cn_scribe_dec_history_req(p, n, c, &q))) w = cn_scribe_enc_history_req(&b, c, &q);
-        break; }
-    default:
-        return 0;
+        if (!(e = cn_scribe_dec_history_req(p, n, c, &q)))
+            w = cn_scribe_enc_history_req(&b, c, &q);
+        break;
+    }
+    default: return 0;
     }
     if (e == CN_OK) {
         uint32_t bound;

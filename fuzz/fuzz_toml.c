@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void walk(const cn_toml_val_t *v, int depth)
 {
-    if (depth > 2 * 32 + 2)   /* header depth + array depth limits */
+    if (depth > 2 * 32 + 2) /* header depth + array depth limits */
         abort();
     switch (cn_toml_type(v)) {
     case CN_TOML_TABLE:
@@ -43,8 +43,7 @@ static void walk(const cn_toml_val_t *v, int depth)
             abort();
         break;
     }
-    default:
-        abort();
+    default: abort();
     }
 }
 

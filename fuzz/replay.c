@@ -47,7 +47,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         struct stat st;
         if (stat(argv[i], &st) != 0)
-            continue;   /* an absent regress dir means no regressions yet */
+            continue; /* an absent regress dir means no regressions yet */
         if (!S_ISDIR(st.st_mode)) {
             failed |= replay_file(argv[i]);
             continue;

@@ -14,7 +14,7 @@ typedef struct {
 } cn_test_obj_detail_t;
 
 static const cn_test_obj_detail_t cn_test_obj_details[] = {
-#define CN__TEST_OBJ_DETAIL(name, cls) {CN_OBJ_##name, cls},
+#define CN__TEST_OBJ_DETAIL(name, cls) { CN_OBJ_##name, cls },
     CN_OBJ_DETAILS(CN__TEST_OBJ_DETAIL)
 #undef CN__TEST_OBJ_DETAIL
 };

@@ -11,31 +11,43 @@
 static int cn_test_failures;
 static int cn_test_current_failed;
 
-#define CN_CHECK(cond) do { \
-    if (!(cond)) { \
-        fprintf(stderr, "# %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-        cn_test_failures++; cn_test_current_failed = 1; \
-    } } while (0)
+#define CN_CHECK(cond)                                                                 \
+    do {                                                                               \
+        if (!(cond)) {                                                                 \
+            fprintf(stderr, "# %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            cn_test_failures++;                                                        \
+            cn_test_current_failed = 1;                                                \
+        }                                                                              \
+    } while (0)
 
-#define CN_CHECK_EQ(a, b) do { \
-    long long cn__a = (long long)(a), cn__b = (long long)(b); \
-    if (cn__a != cn__b) { \
-        fprintf(stderr, "# %s:%d: %s == %s failed: %lld != %lld\n", __FILE__, __LINE__, \
-                #a, #b, cn__a, cn__b); \
-        cn_test_failures++; cn_test_current_failed = 1; \
-    } } while (0)
+#define CN_CHECK_EQ(a, b)                                                                       \
+    do {                                                                                        \
+        long long cn__a = (long long)(a), cn__b = (long long)(b);                               \
+        if (cn__a != cn__b) {                                                                   \
+            fprintf(stderr, "# %s:%d: %s == %s failed: %lld != %lld\n", __FILE__, __LINE__, #a, \
+                    #b, cn__a, cn__b);                                                          \
+            cn_test_failures++;                                                                 \
+            cn_test_current_failed = 1;                                                         \
+        }                                                                                       \
+    } while (0)
 
-#define CN_CHECK_STR(a, b) do { \
-    const char *cn__a = (a), *cn__b = (b); \
-    if (!cn__a || !cn__b || strcmp(cn__a, cn__b) != 0) { \
-        fprintf(stderr, "# %s:%d: %s == %s failed: \"%s\" != \"%s\"\n", __FILE__, __LINE__, \
-                #a, #b, cn__a ? cn__a : "(null)", cn__b ? cn__b : "(null)"); \
-        cn_test_failures++; cn_test_current_failed = 1; \
-    } } while (0)
+#define CN_CHECK_STR(a, b)                                                                      \
+    do {                                                                                        \
+        const char *cn__a = (a), *cn__b = (b);                                                  \
+        if (!cn__a || !cn__b || strcmp(cn__a, cn__b) != 0) {                                    \
+            fprintf(stderr, "# %s:%d: %s == %s failed: \"%s\" != \"%s\"\n", __FILE__, __LINE__, \
+                    #a, #b, cn__a ? cn__a : "(null)", cn__b ? cn__b : "(null)");                \
+            cn_test_failures++;                                                                 \
+            cn_test_current_failed = 1;                                                         \
+        }                                                                                       \
+    } while (0)
 
 #define CN_CHECK_MEM(a, b, n) CN_CHECK(memcmp((a), (b), (n)) == 0)
 
-typedef struct { const char *name; void (*fn)(void); } cn_test_case_t;
+typedef struct {
+    const char *name;
+    void (*fn)(void);
+} cn_test_case_t;
 
 static inline int cn_test_run(const cn_test_case_t *cases, size_t n)
 {
@@ -49,9 +61,15 @@ static inline int cn_test_run(const cn_test_case_t *cases, size_t n)
     return cn_test_failures ? 1 : 0;
 }
 
-#define CN_TEST(fn) { #fn, fn }
-#define CN_TEST_MAIN(...) int main(void) { \
-    static const cn_test_case_t cn__cases[] = { __VA_ARGS__ }; \
-    return cn_test_run(cn__cases, sizeof cn__cases / sizeof cn__cases[0]); }
+#define CN_TEST(fn) \
+    {               \
+#fn, fn     \
+    }
+#define CN_TEST_MAIN(...)                                                      \
+    int main(void)                                                             \
+    {                                                                          \
+        static const cn_test_case_t cn__cases[] = { __VA_ARGS__ };             \
+        return cn_test_run(cn__cases, sizeof cn__cases / sizeof cn__cases[0]); \
+    }
 
 #endif

@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include "cairn/err.h"
 #include "cairn/util.h"
-#include "cairn/identity.h"   /* cn_perms_t, CN_PERM_*, CN_ACCOUNT_NAME_MAX, cn_ns_grant_t */
+#include "cairn/identity.h" /* cn_perms_t, CN_PERM_*, CN_ACCOUNT_NAME_MAX, cn_ns_grant_t */
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,37 +31,37 @@ extern "C" {
 typedef enum {
     CN_ACT_INVALID = 0,
     /* account level: no bucket facts */
-    CN_ACT_LIST_ALL_MY_BUCKETS,     /* s3:ListAllMyBuckets       bucket:list   */
-    CN_ACT_CREATE_BUCKET,           /* s3:CreateBucket           bucket:create */
+    CN_ACT_LIST_ALL_MY_BUCKETS, /* s3:ListAllMyBuckets       bucket:list   */
+    CN_ACT_CREATE_BUCKET,       /* s3:CreateBucket           bucket:create */
     /* bucket level */
-    CN_ACT_DELETE_BUCKET,           /* s3:DeleteBucket           bucket:delete */
-    CN_ACT_LIST_BUCKET,             /* s3:ListBucket             object:list   */
-    CN_ACT_LIST_BUCKET_VERSIONS,    /* s3:ListBucketVersions     object:list   */
-    CN_ACT_LIST_BUCKET_MULTIPART_UPLOADS, /* s3:ListBucketMultipartUploads object:list */
-    CN_ACT_GET_BUCKET_LOCATION,     /* s3:GetBucketLocation      bucket:list   */
-    CN_ACT_GET_BUCKET_ACL,          /* s3:GetBucketAcl           bucket:list   */
-    CN_ACT_PUT_BUCKET_ACL,          /* s3:PutBucketAcl           bucket:create */
-    CN_ACT_GET_BUCKET_POLICY,       /* s3:GetBucketPolicy        bucket:list   */
-    CN_ACT_PUT_BUCKET_POLICY,       /* s3:PutBucketPolicy        bucket:create */
-    CN_ACT_DELETE_BUCKET_POLICY,    /* s3:DeleteBucketPolicy     bucket:create */
-    CN_ACT_GET_BUCKET_POLICY_STATUS,/* s3:GetBucketPolicyStatus  bucket:list   */
+    CN_ACT_DELETE_BUCKET,                  /* s3:DeleteBucket           bucket:delete */
+    CN_ACT_LIST_BUCKET,                    /* s3:ListBucket             object:list   */
+    CN_ACT_LIST_BUCKET_VERSIONS,           /* s3:ListBucketVersions     object:list   */
+    CN_ACT_LIST_BUCKET_MULTIPART_UPLOADS,  /* s3:ListBucketMultipartUploads object:list */
+    CN_ACT_GET_BUCKET_LOCATION,            /* s3:GetBucketLocation      bucket:list   */
+    CN_ACT_GET_BUCKET_ACL,                 /* s3:GetBucketAcl           bucket:list   */
+    CN_ACT_PUT_BUCKET_ACL,                 /* s3:PutBucketAcl           bucket:create */
+    CN_ACT_GET_BUCKET_POLICY,              /* s3:GetBucketPolicy        bucket:list   */
+    CN_ACT_PUT_BUCKET_POLICY,              /* s3:PutBucketPolicy        bucket:create */
+    CN_ACT_DELETE_BUCKET_POLICY,           /* s3:DeleteBucketPolicy     bucket:create */
+    CN_ACT_GET_BUCKET_POLICY_STATUS,       /* s3:GetBucketPolicyStatus  bucket:list   */
     CN_ACT_GET_BUCKET_PUBLIC_ACCESS_BLOCK, /* s3:GetBucketPublicAccessBlock bucket:list */
     CN_ACT_PUT_BUCKET_PUBLIC_ACCESS_BLOCK, /* s3:PutBucketPublicAccessBlock bucket:create */
-    CN_ACT_GET_BUCKET_CORS,         /* s3:GetBucketCORS          bucket:list   */
-    CN_ACT_PUT_BUCKET_CORS,         /* s3:PutBucketCORS          bucket:create */
-    CN_ACT_GET_BUCKET_TAGGING,      /* s3:GetBucketTagging       bucket:list   */
-    CN_ACT_PUT_BUCKET_TAGGING,      /* s3:PutBucketTagging       bucket:create */
+    CN_ACT_GET_BUCKET_CORS,                /* s3:GetBucketCORS          bucket:list   */
+    CN_ACT_PUT_BUCKET_CORS,                /* s3:PutBucketCORS          bucket:create */
+    CN_ACT_GET_BUCKET_TAGGING,             /* s3:GetBucketTagging       bucket:list   */
+    CN_ACT_PUT_BUCKET_TAGGING,             /* s3:PutBucketTagging       bucket:create */
     /* object level: a key */
-    CN_ACT_GET_OBJECT,              /* s3:GetObject              object:get    */
-    CN_ACT_GET_OBJECT_ATTRIBUTES,   /* s3:GetObjectAttributes    object:get    */
-    CN_ACT_PUT_OBJECT,              /* s3:PutObject              object:put    */
-    CN_ACT_DELETE_OBJECT,           /* s3:DeleteObject           object:delete */
-    CN_ACT_GET_OBJECT_ACL,          /* s3:GetObjectAcl           object:get    */
-    CN_ACT_PUT_OBJECT_ACL,          /* s3:PutObjectAcl           object:put    */
-    CN_ACT_GET_OBJECT_TAGGING,      /* s3:GetObjectTagging       object:get    */
-    CN_ACT_PUT_OBJECT_TAGGING,      /* s3:PutObjectTagging       object:put    */
-    CN_ACT_DELETE_OBJECT_TAGGING,   /* s3:DeleteObjectTagging    object:put    */
-    CN_ACT_ABORT_MULTIPART_UPLOAD,  /* s3:AbortMultipartUpload   object:put    */
+    CN_ACT_GET_OBJECT,                  /* s3:GetObject              object:get    */
+    CN_ACT_GET_OBJECT_ATTRIBUTES,       /* s3:GetObjectAttributes    object:get    */
+    CN_ACT_PUT_OBJECT,                  /* s3:PutObject              object:put    */
+    CN_ACT_DELETE_OBJECT,               /* s3:DeleteObject           object:delete */
+    CN_ACT_GET_OBJECT_ACL,              /* s3:GetObjectAcl           object:get    */
+    CN_ACT_PUT_OBJECT_ACL,              /* s3:PutObjectAcl           object:put    */
+    CN_ACT_GET_OBJECT_TAGGING,          /* s3:GetObjectTagging       object:get    */
+    CN_ACT_PUT_OBJECT_TAGGING,          /* s3:PutObjectTagging       object:put    */
+    CN_ACT_DELETE_OBJECT_TAGGING,       /* s3:DeleteObjectTagging    object:put    */
+    CN_ACT_ABORT_MULTIPART_UPLOAD,      /* s3:AbortMultipartUpload   object:put    */
     CN_ACT_LIST_MULTIPART_UPLOAD_PARTS, /* s3:ListMultipartUploadParts object:put */
     CN_ACT_END
 } cn_authz_action_t;
@@ -78,8 +78,8 @@ CN_API bool cn_authz_action_is_object(cn_authz_action_t act);
 
 /* ---- source addresses ------------------------------------------------------ */
 typedef struct cn_authz_ip {
-    uint8_t family;          /* 0 = unknown, 4 or 6 */
-    uint8_t addr[16];        /* network order; v4 uses the first 4 bytes */
+    uint8_t family;   /* 0 = unknown, 4 or 6 */
+    uint8_t addr[16]; /* network order; v4 uses the first 4 bytes */
 } cn_authz_ip_t;
 
 /* Fills *out from a socket address (AF_INET / AF_INET6; an IPv4-mapped IPv6
@@ -91,27 +91,27 @@ CN_API void cn_authz_ip_from_sockaddr(const struct sockaddr *sa, cn_authz_ip_t *
 CN_API cn_err_t cn_authz_ip_parse(const char *s, cn_authz_ip_t *out);
 
 /* ---- access control lists --------------------------------------------------- */
-enum {                                   /* S3 ACL permissions, as bits */
-    CN_ACL_READ         = 1u << 0,
-    CN_ACL_WRITE        = 1u << 1,
-    CN_ACL_READ_ACP     = 1u << 2,
-    CN_ACL_WRITE_ACP    = 1u << 3,
+enum { /* S3 ACL permissions, as bits */
+    CN_ACL_READ = 1u << 0,
+    CN_ACL_WRITE = 1u << 1,
+    CN_ACL_READ_ACP = 1u << 2,
+    CN_ACL_WRITE_ACP = 1u << 3,
     CN_ACL_FULL_CONTROL = 1u << 4,
 };
 
 typedef enum {
-    CN_GRANTEE_USER = 1,        /* a canonical id: an account name */
-    CN_GRANTEE_ALL_USERS,       /* http://acs.amazonaws.com/groups/global/AllUsers */
-    CN_GRANTEE_AUTH_USERS,      /* http://acs.amazonaws.com/groups/global/AuthenticatedUsers */
-    CN_GRANTEE_LOG_DELIVERY,    /* http://acs.amazonaws.com/groups/s3/LogDelivery (never a cairn caller) */
+    CN_GRANTEE_USER = 1,   /* a canonical id: an account name */
+    CN_GRANTEE_ALL_USERS,  /* http://acs.amazonaws.com/groups/global/AllUsers */
+    CN_GRANTEE_AUTH_USERS, /* http://acs.amazonaws.com/groups/global/AuthenticatedUsers */
+    CN_GRANTEE_LOG_DELIVERY, /* http://acs.amazonaws.com/groups/s3/LogDelivery (never a cairn caller) */
 } cn_grantee_type_t;
 
-#define CN_ACL_MAX_GRANTS 100   /* S3's limit per ACL */
+#define CN_ACL_MAX_GRANTS 100 /* S3's limit per ACL */
 
 typedef struct cn_authz_grant {
-    uint8_t type;                          /* cn_grantee_type_t */
-    uint8_t perm;                          /* exactly one CN_ACL_* bit */
-    char id[CN_ACCOUNT_NAME_MAX + 1];      /* CN_GRANTEE_USER only, else "" */
+    uint8_t type;                     /* cn_grantee_type_t */
+    uint8_t perm;                     /* exactly one CN_ACL_* bit */
+    char id[CN_ACCOUNT_NAME_MAX + 1]; /* CN_GRANTEE_USER only, else "" */
 } cn_authz_grant_t;
 
 /* An ACL is plain data (no pointers): copy it, keep it on the stack.
@@ -158,8 +158,7 @@ CN_API cn_err_t cn_authz_acl_add(cn_authz_acl_t *acl, cn_grantee_type_t type, co
  * Errors: CN_E_INVALID for an unknown name (S3: 400 InvalidArgument) or
  * log-delivery-write on an object, or a bad owner. */
 CN_API cn_err_t cn_authz_acl_canned(cn_authz_acl_t *acl, const char *name, size_t len,
-                                    const char *owner, const char *bucket_owner,
-                                    bool for_bucket);
+                                    const char *owner, const char *bucket_owner, bool for_bucket);
 
 /* true if any grant goes to AllUsers or AuthenticatedUsers (the S3 meaning of
  * a public ACL, for BlockPublicAcls / IgnorePublicAcls). */
@@ -175,9 +174,9 @@ CN_API cn_err_t cn_authz_acl_serialize(const cn_authz_acl_t *acl, cn_buf_t *out)
 CN_API cn_err_t cn_authz_acl_parse(const char *json, size_t len, cn_authz_acl_t *acl);
 
 /* ---- bucket policies --------------------------------------------------------- */
-typedef struct cn_authz_policy cn_authz_policy_t;   /* immutable once parsed */
+typedef struct cn_authz_policy cn_authz_policy_t; /* immutable once parsed */
 
-#define CN_AUTHZ_POLICY_MAX 20480   /* bytes, S3's bucket policy limit */
+#define CN_AUTHZ_POLICY_MAX 20480 /* bytes, S3's bucket policy limit */
 #define CN_AUTHZ_ERR_MAX 256
 
 /* Parses and validates a bucket policy document (len bytes of JSON) for
@@ -190,7 +189,7 @@ typedef struct cn_authz_policy cn_authz_policy_t;   /* immutable once parsed */
  * err may be NULL), -ENOMEM. */
 CN_API cn_err_t cn_authz_policy_parse(const char *json, size_t len, const char *bucket,
                                       cn_authz_policy_t **out, char err[CN_AUTHZ_ERR_MAX]);
-CN_API void cn_authz_policy_free(cn_authz_policy_t *p);   /* NULL is a no-op */
+CN_API void cn_authz_policy_free(cn_authz_policy_t *p); /* NULL is a no-op */
 
 /* true when the policy is public by the AWS rule (GetBucketPolicyStatus):
  * some Allow statement applies to every principal ("*", or NotPrincipal) and
@@ -206,11 +205,11 @@ CN_API bool cn_authz_policy_is_public(const cn_authz_policy_t *p);
 CN_API cn_err_t cn_authz_policy_public_read(const char *bucket, cn_buf_t *out);
 
 /* ---- the facts the caller passes in ------------------------------------------ */
-typedef struct cn_authz_pab {        /* public access block of a bucket */
-    bool block_public_acls;          /* refuse to store public ACLs */
-    bool ignore_public_acls;         /* public grants grant nothing */
-    bool block_public_policy;        /* refuse to store public policies */
-    bool restrict_public_buckets;    /* a public policy grants only the owner */
+typedef struct cn_authz_pab {     /* public access block of a bucket */
+    bool block_public_acls;       /* refuse to store public ACLs */
+    bool ignore_public_acls;      /* public grants grant nothing */
+    bool block_public_policy;     /* refuse to store public policies */
+    bool restrict_public_buckets; /* a public policy grants only the owner */
 } cn_authz_pab_t;
 
 typedef struct cn_authz_tag {
@@ -219,17 +218,17 @@ typedef struct cn_authz_tag {
 } cn_authz_tag_t;
 
 typedef struct cn_authz_bucket {
-    const char *name;                     /* required */
-    const char *owner;                    /* account name, required */
-    const cn_authz_acl_t *acl;            /* NULL = private (owner FULL_CONTROL) */
-    const cn_authz_policy_t *policy;      /* NULL = none */
-    cn_authz_pab_t pab;                   /* all false = none set */
+    const char *name;                /* required */
+    const char *owner;               /* account name, required */
+    const cn_authz_acl_t *acl;       /* NULL = private (owner FULL_CONTROL) */
+    const cn_authz_policy_t *policy; /* NULL = none */
+    cn_authz_pab_t pab;              /* all false = none set */
 } cn_authz_bucket_t;
 
 typedef struct cn_authz_object {
-    const char *owner;                    /* account name, required */
-    const cn_authz_acl_t *acl;            /* NULL = private (owner FULL_CONTROL) */
-    const cn_authz_tag_t *tags;           /* its tags, for s3:ExistingObjectTag/<k> */
+    const char *owner;          /* account name, required */
+    const cn_authz_acl_t *acl;  /* NULL = private (owner FULL_CONTROL) */
+    const cn_authz_tag_t *tags; /* its tags, for s3:ExistingObjectTag/<k> */
     size_t ntags;
 } cn_authz_object_t;
 
@@ -238,20 +237,20 @@ typedef struct cn_authz_object {
  * the actions S3 gives those keys: PutObject, PutObjectAcl, PutBucketAcl and
  * CreateBucket; on any other action the keys are absent. */
 typedef struct cn_authz_grant_hdrs {
-    const char *read;             /* x-amz-grant-read */
-    const char *write;            /* x-amz-grant-write */
-    const char *read_acp;         /* x-amz-grant-read-acp */
-    const char *write_acp;        /* x-amz-grant-write-acp */
-    const char *full_control;     /* x-amz-grant-full-control */
+    const char *read;         /* x-amz-grant-read */
+    const char *write;        /* x-amz-grant-write */
+    const char *read_acp;     /* x-amz-grant-read-acp */
+    const char *write_acp;    /* x-amz-grant-write-acp */
+    const char *full_control; /* x-amz-grant-full-control */
 } cn_authz_grant_hdrs_t;
 
 typedef struct cn_authz_req {
-    const char *principal;        /* account name; NULL = anonymous (AllUsers) */
-    cn_perms_t perms;             /* the token's permissions; ignored when anonymous */
+    const char *principal; /* account name; NULL = anonymous (AllUsers) */
+    cn_perms_t perms;      /* the token's permissions; ignored when anonymous */
     cn_authz_action_t action;
-    const char *key;              /* object actions: required */
-    cn_authz_ip_t source_ip;      /* family 0 = unknown: IP conditions see no value */
-    bool secure_transport;        /* aws:SecureTransport (TLS) */
+    const char *key;         /* object actions: required */
+    cn_authz_ip_t source_ip; /* family 0 = unknown: IP conditions see no value */
+    bool secure_transport;   /* aws:SecureTransport (TLS) */
     /* Condition values; NULL = not present in this request. */
     const char *prefix;           /* s3:prefix */
     const char *delimiter;        /* s3:delimiter */
@@ -265,20 +264,20 @@ typedef struct cn_authz_req {
 /* ---- the decision -------------------------------------------------------------- */
 typedef enum {
     /* allowed */
-    CN_WHY_ACCOUNT = 1,     /* an account-level action within the token's permissions */
-    CN_WHY_OWNER,           /* the principal owns the bucket (or object) */
-    CN_WHY_ACL,             /* an ACL grant */
-    CN_WHY_POLICY_ALLOW,    /* a bucket policy Allow statement */
-    CN_WHY_NS_OPERATOR,     /* blob namespace: operator authority (admin) */
-    CN_WHY_NS_GRANT,        /* blob namespace: a grant */
+    CN_WHY_ACCOUNT = 1,  /* an account-level action within the token's permissions */
+    CN_WHY_OWNER,        /* the principal owns the bucket (or object) */
+    CN_WHY_ACL,          /* an ACL grant */
+    CN_WHY_POLICY_ALLOW, /* a bucket policy Allow statement */
+    CN_WHY_NS_OPERATOR,  /* blob namespace: operator authority (admin) */
+    CN_WHY_NS_GRANT,     /* blob namespace: a grant */
     /* denied */
-    CN_WHY_TOKEN = 32,      /* the token lacks the action's permission */
-    CN_WHY_ANONYMOUS,       /* the action needs an account */
-    CN_WHY_POLICY_DENY,     /* a bucket policy Deny statement */
-    CN_WHY_NO_GRANT,        /* nothing allowed it (implicit deny) */
-    CN_WHY_NS_CLOSED,       /* blob namespace: no grant (closed by default) */
-    CN_WHY_NS_OPERATOR_ONLY,/* blob namespace: needs operator authority */
-    CN_WHY_END              /* one past the last denial */
+    CN_WHY_TOKEN = 32,       /* the token lacks the action's permission */
+    CN_WHY_ANONYMOUS,        /* the action needs an account */
+    CN_WHY_POLICY_DENY,      /* a bucket policy Deny statement */
+    CN_WHY_NO_GRANT,         /* nothing allowed it (implicit deny) */
+    CN_WHY_NS_CLOSED,        /* blob namespace: no grant (closed by default) */
+    CN_WHY_NS_OPERATOR_ONLY, /* blob namespace: needs operator authority */
+    CN_WHY_END               /* one past the last denial */
 } cn_authz_why_t;
 
 #define CN_AUTHZ_REASON_MAX 192
@@ -286,7 +285,7 @@ typedef enum {
 typedef struct cn_authz_decision {
     bool allow;
     cn_authz_why_t why;
-    char reason[CN_AUTHZ_REASON_MAX];     /* one line for logs; never a secret */
+    char reason[CN_AUTHZ_REASON_MAX]; /* one line for logs; never a secret */
 } cn_authz_decision_t;
 
 /* Decides one access.  bucket is NULL only for account-level actions
@@ -310,7 +309,10 @@ CN_API cn_err_t cn_authz_pab_check_policy(const cn_authz_pab_t *pab,
                                           const cn_authz_policy_t *policy);
 
 /* ---- native protocol visibility ------------------------------------------------ */
-typedef enum { CN_VIS_PRIVATE = 0, CN_VIS_PUBLIC = 1 } cn_authz_visibility_t;
+typedef enum {
+    CN_VIS_PRIVATE = 0,
+    CN_VIS_PUBLIC = 1
+} cn_authz_visibility_t;
 
 /* "public" when an anonymous caller may read the bucket: list it (an ACL READ
  * for AllUsers that IgnorePublicAcls does not void, or a policy Allow) or get
@@ -339,9 +341,8 @@ CN_API cn_err_t cn_authz_visibility_acl(cn_authz_visibility_t v, const char *own
  * CN_E_DENIED with *out filled (may be NULL); CN_E_INVALID for a bad action.
  * Pure, thread-safe. */
 CN_API cn_err_t cn_authz_namespace_decide(const cn_ns_grant_t *grants, size_t ngrants,
-                                          const char *ns, const char *principal,
-                                          cn_perms_t perms, uint32_t action,
-                                          cn_authz_decision_t *out);
+                                          const char *ns, const char *principal, cn_perms_t perms,
+                                          uint32_t action, cn_authz_decision_t *out);
 
 /* The same decision when the caller already holds the principal's actions on
  * the namespace (cn_identity_ns_actions): held = CN_NS_* bits, 0 = none. */

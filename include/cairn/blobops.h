@@ -19,7 +19,7 @@ extern "C" {
  * outlive the server.  Stopping: cn_blobs_shutdown(b), then stop the server,
  * then cn_blobs_http_free(*out).  Errors: CN_E_LIMIT (route table full),
  * -ENOMEM. */
-typedef struct cn_http_server cn_http_server_t;   /* cairn/http.h */
+typedef struct cn_http_server cn_http_server_t; /* cairn/http.h */
 typedef struct cn_blobs_http cn_blobs_http_t;
 CN_API cn_err_t cn_blobs_http_register(cn_http_server_t *srv, cn_blobs_t *b, cn_identity_t *id,
                                        cn_blobs_http_t **out);

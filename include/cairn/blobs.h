@@ -37,14 +37,14 @@ extern "C" {
 typedef struct cn_blobs cn_blobs_t;
 typedef struct cn_blobs_put cn_blobs_put_t;
 typedef struct cn_blobs_fetch cn_blobs_fetch_t;
-typedef struct cn_store cn_store_t;             /* cairn/store.h */
+typedef struct cn_store cn_store_t; /* cairn/store.h */
 
 /* Hard limits of one call (checked before anything is allocated). */
-#define CN_BLOBS_HAVE_MAX 16384     /* digests in one blobs/have */
-#define CN_BLOBS_DELETE_MAX 16384   /* digests in one blobs/delete */
-#define CN_BLOBS_RANGES_MAX 64      /* ranges in one ranged fetch */
-#define CN_BLOBS_LIST_MAX 10000     /* digests in one blobs/list page */
-#define CN_BLOBS_TOKEN_LEN 35       /* "pt_" + 32 lowercase hex */
+#define CN_BLOBS_HAVE_MAX 16384   /* digests in one blobs/have */
+#define CN_BLOBS_DELETE_MAX 16384 /* digests in one blobs/delete */
+#define CN_BLOBS_RANGES_MAX 64    /* ranges in one ranged fetch */
+#define CN_BLOBS_LIST_MAX 10000   /* digests in one blobs/list page */
+#define CN_BLOBS_TOKEN_LEN 35     /* "pt_" + 32 lowercase hex */
 
 typedef struct cn_blobs_opts {
     /* Pin token lifetime.  0 (the embedded default): a token is the handle
@@ -83,7 +83,7 @@ CN_API void cn_blobs_shutdown(cn_blobs_t *b);
  * = anonymous (always denied: every namespace is closed to it). */
 typedef struct cn_blobs_caller {
     const cn_principal_t *principal;
-    cn_authz_decision_t decision;      /* out: filled by every call */
+    cn_authz_decision_t decision; /* out: filled by every call */
 } cn_blobs_caller_t;
 
 /* true when ns is a valid namespace name (CN_NAMESPACE_MAX bytes at most,
@@ -130,8 +130,8 @@ CN_API cn_err_t cn_blobs_list(cn_blobs_t *b, cn_blobs_caller_t *c, const char *n
  * names its digest is a broadcast while it streams: fetches of that digest in
  * ns tap it. */
 typedef struct cn_blobs_put_result {
-    char token[CN_BLOBS_TOKEN_LEN + 1];   /* the pin token */
-    cn_digest_t digest;                   /* canonical digest of the bytes */
+    char token[CN_BLOBS_TOKEN_LEN + 1]; /* the pin token */
+    cn_digest_t digest;                 /* canonical digest of the bytes */
     uint64_t len;
 } cn_blobs_put_result_t;
 
@@ -154,7 +154,10 @@ typedef struct cn_blobs_range {
     uint64_t off, len;
 } cn_blobs_range_t;
 
-typedef enum { CN_BLOBS_SOURCE_STORE = 0, CN_BLOBS_SOURCE_FANOUT = 1 } cn_blobs_source_t;
+typedef enum {
+    CN_BLOBS_SOURCE_STORE = 0,
+    CN_BLOBS_SOURCE_FANOUT = 1
+} cn_blobs_source_t;
 
 /* The establishment ack.  From the store: has_len, len = the blob's length
  * (the consumer's expected whole, and what it clamps ranges against), total
@@ -181,8 +184,8 @@ typedef struct cn_blobs_ack {
  * (a ranged fetch of a blob that is only in flight: it cannot be verified);
  * CN_E_CORRUPT / -errno (the store cannot serve it); CN_E_SHUTDOWN. */
 CN_API cn_err_t cn_blobs_fetch_open(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
-                                    const cn_digest_t *d, const cn_blobs_range_t *ranges,
-                                    size_t n, cn_blobs_fetch_t **out);
+                                    const cn_digest_t *d, const cn_blobs_range_t *ranges, size_t n,
+                                    cn_blobs_fetch_t **out);
 /* The ack; owned by f. */
 CN_API const cn_blobs_ack_t *cn_blobs_fetch_ack(const cn_blobs_fetch_t *f);
 /* A whole raw blob from the store can go file → socket: hands out an fd the

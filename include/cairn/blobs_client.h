@@ -48,8 +48,7 @@ CN_API const cn_blobc_error_t *cn_blobc_error(const cn_blobc_t *c);
  * CN_E_LENGTH_MISMATCH (verification), CN_E_TOO_LARGE, CN_E_UNSUPPORTED
  * (409), CN_E_BUSY (503), CN_E_CLOSED (no connection, or cut short),
  * CN_E_PROTOCOL (an answer that breaks the contract, or another 5xx). */
-CN_API cn_err_t cn_blobc_stat(cn_blobc_t *c, const char *ns, const cn_digest_t *d,
-                              uint64_t *len);
+CN_API cn_err_t cn_blobc_stat(cn_blobc_t *c, const char *ns, const cn_digest_t *d, uint64_t *len);
 /* present[i] for d[i]; any n (sent in batches of the server's limit).
  * token non-NULL: the renewal form (n must be 1). */
 CN_API cn_err_t cn_blobc_have(cn_blobc_t *c, const char *ns, const cn_digest_t *d, size_t n,
@@ -58,8 +57,8 @@ CN_API cn_err_t cn_blobc_have(cn_blobc_t *c, const char *ns, const cn_digest_t *
 CN_API cn_err_t cn_blobc_delete(cn_blobc_t *c, const char *ns, const cn_digest_t *d, size_t n,
                                 size_t *removed);
 /* One page of blobs/list: after NULL = from the first; max ≤ 10000. */
-CN_API cn_err_t cn_blobc_list(cn_blobc_t *c, const char *ns, const cn_digest_t *after,
-                              size_t max, cn_digest_t *out, size_t *n, bool *more);
+CN_API cn_err_t cn_blobc_list(cn_blobc_t *c, const char *ns, const cn_digest_t *after, size_t max,
+                              cn_digest_t *out, size_t *n, bool *more);
 
 /* Progress: done bytes of total (0 = unknown). */
 typedef void (*cn_blobc_progress_fn)(void *ctx, uint64_t done, uint64_t total);
@@ -77,19 +76,18 @@ typedef struct cn_blobc_put_result {
 /* blobs/put: len ≥ 0 sends a Content-Length, -1 streams chunked; expect
  * (may be NULL) offers the digest (the server then also lets fetches tap the
  * put while it streams).  progress may be NULL. */
-CN_API cn_err_t cn_blobc_put(cn_blobc_t *c, const char *ns, const cn_digest_t *expect,
-                             int64_t len, cn_blobc_source_fn src, void *src_ctx,
-                             cn_blobc_progress_fn progress, void *progress_ctx,
-                             cn_blobc_put_result_t *out);
+CN_API cn_err_t cn_blobc_put(cn_blobc_t *c, const char *ns, const cn_digest_t *expect, int64_t len,
+                             cn_blobc_source_fn src, void *src_ctx, cn_blobc_progress_fn progress,
+                             void *progress_ctx, cn_blobc_put_result_t *out);
 /* Convenience: a buffer. */
 CN_API cn_err_t cn_blobc_put_buf(cn_blobc_t *c, const char *ns, const void *p, size_t n,
                                  cn_blobc_put_result_t *out);
 
 typedef struct cn_blobc_get_info {
-    bool fanout;               /* served by tapping a put in flight */
+    bool fanout; /* served by tapping a put in flight */
     bool has_len;
-    uint64_t len;              /* the blob's length (store) */
-    uint64_t received;         /* bytes handed to the sink */
+    uint64_t len;      /* the blob's length (store) */
+    uint64_t received; /* bytes handed to the sink */
 } cn_blobc_get_info_t;
 
 /* Verified fetch.  range NULL: the whole blob, checked against d; else the

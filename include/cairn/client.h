@@ -40,27 +40,27 @@ extern "C" {
 #endif
 
 #define CN_CLIENT_DEFAULT_ENDPOINT "127.0.0.1:7446"
-#define CN_CLIENT_IDLE_MS          45000   /* pooled-idle discard (contract) */
+#define CN_CLIENT_IDLE_MS 45000 /* pooled-idle discard (contract) */
 
 typedef struct cn_jay_error {
-    uint8_t status;      /* CN_JAY_ST_* of a server error answer; 0 when there was none */
-    uint8_t hs_status;   /* CN_JAY_HS_* of a handshake refusal; 0 when there was none */
-    char code[64];       /* the server's code ("NoSuchKey"); "" when none */
-    char message[512];   /* the server's message, or what the client saw */
+    uint8_t status;    /* CN_JAY_ST_* of a server error answer; 0 when there was none */
+    uint8_t hs_status; /* CN_JAY_HS_* of a handshake refusal; 0 when there was none */
+    char code[64];     /* the server's code ("NoSuchKey"); "" when none */
+    char message[512]; /* the server's message, or what the client saw */
 } cn_jay_error_t;
 
 typedef struct cn_client_cfg {
-    const char *endpoint;         /* "host:port", "[v6]:port" or "host"; NULL: 127.0.0.1:7446 */
-    const char *token;            /* "token_id:secret" (required) */
-    bool tls;                     /* wrap every connection in TLS (>= 1.2) */
-    const char *tls_ca_file;      /* PEM bundle to trust; NULL: the system's */
-    bool tls_insecure;            /* skip certificate verification (tests only) */
-    int connect_timeout_ms;       /* 0: 10000 */
-    int io_timeout_ms;            /* per read/write inactivity; 0: 30000 */
-    int complete_timeout_ms;      /* the wait for CompleteMultipartUpload's answer, which
+    const char *endpoint;    /* "host:port", "[v6]:port" or "host"; NULL: 127.0.0.1:7446 */
+    const char *token;       /* "token_id:secret" (required) */
+    bool tls;                /* wrap every connection in TLS (>= 1.2) */
+    const char *tls_ca_file; /* PEM bundle to trust; NULL: the system's */
+    bool tls_insecure;       /* skip certificate verification (tests only) */
+    int connect_timeout_ms;  /* 0: 10000 */
+    int io_timeout_ms;       /* per read/write inactivity; 0: 30000 */
+    int complete_timeout_ms; /* the wait for CompleteMultipartUpload's answer, which
                                    * comes once the server has hashed every part; 0: 600000 */
-    int idle_ms;                  /* pooled-idle discard; 0: 45000 */
-    unsigned max_idle;            /* idle connections kept; 0: 16 */
+    int idle_ms;             /* pooled-idle discard; 0: 45000 */
+    unsigned max_idle;       /* idle connections kept; 0: 16 */
 } cn_client_cfg_t;
 
 typedef struct cn_client cn_client_t;
@@ -80,11 +80,11 @@ CN_API cn_err_t cn_client_parse_endpoint(const char *endpoint, char *host, size_
 
 /* Counters for tests and diagnostics (thread-safe snapshot). */
 typedef struct cn_client_stats {
-    uint64_t dials;        /* connections opened (handshake attempted) */
-    uint64_t reuses;       /* requests sent on a pooled connection */
-    uint64_t retries;      /* requests retried after a stale pooled connection */
-    uint64_t idle_discards;/* pooled connections dropped for idling too long */
-    uint64_t dead_discards;/* pooled connections found closed by the server before reuse */
+    uint64_t dials;         /* connections opened (handshake attempted) */
+    uint64_t reuses;        /* requests sent on a pooled connection */
+    uint64_t retries;       /* requests retried after a stale pooled connection */
+    uint64_t idle_discards; /* pooled connections dropped for idling too long */
+    uint64_t dead_discards; /* pooled connections found closed by the server before reuse */
 } cn_client_stats_t;
 CN_API void cn_client_stats(cn_client_t *c, cn_client_stats_t *out);
 
@@ -126,9 +126,9 @@ typedef struct cn_client_kv {
 /* HeadObject/GetObject/GetObjectRange and ListObjects entries (fields a layout
  * does not carry are NULL / empty). */
 typedef struct cn_client_object {
-    char *key;                /* ListObjects only */
+    char *key; /* ListObjects only */
     char *content_type;
-    int64_t size;             /* the whole object's size */
+    int64_t size; /* the whole object's size */
     char *etag, *checksum, *last_modified;
     cn_client_kv_t *meta;
     size_t n_meta;
@@ -154,7 +154,7 @@ typedef struct cn_client_listing {
 CN_API void cn_client_listing_clear(cn_client_listing_t *l);
 
 typedef struct cn_client_bucket {
-    char *bucket_id, *name, *created_at, *visibility;   /* ListBuckets: name, created_at */
+    char *bucket_id, *name, *created_at, *visibility; /* ListBuckets: name, created_at */
 } cn_client_bucket_t;
 typedef struct cn_client_buckets {
     cn_client_bucket_t *v;
@@ -181,17 +181,17 @@ CN_API void cn_client_parts_clear(cn_client_parts_t *p);
 CN_API cn_err_t cn_client_ping(cn_client_t *c, cn_jay_error_t *err);
 CN_API cn_err_t cn_client_create_bucket(cn_client_t *c, const char *bucket, cn_jay_error_t *err);
 CN_API cn_err_t cn_client_delete_bucket(cn_client_t *c, const char *bucket, cn_jay_error_t *err);
-CN_API cn_err_t cn_client_head_bucket(cn_client_t *c, const char *bucket,
-                                      cn_client_bucket_t *out, cn_jay_error_t *err);
+CN_API cn_err_t cn_client_head_bucket(cn_client_t *c, const char *bucket, cn_client_bucket_t *out,
+                                      cn_jay_error_t *err);
 CN_API cn_err_t cn_client_list_buckets(cn_client_t *c, cn_client_buckets_t *out,
                                        cn_jay_error_t *err);
 
 typedef struct cn_client_put_opts {
-    const char *content_type;         /* NULL: "" (the server's default) */
-    const char *const *meta_keys;     /* n_meta user metadata pairs */
+    const char *content_type;     /* NULL: "" (the server's default) */
+    const char *const *meta_keys; /* n_meta user metadata pairs */
     const char *const *meta_values;
     size_t n_meta;
-    bool skip_etag;                   /* ask the server not to compute the MD5 etag */
+    bool skip_etag; /* ask the server not to compute the MD5 etag */
 } cn_client_put_opts_t;
 
 /* Uploads body as bucket/key.  opts may be NULL.  Never retried. */
@@ -207,22 +207,21 @@ CN_API cn_err_t cn_client_get_object(cn_client_t *c, const char *bucket, const c
  * the whole object.  A range that misses the object is CN_E_RANGE. */
 CN_API cn_err_t cn_client_get_range(cn_client_t *c, const char *bucket, const char *key,
                                     int64_t offset, int64_t length, cn_client_sink_t *sink,
-                                    cn_client_object_t *info, int64_t *served,
-                                    cn_jay_error_t *err);
+                                    cn_client_object_t *info, int64_t *served, cn_jay_error_t *err);
 CN_API cn_err_t cn_client_head_object(cn_client_t *c, const char *bucket, const char *key,
                                       cn_client_object_t *info, cn_jay_error_t *err);
 CN_API cn_err_t cn_client_delete_object(cn_client_t *c, const char *bucket, const char *key,
                                         cn_jay_error_t *err);
 
 typedef struct cn_client_list_opts {
-    const char *prefix, *delimiter, *start_after;   /* NULL: "" */
-    int32_t max_keys;                               /* 0: the server's default */
+    const char *prefix, *delimiter, *start_after; /* NULL: "" */
+    int32_t max_keys;                             /* 0: the server's default */
 } cn_client_list_opts_t;
 
 /* One page of bucket's listing; follow next_start_after while is_truncated. */
 CN_API cn_err_t cn_client_list_objects(cn_client_t *c, const char *bucket,
-                                       const cn_client_list_opts_t *opts,
-                                       cn_client_listing_t *out, cn_jay_error_t *err);
+                                       const cn_client_list_opts_t *opts, cn_client_listing_t *out,
+                                       cn_jay_error_t *err);
 /* Server-side copy; the bytes never cross the wire. */
 CN_API cn_err_t cn_client_copy_object(cn_client_t *c, const char *src_bucket, const char *src_key,
                                       const char *dst_bucket, const char *dst_key,

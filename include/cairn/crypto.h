@@ -17,15 +17,19 @@
 extern "C" {
 #endif
 
-#define CN_DIGEST_LEN 32            /* BLAKE3-256 and SHA-256 */
+#define CN_DIGEST_LEN 32 /* BLAKE3-256 and SHA-256 */
 #define CN_DIGEST_HEX_LEN 64
 #define CN_MD5_LEN 16
 
-typedef struct cn_digest { uint8_t b[CN_DIGEST_LEN]; } cn_digest_t;
+typedef struct cn_digest {
+    uint8_t b[CN_DIGEST_LEN];
+} cn_digest_t;
 
 /* ---- BLAKE3 --------------------------------------------------------------
  * The hasher is an opaque-sized value type: embed it, no allocation. */
-typedef struct cn_blake3 { _Alignas(16) uint8_t opaque[1920]; } cn_blake3_t;
+typedef struct cn_blake3 {
+    _Alignas(16) uint8_t opaque[1920];
+} cn_blake3_t;
 CN_API void cn_blake3_init(cn_blake3_t *h);
 CN_API void cn_blake3_update(cn_blake3_t *h, const void *p, size_t n);
 CN_API void cn_blake3_final(const cn_blake3_t *h, cn_digest_t *out);
@@ -40,13 +44,13 @@ typedef struct cn_sha256 cn_sha256_t;
 typedef struct cn_md5 cn_md5_t;
 CN_API cn_err_t cn_sha256_new(cn_sha256_t **out);
 CN_API void cn_sha256_update(cn_sha256_t *h, const void *p, size_t n);
-CN_API void cn_sha256_final(cn_sha256_t *h, uint8_t out[CN_DIGEST_LEN]);  /* frees h */
+CN_API void cn_sha256_final(cn_sha256_t *h, uint8_t out[CN_DIGEST_LEN]); /* frees h */
 CN_API void cn_sha256_free(cn_sha256_t *h);
 CN_API void cn_sha256(const void *p, size_t n, uint8_t out[CN_DIGEST_LEN]);
 
 CN_API cn_err_t cn_md5_new(cn_md5_t **out);
 CN_API void cn_md5_update(cn_md5_t *h, const void *p, size_t n);
-CN_API void cn_md5_final(cn_md5_t *h, uint8_t out[CN_MD5_LEN]);           /* frees h */
+CN_API void cn_md5_final(cn_md5_t *h, uint8_t out[CN_MD5_LEN]); /* frees h */
 CN_API void cn_md5_free(cn_md5_t *h);
 CN_API void cn_md5(const void *p, size_t n, uint8_t out[CN_MD5_LEN]);
 
@@ -59,7 +63,7 @@ CN_API uint32_t cn_crc32(uint32_t crc, const void *p, size_t n);
 CN_API uint32_t cn_crc32c(uint32_t crc, const void *p, size_t n);
 
 /* ---- random, comparison, encodings -------------------------------------- */
-CN_API cn_err_t cn_random_bytes(void *out, size_t n);           /* CSPRNG */
+CN_API cn_err_t cn_random_bytes(void *out, size_t n);            /* CSPRNG */
 CN_API bool cn_ct_equal(const void *a, const void *b, size_t n); /* constant time in n */
 
 /* Lowercase hex; out must hold 2*n+1 bytes and is NUL-terminated. */

@@ -48,14 +48,14 @@ enum {
 
 /* Route flags. */
 enum {
-    CN_HTTP_ROUTE_EXACT = 1u << 0,          /* path must equal prefix, not start with it */
+    CN_HTTP_ROUTE_EXACT = 1u << 0, /* path must equal prefix, not start with it */
     /* The handler sees failed credentials itself (req auth error set) instead
      * of the framework answering 403 for it. */
     CN_HTTP_ROUTE_OWN_AUTH_ERRORS = 1u << 1,
 };
 
 /* What a handler returns from on_body. */
-#define CN_HTTP_PAUSE 1    /* data consumed; suspend until cn_http_req_resume() */
+#define CN_HTTP_PAUSE 1 /* data consumed; suspend until cn_http_req_resume() */
 
 /* A route's callbacks.  All run on a server thread, one request at a time per
  * connection; they may block (a pool thread is busy meanwhile).
@@ -79,41 +79,41 @@ enum {
  * error: formats framework-generated errors for this route (S3 XML when NULL);
  *   it must respond.  code is the S3 code string, status its HTTP status. */
 typedef struct cn_http_route {
-    const char *name;                   /* operation family, for metrics ("s3") */
-    unsigned methods;                   /* CN_HTTP_* mask */
-    const char *prefix;                 /* on the decoded path */
+    const char *name;   /* operation family, for metrics ("s3") */
+    unsigned methods;   /* CN_HTTP_* mask */
+    const char *prefix; /* on the decoded path */
     unsigned flags;
-    bool (*match)(const cn_http_req_t *req, void *ctx);     /* optional, after prefix */
+    bool (*match)(const cn_http_req_t *req, void *ctx); /* optional, after prefix */
     int (*on_request)(cn_http_req_t *req, void *ctx);
     int (*on_body)(cn_http_req_t *req, const uint8_t *p, size_t n, void *ctx);
     void (*on_end)(cn_http_req_t *req, void *ctx);
     void (*on_cleanup)(cn_http_req_t *req, void *ctx);
     void (*error)(cn_http_req_t *req, cn_s3_err_t e, const char *message, void *ctx);
     void *ctx;
-    uint64_t max_body;                  /* decoded payload cap; 0: server default */
+    uint64_t max_body; /* decoded payload cap; 0: server default */
 } cn_http_route_t;
 
 typedef struct cn_http_config {
-    const char *listen;                 /* "127.0.0.1:0", "[::1]:9000", ":9000" */
-    const char *log_name;               /* protocol word in the log line; "http" */
-    unsigned threads;                   /* MHD pool size; 0: 8 */
-    unsigned max_connections;           /* 0: 1024 */
-    unsigned max_per_ip;                /* 0: unlimited */
-    unsigned idle_timeout_s;            /* inactivity timeout; 0: 60 */
-    size_t conn_memory;                 /* per-connection buffer; 0: 32 KiB */
-    uint64_t max_body;                  /* default decoded body cap; 0: 5 GiB */
-    const char *tls_cert_file;          /* PEM; both set → HTTPS */
+    const char *listen;        /* "127.0.0.1:0", "[::1]:9000", ":9000" */
+    const char *log_name;      /* protocol word in the log line; "http" */
+    unsigned threads;          /* MHD pool size; 0: 8 */
+    unsigned max_connections;  /* 0: 1024 */
+    unsigned max_per_ip;       /* 0: unlimited */
+    unsigned idle_timeout_s;   /* inactivity timeout; 0: 60 */
+    size_t conn_memory;        /* per-connection buffer; 0: 32 KiB */
+    uint64_t max_body;         /* default decoded body cap; 0: 5 GiB */
+    const char *tls_cert_file; /* PEM; both set → HTTPS */
     const char *tls_key_file;
-    bool trust_proxy_headers;           /* JAY_TRUST_PROXY_HEADERS: client IP from X-Forwarded-For */
-    const char *region;                 /* required SigV4 region; NULL: any */
-    int64_t max_skew_ms;                /* 0: 15 minutes */
-    cn_http_secret_lookup_fn sigv4_lookup;   /* NULL: SigV4 credentials are refused */
+    bool trust_proxy_headers; /* JAY_TRUST_PROXY_HEADERS: client IP from X-Forwarded-For */
+    const char *region;       /* required SigV4 region; NULL: any */
+    int64_t max_skew_ms;      /* 0: 15 minutes */
+    cn_http_secret_lookup_fn sigv4_lookup; /* NULL: SigV4 credentials are refused */
     void *sigv4_ctx;
     /* Bearer tokens "id:secret": 0 when valid (the framework compares nothing
      * itself), CN_E_AUTH / CN_E_NOT_FOUND when not. */
     int (*bearer_check)(void *ctx, const char *token_id, const char *secret);
     void *bearer_ctx;
-    int64_t (*clock_ms)(void *ctx);     /* NULL: cn_wall_ms(); tests pin time */
+    int64_t (*clock_ms)(void *ctx); /* NULL: cn_wall_ms(); tests pin time */
     void *clock_ctx;
 } cn_http_config_t;
 
@@ -142,13 +142,13 @@ CN_API void cn_http_server_stop(cn_http_server_t *s);
 CN_API void cn_http_server_free(cn_http_server_t *s);
 
 /* ---- request accessors (valid until on_cleanup returns) ----------------- */
-CN_API const char *cn_http_req_method(const cn_http_req_t *r);      /* "GET" */
-CN_API unsigned cn_http_req_method_bit(const cn_http_req_t *r);     /* CN_HTTP_GET ... */
+CN_API const char *cn_http_req_method(const cn_http_req_t *r);  /* "GET" */
+CN_API unsigned cn_http_req_method_bit(const cn_http_req_t *r); /* CN_HTTP_GET ... */
 /* The decoded path ("/bucket/key with space"), NUL-terminated; *len when
  * non-NULL (a key may not contain NUL: %00 is refused as InvalidURI). */
 CN_API const char *cn_http_req_path(const cn_http_req_t *r, size_t *len);
-CN_API const char *cn_http_req_raw_path(const cn_http_req_t *r);   /* as received */
-CN_API const char *cn_http_req_raw_query(const cn_http_req_t *r);  /* "" when none */
+CN_API const char *cn_http_req_raw_path(const cn_http_req_t *r);  /* as received */
+CN_API const char *cn_http_req_raw_query(const cn_http_req_t *r); /* "" when none */
 /* Decoded query parameter value ("" for "?acl"); NULL when absent. */
 CN_API const char *cn_http_req_query(const cn_http_req_t *r, const char *name);
 CN_API bool cn_http_req_has_query(const cn_http_req_t *r, const char *name);
@@ -166,8 +166,8 @@ CN_API void cn_http_req_headers(const cn_http_req_t *r,
  * hop when the server trusts proxy headers, else the peer). */
 CN_API const char *cn_http_req_peer(const cn_http_req_t *r);
 CN_API const char *cn_http_req_client_ip(const cn_http_req_t *r);
-CN_API const char *cn_http_req_id(const cn_http_req_t *r);          /* x-amz-request-id */
-CN_API const char *cn_http_req_host_id(const cn_http_req_t *r);     /* x-amz-id-2 */
+CN_API const char *cn_http_req_id(const cn_http_req_t *r);      /* x-amz-request-id */
+CN_API const char *cn_http_req_host_id(const cn_http_req_t *r); /* x-amz-id-2 */
 /* Content-Length of the wire body, or -1 when chunked/absent. */
 CN_API int64_t cn_http_req_content_length(const cn_http_req_t *r);
 /* The payload length the client declared: x-amz-decoded-content-length for
@@ -218,8 +218,8 @@ CN_API cn_err_t cn_http_respond_buf(cn_http_req_t *r, int status, const char *co
 CN_API cn_err_t cn_http_respond_empty(cn_http_req_t *r, int status, uint64_t len);
 /* len bytes of fd from off (sendfile on plaintext).  Takes fd: it is closed
  * when the response is done, on success or failure. */
-CN_API cn_err_t cn_http_respond_fd(cn_http_req_t *r, int status, const char *content_type,
-                                   int fd, uint64_t off, uint64_t len);
+CN_API cn_err_t cn_http_respond_fd(cn_http_req_t *r, int status, const char *content_type, int fd,
+                                   uint64_t off, uint64_t len);
 /* A producer: read(ctx, pos, buf, max) returns bytes written (> 0), 0 at the
  * end, or a negative error (the connection is then closed).  len UINT64_MAX
  * sends chunked.  done(ctx) is called once when the response is released. */

@@ -25,17 +25,17 @@ extern "C" {
 enum {
     CN_PERM_BUCKET_CREATE = 1u << 0,
     CN_PERM_BUCKET_DELETE = 1u << 1,
-    CN_PERM_BUCKET_LIST   = 1u << 2,
-    CN_PERM_OBJECT_GET    = 1u << 3,
-    CN_PERM_OBJECT_PUT    = 1u << 4,
+    CN_PERM_BUCKET_LIST = 1u << 2,
+    CN_PERM_OBJECT_GET = 1u << 3,
+    CN_PERM_OBJECT_PUT = 1u << 4,
     CN_PERM_OBJECT_DELETE = 1u << 5,
-    CN_PERM_OBJECT_LIST   = 1u << 6,
-    CN_PERM_BLOBS_READ    = 1u << 7,
-    CN_PERM_BLOBS_WRITE   = 1u << 8,
-    CN_PERM_ADMIN         = 1u << 9,
-    CN_PERM_ALL           = (1u << 10) - 1,
+    CN_PERM_OBJECT_LIST = 1u << 6,
+    CN_PERM_BLOBS_READ = 1u << 7,
+    CN_PERM_BLOBS_WRITE = 1u << 8,
+    CN_PERM_ADMIN = 1u << 9,
+    CN_PERM_ALL = (1u << 10) - 1,
     /* `cairn admin token create` without --perm: everything but admin. */
-    CN_PERM_DEFAULT       = CN_PERM_ALL & ~CN_PERM_ADMIN,
+    CN_PERM_DEFAULT = CN_PERM_ALL & ~CN_PERM_ADMIN,
 };
 typedef uint32_t cn_perms_t;
 
@@ -54,16 +54,16 @@ CN_API const char *cn_perm_name(cn_perms_t perm);
 CN_API cn_err_t cn_perms_format(cn_perms_t perms, char *out, size_t cap);
 
 /* ---- principals ----------------------------------------------------------- */
-#define CN_ACCOUNT_NAME_MAX 64     /* [A-Za-z0-9][A-Za-z0-9._-]* */
-#define CN_TOKEN_ID_MAX 64         /* [A-Za-z0-9._-]+, never a colon */
-#define CN_SECRET_MAX 256          /* printable ASCII, no spaces */
+#define CN_ACCOUNT_NAME_MAX 64 /* [A-Za-z0-9][A-Za-z0-9._-]* */
+#define CN_TOKEN_ID_MAX 64     /* [A-Za-z0-9._-]+, never a colon */
+#define CN_SECRET_MAX 256      /* printable ASCII, no spaces */
 #define CN_EMAIL_MAX 254
 /* Longest credential "token_id:secret" plus NUL. */
 #define CN_CREDENTIAL_MAX (CN_TOKEN_ID_MAX + 1 + CN_SECRET_MAX + 1)
 
 enum {
-    CN_PRINCIPAL_ADMIN     = 1u << 0,  /* the token holds CN_PERM_ADMIN */
-    CN_PRINCIPAL_ANONYMOUS = 1u << 1,  /* no credential (set by callers, never here) */
+    CN_PRINCIPAL_ADMIN = 1u << 0,     /* the token holds CN_PERM_ADMIN */
+    CN_PRINCIPAL_ANONYMOUS = 1u << 1, /* no credential (set by callers, never here) */
 };
 
 /* Who is asking: filled by authenticate/lookup_secret; plain data, no
@@ -84,7 +84,7 @@ typedef struct cn_identity cn_identity_t;
  * cn_identity_bootstrap for that.  Errors: CN_E_INVALID, CN_E_CORRUPT (bad
  * key file), meta errors, -errno.  The handle is thread-safe. */
 CN_API cn_err_t cn_identity_open(cn_meta_t *meta, const char *data_dir, cn_identity_t **out);
-CN_API void cn_identity_close(cn_identity_t *id);   /* NULL is a no-op */
+CN_API void cn_identity_close(cn_identity_t *id); /* NULL is a no-op */
 
 /* How long a token's state is cached before it is re-read (default 1000 ms;
  * 0 = always re-read).  Revocations made through this handle apply at once;
@@ -115,9 +115,8 @@ CN_API cn_err_t cn_identity_authenticate(cn_identity_t *id, const char *cred, si
  * NULL).  CN_E_AUTH if the token is unknown, revoked, expired or its account
  * disabled; CN_E_TOO_LARGE if cap is too small (CN_SECRET_MAX suffices).  The
  * caller should wipe the secret when done.  Thread-safe. */
-CN_API cn_err_t cn_identity_lookup_secret(cn_identity_t *id, const char *token_id,
-                                          uint8_t *secret, size_t cap, size_t *len,
-                                          cn_principal_t *out);
+CN_API cn_err_t cn_identity_lookup_secret(cn_identity_t *id, const char *token_id, uint8_t *secret,
+                                          size_t cap, size_t *len, cn_principal_t *out);
 
 /* ---- rate limiting ------------------------------------------------------------
  * One token bucket per token id, shared by all of that token's connections.
@@ -133,16 +132,16 @@ CN_API cn_err_t cn_identity_rate_take(cn_identity_t *id, const char *token_id);
 typedef struct cn_account {
     int64_t id;
     char name[CN_ACCOUNT_NAME_MAX + 1];
-    char email[CN_EMAIL_MAX + 1];          /* "" if none */
+    char email[CN_EMAIL_MAX + 1]; /* "" if none */
     bool disabled;
-    int64_t created_at;                    /* unix seconds */
+    int64_t created_at; /* unix seconds */
 } cn_account_t;
 
 /* Creates an account.  email may be NULL; it is stored lower-cased and must
  * be unique.  Errors: CN_E_INVALID (bad name or email), CN_E_EXISTS (name or
  * email taken), meta errors.  *out (may be NULL) receives the new account. */
-CN_API cn_err_t cn_identity_account_create(cn_identity_t *id, const char *name,
-                                           const char *email, cn_account_t *out);
+CN_API cn_err_t cn_identity_account_create(cn_identity_t *id, const char *name, const char *email,
+                                           cn_account_t *out);
 
 /* Sets or clears an account's disabled flag; its tokens stop (or resume)
  * authenticating.  Errors: CN_E_NOT_FOUND, meta errors. */
@@ -154,8 +153,7 @@ CN_API cn_err_t cn_identity_account_set_disabled(cn_identity_t *id, const char *
 CN_API cn_err_t cn_identity_account_get(cn_identity_t *id, const char *name, cn_account_t *out);
 CN_API cn_err_t cn_identity_account_by_email(cn_identity_t *id, const char *email,
                                              cn_account_t *out);
-CN_API cn_err_t cn_identity_account_by_id(cn_identity_t *id, int64_t account_id,
-                                          cn_account_t *out);
+CN_API cn_err_t cn_identity_account_by_id(cn_identity_t *id, int64_t account_id, cn_account_t *out);
 
 /* Calls fn for every account in name order; a non-zero return from fn stops
  * the walk and is returned.  fn must not call back into identity. */
@@ -168,18 +166,17 @@ typedef struct cn_token_info {
     char account[CN_ACCOUNT_NAME_MAX + 1];
     int64_t account_id;
     cn_perms_t perms;
-    int64_t created_at;                    /* unix seconds */
-    int64_t revoked_at;                    /* 0 if active */
-    int64_t expires_at;                    /* 0 if it never expires */
+    int64_t created_at; /* unix seconds */
+    int64_t revoked_at; /* 0 if active */
+    int64_t expires_at; /* 0 if it never expires */
 } cn_token_info_t;
 
 /* Creates a token for account with perms (must be non-zero) and a random id
  * and secret; writes "token_id:secret" (NUL-terminated) into cred, which must
  * hold CN_CREDENTIAL_MAX bytes.  expires_at (unix seconds) 0 = never.
  * Errors: CN_E_NOT_FOUND (no such account), CN_E_INVALID, meta errors. */
-CN_API cn_err_t cn_identity_token_create(cn_identity_t *id, const char *account,
-                                         cn_perms_t perms, int64_t expires_at,
-                                         char cred[CN_CREDENTIAL_MAX]);
+CN_API cn_err_t cn_identity_token_create(cn_identity_t *id, const char *account, cn_perms_t perms,
+                                         int64_t expires_at, char cred[CN_CREDENTIAL_MAX]);
 
 /* Revokes a token; it stops authenticating at once in this process and within
  * the cache TTL elsewhere.  Revoking a revoked token succeeds.
@@ -189,17 +186,17 @@ CN_API cn_err_t cn_identity_token_revoke(cn_identity_t *id, const char *token_id
 /* Calls fn for every token (never a secret), ordered by account then id;
  * account NULL = all accounts.  Stops on a non-zero return from fn. */
 typedef cn_err_t (*cn_token_fn)(void *arg, const cn_token_info_t *t);
-CN_API cn_err_t cn_identity_token_list(cn_identity_t *id, const char *account,
-                                       cn_token_fn fn, void *arg);
+CN_API cn_err_t cn_identity_token_list(cn_identity_t *id, const char *account, cn_token_fn fn,
+                                       void *arg);
 
 /* ---- blob namespace grants ------------------------------------------------------
  * A namespace with no grants denies every non-admin caller. */
 enum {
-    CN_NS_READ  = 1u << 0,
+    CN_NS_READ = 1u << 0,
     CN_NS_WRITE = 1u << 1,
-    CN_NS_ALL   = CN_NS_READ | CN_NS_WRITE,
+    CN_NS_ALL = CN_NS_READ | CN_NS_WRITE,
 };
-#define CN_NAMESPACE_MAX 128       /* [A-Za-z0-9._/-], not starting with '/' */
+#define CN_NAMESPACE_MAX 128 /* [A-Za-z0-9._/-], not starting with '/' */
 
 /* Parses "read" or "write".  CN_E_INVALID otherwise. */
 CN_API cn_err_t cn_ns_action_parse(const char *s, uint32_t *out);
@@ -208,7 +205,7 @@ typedef struct cn_ns_grant {
     char ns[CN_NAMESPACE_MAX + 1];
     char account[CN_ACCOUNT_NAME_MAX + 1];
     int64_t account_id;
-    uint32_t actions;                      /* CN_NS_READ | CN_NS_WRITE */
+    uint32_t actions; /* CN_NS_READ | CN_NS_WRITE */
     int64_t created_at;
 } cn_ns_grant_t;
 
@@ -229,8 +226,8 @@ CN_API cn_err_t cn_identity_ns_actions(cn_identity_t *id, const char *ns, int64_
 /* Calls fn for every grant (on ns only, if ns is not NULL), ordered by
  * namespace then account.  Stops on a non-zero return from fn. */
 typedef cn_err_t (*cn_ns_grant_fn)(void *arg, const cn_ns_grant_t *g);
-CN_API cn_err_t cn_identity_grant_list(cn_identity_t *id, const char *ns,
-                                       cn_ns_grant_fn fn, void *arg);
+CN_API cn_err_t cn_identity_grant_list(cn_identity_t *id, const char *ns, cn_ns_grant_fn fn,
+                                       void *arg);
 
 #ifdef __cplusplus
 }

@@ -24,86 +24,86 @@ extern "C" {
 #endif
 
 /* ---- constants of the contract ------------------------------------------ */
-#define CN_JAY_MAGIC        0x4A415900u   /* "JAY\0" */
-#define CN_JAY_VERSION      0x01
-#define CN_JAY_HELLO_LEN    8             /* fixed part of the client handshake */
-#define CN_JAY_WELCOME_LEN  8             /* the server's handshake reply */
-#define CN_JAY_HDR_LEN      17            /* every frame header */
-#define CN_JAY_MAX_META     (1u << 20)    /* MaxMetaSize: 1 MiB of metadata per frame */
-#define CN_JAY_MAX_STR      65535u        /* bytes in one string */
-#define CN_JAY_MAX_COUNT    65535u        /* elements in one collection */
+#define CN_JAY_MAGIC 0x4A415900u /* "JAY\0" */
+#define CN_JAY_VERSION 0x01
+#define CN_JAY_HELLO_LEN 8         /* fixed part of the client handshake */
+#define CN_JAY_WELCOME_LEN 8       /* the server's handshake reply */
+#define CN_JAY_HDR_LEN 17          /* every frame header */
+#define CN_JAY_MAX_META (1u << 20) /* MaxMetaSize: 1 MiB of metadata per frame */
+#define CN_JAY_MAX_STR 65535u      /* bytes in one string */
+#define CN_JAY_MAX_COUNT 65535u    /* elements in one collection */
 #define CN_JAY_DEFAULT_PORT 7446
 
 /* Handshake reply statuses. */
 enum {
-    CN_JAY_HS_OK               = 0x00,
-    CN_JAY_HS_AUTH_FAILED      = 0x01,
+    CN_JAY_HS_OK = 0x00,
+    CN_JAY_HS_AUTH_FAILED = 0x01,
     CN_JAY_HS_VERSION_MISMATCH = 0x02,
-    CN_JAY_HS_SERVER_BUSY      = 0x03,
-    CN_JAY_HS_MALFORMED        = 0x04
+    CN_JAY_HS_SERVER_BUSY = 0x03,
+    CN_JAY_HS_MALFORMED = 0x04
 };
 
 /* Opcodes (the first header byte of a request). */
 enum {
-    CN_JAY_OP_CREATE_BUCKET      = 0x01,
-    CN_JAY_OP_DELETE_BUCKET      = 0x02,
-    CN_JAY_OP_HEAD_BUCKET        = 0x03,
-    CN_JAY_OP_LIST_BUCKETS       = 0x04,
-    CN_JAY_OP_PUT_OBJECT         = 0x10,
-    CN_JAY_OP_GET_OBJECT         = 0x11,
-    CN_JAY_OP_HEAD_OBJECT        = 0x12,
-    CN_JAY_OP_DELETE_OBJECT      = 0x13,
-    CN_JAY_OP_LIST_OBJECTS       = 0x14,
-    CN_JAY_OP_GET_OBJECT_RANGE   = 0x15,
-    CN_JAY_OP_COPY_OBJECT        = 0x16,
-    CN_JAY_OP_CREATE_MULTIPART   = 0x20,
-    CN_JAY_OP_UPLOAD_PART        = 0x21,
+    CN_JAY_OP_CREATE_BUCKET = 0x01,
+    CN_JAY_OP_DELETE_BUCKET = 0x02,
+    CN_JAY_OP_HEAD_BUCKET = 0x03,
+    CN_JAY_OP_LIST_BUCKETS = 0x04,
+    CN_JAY_OP_PUT_OBJECT = 0x10,
+    CN_JAY_OP_GET_OBJECT = 0x11,
+    CN_JAY_OP_HEAD_OBJECT = 0x12,
+    CN_JAY_OP_DELETE_OBJECT = 0x13,
+    CN_JAY_OP_LIST_OBJECTS = 0x14,
+    CN_JAY_OP_GET_OBJECT_RANGE = 0x15,
+    CN_JAY_OP_COPY_OBJECT = 0x16,
+    CN_JAY_OP_CREATE_MULTIPART = 0x20,
+    CN_JAY_OP_UPLOAD_PART = 0x21,
     CN_JAY_OP_COMPLETE_MULTIPART = 0x22,
-    CN_JAY_OP_ABORT_MULTIPART    = 0x23,
-    CN_JAY_OP_LIST_PARTS         = 0x24,
-    CN_JAY_OP_PING               = 0xFF
+    CN_JAY_OP_ABORT_MULTIPART = 0x23,
+    CN_JAY_OP_LIST_PARTS = 0x24,
+    CN_JAY_OP_PING = 0xFF
 };
 
 /* Response statuses (the first header byte of a response). */
 enum {
-    CN_JAY_ST_OK          = 0x00,
-    CN_JAY_ST_NOT_FOUND   = 0x01,
-    CN_JAY_ST_CONFLICT    = 0x02,
+    CN_JAY_ST_OK = 0x00,
+    CN_JAY_ST_NOT_FOUND = 0x01,
+    CN_JAY_ST_CONFLICT = 0x02,
     CN_JAY_ST_BAD_REQUEST = 0x03,
-    CN_JAY_ST_FORBIDDEN   = 0x04,
-    CN_JAY_ST_INTERNAL    = 0x05
+    CN_JAY_ST_FORBIDDEN = 0x04,
+    CN_JAY_ST_INTERNAL = 0x05
 };
 
 /* The machine-readable error codes of v1.  The string is the contract. */
-#define CN_JAY_CODE_ACCESS_DENIED_S         "AccessDenied"
+#define CN_JAY_CODE_ACCESS_DENIED_S "AccessDenied"
 #define CN_JAY_CODE_BUCKET_ALREADY_EXISTS_S "BucketAlreadyExists"
-#define CN_JAY_CODE_BUCKET_NOT_EMPTY_S      "BucketNotEmpty"
-#define CN_JAY_CODE_ENTITY_TOO_LARGE_S      "EntityTooLarge"
-#define CN_JAY_CODE_INTERNAL_ERROR_S        "InternalError"
-#define CN_JAY_CODE_INVALID_ARGUMENT_S      "InvalidArgument"
-#define CN_JAY_CODE_INVALID_BUCKET_NAME_S   "InvalidBucketName"
-#define CN_JAY_CODE_INVALID_RANGE_S         "InvalidRange"
-#define CN_JAY_CODE_NO_SUCH_BUCKET_S        "NoSuchBucket"
-#define CN_JAY_CODE_NO_SUCH_KEY_S           "NoSuchKey"
-#define CN_JAY_CODE_NO_SUCH_UPLOAD_S        "NoSuchUpload"
-#define CN_JAY_CODE_RATE_LIMIT_EXCEEDED_S   "RateLimitExceeded"
-#define CN_JAY_CODE_UNKNOWN_OP_S            "UnknownOp"
+#define CN_JAY_CODE_BUCKET_NOT_EMPTY_S "BucketNotEmpty"
+#define CN_JAY_CODE_ENTITY_TOO_LARGE_S "EntityTooLarge"
+#define CN_JAY_CODE_INTERNAL_ERROR_S "InternalError"
+#define CN_JAY_CODE_INVALID_ARGUMENT_S "InvalidArgument"
+#define CN_JAY_CODE_INVALID_BUCKET_NAME_S "InvalidBucketName"
+#define CN_JAY_CODE_INVALID_RANGE_S "InvalidRange"
+#define CN_JAY_CODE_NO_SUCH_BUCKET_S "NoSuchBucket"
+#define CN_JAY_CODE_NO_SUCH_KEY_S "NoSuchKey"
+#define CN_JAY_CODE_NO_SUCH_UPLOAD_S "NoSuchUpload"
+#define CN_JAY_CODE_RATE_LIMIT_EXCEEDED_S "RateLimitExceeded"
+#define CN_JAY_CODE_UNKNOWN_OP_S "UnknownOp"
 
 typedef enum cn_jay_code {
-    CN_JAY_CODE_NONE = 0,               /* not a v1 code (unknown string, or none) */
-    CN_JAY_CODE_ACCESS_DENIED,          /* Forbidden */
-    CN_JAY_CODE_BUCKET_ALREADY_EXISTS,  /* Conflict */
-    CN_JAY_CODE_BUCKET_NOT_EMPTY,       /* Conflict */
-    CN_JAY_CODE_ENTITY_TOO_LARGE,       /* Bad request */
-    CN_JAY_CODE_INTERNAL_ERROR,         /* Internal */
-    CN_JAY_CODE_INVALID_ARGUMENT,       /* Bad request */
-    CN_JAY_CODE_INVALID_BUCKET_NAME,    /* Bad request */
-    CN_JAY_CODE_INVALID_RANGE,          /* Bad request */
-    CN_JAY_CODE_NO_SUCH_BUCKET,         /* Not found */
-    CN_JAY_CODE_NO_SUCH_KEY,            /* Not found */
-    CN_JAY_CODE_NO_SUCH_UPLOAD,         /* Not found */
-    CN_JAY_CODE_RATE_LIMIT_EXCEEDED,    /* Bad request; the only retryable 0x03 */
-    CN_JAY_CODE_UNKNOWN_OP,             /* Bad request */
+    CN_JAY_CODE_NONE = 0,              /* not a v1 code (unknown string, or none) */
+    CN_JAY_CODE_ACCESS_DENIED,         /* Forbidden */
+    CN_JAY_CODE_BUCKET_ALREADY_EXISTS, /* Conflict */
+    CN_JAY_CODE_BUCKET_NOT_EMPTY,      /* Conflict */
+    CN_JAY_CODE_ENTITY_TOO_LARGE,      /* Bad request */
+    CN_JAY_CODE_INTERNAL_ERROR,        /* Internal */
+    CN_JAY_CODE_INVALID_ARGUMENT,      /* Bad request */
+    CN_JAY_CODE_INVALID_BUCKET_NAME,   /* Bad request */
+    CN_JAY_CODE_INVALID_RANGE,         /* Bad request */
+    CN_JAY_CODE_NO_SUCH_BUCKET,        /* Not found */
+    CN_JAY_CODE_NO_SUCH_KEY,           /* Not found */
+    CN_JAY_CODE_NO_SUCH_UPLOAD,        /* Not found */
+    CN_JAY_CODE_RATE_LIMIT_EXCEEDED,   /* Bad request; the only retryable 0x03 */
+    CN_JAY_CODE_UNKNOWN_OP,            /* Bad request */
     CN_JAY_CODE_END
 } cn_jay_code_t;
 
@@ -150,11 +150,11 @@ typedef struct cn_jay_list {
 
 /* The client's handshake as the server decoded it. */
 typedef struct cn_jay_hello {
-    uint8_t verdict;      /* CN_JAY_HS_*: what the format alone says (see decode) */
+    uint8_t verdict; /* CN_JAY_HS_*: what the format alone says (see decode) */
     uint8_t version;
-    uint8_t flags;        /* reserved; reported, never to be validated */
-    cn_jay_str_t auth;    /* the credential payload, when verdict is OK */
-    size_t consumed;      /* bytes of the handshake the decision covered */
+    uint8_t flags;     /* reserved; reported, never to be validated */
+    cn_jay_str_t auth; /* the credential payload, when verdict is OK */
+    size_t consumed;   /* bytes of the handshake the decision covered */
 } cn_jay_hello_t;
 
 /* Appends the client handshake: magic, version 1, flags 0, auth_len, auth.
@@ -176,15 +176,14 @@ CN_API cn_err_t cn_jay_hello_decode(const void *buf, size_t len, cn_jay_hello_t 
 
 /* Splits a credential "token_id:secret" on the first colon (so the secret may
  * hold colons).  CN_E_AUTH when there is no colon or either side is empty. */
-CN_API cn_err_t cn_jay_auth_split(cn_jay_str_t auth, cn_jay_str_t *token_id,
-                                  cn_jay_str_t *secret);
+CN_API cn_err_t cn_jay_auth_split(cn_jay_str_t auth, cn_jay_str_t *token_id, cn_jay_str_t *secret);
 
 /* Writes the 8-byte server reply: magic, version 1, status, two zero bytes. */
 CN_API void cn_jay_welcome_encode(uint8_t out[CN_JAY_WELCOME_LEN], uint8_t status);
 
 typedef struct cn_jay_welcome {
     uint8_t version;
-    uint8_t status;   /* CN_JAY_HS_* (any other value is passed through) */
+    uint8_t status; /* CN_JAY_HS_* (any other value is passed through) */
 } cn_jay_welcome_t;
 
 /* Decodes the server reply.  CN_E_AGAIN if fewer than 8 bytes; CN_E_PROTOCOL if
@@ -194,8 +193,8 @@ CN_API cn_err_t cn_jay_welcome_decode(const void *buf, size_t len, cn_jay_welcom
 
 /* ---- frame header ---------------------------------------------------------- */
 typedef struct cn_jay_hdr {
-    uint8_t code;         /* opcode on a request, status on a response */
-    uint32_t stream_id;   /* reserved: clients write 0, servers echo */
+    uint8_t code;       /* opcode on a request, status on a response */
+    uint32_t stream_id; /* reserved: clients write 0, servers echo */
     uint32_t meta_len;
     int64_t data_len;
 } cn_jay_hdr_t;
@@ -221,13 +220,13 @@ typedef struct cn_jay_w {
 } cn_jay_w_t;
 
 CN_API void cn_jay_w_begin(cn_jay_w_t *w, cn_buf_t *buf, uint8_t code, uint32_t stream_id);
-CN_API void cn_jay_w_str(cn_jay_w_t *w, const void *p, size_t n);   /* CN_E_LIMIT > 65535 */
-CN_API void cn_jay_w_cstr(cn_jay_w_t *w, const char *s);            /* NULL is "" */
+CN_API void cn_jay_w_str(cn_jay_w_t *w, const void *p, size_t n); /* CN_E_LIMIT > 65535 */
+CN_API void cn_jay_w_cstr(cn_jay_w_t *w, const char *s);          /* NULL is "" */
 CN_API void cn_jay_w_jstr(cn_jay_w_t *w, cn_jay_str_t s);
 CN_API void cn_jay_w_i32(cn_jay_w_t *w, int32_t v);
 CN_API void cn_jay_w_i64(cn_jay_w_t *w, int64_t v);
-CN_API void cn_jay_w_bool(cn_jay_w_t *w, bool v);                   /* 0x00 / 0x01 */
-CN_API void cn_jay_w_count(cn_jay_w_t *w, size_t n);                /* CN_E_LIMIT > 65535 */
+CN_API void cn_jay_w_bool(cn_jay_w_t *w, bool v);    /* 0x00 / 0x01 */
+CN_API void cn_jay_w_count(cn_jay_w_t *w, size_t n); /* CN_E_LIMIT > 65535 */
 CN_API void cn_jay_w_str_list(cn_jay_w_t *w, const cn_jay_str_t *v, size_t n);
 CN_API void cn_jay_w_int_list(cn_jay_w_t *w, const int32_t *v, size_t n);
 CN_API void cn_jay_w_map(cn_jay_w_t *w, const cn_jay_kv_t *kv, size_t n);
@@ -258,17 +257,17 @@ typedef struct cn_jay_iter {
 } cn_jay_iter_t;
 
 /* Entries of the list layouts. */
-typedef struct cn_jay_obj_entry {     /* ListObjects */
+typedef struct cn_jay_obj_entry { /* ListObjects */
     cn_jay_str_t key;
     int64_t size;
     cn_jay_str_t etag, checksum, last_modified, content_type;
 } cn_jay_obj_entry_t;
 
-typedef struct cn_jay_bucket_entry {  /* ListBuckets */
+typedef struct cn_jay_bucket_entry { /* ListBuckets */
     cn_jay_str_t name, created_at;
 } cn_jay_bucket_entry_t;
 
-typedef struct cn_jay_part_entry {    /* ListParts */
+typedef struct cn_jay_part_entry { /* ListParts */
     int32_t part_number;
     int64_t size;
     cn_jay_str_t etag, checksum;
@@ -311,9 +310,9 @@ typedef struct cn_jay_req {
     cn_jay_str_t prefix, delimiter, start_after;
     cn_jay_str_t upload_id;
     cn_jay_str_t dst_bucket, dst_key;
-    cn_jay_list_t metadata;       /* decoded string map (PutObject) */
-    cn_jay_list_t part_numbers;   /* decoded int list (CompleteMultipartUpload) */
-    bool skip_etag;               /* absent on the wire → false */
+    cn_jay_list_t metadata;     /* decoded string map (PutObject) */
+    cn_jay_list_t part_numbers; /* decoded int list (CompleteMultipartUpload) */
+    bool skip_etag;             /* absent on the wire → false */
     int32_t max_keys;
     int32_t part_number;
     int64_t offset, length;
@@ -360,19 +359,19 @@ typedef struct cn_jay_resp {
     int64_t size;
     cn_jay_str_t bucket_id, name, created_at, visibility;
     cn_jay_str_t upload_id;
-    cn_jay_list_t metadata;         /* string map */
-    cn_jay_list_t entries;          /* objects, buckets or parts */
-    cn_jay_list_t common_prefixes;  /* string list */
+    cn_jay_list_t metadata;        /* string map */
+    cn_jay_list_t entries;         /* objects, buckets or parts */
+    cn_jay_list_t common_prefixes; /* string list */
     bool is_truncated;
     cn_jay_str_t next_start_after;
-    cn_jay_str_t message, code;     /* error payload */
+    cn_jay_str_t message, code; /* error payload */
     /* Encoder inputs: when non-NULL, written instead of the lists above. */
     const cn_jay_kv_t *meta_kv;
     size_t n_meta_kv;
     const cn_jay_obj_entry_t *objs;
     const cn_jay_bucket_entry_t *buckets;
     const cn_jay_part_entry_t *parts;
-    size_t n_entries;               /* count for whichever of objs/buckets/parts */
+    size_t n_entries; /* count for whichever of objs/buckets/parts */
     const cn_jay_str_t *prefixes;
     size_t n_prefixes;
 } cn_jay_resp_t;

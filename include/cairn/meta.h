@@ -62,8 +62,8 @@ CN_API const char *cn_meta_engine(const cn_meta_t *meta);
  * 2, 3, ... in order; the table cn_schema(component, version) records how far
  * each component has got.  Steps are append-only: never edit a shipped one. */
 typedef struct cn_meta_migration {
-    int64_t version;     /* this step's version: i+1 for steps[i] */
-    const char *sql;     /* one or more ';'-separated statements, or NULL */
+    int64_t version; /* this step's version: i+1 for steps[i] */
+    const char *sql; /* one or more ';'-separated statements, or NULL */
     /* Optional code run after sql, in the same transaction; arg is passed back. */
     cn_err_t (*apply)(cn_meta_txn_t *txn, void *arg);
     void *arg;
@@ -79,8 +79,7 @@ CN_API cn_err_t cn_meta_migrate(cn_meta_t *meta, const char *component,
                                 const cn_meta_migration_t *steps, size_t n);
 
 /* The recorded schema version of component in *version (0 if never migrated). */
-CN_API cn_err_t cn_meta_schema_version(cn_meta_t *meta, const char *component,
-                                       int64_t *version);
+CN_API cn_err_t cn_meta_schema_version(cn_meta_t *meta, const char *component, int64_t *version);
 
 /* ---- transactions ----------------------------------------------------------
  * A read transaction sees one consistent snapshot and may not write (a write
@@ -98,7 +97,10 @@ CN_API cn_err_t cn_meta_schema_version(cn_meta_t *meta, const char *component,
  * failed (as on PostgreSQL) — later statements return CN_E_CONFLICT and
  * cn_meta_commit rolls back and returns the first error.  Use INSERT ... ON
  * CONFLICT instead of catching CN_E_EXISTS and carrying on. */
-typedef enum { CN_META_READ = 0, CN_META_WRITE = 1 } cn_meta_mode_t;
+typedef enum {
+    CN_META_READ = 0,
+    CN_META_WRITE = 1
+} cn_meta_mode_t;
 
 /* Starts a transaction; *out is valid until cn_meta_commit/rollback.
  * Errors: CN_E_DB_LOCKED (writer held past the busy timeout), CN_E_BUSY
@@ -154,7 +156,10 @@ CN_API cn_err_t cn_meta_bind_null(cn_meta_stmt_t *st, int idx);
  * violated), CN_E_INVALID (other constraint), CN_E_DB_LOCKED, CN_E_CORRUPT,
  * -ENOSPC, CN_E_CONFLICT (txn already failed), CN_E_DB.  Any error fails the
  * transaction. */
-enum { CN_META_DONE = 0, CN_META_ROW = 1 };
+enum {
+    CN_META_DONE = 0,
+    CN_META_ROW = 1
+};
 CN_API cn_err_t cn_meta_step(cn_meta_stmt_t *st);
 
 /* Column getters for the current row (col 0-based).  Pointers returned are
@@ -178,9 +183,9 @@ CN_API int cn_meta_column_count(cn_meta_stmt_t *st);
 typedef cn_err_t (*cn_meta_body_fn)(cn_meta_txn_t *txn, void *ctx);
 
 enum {
-    CN_META_RUN_READ = 0,   /* a read transaction (one snapshot) */
-    CN_META_RUN_WRITE = 1,  /* a write transaction, committed durably */
-    CN_META_RETRY = 2       /* body is repeatable: rerun it when the database is locked */
+    CN_META_RUN_READ = 0,  /* a read transaction (one snapshot) */
+    CN_META_RUN_WRITE = 1, /* a write transaction, committed durably */
+    CN_META_RETRY = 2      /* body is repeatable: rerun it when the database is locked */
 };
 
 /* Runs body(txn, ctx) in one transaction of the kind flags names.  Returns the

@@ -25,19 +25,19 @@
 extern "C" {
 #endif
 
-typedef struct cn_conn cn_conn_t;       /* opaque: fd, peer, optional TLS, deadlines, budget */
-typedef struct cn_server cn_server_t;   /* opaque: loop, listeners, pools */
+typedef struct cn_conn cn_conn_t;     /* opaque: fd, peer, optional TLS, deadlines, budget */
+typedef struct cn_server cn_server_t; /* opaque: loop, listeners, pools */
 
 /* Worker pool classes.  Handshakes never run on the request pools, so an
  * unauthenticated peer cannot occupy a request worker. */
 enum {
     CN_POOL_HANDSHAKE = 0,
-    CN_POOL_QUERY = 1,      /* short metadata reads and writes */
-    CN_POOL_STORAGE = 2,    /* bodies, blob I/O, durable commits */
+    CN_POOL_QUERY = 1,   /* short metadata reads and writes */
+    CN_POOL_STORAGE = 2, /* bodies, blob I/O, durable commits */
     CN_POOL_COUNT = 3
 };
 
-#define CN_HEAD_MAX 64      /* largest head_len an adapter may ask for */
+#define CN_HEAD_MAX 64 /* largest head_len an adapter may ask for */
 
 /* ---- the adapter interface ------------------------------------------------
  * All callbacks but busy(), classify(), idle() and fast() run on worker
@@ -47,7 +47,7 @@ enum {
  * must be thread-safe.  Callbacks must not keep the cn_conn_t pointer past
  * close(). */
 typedef struct cn_adapter {
-    const char *name;           /* "jay", "scribe", ... (for logs) */
+    const char *name; /* "jay", "scribe", ... (for logs) */
 
     /* Bytes of a request head the loop reads before dispatch (17 for Jay).
      * 0 = dispatch as soon as the connection is readable; serve() then reads
@@ -115,22 +115,22 @@ typedef struct cn_adapter {
  * of the Jay/Scribe contracts; 0 in a count or byte field means "no limit"
  * except where noted. */
 typedef struct cn_limits {
-    unsigned max_conns;                 /* 1000: connection table size; at the cap the
+    unsigned max_conns;               /* 1000: connection table size; at the cap the
                                            oldest pending connection is evicted, or, when
                                            none is pending, the newcomer gets busy() */
-    unsigned max_pending_per_source;    /* 16: pending connections one source may hold
+    unsigned max_pending_per_source;  /* 16: pending connections one source may hold
                                            (an IPv6 /64 is one source); more -> busy() */
-    unsigned max_conns_per_principal;   /* not enforced (kept so that configurations
+    unsigned max_conns_per_principal; /* not enforced (kept so that configurations
                                            naming it still load): only max_conns refuses
                                            a connection; see cn_conn_set_principal() */
-    uint64_t budget_bytes;              /* 128 MiB: request-body memory, whole listener */
-    uint64_t budget_per_conn;           /* 16 MiB: one connection's share */
-    uint64_t budget_per_principal;      /* 32 MiB: all connections of one principal */
-    int64_t handshake_ms;               /* 10000: accept -> TLS + open() done (must be > 0) */
-    int64_t idle_ms;                    /* 60000: between requests (must be > 0) */
-    int64_t io_floor_ms;                /* 30000: cn_conn_deadline_for() floor */
-    uint64_t io_rate_bps;               /* 1000000: allowance per byte of transfer */
-    unsigned worker_share_pct;          /* 50: the worker share — the requests one principal
+    uint64_t budget_bytes;            /* 128 MiB: request-body memory, whole listener */
+    uint64_t budget_per_conn;         /* 16 MiB: one connection's share */
+    uint64_t budget_per_principal;    /* 32 MiB: all connections of one principal */
+    int64_t handshake_ms;             /* 10000: accept -> TLS + open() done (must be > 0) */
+    int64_t idle_ms;                  /* 60000: between requests (must be > 0) */
+    int64_t io_floor_ms;              /* 30000: cn_conn_deadline_for() floor */
+    uint64_t io_rate_bps;             /* 1000000: allowance per byte of transfer */
+    unsigned worker_share_pct;        /* 50: the worker share — the requests one principal
                                            (or, before one is bound, one source) may have on
                                            the query pool and on the storage pool at once, in
                                            percent of that pool's workers (at least 1); its
@@ -144,11 +144,11 @@ CN_API void cn_limits_default(cn_limits_t *l);
 
 /* ---- server ---------------------------------------------------------------- */
 typedef struct cn_server_config {
-    unsigned workers[CN_POOL_COUNT];    /* threads per pool: 8, 16, 16 */
-    unsigned queue_len[CN_POOL_COUNT];  /* bounded queue per pool: 256 each; when full, the
+    unsigned workers[CN_POOL_COUNT];   /* threads per pool: 8, 16, 16 */
+    unsigned queue_len[CN_POOL_COUNT]; /* bounded queue per pool: 256 each; when full, the
                                            connection waits in the loop (not read further) */
-    int64_t grace_ms;                   /* 5000: in-flight requests get this long at shutdown */
-    bool handle_signals;                /* SIGTERM/SIGINT -> graceful stop (signalfd), and
+    int64_t grace_ms;                  /* 5000: in-flight requests get this long at shutdown */
+    bool handle_signals;               /* SIGTERM/SIGINT -> graceful stop (signalfd), and
                                            SIGPIPE ignored process-wide.  Blocks SIGTERM and
                                            SIGINT in the calling thread, so create the server
                                            before starting other threads. */
@@ -161,10 +161,10 @@ CN_API void cn_server_config_default(cn_server_config_t *cfg);
 CN_API cn_err_t cn_server_create(const cn_server_config_t *cfg, cn_server_t **out);
 
 typedef struct cn_listen_opts {
-    const char *addr;           /* "host:port", "[v6]:port"; port 0 = ephemeral */
-    const char *tls_cert;       /* PEM certificate chain; with tls_key enables TLS 1.3 */
-    const char *tls_key;        /* PEM private key */
-    bool allow_plaintext_public;/* permit plaintext on a non-loopback address */
+    const char *addr;            /* "host:port", "[v6]:port"; port 0 = ephemeral */
+    const char *tls_cert;        /* PEM certificate chain; with tls_key enables TLS 1.3 */
+    const char *tls_key;         /* PEM private key */
+    bool allow_plaintext_public; /* permit plaintext on a non-loopback address */
     cn_limits_t limits;
 } cn_listen_opts_t;
 
@@ -180,8 +180,8 @@ CN_API cn_err_t cn_server_listen(cn_server_t *s, const cn_adapter_t *ad, void *a
 
 /* Bound address of the i-th listener (in cn_server_listen order), for tests
  * and logs.  Returns CN_E_NOT_FOUND past the end. */
-CN_API cn_err_t cn_server_listener_addr(const cn_server_t *s, size_t i,
-                                        struct sockaddr_storage *ss, socklen_t *len);
+CN_API cn_err_t cn_server_listener_addr(const cn_server_t *s, size_t i, struct sockaddr_storage *ss,
+                                        socklen_t *len);
 
 /* Runs the event loop on the calling thread until cn_server_stop() (or a
  * signal with handle_signals).  Then shuts down gracefully: listeners closed
@@ -230,14 +230,12 @@ CN_API int64_t cn_conn_handshake_deadline(const cn_conn_t *c);
 /* Reads exactly n bytes.  CN_E_CLOSED on EOF before n. */
 CN_API cn_err_t cn_conn_read_full(cn_conn_t *c, void *buf, size_t n, int64_t deadline);
 /* Reads at least 1 and at most n bytes into buf; *got = bytes read. */
-CN_API cn_err_t cn_conn_read_some(cn_conn_t *c, void *buf, size_t n, size_t *got,
-                                  int64_t deadline);
+CN_API cn_err_t cn_conn_read_some(cn_conn_t *c, void *buf, size_t n, size_t *got, int64_t deadline);
 /* Reads and discards n bytes (a body the adapter will not consume). */
 CN_API cn_err_t cn_conn_drain(cn_conn_t *c, uint64_t n, int64_t deadline);
 CN_API cn_err_t cn_conn_write_all(cn_conn_t *c, const void *buf, size_t n, int64_t deadline);
 /* Writes every byte of iov[0..iovcnt) (iovcnt <= IOV_MAX); iov is not modified. */
-CN_API cn_err_t cn_conn_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt,
-                               int64_t deadline);
+CN_API cn_err_t cn_conn_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt, int64_t deadline);
 /* Sends len bytes of fd from offset off: sendfile(2) on plaintext (no copy
  * through the process), pread + TLS write under TLS.  CN_E_LENGTH_MISMATCH
  * when the file ends before len bytes (some bytes may have been sent: close). */

@@ -31,19 +31,19 @@ extern "C" {
 #endif
 
 typedef struct cn_objects cn_objects_t;
-typedef struct cn_store cn_store_t;          /* cairn/store.h */
-typedef struct cn_meta cn_meta_t;            /* cairn/meta.h */
+typedef struct cn_store cn_store_t; /* cairn/store.h */
+typedef struct cn_meta cn_meta_t;   /* cairn/meta.h */
 
 #define CN_BUCKET_NAME_MAX 63
-#define CN_OBJECT_KEY_MAX 1024               /* bytes of UTF-8, as S3 */
+#define CN_OBJECT_KEY_MAX 1024 /* bytes of UTF-8, as S3 */
 #define CN_UPLOAD_ID_MAX 64
-#define CN_ETAG_MAX 48                       /* 32 hex + "-10000" + NUL, with room */
-#define CN_OBJECTS_LIST_MAX 1000             /* keys + common prefixes per page */
+#define CN_ETAG_MAX 48           /* 32 hex + "-10000" + NUL, with room */
+#define CN_OBJECTS_LIST_MAX 1000 /* keys + common prefixes per page */
 #define CN_PART_NUMBER_MAX 10000
 #define CN_OBJECTS_CONTENT_TYPE_MAX 65535
-#define CN_OBJECTS_USER_META_MAX (1u << 20)  /* bytes of keys + values */
-#define CN_OBJECTS_CKSUM_ALG_MAX 16          /* an additional checksum's algorithm name, with NUL */
-#define CN_OBJECTS_CKSUM_MAX 64              /* its value: base64, "-N" for a composite, NUL */
+#define CN_OBJECTS_USER_META_MAX (1u << 20) /* bytes of keys + values */
+#define CN_OBJECTS_CKSUM_ALG_MAX 16         /* an additional checksum's algorithm name, with NUL */
+#define CN_OBJECTS_CKSUM_MAX 64             /* its value: base64, "-N" for a composite, NUL */
 
 typedef struct cn_objects_opts {
     /* Largest object (and largest part) accepted: CN_E_TOO_LARGE beyond it,
@@ -67,8 +67,8 @@ typedef struct cn_objects_opts {
  * object version or an upload part references) and starts the upload sweeper.
  * opts may be NULL (defaults); it is copied.  Errors: meta errors,
  * CN_E_EXISTS (a liveness source "objects" is already registered), -errno. */
-CN_API cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store,
-                                const cn_objects_opts_t *opts, cn_objects_t **out);
+CN_API cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store, const cn_objects_opts_t *opts,
+                                cn_objects_t **out);
 /* Stops the sweeper and frees the handle.  Sessions and readers must be
  * finished.  NULL is a no-op. */
 CN_API void cn_objects_close(cn_objects_t *o);
@@ -82,17 +82,17 @@ CN_API uint64_t cn_objects_max_object_bytes(const cn_objects_t *o);
  * NoSuchKey and prefix a copy's errors with "source:" / "destination:". */
 typedef enum {
     CN_OBJ_WHAT_NONE = 0,
-    CN_OBJ_WHAT_BUCKET,      /* the bucket (missing: NoSuchBucket; bad name: InvalidBucketName) */
-    CN_OBJ_WHAT_KEY,         /* the key (missing: NoSuchKey) */
-    CN_OBJ_WHAT_UPLOAD,      /* the multipart upload */
-    CN_OBJ_WHAT_PART,        /* a listed part (missing, out of order, etag mismatch) */
-    CN_OBJ_WHAT_ARG,         /* some other argument */
+    CN_OBJ_WHAT_BUCKET, /* the bucket (missing: NoSuchBucket; bad name: InvalidBucketName) */
+    CN_OBJ_WHAT_KEY,    /* the key (missing: NoSuchKey) */
+    CN_OBJ_WHAT_UPLOAD, /* the multipart upload */
+    CN_OBJ_WHAT_PART,   /* a listed part (missing, out of order, etag mismatch) */
+    CN_OBJ_WHAT_ARG,    /* some other argument */
 } cn_objects_what_t;
 
 typedef enum {
     CN_OBJ_SIDE_NONE = 0,
-    CN_OBJ_SIDE_SOURCE,      /* CopyObject: about the source */
-    CN_OBJ_SIDE_DEST,        /* CopyObject: about the destination */
+    CN_OBJ_SIDE_SOURCE, /* CopyObject: about the source */
+    CN_OBJ_SIDE_DEST,   /* CopyObject: about the destination */
 } cn_objects_side_t;
 
 /* The objects service's detail codes (cn_fail_t.detail): which rule refused,
@@ -101,49 +101,48 @@ typedef enum {
  * (X(name, class)): adapters map (class, what, detail) to wire codes in one
  * table and their unit tests walk this list.  Not persisted: values may be
  * renumbered, names are the contract. */
-#define CN_OBJ_DETAILS(X)                                                                    \
-    X(BUCKET_NAME_INVALID, CN_E_INVALID)   /* S3 naming rules broken */                       \
-    X(KEY_INVALID, CN_E_INVALID)           /* empty, NUL or not UTF-8 */                      \
-    X(KEY_TOO_LONG, CN_E_INVALID)          /* over 1024 bytes */                              \
+#define CN_OBJ_DETAILS(X)                                                                     \
+    X(BUCKET_NAME_INVALID, CN_E_INVALID) /* S3 naming rules broken */                         \
+    X(KEY_INVALID, CN_E_INVALID)         /* empty, NUL or not UTF-8 */                        \
+    X(KEY_TOO_LONG, CN_E_INVALID)        /* over 1024 bytes */                                \
     X(CONTENT_TYPE_TOO_LONG, CN_E_INVALID)                                                    \
-    X(METADATA_KEY_INVALID, CN_E_INVALID)  /* an empty user-metadata key */                   \
-    X(METADATA_TOO_LARGE, CN_E_INVALID)    /* keys + values over CN_OBJECTS_USER_META_MAX */  \
-    X(CHECKSUM_ALG_INVALID, CN_E_INVALID)  /* an upload's checksum algorithm name */          \
-    X(LIST_ARG_INVALID, CN_E_INVALID)      /* max_keys, prefix, delimiter or marker */        \
-    X(PART_NUMBER_INVALID, CN_E_INVALID)   /* outside 1..CN_PART_NUMBER_MAX */                \
-    X(PART_LIST_INVALID, CN_E_INVALID)     /* none, too many, or not the first completion's */\
-    X(PART_ORDER, CN_E_INVALID)            /* listed part numbers do not ascend */            \
-    X(PART_MISSING, CN_E_INVALID)          /* a listed part was not uploaded */               \
-    X(PART_ETAG_MISMATCH, CN_E_INVALID)    /* a listed etag is not the part's */              \
-    X(PART_TOO_SMALL, CN_E_INVALID)        /* under an adapter's minimum (complete_check) */  \
-    X(POLICY_INVALID, CN_E_INVALID)        /* a bucket policy that does not parse/validate */ \
-    X(SETTING_NAME_INVALID, CN_E_INVALID)  /* a bucket attribute's name */                    \
-    X(SETTING_UNSET, CN_E_NOT_FOUND)       /* no policy / public access block / attribute */
+    X(METADATA_KEY_INVALID, CN_E_INVALID) /* an empty user-metadata key */                    \
+    X(METADATA_TOO_LARGE, CN_E_INVALID)   /* keys + values over CN_OBJECTS_USER_META_MAX */   \
+    X(CHECKSUM_ALG_INVALID, CN_E_INVALID) /* an upload's checksum algorithm name */           \
+    X(LIST_ARG_INVALID, CN_E_INVALID)     /* max_keys, prefix, delimiter or marker */         \
+    X(PART_NUMBER_INVALID, CN_E_INVALID)  /* outside 1..CN_PART_NUMBER_MAX */                 \
+    X(PART_LIST_INVALID, CN_E_INVALID)    /* none, too many, or not the first completion's */ \
+    X(PART_ORDER, CN_E_INVALID)           /* listed part numbers do not ascend */             \
+    X(PART_MISSING, CN_E_INVALID)         /* a listed part was not uploaded */                \
+    X(PART_ETAG_MISMATCH, CN_E_INVALID)   /* a listed etag is not the part's */               \
+    X(PART_TOO_SMALL, CN_E_INVALID)       /* under an adapter's minimum (complete_check) */   \
+    X(POLICY_INVALID, CN_E_INVALID)       /* a bucket policy that does not parse/validate */  \
+    X(SETTING_NAME_INVALID, CN_E_INVALID) /* a bucket attribute's name */                     \
+    X(SETTING_UNSET, CN_E_NOT_FOUND)      /* no policy / public access block / attribute */
 
 typedef enum {
     CN_OBJ_DETAIL_NONE = 0,
 #define CN__OBJ_DETAIL_ENUM(name, cls) CN_OBJ_##name,
     CN_OBJ_DETAILS(CN__OBJ_DETAIL_ENUM)
 #undef CN__OBJ_DETAIL_ENUM
-    CN_OBJ_DETAIL_COUNT                /* one past the last */
+    CN_OBJ_DETAIL_COUNT /* one past the last */
 } cn_obj_detail_t;
 
 /* The detail's name ("KEY_TOO_LONG"), "NONE" for 0, NULL when out of range. */
 CN_API const char *cn_obj_detail_name(cn_obj_detail_t d);
 
-
 typedef struct cn_objects_req {
     /* in */
-    const cn_principal_t *principal;   /* NULL = anonymous */
-    cn_authz_ip_t source_ip;           /* the peer (family 0 = unknown) */
-    bool secure_transport;             /* TLS */
-    const char *referer;               /* aws:Referer, may be NULL */
-    const char *user_agent;            /* aws:UserAgent, may be NULL */
-    cn_authz_grant_hdrs_t grants;      /* x-amz-grant-* as sent (s3:x-amz-grant-*) */
+    const cn_principal_t *principal; /* NULL = anonymous */
+    cn_authz_ip_t source_ip;         /* the peer (family 0 = unknown) */
+    bool secure_transport;           /* TLS */
+    const char *referer;             /* aws:Referer, may be NULL */
+    const char *user_agent;          /* aws:UserAgent, may be NULL */
+    cn_authz_grant_hdrs_t grants;    /* x-amz-grant-* as sent (s3:x-amz-grant-*) */
     /* out: set by a failing call */
-    cn_objects_what_t what;            /* which thing failed */
+    cn_objects_what_t what; /* which thing failed */
     cn_objects_side_t side;
-    cn_fail_t fail;                    /* class, detail (cn_obj_detail_t), message */
+    cn_fail_t fail; /* class, detail (cn_obj_detail_t), message */
 } cn_objects_req_t;
 
 /* One row of an adapter's error table: a failure of class cls, about what
@@ -163,8 +162,8 @@ typedef struct cn_obj_err_row {
  * an earlier failure never apply; 0 otherwise.  A detail with no row of its
  * own does not fall back to its class: it answers fallback, which the
  * adapter's unit test catches.  Pure; any thread. */
-CN_API int cn_objects_err_lookup(const cn_obj_err_row_t *rows, size_t n,
-                                 const cn_objects_req_t *rq, cn_err_t err, int fallback);
+CN_API int cn_objects_err_lookup(const cn_obj_err_row_t *rows, size_t n, const cn_objects_req_t *rq,
+                                 cn_err_t err, int fallback);
 
 /* ---- names ------------------------------------------------------------------ */
 /* S3 bucket naming rules: 3..63 bytes of [a-z0-9.-], starting and ending with
@@ -178,25 +177,23 @@ CN_API bool cn_objects_key_ok(const char *key, size_t len);
 typedef struct cn_bucket_info {
     int64_t bucket_id;
     char name[CN_BUCKET_NAME_MAX + 1];
-    char owner[CN_ACCOUNT_NAME_MAX + 1];       /* account name */
-    int64_t created_ms;                        /* Unix ms */
-    cn_authz_visibility_t visibility;          /* public / private (authz's mapping) */
+    char owner[CN_ACCOUNT_NAME_MAX + 1]; /* account name */
+    int64_t created_ms;                  /* Unix ms */
+    cn_authz_visibility_t visibility;    /* public / private (authz's mapping) */
 } cn_bucket_info_t;
 
 /* Creates bucket name owned by the caller's account.  acl (may be NULL =
  * private) is the bucket's initial ACL (owner is rewritten to the caller).
  * Errors: CN_E_INVALID (bad name; what = BUCKET), CN_E_EXISTS (taken, by
  * anyone), CN_E_DENIED, CN_E_DB*.  *out (may be NULL) describes it. */
-CN_API cn_err_t cn_objects_bucket_create(cn_objects_t *o, cn_objects_req_t *rq,
-                                         const char *name, const cn_authz_acl_t *acl,
-                                         cn_bucket_info_t *out);
+CN_API cn_err_t cn_objects_bucket_create(cn_objects_t *o, cn_objects_req_t *rq, const char *name,
+                                         const cn_authz_acl_t *acl, cn_bucket_info_t *out);
 /* Deletes an empty bucket; its unfinished uploads are aborted with it.
  * Errors: CN_E_NOT_FOUND, CN_E_NOT_EMPTY (it holds an object), CN_E_DENIED. */
-CN_API cn_err_t cn_objects_bucket_delete(cn_objects_t *o, cn_objects_req_t *rq,
-                                         const char *name);
+CN_API cn_err_t cn_objects_bucket_delete(cn_objects_t *o, cn_objects_req_t *rq, const char *name);
 /* HeadBucket (action s3:ListBucket).  CN_E_NOT_FOUND, CN_E_DENIED. */
-CN_API cn_err_t cn_objects_bucket_head(cn_objects_t *o, cn_objects_req_t *rq,
-                                       const char *name, cn_bucket_info_t *out);
+CN_API cn_err_t cn_objects_bucket_head(cn_objects_t *o, cn_objects_req_t *rq, const char *name,
+                                       cn_bucket_info_t *out);
 
 typedef cn_err_t (*cn_objects_bucket_fn)(void *arg, const cn_bucket_info_t *b);
 /* Calls fn, in name order, for each bucket the caller's account owns (an
@@ -208,14 +205,13 @@ CN_API cn_err_t cn_objects_bucket_list(cn_objects_t *o, cn_objects_req_t *rq,
 /* Bucket ACL: get needs s3:GetBucketAcl, set s3:PutBucketAcl and passes the
  * public access block (CN_E_DENIED when BlockPublicAcls refuses it).  A
  * bucket without a stored ACL reads as private (owner FULL_CONTROL). */
-CN_API cn_err_t cn_objects_bucket_acl_get(cn_objects_t *o, cn_objects_req_t *rq,
-                                          const char *bucket, cn_authz_acl_t *out);
-CN_API cn_err_t cn_objects_bucket_acl_set(cn_objects_t *o, cn_objects_req_t *rq,
-                                          const char *bucket, const cn_authz_acl_t *acl);
+CN_API cn_err_t cn_objects_bucket_acl_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                          cn_authz_acl_t *out);
+CN_API cn_err_t cn_objects_bucket_acl_set(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                          const cn_authz_acl_t *acl);
 /* Native visibility: sets the bucket ACL authz maps it to (s3:PutBucketAcl). */
 CN_API cn_err_t cn_objects_bucket_set_visibility(cn_objects_t *o, cn_objects_req_t *rq,
-                                                 const char *bucket,
-                                                 cn_authz_visibility_t vis);
+                                                 const char *bucket, cn_authz_visibility_t vis);
 
 /* Bucket policy as JSON text.  get: CN_E_NOT_FOUND with what = ARG,
  * SETTING_UNSET when none is set (S3: NoSuchBucketPolicy).  set: validated by
@@ -225,15 +221,14 @@ CN_API cn_err_t cn_objects_bucket_set_visibility(cn_objects_t *o, cn_objects_req
 CN_API cn_err_t cn_objects_bucket_policy_get(cn_objects_t *o, cn_objects_req_t *rq,
                                              const char *bucket, cn_buf_t *json);
 CN_API cn_err_t cn_objects_bucket_policy_set(cn_objects_t *o, cn_objects_req_t *rq,
-                                             const char *bucket, const char *json,
-                                             size_t len);
+                                             const char *bucket, const char *json, size_t len);
 
 /* Public access block.  get: CN_E_NOT_FOUND with what = ARG when none is set.
  * set with pab NULL deletes it. */
-CN_API cn_err_t cn_objects_bucket_pab_get(cn_objects_t *o, cn_objects_req_t *rq,
-                                          const char *bucket, cn_authz_pab_t *out);
-CN_API cn_err_t cn_objects_bucket_pab_set(cn_objects_t *o, cn_objects_req_t *rq,
-                                          const char *bucket, const cn_authz_pab_t *pab);
+CN_API cn_err_t cn_objects_bucket_pab_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                          cn_authz_pab_t *out);
+CN_API cn_err_t cn_objects_bucket_pab_set(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                          const cn_authz_pab_t *pab);
 
 /* Generic named bucket settings the service stores but does not interpret
  * (S3 "cors", "tagging", ...; name ≤ 64 bytes, value ≤ 1 MiB), authorized as
@@ -244,8 +239,7 @@ CN_API cn_err_t cn_objects_bucket_attr_get(cn_objects_t *o, cn_objects_req_t *rq
                                            cn_authz_action_t action, cn_buf_t *value);
 CN_API cn_err_t cn_objects_bucket_attr_set(cn_objects_t *o, cn_objects_req_t *rq,
                                            const char *bucket, const char *name,
-                                           cn_authz_action_t action, const void *value,
-                                           size_t len);
+                                           cn_authz_action_t action, const void *value, size_t len);
 
 /* Facts a face needs before it can ask for anything, read WITHOUT any
  * authorization: the bucket's owner (owner, may be NULL; for bucket-owner-*
@@ -260,8 +254,7 @@ CN_API cn_err_t cn_objects_bucket_peek(cn_objects_t *o, const char *bucket,
 /* The owner of bucket/key's current version, read WITHOUT authorization
  * (to build a canned ACL for a caller who may write the object's ACL but
  * not read it).  CN_E_NOT_FOUND (bucket or key), CN_E_INVALID, CN_E_DB*. */
-CN_API cn_err_t cn_objects_object_peek_owner(cn_objects_t *o, const char *bucket,
-                                             const char *key,
+CN_API cn_err_t cn_objects_object_peek_owner(cn_objects_t *o, const char *bucket, const char *key,
                                              char owner[CN_ACCOUNT_NAME_MAX + 1]);
 
 /* ---- objects --------------------------------------------------------------- */
@@ -275,20 +268,20 @@ typedef struct cn_objects_kv {
 typedef struct cn_object_info {
     int64_t version_id;
     uint64_t size;
-    char etag[CN_ETAG_MAX];                 /* lowercase hex MD5, or "hex-N" (multipart) */
-    char sha256[CN_DIGEST_HEX_LEN + 1];     /* lowercase hex SHA-256 of the whole object */
+    char etag[CN_ETAG_MAX];             /* lowercase hex MD5, or "hex-N" (multipart) */
+    char sha256[CN_DIGEST_HEX_LEN + 1]; /* lowercase hex SHA-256 of the whole object */
     char *content_type;
-    cn_objects_kv_t *meta;                  /* user metadata, in stored order */
+    cn_objects_kv_t *meta; /* user metadata, in stored order */
     size_t nmeta;
     int64_t last_modified_ms;
     char owner[CN_ACCOUNT_NAME_MAX + 1];
-    uint32_t nparts;                        /* 0 for a single put, N for multipart */
+    uint32_t nparts; /* 0 for a single put, N for multipart */
     /* The additional checksum of a multipart upload created with an
      * algorithm (S3 name, "CRC32"), as the completion stored it: the
      * composite "base64-N"; both "" when none. */
     char checksum_alg[CN_OBJECTS_CKSUM_ALG_MAX];
     char checksum[CN_OBJECTS_CKSUM_MAX];
-    void *priv_;                            /* storage for the strings */
+    void *priv_; /* storage for the strings */
 } cn_object_info_t;
 
 CN_API void cn_objects_info_free(cn_object_info_t *info);
@@ -301,22 +294,21 @@ typedef struct cn_objects_part cn_objects_part_t;
  * the object's checksum into checksum ("" for none) or returns a negative
  * error, which stops the completion and is returned (rq's details are the
  * callback's to set). */
-typedef cn_err_t (*cn_objects_complete_check_fn)(void *ctx, cn_objects_req_t *rq,
-                                                 const char *alg,
+typedef cn_err_t (*cn_objects_complete_check_fn)(void *ctx, cn_objects_req_t *rq, const char *alg,
                                                  const cn_objects_part_t *parts, size_t n,
                                                  char checksum[CN_OBJECTS_CKSUM_MAX]);
 
 typedef struct cn_objects_put_args {
-    const char *content_type;               /* NULL = "application/octet-stream" */
-    const cn_objects_kv_t *meta;            /* user metadata (copied) */
+    const char *content_type;    /* NULL = "application/octet-stream" */
+    const cn_objects_kv_t *meta; /* user metadata (copied) */
     size_t nmeta;
-    bool skip_etag;                         /* etag "" instead of the MD5 */
-    const cn_authz_acl_t *acl;              /* NULL = private; owner rewritten */
-    const char *canned_acl;                 /* its name, for s3:x-amz-acl conditions */
+    bool skip_etag;            /* etag "" instead of the MD5 */
+    const cn_authz_acl_t *acl; /* NULL = private; owner rewritten */
+    const char *canned_acl;    /* its name, for s3:x-amz-acl conditions */
     /* Integrity expectations, checked at commit (CN_E_DIGEST_MISMATCH, and
      * nothing is stored): NULL = none. */
-    const uint8_t *expect_md5;              /* 16 bytes */
-    const uint8_t *expect_sha256;           /* 32 bytes */
+    const uint8_t *expect_md5;    /* 16 bytes */
+    const uint8_t *expect_sha256; /* 32 bytes */
     /* Conditional write, checked inside the commit transaction: the key must
      * not exist (if_none_match), or its etag must equal if_match.
      * CN_E_PRECONDITION otherwise. */
@@ -340,14 +332,14 @@ typedef struct cn_objects_put cn_objects_put_t;
 typedef struct cn_objects_put_result {
     char etag[CN_ETAG_MAX];
     char sha256[CN_DIGEST_HEX_LEN + 1];
-    uint8_t md5[CN_MD5_LEN];                /* binary MD5 of the body (also when skip_etag) */
+    uint8_t md5[CN_MD5_LEN]; /* binary MD5 of the body (also when skip_etag) */
     uint64_t size;
     int64_t last_modified_ms;
     int64_t version_id;
     /* CompleteMultipartUpload: the object's additional checksum ("" none). */
     char checksum_alg[CN_OBJECTS_CKSUM_ALG_MAX];
     char checksum[CN_OBJECTS_CKSUM_MAX];
-    bool repeated;                          /* the upload had completed already */
+    bool repeated; /* the upload had completed already */
 } cn_objects_put_result_t;
 
 /* Starts a streaming put of bucket/key.  size is the declared body length
@@ -389,10 +381,11 @@ CN_API cn_err_t cn_objects_head(cn_objects_t *o, cn_objects_req_t *rq, const cha
 /* A read of a byte range of the current version. */
 typedef struct cn_objects_range {
     /* kind: */
-    enum { CN_RANGE_ALL = 0,     /* the whole object */
-           CN_RANGE_FROM,        /* [off, off+len) clamped to the end; len 0 = to the end */
-           CN_RANGE_SUFFIX,      /* the last len bytes (all if shorter) */
-           CN_RANGE_PART         /* part part_number of a multipart object (1 for a single put) */
+    enum {
+        CN_RANGE_ALL = 0, /* the whole object */
+        CN_RANGE_FROM,    /* [off, off+len) clamped to the end; len 0 = to the end */
+        CN_RANGE_SUFFIX,  /* the last len bytes (all if shorter) */
+        CN_RANGE_PART     /* part part_number of a multipart object (1 for a single put) */
     } kind;
     uint64_t off;
     uint64_t len;
@@ -432,7 +425,7 @@ CN_API cn_err_t cn_objects_reader_send(cn_objects_reader_t *rd, cn_objects_send_
 CN_API cn_err_t cn_objects_reader_send_shared(cn_objects_reader_t *rd,
                                               cn_objects_send_fd_fn send_fd,
                                               cn_objects_write_fn write, void *ctx);
-CN_API void cn_objects_reader_free(cn_objects_reader_t *rd);   /* NULL is a no-op */
+CN_API void cn_objects_reader_free(cn_objects_reader_t *rd); /* NULL is a no-op */
 
 /* The parts of the current version, in order (S3 GetObjectAttributes
  * ObjectParts, partNumber reads): one part for a single put, N for a
@@ -441,9 +434,8 @@ CN_API void cn_objects_reader_free(cn_objects_reader_t *rd);   /* NULL is a no-o
  * CN_ACT_GET_OBJECT_ATTRIBUTES.  A non-zero return of fn stops the walk and
  * is returned.  CN_E_NOT_FOUND, CN_E_DENIED. */
 typedef cn_err_t (*cn_objects_part_fn)(void *arg, const cn_objects_part_t *p);
-CN_API cn_err_t cn_objects_object_parts(cn_objects_t *o, cn_objects_req_t *rq,
-                                        const char *bucket, const char *key,
-                                        cn_objects_part_fn fn, void *arg);
+CN_API cn_err_t cn_objects_object_parts(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                        const char *key, cn_objects_part_fn fn, void *arg);
 
 /* DeleteObject (s3:DeleteObject).  CN_E_NOT_FOUND (what = BUCKET, or KEY
  * when the key has no version: S3 answers success there, Jay NoSuchKey). */
@@ -451,21 +443,19 @@ CN_API cn_err_t cn_objects_delete(cn_objects_t *o, cn_objects_req_t *rq, const c
                                   const char *key);
 
 /* Object ACL (s3:GetObjectAcl / s3:PutObjectAcl).  CN_E_NOT_FOUND. */
-CN_API cn_err_t cn_objects_object_acl_get(cn_objects_t *o, cn_objects_req_t *rq,
-                                          const char *bucket, const char *key,
-                                          cn_authz_acl_t *out);
-CN_API cn_err_t cn_objects_object_acl_set(cn_objects_t *o, cn_objects_req_t *rq,
-                                          const char *bucket, const char *key,
-                                          const cn_authz_acl_t *acl);
+CN_API cn_err_t cn_objects_object_acl_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                          const char *key, cn_authz_acl_t *out);
+CN_API cn_err_t cn_objects_object_acl_set(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                          const char *key, const cn_authz_acl_t *acl);
 
 /* ---- listing ------------------------------------------------------------------ */
 typedef struct cn_objects_list_args {
-    const char *prefix;                     /* NULL = "" */
-    const char *delimiter;                  /* NULL/"" = none */
-    const char *start_after;                /* NULL = from the start; keys > it */
-    int32_t max_keys;                       /* 0 = 1000; > 1000 clamps; < 0 CN_E_INVALID */
-    const char *max_keys_raw;               /* as sent, for s3:max-keys (may be NULL) */
-    bool versions;                          /* ListObjectVersions: s3:ListBucketVersions */
+    const char *prefix;       /* NULL = "" */
+    const char *delimiter;    /* NULL/"" = none */
+    const char *start_after;  /* NULL = from the start; keys > it */
+    int32_t max_keys;         /* 0 = 1000; > 1000 clamps; < 0 CN_E_INVALID */
+    const char *max_keys_raw; /* as sent, for s3:max-keys (may be NULL) */
+    bool versions;            /* ListObjectVersions: s3:ListBucketVersions */
 } cn_objects_list_args_t;
 
 typedef struct cn_objects_entry {
@@ -482,10 +472,10 @@ typedef struct cn_objects_entry {
 typedef struct cn_objects_list {
     cn_objects_entry_t *entries;
     size_t nentries;
-    char **prefixes;                        /* common prefixes, in order */
+    char **prefixes; /* common prefixes, in order */
     size_t nprefixes;
     bool is_truncated;
-    char *next_start_after;                 /* the last key or prefix returned when
+    char *next_start_after; /* the last key or prefix returned when
                                                truncated, else NULL */
 } cn_objects_list_t;
 
@@ -497,19 +487,19 @@ typedef struct cn_objects_list {
  * max_keys.  *out is filled (free with cn_objects_list_free). */
 CN_API cn_err_t cn_objects_list(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                 const cn_objects_list_args_t *args, cn_objects_list_t *out);
-CN_API void cn_objects_list_free(cn_objects_list_t *l);   /* accepts a zeroed list */
+CN_API void cn_objects_list_free(cn_objects_list_t *l); /* accepts a zeroed list */
 
 /* ---- copy -------------------------------------------------------------------- */
 typedef struct cn_objects_copy_args {
     /* replace = false: content type and user metadata carry over from the
      * source (Jay; S3 COPY directive); true: taken from put (S3 REPLACE). */
     bool replace;
-    const cn_objects_put_args_t *put;       /* acl, conditions, replacement metadata; may be NULL */
+    const cn_objects_put_args_t *put; /* acl, conditions, replacement metadata; may be NULL */
     /* Conditions on the source (S3 x-amz-copy-source-if-*): CN_E_PRECONDITION. */
     const char *src_if_match;
     const char *src_if_none_match;
-    int64_t src_if_modified_since_ms;       /* 0 = none */
-    int64_t src_if_unmodified_since_ms;     /* 0 = none */
+    int64_t src_if_modified_since_ms;   /* 0 = none */
+    int64_t src_if_unmodified_since_ms; /* 0 = none */
 } cn_objects_copy_args_t;
 
 /* CopyObject: needs s3:GetObject on the source and s3:PutObject on the
@@ -517,11 +507,9 @@ typedef struct cn_objects_copy_args {
  * read or written.  Errors carry rq->side (SOURCE / DEST) and rq->what.
  * args may be NULL.  res (may be NULL) receives etag, checksum, size,
  * last_modified. */
-CN_API cn_err_t cn_objects_copy(cn_objects_t *o, cn_objects_req_t *rq,
-                                const char *src_bucket, const char *src_key,
-                                const char *dst_bucket, const char *dst_key,
-                                const cn_objects_copy_args_t *args,
-                                cn_objects_put_result_t *res);
+CN_API cn_err_t cn_objects_copy(cn_objects_t *o, cn_objects_req_t *rq, const char *src_bucket,
+                                const char *src_key, const char *dst_bucket, const char *dst_key,
+                                const cn_objects_copy_args_t *args, cn_objects_put_result_t *res);
 
 /* ---- multipart uploads --------------------------------------------------------
  * Choice (docs/objects.md): the completed object references the part blobs
@@ -561,10 +549,9 @@ CN_API cn_err_t cn_objects_part_begin(cn_objects_t *o, cn_objects_req_t *rq, con
  * conditions are not judged again).  CN_E_NO_UPLOAD, CN_E_TOO_LARGE (total
  * over the limit), CN_E_CONFLICT (a listed part was replaced while
  * completing). */
-CN_API cn_err_t cn_objects_mpu_complete(cn_objects_t *o, cn_objects_req_t *rq,
-                                        const char *bucket, const char *key,
-                                        const char *upload_id, const int32_t *parts,
-                                        const char *const *etags, size_t n,
+CN_API cn_err_t cn_objects_mpu_complete(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                        const char *key, const char *upload_id,
+                                        const int32_t *parts, const char *const *etags, size_t n,
                                         const cn_objects_put_args_t *args,
                                         cn_objects_put_result_t *res);
 
@@ -578,16 +565,16 @@ struct cn_objects_part {
     char etag[CN_ETAG_MAX];
     char sha256[CN_DIGEST_HEX_LEN + 1];
     int64_t last_modified_ms;
-    char checksum[CN_OBJECTS_CKSUM_MAX];    /* under the upload's algorithm; "" none */
+    char checksum[CN_OBJECTS_CKSUM_MAX]; /* under the upload's algorithm; "" none */
 };
 
 /* ListParts (s3:ListMultipartUploadParts): parts with number > marker in
  * ascending order, at most max (0 = all; S3 caps it at 1000 itself), through
  * fn.  *truncated (may be NULL) says whether more remain.  CN_E_NO_UPLOAD. */
-CN_API cn_err_t cn_objects_mpu_list_parts(cn_objects_t *o, cn_objects_req_t *rq,
-                                          const char *bucket, const char *key,
-                                          const char *upload_id, int32_t marker, uint32_t max,
-                                          cn_objects_part_fn fn, void *arg, bool *truncated);
+CN_API cn_err_t cn_objects_mpu_list_parts(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                          const char *key, const char *upload_id, int32_t marker,
+                                          uint32_t max, cn_objects_part_fn fn, void *arg,
+                                          bool *truncated);
 
 typedef struct cn_objects_upload {
     const char *key;

@@ -35,8 +35,8 @@ extern "C" {
 #endif
 
 typedef struct cn_repos cn_repos_t;
-typedef struct cn_store cn_store_t;          /* cairn/store.h */
-typedef struct cn_meta cn_meta_t;            /* cairn/meta.h */
+typedef struct cn_store cn_store_t; /* cairn/store.h */
+typedef struct cn_meta cn_meta_t;   /* cairn/meta.h */
 
 /* ---- semantic outcome codes (stable; persisted) ----------------------------
  * The repos service's detail enum (cn_fail_t.detail of a failed call, and
@@ -44,26 +44,26 @@ typedef struct cn_meta cn_meta_t;            /* cairn/meta.h */
  * operation records and are never renumbered; 0 = none (a plain system
  * failure: the class alone says it).  Adapters map them to wire codes in one
  * table; their unit tests walk this list. */
-#define CN_REPOS_DETAILS(X)                 \
-    X(MALFORMED, 1)                         \
-    X(FORBIDDEN, 4)                         \
-    X(INTERNAL, 5)                          \
-    X(BUSY, 6)                              \
-    X(LIMIT_EXCEEDED, 8)                    \
-    X(STORAGE_FAILURE, 10)                  \
-    X(CORRUPT, 11)                          \
-    X(REPOSITORY_NOT_FOUND, 100)            \
-    X(BRANCH_NOT_FOUND, 101)                \
-    X(CHANGE_NOT_FOUND, 102)                \
-    X(REPOSITORY_EXISTS, 103)               \
-    X(OBJECT_MISSING, 104)                  \
-    X(OBJECT_INVALID, 105)                  \
-    X(WORKSPACE_MISMATCH, 106)              \
-    X(INTENT_FINALIZED, 107)                \
-    X(PATH_CONFLICT, 108)                   \
-    X(OPERATION_INTENT_MISMATCH, 200)       \
-    X(INCARNATION_MISMATCH, 201)            \
-    X(BASE_CONFLICT, 202)                   \
+#define CN_REPOS_DETAILS(X)           \
+    X(MALFORMED, 1)                   \
+    X(FORBIDDEN, 4)                   \
+    X(INTERNAL, 5)                    \
+    X(BUSY, 6)                        \
+    X(LIMIT_EXCEEDED, 8)              \
+    X(STORAGE_FAILURE, 10)            \
+    X(CORRUPT, 11)                    \
+    X(REPOSITORY_NOT_FOUND, 100)      \
+    X(BRANCH_NOT_FOUND, 101)          \
+    X(CHANGE_NOT_FOUND, 102)          \
+    X(REPOSITORY_EXISTS, 103)         \
+    X(OBJECT_MISSING, 104)            \
+    X(OBJECT_INVALID, 105)            \
+    X(WORKSPACE_MISMATCH, 106)        \
+    X(INTENT_FINALIZED, 107)          \
+    X(PATH_CONFLICT, 108)             \
+    X(OPERATION_INTENT_MISMATCH, 200) \
+    X(INCARNATION_MISMATCH, 201)      \
+    X(BASE_CONFLICT, 202)             \
     X(NOTE_REVISION_STALE, 212)
 
 typedef enum {
@@ -71,7 +71,7 @@ typedef enum {
 #define CN__REPOS_DETAIL_ENUM(name, value) CN_REPOS_E_##name = value,
     CN_REPOS_DETAILS(CN__REPOS_DETAIL_ENUM)
 #undef CN__REPOS_DETAIL_ENUM
-    CN_REPOS_E_LAST = CN_REPOS_E_NOTE_REVISION_STALE   /* the largest value */
+    CN_REPOS_E_LAST = CN_REPOS_E_NOTE_REVISION_STALE /* the largest value */
 } cn_repos_code_t;
 
 /* The code's name ("BASE_CONFLICT"), "NONE" for 0; NULL for a value that is
@@ -79,8 +79,8 @@ typedef enum {
 CN_API const char *cn_repos_code_name(unsigned code);
 
 /* ---- limits ------------------------------------------------------------------ */
-#define CN_REPOS_NAME_MAX 128                /* storage name bytes */
-#define CN_REPOS_BATCH_MAX 8192              /* objects per put/get/presence/pin */
+#define CN_REPOS_NAME_MAX 128   /* storage name bytes */
+#define CN_REPOS_BATCH_MAX 8192 /* objects per put/get/presence/pin */
 #define CN_REPOS_BATCH_BYTES_MAX 1073741824ull
 #define CN_REPOS_PAGE_MAX 4096
 #define CN_REPOS_DETAIL_MAX 4096
@@ -121,12 +121,12 @@ CN_API void cn_repos_close(cn_repos_t *r);
 /* ---- repositories ------------------------------------------------------------ */
 typedef struct cn_repos_info {
     uint8_t id[16];
-    char name[CN_REPOS_NAME_MAX + 1];      /* NUL-terminated */
+    char name[CN_REPOS_NAME_MAX + 1]; /* NUL-terminated */
     uint8_t main_branch[16];
-    uint64_t head;                         /* last accepted change of the repository */
+    uint64_t head; /* last accepted change of the repository */
     uint8_t incarnation[16];
     int64_t created_ms;
-    uint8_t compression;                   /* 0 none, 1 LZ4 (chunk storage form) */
+    uint8_t compression; /* 0 none, 1 LZ4 (chunk storage form) */
 } cn_repos_info_t;
 
 /* Creates a repository named name (1..128 bytes of UTF-8, no '/', no control
@@ -147,8 +147,8 @@ CN_API cn_err_t cn_repos_info_by_name(cn_repos_t *r, cn_repos_req_t *rq, const c
  * stops and is returned).  *more: a later row exists; the next page starts
  * after the last name seen. */
 typedef cn_err_t (*cn_repos_info_fn)(void *ctx, const cn_repos_info_t *ri);
-CN_API cn_err_t cn_repos_list(cn_repos_t *r, cn_repos_req_t *rq, const char *after,
-                              uint32_t limit, cn_repos_info_fn fn, void *ctx, bool *more);
+CN_API cn_err_t cn_repos_list(cn_repos_t *r, cn_repos_req_t *rq, const char *after, uint32_t limit,
+                              cn_repos_info_fn fn, void *ctx, bool *more);
 /* Apparent bytes: the logical lengths of the blobs the repository's
  * membership names (each object counted once).  CN_E_NOT_FOUND. */
 CN_API cn_err_t cn_repos_usage(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t id[16],
@@ -184,7 +184,7 @@ CN_API cn_err_t cn_repos_instance_status(cn_repos_t *r, cn_repos_req_t *rq, cons
  * match its digest), store / meta errors, -errno of fd. */
 typedef struct cn_repos_backup_stats {
     uint64_t blobs, rows, bytes;
-    uint64_t head;                         /* the repository's head change */
+    uint64_t head; /* the repository's head change */
 } cn_repos_backup_stats_t;
 CN_API cn_err_t cn_repos_backup(cn_repos_t *r, const char *name, int fd,
                                 cn_repos_backup_stats_t *stats);
@@ -200,7 +200,10 @@ CN_API cn_err_t cn_repos_restore(cn_repos_t *r, int fd, bool replace, cn_repos_i
  * in one transaction.  Nothing is a member before put_commit returns 0.
  * Kinds 1..3 only: commits are made by submits. */
 typedef struct cn_repos_put cn_repos_put_t;
-typedef struct cn_repos_objref { uint8_t kind; cn_digest_t id; } cn_repos_objref_t;
+typedef struct cn_repos_objref {
+    uint8_t kind;
+    cn_digest_t id;
+} cn_repos_objref_t;
 
 /* Needs write permission.  Errors: CN_E_NOT_FOUND (REPOSITORY_NOT_FOUND),
  * CN_E_DENIED, CN_E_INVALID (MALFORMED: count 0 or over 8192). */
@@ -246,13 +249,12 @@ typedef struct cn_repos_obj {
     uint8_t kind;
     cn_digest_t id;
     bool present;
-    uint64_t length;            /* logical length of the object's bytes */
-    cn_digest_t blob;           /* the store digest of those bytes */
+    uint64_t length;  /* logical length of the object's bytes */
+    cn_digest_t blob; /* the store digest of those bytes */
 } cn_repos_obj_t;
 /* Looks up n objects from one read snapshot (read permission). */
 CN_API cn_err_t cn_repos_get_lookup(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
-                                    const cn_repos_objref_t *refs, uint32_t n,
-                                    cn_repos_obj_t *out);
+                                    const cn_repos_objref_t *refs, uint32_t n, cn_repos_obj_t *out);
 /* The raw file of a looked-up object for sendfile(2) (*fd is the caller's to
  * close).  CN_E_UNSUPPORTED when the blob is stored compressed: use
  * cn_repos_object_read.  CN_E_NOT_FOUND if the blob vanished. */
@@ -265,31 +267,34 @@ CN_API cn_err_t cn_repos_object_read(cn_repos_t *r, const cn_repos_obj_t *o, uin
 /* ---- submit --------------------------------------------------------------------- */
 typedef struct cn_repos_submit {
     uint8_t repo[16];
-    uint8_t incarnation[16];    /* expected */
-    uint8_t operation[16];      /* client-chosen, nonzero */
+    uint8_t incarnation[16]; /* expected */
+    uint8_t operation[16];   /* client-chosen, nonzero */
     uint8_t branch[16];
     uint8_t workspace[16];
-    uint64_t base;              /* expected branch head the change set was made on */
+    uint64_t base; /* expected branch head the change set was made on */
     cn_digest_t changeset;
     bool keep_locks;
-    const uint8_t *author;      /* UTF-8, <= 256 bytes */
+    const uint8_t *author; /* UTF-8, <= 256 bytes */
     uint16_t author_len;
-    const uint8_t *message;     /* UTF-8, <= 65536 bytes */
+    const uint8_t *message; /* UTF-8, <= 65536 bytes */
     uint32_t message_len;
 } cn_repos_submit_t;
 
-enum { CN_REPOS_ACCEPTED = 1, CN_REPOS_REJECTED = 2 };
+enum {
+    CN_REPOS_ACCEPTED = 1,
+    CN_REPOS_REJECTED = 2
+};
 /* An operation's recorded outcome.  Owns paths; free with cn_repos_outcome_free. */
 typedef struct cn_repos_outcome {
     uint8_t operation[16];
-    uint8_t outcome;            /* CN_REPOS_ACCEPTED / CN_REPOS_REJECTED */
-    uint64_t change;            /* accepted */
-    cn_digest_t commit;         /* accepted */
-    uint16_t code;              /* rejected: BASE_CONFLICT, PATH_CONFLICT */
-    uint64_t head;              /* rejected: the branch head judged against */
+    uint8_t outcome;    /* CN_REPOS_ACCEPTED / CN_REPOS_REJECTED */
+    uint64_t change;    /* accepted */
+    cn_digest_t commit; /* accepted */
+    uint16_t code;      /* rejected: BASE_CONFLICT, PATH_CONFLICT */
+    uint64_t head;      /* rejected: the branch head judged against */
     char detail[CN_REPOS_DETAIL_MAX + 1];
-    uint32_t npaths;            /* rejected: conflicting paths (<= 64) */
-    cn_buf_t paths;             /* npaths x (u16le length, bytes) */
+    uint32_t npaths; /* rejected: conflicting paths (<= 64) */
+    cn_buf_t paths;  /* npaths x (u16le length, bytes) */
 } cn_repos_outcome_t;
 CN_API void cn_repos_outcome_free(cn_repos_outcome_t *o);
 /* i-th conflicting path of an outcome (i < npaths). */
@@ -320,7 +325,7 @@ CN_API cn_err_t cn_repos_operation_outcome(cn_repos_t *r, cn_repos_req_t *rq,
 
 /* ---- history ------------------------------------------------------------------ */
 typedef struct cn_repos_tree_row {
-    const uint8_t *path;        /* borrowed, valid during the callback */
+    const uint8_t *path; /* borrowed, valid during the callback */
     size_t path_len;
     cn_digest_t manifest;
     uint64_t size;
@@ -331,11 +336,11 @@ typedef cn_err_t (*cn_repos_tree_fn)(void *ctx, const cn_repos_tree_row_t *row);
 
 typedef struct cn_repos_page_q {
     uint8_t repo[16], branch[16];
-    uint64_t change;            /* <= branch head; 0 = empty snapshot */
-    const uint8_t *prefix;      /* "" or a canonical path */
+    uint64_t change;       /* <= branch head; 0 = empty snapshot */
+    const uint8_t *prefix; /* "" or a canonical path */
     size_t prefix_len;
-    uint32_t limit;             /* clamped 1..4096 */
-    const uint8_t *after;       /* exclusive cursor, or NULL */
+    uint32_t limit;       /* clamped 1..4096 */
+    const uint8_t *after; /* exclusive cursor, or NULL */
     size_t after_len;
 } cn_repos_page_q_t;
 /* Live entries of the snapshot of branch at change under prefix (the path
@@ -352,11 +357,11 @@ typedef struct cn_repos_log_row {
     cn_digest_t commit;
     uint8_t branch[16];
     const char *branch_name;
-    uint64_t parent;            /* first-parent change, 0 none */
-    const uint8_t *path;        /* historical path ("" without a path query) */
+    uint64_t parent;     /* first-parent change, 0 none */
+    const uint8_t *path; /* historical path ("" without a path query) */
     size_t path_len;
-    uint8_t event;              /* 0 without a path query, else cn_repos_change_kind_t */
-    const uint8_t *from_path;   /* move events */
+    uint8_t event;            /* 0 without a path query, else cn_repos_change_kind_t */
+    const uint8_t *from_path; /* move events */
     size_t from_len;
     const uint8_t *author;
     size_t author_len;
@@ -368,13 +373,13 @@ typedef cn_err_t (*cn_repos_log_fn)(void *ctx, const cn_repos_log_row_t *row);
 
 typedef struct cn_repos_log_q {
     uint8_t repo[16], branch[16];
-    const uint8_t *path;        /* NULL: every commit; else the path and paths under it */
+    const uint8_t *path; /* NULL: every commit; else the path and paths under it */
     size_t path_len;
     bool has_before;
-    uint64_t before;            /* exclusive, or with after_path: inclusive of later paths */
-    const uint8_t *after_path;  /* NULL or the last row's path */
+    uint64_t before;           /* exclusive, or with after_path: inclusive of later paths */
+    const uint8_t *after_path; /* NULL or the last row's path */
     size_t after_len;
-    uint32_t limit;             /* clamped 1..4096 */
+    uint32_t limit; /* clamped 1..4096 */
 } cn_repos_log_q_t;
 /* First-parent history of a branch, newest first (then ascending path),
  * from one read snapshot.  Read permission.  CN_E_NOT_FOUND. */
@@ -384,8 +389,8 @@ CN_API cn_err_t cn_repos_log(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_l
 typedef struct cn_repos_changed_row {
     const uint8_t *path;
     size_t path_len;
-    uint64_t change;            /* last native event in the interval */
-    bool present;               /* state at `to` */
+    uint64_t change; /* last native event in the interval */
+    bool present;    /* state at `to` */
     cn_digest_t manifest;
     uint64_t size;
     uint8_t mode;
@@ -397,7 +402,7 @@ typedef struct cn_repos_changed_q {
     const uint8_t *prefix;
     size_t prefix_len;
     uint32_t limit;
-    const uint8_t *after;       /* exclusive path cursor (the opaque token), or NULL */
+    const uint8_t *after; /* exclusive path cursor (the opaque token), or NULL */
     size_t after_len;
 } cn_repos_changed_q_t;
 /* Paths with a native event in (min(from,to), max(from,to)], each once,
@@ -412,7 +417,7 @@ typedef struct cn_repos_note {
     uint32_t revision;
     char author[257];
     int64_t edited_ms;
-    char *text;                 /* heap, NUL-terminated; cn_repos_note_free */
+    char *text; /* heap, NUL-terminated; cn_repos_note_free */
     size_t text_len;
 } cn_repos_note_t;
 CN_API void cn_repos_note_free(cn_repos_note_t *n);

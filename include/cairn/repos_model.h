@@ -33,28 +33,33 @@ typedef enum {
     CN_REPOS_COMMIT = 4,
 } cn_repos_kind_t;
 
-#define CN_REPOS_OBJECT_VERSION 1              /* first byte of every structured object */
-#define CN_REPOS_MAX_PATH 8192                 /* canonical path bytes */
-#define CN_REPOS_MAX_CHUNK 4194304u            /* 4 MiB; chunks are 1..this bytes */
+#define CN_REPOS_OBJECT_VERSION 1   /* first byte of every structured object */
+#define CN_REPOS_MAX_PATH 8192      /* canonical path bytes */
+#define CN_REPOS_MAX_CHUNK 4194304u /* 4 MiB; chunks are 1..this bytes */
 #define CN_REPOS_MAX_MANIFEST_CHUNKS 1048576u
-#define CN_REPOS_MANIFEST_HDR 13u              /* version, u64 size, u32 count */
-#define CN_REPOS_CHUNK_REF_LEN 36u             /* [32] id, u32 length */
+#define CN_REPOS_MANIFEST_HDR 13u  /* version, u64 size, u32 count */
+#define CN_REPOS_CHUNK_REF_LEN 36u /* [32] id, u32 length */
 #define CN_REPOS_MAX_MANIFEST_LEN \
     (CN_REPOS_MANIFEST_HDR + CN_REPOS_CHUNK_REF_LEN * CN_REPOS_MAX_MANIFEST_CHUNKS)
 #define CN_REPOS_MAX_CHANGESET_ENTRIES 1048576u
-#define CN_REPOS_MAX_CHANGESET_LEN 268435456u  /* 256 MiB */
+#define CN_REPOS_MAX_CHANGESET_LEN 268435456u /* 256 MiB */
 #define CN_REPOS_MAX_AUTHOR 256
 #define CN_REPOS_MAX_MESSAGE 65536
 /* version + repo + branch + change + nparents + 2 parents + change set + author
  * + message + time + two roots + pick provenance */
-#define CN_REPOS_MAX_COMMIT_LEN (1u + 16 + 16 + 8 + 1 + 64 + 32 + 2 + CN_REPOS_MAX_AUTHOR + \
-                                 4 + CN_REPOS_MAX_MESSAGE + 8 + 64 + 1 + 16 + 8)
+#define CN_REPOS_MAX_COMMIT_LEN                                                                \
+    (1u + 16 + 16 + 8 + 1 + 64 + 32 + 2 + CN_REPOS_MAX_AUTHOR + 4 + CN_REPOS_MAX_MESSAGE + 8 + \
+     64 + 1 + 16 + 8)
 
 /* Largest encoding a kind may have (CN_REPOS_MAX_* above); 0 for an unknown kind. */
 CN_API uint64_t cn_repos_kind_max_len(uint8_t kind);
 
 /* File modes of a tree entry. */
-enum { CN_REPOS_MODE_FILE = 0, CN_REPOS_MODE_EXEC = 1, CN_REPOS_MODE_SYMLINK = 2 };
+enum {
+    CN_REPOS_MODE_FILE = 0,
+    CN_REPOS_MODE_EXEC = 1,
+    CN_REPOS_MODE_SYMLINK = 2
+};
 
 /* ---- ids ------------------------------------------------------------------
  * chunk: BLAKE3(bytes).  Structured kinds: BLAKE3(domain prefix || encoding),
@@ -84,11 +89,14 @@ CN_API uint32_t cn_repos_fold_cp(uint32_t cp);
 CN_API bool cn_repos_path_alias(const uint8_t *a, size_t an, const uint8_t *b, size_t bn);
 
 /* ---- manifest ------------------------------------------------------------- */
-typedef struct cn_repos_chunk_ref { cn_digest_t id; uint32_t len; } cn_repos_chunk_ref_t;
+typedef struct cn_repos_chunk_ref {
+    cn_digest_t id;
+    uint32_t len;
+} cn_repos_chunk_ref_t;
 typedef struct cn_repos_manifest {
-    uint64_t size;              /* file size: the sum of the chunk lengths */
+    uint64_t size; /* file size: the sum of the chunk lengths */
     uint32_t count;
-    const uint8_t *refs;        /* borrowed: count * 36 bytes */
+    const uint8_t *refs; /* borrowed: count * 36 bytes */
 } cn_repos_manifest_t;
 
 /* Appends the canonical encoding; CN_E_INVALID for a chunk length of 0 or
@@ -102,23 +110,26 @@ CN_API void cn_repos_manifest_chunk(const cn_repos_manifest_t *m, uint32_t i,
 
 /* ---- change set ----------------------------------------------------------- */
 typedef enum {
-    CN_REPOS_ADD = 1, CN_REPOS_MODIFY = 2, CN_REPOS_DELETE = 3,
-    CN_REPOS_MOVE = 4, CN_REPOS_KEEP = 5,
+    CN_REPOS_ADD = 1,
+    CN_REPOS_MODIFY = 2,
+    CN_REPOS_DELETE = 3,
+    CN_REPOS_MOVE = 4,
+    CN_REPOS_KEEP = 5,
 } cn_repos_change_kind_t;
 
 typedef struct cn_repos_change {
     uint8_t kind;
-    const uint8_t *path;        /* destination path for a move; borrowed */
+    const uint8_t *path; /* destination path for a move; borrowed */
     uint16_t path_len;
-    const uint8_t *from;        /* move only */
+    const uint8_t *from; /* move only */
     uint16_t from_len;
-    cn_digest_t manifest;       /* add, modify, move */
-    uint8_t mode;               /* add, modify, move */
+    cn_digest_t manifest; /* add, modify, move */
+    uint8_t mode;         /* add, modify, move */
 } cn_repos_change_t;
 
 typedef struct cn_repos_changeset {
     uint32_t count;
-    const uint8_t *entries;     /* borrowed: the encoded entries */
+    const uint8_t *entries; /* borrowed: the encoded entries */
     size_t entries_len;
 } cn_repos_changeset_t;
 
@@ -150,17 +161,17 @@ typedef struct cn_repos_commit {
     uint8_t repository[16];
     uint8_t branch[16];
     uint64_t change;
-    uint8_t parent_count;               /* 0..2: first parent, then merge parent */
+    uint8_t parent_count; /* 0..2: first parent, then merge parent */
     cn_digest_t parents[2];
     cn_digest_t changeset;
-    const uint8_t *author;              /* borrowed UTF-8, <= 256 bytes */
+    const uint8_t *author; /* borrowed UTF-8, <= 256 bytes */
     uint16_t author_len;
-    const uint8_t *message;             /* borrowed UTF-8, <= 65536 bytes */
+    const uint8_t *message; /* borrowed UTF-8, <= 65536 bytes */
     uint32_t message_len;
     uint64_t time_ms;
     cn_digest_t content_root;
     cn_digest_t revision_root;
-    bool has_pick;                      /* cherry-pick provenance */
+    bool has_pick; /* cherry-pick provenance */
     uint8_t pick_branch[16];
     uint64_t pick_change;
 } cn_repos_commit_t;
@@ -195,29 +206,36 @@ CN_API void cn_repos_submit_fingerprint(const cn_repos_submit_intent_t *s, cn_di
  * entries only, independent of tombstones and history).  The repos service
  * keeps it (src/repos/service_tree.c); this header has its entries, its node
  * encoding and the proof verifier, which need no tree. */
-enum { CN_REPOS_NONE = 0, CN_REPOS_LIVE = 1, CN_REPOS_TOMBSTONE = 2 };
+enum {
+    CN_REPOS_NONE = 0,
+    CN_REPOS_LIVE = 1,
+    CN_REPOS_TOMBSTONE = 2
+};
 
 typedef struct cn_repos_entry {
-    uint8_t state;              /* CN_REPOS_LIVE or CN_REPOS_TOMBSTONE */
-    uint8_t mode;               /* live only */
-    uint64_t change;            /* the change that last set or deleted the path */
-    uint64_t size;              /* live only */
-    cn_digest_t manifest;       /* live only */
+    uint8_t state;        /* CN_REPOS_LIVE or CN_REPOS_TOMBSTONE */
+    uint8_t mode;         /* live only */
+    uint64_t change;      /* the change that last set or deleted the path */
+    uint64_t size;        /* live only */
+    cn_digest_t manifest; /* live only */
 } cn_repos_entry_t;
 
 /* ---- tree nodes and proofs -------------------------------------------------
  * A node's canonical encoding (docs/protocol/scribe.md, "Snapshot tree").
  * child summaries are borrowed from the encoding. */
-#define CN_REPOS_NODE_CHILD_LEN 57u        /* byte, [32] hash, 3 x u64 */
+#define CN_REPOS_NODE_CHILD_LEN 57u /* byte, [32] hash, 3 x u64 */
 typedef struct cn_repos_node {
-    const uint8_t *prefix; uint16_t prefix_len;
-    uint8_t entry_state;               /* CN_REPOS_NONE / LIVE / TOMBSTONE */
+    const uint8_t *prefix;
+    uint16_t prefix_len;
+    uint8_t entry_state; /* CN_REPOS_NONE / LIVE / TOMBSTONE */
     cn_repos_entry_t entry;
     uint64_t entries, live, highest;
-    const uint8_t *lo; uint16_t lo_len;
-    const uint8_t *hi; uint16_t hi_len;
+    const uint8_t *lo;
+    uint16_t lo_len;
+    const uint8_t *hi;
+    uint16_t hi_len;
     uint16_t child_count;
-    const uint8_t *children;           /* child_count * 57 bytes */
+    const uint8_t *children; /* child_count * 57 bytes */
 } cn_repos_node_t;
 typedef struct cn_repos_node_child {
     uint8_t byte;

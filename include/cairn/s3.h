@@ -34,8 +34,8 @@ typedef struct cn_s3 cn_s3_t;
 #define CN_S3_MIN_PART_SIZE (5ull << 20) /* S3's least part but the last */
 
 typedef struct cn_s3_config {
-    cn_objects_t *objects;          /* required; borrowed, must outlive the face */
-    cn_identity_t *identity;        /* required; borrowed */
+    cn_objects_t *objects;   /* required; borrowed, must outlive the face */
+    cn_identity_t *identity; /* required; borrowed */
     /* Virtual-host base domain ("s3.example.test"): a Host of
      * "BUCKET.s3.example.test" names BUCKET.  NULL = path style only. */
     const char *domain;
@@ -64,8 +64,8 @@ CN_API cn_err_t cn_s3_register(cn_s3_t *s3, cn_http_server_t *srv);
 /* Callbacks for cn_http_config_t over an identity handle (ctx = the
  * cn_identity_t *): sigv4_lookup (token id → secret) and bearer_check
  * ("id:secret").  Thread-safe. */
-CN_API int cn_s3_sigv4_lookup(void *identity, const char *access_key, uint8_t *secret,
-                              size_t cap, size_t *len);
+CN_API int cn_s3_sigv4_lookup(void *identity, const char *access_key, uint8_t *secret, size_t cap,
+                              size_t *len);
 CN_API int cn_s3_bearer_check(void *identity, const char *token_id, const char *secret);
 
 #ifdef __cplusplus

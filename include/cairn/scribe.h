@@ -21,7 +21,7 @@
 #include "cairn/err.h"
 #include "cairn/util.h"
 #include "cairn/crypto.h"
-#include "cairn/repos_model.h"   /* object kinds and size limits (macros only) */
+#include "cairn/repos_model.h" /* object kinds and size limits (macros only) */
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,8 +29,11 @@ extern "C" {
 
 /* ---- frames ---------------------------------------------------------------- */
 #define CN_SCRIBE_HDR_LEN 24
-#define CN_SCRIBE_MAX_FRAME 67108864u            /* 64 MiB header sanity bound */
-enum { CN_SCRIBE_FLAG_STREAM = 1, CN_SCRIBE_FLAG_ERROR = 2 };
+#define CN_SCRIBE_MAX_FRAME 67108864u /* 64 MiB header sanity bound */
+enum {
+    CN_SCRIBE_FLAG_STREAM = 1,
+    CN_SCRIBE_FLAG_ERROR = 2
+};
 
 typedef struct cn_scribe_hdr {
     uint16_t opcode;
@@ -58,28 +61,28 @@ typedef enum {
     CN_SCRIBE_OP_SUBMIT = 9,
     CN_SCRIBE_OP_OPERATION_OUTCOME = 10,
     CN_SCRIBE_OP_TREE_PAGE = 11,
-    CN_SCRIBE_OP_WORKSPACE_REGISTER = 12,       /* reserved: workspace lifecycle */
+    CN_SCRIBE_OP_WORKSPACE_REGISTER = 12, /* reserved: workspace lifecycle */
     CN_SCRIBE_OP_CHANGED_PATHS = 13,
-    CN_SCRIBE_OP_LOCK_ACQUIRE = 14,             /* reserved: locks */
+    CN_SCRIBE_OP_LOCK_ACQUIRE = 14, /* reserved: locks */
     CN_SCRIBE_OP_LOG = 15,
-    CN_SCRIBE_OP_LOCK_RELEASE = 16,             /* reserved: locks */
-    CN_SCRIBE_OP_LOCK_LIST = 17,                /* reserved: locks */
+    CN_SCRIBE_OP_LOCK_RELEASE = 16, /* reserved: locks */
+    CN_SCRIBE_OP_LOCK_LIST = 17,    /* reserved: locks */
     /* 18, 19 unassigned (reserved for the core) */
-    CN_SCRIBE_OP_BRANCH_LIST = 20,              /* 20..25 reserved: branches and merges */
+    CN_SCRIBE_OP_BRANCH_LIST = 20, /* 20..25 reserved: branches and merges */
     CN_SCRIBE_OP_BRANCH_MUTATE = 21,
     CN_SCRIBE_OP_BRANCH_INFO = 22,
     CN_SCRIBE_OP_BRANCH_OUTCOME = 23,
     CN_SCRIBE_OP_MERGE_SUBMIT = 24,
     CN_SCRIBE_OP_MERGE_READ = 25,
     CN_SCRIBE_OP_INSTANCE_STATUS = 26,
-    CN_SCRIBE_OP_AUTHORIZE_UPLOAD = 27,         /* reserved: gateway preflights */
-    CN_SCRIBE_OP_AUTHORIZE_REPO_CREATE = 28,    /* reserved: gateway preflights */
-    CN_SCRIBE_OP_LOCK_POLICY = 29,              /* reserved: lock policy */
-    CN_SCRIBE_OP_GET_CHUNKS = 30,               /* reserved: public reads */
-    CN_SCRIBE_OP_REPOSITORY_MOUNTS = 31,        /* reserved: mounts */
-    CN_SCRIBE_OP_CHERRY_PICK_INFO = 32,         /* reserved: selective integration */
+    CN_SCRIBE_OP_AUTHORIZE_UPLOAD = 27,      /* reserved: gateway preflights */
+    CN_SCRIBE_OP_AUTHORIZE_REPO_CREATE = 28, /* reserved: gateway preflights */
+    CN_SCRIBE_OP_LOCK_POLICY = 29,           /* reserved: lock policy */
+    CN_SCRIBE_OP_GET_CHUNKS = 30,            /* reserved: public reads */
+    CN_SCRIBE_OP_REPOSITORY_MOUNTS = 31,     /* reserved: mounts */
+    CN_SCRIBE_OP_CHERRY_PICK_INFO = 32,      /* reserved: selective integration */
     CN_SCRIBE_OP_CHERRY_PICK_SUBMIT = 33,
-    CN_SCRIBE_OP_WORKSPACE_LIST = 34,           /* reserved: workspace lifecycle */
+    CN_SCRIBE_OP_WORKSPACE_LIST = 34, /* reserved: workspace lifecycle */
     CN_SCRIBE_OP_WORKSPACE_REMOVE = 35,
     CN_SCRIBE_OP_WORKSPACE_REMOVE_OUTCOME = 36,
     /* 37 unassigned */
@@ -88,7 +91,7 @@ typedef enum {
     CN_SCRIBE_OP_CHANGE_NOTES = 40,
     CN_SCRIBE_OP_CHANGE_NOTE_HISTORY = 41,
     CN_SCRIBE_OP_PIN_OBJECTS = 42,
-    CN_SCRIBE_OP_TREE_PROOF = 43,               /* reserved: tree proofs */
+    CN_SCRIBE_OP_TREE_PROOF = 43, /* reserved: tree proofs */
 } cn_scribe_op_t;
 
 /* Name of an opcode ("put_objects"), or NULL for a number the table does not assign. */
@@ -144,19 +147,30 @@ CN_API const char *cn_scribe_errcode_name(uint16_t code);
 CN_API bool cn_scribe_errcode_is_client(uint16_t code);
 
 /* ---- codecs and primitives ----------------------------------------------------- */
-typedef enum { CN_SCRIBE_CODEC_LE = 1, CN_SCRIBE_CODEC_BE = 2 } cn_scribe_codec_t;
+typedef enum {
+    CN_SCRIBE_CODEC_LE = 1,
+    CN_SCRIBE_CODEC_BE = 2
+} cn_scribe_codec_t;
 
-typedef struct cn_scribe_str { const uint8_t *p; uint32_t len; } cn_scribe_str_t;  /* borrowed */
-typedef struct cn_scribe_id { uint8_t b[16]; } cn_scribe_id_t;
+typedef struct cn_scribe_str {
+    const uint8_t *p;
+    uint32_t len;
+} cn_scribe_str_t; /* borrowed */
+typedef struct cn_scribe_id {
+    uint8_t b[16];
+} cn_scribe_id_t;
 
 /* Reader over a borrowed payload.  Errors are sticky (CN_E_PROTOCOL). */
-typedef struct cn_scribe_rd { cn_rd_t r; cn_scribe_codec_t codec; } cn_scribe_rd_t;
+typedef struct cn_scribe_rd {
+    cn_rd_t r;
+    cn_scribe_codec_t codec;
+} cn_scribe_rd_t;
 CN_API cn_scribe_rd_t cn_scribe_rd_init(const void *p, size_t n, cn_scribe_codec_t codec);
 CN_API uint8_t cn_scribe_rd_u8(cn_scribe_rd_t *r);
 CN_API uint16_t cn_scribe_rd_u16(cn_scribe_rd_t *r);
 CN_API uint32_t cn_scribe_rd_u32(cn_scribe_rd_t *r);
 CN_API uint64_t cn_scribe_rd_u64(cn_scribe_rd_t *r);
-CN_API bool cn_scribe_rd_bool(cn_scribe_rd_t *r);                 /* 0 or 1, else malformed */
+CN_API bool cn_scribe_rd_bool(cn_scribe_rd_t *r); /* 0 or 1, else malformed */
 CN_API void cn_scribe_rd_id(cn_scribe_rd_t *r, cn_scribe_id_t *out);
 CN_API void cn_scribe_rd_digest(cn_scribe_rd_t *r, cn_digest_t *out);
 /* str16/str32 are UTF-8 (checked); bytes16/bytes32 are raw.  max bounds the length. */
@@ -170,7 +184,11 @@ CN_API bool cn_scribe_rd_fits(cn_scribe_rd_t *r, uint64_t count, uint64_t need);
 CN_API cn_err_t cn_scribe_rd_end(const cn_scribe_rd_t *r);
 
 /* Writer appending to a caller-owned buffer; errors are sticky. */
-typedef struct cn_scribe_wr { cn_buf_t *b; cn_scribe_codec_t codec; cn_err_t err; } cn_scribe_wr_t;
+typedef struct cn_scribe_wr {
+    cn_buf_t *b;
+    cn_scribe_codec_t codec;
+    cn_err_t err;
+} cn_scribe_wr_t;
 CN_API cn_scribe_wr_t cn_scribe_wr_init(cn_buf_t *b, cn_scribe_codec_t codec);
 CN_API void cn_scribe_wr_u8(cn_scribe_wr_t *w, uint8_t v);
 CN_API void cn_scribe_wr_u16(cn_scribe_wr_t *w, uint16_t v);
@@ -183,7 +201,7 @@ CN_API void cn_scribe_wr_str16(cn_scribe_wr_t *w, cn_scribe_str_t s, uint32_t ma
 CN_API void cn_scribe_wr_str32(cn_scribe_wr_t *w, cn_scribe_str_t s, uint32_t max);
 CN_API void cn_scribe_wr_bytes16(cn_scribe_wr_t *w, cn_scribe_str_t s, uint32_t max);
 CN_API void cn_scribe_wr_bytes32(cn_scribe_wr_t *w, cn_scribe_str_t s, uint32_t max);
-CN_API cn_scribe_str_t cn_scribe_cstr(const char *s);            /* view of a C string */
+CN_API cn_scribe_str_t cn_scribe_cstr(const char *s); /* view of a C string */
 
 /* ---- limits (docs/protocol/scribe.md, "Limits") ------------------------------ */
 #define CN_SCRIBE_MAX_CLIENT_STRING 256
@@ -197,37 +215,45 @@ CN_API cn_scribe_str_t cn_scribe_cstr(const char *s);            /* view of a C 
 #define CN_SCRIBE_MAX_MESSAGE 65536
 #define CN_SCRIBE_MAX_NOTE_TEXT 65536
 #define CN_SCRIBE_MAX_PATH 8192
-#define CN_SCRIBE_MAX_BATCH 8192                  /* objects per put/get/presence/pin */
-#define CN_SCRIBE_MAX_BATCH_BYTES 1073741824ull   /* announced bytes per put_objects */
+#define CN_SCRIBE_MAX_BATCH 8192                /* objects per put/get/presence/pin */
+#define CN_SCRIBE_MAX_BATCH_BYTES 1073741824ull /* announced bytes per put_objects */
 #define CN_SCRIBE_MAX_PAGE 4096
 #define CN_SCRIBE_MAX_TOKEN 8256
 #define CN_SCRIBE_MAX_CONFLICT_PATHS 64
 #define CN_SCRIBE_MAX_NOTE_REVISIONS 1024
 #define CN_SCRIBE_MAX_INSTANCE_PAGE 128
-#define CN_SCRIBE_BLOCK_MAX 262144u               /* LZ4 transfer block, original bytes */
+#define CN_SCRIBE_BLOCK_MAX 262144u /* LZ4 transfer block, original bytes */
 #define CN_SCRIBE_BLOCK_HDR_LEN 8
 #define CN_SCRIBE_DEFAULT_PORT 7447
 
 /* ---- error payload --------------------------------------------------------------- */
-typedef struct cn_scribe_error { uint16_t code; cn_scribe_str_t message; } cn_scribe_error_t;
+typedef struct cn_scribe_error {
+    uint16_t code;
+    cn_scribe_str_t message;
+} cn_scribe_error_t;
 CN_API cn_err_t cn_scribe_enc_error(cn_buf_t *out, cn_scribe_codec_t c, uint16_t code,
                                     cn_scribe_str_t message);
 CN_API cn_err_t cn_scribe_dec_error(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                     cn_scribe_error_t *out);
 
 /* ---- handshake (opcode 1; payloads always little-endian) --------------------- */
-enum { CN_SCRIBE_CAP_LZ4 = 1 };
-enum { CN_SCRIBE_CALLER_DIRECT = 1, CN_SCRIBE_CALLER_DELEGATED = 2 };
+enum {
+    CN_SCRIBE_CAP_LZ4 = 1
+};
+enum {
+    CN_SCRIBE_CALLER_DIRECT = 1,
+    CN_SCRIBE_CALLER_DELEGATED = 2
+};
 
 typedef struct cn_scribe_hello {
-    uint16_t version;                 /* 2 (plaintext) or 4 (TLS) */
-    uint8_t codec;                    /* 1 or 2 */
-    uint32_t caps;                    /* 0 raw, 1 LZ4 */
-    uint64_t bind_session;            /* 0 = new control session */
-    cn_scribe_str_t client;           /* <= 256 bytes */
-    uint8_t caller;                   /* protocol 4 only */
-    cn_scribe_str_t delegated_cert;   /* caller 2 only, 1..16384 bytes */
-    uint8_t binding[32];              /* protocol 4 only */
+    uint16_t version;               /* 2 (plaintext) or 4 (TLS) */
+    uint8_t codec;                  /* 1 or 2 */
+    uint32_t caps;                  /* 0 raw, 1 LZ4 */
+    uint64_t bind_session;          /* 0 = new control session */
+    cn_scribe_str_t client;         /* <= 256 bytes */
+    uint8_t caller;                 /* protocol 4 only */
+    cn_scribe_str_t delegated_cert; /* caller 2 only, 1..16384 bytes */
+    uint8_t binding[32];            /* protocol 4 only */
 } cn_scribe_hello_t;
 
 /* Decodes a hello for a listener that speaks `version` (2 on plaintext, 4
@@ -243,9 +269,9 @@ typedef struct cn_scribe_hello_ok {
     uint16_t version;
     uint8_t codec;
     uint64_t session;
-    uint32_t timeout_s;               /* inactivity timeout; a client refuses 0 */
-    uint8_t compression;              /* 0 none, 1 LZ4 */
-    bool has_binding;                 /* protocol 4 control sessions */
+    uint32_t timeout_s;  /* inactivity timeout; a client refuses 0 */
+    uint8_t compression; /* 0 none, 1 LZ4 */
+    bool has_binding;    /* protocol 4 control sessions */
     uint8_t binding[32];
 } cn_scribe_hello_ok_t;
 
@@ -256,12 +282,15 @@ CN_API cn_err_t cn_scribe_dec_hello_ok(const uint8_t *p, size_t n, bool expect_b
                                        cn_scribe_hello_ok_t *out);
 
 /* ---- discover (2) ------------------------------------------------------------------ */
-enum { CN_SCRIBE_ROLE_STORAGE = 1, CN_SCRIBE_ROLE_GATEWAY = 2 };
+enum {
+    CN_SCRIBE_ROLE_STORAGE = 1,
+    CN_SCRIBE_ROLE_GATEWAY = 2
+};
 typedef struct cn_scribe_discover {
     uint8_t role;
     bool authentication;
-    uint32_t count;                   /* 1..64 */
-    const uint8_t *labels;            /* borrowed: count str16 */
+    uint32_t count;        /* 1..64 */
+    const uint8_t *labels; /* borrowed: count str16 */
     size_t labels_len;
 } cn_scribe_discover_t;
 CN_API cn_err_t cn_scribe_enc_discover(cn_buf_t *out, cn_scribe_codec_t c, uint8_t role,
@@ -270,18 +299,18 @@ CN_API cn_err_t cn_scribe_enc_discover(cn_buf_t *out, cn_scribe_codec_t c, uint8
 CN_API cn_err_t cn_scribe_dec_discover(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                        cn_scribe_discover_t *out);
 /* i-th label of a decoded reply (i < count). */
-CN_API cn_scribe_str_t cn_scribe_discover_label(const cn_scribe_discover_t *d,
-                                                cn_scribe_codec_t c, uint32_t i);
+CN_API cn_scribe_str_t cn_scribe_discover_label(const cn_scribe_discover_t *d, cn_scribe_codec_t c,
+                                                uint32_t i);
 
 /* ---- repositories (3, 4, 5, 38, 26) -------------------------------------------- */
 typedef struct cn_scribe_repo_info {
     cn_scribe_id_t id;
-    cn_scribe_str_t name;             /* <= 193 */
+    cn_scribe_str_t name; /* <= 193 */
     cn_scribe_id_t main_branch;
     uint64_t head;
     cn_scribe_id_t incarnation;
     uint64_t created_ms;
-    uint8_t compression;              /* 0 none, 1 LZ4 */
+    uint8_t compression; /* 0 none, 1 LZ4 */
 } cn_scribe_repo_info_t;
 
 CN_API void cn_scribe_wr_repo_info(cn_scribe_wr_t *w, const cn_scribe_repo_info_t *ri);
@@ -301,7 +330,10 @@ CN_API cn_err_t cn_scribe_enc_repo_info_resp(cn_buf_t *out, cn_scribe_codec_t c,
 CN_API cn_err_t cn_scribe_dec_repo_info_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                              cn_scribe_repo_info_t *out);
 
-enum { CN_SCRIBE_REPO_BY_ID = 1, CN_SCRIBE_REPO_BY_NAME = 2 };
+enum {
+    CN_SCRIBE_REPO_BY_ID = 1,
+    CN_SCRIBE_REPO_BY_NAME = 2
+};
 typedef struct cn_scribe_repo_info_req {
     uint8_t by;
     cn_scribe_id_t id;
@@ -313,9 +345,9 @@ CN_API cn_err_t cn_scribe_dec_repo_info_req(const uint8_t *p, size_t n, cn_scrib
                                             cn_scribe_repo_info_req_t *out);
 
 typedef struct cn_scribe_repo_list_req {
-    uint32_t limit;                   /* clamped by the server to 1..4096 */
+    uint32_t limit; /* clamped by the server to 1..4096 */
     bool has_token;
-    cn_scribe_str_t token;            /* opaque, <= 8256 bytes */
+    cn_scribe_str_t token; /* opaque, <= 8256 bytes */
 } cn_scribe_repo_list_req_t;
 CN_API cn_err_t cn_scribe_enc_repo_list_req(cn_buf_t *out, cn_scribe_codec_t c,
                                             const cn_scribe_repo_list_req_t *q);
@@ -324,11 +356,14 @@ CN_API cn_err_t cn_scribe_dec_repo_list_req(const uint8_t *p, size_t n, cn_scrib
 
 /* Row iterator shared by every paged response: decode validates all rows
  * once, then next() hands them out again without re-checking. */
-typedef struct cn_scribe_rows { cn_scribe_rd_t rd; uint32_t left; } cn_scribe_rows_t;
+typedef struct cn_scribe_rows {
+    cn_scribe_rd_t rd;
+    uint32_t left;
+} cn_scribe_rows_t;
 
 typedef struct cn_scribe_repo_list_resp {
     uint32_t count;
-    cn_scribe_rows_t rows;            /* Repo info x count */
+    cn_scribe_rows_t rows; /* Repo info x count */
     bool has_token;
     cn_scribe_str_t token;
 } cn_scribe_repo_list_resp_t;
@@ -349,18 +384,24 @@ CN_API cn_err_t cn_scribe_enc_u64_resp(cn_buf_t *out, cn_scribe_codec_t c, uint6
 CN_API cn_err_t cn_scribe_dec_u64_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                        uint64_t *out);
 
-typedef struct cn_scribe_instance_req { bool has_after; cn_scribe_id_t after; } cn_scribe_instance_req_t;
+typedef struct cn_scribe_instance_req {
+    bool has_after;
+    cn_scribe_id_t after;
+} cn_scribe_instance_req_t;
 CN_API cn_err_t cn_scribe_enc_instance_req(cn_buf_t *out, cn_scribe_codec_t c,
                                            const cn_scribe_instance_req_t *q);
 CN_API cn_err_t cn_scribe_dec_instance_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                            cn_scribe_instance_req_t *out);
-typedef struct cn_scribe_instance_row { cn_scribe_repo_info_t info; uint64_t bytes; } cn_scribe_instance_row_t;
+typedef struct cn_scribe_instance_row {
+    cn_scribe_repo_info_t info;
+    uint64_t bytes;
+} cn_scribe_instance_row_t;
 typedef struct cn_scribe_instance_resp {
-    cn_scribe_id_t incarnation;       /* data-root incarnation */
+    cn_scribe_id_t incarnation; /* data-root incarnation */
     uint64_t total_repositories, used_bytes;
     bool has_available;
     uint64_t available_bytes;
-    uint32_t count;                   /* <= 128 */
+    uint32_t count; /* <= 128 */
     cn_scribe_rows_t rows;
     bool has_next;
     cn_scribe_id_t next;
@@ -373,20 +414,28 @@ CN_API cn_err_t cn_scribe_dec_instance_resp(const uint8_t *p, size_t n, cn_scrib
 CN_API bool cn_scribe_next_instance_row(cn_scribe_rows_t *it, cn_scribe_instance_row_t *out);
 
 /* ---- objects (6, 7, 8, 42) --------------------------------------------------------- */
-typedef struct cn_scribe_objref { uint8_t kind; cn_digest_t id; } cn_scribe_objref_t;
-typedef struct cn_scribe_put_item { uint8_t kind; cn_digest_t id; uint64_t length; } cn_scribe_put_item_t;
+typedef struct cn_scribe_objref {
+    uint8_t kind;
+    cn_digest_t id;
+} cn_scribe_objref_t;
+typedef struct cn_scribe_put_item {
+    uint8_t kind;
+    cn_digest_t id;
+    uint64_t length;
+} cn_scribe_put_item_t;
 
 /* put_objects request: [16] repo, u32 count, count x (u8 kind, [32] id,
  * u64 length); STREAM flag, object data follows the payload in order. */
 typedef struct cn_scribe_put_req {
     cn_scribe_id_t repo;
-    uint32_t count;                   /* 1..8192 */
-    const uint8_t *items;             /* borrowed, count * 41 bytes */
-    uint64_t total;                   /* sum of lengths, <= 1 GiB */
+    uint32_t count;       /* 1..8192 */
+    const uint8_t *items; /* borrowed, count * 41 bytes */
+    uint64_t total;       /* sum of lengths, <= 1 GiB */
     cn_scribe_codec_t codec;
 } cn_scribe_put_req_t;
-CN_API cn_err_t cn_scribe_enc_put_req(cn_buf_t *out, cn_scribe_codec_t c, const cn_scribe_id_t *repo,
-                                      const cn_scribe_put_item_t *items, uint32_t count);
+CN_API cn_err_t cn_scribe_enc_put_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                      const cn_scribe_id_t *repo, const cn_scribe_put_item_t *items,
+                                      uint32_t count);
 /* Checks the count (1..8192), kinds (1..3: commits are made by the server),
  * each length against its kind's limit (chunks 1..4 MiB, manifests 13.., change
  * sets 9..) and the total (<= 1 GiB).  Distinct ids and the
@@ -404,13 +453,14 @@ CN_API cn_err_t cn_scribe_dec_put_resp(const uint8_t *p, size_t n, cn_scribe_cod
  * pin_objects (42) puts [16] workspace and [16] intent after the repo. */
 typedef struct cn_scribe_objs_req {
     cn_scribe_id_t repo;
-    cn_scribe_id_t workspace;         /* pin_objects only */
-    cn_scribe_id_t intent;            /* pin_objects only */
-    uint32_t count;                   /* 1..8192 */
-    const uint8_t *items;             /* borrowed, count * 33 bytes */
+    cn_scribe_id_t workspace; /* pin_objects only */
+    cn_scribe_id_t intent;    /* pin_objects only */
+    uint32_t count;           /* 1..8192 */
+    const uint8_t *items;     /* borrowed, count * 33 bytes */
 } cn_scribe_objs_req_t;
 CN_API cn_err_t cn_scribe_enc_objs_req(cn_buf_t *out, cn_scribe_codec_t c, uint16_t opcode,
-                                       const cn_scribe_objs_req_t *q, const cn_scribe_objref_t *refs);
+                                       const cn_scribe_objs_req_t *q,
+                                       const cn_scribe_objref_t *refs);
 CN_API cn_err_t cn_scribe_dec_objs_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                        uint16_t opcode, cn_scribe_objs_req_t *out);
 CN_API void cn_scribe_objref(const cn_scribe_objs_req_t *q, uint32_t i, cn_scribe_objref_t *out);
@@ -421,7 +471,10 @@ CN_API cn_err_t cn_scribe_enc_bits_resp(cn_buf_t *out, cn_scribe_codec_t c, cons
                                         uint32_t count);
 CN_API cn_err_t cn_scribe_dec_bits_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                         uint32_t expect_count, const uint8_t **bits);
-static inline bool cn_scribe_bit(const uint8_t *bits, uint32_t i) { return bits[i / 8] >> (i % 8) & 1; }
+static inline bool cn_scribe_bit(const uint8_t *bits, uint32_t i)
+{
+    return bits[i / 8] >> (i % 8) & 1;
+}
 
 /* get_objects response payload: u32 count (= request count); STREAM flag;
  * then per item in the stream: u8 kind, [32] id, u8 present, and when
@@ -430,7 +483,12 @@ static inline bool cn_scribe_bit(const uint8_t *bits, uint32_t i) { return bits[
 CN_API cn_err_t cn_scribe_enc_count_resp(cn_buf_t *out, cn_scribe_codec_t c, uint32_t count);
 CN_API cn_err_t cn_scribe_dec_count_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                          uint32_t *count);
-typedef struct cn_scribe_get_item { uint8_t kind; cn_digest_t id; bool present; uint64_t length; } cn_scribe_get_item_t;
+typedef struct cn_scribe_get_item {
+    uint8_t kind;
+    cn_digest_t id;
+    bool present;
+    uint64_t length;
+} cn_scribe_get_item_t;
 /* Encodes an item header into out (returns its length: 34 or 42). */
 CN_API size_t cn_scribe_enc_get_item(uint8_t out[CN_SCRIBE_GET_ITEM_HDR_MAX], cn_scribe_codec_t c,
                                      const cn_scribe_get_item_t *it);
@@ -445,7 +503,11 @@ CN_API long cn_scribe_dec_get_item(const uint8_t *p, size_t n, cn_scribe_codec_t
  * set = the block is stored raw (stored size == original), bits 0..30 = the
  * stored size (compressed: 1..original + original/255 + 16, the LZ4 bound). */
 #define CN_SCRIBE_BLOCK_RAW 0x80000000u
-typedef struct cn_scribe_block { uint32_t original; uint32_t stored; bool raw; } cn_scribe_block_t;
+typedef struct cn_scribe_block {
+    uint32_t original;
+    uint32_t stored;
+    bool raw;
+} cn_scribe_block_t;
 CN_API void cn_scribe_enc_block(uint8_t out[CN_SCRIBE_BLOCK_HDR_LEN], const cn_scribe_block_t *b);
 /* remaining: original bytes still owed to the current object. */
 CN_API cn_err_t cn_scribe_dec_block(const uint8_t p[CN_SCRIBE_BLOCK_HDR_LEN], uint64_t remaining,
@@ -454,11 +516,11 @@ CN_API cn_err_t cn_scribe_dec_block(const uint8_t p[CN_SCRIBE_BLOCK_HDR_LEN], ui
 /* ---- submit (9) and operation_outcome (10) ---------------------------------------- */
 typedef struct cn_scribe_submit_req {
     cn_scribe_id_t repo, incarnation, operation, branch, workspace;
-    uint64_t base;                    /* expected base change */
+    uint64_t base; /* expected base change */
     cn_digest_t changeset;
     bool keep_locks;
-    cn_scribe_str_t author;           /* <= 256 */
-    cn_scribe_str_t message;          /* <= 65536 */
+    cn_scribe_str_t author;  /* <= 256 */
+    cn_scribe_str_t message; /* <= 65536 */
 } cn_scribe_submit_req_t;
 CN_API cn_err_t cn_scribe_enc_submit_req(cn_buf_t *out, cn_scribe_codec_t c,
                                          const cn_scribe_submit_req_t *q);
@@ -467,17 +529,20 @@ CN_API cn_err_t cn_scribe_dec_submit_req(const uint8_t *p, size_t n, cn_scribe_c
 /* The semantic fingerprint of a decoded submit (cn_repos_submit_fingerprint). */
 CN_API void cn_scribe_submit_fingerprint(const cn_scribe_submit_req_t *q, cn_digest_t *out);
 
-enum { CN_SCRIBE_OUTCOME_ACCEPTED = 1, CN_SCRIBE_OUTCOME_REJECTED = 2 };
+enum {
+    CN_SCRIBE_OUTCOME_ACCEPTED = 1,
+    CN_SCRIBE_OUTCOME_REJECTED = 2
+};
 typedef struct cn_scribe_submit_outcome {
     cn_scribe_id_t operation;
     uint8_t outcome;
-    uint64_t change;                  /* accepted */
-    cn_digest_t commit;               /* accepted */
-    uint16_t code;                    /* rejected */
-    uint64_t head;                    /* rejected: the branch head it was judged against */
-    cn_scribe_str_t detail;           /* rejected, <= 4096 */
-    uint32_t path_count;              /* rejected, <= 64 */
-    const uint8_t *paths;             /* borrowed: path_count str16 */
+    uint64_t change;        /* accepted */
+    cn_digest_t commit;     /* accepted */
+    uint16_t code;          /* rejected */
+    uint64_t head;          /* rejected: the branch head it was judged against */
+    cn_scribe_str_t detail; /* rejected, <= 4096 */
+    uint32_t path_count;    /* rejected, <= 64 */
+    const uint8_t *paths;   /* borrowed: path_count str16 */
     size_t paths_len;
 } cn_scribe_submit_outcome_t;
 /* paths: path_count views (rejected only). */
@@ -492,14 +557,19 @@ CN_API cn_err_t cn_scribe_dec_submit_resp(const uint8_t *p, size_t n, cn_scribe_
 CN_API cn_scribe_str_t cn_scribe_outcome_path(const cn_scribe_submit_outcome_t *o,
                                               cn_scribe_codec_t c, uint32_t i);
 
-typedef struct cn_scribe_outcome_req { cn_scribe_id_t repo, operation; } cn_scribe_outcome_req_t;
+typedef struct cn_scribe_outcome_req {
+    cn_scribe_id_t repo, operation;
+} cn_scribe_outcome_req_t;
 CN_API cn_err_t cn_scribe_enc_outcome_req(cn_buf_t *out, cn_scribe_codec_t c,
                                           const cn_scribe_outcome_req_t *q);
 CN_API cn_err_t cn_scribe_dec_outcome_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                           cn_scribe_outcome_req_t *out);
-enum { CN_SCRIBE_OUTCOME_KIND_UNKNOWN = 0, CN_SCRIBE_OUTCOME_KIND_SUBMIT = 1 };
+enum {
+    CN_SCRIBE_OUTCOME_KIND_UNKNOWN = 0,
+    CN_SCRIBE_OUTCOME_KIND_SUBMIT = 1
+};
 typedef struct cn_scribe_outcome_resp {
-    uint8_t kind;                     /* 0 unknown operation, 1 submit (2, 3 reserved) */
+    uint8_t kind; /* 0 unknown operation, 1 submit (2, 3 reserved) */
     cn_scribe_submit_outcome_t submit;
 } cn_scribe_outcome_resp_t;
 CN_API cn_err_t cn_scribe_enc_outcome_resp(cn_buf_t *out, cn_scribe_codec_t c,
@@ -512,10 +582,10 @@ CN_API cn_err_t cn_scribe_dec_outcome_resp(const uint8_t *p, size_t n, cn_scribe
 typedef struct cn_scribe_tree_page_req {
     cn_scribe_id_t repo, branch;
     uint64_t change;
-    cn_scribe_str_t prefix;           /* "" or a canonical path */
+    cn_scribe_str_t prefix; /* "" or a canonical path */
     uint32_t limit;
     bool has_after;
-    cn_scribe_str_t after;            /* exclusive path cursor */
+    cn_scribe_str_t after; /* exclusive path cursor */
 } cn_scribe_tree_page_req_t;
 CN_API cn_err_t cn_scribe_enc_tree_page_req(cn_buf_t *out, cn_scribe_codec_t c,
                                             const cn_scribe_tree_page_req_t *q);
@@ -557,8 +627,8 @@ CN_API cn_err_t cn_scribe_dec_changed_req(const uint8_t *p, size_t n, cn_scribe_
                                           cn_scribe_changed_req_t *out);
 typedef struct cn_scribe_changed_row {
     cn_scribe_str_t path;
-    uint64_t change;                  /* last native event in the interval */
-    bool present;                     /* state at `to` */
+    uint64_t change; /* last native event in the interval */
+    bool present;    /* state at `to` */
     cn_digest_t manifest;
     uint64_t size;
     uint8_t mode;
@@ -590,23 +660,26 @@ typedef struct cn_scribe_log_req {
     cn_scribe_str_t after_path;
     uint32_t limit;
 } cn_scribe_log_req_t;
-CN_API cn_err_t cn_scribe_enc_log_req(cn_buf_t *out, cn_scribe_codec_t c, const cn_scribe_log_req_t *q);
+CN_API cn_err_t cn_scribe_enc_log_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                      const cn_scribe_log_req_t *q);
 /* Also enforces the mode rules: follow_merges and all_branches need a path,
  * all_branches needs follow_merges, a ceiling needs all_branches, after_path
  * needs a path and before. */
 CN_API cn_err_t cn_scribe_dec_log_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                       cn_scribe_log_req_t *out);
 
-enum { CN_SCRIBE_EVENT_NONE = 0 };    /* else a cn_repos_change_kind_t */
+enum {
+    CN_SCRIBE_EVENT_NONE = 0
+}; /* else a cn_repos_change_kind_t */
 typedef struct cn_scribe_log_row {
     uint64_t change;
     cn_digest_t commit;
-    cn_scribe_id_t branch;            /* where the revision was accepted */
-    cn_scribe_str_t branch_name;      /* current display name, <= 256 */
-    uint64_t parent;                  /* first-parent change, 0 for none */
-    cn_scribe_str_t path;             /* historical path; empty without a path query */
-    uint8_t event;                    /* 0 without a path query, else 1..5 */
-    cn_scribe_str_t from_path;        /* move events: the source path */
+    cn_scribe_id_t branch;       /* where the revision was accepted */
+    cn_scribe_str_t branch_name; /* current display name, <= 256 */
+    uint64_t parent;             /* first-parent change, 0 for none */
+    cn_scribe_str_t path;        /* historical path; empty without a path query */
+    uint8_t event;               /* 0 without a path query, else 1..5 */
+    cn_scribe_str_t from_path;   /* move events: the source path */
     cn_scribe_str_t author;
     cn_scribe_str_t message;
     uint64_t time_ms;
@@ -616,27 +689,28 @@ typedef struct cn_scribe_log_row {
     bool has_pick;
     cn_scribe_id_t pick_branch;
     uint64_t pick_change;
-    uint64_t ceiling;                 /* all-branch mode only */
-    bool member;                      /* all-branch mode only */
+    uint64_t ceiling; /* all-branch mode only */
+    bool member;      /* all-branch mode only */
 } cn_scribe_log_row_t;
 typedef struct cn_scribe_log_resp {
     uint32_t count;
     cn_scribe_rows_t rows;
-    bool all_branches;                /* the layout the rows were decoded with */
+    bool all_branches; /* the layout the rows were decoded with */
 } cn_scribe_log_resp_t;
 CN_API cn_err_t cn_scribe_enc_log_resp(cn_buf_t *out, cn_scribe_codec_t c, bool all_branches,
                                        const cn_scribe_log_row_t *rows, uint32_t count);
 CN_API cn_err_t cn_scribe_dec_log_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                        bool all_branches, cn_scribe_log_resp_t *out);
-CN_API bool cn_scribe_next_log_row(cn_scribe_rows_t *it, bool all_branches, cn_scribe_log_row_t *out);
+CN_API bool cn_scribe_next_log_row(cn_scribe_rows_t *it, bool all_branches,
+                                   cn_scribe_log_row_t *out);
 
 /* ---- change notes (39, 40, 41) --------------------------------------------------- */
 typedef struct cn_scribe_note {
     uint64_t change;
     uint32_t revision;
-    cn_scribe_str_t author;           /* <= 256 */
+    cn_scribe_str_t author; /* <= 256 */
     uint64_t edited_ms;
-    cn_scribe_str_t text;             /* <= 65536 */
+    cn_scribe_str_t text; /* <= 65536 */
 } cn_scribe_note_t;
 CN_API void cn_scribe_wr_note(cn_scribe_wr_t *w, const cn_scribe_note_t *nt);
 CN_API void cn_scribe_rd_note(cn_scribe_rd_t *r, cn_scribe_note_t *out);
@@ -646,24 +720,26 @@ typedef struct cn_scribe_describe_req {
     uint64_t change;
     uint32_t expected_revision;
     cn_scribe_str_t author;
-    cn_scribe_str_t text;             /* 1..65536, not blank */
+    cn_scribe_str_t text; /* 1..65536, not blank */
 } cn_scribe_describe_req_t;
 CN_API cn_err_t cn_scribe_enc_describe_req(cn_buf_t *out, cn_scribe_codec_t c,
                                            const cn_scribe_describe_req_t *q);
 CN_API cn_err_t cn_scribe_dec_describe_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                            cn_scribe_describe_req_t *out);
-CN_API cn_err_t cn_scribe_enc_note_resp(cn_buf_t *out, cn_scribe_codec_t c, const cn_scribe_note_t *nt);
+CN_API cn_err_t cn_scribe_enc_note_resp(cn_buf_t *out, cn_scribe_codec_t c,
+                                        const cn_scribe_note_t *nt);
 CN_API cn_err_t cn_scribe_dec_note_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                         cn_scribe_note_t *out);
 
 typedef struct cn_scribe_notes_req {
     cn_scribe_id_t repo;
-    uint32_t count;                   /* 1..4096 */
-    const uint8_t *changes;           /* borrowed: count u64 in the codec */
+    uint32_t count;         /* 1..4096 */
+    const uint8_t *changes; /* borrowed: count u64 in the codec */
     cn_scribe_codec_t codec;
 } cn_scribe_notes_req_t;
-CN_API cn_err_t cn_scribe_enc_notes_req(cn_buf_t *out, cn_scribe_codec_t c, const cn_scribe_id_t *repo,
-                                        const uint64_t *changes, uint32_t count);
+CN_API cn_err_t cn_scribe_enc_notes_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                        const cn_scribe_id_t *repo, const uint64_t *changes,
+                                        uint32_t count);
 CN_API cn_err_t cn_scribe_dec_notes_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                         cn_scribe_notes_req_t *out);
 CN_API uint64_t cn_scribe_notes_change(const cn_scribe_notes_req_t *q, uint32_t i);
@@ -677,8 +753,8 @@ CN_API bool cn_scribe_next_note_opt(cn_scribe_rows_t *it, bool *present, cn_scri
 typedef struct cn_scribe_history_req {
     cn_scribe_id_t repo;
     uint64_t change;
-    uint32_t after_revision;          /* 0 = from the first */
-    uint32_t limit;                   /* clamped to 1..1024 */
+    uint32_t after_revision; /* 0 = from the first */
+    uint32_t limit;          /* clamped to 1..1024 */
 } cn_scribe_history_req_t;
 CN_API cn_err_t cn_scribe_enc_history_req(cn_buf_t *out, cn_scribe_codec_t c,
                                           const cn_scribe_history_req_t *q);
@@ -686,7 +762,8 @@ CN_API cn_err_t cn_scribe_dec_history_req(const uint8_t *p, size_t n, cn_scribe_
                                           cn_scribe_history_req_t *out);
 /* change_note_history response: u32 count (<= 1024), notes, bool more. */
 CN_API cn_err_t cn_scribe_enc_history_resp(cn_buf_t *out, cn_scribe_codec_t c,
-                                           const cn_scribe_note_t *notes, uint32_t count, bool more);
+                                           const cn_scribe_note_t *notes, uint32_t count,
+                                           bool more);
 CN_API cn_err_t cn_scribe_dec_history_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                            cn_scribe_rows_t *rows, uint32_t *count, bool *more);
 CN_API bool cn_scribe_next_note(cn_scribe_rows_t *it, cn_scribe_note_t *out);

@@ -35,30 +35,31 @@ extern "C" {
 #define CN_SCRIBE_CLIENT_DEFAULT_ENDPOINT "127.0.0.1:7447"
 
 typedef struct cn_scribe_cerr {
-    uint16_t code;              /* the wire error code; 0 when the failure was local */
+    uint16_t code; /* the wire error code; 0 when the failure was local */
     char message[512];
 } cn_scribe_cerr_t;
 
 typedef struct cn_scribe_client_cfg {
-    const char *endpoint;       /* "host:port"; NULL = 127.0.0.1:7447 */
-    int codec;                  /* 1 (default) or 2 (test servers only) */
-    bool lz4;                   /* ask for LZ4 object transfers */
-    int connect_timeout_ms;     /* 0 = 10000 */
-    int io_timeout_ms;          /* 0 = 300000 */
-    int data_conns;             /* data connections transfers may add: 0 = 4, < 0 = none */
-    uint64_t bind_session;      /* nonzero: this is a data connection of that session */
+    const char *endpoint;   /* "host:port"; NULL = 127.0.0.1:7447 */
+    int codec;              /* 1 (default) or 2 (test servers only) */
+    bool lz4;               /* ask for LZ4 object transfers */
+    int connect_timeout_ms; /* 0 = 10000 */
+    int io_timeout_ms;      /* 0 = 300000 */
+    int data_conns;         /* data connections transfers may add: 0 = 4, < 0 = none */
+    uint64_t bind_session;  /* nonzero: this is a data connection of that session */
 } cn_scribe_client_cfg_t;
 
-#define CN_SCRIBE_CLIENT_MAX_DATA 4     /* data connections per session (the protocol's cap) */
+#define CN_SCRIBE_CLIENT_MAX_DATA 4 /* data connections per session (the protocol's cap) */
 
 typedef struct cn_scribe_client cn_scribe_client_t;
 
 CN_API cn_err_t cn_scribe_client_new(const cn_scribe_client_cfg_t *cfg, cn_scribe_client_t **out,
                                      cn_scribe_cerr_t *err);
-CN_API void cn_scribe_client_free(cn_scribe_client_t *cl);      /* NULL is a no-op */
+CN_API void cn_scribe_client_free(cn_scribe_client_t *cl); /* NULL is a no-op */
 /* Bytes sent and received (headers, payloads and streams), data
  * connections included. */
-CN_API void cn_scribe_client_bytes(const cn_scribe_client_t *cl, uint64_t *sent, uint64_t *received);
+CN_API void cn_scribe_client_bytes(const cn_scribe_client_t *cl, uint64_t *sent,
+                                   uint64_t *received);
 /* Object bytes moved by put / get (uploaded or received), reported as they
  * go; calls are serialized (data connections run on their own threads).
  * fn NULL stops reporting. */
@@ -86,7 +87,10 @@ typedef int (*cn_scribe_client_repo_fn)(void *ctx, const cn_scribe_client_repo_t
 CN_API cn_err_t cn_scribe_client_repo_list(cn_scribe_client_t *cl, cn_scribe_client_repo_fn fn,
                                            void *ctx, cn_scribe_cerr_t *err);
 
-typedef struct cn_scribe_client_ref { uint8_t kind; cn_digest_t id; } cn_scribe_client_ref_t;
+typedef struct cn_scribe_client_ref {
+    uint8_t kind;
+    cn_digest_t id;
+} cn_scribe_client_ref_t;
 
 /* presence / pin_objects over any number of refs (split into batches of
  * 8,192).  pin: workspace and intent are nonzero. */
@@ -101,7 +105,7 @@ CN_API cn_err_t cn_scribe_client_pin(cn_scribe_client_t *cl, const uint8_t repo[
 typedef struct cn_scribe_client_obj {
     uint8_t kind;
     cn_digest_t id;
-    const void *data;           /* borrowed for the call */
+    const void *data; /* borrowed for the call */
     size_t len;
 } cn_scribe_client_obj_t;
 /* Uploads objects in order, in batches of at most 16 MiB of object bytes
@@ -127,9 +131,8 @@ CN_API cn_err_t cn_scribe_client_get(cn_scribe_client_t *cl, const uint8_t repo[
  * connections), each fetching a contiguous slice of refs on its own thread:
  * sink is called concurrently from different lanes (lane 0..4), but all
  * pieces of one object come from one lane, in order. */
-typedef cn_err_t (*cn_scribe_client_lane_sink_fn)(void *ctx, unsigned lane, size_t i,
-                                                  bool present, const void *p, size_t n,
-                                                  bool last);
+typedef cn_err_t (*cn_scribe_client_lane_sink_fn)(void *ctx, unsigned lane, size_t i, bool present,
+                                                  const void *p, size_t n, bool last);
 CN_API cn_err_t cn_scribe_client_get_lanes(cn_scribe_client_t *cl, const uint8_t repo[16],
                                            const cn_scribe_client_ref_t *refs, size_t n,
                                            cn_scribe_client_lane_sink_fn sink, void *ctx,
@@ -145,13 +148,13 @@ typedef struct cn_scribe_client_submit {
 } cn_scribe_client_submit_t;
 typedef struct cn_scribe_client_outcome {
     bool accepted;
-    uint64_t change;            /* accepted */
+    uint64_t change; /* accepted */
     cn_digest_t commit;
-    uint16_t code;              /* rejected */
+    uint16_t code; /* rejected */
     uint64_t head;
     char detail[512];
     uint32_t npaths;
-    char first_path[1024];      /* the first conflicting path */
+    char first_path[1024]; /* the first conflicting path */
 } cn_scribe_client_outcome_t;
 /* Submits; a transport failure is resolved by reconnecting and asking
  * operation_outcome (re-sending only when none was recorded, up to 3 times).
@@ -164,7 +167,7 @@ CN_API cn_err_t cn_scribe_client_outcome(cn_scribe_client_t *cl, const uint8_t r
                                          cn_scribe_client_outcome_t *out, cn_scribe_cerr_t *err);
 
 typedef struct cn_scribe_client_entry {
-    const char *path;           /* NUL-terminated, valid during the callback */
+    const char *path; /* NUL-terminated, valid during the callback */
     size_t path_len;
     cn_digest_t manifest;
     uint64_t size;
@@ -184,7 +187,7 @@ typedef struct cn_scribe_client_logrow {
     uint64_t change;
     cn_digest_t commit;
     uint64_t parent;
-    const char *path;           /* "" without a path query */
+    const char *path; /* "" without a path query */
     uint8_t event;
     const char *author;
     const char *message;
@@ -200,8 +203,8 @@ CN_API cn_err_t cn_scribe_client_log(cn_scribe_client_t *cl, const uint8_t repo[
  * and text "" when never described; text holds at most cap bytes), and a
  * new revision appended after `expected` (CN_E_CONFLICT, code 212, when the
  * journal moved on). */
-CN_API cn_err_t cn_scribe_client_note(cn_scribe_client_t *cl, const uint8_t repo[16], uint64_t change,
-                                      uint32_t *revision, char *text, size_t cap,
+CN_API cn_err_t cn_scribe_client_note(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                      uint64_t change, uint32_t *revision, char *text, size_t cap,
                                       cn_scribe_cerr_t *err);
 CN_API cn_err_t cn_scribe_client_describe(cn_scribe_client_t *cl, const uint8_t repo[16],
                                           uint64_t change, uint32_t expected, const char *author,
@@ -217,12 +220,12 @@ CN_API cn_err_t cn_scribe_client_describe(cn_scribe_client_t *cl, const uint8_t 
 #define CN_SCRIBE_CDC_MIN (16u << 10)
 #define CN_SCRIBE_CDC_AVG (64u << 10)
 #define CN_SCRIBE_CDC_MAX (256u << 10)
-#define CN_SCRIBE_CDC_AVG_MIN (1u << 10)    /* accepted averages: powers of two in */
-#define CN_SCRIBE_CDC_AVG_MAX (1u << 20)    /* [1 KiB, 1 MiB] (max chunk 4 MiB) */
+#define CN_SCRIBE_CDC_AVG_MIN (1u << 10) /* accepted averages: powers of two in */
+#define CN_SCRIBE_CDC_AVG_MAX (1u << 20) /* [1 KiB, 1 MiB] (max chunk 4 MiB) */
 
 typedef struct cn_scribe_cdc {
     uint32_t min, avg, max;
-    uint64_t mask_s, mask_l;    /* before / after the average */
+    uint64_t mask_s, mask_l; /* before / after the average */
     uint64_t seed;
 } cn_scribe_cdc_t;
 

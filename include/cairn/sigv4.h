@@ -31,14 +31,14 @@ typedef enum cn_http_cksum_alg {
 } cn_http_cksum_alg_t;
 
 #define CN_CKSUM_MAX_LEN 32
-#define CN_CKSUM_B64_LEN 48     /* base64 of the largest value, with NUL */
+#define CN_CKSUM_B64_LEN 48 /* base64 of the largest value, with NUL */
 
 /* A streaming checksum of one algorithm.  init may allocate (SHA); final
  * releases; free accepts an abandoned or zeroed value. */
 typedef struct cn_http_cksum {
     cn_http_cksum_alg_t alg;
     uint64_t crc;
-    void *md;                /* OpenSSL EVP context for the SHA algorithms */
+    void *md; /* OpenSSL EVP context for the SHA algorithms */
 } cn_http_cksum_t;
 
 /* "crc32" / "CRC32" / "x-amz-checksum-crc32" → the algorithm; NONE if unknown. */
@@ -46,7 +46,7 @@ CN_API cn_http_cksum_alg_t cn_http_cksum_parse(const char *name);
 /* The header name "x-amz-checksum-crc32", and the S3 name "CRC32". */
 CN_API const char *cn_http_cksum_header(cn_http_cksum_alg_t alg);
 CN_API const char *cn_http_cksum_name(cn_http_cksum_alg_t alg);
-CN_API size_t cn_http_cksum_len(cn_http_cksum_alg_t alg);     /* raw bytes */
+CN_API size_t cn_http_cksum_len(cn_http_cksum_alg_t alg); /* raw bytes */
 CN_API cn_err_t cn_http_cksum_init(cn_http_cksum_t *c, cn_http_cksum_alg_t alg);
 CN_API void cn_http_cksum_update(cn_http_cksum_t *c, const void *p, size_t n);
 /* Writes the raw value (big-endian for CRCs, as S3 encodes them) and its
@@ -77,42 +77,42 @@ typedef int (*cn_http_secret_lookup_fn)(void *ctx, const char *access_key, uint8
                                         size_t cap, size_t *len);
 
 typedef enum cn_sigv4_payload {
-    CN_SIGV4_PAYLOAD_EMPTY = 0,        /* no body: hash of "" (checked by framework) */
-    CN_SIGV4_PAYLOAD_HASH,             /* x-amz-content-sha256: <hex>, checked at end */
-    CN_SIGV4_PAYLOAD_UNSIGNED,         /* UNSIGNED-PAYLOAD */
-    CN_SIGV4_PAYLOAD_DEFERRED,         /* no x-amz-content-sha256: signature over body hash */
-    CN_SIGV4_PAYLOAD_STREAMING,        /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD */
-    CN_SIGV4_PAYLOAD_STREAMING_TRAILER,/* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER */
-    CN_SIGV4_PAYLOAD_UNSIGNED_TRAILER, /* STREAMING-UNSIGNED-PAYLOAD-TRAILER */
+    CN_SIGV4_PAYLOAD_EMPTY = 0,         /* no body: hash of "" (checked by framework) */
+    CN_SIGV4_PAYLOAD_HASH,              /* x-amz-content-sha256: <hex>, checked at end */
+    CN_SIGV4_PAYLOAD_UNSIGNED,          /* UNSIGNED-PAYLOAD */
+    CN_SIGV4_PAYLOAD_DEFERRED,          /* no x-amz-content-sha256: signature over body hash */
+    CN_SIGV4_PAYLOAD_STREAMING,         /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD */
+    CN_SIGV4_PAYLOAD_STREAMING_TRAILER, /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER */
+    CN_SIGV4_PAYLOAD_UNSIGNED_TRAILER,  /* STREAMING-UNSIGNED-PAYLOAD-TRAILER */
 } cn_sigv4_payload_t;
 
 typedef enum cn_http_auth_kind {
-    CN_HTTP_AUTH_ANONYMOUS = 0,        /* no credential presented */
+    CN_HTTP_AUTH_ANONYMOUS = 0, /* no credential presented */
     CN_HTTP_AUTH_SIGV4_HEADER,
-    CN_HTTP_AUTH_SIGV4_QUERY,          /* presigned URL */
-    CN_HTTP_AUTH_BEARER,               /* Authorization: Bearer <id>:<secret> */
+    CN_HTTP_AUTH_SIGV4_QUERY, /* presigned URL */
+    CN_HTTP_AUTH_BEARER,      /* Authorization: Bearer <id>:<secret> */
 } cn_http_auth_kind_t;
 
 #define CN_SIGV4_MAX_KEY 128
 #define CN_SIGV4_MAX_REGION 64
 #define CN_SIGV4_MAX_SCOPE 256
 #define CN_SIGV4_MAX_SKEW_MS (15LL * 60 * 1000)
-#define CN_SIGV4_MAX_EXPIRES 604800     /* 7 days, as S3 */
+#define CN_SIGV4_MAX_EXPIRES 604800 /* 7 days, as S3 */
 #define CN_SIGV4_MAX_SECRET 256
 
 typedef struct cn_sigv4_input {
-    const char *method;                /* "GET" */
-    const char *path;                  /* raw request path as received (before '?') */
+    const char *method; /* "GET" */
+    const char *path;   /* raw request path as received (before '?') */
     size_t path_len;
-    const char *query;                 /* raw query string (after '?'), may be NULL */
+    const char *query; /* raw query string (after '?'), may be NULL */
     size_t query_len;
-    const cn_http_kv_t *headers;       /* in wire order; duplicates allowed */
+    const cn_http_kv_t *headers; /* in wire order; duplicates allowed */
     size_t n_headers;
-    bool has_body;                     /* a request body follows (length > 0 or chunked) */
-    int64_t now_ms;                    /* the server's clock, Unix ms */
-    const char *service;               /* "s3" */
-    const char *region;                /* NULL: any region, else the one required */
-    int64_t max_skew_ms;               /* 0: CN_SIGV4_MAX_SKEW_MS */
+    bool has_body;       /* a request body follows (length > 0 or chunked) */
+    int64_t now_ms;      /* the server's clock, Unix ms */
+    const char *service; /* "s3" */
+    const char *region;  /* NULL: any region, else the one required */
+    int64_t max_skew_ms; /* 0: CN_SIGV4_MAX_SKEW_MS */
 } cn_sigv4_input_t;
 
 /* The outcome of verifying a request's seed signature, plus what the body
@@ -122,16 +122,16 @@ typedef struct cn_sigv4 {
     cn_sigv4_payload_t payload;
     char access_key[CN_SIGV4_MAX_KEY];
     char region[CN_SIGV4_MAX_REGION];
-    char amz_date[17];                 /* 20130524T000000Z */
-    char scope[CN_SIGV4_MAX_SCOPE];    /* 20130524/us-east-1/s3/aws4_request */
+    char amz_date[17];              /* 20130524T000000Z */
+    char scope[CN_SIGV4_MAX_SCOPE]; /* 20130524/us-east-1/s3/aws4_request */
     uint8_t signing_key[32];
-    char signature[65];                /* the seed signature, lowercase hex */
-    uint8_t payload_hash[32];          /* for CN_SIGV4_PAYLOAD_HASH */
-    int64_t request_ms;                /* time from x-amz-date */
-    int64_t expires_ms;                /* presigned: when it stops being valid */
-    cn_s3_err_t s3err;                 /* why verification failed */
-    char detail[160];                  /* a human-readable reason (no secrets) */
-    cn_buf_t deferred;                 /* DEFERRED: canonical request minus its last line */
+    char signature[65];       /* the seed signature, lowercase hex */
+    uint8_t payload_hash[32]; /* for CN_SIGV4_PAYLOAD_HASH */
+    int64_t request_ms;       /* time from x-amz-date */
+    int64_t expires_ms;       /* presigned: when it stops being valid */
+    cn_s3_err_t s3err;        /* why verification failed */
+    char detail[160];         /* a human-readable reason (no secrets) */
+    cn_buf_t deferred;        /* DEFERRED: canonical request minus its last line */
 } cn_sigv4_t;
 
 /* Verifies the SigV4 credential of a request (header form or presigned query
@@ -161,9 +161,8 @@ CN_API cn_err_t cn_http_pct_decode(cn_buf_t *out, const char *s, size_t n);
  * signed header list (";"-separated, lowercase), with payload_hash as its last
  * line, skipping X-Amz-Signature from the query.  CN_E_INVALID when a signed
  * header is missing or the path/query is malformed. */
-CN_API cn_err_t cn_sigv4_canonical_request(cn_buf_t *out, const char *method,
-                                           const char *path, size_t path_len,
-                                           const char *query, size_t query_len,
+CN_API cn_err_t cn_sigv4_canonical_request(cn_buf_t *out, const char *method, const char *path,
+                                           size_t path_len, const char *query, size_t query_len,
                                            const cn_http_kv_t *headers, size_t n_headers,
                                            const char *signed_headers, size_t signed_len,
                                            const char *payload_hash);
@@ -189,21 +188,21 @@ typedef int (*cn_awschunk_emit_fn)(void *ctx, const uint8_t *p, size_t n);
 
 typedef struct cn_awschunk {
     int state;
-    bool signed_chunks;                /* chunk-signature= present and checked */
-    bool trailer;                      /* trailers follow the final chunk */
-    const cn_sigv4_t *sig;             /* signing key, date, scope (borrowed) */
+    bool signed_chunks;    /* chunk-signature= present and checked */
+    bool trailer;          /* trailers follow the final chunk */
+    const cn_sigv4_t *sig; /* signing key, date, scope (borrowed) */
     char prev_sig[65];
     char chunk_sig[65];
     char trailer_sig[65];
     bool trailer_sig_seen;
-    void *chunk_sha;                   /* SHA-256 of the current chunk (signed only) */
+    void *chunk_sha; /* SHA-256 of the current chunk (signed only) */
     uint64_t chunk_left;
-    uint64_t decoded;                  /* payload bytes so far */
-    uint64_t max_decoded;              /* refuse more than this (UINT64_MAX: none) */
+    uint64_t decoded;     /* payload bytes so far */
+    uint64_t max_decoded; /* refuse more than this (UINT64_MAX: none) */
     size_t line_len;
     char line[CN_AWSCHUNK_LINE_MAX];
     size_t trailer_len;
-    char trailers[CN_AWSCHUNK_TRAILER_MAX];  /* "name:value\n" lines, as received */
+    char trailers[CN_AWSCHUNK_TRAILER_MAX]; /* "name:value\n" lines, as received */
     size_t n_trailers;
     cn_http_kv_t trailer_kv[CN_AWSCHUNK_MAX_TRAILERS];
     cn_s3_err_t s3err;

@@ -30,13 +30,13 @@ extern "C" {
 typedef struct cn_store cn_store_t;
 typedef struct cn_store_writer cn_store_writer_t;
 typedef struct cn_store_guard cn_store_guard_t;
-typedef struct cn_meta cn_meta_t;               /* cairn/meta.h */
+typedef struct cn_meta cn_meta_t; /* cairn/meta.h */
 
 /* How a blob's bytes sit on disk.  The digest always names the logical
  * (uncompressed) content, whatever the stored form. */
 typedef enum {
-    CN_STORE_RAW = 0,           /* the bytes themselves: sendfile-able */
-    CN_STORE_LZ4 = 1            /* LZ4 envelope of bounded blocks (docs/store.md) */
+    CN_STORE_RAW = 0, /* the bytes themselves: sendfile-able */
+    CN_STORE_LZ4 = 1  /* LZ4 envelope of bounded blocks (docs/store.md) */
 } cn_store_form_t;
 
 typedef struct cn_store_opts {
@@ -64,8 +64,7 @@ typedef struct cn_store_opts {
  * On success *out owns the handle; free with cn_store_close().
  * Errors: CN_E_BUSY, CN_E_INVALID, -errno from the file system, the meta
  * migration's error. */
-CN_API cn_err_t cn_store_open(const char *data_dir, const cn_store_opts_t *opts,
-                              cn_store_t **out);
+CN_API cn_err_t cn_store_open(const char *data_dir, const cn_store_opts_t *opts, cn_store_t **out);
 /* Stops the group committer and frees the handle.  Accepts NULL.  Writers
  * and guards must be finished before; the meta handle is not closed. */
 CN_API void cn_store_close(cn_store_t *s);
@@ -76,8 +75,8 @@ CN_API void cn_store_close(cn_store_t *s);
  * anonymous file in staging; nothing is visible under a digest until publish.
  * Errors from open: CN_E_TOO_LARGE (expect_len over the limit), CN_E_INVALID,
  * -errno. */
-CN_API cn_err_t cn_store_writer_open(cn_store_t *s, const cn_digest_t *expect,
-                                     int64_t expect_len, cn_store_writer_t **out);
+CN_API cn_err_t cn_store_writer_open(cn_store_t *s, const cn_digest_t *expect, int64_t expect_len,
+                                     cn_store_writer_t **out);
 /* Chooses the stored form; only before the first byte (CN_E_INVALID after). */
 CN_API cn_err_t cn_store_writer_set_form(cn_store_writer_t *w, cn_store_form_t form);
 /* Appends n bytes, hashing them.  CN_E_TOO_LARGE past the store limit,
@@ -88,8 +87,7 @@ CN_API cn_err_t cn_store_writer_write(cn_store_writer_t *w, const void *p, size_
  * not: CN_E_AGAIN if a non-blocking fd has nothing; the bytes read so far are
  * kept and the caller may call again with the rest).  EOF before n bytes is
  * CN_E_CLOSED.  Same limits and errors as cn_store_writer_write. */
-CN_API cn_err_t cn_store_writer_write_fd(cn_store_writer_t *w, int fd, uint64_t n,
-                                         uint64_t *done);
+CN_API cn_err_t cn_store_writer_write_fd(cn_store_writer_t *w, int fd, uint64_t n, uint64_t *done);
 /* Bytes accepted so far. */
 CN_API uint64_t cn_store_writer_len(const cn_store_writer_t *w);
 /* Publishes: on CN_OK the blob is durable (its bytes and its name survive a
@@ -98,14 +96,13 @@ CN_API uint64_t cn_store_writer_len(const cn_store_writer_t *w);
  * twice and the existing blob is refreshed (its mtime restarts the sweeper's
  * grace window).  CN_E_DIGEST_MISMATCH / CN_E_LENGTH_MISMATCH publish
  * nothing.  Frees w in every case. */
-CN_API cn_err_t cn_store_writer_publish(cn_store_writer_t *w, cn_digest_t *out,
-                                        uint64_t *len_out);
+CN_API cn_err_t cn_store_writer_publish(cn_store_writer_t *w, cn_digest_t *out, uint64_t *len_out);
 /* Discards the upload and frees w.  Accepts NULL. */
 CN_API void cn_store_writer_abort(cn_store_writer_t *w);
 
 /* Convenience: one whole buffer through a writer (expect may be NULL). */
-CN_API cn_err_t cn_store_put(cn_store_t *s, const void *p, size_t n,
-                             const cn_digest_t *expect, cn_digest_t *out);
+CN_API cn_err_t cn_store_put(cn_store_t *s, const void *p, size_t n, const cn_digest_t *expect,
+                             cn_digest_t *out);
 
 /* ---- reads ---------------------------------------------------------------- */
 
@@ -133,18 +130,18 @@ typedef cn_err_t (*cn_store_sink_fn)(void *ctx, const void *p, size_t n);
  * count.  off > blob length: CN_E_RANGE; off == length serves 0 bytes.
  * At most a bounded buffer (a few hundred KiB) is held, whatever len is.
  * CN_E_NOT_FOUND, CN_E_CORRUPT (an envelope does not decode), -errno. */
-CN_API cn_err_t cn_store_read_range(cn_store_t *s, const cn_digest_t *d, uint64_t off,
-                                    uint64_t len, cn_store_sink_fn sink, void *ctx,
-                                    cn_digest_t *slice, uint64_t *served);
+CN_API cn_err_t cn_store_read_range(cn_store_t *s, const cn_digest_t *d, uint64_t off, uint64_t len,
+                                    cn_store_sink_fn sink, void *ctx, cn_digest_t *slice,
+                                    uint64_t *served);
 /* The same into buf (at most cap bytes are served; *n = bytes served). */
 CN_API cn_err_t cn_store_read_range_buf(cn_store_t *s, const cn_digest_t *d, uint64_t off,
                                         void *buf, size_t cap, size_t *n, cn_digest_t *slice);
 
 typedef struct cn_store_stat {
-    uint64_t len;               /* logical length */
-    uint64_t stored_len;        /* bytes on disk */
+    uint64_t len;        /* logical length */
+    uint64_t stored_len; /* bytes on disk */
     cn_store_form_t form;
-    int64_t mtime_ms;           /* last publish or refresh, Unix ms */
+    int64_t mtime_ms; /* last publish or refresh, Unix ms */
 } cn_store_stat_t;
 
 /* CN_E_NOT_FOUND, CN_E_CORRUPT (unreadable envelope trailer), -errno. */
@@ -169,8 +166,7 @@ CN_API cn_err_t cn_store_delete(cn_store_t *s, const cn_digest_t *d);
  * removes d (which need not exist yet: a guard taken before a publish
  * protects the result).  Refcounted per digest; release accepts NULL.
  * -ENOMEM only. */
-CN_API cn_err_t cn_store_guard_acquire(cn_store_t *s, const cn_digest_t *d,
-                                       cn_store_guard_t **out);
+CN_API cn_err_t cn_store_guard_acquire(cn_store_t *s, const cn_digest_t *d, cn_store_guard_t **out);
 CN_API void cn_store_guard_release(cn_store_guard_t *g);
 
 /* Durable pin row (needs opts.meta): protects d until unpinned or until
@@ -202,13 +198,13 @@ CN_API cn_err_t cn_store_register_liveness_batch(cn_store_t *s, const char *name
                                                  cn_store_are_live_fn are_live, void *ctx);
 
 typedef struct cn_store_sweep_stats {
-    uint64_t scanned;           /* blobs looked at */
-    uint64_t young;             /* kept: inside the grace window */
-    uint64_t live;              /* kept: a liveness source holds it */
-    uint64_t pinned;            /* kept: a guard or durable pin */
+    uint64_t scanned; /* blobs looked at */
+    uint64_t young;   /* kept: inside the grace window */
+    uint64_t live;    /* kept: a liveness source holds it */
+    uint64_t pinned;  /* kept: a guard or durable pin */
     uint64_t deleted;
-    uint64_t bytes_deleted;     /* stored bytes */
-    uint64_t pins_expired;      /* expired durable pin rows removed */
+    uint64_t bytes_deleted; /* stored bytes */
+    uint64_t pins_expired;  /* expired durable pin rows removed */
 } cn_store_sweep_stats_t;
 
 /* Removes every blob older than grace_ms (by mtime) that no liveness source
@@ -221,9 +217,9 @@ CN_API cn_err_t cn_store_sweep(cn_store_t *s, int64_t grace_ms, cn_store_sweep_s
 /* ---- counters ------------------------------------------------------------- */
 
 typedef struct cn_store_counters {
-    uint64_t commit_batches;    /* group-commit batches flushed */
-    uint64_t commit_blobs;      /* publishes they carried */
-    uint64_t checkpoints;       /* journal checkpoints (approximate while running) */
+    uint64_t commit_batches; /* group-commit batches flushed */
+    uint64_t commit_blobs;   /* publishes they carried */
+    uint64_t checkpoints;    /* journal checkpoints (approximate while running) */
 } cn_store_counters_t;
 
 /* A snapshot of the store's counters (for metrics). */

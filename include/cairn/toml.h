@@ -30,16 +30,20 @@ typedef struct cn_toml cn_toml_t;
 typedef struct cn_toml_val cn_toml_val_t;
 
 typedef enum {
-    CN_TOML_TABLE, CN_TOML_ARRAY, CN_TOML_STRING, CN_TOML_INT, CN_TOML_BOOL
+    CN_TOML_TABLE,
+    CN_TOML_ARRAY,
+    CN_TOML_STRING,
+    CN_TOML_INT,
+    CN_TOML_BOOL
 } cn_toml_type_t;
 
-#define CN_TOML_MAX_BYTES (1u << 20)    /* cn_toml_load refuses larger files */
+#define CN_TOML_MAX_BYTES (1u << 20) /* cn_toml_load refuses larger files */
 
 /* Parses len bytes of text.  On success *out is the document (free with
  * cn_toml_free).  On failure returns CN_E_INVALID (with "line N: reason" in
  * err, when err is not NULL) or -ENOMEM; *out is NULL. */
-CN_API cn_err_t cn_toml_parse(const char *text, size_t len, cn_toml_t **out,
-                              char *err, size_t errlen);
+CN_API cn_err_t cn_toml_parse(const char *text, size_t len, cn_toml_t **out, char *err,
+                              size_t errlen);
 
 /* Reads and parses a file.  Errors as cn_toml_parse, plus -errno from open/read
  * and CN_E_TOO_LARGE past CN_TOML_MAX_BYTES; err then names the problem. */

@@ -27,7 +27,7 @@ typedef struct cn_buf {
     size_t cap;
 } cn_buf_t;
 
-CN_API cn_err_t cn_buf_reserve(cn_buf_t *b, size_t extra);  /* -ENOMEM */
+CN_API cn_err_t cn_buf_reserve(cn_buf_t *b, size_t extra); /* -ENOMEM */
 CN_API cn_err_t cn_buf_append(cn_buf_t *b, const void *p, size_t n);
 CN_API cn_err_t cn_buf_append_str(cn_buf_t *b, const char *s);
 CN_API cn_err_t cn_buf_printf(cn_buf_t *b, const char *fmt, ...)
@@ -39,7 +39,7 @@ CN_API cn_err_t cn_buf_put_u64be(cn_buf_t *b, uint64_t v);
 CN_API cn_err_t cn_buf_put_u16le(cn_buf_t *b, uint16_t v);
 CN_API cn_err_t cn_buf_put_u32le(cn_buf_t *b, uint32_t v);
 CN_API cn_err_t cn_buf_put_u64le(cn_buf_t *b, uint64_t v);
-CN_API void cn_buf_reset(cn_buf_t *b);                       /* len = 0, keeps memory */
+CN_API void cn_buf_reset(cn_buf_t *b); /* len = 0, keeps memory */
 CN_API void cn_buf_free(cn_buf_t *b);
 
 /* ---- bounds-checked reader ---------------------------------------------
@@ -58,9 +58,12 @@ static inline cn_rd_t cn_rd_init(const void *p, size_t len)
     cn_rd_t r = { (const uint8_t *)p, len, 0, CN_OK };
     return r;
 }
-static inline size_t cn_rd_left(const cn_rd_t *r) { return r->err ? 0 : r->len - r->off; }
+static inline size_t cn_rd_left(const cn_rd_t *r)
+{
+    return r->err ? 0 : r->len - r->off;
+}
 
-CN_API uint8_t  cn_rd_u8(cn_rd_t *r);
+CN_API uint8_t cn_rd_u8(cn_rd_t *r);
 CN_API uint16_t cn_rd_u16be(cn_rd_t *r);
 CN_API uint32_t cn_rd_u32be(cn_rd_t *r);
 CN_API uint64_t cn_rd_u64be(cn_rd_t *r);
@@ -71,21 +74,40 @@ CN_API uint64_t cn_rd_u64le(cn_rd_t *r);
 CN_API const uint8_t *cn_rd_bytes(cn_rd_t *r, size_t n);
 
 /* Unchecked helpers for fixed layouts already known to be long enough. */
-static inline uint16_t cn_load_u16be(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static inline uint16_t cn_load_u16be(const uint8_t *p)
+{
+    return (uint16_t)(p[0] << 8 | p[1]);
+}
 static inline uint32_t cn_load_u32be(const uint8_t *p)
-{ return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
 static inline uint64_t cn_load_u64be(const uint8_t *p)
-{ return (uint64_t)cn_load_u32be(p) << 32 | cn_load_u32be(p + 4); }
-static inline void cn_store_u16be(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+{
+    return (uint64_t)cn_load_u32be(p) << 32 | cn_load_u32be(p + 4);
+}
+static inline void cn_store_u16be(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
 static inline void cn_store_u32be(uint8_t *p, uint32_t v)
-{ p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v; }
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
 static inline void cn_store_u64be(uint8_t *p, uint64_t v)
-{ cn_store_u32be(p, (uint32_t)(v >> 32)); cn_store_u32be(p + 4, (uint32_t)v); }
+{
+    cn_store_u32be(p, (uint32_t)(v >> 32));
+    cn_store_u32be(p + 4, (uint32_t)v);
+}
 
 /* ---- clocks ------------------------------------------------------------- */
-CN_API int64_t cn_mono_ms(void);      /* CLOCK_MONOTONIC, milliseconds */
+CN_API int64_t cn_mono_ms(void); /* CLOCK_MONOTONIC, milliseconds */
 CN_API int64_t cn_mono_ns(void);
-CN_API int64_t cn_wall_ms(void);      /* Unix epoch, milliseconds */
+CN_API int64_t cn_wall_ms(void); /* Unix epoch, milliseconds */
 /* Formats unix milliseconds as RFC 3339 UTC with millisecond precision,
  * e.g. "2026-12-02T14:44:49.123Z".  out must hold CN_RFC3339_LEN bytes. */
 #define CN_RFC3339_LEN 80
@@ -93,14 +115,19 @@ CN_API void cn_rfc3339(int64_t unix_ms, char out[CN_RFC3339_LEN]);
 
 /* ---- logging -------------------------------------------------------------
  * Process-wide, line-oriented, to stderr.  Never pass a secret to these. */
-typedef enum { CN_LOG_DEBUG, CN_LOG_INFO, CN_LOG_WARN, CN_LOG_ERROR } cn_log_level_t;
+typedef enum {
+    CN_LOG_DEBUG,
+    CN_LOG_INFO,
+    CN_LOG_WARN,
+    CN_LOG_ERROR
+} cn_log_level_t;
 CN_API void cn_log_configure(cn_log_level_t min_level, bool json);
 CN_API cn_err_t cn_log_level_parse(const char *s, cn_log_level_t *out);
 CN_API void cn_log(cn_log_level_t level, const char *module, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 #define cn_debug(mod, ...) cn_log(CN_LOG_DEBUG, mod, __VA_ARGS__)
-#define cn_info(mod, ...)  cn_log(CN_LOG_INFO, mod, __VA_ARGS__)
-#define cn_warn(mod, ...)  cn_log(CN_LOG_WARN, mod, __VA_ARGS__)
+#define cn_info(mod, ...) cn_log(CN_LOG_INFO, mod, __VA_ARGS__)
+#define cn_warn(mod, ...) cn_log(CN_LOG_WARN, mod, __VA_ARGS__)
 #define cn_error(mod, ...) cn_log(CN_LOG_ERROR, mod, __VA_ARGS__)
 
 /* ---- UTF-8 ---------------------------------------------------------------

@@ -49,13 +49,13 @@
 extern "C" {
 #endif
 
-#define CN_WS_PATHS_MAX 64              /* sparse prefixes per workspace */
-#define CN_WS_TMP_PREFIX ".cairn-tmp-"  /* a file being fetched, beside its target */
+#define CN_WS_PATHS_MAX 64             /* sparse prefixes per workspace */
+#define CN_WS_TMP_PREFIX ".cairn-tmp-" /* a file being fetched, beside its target */
 
 typedef struct cn_ws_error {
-    cn_err_t err;               /* what the call returned */
-    bool local;                 /* it happened on this machine (see above) */
-    char message[1024];         /* "what: why", for humans; may change */
+    cn_err_t err;       /* what the call returned */
+    bool local;         /* it happened on this machine (see above) */
+    char message[1024]; /* "what: why", for humans; may change */
 } cn_ws_error_t;
 
 /* Progress of a transfer ("fetching" or "uploading", total object bytes):
@@ -70,31 +70,31 @@ typedef void (*cn_ws_notice_fn)(void *ctx, const char *path, const char *why);
 
 /* What a call may be told; a NULL cn_ws_opts_t means every default. */
 typedef struct cn_ws_opts {
-    const char *endpoint;       /* "host:port".  clone: NULL = 127.0.0.1:7447; the other
+    const char *endpoint; /* "host:port".  clone: NULL = 127.0.0.1:7447; the other
                                  * verbs: NULL = the endpoint the workspace recorded */
-    bool lz4;                   /* ask for LZ4 object transfers */
-    int data_conns;             /* data connections for transfers: 0 = 4, < 0 = none */
-    bool has_change;            /* clone, sync: check out `change` instead of the head */
+    bool lz4;             /* ask for LZ4 object transfers */
+    int data_conns;       /* data connections for transfers: 0 = 4, < 0 = none */
+    bool has_change;      /* clone, sync: check out `change` instead of the head */
     uint64_t change;
-    const char *const *paths;   /* clone: the sparse prefixes (none = every path); sync:
+    const char *const *paths; /* clone: the sparse prefixes (none = every path); sync:
                                  * prefixes added to a workspace cloned with some */
     size_t npaths;
     const char *author;         /* submit, describe: NULL = "cairn" */
     cn_ws_progress_fn progress; /* NULL: none */
     void *progress_ctx;
-    cn_ws_notice_fn notice;     /* NULL: none */
+    cn_ws_notice_fn notice; /* NULL: none */
     void *notice_ctx;
 } cn_ws_opts_t;
 
 /* What clone and sync did. */
 typedef struct cn_ws_sync_result {
-    bool settled;               /* a submit whose reply was lost turned out accepted, */
-    uint64_t settled_change;    /* as this change (valid even when the call failed) */
-    bool up_to_date;            /* sync: nothing to do, already at the head */
-    uint64_t change;            /* the change the workspace is at */
-    uint64_t fetched;           /* files written */
-    uint64_t bytes;             /* chunk bytes received */
-    uint64_t removed;           /* files the change no longer holds */
+    bool settled;            /* a submit whose reply was lost turned out accepted, */
+    uint64_t settled_change; /* as this change (valid even when the call failed) */
+    bool up_to_date;         /* sync: nothing to do, already at the head */
+    uint64_t change;         /* the change the workspace is at */
+    uint64_t fetched;        /* files written */
+    uint64_t bytes;          /* chunk bytes received */
+    uint64_t removed;        /* files the change no longer holds */
 } cn_ws_sync_result_t;
 
 /* Checks repository `repo` (a name) out into dir, created if absent (its
@@ -116,13 +116,13 @@ CN_API cn_err_t cn_ws_sync(const char *dir, const cn_ws_opts_t *opts, cn_ws_sync
 
 /* One path that differs from the synced change. */
 typedef struct cn_ws_entry {
-    char kind;                  /* 'A' added, 'M' modified, 'D' deleted */
+    char kind; /* 'A' added, 'M' modified, 'D' deleted */
     const char *path;
 } cn_ws_entry_t;
 typedef struct cn_ws_status {
-    uint64_t change;            /* the synced change */
+    uint64_t change; /* the synced change */
     size_t n;
-    const cn_ws_entry_t *entries;   /* sorted by path; none when the workspace is clean */
+    const cn_ws_entry_t *entries; /* sorted by path; none when the workspace is clean */
 } cn_ws_status_t;
 
 /* Compares workspace dir with its state, without the network; only files
@@ -131,18 +131,18 @@ typedef struct cn_ws_status {
  * used). */
 CN_API cn_err_t cn_ws_status(const char *dir, const cn_ws_opts_t *opts, cn_ws_status_t **out,
                              cn_ws_error_t *err);
-CN_API void cn_ws_status_free(cn_ws_status_t *st);     /* NULL is a no-op */
+CN_API void cn_ws_status_free(cn_ws_status_t *st); /* NULL is a no-op */
 
 /* What submit did. */
 typedef struct cn_ws_submit_result {
-    bool settled;               /* as in cn_ws_sync_result_t */
+    bool settled; /* as in cn_ws_sync_result_t */
     uint64_t settled_change;
-    bool nothing;               /* no change to submit; change is the synced one */
-    uint64_t change;            /* the change created */
-    size_t paths;               /* paths it changed */
-    size_t objects;             /* objects uploaded (the server lacked them) */
-    uint64_t object_bytes;      /* their bytes */
-    uint64_t bytes_sent;        /* every byte the connections sent */
+    bool nothing;          /* no change to submit; change is the synced one */
+    uint64_t change;       /* the change created */
+    size_t paths;          /* paths it changed */
+    size_t objects;        /* objects uploaded (the server lacked them) */
+    uint64_t object_bytes; /* their bytes */
+    uint64_t bytes_sent;   /* every byte the connections sent */
 } cn_ws_submit_result_t;
 
 /* Submits every change in workspace dir as one change with `message`

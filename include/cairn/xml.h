@@ -26,7 +26,7 @@ extern "C" {
  * a whole document, then check cn_xml_finish() once. */
 typedef struct cn_xml_writer {
     cn_buf_t *out;
-    const char *stack[CN_XML_MAX_DEPTH];   /* element names; must outlive the writer */
+    const char *stack[CN_XML_MAX_DEPTH]; /* element names; must outlive the writer */
     int depth;
     cn_err_t err;
 } cn_xml_writer_t;
@@ -36,7 +36,7 @@ CN_API void cn_xml_begin(cn_xml_writer_t *w, cn_buf_t *out);
 /* <name> or <name xmlns="ns"> (ns NULL for none).  name must be a literal or
  * otherwise outlive the element. */
 CN_API void cn_xml_open(cn_xml_writer_t *w, const char *name, const char *xmlns);
-CN_API void cn_xml_close(cn_xml_writer_t *w);                    /* </name> */
+CN_API void cn_xml_close(cn_xml_writer_t *w); /* </name> */
 /* Escaped text content (& < > " ' and control characters as references). */
 CN_API void cn_xml_text(cn_xml_writer_t *w, const char *s, size_t n);
 /* <name>text</name>; text NULL writes <name></name>. */

@@ -11,46 +11,51 @@
 
 #include <jansson.h>
 
-#define CN__BH_JSON_MAX (2u << 20)     /* a call op's params body */
-#define CN__BH_OFFER_MAX 4096          /* the Cairn-Offer header */
+#define CN__BH_JSON_MAX (2u << 20) /* a call op's params body */
+#define CN__BH_OFFER_MAX 4096      /* the Cairn-Offer header */
 
 typedef struct cn_blobs_http {
     cn_blobs_t *b;
     cn_identity_t *id;
-    json_t *discovery_ext;             /* the discovery document: External ops */
-    json_t *discovery_all;             /* every op, for an operator */
-} cn__bh_t;   /* = cn_blobs_http_t */
+    json_t *discovery_ext; /* the discovery document: External ops */
+    json_t *discovery_all; /* every op, for an operator */
+} cn__bh_t;                /* = cn_blobs_http_t */
 
 /* The decoded params of any op (fields not in the op's schema stay unset). */
 typedef struct cn__bh_params {
-    const char *ns;                    /* borrowed from the JSON value */
+    const char *ns; /* borrowed from the JSON value */
     bool has_digest;
     cn_digest_t digest;
     size_t ndigests;
-    cn_digest_t *digests;              /* malloc'd */
-    const char *token;                 /* NULL: absent */
+    cn_digest_t *digests; /* malloc'd */
+    const char *token;    /* NULL: absent */
     size_t nranges;
     bool has_ranges;
     cn_blobs_range_t ranges[CN_BLOBS_RANGES_MAX];
-    int64_t len;                       /* -1: absent */
+    int64_t len; /* -1: absent */
     bool has_after;
     cn_digest_t after;
-    int64_t limit;                     /* -1: absent */
+    int64_t limit; /* -1: absent */
 } cn__bh_params_t;
 
 typedef enum {
-    CN__BH_STAT = 0, CN__BH_HAVE, CN__BH_DELETE, CN__BH_SUB, CN__BH_PUT, CN__BH_LIST,
+    CN__BH_STAT = 0,
+    CN__BH_HAVE,
+    CN__BH_DELETE,
+    CN__BH_SUB,
+    CN__BH_PUT,
+    CN__BH_LIST,
     CN__BH_NOPS
 } cn__bh_op_t;
 
 /* Per-request state. */
 typedef struct cn__bh_req {
     cn__bh_t *h;
-    int op;                            /* cn__bh_op_t, or -1 for discovery */
+    int op; /* cn__bh_op_t, or -1 for discovery */
     cn_principal_t principal;
     bool anonymous;
     cn_buf_t body;
-    json_t *json;                      /* the parsed params (owns the strings) */
+    json_t *json; /* the parsed params (owns the strings) */
     cn__bh_params_t params;
     cn_blobs_put_t *put;
     cn_err_t put_err;

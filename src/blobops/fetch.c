@@ -23,14 +23,20 @@ typedef struct {
     cn_http_req_t *r;
 } sub_stream_t;
 
-static void w_suspend(void *ctx) { cn_http_req_suspend(ctx); }
-static void w_resume(void *ctx) { cn_http_req_resume(ctx); }
+static void w_suspend(void *ctx)
+{
+    cn_http_req_suspend(ctx);
+}
+static void w_resume(void *ctx)
+{
+    cn_http_req_resume(ctx);
+}
 
 static ssize_t produce(void *ctx, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
     sub_stream_t *s = ctx;
-    cn_blobs_waiter_t w = {w_suspend, w_resume, s->r};
+    cn_blobs_waiter_t w = { w_suspend, w_resume, s->r };
     ssize_t n = cn_blobs_fetch_read(s->f, buf, max, &w);
     if (n == CN_E_AGAIN)
         return CN_HTTP_STREAM_WAIT;
@@ -51,8 +57,8 @@ static void produce_done(void *ctx)
 
 static char *ack_json(const cn_blobs_ack_t *a)
 {
-    json_t *v = json_pack("{s:s}", "source",
-                          a->source == CN_BLOBS_SOURCE_FANOUT ? "fanout" : "store");
+    json_t *v =
+        json_pack("{s:s}", "source", a->source == CN_BLOBS_SOURCE_FANOUT ? "fanout" : "store");
     if (v && a->has_len)
         json_object_set_new(v, "len", json_integer((json_int_t)a->len));
     if (v && a->nslices) {
@@ -78,7 +84,7 @@ void cn__bh_sub(cn_http_req_t *r, cn__bh_req_t *q)
     cn_digest_hex(&p->digest, hex);
     cn_blobs_fetch_t *f = NULL;
     /* "ranges": [] asks for nothing; it is still the ranged form. */
-    cn_blobs_range_t none = {0, 0};
+    cn_blobs_range_t none = { 0, 0 };
     const cn_blobs_range_t *ranges = p->has_ranges ? (p->nranges ? p->ranges : &none) : NULL;
     size_t nranges = p->has_ranges ? (p->nranges ? p->nranges : 1) : 0;
     cn_err_t rc = cn_blobs_fetch_open(q->h->b, &c, p->ns, &p->digest, ranges, nranges, &f);

@@ -21,147 +21,181 @@
 #define OPS_ROOT "/_cairn/ops"
 
 /* ---- the op table ------------------------------------------------------------ */
-typedef enum { F_NS, F_DIGEST, F_DIGESTS, F_TOKEN, F_RANGES, F_LEN, F_AFTER, F_LIMIT } ftype_t;
+typedef enum {
+    F_NS,
+    F_DIGEST,
+    F_DIGESTS,
+    F_TOKEN,
+    F_RANGES,
+    F_LEN,
+    F_AFTER,
+    F_LIMIT
+} ftype_t;
 
 typedef struct {
     const char *name;
     ftype_t type;
     bool required;
-    size_t max;                        /* arrays: most items */
+    size_t max; /* arrays: most items */
     const char *doc;
 } field_t;
 
 typedef struct {
-    const char *status_name;           /* the declared error's name */
+    const char *status_name; /* the declared error's name */
     int status;
     const char *code;
-    const char *reason;                /* NULL: any string */
+    const char *reason; /* NULL: any string */
 } errdecl_t;
 
 typedef struct {
     const char *id;
     const char *path;
     bool internal;
-    const char *kind;                  /* "call" | "channel" */
-    const char *shape;                 /* channel shape: "sub" | "sink" */
-    const char *action;                /* ACL action on the namespace */
+    const char *kind;   /* "call" | "channel" */
+    const char *shape;  /* channel shape: "sub" | "sink" */
+    const char *action; /* ACL action on the namespace */
     const char *params_in, *result_in, *bytes;
     const field_t *fields;
     size_t nfields;
-    const char *result_schema;         /* JSON text */
+    const char *result_schema; /* JSON text */
     const errdecl_t *errors;
     size_t nerrors;
     const char *doc;
 } opspec_t;
 
 static const field_t stat_fields[] = {
-    {"namespace", F_NS, true, 0, "the namespace asked about"},
-    {"digest", F_DIGEST, true, 0, "BLAKE3-256 of the blob, lowercase hex"},
+    { "namespace", F_NS, true, 0, "the namespace asked about" },
+    { "digest", F_DIGEST, true, 0, "BLAKE3-256 of the blob, lowercase hex" },
 };
 static const field_t have_fields[] = {
-    {"namespace", F_NS, true, 0, "the namespace asked about"},
-    {"digests", F_DIGESTS, true, CN_BLOBS_HAVE_MAX, "digests to probe; present[] answers by index"},
-    {"token", F_TOKEN, false, 0,
-     "renewal form: a pin token from blobs/put; exactly one digest accompanies it"},
+    { "namespace", F_NS, true, 0, "the namespace asked about" },
+    { "digests", F_DIGESTS, true, CN_BLOBS_HAVE_MAX,
+      "digests to probe; present[] answers by index" },
+    { "token", F_TOKEN, false, 0,
+      "renewal form: a pin token from blobs/put; exactly one digest accompanies it" },
 };
 static const field_t delete_fields[] = {
-    {"namespace", F_NS, true, 0, "the namespace whose membership loses the digests"},
-    {"digests", F_DIGESTS, true, CN_BLOBS_DELETE_MAX, "digests to remove"},
+    { "namespace", F_NS, true, 0, "the namespace whose membership loses the digests" },
+    { "digests", F_DIGESTS, true, CN_BLOBS_DELETE_MAX, "digests to remove" },
 };
 static const field_t sub_fields[] = {
-    {"namespace", F_NS, true, 0, "the namespace read from"},
-    {"digest", F_DIGEST, true, 0, "BLAKE3-256 of the blob, lowercase hex"},
-    {"ranges", F_RANGES, false, CN_BLOBS_RANGES_MAX,
-     "[offset, length] pairs; over-reads clamp to the blob"},
+    { "namespace", F_NS, true, 0, "the namespace read from" },
+    { "digest", F_DIGEST, true, 0, "BLAKE3-256 of the blob, lowercase hex" },
+    { "ranges", F_RANGES, false, CN_BLOBS_RANGES_MAX,
+      "[offset, length] pairs; over-reads clamp to the blob" },
 };
 static const field_t put_fields[] = {
-    {"namespace", F_NS, true, 0, "the namespace written to"},
-    {"digest", F_DIGEST, false, 0, "the digest the bytes must hash to"},
-    {"len", F_LEN, false, 0, "the byte count the body must have"},
+    { "namespace", F_NS, true, 0, "the namespace written to" },
+    { "digest", F_DIGEST, false, 0, "the digest the bytes must hash to" },
+    { "len", F_LEN, false, 0, "the byte count the body must have" },
 };
 
 static const field_t list_fields[] = {
-    {"namespace", F_NS, true, 0, "the namespace listed"},
-    {"after", F_AFTER, false, 0, "continue after this digest (the previous page's next)"},
-    {"limit", F_LIMIT, false, CN_BLOBS_LIST_MAX, "most digests in the page (default 1000)"},
+    { "namespace", F_NS, true, 0, "the namespace listed" },
+    { "after", F_AFTER, false, 0, "continue after this digest (the previous page's next)" },
+    { "limit", F_LIMIT, false, CN_BLOBS_LIST_MAX, "most digests in the page (default 1000)" },
 };
 
-#define ERR_INVALID {"INVALID_PARAMS", 400, "invalid_params", NULL}
-#define ERR_UNAUTH {"UNAUTHENTICATED", 401, "unauthenticated", NULL}
-#define ERR_DENIED {"ACCESS_DENIED", 403, "access_denied", NULL}
-#define ERR_HANDLER {"HANDLER_ERROR", 500, "handler_error", NULL}
-#define ERR_UNAVAIL {"UNAVAILABLE", 503, "unavailable", NULL}
+#define ERR_INVALID                                   \
+    {                                                 \
+        "INVALID_PARAMS", 400, "invalid_params", NULL \
+    }
+#define ERR_UNAUTH                                      \
+    {                                                   \
+        "UNAUTHENTICATED", 401, "unauthenticated", NULL \
+    }
+#define ERR_DENIED                                  \
+    {                                               \
+        "ACCESS_DENIED", 403, "access_denied", NULL \
+    }
+#define ERR_HANDLER                                 \
+    {                                               \
+        "HANDLER_ERROR", 500, "handler_error", NULL \
+    }
+#define ERR_UNAVAIL                             \
+    {                                           \
+        "UNAVAILABLE", 503, "unavailable", NULL \
+    }
 
 static const errdecl_t stat_errors[] = {
-    ERR_INVALID, ERR_UNAUTH, ERR_DENIED,
-    {"BLOB_MISSING", 404, "blob_missing", "unknown_resource"}, ERR_HANDLER, ERR_UNAVAIL,
+    ERR_INVALID, ERR_UNAUTH,
+    ERR_DENIED,  { "BLOB_MISSING", 404, "blob_missing", "unknown_resource" },
+    ERR_HANDLER, ERR_UNAVAIL,
 };
-static const errdecl_t have_errors[] = {ERR_INVALID, ERR_UNAUTH, ERR_DENIED, ERR_HANDLER,
-                                        ERR_UNAVAIL};
+static const errdecl_t have_errors[] = { ERR_INVALID, ERR_UNAUTH, ERR_DENIED, ERR_HANDLER,
+                                         ERR_UNAVAIL };
 static const errdecl_t delete_errors[] = {
-    ERR_INVALID, ERR_UNAUTH, {"ACCESS_DENIED", 403, "access_denied", "operator_only"},
+    ERR_INVALID, ERR_UNAUTH,  { "ACCESS_DENIED", 403, "access_denied", "operator_only" },
     ERR_HANDLER, ERR_UNAVAIL,
 };
 static const errdecl_t sub_errors[] = {
-    ERR_INVALID, ERR_UNAUTH, ERR_DENIED,
-    {"BLOB_MISSING", 404, "channel:open_failed", "unknown_resource"},
-    {"UNVERIFIABLE", 409, "handler_error", "unverifiable"}, ERR_HANDLER, ERR_UNAVAIL,
+    ERR_INVALID,
+    ERR_UNAUTH,
+    ERR_DENIED,
+    { "BLOB_MISSING", 404, "channel:open_failed", "unknown_resource" },
+    { "UNVERIFIABLE", 409, "handler_error", "unverifiable" },
+    ERR_HANDLER,
+    ERR_UNAVAIL,
 };
 static const errdecl_t put_errors[] = {
-    ERR_INVALID, ERR_UNAUTH, ERR_DENIED,
-    {"VERIFICATION_FAILED", 400, "verification_failed", NULL},
-    {"TOO_LARGE", 413, "too_large", NULL}, ERR_HANDLER, ERR_UNAVAIL,
+    ERR_INVALID,
+    ERR_UNAUTH,
+    ERR_DENIED,
+    { "VERIFICATION_FAILED", 400, "verification_failed", NULL },
+    { "TOO_LARGE", 413, "too_large", NULL },
+    ERR_HANDLER,
+    ERR_UNAVAIL,
 };
 
-static const errdecl_t list_errors[] = {ERR_INVALID, ERR_UNAUTH, ERR_DENIED, ERR_HANDLER,
-                                        ERR_UNAVAIL};
+static const errdecl_t list_errors[] = { ERR_INVALID, ERR_UNAUTH, ERR_DENIED, ERR_HANDLER,
+                                         ERR_UNAVAIL };
 
 #define DIGEST_SCHEMA "{\"type\":\"string\",\"pattern\":\"^[0-9a-f]{64}$\"}"
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 static const opspec_t ops[CN__BH_NOPS] = {
-    [CN__BH_STAT] = {"blobs/stat", OPS_ROOT "/blobs/stat", false, "call", NULL, "read",
-                     "body", "body", NULL, stat_fields, N(stat_fields),
-                     "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"len\"],"
-                     "\"properties\":{\"len\":{\"type\":\"integer\",\"minimum\":0}}}",
-                     stat_errors, N(stat_errors), "the length of a blob the namespace holds"},
-    [CN__BH_HAVE] = {"blobs/have", OPS_ROOT "/blobs/have", false, "call", NULL, "read",
-                     "body", "body", NULL, have_fields, N(have_fields),
+    [CN__BH_STAT] = { "blobs/stat", OPS_ROOT "/blobs/stat", false, "call", NULL, "read", "body",
+                      "body", NULL, stat_fields, N(stat_fields),
+                      "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"len\"],"
+                      "\"properties\":{\"len\":{\"type\":\"integer\",\"minimum\":0}}}",
+                      stat_errors, N(stat_errors), "the length of a blob the namespace holds" },
+    [CN__BH_HAVE] = { "blobs/have", OPS_ROOT "/blobs/have", false, "call", NULL, "read", "body",
+                      "body", NULL, have_fields, N(have_fields),
+                      "{\"type\":\"object\",\"additionalProperties\":false,"
+                      "\"required\":[\"present\"],\"properties\":{\"present\":{\"type\":\"array\","
+                      "\"items\":{\"type\":\"boolean\"}}}}",
+                      have_errors, N(have_errors),
+                      "which digests the namespace holds; with token, renews that put's pin" },
+    [CN__BH_DELETE] = { "blobs/delete", OPS_ROOT "/blobs/delete", true, "call", NULL, "operator",
+                        "body", "body", NULL, delete_fields, N(delete_fields),
+                        "{\"type\":\"object\",\"additionalProperties\":false,"
+                        "\"required\":[\"removed\"],\"properties\":{\"removed\":{\"type\":"
+                        "\"integer\",\"minimum\":0}}}",
+                        delete_errors, N(delete_errors),
+                        "removes digests from a namespace and ends its pins on them" },
+    [CN__BH_SUB] = { "channels/blobs/sub", OPS_ROOT "/channels/blobs/sub", false, "channel", "sub",
+                     "read", "body", "header Cairn-Open", "response body", sub_fields,
+                     N(sub_fields),
                      "{\"type\":\"object\",\"additionalProperties\":false,"
-                     "\"required\":[\"present\"],\"properties\":{\"present\":{\"type\":\"array\","
-                     "\"items\":{\"type\":\"boolean\"}}}}",
-                     have_errors, N(have_errors),
-                     "which digests the namespace holds; with token, renews that put's pin"},
-    [CN__BH_DELETE] = {"blobs/delete", OPS_ROOT "/blobs/delete", true, "call", NULL,
-                       "operator", "body", "body", NULL, delete_fields, N(delete_fields),
-                       "{\"type\":\"object\",\"additionalProperties\":false,"
-                       "\"required\":[\"removed\"],\"properties\":{\"removed\":{\"type\":"
-                       "\"integer\",\"minimum\":0}}}",
-                       delete_errors, N(delete_errors),
-                       "removes digests from a namespace and ends its pins on them"},
-    [CN__BH_SUB] = {"channels/blobs/sub", OPS_ROOT "/channels/blobs/sub", false, "channel",
-                    "sub", "read", "body", "header Cairn-Open", "response body", sub_fields,
-                    N(sub_fields),
-                    "{\"type\":\"object\",\"additionalProperties\":false,"
-                    "\"required\":[\"source\"],\"properties\":{\"source\":{\"enum\":[\"store\","
-                    "\"fanout\"]},\"len\":{\"type\":\"integer\",\"minimum\":0},"
-                    "\"slice_digests\":{\"type\":\"array\",\"items\":" DIGEST_SCHEMA "}}}",
-                    sub_errors, N(sub_errors),
-                    "blobs/fetch: verified bytes of a blob, whole or by ranges"},
-    [CN__BH_PUT] = {"blobs/put", OPS_ROOT "/blobs/put", false, "channel", "sink", "write",
-                    "header Cairn-Offer", "body", "request body", put_fields, N(put_fields),
-                    "{\"type\":\"object\",\"additionalProperties\":false,"
-                    "\"required\":[\"token\",\"digest\"],\"properties\":{\"token\":{\"type\":"
-                    "\"string\"},\"digest\":" DIGEST_SCHEMA "}}",
-                    put_errors, N(put_errors),
-                    "streams a blob into a namespace; answers its pin token and digest"},
-    [CN__BH_LIST] = {"blobs/list", OPS_ROOT "/blobs/list", false, "call", NULL, "read",
-                     "body", "body", NULL, list_fields, N(list_fields),
+                     "\"required\":[\"source\"],\"properties\":{\"source\":{\"enum\":[\"store\","
+                     "\"fanout\"]},\"len\":{\"type\":\"integer\",\"minimum\":0},"
+                     "\"slice_digests\":{\"type\":\"array\",\"items\":" DIGEST_SCHEMA "}}}",
+                     sub_errors, N(sub_errors),
+                     "blobs/fetch: verified bytes of a blob, whole or by ranges" },
+    [CN__BH_PUT] = { "blobs/put", OPS_ROOT "/blobs/put", false, "channel", "sink", "write",
+                     "header Cairn-Offer", "body", "request body", put_fields, N(put_fields),
                      "{\"type\":\"object\",\"additionalProperties\":false,"
-                     "\"required\":[\"digests\"],\"properties\":{\"digests\":{\"type\":"
-                     "\"array\",\"items\":" DIGEST_SCHEMA "},\"next\":" DIGEST_SCHEMA "}}",
-                     list_errors, N(list_errors),
-                     "cairn extension: the digests a namespace holds, in pages"},
+                     "\"required\":[\"token\",\"digest\"],\"properties\":{\"token\":{\"type\":"
+                     "\"string\"},\"digest\":" DIGEST_SCHEMA "}}",
+                     put_errors, N(put_errors),
+                     "streams a blob into a namespace; answers its pin token and digest" },
+    [CN__BH_LIST] = { "blobs/list", OPS_ROOT "/blobs/list", false, "call", NULL, "read", "body",
+                      "body", NULL, list_fields, N(list_fields),
+                      "{\"type\":\"object\",\"additionalProperties\":false,"
+                      "\"required\":[\"digests\"],\"properties\":{\"digests\":{\"type\":"
+                      "\"array\",\"items\":" DIGEST_SCHEMA "},\"next\":" DIGEST_SCHEMA "}}",
+                      list_errors, N(list_errors),
+                      "cairn extension: the digests a namespace holds, in pages" },
 };
 
 /* ---- errors ------------------------------------------------------------------- */
@@ -173,8 +207,8 @@ void cn__bh_error(cn_http_req_t *r, int status, const char *code, const char *re
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    json_t *v = json_pack("{s:{s:s,s:s,s:s}}", "error", "code", code, "reason", reason,
-                          "message", msg);
+    json_t *v =
+        json_pack("{s:{s:s,s:s,s:s}}", "error", "code", code, "reason", reason, "message", msg);
     char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
     if (status == 401)
         (void)cn_http_resp_header(r, "WWW-Authenticate", "Bearer realm=\"cairn\"");
@@ -196,26 +230,26 @@ void cn__bh_error(cn_http_req_t *r, int status, const char *code, const char *re
  * denial and every class the service documents. */
 #define ANY (-1)
 static const cn__bh_err_row_t bh_errors[] = {
-    {CN_E_DENIED, CN_WHY_ANONYMOUS, 401, "unauthenticated", "credentials_required", NULL, NULL},
-    {CN_E_DENIED, CN_WHY_NS_OPERATOR_ONLY, 403, "access_denied", "operator_only", NULL, NULL},
-    {CN_E_DENIED, CN_WHY_TOKEN, 403, "access_denied", "token_permission", NULL, NULL},
-    {CN_E_DENIED, ANY, 403, "access_denied", "closed_namespace", NULL, NULL},
-    {CN_E_NOT_FOUND, ANY, 404, NULL, "unknown_resource", "%s", ""},
-    {CN_E_INVALID, ANY, 400, "invalid_params", "invalid_value", NULL, NULL},
-    {CN_E_LIMIT, ANY, 400, "invalid_params", "too_many", NULL, NULL},
-    {CN_E_DIGEST_MISMATCH, ANY, 400, "verification_failed", "digest_mismatch",
-     "the bytes do not hash to the offered digest", NULL},
-    {CN_E_LENGTH_MISMATCH, ANY, 400, "verification_failed", "length_mismatch",
-     "the body length differs from the offered len", NULL},
-    {CN_E_TOO_LARGE, ANY, 413, "too_large", "blob_too_large", NULL, NULL},
-    {CN_E_UNSUPPORTED, ANY, 409, "handler_error", "unverifiable",
-     "%s is only in flight: ranged slices cannot be verified yet", "the blob"},
-    {CN_E_CORRUPT, ANY, 500, "handler_error", "unverifiable",
-     "the stored bytes of %s cannot be verified", "a blob"},
-    {CN_E_SHUTDOWN, ANY, 503, "unavailable", "shutting_down", "the server is stopping", NULL},
-    {CN_E_DB_LOCKED, ANY, 503, "unavailable", "busy", NULL, NULL},
-    {CN_E_BUSY, ANY, 503, "unavailable", "busy", NULL, NULL},
-    {-ENOSPC, ANY, 507, "handler_error", "no_space", NULL, NULL},
+    { CN_E_DENIED, CN_WHY_ANONYMOUS, 401, "unauthenticated", "credentials_required", NULL, NULL },
+    { CN_E_DENIED, CN_WHY_NS_OPERATOR_ONLY, 403, "access_denied", "operator_only", NULL, NULL },
+    { CN_E_DENIED, CN_WHY_TOKEN, 403, "access_denied", "token_permission", NULL, NULL },
+    { CN_E_DENIED, ANY, 403, "access_denied", "closed_namespace", NULL, NULL },
+    { CN_E_NOT_FOUND, ANY, 404, NULL, "unknown_resource", "%s", "" },
+    { CN_E_INVALID, ANY, 400, "invalid_params", "invalid_value", NULL, NULL },
+    { CN_E_LIMIT, ANY, 400, "invalid_params", "too_many", NULL, NULL },
+    { CN_E_DIGEST_MISMATCH, ANY, 400, "verification_failed", "digest_mismatch",
+      "the bytes do not hash to the offered digest", NULL },
+    { CN_E_LENGTH_MISMATCH, ANY, 400, "verification_failed", "length_mismatch",
+      "the body length differs from the offered len", NULL },
+    { CN_E_TOO_LARGE, ANY, 413, "too_large", "blob_too_large", NULL, NULL },
+    { CN_E_UNSUPPORTED, ANY, 409, "handler_error", "unverifiable",
+      "%s is only in flight: ranged slices cannot be verified yet", "the blob" },
+    { CN_E_CORRUPT, ANY, 500, "handler_error", "unverifiable",
+      "the stored bytes of %s cannot be verified", "a blob" },
+    { CN_E_SHUTDOWN, ANY, 503, "unavailable", "shutting_down", "the server is stopping", NULL },
+    { CN_E_DB_LOCKED, ANY, 503, "unavailable", "busy", NULL, NULL },
+    { CN_E_BUSY, ANY, 503, "unavailable", "busy", NULL, NULL },
+    { -ENOSPC, ANY, 507, "handler_error", "no_space", NULL, NULL },
 };
 #undef ANY
 
@@ -241,7 +275,7 @@ void cn__bh_error_cn(cn_http_req_t *r, cn_err_t e, const cn_blobs_caller_t *c,
 {
     const cn__bh_err_row_t *row = cn__bh_err_of(e, c);
     char msg[CN__BH_MSG_MAX];
-    if (row->message)    /* a format of the table's, never of a peer's */
+    if (row->message) /* a format of the table's, never of a peer's */
         snprintf(msg, sizeof msg, row->message, subject ? subject : row->subject);
     else if (e == CN_E_DENIED && c && c->decision.reason[0])
         snprintf(msg, sizeof msg, "%s", c->decision.reason);
@@ -278,7 +312,9 @@ static bool digest_ok(json_t *v, cn_digest_t *out)
 static const char *type_name(ftype_t t)
 {
     switch (t) {
-    case F_NS: case F_DIGEST: case F_TOKEN: return "a string";
+    case F_NS:
+    case F_DIGEST:
+    case F_TOKEN: return "a string";
     case F_DIGESTS: return "an array of digests";
     case F_RANGES: return "an array of [offset, length] pairs";
     case F_LEN: return "a non-negative integer";
@@ -294,11 +330,13 @@ void cn__bh_params_free(cn__bh_params_t *p)
     p->digests = NULL;
 }
 
-#define BAD(why, ...) do { \
+#define BAD(why, ...)                                   \
+    do {                                                \
         snprintf(reason, CN__BH_REASON_MAX, "%s", why); \
-        snprintf(msg, CN__BH_MSG_MAX, __VA_ARGS__); \
-        cn__bh_params_free(p); \
-        return CN_E_INVALID; } while (0)
+        snprintf(msg, CN__BH_MSG_MAX, __VA_ARGS__);     \
+        cn__bh_params_free(p);                          \
+        return CN_E_INVALID;                            \
+    } while (0)
 
 cn_err_t cn__bh_validate(cn__bh_op_t op, json_t *obj, cn__bh_params_t *p,
                          char reason[CN__BH_REASON_MAX], char msg[CN__BH_MSG_MAX])
@@ -311,7 +349,8 @@ cn_err_t cn__bh_validate(cn__bh_op_t op, json_t *obj, cn__bh_params_t *p,
         BAD("not_an_object", "%s params must be a JSON object", o->id);
     const char *key;
     json_t *v;
-    json_object_foreach(obj, key, v) {
+    json_object_foreach(obj, key, v)
+    {
         size_t i = 0;
         while (i < o->nfields && strcmp(o->fields[i].name, key) != 0)
             i++;
@@ -332,8 +371,8 @@ cn_err_t cn__bh_validate(cn__bh_op_t op, json_t *obj, cn__bh_params_t *p,
                 BAD("wrong_type", "\"%s\" must be %s", f->name, type_name(f->type));
             if (!cn_blobs_ns_valid(json_string_value(v), json_string_length(v)))
                 BAD("invalid_namespace",
-                    "\"%s\" must be 1-%d bytes of [A-Za-z0-9._/-], not starting with '/'",
-                    f->name, CN_NAMESPACE_MAX);
+                    "\"%s\" must be 1-%d bytes of [A-Za-z0-9._/-], not starting with '/'", f->name,
+                    CN_NAMESPACE_MAX);
             p->ns = json_string_value(v);
             break;
         case F_DIGEST:
@@ -383,8 +422,8 @@ cn_err_t cn__bh_validate(cn__bh_op_t op, json_t *obj, cn__bh_params_t *p,
                 if (!json_is_string(e))
                     BAD("wrong_type", "\"%s\"[%zu] must be a string", f->name, k);
                 if (!digest_ok(e, &p->digests[k]))
-                    BAD("malformed_digest", "\"%s\"[%zu] must be 64 lowercase hex digits",
-                        f->name, k);
+                    BAD("malformed_digest", "\"%s\"[%zu] must be 64 lowercase hex digits", f->name,
+                        k);
             }
             p->ndigests = n;
             break;
@@ -399,10 +438,11 @@ cn_err_t cn__bh_validate(cn__bh_op_t op, json_t *obj, cn__bh_params_t *p,
                 json_t *e = json_array_get(v, k);
                 json_t *a = json_array_get(e, 0), *b = json_array_get(e, 1);
                 if (!json_is_array(e) || json_array_size(e) != 2 || !json_is_integer(a) ||
-                    !json_is_integer(b) || json_integer_value(a) < 0 ||
-                    json_integer_value(b) < 0)
-                    BAD("wrong_type", "\"%s\"[%zu] must be [offset, length], both "
-                        "non-negative integers", f->name, k);
+                    !json_is_integer(b) || json_integer_value(a) < 0 || json_integer_value(b) < 0)
+                    BAD("wrong_type",
+                        "\"%s\"[%zu] must be [offset, length], both "
+                        "non-negative integers",
+                        f->name, k);
                 p->ranges[k].off = (uint64_t)json_integer_value(a);
                 p->ranges[k].len = (uint64_t)json_integer_value(b);
             }
@@ -437,18 +477,12 @@ static json_t *field_schema(const field_t *f)
         s = json_pack("{s:s,s:i,s:i,s:s}", "type", "string", "minLength", 1, "maxLength",
                       CN_NAMESPACE_MAX, "pattern", "^[A-Za-z0-9._-][A-Za-z0-9._/-]*$");
         break;
-    case F_DIGEST:
-        s = json_loads(DIGEST_SCHEMA, 0, NULL);
-        break;
+    case F_DIGEST: s = json_loads(DIGEST_SCHEMA, 0, NULL); break;
     case F_TOKEN:
         s = json_pack("{s:s,s:i,s:i}", "type", "string", "minLength", 1, "maxLength", 256);
         break;
-    case F_LEN:
-        s = json_pack("{s:s,s:i}", "type", "integer", "minimum", 0);
-        break;
-    case F_AFTER:
-        s = json_loads(DIGEST_SCHEMA, 0, NULL);
-        break;
+    case F_LEN: s = json_pack("{s:s,s:i}", "type", "integer", "minimum", 0); break;
+    case F_AFTER: s = json_loads(DIGEST_SCHEMA, 0, NULL); break;
     case F_LIMIT:
         s = json_pack("{s:s,s:i,s:I}", "type", "integer", "minimum", 1, "maximum",
                       (json_int_t)f->max);
@@ -476,20 +510,20 @@ static json_t *params_schema(const opspec_t *o)
         if (o->fields[i].required)
             json_array_append_new(req, json_string(o->fields[i].name));
     }
-    return json_pack("{s:s,s:b,s:o,s:o}", "type", "object", "additionalProperties", 0,
-                     "required", req, "properties", props);
+    return json_pack("{s:s,s:b,s:o,s:o}", "type", "object", "additionalProperties", 0, "required",
+                     req, "properties", props);
 }
 
 static json_t *error_schema(const errdecl_t *e)
 {
     json_t *code = json_pack("{s:s}", "const", e->code);
-    json_t *reason = e->reason ? json_pack("{s:s}", "const", e->reason)
-                               : json_pack("{s:s}", "type", "string");
-    json_t *schema = json_pack(
-        "{s:s,s:b,s:[s],s:{s:{s:s,s:b,s:[s,s,s],s:{s:o,s:o,s:{s:s}}}}}", "type", "object",
-        "additionalProperties", 0, "required", "error", "properties", "error", "type", "object",
-        "additionalProperties", 0, "required", "code", "reason", "message", "properties",
-        "code", code, "reason", reason, "message", "type", "string");
+    json_t *reason =
+        e->reason ? json_pack("{s:s}", "const", e->reason) : json_pack("{s:s}", "type", "string");
+    json_t *schema =
+        json_pack("{s:s,s:b,s:[s],s:{s:{s:s,s:b,s:[s,s,s],s:{s:o,s:o,s:{s:s}}}}}", "type", "object",
+                  "additionalProperties", 0, "required", "error", "properties", "error", "type",
+                  "object", "additionalProperties", 0, "required", "code", "reason", "message",
+                  "properties", "code", code, "reason", reason, "message", "type", "string");
     return json_pack("{s:s,s:i,s:o}", "name", e->status_name, "status", e->status, "schema",
                      schema);
 }
@@ -499,15 +533,15 @@ static json_t *op_json(const opspec_t *o)
     json_t *errs = json_array();
     for (size_t i = 0; i < o->nerrors; i++)
         json_array_append_new(errs, error_schema(&o->errors[i]));
-    json_t *carriage = json_pack("{s:s,s:s,s:s,s:s}", "method", "POST", "path", o->path,
-                                 "params", o->params_in, "result", o->result_in);
+    json_t *carriage = json_pack("{s:s,s:s,s:s,s:s}", "method", "POST", "path", o->path, "params",
+                                 o->params_in, "result", o->result_in);
     if (o->bytes)
         json_object_set_new(carriage, "bytes", json_string(o->bytes));
-    json_t *v = json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o}", "id", o->id, "kind", o->kind,
-                          "visibility", o->internal ? "Internal" : "External", "action",
-                          o->action, "description", o->doc, "params", params_schema(o), "result",
-                          json_loads(o->result_schema, 0, NULL), "errors", errs, "carriage",
-                          carriage);
+    json_t *v =
+        json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:o}", "id", o->id, "kind", o->kind,
+                  "visibility", o->internal ? "Internal" : "External", "action", o->action,
+                  "description", o->doc, "params", params_schema(o), "result",
+                  json_loads(o->result_schema, 0, NULL), "errors", errs, "carriage", carriage);
     if (v && o->shape)
         json_object_set_new(v, "shape", json_string(o->shape));
     return v;
@@ -594,9 +628,8 @@ static int on_request(cn_http_req_t *r, void *ctx)
     unsigned want = op == -1 ? (CN_HTTP_GET | CN_HTTP_HEAD) : CN_HTTP_POST;
     if (!(cn_http_req_method_bit(r) & want)) {
         (void)cn_http_resp_header(r, "Allow", op == -1 ? "GET, HEAD" : "POST");
-        cn__bh_error(r, 405, "method_not_allowed", "method_not_allowed",
-                     "%s takes %s", op == -1 ? "discovery" : ops[op].id,
-                     op == -1 ? "GET" : "POST");
+        cn__bh_error(r, 405, "method_not_allowed", "method_not_allowed", "%s takes %s",
+                     op == -1 ? "discovery" : ops[op].id, op == -1 ? "GET" : "POST");
         return 0;
     }
     cn__bh_req_t *q = calloc(1, sizeof *q);
@@ -611,8 +644,8 @@ static int on_request(cn_http_req_t *r, void *ctx)
     if (!resolve(r, q))
         return 0;
     if (op == -1) {
-        bool operator = !q->anonymous && (q->principal.perms & CN_PERM_ADMIN);
-        cn__bh_json(r, json_incref(operator ? h->discovery_all : h->discovery_ext));
+        bool operator= !q->anonymous &&(q->principal.perms &CN_PERM_ADMIN);
+        cn__bh_json(r, json_incref(operator? h->discovery_all : h->discovery_ext));
         return 0;
     }
     if (op == CN__BH_PUT)
@@ -635,7 +668,7 @@ static int on_body(cn_http_req_t *r, const uint8_t *p, size_t n, void *ctx)
     if (q->body.len + n > CN__BH_JSON_MAX) {
         cn__bh_error(r, 413, "too_large", "params_too_large", "%s params exceed %u bytes",
                      ops[q->op].id, CN__BH_JSON_MAX);
-        return 0;                       /* answered: the framework drains the rest */
+        return 0; /* answered: the framework drains the rest */
     }
     return cn_buf_append(&q->body, p, n) < 0 ? -ENOMEM : 0;
 }
@@ -663,13 +696,12 @@ static void call_op(cn_http_req_t *r, cn__bh_req_t *q)
             cn__bh_error(r, 500, "handler_error", "internal", "out of memory");
             return;
         }
-        cn_err_t rc = cn_blobs_have(q->h->b, &c, p->ns, p->digests, p->ndigests, p->token,
-                                    present);
+        cn_err_t rc = cn_blobs_have(q->h->b, &c, p->ns, p->digests, p->ndigests, p->token, present);
         if (rc < 0) {
             cn__bh_error_cn(r, rc, &c, "blob_missing", NULL);
         } else {
             /* Written directly: at 16,384 digests a JSON tree costs more than the lookups. */
-            cn_buf_t out = {0};
+            cn_buf_t out = { 0 };
             cn_err_t e = cn_buf_reserve(&out, 16 + 6 * p->ndigests);
             if (e >= 0)
                 e = cn_buf_append_str(&out, "{\"present\":[");
@@ -696,9 +728,7 @@ static void call_op(cn_http_req_t *r, cn__bh_req_t *q)
             cn__bh_json(r, json_pack("{s:I}", "removed", (json_int_t)removed));
         return;
     }
-    case CN__BH_SUB:
-        cn__bh_sub(r, q);
-        return;
+    case CN__BH_SUB: cn__bh_sub(r, q); return;
     case CN__BH_LIST: {
         size_t max = p->limit > 0 ? (size_t)p->limit : 1000, n = 0;
         bool more = false;
@@ -707,8 +737,8 @@ static void call_op(cn_http_req_t *r, cn__bh_req_t *q)
             cn__bh_error(r, 500, "handler_error", "internal", "out of memory");
             return;
         }
-        cn_err_t rc = cn_blobs_list(q->h->b, &c, p->ns, p->has_after ? &p->after : NULL, max,
-                                    out, &n, &more);
+        cn_err_t rc =
+            cn_blobs_list(q->h->b, &c, p->ns, p->has_after ? &p->after : NULL, max, out, &n, &more);
         if (rc < 0) {
             cn__bh_error_cn(r, rc, &c, "blob_missing", NULL);
         } else {
@@ -741,7 +771,7 @@ static void on_end(cn_http_req_t *r, void *ctx)
         return;
     }
     if (cn_http_req_body_error(r) != CN_S3E_NONE)
-        return;                         /* the framework answers it (route error) */
+        return; /* the framework answers it (route error) */
     json_error_t jerr;
     q->json = json_loadb(q->body.data ? (const char *)q->body.data : "", q->body.len,
                          JSON_REJECT_DUPLICATES, &jerr);
@@ -791,12 +821,9 @@ static void on_error(cn_http_req_t *r, cn_s3_err_t e, const char *message, void 
         cn__bh_error(r, 500, "handler_error", "internal", "%s", msg);
         return;
     case CN_S3E_SLOW_DOWN:
-    case CN_S3E_SERVICE_UNAVAILABLE:
-        cn__bh_error(r, 503, "unavailable", "busy", "%s", msg);
-        return;
+    case CN_S3E_SERVICE_UNAVAILABLE: cn__bh_error(r, 503, "unavailable", "busy", "%s", msg); return;
     default:
-        cn__bh_error(r, status >= 400 ? status : 400, "bad_request", cn_s3_err_code(e), "%s",
-                     msg);
+        cn__bh_error(r, status >= 400 ? status : 400, "bad_request", cn_s3_err_code(e), "%s", msg);
         return;
     }
 }
@@ -815,7 +842,8 @@ static void metrics(cn_buf_t *out, void *ctx)
     cn__bh_t *h = ctx;
     cn_blobs_counters_t k;
     cn_blobs_counters(h->b, &k);
-    (void)cn_buf_printf(out,
+    (void)cn_buf_printf(
+        out,
         "# TYPE cairn_blobs_puts_total counter\ncairn_blobs_puts_total %llu\n"
         "# TYPE cairn_blobs_put_bytes_total counter\ncairn_blobs_put_bytes_total %llu\n"
         "# TYPE cairn_blobs_fetches_total counter\n"

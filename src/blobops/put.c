@@ -38,7 +38,7 @@ int cn__bh_put_request(cn_http_req_t *r, cn__bh_req_t *q)
     int64_t body_len = cn_http_req_payload_length(r);
     if (body_len < 0 && cn_http_req_content_length(r) < 0 &&
         !cn_http_req_header(r, "Transfer-Encoding"))
-        body_len = 0;                   /* no body at all: the empty blob */
+        body_len = 0; /* no body at all: the empty blob */
     if (p->len >= 0 && body_len >= 0 && p->len != body_len) {
         cn__bh_error(r, 400, "verification_failed", "length_mismatch",
                      "the offer says %lld bytes, the body has %lld", (long long)p->len,
@@ -77,7 +77,7 @@ void cn__bh_put_end(cn_http_req_t *r, cn__bh_req_t *q)
     cn_blobs_put_t *put = q->put;
     q->put = NULL;
     if (cn_http_req_body_error(r) != CN_S3E_NONE) {
-        cn_blobs_put_abort(put);        /* unverified bytes: the framework answers */
+        cn_blobs_put_abort(put); /* unverified bytes: the framework answers */
         return;
     }
     cn_blobs_put_result_t res;

@@ -21,14 +21,14 @@
 #include <string.h>
 
 static const cn_meta_migration_t cn__blobs_steps[] = {
-    {.version = 1,
-     .sql = "CREATE TABLE blobs_member ("
-            "  ns TEXT NOT NULL,"
-            "  digest BLOB NOT NULL,"
-            "  len BIGINT NOT NULL,"
-            "  created_ms BIGINT NOT NULL,"
-            "  PRIMARY KEY (ns, digest));"
-            "CREATE INDEX blobs_member_digest ON blobs_member (digest);"},
+    { .version = 1,
+      .sql = "CREATE TABLE blobs_member ("
+             "  ns TEXT NOT NULL,"
+             "  digest BLOB NOT NULL,"
+             "  len BIGINT NOT NULL,"
+             "  created_ms BIGINT NOT NULL,"
+             "  PRIMARY KEY (ns, digest));"
+             "CREATE INDEX blobs_member_digest ON blobs_member (digest);" },
 };
 
 bool cn_blobs_ns_valid(const char *ns, size_t len)
@@ -54,7 +54,7 @@ static bool ns_ok(const char *ns)
  * became of their rows: found[i] says d[i] has one, members counts the rows
  * found or removed. */
 typedef struct ns_digests {
-    const char *ns;                 /* NULL: any namespace */
+    const char *ns; /* NULL: any namespace */
     const cn_digest_t *d;
     size_t n;
     bool *found;
@@ -69,8 +69,8 @@ static cn_err_t members_body(cn_meta_txn_t *txn, void *ctx)
     for (size_t i = 0; rc >= 0 && i < q->n; i++) {
         rc = q->ns ? cn_meta_execf(txn, "SELECT 1 FROM blobs_member WHERE ns = ? AND digest = ?",
                                    "sb", q->ns, q->d[i].b, (size_t)CN_DIGEST_LEN)
-                   : cn_meta_execf(txn, "SELECT 1 FROM blobs_member WHERE digest = ? LIMIT 1",
-                                   "b", q->d[i].b, (size_t)CN_DIGEST_LEN);
+                   : cn_meta_execf(txn, "SELECT 1 FROM blobs_member WHERE digest = ? LIMIT 1", "b",
+                                   q->d[i].b, (size_t)CN_DIGEST_LEN);
         q->found[i] = rc == CN_META_ROW;
         q->members += rc == CN_META_ROW;
     }
@@ -81,7 +81,7 @@ static cn_err_t members_body(cn_meta_txn_t *txn, void *ctx)
 static cn_err_t are_live(void *ctx, const cn_digest_t *d, size_t n, bool *live)
 {
     cn_blobs_t *b = ctx;
-    ns_digests_t q = {.d = d, .n = n, .found = live};
+    ns_digests_t q = { .d = d, .n = n, .found = live };
     return cn_meta_run(b->meta, CN_META_RUN_READ | CN_META_RETRY, members_body, &q);
 }
 
@@ -141,8 +141,7 @@ void cn_blobs_close(cn_blobs_t *b)
     free(b);
 }
 
-cn_err_t cn__blobs_authorize(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
-                             uint32_t action)
+cn_err_t cn__blobs_authorize(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns, uint32_t action)
 {
     memset(&c->decision, 0, sizeof c->decision);
     const cn_principal_t *p = c->principal;
@@ -175,21 +174,22 @@ typedef struct member_row {
 static cn_err_t add_member_body(cn_meta_txn_t *txn, void *ctx)
 {
     const member_row_t *m = ctx;
-    cn_err_t rc = cn_meta_execf(txn, "INSERT INTO blobs_member (ns, digest, len, created_ms)"
-                                     " VALUES (?, ?, ?, ?) ON CONFLICT (ns, digest) DO NOTHING",
-                                "sbii", m->ns, m->d->b, (size_t)CN_DIGEST_LEN, (int64_t)m->len,
-                                cn_wall_ms());
+    cn_err_t rc =
+        cn_meta_execf(txn,
+                      "INSERT INTO blobs_member (ns, digest, len, created_ms)"
+                      " VALUES (?, ?, ?, ?) ON CONFLICT (ns, digest) DO NOTHING",
+                      "sbii", m->ns, m->d->b, (size_t)CN_DIGEST_LEN, (int64_t)m->len, cn_wall_ms());
     return rc < 0 ? rc : CN_OK;
 }
 
 cn_err_t cn__blobs_add_member(cn_blobs_t *b, const char *ns, const cn_digest_t *d, uint64_t len)
 {
-    member_row_t m = {ns, d, len};
+    member_row_t m = { ns, d, len };
     return cn_meta_run(b->meta, CN_META_RUN_WRITE | CN_META_RETRY, add_member_body, &m);
 }
 
-cn_err_t cn_blobs_stat(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
-                       const cn_digest_t *d, uint64_t *len)
+cn_err_t cn_blobs_stat(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns, const cn_digest_t *d,
+                       uint64_t *len)
 {
     if (!ns_ok(ns))
         return CN_E_INVALID;
@@ -204,8 +204,8 @@ cn_err_t cn_blobs_stat(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
     return CN_OK;
 }
 
-cn_err_t cn_blobs_have(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
-                       const cn_digest_t *d, size_t n, const char *token, bool *present)
+cn_err_t cn_blobs_have(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns, const cn_digest_t *d,
+                       size_t n, const char *token, bool *present)
 {
     if (!ns_ok(ns))
         return CN_E_INVALID;
@@ -230,7 +230,7 @@ cn_err_t cn_blobs_have(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
 static cn_err_t have_rows(cn_blobs_t *b, const char *ns, const cn_digest_t *d, size_t n,
                           bool *present)
 {
-    ns_digests_t q = {.ns = ns, .d = d, .n = n, .found = present};
+    ns_digests_t q = { .ns = ns, .d = d, .n = n, .found = present };
     cn_err_t rc = cn_meta_run(b->meta, CN_META_RUN_READ | CN_META_RETRY, members_body, &q);
     size_t members = q.members;
     if (rc < 0 || members == 0)
@@ -264,16 +264,16 @@ static cn_err_t delete_body(cn_meta_txn_t *txn, void *ctx)
     cn_err_t rc = CN_OK;
     q->members = 0;
     for (size_t i = 0; rc >= 0 && i < q->n; i++) {
-        rc = cn_meta_execf(txn, "DELETE FROM blobs_member WHERE ns = ? AND digest = ?", "sb",
-                           q->ns, q->d[i].b, (size_t)CN_DIGEST_LEN);
+        rc = cn_meta_execf(txn, "DELETE FROM blobs_member WHERE ns = ? AND digest = ?", "sb", q->ns,
+                           q->d[i].b, (size_t)CN_DIGEST_LEN);
         if (rc >= 0)
             q->members += (size_t)cn_meta_changes(txn);
     }
     return rc < 0 ? rc : CN_OK;
 }
 
-cn_err_t cn_blobs_delete(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
-                         const cn_digest_t *d, size_t n, size_t *removed)
+cn_err_t cn_blobs_delete(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns, const cn_digest_t *d,
+                         size_t n, size_t *removed)
 {
     if (removed)
         *removed = 0;
@@ -282,7 +282,7 @@ cn_err_t cn_blobs_delete(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
     if (n > CN_BLOBS_DELETE_MAX)
         return CN_E_LIMIT;
     CN_TRY(cn__blobs_authorize(b, c, ns, CN_AUTHZ_NS_DELETE));
-    ns_digests_t q = {.ns = ns, .d = d, .n = n};
+    ns_digests_t q = { .ns = ns, .d = d, .n = n };
     CN_TRY(cn_meta_run(b->meta, CN_META_RUN_WRITE | CN_META_RETRY, delete_body, &q));
     size_t count = q.members;
     cn__tok_end(b, ns, d, n);
@@ -307,15 +307,16 @@ typedef struct digest_page {
 static cn_err_t list_body(cn_meta_txn_t *txn, void *ctx)
 {
     digest_page_t *pg = ctx;
-    static const uint8_t none[1] = {0};
+    static const uint8_t none[1] = { 0 };
     cn_meta_stmt_t *st = NULL;
     pg->n = 0;
     pg->more = false;
     /* Every digest is 32 bytes, so the empty blob sorts before all of them;
      * "after nothing" compares against a zero-length value. */
-    cn_err_t rc = cn_meta_queryf(txn, &st, "SELECT digest FROM blobs_member WHERE ns = ?"
-                                           " AND digest > ? ORDER BY digest LIMIT ?", "sbi",
-                                 pg->ns, pg->after ? pg->after->b : none,
+    cn_err_t rc = cn_meta_queryf(txn, &st,
+                                 "SELECT digest FROM blobs_member WHERE ns = ?"
+                                 " AND digest > ? ORDER BY digest LIMIT ?",
+                                 "sbi", pg->ns, pg->after ? pg->after->b : none,
                                  (size_t)(pg->after ? CN_DIGEST_LEN : 0), (int64_t)pg->max + 1);
     while (rc >= 0 && (rc = cn_meta_step(st)) == CN_META_ROW) {
         size_t len = 0;
@@ -341,7 +342,7 @@ cn_err_t cn_blobs_list(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
     if (!ns_ok(ns) || max == 0 || max > CN_BLOBS_LIST_MAX)
         return CN_E_INVALID;
     CN_TRY(cn__blobs_authorize(b, c, ns, CN_NS_READ));
-    digest_page_t pg = {ns, after, max, out, 0, false};
+    digest_page_t pg = { ns, after, max, out, 0, false };
     cn_err_t rc = cn_meta_run(b->meta, CN_META_RUN_READ | CN_META_RETRY, list_body, &pg);
     if (rc >= 0) {
         *n = pg.n;

@@ -21,9 +21,9 @@ typedef struct cn__tok {
     char id[CN_BLOBS_TOKEN_LEN + 1];
     char ns[CN_NAMESPACE_MAX + 1];
     cn_digest_t d;
-    cn_store_guard_t *guard;        /* pin_ttl_ms == 0 */
-    uint64_t pin_id;                /* pin_ttl_ms > 0 */
-    int64_t expires_ms;             /* 0 = never */
+    cn_store_guard_t *guard; /* pin_ttl_ms == 0 */
+    uint64_t pin_id;         /* pin_ttl_ms > 0 */
+    int64_t expires_ms;      /* 0 = never */
     struct cn__tok *hnext;
     struct cn__tok *older, *younger;
 } cn__tok_t;
@@ -31,7 +31,7 @@ typedef struct cn__tok {
 typedef struct cn__tokens {
     pthread_mutex_t mu;
     cn__tok_t **buckets;
-    size_t nbuckets;                /* a power of two */
+    size_t nbuckets; /* a power of two */
     size_t count;
     cn__tok_t *oldest, *youngest;
 } cn__tokens_t;
@@ -51,8 +51,8 @@ struct cn_blobs {
     pthread_cond_t fan_cv;
     cn__bcast_t *bcasts;
     bool shutdown;
-    size_t resuming;                /* taps resumed whose reader has not run again */
-    size_t queued;                  /* bytes queued over all taps (fanout budget) */
+    size_t resuming; /* taps resumed whose reader has not run again */
+    size_t queued;   /* bytes queued over all taps (fanout budget) */
     struct {
         _Atomic uint64_t puts, put_bytes, fetches_store, fetches_fanout, misses, taps_dropped,
             broadcasts;
@@ -60,8 +60,7 @@ struct cn_blobs {
 };
 
 /* blobs.c */
-cn_err_t cn__blobs_authorize(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns,
-                             uint32_t action);
+cn_err_t cn__blobs_authorize(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns, uint32_t action);
 /* *member = ns's membership holds d (one read transaction). */
 cn_err_t cn__blobs_is_member(cn_blobs_t *b, const char *ns, const cn_digest_t *d, bool *member);
 /* Records d (len bytes) as a member of ns; committed before return. */

@@ -28,7 +28,12 @@
 #include <string.h>
 #include <time.h>
 
-enum { BC_LIVE = 0, BC_DONE, BC_FAILED, BC_SHUTDOWN };
+enum {
+    BC_LIVE = 0,
+    BC_DONE,
+    BC_FAILED,
+    BC_SHUTDOWN
+};
 
 typedef struct cn__chunk {
     struct cn__chunk *next;
@@ -42,8 +47,8 @@ struct cn__tap {
     cn__chunk_t *head, *tail;
     size_t queued;
     bool dropped;
-    bool waiting;                   /* suspended through w, to be resumed once */
-    bool resumed;                   /* resumed; counted in b->resuming until it reads */
+    bool waiting; /* suspended through w, to be resumed once */
+    bool resumed; /* resumed; counted in b->resuming until it reads */
     cn_blobs_waiter_t w;
 };
 
@@ -51,7 +56,7 @@ struct cn__bcast {
     char ns[CN_NAMESPACE_MAX + 1];
     cn_digest_t d;
     int state;
-    int refs;                       /* the putter + each tap */
+    int refs; /* the putter + each tap */
     bool registered;
     cn__tap_t *taps;
     cn__bcast_t *next;
@@ -128,7 +133,7 @@ cn_err_t cn__bcast_start(cn_blobs_t *b, const char *ns, const cn_digest_t *d, cn
     }
     pthread_mutex_unlock(&b->fan_mu);
     if (taken) {
-        free(bc);                   /* another put of it broadcasts already */
+        free(bc); /* another put of it broadcasts already */
         return CN_OK;
     }
     atomic_fetch_add(&b->n.broadcasts, 1);
@@ -223,8 +228,7 @@ cn_err_t cn__tap_open(cn_blobs_t *b, const char *ns, const cn_digest_t *d, cn__t
     return CN_OK;
 }
 
-ssize_t cn__tap_read(cn_blobs_t *b, cn__tap_t *t, void *buf, size_t max,
-                     const cn_blobs_waiter_t *w)
+ssize_t cn__tap_read(cn_blobs_t *b, cn__tap_t *t, void *buf, size_t max, const cn_blobs_waiter_t *w)
 {
     pthread_mutex_lock(&b->fan_mu);
     settle(b, t);

@@ -28,19 +28,21 @@ struct cn_blobs_fetch {
     cn_digest_t d;
     cn_blobs_ack_t ack;
     cn__tap_t *tap;
-    int fd;                         /* raw blob, or -1 (LZ4 form: read_range) */
+    int fd; /* raw blob, or -1 (LZ4 form: read_range) */
     size_t nr;
-    cn_blobs_range_t *r;            /* clamped */
-    cn_digest_t *expect;            /* per range: what the served bytes must hash to */
+    cn_blobs_range_t *r; /* clamped */
+    cn_digest_t *expect; /* per range: what the served bytes must hash to */
     uint64_t *slen;
     size_t cur;
-    uint64_t done;                  /* bytes of r[cur] served */
+    uint64_t done; /* bytes of r[cur] served */
     cn_blake3_t h;
 };
 
 static cn_err_t discard(void *ctx, const void *p, size_t n)
 {
-    (void)ctx; (void)p; (void)n;
+    (void)ctx;
+    (void)p;
+    (void)n;
     return CN_OK;
 }
 
@@ -123,8 +125,7 @@ cn_err_t cn_blobs_fetch_open(cn_blobs_t *b, cn_blobs_caller_t *c, const char *ns
     cn_err_t rc = cn__blobs_is_member(b, ns, d, &member);
     if (rc >= 0 && !member) {
         rc = cn__tap_open(b, ns, d, &f->tap);
-        if (rc == CN_E_NOT_FOUND && (rc = cn__blobs_is_member(b, ns, d, &member)) >= 0 &&
-            !member)
+        if (rc == CN_E_NOT_FOUND && (rc = cn__blobs_is_member(b, ns, d, &member)) >= 0 && !member)
             rc = CN_E_NOT_FOUND;
     }
     if (rc >= 0 && f->tap && n) {
@@ -162,12 +163,11 @@ cn_err_t cn_blobs_fetch_take_fd(cn_blobs_fetch_t *f, int *fd, uint64_t *len)
     *fd = f->fd;
     *len = f->ack.total;
     f->fd = -1;
-    f->cur = f->nr;                 /* read() has nothing left */
+    f->cur = f->nr; /* read() has nothing left */
     return CN_OK;
 }
 
-ssize_t cn_blobs_fetch_read(cn_blobs_fetch_t *f, void *buf, size_t max,
-                            const cn_blobs_waiter_t *w)
+ssize_t cn_blobs_fetch_read(cn_blobs_fetch_t *f, void *buf, size_t max, const cn_blobs_waiter_t *w)
 {
     if (f->tap)
         return cn__tap_read(f->b, f->tap, buf, max, w);
@@ -196,11 +196,11 @@ ssize_t cn_blobs_fetch_read(cn_blobs_fetch_t *f, void *buf, size_t max,
         if (k < 0)
             return -errno;
         if (k == 0)
-            return CN_E_CORRUPT;    /* shorter than its length */
+            return CN_E_CORRUPT; /* shorter than its length */
         got = (size_t)k;
     } else {
-        cn_err_t rc = cn_store_read_range_buf(f->b->store, &f->d, r->off + f->done, buf, want,
-                                              &got, NULL);
+        cn_err_t rc =
+            cn_store_read_range_buf(f->b->store, &f->d, r->off + f->done, buf, want, &got, NULL);
         if (rc < 0)
             return rc;
         if (got == 0)

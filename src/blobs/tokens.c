@@ -89,7 +89,7 @@ static void grow_locked(cn__tokens_t *t)
     size_t nb = t->nbuckets * 2;
     cn__tok_t **nbk = calloc(nb, sizeof *nbk);
     if (!nbk)
-        return;                 /* keep the smaller table: slower, still correct */
+        return; /* keep the smaller table: slower, still correct */
     for (size_t i = 0; i < t->nbuckets; i++) {
         cn__tok_t *e = t->buckets[i];
         while (e) {
@@ -201,7 +201,7 @@ cn_err_t cn__tok_renew(cn_blobs_t *b, const char *ns, const cn_digest_t *d, cons
         release(b, e);
         return CN_OK;
     }
-    if (!e->expires_ms) {                     /* process-lifetime guard */
+    if (!e->expires_ms) { /* process-lifetime guard */
         list_unlink(t, e);
         list_push_young(t, e);
         pthread_mutex_unlock(&t->mu);
@@ -221,7 +221,7 @@ cn_err_t cn__tok_renew(cn_blobs_t *b, const char *ns, const cn_digest_t *d, cons
     uint64_t old_pin = 0;
     bool swapped = false;
     pthread_mutex_lock(&t->mu);
-    e = *slot_of(t, token);                   /* it may have ended meanwhile */
+    e = *slot_of(t, token); /* it may have ended meanwhile */
     if (e && e->expires_ms > cn_wall_ms()) {
         old_pin = e->pin_id;
         e->pin_id = pin_id;

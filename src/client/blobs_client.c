@@ -20,7 +20,7 @@
 struct cn_blobc {
     CURL *curl;
     char *base;
-    char *auth;                 /* "Authorization: Bearer ..." or NULL */
+    char *auth; /* "Authorization: Bearer ..." or NULL */
     cn_blobc_error_t err;
 };
 
@@ -77,16 +77,16 @@ const cn_blobc_error_t *cn_blobc_error(const cn_blobc_t *c)
 typedef struct {
     cn_blobc_t *c;
     long status;
-    cn_buf_t body;              /* JSON answers and error bodies */
+    cn_buf_t body; /* JSON answers and error bodies */
     size_t body_cap;
-    char *open;                 /* Cairn-Open */
+    char *open; /* Cairn-Open */
     /* streaming get */
     bool streaming;
     cn_blobc_sink_fn sink;
     void *sink_ctx;
     cn_err_t sink_err;
     cn_blake3_t h;
-    uint8_t *hbuf;              /* bytes gathered into large updates (see hash_add) */
+    uint8_t *hbuf; /* bytes gathered into large updates (see hash_add) */
     size_t hlen;
     uint64_t received, total;
     cn_blobc_progress_fn progress;
@@ -151,7 +151,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ctx)
         free(x->open);
         x->open = strndup(v, vl);
     } else if (len > 5 && !strncmp(p, "HTTP/", 5)) {
-        free(x->open);          /* a new response (after a 100 Continue) */
+        free(x->open); /* a new response (after a 100 Continue) */
         x->open = NULL;
     }
     return len;
@@ -341,8 +341,8 @@ static bool parse_hex(json_t *v, cn_digest_t *out)
 cn_err_t cn_blobc_stat(cn_blobc_t *c, const char *ns, const cn_digest_t *d, uint64_t *len)
 {
     json_t *res = NULL;
-    CN_TRY(call(c, "blobs/stat", json_pack("{s:s,s:o}", "namespace", ns, "digest", hex_of(d)),
-                &res));
+    CN_TRY(
+        call(c, "blobs/stat", json_pack("{s:s,s:o}", "namespace", ns, "digest", hex_of(d)), &res));
     json_t *v = json_object_get(res, "len");
     cn_err_t rc = json_is_integer(v) && json_integer_value(v) >= 0 ? CN_OK : CN_E_PROTOCOL;
     if (rc == CN_OK)
@@ -394,8 +394,8 @@ cn_err_t cn_blobc_delete(cn_blobc_t *c, const char *ns, const cn_digest_t *d, si
         for (size_t i = 0; arr && i < k; i++)
             json_array_append_new(arr, hex_of(&d[off + i]));
         json_t *res = NULL;
-        CN_TRY(call(c, "blobs/delete", json_pack("{s:s,s:o}", "namespace", ns, "digests", arr),
-                    &res));
+        CN_TRY(
+            call(c, "blobs/delete", json_pack("{s:s,s:o}", "namespace", ns, "digests", arr), &res));
         json_t *v = json_object_get(res, "removed");
         cn_err_t rc = json_is_integer(v) ? CN_OK : CN_E_PROTOCOL;
         total += rc == CN_OK ? (size_t)json_integer_value(v) : 0;
@@ -493,16 +493,15 @@ static ssize_t mem_source(void *ctx, void *buf, size_t max)
 cn_err_t cn_blobc_put_buf(cn_blobc_t *c, const char *ns, const void *p, size_t n,
                           cn_blobc_put_result_t *out)
 {
-    membuf_t m = {p, n, 0};
+    membuf_t m = { p, n, 0 };
     cn_digest_t d;
     cn_blake3(p, n, &d);
     return cn_blobc_put(c, ns, &d, (int64_t)n, mem_source, &m, NULL, NULL, out);
 }
 
-cn_err_t cn_blobc_get(cn_blobc_t *c, const char *ns, const cn_digest_t *d,
-                      const uint64_t range[2], cn_blobc_sink_fn sink, void *sink_ctx,
-                      cn_blobc_progress_fn progress, void *progress_ctx,
-                      cn_blobc_get_info_t *info)
+cn_err_t cn_blobc_get(cn_blobc_t *c, const char *ns, const cn_digest_t *d, const uint64_t range[2],
+                      cn_blobc_sink_fn sink, void *sink_ctx, cn_blobc_progress_fn progress,
+                      void *progress_ctx, cn_blobc_get_info_t *info)
 {
     cn_blobc_get_info_t dummy;
     if (!info)
@@ -510,8 +509,8 @@ cn_err_t cn_blobc_get(cn_blobc_t *c, const char *ns, const cn_digest_t *d,
     memset(info, 0, sizeof *info);
     json_t *p = json_pack("{s:s,s:o}", "namespace", ns, "digest", hex_of(d));
     if (p && range)
-        json_object_set_new(p, "ranges", json_pack("[[I,I]]", (json_int_t)range[0],
-                                                   (json_int_t)range[1]));
+        json_object_set_new(p, "ranges",
+                            json_pack("[[I,I]]", (json_int_t)range[0], (json_int_t)range[1]));
     char *text = p ? json_dumps(p, JSON_COMPACT) : NULL;
     json_decref(p);
     if (!text)
@@ -523,7 +522,7 @@ cn_err_t cn_blobc_get(cn_blobc_t *c, const char *ns, const cn_digest_t *d,
     x.sink_ctx = sink_ctx;
     x.progress = progress;
     x.progress_ctx = progress_ctx;
-    x.hbuf = malloc(HASH_BUF);      /* NULL: hash piece by piece, slower, still right */
+    x.hbuf = malloc(HASH_BUF); /* NULL: hash piece by piece, slower, still right */
     cn_blake3_init(&x.h);
     cn_err_t rc = perform(c, "/_cairn/ops/channels/blobs/sub", text, &x, NULL, 0);
     free(text);
@@ -539,7 +538,7 @@ cn_err_t cn_blobc_get(cn_blobc_t *c, const char *ns, const cn_digest_t *d,
     if (rc >= 0 && (!src || (!info->fanout && strcmp(src, "store") != 0)))
         rc = CN_E_PROTOCOL;
     if (rc == CN_E_CLOSED && info->fanout)
-        rc = CN_E_DIGEST_MISMATCH;      /* a cut tap: the hash check cannot pass */
+        rc = CN_E_DIGEST_MISMATCH; /* a cut tap: the hash check cannot pass */
     if (rc >= 0) {
         cn_digest_t got, want = *d;
         hash_final(&x, &got);

@@ -10,7 +10,7 @@
 #include <openssl/ssl.h>
 #include <pthread.h>
 
-#define CN__IO_BUF (64 * 1024)   /* the spec's 64 KiB buffered reader and writer */
+#define CN__IO_BUF (64 * 1024) /* the spec's 64 KiB buffered reader and writer */
 
 typedef struct cn__jconn cn__jconn_t;
 
@@ -19,29 +19,29 @@ typedef struct cn__jcfg {
     char host[256];
     char port[8];
     char *token;
-    SSL_CTX *ssl_ctx;        /* NULL: plaintext */
+    SSL_CTX *ssl_ctx; /* NULL: plaintext */
     int connect_timeout_ms;
     int io_timeout_ms;
 } cn__jcfg_t;
 
 /* One request/response exchange. */
 typedef struct cn__jcall {
-    const uint8_t *frame;        /* header + metadata; the header declares data_len */
+    const uint8_t *frame; /* header + metadata; the header declares data_len */
     size_t frame_len;
-    cn_client_body_t *body;      /* the data_len body bytes; NULL when data_len is 0 */
-    cn_client_sink_t *sink;      /* where an OK response's body goes; NULL: none expected */
-    int reply_timeout_ms;        /* > 0: how long to await the response once the request
+    cn_client_body_t *body; /* the data_len body bytes; NULL when data_len is 0 */
+    cn_client_sink_t *sink; /* where an OK response's body goes; NULL: none expected */
+    int reply_timeout_ms;   /* > 0: how long to await the response once the request
                                   * is sent, when the server works before it answers */
     /* Filled by cn__jconn_call: */
-    cn_jay_hdr_t rh;             /* the response header */
-    cn_buf_t rmeta;              /* its metadata (owned; the caller frees) */
-    int64_t served;              /* response body bytes delivered to sink */
-    bool got_byte;               /* a response byte was read */
+    cn_jay_hdr_t rh; /* the response header */
+    cn_buf_t rmeta;  /* its metadata (owned; the caller frees) */
+    int64_t served;  /* response body bytes delivered to sink */
+    bool got_byte;   /* a response byte was read */
 } cn__jcall_t;
 
 /* Dials, (TLS), handshakes.  Errors as documented in client.h, with err filled. */
 cn_err_t cn__jconn_open(const cn__jcfg_t *cfg, cn__jconn_t **out, cn_jay_error_t *err);
-void cn__jconn_close(cn__jconn_t *c);   /* accepts NULL */
+void cn__jconn_close(cn__jconn_t *c); /* accepts NULL */
 
 /* Sends call->frame and body, reads the response header and metadata, and
  * streams the body to the sink (or drains it).  CN_OK means a whole response
@@ -61,7 +61,10 @@ struct cn_client {
     int complete_ms;
     unsigned max_idle;
     pthread_mutex_t mu;
-    struct cn__idle { cn__jconn_t *conn; int64_t since_ms; } *idle;
+    struct cn__idle {
+        cn__jconn_t *conn;
+        int64_t since_ms;
+    } * idle;
     size_t n_idle;
     cn_client_stats_t stats;
 };

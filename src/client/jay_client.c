@@ -152,29 +152,28 @@ static cn_err_t copy_written(const cn_jay_resp_t *r, cn_client_written_t *w)
 static cn_err_t map_answer(uint8_t status, cn_jay_str_t code)
 {
     switch (cn_jay_code_parse(code.p, code.len)) {
-    case CN_JAY_CODE_ACCESS_DENIED:         return CN_E_DENIED;
+    case CN_JAY_CODE_ACCESS_DENIED: return CN_E_DENIED;
     case CN_JAY_CODE_BUCKET_ALREADY_EXISTS: return CN_E_EXISTS;
-    case CN_JAY_CODE_BUCKET_NOT_EMPTY:      return CN_E_NOT_EMPTY;
-    case CN_JAY_CODE_ENTITY_TOO_LARGE:      return CN_E_TOO_LARGE;
-    case CN_JAY_CODE_INTERNAL_ERROR:        return -EIO;
+    case CN_JAY_CODE_BUCKET_NOT_EMPTY: return CN_E_NOT_EMPTY;
+    case CN_JAY_CODE_ENTITY_TOO_LARGE: return CN_E_TOO_LARGE;
+    case CN_JAY_CODE_INTERNAL_ERROR: return -EIO;
     case CN_JAY_CODE_INVALID_ARGUMENT:
-    case CN_JAY_CODE_INVALID_BUCKET_NAME:   return CN_E_INVALID;
-    case CN_JAY_CODE_INVALID_RANGE:         return CN_E_RANGE;
+    case CN_JAY_CODE_INVALID_BUCKET_NAME: return CN_E_INVALID;
+    case CN_JAY_CODE_INVALID_RANGE: return CN_E_RANGE;
     case CN_JAY_CODE_NO_SUCH_BUCKET:
-    case CN_JAY_CODE_NO_SUCH_KEY:           return CN_E_NOT_FOUND;
-    case CN_JAY_CODE_NO_SUCH_UPLOAD:        return CN_E_NO_UPLOAD;
-    case CN_JAY_CODE_RATE_LIMIT_EXCEEDED:   return CN_E_RATE_LIMITED;
-    case CN_JAY_CODE_UNKNOWN_OP:            return CN_E_UNSUPPORTED;
-    default:
-        break;
+    case CN_JAY_CODE_NO_SUCH_KEY: return CN_E_NOT_FOUND;
+    case CN_JAY_CODE_NO_SUCH_UPLOAD: return CN_E_NO_UPLOAD;
+    case CN_JAY_CODE_RATE_LIMIT_EXCEEDED: return CN_E_RATE_LIMITED;
+    case CN_JAY_CODE_UNKNOWN_OP: return CN_E_UNSUPPORTED;
+    default: break;
     }
     /* A code this client does not know: the status still classifies it. */
     switch (status) {
-    case CN_JAY_ST_NOT_FOUND:   return CN_E_NOT_FOUND;
-    case CN_JAY_ST_CONFLICT:    return CN_E_CONFLICT;
+    case CN_JAY_ST_NOT_FOUND: return CN_E_NOT_FOUND;
+    case CN_JAY_ST_CONFLICT: return CN_E_CONFLICT;
     case CN_JAY_ST_BAD_REQUEST: return CN_E_INVALID;
-    case CN_JAY_ST_FORBIDDEN:   return CN_E_DENIED;
-    default:                    return -EIO;
+    case CN_JAY_ST_FORBIDDEN: return CN_E_DENIED;
+    default: return -EIO;
     }
 }
 
@@ -191,7 +190,7 @@ static cn_err_t exchange(cn_client_t *cl, const cn_jay_req_t *q, cn_client_body_
                          cn_client_sink_t *sink, cn__jcall_t *call, cn_jay_resp_t *resp,
                          cn_jay_error_t *err)
 {
-    cn_buf_t frame = {0};
+    cn_buf_t frame = { 0 };
     int64_t data_len = body ? body->len : 0;
     if (err)
         memset(err, 0, sizeof *err);
@@ -243,15 +242,14 @@ static cn_err_t exchange(cn_client_t *cl, const cn_jay_req_t *q, cn_client_body_
             cn__err_set(err, "undecodable error answer (status 0x%02x)", call->rh.code);
             if (err)
                 err->status = call->rh.code;
-            e = map_answer(call->rh.code, (cn_jay_str_t){"", 0});
+            e = map_answer(call->rh.code, (cn_jay_str_t){ "", 0 });
             goto out;
         }
         if (err) {
             memset(err, 0, sizeof *err);
             err->status = call->rh.code;
             snprintf(err->code, sizeof err->code, "%.*s", (int)er.code.len, er.code.p);
-            snprintf(err->message, sizeof err->message, "%.*s", (int)er.message.len,
-                     er.message.p);
+            snprintf(err->message, sizeof err->message, "%.*s", (int)er.message.len, er.message.p);
         }
         e = map_answer(call->rh.code, er.code);
         goto out;
@@ -267,20 +265,26 @@ out:
 }
 
 /* Slices of C strings, refusing (not truncating) what the wire cannot carry. */
-#define MAKE(field, s) do { \
-    if (cn_jay_str_make((s), &(field)) != CN_OK) { \
-        cn__err_set(err, "%s is longer than 65535 bytes", #field); \
-        return CN_E_LIMIT; \
-    } } while (0)
+#define MAKE(field, s)                                                 \
+    do {                                                               \
+        if (cn_jay_str_make((s), &(field)) != CN_OK) {                 \
+            cn__err_set(err, "%s is longer than 65535 bytes", #field); \
+            return CN_E_LIMIT;                                         \
+        }                                                              \
+    } while (0)
 
 /* The (bucket, key) that object requests start with, then the upload id of
  * the multipart ones. */
-#define MAKE_OBJECT(b, k) do { \
-    MAKE(q.bucket, (b)); \
-    MAKE(q.key, (k)); } while (0)
-#define MAKE_UPLOAD(b, k, u) do { \
-    MAKE_OBJECT((b), (k)); \
-    MAKE(q.upload_id, (u)); } while (0)
+#define MAKE_OBJECT(b, k)    \
+    do {                     \
+        MAKE(q.bucket, (b)); \
+        MAKE(q.key, (k));    \
+    } while (0)
+#define MAKE_UPLOAD(b, k, u)    \
+    do {                        \
+        MAKE_OBJECT((b), (k));  \
+        MAKE(q.upload_id, (u)); \
+    } while (0)
 
 static cn_err_t simple(cn_client_t *cl, const cn_jay_req_t *q, cn_jay_error_t *err)
 {
@@ -382,7 +386,7 @@ cn_err_t cn_client_put_object(cn_client_t *c, const char *bucket, const char *ke
                               const cn_client_put_opts_t *opts, cn_client_body_t *body,
                               cn_client_written_t *out, cn_jay_error_t *err)
 {
-    static const cn_client_put_opts_t none = {0};
+    static const cn_client_put_opts_t none = { 0 };
     cn_jay_req_t q = { .op = CN_JAY_OP_PUT_OBJECT };
     cn_err_t e;
     if (!opts)
@@ -431,8 +435,7 @@ static cn_err_t get_common(cn_client_t *c, cn_jay_req_t *q, cn_client_sink_t *si
 }
 
 cn_err_t cn_client_get_object(cn_client_t *c, const char *bucket, const char *key,
-                              cn_client_sink_t *sink, cn_client_object_t *info,
-                              cn_jay_error_t *err)
+                              cn_client_sink_t *sink, cn_client_object_t *info, cn_jay_error_t *err)
 {
     cn_jay_req_t q = { .op = CN_JAY_OP_GET_OBJECT };
     if (info)
@@ -473,7 +476,7 @@ cn_err_t cn_client_list_objects(cn_client_t *c, const char *bucket,
                                 const cn_client_list_opts_t *opts, cn_client_listing_t *out,
                                 cn_jay_error_t *err)
 {
-    static const cn_client_list_opts_t none = {0};
+    static const cn_client_list_opts_t none = { 0 };
     cn_jay_req_t q = { .op = CN_JAY_OP_LIST_OBJECTS };
     if (!opts)
         opts = &none;
@@ -533,8 +536,7 @@ cn_err_t cn_client_copy_object(cn_client_t *c, const char *src_bucket, const cha
 }
 
 cn_err_t cn_client_create_multipart(cn_client_t *c, const char *bucket, const char *key,
-                                    const char *content_type, char **upload_id,
-                                    cn_jay_error_t *err)
+                                    const char *content_type, char **upload_id, cn_jay_error_t *err)
 {
     cn_jay_req_t q = { .op = CN_JAY_OP_CREATE_MULTIPART };
     *upload_id = NULL;
@@ -558,9 +560,8 @@ cn_err_t cn_client_create_multipart(cn_client_t *c, const char *bucket, const ch
 }
 
 cn_err_t cn_client_upload_part(cn_client_t *c, const char *bucket, const char *key,
-                               const char *upload_id, int32_t part_number,
-                               cn_client_body_t *body, cn_client_written_t *out,
-                               cn_jay_error_t *err)
+                               const char *upload_id, int32_t part_number, cn_client_body_t *body,
+                               cn_client_written_t *out, cn_jay_error_t *err)
 {
     cn_jay_req_t q = { .op = CN_JAY_OP_UPLOAD_PART, .part_number = part_number };
     written_init(out);
@@ -569,13 +570,13 @@ cn_err_t cn_client_upload_part(cn_client_t *c, const char *bucket, const char *k
 }
 
 cn_err_t cn_client_complete_multipart(cn_client_t *c, const char *bucket, const char *key,
-                                      const char *upload_id, const int32_t *parts,
-                                      size_t n_parts, cn_client_written_t *out,
-                                      cn_jay_error_t *err)
+                                      const char *upload_id, const int32_t *parts, size_t n_parts,
+                                      cn_client_written_t *out, cn_jay_error_t *err)
 {
     static const int32_t no_parts[1];
     cn_jay_req_t q = { .op = CN_JAY_OP_COMPLETE_MULTIPART,
-                       .parts = parts ? parts : no_parts, .n_parts = parts ? n_parts : 0 };
+                       .parts = parts ? parts : no_parts,
+                       .n_parts = parts ? n_parts : 0 };
     written_init(out);
     MAKE_UPLOAD(bucket, key, upload_id);
     return written_call(c, &q, NULL, out, err);

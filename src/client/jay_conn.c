@@ -25,12 +25,12 @@
 
 struct cn__jconn {
     int fd;
-    int io_timeout_ms;       /* the receive timeout between bytes */
+    int io_timeout_ms; /* the receive timeout between bytes */
     SSL *ssl;
-    bool broken;             /* a failure left the stream in an unknown state */
-    uint8_t *rbuf;           /* CN__IO_BUF bytes; [rpos, rlen) unread */
+    bool broken;   /* a failure left the stream in an unknown state */
+    uint8_t *rbuf; /* CN__IO_BUF bytes; [rpos, rlen) unread */
     size_t rpos, rlen;
-    uint8_t *wbuf;           /* CN__IO_BUF bytes; [0, wlen) unsent */
+    uint8_t *wbuf; /* CN__IO_BUF bytes; [0, wlen) unsent */
     size_t wlen;
 };
 
@@ -57,7 +57,10 @@ static cn_err_t errno_err(int e)
 /* TLS writes go through write(2), which raises SIGPIPE on a reset peer.  A
  * library may not change the process's signal disposition, so the signal is
  * blocked on this thread for the write and any pending one is consumed. */
-typedef struct { sigset_t old; bool pending_before; } sigpipe_guard_t;
+typedef struct {
+    sigset_t old;
+    bool pending_before;
+} sigpipe_guard_t;
 
 static void sigpipe_block(sigpipe_guard_t *g)
 {
@@ -77,8 +80,9 @@ static void sigpipe_unblock(sigpipe_guard_t *g)
         sigaddset(&set, SIGPIPE);
         sigpending(&pending);
         if (sigismember(&pending, SIGPIPE)) {
-            struct timespec zero = {0, 0};
-            while (sigtimedwait(&set, NULL, &zero) < 0 && errno == EINTR) {}
+            struct timespec zero = { 0, 0 };
+            while (sigtimedwait(&set, NULL, &zero) < 0 && errno == EINTR) {
+            }
         }
     }
     pthread_sigmask(SIG_SETMASK, &g->old, NULL);
@@ -203,7 +207,7 @@ static void set_rcv_timeout(int fd, int ms)
 
 static cn_err_t dial(const cn__jcfg_t *cfg, int *out, cn_jay_error_t *err)
 {
-    struct addrinfo hints = {0}, *res = NULL;
+    struct addrinfo hints = { 0 }, *res = NULL;
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     int g = getaddrinfo(cfg->host, cfg->port, &hints, &res);
@@ -213,8 +217,8 @@ static cn_err_t dial(const cn__jcfg_t *cfg, int *out, cn_jay_error_t *err)
     }
     cn_err_t last = -ECONNREFUSED;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
-                        ai->ai_protocol);
+        int fd =
+            socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
         if (fd < 0) {
             last = -errno;
             continue;
@@ -259,7 +263,7 @@ static cn_err_t dial(const cn__jcfg_t *cfg, int *out, cn_jay_error_t *err)
 
 static cn_err_t handshake(cn__jconn_t *c, const cn__jcfg_t *cfg, cn_jay_error_t *err)
 {
-    cn_buf_t hello = {0};
+    cn_buf_t hello = { 0 };
     cn_err_t e = cn_jay_hello_encode(&hello, cfg->token, strlen(cfg->token));
     if (e) {
         cn__err_set(err, "the credential cannot be sent (%s)", cn_strerror(e));
@@ -293,8 +297,7 @@ static cn_err_t handshake(cn__jconn_t *c, const cn__jcfg_t *cfg, cn_jay_error_t 
         return CN_E_PROTOCOL;
     }
     switch (w.status) {
-    case CN_JAY_HS_OK:
-        return CN_OK;
+    case CN_JAY_HS_OK: return CN_OK;
     case CN_JAY_HS_AUTH_FAILED:
         cn__err_set(err, "authentication failed: credentials rejected");
         e = CN_E_AUTH;
@@ -423,7 +426,7 @@ static bool idle_socket_ok(cn__jconn_t *c)
 bool cn__jconn_alive(cn__jconn_t *c)
 {
     if (!c->broken && !idle_socket_ok(c))
-        c->broken = true;   /* nothing more may be written on it, not even a TLS close */
+        c->broken = true; /* nothing more may be written on it, not even a TLS close */
     return !c->broken;
 }
 
@@ -445,7 +448,7 @@ static cn_err_t send_body(cn__jconn_t *c, cn_client_body_t *b, int64_t len)
                 if (n < 0 && errno == EINTR)
                     continue;
                 if (n < 0 && (errno == EINVAL || errno == ENOSYS) && sent == 0)
-                    break;   /* this pair cannot sendfile: fall back to copying */
+                    break; /* this pair cannot sendfile: fall back to copying */
                 if (n < 0)
                     return errno_err(errno);
                 if (n == 0)

@@ -27,7 +27,7 @@ cn_err_t cn_client_parse_endpoint(const char *ep, char *host, size_t host_cap, u
     } else {
         const char *colon = strrchr(ep, ':');
         if (colon && strchr(ep, ':') != colon)
-            return CN_E_INVALID;   /* a bare IPv6 address needs brackets */
+            return CN_E_INVALID; /* a bare IPv6 address needs brackets */
         hend = colon ? colon : ep + strlen(ep);
         p = colon ? colon + 1 : NULL;
     }
@@ -186,7 +186,7 @@ cn_err_t cn__pool_get(cn_client_t *cl, bool fresh, cn__jconn_t **out, bool *reus
         cn__jconn_t *c = NULL;
         pthread_mutex_lock(&cl->mu);
         if (cl->n_idle > 0)
-            c = cl->idle[--cl->n_idle].conn;   /* most recently used first */
+            c = cl->idle[--cl->n_idle].conn; /* most recently used first */
         else
             cl->stats.dials++;
         pthread_mutex_unlock(&cl->mu);

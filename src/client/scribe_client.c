@@ -29,21 +29,21 @@ struct cn_scribe_client {
     bool lz4;
     int connect_ms, io_ms;
     int fd;
-    uint8_t compression;        /* accepted by the server */
+    uint8_t compression; /* accepted by the server */
     uint64_t rid;
     cn_buf_t out, in;
-    uint8_t *blk, *blk2;        /* LZ4 block buffers */
-    uint8_t *rbuf;              /* receive buffer: small reads are served from it */
+    uint8_t *blk, *blk2; /* LZ4 block buffers */
+    uint8_t *rbuf;       /* receive buffer: small reads are served from it */
     size_t rpos, rlen;
     uint64_t sent, received;
-    uint64_t session;           /* the session hello-ok named */
-    uint64_t bind;              /* a data connection: the session it binds to */
-    int ndata;                  /* data connections transfers may use */
+    uint64_t session; /* the session hello-ok named */
+    uint64_t bind;    /* a data connection: the session it binds to */
+    int ndata;        /* data connections transfers may use */
     cn_scribe_client_t *data[CN_SCRIBE_CLIENT_MAX_DATA];
-    cn_scribe_client_t *root;   /* the control client (itself when it is one) */
+    cn_scribe_client_t *root; /* the control client (itself when it is one) */
     cn_scribe_client_progress_fn progress;
     void *pctx;
-    pthread_mutex_t pmu;        /* serializes progress calls (root only) */
+    pthread_mutex_t pmu; /* serializes progress calls (root only) */
 };
 
 /* Reports n object bytes moved, through the root's callback. */
@@ -76,22 +76,22 @@ static cn_err_t err_for_code(uint16_t code)
     case CN_SCRIBE_E_REPOSITORY_NOT_FOUND:
     case CN_SCRIBE_E_BRANCH_NOT_FOUND:
     case CN_SCRIBE_E_CHANGE_NOT_FOUND:
-    case CN_SCRIBE_E_OBJECT_MISSING:         return CN_E_NOT_FOUND;
-    case CN_SCRIBE_E_REPOSITORY_EXISTS:      return CN_E_EXISTS;
+    case CN_SCRIBE_E_OBJECT_MISSING: return CN_E_NOT_FOUND;
+    case CN_SCRIBE_E_REPOSITORY_EXISTS: return CN_E_EXISTS;
     case CN_SCRIBE_E_OPERATION_INTENT_MISMATCH:
     case CN_SCRIBE_E_INCARNATION_MISMATCH:
     case CN_SCRIBE_E_NOTE_REVISION_STALE:
     case CN_SCRIBE_E_WORKSPACE_MISMATCH:
-    case CN_SCRIBE_E_INTENT_FINALIZED:       return CN_E_CONFLICT;
+    case CN_SCRIBE_E_INTENT_FINALIZED: return CN_E_CONFLICT;
     case CN_SCRIBE_E_MALFORMED:
-    case CN_SCRIBE_E_OBJECT_INVALID:         return CN_E_INVALID;
-    case CN_SCRIBE_E_BUSY:                   return CN_E_BUSY;
+    case CN_SCRIBE_E_OBJECT_INVALID: return CN_E_INVALID;
+    case CN_SCRIBE_E_BUSY: return CN_E_BUSY;
     case CN_SCRIBE_E_UNSUPPORTED_VERSION:
-    case CN_SCRIBE_E_UNSUPPORTED_OPERATION:  return CN_E_UNSUPPORTED;
+    case CN_SCRIBE_E_UNSUPPORTED_OPERATION: return CN_E_UNSUPPORTED;
     case CN_SCRIBE_E_FORBIDDEN:
-    case CN_SCRIBE_E_UNAUTHENTICATED:        return CN_E_DENIED;
-    case CN_SCRIBE_E_LIMIT_EXCEEDED:         return CN_E_LIMIT;
-    default:                                 return -EIO;
+    case CN_SCRIBE_E_UNAUTHENTICATED: return CN_E_DENIED;
+    case CN_SCRIBE_E_LIMIT_EXCEEDED: return CN_E_LIMIT;
+    default: return -EIO;
     }
 }
 
@@ -139,8 +139,9 @@ static cn_err_t recv_some(cn_scribe_client_t *cl, void *p, size_t n, size_t *got
         }
         if (r < 0 && errno == EINTR)
             continue;
-        cn_err_t e = r == 0 ? CN_E_CLOSED
-                   : errno == EAGAIN || errno == EWOULDBLOCK ? CN_E_TIMEOUT : -errno;
+        cn_err_t e = r == 0                                    ? CN_E_CLOSED
+                     : errno == EAGAIN || errno == EWOULDBLOCK ? CN_E_TIMEOUT
+                                                               : -errno;
         drop(cl);
         return e;
     }
@@ -192,7 +193,7 @@ static cn_err_t dial(cn_scribe_client_t *cl, cn_scribe_cerr_t *err)
         }
         int rc = connect(fd, ai->ai_addr, ai->ai_addrlen);
         if (rc < 0 && errno == EINPROGRESS) {
-            struct pollfd pfd = {fd, POLLOUT, 0};
+            struct pollfd pfd = { fd, POLLOUT, 0 };
             rc = poll(&pfd, 1, cl->connect_ms);
             int so = 0;
             socklen_t sl = sizeof so;
@@ -209,7 +210,7 @@ static cn_err_t dial(cn_scribe_client_t *cl, cn_scribe_cerr_t *err)
             continue;
         }
         fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-        struct timeval tv = {cl->io_ms / 1000, (cl->io_ms % 1000) * 1000};
+        struct timeval tv = { cl->io_ms / 1000, (cl->io_ms % 1000) * 1000 };
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
         int one = 1;
@@ -226,7 +227,7 @@ static cn_err_t dial(cn_scribe_client_t *cl, cn_scribe_cerr_t *err)
 static cn_err_t send_frame(cn_scribe_client_t *cl, uint16_t op, uint16_t flags, const cn_buf_t *p)
 {
     uint8_t h[CN_SCRIBE_HDR_LEN];
-    cn_scribe_hdr_t hdr = {op, flags, ++cl->rid, (uint32_t)p->len};
+    cn_scribe_hdr_t hdr = { op, flags, ++cl->rid, (uint32_t)p->len };
     cn_scribe_hdr_encode(h, &hdr);
     CN_TRY(send_all(cl, h, sizeof h));
     return p->len ? send_all(cl, p->data, p->len) : CN_OK;
@@ -282,7 +283,7 @@ static cn_err_t connect_hello(cn_scribe_client_t *cl, cn_scribe_cerr_t *err)
     if (e >= 0 && cn_scribe_dec_hello_ok(cl->in.data, cl->in.len, false, &ok) < 0)
         e = CN_E_PROTOCOL;
     if (e >= 0 && (ok.codec != cl->codec || ok.compression != (cl->lz4 ? 1 : 0)))
-        e = CN_E_PROTOCOL;     /* a client refuses another codec or compression */
+        e = CN_E_PROTOCOL; /* a client refuses another codec or compression */
     if (e < 0) {
         if (e == CN_E_PROTOCOL)
             set_err(err, 0, "the server's hello-ok is not acceptable");
@@ -344,12 +345,12 @@ cn_err_t cn_scribe_client_new(const cn_scribe_client_cfg_t *cfg, cn_scribe_clien
     cl->connect_ms = cfg && cfg->connect_timeout_ms ? cfg->connect_timeout_ms : 10000;
     cl->io_ms = cfg && cfg->io_timeout_ms ? cfg->io_timeout_ms : 300000;
     cl->bind = cfg ? cfg->bind_session : 0;
-    cl->ndata = !cfg || !cfg->data_conns ? CN_SCRIBE_CLIENT_MAX_DATA
-              : cfg->data_conns < 0 ? 0
-              : cfg->data_conns > CN_SCRIBE_CLIENT_MAX_DATA ? CN_SCRIBE_CLIENT_MAX_DATA
-              : cfg->data_conns;
+    cl->ndata = !cfg || !cfg->data_conns                      ? CN_SCRIBE_CLIENT_MAX_DATA
+                : cfg->data_conns < 0                         ? 0
+                : cfg->data_conns > CN_SCRIBE_CLIENT_MAX_DATA ? CN_SCRIBE_CLIENT_MAX_DATA
+                                                              : cfg->data_conns;
     if (cl->bind)
-        cl->ndata = 0;          /* a data connection opens no data connections */
+        cl->ndata = 0; /* a data connection opens no data connections */
     cl->root = cl;
     pthread_mutex_init(&cl->pmu, NULL);
     cn_err_t e = connect_hello(cl, err);
@@ -409,8 +410,8 @@ static cn_err_t data_conn(cn_scribe_client_t *cl, int k, cn_scribe_client_t **ou
     if (!d) {
         char ep[300];
         snprintf(ep, sizeof ep, "[%s]:%s", cl->host, cl->port);
-        cn_scribe_client_cfg_t cfg = {ep, cl->codec, cl->lz4, cl->connect_ms, cl->io_ms,
-                                      -1, cl->session};
+        cn_scribe_client_cfg_t cfg = { ep,        cl->codec, cl->lz4,    cl->connect_ms,
+                                       cl->io_ms, -1,        cl->session };
         CN_TRY(cn_scribe_client_new(&cfg, &d, err));
         d->root = cl;
         cl->data[k] = d;
@@ -445,7 +446,7 @@ static cn_err_t info_reply(cn_scribe_client_t *cl, cn_scribe_client_repo_t *out)
 cn_err_t cn_scribe_client_repo_create(cn_scribe_client_t *cl, const char *name, uint8_t compression,
                                       cn_scribe_client_repo_t *out, cn_scribe_cerr_t *err)
 {
-    cn_scribe_repo_create_req_t q = {cn_scribe_cstr(name), compression};
+    cn_scribe_repo_create_req_t q = { cn_scribe_cstr(name), compression };
     cn_buf_reset(&cl->out);
     if (cn_scribe_enc_repo_create_req(&cl->out, CODEC(cl), &q) < 0) {
         set_err(err, 0, "a repository name is 1..193 bytes of UTF-8");
@@ -478,7 +479,7 @@ cn_err_t cn_scribe_client_repo_list(cn_scribe_client_t *cl, cn_scribe_client_rep
     size_t tlen = 0;
     bool has = false;
     for (;;) {
-        cn_scribe_repo_list_req_t q = {CN_SCRIBE_MAX_PAGE, has, {token, (uint32_t)tlen}};
+        cn_scribe_repo_list_req_t q = { CN_SCRIBE_MAX_PAGE, has, { token, (uint32_t)tlen } };
         cn_buf_reset(&cl->out);
         CN_TRY(cn_scribe_enc_repo_list_req(&cl->out, CODEC(cl), &q));
         CN_TRY(call(cl, CN_SCRIBE_OP_REPO_LIST, err));
@@ -573,7 +574,7 @@ static cn_err_t send_object(cn_scribe_client_t *cl, const uint8_t *p, size_t n)
         size_t m = n < CN_SCRIBE_BLOCK_MAX ? n : CN_SCRIBE_BLOCK_MAX;
         int enc = LZ4_compress_default((const char *)p, (char *)cl->blk2, (int)m,
                                        LZ4_compressBound(CN_SCRIBE_BLOCK_MAX));
-        cn_scribe_block_t b = {(uint32_t)m, (uint32_t)m, true};
+        cn_scribe_block_t b = { (uint32_t)m, (uint32_t)m, true };
         const uint8_t *data = p;
         if (enc > 0 && (size_t)enc < m) {
             b.stored = (uint32_t)enc;
@@ -612,12 +613,13 @@ static cn_err_t put_serial(cn_scribe_client_t *cl, const uint8_t repo[16],
         uint64_t total = 0;
         while (at + m < n && m < CN_SCRIBE_MAX_BATCH &&
                total + objs[at + m].len <= PUT_BATCH_BYTES) {
-            items[m] = (cn_scribe_put_item_t){objs[at + m].kind, objs[at + m].id, objs[at + m].len};
+            items[m] =
+                (cn_scribe_put_item_t){ objs[at + m].kind, objs[at + m].id, objs[at + m].len };
             total += objs[at + m].len;
             m++;
         }
         if (!m) {
-            items[0] = (cn_scribe_put_item_t){objs[at].kind, objs[at].id, objs[at].len};
+            items[0] = (cn_scribe_put_item_t){ objs[at].kind, objs[at].id, objs[at].len };
             m = 1;
         }
         if ((e = ensure(cl, err)) < 0)
@@ -658,8 +660,8 @@ static cn_err_t put_serial(cn_scribe_client_t *cl, const uint8_t repo[16],
 typedef struct lane {
     cn_scribe_client_t *cl;
     const uint8_t *repo;
-    const cn_scribe_client_obj_t *objs;         /* put */
-    const cn_scribe_client_ref_t *refs;         /* get */
+    const cn_scribe_client_obj_t *objs; /* put */
+    const cn_scribe_client_ref_t *refs; /* get */
     size_t off, n;
     unsigned index;
     cn_scribe_client_lane_sink_fn sink;
@@ -683,7 +685,7 @@ static int lanes_open(cn_scribe_client_t *cl, lane_t *ls, int want, cn_scribe_ce
     ls[0].cl = cl;
     for (; k < want && k <= cl->ndata; k++)
         if (data_conn(cl, k - 1, &ls[k].cl, err) < 0)
-            break;      /* fewer lanes: the server may refuse more data connections */
+            break; /* fewer lanes: the server may refuse more data connections */
     if (err)
         memset(err, 0, sizeof *err);
     return k;
@@ -751,9 +753,9 @@ cn_err_t cn_scribe_client_put(cn_scribe_client_t *cl, const uint8_t repo[16],
 }
 
 static cn_err_t get_serial(cn_scribe_client_t *cl, const uint8_t repo[16],
-                           const cn_scribe_client_ref_t *refs, size_t n, size_t base,
-                           unsigned lane, cn_scribe_client_sink_fn sink,
-                           cn_scribe_client_lane_sink_fn lsink, void *ctx, cn_scribe_cerr_t *err);
+                           const cn_scribe_client_ref_t *refs, size_t n, size_t base, unsigned lane,
+                           cn_scribe_client_sink_fn sink, cn_scribe_client_lane_sink_fn lsink,
+                           void *ctx, cn_scribe_cerr_t *err);
 
 static void *get_lane(void *arg)
 {
@@ -763,7 +765,7 @@ static void *get_lane(void *arg)
     return NULL;
 }
 
-#define GET_LANE_MIN 64     /* objects per lane before more lanes are opened */
+#define GET_LANE_MIN 64 /* objects per lane before more lanes are opened */
 
 cn_err_t cn_scribe_client_get_lanes(cn_scribe_client_t *cl, const uint8_t repo[16],
                                     const cn_scribe_client_ref_t *refs, size_t n,
@@ -801,9 +803,9 @@ cn_err_t cn_scribe_client_get(cn_scribe_client_t *cl, const uint8_t repo[16],
 
 /* Fetches refs[0..n) (indices reported as base + i) on one connection. */
 static cn_err_t get_serial(cn_scribe_client_t *cl, const uint8_t repo[16],
-                           const cn_scribe_client_ref_t *refs, size_t n, size_t base,
-                           unsigned lane, cn_scribe_client_sink_fn sink,
-                           cn_scribe_client_lane_sink_fn lsink, void *ctx, cn_scribe_cerr_t *err)
+                           const cn_scribe_client_ref_t *refs, size_t n, size_t base, unsigned lane,
+                           cn_scribe_client_sink_fn sink, cn_scribe_client_lane_sink_fn lsink,
+                           void *ctx, cn_scribe_cerr_t *err)
 {
     CN_TRY(blk_buffers(cl));
     cn_scribe_objref_t *r = malloc(CN_SCRIBE_MAX_BATCH * sizeof *r);
@@ -821,7 +823,8 @@ static cn_err_t get_serial(cn_scribe_client_t *cl, const uint8_t repo[16],
         memcpy(q.repo.b, repo, 16);
         q.count = m;
         cn_buf_reset(&cl->out);
-        if ((e = cn_scribe_enc_objs_req(&cl->out, CODEC(cl), CN_SCRIBE_OP_GET_OBJECTS, &q, r)) < 0 ||
+        if ((e = cn_scribe_enc_objs_req(&cl->out, CODEC(cl), CN_SCRIBE_OP_GET_OBJECTS, &q, r)) <
+                0 ||
             (e = call(cl, CN_SCRIBE_OP_GET_OBJECTS, err)) < 0)
             break;
         uint32_t cnt;
@@ -890,7 +893,7 @@ static cn_err_t get_serial(cn_scribe_client_t *cl, const uint8_t repo[16],
                 e = sink ? sink(ctx, idx, true, cl->blk, got, left == 0)
                          : lsink(ctx, lane, idx, true, cl->blk, got, left == 0);
                 if (e < 0)
-                    drop(cl);     /* the rest of the stream is not consumed */
+                    drop(cl); /* the rest of the stream is not consumed */
             }
         }
     }
@@ -1027,8 +1030,8 @@ cn_err_t cn_scribe_client_tree(cn_scribe_client_t *cl, const uint8_t repo[16],
         while (e >= 0 && cn_scribe_next_tree_entry(&r.rows, &te)) {
             memcpy(path, te.path.p, te.path.len);
             path[te.path.len] = 0;
-            cn_scribe_client_entry_t ce = {path, te.path.len, te.manifest, te.size, te.mode,
-                                           te.last_change};
+            cn_scribe_client_entry_t ce = { path,    te.path.len, te.manifest,
+                                            te.size, te.mode,     te.last_change };
             int rc = fn ? fn(ctx, &ce) : 0;
             if (rc) {
                 e = rc;
@@ -1081,13 +1084,14 @@ cn_err_t cn_scribe_client_log(cn_scribe_client_t *cl, const uint8_t repo[16],
         cn_scribe_log_row_t row;
         while (cn_scribe_next_log_row(&r.rows, false, &row)) {
             char *p = strs, *a = p + CN_SCRIBE_MAX_PATH + 1, *m = a + CN_SCRIBE_MAX_PATH + 1;
-            snprintf(p, CN_SCRIBE_MAX_PATH + 1, "%.*s", (int)row.path.len, (const char *)row.path.p);
+            snprintf(p, CN_SCRIBE_MAX_PATH + 1, "%.*s", (int)row.path.len,
+                     (const char *)row.path.p);
             snprintf(a, CN_SCRIBE_MAX_PATH + 1, "%.*s", (int)row.author.len,
                      (const char *)row.author.p);
             snprintf(m, CN_SCRIBE_MAX_MESSAGE + 1, "%.*s", (int)row.message.len,
                      (const char *)row.message.p);
-            cn_scribe_client_logrow_t lr = {row.change, row.commit, row.parent, p, row.event, a, m,
-                                            row.time_ms};
+            cn_scribe_client_logrow_t lr = { row.change, row.commit, row.parent, p,
+                                             row.event,  a,          m,          row.time_ms };
             int rc = fn(ctx, &lr);
             if (rc)
                 goto out;

@@ -19,8 +19,7 @@
 #include <unistd.h>
 
 /* ---- errors -------------------------------------------------------------------------------- */
-cn_err_t cn__ws_fail(cn_ws_error_t *err, const char *what, cn_err_t e,
-                     const cn_scribe_cerr_t *serr)
+cn_err_t cn__ws_fail(cn_ws_error_t *err, const char *what, cn_err_t e, const cn_scribe_cerr_t *serr)
 {
     err->err = e;
     err->local = false;
@@ -80,7 +79,7 @@ const cn_ws_opts_t *cn__ws_opts(const cn_ws_opts_t *opts)
 cn_err_t cn__ws_connect(const char *endpoint, const cn_ws_opts_t *o, cn_scribe_client_t **cl,
                         cn_ws_error_t *err)
 {
-    cn_scribe_client_cfg_t cfg = {endpoint, 1, o->lz4, 0, 0, o->data_conns, 0};
+    cn_scribe_client_cfg_t cfg = { endpoint, 1, o->lz4, 0, 0, o->data_conns, 0 };
     cn_scribe_cerr_t serr;
     memset(&serr, 0, sizeof serr);
     cn_err_t e = cn_scribe_client_new(&cfg, cl, &serr);
@@ -91,7 +90,7 @@ cn_err_t cn__ws_run(const char *dir, const cn_ws_opts_t *o, cn__ws_verb_fn fn, v
                     cn_ws_error_t *err)
 {
     cn_scribe_client_t *cl = NULL;
-    cn__ws_state_t *s = calloc(1, sizeof *s);       /* over 4 KiB: not on the stack */
+    cn__ws_state_t *s = calloc(1, sizeof *s); /* over 4 KiB: not on the stack */
     cn_err_t rc = !s ? cn__ws_file_fail(err, "out of memory for", dir, ENOMEM)
                      : cn__ws_state_load(dir, s, err);
     if (rc == CN_OK)
@@ -122,7 +121,7 @@ static int tree_row(void *ctx, const cn_scribe_client_entry_t *e)
     w->manifest = e->manifest;
     w->mode = e->mode;
     w->size = e->size;
-    w->mtime_ns = -1;       /* not on disk yet */
+    w->mtime_ns = -1; /* not on disk yet */
     return 0;
 }
 
@@ -135,8 +134,8 @@ static cn_err_t read_tree(cn_scribe_client_t *cl, const cn__ws_state_t *s, uint6
     memset(&serr, 0, sizeof serr);
     cn_err_t e = CN_OK;
     for (size_t p = 0; p < (s->npaths ? s->npaths : 1) && e >= 0; p++)
-        e = cn_scribe_client_tree(cl, s->repo_id, s->branch, target,
-                                  s->npaths ? s->paths[p] : "", tree_row, next, NULL, NULL, &serr);
+        e = cn_scribe_client_tree(cl, s->repo_id, s->branch, target, s->npaths ? s->paths[p] : "",
+                                  tree_row, next, NULL, NULL, &serr);
     if (e < 0)
         return cn__ws_fail(err, "reading the tree", e, &serr);
     cn__ws_state_sort(next);
@@ -190,8 +189,8 @@ cn_err_t cn__ws_settle_pending(cn_scribe_client_t *cl, cn__ws_state_t *s, bool *
  * (*nj of them): those whose manifest or mode differ from s's record or
  * that are missing on disk.  A file on disk that differs from its record
  * (or has none) is a local CN_E_CONFLICT. */
-static cn_err_t plan_fetch(cn__ws_state_t *s, cn__ws_state_t *next, cn__ws_job_t *jobs,
-                           size_t *nj, cn_ws_error_t *err)
+static cn_err_t plan_fetch(cn__ws_state_t *s, cn__ws_state_t *next, cn__ws_job_t *jobs, size_t *nj,
+                           cn_ws_error_t *err)
 {
     *nj = 0;
     for (size_t i = 0; i < next->n; i++) {
@@ -204,8 +203,8 @@ static cn_err_t plan_fetch(cn__ws_state_t *s, cn__ws_state_t *next, cn__ws_job_t
             w->mtime_ns = old->mtime_ns;
             continue;
         }
-        if (exists && (!old || old->mtime_ns != cn__ws_mtime_ns(&st) ||
-                       old->size != (uint64_t)st.st_size))
+        if (exists &&
+            (!old || old->mtime_ns != cn__ws_mtime_ns(&st) || old->size != (uint64_t)st.st_size))
             return cn__ws_local(err, CN_E_CONFLICT,
                                 "%s has local changes; submit or remove them first", w->path);
         jobs[(*nj)++].w = w;
@@ -322,7 +321,8 @@ static cn_err_t widen_scope(cn__ws_state_t *s, const cn_ws_opts_t *o, bool *wide
     if (o->npaths && !s->npaths)
         return cn__ws_local(err, CN_E_INVALID,
                             "%s syncs every path already (--path is for workspaces cloned "
-                            "with --path)", s->dir);
+                            "with --path)",
+                            s->dir);
     for (size_t i = 0; i < o->npaths; i++) {
         size_t had = s->npaths;
         CN_TRY(cn__ws_scope_add(s, o->paths[i], err));
@@ -347,7 +347,8 @@ static cn_err_t sync_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws
     if ((rc = cn_scribe_client_repo_info(cl, s->repo, &r, &serr)) < 0)
         return cn__ws_fail(err, s->repo, rc, &serr);
     if (memcmp(r.incarnation, s->incarnation, 16) != 0)
-        return cn__ws_server(err, CN_E_CONFLICT, "the repository was restored (new "
+        return cn__ws_server(err, CN_E_CONFLICT,
+                             "the repository was restored (new "
                              "incarnation); clone it again");
     if (!o->has_change && r.head == s->change && !widened) {
         res->up_to_date = true;
@@ -387,16 +388,16 @@ static cn_err_t status_collect(cn__ws_state_t *s, status_impl_t **out, cn_ws_err
     status_impl_t *st = malloc(sizeof *st + n * sizeof st->entries[0]);
     if (!st)
         return cn__ws_file_fail(err, "out of memory for", s->dir, ENOMEM);
-    st->s = *s;                 /* takes s's allocations over */
+    st->s = *s; /* takes s's allocations over */
     memset(s, 0, sizeof *s);
     n = 0;
     for (size_t i = 0; i < st->s.n; i++) {
         const cn__ws_file_t *w = &st->s.files[i];
         char c = !w->on_disk ? 'D' : w->mtime_ns == -2 ? 'A' : w->changed ? 'M' : 0;
         if (c)
-            st->entries[n++] = (cn_ws_entry_t){c, w->path};
+            st->entries[n++] = (cn_ws_entry_t){ c, w->path };
     }
-    st->pub = (cn_ws_status_t){st->s.change, n, st->entries};
+    st->pub = (cn_ws_status_t){ st->s.change, n, st->entries };
     *out = st;
     return CN_OK;
 }
@@ -408,7 +409,7 @@ cn_err_t cn_ws_status(const char *dir, const cn_ws_opts_t *opts, cn_ws_status_t 
     const cn_ws_opts_t *o = cn__ws_opts(opts);
     err = cn__ws_begin(err, &scratch);
     *out = NULL;
-    cn__ws_scan_t sc = {0};
+    cn__ws_scan_t sc = { 0 };
     status_impl_t *st = NULL;
     cn__ws_state_t *s = calloc(1, sizeof *s);
     if (!s)
@@ -432,7 +433,7 @@ void cn_ws_status_free(cn_ws_status_t *pub)
 {
     if (!pub)
         return;
-    status_impl_t *st = (status_impl_t *)pub;     /* pub is its first member */
+    status_impl_t *st = (status_impl_t *)pub; /* pub is its first member */
     cn__ws_state_free(&st->s);
     free(st);
 }
@@ -452,8 +453,8 @@ static cn_err_t log_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_
     const log_args_t *a = arg;
     cn_scribe_cerr_t serr;
     memset(&serr, 0, sizeof serr);
-    cn_err_t rc = cn_scribe_client_log(cl, s->repo_id, s->branch, a->path, a->limit, a->fn,
-                                       a->ctx, &serr);
+    cn_err_t rc =
+        cn_scribe_client_log(cl, s->repo_id, s->branch, a->path, a->limit, a->fn, a->ctx, &serr);
     return rc < 0 ? cn__ws_fail(err, "log", rc, &serr) : CN_OK;
 }
 
@@ -462,7 +463,7 @@ cn_err_t cn_ws_log(const char *dir, const char *path, uint32_t limit, const cn_w
 {
     cn_ws_error_t scratch;
     err = cn__ws_begin(err, &scratch);
-    log_args_t a = {path, limit, fn, ctx};
+    log_args_t a = { path, limit, fn, ctx };
     return cn__ws_run(dir, cn__ws_opts(opts), log_open, &a, err);
 }
 
@@ -492,7 +493,7 @@ cn_err_t cn_ws_describe(const char *dir, uint64_t change, const char *text,
 {
     cn_ws_error_t scratch;
     err = cn__ws_begin(err, &scratch);
-    describe_args_t a = {change, text, 0};
+    describe_args_t a = { change, text, 0 };
     cn_err_t rc = cn__ws_run(dir, cn__ws_opts(opts), describe_open, &a, err);
     if (rc == CN_OK && revision)
         *revision = a.revision;

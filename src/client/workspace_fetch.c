@@ -21,7 +21,7 @@
 typedef struct lane_state {
     int fd;
     size_t job;
-    uint64_t pos;               /* bytes of the current chunk so far */
+    uint64_t pos; /* bytes of the current chunk so far */
     cn_blake3_t h;
     uint64_t bytes;
 } lane_state_t;
@@ -29,13 +29,13 @@ typedef struct lane_state {
 typedef struct fetch_ctx {
     cn__ws_state_t *s;
     cn__ws_job_t *jobs;
-    size_t *job_of;             /* chunk ref index -> job */
-    uint32_t *chunk_of;         /* chunk ref index -> chunk index in its manifest */
-    uint64_t *off_of;           /* chunk ref index -> offset in its file */
+    size_t *job_of;     /* chunk ref index -> job */
+    uint32_t *chunk_of; /* chunk ref index -> chunk index in its manifest */
+    uint64_t *off_of;   /* chunk ref index -> offset in its file */
     lane_state_t lanes[1 + CN_SCRIBE_CLIENT_MAX_DATA];
-    pthread_mutex_t mu;         /* jobs' created, rc, err (remaining is atomic) */
-    int pid;                    /* names the temporary files */
-    cn_err_t rc;                /* the first local failure of a lane, described in err */
+    pthread_mutex_t mu; /* jobs' created, rc, err (remaining is atomic) */
+    int pid;            /* names the temporary files */
+    cn_err_t rc;        /* the first local failure of a lane, described in err */
     cn_ws_error_t err;
 } fetch_ctx_t;
 
@@ -204,7 +204,7 @@ static void progress_cb(void *ctx, uint64_t bytes)
 {
     cn__ws_progress_t *pg = ctx;
     if (!bytes)
-        return;                 /* done 0 is how a transfer's start is told */
+        return; /* done 0 is how a transfer's start is told */
     pg->done += bytes;
     pg->o->progress(pg->o->progress_ctx, pg->what, pg->done, pg->total, false);
 }
@@ -212,7 +212,7 @@ static void progress_cb(void *ctx, uint64_t bytes)
 void cn__ws_progress_start(cn__ws_progress_t *pg, cn_scribe_client_t *cl, const cn_ws_opts_t *o,
                            const char *what, uint64_t total)
 {
-    *pg = (cn__ws_progress_t){o, cl, what, total, 0};
+    *pg = (cn__ws_progress_t){ o, cl, what, total, 0 };
     if (!o->progress)
         return;
     o->progress(o->progress_ctx, what, 0, total, false);
@@ -242,9 +242,9 @@ static cn_err_t plan_chunks(cn_scribe_client_t *cl, fetch_ctx_t *f, size_t nj,
     if (!refs)
         return cn__ws_file_fail(err, "out of memory fetching", f->s->dir, ENOMEM);
     for (size_t k = 0; k < nj; k++)
-        refs[k] = (cn_scribe_client_ref_t){CN_REPOS_MANIFEST, jobs[k].w->manifest};
-    cn_err_t e = nj ? cn_scribe_client_get(cl, f->s->repo_id, refs, nj, manifest_sink, f, &serr)
-                    : CN_OK;
+        refs[k] = (cn_scribe_client_ref_t){ CN_REPOS_MANIFEST, jobs[k].w->manifest };
+    cn_err_t e =
+        nj ? cn_scribe_client_get(cl, f->s->repo_id, refs, nj, manifest_sink, f, &serr) : CN_OK;
     free(refs);
     if (e < 0)
         return cn__ws_fail(err, "fetching manifests", e, &serr);
@@ -270,7 +270,7 @@ static cn_err_t plan_chunks(cn_scribe_client_t *cl, fetch_ctx_t *f, size_t nj,
     size_t at = 0;
     for (size_t k = 0; k < nj; k++) {
         jobs[k].remaining = jobs[k].m.count;
-        if (!jobs[k].m.count) {         /* an empty file has no chunks */
+        if (!jobs[k].m.count) { /* an empty file has no chunks */
             int fd;
             if ((e = job_open(f, k, &fd, err)) == CN_OK) {
                 e = job_finish(f->s, &jobs[k], fd, err);
@@ -284,7 +284,7 @@ static cn_err_t plan_chunks(cn_scribe_client_t *cl, fetch_ctx_t *f, size_t nj,
         for (uint32_t c = 0; c < jobs[k].m.count; c++, at++) {
             cn_repos_chunk_ref_t ref;
             cn_repos_manifest_chunk(&jobs[k].m, c, &ref);
-            refs[at] = (cn_scribe_client_ref_t){CN_REPOS_CHUNK, ref.id};
+            refs[at] = (cn_scribe_client_ref_t){ CN_REPOS_CHUNK, ref.id };
             f->job_of[at] = k;
             f->chunk_of[at] = c;
             f->off_of[at] = off;
@@ -294,12 +294,12 @@ static cn_err_t plan_chunks(cn_scribe_client_t *cl, fetch_ctx_t *f, size_t nj,
     return CN_OK;
 }
 
-cn_err_t cn__ws_fetch_all(cn_scribe_client_t *cl, cn__ws_state_t *s, cn__ws_job_t *jobs,
-                          size_t nj, uint64_t *bytes, const cn_ws_opts_t *o, cn_ws_error_t *err)
+cn_err_t cn__ws_fetch_all(cn_scribe_client_t *cl, cn__ws_state_t *s, cn__ws_job_t *jobs, size_t nj,
+                          uint64_t *bytes, const cn_ws_opts_t *o, cn_ws_error_t *err)
 {
     cn_scribe_cerr_t serr;
     memset(&serr, 0, sizeof serr);
-    fetch_ctx_t *f = calloc(1, sizeof *f);     /* holds an error message: not on the stack */
+    fetch_ctx_t *f = calloc(1, sizeof *f); /* holds an error message: not on the stack */
     if (!f)
         return cn__ws_file_fail(err, "out of memory fetching", s->dir, ENOMEM);
     f->s = s;
@@ -318,9 +318,9 @@ cn_err_t cn__ws_fetch_all(cn_scribe_client_t *cl, cn__ws_state_t *s, cn__ws_job_
         goto out;
     cn__ws_progress_t pg;
     cn__ws_progress_start(&pg, cl, o, "fetching", total_bytes);
-    cn_err_t e = total ? cn_scribe_client_get_lanes(cl, s->repo_id, refs, total, chunk_sink, f,
-                                                    &serr)
-                       : CN_OK;
+    cn_err_t e = total
+                     ? cn_scribe_client_get_lanes(cl, s->repo_id, refs, total, chunk_sink, f, &serr)
+                     : CN_OK;
     cn__ws_progress_end(&pg);
     if (f->rc) {
         rc = f->rc;

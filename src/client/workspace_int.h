@@ -75,7 +75,7 @@ typedef struct cn__ws_state {
     uint8_t repo_id[16], branch[16], incarnation[16], workspace[16], pending[16];
     bool has_pending;
     uint64_t change;
-    char *paths[CN_WS_PATHS_MAX];   /* sparse: the prefixes synced (none = everything) */
+    char *paths[CN_WS_PATHS_MAX]; /* sparse: the prefixes synced (none = everything) */
     size_t npaths;
     cn__ws_file_t *files;
     size_t n, cap;
@@ -145,11 +145,11 @@ void cn__ws_content_free(cn__ws_content_t *c);
 /* ---- fetching files (workspace_fetch.c) -------------------------------------------------------- */
 /* One file to fetch. */
 typedef struct cn__ws_job {
-    cn__ws_file_t *w;                 /* the target record (manifest, mode already set) */
+    cn__ws_file_t *w; /* the target record (manifest, mode already set) */
     cn_buf_t menc;
     cn_repos_manifest_t m;
-    uint32_t remaining;         /* chunks not yet written */
-    bool created;               /* the temporary file exists */
+    uint32_t remaining; /* chunks not yet written */
+    bool created;       /* the temporary file exists */
     char tmp[4300];
 } cn__ws_job_t;
 
@@ -167,8 +167,8 @@ typedef struct cn__ws_progress {
  * to *bytes.  The batch is synced to disk before it returns 0; on failure
  * the temporary files of unfinished jobs are removed.  The caller frees
  * each job's menc. */
-cn_err_t cn__ws_fetch_all(cn_scribe_client_t *cl, cn__ws_state_t *s, cn__ws_job_t *jobs,
-                          size_t nj, uint64_t *bytes, const cn_ws_opts_t *o, cn_ws_error_t *err);
+cn_err_t cn__ws_fetch_all(cn_scribe_client_t *cl, cn__ws_state_t *s, cn__ws_job_t *jobs, size_t nj,
+                          uint64_t *bytes, const cn_ws_opts_t *o, cn_ws_error_t *err);
 /* Reports a transfer of total bytes over cl to o->progress while it runs;
  * pg must live until cn__ws_progress_end. */
 void cn__ws_progress_start(cn__ws_progress_t *pg, cn_scribe_client_t *cl, const cn_ws_opts_t *o,
@@ -180,8 +180,8 @@ void cn__ws_progress_end(cn__ws_progress_t *pg);
 cn_err_t cn__ws_connect(const char *endpoint, const cn_ws_opts_t *o, cn_scribe_client_t **cl,
                         cn_ws_error_t *err);
 /* What a verb does on an open workspace: s loaded, cl connected. */
-typedef cn_err_t (*cn__ws_verb_fn)(cn_scribe_client_t *cl, cn__ws_state_t *s,
-                                   const cn_ws_opts_t *o, void *arg, cn_ws_error_t *err);
+typedef cn_err_t (*cn__ws_verb_fn)(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
+                                   void *arg, cn_ws_error_t *err);
 /* Loads workspace dir's state, connects to o->endpoint (else the endpoint
  * the state records), runs fn(cl, s, o, arg, err), and releases both. */
 cn_err_t cn__ws_run(const char *dir, const cn_ws_opts_t *o, cn__ws_verb_fn fn, void *arg,

@@ -15,8 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CN_WS_READ_MAX (64 << 10)       /* files up to this are read, larger ones mapped */
-#define CN_WS_REL_MAX 8193              /* a canonical path's 8,192 bytes and its NUL */
+#define CN_WS_READ_MAX (64 << 10) /* files up to this are read, larger ones mapped */
+#define CN_WS_REL_MAX 8193        /* a canonical path's 8,192 bytes and its NUL */
 
 void cn__ws_scan_free(cn__ws_scan_t *sc)
 {
@@ -82,7 +82,7 @@ static cn_err_t scan_dir(const walk_t *wk, int dfd, char *rel, size_t len, cn__w
         if (!len && !strcmp(name, ".cairn"))
             continue;
         if (!strncmp(name, CN_WS_TMP_PREFIX, sizeof CN_WS_TMP_PREFIX - 1))
-            continue;           /* a fetch's temporary file (job_open) */
+            continue; /* a fetch's temporary file (job_open) */
         size_t nl = strlen(name), cl = len + (len ? 1 : 0) + nl;
         if (cl >= CN_WS_REL_MAX) {
             char *skipped = malloc(len + 1 + nl + 1);
@@ -204,17 +204,17 @@ cn_err_t cn__ws_diff(cn__ws_state_t *s, cn__ws_scan_t *sc, const cn_ws_opts_t *o
                      cn_ws_error_t *err)
 {
     memset(sc, 0, sizeof *sc);
-    sc->cap = s->n + 256;           /* room for what the state knows, grown if more */
+    sc->cap = s->n + 256; /* room for what the state knows, grown if more */
     sc->paths = malloc(sc->cap * sizeof *sc->paths);
     sc->st = malloc(sc->cap * sizeof *sc->st);
     if (!sc->paths || !sc->st)
         return cn__ws_file_fail(err, "out of memory scanning", s->dir, ENOMEM);
-    walk_t wk = {s->dir, o, err};
+    walk_t wk = { s->dir, o, err };
     char *rel = malloc(CN_WS_REL_MAX);
     int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    cn_err_t rc = !rel ? cn__ws_file_fail(err, "out of memory scanning", s->dir, ENOMEM)
-                : dfd < 0 ? cn__ws_file_fail(err, "cannot read", s->dir, errno)
-                : (rel[0] = 0, scan_dir(&wk, dfd, rel, 0, sc));
+    cn_err_t rc = !rel      ? cn__ws_file_fail(err, "out of memory scanning", s->dir, ENOMEM)
+                  : dfd < 0 ? cn__ws_file_fail(err, "cannot read", s->dir, errno)
+                            : (rel[0] = 0, scan_dir(&wk, dfd, rel, 0, sc));
     if (!rel && dfd >= 0)
         close(dfd);
     free(rel);
@@ -223,7 +223,7 @@ cn_err_t cn__ws_diff(cn__ws_state_t *s, cn__ws_scan_t *sc, const cn_ws_opts_t *o
     size_t known = s->n;
     for (size_t i = 0; i < sc->n && rc == CN_OK; i++) {
         if (!cn__ws_in_scope(s, sc->paths[i]))
-            continue;           /* outside a sparse workspace's prefixes */
+            continue; /* outside a sparse workspace's prefixes */
         /* an empty workspace has no files array: state_find spares bsearch the NULL */
         cn__ws_file_t *w = cn__ws_state_find(s, sc->paths[i], known);
         if (!w) {

@@ -91,7 +91,7 @@ int cn__ws_by_path(const void *a, const void *b)
 cn__ws_file_t *cn__ws_state_find(cn__ws_state_t *s, const char *path, size_t n)
 {
     if (!n)
-        return NULL;            /* files may be NULL, which bsearch must not see */
+        return NULL; /* files may be NULL, which bsearch must not see */
     cn__ws_file_t key;
     key.path = (char *)path;
     return bsearch(&key, s->files, n, sizeof *s->files, cn__ws_by_path);
@@ -99,7 +99,7 @@ cn__ws_file_t *cn__ws_state_find(cn__ws_state_t *s, const char *path, size_t n)
 
 void cn__ws_state_sort(cn__ws_state_t *s)
 {
-    if (s->n)                   /* as for bsearch: files may be NULL */
+    if (s->n) /* as for bsearch: files may be NULL */
         qsort(s->files, s->n, sizeof *s->files, cn__ws_by_path);
 }
 
@@ -196,7 +196,7 @@ cn_err_t cn__ws_state_load(const char *dir, cn__ws_state_t *s, cn_ws_error_t *er
     }
     free(line);
     fclose(f);
-    bool sorted = true;             /* as state_save writes it, unless edited by hand */
+    bool sorted = true; /* as state_save writes it, unless edited by hand */
     for (size_t i = 1; i < s->n && sorted; i++)
         sorted = cn__ws_by_path(&s->files[i - 1], &s->files[i]) < 0;
     if (!sorted)
@@ -233,7 +233,7 @@ cn_err_t cn__ws_state_save(const cn__ws_state_t *s, cn_ws_error_t *err)
         fprintf(f, "path %s\n", s->paths[i]);
     for (size_t i = 0; i < s->n; i++) {
         if (s->files[i].mtime_ns == -2)
-            continue;           /* found by a scan, not recorded by a submit yet */
+            continue; /* found by a scan, not recorded by a submit yet */
         cn__ws_hex(s->files[i].manifest.b, 32, h);
         fprintf(f, "file %u %" PRIu64 " %" PRId64 " %s\t%s\n", s->files[i].mode, s->files[i].size,
                 s->files[i].mtime_ns, h, s->files[i].path);

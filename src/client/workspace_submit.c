@@ -27,16 +27,16 @@ static int ref_cmp(const void *a, const void *b)
 
 /* One submit's working set; submit_free releases it. */
 typedef struct {
-    cn__ws_content_t *cont;               /* by index of the state's files when the submit began */
+    cn__ws_content_t *cont; /* by index of the state's files when the submit began */
     size_t ncont;
-    cn_repos_change_t *changes;     /* one per changed path */
+    cn_repos_change_t *changes; /* one per changed path */
     size_t nch;
     size_t total_chunks;
-    cn_buf_t csenc;                 /* the change set, encoded */
+    cn_buf_t csenc; /* the change set, encoded */
     cn_digest_t csid;
-    cn_scribe_client_obj_t *objs;   /* every identity, in dependency order, no repeats */
+    cn_scribe_client_obj_t *objs; /* every identity, in dependency order, no repeats */
     size_t nobj;
-    size_t send;                    /* objs[0..send) are those the server lacked */
+    size_t send; /* objs[0..send) are those the server lacked */
     uint64_t send_bytes;
 } submit_t;
 
@@ -104,16 +104,16 @@ static cn_err_t list_objects(const cn__ws_state_t *s, submit_t *sb, cn_ws_error_
     const cn__ws_content_t *cont = sb->cont;
     for (size_t i = 0; i < sb->ncont; i++)
         for (uint32_t k = 0; k < cont[i].nchunks; k++)
-            objs[n++] = (cn_scribe_client_obj_t){CN_REPOS_CHUNK, cont[i].chunks[k].id,
-                                                 cont[i].map + cont[i].offs[k],
-                                                 cont[i].chunks[k].len};
+            objs[n++] =
+                (cn_scribe_client_obj_t){ CN_REPOS_CHUNK, cont[i].chunks[k].id,
+                                          cont[i].map + cont[i].offs[k], cont[i].chunks[k].len };
     for (size_t i = 0; i < sb->ncont; i++)
         if (cont[i].manifest.len)
-            objs[n++] = (cn_scribe_client_obj_t){CN_REPOS_MANIFEST, cont[i].mid,
-                                                 cont[i].manifest.data, cont[i].manifest.len};
-    objs[n++] = (cn_scribe_client_obj_t){CN_REPOS_CHANGESET, sb->csid, sb->csenc.data,
-                                         sb->csenc.len};
-    qsort(objs, n, sizeof *objs, ref_cmp);   /* kinds 1, 2, 3 stay in dependency order */
+            objs[n++] = (cn_scribe_client_obj_t){ CN_REPOS_MANIFEST, cont[i].mid,
+                                                  cont[i].manifest.data, cont[i].manifest.len };
+    objs[n++] =
+        (cn_scribe_client_obj_t){ CN_REPOS_CHANGESET, sb->csid, sb->csenc.data, sb->csenc.len };
+    qsort(objs, n, sizeof *objs, ref_cmp); /* kinds 1, 2, 3 stay in dependency order */
     size_t u = 0;
     for (size_t i = 0; i < n; i++)
         if (!u || ref_cmp(&objs[u - 1], &objs[i]) != 0)
@@ -138,7 +138,7 @@ static cn_err_t pin_and_upload(cn_scribe_client_t *cl, cn__ws_state_t *s, submit
         goto out;
     }
     for (size_t i = 0; i < sb->nobj; i++)
-        refs[i] = (cn_scribe_client_ref_t){sb->objs[i].kind, sb->objs[i].id};
+        refs[i] = (cn_scribe_client_ref_t){ sb->objs[i].kind, sb->objs[i].id };
     /* The operation id is persisted before anything names it. */
     cn_random_bytes(s->pending, 16);
     s->has_pending = true;
@@ -191,11 +191,11 @@ static cn_err_t submit_changeset(cn_scribe_client_t *cl, cn__ws_state_t *s, cons
         return cn__ws_fail(err, "submit", e, &serr);
     s->has_pending = false;
     if (!out->accepted) {
-        cn_ws_error_t ignored;      /* the rejection is the error to report */
+        cn_ws_error_t ignored; /* the rejection is the error to report */
         cn__ws_state_save(s, &ignored);
-        return cn__ws_server(err, CN_E_CONFLICT, "submit rejected (code %u, head %" PRIu64
-                             "): %s%s%s", out->code, out->head, out->detail,
-                             out->npaths ? ": " : "", out->first_path);
+        return cn__ws_server(err, CN_E_CONFLICT,
+                             "submit rejected (code %u, head %" PRIu64 "): %s%s%s", out->code,
+                             out->head, out->detail, out->npaths ? ": " : "", out->first_path);
     }
     return CN_OK;
 }
@@ -235,8 +235,8 @@ static cn_err_t submit_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_
 {
     const submit_args_t *a = arg;
     cn_ws_submit_result_t *res = a->res;
-    cn__ws_scan_t sc = {0};
-    submit_t sb = {0};
+    cn__ws_scan_t sc = { 0 };
+    submit_t sb = { 0 };
     cn_scribe_client_outcome_t out;
     cn_err_t rc;
     if ((rc = cn__ws_settle_pending(cl, s, &res->settled, &res->settled_change, err)) ||
@@ -248,12 +248,11 @@ static cn_err_t submit_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_
     if (!sb.nch) {
         res->nothing = true;
         res->change = s->change;
-        rc = cn__ws_state_save(s, err);     /* refreshed mtimes */
+        rc = cn__ws_state_save(s, err); /* refreshed mtimes */
         goto out;
     }
     if ((rc = list_objects(s, &sb, err)) || (rc = pin_and_upload(cl, s, &sb, o, err)) ||
-        (rc = submit_changeset(cl, s, &sb, o->author ? o->author : "cairn", a->message, &out,
-                               err)))
+        (rc = submit_changeset(cl, s, &sb, o->author ? o->author : "cairn", a->message, &out, err)))
         goto out;
     record_submitted(s, &sb, out.change);
     if ((rc = cn__ws_state_save(s, err)) == CN_OK) {
@@ -280,6 +279,6 @@ cn_err_t cn_ws_submit(const char *dir, const char *message, const cn_ws_opts_t *
     memset(res, 0, sizeof *res);
     if (!message)
         return cn__ws_local(err, CN_E_INVALID, "a submit needs a message");
-    submit_args_t a = {message, res};
+    submit_args_t a = { message, res };
     return cn__ws_run(dir, cn__ws_opts(opts), submit_open, &a, err);
 }

@@ -34,7 +34,11 @@ static const char admin_usage[] =
     "      object:delete object:list blobs:read blobs:write admin all\n"
     "      (default without --perm: every permission except admin)\n";
 
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+enum {
+    EXIT_OK = 0,
+    EXIT_FAIL = 1,
+    EXIT_USAGE = 2
+};
 
 typedef struct {
     const char *account;
@@ -42,7 +46,7 @@ typedef struct {
     const char *ns;
     cn_perms_t perms;
     uint32_t actions;
-    const char *pos[4];       /* positional words after the command */
+    const char *pos[4]; /* positional words after the command */
     int npos;
 } args_t;
 
@@ -158,10 +162,8 @@ static cn_err_t print_token(void *arg, const cn_token_info_t *t)
 static cn_err_t print_grant(void *arg, const cn_ns_grant_t *g)
 {
     (void)arg;
-    printf("%s\t%s\t%s%s%s\n", g->ns, g->account,
-           g->actions & CN_NS_READ ? "read" : "",
-           g->actions == CN_NS_ALL ? "," : "",
-           g->actions & CN_NS_WRITE ? "write" : "");
+    printf("%s\t%s\t%s%s%s\n", g->ns, g->account, g->actions & CN_NS_READ ? "read" : "",
+           g->actions == CN_NS_ALL ? "," : "", g->actions & CN_NS_WRITE ? "write" : "");
     return 0;
 }
 
@@ -304,7 +306,7 @@ int cn_cmd_admin(int argc, char **argv)
         fprintf(stderr, "cairn admin: unknown command '%s'\n", cmd);
         return usage(NULL);
     }
-    args_t a = {0};
+    args_t a = { 0 };
     int rc = parse_rest(argc, argv, i, &a);
     if (rc != EXIT_OK)
         return rc;

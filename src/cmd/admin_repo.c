@@ -58,8 +58,10 @@ static int backup(cn_repos_t *r, const char *name, const char *file)
                 e == CN_E_NOT_FOUND ? "no such repository" : cn_strerror(e));
         return 1;
     }
-    fprintf(stderr, "backed up %s at change %" PRIu64 ": %" PRIu64 " blobs, %" PRIu64
-            " rows, %" PRIu64 " bytes\n", name, st.head, st.blobs, st.rows, st.bytes);
+    fprintf(stderr,
+            "backed up %s at change %" PRIu64 ": %" PRIu64 " blobs, %" PRIu64 " rows, %" PRIu64
+            " bytes\n",
+            name, st.head, st.blobs, st.rows, st.bytes);
     return 0;
 }
 
@@ -76,19 +78,21 @@ static int restore(cn_repos_t *r, const char *file, bool replace)
     if (fd)
         close(fd);
     if (e < 0) {
-        const char *why = e == CN_E_EXISTS ? "the repository exists (use --replace to roll it "
-                                             "back to the backup)"
-                        : e == CN_E_INVALID ? "not a repository backup"
-                        : e == CN_E_CORRUPT ? "the backup is truncated or damaged"
-                        : cn_strerror(e);
+        const char *why = e == CN_E_EXISTS    ? "the repository exists (use --replace to roll it "
+                                                "back to the backup)"
+                          : e == CN_E_INVALID ? "not a repository backup"
+                          : e == CN_E_CORRUPT ? "the backup is truncated or damaged"
+                                              : cn_strerror(e);
         fprintf(stderr, "cairn admin: restore of %s: %s\n", file, why);
         return 1;
     }
     char inc[33];
     cn_hex_encode(ri.incarnation, 16, inc);
     inc[32] = 0;
-    fprintf(stderr, "restored %s at change %" PRIu64 ": %" PRIu64 " blobs, %" PRIu64
-            " rows; new incarnation %s\n", ri.name, st.head, st.blobs, st.rows, inc);
+    fprintf(stderr,
+            "restored %s at change %" PRIu64 ": %" PRIu64 " blobs, %" PRIu64
+            " rows; new incarnation %s\n",
+            ri.name, st.head, st.blobs, st.rows, inc);
     return 0;
 }
 
@@ -96,7 +100,7 @@ int cn_cmd_admin_repo(const char *data, int argc, char **argv)
 {
     const char *verb = argc > 0 ? argv[0] : "";
     bool replace = false;
-    const char *pos[2] = {NULL, NULL};
+    const char *pos[2] = { NULL, NULL };
     int npos = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--replace"))
@@ -121,7 +125,7 @@ int cn_cmd_admin_repo(const char *data, int argc, char **argv)
     cn_err_t e = cn_meta_open(data, NULL, &meta);
     if (e >= 0) {
         what = "store";
-        cn_store_opts_t so = {.meta = meta};
+        cn_store_opts_t so = { .meta = meta };
         e = cn_store_open(data, &so, &store);
     }
     if (e >= 0) {
@@ -130,8 +134,8 @@ int cn_cmd_admin_repo(const char *data, int argc, char **argv)
     }
     int rc = 1;
     if (e < 0)
-        fprintf(stderr, "cairn admin: cannot open the %s of %s: %s%s\n", what, data,
-                cn_strerror(e), e == CN_E_BUSY ? " (is cairnd running? stop it first)" : "");
+        fprintf(stderr, "cairn admin: cannot open the %s of %s: %s%s\n", what, data, cn_strerror(e),
+                e == CN_E_BUSY ? " (is cairnd running? stop it first)" : "");
     else
         rc = is_backup ? backup(repos, pos[0], pos[1]) : restore(repos, pos[0], replace);
     cn_repos_close(repos);

@@ -64,9 +64,11 @@ static int exit_for(cn_err_t e)
     switch (e) {
     case CN_OK: return 0;
     case CN_E_NOT_FOUND: return 3;
-    case CN_E_AUTH: case CN_E_DENIED: return 4;
+    case CN_E_AUTH:
+    case CN_E_DENIED: return 4;
     case CN_E_CLOSED: return 5;
-    case CN_E_DIGEST_MISMATCH: case CN_E_LENGTH_MISMATCH: return 8;
+    case CN_E_DIGEST_MISMATCH:
+    case CN_E_LENGTH_MISMATCH: return 8;
     case CN_E_INVALID: return 2;
     default: return e < 0 && e > -4096 ? 7 : 1;
     }
@@ -107,28 +109,44 @@ static int parse(int argc, char **argv, bopts_t *o)
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char **slot = NULL;
-        if (!strcmp(a, "--url")) slot = &o->url;
-        else if (!strcmp(a, "--token")) slot = &o->token;
-        else if (!strcmp(a, "--from")) slot = &o->from;
-        else if (!strcmp(a, "--to")) slot = &o->to;
-        else if (!strcmp(a, "--from-token")) slot = &o->from_token;
-        else if (!strcmp(a, "--to-token")) slot = &o->to_token;
-        else if (!strcmp(a, "--namespace")) slot = &o->ns;
-        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) slot = &o->out;
-        else if (!strcmp(a, "--digest")) slot = &o->digest;
-        else if (!strcmp(a, "--range")) slot = &o->range;
-        else if (!strcmp(a, "--all")) o->all = true;
+        if (!strcmp(a, "--url"))
+            slot = &o->url;
+        else if (!strcmp(a, "--token"))
+            slot = &o->token;
+        else if (!strcmp(a, "--from"))
+            slot = &o->from;
+        else if (!strcmp(a, "--to"))
+            slot = &o->to;
+        else if (!strcmp(a, "--from-token"))
+            slot = &o->from_token;
+        else if (!strcmp(a, "--to-token"))
+            slot = &o->to_token;
+        else if (!strcmp(a, "--namespace"))
+            slot = &o->ns;
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
+            slot = &o->out;
+        else if (!strcmp(a, "--digest"))
+            slot = &o->digest;
+        else if (!strcmp(a, "--range"))
+            slot = &o->range;
+        else if (!strcmp(a, "--all"))
+            o->all = true;
         else if (!strcmp(a, "--jobs") && i + 1 < argc) {
             o->jobs = atoi(argv[++i]);
             if (o->jobs < 1 || o->jobs > 64)
                 return usage("--jobs takes 1 to 64");
-        }
-        else if (!strcmp(a, "--progress")) o->progress = true;
-        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) o->quiet = true;
-        else if (!strcmp(a, "--pin")) slot = &o->pin;
-        else if (a[0] == '-' && a[1] && strcmp(a, "-") != 0) return usage("unknown option");
-        else if (o->npos < MAX_POS) o->pos[o->npos++] = a;
-        else return usage("too many arguments");
+        } else if (!strcmp(a, "--progress"))
+            o->progress = true;
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q"))
+            o->quiet = true;
+        else if (!strcmp(a, "--pin"))
+            slot = &o->pin;
+        else if (a[0] == '-' && a[1] && strcmp(a, "-") != 0)
+            return usage("unknown option");
+        else if (o->npos < MAX_POS)
+            o->pos[o->npos++] = a;
+        else
+            return usage("too many arguments");
         if (slot) {
             if (i + 1 >= argc)
                 return usage("an option needs a value");
@@ -299,10 +317,10 @@ static int cmd_put(cn_blobc_t *c, const bopts_t *o)
     struct stat st;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
         len = (int64_t)st.st_size;
-    prog_t pg = {o->progress || (!o->quiet && isatty(2)), 0, "put"};
+    prog_t pg = { o->progress || (!o->quiet && isatty(2)), 0, "put" };
     cn_blobc_put_result_t res;
-    cn_err_t e = cn_blobc_put(c, o->pos[0], o->digest ? &d : NULL, len, fd_source, &fd,
-                              progress, &pg, &res);
+    cn_err_t e =
+        cn_blobc_put(c, o->pos[0], o->digest ? &d : NULL, len, fd_source, &fd, progress, &pg, &res);
     progress_end(&pg);
     if (!stdin_in)
         close(fd);
@@ -346,7 +364,7 @@ static int cmd_get(cn_blobc_t *c, const bopts_t *o)
             return 7;
         }
     }
-    prog_t pg = {o->progress || (!o->quiet && isatty(2) && to_file), 0, "get"};
+    prog_t pg = { o->progress || (!o->quiet && isatty(2) && to_file), 0, "get" };
     cn_err_t e = CN_OK;
     for (int attempt = 0; attempt < FETCH_TRIES; attempt++) {
         cn_blobc_get_info_t info;
@@ -399,7 +417,7 @@ static ssize_t pipe_source(void *ctx, void *buf, size_t max)
     if (k > 0)
         s->got += (uint64_t)k;
     if (k == 0 && s->got != s->want)
-        return -1;              /* the fetch ended short: abort the put */
+        return -1; /* the fetch ended short: abort the put */
     return k;
 }
 
@@ -413,20 +431,20 @@ static cn_err_t copy_one(cn_blobc_t *src, cn_blobc_t *dst, const char *ns, const
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) < 0)
         return -errno;
-    pump_t pump = {src, ns, *d, fds[1], CN_OK};
+    pump_t pump = { src, ns, *d, fds[1], CN_OK };
     pthread_t th;
     if (pthread_create(&th, NULL, pump_main, &pump) != 0) {
         close(fds[0]);
         close(fds[1]);
         return -EAGAIN;
     }
-    pipe_src_t ps = {fds[0], len, 0};
+    pipe_src_t ps = { fds[0], len, 0 };
     cn_blobc_put_result_t res;
     cn_err_t e = cn_blobc_put(dst, ns, d, (int64_t)len, pipe_source, &ps, NULL, NULL, &res);
-    close(fds[0]);              /* a pump still writing gets EPIPE and stops */
+    close(fds[0]); /* a pump still writing gets EPIPE and stops */
     pthread_join(th, NULL);
     if (pump.rc < 0 && e >= 0)
-        e = pump.rc;            /* (cannot happen: the target verified the digest) */
+        e = pump.rc; /* (cannot happen: the target verified the digest) */
     if (e < 0)
         return pump.rc < 0 ? pump.rc : e;
     bool ok = false;
@@ -560,7 +578,7 @@ static int cmd_sync(const bopts_t *o)
     size_t have = 0;
     for (size_t i = 0; i < n; i++)
         have += present[i];
-    sync_job_t job = {.o = o, .want = want, .present = present, .n = n};
+    sync_job_t job = { .o = o, .want = want, .present = present, .n = n };
     pthread_mutex_init(&job.mu, NULL);
     int jobs = o->jobs > 0 ? o->jobs : 4;
     pthread_t th[64];
@@ -577,7 +595,8 @@ static int cmd_sync(const bopts_t *o)
     status = job.status;
     if (!o->quiet)
         printf("sync %s: %zu digests, %zu already present, %zu copied, %zu missing, "
-               "%zu failed\n", o->ns, n, have, copied, missing, failed);
+               "%zu failed\n",
+               o->ns, n, have, copied, missing, failed);
     if (!status && missing)
         status = 3;
 out:
@@ -605,13 +624,20 @@ int cn_cmd_blob(int argc, char **argv)
     cn_blobc_t *c = NULL;
     if (cn_blobc_new(o.url, o.token, &c) < 0)
         return usage("--url is an http(s):// URL");
-    if (!strcmp(verb, "stat")) rc = cmd_stat(c, &o);
-    else if (!strcmp(verb, "have")) rc = cmd_have(c, &o);
-    else if (!strcmp(verb, "put")) rc = cmd_put(c, &o);
-    else if (!strcmp(verb, "get")) rc = cmd_get(c, &o);
-    else if (!strcmp(verb, "rm")) rc = cmd_rm(c, &o);
-    else if (!strcmp(verb, "ls")) rc = cmd_ls(c, &o);
-    else rc = usage("unknown blob command");
+    if (!strcmp(verb, "stat"))
+        rc = cmd_stat(c, &o);
+    else if (!strcmp(verb, "have"))
+        rc = cmd_have(c, &o);
+    else if (!strcmp(verb, "put"))
+        rc = cmd_put(c, &o);
+    else if (!strcmp(verb, "get"))
+        rc = cmd_get(c, &o);
+    else if (!strcmp(verb, "rm"))
+        rc = cmd_rm(c, &o);
+    else if (!strcmp(verb, "ls"))
+        rc = cmd_ls(c, &o);
+    else
+        rc = usage("unknown blob command");
     cn_blobc_free(c);
     return rc;
 }

@@ -33,8 +33,9 @@ int main(int argc, char **argv)
     if (!strcmp(verb, "repo"))
         return cn_cmd_repo(argc - 1, argv + 1);
     /* the workspace verbs also stand alone: `cairn clone`, `cairn submit`, ... */
-    static const char *const ws_verbs[] = {"clone", "status", "submit", "sync", "log",
-                                           "describe"};
+    static const char *const ws_verbs[] = {
+        "clone", "status", "submit", "sync", "log", "describe"
+    };
     for (size_t i = 0; i < sizeof ws_verbs / sizeof ws_verbs[0]; i++)
         if (!strcmp(verb, ws_verbs[i]))
             return cn_cmd_repo(argc, argv);

@@ -18,31 +18,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CAIRND_USAGE \
-    "usage: cairnd [--data DIR] [--jay ADDR|off] [--scribe ADDR|off] [--http ADDR|off]\n" \
+#define CAIRND_USAGE                                                                               \
+    "usage: cairnd [--data DIR] [--jay ADDR|off] [--scribe ADDR|off] [--http ADDR|off]\n"          \
     "              [--config FILE] [--log-level debug|info|warn|error] [--log-format text|json]\n" \
-    "              [--jay-tls-cert FILE --jay-tls-key FILE] [--scribe-tls-cert FILE ...]\n" \
+    "              [--jay-tls-cert FILE --jay-tls-key FILE] [--scribe-tls-cert FILE ...]\n"        \
     "              [--http-tls-cert FILE ...] [--allow-plaintext-public] [--help] [--version]\n"
 
-#define CAIRND_HELP \
-    "\n" \
-    "  --data DIR              data directory (default ./data; created with mode 0700)\n" \
-    "  --jay ADDR|off          Jay native v1 listener (default 127.0.0.1:7446)\n" \
-    "  --scribe ADDR|off       Scribe listener (default 127.0.0.1:7447)\n" \
+#define CAIRND_HELP                                                                               \
+    "\n"                                                                                          \
+    "  --data DIR              data directory (default ./data; created with mode 0700)\n"         \
+    "  --jay ADDR|off          Jay native v1 listener (default 127.0.0.1:7446)\n"                 \
+    "  --scribe ADDR|off       Scribe listener (default 127.0.0.1:7447)\n"                        \
     "  --http ADDR|off         S3 / blob operations / health listener (default 127.0.0.1:7448)\n" \
-    "                          ADDR is host:port or [v6]:port; port 0 picks a free port\n" \
-    "  --PROTO-tls-cert FILE   PEM certificate chain: serve PROTO over TLS 1.3\n" \
-    "  --PROTO-tls-key FILE    PEM private key (Jay also reads JAY_NATIVE_TLS_CERT/_KEY)\n" \
-    "  --allow-plaintext-public  permit a plaintext listener on a non-loopback address\n" \
-    "  --config FILE           TOML file with limits and listener settings\n" \
-    "                          (see docs/development.md)\n" \
-    "  --log-level LEVEL       debug, info (default), warn or error\n" \
+    "                          ADDR is host:port or [v6]:port; port 0 picks a free port\n"        \
+    "  --PROTO-tls-cert FILE   PEM certificate chain: serve PROTO over TLS 1.3\n"                 \
+    "  --PROTO-tls-key FILE    PEM private key (Jay also reads JAY_NATIVE_TLS_CERT/_KEY)\n"       \
+    "  --allow-plaintext-public  permit a plaintext listener on a non-loopback address\n"         \
+    "  --config FILE           TOML file with limits and listener settings\n"                     \
+    "                          (see docs/development.md)\n"                                       \
+    "  --log-level LEVEL       debug, info (default), warn or error\n"                            \
     "  --log-format FORMAT     text (default) or json\n"
 
 #define CN_MAX_PROTOS 8
 
 typedef struct {
-    const char *addr;       /* NULL = unset, "off" = disabled */
+    const char *addr; /* NULL = unset, "off" = disabled */
     const char *tls_cert;
     const char *tls_key;
 } listener_flags_t;
@@ -57,15 +57,26 @@ typedef struct {
 } listener_t;
 
 /* ---- configuration file -------------------------------------------------------- */
-static const char *const server_keys[] = {
-    "shutdown_grace_ms", "handshake_workers", "query_workers", "storage_workers",
-    "queue_length", "allow_plaintext_public", NULL};
-static const char *const limit_keys[] = {
-    "max_connections", "max_pending_per_source", "max_connections_per_principal",
-    "body_budget_bytes", "body_budget_per_connection", "body_budget_per_principal",
-    "handshake_timeout_ms", "idle_timeout_ms", "io_timeout_floor_ms",
-    "io_rate_bytes_per_sec", "worker_share_percent", NULL};
-static const char *const listener_keys[] = {"address", "tls_cert", "tls_key", NULL};
+static const char *const server_keys[] = { "shutdown_grace_ms",
+                                           "handshake_workers",
+                                           "query_workers",
+                                           "storage_workers",
+                                           "queue_length",
+                                           "allow_plaintext_public",
+                                           NULL };
+static const char *const limit_keys[] = { "max_connections",
+                                          "max_pending_per_source",
+                                          "max_connections_per_principal",
+                                          "body_budget_bytes",
+                                          "body_budget_per_connection",
+                                          "body_budget_per_principal",
+                                          "handshake_timeout_ms",
+                                          "idle_timeout_ms",
+                                          "io_timeout_floor_ms",
+                                          "io_rate_bytes_per_sec",
+                                          "worker_share_percent",
+                                          NULL };
+static const char *const listener_keys[] = { "address", "tls_cert", "tls_key", NULL };
 
 static bool in_list(const char *const *list, const char *k)
 {
@@ -102,12 +113,12 @@ static int config_limits(const cn_toml_val_t *tab, cn_limits_t *l)
 {
     int64_t v;
     const int64_t big = INT64_MAX / 2;
-#define LIM(key, min, max, field) \
-    do { \
-        v = (int64_t)l->field; \
+#define LIM(key, min, max, field)               \
+    do {                                        \
+        v = (int64_t)l->field;                  \
         if (config_int(tab, key, min, max, &v)) \
-            return 2; \
-        l->field = (__typeof__(l->field))v; \
+            return 2;                           \
+        l->field = (__typeof__(l->field))v;     \
     } while (0)
     LIM("max_connections", 0, 1000000, max_conns);
     LIM("max_pending_per_source", 0, 1000000, max_pending_per_source);
@@ -155,10 +166,10 @@ static int config_check_keys(const cn_toml_val_t *root)
         for (size_t k = 0; k < cn_toml_len(sec); k++) {
             const cn_toml_val_t *kv = cn_toml_at(sec, k);
             const char *key = cn_toml_key(kv);
-            bool ok = is_server ? in_list(server_keys, key)
-                    : is_limits ? in_list(limit_keys, key)
-                    : in_list(listener_keys, key) || in_list(limit_keys, key) ||
-                      in_list(proto->config_keys, key);
+            bool ok = is_server   ? in_list(server_keys, key)
+                      : is_limits ? in_list(limit_keys, key)
+                                  : in_list(listener_keys, key) || in_list(limit_keys, key) ||
+                                        in_list(proto->config_keys, key);
             if (!ok) {
                 fprintf(stderr, "cairnd: --config: line %d: unknown key '%s' in [%s]\n",
                         cn_toml_line(kv), key, name);
@@ -178,8 +189,8 @@ static int config_apply(const cn_toml_t *doc, cn_server_config_t *scfg, bool *al
         return rc;
     const cn_toml_val_t *srv = cn_toml_get(root, "server");
     int64_t v;
-    static const char *const pool_keys[CN_POOL_COUNT] = {
-        "handshake_workers", "query_workers", "storage_workers"};
+    static const char *const pool_keys[CN_POOL_COUNT] = { "handshake_workers", "query_workers",
+                                                          "storage_workers" };
     for (int p = 0; p < CN_POOL_COUNT; p++) {
         v = scfg->workers[p];
         if (config_int(srv, pool_keys[p], 1, 4096, &v))
@@ -225,33 +236,41 @@ typedef struct {
     listener_flags_t flags[CN_MAX_PROTOS];
 } cmdline_t;
 
-enum { O_DATA = 256, O_CONFIG, O_LEVEL, O_FORMAT, O_HELP, O_VERSION, O_PUBLIC,
-       O_PROTO = 512 };     /* O_PROTO + 3*i + {0 addr, 1 cert, 2 key} */
+enum {
+    O_DATA = 256,
+    O_CONFIG,
+    O_LEVEL,
+    O_FORMAT,
+    O_HELP,
+    O_VERSION,
+    O_PUBLIC,
+    O_PROTO = 512
+}; /* O_PROTO + 3*i + {0 addr, 1 cert, 2 key} */
 
-#define RUN (-1)            /* parse_flags: no exit status, go on and serve */
+#define RUN (-1) /* parse_flags: no exit status, go on and serve */
 
 /* The long options: the fixed ones, then --P, --P-tls-cert and --P-tls-key for
  * each of the first nprotos protocols (names holds their spellings). */
 static void build_options(struct option *opts, char (*names)[48], size_t nprotos)
 {
     size_t no = 0;
-    opts[no++] = (struct option){"data", required_argument, 0, O_DATA};
-    opts[no++] = (struct option){"config", required_argument, 0, O_CONFIG};
-    opts[no++] = (struct option){"log-level", required_argument, 0, O_LEVEL};
-    opts[no++] = (struct option){"log-format", required_argument, 0, O_FORMAT};
-    opts[no++] = (struct option){"help", no_argument, 0, O_HELP};
-    opts[no++] = (struct option){"version", no_argument, 0, O_VERSION};
-    opts[no++] = (struct option){"allow-plaintext-public", no_argument, 0, O_PUBLIC};
+    opts[no++] = (struct option){ "data", required_argument, 0, O_DATA };
+    opts[no++] = (struct option){ "config", required_argument, 0, O_CONFIG };
+    opts[no++] = (struct option){ "log-level", required_argument, 0, O_LEVEL };
+    opts[no++] = (struct option){ "log-format", required_argument, 0, O_FORMAT };
+    opts[no++] = (struct option){ "help", no_argument, 0, O_HELP };
+    opts[no++] = (struct option){ "version", no_argument, 0, O_VERSION };
+    opts[no++] = (struct option){ "allow-plaintext-public", no_argument, 0, O_PUBLIC };
     for (size_t i = 0; i < nprotos; i++) {
-        static const char *const suffix[3] = {"", "-tls-cert", "-tls-key"};
+        static const char *const suffix[3] = { "", "-tls-cert", "-tls-key" };
         for (int k = 0; k < 3; k++) {
             snprintf(names[3 * i + (size_t)k], sizeof names[0], "%s%s", cn_protocols[i].name,
                      suffix[k]);
-            opts[no++] = (struct option){names[3 * i + (size_t)k], required_argument, 0,
-                                         O_PROTO + 3 * (int)i + k};
+            opts[no++] = (struct option){ names[3 * i + (size_t)k], required_argument, 0,
+                                          O_PROTO + 3 * (int)i + k };
         }
     }
-    opts[no] = (struct option){0, 0, 0, 0};
+    opts[no] = (struct option){ 0, 0, 0, 0 };
 }
 
 /* Parses argv into cl.  Returns RUN, or the exit status when cairnd is done:
@@ -261,7 +280,7 @@ static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
     struct option opts[7 + 3 * CN_MAX_PROTOS + 1];
     char names[3 * CN_MAX_PROTOS][48];
     build_options(opts, names, nprotos);
-    *cl = (cmdline_t){.data_dir = "./data", .level = CN_LOG_INFO};
+    *cl = (cmdline_t){ .data_dir = "./data", .level = CN_LOG_INFO };
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -273,9 +292,7 @@ static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
             }
             cl->data_dir = optarg;
             break;
-        case O_CONFIG:
-            cl->config_path = optarg;
-            break;
+        case O_CONFIG: cl->config_path = optarg; break;
         case O_LEVEL:
             if (cn_log_level_parse(optarg, &cl->level) < 0) {
                 fprintf(stderr, "cairnd: --log-level: unknown level '%s'\n" CAIRND_USAGE, optarg);
@@ -284,26 +301,22 @@ static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
             break;
         case O_FORMAT:
             if (strcmp(optarg, "json") && strcmp(optarg, "text")) {
-                fprintf(stderr, "cairnd: --log-format must be text or json, not '%s'\n"
-                        CAIRND_USAGE, optarg);
+                fprintf(stderr,
+                        "cairnd: --log-format must be text or json, not '%s'\n" CAIRND_USAGE,
+                        optarg);
                 return 2;
             }
             cl->json = strcmp(optarg, "json") == 0;
             break;
-        case O_HELP:
-            fputs(CAIRND_USAGE CAIRND_HELP, stdout);
-            return 0;
-        case O_VERSION:
-            puts("cairnd " CAIRN_VERSION);
-            return 0;
-        case O_PUBLIC:
-            cl->allow_public = true;
-            break;
+        case O_HELP: fputs(CAIRND_USAGE CAIRND_HELP, stdout); return 0;
+        case O_VERSION: puts("cairnd " CAIRN_VERSION); return 0;
+        case O_PUBLIC: cl->allow_public = true; break;
         default:
             if (c >= O_PROTO && c < O_PROTO + 3 * (int)nprotos) {
                 listener_flags_t *f = &cl->flags[(c - O_PROTO) / 3];
-                const char **slot = (c - O_PROTO) % 3 == 0 ? &f->addr
-                                  : (c - O_PROTO) % 3 == 1 ? &f->tls_cert : &f->tls_key;
+                const char **slot = (c - O_PROTO) % 3 == 0   ? &f->addr
+                                    : (c - O_PROTO) % 3 == 1 ? &f->tls_cert
+                                                             : &f->tls_key;
                 *slot = optarg;
                 break;
             }
@@ -328,8 +341,7 @@ static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
  * > default) and checks them.  Returns 0 with *nenabled set, 2 for a bad
  * address or half a TLS pair, 1 when an enabled protocol is not built in
  * (each reported on stderr). */
-static int resolve_listeners(listener_t *ls, size_t nprotos, const cmdline_t *cl,
-                             size_t *nenabled)
+static int resolve_listeners(listener_t *ls, size_t nprotos, const cmdline_t *cl, size_t *nenabled)
 {
     bool missing = false;
     *nenabled = 0;
@@ -357,8 +369,10 @@ static int resolve_listeners(listener_t *ls, size_t nprotos, const cmdline_t *cl
         struct sockaddr_storage ss;
         socklen_t sl;
         if (cn_net_addr_parse(l->opts.addr, &ss, &sl) < 0) {
-            fprintf(stderr, "cairnd: --%s: bad address '%s' (want host:port, [v6]:port or off)\n"
-                    CAIRND_USAGE, p->name, l->opts.addr);
+            fprintf(
+                stderr,
+                "cairnd: --%s: bad address '%s' (want host:port, [v6]:port or off)\n" CAIRND_USAGE,
+                p->name, l->opts.addr);
             return 2;
         }
         if (!l->opts.tls_cert != !l->opts.tls_key) {

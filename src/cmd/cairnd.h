@@ -18,7 +18,7 @@ typedef struct cn_repos cn_repos_t;
 
 typedef struct cn_services {
     char *data_dir;
-    const cn_toml_t *config;    /* borrowed: the --config document, or NULL */
+    const cn_toml_t *config; /* borrowed: the --config document, or NULL */
     cn_meta_t *meta;
     cn_store_t *store;
     cn_identity_t *identity;
@@ -41,17 +41,17 @@ void cn_services_close(cn_services_t *svc);
 /* One protocol cairnd can serve.  create is NULL when this build does not
  * carry the protocol: a listener for it then refuses to start. */
 typedef struct cn_protocol {
-    const char *name;               /* flag and config section: --jay, [jay] */
-    const char *default_addr;       /* "127.0.0.1:7446" */
-    const char *env_tls_cert;       /* environment fallbacks for the TLS files, or NULL */
+    const char *name;         /* flag and config section: --jay, [jay] */
+    const char *default_addr; /* "127.0.0.1:7446" */
+    const char *env_tls_cert; /* environment fallbacks for the TLS files, or NULL */
     const char *env_tls_key;
     /* Keys of its config section the adapter reads itself (besides the
      * listener keys cairnd handles).  NULL-terminated, or NULL. */
     const char *const *config_keys;
     /* Builds the adapter over the services; section is its config table or
      * NULL.  *ad is static; *actx is freed by destroy. */
-    cn_err_t (*create)(cn_services_t *svc, const cn_toml_val_t *section,
-                       const cn_adapter_t **ad, void **actx);
+    cn_err_t (*create)(cn_services_t *svc, const cn_toml_val_t *section, const cn_adapter_t **ad,
+                       void **actx);
     void (*destroy)(void *actx);
     /* For a protocol that runs its own server instead of a net adapter (the
      * HTTP face on libmicrohttpd): start listens on opts and serves on its

@@ -74,8 +74,9 @@ cn_err_t cn_http_face_start(cn_services_t *svc, const cn_toml_val_t *section,
     if (e >= 0)
         e = cn_blobs_http_register(f->srv, svc->blobs, svc->identity, &f->blobs);
     if (e >= 0) {
-        cn_s3_config_t s3c = {.objects = svc->objects, .identity = svc->identity,
-                              .domain = getenv("CAIRN_S3_DOMAIN")};
+        cn_s3_config_t s3c = { .objects = svc->objects,
+                               .identity = svc->identity,
+                               .domain = getenv("CAIRN_S3_DOMAIN") };
         e = env_min_part(&s3c.min_part_size);
         if (e >= 0)
             e = cn_s3_new(&s3c, &f->s3);

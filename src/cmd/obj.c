@@ -22,13 +22,20 @@
 #include <unistd.h>
 
 enum {
-    EXIT_OK = 0, EXIT_SERVER = 1, EXIT_USAGE = 2, EXIT_NOT_FOUND = 3, EXIT_DENIED = 4,
-    EXIT_NETWORK = 5, EXIT_CONFLICT = 6, EXIT_LOCAL = 7, EXIT_INTEGRITY = 8
+    EXIT_OK = 0,
+    EXIT_SERVER = 1,
+    EXIT_USAGE = 2,
+    EXIT_NOT_FOUND = 3,
+    EXIT_DENIED = 4,
+    EXIT_NETWORK = 5,
+    EXIT_CONFLICT = 6,
+    EXIT_LOCAL = 7,
+    EXIT_INTEGRITY = 8
 };
 
 #define DEFAULT_PART_SIZE (64LL << 20)
-#define MIN_PART_SIZE     (5LL << 20)
-#define MAX_META          64
+#define MIN_PART_SIZE (5LL << 20)
+#define MAX_META 64
 
 static const char obj_usage[] =
     "usage: cairn mb BUCKET                      create a bucket\n"
@@ -68,18 +75,18 @@ typedef struct opts {
 static int exit_for(cn_err_t e)
 {
     switch (e) {
-    case CN_OK:               return EXIT_OK;
+    case CN_OK: return EXIT_OK;
     case -ENOMEM:
     case -EMFILE:
-    case -ENFILE:             return EXIT_LOCAL;
+    case -ENFILE: return EXIT_LOCAL;
     case CN_E_NOT_FOUND:
-    case CN_E_NO_UPLOAD:      return EXIT_NOT_FOUND;
+    case CN_E_NO_UPLOAD: return EXIT_NOT_FOUND;
     case CN_E_DENIED:
-    case CN_E_AUTH:           return EXIT_DENIED;
+    case CN_E_AUTH: return EXIT_DENIED;
     case CN_E_EXISTS:
     case CN_E_NOT_EMPTY:
-    case CN_E_CONFLICT:       return EXIT_CONFLICT;
-    case CN_E_LENGTH_MISMATCH: return EXIT_LOCAL;   /* the input ended early (put) */
+    case CN_E_CONFLICT: return EXIT_CONFLICT;
+    case CN_E_LENGTH_MISMATCH: return EXIT_LOCAL; /* the input ended early (put) */
     case CN_E_CLOSED:
     case CN_E_TIMEOUT:
     case CN_E_PROTOCOL:
@@ -90,8 +97,8 @@ static int exit_for(cn_err_t e)
     case -EPIPE:
     case -EHOSTUNREACH:
     case -ENETUNREACH:
-    case -ETIMEDOUT:          return EXIT_NETWORK;
-    default:                  return EXIT_SERVER;
+    case -ETIMEDOUT: return EXIT_NETWORK;
+    default: return EXIT_SERVER;
     }
 }
 
@@ -127,10 +134,14 @@ static bool parse_size(const char *s, int64_t *out)
     if (errno || end == s || v <= 0)
         return false;
     int shift = 0;
-    if (*end == 'k' || *end == 'K') shift = 10;
-    else if (*end == 'm' || *end == 'M') shift = 20;
-    else if (*end == 'g' || *end == 'G') shift = 30;
-    else if (*end != '\0') return false;
+    if (*end == 'k' || *end == 'K')
+        shift = 10;
+    else if (*end == 'm' || *end == 'M')
+        shift = 20;
+    else if (*end == 'g' || *end == 'G')
+        shift = 30;
+    else if (*end != '\0')
+        return false;
     if (shift && end[1] != '\0')
         return false;
     if (v > (INT64_MAX >> shift))
@@ -179,17 +190,21 @@ static int parse_args(int argc, char **argv, opts_t *o)
             if (i < argc)
                 return usage("too many arguments");
         } else if (opt_value(argc, argv, &i, "--endpoint", &v)) {
-            if (!v) return usage("--endpoint needs HOST:PORT");
+            if (!v)
+                return usage("--endpoint needs HOST:PORT");
             o->endpoint = v;
         } else if (opt_value(argc, argv, &i, "--token", &v)) {
-            if (!v) return usage("--token needs ID:SECRET");
+            if (!v)
+                return usage("--token needs ID:SECRET");
             o->token = v;
         } else if (opt_value(argc, argv, &i, "--tls-ca", &v)) {
-            if (!v) return usage("--tls-ca needs a file");
+            if (!v)
+                return usage("--tls-ca needs a file");
             o->tls_ca = v;
             o->tls = true;
         } else if (opt_value(argc, argv, &i, "--content-type", &v)) {
-            if (!v) return usage("--content-type needs a value");
+            if (!v)
+                return usage("--content-type needs a value");
             o->content_type = v;
         } else if (opt_value(argc, argv, &i, "--meta", &v)) {
             const char *eq = v ? strchr(v, '=') : NULL;
@@ -322,8 +337,11 @@ static void on_progress(void *ud, int64_t bytes)
 static int connect_client(const opts_t *o, cn_client_t **cl)
 {
     cn_client_cfg_t cfg = {
-        .endpoint = o->endpoint, .token = o->token, .tls = o->tls,
-        .tls_ca_file = o->tls_ca, .tls_insecure = o->tls_insecure,
+        .endpoint = o->endpoint,
+        .token = o->token,
+        .tls = o->tls,
+        .tls_ca_file = o->tls_ca,
+        .tls_insecure = o->tls_insecure,
         .max_idle = (unsigned)o->jobs + 1,
     };
     if (!o->token || !*o->token) {
@@ -340,15 +358,20 @@ static int connect_client(const opts_t *o, cn_client_t **cl)
 
 static const char *guess_type(const char *path)
 {
-    static const struct { const char *ext, *type; } types[] = {
-        {".txt", "text/plain"}, {".html", "text/html"}, {".htm", "text/html"},
-        {".css", "text/css"}, {".csv", "text/csv"}, {".js", "text/javascript"},
-        {".json", "application/json"}, {".xml", "application/xml"},
-        {".pdf", "application/pdf"}, {".zip", "application/zip"},
-        {".gz", "application/gzip"}, {".tar", "application/x-tar"},
-        {".png", "image/png"}, {".jpg", "image/jpeg"}, {".jpeg", "image/jpeg"},
-        {".gif", "image/gif"}, {".svg", "image/svg+xml"}, {".webp", "image/webp"},
-        {".mp4", "video/mp4"}, {".mp3", "audio/mpeg"}, {".wasm", "application/wasm"},
+    static const struct {
+        const char *ext, *type;
+    } types[] = {
+        { ".txt", "text/plain" },        { ".html", "text/html" },
+        { ".htm", "text/html" },         { ".css", "text/css" },
+        { ".csv", "text/csv" },          { ".js", "text/javascript" },
+        { ".json", "application/json" }, { ".xml", "application/xml" },
+        { ".pdf", "application/pdf" },   { ".zip", "application/zip" },
+        { ".gz", "application/gzip" },   { ".tar", "application/x-tar" },
+        { ".png", "image/png" },         { ".jpg", "image/jpeg" },
+        { ".jpeg", "image/jpeg" },       { ".gif", "image/gif" },
+        { ".svg", "image/svg+xml" },     { ".webp", "image/webp" },
+        { ".mp4", "video/mp4" },         { ".mp3", "audio/mpeg" },
+        { ".wasm", "application/wasm" },
     };
     const char *dot = strrchr(path, '.');
     if (dot && !strchr(dot, '/'))
@@ -426,12 +449,16 @@ static void *mp_worker(void *arg)
         int64_t len = m->size - off < m->part_size ? m->size - off : m->part_size;
         pread_src_t src = { m->fd, off, off + len };
         progress_tap_t tap = { m->prog, 0 };
-        cn_client_body_t body = { .len = len, .fd = -1, .read = pread_cb, .ud = &src,
-                                  .progress = on_progress, .progress_ud = &tap };
+        cn_client_body_t body = { .len = len,
+                                  .fd = -1,
+                                  .read = pread_cb,
+                                  .ud = &src,
+                                  .progress = on_progress,
+                                  .progress_ud = &tap };
         cn_client_written_t w;
         cn_jay_error_t je;
-        cn_err_t e = cn_client_upload_part(m->cl, m->bucket, m->key, m->upload_id, part, &body,
-                                           &w, &je);
+        cn_err_t e =
+            cn_client_upload_part(m->cl, m->bucket, m->key, m->upload_id, part, &body, &w, &je);
         cn_client_written_clear(&w);
         if (e) {
             pthread_mutex_lock(&m->mu);
@@ -447,8 +474,8 @@ static void *mp_worker(void *arg)
     return NULL;
 }
 
-static int put_multipart(const opts_t *o, cn_client_t *cl, int fd, int64_t size,
-                         const char *bucket, const char *key, const char *ctype)
+static int put_multipart(const opts_t *o, cn_client_t *cl, int fd, int64_t size, const char *bucket,
+                         const char *key, const char *ctype)
 {
     int64_t ps = o->part_size;
     /* The part list is an int list: at most 65535 parts. */
@@ -461,8 +488,14 @@ static int put_multipart(const opts_t *o, cn_client_t *cl, int fd, int64_t size,
         return report("put: create multipart upload", e, &je);
     progress_t prog;
     progress_init(&prog, o, size);
-    mp_t m = { .cl = cl, .bucket = bucket, .key = key, .upload_id = upload_id, .fd = fd,
-               .size = size, .part_size = ps, .n_parts = (int32_t)((size + ps - 1) / ps),
+    mp_t m = { .cl = cl,
+               .bucket = bucket,
+               .key = key,
+               .upload_id = upload_id,
+               .fd = fd,
+               .size = size,
+               .part_size = ps,
+               .n_parts = (int32_t)((size + ps - 1) / ps),
                .prog = &prog };
     atomic_store(&m.next, 1);
     pthread_mutex_init(&m.mu, NULL);
@@ -492,8 +525,7 @@ static int put_multipart(const opts_t *o, cn_client_t *cl, int fd, int64_t size,
     for (int32_t i = 0; i < m.n_parts; i++)
         parts[i] = i + 1;
     cn_client_written_t w;
-    e = cn_client_complete_multipart(cl, bucket, key, upload_id, parts, (size_t)m.n_parts, &w,
-                                     &je);
+    e = cn_client_complete_multipart(cl, bucket, key, upload_id, parts, (size_t)m.n_parts, &w, &je);
     free(parts);
     if (e) {
         rc = report("put: complete multipart upload", e, &je);
@@ -513,8 +545,8 @@ out:
 /* Input without a usable size (a pipe, a FIFO, /proc): read a part at a time
  * into memory; one part (or less) is a single PutObject, more go up as
  * sequential multipart parts. */
-static int put_stream(const opts_t *o, cn_client_t *cl, int fd, const char *bucket,
-                      const char *key, const cn_client_put_opts_t *po)
+static int put_stream(const opts_t *o, cn_client_t *cl, int fd, const char *bucket, const char *key,
+                      const cn_client_put_opts_t *po)
 {
     size_t cap = (size_t)o->part_size;
     uint8_t *buf = malloc(cap);
@@ -539,8 +571,12 @@ static int put_stream(const opts_t *o, cn_client_t *cl, int fd, const char *buck
         bool last = (size_t)n < cap;
         mem_src_t src = { buf, (size_t)n, 0 };
         progress_tap_t tap = { &prog, 0 };
-        cn_client_body_t body = { .len = n, .fd = -1, .read = mem_cb, .ud = &src,
-                                  .progress = on_progress, .progress_ud = &tap };
+        cn_client_body_t body = { .len = n,
+                                  .fd = -1,
+                                  .read = mem_cb,
+                                  .ud = &src,
+                                  .progress = on_progress,
+                                  .progress_ud = &tap };
         if (!upload_id && last) {
             e = cn_client_put_object(cl, bucket, key, po, &body, &w, &je);
             progress_draw(&prog, true);
@@ -625,8 +661,11 @@ static int cmd_put(const opts_t *o, cn_client_t *cl)
     }
     cn_client_put_opts_t po = {
         .content_type = o->content_type ? o->content_type
-                        : is_stdin ? "application/octet-stream" : guess_type(file),
-        .meta_keys = o->meta_k, .meta_values = o->meta_v, .n_meta = o->n_meta,
+                        : is_stdin      ? "application/octet-stream"
+                                        : guess_type(file),
+        .meta_keys = o->meta_k,
+        .meta_values = o->meta_v,
+        .n_meta = o->n_meta,
     };
     struct stat st;
     if (fstat(fd, &st) != 0) {
@@ -648,16 +687,14 @@ static int cmd_put(const opts_t *o, cn_client_t *cl)
     int64_t size = st.st_size;
     if (size > o->part_size) {
         if (o->n_meta)
-            fputs("cairn: put: note: --meta is not carried by a multipart upload in v1\n",
-                  stderr);
+            fputs("cairn: put: note: --meta is not carried by a multipart upload in v1\n", stderr);
         rc = put_multipart(o, cl, fd, size, bucket, key, po.content_type);
         goto out;
     }
     progress_t prog;
     progress_init(&prog, o, size);
     progress_tap_t tap = { &prog, 0 };
-    cn_client_body_t body = { .len = size, .fd = fd, .progress = on_progress,
-                              .progress_ud = &tap };
+    cn_client_body_t body = { .len = size, .fd = fd, .progress = on_progress, .progress_ud = &tap };
     cn_client_written_t w;
     cn_jay_error_t je;
     cn_err_t e = cn_client_put_object(cl, bucket, key, &po, &body, &w, &je);
@@ -683,7 +720,7 @@ out:
 typedef struct hash_sink {
     int fd;
     cn_sha256_t *h;
-    cn_err_t err;    /* a local write failure, told apart from the network's */
+    cn_err_t err; /* a local write failure, told apart from the network's */
 } hash_sink_t;
 
 static cn_err_t hash_write(void *ud, const void *p, size_t n)
@@ -695,8 +732,8 @@ static cn_err_t hash_write(void *ud, const void *p, size_t n)
 }
 
 /* Downloads bucket/key to fd, verifying the SHA-256 the server reported. */
-static int download(const opts_t *o, cn_client_t *cl, const char *bucket, const char *key,
-                    int fd, const char *what)
+static int download(const opts_t *o, cn_client_t *cl, const char *bucket, const char *key, int fd,
+                    const char *what)
 {
     hash_sink_t hs = { fd, NULL, CN_OK };
     if (cn_sha256_new(&hs.h))
@@ -712,8 +749,9 @@ static int download(const opts_t *o, cn_client_t *cl, const char *bucket, const 
         cn_client_object_clear(&head);
     }
     progress_tap_t tap = { &prog, 0 };
-    cn_client_sink_t sink = { .fd = -1, .write = hash_write, .ud = &hs,
-                              .progress = on_progress, .progress_ud = &tap };
+    cn_client_sink_t sink = {
+        .fd = -1, .write = hash_write, .ud = &hs, .progress = on_progress, .progress_ud = &tap
+    };
     cn_client_object_t info;
     cn_jay_error_t je;
     cn_err_t e = cn_client_get_object(cl, bucket, key, &sink, &info, &je);
@@ -759,8 +797,7 @@ static int cmd_get(const opts_t *o, cn_client_t *cl)
     if (stat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
         const char *base = strrchr(key, '/') ? strrchr(key, '/') + 1 : key;
         if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
-            fprintf(stderr, "cairn: get: %s: is a directory and the key names no file\n",
-                    file);
+            fprintf(stderr, "cairn: get: %s: is a directory and the key names no file\n", file);
             rc = EXIT_LOCAL;
             goto out;
         }
@@ -813,7 +850,7 @@ static int cmd_cat(const opts_t *o, cn_client_t *cl)
     if (!split_path(o->pos[1], &bucket, &key, true))
         return usage("cat needs BUCKET/KEY");
     opts_t quiet = *o;
-    quiet.quiet = true;   /* the bytes go to stdout; keep the terminal clean */
+    quiet.quiet = true; /* the bytes go to stdout; keep the terminal clean */
     int rc = download(&quiet, cl, bucket, key, STDOUT_FILENO, "cat");
     free(bucket);
     free(key);
@@ -844,8 +881,10 @@ static int cmd_ls(const opts_t *o, cn_client_t *cl)
     char *after = NULL;
     int rc = EXIT_OK;
     for (;;) {
-        cn_client_list_opts_t lo = { .prefix = prefix, .delimiter = o->recursive ? "" : "/",
-                                     .start_after = after, .max_keys = 1000 };
+        cn_client_list_opts_t lo = { .prefix = prefix,
+                                     .delimiter = o->recursive ? "" : "/",
+                                     .start_after = after,
+                                     .max_keys = 1000 };
         cn_client_listing_t l;
         e = cn_client_list_objects(cl, bucket, &lo, &l, &je);
         if (e) {
@@ -855,15 +894,16 @@ static int cmd_ls(const opts_t *o, cn_client_t *cl)
         for (size_t i = 0; i < l.n_prefixes; i++)
             printf("%-24s  %12s  %s\n", "", "PRE", l.prefixes[i]);
         for (size_t i = 0; i < l.n_objects; i++)
-            printf("%-24s  %12lld  %s\n", l.objects[i].last_modified,
-                   (long long)l.objects[i].size, l.objects[i].key);
+            printf("%-24s  %12lld  %s\n", l.objects[i].last_modified, (long long)l.objects[i].size,
+                   l.objects[i].key);
         bool more = l.is_truncated;
         free(after);
         after = NULL;
         if (more) {
             /* next_start_after continues the listing; fall back to the last key. */
             const char *next = l.next_start_after && l.next_start_after[0] ? l.next_start_after
-                               : l.n_objects ? l.objects[l.n_objects - 1].key : NULL;
+                               : l.n_objects ? l.objects[l.n_objects - 1].key
+                                             : NULL;
             after = next ? strdup(next) : NULL;
             if (!after)
                 more = false;
@@ -894,8 +934,9 @@ static int cmd_stat(const opts_t *o, cn_client_t *cl)
     } else {
         printf("bucket:        %s\nkey:           %s\nsize:          %lld\n"
                "content-type:  %s\netag:          %s\nsha256:        %s\n"
-               "last-modified: %s\n", bucket, key, (long long)info.size, info.content_type,
-               info.etag, info.checksum, info.last_modified);
+               "last-modified: %s\n",
+               bucket, key, (long long)info.size, info.content_type, info.etag, info.checksum,
+               info.last_modified);
         for (size_t i = 0; i < info.n_meta; i++)
             printf("meta:          %s=%s\n", info.meta[i].key, info.meta[i].value);
         cn_client_object_clear(&info);
@@ -959,16 +1000,23 @@ static int bucket_cmd(const opts_t *o, cn_client_t *cl, bool create)
     return e ? report(create ? "mb" : "rb", e, &je) : EXIT_OK;
 }
 
-static int cmd_mb(const opts_t *o, cn_client_t *cl) { return bucket_cmd(o, cl, true); }
-static int cmd_rb(const opts_t *o, cn_client_t *cl) { return bucket_cmd(o, cl, false); }
+static int cmd_mb(const opts_t *o, cn_client_t *cl)
+{
+    return bucket_cmd(o, cl, true);
+}
+static int cmd_rb(const opts_t *o, cn_client_t *cl)
+{
+    return bucket_cmd(o, cl, false);
+}
 
 /* The object verbs: the one list that both recognises a verb and runs it. */
 static const struct {
     const char *name;
     int (*run)(const opts_t *o, cn_client_t *cl);
 } verbs[] = {
-    {"mb", cmd_mb}, {"rb", cmd_rb}, {"ls", cmd_ls}, {"put", cmd_put}, {"get", cmd_get},
-    {"cat", cmd_cat}, {"rm", cmd_rm}, {"cp", cmd_cp}, {"stat", cmd_stat},
+    { "mb", cmd_mb },   { "rb", cmd_rb },   { "ls", cmd_ls },
+    { "put", cmd_put }, { "get", cmd_get }, { "cat", cmd_cat },
+    { "rm", cmd_rm },   { "cp", cmd_cp },   { "stat", cmd_stat },
 };
 
 int cn_cmd_object(int argc, char **argv)

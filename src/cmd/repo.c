@@ -22,8 +22,15 @@
 
 /* Exit codes, as the object commands (docs/cli.md). */
 enum {
-    EXIT_OK = 0, EXIT_SERVER = 1, EXIT_USAGE = 2, EXIT_NOT_FOUND = 3, EXIT_DENIED = 4,
-    EXIT_NETWORK = 5, EXIT_CONFLICT = 6, EXIT_LOCAL = 7, EXIT_INTEGRITY = 8
+    EXIT_OK = 0,
+    EXIT_SERVER = 1,
+    EXIT_USAGE = 2,
+    EXIT_NOT_FOUND = 3,
+    EXIT_DENIED = 4,
+    EXIT_NETWORK = 5,
+    EXIT_CONFLICT = 6,
+    EXIT_LOCAL = 7,
+    EXIT_INTEGRITY = 8
 };
 
 static const char repo_usage[] =
@@ -49,11 +56,11 @@ static const char repo_usage[] =
 typedef struct ropts {
     const char *endpoint, *message, *author;
     bool lz4, lz4_storage, quiet;
-    int conns;                  /* data connections: 0 = 4, -1 = none */
+    int conns; /* data connections: 0 = 4, -1 = none */
     bool has_change;
     uint64_t change;
     uint32_t limit;
-    const char *paths[CN_WS_PATHS_MAX];     /* --path PREFIX (sparse workspaces) */
+    const char *paths[CN_WS_PATHS_MAX]; /* --path PREFIX (sparse workspaces) */
     int npaths;
     const char *pos[3];
     int npos;
@@ -73,13 +80,14 @@ static int split_repo_url(const char *arg, char *ep, size_t epsz, const char **e
     if (scheme_end) {
         size_t sl = (size_t)(scheme_end - arg);
         if (sl == 7 && !strncmp(arg, "scribes", 7)) {
-            fprintf(stderr, "cairn repo: %s: protocol 4 over TLS is not served yet; "
-                            "use scribe://HOST:PORT/NAME\n", arg);
+            fprintf(stderr,
+                    "cairn repo: %s: protocol 4 over TLS is not served yet; "
+                    "use scribe://HOST:PORT/NAME\n",
+                    arg);
             return EXIT_USAGE;
         }
         if (sl != 6 || strncmp(arg, "scribe", 6)) {
-            fprintf(stderr, "cairn repo: %s: unknown scheme (want scribe://HOST:PORT/NAME)\n",
-                    arg);
+            fprintf(stderr, "cairn repo: %s: unknown scheme (want scribe://HOST:PORT/NAME)\n", arg);
             return EXIT_USAGE;
         }
         rest = scheme_end + 3;
@@ -110,22 +118,22 @@ static int exit_for(cn_err_t e, bool local)
         return EXIT_OK;
     if (local) {
         switch (e) {
-        case CN_E_INVALID:         return EXIT_USAGE;      /* a bad --path */
-        case CN_E_CONFLICT:        return EXIT_CONFLICT;   /* local changes in the way */
+        case CN_E_INVALID: return EXIT_USAGE;     /* a bad --path */
+        case CN_E_CONFLICT: return EXIT_CONFLICT; /* local changes in the way */
         case CN_E_DIGEST_MISMATCH: return EXIT_INTEGRITY;
-        default:                   return EXIT_LOCAL;      /* -errno, a damaged state */
+        default: return EXIT_LOCAL; /* -errno, a damaged state */
         }
     }
     switch (e) {
-    case CN_E_NOT_FOUND:  return EXIT_NOT_FOUND;
-    case CN_E_DENIED:     return EXIT_DENIED;
+    case CN_E_NOT_FOUND: return EXIT_NOT_FOUND;
+    case CN_E_DENIED: return EXIT_DENIED;
     case CN_E_EXISTS:
-    case CN_E_CONFLICT:   return EXIT_CONFLICT;
+    case CN_E_CONFLICT: return EXIT_CONFLICT;
     case CN_E_CLOSED:
     case CN_E_TIMEOUT:
-    case CN_E_PROTOCOL:   return EXIT_NETWORK;
+    case CN_E_PROTOCOL: return EXIT_NETWORK;
     case CN_E_DIGEST_MISMATCH: return EXIT_INTEGRITY;
-    default:              return e < 0 && e > -4096 ? EXIT_NETWORK : EXIT_SERVER;
+    default: return e < 0 && e > -4096 ? EXIT_NETWORK : EXIT_SERVER;
     }
 }
 
@@ -154,7 +162,7 @@ static void hex(const void *p, size_t n, char *out)
 static cn_err_t connect_to(const ropts_t *o, cn_scribe_client_t **cl, cn_scribe_cerr_t *err)
 {
     memset(err, 0, sizeof *err);
-    cn_scribe_client_cfg_t cfg = {o->endpoint, 1, o->lz4, 0, 0, o->conns, 0};
+    cn_scribe_client_cfg_t cfg = { o->endpoint, 1, o->lz4, 0, 0, o->conns, 0 };
     return cn_scribe_client_new(&cfg, cl, err);
 }
 
@@ -209,7 +217,8 @@ static int cmd_list_info(const ropts_t *o, bool info)
             hex(r.main_branch, 16, br);
             hex(r.incarnation, 16, inc);
             printf("name %s\nid %s\nmain %s\nhead %" PRIu64 "\nincarnation %s\n"
-                   "storage %s\n", r.name, id, br, r.head, inc, r.compression ? "lz4" : "raw");
+                   "storage %s\n",
+                   r.name, id, br, r.head, inc, r.compression ? "lz4" : "raw");
         }
     } else {
         e = cn_scribe_client_repo_list(cl, print_repo, NULL, &err);
@@ -243,7 +252,7 @@ static void bar_draw(const char *what, uint64_t done, uint64_t total, bool final
 static void bar_progress(void *ctx, const char *what, uint64_t done, uint64_t total, bool end)
 {
     bar_t *b = ctx;
-    if (!done && !end) {            /* a transfer begins */
+    if (!done && !end) { /* a transfer begins */
         b->on = !b->quiet && total >= (8u << 20) && isatty(2);
         b->last_ms = 0;
         return;
@@ -267,10 +276,17 @@ static cn_ws_opts_t ws_opts(const ropts_t *o, bool clone, bar_t *bar)
 {
     bar->quiet = o->quiet;
     return (cn_ws_opts_t){
-        .endpoint = clone ? o->endpoint : o->endpoint_flag, .lz4 = o->lz4,
-        .data_conns = o->conns, .has_change = o->has_change, .change = o->change,
-        .paths = o->paths, .npaths = (size_t)o->npaths, .author = o->author,
-        .progress = bar_progress, .progress_ctx = bar, .notice = print_notice,
+        .endpoint = clone ? o->endpoint : o->endpoint_flag,
+        .lz4 = o->lz4,
+        .data_conns = o->conns,
+        .has_change = o->has_change,
+        .change = o->change,
+        .paths = o->paths,
+        .npaths = (size_t)o->npaths,
+        .author = o->author,
+        .progress = bar_progress,
+        .progress_ctx = bar,
+        .notice = print_notice,
     };
 }
 
@@ -288,7 +304,8 @@ static void print_synced(const ropts_t *o, const cn_ws_sync_result_t *r)
         printf("up to date at change %" PRIu64 "\n", r->change);
     else
         printf("at change %" PRIu64 ": %" PRIu64 " file(s) fetched (%" PRIu64 " bytes), %" PRIu64
-               " removed\n", r->change, r->fetched, r->bytes, r->removed);
+               " removed\n",
+               r->change, r->fetched, r->bytes, r->removed);
 }
 
 static int cmd_clone(const ropts_t *o)
@@ -297,7 +314,7 @@ static int cmd_clone(const ropts_t *o)
         fputs(repo_usage, stderr);
         return EXIT_USAGE;
     }
-    bar_t bar = {0};
+    bar_t bar = { 0 };
     cn_ws_opts_t wo = ws_opts(o, true, &bar);
     cn_ws_sync_result_t res;
     cn_ws_error_t err;
@@ -309,7 +326,7 @@ static int cmd_clone(const ropts_t *o)
 
 static int cmd_sync(const ropts_t *o)
 {
-    bar_t bar = {0};
+    bar_t bar = { 0 };
     cn_ws_opts_t wo = ws_opts(o, false, &bar);
     cn_ws_sync_result_t res;
     cn_ws_error_t err;
@@ -323,7 +340,7 @@ static int cmd_sync(const ropts_t *o)
 
 static int cmd_status(const ropts_t *o)
 {
-    bar_t bar = {0};
+    bar_t bar = { 0 };
     cn_ws_opts_t wo = ws_opts(o, false, &bar);
     cn_ws_status_t *st = NULL;
     cn_ws_error_t err;
@@ -343,7 +360,7 @@ static int cmd_submit(const ropts_t *o)
         fputs("cairn repo submit: -m MESSAGE is required\n", stderr);
         return EXIT_USAGE;
     }
-    bar_t bar = {0};
+    bar_t bar = { 0 };
     cn_ws_opts_t wo = ws_opts(o, false, &bar);
     cn_ws_submit_result_t res;
     cn_ws_error_t err;
@@ -357,8 +374,8 @@ static int cmd_submit(const ropts_t *o)
         printf("nothing to submit at change %" PRIu64 "\n", res.change);
     else
         printf("change %" PRIu64 ": %zu path(s), %zu object(s) uploaded (%" PRIu64
-               " bytes), %" PRIu64 " bytes sent\n", res.change, res.paths, res.objects,
-               res.object_bytes, res.bytes_sent);
+               " bytes), %" PRIu64 " bytes sent\n",
+               res.change, res.paths, res.objects, res.object_bytes, res.bytes_sent);
     return EXIT_OK;
 }
 
@@ -368,7 +385,7 @@ static int print_log(void *ctx, const cn_scribe_client_logrow_t *r)
     char when[CN_RFC3339_LEN], id[65];
     cn_rfc3339((int64_t)r->time_ms, when);
     hex(r->commit.b, 12, id);
-    static const char *const ev[] = {"", "add", "modify", "delete", "move", "keep"};
+    static const char *const ev[] = { "", "add", "modify", "delete", "move", "keep" };
     printf("change %" PRIu64 "  %s  %s  %s", r->change, id, r->author, when);
     if (r->path[0])
         printf("  %s %s", r->event < 6 ? ev[r->event] : "?", r->path);
@@ -387,7 +404,7 @@ static int cmd_log(const ropts_t *o)
             path = o->pos[0];
         }
     }
-    bar_t bar = {0};
+    bar_t bar = { 0 };
     cn_ws_opts_t wo = ws_opts(o, false, &bar);
     cn_ws_error_t err;
     if (cn_ws_log(dir, path, o->limit, &wo, print_log, NULL, &err))
@@ -410,7 +427,7 @@ static int cmd_describe(const ropts_t *o)
         fprintf(stderr, "cairn repo describe: CHANGE is a number\n");
         return EXIT_USAGE;
     }
-    bar_t bar = {0};
+    bar_t bar = { 0 };
     cn_ws_opts_t wo = ws_opts(o, false, &bar);
     cn_ws_error_t err;
     uint32_t rev = 0;

@@ -26,7 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-const char *const cn_services_sections[] = {NULL};
+const char *const cn_services_sections[] = { NULL };
 
 /* The maintenance thread's state; lives inside cn_services_t's allocation. */
 typedef struct {
@@ -56,7 +56,7 @@ static void *maintenance_main(void *arg)
         if (si->stop)
             break;
         pthread_mutex_unlock(&si->mu);
-        cn_store_sweep_stats_t st = {0};
+        cn_store_sweep_stats_t st = { 0 };
         cn_err_t e = cn_store_sweep(si->pub.store, si->grace_ms, &st);
         if (e < 0)
             cn_warn("cairnd", "blob sweep failed: %s", cn_strerror(e));
@@ -120,8 +120,8 @@ cn_err_t cn_services_open(const char *data_dir, const cn_toml_t *config, cn_serv
     if (!existed)
         cn_info("cairnd", "created data directory %s", data_dir);
     else if (st.st_mode & 077)
-        cn_warn("cairnd", "data directory %s is accessible to other users (mode %03o)",
-                data_dir, (unsigned)(st.st_mode & 0777));
+        cn_warn("cairnd", "data directory %s is accessible to other users (mode %03o)", data_dir,
+                (unsigned)(st.st_mode & 0777));
     services_impl_t *si = calloc(1, sizeof *si);
     cn_services_t *svc = si ? &si->pub : NULL;
     if (!svc || !(svc->data_dir = strdup(data_dir))) {
@@ -135,7 +135,7 @@ cn_err_t cn_services_open(const char *data_dir, const cn_toml_t *config, cn_serv
     e = cn_meta_open(data_dir, NULL, &svc->meta);
     if (e >= 0) {
         what = "store";
-        cn_store_opts_t so = {.meta = svc->meta};
+        cn_store_opts_t so = { .meta = svc->meta };
         e = cn_store_open(data_dir, &so, &svc->store);
     }
     if (e >= 0) {
@@ -148,7 +148,7 @@ cn_err_t cn_services_open(const char *data_dir, const cn_toml_t *config, cn_serv
         e = env_rate(svc->identity);
     if (e >= 0) {
         what = "objects";
-        cn_objects_opts_t oo = {0};
+        cn_objects_opts_t oo = { 0 };
         uint64_t expiry_s = 0;
         e = env_u64("JAY_MAX_OBJECT_SIZE", &oo.max_object_bytes);
         if (e >= 0)
@@ -163,7 +163,7 @@ cn_err_t cn_services_open(const char *data_dir, const cn_toml_t *config, cn_serv
         what = "blobs";
         /* CAIRN_BLOB_PIN_TTL_MS: blob pin tokens expire this long after their
          * put or last renewal (the fleet behaviour); unset = process lifetime. */
-        cn_blobs_opts_t bo = {0};
+        cn_blobs_opts_t bo = { 0 };
         uint64_t ttl_ms = 0;
         e = env_u64("CAIRN_BLOB_PIN_TTL_MS", &ttl_ms);
         if (e >= 0 && ttl_ms > (uint64_t)INT64_MAX / 2)

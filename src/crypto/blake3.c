@@ -8,7 +8,10 @@ _Static_assert(sizeof(blake3_hasher) <= sizeof(((cn_blake3_t *)0)->opaque),
                "cn_blake3_t too small for blake3_hasher");
 _Static_assert(_Alignof(blake3_hasher) <= 16, "cn_blake3_t alignment");
 
-void cn_blake3_init(cn_blake3_t *h) { blake3_hasher_init((blake3_hasher *)h->opaque); }
+void cn_blake3_init(cn_blake3_t *h)
+{
+    blake3_hasher_init((blake3_hasher *)h->opaque);
+}
 
 void cn_blake3_update(cn_blake3_t *h, const void *p, size_t n)
 {

@@ -30,5 +30,11 @@ static uint32_t crc_crc(const uint32_t *tab, uint32_t crc, const void *p, size_t
     return ~crc;
 }
 
-uint32_t cn_crc32(uint32_t crc, const void *p, size_t n) { return crc_crc(cn__crc32_tab, crc, p, n); }
-uint32_t cn_crc32c(uint32_t crc, const void *p, size_t n) { return crc_crc(cn__crc32c_tab, crc, p, n); }
+uint32_t cn_crc32(uint32_t crc, const void *p, size_t n)
+{
+    return crc_crc(cn__crc32_tab, crc, p, n);
+}
+uint32_t cn_crc32c(uint32_t crc, const void *p, size_t n)
+{
+    return crc_crc(cn__crc32c_tab, crc, p, n);
+}

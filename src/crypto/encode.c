@@ -12,7 +12,10 @@ cn_err_t cn_random_bytes(void *out, size_t n)
     return CN_OK;
 }
 
-bool cn_ct_equal(const void *a, const void *b, size_t n) { return CRYPTO_memcmp(a, b, n) == 0; }
+bool cn_ct_equal(const void *a, const void *b, size_t n)
+{
+    return CRYPTO_memcmp(a, b, n) == 0;
+}
 
 void cn_hex_encode(const void *p, size_t n, char *out)
 {

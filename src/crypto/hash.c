@@ -5,8 +5,12 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-struct cn_sha256 { EVP_MD_CTX *ctx; };
-struct cn_md5 { EVP_MD_CTX *ctx; };
+struct cn_sha256 {
+    EVP_MD_CTX *ctx;
+};
+struct cn_md5 {
+    EVP_MD_CTX *ctx;
+};
 
 static EVP_MD_CTX *md_new(const EVP_MD *md)
 {
@@ -39,7 +43,10 @@ void cn_sha256_final(cn_sha256_t *h, uint8_t out[CN_DIGEST_LEN])
     EVP_MD_CTX_free((EVP_MD_CTX *)h);
 }
 
-void cn_sha256_free(cn_sha256_t *h) { EVP_MD_CTX_free((EVP_MD_CTX *)h); }
+void cn_sha256_free(cn_sha256_t *h)
+{
+    EVP_MD_CTX_free((EVP_MD_CTX *)h);
+}
 
 void cn_sha256(const void *p, size_t n, uint8_t out[CN_DIGEST_LEN])
 {
@@ -56,7 +63,10 @@ cn_err_t cn_md5_new(cn_md5_t **out)
     return CN_OK;
 }
 
-void cn_md5_update(cn_md5_t *h, const void *p, size_t n) { EVP_DigestUpdate((EVP_MD_CTX *)h, p, n); }
+void cn_md5_update(cn_md5_t *h, const void *p, size_t n)
+{
+    EVP_DigestUpdate((EVP_MD_CTX *)h, p, n);
+}
 
 void cn_md5_final(cn_md5_t *h, uint8_t out[CN_MD5_LEN])
 {
@@ -65,7 +75,10 @@ void cn_md5_final(cn_md5_t *h, uint8_t out[CN_MD5_LEN])
     EVP_MD_CTX_free((EVP_MD_CTX *)h);
 }
 
-void cn_md5_free(cn_md5_t *h) { EVP_MD_CTX_free((EVP_MD_CTX *)h); }
+void cn_md5_free(cn_md5_t *h)
+{
+    EVP_MD_CTX_free((EVP_MD_CTX *)h);
+}
 
 void cn_md5(const void *p, size_t n, uint8_t out[CN_MD5_LEN])
 {

@@ -23,10 +23,17 @@
 
 #define CN__EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-enum { ST_HDR, ST_DATA, ST_DATA_END, ST_TRAILER, ST_DONE, ST_FAILED };
+enum {
+    ST_HDR,
+    ST_DATA,
+    ST_DATA_END,
+    ST_TRAILER,
+    ST_DONE,
+    ST_FAILED
+};
 
-cn_err_t cn_awschunk_init(cn_awschunk_t *d, const cn_sigv4_t *sig, bool signed_chunks,
-                          bool trailer, uint64_t max_decoded)
+cn_err_t cn_awschunk_init(cn_awschunk_t *d, const cn_sigv4_t *sig, bool signed_chunks, bool trailer,
+                          uint64_t max_decoded)
 {
     memset(d, 0, sizeof *d);
     d->sig = sig;
@@ -195,8 +202,12 @@ static cn_err_t trailer_line(cn_awschunk_t *d, char *line, size_t len)
     size_t nl = (size_t)(colon - line);
     const char *v = colon + 1;
     size_t vl = len - nl - 1;
-    while (vl && (*v == ' ' || *v == '\t')) { v++; vl--; }
-    while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t')) vl--;
+    while (vl && (*v == ' ' || *v == '\t')) {
+        v++;
+        vl--;
+    }
+    while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+        vl--;
     /* Names are HTTP tokens and values hold no control bytes: a NUL would cut
      * the C string a lookup compares while the signature covered all of it. */
     for (size_t i = 0; i < nl; i++)
@@ -314,10 +325,8 @@ cn_err_t cn_awschunk_feed(cn_awschunk_t *d, const uint8_t *p, size_t n, cn_awsch
             }
             break;
         }
-        case ST_DONE:
-            return awschunk_fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
-        default:
-            return CN_E_PROTOCOL;
+        case ST_DONE: return awschunk_fail(d, CN_E_PROTOCOL, CN_S3E_INVALID_REQUEST);
+        default: return CN_E_PROTOCOL;
         }
     }
     return CN_OK;

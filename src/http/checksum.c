@@ -77,8 +77,8 @@ static void crc64_init(void)
     }
     for (unsigned i = 0; i < 256; i++)
         for (int t = 1; t < 8; t++)
-            cn__crc64_tab[t][i] = (cn__crc64_tab[t - 1][i] >> 8) ^
-                                  cn__crc64_tab[0][cn__crc64_tab[t - 1][i] & 0xff];
+            cn__crc64_tab[t][i] =
+                (cn__crc64_tab[t - 1][i] >> 8) ^ cn__crc64_tab[0][cn__crc64_tab[t - 1][i] & 0xff];
 }
 
 uint64_t cn_crc64nvme(uint64_t crc, const void *p, size_t n)

@@ -5,7 +5,11 @@
 
 #include <errno.h>
 
-typedef struct { const char *code; int status; const char *message; } cn__s3_err_row_t;
+typedef struct {
+    const char *code;
+    int status;
+    const char *message;
+} cn__s3_err_row_t;
 
 static const cn__s3_err_row_t cn__s3_errs[CN_S3E_COUNT] = {
 #define CN__S3_ROW(e, code, status, msg) [CN_S3E_##e] = { code, status, msg },
@@ -20,9 +24,18 @@ static const cn__s3_err_row_t *row(cn_s3_err_t e)
     return &cn__s3_errs[e];
 }
 
-const char *cn_s3_err_code(cn_s3_err_t e) { return row(e)->code; }
-int cn_s3_err_status(cn_s3_err_t e) { return row(e)->status; }
-const char *cn_s3_err_message(cn_s3_err_t e) { return row(e)->message; }
+const char *cn_s3_err_code(cn_s3_err_t e)
+{
+    return row(e)->code;
+}
+int cn_s3_err_status(cn_s3_err_t e)
+{
+    return row(e)->status;
+}
+const char *cn_s3_err_message(cn_s3_err_t e)
+{
+    return row(e)->message;
+}
 
 cn_s3_err_t cn_s3_err_from_cn(cn_err_t err)
 {
@@ -54,8 +67,8 @@ cn_s3_err_t cn_s3_err_from_cn(cn_err_t err)
     }
 }
 
-cn_err_t cn_s3_error_xml(cn_buf_t *out, cn_s3_err_t e, const char *message,
-                         const char *resource, const char *request_id, const char *host_id)
+cn_err_t cn_s3_error_xml(cn_buf_t *out, cn_s3_err_t e, const char *message, const char *resource,
+                         const char *request_id, const char *host_id)
 {
     cn_xml_writer_t w;
     cn_xml_begin(&w, out);

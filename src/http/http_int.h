@@ -14,13 +14,13 @@
 #define CN__MAX_RESP_HEADERS 64
 #define CN__MAX_METRIC_SOURCES 16
 #define CN__LAT_BUCKETS 12
-#define CN__DRAIN_MAX (64u << 20)      /* body bytes read past an error before closing */
+#define CN__DRAIN_MAX (64u << 20) /* body bytes read past an error before closing */
 
 typedef struct {
-    _Atomic uint64_t status[6];        /* 1xx..5xx, [0] other */
+    _Atomic uint64_t status[6]; /* 1xx..5xx, [0] other */
     _Atomic uint64_t bytes_in;
     _Atomic uint64_t bytes_out;
-    _Atomic uint64_t lat[CN__LAT_BUCKETS + 1];   /* cumulative at render time */
+    _Atomic uint64_t lat[CN__LAT_BUCKETS + 1]; /* cumulative at render time */
     _Atomic uint64_t lat_sum_us;
     _Atomic uint64_t count;
 } cn__route_stats_t;
@@ -36,9 +36,12 @@ struct cn_http_server {
     cn_http_route_t routes[CN__MAX_ROUTES];
     char *route_prefix[CN__MAX_ROUTES];
     char *route_name[CN__MAX_ROUTES];
-    cn__route_stats_t stats[CN__MAX_ROUTES + 1];   /* last: no route matched */
+    cn__route_stats_t stats[CN__MAX_ROUTES + 1]; /* last: no route matched */
     size_t n_routes;
-    struct { void (*fn)(cn_buf_t *, void *); void *ctx; } metric_src[CN__MAX_METRIC_SOURCES];
+    struct {
+        void (*fn)(cn_buf_t *, void *);
+        void *ctx;
+    } metric_src[CN__MAX_METRIC_SOURCES];
     size_t n_metric_src;
     _Atomic int64_t open_connections;
     _Atomic uint64_t connections_total;
@@ -46,17 +49,25 @@ struct cn_http_server {
     bool started;
 };
 
-enum { CN__RQ_NEW, CN__RQ_BODY, CN__RQ_DRAIN, CN__RQ_DONE };
+enum {
+    CN__RQ_NEW,
+    CN__RQ_BODY,
+    CN__RQ_DRAIN,
+    CN__RQ_DONE
+};
 
-typedef struct { char *name; char *value; } cn__qparam_t;
+typedef struct {
+    char *name;
+    char *value;
+} cn__qparam_t;
 
 struct cn_http_req {
     cn_http_server_t *srv;
     struct MHD_Connection *conn;
-    int route;                         /* index, or -1 */
-    char *uri;                         /* raw URI as received; split at '?' */
+    int route; /* index, or -1 */
+    char *uri; /* raw URI as received; split at '?' */
     const char *raw_path, *raw_query;
-    cn_buf_t path;                     /* decoded, NUL-terminated */
+    cn_buf_t path; /* decoded, NUL-terminated */
     cn__qparam_t *q;
     size_t nq;
     const char *method;
@@ -66,7 +77,7 @@ struct cn_http_req {
     char id[17];
     char host_id[48];
     int64_t content_length, payload_length;
-    uint64_t received;                 /* decoded payload bytes */
+    uint64_t received; /* decoded payload bytes */
     uint64_t wire_received;
     uint64_t drained;
     uint64_t max_body;
@@ -82,7 +93,7 @@ struct cn_http_req {
     /* body */
     int stage;
     cn_awschunk_t *chunk;
-    void *body_sha;                    /* EVP_MD_CTX for HASH / DEFERRED */
+    void *body_sha; /* EVP_MD_CTX for HASH / DEFERRED */
     cn_http_cksum_t cksum;
     cn_http_cksum_alg_t cksum_alg;
     bool cksum_trailer;
@@ -91,7 +102,10 @@ struct cn_http_req {
     cn_s3_err_t body_err;
     bool paused, deferred_start, handler_started;
     /* response */
-    struct { char *name; char *value; } hdrs[CN__MAX_RESP_HEADERS];
+    struct {
+        char *name;
+        char *value;
+    } hdrs[CN__MAX_RESP_HEADERS];
     size_t nhdrs;
     struct MHD_Response *resp;
     unsigned status;

@@ -22,19 +22,21 @@ static int metrics_metrics(cn_http_req_t *r, void *ctx)
 {
     (void)ctx;
     cn_http_server_t *s = r->srv;
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     cn_err_t e = 0;
     static const char *cls[6] = { "other", "1xx", "2xx", "3xx", "4xx", "5xx" };
-    e |= cn_buf_append_str(&b, "# HELP cairn_http_requests_total HTTP requests by route and status class.\n"
-                               "# TYPE cairn_http_requests_total counter\n");
+    e |= cn_buf_append_str(
+        &b, "# HELP cairn_http_requests_total HTTP requests by route and status class.\n"
+            "# TYPE cairn_http_requests_total counter\n");
     for (size_t i = 0; i <= s->n_routes; i++) {
         const cn__route_stats_t *st = &s->stats[i < s->n_routes ? i : CN__MAX_ROUTES];
         const char *name = i < s->n_routes ? s->routes[i].name : "none";
         for (int c = 0; c < 6; c++) {
             uint64_t v = atomic_load(&st->status[c]);
             if (v)
-                e |= cn_buf_printf(&b, "cairn_http_requests_total{route=\"%s\",status=\"%s\"} %" PRIu64 "\n",
-                                   name, cls[c], v);
+                e |= cn_buf_printf(
+                    &b, "cairn_http_requests_total{route=\"%s\",status=\"%s\"} %" PRIu64 "\n", name,
+                    cls[c], v);
         }
     }
     e |= cn_buf_append_str(&b, "# HELP cairn_http_bytes_in_total Request body bytes received.\n"
@@ -47,35 +49,41 @@ static int metrics_metrics(cn_http_req_t *r, void *ctx)
     for (size_t i = 0; i < s->n_routes; i++)
         e |= cn_buf_printf(&b, "cairn_http_bytes_out_total{route=\"%s\"} %" PRIu64 "\n",
                            s->routes[i].name, atomic_load(&s->stats[i].bytes_out));
-    e |= cn_buf_append_str(&b, "# HELP cairn_http_request_duration_seconds Time from request line to completion.\n"
-                               "# TYPE cairn_http_request_duration_seconds histogram\n");
+    e |= cn_buf_append_str(
+        &b, "# HELP cairn_http_request_duration_seconds Time from request line to completion.\n"
+            "# TYPE cairn_http_request_duration_seconds histogram\n");
     for (size_t i = 0; i < s->n_routes; i++) {
         const cn__route_stats_t *st = &s->stats[i];
         uint64_t cum = 0;
         for (int k = 0; k < CN__LAT_BUCKETS; k++) {
             cum += atomic_load(&st->lat[k]);
-            e |= cn_buf_printf(&b, "cairn_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %" PRIu64 "\n",
-                               s->routes[i].name, cn__lat_bounds_s[k], cum);
+            e |= cn_buf_printf(
+                &b,
+                "cairn_http_request_duration_seconds_bucket{route=\"%s\",le=\"%g\"} %" PRIu64 "\n",
+                s->routes[i].name, cn__lat_bounds_s[k], cum);
         }
         cum += atomic_load(&st->lat[CN__LAT_BUCKETS]);
-        e |= cn_buf_printf(&b, "cairn_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %" PRIu64 "\n"
-                               "cairn_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n"
-                               "cairn_http_request_duration_seconds_count{route=\"%s\"} %" PRIu64 "\n",
-                           s->routes[i].name, cum, s->routes[i].name,
-                           (double)atomic_load(&st->lat_sum_us) / 1e6, s->routes[i].name,
-                           atomic_load(&st->count));
+        e |= cn_buf_printf(
+            &b,
+            "cairn_http_request_duration_seconds_bucket{route=\"%s\",le=\"+Inf\"} %" PRIu64 "\n"
+            "cairn_http_request_duration_seconds_sum{route=\"%s\"} %.6f\n"
+            "cairn_http_request_duration_seconds_count{route=\"%s\"} %" PRIu64 "\n",
+            s->routes[i].name, cum, s->routes[i].name, (double)atomic_load(&st->lat_sum_us) / 1e6,
+            s->routes[i].name, atomic_load(&st->count));
     }
-    e |= cn_buf_printf(&b, "# HELP cairn_http_open_connections Connections open now.\n"
-                           "# TYPE cairn_http_open_connections gauge\n"
-                           "cairn_http_open_connections %" PRId64 "\n"
-                           "# HELP cairn_http_connections_total Connections accepted.\n"
-                           "# TYPE cairn_http_connections_total counter\n"
-                           "cairn_http_connections_total %" PRIu64 "\n"
-                           "# HELP cairn_http_auth_failures_total Requests whose signature did not verify.\n"
-                           "# TYPE cairn_http_auth_failures_total counter\n"
-                           "cairn_http_auth_failures_total %" PRIu64 "\n",
-                       atomic_load(&s->open_connections), atomic_load(&s->connections_total),
-                       atomic_load(&s->auth_failures));
+    e |= cn_buf_printf(
+        &b,
+        "# HELP cairn_http_open_connections Connections open now.\n"
+        "# TYPE cairn_http_open_connections gauge\n"
+        "cairn_http_open_connections %" PRId64 "\n"
+        "# HELP cairn_http_connections_total Connections accepted.\n"
+        "# TYPE cairn_http_connections_total counter\n"
+        "cairn_http_connections_total %" PRIu64 "\n"
+        "# HELP cairn_http_auth_failures_total Requests whose signature did not verify.\n"
+        "# TYPE cairn_http_auth_failures_total counter\n"
+        "cairn_http_auth_failures_total %" PRIu64 "\n",
+        atomic_load(&s->open_connections), atomic_load(&s->connections_total),
+        atomic_load(&s->auth_failures));
     for (size_t i = 0; i < s->n_metric_src; i++)
         s->metric_src[i].fn(&b, s->metric_src[i].ctx);
     if (e) {
@@ -90,12 +98,18 @@ static int metrics_metrics(cn_http_req_t *r, void *ctx)
 void cn__metrics_register_builtin(cn_http_server_t *s)
 {
     cn_http_route_t health = {
-        .name = "health", .methods = CN_HTTP_GET | CN_HTTP_HEAD, .prefix = "/_cairn/health",
-        .flags = CN_HTTP_ROUTE_EXACT | CN_HTTP_ROUTE_OWN_AUTH_ERRORS, .on_request = metrics_health,
+        .name = "health",
+        .methods = CN_HTTP_GET | CN_HTTP_HEAD,
+        .prefix = "/_cairn/health",
+        .flags = CN_HTTP_ROUTE_EXACT | CN_HTTP_ROUTE_OWN_AUTH_ERRORS,
+        .on_request = metrics_health,
     };
     cn_http_route_t metrics = {
-        .name = "metrics", .methods = CN_HTTP_GET | CN_HTTP_HEAD, .prefix = "/_cairn/metrics",
-        .flags = CN_HTTP_ROUTE_EXACT | CN_HTTP_ROUTE_OWN_AUTH_ERRORS, .on_request = metrics_metrics,
+        .name = "metrics",
+        .methods = CN_HTTP_GET | CN_HTTP_HEAD,
+        .prefix = "/_cairn/metrics",
+        .flags = CN_HTTP_ROUTE_EXACT | CN_HTTP_ROUTE_OWN_AUTH_ERRORS,
+        .on_request = metrics_metrics,
     };
     cn_http_server_route(s, &health);
     cn_http_server_route(s, &metrics);

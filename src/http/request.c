@@ -55,7 +55,7 @@ cn_err_t cn__req_parse_target(cn_http_req_t *r)
         if (len > 0) {
             const char *eq = memchr(p, '=', len);
             size_t nl = eq ? (size_t)(eq - p) : len;
-            cn_buf_t name = {0}, val = {0};
+            cn_buf_t name = { 0 }, val = { 0 };
             cn_err_t e = cn_http_pct_decode(&name, p, nl);
             if (!e)
                 e = cn_buf_put_u8(&name, 0);
@@ -108,8 +108,14 @@ void cn__req_free(cn_http_req_t *r)
     free(r);
 }
 
-const char *cn_http_req_method(const cn_http_req_t *r) { return r->method; }
-unsigned cn_http_req_method_bit(const cn_http_req_t *r) { return r->method_bit; }
+const char *cn_http_req_method(const cn_http_req_t *r)
+{
+    return r->method;
+}
+unsigned cn_http_req_method_bit(const cn_http_req_t *r)
+{
+    return r->method_bit;
+}
 
 const char *cn_http_req_path(const cn_http_req_t *r, size_t *len)
 {
@@ -124,8 +130,14 @@ const char *cn_http_req_path(const cn_http_req_t *r, size_t *len)
     return (const char *)r->path.data;
 }
 
-const char *cn_http_req_raw_path(const cn_http_req_t *r) { return r->raw_path ? r->raw_path : "/"; }
-const char *cn_http_req_raw_query(const cn_http_req_t *r) { return r->raw_query ? r->raw_query : ""; }
+const char *cn_http_req_raw_path(const cn_http_req_t *r)
+{
+    return r->raw_path ? r->raw_path : "/";
+}
+const char *cn_http_req_raw_query(const cn_http_req_t *r)
+{
+    return r->raw_query ? r->raw_query : "";
+}
 
 const char *cn_http_req_query(const cn_http_req_t *r, const char *name)
 {
@@ -140,7 +152,10 @@ bool cn_http_req_has_query(const cn_http_req_t *r, const char *name)
     return cn_http_req_query(r, name) != NULL;
 }
 
-size_t cn_http_req_query_count(const cn_http_req_t *r) { return r->nq; }
+size_t cn_http_req_query_count(const cn_http_req_t *r)
+{
+    return r->nq;
+}
 
 void cn_http_req_query_at(const cn_http_req_t *r, size_t i, const char **name, const char **value)
 {
@@ -158,8 +173,7 @@ typedef struct {
     void *ctx;
 } cn__iter_t;
 
-static enum MHD_Result iter(void *cls, enum MHD_ValueKind kind, const char *key,
-                                const char *value)
+static enum MHD_Result iter(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
     (void)kind;
     cn__iter_t *it = cls;
@@ -173,14 +187,38 @@ void cn_http_req_headers(const cn_http_req_t *r,
     MHD_get_connection_values(r->conn, MHD_HEADER_KIND, iter, &it);
 }
 
-const char *cn_http_req_peer(const cn_http_req_t *r) { return r->peer; }
-const char *cn_http_req_client_ip(const cn_http_req_t *r) { return r->client_ip; }
-const char *cn_http_req_id(const cn_http_req_t *r) { return r->id; }
-const char *cn_http_req_host_id(const cn_http_req_t *r) { return r->host_id; }
-int64_t cn_http_req_content_length(const cn_http_req_t *r) { return r->content_length; }
-int64_t cn_http_req_payload_length(const cn_http_req_t *r) { return r->payload_length; }
-uint64_t cn_http_req_body_received(const cn_http_req_t *r) { return r->received; }
-bool cn_http_req_is_tls(const cn_http_req_t *r) { return r->tls; }
+const char *cn_http_req_peer(const cn_http_req_t *r)
+{
+    return r->peer;
+}
+const char *cn_http_req_client_ip(const cn_http_req_t *r)
+{
+    return r->client_ip;
+}
+const char *cn_http_req_id(const cn_http_req_t *r)
+{
+    return r->id;
+}
+const char *cn_http_req_host_id(const cn_http_req_t *r)
+{
+    return r->host_id;
+}
+int64_t cn_http_req_content_length(const cn_http_req_t *r)
+{
+    return r->content_length;
+}
+int64_t cn_http_req_payload_length(const cn_http_req_t *r)
+{
+    return r->payload_length;
+}
+uint64_t cn_http_req_body_received(const cn_http_req_t *r)
+{
+    return r->received;
+}
+bool cn_http_req_is_tls(const cn_http_req_t *r)
+{
+    return r->tls;
+}
 
 /* The Content-Encoding header without its aws-chunked coding(s), the rest
  * kept verbatim: each kept coding keeps the separator text that came before
@@ -192,14 +230,18 @@ const char *cn_http_req_content_encoding(const cn_http_req_t *r)
     if (w->content_encoding)
         return w->content_encoding[0] ? w->content_encoding : NULL;
     const char *ce = cn_http_req_header(r, "Content-Encoding");
-    cn_buf_t b = {0};
-    const char *sep = ce;          /* where the text before the next coding starts */
+    cn_buf_t b = { 0 };
+    const char *sep = ce; /* where the text before the next coding starts */
     while (ce && *ce) {
         size_t n = strcspn(ce, ",");
         const char *t = ce;
         size_t tl = n;
-        while (tl && (*t == ' ' || *t == '\t')) { t++; tl--; }
-        while (tl && (t[tl - 1] == ' ' || t[tl - 1] == '\t')) tl--;
+        while (tl && (*t == ' ' || *t == '\t')) {
+            t++;
+            tl--;
+        }
+        while (tl && (t[tl - 1] == ' ' || t[tl - 1] == '\t'))
+            tl--;
         if (tl && !(tl == 11 && strncasecmp(t, "aws-chunked", 11) == 0)) {
             const char *from = b.len ? sep : t;
             if (cn_buf_append(&b, from, (size_t)(t + tl - from)))
@@ -219,14 +261,26 @@ const char *cn_http_req_content_encoding(const cn_http_req_t *r)
     return w->content_encoding[0] ? w->content_encoding : NULL;
 }
 
-cn_http_auth_kind_t cn_http_req_auth(const cn_http_req_t *r) { return r->auth_kind; }
+cn_http_auth_kind_t cn_http_req_auth(const cn_http_req_t *r)
+{
+    return r->auth_kind;
+}
 const char *cn_http_req_access_key(const cn_http_req_t *r)
 {
     return r->auth_kind == CN_HTTP_AUTH_ANONYMOUS ? NULL : r->access_key;
 }
-cn_s3_err_t cn_http_req_auth_error(const cn_http_req_t *r) { return r->auth_err; }
-cn_sigv4_payload_t cn_http_req_payload_mode(const cn_http_req_t *r) { return r->payload; }
-cn_s3_err_t cn_http_req_body_error(const cn_http_req_t *r) { return r->body_err; }
+cn_s3_err_t cn_http_req_auth_error(const cn_http_req_t *r)
+{
+    return r->auth_err;
+}
+cn_sigv4_payload_t cn_http_req_payload_mode(const cn_http_req_t *r)
+{
+    return r->payload;
+}
+cn_s3_err_t cn_http_req_body_error(const cn_http_req_t *r)
+{
+    return r->body_err;
+}
 
 cn_http_cksum_alg_t cn_http_req_checksum(const cn_http_req_t *r, const char **b64)
 {
@@ -235,6 +289,15 @@ cn_http_cksum_alg_t cn_http_req_checksum(const cn_http_req_t *r, const char **b6
     return r->cksum_alg;
 }
 
-void cn_http_req_set_data(cn_http_req_t *r, void *data) { r->data = data; }
-void *cn_http_req_data(const cn_http_req_t *r) { return r->data; }
-bool cn_http_req_responded(const cn_http_req_t *r) { return r->resp != NULL || r->stage == CN__RQ_DONE; }
+void cn_http_req_set_data(cn_http_req_t *r, void *data)
+{
+    r->data = data;
+}
+void *cn_http_req_data(const cn_http_req_t *r)
+{
+    return r->data;
+}
+bool cn_http_req_responded(const cn_http_req_t *r)
+{
+    return r->resp != NULL || r->stage == CN__RQ_DONE;
+}

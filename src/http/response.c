@@ -28,7 +28,7 @@ cn_err_t cn_http_resp_header(cn_http_req_t *r, const char *name, const char *val
 }
 
 static cn_err_t finish(cn_http_req_t *r, struct MHD_Response *resp, int status,
-                           const char *content_type, uint64_t len)
+                       const char *content_type, uint64_t len)
 {
     if (!resp)
         return -ENOMEM;
@@ -53,12 +53,11 @@ static cn_err_t finish(cn_http_req_t *r, struct MHD_Response *resp, int status,
     return CN_OK;
 }
 
-cn_err_t cn_http_respond(cn_http_req_t *r, int status, const char *content_type,
-                         const void *body, size_t len)
+cn_err_t cn_http_respond(cn_http_req_t *r, int status, const char *content_type, const void *body,
+                         size_t len)
 {
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, (void *)(uintptr_t)(body ? body : ""),
-                                        MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        len, (void *)(uintptr_t)(body ? body : ""), MHD_RESPMEM_MUST_COPY);
     return finish(r, resp, status, content_type, len);
 }
 
@@ -70,7 +69,10 @@ cn_err_t cn_http_respond_buf(cn_http_req_t *r, int status, const char *content_t
 
 static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
 {
-    (void)cls; (void)pos; (void)buf; (void)max;
+    (void)cls;
+    (void)pos;
+    (void)buf;
+    (void)max;
     return MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
@@ -116,8 +118,7 @@ cn_err_t cn_http_respond_fd(cn_http_req_t *r, int status, const char *content_ty
         close(fd);
         return CN_E_INVALID;
     }
-    struct MHD_Response *resp =
-        len <= CN_HTTP_INLINE_BODY_MAX ? inline_fd(fd, off, len) : NULL;
+    struct MHD_Response *resp = len <= CN_HTTP_INLINE_BODY_MAX ? inline_fd(fd, off, len) : NULL;
     if (resp) {
         close(fd);
         return finish(r, resp, status, content_type, len);
@@ -143,7 +144,7 @@ static ssize_t produce(void *cls, uint64_t pos, char *buf, size_t max)
     if (n > 0)
         return n;
     if (n == CN_HTTP_STREAM_WAIT)
-        return 0;   /* the producer suspended the connection: MHD calls again on resume */
+        return 0; /* the producer suspended the connection: MHD calls again on resume */
     return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
@@ -174,8 +175,7 @@ cn_err_t cn_http_respond_stream(cn_http_req_t *r, int status, const char *conten
     p->done = done;
     p->ctx = ctx;
     struct MHD_Response *resp = MHD_create_response_from_callback(
-        len == CN_HTTP_LEN_UNKNOWN ? MHD_SIZE_UNKNOWN : len, 64 * 1024, produce, p,
-        produce_done);
+        len == CN_HTTP_LEN_UNKNOWN ? MHD_SIZE_UNKNOWN : len, 64 * 1024, produce, p, produce_done);
     if (!resp) {
         produce_done(p);
         return -ENOMEM;
@@ -185,7 +185,7 @@ cn_err_t cn_http_respond_stream(cn_http_req_t *r, int status, const char *conten
 
 cn_err_t cn_http_respond_s3_error(cn_http_req_t *r, cn_s3_err_t e, const char *message)
 {
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     cn_err_t err = cn_s3_error_xml(&b, e, message, cn_http_req_path(r, NULL), r->id, r->host_id);
     if (!err)
         err = cn_http_respond(r, cn_s3_err_status(e), "application/xml", b.data, b.len);

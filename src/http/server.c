@@ -70,7 +70,7 @@ static cn_err_t parse_listen(cn_http_server_t *s, const char *spec)
     }
     if (!*port)
         return CN_E_INVALID;
-    struct addrinfo hints = {0}, *res = NULL;
+    struct addrinfo hints = { 0 }, *res = NULL;
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
@@ -86,14 +86,17 @@ static cn_err_t parse_listen(cn_http_server_t *s, const char *spec)
     return CN_OK;
 }
 
-static char *server_dup(const char *s) { return s ? strdup(s) : NULL; }
+static char *server_dup(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
 
 static char *slurp(const char *path)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return NULL;
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     char tmp[4096];
     long long n;
     while ((n = cn_read_full(fd, tmp, sizeof tmp)) > 0) {
@@ -144,15 +147,21 @@ cn_err_t cn_http_server_new(const cn_http_config_t *cfg, cn_http_server_t **out)
             return CN_E_INVALID;
         }
     }
-    if (!s->cfg.threads) s->cfg.threads = 8;
-    if (!s->cfg.max_connections) s->cfg.max_connections = 1024;
-    if (!s->cfg.idle_timeout_s) s->cfg.idle_timeout_s = 60;
+    if (!s->cfg.threads)
+        s->cfg.threads = 8;
+    if (!s->cfg.max_connections)
+        s->cfg.max_connections = 1024;
+    if (!s->cfg.idle_timeout_s)
+        s->cfg.idle_timeout_s = 60;
     /* libmicrohttpd zeroes the whole pool between two requests of a
      * connection, so its size is paid on every request: 32 KiB holds the
      * request headers S3 allows (8 KiB) with room for the read buffer. */
-    if (!s->cfg.conn_memory) s->cfg.conn_memory = 32 * 1024;
-    if (!s->cfg.max_body) s->cfg.max_body = 5ull << 30;
-    if (!s->cfg.max_skew_ms) s->cfg.max_skew_ms = CN_SIGV4_MAX_SKEW_MS;
+    if (!s->cfg.conn_memory)
+        s->cfg.conn_memory = 32 * 1024;
+    if (!s->cfg.max_body)
+        s->cfg.max_body = 5ull << 30;
+    if (!s->cfg.max_skew_ms)
+        s->cfg.max_skew_ms = CN_SIGV4_MAX_SKEW_MS;
     cn__metrics_register_builtin(s);
     *out = s;
     return CN_OK;
@@ -210,10 +219,13 @@ static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 
 static unsigned method_bit(const char *m)
 {
-    static const struct { const char *n; unsigned bit; } t[] = {
-        { "GET", CN_HTTP_GET }, { "HEAD", CN_HTTP_HEAD }, { "PUT", CN_HTTP_PUT },
-        { "POST", CN_HTTP_POST }, { "DELETE", CN_HTTP_DELETE },
-        { "OPTIONS", CN_HTTP_OPTIONS }, { "PATCH", CN_HTTP_PATCH },
+    static const struct {
+        const char *n;
+        unsigned bit;
+    } t[] = {
+        { "GET", CN_HTTP_GET },     { "HEAD", CN_HTTP_HEAD },     { "PUT", CN_HTTP_PUT },
+        { "POST", CN_HTTP_POST },   { "DELETE", CN_HTTP_DELETE }, { "OPTIONS", CN_HTTP_OPTIONS },
+        { "PATCH", CN_HTTP_PATCH },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (strcmp(m, t[i].n) == 0)
@@ -240,10 +252,13 @@ static int route_for(cn_http_server_t *s, cn_http_req_t *r)
     return -1;
 }
 
-typedef struct { cn_http_kv_t *kv; size_t n, cap; } cn__hdr_list_t;
+typedef struct {
+    cn_http_kv_t *kv;
+    size_t n, cap;
+} cn__hdr_list_t;
 
 static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind, const char *key,
-                                   const char *value)
+                               const char *value)
 {
     (void)kind;
     cn__hdr_list_t *l = cls;
@@ -279,7 +294,7 @@ static cn_s3_err_t payload_unsigned(cn_http_req_t *r)
         return CN_S3E_NONE;
     }
     if (strncmp(v, "STREAMING-", 10) == 0)
-        return CN_S3E_ACCESS_DENIED;   /* a signed stream needs a seed signature */
+        return CN_S3E_ACCESS_DENIED; /* a signed stream needs a seed signature */
     return CN_S3E_INVALID_ARGUMENT;
 }
 
@@ -310,7 +325,7 @@ static void decide_auth(cn_http_req_t *r)
         id[colon - tok] = 0;
         int rc = s->cfg.bearer_check(s->cfg.bearer_ctx, id, colon + 1);
         if (rc != 0) {
-            r->auth_err = rc == CN_E_NOT_FOUND ? CN_S3E_INVALID_ACCESS_KEY_ID
+            r->auth_err = rc == CN_E_NOT_FOUND                     ? CN_S3E_INVALID_ACCESS_KEY_ID
                           : (rc == CN_E_AUTH || rc == CN_E_DENIED) ? CN_S3E_ACCESS_DENIED
                                                                    : CN_S3E_INTERNAL_ERROR;
             snprintf(r->auth_detail, sizeof r->auth_detail, "the bearer token was refused");
@@ -328,13 +343,16 @@ static void decide_auth(cn_http_req_t *r)
                  "Please use AWS4-HMAC-SHA256.");
         return;
     }
-    cn__hdr_list_t hl = {0};
+    cn__hdr_list_t hl = { 0 };
     MHD_get_connection_values(r->conn, MHD_HEADER_KIND, collect, &hl);
     cn_sigv4_input_t in = {
         .method = r->method,
-        .path = r->raw_path, .path_len = strlen(r->raw_path),
-        .query = r->raw_query, .query_len = strlen(r->raw_query),
-        .headers = hl.kv, .n_headers = hl.n,
+        .path = r->raw_path,
+        .path_len = strlen(r->raw_path),
+        .query = r->raw_query,
+        .query_len = strlen(r->raw_query),
+        .headers = hl.kv,
+        .n_headers = hl.n,
         .has_body = r->has_body,
         .now_ms = now_ms(s),
         .service = "s3",
@@ -375,9 +393,8 @@ static void decide_auth(cn_http_req_t *r)
 static cn_s3_err_t setup_checksum(cn_http_req_t *r)
 {
     bool object_checksum = r->method_bit == CN_HTTP_POST && cn_http_req_has_query(r, "uploadId");
-    static const cn_http_cksum_alg_t algs[] = { CN_CKSUM_CRC32, CN_CKSUM_CRC32C,
-                                               CN_CKSUM_CRC64NVME, CN_CKSUM_SHA1,
-                                               CN_CKSUM_SHA256 };
+    static const cn_http_cksum_alg_t algs[] = { CN_CKSUM_CRC32, CN_CKSUM_CRC32C, CN_CKSUM_CRC64NVME,
+                                                CN_CKSUM_SHA1, CN_CKSUM_SHA256 };
     int found = 0;
     for (size_t i = 0; i < sizeof algs / sizeof algs[0]; i++) {
         const char *v = cn_http_req_header(r, cn_http_cksum_header(algs[i]));
@@ -601,12 +618,13 @@ static enum MHD_Result first_call(cn_http_req_t *r, const char *method)
     cn_http_server_t *s = r->srv;
     r->method = method;
     r->method_bit = method_bit(method);
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn,
-                                                                 MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (ci && ci->client_addr) {
         const struct sockaddr *sa = ci->client_addr;
         if (sa->sa_family == AF_INET)
-            inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, r->peer, sizeof r->peer);
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, r->peer,
+                      sizeof r->peer);
         else if (sa->sa_family == AF_INET6)
             inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, r->peer,
                       sizeof r->peer);
@@ -673,7 +691,7 @@ static enum MHD_Result first_call(cn_http_req_t *r, const char *method)
         return server_queue(r);
     }
     if (r->auth_err != CN_S3E_NONE)
-        r->payload = CN_SIGV4_PAYLOAD_UNSIGNED;   /* the handler refuses; nothing to verify */
+        r->payload = CN_SIGV4_PAYLOAD_UNSIGNED; /* the handler refuses; nothing to verify */
     cn_s3_err_t e = setup_body(r);
     if (e != CN_S3E_NONE) {
         call_error(r, e, NULL);
@@ -732,11 +750,13 @@ static enum MHD_Result final_call(cn_http_req_t *r)
 }
 
 static enum MHD_Result server_access(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_data_size,
-                                  void **con_cls)
+                                     const char *method, const char *version,
+                                     const char *upload_data, size_t *upload_data_size,
+                                     void **con_cls)
 {
-    (void)cls; (void)url; (void)version;
+    (void)cls;
+    (void)url;
+    (void)version;
     cn_http_req_t *r = *con_cls;
     if (!r)
         return MHD_NO;
@@ -775,9 +795,10 @@ void cn_http_req_resume(cn_http_req_t *r)
 }
 
 static void server_completed(void *cls, struct MHD_Connection *c, void **con_cls,
-                          enum MHD_RequestTerminationCode toe)
+                             enum MHD_RequestTerminationCode toe)
 {
-    (void)c; (void)toe;
+    (void)c;
+    (void)toe;
     cn_http_server_t *s = cls;
     cn_http_req_t *r = *con_cls;
     if (!r)
@@ -790,9 +811,10 @@ static void server_completed(void *cls, struct MHD_Connection *c, void **con_cls
 }
 
 static void conn_notify(void *cls, struct MHD_Connection *c, void **socket_ctx,
-                            enum MHD_ConnectionNotificationCode toe)
+                        enum MHD_ConnectionNotificationCode toe)
 {
-    (void)c; (void)socket_ctx;
+    (void)c;
+    (void)socket_ctx;
     cn_http_server_t *s = cls;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         atomic_fetch_add(&s->open_connections, 1);
@@ -825,7 +847,8 @@ cn_err_t cn_http_server_start(cn_http_server_t *s)
         flags |= MHD_USE_TLS;
     struct MHD_OptionItem opts[24];
     int n = 0;
-#define CN__OPT(o, v, p) (opts[n].option = (o), opts[n].value = (intptr_t)(v), opts[n].ptr_value = (p), n++)
+#define CN__OPT(o, v, p) \
+    (opts[n].option = (o), opts[n].value = (intptr_t)(v), opts[n].ptr_value = (p), n++)
     CN__OPT(MHD_OPTION_SOCK_ADDR, 0, &s->addr);
     CN__OPT(MHD_OPTION_THREAD_POOL_SIZE, s->cfg.threads, NULL);
     CN__OPT(MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_connections, NULL);
@@ -862,7 +885,10 @@ cn_err_t cn_http_server_start(cn_http_server_t *s)
     return CN_OK;
 }
 
-int cn_http_server_port(const cn_http_server_t *s) { return s->port; }
+int cn_http_server_port(const cn_http_server_t *s)
+{
+    return s->port;
+}
 
 void cn_http_server_stop(cn_http_server_t *s)
 {

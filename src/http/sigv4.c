@@ -23,8 +23,8 @@
 
 static bool unreserved(unsigned char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
 }
 
 cn_err_t cn_sigv4_uri_encode(cn_buf_t *out, const char *s, size_t n, bool keep_slash)
@@ -45,9 +45,12 @@ cn_err_t cn_sigv4_uri_encode(cn_buf_t *out, const char *s, size_t n, bool keep_s
 
 static int hexval(char c)
 {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
     return -1;
 }
 
@@ -74,9 +77,16 @@ cn_err_t cn_http_pct_decode(cn_buf_t *out, const char *s, size_t n)
 
 /* ---- query ---------------------------------------------------------------- */
 
-typedef struct { size_t off; size_t name_len; size_t val_len; } cn__qpair_t;
+typedef struct {
+    size_t off;
+    size_t name_len;
+    size_t val_len;
+} cn__qpair_t;
 
-typedef struct { const char *base; const cn__qpair_t *p; } cn__qsort_ctx_t;
+typedef struct {
+    const char *base;
+    const cn__qpair_t *p;
+} cn__qsort_ctx_t;
 
 static int qcmp(const void *a, const void *b, void *ctx)
 {
@@ -105,7 +115,7 @@ static cn_err_t requote(cn_buf_t *enc, cn_buf_t *tmp, const char *s, size_t n)
 
 static cn_err_t canonical_query(cn_buf_t *out, const char *q, size_t qn)
 {
-    cn_buf_t enc = {0}, tmp = {0};
+    cn_buf_t enc = { 0 }, tmp = { 0 };
     cn__qpair_t *pairs = NULL;
     size_t np = 0;
     cn_err_t err = CN_OK;
@@ -162,8 +172,7 @@ out:
 
 /* ---- headers -------------------------------------------------------------- */
 
-static const cn_http_kv_t *find(const cn_http_kv_t *h, size_t n, const char *name,
-                                    size_t name_len)
+static const cn_http_kv_t *find(const cn_http_kv_t *h, size_t n, const char *name, size_t name_len)
 {
     for (size_t i = 0; i < n; i++)
         if (h[i].name_len == name_len && strncasecmp(h[i].name, name, name_len) == 0)
@@ -174,7 +183,10 @@ static const cn_http_kv_t *find(const cn_http_kv_t *h, size_t n, const char *nam
 /* Appends v trimmed, with inner runs of spaces and tabs collapsed to one. */
 static cn_err_t sigv4_trimmed(cn_buf_t *out, const char *v, size_t n)
 {
-    while (n && (*v == ' ' || *v == '\t')) { v++; n--; }
+    while (n && (*v == ' ' || *v == '\t')) {
+        v++;
+        n--;
+    }
     while (n && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\r' || v[n - 1] == '\n'))
         n--;
     bool sp = false;
@@ -198,7 +210,7 @@ cn_err_t cn_sigv4_canonical_request(cn_buf_t *out, const char *method, const cha
                                     const char *signed_headers, size_t signed_len,
                                     const char *payload_hash)
 {
-    cn_buf_t tmp = {0};
+    cn_buf_t tmp = { 0 };
     cn_err_t err;
     if ((err = cn_buf_append_str(out, method)) || (err = cn_buf_put_u8(out, '\n')))
         goto out;
@@ -254,8 +266,7 @@ cn_err_t cn_sigv4_canonical_request(cn_buf_t *out, const char *method, const cha
     }
     if ((err = cn_buf_put_u8(out, '\n')) ||
         (err = cn_buf_append(out, signed_headers, signed_len)) ||
-        (err = cn_buf_put_u8(out, '\n')) ||
-        (err = cn_buf_append_str(out, payload_hash)))
+        (err = cn_buf_put_u8(out, '\n')) || (err = cn_buf_append_str(out, payload_hash)))
         goto out;
 out:
     cn_buf_free(&tmp);
@@ -301,15 +312,15 @@ cn_err_t cn_sigv4_parse_date(const char *s, size_t n, int64_t *out_ms)
     for (int i = 0; i < 15; i++)
         if (i != 8 && !isdigit((unsigned char)s[i]))
             return CN_E_INVALID;
-    struct tm tm = {0};
+    struct tm tm = { 0 };
     tm.tm_year = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0') - 1900;
     tm.tm_mon = (s[4] - '0') * 10 + (s[5] - '0') - 1;
     tm.tm_mday = (s[6] - '0') * 10 + (s[7] - '0');
     tm.tm_hour = (s[9] - '0') * 10 + (s[10] - '0');
     tm.tm_min = (s[11] - '0') * 10 + (s[12] - '0');
     tm.tm_sec = (s[13] - '0') * 10 + (s[14] - '0');
-    if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
-        tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+    if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
+        tm.tm_min > 59 || tm.tm_sec > 60)
         return CN_E_INVALID;
     int year = tm.tm_year, mon = tm.tm_mon, mday = tm.tm_mday;
     time_t t = timegm(&tm);
@@ -328,7 +339,7 @@ static cn_err_t parse_http_date(const char *s, size_t n, int64_t *out_ms)
         return CN_E_INVALID;
     memcpy(tmp, s, n);
     tmp[n] = 0;
-    struct tm tm = {0};
+    struct tm tm = { 0 };
     const char *end = strptime(tmp, "%a, %d %b %Y %H:%M:%S GMT", &tm);
     if (!end || *end)
         return CN_E_INVALID;
@@ -371,16 +382,24 @@ static bool query_get(const char *q, size_t qn, const char *name, cn_buf_t *out)
 }
 
 typedef struct {
-    const char *algorithm; size_t algorithm_len;
-    const char *credential; size_t credential_len;
-    const char *signed_headers; size_t signed_len;
-    const char *signature; size_t signature_len;
+    const char *algorithm;
+    size_t algorithm_len;
+    const char *credential;
+    size_t credential_len;
+    const char *signed_headers;
+    size_t signed_len;
+    const char *signature;
+    size_t signature_len;
 } cn__auth_parts_t;
 
 static void trim(const char **s, size_t *n)
 {
-    while (*n && (**s == ' ' || **s == '\t')) { (*s)++; (*n)--; }
-    while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t')) (*n)--;
+    while (*n && (**s == ' ' || **s == '\t')) {
+        (*s)++;
+        (*n)--;
+    }
+    while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t'))
+        (*n)--;
 }
 
 /* "AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=..." */
@@ -405,11 +424,14 @@ static bool parse_auth_header(const char *h, size_t n, cn__auth_parts_t *p)
             const char *val = eq + 1;
             size_t vl = ilen - kl - 1;
             if (kl == 10 && memcmp(item, "Credential", 10) == 0) {
-                p->credential = val; p->credential_len = vl;
+                p->credential = val;
+                p->credential_len = vl;
             } else if (kl == 13 && memcmp(item, "SignedHeaders", 13) == 0) {
-                p->signed_headers = val; p->signed_len = vl;
+                p->signed_headers = val;
+                p->signed_len = vl;
             } else if (kl == 9 && memcmp(item, "Signature", 9) == 0) {
-                p->signature = val; p->signature_len = vl;
+                p->signature = val;
+                p->signature_len = vl;
             }
         } else if (ilen) {
             return false;
@@ -458,8 +480,8 @@ typedef struct {
     bool presigned;
     const char *cred, *sh, *sig;
     size_t cred_len, sh_len, sig_len;
-    cn_buf_t credential, signed_hdrs, signature;   /* presigned: the decoded values */
-    cn_buf_t tmp;                                   /* any other decoded query value */
+    cn_buf_t credential, signed_hdrs, signature; /* presigned: the decoded values */
+    cn_buf_t tmp;                                /* any other decoded query value */
 } form_t;
 
 static void form_free(form_t *f)
@@ -483,14 +505,17 @@ static cn_err_t read_header_form(const cn_http_kv_t *authz, cn_sigv4_t *v, form_
     if (!parse_auth_header(authz->value, authz->value_len, &ap))
         return sigv4_fail(v, CN_S3E_AUTH_HEADER_MALFORMED, "the authorization header is malformed");
     if (ap.algorithm_len != 16 || memcmp(ap.algorithm, "AWS4-HMAC-SHA256", 16) != 0) {
-        bool sigv4a = ap.algorithm_len == 22 &&
-                      memcmp(ap.algorithm, "AWS4-ECDSA-P256-SHA256", 22) == 0;
+        bool sigv4a =
+            ap.algorithm_len == 22 && memcmp(ap.algorithm, "AWS4-ECDSA-P256-SHA256", 22) == 0;
         return sigv4_fail(v, sigv4a ? CN_S3E_NOT_IMPLEMENTED : CN_S3E_AUTH_HEADER_MALFORMED,
-                        "unsupported signing algorithm");
+                          "unsupported signing algorithm");
     }
-    f->cred = ap.credential; f->cred_len = ap.credential_len;
-    f->sh = ap.signed_headers; f->sh_len = ap.signed_len;
-    f->sig = ap.signature; f->sig_len = ap.signature_len;
+    f->cred = ap.credential;
+    f->cred_len = ap.credential_len;
+    f->sh = ap.signed_headers;
+    f->sh_len = ap.signed_len;
+    f->sig = ap.signature;
+    f->sig_len = ap.signature_len;
     return CN_OK;
 }
 
@@ -505,10 +530,13 @@ static cn_err_t read_query_form(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_
         !query_get(in->query, in->query_len, "X-Amz-SignedHeaders", &f->signed_hdrs) ||
         !query_get(in->query, in->query_len, "X-Amz-Signature", &f->signature))
         return sigv4_fail(v, CN_S3E_AUTH_QUERY_MALFORMED,
-                        "X-Amz-Credential, X-Amz-SignedHeaders and X-Amz-Signature are required");
-    f->cred = (const char *)f->credential.data; f->cred_len = f->credential.len;
-    f->sh = (const char *)f->signed_hdrs.data; f->sh_len = f->signed_hdrs.len;
-    f->sig = (const char *)f->signature.data; f->sig_len = f->signature.len;
+                          "X-Amz-Credential, X-Amz-SignedHeaders and X-Amz-Signature are required");
+    f->cred = (const char *)f->credential.data;
+    f->cred_len = f->credential.len;
+    f->sh = (const char *)f->signed_hdrs.data;
+    f->sh_len = f->signed_hdrs.len;
+    f->sig = (const char *)f->signature.data;
+    f->sig_len = f->signature.len;
     return CN_OK;
 }
 
@@ -541,13 +569,13 @@ static cn_err_t check_credential(const cn_sigv4_input_t *in, cn_sigv4_t *v, cons
         if (cred[i - 1] == '/')
             slash[found++] = cred + i - 1;
     if (found < 4 || slash[3] == cred)
-        return sigv4_fail(v, malformed(f),
-                        "the Credential is malformed; expected \"<key>/<date>/<region>/s3/aws4_request\"");
+        return sigv4_fail(
+            v, malformed(f),
+            "the Credential is malformed; expected \"<key>/<date>/<region>/s3/aws4_request\"");
     const char *date = slash[3] + 1, *region = slash[2] + 1, *service = slash[1] + 1,
                *term = slash[0] + 1;
     size_t date_len = (size_t)(slash[2] - date), region_len = (size_t)(slash[1] - region),
-           service_len = (size_t)(slash[0] - service),
-           term_len = (size_t)(cred + cred_len - term);
+           service_len = (size_t)(slash[0] - service), term_len = (size_t)(cred + cred_len - term);
     if (!copy(v->access_key, sizeof v->access_key, cred, (size_t)(slash[3] - cred)) ||
         !copy(v->region, sizeof v->region, region, region_len) || date_len != 8 ||
         region_len == 0 || term_len != 12 || memcmp(term, "aws4_request", 12) != 0)
@@ -564,8 +592,8 @@ static cn_err_t check_credential(const cn_sigv4_input_t *in, cn_sigv4_t *v, cons
                  v->region, in->region);
         return CN_E_AUTH;
     }
-    if ((size_t)snprintf(v->scope, sizeof v->scope, "%.8s/%s/%s/aws4_request", date,
-                         v->region, in->service) >= sizeof v->scope)
+    if ((size_t)snprintf(v->scope, sizeof v->scope, "%.8s/%s/%s/aws4_request", date, v->region,
+                         in->service) >= sizeof v->scope)
         return sigv4_fail(v, CN_S3E_AUTH_HEADER_MALFORMED, "the credential scope is too long");
     *date8 = date;
     return CN_OK;
@@ -591,7 +619,7 @@ static cn_err_t read_request_time(const cn_sigv4_input_t *in, cn_sigv4_t *v, for
         }
         if (!xd)
             return sigv4_fail(v, CN_S3E_ACCESS_DENIED,
-                            "AWS authentication requires a valid Date or x-amz-date header");
+                              "AWS authentication requires a valid Date or x-amz-date header");
         ds = xd->value;
         dl = xd->value_len;
         trim(&ds, &dl);
@@ -607,7 +635,7 @@ static cn_err_t read_request_time(const cn_sigv4_input_t *in, cn_sigv4_t *v, for
     }
     if (cn_sigv4_parse_date(ds, dl, &v->request_ms) != CN_OK)
         return sigv4_fail(v, f->presigned ? CN_S3E_AUTH_QUERY_MALFORMED : CN_S3E_ACCESS_DENIED,
-                        "X-Amz-Date must be in the ISO8601 basic format yyyyMMdd'T'HHmmss'Z'");
+                          "X-Amz-Date must be in the ISO8601 basic format yyyyMMdd'T'HHmmss'Z'");
     memcpy(v->amz_date, ds, 16);
     v->amz_date[16] = 0;
     return CN_OK;
@@ -621,8 +649,9 @@ static cn_err_t check_window(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_t *
     if (!f->presigned) {
         int64_t d = in->now_ms - v->request_ms;
         if (d > skew || -d > skew)
-            return sigv4_fail(v, CN_S3E_REQUEST_TIME_TOO_SKEWED,
-                            "The difference between the request time and the current time is too large.");
+            return sigv4_fail(
+                v, CN_S3E_REQUEST_TIME_TOO_SKEWED,
+                "The difference between the request time and the current time is too large.");
         return CN_OK;
     }
     if (!query_get(in->query, in->query_len, "X-Amz-Expires", &f->tmp))
@@ -632,7 +661,7 @@ static cn_err_t check_window(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_t *
     if (f->tmp.len == 0 || *end || ex < 1 || ex > CN_SIGV4_MAX_EXPIRES ||
         !isdigit((unsigned char)f->tmp.data[0]))
         return sigv4_fail(v, CN_S3E_AUTH_QUERY_MALFORMED,
-                        "X-Amz-Expires must be between 1 and 604800 seconds");
+                          "X-Amz-Expires must be between 1 and 604800 seconds");
     v->expires_ms = v->request_ms + ex * 1000;
     if (v->request_ms - in->now_ms > skew)
         return sigv4_fail(v, CN_S3E_REQUEST_NOT_YET_VALID, "Request is not valid yet");
@@ -678,8 +707,9 @@ static cn_err_t read_payload_hash(const cn_sigv4_input_t *in, cn_sigv4_t *v, boo
     else if (pl == 64 && cn_hex_decode(p, 64, v->payload_hash, 32) == CN_OK)
         v->payload = CN_SIGV4_PAYLOAD_HASH;
     else
-        return sigv4_fail(v, CN_S3E_INVALID_ARGUMENT,
-                        "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-*, or a valid sha256 value");
+        return sigv4_fail(
+            v, CN_S3E_INVALID_ARGUMENT,
+            "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, STREAMING-*, or a valid sha256 value");
 #undef CN__IS
     if (pl >= 80)
         return sigv4_fail(v, CN_S3E_INVALID_ARGUMENT, "x-amz-content-sha256 is too long");
@@ -709,7 +739,7 @@ static cn_err_t derive_key(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn 
                     : CN_E_NOT_FOUND;
     if (lr == CN_E_NOT_FOUND)
         return sigv4_fail(v, CN_S3E_INVALID_ACCESS_KEY_ID,
-                        "The AWS Access Key Id you provided does not exist in our records.");
+                          "The AWS Access Key Id you provided does not exist in our records.");
     if (lr != 0 || secret_len > sizeof secret) {
         memset(secret, 0, sizeof secret);
         return sigv4_fail(v, CN_S3E_INTERNAL_ERROR, "the credential store failed");
@@ -728,13 +758,13 @@ static cn_err_t derive_key(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn 
 static cn_err_t check_signature(const cn_sigv4_input_t *in, cn_sigv4_t *v, const form_t *f,
                                 const char *payload_hash)
 {
-    cn_buf_t canon = {0};
-    cn_err_t err = cn_sigv4_canonical_request(&canon, in->method, in->path, in->path_len,
-                                              in->query, in->query_len, in->headers,
-                                              in->n_headers, f->sh, f->sh_len, payload_hash);
+    cn_buf_t canon = { 0 };
+    cn_err_t err = cn_sigv4_canonical_request(&canon, in->method, in->path, in->path_len, in->query,
+                                              in->query_len, in->headers, in->n_headers, f->sh,
+                                              f->sh_len, payload_hash);
     if (err == CN_E_INVALID || err == CN_E_LIMIT) {
         err = sigv4_fail(v, malformed(f),
-                       "a signed header is missing or the request URI is malformed");
+                         "a signed header is missing or the request URI is malformed");
         goto out;
     }
     if (err)
@@ -748,11 +778,11 @@ static cn_err_t check_signature(const cn_sigv4_input_t *in, cn_sigv4_t *v, const
         goto out;
     }
     char mine[65];
-    cn_sigv4_sign(v->signing_key, v->amz_date, v->scope, (const char *)canon.data, canon.len,
-                  mine);
+    cn_sigv4_sign(v->signing_key, v->amz_date, v->scope, (const char *)canon.data, canon.len, mine);
     if (!sig_equal(f->sig, mine, f->sig_len))
         err = sigv4_fail(v, CN_S3E_SIGNATURE_DOES_NOT_MATCH,
-                       "The request signature we calculated does not match the signature you provided. Check your key and signing method.");
+                         "The request signature we calculated does not match the signature you "
+                         "provided. Check your key and signing method.");
 out:
     cn_buf_free(&canon);
     return err;
@@ -762,7 +792,7 @@ cn_err_t cn_sigv4_verify(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn lo
                          void *lookup_ctx, cn_sigv4_t *v)
 {
     memset(v, 0, sizeof *v);
-    form_t f = {0};
+    form_t f = { 0 };
     const char *date8 = NULL;
     char payload_hash[80];
     cn_err_t err;

@@ -26,9 +26,9 @@ struct cn_xml_doc {
     size_t max_bytes, max_nodes, fed;
     cn__xml_node_t *nodes;
     size_t n_nodes, cap_nodes;
-    cn_buf_t strings;            /* NUL-terminated names and texts */
-    cn_buf_t scratch;            /* character data of the open element */
-    int cur;                     /* open element, -1 at top level */
+    cn_buf_t strings; /* NUL-terminated names and texts */
+    cn_buf_t scratch; /* character data of the open element */
+    int cur;          /* open element, -1 at top level */
     int depth;
     int root;
     cn_err_t err;
@@ -139,18 +139,27 @@ static void XMLCALL chars(void *ud, const XML_Char *s, int len)
 }
 
 static void XMLCALL doctype(void *ud, const XML_Char *name, const XML_Char *sysid,
-                                const XML_Char *pubid, int has_internal)
+                            const XML_Char *pubid, int has_internal)
 {
-    (void)name; (void)sysid; (void)pubid; (void)has_internal;
+    (void)name;
+    (void)sysid;
+    (void)pubid;
+    (void)has_internal;
     xml_reader_fail(ud, CN_E_INVALID);
 }
 
 static void XMLCALL xml_reader_entity(void *ud, const XML_Char *name, int pe, const XML_Char *value,
-                               int value_len, const XML_Char *base, const XML_Char *sysid,
-                               const XML_Char *pubid, const XML_Char *notation)
+                                      int value_len, const XML_Char *base, const XML_Char *sysid,
+                                      const XML_Char *pubid, const XML_Char *notation)
 {
-    (void)name; (void)pe; (void)value; (void)value_len; (void)base; (void)sysid;
-    (void)pubid; (void)notation;
+    (void)name;
+    (void)pe;
+    (void)value;
+    (void)value_len;
+    (void)base;
+    (void)sysid;
+    (void)pubid;
+    (void)notation;
     xml_reader_fail(ud, CN_E_INVALID);
 }
 
@@ -217,7 +226,10 @@ cn_err_t cn_xml_doc_feed(cn_xml_doc_t *d, const void *p, size_t n)
     return xml_reader_parse(d, p, n, false);
 }
 
-cn_err_t cn_xml_doc_finish(cn_xml_doc_t *d) { return xml_reader_parse(d, "", 0, true); }
+cn_err_t cn_xml_doc_finish(cn_xml_doc_t *d)
+{
+    return xml_reader_parse(d, "", 0, true);
+}
 
 void cn_xml_doc_free(cn_xml_doc_t *d)
 {
@@ -251,7 +263,10 @@ static bool valid(const cn_xml_doc_t *d, int node)
     return d && d->finished && d->err == CN_OK && node >= 0 && (size_t)node < d->n_nodes;
 }
 
-int cn_xml_root(const cn_xml_doc_t *d) { return d && d->finished && !d->err ? d->root : -1; }
+int cn_xml_root(const cn_xml_doc_t *d)
+{
+    return d && d->finished && !d->err ? d->root : -1;
+}
 
 const char *cn_xml_name(const cn_xml_doc_t *d, int node)
 {

@@ -13,7 +13,10 @@ static void put(cn_xml_writer_t *w, const char *s, size_t n)
         w->err = cn_buf_append(w->out, s, n);
 }
 
-static void xml_writer_puts(cn_xml_writer_t *w, const char *s) { put(w, s, strlen(s)); }
+static void xml_writer_puts(cn_xml_writer_t *w, const char *s)
+{
+    put(w, s, strlen(s));
+}
 
 cn_err_t cn_xml_escape(cn_buf_t *out, const char *s, size_t n)
 {

@@ -45,9 +45,10 @@ cn_err_t cn__id_account_insert(cn_meta_txn_t *t, const char *name, const char *e
         next = cn_meta_column_int64(st, 0);
     cn_meta_finish(st);
     if (e >= 0)
-        e = cn_meta_execf(t, "INSERT INTO cn_accounts (id, name, email, disabled, created_at)"
-                             " VALUES (?, ?, ?, 0, ?)", "issi", next, name, email,
-                          (int64_t)time(NULL));
+        e = cn_meta_execf(t,
+                          "INSERT INTO cn_accounts (id, name, email, disabled, created_at)"
+                          " VALUES (?, ?, ?, 0, ?)",
+                          "issi", next, name, email, (int64_t)time(NULL));
     if (e == 0)
         *account_id = next;
     return e;
@@ -94,10 +95,10 @@ static cn_err_t lookup_body(cn_meta_txn_t *t, void *ctx)
 }
 
 /* Runs a one-parameter account query; CN_E_NOT_FOUND without a row. */
-static cn_err_t account_query(cn_identity_t *id, const char *sql, const char *text,
-                              int64_t num, cn_account_t *out)
+static cn_err_t account_query(cn_identity_t *id, const char *sql, const char *text, int64_t num,
+                              cn_account_t *out)
 {
-    account_lookup_t q = {sql, text, num, out};
+    account_lookup_t q = { sql, text, num, out };
     return cn_meta_run(id->meta, CN_META_RUN_READ | CN_META_RETRY, lookup_body, &q);
 }
 
@@ -142,7 +143,7 @@ cn_err_t cn_identity_account_create(cn_identity_t *id, const char *name, const c
         return CN_E_INVALID;
     if (email && norm_email(email, norm) < 0)
         return CN_E_INVALID;
-    new_account_t na = {name, email ? norm : NULL, 0};
+    new_account_t na = { name, email ? norm : NULL, 0 };
     CN_TRY(cn_meta_run(id->meta, CN_META_RUN_WRITE | CN_META_RETRY, create_body, &na));
     cn_info("identity", "account %s created (id %lld)", name, (long long)na.id);
     return out ? cn_identity_account_by_id(id, na.id, out) : 0;
@@ -169,7 +170,7 @@ static cn_err_t update_body(cn_meta_txn_t *t, void *ctx)
  * cleared once the transaction has ended. */
 static cn_err_t update_one(cn_identity_t *id, const char *sql, int64_t v, const char *s)
 {
-    one_update_t u = {sql, v, s};
+    one_update_t u = { sql, v, s };
     cn_err_t e = cn_meta_run(id->meta, CN_META_RUN_WRITE | CN_META_RETRY, update_body, &u);
     cn__id_cache_clear(id);
     return e;
@@ -208,7 +209,7 @@ static cn_err_t accounts_body(cn_meta_txn_t *t, void *ctx)
 
 cn_err_t cn_identity_account_list(cn_identity_t *id, cn_account_fn fn, void *arg)
 {
-    account_walk_t w = {fn, arg};
+    account_walk_t w = { fn, arg };
     return cn_meta_run(id->meta, CN_META_RUN_READ, accounts_body, &w);
 }
 
@@ -217,8 +218,7 @@ cn_err_t cn_identity_account_list(cn_identity_t *id, cn_account_fn fn, void *arg
 static const char b32[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
 static const char b62[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
-cn_err_t cn__id_new_credential(char token_id[CN_TOKEN_ID_MAX + 1],
-                               char secret[CN_SECRET_MAX + 1])
+cn_err_t cn__id_new_credential(char token_id[CN_TOKEN_ID_MAX + 1], char secret[CN_SECRET_MAX + 1])
 {
     uint8_t r[18];
     CN_TRY(cn_random_bytes(r, sizeof r));
@@ -249,13 +249,15 @@ cn_err_t cn__id_token_put(cn_identity_t *id, cn_meta_txn_t *t, const char *token
     char hex[2 * CN__ID_BOX_MAX + 1];
     CN_TRY(cn__id_seal(id->key, token_id, (const uint8_t *)secret, secret_len, hex));
     /* 'n' takes no argument: expires_at is then left over, and unread. */
-    return cn_meta_execf(t,
+    return cn_meta_execf(
+        t,
         "INSERT INTO cn_tokens (id, account_id, secret_box, perms, created_at, revoked_at,"
         " expires_at) VALUES (?, ?, ?, ?, ?, NULL, ?)"
         " ON CONFLICT (id) DO UPDATE SET account_id = excluded.account_id,"
         " secret_box = excluded.secret_box, perms = excluded.perms, revoked_at = NULL,"
-        " expires_at = excluded.expires_at", expires_at ? "sisiii" : "sisiin", token_id,
-        account_id, hex, (int64_t)perms, (int64_t)time(NULL), expires_at);
+        " expires_at = excluded.expires_at",
+        expires_at ? "sisiii" : "sisiin", token_id, account_id, hex, (int64_t)perms,
+        (int64_t)time(NULL), expires_at);
 }
 
 /* A token to store: its id, secret, account, permissions and expiry. */
@@ -271,8 +273,8 @@ typedef struct token_row {
 static cn_err_t token_put_body(cn_meta_txn_t *t, void *ctx)
 {
     const token_row_t *tr = ctx;
-    return cn__id_token_put(tr->id, t, tr->token_id, tr->account_id, tr->secret,
-                            strlen(tr->secret), tr->perms, tr->expires_at);
+    return cn__id_token_put(tr->id, t, tr->token_id, tr->account_id, tr->secret, strlen(tr->secret),
+                            tr->perms, tr->expires_at);
 }
 
 cn_err_t cn_identity_token_create(cn_identity_t *id, const char *account, cn_perms_t perms,
@@ -284,11 +286,11 @@ cn_err_t cn_identity_token_create(cn_identity_t *id, const char *account, cn_per
     CN_TRY(cn_identity_account_get(id, account, &a));
     char tid[CN_TOKEN_ID_MAX + 1], secret[CN_SECRET_MAX + 1];
     CN_TRY(cn__id_new_credential(tid, secret));
-    token_row_t tr = {id, tid, a.id, secret, perms, expires_at};
+    token_row_t tr = { id, tid, a.id, secret, perms, expires_at };
     cn_err_t e = cn_meta_run(id->meta, CN_META_RUN_WRITE | CN_META_RETRY, token_put_body, &tr);
     if (e == 0) {
         snprintf(cred, CN_CREDENTIAL_MAX, "%s:%s", tid, secret);
-        cn__id_cache_clear(id);   /* a cached "no such token" for tid */
+        cn__id_cache_clear(id); /* a cached "no such token" for tid */
         cn_info("identity", "token %s created for account %s", tid, a.name);
     }
     OPENSSL_cleanse(secret, sizeof secret);
@@ -299,14 +301,17 @@ cn_err_t cn_identity_token_revoke(cn_identity_t *id, const char *token_id)
 {
     if (!token_id || !cn__id_valid_token_id(token_id, strlen(token_id)))
         return CN_E_NOT_FOUND;
-    cn_err_t e = update_one(id, "UPDATE cn_tokens SET revoked_at = COALESCE(revoked_at, ?)"
-                                " WHERE id = ?", (int64_t)time(NULL), token_id);
+    cn_err_t e = update_one(id,
+                            "UPDATE cn_tokens SET revoked_at = COALESCE(revoked_at, ?)"
+                            " WHERE id = ?",
+                            (int64_t)time(NULL), token_id);
     if (e == 0)
         cn_info("identity", "token %s revoked", token_id);
     return e;
 }
 
-#define TOKEN_COLS "SELECT t.id, a.name, a.id, t.perms, t.created_at, t.revoked_at," \
+#define TOKEN_COLS                                                    \
+    "SELECT t.id, a.name, a.id, t.perms, t.created_at, t.revoked_at," \
     " t.expires_at FROM cn_tokens t JOIN cn_accounts a ON a.id = t.account_id "
 
 /* A walk over the tokens of account (NULL: of every account) with the
@@ -341,9 +346,8 @@ static cn_err_t tokens_body(cn_meta_txn_t *t, void *ctx)
     return e;
 }
 
-cn_err_t cn_identity_token_list(cn_identity_t *id, const char *account, cn_token_fn fn,
-                                void *arg)
+cn_err_t cn_identity_token_list(cn_identity_t *id, const char *account, cn_token_fn fn, void *arg)
 {
-    token_walk_t w = {account, fn, arg};
+    token_walk_t w = { account, fn, arg };
     return cn_meta_run(id->meta, CN_META_RUN_READ, tokens_body, &w);
 }

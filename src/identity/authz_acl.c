@@ -13,7 +13,10 @@ static const char *const perm_names[] = {
     "READ", "WRITE", "READ_ACP", "WRITE_ACP", "FULL_CONTROL",
 };
 
-static bool one_bit(uint32_t v) { return v && !(v & (v - 1)); }
+static bool one_bit(uint32_t v)
+{
+    return v && !(v & (v - 1));
+}
 
 const char *cn_authz_acl_perm_name(uint32_t perm)
 {
@@ -33,11 +36,15 @@ cn_err_t cn_authz_acl_perm_parse(const char *s, size_t len, uint32_t *out)
     return CN_E_INVALID;
 }
 
-static const struct { cn_grantee_type_t type; const char *uri; const char *name; } groups[] = {
-    {CN_GRANTEE_ALL_USERS, "http://acs.amazonaws.com/groups/global/AllUsers", "AllUsers"},
-    {CN_GRANTEE_AUTH_USERS, "http://acs.amazonaws.com/groups/global/AuthenticatedUsers",
-     "AuthenticatedUsers"},
-    {CN_GRANTEE_LOG_DELIVERY, "http://acs.amazonaws.com/groups/s3/LogDelivery", "LogDelivery"},
+static const struct {
+    cn_grantee_type_t type;
+    const char *uri;
+    const char *name;
+} groups[] = {
+    { CN_GRANTEE_ALL_USERS, "http://acs.amazonaws.com/groups/global/AllUsers", "AllUsers" },
+    { CN_GRANTEE_AUTH_USERS, "http://acs.amazonaws.com/groups/global/AuthenticatedUsers",
+      "AuthenticatedUsers" },
+    { CN_GRANTEE_LOG_DELIVERY, "http://acs.amazonaws.com/groups/s3/LogDelivery", "LogDelivery" },
 };
 
 const char *cn_authz_group_uri(cn_grantee_type_t type)
@@ -109,8 +116,8 @@ static bool name_is(const char *name, size_t len, const char *want)
     return strlen(want) == len && memcmp(name, want, len) == 0;
 }
 
-cn_err_t cn_authz_acl_canned(cn_authz_acl_t *acl, const char *name, size_t len,
-                             const char *owner, const char *bucket_owner, bool for_bucket)
+cn_err_t cn_authz_acl_canned(cn_authz_acl_t *acl, const char *name, size_t len, const char *owner,
+                             const char *bucket_owner, bool for_bucket)
 {
     CN_TRY(cn_authz_acl_init(acl, owner));
     if (!name)
@@ -200,7 +207,8 @@ cn_err_t cn_authz_acl_parse(const char *text, size_t len, cn_authz_acl_t *acl)
         goto out;
     size_t i;
     json_t *g;
-    json_array_foreach(grants, i, g) {
+    json_array_foreach(grants, i, g)
+    {
         json_t *perm = json_object_get(g, "perm"), *id = json_object_get(g, "id");
         json_t *grp = json_object_get(g, "group");
         uint32_t p;

@@ -13,48 +13,82 @@
 #include <strings.h>
 
 /* Who governs an action: the bucket (its owner and ACL) or the object. */
-enum { GOV_ACCOUNT, GOV_BUCKET, GOV_OBJECT };
+enum {
+    GOV_ACCOUNT,
+    GOV_BUCKET,
+    GOV_OBJECT
+};
 
 typedef struct act_info {
     const char *name;
     cn_perms_t perm;
     uint8_t gov;
-    uint8_t acl;         /* the ACL permission that grants it (0: none can) */
-    bool owner_only;     /* only the bucket owner, whatever ACL or policy say */
-    bool object;         /* needs a key */
+    uint8_t acl;     /* the ACL permission that grants it (0: none can) */
+    bool owner_only; /* only the bucket owner, whatever ACL or policy say */
+    bool object;     /* needs a key */
 } act_info_t;
 
 static const act_info_t acts[CN_ACT_END] = {
-    [CN_ACT_LIST_ALL_MY_BUCKETS] = {"s3:ListAllMyBuckets", CN_PERM_BUCKET_LIST, GOV_ACCOUNT, 0, false, false},
-    [CN_ACT_CREATE_BUCKET] = {"s3:CreateBucket", CN_PERM_BUCKET_CREATE, GOV_ACCOUNT, 0, false, false},
-    [CN_ACT_DELETE_BUCKET] = {"s3:DeleteBucket", CN_PERM_BUCKET_DELETE, GOV_BUCKET, 0, false, false},
-    [CN_ACT_LIST_BUCKET] = {"s3:ListBucket", CN_PERM_OBJECT_LIST, GOV_BUCKET, CN_ACL_READ, false, false},
-    [CN_ACT_LIST_BUCKET_VERSIONS] = {"s3:ListBucketVersions", CN_PERM_OBJECT_LIST, GOV_BUCKET, CN_ACL_READ, false, false},
-    [CN_ACT_LIST_BUCKET_MULTIPART_UPLOADS] = {"s3:ListBucketMultipartUploads", CN_PERM_OBJECT_LIST, GOV_BUCKET, CN_ACL_READ, false, false},
-    [CN_ACT_GET_BUCKET_LOCATION] = {"s3:GetBucketLocation", CN_PERM_BUCKET_LIST, GOV_BUCKET, 0, false, false},
-    [CN_ACT_GET_BUCKET_ACL] = {"s3:GetBucketAcl", CN_PERM_BUCKET_LIST, GOV_BUCKET, CN_ACL_READ_ACP, false, false},
-    [CN_ACT_PUT_BUCKET_ACL] = {"s3:PutBucketAcl", CN_PERM_BUCKET_CREATE, GOV_BUCKET, CN_ACL_WRITE_ACP, false, false},
-    [CN_ACT_GET_BUCKET_POLICY] = {"s3:GetBucketPolicy", CN_PERM_BUCKET_LIST, GOV_BUCKET, 0, true, false},
-    [CN_ACT_PUT_BUCKET_POLICY] = {"s3:PutBucketPolicy", CN_PERM_BUCKET_CREATE, GOV_BUCKET, 0, true, false},
-    [CN_ACT_DELETE_BUCKET_POLICY] = {"s3:DeleteBucketPolicy", CN_PERM_BUCKET_CREATE, GOV_BUCKET, 0, true, false},
-    [CN_ACT_GET_BUCKET_POLICY_STATUS] = {"s3:GetBucketPolicyStatus", CN_PERM_BUCKET_LIST, GOV_BUCKET, 0, true, false},
-    [CN_ACT_GET_BUCKET_PUBLIC_ACCESS_BLOCK] = {"s3:GetBucketPublicAccessBlock", CN_PERM_BUCKET_LIST, GOV_BUCKET, 0, true, false},
-    [CN_ACT_PUT_BUCKET_PUBLIC_ACCESS_BLOCK] = {"s3:PutBucketPublicAccessBlock", CN_PERM_BUCKET_CREATE, GOV_BUCKET, 0, true, false},
-    [CN_ACT_GET_BUCKET_CORS] = {"s3:GetBucketCORS", CN_PERM_BUCKET_LIST, GOV_BUCKET, 0, false, false},
-    [CN_ACT_PUT_BUCKET_CORS] = {"s3:PutBucketCORS", CN_PERM_BUCKET_CREATE, GOV_BUCKET, 0, false, false},
-    [CN_ACT_GET_BUCKET_TAGGING] = {"s3:GetBucketTagging", CN_PERM_BUCKET_LIST, GOV_BUCKET, 0, false, false},
-    [CN_ACT_PUT_BUCKET_TAGGING] = {"s3:PutBucketTagging", CN_PERM_BUCKET_CREATE, GOV_BUCKET, 0, false, false},
-    [CN_ACT_GET_OBJECT] = {"s3:GetObject", CN_PERM_OBJECT_GET, GOV_OBJECT, CN_ACL_READ, false, true},
-    [CN_ACT_GET_OBJECT_ATTRIBUTES] = {"s3:GetObjectAttributes", CN_PERM_OBJECT_GET, GOV_OBJECT, CN_ACL_READ, false, true},
-    [CN_ACT_PUT_OBJECT] = {"s3:PutObject", CN_PERM_OBJECT_PUT, GOV_BUCKET, CN_ACL_WRITE, false, true},
-    [CN_ACT_DELETE_OBJECT] = {"s3:DeleteObject", CN_PERM_OBJECT_DELETE, GOV_BUCKET, CN_ACL_WRITE, false, true},
-    [CN_ACT_GET_OBJECT_ACL] = {"s3:GetObjectAcl", CN_PERM_OBJECT_GET, GOV_OBJECT, CN_ACL_READ_ACP, false, true},
-    [CN_ACT_PUT_OBJECT_ACL] = {"s3:PutObjectAcl", CN_PERM_OBJECT_PUT, GOV_OBJECT, CN_ACL_WRITE_ACP, false, true},
-    [CN_ACT_GET_OBJECT_TAGGING] = {"s3:GetObjectTagging", CN_PERM_OBJECT_GET, GOV_OBJECT, CN_ACL_READ, false, true},
-    [CN_ACT_PUT_OBJECT_TAGGING] = {"s3:PutObjectTagging", CN_PERM_OBJECT_PUT, GOV_OBJECT, 0, false, true},
-    [CN_ACT_DELETE_OBJECT_TAGGING] = {"s3:DeleteObjectTagging", CN_PERM_OBJECT_PUT, GOV_OBJECT, 0, false, true},
-    [CN_ACT_ABORT_MULTIPART_UPLOAD] = {"s3:AbortMultipartUpload", CN_PERM_OBJECT_PUT, GOV_BUCKET, CN_ACL_WRITE, false, true},
-    [CN_ACT_LIST_MULTIPART_UPLOAD_PARTS] = {"s3:ListMultipartUploadParts", CN_PERM_OBJECT_PUT, GOV_BUCKET, CN_ACL_WRITE, false, true},
+    [CN_ACT_LIST_ALL_MY_BUCKETS] = { "s3:ListAllMyBuckets", CN_PERM_BUCKET_LIST, GOV_ACCOUNT, 0,
+                                     false, false },
+    [CN_ACT_CREATE_BUCKET] = { "s3:CreateBucket", CN_PERM_BUCKET_CREATE, GOV_ACCOUNT, 0, false,
+                               false },
+    [CN_ACT_DELETE_BUCKET] = { "s3:DeleteBucket", CN_PERM_BUCKET_DELETE, GOV_BUCKET, 0, false,
+                               false },
+    [CN_ACT_LIST_BUCKET] = { "s3:ListBucket", CN_PERM_OBJECT_LIST, GOV_BUCKET, CN_ACL_READ, false,
+                             false },
+    [CN_ACT_LIST_BUCKET_VERSIONS] = { "s3:ListBucketVersions", CN_PERM_OBJECT_LIST, GOV_BUCKET,
+                                      CN_ACL_READ, false, false },
+    [CN_ACT_LIST_BUCKET_MULTIPART_UPLOADS] = { "s3:ListBucketMultipartUploads", CN_PERM_OBJECT_LIST,
+                                               GOV_BUCKET, CN_ACL_READ, false, false },
+    [CN_ACT_GET_BUCKET_LOCATION] = { "s3:GetBucketLocation", CN_PERM_BUCKET_LIST, GOV_BUCKET, 0,
+                                     false, false },
+    [CN_ACT_GET_BUCKET_ACL] = { "s3:GetBucketAcl", CN_PERM_BUCKET_LIST, GOV_BUCKET, CN_ACL_READ_ACP,
+                                false, false },
+    [CN_ACT_PUT_BUCKET_ACL] = { "s3:PutBucketAcl", CN_PERM_BUCKET_CREATE, GOV_BUCKET,
+                                CN_ACL_WRITE_ACP, false, false },
+    [CN_ACT_GET_BUCKET_POLICY] = { "s3:GetBucketPolicy", CN_PERM_BUCKET_LIST, GOV_BUCKET, 0, true,
+                                   false },
+    [CN_ACT_PUT_BUCKET_POLICY] = { "s3:PutBucketPolicy", CN_PERM_BUCKET_CREATE, GOV_BUCKET, 0, true,
+                                   false },
+    [CN_ACT_DELETE_BUCKET_POLICY] = { "s3:DeleteBucketPolicy", CN_PERM_BUCKET_CREATE, GOV_BUCKET, 0,
+                                      true, false },
+    [CN_ACT_GET_BUCKET_POLICY_STATUS] = { "s3:GetBucketPolicyStatus", CN_PERM_BUCKET_LIST,
+                                          GOV_BUCKET, 0, true, false },
+    [CN_ACT_GET_BUCKET_PUBLIC_ACCESS_BLOCK] = { "s3:GetBucketPublicAccessBlock",
+                                                CN_PERM_BUCKET_LIST, GOV_BUCKET, 0, true, false },
+    [CN_ACT_PUT_BUCKET_PUBLIC_ACCESS_BLOCK] = { "s3:PutBucketPublicAccessBlock",
+                                                CN_PERM_BUCKET_CREATE, GOV_BUCKET, 0, true, false },
+    [CN_ACT_GET_BUCKET_CORS] = { "s3:GetBucketCORS", CN_PERM_BUCKET_LIST, GOV_BUCKET, 0, false,
+                                 false },
+    [CN_ACT_PUT_BUCKET_CORS] = { "s3:PutBucketCORS", CN_PERM_BUCKET_CREATE, GOV_BUCKET, 0, false,
+                                 false },
+    [CN_ACT_GET_BUCKET_TAGGING] = { "s3:GetBucketTagging", CN_PERM_BUCKET_LIST, GOV_BUCKET, 0,
+                                    false, false },
+    [CN_ACT_PUT_BUCKET_TAGGING] = { "s3:PutBucketTagging", CN_PERM_BUCKET_CREATE, GOV_BUCKET, 0,
+                                    false, false },
+    [CN_ACT_GET_OBJECT] = { "s3:GetObject", CN_PERM_OBJECT_GET, GOV_OBJECT, CN_ACL_READ, false,
+                            true },
+    [CN_ACT_GET_OBJECT_ATTRIBUTES] = { "s3:GetObjectAttributes", CN_PERM_OBJECT_GET, GOV_OBJECT,
+                                       CN_ACL_READ, false, true },
+    [CN_ACT_PUT_OBJECT] = { "s3:PutObject", CN_PERM_OBJECT_PUT, GOV_BUCKET, CN_ACL_WRITE, false,
+                            true },
+    [CN_ACT_DELETE_OBJECT] = { "s3:DeleteObject", CN_PERM_OBJECT_DELETE, GOV_BUCKET, CN_ACL_WRITE,
+                               false, true },
+    [CN_ACT_GET_OBJECT_ACL] = { "s3:GetObjectAcl", CN_PERM_OBJECT_GET, GOV_OBJECT, CN_ACL_READ_ACP,
+                                false, true },
+    [CN_ACT_PUT_OBJECT_ACL] = { "s3:PutObjectAcl", CN_PERM_OBJECT_PUT, GOV_OBJECT, CN_ACL_WRITE_ACP,
+                                false, true },
+    [CN_ACT_GET_OBJECT_TAGGING] = { "s3:GetObjectTagging", CN_PERM_OBJECT_GET, GOV_OBJECT,
+                                    CN_ACL_READ, false, true },
+    [CN_ACT_PUT_OBJECT_TAGGING] = { "s3:PutObjectTagging", CN_PERM_OBJECT_PUT, GOV_OBJECT, 0, false,
+                                    true },
+    [CN_ACT_DELETE_OBJECT_TAGGING] = { "s3:DeleteObjectTagging", CN_PERM_OBJECT_PUT, GOV_OBJECT, 0,
+                                       false, true },
+    [CN_ACT_ABORT_MULTIPART_UPLOAD] = { "s3:AbortMultipartUpload", CN_PERM_OBJECT_PUT, GOV_BUCKET,
+                                        CN_ACL_WRITE, false, true },
+    [CN_ACT_LIST_MULTIPART_UPLOAD_PARTS] = { "s3:ListMultipartUploadParts", CN_PERM_OBJECT_PUT,
+                                             GOV_BUCKET, CN_ACL_WRITE, false, true },
 };
 
 static const act_info_t *info(cn_authz_action_t a)
@@ -73,7 +107,8 @@ const char *cn_authz_action_name(cn_authz_action_t act)
 cn_authz_action_t cn_authz_action_parse(const char *name, size_t len)
 {
     for (int a = CN_ACT_INVALID + 1; name && a < CN_ACT_END; a++)
-        if (acts[a].name && strlen(acts[a].name) == len && strncasecmp(acts[a].name, name, len) == 0)
+        if (acts[a].name && strlen(acts[a].name) == len &&
+            strncasecmp(acts[a].name, name, len) == 0)
             return (cn_authz_action_t)a;
     return CN_ACT_INVALID;
 }
@@ -91,9 +126,9 @@ bool cn_authz_action_is_object(cn_authz_action_t act)
 }
 
 /* ---- the decision ------------------------------------------------------------ */
-__attribute__((format(printf, 4, 5)))
-static cn_err_t verdict(cn_authz_decision_t *out, bool allow, cn_authz_why_t why,
-                        const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static cn_err_t verdict(cn_authz_decision_t *out, bool allow,
+                                                              cn_authz_why_t why, const char *fmt,
+                                                              ...)
 {
     if (out) {
         out->allow = allow;
@@ -130,7 +165,8 @@ static const cn_authz_grant_t *acl_grants(const cn_authz_acl_t *acl, const char 
 {
     for (uint32_t i = 0; acl && i < acl->ngrants && i < CN_ACL_MAX_GRANTS; i++) {
         const cn_authz_grant_t *g = &acl->grants[i];
-        if ((g->perm & (need | CN_ACL_FULL_CONTROL)) && grantee_matches(g, principal, ignore_public))
+        if ((g->perm & (need | CN_ACL_FULL_CONTROL)) &&
+            grantee_matches(g, principal, ignore_public))
             return g;
     }
     return NULL;
@@ -180,8 +216,8 @@ cn_err_t cn_authz_decide(const cn_authz_req_t *req, const cn_authz_bucket_t *buc
      * object of the bucket owner. */
     bool by_object = ai->gov == GOV_OBJECT && object && object->owner;
     const char *owner = by_object ? object->owner : bucket->owner;
-    const cn_authz_acl_t *acl = ai->gov == GOV_OBJECT ? (by_object ? object->acl : NULL)
-                                                      : bucket->acl;
+    const cn_authz_acl_t *acl =
+        ai->gov == GOV_OBJECT ? (by_object ? object->acl : NULL) : bucket->acl;
     if (!anon && strcmp(req->principal, owner) == 0)
         return verdict(out, true, CN_WHY_OWNER, "%s owns %s%s%s", who(req), bucket->name,
                        by_object ? "/" : "", by_object ? req->key : "");
@@ -190,13 +226,14 @@ cn_err_t cn_authz_decide(const cn_authz_req_t *req, const cn_authz_bucket_t *buc
                        ai->name);
 
     if (ai->acl) {
-        const cn_authz_grant_t *g = acl_grants(acl, req->principal, ai->acl,
-                                               bucket->pab.ignore_public_acls);
+        const cn_authz_grant_t *g =
+            acl_grants(acl, req->principal, ai->acl, bucket->pab.ignore_public_acls);
         if (g)
-            return verdict(out, true, CN_WHY_ACL, "%s granted %s to %s by the %s ACL",
-                           ai->name, cn_authz_acl_perm_name(g->perm),
-                           g->type == CN_GRANTEE_USER ? g->id
-                           : g->type == CN_GRANTEE_ALL_USERS ? "AllUsers" : "AuthenticatedUsers",
+            return verdict(out, true, CN_WHY_ACL, "%s granted %s to %s by the %s ACL", ai->name,
+                           cn_authz_acl_perm_name(g->perm),
+                           g->type == CN_GRANTEE_USER        ? g->id
+                           : g->type == CN_GRANTEE_ALL_USERS ? "AllUsers"
+                                                             : "AuthenticatedUsers",
                            ai->gov == GOV_OBJECT ? "object" : "bucket");
     }
 
@@ -208,7 +245,8 @@ cn_err_t cn_authz_decide(const cn_authz_req_t *req, const cn_authz_bucket_t *buc
         if (restricted)
             return verdict(out, false, CN_WHY_NO_GRANT,
                            "%s not allowed %s on %s: RestrictPublicBuckets limits the public "
-                           "policy to the owner", who(req), ai->name, bucket->name);
+                           "policy to the owner",
+                           who(req), ai->name, bucket->name);
         return verdict(out, true, CN_WHY_POLICY_ALLOW,
                        "%s allowed %s on %s by bucket policy statement %d%s%.*s%s", who(req),
                        ai->name, bucket->name, pe.allow_idx + 1, n ? " (" : "", (int)n, sid,
@@ -264,11 +302,11 @@ cn_err_t cn_authz_visibility_parse(const char *s, cn_authz_visibility_t *out)
     return CN_OK;
 }
 
-cn_err_t cn_authz_visibility_acl(cn_authz_visibility_t v, const char *owner,
-                                 cn_authz_acl_t *out)
+cn_err_t cn_authz_visibility_acl(cn_authz_visibility_t v, const char *owner, cn_authz_acl_t *out)
 {
-    const char *canned = v == CN_VIS_PUBLIC ? "public-read" : v == CN_VIS_PRIVATE ? "private"
-                                                                                  : NULL;
+    const char *canned = v == CN_VIS_PUBLIC    ? "public-read"
+                         : v == CN_VIS_PRIVATE ? "private"
+                                               : NULL;
     if (!canned)
         return CN_E_INVALID;
     return cn_authz_acl_canned(out, canned, strlen(canned), owner, owner, true);
@@ -277,8 +315,10 @@ cn_err_t cn_authz_visibility_acl(cn_authz_visibility_t v, const char *owner,
 /* ---- blob namespaces ------------------------------------------------------------------ */
 static const char *ns_action_name(uint32_t a)
 {
-    return a == CN_NS_READ ? "read" : a == CN_NS_WRITE ? "write"
-         : a == CN_AUTHZ_NS_DELETE ? "delete" : NULL;
+    return a == CN_NS_READ           ? "read"
+           : a == CN_NS_WRITE        ? "write"
+           : a == CN_AUTHZ_NS_DELETE ? "delete"
+                                     : NULL;
 }
 
 cn_err_t cn_authz_namespace_decide_held(uint32_t held, const char *principal, cn_perms_t perms,
@@ -299,8 +339,8 @@ cn_err_t cn_authz_namespace_decide_held(uint32_t held, const char *principal, cn
     if (!(perms & need))
         return verdict(out, false, CN_WHY_TOKEN, "token of %s lacks %s", p, cn_perm_name(need));
     if (!(held & action))
-        return verdict(out, false, CN_WHY_NS_CLOSED, "%s holds no %s grant on the namespace",
-                       p, an);
+        return verdict(out, false, CN_WHY_NS_CLOSED, "%s holds no %s grant on the namespace", p,
+                       an);
     return verdict(out, true, CN_WHY_NS_GRANT, "%s holds a %s grant on the namespace", p, an);
 }
 

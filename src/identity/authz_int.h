@@ -10,7 +10,7 @@
 typedef struct cn__subj {
     const char *a;
     size_t alen;
-    const char *b;      /* NULL = no second part and no '/' */
+    const char *b; /* NULL = no second part and no '/' */
     size_t blen;
 } cn__subj_t;
 
@@ -27,13 +27,13 @@ bool cn__authz_name_ok(const char *name, size_t len);
 
 /* What the bucket policy says about one request. */
 typedef struct cn__peval {
-    int deny_idx;        /* index of the first matching Deny statement, -1 none */
-    int allow_idx;       /* index of the first matching Allow statement, -1 none */
+    int deny_idx;  /* index of the first matching Deny statement, -1 none */
+    int allow_idx; /* index of the first matching Allow statement, -1 none */
 } cn__peval_t;
 
 typedef struct cn__pctx {
-    const cn_authz_req_t *req;       /* principal, source, condition values */
-    const char *action_name;         /* "s3:GetObject" */
+    const cn_authz_req_t *req; /* principal, source, condition values */
+    const char *action_name;   /* "s3:GetObject" */
     const char *bucket;
     const char *key;                 /* NULL for a bucket-level action */
     const cn_authz_object_t *object; /* existing-object tags; may be NULL */

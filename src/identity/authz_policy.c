@@ -30,83 +30,148 @@ typedef struct sv {
 
 /* ---- condition vocabulary ------------------------------------------------- */
 typedef enum {
-    OP_STR_EQ, OP_STR_NE, OP_STR_EQ_IC, OP_STR_NE_IC, OP_STR_LIKE, OP_STR_NOT_LIKE,
-    OP_NUM_EQ, OP_NUM_NE, OP_NUM_LT, OP_NUM_LE, OP_NUM_GT, OP_NUM_GE,
-    OP_IP, OP_NOT_IP, OP_BOOL, OP_NULL,
-    OP_ARN_EQ, OP_ARN_NE, OP_ARN_LIKE, OP_ARN_NOT_LIKE,
+    OP_STR_EQ,
+    OP_STR_NE,
+    OP_STR_EQ_IC,
+    OP_STR_NE_IC,
+    OP_STR_LIKE,
+    OP_STR_NOT_LIKE,
+    OP_NUM_EQ,
+    OP_NUM_NE,
+    OP_NUM_LT,
+    OP_NUM_LE,
+    OP_NUM_GT,
+    OP_NUM_GE,
+    OP_IP,
+    OP_NOT_IP,
+    OP_BOOL,
+    OP_NULL,
+    OP_ARN_EQ,
+    OP_ARN_NE,
+    OP_ARN_LIKE,
+    OP_ARN_NOT_LIKE,
 } op_t;
 
-static const struct { const char *name; op_t op; } ops[] = {
-    {"StringEquals", OP_STR_EQ}, {"StringNotEquals", OP_STR_NE},
-    {"StringEqualsIgnoreCase", OP_STR_EQ_IC}, {"StringNotEqualsIgnoreCase", OP_STR_NE_IC},
-    {"StringLike", OP_STR_LIKE}, {"StringNotLike", OP_STR_NOT_LIKE},
-    {"NumericEquals", OP_NUM_EQ}, {"NumericNotEquals", OP_NUM_NE},
-    {"NumericLessThan", OP_NUM_LT}, {"NumericLessThanEquals", OP_NUM_LE},
-    {"NumericGreaterThan", OP_NUM_GT}, {"NumericGreaterThanEquals", OP_NUM_GE},
-    {"IpAddress", OP_IP}, {"NotIpAddress", OP_NOT_IP}, {"Bool", OP_BOOL}, {"Null", OP_NULL},
-    {"ArnEquals", OP_ARN_EQ}, {"ArnNotEquals", OP_ARN_NE},
-    {"ArnLike", OP_ARN_LIKE}, {"ArnNotLike", OP_ARN_NOT_LIKE},
+static const struct {
+    const char *name;
+    op_t op;
+} ops[] = {
+    { "StringEquals", OP_STR_EQ },
+    { "StringNotEquals", OP_STR_NE },
+    { "StringEqualsIgnoreCase", OP_STR_EQ_IC },
+    { "StringNotEqualsIgnoreCase", OP_STR_NE_IC },
+    { "StringLike", OP_STR_LIKE },
+    { "StringNotLike", OP_STR_NOT_LIKE },
+    { "NumericEquals", OP_NUM_EQ },
+    { "NumericNotEquals", OP_NUM_NE },
+    { "NumericLessThan", OP_NUM_LT },
+    { "NumericLessThanEquals", OP_NUM_LE },
+    { "NumericGreaterThan", OP_NUM_GT },
+    { "NumericGreaterThanEquals", OP_NUM_GE },
+    { "IpAddress", OP_IP },
+    { "NotIpAddress", OP_NOT_IP },
+    { "Bool", OP_BOOL },
+    { "Null", OP_NULL },
+    { "ArnEquals", OP_ARN_EQ },
+    { "ArnNotEquals", OP_ARN_NE },
+    { "ArnLike", OP_ARN_LIKE },
+    { "ArnNotLike", OP_ARN_NOT_LIKE },
 };
 
 static bool op_negated(op_t op)
 {
-    return op == OP_STR_NE || op == OP_STR_NE_IC || op == OP_STR_NOT_LIKE ||
-           op == OP_NUM_NE || op == OP_NOT_IP || op == OP_ARN_NE || op == OP_ARN_NOT_LIKE;
+    return op == OP_STR_NE || op == OP_STR_NE_IC || op == OP_STR_NOT_LIKE || op == OP_NUM_NE ||
+           op == OP_NOT_IP || op == OP_ARN_NE || op == OP_ARN_NOT_LIKE;
 }
 
-static bool op_numeric(op_t op) { return op >= OP_NUM_EQ && op <= OP_NUM_GE; }
+static bool op_numeric(op_t op)
+{
+    return op >= OP_NUM_EQ && op <= OP_NUM_GE;
+}
 
 typedef enum {
-    K_SOURCE_IP, K_SECURE_TRANSPORT, K_REFERER, K_USER_AGENT,
-    K_USERNAME, K_USERID, K_PRINCIPAL_ACCOUNT,
+    K_SOURCE_IP,
+    K_SECURE_TRANSPORT,
+    K_REFERER,
+    K_USER_AGENT,
+    K_USERNAME,
+    K_USERID,
+    K_PRINCIPAL_ACCOUNT,
     /* recognised, never present in a cairn request */
-    K_SOURCE_ARN, K_SOURCE_ACCOUNT, K_SOURCE_VPC, K_SOURCE_VPCE, K_PRINCIPAL_ORG_ID,
-    K_PREFIX, K_DELIMITER, K_MAX_KEYS, K_X_AMZ_ACL,
-    K_GRANT_READ, K_GRANT_WRITE, K_GRANT_READ_ACP, K_GRANT_WRITE_ACP, K_GRANT_FULL_CONTROL,
+    K_SOURCE_ARN,
+    K_SOURCE_ACCOUNT,
+    K_SOURCE_VPC,
+    K_SOURCE_VPCE,
+    K_PRINCIPAL_ORG_ID,
+    K_PREFIX,
+    K_DELIMITER,
+    K_MAX_KEYS,
+    K_X_AMZ_ACL,
+    K_GRANT_READ,
+    K_GRANT_WRITE,
+    K_GRANT_READ_ACP,
+    K_GRANT_WRITE_ACP,
+    K_GRANT_FULL_CONTROL,
     K_EXISTING_TAG,
 } key_t_;
 
-static const struct { const char *name; key_t_ key; bool fixed; } keys[] = {
-    {"aws:SourceIp", K_SOURCE_IP, false}, {"aws:SecureTransport", K_SECURE_TRANSPORT, false},
-    {"aws:Referer", K_REFERER, false}, {"aws:UserAgent", K_USER_AGENT, false},
-    {"aws:username", K_USERNAME, true}, {"aws:userid", K_USERID, true},
-    {"aws:PrincipalAccount", K_PRINCIPAL_ACCOUNT, true},
-    {"aws:SourceArn", K_SOURCE_ARN, true}, {"aws:SourceAccount", K_SOURCE_ACCOUNT, true},
-    {"aws:SourceVpc", K_SOURCE_VPC, true}, {"aws:SourceVpce", K_SOURCE_VPCE, true},
-    {"aws:PrincipalOrgID", K_PRINCIPAL_ORG_ID, true},
-    {"s3:prefix", K_PREFIX, false}, {"s3:delimiter", K_DELIMITER, false},
-    {"s3:max-keys", K_MAX_KEYS, false}, {"s3:x-amz-acl", K_X_AMZ_ACL, false},
-    {"s3:x-amz-grant-read", K_GRANT_READ, false}, {"s3:x-amz-grant-write", K_GRANT_WRITE, false},
-    {"s3:x-amz-grant-read-acp", K_GRANT_READ_ACP, false},
-    {"s3:x-amz-grant-write-acp", K_GRANT_WRITE_ACP, false},
-    {"s3:x-amz-grant-full-control", K_GRANT_FULL_CONTROL, false},
+static const struct {
+    const char *name;
+    key_t_ key;
+    bool fixed;
+} keys[] = {
+    { "aws:SourceIp", K_SOURCE_IP, false },
+    { "aws:SecureTransport", K_SECURE_TRANSPORT, false },
+    { "aws:Referer", K_REFERER, false },
+    { "aws:UserAgent", K_USER_AGENT, false },
+    { "aws:username", K_USERNAME, true },
+    { "aws:userid", K_USERID, true },
+    { "aws:PrincipalAccount", K_PRINCIPAL_ACCOUNT, true },
+    { "aws:SourceArn", K_SOURCE_ARN, true },
+    { "aws:SourceAccount", K_SOURCE_ACCOUNT, true },
+    { "aws:SourceVpc", K_SOURCE_VPC, true },
+    { "aws:SourceVpce", K_SOURCE_VPCE, true },
+    { "aws:PrincipalOrgID", K_PRINCIPAL_ORG_ID, true },
+    { "s3:prefix", K_PREFIX, false },
+    { "s3:delimiter", K_DELIMITER, false },
+    { "s3:max-keys", K_MAX_KEYS, false },
+    { "s3:x-amz-acl", K_X_AMZ_ACL, false },
+    { "s3:x-amz-grant-read", K_GRANT_READ, false },
+    { "s3:x-amz-grant-write", K_GRANT_WRITE, false },
+    { "s3:x-amz-grant-read-acp", K_GRANT_READ_ACP, false },
+    { "s3:x-amz-grant-write-acp", K_GRANT_WRITE_ACP, false },
+    { "s3:x-amz-grant-full-control", K_GRANT_FULL_CONTROL, false },
 };
 #define TAG_KEY_PREFIX "s3:ExistingObjectTag/"
 #define TAG_KEY_PREFIX_LEN (sizeof TAG_KEY_PREFIX - 1)
 
 typedef struct cidr {
-    uint8_t family;     /* 4 or 6 */
+    uint8_t family; /* 4 or 6 */
     uint8_t bits;
     uint8_t addr[16];
 } cidr_t;
 
 typedef struct val {
-    sv_t s;             /* the value as a string (JSON numbers/bools formatted into inl) */
+    sv_t s; /* the value as a string (JSON numbers/bools formatted into inl) */
     char inl[40];
     double num;
     bool num_ok;
-    cidr_t cidr;        /* IP operators only */
+    cidr_t cidr; /* IP operators only */
 } val_t;
 
-enum { SET_PLAIN, SET_ANY, SET_ALL };
+enum {
+    SET_PLAIN,
+    SET_ANY,
+    SET_ALL
+};
 
 typedef struct cond {
     op_t op;
     uint8_t set;
     bool if_exists;
     key_t_ key;
-    bool fixed_key;     /* a key AWS counts as pinning a statement to fixed values */
-    sv_t tag;           /* K_EXISTING_TAG: the tag key */
+    bool fixed_key; /* a key AWS counts as pinning a statement to fixed values */
+    sv_t tag;       /* K_EXISTING_TAG: the tag key */
     size_t nvals;
     val_t *vals;
 } cond_t;
@@ -116,13 +181,13 @@ typedef struct stmt {
     bool deny;
     bool not_principal, principal_any;
     size_t nprin;
-    sv_t *prin;         /* account names */
+    sv_t *prin; /* account names */
     bool not_action;
     size_t nact;
-    sv_t *act;          /* patterns over "s3:Name", case-insensitive */
+    sv_t *act; /* patterns over "s3:Name", case-insensitive */
     bool not_resource;
     size_t nres;
-    sv_t *res;          /* patterns over "bucket[/key]" (ARN prefix removed) */
+    sv_t *res; /* patterns over "bucket[/key]" (ARN prefix removed) */
     size_t ncond;
     cond_t *conds;
     bool is_public;
@@ -201,7 +266,7 @@ bool cn__authz_name_ok(const char *name, size_t len)
 }
 
 /* ---- addresses ---------------------------------------------------------------- */
-static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
 void cn_authz_ip_from_sockaddr(const struct sockaddr *sa, cn_authz_ip_t *out)
 {
@@ -311,12 +376,11 @@ static bool cidr_contains(const cidr_t *c, const cn_authz_ip_t *ip)
 /* ---- parsing -------------------------------------------------------------------- */
 typedef struct pstate {
     char *err;
-    size_t stmt_no;      /* 1-based, for messages; 0 = document level */
+    size_t stmt_no; /* 1-based, for messages; 0 = document level */
     const char *bucket;
 } pstate_t;
 
-__attribute__((format(printf, 2, 3)))
-static cn_err_t fail(pstate_t *ps, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static cn_err_t fail(pstate_t *ps, const char *fmt, ...)
 {
     if (!ps->err)
         return CN_E_INVALID;
@@ -339,7 +403,10 @@ static sv_t jsv(const json_t *j)
 }
 
 /* Shortens a value for an error message. */
-static int clip(size_t n) { return n > 64 ? 64 : (int)n; }
+static int clip(size_t n)
+{
+    return n > 64 ? 64 : (int)n;
+}
 
 /* A string or a non-empty list of strings → a new array of views. */
 static cn_err_t strlist(pstate_t *ps, const char *field, json_t *v, sv_t **out, size_t *n)
@@ -380,13 +447,15 @@ static cn_err_t parse_principal(pstate_t *ps, stmt_t *st, json_t *v, const char 
     size_t cap = 0;
     const char *k;
     json_t *e;
-    json_object_foreach(v, k, e) {
+    json_object_foreach(v, k, e)
+    {
         cap += json_is_array(e) ? json_array_size(e) : 1;
     }
     st->prin = calloc(cap ? cap : 1, sizeof *st->prin);
     if (!st->prin)
         return -ENOMEM;
-    json_object_foreach(v, k, e) {
+    json_object_foreach(v, k, e)
+    {
         bool aws = strcmp(k, "AWS") == 0, canon = strcmp(k, "CanonicalUser") == 0;
         if (!aws && !canon && strcmp(k, "Service") != 0)
             return fail(ps, "unsupported %s type \"%.*s\"", field, clip(strlen(k)), k);
@@ -398,7 +467,7 @@ static cn_err_t parse_principal(pstate_t *ps, stmt_t *st, json_t *v, const char 
         for (size_t i = 0; i < n; i++) {
             sv_t nm = names[i];
             if (!aws && !canon)
-                continue;   /* service principals are accepted and match no cairn caller */
+                continue; /* service principals are accepted and match no cairn caller */
             if (aws && nm.n == 1 && nm.s[0] == '*') {
                 st->principal_any = true;
                 continue;
@@ -408,8 +477,10 @@ static cn_err_t parse_principal(pstate_t *ps, stmt_t *st, json_t *v, const char 
                 size_t alen = nm.n - ARN_IAM_LEN;
                 if (alen < 6 || memcmp(acct + alen - 5, ":root", 5) != 0) {
                     free(names);
-                    return fail(ps, "invalid principal \"%.*s\": an account ARN is "
-                                "arn:aws:iam::NAME:root", clip(nm.n), nm.s);
+                    return fail(ps,
+                                "invalid principal \"%.*s\": an account ARN is "
+                                "arn:aws:iam::NAME:root",
+                                clip(nm.n), nm.s);
                 }
                 nm.s = acct;
                 nm.n = alen - 5;
@@ -442,8 +513,8 @@ static cn_err_t parse_actions(pstate_t *ps, stmt_t *st, json_t *v, const char *f
             return fail(ps, "invalid action \"%.*s\": use s3:Name (wildcards * and ?) or *",
                         clip(a.n), a.s);
         if (!cn__s3_action_known(a.s + 3, a.n - 3))
-            return fail(ps, "invalid action \"%.*s\": Amazon S3 defines no such action",
-                        clip(a.n), a.s);
+            return fail(ps, "invalid action \"%.*s\": Amazon S3 defines no such action", clip(a.n),
+                        a.s);
     }
     return CN_OK;
 }
@@ -455,16 +526,17 @@ static cn_err_t parse_resources(pstate_t *ps, stmt_t *st, json_t *v, const char 
     for (size_t i = 0; i < st->nres; i++) {
         sv_t r = st->res[i];
         if (r.n <= ARN_S3_LEN || memcmp(r.s, ARN_S3, ARN_S3_LEN) != 0)
-            return fail(ps, "invalid resource \"%.*s\": use arn:aws:s3:::%s or "
-                        "arn:aws:s3:::%s/KEY", clip(r.n), r.s, ps->bucket, ps->bucket);
+            return fail(ps,
+                        "invalid resource \"%.*s\": use arn:aws:s3:::%s or "
+                        "arn:aws:s3:::%s/KEY",
+                        clip(r.n), r.s, ps->bucket, ps->bucket);
         sv_t rest = { r.s + ARN_S3_LEN, r.n - ARN_S3_LEN };
         const char *slash = memchr(rest.s, '/', rest.n);
         size_t bpart = slash ? (size_t)(slash - rest.s) : rest.n;
         /* The bucket part, or the whole pattern, must be able to name this bucket. */
         if (!glob_str(rest.s, bpart, ps->bucket, blen, false) &&
             !glob_str(rest.s, rest.n, ps->bucket, blen, false))
-            return fail(ps, "resource \"%.*s\" is outside bucket %s", clip(r.n), r.s,
-                        ps->bucket);
+            return fail(ps, "resource \"%.*s\" is outside bucket %s", clip(r.n), r.s, ps->bucket);
         st->res[i] = rest;
     }
     return CN_OK;
@@ -516,8 +588,8 @@ static cn_err_t parse_key(pstate_t *ps, const char *name, cond_t *c)
     return fail(ps, "unsupported condition key \"%.*s\"", clip(n), name);
 }
 
-static cn_err_t parse_values(pstate_t *ps, const char *opname, const char *keyname,
-                             json_t *v, cond_t *c)
+static cn_err_t parse_values(pstate_t *ps, const char *opname, const char *keyname, json_t *v,
+                             cond_t *c)
 {
     size_t cnt = json_is_array(v) ? json_array_size(v) : 1;
     if (json_is_array(v) && cnt == 0)
@@ -543,8 +615,8 @@ static cn_err_t parse_values(pstate_t *ps, const char *opname, const char *keyna
             x->s.s = json_is_true(e) ? "true" : "false";
             x->s.n = strlen(x->s.s);
         } else {
-            return fail(ps, "condition %s %s: values must be strings, numbers or booleans",
-                        opname, keyname);
+            return fail(ps, "condition %s %s: values must be strings, numbers or booleans", opname,
+                        keyname);
         }
         if (memchr(x->s.s, 0, x->s.n))
             return fail(ps, "condition %s %s: a value holds a NUL byte", opname, keyname);
@@ -568,8 +640,8 @@ static cn_err_t parse_values(pstate_t *ps, const char *opname, const char *keyna
         } else if (c->op == OP_BOOL || c->op == OP_NULL) {
             if (!(x->s.n == 4 && strncasecmp(x->s.s, "true", 4) == 0) &&
                 !(x->s.n == 5 && strncasecmp(x->s.s, "false", 5) == 0))
-                return fail(ps, "condition %s %s: \"%.*s\" is not true or false", opname,
-                            keyname, clip(x->s.n), x->s.s);
+                return fail(ps, "condition %s %s: \"%.*s\" is not true or false", opname, keyname,
+                            clip(x->s.n), x->s.s);
         }
     }
     return CN_OK;
@@ -582,7 +654,8 @@ static cn_err_t parse_conditions(pstate_t *ps, stmt_t *st, json_t *v)
     size_t cap = 0;
     const char *opname, *keyname;
     json_t *block, *vals;
-    json_object_foreach(v, opname, block) {
+    json_object_foreach(v, opname, block)
+    {
         if (!json_is_object(block) || json_object_size(block) == 0)
             return fail(ps, "condition %.*s must be a non-empty object of keys",
                         clip(strlen(opname)), opname);
@@ -593,19 +666,23 @@ static cn_err_t parse_conditions(pstate_t *ps, stmt_t *st, json_t *v)
     st->conds = calloc(cap, sizeof *st->conds);
     if (!st->conds)
         return -ENOMEM;
-    json_object_foreach(v, opname, block) {
+    json_object_foreach(v, opname, block)
+    {
         cond_t proto;
         memset(&proto, 0, sizeof proto);
         CN_TRY(parse_op(ps, opname, &proto));
-        json_object_foreach(block, keyname, vals) {
+        json_object_foreach(block, keyname, vals)
+        {
             cond_t *c = &st->conds[st->ncond++];
             *c = proto;
             CN_TRY(parse_key(ps, keyname, c));
             bool ip_op = c->op == OP_IP || c->op == OP_NOT_IP;
             if (ip_op != (c->key == K_SOURCE_IP) && c->op != OP_NULL)
-                return fail(ps, ip_op ? "%s works only on aws:SourceIp"
-                                      : "aws:SourceIp needs IpAddress or NotIpAddress "
-                                        "(not %s)", opname);
+                return fail(ps,
+                            ip_op ? "%s works only on aws:SourceIp"
+                                  : "aws:SourceIp needs IpAddress or NotIpAddress "
+                                    "(not %s)",
+                            opname);
             if (c->key == K_EXISTING_TAG && c->tag.n > 128)
                 return fail(ps, "condition key %.*s...: tag keys are at most 128 bytes",
                             clip(strlen(keyname)), keyname);
@@ -642,8 +719,8 @@ static bool cond_restricts(const cond_t *c)
 }
 
 static const char *const stmt_fields[] = {
-    "Sid", "Effect", "Principal", "NotPrincipal", "Action", "NotAction",
-    "Resource", "NotResource", "Condition",
+    "Sid",       "Effect",   "Principal",   "NotPrincipal", "Action",
+    "NotAction", "Resource", "NotResource", "Condition",
 };
 
 /* Finds which of the exclusive fields name and not_name (one is required)
@@ -668,7 +745,8 @@ static cn_err_t parse_stmt(pstate_t *ps, json_t *j, stmt_t *st)
         return fail(ps, "a statement must be an object");
     const char *k;
     json_t *v;
-    json_object_foreach(j, k, v) {
+    json_object_foreach(j, k, v)
+    {
         bool known = false;
         for (size_t i = 0; i < sizeof stmt_fields / sizeof stmt_fields[0]; i++)
             known = known || strcmp(k, stmt_fields[i]) == 0;
@@ -694,7 +772,7 @@ static cn_err_t parse_stmt(pstate_t *ps, json_t *j, stmt_t *st)
     else
         return fail(ps, "Effect must be \"Allow\" or \"Deny\"");
 
-    const char *field = NULL;       /* set by field_or_not (gcc -O3 cannot see it) */
+    const char *field = NULL; /* set by field_or_not (gcc -O3 cannot see it) */
     CN_TRY(field_or_not(ps, j, "Principal", "NotPrincipal", &v, &st->not_principal, &field));
     CN_TRY(parse_principal(ps, st, v, field));
     CN_TRY(field_or_not(ps, j, "Action", "NotAction", &v, &st->not_action, &field));
@@ -755,8 +833,8 @@ cn_err_t cn_authz_policy_parse(const char *json, size_t len, const char *bucket,
     json_error_t jerr;
     p->root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!p->root) {
-        rc = fail(&ps, "policy is not valid JSON (line %d, column %d): %s", jerr.line,
-                  jerr.column, jerr.text);
+        rc = fail(&ps, "policy is not valid JSON (line %d, column %d): %s", jerr.line, jerr.column,
+                  jerr.text);
         goto fail;
     }
     if (!json_is_object(p->root)) {
@@ -765,7 +843,8 @@ cn_err_t cn_authz_policy_parse(const char *json, size_t len, const char *bucket,
     }
     const char *k;
     json_t *v;
-    json_object_foreach(p->root, k, v) {
+    json_object_foreach(p->root, k, v)
+    {
         if (strcmp(k, "Version") && strcmp(k, "Id") && strcmp(k, "Statement")) {
             rc = fail(&ps, "unknown top-level field \"%.*s\"", clip(strlen(k)), k);
             goto fail;
@@ -798,9 +877,8 @@ cn_err_t cn_authz_policy_parse(const char *json, size_t len, const char *bucket,
     }
     for (size_t i = 0; i < n; i++) {
         ps.stmt_no = i + 1;
-        p->nstmt = i + 1;   /* so free releases a partly built statement */
-        rc = parse_stmt(&ps, json_is_array(stmts) ? json_array_get(stmts, i) : stmts,
-                        &p->stmts[i]);
+        p->nstmt = i + 1; /* so free releases a partly built statement */
+        rc = parse_stmt(&ps, json_is_array(stmts) ? json_array_get(stmts, i) : stmts, &p->stmts[i]);
         if (rc)
             goto fail;
         const sv_t *sid = &p->stmts[i].sid;
@@ -842,9 +920,10 @@ cn_err_t cn_authz_policy_public_read(const char *bucket, cn_buf_t *out)
         if (!isalnum((unsigned char)*c) && *c != '.' && *c != '-' && *c != '_')
             return CN_E_INVALID;
     return cn_buf_printf(out,
-        "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Sid\":\"PublicRead\","
-        "\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
-        "\"Resource\":\"arn:aws:s3:::%s/*\"}]}", bucket);
+                         "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Sid\":\"PublicRead\","
+                         "\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
+                         "\"Resource\":\"arn:aws:s3:::%s/*\"}]}",
+                         bucket);
 }
 
 /* ---- evaluation ------------------------------------------------------------------ */
@@ -903,15 +982,18 @@ static const char *ctx_value(const cond_t *cd, const cn__pctx_t *c)
     case K_SECURE_TRANSPORT: return r->secure_transport ? "true" : "false";
     case K_REFERER: return r->referer;
     case K_USER_AGENT: return r->user_agent;
-    case K_USERNAME: case K_USERID: case K_PRINCIPAL_ACCOUNT:
-        return c->anonymous ? NULL : r->principal;
+    case K_USERNAME:
+    case K_USERID:
+    case K_PRINCIPAL_ACCOUNT: return c->anonymous ? NULL : r->principal;
     case K_PREFIX: return r->prefix;
     case K_DELIMITER: return r->delimiter;
     case K_MAX_KEYS: return r->max_keys;
     case K_X_AMZ_ACL: return r->x_amz_acl;
-    case K_GRANT_READ: case K_GRANT_WRITE: case K_GRANT_READ_ACP: case K_GRANT_WRITE_ACP:
-    case K_GRANT_FULL_CONTROL:
-        return grant_value(cd->key, r);
+    case K_GRANT_READ:
+    case K_GRANT_WRITE:
+    case K_GRANT_READ_ACP:
+    case K_GRANT_WRITE_ACP:
+    case K_GRANT_FULL_CONTROL: return grant_value(cd->key, r);
     case K_EXISTING_TAG:
         if (!c->object)
             return NULL;
@@ -921,27 +1003,33 @@ static const char *ctx_value(const cond_t *cd, const cn__pctx_t *c)
                 return c->object->tags[i].value ? c->object->tags[i].value : "";
         }
         return NULL;
-    default: return NULL;   /* aws:SourceIp is handled apart; the rest never appear */
+    default: return NULL; /* aws:SourceIp is handled apart; the rest never appear */
     }
 }
 
-static bool value_matches(const cond_t *cd, const val_t *v, const char *s, double num,
-                          bool num_ok, const cn_authz_ip_t *ip)
+static bool value_matches(const cond_t *cd, const val_t *v, const char *s, double num, bool num_ok,
+                          const cn_authz_ip_t *ip)
 {
     size_t n = s ? strlen(s) : 0;
     switch (cd->op) {
-    case OP_STR_EQ: case OP_STR_NE: case OP_ARN_EQ: case OP_ARN_NE:
-        return n == v->s.n && memcmp(s, v->s.s, n) == 0;
-    case OP_STR_EQ_IC: case OP_STR_NE_IC:
-        return n == v->s.n && strncasecmp(s, v->s.s, n) == 0;
-    case OP_STR_LIKE: case OP_STR_NOT_LIKE: case OP_ARN_LIKE: case OP_ARN_NOT_LIKE:
-        return glob_str(v->s.s, v->s.n, s, n, false);
-    case OP_NUM_EQ: case OP_NUM_NE: return num_ok && num == v->num;
+    case OP_STR_EQ:
+    case OP_STR_NE:
+    case OP_ARN_EQ:
+    case OP_ARN_NE: return n == v->s.n && memcmp(s, v->s.s, n) == 0;
+    case OP_STR_EQ_IC:
+    case OP_STR_NE_IC: return n == v->s.n && strncasecmp(s, v->s.s, n) == 0;
+    case OP_STR_LIKE:
+    case OP_STR_NOT_LIKE:
+    case OP_ARN_LIKE:
+    case OP_ARN_NOT_LIKE: return glob_str(v->s.s, v->s.n, s, n, false);
+    case OP_NUM_EQ:
+    case OP_NUM_NE: return num_ok && num == v->num;
     case OP_NUM_LT: return num_ok && num < v->num;
     case OP_NUM_LE: return num_ok && num <= v->num;
     case OP_NUM_GT: return num_ok && num > v->num;
     case OP_NUM_GE: return num_ok && num >= v->num;
-    case OP_IP: case OP_NOT_IP: return cidr_contains(&v->cidr, ip);
+    case OP_IP:
+    case OP_NOT_IP: return cidr_contains(&v->cidr, ip);
     case OP_BOOL: return n == v->s.n && strncasecmp(s, v->s.s, n) == 0;
     case OP_NULL: return false;
     }
@@ -981,7 +1069,7 @@ static bool cond_holds(const cond_t *cd, const cn__pctx_t *c)
         num = strtod(s, &end);
         num_ok = *s && !*end && !errno && isfinite(num);
         if (!num_ok)
-            return false;   /* a non-numeric value satisfies no numeric test */
+            return false; /* a non-numeric value satisfies no numeric test */
     }
     bool any = false;
     for (size_t i = 0; !any && i < cd->nvals; i++)

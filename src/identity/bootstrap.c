@@ -75,7 +75,7 @@ typedef struct admin_cred {
     cn_identity_t *id;
     const char *data_dir, *path;
     const char *token_id, *secret;
-    int64_t accounts;           /* counted before anything is made */
+    int64_t accounts; /* counted before anything is made */
 } admin_cred_t;
 
 static cn_err_t count_body(cn_meta_txn_t *t, void *ctx)
@@ -104,7 +104,8 @@ static cn_err_t bootstrap_env(cn_identity_t *id, const char *cred)
     const char *colon = strchr(cred, ':');
     if (!colon || !cn__id_valid_token_id(cred, (size_t)(colon - cred)) ||
         !cn__id_valid_secret(colon + 1, strlen(colon + 1))) {
-        cn_error("identity", "CAIRN_ADMIN_TOKEN must be token_id:secret (token id of"
+        cn_error("identity",
+                 "CAIRN_ADMIN_TOKEN must be token_id:secret (token id of"
                  " [A-Za-z0-9._-], at most %d; secret printable, at most %d bytes)",
                  CN_TOKEN_ID_MAX, CN_SECRET_MAX);
         return CN_E_INVALID;
@@ -112,7 +113,7 @@ static cn_err_t bootstrap_env(cn_identity_t *id, const char *cred)
     char tid[CN_TOKEN_ID_MAX + 1];
     memcpy(tid, cred, (size_t)(colon - cred));
     tid[colon - cred] = '\0';
-    admin_cred_t ac = {.id = id, .token_id = tid, .secret = colon + 1};
+    admin_cred_t ac = { .id = id, .token_id = tid, .secret = colon + 1 };
     CN_TRY(cn_meta_run(id->meta, CN_META_RUN_WRITE | CN_META_RETRY, env_body, &ac));
     cn__id_cache_clear(id);
     cn_info("identity", "administrator token %s taken from CAIRN_ADMIN_TOKEN", tid);
@@ -153,7 +154,7 @@ cn_err_t cn_identity_bootstrap(cn_identity_t *id, const char *data_dir)
         return CN_E_INVALID;
 
     /* Cheap check first, so a running server never takes the write lock. */
-    admin_cred_t ac = {.id = id, .data_dir = data_dir, .path = path};
+    admin_cred_t ac = { .id = id, .data_dir = data_dir, .path = path };
     CN_TRY(cn_meta_run(id->meta, CN_META_RUN_READ | CN_META_RETRY, count_body, &ac));
     if (ac.accounts > 0) {
         if (access(path, F_OK) == 0)
@@ -171,8 +172,7 @@ cn_err_t cn_identity_bootstrap(cn_identity_t *id, const char *data_dir)
     OPENSSL_cleanse(secret, sizeof secret);
     if (e == 0 && ac.accounts == 0) {
         cn__id_cache_clear(id);
-        cn_info("identity", "created account admin; administrator credential written to %s",
-                path);
+        cn_info("identity", "created account admin; administrator credential written to %s", path);
     }
     return e;
 }

@@ -25,7 +25,7 @@ static cn_err_t grant_apply(cn_identity_t *id, const char *ns, const char *accou
     cn_err_t e = CN_E_INVALID;
     if (cn__id_valid_namespace(ns) && actions && !(actions & ~(uint32_t)CN_NS_ALL))
         e = cn_identity_account_get(id, account, a);
-    grant_row_t g = {ns, e == 0 ? a->id : 0, actions};
+    grant_row_t g = { ns, e == 0 ? a->id : 0, actions };
     if (e == 0)
         e = cn_meta_run(id->meta, CN_META_RUN_WRITE | CN_META_RETRY, body, &g);
     return e;
@@ -35,14 +35,13 @@ static cn_err_t grant_body(cn_meta_txn_t *t, void *ctx)
 {
     const grant_row_t *g = ctx;
     return cn_meta_execf(t,
-        "INSERT INTO cn_ns_grants (namespace, account_id, actions, created_at)"
-        " VALUES (?, ?, ?, ?) ON CONFLICT (namespace, account_id)"
-        " DO UPDATE SET actions = cn_ns_grants.actions | excluded.actions", "siii", g->ns,
-        g->account_id, (int64_t)g->actions, (int64_t)time(NULL));
+                         "INSERT INTO cn_ns_grants (namespace, account_id, actions, created_at)"
+                         " VALUES (?, ?, ?, ?) ON CONFLICT (namespace, account_id)"
+                         " DO UPDATE SET actions = cn_ns_grants.actions | excluded.actions",
+                         "siii", g->ns, g->account_id, (int64_t)g->actions, (int64_t)time(NULL));
 }
 
-cn_err_t cn_identity_grant(cn_identity_t *id, const char *ns, const char *account,
-                           uint32_t actions)
+cn_err_t cn_identity_grant(cn_identity_t *id, const char *ns, const char *account, uint32_t actions)
 {
     cn_account_t a;
     cn_err_t e = grant_apply(id, ns, account, actions, grant_body, &a);
@@ -54,8 +53,7 @@ cn_err_t cn_identity_grant(cn_identity_t *id, const char *ns, const char *accoun
 }
 
 /* The actions held by (g->ns, g->account_id) in *held (0 without a row). */
-static cn_err_t held_actions(cn_meta_txn_t *t, const grant_row_t *g, const char *sql,
-                             int64_t *held)
+static cn_err_t held_actions(cn_meta_txn_t *t, const grant_row_t *g, const char *sql, int64_t *held)
 {
     cn_meta_stmt_t *st = NULL;
     *held = 0;
@@ -74,15 +72,18 @@ static cn_err_t revoke_body(cn_meta_txn_t *t, void *ctx)
 {
     const grant_row_t *g = ctx;
     int64_t held = 0;
-    cn_err_t e = held_actions(t, g, "SELECT actions FROM cn_ns_grants"
-                                    " WHERE namespace = ? AND account_id = ?", &held);
+    cn_err_t e = held_actions(t, g,
+                              "SELECT actions FROM cn_ns_grants"
+                              " WHERE namespace = ? AND account_id = ?",
+                              &held);
     if (e == 0 && !(held & g->actions))
         e = CN_E_NOT_FOUND;
     int64_t left = held & ~(int64_t)g->actions;
     if (e == 0 && left)
-        e = cn_meta_execf(t, "UPDATE cn_ns_grants SET actions = ?"
-                             " WHERE namespace = ? AND account_id = ?", "isi", left, g->ns,
-                          g->account_id);
+        e = cn_meta_execf(t,
+                          "UPDATE cn_ns_grants SET actions = ?"
+                          " WHERE namespace = ? AND account_id = ?",
+                          "isi", left, g->ns, g->account_id);
     else if (e == 0)
         e = cn_meta_execf(t, "DELETE FROM cn_ns_grants WHERE namespace = ? AND account_id = ?",
                           "si", g->ns, g->account_id);
@@ -103,10 +104,12 @@ static cn_err_t ns_actions_body(cn_meta_txn_t *t, void *ctx)
 {
     grant_row_t *g = ctx;
     int64_t held = 0;
-    cn_err_t e = held_actions(t, g, "SELECT g.actions FROM cn_ns_grants g"
-                                    " JOIN cn_accounts a ON a.id = g.account_id"
-                                    " WHERE g.namespace = ? AND g.account_id = ?"
-                                    " AND a.disabled = 0", &held);
+    cn_err_t e = held_actions(t, g,
+                              "SELECT g.actions FROM cn_ns_grants g"
+                              " JOIN cn_accounts a ON a.id = g.account_id"
+                              " WHERE g.namespace = ? AND g.account_id = ?"
+                              " AND a.disabled = 0",
+                              &held);
     g->actions = (uint32_t)held & CN_NS_ALL;
     return e;
 }
@@ -117,14 +120,15 @@ cn_err_t cn_identity_ns_actions(cn_identity_t *id, const char *ns, int64_t accou
     *actions = 0;
     if (!cn__id_valid_namespace(ns))
         return 0;
-    grant_row_t g = {ns, account_id, 0};
+    grant_row_t g = { ns, account_id, 0 };
     cn_err_t e = cn_meta_run(id->meta, CN_META_RUN_READ | CN_META_RETRY, ns_actions_body, &g);
     if (e == 0)
         *actions = g.actions;
     return e;
 }
 
-#define GRANT_COLS "SELECT g.namespace, a.name, a.id, g.actions, g.created_at" \
+#define GRANT_COLS                                              \
+    "SELECT g.namespace, a.name, a.id, g.actions, g.created_at" \
     " FROM cn_ns_grants g JOIN cn_accounts a ON a.id = g.account_id "
 
 /* A walk over the grants of ns (NULL: of every namespace) with the caller's
@@ -139,8 +143,10 @@ static cn_err_t grants_body(cn_meta_txn_t *t, void *ctx)
 {
     const grant_walk_t *w = ctx;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t e = w->ns ? cn_meta_queryf(t, &st, GRANT_COLS "WHERE g.namespace = ?"
-                                                " ORDER BY g.namespace, a.name", "s", w->ns)
+    cn_err_t e = w->ns ? cn_meta_queryf(t, &st,
+                                        GRANT_COLS "WHERE g.namespace = ?"
+                                                   " ORDER BY g.namespace, a.name",
+                                        "s", w->ns)
                        : cn_meta_queryf(t, &st, GRANT_COLS "ORDER BY g.namespace, a.name", "");
     while (e == 0 && (e = cn_meta_step(st)) == CN_META_ROW) {
         cn_ns_grant_t g;
@@ -156,9 +162,8 @@ static cn_err_t grants_body(cn_meta_txn_t *t, void *ctx)
     return e;
 }
 
-cn_err_t cn_identity_grant_list(cn_identity_t *id, const char *ns, cn_ns_grant_fn fn,
-                                void *arg)
+cn_err_t cn_identity_grant_list(cn_identity_t *id, const char *ns, cn_ns_grant_fn fn, void *arg)
 {
-    grant_walk_t w = {ns, fn, arg};
+    grant_walk_t w = { ns, fn, arg };
     return cn_meta_run(id->meta, CN_META_RUN_READ, grants_body, &w);
 }

@@ -115,10 +115,12 @@ static cn_err_t token_fetch_body(cn_meta_txn_t *t, void *ctx)
     token_read_t *tr = ctx;
     cn__tok_entry_t *e = tr->e;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t rc = cn_meta_queryf(t, &st,
+    cn_err_t rc = cn_meta_queryf(
+        t, &st,
         "SELECT t.account_id, a.name, t.perms, t.revoked_at, t.expires_at, a.disabled,"
         " t.secret_box FROM cn_tokens t JOIN cn_accounts a ON a.id = t.account_id"
-        " WHERE t.id = ?", "s", tr->token_id);
+        " WHERE t.id = ?",
+        "s", tr->token_id);
     if (rc == 0)
         rc = cn_meta_step(st);
     memset(e, 0, sizeof *e);
@@ -152,7 +154,7 @@ static cn_err_t token_fetch_body(cn_meta_txn_t *t, void *ctx)
 /* Reads token_id's state from the database into *e. */
 static cn_err_t token_fetch(cn_identity_t *id, const char *token_id, cn__tok_entry_t *e)
 {
-    token_read_t tr = {token_id, e, false};
+    token_read_t tr = { token_id, e, false };
     cn_err_t rc = cn_meta_run(id->meta, CN_META_RUN_READ | CN_META_RETRY, token_fetch_body, &tr);
     if (rc >= 0 && tr.unreadable)
         cn_warn("identity", "token %s: stored secret is unreadable", token_id);
@@ -220,8 +222,7 @@ cn_err_t cn_identity_authenticate(cn_identity_t *id, const char *cred, size_t le
     uint8_t stored[CN_SECRET_MAX];
     size_t stored_len = 0;
     if (cn__id_open(id->key, token_id, e->box, e->box_len, stored, &stored_len) < 0) {
-        cn_warn("identity", "token %s: stored secret does not decrypt with identity.key",
-                token_id);
+        cn_warn("identity", "token %s: stored secret does not decrypt with identity.key", token_id);
         goto out;
     }
     /* Compare digests so neither the content nor the length of the stored

@@ -23,9 +23,9 @@
 typedef struct cn__tok_entry {
     bool used;
     bool found;
-    bool active;                /* not revoked, account not disabled */
-    int64_t fetched_ms;         /* monotonic */
-    int64_t expires_at;         /* unix seconds, 0 = never */
+    bool active;        /* not revoked, account not disabled */
+    int64_t fetched_ms; /* monotonic */
+    int64_t expires_at; /* unix seconds, 0 = never */
     cn_principal_t p;
     uint8_t box[CN__ID_BOX_MAX];
     size_t box_len;
@@ -34,7 +34,7 @@ typedef struct cn__tok_entry {
 typedef struct cn__rate_entry {
     uint64_t hash;
     char token_id[CN_TOKEN_ID_MAX + 1];
-    int64_t milli;              /* tokens held, x1000 */
+    int64_t milli; /* tokens held, x1000 */
     int64_t last_ms;
 } cn__rate_entry_t;
 
@@ -52,7 +52,7 @@ struct cn_identity {
     pthread_mutex_t cache_mu;
     cn__tok_entry_t cache[CN__ID_CACHE_SLOTS];
 
-    atomic_llong rate_milli;    /* refill per second, x1000; 0 = off */
+    atomic_llong rate_milli; /* refill per second, x1000; 0 = off */
     atomic_llong burst_milli;
     cn__rate_shard_t rate[CN__ID_RATE_SHARDS];
 };
@@ -71,13 +71,13 @@ cn_err_t cn__id_key_load(const char *data_dir, uint8_t key[CN__ID_KEY_LEN]);
 
 /* Seals secret (bound to token_id) into box as lowercase hex, NUL-terminated;
  * hex must hold 2 * CN__ID_BOX_MAX + 1 bytes. */
-cn_err_t cn__id_seal(const uint8_t key[CN__ID_KEY_LEN], const char *token_id,
-                     const uint8_t *secret, size_t len, char *hex);
+cn_err_t cn__id_seal(const uint8_t key[CN__ID_KEY_LEN], const char *token_id, const uint8_t *secret,
+                     size_t len, char *hex);
 /* Decodes hex into raw box bytes. */
 cn_err_t cn__id_box_decode(const char *hex, size_t hex_len, uint8_t *box, size_t *box_len);
 /* Opens a raw box sealed for token_id into secret (cap >= CN_SECRET_MAX). */
-cn_err_t cn__id_open(const uint8_t key[CN__ID_KEY_LEN], const char *token_id,
-                     const uint8_t *box, size_t box_len, uint8_t *secret, size_t *len);
+cn_err_t cn__id_open(const uint8_t key[CN__ID_KEY_LEN], const char *token_id, const uint8_t *box,
+                     size_t box_len, uint8_t *secret, size_t *len);
 
 /* Copies text column col of st into out (max + 1 bytes, already zeroed) when
  * it holds at most max bytes; a NULL or longer value leaves out empty. */
@@ -96,8 +96,7 @@ cn_err_t cn__id_token_put(cn_identity_t *id, cn_meta_txn_t *t, const char *token
 cn_err_t cn__id_account_insert(cn_meta_txn_t *t, const char *name, const char *email,
                                int64_t *account_id);
 /* Random token id ("CN" + 18 base32 chars) and secret (40 alphanumerics). */
-cn_err_t cn__id_new_credential(char token_id[CN_TOKEN_ID_MAX + 1],
-                               char secret[CN_SECRET_MAX + 1]);
+cn_err_t cn__id_new_credential(char token_id[CN_TOKEN_ID_MAX + 1], char secret[CN_SECRET_MAX + 1]);
 
 void cn__id_rate_init(cn_identity_t *id);
 void cn__id_rate_destroy(cn_identity_t *id);

@@ -4,9 +4,8 @@
 #include <string.h>
 
 static const char *const perm_names[] = {
-    "bucket:create", "bucket:delete", "bucket:list",
-    "object:get", "object:put", "object:delete", "object:list",
-    "blobs:read", "blobs:write", "admin",
+    "bucket:create", "bucket:delete", "bucket:list", "object:get",  "object:put",
+    "object:delete", "object:list",   "blobs:read",  "blobs:write", "admin",
 };
 #define NPERMS (sizeof perm_names / sizeof perm_names[0])
 _Static_assert(CN_PERM_ALL == (1u << NPERMS) - 1, "perm_names matches the bits");

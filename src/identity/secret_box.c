@@ -77,7 +77,7 @@ static cn_err_t key_create(const char *path, const char *data_dir)
         e = -errno;
     close(fd);
     if (e == 0 && link(tmp, path) != 0 && errno != EEXIST)
-        e = -errno;          /* EEXIST: another process made it first; use theirs */
+        e = -errno; /* EEXIST: another process made it first; use theirs */
     unlink(tmp);
     if (e == 0)
         e = cn_fsync_dir(data_dir);
@@ -106,8 +106,8 @@ static size_t aad_build(const char *token_id, char *aad, size_t cap)
     return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
 }
 
-cn_err_t cn__id_seal(const uint8_t key[CN__ID_KEY_LEN], const char *token_id,
-                     const uint8_t *secret, size_t len, char *hex)
+cn_err_t cn__id_seal(const uint8_t key[CN__ID_KEY_LEN], const char *token_id, const uint8_t *secret,
+                     size_t len, char *hex)
 {
     uint8_t box[CN__ID_BOX_MAX];
     char aad[sizeof aad_prefix + CN_TOKEN_ID_MAX + 1];
@@ -151,8 +151,8 @@ cn_err_t cn__id_box_decode(const char *hex, size_t hex_len, uint8_t *box, size_t
     return box[0] == BOX_VERSION ? 0 : CN_E_CORRUPT;
 }
 
-cn_err_t cn__id_open(const uint8_t key[CN__ID_KEY_LEN], const char *token_id,
-                     const uint8_t *box, size_t box_len, uint8_t *secret, size_t *len)
+cn_err_t cn__id_open(const uint8_t key[CN__ID_KEY_LEN], const char *token_id, const uint8_t *box,
+                     size_t box_len, uint8_t *secret, size_t *len)
 {
     char aad[sizeof aad_prefix + CN_TOKEN_ID_MAX + 1];
     size_t aad_len = aad_build(token_id, aad, sizeof aad);

@@ -9,21 +9,27 @@
 
 /* ---- tables ------------------------------------------------------------------ */
 
-static const struct { const char *s; uint8_t status; } cn__codes[CN_JAY_CODE_END] = {
-    [CN_JAY_CODE_NONE]                  = {"", CN_JAY_ST_INTERNAL},
-    [CN_JAY_CODE_ACCESS_DENIED]         = {CN_JAY_CODE_ACCESS_DENIED_S, CN_JAY_ST_FORBIDDEN},
-    [CN_JAY_CODE_BUCKET_ALREADY_EXISTS] = {CN_JAY_CODE_BUCKET_ALREADY_EXISTS_S, CN_JAY_ST_CONFLICT},
-    [CN_JAY_CODE_BUCKET_NOT_EMPTY]      = {CN_JAY_CODE_BUCKET_NOT_EMPTY_S, CN_JAY_ST_CONFLICT},
-    [CN_JAY_CODE_ENTITY_TOO_LARGE]      = {CN_JAY_CODE_ENTITY_TOO_LARGE_S, CN_JAY_ST_BAD_REQUEST},
-    [CN_JAY_CODE_INTERNAL_ERROR]        = {CN_JAY_CODE_INTERNAL_ERROR_S, CN_JAY_ST_INTERNAL},
-    [CN_JAY_CODE_INVALID_ARGUMENT]      = {CN_JAY_CODE_INVALID_ARGUMENT_S, CN_JAY_ST_BAD_REQUEST},
-    [CN_JAY_CODE_INVALID_BUCKET_NAME]   = {CN_JAY_CODE_INVALID_BUCKET_NAME_S, CN_JAY_ST_BAD_REQUEST},
-    [CN_JAY_CODE_INVALID_RANGE]         = {CN_JAY_CODE_INVALID_RANGE_S, CN_JAY_ST_BAD_REQUEST},
-    [CN_JAY_CODE_NO_SUCH_BUCKET]        = {CN_JAY_CODE_NO_SUCH_BUCKET_S, CN_JAY_ST_NOT_FOUND},
-    [CN_JAY_CODE_NO_SUCH_KEY]           = {CN_JAY_CODE_NO_SUCH_KEY_S, CN_JAY_ST_NOT_FOUND},
-    [CN_JAY_CODE_NO_SUCH_UPLOAD]        = {CN_JAY_CODE_NO_SUCH_UPLOAD_S, CN_JAY_ST_NOT_FOUND},
-    [CN_JAY_CODE_RATE_LIMIT_EXCEEDED]   = {CN_JAY_CODE_RATE_LIMIT_EXCEEDED_S, CN_JAY_ST_BAD_REQUEST},
-    [CN_JAY_CODE_UNKNOWN_OP]            = {CN_JAY_CODE_UNKNOWN_OP_S, CN_JAY_ST_BAD_REQUEST},
+static const struct {
+    const char *s;
+    uint8_t status;
+} cn__codes[CN_JAY_CODE_END] = {
+    [CN_JAY_CODE_NONE] = { "", CN_JAY_ST_INTERNAL },
+    [CN_JAY_CODE_ACCESS_DENIED] = { CN_JAY_CODE_ACCESS_DENIED_S, CN_JAY_ST_FORBIDDEN },
+    [CN_JAY_CODE_BUCKET_ALREADY_EXISTS] = { CN_JAY_CODE_BUCKET_ALREADY_EXISTS_S,
+                                            CN_JAY_ST_CONFLICT },
+    [CN_JAY_CODE_BUCKET_NOT_EMPTY] = { CN_JAY_CODE_BUCKET_NOT_EMPTY_S, CN_JAY_ST_CONFLICT },
+    [CN_JAY_CODE_ENTITY_TOO_LARGE] = { CN_JAY_CODE_ENTITY_TOO_LARGE_S, CN_JAY_ST_BAD_REQUEST },
+    [CN_JAY_CODE_INTERNAL_ERROR] = { CN_JAY_CODE_INTERNAL_ERROR_S, CN_JAY_ST_INTERNAL },
+    [CN_JAY_CODE_INVALID_ARGUMENT] = { CN_JAY_CODE_INVALID_ARGUMENT_S, CN_JAY_ST_BAD_REQUEST },
+    [CN_JAY_CODE_INVALID_BUCKET_NAME] = { CN_JAY_CODE_INVALID_BUCKET_NAME_S,
+                                          CN_JAY_ST_BAD_REQUEST },
+    [CN_JAY_CODE_INVALID_RANGE] = { CN_JAY_CODE_INVALID_RANGE_S, CN_JAY_ST_BAD_REQUEST },
+    [CN_JAY_CODE_NO_SUCH_BUCKET] = { CN_JAY_CODE_NO_SUCH_BUCKET_S, CN_JAY_ST_NOT_FOUND },
+    [CN_JAY_CODE_NO_SUCH_KEY] = { CN_JAY_CODE_NO_SUCH_KEY_S, CN_JAY_ST_NOT_FOUND },
+    [CN_JAY_CODE_NO_SUCH_UPLOAD] = { CN_JAY_CODE_NO_SUCH_UPLOAD_S, CN_JAY_ST_NOT_FOUND },
+    [CN_JAY_CODE_RATE_LIMIT_EXCEEDED] = { CN_JAY_CODE_RATE_LIMIT_EXCEEDED_S,
+                                          CN_JAY_ST_BAD_REQUEST },
+    [CN_JAY_CODE_UNKNOWN_OP] = { CN_JAY_CODE_UNKNOWN_OP_S, CN_JAY_ST_BAD_REQUEST },
 };
 
 const char *cn_jay_code_str(cn_jay_code_t code)
@@ -53,24 +59,24 @@ cn_jay_code_t cn_jay_code_parse(const char *p, size_t n)
 const char *cn_jay_op_name(uint8_t op)
 {
     switch (op) {
-    case CN_JAY_OP_CREATE_BUCKET:      return "CreateBucket";
-    case CN_JAY_OP_DELETE_BUCKET:      return "DeleteBucket";
-    case CN_JAY_OP_HEAD_BUCKET:        return "HeadBucket";
-    case CN_JAY_OP_LIST_BUCKETS:       return "ListBuckets";
-    case CN_JAY_OP_PUT_OBJECT:         return "PutObject";
-    case CN_JAY_OP_GET_OBJECT:         return "GetObject";
-    case CN_JAY_OP_HEAD_OBJECT:        return "HeadObject";
-    case CN_JAY_OP_DELETE_OBJECT:      return "DeleteObject";
-    case CN_JAY_OP_LIST_OBJECTS:       return "ListObjects";
-    case CN_JAY_OP_GET_OBJECT_RANGE:   return "GetObjectRange";
-    case CN_JAY_OP_COPY_OBJECT:        return "CopyObject";
-    case CN_JAY_OP_CREATE_MULTIPART:   return "CreateMultipartUpload";
-    case CN_JAY_OP_UPLOAD_PART:        return "UploadPart";
+    case CN_JAY_OP_CREATE_BUCKET: return "CreateBucket";
+    case CN_JAY_OP_DELETE_BUCKET: return "DeleteBucket";
+    case CN_JAY_OP_HEAD_BUCKET: return "HeadBucket";
+    case CN_JAY_OP_LIST_BUCKETS: return "ListBuckets";
+    case CN_JAY_OP_PUT_OBJECT: return "PutObject";
+    case CN_JAY_OP_GET_OBJECT: return "GetObject";
+    case CN_JAY_OP_HEAD_OBJECT: return "HeadObject";
+    case CN_JAY_OP_DELETE_OBJECT: return "DeleteObject";
+    case CN_JAY_OP_LIST_OBJECTS: return "ListObjects";
+    case CN_JAY_OP_GET_OBJECT_RANGE: return "GetObjectRange";
+    case CN_JAY_OP_COPY_OBJECT: return "CopyObject";
+    case CN_JAY_OP_CREATE_MULTIPART: return "CreateMultipartUpload";
+    case CN_JAY_OP_UPLOAD_PART: return "UploadPart";
     case CN_JAY_OP_COMPLETE_MULTIPART: return "CompleteMultipartUpload";
-    case CN_JAY_OP_ABORT_MULTIPART:    return "AbortMultipartUpload";
-    case CN_JAY_OP_LIST_PARTS:         return "ListParts";
-    case CN_JAY_OP_PING:               return "Ping";
-    default:                           return NULL;
+    case CN_JAY_OP_ABORT_MULTIPART: return "AbortMultipartUpload";
+    case CN_JAY_OP_LIST_PARTS: return "ListParts";
+    case CN_JAY_OP_PING: return "Ping";
+    default: return NULL;
     }
 }
 
@@ -248,7 +254,7 @@ static void w_bytes(cn_jay_w_t *w, const void *p, size_t n)
 
 void cn_jay_w_begin(cn_jay_w_t *w, cn_buf_t *buf, uint8_t code, uint32_t stream_id)
 {
-    uint8_t h[CN_JAY_HDR_LEN] = {0};
+    uint8_t h[CN_JAY_HDR_LEN] = { 0 };
     w->buf = buf;
     w->start = buf->len;
     w->err = CN_OK;
@@ -364,7 +370,7 @@ cn_err_t cn_jay_w_end(cn_jay_w_t *w, int64_t data_len)
 
 cn_jay_str_t cn_jay_r_str(cn_rd_t *r)
 {
-    cn_jay_str_t s = {"", 0};
+    cn_jay_str_t s = { "", 0 };
     uint16_t n = cn_rd_u16be(r);
     const uint8_t *p = cn_rd_bytes(r, n);
     if (!p)
@@ -374,9 +380,18 @@ cn_jay_str_t cn_jay_r_str(cn_rd_t *r)
     return s;
 }
 
-int32_t cn_jay_r_i32(cn_rd_t *r) { return (int32_t)cn_rd_u32be(r); }
-int64_t cn_jay_r_i64(cn_rd_t *r) { return (int64_t)cn_rd_u64be(r); }
-bool cn_jay_r_bool(cn_rd_t *r) { return cn_rd_u8(r) != 0; }
+int32_t cn_jay_r_i32(cn_rd_t *r)
+{
+    return (int32_t)cn_rd_u32be(r);
+}
+int64_t cn_jay_r_i64(cn_rd_t *r)
+{
+    return (int64_t)cn_rd_u64be(r);
+}
+bool cn_jay_r_bool(cn_rd_t *r)
+{
+    return cn_rd_u8(r) != 0;
+}
 
 uint16_t cn_jay_r_count(cn_rd_t *r, size_t min_elem_size)
 {
@@ -448,13 +463,18 @@ cn_jay_iter_t cn_jay_iter(const cn_jay_list_t *l)
 
 /* Reads an element with fn; stops (false) when the list is done or a list
  * that was not validated runs short. */
-#define CN__NEXT(it, body) do { \
-    if ((it)->left == 0 || (it)->rd.err) return false; \
-    body; \
-    if ((it)->rd.err) { (it)->left = 0; return false; } \
-    (it)->left--; \
-    return true; \
-} while (0)
+#define CN__NEXT(it, body)                   \
+    do {                                     \
+        if ((it)->left == 0 || (it)->rd.err) \
+            return false;                    \
+        body;                                \
+        if ((it)->rd.err) {                  \
+            (it)->left = 0;                  \
+            return false;                    \
+        }                                    \
+        (it)->left--;                        \
+        return true;                         \
+    } while (0)
 
 bool cn_jay_next_str(cn_jay_iter_t *it, cn_jay_str_t *out)
 {

@@ -14,17 +14,17 @@
 /* What one positional field is on the wire. */
 typedef enum {
     F_END = 0,
-    F_STR,        /* cn_jay_str_t */
-    F_I32,        /* int32_t */
-    F_I64,        /* int64_t */
-    F_BOOL,       /* bool */
-    F_OPT_BOOL,   /* bool, trailing: read only if a byte remains, always written */
-    F_MAP,        /* cn_jay_list_t of key/value pairs */
-    F_INTS,       /* cn_jay_list_t of int32 */
-    F_STRS,       /* cn_jay_list_t of strings */
-    F_OBJS,       /* cn_jay_list_t of ListObjects entries */
-    F_BUCKETS,    /* cn_jay_list_t of ListBuckets entries */
-    F_PARTS,      /* cn_jay_list_t of ListParts entries */
+    F_STR,      /* cn_jay_str_t */
+    F_I32,      /* int32_t */
+    F_I64,      /* int64_t */
+    F_BOOL,     /* bool */
+    F_OPT_BOOL, /* bool, trailing: read only if a byte remains, always written */
+    F_MAP,      /* cn_jay_list_t of key/value pairs */
+    F_INTS,     /* cn_jay_list_t of int32 */
+    F_STRS,     /* cn_jay_list_t of strings */
+    F_OBJS,     /* cn_jay_list_t of ListObjects entries */
+    F_BUCKETS,  /* cn_jay_list_t of ListBuckets entries */
+    F_PARTS,    /* cn_jay_list_t of ListParts entries */
     F_KINDS
 } field_kind_t;
 
@@ -41,9 +41,18 @@ typedef struct {
     size_t n;
 } list_in_t;
 
-#define Q(kind, f) {kind, offsetof(cn_jay_req_t, f)}
-#define S(kind, f) {kind, offsetof(cn_jay_resp_t, f)}
-#define END        {F_END, 0}
+#define Q(kind, f)                      \
+    {                                   \
+        kind, offsetof(cn_jay_req_t, f) \
+    }
+#define S(kind, f)                       \
+    {                                    \
+        kind, offsetof(cn_jay_resp_t, f) \
+    }
+#define END      \
+    {            \
+        F_END, 0 \
+    }
 
 /* Most requests name an object: (bucket, key) first. */
 #define Q_OBJECT Q(F_STR, bucket), Q(F_STR, key)
@@ -51,41 +60,40 @@ typedef struct {
 /* The layout of a request with opcode op; NULL when op is not a v1 opcode. */
 static const field_t *req_layout(uint8_t op)
 {
-    static const field_t bucket[] = {Q(F_STR, bucket), END};
-    static const field_t empty[] = {END};
-    static const field_t object[] = {Q_OBJECT, END};
-    static const field_t put[] = {Q_OBJECT, Q(F_STR, content_type),
-                                  Q(F_MAP, metadata),
-                                  Q(F_OPT_BOOL, skip_etag), END};
-    static const field_t list[] = {Q(F_STR, bucket), Q(F_STR, prefix), Q(F_STR, delimiter),
-                                   Q(F_STR, start_after), Q(F_I32, max_keys), END};
-    static const field_t range[] = {Q_OBJECT, Q(F_I64, offset), Q(F_I64, length), END};
-    static const field_t copy[] = {Q_OBJECT, Q(F_STR, dst_bucket), Q(F_STR, dst_key), END};
-    static const field_t create_mp[] = {Q_OBJECT, Q(F_STR, content_type), END};
-    static const field_t part[] = {Q_OBJECT, Q(F_STR, upload_id), Q(F_I32, part_number), END};
-    static const field_t complete[] = {Q_OBJECT, Q(F_STR, upload_id),
-                                       Q(F_INTS, part_numbers), END};
-    static const field_t upload[] = {Q_OBJECT, Q(F_STR, upload_id), END};
+    static const field_t bucket[] = { Q(F_STR, bucket), END };
+    static const field_t empty[] = { END };
+    static const field_t object[] = { Q_OBJECT, END };
+    static const field_t put[] = { Q_OBJECT, Q(F_STR, content_type), Q(F_MAP, metadata),
+                                   Q(F_OPT_BOOL, skip_etag), END };
+    static const field_t list[] = { Q(F_STR, bucket),      Q(F_STR, prefix),   Q(F_STR, delimiter),
+                                    Q(F_STR, start_after), Q(F_I32, max_keys), END };
+    static const field_t range[] = { Q_OBJECT, Q(F_I64, offset), Q(F_I64, length), END };
+    static const field_t copy[] = { Q_OBJECT, Q(F_STR, dst_bucket), Q(F_STR, dst_key), END };
+    static const field_t create_mp[] = { Q_OBJECT, Q(F_STR, content_type), END };
+    static const field_t part[] = { Q_OBJECT, Q(F_STR, upload_id), Q(F_I32, part_number), END };
+    static const field_t complete[] = { Q_OBJECT, Q(F_STR, upload_id), Q(F_INTS, part_numbers),
+                                        END };
+    static const field_t upload[] = { Q_OBJECT, Q(F_STR, upload_id), END };
 
     switch (op) {
     case CN_JAY_OP_CREATE_BUCKET:
     case CN_JAY_OP_DELETE_BUCKET:
-    case CN_JAY_OP_HEAD_BUCKET:        return bucket;
+    case CN_JAY_OP_HEAD_BUCKET: return bucket;
     case CN_JAY_OP_LIST_BUCKETS:
-    case CN_JAY_OP_PING:               return empty;
+    case CN_JAY_OP_PING: return empty;
     case CN_JAY_OP_GET_OBJECT:
     case CN_JAY_OP_HEAD_OBJECT:
-    case CN_JAY_OP_DELETE_OBJECT:      return object;
-    case CN_JAY_OP_PUT_OBJECT:         return put;
-    case CN_JAY_OP_LIST_OBJECTS:       return list;
-    case CN_JAY_OP_GET_OBJECT_RANGE:   return range;
-    case CN_JAY_OP_COPY_OBJECT:        return copy;
-    case CN_JAY_OP_CREATE_MULTIPART:   return create_mp;
-    case CN_JAY_OP_UPLOAD_PART:        return part;
+    case CN_JAY_OP_DELETE_OBJECT: return object;
+    case CN_JAY_OP_PUT_OBJECT: return put;
+    case CN_JAY_OP_LIST_OBJECTS: return list;
+    case CN_JAY_OP_GET_OBJECT_RANGE: return range;
+    case CN_JAY_OP_COPY_OBJECT: return copy;
+    case CN_JAY_OP_CREATE_MULTIPART: return create_mp;
+    case CN_JAY_OP_UPLOAD_PART: return part;
     case CN_JAY_OP_COMPLETE_MULTIPART: return complete;
     case CN_JAY_OP_ABORT_MULTIPART:
-    case CN_JAY_OP_LIST_PARTS:         return upload;
-    default:                           return NULL;
+    case CN_JAY_OP_LIST_PARTS: return upload;
+    default: return NULL;
     }
 }
 
@@ -93,45 +101,48 @@ static const field_t *req_layout(uint8_t op)
  * opcode. */
 static const field_t *resp_layout(uint8_t op)
 {
-    static const field_t stored[] = {S(F_STR, etag), S(F_STR, checksum), END};
-    static const field_t info[] = {S(F_STR, content_type), S(F_I64, size), S(F_STR, etag),
-                                   S(F_STR, checksum), S(F_STR, last_modified),
-                                   S(F_MAP, metadata), END};
-    static const field_t copy[] = {S(F_STR, etag), S(F_STR, checksum), S(F_I64, size),
-                                   S(F_STR, last_modified), END};
-    static const field_t list[] = {S(F_OBJS, entries),
-                                   S(F_STRS, common_prefixes),
-                                   S(F_BOOL, is_truncated), S(F_STR, next_start_after), END};
-    static const field_t buckets[] = {S(F_BUCKETS, entries), END};
-    static const field_t head_bucket[] = {S(F_STR, bucket_id), S(F_STR, name),
-                                          S(F_STR, created_at), S(F_STR, visibility), END};
-    static const field_t complete[] = {S(F_STR, etag), S(F_STR, checksum), S(F_I64, size), END};
-    static const field_t parts[] = {S(F_PARTS, entries), END};
-    static const field_t create_mp[] = {S(F_STR, upload_id), END};
-    static const field_t empty[] = {END};
+    static const field_t stored[] = { S(F_STR, etag), S(F_STR, checksum), END };
+    static const field_t info[] = { S(F_STR, content_type),
+                                    S(F_I64, size),
+                                    S(F_STR, etag),
+                                    S(F_STR, checksum),
+                                    S(F_STR, last_modified),
+                                    S(F_MAP, metadata),
+                                    END };
+    static const field_t copy[] = { S(F_STR, etag), S(F_STR, checksum), S(F_I64, size),
+                                    S(F_STR, last_modified), END };
+    static const field_t list[] = { S(F_OBJS, entries), S(F_STRS, common_prefixes),
+                                    S(F_BOOL, is_truncated), S(F_STR, next_start_after), END };
+    static const field_t buckets[] = { S(F_BUCKETS, entries), END };
+    static const field_t head_bucket[] = { S(F_STR, bucket_id), S(F_STR, name),
+                                           S(F_STR, created_at), S(F_STR, visibility), END };
+    static const field_t complete[] = { S(F_STR, etag), S(F_STR, checksum), S(F_I64, size), END };
+    static const field_t parts[] = { S(F_PARTS, entries), END };
+    static const field_t create_mp[] = { S(F_STR, upload_id), END };
+    static const field_t empty[] = { END };
 
     if (!cn_jay_op_name(op))
         return NULL;
     switch (op) {
     case CN_JAY_OP_PUT_OBJECT:
-    case CN_JAY_OP_UPLOAD_PART:        return stored;
+    case CN_JAY_OP_UPLOAD_PART: return stored;
     case CN_JAY_OP_GET_OBJECT:
     case CN_JAY_OP_HEAD_OBJECT:
-    case CN_JAY_OP_GET_OBJECT_RANGE:   return info;
-    case CN_JAY_OP_COPY_OBJECT:        return copy;
-    case CN_JAY_OP_LIST_OBJECTS:       return list;
-    case CN_JAY_OP_LIST_BUCKETS:       return buckets;
-    case CN_JAY_OP_HEAD_BUCKET:        return head_bucket;
+    case CN_JAY_OP_GET_OBJECT_RANGE: return info;
+    case CN_JAY_OP_COPY_OBJECT: return copy;
+    case CN_JAY_OP_LIST_OBJECTS: return list;
+    case CN_JAY_OP_LIST_BUCKETS: return buckets;
+    case CN_JAY_OP_HEAD_BUCKET: return head_bucket;
     case CN_JAY_OP_COMPLETE_MULTIPART: return complete;
-    case CN_JAY_OP_LIST_PARTS:         return parts;
-    case CN_JAY_OP_CREATE_MULTIPART:   return create_mp;
+    case CN_JAY_OP_LIST_PARTS: return parts;
+    case CN_JAY_OP_CREATE_MULTIPART: return create_mp;
     default: /* CreateBucket, DeleteBucket, DeleteObject, AbortMultipartUpload, Ping */
         return empty;
     }
 }
 
 /* Any status other than OK. */
-static const field_t error_layout[] = {S(F_STR, message), S(F_STR, code), END};
+static const field_t error_layout[] = { S(F_STR, message), S(F_STR, code), END };
 
 #define AT(type, base, off) ((type *)(void *)((char *)(base) + (off)))
 #define CAT(type, base, off) ((const type *)(const void *)((const char *)(base) + (off)))
@@ -141,23 +152,23 @@ static void read_fields(cn_rd_t *r, const field_t *layout, void *base)
 {
     for (const field_t *f = layout; f->kind != F_END; f++) {
         switch ((field_kind_t)f->kind) {
-        case F_STR:     *AT(cn_jay_str_t, base, f->off) = cn_jay_r_str(r); break;
-        case F_I32:     *AT(int32_t, base, f->off) = cn_jay_r_i32(r); break;
-        case F_I64:     *AT(int64_t, base, f->off) = cn_jay_r_i64(r); break;
-        case F_BOOL:    *AT(bool, base, f->off) = cn_jay_r_bool(r); break;
+        case F_STR: *AT(cn_jay_str_t, base, f->off) = cn_jay_r_str(r); break;
+        case F_I32: *AT(int32_t, base, f->off) = cn_jay_r_i32(r); break;
+        case F_I64: *AT(int64_t, base, f->off) = cn_jay_r_i64(r); break;
+        case F_BOOL: *AT(bool, base, f->off) = cn_jay_r_bool(r); break;
         case F_OPT_BOOL:
             /* The one trailing optional field of v1: absent means false. */
             if (cn_rd_left(r) > 0)
                 *AT(bool, base, f->off) = cn_jay_r_bool(r);
             break;
-        case F_MAP:     cn_jay_r_map(r, AT(cn_jay_list_t, base, f->off)); break;
-        case F_INTS:    cn_jay_r_int_list(r, AT(cn_jay_list_t, base, f->off)); break;
-        case F_STRS:    cn_jay_r_str_list(r, AT(cn_jay_list_t, base, f->off)); break;
-        case F_OBJS:    cn__jay_r_obj_list(r, AT(cn_jay_list_t, base, f->off)); break;
+        case F_MAP: cn_jay_r_map(r, AT(cn_jay_list_t, base, f->off)); break;
+        case F_INTS: cn_jay_r_int_list(r, AT(cn_jay_list_t, base, f->off)); break;
+        case F_STRS: cn_jay_r_str_list(r, AT(cn_jay_list_t, base, f->off)); break;
+        case F_OBJS: cn__jay_r_obj_list(r, AT(cn_jay_list_t, base, f->off)); break;
         case F_BUCKETS: cn__jay_r_bucket_list(r, AT(cn_jay_list_t, base, f->off)); break;
-        case F_PARTS:   cn__jay_r_part_list(r, AT(cn_jay_list_t, base, f->off)); break;
+        case F_PARTS: cn__jay_r_part_list(r, AT(cn_jay_list_t, base, f->off)); break;
         case F_END:
-        case F_KINDS:   break;
+        case F_KINDS: break;
         }
     }
 }
@@ -166,10 +177,10 @@ static void read_fields(cn_rd_t *r, const field_t *layout, void *base)
 static void write_input(cn_jay_w_t *w, uint8_t kind, const list_in_t *in)
 {
     switch ((field_kind_t)kind) {
-    case F_MAP:  cn_jay_w_map(w, in->v, in->n); return;
+    case F_MAP: cn_jay_w_map(w, in->v, in->n); return;
     case F_INTS: cn_jay_w_int_list(w, in->v, in->n); return;
     case F_STRS: cn_jay_w_str_list(w, in->v, in->n); return;
-    default:     break;
+    default: break;
     }
     cn_jay_w_count(w, in->n);
     for (size_t i = 0; i < in->n && !w->err; i++) {
@@ -189,9 +200,9 @@ static void write_fields(cn_jay_w_t *w, const field_t *layout, const void *base,
 {
     for (const field_t *f = layout; f->kind != F_END; f++) {
         switch ((field_kind_t)f->kind) {
-        case F_STR:  cn_jay_w_jstr(w, *CAT(cn_jay_str_t, base, f->off)); break;
-        case F_I32:  cn_jay_w_i32(w, *CAT(int32_t, base, f->off)); break;
-        case F_I64:  cn_jay_w_i64(w, *CAT(int64_t, base, f->off)); break;
+        case F_STR: cn_jay_w_jstr(w, *CAT(cn_jay_str_t, base, f->off)); break;
+        case F_I32: cn_jay_w_i32(w, *CAT(int32_t, base, f->off)); break;
+        case F_I64: cn_jay_w_i64(w, *CAT(int64_t, base, f->off)); break;
         case F_BOOL:
         case F_OPT_BOOL: cn_jay_w_bool(w, *CAT(bool, base, f->off)); break;
         case F_END:
@@ -232,8 +243,8 @@ cn_err_t cn_jay_req_encode(cn_buf_t *out, const cn_jay_req_t *q, int64_t data_le
     cn_jay_w_t w;
     const field_t *layout = req_layout(q->op);
     const list_in_t in[F_KINDS] = {
-        [F_MAP] = {q->meta_kv, q->n_meta_kv},
-        [F_INTS] = {q->parts, q->n_parts},
+        [F_MAP] = { q->meta_kv, q->n_meta_kv },
+        [F_INTS] = { q->parts, q->n_parts },
     };
     if (!layout)
         return CN_E_UNSUPPORTED;
@@ -268,11 +279,9 @@ cn_err_t cn_jay_resp_encode(cn_buf_t *out, uint8_t op, uint8_t status, uint32_t 
     cn_jay_w_t w;
     const field_t *layout = resp_layout(op);
     const list_in_t in[F_KINDS] = {
-        [F_MAP] = {s->meta_kv, s->n_meta_kv},
-        [F_STRS] = {s->prefixes, s->n_prefixes},
-        [F_OBJS] = {s->objs, s->n_entries},
-        [F_BUCKETS] = {s->buckets, s->n_entries},
-        [F_PARTS] = {s->parts, s->n_entries},
+        [F_MAP] = { s->meta_kv, s->n_meta_kv }, [F_STRS] = { s->prefixes, s->n_prefixes },
+        [F_OBJS] = { s->objs, s->n_entries },   [F_BUCKETS] = { s->buckets, s->n_entries },
+        [F_PARTS] = { s->parts, s->n_entries },
     };
     if (!layout)
         return CN_E_UNSUPPORTED;
@@ -281,8 +290,8 @@ cn_err_t cn_jay_resp_encode(cn_buf_t *out, uint8_t op, uint8_t status, uint32_t 
     return cn_jay_w_end(&w, data_len);
 }
 
-cn_err_t cn_jay_error_encode(cn_buf_t *out, uint8_t status, uint32_t stream_id,
-                             const char *message, const char *code)
+cn_err_t cn_jay_error_encode(cn_buf_t *out, uint8_t status, uint32_t stream_id, const char *message,
+                             const char *code)
 {
     cn_jay_w_t w;
     if (status == CN_JAY_ST_OK)

@@ -24,53 +24,52 @@
 #define ANY CN_OBJ_WHAT_ANY
 static const cn_obj_err_row_t jay_errors[] = {
     /* by rule */
-    {CN_E_INVALID, ANY, CN_OBJ_BUCKET_NAME_INVALID, CN_JAY_CODE_INVALID_BUCKET_NAME},
-    {CN_E_INVALID, ANY, CN_OBJ_KEY_INVALID, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_KEY_TOO_LONG, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_CONTENT_TYPE_TOO_LONG, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_METADATA_KEY_INVALID, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_METADATA_TOO_LARGE, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_CHECKSUM_ALG_INVALID, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_LIST_ARG_INVALID, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_PART_NUMBER_INVALID, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_PART_LIST_INVALID, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_PART_ORDER, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_PART_MISSING, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_PART_ETAG_MISMATCH, CN_JAY_CODE_INVALID_ARGUMENT},
+    { CN_E_INVALID, ANY, CN_OBJ_BUCKET_NAME_INVALID, CN_JAY_CODE_INVALID_BUCKET_NAME },
+    { CN_E_INVALID, ANY, CN_OBJ_KEY_INVALID, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_KEY_TOO_LONG, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_CONTENT_TYPE_TOO_LONG, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_METADATA_KEY_INVALID, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_METADATA_TOO_LARGE, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_CHECKSUM_ALG_INVALID, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_LIST_ARG_INVALID, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_PART_NUMBER_INVALID, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_PART_LIST_INVALID, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_PART_ORDER, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_PART_MISSING, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_PART_ETAG_MISMATCH, CN_JAY_CODE_INVALID_ARGUMENT },
     /* Jay sets no part minimum (docs/protocol/jay.md); should a check raise it */
-    {CN_E_INVALID, ANY, CN_OBJ_PART_TOO_SMALL, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_POLICY_INVALID, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_SETTING_NAME_INVALID, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_NOT_FOUND, ANY, CN_OBJ_SETTING_UNSET, CN_JAY_CODE_NO_SUCH_KEY},
+    { CN_E_INVALID, ANY, CN_OBJ_PART_TOO_SMALL, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_POLICY_INVALID, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_SETTING_NAME_INVALID, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_NOT_FOUND, ANY, CN_OBJ_SETTING_UNSET, CN_JAY_CODE_NO_SUCH_KEY },
     /* by class and what */
-    {CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, 0, CN_JAY_CODE_NO_SUCH_BUCKET},
-    {CN_E_NOT_FOUND, ANY, 0, CN_JAY_CODE_NO_SUCH_KEY},
-    {CN_E_INVALID, CN_OBJ_WHAT_BUCKET, 0, CN_JAY_CODE_INVALID_BUCKET_NAME},
-    {CN_E_INVALID, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT},
+    { CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, 0, CN_JAY_CODE_NO_SUCH_BUCKET },
+    { CN_E_NOT_FOUND, ANY, 0, CN_JAY_CODE_NO_SUCH_KEY },
+    { CN_E_INVALID, CN_OBJ_WHAT_BUCKET, 0, CN_JAY_CODE_INVALID_BUCKET_NAME },
+    { CN_E_INVALID, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT },
     /* by class */
-    {CN_E_NO_UPLOAD, ANY, 0, CN_JAY_CODE_NO_SUCH_UPLOAD},
-    {CN_E_EXISTS, ANY, 0, CN_JAY_CODE_BUCKET_ALREADY_EXISTS},
-    {CN_E_NOT_EMPTY, ANY, 0, CN_JAY_CODE_BUCKET_NOT_EMPTY},
-    {CN_E_TOO_LARGE, ANY, 0, CN_JAY_CODE_ENTITY_TOO_LARGE},
-    {CN_E_RANGE, ANY, 0, CN_JAY_CODE_INVALID_RANGE},
-    {CN_E_DENIED, ANY, 0, CN_JAY_CODE_ACCESS_DENIED},
-    {CN_E_AUTH, ANY, 0, CN_JAY_CODE_ACCESS_DENIED},
-    {CN_E_RATE_LIMITED, ANY, 0, CN_JAY_CODE_RATE_LIMIT_EXCEEDED},   /* retryable */
-    {CN_E_BUSY, ANY, 0, CN_JAY_CODE_RATE_LIMIT_EXCEEDED},
-    {CN_E_LIMIT, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_PROTOCOL, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_LENGTH_MISMATCH, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_DIGEST_MISMATCH, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_PRECONDITION, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT},
-    {CN_E_UNSUPPORTED, ANY, 0, CN_JAY_CODE_UNKNOWN_OP},
+    { CN_E_NO_UPLOAD, ANY, 0, CN_JAY_CODE_NO_SUCH_UPLOAD },
+    { CN_E_EXISTS, ANY, 0, CN_JAY_CODE_BUCKET_ALREADY_EXISTS },
+    { CN_E_NOT_EMPTY, ANY, 0, CN_JAY_CODE_BUCKET_NOT_EMPTY },
+    { CN_E_TOO_LARGE, ANY, 0, CN_JAY_CODE_ENTITY_TOO_LARGE },
+    { CN_E_RANGE, ANY, 0, CN_JAY_CODE_INVALID_RANGE },
+    { CN_E_DENIED, ANY, 0, CN_JAY_CODE_ACCESS_DENIED },
+    { CN_E_AUTH, ANY, 0, CN_JAY_CODE_ACCESS_DENIED },
+    { CN_E_RATE_LIMITED, ANY, 0, CN_JAY_CODE_RATE_LIMIT_EXCEEDED }, /* retryable */
+    { CN_E_BUSY, ANY, 0, CN_JAY_CODE_RATE_LIMIT_EXCEEDED },
+    { CN_E_LIMIT, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_PROTOCOL, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_LENGTH_MISMATCH, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_DIGEST_MISMATCH, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_PRECONDITION, ANY, 0, CN_JAY_CODE_INVALID_ARGUMENT },
+    { CN_E_UNSUPPORTED, ANY, 0, CN_JAY_CODE_UNKNOWN_OP },
 };
 #undef ANY
 
 cn_jay_code_t cn__jay_code_of(const cn_objects_req_t *rq, cn_err_t err)
 {
-    return (cn_jay_code_t)cn_objects_err_lookup(jay_errors,
-                                                sizeof jay_errors / sizeof jay_errors[0], rq,
-                                                err, CN_JAY_CODE_INTERNAL_ERROR);
+    return (cn_jay_code_t)cn_objects_err_lookup(
+        jay_errors, sizeof jay_errors / sizeof jay_errors[0], rq, err, CN_JAY_CODE_INTERNAL_ERROR);
 }
 
 void cn__jay_time(int64_t ms, char out[CN_RFC3339_LEN])
@@ -95,8 +94,9 @@ const char *cn__jay_cstr(cn__jay_call_t *k, cn_jay_str_t s)
 static cn_err_t jay_send_out(cn__jay_call_t *k, int64_t data_len)
 {
     cn_buf_t *o = &k->jc->out;
-    return cn_conn_write_all(k->c, o->data, o->len,
-                             cn_conn_deadline_for(k->c, o->len + (uint64_t)(data_len > 0 ? data_len : 0)));
+    return cn_conn_write_all(
+        k->c, o->data, o->len,
+        cn_conn_deadline_for(k->c, o->len + (uint64_t)(data_len > 0 ? data_len : 0)));
 }
 
 cn_err_t cn__jay_fail_code(cn__jay_call_t *k, cn_jay_code_t code, const char *msg)
@@ -117,7 +117,8 @@ cn_err_t cn__jay_fail(cn__jay_call_t *k, cn_err_t err)
 {
     cn_jay_code_t code = cn__jay_code_of(&k->rq, err);
     const char *side = k->rq.side == CN_OBJ_SIDE_SOURCE ? "source: "
-                       : k->rq.side == CN_OBJ_SIDE_DEST ? "destination: " : "";
+                       : k->rq.side == CN_OBJ_SIDE_DEST ? "destination: "
+                                                        : "";
     char msg[400];
     const char *text = k->rq.fail.message[0] ? k->rq.fail.message : cn_strerror(err);
     snprintf(msg, sizeof msg, "%s%s", side, text);
@@ -175,10 +176,8 @@ static int jay_classify(void *cstate, const uint8_t *head)
     case CN_JAY_OP_GET_OBJECT_RANGE:
     case CN_JAY_OP_UPLOAD_PART:
     case CN_JAY_OP_COMPLETE_MULTIPART:
-    case CN_JAY_OP_COPY_OBJECT:
-        return CN_POOL_STORAGE;
-    default:
-        return CN_POOL_QUERY;
+    case CN_JAY_OP_COPY_OBJECT: return CN_POOL_STORAGE;
+    default: return CN_POOL_QUERY;
     }
 }
 

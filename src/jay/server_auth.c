@@ -120,7 +120,7 @@ torn:
     /* EOF, reset or deadline while reading: no answer. */
     err = err < 0 ? err : CN_E_CLOSED;
 out:
-    explicit_bzero(buf, have);     /* the secret */
+    explicit_bzero(buf, have); /* the secret */
     free(buf);
     return err;
 }

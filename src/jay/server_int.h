@@ -10,8 +10,8 @@
 #include "cairn/objects.h"
 #include "cairn/identity.h"
 
-#define CN_JAY_IO_BUF (64u * 1024)      /* the 64 KiB buffered reader/writer of the spec */
-#define CN_JAY_META_INLINE 512u         /* metadata up to this size needs no reservation */
+#define CN_JAY_IO_BUF (64u * 1024) /* the 64 KiB buffered reader/writer of the spec */
+#define CN_JAY_META_INLINE 512u    /* metadata up to this size needs no reservation */
 
 typedef struct cn__jay_srv {
     cn_jay_config_t cfg;
@@ -24,8 +24,8 @@ typedef struct cn__jay_conn {
     cn_principal_t principal;
     cn_authz_ip_t peer;
     bool tls;
-    cn_buf_t out;                       /* the response being written */
-    uint8_t *io;                        /* CN_JAY_IO_BUF bytes, for bodies */
+    cn_buf_t out; /* the response being written */
+    uint8_t *io;  /* CN_JAY_IO_BUF bytes, for bodies */
     /* A small metadata block (most requests: a bucket and a key) is read
      * here, without a budget reservation or an allocation: it is part of
      * the connection's fixed cost, like the head the loop reads. */
@@ -41,10 +41,10 @@ typedef struct cn__jay_call {
     cn_jay_hdr_t hdr;
     cn_jay_req_t req;
     cn_objects_req_t rq;
-    uint64_t body_left;                 /* request body bytes not read yet */
-    int64_t body_deadline;              /* for reading the whole body */
-    bool close;                         /* close after answering */
-    char *strs[CN_JAY_MAX_STRS];        /* NUL-terminated copies of wire strings */
+    uint64_t body_left;          /* request body bytes not read yet */
+    int64_t body_deadline;       /* for reading the whole body */
+    bool close;                  /* close after answering */
+    char *strs[CN_JAY_MAX_STRS]; /* NUL-terminated copies of wire strings */
     size_t nstrs;
 } cn__jay_call_t;
 

@@ -21,7 +21,7 @@
 
 static cn_jay_str_t js(const char *s)
 {
-    cn_jay_str_t out = {NULL, 0};
+    cn_jay_str_t out = { NULL, 0 };
     if (cn_jay_str_make(s, &out) < 0)
         out.len = 0;
     return out;
@@ -173,13 +173,13 @@ static cn_err_t jay_send_buf(void *ctx, const void *p, size_t n)
         return cn_conn_write_all(c, p, n, s->deadline);
     s->head_sent = true;
     cn_buf_t *o = &s->k->jc->out;
-    struct iovec iov[2] = {{o->data, o->len}, {(void *)p, n}};
+    struct iovec iov[2] = { { o->data, o->len }, { (void *)p, n } };
     return cn_conn_writev(c, iov, 2, s->deadline);
 }
 
 /* Fills r with the object-info layout from info; kv must hold info->nmeta. */
-static void jay_info_resp(const cn_object_info_t *info, cn_jay_kv_t *kv,
-                             char lm[CN_RFC3339_LEN], cn_jay_resp_t *r)
+static void jay_info_resp(const cn_object_info_t *info, cn_jay_kv_t *kv, char lm[CN_RFC3339_LEN],
+                          cn_jay_resp_t *r)
 {
     memset(r, 0, sizeof *r);
     r->content_type = js(info->content_type);
@@ -201,8 +201,8 @@ static void jay_info_resp(const cn_object_info_t *info, cn_jay_kv_t *kv,
 typedef struct {
     const char *key;
     cn_object_info_t info;
-    cn_objects_reader_t *rd;    /* the GETs, on success */
-    cn_err_t err;               /* the service's answer */
+    cn_objects_reader_t *rd; /* the GETs, on success */
+    cn_err_t err;            /* the service's answer */
 } cn_jay_got_t;
 
 /* Asks the service.  A request refused before that (bad strings, a negative
@@ -231,7 +231,7 @@ static cn_err_t get_lookup(cn__jay_call_t *k, cn_jay_got_t *g, bool probe, bool 
         g->err = cn_objects_head(s->objs, &k->rq, b, g->key, &g->info);
         return 0;
     }
-    cn_objects_range_t range = {.kind = CN_RANGE_ALL};
+    cn_objects_range_t range = { .kind = CN_RANGE_ALL };
     if (k->hdr.code == CN_JAY_OP_GET_OBJECT_RANGE) {
         if (neg) {
             *answered = true;
@@ -279,7 +279,7 @@ static cn_err_t get_answer(cn__jay_call_t *k, cn_jay_got_t *g)
         err = len ? cn__jay_reply_encode(k, &r, (int64_t)len) : cn__jay_reply(k, &r, 0);
         if (err >= 0 && len) {
             uint64_t total = k->jc->out.len + len;
-            cn_jay_send_t sc = {k, cn_conn_deadline_for(k->c, total), false};
+            cn_jay_send_t sc = { k, cn_conn_deadline_for(k->c, total), false };
             err = cn_objects_reader_send_shared(g->rd, jay_send_fd, jay_send_buf, &sc);
             if (err < 0 && !sc.head_sent) {
                 /* Nothing promised yet (the blob could not be opened):
@@ -292,7 +292,7 @@ static cn_err_t get_answer(cn__jay_call_t *k, cn_jay_got_t *g)
                 err = CN_E_CLOSED;
             }
         } else if (err < 0 && len) {
-            err = cn__jay_fail(k, err);     /* over a layout cap: nothing sent */
+            err = cn__jay_fail(k, err); /* over a layout cap: nothing sent */
         }
     }
     free(kv);
@@ -318,7 +318,7 @@ int cn__jay_get_fast(cn__jay_call_t *k, uint64_t max_body)
     if (declined)
         return 0;
     if (g.rd && cn_objects_reader_len(g.rd) > max_body) {
-        get_free(&g);   /* a worker sends it, by sendfile: looked up again there */
+        get_free(&g); /* a worker sends it, by sendfile: looked up again there */
         return 0;
     }
     /* From here the request is the loop's: consume its metadata (buffered,
@@ -374,9 +374,10 @@ static cn_err_t op_list(cn__jay_call_t *k)
         return jay_bad_strings(k);
     if (k->req.max_keys < 0)
         return cn__jay_fail_code(k, CN_JAY_CODE_INVALID_ARGUMENT, "max_keys must not be negative");
-    cn_objects_list_args_t a = {.prefix = prefix, .delimiter = delim,
-                                .start_after = after[0] ? after : NULL,
-                                .max_keys = k->req.max_keys};
+    cn_objects_list_args_t a = { .prefix = prefix,
+                                 .delimiter = delim,
+                                 .start_after = after[0] ? after : NULL,
+                                 .max_keys = k->req.max_keys };
     cn_objects_list_t l;
     cn_err_t err;
     /* A page of long keys can outgrow the 1 MiB metadata frame: ask for a
@@ -392,7 +393,7 @@ static cn_err_t op_list(cn__jay_call_t *k)
         a.max_keys = (int32_t)(got / 2 ? got / 2 : 1);
     }
     cn_jay_obj_entry_t *ev = calloc(l.nentries ? l.nentries : 1, sizeof *ev);
-    char (*lm)[CN_RFC3339_LEN] = calloc(l.nentries ? l.nentries : 1, sizeof *lm);
+    char(*lm)[CN_RFC3339_LEN] = calloc(l.nentries ? l.nentries : 1, sizeof *lm);
     cn_jay_str_t *pv = calloc(l.nprefixes ? l.nprefixes : 1, sizeof *pv);
     if (!ev || !lm || !pv) {
         err = cn__jay_fail(k, -ENOMEM);
@@ -430,7 +431,7 @@ out:
 /* ---- uploads ------------------------------------------------------------------------- */
 /* Streams the request body into session p and commits it. */
 static cn_err_t jay_stream_body(cn__jay_call_t *k, cn_objects_put_t *p,
-                                   cn_objects_put_result_t *res, cn_err_t *svc_err)
+                                cn_objects_put_result_t *res, cn_err_t *svc_err)
 {
     cn__jay_conn_t *jc = k->jc;
     *svc_err = 0;
@@ -508,8 +509,9 @@ static cn_err_t op_put(cn__jay_call_t *k)
             w += e.value.len + 1;
             i++;
         }
-        cn_objects_put_args_t a = {.content_type = ct[0] ? ct : NULL, .meta = kv, .nmeta = i,
-                                   .skip_etag = k->req.skip_etag};
+        cn_objects_put_args_t a = {
+            .content_type = ct[0] ? ct : NULL, .meta = kv, .nmeta = i, .skip_etag = k->req.skip_etag
+        };
         err = cn_objects_put_begin(s->objs, &k->rq, b, key, &a, k->hdr.data_len, &p);
     } else {
         err = cn_objects_part_begin(s->objs, &k->rq, b, key, upload_id, k->req.part_number, NULL,
@@ -572,7 +574,7 @@ static cn_err_t op_mpu_create(cn__jay_call_t *k)
     const char *ct = cs(k, k->req.content_type, &bad);
     if (bad)
         return jay_bad_strings(k);
-    cn_objects_put_args_t a = {.content_type = ct[0] ? ct : NULL};
+    cn_objects_put_args_t a = { .content_type = ct[0] ? ct : NULL };
     char id[CN_UPLOAD_ID_MAX + 1];
     cn_err_t err = cn_objects_mpu_create(k->jc->srv->objs, &k->rq, b, key, &a, id);
     if (err < 0)
@@ -600,8 +602,8 @@ static cn_err_t op_mpu_complete(cn__jay_call_t *k)
     while (i < n && cn_jay_next_i32(&it, &parts[i]))
         i++;
     cn_objects_put_result_t res;
-    cn_err_t err = cn_objects_mpu_complete(k->jc->srv->objs, &k->rq, b, key, id, parts, NULL, i,
-                                           NULL, &res);
+    cn_err_t err =
+        cn_objects_mpu_complete(k->jc->srv->objs, &k->rq, b, key, id, parts, NULL, i, NULL, &res);
     free(parts);
     if (err < 0)
         return cn__jay_fail(k, err);
@@ -656,7 +658,7 @@ static cn_err_t op_list_parts(cn__jay_call_t *k)
     const char *id = cs(k, k->req.upload_id, &bad);
     if (bad)
         return jay_bad_strings(k);
-    cn_jay_plist_t l = {0};
+    cn_jay_plist_t l = { 0 };
     cn_err_t err = cn_objects_mpu_list_parts(k->jc->srv->objs, &k->rq, b, key, id, 0, 0,
                                              jay_part_cb, &l, NULL);
     if (err < 0) {
@@ -689,38 +691,26 @@ cn_err_t cn__jay_op(cn__jay_call_t *k)
     uint8_t op = k->hdr.code;
     bool takes_body = op == CN_JAY_OP_PUT_OBJECT || op == CN_JAY_OP_UPLOAD_PART;
     if (!takes_body && k->hdr.data_len > 0)
-        return cn__jay_fail_code(k, CN_JAY_CODE_INVALID_ARGUMENT,
-                                 "this operation takes no body");
+        return cn__jay_fail_code(k, CN_JAY_CODE_INVALID_ARGUMENT, "this operation takes no body");
     switch (op) {
     case CN_JAY_OP_CREATE_BUCKET:
     case CN_JAY_OP_DELETE_BUCKET:
-    case CN_JAY_OP_HEAD_BUCKET:
-        return op_bucket(k);
-    case CN_JAY_OP_LIST_BUCKETS:
-        return op_list_buckets(k);
+    case CN_JAY_OP_HEAD_BUCKET: return op_bucket(k);
+    case CN_JAY_OP_LIST_BUCKETS: return op_list_buckets(k);
     case CN_JAY_OP_PUT_OBJECT:
-    case CN_JAY_OP_UPLOAD_PART:
-        return op_put(k);
+    case CN_JAY_OP_UPLOAD_PART: return op_put(k);
     case CN_JAY_OP_GET_OBJECT:
     case CN_JAY_OP_HEAD_OBJECT:
-    case CN_JAY_OP_GET_OBJECT_RANGE:
-        return op_get(k);
-    case CN_JAY_OP_DELETE_OBJECT:
-        return op_delete(k);
-    case CN_JAY_OP_LIST_OBJECTS:
-        return op_list(k);
-    case CN_JAY_OP_COPY_OBJECT:
-        return op_copy(k);
-    case CN_JAY_OP_CREATE_MULTIPART:
-        return op_mpu_create(k);
-    case CN_JAY_OP_COMPLETE_MULTIPART:
-        return op_mpu_complete(k);
+    case CN_JAY_OP_GET_OBJECT_RANGE: return op_get(k);
+    case CN_JAY_OP_DELETE_OBJECT: return op_delete(k);
+    case CN_JAY_OP_LIST_OBJECTS: return op_list(k);
+    case CN_JAY_OP_COPY_OBJECT: return op_copy(k);
+    case CN_JAY_OP_CREATE_MULTIPART: return op_mpu_create(k);
+    case CN_JAY_OP_COMPLETE_MULTIPART: return op_mpu_complete(k);
     case CN_JAY_OP_ABORT_MULTIPART:
     case CN_JAY_OP_LIST_PARTS:
         return op == CN_JAY_OP_ABORT_MULTIPART ? op_mpu_abort(k) : op_list_parts(k);
-    case CN_JAY_OP_PING:
-        return cn__jay_reply(k, NULL, 0);
-    default:
-        return cn__jay_fail_code(k, CN_JAY_CODE_UNKNOWN_OP, "unknown opcode");
+    case CN_JAY_OP_PING: return cn__jay_reply(k, NULL, 0);
+    default: return cn__jay_fail_code(k, CN_JAY_CODE_UNKNOWN_OP, "unknown opcode");
     }
 }

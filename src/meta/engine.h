@@ -11,9 +11,9 @@
 
 #include "cairn/meta.h"
 
-typedef struct cn__meta_db cn__meta_db_t;       /* engine-wide shared state */
-typedef struct cn__meta_conn cn__meta_conn_t;   /* one connection */
-typedef struct cn__meta_raw cn__meta_raw_t;     /* one compiled statement */
+typedef struct cn__meta_db cn__meta_db_t;     /* engine-wide shared state */
+typedef struct cn__meta_conn cn__meta_conn_t; /* one connection */
+typedef struct cn__meta_raw cn__meta_raw_t;   /* one compiled statement */
 
 typedef struct cn__meta_engine {
     const char *name;
@@ -39,12 +39,12 @@ typedef struct cn__meta_engine {
 
     cn_err_t (*prepare)(cn__meta_conn_t *c, const char *sql, cn__meta_raw_t **out);
     void (*finalize)(cn__meta_raw_t *r);
-    void (*reset)(cn__meta_raw_t *r);            /* also clears bindings */
+    void (*reset)(cn__meta_raw_t *r); /* also clears bindings */
     cn_err_t (*bind_int64)(cn__meta_raw_t *r, int idx, int64_t v);
     cn_err_t (*bind_text)(cn__meta_raw_t *r, int idx, const char *s, size_t len);
     cn_err_t (*bind_blob)(cn__meta_raw_t *r, int idx, const void *p, size_t len);
     cn_err_t (*bind_null)(cn__meta_raw_t *r, int idx);
-    cn_err_t (*step)(cn__meta_raw_t *r);         /* CN_META_ROW, CN_META_DONE or error */
+    cn_err_t (*step)(cn__meta_raw_t *r); /* CN_META_ROW, CN_META_DONE or error */
     bool (*column_is_null)(cn__meta_raw_t *r, int col);
     int64_t (*column_int64)(cn__meta_raw_t *r, int col);
     const char *(*column_text)(cn__meta_raw_t *r, int col, size_t *len);

@@ -34,7 +34,7 @@ struct cn__meta_db {
     char *wal_path;
     char *dir;
     unsigned busy_ms;
-    pthread_mutex_t wal_mu;    /* guards wal_fd */
+    pthread_mutex_t wal_mu; /* guards wal_fd */
     int wal_fd;
     dev_t wal_dev;
     ino_t wal_ino;
@@ -43,8 +43,14 @@ struct cn__meta_db {
 /* The transaction-control statements, compiled once per connection: every
  * metadata operation runs two or three of them, and sqlite3_exec would parse
  * each one again. */
-enum { TC_BEGIN, TC_BEGIN_IMMEDIATE, TC_COMMIT, TC_ROLLBACK, TC_COUNT };
-static const char *const tc_sql[TC_COUNT] = {"BEGIN", "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"};
+enum {
+    TC_BEGIN,
+    TC_BEGIN_IMMEDIATE,
+    TC_COMMIT,
+    TC_ROLLBACK,
+    TC_COUNT
+};
+static const char *const tc_sql[TC_COUNT] = { "BEGIN", "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK" };
 
 struct cn__meta_conn {
     cn__meta_db_t *db;
@@ -112,7 +118,7 @@ static void sq_db_close(cn__meta_db_t *db)
 static pthread_once_t sq_once = PTHREAD_ONCE_INIT;
 static void sq_configure(void)
 {
-    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);   /* MISUSE if already initialised */
+    (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); /* MISUSE if already initialised */
 }
 
 static cn_err_t sq_db_open(const char *target, const cn_meta_opts_t *opts, cn__meta_db_t **out)
@@ -195,9 +201,8 @@ static cn_err_t sq_sync(cn__meta_db_t *db)
 
 static cn_err_t conn_pragmas(cn__meta_conn_t *c)
 {
-    const char *common =
-        "PRAGMA foreign_keys=ON;"
-        "PRAGMA temp_store=MEMORY;";
+    const char *common = "PRAGMA foreign_keys=ON;"
+                         "PRAGMA temp_store=MEMORY;";
     int rc = sqlite3_exec(c->h, common, NULL, NULL, NULL);
     if (rc != SQLITE_OK)
         return map_rc(sqlite3_extended_errcode(c->h));
@@ -208,8 +213,7 @@ static cn_err_t conn_pragmas(cn__meta_conn_t *c)
         if (rc != SQLITE_OK)
             return map_rc(rc);
         rc = sqlite3_step(st);
-        bool wal = rc == SQLITE_ROW &&
-                   sqlite3_column_text(st, 0) &&
+        bool wal = rc == SQLITE_ROW && sqlite3_column_text(st, 0) &&
                    strcmp((const char *)sqlite3_column_text(st, 0), "wal") == 0;
         cn_err_t e = rc == SQLITE_ROW ? 0 : map_rc(sqlite3_extended_errcode(c->h));
         sqlite3_finalize(st);
@@ -271,8 +275,8 @@ static cn_err_t sq_exec(cn__meta_conn_t *c, const char *sql)
 static cn_err_t sq_tc(cn__meta_conn_t *c, int i)
 {
     if (!c->tc[i]) {
-        int rc = sqlite3_prepare_v3(c->h, tc_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &c->tc[i],
-                                    NULL);
+        int rc =
+            sqlite3_prepare_v3(c->h, tc_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &c->tc[i], NULL);
         if (rc != SQLITE_OK) {
             c->tc[i] = NULL;
             return map_rc(sqlite3_extended_errcode(c->h));
@@ -305,8 +309,14 @@ static void sq_rollback(cn__meta_conn_t *c)
         (void)sq_tc(c, TC_ROLLBACK);
 }
 
-static int64_t sq_changes(cn__meta_conn_t *c) { return sqlite3_changes(c->h); }
-static const char *sq_errmsg(cn__meta_conn_t *c) { return sqlite3_errmsg(c->h); }
+static int64_t sq_changes(cn__meta_conn_t *c)
+{
+    return sqlite3_changes(c->h);
+}
+static const char *sq_errmsg(cn__meta_conn_t *c)
+{
+    return sqlite3_errmsg(c->h);
+}
 
 static cn_err_t sq_prepare(cn__meta_conn_t *c, const char *sql, cn__meta_raw_t **out)
 {
@@ -318,12 +328,15 @@ static cn_err_t sq_prepare(cn__meta_conn_t *c, const char *sql, cn__meta_raw_t *
         return (rc & 0xff) == SQLITE_ERROR ? CN_E_INVALID : (e < 0 ? e : CN_E_DB);
     }
     if (!st)
-        return CN_E_INVALID;    /* empty statement */
+        return CN_E_INVALID; /* empty statement */
     *out = (cn__meta_raw_t *)(void *)st;
     return 0;
 }
 
-static void sq_finalize(cn__meta_raw_t *r) { sqlite3_finalize(RAW(r)); }
+static void sq_finalize(cn__meta_raw_t *r)
+{
+    sqlite3_finalize(RAW(r));
+}
 
 static void sq_reset(cn__meta_raw_t *r)
 {
@@ -331,7 +344,10 @@ static void sq_reset(cn__meta_raw_t *r)
     sqlite3_clear_bindings(RAW(r));
 }
 
-static cn_err_t bind_rc(int rc) { return rc == SQLITE_OK ? 0 : map_rc(rc); }
+static cn_err_t bind_rc(int rc)
+{
+    return rc == SQLITE_OK ? 0 : map_rc(rc);
+}
 
 static cn_err_t sq_bind_int64(cn__meta_raw_t *r, int idx, int64_t v)
 {
@@ -391,7 +407,10 @@ static const void *sq_column_blob(cn__meta_raw_t *r, int col, size_t *len)
     return p;
 }
 
-static int sq_column_count(cn__meta_raw_t *r) { return sqlite3_column_count(RAW(r)); }
+static int sq_column_count(cn__meta_raw_t *r)
+{
+    return sqlite3_column_count(RAW(r));
+}
 
 const cn__meta_engine_t cn__meta_engine_sqlite = {
     .name = "sqlite",

@@ -45,17 +45,17 @@ struct cn_meta_stmt {
     conn_t *conn;
     cn_meta_txn_t *txn;
     cn__meta_raw_t *raw;
-    char *sql;                 /* owned copy, cache key; NULL if uncached */
+    char *sql; /* owned copy, cache key; NULL if uncached */
     uint64_t last_use;
     bool in_use;
-    cn_meta_stmt_t *prev, *next;   /* the txn's open statements */
+    cn_meta_stmt_t *prev, *next; /* the txn's open statements */
 };
 
 struct cn_meta_txn {
     cn_meta_t *m;
     conn_t *conn;
     cn_meta_mode_t mode;
-    cn_err_t err;              /* first statement error; the txn is failed */
+    cn_err_t err; /* first statement error; the txn is failed */
     cn_meta_stmt_t *open;
 };
 
@@ -194,7 +194,7 @@ static bool writer_held(cn_meta_t *m)
 static void writer_release(cn_meta_t *m)
 {
     pthread_mutex_lock(&m->wmu);
-    assert(m->wbusy);           /* invariant 1: released once, by its holder */
+    assert(m->wbusy); /* invariant 1: released once, by its holder */
     m->wbusy = false;
     pthread_cond_signal(&m->wcv);
     pthread_mutex_unlock(&m->wmu);
@@ -251,15 +251,14 @@ static cn_err_t fsync_parent(char *path)
     return e;
 }
 
-static const char schema_sql[] =
-    "CREATE TABLE IF NOT EXISTS cn_schema ("
-    " component TEXT PRIMARY KEY,"
-    " version BIGINT NOT NULL,"
-    " updated_at BIGINT NOT NULL)";
+static const char schema_sql[] = "CREATE TABLE IF NOT EXISTS cn_schema ("
+                                 " component TEXT PRIMARY KEY,"
+                                 " version BIGINT NOT NULL,"
+                                 " updated_at BIGINT NOT NULL)";
 
 cn_err_t cn_meta_open(const char *spec, const cn_meta_opts_t *opts, cn_meta_t **out)
 {
-    cn_meta_opts_t o = opts ? *opts : (cn_meta_opts_t){0};
+    cn_meta_opts_t o = opts ? *opts : (cn_meta_opts_t){ 0 };
     if (!o.busy_timeout_ms)
         o.busy_timeout_ms = DEFAULT_BUSY_MS;
     if (!o.max_readers)
@@ -341,7 +340,10 @@ void cn_meta_close(cn_meta_t *m)
     free(m);
 }
 
-const char *cn_meta_engine(const cn_meta_t *m) { return m->eng->name; }
+const char *cn_meta_engine(const cn_meta_t *m)
+{
+    return m->eng->name;
+}
 
 /* ---- transactions ------------------------------------------------------------ */
 
@@ -414,7 +416,7 @@ static cn_err_t group_sync(cn_meta_t *m, uint64_t seq)
         m->syncing = false;
         if (e == 0 && target > m->synced)
             m->synced = target;
-        assert(m->synced <= m->written);    /* invariant 4: only written commits are synced */
+        assert(m->synced <= m->written); /* invariant 4: only written commits are synced */
         pthread_cond_broadcast(&m->sync_cv);
         if (e < 0)
             break;
@@ -435,7 +437,7 @@ cn_err_t cn_meta_commit(cn_meta_txn_t *t)
         txn_release(t);
         return e;
     }
-    assert(t->mode != CN_META_WRITE || t->conn == m->writer);   /* invariant 1 */
+    assert(t->mode != CN_META_WRITE || t->conn == m->writer); /* invariant 1 */
     cn_err_t e = m->eng->commit(t->conn->ec);
     if (t->mode != CN_META_WRITE || e < 0) {
         txn_release(t);
@@ -475,7 +477,10 @@ cn_err_t cn_meta_exec(cn_meta_txn_t *t, const char *sql)
     return txn_fail(t, t->m->eng->exec(t->conn->ec, sql));
 }
 
-int64_t cn_meta_changes(const cn_meta_txn_t *t) { return t->m->eng->changes(t->conn->ec); }
+int64_t cn_meta_changes(const cn_meta_txn_t *t)
+{
+    return t->m->eng->changes(t->conn->ec);
+}
 
 const char *cn_meta_errmsg(const cn_meta_txn_t *t)
 {
@@ -570,10 +575,16 @@ void cn_meta_finish(cn_meta_stmt_t *s)
     }
 }
 
-void cn_meta_reset(cn_meta_stmt_t *s) { s->txn->m->eng->reset(s->raw); }
+void cn_meta_reset(cn_meta_stmt_t *s)
+{
+    s->txn->m->eng->reset(s->raw);
+}
 
 /* Bind errors are the caller's mistake (a bad index); they do not fail the txn. */
-static cn_err_t bind_check(cn_err_t e) { return e < 0 ? e : 0; }
+static cn_err_t bind_check(cn_err_t e)
+{
+    return e < 0 ? e : 0;
+}
 
 cn_err_t cn_meta_bind_int64(cn_meta_stmt_t *s, int idx, int64_t v)
 {
@@ -630,7 +641,10 @@ const void *cn_meta_column_blob(cn_meta_stmt_t *s, int col, size_t *len)
     return s->txn->m->eng->column_blob(s->raw, col, len);
 }
 
-int cn_meta_column_count(cn_meta_stmt_t *s) { return s->txn->m->eng->column_count(s->raw); }
+int cn_meta_column_count(cn_meta_stmt_t *s)
+{
+    return s->txn->m->eng->column_count(s->raw);
+}
 
 unsigned cn_meta_busy_timeout_ms(const cn_meta_t *meta)
 {

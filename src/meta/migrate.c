@@ -50,9 +50,10 @@ static cn_err_t apply_steps(cn_meta_txn_t *t, const char *component,
     }
     cn_meta_stmt_t *st;
     CN_TRY(cn_meta_prepare(t,
-        "INSERT INTO cn_schema (component, version, updated_at) VALUES (?, ?, ?)"
-        " ON CONFLICT (component) DO UPDATE SET version = excluded.version,"
-        " updated_at = excluded.updated_at", &st));
+                           "INSERT INTO cn_schema (component, version, updated_at) VALUES (?, ?, ?)"
+                           " ON CONFLICT (component) DO UPDATE SET version = excluded.version,"
+                           " updated_at = excluded.updated_at",
+                           &st));
     cn_err_t e = cn_meta_bind_str(st, 1, component);
     if (e == 0)
         e = cn_meta_bind_int64(st, 2, (int64_t)n);
@@ -64,8 +65,8 @@ static cn_err_t apply_steps(cn_meta_txn_t *t, const char *component,
     return e;
 }
 
-cn_err_t cn_meta_migrate(cn_meta_t *meta, const char *component,
-                         const cn_meta_migration_t *steps, size_t n)
+cn_err_t cn_meta_migrate(cn_meta_t *meta, const char *component, const cn_meta_migration_t *steps,
+                         size_t n)
 {
     if (!component || !*component || strlen(component) > COMPONENT_MAX || (n && !steps))
         return CN_E_INVALID;
@@ -94,8 +95,8 @@ cn_err_t cn_meta_migrate(cn_meta_t *meta, const char *component,
     if (e == 0)
         e = apply_steps(t, component, steps, n, cur);
     if (e < 0) {
-        cn_warn("meta", "migrating %s from version %lld failed: %s (%s)", component,
-                (long long)cur, cn_strerror(e), cn_meta_errmsg(t));
+        cn_warn("meta", "migrating %s from version %lld failed: %s (%s)", component, (long long)cur,
+                cn_strerror(e), cn_meta_errmsg(t));
         cn_meta_rollback(t);
         return e;
     }

@@ -97,13 +97,13 @@ void cn__source_key(const struct sockaddr *sa, uint8_t key[16], size_t *klen)
         return;
     }
     const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-    if (IN6_IS_ADDR_V4MAPPED(a)) {      /* the same host as its IPv4 form */
+    if (IN6_IS_ADDR_V4MAPPED(a)) { /* the same host as its IPv4 form */
         memcpy(key, a->s6_addr + 12, 4);
         *klen = 4;
         return;
     }
-    memcpy(key, a->s6_addr, 8);         /* one /64 is one source */
-    key[8] = 6;                         /* never equal to a 4-byte key */
+    memcpy(key, a->s6_addr, 8); /* one /64 is one source */
+    key[8] = 6;                 /* never equal to a 4-byte key */
     *klen = 9;
 }
 
@@ -123,7 +123,7 @@ static void pend_unlink_locked(cn_conn_t *c)
     c->pend_prev = c->pend_next = NULL;
     c->pending = false;
     cn__count_ent_t *e = cn__count_get(&ls->sources, c->src_key, c->src_klen, false);
-    assert(e && e->count > 0);      /* invariant 2 */
+    assert(e && e->count > 0); /* invariant 2 */
     if (CN_ALWAYS(e)) {
         e->count--;
         cn__count_put(&ls->sources, e);
@@ -133,7 +133,7 @@ static void pend_unlink_locked(cn_conn_t *c)
 static void slot_release_locked(cn_conn_t *c)
 {
     if (c->holds_slot) {
-        assert(c->ls->nconns > 0);  /* invariant 1 */
+        assert(c->ls->nconns > 0); /* invariant 1 */
         c->holds_slot = false;
         c->ls->nconns--;
     }
@@ -176,7 +176,7 @@ cn__admit_t cn__admit(cn_conn_t *c, cn_conn_t **victim)
     ls->pend_tail = c;
     c->holds_slot = true;
     ls->nconns++;
-    assert(!ls->lim.max_conns || ls->nconns <= ls->lim.max_conns);     /* invariant 1 */
+    assert(!ls->lim.max_conns || ls->nconns <= ls->lim.max_conns); /* invariant 1 */
     c->id = ++s->next_id;
     c->all_next = s->all_head;
     if (s->all_head)
@@ -195,7 +195,7 @@ cn__count_ent_t *cn__admit_fair_key(cn_conn_t *c)
         return c->fair;
     pthread_mutex_lock(&c->srv->mu);
     if (c->principal) {
-        c->fair = c->principal;     /* lives while c holds its principal count */
+        c->fair = c->principal; /* lives while c holds its principal count */
     } else {
         cn__count_ent_t *e = cn__count_get(&c->ls->anon, c->src_key, c->src_klen, true);
         if (e) {
@@ -210,7 +210,7 @@ cn__count_ent_t *cn__admit_fair_key(cn_conn_t *c)
 
 void cn__admit_settle(cn_conn_t *c)
 {
-    if (!c->pending)    /* only the loop, which owns c here, ever clears it */
+    if (!c->pending) /* only the loop, which owns c here, ever clears it */
         return;
     pthread_mutex_lock(&c->srv->mu);
     pend_unlink_locked(c);
@@ -221,7 +221,7 @@ static void budget_release_locked(cn_conn_t *c, uint64_t n)
 {
     if (n > c->reserved)
         n = c->reserved;
-    assert(c->ls->budget_used >= n);                          /* invariant 3 */
+    assert(c->ls->budget_used >= n); /* invariant 3 */
     assert(!c->principal || c->principal->bytes >= n);
     c->reserved -= n;
     c->ls->budget_used -= n;
@@ -237,14 +237,14 @@ void cn__admit_release(cn_conn_t *c)
     slot_release_locked(c);
     budget_release_locked(c, c->reserved);
     if (c->fair && c->fair_anon) {
-        assert(c->fair->count > 0);     /* invariant 4 */
+        assert(c->fair->count > 0); /* invariant 4 */
         c->fair->count--;
         cn__count_put(&c->ls->anon, c->fair);
     }
     c->fair = NULL;
     c->fair_anon = false;
     if (c->principal) {
-        assert(c->principal->count > 0);    /* invariant 4 */
+        assert(c->principal->count > 0); /* invariant 4 */
         c->principal->count--;
         cn__count_put(&c->ls->principals, c->principal);
         c->principal = NULL;
@@ -288,7 +288,7 @@ cn_err_t cn_conn_set_principal(cn_conn_t *c, const char *key)
         e = -ENOMEM;
         goto out;
     }
-    assert(c->holds_slot || atomic_load(&c->evicted));    /* counted in the table */
+    assert(c->holds_slot || atomic_load(&c->evicted)); /* counted in the table */
     p->count++;
     p->bytes += c->reserved;
     c->principal = p;
@@ -314,7 +314,7 @@ cn_err_t cn_conn_budget_reserve(cn_conn_t *c, uint64_t n)
     ls->budget_used += n;
     if (c->principal)
         c->principal->bytes += n;
-    assert(ls->budget_used >= c->reserved);    /* invariant 3 */
+    assert(ls->budget_used >= c->reserved); /* invariant 3 */
     e = CN_OK;
 out:
     pthread_mutex_unlock(&c->srv->mu);

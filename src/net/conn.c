@@ -19,10 +19,10 @@ cn_err_t cn__wait_fd(int fd, short events, int64_t deadline)
         int64_t left = deadline - cn_mono_ms();
         if (left <= 0)
             return CN_E_TIMEOUT;
-        struct pollfd p = {.fd = fd, .events = events};
+        struct pollfd p = { .fd = fd, .events = events };
         int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
         if (n > 0)
-            return CN_OK;   /* ready, or an error the next call will report */
+            return CN_OK; /* ready, or an error the next call will report */
         if (n < 0 && errno != EINTR)
             return -errno;
     }
@@ -40,22 +40,15 @@ static cn_err_t tls_want(cn_conn_t *c, int ret, short *events)
 {
     int e = SSL_get_error(c->ssl, ret);
     switch (e) {
-    case SSL_ERROR_WANT_READ:
-        *events = POLLIN;
-        return 1;
-    case SSL_ERROR_WANT_WRITE:
-        *events = POLLOUT;
-        return 1;
-    case SSL_ERROR_ZERO_RETURN:
-        return CN_E_CLOSED;
+    case SSL_ERROR_WANT_READ: *events = POLLIN; return 1;
+    case SSL_ERROR_WANT_WRITE: *events = POLLOUT; return 1;
+    case SSL_ERROR_ZERO_RETURN: return CN_E_CLOSED;
     case SSL_ERROR_SYSCALL: {
         int se = errno;
         ERR_clear_error();
         return se && se != EAGAIN ? sys_err(se) : CN_E_CLOSED;
     }
-    default:
-        ERR_clear_error();
-        return CN_E_CLOSED;
+    default: ERR_clear_error(); return CN_E_CLOSED;
     }
 }
 
@@ -82,7 +75,7 @@ cn_err_t cn_conn_read_some(cn_conn_t *c, void *buf, size_t n, size_t *got, int64
         return CN_OK;
     }
     if (c->on_loop)
-        return CN_E_AGAIN;  /* the loop never waits for a peer */
+        return CN_E_AGAIN; /* the loop never waits for a peer */
     for (;;) {
         short ev = POLLIN;
         if (c->ssl) {
@@ -175,7 +168,7 @@ static cn_err_t loop_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt)
         return CN_E_UNSUPPORTED;
     if (c->pend_len)
         return conn_stash(c, iov, iovcnt, 0);
-    struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
+    struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt };
     ssize_t w;
     do
         w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -199,7 +192,7 @@ cn_err_t cn__conn_flush(cn_conn_t *c)
 cn_err_t cn_conn_write_all(cn_conn_t *c, const void *buf, size_t n, int64_t deadline)
 {
     if (c->on_loop) {
-        struct iovec v = {(void *)buf, n};
+        struct iovec v = { (void *)buf, n };
         return loop_writev(c, &v, 1);
     }
     const uint8_t *p = buf;
@@ -261,7 +254,7 @@ cn_err_t cn_conn_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt, int64
     }
     struct iovec local[64];
     int i = 0;
-    size_t skip = 0;    /* bytes of iov[i] already sent */
+    size_t skip = 0; /* bytes of iov[i] already sent */
     while (i < iovcnt) {
         int cnt = 0;
         for (int j = i; j < iovcnt && cnt < 64; j++, cnt++) {
@@ -271,7 +264,7 @@ cn_err_t cn_conn_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt, int64
                 local[cnt].iov_len -= skip;
             }
         }
-        struct msghdr mh = {.msg_iov = local, .msg_iovlen = (size_t)cnt};
+        struct msghdr mh = { .msg_iov = local, .msg_iovlen = (size_t)cnt };
         ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR)
@@ -319,10 +312,10 @@ cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t len, int6
         return CN_E_INVALID;
     if (c->on_loop) {
         if (len > CN__INLINE_BODY)
-            return CN_E_UNSUPPORTED;    /* a large body is a worker's job */
+            return CN_E_UNSUPPORTED; /* a large body is a worker's job */
         uint8_t body[CN__INLINE_BODY];
         CN_TRY(pread_full(fd, body, off, (size_t)len));
-        struct iovec v = {body, (size_t)len};
+        struct iovec v = { body, (size_t)len };
         return loop_writev(c, &v, 1);
     }
     if (c->ssl) {
@@ -362,7 +355,6 @@ cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t len, int6
     return CN_OK;
 }
 
-
 cn_err_t cn_conn_send_head_file(cn_conn_t *c, const void *head, size_t head_len, int fd,
                                 uint64_t off, uint64_t len, int64_t deadline)
 {
@@ -371,11 +363,11 @@ cn_err_t cn_conn_send_head_file(cn_conn_t *c, const void *head, size_t head_len,
     if (len <= CN__INLINE_BODY) {
         uint8_t body[CN__INLINE_BODY];
         CN_TRY(pread_full(fd, body, off, (size_t)len));
-        struct iovec iov[2] = {{(void *)head, head_len}, {body, (size_t)len}};
+        struct iovec iov[2] = { { (void *)head, head_len }, { body, (size_t)len } };
         return cn_conn_writev(c, iov, 2, deadline);
     }
     if (c->on_loop)
-        return CN_E_UNSUPPORTED;    /* a large body is a worker's job */
+        return CN_E_UNSUPPORTED; /* a large body is a worker's job */
     if (c->ssl) {
         CN_TRY(cn_conn_write_all(c, head, head_len, deadline));
         return cn_conn_sendfile(c, fd, off, len, deadline);
@@ -444,7 +436,10 @@ size_t cn_conn_peek(const cn_conn_t *c, const uint8_t **p)
     return (size_t)(c->rlen - c->roff);
 }
 
-bool cn_conn_on_loop(const cn_conn_t *c) { return c->on_loop; }
+bool cn_conn_on_loop(const cn_conn_t *c)
+{
+    return c->on_loop;
+}
 
 bool cn__conn_buffered(cn_conn_t *c)
 {
@@ -461,7 +456,7 @@ void cn__conn_destroy(cn_conn_t *c)
     if (c->ssl) {
         if (!atomic_load(&c->evicted)) {
             ERR_clear_error();
-            (void)SSL_shutdown(c->ssl);     /* best effort close_notify, never waits */
+            (void)SSL_shutdown(c->ssl); /* best effort close_notify, never waits */
         }
         ERR_clear_error();
         SSL_free(c->ssl);
@@ -476,7 +471,7 @@ void cn__conn_destroy(cn_conn_t *c)
     free(c);
     if (atomic_load(&s->stopping)) {
         uint64_t one = 1;
-        ssize_t w = write(s->wake_fd, &one, sizeof one);   /* re-check the live count */
+        ssize_t w = write(s->wake_fd, &one, sizeof one); /* re-check the live count */
         (void)w;
     }
 }
@@ -486,7 +481,7 @@ int64_t cn_conn_deadline_for(const cn_conn_t *c, uint64_t bytes)
 {
     const cn_limits_t *l = &c->ls->lim;
     uint64_t extra = l->io_rate_bps ? bytes / l->io_rate_bps * 1000 +
-                                      (bytes % l->io_rate_bps) * 1000 / l->io_rate_bps
+                                          (bytes % l->io_rate_bps) * 1000 / l->io_rate_bps
                                     : 0;
     int64_t now = cn_mono_ms();
     int64_t room = INT64_MAX - now - l->io_floor_ms;
@@ -500,7 +495,10 @@ int64_t cn_conn_handshake_deadline(const cn_conn_t *c)
     return c->accepted_ms + c->ls->lim.handshake_ms;
 }
 
-const char *cn_conn_peer(const cn_conn_t *c) { return c->peer_text; }
+const char *cn_conn_peer(const cn_conn_t *c)
+{
+    return c->peer_text;
+}
 
 const struct sockaddr *cn_conn_peer_sa(const cn_conn_t *c, socklen_t *len)
 {
@@ -509,8 +507,17 @@ const struct sockaddr *cn_conn_peer_sa(const cn_conn_t *c, socklen_t *len)
     return (const struct sockaddr *)&c->peer;
 }
 
-bool cn_conn_is_tls(const cn_conn_t *c) { return c->ssl != NULL; }
+bool cn_conn_is_tls(const cn_conn_t *c)
+{
+    return c->ssl != NULL;
+}
 
-uint64_t cn_conn_id(const cn_conn_t *c) { return c->id; }
+uint64_t cn_conn_id(const cn_conn_t *c)
+{
+    return c->id;
+}
 
-bool cn_conn_stopping(const cn_conn_t *c) { return atomic_load(&c->srv->stopping); }
+bool cn_conn_stopping(const cn_conn_t *c)
+{
+    return atomic_load(&c->srv->stopping);
+}

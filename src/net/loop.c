@@ -195,12 +195,12 @@ static void loop_dispatch(cn_server_t *s, cn_conn_t *c, int pool)
     lo_unlink(s, c);
     c->pool = pool;
     if (pool != CN_POOL_HANDSHAKE) {
-        cn__admit_settle(c);    /* a complete request head arrived */
+        cn__admit_settle(c); /* a complete request head arrived */
         unsigned cap = c->ls->share[pool];
         cn__count_ent_t *f = cap ? cn__admit_fair_key(c) : NULL;
         if (f && f->busy[pool] >= cap) {
             c->st = CN__ST_HELD;
-            c->deadline = INT64_MAX;    /* the server is the slow one */
+            c->deadline = INT64_MAX; /* the server is the slow one */
             c->park_next = NULL;
             if (f->wait_tail[pool])
                 f->wait_tail[pool]->park_next = c;
@@ -288,8 +288,8 @@ static void read_head(cn_server_t *s, cn_conn_t *c, bool readable)
     for (int fast_left = CN__FAST_RUN;; fast_left--) {
         while (c->head_got < ad->head_len) {
             bool want_write;
-            long r = cn__conn_read_nb(c, c->head + c->head_got, ad->head_len - c->head_got,
-                                      &want_write);
+            long r =
+                cn__conn_read_nb(c, c->head + c->head_got, ad->head_len - c->head_got, &want_write);
             if (r < 0) {
                 drop(s, c);
                 return;
@@ -305,7 +305,7 @@ static void read_head(cn_server_t *s, cn_conn_t *c, bool readable)
          * small reads itself, sparing the hand-off and its latency. */
         bool quiet = !s->batch || s->batch->n <= CN__FAST_BATCH;
         if (ad->fast && !c->ssl && fast_left > 0 && quiet && !atomic_load(&s->stopping)) {
-            cn__admit_settle(c);    /* a complete request head arrived */
+            cn__admit_settle(c); /* a complete request head arrived */
             c->on_loop = true;
             int r = ad->fast(c->cstate, c, c->head);
             c->on_loop = false;
@@ -323,7 +323,7 @@ static void read_head(cn_server_t *s, cn_conn_t *c, bool readable)
                     return;
                 }
                 if (cn__conn_buffered(c))
-                    continue;       /* the next head is here already */
+                    continue; /* the next head is here already */
                 watch(s, c, CN__EV_READ);
                 return;
             }
@@ -372,7 +372,7 @@ void cn__worker_run(void *arg, void *item)
             goto fail;
         c->opened = true;
     } else if (c->pend_len) {
-        e = cn__conn_flush(c);      /* the rest of an answer the loop gave */
+        e = cn__conn_flush(c); /* the rest of an answer the loop gave */
         if (e < 0)
             goto fail;
     } else {
@@ -383,8 +383,8 @@ void cn__worker_run(void *arg, void *item)
     cn__loop_give_back(c);
     return;
 fail:
-    cn_debug("net", "%s connection %llu from %s closed: %s", ad->name,
-             (unsigned long long)c->id, c->peer_text, cn_strerror(e));
+    cn_debug("net", "%s connection %llu from %s closed: %s", ad->name, (unsigned long long)c->id,
+             c->peer_text, cn_strerror(e));
     /* The loop closes it, so that the worker share it held is given on
      * there, with the rest of the loop's bookkeeping. */
     c->closing = true;
@@ -460,7 +460,7 @@ static void accept_resume(cn_server_t *s)
         cn_err_t e = cn__poll_add(s->poll, ls->fd, CN__EV_READ, ls);
         if (e == CN_OK)
             ls->paused = false;
-        else    /* epoll itself lacks memory: try again later */
+        else /* epoll itself lacks memory: try again later */
             s->accept_retry = cn_mono_ms() + CN__ACCEPT_RETRY_MS;
     }
 }
@@ -625,7 +625,7 @@ cn_err_t cn__loop_run(cn_server_t *s)
         }
         for (int p = 0; p < CN_POOL_COUNT; p++)
             if (s->park_head[p] && (timeout < 0 || timeout > 5))
-                timeout = 5;    /* a worker may free up without telling us */
+                timeout = 5; /* a worker may free up without telling us */
         int n = cn__poll_wait(s->poll, b->ev, CN__MAX_EVENTS, timeout);
         if (n < 0) {
             err = n;
@@ -658,7 +658,7 @@ cn_err_t cn__loop_run(cn_server_t *s)
             }
             case CN__SRC_CONN: {
                 cn_conn_t *c = ptr;
-                c->armed = false;           /* one-shot: it fired */
+                c->armed = false; /* one-shot: it fired */
                 if (c->st == CN__ST_HELLO)
                     loop_dispatch(s, c, CN_POOL_HANDSHAKE);
                 else if (c->st == CN__ST_IDLE)

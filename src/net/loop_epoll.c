@@ -55,19 +55,19 @@ static uint32_t to_epoll(int mask)
 
 cn_err_t cn__poll_add(cn__poll_t *p, int fd, int mask, void *ptr)
 {
-    struct epoll_event ev = {.events = to_epoll(mask), .data.ptr = ptr};
+    struct epoll_event ev = { .events = to_epoll(mask), .data.ptr = ptr };
     return epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : CN_OK;
 }
 
 cn_err_t cn__poll_mod(cn__poll_t *p, int fd, int mask, void *ptr)
 {
-    struct epoll_event ev = {.events = to_epoll(mask), .data.ptr = ptr};
+    struct epoll_event ev = { .events = to_epoll(mask), .data.ptr = ptr };
     return epoll_ctl(p->epfd, EPOLL_CTL_MOD, fd, &ev) < 0 ? -errno : CN_OK;
 }
 
 void cn__poll_del(cn__poll_t *p, int fd)
 {
-    struct epoll_event ev = {0};
+    struct epoll_event ev = { 0 };
     (void)epoll_ctl(p->epfd, EPOLL_CTL_DEL, fd, &ev);
 }
 

@@ -22,10 +22,17 @@
 #include <stdatomic.h>
 
 /* ---- event backend (loop_epoll.c), after redis ae's aeApi* -------------- */
-enum { CN__EV_READ = 1, CN__EV_WRITE = 2, CN__EV_ERROR = 4,
-       CN__EV_ONESHOT = 8 };  /* add/mod only: disarmed once an event is reported */
+enum {
+    CN__EV_READ = 1,
+    CN__EV_WRITE = 2,
+    CN__EV_ERROR = 4,
+    CN__EV_ONESHOT = 8
+}; /* add/mod only: disarmed once an event is reported */
 typedef struct cn__poll cn__poll_t;
-typedef struct cn__poll_event { void *ptr; int mask; } cn__poll_event_t;
+typedef struct cn__poll_event {
+    void *ptr;
+    int mask;
+} cn__poll_event_t;
 cn_err_t cn__poll_create(int max_events, cn__poll_t **out);
 void cn__poll_free(cn__poll_t *p);
 cn_err_t cn__poll_add(cn__poll_t *p, int fd, int mask, void *ptr);
@@ -39,8 +46,8 @@ int cn__poll_wait(cn__poll_t *p, cn__poll_event_t *ev, int max, int timeout_ms);
 typedef struct cn__count_ent {
     struct cn__count_ent *next;
     uint64_t hash;
-    unsigned count;             /* (mu) */
-    uint64_t bytes;             /* principal budget in use (mu) */
+    unsigned count; /* (mu) */
+    uint64_t bytes; /* principal budget in use (mu) */
     /* Worker share (loop thread only): requests of this principal (or
      * anonymous source) on each request pool, and the connections whose
      * next request waits in the loop for one of them to finish.  While busy
@@ -53,10 +60,12 @@ typedef struct cn__count_ent {
 } cn__count_ent_t;
 
 #define CN__COUNT_BUCKETS 256
-typedef struct cn__count_tab { cn__count_ent_t *b[CN__COUNT_BUCKETS]; } cn__count_tab_t;
+typedef struct cn__count_tab {
+    cn__count_ent_t *b[CN__COUNT_BUCKETS];
+} cn__count_tab_t;
 
 cn__count_ent_t *cn__count_get(cn__count_tab_t *t, const void *key, size_t klen, bool create);
-void cn__count_put(cn__count_tab_t *t, cn__count_ent_t *e);  /* frees e when unused */
+void cn__count_put(cn__count_tab_t *t, cn__count_ent_t *e); /* frees e when unused */
 void cn__count_clear(cn__count_tab_t *t);
 
 /* ---- bounded FIFO of pointers (pool.c) -------------------------------------- */
@@ -64,7 +73,7 @@ void cn__count_clear(cn__count_tab_t *t);
  * its own semaphore until an item is handed to it directly. */
 typedef struct cn__idle {
     struct cn__idle *next;
-    void *item;                 /* set under mu by the pusher; NULL = closed */
+    void *item; /* set under mu by the pusher; NULL = closed */
     sem_t sem;
 } cn__idle_t;
 
@@ -72,7 +81,7 @@ typedef struct cn__queue {
     pthread_mutex_t mu;
     void **ring;
     size_t cap, head, len;
-    cn__idle_t *idle;           /* LIFO: the most recently idle worker is warmest */
+    cn__idle_t *idle; /* LIFO: the most recently idle worker is warmest */
     bool closed;
 } cn__queue_t;
 
@@ -102,10 +111,15 @@ cn_err_t cn__pool_start(cn__pool_t *p, const char *name, unsigned nthreads, size
 void cn__pool_stop(cn__pool_t *p);
 
 /* ---- listeners, connections ------------------------------------------------ */
-enum { CN__SRC_LISTENER = 1, CN__SRC_CONN, CN__SRC_WAKE, CN__SRC_SIGNAL };
+enum {
+    CN__SRC_LISTENER = 1,
+    CN__SRC_CONN,
+    CN__SRC_WAKE,
+    CN__SRC_SIGNAL
+};
 
 typedef struct cn__listener {
-    int kind;                   /* CN__SRC_LISTENER */
+    int kind; /* CN__SRC_LISTENER */
     int fd;
     cn_server_t *srv;
     const cn_adapter_t *ad;
@@ -115,13 +129,13 @@ typedef struct cn__listener {
     struct sockaddr_storage addr;
     socklen_t addrlen;
     /* guarded by srv->mu */
-    unsigned nconns;            /* connections holding a slot */
+    unsigned nconns; /* connections holding a slot */
     uint64_t budget_used;
-    cn__count_tab_t sources;    /* pending connections per source */
+    cn__count_tab_t sources; /* pending connections per source */
     cn__count_tab_t principals;
-    cn__count_tab_t anon;       /* worker-share keys of connections without a principal */
-    unsigned share[CN_POOL_COUNT];  /* requests one key may have on each pool; 0 = any */
-    cn_conn_t *pend_head, *pend_tail;   /* pending, oldest first */
+    cn__count_tab_t anon;             /* worker-share keys of connections without a principal */
+    unsigned share[CN_POOL_COUNT];    /* requests one key may have on each pool; 0 = any */
+    cn_conn_t *pend_head, *pend_tail; /* pending, oldest first */
     /* loop thread only: accept(2) found no descriptor (EMFILE, ENFILE...).
      * The listener is then out of epoll (paused) until a connection closes
      * or s->accept_retry passes; starved_ms is when the episode began (0 =
@@ -133,15 +147,15 @@ typedef struct cn__listener {
 #define CN__RBUF 256
 
 typedef enum {
-    CN__ST_HELLO,       /* loop: accepted, waiting for the first readable byte */
-    CN__ST_IDLE,        /* loop: waiting for / reading a request head */
-    CN__ST_PARKED,      /* loop: the target pool's queue is full */
-    CN__ST_HELD,        /* loop: its principal holds its share of the target pool */
-    CN__ST_WORKER       /* queued on or running on a worker */
+    CN__ST_HELLO,  /* loop: accepted, waiting for the first readable byte */
+    CN__ST_IDLE,   /* loop: waiting for / reading a request head */
+    CN__ST_PARKED, /* loop: the target pool's queue is full */
+    CN__ST_HELD,   /* loop: its principal holds its share of the target pool */
+    CN__ST_WORKER  /* queued on or running on a worker */
 } cn__state_t;
 
 struct cn_conn {
-    int kind;                   /* CN__SRC_CONN */
+    int kind; /* CN__SRC_CONN */
     int fd;
     SSL *ssl;
     cn__listener_t *ls;
@@ -150,13 +164,13 @@ struct cn_conn {
     struct sockaddr_storage peer;
     socklen_t peerlen;
     char peer_text[INET6_ADDRSTRLEN];
-    uint8_t src_key[16];        /* IPv4 address, or the IPv6 /64 prefix */
+    uint8_t src_key[16]; /* IPv4 address, or the IPv6 /64 prefix */
     size_t src_klen;
     int64_t accepted_ms;
 
     /* owner-thread fields */
     cn__state_t st;
-    int pool;                   /* target pool of the next dispatch */
+    int pool; /* target pool of the next dispatch */
     void *cstate;
     bool opened;
     uint8_t head[CN_HEAD_MAX];
@@ -167,11 +181,11 @@ struct cn_conn {
      * connection drains this first, so the stream order is unchanged. */
     uint16_t roff, rlen;
     uint8_t rbuf[CN__RBUF];
-    int64_t deadline;           /* loop states: when the loop closes it */
+    int64_t deadline; /* loop states: when the loop closes it */
     bool in_poll;
-    bool armed;                 /* registered one-shot and not yet fired */
+    bool armed; /* registered one-shot and not yet fired */
     int poll_mask;
-    bool closing;               /* the worker failed it: the loop closes it */
+    bool closing; /* the worker failed it: the loop closes it */
     /* The loop is answering a request itself (cn_adapter_t.fast): reads
      * take only what rbuf holds and writes never wait; what the socket does
      * not take goes to pend (counted in the memory budget), which a worker
@@ -179,16 +193,16 @@ struct cn_conn {
     bool on_loop;
     uint8_t *pend;
     size_t pend_len;
-    cn__count_ent_t *fair;      /* worker-share key (principal or anon source; mu to set) */
-    bool fair_anon;             /* fair is counted in ls->anon */
-    int busy_pool;              /* pool counted in fair->busy, or -1 */
-    cn_conn_t *lo_prev, *lo_next;   /* the loop's list of loop-owned conns */
-    cn_conn_t *park_next;           /* parked or held FIFO, or the return list */
+    cn__count_ent_t *fair;        /* worker-share key (principal or anon source; mu to set) */
+    bool fair_anon;               /* fair is counted in ls->anon */
+    int busy_pool;                /* pool counted in fair->busy, or -1 */
+    cn_conn_t *lo_prev, *lo_next; /* the loop's list of loop-owned conns */
+    cn_conn_t *park_next;         /* parked or held FIFO, or the return list */
 
     /* guarded by srv->mu */
-    bool pending;               /* in ls->pend list and counted per source */
-    bool holds_slot;            /* counted in ls->nconns */
-    atomic_bool evicted;        /* set by the loop under mu; read by the owner */
+    bool pending;        /* in ls->pend list and counted per source */
+    bool holds_slot;     /* counted in ls->nconns */
+    atomic_bool evicted; /* set by the loop under mu; read by the owner */
     cn_conn_t *pend_prev, *pend_next;
     cn_conn_t *all_prev, *all_next;
     cn__count_ent_t *principal;
@@ -201,22 +215,24 @@ cn_err_t cn__conn_flush(cn_conn_t *c);
 struct cn_server {
     cn_server_config_t cfg;
     pthread_mutex_t mu;
-    cn_conn_t *all_head;        /* every live connection (mu) */
-    unsigned nlive;             /* (mu) */
-    uint64_t next_id;           /* (mu) */
+    cn_conn_t *all_head; /* every live connection (mu) */
+    unsigned nlive;      /* (mu) */
+    uint64_t next_id;    /* (mu) */
 
     cn__listener_t **ls;
     size_t nls;
 
     cn__poll_t *poll;
-    int wake_fd;                /* eventfd: returns, stop */
-    int sig_fd;                 /* signalfd, or -1 */
-    struct { int kind; } wake_src, sig_src;
+    int wake_fd; /* eventfd: returns, stop */
+    int sig_fd;  /* signalfd, or -1 */
+    struct {
+        int kind;
+    } wake_src, sig_src;
     atomic_bool stopping;
     atomic_bool stop_requested;
     bool ran;
 
-    pthread_mutex_t ret_mu;     /* worker -> loop */
+    pthread_mutex_t ret_mu; /* worker -> loop */
     cn_conn_t *ret_head, *ret_tail;
 
     cn__pool_t pools[CN_POOL_COUNT];
@@ -226,13 +242,16 @@ struct cn_server {
     cn_conn_t *lo_head;
     cn_conn_t *park_head[CN_POOL_COUNT], *park_tail[CN_POOL_COUNT];
     int64_t next_timer;
-    int64_t accept_retry;       /* when paused listeners are re-armed; INT64_MAX = none */
+    int64_t accept_retry; /* when paused listeners are re-armed; INT64_MAX = none */
     struct cn__batch *batch;
 };
 
 /* admit.c (all take srv->mu themselves unless _locked) */
 void cn__source_key(const struct sockaddr *sa, uint8_t key[16], size_t *klen);
-typedef enum { CN__ADMIT_OK, CN__ADMIT_BUSY } cn__admit_t;
+typedef enum {
+    CN__ADMIT_OK,
+    CN__ADMIT_BUSY
+} cn__admit_t;
 /* Admits c into ls's table (slot, pending, per-source count, all list).  When
  * the table is full, evicts the oldest pending connection: a loop-owned victim
  * is returned in *victim for the loop to destroy; a worker-owned one has its
@@ -249,7 +268,7 @@ void cn__admit_release(cn_conn_t *c);
 void cn__admit_shutdown_all(cn_server_t *s);
 
 /* conn.c */
-void cn__conn_destroy(cn_conn_t *c);    /* the owner closes c */
+void cn__conn_destroy(cn_conn_t *c); /* the owner closes c */
 /* Non-blocking read for the loop: > 0 bytes, 0 = would block, CN_E_CLOSED, -errno.
  * *want_write is set when TLS needs the socket writable first. */
 long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write);
@@ -265,7 +284,7 @@ cn_err_t cn__tls_accept(cn_conn_t *c, int64_t deadline);
 cn_err_t cn__wait_fd(int fd, short events, int64_t deadline);
 
 /* loop.c */
-void cn__loop_give_back(cn_conn_t *c);  /* worker -> loop */
+void cn__loop_give_back(cn_conn_t *c); /* worker -> loop */
 void cn__worker_run(void *arg, void *item);
 cn_err_t cn__loop_run(cn_server_t *s);
 

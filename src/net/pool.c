@@ -80,7 +80,7 @@ void *cn__queue_pop(cn__queue_t *q, cn__idle_t *self)
     q->idle = self;
     pthread_mutex_unlock(&q->mu);
     while (sem_wait(&self->sem) != 0)
-        ;   /* EINTR */
+        ; /* EINTR */
     /* The pusher set item before its post, and the semaphore orders the two
      * (NULL: the queue closed). */
     return self->item;
@@ -94,7 +94,7 @@ void cn__queue_close(cn__queue_t *q)
     q->idle = NULL;
     pthread_mutex_unlock(&q->mu);
     while (w) {
-        cn__idle_t *next = w->next;     /* read before the post: w may go away */
+        cn__idle_t *next = w->next; /* read before the post: w may go away */
         sem_post(&w->sem);
         w = next;
     }

@@ -16,7 +16,7 @@ void cn_limits_default(cn_limits_t *l)
     memset(l, 0, sizeof *l);
     l->max_conns = 1000;
     l->max_pending_per_source = 16;
-    l->max_conns_per_principal = 0;     /* not enforced: only max_conns refuses */
+    l->max_conns_per_principal = 0; /* not enforced: only max_conns refuses */
     l->budget_bytes = 128u << 20;
     l->budget_per_conn = 16u << 20;
     l->budget_per_principal = 32u << 20;
@@ -39,7 +39,7 @@ void cn_server_config_default(cn_server_config_t *cfg)
     cfg->handle_signals = false;
 }
 
-static const char *const cn__pool_names[CN_POOL_COUNT] = {"hshake", "query", "store"};
+static const char *const cn__pool_names[CN_POOL_COUNT] = { "hshake", "query", "store" };
 
 cn_err_t cn_server_create(const cn_server_config_t *cfg, cn_server_t **out)
 {
@@ -120,7 +120,8 @@ cn_err_t cn_server_listen(cn_server_t *s, const cn_adapter_t *ad, void *actx,
         return CN_E_INVALID;
     }
     if (!tls && !o->allow_plaintext_public && !cn_net_addr_is_loopback((struct sockaddr *)&ss)) {
-        cn_error("net", "%s: refusing plaintext on non-loopback address %s: give a TLS "
+        cn_error("net",
+                 "%s: refusing plaintext on non-loopback address %s: give a TLS "
                  "certificate and key, or allow it explicitly (--allow-plaintext-public)",
                  ad->name, o->addr);
         return CN_E_DENIED;

@@ -67,12 +67,8 @@ cn_err_t cn__tls_accept(cn_conn_t *c, int64_t deadline)
             return CN_OK;
         short ev;
         switch (SSL_get_error(c->ssl, r)) {
-        case SSL_ERROR_WANT_READ:
-            ev = POLLIN;
-            break;
-        case SSL_ERROR_WANT_WRITE:
-            ev = POLLOUT;
-            break;
+        case SSL_ERROR_WANT_READ: ev = POLLIN; break;
+        case SSL_ERROR_WANT_WRITE: ev = POLLOUT; break;
         default:
             /* A failed handshake is the peer's problem: debug, not error. */
             if (cn_mono_ms() < deadline) {

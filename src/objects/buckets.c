@@ -39,9 +39,11 @@ static cn_err_t bucket_create_body(cn_meta_txn_t *txn, void *ctx)
     if (err >= 0)
         err = cn__next_id(txn, "bucket", &bn->id);
     if (err >= 0) {
-        err = cn_meta_execf(txn,
+        err = cn_meta_execf(
+            txn,
             "INSERT INTO obj_bucket (bucket_id, name, owner, created_ms, acl, policy, pab) "
-            "VALUES (?, ?, ?, ?, ?, NULL, NULL)", "issit", bn->id, bn->name, bn->owner, bn->now,
+            "VALUES (?, ?, ?, ?, ?, NULL, NULL)",
+            "issit", bn->id, bn->name, bn->owner, bn->now,
             (const char *)(bn->acl->len ? bn->acl->data : NULL), bn->acl->len);
         if (err == CN_E_EXISTS)
             cn__fail(rq, CN_E_EXISTS, CN_OBJ_WHAT_BUCKET, "bucket %s already exists", bn->name);
@@ -61,13 +63,13 @@ cn_err_t cn_objects_bucket_create(cn_objects_t *o, cn_objects_req_t *rq, const c
     if (!cn_objects_bucket_name_ok(name))
         return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_BUCKET, CN_OBJ_BUCKET_NAME_INVALID,
                           "invalid bucket name");
-    cn_buf_t acl_text = {0};
+    cn_buf_t acl_text = { 0 };
     if (acl) {
         err = cn__acl_for_put(acl, owner, &acl_text);
         if (err < 0)
             return err;
     }
-    bucket_new_t bn = {rq, name, owner, &acl_text, cn__now_ms(), 0};
+    bucket_new_t bn = { rq, name, owner, &acl_text, cn__now_ms(), 0 };
     err = cn_meta_run(o->meta, CN_META_RUN_WRITE | CN_META_RETRY, bucket_create_body, &bn);
     if (err >= 0 && out) {
         cn__bkt_t b;
@@ -89,14 +91,15 @@ static cn_err_t bucket_delete_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, con
                                    void *ctx)
 {
     (void)ctx;
-    cn_err_t err = cn_meta_execf(txn, "SELECT 1 FROM obj_version WHERE bucket_id = ? LIMIT 1",
-                                 "i", b->id);
+    cn_err_t err =
+        cn_meta_execf(txn, "SELECT 1 FROM obj_version WHERE bucket_id = ? LIMIT 1", "i", b->id);
     if (err == CN_META_ROW)
         err = cn__fail(rq, CN_E_NOT_EMPTY, CN_OBJ_WHAT_BUCKET, "bucket %s is not empty", b->name);
     if (err >= 0)
-        err = cn_meta_execf(txn, "DELETE FROM obj_part WHERE upload_id IN "
-                                 "(SELECT upload_id FROM obj_upload WHERE bucket_id = ?)", "i",
-                            b->id);
+        err = cn_meta_execf(txn,
+                            "DELETE FROM obj_part WHERE upload_id IN "
+                            "(SELECT upload_id FROM obj_upload WHERE bucket_id = ?)",
+                            "i", b->id);
     if (err >= 0)
         err = cn_meta_execf(txn, "DELETE FROM obj_upload WHERE bucket_id = ?", "i", b->id);
     if (err >= 0)
@@ -140,9 +143,11 @@ static cn_err_t bucket_list_body(cn_meta_txn_t *txn, void *ctx)
 {
     const bucket_walk_t *bw = ctx;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st,
-        "SELECT bucket_id, name, created_ms, acl, policy, pab FROM obj_bucket "
-        "WHERE owner = ? ORDER BY name", "s", bw->owner);
+    cn_err_t err =
+        cn_meta_queryf(txn, &st,
+                       "SELECT bucket_id, name, created_ms, acl, policy, pab FROM obj_bucket "
+                       "WHERE owner = ? ORDER BY name",
+                       "s", bw->owner);
     if (err < 0)
         return err;
     while ((err = cn_meta_step(st)) == CN_META_ROW) {
@@ -171,8 +176,8 @@ static cn_err_t bucket_list_body(cn_meta_txn_t *txn, void *ctx)
     return err;
 }
 
-cn_err_t cn_objects_bucket_list(cn_objects_t *o, cn_objects_req_t *rq,
-                                cn_objects_bucket_fn fn, void *arg)
+cn_err_t cn_objects_bucket_list(cn_objects_t *o, cn_objects_req_t *rq, cn_objects_bucket_fn fn,
+                                void *arg)
 {
     cn_err_t err = cn__authorize(rq, NULL, CN_ACT_LIST_ALL_MY_BUCKETS, NULL, NULL, NULL);
     if (err < 0)
@@ -181,7 +186,7 @@ cn_err_t cn_objects_bucket_list(cn_objects_t *o, cn_objects_req_t *rq,
     if (!owner)
         return cn__fail(rq, CN_E_DENIED, CN_OBJ_WHAT_NONE, "anonymous callers own no bucket");
     /* Not repeatable: fn has seen the buckets of a failed run. */
-    bucket_walk_t bw = {owner, fn, arg};
+    bucket_walk_t bw = { owner, fn, arg };
     return cn_meta_run(o->meta, CN_META_RUN_READ, bucket_list_body, &bw);
 }
 
@@ -190,13 +195,13 @@ cn_err_t cn_objects_bucket_list(cn_objects_t *o, cn_objects_req_t *rq,
 /* A caller's buffer that a body appends to: emptied back to start when a
  * repeated run begins. */
 typedef struct text_out {
-    cn_buf_t *buf;               /* NULL = none */
+    cn_buf_t *buf; /* NULL = none */
     size_t start;
 } text_out_t;
 
 static text_out_t text_out(cn_buf_t *buf)
 {
-    return (text_out_t){buf, buf ? buf->len : 0};
+    return (text_out_t){ buf, buf ? buf->len : 0 };
 }
 
 static void text_out_reset(const text_out_t *t)
@@ -206,7 +211,7 @@ static void text_out_reset(const text_out_t *t)
 }
 
 static cn_err_t obj_acl_get_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
-                                  void *arg)
+                               void *arg)
 {
     (void)txn;
     (void)rq;
@@ -226,10 +231,10 @@ cn_err_t cn_objects_bucket_acl_get(cn_objects_t *o, cn_objects_req_t *rq, const 
 }
 
 static cn_err_t obj_acl_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
-                                  void *arg)
+                               void *arg)
 {
     const cn_authz_acl_t *acl = arg;
-    cn_buf_t text = {0};
+    cn_buf_t text = { 0 };
     cn_err_t err = cn__pab_put_acl(rq, b, acl);
     if (err >= 0)
         err = cn__acl_for_put(acl, b->owner, &text);
@@ -253,8 +258,7 @@ typedef struct {
     cn_authz_visibility_t vis;
 } cn_obj_vis_arg_t;
 
-static cn_err_t obj_vis_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
-                              void *arg)
+static cn_err_t obj_vis_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b, void *arg)
 {
     cn_obj_vis_arg_t *a = arg;
     cn_authz_acl_t *acl = malloc(sizeof *acl);
@@ -267,22 +271,22 @@ static cn_err_t obj_vis_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__b
     return err;
 }
 
-cn_err_t cn_objects_bucket_set_visibility(cn_objects_t *o, cn_objects_req_t *rq,
-                                          const char *bucket, cn_authz_visibility_t vis)
+cn_err_t cn_objects_bucket_set_visibility(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                          cn_authz_visibility_t vis)
 {
-    cn_obj_vis_arg_t a = {vis};
+    cn_obj_vis_arg_t a = { vis };
     return cn__bkt_run(o, rq, bucket, CN_ACT_PUT_BUCKET_ACL, CN_META_RUN_WRITE | CN_META_RETRY,
                        obj_vis_fn, &a);
 }
 
 static cn_err_t obj_policy_get_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
-                                     void *arg)
+                                  void *arg)
 {
     const text_out_t *out = arg;
     text_out_reset(out);
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT policy FROM obj_bucket WHERE bucket_id = ?",
-                                  "i", b->id);
+    cn_err_t err =
+        cn_meta_queryf(txn, &st, "SELECT policy FROM obj_bucket WHERE bucket_id = ?", "i", b->id);
     if (err < 0)
         return err;
     err = cn_meta_step(st);
@@ -315,7 +319,7 @@ typedef struct {
 } cn_obj_text_arg_t;
 
 static cn_err_t obj_policy_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
-                                     void *arg)
+                                  void *arg)
 {
     static const char sql[] = "UPDATE obj_bucket SET policy = ? WHERE bucket_id = ?";
     cn_obj_text_arg_t *a = arg;
@@ -323,14 +327,14 @@ static cn_err_t obj_policy_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, cons
         return cn_meta_execf(txn, sql, "ni", b->id);
     if (a->len > CN_AUTHZ_POLICY_MAX)
         return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_POLICY_INVALID,
-                          "policy larger than %d bytes",
-                        CN_AUTHZ_POLICY_MAX);
+                          "policy larger than %d bytes", CN_AUTHZ_POLICY_MAX);
     char why[CN_AUTHZ_ERR_MAX] = "";
     cn_authz_policy_t *p = NULL;
     cn_err_t err = cn_authz_policy_parse(a->json, a->len, b->name, &p, why);
     if (err < 0)
-        return err == -ENOMEM ? err : cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG,
-                                                 CN_OBJ_POLICY_INVALID, "%s", why);
+        return err == -ENOMEM ? err
+                              : cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_POLICY_INVALID,
+                                           "%s", why);
     err = cn_authz_pab_check_policy(b->has_pab ? &b->pab : NULL, p);
     cn_authz_policy_free(p);
     if (err < 0)
@@ -342,14 +346,13 @@ static cn_err_t obj_policy_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, cons
 cn_err_t cn_objects_bucket_policy_set(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                       const char *json, size_t len)
 {
-    cn_obj_text_arg_t a = {json, len};
-    return cn__bkt_run(o, rq, bucket,
-                       json ? CN_ACT_PUT_BUCKET_POLICY : CN_ACT_DELETE_BUCKET_POLICY,
+    cn_obj_text_arg_t a = { json, len };
+    return cn__bkt_run(o, rq, bucket, json ? CN_ACT_PUT_BUCKET_POLICY : CN_ACT_DELETE_BUCKET_POLICY,
                        CN_META_RUN_WRITE | CN_META_RETRY, obj_policy_set_fn, &a);
 }
 
 static cn_err_t obj_pab_get_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
-                                  void *arg)
+                               void *arg)
 {
     (void)txn;
     if (!b->has_pab)
@@ -367,7 +370,7 @@ cn_err_t cn_objects_bucket_pab_get(cn_objects_t *o, cn_objects_req_t *rq, const 
 }
 
 static cn_err_t obj_pab_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
-                                  void *arg)
+                               void *arg)
 {
     (void)rq;
     static const char sql[] = "UPDATE obj_bucket SET pab = ? WHERE bucket_id = ?";
@@ -394,13 +397,13 @@ typedef struct {
 } cn_obj_attr_arg_t;
 
 static cn_err_t obj_attr_get_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
-                                   void *arg)
+                                void *arg)
 {
     cn_obj_attr_arg_t *a = arg;
     text_out_reset(&a->out);
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st,
-        "SELECT value FROM obj_bucket_attr WHERE bucket_id = ? AND name = ?", "is", b->id,
+    cn_err_t err = cn_meta_queryf(
+        txn, &st, "SELECT value FROM obj_bucket_attr WHERE bucket_id = ? AND name = ?", "is", b->id,
         a->name);
     if (err < 0)
         return err;
@@ -410,15 +413,15 @@ static cn_err_t obj_attr_get_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
         const void *p = cn_meta_column_blob(st, 0, &len);
         err = p ? cn_buf_append(a->out.buf, p, len) : 0;
     } else if (err == CN_META_DONE) {
-        err = cn__fail_d(rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_ARG, CN_OBJ_SETTING_UNSET,
-                         "%s is not set", a->name);
+        err = cn__fail_d(rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_ARG, CN_OBJ_SETTING_UNSET, "%s is not set",
+                         a->name);
     }
     cn_meta_finish(st);
     return err;
 }
 
 static cn_err_t obj_attr_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
-                                   void *arg)
+                                void *arg)
 {
     (void)rq;
     cn_obj_attr_arg_t *a = arg;
@@ -426,9 +429,9 @@ static cn_err_t obj_attr_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
         return cn_meta_execf(txn, "DELETE FROM obj_bucket_attr WHERE bucket_id = ? AND name = ?",
                              "is", b->id, a->name);
     return cn_meta_execf(txn,
-        "INSERT INTO obj_bucket_attr (bucket_id, name, value) VALUES (?, ?, ?) "
-        "ON CONFLICT (bucket_id, name) DO UPDATE SET value = excluded.value", "isb", b->id,
-        a->name, a->value, a->len);
+                         "INSERT INTO obj_bucket_attr (bucket_id, name, value) VALUES (?, ?, ?) "
+                         "ON CONFLICT (bucket_id, name) DO UPDATE SET value = excluded.value",
+                         "isb", b->id, a->name, a->value, a->len);
 }
 
 static bool obj_attr_name_ok(const char *name)
@@ -442,9 +445,9 @@ cn_err_t cn_objects_bucket_attr_get(cn_objects_t *o, cn_objects_req_t *rq, const
     if (!obj_attr_name_ok(name))
         return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_SETTING_NAME_INVALID,
                           "bad setting name");
-    cn_obj_attr_arg_t a = {name, NULL, 0, text_out(value)};
-    return cn__bkt_run(o, rq, bucket, action, CN_META_RUN_READ | CN_META_RETRY,
-                       obj_attr_get_fn, &a);
+    cn_obj_attr_arg_t a = { name, NULL, 0, text_out(value) };
+    return cn__bkt_run(o, rq, bucket, action, CN_META_RUN_READ | CN_META_RETRY, obj_attr_get_fn,
+                       &a);
 }
 
 cn_err_t cn_objects_bucket_attr_set(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
@@ -456,13 +459,13 @@ cn_err_t cn_objects_bucket_attr_set(cn_objects_t *o, cn_objects_req_t *rq, const
                           "bad setting name");
     if (value && len > (1u << 20))
         return cn__fail(rq, CN_E_TOO_LARGE, CN_OBJ_WHAT_ARG, "setting larger than 1 MiB");
-    cn_obj_attr_arg_t a = {name, value ? value : NULL, len, {NULL, 0}};
+    cn_obj_attr_arg_t a = { name, value ? value : NULL, len, { NULL, 0 } };
     /* A zero-length value is still a value: bind it as an empty blob. */
     static const uint8_t empty[1];
     if (value && !len)
         a.value = empty;
-    return cn__bkt_run(o, rq, bucket, action, CN_META_RUN_WRITE | CN_META_RETRY,
-                       obj_attr_set_fn, &a);
+    return cn__bkt_run(o, rq, bucket, action, CN_META_RUN_WRITE | CN_META_RETRY, obj_attr_set_fn,
+                       &a);
 }
 
 /* ---- unauthorized facts for a face ----------------------------------------------- */
@@ -485,7 +488,7 @@ static cn_err_t bucket_peek_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const
     if (!pk->attr)
         return CN_OK;
     *pk->has_attr = false;
-    cn_obj_attr_arg_t a = {pk->attr, NULL, 0, pk->value};
+    cn_obj_attr_arg_t a = { pk->attr, NULL, 0, pk->value };
     cn_err_t err = obj_attr_get_fn(txn, rq, b, &a);
     if (err >= 0)
         *pk->has_attr = true;
@@ -506,7 +509,7 @@ cn_err_t cn_objects_bucket_peek(cn_objects_t *o, const char *bucket,
         return CN_E_INVALID;
     cn_objects_req_t rq;
     memset(&rq, 0, sizeof rq);
-    bucket_peek_t pk = {owner, attr, has_attr, text_out(value)};
+    bucket_peek_t pk = { owner, attr, has_attr, text_out(value) };
     return cn__bkt_run(o, &rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
                        bucket_peek_body, &pk);
 }
@@ -522,7 +525,7 @@ static cn_err_t owner_peek_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
 {
     (void)rq;
     const owner_peek_t *op = ctx;
-    cn__objacl_t acl = {0};
+    cn__objacl_t acl = { 0 };
     int64_t vid = 0;
     cn_err_t err = cn__version_find(txn, b->id, op->key, &vid, NULL, &acl);
     if (err >= 0 && !vid)
@@ -541,7 +544,7 @@ cn_err_t cn_objects_object_peek_owner(cn_objects_t *o, const char *bucket, const
         return CN_E_INVALID;
     cn_objects_req_t rq;
     memset(&rq, 0, sizeof rq);
-    owner_peek_t op = {key, owner};
+    owner_peek_t op = { key, owner };
     return cn__bkt_run(o, &rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
                        owner_peek_body, &op);
 }

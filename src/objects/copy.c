@@ -48,7 +48,7 @@ static void obj_src_free(cn_obj_src_t *s)
 }
 
 static cn_err_t obj_src_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
-                                const char *key, cn_obj_src_t *s)
+                             const char *key, cn_obj_src_t *s)
 {
     cn_meta_stmt_t *st = NULL;
     cn_err_t err = cn__version_row(txn, rq, bucket_id, key, &st);
@@ -79,7 +79,7 @@ static cn_err_t obj_src_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t b
 }
 
 static cn_err_t obj_copy_conditions(cn_objects_req_t *rq, const cn_objects_copy_args_t *a,
-                                       const cn_obj_src_t *s)
+                                    const cn_obj_src_t *s)
 {
     if (!a)
         return 0;
@@ -96,14 +96,15 @@ static cn_err_t obj_copy_conditions(cn_objects_req_t *rq, const cn_objects_copy_
     if (a->src_if_modified_since_ms && !a->src_if_none_match &&
         s->mtime_ms / 1000 <= a->src_if_modified_since_ms / 1000)
         ok = false;
-    return ok ? 0 : cn__fail(rq, CN_E_PRECONDITION, CN_OBJ_WHAT_KEY,
-                             "a copy-source condition does not hold");
+    return ok ? 0
+              : cn__fail(rq, CN_E_PRECONDITION, CN_OBJ_WHAT_KEY,
+                         "a copy-source condition does not hold");
 }
 
 /* One copy: what it asks, and what it made. */
 typedef struct copy_run {
     cn_objects_req_t *rq;
-    cn_objects_side_t side0;         /* rq->side on entry, for a repeated run */
+    cn_objects_side_t side0; /* rq->side on entry, for a repeated run */
     const char *src_bucket, *src_key, *dst_bucket, *dst_key;
     const cn_objects_copy_args_t *args;
     const cn_objects_put_args_t *put;
@@ -123,9 +124,10 @@ static cn_err_t copy_source(cn_meta_txn_t *txn, const copy_run_t *cr, const cn__
     cn_objects_req_t *rq = cr->rq;
     cn_err_t err = 0;
     if (!cn_objects_key_ok(cr->src_key, cr->src_key ? strlen(cr->src_key) : 0))
-        err = obj_side(rq, cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY,
-                                         cn__key_detail(cr->src_key), "invalid source key"),
-                          CN_OBJ_SIDE_SOURCE);
+        err = obj_side(rq,
+                       cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, cn__key_detail(cr->src_key),
+                                  "invalid source key"),
+                       CN_OBJ_SIDE_SOURCE);
     if (err >= 0) {
         err = obj_src_load(txn, rq, sb->id, cr->src_key, src);
         err = cn__authorize_found(rq, sb, CN_ACT_GET_OBJECT, cr->src_key, err, &src->acl);
@@ -143,7 +145,7 @@ static cn_err_t copy_rows(cn_meta_txn_t *txn, const copy_run_t *cr, const cn__bk
 {
     cn_objects_req_t *rq = cr->rq;
     const cn_objects_put_args_t *put = cr->put;
-    cn_buf_t umeta = {0}, acl = {0};
+    cn_buf_t umeta = { 0 }, acl = { 0 };
     const char *owner = cn__principal_name(rq);
     if (!owner)
         owner = db->owner;
@@ -162,10 +164,12 @@ static cn_err_t copy_rows(cn_meta_txn_t *txn, const copy_run_t *cr, const cn__bk
      * destination version: when source and destination are the same key the
      * blobs stay referenced throughout. */
     if (err >= 0)
-        err = cn_meta_execf(txn,
+        err = cn_meta_execf(
+            txn,
             "INSERT INTO obj_segment (version_id, seq, digest, size, part_number, etag, sha256) "
             "SELECT ?, seq, digest, size, part_number, etag, sha256 FROM obj_segment "
-            "WHERE version_id = ?", "ii", *vid, src->vid);
+            "WHERE version_id = ?",
+            "ii", *vid, src->vid);
     if (err >= 0 && cur)
         err = cn__version_delete(txn, cur);
     if (err >= 0) {
@@ -177,14 +181,15 @@ static cn_err_t copy_rows(cn_meta_txn_t *txn, const copy_run_t *cr, const cn__bk
         }
         /* umeta last: SQL NULL when empty ('n' takes no argument, so the
          * pointer and length after it go unread). */
-        err = cn_meta_execf(txn,
+        err = cn_meta_execf(
+            txn,
             "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, "
             "content_type, mtime_ms, owner, acl, nparts, umeta) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             um->len ? "iibisssistib" : "iibisssistin", *vid, db->id, (const void *)cr->dst_key,
             strlen(cr->dst_key), (int64_t)src->size, src->etag, src->sha256, ct, cr->now, owner,
-            (const char *)(acl.len ? acl.data : NULL), acl.len, src->nparts,
-            (const void *)um->data, um->len);
+            (const char *)(acl.len ? acl.data : NULL), acl.len, src->nparts, (const void *)um->data,
+            um->len);
     }
     cn_buf_free(&umeta);
     cn_buf_free(&acl);
@@ -207,9 +212,10 @@ static cn_err_t copy_body(cn_meta_txn_t *txn, void *ctx)
     if (err >= 0)
         err = obj_side(rq, cn__bkt_load(txn, rq, cr->dst_bucket, &db), CN_OBJ_SIDE_DEST);
     if (err >= 0 && !cn_objects_key_ok(cr->dst_key, cr->dst_key ? strlen(cr->dst_key) : 0))
-        err = obj_side(rq, cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY,
-                                         cn__key_detail(cr->dst_key), "invalid destination key"),
-                          CN_OBJ_SIDE_DEST);
+        err = obj_side(rq,
+                       cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, cn__key_detail(cr->dst_key),
+                                  "invalid destination key"),
+                       CN_OBJ_SIDE_DEST);
     if (err >= 0)
         err = obj_side(rq, cn__put_authorize(rq, &db, cr->dst_key, cr->put), CN_OBJ_SIDE_DEST);
     if (err >= 0)
@@ -234,9 +240,16 @@ cn_err_t cn_objects_copy(cn_objects_t *o, cn_objects_req_t *rq, const char *src_
     cn_err_t err = replace ? cn__put_args_check(rq, put) : 0;
     if (err < 0)
         return obj_side(rq, err, CN_OBJ_SIDE_DEST);
-    copy_run_t cr = {.rq = rq, .side0 = rq->side, .src_bucket = src_bucket, .src_key = src_key,
-                     .dst_bucket = dst_bucket, .dst_key = dst_key, .args = args, .put = put,
-                     .replace = replace, .now = cn__now_ms()};
+    copy_run_t cr = { .rq = rq,
+                      .side0 = rq->side,
+                      .src_bucket = src_bucket,
+                      .src_key = src_key,
+                      .dst_bucket = dst_bucket,
+                      .dst_key = dst_key,
+                      .args = args,
+                      .put = put,
+                      .replace = replace,
+                      .now = cn__now_ms() };
     err = cn_meta_run(o->meta, CN_META_RUN_WRITE | CN_META_RETRY, copy_body, &cr);
     if (err >= 0 && res) {
         memset(res, 0, sizeof *res);

@@ -142,8 +142,7 @@ static cn_err_t list_take(list_walk_t *w, cn_meta_stmt_t *st, const char *key, s
         w->done = true;
         return 0;
     }
-    cn_err_t err = prefix ? obj_add_prefix(&w->acc, key, n)
-                          : obj_add_entry(&w->acc, st, key, n);
+    cn_err_t err = prefix ? obj_add_prefix(&w->acc, key, n) : obj_add_entry(&w->acc, st, key, n);
     if (err < 0)
         return err;
     w->count++;
@@ -163,7 +162,7 @@ static cn_err_t list_row(list_walk_t *w, cn_meta_stmt_t *st, bool *jumped)
     w->bl = kl;
     w->incl = false;
     if (kl < w->pl || memcmp(key, w->prefix, w->pl)) {
-        w->done = true;     /* sorted: nothing later starts with the prefix */
+        w->done = true; /* sorted: nothing later starts with the prefix */
         return 0;
     }
     const char *cut = NULL;
@@ -234,20 +233,19 @@ static cn_err_t list_batch(list_walk_t *w, cn_meta_txn_t *txn, int64_t bucket_id
 
 /* The walk in one read snapshot: the access check, then the scan.  A run
  * starts from an empty page and leaves one when it fails. */
-static cn_err_t list_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
-                          void *ctx)
+static cn_err_t list_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b, void *ctx)
 {
     list_walk_t *w = ctx;
     cn_objects_list_free(w->out);
-    w->acc = (cn_obj_acc_t){w->out, 0, 0};
+    w->acc = (cn_obj_acc_t){ w->out, 0, 0 };
     w->count = 0;
     w->done = false;
-    cn__cond_t cond = {.prefix = w->prefix, .delimiter = w->args->delimiter,
-                       .max_keys = w->args->max_keys_raw};
-    cn_err_t err = cn__authorize(rq, b,
-                                 w->args->versions ? CN_ACT_LIST_BUCKET_VERSIONS
-                                                   : CN_ACT_LIST_BUCKET,
-                                 NULL, NULL, &cond);
+    cn__cond_t cond = { .prefix = w->prefix,
+                        .delimiter = w->args->delimiter,
+                        .max_keys = w->args->max_keys_raw };
+    cn_err_t err =
+        cn__authorize(rq, b, w->args->versions ? CN_ACT_LIST_BUCKET_VERSIONS : CN_ACT_LIST_BUCKET,
+                      NULL, NULL, &cond);
     if (err < 0)
         return err;
     /* Start after start_after, or at the prefix if that is further on. */
@@ -271,10 +269,10 @@ cn_err_t cn_objects_list(cn_objects_t *o, cn_objects_req_t *rq, const char *buck
                          const cn_objects_list_args_t *args, cn_objects_list_t *out)
 {
     memset(out, 0, sizeof *out);
-    cn_objects_list_args_t none = {0};
+    cn_objects_list_args_t none = { 0 };
     if (!args)
         args = &none;
-    list_walk_t w = {.args = args, .out = out};
+    list_walk_t w = { .args = args, .out = out };
     w.prefix = args->prefix ? args->prefix : "";
     w.delim = args->delimiter ? args->delimiter : "";
     w.after = args->start_after ? args->start_after : "";
@@ -284,13 +282,13 @@ cn_err_t cn_objects_list(cn_objects_t *o, cn_objects_req_t *rq, const char *buck
     if (args->max_keys < 0)
         return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_LIST_ARG_INVALID,
                           "max_keys must not be negative");
-    w.max = args->max_keys == 0 || args->max_keys > CN_OBJECTS_LIST_MAX
-                ? CN_OBJECTS_LIST_MAX : (size_t)args->max_keys;
+    w.max = args->max_keys == 0 || args->max_keys > CN_OBJECTS_LIST_MAX ? CN_OBJECTS_LIST_MAX
+                                                                        : (size_t)args->max_keys;
     if (w.pl > CN_OBJECT_KEY_MAX || w.al > CN_OBJECT_KEY_MAX || w.dl > CN_OBJECT_KEY_MAX)
         return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_LIST_ARG_INVALID,
                           "prefix, delimiter or marker too long");
-    cn_err_t err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
-                               list_body, &w);
+    cn_err_t err =
+        cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY, list_body, &w);
     if (err < 0) {
         cn_objects_list_free(out);
         return err;

@@ -30,8 +30,9 @@ cn_err_t cn__upload_check(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t 
         return cn__fail(rq, CN_E_NO_UPLOAD, CN_OBJ_WHAT_UPLOAD, "no such upload");
     cn_meta_stmt_t *st = NULL;
     cn_err_t err = cn_meta_queryf(txn, &st,
-        "SELECT bucket_id, okey, created_ms, cksum_alg FROM obj_upload "
-        "WHERE upload_id = ? AND done_ms IS NULL", "s", upload_id);
+                                  "SELECT bucket_id, okey, created_ms, cksum_alg FROM obj_upload "
+                                  "WHERE upload_id = ? AND done_ms IS NULL",
+                                  "s", upload_id);
     if (err < 0)
         return err;
     err = cn_meta_step(st);
@@ -79,7 +80,7 @@ static cn_err_t mpu_create_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
 {
     mpu_new_t *mn = ctx;
     const cn_objects_put_args_t *args = mn->args;
-    cn_buf_t umeta = {0}, acl = {0};
+    cn_buf_t umeta = { 0 }, acl = { 0 };
     cn_err_t err = cn__key_check(rq, mn->key);
     if (err >= 0)
         err = cn__put_authorize(rq, b, mn->key, args);
@@ -95,13 +96,14 @@ static cn_err_t mpu_create_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
         err = cn_random_bytes(rnd, sizeof rnd);
     if (err >= 0) {
         cn_hex_encode(rnd, sizeof rnd, mn->id);
-        const char *ct = args && args->content_type ? args->content_type
-                                                    : "application/octet-stream";
-        const char *alg = args && args->checksum_alg && args->checksum_alg[0] ? args->checksum_alg
-                                                                              : NULL;
+        const char *ct =
+            args && args->content_type ? args->content_type : "application/octet-stream";
+        const char *alg =
+            args && args->checksum_alg && args->checksum_alg[0] ? args->checksum_alg : NULL;
         /* umeta last: SQL NULL when empty ('n' takes no argument, so the
          * pointer and length after it go unread). */
-        err = cn_meta_execf(txn,
+        err = cn_meta_execf(
+            txn,
             "INSERT INTO obj_upload (upload_id, bucket_id, okey, content_type, owner, acl, "
             "created_ms, cksum_alg, umeta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             umeta.len ? "sibsstisb" : "sibsstisn", mn->id, b->id, (const void *)mn->key,
@@ -125,7 +127,7 @@ cn_err_t cn_objects_mpu_create(cn_objects_t *o, cn_objects_req_t *rq, const char
                          "checksum algorithm name too long");
     if (err < 0)
         return err;
-    mpu_new_t mn = {key, args, ""};
+    mpu_new_t mn = { key, args, "" };
     err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_WRITE | CN_META_RETRY,
                       mpu_create_body, &mn);
     if (err >= 0)
@@ -145,15 +147,17 @@ typedef struct {
 } cn_obj_part_row_t;
 
 /* Loads every part of upload_id in ascending number order (at most 10000). */
-static cn_err_t obj_parts_load(cn_meta_txn_t *txn, const char *upload_id,
-                                  cn_obj_part_row_t **out, size_t *n)
+static cn_err_t obj_parts_load(cn_meta_txn_t *txn, const char *upload_id, cn_obj_part_row_t **out,
+                               size_t *n)
 {
     *out = NULL;
     *n = 0;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st,
-        "SELECT part_number, digest, size, etag, md5, sha256, cksum FROM obj_part "
-        "WHERE upload_id = ? ORDER BY part_number", "s", upload_id);
+    cn_err_t err =
+        cn_meta_queryf(txn, &st,
+                       "SELECT part_number, digest, size, etag, md5, sha256, cksum FROM obj_part "
+                       "WHERE upload_id = ? ORDER BY part_number",
+                       "s", upload_id);
     if (err < 0)
         return err;
     size_t cap = 0;
@@ -262,10 +266,12 @@ static cn_err_t upload_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_
     if (!upload_id || !upload_id[0] || strlen(upload_id) > CN_UPLOAD_ID_MAX)
         return cn__fail(rq, CN_E_NO_UPLOAD, CN_OBJ_WHAT_UPLOAD, "no such upload");
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st,
+    cn_err_t err = cn_meta_queryf(
+        txn, &st,
         "SELECT content_type, umeta, owner, acl, cksum_alg, bucket_id, okey, created_ms, "
         "done_ms, done_etag, done_cksum, done_version, done_sha256 FROM obj_upload "
-        "WHERE upload_id = ?", "s", upload_id);
+        "WHERE upload_id = ?",
+        "s", upload_id);
     if (err < 0)
         return err;
     err = cn_meta_step(st);
@@ -365,12 +371,12 @@ static cn_err_t choose_parts(cn_obj_complete_t *c)
         int32_t pn = c->parts[i];
         if (i && pn <= c->parts[i - 1])
             return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_ORDER,
-                            "part numbers must ascend (part %d after %d)", pn, c->parts[i - 1]);
+                              "part numbers must ascend (part %d after %d)", pn, c->parts[i - 1]);
         while (j < c->nrows && c->rows[j].number < pn)
             j++;
         if (j == c->nrows || c->rows[j].number != pn)
             return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_MISSING,
-                            "part %d was not uploaded", pn);
+                              "part %d was not uploaded", pn);
         if (c->etags && c->etags[i] && !obj_etag_same(c->etags[i], c->rows[j].etag))
             return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_ETAG_MISMATCH,
                               "part %d has another etag", pn);
@@ -440,8 +446,8 @@ static cn_err_t complete_digest(cn_obj_complete_t *c)
         const cn_obj_part_row_t *p = &c->chosen[i];
         uint64_t served = 0;
         if (p->size)
-            err = cn_store_read_range(c->o->store, &p->digest, 0, p->size, obj_sha_sink, sha,
-                                      NULL, &served);
+            err = cn_store_read_range(c->o->store, &p->digest, 0, p->size, obj_sha_sink, sha, NULL,
+                                      &served);
         if (err >= 0 && served != p->size)
             err = CN_E_CORRUPT;
         if (err >= 0)
@@ -472,8 +478,8 @@ static cn_err_t complete_recheck(cn_obj_complete_t *c, cn_meta_txn_t *txn)
     for (size_t i = 0; i < c->n && err >= 0; i++) {
         cn_meta_stmt_t *st = NULL;
         err = cn_meta_queryf(txn, &st,
-            "SELECT digest FROM obj_part WHERE upload_id = ? AND part_number = ?", "si",
-            c->upload_id, (int64_t)c->chosen[i].number);
+                             "SELECT digest FROM obj_part WHERE upload_id = ? AND part_number = ?",
+                             "si", c->upload_id, (int64_t)c->chosen[i].number);
         if (err < 0)
             break;
         err = cn_meta_step(st);
@@ -499,18 +505,20 @@ static cn_err_t complete_rows(cn_obj_complete_t *c, cn_meta_txn_t *txn, int64_t 
     cn_err_t err = 0;
     for (size_t i = 0; i < c->n && err >= 0; i++) {
         const cn_obj_part_row_t *p = &c->chosen[i];
-        err = cn_meta_execf(txn,
+        err = cn_meta_execf(
+            txn,
             "INSERT INTO obj_segment (version_id, seq, digest, size, part_number, etag, sha256, "
-            "cksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", "iibiisss", vid, (int64_t)i,
-            (const void *)p->digest.b, (size_t)CN_DIGEST_LEN, (int64_t)p->size,
-            (int64_t)p->number, p->etag, p->sha256, str_or_null(p->cksum));
+            "cksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "iibiisss", vid, (int64_t)i, (const void *)p->digest.b, (size_t)CN_DIGEST_LEN,
+            (int64_t)p->size, (int64_t)p->number, p->etag, p->sha256, str_or_null(p->cksum));
     }
     if (err < 0)
         return err;
     const cn_obj_upload_row_t *up = &c->up;
     /* umeta last: SQL NULL when empty ('n' takes no argument, so the
      * pointer and length after it go unread). */
-    err = cn_meta_execf(txn,
+    err = cn_meta_execf(
+        txn,
         "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, content_type, "
         "mtime_ms, owner, acl, nparts, cksum_alg, cksum, umeta) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -518,8 +526,8 @@ static cn_err_t complete_rows(cn_obj_complete_t *c, cn_meta_txn_t *txn, int64_t 
         (const void *)c->key, strlen(c->key), (int64_t)c->total, c->r.etag, c->r.sha256,
         up->content_type, c->r.last_modified_ms, up->owner,
         (const char *)(up->acl.len ? up->acl.data : NULL), up->acl.len, (int64_t)c->n,
-        str_or_null(c->r.checksum_alg), str_or_null(c->r.checksum),
-        (const void *)up->umeta.data, up->umeta.len);
+        str_or_null(c->r.checksum_alg), str_or_null(c->r.checksum), (const void *)up->umeta.data,
+        up->umeta.len);
     return err < 0 ? err : 0;
 }
 
@@ -528,13 +536,16 @@ static cn_err_t complete_rows(cn_obj_complete_t *c, cn_meta_txn_t *txn, int64_t 
 static cn_err_t complete_mark_done(cn_obj_complete_t *c, cn_meta_txn_t *txn, int64_t vid)
 {
     cn_err_t err = cn_meta_execf(txn,
-        "DELETE FROM obj_part WHERE upload_id = ? AND part_number NOT IN "
-        "(SELECT part_number FROM obj_segment WHERE version_id = ?)", "si", c->upload_id, vid);
+                                 "DELETE FROM obj_part WHERE upload_id = ? AND part_number NOT IN "
+                                 "(SELECT part_number FROM obj_segment WHERE version_id = ?)",
+                                 "si", c->upload_id, vid);
     if (err >= 0)
-        err = cn_meta_execf(txn,
+        err = cn_meta_execf(
+            txn,
             "UPDATE obj_upload SET done_ms = ?, done_etag = ?, done_cksum = ?, done_version = ?, "
-            "done_sha256 = ? WHERE upload_id = ?", "ississ", c->r.last_modified_ms, c->r.etag,
-            str_or_null(c->r.checksum), vid, c->r.sha256, c->upload_id);
+            "done_sha256 = ? WHERE upload_id = ?",
+            "ississ", c->r.last_modified_ms, c->r.etag, str_or_null(c->r.checksum), vid,
+            c->r.sha256, c->upload_id);
     return err < 0 ? err : 0;
 }
 
@@ -594,10 +605,16 @@ cn_err_t cn_objects_mpu_complete(cn_objects_t *o, cn_objects_req_t *rq, const ch
         return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_LIST_INVALID,
                           "no part is listed");
     if (n > CN_PART_NUMBER_MAX)
-        return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_LIST_INVALID, "more than %d parts",
-                        CN_PART_NUMBER_MAX);
-    cn_obj_complete_t c = {.o = o, .rq = rq, .key = key, .upload_id = upload_id,
-                           .parts = parts, .etags = etags, .n = n, .args = args};
+        return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_LIST_INVALID,
+                          "more than %d parts", CN_PART_NUMBER_MAX);
+    cn_obj_complete_t c = { .o = o,
+                            .rq = rq,
+                            .key = key,
+                            .upload_id = upload_id,
+                            .parts = parts,
+                            .etags = etags,
+                            .n = n,
+                            .args = args };
     cn_err_t err = complete_read(&c, bucket);
     if (err >= 0 && c.up.done && !(args && args->answer_repeat))
         err = cn__fail(rq, CN_E_NO_UPLOAD, CN_OBJ_WHAT_UPLOAD, "the upload was completed");
@@ -640,8 +657,7 @@ static cn_err_t upload_delete(cn_meta_txn_t *txn, const char *upload_id)
     return err;
 }
 
-static cn_err_t abort_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
-                           void *ctx)
+static cn_err_t abort_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b, void *ctx)
 {
     const upload_op_t *op = ctx;
     cn_err_t err = cn__upload_access(op->o, txn, rq, b, op->key, op->upload_id,
@@ -654,9 +670,9 @@ static cn_err_t abort_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__b
 cn_err_t cn_objects_mpu_abort(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                               const char *key, const char *upload_id)
 {
-    upload_op_t op = {.o = o, .key = key, .upload_id = upload_id};
-    return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_WRITE | CN_META_RETRY,
-                       abort_body, &op);
+    upload_op_t op = { .o = o, .key = key, .upload_id = upload_id };
+    return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_WRITE | CN_META_RETRY, abort_body,
+                       &op);
 }
 
 static cn_err_t list_parts_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
@@ -667,11 +683,12 @@ static cn_err_t list_parts_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
     cn_err_t err = cn__upload_access(op->o, txn, rq, b, op->key, op->upload_id,
                                      CN_ACT_LIST_MULTIPART_UPLOAD_PARTS, NULL);
     if (err >= 0)
-        err = cn_meta_queryf(txn, &st,
-            "SELECT part_number, size, etag, sha256, mtime_ms, cksum FROM obj_part "
-            "WHERE upload_id = ? AND part_number > ? ORDER BY part_number LIMIT ?", "sii",
-            op->upload_id, (int64_t)op->marker,
-            op->max ? (int64_t)op->max + 1 : (int64_t)CN_PART_NUMBER_MAX + 1);
+        err =
+            cn_meta_queryf(txn, &st,
+                           "SELECT part_number, size, etag, sha256, mtime_ms, cksum FROM obj_part "
+                           "WHERE upload_id = ? AND part_number > ? ORDER BY part_number LIMIT ?",
+                           "sii", op->upload_id, (int64_t)op->marker,
+                           op->max ? (int64_t)op->max + 1 : (int64_t)CN_PART_NUMBER_MAX + 1);
     if (err < 0)
         return err;
     uint32_t count = 0;
@@ -703,13 +720,12 @@ static cn_err_t list_parts_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
 
 cn_err_t cn_objects_mpu_list_parts(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                    const char *key, const char *upload_id, int32_t marker,
-                                   uint32_t max, cn_objects_part_fn fn, void *arg,
-                                   bool *truncated)
+                                   uint32_t max, cn_objects_part_fn fn, void *arg, bool *truncated)
 {
     if (truncated)
         *truncated = false;
     /* Not repeatable: fn has seen the parts of a failed run. */
-    upload_op_t op = {o, key, upload_id, marker, max, fn, arg, truncated};
+    upload_op_t op = { o, key, upload_id, marker, max, fn, arg, truncated };
     return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ, list_parts_body, &op);
 }
 
@@ -725,8 +741,8 @@ typedef struct uploads_walk {
 
 /* Whether the upload (k[0..kl), id) comes after the walk's markers; sets
  * *past once the walk has passed them. */
-static bool uploads_past_marker(const uploads_walk_t *uw, const char *k, size_t kl,
-                                const char *id, bool *past)
+static bool uploads_past_marker(const uploads_walk_t *uw, const char *k, size_t kl, const char *id,
+                                bool *past)
 {
     if (*past)
         return true;
@@ -750,14 +766,15 @@ static cn_err_t uploads_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn_
                              void *ctx)
 {
     const uploads_walk_t *uw = ctx;
-    cn__cond_t cond = {.prefix = uw->prefix ? uw->prefix : ""};
+    cn__cond_t cond = { .prefix = uw->prefix ? uw->prefix : "" };
     cn_meta_stmt_t *st = NULL;
     cn_err_t err = cn__authorize(rq, b, CN_ACT_LIST_BUCKET_MULTIPART_UPLOADS, NULL, NULL, &cond);
     if (err >= 0)
-        err = cn_meta_queryf(txn, &st,
+        err = cn_meta_queryf(
+            txn, &st,
             "SELECT okey, upload_id, owner, created_ms FROM obj_upload WHERE bucket_id = ? "
-            "AND created_ms > ? AND done_ms IS NULL ORDER BY okey, created_ms, upload_id", "ii",
-            b->id, (int64_t)(cn__now_ms() - uw->o->opts.upload_expiry_ms));
+            "AND created_ms > ? AND done_ms IS NULL ORDER BY okey, created_ms, upload_id",
+            "ii", b->id, (int64_t)(cn__now_ms() - uw->o->opts.upload_expiry_ms));
     if (err < 0)
         return err;
     size_t pl = uw->prefix ? strlen(uw->prefix) : 0;
@@ -783,8 +800,8 @@ static cn_err_t uploads_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn_
             err = -ENOMEM;
             break;
         }
-        cn_objects_upload_t u = {key, id, cn_meta_column_text(st, 2, NULL),
-                                 cn_meta_column_int64(st, 3)};
+        cn_objects_upload_t u = { key, id, cn_meta_column_text(st, 2, NULL),
+                                  cn_meta_column_int64(st, 3) };
         count++;
         err = uw->fn(uw->arg, &u);
         free(key);
@@ -799,15 +816,15 @@ static cn_err_t uploads_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn_
 
 cn_err_t cn_objects_mpu_list(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                              const char *prefix, const char *key_marker,
-                             const char *upload_id_marker, uint32_t max,
-                             cn_objects_upload_fn fn, void *arg, bool *truncated)
+                             const char *upload_id_marker, uint32_t max, cn_objects_upload_fn fn,
+                             void *arg, bool *truncated)
 {
     if (truncated)
         *truncated = false;
     if (!max || max > CN_OBJECTS_LIST_MAX)
         max = CN_OBJECTS_LIST_MAX;
     /* Not repeatable: fn has seen the uploads of a failed run. */
-    uploads_walk_t uw = {o, prefix, key_marker, upload_id_marker, max, fn, arg, truncated};
+    uploads_walk_t uw = { o, prefix, key_marker, upload_id_marker, max, fn, arg, truncated };
     return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ, uploads_body, &uw);
 }
 
@@ -823,9 +840,11 @@ static cn_err_t sweep_body(cn_meta_txn_t *txn, void *ctx)
     sweep_batch_t *sb = ctx;
     sb->n = 0;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st,
+    cn_err_t err = cn_meta_queryf(
+        txn, &st,
         "SELECT upload_id FROM obj_upload WHERE (done_ms IS NULL AND created_ms <= ?) "
-        "OR done_ms <= ? ORDER BY created_ms LIMIT 64", "ii", sb->cutoff, sb->done_cutoff);
+        "OR done_ms <= ? ORDER BY created_ms LIMIT 64",
+        "ii", sb->cutoff, sb->done_cutoff);
     if (err >= 0) {
         while ((err = cn_meta_step(st)) == CN_META_ROW) {
             const char *id = cn_meta_column_text(st, 0, NULL);
@@ -845,8 +864,8 @@ cn_err_t cn_objects_sweep_uploads(cn_objects_t *o, int64_t now_ms, uint64_t *rem
         *removed = 0;
     if (!now_ms)
         now_ms = cn__now_ms();
-    sweep_batch_t sb = {.cutoff = now_ms - o->opts.upload_expiry_ms,
-                        .done_cutoff = now_ms - o->opts.completed_keep_ms};
+    sweep_batch_t sb = { .cutoff = now_ms - o->opts.upload_expiry_ms,
+                         .done_cutoff = now_ms - o->opts.completed_keep_ms };
     /* A bounded batch per transaction, so the writer is never held long. */
     for (;;) {
         cn_err_t err = cn_meta_run(o->meta, CN_META_RUN_WRITE | CN_META_RETRY, sweep_body, &sb);

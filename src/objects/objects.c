@@ -99,26 +99,28 @@ static const char cn_obj_schema_v1[] =
  * each part's and segment's checksum, the object's composite checksum), and
  * completed uploads kept for a bounded time (done_*) so that a retried
  * CompleteMultipartUpload is answered with the first completion's result. */
-static const char cn_obj_schema_v2[] =
-    "ALTER TABLE obj_upload ADD COLUMN cksum_alg TEXT;"
-    "ALTER TABLE obj_upload ADD COLUMN done_ms BIGINT;"
-    "ALTER TABLE obj_upload ADD COLUMN done_etag TEXT;"
-    "ALTER TABLE obj_upload ADD COLUMN done_cksum TEXT;"
-    "ALTER TABLE obj_upload ADD COLUMN done_sha256 TEXT;"
-    "ALTER TABLE obj_upload ADD COLUMN done_version BIGINT;"
-    "CREATE INDEX obj_upload_done ON obj_upload (done_ms);"
-    "ALTER TABLE obj_part ADD COLUMN cksum TEXT;"
-    "ALTER TABLE obj_segment ADD COLUMN cksum TEXT;"
-    "ALTER TABLE obj_version ADD COLUMN cksum_alg TEXT;"
-    "ALTER TABLE obj_version ADD COLUMN cksum TEXT;";
+static const char cn_obj_schema_v2[] = "ALTER TABLE obj_upload ADD COLUMN cksum_alg TEXT;"
+                                       "ALTER TABLE obj_upload ADD COLUMN done_ms BIGINT;"
+                                       "ALTER TABLE obj_upload ADD COLUMN done_etag TEXT;"
+                                       "ALTER TABLE obj_upload ADD COLUMN done_cksum TEXT;"
+                                       "ALTER TABLE obj_upload ADD COLUMN done_sha256 TEXT;"
+                                       "ALTER TABLE obj_upload ADD COLUMN done_version BIGINT;"
+                                       "CREATE INDEX obj_upload_done ON obj_upload (done_ms);"
+                                       "ALTER TABLE obj_part ADD COLUMN cksum TEXT;"
+                                       "ALTER TABLE obj_segment ADD COLUMN cksum TEXT;"
+                                       "ALTER TABLE obj_version ADD COLUMN cksum_alg TEXT;"
+                                       "ALTER TABLE obj_version ADD COLUMN cksum TEXT;";
 
 static const cn_meta_migration_t cn_obj_migrations[] = {
-    {1, cn_obj_schema_v1, NULL, NULL},
-    {2, cn_obj_schema_v2, NULL, NULL},
+    { 1, cn_obj_schema_v1, NULL, NULL },
+    { 2, cn_obj_schema_v2, NULL, NULL },
 };
 
 /* ---- small helpers ------------------------------------------------------------ */
-int64_t cn__now_ms(void) { return cn_wall_ms(); }
+int64_t cn__now_ms(void)
+{
+    return cn_wall_ms();
+}
 
 char *cn__strndup(const char *p, size_t n)
 {
@@ -131,8 +133,7 @@ char *cn__strndup(const char *p, size_t n)
     return s;
 }
 
-cn_err_t cn__fail(cn_objects_req_t *rq, cn_err_t err, cn_objects_what_t what,
-                  const char *fmt, ...)
+cn_err_t cn__fail(cn_objects_req_t *rq, cn_err_t err, cn_objects_what_t what, const char *fmt, ...)
 {
     if (rq) {
         rq->what = what;
@@ -180,10 +181,9 @@ cn_obj_detail_t cn__key_detail(const char *key)
 
 const char *cn_obj_detail_name(cn_obj_detail_t d)
 {
-    static const char *const names[CN_OBJ_DETAIL_COUNT] = {
-        [CN_OBJ_DETAIL_NONE] = "NONE",
+    static const char *const names[CN_OBJ_DETAIL_COUNT] = { [CN_OBJ_DETAIL_NONE] = "NONE",
 #define CN__OBJ_DETAIL_NAME(name, cls) [CN_OBJ_##name] = #name,
-        CN_OBJ_DETAILS(CN__OBJ_DETAIL_NAME)
+                                                            CN_OBJ_DETAILS(CN__OBJ_DETAIL_NAME)
 #undef CN__OBJ_DETAIL_NAME
     };
     return (unsigned)d < CN_OBJ_DETAIL_COUNT ? names[d] : NULL;
@@ -200,8 +200,8 @@ const char *cn__principal_name(const cn_objects_req_t *rq)
 cn_err_t cn__next_id(cn_meta_txn_t *txn, const char *name, int64_t *out)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_execf(txn, "UPDATE obj_seq SET value = value + 1 WHERE name = ?", "s",
-                                 name);
+    cn_err_t err =
+        cn_meta_execf(txn, "UPDATE obj_seq SET value = value + 1 WHERE name = ?", "s", name);
     if (err < 0)
         return err;
     err = cn_meta_queryf(txn, &st, "SELECT value FROM obj_seq WHERE name = ?", "s", name);
@@ -305,9 +305,10 @@ cn_err_t cn__bkt_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, const char *name
         return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_BUCKET, CN_OBJ_BUCKET_NAME_INVALID,
                           "invalid bucket name");
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st,
-        "SELECT bucket_id, owner, created_ms, acl, policy, pab FROM obj_bucket WHERE name = ?",
-        "s", name);
+    cn_err_t err = cn_meta_queryf(
+        txn, &st,
+        "SELECT bucket_id, owner, created_ms, acl, policy, pab FROM obj_bucket WHERE name = ?", "s",
+        name);
     if (err < 0)
         return err;
     err = cn_meta_step(st);
@@ -398,7 +399,7 @@ static cn_err_t bkt_run_body(cn_meta_txn_t *txn, void *ctx)
 cn_err_t cn__bkt_run(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                      cn_authz_action_t act, unsigned flags, cn__bkt_body_fn body, void *ctx)
 {
-    bkt_run_t br = {rq, bucket, act, body, ctx};
+    bkt_run_t br = { rq, bucket, act, body, ctx };
     return cn_meta_run(o->meta, flags, bkt_run_body, &br);
 }
 
@@ -477,7 +478,7 @@ cn_err_t cn__pab_put_acl(cn_objects_req_t *rq, const cn__bkt_t *b, const cn_auth
 cn_err_t cn__put_authorize(cn_objects_req_t *rq, const cn__bkt_t *b, const char *key,
                            const cn_objects_put_args_t *args)
 {
-    cn__cond_t cond = {.x_amz_acl = args ? args->canned_acl : NULL};
+    cn__cond_t cond = { .x_amz_acl = args ? args->canned_acl : NULL };
     cn_err_t err = cn__authorize(rq, b, CN_ACT_PUT_OBJECT, key, NULL, &cond);
     if (err >= 0)
         err = cn__pab_put_acl(rq, b, args ? args->acl : NULL);
@@ -494,10 +495,11 @@ cn_err_t cn__key_check(cn_objects_req_t *rq, const char *key)
 cn_err_t cn__version_row(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
                          const char *key, cn_meta_stmt_t **st)
 {
-    cn_err_t err = cn_meta_queryf(txn, st,
+    cn_err_t err = cn_meta_queryf(
+        txn, st,
         "SELECT version_id, size, etag, sha256, content_type, umeta, mtime_ms, owner, acl, nparts, "
-        "cksum_alg, cksum FROM obj_version WHERE bucket_id = ? AND okey = ?", "ib", bucket_id,
-        (const void *)key, strlen(key));
+        "cksum_alg, cksum FROM obj_version WHERE bucket_id = ? AND okey = ?",
+        "ib", bucket_id, (const void *)key, strlen(key));
     if (err < 0)
         return err;
     err = cn_meta_step(*st);
@@ -517,7 +519,8 @@ cn_err_t cn__version_find(cn_meta_txn_t *txn, int64_t bucket_id, const char *key
     if (etag)
         etag[0] = 0;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st,
+    cn_err_t err = cn_meta_queryf(
+        txn, &st,
         "SELECT version_id, etag, owner, acl FROM obj_version WHERE bucket_id = ? AND okey = ?",
         "ib", bucket_id, (const void *)key, strlen(key));
     if (err < 0)
@@ -546,8 +549,8 @@ cn_err_t cn__version_find(cn_meta_txn_t *txn, int64_t bucket_id, const char *key
 
 cn_err_t cn__version_delete(cn_meta_txn_t *txn, int64_t version_id)
 {
-    cn_err_t err = cn_meta_execf(txn, "DELETE FROM obj_segment WHERE version_id = ?", "i",
-                                 version_id);
+    cn_err_t err =
+        cn_meta_execf(txn, "DELETE FROM obj_segment WHERE version_id = ?", "i", version_id);
     if (err >= 0)
         err = cn_meta_execf(txn, "DELETE FROM obj_version WHERE version_id = ?", "i", version_id);
     return err < 0 ? err : 0;
@@ -721,7 +724,7 @@ static cn_err_t are_live_body(cn_meta_txn_t *txn, void *ctx)
 static cn_err_t obj_are_live(void *ctx, const cn_digest_t *d, size_t n, bool *live)
 {
     cn_objects_t *o = ctx;
-    live_batch_t lb = {d, n, live};
+    live_batch_t lb = { d, n, live };
     return cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, are_live_body, &lb);
 }
 

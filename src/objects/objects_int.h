@@ -12,10 +12,10 @@
 struct cn_objects {
     cn_meta_t *meta;
     cn_store_t *store;
-    cn_objects_opts_t opts;          /* with defaults applied */
+    cn_objects_opts_t opts; /* with defaults applied */
     pthread_t sweeper;
     bool sweeper_running;
-    pthread_mutex_t mu;              /* guards stop, for the sweeper's wait */
+    pthread_mutex_t mu; /* guards stop, for the sweeper's wait */
     pthread_cond_t cv;
     bool stop;
 };
@@ -27,8 +27,8 @@ typedef struct cn__bkt {
     char owner[CN_ACCOUNT_NAME_MAX + 1];
     int64_t created_ms;
     bool has_acl;
-    cn_authz_acl_t *acl;             /* heap; NULL when has_acl is false */
-    cn_authz_policy_t *policy;       /* NULL = none */
+    cn_authz_acl_t *acl;       /* heap; NULL when has_acl is false */
+    cn_authz_policy_t *policy; /* NULL = none */
     bool has_pab;
     cn_authz_pab_t pab;
 } cn__bkt_t;
@@ -36,12 +36,12 @@ typedef struct cn__bkt {
 /* The access facts of an existing object version. */
 typedef struct cn__objacl {
     char owner[CN_ACCOUNT_NAME_MAX + 1];
-    cn_authz_acl_t *acl;             /* heap; NULL = private */
+    cn_authz_acl_t *acl; /* heap; NULL = private */
 } cn__objacl_t;
 
 /* Sets rq's failure details (what, rq->fail with detail 0) and returns err. */
-cn_err_t cn__fail(cn_objects_req_t *rq, cn_err_t err, cn_objects_what_t what,
-                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+cn_err_t cn__fail(cn_objects_req_t *rq, cn_err_t err, cn_objects_what_t what, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* The same for a refusal by a named rule: detail is the cn_obj_detail_t,
  * raised with the class objects.h lists for it. */
 cn_err_t cn__fail_d(cn_objects_req_t *rq, cn_err_t err, cn_objects_what_t what,
@@ -119,9 +119,18 @@ void cn__objacl_free(cn__objacl_t *a);
 
 /* The columns of cn__version_row's statement, in order. */
 enum {
-    CN__VCOL_ID, CN__VCOL_SIZE, CN__VCOL_ETAG, CN__VCOL_SHA256, CN__VCOL_CTYPE,
-    CN__VCOL_UMETA, CN__VCOL_MTIME, CN__VCOL_OWNER, CN__VCOL_ACL, CN__VCOL_NPARTS,
-    CN__VCOL_CKALG, CN__VCOL_CKSUM
+    CN__VCOL_ID,
+    CN__VCOL_SIZE,
+    CN__VCOL_ETAG,
+    CN__VCOL_SHA256,
+    CN__VCOL_CTYPE,
+    CN__VCOL_UMETA,
+    CN__VCOL_MTIME,
+    CN__VCOL_OWNER,
+    CN__VCOL_ACL,
+    CN__VCOL_NPARTS,
+    CN__VCOL_CKALG,
+    CN__VCOL_CKSUM
 };
 /* Steps a statement onto the current version row of key: 0 with *st on the
  * row (columns CN__VCOL_*; the caller finishes it), else *st is NULL and the

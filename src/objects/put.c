@@ -9,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { CN_OBJ_PUT_OBJECT = 1, CN_OBJ_PUT_PART = 2 } cn_obj_put_kind_t;
+typedef enum {
+    CN_OBJ_PUT_OBJECT = 1,
+    CN_OBJ_PUT_PART = 2
+} cn_obj_put_kind_t;
 
 struct cn_objects_put {
     cn_objects_t *o;
-    cn_objects_req_t *rq;            /* borrowed: the session lives within one request */
+    cn_objects_req_t *rq; /* borrowed: the session lives within one request */
     cn_obj_put_kind_t kind;
     int64_t bucket_id;
     char bucket[CN_BUCKET_NAME_MAX + 1];
@@ -29,8 +32,8 @@ struct cn_objects_put {
     /* parts */
     char upload_id[CN_UPLOAD_ID_MAX + 1];
     int32_t part_number;
-    char cksum_alg[CN_OBJECTS_CKSUM_ALG_MAX];   /* the upload's; "" none */
-    char cksum[CN_OBJECTS_CKSUM_MAX];           /* the part's, set by the adapter */
+    char cksum_alg[CN_OBJECTS_CKSUM_ALG_MAX]; /* the upload's; "" none */
+    char cksum[CN_OBJECTS_CKSUM_MAX];         /* the part's, set by the adapter */
     /* integrity */
     bool has_md5, has_sha;
     uint8_t want_md5[CN_MD5_LEN];
@@ -42,7 +45,7 @@ struct cn_objects_put {
     cn_store_writer_t *w;
     cn_sha256_t *sha;
     cn_md5_t *md5;
-    cn_err_t err;                    /* sticky */
+    cn_err_t err; /* sticky */
 };
 
 static void obj_put_free(cn_objects_put_t *p)
@@ -60,11 +63,14 @@ static void obj_put_free(cn_objects_put_t *p)
     free(p);
 }
 
-void cn_objects_put_abort(cn_objects_put_t *p) { obj_put_free(p); }
+void cn_objects_put_abort(cn_objects_put_t *p)
+{
+    obj_put_free(p);
+}
 
 static cn_err_t obj_put_new(cn_objects_t *o, cn_objects_req_t *rq, cn_obj_put_kind_t kind,
-                               const char *key, const cn_objects_put_args_t *args, int64_t size,
-                               cn_objects_put_t **out)
+                            const char *key, const cn_objects_put_args_t *args, int64_t size,
+                            cn_objects_put_t **out)
 {
     *out = NULL;
     if (size >= 0 && (uint64_t)size > o->opts.max_object_bytes)
@@ -116,7 +122,7 @@ typedef struct put_open {
     cn_objects_t *o;
     const char *key;
     const cn_objects_put_args_t *args;
-    const char *upload_id;           /* a part's upload */
+    const char *upload_id; /* a part's upload */
     int32_t part_number;
     int64_t bucket_id;
     char bucket[CN_BUCKET_NAME_MAX + 1];
@@ -151,7 +157,7 @@ cn_err_t cn_objects_put_begin(cn_objects_t *o, cn_objects_req_t *rq, const char 
     cn_err_t err = cn__put_args_check(rq, args);
     if (err < 0)
         return err;
-    put_open_t po = {.o = o, .key = key, .args = args};
+    put_open_t po = { .o = o, .key = key, .args = args };
     err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
                       put_open_body, &po);
     if (err < 0)
@@ -190,8 +196,8 @@ static cn_err_t part_open_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const c
 {
     put_open_t *po = ctx;
     put_open_keep(po, b);
-    cn_err_t err = cn__upload_access(po->o, txn, rq, b, po->key, po->upload_id,
-                                     CN_ACT_PUT_OBJECT, po->alg);
+    cn_err_t err =
+        cn__upload_access(po->o, txn, rq, b, po->key, po->upload_id, CN_ACT_PUT_OBJECT, po->alg);
     if (err >= 0 && (po->part_number < 1 || po->part_number > CN_PART_NUMBER_MAX))
         err = cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_NUMBER_INVALID,
                          "part number must be 1..%d", CN_PART_NUMBER_MAX);
@@ -204,7 +210,7 @@ cn_err_t cn_objects_part_begin(cn_objects_t *o, cn_objects_req_t *rq, const char
                                cn_objects_put_t **out)
 {
     *out = NULL;
-    put_open_t po = {.o = o, .key = key, .upload_id = upload_id, .part_number = part_number};
+    put_open_t po = { .o = o, .key = key, .upload_id = upload_id, .part_number = part_number };
     cn_err_t err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
                                part_open_body, &po);
     cn_objects_put_t *p = NULL;
@@ -244,7 +250,10 @@ cn_err_t cn_objects_put_write(cn_objects_put_t *p, const void *buf, size_t n)
     return 0;
 }
 
-uint64_t cn_objects_put_len(const cn_objects_put_t *p) { return p->n; }
+uint64_t cn_objects_put_len(const cn_objects_put_t *p)
+{
+    return p->n;
+}
 
 const char *cn_objects_put_checksum_alg(const cn_objects_put_t *p)
 {
@@ -261,23 +270,25 @@ cn_err_t cn_objects_put_set_checksum(cn_objects_put_t *p, const char *b64)
 
 /* Inserts the version row of a put and its one segment. */
 static cn_err_t obj_put_rows(cn_meta_txn_t *txn, cn_objects_put_t *p, int64_t vid,
-                                const cn_digest_t *d, const cn_objects_put_result_t *r)
+                             const cn_digest_t *d, const cn_objects_put_result_t *r)
 {
-    cn_err_t err = cn_meta_execf(txn,
+    cn_err_t err = cn_meta_execf(
+        txn,
         "INSERT INTO obj_segment (version_id, seq, digest, size, part_number, etag, sha256) "
-        "VALUES (?, 0, ?, ?, 1, ?, ?)", "ibiss", vid, (const void *)d->b, sizeof d->b,
-        (int64_t)r->size, r->etag, r->sha256);
+        "VALUES (?, 0, ?, ?, 1, ?, ?)",
+        "ibiss", vid, (const void *)d->b, sizeof d->b, (int64_t)r->size, r->etag, r->sha256);
     if (err < 0)
         return err;
     /* umeta last: SQL NULL when empty ('n' takes no argument, so the
      * pointer and length after it go unread). */
-    return cn_meta_execf(txn,
+    return cn_meta_execf(
+        txn,
         "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, content_type, "
         "mtime_ms, owner, acl, nparts, umeta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
         p->umeta.len ? "iibisssistb" : "iibisssistn", vid, p->bucket_id, (const void *)p->key,
-        strlen(p->key), (int64_t)r->size, r->etag, r->sha256, p->content_type,
-        r->last_modified_ms, p->owner, (const char *)(p->acl.len ? p->acl.data : NULL),
-        p->acl.len, (const void *)p->umeta.data, p->umeta.len);
+        strlen(p->key), (int64_t)r->size, r->etag, r->sha256, p->content_type, r->last_modified_ms,
+        p->owner, (const char *)(p->acl.len ? p->acl.data : NULL), p->acl.len,
+        (const void *)p->umeta.data, p->umeta.len);
 }
 
 /* A put's commit: the session, its published blob, and its result. */
@@ -292,8 +303,8 @@ static cn_err_t commit_object_body(cn_meta_txn_t *txn, void *ctx)
     const put_commit_t *pc = ctx;
     cn_objects_put_t *p = pc->p;
     /* The bucket may have been deleted since begin. */
-    cn_err_t err = cn_meta_execf(txn, "SELECT 1 FROM obj_bucket WHERE bucket_id = ?", "i",
-                                 p->bucket_id);
+    cn_err_t err =
+        cn_meta_execf(txn, "SELECT 1 FROM obj_bucket WHERE bucket_id = ?", "i", p->bucket_id);
     if (err == CN_META_DONE)
         err = cn__fail(p->rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, "bucket %s does not exist",
                        p->bucket);
@@ -302,7 +313,7 @@ static cn_err_t commit_object_body(cn_meta_txn_t *txn, void *ctx)
     if (err >= 0)
         err = cn__version_find(txn, p->bucket_id, p->key, &cur, cur_etag, NULL);
     if (err >= 0) {
-        cn_objects_put_args_t cond = {.if_none_match = p->if_none_match, .if_match = p->if_match};
+        cn_objects_put_args_t cond = { .if_none_match = p->if_none_match, .if_match = p->if_match };
         err = cn__put_conditions(p->rq, &cond, cur, cur_etag);
     }
     if (err >= 0 && cur)
@@ -324,15 +335,18 @@ static cn_err_t commit_part_body(cn_meta_txn_t *txn, void *ctx)
     /* Completed, aborted or expired while the part streamed in: refuse. */
     cn_err_t err = cn__upload_check(p->o, txn, p->rq, p->upload_id, p->bucket_id, p->key, NULL);
     if (err >= 0)
-        err = cn_meta_execf(txn,
-            "INSERT INTO obj_part (upload_id, part_number, digest, size, etag, md5, sha256, mtime_ms, "
-            "cksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (upload_id, part_number) DO UPDATE "
+        err = cn_meta_execf(
+            txn,
+            "INSERT INTO obj_part (upload_id, part_number, digest, size, etag, md5, sha256, "
+            "mtime_ms, "
+            "cksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (upload_id, part_number) DO "
+            "UPDATE "
             "SET digest = excluded.digest, size = excluded.size, etag = excluded.etag, "
             "md5 = excluded.md5, sha256 = excluded.sha256, mtime_ms = excluded.mtime_ms, "
-            "cksum = excluded.cksum", "sibisbsis", p->upload_id, (int64_t)p->part_number,
-            (const void *)pc->d->b, sizeof pc->d->b, (int64_t)r->size, r->etag,
-            (const void *)r->md5, (size_t)CN_MD5_LEN, r->sha256, r->last_modified_ms,
-            p->cksum[0] ? p->cksum : NULL);
+            "cksum = excluded.cksum",
+            "sibisbsis", p->upload_id, (int64_t)p->part_number, (const void *)pc->d->b,
+            sizeof pc->d->b, (int64_t)r->size, r->etag, (const void *)r->md5, (size_t)CN_MD5_LEN,
+            r->sha256, r->last_modified_ms, p->cksum[0] ? p->cksum : NULL);
     return err < 0 ? err : CN_OK;
 }
 cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res)
@@ -382,7 +396,7 @@ cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res
         err = cn__fail(p->rq, CN_E_CONFLICT, CN_OBJ_WHAT_NONE,
                        "the new blob was swept before it was committed; retry");
     if (err >= 0) {
-        put_commit_t pc = {p, &d, &r};
+        put_commit_t pc = { p, &d, &r };
         err = cn_meta_run(p->o->meta, CN_META_RUN_WRITE | CN_META_RETRY,
                           p->kind == CN_OBJ_PUT_PART ? commit_part_body : commit_object_body, &pc);
     }

@@ -15,8 +15,8 @@
 
 typedef struct cn_obj_seg {
     cn_digest_t digest;
-    uint64_t size;              /* whole blob */
-    uint64_t off;               /* served part of it */
+    uint64_t size; /* whole blob */
+    uint64_t off;  /* served part of it */
     uint64_t len;
     cn_store_guard_t *guard;
 } cn_obj_seg_t;
@@ -38,8 +38,14 @@ void cn_objects_reader_free(cn_objects_reader_t *rd)
     free(rd);
 }
 
-uint64_t cn_objects_reader_len(const cn_objects_reader_t *rd) { return rd->len; }
-uint64_t cn_objects_reader_offset(const cn_objects_reader_t *rd) { return rd->offset; }
+uint64_t cn_objects_reader_len(const cn_objects_reader_t *rd)
+{
+    return rd->len;
+}
+uint64_t cn_objects_reader_offset(const cn_objects_reader_t *rd)
+{
+    return rd->offset;
+}
 
 typedef struct {
     cn_objects_write_fn write;
@@ -53,7 +59,7 @@ static cn_err_t obj_sink(void *ctx, const void *p, size_t n)
 }
 
 static cn_err_t obj_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn send_fd,
-                                   cn_objects_write_fn write, void *ctx, bool borrow)
+                                cn_objects_write_fn write, void *ctx, bool borrow)
 {
     for (size_t i = 0; i < rd->nsegs; i++) {
         cn_obj_seg_t *s = &rd->segs[i];
@@ -75,7 +81,7 @@ static cn_err_t obj_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn s
             if (err != CN_E_UNSUPPORTED)
                 return err;
         }
-        cn_obj_sink_t sk = {write, ctx};
+        cn_obj_sink_t sk = { write, ctx };
         uint64_t served = 0;
         cn_err_t err = cn_store_read_range(rd->store, &s->digest, s->off, s->len, obj_sink, &sk,
                                            NULL, &served);
@@ -105,8 +111,8 @@ cn_err_t cn_objects_reader_send_shared(cn_objects_reader_t *rd, cn_objects_send_
 /* Reads the current version of key into info (when not NULL) and, when segs
  * is not NULL, its segments in order. */
 static cn_err_t obj_version_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
-                                    const char *key, cn_object_info_t *info, cn__objacl_t *acl,
-                                    cn_obj_seg_t **segs, size_t *nsegs)
+                                 const char *key, cn_object_info_t *info, cn__objacl_t *acl,
+                                 cn_obj_seg_t **segs, size_t *nsegs)
 {
     cn_meta_stmt_t *st = NULL;
     cn_err_t err = cn__version_row(txn, rq, bucket_id, key, &st);
@@ -145,7 +151,8 @@ static cn_err_t obj_version_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64
         return err;
 
     err = cn_meta_queryf(txn, &st,
-        "SELECT digest, size FROM obj_segment WHERE version_id = ? ORDER BY seq", "i", vid);
+                         "SELECT digest, size FROM obj_segment WHERE version_id = ? ORDER BY seq",
+                         "i", vid);
     if (err < 0)
         return err;
     size_t n = 0, cap = info->nparts ? info->nparts : 1;
@@ -178,10 +185,10 @@ static cn_err_t obj_version_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64
 /* Validates key, then loads its current version (as obj_version_load) for
  * act: not found only to whom act is allowed on a missing key. */
 static cn_err_t obj_load_for(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
-                                const char *key, cn_authz_action_t act, cn_object_info_t *info,
-                                cn_obj_seg_t **segs, size_t *nsegs)
+                             const char *key, cn_authz_action_t act, cn_object_info_t *info,
+                             cn_obj_seg_t **segs, size_t *nsegs)
 {
-    cn__objacl_t acl = {0};
+    cn__objacl_t acl = { 0 };
     cn_err_t err = cn__key_check(rq, key);
     if (err >= 0) {
         err = obj_version_load(txn, rq, b->id, key, info, &acl, segs, nsegs);
@@ -194,8 +201,8 @@ static cn_err_t obj_load_for(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn_
 /* Validates key, then finds its current version (*vid, its access facts in
  * acl) for act: CN_E_NOT_FOUND only to whom act is allowed on a missing key. */
 static cn_err_t obj_find_for(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
-                                const char *key, cn_authz_action_t act, int64_t *vid,
-                                cn__objacl_t *acl)
+                             const char *key, cn_authz_action_t act, int64_t *vid,
+                             cn__objacl_t *acl)
 {
     *vid = 0;
     cn_err_t err = cn__key_check(rq, key);
@@ -234,11 +241,11 @@ static cn_err_t key_read_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn
     return obj_load_for(txn, rq, b, kr->key, kr->act, kr->info, kr->segs, kr->nsegs);
 }
 
-cn_err_t cn_objects_head(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
-                         const char *key, cn_object_info_t *info)
+cn_err_t cn_objects_head(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket, const char *key,
+                         cn_object_info_t *info)
 {
     memset(info, 0, sizeof *info);
-    key_read_t kr = {key, CN_ACT_GET_OBJECT, info, NULL, NULL, 0};
+    key_read_t kr = { key, CN_ACT_GET_OBJECT, info, NULL, NULL, 0 };
     cn_err_t err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
                                key_read_body, &kr);
     if (err < 0)
@@ -260,8 +267,8 @@ static cn_err_t key_look_body(cn_meta_txn_t *txn, void *ctx)
 }
 /* Chooses the served window [off, off+len) of the whole object. */
 static cn_err_t obj_window(cn_objects_req_t *rq, const cn_objects_range_t *r,
-                              const cn_object_info_t *info, const cn_obj_seg_t *segs,
-                              size_t nsegs, uint64_t *off, uint64_t *len)
+                           const cn_object_info_t *info, const cn_obj_seg_t *segs, size_t nsegs,
+                           uint64_t *off, uint64_t *len)
 {
     uint64_t size = info->size;
     if (!r || r->kind == CN_RANGE_ALL) {
@@ -284,7 +291,8 @@ static cn_err_t obj_window(cn_objects_req_t *rq, const cn_objects_range_t *r,
         return 0;
     case CN_RANGE_PART: {
         uint32_t parts = info->nparts ? info->nparts : 1;
-        if (r->part_number < 1 || (uint32_t)r->part_number > parts || (size_t)r->part_number > nsegs)
+        if (r->part_number < 1 || (uint32_t)r->part_number > parts ||
+            (size_t)r->part_number > nsegs)
             return cn__fail(rq, CN_E_RANGE, CN_OBJ_WHAT_PART, "the object has %u part(s)", parts);
         uint64_t o = 0;
         for (int32_t i = 0; i < r->part_number - 1; i++)
@@ -293,21 +301,20 @@ static cn_err_t obj_window(cn_objects_req_t *rq, const cn_objects_range_t *r,
         *len = segs[r->part_number - 1].size;
         return 0;
     }
-    default:
-        return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, "unknown range kind");
+    default: return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, "unknown range kind");
     }
     return cn__fail(rq, CN_E_RANGE, CN_OBJ_WHAT_ARG, "the range does not intersect the object");
 }
 
 static cn_err_t obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
-                                const char *key, const cn_objects_range_t *range,
-                                cn_object_info_t *info, cn_objects_reader_t **out, bool *retry)
+                             const char *key, const cn_objects_range_t *range,
+                             cn_object_info_t *info, cn_objects_reader_t **out, bool *retry)
 {
     *retry = false;
     cn_obj_seg_t *segs = NULL;
     size_t nsegs = 0;
     cn_objects_reader_t *rd = NULL;
-    key_read_t kr = {key, CN_ACT_GET_OBJECT, info, &segs, &nsegs, 0};
+    key_read_t kr = { key, CN_ACT_GET_OBJECT, info, &segs, &nsegs, 0 };
     cn_err_t err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
                                key_read_body, &kr);
     if (err < 0)
@@ -349,7 +356,7 @@ static cn_err_t obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const char *
     }
     /* Confirm the version is still current now that the guards hold. */
     if (rd->nsegs) {
-        key_look_t kl = {kr.bucket_id, key, 0};
+        key_look_t kl = { kr.bucket_id, key, 0 };
         err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, key_look_body, &kl);
         if (err < 0)
             goto fail;
@@ -368,8 +375,8 @@ fail:
         cn_objects_info_free(info);
     return err;
 }
-cn_err_t cn_objects_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
-                        const char *key, const cn_objects_range_t *range, cn_object_info_t *info,
+cn_err_t cn_objects_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket, const char *key,
+                        const cn_objects_range_t *range, cn_object_info_t *info,
                         cn_objects_reader_t **rd)
 {
     *rd = NULL;
@@ -393,19 +400,20 @@ typedef struct parts_walk {
     void *arg;
 } parts_walk_t;
 
-static cn_err_t parts_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
-                           void *ctx)
+static cn_err_t parts_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b, void *ctx)
 {
     const parts_walk_t *pw = ctx;
     cn_object_info_t info;
     memset(&info, 0, sizeof info);
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = obj_load_for(txn, rq, b, pw->key, CN_ACT_GET_OBJECT_ATTRIBUTES, &info, NULL,
-                                   NULL);
+    cn_err_t err =
+        obj_load_for(txn, rq, b, pw->key, CN_ACT_GET_OBJECT_ATTRIBUTES, &info, NULL, NULL);
     if (err >= 0)
-        err = cn_meta_queryf(txn, &st,
+        err = cn_meta_queryf(
+            txn, &st,
             "SELECT part_number, size, etag, sha256, cksum FROM obj_segment WHERE version_id = ? "
-            "ORDER BY seq", "i", info.version_id);
+            "ORDER BY seq",
+            "i", info.version_id);
     while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
         cn_objects_part_t p;
         memset(&p, 0, sizeof p);
@@ -431,14 +439,13 @@ cn_err_t cn_objects_object_parts(cn_objects_t *o, cn_objects_req_t *rq, const ch
                                  const char *key, cn_objects_part_fn fn, void *arg)
 {
     /* Not repeatable: fn has seen the parts of a failed run. */
-    parts_walk_t pw = {key, fn, arg};
+    parts_walk_t pw = { key, fn, arg };
     return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ, parts_body, &pw);
 }
 
-static cn_err_t delete_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
-                            void *ctx)
+static cn_err_t delete_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b, void *ctx)
 {
-    cn__objacl_t acl = {0};
+    cn__objacl_t acl = { 0 };
     int64_t vid = 0;
     cn_err_t err = obj_find_for(txn, rq, b, ctx, CN_ACT_DELETE_OBJECT, &vid, &acl);
     if (err >= 0)
@@ -465,7 +472,7 @@ static cn_err_t acl_get_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn_
                              void *ctx)
 {
     const key_acl_t *ka = ctx;
-    cn__objacl_t acl = {0};
+    cn__objacl_t acl = { 0 };
     int64_t vid = 0;
     cn_err_t err = obj_find_for(txn, rq, b, ka->key, CN_ACT_GET_OBJECT_ACL, &vid, &acl);
     if (err >= 0) {
@@ -481,7 +488,7 @@ static cn_err_t acl_get_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn_
 cn_err_t cn_objects_object_acl_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                    const char *key, cn_authz_acl_t *out)
 {
-    key_acl_t ka = {key, out, NULL};
+    key_acl_t ka = { key, out, NULL };
     return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
                        acl_get_body, &ka);
 }
@@ -490,8 +497,8 @@ static cn_err_t acl_set_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn_
                              void *ctx)
 {
     const key_acl_t *ka = ctx;
-    cn__objacl_t acl = {0};
-    cn_buf_t text = {0};
+    cn__objacl_t acl = { 0 };
+    cn_buf_t text = { 0 };
     int64_t vid = 0;
     cn_err_t err = obj_find_for(txn, rq, b, ka->key, CN_ACT_PUT_OBJECT_ACL, &vid, &acl);
     if (err >= 0)
@@ -511,7 +518,7 @@ cn_err_t cn_objects_object_acl_set(cn_objects_t *o, cn_objects_req_t *rq, const 
 {
     if (!acl_in)
         return CN_E_INVALID;
-    key_acl_t ka = {key, NULL, acl_in};
+    key_acl_t ka = { key, NULL, acl_in };
     return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_WRITE | CN_META_RETRY,
                        acl_set_body, &ka);
 }

@@ -24,9 +24,18 @@ cn_err_t cn_repos_id_init(cn_blake3_t *h, uint8_t kind)
 {
     switch (kind) {
     case CN_REPOS_CHUNK: cn_blake3_init(h); return CN_OK;
-    case CN_REPOS_MANIFEST: cn_blake3_init(h); cn_blake3_update(h, dom_manifest, sizeof dom_manifest); return CN_OK;
-    case CN_REPOS_CHANGESET: cn_blake3_init(h); cn_blake3_update(h, dom_changeset, sizeof dom_changeset); return CN_OK;
-    case CN_REPOS_COMMIT: cn_blake3_init(h); cn_blake3_update(h, dom_commit, sizeof dom_commit); return CN_OK;
+    case CN_REPOS_MANIFEST:
+        cn_blake3_init(h);
+        cn_blake3_update(h, dom_manifest, sizeof dom_manifest);
+        return CN_OK;
+    case CN_REPOS_CHANGESET:
+        cn_blake3_init(h);
+        cn_blake3_update(h, dom_changeset, sizeof dom_changeset);
+        return CN_OK;
+    case CN_REPOS_COMMIT:
+        cn_blake3_init(h);
+        cn_blake3_update(h, dom_commit, sizeof dom_commit);
+        return CN_OK;
     default: return CN_E_INVALID;
     }
 }
@@ -52,13 +61,18 @@ cn_err_t cn_repos_manifest_encode(cn_buf_t *out, const cn_repos_chunk_ref_t *chu
         size += chunks[i].len;
     }
     size_t start = out->len;
-    cn_err_t e = cn_buf_reserve(out, CN_REPOS_MANIFEST_HDR + (size_t)count * CN_REPOS_CHUNK_REF_LEN);
-    if (!e) e = cn_buf_put_u8(out, CN_REPOS_OBJECT_VERSION);
-    if (!e) e = cn_buf_put_u64le(out, size);
-    if (!e) e = cn_buf_put_u32le(out, count);
+    cn_err_t e =
+        cn_buf_reserve(out, CN_REPOS_MANIFEST_HDR + (size_t)count * CN_REPOS_CHUNK_REF_LEN);
+    if (!e)
+        e = cn_buf_put_u8(out, CN_REPOS_OBJECT_VERSION);
+    if (!e)
+        e = cn_buf_put_u64le(out, size);
+    if (!e)
+        e = cn_buf_put_u32le(out, count);
     for (uint32_t i = 0; i < count && !e; i++) {
         e = cn_buf_append(out, chunks[i].id.b, CN_DIGEST_LEN);
-        if (!e) e = cn_buf_put_u32le(out, chunks[i].len);
+        if (!e)
+            e = cn_buf_put_u32le(out, chunks[i].len);
     }
     if (e)
         out->len = start;
@@ -78,7 +92,8 @@ cn_err_t cn_repos_manifest_parse(const uint8_t *p, size_t n, cn_repos_manifest_t
     uint64_t sum = 0;
     for (uint32_t i = 0; i < out->count; i++) {
         const uint8_t *q = out->refs + (size_t)i * CN_REPOS_CHUNK_REF_LEN + CN_DIGEST_LEN;
-        uint32_t len = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+        uint32_t len =
+            (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
         if (len == 0 || len > CN_REPOS_MAX_CHUNK)
             return CN_E_INVALID;
         sum += len;

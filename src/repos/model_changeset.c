@@ -79,7 +79,13 @@ bool cn_repos_changeset_next(cn_repos_changeset_iter_t *it, cn_repos_change_t *o
 }
 
 /* ---- cross-entry rules ----------------------------------------------------------- */
-typedef struct { const uint8_t *p; size_t n; uint8_t *fold; size_t fn; bool dest; } named_t;
+typedef struct {
+    const uint8_t *p;
+    size_t n;
+    uint8_t *fold;
+    size_t fn;
+    bool dest;
+} named_t;
 
 static int by_path(const void *a, const void *b)
 {
@@ -113,7 +119,10 @@ cn_err_t cn_repos_changeset_validate(const cn_repos_changeset_t *cs)
     /* Every path named once, in whatever role. */
     qsort(v, n, sizeof *v, by_path);
     for (size_t i = 1; i < n; i++)
-        if (by_path(&v[i - 1], &v[i]) == 0) { err = CN_E_INVALID; goto out; }
+        if (by_path(&v[i - 1], &v[i]) == 0) {
+            err = CN_E_INVALID;
+            goto out;
+        }
     /* Destinations: no directory prefix of another (sorted order puts
      * "a/..." after "a" but possibly after "a-b" too, so check by search). */
     for (size_t i = 0; i < n; i++) {
@@ -124,18 +133,27 @@ cn_err_t cn_repos_changeset_validate(const cn_repos_changeset_t *cs)
                 continue;
             named_t key = { v[i].p, k, NULL, 0, false };
             named_t *hit = bsearch(&key, v, n, sizeof *v, by_path);
-            if (hit && hit->dest) { err = CN_E_INVALID; goto out; }
+            if (hit && hit->dest) {
+                err = CN_E_INVALID;
+                goto out;
+            }
         }
     }
     /* Destinations: no two fold to the same bytes. */
     folds = malloc(fold_bytes ? fold_bytes : 1);
-    if (!folds) { err = -ENOMEM; goto out; }
+    if (!folds) {
+        err = -ENOMEM;
+        goto out;
+    }
     size_t off = 0, m = 0;
     for (size_t i = 0; i < n; i++) {
         if (!v[i].dest)
             continue;
         long k = cn_repos_path_fold(v[i].p, v[i].n, folds + off, fold_bytes - off);
-        if (k < 0) { err = CN_E_INVALID; goto out; }
+        if (k < 0) {
+            err = CN_E_INVALID;
+            goto out;
+        }
         v[m] = v[i];
         v[m].fold = folds + off;
         v[m].fn = (size_t)k;
@@ -144,7 +162,10 @@ cn_err_t cn_repos_changeset_validate(const cn_repos_changeset_t *cs)
     }
     qsort(v, m, sizeof *v, by_fold);
     for (size_t i = 1; i < m; i++)
-        if (by_fold(&v[i - 1], &v[i]) == 0) { err = CN_E_INVALID; goto out; }
+        if (by_fold(&v[i - 1], &v[i]) == 0) {
+            err = CN_E_INVALID;
+            goto out;
+        }
 out:
     free(folds);
     free(v);
@@ -155,18 +176,23 @@ cn_err_t cn_repos_changeset_encode(cn_buf_t *out, const cn_repos_change_t *e, ui
 {
     size_t start = out->len;
     cn_err_t err = cn_buf_put_u8(out, CN_REPOS_OBJECT_VERSION);
-    if (!err) err = cn_buf_put_u32le(out, count);
+    if (!err)
+        err = cn_buf_put_u32le(out, count);
     for (uint32_t i = 0; i < count && !err; i++) {
         err = cn_buf_put_u8(out, e[i].kind);
-        if (!err) err = cn_buf_put_u16le(out, e[i].path_len);
-        if (!err) err = cn_buf_append(out, e[i].path, e[i].path_len);
+        if (!err)
+            err = cn_buf_put_u16le(out, e[i].path_len);
+        if (!err)
+            err = cn_buf_append(out, e[i].path, e[i].path_len);
         if (!err && e[i].kind == CN_REPOS_MOVE) {
             err = cn_buf_put_u16le(out, e[i].from_len);
-            if (!err) err = cn_buf_append(out, e[i].from, e[i].from_len);
+            if (!err)
+                err = cn_buf_append(out, e[i].from, e[i].from_len);
         }
         if (!err && has_content(e[i].kind)) {
             err = cn_buf_append(out, e[i].manifest.b, CN_DIGEST_LEN);
-            if (!err) err = cn_buf_put_u8(out, e[i].mode);
+            if (!err)
+                err = cn_buf_put_u8(out, e[i].mode);
         }
     }
     if (!err) {

@@ -6,30 +6,43 @@
 cn_err_t cn_repos_commit_encode(cn_buf_t *out, const cn_repos_commit_t *c)
 {
     if (c->parent_count > 2 || c->change == 0 || c->author_len > CN_REPOS_MAX_AUTHOR ||
-        c->message_len > CN_REPOS_MAX_MESSAGE ||
-        cn_repos_utf8_check(c->author, c->author_len) ||
+        c->message_len > CN_REPOS_MAX_MESSAGE || cn_repos_utf8_check(c->author, c->author_len) ||
         cn_repos_utf8_check(c->message, c->message_len))
         return CN_E_INVALID;
     size_t start = out->len;
     cn_err_t e = cn_buf_put_u8(out, CN_REPOS_OBJECT_VERSION);
-    if (!e) e = cn_buf_append(out, c->repository, 16);
-    if (!e) e = cn_buf_append(out, c->branch, 16);
-    if (!e) e = cn_buf_put_u64le(out, c->change);
-    if (!e) e = cn_buf_put_u8(out, c->parent_count);
+    if (!e)
+        e = cn_buf_append(out, c->repository, 16);
+    if (!e)
+        e = cn_buf_append(out, c->branch, 16);
+    if (!e)
+        e = cn_buf_put_u64le(out, c->change);
+    if (!e)
+        e = cn_buf_put_u8(out, c->parent_count);
     for (uint8_t i = 0; i < c->parent_count && !e; i++)
         e = cn_buf_append(out, c->parents[i].b, CN_DIGEST_LEN);
-    if (!e) e = cn_buf_append(out, c->changeset.b, CN_DIGEST_LEN);
-    if (!e) e = cn_buf_put_u16le(out, c->author_len);
-    if (!e) e = cn_buf_append(out, c->author, c->author_len);
-    if (!e) e = cn_buf_put_u32le(out, c->message_len);
-    if (!e) e = cn_buf_append(out, c->message, c->message_len);
-    if (!e) e = cn_buf_put_u64le(out, c->time_ms);
-    if (!e) e = cn_buf_append(out, c->content_root.b, CN_DIGEST_LEN);
-    if (!e) e = cn_buf_append(out, c->revision_root.b, CN_DIGEST_LEN);
-    if (!e) e = cn_buf_put_u8(out, c->has_pick ? 1 : 0);
+    if (!e)
+        e = cn_buf_append(out, c->changeset.b, CN_DIGEST_LEN);
+    if (!e)
+        e = cn_buf_put_u16le(out, c->author_len);
+    if (!e)
+        e = cn_buf_append(out, c->author, c->author_len);
+    if (!e)
+        e = cn_buf_put_u32le(out, c->message_len);
+    if (!e)
+        e = cn_buf_append(out, c->message, c->message_len);
+    if (!e)
+        e = cn_buf_put_u64le(out, c->time_ms);
+    if (!e)
+        e = cn_buf_append(out, c->content_root.b, CN_DIGEST_LEN);
+    if (!e)
+        e = cn_buf_append(out, c->revision_root.b, CN_DIGEST_LEN);
+    if (!e)
+        e = cn_buf_put_u8(out, c->has_pick ? 1 : 0);
     if (!e && c->has_pick) {
         e = cn_buf_append(out, c->pick_branch, 16);
-        if (!e) e = cn_buf_put_u64le(out, c->pick_change);
+        if (!e)
+            e = cn_buf_put_u64le(out, c->pick_change);
     }
     if (e)
         out->len = start;
@@ -87,7 +100,7 @@ void cn_repos_submit_fingerprint(const cn_repos_submit_intent_t *s, cn_digest_t 
     uint8_t le[8];
     cn_blake3_t h;
     cn_blake3_init(&h);
-    cn_blake3_update(&h, domain, sizeof domain);          /* includes the NUL */
+    cn_blake3_update(&h, domain, sizeof domain); /* includes the NUL */
     cn_blake3_update(&h, s->repository, 16);
     cn_blake3_update(&h, s->incarnation, 16);
     cn_blake3_update(&h, s->branch, 16);

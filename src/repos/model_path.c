@@ -13,7 +13,7 @@ cn_err_t cn_repos_path_check(const uint8_t *p, size_t n)
 {
     if (n == 0 || n > CN_REPOS_MAX_PATH || !p)
         return CN_E_INVALID;
-    size_t seg = 0;                 /* start of the current segment */
+    size_t seg = 0; /* start of the current segment */
     for (size_t i = 0; i <= n; i++) {
         if (i < n && p[i] != '/') {
             if (p[i] < 0x20 || p[i] == 0x7F)
@@ -21,7 +21,7 @@ cn_err_t cn_repos_path_check(const uint8_t *p, size_t n)
             continue;
         }
         size_t len = i - seg;
-        if (len == 0)               /* leading, trailing or doubled '/' */
+        if (len == 0) /* leading, trailing or doubled '/' */
             return CN_E_INVALID;
         if ((len == 1 && p[seg] == '.') || (len == 2 && p[seg] == '.' && p[seg + 1] == '.'))
             return CN_E_INVALID;

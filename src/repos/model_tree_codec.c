@@ -85,7 +85,7 @@ void cn__tree_content_add(cn__tree_content_t *c, const uint8_t *kids, size_t cou
     if (c->hashed)
         cn_blake3_update(&c->h, kids, count * CN_DIGEST_LEN);
     else if (count)
-        memcpy(c->only.b, kids, CN_DIGEST_LEN);   /* the one child */
+        memcpy(c->only.b, kids, CN_DIGEST_LEN); /* the one child */
 }
 
 bool cn__tree_content_end(const cn__tree_content_t *c, cn_digest_t *out)

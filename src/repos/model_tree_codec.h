@@ -16,11 +16,11 @@
 /* What a parent's encoding records of a child (with the child's first edge
  * byte), and what a finished node knows of itself. */
 typedef struct cn__tree_sum {
-    uint64_t entries;           /* entries under the node, its own and tombstones included */
-    uint64_t live;              /* live entries under the node */
-    uint64_t highest;           /* highest change under the node (0: none) */
-    cn_digest_t rev;            /* node hash of its encoding */
-    cn_digest_t content;        /* content hash; meaningful only when live > 0 */
+    uint64_t entries;    /* entries under the node, its own and tombstones included */
+    uint64_t live;       /* live entries under the node */
+    uint64_t highest;    /* highest change under the node (0: none) */
+    cn_digest_t rev;     /* node hash of its encoding */
+    cn_digest_t content; /* content hash; meaningful only when live > 0 */
 } cn__tree_sum_t;
 
 /* The i-th child (ascending by first edge byte) of a described node: sets
@@ -29,15 +29,15 @@ typedef const cn__tree_sum_t *(*cn__tree_kid_fn)(const void *kids, uint16_t i, u
 
 /* One node described plainly; every pointer is borrowed for the call. */
 typedef struct cn__tree_node {
-    const uint8_t *prefix;      /* edge bytes from the parent (root: none) */
+    const uint8_t *prefix; /* edge bytes from the parent (root: none) */
     uint16_t plen;
-    uint8_t state;              /* CN_REPOS_NONE / LIVE / TOMBSTONE */
-    const cn_repos_entry_t *e;  /* read only when state is not NONE */
-    const uint8_t *lo, *hi;     /* key bounds as the bytes after the node's key */
+    uint8_t state;             /* CN_REPOS_NONE / LIVE / TOMBSTONE */
+    const cn_repos_entry_t *e; /* read only when state is not NONE */
+    const uint8_t *lo, *hi;    /* key bounds as the bytes after the node's key */
     uint16_t lo_len, hi_len;
     uint16_t nkids;
-    cn__tree_kid_fn kid;        /* called only for i < nkids */
-    const void *kids;           /* handed to kid */
+    cn__tree_kid_fn kid; /* called only for i < nkids */
+    const void *kids;    /* handed to kid */
 } cn__tree_node_t;
 
 /* Copies e into *dst as a node holds it: a tombstone carries only its change
@@ -56,8 +56,8 @@ void cn__tree_content_empty(cn_digest_t *out);
  * order (count digests, contiguous); end sets *out and returns true, or
  * returns false when the node has no content (out untouched). */
 typedef struct cn__tree_content {
-    cn_blake3_t h;              /* in use when hashed */
-    cn_digest_t only;           /* otherwise the content: E, or the one child's */
+    cn_blake3_t h;    /* in use when hashed */
+    cn_digest_t only; /* otherwise the content: E, or the one child's */
     bool hashed, has;
 } cn__tree_content_t;
 void cn__tree_content_begin(cn__tree_content_t *c, const cn_digest_t *entry, uint16_t nlive);

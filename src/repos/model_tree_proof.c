@@ -84,17 +84,19 @@ void cn_repos_node_child(const cn_repos_node_t *nd, uint16_t i, cn_repos_node_ch
 /* ---- full-tree proof verification ---------------------------------------------- */
 typedef struct {
     cn_repos_node_t nd;
-    uint16_t next;           /* next child to visit */
-    size_t key_len;          /* full key length at this node */
-    size_t mark;             /* arena length when the node was entered */
-    uint16_t live_kids;      /* children whose content hash is on the arena */
+    uint16_t next;      /* next child to visit */
+    size_t key_len;     /* full key length at this node */
+    size_t mark;        /* arena length when the node was entered */
+    uint16_t live_kids; /* children whose content hash is on the arena */
 } frame_t;
 
 typedef struct {
-    const uint8_t *p; size_t n, off;
-    frame_t *st; size_t depth, cap;
+    const uint8_t *p;
+    size_t n, off;
+    frame_t *st;
+    size_t depth, cap;
     uint8_t key[CN_REPOS_MAX_PATH];
-    cn_buf_t arena;          /* content hashes of finished children */
+    cn_buf_t arena; /* content hashes of finished children */
 } verifier_t;
 
 static cn_err_t next_node(verifier_t *v, const uint8_t **enc, size_t *len)
@@ -189,7 +191,10 @@ cn_err_t cn_repos_tree_proof_verify(const uint8_t *p, size_t n, const cn_digest_
     if ((err = next_node(v, &enc, &len)))
         goto out;
     cn_repos_node_hash(enc, len, &d);
-    if (!cn_ct_equal(d.b, revision_root->b, CN_DIGEST_LEN)) { err = CN_E_DIGEST_MISMATCH; goto out; }
+    if (!cn_ct_equal(d.b, revision_root->b, CN_DIGEST_LEN)) {
+        err = CN_E_DIGEST_MISMATCH;
+        goto out;
+    }
     if ((err = push(v, enc, len, true)))
         goto out;
     root_live = v->st[0].nd.live;
@@ -203,14 +208,18 @@ cn_err_t cn_repos_tree_proof_verify(const uint8_t *p, size_t n, const cn_digest_
             if ((err = next_node(v, &enc, &len)))
                 goto out;
             cn_repos_node_hash(enc, len, &d);
-            if (!cn_ct_equal(d.b, c.hash.b, CN_DIGEST_LEN)) { err = CN_E_DIGEST_MISMATCH; goto out; }
+            if (!cn_ct_equal(d.b, c.hash.b, CN_DIGEST_LEN)) {
+                err = CN_E_DIGEST_MISMATCH;
+                goto out;
+            }
             if ((err = push(v, enc, len, false)))
                 goto out;
-            f = &v->st[v->depth - 2];                /* push may have moved the stack */
+            f = &v->st[v->depth - 2]; /* push may have moved the stack */
             const cn_repos_node_t *cn = &v->st[v->depth - 1].nd;
             if (cn->prefix[0] != c.byte || cn->entries != c.entries || cn->live != c.live ||
                 cn->highest != c.highest ||
-                (first && f->nd.entry_state == CN_REPOS_NONE && !bound_ok(f->nd.lo, f->nd.lo_len, cn, true)) ||
+                (first && f->nd.entry_state == CN_REPOS_NONE &&
+                 !bound_ok(f->nd.lo, f->nd.lo_len, cn, true)) ||
                 (last && !bound_ok(f->nd.hi, f->nd.hi_len, cn, false))) {
                 err = CN_E_INVALID;
                 goto out;
@@ -234,7 +243,7 @@ cn_err_t cn_repos_tree_proof_verify(const uint8_t *p, size_t n, const cn_digest_
             v->st[v->depth - 1].live_kids++;
         }
     }
-    err = v->off == v->n ? CN_OK : CN_E_INVALID;    /* no surplus nodes */
+    err = v->off == v->n ? CN_OK : CN_E_INVALID; /* no surplus nodes */
     if (!err && live)
         *live = root_live;
 out:

@@ -35,55 +35,58 @@ static cn_err_t repos_instance_init(cn_meta_txn_t *txn, void *arg)
     uint8_t inc[16];
     cn_err_t err = cn_random_bytes(inc, sizeof inc);
     if (err >= 0)
-        err = cn_meta_execf(txn, "INSERT INTO repos_instance (id, incarnation) VALUES (1, ?)",
-                            "b", CN__ARG_ID(inc));
+        err = cn_meta_execf(txn, "INSERT INTO repos_instance (id, incarnation) VALUES (1, ?)", "b",
+                            CN__ARG_ID(inc));
     return err < 0 ? err : CN_OK;
 }
 
 static const cn_meta_migration_t cn_repos_migrations[] = {
-    {1,
-     "CREATE TABLE repos_repo (id BLOB PRIMARY KEY, name BLOB NOT NULL UNIQUE,"
-     " incarnation BLOB NOT NULL, main_branch BLOB NOT NULL, head BIGINT NOT NULL,"
-     " created_ms BIGINT NOT NULL, compression BIGINT NOT NULL);"
-     "CREATE TABLE repos_branch (repo BLOB NOT NULL, id BLOB NOT NULL, name BLOB NOT NULL,"
-     " head BIGINT NOT NULL, PRIMARY KEY (repo, id));"
-     "CREATE TABLE repos_object (repo BLOB NOT NULL, kind BIGINT NOT NULL, id BLOB NOT NULL,"
-     " blob BLOB NOT NULL, len BIGINT NOT NULL, fsize BIGINT NOT NULL,"
-     " PRIMARY KEY (repo, kind, id));"
-     "CREATE INDEX repos_object_blob ON repos_object (blob);"
-     "CREATE TABLE repos_commit (repo BLOB NOT NULL, change BIGINT NOT NULL,"
-     " branch BLOB NOT NULL, commit_id BLOB NOT NULL, parent BIGINT NOT NULL,"
-     " changeset BLOB NOT NULL, author BLOB NOT NULL, message BLOB NOT NULL,"
-     " time_ms BIGINT NOT NULL, content_root BLOB NOT NULL, revision_root BLOB NOT NULL,"
-     " PRIMARY KEY (repo, change));"
-     "CREATE INDEX repos_commit_branch ON repos_commit (repo, branch, change);"
-     "CREATE TABLE repos_root (repo BLOB PRIMARY KEY, content_root BLOB NOT NULL,"
-     " revision_root BLOB NOT NULL);"
-     "CREATE TABLE repos_tree_node (repo BLOB NOT NULL, hash BLOB NOT NULL, enc BLOB NOT NULL,"
-     " aux BLOB NOT NULL, PRIMARY KEY (repo, hash));"
-     "CREATE TABLE repos_fold (repo BLOB NOT NULL, branch BLOB NOT NULL, path BLOB NOT NULL,"
-     " fold BLOB NOT NULL, PRIMARY KEY (repo, branch, path));"
-     "CREATE INDEX repos_fold_fold ON repos_fold (repo, branch, fold);"
-     "CREATE TABLE repos_event (repo BLOB NOT NULL, branch BLOB NOT NULL, path BLOB NOT NULL,"
-     " change BIGINT NOT NULL, event BIGINT NOT NULL, from_path BLOB,"
-     " PRIMARY KEY (repo, branch, path, change));"
-     "CREATE INDEX repos_event_change ON repos_event (repo, branch, change);"
-     "CREATE TABLE repos_operation (repo BLOB NOT NULL, op BLOB NOT NULL, kind BIGINT NOT NULL,"
-     " fingerprint BLOB NOT NULL, workspace BLOB NOT NULL, outcome BLOB NOT NULL,"
-     " created_ms BIGINT NOT NULL, PRIMARY KEY (repo, op));"
-     "CREATE TABLE repos_intent (repo BLOB NOT NULL, intent BLOB NOT NULL,"
-     " workspace BLOB NOT NULL, created_ms BIGINT NOT NULL, PRIMARY KEY (repo, intent));"
-     "CREATE TABLE repos_pin (repo BLOB NOT NULL, intent BLOB NOT NULL, kind BIGINT NOT NULL,"
-     " id BLOB NOT NULL, PRIMARY KEY (repo, intent, kind, id));"
-     "CREATE TABLE repos_note (repo BLOB NOT NULL, change BIGINT NOT NULL,"
-     " revision BIGINT NOT NULL, author BLOB NOT NULL, edited_ms BIGINT NOT NULL,"
-     " text BLOB NOT NULL, PRIMARY KEY (repo, change, revision))",
-     NULL, NULL},
-    {2, "CREATE TABLE repos_instance (id BIGINT PRIMARY KEY, incarnation BLOB NOT NULL)",
-     repos_instance_init, NULL},
+    { 1,
+      "CREATE TABLE repos_repo (id BLOB PRIMARY KEY, name BLOB NOT NULL UNIQUE,"
+      " incarnation BLOB NOT NULL, main_branch BLOB NOT NULL, head BIGINT NOT NULL,"
+      " created_ms BIGINT NOT NULL, compression BIGINT NOT NULL);"
+      "CREATE TABLE repos_branch (repo BLOB NOT NULL, id BLOB NOT NULL, name BLOB NOT NULL,"
+      " head BIGINT NOT NULL, PRIMARY KEY (repo, id));"
+      "CREATE TABLE repos_object (repo BLOB NOT NULL, kind BIGINT NOT NULL, id BLOB NOT NULL,"
+      " blob BLOB NOT NULL, len BIGINT NOT NULL, fsize BIGINT NOT NULL,"
+      " PRIMARY KEY (repo, kind, id));"
+      "CREATE INDEX repos_object_blob ON repos_object (blob);"
+      "CREATE TABLE repos_commit (repo BLOB NOT NULL, change BIGINT NOT NULL,"
+      " branch BLOB NOT NULL, commit_id BLOB NOT NULL, parent BIGINT NOT NULL,"
+      " changeset BLOB NOT NULL, author BLOB NOT NULL, message BLOB NOT NULL,"
+      " time_ms BIGINT NOT NULL, content_root BLOB NOT NULL, revision_root BLOB NOT NULL,"
+      " PRIMARY KEY (repo, change));"
+      "CREATE INDEX repos_commit_branch ON repos_commit (repo, branch, change);"
+      "CREATE TABLE repos_root (repo BLOB PRIMARY KEY, content_root BLOB NOT NULL,"
+      " revision_root BLOB NOT NULL);"
+      "CREATE TABLE repos_tree_node (repo BLOB NOT NULL, hash BLOB NOT NULL, enc BLOB NOT NULL,"
+      " aux BLOB NOT NULL, PRIMARY KEY (repo, hash));"
+      "CREATE TABLE repos_fold (repo BLOB NOT NULL, branch BLOB NOT NULL, path BLOB NOT NULL,"
+      " fold BLOB NOT NULL, PRIMARY KEY (repo, branch, path));"
+      "CREATE INDEX repos_fold_fold ON repos_fold (repo, branch, fold);"
+      "CREATE TABLE repos_event (repo BLOB NOT NULL, branch BLOB NOT NULL, path BLOB NOT NULL,"
+      " change BIGINT NOT NULL, event BIGINT NOT NULL, from_path BLOB,"
+      " PRIMARY KEY (repo, branch, path, change));"
+      "CREATE INDEX repos_event_change ON repos_event (repo, branch, change);"
+      "CREATE TABLE repos_operation (repo BLOB NOT NULL, op BLOB NOT NULL, kind BIGINT NOT NULL,"
+      " fingerprint BLOB NOT NULL, workspace BLOB NOT NULL, outcome BLOB NOT NULL,"
+      " created_ms BIGINT NOT NULL, PRIMARY KEY (repo, op));"
+      "CREATE TABLE repos_intent (repo BLOB NOT NULL, intent BLOB NOT NULL,"
+      " workspace BLOB NOT NULL, created_ms BIGINT NOT NULL, PRIMARY KEY (repo, intent));"
+      "CREATE TABLE repos_pin (repo BLOB NOT NULL, intent BLOB NOT NULL, kind BIGINT NOT NULL,"
+      " id BLOB NOT NULL, PRIMARY KEY (repo, intent, kind, id));"
+      "CREATE TABLE repos_note (repo BLOB NOT NULL, change BIGINT NOT NULL,"
+      " revision BIGINT NOT NULL, author BLOB NOT NULL, edited_ms BIGINT NOT NULL,"
+      " text BLOB NOT NULL, PRIMARY KEY (repo, change, revision))",
+      NULL, NULL },
+    { 2, "CREATE TABLE repos_instance (id BIGINT PRIMARY KEY, incarnation BLOB NOT NULL)",
+      repos_instance_init, NULL },
 };
 
-int64_t cn__repos_now_ms(void) { return cn_wall_ms(); }
+int64_t cn__repos_now_ms(void)
+{
+    return cn_wall_ms();
+}
 
 cn_err_t cn__rfail(cn_repos_req_t *rq, cn_err_t err, uint16_t code, const char *fmt, ...)
 {
@@ -100,8 +103,9 @@ const char *cn_repos_code_name(unsigned code)
 {
     switch (code) {
     case CN_REPOS_E_NONE: return "NONE";
-#define CN__REPOS_DETAIL_NAME(name, value) case value: return #name;
-    CN_REPOS_DETAILS(CN__REPOS_DETAIL_NAME)
+#define CN__REPOS_DETAIL_NAME(name, value) \
+    case value: return #name;
+        CN_REPOS_DETAILS(CN__REPOS_DETAIL_NAME)
 #undef CN__REPOS_DETAIL_NAME
     default: return NULL;
     }
@@ -167,8 +171,8 @@ static cn_err_t repo_row(cn_meta_stmt_t *st, cn_repos_info_t *ri)
     return CN_OK;
 }
 
-cn_err_t cn__repo_load(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq,
-                       const uint8_t id[16], int access, cn__repo_t *out)
+cn_err_t cn__repo_load(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t id[16],
+                       int access, cn__repo_t *out)
 {
     cn_meta_stmt_t *st = NULL;
     cn_err_t err = cn_meta_queryf(txn, &st, "SELECT " REPO_COLS " FROM repos_repo WHERE id = ?",
@@ -180,10 +184,8 @@ cn_err_t cn__repo_load(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq,
     else if (err == CN_META_DONE)
         err = CN_E_NOT_FOUND;
     cn_meta_finish(st);
-    if (err == CN_E_NOT_FOUND ||
-        (err >= 0 && !cn__repo_allowed(r, rq, out->info.name, CN__READ)))
-        err = cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_REPOSITORY_NOT_FOUND,
-                        "no such repository");
+    if (err == CN_E_NOT_FOUND || (err >= 0 && !cn__repo_allowed(r, rq, out->info.name, CN__READ)))
+        err = cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_REPOSITORY_NOT_FOUND, "no such repository");
     else if (err >= 0 && access == CN__WRITE && !cn__repo_allowed(r, rq, out->info.name, CN__WRITE))
         err = cn__rfail(rq, CN_E_DENIED, CN_REPOS_E_FORBIDDEN,
                         "writing repository %s is not allowed", out->info.name);
@@ -211,7 +213,7 @@ static cn_err_t repo_run_body(cn_meta_txn_t *txn, void *ctx)
 cn_err_t cn__repo_run(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t id[16], int access,
                       unsigned flags, cn__repo_body_fn body, void *ctx)
 {
-    repo_run_t rr = {r, rq, id, access, body, ctx};
+    repo_run_t rr = { r, rq, id, access, body, ctx };
     return cn_meta_run(r->meta, flags, repo_run_body, &rr);
 }
 
@@ -226,8 +228,8 @@ cn_err_t cn__repo_info(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t id[16], 
                        cn_repos_info_t *out)
 {
     cn_repos_info_t info;
-    cn_err_t err = cn__repo_run(r, rq, id, access, CN_META_RUN_READ | CN_META_RETRY, info_body,
-                                &info);
+    cn_err_t err =
+        cn__repo_run(r, rq, id, access, CN_META_RUN_READ | CN_META_RETRY, info_body, &info);
     if (err >= 0)
         *out = info;
     return err;
@@ -237,9 +239,10 @@ cn_err_t cn__branch_head(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t r
                          const uint8_t branch[16], uint64_t *head, char *name, size_t cap)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT head, name FROM repos_branch"
-                                            " WHERE repo = ? AND id = ?", "bb",
-                                  CN__ARG_ID(repo), CN__ARG_ID(branch));
+    cn_err_t err = cn_meta_queryf(txn, &st,
+                                  "SELECT head, name FROM repos_branch"
+                                  " WHERE repo = ? AND id = ?",
+                                  "bb", CN__ARG_ID(repo), CN__ARG_ID(branch));
     if (err >= 0)
         err = cn_meta_step(st);
     if (err == CN_META_ROW) {
@@ -278,15 +281,18 @@ cn_err_t cn__snapshot_root(cn_meta_txn_t *txn, const uint8_t repo[16], const uin
                            uint64_t change, cn_digest_t *revision, cn_digest_t *content)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st,
+    cn_err_t err = cn_meta_queryf(
+        txn, &st,
         "SELECT revision_root, content_root FROM repos_commit WHERE repo = ? AND branch = ?"
-        " AND change <= ? ORDER BY change DESC LIMIT 1", "bbi", CN__ARG_ID(repo),
-        CN__ARG_ID(branch), (int64_t)change);
+        " AND change <= ? ORDER BY change DESC LIMIT 1",
+        "bbi", CN__ARG_ID(repo), CN__ARG_ID(branch), (int64_t)change);
     if (err >= 0)
         err = roots_row(st, revision, content);
     if (err == CN_META_DONE &&
-        (err = cn_meta_queryf(txn, &st, "SELECT revision_root, content_root FROM repos_root"
-                                        " WHERE repo = ?", "b", CN__ARG_ID(repo))) >= 0)
+        (err = cn_meta_queryf(txn, &st,
+                              "SELECT revision_root, content_root FROM repos_root"
+                              " WHERE repo = ?",
+                              "b", CN__ARG_ID(repo))) >= 0)
         err = roots_row(st, revision, content);
     return err == CN_META_ROW ? CN_OK : err == CN_META_DONE ? CN_E_CORRUPT : err;
 }
@@ -318,25 +324,31 @@ static cn_err_t create_body(cn_meta_txn_t *txn, void *ctx)
     const new_repo_t *nr = ctx;
     const cn_repos_info_t *ri = &nr->info;
     cn_digest_t rev, content;
-    cn_err_t err = cn_meta_execf(txn, "SELECT 1 FROM repos_repo WHERE name = ?", "b", nr->name,
-                                 nr->len);
+    cn_err_t err =
+        cn_meta_execf(txn, "SELECT 1 FROM repos_repo WHERE name = ?", "b", nr->name, nr->len);
     if (err == CN_META_ROW)
         err = CN_E_EXISTS;
     if (err >= 0)
-        err = cn_meta_execf(txn, "INSERT INTO repos_repo (" REPO_COLS ") VALUES (?, ?, ?, ?, 0,"
-                                 " ?, ?)", "bbbbii", CN__ARG_ID(ri->id), nr->name, nr->len,
+        err = cn_meta_execf(txn,
+                            "INSERT INTO repos_repo (" REPO_COLS ") VALUES (?, ?, ?, ?, 0,"
+                            " ?, ?)",
+                            "bbbbii", CN__ARG_ID(ri->id), nr->name, nr->len,
                             CN__ARG_ID(ri->incarnation), CN__ARG_ID(ri->main_branch),
                             ri->created_ms, (int64_t)ri->compression);
     if (err >= 0)
-        err = cn_meta_execf(txn, "INSERT INTO repos_branch (repo, id, name, head)"
-                                 " VALUES (?, ?, ?, 0)", "bbb", CN__ARG_ID(ri->id),
-                            CN__ARG_ID(ri->main_branch), "main", (size_t)4);
+        err = cn_meta_execf(txn,
+                            "INSERT INTO repos_branch (repo, id, name, head)"
+                            " VALUES (?, ?, ?, 0)",
+                            "bbb", CN__ARG_ID(ri->id), CN__ARG_ID(ri->main_branch), "main",
+                            (size_t)4);
     if (err >= 0)
         err = cn__ptree_init_empty(txn, ri->id, &rev, &content);
     if (err >= 0)
-        err = cn_meta_execf(txn, "INSERT INTO repos_root (repo, content_root, revision_root)"
-                                 " VALUES (?, ?, ?)", "bbb", CN__ARG_ID(ri->id),
-                            CN__ARG_DIGEST(&content), CN__ARG_DIGEST(&rev));
+        err = cn_meta_execf(txn,
+                            "INSERT INTO repos_root (repo, content_root, revision_root)"
+                            " VALUES (?, ?, ?)",
+                            "bbb", CN__ARG_ID(ri->id), CN__ARG_DIGEST(&content),
+                            CN__ARG_DIGEST(&rev));
     if (err == CN_E_EXISTS)
         err = cn__rfail(nr->rq, err, CN_REPOS_E_REPOSITORY_EXISTS, "a repository named %s exists",
                         ri->name);
@@ -356,7 +368,7 @@ cn_err_t cn_repos_create(cn_repos_t *r, cn_repos_req_t *rq, const char *name, si
     if (!rq->trusted && !(rq->principal && (rq->principal->perms & CN_PERM_ADMIN)))
         return cn__rfail(rq, CN_E_DENIED, CN_REPOS_E_FORBIDDEN,
                          "creating repositories needs the admin permission");
-    new_repo_t nr = {.rq = rq, .name = name, .len = len};
+    new_repo_t nr = { .rq = rq, .name = name, .len = len };
     cn_repos_info_t *ri = &nr.info;
     memcpy(ri->name, name, len);
     CN_TRY(cn_random_bytes(ri->id, 16));
@@ -403,12 +415,11 @@ cn_err_t cn_repos_info_by_name(cn_repos_t *r, cn_repos_req_t *rq, const char *na
                                cn_repos_info_t *out)
 {
     cn_err_t err = CN_E_NOT_FOUND;
-    repo_name_t rn = {name, len, out};
+    repo_name_t rn = { name, len, out };
     if (name_ok(name, len))
         err = cn_meta_run(r->meta, CN_META_RUN_READ | CN_META_RETRY, by_name_body, &rn);
     if (err == CN_E_NOT_FOUND || (err >= 0 && !cn__repo_allowed(r, rq, out->name, CN__READ)))
-        err = cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_REPOSITORY_NOT_FOUND,
-                        "no such repository");
+        err = cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_REPOSITORY_NOT_FOUND, "no such repository");
     return err;
 }
 
@@ -429,9 +440,11 @@ static cn_err_t list_body(cn_meta_txn_t *txn, void *ctx)
     repo_page_t *pg = ctx;
     cn_meta_stmt_t *st = NULL;
     uint32_t n = 0;
-    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT " REPO_COLS " FROM repos_repo WHERE name > ?"
-                                            " ORDER BY name", "b", pg->after ? pg->after : "",
-                                  pg->after ? strlen(pg->after) : 0);
+    cn_err_t err =
+        cn_meta_queryf(txn, &st,
+                       "SELECT " REPO_COLS " FROM repos_repo WHERE name > ?"
+                       " ORDER BY name",
+                       "b", pg->after ? pg->after : "", pg->after ? strlen(pg->after) : 0);
     while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
         cn_repos_info_t ri;
         if ((err = repo_row(st, &ri)) < 0)
@@ -457,7 +470,7 @@ cn_err_t cn_repos_list(cn_repos_t *r, cn_repos_req_t *rq, const char *after, uin
         limit = 1;
     if (limit > CN_REPOS_PAGE_MAX)
         limit = CN_REPOS_PAGE_MAX;
-    repo_page_t pg = {r, rq, after, limit, fn, ctx, false};
+    repo_page_t pg = { r, rq, after, limit, fn, ctx, false };
     cn_err_t err = cn_meta_run(r->meta, CN_META_RUN_READ, list_body, &pg);
     *more = pg.more;
     return err;
@@ -468,8 +481,8 @@ cn_err_t cn_repos_list(cn_repos_t *r, cn_repos_req_t *rq, const char *after, uin
 static cn_err_t scalar(cn_meta_txn_t *txn, const char *sql, const uint8_t *id, int64_t *out)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = id ? cn_meta_queryf(txn, &st, sql, "b", CN__ARG_ID(id))
-                      : cn_meta_queryf(txn, &st, sql, "");
+    cn_err_t err =
+        id ? cn_meta_queryf(txn, &st, sql, "b", CN__ARG_ID(id)) : cn_meta_queryf(txn, &st, sql, "");
     if (err >= 0)
         err = cn_meta_step(st);
     *out = err == CN_META_ROW ? cn_meta_column_int64(st, 0) : 0;
@@ -489,8 +502,8 @@ static cn_err_t usage_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx
 cn_err_t cn_repos_usage(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t id[16], uint64_t *bytes)
 {
     uint64_t used = 0;
-    cn_err_t err = cn__repo_run(r, rq, id, CN__READ, CN_META_RUN_READ | CN_META_RETRY, usage_body,
-                                &used);
+    cn_err_t err =
+        cn__repo_run(r, rq, id, CN__READ, CN_META_RUN_READ | CN_META_RETRY, usage_body, &used);
     if (err >= 0)
         *bytes = used;
     return err;
@@ -512,13 +525,13 @@ static cn_err_t instance_body(cn_meta_txn_t *txn, void *ctx)
     instance_page_t *ip = ctx;
     cn_meta_stmt_t *st = NULL;
     int64_t v = 0;
-    static const uint8_t zero[16] = {0};
-    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT incarnation FROM repos_instance WHERE id = 1",
-                                  "");
+    static const uint8_t zero[16] = { 0 };
+    cn_err_t err =
+        cn_meta_queryf(txn, &st, "SELECT incarnation FROM repos_instance WHERE id = 1", "");
     if (err >= 0) {
         err = cn_meta_step(st);
         err = err == CN_META_ROW && cn__col_fixed(st, 0, ip->out->incarnation, 16) ? CN_OK
-                                                                                  : CN_E_CORRUPT;
+                                                                                   : CN_E_CORRUPT;
         cn_meta_finish(st);
         st = NULL;
     }
@@ -528,9 +541,10 @@ static cn_err_t instance_body(cn_meta_txn_t *txn, void *ctx)
         (err = scalar(txn, "SELECT COALESCE(SUM(len), 0) FROM repos_object", NULL, &v)) >= 0)
         ip->out->used_bytes = (uint64_t)v;
     if (err >= 0)
-        err = cn_meta_queryf(txn, &st, "SELECT " REPO_COLS " FROM repos_repo WHERE id > ?"
-                                       " ORDER BY id LIMIT 129", "b",
-                             CN__ARG_ID(ip->after ? ip->after : zero));
+        err = cn_meta_queryf(txn, &st,
+                             "SELECT " REPO_COLS " FROM repos_repo WHERE id > ?"
+                             " ORDER BY id LIMIT 129",
+                             "b", CN__ARG_ID(ip->after ? ip->after : zero));
     for (uint32_t n = 0; err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW; n++) {
         cn_repos_info_t ri;
         if ((err = repo_row(st, &ri)) < 0)
@@ -558,7 +572,7 @@ cn_err_t cn_repos_instance_status(cn_repos_t *r, cn_repos_req_t *rq, const uint8
     if (!rq->trusted && !(rq->principal && (rq->principal->perms & CN_PERM_ADMIN)))
         return cn__rfail(rq, CN_E_DENIED, CN_REPOS_E_FORBIDDEN,
                          "instance status needs the admin permission");
-    instance_page_t ip = {after, out, fn, ctx, false, next};
+    instance_page_t ip = { after, out, fn, ctx, false, next };
     cn_err_t err = cn_meta_run(r->meta, CN_META_RUN_READ, instance_body, &ip);
     *has_next = ip.has_next;
     return err;
@@ -572,9 +586,10 @@ cn_err_t cn__object_find(cn_meta_txn_t *txn, const uint8_t repo[16], uint8_t kin
     *found = false;
     cn_meta_stmt_t *st = NULL;
     cn_digest_t b;
-    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT blob, len, fsize FROM repos_object"
-                                            " WHERE repo = ? AND kind = ? AND id = ?", "bib",
-                                  CN__ARG_ID(repo), (int64_t)kind, CN__ARG_DIGEST(id));
+    cn_err_t err = cn_meta_queryf(txn, &st,
+                                  "SELECT blob, len, fsize FROM repos_object"
+                                  " WHERE repo = ? AND kind = ? AND id = ?",
+                                  "bib", CN__ARG_ID(repo), (int64_t)kind, CN__ARG_DIGEST(id));
     if (err >= 0)
         err = cn_meta_step(st);
     if (err == CN_META_ROW && !cn__col_fixed(st, 0, b.b, CN_DIGEST_LEN))
@@ -643,7 +658,7 @@ static cn_err_t are_live_body(cn_meta_txn_t *txn, void *ctx)
 static cn_err_t repos_are_live(void *ctx, const cn_digest_t *d, size_t n, bool *live)
 {
     cn_repos_t *r = ctx;
-    digest_liveness_t dl = {d, n, live};
+    digest_liveness_t dl = { d, n, live };
     return cn_meta_run(r->meta, CN_META_RUN_READ | CN_META_RETRY, are_live_body, &dl);
 }
 

@@ -28,23 +28,28 @@
 
 /* The tables, their columns and column types (I integer, B blob, b nullable
  * blob).  Table 0 is the repository row, keyed by id; the rest by repo. */
-typedef struct bk_table { const char *name, *cols, *types; } bk_table_t;
+typedef struct bk_table {
+    const char *name, *cols, *types;
+} bk_table_t;
 static const bk_table_t tables[] = {
-    {"repos_repo", "id, name, incarnation, main_branch, head, created_ms, compression", "BBBBIII"},
-    {"repos_branch", "repo, id, name, head", "BBBI"},
-    {"repos_object", "repo, kind, id, blob, len, fsize", "BIBBII"},
-    {"repos_commit", "repo, change, branch, commit_id, parent, changeset, author, message,"
-                     " time_ms, content_root, revision_root", "BIBBIBBBIBB"},
-    {"repos_root", "repo, content_root, revision_root", "BBB"},
-    {"repos_tree_node", "repo, hash, enc, aux", "BBBB"},
-    {"repos_fold", "repo, branch, path, fold", "BBBB"},
-    {"repos_event", "repo, branch, path, change, event, from_path", "BBBIIb"},
-    {"repos_operation", "repo, op, kind, fingerprint, workspace, outcome, created_ms", "BBIBBBI"},
-    {"repos_note", "repo, change, revision, author, edited_ms, text", "BIIBIB"},
+    { "repos_repo", "id, name, incarnation, main_branch, head, created_ms, compression",
+      "BBBBIII" },
+    { "repos_branch", "repo, id, name, head", "BBBI" },
+    { "repos_object", "repo, kind, id, blob, len, fsize", "BIBBII" },
+    { "repos_commit",
+      "repo, change, branch, commit_id, parent, changeset, author, message,"
+      " time_ms, content_root, revision_root",
+      "BIBBIBBBIBB" },
+    { "repos_root", "repo, content_root, revision_root", "BBB" },
+    { "repos_tree_node", "repo, hash, enc, aux", "BBBB" },
+    { "repos_fold", "repo, branch, path, fold", "BBBB" },
+    { "repos_event", "repo, branch, path, change, event, from_path", "BBBIIb" },
+    { "repos_operation", "repo, op, kind, fingerprint, workspace, outcome, created_ms", "BBIBBBI" },
+    { "repos_note", "repo, change, revision, author, edited_ms, text", "BIIBIB" },
 };
 #define NTABLES (sizeof tables / sizeof tables[0])
 /* Tables a restore clears besides those above. */
-static const char *const transient[] = {"repos_intent", "repos_pin"};
+static const char *const transient[] = { "repos_intent", "repos_pin" };
 
 /* ---- output ----------------------------------------------------------------------- */
 typedef struct bk_out {
@@ -60,17 +65,37 @@ static cn_err_t out_write(bk_out_t *o, const void *p, size_t n)
     return cn_write_full(o->fd, p, n);
 }
 
-static void put_u32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> 8 * i); }
-static void put_u64(uint8_t *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> 8 * i); }
-static uint32_t get_u32(const uint8_t *p) { uint32_t v = 0; for (int i = 3; i >= 0; i--) v = v << 8 | p[i]; return v; }
-static uint64_t get_u64(const uint8_t *p) { uint64_t v = 0; for (int i = 7; i >= 0; i--) v = v << 8 | p[i]; return v; }
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> 8 * i);
+}
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> 8 * i);
+}
+static uint32_t get_u32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
 
 /* One row: u8 1 | u32 length | u8 table | per column: I → i64; B → u32 len,
  * bytes; b → u8 present, then as B. */
 static cn_err_t row_out(bk_out_t *o, cn_buf_t *b, uint8_t t, cn_meta_stmt_t *st)
 {
     cn_buf_reset(b);
-    uint8_t hdr[5] = {BK_ROW};
+    uint8_t hdr[5] = { BK_ROW };
     CN_TRY(cn_buf_append(b, hdr, sizeof hdr));
     CN_TRY(cn_buf_append(b, &t, 1));
     for (int c = 0; tables[t].types[c]; c++) {
@@ -117,7 +142,9 @@ static cn_err_t table_out(bk_out_t *o, cn_meta_txn_t *txn, cn_buf_t *b, uint8_t 
     return err < 0 ? err : CN_OK;
 }
 
-typedef struct blob_sink { bk_out_t *o; } blob_sink_t;
+typedef struct blob_sink {
+    bk_out_t *o;
+} blob_sink_t;
 
 static cn_err_t blob_piece(void *ctx, const void *p, size_t n)
 {
@@ -129,9 +156,10 @@ static cn_err_t blobs_out(cn_repos_t *r, bk_out_t *o, cn_meta_txn_t *txn, const 
                           uint64_t *nblobs)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT blob, MIN(kind) FROM repos_object"
-                                            " WHERE repo = ? GROUP BY blob ORDER BY blob", "b",
-                                  CN__ARG_ID(repo));
+    cn_err_t err = cn_meta_queryf(txn, &st,
+                                  "SELECT blob, MIN(kind) FROM repos_object"
+                                  " WHERE repo = ? GROUP BY blob ORDER BY blob",
+                                  "b", CN__ARG_ID(repo));
     while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
         cn_digest_t d;
         if (!cn__col_fixed(st, 0, d.b, CN_DIGEST_LEN)) {
@@ -141,16 +169,16 @@ static cn_err_t blobs_out(cn_repos_t *r, bk_out_t *o, cn_meta_txn_t *txn, const 
         cn_store_stat_t ss;
         if ((err = cn_store_stat(r->store, &d, &ss)) < 0)
             break;
-        uint8_t h[42] = {BK_BLOB, (uint8_t)cn_meta_column_int64(st, 1)};
+        uint8_t h[42] = { BK_BLOB, (uint8_t)cn_meta_column_int64(st, 1) };
         memcpy(h + 2, d.b, 32);
         put_u64(h + 34, ss.len);
         if ((err = out_write(o, h, sizeof h)) < 0)
             break;
-        blob_sink_t bs = {o};
+        blob_sink_t bs = { o };
         cn_digest_t got;
         uint64_t served = 0;
-        if ((err = cn_store_read_range(r->store, &d, 0, ss.len, blob_piece, &bs, &got,
-                                       &served)) < 0)
+        if ((err = cn_store_read_range(r->store, &d, 0, ss.len, blob_piece, &bs, &got, &served)) <
+            0)
             break;
         if (served != ss.len || memcmp(got.b, d.b, 32) != 0) {
             err = CN_E_CORRUPT;
@@ -196,10 +224,10 @@ cn_err_t cn_repos_backup(cn_repos_t *r, const char *name, int fd, cn_repos_backu
     if (!stats)
         stats = &none;
     memset(stats, 0, sizeof *stats);
-    cn_repos_req_t rq = {.trusted = true};
+    cn_repos_req_t rq = { .trusted = true };
     cn_repos_info_t ri;
     CN_TRY(cn_repos_info_by_name(r, &rq, name, strlen(name), &ri));
-    bk_dump_t d = {.r = r, .o = {.fd = fd}, .id = ri.id, .stats = stats};
+    bk_dump_t d = { .r = r, .o = { .fd = fd }, .id = ri.id, .stats = stats };
     cn_blake3_init(&d.o.h);
     cn_err_t err = cn_meta_run(r->meta, CN_META_RUN_READ, backup_body, &d);
     if (err >= 0) {
@@ -233,7 +261,7 @@ static cn_err_t in_read(bk_in_t *in, void *p, size_t n)
     if (got < 0)
         return -errno;
     if ((size_t)got != n)
-        return CN_E_CORRUPT;       /* truncated */
+        return CN_E_CORRUPT; /* truncated */
     cn_blake3_update(&in->h, p, n);
     in->bytes += n;
     return CN_OK;
@@ -348,8 +376,8 @@ static cn_err_t blob_in(cn_repos_t *r, bk_in_t *in, uint8_t compression, uint64_
     uint64_t len = get_u64(h + 33);
     cn_store_writer_t *w = NULL;
     CN_TRY(cn_store_writer_open(r->store, &d, (int64_t)len, &w));
-    cn_err_t err = cn_store_writer_set_form(w, kind == CN_REPOS_CHUNK && compression
-                                                   ? CN_STORE_LZ4 : CN_STORE_RAW);
+    cn_err_t err = cn_store_writer_set_form(
+        w, kind == CN_REPOS_CHUNK && compression ? CN_STORE_LZ4 : CN_STORE_RAW);
     uint8_t *buf = err >= 0 ? malloc(1u << 20) : NULL;
     if (err >= 0 && !buf)
         err = -ENOMEM;
@@ -364,7 +392,7 @@ static cn_err_t blob_in(cn_repos_t *r, bk_in_t *in, uint8_t compression, uint64_
         cn_store_writer_abort(w);
         return err;
     }
-    err = cn_store_writer_publish(w, NULL, NULL);     /* verifies the digest */
+    err = cn_store_writer_publish(w, NULL, NULL); /* verifies the digest */
     if (err == CN_E_DIGEST_MISMATCH || err == CN_E_LENGTH_MISMATCH)
         err = CN_E_CORRUPT;
     if (err >= 0)
@@ -415,7 +443,7 @@ static cn_err_t restore_claim(cn_meta_txn_t *txn, const bk_load_t *ld)
     while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
         exists = true;
         if (!cn__col_fixed(st, 0, other, 16) || memcmp(other, ld->id, 16) != 0) {
-            err = CN_E_EXISTS;     /* another repository holds the name */
+            err = CN_E_EXISTS; /* another repository holds the name */
             break;
         }
     }
@@ -449,12 +477,12 @@ static cn_err_t restore_body(cn_meta_txn_t *txn, void *ctx)
         err = CN_E_CORRUPT;
     if (err >= 0) {
         cn_digest_t want, got;
-        cn_blake3_final(&ld->in.h, &want);  /* everything before the digest, tag included */
+        cn_blake3_final(&ld->in.h, &want); /* everything before the digest, tag included */
         if ((err = in_read(&ld->in, got.b, 32)) >= 0 && memcmp(want.b, got.b, 32) != 0)
             err = CN_E_CORRUPT;
         uint8_t extra;
         if (err >= 0 && cn_read_full(ld->in.fd, &extra, 1) != 0)
-            err = CN_E_CORRUPT;        /* trailing bytes */
+            err = CN_E_CORRUPT; /* trailing bytes */
     }
     if (err >= 0)
         memcpy(ld->out->incarnation, ld->inc, 16);
@@ -469,7 +497,7 @@ cn_err_t cn_repos_restore(cn_repos_t *r, int fd, bool replace, cn_repos_info_t *
         stats = &none;
     memset(stats, 0, sizeof *stats);
     memset(out, 0, sizeof *out);
-    bk_load_t ld = {.in = {.fd = fd}, .replace = replace, .out = out, .stats = stats};
+    bk_load_t ld = { .in = { .fd = fd }, .replace = replace, .out = out, .stats = stats };
     cn_blake3_init(&ld.in.h);
     uint8_t hdr[12];
     cn_err_t err = in_read(&ld.in, hdr, sizeof hdr);

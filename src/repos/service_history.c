@@ -43,8 +43,8 @@ typedef struct tree_page {
 } tree_page_t;
 
 cn_err_t cn__snapshot_open(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
-                          const uint8_t branch[16], uint64_t upto, uint64_t at,
-                          cn_digest_t *revision, cn_digest_t *content, cn__ptree_t **t)
+                           const uint8_t branch[16], uint64_t upto, uint64_t at,
+                           cn_digest_t *revision, cn_digest_t *content, cn__ptree_t **t)
 {
     uint64_t head = 0;
     cn_err_t err = cn__branch_head(txn, rq, repo, branch, &head, NULL, 0);
@@ -66,17 +66,17 @@ static cn_err_t tree_page_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void 
     cn__ptree_t *t = NULL;
     (void)repo;
     cn_err_t err = cn__snapshot_open(txn, tp->rq, q->repo, q->branch, q->change, q->change,
-                                    &tp->revision, &tp->content, &t);
+                                     &tp->revision, &tp->content, &t);
     if (err >= 0)
         err = cn__ptree_page(t, q->prefix, q->prefix_len, q->after, q->after_len,
-                            clamp_limit(q->limit), tp->fn, tp->ctx, &tp->more);
+                             clamp_limit(q->limit), tp->fn, tp->ctx, &tp->more);
     cn__ptree_free(t);
     return err;
 }
 
 cn_err_t cn_repos_tree_page(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_page_q_t *q,
-                            cn_repos_tree_fn fn, void *ctx, bool *more,
-                            cn_digest_t *content_root, cn_digest_t *revision_root)
+                            cn_repos_tree_fn fn, void *ctx, bool *more, cn_digest_t *content_root,
+                            cn_digest_t *revision_root)
 {
     *more = false;
     if (q->prefix_len && cn_repos_path_check(q->prefix, q->prefix_len) < 0)
@@ -85,7 +85,7 @@ cn_err_t cn_repos_tree_page(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_pa
     if (q->after && cn_repos_path_check(q->after, q->after_len) < 0)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "the cursor is not a canonical path");
-    tree_page_t tp = {rq, q, fn, ctx, false, {{0}}, {{0}}};
+    tree_page_t tp = { rq, q, fn, ctx, false, { { 0 } }, { { 0 } } };
     cn_err_t err = cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ, tree_page_body, &tp);
     *more = tp.more;
     if (err >= 0) {
@@ -127,23 +127,25 @@ static cn_err_t log_query(cn_meta_txn_t *txn, const log_page_t *lp, cn_meta_stmt
     uint8_t *lo = NULL, *hi = NULL;
     cn_err_t err = CN_OK;
     if (!q->path)
-        err = cn_meta_queryf(txn, st, "SELECT change, commit_id, parent, author, message, time_ms"
-                                      " FROM repos_commit WHERE repo = ? AND branch = ?"
-                                      " AND change < ? ORDER BY change DESC LIMIT ?", "bbii",
-                             CN__ARG_ID(q->repo), CN__ARG_ID(q->branch), (int64_t)before,
+        err = cn_meta_queryf(txn, st,
+                             "SELECT change, commit_id, parent, author, message, time_ms"
+                             " FROM repos_commit WHERE repo = ? AND branch = ?"
+                             " AND change < ? ORDER BY change DESC LIMIT ?",
+                             "bbii", CN__ARG_ID(q->repo), CN__ARG_ID(q->branch), (int64_t)before,
                              (int64_t)clamp_limit(q->limit));
     else if ((err = under_bounds(q->path, q->path_len, &lo, &hi)) >= 0)
         /* Without after path, before is exclusive: no row has change = -1. */
-        err = cn_meta_queryf(txn, st,
+        err = cn_meta_queryf(
+            txn, st,
             "SELECT e.change, c.commit_id, c.parent, c.author, c.message, c.time_ms, e.path,"
             " e.event, e.from_path FROM repos_event e JOIN repos_commit c"
             " ON c.repo = e.repo AND c.change = e.change"
             " WHERE e.repo = ? AND e.branch = ? AND (e.path = ? OR (e.path >= ? AND e.path < ?))"
             " AND (e.change < ? OR (e.change = ? AND e.path > ?))"
-            " ORDER BY e.change DESC, e.path ASC LIMIT ?", "bbbbbiibi", CN__ARG_ID(q->repo),
-            CN__ARG_ID(q->branch), (const void *)q->path, q->path_len, (const void *)lo,
-            q->path_len + 1, (const void *)hi, q->path_len + 1, (int64_t)before,
-            q->after_path ? (int64_t)before : (int64_t)-1,
+            " ORDER BY e.change DESC, e.path ASC LIMIT ?",
+            "bbbbbiibi", CN__ARG_ID(q->repo), CN__ARG_ID(q->branch), (const void *)q->path,
+            q->path_len, (const void *)lo, q->path_len + 1, (const void *)hi, q->path_len + 1,
+            (int64_t)before, q->after_path ? (int64_t)before : (int64_t)-1,
             (const void *)(q->after_path ? q->after_path : (const uint8_t *)""),
             q->after_path ? q->after_len : 0, (int64_t)clamp_limit(q->limit));
     free(lo);
@@ -195,10 +197,10 @@ cn_err_t cn_repos_log(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_log_q_t 
 {
     if (q->path && cn_repos_path_check(q->path, q->path_len) < 0)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "the path is not canonical");
-    if (q->after_path && (!q->path || !q->has_before ||
-                          cn_repos_path_check(q->after_path, q->after_len) < 0))
+    if (q->after_path &&
+        (!q->path || !q->has_before || cn_repos_path_check(q->after_path, q->after_len) < 0))
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "after path needs a path query and before");
-    log_page_t lp = {.rq = rq, .q = q, .fn = fn, .ctx = ctx};
+    log_page_t lp = { .rq = rq, .q = q, .fn = fn, .ctx = ctx };
     return cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ, log_body, &lp);
 }

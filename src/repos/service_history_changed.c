@@ -35,13 +35,14 @@ static cn_err_t changed_query(cn_meta_txn_t *txn, const changed_page_t *cp, cn_m
         }
         plo[pn] = '/';
         phi[pn] = '0';
-        err = cn_meta_queryf(txn, st,
+        err = cn_meta_queryf(
+            txn, st,
             "SELECT path, MAX(change) FROM repos_event WHERE repo = ? AND branch = ?"
             " AND change > ? AND change <= ? AND path > ?"
             " AND (? = 0 OR path = ? OR (path >= ? AND path < ?))"
-            " GROUP BY path ORDER BY path LIMIT ?", "bbiibibbbi", CN__ARG_ID(q->repo),
-            CN__ARG_ID(q->branch), (int64_t)cp->lo, (int64_t)cp->hi,
-            (const void *)(q->after ? q->after : (const uint8_t *)""),
+            " GROUP BY path ORDER BY path LIMIT ?",
+            "bbiibibbbi", CN__ARG_ID(q->repo), CN__ARG_ID(q->branch), (int64_t)cp->lo,
+            (int64_t)cp->hi, (const void *)(q->after ? q->after : (const uint8_t *)""),
             q->after ? q->after_len : 0, (int64_t)pn,
             (const void *)(q->prefix ? q->prefix : (const uint8_t *)""), pn, (const void *)plo,
             pn + 1, (const void *)phi, pn + 1, (int64_t)cp->limit + 1);
@@ -59,8 +60,8 @@ static cn_err_t changed_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *c
     cn_meta_stmt_t *st = NULL;
     cn_digest_t rev, content;
     (void)repo;
-    cn_err_t err = cn__snapshot_open(txn, cp->rq, q->repo, q->branch, cp->hi, q->to, &rev,
-                                    &content, &t);
+    cn_err_t err =
+        cn__snapshot_open(txn, cp->rq, q->repo, q->branch, cp->hi, q->to, &rev, &content, &t);
     if (err >= 0)
         err = changed_query(txn, cp, &st);
     for (uint32_t n = 0; err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW; n++) {
@@ -104,7 +105,7 @@ cn_err_t cn_repos_changed_paths(cn_repos_t *r, cn_repos_req_t *rq, const cn_repo
     if (q->after && cn_repos_path_check(q->after, q->after_len) < 0)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "the continuation token is not one this server issued");
-    changed_page_t cp = {rq, q, 0, 0, 0, fn, ctx, false};
+    changed_page_t cp = { rq, q, 0, 0, 0, fn, ctx, false };
     cp.limit = q->limit == 0 ? 1 : q->limit > CN_REPOS_PAGE_MAX ? CN_REPOS_PAGE_MAX : q->limit;
     cp.lo = q->from < q->to ? q->from : q->to;
     cp.hi = q->from < q->to ? q->to : q->from;

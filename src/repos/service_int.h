@@ -22,7 +22,10 @@ struct cn_repos {
     pthread_mutex_t repo_mu[CN__REPO_LOCKS];
 };
 
-enum { CN__READ = 1, CN__WRITE = 2 };
+enum {
+    CN__READ = 1,
+    CN__WRITE = 2
+};
 
 /* A repository row. */
 typedef struct cn__repo {
@@ -36,8 +39,8 @@ cn_err_t cn__rfail(cn_repos_req_t *rq, cn_err_t err, uint16_t code, const char *
 /* Loads repository id inside txn and checks the caller's access (CN__READ /
  * CN__WRITE).  CN_E_NOT_FOUND (REPOSITORY_NOT_FOUND) also for a repository
  * the caller may not read; CN_E_DENIED (FORBIDDEN) for a missing write. */
-cn_err_t cn__repo_load(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq,
-                       const uint8_t id[16], int access, cn__repo_t *out);
+cn_err_t cn__repo_load(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t id[16],
+                       int access, cn__repo_t *out);
 /* A transaction body run on one repository: repo was loaded in txn and the
  * caller's access checked (cn__repo_run).  Returns as a cn_meta_body_fn. */
 typedef cn_err_t (*cn__repo_body_fn)(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx);
@@ -81,12 +84,12 @@ typedef struct cn__ptree cn__ptree_t;
 /* Opens the snapshot whose revision root is root, reading rows through txn
  * (which must outlive every call that reads; cn__ptree_set_txn swaps it). */
 cn_err_t cn__ptree_open(cn_meta_txn_t *txn, const uint8_t repo[16], const cn_digest_t *root,
-                       cn__ptree_t **out);
+                        cn__ptree_t **out);
 void cn__ptree_set_txn(cn__ptree_t *t, cn_meta_txn_t *txn);
 void cn__ptree_free(cn__ptree_t *t);
 /* The entry at path: *found false when the tree never held it. */
 cn_err_t cn__ptree_get(cn__ptree_t *t, const uint8_t *path, size_t n, bool *found,
-                      cn_repos_entry_t *e);
+                       cn_repos_entry_t *e);
 /* Live entries whose key starts with the given bytes. */
 cn_err_t cn__ptree_live_under(cn__ptree_t *t, const uint8_t *prefix, size_t n, uint64_t *live);
 /* Sets the entry at a canonical path (live or tombstone). */
@@ -99,10 +102,12 @@ cn_err_t cn__ptree_store(cn__ptree_t *t, cn_meta_txn_t *wtxn);
  * itself and paths under "prefix/"), strictly after `after` (NULL = none), at
  * most limit; *more when another live entry follows. */
 cn_err_t cn__ptree_page(cn__ptree_t *t, const uint8_t *prefix, size_t plen, const uint8_t *after,
-                       size_t alen, uint32_t limit, cn_repos_tree_fn fn, void *ctx, bool *more);
+                        size_t alen, uint32_t limit, cn_repos_tree_fn fn, void *ctx, bool *more);
 /* Work counters of a tree's life so far: nodes read from metadata and node
  * encodings written. */
-typedef struct cn__ptree_stats { uint64_t nodes_read, nodes_written; } cn__ptree_stats_t;
+typedef struct cn__ptree_stats {
+    uint64_t nodes_read, nodes_written;
+} cn__ptree_stats_t;
 void cn__ptree_stats(const cn__ptree_t *t, cn__ptree_stats_t *out);
 /* cn_repos_submit that also reports the counters of the tree update of its
  * last attempt in *stats ({0, 0} when no tree was opened).  The tree update
@@ -114,11 +119,11 @@ cn_err_t cn__repos_submit_stats(cn_repos_t *r, cn_repos_req_t *rq, const cn_repo
  * CHANGE_NOT_FOUND past the head), or as cn__snapshot_root and
  * cn__ptree_open.  *t is NULL on entry; the caller frees it (cn__ptree_free). */
 cn_err_t cn__snapshot_open(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
-                          const uint8_t branch[16], uint64_t upto, uint64_t at,
-                          cn_digest_t *revision, cn_digest_t *content, cn__ptree_t **t);
+                           const uint8_t branch[16], uint64_t upto, uint64_t at,
+                           cn_digest_t *revision, cn_digest_t *content, cn__ptree_t **t);
 /* Writes the empty snapshot's root row for a new repository. */
 cn_err_t cn__ptree_init_empty(cn_meta_txn_t *wtxn, const uint8_t repo[16], cn_digest_t *revision,
-                             cn_digest_t *content);
+                              cn_digest_t *content);
 
 /* The two arguments ('b': pointer, size_t) cn_meta_execf / cn_meta_queryf
  * take for a 16-byte id and for a digest. */

@@ -28,9 +28,9 @@ static bool blank(const uint8_t *p, size_t n)
 static cn_err_t change_exists(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
                               uint64_t change)
 {
-    cn_err_t err = cn_meta_execf(txn, "SELECT 1 FROM repos_commit WHERE repo = ? AND change = ?",
-                                 "bi", CN__ARG_ID(repo),
-                                 (int64_t)(change > (uint64_t)INT64_MAX ? 0 : change));
+    cn_err_t err =
+        cn_meta_execf(txn, "SELECT 1 FROM repos_commit WHERE repo = ? AND change = ?", "bi",
+                      CN__ARG_ID(repo), (int64_t)(change > (uint64_t)INT64_MAX ? 0 : change));
     if (err == CN_META_DONE)
         err = cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_CHANGE_NOT_FOUND, "no such change");
     return err < 0 ? err : CN_OK;
@@ -79,8 +79,9 @@ static cn_err_t describe_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *
     cn_meta_stmt_t *st = NULL;
     uint32_t last = 0;
     cn_err_t err = change_exists(txn, ne->rq, id, ne->change);
-    if (err >= 0 && (err = cn_meta_queryf(txn, &st, "SELECT COALESCE(MAX(revision), 0) FROM"
-                                                    " repos_note WHERE repo = ? AND change = ?",
+    if (err >= 0 && (err = cn_meta_queryf(txn, &st,
+                                          "SELECT COALESCE(MAX(revision), 0) FROM"
+                                          " repos_note WHERE repo = ? AND change = ?",
                                           "bi", CN__ARG_ID(id), (int64_t)ne->change)) >= 0) {
         err = cn_meta_step(st);
         last = (uint32_t)cn_meta_column_int64(st, 0);
@@ -95,9 +96,10 @@ static cn_err_t describe_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *
     ne->revision = last + 1;
     ne->edited_ms = cn__repos_now_ms();
     if (err >= 0)
-        err = cn_meta_execf(txn, "INSERT INTO repos_note (repo, " NOTE_COLS ") VALUES (?, ?, ?,"
-                                 " ?, ?, ?)", "biibib", CN__ARG_ID(id), (int64_t)ne->change,
-                            (int64_t)ne->revision,
+        err = cn_meta_execf(txn,
+                            "INSERT INTO repos_note (repo, " NOTE_COLS ") VALUES (?, ?, ?,"
+                            " ?, ?, ?)",
+                            "biibib", CN__ARG_ID(id), (int64_t)ne->change, (int64_t)ne->revision,
                             (const void *)(ne->author_len ? ne->author : (const uint8_t *)""),
                             ne->author_len, ne->edited_ms, (const void *)ne->text, ne->text_len);
     return err < 0 ? err : CN_OK;
@@ -116,7 +118,7 @@ cn_err_t cn_repos_describe(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo
     if (author_len > CN_REPOS_MAX_AUTHOR || cn_repos_utf8_check(author, author_len) < 0)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "the author is UTF-8 of at most 256 bytes");
-    note_edit_t ne = {rq, change, expected, author, text, author_len, text_len, 0, 0};
+    note_edit_t ne = { rq, change, expected, author, text, author_len, text_len, 0, 0 };
     CN_TRY(cn__repo_run(r, rq, repo, CN__WRITE, CN_META_RUN_WRITE | CN_META_RETRY, describe_body,
                         &ne));
     out->change = change;
@@ -147,9 +149,11 @@ static cn_err_t notes_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx
     for (uint32_t i = 0; i < nb->n && err >= 0; i++) {
         cn_meta_stmt_t *st = NULL;
         uint64_t c = nb->changes[i];
-        err = cn_meta_queryf(txn, &st, "SELECT " NOTE_COLS " FROM repos_note WHERE repo = ?"
-                                       " AND change = ? ORDER BY revision DESC LIMIT 1", "bi",
-                             CN__ARG_ID(repo->info.id), (int64_t)(c > (uint64_t)INT64_MAX ? 0 : c));
+        err = cn_meta_queryf(txn, &st,
+                             "SELECT " NOTE_COLS " FROM repos_note WHERE repo = ?"
+                             " AND change = ? ORDER BY revision DESC LIMIT 1",
+                             "bi", CN__ARG_ID(repo->info.id),
+                             (int64_t)(c > (uint64_t)INT64_MAX ? 0 : c));
         if (err >= 0)
             err = cn_meta_step(st);
         if (err == CN_META_ROW) {
@@ -173,7 +177,7 @@ cn_err_t cn_repos_notes(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16
         present[i] = false;
         memset(&notes[i], 0, sizeof notes[i]);
     }
-    note_batch_t nb = {changes, n, present, notes};
+    note_batch_t nb = { changes, n, present, notes };
     return cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, notes_body, &nb);
 }
 
@@ -195,10 +199,12 @@ static cn_err_t history_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *c
     cn_meta_stmt_t *st = NULL;
     cn_err_t err = change_exists(txn, np->rq, id, np->change);
     if (err >= 0)
-        err = cn_meta_queryf(txn, &st, "SELECT " NOTE_COLS " FROM repos_note WHERE repo = ?"
-                                       " AND change = ? AND revision > ? ORDER BY revision"
-                                       " LIMIT ?", "biii", CN__ARG_ID(id), (int64_t)np->change,
-                             (int64_t)np->after, (int64_t)np->limit + 1);
+        err = cn_meta_queryf(txn, &st,
+                             "SELECT " NOTE_COLS " FROM repos_note WHERE repo = ?"
+                             " AND change = ? AND revision > ? ORDER BY revision"
+                             " LIMIT ?",
+                             "biii", CN__ARG_ID(id), (int64_t)np->change, (int64_t)np->after,
+                             (int64_t)np->limit + 1);
     for (uint32_t k = 0; err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW; k++) {
         if (k == np->limit) {
             np->more = true;
@@ -218,15 +224,15 @@ static cn_err_t history_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *c
 }
 
 cn_err_t cn_repos_note_history(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
-                               uint64_t change, uint32_t after, uint32_t limit,
-                               cn_repos_note_fn fn, void *ctx, bool *more)
+                               uint64_t change, uint32_t after, uint32_t limit, cn_repos_note_fn fn,
+                               void *ctx, bool *more)
 {
     *more = false;
     if (limit == 0)
         limit = 1;
     if (limit > CN_REPOS_NOTE_REVISIONS_MAX)
         limit = CN_REPOS_NOTE_REVISIONS_MAX;
-    note_page_t np = {rq, change, after, limit, fn, ctx, false};
+    note_page_t np = { rq, change, after, limit, fn, ctx, false };
     cn_err_t err = cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ, history_body, &np);
     *more = np.more;
     return err;

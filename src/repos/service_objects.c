@@ -24,7 +24,11 @@
 #define PUBLISHERS 32
 #define PUBLISH_QUEUE 256
 
-typedef struct put_key { uint8_t kind; cn_digest_t id; uint32_t index; } put_key_t;
+typedef struct put_key {
+    uint8_t kind;
+    cn_digest_t id;
+    uint32_t index;
+} put_key_t;
 
 typedef struct put_item {
     uint8_t kind;
@@ -40,11 +44,11 @@ struct cn_repos_put {
     cn_repos_req_t *rq;
     uint8_t repo[16];
     uint8_t compression;
-    uint32_t count, n;          /* announced, started */
+    uint32_t count, n; /* announced, started */
     uint64_t total;
     put_item_t *items;
-    struct put_key *keys;       /* items sorted by (kind, id, index), for batch lookups */
-    cn_store_writer_t *w;       /* current object */
+    struct put_key *keys; /* items sorted by (kind, id, index), for batch lookups */
+    cn_store_writer_t *w; /* current object */
     cn_blake3_t h;
     uint64_t written;
     /* publisher pool: a ring of (writer, item) waiting to be published */
@@ -52,10 +56,13 @@ struct cn_repos_put {
     pthread_cond_t cv_work, cv_done;
     pthread_t threads[PUBLISHERS];
     unsigned nthreads;
-    struct { cn_store_writer_t *w; uint32_t item; } q[PUBLISH_QUEUE];
+    struct {
+        cn_store_writer_t *w;
+        uint32_t item;
+    } q[PUBLISH_QUEUE];
     unsigned qhead, qlen, busy;
     bool stop;
-    cn_err_t pub_err;           /* first publish failure */
+    cn_err_t pub_err; /* first publish failure */
     uint32_t pub_err_item;
 };
 
@@ -92,7 +99,7 @@ static void *publisher(void *arg)
         p->qhead = (p->qhead + 1) % PUBLISH_QUEUE;
         p->qlen--;
         p->busy++;
-        pthread_cond_broadcast(&p->cv_done);    /* room in the queue */
+        pthread_cond_broadcast(&p->cv_done); /* room in the queue */
         publish_one(p, w, item, true);
         p->busy--;
     }
@@ -190,8 +197,8 @@ cn_err_t cn_repos_put_object(cn_repos_put_t *p, uint8_t kind, const cn_digest_t 
                          "more objects than the batch announced");
     if (!length_ok(kind, length))
         return cn__rfail(p->rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
-                         "object %u: kind %u with length %llu is outside its limits", p->n,
-                         kind, (unsigned long long)length);
+                         "object %u: kind %u with length %llu is outside its limits", p->n, kind,
+                         (unsigned long long)length);
     if (p->total + length > CN_REPOS_BATCH_BYTES_MAX)
         return cn__rfail(p->rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "a batch carries at most 1 GiB");
@@ -281,7 +288,7 @@ static int key_cmp(const void *a, const void *b)
  * its first occurrence (the smallest index sorts first). */
 static bool earlier(const cn_repos_put_t *p, uint32_t before, uint8_t kind, const cn_digest_t *id)
 {
-    put_key_t k = {kind, *id, 0};
+    put_key_t k = { kind, *id, 0 };
     size_t lo = 0, hi = p->count;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
@@ -295,8 +302,8 @@ static bool earlier(const cn_repos_put_t *p, uint32_t before, uint8_t kind, cons
 }
 
 /* A reference to (kind, id) is satisfied by the repository or the batch. */
-static cn_err_t ref_present(cn_repos_put_t *p, cn_meta_txn_t *txn, uint32_t before,
-                            uint8_t kind, const cn_digest_t *id, bool *ok)
+static cn_err_t ref_present(cn_repos_put_t *p, cn_meta_txn_t *txn, uint32_t before, uint8_t kind,
+                            const cn_digest_t *id, bool *ok)
 {
     if (earlier(p, before, kind, id)) {
         *ok = true;
@@ -382,10 +389,12 @@ static cn_err_t insert_body(cn_meta_txn_t *txn, void *ctx)
     cn_err_t err = CN_OK;
     for (uint32_t i = 0; i < p->count && err >= 0; i++) {
         const put_item_t *it = &p->items[i];
-        err = cn_meta_execf(txn, "INSERT INTO repos_object (repo, kind, id, blob, len, fsize)"
-                                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", "bibbii",
-                            CN__ARG_ID(p->repo), (int64_t)it->kind, CN__ARG_DIGEST(&it->id),
-                            CN__ARG_DIGEST(&it->blob), (int64_t)it->length, (int64_t)it->fsize);
+        err =
+            cn_meta_execf(txn,
+                          "INSERT INTO repos_object (repo, kind, id, blob, len, fsize)"
+                          " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                          "bibbii", CN__ARG_ID(p->repo), (int64_t)it->kind, CN__ARG_DIGEST(&it->id),
+                          CN__ARG_DIGEST(&it->blob), (int64_t)it->length, (int64_t)it->fsize);
         if (err >= 0 && pr->stored)
             pr->stored[i] = cn_meta_changes(txn) == 1;
     }
@@ -395,7 +404,7 @@ static cn_err_t insert_body(cn_meta_txn_t *txn, void *ctx)
 cn_err_t cn_repos_put_commit(cn_repos_put_t *p, uint8_t *stored)
 {
     cn_err_t err = CN_OK;
-    put_rows_t pr = {p, stored};
+    put_rows_t pr = { p, stored };
     if (p->w || p->n != p->count) {
         err = cn__rfail(p->rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                         "fewer objects than the batch announced");
@@ -412,7 +421,7 @@ cn_err_t cn_repos_put_commit(cn_repos_put_t *p, uint8_t *stored)
         goto out;
     }
     for (uint32_t i = 0; i < p->count; i++)
-        p->keys[i] = (put_key_t){p->items[i].kind, p->items[i].id, i};
+        p->keys[i] = (put_key_t){ p->items[i].kind, p->items[i].id, i };
     qsort(p->keys, p->count, sizeof *p->keys, key_cmp);
     err = cn_meta_run(p->r->meta, CN_META_RUN_READ | CN_META_RETRY, validate_body, p);
     if (err >= 0)
@@ -472,7 +481,7 @@ cn_err_t cn_repos_presence(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo
 {
     if (n == 0 || n > CN_REPOS_BATCH_MAX)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "a batch holds 1..8192 objects");
-    ref_batch_t rb = {.r = r, .refs = refs, .n = n, .present = present};
+    ref_batch_t rb = { .r = r, .refs = refs, .n = n, .present = present };
     return cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, presence_body,
                         &rb);
 }
@@ -496,9 +505,10 @@ static cn_err_t intent_claim(cn_meta_txn_t *txn, const ref_batch_t *rb, const ui
     if (err == CN_META_ROW)
         err = cn__rfail(rb->rq, CN_E_CONFLICT, CN_REPOS_E_INTENT_FINALIZED,
                         "the intent already has a final outcome");
-    if (err >= 0 && (err = cn_meta_queryf(txn, &st, "SELECT workspace FROM repos_intent"
-                                                    " WHERE repo = ? AND intent = ?", "bb",
-                                          CN__ARG_ID(repo), CN__ARG_ID(rb->intent))) >= 0)
+    if (err >= 0 && (err = cn_meta_queryf(txn, &st,
+                                          "SELECT workspace FROM repos_intent"
+                                          " WHERE repo = ? AND intent = ?",
+                                          "bb", CN__ARG_ID(repo), CN__ARG_ID(rb->intent))) >= 0)
         err = cn_meta_step(st);
     if (err == CN_META_ROW && !cn__col_fixed(st, 0, ws, 16))
         err = CN_E_CORRUPT;
@@ -507,10 +517,11 @@ static cn_err_t intent_claim(cn_meta_txn_t *txn, const ref_batch_t *rb, const ui
                         "the intent belongs to another workspace");
     cn_meta_finish(st);
     if (err == CN_META_DONE)
-        err = cn_meta_execf(txn, "INSERT INTO repos_intent (repo, intent, workspace, created_ms)"
-                                 " VALUES (?, ?, ?, ?)", "bbbi", CN__ARG_ID(repo),
-                            CN__ARG_ID(rb->intent), CN__ARG_ID(rb->workspace),
-                            cn__repos_now_ms());
+        err = cn_meta_execf(txn,
+                            "INSERT INTO repos_intent (repo, intent, workspace, created_ms)"
+                            " VALUES (?, ?, ?, ?)",
+                            "bbbi", CN__ARG_ID(repo), CN__ARG_ID(rb->intent),
+                            CN__ARG_ID(rb->workspace), cn__repos_now_ms());
     return err < 0 ? err : CN_OK;
 }
 
@@ -520,10 +531,11 @@ static cn_err_t pin_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
     const uint8_t *id = repo->info.id;
     cn_err_t err = intent_claim(txn, rb, id);
     for (uint32_t i = 0; i < rb->n && err >= 0; i++)
-        err = cn_meta_execf(txn, "INSERT INTO repos_pin (repo, intent, kind, id)"
-                                 " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", "bbib",
-                            CN__ARG_ID(id), CN__ARG_ID(rb->intent), (int64_t)rb->refs[i].kind,
-                            CN__ARG_DIGEST(&rb->refs[i].id));
+        err = cn_meta_execf(txn,
+                            "INSERT INTO repos_pin (repo, intent, kind, id)"
+                            " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                            "bbib", CN__ARG_ID(id), CN__ARG_ID(rb->intent),
+                            (int64_t)rb->refs[i].kind, CN__ARG_DIGEST(&rb->refs[i].id));
     if (err >= 0)
         err = presence_in(rb->r, txn, id, rb->refs, rb->n, rb->present);
     return err;
@@ -542,7 +554,7 @@ cn_err_t cn_repos_pin(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
         if (refs[i].kind < CN_REPOS_CHUNK || refs[i].kind > CN_REPOS_CHANGESET)
             return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                              "pins name chunks, manifests and change sets");
-    ref_batch_t rb = {r, rq, workspace, intent, refs, n, present, NULL};
+    ref_batch_t rb = { r, rq, workspace, intent, refs, n, present, NULL };
     return cn__repo_run(r, rq, repo, CN__WRITE, CN_META_RUN_WRITE | CN_META_RETRY, pin_body, &rb);
 }
 
@@ -566,7 +578,7 @@ cn_err_t cn_repos_get_lookup(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t re
 {
     if (n == 0 || n > CN_REPOS_BATCH_MAX)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "a batch holds 1..8192 objects");
-    ref_batch_t rb = {.r = r, .refs = refs, .n = n, .out = out};
+    ref_batch_t rb = { .r = r, .refs = refs, .n = n, .out = out };
     return cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, lookup_body, &rb);
 }
 

@@ -103,7 +103,7 @@ static cn_err_t outcome_decode(const uint8_t *p, size_t n, const uint8_t op[16],
     size_t rest = cn_rd_left(&r);
     CN_TRY(cn_buf_append(&o->paths, p + r.off, rest));
     return (o->outcome == CN_REPOS_ACCEPTED || o->outcome == CN_REPOS_REJECTED) ? CN_OK
-                                                                                 : CN_E_CORRUPT;
+                                                                                : CN_E_CORRUPT;
 }
 
 /* The recorded operation: *found, and when found its fingerprint matches or
@@ -113,9 +113,10 @@ static cn_err_t op_lookup(cn_meta_txn_t *txn, const uint8_t repo[16], const uint
 {
     *found = false;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT fingerprint, outcome FROM repos_operation"
-                                            " WHERE repo = ? AND op = ?", "bb", CN__ARG_ID(repo),
-                                  CN__ARG_ID(op));
+    cn_err_t err = cn_meta_queryf(txn, &st,
+                                  "SELECT fingerprint, outcome FROM repos_operation"
+                                  " WHERE repo = ? AND op = ?",
+                                  "bb", CN__ARG_ID(repo), CN__ARG_ID(op));
     if (err >= 0)
         err = cn_meta_step(st);
     if (err == CN_META_ROW) {
@@ -153,15 +154,20 @@ cn_err_t cn_repos_operation_outcome(cn_repos_t *r, cn_repos_req_t *rq, const uin
                                     cn_repos_outcome_t *out)
 {
     memset(out, 0, sizeof *out);
-    operation_query_t oq = {operation, false, out};
-    cn_err_t err = cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY,
-                                outcome_body, &oq);
+    operation_query_t oq = { operation, false, out };
+    cn_err_t err =
+        cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, outcome_body, &oq);
     *known = err >= 0 && oq.known;
     return err;
 }
 
 /* ---- the plan ---------------------------------------------------------------------- */
-typedef struct removed { const uint8_t *p; size_t n; uint8_t *fold; size_t fn; } removed_t;
+typedef struct removed {
+    const uint8_t *p;
+    size_t n;
+    uint8_t *fold;
+    size_t fn;
+} removed_t;
 
 typedef struct plan {
     cn_repos_t *r;
@@ -169,17 +175,17 @@ typedef struct plan {
     const cn_repos_submit_t *s;
     cn_digest_t fp;
     cn__repo_t repo;
-    uint64_t head;              /* branch head planned against */
+    uint64_t head; /* branch head planned against */
     uint64_t repo_head;
-    uint64_t change;            /* the change number to assign */
-    const uint8_t *map;         /* the change set's bytes */
+    uint64_t change;    /* the change number to assign */
+    const uint8_t *map; /* the change set's bytes */
     size_t map_len;
     cn_repos_changeset_t cs;
     cn__ptree_t *tree;
-    removed_t *rm;              /* deletes and move sources */
+    removed_t *rm; /* deletes and move sources */
     size_t nrm;
     cn_repos_outcome_t out;
-    cn_buf_t commit;            /* commit encoding when accepted */
+    cn_buf_t commit; /* commit encoding when accepted */
     cn_digest_t commit_blob;
     /* replay: the operation was already recorded */
     bool replay;
@@ -263,9 +269,10 @@ static cn_err_t fold_count(cn_meta_txn_t *txn, const plan_t *pl, const uint8_t *
                            uint64_t *count)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT COUNT(*) FROM repos_fold WHERE repo = ?"
-                                            " AND branch = ? AND fold = ?", "bbb",
-                                  CN__ARG_ID(pl->s->repo), CN__ARG_ID(pl->s->branch),
+    cn_err_t err = cn_meta_queryf(txn, &st,
+                                  "SELECT COUNT(*) FROM repos_fold WHERE repo = ?"
+                                  " AND branch = ? AND fold = ?",
+                                  "bbb", CN__ARG_ID(pl->s->repo), CN__ARG_ID(pl->s->branch),
                                   (const void *)f, fn);
     if (err >= 0)
         err = cn_meta_step(st);
@@ -297,8 +304,7 @@ static cn_err_t judge(plan_t *pl, cn_meta_txn_t *txn)
             }
         }
         if (pl->out.npaths) {
-            reject(pl, CN_REPOS_E_BASE_CONFLICT,
-                   "submitted paths changed after the expected base");
+            reject(pl, CN_REPOS_E_BASE_CONFLICT, "submitted paths changed after the expected base");
             return CN_OK;
         }
     }
@@ -312,7 +318,8 @@ static cn_err_t judge(plan_t *pl, cn_meta_txn_t *txn)
         CN_TRY(live_at(pl, e.path, e.path_len, &live, &held));
         switch (e.kind) {
         case CN_REPOS_ADD: ok = !live; break;
-        case CN_REPOS_MODIFY: case CN_REPOS_DELETE: ok = live; break;
+        case CN_REPOS_MODIFY:
+        case CN_REPOS_DELETE: ok = live; break;
         case CN_REPOS_MOVE: {
             bool src = false;
             CN_TRY(live_at(pl, e.from, e.from_len, &src, NULL));
@@ -394,8 +401,9 @@ static cn_err_t manifest_size(cn_meta_txn_t *txn, const plan_t *pl, const cn_dig
 {
     bool found = false;
     CN_TRY(cn__object_find(txn, pl->s->repo, CN_REPOS_MANIFEST, m, &found, NULL, NULL, size));
-    return found ? CN_OK : cn__rfail(pl->rq, CN_E_NOT_FOUND, CN_REPOS_E_OBJECT_MISSING,
-                                     "the change set names a manifest the repository lacks");
+    return found ? CN_OK
+                 : cn__rfail(pl->rq, CN_E_NOT_FOUND, CN_REPOS_E_OBJECT_MISSING,
+                             "the change set names a manifest the repository lacks");
 }
 
 static cn_err_t apply(plan_t *pl, cn_meta_txn_t *txn)
@@ -412,7 +420,7 @@ static cn_err_t apply(plan_t *pl, cn_meta_txn_t *txn)
         if (e.kind == CN_REPOS_DELETE || e.kind == CN_REPOS_MOVE) {
             ne.state = CN_REPOS_TOMBSTONE;
             CN_TRY(cn__ptree_put(pl->tree, e.kind == CN_REPOS_DELETE ? e.path : e.from,
-                                e.kind == CN_REPOS_DELETE ? e.path_len : e.from_len, &ne));
+                                 e.kind == CN_REPOS_DELETE ? e.path_len : e.from_len, &ne));
             if (e.kind == CN_REPOS_DELETE)
                 continue;
         }
@@ -429,9 +437,10 @@ static cn_err_t commit_of(cn_meta_txn_t *txn, const uint8_t repo[16], uint64_t c
                           cn_digest_t *id)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT commit_id FROM repos_commit"
-                                            " WHERE repo = ? AND change = ?", "bi",
-                                  CN__ARG_ID(repo), (int64_t)change);
+    cn_err_t err = cn_meta_queryf(txn, &st,
+                                  "SELECT commit_id FROM repos_commit"
+                                  " WHERE repo = ? AND change = ?",
+                                  "bi", CN__ARG_ID(repo), (int64_t)change);
     if (err >= 0)
         err = cn_meta_step(st);
     if (err == CN_META_ROW)
@@ -481,8 +490,8 @@ static cn_err_t plan_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
         goto out;
     }
     cn_digest_t blob;
-    if ((err = cn__object_find(txn, s->repo, CN_REPOS_CHANGESET, &s->changeset, &found, &blob,
-                               NULL, NULL)) < 0)
+    if ((err = cn__object_find(txn, s->repo, CN_REPOS_CHANGESET, &s->changeset, &found, &blob, NULL,
+                               NULL)) < 0)
         goto out;
     if (!found) {
         err = cn__rfail(pl->rq, CN_E_NOT_FOUND, CN_REPOS_E_OBJECT_MISSING,
@@ -497,8 +506,7 @@ static cn_err_t plan_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
     }
     cn_digest_t rev, content;
     if ((err = cn__snapshot_root(txn, s->repo, s->branch, pl->head, &rev, &content)) < 0 ||
-        (err = cn__ptree_open(txn, s->repo, &rev, &pl->tree)) < 0 ||
-        (err = judge(pl, txn)) < 0)
+        (err = cn__ptree_open(txn, s->repo, &rev, &pl->tree)) < 0 || (err = judge(pl, txn)) < 0)
         goto out;
     if (pl->out.outcome == CN_REPOS_REJECTED)
         goto out;
@@ -554,8 +562,8 @@ static cn_err_t publish_commit(plan_t *pl)
 
 /* The path event of one side of change e (the source of a move when side
  * is 1), and the fold row it adds or removes. */
-static cn_err_t record_event(plan_t *pl, cn_meta_txn_t *txn, const cn_repos_change_t *e,
-                             int side, uint8_t *fold)
+static cn_err_t record_event(plan_t *pl, cn_meta_txn_t *txn, const cn_repos_change_t *e, int side,
+                             uint8_t *fold)
 {
     const cn_repos_submit_t *s = pl->s;
     const uint8_t *p = side ? e->from : e->path;
@@ -563,23 +571,26 @@ static cn_err_t record_event(plan_t *pl, cn_meta_txn_t *txn, const cn_repos_chan
     bool moved_here = !side && e->kind == CN_REPOS_MOVE;
     bool gone = side || e->kind == CN_REPOS_DELETE;
     bool born = !side && (e->kind == CN_REPOS_ADD || e->kind == CN_REPOS_MOVE);
-    cn_err_t err = cn_meta_execf(txn, "INSERT INTO repos_event (repo, branch, path, change,"
-                                      " event, from_path) VALUES (?, ?, ?, ?, ?, ?)",
+    cn_err_t err = cn_meta_execf(txn,
+                                 "INSERT INTO repos_event (repo, branch, path, change,"
+                                 " event, from_path) VALUES (?, ?, ?, ?, ?, ?)",
                                  moved_here ? "bbbiib" : "bbbiin", CN__ARG_ID(s->repo),
-                                 CN__ARG_ID(s->branch), (const void *)p, n,
-                                 (int64_t)pl->change, (int64_t)(side ? CN_REPOS_DELETE : e->kind),
-                                 (const void *)e->from, (size_t)e->from_len);
+                                 CN__ARG_ID(s->branch), (const void *)p, n, (int64_t)pl->change,
+                                 (int64_t)(side ? CN_REPOS_DELETE : e->kind), (const void *)e->from,
+                                 (size_t)e->from_len);
     if (err >= 0 && gone)
-        err = cn_meta_execf(txn, "DELETE FROM repos_fold WHERE repo = ? AND branch = ?"
-                                 " AND path = ?", "bbb", CN__ARG_ID(s->repo),
-                            CN__ARG_ID(s->branch), (const void *)p, n);
+        err = cn_meta_execf(txn,
+                            "DELETE FROM repos_fold WHERE repo = ? AND branch = ?"
+                            " AND path = ?",
+                            "bbb", CN__ARG_ID(s->repo), CN__ARG_ID(s->branch), (const void *)p, n);
     long fn = born ? cn_repos_path_fold(p, n, fold, CN_REPOS_MAX_PATH) : 0;
     if (err >= 0 && fn < 0)
         err = CN_E_CORRUPT;
     else if (err >= 0 && born)
-        err = cn_meta_execf(txn, "INSERT INTO repos_fold (repo, branch, path, fold)"
-                                 " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", "bbbb",
-                            CN__ARG_ID(s->repo), CN__ARG_ID(s->branch), (const void *)p, n,
+        err = cn_meta_execf(txn,
+                            "INSERT INTO repos_fold (repo, branch, path, fold)"
+                            " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                            "bbbb", CN__ARG_ID(s->repo), CN__ARG_ID(s->branch), (const void *)p, n,
                             (const void *)fold, (size_t)fn);
     return err < 0 ? err : CN_OK;
 }
@@ -609,30 +620,30 @@ static cn_err_t record_accepted(plan_t *pl, cn_meta_txn_t *txn)
     cn__ptree_set_txn(pl->tree, txn);
     cn_err_t err = cn__ptree_store(pl->tree, txn);
     if (err >= 0)
-        err = cn_meta_execf(txn, "INSERT INTO repos_object (repo, kind, id, blob, len, fsize)"
-                                 " VALUES (?, 4, ?, ?, ?, 0) ON CONFLICT DO NOTHING", "bbbi",
-                            CN__ARG_ID(s->repo), CN__ARG_DIGEST(&pl->out.commit),
+        err = cn_meta_execf(txn,
+                            "INSERT INTO repos_object (repo, kind, id, blob, len, fsize)"
+                            " VALUES (?, 4, ?, ?, ?, 0) ON CONFLICT DO NOTHING",
+                            "bbbi", CN__ARG_ID(s->repo), CN__ARG_DIGEST(&pl->out.commit),
                             CN__ARG_DIGEST(&pl->commit_blob), (int64_t)pl->commit.len);
     if (err >= 0)
         err = cn_repos_commit_parse(pl->commit.data, pl->commit.len, &c);
     if (err >= 0)
-        err = cn_meta_execf(txn, "INSERT INTO repos_commit (repo, change, branch, commit_id,"
-                                 " parent, changeset, author, message, time_ms, content_root,"
-                                 " revision_root) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            "bibbibbbibb", CN__ARG_ID(s->repo), (int64_t)pl->change,
-                            CN__ARG_ID(s->branch), CN__ARG_DIGEST(&pl->out.commit),
-                            (int64_t)pl->head, CN__ARG_DIGEST(&s->changeset),
-                            (const void *)(s->author_len ? s->author : (const uint8_t *)""),
-                            (size_t)s->author_len,
-                            (const void *)(s->message_len ? s->message : (const uint8_t *)""),
-                            (size_t)s->message_len, (int64_t)c.time_ms, CN__ARG_DIGEST(&c.content_root),
-                            CN__ARG_DIGEST(&c.revision_root));
+        err = cn_meta_execf(
+            txn,
+            "INSERT INTO repos_commit (repo, change, branch, commit_id,"
+            " parent, changeset, author, message, time_ms, content_root,"
+            " revision_root) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "bibbibbbibb", CN__ARG_ID(s->repo), (int64_t)pl->change, CN__ARG_ID(s->branch),
+            CN__ARG_DIGEST(&pl->out.commit), (int64_t)pl->head, CN__ARG_DIGEST(&s->changeset),
+            (const void *)(s->author_len ? s->author : (const uint8_t *)""), (size_t)s->author_len,
+            (const void *)(s->message_len ? s->message : (const uint8_t *)""),
+            (size_t)s->message_len, (int64_t)c.time_ms, CN__ARG_DIGEST(&c.content_root),
+            CN__ARG_DIGEST(&c.revision_root));
     if (err >= 0)
         err = record_events(pl, txn);
     if (err >= 0)
         err = cn_meta_execf(txn, "UPDATE repos_branch SET head = ? WHERE repo = ? AND id = ?",
-                            "ibb", (int64_t)pl->change, CN__ARG_ID(s->repo),
-                            CN__ARG_ID(s->branch));
+                            "ibb", (int64_t)pl->change, CN__ARG_ID(s->repo), CN__ARG_ID(s->branch));
     if (err >= 0)
         err = cn_meta_execf(txn, "UPDATE repos_repo SET head = ? WHERE id = ?", "ib",
                             (int64_t)pl->change, CN__ARG_ID(s->repo));
@@ -662,10 +673,11 @@ static cn_err_t record_body(cn_meta_txn_t *txn, void *ctx)
                              memcmp(now.info.incarnation, pl->repo.info.incarnation, 16) != 0);
     if (err >= 0 && !pl->again && pl->out.outcome == CN_REPOS_ACCEPTED)
         err = record_accepted(pl, txn);
-    cn_buf_t rec = {0};
+    cn_buf_t rec = { 0 };
     if (err >= 0 && !pl->again && (err = outcome_encode(&pl->out, &rec)) >= 0)
-        err = cn_meta_execf(txn, "INSERT INTO repos_operation (repo, op, kind, fingerprint,"
-                                 " workspace, outcome, created_ms) VALUES (?, ?, 1, ?, ?, ?, ?)",
+        err = cn_meta_execf(txn,
+                            "INSERT INTO repos_operation (repo, op, kind, fingerprint,"
+                            " workspace, outcome, created_ms) VALUES (?, ?, 1, ?, ?, ?, ?)",
                             "bbbbbi", CN__ARG_ID(s->repo), CN__ARG_ID(s->operation),
                             CN__ARG_DIGEST(&pl->fp), CN__ARG_ID(s->workspace),
                             (const void *)rec.data, rec.len, cn__repos_now_ms());
@@ -698,7 +710,8 @@ cn_err_t cn__repos_submit_stats(cn_repos_t *r, cn_repos_req_t *rq, const cn_repo
     if (stats)
         memset(stats, 0, sizeof *stats);
     if (zero16(s->operation))
-        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "the operation id must be nonzero");
+        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
+                         "the operation id must be nonzero");
     if (s->author_len > CN_REPOS_MAX_AUTHOR || s->message_len > CN_REPOS_MAX_MESSAGE ||
         cn_repos_utf8_check(s->author, s->author_len) < 0 ||
         cn_repos_utf8_check(s->message, s->message_len) < 0)
@@ -713,7 +726,7 @@ cn_err_t cn__repos_submit_stats(cn_repos_t *r, cn_repos_req_t *rq, const cn_repo
     pthread_mutex_t *mu = &r->repo_mu[s->repo[0] % CN__REPO_LOCKS];
     pthread_mutex_lock(mu);
     cn_err_t err = CN_OK;
-    cn__ptree_stats_t st = {0, 0};
+    cn__ptree_stats_t st = { 0, 0 };
     for (int attempt = 0;; attempt++) {
         plan_clear(&pl);
         if ((err = plan(&pl)) < 0 || pl.replay)
@@ -725,8 +738,7 @@ cn_err_t cn__repos_submit_stats(cn_repos_t *r, cn_repos_req_t *rq, const cn_repo
         if ((err = record(&pl)) < 0 || !pl.again)
             break;
         if (attempt + 1 == MAX_ATTEMPTS) {
-            err = cn__rfail(rq, CN_E_BUSY, CN_REPOS_E_BUSY,
-                            "the branch kept moving; submit again");
+            err = cn__rfail(rq, CN_E_BUSY, CN_REPOS_E_BUSY, "the branch kept moving; submit again");
             break;
         }
     }

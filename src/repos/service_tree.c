@@ -28,7 +28,7 @@ typedef struct cn__wnode cn__wnode_t;
 typedef struct cn__wkid {
     uint8_t byte;
     cn__tree_sum_t sum;
-    cn__wnode_t *mem;               /* read or new; NULL = only the summary is known */
+    cn__wnode_t *mem; /* read or new; NULL = only the summary is known */
 } cn__wkid_t;
 
 struct cn__wnode {
@@ -40,12 +40,16 @@ struct cn__wnode {
     uint16_t lo_len, hi_len;
     cn__wkid_t *kids;
     uint16_t nkids, kcap;
-    cn__tree_sum_t sum;             /* current unless dirty */
+    cn__tree_sum_t sum; /* current unless dirty */
     bool dirty;
-    cn__wnode_t *all_next;          /* every node of the view, for freeing */
+    cn__wnode_t *all_next; /* every node of the view, for freeing */
 };
 
-typedef struct cn__newrow { cn_digest_t hash; cn_buf_t enc; cn_buf_t aux; } cn__newrow_t;
+typedef struct cn__newrow {
+    cn_digest_t hash;
+    cn_buf_t enc;
+    cn_buf_t aux;
+} cn__newrow_t;
 
 struct cn__ptree {
     cn_meta_txn_t *txn;
@@ -55,7 +59,7 @@ struct cn__ptree {
     cn__newrow_t *rows;
     size_t nrows, rcap;
     uint64_t nodes_read, nodes_written;
-    cn_buf_t key;                   /* scratch */
+    cn_buf_t key; /* scratch */
 };
 
 /* ---- nodes -------------------------------------------------------------------------- */
@@ -92,7 +96,7 @@ static cn_err_t set_bytes(uint8_t **dst, uint16_t *dlen, const uint8_t *a, size_
 
 static cn_err_t kids_reserve(cn__wnode_t *n, uint16_t want)
 {
-    assert(want <= 256);        /* one child per next byte; more would never end the loop */
+    assert(want <= 256); /* one child per next byte; more would never end the loop */
     if (want <= n->kcap)
         return CN_OK;
     uint16_t cap = n->kcap ? n->kcap : 2;
@@ -160,8 +164,8 @@ static cn_err_t wnode_from_row(cn__ptree_t *t, const uint8_t *enc, size_t elen, 
 static cn_err_t read_node(cn__ptree_t *t, const cn_digest_t *hash, cn__wnode_t **out)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(t->txn,
-        "SELECT enc, aux FROM repos_tree_node WHERE repo = ? AND hash = ?", &st);
+    cn_err_t err = cn_meta_prepare(
+        t->txn, "SELECT enc, aux FROM repos_tree_node WHERE repo = ? AND hash = ?", &st);
     if (err < 0)
         return err;
     cn__bind_id(st, 1, t->repo);
@@ -179,7 +183,7 @@ static cn_err_t read_node(cn__ptree_t *t, const cn_digest_t *hash, cn__wnode_t *
             err = wnode_from_row(t, enc, elen, aux, aux ? alen : 0, hash, out);
         t->nodes_read++;
     } else if (err == CN_META_DONE) {
-        err = CN_E_CORRUPT;     /* a parent names a node that is not stored */
+        err = CN_E_CORRUPT; /* a parent names a node that is not stored */
     }
     cn_meta_finish(st);
     return err < 0 ? err : CN_OK;
@@ -213,7 +217,7 @@ static int kid_index(const cn__wnode_t *n, uint8_t b, bool *found)
 }
 
 cn_err_t cn__ptree_open(cn_meta_txn_t *txn, const uint8_t repo[16], const cn_digest_t *root,
-                       cn__ptree_t **out)
+                        cn__ptree_t **out)
 {
     *out = NULL;
     cn__ptree_t *t = calloc(1, sizeof *t);
@@ -230,7 +234,10 @@ cn_err_t cn__ptree_open(cn_meta_txn_t *txn, const uint8_t repo[16], const cn_dig
     return CN_OK;
 }
 
-void cn__ptree_set_txn(cn__ptree_t *t, cn_meta_txn_t *txn) { t->txn = txn; }
+void cn__ptree_set_txn(cn__ptree_t *t, cn_meta_txn_t *txn)
+{
+    t->txn = txn;
+}
 
 void cn__ptree_free(cn__ptree_t *t)
 {
@@ -261,7 +268,7 @@ void cn__ptree_stats(const cn__ptree_t *t, cn__ptree_stats_t *out)
 
 /* ---- lookups ------------------------------------------------------------------------ */
 cn_err_t cn__ptree_get(cn__ptree_t *t, const uint8_t *path, size_t len, bool *found,
-                      cn_repos_entry_t *e)
+                       cn_repos_entry_t *e)
 {
     *found = false;
     cn__wnode_t *n = t->root;
@@ -424,8 +431,8 @@ static cn_err_t push_row(cn__ptree_t *t, cn__wnode_t *n)
     cn__newrow_t *row = &t->rows[t->nrows];
     memset(row, 0, sizeof *row);
     t->nrows++;
-    cn__tree_node_t d = { n->prefix, n->plen, n->state, &n->e, n->lo, n->hi, n->lo_len,
-                          n->hi_len, n->nkids, kid_sum, n->kids };
+    cn__tree_node_t d = { n->prefix, n->plen,   n->state, &n->e,   n->lo,  n->hi,
+                          n->lo_len, n->hi_len, n->nkids, kid_sum, n->kids };
     CN_TRY(cn__tree_node_finish(&d, t->key.data, t->key.len, &row->enc, &n->sum));
     row->hash = n->sum.rev;
     if (n->sum.live)
@@ -446,7 +453,7 @@ static __attribute__((noinline)) cn_err_t finish_node(cn__ptree_t *t, cn__wnode_
         if (k->mem) {
             k->byte = k->mem->prefix[0];
             if (CN_NEVER(k->mem->dirty))
-                return CN_E_INVALID;    /* finish() finishes the children first */
+                return CN_E_INVALID; /* finish() finishes the children first */
             k->sum = k->mem->sum;
         }
     }
@@ -478,7 +485,7 @@ static cn_err_t finish(cn__ptree_t *t, cn__wnode_t *n)
     for (uint16_t i = 0; i < n->nkids; i++)
         if (n->kids[i].mem && n->kids[i].mem->dirty)
             CN_TRY(finish(t, n->kids[i].mem));
-    assert(t->key.len == at + n->plen);     /* each child gave the key back */
+    assert(t->key.len == at + n->plen); /* each child gave the key back */
     CN_TRY(finish_node(t, n));
     t->key.len = at;
     return CN_OK;
@@ -506,8 +513,9 @@ static cn_err_t insert_row(cn_meta_txn_t *txn, const uint8_t repo[16], const cn_
 {
     cn_meta_stmt_t *st = NULL;
     CN_TRY(cn_meta_prepare(txn,
-        "INSERT INTO repos_tree_node (repo, hash, enc, aux) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT DO NOTHING", &st));
+                           "INSERT INTO repos_tree_node (repo, hash, enc, aux) VALUES (?, ?, ?, ?) "
+                           "ON CONFLICT DO NOTHING",
+                           &st));
     cn__bind_id(st, 1, repo);
     cn__bind_digest(st, 2, hash);
     cn_meta_bind_blob(st, 3, enc->data, enc->len);
@@ -525,12 +533,12 @@ cn_err_t cn__ptree_store(cn__ptree_t *t, cn_meta_txn_t *wtxn)
 }
 
 cn_err_t cn__ptree_init_empty(cn_meta_txn_t *wtxn, const uint8_t repo[16], cn_digest_t *revision,
-                             cn_digest_t *content)
+                              cn_digest_t *content)
 {
     cn__tree_node_t root;
     cn__tree_sum_t sum;
     memset(&root, 0, sizeof root);
-    cn_buf_t enc = {0}, aux = {0};
+    cn_buf_t enc = { 0 }, aux = { 0 };
     cn_err_t err = cn__tree_node_finish(&root, NULL, 0, &enc, &sum);
     if (err >= 0) {
         *revision = sum.rev;
@@ -589,8 +597,8 @@ static cn_err_t page_walk(page_t *pg, cn__wnode_t *n)
             pg->more = true;
             goto out;
         }
-        cn_repos_tree_row_t row = {t->key.data, t->key.len, n->e.manifest, n->e.size,
-                                   n->e.mode, n->e.change};
+        cn_repos_tree_row_t row = { t->key.data, t->key.len, n->e.manifest,
+                                    n->e.size,   n->e.mode,  n->e.change };
         if (pg->fn && (err = pg->fn(pg->ctx, &row)) != 0)
             goto out;
         pg->emitted++;
@@ -623,9 +631,9 @@ out:
 }
 
 cn_err_t cn__ptree_page(cn__ptree_t *t, const uint8_t *prefix, size_t plen, const uint8_t *after,
-                       size_t alen, uint32_t limit, cn_repos_tree_fn fn, void *ctx, bool *more)
+                        size_t alen, uint32_t limit, cn_repos_tree_fn fn, void *ctx, bool *more)
 {
-    page_t pg = {t, prefix, plen, after, alen, limit, 0, false, fn, ctx};
+    page_t pg = { t, prefix, plen, after, alen, limit, 0, false, fn, ctx };
     cn_buf_reset(&t->key);
     cn_err_t err = page_walk(&pg, t->root);
     *more = pg.more;

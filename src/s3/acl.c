@@ -25,18 +25,21 @@ static const struct {
     const char *header;
     uint32_t perm;
 } cn__grant_hdrs[] = {
-    {"x-amz-grant-full-control", CN_ACL_FULL_CONTROL},
-    {"x-amz-grant-read", CN_ACL_READ},
-    {"x-amz-grant-write", CN_ACL_WRITE},
-    {"x-amz-grant-read-acp", CN_ACL_READ_ACP},
-    {"x-amz-grant-write-acp", CN_ACL_WRITE_ACP},
+    { "x-amz-grant-full-control", CN_ACL_FULL_CONTROL },
+    { "x-amz-grant-read", CN_ACL_READ },
+    { "x-amz-grant-write", CN_ACL_WRITE },
+    { "x-amz-grant-read-acp", CN_ACL_READ_ACP },
+    { "x-amz-grant-write-acp", CN_ACL_WRITE_ACP },
 };
 #define CN__NGRANT_HDRS (sizeof cn__grant_hdrs / sizeof cn__grant_hdrs[0])
 
-static bool ws(char c) { return c == ' ' || c == '\t'; }
+static bool ws(char c)
+{
+    return c == ' ' || c == '\t';
+}
 
-cn_s3_err_t cn__s3_grant_header_parse(const char *v, size_t n, uint32_t perm,
-                                      cn__grantee_fn fn, void *ctx, cn_authz_acl_t *acl)
+cn_s3_err_t cn__s3_grant_header_parse(const char *v, size_t n, uint32_t perm, cn__grantee_fn fn,
+                                      void *ctx, cn_authz_acl_t *acl)
 {
     size_t i = 0;
     bool any = false;
@@ -182,8 +185,7 @@ static cn_s3_err_t acl_resolve(void *ctx, cn__grantee_kind_t kind, const char *v
     cn__s3_rq_t *q = ctx;
     char buf[CN_EMAIL_MAX + 1];
     if (kind == CN__GRANTEE_URI) {
-        return cn_authz_group_parse(v, n, type) == CN_OK ? CN_S3E_NONE
-                                                          : CN_S3E_INVALID_ARGUMENT;
+        return cn_authz_group_parse(v, n, type) == CN_OK ? CN_S3E_NONE : CN_S3E_INVALID_ARGUMENT;
     }
     if (n >= sizeof buf || memchr(v, 0, n))
         return kind == CN__GRANTEE_EMAIL ? CN_S3E_UNRESOLVABLE_GRANT_BY_EMAIL
@@ -261,8 +263,8 @@ bool cn__s3_acl_from_request(cn__s3_rq_t *q, const char *owner, const char *buck
         const char *v = cn_http_req_header(q->r, cn__grant_hdrs[i].header);
         if (!v)
             continue;
-        cn_s3_err_t e = cn__s3_grant_header_parse(v, strlen(v), cn__grant_hdrs[i].perm,
-                                                  acl_resolve, q, acl);
+        cn_s3_err_t e =
+            cn__s3_grant_header_parse(v, strlen(v), cn__grant_hdrs[i].perm, acl_resolve, q, acl);
         if (e != CN_S3E_NONE) {
             cn__s3_error(q, e, acl_err_msg(e));
             return false;
@@ -322,7 +324,7 @@ void cn__s3_acl_get(cn__s3_rq_t *q)
         cn__s3_fail(q, e);
         return;
     }
-    cn_buf_t out = {0};
+    cn_buf_t out = { 0 };
     cn_xml_writer_t w;
     cn_xml_begin(&w, &out);
     cn__s3_acl_xml(&w, acl);
@@ -419,7 +421,7 @@ void cn__s3_pab_get(cn__s3_rq_t *q)
             cn__s3_fail(q, e);
         return;
     }
-    cn_buf_t out = {0};
+    cn_buf_t out = { 0 };
     cn_xml_writer_t w;
     cn_xml_begin(&w, &out);
     cn_xml_open(&w, "PublicAccessBlockConfiguration", CN_S3_XMLNS);

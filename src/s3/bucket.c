@@ -12,7 +12,7 @@
 typedef struct {
     cn_xml_writer_t *w;
     const char *prefix;
-    const char *after;          /* continuation token: the last name returned */
+    const char *after; /* continuation token: the last name returned */
     int64_t max;
     int64_t n;
     char last[CN_BUCKET_NAME_MAX + 1];
@@ -28,7 +28,7 @@ static cn_err_t lb_one(void *arg, const cn_bucket_info_t *b)
         return 0;
     if (l->n == l->max) {
         l->more = true;
-        return 1;            /* stop: one past the page says it is truncated */
+        return 1; /* stop: one past the page says it is truncated */
     }
     char date[CN_RFC3339_LEN];
     cn__s3_iso_date(b->created_ms, date);
@@ -44,14 +44,14 @@ static cn_err_t lb_one(void *arg, const cn_bucket_info_t *b)
 void cn__s3_list_buckets(cn__s3_rq_t *q)
 {
     int64_t max;
-    if (!cn__s3_int_arg(q, cn_http_req_query(q->r, "max-buckets"), "max-buckets", 1, 10000,
-                        10000, &max))
+    if (!cn__s3_int_arg(q, cn_http_req_query(q->r, "max-buckets"), "max-buckets", 1, 10000, 10000,
+                        &max))
         return;
     if (q->anonymous) {
         cn__s3_error(q, CN_S3E_ACCESS_DENIED, NULL);
         return;
     }
-    cn_buf_t out = {0};
+    cn_buf_t out = { 0 };
     cn_xml_writer_t w;
     cn_xml_begin(&w, &out);
     cn_xml_open(&w, "ListAllMyBucketsResult", CN_S3_XMLNS);
@@ -59,8 +59,8 @@ void cn__s3_list_buckets(cn__s3_rq_t *q)
     cn_xml_open(&w, "Buckets", NULL);
     const char *prefix = cn_http_req_query(q->r, "prefix");
     const char *tok = cn_http_req_query(q->r, "continuation-token");
-    cn__lb_t l = {&w, prefix && *prefix ? prefix : NULL, tok && *tok ? tok : NULL, max, 0, "",
-                  false};
+    cn__lb_t l = { &w,   prefix && *prefix ? prefix : NULL, tok && *tok ? tok : NULL, max, 0, "",
+                   false };
     cn_err_t e = cn_objects_bucket_list(q->s3->objects, &q->orq, lb_one, &l);
     if (e < 0) {
         cn_buf_free(&out);
@@ -94,8 +94,7 @@ static void create_done(cn__s3_rq_t *q)
         size_t ll = 0;
         const char *loc = cn_xml_child_text(d, root, "LocationConstraint", &ll);
         const char *want = q->s3->region ? q->s3->region : "us-east-1";
-        if (loc && ll && !(strlen(want) == ll && memcmp(loc, want, ll) == 0) &&
-            q->s3->region) {
+        if (loc && ll && !(strlen(want) == ll && memcmp(loc, want, ll) == 0) && q->s3->region) {
             cn_xml_doc_free(d);
             cn__s3_error(q, CN_S3E_INVALID_ARGUMENT,
                          "The specified location-constraint is not valid");
@@ -128,8 +127,9 @@ static void create_done(cn__s3_rq_t *q)
     if (e == CN_E_EXISTS) {
         char owner[CN_ACCOUNT_NAME_MAX + 1];
         cn__s3_bucket_owner(q, owner);
-        cn__s3_error(q, strcmp(owner, q->principal.account) == 0 ? CN_S3E_BUCKET_ALREADY_OWNED
-                                                                 : CN_S3E_BUCKET_ALREADY_EXISTS,
+        cn__s3_error(q,
+                     strcmp(owner, q->principal.account) == 0 ? CN_S3E_BUCKET_ALREADY_OWNED
+                                                              : CN_S3E_BUCKET_ALREADY_EXISTS,
                      NULL);
         return;
     }
@@ -189,7 +189,7 @@ void cn__s3_get_location(cn__s3_rq_t *q)
 {
     /* The bucket attribute read authorizes s3:GetBucketLocation; no
      * attribute is ever stored under this name, so "not set" means allowed. */
-    cn_buf_t v = {0};
+    cn_buf_t v = { 0 };
     cn_err_t e = cn_objects_bucket_attr_get(q->s3->objects, &q->orq, q->bucket, "location",
                                             CN_ACT_GET_BUCKET_LOCATION, &v);
     cn_buf_free(&v);
@@ -197,7 +197,7 @@ void cn__s3_get_location(cn__s3_rq_t *q)
         cn__s3_fail(q, e);
         return;
     }
-    cn_buf_t out = {0};
+    cn_buf_t out = { 0 };
     cn_xml_writer_t w;
     cn_xml_begin(&w, &out);
     cn_xml_open(&w, "LocationConstraint", CN_S3_XMLNS);
@@ -217,7 +217,7 @@ void cn__s3_get_versioning(cn__s3_rq_t *q)
         cn__s3_fail(q, e);
         return;
     }
-    cn_buf_t out = {0};
+    cn_buf_t out = { 0 };
     cn_xml_writer_t w;
     cn_xml_begin(&w, &out);
     cn_xml_open(&w, "VersioningConfiguration", CN_S3_XMLNS);

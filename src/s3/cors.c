@@ -24,7 +24,10 @@
 
 /* ---- matching ------------------------------------------------------------------ */
 
-static bool sp(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+static bool sp(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
 
 /* Node text with surrounding whitespace removed. */
 static const char *cors_text(const cn_xml_doc_t *d, int node, size_t *len)
@@ -60,8 +63,8 @@ static bool cors_wild(const char *p, size_t pl, const char *s, size_t sl, bool n
     return eq(p, pre, s, pre, nocase) && eq(star + 1, suf, s + sl - suf, suf, nocase);
 }
 
-static bool rule_has(const cn_xml_doc_t *d, int rule, const char *elem, const char *s,
-                         size_t sl, bool wild, bool nocase)
+static bool rule_has(const cn_xml_doc_t *d, int rule, const char *elem, const char *s, size_t sl,
+                     bool wild, bool nocase)
 {
     for (int c = cn_xml_child(d, rule, elem); c >= 0; c = cn_xml_next(d, c, elem)) {
         size_t l;
@@ -116,7 +119,7 @@ int cn__s3_cors_match(const cn_xml_doc_t *d, const char *origin, const char *met
 
 static bool method_ok(const char *m, size_t l)
 {
-    static const char *const ms[] = {"GET", "PUT", "HEAD", "POST", "DELETE"};
+    static const char *const ms[] = { "GET", "PUT", "HEAD", "POST", "DELETE" };
     for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
         if (eq(m, l, ms[i], strlen(ms[i]), false))
             return true;
@@ -130,9 +133,8 @@ static bool one_star(const char *t, size_t l)
 }
 
 /* Writes rule's elements named elem; checks each with what. */
-static cn_s3_err_t copy_elems(const cn_xml_doc_t *d, int rule, const char *elem,
-                                  cn_xml_writer_t *w, int what, size_t *count, char *why,
-                                  size_t why_len)
+static cn_s3_err_t copy_elems(const cn_xml_doc_t *d, int rule, const char *elem, cn_xml_writer_t *w,
+                              int what, size_t *count, char *why, size_t why_len)
 {
     *count = 0;
     for (int c = cn_xml_child(d, rule, elem); c >= 0; c = cn_xml_next(d, c, elem)) {
@@ -143,8 +145,10 @@ static cn_s3_err_t copy_elems(const cn_xml_doc_t *d, int rule, const char *elem,
             return CN_S3E_MALFORMED_XML;
         }
         if (what == 1 && !method_ok(t, l)) {
-            snprintf(why, why_len, "Found unsupported HTTP method in CORS config. "
-                     "Unsupported method is %.*s", (int)(l > 32 ? 32 : l), t);
+            snprintf(why, why_len,
+                     "Found unsupported HTTP method in CORS config. "
+                     "Unsupported method is %.*s",
+                     (int)(l > 32 ? 32 : l), t);
             return CN_S3E_INVALID_REQUEST;
         }
         if (what == 2 && !one_star(t, l)) {
@@ -158,8 +162,7 @@ static cn_s3_err_t copy_elems(const cn_xml_doc_t *d, int rule, const char *elem,
     return CN_S3E_NONE;
 }
 
-cn_s3_err_t cn__s3_cors_normalize(const cn_xml_doc_t *d, cn_buf_t *out, char *why,
-                                  size_t why_len)
+cn_s3_err_t cn__s3_cors_normalize(const cn_xml_doc_t *d, cn_buf_t *out, char *why, size_t why_len)
 {
     why[0] = 0;
     int root = cn_xml_root(d);
@@ -231,7 +234,7 @@ cn_s3_err_t cn__s3_cors_normalize(const cn_xml_doc_t *d, cn_buf_t *out, char *wh
 
 void cn__s3_cors_get(cn__s3_rq_t *q)
 {
-    cn_buf_t v = {0};
+    cn_buf_t v = { 0 };
     cn_err_t e = cn_objects_bucket_attr_get(q->s3->objects, &q->orq, q->bucket, CN__CORS_ATTR,
                                             CN_ACT_GET_BUCKET_CORS, &v);
     if (e < 0) {
@@ -251,7 +254,7 @@ static void cors_put_done(cn__s3_rq_t *q)
     cn_xml_doc_t *d = cn__s3_body_xml(q, true);
     if (!d)
         return;
-    cn_buf_t out = {0};
+    cn_buf_t out = { 0 };
     char why[200];
     cn_s3_err_t se = cn__s3_cors_normalize(d, &out, why, sizeof why);
     cn_xml_doc_free(d);
@@ -293,7 +296,7 @@ void cn__s3_cors_delete(cn__s3_rq_t *q)
 static int cors_load(cn__s3_rq_t *q, cn_xml_doc_t **d)
 {
     *d = NULL;
-    cn_buf_t v = {0};
+    cn_buf_t v = { 0 };
     bool has = false;
     cn_err_t e = cn_objects_bucket_peek(q->s3->objects, q->bucket, NULL, CN__CORS_ATTR, &v, &has);
     if (e < 0 || !has) {
@@ -332,7 +335,7 @@ static void rule_headers(cn__s3_rq_t *q, const cn_xml_doc_t *d, int rule, const 
     cn_http_resp_header(q->r, "Access-Control-Allow-Origin", star ? "*" : origin);
     if (!star)
         cn_http_resp_header(q->r, "Access-Control-Allow-Credentials", "true");
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     join(d, rule, "AllowedMethod", &b);
     if (b.data && b.data[0])
         cn_http_resp_header(q->r, "Access-Control-Allow-Methods", (const char *)b.data);
@@ -357,7 +360,8 @@ void cn__s3_cors_actual(cn__s3_rq_t *q)
     if (!origin || cors_load(q, &d) <= 0)
         return;
     /* The answer depends on Origin whether or not a rule matched. */
-    cn_http_resp_header(q->r, "Vary", "Origin, Access-Control-Request-Headers, "
+    cn_http_resp_header(q->r, "Vary",
+                        "Origin, Access-Control-Request-Headers, "
                         "Access-Control-Request-Method");
     int rule = cn__s3_cors_match(d, origin, cn_http_req_method(q->r), NULL);
     if (rule >= 0)
@@ -400,7 +404,8 @@ void cn__s3_cors_preflight(cn__s3_rq_t *q)
     cn_xml_doc_free(d);
     if (hdrs && *hdrs)
         cn_http_resp_header(q->r, "Access-Control-Allow-Headers", hdrs);
-    cn_http_resp_header(q->r, "Vary", "Origin, Access-Control-Request-Headers, "
+    cn_http_resp_header(q->r, "Vary",
+                        "Origin, Access-Control-Request-Headers, "
                         "Access-Control-Request-Method");
     cn_http_respond_empty(q->r, 200, 0);
 }

@@ -44,9 +44,9 @@ static char *token_encode(const char *s)
 /* What the three listings share: the query arguments, the page, and the
  * elements of the answer. */
 typedef struct {
-    bool url;                        /* encoding-type=url */
-    int64_t max;                     /* max-keys as asked (0 = an empty page) */
-    const char *prefix;              /* may be NULL */
+    bool url;           /* encoding-type=url */
+    int64_t max;        /* max-keys as asked (0 = an empty page) */
+    const char *prefix; /* may be NULL */
     cn_objects_list_args_t la;
     cn_objects_list_t l;
 } list_page_t;
@@ -70,8 +70,8 @@ static bool list_args(cn__s3_rq_t *q, list_page_t *pg)
     pg->prefix = cn_http_req_query(r, "prefix");
     pg->la.prefix = pg->prefix;
     pg->la.delimiter = delim && *delim ? delim : NULL;
-    pg->la.max_keys = pg->max > CN_OBJECTS_LIST_MAX ? CN_OBJECTS_LIST_MAX
-                                                    : (int32_t)(pg->max ? pg->max : 1);
+    pg->la.max_keys =
+        pg->max > CN_OBJECTS_LIST_MAX ? CN_OBJECTS_LIST_MAX : (int32_t)(pg->max ? pg->max : 1);
     pg->la.max_keys_raw = mk;
     return true;
 }
@@ -170,7 +170,7 @@ void cn__s3_list_objects(cn__s3_rq_t *q)
     }
     const cn_objects_list_t *l = &pg.l;
 
-    cn_buf_t out = {0};
+    cn_buf_t out = { 0 };
     cn_xml_writer_t w;
     cn_xml_begin(&w, &out);
     cn_xml_open(&w, "ListBucketResult", CN_S3_XMLNS);
@@ -230,10 +230,9 @@ void cn__s3_list_versions(cn__s3_rq_t *q)
     /* The page ends on a key (its version marker is "null") or on a common
      * prefix (no version: the next page resumes after the whole prefix). */
     const char *next = l->is_truncated ? l->next_start_after : NULL;
-    bool next_is_prefix = next && l->nprefixes &&
-                          strcmp(l->prefixes[l->nprefixes - 1], next) == 0;
+    bool next_is_prefix = next && l->nprefixes && strcmp(l->prefixes[l->nprefixes - 1], next) == 0;
 
-    cn_buf_t out = {0};
+    cn_buf_t out = { 0 };
     cn_xml_writer_t w;
     cn_xml_begin(&w, &out);
     cn_xml_open(&w, "ListVersionsResult", CN_S3_XMLNS);

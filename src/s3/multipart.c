@@ -39,9 +39,9 @@ static bool create_checksum(cn__s3_rq_t *q, const char **name)
         return false;
     }
     if (type && strcmp(type, "COMPOSITE") != 0) {
-        cn__s3_error(q, strcmp(type, "FULL_OBJECT") == 0 ? CN_S3E_NOT_IMPLEMENTED
-                                                         : CN_S3E_INVALID_REQUEST,
-                     "only COMPOSITE checksums of multipart uploads are supported");
+        cn__s3_error(
+            q, strcmp(type, "FULL_OBJECT") == 0 ? CN_S3E_NOT_IMPLEMENTED : CN_S3E_INVALID_REQUEST,
+            "only COMPOSITE checksums of multipart uploads are supported");
         return false;
     }
     if (type && !alg) {
@@ -74,7 +74,7 @@ void cn__s3_mpu_create(cn__s3_rq_t *q)
         cn_http_resp_header(q->r, "x-amz-checksum-algorithm", alg);
         cn_http_resp_header(q->r, "x-amz-checksum-type", "COMPOSITE");
     }
-    cn_buf_t out = {0};
+    cn_buf_t out = { 0 };
     cn_xml_writer_t w;
     cn_xml_begin(&w, &out);
     cn_xml_open(&w, "InitiateMultipartUploadResult", CN_S3_XMLNS);
@@ -95,8 +95,10 @@ static bool part_number(cn__s3_rq_t *q, int32_t *out)
         cn__s3_error(q, CN_S3E_INVALID_ARGUMENT, "partNumber is required");
         return false;
     }
-    if (!cn__s3_int_arg(q, pn, "Part number must be an integer between 1 and 10000, inclusive;"
-                        " partNumber", 1, CN_PART_NUMBER_MAX, 1, &n))
+    if (!cn__s3_int_arg(q, pn,
+                        "Part number must be an integer between 1 and 10000, inclusive;"
+                        " partNumber",
+                        1, CN_PART_NUMBER_MAX, 1, &n))
         return false;
     *out = (int32_t)n;
     return true;
@@ -172,11 +174,10 @@ void cn__s3_mpu_upload_part_copy(cn__s3_rq_t *q)
         cn__s3_error(q, CN_S3E_INVALID_ARGUMENT, m);
         goto out;
     }
-    cn_s3_err_t c = cn__s3_conditions(q, info.etag, info.last_modified_ms,
-                                      "x-amz-copy-source-if-match",
-                                      "x-amz-copy-source-if-none-match",
-                                      "x-amz-copy-source-if-modified-since",
-                                      "x-amz-copy-source-if-unmodified-since", true);
+    cn_s3_err_t c =
+        cn__s3_conditions(q, info.etag, info.last_modified_ms, "x-amz-copy-source-if-match",
+                          "x-amz-copy-source-if-none-match", "x-amz-copy-source-if-modified-since",
+                          "x-amz-copy-source-if-unmodified-since", true);
     if (c != CN_S3E_NONE) {
         cn__s3_error(q, c, NULL);
         goto out;
@@ -264,8 +265,8 @@ static bool child_dup(const cn_xml_doc_t *d, int p, const char *name, char **out
 }
 
 /* One Part element into slot i.  Answers and returns false on an error. */
-static bool complete_part(cn__s3_rq_t *q, const cn_xml_doc_t *d, int p,
-                              cn__complete_req_t *c, size_t i)
+static bool complete_part(cn__s3_rq_t *q, const cn_xml_doc_t *d, int p, cn__complete_req_t *c,
+                          size_t i)
 {
     size_t nl = 0;
     const char *num = cn_xml_child_text(d, p, "PartNumber", &nl);
@@ -288,7 +289,7 @@ static bool complete_part(cn__s3_rq_t *q, const cn_xml_doc_t *d, int p,
         cn__s3_error(q, CN_S3E_INVALID_PART_ORDER, NULL);
         return false;
     }
-    bool ok = child_dup(d, p, "ETag", &c->etags[i]);   /* the service compares bare hex */
+    bool ok = child_dup(d, p, "ETag", &c->etags[i]); /* the service compares bare hex */
     for (size_t a = 0; a < CN__NALGS && ok && !c->cks[i]; a++) {
         char name[32];
         snprintf(name, sizeof name, "Checksum%s", cn_http_cksum_name(cn__algs[a]));
@@ -358,7 +359,7 @@ static cn_err_t complete_refuse(cn__complete_req_t *c, cn_s3_err_t e, const char
 /* S3's composite checksum of the parts: the algorithm over their raw
  * checksums in order, base64, then "-N"; "" when a part has none. */
 static void multipart_composite(cn_http_cksum_alg_t alg, const cn_objects_part_t *parts, size_t n,
-                          char out[CN_OBJECTS_CKSUM_MAX])
+                                char out[CN_OBJECTS_CKSUM_MAX])
 {
     out[0] = 0;
     cn_http_cksum_t ck;
@@ -386,8 +387,8 @@ static void multipart_composite(cn_http_cksum_alg_t alg, const cn_objects_part_t
  * with, and the object's checksum header, when sent, the composite (with or
  * without "-N").  Makes the composite. */
 static cn_err_t multipart_complete_check(void *ctx, cn_objects_req_t *rq, const char *alg_name,
-                                   const cn_objects_part_t *parts, size_t n,
-                                   char checksum[CN_OBJECTS_CKSUM_MAX])
+                                         const cn_objects_part_t *parts, size_t n,
+                                         char checksum[CN_OBJECTS_CKSUM_MAX])
 {
     cn__complete_req_t *c = ctx;
     for (size_t i = 0; i + 1 < n; i++) {
@@ -405,20 +406,23 @@ static cn_err_t multipart_complete_check(void *ctx, cn_objects_req_t *rq, const 
         if (c->ck_alg[i] == CN_CKSUM_NONE)
             continue;
         if (c->ck_alg[i] != alg)
-            return complete_refuse(c, CN_S3E_INVALID_REQUEST,
+            return complete_refuse(
+                c, CN_S3E_INVALID_REQUEST,
                 "Checksum Type mismatch occurred, expected checksum Type: %s, actual checksum "
-                "Type: %s (part %d)", alg ? cn_http_cksum_name(alg) : "null",
-                cn_http_cksum_name(c->ck_alg[i]), parts[i].part_number);
+                "Type: %s (part %d)",
+                alg ? cn_http_cksum_name(alg) : "null", cn_http_cksum_name(c->ck_alg[i]),
+                parts[i].part_number);
         if (strcmp(c->cks[i], parts[i].checksum) != 0)
-            return complete_refuse(c, CN_S3E_BAD_DIGEST,
+            return complete_refuse(
+                c, CN_S3E_BAD_DIGEST,
                 "The %s checksum of part %d does not match the one it was uploaded with",
                 cn_http_cksum_name(alg), parts[i].part_number);
     }
     if (alg != CN_CKSUM_NONE)
         multipart_composite(alg, parts, n, checksum);
     if (c->obj_type && (alg == CN_CKSUM_NONE || strcmp(c->obj_type, "COMPOSITE") != 0))
-        return complete_refuse(c, CN_S3E_BAD_DIGEST,
-                                   "The upload's checksum type is not %s", c->obj_type);
+        return complete_refuse(c, CN_S3E_BAD_DIGEST, "The upload's checksum type is not %s",
+                               c->obj_type);
     if (c->obj_alg == CN_CKSUM_NONE)
         return 0;
     size_t cl = strlen(checksum), vl = strlen(c->obj_ck);
@@ -428,8 +432,8 @@ static cn_err_t multipart_complete_check(void *ctx, cn_objects_req_t *rq, const 
                  (dash && vl == (size_t)(dash - checksum) && !strncmp(c->obj_ck, checksum, vl)));
     if (!same)
         return complete_refuse(c, CN_S3E_BAD_DIGEST,
-                                   "The %s you specified did not match the calculated checksum.",
-                                   cn_http_cksum_header(c->obj_alg));
+                               "The %s you specified did not match the calculated checksum.",
+                               cn_http_cksum_header(c->obj_alg));
     return 0;
 }
 
@@ -438,14 +442,14 @@ static void complete_answer(cn__s3_rq_t *q, const cn_objects_put_result_t *res)
 {
     char etag[CN__S3_ETAG_MAX];
     cn__s3_quote_etag(res->etag, etag);
-    cn_buf_t loc = {0};
+    cn_buf_t loc = { 0 };
     const char *host = cn_http_req_header(q->r, "Host");
     cn_buf_printf(&loc, "%s://%s/", cn_http_req_is_tls(q->r) ? "https" : "http",
                   host ? host : "localhost");
     cn_sigv4_uri_encode(&loc, q->bucket, strlen(q->bucket), false);
     cn_buf_put_u8(&loc, '/');
     cn_sigv4_uri_encode(&loc, q->key, strlen(q->key), true);
-    cn_buf_t ob = {0};
+    cn_buf_t ob = { 0 };
     cn_xml_writer_t w;
     cn_xml_begin(&w, &ob);
     cn_xml_open(&w, "CompleteMultipartUploadResult", CN_S3_XMLNS);
@@ -554,31 +558,31 @@ void cn__s3_mpu_list_parts(cn__s3_rq_t *q)
     const char *id = upload_id(q);
     int64_t max, marker;
     if (!id ||
-        !cn__s3_int_arg(q, cn_http_req_query(q->r, "max-parts"), "max-parts", 0, INT32_MAX,
-                        1000, &max) ||
-        !cn__s3_int_arg(q, cn_http_req_query(q->r, "part-number-marker"), "part-number-marker",
-                        0, CN_PART_NUMBER_MAX, 0, &marker))
+        !cn__s3_int_arg(q, cn_http_req_query(q->r, "max-parts"), "max-parts", 0, INT32_MAX, 1000,
+                        &max) ||
+        !cn__s3_int_arg(q, cn_http_req_query(q->r, "part-number-marker"), "part-number-marker", 0,
+                        CN_PART_NUMBER_MAX, 0, &marker))
         return;
     if (max > 1000)
         max = 1000;
-    cn_buf_t parts = {0};
+    cn_buf_t parts = { 0 };
     cn_xml_writer_t pw;
     pw.out = &parts;
     pw.depth = 0;
     pw.err = 0;
-    cn__lp_t l = {&pw, (int32_t)marker};
+    cn__lp_t l = { &pw, (int32_t)marker };
     bool trunc = false;
-    cn_err_t e = max == 0 ? 0
-                          : cn_objects_mpu_list_parts(q->s3->objects, &q->orq, q->bucket, q->key,
-                                                      id, (int32_t)marker, (uint32_t)max,
-                                                      lp_one, &l, &trunc);
+    cn_err_t e =
+        max == 0 ? 0
+                 : cn_objects_mpu_list_parts(q->s3->objects, &q->orq, q->bucket, q->key, id,
+                                             (int32_t)marker, (uint32_t)max, lp_one, &l, &trunc);
     if (e < 0) {
         cn_buf_free(&parts);
         cn__s3_fail(q, e);
         return;
     }
     const char *owner = q->anonymous ? "anonymous" : q->principal.account;
-    cn_buf_t out = {0};
+    cn_buf_t out = { 0 };
     cn_xml_writer_t w;
     cn_xml_begin(&w, &out);
     cn_xml_open(&w, "ListPartsResult", CN_S3_XMLNS);
@@ -628,7 +632,7 @@ static cn_err_t lu_one(void *arg, const cn_objects_upload_t *u)
                 !(strlen(l->last_prefix) == n && !memcmp(l->last_prefix, u->key, n))) {
                 memcpy(l->last_prefix, u->key, n);
                 l->last_prefix[n] = 0;
-                cn_xml_writer_t pw = {.out = &l->prefixes};
+                cn_xml_writer_t pw = { .out = &l->prefixes };
                 cn_xml_open(&pw, "CommonPrefixes", NULL);
                 cn__s3_url_text(&pw, "Prefix", l->last_prefix, l->url);
                 cn_xml_close(&pw);
@@ -655,8 +659,8 @@ void cn__s3_mpu_list_uploads(cn__s3_rq_t *q)
 {
     cn_http_req_t *r = q->r;
     int64_t max;
-    if (!cn__s3_int_arg(q, cn_http_req_query(r, "max-uploads"), "max-uploads", 0, INT32_MAX,
-                        1000, &max))
+    if (!cn__s3_int_arg(q, cn_http_req_query(r, "max-uploads"), "max-uploads", 0, INT32_MAX, 1000,
+                        &max))
         return;
     if (max > 1000)
         max = 1000;
@@ -674,8 +678,8 @@ void cn__s3_mpu_list_uploads(cn__s3_rq_t *q)
         cn__s3_error(q, CN_S3E_INTERNAL_ERROR, NULL);
         return;
     }
-    cn_buf_t uploads = {0};
-    cn_xml_writer_t uw = {.out = &uploads};
+    cn_buf_t uploads = { 0 };
+    cn_xml_writer_t uw = { .out = &uploads };
     l->w = &uw;
     l->prefix = prefix && *prefix ? prefix : NULL;
     l->delim = delim && *delim ? delim : NULL;
@@ -694,7 +698,7 @@ void cn__s3_mpu_list_uploads(cn__s3_rq_t *q)
         cn__s3_fail(q, e);
         return;
     }
-    cn_buf_t out = {0};
+    cn_buf_t out = { 0 };
     cn_xml_writer_t w;
     cn_xml_begin(&w, &out);
     cn_xml_open(&w, "ListMultipartUploadsResult", CN_S3_XMLNS);

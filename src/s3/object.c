@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #define CN__MOD "s3"
-#define CN__S3_MAX_SINGLE_PUT (5ull << 30)     /* S3's limit for one PUT / one part */
+#define CN__S3_MAX_SINGLE_PUT (5ull << 30) /* S3's limit for one PUT / one part */
 
 /* ---- PutObject ------------------------------------------------------------------- */
 
@@ -24,9 +24,9 @@ typedef struct {
     uint8_t md5[CN_MD5_LEN];
     uint8_t sha[CN_DIGEST_LEN];
     cn_objects_put_t *put;
-    int32_t part;                 /* UploadPart: its number, else 0 */
-    bool has_ck;                  /* UploadPart of an upload with a checksum algorithm */
-    cn_http_cksum_t ck;           /* ... the part's checksum, computed here */
+    int32_t part;       /* UploadPart: its number, else 0 */
+    bool has_ck;        /* UploadPart of an upload with a checksum algorithm */
+    cn_http_cksum_t ck; /* ... the part's checksum, computed here */
 } cn__put_t;
 
 static void put_cleanup(cn__s3_rq_t *q)
@@ -62,7 +62,7 @@ static void put_end(cn__s3_rq_t *q)
 {
     cn__put_t *p = q->op;
     if (cn_http_req_body_error(q->r) != CN_S3E_NONE)
-        return;   /* cleanup aborts the session; the framework answers */
+        return; /* cleanup aborts the session; the framework answers */
     char b64[CN_CKSUM_B64_LEN] = "";
     if (p->has_ck) {
         /* The part's checksum under the upload's algorithm: equal to the
@@ -99,8 +99,10 @@ static bool part_checksum(cn__s3_rq_t *q, cn__put_t *p)
     cn_http_cksum_alg_t sent = cn_http_req_checksum(q->r, NULL);
     if (sent != CN_CKSUM_NONE && sent != alg) {
         char m[160];
-        snprintf(m, sizeof m, "Checksum Type mismatch occurred, expected checksum Type: %s, "
-                 "actual checksum Type: %s", name, cn_http_cksum_name(sent));
+        snprintf(m, sizeof m,
+                 "Checksum Type mismatch occurred, expected checksum Type: %s, "
+                 "actual checksum Type: %s",
+                 name, cn_http_cksum_name(sent));
         cn__s3_error(q, CN_S3E_INVALID_REQUEST, m);
         return false;
     }
@@ -173,8 +175,8 @@ void cn__s3_put_object(cn__s3_rq_t *q)
         return;
     if (!cn__s3_put_hdrs(q, &p->h, true) || !put_expect(q, p, &p->h.args))
         return;
-    cn_err_t e = cn_objects_put_begin(q->s3->objects, &q->orq, q->bucket, q->key, &p->h.args,
-                                      size, &p->put);
+    cn_err_t e =
+        cn_objects_put_begin(q->s3->objects, &q->orq, q->bucket, q->key, &p->h.args, size, &p->put);
     if (e < 0) {
         cn__s3_fail(q, e);
         return;
@@ -192,8 +194,8 @@ void cn__s3_put_part(cn__s3_rq_t *q, const char *upload_id, int32_t part)
     p->part = part;
     if (!put_expect(q, p, &p->h.args))
         return;
-    cn_err_t e = cn_objects_part_begin(q->s3->objects, &q->orq, q->bucket, q->key, upload_id,
-                                       part, &p->h.args, size, &p->put);
+    cn_err_t e = cn_objects_part_begin(q->s3->objects, &q->orq, q->bucket, q->key, upload_id, part,
+                                       &p->h.args, size, &p->put);
     if (e < 0) {
         cn__s3_fail(q, e);
         return;
@@ -241,8 +243,8 @@ static bool etag_list_match(const char *list, const char *etag)
  * (304 on GET/HEAD), else If-Modified-Since (304).  Returns the S3 error or
  * NONE.  Dates compare at one-second resolution, as HTTP dates carry. */
 cn_s3_err_t cn__s3_conditions(cn__s3_rq_t *q, const char *etag, int64_t mtime_ms,
-                                  const char *h_match, const char *h_none, const char *h_ms,
-                                  const char *h_ums, bool is_copy)
+                              const char *h_match, const char *h_none, const char *h_ms,
+                              const char *h_ums, bool is_copy)
 {
     const char *im = cn_http_req_header(q->r, h_match);
     const char *inm = cn_http_req_header(q->r, h_none);
@@ -305,7 +307,7 @@ static int parse_range(const char *h, cn_objects_range_t *rg)
         if (errno || *end || *p < '0' || *p > '9' || b < a)
             return 0;
         rg->len = b - a + 1;
-        if (rg->len == 0)        /* b - a + 1 wrapped: to the end */
+        if (rg->len == 0) /* b - a + 1 wrapped: to the end */
             rg->len = 0;
     }
     return 1;
@@ -319,7 +321,7 @@ typedef struct {
 typedef struct {
     cn__seg_t *segs;
     size_t n, cap;
-    bool fallback;               /* a blob is not a raw file */
+    bool fallback; /* a blob is not a raw file */
 } cn__segs_t;
 
 static cn_err_t seg_fd(void *ctx, int fd, uint64_t off, uint64_t len)
@@ -336,13 +338,14 @@ static cn_err_t seg_fd(void *ctx, int fd, uint64_t off, uint64_t len)
     int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (d < 0)
         return -errno;
-    s->segs[s->n++] = (cn__seg_t){d, off, len};
+    s->segs[s->n++] = (cn__seg_t){ d, off, len };
     return 0;
 }
 
 static cn_err_t seg_write(void *ctx, const void *p, size_t n)
 {
-    (void)p; (void)n;
+    (void)p;
+    (void)n;
     ((cn__segs_t *)ctx)->fallback = true;
     return CN_E_AGAIN;
 }
@@ -369,7 +372,7 @@ static ssize_t segs_read(void *ctx, uint64_t pos, char *buf, size_t max)
             do {
                 got = pread(g->fd, buf, want, (off_t)(g->off + in));
             } while (got < 0 && errno == EINTR);
-            return got > 0 ? got : -1;    /* 0: the blob shrank underneath us */
+            return got > 0 ? got : -1; /* 0: the blob shrank underneath us */
         }
         base += g->len;
     }
@@ -468,7 +471,7 @@ static cn_err_t copy_fd(void *ctx, int fd, uint64_t off, uint64_t len)
         if (n < 0)
             return -errno;
         if (n == 0)
-            return CN_E_CORRUPT;   /* the blob is shorter than its record */
+            return CN_E_CORRUPT; /* the blob is shorter than its record */
         c->got += (uint64_t)n;
     }
     return 0;
@@ -487,8 +490,8 @@ static cn_err_t copy_write(void *ctx, const void *p, size_t n)
 /* Answers status with the reader's bytes; takes rd.  Returns CN_E_AGAIN when
  * a blob is not a raw file and pump is false (rd is then spent: the caller
  * gets the object again and calls with pump). */
-static cn_err_t send_body(cn__s3_rq_t *q, int status, const char *ct,
-                              cn_objects_reader_t *rd, bool pump)
+static cn_err_t send_body(cn__s3_rq_t *q, int status, const char *ct, cn_objects_reader_t *rd,
+                          bool pump)
 {
     uint64_t len = cn_objects_reader_len(rd);
     if (len == 0) {
@@ -497,7 +500,7 @@ static cn_err_t send_body(cn__s3_rq_t *q, int status, const char *ct,
     }
     if (len <= CN_HTTP_INLINE_BODY_MAX) {
         uint8_t buf[CN_HTTP_INLINE_BODY_MAX];
-        cn__copy_t c = {.buf = buf, .len = len};
+        cn__copy_t c = { .buf = buf, .len = len };
         cn_err_t e = cn_objects_reader_send(rd, copy_fd, copy_write, &c);
         cn_objects_reader_free(rd);
         if (!e && c.got != len)
@@ -542,13 +545,15 @@ static cn_err_t send_body(cn__s3_rq_t *q, int status, const char *ct,
     return cn_http_respond_stream(q->r, status, ct, len, segs_read, segs_done, s);
 }
 
-static const struct { const char *param, *header; } cn__overrides[] = {
-    {"response-content-type", "Content-Type"},
-    {"response-content-language", "Content-Language"},
-    {"response-expires", "Expires"},
-    {"response-cache-control", "Cache-Control"},
-    {"response-content-disposition", "Content-Disposition"},
-    {"response-content-encoding", "Content-Encoding"},
+static const struct {
+    const char *param, *header;
+} cn__overrides[] = {
+    { "response-content-type", "Content-Type" },
+    { "response-content-language", "Content-Language" },
+    { "response-expires", "Expires" },
+    { "response-cache-control", "Cache-Control" },
+    { "response-content-disposition", "Content-Disposition" },
+    { "response-content-encoding", "Content-Encoding" },
 };
 
 /* The headers describing the object (not the length). */
@@ -568,9 +573,9 @@ static void object_headers(cn__s3_rq_t *q, const cn_object_info_t *info, bool wh
             /* A response-* override of the same header wins. */
             bool overridden = false;
             for (size_t k = 1; k < sizeof cn__overrides / sizeof cn__overrides[0]; k++)
-                overridden = overridden ||
-                             (strcmp(cn__overrides[k].header, info->meta[i].key) == 0 &&
-                              cn_http_req_has_query(q->r, cn__overrides[k].param));
+                overridden =
+                    overridden || (strcmp(cn__overrides[k].header, info->meta[i].key) == 0 &&
+                                   cn_http_req_has_query(q->r, cn__overrides[k].param));
             if (!overridden)
                 cn_http_resp_header(q->r, info->meta[i].key, info->meta[i].value);
             continue;
@@ -625,8 +630,9 @@ void cn__s3_get_object(cn__s3_rq_t *q)
     for (size_t i = 0; i < sizeof cn__overrides / sizeof cn__overrides[0]; i++)
         overrides = overrides || cn_http_req_has_query(r, cn__overrides[i].param);
     if (overrides && q->anonymous) {
-        cn__s3_error(q, CN_S3E_INVALID_REQUEST,
-                     "Request specific response headers cannot be used for anonymous GET requests.");
+        cn__s3_error(
+            q, CN_S3E_INVALID_REQUEST,
+            "Request specific response headers cannot be used for anonymous GET requests.");
         return;
     }
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -640,9 +646,9 @@ void cn__s3_get_object(cn__s3_rq_t *q)
             cn__s3_fail(q, e);
             return;
         }
-        cn_s3_err_t c = cn__s3_conditions(q, info.etag, info.last_modified_ms, "If-Match",
-                                       "If-None-Match", "If-Modified-Since",
-                                       "If-Unmodified-Since", false);
+        cn_s3_err_t c =
+            cn__s3_conditions(q, info.etag, info.last_modified_ms, "If-Match", "If-None-Match",
+                              "If-Modified-Since", "If-Unmodified-Since", false);
         if (c == CN_S3E_NONE && (e == CN_E_RANGE || has_range < 0))
             c = e == CN_E_RANGE && q->orq.what == CN_OBJ_WHAT_PART ? CN_S3E_INVALID_PART_NUMBER
                                                                    : CN_S3E_INVALID_RANGE;
@@ -667,8 +673,8 @@ void cn__s3_get_object(cn__s3_rq_t *q)
             return;
         }
         uint64_t off = cn_objects_reader_offset(rd), len = cn_objects_reader_len(rd);
-        bool partial = has_range > 0 &&
-                       !(rg.kind == CN_RANGE_PART && info.nparts == 0 && len == info.size);
+        bool partial =
+            has_range > 0 && !(rg.kind == CN_RANGE_PART && info.nparts == 0 && len == info.size);
         int status = partial ? 206 : 200;
         if (partial || rg.kind == CN_RANGE_PART) {
             /* A part of a single-put object is the whole object: 200, as S3. */
@@ -753,7 +759,7 @@ static void delete_objects_done(cn__s3_rq_t *q)
         cn__s3_error(q, CN_S3E_MALFORMED_XML, NULL);
         return;
     }
-    cn_buf_t out = {0};
+    cn_buf_t out = { 0 };
     cn_xml_writer_t w;
     cn_xml_begin(&w, &out);
     cn_xml_open(&w, "DeleteResult", CN_S3_XMLNS);
@@ -813,9 +819,11 @@ void cn__s3_delete_objects(cn__s3_rq_t *q)
     /* S3 requires an integrity check on this body: Content-MD5 or any
      * x-amz-checksum-* (the framework verifies the latter). */
     bool has_ck = false;
-    static const char *const hs[] = {"x-amz-checksum-crc32", "x-amz-checksum-crc32c",
-                                     "x-amz-checksum-crc64nvme", "x-amz-checksum-sha1",
-                                     "x-amz-checksum-sha256", "x-amz-trailer", "Content-MD5"};
+    static const char *const hs[] = {
+        "x-amz-checksum-crc32", "x-amz-checksum-crc32c", "x-amz-checksum-crc64nvme",
+        "x-amz-checksum-sha1",  "x-amz-checksum-sha256", "x-amz-trailer",
+        "Content-MD5"
+    };
     for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++)
         has_ck = has_ck || cn_http_req_header(q->r, hs[i]) != NULL;
     if (!has_ck) {
@@ -841,10 +849,11 @@ bool cn__s3_copy_source(cn__s3_rq_t *q, char **bucket, char **key)
         }
         n = (size_t)(qm - src);
     }
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     if (!src || cn_http_pct_decode(&b, src, n) != CN_OK || cn_buf_put_u8(&b, 0) != CN_OK) {
         cn_buf_free(&b);
-        cn__s3_error(q, CN_S3E_INVALID_ARGUMENT, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
+        cn__s3_error(q, CN_S3E_INVALID_ARGUMENT,
+                     "Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
         return false;
     }
     char *s = (char *)b.data;
@@ -853,7 +862,8 @@ bool cn__s3_copy_source(cn__s3_rq_t *q, char **bucket, char **key)
     char *slash = strchr(s, '/');
     if (!slash || slash == s || !slash[1]) {
         cn_buf_free(&b);
-        cn__s3_error(q, CN_S3E_INVALID_ARGUMENT, "Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
+        cn__s3_error(q, CN_S3E_INVALID_ARGUMENT,
+                     "Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
         return false;
     }
     *slash = 0;
@@ -935,7 +945,7 @@ out:
 
 typedef struct {
     cn_objects_put_t *put;
-    cn_http_cksum_t ck;       /* alg NONE when the upload has no checksum algorithm */
+    cn_http_cksum_t ck; /* alg NONE when the upload has no checksum algorithm */
 } cn__to_put_t;
 
 static cn_err_t to_put(void *ctx, const void *p, size_t n)
@@ -949,7 +959,7 @@ static cn_err_t to_put(void *ctx, const void *p, size_t n)
  * a checksum algorithm, the part's checksum recorded with it. */
 cn_err_t cn__s3_reader_to_put(cn_objects_reader_t *rd, cn_objects_put_t *p)
 {
-    cn__to_put_t t = {.put = p};
+    cn__to_put_t t = { .put = p };
     cn_err_t e = cn_http_cksum_init(&t.ck, cn_http_cksum_parse(cn_objects_put_checksum_alg(p)));
     if (e >= 0)
         e = cn_objects_reader_send(rd, NULL, to_put, &t);
@@ -968,7 +978,7 @@ cn_err_t cn__s3_reader_to_put(cn_objects_reader_t *rd, cn_objects_put_t *p)
 /* ObjectParts' Part elements from marker on, at most max of them. */
 typedef struct {
     cn_xml_writer_t *w;
-    const char *elem;             /* "ChecksumCRC32", or NULL without an algorithm */
+    const char *elem; /* "ChecksumCRC32", or NULL without an algorithm */
     int64_t marker, max, listed, last;
 } cn__attr_parts_t;
 
@@ -990,8 +1000,7 @@ static cn_err_t attr_part(void *arg, const cn_objects_part_t *p)
 
 /* The Checksum element: a multipart upload's composite additional checksum,
  * else the whole object's SHA-256. */
-static void attr_checksum(cn_xml_writer_t *w, const cn_object_info_t *info,
-                              const char *elem)
+static void attr_checksum(cn_xml_writer_t *w, const cn_object_info_t *info, const char *elem)
 {
     if (elem && info->checksum[0]) {
         cn_xml_open(w, "Checksum", NULL);
@@ -1027,11 +1036,16 @@ void cn__s3_get_object_attributes(cn__s3_rq_t *q)
         size_t n = strcspn(p, ", ");
         if (!n)
             break;
-        if (n == 4 && !strncmp(p, "ETag", 4)) a_etag = true;
-        else if (n == 8 && !strncmp(p, "Checksum", 8)) a_ck = true;
-        else if (n == 11 && !strncmp(p, "ObjectParts", 11)) a_parts = true;
-        else if (n == 12 && !strncmp(p, "StorageClass", 12)) a_sc = true;
-        else if (n == 10 && !strncmp(p, "ObjectSize", 10)) a_size = true;
+        if (n == 4 && !strncmp(p, "ETag", 4))
+            a_etag = true;
+        else if (n == 8 && !strncmp(p, "Checksum", 8))
+            a_ck = true;
+        else if (n == 11 && !strncmp(p, "ObjectParts", 11))
+            a_parts = true;
+        else if (n == 12 && !strncmp(p, "StorageClass", 12))
+            a_sc = true;
+        else if (n == 10 && !strncmp(p, "ObjectSize", 10))
+            a_size = true;
         else {
             cn__s3_error(q, CN_S3E_INVALID_ARGUMENT, "Invalid attribute name specified.");
             return;
@@ -1039,8 +1053,8 @@ void cn__s3_get_object_attributes(cn__s3_rq_t *q)
         p += n;
     }
     int64_t max_parts, marker;
-    if (!cn__s3_int_arg(q, cn_http_req_header(q->r, "x-amz-max-parts"), "x-amz-max-parts", 0,
-                        1000, 1000, &max_parts) ||
+    if (!cn__s3_int_arg(q, cn_http_req_header(q->r, "x-amz-max-parts"), "x-amz-max-parts", 0, 1000,
+                        1000, &max_parts) ||
         !cn__s3_int_arg(q, cn_http_req_header(q->r, "x-amz-part-number-marker"),
                         "x-amz-part-number-marker", 0, CN_PART_NUMBER_MAX, 0, &marker))
         return;
@@ -1055,7 +1069,7 @@ void cn__s3_get_object_attributes(cn__s3_rq_t *q)
     char date[CN__S3_HTTP_DATE_MAX];
     cn__s3_http_date(info.last_modified_ms, date);
     cn_http_resp_header(q->r, "Last-Modified", date);
-    cn_buf_t out = {0};
+    cn_buf_t out = { 0 };
     cn_xml_writer_t w;
     cn_xml_begin(&w, &out);
     cn_xml_open(&w, "GetObjectAttributesResponse", CN_S3_XMLNS);
@@ -1069,9 +1083,8 @@ void cn__s3_get_object_attributes(cn__s3_rq_t *q)
         attr_checksum(&w, &info, elem[0] ? elem : NULL);
     if (a_parts && info.nparts > 0) {
         cn_xml_open(&w, "ObjectParts", NULL);
-        cn__attr_parts_t ap = {&w, elem[0] ? elem : NULL, marker, max_parts, 0, marker};
-        e = cn_objects_object_parts(q->s3->objects, &q->orq, q->bucket, q->key, attr_part,
-                                    &ap);
+        cn__attr_parts_t ap = { &w, elem[0] ? elem : NULL, marker, max_parts, 0, marker };
+        e = cn_objects_object_parts(q->s3->objects, &q->orq, q->bucket, q->key, attr_part, &ap);
         if (e < 0) {
             cn_buf_free(&out);
             cn_objects_info_free(&info);

@@ -8,7 +8,7 @@
 
 void cn__s3_policy_get(cn__s3_rq_t *q)
 {
-    cn_buf_t json = {0};
+    cn_buf_t json = { 0 };
     cn_err_t e = cn_objects_bucket_policy_get(q->s3->objects, &q->orq, q->bucket, &json);
     if (e < 0) {
         cn_buf_free(&json);
@@ -25,13 +25,14 @@ void cn__s3_policy_get(cn__s3_rq_t *q)
 static void policy_put_done(cn__s3_rq_t *q)
 {
     if (q->body.len == 0) {
-        cn__s3_error(q, CN_S3E_MALFORMED_POLICY, "Policies must be valid JSON and the first "
+        cn__s3_error(q, CN_S3E_MALFORMED_POLICY,
+                     "Policies must be valid JSON and the first "
                      "byte must be '{'");
         return;
     }
     cn_err_t e = cn_objects_bucket_policy_set(q->s3->objects, &q->orq, q->bucket,
                                               (const char *)q->body.data, q->body.len);
-    if (e < 0) {    /* POLICY_INVALID: MalformedPolicy, with the reason */
+    if (e < 0) { /* POLICY_INVALID: MalformedPolicy, with the reason */
         cn__s3_fail(q, e);
         return;
     }
@@ -57,7 +58,7 @@ void cn__s3_policy_delete(cn__s3_rq_t *q)
 
 void cn__s3_policy_status(cn__s3_rq_t *q)
 {
-    cn_buf_t json = {0};
+    cn_buf_t json = { 0 };
     cn_objects_req_t rq = q->orq;
     /* Reading the policy needs s3:GetBucketPolicy; the status is derived
      * from it, so that right covers both. */
@@ -77,7 +78,7 @@ void cn__s3_policy_status(cn__s3_rq_t *q)
         pub = cn_authz_policy_is_public(p);
     cn_authz_policy_free(p);
     cn_buf_free(&json);
-    cn_buf_t out = {0};
+    cn_buf_t out = { 0 };
     cn_xml_writer_t w;
     cn_xml_begin(&w, &out);
     cn_xml_open(&w, "PolicyStatus", CN_S3_XMLNS);

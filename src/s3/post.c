@@ -28,15 +28,23 @@
 #include <time.h>
 
 #define CN__MOD "s3"
-#define CN__POST_PRE_MAX (20u * 1024)      /* bytes of fields before the file */
+#define CN__POST_PRE_MAX (20u * 1024) /* bytes of fields before the file */
 #define CN__POST_MAX_FIELDS 128
 
 /* ======================================================================
  * multipart/form-data (RFC 7578 / RFC 2046), incremental
  * ====================================================================== */
 
-enum { CN__F_PREAMBLE, CN__F_AFTER_DELIM, CN__F_AFTER_DASH, CN__F_AFTER_WS, CN__F_HEADERS,
-       CN__F_DATA, CN__F_EPILOGUE, CN__F_ERROR };
+enum {
+    CN__F_PREAMBLE,
+    CN__F_AFTER_DELIM,
+    CN__F_AFTER_DASH,
+    CN__F_AFTER_WS,
+    CN__F_HEADERS,
+    CN__F_DATA,
+    CN__F_EPILOGUE,
+    CN__F_ERROR
+};
 
 bool cn__form_boundary(const char *content_type, char *out, size_t cap)
 {
@@ -203,8 +211,8 @@ static bool header_line(cn__form_t *f)
  * Held-back bytes of a partial match are re-emitted from the delimiter
  * itself (a boundary holds no CR, so a mismatch restarts the search at the
  * current byte). */
-static int scan(cn__form_t *f, const uint8_t *p, size_t n, size_t *i,
-                    const cn__form_cb_t *cb, void *ctx, bool emit)
+static int scan(cn__form_t *f, const uint8_t *p, size_t n, size_t *i, const cn__form_cb_t *cb,
+                void *ctx, bool emit)
 {
     while (*i < n) {
         if (f->match == 0) {
@@ -227,7 +235,7 @@ static int scan(cn__form_t *f, const uint8_t *p, size_t n, size_t *i,
             (*i)++;
             if (f->match == f->dlen) {
                 f->match = 0;
-                return 1;    /* a delimiter */
+                return 1; /* a delimiter */
             }
             continue;
         }
@@ -328,10 +336,8 @@ int cn__form_feed(cn__form_t *f, const uint8_t *p, size_t n, const cn__form_cb_t
             f->line_len = 0;
             break;
         }
-        case CN__F_EPILOGUE:
-            return 0;
-        default:
-            return CN_E_INVALID;
+        case CN__F_EPILOGUE: return 0;
+        default: return CN_E_INVALID;
         }
     }
     return 0;
@@ -420,7 +426,7 @@ static bool json_int(json_t *v, int64_t *out)
 /* The value a condition names: "bucket" is always the URL's bucket (a
  * bucket field is covered by it); a missing field reads as "". */
 static void cond_value(cn__post_field_t *fs, size_t nf, const char *bucket, const char *name,
-                           size_t nl, const char **v, size_t *vl)
+                       size_t nl, const char **v, size_t *vl)
 {
     cn__post_field_t *f = post_field(fs, nf, name, nl);
     if (f)
@@ -459,8 +465,7 @@ static bool starts_with(const char *v, size_t vl, const char *pre, size_t pl, bo
 
 cn_s3_err_t cn__s3_post_policy_check(const char *json, size_t len, int64_t now_ms,
                                      const char *bucket, cn__post_field_t *fs, size_t nf,
-                                     int64_t *len_min, int64_t *len_max, char *why,
-                                     size_t why_len)
+                                     int64_t *len_min, int64_t *len_max, char *why, size_t why_len)
 {
     *len_min = 0;
     *len_max = INT64_MAX;
@@ -493,7 +498,8 @@ cn_s3_err_t cn__s3_post_policy_check(const char *json, size_t len, int64_t now_m
     }
     size_t i;
     json_t *c;
-    json_array_foreach(conds, i, c) {
+    json_array_foreach(conds, i, c)
+    {
         if (json_is_object(c)) {
             const char *k;
             json_t *v;
@@ -502,9 +508,11 @@ cn_s3_err_t cn__s3_post_policy_check(const char *json, size_t len, int64_t now_m
                 e = CN_S3E_INVALID_POLICY_DOCUMENT;
                 goto out;
             }
-            json_object_foreach(c, k, v) {
+            json_object_foreach(c, k, v)
+            {
                 if (!json_is_string(v)) {
-                    snprintf(why, why_len, "Invalid Policy: Invalid Simple-Condition: "
+                    snprintf(why, why_len,
+                             "Invalid Policy: Invalid Simple-Condition: "
                              "value must be a string.");
                     e = CN_S3E_INVALID_POLICY_DOCUMENT;
                     goto out;
@@ -514,16 +522,17 @@ cn_s3_err_t cn__s3_post_policy_check(const char *json, size_t len, int64_t now_m
                 cond_value(fs, nf, bucket, k, strlen(k), &fv, &fl);
                 size_t wl = json_string_length(v);
                 if (fl != wl || memcmp(fv, json_string_value(v), wl) != 0) {
-                    snprintf(why, why_len, "Invalid according to Policy: Policy Condition "
-                             "failed: [\"eq\", \"$%.64s\", \"%.64s\"]", k, json_string_value(v));
+                    snprintf(why, why_len,
+                             "Invalid according to Policy: Policy Condition "
+                             "failed: [\"eq\", \"$%.64s\", \"%.64s\"]",
+                             k, json_string_value(v));
                     e = CN_S3E_ACCESS_DENIED;
                     goto out;
                 }
             }
             continue;
         }
-        if (!json_is_array(c) || json_array_size(c) != 3 ||
-            !json_is_string(json_array_get(c, 0))) {
+        if (!json_is_array(c) || json_array_size(c) != 3 || !json_is_string(json_array_get(c, 0))) {
             snprintf(why, why_len, "Invalid Policy: Invalid condition.");
             e = CN_S3E_INVALID_POLICY_DOCUMENT;
             goto out;
@@ -558,17 +567,20 @@ cn_s3_err_t cn__s3_post_policy_check(const char *json, size_t len, int64_t now_m
         bool ok = eq ? (fl == wl && memcmp(fv, want, wl) == 0)
                      : starts_with(fv, fl, want, wl, name_eq(name, nl, "content-type", 12));
         if (!ok) {
-            snprintf(why, why_len, "Invalid according to Policy: Policy Condition failed: "
-                     "[\"%s\", \"$%.64s\", \"%.64s\"]", eq ? "eq" : "starts-with", name, want);
+            snprintf(why, why_len,
+                     "Invalid according to Policy: Policy Condition failed: "
+                     "[\"%s\", \"$%.64s\", \"%.64s\"]",
+                     eq ? "eq" : "starts-with", name, want);
             e = CN_S3E_ACCESS_DENIED;
             goto out;
         }
     }
     /* Every field must be covered, except these. */
     for (size_t k = 0; k < nf; k++) {
-        static const char *const exempt[] = {"policy", "x-amz-signature", "signature",
-                                             "awsaccesskeyid", "file"};
-        bool ex = fs[k].covered || (fs[k].nlen >= 9 && strncasecmp(fs[k].name, "x-ignore-", 9) == 0);
+        static const char *const exempt[] = { "policy", "x-amz-signature", "signature",
+                                              "awsaccesskeyid", "file" };
+        bool ex =
+            fs[k].covered || (fs[k].nlen >= 9 && strncasecmp(fs[k].name, "x-ignore-", 9) == 0);
         for (size_t j = 0; !ex && j < sizeof exempt / sizeof exempt[0]; j++)
             ex = name_eq(fs[k].name, fs[k].nlen, exempt[j], strlen(exempt[j]));
         if (!ex) {
@@ -590,11 +602,11 @@ out:
 typedef struct {
     cn__s3_rq_t *q;
     cn__form_t form;
-    char *store;                        /* field names and values, NUL-separated */
+    char *store; /* field names and values, NUL-separated */
     size_t store_len;
     cn__post_field_t fields[CN__POST_MAX_FIELDS];
     size_t nfields;
-    int part;                           /* 0 none, 1 a field, 2 the file, 3 ignored */
+    int part; /* 0 none, 1 a field, 2 the file, 3 ignored */
     bool file_seen;
     /* once the form is judged */
     cn_objects_put_t *put;
@@ -608,7 +620,7 @@ typedef struct {
     const char *ck_want;
     int64_t len_min, len_max;
     uint64_t size;
-    int status;                         /* success_action_status */
+    int status; /* success_action_status */
     const char *redirect;
 } cn__post_t;
 
@@ -646,7 +658,7 @@ static bool post_auth(cn__post_t *s, bool *signed_out)
     const char *sig2 = post_fv(s, "signature");
     *signed_out = false;
     if (!q->anonymous)
-        return true;       /* a header-signed POST: the framework verified it */
+        return true; /* a header-signed POST: the framework verified it */
     bool v4 = alg || cred || sig4, v2 = akid || sig2;
     if (!policy) {
         if (v4 || v2) {
@@ -654,7 +666,7 @@ static bool post_auth(cn__post_t *s, bool *signed_out)
                          "Bucket POST must contain a field named 'policy'.");
             return false;
         }
-        return true;       /* anonymous: authz decides */
+        return true; /* anonymous: authz decides */
     }
     if (!v4 && !v2) {
         cn__s3_error(q, CN_S3E_INVALID_ARGUMENT,
@@ -669,7 +681,8 @@ static bool post_auth(cn__post_t *s, bool *signed_out)
             return false;
         }
         if (!cred || !date || !sig4) {
-            cn__s3_error(q, CN_S3E_INVALID_ARGUMENT, "Bucket POST must contain the fields "
+            cn__s3_error(q, CN_S3E_INVALID_ARGUMENT,
+                         "Bucket POST must contain the fields "
                          "x-amz-credential, x-amz-date and x-amz-signature.");
             return false;
         }
@@ -690,7 +703,8 @@ static bool post_auth(cn__post_t *s, bool *signed_out)
         memcpy(region, p2 + 1, (size_t)(p3 - p2 - 1));
     } else {
         if (!akid || !sig2) {
-            cn__s3_error(q, CN_S3E_INVALID_ARGUMENT, "Bucket POST must contain the fields "
+            cn__s3_error(q, CN_S3E_INVALID_ARGUMENT,
+                         "Bucket POST must contain the fields "
                          "AWSAccessKeyId and signature.");
             return false;
         }
@@ -777,8 +791,7 @@ static bool post_policy(cn__post_t *s)
         kf->vlen = strlen(s->key);
     }
     cn_s3_err_t e = cn__s3_post_policy_check(json, (size_t)jl, cn_wall_ms(), q->bucket, s->fields,
-                                             s->nfields, &s->len_min, &s->len_max, why,
-                                             sizeof why);
+                                             s->nfields, &s->len_min, &s->len_max, why, sizeof why);
     free(json);
     if (e != CN_S3E_NONE) {
         cn__s3_error(q, e, why[0] ? why : NULL);
@@ -802,7 +815,7 @@ static char *post_key(cn__post_t *s, const char *filename)
     for (const char *p = filename; *p; p++)
         if (*p == '/' || *p == '\\')
             base = p + 1;
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     const char *p = k;
     cn_err_t e = CN_OK;
     while (e == CN_OK && *p) {
@@ -857,7 +870,8 @@ static bool post_args(cn__post_t *s, cn_objects_put_args_t *a)
         } else if (name_eq(f->name, f->nlen, "tagging", 7) ||
                    (name_eq(f->name, f->nlen, "x-amz-storage-class", 19) &&
                     strcmp(f->value, "STANDARD") != 0) ||
-                   (f->nlen > 28 && strncasecmp(f->name, "x-amz-server-side-encryption", 28) == 0)) {
+                   (f->nlen > 28 &&
+                    strncasecmp(f->name, "x-amz-server-side-encryption", 28) == 0)) {
             char m[160];
             snprintf(m, sizeof m, "the field %.64s is not supported", f->name);
             cn__s3_error(q, CN_S3E_NOT_IMPLEMENTED, m);
@@ -884,7 +898,8 @@ static bool post_args(cn__post_t *s, cn_objects_put_args_t *a)
             cn__s3_error(q, CN_S3E_INTERNAL_ERROR, NULL);
             return false;
         }
-        const char *owner = q->anonymous ? (bowner[0] ? bowner : "anonymous") : q->principal.account;
+        const char *owner =
+            q->anonymous ? (bowner[0] ? bowner : "anonymous") : q->principal.account;
         if (cn_authz_acl_canned(s->acl, canned, strlen(canned), owner, bowner[0] ? bowner : NULL,
                                 false) != CN_OK) {
             cn__s3_error(q, CN_S3E_INVALID_ARGUMENT, "unknown canned ACL");
@@ -959,7 +974,7 @@ static int post_part(void *ctx, const cn__form_part_t *part)
 {
     cn__post_t *s = ctx;
     if (s->file_seen) {
-        s->part = 3;                 /* after the file: ignored, as S3 does */
+        s->part = 3; /* after the file: ignored, as S3 does */
         return 0;
     }
     if (strcasecmp(part->name, "file") == 0) {
@@ -1033,7 +1048,7 @@ static int post_part_end(void *ctx)
     return 0;
 }
 
-static const cn__form_cb_t cn__post_cb = {post_part, post_data, post_part_end};
+static const cn__form_cb_t cn__post_cb = { post_part, post_data, post_part_end };
 
 static int post_body(cn__s3_rq_t *q, const uint8_t *p, size_t n)
 {
@@ -1081,7 +1096,7 @@ static void post_end(cn__s3_rq_t *q)
     char etag[CN__S3_ETAG_MAX];
     if (!cn__s3_put_commit(q, &s->put, &res, etag))
         return;
-    cn_buf_t loc = {0};
+    cn_buf_t loc = { 0 };
     const char *host = cn_http_req_header(q->r, "Host");
     cn_buf_printf(&loc, "%s://%s/%s/", cn_http_req_is_tls(q->r) ? "https" : "http",
                   host ? host : "localhost", q->bucket);
@@ -1091,7 +1106,7 @@ static void post_end(cn__s3_rq_t *q)
     if (!s->redirect)
         cn_http_resp_header(q->r, "Location", (const char *)loc.data);
     if (s->redirect) {
-        cn_buf_t u = {0};
+        cn_buf_t u = { 0 };
         cn_buf_append_str(&u, s->redirect);
         cn_buf_append_str(&u, strchr(s->redirect, '?') ? "&bucket=" : "?bucket=");
         qenc(&u, q->bucket);
@@ -1104,7 +1119,7 @@ static void post_end(cn__s3_rq_t *q)
         cn_buf_free(&u);
         cn_http_respond_empty(q->r, 303, 0);
     } else if (s->status == 201) {
-        cn_buf_t out = {0};
+        cn_buf_t out = { 0 };
         cn_xml_writer_t w;
         cn_xml_begin(&w, &out);
         cn_xml_open(&w, "PostResponse", NULL);

@@ -101,51 +101,51 @@ void cn__s3_error(cn__s3_rq_t *q, cn_s3_err_t e, const char *message)
 #define ANY CN_OBJ_WHAT_ANY
 static const cn_obj_err_row_t s3_errors[] = {
     /* by rule */
-    {CN_E_INVALID, ANY, CN_OBJ_BUCKET_NAME_INVALID, CN_S3E_INVALID_BUCKET_NAME},
-    {CN_E_INVALID, ANY, CN_OBJ_KEY_INVALID, CN_S3E_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_KEY_TOO_LONG, CN_S3E_KEY_TOO_LONG},
-    {CN_E_INVALID, ANY, CN_OBJ_CONTENT_TYPE_TOO_LONG, CN_S3E_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_METADATA_KEY_INVALID, CN_S3E_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_METADATA_TOO_LARGE, CN_S3E_METADATA_TOO_LARGE},
-    {CN_E_INVALID, ANY, CN_OBJ_CHECKSUM_ALG_INVALID, CN_S3E_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_LIST_ARG_INVALID, CN_S3E_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_PART_NUMBER_INVALID, CN_S3E_INVALID_ARGUMENT},
-    {CN_E_INVALID, ANY, CN_OBJ_PART_LIST_INVALID, CN_S3E_INVALID_PART},
-    {CN_E_INVALID, ANY, CN_OBJ_PART_ORDER, CN_S3E_INVALID_PART_ORDER},
-    {CN_E_INVALID, ANY, CN_OBJ_PART_MISSING, CN_S3E_INVALID_PART},
-    {CN_E_INVALID, ANY, CN_OBJ_PART_ETAG_MISMATCH, CN_S3E_INVALID_PART},
-    {CN_E_INVALID, ANY, CN_OBJ_PART_TOO_SMALL, CN_S3E_ENTITY_TOO_SMALL},
-    {CN_E_INVALID, ANY, CN_OBJ_POLICY_INVALID, CN_S3E_MALFORMED_POLICY},
-    {CN_E_INVALID, ANY, CN_OBJ_SETTING_NAME_INVALID, CN_S3E_INVALID_ARGUMENT},
+    { CN_E_INVALID, ANY, CN_OBJ_BUCKET_NAME_INVALID, CN_S3E_INVALID_BUCKET_NAME },
+    { CN_E_INVALID, ANY, CN_OBJ_KEY_INVALID, CN_S3E_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_KEY_TOO_LONG, CN_S3E_KEY_TOO_LONG },
+    { CN_E_INVALID, ANY, CN_OBJ_CONTENT_TYPE_TOO_LONG, CN_S3E_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_METADATA_KEY_INVALID, CN_S3E_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_METADATA_TOO_LARGE, CN_S3E_METADATA_TOO_LARGE },
+    { CN_E_INVALID, ANY, CN_OBJ_CHECKSUM_ALG_INVALID, CN_S3E_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_LIST_ARG_INVALID, CN_S3E_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_PART_NUMBER_INVALID, CN_S3E_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_PART_LIST_INVALID, CN_S3E_INVALID_PART },
+    { CN_E_INVALID, ANY, CN_OBJ_PART_ORDER, CN_S3E_INVALID_PART_ORDER },
+    { CN_E_INVALID, ANY, CN_OBJ_PART_MISSING, CN_S3E_INVALID_PART },
+    { CN_E_INVALID, ANY, CN_OBJ_PART_ETAG_MISMATCH, CN_S3E_INVALID_PART },
+    { CN_E_INVALID, ANY, CN_OBJ_PART_TOO_SMALL, CN_S3E_ENTITY_TOO_SMALL },
+    { CN_E_INVALID, ANY, CN_OBJ_POLICY_INVALID, CN_S3E_MALFORMED_POLICY },
+    { CN_E_INVALID, ANY, CN_OBJ_SETTING_NAME_INVALID, CN_S3E_INVALID_ARGUMENT },
     /* The handlers answer their configuration's own NoSuch* before this. */
-    {CN_E_NOT_FOUND, ANY, CN_OBJ_SETTING_UNSET, CN_S3E_NO_SUCH_KEY},
+    { CN_E_NOT_FOUND, ANY, CN_OBJ_SETTING_UNSET, CN_S3E_NO_SUCH_KEY },
     /* by class and what */
-    {CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, 0, CN_S3E_NO_SUCH_BUCKET},
-    {CN_E_NOT_FOUND, CN_OBJ_WHAT_UPLOAD, 0, CN_S3E_NO_SUCH_UPLOAD},
-    {CN_E_NOT_FOUND, CN_OBJ_WHAT_PART, 0, CN_S3E_INVALID_PART},
-    {CN_E_NOT_FOUND, ANY, 0, CN_S3E_NO_SUCH_KEY},
-    {CN_E_INVALID, CN_OBJ_WHAT_BUCKET, 0, CN_S3E_INVALID_BUCKET_NAME},
-    {CN_E_INVALID, CN_OBJ_WHAT_PART, 0, CN_S3E_INVALID_PART},
-    {CN_E_INVALID, ANY, 0, CN_S3E_INVALID_ARGUMENT},
+    { CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, 0, CN_S3E_NO_SUCH_BUCKET },
+    { CN_E_NOT_FOUND, CN_OBJ_WHAT_UPLOAD, 0, CN_S3E_NO_SUCH_UPLOAD },
+    { CN_E_NOT_FOUND, CN_OBJ_WHAT_PART, 0, CN_S3E_INVALID_PART },
+    { CN_E_NOT_FOUND, ANY, 0, CN_S3E_NO_SUCH_KEY },
+    { CN_E_INVALID, CN_OBJ_WHAT_BUCKET, 0, CN_S3E_INVALID_BUCKET_NAME },
+    { CN_E_INVALID, CN_OBJ_WHAT_PART, 0, CN_S3E_INVALID_PART },
+    { CN_E_INVALID, ANY, 0, CN_S3E_INVALID_ARGUMENT },
     /* by class */
-    {CN_E_EXISTS, ANY, 0, CN_S3E_BUCKET_ALREADY_EXISTS},
-    {CN_E_NOT_EMPTY, ANY, 0, CN_S3E_BUCKET_NOT_EMPTY},
-    {CN_E_DENIED, ANY, 0, CN_S3E_ACCESS_DENIED},
-    {CN_E_AUTH, ANY, 0, CN_S3E_ACCESS_DENIED},
-    {CN_E_TOO_LARGE, ANY, 0, CN_S3E_ENTITY_TOO_LARGE},
-    {CN_E_DIGEST_MISMATCH, ANY, 0, CN_S3E_BAD_DIGEST},
-    {CN_E_LENGTH_MISMATCH, ANY, 0, CN_S3E_INCOMPLETE_BODY},
-    {CN_E_PRECONDITION, ANY, 0, CN_S3E_PRECONDITION_FAILED},
-    {CN_E_NOT_MODIFIED, ANY, 0, CN_S3E_NOT_MODIFIED},
-    {CN_E_CONFLICT, ANY, 0, CN_S3E_CONDITIONAL_CONFLICT},
-    {CN_E_NO_UPLOAD, ANY, 0, CN_S3E_NO_SUCH_UPLOAD},
-    {CN_E_RANGE, ANY, 0, CN_S3E_INVALID_RANGE},
-    {CN_E_RATE_LIMITED, ANY, 0, CN_S3E_SLOW_DOWN},
-    {CN_E_BUSY, ANY, 0, CN_S3E_SLOW_DOWN},
+    { CN_E_EXISTS, ANY, 0, CN_S3E_BUCKET_ALREADY_EXISTS },
+    { CN_E_NOT_EMPTY, ANY, 0, CN_S3E_BUCKET_NOT_EMPTY },
+    { CN_E_DENIED, ANY, 0, CN_S3E_ACCESS_DENIED },
+    { CN_E_AUTH, ANY, 0, CN_S3E_ACCESS_DENIED },
+    { CN_E_TOO_LARGE, ANY, 0, CN_S3E_ENTITY_TOO_LARGE },
+    { CN_E_DIGEST_MISMATCH, ANY, 0, CN_S3E_BAD_DIGEST },
+    { CN_E_LENGTH_MISMATCH, ANY, 0, CN_S3E_INCOMPLETE_BODY },
+    { CN_E_PRECONDITION, ANY, 0, CN_S3E_PRECONDITION_FAILED },
+    { CN_E_NOT_MODIFIED, ANY, 0, CN_S3E_NOT_MODIFIED },
+    { CN_E_CONFLICT, ANY, 0, CN_S3E_CONDITIONAL_CONFLICT },
+    { CN_E_NO_UPLOAD, ANY, 0, CN_S3E_NO_SUCH_UPLOAD },
+    { CN_E_RANGE, ANY, 0, CN_S3E_INVALID_RANGE },
+    { CN_E_RATE_LIMITED, ANY, 0, CN_S3E_SLOW_DOWN },
+    { CN_E_BUSY, ANY, 0, CN_S3E_SLOW_DOWN },
     /* retryable, as blobs and Scribe say busy */
-    {CN_E_SHUTDOWN, ANY, 0, CN_S3E_SERVICE_UNAVAILABLE},
-    {CN_E_DB_LOCKED, ANY, 0, CN_S3E_SERVICE_UNAVAILABLE},
-    {CN_E_UNSUPPORTED, ANY, 0, CN_S3E_NOT_IMPLEMENTED},
+    { CN_E_SHUTDOWN, ANY, 0, CN_S3E_SERVICE_UNAVAILABLE },
+    { CN_E_DB_LOCKED, ANY, 0, CN_S3E_SERVICE_UNAVAILABLE },
+    { CN_E_UNSUPPORTED, ANY, 0, CN_S3E_NOT_IMPLEMENTED },
 };
 #undef ANY
 
@@ -163,12 +163,12 @@ void cn__s3_fail(cn__s3_rq_t *q, cn_err_t err)
         cn_warn(CN__MOD, "%s %s: %s (%s) [%s]", cn_http_req_method(q->r),
                 cn_http_req_path(q->r, NULL), cn_strerror(err), q->orq.fail.message,
                 cn_http_req_id(q->r));
-        msg = NULL;    /* internal detail stays in the log */
+        msg = NULL; /* internal detail stays in the log */
     } else if (e == CN_S3E_ACCESS_DENIED) {
         cn_info(CN__MOD, "denied %s %s for %s: %s [%s]", cn_http_req_method(q->r),
                 cn_http_req_path(q->r, NULL), q->anonymous ? "anonymous" : q->principal.account,
                 q->orq.fail.message, cn_http_req_id(q->r));
-        msg = NULL;    /* the reason is for the operator, not the caller */
+        msg = NULL; /* the reason is for the operator, not the caller */
     }
     if (q->orq.side == CN_OBJ_SIDE_SOURCE && msg) {
         char m[300];
@@ -191,9 +191,9 @@ void cn__s3_xml(cn__s3_rq_t *q, int status, cn_xml_writer_t *w)
     cn_buf_free(w->out);
 }
 
-static const char *const cn__wday[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
-static const char *const cn__mon[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                      "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+static const char *const cn__wday[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+static const char *const cn__mon[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
 
 void cn__s3_http_date(int64_t unix_ms, char out[CN__S3_HTTP_DATE_MAX])
 {
@@ -222,7 +222,7 @@ bool cn__s3_parse_http_date(const char *s, int64_t *unix_ms)
 {
     struct tm tm;
     memset(&tm, 0, sizeof tm);
-    char mon[4] = {0}, wd[16] = {0};
+    char mon[4] = { 0 }, wd[16] = { 0 };
     int d, y, H, M, S, n = 0;
     while (*s == ' ')
         s++;
@@ -230,7 +230,8 @@ bool cn__s3_parse_http_date(const char *s, int64_t *unix_ms)
         n > 0) {
         /* RFC 1123: "Sun, 06 Nov 1994 08:49:37 GMT" */
     } else if (sscanf(s, "%15[A-Za-z], %d-%3s-%d %d:%d:%d GMT%n", wd, &d, mon, &y, &H, &M, &S,
-                      &n) == 7 && n > 0) {
+                      &n) == 7 &&
+               n > 0) {
         /* RFC 850: "Sunday, 06-Nov-94 08:49:37 GMT" (two-digit years: 70..99 are 19xx) */
         if (y < 100)
             y += y < 70 ? 2000 : 1900;
@@ -277,7 +278,7 @@ void cn__s3_copy_result(cn__s3_rq_t *q, const char *root, const cn_objects_put_r
     char etag[CN__S3_ETAG_MAX], date[CN_RFC3339_LEN];
     cn__s3_quote_etag(res->etag, etag);
     cn__s3_iso_date(res->last_modified_ms, date);
-    cn_buf_t out = {0};
+    cn_buf_t out = { 0 };
     cn_xml_writer_t w;
     cn_xml_begin(&w, &out);
     cn_xml_open(&w, root, CN_S3_XMLNS);
@@ -316,7 +317,7 @@ static int collect_body(cn__s3_rq_t *q, const uint8_t *p, size_t n)
 static void collect_end(cn__s3_rq_t *q)
 {
     if (cn_http_req_body_error(q->r) != CN_S3E_NONE)
-        return;   /* the framework answers the body's error */
+        return; /* the framework answers the body's error */
     if (q->md5) {
         uint8_t got[CN_MD5_LEN];
         cn_md5_final(q->md5, got);
@@ -370,8 +371,8 @@ cn_xml_doc_t *cn__s3_body_xml(cn__s3_rq_t *q, bool required)
     return d;
 }
 
-bool cn__s3_int_arg(cn__s3_rq_t *q, const char *value, const char *what, int64_t lo,
-                    int64_t hi, int64_t def, int64_t *out)
+bool cn__s3_int_arg(cn__s3_rq_t *q, const char *value, const char *what, int64_t lo, int64_t hi,
+                    int64_t def, int64_t *out)
 {
     if (!value) {
         *out = def;
@@ -404,7 +405,7 @@ void cn__s3_url_text(cn_xml_writer_t *w, const char *elem, const char *s, bool u
         cn_xml_elem(w, elem, s);
         return;
     }
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     if (cn_sigv4_uri_encode(&b, s, strlen(s), true) != CN_OK) {
         w->err = w->err ? w->err : -ENOMEM;
         cn_buf_free(&b);
@@ -427,7 +428,7 @@ const char *const cn__s3_system_meta[CN__S3_SYSTEM_META_COUNT] = {
     "Cache-Control", "Content-Disposition", "Content-Encoding", "Content-Language", "Expires",
 };
 
-#define CN__S3_USER_META_MAX 2048      /* S3's limit on x-amz-meta-* names + values */
+#define CN__S3_USER_META_MAX 2048 /* S3's limit on x-amz-meta-* names + values */
 #define CN__S3_META_MAX_COUNT 64
 
 typedef struct {
@@ -471,9 +472,13 @@ static bool meta_hdr(void *ctx, const char *name, const char *value)
 static const char *unsupported_put_header(cn__s3_rq_t *q)
 {
     static const char *const hs[] = {
-        "x-amz-tagging", "x-amz-server-side-encryption", "x-amz-server-side-encryption-customer-algorithm",
-        "x-amz-server-side-encryption-aws-kms-key-id", "x-amz-website-redirect-location",
-        "x-amz-object-lock-mode", "x-amz-object-lock-retain-until-date",
+        "x-amz-tagging",
+        "x-amz-server-side-encryption",
+        "x-amz-server-side-encryption-customer-algorithm",
+        "x-amz-server-side-encryption-aws-kms-key-id",
+        "x-amz-website-redirect-location",
+        "x-amz-object-lock-mode",
+        "x-amz-object-lock-retain-until-date",
         "x-amz-object-lock-legal-hold",
     };
     for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++)
@@ -501,7 +506,7 @@ bool cn__s3_put_hdrs(cn__s3_rq_t *q, cn__s3_put_hdrs_t *h, bool conditions)
         cn__s3_error(q, CN_S3E_INTERNAL_ERROR, NULL);
         return false;
     }
-    cn__meta_walk_t w = {q, h, 0, 0, CN_S3E_NONE, NULL};
+    cn__meta_walk_t w = { q, h, 0, 0, CN_S3E_NONE, NULL };
     cn_http_req_headers(q->r, meta_hdr, &w);
     if (w.err) {
         cn__s3_error(q, w.err, w.why);
@@ -512,9 +517,8 @@ bool cn__s3_put_hdrs(cn__s3_rq_t *q, cn__s3_put_hdrs_t *h, bool conditions)
      * the two never collide. */
     for (size_t i = 0; i < CN__S3_SYSTEM_META_COUNT; i++) {
         const char *name = cn__s3_system_meta[i];
-        const char *v = strcmp(name, "Content-Encoding") == 0
-                            ? cn_http_req_content_encoding(q->r)
-                            : cn_http_req_header(q->r, name);
+        const char *v = strcmp(name, "Content-Encoding") == 0 ? cn_http_req_content_encoding(q->r)
+                                                              : cn_http_req_header(q->r, name);
         if (v && *v) {
             h->meta[h->nmeta].key = name;
             h->meta[h->nmeta].value = v;
@@ -530,14 +534,15 @@ bool cn__s3_put_hdrs(cn__s3_rq_t *q, cn__s3_put_hdrs_t *h, bool conditions)
         if (!c && cn_http_req_auth(q->r) == CN_HTTP_AUTH_SIGV4_QUERY)
             c = cn_http_req_query(q->r, "x-amz-acl");
         if (q->anonymous || (c && strncmp(c, "bucket-owner-", 13) == 0))
-            cn__s3_bucket_owner(q, bowner);   /* only then is it needed: one read less */
+            cn__s3_bucket_owner(q, bowner); /* only then is it needed: one read less */
         h->acl = malloc(sizeof *h->acl);
         if (!h->acl) {
             cn__s3_error(q, CN_S3E_INTERNAL_ERROR, NULL);
             return false;
         }
         /* An anonymous writer's object belongs to the bucket owner. */
-        const char *owner = q->anonymous ? (bowner[0] ? bowner : "anonymous") : q->principal.account;
+        const char *owner =
+            q->anonymous ? (bowner[0] ? bowner : "anonymous") : q->principal.account;
         bool present = false;
         const char *canned = NULL;
         if (!cn__s3_acl_from_request(q, owner, bowner, false, h->acl, &present, &canned))
@@ -607,7 +612,7 @@ static cn_err_t address(cn__s3_rq_t *q)
 {
     size_t plen = 0;
     const char *path = cn_http_req_path(q->r, &plen);
-    const char *p = path + 1;           /* after the leading '/' */
+    const char *p = path + 1; /* after the leading '/' */
     size_t rest = plen ? plen - 1 : 0;
     q->bucket = vhost_bucket(q->s3, q->r);
     if (!q->bucket) {
@@ -686,12 +691,42 @@ static bool principal(cn__s3_rq_t *q)
 /* Query parameters that select an S3 subresource (or a variant of an
  * operation).  A request carrying one its operation does not use is refused. */
 static const char *const cn__subresources[] = {
-    "acl", "accelerate", "analytics", "attributes", "cors", "delete", "encryption",
-    "intelligent-tiering", "inventory", "legal-hold", "lifecycle", "location", "logging",
-    "metrics", "notification", "object-lock", "ownershipControls", "partNumber", "policy",
-    "policyStatus", "publicAccessBlock", "replication", "requestPayment", "restore",
-    "retention", "select", "tagging", "torrent", "uploadId", "uploads", "versioning",
-    "versions", "website", "versionId", "session", "renameObject",
+    "acl",
+    "accelerate",
+    "analytics",
+    "attributes",
+    "cors",
+    "delete",
+    "encryption",
+    "intelligent-tiering",
+    "inventory",
+    "legal-hold",
+    "lifecycle",
+    "location",
+    "logging",
+    "metrics",
+    "notification",
+    "object-lock",
+    "ownershipControls",
+    "partNumber",
+    "policy",
+    "policyStatus",
+    "publicAccessBlock",
+    "replication",
+    "requestPayment",
+    "restore",
+    "retention",
+    "select",
+    "tagging",
+    "torrent",
+    "uploadId",
+    "uploads",
+    "versioning",
+    "versions",
+    "website",
+    "versionId",
+    "session",
+    "renameObject",
 };
 
 /* true when every subresource present is named in allowed (" a b "). */
@@ -704,7 +739,7 @@ static bool router_only(cn__s3_rq_t *q, const char *allowed, const char **extra)
         if (!strcmp(s, "versionId")) {
             const char *v = cn_http_req_query(q->r, s);
             if (v && !strcmp(v, "null"))
-                continue;   /* the one version an unversioned bucket has */
+                continue; /* the one version an unversioned bucket has */
         }
         char word[40];
         snprintf(word, sizeof word, " %s ", s);
@@ -715,7 +750,6 @@ static bool router_only(cn__s3_rq_t *q, const char *allowed, const char **extra)
     }
     return true;
 }
-
 
 typedef void (*cn__op_fn)(cn__s3_rq_t *q);
 
@@ -768,9 +802,7 @@ static cn__op_fn pick_bucket(cn__s3_rq_t *q, unsigned m, const char **allowed)
         }
         *allowed = "  ";
         return cn__s3_list_objects;
-    case CN_HTTP_HEAD:
-        *allowed = "  ";
-        return cn__s3_head_bucket;
+    case CN_HTTP_HEAD: *allowed = "  "; return cn__s3_head_bucket;
     case CN_HTTP_PUT:
         if (cn_http_req_has_query(r, "policy")) {
             *allowed = " policy ";
@@ -812,11 +844,8 @@ static cn__op_fn pick_bucket(cn__s3_rq_t *q, unsigned m, const char **allowed)
         }
         *allowed = "  ";
         return cn__s3_post_object;
-    case CN_HTTP_OPTIONS:
-        *allowed = "  ";
-        return cn__s3_cors_preflight;
-    default:
-        return NULL;
+    case CN_HTTP_OPTIONS: *allowed = "  "; return cn__s3_cors_preflight;
+    default: return NULL;
     }
 }
 
@@ -840,22 +869,19 @@ static cn__op_fn pick_object(cn__s3_rq_t *q, unsigned m, const char **allowed)
         }
         *allowed = " partNumber ";
         return cn__s3_get_object;
-    case CN_HTTP_HEAD:
-        *allowed = " partNumber ";
-        return cn__s3_get_object;
+    case CN_HTTP_HEAD: *allowed = " partNumber "; return cn__s3_get_object;
     case CN_HTTP_PUT:
         if (upload || cn_http_req_has_query(r, "partNumber")) {
             *allowed = " uploadId partNumber ";
             return cn_http_req_header(r, "x-amz-copy-source") ? cn__s3_mpu_upload_part_copy
-                                                               : cn__s3_mpu_upload_part;
+                                                              : cn__s3_mpu_upload_part;
         }
         if (cn_http_req_has_query(r, "acl")) {
             *allowed = " acl ";
             return cn__s3_acl_put;
         }
         *allowed = "  ";
-        return cn_http_req_header(r, "x-amz-copy-source") ? cn__s3_copy_object
-                                                           : cn__s3_put_object;
+        return cn_http_req_header(r, "x-amz-copy-source") ? cn__s3_copy_object : cn__s3_put_object;
     case CN_HTTP_DELETE:
         if (upload) {
             *allowed = " uploadId ";
@@ -873,11 +899,8 @@ static cn__op_fn pick_object(cn__s3_rq_t *q, unsigned m, const char **allowed)
             return cn__s3_mpu_complete;
         }
         return NULL;
-    case CN_HTTP_OPTIONS:
-        *allowed = "  ";
-        return cn__s3_cors_preflight;
-    default:
-        return NULL;
+    case CN_HTTP_OPTIONS: *allowed = "  "; return cn__s3_cors_preflight;
+    default: return NULL;
     }
 }
 

@@ -18,10 +18,10 @@
 struct cn_s3 {
     cn_objects_t *objects;
     cn_identity_t *identity;
-    char *domain;               /* NULL: path style only */
+    char *domain; /* NULL: path style only */
     size_t domain_len;
-    char *region;               /* NULL: us-east-1 */
-    uint64_t min_part_size;     /* every part but the last, on complete */
+    char *region;           /* NULL: us-east-1 */
+    uint64_t min_part_size; /* every part but the last, on complete */
 };
 
 typedef struct cn__s3_rq cn__s3_rq_t;
@@ -29,17 +29,17 @@ typedef struct cn__s3_rq cn__s3_rq_t;
 struct cn__s3_rq {
     cn_s3_t *s3;
     cn_http_req_t *r;
-    cn_objects_req_t orq;             /* principal points at .principal (or NULL) */
+    cn_objects_req_t orq; /* principal points at .principal (or NULL) */
     cn_principal_t principal;
     bool anonymous;
-    bool head;                        /* HEAD: errors carry no body */
-    char *bucket;                     /* NULL: the service (no bucket named) */
-    char *key;                        /* NULL: no key; never "" */
+    bool head;    /* HEAD: errors carry no body */
+    char *bucket; /* NULL: the service (no bucket named) */
+    char *key;    /* NULL: no key; never "" */
     /* body handling installed by an operation (all may be NULL) */
     int (*on_body)(cn__s3_rq_t *q, const uint8_t *p, size_t n);
     void (*on_end)(cn__s3_rq_t *q);
     void (*on_cleanup)(cn__s3_rq_t *q);
-    void *op;                         /* the operation's state, freed by on_cleanup */
+    void *op; /* the operation's state, freed by on_cleanup */
     /* a collected (XML / JSON) body */
     cn_buf_t body;
     size_t body_max;
@@ -91,8 +91,8 @@ int cn__s3_collect(cn__s3_rq_t *q, size_t max, void (*done)(cn__s3_rq_t *q));
 cn_xml_doc_t *cn__s3_body_xml(cn__s3_rq_t *q, bool required);
 /* A decimal query / header value in [lo, hi]; def when absent.  false after
  * answering InvalidArgument. */
-bool cn__s3_int_arg(cn__s3_rq_t *q, const char *value, const char *what, int64_t lo,
-                    int64_t hi, int64_t def, int64_t *out);
+bool cn__s3_int_arg(cn__s3_rq_t *q, const char *value, const char *what, int64_t lo, int64_t hi,
+                    int64_t def, int64_t *out);
 /* The owner element pair (ID, DisplayName) for an account name. */
 void cn__s3_owner(cn_xml_writer_t *w, const char *elem, const char *account);
 /* Appends s URL-encoded as S3 does for encoding-type=url (keeps '/'). */
@@ -109,7 +109,7 @@ typedef struct cn__s3_put_hdrs {
     cn_objects_put_args_t args;
     cn_objects_kv_t *meta;
     size_t nmeta;
-    char *names;                      /* lowercased metadata names, NUL-separated */
+    char *names; /* lowercased metadata names, NUL-separated */
     cn_authz_acl_t *acl;
 } cn__s3_put_hdrs_t;
 /* false after answering (InvalidArgument, MetadataTooLarge, NotImplemented). */
@@ -128,10 +128,10 @@ void cn__s3_get_location(cn__s3_rq_t *q);
 void cn__s3_get_versioning(cn__s3_rq_t *q);
 /* list.c */
 void cn__s3_list_objects(cn__s3_rq_t *q);
-void cn__s3_list_versions(cn__s3_rq_t *q);       /* ListObjectVersions */
+void cn__s3_list_versions(cn__s3_rq_t *q); /* ListObjectVersions */
 /* object.c */
 void cn__s3_put_object(cn__s3_rq_t *q);
-void cn__s3_get_object(cn__s3_rq_t *q);          /* GET and HEAD */
+void cn__s3_get_object(cn__s3_rq_t *q); /* GET and HEAD */
 void cn__s3_delete_object(cn__s3_rq_t *q);
 void cn__s3_delete_objects(cn__s3_rq_t *q);
 void cn__s3_copy_object(cn__s3_rq_t *q);
@@ -166,7 +166,7 @@ void cn__s3_policy_delete(cn__s3_rq_t *q);
 void cn__s3_policy_status(cn__s3_rq_t *q);
 
 /* acl.c */
-void cn__s3_acl_get(cn__s3_rq_t *q);             /* bucket (no key) or object */
+void cn__s3_acl_get(cn__s3_rq_t *q); /* bucket (no key) or object */
 void cn__s3_acl_put(cn__s3_rq_t *q);
 void cn__s3_pab_get(cn__s3_rq_t *q);
 void cn__s3_pab_put(cn__s3_rq_t *q);
@@ -187,15 +187,18 @@ void cn__s3_acl_xml(cn_xml_writer_t *w, const cn_authz_acl_t *acl);
 /* Grantees as a request writes them, resolved by fn to the ACL's form:
  * *type and, for CN_GRANTEE_USER, id (the account name).  fn returns NONE or
  * the S3 error to answer (InvalidArgument, UnresolvableGrantByEmailAddress). */
-typedef enum { CN__GRANTEE_ID, CN__GRANTEE_EMAIL, CN__GRANTEE_URI } cn__grantee_kind_t;
-typedef cn_s3_err_t (*cn__grantee_fn)(void *ctx, cn__grantee_kind_t kind, const char *v,
-                                      size_t n, cn_grantee_type_t *type,
-                                      char id[CN_ACCOUNT_NAME_MAX + 1]);
+typedef enum {
+    CN__GRANTEE_ID,
+    CN__GRANTEE_EMAIL,
+    CN__GRANTEE_URI
+} cn__grantee_kind_t;
+typedef cn_s3_err_t (*cn__grantee_fn)(void *ctx, cn__grantee_kind_t kind, const char *v, size_t n,
+                                      cn_grantee_type_t *type, char id[CN_ACCOUNT_NAME_MAX + 1]);
 /* One x-amz-grant-* value ('id="a", emailAddress="b", uri="c"', n bytes):
  * appends a perm grant per grantee to acl.  NONE, InvalidArgument (syntax),
  * MalformedACLError (over 100 grants) or fn's error.  Pure apart from fn. */
-cn_s3_err_t cn__s3_grant_header_parse(const char *v, size_t n, uint32_t perm,
-                                      cn__grantee_fn fn, void *ctx, cn_authz_acl_t *acl);
+cn_s3_err_t cn__s3_grant_header_parse(const char *v, size_t n, uint32_t perm, cn__grantee_fn fn,
+                                      void *ctx, cn_authz_acl_t *acl);
 /* An AccessControlPolicy document: grants appended to acl (initialised by
  * the caller), the Owner/ID written to owner ("" when absent).  NONE,
  * MalformedACLError, InvalidArgument or fn's error.  Pure apart from fn. */
@@ -206,27 +209,26 @@ cn_s3_err_t cn__s3_acl_xml_parse(const cn_xml_doc_t *d, cn__grantee_fn fn, void 
 void cn__s3_cors_get(cn__s3_rq_t *q);
 void cn__s3_cors_put(cn__s3_rq_t *q);
 void cn__s3_cors_delete(cn__s3_rq_t *q);
-void cn__s3_cors_preflight(cn__s3_rq_t *q);      /* OPTIONS on a bucket or object */
+void cn__s3_cors_preflight(cn__s3_rq_t *q); /* OPTIONS on a bucket or object */
 /* For a request with an Origin header on a bucket: adds the matching CORS
  * rule's response headers (nothing when none matches).  Never answers. */
 void cn__s3_cors_actual(cn__s3_rq_t *q);
 /* Validates a CORSConfiguration document and appends its canonical form
  * to out.  NONE, MalformedXML, InvalidRequest (unsupported method, more
  * than one wildcard); -ENOMEM as InternalError.  Pure. */
-cn_s3_err_t cn__s3_cors_normalize(const cn_xml_doc_t *d, cn_buf_t *out, char *why,
-                                  size_t why_len);
+cn_s3_err_t cn__s3_cors_normalize(const cn_xml_doc_t *d, cn_buf_t *out, char *why, size_t why_len);
 /* The first rule of a (validated) configuration matching origin, method and
  * the comma-separated request headers (NULL: none): its node, or -1. */
 int cn__s3_cors_match(const cn_xml_doc_t *d, const char *origin, const char *method,
                       const char *req_headers);
 
 /* post.c */
-void cn__s3_post_object(cn__s3_rq_t *q);         /* POST /bucket, multipart/form-data */
+void cn__s3_post_object(cn__s3_rq_t *q); /* POST /bucket, multipart/form-data */
 
 /* The multipart/form-data parser: incremental over any slicing of the body,
  * no allocation; part data reaches the callbacks as slices of the input (or
  * of the delimiter, for bytes held back by a partial match). */
-#define CN__FORM_BOUNDARY_MAX 70                 /* RFC 2046 */
+#define CN__FORM_BOUNDARY_MAX 70 /* RFC 2046 */
 #define CN__FORM_NAME_MAX 256
 #define CN__FORM_FILENAME_MAX 1024
 #define CN__FORM_MAX_HEADERS 16
@@ -242,7 +244,7 @@ typedef struct cn__form_cb {
     int (*part_end)(void *ctx);                         /* it ended */
 } cn__form_cb_t;
 typedef struct cn__form {
-    char delim[4 + CN__FORM_BOUNDARY_MAX + 1];          /* "\r\n--" boundary */
+    char delim[4 + CN__FORM_BOUNDARY_MAX + 1]; /* "\r\n--" boundary */
     size_t dlen;
     size_t match;
     int state;
@@ -268,7 +270,7 @@ typedef struct cn__post_field {
     size_t nlen;
     char *value;
     size_t vlen;
-    bool covered;                                       /* out: a condition named it */
+    bool covered; /* out: a condition named it */
 } cn__post_field_t;
 /* Checks a POST policy document (JSON, len bytes) for bucket at now_ms
  * against the fields: expiration, every condition, every non-exempt field
@@ -276,7 +278,6 @@ typedef struct cn__post_field {
  * without one).  NONE, InvalidPolicyDocument or AccessDenied with why. */
 cn_s3_err_t cn__s3_post_policy_check(const char *json, size_t len, int64_t now_ms,
                                      const char *bucket, cn__post_field_t *fs, size_t nf,
-                                     int64_t *len_min, int64_t *len_max, char *why,
-                                     size_t why_len);
+                                     int64_t *len_min, int64_t *len_max, char *why, size_t why_len);
 
 #endif

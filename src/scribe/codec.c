@@ -14,8 +14,8 @@ cn_err_t cn_scribe_hdr_parse(const uint8_t p[CN_SCRIBE_HDR_LEN], cn_scribe_hdr_t
     out->length = cn_rd_u32le(&r);
     uint32_t reserved = cn_rd_u32le(&r);
     if (memcmp(magic, "SCR1", 4) != 0 ||
-        (out->flags & ~(uint16_t)(CN_SCRIBE_FLAG_STREAM | CN_SCRIBE_FLAG_ERROR)) ||
-        reserved != 0 || out->length > CN_SCRIBE_MAX_FRAME)
+        (out->flags & ~(uint16_t)(CN_SCRIBE_FLAG_STREAM | CN_SCRIBE_FLAG_ERROR)) || reserved != 0 ||
+        out->length > CN_SCRIBE_MAX_FRAME)
         return CN_E_PROTOCOL;
     return CN_OK;
 }
@@ -23,8 +23,10 @@ cn_err_t cn_scribe_hdr_parse(const uint8_t p[CN_SCRIBE_HDR_LEN], cn_scribe_hdr_t
 void cn_scribe_hdr_encode(uint8_t out[CN_SCRIBE_HDR_LEN], const cn_scribe_hdr_t *h)
 {
     memcpy(out, "SCR1", 4);
-    out[4] = (uint8_t)h->opcode; out[5] = (uint8_t)(h->opcode >> 8);
-    out[6] = (uint8_t)h->flags; out[7] = (uint8_t)(h->flags >> 8);
+    out[4] = (uint8_t)h->opcode;
+    out[5] = (uint8_t)(h->opcode >> 8);
+    out[6] = (uint8_t)h->flags;
+    out[7] = (uint8_t)(h->flags >> 8);
     for (int i = 0; i < 8; i++)
         out[8 + i] = (uint8_t)(h->request_id >> (8 * i));
     for (int i = 0; i < 4; i++)
@@ -34,19 +36,46 @@ void cn_scribe_hdr_encode(uint8_t out[CN_SCRIBE_HDR_LEN], const cn_scribe_hdr_t 
 
 /* ---- opcode table ------------------------------------------------------------ */
 static const char *const op_names[44] = {
-    [1] = "hello", [2] = "discover", [3] = "repo_create", [4] = "repo_info",
-    [5] = "repo_list", [6] = "put_objects", [7] = "get_objects", [8] = "presence",
-    [9] = "submit", [10] = "operation_outcome", [11] = "tree_page",
-    [12] = "workspace_register", [13] = "changed_paths", [14] = "lock_acquire",
-    [15] = "log", [16] = "lock_release", [17] = "lock_list",
-    [20] = "branch_list", [21] = "branch_mutate", [22] = "branch_info",
-    [23] = "branch_outcome", [24] = "merge_submit", [25] = "merge_read",
-    [26] = "instance_status", [27] = "authorize_upload", [28] = "authorize_repo_create",
-    [29] = "lock_policy", [30] = "get_chunks", [31] = "repository_mounts",
-    [32] = "cherry_pick_info", [33] = "cherry_pick_submit", [34] = "workspace_list",
-    [35] = "workspace_remove", [36] = "workspace_remove_outcome", [38] = "repo_usage",
-    [39] = "describe_change", [40] = "change_notes", [41] = "change_note_history",
-    [42] = "pin_objects", [43] = "tree_proof",
+    [1] = "hello",
+    [2] = "discover",
+    [3] = "repo_create",
+    [4] = "repo_info",
+    [5] = "repo_list",
+    [6] = "put_objects",
+    [7] = "get_objects",
+    [8] = "presence",
+    [9] = "submit",
+    [10] = "operation_outcome",
+    [11] = "tree_page",
+    [12] = "workspace_register",
+    [13] = "changed_paths",
+    [14] = "lock_acquire",
+    [15] = "log",
+    [16] = "lock_release",
+    [17] = "lock_list",
+    [20] = "branch_list",
+    [21] = "branch_mutate",
+    [22] = "branch_info",
+    [23] = "branch_outcome",
+    [24] = "merge_submit",
+    [25] = "merge_read",
+    [26] = "instance_status",
+    [27] = "authorize_upload",
+    [28] = "authorize_repo_create",
+    [29] = "lock_policy",
+    [30] = "get_chunks",
+    [31] = "repository_mounts",
+    [32] = "cherry_pick_info",
+    [33] = "cherry_pick_submit",
+    [34] = "workspace_list",
+    [35] = "workspace_remove",
+    [36] = "workspace_remove_outcome",
+    [38] = "repo_usage",
+    [39] = "describe_change",
+    [40] = "change_notes",
+    [41] = "change_note_history",
+    [42] = "pin_objects",
+    [43] = "tree_proof",
 };
 
 const char *cn_scribe_op_name(uint16_t opcode)
@@ -89,7 +118,8 @@ bool cn_scribe_request_bound(uint16_t opcode, bool tls, uint32_t *bound)
     case CN_SCRIBE_OP_REPO_INFO: b = B_REPO_INFO; break;
     case CN_SCRIBE_OP_REPO_LIST: b = B_REPO_LIST; break;
     case CN_SCRIBE_OP_PUT_OBJECTS: b = B_PUT; break;
-    case CN_SCRIBE_OP_GET_OBJECTS: case CN_SCRIBE_OP_PRESENCE: b = B_OBJS; break;
+    case CN_SCRIBE_OP_GET_OBJECTS:
+    case CN_SCRIBE_OP_PRESENCE: b = B_OBJS; break;
     case CN_SCRIBE_OP_SUBMIT: b = B_SUBMIT; break;
     case CN_SCRIBE_OP_OPERATION_OUTCOME: b = B_OUTCOME; break;
     case CN_SCRIBE_OP_TREE_PAGE: b = B_TREE_PAGE; break;
@@ -108,22 +138,50 @@ bool cn_scribe_request_bound(uint16_t opcode, bool tls, uint32_t *bound)
     return true;
 }
 
-bool cn_scribe_op_is_core(uint16_t opcode) { return cn_scribe_request_bound(opcode, false, NULL); }
+bool cn_scribe_op_is_core(uint16_t opcode)
+{
+    return cn_scribe_request_bound(opcode, false, NULL);
+}
 
 /* ---- error codes ----------------------------------------------------------------- */
-static const struct { uint16_t code; const char *name; } err_names[] = {
-    { 1, "malformed" }, { 2, "unsupported_version" }, { 3, "unauthenticated" },
-    { 4, "forbidden" }, { 5, "internal" }, { 6, "busy" }, { 7, "auth_unavailable" },
-    { 8, "limit_exceeded" }, { 9, "unsupported_operation" }, { 10, "storage_failure" },
-    { 11, "corrupt" }, { 12, "shutting_down" },
-    { 100, "repository_not_found" }, { 101, "branch_not_found" }, { 102, "change_not_found" },
-    { 103, "repository_exists" }, { 104, "object_missing" }, { 105, "object_invalid" },
-    { 106, "workspace_mismatch" }, { 107, "intent_finalized" }, { 108, "path_conflict" },
-    { 109, "workspace_retired" }, { 110, "branch_exists" }, { 111, "name_mismatch" },
-    { 200, "operation_intent_mismatch" }, { 201, "incarnation_mismatch" },
-    { 202, "base_conflict" }, { 203, "base_mismatch" }, { 204, "merge_incomplete" },
-    { 205, "lock_required" }, { 206, "lock_held" }, { 207, "invalid_repository_config" },
-    { 208, "already_applied" }, { 212, "note_revision_stale" },
+static const struct {
+    uint16_t code;
+    const char *name;
+} err_names[] = {
+    { 1, "malformed" },
+    { 2, "unsupported_version" },
+    { 3, "unauthenticated" },
+    { 4, "forbidden" },
+    { 5, "internal" },
+    { 6, "busy" },
+    { 7, "auth_unavailable" },
+    { 8, "limit_exceeded" },
+    { 9, "unsupported_operation" },
+    { 10, "storage_failure" },
+    { 11, "corrupt" },
+    { 12, "shutting_down" },
+    { 100, "repository_not_found" },
+    { 101, "branch_not_found" },
+    { 102, "change_not_found" },
+    { 103, "repository_exists" },
+    { 104, "object_missing" },
+    { 105, "object_invalid" },
+    { 106, "workspace_mismatch" },
+    { 107, "intent_finalized" },
+    { 108, "path_conflict" },
+    { 109, "workspace_retired" },
+    { 110, "branch_exists" },
+    { 111, "name_mismatch" },
+    { 200, "operation_intent_mismatch" },
+    { 201, "incarnation_mismatch" },
+    { 202, "base_conflict" },
+    { 203, "base_mismatch" },
+    { 204, "merge_incomplete" },
+    { 205, "lock_required" },
+    { 206, "lock_held" },
+    { 207, "invalid_repository_config" },
+    { 208, "already_applied" },
+    { 212, "note_revision_stale" },
 };
 
 const char *cn_scribe_errcode_name(uint16_t code)
@@ -150,7 +208,8 @@ cn_err_t cn_scribe_enc_error(cn_buf_t *out, cn_scribe_codec_t c, uint16_t code,
     CN__ENC_END(out);
 }
 
-cn_err_t cn_scribe_dec_error(const uint8_t *p, size_t n, cn_scribe_codec_t c, cn_scribe_error_t *out)
+cn_err_t cn_scribe_dec_error(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                             cn_scribe_error_t *out)
 {
     cn_scribe_rd_t r = cn_scribe_rd_init(p, n, c);
     out->code = cn_scribe_rd_u16(&r);

@@ -3,8 +3,8 @@
 
 #include <string.h>
 
-cn_err_t cn_scribe_dec_hello(const uint8_t *p, size_t n, uint16_t version,
-                             bool allow_test_codec, cn_scribe_hello_t *out)
+cn_err_t cn_scribe_dec_hello(const uint8_t *p, size_t n, uint16_t version, bool allow_test_codec,
+                             cn_scribe_hello_t *out)
 {
     memset(out, 0, sizeof *out);
     cn_scribe_rd_t r = cn_scribe_rd_init(p, n, CN_SCRIBE_CODEC_LE);
@@ -50,7 +50,8 @@ cn_err_t cn_scribe_enc_hello(cn_buf_t *out, const cn_scribe_hello_t *h)
     cn_scribe_wr_u64(&w, h->bind_session);
     cn_scribe_wr_str16(&w, h->client, CN_SCRIBE_MAX_CLIENT_STRING);
     if (h->version == 4) {
-        CN__FAIL_IF(&w, h->caller != CN_SCRIBE_CALLER_DIRECT && h->caller != CN_SCRIBE_CALLER_DELEGATED);
+        CN__FAIL_IF(&w, h->caller != CN_SCRIBE_CALLER_DIRECT &&
+                            h->caller != CN_SCRIBE_CALLER_DELEGATED);
         cn_scribe_wr_u8(&w, h->caller);
         if (h->caller == CN_SCRIBE_CALLER_DELEGATED) {
             CN__FAIL_IF(&w, h->delegated_cert.len == 0);
@@ -91,8 +92,8 @@ cn_err_t cn_scribe_dec_hello_ok(const uint8_t *p, size_t n, bool expect_binding,
             memcpy(out->binding, b, 32);
         out->has_binding = true;
     }
-    if (!r.r.err && (out->timeout_s == 0 || out->compression > 1 ||
-                     (out->codec != 1 && out->codec != 2)))
+    if (!r.r.err &&
+        (out->timeout_s == 0 || out->compression > 1 || (out->codec != 1 && out->codec != 2)))
         cn__rd_fail(&r);
     return cn_scribe_rd_end(&r);
 }

@@ -72,7 +72,8 @@ static void rd_tree_entry(cn_scribe_rd_t *r, cn_scribe_tree_entry_t *e)
 
 cn_err_t cn_scribe_enc_tree_page_resp(cn_buf_t *out, cn_scribe_codec_t c,
                                       const cn_scribe_tree_entry_t *rows, uint32_t count, bool more,
-                                      const cn_digest_t *content_root, const cn_digest_t *revision_root)
+                                      const cn_digest_t *content_root,
+                                      const cn_digest_t *revision_root)
 {
     CN__ENC_BEGIN(out, c);
     CN__FAIL_IF(&w, count > CN_SCRIBE_MAX_PAGE);
@@ -116,7 +117,8 @@ bool cn_scribe_next_tree_entry(cn_scribe_rows_t *it, cn_scribe_tree_entry_t *out
 }
 
 /* ---- changed_paths ---------------------------------------------------------------- */
-cn_err_t cn_scribe_enc_changed_req(cn_buf_t *out, cn_scribe_codec_t c, const cn_scribe_changed_req_t *q)
+cn_err_t cn_scribe_enc_changed_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                   const cn_scribe_changed_req_t *q)
 {
     CN__ENC_BEGIN(out, c);
     cn_scribe_wr_raw(&w, q->repo.b, 16);
@@ -246,7 +248,8 @@ cn_err_t cn_scribe_enc_log_req(cn_buf_t *out, cn_scribe_codec_t c, const cn_scri
     CN__ENC_END(out);
 }
 
-cn_err_t cn_scribe_dec_log_req(const uint8_t *p, size_t n, cn_scribe_codec_t c, cn_scribe_log_req_t *out)
+cn_err_t cn_scribe_dec_log_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                               cn_scribe_log_req_t *out)
 {
     memset(out, 0, sizeof *out);
     cn_scribe_rd_t r = cn_scribe_rd_init(p, n, c);
@@ -267,11 +270,10 @@ cn_err_t cn_scribe_dec_log_req(const uint8_t *p, size_t n, cn_scribe_codec_t c, 
     if (out->has_after_path)
         rd_path(&r, false, &out->after_path);
     out->limit = cn_scribe_rd_u32(&r);
-    if (!r.r.err &&
-        ((out->follow_merges && !out->has_path) ||
-         (out->all_branches && (!out->has_path || !out->follow_merges)) ||
-         (out->has_ceiling && !out->all_branches) ||
-         (out->has_after_path && (!out->has_path || !out->has_before))))
+    if (!r.r.err && ((out->follow_merges && !out->has_path) ||
+                     (out->all_branches && (!out->has_path || !out->follow_merges)) ||
+                     (out->has_ceiling && !out->all_branches) ||
+                     (out->has_after_path && (!out->has_path || !out->has_before))))
         cn__rd_fail(&r);
     return cn_scribe_rd_end(&r);
 }

@@ -36,7 +36,8 @@ static bool blank(cn_scribe_str_t s)
     return true;
 }
 
-cn_err_t cn_scribe_enc_describe_req(cn_buf_t *out, cn_scribe_codec_t c, const cn_scribe_describe_req_t *q)
+cn_err_t cn_scribe_enc_describe_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                    const cn_scribe_describe_req_t *q)
 {
     CN__ENC_BEGIN(out, c);
     CN__FAIL_IF(&w, blank(q->text));
@@ -57,7 +58,7 @@ cn_err_t cn_scribe_dec_describe_req(const uint8_t *p, size_t n, cn_scribe_codec_
     out->expected_revision = cn_scribe_rd_u32(&r);
     cn_scribe_rd_str16(&r, CN_SCRIBE_MAX_AUTHOR, &out->author);
     cn_scribe_rd_str32(&r, CN_SCRIBE_MAX_NOTE_TEXT, &out->text);
-    if (!r.r.err && blank(out->text))   /* also catches the empty text */
+    if (!r.r.err && blank(out->text)) /* also catches the empty text */
         cn__rd_fail(&r);
     return cn_scribe_rd_end(&r);
 }
@@ -69,7 +70,8 @@ cn_err_t cn_scribe_enc_note_resp(cn_buf_t *out, cn_scribe_codec_t c, const cn_sc
     CN__ENC_END(out);
 }
 
-cn_err_t cn_scribe_dec_note_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c, cn_scribe_note_t *out)
+cn_err_t cn_scribe_dec_note_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                 cn_scribe_note_t *out)
 {
     cn_scribe_rd_t r = cn_scribe_rd_init(p, n, c);
     cn_scribe_rd_note(&r, out);
@@ -155,7 +157,8 @@ bool cn_scribe_next_note_opt(cn_scribe_rows_t *it, bool *present, cn_scribe_note
     return !it->rd.r.err;
 }
 
-cn_err_t cn_scribe_enc_history_req(cn_buf_t *out, cn_scribe_codec_t c, const cn_scribe_history_req_t *q)
+cn_err_t cn_scribe_enc_history_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                   const cn_scribe_history_req_t *q)
 {
     CN__ENC_BEGIN(out, c);
     cn_scribe_wr_raw(&w, q->repo.b, 16);

@@ -36,7 +36,8 @@ cn_err_t cn_scribe_enc_put_req(cn_buf_t *out, cn_scribe_codec_t c, const cn_scri
     cn_scribe_wr_u32(&w, count);
     uint64_t total = 0;
     for (uint32_t i = 0; i < count && !w.err; i++) {
-        CN__FAIL_IF(&w, items[i].kind == CN_REPOS_COMMIT || !kind_len_ok(items[i].kind, items[i].length));
+        CN__FAIL_IF(&w, items[i].kind == CN_REPOS_COMMIT ||
+                            !kind_len_ok(items[i].kind, items[i].length));
         total += items[i].length;
         cn_scribe_wr_u8(&w, items[i].kind);
         cn_scribe_wr_raw(&w, items[i].id.b, CN_DIGEST_LEN);
@@ -92,8 +93,8 @@ cn_err_t cn_scribe_enc_put_resp(cn_buf_t *out, cn_scribe_codec_t c, const uint8_
     CN__ENC_END(out);
 }
 
-cn_err_t cn_scribe_dec_put_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
-                                uint32_t *count, const uint8_t **stored)
+cn_err_t cn_scribe_dec_put_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c, uint32_t *count,
+                                const uint8_t **stored)
 {
     cn_scribe_rd_t r = cn_scribe_rd_init(p, n, c);
     *count = cn_scribe_rd_u32(&r);
@@ -122,7 +123,7 @@ cn_err_t cn_scribe_enc_objs_req(cn_buf_t *out, cn_scribe_codec_t c, uint16_t opc
 {
     CN__ENC_BEGIN(out, c);
     CN__FAIL_IF(&w, opcode != CN_SCRIBE_OP_GET_OBJECTS && opcode != CN_SCRIBE_OP_PRESENCE &&
-                    opcode != CN_SCRIBE_OP_PIN_OBJECTS);
+                        opcode != CN_SCRIBE_OP_PIN_OBJECTS);
     CN__FAIL_IF(&w, q->count < 1 || q->count > CN_SCRIBE_MAX_BATCH);
     cn_scribe_wr_raw(&w, q->repo.b, 16);
     if (opcode == CN_SCRIBE_OP_PIN_OBJECTS) {
@@ -138,8 +139,8 @@ cn_err_t cn_scribe_enc_objs_req(cn_buf_t *out, cn_scribe_codec_t c, uint16_t opc
     CN__ENC_END(out);
 }
 
-cn_err_t cn_scribe_dec_objs_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
-                                uint16_t opcode, cn_scribe_objs_req_t *out)
+cn_err_t cn_scribe_dec_objs_req(const uint8_t *p, size_t n, cn_scribe_codec_t c, uint16_t opcode,
+                                cn_scribe_objs_req_t *out)
 {
     memset(out, 0, sizeof *out);
     cn_scribe_rd_t r = cn_scribe_rd_init(p, n, c);
@@ -270,7 +271,8 @@ cn_err_t cn_scribe_dec_block(const uint8_t p[CN_SCRIBE_BLOCK_HDR_LEN], uint64_t 
                              cn_scribe_block_t *out)
 {
     uint32_t word;
-    out->original = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    out->original =
+        (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
     word = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
     out->raw = (word & CN_SCRIBE_BLOCK_RAW) != 0;
     out->stored = word & ~CN_SCRIBE_BLOCK_RAW;

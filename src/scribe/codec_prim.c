@@ -11,13 +11,22 @@ cn_scribe_rd_t cn_scribe_rd_init(const void *p, size_t n, cn_scribe_codec_t code
     return r;
 }
 
-uint8_t cn_scribe_rd_u8(cn_scribe_rd_t *r) { return cn_rd_u8(&r->r); }
+uint8_t cn_scribe_rd_u8(cn_scribe_rd_t *r)
+{
+    return cn_rd_u8(&r->r);
+}
 uint16_t cn_scribe_rd_u16(cn_scribe_rd_t *r)
-{ return r->codec == CN_SCRIBE_CODEC_BE ? cn_rd_u16be(&r->r) : cn_rd_u16le(&r->r); }
+{
+    return r->codec == CN_SCRIBE_CODEC_BE ? cn_rd_u16be(&r->r) : cn_rd_u16le(&r->r);
+}
 uint32_t cn_scribe_rd_u32(cn_scribe_rd_t *r)
-{ return r->codec == CN_SCRIBE_CODEC_BE ? cn_rd_u32be(&r->r) : cn_rd_u32le(&r->r); }
+{
+    return r->codec == CN_SCRIBE_CODEC_BE ? cn_rd_u32be(&r->r) : cn_rd_u32le(&r->r);
+}
 uint64_t cn_scribe_rd_u64(cn_scribe_rd_t *r)
-{ return r->codec == CN_SCRIBE_CODEC_BE ? cn_rd_u64be(&r->r) : cn_rd_u64le(&r->r); }
+{
+    return r->codec == CN_SCRIBE_CODEC_BE ? cn_rd_u64be(&r->r) : cn_rd_u64le(&r->r);
+}
 
 bool cn_scribe_rd_bool(cn_scribe_rd_t *r)
 {
@@ -68,13 +77,21 @@ static void rd_lenpref(cn_scribe_rd_t *r, int width, uint32_t max, bool utf8, cn
 }
 
 void cn_scribe_rd_str16(cn_scribe_rd_t *r, uint32_t max, cn_scribe_str_t *out)
-{ rd_lenpref(r, 2, max, true, out); }
+{
+    rd_lenpref(r, 2, max, true, out);
+}
 void cn_scribe_rd_str32(cn_scribe_rd_t *r, uint32_t max, cn_scribe_str_t *out)
-{ rd_lenpref(r, 4, max, true, out); }
+{
+    rd_lenpref(r, 4, max, true, out);
+}
 void cn_scribe_rd_bytes16(cn_scribe_rd_t *r, uint32_t max, cn_scribe_str_t *out)
-{ rd_lenpref(r, 2, max, false, out); }
+{
+    rd_lenpref(r, 2, max, false, out);
+}
 void cn_scribe_rd_bytes32(cn_scribe_rd_t *r, uint32_t max, cn_scribe_str_t *out)
-{ rd_lenpref(r, 4, max, false, out); }
+{
+    rd_lenpref(r, 4, max, false, out);
+}
 
 bool cn_scribe_rd_fits(cn_scribe_rd_t *r, uint64_t count, uint64_t need)
 {
@@ -115,7 +132,10 @@ void cn_scribe_wr_raw(cn_scribe_wr_t *w, const void *p, size_t n)
         w->err = cn_buf_append(w->b, p, n);
 }
 
-void cn_scribe_wr_u8(cn_scribe_wr_t *w, uint8_t v) { cn_scribe_wr_raw(w, &v, 1); }
+void cn_scribe_wr_u8(cn_scribe_wr_t *w, uint8_t v)
+{
+    cn_scribe_wr_raw(w, &v, 1);
+}
 
 static void wr_int(cn_scribe_wr_t *w, uint64_t v, int n)
 {
@@ -126,10 +146,22 @@ static void wr_int(cn_scribe_wr_t *w, uint64_t v, int n)
     }
     cn_scribe_wr_raw(w, t, (size_t)n);
 }
-void cn_scribe_wr_u16(cn_scribe_wr_t *w, uint16_t v) { wr_int(w, v, 2); }
-void cn_scribe_wr_u32(cn_scribe_wr_t *w, uint32_t v) { wr_int(w, v, 4); }
-void cn_scribe_wr_u64(cn_scribe_wr_t *w, uint64_t v) { wr_int(w, v, 8); }
-void cn_scribe_wr_bool(cn_scribe_wr_t *w, bool v) { cn_scribe_wr_u8(w, v ? 1 : 0); }
+void cn_scribe_wr_u16(cn_scribe_wr_t *w, uint16_t v)
+{
+    wr_int(w, v, 2);
+}
+void cn_scribe_wr_u32(cn_scribe_wr_t *w, uint32_t v)
+{
+    wr_int(w, v, 4);
+}
+void cn_scribe_wr_u64(cn_scribe_wr_t *w, uint64_t v)
+{
+    wr_int(w, v, 8);
+}
+void cn_scribe_wr_bool(cn_scribe_wr_t *w, bool v)
+{
+    cn_scribe_wr_u8(w, v ? 1 : 0);
+}
 
 static void wr_lenpref(cn_scribe_wr_t *w, int width, cn_scribe_str_t s, uint32_t max, bool utf8)
 {
@@ -146,13 +178,21 @@ static void wr_lenpref(cn_scribe_wr_t *w, int width, cn_scribe_str_t s, uint32_t
     cn_scribe_wr_raw(w, s.p, s.len);
 }
 void cn_scribe_wr_str16(cn_scribe_wr_t *w, cn_scribe_str_t s, uint32_t max)
-{ wr_lenpref(w, 2, s, max > 65535 ? 65535 : max, true); }
+{
+    wr_lenpref(w, 2, s, max > 65535 ? 65535 : max, true);
+}
 void cn_scribe_wr_str32(cn_scribe_wr_t *w, cn_scribe_str_t s, uint32_t max)
-{ wr_lenpref(w, 4, s, max, true); }
+{
+    wr_lenpref(w, 4, s, max, true);
+}
 void cn_scribe_wr_bytes16(cn_scribe_wr_t *w, cn_scribe_str_t s, uint32_t max)
-{ wr_lenpref(w, 2, s, max > 65535 ? 65535 : max, false); }
+{
+    wr_lenpref(w, 2, s, max > 65535 ? 65535 : max, false);
+}
 void cn_scribe_wr_bytes32(cn_scribe_wr_t *w, cn_scribe_str_t s, uint32_t max)
-{ wr_lenpref(w, 4, s, max, false); }
+{
+    wr_lenpref(w, 4, s, max, false);
+}
 
 cn_scribe_str_t cn_scribe_cstr(const char *s)
 {

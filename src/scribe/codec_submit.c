@@ -5,7 +5,8 @@
 
 #include <string.h>
 
-cn_err_t cn_scribe_enc_submit_req(cn_buf_t *out, cn_scribe_codec_t c, const cn_scribe_submit_req_t *q)
+cn_err_t cn_scribe_enc_submit_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                  const cn_scribe_submit_req_t *q)
 {
     CN__ENC_BEGIN(out, c);
     cn_scribe_wr_raw(&w, q->repo.b, 16);
@@ -58,7 +59,7 @@ void cn_scribe_submit_fingerprint(const cn_scribe_submit_req_t *q, cn_digest_t *
     uint8_t le[8];
     cn_blake3_t h;
     cn_blake3_init(&h);
-    cn_blake3_update(&h, domain, sizeof domain);   /* includes the NUL */
+    cn_blake3_update(&h, domain, sizeof domain); /* includes the NUL */
     cn_blake3_update(&h, q->repo.b, 16);
     cn_blake3_update(&h, q->incarnation.b, 16);
     cn_blake3_update(&h, q->branch.b, 16);
@@ -89,7 +90,7 @@ void cn_scribe_wr_submit_outcome(cn_scribe_wr_t *w, const cn_scribe_submit_outco
         return;
     }
     CN__FAIL_IF(w, o->outcome != CN_SCRIBE_OUTCOME_REJECTED || o->code == 0 ||
-                   o->path_count > CN_SCRIBE_MAX_CONFLICT_PATHS);
+                       o->path_count > CN_SCRIBE_MAX_CONFLICT_PATHS);
     cn_scribe_wr_u16(w, o->code);
     cn_scribe_wr_u64(w, o->head);
     cn_scribe_wr_str16(w, o->detail, CN_SCRIBE_MAX_ERROR_MESSAGE);
@@ -136,7 +137,8 @@ void cn_scribe_rd_submit_outcome(cn_scribe_rd_t *r, cn_scribe_submit_outcome_t *
 }
 
 cn_err_t cn_scribe_enc_submit_resp(cn_buf_t *out, cn_scribe_codec_t c,
-                                   const cn_scribe_submit_outcome_t *o, const cn_scribe_str_t *paths)
+                                   const cn_scribe_submit_outcome_t *o,
+                                   const cn_scribe_str_t *paths)
 {
     CN__ENC_BEGIN(out, c);
     cn_scribe_wr_submit_outcome(&w, o, paths);
@@ -165,7 +167,8 @@ cn_scribe_str_t cn_scribe_outcome_path(const cn_scribe_submit_outcome_t *o, cn_s
 }
 
 /* ---- operation_outcome ---------------------------------------------------------- */
-cn_err_t cn_scribe_enc_outcome_req(cn_buf_t *out, cn_scribe_codec_t c, const cn_scribe_outcome_req_t *q)
+cn_err_t cn_scribe_enc_outcome_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                   const cn_scribe_outcome_req_t *q)
 {
     CN__ENC_BEGIN(out, c);
     cn_scribe_wr_raw(&w, q->repo.b, 16);
@@ -188,7 +191,8 @@ cn_err_t cn_scribe_enc_outcome_resp(cn_buf_t *out, cn_scribe_codec_t c,
                                     const cn_scribe_outcome_resp_t *o, const cn_scribe_str_t *paths)
 {
     CN__ENC_BEGIN(out, c);
-    CN__FAIL_IF(&w, o->kind != CN_SCRIBE_OUTCOME_KIND_UNKNOWN && o->kind != CN_SCRIBE_OUTCOME_KIND_SUBMIT);
+    CN__FAIL_IF(&w, o->kind != CN_SCRIBE_OUTCOME_KIND_UNKNOWN &&
+                        o->kind != CN_SCRIBE_OUTCOME_KIND_SUBMIT);
     cn_scribe_wr_u8(&w, o->kind);
     if (o->kind == CN_SCRIBE_OUTCOME_KIND_SUBMIT)
         cn_scribe_wr_submit_outcome(&w, &o->submit, paths);

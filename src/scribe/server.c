@@ -26,26 +26,26 @@ static const struct {
     uint16_t detail;
     uint16_t code;
 } detail_codes[] = {
-    {CN_REPOS_E_MALFORMED, CN_SCRIBE_E_MALFORMED},
-    {CN_REPOS_E_FORBIDDEN, CN_SCRIBE_E_FORBIDDEN},
-    {CN_REPOS_E_INTERNAL, CN_SCRIBE_E_INTERNAL},
-    {CN_REPOS_E_BUSY, CN_SCRIBE_E_BUSY},
-    {CN_REPOS_E_LIMIT_EXCEEDED, CN_SCRIBE_E_LIMIT_EXCEEDED},
-    {CN_REPOS_E_STORAGE_FAILURE, CN_SCRIBE_E_STORAGE_FAILURE},
-    {CN_REPOS_E_CORRUPT, CN_SCRIBE_E_CORRUPT},
-    {CN_REPOS_E_REPOSITORY_NOT_FOUND, CN_SCRIBE_E_REPOSITORY_NOT_FOUND},
-    {CN_REPOS_E_BRANCH_NOT_FOUND, CN_SCRIBE_E_BRANCH_NOT_FOUND},
-    {CN_REPOS_E_CHANGE_NOT_FOUND, CN_SCRIBE_E_CHANGE_NOT_FOUND},
-    {CN_REPOS_E_REPOSITORY_EXISTS, CN_SCRIBE_E_REPOSITORY_EXISTS},
-    {CN_REPOS_E_OBJECT_MISSING, CN_SCRIBE_E_OBJECT_MISSING},
-    {CN_REPOS_E_OBJECT_INVALID, CN_SCRIBE_E_OBJECT_INVALID},
-    {CN_REPOS_E_WORKSPACE_MISMATCH, CN_SCRIBE_E_WORKSPACE_MISMATCH},
-    {CN_REPOS_E_INTENT_FINALIZED, CN_SCRIBE_E_INTENT_FINALIZED},
-    {CN_REPOS_E_PATH_CONFLICT, CN_SCRIBE_E_PATH_CONFLICT},
-    {CN_REPOS_E_OPERATION_INTENT_MISMATCH, CN_SCRIBE_E_OPERATION_INTENT_MISMATCH},
-    {CN_REPOS_E_INCARNATION_MISMATCH, CN_SCRIBE_E_INCARNATION_MISMATCH},
-    {CN_REPOS_E_BASE_CONFLICT, CN_SCRIBE_E_BASE_CONFLICT},
-    {CN_REPOS_E_NOTE_REVISION_STALE, CN_SCRIBE_E_NOTE_REVISION_STALE},
+    { CN_REPOS_E_MALFORMED, CN_SCRIBE_E_MALFORMED },
+    { CN_REPOS_E_FORBIDDEN, CN_SCRIBE_E_FORBIDDEN },
+    { CN_REPOS_E_INTERNAL, CN_SCRIBE_E_INTERNAL },
+    { CN_REPOS_E_BUSY, CN_SCRIBE_E_BUSY },
+    { CN_REPOS_E_LIMIT_EXCEEDED, CN_SCRIBE_E_LIMIT_EXCEEDED },
+    { CN_REPOS_E_STORAGE_FAILURE, CN_SCRIBE_E_STORAGE_FAILURE },
+    { CN_REPOS_E_CORRUPT, CN_SCRIBE_E_CORRUPT },
+    { CN_REPOS_E_REPOSITORY_NOT_FOUND, CN_SCRIBE_E_REPOSITORY_NOT_FOUND },
+    { CN_REPOS_E_BRANCH_NOT_FOUND, CN_SCRIBE_E_BRANCH_NOT_FOUND },
+    { CN_REPOS_E_CHANGE_NOT_FOUND, CN_SCRIBE_E_CHANGE_NOT_FOUND },
+    { CN_REPOS_E_REPOSITORY_EXISTS, CN_SCRIBE_E_REPOSITORY_EXISTS },
+    { CN_REPOS_E_OBJECT_MISSING, CN_SCRIBE_E_OBJECT_MISSING },
+    { CN_REPOS_E_OBJECT_INVALID, CN_SCRIBE_E_OBJECT_INVALID },
+    { CN_REPOS_E_WORKSPACE_MISMATCH, CN_SCRIBE_E_WORKSPACE_MISMATCH },
+    { CN_REPOS_E_INTENT_FINALIZED, CN_SCRIBE_E_INTENT_FINALIZED },
+    { CN_REPOS_E_PATH_CONFLICT, CN_SCRIBE_E_PATH_CONFLICT },
+    { CN_REPOS_E_OPERATION_INTENT_MISMATCH, CN_SCRIBE_E_OPERATION_INTENT_MISMATCH },
+    { CN_REPOS_E_INCARNATION_MISMATCH, CN_SCRIBE_E_INCARNATION_MISMATCH },
+    { CN_REPOS_E_BASE_CONFLICT, CN_SCRIBE_E_BASE_CONFLICT },
+    { CN_REPOS_E_NOTE_REVISION_STALE, CN_SCRIBE_E_NOTE_REVISION_STALE },
 };
 
 uint16_t cn__scribe_detail_code(uint16_t detail)
@@ -66,22 +66,22 @@ uint16_t cn__scribe_code_for(const cn_fail_t *f, cn_err_t err)
     case CN_E_PROTOCOL:
     case CN_E_LENGTH_MISMATCH: return CN_SCRIBE_E_MALFORMED;
     case CN_E_DIGEST_MISMATCH: return CN_SCRIBE_E_OBJECT_INVALID;
-    case CN_E_DENIED:          return CN_SCRIBE_E_FORBIDDEN;
-    case CN_E_AUTH:            return CN_SCRIBE_E_UNAUTHENTICATED;
+    case CN_E_DENIED: return CN_SCRIBE_E_FORBIDDEN;
+    case CN_E_AUTH: return CN_SCRIBE_E_UNAUTHENTICATED;
     case CN_E_BUSY:
     case CN_E_DB_LOCKED:
-    case CN_E_RATE_LIMITED:    return CN_SCRIBE_E_BUSY;
+    case CN_E_RATE_LIMITED: return CN_SCRIBE_E_BUSY;
     case CN_E_LIMIT:
-    case CN_E_TOO_LARGE:       return CN_SCRIBE_E_LIMIT_EXCEEDED;
-    case CN_E_UNSUPPORTED:     return CN_SCRIBE_E_UNSUPPORTED_OPERATION;
-    case CN_E_CORRUPT:         return CN_SCRIBE_E_CORRUPT;
-    case CN_E_SHUTDOWN:        return CN_SCRIBE_E_SHUTTING_DOWN;
+    case CN_E_TOO_LARGE: return CN_SCRIBE_E_LIMIT_EXCEEDED;
+    case CN_E_UNSUPPORTED: return CN_SCRIBE_E_UNSUPPORTED_OPERATION;
+    case CN_E_CORRUPT: return CN_SCRIBE_E_CORRUPT;
+    case CN_E_SHUTDOWN: return CN_SCRIBE_E_SHUTTING_DOWN;
     case CN_E_DB:
     case -ENOSPC:
     case -EIO:
     case -EDQUOT:
-    case -EROFS:               return CN_SCRIBE_E_STORAGE_FAILURE;
-    default:                   return CN_SCRIBE_E_INTERNAL;
+    case -EROFS: return CN_SCRIBE_E_STORAGE_FAILURE;
+    default: return CN_SCRIBE_E_INTERNAL;
     }
 }
 
@@ -89,9 +89,9 @@ static cn_err_t send_frame(cn_conn_t *c, uint16_t opcode, uint16_t flags, uint64
                            const cn_buf_t *payload, uint64_t stream_hint)
 {
     uint8_t h[CN_SCRIBE_HDR_LEN];
-    cn_scribe_hdr_t hdr = {opcode, flags, id, (uint32_t)payload->len};
+    cn_scribe_hdr_t hdr = { opcode, flags, id, (uint32_t)payload->len };
     cn_scribe_hdr_encode(h, &hdr);
-    struct iovec iov[2] = {{h, sizeof h}, {payload->data, payload->len}};
+    struct iovec iov[2] = { { h, sizeof h }, { payload->data, payload->len } };
     return cn_conn_writev(c, iov, payload->len ? 2 : 1,
                           cn_conn_deadline_for(c, payload->len + stream_hint));
 }
@@ -208,14 +208,14 @@ static void scribe_busy(void *actx, int fd)
     (void)actx;
     /* A little-endian busy error for the hello not yet read, best effort. */
     uint8_t frame[CN_SCRIBE_HDR_LEN + 64];
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     static const char msg[] = "the server is at its connection limit";
     if (cn_scribe_enc_error(&b, CN_SCRIBE_CODEC_LE, CN_SCRIBE_E_BUSY, cn_scribe_cstr(msg)) < 0 ||
         b.len > sizeof frame - CN_SCRIBE_HDR_LEN) {
         cn_buf_free(&b);
         return;
     }
-    cn_scribe_hdr_t h = {CN_SCRIBE_OP_HELLO, CN_SCRIBE_FLAG_ERROR, 0, (uint32_t)b.len};
+    cn_scribe_hdr_t h = { CN_SCRIBE_OP_HELLO, CN_SCRIBE_FLAG_ERROR, 0, (uint32_t)b.len };
     cn_scribe_hdr_encode(frame, &h);
     memcpy(frame + CN_SCRIBE_HDR_LEN, b.data, b.len);
     ssize_t rc = send(fd, frame, CN_SCRIBE_HDR_LEN + b.len, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -237,7 +237,7 @@ static void conn_free(cn__scribe_conn_t *sc)
 /* A handshake error: a little-endian error frame, then the caller closes. */
 static cn_err_t hello_fail(cn_conn_t *c, uint64_t id, uint16_t code, const char *msg)
 {
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     cn_err_t err = cn_scribe_enc_error(&b, CN_SCRIBE_CODEC_LE, code, cn_scribe_cstr(msg));
     if (err >= 0)
         send_frame(c, CN_SCRIBE_OP_HELLO, CN_SCRIBE_FLAG_ERROR, id, &b, 0);
@@ -260,7 +260,7 @@ static cn_err_t scribe_open(void *actx, cn_conn_t *c, void **cstate)
         return hello_fail(c, h.request_id, CN_SCRIBE_E_MALFORMED,
                           "the first frame of a connection is a hello");
     if (h.length > HELLO_BOUND_V2)
-        return CN_E_PROTOCOL;    /* over the opcode's bound: close unread */
+        return CN_E_PROTOCOL; /* over the opcode's bound: close unread */
     if (cn_conn_budget_reserve(c, h.length) < 0)
         return hello_fail(c, h.request_id, CN_SCRIBE_E_BUSY, "server memory is busy");
     uint8_t body[HELLO_BOUND_V2];
@@ -303,7 +303,7 @@ static cn_err_t scribe_open(void *actx, cn_conn_t *c, void **cstate)
     ok.session = sc->session;
     ok.timeout_s = s->cfg.inactivity_s;
     ok.compression = sc->compression;
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     err = cn_scribe_enc_hello_ok(&b, &ok);
     if (err >= 0)
         err = send_frame(c, CN_SCRIBE_OP_HELLO, 0, h.request_id, &b, 0);
@@ -326,10 +326,8 @@ static int scribe_classify(void *cstate, const uint8_t *head)
     case CN_SCRIBE_OP_GET_OBJECTS:
     case CN_SCRIBE_OP_SUBMIT:
     case CN_SCRIBE_OP_PIN_OBJECTS:
-    case CN_SCRIBE_OP_REPO_USAGE:
-        return CN_POOL_STORAGE;
-    default:
-        return CN_POOL_QUERY;
+    case CN_SCRIBE_OP_REPO_USAGE: return CN_POOL_STORAGE;
+    default: return CN_POOL_QUERY;
     }
 }
 
@@ -375,7 +373,7 @@ static cn_err_t scribe_serve_one(cn__scribe_conn_t *sc, cn_conn_t *c, const uint
     memset(&k, 0, sizeof k);
     k.sc = sc;
     k.c = c;
-    k.rq.trusted = true;     /* plaintext Scribe: every caller is trusted (spec section 6) */
+    k.rq.trusted = true; /* plaintext Scribe: every caller is trusted (spec section 6) */
     if (cn_scribe_hdr_parse(head, &k.hdr) < 0)
         return CN_E_PROTOCOL;
     uint32_t bound = 0;
@@ -389,28 +387,26 @@ static cn_err_t scribe_serve_one(cn__scribe_conn_t *sc, cn_conn_t *c, const uint
         if (err < 0)
             return err;
         err = k.hdr.opcode == CN_SCRIBE_OP_HELLO
-                  ? cn__scribe_fail_code(&k, CN_SCRIBE_E_MALFORMED,
-                                         "the handshake is already done")
+                  ? cn__scribe_fail_code(&k, CN_SCRIBE_E_MALFORMED, "the handshake is already done")
                   : cn__scribe_fail_code(&k, CN_SCRIBE_E_UNSUPPORTED_OPERATION,
-                                         "opcode %u is not offered by this server",
-                                         k.hdr.opcode);
+                                         "opcode %u is not offered by this server", k.hdr.opcode);
         return err < 0 ? err : CN_OK;
     }
     if (k.hdr.length > bound)
-        return CN_E_PROTOCOL;    /* over the exact bound: close without reading */
+        return CN_E_PROTOCOL; /* over the exact bound: close without reading */
     bool stream = k.hdr.opcode == CN_SCRIBE_OP_PUT_OBJECTS;
     if (((k.hdr.flags & CN_SCRIBE_FLAG_STREAM) != 0) != stream ||
         (k.hdr.flags & CN_SCRIBE_FLAG_ERROR))
-        return CN_E_PROTOCOL;    /* we cannot tell where this frame ends */
+        return CN_E_PROTOCOL; /* we cannot tell where this frame ends */
     if (cn_conn_budget_reserve(c, k.hdr.length) < 0) {
         cn__scribe_fail_code(&k, CN_SCRIBE_E_BUSY, "server memory is busy; retry");
-        return CN_E_BUSY;        /* the body was never read: close */
+        return CN_E_BUSY; /* the body was never read: close */
     }
     cn_buf_reset(&sc->in);
     cn_err_t err = cn_buf_reserve(&sc->in, k.hdr.length ? k.hdr.length : 1);
     if (err >= 0)
-        err = cn_conn_read_full(c, sc->in.data, k.hdr.length,
-                                cn_conn_deadline_for(c, k.hdr.length));
+        err =
+            cn_conn_read_full(c, sc->in.data, k.hdr.length, cn_conn_deadline_for(c, k.hdr.length));
     if (err >= 0) {
         sc->in.len = k.hdr.length;
         k.payload = sc->in.data;

@@ -17,9 +17,9 @@
 #endif
 
 #define CN_SCRIBE_DATA_CONNS 4
-#define CN_SCRIBE_DRAIN_MAX (16u << 20)     /* unknown opcodes: bodies drained up to this */
-#define CN_SCRIBE_REPLY_SOFT (16u << 20)    /* paged replies are cut to stay under this */
-#define CN_SCRIBE_IO 65536                  /* raw stream reads */
+#define CN_SCRIBE_DRAIN_MAX (16u << 20)  /* unknown opcodes: bodies drained up to this */
+#define CN_SCRIBE_REPLY_SOFT (16u << 20) /* paged replies are cut to stay under this */
+#define CN_SCRIBE_IO 65536               /* raw stream reads */
 
 /* A control connection and its data connections.  Inactivity is counted
  * per session: it is active while any of its connections serves a request,
@@ -31,28 +31,28 @@ typedef struct cn__scribe_session {
     uint64_t id;
     unsigned data_conns;
     bool control_open;
-    unsigned busy;                           /* requests being served */
-    int64_t last_ms;                         /* cn_mono_ms of the last activity */
+    unsigned busy;   /* requests being served */
+    int64_t last_ms; /* cn_mono_ms of the last activity */
     struct cn__scribe_session *next;
 } cn__scribe_session_t;
 
 typedef struct cn__scribe_srv {
     cn_scribe_config_t cfg;
     cn_repos_t *repos;
-    pthread_mutex_t mu;                      /* guards sessions */
+    pthread_mutex_t mu; /* guards sessions */
     cn__scribe_session_t *sessions;
 } cn__scribe_srv_t;
 
 typedef struct cn__scribe_conn {
     cn__scribe_srv_t *srv;
     cn_scribe_codec_t codec;
-    uint8_t compression;                     /* 0 raw, 1 LZ4 */
+    uint8_t compression; /* 0 raw, 1 LZ4 */
     uint64_t session;
-    cn__scribe_session_t *ss;                /* the session (lives while sc does) */
-    bool data;                               /* a data connection bound to session */
+    cn__scribe_session_t *ss; /* the session (lives while sc does) */
+    bool data;                /* a data connection bound to session */
     cn_buf_t in, out;
-    uint8_t *io;                             /* CN_SCRIBE_BLOCK_MAX bytes */
-    uint8_t *io2;                            /* LZ4 bound of a block */
+    uint8_t *io;  /* CN_SCRIBE_BLOCK_MAX bytes */
+    uint8_t *io2; /* LZ4 bound of a block */
 } cn__scribe_conn_t;
 
 /* One request being served. */
@@ -63,7 +63,7 @@ typedef struct cn__scribe_call {
     const uint8_t *payload;
     size_t len;
     cn_repos_req_t rq;
-    bool close;                              /* close after the reply */
+    bool close; /* close after the reply */
 } cn__scribe_call_t;
 
 /* Sends an error frame for the call (the code and a message).  Returns the

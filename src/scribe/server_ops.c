@@ -44,10 +44,10 @@ static cn_err_t op_discover(cn__scribe_call_t *k)
 {
     if (k->len)
         return malformed(k);
-    cn_scribe_str_t empty = {(const uint8_t *)"", 0};
+    cn_scribe_str_t empty = { (const uint8_t *)"", 0 };
     cn_buf_reset(&k->sc->out);
-    CN_TRY(cn_scribe_enc_discover(&k->sc->out, k->sc->codec, CN_SCRIBE_ROLE_STORAGE, false,
-                                  &empty, 1));
+    CN_TRY(cn_scribe_enc_discover(&k->sc->out, k->sc->codec, CN_SCRIBE_ROLE_STORAGE, false, &empty,
+                                  1));
     return cn__scribe_reply(k, 0);
 }
 
@@ -112,7 +112,7 @@ static cn_err_t op_repo_list(cn__scribe_call_t *k)
         memcpy(after, q.token.p, q.token.len);
         after[q.token.len] = 0;
     }
-    list_acc_t a = {calloc(limit, sizeof *a.rows), 0, limit};
+    list_acc_t a = { calloc(limit, sizeof *a.rows), 0, limit };
     if (!a.rows)
         return -ENOMEM;
     bool more = false;
@@ -128,7 +128,7 @@ static cn_err_t op_repo_list(cn__scribe_call_t *k)
     }
     for (uint32_t i = 0; i < a.n; i++)
         info_view(&a.rows[i], &v[i]);
-    cn_scribe_str_t token = {(const uint8_t *)"", 0};
+    cn_scribe_str_t token = { (const uint8_t *)"", 0 };
     if (more && a.n)
         token = cn_scribe_cstr(a.rows[a.n - 1].name);
     cn_buf_reset(&k->sc->out);
@@ -185,8 +185,9 @@ static cn_err_t op_instance_status(cn__scribe_call_t *k)
     cn_repos_instance_t in;
     bool has_next = false;
     uint8_t next[16];
-    cn_err_t err = cn_repos_instance_status(k->sc->srv->repos, &k->rq, q.has_after ? q.after.b : NULL,
-                                            &in, inst_row, a, &has_next, next);
+    cn_err_t err =
+        cn_repos_instance_status(k->sc->srv->repos, &k->rq, q.has_after ? q.after.b : NULL, &in,
+                                 inst_row, a, &has_next, next);
     if (err < 0) {
         err = cn__scribe_fail(k, err);
     } else {
@@ -236,8 +237,8 @@ static cn_err_t recv_object(cn__scribe_call_t *k, cn_repos_put_t *p, uint64_t le
                 CN_TRY(cn_conn_read_full(k->c, sc->io, b.original, deadline));
             } else {
                 CN_TRY(cn_conn_read_full(k->c, sc->io2, b.stored, deadline));
-                int got = LZ4_decompress_safe((const char *)sc->io2, (char *)sc->io,
-                                              (int)b.stored, (int)b.original);
+                int got = LZ4_decompress_safe((const char *)sc->io2, (char *)sc->io, (int)b.stored,
+                                              (int)b.original);
                 if (got < 0 || (uint32_t)got != b.original)
                     return CN_E_PROTOCOL;
             }
@@ -258,14 +259,14 @@ static cn_err_t op_put_objects(cn__scribe_call_t *k)
 {
     cn_scribe_put_req_t q;
     if (cn_scribe_dec_put_req(k->payload, k->len, k->sc->codec, &q) < 0) {
-        k->close = true;     /* the stream that follows cannot be delimited */
+        k->close = true; /* the stream that follows cannot be delimited */
         return malformed(k);
     }
     CN_TRY(ensure_io(k->sc));
     cn_repos_put_t *p = NULL;
     cn_err_t err = cn_repos_put_begin(k->sc->srv->repos, &k->rq, q.repo.b, q.count, &p);
     if (err < 0) {
-        k->close = true;     /* a request-level failure before the stream: answer, close */
+        k->close = true; /* a request-level failure before the stream: answer, close */
         return cn__scribe_fail(k, err);
     }
     uint8_t *stored = malloc(q.count);
@@ -307,7 +308,7 @@ static cn_err_t op_put_objects(cn__scribe_call_t *k)
 /* ---- get_objects ---------------------------------------------------------------------- */
 typedef struct {
     cn__scribe_call_t *k;
-    size_t fill;             /* bytes waiting in sc->io (LZ4 transfers) */
+    size_t fill; /* bytes waiting in sc->io (LZ4 transfers) */
 } packer_t;
 
 static cn_err_t flush_block(packer_t *pk)
@@ -317,7 +318,7 @@ static cn_err_t flush_block(packer_t *pk)
         return CN_OK;
     int enc = LZ4_compress_default((const char *)sc->io, (char *)sc->io2, (int)pk->fill,
                                    LZ4_compressBound(CN_SCRIBE_BLOCK_MAX));
-    cn_scribe_block_t b = {(uint32_t)pk->fill, (uint32_t)pk->fill, true};
+    cn_scribe_block_t b = { (uint32_t)pk->fill, (uint32_t)pk->fill, true };
     const uint8_t *data = sc->io;
     if (enc > 0 && (size_t)enc < pk->fill) {
         b.stored = (uint32_t)enc;
@@ -326,7 +327,7 @@ static cn_err_t flush_block(packer_t *pk)
     }
     uint8_t h[CN_SCRIBE_BLOCK_HDR_LEN];
     cn_scribe_enc_block(h, &b);
-    struct iovec iov[2] = {{h, sizeof h}, {(void *)data, b.stored}};
+    struct iovec iov[2] = { { h, sizeof h }, { (void *)data, b.stored } };
     pk->fill = 0;
     return cn_conn_writev(pk->k->c, iov, 2, cn_conn_deadline_for(pk->k->c, b.stored));
 }
@@ -356,7 +357,7 @@ static cn_err_t sink_raw(void *ctx, const void *p, size_t n)
 static cn_err_t send_object(cn__scribe_call_t *k, const cn_repos_obj_t *o)
 {
     cn_repos_t *r = k->sc->srv->repos;
-    packer_t pk = {k, 0};
+    packer_t pk = { k, 0 };
     if (!k->sc->compression) {
         int fd = -1;
         cn_err_t err = cn_repos_object_fd(r, o, &fd);
@@ -418,7 +419,7 @@ static cn_err_t op_get_objects(cn__scribe_call_t *k)
     /* From here the reply has committed to count items: any failure closes. */
     for (uint32_t i = 0; i < q.count && err >= 0; i++) {
         uint8_t h[CN_SCRIBE_GET_ITEM_HDR_MAX];
-        cn_scribe_get_item_t it = {objs[i].kind, objs[i].id, objs[i].present, objs[i].length};
+        cn_scribe_get_item_t it = { objs[i].kind, objs[i].id, objs[i].present, objs[i].length };
         size_t hl = cn_scribe_enc_get_item(h, k->sc->codec, &it);
         err = cn__scribe_write(k, h, hl);
         if (err >= 0 && objs[i].present)
@@ -523,8 +524,8 @@ static cn_err_t op_outcome(cn__scribe_call_t *k)
         return malformed(k);
     bool known = false;
     cn_repos_outcome_t o;
-    cn_err_t err = cn_repos_operation_outcome(k->sc->srv->repos, &k->rq, q.repo.b, q.operation.b,
-                                              &known, &o);
+    cn_err_t err =
+        cn_repos_operation_outcome(k->sc->srv->repos, &k->rq, q.repo.b, q.operation.b, &known, &o);
     if (err < 0)
         return cn__scribe_fail(k, err);
     cn_scribe_outcome_resp_t v;
@@ -583,7 +584,7 @@ static const uint8_t *acc_str(acc_t *a, const uint8_t *p, size_t n, cn_err_t *er
 
 static cn_scribe_str_t acc_view(const acc_t *a, const uint8_t *off, uint32_t n)
 {
-    cn_scribe_str_t s = {n ? a->arena.data + (uintptr_t)off : (const uint8_t *)"", n};
+    cn_scribe_str_t s = { n ? a->arena.data + (uintptr_t)off : (const uint8_t *)"", n };
     return s;
 }
 
@@ -591,8 +592,9 @@ static cn_err_t tree_row(void *ctx, const cn_repos_tree_row_t *row)
 {
     acc_t *a = ctx;
     cn_err_t err = CN_OK;
-    cn_scribe_tree_entry_t e = {{NULL, (uint32_t)row->path_len}, row->manifest, row->size,
-                                row->mode, row->last_change};
+    cn_scribe_tree_entry_t e = {
+        { NULL, (uint32_t)row->path_len }, row->manifest, row->size, row->mode, row->last_change
+    };
     e.path.p = acc_str(a, row->path, row->path_len, &err);
     if (err < 0)
         return err;
@@ -616,10 +618,11 @@ static cn_err_t op_tree_page(cn__scribe_call_t *k)
         pq.after = q.after.p;
         pq.after_len = q.after.len;
     }
-    acc_t a = {{0}, NULL, sizeof(cn_scribe_tree_entry_t), 0, 0, false};
+    acc_t a = { { 0 }, NULL, sizeof(cn_scribe_tree_entry_t), 0, 0, false };
     bool more = false;
     cn_digest_t cr, rr;
-    cn_err_t err = cn_repos_tree_page(k->sc->srv->repos, &k->rq, &pq, tree_row, &a, &more, &cr, &rr);
+    cn_err_t err =
+        cn_repos_tree_page(k->sc->srv->repos, &k->rq, &pq, tree_row, &a, &more, &cr, &rr);
     if (err == PAGE_FULL) {
         /* cut short to stay within the reply budget; the roots are set */
         more = true;
@@ -644,8 +647,12 @@ static cn_err_t changed_row(void *ctx, const cn_repos_changed_row_t *row)
 {
     acc_t *a = ctx;
     cn_err_t err = CN_OK;
-    cn_scribe_changed_row_t r = {{NULL, (uint32_t)row->path_len}, row->change, row->present,
-                                 row->manifest, row->size, row->mode};
+    cn_scribe_changed_row_t r = { { NULL, (uint32_t)row->path_len },
+                                  row->change,
+                                  row->present,
+                                  row->manifest,
+                                  row->size,
+                                  row->mode };
     r.path.p = acc_str(a, row->path, row->path_len, &err);
     if (err < 0)
         return err;
@@ -671,7 +678,7 @@ static cn_err_t op_changed_paths(cn__scribe_call_t *k)
         cq.after = q.token.p;
         cq.after_len = q.token.len;
     }
-    acc_t a = {{0}, NULL, sizeof(cn_scribe_changed_row_t), 0, 0, false};
+    acc_t a = { { 0 }, NULL, sizeof(cn_scribe_changed_row_t), 0, 0, false };
     bool more = false;
     cn_err_t err = cn_repos_changed_paths(k->sc->srv->repos, &k->rq, &cq, changed_row, &a, &more);
     if (err == PAGE_FULL) {
@@ -686,7 +693,7 @@ static cn_err_t op_changed_paths(cn__scribe_call_t *k)
     cn_scribe_changed_row_t *rows = a.rows;
     for (uint32_t i = 0; i < a.n; i++)
         rows[i].path = acc_view(&a, rows[i].path.p, rows[i].path.len);
-    cn_scribe_str_t token = {(const uint8_t *)"", 0};
+    cn_scribe_str_t token = { (const uint8_t *)"", 0 };
     if (more && a.n)
         token = rows[a.n - 1].path;
     cn_buf_reset(&k->sc->out);
@@ -721,8 +728,8 @@ static cn_err_t log_row(void *ctx, const cn_repos_log_row_t *row)
     r.time_ms = (uint64_t)row->time_ms;
     if (err < 0)
         return err;
-    return acc_push(a, &r, bl + row->path_len + row->from_len + row->author_len +
-                           row->message_len + 128);
+    return acc_push(a, &r,
+                    bl + row->path_len + row->from_len + row->author_len + row->message_len + 128);
 }
 
 static cn_err_t op_log(cn__scribe_call_t *k)
@@ -749,7 +756,7 @@ static cn_err_t op_log(cn__scribe_call_t *k)
         lq.after_len = q.after_path.len;
     }
     lq.limit = q.limit;
-    acc_t a = {{0}, NULL, sizeof(cn_scribe_log_row_t), 0, 0, false};
+    acc_t a = { { 0 }, NULL, sizeof(cn_scribe_log_row_t), 0, 0, false };
     cn_err_t err = cn_repos_log(k->sc->srv->repos, &k->rq, &lq, log_row, &a);
     if (err == PAGE_FULL)
         err = CN_OK;
@@ -780,7 +787,7 @@ static void note_view(const cn_repos_note_t *n, cn_scribe_note_t *v)
     v->revision = n->revision;
     v->author = cn_scribe_cstr(n->author);
     v->edited_ms = (uint64_t)n->edited_ms;
-    v->text = (cn_scribe_str_t){(const uint8_t *)n->text, (uint32_t)n->text_len};
+    v->text = (cn_scribe_str_t){ (const uint8_t *)n->text, (uint32_t)n->text_len };
 }
 
 static cn_err_t op_describe(cn__scribe_call_t *k)
@@ -789,9 +796,9 @@ static cn_err_t op_describe(cn__scribe_call_t *k)
     if (cn_scribe_dec_describe_req(k->payload, k->len, k->sc->codec, &q) < 0)
         return malformed(k);
     cn_repos_note_t n;
-    cn_err_t err = cn_repos_describe(k->sc->srv->repos, &k->rq, q.repo.b, q.change,
-                                     q.expected_revision, q.author.p, q.author.len, q.text.p,
-                                     q.text.len, &n);
+    cn_err_t err =
+        cn_repos_describe(k->sc->srv->repos, &k->rq, q.repo.b, q.change, q.expected_revision,
+                          q.author.p, q.author.len, q.text.p, q.text.len, &n);
     if (err < 0) {
         cn_repos_note_free(&n);
         return cn__scribe_fail(k, err);
@@ -843,7 +850,12 @@ static cn_err_t op_notes(cn__scribe_call_t *k)
     return err;
 }
 
-typedef struct { cn_scribe_note_t *v; char **texts; char (*authors)[257]; uint32_t n; } hist_acc_t;
+typedef struct {
+    cn_scribe_note_t *v;
+    char **texts;
+    char (*authors)[257];
+    uint32_t n;
+} hist_acc_t;
 
 static cn_err_t hist_row(void *ctx, const cn_repos_note_t *n)
 {
@@ -854,9 +866,11 @@ static cn_err_t hist_row(void *ctx, const cn_repos_note_t *n)
     memcpy(t, n->text, n->text_len + 1);
     a->texts[a->n] = t;
     memcpy(a->authors[a->n], n->author, sizeof a->authors[a->n]);
-    a->v[a->n] = (cn_scribe_note_t){n->change, n->revision, cn_scribe_cstr(a->authors[a->n]),
-                                    (uint64_t)n->edited_ms,
-                                    {(const uint8_t *)t, (uint32_t)n->text_len}};
+    a->v[a->n] = (cn_scribe_note_t){ n->change,
+                                     n->revision,
+                                     cn_scribe_cstr(a->authors[a->n]),
+                                     (uint64_t)n->edited_ms,
+                                     { (const uint8_t *)t, (uint32_t)n->text_len } };
     a->n++;
     return 0;
 }
@@ -866,18 +880,19 @@ static cn_err_t op_note_history(cn__scribe_call_t *k)
     cn_scribe_history_req_t q;
     if (cn_scribe_dec_history_req(k->payload, k->len, k->sc->codec, &q) < 0)
         return malformed(k);
-    uint32_t limit = q.limit == 0 ? 1 : q.limit > CN_REPOS_NOTE_REVISIONS_MAX
-                                            ? CN_REPOS_NOTE_REVISIONS_MAX : q.limit;
+    uint32_t limit = q.limit == 0                            ? 1
+                     : q.limit > CN_REPOS_NOTE_REVISIONS_MAX ? CN_REPOS_NOTE_REVISIONS_MAX
+                                                             : q.limit;
     /* Keep the page inside the frame: 64 KiB texts at most 200 per page. */
     if (limit > 200)
         limit = 200;
-    hist_acc_t a = {calloc(limit, sizeof(cn_scribe_note_t)), calloc(limit, sizeof(char *)),
-                    calloc(limit, 257), 0};
+    hist_acc_t a = { calloc(limit, sizeof(cn_scribe_note_t)), calloc(limit, sizeof(char *)),
+                     calloc(limit, 257), 0 };
     cn_err_t err = a.v && a.texts && a.authors ? CN_OK : -ENOMEM;
     bool more = false;
     if (err >= 0) {
-        err = cn_repos_note_history(k->sc->srv->repos, &k->rq, q.repo.b, q.change,
-                                    q.after_revision, limit, hist_row, &a, &more);
+        err = cn_repos_note_history(k->sc->srv->repos, &k->rq, q.repo.b, q.change, q.after_revision,
+                                    limit, hist_row, &a, &more);
         if (err < 0) {
             err = cn__scribe_fail(k, err);
         } else {
@@ -899,23 +914,23 @@ static cn_err_t op_note_history(cn__scribe_call_t *k)
 cn_err_t cn__scribe_op(cn__scribe_call_t *k)
 {
     switch (k->hdr.opcode) {
-    case CN_SCRIBE_OP_DISCOVER:            return op_discover(k);
-    case CN_SCRIBE_OP_REPO_CREATE:         return op_repo_create(k);
-    case CN_SCRIBE_OP_REPO_INFO:           return op_repo_info(k);
-    case CN_SCRIBE_OP_REPO_LIST:           return op_repo_list(k);
-    case CN_SCRIBE_OP_REPO_USAGE:          return op_repo_usage(k);
-    case CN_SCRIBE_OP_INSTANCE_STATUS:     return op_instance_status(k);
-    case CN_SCRIBE_OP_PUT_OBJECTS:         return op_put_objects(k);
-    case CN_SCRIBE_OP_GET_OBJECTS:         return op_get_objects(k);
-    case CN_SCRIBE_OP_PRESENCE:            return op_presence(k, false);
-    case CN_SCRIBE_OP_PIN_OBJECTS:         return op_presence(k, true);
-    case CN_SCRIBE_OP_SUBMIT:              return op_submit(k);
-    case CN_SCRIBE_OP_OPERATION_OUTCOME:   return op_outcome(k);
-    case CN_SCRIBE_OP_TREE_PAGE:           return op_tree_page(k);
-    case CN_SCRIBE_OP_CHANGED_PATHS:       return op_changed_paths(k);
-    case CN_SCRIBE_OP_LOG:                 return op_log(k);
-    case CN_SCRIBE_OP_DESCRIBE_CHANGE:     return op_describe(k);
-    case CN_SCRIBE_OP_CHANGE_NOTES:        return op_notes(k);
+    case CN_SCRIBE_OP_DISCOVER: return op_discover(k);
+    case CN_SCRIBE_OP_REPO_CREATE: return op_repo_create(k);
+    case CN_SCRIBE_OP_REPO_INFO: return op_repo_info(k);
+    case CN_SCRIBE_OP_REPO_LIST: return op_repo_list(k);
+    case CN_SCRIBE_OP_REPO_USAGE: return op_repo_usage(k);
+    case CN_SCRIBE_OP_INSTANCE_STATUS: return op_instance_status(k);
+    case CN_SCRIBE_OP_PUT_OBJECTS: return op_put_objects(k);
+    case CN_SCRIBE_OP_GET_OBJECTS: return op_get_objects(k);
+    case CN_SCRIBE_OP_PRESENCE: return op_presence(k, false);
+    case CN_SCRIBE_OP_PIN_OBJECTS: return op_presence(k, true);
+    case CN_SCRIBE_OP_SUBMIT: return op_submit(k);
+    case CN_SCRIBE_OP_OPERATION_OUTCOME: return op_outcome(k);
+    case CN_SCRIBE_OP_TREE_PAGE: return op_tree_page(k);
+    case CN_SCRIBE_OP_CHANGED_PATHS: return op_changed_paths(k);
+    case CN_SCRIBE_OP_LOG: return op_log(k);
+    case CN_SCRIBE_OP_DESCRIBE_CHANGE: return op_describe(k);
+    case CN_SCRIBE_OP_CHANGE_NOTES: return op_notes(k);
     case CN_SCRIBE_OP_CHANGE_NOTE_HISTORY: return op_note_history(k);
     default:
         return cn__scribe_fail_code(k, CN_SCRIBE_E_UNSUPPORTED_OPERATION,

@@ -17,8 +17,8 @@
 typedef struct cn__backend cn__backend_t;
 
 typedef struct cn__be_stat {
-    uint64_t size;              /* stored bytes */
-    int64_t mtime_ms;           /* last put or touch */
+    uint64_t size;    /* stored bytes */
+    int64_t mtime_ms; /* last put or touch */
     cn_store_form_t form;
 } cn__be_stat_t;
 
@@ -40,8 +40,7 @@ typedef struct cn__backend_ops {
      * CN__BE_PUT_SYNC) its name is made durable.  Atomic: a reader sees the
      * whole blob or none. */
     cn_err_t (*put)(cn__backend_t *be, int staging_dirfd, const char *staged_name,
-                    const cn_digest_t *d, cn_store_form_t form, unsigned flags,
-                    bool *existed);
+                    const cn_digest_t *d, cn_store_form_t form, unsigned flags, bool *existed);
     /* Opens d for reading: *fd (caller closes) and its stat.  CN_E_NOT_FOUND. */
     cn_err_t (*open)(cn__backend_t *be, const cn_digest_t *d, int *fd, cn__be_stat_t *st);
     cn_err_t (*stat)(cn__backend_t *be, const cn_digest_t *d, cn__be_stat_t *st);

@@ -78,8 +78,7 @@ static cn_err_t mkdir_at(int root_fd, const char *rel, bool *created)
 }
 
 static cn_err_t local_put(cn__backend_t *base, int staging_dirfd, const char *staged_name,
-                          const cn_digest_t *d, cn_store_form_t form, unsigned flags,
-                          bool *existed)
+                          const cn_digest_t *d, cn_store_form_t form, unsigned flags, bool *existed)
 {
     local_be_t *be = (local_be_t *)base;
     bool sync = flags & CN__BE_PUT_SYNC;
@@ -135,8 +134,7 @@ static cn_err_t local_put(cn__backend_t *base, int staging_dirfd, const char *st
     return sync ? fsync_at(be->root_fd, dir2) : CN_OK;
 }
 
-static cn_err_t local_open(cn__backend_t *base, const cn_digest_t *d, int *fd,
-                           cn__be_stat_t *out)
+static cn_err_t local_open(cn__backend_t *base, const cn_digest_t *d, int *fd, cn__be_stat_t *out)
 {
     local_be_t *be = (local_be_t *)base;
     static const cn_store_form_t forms[] = { CN_STORE_RAW, CN_STORE_LZ4 };
@@ -245,7 +243,7 @@ static cn_err_t list_leaf(int dfd, const char *a, const char *c, cn__be_list_fn 
         struct stat st;
         if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
             if (errno == ENOENT)
-                continue;       /* removed meanwhile */
+                continue; /* removed meanwhile */
             rc = -errno;
             break;
         }

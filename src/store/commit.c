@@ -41,8 +41,8 @@ static void run_batch(cn_store_t *s, cn__commit_req_t *batch)
         assert(cn__store_is_staged_name(r->staged_name));
         pthread_mutex_t *mu = cn__stripe(s, &r->d);
         pthread_mutex_lock(mu);
-        r->rc = s->be->ops->put(s->be, s->staging_fd, r->staged_name, &r->d, r->form, 0,
-                                &r->existed);
+        r->rc =
+            s->be->ops->put(s->be, s->staging_fd, r->staged_name, &r->d, r->form, 0, &r->existed);
         pthread_mutex_unlock(mu);
     }
 }
@@ -55,7 +55,7 @@ static void *committer_main(void *arg)
         while (!s->q_head && !s->q_stop)
             pthread_cond_wait(&s->q_cv, &s->q_mu);
         if (!s->q_head)
-            break;              /* stopping, and nothing left */
+            break; /* stopping, and nothing left */
         cn__commit_req_t *batch = s->q_head;
         s->q_head = s->q_tail = NULL;
         pthread_mutex_unlock(&s->q_mu);

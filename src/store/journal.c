@@ -93,7 +93,7 @@ cn_err_t cn__journal_commit(cn_store_t *s, cn__commit_req_t *batch)
     if (fdatasync(s->journal_fd) < 0)
         return -errno;
     s->journal_len += s->journal_buf.len;
-    return CN_OK;       /* J2, W2: the batch is durable; only now is it renamed and acknowledged */
+    return CN_OK; /* J2, W2: the batch is durable; only now is it renamed and acknowledged */
 }
 
 cn_err_t cn__journal_maybe_checkpoint(cn_store_t *s)
@@ -133,7 +133,7 @@ static cn_err_t replay_one(cn_store_t *s, const cn_digest_t *d, cn_store_form_t 
     cn_err_t rc = cn__store_hash_fd(fd, n, form, &got);
     close(fd);
     if (rc == CN_E_CORRUPT || (rc == CN_OK && memcmp(got.b, d->b, CN_DIGEST_LEN) != 0)) {
-        rc = CN_OK;             /* torn: stop here */
+        rc = CN_OK; /* torn: stop here */
         goto out;
     }
     if (rc < 0)
@@ -148,7 +148,7 @@ static cn_err_t replay_one(cn_store_t *s, const cn_digest_t *d, cn_store_form_t 
         cn_err_t hrc = cn__store_hash_fd(bfd, st.size, st.form, &got);
         close(bfd);
         if (hrc == CN_OK && memcmp(got.b, d->b, CN_DIGEST_LEN) == 0)
-            goto out;           /* intact */
+            goto out; /* intact */
         if (hrc < 0 && hrc != CN_E_CORRUPT) {
             rc = hrc;
             goto out;

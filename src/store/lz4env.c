@@ -27,7 +27,7 @@ static const uint8_t tr_magic[4] = { 'C', 'N', 'Z', 'E' };
 #define ENV_VERSION 1
 #define ENV_MIN_LOG 12
 #define ENV_MAX_LOG 20
-#define INDEX_CHUNK 4096                /* index entries read at a time */
+#define INDEX_CHUNK 4096 /* index entries read at a time */
 
 static void put_u32le(uint8_t *p, uint32_t v)
 {
@@ -78,7 +78,7 @@ static cn_err_t pread_full(int fd, void *buf, size_t n, uint64_t off)
             return -errno;
         }
         if (r == 0)
-            return CN_E_CORRUPT;    /* the file is shorter than its layout */
+            return CN_E_CORRUPT; /* the file is shorter than its layout */
         got += (size_t)r;
     }
     return CN_OK;
@@ -92,8 +92,8 @@ cn_err_t cn__env_open(int fd, uint64_t size, cn__env_t *e)
         return CN_E_CORRUPT;
     CN_TRY(pread_full(fd, hdr, sizeof hdr, 0));
     CN_TRY(pread_full(fd, tr, sizeof tr, size - CN__ENV_TRAILER_LEN));
-    if (memcmp(hdr, hdr_magic, 4) != 0 || hdr[4] != ENV_VERSION ||
-        hdr[5] < ENV_MIN_LOG || hdr[5] > ENV_MAX_LOG)
+    if (memcmp(hdr, hdr_magic, 4) != 0 || hdr[4] != ENV_VERSION || hdr[5] < ENV_MIN_LOG ||
+        hdr[5] > ENV_MAX_LOG)
         return CN_E_CORRUPT;
     if (memcmp(tr + 24, tr_magic, 4) != 0 || get_u32le(tr + 28) != cn_crc32c(0, tr, 28))
         return CN_E_CORRUPT;
@@ -121,14 +121,13 @@ static uint64_t block_raw_len(const cn__env_t *e, uint64_t i)
 }
 
 /* Reads index entries [first, first+n) into out. */
-static cn_err_t read_index(int fd, const cn__env_t *e, uint64_t first, size_t n,
-                           uint8_t *out)
+static cn_err_t read_index(int fd, const cn__env_t *e, uint64_t first, size_t n, uint8_t *out)
 {
     return pread_full(fd, out, 4 * n, e->index_off + 4 * first);
 }
 
-cn_err_t cn__env_read(int fd, const cn__env_t *e, uint64_t off, uint64_t n,
-                      cn_store_sink_fn sink, void *ctx, cn_blake3_t *h)
+cn_err_t cn__env_read(int fd, const cn__env_t *e, uint64_t off, uint64_t n, cn_store_sink_fn sink,
+                      void *ctx, cn_blake3_t *h)
 {
     uint64_t bsz = 1ull << e->block_log;
     uint64_t first = n ? off / bsz : 0;

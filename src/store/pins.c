@@ -59,8 +59,7 @@ bool cn__store_guarded_since_watch(cn_store_t *s, const cn_digest_t *d)
 {
     size_t bit = guard_seen_bit(d);
     pthread_mutex_lock(&s->guard_mu);
-    bool seen = *guard_find_locked(s, d) != NULL ||
-                (s->guard_seen[bit / 64] >> (bit % 64) & 1);
+    bool seen = *guard_find_locked(s, d) != NULL || (s->guard_seen[bit / 64] >> (bit % 64) & 1);
     pthread_mutex_unlock(&s->guard_mu);
     return seen;
 }
@@ -154,9 +153,11 @@ typedef struct pin_row {
 static cn_err_t pinned_body(cn_meta_txn_t *txn, void *ctx)
 {
     pin_row_t *pr = ctx;
-    cn_err_t rc = cn_meta_execf(txn,
+    cn_err_t rc = cn_meta_execf(
+        txn,
         "SELECT pin_id FROM store_pin WHERE digest = ? AND (expires_ms = 0 OR expires_ms > ?)"
-        " LIMIT 1", "bi", pr->d->b, (size_t)CN_DIGEST_LEN, cn_wall_ms());
+        " LIMIT 1",
+        "bi", pr->d->b, (size_t)CN_DIGEST_LEN, cn_wall_ms());
     pr->pinned = rc == CN_META_ROW;
     return rc < 0 ? rc : CN_OK;
 }
@@ -166,7 +167,7 @@ cn_err_t cn__store_pinned_durable(cn_store_t *s, const cn_digest_t *d, bool *pin
     *pinned = false;
     if (!s->meta)
         return CN_OK;
-    pin_row_t pr = {.d = d};
+    pin_row_t pr = { .d = d };
     cn_err_t rc = cn_meta_run(s->meta, CN_META_RUN_READ | CN_META_RETRY, pinned_body, &pr);
     *pinned = rc >= 0 && pr.pinned;
     return rc;
@@ -184,10 +185,12 @@ cn_err_t cn_store_is_pinned(cn_store_t *s, const cn_digest_t *d, bool *pinned)
 static cn_err_t pin_insert(cn_meta_txn_t *txn, void *ctx)
 {
     const pin_row_t *pr = ctx;
-    cn_err_t rc = cn_meta_execf(txn,
-        "INSERT INTO store_pin (pin_id, digest, owner_tag, expires_ms, created_ms)"
-        " VALUES (?, ?, ?, ?, ?)", "ibsii", (int64_t)pr->id, pr->d->b, (size_t)CN_DIGEST_LEN,
-        pr->owner_tag, pr->expires, cn_wall_ms());
+    cn_err_t rc =
+        cn_meta_execf(txn,
+                      "INSERT INTO store_pin (pin_id, digest, owner_tag, expires_ms, created_ms)"
+                      " VALUES (?, ?, ?, ?, ?)",
+                      "ibsii", (int64_t)pr->id, pr->d->b, (size_t)CN_DIGEST_LEN, pr->owner_tag,
+                      pr->expires, cn_wall_ms());
     return rc < 0 ? rc : CN_OK;
 }
 
@@ -200,13 +203,13 @@ cn_err_t cn_store_pin(cn_store_t *s, const cn_digest_t *d, const char *owner_tag
         return CN_E_INVALID;
     pthread_mutex_t *mu = cn__stripe(s, d);
     cn_err_t rc = CN_E_EXISTS;
-    pin_row_t pr = {.d = d, .owner_tag = owner_tag, .expires = expires_unix_ms};
+    pin_row_t pr = { .d = d, .owner_tag = owner_tag, .expires = expires_unix_ms };
     /* Held across the commit: see the file comment. */
     pthread_mutex_lock(mu);
     for (int tries = 0; tries < 4 && rc == CN_E_EXISTS; tries++) {
         if ((rc = cn_random_bytes(&pr.id, sizeof pr.id)) < 0)
             break;
-        pr.id = (pr.id >> 2) | 1;     /* positive in a signed BIGINT, never 0 */
+        pr.id = (pr.id >> 2) | 1; /* positive in a signed BIGINT, never 0 */
         rc = cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, pin_insert, &pr);
     }
     pthread_mutex_unlock(mu);
@@ -237,7 +240,7 @@ cn_err_t cn_store_unpin(cn_store_t *s, uint64_t pin_id)
         return CN_E_UNSUPPORTED;
     if (pin_id == 0 || pin_id > INT64_MAX)
         return CN_E_NOT_FOUND;
-    pin_delete_t pd = {"DELETE FROM store_pin WHERE pin_id = ?", (int64_t)pin_id, 0};
+    pin_delete_t pd = { "DELETE FROM store_pin WHERE pin_id = ?", (int64_t)pin_id, 0 };
     CN_TRY(cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, delete_body, &pd));
     return pd.removed ? CN_OK : CN_E_NOT_FOUND;
 }
@@ -247,7 +250,8 @@ cn_err_t cn__store_pins_expire(cn_store_t *s, int64_t now_ms, uint64_t *removed)
     *removed = 0;
     if (!s->meta)
         return CN_OK;
-    pin_delete_t pd = {"DELETE FROM store_pin WHERE expires_ms > 0 AND expires_ms <= ?", now_ms, 0};
+    pin_delete_t pd = { "DELETE FROM store_pin WHERE expires_ms > 0 AND expires_ms <= ?", now_ms,
+                        0 };
     CN_TRY(cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, delete_body, &pd));
     *removed = (uint64_t)pd.removed;
     return CN_OK;

@@ -30,7 +30,7 @@ static cn_err_t read_raw(int fd, uint64_t off, uint64_t n, cn_store_sink_fn sink
             break;
         }
         if (r == 0) {
-            rc = CN_E_CORRUPT;  /* shorter than it was a moment ago: not ours */
+            rc = CN_E_CORRUPT; /* shorter than it was a moment ago: not ours */
             break;
         }
         cn_blake3_update(h, buf, (size_t)r);
@@ -44,8 +44,7 @@ static cn_err_t read_raw(int fd, uint64_t off, uint64_t n, cn_store_sink_fn sink
 }
 
 cn_err_t cn_store_read_range(cn_store_t *s, const cn_digest_t *d, uint64_t off, uint64_t len,
-                             cn_store_sink_fn sink, void *ctx, cn_digest_t *slice,
-                             uint64_t *served)
+                             cn_store_sink_fn sink, void *ctx, cn_digest_t *slice, uint64_t *served)
 {
     cn__be_stat_t st;
     cn__env_t env;
@@ -116,8 +115,8 @@ static cn_err_t to_buf(void *ctx, const void *p, size_t n)
     return CN_OK;
 }
 
-cn_err_t cn_store_read_range_buf(cn_store_t *s, const cn_digest_t *d, uint64_t off,
-                                 void *buf, size_t cap, size_t *n, cn_digest_t *slice)
+cn_err_t cn_store_read_range_buf(cn_store_t *s, const cn_digest_t *d, uint64_t off, void *buf,
+                                 size_t cap, size_t *n, cn_digest_t *slice)
 {
     buf_sink_t b = { buf, 0 };
     cn_err_t rc = cn_store_read_range(s, d, off, cap, to_buf, &b, slice, NULL);

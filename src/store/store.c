@@ -268,8 +268,7 @@ static size_t fdc_set(const cn_digest_t *d)
     return (size_t)(cn_load_u32be(d->b) % (CN__FDC_SLOTS / CN__FDC_WAYS)) * CN__FDC_WAYS;
 }
 
-cn_err_t cn_store_fd_get(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t *len,
-                         void **handle)
+cn_err_t cn_store_fd_get(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t *len, void **handle)
 {
     *handle = NULL;
     size_t base = fdc_set(d);
@@ -309,7 +308,7 @@ cn_err_t cn_store_fd_get(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t 
     for (size_t i = base; i < base + CN__FDC_WAYS; i++) {
         cn__fdc_ent_t *e = &s->fdc[i];
         if (e->fd >= 0 && !e->stale && memcmp(e->d.b, d->b, CN_DIGEST_LEN) == 0) {
-            victim = NULL;      /* another thread kept it meanwhile */
+            victim = NULL; /* another thread kept it meanwhile */
             break;
         }
         if (e->refs)

@@ -12,13 +12,13 @@
 #include "cairn/util.h"
 #include "store/backend.h"
 
-#define CN__STORE_STRIPES 64            /* per-digest lock stripes */
-#define CN__STORE_STAGING_SHARDS 16     /* staging/0 .. staging/f */
+#define CN__STORE_STRIPES 64        /* per-digest lock stripes */
+#define CN__STORE_STAGING_SHARDS 16 /* staging/0 .. staging/f */
 #define CN__STORE_GUARD_BUCKETS 256
 #define CN__STORE_MAX_SOURCES 32
 #define CN__STORE_IO_CHUNK (256u * 1024) /* bounded read/write buffer */
-#define CN__STORE_SWEEP_BATCH 256       /* digests per liveness query */
-#define CN__STORE_GUARD_SEEN_BITS 65536 /* digests guarded during a sweep batch */
+#define CN__STORE_SWEEP_BATCH 256        /* digests per liveness query */
+#define CN__STORE_GUARD_SEEN_BITS 65536  /* digests guarded during a sweep batch */
 
 typedef struct cn__guard_node {
     cn_digest_t d;
@@ -28,7 +28,7 @@ typedef struct cn__guard_node {
 
 typedef struct cn__liveness {
     char name[64];
-    cn_store_is_live_fn is_live;        /* exactly one of the two is set */
+    cn_store_is_live_fn is_live; /* exactly one of the two is set */
     cn_store_are_live_fn are_live;
     void *ctx;
 } cn__liveness_t;
@@ -36,7 +36,7 @@ typedef struct cn__liveness {
 /* One publish waiting for the group committer (lives on the writer's stack). */
 typedef struct cn__commit_req {
     char staged_name[48];
-    const uint8_t *payload;             /* the stored bytes, for the journal */
+    const uint8_t *payload; /* the stored bytes, for the journal */
     size_t payload_len;
     cn_digest_t d;
     cn_store_form_t form;
@@ -47,24 +47,24 @@ typedef struct cn__commit_req {
 } cn__commit_req_t;
 
 #define CN__FDC_SLOTS 64
-#define CN__FDC_WAYS 4                  /* slots a digest may sit in */
-#define CN__FDC_MAX_LEN (64u * 1024)    /* larger blobs are not kept open */
+#define CN__FDC_WAYS 4               /* slots a digest may sit in */
+#define CN__FDC_MAX_LEN (64u * 1024) /* larger blobs are not kept open */
 
 typedef struct cn__fdc_ent {
     cn_digest_t d;
-    int fd;                             /* -1: empty */
+    int fd; /* -1: empty */
     uint64_t len;
-    unsigned refs;                      /* borrowers; closed only at 0 */
-    bool stale;                         /* unlinked: close at refs 0 */
+    unsigned refs; /* borrowers; closed only at 0 */
+    bool stale;    /* unlinked: close at refs 0 */
     uint64_t used;
 } cn__fdc_ent_t;
 
 struct cn_store {
     cn_store_opts_t opts;
     char *data_dir;
-    int data_fd;                        /* DATA */
-    int staging_fd;                     /* DATA/staging */
-    int lock_fd;                        /* DATA/store.lock, flock()ed */
+    int data_fd;    /* DATA */
+    int staging_fd; /* DATA/staging */
+    int lock_fd;    /* DATA/store.lock, flock()ed */
     cn__backend_t *be;
     cn_meta_t *meta;
 
@@ -72,7 +72,7 @@ struct cn_store {
      * delete, the sweeper's final check, guard acquisition, pin insertion. */
     pthread_mutex_t stripe[CN__STORE_STRIPES];
 
-    pthread_mutex_t guard_mu;           /* after a stripe lock, never before */
+    pthread_mutex_t guard_mu; /* after a stripe lock, never before */
     cn__guard_node_t *guards[CN__STORE_GUARD_BUCKETS];
     /* While a sweep batch is being decided, every guard taken or released
      * sets its digest's bit: a guard that covered a commit the batch's
@@ -84,17 +84,17 @@ struct cn_store {
     cn__liveness_t sources[CN__STORE_MAX_SOURCES];
     size_t n_sources;
 
-    pthread_mutex_t sweep_mu;           /* one sweep at a time */
+    pthread_mutex_t sweep_mu; /* one sweep at a time */
 
     /* group committer */
     pthread_mutex_t q_mu;
-    pthread_cond_t q_cv;                /* work arrived, or stop */
-    pthread_cond_t done_cv;             /* a batch finished */
+    pthread_cond_t q_cv;    /* work arrived, or stop */
+    pthread_cond_t done_cv; /* a batch finished */
     cn__commit_req_t *q_head, *q_tail;
     bool q_stop;
     bool committer_running;
     pthread_t committer;
-    uint64_t batches, batched_blobs;    /* statistics, under q_mu */
+    uint64_t batches, batched_blobs; /* statistics, under q_mu */
 
     /* Open files of small raw blobs (cn_store_fd_get): a GET of a small
      * object then costs an fstat instead of a path walk, open and close. */
@@ -143,8 +143,8 @@ void cn__committer_stop(cn_store_t *s);
 cn_err_t cn__committer_submit(cn_store_t *s, cn__commit_req_t *req);
 
 /* small-blob journal (journal.c) */
-cn_err_t cn__journal_open(cn_store_t *s);       /* replays, then empties */
-void cn__journal_close(cn_store_t *s);          /* checkpoints */
+cn_err_t cn__journal_open(cn_store_t *s); /* replays, then empties */
+void cn__journal_close(cn_store_t *s);    /* checkpoints */
 /* Appends the batch's records and fdatasyncs the journal. */
 cn_err_t cn__journal_commit(cn_store_t *s, cn__commit_req_t *batch);
 cn_err_t cn__journal_maybe_checkpoint(cn_store_t *s);
@@ -156,7 +156,7 @@ cn_err_t cn__store_hash_fd(int fd, uint64_t size, cn_store_form_t form, cn_diges
 /* LZ4 envelope (lz4env.c) */
 #define CN__ENV_HEADER_LEN 16
 #define CN__ENV_TRAILER_LEN 32
-#define CN__ENV_BLOCK_LOG 16            /* 64 KiB logical blocks */
+#define CN__ENV_BLOCK_LOG 16 /* 64 KiB logical blocks */
 #define CN__ENV_RAW_FLAG 0x80000000u
 
 void cn__env_header(uint8_t out[CN__ENV_HEADER_LEN]);
@@ -168,13 +168,13 @@ typedef struct cn__env {
     uint64_t n_blocks;
     uint32_t block_log;
     uint32_t index_crc;
-    uint64_t index_off;                 /* file offset of the index */
+    uint64_t index_off; /* file offset of the index */
 } cn__env_t;
 /* Reads header and trailer of fd (size bytes): CN_E_CORRUPT if malformed. */
 cn_err_t cn__env_open(int fd, uint64_t size, cn__env_t *e);
 /* Streams logical [off, off+n) (already clamped) of the envelope to sink,
  * hashing into h.  Validates the index checksum and every block. */
-cn_err_t cn__env_read(int fd, const cn__env_t *e, uint64_t off, uint64_t n,
-                      cn_store_sink_fn sink, void *ctx, cn_blake3_t *h);
+cn_err_t cn__env_read(int fd, const cn__env_t *e, uint64_t off, uint64_t n, cn_store_sink_fn sink,
+                      void *ctx, cn_blake3_t *h);
 
 #endif

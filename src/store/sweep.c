@@ -114,7 +114,7 @@ static cn_err_t remove_if_dead(sweep_t *sw, const cn_digest_t *d)
     pthread_mutex_lock(mu);
     cn_err_t rc = s->be->ops->stat(s->be, d, &bst);
     if (rc == CN_E_NOT_FOUND) {
-        rc = CN_OK;             /* deleted meanwhile */
+        rc = CN_OK; /* deleted meanwhile */
         goto out;
     }
     if (rc < 0)

@@ -41,22 +41,22 @@ struct cn_store_writer {
     int fd;
     char name[48];
     cn_blake3_t h;
-    uint64_t len;                   /* logical bytes accepted */
-    uint64_t stored;                /* bytes handed to the file (incl. out buffer) */
-    uint64_t flushed;               /* bytes written to the file */
-    uint64_t wb_started;            /* writeback started up to here */
+    uint64_t len;        /* logical bytes accepted */
+    uint64_t stored;     /* bytes handed to the file (incl. out buffer) */
+    uint64_t flushed;    /* bytes written to the file */
+    uint64_t wb_started; /* writeback started up to here */
     int64_t expect_len;
     bool has_expect;
     cn_digest_t expect;
     cn_store_form_t form;
-    cn_err_t err;                   /* sticky */
-    uint8_t *out;                   /* write-behind buffer, CN__STORE_IO_CHUNK */
+    cn_err_t err; /* sticky */
+    uint8_t *out; /* write-behind buffer, CN__STORE_IO_CHUNK */
     size_t out_len;
     /* LZ4 form */
-    uint8_t *blk;                   /* logical block being filled */
+    uint8_t *blk; /* logical block being filled */
     size_t blk_len;
     uint8_t *zbuf;
-    cn_buf_t index;                 /* u32le per block */
+    cn_buf_t index; /* u32le per block */
     uint64_t n_blocks;
 };
 
@@ -70,7 +70,7 @@ static void writeback(cn_store_writer_t *w)
         if (off >= WRITEBACK_CHUNK)
             sync_file_range(w->fd, (off64_t)(off - WRITEBACK_CHUNK), (off64_t)WRITEBACK_CHUNK,
                             SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-                            SYNC_FILE_RANGE_WAIT_AFTER);
+                                SYNC_FILE_RANGE_WAIT_AFTER);
         w->wb_started += WRITEBACK_CHUNK;
     }
 }
@@ -335,8 +335,8 @@ static cn_err_t publish_direct(cn_store_writer_t *w, const cn_digest_t *d, bool 
         return -errno;
     pthread_mutex_t *mu = cn__stripe(s, d);
     pthread_mutex_lock(mu);
-    cn_err_t rc = s->be->ops->put(s->be, s->staging_fd, w->name, d, w->form,
-                                  CN__BE_PUT_SYNC, existed);
+    cn_err_t rc =
+        s->be->ops->put(s->be, s->staging_fd, w->name, d, w->form, CN__BE_PUT_SYNC, existed);
     pthread_mutex_unlock(mu);
     return rc;
 }

@@ -34,7 +34,10 @@ cn_err_t cn_buf_append(cn_buf_t *b, const void *p, size_t n)
     return CN_OK;
 }
 
-cn_err_t cn_buf_append_str(cn_buf_t *b, const char *s) { return cn_buf_append(b, s, strlen(s)); }
+cn_err_t cn_buf_append_str(cn_buf_t *b, const char *s)
+{
+    return cn_buf_append(b, s, strlen(s));
+}
 
 cn_err_t cn_buf_printf(cn_buf_t *b, const char *fmt, ...)
 {
@@ -52,14 +55,29 @@ cn_err_t cn_buf_printf(cn_buf_t *b, const char *fmt, ...)
     return CN_OK;
 }
 
-cn_err_t cn_buf_put_u8(cn_buf_t *b, uint8_t v) { return cn_buf_append(b, &v, 1); }
+cn_err_t cn_buf_put_u8(cn_buf_t *b, uint8_t v)
+{
+    return cn_buf_append(b, &v, 1);
+}
 
 cn_err_t cn_buf_put_u16be(cn_buf_t *b, uint16_t v)
-{ uint8_t t[2]; cn_store_u16be(t, v); return cn_buf_append(b, t, 2); }
+{
+    uint8_t t[2];
+    cn_store_u16be(t, v);
+    return cn_buf_append(b, t, 2);
+}
 cn_err_t cn_buf_put_u32be(cn_buf_t *b, uint32_t v)
-{ uint8_t t[4]; cn_store_u32be(t, v); return cn_buf_append(b, t, 4); }
+{
+    uint8_t t[4];
+    cn_store_u32be(t, v);
+    return cn_buf_append(b, t, 4);
+}
 cn_err_t cn_buf_put_u64be(cn_buf_t *b, uint64_t v)
-{ uint8_t t[8]; cn_store_u64be(t, v); return cn_buf_append(b, t, 8); }
+{
+    uint8_t t[8];
+    cn_store_u64be(t, v);
+    return cn_buf_append(b, t, 8);
+}
 
 static cn_err_t put_le(cn_buf_t *b, uint64_t v, int n)
 {
@@ -68,11 +86,23 @@ static cn_err_t put_le(cn_buf_t *b, uint64_t v, int n)
         t[i] = (uint8_t)(v >> (8 * i));
     return cn_buf_append(b, t, (size_t)n);
 }
-cn_err_t cn_buf_put_u16le(cn_buf_t *b, uint16_t v) { return put_le(b, v, 2); }
-cn_err_t cn_buf_put_u32le(cn_buf_t *b, uint32_t v) { return put_le(b, v, 4); }
-cn_err_t cn_buf_put_u64le(cn_buf_t *b, uint64_t v) { return put_le(b, v, 8); }
+cn_err_t cn_buf_put_u16le(cn_buf_t *b, uint16_t v)
+{
+    return put_le(b, v, 2);
+}
+cn_err_t cn_buf_put_u32le(cn_buf_t *b, uint32_t v)
+{
+    return put_le(b, v, 4);
+}
+cn_err_t cn_buf_put_u64le(cn_buf_t *b, uint64_t v)
+{
+    return put_le(b, v, 8);
+}
 
-void cn_buf_reset(cn_buf_t *b) { b->len = 0; }
+void cn_buf_reset(cn_buf_t *b)
+{
+    b->len = 0;
+}
 
 void cn_buf_free(cn_buf_t *b)
 {
@@ -116,10 +146,31 @@ static uint64_t rd_le(cn_rd_t *r, size_t n)
     return v;
 }
 
-uint8_t cn_rd_u8(cn_rd_t *r) { return (uint8_t)rd_be(r, 1); }
-uint16_t cn_rd_u16be(cn_rd_t *r) { return (uint16_t)rd_be(r, 2); }
-uint32_t cn_rd_u32be(cn_rd_t *r) { return (uint32_t)rd_be(r, 4); }
-uint64_t cn_rd_u64be(cn_rd_t *r) { return rd_be(r, 8); }
-uint16_t cn_rd_u16le(cn_rd_t *r) { return (uint16_t)rd_le(r, 2); }
-uint32_t cn_rd_u32le(cn_rd_t *r) { return (uint32_t)rd_le(r, 4); }
-uint64_t cn_rd_u64le(cn_rd_t *r) { return rd_le(r, 8); }
+uint8_t cn_rd_u8(cn_rd_t *r)
+{
+    return (uint8_t)rd_be(r, 1);
+}
+uint16_t cn_rd_u16be(cn_rd_t *r)
+{
+    return (uint16_t)rd_be(r, 2);
+}
+uint32_t cn_rd_u32be(cn_rd_t *r)
+{
+    return (uint32_t)rd_be(r, 4);
+}
+uint64_t cn_rd_u64be(cn_rd_t *r)
+{
+    return rd_be(r, 8);
+}
+uint16_t cn_rd_u16le(cn_rd_t *r)
+{
+    return (uint16_t)rd_le(r, 2);
+}
+uint32_t cn_rd_u32le(cn_rd_t *r)
+{
+    return (uint32_t)rd_le(r, 4);
+}
+uint64_t cn_rd_u64le(cn_rd_t *r)
+{
+    return rd_le(r, 8);
+}

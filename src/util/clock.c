@@ -11,7 +11,10 @@ int64_t cn_mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int64_t cn_mono_ms(void) { return cn_mono_ns() / 1000000; }
+int64_t cn_mono_ms(void)
+{
+    return cn_mono_ns() / 1000000;
+}
 
 int64_t cn_wall_ms(void)
 {

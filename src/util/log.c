@@ -10,7 +10,7 @@
 static _Atomic int cn__log_min = CN_LOG_INFO;
 static _Atomic bool cn__log_json = false;
 
-static const char *const cn__level_names[] = {"debug", "info", "warn", "error"};
+static const char *const cn__level_names[] = { "debug", "info", "warn", "error" };
 
 void cn_log_configure(cn_log_level_t min_level, bool json)
 {
@@ -58,9 +58,10 @@ void cn_log(cn_log_level_t level, const char *module, const char *fmt, ...)
     char ts[CN_RFC3339_LEN];
     cn_rfc3339(cn_wall_ms(), ts);
 
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     if (cn__log_json) {
-        cn_buf_printf(&b, "{\"ts\":\"%s\",\"level\":\"%s\",\"module\":\"", ts, cn__level_names[level]);
+        cn_buf_printf(&b, "{\"ts\":\"%s\",\"level\":\"%s\",\"module\":\"", ts,
+                      cn__level_names[level]);
         json_escape(&b, module);
         cn_buf_append_str(&b, "\",\"msg\":\"");
         json_escape(&b, msg);

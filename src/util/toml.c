@@ -21,11 +21,11 @@ struct cn_toml_val {
     cn_toml_type_t type;
     char *key;
     int line;
-    bool header;            /* a table named by a [header] (or the root) */
+    bool header; /* a table named by a [header] (or the root) */
     int64_t i;
     bool b;
     char *s;
-    cn_toml_val_t **kids;   /* table entries or array items */
+    cn_toml_val_t **kids; /* table entries or array items */
     size_t n, cap;
 };
 
@@ -197,7 +197,7 @@ static cn_err_t tstring(cn__tp_t *t, char **out)
     if (t->end - t->p >= 3 && t->p[1] == q && t->p[2] == q)
         return tfail(t, "multi-line strings are not supported");
     t->p++;
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     cn_err_t e = CN_OK;
     for (;;) {
         if (t->p == t->end || *t->p == '\n' || *t->p == '\r') {
@@ -238,8 +238,10 @@ static cn_err_t tstring(cn__tp_t *t, char **out)
                     goto out;
                 }
                 char h = *t->p++;
-                int v = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                      : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+                int v = h >= '0' && h <= '9'   ? h - '0'
+                        : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                        : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                               : -1;
                 if (v < 0) {
                     e = tfail(t, "bad hex digit in \\%c escape", x);
                     goto out;
@@ -269,8 +271,8 @@ out:
 
 static bool tbare(char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
 }
 
 /* One simple key (bare or quoted); *out is malloc'd. */
@@ -315,7 +317,8 @@ static cn_err_t tinteger(cn__tp_t *t, cn_toml_val_t **out)
         neg = *d++ == '-';
     if (d[0] == '0' && (d[1] == 'x' || d[1] == 'o' || d[1] == 'b'))
         return tfail(t, "hexadecimal, octal and binary integers are not supported");
-    if (strpbrk(tok, ".:") || (d[0] >= '0' && d[0] <= '9' && strchr(d, '-')) || strstr(tok, "inf") || strstr(tok, "nan") ||
+    if (strpbrk(tok, ".:") || (d[0] >= '0' && d[0] <= '9' && strchr(d, '-')) ||
+        strstr(tok, "inf") || strstr(tok, "nan") ||
         ((strchr(tok, 'e') || strchr(tok, 'E')) && d[0] >= '0' && d[0] <= '9'))
         return tfail(t, "floats, dates and times are not supported");
     if (!*d)
@@ -369,7 +372,7 @@ static cn_err_t tarray(cn__tp_t *t, cn_toml_val_t **out, int depth)
     cn_toml_val_t *a = tval_new(t, CN_TOML_ARRAY);
     if (!a)
         return t->rc;
-    t->p++;     /* [ */
+    t->p++; /* [ */
     for (;;) {
         if (tarray_ws(t) < 0)
             goto fail;
@@ -430,7 +433,7 @@ static cn_err_t tvalue(cn__tp_t *t, cn_toml_val_t **out, int depth)
 /* ---- expressions ---------------------------------------------------------------- */
 static cn_err_t theader(cn__tp_t *t, cn_toml_val_t *root, cn_toml_val_t **cur)
 {
-    t->p++;     /* [ */
+    t->p++; /* [ */
     if (t->p < t->end && *t->p == '[')
         return tfail(t, "arrays of tables are not supported");
     cn_toml_val_t *tab = root;
@@ -470,8 +473,7 @@ static cn_err_t theader(cn__tp_t *t, cn_toml_val_t *root, cn_toml_val_t **cur)
         return tfail(t, "expected '.' or ']' in a table header");
     }
     if (tab->header)
-        return tfail(t, "table '%s' is defined twice (first at line %d)", tab->key,
-                         tab->line);
+        return tfail(t, "table '%s' is defined twice (first at line %d)", tab->key, tab->line);
     tab->header = true;
     tab->line = t->line;
     *cur = tab;
@@ -519,7 +521,7 @@ cn_err_t cn_toml_parse(const char *text, size_t len, cn_toml_t **out, char *err,
     *out = NULL;
     if (err && errlen)
         err[0] = 0;
-    cn__tp_t t = {.p = text, .end = text + len, .line = 1, .err = err, .errlen = errlen};
+    cn__tp_t t = { .p = text, .end = text + len, .line = 1, .err = err, .errlen = errlen };
     if (memchr(text, 0, len))
         return tfail(&t, "NUL byte in the file");
     if (!cn_utf8_valid((const unsigned char *)text, len))
@@ -531,7 +533,7 @@ cn_err_t cn_toml_parse(const char *text, size_t len, cn_toml_t **out, char *err,
     }
     doc->root->header = true;
     if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
-        t.p += 3;   /* a UTF-8 byte order mark */
+        t.p += 3; /* a UTF-8 byte order mark */
     cn_toml_val_t *cur = doc->root;
     while (t.p < t.end) {
         tws(&t);
@@ -611,7 +613,10 @@ void cn_toml_free(cn_toml_t *doc)
     free(doc);
 }
 
-const cn_toml_val_t *cn_toml_root(const cn_toml_t *doc) { return doc->root; }
+const cn_toml_val_t *cn_toml_root(const cn_toml_t *doc)
+{
+    return doc->root;
+}
 
 const cn_toml_val_t *cn_toml_get(const cn_toml_val_t *table, const char *path)
 {
@@ -633,9 +638,18 @@ const cn_toml_val_t *cn_toml_get(const cn_toml_val_t *table, const char *path)
     return v;
 }
 
-cn_toml_type_t cn_toml_type(const cn_toml_val_t *v) { return v->type; }
-int cn_toml_line(const cn_toml_val_t *v) { return v->line; }
-const char *cn_toml_key(const cn_toml_val_t *v) { return v->key; }
+cn_toml_type_t cn_toml_type(const cn_toml_val_t *v)
+{
+    return v->type;
+}
+int cn_toml_line(const cn_toml_val_t *v)
+{
+    return v->line;
+}
+const char *cn_toml_key(const cn_toml_val_t *v)
+{
+    return v->key;
+}
 
 cn_err_t cn_toml_int(const cn_toml_val_t *v, int64_t *out)
 {

@@ -38,19 +38,23 @@ static void test_every_denial_maps(void)
  * the internal 500. */
 static void test_every_class_maps(void)
 {
-    static const struct { cn_err_t e; int status; const char *code, *reason; } want[] = {
-        {CN_E_NOT_FOUND, 404, NULL, "unknown_resource"},
-        {CN_E_INVALID, 400, "invalid_params", "invalid_value"},
-        {CN_E_LIMIT, 400, "invalid_params", "too_many"},
-        {CN_E_DIGEST_MISMATCH, 400, "verification_failed", "digest_mismatch"},
-        {CN_E_LENGTH_MISMATCH, 400, "verification_failed", "length_mismatch"},
-        {CN_E_TOO_LARGE, 413, "too_large", "blob_too_large"},
-        {CN_E_UNSUPPORTED, 409, "handler_error", "unverifiable"},
-        {CN_E_CORRUPT, 500, "handler_error", "unverifiable"},
-        {CN_E_SHUTDOWN, 503, "unavailable", "shutting_down"},
-        {CN_E_DB_LOCKED, 503, "unavailable", "busy"},
-        {CN_E_BUSY, 503, "unavailable", "busy"},
-        {-ENOSPC, 507, "handler_error", "no_space"},
+    static const struct {
+        cn_err_t e;
+        int status;
+        const char *code, *reason;
+    } want[] = {
+        { CN_E_NOT_FOUND, 404, NULL, "unknown_resource" },
+        { CN_E_INVALID, 400, "invalid_params", "invalid_value" },
+        { CN_E_LIMIT, 400, "invalid_params", "too_many" },
+        { CN_E_DIGEST_MISMATCH, 400, "verification_failed", "digest_mismatch" },
+        { CN_E_LENGTH_MISMATCH, 400, "verification_failed", "length_mismatch" },
+        { CN_E_TOO_LARGE, 413, "too_large", "blob_too_large" },
+        { CN_E_UNSUPPORTED, 409, "handler_error", "unverifiable" },
+        { CN_E_CORRUPT, 500, "handler_error", "unverifiable" },
+        { CN_E_SHUTDOWN, 503, "unavailable", "shutting_down" },
+        { CN_E_DB_LOCKED, 503, "unavailable", "busy" },
+        { CN_E_BUSY, 503, "unavailable", "busy" },
+        { -ENOSPC, 507, "handler_error", "no_space" },
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const cn__bh_err_row_t *row = cn__bh_err_of(want[i].e, NULL);
@@ -59,7 +63,7 @@ static void test_every_class_maps(void)
         if (want[i].code)
             CN_CHECK_STR(row->code, want[i].code);
         else
-            CN_CHECK(row->code == NULL);    /* the operation's own miss code */
+            CN_CHECK(row->code == NULL); /* the operation's own miss code */
     }
     const cn__bh_err_row_t *row = cn__bh_err_of(CN_E_DB, NULL);
     CN_CHECK_EQ(row->status, 500);

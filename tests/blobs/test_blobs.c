@@ -28,7 +28,7 @@ typedef struct {
 static void principal(env_t *e, const char *account, cn_perms_t perms, cn_principal_t *out)
 {
     char cred[CN_CREDENTIAL_MAX];
-    cn_err_t rc = cn_identity_account_get(e->id, account, &(cn_account_t){0});
+    cn_err_t rc = cn_identity_account_get(e->id, account, &(cn_account_t){ 0 });
     if (rc == CN_E_NOT_FOUND)
         CN_CHECK_EQ(cn_identity_account_create(e->id, account, NULL, NULL), 0);
     CN_CHECK_EQ(cn_identity_token_create(e->id, account, perms, 0, cred), 0);
@@ -42,9 +42,9 @@ static void env_open(env_t *e, const cn_blobs_opts_t *opts)
     const char *tmp = getenv("TMPDIR");
     snprintf(e->dir, sizeof e->dir, "%s/cn-test-blobs-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     CN_CHECK(mkdtemp(e->dir) != NULL);
-    cn_meta_opts_t mo = {.no_sync = true};
+    cn_meta_opts_t mo = { .no_sync = true };
     CN_CHECK_EQ(cn_meta_open(e->dir, &mo, &e->meta), 0);
-    cn_store_opts_t so = {.meta = e->meta};
+    cn_store_opts_t so = { .meta = e->meta };
     CN_CHECK_EQ(cn_store_open(e->dir, &so, &e->store), 0);
     CN_CHECK_EQ(cn_identity_open(e->meta, e->dir, &e->id), 0);
     CN_CHECK_EQ(cn_blobs_open(e->meta, e->store, e->id, opts, &e->b), 0);
@@ -83,8 +83,8 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
 }
 
 /* Puts n bytes into ns as p in chunks; returns the commit's error. */
-static cn_err_t put(env_t *e, const cn_principal_t *p, const char *ns, const void *data,
-                    size_t n, bool name_digest, cn_blobs_put_result_t *res)
+static cn_err_t put(env_t *e, const cn_principal_t *p, const char *ns, const void *data, size_t n,
+                    bool name_digest, cn_blobs_put_result_t *res)
 {
     cn_blobs_caller_t c = as(p);
     cn_digest_t d;
@@ -184,7 +184,7 @@ static void test_round_trip(void)
     CN_CHECK_EQ(drain(f, back, n), (long long)n);
     cn_digest_t got;
     cn_blake3(back, n, &got);
-    CN_CHECK_MEM(got.b, d.b, 32);                 /* the consumer's hash check */
+    CN_CHECK_MEM(got.b, d.b, 32); /* the consumer's hash check */
     cn_blobs_fetch_close(f);
 
     /* the sendfile form */
@@ -235,7 +235,7 @@ static void test_ranged(void)
     fill(data, n, 2);
     cn_blobs_put_result_t res;
     CN_CHECK_EQ(put(&e, &e.alice, "ns1", data, n, true, &res), 0);
-    cn_blobs_range_t r[4] = {{10, 1000}, {n - 50, 500}, {n + 7, 10}, {0, 0}};
+    cn_blobs_range_t r[4] = { { 10, 1000 }, { n - 50, 500 }, { n + 7, 10 }, { 0, 0 } };
     cn_blobs_caller_t c = as(&e.alice);
     cn_blobs_fetch_t *f = NULL;
     CN_CHECK_EQ(cn_blobs_fetch_open(e.b, &c, "ns1", &res.digest, r, 4, &f), 0);
@@ -244,8 +244,8 @@ static void test_ranged(void)
     CN_CHECK_EQ(a->nslices, 4);
     CN_CHECK_EQ(a->len, n);
     CN_CHECK_EQ(a->total, 1050);
-    uint64_t want_len[4] = {1000, 50, 0, 0};
-    const uint8_t *want_at[4] = {data + 10, data + n - 50, data, data};
+    uint64_t want_len[4] = { 1000, 50, 0, 0 };
+    const uint8_t *want_at[4] = { data + 10, data + n - 50, data, data };
     for (int i = 0; i < 4; i++) {
         cn_digest_t d;
         cn_blake3(want_at[i], want_len[i], &d);
@@ -261,8 +261,8 @@ static void test_ranged(void)
     cn_blobs_fetch_close(f);
     cn_blobs_range_t many[CN_BLOBS_RANGES_MAX + 1];
     memset(many, 0, sizeof many);
-    CN_CHECK_EQ(cn_blobs_fetch_open(e.b, &c, "ns1", &res.digest, many, CN_BLOBS_RANGES_MAX + 1,
-                                    &f), CN_E_LIMIT);
+    CN_CHECK_EQ(cn_blobs_fetch_open(e.b, &c, "ns1", &res.digest, many, CN_BLOBS_RANGES_MAX + 1, &f),
+                CN_E_LIMIT);
     free(data);
     free(back);
     env_close(&e);
@@ -306,7 +306,7 @@ static void test_isolation_and_delete(void)
     CN_CHECK_EQ(cn_blobs_delete(e.b, &c, "ns1", ds, 2, &removed), 0);
     CN_CHECK_EQ(removed, 1);
     CN_CHECK(!have1(&e, &e.alice, "ns1", &res.digest, NULL));
-    CN_CHECK(!have1(&e, &e.alice, "ns1", &res.digest, res.token));   /* its pin ended */
+    CN_CHECK(!have1(&e, &e.alice, "ns1", &res.digest, res.token)); /* its pin ended */
     bool pinned = true;
     CN_CHECK_EQ(cn_store_is_pinned(e.store, &res.digest, &pinned), 0);
     CN_CHECK(!pinned);
@@ -332,7 +332,7 @@ static void test_isolation_and_delete(void)
 static void test_token_ttl(void)
 {
     env_t e;
-    cn_blobs_opts_t o = {.pin_ttl_ms = 600};
+    cn_blobs_opts_t o = { .pin_ttl_ms = 600 };
     env_open(&e, &o);
     uint8_t data[3000];
     fill(data, sizeof data, 4);
@@ -358,7 +358,7 @@ static void test_token_ttl(void)
     CN_CHECK(!have1(&e, &e.alice, "ns1", &res.digest, res.token));
     CN_CHECK_EQ(cn_store_is_pinned(e.store, &res.digest, &pinned), 0);
     CN_CHECK(!pinned);
-    CN_CHECK(have1(&e, &e.alice, "ns1", &res.digest, NULL));   /* still a member */
+    CN_CHECK(have1(&e, &e.alice, "ns1", &res.digest, NULL)); /* still a member */
     /* the backstop: re-put, a fresh token */
     cn_blobs_put_result_t res2;
     CN_CHECK_EQ(put(&e, &e.alice, "ns1", data, sizeof data, true, &res2), 0);
@@ -373,7 +373,7 @@ static void test_token_ttl(void)
 static void test_token_bound(void)
 {
     env_t e;
-    cn_blobs_opts_t o = {.max_tokens = 3};
+    cn_blobs_opts_t o = { .max_tokens = 3 };
     env_open(&e, &o);
     cn_blobs_put_result_t res[5];
     for (int i = 0; i < 5; i++) {
@@ -389,9 +389,17 @@ static void test_token_bound(void)
     env_close(&e);
 }
 
-typedef struct { _Atomic int suspends, resumes; } waitlog_t;
-static void on_suspend(void *ctx) { ((waitlog_t *)ctx)->suspends++; }
-static void on_resume(void *ctx) { ((waitlog_t *)ctx)->resumes++; }
+typedef struct {
+    _Atomic int suspends, resumes;
+} waitlog_t;
+static void on_suspend(void *ctx)
+{
+    ((waitlog_t *)ctx)->suspends++;
+}
+static void on_resume(void *ctx)
+{
+    ((waitlog_t *)ctx)->resumes++;
+}
 
 typedef struct {
     cn_blobs_fetch_t *f;
@@ -432,11 +440,11 @@ static void test_fanout(void)
     cn_blobs_caller_t bc = as(&e.bob);
     CN_CHECK_EQ(cn_blobs_fetch_open(e.b, &bc, "ns2", &d, NULL, 0, &other_ns), CN_E_NOT_FOUND);
     /* a ranged fetch of bytes only in flight cannot be verified */
-    cn_blobs_range_t rg = {0, 10};
+    cn_blobs_range_t rg = { 0, 10 };
     CN_CHECK_EQ(cn_blobs_fetch_open(e.b, &r, "ns1", &d, &rg, 1, &ranged), CN_E_UNSUPPORTED);
     /* nothing yet: the waiter is suspended, and resumed once by the next push */
-    waitlog_t wl = {0, 0};
-    cn_blobs_waiter_t w = {on_suspend, on_resume, &wl};
+    waitlog_t wl = { 0, 0 };
+    cn_blobs_waiter_t w = { on_suspend, on_resume, &wl };
     uint8_t tmp[64];
     CN_CHECK_EQ(cn_blobs_fetch_read(f, tmp, sizeof tmp, &w), CN_E_AGAIN);
     CN_CHECK_EQ(wl.suspends, 1);
@@ -455,7 +463,7 @@ static void test_fanout(void)
         got += (size_t)k;
     }
     CN_CHECK_MEM(back, data, 10000);
-    CN_CHECK(!have1(&e, &e.reader, "ns1", &d, NULL));             /* not committed yet */
+    CN_CHECK(!have1(&e, &e.reader, "ns1", &d, NULL)); /* not committed yet */
     /* a tap that joins now misses the prefix */
     cn_blobs_fetch_t *late_tap = NULL;
     CN_CHECK_EQ(cn_blobs_fetch_open(e.b, &r, "ns1", &d, NULL, 0, &late_tap), 0);
@@ -470,7 +478,7 @@ static void test_fanout(void)
     long long tail = drain(late_tap, back, n);
     CN_CHECK_EQ(tail, (long long)(n - 10000));
     cn_blake3(back, (size_t)tail, &check);
-    CN_CHECK(memcmp(check.b, d.b, 32) != 0);                        /* its hash check fails */
+    CN_CHECK(memcmp(check.b, d.b, 32) != 0); /* its hash check fails */
     cn_blobs_fetch_close(late_tap);
     /* the late joiner: the store */
     CN_CHECK_EQ(cn_blobs_fetch_open(e.b, &r, "ns1", &d, NULL, 0, &f), 0);
@@ -490,7 +498,7 @@ static void test_fanout(void)
 static void test_fanout_drop_and_abort(void)
 {
     env_t e;
-    cn_blobs_opts_t o = {.tap_queue_bytes = 8192};
+    cn_blobs_opts_t o = { .tap_queue_bytes = 8192 };
     env_open(&e, &o);
     uint8_t data[20000];
     fill(data, sizeof data, 6);
@@ -506,7 +514,7 @@ static void test_fanout_drop_and_abort(void)
     size_t got = 0;
     for (size_t off = 0; off < sizeof data; off += 4000) {
         size_t k = sizeof data - off < 4000 ? sizeof data - off : 4000;
-        CN_CHECK_EQ(cn_blobs_put_write(p, data + off, k), 0);   /* never waits */
+        CN_CHECK_EQ(cn_blobs_put_write(p, data + off, k), 0); /* never waits */
         while (got < off + k) {
             ssize_t r = cn_blobs_fetch_read(fast, back + got, sizeof back - got, NULL);
             CN_CHECK(r > 0);
@@ -548,10 +556,10 @@ static void test_fanout_drop_and_abort(void)
     /* shutdown wakes a suspended tap, and waits for its reader to run again */
     CN_CHECK_EQ(cn_blobs_put_begin(e.b, &c, "ns1", &d2, -1, &p), 0);
     CN_CHECK_EQ(cn_blobs_fetch_open(e.b, &c, "ns1", &d2, NULL, 0, &slow), 0);
-    waitlog_t wl = {0, 0};
-    cn_blobs_waiter_t w = {on_suspend, on_resume, &wl};
+    waitlog_t wl = { 0, 0 };
+    cn_blobs_waiter_t w = { on_suspend, on_resume, &wl };
     CN_CHECK_EQ(cn_blobs_fetch_read(slow, back, 10, &w), CN_E_AGAIN);
-    reader_t rd = {slow, &wl, 1};
+    reader_t rd = { slow, &wl, 1 };
     pthread_t th;
     CN_CHECK_EQ(pthread_create(&th, NULL, reader_main, &rd), 0);
     int64_t t0 = cn_mono_ms();
@@ -562,7 +570,7 @@ static void test_fanout_drop_and_abort(void)
     CN_CHECK_EQ(rd.result, CN_E_SHUTDOWN);
     cn_blobs_fetch_close(slow);
     CN_CHECK_EQ(cn_blobs_put_write(p, "abc", 3), 0);
-    CN_CHECK_EQ(cn_blobs_put_commit(p, &res), 0);   /* puts still work, just untapped */
+    CN_CHECK_EQ(cn_blobs_put_commit(p, &res), 0); /* puts still work, just untapped */
     CN_CHECK_EQ(cn_blobs_fetch_open(e.b, &c, "ns1", &d2, NULL, 0, &slow), 0);
     CN_CHECK_EQ(cn_blobs_fetch_ack(slow)->source, CN_BLOBS_SOURCE_STORE);
     cn_blobs_fetch_close(slow);
@@ -572,7 +580,7 @@ static void test_fanout_drop_and_abort(void)
 static void test_fanout_budget(void)
 {
     env_t e;
-    cn_blobs_opts_t o = {.tap_queue_bytes = 1 << 20, .fanout_budget_bytes = 10000};
+    cn_blobs_opts_t o = { .tap_queue_bytes = 1 << 20, .fanout_budget_bytes = 10000 };
     env_open(&e, &o);
     uint8_t data[6000];
     fill(data, sizeof data, 7);
@@ -629,7 +637,6 @@ static void test_have_many(void)
 }
 
 CN_TEST_MAIN(CN_TEST(test_closed_by_default), CN_TEST(test_round_trip), CN_TEST(test_ranged),
-             CN_TEST(test_isolation_and_delete), CN_TEST(test_token_ttl),
-             CN_TEST(test_token_bound), CN_TEST(test_fanout),
-             CN_TEST(test_fanout_drop_and_abort), CN_TEST(test_fanout_budget),
+             CN_TEST(test_isolation_and_delete), CN_TEST(test_token_ttl), CN_TEST(test_token_bound),
+             CN_TEST(test_fanout), CN_TEST(test_fanout_drop_and_abort), CN_TEST(test_fanout_budget),
              CN_TEST(test_have_many))

@@ -39,8 +39,9 @@ static const char *g_endpoint, *g_token, *g_token_ro;
 
 static cn_client_t *client(const char *token, int idle_ms)
 {
-    cn_client_cfg_t cfg = { .endpoint = g_endpoint, .token = token, .idle_ms = idle_ms,
-                            .io_timeout_ms = 20000 };
+    cn_client_cfg_t cfg = {
+        .endpoint = g_endpoint, .token = token, .idle_ms = idle_ms, .io_timeout_ms = 20000
+    };
     cn_client_t *c = NULL;
     cn_jay_error_t je;
     cn_err_t e = cn_client_new(&cfg, &c, &je);
@@ -99,7 +100,7 @@ static int temp_with(const void *p, size_t n)
 /* Reads the whole of fd from offset 0. */
 static cn_buf_t slurp(int fd)
 {
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     uint8_t chunk[65536];
     lseek(fd, 0, SEEK_SET);
     for (;;) {
@@ -162,8 +163,7 @@ static void expect_answer(cn_err_t e, const cn_jay_error_t *je, cn_err_t want, u
     if (e != want || je->status != status || strcmp(je->code, code) != 0 || !je->message[0] ||
         je->hs_status != 0) {
         fprintf(stderr, "# line %d: want %s status %u %s, got %s status %u '%s' '%s'\n", line,
-                cn_strerror(want), status, code, cn_strerror(e), je->status, je->code,
-                je->message);
+                cn_strerror(want), status, code, cn_strerror(e), je->status, je->code, je->message);
         cn_test_failures++;
         cn_test_current_failed = 1;
     }
@@ -188,8 +188,8 @@ static void test_buckets(void)
     CN_CHECK_EQ(cn_client_create_bucket(c, "live", &je), 0);
     EXPECT(cn_client_create_bucket(c, "live", &je), &je, CN_E_EXISTS, CN_JAY_ST_CONFLICT,
            "BucketAlreadyExists");
-    EXPECT(cn_client_create_bucket(c, "Bad_Name", &je), &je, CN_E_INVALID,
-           CN_JAY_ST_BAD_REQUEST, "InvalidBucketName");
+    EXPECT(cn_client_create_bucket(c, "Bad_Name", &je), &je, CN_E_INVALID, CN_JAY_ST_BAD_REQUEST,
+           "InvalidBucketName");
     cn_client_bucket_t b;
     CN_CHECK_EQ(cn_client_head_bucket(c, "live", &b, &je), 0);
     CN_CHECK_STR(b.name, "live");
@@ -197,8 +197,8 @@ static void test_buckets(void)
     CN_CHECK(b.created_at && strlen(b.created_at) >= 20 && b.created_at[4] == '-');
     CN_CHECK(b.visibility && b.visibility[0]);
     cn_client_bucket_clear(&b);
-    EXPECT(cn_client_head_bucket(c, "nothere", &b, &je), &je, CN_E_NOT_FOUND,
-           CN_JAY_ST_NOT_FOUND, "NoSuchBucket");
+    EXPECT(cn_client_head_bucket(c, "nothere", &b, &je), &je, CN_E_NOT_FOUND, CN_JAY_ST_NOT_FOUND,
+           "NoSuchBucket");
     CN_CHECK_EQ(cn_client_create_bucket(c, "short-lived", &je), 0);
     cn_client_buckets_t all;
     CN_CHECK_EQ(cn_client_list_buckets(c, &all, &je), 0);
@@ -212,8 +212,8 @@ static void test_buckets(void)
     CN_CHECK_EQ(seen, 2);
     cn_client_buckets_clear(&all);
     CN_CHECK_EQ(cn_client_delete_bucket(c, "short-lived", &je), 0);
-    EXPECT(cn_client_delete_bucket(c, "short-lived", &je), &je, CN_E_NOT_FOUND,
-           CN_JAY_ST_NOT_FOUND, "NoSuchBucket");
+    EXPECT(cn_client_delete_bucket(c, "short-lived", &je), &je, CN_E_NOT_FOUND, CN_JAY_ST_NOT_FOUND,
+           "NoSuchBucket");
     /* Every answer, error or not, left the one connection usable. */
     cn_client_stats_t st = stats(c);
     CN_CHECK_EQ(st.dials, 1);
@@ -221,8 +221,7 @@ static void test_buckets(void)
     cn_client_free(c);
 }
 
-static void check_info(const cn_client_object_t *o, const uint8_t *p, size_t n,
-                       const char *ctype)
+static void check_info(const cn_client_object_t *o, const uint8_t *p, size_t n, const char *ctype)
 {
     char md5[33], sha[65];
     md5_hex(p, n, md5);
@@ -245,10 +244,12 @@ static void test_fd_bodies(void)
     int fd = temp_with(data, n);
     int64_t up = 0, down = 0;
     const char *mk[] = { "owner", "Colour" }, *mv[] = { "ann", "blue green" };
-    cn_client_put_opts_t po = { .content_type = "application/x-test", .meta_keys = mk,
-                                .meta_values = mv, .n_meta = 2 };
-    cn_client_body_t body = { .len = (int64_t)n, .fd = fd, .progress = note_progress,
-                              .progress_ud = &up };
+    cn_client_put_opts_t po = {
+        .content_type = "application/x-test", .meta_keys = mk, .meta_values = mv, .n_meta = 2
+    };
+    cn_client_body_t body = {
+        .len = (int64_t)n, .fd = fd, .progress = note_progress, .progress_ud = &up
+    };
     cn_client_written_t w;
     CN_CHECK_EQ(cn_client_put_object(c, "live", "dir/file.bin", &po, &body, &w, &je), 0);
     char md5[33], sha[65];
@@ -287,7 +288,7 @@ static void test_fd_bodies(void)
     cn_client_body_t tail = { .len = (int64_t)n - 100, .fd = fd };
     CN_CHECK_EQ(cn_client_put_object(c, "live", "tail", NULL, &tail, &w, &je), 0);
     cn_client_written_clear(&w);
-    cn_buf_t t = {0};
+    cn_buf_t t = { 0 };
     CN_CHECK_EQ(get_mem(c, "live", "tail", &t, NULL, &je), 0);
     CN_CHECK(t.len == n - 100 && memcmp(t.data, data + 100, n - 100) == 0);
     cn_buf_free(&t);
@@ -309,7 +310,7 @@ static void test_fd_bodies(void)
     int status = 0;
     waitpid(pid, &status, 0);
     CN_CHECK_EQ(status, 0);
-    t = (cn_buf_t){0};
+    t = (cn_buf_t){ 0 };
     CN_CHECK_EQ(get_mem(c, "live", "piped", &t, NULL, &je), 0);
     CN_CHECK(t.len == n && memcmp(t.data, data, n) == 0);
     cn_buf_free(&t);
@@ -334,7 +335,7 @@ static void test_callback_bodies(void)
     cn_client_written_t w;
     CN_CHECK_EQ(cn_client_put_object(c, "live", "cb", &po, &body, &w, &je), 0);
     cn_client_written_clear(&w);
-    cn_buf_t got = {0};
+    cn_buf_t got = { 0 };
     cn_client_object_t info;
     CN_CHECK_EQ(get_mem(c, "live", "cb", &got, &info, &je), 0);
     CN_CHECK(got.len == n && memcmp(got.data, data, n) == 0);
@@ -350,7 +351,7 @@ static void test_callback_bodies(void)
     cn_client_written_clear(&w);
     CN_CHECK_EQ(cn_client_put_object(c, "live", "empty2", NULL, NULL, &w, &je), 0);
     cn_client_written_clear(&w);
-    got = (cn_buf_t){0};
+    got = (cn_buf_t){ 0 };
     CN_CHECK_EQ(get_mem(c, "live", "empty", &got, &info, &je), 0);
     CN_CHECK_EQ(got.len, 0);
     CN_CHECK_EQ(info.size, 0);
@@ -371,10 +372,10 @@ static void test_callback_bodies(void)
     cn_client_free(c);
 }
 
-static void range(cn_client_t *c, const uint8_t *data, int64_t off, int64_t len,
-                  int64_t want_off, int64_t want_len, int line)
+static void range(cn_client_t *c, const uint8_t *data, int64_t off, int64_t len, int64_t want_off,
+                  int64_t want_len, int line)
 {
-    cn_buf_t got = {0};
+    cn_buf_t got = { 0 };
     cn_client_object_t info;
     int64_t served = -1;
     cn_jay_error_t je;
@@ -382,9 +383,9 @@ static void range(cn_client_t *c, const uint8_t *data, int64_t off, int64_t len,
     cn_err_t e = cn_client_get_range(c, "live", "ranged", off, len, &sink, &info, &served, &je);
     if (e || served != want_len || (int64_t)got.len != want_len || info.size != 10000 ||
         memcmp(got.data ? got.data : (uint8_t *)"", data + want_off, (size_t)want_len) != 0) {
-        fprintf(stderr, "# line %d: range(%lld, %lld): %s served %lld got %zu size %lld\n",
-                line, (long long)off, (long long)len, cn_strerror(e), (long long)served,
-                got.len, (long long)info.size);
+        fprintf(stderr, "# line %d: range(%lld, %lld): %s served %lld got %zu size %lld\n", line,
+                (long long)off, (long long)len, cn_strerror(e), (long long)served, got.len,
+                (long long)info.size);
         cn_test_failures++;
         cn_test_current_failed = 1;
     }
@@ -402,23 +403,22 @@ static void test_ranges(void)
     cn_client_written_clear(&w);
     range(c, data, 0, 10, 0, 10, __LINE__);
     range(c, data, 1234, 4000, 1234, 4000, __LINE__);
-    range(c, data, 9990, 100, 9990, 10, __LINE__);     /* past the end clamps */
-    range(c, data, 500, 0, 500, 9500, __LINE__);       /* <= 0: to the end */
+    range(c, data, 9990, 100, 9990, 10, __LINE__); /* past the end clamps */
+    range(c, data, 500, 0, 500, 9500, __LINE__);   /* <= 0: to the end */
     range(c, data, 500, -7, 500, 9500, __LINE__);
     range(c, data, 9999, 1, 9999, 1, __LINE__);
     /* To an fd as well. */
     int out = temp_with(NULL, 0);
     cn_client_sink_t sink = { .fd = out };
     int64_t served = 0;
-    CN_CHECK_EQ(cn_client_get_range(c, "live", "ranged", 2000, 3000, &sink, NULL, &served, &je),
-                0);
+    CN_CHECK_EQ(cn_client_get_range(c, "live", "ranged", 2000, 3000, &sink, NULL, &served, &je), 0);
     CN_CHECK_EQ(served, 3000);
     cn_buf_t got = slurp(out);
     CN_CHECK(got.len == 3000 && memcmp(got.data, data + 2000, 3000) == 0);
     cn_buf_free(&got);
     close(out);
 
-    cn_buf_t none = {0};
+    cn_buf_t none = { 0 };
     cn_client_sink_t nsink = { .fd = -1, .write = buf_write, .ud = &none };
     cn_client_object_t info;
     EXPECT(cn_client_get_range(c, "live", "ranged", 10000, 1, &nsink, &info, NULL, &je), &je,
@@ -427,11 +427,11 @@ static void test_ranges(void)
            CN_E_RANGE, CN_JAY_ST_BAD_REQUEST, "InvalidRange");
     CN_CHECK_EQ(cn_client_put_object(c, "live", "zero", NULL, NULL, &w, &je), 0);
     cn_client_written_clear(&w);
-    EXPECT(cn_client_get_range(c, "live", "zero", 0, 0, &nsink, &info, NULL, &je), &je,
-           CN_E_RANGE, CN_JAY_ST_BAD_REQUEST, "InvalidRange");
+    EXPECT(cn_client_get_range(c, "live", "zero", 0, 0, &nsink, &info, NULL, &je), &je, CN_E_RANGE,
+           CN_JAY_ST_BAD_REQUEST, "InvalidRange");
     EXPECT(cn_client_get_range(c, "live", "missing", 0, 1, &nsink, &info, NULL, &je), &je,
            CN_E_NOT_FOUND, CN_JAY_ST_NOT_FOUND, "NoSuchKey");
-    CN_CHECK_EQ(none.len, 0);   /* an error answer writes nothing to the sink */
+    CN_CHECK_EQ(none.len, 0); /* an error answer writes nothing to the sink */
     CN_CHECK_EQ(stats(c).dials, 1);
     free(data);
     cn_client_free(c);
@@ -520,8 +520,8 @@ static void test_listing(void)
            CN_JAY_ST_BAD_REQUEST, "InvalidArgument");
     EXPECT(cn_client_list_objects(c, "nothere", NULL, &l, &je), &je, CN_E_NOT_FOUND,
            CN_JAY_ST_NOT_FOUND, "NoSuchBucket");
-    EXPECT(cn_client_delete_bucket(c, "listing", &je), &je, CN_E_NOT_EMPTY,
-           CN_JAY_ST_CONFLICT, "BucketNotEmpty");
+    EXPECT(cn_client_delete_bucket(c, "listing", &je), &je, CN_E_NOT_EMPTY, CN_JAY_ST_CONFLICT,
+           "BucketNotEmpty");
     for (size_t i = 0; i < 5; i++)
         CN_CHECK_EQ(cn_client_delete_object(c, "listing", keys[i], &je), 0);
     EXPECT(cn_client_delete_object(c, "listing", "c", &je), &je, CN_E_NOT_FOUND,
@@ -552,11 +552,11 @@ static void test_copy(void)
     cn_client_object_clear(&src);
     cn_client_object_clear(&dst);
 
-    EXPECT(cn_client_copy_object(c, "live", "missing", "copies", "z", &w, &je), &je,
-           CN_E_NOT_FOUND, CN_JAY_ST_NOT_FOUND, "NoSuchKey");
+    EXPECT(cn_client_copy_object(c, "live", "missing", "copies", "z", &w, &je), &je, CN_E_NOT_FOUND,
+           CN_JAY_ST_NOT_FOUND, "NoSuchKey");
     CN_CHECK(!strncmp(je.message, "source:", 7));
-    EXPECT(cn_client_copy_object(c, "live", "cb", "nobucket", "z", &w, &je), &je,
-           CN_E_NOT_FOUND, CN_JAY_ST_NOT_FOUND, "NoSuchBucket");
+    EXPECT(cn_client_copy_object(c, "live", "cb", "nobucket", "z", &w, &je), &je, CN_E_NOT_FOUND,
+           CN_JAY_ST_NOT_FOUND, "NoSuchBucket");
     CN_CHECK(!strncmp(je.message, "destination:", 12));
     cn_client_t *ro = client(g_token_ro, 0);
     EXPECT(cn_client_copy_object(ro, "live", "cb", "copies", "z", &w, &je), &je, CN_E_DENIED,
@@ -605,8 +605,8 @@ static void test_multipart(void)
         CN_CHECK_STR(parts.v[i].etag, md5[i]);
     }
     cn_client_parts_clear(&parts);
-    EXPECT(cn_client_head_object(c, "live", "mp", &(cn_client_object_t){0}, &je), &je,
-           CN_E_NOT_FOUND, CN_JAY_ST_NOT_FOUND, "NoSuchKey");   /* not visible yet */
+    EXPECT(cn_client_head_object(c, "live", "mp", &(cn_client_object_t){ 0 }, &je), &je,
+           CN_E_NOT_FOUND, CN_JAY_ST_NOT_FOUND, "NoSuchKey"); /* not visible yet */
 
     int32_t list[] = { 1, 2 };
     CN_CHECK_EQ(cn_client_complete_multipart(c, "live", "mp", uid, list, 2, &w, &je), 0);
@@ -622,7 +622,7 @@ static void test_multipart(void)
     CN_CHECK_STR(w.checksum, sha);
     CN_CHECK_EQ(w.size, (long long)(n1 + n2));
     cn_client_written_clear(&w);
-    cn_buf_t got = {0};
+    cn_buf_t got = { 0 };
     cn_client_object_t info;
     CN_CHECK_EQ(get_mem(c, "live", "mp", &got, &info, &je), 0);
     CN_CHECK(got.len == n1 + n2 && memcmp(got.data, data, n1 + n2) == 0);
@@ -645,15 +645,15 @@ static void test_multipart(void)
     EXPECT(cn_client_list_parts(c, "live", "mp-abort", uid, &parts, &je), &je, CN_E_NO_UPLOAD,
            CN_JAY_ST_NOT_FOUND, "NoSuchUpload");
     s.off = 0;
-    EXPECT(cn_client_upload_part(c, "live", "mp-abort", uid, 2, &b3, &w, &je), &je,
-           CN_E_NO_UPLOAD, CN_JAY_ST_NOT_FOUND, "NoSuchUpload");
+    EXPECT(cn_client_upload_part(c, "live", "mp-abort", uid, 2, &b3, &w, &je), &je, CN_E_NO_UPLOAD,
+           CN_JAY_ST_NOT_FOUND, "NoSuchUpload");
     EXPECT(cn_client_abort_multipart(c, "live", "mp-abort", uid, &je), &je, CN_E_NO_UPLOAD,
            CN_JAY_ST_NOT_FOUND, "NoSuchUpload");
-    EXPECT(cn_client_head_object(c, "live", "mp-abort", &(cn_client_object_t){0}, &je), &je,
+    EXPECT(cn_client_head_object(c, "live", "mp-abort", &(cn_client_object_t){ 0 }, &je), &je,
            CN_E_NOT_FOUND, CN_JAY_ST_NOT_FOUND, "NoSuchKey");
     free(uid);
-    EXPECT(cn_client_list_parts(c, "live", "mp", "0123456789abcdef0123456789abcdef", &parts,
-                                &je), &je, CN_E_NO_UPLOAD, CN_JAY_ST_NOT_FOUND, "NoSuchUpload");
+    EXPECT(cn_client_list_parts(c, "live", "mp", "0123456789abcdef0123456789abcdef", &parts, &je),
+           &je, CN_E_NO_UPLOAD, CN_JAY_ST_NOT_FOUND, "NoSuchUpload");
 done:
     free(data);
     cn_client_free(c);
@@ -664,11 +664,11 @@ static void test_errors(void)
     cn_client_t *c = client(g_token, 0);
     cn_jay_error_t je;
     cn_client_written_t w;
-    cn_buf_t got = {0};
-    EXPECT(get_mem(c, "live", "nokey", &got, NULL, &je), &je, CN_E_NOT_FOUND,
-           CN_JAY_ST_NOT_FOUND, "NoSuchKey");
-    EXPECT(get_mem(c, "nobucket", "k", &got, NULL, &je), &je, CN_E_NOT_FOUND,
-           CN_JAY_ST_NOT_FOUND, "NoSuchBucket");
+    cn_buf_t got = { 0 };
+    EXPECT(get_mem(c, "live", "nokey", &got, NULL, &je), &je, CN_E_NOT_FOUND, CN_JAY_ST_NOT_FOUND,
+           "NoSuchKey");
+    EXPECT(get_mem(c, "nobucket", "k", &got, NULL, &je), &je, CN_E_NOT_FOUND, CN_JAY_ST_NOT_FOUND,
+           "NoSuchBucket");
     EXPECT(put_mem(c, "live", "", "x", 1, &w, &je), &je, CN_E_INVALID, CN_JAY_ST_BAD_REQUEST,
            "InvalidArgument");
     /* CAIRN_TEST_MAX_OBJECT is the server's JAY_MAX_OBJECT_SIZE. */
@@ -680,7 +680,7 @@ static void test_errors(void)
                CN_JAY_ST_BAD_REQUEST, "EntityTooLarge");
         free(big);
         CN_CHECK_EQ(cn_client_ping(c, &je), 0);
-        EXPECT(cn_client_head_object(c, "live", "toobig", &(cn_client_object_t){0}, &je), &je,
+        EXPECT(cn_client_head_object(c, "live", "toobig", &(cn_client_object_t){ 0 }, &je), &je,
                CN_E_NOT_FOUND, CN_JAY_ST_NOT_FOUND, "NoSuchKey");
     }
     /* A source that ends early fails the call, costs the connection, and
@@ -694,14 +694,14 @@ static void test_errors(void)
     CN_CHECK_EQ(cn_client_ping(c, &je), 0);
     CN_CHECK_EQ(stats(c).dials, before.dials + 1);
     usleep(200000);
-    EXPECT(cn_client_head_object(c, "live", "short", &(cn_client_object_t){0}, &je), &je,
+    EXPECT(cn_client_head_object(c, "live", "short", &(cn_client_object_t){ 0 }, &je), &je,
            CN_E_NOT_FOUND, CN_JAY_ST_NOT_FOUND, "NoSuchKey");
     /* Refused by the encoder before anything is sent. */
     char *huge = malloc(70000);
     memset(huge, 'k', 69999);
     huge[69999] = '\0';
     before = stats(c);
-    CN_CHECK_EQ(cn_client_head_object(c, "live", huge, &(cn_client_object_t){0}, &je),
+    CN_CHECK_EQ(cn_client_head_object(c, "live", huge, &(cn_client_object_t){ 0 }, &je),
                 CN_E_LIMIT);
     CN_CHECK_EQ(stats(c).dials + stats(c).reuses, before.dials + before.reuses);
     free(huge);
@@ -715,11 +715,11 @@ static void test_errors(void)
     cn_buf_free(&got);
     EXPECT(put_mem(ro, "live", "k", "x", 1, &w, &je), &je, CN_E_DENIED, CN_JAY_ST_FORBIDDEN,
            "AccessDenied");
-    EXPECT(cn_client_delete_object(ro, "live", "cb", &je), &je, CN_E_DENIED,
-           CN_JAY_ST_FORBIDDEN, "AccessDenied");
+    EXPECT(cn_client_delete_object(ro, "live", "cb", &je), &je, CN_E_DENIED, CN_JAY_ST_FORBIDDEN,
+           "AccessDenied");
     EXPECT(cn_client_create_bucket(ro, "rofail", &je), &je, CN_E_DENIED, CN_JAY_ST_FORBIDDEN,
            "AccessDenied");
-    EXPECT(cn_client_list_objects(ro, "live", NULL, &(cn_client_listing_t){0}, &je), &je,
+    EXPECT(cn_client_list_objects(ro, "live", NULL, &(cn_client_listing_t){ 0 }, &je), &je,
            CN_E_DENIED, CN_JAY_ST_FORBIDDEN, "AccessDenied");
     CN_CHECK_EQ(stats(ro).dials, 1);
     cn_client_free(ro);
@@ -788,7 +788,7 @@ static void *work(void *arg)
         snprintf(key, sizeof key, "conc/%d/%d", wk->id, i);
         cn_jay_error_t je;
         cn_client_written_t w;
-        cn_buf_t got = {0};
+        cn_buf_t got = { 0 };
         if (put_mem(wk->c, "live", key, data, 20000, &w, &je) != 0)
             wk->failures++;
         cn_client_written_clear(&w);
@@ -829,9 +829,9 @@ static void test_idle_discard(void)
     cn_client_t *c = client(g_token, 300);
     cn_jay_error_t je;
     CN_CHECK_EQ(cn_client_ping(c, &je), 0);
-    CN_CHECK_EQ(cn_client_ping(c, &je), 0);   /* within the window: reused */
+    CN_CHECK_EQ(cn_client_ping(c, &je), 0); /* within the window: reused */
     usleep(450000);
-    CN_CHECK_EQ(cn_client_ping(c, &je), 0);   /* idled out: discarded, redialled */
+    CN_CHECK_EQ(cn_client_ping(c, &je), 0); /* idled out: discarded, redialled */
     cn_client_stats_t st = stats(c);
     CN_CHECK_EQ(st.dials, 2);
     CN_CHECK_EQ(st.reuses, 1);
@@ -854,7 +854,7 @@ static void test_reaped(void)
     cn_client_t *c = client(g_token, 0);
     cn_jay_error_t je;
     CN_CHECK_EQ(cn_client_create_bucket(c, "reaped", &je), 0);
-    usleep(800000);   /* the server's 300 ms idle timeout closes it */
+    usleep(800000); /* the server's 300 ms idle timeout closes it */
     CN_CHECK_EQ(cn_client_ping(c, &je), 0);
     cn_client_stats_t st = stats(c);
     CN_CHECK_EQ(st.dials, 2);
@@ -952,9 +952,9 @@ static void test_restart(void)
 int main(int argc, char **argv)
 {
     static const cn_test_case_t ops[] = {
-        CN_TEST(test_buckets), CN_TEST(test_fd_bodies), CN_TEST(test_callback_bodies),
-        CN_TEST(test_ranges), CN_TEST(test_listing), CN_TEST(test_copy),
-        CN_TEST(test_multipart), CN_TEST(test_errors), CN_TEST(test_reuse),
+        CN_TEST(test_buckets),    CN_TEST(test_fd_bodies), CN_TEST(test_callback_bodies),
+        CN_TEST(test_ranges),     CN_TEST(test_listing),   CN_TEST(test_copy),
+        CN_TEST(test_multipart),  CN_TEST(test_errors),    CN_TEST(test_reuse),
         CN_TEST(test_concurrent),
     };
     static const cn_test_case_t idle[] = { CN_TEST(test_idle_discard) };
@@ -970,8 +970,9 @@ int main(int argc, char **argv)
                         "client_live [ops|idle|reaped|retry|restart]\n");
         return 2;
     }
-#define RUN(name) if (!strcmp(mode, #name)) \
-        return cn_test_run(name, sizeof name / sizeof name[0])
+#define RUN(name)             \
+    if (!strcmp(mode, #name)) \
+    return cn_test_run(name, sizeof name / sizeof name[0])
     RUN(ops);
     RUN(idle);
     RUN(reaped);

@@ -21,9 +21,16 @@
 
 #define TOKEN "tok1:s3cret:with:colons"
 
-enum { HS_NORMAL = -1, HS_EOF = -2 };
+enum {
+    HS_NORMAL = -1,
+    HS_EOF = -2
+};
 /* How the fake ends a connection after a response. */
-enum { REAP_NONE, REAP_AFTER, REAP_ON_NEXT };
+enum {
+    REAP_NONE,
+    REAP_AFTER,
+    REAP_ON_NEXT
+};
 
 typedef struct obj {
     char key[64];
@@ -35,16 +42,16 @@ typedef struct obj {
 typedef struct fake {
     int lfd;
     char endpoint[32];
-    int hs_mode;                 /* HS_NORMAL, HS_EOF, or a forced status */
-    int reap;                    /* REAP_AFTER: close after each response (seen idle);
+    int hs_mode; /* HS_NORMAL, HS_EOF, or a forced status */
+    int reap;    /* REAP_AFTER: close after each response (seen idle);
                                   * REAP_ON_NEXT: close when the next request arrives */
     atomic_int accepts;
     atomic_bool stop;
     pthread_t th;
     obj_t objs[8];
     size_t n_objs;
-    cn_buf_t parts;              /* the multipart upload's bytes so far */
-    int complete_delay_ms;       /* CompleteMultipartUpload thinks this long first */
+    cn_buf_t parts;        /* the multipart upload's bytes so far */
+    int complete_delay_ms; /* CompleteMultipartUpload thinks this long first */
 } fake_t;
 
 static obj_t *find(fake_t *f, cn_jay_str_t key)
@@ -62,7 +69,7 @@ static int send_buf(int fd, const cn_buf_t *b)
 
 static void answer_error(int fd, uint8_t status, const char *msg, const char *code)
 {
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     cn_jay_error_encode(&b, status, 0, msg, code);
     send_buf(fd, &b);
     cn_buf_free(&b);
@@ -91,7 +98,7 @@ static bool serve_one(fake_t *f, int fd)
     bool ok = cn_read_full(fd, meta, hdr.meta_len) == (long long)hdr.meta_len &&
               cn_read_full(fd, body, (size_t)hdr.data_len) == (long long)hdr.data_len;
     cn_jay_req_t q;
-    cn_buf_t out = {0};
+    cn_buf_t out = { 0 };
     cn_jay_resp_t r = { .size = -1 };
     char md5[33], sha[65];
     if (!ok)
@@ -145,7 +152,7 @@ static bool serve_one(fake_t *f, int fd)
         cn_jay_str_make(md5, &r.etag);
         cn_jay_str_make(sha, &r.checksum);
         cn_jay_str_make("2026-11-02T10:00:00.000Z", &r.last_modified);
-        cn_jay_kv_t kv = { {"owner", 5}, {"ann", 3} };
+        cn_jay_kv_t kv = { { "owner", 5 }, { "ann", 3 } };
         r.meta_kv = &kv;
         r.n_meta_kv = 1;
         int64_t off = 0, len = q.op == CN_JAY_OP_HEAD_OBJECT ? 0 : (int64_t)o->len;
@@ -156,7 +163,7 @@ static bool serve_one(fake_t *f, int fd)
             }
             off = q.offset;
             len = q.length <= 0 || q.length > (int64_t)o->len - off ? (int64_t)o->len - off
-                                                                     : q.length;
+                                                                    : q.length;
         }
         cn_jay_resp_encode(&out, q.op, 0, hdr.stream_id, &r, len);
         cn_buf_append(&out, o->data + off, (size_t)len);
@@ -169,7 +176,7 @@ static bool serve_one(fake_t *f, int fd)
             cn_jay_str_make(f->objs[i].key, &ents[i].key);
             ents[i].size = (int64_t)f->objs[i].len;
         }
-        cn_jay_str_t pre = {"dir/", 4};
+        cn_jay_str_t pre = { "dir/", 4 };
         r.objs = ents;
         r.n_entries = f->n_objs;
         r.prefixes = &pre;
@@ -199,8 +206,7 @@ static bool serve_one(fake_t *f, int fd)
         cn_jay_str_make(sha, &r.checksum);
         r.size = (int64_t)f->parts.len;
         break;
-    default:
-        break;
+    default: break;
     }
     cn_jay_resp_encode(&out, q.op, 0, hdr.stream_id, &r, 0);
     send_buf(fd, &out);
@@ -296,8 +302,9 @@ static void fake_stop(fake_t *f)
 
 static cn_client_t *client_for(fake_t *f, const char *token, int idle_ms)
 {
-    cn_client_cfg_t cfg = { .endpoint = f->endpoint, .token = token, .idle_ms = idle_ms,
-                            .io_timeout_ms = 5000 };
+    cn_client_cfg_t cfg = {
+        .endpoint = f->endpoint, .token = token, .idle_ms = idle_ms, .io_timeout_ms = 5000
+    };
     cn_client_t *c = NULL;
     CN_CHECK_EQ(cn_client_new(&cfg, &c, NULL), 0);
     return c;
@@ -305,7 +312,10 @@ static cn_client_t *client_for(fake_t *f, const char *token, int idle_ms)
 
 /* ---- bodies --------------------------------------------------------------------- */
 
-typedef struct memsrc { const uint8_t *p; size_t len, off; } memsrc_t;
+typedef struct memsrc {
+    const uint8_t *p;
+    size_t len, off;
+} memsrc_t;
 static long long mem_read(void *ud, void *buf, size_t n)
 {
     memsrc_t *m = ud;
@@ -350,8 +360,9 @@ static void test_roundtrip(void)
     cn_client_body_t body = { .len = (int64_t)n, .fd = fd };
     cn_client_written_t w;
     const char *mk[] = { "owner" }, *mv[] = { "ann" };
-    cn_client_put_opts_t po = { .content_type = "application/x-test", .meta_keys = mk,
-                                .meta_values = mv, .n_meta = 1 };
+    cn_client_put_opts_t po = {
+        .content_type = "application/x-test", .meta_keys = mk, .meta_values = mv, .n_meta = 1
+    };
     CN_CHECK_EQ(cn_client_put_object(c, "b", "big", &po, &body, &w, &je), 0);
     char md5[33], sha[65];
     hexdigests(data, n, md5, sha);
@@ -386,7 +397,7 @@ static void test_roundtrip(void)
     CN_CHECK_EQ(cn_client_put_object(c, "b", "small", NULL, &cb, &w, &je), 0);
     CN_CHECK_STR(w.etag, "5d41402abc4b2a76b9719d911017c592");
     cn_client_written_clear(&w);
-    cn_buf_t got = {0};
+    cn_buf_t got = { 0 };
     cn_client_sink_t ms = { .fd = -1, .write = mem_write, .ud = &got };
     int64_t served = 0;
     CN_CHECK_EQ(cn_client_get_range(c, "b", "small", 1, 3, &ms, &info, &served, &je), 0);
@@ -453,12 +464,16 @@ static void test_roundtrip(void)
 
 static void test_handshake_statuses(void)
 {
-    static const struct { int mode; cn_err_t want; uint8_t hs; } cases[] = {
-        {CN_JAY_HS_AUTH_FAILED, CN_E_AUTH, CN_JAY_HS_AUTH_FAILED},
-        {CN_JAY_HS_VERSION_MISMATCH, CN_E_UNSUPPORTED, CN_JAY_HS_VERSION_MISMATCH},
-        {CN_JAY_HS_SERVER_BUSY, CN_E_BUSY, CN_JAY_HS_SERVER_BUSY},
-        {CN_JAY_HS_MALFORMED, CN_E_PROTOCOL, CN_JAY_HS_MALFORMED},
-        {HS_EOF, CN_E_CLOSED, 0},
+    static const struct {
+        int mode;
+        cn_err_t want;
+        uint8_t hs;
+    } cases[] = {
+        { CN_JAY_HS_AUTH_FAILED, CN_E_AUTH, CN_JAY_HS_AUTH_FAILED },
+        { CN_JAY_HS_VERSION_MISMATCH, CN_E_UNSUPPORTED, CN_JAY_HS_VERSION_MISMATCH },
+        { CN_JAY_HS_SERVER_BUSY, CN_E_BUSY, CN_JAY_HS_SERVER_BUSY },
+        { CN_JAY_HS_MALFORMED, CN_E_PROTOCOL, CN_JAY_HS_MALFORMED },
+        { HS_EOF, CN_E_CLOSED, 0 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         fake_t *f = fake_start(cases[i].mode, REAP_NONE);
@@ -476,7 +491,7 @@ static void test_handshake_statuses(void)
     cn_jay_error_t je;
     CN_CHECK_EQ(cn_client_ping(c, &je), CN_E_AUTH);
     CN_CHECK_EQ(je.hs_status, CN_JAY_HS_AUTH_FAILED);
-    CN_CHECK(strstr(je.message, "wrong") == NULL);   /* never echo the secret */
+    CN_CHECK(strstr(je.message, "wrong") == NULL); /* never echo the secret */
     cn_client_free(c);
     fake_stop(f);
 }
@@ -488,7 +503,7 @@ static void test_retry_stale(void)
     cn_jay_error_t je;
     CN_CHECK_EQ(cn_client_ping(c, &je), 0);
     usleep(20000);
-    CN_CHECK_EQ(cn_client_ping(c, &je), 0);    /* stale pooled conn → one retry */
+    CN_CHECK_EQ(cn_client_ping(c, &je), 0); /* stale pooled conn → one retry */
     cn_client_stats_t st;
     cn_client_stats(c, &st);
     CN_CHECK_EQ(st.retries, 1);
@@ -554,8 +569,7 @@ static void test_complete_waits_longer(void)
     cn_client_free(c);
     cfg.complete_timeout_ms = 250;
     CN_CHECK_EQ(cn_client_new(&cfg, &c, NULL), 0);
-    CN_CHECK_EQ(cn_client_complete_multipart(c, "b", "k", uid, parts, 1, &w, &je),
-                CN_E_TIMEOUT);
+    CN_CHECK_EQ(cn_client_complete_multipart(c, "b", "k", uid, parts, 1, &w, &je), CN_E_TIMEOUT);
     cn_client_free(c);
     free(uid);
     fake_stop(f);
@@ -592,7 +606,7 @@ static void test_limits(void)
     CN_CHECK_EQ(cn_client_head_object(c, "b", big, &info, &je), CN_E_LIMIT);
     cn_client_stats_t st;
     cn_client_stats(c, &st);
-    CN_CHECK_EQ(st.dials, 0);   /* refused before anything was sent */
+    CN_CHECK_EQ(st.dials, 0); /* refused before anything was sent */
     free(big);
 
     /* A source that ends before its declared length. */
@@ -625,10 +639,9 @@ static void test_endpoint(void)
     CN_CHECK_EQ(cn_client_parse_endpoint(":80", host, sizeof host, &port), CN_E_INVALID);
     cn_client_cfg_t cfg = { .endpoint = "x:1" };
     cn_client_t *c;
-    CN_CHECK_EQ(cn_client_new(&cfg, &c, NULL), CN_E_INVALID);   /* no token */
+    CN_CHECK_EQ(cn_client_new(&cfg, &c, NULL), CN_E_INVALID); /* no token */
 }
 
-CN_TEST_MAIN(CN_TEST(test_roundtrip), CN_TEST(test_handshake_statuses),
-             CN_TEST(test_retry_stale), CN_TEST(test_dead_pooled), CN_TEST(test_idle_discard),
-             CN_TEST(test_complete_waits_longer), CN_TEST(test_limits),
-             CN_TEST(test_endpoint))
+CN_TEST_MAIN(CN_TEST(test_roundtrip), CN_TEST(test_handshake_statuses), CN_TEST(test_retry_stale),
+             CN_TEST(test_dead_pooled), CN_TEST(test_idle_discard),
+             CN_TEST(test_complete_waits_longer), CN_TEST(test_limits), CN_TEST(test_endpoint))

@@ -102,17 +102,16 @@ static void test_status_lists_every_kind(void)
      * sizes that differ from the record, so both are rehashed: the zero
      * manifest matches neither) */
     char files[1024];
-    snprintf(files, sizeof files,
-             "file 0 3 0 %s%s\tedit.txt\nfile 0 3 0 %s%s\tgone.txt\n", zeros32, zeros32,
-             zeros32, zeros32);
+    snprintf(files, sizeof files, "file 0 3 0 %s%s\tedit.txt\nfile 0 3 0 %s%s\tgone.txt\n", zeros32,
+             zeros32, zeros32, zeros32);
     write_state(dir, 7, files);
     write_file(dir, "edit.txt", "changed content\n");
     fresh_dir("kinds/sub");
     write_file(dir, "sub/added.bin", "abc");
-    write_file(dir, "bad\001name", "x");        /* a control character: skipped */
-    write_file(dir, CN_WS_TMP_PREFIX "1-0", "a fetch's leftover");   /* ignored */
+    write_file(dir, "bad\001name", "x"); /* a control character: skipped */
+    write_file(dir, CN_WS_TMP_PREFIX "1-0", "a fetch's leftover"); /* ignored */
     int notices = 0;
-    cn_ws_opts_t o = {.notice = notice_count, .notice_ctx = &notices};
+    cn_ws_opts_t o = { .notice = notice_count, .notice_ctx = &notices };
     cn_ws_status_t *st = NULL;
     CN_CHECK_EQ(cn_ws_status(dir, &o, &st, NULL), CN_OK);
     CN_CHECK(st && st->n == 3);
@@ -134,7 +133,7 @@ static void test_not_a_workspace(void)
 {
     const char *dir = fresh_dir("plain");
     CN_CHECK(!cn_ws_exists(dir));
-    cn_ws_status_t dummy, *st = &dummy;         /* must be reset to NULL */
+    cn_ws_status_t dummy, *st = &dummy; /* must be reset to NULL */
     cn_ws_error_t err;
     CN_CHECK_EQ(cn_ws_status(dir, NULL, &st, &err), -ENOENT);
     CN_CHECK(st == NULL);
@@ -179,7 +178,7 @@ static void test_unreachable_endpoint(void)
     /* a clone that cannot connect creates nothing */
     char target[600];
     snprintf(target, sizeof target, "%s/never", g_root);
-    cn_ws_opts_t o = {.endpoint = "127.0.0.1:1"};
+    cn_ws_opts_t o = { .endpoint = "127.0.0.1:1" };
     CN_CHECK(cn_ws_clone("r", target, &o, &res, &err) < 0);
     CN_CHECK(!err.local);
     CN_CHECK(access(target, F_OK) != 0);

@@ -81,7 +81,7 @@ static uint8_t *pattern(size_t n, uint32_t seed)
 
 static void create_repo(const char *name)
 {
-    cn_scribe_client_cfg_t cfg = {.endpoint = g_endpoint};
+    cn_scribe_client_cfg_t cfg = { .endpoint = g_endpoint };
     cn_scribe_client_t *cl = NULL;
     cn_scribe_cerr_t err;
     cn_scribe_client_repo_t r;
@@ -115,7 +115,7 @@ static void on_progress(void *ctx, const char *what, uint64_t done, uint64_t tot
 
 static cn_ws_opts_t opts(void)
 {
-    return (cn_ws_opts_t){.endpoint = g_endpoint, .author = "tester"};
+    return (cn_ws_opts_t){ .endpoint = g_endpoint, .author = "tester" };
 }
 
 /* The status of dir as "K path;K path;..." ("" when clean). */
@@ -150,7 +150,7 @@ static int count_row(void *ctx, const cn_scribe_client_logrow_t *r)
 static void test_round_trip(void)
 {
     static const char readme[] = "a repository of large files\n", edit[] = "edited\n";
-    size_t big_n = 700 << 10;               /* several content-defined chunks */
+    size_t big_n = 700 << 10; /* several content-defined chunks */
     uint8_t *big = pattern(big_n, 7);
     create_repo("live");
     cn_ws_opts_t o = opts();
@@ -166,7 +166,7 @@ static void test_round_trip(void)
     put_file("a", "assets/big.bin", big, big_n);
     CN_CHECK_STR(status_line("a"), "A README;A assets/big.bin");
 
-    progress_log_t pl = {0};
+    progress_log_t pl = { 0 };
     o.progress = on_progress;
     o.progress_ctx = &pl;
     cn_ws_submit_result_t sr;
@@ -174,7 +174,7 @@ static void test_round_trip(void)
     CN_CHECK(!sr.nothing && !sr.settled);
     CN_CHECK_EQ(sr.change, 1);
     CN_CHECK_EQ(sr.paths, 2);
-    CN_CHECK(sr.objects >= 5);              /* >= 3 chunks, 2 manifests, the change set */
+    CN_CHECK(sr.objects >= 5); /* >= 3 chunks, 2 manifests, the change set */
     CN_CHECK(sr.object_bytes >= big_n);
     CN_CHECK(sr.bytes_sent >= sr.object_bytes);
     CN_CHECK_EQ(pl.starts, 1);
@@ -280,8 +280,8 @@ static void test_empty_repository(void)
 
 static void test_sparse(void)
 {
-    static const char *const assets[] = {"assets"};
-    static const char *const bad[] = {"../up"};
+    static const char *const assets[] = { "assets" };
+    static const char *const bad[] = { "../up" };
     cn_ws_opts_t o = opts();
     cn_ws_sync_result_t res;
     cn_ws_error_t err;

@@ -22,7 +22,8 @@ static void b3sum_of_file(const char *path, char out[65])
 static void test_blake3_matches_b3sum(void)
 {
     /* Sizes straddle the chunk (1024) and SIMD batch boundaries. */
-    static const size_t sizes[] = {0, 1, 63, 64, 65, 1023, 1024, 1025, 4096, 16385, 1 << 20, (1 << 20) + 7};
+    static const size_t sizes[] = { 0,    1,    63,   64,    65,      1023,
+                                    1024, 1025, 4096, 16385, 1 << 20, (1 << 20) + 7 };
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         size_t n = sizes[i];
         uint8_t *data = malloc(n + 1);

@@ -139,7 +139,7 @@ static void echo_end(cn_http_req_t *r, void *ctx)
     (void)ctx;
     echo_t *e = cn_http_req_data(r);
     if (cn_http_req_body_error(r) != CN_S3E_NONE)
-        return;   /* nothing staged to discard; the framework answers */
+        return; /* nothing staged to discard; the framework answers */
     uint8_t h[32];
     char hex[65];
     cn_sha256_final(e->sha, h);
@@ -147,12 +147,12 @@ static void echo_end(cn_http_req_t *r, void *ctx)
     cn_hex_encode(h, 32, hex);
     const char *ck = NULL;
     cn_http_cksum_alg_t alg = cn_http_req_checksum(r, &ck);
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     cn_buf_printf(&b, "{\"len\":%" PRIu64 ",\"sha256\":\"%s\",\"auth\":\"%s\",\"key\":", e->n, hex,
                   auth_name(cn_http_req_auth(r)));
     json_str(&b, cn_http_req_access_key(r));
-    cn_buf_printf(&b, ",\"payload_mode\":%d,\"pauses\":%u,\"checksum_alg\":", (int)cn_http_req_payload_mode(r),
-                  e->pauses);
+    cn_buf_printf(&b, ",\"payload_mode\":%d,\"pauses\":%u,\"checksum_alg\":",
+                  (int)cn_http_req_payload_mode(r), e->pauses);
     json_str(&b, cn_http_cksum_name(alg));
     cn_buf_append_str(&b, ",\"checksum\":");
     json_str(&b, ck);
@@ -178,7 +178,7 @@ static void echo_cleanup(cn_http_req_t *r, void *ctx)
 static int whoami(cn_http_req_t *r, void *ctx)
 {
     (void)ctx;
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     cn_buf_printf(&b, "{\"auth\":\"%s\",\"key\":", auth_name(cn_http_req_auth(r)));
     json_str(&b, cn_http_req_access_key(r));
     cn_buf_append_str(&b, ",\"client_ip\":");
@@ -249,7 +249,9 @@ static int file_get(cn_http_req_t *r, void *ctx)
 
 /* ---- /stream ------------------------------------------------------------------ */
 
-typedef struct { uint64_t n; } stream_t;
+typedef struct {
+    uint64_t n;
+} stream_t;
 
 static ssize_t stream_read(void *ctx, uint64_t pos, char *buf, size_t max)
 {
@@ -292,15 +294,24 @@ int main(int argc, char **argv)
             return 2;
         }
         i++;
-        if (strcmp(a, "--listen") == 0) cfg.listen = v;
-        else if (strcmp(a, "--dir") == 0) g_dir = v;
-        else if (strcmp(a, "--clock-offset-s") == 0) g_offset_ms = strtoll(v, NULL, 10) * 1000;
-        else if (strcmp(a, "--tls-cert") == 0) cfg.tls_cert_file = v;
-        else if (strcmp(a, "--tls-key") == 0) cfg.tls_key_file = v;
-        else if (strcmp(a, "--max-body") == 0) cfg.max_body = strtoull(v, NULL, 10);
-        else if (strcmp(a, "--region") == 0) cfg.region = v;
-        else if (strcmp(a, "--max-per-ip") == 0) cfg.max_per_ip = (unsigned)atoi(v);
-        else if (strcmp(a, "--idle-timeout-s") == 0) cfg.idle_timeout_s = (unsigned)atoi(v);
+        if (strcmp(a, "--listen") == 0)
+            cfg.listen = v;
+        else if (strcmp(a, "--dir") == 0)
+            g_dir = v;
+        else if (strcmp(a, "--clock-offset-s") == 0)
+            g_offset_ms = strtoll(v, NULL, 10) * 1000;
+        else if (strcmp(a, "--tls-cert") == 0)
+            cfg.tls_cert_file = v;
+        else if (strcmp(a, "--tls-key") == 0)
+            cfg.tls_key_file = v;
+        else if (strcmp(a, "--max-body") == 0)
+            cfg.max_body = strtoull(v, NULL, 10);
+        else if (strcmp(a, "--region") == 0)
+            cfg.region = v;
+        else if (strcmp(a, "--max-per-ip") == 0)
+            cfg.max_per_ip = (unsigned)atoi(v);
+        else if (strcmp(a, "--idle-timeout-s") == 0)
+            cfg.idle_timeout_s = (unsigned)atoi(v);
         else {
             fprintf(stderr, "unknown option %s\n", a);
             return 2;
@@ -319,15 +330,24 @@ int main(int argc, char **argv)
     cn_http_server_t *s;
     if (cn_http_server_new(&cfg, &s) != 0)
         return 1;
-    cn_http_route_t echo = { .name = "echo", .methods = CN_HTTP_PUT | CN_HTTP_POST,
-        .prefix = "/echo", .on_request = echo_request, .on_body = echo_body,
-        .on_end = echo_end, .on_cleanup = echo_cleanup };
-    cn_http_route_t who = { .name = "whoami", .methods = CN_HTTP_GET | CN_HTTP_HEAD,
-        .prefix = "/whoami", .on_request = whoami };
-    cn_http_route_t file = { .name = "file", .methods = CN_HTTP_GET | CN_HTTP_HEAD,
-        .prefix = "/file/", .on_request = file_get };
-    cn_http_route_t stream = { .name = "stream", .methods = CN_HTTP_GET, .prefix = "/stream",
-        .on_request = stream_get };
+    cn_http_route_t echo = { .name = "echo",
+                             .methods = CN_HTTP_PUT | CN_HTTP_POST,
+                             .prefix = "/echo",
+                             .on_request = echo_request,
+                             .on_body = echo_body,
+                             .on_end = echo_end,
+                             .on_cleanup = echo_cleanup };
+    cn_http_route_t who = { .name = "whoami",
+                            .methods = CN_HTTP_GET | CN_HTTP_HEAD,
+                            .prefix = "/whoami",
+                            .on_request = whoami };
+    cn_http_route_t file = { .name = "file",
+                             .methods = CN_HTTP_GET | CN_HTTP_HEAD,
+                             .prefix = "/file/",
+                             .on_request = file_get };
+    cn_http_route_t stream = {
+        .name = "stream", .methods = CN_HTTP_GET, .prefix = "/stream", .on_request = stream_get
+    };
     if (cn_http_server_route(s, &echo) || cn_http_server_route(s, &who) ||
         cn_http_server_route(s, &file) || cn_http_server_route(s, &stream) ||
         cn_http_server_start(s) != 0) {

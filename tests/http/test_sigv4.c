@@ -25,7 +25,10 @@ static int lookup(void *ctx, const char *key, uint8_t *secret, size_t cap, size_
     return 0;
 }
 
-#define KV(n, v) { n, sizeof(n) - 1, v, sizeof(v) - 1 }
+#define KV(n, v)                           \
+    {                                      \
+        n, sizeof(n) - 1, v, sizeof(v) - 1 \
+    }
 
 typedef struct {
     const char *method, *path, *query;
@@ -42,10 +45,17 @@ static cn_err_t run(const vec_t *v, cn_sigv4_t *out)
 {
     const char *creds[2] = { v->key, v->secret };
     cn_sigv4_input_t in = {
-        .method = v->method, .path = v->path, .path_len = strlen(v->path),
-        .query = v->query, .query_len = v->query ? strlen(v->query) : 0,
-        .headers = v->h, .n_headers = v->nh, .has_body = v->has_body,
-        .now_ms = v->now_ms, .service = v->service, .region = v->region,
+        .method = v->method,
+        .path = v->path,
+        .path_len = strlen(v->path),
+        .query = v->query,
+        .query_len = v->query ? strlen(v->query) : 0,
+        .headers = v->h,
+        .n_headers = v->nh,
+        .has_body = v->has_body,
+        .now_ms = v->now_ms,
+        .service = v->service,
+        .region = v->region,
     };
     return cn_sigv4_verify(&in, lookup, creds, out);
 }
@@ -64,7 +74,7 @@ static int64_t s3_now(void)
     return t;
 }
 
-#define SUITE_AUTH(signed, sig) \
+#define SUITE_AUTH(signed, sig)                                                         \
     "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/service/aws4_request, " \
     "SignedHeaders=" signed ", Signature=" sig
 
@@ -72,8 +82,8 @@ static void check_suite(const char *method, const char *path, const char *query,
                         const cn_http_kv_t *h, size_t nh)
 {
     cn_sigv4_t s;
-    vec_t v = { method, path, query, h, nh, "service", SUITE_KEY, SUITE_SECRET, suite_now(),
-                false, NULL };
+    vec_t v = { method,    path,         query,       h,     nh,  "service",
+                SUITE_KEY, SUITE_SECRET, suite_now(), false, NULL };
     cn_err_t e = run(&v, &s);
     CN_CHECK_EQ(e, 0);
     if (e)
@@ -84,61 +94,87 @@ static void check_suite(const char *method, const char *path, const char *query,
 
 static void test_get_vanilla(void)
 {
-    cn_http_kv_t h[] = { KV("Host", "example.amazonaws.com"), KV("X-Amz-Date", "20150830T123600Z"),
-        KV("Authorization", SUITE_AUTH("host;x-amz-date",
-           "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31")) };
+    cn_http_kv_t h[] = {
+        KV("Host", "example.amazonaws.com"), KV("X-Amz-Date", "20150830T123600Z"),
+        KV("Authorization",
+           SUITE_AUTH("host;x-amz-date",
+                      "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"))
+    };
     check_suite("GET", "/", NULL, h, 3);
 }
 
 static void test_get_vanilla_query_order_key_case(void)
 {
-    cn_http_kv_t h[] = { KV("Host", "example.amazonaws.com"), KV("X-Amz-Date", "20150830T123600Z"),
-        KV("Authorization", SUITE_AUTH("host;x-amz-date",
-           "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500")) };
+    cn_http_kv_t h[] = {
+        KV("Host", "example.amazonaws.com"), KV("X-Amz-Date", "20150830T123600Z"),
+        KV("Authorization",
+           SUITE_AUTH("host;x-amz-date",
+                      "b97d918cfa904a5beff61c982a1b6f458b799221646efd99d3219ec94cdf2500"))
+    };
     check_suite("GET", "/", "Param2=value2&Param1=value1", h, 3);
 }
 
 static void test_get_vanilla_query_order_key(void)
 {
-    cn_http_kv_t h[] = { KV("Host", "example.amazonaws.com"), KV("X-Amz-Date", "20150830T123600Z"),
-        KV("Authorization", SUITE_AUTH("host;x-amz-date",
-           "eedbc4e291e521cf13422ffca22be7d2eb8146eecf653089df300a15b2382bd1")) };
+    cn_http_kv_t h[] = {
+        KV("Host", "example.amazonaws.com"), KV("X-Amz-Date", "20150830T123600Z"),
+        KV("Authorization",
+           SUITE_AUTH("host;x-amz-date",
+                      "eedbc4e291e521cf13422ffca22be7d2eb8146eecf653089df300a15b2382bd1"))
+    };
     check_suite("GET", "/", "Param1=value2&Param1=Value1", h, 3);
 }
 
 static void test_get_vanilla_empty_query_key(void)
 {
-    cn_http_kv_t h[] = { KV("Host", "example.amazonaws.com"), KV("X-Amz-Date", "20150830T123600Z"),
-        KV("Authorization", SUITE_AUTH("host;x-amz-date",
-           "a67d582fa61cc504c4bae71f336f98b97f1ea3c7a6bfe1b6e45aec72011b9aeb")) };
+    cn_http_kv_t h[] = {
+        KV("Host", "example.amazonaws.com"), KV("X-Amz-Date", "20150830T123600Z"),
+        KV("Authorization",
+           SUITE_AUTH("host;x-amz-date",
+                      "a67d582fa61cc504c4bae71f336f98b97f1ea3c7a6bfe1b6e45aec72011b9aeb"))
+    };
     check_suite("GET", "/", "Param1=value1", h, 3);
 }
 
 static void test_get_header_key_duplicate(void)
 {
-    cn_http_kv_t h[] = { KV("Host", "example.amazonaws.com"), KV("My-Header1", "value2"),
-        KV("My-Header1", "value2"), KV("My-Header1", "value1"),
+    cn_http_kv_t h[] = {
+        KV("Host", "example.amazonaws.com"),
+        KV("My-Header1", "value2"),
+        KV("My-Header1", "value2"),
+        KV("My-Header1", "value1"),
         KV("X-Amz-Date", "20150830T123600Z"),
-        KV("Authorization", SUITE_AUTH("host;my-header1;x-amz-date",
-           "c9d5ea9f3f72853aea855b47ea873832890dbdd183b4468f858259531a5138ea")) };
+        KV("Authorization",
+           SUITE_AUTH("host;my-header1;x-amz-date",
+                      "c9d5ea9f3f72853aea855b47ea873832890dbdd183b4468f858259531a5138ea"))
+    };
     check_suite("GET", "/", NULL, h, 6);
 }
 
 static void test_get_header_value_order(void)
 {
-    cn_http_kv_t h[] = { KV("Host", "example.amazonaws.com"), KV("My-Header1", "value4"),
-        KV("My-Header1", "value1"), KV("My-Header1", "value3"), KV("My-Header1", "value2"),
+    cn_http_kv_t h[] = {
+        KV("Host", "example.amazonaws.com"),
+        KV("My-Header1", "value4"),
+        KV("My-Header1", "value1"),
+        KV("My-Header1", "value3"),
+        KV("My-Header1", "value2"),
         KV("X-Amz-Date", "20150830T123600Z"),
-        KV("Authorization", SUITE_AUTH("host;my-header1;x-amz-date",
-           "08c7e5a9acfcfeb3ab6b2185e75ce8b1deb5e634ec47601a50643f830c755c01")) };
+        KV("Authorization",
+           SUITE_AUTH("host;my-header1;x-amz-date",
+                      "08c7e5a9acfcfeb3ab6b2185e75ce8b1deb5e634ec47601a50643f830c755c01"))
+    };
     check_suite("GET", "/", NULL, h, 7);
 }
 
 static void test_post_vanilla(void)
 {
-    cn_http_kv_t h[] = { KV("Host", "example.amazonaws.com"), KV("X-Amz-Date", "20150830T123600Z"),
-        KV("Authorization", SUITE_AUTH("host;x-amz-date",
-           "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b")) };
+    cn_http_kv_t h[] = {
+        KV("Host", "example.amazonaws.com"), KV("X-Amz-Date", "20150830T123600Z"),
+        KV("Authorization",
+           SUITE_AUTH("host;x-amz-date",
+                      "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b"))
+    };
     check_suite("POST", "/", NULL, h, 3);
 }
 
@@ -146,25 +182,29 @@ static void test_canonical_trim(void)
 {
     /* Values trimmed, inner runs collapsed; the path encoded exactly once. */
     cn_http_kv_t h[] = { KV("Host", "  example.com "), KV("X-A", "a   b \t c") };
-    cn_buf_t b = {0};
-    CN_CHECK_EQ(cn_sigv4_canonical_request(&b, "GET", "/a%20b/c%2Bd+e/%E2%82%AC~", 25, NULL, 0,
-                                           h, 2, "host;x-a", 8, EMPTY_SHA), 0);
-    CN_CHECK_STR((cn_buf_put_u8(&b, 0), (const char *)b.data),
-                 "GET\n/a%20b/c%2Bd%2Be/%E2%82%AC~\n\nhost:example.com\nx-a:a b c\n\nhost;x-a\n"
-                 EMPTY_SHA);
+    cn_buf_t b = { 0 };
+    CN_CHECK_EQ(cn_sigv4_canonical_request(&b, "GET", "/a%20b/c%2Bd+e/%E2%82%AC~", 25, NULL, 0, h,
+                                           2, "host;x-a", 8, EMPTY_SHA),
+                0);
+    CN_CHECK_STR(
+        (cn_buf_put_u8(&b, 0), (const char *)b.data),
+        "GET\n/a%20b/c%2Bd%2Be/%E2%82%AC~\n\nhost:example.com\nx-a:a b c\n\nhost;x-a\n" EMPTY_SHA);
     cn_buf_free(&b);
 }
 
-#define S3_AUTH(signed, sig) \
+#define S3_AUTH(signed, sig)                                                               \
     "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request," \
     "SignedHeaders=" signed ",Signature=" sig
 
 static void test_s3_get_object(void)
 {
-    cn_http_kv_t h[] = { KV("Host", "examplebucket.s3.amazonaws.com"), KV("Range", "bytes=0-9"),
+    cn_http_kv_t h[] = {
+        KV("Host", "examplebucket.s3.amazonaws.com"), KV("Range", "bytes=0-9"),
         KV("x-amz-content-sha256", EMPTY_SHA), KV("x-amz-date", "20130524T000000Z"),
-        KV("Authorization", S3_AUTH("host;range;x-amz-content-sha256;x-amz-date",
-           "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41")) };
+        KV("Authorization",
+           S3_AUTH("host;range;x-amz-content-sha256;x-amz-date",
+                   "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"))
+    };
     vec_t v = { "GET", "/test.txt", NULL, h, 5, "s3", S3_KEY, S3_SECRET, s3_now(), false, NULL };
     cn_sigv4_t s;
     CN_CHECK_EQ(run(&v, &s), 0);
@@ -204,14 +244,19 @@ static void test_s3_get_object(void)
 
 static void test_s3_put_object(void)
 {
-    cn_http_kv_t h[] = { KV("Host", "examplebucket.s3.amazonaws.com"),
-        KV("Date", "Fri, 24 May 2013 00:00:00 GMT"), KV("x-amz-date", "20130524T000000Z"),
+    cn_http_kv_t h[] = {
+        KV("Host", "examplebucket.s3.amazonaws.com"),
+        KV("Date", "Fri, 24 May 2013 00:00:00 GMT"),
+        KV("x-amz-date", "20130524T000000Z"),
         KV("x-amz-storage-class", "REDUCED_REDUNDANCY"),
-        KV("x-amz-content-sha256", "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072"),
-        KV("Authorization", S3_AUTH("date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class",
-           "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd")) };
-    vec_t v = { "PUT", "/test%24file.text", NULL, h, 6, "s3", S3_KEY, S3_SECRET, s3_now(), true,
-                NULL };
+        KV("x-amz-content-sha256",
+           "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072"),
+        KV("Authorization",
+           S3_AUTH("date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class",
+                   "98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd"))
+    };
+    vec_t v = { "PUT",  "/test%24file.text", NULL,     h,    6,   "s3",
+                S3_KEY, S3_SECRET,           s3_now(), true, NULL };
     cn_sigv4_t s;
     CN_CHECK_EQ(run(&v, &s), 0);
     uint8_t want[32];
@@ -225,17 +270,23 @@ static void test_s3_put_object(void)
 
 static void test_s3_get_lifecycle_and_list(void)
 {
-    cn_http_kv_t h[] = { KV("Host", "examplebucket.s3.amazonaws.com"),
-        KV("x-amz-date", "20130524T000000Z"), KV("x-amz-content-sha256", EMPTY_SHA),
-        KV("Authorization", S3_AUTH("host;x-amz-content-sha256;x-amz-date",
-           "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543")) };
+    cn_http_kv_t h[] = {
+        KV("Host", "examplebucket.s3.amazonaws.com"), KV("x-amz-date", "20130524T000000Z"),
+        KV("x-amz-content-sha256", EMPTY_SHA),
+        KV("Authorization",
+           S3_AUTH("host;x-amz-content-sha256;x-amz-date",
+                   "fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543"))
+    };
     vec_t v = { "GET", "/", "lifecycle", h, 4, "s3", S3_KEY, S3_SECRET, s3_now(), false, NULL };
     cn_sigv4_t s;
     CN_CHECK_EQ(run(&v, &s), 0);
-    cn_http_kv_t h2[] = { KV("Host", "examplebucket.s3.amazonaws.com"),
-        KV("x-amz-date", "20130524T000000Z"), KV("x-amz-content-sha256", EMPTY_SHA),
-        KV("Authorization", S3_AUTH("host;x-amz-content-sha256;x-amz-date",
-           "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7")) };
+    cn_http_kv_t h2[] = {
+        KV("Host", "examplebucket.s3.amazonaws.com"), KV("x-amz-date", "20130524T000000Z"),
+        KV("x-amz-content-sha256", EMPTY_SHA),
+        KV("Authorization",
+           S3_AUTH("host;x-amz-content-sha256;x-amz-date",
+                   "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7"))
+    };
     vec_t v2 = { "GET", "/", "max-keys=2&prefix=J", h2, 4, "s3", S3_KEY, S3_SECRET, s3_now(),
                  false, NULL };
     CN_CHECK_EQ(run(&v2, &s), 0);
@@ -246,10 +297,11 @@ static void test_s3_get_lifecycle_and_list(void)
 static void test_s3_presigned(void)
 {
     cn_http_kv_t h[] = { KV("Host", "examplebucket.s3.amazonaws.com") };
-    const char *q = "X-Amz-Algorithm=AWS4-HMAC-SHA256"
-                    "&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
-                    "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host"
-                    "&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404";
+    const char *q =
+        "X-Amz-Algorithm=AWS4-HMAC-SHA256"
+        "&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
+        "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host"
+        "&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404";
     vec_t v = { "GET", "/test.txt", q, h, 1, "s3", S3_KEY, S3_SECRET, s3_now() + 3600 * 1000,
                 false, NULL };
     cn_sigv4_t s;
@@ -264,10 +316,11 @@ static void test_s3_presigned(void)
     CN_CHECK_EQ(run(&v, &s), CN_E_AUTH);
     CN_CHECK_EQ(s.s3err, CN_S3E_REQUEST_NOT_YET_VALID);
     /* Expiry past seven days is refused outright. */
-    const char *q8 = "X-Amz-Algorithm=AWS4-HMAC-SHA256"
-                     "&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
-                     "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=604801&X-Amz-SignedHeaders=host"
-                     "&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404";
+    const char *q8 =
+        "X-Amz-Algorithm=AWS4-HMAC-SHA256"
+        "&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
+        "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=604801&X-Amz-SignedHeaders=host"
+        "&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404";
     v.query = q8;
     v.now_ms = s3_now();
     CN_CHECK_EQ(run(&v, &s), CN_E_AUTH);
@@ -298,37 +351,38 @@ static void test_no_credential(void)
 
 typedef struct {
     const char *why;
-    const char *auth;                  /* Authorization; NULL: none */
-    const char *date_name, *date;      /* a date header; NULL: none */
-    const char *sha;                   /* x-amz-content-sha256; NULL: none */
+    const char *auth;             /* Authorization; NULL: none */
+    const char *date_name, *date; /* a date header; NULL: none */
+    const char *sha;              /* x-amz-content-sha256; NULL: none */
     const char *query;
     cn_err_t want;
     cn_s3_err_t want_s3;
-    const char *detail;                /* how the detail starts */
+    const char *detail; /* how the detail starts */
 } refusal_t;
 
 static const refusal_t refusals[] = {
-    { "the published example passes", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG),
-      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, 0, 0, "" },
-    { "a header and a query signature at once", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG),
-      "x-amz-date", "20130524T000000Z", EMPTY_SHA, "X-Amz-Algorithm=AWS4-HMAC-SHA256",
-      CN_E_AUTH, CN_S3E_INVALID_ARGUMENT,
-      "Only one auth mechanism allowed" },
+    { "the published example passes", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG), "x-amz-date",
+      "20130524T000000Z", EMPTY_SHA, NULL, 0, 0, "" },
+    { "a header and a query signature at once", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG), "x-amz-date",
+      "20130524T000000Z", EMPTY_SHA, "X-Amz-Algorithm=AWS4-HMAC-SHA256", CN_E_AUTH,
+      CN_S3E_INVALID_ARGUMENT, "Only one auth mechanism allowed" },
     { "SigV4a", "AWS4-ECDSA-P256-SHA256 Credential=" S3_CRED ",SignedHeaders=host,Signature=x",
       "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_NOT_IMPLEMENTED,
       "unsupported signing algorithm" },
-    { "an unknown algorithm", "AWS4-HMAC-SHA1 Credential=" S3_CRED ",SignedHeaders=host,Signature=x",
-      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
+    { "an unknown algorithm",
+      "AWS4-HMAC-SHA1 Credential=" S3_CRED ",SignedHeaders=host,Signature=x", "x-amz-date",
+      "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
       "unsupported signing algorithm" },
     { "a header without Signature", "AWS4-HMAC-SHA256 Credential=" S3_CRED ",SignedHeaders=host",
       "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
       "the authorization header is malformed" },
     { "a credential with too few parts",
-      AUTHZ("AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3", GET_SIGNED, GET_SIG),
-      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
+      AUTHZ("AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3", GET_SIGNED, GET_SIG), "x-amz-date",
+      "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
       "the Credential is malformed; expected \"<" },
-    { "a credential without a key", AUTHZ("/20130524/us-east-1/s3/aws4_request", GET_SIGNED, GET_SIG),
-      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
+    { "a credential without a key",
+      AUTHZ("/20130524/us-east-1/s3/aws4_request", GET_SIGNED, GET_SIG), "x-amz-date",
+      "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
       "the Credential is malformed; expected \"<" },
     { "a credential with a wrong terminator",
       AUTHZ("AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_requesx", GET_SIGNED, GET_SIG),
@@ -346,19 +400,16 @@ static const refusal_t refusals[] = {
       AUTHZ("AKIAIOSFODNN7EXAMPLE/20130525/us-east-1/s3/aws4_request", GET_SIGNED, GET_SIG),
       "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
       "the credential date does not match the r" },
-    { "no date at all", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG), NULL, NULL, EMPTY_SHA, NULL,
-      CN_E_AUTH, CN_S3E_ACCESS_DENIED,
-      "AWS authentication requires a valid Date" },
-    { "an x-amz-date not in the basic format", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG),
-      "x-amz-date", "2013-05-24T00:00:00Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_ACCESS_DENIED,
+    { "no date at all", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG), NULL, NULL, EMPTY_SHA, NULL, CN_E_AUTH,
+      CN_S3E_ACCESS_DENIED, "AWS authentication requires a valid Date" },
+    { "an x-amz-date not in the basic format", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG), "x-amz-date",
+      "2013-05-24T00:00:00Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_ACCESS_DENIED,
       "X-Amz-Date must be in the ISO8601 basic" },
-    { "a Date header that is not a date", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG),
-      "Date", "Friday", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_ACCESS_DENIED,
-      "the Date header is not valid" },
+    { "a Date header that is not a date", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG), "Date", "Friday",
+      EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_ACCESS_DENIED, "the Date header is not valid" },
     { "a valid Date header alone reaches the signature",
-      AUTHZ(S3_CRED, "date;host;range;x-amz-content-sha256", WRONG_SIG),
-      "Date", "Fri, 24 May 2013 00:00:00 GMT", EMPTY_SHA, NULL, CN_E_AUTH,
-      CN_S3E_SIGNATURE_DOES_NOT_MATCH,
+      AUTHZ(S3_CRED, "date;host;range;x-amz-content-sha256", WRONG_SIG), "Date",
+      "Fri, 24 May 2013 00:00:00 GMT", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_SIGNATURE_DOES_NOT_MATCH,
       "The request signature we calculated does" },
     { "host not signed", AUTHZ(S3_CRED, "range;x-amz-content-sha256;x-amz-date", GET_SIG),
       "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
@@ -366,29 +417,29 @@ static const refusal_t refusals[] = {
     { "a signed header that is absent", AUTHZ(S3_CRED, "host;x-absent;x-amz-date", GET_SIG),
       "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
       "a signed header is missing or the reques" },
-    { "an upper-case signed header", AUTHZ(S3_CRED, "host;Range;x-amz-date", GET_SIG),
-      "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
+    { "an upper-case signed header", AUTHZ(S3_CRED, "host;Range;x-amz-date", GET_SIG), "x-amz-date",
+      "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
       "a signed header is missing or the reques" },
     { "SigV4a streaming", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG), "x-amz-date", "20130524T000000Z",
       "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD", NULL, CN_E_AUTH, CN_S3E_NOT_IMPLEMENTED,
       "SigV4a streaming is not supported" },
-    { "a content hash that is not one", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG),
-      "x-amz-date", "20130524T000000Z", "sha256-please", NULL, CN_E_AUTH,
-      CN_S3E_INVALID_ARGUMENT,
+    { "a content hash that is not one", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG), "x-amz-date",
+      "20130524T000000Z", "sha256-please", NULL, CN_E_AUTH, CN_S3E_INVALID_ARGUMENT,
       "x-amz-content-sha256 must be UNSIGNED-PA" },
-    { "unsigned payload reaches the signature", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG),
-      "x-amz-date", "20130524T000000Z", "UNSIGNED-PAYLOAD", NULL, CN_E_AUTH,
-      CN_S3E_SIGNATURE_DOES_NOT_MATCH,
+    { "unsigned payload reaches the signature", AUTHZ(S3_CRED, GET_SIGNED, GET_SIG), "x-amz-date",
+      "20130524T000000Z", "UNSIGNED-PAYLOAD", NULL, CN_E_AUTH, CN_S3E_SIGNATURE_DOES_NOT_MATCH,
       "The request signature we calculated does" },
     { "a signature one character short", AUTHZ(S3_CRED, GET_SIGNED, "0123456789abcdef"),
       "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
       "the signature must be 64 hexadecimal cha" },
     { "a signature that is not hexadecimal",
-      AUTHZ(S3_CRED, GET_SIGNED, "g0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"),
+      AUTHZ(S3_CRED, GET_SIGNED,
+            "g0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"),
       "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, CN_E_AUTH, CN_S3E_AUTH_HEADER_MALFORMED,
       "the signature must be 64 hexadecimal cha" },
     { "an upper-case signature is the same signature",
-      AUTHZ(S3_CRED, GET_SIGNED, "F0E8BDB87C964420E857BD35B5D6ED310BD44F0170ABA48DD91039C6036BDB41"),
+      AUTHZ(S3_CRED, GET_SIGNED,
+            "F0E8BDB87C964420E857BD35B5D6ED310BD44F0170ABA48DD91039C6036BDB41"),
       "x-amz-date", "20130524T000000Z", EMPTY_SHA, NULL, 0, 0, "" },
 };
 
@@ -399,59 +450,47 @@ static const refusal_t presigned_refusals[] = {
     { "an unknown X-Amz-Algorithm", NULL, NULL, NULL, NULL,
       "X-Amz-Algorithm=AWS4-HMAC-SHA1&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
       "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&" PRE_SIG,
-      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
-      "unsupported X-Amz-Algorithm" },
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED, "unsupported X-Amz-Algorithm" },
     { "no X-Amz-Signature", NULL, NULL, NULL, NULL,
       "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
       "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host",
-      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
-      "X-Amz-Credential, X-Amz-SignedHeaders an" },
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Credential, X-Amz-SignedHeaders an" },
     { "a malformed credential", NULL, NULL, NULL, NULL,
       "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE"
       "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&" PRE_SIG,
-      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
-      "the Credential is malformed; expected \"<" },
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED, "the Credential is malformed; expected \"<" },
     { "no X-Amz-Date", NULL, NULL, NULL, NULL,
       "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED
       "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&" PRE_SIG,
-      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
-      "X-Amz-Date is required" },
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Date is required" },
     { "an X-Amz-Date not in the basic format", NULL, NULL, NULL, NULL,
       "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524"
       "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&" PRE_SIG,
-      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
-      "X-Amz-Date must be in the ISO8601 basic" },
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Date must be in the ISO8601 basic" },
     { "no X-Amz-Expires", NULL, NULL, NULL, NULL,
       "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
       "&X-Amz-SignedHeaders=host&" PRE_SIG,
-      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
-      "X-Amz-Expires is required" },
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Expires is required" },
     { "an X-Amz-Expires of 0", NULL, NULL, NULL, NULL,
       "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
       "&X-Amz-Expires=0&X-Amz-SignedHeaders=host&" PRE_SIG,
-      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
-      "X-Amz-Expires must be between 1 and 6048" },
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Expires must be between 1 and 6048" },
     { "an X-Amz-Expires with a sign", NULL, NULL, NULL, NULL,
       "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
       "&X-Amz-Expires=%2B5&X-Amz-SignedHeaders=host&" PRE_SIG,
-      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
-      "X-Amz-Expires must be between 1 and 6048" },
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Expires must be between 1 and 6048" },
     { "host not signed in a URL", NULL, NULL, NULL, NULL,
       "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
       "&X-Amz-Expires=86400&X-Amz-SignedHeaders=range&" PRE_SIG,
-      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
-      "the host header must be signed" },
-    { "a signed streaming body in a URL", NULL, NULL, NULL,
-      "STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED, "the host header must be signed" },
+    { "a signed streaming body in a URL", NULL, NULL, NULL, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
       "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
       "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&" PRE_SIG,
-      CN_E_AUTH, CN_S3E_INVALID_ARGUMENT,
-      "x-amz-content-sha256 must be UNSIGNED-PA" },
+      CN_E_AUTH, CN_S3E_INVALID_ARGUMENT, "x-amz-content-sha256 must be UNSIGNED-PA" },
     { "a URL signature that is not hexadecimal", NULL, NULL, NULL, NULL,
       "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
       "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&X-Amz-Signature=zz",
-      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED,
-      "the signature must be 64 hexadecimal cha" },
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED, "the signature must be 64 hexadecimal cha" },
 };
 
 /* Runs one refusal over the S3 GET example's request (path, Range, key). */
@@ -465,8 +504,9 @@ static void check_refusal(const refusal_t *r, const char *secret, bool has_body)
         h[nh++] = (cn_http_kv_t){ r->date_name, strlen(r->date_name), r->date, strlen(r->date) };
     if (r->auth)
         h[nh++] = (cn_http_kv_t){ "Authorization", 13, r->auth, strlen(r->auth) };
-    vec_t v = { "GET", "/test.txt", r->query, h, nh, "s3", S3_KEY, secret, s3_now(), has_body,
-                NULL };
+    vec_t v = {
+        "GET", "/test.txt", r->query, h, nh, "s3", S3_KEY, secret, s3_now(), has_body, NULL
+    };
     cn_sigv4_t s;
     cn_err_t e = run(&v, &s);
     if (e != r->want || (e == CN_E_AUTH && s.s3err != r->want_s3))
@@ -477,7 +517,7 @@ static void check_refusal(const refusal_t *r, const char *secret, bool has_body)
         CN_CHECK_EQ(s.s3err, r->want_s3);
         CN_CHECK(strncmp(s.detail, r->detail, strlen(r->detail)) == 0);
         static const uint8_t zero[32];
-        CN_CHECK_MEM(s.signing_key, zero, 32);     /* a refusal keeps no key */
+        CN_CHECK_MEM(s.signing_key, zero, 32); /* a refusal keeps no key */
     }
     cn_sigv4_clear(&s);
 }
@@ -511,9 +551,10 @@ static void test_deferred_payload(void)
     cn_hex_encode(body_sha, 32, body_hex);
     cn_http_kv_t h[3] = { KV("Host", "examplebucket.s3.amazonaws.com"),
                           KV("x-amz-date", "20130524T000000Z") };
-    cn_buf_t canon = {0};
+    cn_buf_t canon = { 0 };
     CN_CHECK_EQ(cn_sigv4_canonical_request(&canon, "PUT", "/test.txt", 9, NULL, 0, h, 2,
-                                           "host;x-amz-date", 15, body_hex), 0);
+                                           "host;x-amz-date", 15, body_hex),
+                0);
     cn_sigv4_signing_key((const uint8_t *)S3_SECRET, strlen(S3_SECRET), "20130524", "us-east-1",
                          "s3", key);
     cn_sigv4_sign(key, "20130524T000000Z", "20130524/us-east-1/s3/aws4_request",
@@ -543,7 +584,10 @@ static void test_deferred_payload(void)
 
 /* ---- aws-chunked ---------------------------------------------------------- */
 
-typedef struct { uint64_t n; bool all_a; } sink_t;
+typedef struct {
+    uint64_t n;
+    bool all_a;
+} sink_t;
 
 static int sink(void *ctx, const uint8_t *p, size_t n)
 {
@@ -558,7 +602,7 @@ static int sink(void *ctx, const uint8_t *p, size_t n)
 static char *chunked_body(const char *s1, const char *s2, const char *s3, const char *trailer,
                           size_t *len)
 {
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     cn_buf_printf(&b, "10000;chunk-signature=%s\r\n", s1);
     for (int i = 0; i < 65536; i++)
         cn_buf_put_u8(&b, 'a');
@@ -590,16 +634,25 @@ static cn_err_t decode(const cn_sigv4_t *sig, bool trailer, const char *body, si
 
 static void test_streaming_example(void)
 {
-    cn_http_kv_t h[] = { KV("Host", "s3.amazonaws.com"), KV("x-amz-date", "20130524T000000Z"),
+    cn_http_kv_t h[] = {
+        KV("Host", "s3.amazonaws.com"),
+        KV("x-amz-date", "20130524T000000Z"),
         KV("x-amz-storage-class", "REDUCED_REDUNDANCY"),
         KV("x-amz-content-sha256", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"),
-        KV("Content-Encoding", "aws-chunked"), KV("x-amz-decoded-content-length", "66560"),
+        KV("Content-Encoding", "aws-chunked"),
+        KV("x-amz-decoded-content-length", "66560"),
         KV("Content-Length", "66824"),
-        KV("Authorization", S3_AUTH("content-encoding;content-length;host;x-amz-content-sha256;"
-                                    "x-amz-date;x-amz-decoded-content-length;x-amz-storage-class",
-           "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9")) };
-    vec_t v = { "PUT", "/examplebucket/chunkObject.txt", NULL, h, 8, "s3", S3_KEY, S3_SECRET,
-                s3_now(), true, NULL };
+        KV("Authorization",
+           S3_AUTH("content-encoding;content-length;host;x-amz-content-sha256;"
+                   "x-amz-date;x-amz-decoded-content-length;x-amz-storage-class",
+                   "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9"))
+    };
+    vec_t v = { "PUT",    "/examplebucket/chunkObject.txt",
+                NULL,     h,
+                8,        "s3",
+                S3_KEY,   S3_SECRET,
+                s3_now(), true,
+                NULL };
     cn_sigv4_t s;
     CN_CHECK_EQ(run(&v, &s), 0);
     CN_CHECK_EQ(s.payload, CN_SIGV4_PAYLOAD_STREAMING);
@@ -652,8 +705,9 @@ static void test_streaming_example(void)
     {
         cn_awschunk_t d;
         CN_CHECK_EQ(cn_awschunk_init(&d, &s, true, false, 100), 0);
-        const char *hdr = "10000;chunk-signature=ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648\r\n";
-        CN_CHECK_EQ(cn_awschunk_feed(&d, (const uint8_t *)hdr, strlen(hdr), sink, &(sink_t){0}),
+        const char *hdr = "10000;chunk-signature="
+                          "ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648\r\n";
+        CN_CHECK_EQ(cn_awschunk_feed(&d, (const uint8_t *)hdr, strlen(hdr), sink, &(sink_t){ 0 }),
                     CN_E_TOO_LARGE);
         cn_awschunk_free(&d);
     }
@@ -662,26 +716,36 @@ static void test_streaming_example(void)
 
 static void test_streaming_trailer_example(void)
 {
-    cn_http_kv_t h[] = { KV("Host", "s3.amazonaws.com"), KV("x-amz-date", "20130524T000000Z"),
+    cn_http_kv_t h[] = {
+        KV("Host", "s3.amazonaws.com"),
+        KV("x-amz-date", "20130524T000000Z"),
         KV("x-amz-storage-class", "REDUCED_REDUNDANCY"),
         KV("x-amz-content-sha256", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"),
-        KV("Content-Encoding", "aws-chunked"), KV("x-amz-decoded-content-length", "66560"),
+        KV("Content-Encoding", "aws-chunked"),
+        KV("x-amz-decoded-content-length", "66560"),
         KV("x-amz-trailer", "x-amz-checksum-crc32c"),
-        KV("Authorization", S3_AUTH("content-encoding;host;x-amz-content-sha256;x-amz-date;"
-                                    "x-amz-decoded-content-length;x-amz-storage-class;x-amz-trailer",
-           "106e2a8a18243abcf37539882f36619c00e2dfc72633413f02d3b74544bfeb8e")) };
-    vec_t v = { "PUT", "/examplebucket/chunkObject.txt", NULL, h, 8, "s3", S3_KEY, S3_SECRET,
-                s3_now(), true, NULL };
+        KV("Authorization",
+           S3_AUTH("content-encoding;host;x-amz-content-sha256;x-amz-date;"
+                   "x-amz-decoded-content-length;x-amz-storage-class;x-amz-trailer",
+                   "106e2a8a18243abcf37539882f36619c00e2dfc72633413f02d3b74544bfeb8e"))
+    };
+    vec_t v = { "PUT",    "/examplebucket/chunkObject.txt",
+                NULL,     h,
+                8,        "s3",
+                S3_KEY,   S3_SECRET,
+                s3_now(), true,
+                NULL };
     cn_sigv4_t s;
     CN_CHECK_EQ(run(&v, &s), 0);
     CN_CHECK_EQ(s.payload, CN_SIGV4_PAYLOAD_STREAMING_TRAILER);
     const char *tr = "x-amz-checksum-crc32c:sOO8/Q==\r\n"
-                     "x-amz-trailer-signature:d81f82fc3505edab99d459891051a732e8730629a2e4a59689829ca17fe2e435\r\n";
+                     "x-amz-trailer-signature:"
+                     "d81f82fc3505edab99d459891051a732e8730629a2e4a59689829ca17fe2e435\r\n";
     size_t len;
-    char *body = chunked_body("b474d8862b1487a5145d686f57f013e54db672cee1c953b3010fb58501ef5aa2",
-                              "1c1344b170168f8e65b41376b44b20fe354e373826ccbbe2c1d40a8cae51e5c7",
-                              "2ca2aba2005185cf7159c6277faf83795951dd77a3a99e6e65d5c9f85863f992",
-                              tr, &len);
+    char *body =
+        chunked_body("b474d8862b1487a5145d686f57f013e54db672cee1c953b3010fb58501ef5aa2",
+                     "1c1344b170168f8e65b41376b44b20fe354e373826ccbbe2c1d40a8cae51e5c7",
+                     "2ca2aba2005185cf7159c6277faf83795951dd77a3a99e6e65d5c9f85863f992", tr, &len);
     cn_awschunk_t d;
     sink_t out;
     CN_CHECK_EQ(decode(&s, true, body, len, 333, &out, &d), 0);
@@ -691,11 +755,12 @@ static void test_streaming_trailer_example(void)
     free(body);
     /* The trailer value changed: the trailer signature fails. */
     const char *bad = "x-amz-checksum-crc32c:AAAAAA==\r\n"
-                      "x-amz-trailer-signature:d81f82fc3505edab99d459891051a732e8730629a2e4a59689829ca17fe2e435\r\n";
-    body = chunked_body("b474d8862b1487a5145d686f57f013e54db672cee1c953b3010fb58501ef5aa2",
-                        "1c1344b170168f8e65b41376b44b20fe354e373826ccbbe2c1d40a8cae51e5c7",
-                        "2ca2aba2005185cf7159c6277faf83795951dd77a3a99e6e65d5c9f85863f992",
-                        bad, &len);
+                      "x-amz-trailer-signature:"
+                      "d81f82fc3505edab99d459891051a732e8730629a2e4a59689829ca17fe2e435\r\n";
+    body =
+        chunked_body("b474d8862b1487a5145d686f57f013e54db672cee1c953b3010fb58501ef5aa2",
+                     "1c1344b170168f8e65b41376b44b20fe354e373826ccbbe2c1d40a8cae51e5c7",
+                     "2ca2aba2005185cf7159c6277faf83795951dd77a3a99e6e65d5c9f85863f992", bad, &len);
     CN_CHECK_EQ(decode(&s, true, body, len, 4096, &out, &d), CN_E_AUTH);
     cn_awschunk_free(&d);
     free(body);
@@ -716,7 +781,7 @@ static void test_unsigned_trailer(void)
     const char *body = "5\r\nhello\r\n6\r\n world\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n";
     for (size_t slice = 1; slice < 20; slice += 6) {
         cn_awschunk_t d;
-        sink_t out = {0};
+        sink_t out = { 0 };
         CN_CHECK_EQ(cn_awschunk_init(&d, NULL, false, true, UINT64_MAX), 0);
         cn_err_t e = 0;
         size_t len = strlen(body);
@@ -741,8 +806,8 @@ static void test_unsigned_trailer(void)
     for (size_t i = 0; i < 3; i++) {
         cn_awschunk_t d;
         cn_awschunk_init(&d, NULL, false, true, UINT64_MAX);
-        cn_err_t e = cn_awschunk_feed(&d, (const uint8_t *)bad[i], strlen(bad[i]), sink,
-                                      &(sink_t){0});
+        cn_err_t e =
+            cn_awschunk_feed(&d, (const uint8_t *)bad[i], strlen(bad[i]), sink, &(sink_t){ 0 });
         if (!e)
             e = cn_awschunk_end(&d);
         CN_CHECK(e != 0);
@@ -770,7 +835,7 @@ static void test_checksums(void)
 
 static void test_encoding(void)
 {
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     CN_CHECK_EQ(cn_sigv4_uri_encode(&b, "a b+c/~*", 8, false), 0);
     cn_buf_put_u8(&b, 0);
     CN_CHECK_STR((const char *)b.data, "a%20b%2Bc%2F~%2A");
@@ -795,7 +860,7 @@ CN_TEST_MAIN(CN_TEST(test_get_vanilla), CN_TEST(test_get_vanilla_query_order_key
              CN_TEST(test_get_header_key_duplicate), CN_TEST(test_get_header_value_order),
              CN_TEST(test_post_vanilla), CN_TEST(test_canonical_trim), CN_TEST(test_s3_get_object),
              CN_TEST(test_s3_put_object), CN_TEST(test_s3_get_lifecycle_and_list),
-             CN_TEST(test_s3_presigned), CN_TEST(test_no_credential),
-             CN_TEST(test_refusals), CN_TEST(test_deferred_payload),
-             CN_TEST(test_streaming_example), CN_TEST(test_streaming_trailer_example),
-             CN_TEST(test_unsigned_trailer), CN_TEST(test_checksums), CN_TEST(test_encoding))
+             CN_TEST(test_s3_presigned), CN_TEST(test_no_credential), CN_TEST(test_refusals),
+             CN_TEST(test_deferred_payload), CN_TEST(test_streaming_example),
+             CN_TEST(test_streaming_trailer_example), CN_TEST(test_unsigned_trailer),
+             CN_TEST(test_checksums), CN_TEST(test_encoding))

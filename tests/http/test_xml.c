@@ -14,11 +14,12 @@ static const char *cstr(cn_buf_t *b)
 
 static void test_error_document(void)
 {
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     CN_CHECK_EQ(cn_s3_error_xml(&b, CN_S3E_NO_SUCH_KEY, NULL, "/b/k<&>", "REQ1", NULL), 0);
-    CN_CHECK_STR(cstr(&b), "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchKey</Code>"
-                           "<Message>The specified key does not exist.</Message>"
-                           "<Resource>/b/k&lt;&amp;&gt;</Resource><RequestId>REQ1</RequestId></Error>");
+    CN_CHECK_STR(cstr(&b),
+                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchKey</Code>"
+                 "<Message>The specified key does not exist.</Message>"
+                 "<Resource>/b/k&lt;&amp;&gt;</Resource><RequestId>REQ1</RequestId></Error>");
     cn_buf_free(&b);
     CN_CHECK_EQ(cn_s3_err_status(CN_S3E_SIGNATURE_DOES_NOT_MATCH), 403);
     CN_CHECK_EQ(cn_s3_err_status(CN_S3E_INVALID_RANGE), 416);
@@ -35,7 +36,7 @@ static void test_error_document(void)
 
 static void test_writer(void)
 {
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     cn_xml_writer_t w;
     cn_xml_begin(&w, &b);
     cn_xml_open(&w, "ListBucketResult", CN_S3_XMLNS);
@@ -45,10 +46,11 @@ static void test_writer(void)
     cn_xml_elem_n(&w, "Key", "x\ny\x01", 4);
     cn_xml_close(&w);
     CN_CHECK_EQ(cn_xml_finish(&w), 0);
-    CN_CHECK_STR(cstr(&b), "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                           "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
-                           "<Name>a&quot;b&apos;c</Name><MaxKeys>1000</MaxKeys>"
-                           "<IsTruncated>false</IsTruncated><Key>x&#xA;y&#x1;</Key></ListBucketResult>");
+    CN_CHECK_STR(cstr(&b),
+                 "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                 "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+                 "<Name>a&quot;b&apos;c</Name><MaxKeys>1000</MaxKeys>"
+                 "<IsTruncated>false</IsTruncated><Key>x&#xA;y&#x1;</Key></ListBucketResult>");
     cn_buf_reset(&b);
     cn_xml_begin(&w, &b);
     cn_xml_open(&w, "A", NULL);
@@ -58,11 +60,11 @@ static void test_writer(void)
 
 static void test_reader(void)
 {
-    const char *body =
-        "<?xml version=\"1.0\"?>\n<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
-        "  <Part><PartNumber>1</PartNumber><ETag>\"a&amp;b\"</ETag></Part>\n"
-        "  <Part><PartNumber>2</PartNumber><ETag>&quot;cd&quot;</ETag></Part>"
-        "</CompleteMultipartUpload>";
+    const char *body = "<?xml version=\"1.0\"?>\n<CompleteMultipartUpload "
+                       "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+                       "  <Part><PartNumber>1</PartNumber><ETag>\"a&amp;b\"</ETag></Part>\n"
+                       "  <Part><PartNumber>2</PartNumber><ETag>&quot;cd&quot;</ETag></Part>"
+                       "</CompleteMultipartUpload>";
     cn_xml_doc_t *d;
     /* Fed a byte at a time, with and without the namespace. */
     CN_CHECK_EQ(cn_xml_doc_new(4096, 100, &d), 0);
@@ -90,7 +92,7 @@ static void test_reader(void)
 
     /* Refused: malformed, a DOCTYPE (no entity expansion), too many nodes, too big. */
     const char *bad[] = { "<a><b></a>", "", "<a/><b/>",
-        "<!DOCTYPE a [<!ENTITY x \"xxxxxxxx\">]><a>&x;</a>" };
+                          "<!DOCTYPE a [<!ENTITY x \"xxxxxxxx\">]><a>&x;</a>" };
     for (size_t i = 0; i < 4; i++) {
         d = NULL;
         CN_CHECK(cn_xml_parse(bad[i], strlen(bad[i]), 100, &d) != 0);

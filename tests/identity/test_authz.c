@@ -64,7 +64,8 @@ static void test_action_table(void)
         CN_CHECK(n != NULL && strncmp(n, "s3:", 3) == 0);
         CN_CHECK_EQ(cn_authz_action_parse(n, strlen(n)), a);
         cn_perms_t p = cn_authz_action_perm((cn_authz_action_t)a);
-        CN_CHECK(p && !(p & (p - 1)) && !(p & (CN_PERM_ADMIN | CN_PERM_BLOBS_READ | CN_PERM_BLOBS_WRITE)));
+        CN_CHECK(p && !(p & (p - 1)) &&
+                 !(p & (CN_PERM_ADMIN | CN_PERM_BLOBS_READ | CN_PERM_BLOBS_WRITE)));
     }
     CN_CHECK(cn_authz_action_name(CN_ACT_INVALID) == NULL);
     CN_CHECK(cn_authz_action_name(CN_ACT_END) == NULL);
@@ -73,21 +74,25 @@ static void test_action_table(void)
     CN_CHECK_EQ(cn_authz_action_parse(NULL, 0), CN_ACT_INVALID);
     CN_CHECK_EQ(cn_authz_action_perm(CN_ACT_INVALID), 0);
 
-    static const struct { cn_authz_action_t a; cn_perms_t p; bool obj; } t[] = {
-        {CN_ACT_LIST_ALL_MY_BUCKETS, CN_PERM_BUCKET_LIST, false},
-        {CN_ACT_CREATE_BUCKET, CN_PERM_BUCKET_CREATE, false},
-        {CN_ACT_DELETE_BUCKET, CN_PERM_BUCKET_DELETE, false},
-        {CN_ACT_LIST_BUCKET, CN_PERM_OBJECT_LIST, false},
-        {CN_ACT_GET_BUCKET_ACL, CN_PERM_BUCKET_LIST, false},
-        {CN_ACT_PUT_BUCKET_ACL, CN_PERM_BUCKET_CREATE, false},
-        {CN_ACT_PUT_BUCKET_POLICY, CN_PERM_BUCKET_CREATE, false},
-        {CN_ACT_GET_OBJECT, CN_PERM_OBJECT_GET, true},
-        {CN_ACT_PUT_OBJECT, CN_PERM_OBJECT_PUT, true},
-        {CN_ACT_DELETE_OBJECT, CN_PERM_OBJECT_DELETE, true},
-        {CN_ACT_GET_OBJECT_ACL, CN_PERM_OBJECT_GET, true},
-        {CN_ACT_PUT_OBJECT_ACL, CN_PERM_OBJECT_PUT, true},
-        {CN_ACT_ABORT_MULTIPART_UPLOAD, CN_PERM_OBJECT_PUT, true},
-        {CN_ACT_LIST_MULTIPART_UPLOAD_PARTS, CN_PERM_OBJECT_PUT, true},
+    static const struct {
+        cn_authz_action_t a;
+        cn_perms_t p;
+        bool obj;
+    } t[] = {
+        { CN_ACT_LIST_ALL_MY_BUCKETS, CN_PERM_BUCKET_LIST, false },
+        { CN_ACT_CREATE_BUCKET, CN_PERM_BUCKET_CREATE, false },
+        { CN_ACT_DELETE_BUCKET, CN_PERM_BUCKET_DELETE, false },
+        { CN_ACT_LIST_BUCKET, CN_PERM_OBJECT_LIST, false },
+        { CN_ACT_GET_BUCKET_ACL, CN_PERM_BUCKET_LIST, false },
+        { CN_ACT_PUT_BUCKET_ACL, CN_PERM_BUCKET_CREATE, false },
+        { CN_ACT_PUT_BUCKET_POLICY, CN_PERM_BUCKET_CREATE, false },
+        { CN_ACT_GET_OBJECT, CN_PERM_OBJECT_GET, true },
+        { CN_ACT_PUT_OBJECT, CN_PERM_OBJECT_PUT, true },
+        { CN_ACT_DELETE_OBJECT, CN_PERM_OBJECT_DELETE, true },
+        { CN_ACT_GET_OBJECT_ACL, CN_PERM_OBJECT_GET, true },
+        { CN_ACT_PUT_OBJECT_ACL, CN_PERM_OBJECT_PUT, true },
+        { CN_ACT_ABORT_MULTIPART_UPLOAD, CN_PERM_OBJECT_PUT, true },
+        { CN_ACT_LIST_MULTIPART_UPLOAD_PARTS, CN_PERM_OBJECT_PUT, true },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         CN_CHECK_EQ(cn_authz_action_perm(t[i].a), t[i].p);
@@ -97,14 +102,14 @@ static void test_action_table(void)
 
 static void test_invalid_arguments(void)
 {
-    cn_authz_bucket_t b = { B, "alice", NULL, NULL, {false, false, false, false} };
+    cn_authz_bucket_t b = { B, "alice", NULL, NULL, { false, false, false, false } };
     cn_authz_req_t r = mkreq("alice", CN_ACT_GET_OBJECT, NULL);
     cn_authz_decision_t d;
-    CN_CHECK_EQ(cn_authz_decide(&r, &b, NULL, &d), CN_E_INVALID);     /* no key */
+    CN_CHECK_EQ(cn_authz_decide(&r, &b, NULL, &d), CN_E_INVALID); /* no key */
     r.key = "k";
-    CN_CHECK_EQ(cn_authz_decide(&r, NULL, NULL, &d), CN_E_INVALID);   /* no bucket */
-    cn_authz_bucket_t nob = { B, NULL, NULL, NULL, {false, false, false, false} };
-    CN_CHECK_EQ(cn_authz_decide(&r, &nob, NULL, &d), CN_E_INVALID);   /* no owner */
+    CN_CHECK_EQ(cn_authz_decide(&r, NULL, NULL, &d), CN_E_INVALID); /* no bucket */
+    cn_authz_bucket_t nob = { B, NULL, NULL, NULL, { false, false, false, false } };
+    CN_CHECK_EQ(cn_authz_decide(&r, &nob, NULL, &d), CN_E_INVALID); /* no owner */
     r.action = CN_ACT_INVALID;
     CN_CHECK_EQ(cn_authz_decide(&r, &b, NULL, &d), CN_E_INVALID);
     r.action = (cn_authz_action_t)999;
@@ -124,7 +129,7 @@ static void test_invalid_arguments(void)
 /* ---- owner and account-level actions -------------------------------------------------- */
 static void test_owner_and_account_actions(void)
 {
-    cn_authz_bucket_t b = { B, "alice", NULL, NULL, {false, false, false, false} };
+    cn_authz_bucket_t b = { B, "alice", NULL, NULL, { false, false, false, false } };
     for (int a = CN_ACT_DELETE_BUCKET; a < CN_ACT_END; a++) {
         const char *key = cn_authz_action_is_object((cn_authz_action_t)a) ? "k" : NULL;
         cn_authz_req_t r = mkreq("alice", (cn_authz_action_t)a, key);
@@ -163,17 +168,17 @@ static void test_canned_bucket_matrix(void)
         bool other_list, other_put, other_get_acl, other_put_acl;
         bool anon_list, anon_put;
     } t[] = {
-        {"private",                   false, false, false, false, false, false},
-        {"public-read",               true,  false, false, false, true,  false},
-        {"public-read-write",         true,  true,  false, false, true,  true},
-        {"authenticated-read",        true,  false, false, false, false, false},
-        {"bucket-owner-read",         false, false, false, false, false, false},
-        {"bucket-owner-full-control", false, false, false, false, false, false},
-        {"log-delivery-write",        false, false, false, false, false, false},
+        { "private", false, false, false, false, false, false },
+        { "public-read", true, false, false, false, true, false },
+        { "public-read-write", true, true, false, false, true, true },
+        { "authenticated-read", true, false, false, false, false, false },
+        { "bucket-owner-read", false, false, false, false, false, false },
+        { "bucket-owner-full-control", false, false, false, false, false, false },
+        { "log-delivery-write", false, false, false, false, false, false },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         cn_authz_acl_t acl = canned(t[i].acl, "alice", NULL, true);
-        cn_authz_bucket_t b = { B, "alice", &acl, NULL, {false, false, false, false} };
+        cn_authz_bucket_t b = { B, "alice", &acl, NULL, { false, false, false, false } };
         /* The owner may do everything whatever the ACL. */
         CN_CHECK(can("alice", CN_ACT_LIST_BUCKET, NULL, &b, NULL));
         CN_CHECK(can("alice", CN_ACT_PUT_OBJECT, "k", &b, NULL));
@@ -206,16 +211,16 @@ static void test_canned_object_matrix(void)
         const char *acl;
         bool alice_get, carol_get, anon_get, alice_get_acl, alice_put_acl;
     } t[] = {
-        {"private",                   false, false, false, false, false},
-        {"public-read",               true,  true,  true,  false, false},
-        {"public-read-write",         true,  true,  true,  false, false},
-        {"authenticated-read",        true,  true,  false, false, false},
-        {"bucket-owner-read",         true,  false, false, false, false},
-        {"bucket-owner-full-control", true,  false, false, true,  true},
+        { "private", false, false, false, false, false },
+        { "public-read", true, true, true, false, false },
+        { "public-read-write", true, true, true, false, false },
+        { "authenticated-read", true, true, false, false, false },
+        { "bucket-owner-read", true, false, false, false, false },
+        { "bucket-owner-full-control", true, false, false, true, true },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         cn_authz_acl_t oacl = canned(t[i].acl, "bob", "alice", false);
-        cn_authz_bucket_t b = { B, "alice", NULL, NULL, {false, false, false, false} };
+        cn_authz_bucket_t b = { B, "alice", NULL, NULL, { false, false, false, false } };
         cn_authz_object_t o = { "bob", &oacl, NULL, 0 };
         bool ok = true;
         /* The object owner always reads it and its ACL. */
@@ -240,16 +245,16 @@ static void test_canned_object_matrix(void)
     }
 
     /* The full bucket × object matrix for alice's own object, seen by bob and anonymous. */
-    static const char *const bucket_acls[] = {"private", "public-read", "public-read-write",
-                                              "authenticated-read"};
-    static const char *const object_acls[] = {"private", "public-read", "public-read-write",
-                                              "authenticated-read", "bucket-owner-read",
-                                              "bucket-owner-full-control"};
+    static const char *const bucket_acls[] = { "private", "public-read", "public-read-write",
+                                               "authenticated-read" };
+    static const char *const object_acls[] = { "private",           "public-read",
+                                               "public-read-write", "authenticated-read",
+                                               "bucket-owner-read", "bucket-owner-full-control" };
     for (size_t i = 0; i < 4; i++) {
         for (size_t j = 0; j < 6; j++) {
             cn_authz_acl_t bacl = canned(bucket_acls[i], "alice", NULL, true);
             cn_authz_acl_t oacl = canned(object_acls[j], "alice", "alice", false);
-            cn_authz_bucket_t b = { B, "alice", &bacl, NULL, {false, false, false, false} };
+            cn_authz_bucket_t b = { B, "alice", &bacl, NULL, { false, false, false, false } };
             cn_authz_object_t o = { "alice", &oacl, NULL, 0 };
             bool bpub = i == 1 || i == 2, bauth = bpub || i == 3, bwrite = i == 2;
             bool opub = j == 1 || j == 2, oauth = opub || j == 3;
@@ -268,7 +273,7 @@ static void test_canned_object_matrix(void)
     }
 
     /* A missing object is judged as a private object of the bucket owner. */
-    cn_authz_bucket_t b = { B, "alice", NULL, NULL, {false, false, false, false} };
+    cn_authz_bucket_t b = { B, "alice", NULL, NULL, { false, false, false, false } };
     CN_CHECK(can("alice", CN_ACT_GET_OBJECT, "nope", &b, NULL));
     CN_CHECK(!can("bob", CN_ACT_GET_OBJECT, "nope", &b, NULL));
     /* An object without a stored ACL is private to its owner. */
@@ -282,14 +287,14 @@ static void test_grant_semantics(void)
 {
     static const struct {
         uint32_t perm;
-        bool list, put, get_acl, put_acl;   /* on a bucket */
-        bool oget, oget_acl, oput_acl;      /* on an object */
+        bool list, put, get_acl, put_acl; /* on a bucket */
+        bool oget, oget_acl, oput_acl;    /* on an object */
     } t[] = {
-        {CN_ACL_READ,         true,  false, false, false, true,  false, false},
-        {CN_ACL_WRITE,        false, true,  false, false, false, false, false},
-        {CN_ACL_READ_ACP,     false, false, true,  false, false, true,  false},
-        {CN_ACL_WRITE_ACP,    false, false, false, true,  false, false, true},
-        {CN_ACL_FULL_CONTROL, true,  true,  true,  true,  true,  true,  true},
+        { CN_ACL_READ, true, false, false, false, true, false, false },
+        { CN_ACL_WRITE, false, true, false, false, false, false, false },
+        { CN_ACL_READ_ACP, false, false, true, false, false, true, false },
+        { CN_ACL_WRITE_ACP, false, false, false, true, false, false, true },
+        { CN_ACL_FULL_CONTROL, true, true, true, true, true, true, true },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         cn_authz_acl_t bacl, oacl;
@@ -298,7 +303,7 @@ static void test_grant_semantics(void)
         CN_CHECK_EQ(cn_authz_acl_add(&bacl, CN_GRANTEE_USER, "bob", t[i].perm), 0);
         CN_CHECK_EQ(cn_authz_acl_init(&oacl, "alice"), 0);
         CN_CHECK_EQ(cn_authz_acl_add(&oacl, CN_GRANTEE_USER, "bob", t[i].perm), 0);
-        cn_authz_bucket_t b = { B, "alice", &bacl, NULL, {false, false, false, false} };
+        cn_authz_bucket_t b = { B, "alice", &bacl, NULL, { false, false, false, false } };
         cn_authz_object_t o = { "alice", &oacl, NULL, 0 };
         bool ok = true;
         ok &= can("bob", CN_ACT_LIST_BUCKET, NULL, &b, NULL) == t[i].list;
@@ -326,14 +331,15 @@ static void test_grant_semantics(void)
     cn_authz_acl_t acl;
     cn_authz_acl_init(&acl, "alice");
     cn_authz_acl_add(&acl, CN_GRANTEE_AUTH_USERS, NULL, CN_ACL_READ);
-    cn_authz_bucket_t b = { B, "alice", &acl, NULL, {false, false, false, false} };
+    cn_authz_bucket_t b = { B, "alice", &acl, NULL, { false, false, false, false } };
     cn_authz_req_t r = mkreq("bob", CN_ACT_LIST_BUCKET, NULL);
     cn_authz_decision_t d;
     CN_CHECK_EQ(cn_authz_decide(&r, &b, NULL, &d), CN_OK);
     CN_CHECK_EQ(d.why, CN_WHY_ACL);
     CN_CHECK(strstr(d.reason, "READ to AuthenticatedUsers by the bucket ACL") != NULL);
     r.principal = NULL;
-    CN_CHECK_EQ(cn_authz_decide(&r, &b, NULL, &d), CN_E_DENIED);   /* anonymous is not authenticated */
+    CN_CHECK_EQ(cn_authz_decide(&r, &b, NULL, &d),
+                CN_E_DENIED); /* anonymous is not authenticated */
     /* LogDelivery grants never match a caller. */
     cn_authz_acl_t ld = canned("log-delivery-write", "alice", NULL, true);
     b.acl = &ld;
@@ -349,19 +355,23 @@ static void test_token_ceiling(void)
     const char *pj = "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
                      "\"Resource\":[\"arn:aws:s3:::b\",\"arn:aws:s3:::b/*\"]}}";
     CN_CHECK_EQ(cn_authz_policy_parse(pj, strlen(pj), B, &p, NULL), 0);
-    cn_authz_bucket_t b = { B, "alice", &acl, p, {false, false, false, false} };
+    cn_authz_bucket_t b = { B, "alice", &acl, p, { false, false, false, false } };
 
-    static const struct { cn_authz_action_t a; const char *key; cn_perms_t perm; } t[] = {
-        {CN_ACT_LIST_BUCKET, NULL, CN_PERM_OBJECT_LIST},
-        {CN_ACT_GET_OBJECT, "k", CN_PERM_OBJECT_GET},
-        {CN_ACT_PUT_OBJECT, "k", CN_PERM_OBJECT_PUT},
-        {CN_ACT_DELETE_OBJECT, "k", CN_PERM_OBJECT_DELETE},
-        {CN_ACT_DELETE_BUCKET, NULL, CN_PERM_BUCKET_DELETE},
-        {CN_ACT_GET_BUCKET_ACL, NULL, CN_PERM_BUCKET_LIST},
-        {CN_ACT_PUT_BUCKET_ACL, NULL, CN_PERM_BUCKET_CREATE},
+    static const struct {
+        cn_authz_action_t a;
+        const char *key;
+        cn_perms_t perm;
+    } t[] = {
+        { CN_ACT_LIST_BUCKET, NULL, CN_PERM_OBJECT_LIST },
+        { CN_ACT_GET_OBJECT, "k", CN_PERM_OBJECT_GET },
+        { CN_ACT_PUT_OBJECT, "k", CN_PERM_OBJECT_PUT },
+        { CN_ACT_DELETE_OBJECT, "k", CN_PERM_OBJECT_DELETE },
+        { CN_ACT_DELETE_BUCKET, NULL, CN_PERM_BUCKET_DELETE },
+        { CN_ACT_GET_BUCKET_ACL, NULL, CN_PERM_BUCKET_LIST },
+        { CN_ACT_PUT_BUCKET_ACL, NULL, CN_PERM_BUCKET_CREATE },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        for (int who = 0; who < 2; who++) {     /* owner and another account alike */
+        for (int who = 0; who < 2; who++) { /* owner and another account alike */
             cn_authz_req_t r = mkreq(who ? "bob" : "alice", t[i].a, t[i].key);
             cn_authz_decision_t d;
             r.perms = CN_PERM_ALL & ~CN_PERM_ADMIN & ~t[i].perm;
@@ -370,14 +380,14 @@ static void test_token_ceiling(void)
             CN_CHECK(strstr(d.reason, cn_perm_name(t[i].perm)) != NULL);
             r.perms = t[i].perm;
             CN_CHECK_EQ(cn_authz_decide(&r, &b, NULL, &d), CN_OK);
-            r.perms = CN_PERM_ADMIN;       /* admin satisfies every permission */
+            r.perms = CN_PERM_ADMIN; /* admin satisfies every permission */
             CN_CHECK_EQ(cn_authz_decide(&r, &b, NULL, &d), CN_OK);
             r.perms = 0;
             CN_CHECK_EQ(cn_authz_decide(&r, &b, NULL, &d), CN_E_DENIED);
         }
     }
     /* admin is a ceiling, not a master key: another account's private bucket stays shut. */
-    cn_authz_bucket_t priv = { B, "alice", NULL, NULL, {false, false, false, false} };
+    cn_authz_bucket_t priv = { B, "alice", NULL, NULL, { false, false, false, false } };
     cn_authz_req_t r = mkreq("admin", CN_ACT_GET_OBJECT, "k");
     r.perms = CN_PERM_ALL;
     CN_CHECK(!decide(&r, &priv, NULL));
@@ -395,7 +405,7 @@ static void test_public_access_block(void)
     cn_authz_acl_add(&pub, CN_GRANTEE_USER, "carol", CN_ACL_READ);
     cn_authz_acl_t auth = canned("authenticated-read", "alice", NULL, true);
     cn_authz_acl_t opub = canned("public-read", "alice", "alice", false);
-    cn_authz_bucket_t b = { B, "alice", &pub, NULL, {false, false, false, false} };
+    cn_authz_bucket_t b = { B, "alice", &pub, NULL, { false, false, false, false } };
     cn_authz_object_t o = { "alice", &opub, NULL, 0 };
     CN_CHECK(can(NULL, CN_ACT_LIST_BUCKET, NULL, &b, NULL));
     CN_CHECK(can(NULL, CN_ACT_GET_OBJECT, "k", &b, &o));
@@ -405,13 +415,13 @@ static void test_public_access_block(void)
     CN_CHECK(!can(NULL, CN_ACT_PUT_OBJECT, "k", &b, NULL));
     CN_CHECK(!can(NULL, CN_ACT_GET_OBJECT, "k", &b, &o));
     CN_CHECK(!can("bob", CN_ACT_GET_OBJECT, "k", &b, &o));
-    CN_CHECK(can("carol", CN_ACT_LIST_BUCKET, NULL, &b, NULL));    /* a user grant still counts */
+    CN_CHECK(can("carol", CN_ACT_LIST_BUCKET, NULL, &b, NULL)); /* a user grant still counts */
     CN_CHECK(can("alice", CN_ACT_LIST_BUCKET, NULL, &b, NULL));
     b.acl = &auth;
     CN_CHECK(!can("bob", CN_ACT_LIST_BUCKET, NULL, &b, NULL));
 
     /* BlockPublicAcls / BlockPublicPolicy refuse to store public ones. */
-    cn_authz_pab_t pab = {true, false, false, false};
+    cn_authz_pab_t pab = { true, false, false, false };
     cn_authz_acl_t priv = canned("private", "alice", NULL, true);
     cn_authz_acl_t bor = canned("bucket-owner-read", "bob", "alice", false);
     CN_CHECK_EQ(cn_authz_pab_check_acl(&pab, &pub), CN_E_DENIED);
@@ -422,13 +432,16 @@ static void test_public_access_block(void)
     pab.block_public_acls = false;
     CN_CHECK_EQ(cn_authz_pab_check_acl(&pab, &pub), 0);
 
-    const char *pubj = "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-                       "\"Resource\":[\"arn:aws:s3:::b\",\"arn:aws:s3:::b/*\"]}}";
-    const char *ipj = "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-                      "\"Resource\":[\"arn:aws:s3:::b\",\"arn:aws:s3:::b/*\"],\"Condition\":"
-                      "{\"IpAddress\":{\"aws:SourceIp\":\"10.0.0.0/8\"}}}}";
-    const char *bobj = "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"bob\"},"
-                       "\"Action\":\"s3:*\",\"Resource\":[\"arn:aws:s3:::b\",\"arn:aws:s3:::b/*\"]}}";
+    const char *pubj =
+        "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+        "\"Resource\":[\"arn:aws:s3:::b\",\"arn:aws:s3:::b/*\"]}}";
+    const char *ipj =
+        "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+        "\"Resource\":[\"arn:aws:s3:::b\",\"arn:aws:s3:::b/*\"],\"Condition\":"
+        "{\"IpAddress\":{\"aws:SourceIp\":\"10.0.0.0/8\"}}}}";
+    const char *bobj =
+        "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"bob\"},"
+        "\"Action\":\"s3:*\",\"Resource\":[\"arn:aws:s3:::b\",\"arn:aws:s3:::b/*\"]}}";
     cn_authz_policy_t *pp = NULL, *ip = NULL, *bp = NULL;
     CN_CHECK_EQ(cn_authz_policy_parse(pubj, strlen(pubj), B, &pp, NULL), 0);
     CN_CHECK_EQ(cn_authz_policy_parse(ipj, strlen(ipj), B, &ip, NULL), 0);
@@ -440,7 +453,7 @@ static void test_public_access_block(void)
     CN_CHECK_EQ(cn_authz_pab_check_policy(NULL, pp), 0);
 
     /* RestrictPublicBuckets: a public policy grants only the owner's account. */
-    cn_authz_bucket_t pb = { B, "alice", NULL, pp, {false, false, false, false} };
+    cn_authz_bucket_t pb = { B, "alice", NULL, pp, { false, false, false, false } };
     CN_CHECK(can(NULL, CN_ACT_GET_OBJECT, "k", &pb, NULL));
     CN_CHECK(can("bob", CN_ACT_PUT_OBJECT, "k", &pb, NULL));
     pb.pab.restrict_public_buckets = true;
@@ -470,7 +483,7 @@ static void test_public_access_block(void)
 /* ---- visibility --------------------------------------------------------------------------------- */
 static void test_visibility(void)
 {
-    cn_authz_bucket_t b = { B, "alice", NULL, NULL, {false, false, false, false} };
+    cn_authz_bucket_t b = { B, "alice", NULL, NULL, { false, false, false, false } };
     CN_CHECK_EQ(cn_authz_visibility(&b), CN_VIS_PRIVATE);
     cn_authz_acl_t acl;
     CN_CHECK_EQ(cn_authz_visibility_acl(CN_VIS_PUBLIC, "alice", &acl), 0);
@@ -488,18 +501,27 @@ static void test_visibility(void)
     b.acl = NULL;
 
     /* By policy: every object readable → public; one prefix, or one address range → private. */
-    static const struct { const char *json; cn_authz_visibility_t v; } t[] = {
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
-         "\"Resource\":\"arn:aws:s3:::b/*\"}}", CN_VIS_PUBLIC},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:ListBucket\","
-         "\"Resource\":\"arn:aws:s3:::b\"}}", CN_VIS_PUBLIC},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
-         "\"Resource\":\"arn:aws:s3:::b/public/*\"}}", CN_VIS_PRIVATE},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
-         "\"Resource\":\"arn:aws:s3:::b/*\",\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":\"10.0.0.0/8\"}}}}",
-         CN_VIS_PRIVATE},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"bob\"},\"Action\":\"s3:GetObject\","
-         "\"Resource\":\"arn:aws:s3:::b/*\"}}", CN_VIS_PRIVATE},
+    static const struct {
+        const char *json;
+        cn_authz_visibility_t v;
+    } t[] = {
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
+          "\"Resource\":\"arn:aws:s3:::b/*\"}}",
+          CN_VIS_PUBLIC },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:ListBucket\","
+          "\"Resource\":\"arn:aws:s3:::b\"}}",
+          CN_VIS_PUBLIC },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
+          "\"Resource\":\"arn:aws:s3:::b/public/*\"}}",
+          CN_VIS_PRIVATE },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
+          "\"Resource\":\"arn:aws:s3:::b/"
+          "*\",\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":\"10.0.0.0/8\"}}}}",
+          CN_VIS_PRIVATE },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"bob\"},\"Action\":\"s3:"
+          "GetObject\","
+          "\"Resource\":\"arn:aws:s3:::b/*\"}}",
+          CN_VIS_PRIVATE },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         cn_authz_policy_t *p = NULL;
@@ -530,7 +552,7 @@ static void test_visibility(void)
 static void test_acl_model(void)
 {
     cn_authz_acl_t a;
-    static const char *const bad[] = {"", "Private", "public", "aws-exec-read", "private "};
+    static const char *const bad[] = { "", "Private", "public", "aws-exec-read", "private " };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CN_CHECK_EQ(cn_authz_acl_canned(&a, bad[i], strlen(bad[i]), "alice", "alice", false),
                     CN_E_INVALID);
@@ -551,16 +573,19 @@ static void test_acl_model(void)
     CN_CHECK_STR(a.grants[1].id, "alice");
     a = canned("bucket-owner-full-control", "alice", "alice", false);
     CN_CHECK_EQ(a.ngrants, 1);
-    a = canned("bucket-owner-read", "alice", NULL, true);       /* on a bucket: private */
+    a = canned("bucket-owner-read", "alice", NULL, true); /* on a bucket: private */
     CN_CHECK_EQ(a.ngrants, 1);
     a = canned("log-delivery-write", "alice", NULL, true);
     CN_CHECK_EQ(a.ngrants, 3);
     CN_CHECK(!cn_authz_acl_is_public(&a));
 
-    static const struct { const char *name; bool pub; } pubs[] = {
-        {"private", false}, {"public-read", true}, {"public-read-write", true},
-        {"authenticated-read", true}, {"bucket-owner-read", false},
-        {"bucket-owner-full-control", false},
+    static const struct {
+        const char *name;
+        bool pub;
+    } pubs[] = {
+        { "private", false },           { "public-read", true },
+        { "public-read-write", true },  { "authenticated-read", true },
+        { "bucket-owner-read", false }, { "bucket-owner-full-control", false },
     };
     for (size_t i = 0; i < sizeof pubs / sizeof pubs[0]; i++) {
         a = canned(pubs[i].name, "bob", "alice", false);
@@ -573,7 +598,8 @@ static void test_acl_model(void)
     CN_CHECK_EQ(cn_authz_acl_init(&a, "bad name"), CN_E_INVALID);
     CN_CHECK_EQ(cn_authz_acl_init(&a, NULL), CN_E_INVALID);
     CN_CHECK_EQ(cn_authz_acl_init(&a, "alice"), 0);
-    CN_CHECK_EQ(cn_authz_acl_add(&a, CN_GRANTEE_USER, "bob", CN_ACL_READ | CN_ACL_WRITE), CN_E_INVALID);
+    CN_CHECK_EQ(cn_authz_acl_add(&a, CN_GRANTEE_USER, "bob", CN_ACL_READ | CN_ACL_WRITE),
+                CN_E_INVALID);
     CN_CHECK_EQ(cn_authz_acl_add(&a, CN_GRANTEE_USER, "bob", 0), CN_E_INVALID);
     CN_CHECK_EQ(cn_authz_acl_add(&a, CN_GRANTEE_USER, "bob", 1u << 5), CN_E_INVALID);
     CN_CHECK_EQ(cn_authz_acl_add(&a, CN_GRANTEE_USER, NULL, CN_ACL_READ), CN_E_INVALID);
@@ -591,10 +617,10 @@ static void test_acl_model(void)
         CN_CHECK_EQ(cn_authz_acl_add(&a, CN_GRANTEE_USER, id, CN_ACL_READ), 0);
     }
     CN_CHECK_EQ(cn_authz_acl_add(&a, CN_GRANTEE_USER, "one-more", CN_ACL_READ), CN_E_LIMIT);
-    CN_CHECK_EQ(cn_authz_acl_add(&a, CN_GRANTEE_USER, "u7", CN_ACL_READ), 0);   /* duplicate: fine */
+    CN_CHECK_EQ(cn_authz_acl_add(&a, CN_GRANTEE_USER, "u7", CN_ACL_READ), 0); /* duplicate: fine */
 
     /* Names. */
-    static const char *const pn[] = {"READ", "WRITE", "READ_ACP", "WRITE_ACP", "FULL_CONTROL"};
+    static const char *const pn[] = { "READ", "WRITE", "READ_ACP", "WRITE_ACP", "FULL_CONTROL" };
     for (unsigned i = 0; i < 5; i++) {
         uint32_t p;
         CN_CHECK_STR(cn_authz_acl_perm_name(1u << i), pn[i]);
@@ -625,7 +651,7 @@ static void test_acl_serialization(void)
     CN_CHECK_EQ(cn_authz_acl_add(&a, CN_GRANTEE_USER, "bob", CN_ACL_WRITE_ACP), 0);
     CN_CHECK_EQ(cn_authz_acl_add(&a, CN_GRANTEE_AUTH_USERS, NULL, CN_ACL_READ_ACP), 0);
     CN_CHECK_EQ(cn_authz_acl_add(&a, CN_GRANTEE_LOG_DELIVERY, NULL, CN_ACL_WRITE), 0);
-    cn_buf_t buf = {0};
+    cn_buf_t buf = { 0 };
     CN_CHECK_EQ(cn_authz_acl_serialize(&a, &buf), 0);
     const char *want =
         "{\"grants\":[{\"id\":\"alice\",\"perm\":\"FULL_CONTROL\"},{\"group\":\"AllUsers\","
@@ -638,7 +664,7 @@ static void test_acl_serialization(void)
     cn_authz_acl_t back;
     CN_CHECK_EQ(cn_authz_acl_parse((const char *)buf.data, buf.len, &back), 0);
     CN_CHECK(acl_equal(&a, &back));
-    cn_buf_t again = {0};
+    cn_buf_t again = { 0 };
     CN_CHECK_EQ(cn_authz_acl_serialize(&back, &again), 0);
     CN_CHECK(again.len == buf.len && memcmp(again.data, buf.data, buf.len) == 0);
     cn_buf_free(&buf);
@@ -653,7 +679,11 @@ static void test_acl_serialization(void)
     cn_buf_free(&buf);
 
     static const char *const bad[] = {
-        "", "{", "[]", "{\"owner\":\"a\"}", "{\"grants\":[]}",
+        "",
+        "{",
+        "[]",
+        "{\"owner\":\"a\"}",
+        "{\"grants\":[]}",
         "{\"grants\":[],\"owner\":\"a\",\"x\":1}",
         "{\"grants\":[],\"owner\":\"bad name\"}",
         "{\"grants\":[],\"owner\":5}",
@@ -676,7 +706,7 @@ static void test_acl_serialization(void)
     }
     CN_CHECK_EQ(cn_authz_acl_parse(NULL, 0, &back), CN_E_INVALID);
     /* More than CN_ACL_MAX_GRANTS grants. */
-    cn_buf_t big = {0};
+    cn_buf_t big = { 0 };
     cn_buf_append_str(&big, "{\"grants\":[");
     for (int i = 0; i <= CN_ACL_MAX_GRANTS; i++)
         cn_buf_printf(&big, "%s{\"id\":\"u%d\",\"perm\":\"READ\"}", i ? "," : "", i);
@@ -693,12 +723,16 @@ static void test_namespace(void)
     /* Closed by default: no grants, nobody but the operator. */
     CN_CHECK_EQ(cn_authz_namespace_decide(NULL, 0, "ns", "bob", user, CN_NS_READ, &d), CN_E_DENIED);
     CN_CHECK_EQ(d.why, CN_WHY_NS_CLOSED);
-    CN_CHECK_EQ(cn_authz_namespace_decide(NULL, 0, "ns", "bob", user, CN_NS_WRITE, &d), CN_E_DENIED);
-    CN_CHECK_EQ(cn_authz_namespace_decide(NULL, 0, "ns", "admin", CN_PERM_ADMIN, CN_NS_READ, &d), 0);
+    CN_CHECK_EQ(cn_authz_namespace_decide(NULL, 0, "ns", "bob", user, CN_NS_WRITE, &d),
+                CN_E_DENIED);
+    CN_CHECK_EQ(cn_authz_namespace_decide(NULL, 0, "ns", "admin", CN_PERM_ADMIN, CN_NS_READ, &d),
+                0);
     CN_CHECK_EQ(d.why, CN_WHY_NS_OPERATOR);
-    CN_CHECK_EQ(cn_authz_namespace_decide(NULL, 0, "ns", "admin", CN_PERM_ADMIN, CN_NS_WRITE, &d), 0);
-    CN_CHECK_EQ(cn_authz_namespace_decide(NULL, 0, "ns", "admin", CN_PERM_ADMIN,
-                                          CN_AUTHZ_NS_DELETE, &d), 0);
+    CN_CHECK_EQ(cn_authz_namespace_decide(NULL, 0, "ns", "admin", CN_PERM_ADMIN, CN_NS_WRITE, &d),
+                0);
+    CN_CHECK_EQ(
+        cn_authz_namespace_decide(NULL, 0, "ns", "admin", CN_PERM_ADMIN, CN_AUTHZ_NS_DELETE, &d),
+        0);
 
     cn_ns_grant_t g[3];
     memset(g, 0, sizeof g);
@@ -712,19 +746,24 @@ static void test_namespace(void)
     snprintf(g[2].account, sizeof g[2].account, "carol");
     g[2].actions = CN_NS_ALL;
 
-    static const struct { const char *who; cn_perms_t perms; uint32_t act; cn_err_t rc;
-                          cn_authz_why_t why; } t[] = {
-        {"bob", user, CN_NS_READ, 0, CN_WHY_NS_GRANT},
-        {"bob", user, CN_NS_WRITE, CN_E_DENIED, CN_WHY_NS_CLOSED},     /* write is on "other" only */
-        {"bob", CN_PERM_BLOBS_WRITE, CN_NS_READ, CN_E_DENIED, CN_WHY_TOKEN},
-        {"bob", user, CN_AUTHZ_NS_DELETE, CN_E_DENIED, CN_WHY_NS_OPERATOR_ONLY},
-        {"carol", user, CN_NS_WRITE, 0, CN_WHY_NS_GRANT},
-        {"carol", CN_PERM_BLOBS_READ, CN_NS_WRITE, CN_E_DENIED, CN_WHY_TOKEN},
-        {"carol", CN_PERM_DEFAULT, CN_AUTHZ_NS_DELETE, CN_E_DENIED, CN_WHY_NS_OPERATOR_ONLY},
-        {"dave", user, CN_NS_READ, CN_E_DENIED, CN_WHY_NS_CLOSED},
-        {NULL, CN_PERM_ALL, CN_NS_READ, CN_E_DENIED, CN_WHY_ANONYMOUS},
-        {"dave", CN_PERM_ADMIN, CN_AUTHZ_NS_DELETE, 0, CN_WHY_NS_OPERATOR},
-        {"dave", CN_PERM_ADMIN, CN_NS_WRITE, 0, CN_WHY_NS_OPERATOR},
+    static const struct {
+        const char *who;
+        cn_perms_t perms;
+        uint32_t act;
+        cn_err_t rc;
+        cn_authz_why_t why;
+    } t[] = {
+        { "bob", user, CN_NS_READ, 0, CN_WHY_NS_GRANT },
+        { "bob", user, CN_NS_WRITE, CN_E_DENIED, CN_WHY_NS_CLOSED }, /* write is on "other" only */
+        { "bob", CN_PERM_BLOBS_WRITE, CN_NS_READ, CN_E_DENIED, CN_WHY_TOKEN },
+        { "bob", user, CN_AUTHZ_NS_DELETE, CN_E_DENIED, CN_WHY_NS_OPERATOR_ONLY },
+        { "carol", user, CN_NS_WRITE, 0, CN_WHY_NS_GRANT },
+        { "carol", CN_PERM_BLOBS_READ, CN_NS_WRITE, CN_E_DENIED, CN_WHY_TOKEN },
+        { "carol", CN_PERM_DEFAULT, CN_AUTHZ_NS_DELETE, CN_E_DENIED, CN_WHY_NS_OPERATOR_ONLY },
+        { "dave", user, CN_NS_READ, CN_E_DENIED, CN_WHY_NS_CLOSED },
+        { NULL, CN_PERM_ALL, CN_NS_READ, CN_E_DENIED, CN_WHY_ANONYMOUS },
+        { "dave", CN_PERM_ADMIN, CN_AUTHZ_NS_DELETE, 0, CN_WHY_NS_OPERATOR },
+        { "dave", CN_PERM_ADMIN, CN_NS_WRITE, 0, CN_WHY_NS_OPERATOR },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         cn_err_t rc = cn_authz_namespace_decide(g, 3, "ns", t[i].who, t[i].perms, t[i].act, &d);
@@ -745,17 +784,9 @@ static void test_namespace(void)
                 CN_E_DENIED);
 }
 
-CN_TEST_MAIN(
-    CN_TEST(test_action_table),
-    CN_TEST(test_invalid_arguments),
-    CN_TEST(test_owner_and_account_actions),
-    CN_TEST(test_canned_bucket_matrix),
-    CN_TEST(test_canned_object_matrix),
-    CN_TEST(test_grant_semantics),
-    CN_TEST(test_token_ceiling),
-    CN_TEST(test_public_access_block),
-    CN_TEST(test_visibility),
-    CN_TEST(test_acl_model),
-    CN_TEST(test_acl_serialization),
-    CN_TEST(test_namespace)
-)
+CN_TEST_MAIN(CN_TEST(test_action_table), CN_TEST(test_invalid_arguments),
+             CN_TEST(test_owner_and_account_actions), CN_TEST(test_canned_bucket_matrix),
+             CN_TEST(test_canned_object_matrix), CN_TEST(test_grant_semantics),
+             CN_TEST(test_token_ceiling), CN_TEST(test_public_access_block),
+             CN_TEST(test_visibility), CN_TEST(test_acl_model), CN_TEST(test_acl_serialization),
+             CN_TEST(test_namespace))

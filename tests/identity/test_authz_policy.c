@@ -22,7 +22,10 @@ static cn_authz_policy_t *pol_for(const char *bucket, const char *json)
     return p;
 }
 
-static cn_authz_policy_t *pol(const char *json) { return pol_for(B, json); }
+static cn_authz_policy_t *pol(const char *json)
+{
+    return pol_for(B, json);
+}
 
 static cn_authz_req_t mkreq(const char *principal, cn_authz_action_t act, const char *key)
 {
@@ -38,7 +41,7 @@ static cn_authz_req_t mkreq(const char *principal, cn_authz_action_t act, const 
 /* Decide as `principal` on bucket B owned by "alice" under policy p. */
 static bool allow_r(const cn_authz_policy_t *p, const cn_authz_req_t *r)
 {
-    cn_authz_bucket_t b = { B, "alice", NULL, p, {false, false, false, false} };
+    cn_authz_bucket_t b = { B, "alice", NULL, p, { false, false, false, false } };
     cn_authz_decision_t d;
     cn_err_t rc = cn_authz_decide(r, &b, NULL, &d);
     CN_CHECK(rc == CN_OK || rc == CN_E_DENIED);
@@ -61,92 +64,110 @@ static void set_ip(cn_authz_req_t *r, const char *ip)
 /* ---- malformed ---------------------------------------------------------------- */
 static void test_malformed_each_has_its_message(void)
 {
-    static const struct { const char *json; const char *msg; } bad[] = {
-        {"", "policy is empty"},
-        {"{", "not valid JSON"},
-        {"[1]", "must be a JSON object"},
-        {"{\"Statement\":[],\"Foo\":1}", "unknown top-level field \"Foo\""},
-        {"{\"Version\":\"2020-01-01\",\"Statement\":{}}", "Version must be"},
-        {"{\"Id\":5,\"Statement\":{}}", "Id must be a string"},
-        {"{\"Version\":\"2012-10-17\"}", "missing Statement"},
-        {"{\"Statement\":[]}", "Statement must be an object or a non-empty list"},
-        {"{\"Statement\":[5]}", "statement 1: a statement must be an object"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-         "\"Resource\":\"arn:aws:s3:::b\",\"Bogus\":1}}", "statement 1: unknown field \"Bogus\""},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:Bogus\","
-         "\"Resource\":\"arn:aws:s3:::b\"}}", "invalid action \"s3:Bogus\": Amazon S3 defines"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:Nope*\","
-         "\"Resource\":\"arn:aws:s3:::b\"}}", "invalid action \"s3:Nope*\": Amazon S3 defines"},
-        {"{\"Statement\":{\"Sid\":7}}", "Sid must be a string"},
-        {"{\"Statement\":{\"Sid\":\"a/b\"}}", "Sid may hold only"},
-        {"{\"Statement\":{\"Principal\":\"*\"}}", "missing Effect"},
-        {"{\"Statement\":{\"Effect\":\"allow\"}}", "Effect must be \"Allow\" or \"Deny\""},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Action\":\"s3:*\"}}", "missing Principal"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"NotPrincipal\":\"*\"}}",
-         "Principal and NotPrincipal are exclusive"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"bob\"}}",
-         "invalid Principal \"bob\""},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{}}}",
-         "Principal must be \"*\" or a non-empty object"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"Federated\":\"x\"}}}",
-         "unsupported Principal type \"Federated\""},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"arn:aws:iam::bob:user/x\"}}}",
-         "an account ARN is arn:aws:iam::NAME:root"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"b o b\"}}}",
-         "invalid principal \"b o b\""},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":[]}}}",
-         "Principal must not be an empty list"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":[3]}}}",
-         "Principal must be a string or a list of strings"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\"}}", "missing Action"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"*\","
-         "\"NotAction\":\"*\"}}", "Action and NotAction are exclusive"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"ec2:Run\"}}",
-         "invalid action \"ec2:Run\""},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\"}}",
-         "missing Resource"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-         "\"Resource\":\"*\",\"NotResource\":\"*\"}}", "Resource and NotResource are exclusive"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-         "\"Resource\":\"*\"}}", "invalid resource \"*\""},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-         "\"Resource\":\"arn:aws:s3:::other/*\"}}", "is outside bucket b"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-         "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":[]}}", "Condition must be an object"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-         "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"StringEquals\":5}}}",
-         "condition StringEquals must be a non-empty object of keys"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-         "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"StringSorta\":{\"s3:prefix\":\"a\"}}}}",
-         "unsupported condition operator \"StringSorta\""},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-         "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"StringEquals\":{\"s3:nope\":\"a\"}}}}",
-         "unsupported condition key \"s3:nope\""},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-         "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"IpAddress\":{\"s3:prefix\":\"a\"}}}}",
-         "IpAddress works only on aws:SourceIp"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-         "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"StringEquals\":{\"aws:SourceIp\":\"a\"}}}}",
-         "aws:SourceIp needs IpAddress or NotIpAddress"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-         "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":\"10.0.0.0/33\"}}}}",
-         "\"10.0.0.0/33\" is not an IP address or CIDR range"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-         "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"NumericLessThan\":{\"s3:max-keys\":\"ten\"}}}}",
-         "\"ten\" is not a number"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-         "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"Bool\":{\"aws:SecureTransport\":\"yes\"}}}}",
-         "\"yes\" is not true or false"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-         "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"StringEquals\":{\"s3:prefix\":[]}}}}",
-         "has no values"},
-        {"{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-         "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"StringEquals\":{\"s3:prefix\":{}}}}}",
-         "values must be strings, numbers or booleans"},
-        {"{\"Statement\":[{\"Sid\":\"x\",\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
-         "\"Resource\":\"arn:aws:s3:::b\"},{\"Sid\":\"x\",\"Effect\":\"Deny\",\"Principal\":\"*\","
-         "\"Action\":\"s3:*\",\"Resource\":\"arn:aws:s3:::b\"}]}", "statement 2: duplicate Sid \"x\""},
-        {"{\"Statement\":{},\"Statement\":{}}", "not valid JSON"},
+    static const struct {
+        const char *json;
+        const char *msg;
+    } bad[] = {
+        { "", "policy is empty" },
+        { "{", "not valid JSON" },
+        { "[1]", "must be a JSON object" },
+        { "{\"Statement\":[],\"Foo\":1}", "unknown top-level field \"Foo\"" },
+        { "{\"Version\":\"2020-01-01\",\"Statement\":{}}", "Version must be" },
+        { "{\"Id\":5,\"Statement\":{}}", "Id must be a string" },
+        { "{\"Version\":\"2012-10-17\"}", "missing Statement" },
+        { "{\"Statement\":[]}", "Statement must be an object or a non-empty list" },
+        { "{\"Statement\":[5]}", "statement 1: a statement must be an object" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+          "\"Resource\":\"arn:aws:s3:::b\",\"Bogus\":1}}",
+          "statement 1: unknown field \"Bogus\"" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:Bogus\","
+          "\"Resource\":\"arn:aws:s3:::b\"}}",
+          "invalid action \"s3:Bogus\": Amazon S3 defines" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:Nope*\","
+          "\"Resource\":\"arn:aws:s3:::b\"}}",
+          "invalid action \"s3:Nope*\": Amazon S3 defines" },
+        { "{\"Statement\":{\"Sid\":7}}", "Sid must be a string" },
+        { "{\"Statement\":{\"Sid\":\"a/b\"}}", "Sid may hold only" },
+        { "{\"Statement\":{\"Principal\":\"*\"}}", "missing Effect" },
+        { "{\"Statement\":{\"Effect\":\"allow\"}}", "Effect must be \"Allow\" or \"Deny\"" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Action\":\"s3:*\"}}", "missing Principal" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"NotPrincipal\":\"*\"}}",
+          "Principal and NotPrincipal are exclusive" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"bob\"}}",
+          "invalid Principal \"bob\"" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{}}}",
+          "Principal must be \"*\" or a non-empty object" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"Federated\":\"x\"}}}",
+          "unsupported Principal type \"Federated\"" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"arn:aws:iam::bob:user/"
+          "x\"}}}",
+          "an account ARN is arn:aws:iam::NAME:root" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"b o b\"}}}",
+          "invalid principal \"b o b\"" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":[]}}}",
+          "Principal must not be an empty list" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":[3]}}}",
+          "Principal must be a string or a list of strings" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\"}}", "missing Action" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"*\","
+          "\"NotAction\":\"*\"}}",
+          "Action and NotAction are exclusive" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"ec2:Run\"}}",
+          "invalid action \"ec2:Run\"" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\"}}",
+          "missing Resource" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+          "\"Resource\":\"*\",\"NotResource\":\"*\"}}",
+          "Resource and NotResource are exclusive" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+          "\"Resource\":\"*\"}}",
+          "invalid resource \"*\"" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+          "\"Resource\":\"arn:aws:s3:::other/*\"}}",
+          "is outside bucket b" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+          "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":[]}}",
+          "Condition must be an object" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+          "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"StringEquals\":5}}}",
+          "condition StringEquals must be a non-empty object of keys" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+          "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"StringSorta\":{\"s3:prefix\":\"a\"}}}}",
+          "unsupported condition operator \"StringSorta\"" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+          "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"StringEquals\":{\"s3:nope\":\"a\"}}}}",
+          "unsupported condition key \"s3:nope\"" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+          "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"IpAddress\":{\"s3:prefix\":\"a\"}}}}",
+          "IpAddress works only on aws:SourceIp" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+          "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"StringEquals\":{\"aws:SourceIp\":\"a\"}"
+          "}}}",
+          "aws:SourceIp needs IpAddress or NotIpAddress" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+          "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":\"10.0.0."
+          "0/33\"}}}}",
+          "\"10.0.0.0/33\" is not an IP address or CIDR range" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+          "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"NumericLessThan\":{\"s3:max-keys\":"
+          "\"ten\"}}}}",
+          "\"ten\" is not a number" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+          "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"Bool\":{\"aws:SecureTransport\":"
+          "\"yes\"}}}}",
+          "\"yes\" is not true or false" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+          "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"StringEquals\":{\"s3:prefix\":[]}}}}",
+          "has no values" },
+        { "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:*\","
+          "\"Resource\":\"arn:aws:s3:::b\",\"Condition\":{\"StringEquals\":{\"s3:prefix\":{}}}}}",
+          "values must be strings, numbers or booleans" },
+        { "{\"Statement\":[{\"Sid\":\"x\",\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:"
+          "*\","
+          "\"Resource\":\"arn:aws:s3:::b\"},{\"Sid\":\"x\",\"Effect\":\"Deny\",\"Principal\":\"*\","
+          "\"Action\":\"s3:*\",\"Resource\":\"arn:aws:s3:::b\"}]}",
+          "statement 2: duplicate Sid \"x\"" },
+        { "{\"Statement\":{},\"Statement\":{}}", "not valid JSON" },
     };
     size_t n = sizeof bad / sizeof bad[0];
     char msgs[sizeof bad / sizeof bad[0]][CN_AUTHZ_ERR_MAX];
@@ -218,20 +239,25 @@ static void test_well_formed_shapes(void)
 /* ---- principals --------------------------------------------------------------- */
 static void test_principals(void)
 {
-    static const struct { const char *principal; bool bob, carol, anon; } t[] = {
-        {"\"*\"", true, true, true},
-        {"{\"AWS\":\"*\"}", true, true, true},
-        {"{\"AWS\":\"arn:aws:iam::bob:root\"}", true, false, false},
-        {"{\"AWS\":\"bob\"}", true, false, false},
-        {"{\"AWS\":[\"bob\",\"carol\"]}", true, true, false},
-        {"{\"CanonicalUser\":\"carol\"}", false, true, false},
-        {"{\"Service\":\"s3.amazonaws.com\"}", false, false, false},
-        {"{\"AWS\":\"bo\"}", false, false, false},
+    static const struct {
+        const char *principal;
+        bool bob, carol, anon;
+    } t[] = {
+        { "\"*\"", true, true, true },
+        { "{\"AWS\":\"*\"}", true, true, true },
+        { "{\"AWS\":\"arn:aws:iam::bob:root\"}", true, false, false },
+        { "{\"AWS\":\"bob\"}", true, false, false },
+        { "{\"AWS\":[\"bob\",\"carol\"]}", true, true, false },
+        { "{\"CanonicalUser\":\"carol\"}", false, true, false },
+        { "{\"Service\":\"s3.amazonaws.com\"}", false, false, false },
+        { "{\"AWS\":\"bo\"}", false, false, false },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         char json[512];
-        snprintf(json, sizeof json, "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":%s,"
-                 "\"Action\":\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::b/*\"}}", t[i].principal);
+        snprintf(json, sizeof json,
+                 "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":%s,"
+                 "\"Action\":\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::b/*\"}}",
+                 t[i].principal);
         cn_authz_policy_t *p = pol(json);
         CN_CHECK_EQ(allow(p, "bob", CN_ACT_GET_OBJECT, "k"), t[i].bob);
         CN_CHECK_EQ(allow(p, "carol", CN_ACT_GET_OBJECT, "k"), t[i].carol);
@@ -239,35 +265,40 @@ static void test_principals(void)
         cn_authz_policy_free(p);
     }
     /* NotPrincipal: a Deny for everyone but bob. */
-    cn_authz_policy_t *p = pol(
-        "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
-        "\"Resource\":\"arn:aws:s3:::b/*\"},{\"Effect\":\"Deny\",\"NotPrincipal\":{\"AWS\":\"bob\"},"
-        "\"Action\":\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::b/*\"}]}");
+    cn_authz_policy_t *p =
+        pol("{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
+            "\"Resource\":\"arn:aws:s3:::b/"
+            "*\"},{\"Effect\":\"Deny\",\"NotPrincipal\":{\"AWS\":\"bob\"},"
+            "\"Action\":\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::b/*\"}]}");
     CN_CHECK(allow(p, "bob", CN_ACT_GET_OBJECT, "k"));
     CN_CHECK(!allow(p, "carol", CN_ACT_GET_OBJECT, "k"));
     CN_CHECK(!allow(p, NULL, CN_ACT_GET_OBJECT, "k"));
-    CN_CHECK(!allow(p, "alice", CN_ACT_GET_OBJECT, "k"));   /* the owner too */
+    CN_CHECK(!allow(p, "alice", CN_ACT_GET_OBJECT, "k")); /* the owner too */
     cn_authz_policy_free(p);
 }
 
 /* ---- wildcards ------------------------------------------------------------------ */
 static void test_action_wildcards(void)
 {
-    static const struct { const char *action; bool get, put, list, get_acl; } t[] = {
-        {"\"*\"", true, true, true, true},
-        {"\"s3:*\"", true, true, true, true},
-        {"\"s3:Get*\"", true, false, false, true},
-        {"\"s3:*Object\"", true, true, false, false},
-        {"\"s3:?etObject\"", true, false, false, false},
-        {"\"S3:getobject\"", true, false, false, false},      /* actions ignore case */
-        {"[\"s3:PutObject\",\"s3:ListBucket\"]", false, true, true, false},
-        {"\"s3:GetObjectVersio?\"", false, false, false, false},
-        {"\"s3:PutObjectTagging\"", false, false, false, false}, /* defined, not used here */
-        {"\"s3:*Acl\"", false, false, false, true},
+    static const struct {
+        const char *action;
+        bool get, put, list, get_acl;
+    } t[] = {
+        { "\"*\"", true, true, true, true },
+        { "\"s3:*\"", true, true, true, true },
+        { "\"s3:Get*\"", true, false, false, true },
+        { "\"s3:*Object\"", true, true, false, false },
+        { "\"s3:?etObject\"", true, false, false, false },
+        { "\"S3:getobject\"", true, false, false, false }, /* actions ignore case */
+        { "[\"s3:PutObject\",\"s3:ListBucket\"]", false, true, true, false },
+        { "\"s3:GetObjectVersio?\"", false, false, false, false },
+        { "\"s3:PutObjectTagging\"", false, false, false, false }, /* defined, not used here */
+        { "\"s3:*Acl\"", false, false, false, true },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         char json[512];
-        snprintf(json, sizeof json, "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\","
+        snprintf(json, sizeof json,
+                 "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\","
                  "\"Action\":%s,\"Resource\":[\"arn:aws:s3:::b\",\"arn:aws:s3:::b/*\"]}}",
                  t[i].action);
         cn_authz_policy_t *p = pol(json);
@@ -287,28 +318,34 @@ static void test_action_wildcards(void)
 
 static void test_resource_wildcards(void)
 {
-    static const struct { const char *res; const char *key; bool ok; } t[] = {
-        {"arn:aws:s3:::b/*", "anything/at/all", true},
-        {"arn:aws:s3:::b/*", "", true},
-        {"arn:aws:s3:::b/public/*", "public/x.txt", true},
-        {"arn:aws:s3:::b/public/*", "public", false},
-        {"arn:aws:s3:::b/public/*", "private/x", false},
-        {"arn:aws:s3:::b/*.jpg", "a/b/c.jpg", true},
-        {"arn:aws:s3:::b/*.jpg", "a.jpeg", false},
-        {"arn:aws:s3:::b/????.txt", "abcd.txt", true},
-        {"arn:aws:s3:::b/????.txt", "abc.txt", false},
-        {"arn:aws:s3:::b/a*b*c", "aXXbYYc", true},
-        {"arn:aws:s3:::b/a*b*c", "aXXbYY", false},
-        {"arn:aws:s3:::b/exact", "exact", true},
-        {"arn:aws:s3:::b/exact", "Exact", false},          /* keys are case-sensitive */
-        {"arn:aws:s3:::b", "k", false},                     /* the bucket is not its objects */
-        {"arn:aws:s3:::*", "k", true},
-        {"arn:aws:s3:::b*", "k", true},                     /* '*' crosses '/' */
+    static const struct {
+        const char *res;
+        const char *key;
+        bool ok;
+    } t[] = {
+        { "arn:aws:s3:::b/*", "anything/at/all", true },
+        { "arn:aws:s3:::b/*", "", true },
+        { "arn:aws:s3:::b/public/*", "public/x.txt", true },
+        { "arn:aws:s3:::b/public/*", "public", false },
+        { "arn:aws:s3:::b/public/*", "private/x", false },
+        { "arn:aws:s3:::b/*.jpg", "a/b/c.jpg", true },
+        { "arn:aws:s3:::b/*.jpg", "a.jpeg", false },
+        { "arn:aws:s3:::b/????.txt", "abcd.txt", true },
+        { "arn:aws:s3:::b/????.txt", "abc.txt", false },
+        { "arn:aws:s3:::b/a*b*c", "aXXbYYc", true },
+        { "arn:aws:s3:::b/a*b*c", "aXXbYY", false },
+        { "arn:aws:s3:::b/exact", "exact", true },
+        { "arn:aws:s3:::b/exact", "Exact", false }, /* keys are case-sensitive */
+        { "arn:aws:s3:::b", "k", false },           /* the bucket is not its objects */
+        { "arn:aws:s3:::*", "k", true },
+        { "arn:aws:s3:::b*", "k", true }, /* '*' crosses '/' */
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         char json[512];
-        snprintf(json, sizeof json, "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\","
-                 "\"Action\":\"s3:GetObject\",\"Resource\":\"%s\"}}", t[i].res);
+        snprintf(json, sizeof json,
+                 "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\","
+                 "\"Action\":\"s3:GetObject\",\"Resource\":\"%s\"}}",
+                 t[i].res);
         cn_authz_policy_t *p = pol(json);
         if (allow(p, "bob", CN_ACT_GET_OBJECT, t[i].key) != t[i].ok)
             fprintf(stderr, "# case %zu: %s vs %s\n", i, t[i].res, t[i].key);
@@ -353,12 +390,13 @@ static void test_allow_deny_precedence(void)
         "\"Resource\":\"arn:aws:s3:::b/secret/*\"},"
         "{\"Sid\":\"BobWrites\",\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"bob\"},"
         "\"Action\":[\"s3:PutObject\",\"s3:DeleteObject\"],\"Resource\":\"arn:aws:s3:::b/*\"},"
-        "{\"Sid\":\"NoCarol\",\"Effect\":\"Deny\",\"Principal\":{\"AWS\":\"arn:aws:iam::carol:root\"},"
+        "{\"Sid\":\"NoCarol\",\"Effect\":\"Deny\",\"Principal\":{\"AWS\":\"arn:aws:iam::carol:"
+        "root\"},"
         "\"Action\":\"s3:*\",\"Resource\":[\"arn:aws:s3:::b\",\"arn:aws:s3:::b/*\"]}]}");
     CN_CHECK(allow(p, "bob", CN_ACT_GET_OBJECT, "pub/x"));
     CN_CHECK(allow(p, NULL, CN_ACT_GET_OBJECT, "pub/x"));
     CN_CHECK(!allow(p, "bob", CN_ACT_GET_OBJECT, "secret/x"));
-    CN_CHECK(!allow(p, "alice", CN_ACT_GET_OBJECT, "secret/x"));   /* Deny binds the owner */
+    CN_CHECK(!allow(p, "alice", CN_ACT_GET_OBJECT, "secret/x")); /* Deny binds the owner */
     CN_CHECK(allow(p, "alice", CN_ACT_GET_OBJECT, "pub/x"));
     CN_CHECK(allow(p, "bob", CN_ACT_PUT_OBJECT, "pub/x"));
     CN_CHECK(!allow(p, "bob", CN_ACT_PUT_OBJECT, "secret/x"));
@@ -368,7 +406,7 @@ static void test_allow_deny_precedence(void)
 
     /* The reason names the statement. */
     cn_authz_req_t r = mkreq("carol", CN_ACT_GET_OBJECT, "pub/x");
-    cn_authz_bucket_t b = { B, "alice", NULL, p, {false, false, false, false} };
+    cn_authz_bucket_t b = { B, "alice", NULL, p, { false, false, false, false } };
     cn_authz_decision_t d;
     CN_CHECK_EQ(cn_authz_decide(&r, &b, NULL, &d), CN_E_DENIED);
     CN_CHECK_EQ(d.why, CN_WHY_POLICY_DENY);
@@ -412,11 +450,22 @@ static void test_source_ip(void)
         "\"Resource\":\"arn:aws:s3:::b/*\"},{\"Sid\":\"OnlyInside\",\"Effect\":\"Deny\","
         "\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"arn:aws:s3:::b/*\",\"Condition\":"
         "{\"NotIpAddress\":{\"aws:SourceIp\":[\"10.0.0.0/8\",\"2001:db8::/32\"]}}}]}");
-    static const struct { const char *ip; bool ok; } t[] = {
-        {"10.1.2.3", true}, {"10.255.255.255", true}, {"11.0.0.0", false}, {"9.255.255.255", false},
-        {"192.168.1.1", false}, {"::ffff:10.9.9.9", true}, {"::ffff:192.168.0.1", false},
-        {"2001:db8::1", true}, {"2001:db8:ffff:ffff::1", true}, {"2001:db9::1", false},
-        {"::1", false}, {"fe80::1", false},
+    static const struct {
+        const char *ip;
+        bool ok;
+    } t[] = {
+        { "10.1.2.3", true },
+        { "10.255.255.255", true },
+        { "11.0.0.0", false },
+        { "9.255.255.255", false },
+        { "192.168.1.1", false },
+        { "::ffff:10.9.9.9", true },
+        { "::ffff:192.168.0.1", false },
+        { "2001:db8::1", true },
+        { "2001:db8:ffff:ffff::1", true },
+        { "2001:db9::1", false },
+        { "::1", false },
+        { "fe80::1", false },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         cn_authz_req_t r = mkreq("bob", CN_ACT_GET_OBJECT, "k");
@@ -424,7 +473,7 @@ static void test_source_ip(void)
         if (allow_r(p, &r) != t[i].ok)
             fprintf(stderr, "# case %s\n", t[i].ip);
         CN_CHECK_EQ(allow_r(p, &r), t[i].ok);
-        r.principal = "alice";   /* the owner is bound by the Deny too */
+        r.principal = "alice"; /* the owner is bound by the Deny too */
         CN_CHECK_EQ(allow_r(p, &r), t[i].ok);
     }
     /* An unknown source address is outside every range: NotIpAddress holds. */
@@ -435,11 +484,21 @@ static void test_source_ip(void)
     /* IpAddress allow with odd prefixes, a single host, a v4-mapped range. */
     p = pol("{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
             "\"Resource\":\"arn:aws:s3:::b/*\",\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":"
-            "[\"192.0.2.128/25\",\"198.51.100.7\",\"::ffff:203.0.113.0/120\",\"2001:db8:abcd::/49\"]}}}}");
-    static const struct { const char *ip; bool ok; } u[] = {
-        {"192.0.2.128", true}, {"192.0.2.255", true}, {"192.0.2.127", false},
-        {"198.51.100.7", true}, {"198.51.100.8", false}, {"203.0.113.9", true},
-        {"203.0.114.1", false}, {"2001:db8:abcd:7fff::1", true}, {"2001:db8:abcd:8000::1", false},
+            "[\"192.0.2.128/25\",\"198.51.100.7\",\"::ffff:203.0.113.0/120\",\"2001:db8:abcd::/"
+            "49\"]}}}}");
+    static const struct {
+        const char *ip;
+        bool ok;
+    } u[] = {
+        { "192.0.2.128", true },
+        { "192.0.2.255", true },
+        { "192.0.2.127", false },
+        { "198.51.100.7", true },
+        { "198.51.100.8", false },
+        { "203.0.113.9", true },
+        { "203.0.114.1", false },
+        { "2001:db8:abcd:7fff::1", true },
+        { "2001:db8:abcd:8000::1", false },
     };
     for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
         r = mkreq(NULL, CN_ACT_GET_OBJECT, "k");
@@ -449,7 +508,7 @@ static void test_source_ip(void)
         CN_CHECK_EQ(allow_r(p, &r), u[i].ok);
     }
     r = mkreq(NULL, CN_ACT_GET_OBJECT, "k");
-    CN_CHECK(!allow_r(p, &r));   /* unknown address: IpAddress does not hold */
+    CN_CHECK(!allow_r(p, &r)); /* unknown address: IpAddress does not hold */
     cn_authz_policy_free(p);
 }
 
@@ -500,12 +559,17 @@ static void test_ip_helpers(void)
 static cn_authz_policy_t *list_cond(const char *cond)
 {
     char json[1024];
-    snprintf(json, sizeof json, "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\","
-             "\"Action\":\"s3:ListBucket\",\"Resource\":\"arn:aws:s3:::b\",\"Condition\":%s}}", cond);
+    snprintf(json, sizeof json,
+             "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\","
+             "\"Action\":\"s3:ListBucket\",\"Resource\":\"arn:aws:s3:::b\",\"Condition\":%s}}",
+             cond);
     return pol(json);
 }
 
-typedef struct { const char *prefix, *delimiter, *max_keys; bool ok; } list_case_t;
+typedef struct {
+    const char *prefix, *delimiter, *max_keys;
+    bool ok;
+} list_case_t;
 
 static void run_list_cases(const char *cond, const list_case_t *c, size_t n)
 {
@@ -525,97 +589,114 @@ static void run_list_cases(const char *cond, const list_case_t *c, size_t n)
 static void test_conditions_strings(void)
 {
     static const list_case_t eq[] = {
-        {"home/", NULL, NULL, true}, {"home", NULL, NULL, false}, {"HOME/", NULL, NULL, false},
-        {"docs/", NULL, NULL, true}, {NULL, NULL, NULL, false}, {"", NULL, NULL, false},
+        { "home/", NULL, NULL, true },  { "home", NULL, NULL, false },
+        { "HOME/", NULL, NULL, false }, { "docs/", NULL, NULL, true },
+        { NULL, NULL, NULL, false },    { "", NULL, NULL, false },
     };
     run_list_cases("{\"StringEquals\":{\"s3:prefix\":[\"home/\",\"docs/\"]}}", eq, 6);
 
-    static const list_case_t ic[] = { {"HOME/", NULL, NULL, true}, {"home", NULL, NULL, false} };
+    static const list_case_t ic[] = { { "HOME/", NULL, NULL, true },
+                                      { "home", NULL, NULL, false } };
     run_list_cases("{\"StringEqualsIgnoreCase\":{\"s3:prefix\":\"home/\"}}", ic, 2);
 
     static const list_case_t like[] = {
-        {"home/bob/", NULL, NULL, true}, {"home/", NULL, NULL, true}, {"hom", NULL, NULL, false},
-        {NULL, NULL, NULL, false},
+        { "home/bob/", NULL, NULL, true },
+        { "home/", NULL, NULL, true },
+        { "hom", NULL, NULL, false },
+        { NULL, NULL, NULL, false },
     };
     run_list_cases("{\"StringLike\":{\"s3:prefix\":\"home/*\"}}", like, 4);
 
     /* Negated operators hold when the key is absent (AWS semantics). */
     static const list_case_t ne[] = {
-        {"secret/", NULL, NULL, false}, {"x", NULL, NULL, true}, {NULL, NULL, NULL, true},
+        { "secret/", NULL, NULL, false },
+        { "x", NULL, NULL, true },
+        { NULL, NULL, NULL, true },
     };
     run_list_cases("{\"StringNotEquals\":{\"s3:prefix\":\"secret/\"}}", ne, 3);
     static const list_case_t nl[] = {
-        {"secret/a", NULL, NULL, false}, {"open/", NULL, NULL, true}, {NULL, NULL, NULL, true},
+        { "secret/a", NULL, NULL, false },
+        { "open/", NULL, NULL, true },
+        { NULL, NULL, NULL, true },
     };
     run_list_cases("{\"StringNotLike\":{\"s3:prefix\":[\"secret/*\",\"private*\"]}}", nl, 3);
 
     /* IfExists: an absent key passes. */
     static const list_case_t ie[] = {
-        {"home/", NULL, NULL, true}, {"x", NULL, NULL, false}, {NULL, NULL, NULL, true},
+        { "home/", NULL, NULL, true },
+        { "x", NULL, NULL, false },
+        { NULL, NULL, NULL, true },
     };
     run_list_cases("{\"StringLikeIfExists\":{\"s3:prefix\":\"home/*\"}}", ie, 3);
 
     /* Two keys in a block AND; two blocks AND. */
     static const list_case_t both[] = {
-        {"home/", "/", NULL, true}, {"home/", NULL, NULL, false}, {"home/", "|", NULL, false},
-        {"x/", "/", NULL, false},
+        { "home/", "/", NULL, true },
+        { "home/", NULL, NULL, false },
+        { "home/", "|", NULL, false },
+        { "x/", "/", NULL, false },
     };
     run_list_cases("{\"StringEquals\":{\"s3:prefix\":\"home/\",\"s3:delimiter\":\"/\"}}", both, 4);
-    run_list_cases("{\"StringEquals\":{\"s3:prefix\":\"home/\"},\"StringLike\":{\"s3:delimiter\":\"/\"}}",
-                   both, 4);
+    run_list_cases(
+        "{\"StringEquals\":{\"s3:prefix\":\"home/\"},\"StringLike\":{\"s3:delimiter\":\"/\"}}",
+        both, 4);
 
     /* ForAnyValue on an absent key fails, ForAllValues on one holds. */
-    static const list_case_t any[] = { {"a", NULL, NULL, true}, {NULL, NULL, NULL, false} };
+    static const list_case_t any[] = { { "a", NULL, NULL, true }, { NULL, NULL, NULL, false } };
     run_list_cases("{\"ForAnyValue:StringEquals\":{\"s3:prefix\":[\"a\",\"b\"]}}", any, 2);
-    static const list_case_t all[] = { {"a", NULL, NULL, true}, {"c", NULL, NULL, false},
-                                       {NULL, NULL, NULL, true} };
+    static const list_case_t all[] = { { "a", NULL, NULL, true },
+                                       { "c", NULL, NULL, false },
+                                       { NULL, NULL, NULL, true } };
     run_list_cases("{\"ForAllValues:StringEquals\":{\"s3:prefix\":[\"a\",\"b\"]}}", all, 3);
 
     /* Null. */
-    static const list_case_t nul[] = { {NULL, NULL, NULL, true}, {"a", NULL, NULL, false} };
+    static const list_case_t nul[] = { { NULL, NULL, NULL, true }, { "a", NULL, NULL, false } };
     run_list_cases("{\"Null\":{\"s3:prefix\":\"true\"}}", nul, 2);
-    static const list_case_t notnul[] = { {NULL, NULL, NULL, false}, {"a", NULL, NULL, true} };
+    static const list_case_t notnul[] = { { NULL, NULL, NULL, false }, { "a", NULL, NULL, true } };
     run_list_cases("{\"Null\":{\"s3:prefix\":false}}", notnul, 2);
 
     /* Keys ignore case. */
-    static const list_case_t kc[] = { {"a", NULL, NULL, true}, {"b", NULL, NULL, false} };
+    static const list_case_t kc[] = { { "a", NULL, NULL, true }, { "b", NULL, NULL, false } };
     run_list_cases("{\"StringEquals\":{\"S3:Prefix\":\"a\"}}", kc, 2);
 }
 
 static void test_conditions_numbers(void)
 {
     static const list_case_t le[] = {
-        {NULL, NULL, "100", true}, {NULL, NULL, "99", true}, {NULL, NULL, "101", false},
-        {NULL, NULL, "ten", false}, {NULL, NULL, "", false}, {NULL, NULL, NULL, false},
-        {NULL, NULL, "1e2", true},
+        { NULL, NULL, "100", true },  { NULL, NULL, "99", true }, { NULL, NULL, "101", false },
+        { NULL, NULL, "ten", false }, { NULL, NULL, "", false },  { NULL, NULL, NULL, false },
+        { NULL, NULL, "1e2", true },
     };
     run_list_cases("{\"NumericLessThanEquals\":{\"s3:max-keys\":\"100\"}}", le, 7);
-    static const list_case_t lt[] = { {NULL, NULL, "100", false}, {NULL, NULL, "5", true} };
+    static const list_case_t lt[] = { { NULL, NULL, "100", false }, { NULL, NULL, "5", true } };
     run_list_cases("{\"NumericLessThan\":{\"s3:max-keys\":100}}", lt, 2);
-    static const list_case_t gt[] = { {NULL, NULL, "10", true}, {NULL, NULL, "5", false} };
+    static const list_case_t gt[] = { { NULL, NULL, "10", true }, { NULL, NULL, "5", false } };
     run_list_cases("{\"NumericGreaterThan\":{\"s3:max-keys\":5}}", gt, 2);
-    static const list_case_t ge[] = { {NULL, NULL, "5", true}, {NULL, NULL, "4", false} };
+    static const list_case_t ge[] = { { NULL, NULL, "5", true }, { NULL, NULL, "4", false } };
     run_list_cases("{\"NumericGreaterThanEquals\":{\"s3:max-keys\":5}}", ge, 2);
-    static const list_case_t eq[] = { {NULL, NULL, "5", true}, {NULL, NULL, "5.0", true},
-                                      {NULL, NULL, "6", false} };
+    static const list_case_t eq[] = { { NULL, NULL, "5", true },
+                                      { NULL, NULL, "5.0", true },
+                                      { NULL, NULL, "6", false } };
     run_list_cases("{\"NumericEquals\":{\"s3:max-keys\":5}}", eq, 3);
-    static const list_case_t ne[] = { {NULL, NULL, "5", false}, {NULL, NULL, "6", true},
-                                      {NULL, NULL, NULL, true} };
+    static const list_case_t ne[] = { { NULL, NULL, "5", false },
+                                      { NULL, NULL, "6", true },
+                                      { NULL, NULL, NULL, true } };
     run_list_cases("{\"NumericNotEquals\":{\"s3:max-keys\":5}}", ne, 3);
     /* String operators on max-keys compare the text. */
-    static const list_case_t se[] = { {NULL, NULL, "1000", true}, {NULL, NULL, "01000", false} };
+    static const list_case_t se[] = { { NULL, NULL, "1000", true },
+                                      { NULL, NULL, "01000", false } };
     run_list_cases("{\"StringEquals\":{\"s3:max-keys\":1000}}", se, 2);
 }
 
 static void test_conditions_acl_tags_transport(void)
 {
     /* The usual "uploads must hand the bucket owner full control" Deny. */
-    cn_authz_policy_t *p = pol(
-        "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"bob\"},"
-        "\"Action\":\"s3:PutObject\",\"Resource\":\"arn:aws:s3:::b/*\"},"
-        "{\"Effect\":\"Deny\",\"Principal\":\"*\",\"Action\":\"s3:PutObject\","
-        "\"Resource\":\"arn:aws:s3:::b/*\",\"Condition\":{\"StringNotEquals\":"
-        "{\"s3:x-amz-acl\":\"bucket-owner-full-control\"}}}]}");
+    cn_authz_policy_t *p =
+        pol("{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"bob\"},"
+            "\"Action\":\"s3:PutObject\",\"Resource\":\"arn:aws:s3:::b/*\"},"
+            "{\"Effect\":\"Deny\",\"Principal\":\"*\",\"Action\":\"s3:PutObject\","
+            "\"Resource\":\"arn:aws:s3:::b/*\",\"Condition\":{\"StringNotEquals\":"
+            "{\"s3:x-amz-acl\":\"bucket-owner-full-control\"}}}]}");
     cn_authz_req_t r = mkreq("bob", CN_ACT_PUT_OBJECT, "k");
     CN_CHECK(!allow_r(p, &r));
     r.x_amz_acl = "public-read";
@@ -628,17 +709,17 @@ static void test_conditions_acl_tags_transport(void)
     p = pol("{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
             "\"Resource\":\"arn:aws:s3:::b/*\",\"Condition\":{\"StringEquals\":"
             "{\"s3:ExistingObjectTag/visibility\":\"public\"}}}}");
-    cn_authz_bucket_t b = { B, "alice", NULL, p, {false, false, false, false} };
-    cn_authz_tag_t pub[] = { {"team", "red"}, {"visibility", "public"} };
-    cn_authz_tag_t priv[] = { {"visibility", "private"} };
-    cn_authz_tag_t wrongcase[] = { {"Visibility", "public"} };
+    cn_authz_bucket_t b = { B, "alice", NULL, p, { false, false, false, false } };
+    cn_authz_tag_t pub[] = { { "team", "red" }, { "visibility", "public" } };
+    cn_authz_tag_t priv[] = { { "visibility", "private" } };
+    cn_authz_tag_t wrongcase[] = { { "Visibility", "public" } };
     cn_authz_object_t o1 = { "alice", NULL, pub, 2 }, o2 = { "alice", NULL, priv, 1 };
     cn_authz_object_t o3 = { "alice", NULL, NULL, 0 }, o4 = { "alice", NULL, wrongcase, 1 };
     r = mkreq(NULL, CN_ACT_GET_OBJECT, "k");
     CN_CHECK_EQ(cn_authz_decide(&r, &b, &o1, NULL), CN_OK);
     CN_CHECK_EQ(cn_authz_decide(&r, &b, &o2, NULL), CN_E_DENIED);
     CN_CHECK_EQ(cn_authz_decide(&r, &b, &o3, NULL), CN_E_DENIED);
-    CN_CHECK_EQ(cn_authz_decide(&r, &b, &o4, NULL), CN_E_DENIED);   /* tag keys keep case */
+    CN_CHECK_EQ(cn_authz_decide(&r, &b, &o4, NULL), CN_E_DENIED); /* tag keys keep case */
     CN_CHECK_EQ(cn_authz_decide(&r, &b, NULL, NULL), CN_E_DENIED);
     cn_authz_policy_free(p);
 
@@ -685,13 +766,13 @@ static void test_conditions_acl_tags_transport(void)
  * actions alike; the anonymous caller is never among the listed. */
 static void test_not_principal_deny(void)
 {
-    cn_authz_policy_t *p = pol(
-        "{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\","
-        "\"Action\":[\"s3:ListBucket\",\"s3:GetObject\"],"
-        "\"Resource\":[\"arn:aws:s3:::b\",\"arn:aws:s3:::b/*\"]},"
-        "{\"Effect\":\"Deny\",\"NotPrincipal\":{\"AWS\":[\"arn:aws:iam::bob:root\",\"alice\"],"
-        "\"CanonicalUser\":\"carol\"},\"Action\":\"s3:*\","
-        "\"Resource\":[\"arn:aws:s3:::b\",\"arn:aws:s3:::b/*\"]}]}");
+    cn_authz_policy_t *p =
+        pol("{\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\","
+            "\"Action\":[\"s3:ListBucket\",\"s3:GetObject\"],"
+            "\"Resource\":[\"arn:aws:s3:::b\",\"arn:aws:s3:::b/*\"]},"
+            "{\"Effect\":\"Deny\",\"NotPrincipal\":{\"AWS\":[\"arn:aws:iam::bob:root\",\"alice\"],"
+            "\"CanonicalUser\":\"carol\"},\"Action\":\"s3:*\","
+            "\"Resource\":[\"arn:aws:s3:::b\",\"arn:aws:s3:::b/*\"]}]}");
     static const char *const listed[] = { "alice", "bob", "carol" };
     for (size_t i = 0; i < 3; i++) {
         CN_CHECK(allow(p, listed[i], CN_ACT_LIST_BUCKET, NULL));
@@ -703,7 +784,7 @@ static void test_not_principal_deny(void)
     /* Being listed grants nothing by itself: bob has no write, the owner has. */
     CN_CHECK(!allow(p, "bob", CN_ACT_PUT_OBJECT, "k"));
     CN_CHECK(allow(p, "alice", CN_ACT_PUT_OBJECT, "k"));
-    CN_CHECK(cn_authz_policy_is_public(p));   /* the Allow for "*" */
+    CN_CHECK(cn_authz_policy_is_public(p)); /* the Allow for "*" */
     cn_authz_policy_free(p);
 
     /* NotPrincipal "*" excludes everyone: the Deny never applies. */
@@ -723,15 +804,15 @@ static void test_conditions_grant_headers(void)
 {
     /* The S3 user guide's example: bob may upload only when the request grants
      * the bucket owner full control. */
-    cn_authz_policy_t *p = pol(
-        "{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"bob\"},"
-        "\"Action\":\"s3:PutObject\",\"Resource\":\"arn:aws:s3:::b/*\",\"Condition\":"
-        "{\"StringEquals\":{\"S3:X-Amz-Grant-Full-Control\":\"id=alice\"}}}}");
+    cn_authz_policy_t *p =
+        pol("{\"Statement\":{\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"bob\"},"
+            "\"Action\":\"s3:PutObject\",\"Resource\":\"arn:aws:s3:::b/*\",\"Condition\":"
+            "{\"StringEquals\":{\"S3:X-Amz-Grant-Full-Control\":\"id=alice\"}}}}");
     cn_authz_req_t r = mkreq("bob", CN_ACT_PUT_OBJECT, "k");
     CN_CHECK(!allow_r(p, &r));
     r.grants.full_control = "id=bob";
     CN_CHECK(!allow_r(p, &r));
-    r.grants.read = "id=alice";                  /* another header does not count */
+    r.grants.read = "id=alice"; /* another header does not count */
     CN_CHECK(!allow_r(p, &r));
     r.grants.full_control = "id=alice";
     CN_CHECK(allow_r(p, &r));
@@ -739,7 +820,7 @@ static void test_conditions_grant_headers(void)
     cn_authz_policy_free(p);
 
     static const char *const keys[] = {
-        "s3:x-amz-grant-read", "s3:x-amz-grant-write", "s3:x-amz-grant-read-acp",
+        "s3:x-amz-grant-read",      "s3:x-amz-grant-write",        "s3:x-amz-grant-read-acp",
         "s3:x-amz-grant-write-acp", "s3:x-amz-grant-full-control",
     };
     for (size_t i = 0; i < 5; i++) {
@@ -747,7 +828,8 @@ static void test_conditions_grant_headers(void)
         snprintf(json, sizeof json,
                  "{\"Statement\":{\"Effect\":\"Deny\",\"Principal\":\"*\",\"Action\":\"s3:*\","
                  "\"Resource\":[\"arn:aws:s3:::b\",\"arn:aws:s3:::b/*\"],"
-                 "\"Condition\":{\"Null\":{\"%s\":\"false\"}}}}", keys[i]);
+                 "\"Condition\":{\"Null\":{\"%s\":\"false\"}}}}",
+                 keys[i]);
         p = pol(json);
         for (size_t j = 0; j < 5; j++) {
             /* Only header j sent, by the owner: denied exactly when it is key i's. */
@@ -790,46 +872,71 @@ static void test_conditions_grant_headers(void)
 /* ---- is public ------------------------------------------------------------------------------ */
 static void test_policy_is_public(void)
 {
-    static const struct { const char *stmt; bool pub; } t[] = {
-        {"\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
-         "\"Resource\":\"arn:aws:s3:::b/*\"", true},
-        {"\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"*\"},\"Action\":\"s3:GetObject\","
-         "\"Resource\":\"arn:aws:s3:::b/*\"", true},
-        {"\"Effect\":\"Allow\",\"Principal\":{\"AWS\":[\"bob\",\"*\"]},\"Action\":\"s3:GetObject\","
-         "\"Resource\":\"arn:aws:s3:::b/*\"", true},
-        {"\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"bob\"},\"Action\":\"s3:*\","
-         "\"Resource\":\"arn:aws:s3:::b/*\"", false},
-        {"\"Effect\":\"Deny\",\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"arn:aws:s3:::b/*\"",
-         false},
-        {"\"Effect\":\"Allow\",\"NotPrincipal\":{\"AWS\":\"bob\"},\"Action\":\"s3:GetObject\","
-         "\"Resource\":\"arn:aws:s3:::b/*\"", true},
-        {"\"Effect\":\"Allow\",\"NotPrincipal\":\"*\",\"Action\":\"s3:GetObject\","
-         "\"Resource\":\"arn:aws:s3:::b/*\"", false},
-        {"\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
-         "\"arn:aws:s3:::b/*\",\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":\"10.0.0.0/8\"}}", false},
-        {"\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
-         "\"arn:aws:s3:::b/*\",\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":\"0.0.0.0/0\"}}", true},
-        {"\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
-         "\"arn:aws:s3:::b/*\",\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":[\"10.0.0.0/8\",\"0.0.0.0/7\"]}}",
-         true},
-        {"\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
-         "\"arn:aws:s3:::b/*\",\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":\"2001:db8::/32\"}}", false},
-        {"\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
-         "\"arn:aws:s3:::b/*\",\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":\"2001::/16\"}}", true},
-        {"\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
-         "\"arn:aws:s3:::b/*\",\"Condition\":{\"IpAddressIfExists\":{\"aws:SourceIp\":\"10.0.0.0/8\"}}", true},
-        {"\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
-         "\"arn:aws:s3:::b/*\",\"Condition\":{\"NotIpAddress\":{\"aws:SourceIp\":\"10.0.0.0/8\"}}", true},
-        {"\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
-         "\"arn:aws:s3:::b/*\",\"Condition\":{\"StringLike\":{\"s3:prefix\":\"x*\"}}", true},
-        {"\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
-         "\"arn:aws:s3:::b/*\",\"Condition\":{\"StringEquals\":{\"aws:SourceAccount\":\"bob\"}}", false},
-        {"\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
-         "\"arn:aws:s3:::b/*\",\"Condition\":{\"StringLike\":{\"aws:SourceArn\":\"arn:*\"}}", true},
-        {"\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
-         "\"arn:aws:s3:::b/*\",\"Condition\":{\"ArnEquals\":{\"aws:SourceArn\":\"arn:aws:s3:::x\"}}", false},
-        {"\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
-         "\"arn:aws:s3:::b/*\",\"Condition\":{\"Bool\":{\"aws:SecureTransport\":\"true\"}}", true},
+    static const struct {
+        const char *stmt;
+        bool pub;
+    } t[] = {
+        { "\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\","
+          "\"Resource\":\"arn:aws:s3:::b/*\"",
+          true },
+        { "\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"*\"},\"Action\":\"s3:GetObject\","
+          "\"Resource\":\"arn:aws:s3:::b/*\"",
+          true },
+        { "\"Effect\":\"Allow\",\"Principal\":{\"AWS\":[\"bob\",\"*\"]},\"Action\":\"s3:"
+          "GetObject\","
+          "\"Resource\":\"arn:aws:s3:::b/*\"",
+          true },
+        { "\"Effect\":\"Allow\",\"Principal\":{\"AWS\":\"bob\"},\"Action\":\"s3:*\","
+          "\"Resource\":\"arn:aws:s3:::b/*\"",
+          false },
+        { "\"Effect\":\"Deny\",\"Principal\":\"*\",\"Action\":\"s3:*\",\"Resource\":\"arn:aws:s3:::"
+          "b/*\"",
+          false },
+        { "\"Effect\":\"Allow\",\"NotPrincipal\":{\"AWS\":\"bob\"},\"Action\":\"s3:GetObject\","
+          "\"Resource\":\"arn:aws:s3:::b/*\"",
+          true },
+        { "\"Effect\":\"Allow\",\"NotPrincipal\":\"*\",\"Action\":\"s3:GetObject\","
+          "\"Resource\":\"arn:aws:s3:::b/*\"",
+          false },
+        { "\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
+          "\"arn:aws:s3:::b/*\",\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":\"10.0.0.0/8\"}}",
+          false },
+        { "\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
+          "\"arn:aws:s3:::b/*\",\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":\"0.0.0.0/0\"}}",
+          true },
+        { "\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
+          "\"arn:aws:s3:::b/*\",\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":[\"10.0.0.0/"
+          "8\",\"0.0.0.0/7\"]}}",
+          true },
+        { "\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
+          "\"arn:aws:s3:::b/*\",\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":\"2001:db8::/32\"}}",
+          false },
+        { "\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
+          "\"arn:aws:s3:::b/*\",\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":\"2001::/16\"}}",
+          true },
+        { "\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
+          "\"arn:aws:s3:::b/*\",\"Condition\":{\"IpAddressIfExists\":{\"aws:SourceIp\":\"10.0.0.0/"
+          "8\"}}",
+          true },
+        { "\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
+          "\"arn:aws:s3:::b/*\",\"Condition\":{\"NotIpAddress\":{\"aws:SourceIp\":\"10.0.0.0/8\"}}",
+          true },
+        { "\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
+          "\"arn:aws:s3:::b/*\",\"Condition\":{\"StringLike\":{\"s3:prefix\":\"x*\"}}",
+          true },
+        { "\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
+          "\"arn:aws:s3:::b/*\",\"Condition\":{\"StringEquals\":{\"aws:SourceAccount\":\"bob\"}}",
+          false },
+        { "\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
+          "\"arn:aws:s3:::b/*\",\"Condition\":{\"StringLike\":{\"aws:SourceArn\":\"arn:*\"}}",
+          true },
+        { "\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
+          "\"arn:aws:s3:::b/"
+          "*\",\"Condition\":{\"ArnEquals\":{\"aws:SourceArn\":\"arn:aws:s3:::x\"}}",
+          false },
+        { "\"Effect\":\"Allow\",\"Principal\":\"*\",\"Action\":\"s3:GetObject\",\"Resource\":"
+          "\"arn:aws:s3:::b/*\",\"Condition\":{\"Bool\":{\"aws:SecureTransport\":\"true\"}}",
+          true },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         char json[1024];
@@ -852,13 +959,13 @@ static void test_policy_is_public(void)
 
 static void test_public_read_policy_helper(void)
 {
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     CN_CHECK_EQ(cn_authz_policy_public_read("photos", &b), 0);
     cn_authz_policy_t *p = NULL;
     char err[CN_AUTHZ_ERR_MAX];
     CN_CHECK_EQ(cn_authz_policy_parse((const char *)b.data, b.len, "photos", &p, err), 0);
     CN_CHECK(cn_authz_policy_is_public(p));
-    cn_authz_bucket_t bk = { "photos", "alice", NULL, p, {false, false, false, false} };
+    cn_authz_bucket_t bk = { "photos", "alice", NULL, p, { false, false, false, false } };
     cn_authz_req_t r = mkreq(NULL, CN_ACT_GET_OBJECT, "a/b.jpg");
     CN_CHECK_EQ(cn_authz_decide(&r, &bk, NULL, NULL), CN_OK);
     r.action = CN_ACT_PUT_OBJECT;
@@ -872,20 +979,10 @@ static void test_public_read_policy_helper(void)
     cn_buf_free(&b);
 }
 
-CN_TEST_MAIN(
-    CN_TEST(test_malformed_each_has_its_message),
-    CN_TEST(test_well_formed_shapes),
-    CN_TEST(test_principals),
-    CN_TEST(test_action_wildcards),
-    CN_TEST(test_resource_wildcards),
-    CN_TEST(test_allow_deny_precedence),
-    CN_TEST(test_source_ip),
-    CN_TEST(test_ip_helpers),
-    CN_TEST(test_conditions_strings),
-    CN_TEST(test_conditions_numbers),
-    CN_TEST(test_conditions_acl_tags_transport),
-    CN_TEST(test_not_principal_deny),
-    CN_TEST(test_conditions_grant_headers),
-    CN_TEST(test_policy_is_public),
-    CN_TEST(test_public_read_policy_helper)
-)
+CN_TEST_MAIN(CN_TEST(test_malformed_each_has_its_message), CN_TEST(test_well_formed_shapes),
+             CN_TEST(test_principals), CN_TEST(test_action_wildcards),
+             CN_TEST(test_resource_wildcards), CN_TEST(test_allow_deny_precedence),
+             CN_TEST(test_source_ip), CN_TEST(test_ip_helpers), CN_TEST(test_conditions_strings),
+             CN_TEST(test_conditions_numbers), CN_TEST(test_conditions_acl_tags_transport),
+             CN_TEST(test_not_principal_deny), CN_TEST(test_conditions_grant_headers),
+             CN_TEST(test_policy_is_public), CN_TEST(test_public_read_policy_helper))

@@ -27,7 +27,11 @@ static void rmtree(const char *d)
         fprintf(stderr, "# could not remove %s\n", d);
 }
 
-typedef struct { char *dir; cn_meta_t *meta; cn_identity_t *id; } fx_t;
+typedef struct {
+    char *dir;
+    cn_meta_t *meta;
+    cn_identity_t *id;
+} fx_t;
 
 static void fx_open(fx_t *f, const char *dir)
 {
@@ -61,11 +65,11 @@ static void test_perms(void)
     CN_CHECK_EQ(cn_perm_parse("all", 3, &p), 0);
     CN_CHECK_EQ(p, CN_PERM_ALL);
     CN_CHECK_EQ(cn_perm_parse("object:gets", 11, &p), CN_E_INVALID);
-    CN_CHECK_EQ(cn_perm_parse("object:getX", 10, &p), 0);     /* length-bounded */
+    CN_CHECK_EQ(cn_perm_parse("object:getX", 10, &p), 0); /* length-bounded */
     CN_CHECK_EQ(cn_perm_parse("", 0, &p), CN_E_INVALID);
     const char *names[] = { "bucket:create", "bucket:delete", "bucket:list", "object:get",
-                            "object:put", "object:delete", "object:list", "blobs:read",
-                            "blobs:write", "admin" };
+                            "object:put",    "object:delete", "object:list", "blobs:read",
+                            "blobs:write",   "admin" };
     for (unsigned i = 0; i < 10; i++) {
         CN_CHECK_STR(cn_perm_name(1u << i), names[i]);
         CN_CHECK_EQ(cn_perm_parse(names[i], strlen(names[i]), &p), 0);
@@ -97,7 +101,7 @@ static void test_bootstrap_file(void)
     CN_CHECK_EQ(cn_identity_bootstrap(f.id, f.dir), 0);
     snprintf(path, sizeof path, "%s/admin.token", f.dir);
     CN_CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
-    char cred[CN_CREDENTIAL_MAX] = {0};
+    char cred[CN_CREDENTIAL_MAX] = { 0 };
     FILE *fp = fopen(path, "r");
     CN_CHECK(fp && fgets(cred, sizeof cred, fp));
     if (fp)
@@ -136,10 +140,10 @@ static void test_bootstrap_env(void)
     fx_t f;
     fx_open(&f, NULL);
     CN_CHECK_EQ(cn_identity_bootstrap(f.id, f.dir), 0);
-    CN_CHECK_EQ(cn_identity_bootstrap(f.id, f.dir), 0);     /* idempotent */
+    CN_CHECK_EQ(cn_identity_bootstrap(f.id, f.dir), 0); /* idempotent */
     char path[512];
     snprintf(path, sizeof path, "%s/admin.token", f.dir);
-    CN_CHECK(access(path, F_OK) != 0);                     /* no file written */
+    CN_CHECK(access(path, F_OK) != 0); /* no file written */
     cn_principal_t p;
     CN_CHECK_EQ(auth(f.id, "envadmin:s3cr:et:with:colons", &p), 0);
     CN_CHECK_STR(p.token_id, "envadmin");
@@ -170,8 +174,7 @@ static void test_authenticate(void)
     CN_CHECK_STR(a.email, "alice@example.com");
     CN_CHECK(a.id > 0 && !a.disabled && a.created_at > 0);
     CN_CHECK_EQ(cn_identity_account_create(f.id, "alice", NULL, NULL), CN_E_EXISTS);
-    CN_CHECK_EQ(cn_identity_account_create(f.id, "alice2", "alice@example.com", NULL),
-                CN_E_EXISTS);
+    CN_CHECK_EQ(cn_identity_account_create(f.id, "alice2", "alice@example.com", NULL), CN_E_EXISTS);
     CN_CHECK_EQ(cn_identity_account_create(f.id, "bob", NULL, NULL), 0);
     CN_CHECK_EQ(cn_identity_account_create(f.id, "-bad", NULL, NULL), CN_E_INVALID);
     CN_CHECK_EQ(cn_identity_account_create(f.id, "has:colon", NULL, NULL), CN_E_INVALID);
@@ -185,8 +188,9 @@ static void test_authenticate(void)
     CN_CHECK_EQ(cn_identity_account_by_email(f.id, "x@y.z", &b), CN_E_NOT_FOUND);
 
     char cred[CN_CREDENTIAL_MAX];
-    CN_CHECK_EQ(cn_identity_token_create(f.id, "alice", CN_PERM_OBJECT_GET | CN_PERM_BLOBS_READ,
-                                         0, cred), 0);
+    CN_CHECK_EQ(
+        cn_identity_token_create(f.id, "alice", CN_PERM_OBJECT_GET | CN_PERM_BLOBS_READ, 0, cred),
+        0);
     CN_CHECK_EQ(cn_identity_token_create(f.id, "nobody", CN_PERM_OBJECT_GET, 0, cred),
                 CN_E_NOT_FOUND);
     char tmp[CN_CREDENTIAL_MAX];
@@ -215,12 +219,12 @@ static void test_authenticate(void)
     CN_CHECK_EQ(auth(f.id, tmp, &p), CN_E_AUTH);
     snprintf(tmp, sizeof tmp, "%s:", tid);
     CN_CHECK_EQ(auth(f.id, tmp, &p), CN_E_AUTH);
-    CN_CHECK_EQ(auth(f.id, tid, &p), CN_E_AUTH);                /* no colon */
+    CN_CHECK_EQ(auth(f.id, tid, &p), CN_E_AUTH); /* no colon */
     CN_CHECK_EQ(auth(f.id, "", &p), CN_E_AUTH);
     CN_CHECK_EQ(auth(f.id, ":secret", &p), CN_E_AUTH);
     CN_CHECK_EQ(auth(f.id, "UNKNOWNID:secret", &p), CN_E_AUTH);
     CN_CHECK_EQ(cn_identity_authenticate(f.id, NULL, 0, &p), CN_E_AUTH);
-    snprintf(tmp, sizeof tmp, "%s%s", tid, colon + 1);  /* id and secret, no colon */
+    snprintf(tmp, sizeof tmp, "%s%s", tid, colon + 1); /* id and secret, no colon */
     CN_CHECK_EQ(auth(f.id, tmp, &p), CN_E_AUTH);
     /* Secret lookup (SigV4). */
     uint8_t sec[CN_SECRET_MAX];
@@ -233,21 +237,20 @@ static void test_authenticate(void)
     CN_CHECK_EQ(cn_identity_lookup_secret(f.id, tid, sec, 4, &slen, NULL), CN_E_TOO_LARGE);
     CN_CHECK_EQ(cn_identity_lookup_secret(f.id, "UNKNOWN", sec, sizeof sec, &slen, NULL),
                 CN_E_AUTH);
-    CN_CHECK_EQ(cn_identity_lookup_secret(f.id, "bad:id", sec, sizeof sec, &slen, NULL),
-                CN_E_AUTH);
+    CN_CHECK_EQ(cn_identity_lookup_secret(f.id, "bad:id", sec, sizeof sec, &slen, NULL), CN_E_AUTH);
 
     /* A second handle on the same data dir, as `cairn admin` would be. */
     cn_meta_t *m2;
     cn_identity_t *id2;
     CN_CHECK_EQ(cn_meta_open(f.dir, NULL, &m2), 0);
     CN_CHECK_EQ(cn_identity_open(m2, f.dir, &id2), 0);
-    CN_CHECK_EQ(auth(id2, cred, &p), 0);                        /* same key file */
+    CN_CHECK_EQ(auth(id2, cred, &p), 0); /* same key file */
 
     /* Disable from the other handle: seen here once the TTL passes. */
     cn_identity_set_cache_ttl(f.id, 300);
-    CN_CHECK_EQ(auth(f.id, cred, &p), 0);                       /* cached */
+    CN_CHECK_EQ(auth(f.id, cred, &p), 0); /* cached */
     CN_CHECK_EQ(cn_identity_account_set_disabled(id2, "alice", true), 0);
-    CN_CHECK_EQ(auth(id2, cred, &p), CN_E_AUTH);                /* at once there */
+    CN_CHECK_EQ(auth(id2, cred, &p), CN_E_AUTH); /* at once there */
     int64_t t0 = cn_mono_ms();
     while (auth(f.id, cred, &p) == 0 && cn_mono_ms() - t0 < 3000)
         usleep(20000);
@@ -268,7 +271,7 @@ static void test_authenticate(void)
         usleep(20000);
     CN_CHECK(cn_mono_ms() - t0 < 1000);
     CN_CHECK_EQ(auth(f.id, cred, &p), CN_E_AUTH);
-    CN_CHECK_EQ(cn_identity_token_revoke(f.id, tid), 0);        /* again: fine */
+    CN_CHECK_EQ(cn_identity_token_revoke(f.id, tid), 0); /* again: fine */
     CN_CHECK_EQ(cn_identity_token_revoke(f.id, "UNKNOWN"), CN_E_NOT_FOUND);
 
     /* Revoke through the same handle applies at once despite the cache. */
@@ -282,8 +285,7 @@ static void test_authenticate(void)
     /* Expired token. */
     CN_CHECK_EQ(cn_identity_token_create(f.id, "bob", CN_PERM_DEFAULT, time(NULL) - 1, cred), 0);
     CN_CHECK_EQ(auth(f.id, cred, &p), CN_E_AUTH);
-    CN_CHECK_EQ(cn_identity_token_create(f.id, "bob", CN_PERM_DEFAULT, time(NULL) + 3600, cred),
-                0);
+    CN_CHECK_EQ(cn_identity_token_create(f.id, "bob", CN_PERM_DEFAULT, time(NULL) + 3600, cred), 0);
     CN_CHECK_EQ(auth(f.id, cred, &p), 0);
 
     cn_identity_close(id2);
@@ -291,7 +293,10 @@ static void test_authenticate(void)
     fx_close(&f, true);
 }
 
-typedef struct { int n; int revoked; } count_t;
+typedef struct {
+    int n;
+    int revoked;
+} count_t;
 static cn_err_t count_tok(void *arg, const cn_token_info_t *t)
 {
     count_t *c = arg;
@@ -326,20 +331,20 @@ static void test_lists_and_grants(void)
     CN_CHECK_EQ(cn_identity_token_create(f.id, "alice", CN_PERM_BLOBS_READ, 0, cred), 0);
     *strchr(cred, ':') = '\0';
     CN_CHECK_EQ(cn_identity_token_revoke(f.id, cred), 0);
-    count_t c = {0, 0};
+    count_t c = { 0, 0 };
     CN_CHECK_EQ(cn_identity_account_list(f.id, count_acc, &c), 0);
     CN_CHECK_EQ(c.n, 2);
-    c = (count_t){0, 0};
+    c = (count_t){ 0, 0 };
     CN_CHECK_EQ(cn_identity_token_list(f.id, NULL, count_tok, &c), 0);
     CN_CHECK_EQ(c.n, 3);
     CN_CHECK_EQ(c.revoked, 1);
-    c = (count_t){0, 0};
+    c = (count_t){ 0, 0 };
     CN_CHECK_EQ(cn_identity_token_list(f.id, "alice", count_tok, &c), 0);
     CN_CHECK_EQ(c.n, 2);
 
     uint32_t act = 99;
     CN_CHECK_EQ(cn_identity_ns_actions(f.id, "ns1", a.id, &act), 0);
-    CN_CHECK_EQ(act, 0);                                      /* closed by default */
+    CN_CHECK_EQ(act, 0); /* closed by default */
     CN_CHECK_EQ(cn_identity_grant(f.id, "ns1", "alice", CN_NS_READ), 0);
     CN_CHECK_EQ(cn_identity_grant(f.id, "ns1", "alice", CN_NS_WRITE), 0);
     CN_CHECK_EQ(cn_identity_ns_actions(f.id, "ns1", a.id, &act), 0);
@@ -350,10 +355,10 @@ static void test_lists_and_grants(void)
     CN_CHECK_EQ(cn_identity_grant(f.id, "ns2", "nobody", CN_NS_READ), CN_E_NOT_FOUND);
     CN_CHECK_EQ(cn_identity_grant(f.id, "bad ns", "alice", CN_NS_READ), CN_E_INVALID);
     CN_CHECK_EQ(cn_identity_grant(f.id, "ns2", "alice", 0), CN_E_INVALID);
-    c = (count_t){0, 0};
+    c = (count_t){ 0, 0 };
     CN_CHECK_EQ(cn_identity_grant_list(f.id, NULL, count_grant, &c), 0);
     CN_CHECK_EQ(c.n, 2);
-    c = (count_t){0, 0};
+    c = (count_t){ 0, 0 };
     CN_CHECK_EQ(cn_identity_grant_list(f.id, "ns1", count_grant, &c), 0);
     CN_CHECK_EQ(c.n, 1);
     CN_CHECK_EQ(c.revoked, CN_NS_ALL);
@@ -364,7 +369,7 @@ static void test_lists_and_grants(void)
     CN_CHECK_EQ(cn_identity_revoke(f.id, "ns1", "alice", CN_NS_ALL), 0);
     CN_CHECK_EQ(cn_identity_ns_actions(f.id, "ns1", a.id, &act), 0);
     CN_CHECK_EQ(act, 0);
-    c = (count_t){0, 0};
+    c = (count_t){ 0, 0 };
     CN_CHECK_EQ(cn_identity_grant_list(f.id, "ns1", count_grant, &c), 0);
     CN_CHECK_EQ(c.n, 0);
     /* A disabled account holds no namespace action. */
@@ -385,10 +390,10 @@ static void test_rate_limit(void)
     int ok = 0;
     for (int i = 0; i < 20; i++)
         ok += cn_identity_rate_take(f.id, "tokA") == 0;
-    CN_CHECK_EQ(ok, 5);                                       /* the burst */
+    CN_CHECK_EQ(ok, 5); /* the burst */
     CN_CHECK_EQ(cn_identity_rate_take(f.id, "tokA"), CN_E_RATE_LIMITED);
-    CN_CHECK_EQ(cn_identity_rate_take(f.id, "tokB"), 0);      /* per token */
-    usleep(250000);                                           /* ~2.5 refilled */
+    CN_CHECK_EQ(cn_identity_rate_take(f.id, "tokB"), 0); /* per token */
+    usleep(250000);                                      /* ~2.5 refilled */
     ok = 0;
     for (int i = 0; i < 10; i++)
         ok += cn_identity_rate_take(f.id, "tokA") == 0;
@@ -424,12 +429,6 @@ static void test_bad_key_file(void)
     free(dir);
 }
 
-CN_TEST_MAIN(
-    CN_TEST(test_perms),
-    CN_TEST(test_bootstrap_file),
-    CN_TEST(test_bootstrap_env),
-    CN_TEST(test_authenticate),
-    CN_TEST(test_lists_and_grants),
-    CN_TEST(test_rate_limit),
-    CN_TEST(test_bad_key_file),
-)
+CN_TEST_MAIN(CN_TEST(test_perms), CN_TEST(test_bootstrap_file), CN_TEST(test_bootstrap_env),
+             CN_TEST(test_authenticate), CN_TEST(test_lists_and_grants), CN_TEST(test_rate_limit),
+             CN_TEST(test_bad_key_file), )

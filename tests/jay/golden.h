@@ -14,9 +14,11 @@ static const char *golden_dir = "tests/jay/golden";
 
 static int golden_hexval(int c)
 {
-    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= '0' && c <= '9')
+        return c - '0';
     c = tolower(c);
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
     return -1;
 }
 
@@ -35,7 +37,8 @@ static int golden_load(const char *name, cn_buf_t *out)
     int c, rc = 0;
     while ((c = fgetc(f)) != EOF) {
         if (c == '#') {
-            while ((c = fgetc(f)) != EOF && c != '\n') {}
+            while ((c = fgetc(f)) != EOF && c != '\n') {
+            }
         } else if (c == '"') {
             while ((c = fgetc(f)) != EOF && c != '"')
                 cn_buf_put_u8(out, (uint8_t)c);

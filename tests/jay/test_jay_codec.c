@@ -68,7 +68,7 @@ static void test_hello_classify(void)
     CN_CHECK_EQ(h.verdict, CN_JAY_HS_AUTH_FAILED);
 
     /* Encoder limits. */
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     CN_CHECK_EQ(cn_jay_hello_encode(&b, "", 0), CN_E_INVALID);
     char *big = calloc(1, 65536);
     CN_CHECK_EQ(cn_jay_hello_encode(&b, big, 65536), CN_E_LIMIT);
@@ -100,7 +100,7 @@ static void test_welcome_decode(void)
     cn_jay_welcome_encode(w, CN_JAY_HS_OK);
     for (size_t n = 0; n < 8; n++)
         CN_CHECK_EQ(cn_jay_welcome_decode(w, n, &out), CN_E_AGAIN);
-    w[6] = 0xAB;   /* reserved: must be ignored */
+    w[6] = 0xAB; /* reserved: must be ignored */
     w[7] = 0xCD;
     CN_CHECK_EQ(cn_jay_welcome_decode(w, 8, &out), 0);
     CN_CHECK_EQ(out.status, CN_JAY_HS_OK);
@@ -110,7 +110,7 @@ static void test_welcome_decode(void)
     w[4] = 2;
     CN_CHECK_EQ(cn_jay_welcome_decode(w, 8, &out), CN_E_PROTOCOL);
     cn_jay_welcome_encode(w, CN_JAY_HS_VERSION_MISMATCH);
-    w[4] = 2;      /* a newer server saying so in its own version */
+    w[4] = 2; /* a newer server saying so in its own version */
     CN_CHECK_EQ(cn_jay_welcome_decode(w, 8, &out), 0);
     CN_CHECK_EQ(out.status, CN_JAY_HS_VERSION_MISMATCH);
 }
@@ -151,41 +151,65 @@ static void test_header_limits(void)
 /* ---- truncation and overrun of every layout ---------------------------------- */
 
 static const char *const req_fixtures[] = {
-    "req_create_bucket", "req_delete_bucket", "req_head_bucket", "req_list_buckets",
-    "req_ping", "req_get_object", "req_head_object", "req_delete_object", "req_put_object",
-    "req_put_object_skip_etag", "req_put_object_legacy", "req_list_objects",
-    "req_get_object_range", "req_copy_object", "req_create_multipart", "req_upload_part",
-    "req_complete_multipart", "req_abort_multipart", "req_list_parts",
+    "req_create_bucket",
+    "req_delete_bucket",
+    "req_head_bucket",
+    "req_list_buckets",
+    "req_ping",
+    "req_get_object",
+    "req_head_object",
+    "req_delete_object",
+    "req_put_object",
+    "req_put_object_skip_etag",
+    "req_put_object_legacy",
+    "req_list_objects",
+    "req_get_object_range",
+    "req_copy_object",
+    "req_create_multipart",
+    "req_upload_part",
+    "req_complete_multipart",
+    "req_abort_multipart",
+    "req_list_parts",
 };
 
-static const struct { const char *name; uint8_t op; } resp_fixtures[] = {
-    {"resp_put_object", CN_JAY_OP_PUT_OBJECT}, {"resp_upload_part", CN_JAY_OP_UPLOAD_PART},
-    {"resp_get_object", CN_JAY_OP_GET_OBJECT}, {"resp_head_object", CN_JAY_OP_HEAD_OBJECT},
-    {"resp_get_object_range", CN_JAY_OP_GET_OBJECT_RANGE},
-    {"resp_copy_object", CN_JAY_OP_COPY_OBJECT}, {"resp_list_objects", CN_JAY_OP_LIST_OBJECTS},
-    {"resp_list_buckets", CN_JAY_OP_LIST_BUCKETS}, {"resp_head_bucket", CN_JAY_OP_HEAD_BUCKET},
-    {"resp_complete_multipart", CN_JAY_OP_COMPLETE_MULTIPART},
-    {"resp_list_parts", CN_JAY_OP_LIST_PARTS}, {"resp_create_multipart", CN_JAY_OP_CREATE_MULTIPART},
-    {"resp_error_not_found", CN_JAY_OP_GET_OBJECT}, {"resp_error_unknown_op", CN_JAY_OP_PING},
+static const struct {
+    const char *name;
+    uint8_t op;
+} resp_fixtures[] = {
+    { "resp_put_object", CN_JAY_OP_PUT_OBJECT },
+    { "resp_upload_part", CN_JAY_OP_UPLOAD_PART },
+    { "resp_get_object", CN_JAY_OP_GET_OBJECT },
+    { "resp_head_object", CN_JAY_OP_HEAD_OBJECT },
+    { "resp_get_object_range", CN_JAY_OP_GET_OBJECT_RANGE },
+    { "resp_copy_object", CN_JAY_OP_COPY_OBJECT },
+    { "resp_list_objects", CN_JAY_OP_LIST_OBJECTS },
+    { "resp_list_buckets", CN_JAY_OP_LIST_BUCKETS },
+    { "resp_head_bucket", CN_JAY_OP_HEAD_BUCKET },
+    { "resp_complete_multipart", CN_JAY_OP_COMPLETE_MULTIPART },
+    { "resp_list_parts", CN_JAY_OP_LIST_PARTS },
+    { "resp_create_multipart", CN_JAY_OP_CREATE_MULTIPART },
+    { "resp_error_not_found", CN_JAY_OP_GET_OBJECT },
+    { "resp_error_unknown_op", CN_JAY_OP_PING },
 };
 
 static void test_req_truncated(void)
 {
     for (size_t f = 0; f < sizeof req_fixtures / sizeof req_fixtures[0]; f++) {
-        cn_buf_t fx = {0};
+        cn_buf_t fx = { 0 };
         CN_CHECK(golden_load(req_fixtures[f], &fx) == 0);
         uint8_t op = fx.data[0];
         const uint8_t *meta = fx.data + CN_JAY_HDR_LEN;
         size_t len = fx.len - CN_JAY_HDR_LEN;
         cn_jay_req_t q;
-        bool has_skip = op == CN_JAY_OP_PUT_OBJECT && strcmp(req_fixtures[f], "req_put_object_legacy");
+        bool has_skip =
+            op == CN_JAY_OP_PUT_OBJECT && strcmp(req_fixtures[f], "req_put_object_legacy");
         for (size_t cut = 0; cut < len; cut++) {
             /* Each cut is copied to a fresh allocation so ASan sees any overread. */
             uint8_t *copy = malloc(cut ? cut : 1);
             memcpy(copy, meta, cut);
             cn_err_t e = cn_jay_req_decode(op, copy, cut, &q);
             if (has_skip && cut == len - 1)
-                CN_CHECK_EQ(e, 0);        /* skip_etag is optional: legacy layout */
+                CN_CHECK_EQ(e, 0); /* skip_etag is optional: legacy layout */
             else if (e != CN_E_PROTOCOL) {
                 fprintf(stderr, "# %s cut at %zu: %s\n", req_fixtures[f], cut, cn_errname(e));
                 CN_CHECK(0);
@@ -199,7 +223,7 @@ static void test_req_truncated(void)
         if (has_skip || op != CN_JAY_OP_PUT_OBJECT)
             CN_CHECK_EQ(e, CN_E_PROTOCOL);
         else
-            CN_CHECK_EQ(e, 0);            /* legacy + one byte = skip_etag false */
+            CN_CHECK_EQ(e, 0); /* legacy + one byte = skip_etag false */
         cn_buf_free(&fx);
     }
 }
@@ -207,7 +231,7 @@ static void test_req_truncated(void)
 static void test_resp_truncated(void)
 {
     for (size_t f = 0; f < sizeof resp_fixtures / sizeof resp_fixtures[0]; f++) {
-        cn_buf_t fx = {0};
+        cn_buf_t fx = { 0 };
         CN_CHECK(golden_load(resp_fixtures[f].name, &fx) == 0);
         uint8_t status = fx.data[0];
         const uint8_t *meta = fx.data + CN_JAY_HDR_LEN;
@@ -224,8 +248,9 @@ static void test_resp_truncated(void)
             free(copy);
         }
         cn_buf_put_u8(&fx, 0);
-        CN_CHECK_EQ(cn_jay_resp_decode(resp_fixtures[f].op, status, fx.data + CN_JAY_HDR_LEN,
-                                       len + 1, &r), CN_E_PROTOCOL);
+        CN_CHECK_EQ(
+            cn_jay_resp_decode(resp_fixtures[f].op, status, fx.data + CN_JAY_HDR_LEN, len + 1, &r),
+            CN_E_PROTOCOL);
         cn_buf_free(&fx);
     }
 }
@@ -244,7 +269,9 @@ static void test_counts_past_end(void)
     static const uint8_t s[] = { 0xFF, 0xFF, 'b' };
     CN_CHECK_EQ(cn_jay_req_decode(CN_JAY_OP_CREATE_BUCKET, s, sizeof s, &q), CN_E_PROTOCOL);
     /* List responses whose count cannot fit in what is left. */
-    static const uint8_t lo[] = { 0x00, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+    static const uint8_t lo[] = {
+        0x00, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+    };
     CN_CHECK_EQ(cn_jay_resp_decode(CN_JAY_OP_LIST_OBJECTS, 0, lo, sizeof lo, &r), CN_E_PROTOCOL);
     static const uint8_t lb[] = { 0xFF, 0xFF, 0, 0, 0, 0 };
     CN_CHECK_EQ(cn_jay_resp_decode(CN_JAY_OP_LIST_BUCKETS, 0, lb, sizeof lb, &r), CN_E_PROTOCOL);
@@ -267,7 +294,7 @@ static void test_counts_past_end(void)
 
 static void test_encoder_limits(void)
 {
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     cn_jay_w_t w;
     char *big = malloc(70000);
     memset(big, 'a', 70000);
@@ -278,7 +305,7 @@ static void test_encoder_limits(void)
     CN_CHECK_EQ(b.len, CN_JAY_HDR_LEN + 2 + 65535);
     cn_buf_reset(&b);
 
-    cn_buf_put_u8(&b, 0x77);   /* bytes before the frame are untouched on failure */
+    cn_buf_put_u8(&b, 0x77); /* bytes before the frame are untouched on failure */
     cn_jay_w_begin(&w, &b, 0x01, 0);
     cn_jay_w_str(&w, big, 65536);
     CN_CHECK_EQ(cn_jay_w_end(&w, 0), CN_E_LIMIT);
@@ -313,7 +340,7 @@ static void test_encoder_limits(void)
     lo.n_entries = 0;
     CN_CHECK_EQ(cn_jay_resp_encode(&b, CN_JAY_OP_LIST_OBJECTS, 0, 0, &lo, 0), CN_E_LIMIT);
     CN_CHECK_EQ(b.len, 0);
-    lo.n_prefixes = 17;   /* 17 * 60002 < 1 MiB */
+    lo.n_prefixes = 17; /* 17 * 60002 < 1 MiB */
     CN_CHECK_EQ(cn_jay_resp_encode(&b, CN_JAY_OP_LIST_OBJECTS, 0, 0, &lo, 0), 0);
     free(many);
 
@@ -330,12 +357,17 @@ static void test_encoder_limits(void)
 
 static void test_codes(void)
 {
-    static const struct { const char *s; uint8_t status; } table[] = {
-        {"AccessDenied", 0x04}, {"BucketAlreadyExists", 0x02}, {"BucketNotEmpty", 0x02},
-        {"EntityTooLarge", 0x03}, {"InternalError", 0x05}, {"InvalidArgument", 0x03},
-        {"InvalidBucketName", 0x03}, {"InvalidRange", 0x03}, {"NoSuchBucket", 0x01},
-        {"NoSuchKey", 0x01}, {"NoSuchUpload", 0x01}, {"RateLimitExceeded", 0x03},
-        {"UnknownOp", 0x03},
+    static const struct {
+        const char *s;
+        uint8_t status;
+    } table[] = {
+        { "AccessDenied", 0x04 },      { "BucketAlreadyExists", 0x02 },
+        { "BucketNotEmpty", 0x02 },    { "EntityTooLarge", 0x03 },
+        { "InternalError", 0x05 },     { "InvalidArgument", 0x03 },
+        { "InvalidBucketName", 0x03 }, { "InvalidRange", 0x03 },
+        { "NoSuchBucket", 0x01 },      { "NoSuchKey", 0x01 },
+        { "NoSuchUpload", 0x01 },      { "RateLimitExceeded", 0x03 },
+        { "UnknownOp", 0x03 },
     };
     CN_CHECK_EQ(CN_JAY_CODE_END - 1, sizeof table / sizeof table[0]);
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
@@ -350,8 +382,8 @@ static void test_codes(void)
     CN_CHECK_EQ(CN_JAY_ST_OK, 0);
     CN_CHECK_EQ(CN_JAY_ST_INTERNAL, 5);
 
-    static const uint8_t ops[] = { 0x01, 0x02, 0x03, 0x04, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15,
-                                   0x16, 0x20, 0x21, 0x22, 0x23, 0x24, 0xFF };
+    static const uint8_t ops[] = { 0x01, 0x02, 0x03, 0x04, 0x10, 0x11, 0x12, 0x13, 0x14,
+                                   0x15, 0x16, 0x20, 0x21, 0x22, 0x23, 0x24, 0xFF };
     size_t known = 0;
     for (int op = 0; op < 256; op++)
         if (cn_jay_op_name((uint8_t)op))
@@ -379,9 +411,9 @@ int main(int argc, char **argv)
     if (argc > 1)
         golden_dir = argv[1];
     static const cn_test_case_t cases[] = {
-        CN_TEST(test_hello_classify), CN_TEST(test_auth_split), CN_TEST(test_welcome_decode),
-        CN_TEST(test_header_limits), CN_TEST(test_req_truncated), CN_TEST(test_resp_truncated),
-        CN_TEST(test_counts_past_end), CN_TEST(test_encoder_limits), CN_TEST(test_codes),
+        CN_TEST(test_hello_classify),   CN_TEST(test_auth_split),     CN_TEST(test_welcome_decode),
+        CN_TEST(test_header_limits),    CN_TEST(test_req_truncated),  CN_TEST(test_resp_truncated),
+        CN_TEST(test_counts_past_end),  CN_TEST(test_encoder_limits), CN_TEST(test_codes),
         CN_TEST(test_iter_unvalidated),
     };
     return cn_test_run(cases, sizeof cases / sizeof cases[0]);

@@ -10,18 +10,24 @@
 
 #define S(lit) ((cn_jay_str_t){ (lit), (uint16_t)(sizeof(lit) - 1) })
 /* The same, as a brace initializer for static tables. */
-#define SI(lit) { (lit), (uint16_t)(sizeof(lit) - 1) }
+#define SI(lit)                            \
+    {                                      \
+        (lit), (uint16_t)(sizeof(lit) - 1) \
+    }
 
 static bool str_is(cn_jay_str_t s, cn_jay_str_t want)
 {
     return s.len == want.len && (s.len == 0 || memcmp(s.p, want.p, s.len) == 0);
 }
-#define CHECK_JSTR(a, b) do { \
-    if (!str_is((a), (b))) { \
-        fprintf(stderr, "# %s:%d: %s: \"%.*s\" != \"%.*s\"\n", __FILE__, __LINE__, #a, \
-                (int)(a).len, (a).p ? (a).p : "", (int)(b).len, (b).p); \
-        cn_test_failures++; cn_test_current_failed = 1; \
-    } } while (0)
+#define CHECK_JSTR(a, b)                                                                   \
+    do {                                                                                   \
+        if (!str_is((a), (b))) {                                                           \
+            fprintf(stderr, "# %s:%d: %s: \"%.*s\" != \"%.*s\"\n", __FILE__, __LINE__, #a, \
+                    (int)(a).len, (a).p ? (a).p : "", (int)(b).len, (b).p);                \
+            cn_test_failures++;                                                            \
+            cn_test_current_failed = 1;                                                    \
+        }                                                                                  \
+    } while (0)
 
 static const char MD5_HELLO[] = "5d41402abc4b2a76b9719d911017c592";
 static const char SHA_HELLO[] = "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824";
@@ -48,7 +54,7 @@ static void check_bytes(const char *name, const cn_buf_t *got, const cn_buf_t *w
 
 static void test_hello(void)
 {
-    cn_buf_t fx = {0}, enc = {0};
+    cn_buf_t fx = { 0 }, enc = { 0 };
     CN_CHECK(golden_load("hello", &fx) == 0);
     CN_CHECK_EQ(cn_jay_hello_encode(&enc, "tok1:s3cr:et", 12), 0);
     check_bytes("hello", &enc, &fx);
@@ -70,15 +76,18 @@ static void test_hello(void)
 
 static void test_welcome(void)
 {
-    static const struct { const char *name; uint8_t status; } cases[] = {
-        {"welcome_ok", CN_JAY_HS_OK},
-        {"welcome_auth_failed", CN_JAY_HS_AUTH_FAILED},
-        {"welcome_version_mismatch", CN_JAY_HS_VERSION_MISMATCH},
-        {"welcome_server_busy", CN_JAY_HS_SERVER_BUSY},
-        {"welcome_malformed", CN_JAY_HS_MALFORMED},
+    static const struct {
+        const char *name;
+        uint8_t status;
+    } cases[] = {
+        { "welcome_ok", CN_JAY_HS_OK },
+        { "welcome_auth_failed", CN_JAY_HS_AUTH_FAILED },
+        { "welcome_version_mismatch", CN_JAY_HS_VERSION_MISMATCH },
+        { "welcome_server_busy", CN_JAY_HS_SERVER_BUSY },
+        { "welcome_malformed", CN_JAY_HS_MALFORMED },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cn_buf_t fx = {0}, enc = {0};
+        cn_buf_t fx = { 0 }, enc = { 0 };
         uint8_t out[CN_JAY_WELCOME_LEN];
         CN_CHECK(golden_load(cases[i].name, &fx) == 0);
         cn_jay_welcome_encode(out, cases[i].status);
@@ -95,10 +104,11 @@ static void test_welcome(void)
 
 static void test_header(void)
 {
-    cn_buf_t fx = {0}, enc = {0};
+    cn_buf_t fx = { 0 }, enc = { 0 };
     CN_CHECK(golden_load("header", &fx) == 0);
-    cn_jay_hdr_t h = { .code = 0x10, .stream_id = 0x01020304, .meta_len = 32,
-                       .data_len = 0x100000005LL };
+    cn_jay_hdr_t h = {
+        .code = 0x10, .stream_id = 0x01020304, .meta_len = 32, .data_len = 0x100000005LL
+    };
     uint8_t out[CN_JAY_HDR_LEN];
     CN_CHECK_EQ(cn_jay_hdr_encode(out, &h), 0);
     cn_buf_append(&enc, out, sizeof out);
@@ -155,10 +165,9 @@ static void check_req(const cn_jay_req_t *got, const cn_jay_req_t *want)
 
 /* Encodes want (unless decode_only), compares with the fixture, decodes the
  * fixture and compares every field. */
-static void req_case(const char *name, const cn_jay_req_t *want, int64_t data_len,
-                     bool decode_only)
+static void req_case(const char *name, const cn_jay_req_t *want, int64_t data_len, bool decode_only)
 {
-    cn_buf_t fx = {0}, enc = {0};
+    cn_buf_t fx = { 0 }, enc = { 0 };
     CN_CHECK(golden_load(name, &fx) == 0);
     if (fx.len < CN_JAY_HDR_LEN) {
         CN_CHECK(0);
@@ -184,7 +193,7 @@ static void req_case(const char *name, const cn_jay_req_t *want, int64_t data_le
 
     /* The decoded struct re-encodes to the same bytes (lists pass through). */
     if (!decode_only) {
-        cn_buf_t again = {0};
+        cn_buf_t again = { 0 };
         CN_CHECK_EQ(cn_jay_req_encode(&again, &got, data_len), 0);
         check_bytes(name, &again, &fx);
         cn_buf_free(&again);
@@ -198,10 +207,13 @@ static const int32_t PARTS_123[] = { 1, 2, 3 };
 
 static void test_requests(void)
 {
-    static const struct { const char *name; uint8_t op; } bucket_ops[] = {
-        {"req_create_bucket", CN_JAY_OP_CREATE_BUCKET},
-        {"req_delete_bucket", CN_JAY_OP_DELETE_BUCKET},
-        {"req_head_bucket", CN_JAY_OP_HEAD_BUCKET},
+    static const struct {
+        const char *name;
+        uint8_t op;
+    } bucket_ops[] = {
+        { "req_create_bucket", CN_JAY_OP_CREATE_BUCKET },
+        { "req_delete_bucket", CN_JAY_OP_DELETE_BUCKET },
+        { "req_head_bucket", CN_JAY_OP_HEAD_BUCKET },
     };
     for (size_t i = 0; i < 3; i++) {
         cn_jay_req_t q = { .op = bucket_ops[i].op, .bucket = S("photos") };
@@ -212,51 +224,81 @@ static void test_requests(void)
     cn_jay_req_t ping = { .op = CN_JAY_OP_PING };
     req_case("req_ping", &ping, 0, false);
 
-    static const struct { const char *name; uint8_t op; } key_ops[] = {
-        {"req_get_object", CN_JAY_OP_GET_OBJECT},
-        {"req_head_object", CN_JAY_OP_HEAD_OBJECT},
-        {"req_delete_object", CN_JAY_OP_DELETE_OBJECT},
+    static const struct {
+        const char *name;
+        uint8_t op;
+    } key_ops[] = {
+        { "req_get_object", CN_JAY_OP_GET_OBJECT },
+        { "req_head_object", CN_JAY_OP_HEAD_OBJECT },
+        { "req_delete_object", CN_JAY_OP_DELETE_OBJECT },
     };
     for (size_t i = 0; i < 3; i++) {
         cn_jay_req_t q = { .op = key_ops[i].op, .bucket = S("photos"), .key = S("a/b.jpg") };
         req_case(key_ops[i].name, &q, 0, false);
     }
 
-    cn_jay_req_t put = { .op = CN_JAY_OP_PUT_OBJECT, .bucket = S("photos"), .key = S("a/b.jpg"),
-                         .content_type = S("image/jpeg"), .meta_kv = META_OWNER, .n_meta_kv = 1 };
+    cn_jay_req_t put = { .op = CN_JAY_OP_PUT_OBJECT,
+                         .bucket = S("photos"),
+                         .key = S("a/b.jpg"),
+                         .content_type = S("image/jpeg"),
+                         .meta_kv = META_OWNER,
+                         .n_meta_kv = 1 };
     req_case("req_put_object", &put, 5, false);
     req_case("req_put_object_legacy", &put, 5, true);
-    cn_jay_req_t put2 = { .op = CN_JAY_OP_PUT_OBJECT, .bucket = S("photos"), .key = S("k"),
-                          .content_type = S(""), .skip_etag = true };
+    cn_jay_req_t put2 = { .op = CN_JAY_OP_PUT_OBJECT,
+                          .bucket = S("photos"),
+                          .key = S("k"),
+                          .content_type = S(""),
+                          .skip_etag = true };
     req_case("req_put_object_skip_etag", &put2, 0, false);
 
-    cn_jay_req_t lo = { .op = CN_JAY_OP_LIST_OBJECTS, .bucket = S("photos"), .prefix = S("2024/"),
-                        .delimiter = S("/"), .start_after = S("2024/a"), .max_keys = 1000 };
+    cn_jay_req_t lo = { .op = CN_JAY_OP_LIST_OBJECTS,
+                        .bucket = S("photos"),
+                        .prefix = S("2024/"),
+                        .delimiter = S("/"),
+                        .start_after = S("2024/a"),
+                        .max_keys = 1000 };
     req_case("req_list_objects", &lo, 0, false);
 
-    cn_jay_req_t rng = { .op = CN_JAY_OP_GET_OBJECT_RANGE, .bucket = S("photos"),
-                         .key = S("a/b.jpg"), .offset = 1024, .length = -1 };
+    cn_jay_req_t rng = { .op = CN_JAY_OP_GET_OBJECT_RANGE,
+                         .bucket = S("photos"),
+                         .key = S("a/b.jpg"),
+                         .offset = 1024,
+                         .length = -1 };
     req_case("req_get_object_range", &rng, 0, false);
 
-    cn_jay_req_t cp = { .op = CN_JAY_OP_COPY_OBJECT, .bucket = S("photos"), .key = S("a/b.jpg"),
-                        .dst_bucket = S("backup"), .dst_key = S("c.jpg") };
+    cn_jay_req_t cp = { .op = CN_JAY_OP_COPY_OBJECT,
+                        .bucket = S("photos"),
+                        .key = S("a/b.jpg"),
+                        .dst_bucket = S("backup"),
+                        .dst_key = S("c.jpg") };
     req_case("req_copy_object", &cp, 0, false);
 
-    cn_jay_req_t mc = { .op = CN_JAY_OP_CREATE_MULTIPART, .bucket = S("photos"),
-                        .key = S("big.iso"), .content_type = S("application/octet-stream") };
+    cn_jay_req_t mc = { .op = CN_JAY_OP_CREATE_MULTIPART,
+                        .bucket = S("photos"),
+                        .key = S("big.iso"),
+                        .content_type = S("application/octet-stream") };
     req_case("req_create_multipart", &mc, 0, false);
 
-    cn_jay_req_t up = { .op = CN_JAY_OP_UPLOAD_PART, .bucket = S("photos"), .key = S("big.iso"),
-                        .upload_id = S("u-7f3a"), .part_number = 3 };
+    cn_jay_req_t up = { .op = CN_JAY_OP_UPLOAD_PART,
+                        .bucket = S("photos"),
+                        .key = S("big.iso"),
+                        .upload_id = S("u-7f3a"),
+                        .part_number = 3 };
     req_case("req_upload_part", &up, 4 << 20, false);
 
-    cn_jay_req_t cm = { .op = CN_JAY_OP_COMPLETE_MULTIPART, .bucket = S("photos"),
-                        .key = S("big.iso"), .upload_id = S("u-7f3a"),
-                        .parts = PARTS_123, .n_parts = 3 };
+    cn_jay_req_t cm = { .op = CN_JAY_OP_COMPLETE_MULTIPART,
+                        .bucket = S("photos"),
+                        .key = S("big.iso"),
+                        .upload_id = S("u-7f3a"),
+                        .parts = PARTS_123,
+                        .n_parts = 3 };
     req_case("req_complete_multipart", &cm, 0, false);
 
-    cn_jay_req_t ab = { .op = CN_JAY_OP_ABORT_MULTIPART, .bucket = S("photos"),
-                        .key = S("big.iso"), .upload_id = S("u-7f3a") };
+    cn_jay_req_t ab = { .op = CN_JAY_OP_ABORT_MULTIPART,
+                        .bucket = S("photos"),
+                        .key = S("big.iso"),
+                        .upload_id = S("u-7f3a") };
     req_case("req_abort_multipart", &ab, 0, false);
     cn_jay_req_t lp = ab;
     lp.op = CN_JAY_OP_LIST_PARTS;
@@ -331,7 +373,7 @@ static void check_resp(uint8_t op, const cn_jay_resp_t *got, const cn_jay_resp_t
 static void resp_case(const char *name, uint8_t op, uint8_t status, uint32_t stream_id,
                       const cn_jay_resp_t *want, int64_t data_len)
 {
-    cn_buf_t fx = {0}, enc = {0};
+    cn_buf_t fx = { 0 }, enc = { 0 };
     CN_CHECK(golden_load(name, &fx) == 0);
     if (fx.len < CN_JAY_HDR_LEN) {
         CN_CHECK(0);
@@ -353,7 +395,7 @@ static void resp_case(const char *name, uint8_t op, uint8_t status, uint32_t str
     CN_CHECK_EQ(e, 0);
     check_resp(op, &got, want);
 
-    cn_buf_t again = {0};
+    cn_buf_t again = { 0 };
     CN_CHECK_EQ(cn_jay_resp_encode(&again, op, status, stream_id, &got, data_len), 0);
     check_bytes(name, &again, &fx);
     cn_buf_free(&again);
@@ -370,44 +412,64 @@ static void test_responses(void)
     cn_jay_resp_t part = { .etag = S("e1"), .checksum = S("c1"), .size = -1 };
     resp_case("resp_upload_part", CN_JAY_OP_UPLOAD_PART, 0, 0, &part, 0);
 
-    cn_jay_resp_t get = { .content_type = S("text/plain"), .size = 5, .etag = SA(MD5_HELLO),
-                          .checksum = SA(SHA_HELLO), .last_modified = SA(TS),
-                          .meta_kv = META_OWNER, .n_meta_kv = 1 };
+    cn_jay_resp_t get = { .content_type = S("text/plain"),
+                          .size = 5,
+                          .etag = SA(MD5_HELLO),
+                          .checksum = SA(SHA_HELLO),
+                          .last_modified = SA(TS),
+                          .meta_kv = META_OWNER,
+                          .n_meta_kv = 1 };
     resp_case("resp_get_object", CN_JAY_OP_GET_OBJECT, 0, 0, &get, 5);
-    cn_jay_resp_t head = { .content_type = S("a/b"), .size = 4096, .etag = S("e"),
-                           .checksum = S("c"), .last_modified = S("t") };
+    cn_jay_resp_t head = { .content_type = S("a/b"),
+                           .size = 4096,
+                           .etag = S("e"),
+                           .checksum = S("c"),
+                           .last_modified = S("t") };
     resp_case("resp_head_object", CN_JAY_OP_HEAD_OBJECT, 0, 0, &head, 0);
     resp_case("resp_get_object_range", CN_JAY_OP_GET_OBJECT_RANGE, 0, 0, &head, 100);
 
-    cn_jay_resp_t cp = { .etag = SA(MD5_HELLO), .checksum = SA(SHA_HELLO), .size = 5,
-                         .last_modified = SA(TS) };
+    cn_jay_resp_t cp = {
+        .etag = SA(MD5_HELLO), .checksum = SA(SHA_HELLO), .size = 5, .last_modified = SA(TS)
+    };
     resp_case("resp_copy_object", CN_JAY_OP_COPY_OBJECT, 0, 0, &cp, 0);
 
     static const cn_jay_obj_entry_t objs[] = {
-        { SI("2024/a.txt"), 5, SI("e1"), SI("c1"), SI("2026-11-02T10:00:00.000Z"), SI("text/plain") },
+        { SI("2024/a.txt"), 5, SI("e1"), SI("c1"), SI("2026-11-02T10:00:00.000Z"),
+          SI("text/plain") },
         { SI("2024/b"), 0, SI("e2"), SI("c2"), SI("t"), SI("") },
     };
     static const cn_jay_str_t prefixes[] = { SI("2024/sub/") };
-    cn_jay_resp_t lo = { .objs = objs, .n_entries = 2, .prefixes = prefixes, .n_prefixes = 1,
-                         .is_truncated = true, .next_start_after = S("2024/b"), .size = -1 };
+    cn_jay_resp_t lo = { .objs = objs,
+                         .n_entries = 2,
+                         .prefixes = prefixes,
+                         .n_prefixes = 1,
+                         .is_truncated = true,
+                         .next_start_after = S("2024/b"),
+                         .size = -1 };
     resp_case("resp_list_objects", CN_JAY_OP_LIST_OBJECTS, 0, 0, &lo, 0);
 
     static const cn_jay_bucket_entry_t buckets[] = {
-        { SI("photos"), SI("2026-11-02T10:00:00.000Z") }, { SI("backup"), SI("t") },
+        { SI("photos"), SI("2026-11-02T10:00:00.000Z") },
+        { SI("backup"), SI("t") },
     };
     cn_jay_resp_t lb = { .buckets = buckets, .n_entries = 2, .size = -1 };
     resp_case("resp_list_buckets", CN_JAY_OP_LIST_BUCKETS, 0, 0, &lb, 0);
 
-    cn_jay_resp_t hb = { .bucket_id = S("b-01"), .name = S("photos"), .created_at = SA(TS),
-                         .visibility = S("private"), .size = -1 };
+    cn_jay_resp_t hb = { .bucket_id = S("b-01"),
+                         .name = S("photos"),
+                         .created_at = SA(TS),
+                         .visibility = S("private"),
+                         .size = -1 };
     resp_case("resp_head_bucket", CN_JAY_OP_HEAD_BUCKET, 0, 0, &hb, 0);
 
     cn_jay_resp_t cm = { .etag = S("3858f62230ac3c915f300c664312c11f-2"),
-                         .checksum = SA(SHA_HELLO), .size = 8 << 20 };
+                         .checksum = SA(SHA_HELLO),
+                         .size = 8 << 20 };
     resp_case("resp_complete_multipart", CN_JAY_OP_COMPLETE_MULTIPART, 0, 0, &cm, 0);
 
     static const cn_jay_part_entry_t parts[] = {
-        { 1, 4 << 20, SI("e1"), SI("c1") }, { 2, 5, SI("e2"), SI("c2") },
+        { 1, 4 << 20, SI("e1"), SI("c1") },
+        { 2, 5, SI("e2"), SI("c2") },
     };
     cn_jay_resp_t lp = { .parts = parts, .n_entries = 2, .size = -1 };
     resp_case("resp_list_parts", CN_JAY_OP_LIST_PARTS, 0, 0, &lp, 0);
@@ -416,7 +478,8 @@ static void test_responses(void)
     resp_case("resp_create_multipart", CN_JAY_OP_CREATE_MULTIPART, 0, 0, &mc, 0);
 
     static const uint8_t empty_ops[] = { CN_JAY_OP_CREATE_BUCKET, CN_JAY_OP_DELETE_BUCKET,
-        CN_JAY_OP_DELETE_OBJECT, CN_JAY_OP_ABORT_MULTIPART, CN_JAY_OP_PING };
+                                         CN_JAY_OP_DELETE_OBJECT, CN_JAY_OP_ABORT_MULTIPART,
+                                         CN_JAY_OP_PING };
     cn_jay_resp_t empty = { .size = -1 };
     for (size_t i = 0; i < sizeof empty_ops; i++)
         resp_case("resp_empty", empty_ops[i], 0, 0x2A, &empty, 0);
@@ -427,10 +490,10 @@ static void test_responses(void)
     resp_case("resp_error_unknown_op", CN_JAY_OP_PING, CN_JAY_ST_BAD_REQUEST, 0, &uo, 0);
 
     /* cn_jay_error_encode writes the same bytes as the error layout. */
-    cn_buf_t fx = {0}, enc = {0};
+    cn_buf_t fx = { 0 }, enc = { 0 };
     CN_CHECK(golden_load("resp_error_not_found", &fx) == 0);
-    CN_CHECK_EQ(cn_jay_error_encode(&enc, CN_JAY_ST_NOT_FOUND, 0, "no such key: a/b.jpg",
-                                    "NoSuchKey"), 0);
+    CN_CHECK_EQ(
+        cn_jay_error_encode(&enc, CN_JAY_ST_NOT_FOUND, 0, "no such key: a/b.jpg", "NoSuchKey"), 0);
     check_bytes("resp_error_not_found", &enc, &fx);
     cn_buf_free(&fx);
     cn_buf_free(&enc);
@@ -448,7 +511,7 @@ int main(int argc, char **argv)
 static void run(void)
 {
     static const cn_test_case_t cases[] = {
-        CN_TEST(test_hello), CN_TEST(test_welcome), CN_TEST(test_header),
+        CN_TEST(test_hello),    CN_TEST(test_welcome),   CN_TEST(test_header),
         CN_TEST(test_requests), CN_TEST(test_responses),
     };
     cn_test_run(cases, sizeof cases / sizeof cases[0]);

@@ -109,9 +109,12 @@ static void test_migrations(void)
 
     /* A later build adds a step; only it runs. */
     cn_meta_migration_t v2[] = {
-        v1[0], v1[1],
-        { 3, "ALTER TABLE things ADD COLUMN size BIGINT NOT NULL DEFAULT 0;"
-             "CREATE INDEX things_size ON things (size)", NULL, NULL },
+        v1[0],
+        v1[1],
+        { 3,
+          "ALTER TABLE things ADD COLUMN size BIGINT NOT NULL DEFAULT 0;"
+          "CREATE INDEX things_size ON things (size)",
+          NULL, NULL },
     };
     CN_CHECK_EQ(cn_meta_migrate(m, "things", v2, 3), 0);
     CN_CHECK_EQ(apply_calls, 1);
@@ -128,7 +131,7 @@ static void test_migrations(void)
     CN_CHECK(cn_meta_migrate(m, "other", bad, 2) < 0);
     CN_CHECK_EQ(cn_meta_schema_version(m, "other", &ver), 0);
     CN_CHECK_EQ(ver, 0);
-    CN_CHECK_EQ(query_int(m, "SELECT COUNT(*) FROM other"), -1);   /* no such table */
+    CN_CHECK_EQ(query_int(m, "SELECT COUNT(*) FROM other"), -1); /* no such table */
 
     /* Malformed step lists. */
     cn_meta_migration_t gap[] = { { 1, "SELECT 1", NULL, NULL }, { 3, "SELECT 1", NULL, NULL } };
@@ -146,8 +149,7 @@ static void test_migrations(void)
     free(dir);
 }
 
-static const char kv_sql[] =
-    "CREATE TABLE kv (k TEXT PRIMARY KEY, i BIGINT, b BLOB, t TEXT)";
+static const char kv_sql[] = "CREATE TABLE kv (k TEXT PRIMARY KEY, i BIGINT, b BLOB, t TEXT)";
 
 static void test_txn_and_stmts(void)
 {
@@ -173,7 +175,7 @@ static void test_txn_and_stmts(void)
     CN_CHECK_EQ(cn_meta_bind_null(st, 2), 0);
     CN_CHECK_EQ(cn_meta_bind_str(st, 4, NULL), 0);
     CN_CHECK_EQ(cn_meta_step(st), CN_META_DONE);
-    CN_CHECK(cn_meta_bind_int64(st, 99, 1) < 0);     /* bad index */
+    CN_CHECK(cn_meta_bind_int64(st, 99, 1) < 0); /* bad index */
     /* Same SQL while the first is still open: a distinct statement. */
     CN_CHECK_EQ(cn_meta_prepare(t, ins, &st2), 0);
     CN_CHECK(st2 != st);
@@ -187,7 +189,7 @@ static void test_txn_and_stmts(void)
     CN_CHECK_EQ(cn_meta_bind_str(st, 1, "c"), 0);
     CN_CHECK_EQ(cn_meta_step(st), CN_META_DONE);
     cn_meta_finish(st);
-    cn_meta_rollback(t);                              /* c never lands */
+    cn_meta_rollback(t); /* c never lands */
 
     CN_CHECK_EQ(cn_meta_begin(m, CN_META_READ, &t), 0);
     CN_CHECK_EQ(cn_meta_prepare(t, "SELECT k, i, b, t FROM kv ORDER BY k", &st), 0);
@@ -235,7 +237,8 @@ static void test_txn_and_stmts(void)
     /* ON CONFLICT is the portable way. */
     CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &t), 0);
     CN_CHECK_EQ(cn_meta_exec(t, "INSERT INTO kv (k, i) VALUES ('a', 7) ON CONFLICT (k) DO UPDATE"
-                                " SET i = excluded.i"), 0);
+                                " SET i = excluded.i"),
+                0);
     CN_CHECK_EQ(cn_meta_commit(t), 0);
     CN_CHECK_EQ(query_int(m, "SELECT i FROM kv WHERE k = 'a'"), 7);
 
@@ -255,7 +258,12 @@ static void test_txn_and_stmts(void)
     free(dir);
 }
 
-typedef struct { cn_meta_t *m; int thread; int n; int errors; } writer_arg_t;
+typedef struct {
+    cn_meta_t *m;
+    int thread;
+    int n;
+    int errors;
+} writer_arg_t;
 
 static void *writer_main(void *p)
 {
@@ -308,9 +316,10 @@ static void test_group_commit(void)
 {
     char *dir;
     cn_meta_t *m = open_fresh(&dir, NULL);
-    cn_meta_migration_t s[] = {
-        { 1, "CREATE TABLE w (thread BIGINT NOT NULL, seq BIGINT NOT NULL,"
-             " PRIMARY KEY (thread, seq))", NULL, NULL } };
+    cn_meta_migration_t s[] = { { 1,
+                                  "CREATE TABLE w (thread BIGINT NOT NULL, seq BIGINT NOT NULL,"
+                                  " PRIMARY KEY (thread, seq))",
+                                  NULL, NULL } };
     CN_CHECK_EQ(cn_meta_migrate(m, "w", s, 1), 0);
     double r1 = run_writers(m, 1, 300, 0);
     double r16 = run_writers(m, 16, 100, 100);
@@ -344,8 +353,8 @@ static void test_locked_by_other_process(void)
         sqlite3 *h;
         char c = 'x';
         if (sqlite3_open(path, &h) != SQLITE_OK ||
-            sqlite3_exec(h, "BEGIN EXCLUSIVE; INSERT INTO kv (k) VALUES ('child')",
-                         NULL, NULL, NULL) != SQLITE_OK)
+            sqlite3_exec(h, "BEGIN EXCLUSIVE; INSERT INTO kv (k) VALUES ('child')", NULL, NULL,
+                         NULL) != SQLITE_OK)
             c = 'e';
         if (write(up[1], &c, 1) != 1 || read(down[0], &c, 1) != 1)
             _exit(3);
@@ -374,7 +383,10 @@ static void test_locked_by_other_process(void)
     CN_CHECK_EQ(cn_meta_exec(t, "INSERT INTO kv (k) VALUES ('parent')"), 0);
     CN_CHECK_EQ(cn_meta_commit(t), 0);
     CN_CHECK_EQ(query_int(m, "SELECT COUNT(*) FROM kv"), 2);
-    close(up[0]); close(up[1]); close(down[0]); close(down[1]);
+    close(up[0]);
+    close(up[1]);
+    close(down[0]);
+    close(down[1]);
     cn_meta_close(m);
     rmtree(dir);
     free(dir);
@@ -419,11 +431,6 @@ static void test_writer_slot_bounded(void)
     free(dir);
 }
 
-CN_TEST_MAIN(
-    CN_TEST(test_open),
-    CN_TEST(test_migrations),
-    CN_TEST(test_txn_and_stmts),
-    CN_TEST(test_group_commit),
-    CN_TEST(test_locked_by_other_process),
-    CN_TEST(test_writer_slot_bounded),
-)
+CN_TEST_MAIN(CN_TEST(test_open), CN_TEST(test_migrations), CN_TEST(test_txn_and_stmts),
+             CN_TEST(test_group_commit), CN_TEST(test_locked_by_other_process),
+             CN_TEST(test_writer_slot_bounded), )

@@ -13,7 +13,7 @@
 static cn_meta_t *open_fresh(char *dir, unsigned busy_ms)
 {
     CN_CHECK(mkdtemp(dir) != NULL);
-    cn_meta_opts_t o = {.busy_timeout_ms = busy_ms, .no_sync = true};
+    cn_meta_opts_t o = { .busy_timeout_ms = busy_ms, .no_sync = true };
     cn_meta_t *m = NULL;
     CN_CHECK_EQ(cn_meta_open(dir, &o, &m), 0);
     return m;
@@ -36,7 +36,7 @@ static cn_err_t create_table(cn_meta_txn_t *txn, void *ctx)
 typedef struct {
     const char *key;
     int64_t v;
-    cn_err_t fail_with;   /* returned after the insert when < 0 */
+    cn_err_t fail_with; /* returned after the insert when < 0 */
     int calls;
 } put_t;
 
@@ -44,7 +44,7 @@ static cn_err_t put_row(cn_meta_txn_t *txn, void *ctx)
 {
     put_t *p = ctx;
     p->calls++;
-    static const uint8_t blob[3] = {1, 0, 2};
+    static const uint8_t blob[3] = { 1, 0, 2 };
     cn_err_t err = cn_meta_execf(txn, "INSERT INTO t (k, v, b, x) VALUES (?, ?, ?, ?)", "sibn",
                                  p->key, p->v, blob, sizeof blob);
     if (err < 0)
@@ -63,8 +63,8 @@ static cn_err_t get_row(cn_meta_txn_t *txn, void *ctx)
 {
     row_t *r = ctx;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT v, b, x FROM t WHERE k = ?", "t", r->key,
-                                  strlen(r->key));
+    cn_err_t err =
+        cn_meta_queryf(txn, &st, "SELECT v, b, x FROM t WHERE k = ?", "t", r->key, strlen(r->key));
     if (err < 0)
         return err;
     err = cn_meta_step(st);
@@ -83,15 +83,15 @@ static void test_commit_and_rollback(void)
     cn_meta_t *m = open_fresh(dir, 1000);
     CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, create_table, NULL), 0);
 
-    put_t ok = {.key = "a", .v = 41};
+    put_t ok = { .key = "a", .v = 41 };
     CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, put_row, &ok), 7);
-    put_t bad = {.key = "b", .v = 42, .fail_with = CN_E_CONFLICT};
+    put_t bad = { .key = "b", .v = 42, .fail_with = CN_E_CONFLICT };
     CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE | CN_META_RETRY, put_row, &bad), CN_E_CONFLICT);
-    CN_CHECK_EQ(bad.calls, 1);   /* only lock errors repeat */
-    put_t dup = {.key = "a", .v = 43};
+    CN_CHECK_EQ(bad.calls, 1); /* only lock errors repeat */
+    put_t dup = { .key = "a", .v = 43 };
     CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, put_row, &dup), CN_E_EXISTS);
 
-    row_t a = {.key = "a"}, b = {.key = "b"};
+    row_t a = { .key = "a" }, b = { .key = "b" };
     CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, get_row, &a), CN_META_ROW);
     CN_CHECK_EQ(a.v, 41);
     CN_CHECK_EQ(a.blob_len, 3);
@@ -99,7 +99,7 @@ static void test_commit_and_rollback(void)
     CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, get_row, &b), CN_META_DONE);
 
     /* A read run may not write, and its failure is the body's. */
-    put_t ro = {.key = "c", .v = 1};
+    put_t ro = { .key = "c", .v = 1 };
     CN_CHECK(cn_meta_run(m, CN_META_RUN_READ, put_row, &ro) < 0);
 
     cn_meta_txn_t *txn = NULL;
@@ -138,7 +138,7 @@ static void *hold_writer(void *arg)
  * with flags; returns its result. */
 static cn_err_t run_while_held(cn_meta_t *m, unsigned hold_ms, unsigned flags, put_t *p)
 {
-    holder_t h = {.m = m, .hold_ms = hold_ms};
+    holder_t h = { .m = m, .hold_ms = hold_ms };
     pthread_mutex_init(&h.mu, NULL);
     pthread_cond_init(&h.cv, NULL);
     pthread_t t;
@@ -161,20 +161,17 @@ static void test_retry_when_locked(void)
      * until 2 busy timeouts) gets the slot once the holder lets go. */
     cn_meta_t *m = open_fresh(dir, 400);
     CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, create_table, NULL), 0);
-    put_t once = {.key = "once", .v = 1};
+    put_t once = { .key = "once", .v = 1 };
     CN_CHECK_EQ(run_while_held(m, 600, 0, &once), CN_E_DB_LOCKED);
     CN_CHECK_EQ(once.calls, 0);
-    put_t again = {.key = "again", .v = 2};
+    put_t again = { .key = "again", .v = 2 };
     CN_CHECK_EQ(run_while_held(m, 600, CN_META_RETRY, &again), 7);
     CN_CHECK_EQ(again.calls, 1);
-    row_t r = {.key = "again"};
+    row_t r = { .key = "again" };
     CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, get_row, &r), CN_META_ROW);
     CN_CHECK_EQ(r.v, 2);
     cn_meta_close(m);
     rmtree(dir);
 }
 
-CN_TEST_MAIN(
-    CN_TEST(test_commit_and_rollback),
-    CN_TEST(test_retry_when_locked),
-)
+CN_TEST_MAIN(CN_TEST(test_commit_and_rollback), CN_TEST(test_retry_when_locked), )

@@ -31,10 +31,12 @@
 #include <unistd.h>
 #include <time.h>
 
-typedef struct { int unused; } echo_ctx_t;
+typedef struct {
+    int unused;
+} echo_ctx_t;
 
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t gate_cv;      /* CLOCK_MONOTONIC, set up in main() */
+static pthread_cond_t gate_cv; /* CLOCK_MONOTONIC, set up in main() */
 static bool gate_open;
 static uint32_t gate_held, gate_max;
 
@@ -45,7 +47,7 @@ static void gate_wait(int64_t deadline)
     gate_held++;
     if (gate_held > gate_max)
         gate_max = gate_held;
-    struct timespec ts = {deadline / 1000, (deadline % 1000) * 1000000L};
+    struct timespec ts = { deadline / 1000, (deadline % 1000) * 1000000L };
     while (!gate_open && pthread_cond_timedwait(&gate_cv, &gate_mu, &ts) != ETIMEDOUT)
         ;
     gate_held--;
@@ -65,9 +67,11 @@ static cn_err_t gate_control(cn_conn_t *c, const char *name, int64_t dl)
     cn_store_u32be(reply + 4, gate_max);
     pthread_mutex_unlock(&gate_mu);
     cn_err_t e = cn_conn_write_all(c, reply, sizeof reply, dl);
-    return e < 0 ? e : CN_E_CLOSED;     /* not a session: close it */
+    return e < 0 ? e : CN_E_CLOSED; /* not a session: close it */
 }
-typedef struct { int principal; } echo_conn_t;
+typedef struct {
+    int principal;
+} echo_conn_t;
 
 static void echo_busy(void *actx, int fd)
 {
@@ -160,7 +164,7 @@ static cn_err_t echo_serve(void *cstate, cn_conn_t *c, const uint8_t *head)
         goto out;
     if (len > 6 && memcmp(body, "SLEEP:", 6) == 0) {
         long ms = strtol((char *)body + 6, NULL, 10);
-        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
         nanosleep(&ts, NULL);
     }
     if (len >= 5 && memcmp(body, "HOLD;", 5) == 0)
@@ -171,7 +175,7 @@ static cn_err_t echo_serve(void *cstate, cn_conn_t *c, const uint8_t *head)
     }
     cn_store_u32be(reply, 0);
     cn_store_u32be(reply + 4, len);
-    struct iovec iov[2] = {{reply, 8}, {body, len}};
+    struct iovec iov[2] = { { reply, 8 }, { body, len } };
     e = cn_conn_writev(c, iov, 2, dl);
 out:
     free(body);
@@ -189,16 +193,28 @@ static cn_err_t echo_serve_raw(void *cstate, cn_conn_t *c, const uint8_t *head)
     return echo_serve(cstate, c, len);
 }
 
-static void echo_close(void *cstate) { free(cstate); }
+static void echo_close(void *cstate)
+{
+    free(cstate);
+}
 
 static const cn_adapter_t echo_adapter = {
-    .name = "echo", .head_len = 4, .busy = echo_busy, .open = echo_open,
-    .classify = echo_classify, .serve = echo_serve, .close = echo_close,
+    .name = "echo",
+    .head_len = 4,
+    .busy = echo_busy,
+    .open = echo_open,
+    .classify = echo_classify,
+    .serve = echo_serve,
+    .close = echo_close,
 };
 
 static const cn_adapter_t echo_raw_adapter = {
-    .name = "echo", .head_len = 0, .busy = echo_busy, .open = echo_open,
-    .serve = echo_serve_raw, .close = echo_close,
+    .name = "echo",
+    .head_len = 0,
+    .busy = echo_busy,
+    .open = echo_open,
+    .serve = echo_serve_raw,
+    .close = echo_close,
 };
 
 static int usage(void)
@@ -227,23 +243,29 @@ static int num(const char *s, long long *out)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"listen", required_argument, 0, 'l'}, {"max-conns", required_argument, 0, 'c'},
-        {"max-pending-per-source", required_argument, 0, 'p'},
-        {"max-conns-per-principal", required_argument, 0, 'P'},
-        {"budget", required_argument, 0, 'b'}, {"budget-per-conn", required_argument, 0, 'B'},
-        {"handshake-ms", required_argument, 0, 'h'}, {"idle-ms", required_argument, 0, 'i'},
-        {"grace-ms", required_argument, 0, 'g'}, {"workers", required_argument, 0, 'w'},
-        {"queue-len", required_argument, 0, 'q'}, {"tls-cert", required_argument, 0, 'C'},
-        {"tls-key", required_argument, 0, 'K'},
-        {"allow-plaintext-public", no_argument, 0, 'A'},
-        {"log-level", required_argument, 0, 'L'}, {"head0", no_argument, 0, '0'},
-        {"worker-share", required_argument, 0, 'S'},
-        {0, 0, 0, 0},
+        { "listen", required_argument, 0, 'l' },
+        { "max-conns", required_argument, 0, 'c' },
+        { "max-pending-per-source", required_argument, 0, 'p' },
+        { "max-conns-per-principal", required_argument, 0, 'P' },
+        { "budget", required_argument, 0, 'b' },
+        { "budget-per-conn", required_argument, 0, 'B' },
+        { "handshake-ms", required_argument, 0, 'h' },
+        { "idle-ms", required_argument, 0, 'i' },
+        { "grace-ms", required_argument, 0, 'g' },
+        { "workers", required_argument, 0, 'w' },
+        { "queue-len", required_argument, 0, 'q' },
+        { "tls-cert", required_argument, 0, 'C' },
+        { "tls-key", required_argument, 0, 'K' },
+        { "allow-plaintext-public", no_argument, 0, 'A' },
+        { "log-level", required_argument, 0, 'L' },
+        { "head0", no_argument, 0, '0' },
+        { "worker-share", required_argument, 0, 'S' },
+        { 0, 0, 0, 0 },
     };
     cn_server_config_t cfg;
     cn_server_config_default(&cfg);
     cfg.handle_signals = true;
-    cn_listen_opts_t lo = {0};
+    cn_listen_opts_t lo = { 0 };
     cn_limits_default(&lo.limits);
     const char *addrs[8];
     int naddrs = 0;
@@ -299,7 +321,7 @@ int main(int argc, char **argv)
     if (naddrs == 0)
         addrs[naddrs++] = "127.0.0.1:0";
     cn_log_configure(level, false);
-    echo_ctx_t ctx = {0};
+    echo_ctx_t ctx = { 0 };
     cn_server_t *s = NULL;
     cn_err_t e = cn_server_create(&cfg, &s);
     if (e < 0) {

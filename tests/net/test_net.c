@@ -22,7 +22,7 @@ static void test_queue_fifo_bounded(void)
     CN_CHECK_EQ(cn__queue_push(&q, &c), 0);
     CN_CHECK_EQ(cn__queue_push(&q, &d), CN_E_BUSY);
     CN_CHECK(cn__queue_pop(&q, &self) == &a);
-    CN_CHECK_EQ(cn__queue_push(&q, &d), 0);     /* wraps around the ring */
+    CN_CHECK_EQ(cn__queue_push(&q, &d), 0); /* wraps around the ring */
     CN_CHECK(cn__queue_pop(&q, &self) == &b);
     CN_CHECK(cn__queue_pop(&q, &self) == &c);
     CN_CHECK(cn__queue_pop(&q, &self) == &d);
@@ -47,7 +47,7 @@ static void *popper(void *arg)
     memset(&self, 0, sizeof self);
     sem_init(&self.sem, 0, 0);
     p->got[0] = cn__queue_pop(p->q, &self);
-    p->got[1] = cn__queue_pop(p->q, &self);     /* NULL: closed */
+    p->got[1] = cn__queue_pop(p->q, &self); /* NULL: closed */
     sem_destroy(&self.sem);
     return NULL;
 }
@@ -56,7 +56,7 @@ static void test_queue_hands_to_idle_worker(void)
 {
     cn__queue_t q;
     CN_CHECK_EQ(cn__queue_init(&q, 1), 0);
-    popper_t p = {.q = &q};
+    popper_t p = { .q = &q };
     pthread_t th;
     CN_CHECK_EQ(pthread_create(&th, NULL, popper, &p), 0);
     /* Wait until it sleeps on the idle stack. */
@@ -66,7 +66,7 @@ static void test_queue_hands_to_idle_worker(void)
         pthread_mutex_unlock(&q.mu);
         if (idle)
             break;
-        struct timespec ts = {0, 1000000};
+        struct timespec ts = { 0, 1000000 };
         nanosleep(&ts, NULL);
     }
     int a = 1;
@@ -96,10 +96,10 @@ static void test_pool_runs_everything_queued(void)
     for (int i = 0; i < 500; i++)
         if (cn__queue_push(&p.q, &one) == 0)
             pushed++;
-    cn__pool_stop(&p);      /* finishes what is queued, then joins */
+    cn__pool_stop(&p); /* finishes what is queued, then joins */
     CN_CHECK_EQ(atomic_load(&ran), pushed);
     CN_CHECK_EQ(pushed, 500);
-    cn__pool_stop(&p);      /* idempotent */
+    cn__pool_stop(&p); /* idempotent */
     CN_CHECK_EQ(cn__pool_start(&p, "t", 0, 10, count_item, NULL), CN_E_INVALID);
 }
 
@@ -118,27 +118,27 @@ static void test_source_key_v6_slash64(void)
     key_of("[2001:db8:1:2::1]:1", a, &la);
     key_of("[2001:db8:1:2:ffff:ffff:ffff:ffff]:2", b, &lb);
     key_of("[2001:db8:1:3::1]:1", c, &lc);
-    CN_CHECK(la == lb && memcmp(a, b, la) == 0);        /* same /64: one source */
-    CN_CHECK(!(la == lc && memcmp(a, c, la) == 0));     /* next /64: another */
+    CN_CHECK(la == lb && memcmp(a, b, la) == 0);    /* same /64: one source */
+    CN_CHECK(!(la == lc && memcmp(a, c, la) == 0)); /* next /64: another */
     key_of("192.0.2.7:9", d, &ld);
     key_of("[::ffff:192.0.2.7]:9", e, &le);
-    CN_CHECK(ld == 4 && ld == le && memcmp(d, e, 4) == 0);  /* v4-mapped = v4 */
+    CN_CHECK(ld == 4 && ld == le && memcmp(d, e, 4) == 0); /* v4-mapped = v4 */
     key_of("192.0.2.8:9", e, &le);
     CN_CHECK(memcmp(d, e, 4) != 0);
 }
 
 static void test_count_table(void)
 {
-    cn__count_tab_t t = {0};
+    cn__count_tab_t t = { 0 };
     cn__count_ent_t *e = cn__count_get(&t, "alice", 5, true);
     CN_CHECK(e != NULL);
     e->count = 2;
     CN_CHECK(cn__count_get(&t, "alice", 5, false) == e);
     CN_CHECK(cn__count_get(&t, "alicf", 5, false) == NULL);
-    cn__count_put(&t, e);                       /* still used: kept */
+    cn__count_put(&t, e); /* still used: kept */
     CN_CHECK(cn__count_get(&t, "alice", 5, false) == e);
     e->count = 0;
-    cn__count_put(&t, e);                       /* unused: freed */
+    cn__count_put(&t, e); /* unused: freed */
     CN_CHECK(cn__count_get(&t, "alice", 5, false) == NULL);
     for (int i = 0; i < 1000; i++)
         cn__count_get(&t, &i, sizeof i, true)->count = 1;
@@ -170,9 +170,20 @@ static void test_addr_parse(void)
     CN_CHECK_EQ(cn_net_addr_parse("[::ffff:127.0.0.1]:1", &ss, &sl), 0);
     CN_CHECK(cn_net_addr_is_loopback((struct sockaddr *)&ss));
     static const char *bad[] = {
-        "", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536", "127.0.0.1:-1", "127.0.0.1:1x",
-        "bad:addr:x", "::1:80", "[::1]80", "[::1]:", "[127.0.0.1]:80", "example.com:80",
-        "127.0.0.1:123456", "[::1:80",
+        "",
+        "127.0.0.1",
+        "127.0.0.1:",
+        "127.0.0.1:65536",
+        "127.0.0.1:-1",
+        "127.0.0.1:1x",
+        "bad:addr:x",
+        "::1:80",
+        "[::1]80",
+        "[::1]:",
+        "[127.0.0.1]:80",
+        "example.com:80",
+        "127.0.0.1:123456",
+        "[::1:80",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         if (cn_net_addr_parse(bad[i], &ss, &sl) != CN_E_INVALID) {
@@ -183,6 +194,5 @@ static void test_addr_parse(void)
 }
 
 CN_TEST_MAIN(CN_TEST(test_queue_fifo_bounded), CN_TEST(test_queue_hands_to_idle_worker),
-             CN_TEST(test_pool_runs_everything_queued),
-             CN_TEST(test_source_key_v6_slash64), CN_TEST(test_count_table),
-             CN_TEST(test_addr_parse))
+             CN_TEST(test_pool_runs_everything_queued), CN_TEST(test_source_key_v6_slash64),
+             CN_TEST(test_count_table), CN_TEST(test_addr_parse))

@@ -22,10 +22,10 @@ int main(int argc, char **argv)
     cn_store_t *store = NULL;
     cn_objects_t *o = NULL;
     cn_err_t err = cn_meta_open(argv[1], NULL, &meta);
-    cn_store_opts_t so = {.meta = meta};
+    cn_store_opts_t so = { .meta = meta };
     if (err >= 0)
         err = cn_store_open(argv[1], &so, &store);
-    cn_objects_opts_t oo = {.upload_sweep_ms = -1};
+    cn_objects_opts_t oo = { .upload_sweep_ms = -1 };
     if (err >= 0)
         err = cn_objects_open(meta, store, &oo, &o);
     cn_principal_t p;

@@ -23,7 +23,9 @@ typedef struct {
 
 static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
-    (void)sb; (void)flag; (void)ftw;
+    (void)sb;
+    (void)flag;
+    (void)ftw;
     return remove(p);
 }
 
@@ -32,11 +34,11 @@ static void env_open(env_t *e, const cn_objects_opts_t *oo)
     memset(e, 0, sizeof *e);
     snprintf(e->dir, sizeof e->dir, "/tmp/cn-objtest-XXXXXX");
     CN_CHECK(mkdtemp(e->dir) != NULL);
-    cn_meta_opts_t mo = {.no_sync = true};
+    cn_meta_opts_t mo = { .no_sync = true };
     CN_CHECK_EQ(cn_meta_open(e->dir, &mo, &e->meta), 0);
-    cn_store_opts_t so = {.meta = e->meta};
+    cn_store_opts_t so = { .meta = e->meta };
     CN_CHECK_EQ(cn_store_open(e->dir, &so, &e->store), 0);
-    cn_objects_opts_t def = {.upload_sweep_ms = -1};
+    cn_objects_opts_t def = { .upload_sweep_ms = -1 };
     CN_CHECK_EQ(cn_objects_open(e->meta, e->store, oo ? oo : &def, &e->o), 0);
     snprintf(e->alice.account, sizeof e->alice.account, "alice");
     snprintf(e->alice.token_id, sizeof e->alice.token_id, "tok-alice");
@@ -152,7 +154,7 @@ static void test_bucket_names(void)
     CN_CHECK(!cn_objects_key_ok("a\0b", 3));
     CN_CHECK(!cn_objects_key_ok("\xff", 1));
     CN_CHECK(!cn_objects_key_ok("\xc3", 1));
-    CN_CHECK(!cn_objects_key_ok("\xed\xa0\x80", 3));   /* surrogate */
+    CN_CHECK(!cn_objects_key_ok("\xed\xa0\x80", 3)); /* surrogate */
 }
 
 static cn_err_t count_bucket(void *arg, const cn_bucket_info_t *b)
@@ -223,13 +225,13 @@ static void test_put_get(void)
     CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "data", NULL, NULL), 0);
     const char *body = "hello, cairn objects";
     size_t n = strlen(body);
-    cn_objects_kv_t kv[] = {{"color", "blue"}, {"x-y", ""}};
-    cn_objects_put_args_t a = {.content_type = "text/plain", .meta = kv, .nmeta = 2};
+    cn_objects_kv_t kv[] = { { "color", "blue" }, { "x-y", "" } };
+    cn_objects_put_args_t a = { .content_type = "text/plain", .meta = kv, .nmeta = 2 };
     cn_objects_put_result_t res;
     CN_CHECK_EQ(put_bytes(&e, &e.alice, "data", "dir/greeting.txt", body, n, &a, &res), 0);
     /* A refusal names its rule (issue 15): the detail, not the message. */
-    cn_objects_kv_t empty_key[] = {{"", "v"}};
-    cn_objects_put_args_t ea = {.meta = empty_key, .nmeta = 1};
+    cn_objects_kv_t empty_key[] = { { "", "v" } };
+    cn_objects_put_args_t ea = { .meta = empty_key, .nmeta = 1 };
     cn_objects_put_t *ps = NULL;
     CN_CHECK_EQ(cn_objects_put_begin(e.o, &rq, "data", "k", &ea, 1, &ps), CN_E_INVALID);
     CN_CHECK_EQ(rq.fail.detail, CN_OBJ_METADATA_KEY_INVALID);
@@ -266,7 +268,7 @@ static void test_put_get(void)
     cn_objects_info_free(&info);
 
     for (int fd = 0; fd < 2; fd++) {
-        cn_buf_t got = {0};
+        cn_buf_t got = { 0 };
         CN_CHECK_EQ(get_bytes(&e, "data", "dir/greeting.txt", NULL, &got, &info, fd), 0);
         CN_CHECK_EQ(got.len, n);
         CN_CHECK(got.len == n && !memcmp(got.data, body, n));
@@ -274,23 +276,23 @@ static void test_put_get(void)
         cn_buf_free(&got);
     }
     /* ranges */
-    cn_objects_range_t r = {.kind = CN_RANGE_FROM, .off = 7, .len = 5};
-    cn_buf_t got = {0};
+    cn_objects_range_t r = { .kind = CN_RANGE_FROM, .off = 7, .len = 5 };
+    cn_buf_t got = { 0 };
     CN_CHECK_EQ(get_bytes(&e, "data", "dir/greeting.txt", &r, &got, &info, true), 0);
     CN_CHECK(got.len == 5 && !memcmp(got.data, "cairn", 5));
     CN_CHECK_EQ(info.size, n);
     cn_objects_info_free(&info);
     got.len = 0;
-    r.len = 1000;   /* clamps */
+    r.len = 1000; /* clamps */
     CN_CHECK_EQ(get_bytes(&e, "data", "dir/greeting.txt", &r, &got, &info, true), 0);
     CN_CHECK_EQ(got.len, n - 7);
     cn_objects_info_free(&info);
     got.len = 0;
-    r = (cn_objects_range_t){.kind = CN_RANGE_SUFFIX, .len = 7};
+    r = (cn_objects_range_t){ .kind = CN_RANGE_SUFFIX, .len = 7 };
     CN_CHECK_EQ(get_bytes(&e, "data", "dir/greeting.txt", &r, &got, &info, false), 0);
     CN_CHECK(got.len == 7 && !memcmp(got.data, "objects", 7));
     cn_objects_info_free(&info);
-    r = (cn_objects_range_t){.kind = CN_RANGE_FROM, .off = n};
+    r = (cn_objects_range_t){ .kind = CN_RANGE_FROM, .off = n };
     CN_CHECK_EQ(get_bytes(&e, "data", "dir/greeting.txt", &r, &got, &info, true), CN_E_RANGE);
     cn_objects_info_free(&info);
     /* empty object: whole read fine, any range refused */
@@ -300,12 +302,12 @@ static void test_put_get(void)
     CN_CHECK_EQ(get_bytes(&e, "data", "empty", NULL, &got, &info, true), 0);
     CN_CHECK_EQ(got.len, 0);
     cn_objects_info_free(&info);
-    r = (cn_objects_range_t){.kind = CN_RANGE_FROM, .off = 0};
+    r = (cn_objects_range_t){ .kind = CN_RANGE_FROM, .off = 0 };
     CN_CHECK_EQ(get_bytes(&e, "data", "empty", &r, &got, &info, true), CN_E_RANGE);
     cn_objects_info_free(&info);
     cn_buf_free(&got);
     /* skip_etag */
-    cn_objects_put_args_t se = {.skip_etag = true};
+    cn_objects_put_args_t se = { .skip_etag = true };
     CN_CHECK_EQ(put_bytes(&e, &e.alice, "data", "noetag", "abc", 3, &se, &res), 0);
     CN_CHECK_STR(res.etag, "");
     /* overwrite replaces */
@@ -319,12 +321,12 @@ static void test_put_get(void)
     CN_CHECK_EQ(cn_objects_head(e.o, &rq, "nodata", "nope", &info), CN_E_NOT_FOUND);
     CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_BUCKET);
     /* conditional writes */
-    cn_objects_put_args_t inm = {.if_none_match = true};
+    cn_objects_put_args_t inm = { .if_none_match = true };
     CN_CHECK_EQ(put_bytes(&e, &e.alice, "data", "noetag", "x", 1, &inm, NULL), CN_E_PRECONDITION);
     CN_CHECK_EQ(put_bytes(&e, &e.alice, "data", "fresh", "x", 1, &inm, NULL), 0);
     /* integrity expectation */
-    uint8_t bad[16] = {0};
-    cn_objects_put_args_t ex = {.expect_md5 = bad};
+    uint8_t bad[16] = { 0 };
+    cn_objects_put_args_t ex = { .expect_md5 = bad };
     CN_CHECK_EQ(put_bytes(&e, &e.alice, "data", "bad", "x", 1, &ex, NULL), CN_E_DIGEST_MISMATCH);
     CN_CHECK_EQ(cn_objects_head(e.o, &rq, "data", "bad", &info), CN_E_NOT_FOUND);
     env_close(&e);
@@ -332,7 +334,7 @@ static void test_put_get(void)
 
 static void test_interrupted_and_limits(void)
 {
-    cn_objects_opts_t oo = {.max_object_bytes = 10, .upload_sweep_ms = -1};
+    cn_objects_opts_t oo = { .max_object_bytes = 10, .upload_sweep_ms = -1 };
     env_t e;
     env_open(&e, &oo);
     cn_objects_req_t rq = req_for(&e.alice);
@@ -379,11 +381,11 @@ static void test_list(void)
     cn_objects_req_t rq = req_for(&e.alice);
     CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "l", NULL, NULL), CN_E_INVALID);
     CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "lll", NULL, NULL), 0);
-    const char *keys[] = {"a/1", "a/2", "a/b/3", "b/1", "c", "d", "e/x/y", "f"};
+    const char *keys[] = { "a/1", "a/2", "a/b/3", "b/1", "c", "d", "e/x/y", "f" };
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         CN_CHECK_EQ(put_bytes(&e, &e.alice, "lll", keys[i], "v", 1, NULL, NULL), 0);
     cn_objects_list_t l;
-    cn_objects_list_args_t a = {0};
+    cn_objects_list_args_t a = { 0 };
     CN_CHECK_EQ(cn_objects_list(e.o, &rq, "lll", &a, &l), 0);
     CN_CHECK_EQ(l.nentries, 8);
     CN_CHECK(!l.is_truncated);
@@ -414,7 +416,7 @@ static void test_list(void)
     /* paging with delimiter: 2 per page, following next_start_after */
     a.prefix = NULL;
     a.max_keys = 2;
-    const char *expect[] = {"a/", "b/", "c", "d", "e/", "f"};
+    const char *expect[] = { "a/", "b/", "c", "d", "e/", "f" };
     size_t seen = 0;
     char marker[64] = "";
     for (int page = 0; page < 5; page++) {
@@ -424,7 +426,8 @@ static void test_list(void)
         /* merge the page's keys and prefixes back into byte order */
         while (ie < l.nentries || ip < l.nprefixes) {
             const char *next;
-            if (ip == l.nprefixes || (ie < l.nentries && strcmp(l.entries[ie].key, l.prefixes[ip]) < 0))
+            if (ip == l.nprefixes ||
+                (ie < l.nentries && strcmp(l.entries[ie].key, l.prefixes[ip]) < 0))
                 next = l.entries[ie++].key;
             else
                 next = l.prefixes[ip++];
@@ -453,8 +456,8 @@ static void test_copy_references_blob(void)
     cn_objects_req_t rq = req_for(&e.alice);
     CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "src", NULL, NULL), 0);
     CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "dst", NULL, NULL), 0);
-    cn_objects_kv_t kv[] = {{"k", "v"}};
-    cn_objects_put_args_t a = {.content_type = "image/png", .meta = kv, .nmeta = 1};
+    cn_objects_kv_t kv[] = { { "k", "v" } };
+    cn_objects_put_args_t a = { .content_type = "image/png", .meta = kv, .nmeta = 1 };
     cn_objects_put_result_t pr, cr;
     CN_CHECK_EQ(put_bytes(&e, &e.alice, "src", "one", "0123456789abcdef", 16, &a, &pr), 0);
     size_t before = count_blobs(&e);
@@ -473,7 +476,7 @@ static void test_copy_references_blob(void)
     cn_store_sweep_stats_t ss;
     CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
     CN_CHECK_EQ(ss.deleted, 0);
-    cn_buf_t got = {0};
+    cn_buf_t got = { 0 };
     CN_CHECK_EQ(get_bytes(&e, "dst", "two", NULL, &got, &info, true), 0);
     CN_CHECK(got.len == 16 && !memcmp(got.data, "0123456789abcdef", 16));
     cn_objects_info_free(&info);
@@ -530,38 +533,41 @@ static void test_multipart(void)
     cn_objects_req_t rq = req_for(&e.alice);
     CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "mpu", NULL, NULL), 0);
     char id[CN_UPLOAD_ID_MAX + 1];
-    cn_objects_put_args_t a = {.content_type = "text/x-mp"};
+    cn_objects_put_args_t a = { .content_type = "text/x-mp" };
     CN_CHECK_EQ(cn_objects_mpu_create(e.o, &rq, "mpu", "big", &a, id), 0);
     CN_CHECK(strlen(id) == 32);
     cn_objects_put_result_t p1, p2, p3, done;
     CN_CHECK_EQ(part_bytes(&e, "mpu", "big", id, 1, "AAAA", 4, &p1), 0);
     CN_CHECK_EQ(part_bytes(&e, "mpu", "big", id, 2, "xxxx", 4, &p2), 0);
-    CN_CHECK_EQ(part_bytes(&e, "mpu", "big", id, 2, "BBBB", 4, &p2), 0);   /* replaces */
+    CN_CHECK_EQ(part_bytes(&e, "mpu", "big", id, 2, "BBBB", 4, &p2), 0); /* replaces */
     CN_CHECK_EQ(part_bytes(&e, "mpu", "big", id, 3, "CC", 2, &p3), 0);
     CN_CHECK_EQ(part_bytes(&e, "mpu", "big", id, 0, "CC", 2, NULL), CN_E_INVALID);
     CN_CHECK_EQ(part_bytes(&e, "mpu", "big", id, 10001, "CC", 2, NULL), CN_E_INVALID);
     CN_CHECK_EQ(part_bytes(&e, "mpu", "other", id, 1, "CC", 2, NULL), CN_E_NO_UPLOAD);
     int np = 0;
-    CN_CHECK_EQ(cn_objects_mpu_list_parts(e.o, &rq, "mpu", "big", id, 0, 0, count_part, &np, NULL), 0);
+    CN_CHECK_EQ(cn_objects_mpu_list_parts(e.o, &rq, "mpu", "big", id, 0, 0, count_part, &np, NULL),
+                0);
     CN_CHECK_EQ(np, 3);
-    int32_t bad_order[] = {2, 1};
+    int32_t bad_order[] = { 2, 1 };
     CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, bad_order, NULL, 2, NULL, NULL),
                 CN_E_INVALID);
     CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_PART);
     CN_CHECK_EQ(rq.fail.detail, CN_OBJ_PART_ORDER);
-    int32_t missing[] = {1, 4};
+    int32_t missing[] = { 1, 4 };
     CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, missing, NULL, 2, NULL, NULL),
                 CN_E_INVALID);
     CN_CHECK_EQ(rq.fail.detail, CN_OBJ_PART_MISSING);
-    const char *wrong_etags[] = {"00000000000000000000000000000000", NULL};
-    int32_t first[] = {1};
-    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, first, wrong_etags, 1, NULL,
-                                        NULL), CN_E_INVALID);
+    const char *wrong_etags[] = { "00000000000000000000000000000000", NULL };
+    int32_t first[] = { 1 };
+    CN_CHECK_EQ(
+        cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, first, wrong_etags, 1, NULL, NULL),
+        CN_E_INVALID);
     CN_CHECK_EQ(rq.fail.detail, CN_OBJ_PART_ETAG_MISMATCH);
-    int32_t parts[] = {1, 2, 3};
+    int32_t parts[] = { 1, 2, 3 };
     size_t before = count_blobs(&e);
-    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, parts, NULL, 3, NULL, &done), 0);
-    CN_CHECK_EQ(count_blobs(&e), before);   /* references, no stitching */
+    CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, parts, NULL, 3, NULL, &done),
+                0);
+    CN_CHECK_EQ(count_blobs(&e), before); /* references, no stitching */
     /* etag = md5(md5(p1)||md5(p2)||md5(p3)) + "-3" */
     uint8_t cat[48], m[16];
     cn_md5("AAAA", 4, cat);
@@ -578,7 +584,7 @@ static void test_multipart(void)
     cn_hex_encode(sha, 32, shah);
     CN_CHECK_STR(done.sha256, shah);
     CN_CHECK_EQ(done.size, 10);
-    cn_buf_t got = {0};
+    cn_buf_t got = { 0 };
     cn_object_info_t info;
     CN_CHECK_EQ(get_bytes(&e, "mpu", "big", NULL, &got, &info, true), 0);
     CN_CHECK(got.len == 10 && !memcmp(got.data, "AAAABBBBCC", 10));
@@ -587,12 +593,12 @@ static void test_multipart(void)
     cn_objects_info_free(&info);
     /* a range across part boundaries */
     got.len = 0;
-    cn_objects_range_t r = {.kind = CN_RANGE_FROM, .off = 3, .len = 6};
+    cn_objects_range_t r = { .kind = CN_RANGE_FROM, .off = 3, .len = 6 };
     CN_CHECK_EQ(get_bytes(&e, "mpu", "big", &r, &got, &info, false), 0);
     CN_CHECK(got.len == 6 && !memcmp(got.data, "ABBBBC", 6));
     cn_objects_info_free(&info);
     got.len = 0;
-    r = (cn_objects_range_t){.kind = CN_RANGE_PART, .part_number = 2};
+    r = (cn_objects_range_t){ .kind = CN_RANGE_PART, .part_number = 2 };
     CN_CHECK_EQ(get_bytes(&e, "mpu", "big", &r, &got, &info, true), 0);
     CN_CHECK(got.len == 4 && !memcmp(got.data, "BBBB", 4));
     cn_objects_info_free(&info);
@@ -610,7 +616,7 @@ static void test_multipart(void)
     cn_objects_put_result_t again;
     CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, parts, NULL, 3, NULL, &again),
                 CN_E_NO_UPLOAD);
-    cn_objects_put_args_t retry = {.answer_repeat = true};
+    cn_objects_put_args_t retry = { .answer_repeat = true };
     CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, parts, NULL, 3, &retry, &again),
                 0);
     CN_CHECK(again.repeated && !done.repeated);
@@ -618,7 +624,7 @@ static void test_multipart(void)
     CN_CHECK_STR(again.sha256, done.sha256);
     CN_CHECK_EQ(again.size, done.size);
     CN_CHECK_EQ(again.version_id, done.version_id);
-    int32_t fewer[] = {1};   /* another list is no retry: the upload is gone */
+    int32_t fewer[] = { 1 }; /* another list is no retry: the upload is gone */
     CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "mpu", "big", id, fewer, NULL, 1, &retry, NULL),
                 CN_E_NO_UPLOAD);
     CN_CHECK_EQ(part_bytes(&e, "mpu", "big", id, 4, "DD", 2, NULL), CN_E_NO_UPLOAD);
@@ -628,7 +634,7 @@ static void test_multipart(void)
     CN_CHECK_EQ(cn_objects_mpu_create(e.o, &rq, "mpu", "tmp", NULL, id), 0);
     CN_CHECK_EQ(part_bytes(&e, "mpu", "tmp", id, 1, "zzzz", 4, NULL), 0);
     CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
-    CN_CHECK_EQ(ss.deleted, 0);       /* the part is live */
+    CN_CHECK_EQ(ss.deleted, 0); /* the part is live */
     CN_CHECK_EQ(cn_objects_mpu_abort(e.o, &rq, "mpu", "tmp", id), 0);
     CN_CHECK_EQ(part_bytes(&e, "mpu", "tmp", id, 2, "zzzz", 4, NULL), CN_E_NO_UPLOAD);
     np = 0;
@@ -668,8 +674,8 @@ static cn_err_t part_with_checksum(env_t *e, const char *id, int32_t n, const ch
 {
     cn_objects_req_t rq = req_for(&e->alice);
     cn_objects_put_t *s = NULL;
-    cn_err_t err = cn_objects_part_begin(e->o, &rq, "ckb", "k", id, n, NULL,
-                                         (int64_t)strlen(data), &s);
+    cn_err_t err =
+        cn_objects_part_begin(e->o, &rq, "ckb", "k", id, n, NULL, (int64_t)strlen(data), &s);
     if (err < 0)
         return err;
     CN_CHECK_STR(cn_objects_put_checksum_alg(s), "CRC32");
@@ -685,7 +691,7 @@ static cn_err_t part_with_checksum(env_t *e, const char *id, int32_t n, const ch
 
 static cn_err_t part_checksum_at(void *arg, const cn_objects_part_t *p)
 {
-    char (*cks)[CN_OBJECTS_CKSUM_MAX] = arg;
+    char(*cks)[CN_OBJECTS_CKSUM_MAX] = arg;
     if (p->part_number < 1 || p->part_number > 4)
         return CN_E_CORRUPT;
     snprintf(cks[p->part_number - 1], CN_OBJECTS_CKSUM_MAX, "%s", p->checksum);
@@ -694,13 +700,13 @@ static cn_err_t part_checksum_at(void *arg, const cn_objects_part_t *p)
 
 static void test_multipart_checksums(void)
 {
-    cn_objects_opts_t oo = {.upload_sweep_ms = -1, .completed_keep_ms = 60000};
+    cn_objects_opts_t oo = { .upload_sweep_ms = -1, .completed_keep_ms = 60000 };
     env_t e;
     env_open(&e, &oo);
     cn_objects_req_t rq = req_for(&e.alice);
     CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "ckb", NULL, NULL), 0);
     char id[CN_UPLOAD_ID_MAX + 1];
-    cn_objects_put_args_t a = {.checksum_alg = "A-NAME-FAR-TOO-LONG"};
+    cn_objects_put_args_t a = { .checksum_alg = "A-NAME-FAR-TOO-LONG" };
     CN_CHECK_EQ(cn_objects_mpu_create(e.o, &rq, "ckb", "k", &a, id), CN_E_INVALID);
     a.checksum_alg = "CRC32";
     CN_CHECK_EQ(cn_objects_mpu_create(e.o, &rq, "ckb", "k", &a, id), 0);
@@ -715,10 +721,11 @@ static void test_multipart_checksums(void)
     cn_objects_put_abort(s);
 
     /* a refusing check stops the completion before anything is committed */
-    check_t c = {.fail = CN_E_DIGEST_MISMATCH};
-    cn_objects_put_args_t ca = {.complete_check = record_check, .complete_ctx = &c,
-                                .answer_repeat = true};
-    int32_t parts[] = {1, 3};
+    check_t c = { .fail = CN_E_DIGEST_MISMATCH };
+    cn_objects_put_args_t ca = { .complete_check = record_check,
+                                 .complete_ctx = &c,
+                                 .answer_repeat = true };
+    int32_t parts[] = { 1, 3 };
     cn_objects_put_result_t done, again;
     CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "ckb", "k", id, parts, NULL, 2, &ca, &done),
                 CN_E_DIGEST_MISMATCH);
@@ -743,7 +750,7 @@ static void test_multipart_checksums(void)
     CN_CHECK(!strcmp(cks[0], "c1==") && !cks[1][0] && !strcmp(cks[2], "c3=="));
 
     /* a part number past the last is a range error about the part */
-    cn_objects_range_t r = {.kind = CN_RANGE_PART, .part_number = 3};
+    cn_objects_range_t r = { .kind = CN_RANGE_PART, .part_number = 3 };
     rq.what = CN_OBJ_WHAT_NONE;
     cn_objects_reader_t *rd = NULL;
     CN_CHECK_EQ(cn_objects_get(e.o, &rq, "ckb", "k", &r, &info, &rd), CN_E_RANGE);
@@ -757,7 +764,7 @@ static void test_multipart_checksums(void)
     CN_CHECK_EQ(c.calls, 3);
     CN_CHECK_STR(again.etag, done.etag);
     CN_CHECK_STR(again.checksum, "combined-2");
-    int32_t other[] = {1, 2};
+    int32_t other[] = { 1, 2 };
     CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "ckb", "k", id, other, NULL, 2, &ca, NULL),
                 CN_E_NO_UPLOAD);
     CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_UPLOAD);
@@ -777,7 +784,7 @@ static void test_multipart_checksums(void)
     CN_CHECK_EQ(cn_objects_mpu_complete(e.o, &rq, "ckb", "k", id, parts, NULL, 2, &ca, NULL),
                 CN_E_NO_UPLOAD);
     /* the object outlives its upload's record */
-    cn_buf_t got = {0};
+    cn_buf_t got = { 0 };
     CN_CHECK_EQ(get_bytes(&e, "ckb", "k", NULL, &got, &info, true), 0);
     CN_CHECK(got.len == 8 && !memcmp(got.data, "onethree", 8));
     cn_objects_info_free(&info);
@@ -787,7 +794,7 @@ static void test_multipart_checksums(void)
 
 static void test_upload_expiry(void)
 {
-    cn_objects_opts_t oo = {.upload_expiry_ms = 60000, .upload_sweep_ms = -1};
+    cn_objects_opts_t oo = { .upload_expiry_ms = 60000, .upload_sweep_ms = -1 };
     env_t e;
     env_open(&e, &oo);
     cn_objects_req_t rq = req_for(&e.alice);
@@ -807,7 +814,7 @@ static void test_upload_expiry(void)
     env_close(&e);
 
     /* an upload past its expiry is refused even before the sweep */
-    cn_objects_opts_t quick = {.upload_expiry_ms = 1, .upload_sweep_ms = -1};
+    cn_objects_opts_t quick = { .upload_expiry_ms = 1, .upload_sweep_ms = -1 };
     env_open(&e, &quick);
     rq = req_for(&e.alice);
     CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "exp", NULL, NULL), 0);
@@ -817,7 +824,7 @@ static void test_upload_expiry(void)
     env_close(&e);
 
     /* the background sweeper runs by itself */
-    cn_objects_opts_t bg = {.upload_expiry_ms = 1, .upload_sweep_ms = 20};
+    cn_objects_opts_t bg = { .upload_expiry_ms = 1, .upload_sweep_ms = 20 };
     env_open(&e, &bg);
     rq = req_for(&e.alice);
     CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "exp", NULL, NULL), 0);
@@ -851,7 +858,7 @@ static void test_liveness(void)
     CN_CHECK_EQ(cn_objects_delete(e.o, &rq, "live", "b"), 0);
     CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
     CN_CHECK_EQ(ss.deleted, 0);
-    cn_buf_t got = {0};
+    cn_buf_t got = { 0 };
     CN_CHECK_EQ(cn_objects_reader_send(rd, collect_fd, collect, &got), 0);
     CN_CHECK(got.len == 4 && !memcmp(got.data, "bbbb", 4));
     cn_buf_free(&got);
@@ -874,7 +881,7 @@ static void test_policy_denies_by_ip(void)
         "\"Action\":\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::pol/*\","
         "\"Condition\":{\"IpAddress\":{\"aws:SourceIp\":\"127.0.0.0/8\"}}}]}";
     CN_CHECK_EQ(cn_objects_bucket_policy_set(e.o, &rq, "pol", policy, strlen(policy)), 0);
-    cn_buf_t got = {0};
+    cn_buf_t got = { 0 };
     CN_CHECK_EQ(cn_objects_bucket_policy_get(e.o, &rq, "pol", &got), 0);
     CN_CHECK(got.len == strlen(policy));
     cn_buf_free(&got);
@@ -889,12 +896,14 @@ static void test_policy_denies_by_ip(void)
     CN_CHECK_EQ(cn_objects_head(e.o, &rq, "pol", "k", &info), 0);
     cn_objects_info_free(&info);
     /* generic settings */
-    CN_CHECK_EQ(cn_objects_bucket_attr_set(e.o, &rq, "pol", "cors", CN_ACT_PUT_BUCKET_CORS,
-                                           "<x/>", 4), 0);
-    CN_CHECK_EQ(cn_objects_bucket_attr_get(e.o, &rq, "pol", "cors", CN_ACT_GET_BUCKET_CORS, &got), 0);
+    CN_CHECK_EQ(
+        cn_objects_bucket_attr_set(e.o, &rq, "pol", "cors", CN_ACT_PUT_BUCKET_CORS, "<x/>", 4), 0);
+    CN_CHECK_EQ(cn_objects_bucket_attr_get(e.o, &rq, "pol", "cors", CN_ACT_GET_BUCKET_CORS, &got),
+                0);
     CN_CHECK(got.len == 4 && !memcmp(got.data, "<x/>", 4));
     cn_buf_free(&got);
-    CN_CHECK_EQ(cn_objects_bucket_attr_set(e.o, &rq, "pol", "cors", CN_ACT_PUT_BUCKET_CORS, NULL, 0), 0);
+    CN_CHECK_EQ(
+        cn_objects_bucket_attr_set(e.o, &rq, "pol", "cors", CN_ACT_PUT_BUCKET_CORS, NULL, 0), 0);
     CN_CHECK_EQ(cn_objects_bucket_attr_get(e.o, &rq, "pol", "cors", CN_ACT_GET_BUCKET_CORS, &got),
                 CN_E_NOT_FOUND);
     env_close(&e);
@@ -932,7 +941,7 @@ static void *conc_reader(void *arg)
 {
     conc_t *t = arg;
     while (!*t->stop) {
-        cn_buf_t got = {0};
+        cn_buf_t got = { 0 };
         cn_object_info_t info;
         cn_objects_req_t rq = req_for(&t->e->alice);
         cn_objects_reader_t *rd = NULL;
@@ -1019,7 +1028,7 @@ static void test_concurrency(void)
     cn_store_sweep_stats_t ss;
     CN_CHECK_EQ(cn_store_sweep(e.store, 0, &ss), 0);
     CN_CHECK_EQ(count_blobs(&e), 1);
-    cn_buf_t got = {0};
+    cn_buf_t got = { 0 };
     cn_object_info_t info;
     CN_CHECK_EQ(get_bytes(&e, "conc", "hot", NULL, &got, &info, true), 0);
     CN_CHECK_EQ(got.len, 8192);
@@ -1031,6 +1040,5 @@ static void test_concurrency(void)
 CN_TEST_MAIN(CN_TEST(test_bucket_names), CN_TEST(test_buckets), CN_TEST(test_put_get),
              CN_TEST(test_interrupted_and_limits), CN_TEST(test_list),
              CN_TEST(test_copy_references_blob), CN_TEST(test_multipart),
-             CN_TEST(test_multipart_checksums),
-             CN_TEST(test_upload_expiry), CN_TEST(test_liveness),
+             CN_TEST(test_multipart_checksums), CN_TEST(test_upload_expiry), CN_TEST(test_liveness),
              CN_TEST(test_policy_denies_by_ip), CN_TEST(test_concurrency))

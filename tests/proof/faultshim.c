@@ -57,7 +57,7 @@ typedef struct {
 
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static fault_cfg_t g_cfg;
-static struct stat g_seen;           /* identity of the control file last parsed */
+static struct stat g_seen; /* identity of the control file last parsed */
 static bool g_seen_valid;
 static uint64_t g_matched, g_failed, g_hits_total;
 
@@ -81,8 +81,10 @@ static void parse_line(fault_cfg_t *c, char *line)
         if (strstr(v, "rename"))
             c->ops |= OP_RENAME;
     } else if (!strcmp(k, "errno")) {
-        c->err = !strcmp(v, "ENOSPC") ? ENOSPC : !strcmp(v, "EDQUOT") ? EDQUOT
-               : !strcmp(v, "EROFS") ? EROFS : EIO;
+        c->err = !strcmp(v, "ENOSPC")   ? ENOSPC
+                 : !strcmp(v, "EDQUOT") ? EDQUOT
+                 : !strcmp(v, "EROFS")  ? EROFS
+                                        : EIO;
     } else if (!strcmp(k, "pattern")) {
         snprintf(c->pattern, sizeof c->pattern, "%s", v);
     } else if (!strcmp(k, "after")) {
@@ -102,13 +104,12 @@ static void reload_locked(const char *ctl)
         return;
     }
     if (g_seen_valid && st.st_ino == g_seen.st_ino && st.st_size == g_seen.st_size &&
-        st.st_mtim.tv_sec == g_seen.st_mtim.tv_sec &&
-        st.st_mtim.tv_nsec == g_seen.st_mtim.tv_nsec)
+        st.st_mtim.tv_sec == g_seen.st_mtim.tv_sec && st.st_mtim.tv_nsec == g_seen.st_mtim.tv_nsec)
         return;
     g_seen = st;
     g_seen_valid = true;
     g_matched = g_failed = 0;
-    fault_cfg_t c = {.err = EIO, .pattern = "*"};
+    fault_cfg_t c = { .err = EIO, .pattern = "*" };
     char buf[4096];
     long n = -1;
     int fd = (int)syscall(SYS_openat, AT_FDCWD, ctl, O_RDONLY | O_CLOEXEC);
@@ -136,8 +137,8 @@ static void write_hits(const char *ctl, uint64_t hits)
     if ((size_t)snprintf(path, sizeof path, "%s.hits", ctl) >= sizeof path)
         return;
     int len = snprintf(num, sizeof num, "%llu\n", (unsigned long long)hits);
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                          0644);
+    int fd =
+        (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return;
     (void)!syscall(SYS_write, fd, num, (size_t)len);
@@ -179,7 +180,7 @@ static int fd_fault(unsigned op, int fd)
     if (n <= 0)
         return 0;
     path[n] = 0;
-    if (path[0] != '/')      /* sockets, pipes, anonymous files */
+    if (path[0] != '/') /* sockets, pipes, anonymous files */
         return 0;
     return should_fail(op, path, NULL);
 }
@@ -225,20 +226,20 @@ static void *next_sym(const char *name)
     return dlsym(RTLD_NEXT, name);
 }
 
-#define REAL(name, type) \
-    type real_##name; \
-    do { \
-        void *p_ = next_sym(#name); \
+#define REAL(name, type)                      \
+    type real_##name;                         \
+    do {                                      \
+        void *p_ = next_sym(#name);           \
         memcpy(&real_##name, &p_, sizeof p_); \
     } while (0)
 
-#define FAIL_FD(op, fd) \
-    do { \
+#define FAIL_FD(op, fd)            \
+    do {                           \
         int e_ = fd_fault(op, fd); \
-        if (e_) { \
-            errno = e_; \
-            return -1; \
-        } \
+        if (e_) {                  \
+            errno = e_;            \
+            return -1;             \
+        }                          \
     } while (0)
 
 SHIM_API ssize_t write(int fd, const void *buf, size_t n)

@@ -33,14 +33,14 @@ int main(int argc, char **argv)
     cn_objects_t *o = NULL;
     cn_blobs_t *b = NULL;
     cn_repos_t *r = NULL;
-    cn_store_sweep_stats_t st = {0};
+    cn_store_sweep_stats_t st = { 0 };
     cn_err_t err = cn_meta_open(argv[1], NULL, &meta);
-    cn_store_opts_t so = {.meta = meta};
+    cn_store_opts_t so = { .meta = meta };
     if (err >= 0)
         err = cn_store_open(argv[1], &so, &store);
     if (err >= 0)
         err = cn_identity_open(meta, argv[1], &id);
-    cn_objects_opts_t oo = {.upload_sweep_ms = -1};
+    cn_objects_opts_t oo = { .upload_sweep_ms = -1 };
     if (err >= 0)
         err = cn_objects_open(meta, store, &oo, &o);
     if (err >= 0)

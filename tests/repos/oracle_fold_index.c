@@ -24,7 +24,8 @@ void oracle_fold_index_free(oracle_fold_index_t *ix)
     ix->cap = ix->used = 0;
 }
 
-static oracle_fold_slot_t *probe(const oracle_fold_index_t *ix, uint64_t h, const uint8_t *k, size_t n)
+static oracle_fold_slot_t *probe(const oracle_fold_index_t *ix, uint64_t h, const uint8_t *k,
+                                 size_t n)
 {
     size_t i = h & (ix->cap - 1);
     for (;;) {

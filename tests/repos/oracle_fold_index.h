@@ -6,8 +6,16 @@
 
 #include "cairn/repos_model.h"
 
-typedef struct oracle_fold_slot { uint64_t h; uint8_t *key; uint16_t len; uint32_t count; } oracle_fold_slot_t;
-typedef struct oracle_fold_index { oracle_fold_slot_t *slots; size_t cap, used; } oracle_fold_index_t;
+typedef struct oracle_fold_slot {
+    uint64_t h;
+    uint8_t *key;
+    uint16_t len;
+    uint32_t count;
+} oracle_fold_slot_t;
+typedef struct oracle_fold_index {
+    oracle_fold_slot_t *slots;
+    size_t cap, used;
+} oracle_fold_index_t;
 
 void oracle_fold_index_free(oracle_fold_index_t *ix);
 /* Makes room for one more key (-ENOMEM) so that a following add cannot fail

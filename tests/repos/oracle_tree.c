@@ -66,8 +66,14 @@ static int kid_index(const oracle_tnode_t *n, uint8_t b, bool *found)
     while (lo < hi) {
         int mid = (lo + hi) / 2;
         uint8_t k = n->kids[mid]->prefix[0];
-        if (k == b) { *found = true; return mid; }
-        if (k < b) lo = mid + 1; else hi = mid;
+        if (k == b) {
+            *found = true;
+            return mid;
+        }
+        if (k < b)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     *found = false;
     return lo;
@@ -157,7 +163,7 @@ static cn_err_t put_node(oracle_tree_t *t, const uint8_t *path, size_t len,
         }
         memmove(c->prefix, c->prefix + common, c->plen - common);
         c->plen = (uint16_t)(c->plen - common);
-        c->dirty = true;    /* its prefix is part of its encoding: re-hash it */
+        c->dirty = true; /* its prefix is part of its encoding: re-hash it */
         mid->kids[0] = c;
         mid->nkids = 1;
         n->kids[at] = mid;
@@ -190,7 +196,7 @@ const oracle_tnode_t *oracle_tree_find(const oracle_tree_t *t, const uint8_t *pa
 }
 
 cn_err_t oracle_tree_put(oracle_tree_t *t, const uint8_t *path, size_t len,
-                           const cn_repos_entry_t *e)
+                         const cn_repos_entry_t *e)
 {
     if (cn_repos_path_check(path, len) || !entry_ok(e))
         return CN_E_INVALID;
@@ -201,7 +207,7 @@ cn_err_t oracle_tree_put(oracle_tree_t *t, const uint8_t *path, size_t len,
     cn_err_t err = put_node(t, path, len, e);
     if (err) {
         if (!was && will)
-            oracle_fold_index_add(&t->folds, path, len, -1);   /* an existing key: cannot fail */
+            oracle_fold_index_add(&t->folds, path, len, -1); /* an existing key: cannot fail */
         return err;
     }
     if (was && !will)
@@ -241,7 +247,9 @@ bool oracle_tree_get(const oracle_tree_t *t, const uint8_t *path, size_t len, cn
 }
 
 /* ---- hashing ------------------------------------------------------------------ */
-typedef struct { cn_buf_t lo, hi; } bounds_t;
+typedef struct {
+    cn_buf_t lo, hi;
+} bounds_t;
 
 /* The bytes under n along its first (lo) or last (hi) descendants: lo stops
  * at the first node with an entry, hi at a leaf. */
@@ -268,8 +276,16 @@ static cn_err_t describe(bounds_t *bd, const oracle_tnode_t *n, cn__tree_node_t 
 {
     CN_TRY(put_bound(&bd->lo, n, true));
     CN_TRY(put_bound(&bd->hi, n, false));
-    *d = (cn__tree_node_t){ n->prefix, n->plen, n->state, &n->e, bd->lo.data, bd->hi.data,
-                            (uint16_t)bd->lo.len, (uint16_t)bd->hi.len, n->nkids, kid_sum,
+    *d = (cn__tree_node_t){ n->prefix,
+                            n->plen,
+                            n->state,
+                            &n->e,
+                            bd->lo.data,
+                            bd->hi.data,
+                            (uint16_t)bd->lo.len,
+                            (uint16_t)bd->hi.len,
+                            n->nkids,
+                            kid_sum,
                             n->kids };
     return CN_OK;
 }
@@ -316,7 +332,7 @@ cn_err_t oracle_tree_roots(oracle_tree_t *t, cn_digest_t *content, cn_digest_t *
 }
 
 cn_err_t oracle_tree_roots_emit(oracle_tree_t *t, cn_digest_t *content, cn_digest_t *revision,
-                                  oracle_node_fn emit, void *ctx)
+                                oracle_node_fn emit, void *ctx)
 {
     hash_ctx_t h = { { 0 }, { 0 }, { { 0 }, { 0 } }, 0, emit, ctx };
     cn_err_t e = rehash(&h, t->root);
@@ -338,7 +354,10 @@ cn_err_t oracle_tree_roots_emit(oracle_tree_t *t, cn_digest_t *content, cn_diges
     return CN_OK;
 }
 
-uint64_t oracle_tree_rehashed(const oracle_tree_t *t) { return t->rehashed; }
+uint64_t oracle_tree_rehashed(const oracle_tree_t *t)
+{
+    return t->rehashed;
+}
 
 static void count(const oracle_tnode_t *n, uint64_t *entries, uint64_t *live)
 {
@@ -386,7 +405,10 @@ int oracle_tree_walk(const oracle_tree_t *t, oracle_walk_fn fn, void *ctx)
     return rc;
 }
 
-typedef struct { cn_buf_t tmp; bounds_t bd; } emit_ctx_t;
+typedef struct {
+    cn_buf_t tmp;
+    bounds_t bd;
+} emit_ctx_t;
 
 /* Kept out of line so the recursion's frames stay small. */
 static __attribute__((noinline)) cn_err_t emit_node(cn_buf_t *out, emit_ctx_t *x,

@@ -15,14 +15,15 @@
 
 typedef struct oracle_tree oracle_tree_t;
 
-cn_err_t oracle_tree_new(oracle_tree_t **out);            /* -ENOMEM */
-void oracle_tree_free(oracle_tree_t *t);                  /* accepts NULL */
+cn_err_t oracle_tree_new(oracle_tree_t **out); /* -ENOMEM */
+void oracle_tree_free(oracle_tree_t *t);       /* accepts NULL */
 /* Inserts or replaces the entry at a canonical path (CN_E_INVALID for a bad
  * path or entry, -ENOMEM; on -ENOMEM the tree is unchanged). */
-cn_err_t oracle_tree_put(oracle_tree_t *t, const uint8_t *path, size_t n, const cn_repos_entry_t *e);
+cn_err_t oracle_tree_put(oracle_tree_t *t, const uint8_t *path, size_t n,
+                         const cn_repos_entry_t *e);
 /* Looks up an exact path; false when the tree never held it. */
 bool oracle_tree_get(const oracle_tree_t *t, const uint8_t *path, size_t n, cn_repos_entry_t *out);
-uint64_t oracle_tree_entries(const oracle_tree_t *t);     /* incl. tombstones */
+uint64_t oracle_tree_entries(const oracle_tree_t *t); /* incl. tombstones */
 uint64_t oracle_tree_live(const oracle_tree_t *t);
 /* Re-hashes dirty nodes and returns both roots (-ENOMEM). */
 cn_err_t oracle_tree_roots(oracle_tree_t *t, cn_digest_t *content, cn_digest_t *revision);
@@ -33,7 +34,8 @@ uint64_t oracle_tree_rehashed(const oracle_tree_t *t);
  * encoding; borrowed for the call): exactly the nodes a store must add for
  * the new snapshot.  An error from emit stops the walk and is returned (the
  * tree stays usable; call again to recompute). */
-typedef cn_err_t (*oracle_node_fn)(void *ctx, const cn_digest_t *hash, const uint8_t *enc, size_t n);
+typedef cn_err_t (*oracle_node_fn)(void *ctx, const cn_digest_t *hash, const uint8_t *enc,
+                                   size_t n);
 cn_err_t oracle_tree_roots_emit(oracle_tree_t *t, cn_digest_t *content, cn_digest_t *revision,
                                 oracle_node_fn emit, void *ctx);
 /* Rebuilds a tree from a store: fetch appends to out (handed over empty) the

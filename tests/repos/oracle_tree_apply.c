@@ -8,7 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { const uint8_t *p; size_t n; const uint8_t *fold; size_t fn; } removed_t;
+typedef struct {
+    const uint8_t *p;
+    size_t n;
+    const uint8_t *fold;
+    size_t fn;
+} removed_t;
 
 static int by_path(const void *a, const void *b)
 {
@@ -30,15 +35,19 @@ static bool is_live(const oracle_tree_t *t, const uint8_t *p, size_t n)
 
 /* Index range [lo, hi) of sorted items whose key (path or fold) starts with
  * (or, exact, equals) the given bytes. */
-static size_t count_matching(removed_t **v, size_t m, const uint8_t *k, size_t kn, bool fold, bool exact)
+static size_t count_matching(removed_t **v, size_t m, const uint8_t *k, size_t kn, bool fold,
+                             bool exact)
 {
     size_t c = 0;
     size_t lo = 0, hi = m;
-    while (lo < hi) {           /* first item >= k */
+    while (lo < hi) { /* first item >= k */
         size_t mid = (lo + hi) / 2;
         const uint8_t *p = fold ? v[mid]->fold : v[mid]->p;
         size_t pn = fold ? v[mid]->fn : v[mid]->n;
-        if (cn__bytes_cmp(p, pn, k, kn) < 0) lo = mid + 1; else hi = mid;
+        if (cn__bytes_cmp(p, pn, k, kn) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     for (size_t i = lo; i < m; i++) {
         const uint8_t *p = fold ? v[i]->fold : v[i]->p;
@@ -51,9 +60,9 @@ static size_t count_matching(removed_t **v, size_t m, const uint8_t *k, size_t k
 }
 
 cn_err_t oracle_tree_apply(oracle_tree_t *t, const cn_repos_changeset_t *cs, uint64_t change,
-                             oracle_size_fn size_fn, void *ctx)
+                           oracle_size_fn size_fn, void *ctx)
 {
-    CN_TRY(oracle_tree_roots(t, NULL, NULL));     /* summaries current */
+    CN_TRY(oracle_tree_roots(t, NULL, NULL)); /* summaries current */
     cn_err_t err = CN_OK;
     removed_t *rm = calloc(cs->count, sizeof *rm);
     removed_t **by_p = calloc(cs->count, sizeof *by_p), **by_f = calloc(cs->count, sizeof *by_f);
@@ -75,18 +84,27 @@ cn_err_t oracle_tree_apply(oracle_tree_t *t, const cn_repos_changeset_t *cs, uin
         bool ok;
         switch (e.kind) {
         case CN_REPOS_ADD: ok = !live; break;
-        case CN_REPOS_MODIFY: case CN_REPOS_DELETE: ok = live; break;
+        case CN_REPOS_MODIFY:
+        case CN_REPOS_DELETE: ok = live; break;
         case CN_REPOS_MOVE: ok = !live && is_live(t, e.from, e.from_len); break;
-        default: ok = oracle_tree_find(t, e.path, e.path_len) &&
-                      oracle_tree_find(t, e.path, e.path_len)->state != CN_REPOS_NONE; break;
+        default:
+            ok = oracle_tree_find(t, e.path, e.path_len) &&
+                 oracle_tree_find(t, e.path, e.path_len)->state != CN_REPOS_NONE;
+            break;
         }
-        if (!ok) { err = CN_E_CONFLICT; goto out; }
+        if (!ok) {
+            err = CN_E_CONFLICT;
+            goto out;
+        }
         if (e.kind == CN_REPOS_DELETE || e.kind == CN_REPOS_MOVE) {
             removed_t *r = &rm[m];
             r->p = e.kind == CN_REPOS_DELETE ? e.path : e.from;
             r->n = e.kind == CN_REPOS_DELETE ? e.path_len : e.from_len;
             long fn = cn_repos_path_fold(r->p, r->n, arena + used, cs->entries_len - used);
-            if (fn < 0) { err = CN_E_INVALID; goto out; }
+            if (fn < 0) {
+                err = CN_E_INVALID;
+                goto out;
+            }
             r->fold = arena + used;
             r->fn = (size_t)fn;
             used += (size_t)fn;
@@ -121,7 +139,10 @@ cn_err_t oracle_tree_apply(oracle_tree_t *t, const cn_repos_changeset_t *cs, uin
         }
         uint8_t fold[CN_REPOS_MAX_PATH];
         long fn = cn_repos_path_fold(e.path, e.path_len, fold, sizeof fold);
-        if (fn < 0) { err = CN_E_INVALID; goto out; }
+        if (fn < 0) {
+            err = CN_E_INVALID;
+            goto out;
+        }
         uint64_t before = oracle_fold_index_count(&t->folds, e.path, e.path_len);
         uint64_t gone = count_matching(by_f, m, fold, (size_t)fn, true, true);
         if (before - (gone < before ? gone : before) + 1 > 1) {
@@ -135,8 +156,7 @@ cn_err_t oracle_tree_apply(oracle_tree_t *t, const cn_repos_changeset_t *cs, uin
         cn_repos_entry_t ne = { 0 };
         ne.change = change;
         switch (e.kind) {
-        case CN_REPOS_KEEP:
-            continue;
+        case CN_REPOS_KEEP: continue;
         case CN_REPOS_DELETE:
             ne.state = CN_REPOS_TOMBSTONE;
             err = oracle_tree_put(t, e.path, e.path_len, &ne);
@@ -146,8 +166,7 @@ cn_err_t oracle_tree_apply(oracle_tree_t *t, const cn_repos_changeset_t *cs, uin
             if ((err = oracle_tree_put(t, e.from, e.from_len, &ne)))
                 continue;
             break;
-        default:
-            break;
+        default: break;
         }
         ne.state = CN_REPOS_LIVE;
         ne.mode = e.mode;

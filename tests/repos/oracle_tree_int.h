@@ -8,20 +8,20 @@
 #include "repos/model_tree_codec.h"
 
 typedef struct oracle_tnode {
-    uint8_t *prefix;                  /* edge bytes from the parent (root: none) */
+    uint8_t *prefix; /* edge bytes from the parent (root: none) */
     uint16_t plen;
-    uint8_t state;                    /* CN_REPOS_NONE / LIVE / TOMBSTONE */
+    uint8_t state; /* CN_REPOS_NONE / LIVE / TOMBSTONE */
     cn_repos_entry_t e;
-    struct oracle_tnode **kids;       /* ascending by prefix[0] */
+    struct oracle_tnode **kids; /* ascending by prefix[0] */
     uint16_t nkids, kcap;
     bool dirty;
-    cn__tree_sum_t sum;               /* current unless dirty */
+    cn__tree_sum_t sum; /* current unless dirty */
 } oracle_tnode_t;
 
 struct oracle_tree {
     oracle_tnode_t *root;
     uint64_t rehashed;
-    oracle_fold_index_t folds;        /* folds of live paths */
+    oracle_fold_index_t folds; /* folds of live paths */
 };
 
 /* The node whose full key is exactly path (NULL when there is none). */

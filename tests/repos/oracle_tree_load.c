@@ -8,7 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct { size_t off; uint32_t len; uint16_t next, count; } lframe_t;
+typedef struct {
+    size_t off;
+    uint32_t len;
+    uint16_t next, count;
+} lframe_t;
 
 static uint32_t ld32(const uint8_t *p)
 {
@@ -38,7 +42,7 @@ static cn_err_t fetch_one(cn_buf_t *proof, cn_buf_t *tmp, const cn_digest_t *h,
 }
 
 cn_err_t oracle_tree_load(oracle_tree_t **out, const cn_digest_t *revision_root,
-                            oracle_fetch_fn fetch, void *ctx)
+                          oracle_fetch_fn fetch, void *ctx)
 {
     cn_buf_t proof = { 0 }, tmp = { 0 };
     lframe_t *st = NULL;
@@ -51,21 +55,28 @@ cn_err_t oracle_tree_load(oracle_tree_t **out, const cn_digest_t *revision_root,
         if (depth == cap) {
             size_t nc = cap ? cap * 2 : 16;
             lframe_t *ns = realloc(st, nc * sizeof *ns);
-            if (!ns) { err = -ENOMEM; goto out; }
+            if (!ns) {
+                err = -ENOMEM;
+                goto out;
+            }
             st = ns;
             cap = nc;
         }
         st[depth++] = f;
         /* A path is at most 8,192 bytes and every edge below the root at
          * least one, so a deeper chain cannot be a valid tree. */
-        if (depth > CN_REPOS_MAX_PATH + 1) { err = CN_E_INVALID; goto out; }
+        if (depth > CN_REPOS_MAX_PATH + 1) {
+            err = CN_E_INVALID;
+            goto out;
+        }
         while (depth > 0 && st[depth - 1].next == st[depth - 1].count)
             depth--;
         if (depth == 0)
             break;
         lframe_t *top = &st[depth - 1];
         cn_digest_t child;
-        size_t at = top->off + top->len - (size_t)(top->count - top->next) * CN_REPOS_NODE_CHILD_LEN + 1;
+        size_t at =
+            top->off + top->len - (size_t)(top->count - top->next) * CN_REPOS_NODE_CHILD_LEN + 1;
         memcpy(child.b, proof.data + at, CN_DIGEST_LEN);
         top->next++;
         if ((err = fetch_one(&proof, &tmp, &child, fetch, ctx, &f)))
@@ -79,10 +90,13 @@ out:
     return err;
 }
 
-typedef struct { size_t key_len; uint16_t left; } bframe_t;
+typedef struct {
+    size_t key_len;
+    uint16_t left;
+} bframe_t;
 
 cn_err_t oracle_tree_from_proof(oracle_tree_t **out, const uint8_t *p, size_t n,
-                                  const cn_digest_t *revision_root)
+                                const cn_digest_t *revision_root)
 {
     cn_digest_t content;
     uint64_t live;
@@ -112,7 +126,10 @@ cn_err_t oracle_tree_from_proof(oracle_tree_t **out, const uint8_t *p, size_t n,
             if (depth == cap) {
                 size_t nc = cap ? cap * 2 : 16;
                 bframe_t *ns = realloc(st, nc * sizeof *ns);
-                if (!ns) { err = -ENOMEM; break; }
+                if (!ns) {
+                    err = -ENOMEM;
+                    break;
+                }
                 st = ns;
                 cap = nc;
             }

@@ -46,13 +46,25 @@ static void check_truncation(parse_fn fn, const uint8_t *p, size_t n)
 }
 
 static cn_err_t parse_manifest(const uint8_t *p, size_t n)
-{ cn_repos_manifest_t m; return cn_repos_manifest_parse(p, n, &m); }
+{
+    cn_repos_manifest_t m;
+    return cn_repos_manifest_parse(p, n, &m);
+}
 static cn_err_t parse_changeset(const uint8_t *p, size_t n)
-{ cn_repos_changeset_t c; return cn_repos_changeset_parse(p, n, &c); }
+{
+    cn_repos_changeset_t c;
+    return cn_repos_changeset_parse(p, n, &c);
+}
 static cn_err_t parse_commit(const uint8_t *p, size_t n)
-{ cn_repos_commit_t c; return cn_repos_commit_parse(p, n, &c); }
+{
+    cn_repos_commit_t c;
+    return cn_repos_commit_parse(p, n, &c);
+}
 static cn_err_t parse_node(const uint8_t *p, size_t n)
-{ cn_repos_node_t c; return cn_repos_node_parse(p, n, &c); }
+{
+    cn_repos_node_t c;
+    return cn_repos_node_parse(p, n, &c);
+}
 
 /* ---- objects ---------------------------------------------------------------------- */
 static void test_chunk_and_manifest(void)
@@ -84,13 +96,13 @@ static void test_chunk_and_manifest(void)
     CN_CHECK_MEM(d1.b, d2.b, 32);
     CN_CHECK_EQ(cn_repos_id_init(&h, 9), CN_E_INVALID);
 
-    FX(empty, "01 0000000000000000 00000000");                       /* an empty file */
+    FX(empty, "01 0000000000000000 00000000"); /* an empty file */
     CN_CHECK_EQ(parse_manifest(empty, empty_len), CN_OK);
     FX(bad_size, "01 0600000000000000 01000000 " CHUNK_ID " 05000000");
     CN_CHECK_EQ(parse_manifest(bad_size, bad_size_len), CN_E_INVALID);
     FX(zero_len, "01 0000000000000000 01000000 " CHUNK_ID " 00000000");
     CN_CHECK_EQ(parse_manifest(zero_len, zero_len_len), CN_E_INVALID);
-    FX(big_chunk, "01 0100400000000000 01000000 " CHUNK_ID " 01004000");   /* 4 MiB + 1 */
+    FX(big_chunk, "01 0100400000000000 01000000 " CHUNK_ID " 01004000"); /* 4 MiB + 1 */
     CN_CHECK_EQ(parse_manifest(big_chunk, big_chunk_len), CN_E_INVALID);
     FX(version2, "02 0000000000000000 00000000");
     CN_CHECK_EQ(parse_manifest(version2, version2_len), CN_E_INVALID);
@@ -109,8 +121,11 @@ static void test_changeset(void)
     FX(cs, "01 01000000 01 0500 \"a.txt\" " MANIFEST_ID " 00");
     CN_CHECK_EQ(cs_len, 46);
     CN_CHECK(id_is(CN_REPOS_CHANGESET, cs, cs_len, CHANGESET_ID));
-    cn_repos_change_t e = { .kind = CN_REPOS_ADD, .path = (const uint8_t *)"a.txt", .path_len = 5,
-                            .manifest = D(MANIFEST_ID), .mode = 0 };
+    cn_repos_change_t e = { .kind = CN_REPOS_ADD,
+                            .path = (const uint8_t *)"a.txt",
+                            .path_len = 5,
+                            .manifest = D(MANIFEST_ID),
+                            .mode = 0 };
     cn_buf_t b = { 0 };
     CN_CHECK_EQ(cn_repos_changeset_encode(&b, &e, 1), CN_OK);
     CN_CHECK(b.len == cs_len && memcmp(b.data, cs, cs_len) == 0);
@@ -142,15 +157,15 @@ static void test_changeset(void)
 
     /* structural refusals */
     static const char *const bad[] = {
-        "01 02000000 03 0100 \"b\" 03 0100 \"a\"",                       /* out of order */
-        "01 02000000 03 0100 \"a\" 03 0100 \"a\"",                       /* duplicate */
-        "01 01000000 04 0100 \"a\" 0100 \"a\" " MANIFEST_ID " 00",       /* move onto itself */
-        "01 01000000 01 0100 \"a\" " MANIFEST_ID " 03",                  /* mode 3 */
-        "01 01000000 06 0100 \"a\"",                                     /* kind 6 */
-        "01 01000000 03 0400 \"a/..\"",                                  /* not canonical */
-        "01 00000000",                                                   /* empty */
-        "02 01000000 03 0100 \"a\"",                                     /* version 2 */
-        "01 ffffffff 03 0100 \"a\"",                                     /* count over the bytes */
+        "01 02000000 03 0100 \"b\" 03 0100 \"a\"",                 /* out of order */
+        "01 02000000 03 0100 \"a\" 03 0100 \"a\"",                 /* duplicate */
+        "01 01000000 04 0100 \"a\" 0100 \"a\" " MANIFEST_ID " 00", /* move onto itself */
+        "01 01000000 01 0100 \"a\" " MANIFEST_ID " 03",            /* mode 3 */
+        "01 01000000 06 0100 \"a\"",                               /* kind 6 */
+        "01 01000000 03 0400 \"a/..\"",                            /* not canonical */
+        "01 00000000",                                             /* empty */
+        "02 01000000 03 0100 \"a\"",                               /* version 2 */
+        "01 ffffffff 03 0100 \"a\"",                               /* count over the bytes */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         FX(x, bad[i]);
@@ -161,7 +176,8 @@ static void test_changeset(void)
         "01 02000000 01 0500 \"A.txt\" " MANIFEST_ID " 00 01 0500 \"a.txt\" " MANIFEST_ID " 00",
         "01 02000000 01 0100 \"a\" " MANIFEST_ID " 00 01 0300 \"a/b\" " MANIFEST_ID " 00",
         "01 02000000 03 0100 \"a\" 04 0100 \"b\" 0100 \"a\" " MANIFEST_ID " 00",
-        "01 02000000 04 0100 \"b\" 0100 \"x\" " MANIFEST_ID " 00 04 0100 \"c\" 0100 \"x\" " MANIFEST_ID " 00",
+        "01 02000000 04 0100 \"b\" 0100 \"x\" " MANIFEST_ID
+        " 00 04 0100 \"c\" 0100 \"x\" " MANIFEST_ID " 00",
     };
     for (size_t i = 0; i < sizeof invalid / sizeof invalid[0]; i++) {
         FX(x, invalid[i]);
@@ -186,10 +202,15 @@ static void test_commit(void)
           " " CHANGESET_ID " 0300 \"ann\" 05000000 \"add a\""
           " 0068e5cf8b010000 " CONTENT_ROOT " " REVISION_ROOT " 00");
     CN_CHECK(id_is(CN_REPOS_COMMIT, c, c_len, COMMIT_ID));
-    cn_repos_commit_t cm = { .change = 1, .parent_count = 0, .changeset = D(CHANGESET_ID),
-                             .author = (const uint8_t *)"ann", .author_len = 3,
-                             .message = (const uint8_t *)"add a", .message_len = 5,
-                             .time_ms = 1700000000000ull, .content_root = D(CONTENT_ROOT),
+    cn_repos_commit_t cm = { .change = 1,
+                             .parent_count = 0,
+                             .changeset = D(CHANGESET_ID),
+                             .author = (const uint8_t *)"ann",
+                             .author_len = 3,
+                             .message = (const uint8_t *)"add a",
+                             .message_len = 5,
+                             .time_ms = 1700000000000ull,
+                             .content_root = D(CONTENT_ROOT),
                              .revision_root = D(REVISION_ROOT) };
     fx_id(cm.repository, 0x00);
     fx_id(cm.branch, 0x10);
@@ -217,15 +238,18 @@ static void test_commit(void)
     cm.parent_count = 3;
     cn_buf_reset(&b);
     CN_CHECK_EQ(cn_repos_commit_encode(&b, &cm), CN_E_INVALID);
-    c[1 + 16 + 16 + 8] = 3;                                          /* three parents */
+    c[1 + 16 + 16 + 8] = 3; /* three parents */
     CN_CHECK_EQ(parse_commit(c, c_len), CN_E_INVALID);
     cn_buf_free(&b);
 }
 
 static void test_fingerprint(void)
 {
-    cn_repos_submit_intent_t s = { .base = 0, .changeset = D(CHANGESET_ID), .keep_locks = false,
-                                   .message = (const uint8_t *)"add a", .message_len = 5 };
+    cn_repos_submit_intent_t s = { .base = 0,
+                                   .changeset = D(CHANGESET_ID),
+                                   .keep_locks = false,
+                                   .message = (const uint8_t *)"add a",
+                                   .message_len = 5 };
     fx_id(s.repository, 0x00);
     fx_id(s.incarnation, 0x20);
     fx_id(s.branch, 0x10);
@@ -239,7 +263,10 @@ static void test_fingerprint(void)
 }
 
 /* ---- paths ------------------------------------------------------------------------ */
-static bool path_ok(const char *s, size_t n) { return cn_repos_path_check((const uint8_t *)s, n) == CN_OK; }
+static bool path_ok(const char *s, size_t n)
+{
+    return cn_repos_path_check((const uint8_t *)s, n) == CN_OK;
+}
 #define P(s) path_ok(s, sizeof(s) - 1)
 
 static void test_paths(void)
@@ -260,14 +287,14 @@ static void test_paths(void)
     CN_CHECK(!P("a\0b"));
     CN_CHECK(!P("a\nb"));
     CN_CHECK(!P("a\x7f"));
-    CN_CHECK(!P("\xC0\xAF"));                 /* overlong '/' */
-    CN_CHECK(!P("\xC1\xBF"));                 /* overlong */
-    CN_CHECK(!P("\xE0\x80\xAE"));             /* overlong '.' */
-    CN_CHECK(!P("\xF0\x80\x80\xAF"));         /* overlong */
-    CN_CHECK(!P("\xED\xA0\x80"));             /* surrogate */
-    CN_CHECK(!P("\xF4\x90\x80\x80"));         /* above U+10FFFF */
-    CN_CHECK(!P("\xE2\x82"));                 /* truncated */
-    CN_CHECK(!P("\x80"));                     /* lone continuation */
+    CN_CHECK(!P("\xC0\xAF"));         /* overlong '/' */
+    CN_CHECK(!P("\xC1\xBF"));         /* overlong */
+    CN_CHECK(!P("\xE0\x80\xAE"));     /* overlong '.' */
+    CN_CHECK(!P("\xF0\x80\x80\xAF")); /* overlong */
+    CN_CHECK(!P("\xED\xA0\x80"));     /* surrogate */
+    CN_CHECK(!P("\xF4\x90\x80\x80")); /* above U+10FFFF */
+    CN_CHECK(!P("\xE2\x82"));         /* truncated */
+    CN_CHECK(!P("\x80"));             /* lone continuation */
     static char big[CN_REPOS_MAX_PATH + 1];
     memset(big, 'a', sizeof big);
     for (size_t i = 100; i < sizeof big; i += 100)
@@ -285,19 +312,24 @@ static void test_fold(void)
 {
     CN_CHECK(alias("Readme.TXT", "readme.txt"));
     CN_CHECK(alias("Art/Hero.PNG", "art/hero.png"));
-    CN_CHECK(!alias("readme.txt", "readme.txt"));                   /* same path */
+    CN_CHECK(!alias("readme.txt", "readme.txt")); /* same path */
     CN_CHECK(!alias("readme.txt", "readme.txt2"));
-    CN_CHECK(alias("\xC3\x84" "bc", "\xC3\xA4" "bc"));               /* Ä / ä */
-    CN_CHECK(alias("\xCE\xA3", "\xCF\x82"));                         /* Σ / ς */
-    CN_CHECK(alias("\xD0\x96", "\xD0\xB6"));                         /* Ж / ж */
-    CN_CHECK(alias("\xD0\x81", "\xD1\x91"));                         /* Ё / ё */
-    CN_CHECK(alias("\xE2\x84\xAA", "k"));                            /* Kelvin sign */
-    CN_CHECK(alias("\xC5\xBF", "S"));                                /* long s */
-    CN_CHECK(alias("\xC5\xB8", "\xC3\xBF"));                         /* Ÿ / ÿ */
-    CN_CHECK(alias("\xEF\xBC\xA1", "\xEF\xBD\x81"));                 /* fullwidth A / a */
-    CN_CHECK(alias("\xE1\xBA\x9E", "\xC3\x9F"));                     /* ẞ / ß */
-    CN_CHECK(!alias("stra\xC3\x9F" "e", "STRASSE"));                 /* simple folding only */
-    CN_CHECK(!alias("\xC3\x97", "\xC3\xB7"));                        /* × and ÷ are not a pair */
+    CN_CHECK(alias("\xC3\x84"
+                   "bc",
+                   "\xC3\xA4"
+                   "bc"));                           /* Ä / ä */
+    CN_CHECK(alias("\xCE\xA3", "\xCF\x82"));         /* Σ / ς */
+    CN_CHECK(alias("\xD0\x96", "\xD0\xB6"));         /* Ж / ж */
+    CN_CHECK(alias("\xD0\x81", "\xD1\x91"));         /* Ё / ё */
+    CN_CHECK(alias("\xE2\x84\xAA", "k"));            /* Kelvin sign */
+    CN_CHECK(alias("\xC5\xBF", "S"));                /* long s */
+    CN_CHECK(alias("\xC5\xB8", "\xC3\xBF"));         /* Ÿ / ÿ */
+    CN_CHECK(alias("\xEF\xBC\xA1", "\xEF\xBD\x81")); /* fullwidth A / a */
+    CN_CHECK(alias("\xE1\xBA\x9E", "\xC3\x9F"));     /* ẞ / ß */
+    CN_CHECK(!alias("stra\xC3\x9F"
+                    "e",
+                    "STRASSE"));              /* simple folding only */
+    CN_CHECK(!alias("\xC3\x97", "\xC3\xB7")); /* × and ÷ are not a pair */
     uint8_t out[64];
     long n = cn_repos_path_fold((const uint8_t *)"A/\xC3\x84", 4, out, sizeof out);
     CN_CHECK(n == 4 && memcmp(out, "a/\xC3\xA4", 4) == 0);
@@ -312,7 +344,10 @@ static void test_fold(void)
 /* ---- snapshot tree ---------------------------------------------------------------- */
 static cn_repos_entry_t live(uint64_t change, const char *manifest_hex, uint64_t size)
 {
-    cn_repos_entry_t e = { .state = CN_REPOS_LIVE, .mode = 0, .change = change, .size = size,
+    cn_repos_entry_t e = { .state = CN_REPOS_LIVE,
+                           .mode = 0,
+                           .change = change,
+                           .size = size,
                            .manifest = D(manifest_hex) };
     return e;
 }
@@ -335,7 +370,8 @@ static void test_tree_fixtures(void)
     cn_buf_t proof = { 0 };
     CN_CHECK_EQ(oracle_tree_proof_full(t, &proof), CN_OK);
     FX(empty_node, "01 0000 00 0000000000000000 0000000000000000 0000000000000000 0000 0000 0000");
-    CN_CHECK(proof.len == 4 + empty_node_len && memcmp(proof.data + 4, empty_node, empty_node_len) == 0);
+    CN_CHECK(proof.len == 4 + empty_node_len &&
+             memcmp(proof.data + 4, empty_node, empty_node_len) == 0);
     cn_digest_t vcr;
     uint64_t nlive = 99;
     CN_CHECK_EQ(cn_repos_tree_proof_verify(proof.data, proof.len, &rr, &vcr, &nlive), CN_OK);
@@ -348,9 +384,10 @@ static void test_tree_fixtures(void)
     CN_CHECK_MEM(rr.b, want_rr.b, 32);
     FX(leaf, "01 0500 \"a.txt\" 01 0100000000000000 " MANIFEST_ID " 0500000000000000 00"
              " 0100000000000000 0100000000000000 0100000000000000 0000 0000 0000");
-    FX(root, "01 0000 00 0100000000000000 0100000000000000 0100000000000000 0500 \"a.txt\" 0500 \"a.txt\""
-             " 0100 61 2f7ba7d8b9dfc71ba25aaac833d272f84c608db662c9b5e2263bcaf635071eea"
-             " 0100000000000000 0100000000000000 0100000000000000");
+    FX(root,
+       "01 0000 00 0100000000000000 0100000000000000 0100000000000000 0500 \"a.txt\" 0500 \"a.txt\""
+       " 0100 61 2f7ba7d8b9dfc71ba25aaac833d272f84c608db662c9b5e2263bcaf635071eea"
+       " 0100000000000000 0100000000000000 0100000000000000");
     check_truncation(parse_node, leaf, leaf_len);
     check_truncation(parse_node, root, root_len);
     cn_buf_reset(&proof);
@@ -483,7 +520,8 @@ static void test_tree_tombstones(void)
     oracle_tree_t *c;
     oracle_tree_new(&c);
     put(c, "gone", tomb);
-    cn_digest_t cc, rc, empty = D("c6192c01cd0b847dfc11a4890be6e81fdedbda5ae0da0fb50b4df794ac7206f3");
+    cn_digest_t cc, rc,
+        empty = D("c6192c01cd0b847dfc11a4890be6e81fdedbda5ae0da0fb50b4df794ac7206f3");
     oracle_tree_roots(c, &cc, &rc);
     CN_CHECK_MEM(cc.b, empty.b, 32);
     cn_buf_reset(&proof);
@@ -524,7 +562,7 @@ static void test_tree_apply(void)
     CN_CHECK_EQ(apply(t, "01 01000000 01 0500 \"a.txt\" " MANIFEST_ID " 00", 1), CN_OK);
     cn_digest_t cr, rr, want_cr = D(CONTENT_ROOT), want_rr = D(REVISION_ROOT);
     oracle_tree_roots(t, &cr, &rr);
-    CN_CHECK_MEM(cr.b, want_cr.b, 32);                             /* the commit fixture's roots */
+    CN_CHECK_MEM(cr.b, want_cr.b, 32); /* the commit fixture's roots */
     CN_CHECK_MEM(rr.b, want_rr.b, 32);
     /* add of a live path, modify/delete of an absent one: conflicts, tree unchanged */
     CN_CHECK_EQ(apply(t, "01 01000000 01 0500 \"a.txt\" " MANIFEST_ID " 00", 2), CN_E_CONFLICT);
@@ -542,11 +580,17 @@ static void test_tree_apply(void)
     /* ... but replacing the directory by deleting its file works */
     CN_CHECK_EQ(apply(t, "01 02000000 01 0100 \"d\" " MANIFEST_ID " 00 03 0300 \"d/e\"", 3), CN_OK);
     /* case-only rename by move, and keep */
-    CN_CHECK_EQ(apply(t, "01 02000000 04 0500 \"A.txt\" 0500 \"a.txt\" " MANIFEST_ID " 00 05 0100 \"d\"", 4), CN_OK);
+    CN_CHECK_EQ(
+        apply(t, "01 02000000 04 0500 \"A.txt\" 0500 \"a.txt\" " MANIFEST_ID " 00 05 0100 \"d\"",
+              4),
+        CN_OK);
     cn_repos_entry_t e;
-    CN_CHECK(oracle_tree_get(t, (const uint8_t *)"a.txt", 5, &e) && e.state == CN_REPOS_TOMBSTONE && e.change == 4);
-    CN_CHECK(oracle_tree_get(t, (const uint8_t *)"A.txt", 5, &e) && e.state == CN_REPOS_LIVE && e.size == 5);
-    CN_CHECK(oracle_tree_get(t, (const uint8_t *)"d", 1, &e) && e.change == 3);     /* keep: untouched */
+    CN_CHECK(oracle_tree_get(t, (const uint8_t *)"a.txt", 5, &e) && e.state == CN_REPOS_TOMBSTONE &&
+             e.change == 4);
+    CN_CHECK(oracle_tree_get(t, (const uint8_t *)"A.txt", 5, &e) && e.state == CN_REPOS_LIVE &&
+             e.size == 5);
+    CN_CHECK(oracle_tree_get(t, (const uint8_t *)"d", 1, &e) &&
+             e.change == 3); /* keep: untouched */
     CN_CHECK(oracle_tree_get(t, (const uint8_t *)"d/e", 3, &e) && e.state == CN_REPOS_TOMBSTONE);
     /* re-adding a deleted path with the old case is allowed again after the move */
     CN_CHECK_EQ(apply(t, "01 01000000 01 0500 \"a.txt\" " MANIFEST_ID " 00", 5), CN_E_CONFLICT);
@@ -557,8 +601,15 @@ static void test_tree_apply(void)
 }
 
 /* A node store keyed by hash, as the repos service will keep one. */
-typedef struct { cn_digest_t h; uint8_t *p; size_t n; } stored_t;
-typedef struct { stored_t *v; size_t n, cap, added; } store_t;
+typedef struct {
+    cn_digest_t h;
+    uint8_t *p;
+    size_t n;
+} stored_t;
+typedef struct {
+    stored_t *v;
+    size_t n, cap, added;
+} store_t;
 
 static cn_err_t store_put(void *ctx, const cn_digest_t *h, const uint8_t *p, size_t n)
 {
@@ -627,7 +678,7 @@ static void test_tree_persistence(void)
     bogus.b[0] ^= 1;
     oracle_tree_t *bad = NULL;
     CN_CHECK_EQ(oracle_tree_load(&bad, &bogus, store_get, &st), CN_E_NOT_FOUND);
-    st.v[st.n - 1].p[st.v[st.n - 1].n - 1] ^= 1;          /* corrupt one stored node */
+    st.v[st.n - 1].p[st.v[st.n - 1].n - 1] ^= 1; /* corrupt one stored node */
     CN_CHECK(oracle_tree_load(&bad, &r2, store_get, &st) != CN_OK);
     CN_CHECK(bad == NULL);
     for (size_t i = 0; i < st.n; i++)
@@ -638,15 +689,8 @@ static void test_tree_persistence(void)
     oracle_tree_free(t);
 }
 
-CN_TEST_MAIN(
-    CN_TEST(test_chunk_and_manifest),
-    CN_TEST(test_changeset),
-    CN_TEST(test_commit),
-    CN_TEST(test_fingerprint),
-    CN_TEST(test_paths),
-    CN_TEST(test_fold),
-    CN_TEST(test_tree_fixtures),
-    CN_TEST(test_tree_proofs_and_cost),
-    CN_TEST(test_tree_tombstones),
-    CN_TEST(test_tree_apply),
-    CN_TEST(test_tree_persistence))
+CN_TEST_MAIN(CN_TEST(test_chunk_and_manifest), CN_TEST(test_changeset), CN_TEST(test_commit),
+             CN_TEST(test_fingerprint), CN_TEST(test_paths), CN_TEST(test_fold),
+             CN_TEST(test_tree_fixtures), CN_TEST(test_tree_proofs_and_cost),
+             CN_TEST(test_tree_tombstones), CN_TEST(test_tree_apply),
+             CN_TEST(test_tree_persistence))

@@ -26,7 +26,9 @@ typedef struct {
 
 static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
-    (void)sb; (void)flag; (void)ftw;
+    (void)sb;
+    (void)flag;
+    (void)ftw;
     return remove(p);
 }
 
@@ -43,9 +45,9 @@ static void env_open(env_t *e)
     memset(e, 0, sizeof *e);
     snprintf(e->dir, sizeof e->dir, "/tmp/cn-repostest-XXXXXX");
     CN_CHECK(mkdtemp(e->dir) != NULL);
-    cn_meta_opts_t mo = {.no_sync = true};
+    cn_meta_opts_t mo = { .no_sync = true };
     CN_CHECK_EQ(cn_meta_open(e->dir, &mo, &e->meta), 0);
-    cn_store_opts_t so = {.meta = e->meta};
+    cn_store_opts_t so = { .meta = e->meta };
     CN_CHECK_EQ(cn_store_open(e->dir, &so, &e->store), 0);
     CN_CHECK_EQ(cn_repos_open(e->meta, e->store, NULL, NULL, &e->r), 0);
     cn_repos_req_t rq = trusted();
@@ -61,7 +63,11 @@ static void env_close(env_t *e)
 }
 
 /* ---- building objects ---------------------------------------------------------- */
-typedef struct { uint8_t kind; cn_digest_t id; cn_buf_t bytes; } obj_t;
+typedef struct {
+    uint8_t kind;
+    cn_digest_t id;
+    cn_buf_t bytes;
+} obj_t;
 
 static void obj_chunk(obj_t *o, const char *text)
 {
@@ -75,7 +81,7 @@ static void obj_manifest(obj_t *o, const obj_t *chunk)
 {
     memset(o, 0, sizeof *o);
     o->kind = CN_REPOS_MANIFEST;
-    cn_repos_chunk_ref_t ref = {chunk->id, (uint32_t)chunk->bytes.len};
+    cn_repos_chunk_ref_t ref = { chunk->id, (uint32_t)chunk->bytes.len };
     CN_CHECK_EQ(cn_repos_manifest_encode(&o->bytes, &ref, 1), 0);
     cn_repos_object_id(CN_REPOS_MANIFEST, o->bytes.data, o->bytes.len, &o->id);
 }
@@ -88,7 +94,10 @@ static void obj_changeset(obj_t *o, const cn_repos_change_t *e, uint32_t n)
     cn_repos_object_id(CN_REPOS_CHANGESET, o->bytes.data, o->bytes.len, &o->id);
 }
 
-static void obj_free(obj_t *o) { cn_buf_free(&o->bytes); }
+static void obj_free(obj_t *o)
+{
+    cn_buf_free(&o->bytes);
+}
 
 static cn_err_t put_all(env_t *e, obj_t *objs, uint32_t n, uint8_t *stored, uint16_t *code)
 {
@@ -204,10 +213,10 @@ static void test_repositories(void)
     CN_CHECK_MEM(got.incarnation, ri.incarnation, 16);
     CN_CHECK_EQ(cn_repos_info_by_name(e.r, &rq, "art", 3, &got), 0);
     CN_CHECK_MEM(got.id, e.repo.id, 16);
-    uint8_t none[16] = {9};
+    uint8_t none[16] = { 9 };
     CN_CHECK_EQ(cn_repos_info(e.r, &rq, none, &got), CN_E_NOT_FOUND);
     CN_CHECK_EQ(rq.fail.detail, CN_REPOS_E_REPOSITORY_NOT_FOUND);
-    cn_buf_t names = {0};
+    cn_buf_t names = { 0 };
     bool more = false;
     CN_CHECK_EQ(cn_repos_list(e.r, &rq, NULL, 1, collect_name, &names, &more), 0);
     CN_CHECK(more);
@@ -257,18 +266,18 @@ static void test_objects(void)
     CN_CHECK_EQ(put_all(&e, &bad, 1, NULL, &code), CN_E_DIGEST_MISMATCH);
     CN_CHECK_EQ(code, CN_REPOS_E_OBJECT_INVALID);
     obj_free(&bad);
-    obj_t badm = {CN_REPOS_MANIFEST, {{0}}, {0}};
+    obj_t badm = { CN_REPOS_MANIFEST, { { 0 } }, { 0 } };
     cn_buf_append(&badm.bytes, o[1].bytes.data, o[1].bytes.len);
-    badm.bytes.data[1] ^= 1;    /* size no longer the sum of lengths */
+    badm.bytes.data[1] ^= 1; /* size no longer the sum of lengths */
     cn_repos_object_id(CN_REPOS_MANIFEST, badm.bytes.data, badm.bytes.len, &badm.id);
-    obj_t pair[2] = {o[0], badm};
+    obj_t pair[2] = { o[0], badm };
     CN_CHECK_EQ(put_all(&e, pair, 2, NULL, &code), CN_E_INVALID);
     CN_CHECK_EQ(code, CN_REPOS_E_OBJECT_INVALID);
     obj_free(&badm);
 
     cn_repos_objref_t refs[3];
     for (int i = 0; i < 3; i++)
-        refs[i] = (cn_repos_objref_t){o[i].kind, o[i].id};
+        refs[i] = (cn_repos_objref_t){ o[i].kind, o[i].id };
     bool present[3];
     cn_repos_req_t rq = trusted();
     CN_CHECK_EQ(cn_repos_presence(e.r, &rq, e.repo.id, refs, 3, present), 0);
@@ -282,7 +291,7 @@ static void test_objects(void)
     CN_CHECK_EQ(cn_repos_presence(e.r, &rq, e.repo.id, refs, 3, present), 0);
     CN_CHECK(present[0] && present[1] && present[2]);
     /* get: bytes back, absent reported */
-    cn_repos_objref_t gr[2] = {refs[1], {CN_REPOS_CHUNK, o[1].id}};
+    cn_repos_objref_t gr[2] = { refs[1], { CN_REPOS_CHUNK, o[1].id } };
     cn_repos_obj_t got[2];
     CN_CHECK_EQ(cn_repos_get_lookup(e.r, &rq, e.repo.id, gr, 2, got), 0);
     CN_CHECK(got[0].present && !got[1].present);
@@ -305,7 +314,10 @@ static void test_objects(void)
     env_close(&e);
 }
 
-static cn_err_t sink_buf(void *ctx, const void *p, size_t n) { return cn_buf_append(ctx, p, n); }
+static cn_err_t sink_buf(void *ctx, const void *p, size_t n)
+{
+    return cn_buf_append(ctx, p, n);
+}
 
 static void test_submit_and_identity(void)
 {
@@ -322,11 +334,11 @@ static void test_submit_and_identity(void)
     CN_CHECK_EQ(o.change, 1);
     /* The commit is an object of the repository whose id is its bytes'. */
     cn_repos_req_t rq = trusted();
-    cn_repos_objref_t ref = {CN_REPOS_COMMIT, o.commit};
+    cn_repos_objref_t ref = { CN_REPOS_COMMIT, o.commit };
     cn_repos_obj_t got;
     CN_CHECK_EQ(cn_repos_get_lookup(e.r, &rq, e.repo.id, &ref, 1, &got), 0);
     CN_CHECK(got.present);
-    cn_buf_t bytes = {0};
+    cn_buf_t bytes = { 0 };
     CN_CHECK_EQ(cn_repos_object_read(e.r, &got, 0, got.length, sink_buf, &bytes), 0);
     cn_digest_t id;
     cn_repos_object_id(CN_REPOS_COMMIT, bytes.data, bytes.len, &id);
@@ -406,7 +418,7 @@ static void test_base_and_paths(void)
     env_t e;
     env_open(&e);
     cn_digest_t m1 = put_file(&e, "one"), m2 = put_file(&e, "two"), m3 = put_file(&e, "three");
-    cn_repos_change_t c[2] = {ch(CN_REPOS_ADD, "a", &m1), ch(CN_REPOS_ADD, "b", &m1)};
+    cn_repos_change_t c[2] = { ch(CN_REPOS_ADD, "a", &m1), ch(CN_REPOS_ADD, "b", &m1) };
     cn_digest_t cs = put_cs(&e, c, 2);
     cn_repos_submit_t s;
     cn_repos_outcome_t o;
@@ -451,10 +463,10 @@ static void test_base_and_paths(void)
     cn_repos_outcome_free(&o);
     /* Tree rules: a case-fold alias, a file under a file, a directory over
      * files, an add of a live path, a modify of an absent one. */
-    const char *bad[][2] = {{"A", "add"}, {"a/x", "add"}, {"c", "mod"}};
+    const char *bad[][2] = { { "A", "add" }, { "a/x", "add" }, { "c", "mod" } };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        cn_repos_change_t x = ch(bad[i][1][0] == 'a' ? CN_REPOS_ADD : CN_REPOS_MODIFY,
-                                 bad[i][0], &m1);
+        cn_repos_change_t x =
+            ch(bad[i][1][0] == 'a' ? CN_REPOS_ADD : CN_REPOS_MODIFY, bad[i][0], &m1);
         cn_digest_t csx = put_cs(&e, &x, 1);
         submit_req(&e, &s, (uint8_t)(10 + i), 3, &csx, "bad");
         CN_CHECK_EQ(submit(&e, &s, &o, &code), 0);
@@ -475,7 +487,7 @@ static void test_base_and_paths(void)
     CN_CHECK_EQ(o.code, CN_REPOS_E_PATH_CONFLICT);
     cn_repos_outcome_free(&o);
     /* A case-only rename is a move: delete "a" + add "A" in one change. */
-    cn_repos_change_t mv[2] = {ch(CN_REPOS_ADD, "A", &m1), ch(CN_REPOS_DELETE, "a", NULL)};
+    cn_repos_change_t mv[2] = { ch(CN_REPOS_ADD, "A", &m1), ch(CN_REPOS_DELETE, "a", NULL) };
     cn_digest_t csm = put_cs(&e, mv, 2);
     submit_req(&e, &s, 22, 4, &csm, "rename");
     CN_CHECK_EQ(submit(&e, &s, &o, NULL), 0);
@@ -487,15 +499,17 @@ static void test_base_and_paths(void)
 /* Random submits, mirrored into the in-memory oracle tree: the persistent
  * tree's roots equal the oracle's after every change. */
 /* Reads a node row of the persistent tree, for the oracle's verifying loader. */
-typedef struct { env_t *e; } fetch_ctx_t;
+typedef struct {
+    env_t *e;
+} fetch_ctx_t;
 static cn_err_t fetch_node(void *ctx, const cn_digest_t *hash, cn_buf_t *out)
 {
     fetch_ctx_t *f = ctx;
     cn_meta_txn_t *txn = NULL;
     CN_TRY(cn_meta_begin(f->e->meta, CN_META_READ, &txn));
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(txn, "SELECT enc FROM repos_tree_node WHERE repo = ? AND hash = ?",
-                                   &st);
+    cn_err_t err =
+        cn_meta_prepare(txn, "SELECT enc FROM repos_tree_node WHERE repo = ? AND hash = ?", &st);
     if (err >= 0) {
         cn_meta_bind_blob(st, 1, f->e->repo.id, 16);
         cn_meta_bind_blob(st, 2, hash->b, 32);
@@ -514,7 +528,8 @@ static cn_err_t fetch_node(void *ctx, const cn_digest_t *hash, cn_buf_t *out)
 }
 static cn_err_t model_size(void *ctx, const cn_digest_t *m, uint64_t *size)
 {
-    (void)ctx; (void)m;
+    (void)ctx;
+    (void)m;
     *size = 3;
     return 0;
 }
@@ -526,9 +541,9 @@ static void test_tree_matches_model(void)
     cn_digest_t m = put_file(&e, "abc");
     oracle_tree_t *model = NULL;
     CN_CHECK_EQ(oracle_tree_new(&model), 0);
-    static const char *const names[] = {"a", "ab", "abc", "b/c", "b/d", "b/e/f", "x/y/z", "xy",
-                                        "x/yy", "m", "mn/o", "q\xc3\xa9"};
-    bool live[12] = {false};
+    static const char *const names[] = { "a",     "ab", "abc",  "b/c", "b/d",  "b/e/f",
+                                         "x/y/z", "xy", "x/yy", "m",   "mn/o", "q\xc3\xa9" };
+    bool live[12] = { false };
     unsigned seed = 7;
     uint64_t base = 0;
     for (int round = 0; round < 40; round++) {
@@ -541,9 +556,11 @@ static void test_tree_matches_model(void)
         for (int i = 0; i < 12; i++)
             for (int j = i + 1; j < 12; j++)
                 if (strcmp(names[order[j]], names[order[i]]) < 0) {
-                    int t = order[i]; order[i] = order[j]; order[j] = t;
+                    int t = order[i];
+                    order[i] = order[j];
+                    order[j] = t;
                 }
-        bool pick[12] = {false};
+        bool pick[12] = { false };
         for (int k = 0; k < 12; k++) {
             seed = seed * 1103515245u + 12345u;
             pick[k] = (seed >> 16) % 4 == 0;
@@ -596,7 +613,7 @@ static void test_tree_matches_model(void)
             CN_CHECK_MEM(pc.b, mc.b, 32);
             /* The stored nodes are a complete, verifiable proof of the root. */
             oracle_tree_t *loaded = NULL;
-            fetch_ctx_t fc = {&e};
+            fetch_ctx_t fc = { &e };
             CN_CHECK_EQ(oracle_tree_load(&loaded, &pr, fetch_node, &fc), 0);
             CN_CHECK_EQ(oracle_tree_live(loaded), oracle_tree_live(model));
             oracle_tree_free(loaded);
@@ -609,7 +626,10 @@ static void test_tree_matches_model(void)
     env_close(&e);
 }
 
-typedef struct { cn_buf_t paths; uint32_t n; } page_acc_t;
+typedef struct {
+    cn_buf_t paths;
+    uint32_t n;
+} page_acc_t;
 static cn_err_t page_row(void *ctx, const cn_repos_tree_row_t *row)
 {
     page_acc_t *a = ctx;
@@ -626,9 +646,11 @@ static void test_cost_and_pages(void)
     cn_digest_t m = put_file(&e, "data"), m2 = put_file(&e, "data2");
     /* 1,500 files in one change, then one modify: the second submit reads and
      * writes only nodes on one path. */
-    enum { N = 1500 };
+    enum {
+        N = 1500
+    };
     cn_repos_change_t *c = calloc(N, sizeof *c);
-    char (*names)[32] = calloc(N, sizeof *names);
+    char(*names)[32] = calloc(N, sizeof *names);
     for (int i = 0; i < N; i++) {
         snprintf(names[i], sizeof names[i], "d%02d/f%05d.bin", i % 50, i);
     }
@@ -636,7 +658,9 @@ static void test_cost_and_pages(void)
         for (int j = i + 1; j < N; j++)
             if (strcmp(names[j], names[i]) < 0) {
                 char t[32];
-                memcpy(t, names[i], 32); memcpy(names[i], names[j], 32); memcpy(names[j], t, 32);
+                memcpy(t, names[i], 32);
+                memcpy(names[i], names[j], 32);
+                memcpy(names[j], t, 32);
             }
     for (int i = 0; i < N; i++)
         c[i] = ch(CN_REPOS_ADD, names[i], &m);
@@ -647,7 +671,7 @@ static void test_cost_and_pages(void)
     CN_CHECK_EQ(submit(&e, &s, &o, NULL), 0);
     CN_CHECK_EQ(o.outcome, CN_REPOS_ACCEPTED);
     cn_repos_outcome_free(&o);
-    cn__ptree_stats_t st = {0, 0};
+    cn__ptree_stats_t st = { 0, 0 };
     cn_repos_change_t one = ch(CN_REPOS_MODIFY, names[700], &m2);
     cn_digest_t cs1 = put_cs(&e, &one, 1);
     submit_req(&e, &s, 2, 1, &cs1, "one");
@@ -670,7 +694,7 @@ static void test_cost_and_pages(void)
     q.change = 2;
     q.prefix = (const uint8_t *)"";
     q.limit = 100;
-    page_acc_t acc = {{0}, 0};
+    page_acc_t acc = { { 0 }, 0 };
     bool more = true;
     cn_digest_t cr, rr;
     char last[64] = "";
@@ -714,7 +738,11 @@ static void test_cost_and_pages(void)
     env_close(&e);
 }
 
-typedef struct { uint64_t changes[16]; uint8_t events[16]; int n; } log_acc_t;
+typedef struct {
+    uint64_t changes[16];
+    uint8_t events[16];
+    int n;
+} log_acc_t;
 static cn_err_t log_row(void *ctx, const cn_repos_log_row_t *row)
 {
     log_acc_t *a = ctx;
@@ -741,10 +769,10 @@ static void test_history_and_notes(void)
     env_t e;
     env_open(&e);
     cn_digest_t m = put_file(&e, "v1"), m2 = put_file(&e, "v2");
-    cn_repos_change_t c1[2] = {ch(CN_REPOS_ADD, "docs/a", &m), ch(CN_REPOS_ADD, "src/b", &m)};
+    cn_repos_change_t c1[2] = { ch(CN_REPOS_ADD, "docs/a", &m), ch(CN_REPOS_ADD, "src/b", &m) };
     cn_repos_change_t c2 = ch(CN_REPOS_MODIFY, "docs/a", &m2);
     cn_repos_change_t c3 = ch(CN_REPOS_DELETE, "src/b", NULL);
-    cn_digest_t cs[3] = {put_cs(&e, c1, 2), put_cs(&e, &c2, 1), put_cs(&e, &c3, 1)};
+    cn_digest_t cs[3] = { put_cs(&e, c1, 2), put_cs(&e, &c2, 1), put_cs(&e, &c3, 1) };
     for (int i = 0; i < 3; i++) {
         cn_repos_submit_t s;
         cn_repos_outcome_t o;
@@ -759,7 +787,7 @@ static void test_history_and_notes(void)
     memcpy(q.repo, e.repo.id, 16);
     memcpy(q.branch, e.repo.main_branch, 16);
     q.limit = 10;
-    log_acc_t a = {{0}, {0}, 0};
+    log_acc_t a = { { 0 }, { 0 }, 0 };
     CN_CHECK_EQ(cn_repos_log(e.r, &rq, &q, log_row, &a), 0);
     CN_CHECK_EQ(a.n, 3);
     CN_CHECK(a.changes[0] == 3 && a.changes[2] == 1);
@@ -797,17 +825,21 @@ static void test_history_and_notes(void)
     /* notes */
     cn_repos_note_t nt;
     CN_CHECK_EQ(cn_repos_describe(e.r, &rq, e.repo.id, 2, 0, (const uint8_t *)"ann", 3,
-                                  (const uint8_t *)"better", 6, &nt), 0);
+                                  (const uint8_t *)"better", 6, &nt),
+                0);
     CN_CHECK_EQ(nt.revision, 1);
     cn_repos_note_free(&nt);
     CN_CHECK_EQ(cn_repos_describe(e.r, &rq, e.repo.id, 2, 0, (const uint8_t *)"ann", 3,
-                                  (const uint8_t *)"again", 5, &nt), CN_E_CONFLICT);
+                                  (const uint8_t *)"again", 5, &nt),
+                CN_E_CONFLICT);
     CN_CHECK_EQ(rq.fail.detail, CN_REPOS_E_NOTE_REVISION_STALE);
     CN_CHECK_EQ(cn_repos_describe(e.r, &rq, e.repo.id, 2, 1, (const uint8_t *)"ann", 3,
-                                  (const uint8_t *)" \n", 2, &nt), CN_E_INVALID);
+                                  (const uint8_t *)" \n", 2, &nt),
+                CN_E_INVALID);
     CN_CHECK_EQ(cn_repos_describe(e.r, &rq, e.repo.id, 9, 0, (const uint8_t *)"ann", 3,
-                                  (const uint8_t *)"x", 1, &nt), CN_E_NOT_FOUND);
-    uint64_t chs[2] = {2, 3};
+                                  (const uint8_t *)"x", 1, &nt),
+                CN_E_NOT_FOUND);
+    uint64_t chs[2] = { 2, 3 };
     bool present[2];
     cn_repos_note_t notes[2];
     CN_CHECK_EQ(cn_repos_notes(e.r, &rq, e.repo.id, chs, 2, present, notes), 0);

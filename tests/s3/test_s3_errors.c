@@ -18,17 +18,17 @@ static void test_every_detail_maps(void)
 static void test_rules(void)
 {
     static const cn_test_obj_row_t rows[] = {
-        {CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_ORDER, NULL, CN_S3E_INVALID_PART_ORDER},
-        {CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_MISSING, NULL, CN_S3E_INVALID_PART},
-        {CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_ETAG_MISMATCH, NULL, CN_S3E_INVALID_PART},
-        {CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_TOO_SMALL, NULL, CN_S3E_ENTITY_TOO_SMALL},
-        {CN_E_INVALID, CN_OBJ_WHAT_KEY, CN_OBJ_KEY_TOO_LONG, NULL, CN_S3E_KEY_TOO_LONG},
-        {CN_E_INVALID, CN_OBJ_WHAT_KEY, CN_OBJ_KEY_INVALID, NULL, CN_S3E_INVALID_ARGUMENT},
-        {CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_METADATA_TOO_LARGE, NULL,
-         CN_S3E_METADATA_TOO_LARGE},
-        {CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_POLICY_INVALID, NULL, CN_S3E_MALFORMED_POLICY},
-        {CN_E_INVALID, CN_OBJ_WHAT_BUCKET, CN_OBJ_BUCKET_NAME_INVALID, NULL,
-         CN_S3E_INVALID_BUCKET_NAME},
+        { CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_ORDER, NULL, CN_S3E_INVALID_PART_ORDER },
+        { CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_MISSING, NULL, CN_S3E_INVALID_PART },
+        { CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_ETAG_MISMATCH, NULL, CN_S3E_INVALID_PART },
+        { CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_TOO_SMALL, NULL, CN_S3E_ENTITY_TOO_SMALL },
+        { CN_E_INVALID, CN_OBJ_WHAT_KEY, CN_OBJ_KEY_TOO_LONG, NULL, CN_S3E_KEY_TOO_LONG },
+        { CN_E_INVALID, CN_OBJ_WHAT_KEY, CN_OBJ_KEY_INVALID, NULL, CN_S3E_INVALID_ARGUMENT },
+        { CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_METADATA_TOO_LARGE, NULL,
+          CN_S3E_METADATA_TOO_LARGE },
+        { CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_POLICY_INVALID, NULL, CN_S3E_MALFORMED_POLICY },
+        { CN_E_INVALID, CN_OBJ_WHAT_BUCKET, CN_OBJ_BUCKET_NAME_INVALID, NULL,
+          CN_S3E_INVALID_BUCKET_NAME },
     };
     cn_test_obj_rows(s3_map, rows, sizeof rows / sizeof rows[0]);
 }
@@ -38,12 +38,12 @@ static void test_rules(void)
 static void test_message_never_read(void)
 {
     static const cn_test_obj_row_t rows[] = {
-        {CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_METADATA_KEY_INVALID, "empty metadata key",
-         CN_S3E_INVALID_ARGUMENT},
-        {CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_MISSING, "parts must ascend",
-         CN_S3E_INVALID_PART},
-        {CN_E_INVALID, CN_OBJ_WHAT_KEY, CN_OBJ_KEY_INVALID, "key too long",
-         CN_S3E_INVALID_ARGUMENT},
+        { CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_METADATA_KEY_INVALID, "empty metadata key",
+          CN_S3E_INVALID_ARGUMENT },
+        { CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_MISSING, "parts must ascend",
+          CN_S3E_INVALID_PART },
+        { CN_E_INVALID, CN_OBJ_WHAT_KEY, CN_OBJ_KEY_INVALID, "key too long",
+          CN_S3E_INVALID_ARGUMENT },
     };
     cn_test_obj_rows(s3_map, rows, sizeof rows / sizeof rows[0]);
 }
@@ -53,15 +53,15 @@ static void test_message_never_read(void)
 static void test_class_and_what(void)
 {
     static const cn_test_obj_row_t rows[] = {
-        {CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, 0, NULL, CN_S3E_NO_SUCH_BUCKET},
-        {CN_E_NOT_FOUND, CN_OBJ_WHAT_KEY, 0, NULL, CN_S3E_NO_SUCH_KEY},
-        {CN_E_NOT_FOUND, CN_OBJ_WHAT_UPLOAD, 0, NULL, CN_S3E_NO_SUCH_UPLOAD},
-        {CN_E_DB_LOCKED, CN_OBJ_WHAT_NONE, 0, NULL, CN_S3E_SERVICE_UNAVAILABLE},
-        {CN_E_DB, CN_OBJ_WHAT_NONE, 0, NULL, CN_S3E_INTERNAL_ERROR},
-        {CN_E_NOT_FOUND, CN_OBJ_WHAT_KEY, CN_OBJ_KEY_TOO_LONG, NULL, CN_S3E_NO_SUCH_KEY},
+        { CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, 0, NULL, CN_S3E_NO_SUCH_BUCKET },
+        { CN_E_NOT_FOUND, CN_OBJ_WHAT_KEY, 0, NULL, CN_S3E_NO_SUCH_KEY },
+        { CN_E_NOT_FOUND, CN_OBJ_WHAT_UPLOAD, 0, NULL, CN_S3E_NO_SUCH_UPLOAD },
+        { CN_E_DB_LOCKED, CN_OBJ_WHAT_NONE, 0, NULL, CN_S3E_SERVICE_UNAVAILABLE },
+        { CN_E_DB, CN_OBJ_WHAT_NONE, 0, NULL, CN_S3E_INTERNAL_ERROR },
+        { CN_E_NOT_FOUND, CN_OBJ_WHAT_KEY, CN_OBJ_KEY_TOO_LONG, NULL, CN_S3E_NO_SUCH_KEY },
     };
     cn_test_obj_rows(s3_map, rows, sizeof rows / sizeof rows[0]);
 }
 
-CN_TEST_MAIN(CN_TEST(test_every_detail_maps), CN_TEST(test_rules),
-             CN_TEST(test_message_never_read), CN_TEST(test_class_and_what))
+CN_TEST_MAIN(CN_TEST(test_every_detail_maps), CN_TEST(test_rules), CN_TEST(test_message_never_read),
+             CN_TEST(test_class_and_what))

@@ -33,7 +33,10 @@ static uint8_t *random_bytes(size_t n, uint64_t seed)
     return p;
 }
 
-static int popcount(uint64_t v) { return __builtin_popcountll(v); }
+static int popcount(uint64_t v)
+{
+    return __builtin_popcountll(v);
+}
 
 /* gear[i] = the first 8 bytes (big-endian) of MD5(64 bytes of value i). */
 static void test_gear_derivation(void)
@@ -100,8 +103,12 @@ static void test_matches_one_byte_reading(void)
 {
     size_t n = 24u << 20;
     uint8_t *p = random_bytes(n, 7);
-    static const struct { uint32_t avg; uint64_t seed; } cfg[] = {
-        {64u << 10, 0}, {16u << 10, 0}, {16u << 10, 666}, {1u << 10, 0}, {1u << 20, 42}};
+    static const struct {
+        uint32_t avg;
+        uint64_t seed;
+    } cfg[] = {
+        { 64u << 10, 0 }, { 16u << 10, 0 }, { 16u << 10, 666 }, { 1u << 10, 0 }, { 1u << 20, 42 }
+    };
     for (size_t k = 0; k < sizeof cfg / sizeof cfg[0]; k++) {
         cn_scribe_cdc_t c;
         CN_CHECK_EQ(cn_scribe_cdc_init(&c, cfg[k].avg, cfg[k].seed), 0);
@@ -124,35 +131,39 @@ static void test_matches_one_byte_reading(void)
  * normalization 2, seeds 0 and 666: offset, length, SHA-256 and fingerprint
  * of every chunk.  The image is not shipped; set CAIRN_FASTCDC_VECTOR_FILE
  * (or place it as tests/scribe/data/SekienAkashita.jpg) to run them. */
-typedef struct vec { size_t off, len; const char *sha; uint64_t fp; } vec_t;
+typedef struct vec {
+    size_t off, len;
+    const char *sha;
+    uint64_t fp;
+} vec_t;
 
 static const vec_t vec_seed0[] = {
-    {0, 19186, "0f9efa589121d5d9e9e2c4ace91337d77cae866537143f6f15a0ffd525a77c2d",
-     17583755766661134474ull},
-    {19186, 19279, "c7c86a165573c16448cda35c9169742e85645af42be22889f8b96b8ee0ec7cb0",
-     4098594969649699419ull},
-    {38465, 17354, "bc88521e28a8b4479cdea5f75aa721a24f3a0a7d0be903aa6d505c574e51e89d",
-     2365586132076908760ull},
-    {55819, 16387, "4b8dac2652e4685c629d2bb1ae9d4448e676b86f2e67ca0b2fff3d9580184b79",
-     16009206469796846404ull},
-    {72206, 19940, "c0a7062da6f2386c28e086ee0cedd5732252741269838773cff1ddb05b2df6ed",
-     2473608525189754172ull},
-    {92146, 17320, "7fa5b12134dc75cd2ac8dc60d3a8f3c8d22f0ee9d4cf74a4aa937e2a0d2d79a5",
-     2504464741100432583ull},
+    { 0, 19186, "0f9efa589121d5d9e9e2c4ace91337d77cae866537143f6f15a0ffd525a77c2d",
+      17583755766661134474ull },
+    { 19186, 19279, "c7c86a165573c16448cda35c9169742e85645af42be22889f8b96b8ee0ec7cb0",
+      4098594969649699419ull },
+    { 38465, 17354, "bc88521e28a8b4479cdea5f75aa721a24f3a0a7d0be903aa6d505c574e51e89d",
+      2365586132076908760ull },
+    { 55819, 16387, "4b8dac2652e4685c629d2bb1ae9d4448e676b86f2e67ca0b2fff3d9580184b79",
+      16009206469796846404ull },
+    { 72206, 19940, "c0a7062da6f2386c28e086ee0cedd5732252741269838773cff1ddb05b2df6ed",
+      2473608525189754172ull },
+    { 92146, 17320, "7fa5b12134dc75cd2ac8dc60d3a8f3c8d22f0ee9d4cf74a4aa937e2a0d2d79a5",
+      2504464741100432583ull },
 };
 static const vec_t vec_seed666[] = {
-    {0, 17635, "cb3a9d80a3569772d4ed331ca37ab0c862c759897b890fc1aac90a4f2ea3a407",
-     17021115692437263050ull},
-    {17635, 17334, "d758c6b7b0b7eef1e996f8ccd17de6c645360b03a26c35541e7581348ac08944",
-     8231525949846907466ull},
-    {34969, 19136, "24846aefd89e510594bae3e9d7d5ea5012067601512610fed126a3c57ba993f5",
-     10944310959829698982ull},
-    {54105, 17467, "efa785e1fefb49f190e665f72fd246c1442079874508c312196da1fb3040d00b",
-     13602876513398592944ull},
-    {71572, 23593, "a2f557bdd8d40d8faada963ad5f91ec54b10ccee7c5ae72754a65137592dc607",
-     2945079350535657389ull},
-    {95165, 14301, "e131100b4a7147ccad19dc63c4a2fac1f5d8b644e1373eeb6803825024234efc",
-     8981594897574481255ull},
+    { 0, 17635, "cb3a9d80a3569772d4ed331ca37ab0c862c759897b890fc1aac90a4f2ea3a407",
+      17021115692437263050ull },
+    { 17635, 17334, "d758c6b7b0b7eef1e996f8ccd17de6c645360b03a26c35541e7581348ac08944",
+      8231525949846907466ull },
+    { 34969, 19136, "24846aefd89e510594bae3e9d7d5ea5012067601512610fed126a3c57ba993f5",
+      10944310959829698982ull },
+    { 54105, 17467, "efa785e1fefb49f190e665f72fd246c1442079874508c312196da1fb3040d00b",
+      13602876513398592944ull },
+    { 71572, 23593, "a2f557bdd8d40d8faada963ad5f91ec54b10ccee7c5ae72754a65137592dc607",
+      2945079350535657389ull },
+    { 95165, 14301, "e131100b4a7147ccad19dc63c4a2fac1f5d8b644e1373eeb6803825024234efc",
+      8981594897574481255ull },
 };
 
 static void sha256_hex(const uint8_t *p, size_t n, char out[65])

@@ -22,7 +22,7 @@ static void test_every_detail_maps(void)
         if (!code)
             fprintf(stderr, "# repos detail %s (%u) has no Scribe code\n", name, d);
         CN_CHECK(code != 0);
-        cn_fail_t f = {.cls = CN_E_DB, .detail = (uint16_t)d};
+        cn_fail_t f = { .cls = CN_E_DB, .detail = (uint16_t)d };
         uint16_t via = cn__scribe_code_for(&f, CN_E_DB);
         CN_CHECK_EQ(via, code);
         if (d != CN_REPOS_E_INTERNAL)
@@ -52,7 +52,7 @@ static void test_contract_pairs(void)
 /* No detail: the class decides. */
 static void test_class_fallback(void)
 {
-    cn_fail_t f = {0};
+    cn_fail_t f = { 0 };
     CN_CHECK_EQ(cn__scribe_code_for(&f, CN_E_INVALID), CN_SCRIBE_E_MALFORMED);
     CN_CHECK_EQ(cn__scribe_code_for(&f, CN_E_AUTH), CN_SCRIBE_E_UNAUTHENTICATED);
     CN_CHECK_EQ(cn__scribe_code_for(&f, CN_E_DB_LOCKED), CN_SCRIBE_E_BUSY);

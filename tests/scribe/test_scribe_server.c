@@ -22,7 +22,9 @@
 
 static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
 {
-    (void)sb; (void)flag; (void)ftw;
+    (void)sb;
+    (void)flag;
+    (void)ftw;
     return remove(p);
 }
 
@@ -48,9 +50,9 @@ static void env_open(env_t *e)
     memset(e, 0, sizeof *e);
     snprintf(e->dir, sizeof e->dir, "/tmp/cn-scribesrv-XXXXXX");
     CN_CHECK(mkdtemp(e->dir) != NULL);
-    cn_meta_opts_t mo = {.no_sync = true};
+    cn_meta_opts_t mo = { .no_sync = true };
     CN_CHECK_EQ(cn_meta_open(e->dir, &mo, &e->meta), 0);
-    cn_store_opts_t so = {.meta = e->meta};
+    cn_store_opts_t so = { .meta = e->meta };
     CN_CHECK_EQ(cn_store_open(e->dir, &so, &e->store), 0);
     CN_CHECK_EQ(cn_repos_open(e->meta, e->store, NULL, NULL, &e->repos), 0);
     const cn_adapter_t *ad = NULL;
@@ -86,7 +88,7 @@ static void env_close(env_t *e)
 
 static cn_scribe_client_t *client(env_t *e, int codec, bool lz4)
 {
-    cn_scribe_client_cfg_t cfg = {e->endpoint, codec, lz4, 0, 0, 0, 0};
+    cn_scribe_client_cfg_t cfg = { e->endpoint, codec, lz4, 0, 0, 0, 0 };
     cn_scribe_client_t *cl = NULL;
     cn_scribe_cerr_t err;
     cn_err_t rc = cn_scribe_client_new(&cfg, &cl, &err);
@@ -96,10 +98,13 @@ static cn_scribe_client_t *client(env_t *e, int codec, bool lz4)
     return cl;
 }
 
-typedef struct { cn_buf_t b; } got_t;
+typedef struct {
+    cn_buf_t b;
+} got_t;
 static cn_err_t sink(void *ctx, size_t i, bool present, const void *p, size_t n, bool last)
 {
-    (void)i; (void)last;
+    (void)i;
+    (void)last;
     if (!present)
         return CN_E_NOT_FOUND;
     return cn_buf_append(&((got_t *)ctx)->b, p, n);
@@ -118,21 +123,21 @@ static void test_codec_independent_identity(void)
     uint8_t *data = malloc(n);
     for (size_t i = 0; i < n; i++)
         data[i] = (uint8_t)(i * 2654435761u >> 13);
-    cn_repos_chunk_ref_t refs[2] = {{{{0}}, 200000}, {{{0}}, 100000}};
+    cn_repos_chunk_ref_t refs[2] = { { { { 0 } }, 200000 }, { { { 0 } }, 100000 } };
     cn_blake3(data, 200000, &refs[0].id);
     cn_blake3(data + 200000, 100000, &refs[1].id);
-    cn_buf_t menc = {0}, csenc = {0};
+    cn_buf_t menc = { 0 }, csenc = { 0 };
     CN_CHECK_EQ(cn_repos_manifest_encode(&menc, refs, 2), 0);
     cn_digest_t mid, csid;
     cn_repos_object_id(CN_REPOS_MANIFEST, menc.data, menc.len, &mid);
-    cn_repos_change_t ch = {CN_REPOS_ADD, (const uint8_t *)"a.bin", 5, NULL, 0, mid, 0};
+    cn_repos_change_t ch = { CN_REPOS_ADD, (const uint8_t *)"a.bin", 5, NULL, 0, mid, 0 };
     CN_CHECK_EQ(cn_repos_changeset_encode(&csenc, &ch, 1), 0);
     cn_repos_object_id(CN_REPOS_CHANGESET, csenc.data, csenc.len, &csid);
     cn_scribe_client_obj_t objs[4] = {
-        {CN_REPOS_CHUNK, refs[0].id, data, 200000},
-        {CN_REPOS_CHUNK, refs[1].id, data + 200000, 100000},
-        {CN_REPOS_MANIFEST, mid, menc.data, menc.len},
-        {CN_REPOS_CHANGESET, csid, csenc.data, csenc.len},
+        { CN_REPOS_CHUNK, refs[0].id, data, 200000 },
+        { CN_REPOS_CHUNK, refs[1].id, data + 200000, 100000 },
+        { CN_REPOS_MANIFEST, mid, menc.data, menc.len },
+        { CN_REPOS_CHANGESET, csid, csenc.data, csenc.len },
     };
     uint8_t ws[16], intent[16];
     memset(ws, 4, 16);
@@ -140,14 +145,14 @@ static void test_codec_independent_identity(void)
     cn_scribe_client_ref_t pr[4];
     bool present[4];
     for (int i = 0; i < 4; i++)
-        pr[i] = (cn_scribe_client_ref_t){objs[i].kind, objs[i].id};
+        pr[i] = (cn_scribe_client_ref_t){ objs[i].kind, objs[i].id };
     CN_CHECK_EQ(cn_scribe_client_pin(be, r.id, ws, intent, pr, 4, present, &err), 0);
     CN_CHECK(!present[0] && !present[3]);
-    CN_CHECK_EQ(cn_scribe_client_put(le, r.id, objs, 4, &err), 0);   /* LZ4 transfer */
+    CN_CHECK_EQ(cn_scribe_client_put(le, r.id, objs, 4, &err), 0); /* LZ4 transfer */
     CN_CHECK_EQ(cn_scribe_client_presence(be, r.id, pr, 4, present, &err), 0);
     CN_CHECK(present[0] && present[1] && present[2] && present[3]);
     /* the bytes come back through both codecs and both transfer forms */
-    got_t g1 = {{0}}, g2 = {{0}};
+    got_t g1 = { { 0 } }, g2 = { { 0 } };
     CN_CHECK_EQ(cn_scribe_client_get(be, r.id, pr, 2, sink, &g1, &err), 0);
     CN_CHECK_EQ(cn_scribe_client_get(le, r.id, pr, 2, sink, &g2, &err), 0);
     CN_CHECK(g1.b.len == n && !memcmp(g1.b.data, data, n));
@@ -193,7 +198,9 @@ static void test_chunker(void)
     uint8_t *p = malloc(n);
     uint64_t x = 88172645463325252ull;
     for (size_t i = 0; i < n; i++) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
         p[i] = (uint8_t)x;
     }
     size_t cuts[512], nc = 0;

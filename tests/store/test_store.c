@@ -141,7 +141,9 @@ static void test_publish_read(void)
 {
     char *data = mkdata();
     cn_store_t *s = open_store(data, NULL);
-    enum { N = 300000 };
+    enum {
+        N = 300000
+    };
     uint8_t *buf = malloc(N);
     fill(buf, N, 1);
     cn_digest_t want, got;
@@ -228,7 +230,9 @@ static void range_suite(cn_store_form_t form)
     char *data = mkdata();
     cn_store_opts_t o = { .default_form = form };
     cn_store_t *s = open_store(data, &o);
-    enum { N = 200000 };
+    enum {
+        N = 200000
+    };
     uint8_t *buf = malloc(N);
     fill(buf, N, 2);
     /* make half of it compressible so both block kinds occur */
@@ -239,12 +243,12 @@ static void range_suite(cn_store_form_t form)
     check_range(s, &d, buf, N, 0, N);
     check_range(s, &d, buf, N, 0, UINT64_MAX);
     check_range(s, &d, buf, N, 1, 10);
-    check_range(s, &d, buf, N, 65535, 2);           /* block boundary */
+    check_range(s, &d, buf, N, 65535, 2); /* block boundary */
     check_range(s, &d, buf, N, 65536, 65536);
-    check_range(s, &d, buf, N, 100000, 150000);      /* clamps at the end */
+    check_range(s, &d, buf, N, 100000, 150000); /* clamps at the end */
     check_range(s, &d, buf, N, N - 1, 1000);
-    check_range(s, &d, buf, N, N, 10);               /* empty at the end */
-    check_range(s, &d, buf, N, N + 1, 10);           /* past the end */
+    check_range(s, &d, buf, N, N, 10);     /* empty at the end */
+    check_range(s, &d, buf, N, N + 1, 10); /* past the end */
     check_range(s, &d, buf, N, 12345, 0);
 
     uint8_t small[100];
@@ -266,7 +270,10 @@ static void range_suite(cn_store_form_t form)
     rmdata(data);
 }
 
-static void test_range_raw(void) { range_suite(CN_STORE_RAW); }
+static void test_range_raw(void)
+{
+    range_suite(CN_STORE_RAW);
+}
 
 static void test_lz4_round_trip(void)
 {
@@ -275,7 +282,9 @@ static void test_lz4_round_trip(void)
     char *data = mkdata();
     cn_store_t *s = open_store(data, NULL);
     /* compressible, several blocks and a short last one */
-    enum { N = 5 * 65536 + 123 };
+    enum {
+        N = 5 * 65536 + 123
+    };
     uint8_t *buf = malloc(N);
     for (size_t i = 0; i < N; i++)
         buf[i] = (uint8_t)("cairn stores bytes once "[i % 24]);
@@ -438,7 +447,9 @@ static void test_write_fd(void)
 {
     char *data = mkdata();
     cn_store_t *s = open_store(data, NULL);
-    enum { N = 700001 };
+    enum {
+        N = 700001
+    };
     uint8_t *buf = malloc(N);
     fill(buf, N, 5);
     char src[1024];
@@ -514,7 +525,10 @@ static void test_concurrency(void)
 {
     char *data = mkdata();
     cn_store_t *s = open_store(data, NULL);
-    enum { T = 16, PER = 40 };
+    enum {
+        T = 16,
+        PER = 40
+    };
     pthread_t th[T];
     conc_t c[T];
     cn_digest_t *digs = calloc(T * PER, sizeof *digs);
@@ -582,7 +596,9 @@ static void test_pins_sweeper(void)
     cn_store_opts_t o = { .meta = meta };
     cn_store_t *s = open_store(data, &o);
 
-    enum { K = 8 };
+    enum {
+        K = 8
+    };
     cn_digest_t d[K];
     for (int i = 0; i < K; i++) {
         uint8_t buf[1000];
@@ -628,7 +644,7 @@ static void test_pins_sweeper(void)
     CN_CHECK_EQ(st.young, 1);
     CN_CHECK_EQ(st.pinned, 2);
     CN_CHECK_EQ(st.live, 2);
-    CN_CHECK_EQ(st.deleted, 3);         /* d3 (pin expired), d6, d7 */
+    CN_CHECK_EQ(st.deleted, 3); /* d3 (pin expired), d6, d7 */
     CN_CHECK_EQ(st.pins_expired, 1);
     CN_CHECK_EQ(st.bytes_deleted, 3000);
     bool have[K];
@@ -763,9 +779,9 @@ static cn_err_t live_commits_late(void *ctx, const cn_digest_t *d, bool *live)
 {
     late_commit_t *lc = ctx;
     (void)d;
-    *live = false;                      /* the reference is not committed yet */
+    *live = false; /* the reference is not committed yet */
     if (lc->g) {
-        cn_store_guard_release(lc->g);  /* ...and now it is, and the writer is done */
+        cn_store_guard_release(lc->g); /* ...and now it is, and the writer is done */
         lc->g = NULL;
     }
     lc->asked++;
@@ -818,8 +834,7 @@ static void test_recovery_kill9(void)
                 _exit(5);
         /* a second, small upload that never reaches publish either */
         cn_store_writer_t *w2;
-        if (cn_store_writer_open(s, NULL, -1, &w2) != 0 ||
-            cn_store_writer_write(w2, buf, 100) != 0)
+        if (cn_store_writer_open(s, NULL, -1, &w2) != 0 || cn_store_writer_write(w2, buf, 100) != 0)
             _exit(6);
         if (write(ready[1], "x", 1) != 1)
             _exit(7);
@@ -865,7 +880,9 @@ static void test_recovery_kill9(void)
 static void test_recovery_journal(void)
 {
     char *data = mkdata();
-    enum { K = 20 };
+    enum {
+        K = 20
+    };
     int ready[2];
     CN_CHECK(pipe(ready) == 0);
     pid_t pid = fork();
@@ -905,9 +922,9 @@ static void test_recovery_journal(void)
         char p[1024];
         blob_path(data, &d[i], "", p, sizeof p);
         if (i < 5) {
-            CN_CHECK(truncate(p, 0) == 0);              /* lost data */
+            CN_CHECK(truncate(p, 0) == 0); /* lost data */
         } else if (i < 10) {
-            CN_CHECK(unlink(p) == 0);                   /* lost name */
+            CN_CHECK(unlink(p) == 0); /* lost name */
         } else if (i == 10) {
             chmod(p, 0644);
             int fd = open(p, O_WRONLY);
@@ -930,17 +947,8 @@ static void test_recovery_journal(void)
     rmdata(data);
 }
 
-CN_TEST_MAIN(
-    CN_TEST(test_publish_read),
-    CN_TEST(test_range_raw),
-    CN_TEST(test_lz4_round_trip),
-    CN_TEST(test_idempotent),
-    CN_TEST(test_mismatch_and_limits),
-    CN_TEST(test_write_fd),
-    CN_TEST(test_concurrency),
-    CN_TEST(test_pins_sweeper),
-    CN_TEST(test_sweep_publish_race),
-    CN_TEST(test_sweep_guard_released_mid_batch),
-    CN_TEST(test_recovery_kill9),
-    CN_TEST(test_recovery_journal)
-)
+CN_TEST_MAIN(CN_TEST(test_publish_read), CN_TEST(test_range_raw), CN_TEST(test_lz4_round_trip),
+             CN_TEST(test_idempotent), CN_TEST(test_mismatch_and_limits), CN_TEST(test_write_fd),
+             CN_TEST(test_concurrency), CN_TEST(test_pins_sweeper),
+             CN_TEST(test_sweep_publish_race), CN_TEST(test_sweep_guard_released_mid_batch),
+             CN_TEST(test_recovery_kill9), CN_TEST(test_recovery_journal))

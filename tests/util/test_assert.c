@@ -14,14 +14,23 @@
 
 #include "cn_test.h"
 
-static volatile int zero = 0;    /* volatile: the compiler may not fold the conditions */
+static volatile int zero = 0; /* volatile: the compiler may not fold the conditions */
 
-/* Each on one line, so that the line after it names the line of the check.
- * Exit status 4: the impossible branch was taken and handled. */
-static void violate_always(void) { if (CN_ALWAYS(zero)) _exit(3); _exit(4); }
-static const int always_line = __LINE__ - 1;
-static void violate_never(void) { if (CN_NEVER(zero + 1)) _exit(4); _exit(3); }
-static const int never_line = __LINE__ - 1;
+/* Exit status 4: the impossible branch was taken and handled. */
+static const int always_line = __LINE__ + 3; /* the line of the check below */
+static void violate_always(void)
+{
+    if (CN_ALWAYS(zero))
+        _exit(3);
+    _exit(4);
+}
+static const int never_line = __LINE__ + 3; /* the line of the check below */
+static void violate_never(void)
+{
+    if (CN_NEVER(zero + 1))
+        _exit(4);
+    _exit(3);
+}
 
 /* Runs fn in a child; returns its wait status, and what it wrote to stderr in
  * err (NUL-terminated). */
@@ -71,9 +80,15 @@ static void check_aborts(void (*fn)(void), int line, const char *what)
 #endif
 }
 
-static void test_always_aborts(void) { check_aborts(violate_always, always_line, "CN_ALWAYS(zero)"); }
+static void test_always_aborts(void)
+{
+    check_aborts(violate_always, always_line, "CN_ALWAYS(zero)");
+}
 
-static void test_never_aborts(void) { check_aborts(violate_never, never_line, "CN_NEVER(zero + 1)"); }
+static void test_never_aborts(void)
+{
+    check_aborts(violate_never, never_line, "CN_NEVER(zero + 1)");
+}
 
 static void test_holding_conditions(void)
 {
@@ -82,7 +97,7 @@ static void test_holding_conditions(void)
     CN_CHECK_EQ(CN_NEVER(++n == 3), 0);
     CN_CHECK_EQ(n, 2);
     int *volatile pn = &n;
-    CN_CHECK_EQ(CN_ALWAYS(pn), 1);     /* a pointer is a condition too */
+    CN_CHECK_EQ(CN_ALWAYS(pn), 1); /* a pointer is a condition too */
 }
 
 CN_TEST_MAIN(CN_TEST(test_always_aborts), CN_TEST(test_never_aborts),

@@ -30,36 +30,35 @@ static void parse_bad(const char *text, int line, const char *want)
     char prefix[32];
     snprintf(prefix, sizeof prefix, "line %d: ", line);
     if (strncmp(err, prefix, strlen(prefix)) != 0 || !strstr(err, want)) {
-        fprintf(stderr, "# input: %s\n# got error: '%s', want line %d and '%s'\n", text, err,
-                line, want);
+        fprintf(stderr, "# input: %s\n# got error: '%s', want line %d and '%s'\n", text, err, line,
+                want);
         CN_CHECK(0);
     }
 }
 
 static void test_values(void)
 {
-    cn_toml_t *d = parse_ok(
-        "# cairnd configuration\n"
-        "top = 1\n"
-        "\n"
-        "[limits]\n"
-        "max_connections = 1_000   # comment\n"
-        "neg = -42\n"
-        "plus = +7\n"
-        "big = 9223372036854775807\n"
-        "small = -9223372036854775808\n"
-        "on = true\n"
-        "off = false\n"
-        "name = \"a\\tb\\\"c\\\\ \\u00e9 \\U0001F600\"\n"
-        "lit = 'C:\\path\\no\\escapes'\n"
-        "\"quoted key\" = 'x'\n"
-        "list = [ 1, 2,\n"
-        "  3, # three\n"
-        "]\n"
-        "empty = []\n"
-        "nested = [[1], ['a', \"b\"]]\n"
-        "[server.tls]\r\n"
-        "cert = \"/etc/cert.pem\"\r\n");
+    cn_toml_t *d = parse_ok("# cairnd configuration\n"
+                            "top = 1\n"
+                            "\n"
+                            "[limits]\n"
+                            "max_connections = 1_000   # comment\n"
+                            "neg = -42\n"
+                            "plus = +7\n"
+                            "big = 9223372036854775807\n"
+                            "small = -9223372036854775808\n"
+                            "on = true\n"
+                            "off = false\n"
+                            "name = \"a\\tb\\\"c\\\\ \\u00e9 \\U0001F600\"\n"
+                            "lit = 'C:\\path\\no\\escapes'\n"
+                            "\"quoted key\" = 'x'\n"
+                            "list = [ 1, 2,\n"
+                            "  3, # three\n"
+                            "]\n"
+                            "empty = []\n"
+                            "nested = [[1], ['a', \"b\"]]\n"
+                            "[server.tls]\r\n"
+                            "cert = \"/etc/cert.pem\"\r\n");
     if (!d)
         return;
     const cn_toml_val_t *r = cn_toml_root(d);
@@ -81,8 +80,7 @@ static void test_values(void)
     CN_CHECK(b);
     CN_CHECK_EQ(cn_toml_bool(cn_toml_get(r, "limits.off"), &b), 0);
     CN_CHECK(!b);
-    CN_CHECK_STR(cn_toml_str(cn_toml_get(r, "limits.name")),
-                 "a\tb\"c\\ \xc3\xa9 \xf0\x9f\x98\x80");
+    CN_CHECK_STR(cn_toml_str(cn_toml_get(r, "limits.name")), "a\tb\"c\\ \xc3\xa9 \xf0\x9f\x98\x80");
     CN_CHECK_STR(cn_toml_str(cn_toml_get(r, "limits.lit")), "C:\\path\\no\\escapes");
     const cn_toml_val_t *lim = cn_toml_get(r, "limits");
     CN_CHECK_EQ(cn_toml_type(lim), CN_TOML_TABLE);
@@ -169,8 +167,8 @@ static void test_bad_syntax(void)
     parse_bad("x = 1\n\n# c\n y = \"\n", 4, "unterminated");
     parse_bad("a = 1 # bell\x07\n", 1, "control character");
     parse_bad("a = \"\xff\"\n", 1, "UTF-8");
-    parse_bad("a = \"\xc0\x80\"\n", 1, "UTF-8");       /* overlong NUL */
-    parse_bad("a = \"\xed\xa0\x80\"\n", 1, "UTF-8");   /* surrogate */
+    parse_bad("a = \"\xc0\x80\"\n", 1, "UTF-8");     /* overlong NUL */
+    parse_bad("a = \"\xed\xa0\x80\"\n", 1, "UTF-8"); /* surrogate */
     const char nul[] = "a = 1\0";
     cn_toml_t *d = NULL;
     char err[128];

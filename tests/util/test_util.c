@@ -68,15 +68,15 @@ static void test_file_tmp(void)
 
 static void test_buf_codec_roundtrip(void)
 {
-    cn_buf_t b = {0};
+    cn_buf_t b = { 0 };
     CN_CHECK_EQ(cn_buf_put_u8(&b, 0xAB), 0);
     CN_CHECK_EQ(cn_buf_put_u16be(&b, 0x1234), 0);
     CN_CHECK_EQ(cn_buf_put_u32be(&b, 0x4A415900), 0);
     CN_CHECK_EQ(cn_buf_put_u64be(&b, 0x0102030405060708ull), 0);
     CN_CHECK_EQ(cn_buf_put_u32le(&b, 0xDEADBEEF), 0);
     CN_CHECK_EQ(b.len, 1 + 2 + 4 + 8 + 4);
-    static const uint8_t expect[] = {0xAB, 0x12, 0x34, 0x4A, 0x41, 0x59, 0x00, 1, 2, 3, 4, 5, 6, 7, 8,
-                                     0xEF, 0xBE, 0xAD, 0xDE};
+    static const uint8_t expect[] = { 0xAB, 0x12, 0x34, 0x4A, 0x41, 0x59, 0x00, 1,    2,   3,
+                                      4,    5,    6,    7,    8,    0xEF, 0xBE, 0xAD, 0xDE };
     CN_CHECK_MEM(b.data, expect, sizeof expect);
 
     cn_rd_t r = cn_rd_init(b.data, b.len);
@@ -97,7 +97,7 @@ static void test_buf_codec_roundtrip(void)
 
 static void test_reader_huge_length(void)
 {
-    uint8_t x[4] = {0};
+    uint8_t x[4] = { 0 };
     cn_rd_t r = cn_rd_init(x, sizeof x);
     CN_CHECK(cn_rd_bytes(&r, SIZE_MAX) == NULL);
     CN_CHECK_EQ(r.err, CN_E_PROTOCOL);

@@ -34,10 +34,9 @@ static const char admin_usage[] =
     "      object:delete object:list blobs:read blobs:write admin all\n"
     "      (default without --perm: every permission except admin)\n";
 
+/* cairn admin answers 0, 1 or 2 (cmd.h): any failure is EXIT_FAIL. */
 enum {
-    EXIT_OK = 0,
-    EXIT_FAIL = 1,
-    EXIT_USAGE = 2
+    EXIT_FAIL = EXIT_SERVER
 };
 
 typedef struct {

@@ -3,6 +3,19 @@
 #ifndef CN_CMD_H
 #define CN_CMD_H
 
+/* The exit codes of the object, blob and repo commands (docs/cli.md). */
+enum {
+    EXIT_OK = 0,
+    EXIT_SERVER = 1,
+    EXIT_USAGE = 2,
+    EXIT_NOT_FOUND = 3,
+    EXIT_DENIED = 4,
+    EXIT_NETWORK = 5,
+    EXIT_CONFLICT = 6,
+    EXIT_LOCAL = 7,
+    EXIT_INTEGRITY = 8
+};
+
 /* `cairn admin ...` (src/cmd/admin.c).  Exit 0 ok, 1 failure, 2 usage. */
 int cn_cmd_admin(int argc, char **argv);
 /* `cairn admin --data DIR repo backup|restore ...` (src/cmd/admin_repo.c);

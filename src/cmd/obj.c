@@ -21,18 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum {
-    EXIT_OK = 0,
-    EXIT_SERVER = 1,
-    EXIT_USAGE = 2,
-    EXIT_NOT_FOUND = 3,
-    EXIT_DENIED = 4,
-    EXIT_NETWORK = 5,
-    EXIT_CONFLICT = 6,
-    EXIT_LOCAL = 7,
-    EXIT_INTEGRITY = 8
-};
-
 #define DEFAULT_PART_SIZE (64LL << 20)
 #define MIN_PART_SIZE (5LL << 20)
 #define MAX_META 64

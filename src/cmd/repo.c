@@ -20,19 +20,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Exit codes, as the object commands (docs/cli.md). */
-enum {
-    EXIT_OK = 0,
-    EXIT_SERVER = 1,
-    EXIT_USAGE = 2,
-    EXIT_NOT_FOUND = 3,
-    EXIT_DENIED = 4,
-    EXIT_NETWORK = 5,
-    EXIT_CONFLICT = 6,
-    EXIT_LOCAL = 7,
-    EXIT_INTEGRITY = 8
-};
-
 static const char repo_usage[] =
     "usage: cairn repo create NAME [--lz4-storage]     create a repository\n"
     "       cairn repo list                            list repositories\n"

@@ -7,7 +7,7 @@ PY     := /usr/bin/python3
 MESON_OPTS ?=
 
 .PHONY: all help build deps asan run test test-unit test-integration fuzz bench test-crash \
-        install clean
+        install clean format
 
 all: build
 
@@ -15,7 +15,7 @@ help:
 	@echo 'make                    build build/cairnd, build/cairn and libcairn (same as make build)'
 	@echo 'make run                build, then run cairnd in the foreground on ./data, loopback only'
 	@echo 'make test               test-unit, then test-integration'
-	@echo 'make test-unit          C unit tests on both builds, fuzz harnesses briefly on the ASan one'
+	@echo 'make test-unit          format and function-length checks, C unit tests on both builds, fuzz harnesses briefly on the ASan one'
 	@echo 'make test-integration   pytest against the ASan build'"'"'s real cairnd'
 	@echo 'make test-crash         the long crash-durability run'
 	@echo 'make asan               the ASan+UBSan build (clang) in $(ASAN)/, with the fuzz harnesses'
@@ -24,6 +24,7 @@ help:
 	@echo 'make install            install into PREFIX (now $(PREFIX))'
 	@echo 'make deps               install the build dependencies with apt-get'
 	@echo 'make clean              remove $(BUILD)/ and $(ASAN)/'
+	@echo 'make format             apply .clang-format to every C file (test-unit checks it)'
 
 deps:
 	@scripts/deps.sh build
@@ -55,6 +56,8 @@ test:
 test-unit:
 	@scripts/deps.sh test
 	$(MAKE) build asan
+	scripts/format.sh
+	$(PY) scripts/longfn.py src
 	meson test -C $(BUILD) --suite unit --print-errorlogs
 	CN_FUZZ_SEED=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 	  meson test -C $(ASAN) --suite unit --suite fuzz-short --print-errorlogs
@@ -73,6 +76,9 @@ bench: build
 
 test-crash: asan
 	CAIRN_BUILD=$(ASAN) CAIRN_CRASH_CYCLES=20 $(PY) -m pytest -q tests -k crash
+
+format:
+	scripts/format.sh --fix
 
 install: build
 	meson configure $(BUILD) -Dprefix=$(PREFIX)

@@ -4,10 +4,12 @@ without the CA, and the same bytes whether or not the body can use sendfile."""
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
-from clitools import cairn, ok, sha256
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "client"))
+from clitools import cairn, ok, sha256  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not shutil.which("openssl"), reason="needs the openssl command")
 

@@ -10,7 +10,8 @@ import sys
 import time
 
 from conftest import ADMIN_TOKEN, binary, ephemeral_args
-from clitools import cairn, endpoint, no_sanitizer_report, ok, token_with
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "client"))
+from clitools import cairn, endpoint, no_sanitizer_report, ok, token_with  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "jay"))
 import jayclient  # noqa: E402

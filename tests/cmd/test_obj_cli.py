@@ -4,7 +4,8 @@ import os
 import sys
 import threading
 
-from clitools import cairn, endpoint, md5, multipart_etag, ok, sha256, stat_fields
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "client"))
+from clitools import cairn, endpoint, md5, multipart_etag, ok, sha256, stat_fields  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "jay"))
 from jayfixtures import conn  # noqa: E402

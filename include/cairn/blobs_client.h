@@ -100,6 +100,65 @@ CN_API cn_err_t cn_blobc_get(cn_blobc_t *c, const char *ns, const cn_digest_t *d
                              cn_blobc_progress_fn progress, void *progress_ctx,
                              cn_blobc_get_info_t *info);
 
+/* ---- sync (src/client/blobs_sync.c) ---------------------------------------------
+ * The replicator behind `cairn blob sync`: have/need diffing between two
+ * servers, copying only what the target lacks, each blob streamed from the
+ * source's verified get into the target's put (no local copy; the target
+ * verifies digest and length before it commits), and each put's pin token
+ * held until the target's have confirms the blob.  Idempotent and resumable:
+ * every run starts from the target's answers. */
+
+/* Called once per digest the target lacked, after its copy ended: e is
+ * CN_OK (copied), CN_E_NOT_FOUND (not in the source), or the failure after
+ * up to 5 tries (detail: the target connection's last error, never NULL).
+ * Calls are serialised (under the sync's lock) but come from its worker
+ * threads; the callback must not call back into the sync. */
+typedef void (*cn_blobc_sync_fn)(void *ctx, const cn_digest_t *d, cn_err_t e,
+                                 const cn_blobc_error_t *detail);
+
+typedef struct cn_blobc_sync_opts {
+    const cn_digest_t *digests; /* the digests to sync; NULL: every blob the source lists */
+    size_t n_digests;
+    int jobs;                   /* parallel copies, each with its own two connections;
+                                 * 0: 4; at most 64 */
+    cn_blobc_sync_fn on_digest; /* may be NULL */
+    void *ctx;
+} cn_blobc_sync_opts_t;
+
+/* The step that failed when cn_blobc_sync returns an error. */
+typedef enum cn_blobc_sync_stage {
+    CN_BLOBC_SYNC_STAGE_LIST = 1, /* listing the source (detail: cn_blobc_error(src)) */
+    CN_BLOBC_SYNC_STAGE_HAVE,     /* have on the target (detail: cn_blobc_error(dst)) */
+    CN_BLOBC_SYNC_STAGE_MEMORY    /* -ENOMEM outside the listing */
+} cn_blobc_sync_stage_t;
+
+typedef struct cn_blobc_sync_stats {
+    size_t digests;              /* digests considered (given, or listed) */
+    size_t present;              /* already on the target */
+    size_t copied;               /* copied and confirmed */
+    size_t missing;              /* needed but not in the source */
+    size_t failed;               /* copies that failed */
+    cn_err_t first_error;        /* the first failed copy's error, or a worker's
+                           * connection set-up error; 0 when none */
+    bool setup_failed;           /* first_error is a worker's set-up failure */
+    cn_blobc_sync_stage_t stage; /* when cn_blobc_sync returns an error */
+} cn_blobc_sync_stats_t;
+
+/* Copies to dst every digest of opts (or the source's whole namespace ns)
+ * that dst lacks.  src and dst are used by the calling thread for the list
+ * and the have; each worker opens its own connections with the same URLs and
+ * credentials.  A copy that fails is retried up to 5 times with backoff
+ * (never for CN_E_NOT_FOUND, CN_E_DENIED, CN_E_AUTH); CN_E_DENIED or
+ * CN_E_AUTH stops the workers from starting further copies.
+ *
+ * Returns CN_OK once the diff ran, even if copies failed or were missing
+ * (see stats), or the error of the list / have / memory with stats->stage
+ * (the detail is then cn_blobc_error of src or dst).  stats is zeroed first
+ * and required.  Call from one thread; src and dst must not be used by any
+ * other thread meanwhile. */
+CN_API cn_err_t cn_blobc_sync(cn_blobc_t *src, cn_blobc_t *dst, const char *ns,
+                              const cn_blobc_sync_opts_t *opts, cn_blobc_sync_stats_t *stats);
+
 #ifdef __cplusplus
 }
 #endif

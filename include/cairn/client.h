@@ -245,6 +245,101 @@ CN_API cn_err_t cn_client_list_parts(cn_client_t *c, const char *bucket, const c
                                      const char *upload_id, cn_client_parts_t *out,
                                      cn_jay_error_t *err);
 
+/* ---- whole-file transfers (src/client/jay_transfer.c) -----------------------------
+ * What `cairn put` and `cairn get` run: an upload that picks one PutObject or
+ * a parallel multipart upload by size, and a download checked against the
+ * SHA-256 the server reports.  They print nothing and never exit. */
+
+#define CN_CLIENT_DEFAULT_PART_SIZE (64LL << 20)
+#define CN_CLIENT_MIN_PART_SIZE (5LL << 20) /* the server's minimum for a non-last part */
+#define CN_CLIENT_DEFAULT_JOBS 4
+#define CN_CLIENT_MAX_JOBS 64
+
+typedef struct cn_client_transfer_opts {
+    const cn_client_put_opts_t *put; /* content type and metadata; NULL: none.  A
+                                      * multipart upload carries only the content
+                                      * type (v1's CreateMultipartUpload has no
+                                      * metadata). */
+    int64_t part_size;               /* 0: CN_CLIENT_DEFAULT_PART_SIZE; else at least
+                                      * CN_CLIENT_MIN_PART_SIZE */
+    int jobs;                        /* parallel part uploads; 0: 4; at most 64 */
+    /* Cumulative bytes of the whole transfer.  A parallel upload calls it from
+     * its worker threads, possibly at once and with values out of order: the
+     * callback must be thread-safe and may keep the largest value seen. */
+    cn_client_progress_fn progress;
+    void *progress_ud;
+} cn_client_transfer_opts_t;
+
+/* The step of cn_client_put_file that failed (or that ended a success). */
+typedef enum cn_client_put_stage {
+    CN_CLIENT_PUT_STAGE_PUT = 0, /* the single PutObject, or memory (-ENOMEM) */
+    CN_CLIENT_PUT_STAGE_READ,    /* reading the source descriptor */
+    CN_CLIENT_PUT_STAGE_PARTS,   /* a stream needed more than CN_JAY_MAX_COUNT parts
+                                  * (CN_E_LIMIT): a larger part size is needed */
+    CN_CLIENT_PUT_STAGE_CREATE,  /* CreateMultipartUpload */
+    CN_CLIENT_PUT_STAGE_PART,    /* UploadPart (or memory while uploading parts) */
+    CN_CLIENT_PUT_STAGE_COMPLETE /* CompleteMultipartUpload */
+} cn_client_put_stage_t;
+
+typedef struct cn_client_put_result {
+    cn_client_written_t written; /* etag, checksum (SHA-256 hex), size (bytes stored) */
+    bool multipart;              /* a multipart upload was chosen (set even on failure) */
+    int32_t n_parts;             /* parts of a completed multipart upload; 0 otherwise */
+    cn_client_put_stage_t stage; /* on failure: the step that failed */
+} cn_client_put_result_t;
+/* Frees out->written's strings; accepts a zeroed result. */
+CN_API void cn_client_put_result_clear(cn_client_put_result_t *r);
+
+/* Uploads fd as bucket/key.
+ *
+ * size >= 0: fd holds exactly size bytes, read with pread(2) from offset 0
+ * (fd's own offset is neither used nor moved).  Up to the part size it goes
+ * up as one PutObject; above it as a multipart upload of size/part_size parts
+ * sent by opts->jobs threads, each on its own pooled connection (the part
+ * size grows, in MiB steps, if more than CN_JAY_MAX_COUNT parts would be
+ * needed).  size < 0: fd is read sequentially to its end (a pipe, a FIFO, a
+ * /proc file), one part size at a time in memory; input that fits one part is
+ * one PutObject, more goes up as sequential multipart parts.
+ *
+ * opts may be NULL (defaults).  On success out->written holds the answer
+ * (size: the bytes stored), out->n_parts the part count of a multipart
+ * upload.  On failure out->stage names the failed step and err (may be NULL)
+ * the server's answer; a multipart upload that fails after it was created is
+ * aborted.  Errors: as every call (the header's top), plus CN_E_INVALID (a part
+ * size under the minimum, jobs out of range), -errno of a read of fd (stage
+ * READ), CN_E_LENGTH_MISMATCH (the file shrank while read), CN_E_LIMIT (stage
+ * PARTS), -ENOMEM.  out is zeroed first; release it with
+ * cn_client_put_result_clear.  Any thread; the calling thread waits for the
+ * workers it starts. */
+CN_API cn_err_t cn_client_put_file(cn_client_t *c, const char *bucket, const char *key, int fd,
+                                   int64_t size, const cn_client_transfer_opts_t *opts,
+                                   cn_client_put_result_t *out, cn_jay_error_t *err);
+
+typedef struct cn_client_download {
+    cn_client_object_t info; /* the object's metadata (zeroed if no answer) */
+    char sha256[65];         /* hex SHA-256 of the bytes received (64 digits), NUL-terminated */
+    int64_t bytes;           /* bytes written to fd */
+    bool local;              /* the error came from writing fd, not the transfer */
+} cn_client_download_t;
+/* Frees out->info; accepts a zeroed download. */
+CN_API void cn_client_download_clear(cn_client_download_t *d);
+
+/* Downloads bucket/key to fd (written at its current offset, in order),
+ * hashing every byte, and compares the SHA-256 with the checksum the server
+ * reported (an object without one is not compared).  opts may be NULL; only
+ * its progress callback is used (called from the calling thread).  The bytes
+ * reach fd before the verdict: a caller that must not expose unverified
+ * bytes writes to a temporary and publishes it only on success.
+ *
+ * Errors: as every call; a write to fd that fails returns its error with
+ * out->local set (checked before any transfer error); CN_E_DIGEST_MISMATCH
+ * when the bytes do not hash to the server's checksum (out->info.checksum
+ * and out->sha256 then hold both).  out is always filled as far as it got
+ * (zeroed first) and released with cn_client_download_clear.  Any thread. */
+CN_API cn_err_t cn_client_get_to_fd(cn_client_t *c, const char *bucket, const char *key, int fd,
+                                    const cn_client_transfer_opts_t *opts,
+                                    cn_client_download_t *out, cn_jay_error_t *err);
+
 #ifdef __cplusplus
 }
 #endif

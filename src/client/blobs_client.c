@@ -3,6 +3,7 @@
  * calls).  Every answer is checked against the contract in
  * docs/protocol/blobs.md; every downloaded byte is hashed. */
 #include "cairn/blobs_client.h"
+#include "blobs_client_int.h"
 #include "cairn/util.h"
 
 #include <curl/curl.h>
@@ -14,6 +15,7 @@
 #include <strings.h>
 
 #define HAVE_BATCH 16384
+#define AUTH_PREFIX "Authorization: Bearer "
 #define ERR_BODY_MAX (64u << 10)
 #define JSON_BODY_MAX (4u << 20)
 
@@ -44,7 +46,7 @@ cn_err_t cn_blobc_new(const char *url, const char *cred, cn_blobc_t **out)
         size_t n = strlen(cred) + 32;
         c->auth = malloc(n);
         if (c->auth)
-            snprintf(c->auth, n, "Authorization: Bearer %s", cred);
+            snprintf(c->auth, n, AUTH_PREFIX "%s", cred);
     }
     if (!c->curl || !c->base || (cred && !c->auth)) {
         cn_blobc_free(c);
@@ -52,6 +54,11 @@ cn_err_t cn_blobc_new(const char *url, const char *cred, cn_blobc_t **out)
     }
     *out = c;
     return CN_OK;
+}
+
+cn_err_t cn__blobc_dup(const cn_blobc_t *c, cn_blobc_t **out)
+{
+    return cn_blobc_new(c->base, c->auth ? c->auth + strlen(AUTH_PREFIX) : NULL, out);
 }
 
 void cn_blobc_free(cn_blobc_t *c)

@@ -1,9 +1,9 @@
 /* `cairn blob ...`: the blob operation family from the command line
  * (docs/protocol/blobs.md) — stat, have, put, get (verified, whole or
- * ranged), rm, ls — and `cairn blob sync`, the replicator: have/need diffing
- * between two servers, fetching only what the target lacks and holding each
- * pin token until the target's `have` confirms it.  A sync is idempotent and
- * resumable by construction: every run starts from the target's answers.
+ * ranged), rm, ls — and `cairn blob sync`, the replicator, which is
+ * cn_blobc_sync (include/cairn/blobs_client.h): have/need diffing between two
+ * servers, fetching only what the target lacks.  This file parses, prints
+ * and maps errors to exit codes; the logic lives in libcairn.
  *
  * Exit status (as the object commands, docs/cli.md): 0 ok, 1 server error,
  * 2 usage, 3 not found (have: something absent), 4 access denied or bad
@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -389,136 +388,27 @@ static int cmd_get(cn_blobc_t *c, const bopts_t *o)
 }
 
 /* ---- sync ------------------------------------------------------------------------------- */
-typedef struct {
-    cn_blobc_t *src;
-    const char *ns;
-    cn_digest_t d;
-    int wfd;
-    cn_err_t rc;
-} pump_t;
 
-static void *pump_main(void *arg)
+/* cn_blobc_sync's per-digest outcome (called under its lock, so serialised). */
+static void sync_outcome(void *ctx, const cn_digest_t *d, cn_err_t e,
+                         const cn_blobc_error_t *detail)
 {
-    pump_t *p = arg;
-    p->rc = cn_blobc_get(p->src, p->ns, &p->d, NULL, fd_sink, &p->wfd, NULL, NULL, NULL);
-    close(p->wfd);
-    return NULL;
-}
-
-typedef struct {
-    int fd;
-    uint64_t want, got;
-} pipe_src_t;
-
-static ssize_t pipe_source(void *ctx, void *buf, size_t max)
-{
-    pipe_src_t *s = ctx;
-    ssize_t k = fd_source(&s->fd, buf, max);
-    if (k > 0)
-        s->got += (uint64_t)k;
-    if (k == 0 && s->got != s->want)
-        return -1; /* the fetch ended short: abort the put */
-    return k;
-}
-
-/* Copies one blob source → target as a stream (no local copy: the target
- * verifies the digest and length before it commits), then holds the token
- * until the target's have confirms it. */
-static cn_err_t copy_one(cn_blobc_t *src, cn_blobc_t *dst, const char *ns, const cn_digest_t *d)
-{
-    uint64_t len = 0;
-    CN_TRY(cn_blobc_stat(src, ns, d, &len));
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) < 0)
-        return -errno;
-    pump_t pump = { src, ns, *d, fds[1], CN_OK };
-    pthread_t th;
-    if (pthread_create(&th, NULL, pump_main, &pump) != 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return -EAGAIN;
+    const bopts_t *o = ctx;
+    char hex[CN_DIGEST_HEX_LEN + 1];
+    cn_digest_hex(d, hex);
+    if (e == CN_E_NOT_FOUND) {
+        fprintf(stderr, "cairn blob: sync: %s is not in the source\n", hex);
+    } else if (e < 0) {
+        if (detail->code[0])
+            fprintf(stderr, "cairn blob: %s: %s (%s/%s): %s\n", hex, cn_strerror(e), detail->code,
+                    detail->reason, detail->message);
+        else if (detail->message[0])
+            fprintf(stderr, "cairn blob: %s: %s: %s\n", hex, cn_strerror(e), detail->message);
+        else
+            fprintf(stderr, "cairn blob: %s: %s\n", hex, cn_strerror(e));
+    } else if (o->progress) {
+        fprintf(stderr, "copied %s\n", hex);
     }
-    pipe_src_t ps = { fds[0], len, 0 };
-    cn_blobc_put_result_t res;
-    cn_err_t e = cn_blobc_put(dst, ns, d, (int64_t)len, pipe_source, &ps, NULL, NULL, &res);
-    close(fds[0]); /* a pump still writing gets EPIPE and stops */
-    pthread_join(th, NULL);
-    if (pump.rc < 0 && e >= 0)
-        e = pump.rc; /* (cannot happen: the target verified the digest) */
-    if (e < 0)
-        return pump.rc < 0 ? pump.rc : e;
-    bool ok = false;
-    CN_TRY(cn_blobc_have(dst, ns, d, 1, res.token, &ok));
-    if (ok)
-        CN_TRY(cn_blobc_have(dst, ns, d, 1, NULL, &ok));
-    return ok ? CN_OK : CN_E_CONFLICT;
-}
-
-typedef struct {
-    const bopts_t *o;
-    const cn_digest_t *want;
-    const bool *present;
-    size_t n;
-    pthread_mutex_t mu;
-    size_t next, copied, missing, failed;
-    int status;
-    bool stop;
-} sync_job_t;
-
-/* One worker: its own connections to both servers; takes the next needed
- * digest until none is left. */
-static void *sync_worker(void *arg)
-{
-    sync_job_t *j = arg;
-    const bopts_t *o = j->o;
-    cn_blobc_t *src = NULL, *dst = NULL;
-    if (cn_blobc_new(o->from, o->from_token ? o->from_token : o->token, &src) < 0 ||
-        cn_blobc_new(o->to, o->to_token ? o->to_token : o->token, &dst) < 0) {
-        cn_blobc_free(src);
-        pthread_mutex_lock(&j->mu);
-        j->status = j->status ? j->status : 1;
-        pthread_mutex_unlock(&j->mu);
-        return NULL;
-    }
-    for (;;) {
-        pthread_mutex_lock(&j->mu);
-        while (j->next < j->n && j->present[j->next])
-            j->next++;
-        size_t i = j->next++;
-        bool stop = j->stop || i >= j->n;
-        pthread_mutex_unlock(&j->mu);
-        if (stop)
-            break;
-        char hex[CN_DIGEST_HEX_LEN + 1];
-        cn_digest_hex(&j->want[i], hex);
-        cn_err_t e = CN_E_AGAIN;
-        for (int attempt = 0; attempt < FETCH_TRIES && e < 0; attempt++) {
-            e = copy_one(src, dst, o->ns, &j->want[i]);
-            if (e == CN_E_NOT_FOUND || e == CN_E_DENIED || e == CN_E_AUTH)
-                break;
-            if (e < 0)
-                usleep(100000u << attempt);
-        }
-        pthread_mutex_lock(&j->mu);
-        if (e == CN_E_NOT_FOUND) {
-            j->missing++;
-            fprintf(stderr, "cairn blob: sync: %s is not in the source\n", hex);
-        } else if (e < 0) {
-            j->failed++;
-            j->status = j->status ? j->status : exit_for(e);
-            report(dst, hex, e);
-            if (e == CN_E_DENIED || e == CN_E_AUTH)
-                j->stop = true;
-        } else {
-            j->copied++;
-            if (o->progress)
-                fprintf(stderr, "copied %s\n", hex);
-        }
-        pthread_mutex_unlock(&j->mu);
-    }
-    cn_blobc_free(src);
-    cn_blobc_free(dst);
-    return NULL;
 }
 
 static int cmd_sync(const bopts_t *o)
@@ -537,70 +427,37 @@ static int cmd_sync(const bopts_t *o)
     }
     int status = 0;
     cn_digest_t *want = NULL;
-    size_t n = 0, cap = 0;
-    bool *present = NULL;
-    if (o->all) {
-        bool more = true;
-        while (more && e >= 0) {
-            if (n + 1000 > cap) {
-                cap = cap ? cap * 2 : 4096;
-                cn_digest_t *nw = realloc(want, cap * sizeof *want);
-                if (!nw) {
-                    e = -ENOMEM;
-                    break;
-                }
-                want = nw;
-            }
-            size_t k = 0;
-            e = cn_blobc_list(src, o->ns, n ? &want[n - 1] : NULL, 1000, want + n, &k, &more);
-            n += k;
-            more = more && k;
-        }
-        if (e < 0) {
-            status = report(src, "sync: list the source", e);
-            goto out;
-        }
-    } else {
+    size_t n = 0;
+    if (!o->all) {
         status = digests_of(o, 0, &want, &n);
         if (status)
             goto out;
     }
-    present = calloc(n ? n : 1, sizeof *present);
-    if (!present) {
-        status = 1;
-        goto out;
-    }
-    e = cn_blobc_have(dst, o->ns, want, n, NULL, present);
+    cn_blobc_sync_opts_t so = { .digests = o->all ? NULL : want,
+                                .n_digests = n,
+                                .jobs = o->jobs,
+                                .on_digest = sync_outcome,
+                                .ctx = (void *)o };
+    cn_blobc_sync_stats_t st;
+    e = cn_blobc_sync(src, dst, o->ns, &so, &st);
     if (e < 0) {
-        status = report(dst, "sync: have on the target", e);
+        if (st.stage == CN_BLOBC_SYNC_STAGE_LIST)
+            status = report(src, "sync: list the source", e);
+        else if (st.stage == CN_BLOBC_SYNC_STAGE_HAVE)
+            status = report(dst, "sync: have on the target", e);
+        else
+            status = 1;
         goto out;
     }
-    size_t have = 0;
-    for (size_t i = 0; i < n; i++)
-        have += present[i];
-    sync_job_t job = { .o = o, .want = want, .present = present, .n = n };
-    pthread_mutex_init(&job.mu, NULL);
-    int jobs = o->jobs > 0 ? o->jobs : 4;
-    pthread_t th[64];
-    int started = 0;
-    for (int j = 0; j < jobs && j < 64; j++)
-        if (pthread_create(&th[started], NULL, sync_worker, &job) == 0)
-            started++;
-    if (!started)
-        sync_worker(&job);
-    for (int j = 0; j < started; j++)
-        pthread_join(th[j], NULL);
-    pthread_mutex_destroy(&job.mu);
-    size_t copied = job.copied, missing = job.missing, failed = job.failed;
-    status = job.status;
+    if (st.first_error)
+        status = st.setup_failed ? 1 : exit_for(st.first_error);
     if (!o->quiet)
         printf("sync %s: %zu digests, %zu already present, %zu copied, %zu missing, "
                "%zu failed\n",
-               o->ns, n, have, copied, missing, failed);
-    if (!status && missing)
+               o->ns, st.digests, st.present, st.copied, st.missing, st.failed);
+    if (!status && st.missing)
         status = 3;
 out:
-    free(present);
     free(want);
     cn_blobc_free(src);
     cn_blobc_free(dst);

@@ -1,12 +1,12 @@
 /* `cairn mb|rb|ls|put|get|cat|rm|cp|stat`: the object commands, over Jay
  * native v1 through libcairn's client (include/cairn/client.h).  Exit codes
- * are documented in docs/cli.md and mapped in exit_for().  Large uploads go up
- * as parallel multipart parts, one connection per thread; downloads are
- * checked against the object's SHA-256 before they are renamed into place. */
+ * are documented in docs/cli.md and mapped in exit_for().  Uploads and
+ * downloads are cn_client_put_file (parallel multipart parts above the part
+ * size) and cn_client_get_to_fd (checked against the object's SHA-256, before
+ * they are renamed into place); this file parses, prints and draws the bar. */
 #include "cmd.h"
 
 #include "cairn/client.h"
-#include "cairn/crypto.h"
 #include "cairn/util.h"
 
 #include <errno.h>
@@ -21,8 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define DEFAULT_PART_SIZE (64LL << 20)
-#define MIN_PART_SIZE (5LL << 20)
 #define MAX_META 64
 
 static const char obj_usage[] =
@@ -164,7 +162,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
     o->endpoint = getenv("CAIRN_ENDPOINT");
     o->token = getenv("CAIRN_TOKEN");
     o->tls_ca = getenv("CAIRN_TLS_CA");
-    o->part_size = DEFAULT_PART_SIZE;
+    o->part_size = CN_CLIENT_DEFAULT_PART_SIZE;
     o->jobs = 4;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
@@ -208,7 +206,7 @@ static int parse_args(int argc, char **argv, opts_t *o)
             o->meta_v[o->n_meta] = eq + 1;
             o->n_meta++;
         } else if (opt_value(argc, argv, &i, "--part-size", &v)) {
-            if (!v || !parse_size(v, &o->part_size) || o->part_size < MIN_PART_SIZE)
+            if (!v || !parse_size(v, &o->part_size) || o->part_size < CN_CLIENT_MIN_PART_SIZE)
                 return usage("--part-size needs a size of at least 5M");
         } else if (opt_value(argc, argv, &i, "--jobs", &v)) {
             int64_t j;
@@ -305,19 +303,15 @@ static void progress_draw(progress_t *p, bool final)
     pthread_mutex_unlock(&p->mu);
 }
 
-/* Per-transfer progress callback state: the client reports cumulative bytes
- * of one call; the bar sums the deltas of every concurrent call. */
-typedef struct progress_tap {
-    progress_t *p;
-    int64_t seen;
-} progress_tap_t;
-
+/* The library reports the transfer's cumulative bytes, possibly from several
+ * threads and out of order: keep the largest. */
 static void on_progress(void *ud, int64_t bytes)
 {
-    progress_tap_t *t = ud;
-    atomic_fetch_add(&t->p->done, bytes - t->seen);
-    t->seen = bytes;
-    progress_draw(t->p, false);
+    progress_t *p = ud;
+    int64_t cur = atomic_load(&p->done);
+    while (bytes > cur && !atomic_compare_exchange_weak(&p->done, &cur, bytes))
+        ;
+    progress_draw(p, false);
 }
 
 /* ---- connection --------------------------------------------------------------------- */
@@ -371,263 +365,57 @@ static const char *guess_type(const char *path)
 
 /* ---- put ------------------------------------------------------------------------------ */
 
-/* A body read with pread(2) from [off, end) of a shared fd: thread-safe. */
-typedef struct pread_src {
-    int fd;
-    int64_t off, end;
-} pread_src_t;
+static const char multipart_meta_note[] =
+    "cairn: put: note: --meta is not carried by a multipart upload in v1\n";
 
-static long long pread_cb(void *ud, void *buf, size_t n)
+/* Maps a failed cn_client_put_file to its message and exit status. */
+static int put_failed(cn_err_t e, const cn_client_put_result_t *r, const cn_jay_error_t *je)
 {
-    pread_src_t *s = ud;
-    if ((int64_t)n > s->end - s->off)
-        n = (size_t)(s->end - s->off);
-    if (n == 0)
-        return 0;
-    ssize_t r;
-    do {
-        r = pread(s->fd, buf, n, s->off);
-    } while (r < 0 && errno == EINTR);
-    if (r < 0)
-        return -errno;
-    s->off += r;
-    return r;
-}
-
-/* A body from memory. */
-typedef struct mem_src {
-    const uint8_t *p;
-    size_t len, off;
-} mem_src_t;
-
-static long long mem_cb(void *ud, void *buf, size_t n)
-{
-    mem_src_t *m = ud;
-    if (n > m->len - m->off)
-        n = m->len - m->off;
-    memcpy(buf, m->p + m->off, n);
-    m->off += n;
-    return (long long)n;
-}
-
-typedef struct mp {
-    cn_client_t *cl;
-    const char *bucket, *key, *upload_id;
-    int fd;
-    int64_t size, part_size;
-    int32_t n_parts;
-    _Atomic int32_t next;
-    _Atomic bool failed;
-    pthread_mutex_t mu;
-    cn_err_t err;
-    cn_jay_error_t jerr;
-    progress_t *prog;
-} mp_t;
-
-static void *mp_worker(void *arg)
-{
-    mp_t *m = arg;
-    for (;;) {
-        if (atomic_load(&m->failed))
-            break;
-        int32_t part = atomic_fetch_add(&m->next, 1);
-        if (part > m->n_parts)
-            break;
-        int64_t off = (int64_t)(part - 1) * m->part_size;
-        int64_t len = m->size - off < m->part_size ? m->size - off : m->part_size;
-        pread_src_t src = { m->fd, off, off + len };
-        progress_tap_t tap = { m->prog, 0 };
-        cn_client_body_t body = { .len = len,
-                                  .fd = -1,
-                                  .read = pread_cb,
-                                  .ud = &src,
-                                  .progress = on_progress,
-                                  .progress_ud = &tap };
-        cn_client_written_t w;
-        cn_jay_error_t je;
-        cn_err_t e =
-            cn_client_upload_part(m->cl, m->bucket, m->key, m->upload_id, part, &body, &w, &je);
-        cn_client_written_clear(&w);
-        if (e) {
-            pthread_mutex_lock(&m->mu);
-            if (!atomic_load(&m->failed)) {
-                m->err = e;
-                m->jerr = je;
-                atomic_store(&m->failed, true);
-            }
-            pthread_mutex_unlock(&m->mu);
-            break;
-        }
+    switch (r->stage) {
+    case CN_CLIENT_PUT_STAGE_READ: report("put: read", e, NULL); return EXIT_LOCAL;
+    case CN_CLIENT_PUT_STAGE_PARTS:
+        fputs("cairn: put: more than 65535 parts; raise --part-size\n", stderr);
+        return EXIT_USAGE;
+    case CN_CLIENT_PUT_STAGE_CREATE: return report("put: create multipart upload", e, je);
+    case CN_CLIENT_PUT_STAGE_PART: return report("put: upload part", e, je);
+    case CN_CLIENT_PUT_STAGE_COMPLETE: return report("put: complete multipart upload", e, je);
+    case CN_CLIENT_PUT_STAGE_PUT: break;
     }
-    return NULL;
+    return report("put", e, je);
 }
 
-static int put_multipart(const opts_t *o, cn_client_t *cl, int fd, int64_t size, const char *bucket,
-                         const char *key, const char *ctype)
+/* Uploads fd (size < 0: read to its end) through cn_client_put_file, drawing
+ * the bar and printing the result line. */
+static int put_fd(const opts_t *o, cn_client_t *cl, int fd, int64_t size, const char *bucket,
+                  const char *key, const cn_client_put_opts_t *po)
 {
-    int64_t ps = o->part_size;
-    /* The part list is an int list: at most 65535 parts. */
-    if ((size + ps - 1) / ps > CN_JAY_MAX_COUNT)
-        ps = ((size / CN_JAY_MAX_COUNT) | ((1 << 20) - 1)) + 1;
+    if (size > o->part_size && o->n_meta)
+        fputs(multipart_meta_note, stderr);
+    progress_t prog;
+    progress_init(&prog, o, size > 0 ? size : 0);
+    cn_client_transfer_opts_t to = { .put = po,
+                                     .part_size = o->part_size,
+                                     .jobs = o->jobs,
+                                     .progress = on_progress,
+                                     .progress_ud = &prog };
+    cn_client_put_result_t r;
     cn_jay_error_t je;
-    char *upload_id = NULL;
-    cn_err_t e = cn_client_create_multipart(cl, bucket, key, ctype, &upload_id, &je);
+    cn_err_t e = cn_client_put_file(cl, bucket, key, fd, size, &to, &r, &je);
+    progress_draw(&prog, true);
+    pthread_mutex_destroy(&prog.mu);
+    /* A stream learns it is multipart only once its second part is read. */
+    if (size < 0 && r.multipart && o->n_meta)
+        fputs(multipart_meta_note, stderr);
+    int rc = EXIT_OK;
     if (e)
-        return report("put: create multipart upload", e, &je);
-    progress_t prog;
-    progress_init(&prog, o, size);
-    mp_t m = { .cl = cl,
-               .bucket = bucket,
-               .key = key,
-               .upload_id = upload_id,
-               .fd = fd,
-               .size = size,
-               .part_size = ps,
-               .n_parts = (int32_t)((size + ps - 1) / ps),
-               .prog = &prog };
-    atomic_store(&m.next, 1);
-    pthread_mutex_init(&m.mu, NULL);
-    int jobs = o->jobs < m.n_parts ? o->jobs : m.n_parts;
-    pthread_t th[64];
-    int started = 0;
-    for (; started < jobs; started++)
-        if (pthread_create(&th[started], NULL, mp_worker, &m) != 0)
-            break;
-    if (started == 0)
-        mp_worker(&m);
-    for (int i = 0; i < started; i++)
-        pthread_join(th[i], NULL);
-    progress_draw(&prog, true);
-    int rc = EXIT_OK;
-    if (atomic_load(&m.failed)) {
-        rc = report("put: upload part", m.err, &m.jerr);
-        cn_client_abort_multipart(cl, bucket, key, upload_id, NULL);
-        goto out;
-    }
-    int32_t *parts = malloc((size_t)m.n_parts * sizeof *parts);
-    if (!parts) {
-        rc = report("put", -ENOMEM, NULL);
-        cn_client_abort_multipart(cl, bucket, key, upload_id, NULL);
-        goto out;
-    }
-    for (int32_t i = 0; i < m.n_parts; i++)
-        parts[i] = i + 1;
-    cn_client_written_t w;
-    e = cn_client_complete_multipart(cl, bucket, key, upload_id, parts, (size_t)m.n_parts, &w, &je);
-    free(parts);
-    if (e) {
-        rc = report("put: complete multipart upload", e, &je);
-        cn_client_abort_multipart(cl, bucket, key, upload_id, NULL);
-        goto out;
-    }
-    printf("%s/%s  %lld bytes  %d parts  etag %s  sha256 %s\n", bucket, key, (long long)w.size,
-           m.n_parts, w.etag, w.checksum);
-    cn_client_written_clear(&w);
-out:
-    pthread_mutex_destroy(&m.mu);
-    pthread_mutex_destroy(&prog.mu);
-    free(upload_id);
-    return rc;
-}
-
-/* Input without a usable size (a pipe, a FIFO, /proc): read a part at a time
- * into memory; one part (or less) is a single PutObject, more go up as
- * sequential multipart parts. */
-static int put_stream(const opts_t *o, cn_client_t *cl, int fd, const char *bucket, const char *key,
-                      const cn_client_put_opts_t *po)
-{
-    size_t cap = (size_t)o->part_size;
-    uint8_t *buf = malloc(cap);
-    if (!buf)
-        return report("put", -ENOMEM, NULL);
-    cn_jay_error_t je;
-    cn_client_written_t w;
-    char *upload_id = NULL;
-    int32_t *parts = NULL;
-    int32_t n_parts = 0;
-    int rc = EXIT_OK;
-    cn_err_t e;
-    progress_t prog;
-    progress_init(&prog, o, 0);
-    for (;;) {
-        long long n = cn_read_full(fd, buf, cap);
-        if (n < 0) {
-            report("put: read", (cn_err_t)n, NULL);
-            rc = EXIT_LOCAL;
-            goto fail;
-        }
-        bool last = (size_t)n < cap;
-        mem_src_t src = { buf, (size_t)n, 0 };
-        progress_tap_t tap = { &prog, 0 };
-        cn_client_body_t body = { .len = n,
-                                  .fd = -1,
-                                  .read = mem_cb,
-                                  .ud = &src,
-                                  .progress = on_progress,
-                                  .progress_ud = &tap };
-        if (!upload_id && last) {
-            e = cn_client_put_object(cl, bucket, key, po, &body, &w, &je);
-            progress_draw(&prog, true);
-            if (e) {
-                rc = report("put", e, &je);
-                goto fail;
-            }
-            printf("%s/%s  %lld bytes  etag %s  sha256 %s\n", bucket, key, n, w.etag, w.checksum);
-            cn_client_written_clear(&w);
-            goto out;
-        }
-        if (!upload_id) {
-            if (po->n_meta)
-                fputs("cairn: put: note: --meta is not carried by a multipart upload in v1\n",
-                      stderr);
-            e = cn_client_create_multipart(cl, bucket, key, po->content_type, &upload_id, &je);
-            if (e) {
-                rc = report("put: create multipart upload", e, &je);
-                goto fail;
-            }
-        }
-        if (n > 0 || n_parts == 0) {
-            if (n_parts >= (int32_t)CN_JAY_MAX_COUNT) {
-                fputs("cairn: put: more than 65535 parts; raise --part-size\n", stderr);
-                rc = EXIT_USAGE;
-                goto fail;
-            }
-            int32_t *np = realloc(parts, (size_t)(n_parts + 1) * sizeof *parts);
-            if (!np) {
-                rc = report("put", -ENOMEM, NULL);
-                goto fail;
-            }
-            parts = np;
-            parts[n_parts] = n_parts + 1;
-            e = cn_client_upload_part(cl, bucket, key, upload_id, n_parts + 1, &body, &w, &je);
-            if (e) {
-                rc = report("put: upload part", e, &je);
-                goto fail;
-            }
-            cn_client_written_clear(&w);
-            n_parts++;
-        }
-        if (last)
-            break;
-    }
-    progress_draw(&prog, true);
-    e = cn_client_complete_multipart(cl, bucket, key, upload_id, parts, (size_t)n_parts, &w, &je);
-    if (e) {
-        rc = report("put: complete multipart upload", e, &je);
-        goto fail;
-    }
-    printf("%s/%s  %lld bytes  %d parts  etag %s  sha256 %s\n", bucket, key, (long long)w.size,
-           n_parts, w.etag, w.checksum);
-    cn_client_written_clear(&w);
-    goto out;
-fail:
-    if (upload_id)
-        cn_client_abort_multipart(cl, bucket, key, upload_id, NULL);
-out:
-    pthread_mutex_destroy(&prog.mu);
-    free(upload_id);
-    free(parts);
-    free(buf);
+        rc = put_failed(e, &r, &je);
+    else if (r.n_parts > 0)
+        printf("%s/%s  %lld bytes  %d parts  etag %s  sha256 %s\n", bucket, key,
+               (long long)r.written.size, r.n_parts, r.written.etag, r.written.checksum);
+    else
+        printf("%s/%s  %lld bytes  etag %s  sha256 %s\n", bucket, key, (long long)r.written.size,
+               r.written.etag, r.written.checksum);
+    cn_client_put_result_clear(&r);
     return rc;
 }
 
@@ -668,33 +456,8 @@ static int cmd_put(const opts_t *o, cn_client_t *cl)
     }
     /* A pipe, a FIFO, a device -- or a regular file whose size says nothing,
      * like those of /proc -- is read to its end instead of by its size. */
-    if (!S_ISREG(st.st_mode) || st.st_size == 0) {
-        rc = put_stream(o, cl, fd, bucket, key, &po);
-        goto out;
-    }
-    int64_t size = st.st_size;
-    if (size > o->part_size) {
-        if (o->n_meta)
-            fputs("cairn: put: note: --meta is not carried by a multipart upload in v1\n", stderr);
-        rc = put_multipart(o, cl, fd, size, bucket, key, po.content_type);
-        goto out;
-    }
-    progress_t prog;
-    progress_init(&prog, o, size);
-    progress_tap_t tap = { &prog, 0 };
-    cn_client_body_t body = { .len = size, .fd = fd, .progress = on_progress, .progress_ud = &tap };
-    cn_client_written_t w;
-    cn_jay_error_t je;
-    cn_err_t e = cn_client_put_object(cl, bucket, key, &po, &body, &w, &je);
-    progress_draw(&prog, true);
-    pthread_mutex_destroy(&prog.mu);
-    if (e) {
-        rc = report("put", e, &je);
-        goto out;
-    }
-    printf("%s/%s  %lld bytes  etag %s  sha256 %s\n", bucket, key, (long long)size, w.etag,
-           w.checksum);
-    cn_client_written_clear(&w);
+    bool sized = S_ISREG(st.st_mode) && st.st_size != 0;
+    rc = put_fd(o, cl, fd, sized ? (int64_t)st.st_size : -1, bucket, key, &po);
 out:
     if (fd >= 0 && !is_stdin)
         close(fd);
@@ -705,27 +468,10 @@ out:
 
 /* ---- get / cat -------------------------------------------------------------------- */
 
-typedef struct hash_sink {
-    int fd;
-    cn_sha256_t *h;
-    cn_err_t err; /* a local write failure, told apart from the network's */
-} hash_sink_t;
-
-static cn_err_t hash_write(void *ud, const void *p, size_t n)
-{
-    hash_sink_t *s = ud;
-    cn_sha256_update(s->h, p, n);
-    s->err = cn_write_full(s->fd, p, n);
-    return s->err;
-}
-
 /* Downloads bucket/key to fd, verifying the SHA-256 the server reported. */
 static int download(const opts_t *o, cn_client_t *cl, const char *bucket, const char *key, int fd,
                     const char *what)
 {
-    hash_sink_t hs = { fd, NULL, CN_OK };
-    if (cn_sha256_new(&hs.h))
-        return report(what, -ENOMEM, NULL);
     progress_t prog;
     progress_init(&prog, o, 0);
     if (prog.on) {
@@ -736,33 +482,29 @@ static int download(const opts_t *o, cn_client_t *cl, const char *bucket, const 
             prog.total = head.size;
         cn_client_object_clear(&head);
     }
-    progress_tap_t tap = { &prog, 0 };
-    cn_client_sink_t sink = {
-        .fd = -1, .write = hash_write, .ud = &hs, .progress = on_progress, .progress_ud = &tap
-    };
-    cn_client_object_t info;
+    cn_client_transfer_opts_t to = { .progress = on_progress, .progress_ud = &prog };
+    cn_client_download_t dl;
     cn_jay_error_t je;
-    cn_err_t e = cn_client_get_object(cl, bucket, key, &sink, &info, &je);
+    cn_err_t e = cn_client_get_to_fd(cl, bucket, key, fd, &to, &dl, &je);
     if (prog.done > 0)
         progress_draw(&prog, true);
     pthread_mutex_destroy(&prog.mu);
-    uint8_t d[CN_DIGEST_LEN];
-    cn_sha256_final(hs.h, d);
-    if (hs.err) {
-        fprintf(stderr, "cairn: %s: writing the output failed: %s\n", what, cn_strerror(hs.err));
-        return EXIT_LOCAL;
-    }
-    if (e)
-        return report(what, e, &je);
-    char hex[2 * CN_DIGEST_LEN + 1];
-    cn_hex_encode(d, sizeof d, hex);
     int rc = EXIT_OK;
-    if (info.checksum && info.checksum[0] && strcasecmp(hex, info.checksum) != 0) {
+    if (e && dl.local) {
+        if (e == -ENOMEM)
+            rc = report(what, e, NULL);
+        else {
+            fprintf(stderr, "cairn: %s: writing the output failed: %s\n", what, cn_strerror(e));
+            rc = EXIT_LOCAL;
+        }
+    } else if (e == CN_E_DIGEST_MISMATCH) {
         fprintf(stderr, "cairn: %s: checksum mismatch: server says %s, received %s\n", what,
-                info.checksum, hex);
+                dl.info.checksum, dl.sha256);
         rc = EXIT_INTEGRITY;
+    } else if (e) {
+        rc = report(what, e, &je);
     }
-    cn_client_object_clear(&info);
+    cn_client_download_clear(&dl);
     return rc;
 }
 

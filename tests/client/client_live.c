@@ -14,7 +14,9 @@
  *           this program prints "# ARM <what>" and waits for a line on stdin,
  *           then the proxy breaks the step's connection (the one retry, none
  *           for a body, none after a response byte, only one);
- *   restart the driver restarts cairnd on the same port between two calls.
+ *   restart the driver restarts cairnd on the same port between two calls;
+ *   transfer cn_client_put_file (one PutObject, parallel multipart, a stream)
+ *           and cn_client_get_to_fd's verified download, with their errors.
  *
  * Output is TAP; the exit status is non-zero if any check failed. */
 #include "cn_test.h"
@@ -873,6 +875,127 @@ static void test_reaped(void)
     cn_client_free(c);
 }
 
+/* ---- whole-file transfers (cn_client_put_file, cn_client_get_to_fd) ------------- */
+
+static _Atomic int64_t g_xfer_max;
+
+static void xfer_progress(void *ud, int64_t bytes)
+{
+    (void)ud;
+    int64_t cur = atomic_load(&g_xfer_max);
+    while (bytes > cur && !atomic_compare_exchange_weak(&g_xfer_max, &cur, bytes))
+        ;
+}
+
+/* Downloads bucket/key with cn_client_get_to_fd and compares it with p[0, n). */
+static void verified_get(cn_client_t *c, const char *key, const uint8_t *p, size_t n)
+{
+    int fd = temp_with(NULL, 0);
+    cn_client_download_t dl;
+    cn_jay_error_t je;
+    CN_CHECK_EQ(cn_client_get_to_fd(c, "xfer", key, fd, NULL, &dl, &je), 0);
+    char sha[65];
+    sha_hex(p, n, sha);
+    CN_CHECK_STR(dl.sha256, sha);
+    CN_CHECK_STR(dl.info.checksum, sha);
+    CN_CHECK_EQ(dl.bytes, (int64_t)n);
+    CN_CHECK(!dl.local);
+    cn_client_download_clear(&dl);
+    cn_buf_t b = slurp(fd);
+    CN_CHECK_EQ(b.len, n);
+    CN_CHECK(b.len == n && (n == 0 || memcmp(b.data, p, n) == 0));
+    cn_buf_free(&b);
+    close(fd);
+}
+
+/* Uploads p[0, n) from a temporary file (size < 0: as a stream) and checks
+ * the answer; returns the part count. */
+static int32_t put_file(cn_client_t *c, const char *key, const uint8_t *p, size_t n, int64_t size,
+                        int64_t part_size, int jobs)
+{
+    int fd = temp_with(p, n);
+    atomic_store(&g_xfer_max, 0);
+    cn_client_transfer_opts_t to = { .part_size = part_size,
+                                     .jobs = jobs,
+                                     .progress = xfer_progress };
+    cn_client_put_result_t r;
+    cn_jay_error_t je;
+    cn_err_t e = cn_client_put_file(c, "xfer", key, fd, size, &to, &r, &je);
+    CN_CHECK_EQ(e, 0);
+    if (e)
+        fprintf(stderr, "# put_file %s: %s %s %s\n", key, cn_strerror(e), je.code, je.message);
+    char sha[65];
+    sha_hex(p, n, sha);
+    CN_CHECK_STR(r.written.checksum, sha);
+    CN_CHECK_EQ(r.written.size, (int64_t)n);
+    CN_CHECK_EQ(atomic_load(&g_xfer_max), (int64_t)n);
+    CN_CHECK_EQ(r.multipart, r.n_parts > 0);
+    int32_t parts = r.n_parts;
+    cn_client_put_result_clear(&r);
+    close(fd);
+    verified_get(c, key, p, n);
+    return parts;
+}
+
+static void test_transfer(void)
+{
+    cn_client_t *c = client(g_token, 0);
+    cn_jay_error_t je;
+    CN_CHECK_EQ(cn_client_create_bucket(c, "xfer", &je), 0);
+    const int64_t ps = CN_CLIENT_MIN_PART_SIZE;
+    const size_t big = (size_t)(2 * ps + 12345), small = 1000;
+    uint8_t *data = pattern(big, 7);
+
+    /* Sized: above the part size, parallel parts; up to it, one PutObject. */
+    CN_CHECK_EQ(put_file(c, "big", data, big, (int64_t)big, ps, 3), 3);
+    CN_CHECK_EQ(put_file(c, "one-job", data, big, (int64_t)big, ps, 1), 3);
+    CN_CHECK_EQ(put_file(c, "small", data, small, (int64_t)small, ps, 0), 0);
+    CN_CHECK_EQ(put_file(c, "exact", data, (size_t)ps, ps, ps, 4), 0);
+    /* A stream: sequential parts, or one PutObject when it fits one part. */
+    CN_CHECK_EQ(put_file(c, "stream", data, big, -1, ps, 0), 3);
+    CN_CHECK_EQ(put_file(c, "stream-small", data, small, -1, 0, 0), 0);
+    CN_CHECK_EQ(put_file(c, "stream-exact", data, (size_t)ps, -1, ps, 0), 1);
+    CN_CHECK_EQ(put_file(c, "empty", data, 0, -1, 0, 0), 0);
+
+    /* Bad options, before anything is sent. */
+    cn_client_put_result_t r;
+    cn_client_transfer_opts_t bad = { .part_size = ps - 1 };
+    CN_CHECK_EQ(cn_client_put_file(c, "xfer", "bad", 0, 10, &bad, &r, &je), CN_E_INVALID);
+    bad = (cn_client_transfer_opts_t){ .jobs = CN_CLIENT_MAX_JOBS + 1 };
+    CN_CHECK_EQ(cn_client_put_file(c, "xfer", "bad", 0, 10, &bad, &r, &je), CN_E_INVALID);
+
+    /* A missing bucket fails at the step that met it. */
+    int fd = temp_with(data, big);
+    cn_client_transfer_opts_t to = { .part_size = ps };
+    CN_CHECK_EQ(cn_client_put_file(c, "no-such-bucket", "k", fd, (int64_t)big, &to, &r, &je),
+                CN_E_NOT_FOUND);
+    CN_CHECK(r.multipart);
+    CN_CHECK_EQ(r.stage, CN_CLIENT_PUT_STAGE_CREATE);
+    CN_CHECK_STR(je.code, "NoSuchBucket");
+    CN_CHECK_EQ(cn_client_put_file(c, "no-such-bucket", "k", fd, 10, &to, &r, &je), CN_E_NOT_FOUND);
+    CN_CHECK(!r.multipart);
+    CN_CHECK_EQ(r.stage, CN_CLIENT_PUT_STAGE_PUT);
+    /* A file shorter than its stated size. */
+    CN_CHECK_EQ(cn_client_put_file(c, "xfer", "short", fd, (int64_t)big + 10, &to, &r, &je),
+                CN_E_LENGTH_MISMATCH);
+    CN_CHECK_EQ(r.stage, CN_CLIENT_PUT_STAGE_PART);
+    close(fd);
+
+    /* Verified get: a missing key; a sink that cannot be written. */
+    cn_client_download_t dl;
+    CN_CHECK_EQ(cn_client_get_to_fd(c, "xfer", "nope", 1, NULL, &dl, &je), CN_E_NOT_FOUND);
+    CN_CHECK(!dl.local);
+    CN_CHECK_STR(je.code, "NoSuchKey");
+    cn_client_download_clear(&dl);
+    int ro = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    CN_CHECK_EQ(cn_client_get_to_fd(c, "xfer", "small", ro, NULL, &dl, &je), -EBADF);
+    CN_CHECK(dl.local);
+    cn_client_download_clear(&dl);
+    close(ro);
+    free(data);
+    cn_client_free(c);
+}
+
 /* Asks the driver to arm the proxy and waits for its go-ahead. */
 static void arm(const char *what)
 {
@@ -961,13 +1084,14 @@ int main(int argc, char **argv)
     static const cn_test_case_t reaped[] = { CN_TEST(test_reaped) };
     static const cn_test_case_t retry[] = { CN_TEST(test_retry) };
     static const cn_test_case_t restart[] = { CN_TEST(test_restart) };
+    static const cn_test_case_t transfer[] = { CN_TEST(test_transfer) };
     g_endpoint = getenv("CAIRN_ENDPOINT");
     g_token = getenv("CAIRN_TOKEN");
     g_token_ro = getenv("CAIRN_TOKEN_RO");
     const char *mode = argc > 1 ? argv[1] : "ops";
     if (!g_endpoint || !g_token || (!strcmp(mode, "ops") && !g_token_ro)) {
         fprintf(stderr, "usage: CAIRN_ENDPOINT=H:P CAIRN_TOKEN=ID:SECRET CAIRN_TOKEN_RO=... "
-                        "client_live [ops|idle|reaped|retry|restart]\n");
+                        "client_live [ops|idle|reaped|retry|restart|transfer]\n");
         return 2;
     }
 #define RUN(name)             \
@@ -978,6 +1102,7 @@ int main(int argc, char **argv)
     RUN(reaped);
     RUN(retry);
     RUN(restart);
+    RUN(transfer);
 #undef RUN
     fprintf(stderr, "client_live: unknown scenario '%s'\n", mode);
     return 2;

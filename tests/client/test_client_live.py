@@ -68,6 +68,12 @@ def test_every_operation(server_factory):
     assert text.count("\nok ") == 10, text
 
 
+def test_put_file_parallel_and_verified_get(server_factory):
+    srv = server_factory()
+    text = live("transfer", endpoint(srv))
+    assert text.count("\nok ") == 1 or text.startswith("ok "), text
+
+
 def test_idle_discard(server_factory):
     srv = server_factory()
     live("idle", endpoint(srv))

@@ -4,10 +4,13 @@ atomic submit), sync between two workspaces, log, and resolving a submit
 whose outcome was lost."""
 import os
 import re
+import sys
 
 import pytest
 
 from conftest import binary, run
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scribe"))
 
 ARGS = ["--jay", "off", "--http", "off", "--scribe", "127.0.0.1:0"]
 

@@ -215,8 +215,8 @@ static cn_err_t list_all(cn_blobc_t *src, const char *ns, cn_digest_t **out, siz
 
 /* Runs the workers over want[0, n) minus present. */
 static void copy_needed(cn_blobc_t *src, cn_blobc_t *dst, const char *ns,
-                        const cn_blobc_sync_opts_t *o, const cn_digest_t *want,
-                        const bool *present, size_t n, cn_blobc_sync_stats_t *st)
+                        const cn_blobc_sync_opts_t *o, const cn_digest_t *want, const bool *present,
+                        size_t n, cn_blobc_sync_stats_t *st)
 {
     job_t job = {
         .src = src, .dst = dst, .ns = ns, .o = o, .want = want, .present = present, .n = n, .st = st

@@ -160,8 +160,8 @@ static cn_err_t run_parts(mp_t *m, int jobs, cn_jay_error_t *err)
 }
 
 static cn_err_t put_multipart(cn_client_t *cl, const char *bucket, const char *key, int fd,
-                              int64_t size, int64_t ps, int jobs, const char *ctype,
-                              total_t *total, cn_client_put_result_t *out, cn_jay_error_t *err)
+                              int64_t size, int64_t ps, int jobs, const char *ctype, total_t *total,
+                              cn_client_put_result_t *out, cn_jay_error_t *err)
 {
     /* The part list is an int list: at most 65535 parts. */
     if ((size + ps - 1) / ps > CN_JAY_MAX_COUNT)
@@ -251,15 +251,12 @@ static cn_err_t stream_part(stream_t *s, const uint8_t *buf, long long n,
     s->parts[s->n_parts] = s->n_parts + 1;
     mem_src_t src = { buf, (size_t)n, 0 };
     tap_t tap = { s->total, 0 };
-    cn_client_body_t body = { .len = n,
-                              .fd = -1,
-                              .read = mem_cb,
-                              .ud = &src,
-                              .progress = on_progress,
-                              .progress_ud = &tap };
+    cn_client_body_t body = {
+        .len = n, .fd = -1, .read = mem_cb, .ud = &src, .progress = on_progress, .progress_ud = &tap
+    };
     cn_client_written_t w;
-    CN_TRY(cn_client_upload_part(s->cl, s->bucket, s->key, s->upload_id, s->n_parts + 1, &body,
-                                 &w, err));
+    CN_TRY(cn_client_upload_part(s->cl, s->bucket, s->key, s->upload_id, s->n_parts + 1, &body, &w,
+                                 err));
     cn_client_written_clear(&w);
     s->n_parts++;
     return CN_OK;
@@ -356,8 +353,8 @@ cn_err_t cn_client_put_file(cn_client_t *c, const char *bucket, const char *key,
         return e;
     }
     if (size > ps)
-        return put_multipart(c, bucket, key, fd, size, ps, jobs,
-                             o.put ? o.put->content_type : NULL, &total, out, err);
+        return put_multipart(c, bucket, key, fd, size, ps, jobs, o.put ? o.put->content_type : NULL,
+                             &total, out, err);
     pread_src_t src = { fd, 0, size };
     tap_t tap = { &total, 0 };
     cn_client_body_t body = { .len = size,

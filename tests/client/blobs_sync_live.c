@@ -133,7 +133,8 @@ int main(void)
     g_dst = getenv("CAIRN_DST_URL");
     g_token = getenv("CAIRN_TOKEN");
     if (!g_src || !g_dst || !g_token) {
-        fprintf(stderr, "usage: CAIRN_SRC_URL=.. CAIRN_DST_URL=.. CAIRN_TOKEN=.. blobs_sync_live\n");
+        fprintf(stderr,
+                "usage: CAIRN_SRC_URL=.. CAIRN_DST_URL=.. CAIRN_TOKEN=.. blobs_sync_live\n");
         return 2;
     }
     return cn_test_run(all, sizeof all / sizeof all[0]);

@@ -28,6 +28,7 @@ typedef enum cn_http_cksum_alg {
     CN_CKSUM_CRC64NVME,
     CN_CKSUM_SHA1,
     CN_CKSUM_SHA256,
+    CN_CKSUM_COUNT /* one past the last: loop from CN_CKSUM_NONE + 1 */
 } cn_http_cksum_alg_t;
 
 #define CN_CKSUM_MAX_LEN 32

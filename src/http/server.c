@@ -393,11 +393,9 @@ static void decide_auth(cn_http_req_t *r)
 static cn_s3_err_t setup_checksum(cn_http_req_t *r)
 {
     bool object_checksum = r->method_bit == CN_HTTP_POST && cn_http_req_has_query(r, "uploadId");
-    static const cn_http_cksum_alg_t algs[] = { CN_CKSUM_CRC32, CN_CKSUM_CRC32C, CN_CKSUM_CRC64NVME,
-                                                CN_CKSUM_SHA1, CN_CKSUM_SHA256 };
     int found = 0;
-    for (size_t i = 0; i < sizeof algs / sizeof algs[0]; i++) {
-        const char *v = cn_http_req_header(r, cn_http_cksum_header(algs[i]));
+    for (cn_http_cksum_alg_t alg = CN_CKSUM_NONE + 1; alg < CN_CKSUM_COUNT; alg++) {
+        const char *v = cn_http_req_header(r, cn_http_cksum_header(alg));
         if (!v || object_checksum)
             continue;
         if (found++)
@@ -405,9 +403,9 @@ static cn_s3_err_t setup_checksum(cn_http_req_t *r)
         uint8_t raw[CN_CKSUM_MAX_LEN + 3];
         size_t vl = strlen(v);
         if (vl >= sizeof r->cksum_expected ||
-            cn_base64_decode(v, vl, raw, sizeof raw) != (long)cn_http_cksum_len(algs[i]))
+            cn_base64_decode(v, vl, raw, sizeof raw) != (long)cn_http_cksum_len(alg))
             return CN_S3E_INVALID_REQUEST;
-        r->cksum_alg = algs[i];
+        r->cksum_alg = alg;
         memcpy(r->cksum_expected, v, vl + 1);
     }
     const char *tr = cn_http_req_header(r, "x-amz-trailer");

@@ -210,11 +210,6 @@ out:
 
 /* ---- Complete -------------------------------------------------------------------------------- */
 
-static const cn_http_cksum_alg_t cn__algs[] = {
-    CN_CKSUM_CRC32, CN_CKSUM_CRC32C, CN_CKSUM_CRC64NVME, CN_CKSUM_SHA1, CN_CKSUM_SHA256,
-};
-#define CN__NALGS (sizeof cn__algs / sizeof cn__algs[0])
-
 /* What a CompleteMultipartUpload request says: the listed parts with the
  * etag and the checksum sent for each (alg NONE when none), and the object's
  * checksum headers; then the S3 error its check found. */
@@ -290,12 +285,12 @@ static bool complete_part(cn__s3_rq_t *q, const cn_xml_doc_t *d, int p, cn__comp
         return false;
     }
     bool ok = child_dup(d, p, "ETag", &c->etags[i]); /* the service compares bare hex */
-    for (size_t a = 0; a < CN__NALGS && ok && !c->cks[i]; a++) {
+    for (cn_http_cksum_alg_t a = CN_CKSUM_NONE + 1; a < CN_CKSUM_COUNT && ok && !c->cks[i]; a++) {
         char name[32];
-        snprintf(name, sizeof name, "Checksum%s", cn_http_cksum_name(cn__algs[a]));
+        snprintf(name, sizeof name, "Checksum%s", cn_http_cksum_name(a));
         ok = child_dup(d, p, name, &c->cks[i]);
         if (c->cks[i])
-            c->ck_alg[i] = cn__algs[a];
+            c->ck_alg[i] = a;
     }
     if (!ok)
         cn__s3_error(q, CN_S3E_INTERNAL_ERROR, NULL);
@@ -329,14 +324,14 @@ static bool complete_parse(cn__s3_rq_t *q, const cn_xml_doc_t *d, cn__complete_r
     for (int p = cn_xml_child(d, root, "Part"); p >= 0; p = cn_xml_next(d, p, "Part"), i++)
         if (!complete_part(q, d, p, c, i))
             return false;
-    for (size_t a = 0; a < CN__NALGS; a++) {
-        const char *v = cn_http_req_header(q->r, cn_http_cksum_header(cn__algs[a]));
+    for (cn_http_cksum_alg_t a = CN_CKSUM_NONE + 1; a < CN_CKSUM_COUNT; a++) {
+        const char *v = cn_http_req_header(q->r, cn_http_cksum_header(a));
         if (v && c->obj_ck) {
             cn__s3_error(q, CN_S3E_INVALID_REQUEST, "Expecting a single x-amz-checksum- header");
             return false;
         }
         if (v) {
-            c->obj_alg = cn__algs[a];
+            c->obj_alg = a;
             c->obj_ck = v;
         }
     }

@@ -157,15 +157,17 @@ static cn_err_t run_while_held(cn_meta_t *m, unsigned hold_ms, unsigned flags, p
 static void test_retry_when_locked(void)
 {
     char dir[] = "/tmp/cn-test-metarun-XXXXXX";
-    /* Held 1.5 busy timeouts: the first begin gives up; a repeat (allowed
-     * until 2 busy timeouts) gets the slot once the holder lets go. */
-    cn_meta_t *m = open_fresh(dir, 400);
+    /* Without CN_META_RETRY a run gives up after one busy timeout (the holder
+     * keeps the slot 2.5 of them, far past it).  With it, a repeat allowed
+     * until 2 busy timeouts gets the slot once a holder of 1.2 lets go: the
+     * margins (1.5 and 0.8 busy timeouts) leave room for a slow scheduler. */
+    cn_meta_t *m = open_fresh(dir, 1000);
     CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, create_table, NULL), 0);
     put_t once = { .key = "once", .v = 1 };
-    CN_CHECK_EQ(run_while_held(m, 600, 0, &once), CN_E_DB_LOCKED);
+    CN_CHECK_EQ(run_while_held(m, 2500, 0, &once), CN_E_DB_LOCKED);
     CN_CHECK_EQ(once.calls, 0);
     put_t again = { .key = "again", .v = 2 };
-    CN_CHECK_EQ(run_while_held(m, 600, CN_META_RETRY, &again), 7);
+    CN_CHECK_EQ(run_while_held(m, 1200, CN_META_RETRY, &again), 7);
     CN_CHECK_EQ(again.calls, 1);
     row_t r = { .key = "again" };
     CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, get_row, &r), CN_META_ROW);

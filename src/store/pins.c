@@ -15,6 +15,7 @@
 
 #include "cairn/meta.h"
 #include "cairn/util.h"
+#include "meta/sql/store.h"
 
 struct cn_store_guard {
     cn_store_t *s;
@@ -122,23 +123,9 @@ void cn_store_guard_release(cn_store_guard_t *g)
 
 /* ---- durable pins ---------------------------------------------------------- */
 
-static const cn_meta_migration_t store_migrations[] = {
-    { 1,
-      "CREATE TABLE store_pin ("
-      "  pin_id BIGINT PRIMARY KEY,"
-      "  digest BLOB NOT NULL,"
-      "  owner_tag TEXT,"
-      "  expires_ms BIGINT NOT NULL,"
-      "  created_ms BIGINT NOT NULL);"
-      "CREATE INDEX store_pin_digest ON store_pin (digest);"
-      "CREATE INDEX store_pin_expires ON store_pin (expires_ms);",
-      NULL, NULL },
-};
-
 cn_err_t cn__store_pins_migrate(cn_store_t *s)
 {
-    return cn_meta_migrate(s->meta, "store", store_migrations,
-                           sizeof store_migrations / sizeof store_migrations[0]);
+    return cn__sql_migrate(s->meta, &cn__sql_store_set);
 }
 
 /* One durable pin: what a lookup asks and finds, or a row to insert. */
@@ -153,11 +140,8 @@ typedef struct pin_row {
 static cn_err_t pinned_body(cn_meta_txn_t *txn, void *ctx)
 {
     pin_row_t *pr = ctx;
-    cn_err_t rc = cn_meta_execf(
-        txn,
-        "SELECT pin_id FROM store_pin WHERE digest = ? AND (expires_ms = 0 OR expires_ms > ?)"
-        " LIMIT 1",
-        "bi", pr->d->b, (size_t)CN_DIGEST_LEN, cn_wall_ms());
+    cn_err_t rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PIN_FIND_LIVE], "bi", pr->d->b,
+                                (size_t)CN_DIGEST_LEN, cn_wall_ms());
     pr->pinned = rc == CN_META_ROW;
     return rc < 0 ? rc : CN_OK;
 }
@@ -186,11 +170,8 @@ static cn_err_t pin_insert(cn_meta_txn_t *txn, void *ctx)
 {
     const pin_row_t *pr = ctx;
     cn_err_t rc =
-        cn_meta_execf(txn,
-                      "INSERT INTO store_pin (pin_id, digest, owner_tag, expires_ms, created_ms)"
-                      " VALUES (?, ?, ?, ?, ?)",
-                      "ibsii", (int64_t)pr->id, pr->d->b, (size_t)CN_DIGEST_LEN, pr->owner_tag,
-                      pr->expires, cn_wall_ms());
+        cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PIN_INSERT], "ibsii", (int64_t)pr->id,
+                      pr->d->b, (size_t)CN_DIGEST_LEN, pr->owner_tag, pr->expires, cn_wall_ms());
     return rc < 0 ? rc : CN_OK;
 }
 
@@ -240,7 +221,7 @@ cn_err_t cn_store_unpin(cn_store_t *s, uint64_t pin_id)
         return CN_E_UNSUPPORTED;
     if (pin_id == 0 || pin_id > INT64_MAX)
         return CN_E_NOT_FOUND;
-    pin_delete_t pd = { "DELETE FROM store_pin WHERE pin_id = ?", (int64_t)pin_id, 0 };
+    pin_delete_t pd = { cn__sql_store[CN_SQL_STORE_PIN_DELETE], (int64_t)pin_id, 0 };
     CN_TRY(cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, delete_body, &pd));
     return pd.removed ? CN_OK : CN_E_NOT_FOUND;
 }
@@ -250,8 +231,7 @@ cn_err_t cn__store_pins_expire(cn_store_t *s, int64_t now_ms, uint64_t *removed)
     *removed = 0;
     if (!s->meta)
         return CN_OK;
-    pin_delete_t pd = { "DELETE FROM store_pin WHERE expires_ms > 0 AND expires_ms <= ?", now_ms,
-                        0 };
+    pin_delete_t pd = { cn__sql_store[CN_SQL_STORE_PIN_EXPIRE], now_ms, 0 };
     CN_TRY(cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, delete_body, &pd));
     *removed = (uint64_t)pd.removed;
     return CN_OK;

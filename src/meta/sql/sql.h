@@ -1,0 +1,37 @@
+/* meta statement files: the SQL text of every service, kept beside the
+ * engine that runs it.  Each service owns one statement file here
+ * (objects.c, blobs.c, repos.c, identity.c, store.c): its schema steps and
+ * its statements, each statement named by an enum constant and held in one
+ * array indexed by it.  Services pass the named text to cn_meta_execf /
+ * cn_meta_queryf / cn_meta_prepare and never write SQL themselves
+ * (scripts/sqlcheck.py fails the build's checks if one does).
+ *
+ * A statement file must never hold logic or build text at run time: every
+ * statement is a constant, one statement per entry (multi-statement text
+ * belongs in schema steps), so tests/meta/test_sql.c can prepare each one
+ * against the migrated schema and the PostgreSQL engine can carry its own
+ * text for an entry later without touching a service. */
+#ifndef CAIRN_META_SQL_H
+#define CAIRN_META_SQL_H
+
+#include <stddef.h>
+#include "cairn/meta.h"
+
+/* One service's statement file: its migration component and steps, and its
+ * statements (stmts[i] is the text of the statement whose enum constant is
+ * i; every entry is non-NULL). */
+typedef struct cn_sql_set {
+    const char *component;
+    const cn_meta_migration_t *schema;
+    size_t nschema;
+    const char *const *stmts;
+    size_t nstmts;
+} cn_sql_set_t;
+
+/* Brings set's component up to its last schema step (cn_meta_migrate). */
+static inline cn_err_t cn__sql_migrate(cn_meta_t *meta, const cn_sql_set_t *set)
+{
+    return cn_meta_migrate(meta, set->component, set->schema, set->nschema);
+}
+
+#endif

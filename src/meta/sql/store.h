@@ -1,0 +1,18 @@
+/* The store's statements: durable pins (src/store/pins.c).  See sql.h. */
+#ifndef CAIRN_META_SQL_STORE_H
+#define CAIRN_META_SQL_STORE_H
+
+#include "meta/sql/sql.h"
+
+enum {
+    CN_SQL_STORE_PIN_FIND_LIVE, /* (digest, now) -> pin_id of a live pin */
+    CN_SQL_STORE_PIN_INSERT,    /* (pin_id, digest, owner_tag, expires, created) */
+    CN_SQL_STORE_PIN_DELETE,    /* (pin_id) */
+    CN_SQL_STORE_PIN_EXPIRE,    /* (now): pins whose expiry has passed */
+    CN_SQL_STORE_COUNT
+};
+
+extern const char *const cn__sql_store[CN_SQL_STORE_COUNT];
+extern const cn_sql_set_t cn__sql_store_set;
+
+#endif

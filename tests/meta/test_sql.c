@@ -1,0 +1,81 @@
+/* meta statement files: every service's schema steps apply to a fresh
+ * database, and every named statement is one non-empty statement that the
+ * engine prepares against that schema — a typo, a dropped column or an entry
+ * left NULL fails here, not in a request. */
+#include "cn_test.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include "cairn/meta.h"
+#include "meta/sql/store.h"
+
+/* Every statement file; a new one is added here. */
+static const cn_sql_set_t *const sets[] = {
+    &cn__sql_store_set,
+};
+enum {
+    NSETS = sizeof sets / sizeof sets[0]
+};
+
+typedef struct {
+    const cn_sql_set_t *set;
+    size_t bad; /* index of the first statement that failed, or nstmts */
+    cn_err_t err;
+} prep_t;
+
+static cn_err_t prepare_all(cn_meta_txn_t *txn, void *ctx)
+{
+    prep_t *p = ctx;
+    for (p->bad = 0; p->bad < p->set->nstmts; p->bad++) {
+        cn_meta_stmt_t *st = NULL;
+        p->err = cn_meta_prepare(txn, p->set->stmts[p->bad], &st);
+        cn_meta_finish(st);
+        if (p->err < 0)
+            break;
+    }
+    return CN_OK;
+}
+
+/* True when sql holds one statement: no ';' but trailing blanks after it. */
+static bool one_statement(const char *sql)
+{
+    const char *semi = strchr(sql, ';');
+    if (!semi)
+        return true;
+    return strspn(semi + 1, " \n\t") == strlen(semi + 1);
+}
+
+static void test_every_statement_prepares(void)
+{
+    char dir[] = "/tmp/cn_test_sql_XXXXXX";
+    CN_CHECK(mkdtemp(dir) != NULL);
+    cn_meta_opts_t o = { .no_sync = true };
+    cn_meta_t *m = NULL;
+    CN_CHECK_EQ(cn_meta_open(dir, &o, &m), 0);
+    for (size_t s = 0; s < NSETS; s++)
+        CN_CHECK_EQ(cn__sql_migrate(m, sets[s]), 0);
+    for (size_t s = 0; s < NSETS; s++) {
+        const cn_sql_set_t *set = sets[s];
+        CN_CHECK(set->nstmts > 0);
+        for (size_t i = 0; i < set->nstmts; i++) {
+            bool ok = set->stmts[i] && set->stmts[i][0] && one_statement(set->stmts[i]);
+            if (!ok)
+                fprintf(stderr, "# %s statement %zu: missing or not one statement\n",
+                        set->component, i);
+            CN_CHECK(ok);
+        }
+        prep_t p = { .set = set };
+        CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, prepare_all, &p), 0);
+        if (p.bad < set->nstmts)
+            fprintf(stderr, "# %s statement %zu does not prepare (%d): %s\n", set->component, p.bad,
+                    (int)p.err, set->stmts[p.bad]);
+        CN_CHECK_EQ(p.bad, set->nstmts);
+    }
+    cn_meta_close(m);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CN_CHECK_EQ(system(cmd), 0);
+}
+
+CN_TEST_MAIN(CN_TEST(test_every_statement_prepares), )

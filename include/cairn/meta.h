@@ -177,9 +177,9 @@ CN_API int cn_meta_column_count(cn_meta_stmt_t *st);
  * The one way services run a transaction: begin, body, commit or roll back, with
  * bounded repeats when the database is locked.  See src/meta/run.c (R1-R3). */
 
-/* A transaction body.  Returns >= 0 to commit (a write run) and have
- * cn_meta_run return that value, or an error to roll back.  It must not
- * commit, roll back or keep txn. */
+/* A transaction body.  Returns >= 0 to commit (a write run, unless the body
+ * called cn_meta_discard) and have cn_meta_run return that value, or an
+ * error to roll back.  It must not commit, roll back or keep txn. */
 typedef cn_err_t (*cn_meta_body_fn)(cn_meta_txn_t *txn, void *ctx);
 
 enum {
@@ -194,6 +194,13 @@ enum {
  * timeout has passed.  Thread-safe; the same rule as cn_meta_begin applies (a
  * thread holds at most one write transaction). */
 CN_API cn_err_t cn_meta_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body, void *ctx);
+
+/* Marks txn to be rolled back, not committed, when its cn_meta_run body
+ * returns, whatever the body returns: a write body that found nothing to
+ * change (or a decided refusal that is an answer, not an error) ends without
+ * a commit and its fsync.  cn_meta_discarded tells whether it was marked. */
+CN_API void cn_meta_discard(cn_meta_txn_t *txn);
+CN_API bool cn_meta_discarded(const cn_meta_txn_t *txn);
 
 /* The busy timeout meta was opened with, in ms. */
 CN_API unsigned cn_meta_busy_timeout_ms(const cn_meta_t *meta);

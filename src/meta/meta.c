@@ -57,6 +57,7 @@ struct cn_meta_txn {
     cn_meta_mode_t mode;
     cn_err_t err; /* first statement error; the txn is failed */
     cn_meta_stmt_t *open;
+    bool discard; /* cn_meta_discard: a run rolls it back, not commits it */
 };
 
 struct cn_meta {
@@ -423,6 +424,16 @@ static cn_err_t group_sync(cn_meta_t *m, uint64_t seq)
     }
     pthread_mutex_unlock(&m->sync_mu);
     return e;
+}
+
+void cn_meta_discard(cn_meta_txn_t *t)
+{
+    t->discard = true;
+}
+
+bool cn_meta_discarded(const cn_meta_txn_t *t)
+{
+    return t->discard;
 }
 
 cn_err_t cn_meta_commit(cn_meta_txn_t *t)

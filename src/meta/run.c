@@ -3,8 +3,8 @@
  *
  * Run invariants:
  *  R1. Every transaction cn_meta_run begins ends inside it: committed when
- *      the body returned >= 0 in a write run, rolled back otherwise.  The
- *      body never commits or rolls back itself.
+ *      the body returned >= 0 in a write run and did not discard it, rolled
+ *      back otherwise.  The body never commits or rolls back itself.
  *  R2. A run is repeated only when the engine reported the database locked
  *      or busy (CN_E_DB_LOCKED, CN_E_BUSY) and the caller declared the body
  *      repeatable (CN_META_RETRY); a repeated body saw no committed effect of
@@ -38,7 +38,7 @@ static cn_err_t run_once(cn_meta_t *meta, cn_meta_mode_t mode, cn_meta_body_fn b
     if (err < 0)
         return err;
     cn_err_t res = body(txn, ctx);
-    if (res < 0 || mode == CN_META_READ) {
+    if (res < 0 || mode == CN_META_READ || cn_meta_discarded(txn)) {
         cn_meta_rollback(txn);
         return res;
     }

@@ -37,6 +37,7 @@ typedef struct {
     const char *key;
     int64_t v;
     cn_err_t fail_with; /* returned after the insert when < 0 */
+    bool discard;       /* cn_meta_discard after the insert */
     int calls;
 } put_t;
 
@@ -49,6 +50,8 @@ static cn_err_t put_row(cn_meta_txn_t *txn, void *ctx)
                                  p->key, p->v, blob, sizeof blob);
     if (err < 0)
         return err;
+    if (p->discard)
+        cn_meta_discard(txn);
     return p->fail_with < 0 ? p->fail_with : 7;
 }
 
@@ -97,6 +100,12 @@ static void test_commit_and_rollback(void)
     CN_CHECK_EQ(a.blob_len, 3);
     CN_CHECK(a.x_null);
     CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, get_row, &b), CN_META_DONE);
+
+    /* A discarded write run answers the body's value and leaves no row. */
+    put_t gone = { .key = "d", .v = 44, .discard = true };
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, put_row, &gone), 7);
+    row_t d = { .key = "d" };
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, get_row, &d), CN_META_DONE);
 
     /* A read run may not write, and its failure is the body's. */
     put_t ro = { .key = "c", .v = 1 };

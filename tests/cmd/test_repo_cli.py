@@ -164,18 +164,15 @@ def test_lost_outcome_resolved(ep, tmp_path):
 
 
 def test_ten_thousand_files(ep, tmp_path):
-    """A 10,000-file workspace round trip; status of the unchanged tree is
-    answered from stat alone (well under a second)."""
-    import time
+    """A 10,000-file workspace round trip.  How fast status answers an
+    unchanged tree is bench/scribe.py's figure (d), not a test's."""
     repo(ep, "create", "many")
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
     repo(ep, "clone", "many", a)
     for i in range(10000):
         write(os.path.join(a, "d%03d" % (i % 100), "f%05d.txt" % i), b"%d\n" % i * 20)
     assert "change 1: 10000 path(s)" in repo(ep, "submit", a, "-m", "ten thousand").stdout
-    t = time.time()
     assert "clean at change 1" in repo(ep, "status", a).stdout
-    assert time.time() - t < 1.0
     repo(ep, "clone", "many", b)
     assert tree(a) == tree(b)
     # one edit among them: one path goes up

@@ -58,6 +58,7 @@ test-unit:
 	$(MAKE) build asan
 	scripts/format.sh
 	$(PY) scripts/longfn.py src
+	$(PY) scripts/sqlcheck.py src
 	meson test -C $(BUILD) --suite unit --print-errorlogs
 	CN_FUZZ_SEED=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 	  meson test -C $(ASAN) --suite unit --suite fuzz-short --print-errorlogs

@@ -10,7 +10,7 @@ import re
 import sys
 
 VERB = re.compile(r'"\s*(SELECT|INSERT|UPDATE|DELETE|CREATE|ALTER|DROP|WITH|REPLACE|'
-                  r'BEGIN|COMMIT|ROLLBACK|PRAGMA|VALUES)\s+[A-Za-z_(*]')
+                  r'BEGIN|COMMIT|ROLLBACK|PRAGMA|VALUES)\s+[A-Za-z0-9_(*]')
 
 
 def main():

@@ -1,6 +1,7 @@
 /* The blobs service: opening, namespace membership (the root of record each
  * namespace holds, and the store's "blobs" liveness source), authorization,
- * and the control operations stat, have and delete.
+ * and the control operations stat, have and delete.  Its schema and SQL text
+ * are in src/meta/sql/blobs.c.
  *
  * Membership invariants:
  *  1. A row (ns, digest) is inserted only after the digest's bytes are
@@ -15,21 +16,11 @@
  */
 #include "blobs_int.h"
 #include "cairn/util.h"
+#include "meta/sql/blobs.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const cn_meta_migration_t cn__blobs_steps[] = {
-    { .version = 1,
-      .sql = "CREATE TABLE blobs_member ("
-             "  ns TEXT NOT NULL,"
-             "  digest BLOB NOT NULL,"
-             "  len BIGINT NOT NULL,"
-             "  created_ms BIGINT NOT NULL,"
-             "  PRIMARY KEY (ns, digest));"
-             "CREATE INDEX blobs_member_digest ON blobs_member (digest);" },
-};
 
 bool cn_blobs_ns_valid(const char *ns, size_t len)
 {
@@ -67,10 +58,10 @@ static cn_err_t members_body(cn_meta_txn_t *txn, void *ctx)
     cn_err_t rc = CN_OK;
     q->members = 0;
     for (size_t i = 0; rc >= 0 && i < q->n; i++) {
-        rc = q->ns ? cn_meta_execf(txn, "SELECT 1 FROM blobs_member WHERE ns = ? AND digest = ?",
-                                   "sb", q->ns, q->d[i].b, (size_t)CN_DIGEST_LEN)
-                   : cn_meta_execf(txn, "SELECT 1 FROM blobs_member WHERE digest = ? LIMIT 1", "b",
-                                   q->d[i].b, (size_t)CN_DIGEST_LEN);
+        rc = q->ns ? cn_meta_execf(txn, cn__sql_blobs[CN_SQL_BLOBS_MEMBER_IN_NS], "sb", q->ns,
+                                   q->d[i].b, (size_t)CN_DIGEST_LEN)
+                   : cn_meta_execf(txn, cn__sql_blobs[CN_SQL_BLOBS_MEMBER_ANY_NS], "b", q->d[i].b,
+                                   (size_t)CN_DIGEST_LEN);
         q->found[i] = rc == CN_META_ROW;
         q->members += rc == CN_META_ROW;
     }
@@ -91,8 +82,7 @@ cn_err_t cn_blobs_open(cn_meta_t *meta, cn_store_t *store, cn_identity_t *id,
     *out = NULL;
     if (!meta || !store || !id || (opts && opts->pin_ttl_ms < 0))
         return CN_E_INVALID;
-    cn_err_t rc = cn_meta_migrate(meta, "blobs", cn__blobs_steps,
-                                  sizeof cn__blobs_steps / sizeof cn__blobs_steps[0]);
+    cn_err_t rc = cn__sql_migrate(meta, &cn__sql_blobs_set);
     if (rc < 0)
         return rc;
     cn_blobs_t *b = calloc(1, sizeof *b);
@@ -174,11 +164,8 @@ typedef struct member_row {
 static cn_err_t add_member_body(cn_meta_txn_t *txn, void *ctx)
 {
     const member_row_t *m = ctx;
-    cn_err_t rc =
-        cn_meta_execf(txn,
-                      "INSERT INTO blobs_member (ns, digest, len, created_ms)"
-                      " VALUES (?, ?, ?, ?) ON CONFLICT (ns, digest) DO NOTHING",
-                      "sbii", m->ns, m->d->b, (size_t)CN_DIGEST_LEN, (int64_t)m->len, cn_wall_ms());
+    cn_err_t rc = cn_meta_execf(txn, cn__sql_blobs[CN_SQL_BLOBS_MEMBER_INSERT], "sbii", m->ns,
+                                m->d->b, (size_t)CN_DIGEST_LEN, (int64_t)m->len, cn_wall_ms());
     return rc < 0 ? rc : CN_OK;
 }
 
@@ -264,8 +251,8 @@ static cn_err_t delete_body(cn_meta_txn_t *txn, void *ctx)
     cn_err_t rc = CN_OK;
     q->members = 0;
     for (size_t i = 0; rc >= 0 && i < q->n; i++) {
-        rc = cn_meta_execf(txn, "DELETE FROM blobs_member WHERE ns = ? AND digest = ?", "sb", q->ns,
-                           q->d[i].b, (size_t)CN_DIGEST_LEN);
+        rc = cn_meta_execf(txn, cn__sql_blobs[CN_SQL_BLOBS_MEMBER_DELETE], "sb", q->ns, q->d[i].b,
+                           (size_t)CN_DIGEST_LEN);
         if (rc >= 0)
             q->members += (size_t)cn_meta_changes(txn);
     }
@@ -313,10 +300,8 @@ static cn_err_t list_body(cn_meta_txn_t *txn, void *ctx)
     pg->more = false;
     /* Every digest is 32 bytes, so the empty blob sorts before all of them;
      * "after nothing" compares against a zero-length value. */
-    cn_err_t rc = cn_meta_queryf(txn, &st,
-                                 "SELECT digest FROM blobs_member WHERE ns = ?"
-                                 " AND digest > ? ORDER BY digest LIMIT ?",
-                                 "sbi", pg->ns, pg->after ? pg->after->b : none,
+    cn_err_t rc = cn_meta_queryf(txn, &st, cn__sql_blobs[CN_SQL_BLOBS_MEMBERS_PAGE], "sbi", pg->ns,
+                                 pg->after ? pg->after->b : none,
                                  (size_t)(pg->after ? CN_DIGEST_LEN : 0), (int64_t)pg->max + 1);
     while (rc >= 0 && (rc = cn_meta_step(st)) == CN_META_ROW) {
         size_t len = 0;

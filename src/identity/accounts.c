@@ -38,22 +38,21 @@ cn_err_t cn__id_account_insert(cn_meta_txn_t *t, const char *name, const char *e
     int64_t next = 1;
     /* A portable id: the write transaction is serialized, so MAX+1 is free;
      * a racing engine would report CN_E_EXISTS and the caller retries. */
-    cn_err_t e = cn_meta_queryf(t, &st, "SELECT COALESCE(MAX(id), 0) + 1 FROM cn_accounts", "");
+    cn_err_t e = cn_meta_queryf(t, &st, cn__sql_id[CN_SQL_ID_ACCOUNT_NEXT_ID], "");
     if (e == 0)
         e = cn_meta_step(st);
     if (e == CN_META_ROW)
         next = cn_meta_column_int64(st, 0);
     cn_meta_finish(st);
     if (e >= 0)
-        e = cn_meta_execf(t,
-                          "INSERT INTO cn_accounts (id, name, email, disabled, created_at)"
-                          " VALUES (?, ?, ?, 0, ?)",
-                          "issi", next, name, email, (int64_t)time(NULL));
+        e = cn_meta_execf(t, cn__sql_id[CN_SQL_ID_ACCOUNT_INSERT], "issi", next, name, email,
+                          (int64_t)time(NULL));
     if (e == 0)
         *account_id = next;
     return e;
 }
 
+/* Reads a row of an ACCOUNT_COLS statement (meta/sql/identity.h) into a. */
 static void row_account(cn_meta_stmt_t *st, cn_account_t *a)
 {
     memset(a, 0, sizeof *a);
@@ -63,8 +62,6 @@ static void row_account(cn_meta_stmt_t *st, cn_account_t *a)
     a->disabled = cn_meta_column_int64(st, 3) != 0;
     a->created_at = cn_meta_column_int64(st, 4);
 }
-
-#define ACCOUNT_COLS "SELECT id, name, email, disabled, created_at FROM cn_accounts "
 
 /* One account asked for by a one-parameter query (sql, with text, or with
  * num when text is NULL), and the row found (into out, which may be NULL). */
@@ -106,7 +103,7 @@ cn_err_t cn_identity_account_get(cn_identity_t *id, const char *name, cn_account
 {
     if (!cn__id_valid_account(name))
         return CN_E_NOT_FOUND;
-    return account_query(id, ACCOUNT_COLS "WHERE name = ?", name, 0, out);
+    return account_query(id, cn__sql_id[CN_SQL_ID_ACCOUNT_BY_NAME], name, 0, out);
 }
 
 cn_err_t cn_identity_account_by_email(cn_identity_t *id, const char *email, cn_account_t *out)
@@ -114,12 +111,12 @@ cn_err_t cn_identity_account_by_email(cn_identity_t *id, const char *email, cn_a
     char norm[CN_EMAIL_MAX + 1];
     if (!email || norm_email(email, norm) < 0)
         return CN_E_NOT_FOUND;
-    return account_query(id, ACCOUNT_COLS "WHERE email = ?", norm, 0, out);
+    return account_query(id, cn__sql_id[CN_SQL_ID_ACCOUNT_BY_EMAIL], norm, 0, out);
 }
 
 cn_err_t cn_identity_account_by_id(cn_identity_t *id, int64_t account_id, cn_account_t *out)
 {
-    return account_query(id, ACCOUNT_COLS "WHERE id = ?", NULL, account_id, out);
+    return account_query(id, cn__sql_id[CN_SQL_ID_ACCOUNT_BY_ID], NULL, account_id, out);
 }
 
 /* An account to create, and the id it got. */
@@ -180,8 +177,7 @@ cn_err_t cn_identity_account_set_disabled(cn_identity_t *id, const char *name, b
 {
     if (!cn__id_valid_account(name))
         return CN_E_NOT_FOUND;
-    cn_err_t e = update_one(id, "UPDATE cn_accounts SET disabled = ? WHERE name = ?",
-                            disabled ? 1 : 0, name);
+    cn_err_t e = update_one(id, cn__sql_id[CN_SQL_ID_ACCOUNT_SET_DISABLED], disabled ? 1 : 0, name);
     if (e == 0)
         cn_info("identity", "account %s %s", name, disabled ? "disabled" : "enabled");
     return e;
@@ -197,7 +193,7 @@ static cn_err_t accounts_body(cn_meta_txn_t *t, void *ctx)
 {
     const account_walk_t *w = ctx;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t e = cn_meta_queryf(t, &st, ACCOUNT_COLS "ORDER BY name", "");
+    cn_err_t e = cn_meta_queryf(t, &st, cn__sql_id[CN_SQL_ID_ACCOUNT_LIST], "");
     while (e == 0 && (e = cn_meta_step(st)) == CN_META_ROW) {
         cn_account_t a;
         row_account(st, &a);
@@ -249,15 +245,9 @@ cn_err_t cn__id_token_put(cn_identity_t *id, cn_meta_txn_t *t, const char *token
     char hex[2 * CN__ID_BOX_MAX + 1];
     CN_TRY(cn__id_seal(id->key, token_id, (const uint8_t *)secret, secret_len, hex));
     /* 'n' takes no argument: expires_at is then left over, and unread. */
-    return cn_meta_execf(
-        t,
-        "INSERT INTO cn_tokens (id, account_id, secret_box, perms, created_at, revoked_at,"
-        " expires_at) VALUES (?, ?, ?, ?, ?, NULL, ?)"
-        " ON CONFLICT (id) DO UPDATE SET account_id = excluded.account_id,"
-        " secret_box = excluded.secret_box, perms = excluded.perms, revoked_at = NULL,"
-        " expires_at = excluded.expires_at",
-        expires_at ? "sisiii" : "sisiin", token_id, account_id, hex, (int64_t)perms,
-        (int64_t)time(NULL), expires_at);
+    return cn_meta_execf(t, cn__sql_id[CN_SQL_ID_TOKEN_PUT], expires_at ? "sisiii" : "sisiin",
+                         token_id, account_id, hex, (int64_t)perms, (int64_t)time(NULL),
+                         expires_at);
 }
 
 /* A token to store: its id, secret, account, permissions and expiry. */
@@ -301,18 +291,11 @@ cn_err_t cn_identity_token_revoke(cn_identity_t *id, const char *token_id)
 {
     if (!token_id || !cn__id_valid_token_id(token_id, strlen(token_id)))
         return CN_E_NOT_FOUND;
-    cn_err_t e = update_one(id,
-                            "UPDATE cn_tokens SET revoked_at = COALESCE(revoked_at, ?)"
-                            " WHERE id = ?",
-                            (int64_t)time(NULL), token_id);
+    cn_err_t e = update_one(id, cn__sql_id[CN_SQL_ID_TOKEN_REVOKE], (int64_t)time(NULL), token_id);
     if (e == 0)
         cn_info("identity", "token %s revoked", token_id);
     return e;
 }
-
-#define TOKEN_COLS                                                    \
-    "SELECT t.id, a.name, a.id, t.perms, t.created_at, t.revoked_at," \
-    " t.expires_at FROM cn_tokens t JOIN cn_accounts a ON a.id = t.account_id "
 
 /* A walk over the tokens of account (NULL: of every account) with the
  * caller's callback and its argument. */
@@ -326,10 +309,9 @@ static cn_err_t tokens_body(cn_meta_txn_t *t, void *ctx)
 {
     const token_walk_t *w = ctx;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t e = w->account
-                     ? cn_meta_queryf(t, &st, TOKEN_COLS "WHERE a.name = ? ORDER BY a.name, t.id",
-                                      "s", w->account)
-                     : cn_meta_queryf(t, &st, TOKEN_COLS "ORDER BY a.name, t.id", "");
+    cn_err_t e = w->account ? cn_meta_queryf(t, &st, cn__sql_id[CN_SQL_ID_TOKEN_LIST_ACCOUNT], "s",
+                                             w->account)
+                            : cn_meta_queryf(t, &st, cn__sql_id[CN_SQL_ID_TOKEN_LIST], "");
     while (e == 0 && (e = cn_meta_step(st)) == CN_META_ROW) {
         cn_token_info_t ti;
         memset(&ti, 0, sizeof ti);

@@ -81,7 +81,7 @@ typedef struct admin_cred {
 static cn_err_t count_body(cn_meta_txn_t *t, void *ctx)
 {
     admin_cred_t *ac = ctx;
-    return first_int(t, &ac->accounts, "SELECT COUNT(*) FROM cn_accounts", NULL);
+    return first_int(t, &ac->accounts, cn__sql_id[CN_SQL_ID_ACCOUNT_COUNT], NULL);
 }
 
 /* Makes the administrator hold ac's token, creating the account if needed. */
@@ -89,7 +89,7 @@ static cn_err_t env_body(cn_meta_txn_t *t, void *ctx)
 {
     const admin_cred_t *ac = ctx;
     int64_t aid = 0;
-    cn_err_t e = first_int(t, &aid, "SELECT id FROM cn_accounts WHERE name = ?", ADMIN_ACCOUNT);
+    cn_err_t e = first_int(t, &aid, cn__sql_id[CN_SQL_ID_ACCOUNT_ID_BY_NAME], ADMIN_ACCOUNT);
     if (e == CN_E_NOT_FOUND)
         e = cn__id_account_insert(t, ADMIN_ACCOUNT, NULL, &aid);
     if (e == 0)
@@ -128,6 +128,8 @@ static cn_err_t create_body(cn_meta_txn_t *t, void *ctx)
     char cred[CN_CREDENTIAL_MAX];
     int64_t aid = 0;
     cn_err_t e = count_body(t, ac);
+    if (e == 0 && ac->accounts != 0)
+        cn_meta_discard(t); /* another process bootstrapped first: nothing to write */
     if (e == 0 && ac->accounts == 0)
         e = cn__id_account_insert(t, ADMIN_ACCOUNT, NULL, &aid);
     if (e == 0 && ac->accounts == 0)

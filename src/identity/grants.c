@@ -34,11 +34,8 @@ static cn_err_t grant_apply(cn_identity_t *id, const char *ns, const char *accou
 static cn_err_t grant_body(cn_meta_txn_t *t, void *ctx)
 {
     const grant_row_t *g = ctx;
-    return cn_meta_execf(t,
-                         "INSERT INTO cn_ns_grants (namespace, account_id, actions, created_at)"
-                         " VALUES (?, ?, ?, ?) ON CONFLICT (namespace, account_id)"
-                         " DO UPDATE SET actions = cn_ns_grants.actions | excluded.actions",
-                         "siii", g->ns, g->account_id, (int64_t)g->actions, (int64_t)time(NULL));
+    return cn_meta_execf(t, cn__sql_id[CN_SQL_ID_GRANT_ADD], "siii", g->ns, g->account_id,
+                         (int64_t)g->actions, (int64_t)time(NULL));
 }
 
 cn_err_t cn_identity_grant(cn_identity_t *id, const char *ns, const char *account, uint32_t actions)
@@ -72,21 +69,15 @@ static cn_err_t revoke_body(cn_meta_txn_t *t, void *ctx)
 {
     const grant_row_t *g = ctx;
     int64_t held = 0;
-    cn_err_t e = held_actions(t, g,
-                              "SELECT actions FROM cn_ns_grants"
-                              " WHERE namespace = ? AND account_id = ?",
-                              &held);
+    cn_err_t e = held_actions(t, g, cn__sql_id[CN_SQL_ID_GRANT_ACTIONS], &held);
     if (e == 0 && !(held & g->actions))
         e = CN_E_NOT_FOUND;
     int64_t left = held & ~(int64_t)g->actions;
     if (e == 0 && left)
-        e = cn_meta_execf(t,
-                          "UPDATE cn_ns_grants SET actions = ?"
-                          " WHERE namespace = ? AND account_id = ?",
-                          "isi", left, g->ns, g->account_id);
+        e = cn_meta_execf(t, cn__sql_id[CN_SQL_ID_GRANT_SET_ACTIONS], "isi", left, g->ns,
+                          g->account_id);
     else if (e == 0)
-        e = cn_meta_execf(t, "DELETE FROM cn_ns_grants WHERE namespace = ? AND account_id = ?",
-                          "si", g->ns, g->account_id);
+        e = cn_meta_execf(t, cn__sql_id[CN_SQL_ID_GRANT_DELETE], "si", g->ns, g->account_id);
     return e;
 }
 
@@ -104,12 +95,7 @@ static cn_err_t ns_actions_body(cn_meta_txn_t *t, void *ctx)
 {
     grant_row_t *g = ctx;
     int64_t held = 0;
-    cn_err_t e = held_actions(t, g,
-                              "SELECT g.actions FROM cn_ns_grants g"
-                              " JOIN cn_accounts a ON a.id = g.account_id"
-                              " WHERE g.namespace = ? AND g.account_id = ?"
-                              " AND a.disabled = 0",
-                              &held);
+    cn_err_t e = held_actions(t, g, cn__sql_id[CN_SQL_ID_GRANT_ACTIONS_ENABLED], &held);
     g->actions = (uint32_t)held & CN_NS_ALL;
     return e;
 }
@@ -127,10 +113,6 @@ cn_err_t cn_identity_ns_actions(cn_identity_t *id, const char *ns, int64_t accou
     return e;
 }
 
-#define GRANT_COLS                                              \
-    "SELECT g.namespace, a.name, a.id, g.actions, g.created_at" \
-    " FROM cn_ns_grants g JOIN cn_accounts a ON a.id = g.account_id "
-
 /* A walk over the grants of ns (NULL: of every namespace) with the caller's
  * callback and its argument. */
 typedef struct grant_walk {
@@ -143,11 +125,8 @@ static cn_err_t grants_body(cn_meta_txn_t *t, void *ctx)
 {
     const grant_walk_t *w = ctx;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t e = w->ns ? cn_meta_queryf(t, &st,
-                                        GRANT_COLS "WHERE g.namespace = ?"
-                                                   " ORDER BY g.namespace, a.name",
-                                        "s", w->ns)
-                       : cn_meta_queryf(t, &st, GRANT_COLS "ORDER BY g.namespace, a.name", "");
+    cn_err_t e = w->ns ? cn_meta_queryf(t, &st, cn__sql_id[CN_SQL_ID_GRANT_LIST_NS], "s", w->ns)
+                       : cn_meta_queryf(t, &st, cn__sql_id[CN_SQL_ID_GRANT_LIST], "");
     while (e == 0 && (e = cn_meta_step(st)) == CN_META_ROW) {
         cn_ns_grant_t g;
         memset(&g, 0, sizeof g);

@@ -21,38 +21,11 @@
 
 #define DEFAULT_TTL_MS 1000
 
-static const cn_meta_migration_t schema[] = {
-    { 1,
-      "CREATE TABLE cn_accounts ("
-      " id BIGINT PRIMARY KEY,"
-      " name TEXT NOT NULL UNIQUE,"
-      " email TEXT UNIQUE,"
-      " disabled BIGINT NOT NULL DEFAULT 0,"
-      " created_at BIGINT NOT NULL);"
-      "CREATE TABLE cn_tokens ("
-      " id TEXT PRIMARY KEY,"
-      " account_id BIGINT NOT NULL REFERENCES cn_accounts (id),"
-      " secret_box TEXT NOT NULL,"
-      " perms BIGINT NOT NULL,"
-      " created_at BIGINT NOT NULL,"
-      " revoked_at BIGINT,"
-      " expires_at BIGINT);"
-      "CREATE INDEX cn_tokens_account ON cn_tokens (account_id);"
-      "CREATE TABLE cn_ns_grants ("
-      " namespace TEXT NOT NULL,"
-      " account_id BIGINT NOT NULL REFERENCES cn_accounts (id),"
-      " actions BIGINT NOT NULL,"
-      " created_at BIGINT NOT NULL,"
-      " PRIMARY KEY (namespace, account_id));"
-      "CREATE INDEX cn_ns_grants_account ON cn_ns_grants (account_id)",
-      NULL, NULL },
-};
-
 cn_err_t cn_identity_open(cn_meta_t *meta, const char *data_dir, cn_identity_t **out)
 {
     if (!meta || !data_dir || !*data_dir)
         return CN_E_INVALID;
-    CN_TRY(cn_meta_migrate(meta, "identity", schema, sizeof schema / sizeof schema[0]));
+    CN_TRY(cn__sql_migrate(meta, &cn__sql_id_set));
     cn_identity_t *id = calloc(1, sizeof *id);
     if (!id)
         return -ENOMEM;
@@ -115,12 +88,7 @@ static cn_err_t token_fetch_body(cn_meta_txn_t *t, void *ctx)
     token_read_t *tr = ctx;
     cn__tok_entry_t *e = tr->e;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t rc = cn_meta_queryf(
-        t, &st,
-        "SELECT t.account_id, a.name, t.perms, t.revoked_at, t.expires_at, a.disabled,"
-        " t.secret_box FROM cn_tokens t JOIN cn_accounts a ON a.id = t.account_id"
-        " WHERE t.id = ?",
-        "s", tr->token_id);
+    cn_err_t rc = cn_meta_queryf(t, &st, cn__sql_id[CN_SQL_ID_TOKEN_STATE], "s", tr->token_id);
     if (rc == 0)
         rc = cn_meta_step(st);
     memset(e, 0, sizeof *e);

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 
 #include "cairn/identity.h"
+#include "meta/sql/identity.h"
 
 #define CN__ID_KEY_LEN 32
 #define CN__ID_NONCE_LEN 12

@@ -33,18 +33,15 @@ static cn_err_t bucket_create_body(cn_meta_txn_t *txn, void *ctx)
 {
     bucket_new_t *bn = ctx;
     cn_objects_req_t *rq = bn->rq;
-    cn_err_t err = cn_meta_execf(txn, "SELECT 1 FROM obj_bucket WHERE name = ?", "s", bn->name);
+    cn_err_t err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_NAME_TAKEN], "s", bn->name);
     if (err == CN_META_ROW)
         err = cn__fail(rq, CN_E_EXISTS, CN_OBJ_WHAT_BUCKET, "bucket %s already exists", bn->name);
     if (err >= 0)
         err = cn__next_id(txn, "bucket", &bn->id);
     if (err >= 0) {
-        err = cn_meta_execf(
-            txn,
-            "INSERT INTO obj_bucket (bucket_id, name, owner, created_ms, acl, policy, pab) "
-            "VALUES (?, ?, ?, ?, ?, NULL, NULL)",
-            "issit", bn->id, bn->name, bn->owner, bn->now,
-            (const char *)(bn->acl->len ? bn->acl->data : NULL), bn->acl->len);
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_INSERT], "issit", bn->id, bn->name,
+                            bn->owner, bn->now, (const char *)(bn->acl->len ? bn->acl->data : NULL),
+                            bn->acl->len);
         if (err == CN_E_EXISTS)
             cn__fail(rq, CN_E_EXISTS, CN_OBJ_WHAT_BUCKET, "bucket %s already exists", bn->name);
     }
@@ -91,21 +88,17 @@ static cn_err_t bucket_delete_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, con
                                    void *ctx)
 {
     (void)ctx;
-    cn_err_t err =
-        cn_meta_execf(txn, "SELECT 1 FROM obj_version WHERE bucket_id = ? LIMIT 1", "i", b->id);
+    cn_err_t err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_HAS_VERSION], "i", b->id);
     if (err == CN_META_ROW)
         err = cn__fail(rq, CN_E_NOT_EMPTY, CN_OBJ_WHAT_BUCKET, "bucket %s is not empty", b->name);
     if (err >= 0)
-        err = cn_meta_execf(txn,
-                            "DELETE FROM obj_part WHERE upload_id IN "
-                            "(SELECT upload_id FROM obj_upload WHERE bucket_id = ?)",
-                            "i", b->id);
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_PARTS_DELETE], "i", b->id);
     if (err >= 0)
-        err = cn_meta_execf(txn, "DELETE FROM obj_upload WHERE bucket_id = ?", "i", b->id);
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_UPLOADS_DELETE], "i", b->id);
     if (err >= 0)
-        err = cn_meta_execf(txn, "DELETE FROM obj_bucket_attr WHERE bucket_id = ?", "i", b->id);
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_ATTRS_DELETE], "i", b->id);
     if (err >= 0)
-        err = cn_meta_execf(txn, "DELETE FROM obj_bucket WHERE bucket_id = ?", "i", b->id);
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_DELETE], "i", b->id);
     return err < 0 ? err : CN_OK;
 }
 
@@ -144,10 +137,7 @@ static cn_err_t bucket_list_body(cn_meta_txn_t *txn, void *ctx)
     const bucket_walk_t *bw = ctx;
     cn_meta_stmt_t *st = NULL;
     cn_err_t err =
-        cn_meta_queryf(txn, &st,
-                       "SELECT bucket_id, name, created_ms, acl, policy, pab FROM obj_bucket "
-                       "WHERE owner = ? ORDER BY name",
-                       "s", bw->owner);
+        cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_BUCKETS_OF_OWNER], "s", bw->owner);
     if (err < 0)
         return err;
     while ((err = cn_meta_step(st)) == CN_META_ROW) {
@@ -239,7 +229,7 @@ static cn_err_t obj_acl_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const c
     if (err >= 0)
         err = cn__acl_for_put(acl, b->owner, &text);
     if (err >= 0)
-        err = cn_meta_execf(txn, "UPDATE obj_bucket SET acl = ? WHERE bucket_id = ?", "ti",
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_SET_ACL], "ti",
                             (const char *)text.data, text.len, b->id);
     cn_buf_free(&text);
     return err;
@@ -285,8 +275,7 @@ static cn_err_t obj_policy_get_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, cons
     const text_out_t *out = arg;
     text_out_reset(out);
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err =
-        cn_meta_queryf(txn, &st, "SELECT policy FROM obj_bucket WHERE bucket_id = ?", "i", b->id);
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_BUCKET_POLICY], "i", b->id);
     if (err < 0)
         return err;
     err = cn_meta_step(st);
@@ -321,7 +310,7 @@ typedef struct {
 static cn_err_t obj_policy_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
                                   void *arg)
 {
-    static const char sql[] = "UPDATE obj_bucket SET policy = ? WHERE bucket_id = ?";
+    const char *sql = cn__sql_obj[CN_SQL_OBJ_BUCKET_SET_POLICY];
     cn_obj_text_arg_t *a = arg;
     if (!a->json)
         return cn_meta_execf(txn, sql, "ni", b->id);
@@ -373,7 +362,7 @@ static cn_err_t obj_pab_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const c
                                void *arg)
 {
     (void)rq;
-    static const char sql[] = "UPDATE obj_bucket SET pab = ? WHERE bucket_id = ?";
+    const char *sql = cn__sql_obj[CN_SQL_OBJ_BUCKET_SET_PAB];
     const cn_authz_pab_t *p = arg;
     if (!p)
         return cn_meta_execf(txn, sql, "ni", b->id);
@@ -402,9 +391,8 @@ static cn_err_t obj_attr_get_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
     cn_obj_attr_arg_t *a = arg;
     text_out_reset(&a->out);
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(
-        txn, &st, "SELECT value FROM obj_bucket_attr WHERE bucket_id = ? AND name = ?", "is", b->id,
-        a->name);
+    cn_err_t err =
+        cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_BUCKET_ATTR], "is", b->id, a->name);
     if (err < 0)
         return err;
     err = cn_meta_step(st);
@@ -426,12 +414,9 @@ static cn_err_t obj_attr_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
     (void)rq;
     cn_obj_attr_arg_t *a = arg;
     if (!a->value)
-        return cn_meta_execf(txn, "DELETE FROM obj_bucket_attr WHERE bucket_id = ? AND name = ?",
-                             "is", b->id, a->name);
-    return cn_meta_execf(txn,
-                         "INSERT INTO obj_bucket_attr (bucket_id, name, value) VALUES (?, ?, ?) "
-                         "ON CONFLICT (bucket_id, name) DO UPDATE SET value = excluded.value",
-                         "isb", b->id, a->name, a->value, a->len);
+        return cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_ATTR_DELETE], "is", b->id, a->name);
+    return cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_ATTR_UPSERT], "isb", b->id, a->name,
+                         a->value, a->len);
 }
 
 static bool obj_attr_name_ok(const char *name)

@@ -164,12 +164,7 @@ static cn_err_t copy_rows(cn_meta_txn_t *txn, const copy_run_t *cr, const cn__bk
      * destination version: when source and destination are the same key the
      * blobs stay referenced throughout. */
     if (err >= 0)
-        err = cn_meta_execf(
-            txn,
-            "INSERT INTO obj_segment (version_id, seq, digest, size, part_number, etag, sha256) "
-            "SELECT ?, seq, digest, size, part_number, etag, sha256 FROM obj_segment "
-            "WHERE version_id = ?",
-            "ii", *vid, src->vid);
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_SEGMENTS_COPY], "ii", *vid, src->vid);
     if (err >= 0 && cur)
         err = cn__version_delete(txn, cur);
     if (err >= 0) {
@@ -181,15 +176,12 @@ static cn_err_t copy_rows(cn_meta_txn_t *txn, const copy_run_t *cr, const cn__bk
         }
         /* umeta last: SQL NULL when empty ('n' takes no argument, so the
          * pointer and length after it go unread). */
-        err = cn_meta_execf(
-            txn,
-            "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, "
-            "content_type, mtime_ms, owner, acl, nparts, umeta) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            um->len ? "iibisssistib" : "iibisssistin", *vid, db->id, (const void *)cr->dst_key,
-            strlen(cr->dst_key), (int64_t)src->size, src->etag, src->sha256, ct, cr->now, owner,
-            (const char *)(acl.len ? acl.data : NULL), acl.len, src->nparts, (const void *)um->data,
-            um->len);
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_VERSION_INSERT_COPY],
+                            um->len ? "iibisssistib" : "iibisssistin", *vid, db->id,
+                            (const void *)cr->dst_key, strlen(cr->dst_key), (int64_t)src->size,
+                            src->etag, src->sha256, ct, cr->now, owner,
+                            (const char *)(acl.len ? acl.data : NULL), acl.len, src->nparts,
+                            (const void *)um->data, um->len);
     }
     cn_buf_free(&umeta);
     cn_buf_free(&acl);

@@ -197,22 +197,15 @@ static cn_err_t list_row(list_walk_t *w, cn_meta_stmt_t *st, bool *jumped)
 /* One bounded index range scan from the walk's bound. */
 static cn_err_t list_batch(list_walk_t *w, cn_meta_txn_t *txn, int64_t bucket_id)
 {
-    static const char *const q_gt =
-        "SELECT okey, size, etag, sha256, mtime_ms, content_type, owner, nparts FROM obj_version "
-        "WHERE bucket_id = ? AND okey > ? ORDER BY okey LIMIT ?";
-    static const char *const q_ge =
-        "SELECT okey, size, etag, sha256, mtime_ms, content_type, owner, nparts FROM obj_version "
-        "WHERE bucket_id = ? AND okey >= ? ORDER BY okey LIMIT ?";
-    static const char *const q_all =
-        "SELECT okey, size, etag, sha256, mtime_ms, content_type, owner, nparts FROM obj_version "
-        "WHERE bucket_id = ? ORDER BY okey LIMIT ?";
     cn_meta_stmt_t *st = NULL;
     cn_err_t err;
     if (w->incl && w->bl == 0)
-        err = cn_meta_queryf(txn, &st, q_all, "ii", bucket_id, (int64_t)CN_OBJ_SCAN_BATCH);
+        err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_LIST_FIRST], "ii", bucket_id,
+                             (int64_t)CN_OBJ_SCAN_BATCH);
     else
-        err = cn_meta_queryf(txn, &st, w->incl ? q_ge : q_gt, "ibi", bucket_id,
-                             (const void *)w->bound, w->bl, (int64_t)CN_OBJ_SCAN_BATCH);
+        err = cn_meta_queryf(
+            txn, &st, cn__sql_obj[w->incl ? CN_SQL_OBJ_LIST_FROM : CN_SQL_OBJ_LIST_AFTER], "ibi",
+            bucket_id, (const void *)w->bound, w->bl, (int64_t)CN_OBJ_SCAN_BATCH);
     if (err < 0)
         return err;
     size_t rows = 0;

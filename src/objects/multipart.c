@@ -29,10 +29,7 @@ cn_err_t cn__upload_check(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t 
     if (!upload_id || !upload_id[0] || strlen(upload_id) > CN_UPLOAD_ID_MAX)
         return cn__fail(rq, CN_E_NO_UPLOAD, CN_OBJ_WHAT_UPLOAD, "no such upload");
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st,
-                                  "SELECT bucket_id, okey, created_ms, cksum_alg FROM obj_upload "
-                                  "WHERE upload_id = ? AND done_ms IS NULL",
-                                  "s", upload_id);
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_UPLOAD_OPEN], "s", upload_id);
     if (err < 0)
         return err;
     err = cn_meta_step(st);
@@ -102,13 +99,11 @@ static cn_err_t mpu_create_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
             args && args->checksum_alg && args->checksum_alg[0] ? args->checksum_alg : NULL;
         /* umeta last: SQL NULL when empty ('n' takes no argument, so the
          * pointer and length after it go unread). */
-        err = cn_meta_execf(
-            txn,
-            "INSERT INTO obj_upload (upload_id, bucket_id, okey, content_type, owner, acl, "
-            "created_ms, cksum_alg, umeta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            umeta.len ? "sibsstisb" : "sibsstisn", mn->id, b->id, (const void *)mn->key,
-            strlen(mn->key), ct, owner, (const char *)(acl.len ? acl.data : NULL), acl.len,
-            cn__now_ms(), alg, (const void *)umeta.data, umeta.len);
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_UPLOAD_INSERT],
+                            umeta.len ? "sibsstisb" : "sibsstisn", mn->id, b->id,
+                            (const void *)mn->key, strlen(mn->key), ct, owner,
+                            (const char *)(acl.len ? acl.data : NULL), acl.len, cn__now_ms(), alg,
+                            (const void *)umeta.data, umeta.len);
     }
     cn_buf_free(&umeta);
     cn_buf_free(&acl);
@@ -154,10 +149,7 @@ static cn_err_t obj_parts_load(cn_meta_txn_t *txn, const char *upload_id, cn_obj
     *n = 0;
     cn_meta_stmt_t *st = NULL;
     cn_err_t err =
-        cn_meta_queryf(txn, &st,
-                       "SELECT part_number, digest, size, etag, md5, sha256, cksum FROM obj_part "
-                       "WHERE upload_id = ? ORDER BY part_number",
-                       "s", upload_id);
+        cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_PARTS_OF_UPLOAD], "s", upload_id);
     if (err < 0)
         return err;
     size_t cap = 0;
@@ -266,12 +258,7 @@ static cn_err_t upload_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_
     if (!upload_id || !upload_id[0] || strlen(upload_id) > CN_UPLOAD_ID_MAX)
         return cn__fail(rq, CN_E_NO_UPLOAD, CN_OBJ_WHAT_UPLOAD, "no such upload");
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(
-        txn, &st,
-        "SELECT content_type, umeta, owner, acl, cksum_alg, bucket_id, okey, created_ms, "
-        "done_ms, done_etag, done_cksum, done_version, done_sha256 FROM obj_upload "
-        "WHERE upload_id = ?",
-        "s", upload_id);
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_UPLOAD_ROW], "s", upload_id);
     if (err < 0)
         return err;
     err = cn_meta_step(st);
@@ -477,9 +464,8 @@ static cn_err_t complete_recheck(cn_obj_complete_t *c, cn_meta_txn_t *txn)
     cn_err_t err = cn__upload_check(c->o, txn, c->rq, c->upload_id, c->bucket_id, c->key, NULL);
     for (size_t i = 0; i < c->n && err >= 0; i++) {
         cn_meta_stmt_t *st = NULL;
-        err = cn_meta_queryf(txn, &st,
-                             "SELECT digest FROM obj_part WHERE upload_id = ? AND part_number = ?",
-                             "si", c->upload_id, (int64_t)c->chosen[i].number);
+        err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_PART_DIGEST], "si", c->upload_id,
+                             (int64_t)c->chosen[i].number);
         if (err < 0)
             break;
         err = cn_meta_step(st);
@@ -505,29 +491,23 @@ static cn_err_t complete_rows(cn_obj_complete_t *c, cn_meta_txn_t *txn, int64_t 
     cn_err_t err = 0;
     for (size_t i = 0; i < c->n && err >= 0; i++) {
         const cn_obj_part_row_t *p = &c->chosen[i];
-        err = cn_meta_execf(
-            txn,
-            "INSERT INTO obj_segment (version_id, seq, digest, size, part_number, etag, sha256, "
-            "cksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            "iibiisss", vid, (int64_t)i, (const void *)p->digest.b, (size_t)CN_DIGEST_LEN,
-            (int64_t)p->size, (int64_t)p->number, p->etag, p->sha256, str_or_null(p->cksum));
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_SEGMENT_INSERT_PART], "iibiisss", vid,
+                            (int64_t)i, (const void *)p->digest.b, (size_t)CN_DIGEST_LEN,
+                            (int64_t)p->size, (int64_t)p->number, p->etag, p->sha256,
+                            str_or_null(p->cksum));
     }
     if (err < 0)
         return err;
     const cn_obj_upload_row_t *up = &c->up;
     /* umeta last: SQL NULL when empty ('n' takes no argument, so the
      * pointer and length after it go unread). */
-    err = cn_meta_execf(
-        txn,
-        "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, content_type, "
-        "mtime_ms, owner, acl, nparts, cksum_alg, cksum, umeta) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        up->umeta.len ? "iibisssistissb" : "iibisssistissn", vid, c->bucket_id,
-        (const void *)c->key, strlen(c->key), (int64_t)c->total, c->r.etag, c->r.sha256,
-        up->content_type, c->r.last_modified_ms, up->owner,
-        (const char *)(up->acl.len ? up->acl.data : NULL), up->acl.len, (int64_t)c->n,
-        str_or_null(c->r.checksum_alg), str_or_null(c->r.checksum), (const void *)up->umeta.data,
-        up->umeta.len);
+    err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_VERSION_INSERT_MPU],
+                        up->umeta.len ? "iibisssistissb" : "iibisssistissn", vid, c->bucket_id,
+                        (const void *)c->key, strlen(c->key), (int64_t)c->total, c->r.etag,
+                        c->r.sha256, up->content_type, c->r.last_modified_ms, up->owner,
+                        (const char *)(up->acl.len ? up->acl.data : NULL), up->acl.len,
+                        (int64_t)c->n, str_or_null(c->r.checksum_alg), str_or_null(c->r.checksum),
+                        (const void *)up->umeta.data, up->umeta.len);
     return err < 0 ? err : 0;
 }
 
@@ -535,17 +515,12 @@ static cn_err_t complete_rows(cn_obj_complete_t *c, cn_meta_txn_t *txn, int64_t 
  * go to the sweeper) and the upload is marked completed with its result. */
 static cn_err_t complete_mark_done(cn_obj_complete_t *c, cn_meta_txn_t *txn, int64_t vid)
 {
-    cn_err_t err = cn_meta_execf(txn,
-                                 "DELETE FROM obj_part WHERE upload_id = ? AND part_number NOT IN "
-                                 "(SELECT part_number FROM obj_segment WHERE version_id = ?)",
-                                 "si", c->upload_id, vid);
+    cn_err_t err =
+        cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_PARTS_UNLISTED_DELETE], "si", c->upload_id, vid);
     if (err >= 0)
-        err = cn_meta_execf(
-            txn,
-            "UPDATE obj_upload SET done_ms = ?, done_etag = ?, done_cksum = ?, done_version = ?, "
-            "done_sha256 = ? WHERE upload_id = ?",
-            "ississ", c->r.last_modified_ms, c->r.etag, str_or_null(c->r.checksum), vid,
-            c->r.sha256, c->upload_id);
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_UPLOAD_MARK_DONE], "ississ",
+                            c->r.last_modified_ms, c->r.etag, str_or_null(c->r.checksum), vid,
+                            c->r.sha256, c->upload_id);
     return err < 0 ? err : 0;
 }
 
@@ -651,9 +626,9 @@ typedef struct upload_op {
 /* Deletes upload_id's parts and row. */
 static cn_err_t upload_delete(cn_meta_txn_t *txn, const char *upload_id)
 {
-    cn_err_t err = cn_meta_execf(txn, "DELETE FROM obj_part WHERE upload_id = ?", "s", upload_id);
+    cn_err_t err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_UPLOAD_PARTS_DELETE], "s", upload_id);
     if (err >= 0)
-        err = cn_meta_execf(txn, "DELETE FROM obj_upload WHERE upload_id = ?", "s", upload_id);
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_UPLOAD_DELETE], "s", upload_id);
     return err;
 }
 
@@ -683,12 +658,9 @@ static cn_err_t list_parts_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
     cn_err_t err = cn__upload_access(op->o, txn, rq, b, op->key, op->upload_id,
                                      CN_ACT_LIST_MULTIPART_UPLOAD_PARTS, NULL);
     if (err >= 0)
-        err =
-            cn_meta_queryf(txn, &st,
-                           "SELECT part_number, size, etag, sha256, mtime_ms, cksum FROM obj_part "
-                           "WHERE upload_id = ? AND part_number > ? ORDER BY part_number LIMIT ?",
-                           "sii", op->upload_id, (int64_t)op->marker,
-                           op->max ? (int64_t)op->max + 1 : (int64_t)CN_PART_NUMBER_MAX + 1);
+        err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_PARTS_PAGE], "sii", op->upload_id,
+                             (int64_t)op->marker,
+                             op->max ? (int64_t)op->max + 1 : (int64_t)CN_PART_NUMBER_MAX + 1);
     if (err < 0)
         return err;
     uint32_t count = 0;
@@ -770,11 +742,8 @@ static cn_err_t uploads_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn_
     cn_meta_stmt_t *st = NULL;
     cn_err_t err = cn__authorize(rq, b, CN_ACT_LIST_BUCKET_MULTIPART_UPLOADS, NULL, NULL, &cond);
     if (err >= 0)
-        err = cn_meta_queryf(
-            txn, &st,
-            "SELECT okey, upload_id, owner, created_ms FROM obj_upload WHERE bucket_id = ? "
-            "AND created_ms > ? AND done_ms IS NULL ORDER BY okey, created_ms, upload_id",
-            "ii", b->id, (int64_t)(cn__now_ms() - uw->o->opts.upload_expiry_ms));
+        err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_UPLOADS_OF_BUCKET], "ii", b->id,
+                             (int64_t)(cn__now_ms() - uw->o->opts.upload_expiry_ms));
     if (err < 0)
         return err;
     size_t pl = uw->prefix ? strlen(uw->prefix) : 0;
@@ -840,11 +809,8 @@ static cn_err_t sweep_body(cn_meta_txn_t *txn, void *ctx)
     sweep_batch_t *sb = ctx;
     sb->n = 0;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(
-        txn, &st,
-        "SELECT upload_id FROM obj_upload WHERE (done_ms IS NULL AND created_ms <= ?) "
-        "OR done_ms <= ? ORDER BY created_ms LIMIT 64",
-        "ii", sb->cutoff, sb->done_cutoff);
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_UPLOADS_TO_SWEEP], "ii",
+                                  sb->cutoff, sb->done_cutoff);
     if (err >= 0) {
         while ((err = cn_meta_step(st)) == CN_META_ROW) {
             const char *id = cn_meta_column_text(st, 0, NULL);

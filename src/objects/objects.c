@@ -1,4 +1,5 @@
-/* The objects service handle: schema, liveness for the store's sweeper, the
+/* The objects service handle: schema (its steps and every statement of the
+ * service are in src/meta/sql/objects.c), liveness for the store's sweeper, the
  * upload-expiry thread, name rules and the shared helpers (bucket loading,
  * the authorization call, id counters).
  *
@@ -26,95 +27,6 @@
 #define CN_OBJ_DEFAULT_EXPIRY_MS (7ll * 24 * 3600 * 1000)
 #define CN_OBJ_DEFAULT_SWEEP_MS (10ll * 60 * 1000)
 #define CN_OBJ_DEFAULT_DONE_KEEP_MS (60ll * 60 * 1000)
-
-/* ---- schema ----------------------------------------------------------------
- * Keys are BLOBs so that ordering is byte order on every engine (S3 lists in
- * UTF-8 binary order).  Append-only: never edit a shipped step. */
-static const char cn_obj_schema_v1[] =
-    "CREATE TABLE obj_seq (name TEXT PRIMARY KEY, value BIGINT NOT NULL);"
-    "INSERT INTO obj_seq (name, value) VALUES ('bucket', 0);"
-    "INSERT INTO obj_seq (name, value) VALUES ('version', 0);"
-    "CREATE TABLE obj_bucket ("
-    "  bucket_id BIGINT PRIMARY KEY,"
-    "  name TEXT NOT NULL UNIQUE,"
-    "  owner TEXT NOT NULL,"
-    "  created_ms BIGINT NOT NULL,"
-    "  acl TEXT,"
-    "  policy TEXT,"
-    "  pab BIGINT);"
-    "CREATE INDEX obj_bucket_owner ON obj_bucket (owner, name);"
-    "CREATE TABLE obj_bucket_attr ("
-    "  bucket_id BIGINT NOT NULL,"
-    "  name TEXT NOT NULL,"
-    "  value BLOB,"
-    "  PRIMARY KEY (bucket_id, name));"
-    "CREATE TABLE obj_version ("
-    "  version_id BIGINT PRIMARY KEY,"
-    "  bucket_id BIGINT NOT NULL,"
-    "  okey BLOB NOT NULL,"
-    "  size BIGINT NOT NULL,"
-    "  etag TEXT NOT NULL,"
-    "  sha256 TEXT NOT NULL,"
-    "  content_type TEXT NOT NULL,"
-    "  umeta BLOB,"
-    "  mtime_ms BIGINT NOT NULL,"
-    "  owner TEXT NOT NULL,"
-    "  acl TEXT,"
-    "  nparts BIGINT NOT NULL,"
-    "  UNIQUE (bucket_id, okey));"
-    "CREATE TABLE obj_segment ("
-    "  version_id BIGINT NOT NULL,"
-    "  seq BIGINT NOT NULL,"
-    "  digest BLOB NOT NULL,"
-    "  size BIGINT NOT NULL,"
-    "  part_number BIGINT NOT NULL,"
-    "  etag TEXT NOT NULL,"
-    "  sha256 TEXT NOT NULL,"
-    "  PRIMARY KEY (version_id, seq));"
-    "CREATE INDEX obj_segment_digest ON obj_segment (digest);"
-    "CREATE TABLE obj_upload ("
-    "  upload_id TEXT PRIMARY KEY,"
-    "  bucket_id BIGINT NOT NULL,"
-    "  okey BLOB NOT NULL,"
-    "  content_type TEXT NOT NULL,"
-    "  umeta BLOB,"
-    "  owner TEXT NOT NULL,"
-    "  acl TEXT,"
-    "  created_ms BIGINT NOT NULL);"
-    "CREATE INDEX obj_upload_key ON obj_upload (bucket_id, okey, created_ms);"
-    "CREATE INDEX obj_upload_created ON obj_upload (created_ms);"
-    "CREATE TABLE obj_part ("
-    "  upload_id TEXT NOT NULL,"
-    "  part_number BIGINT NOT NULL,"
-    "  digest BLOB NOT NULL,"
-    "  size BIGINT NOT NULL,"
-    "  etag TEXT NOT NULL,"
-    "  md5 BLOB NOT NULL,"
-    "  sha256 TEXT NOT NULL,"
-    "  mtime_ms BIGINT NOT NULL,"
-    "  PRIMARY KEY (upload_id, part_number));"
-    "CREATE INDEX obj_part_digest ON obj_part (digest);";
-
-/* v2: S3 additional checksums of multipart uploads (the upload's algorithm,
- * each part's and segment's checksum, the object's composite checksum), and
- * completed uploads kept for a bounded time (done_*) so that a retried
- * CompleteMultipartUpload is answered with the first completion's result. */
-static const char cn_obj_schema_v2[] = "ALTER TABLE obj_upload ADD COLUMN cksum_alg TEXT;"
-                                       "ALTER TABLE obj_upload ADD COLUMN done_ms BIGINT;"
-                                       "ALTER TABLE obj_upload ADD COLUMN done_etag TEXT;"
-                                       "ALTER TABLE obj_upload ADD COLUMN done_cksum TEXT;"
-                                       "ALTER TABLE obj_upload ADD COLUMN done_sha256 TEXT;"
-                                       "ALTER TABLE obj_upload ADD COLUMN done_version BIGINT;"
-                                       "CREATE INDEX obj_upload_done ON obj_upload (done_ms);"
-                                       "ALTER TABLE obj_part ADD COLUMN cksum TEXT;"
-                                       "ALTER TABLE obj_segment ADD COLUMN cksum TEXT;"
-                                       "ALTER TABLE obj_version ADD COLUMN cksum_alg TEXT;"
-                                       "ALTER TABLE obj_version ADD COLUMN cksum TEXT;";
-
-static const cn_meta_migration_t cn_obj_migrations[] = {
-    { 1, cn_obj_schema_v1, NULL, NULL },
-    { 2, cn_obj_schema_v2, NULL, NULL },
-};
 
 /* ---- small helpers ------------------------------------------------------------ */
 int64_t cn__now_ms(void)
@@ -200,11 +112,10 @@ const char *cn__principal_name(const cn_objects_req_t *rq)
 cn_err_t cn__next_id(cn_meta_txn_t *txn, const char *name, int64_t *out)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err =
-        cn_meta_execf(txn, "UPDATE obj_seq SET value = value + 1 WHERE name = ?", "s", name);
+    cn_err_t err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_SEQ_BUMP], "s", name);
     if (err < 0)
         return err;
-    err = cn_meta_queryf(txn, &st, "SELECT value FROM obj_seq WHERE name = ?", "s", name);
+    err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_SEQ_VALUE], "s", name);
     if (err < 0)
         return err;
     err = cn_meta_step(st);
@@ -305,10 +216,7 @@ cn_err_t cn__bkt_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, const char *name
         return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_BUCKET, CN_OBJ_BUCKET_NAME_INVALID,
                           "invalid bucket name");
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(
-        txn, &st,
-        "SELECT bucket_id, owner, created_ms, acl, policy, pab FROM obj_bucket WHERE name = ?", "s",
-        name);
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_BUCKET_BY_NAME], "s", name);
     if (err < 0)
         return err;
     err = cn_meta_step(st);
@@ -495,11 +403,8 @@ cn_err_t cn__key_check(cn_objects_req_t *rq, const char *key)
 cn_err_t cn__version_row(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
                          const char *key, cn_meta_stmt_t **st)
 {
-    cn_err_t err = cn_meta_queryf(
-        txn, st,
-        "SELECT version_id, size, etag, sha256, content_type, umeta, mtime_ms, owner, acl, nparts, "
-        "cksum_alg, cksum FROM obj_version WHERE bucket_id = ? AND okey = ?",
-        "ib", bucket_id, (const void *)key, strlen(key));
+    cn_err_t err = cn_meta_queryf(txn, st, cn__sql_obj[CN_SQL_OBJ_VERSION_ROW], "ib", bucket_id,
+                                  (const void *)key, strlen(key));
     if (err < 0)
         return err;
     err = cn_meta_step(*st);
@@ -519,10 +424,8 @@ cn_err_t cn__version_find(cn_meta_txn_t *txn, int64_t bucket_id, const char *key
     if (etag)
         etag[0] = 0;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(
-        txn, &st,
-        "SELECT version_id, etag, owner, acl FROM obj_version WHERE bucket_id = ? AND okey = ?",
-        "ib", bucket_id, (const void *)key, strlen(key));
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_VERSION_FIND], "ib", bucket_id,
+                                  (const void *)key, strlen(key));
     if (err < 0)
         return err;
     err = cn_meta_step(st);
@@ -549,10 +452,9 @@ cn_err_t cn__version_find(cn_meta_txn_t *txn, int64_t bucket_id, const char *key
 
 cn_err_t cn__version_delete(cn_meta_txn_t *txn, int64_t version_id)
 {
-    cn_err_t err =
-        cn_meta_execf(txn, "DELETE FROM obj_segment WHERE version_id = ?", "i", version_id);
+    cn_err_t err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_SEGMENTS_DELETE], "i", version_id);
     if (err >= 0)
-        err = cn_meta_execf(txn, "DELETE FROM obj_version WHERE version_id = ?", "i", version_id);
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_VERSION_DELETE], "i", version_id);
     return err < 0 ? err : 0;
 }
 
@@ -705,15 +607,13 @@ typedef struct live_batch {
 static cn_err_t are_live_body(cn_meta_txn_t *txn, void *ctx)
 {
     const live_batch_t *lb = ctx;
-    static const char *const q[2] = {
-        "SELECT 1 FROM obj_segment WHERE digest = ? LIMIT 1",
-        "SELECT 1 FROM obj_part WHERE digest = ? LIMIT 1",
-    };
+    static const int q[2] = { CN_SQL_OBJ_SEGMENT_DIGEST_LIVE, CN_SQL_OBJ_PART_DIGEST_LIVE };
     cn_err_t err = CN_OK;
     for (size_t i = 0; i < lb->n && err >= 0; i++) {
         lb->live[i] = false;
         for (int k = 0; k < 2 && !lb->live[i] && err >= 0; k++) {
-            err = cn_meta_execf(txn, q[k], "b", (const void *)lb->d[i].b, sizeof lb->d[i].b);
+            err = cn_meta_execf(txn, cn__sql_obj[q[k]], "b", (const void *)lb->d[i].b,
+                                sizeof lb->d[i].b);
             if (err == CN_META_ROW)
                 lb->live[i] = true;
         }
@@ -785,8 +685,7 @@ cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store, const cn_objects_op
     pthread_cond_init(&o->cv, &ca);
     pthread_condattr_destroy(&ca);
 
-    cn_err_t err = cn_meta_migrate(meta, "objects", cn_obj_migrations,
-                                   sizeof cn_obj_migrations / sizeof cn_obj_migrations[0]);
+    cn_err_t err = cn__sql_migrate(meta, &cn__sql_obj_set);
     if (err < 0)
         goto fail;
     if (o->opts.upload_sweep_ms > 0) {

@@ -6,6 +6,7 @@
 #include "cairn/objects.h"
 #include "cairn/meta.h"
 #include "cairn/store.h"
+#include "meta/sql/objects.h" /* the SQL text: cn__sql_obj[CN_SQL_OBJ_*] */
 
 #include <pthread.h>
 
@@ -117,7 +118,7 @@ cn_err_t cn__version_find(cn_meta_txn_t *txn, int64_t bucket_id, const char *key
                           int64_t *version_id, char etag[CN_ETAG_MAX], cn__objacl_t *obj);
 void cn__objacl_free(cn__objacl_t *a);
 
-/* The columns of cn__version_row's statement, in order. */
+/* The columns of cn__version_row's statement (CN_SQL_OBJ_VERSION_ROW), in order. */
 enum {
     CN__VCOL_ID,
     CN__VCOL_SIZE,

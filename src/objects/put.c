@@ -272,23 +272,19 @@ cn_err_t cn_objects_put_set_checksum(cn_objects_put_t *p, const char *b64)
 static cn_err_t obj_put_rows(cn_meta_txn_t *txn, cn_objects_put_t *p, int64_t vid,
                              const cn_digest_t *d, const cn_objects_put_result_t *r)
 {
-    cn_err_t err = cn_meta_execf(
-        txn,
-        "INSERT INTO obj_segment (version_id, seq, digest, size, part_number, etag, sha256) "
-        "VALUES (?, 0, ?, ?, 1, ?, ?)",
-        "ibiss", vid, (const void *)d->b, sizeof d->b, (int64_t)r->size, r->etag, r->sha256);
+    cn_err_t err =
+        cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_SEGMENT_INSERT_PUT], "ibiss", vid,
+                      (const void *)d->b, sizeof d->b, (int64_t)r->size, r->etag, r->sha256);
     if (err < 0)
         return err;
     /* umeta last: SQL NULL when empty ('n' takes no argument, so the
      * pointer and length after it go unread). */
-    return cn_meta_execf(
-        txn,
-        "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, content_type, "
-        "mtime_ms, owner, acl, nparts, umeta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
-        p->umeta.len ? "iibisssistb" : "iibisssistn", vid, p->bucket_id, (const void *)p->key,
-        strlen(p->key), (int64_t)r->size, r->etag, r->sha256, p->content_type, r->last_modified_ms,
-        p->owner, (const char *)(p->acl.len ? p->acl.data : NULL), p->acl.len,
-        (const void *)p->umeta.data, p->umeta.len);
+    return cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_VERSION_INSERT_PUT],
+                         p->umeta.len ? "iibisssistb" : "iibisssistn", vid, p->bucket_id,
+                         (const void *)p->key, strlen(p->key), (int64_t)r->size, r->etag, r->sha256,
+                         p->content_type, r->last_modified_ms, p->owner,
+                         (const char *)(p->acl.len ? p->acl.data : NULL), p->acl.len,
+                         (const void *)p->umeta.data, p->umeta.len);
 }
 
 /* A put's commit: the session, its published blob, and its result. */
@@ -303,8 +299,7 @@ static cn_err_t commit_object_body(cn_meta_txn_t *txn, void *ctx)
     const put_commit_t *pc = ctx;
     cn_objects_put_t *p = pc->p;
     /* The bucket may have been deleted since begin. */
-    cn_err_t err =
-        cn_meta_execf(txn, "SELECT 1 FROM obj_bucket WHERE bucket_id = ?", "i", p->bucket_id);
+    cn_err_t err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_EXISTS], "i", p->bucket_id);
     if (err == CN_META_DONE)
         err = cn__fail(p->rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, "bucket %s does not exist",
                        p->bucket);
@@ -335,18 +330,10 @@ static cn_err_t commit_part_body(cn_meta_txn_t *txn, void *ctx)
     /* Completed, aborted or expired while the part streamed in: refuse. */
     cn_err_t err = cn__upload_check(p->o, txn, p->rq, p->upload_id, p->bucket_id, p->key, NULL);
     if (err >= 0)
-        err = cn_meta_execf(
-            txn,
-            "INSERT INTO obj_part (upload_id, part_number, digest, size, etag, md5, sha256, "
-            "mtime_ms, "
-            "cksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (upload_id, part_number) DO "
-            "UPDATE "
-            "SET digest = excluded.digest, size = excluded.size, etag = excluded.etag, "
-            "md5 = excluded.md5, sha256 = excluded.sha256, mtime_ms = excluded.mtime_ms, "
-            "cksum = excluded.cksum",
-            "sibisbsis", p->upload_id, (int64_t)p->part_number, (const void *)pc->d->b,
-            sizeof pc->d->b, (int64_t)r->size, r->etag, (const void *)r->md5, (size_t)CN_MD5_LEN,
-            r->sha256, r->last_modified_ms, p->cksum[0] ? p->cksum : NULL);
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_PART_UPSERT], "sibisbsis", p->upload_id,
+                            (int64_t)p->part_number, (const void *)pc->d->b, sizeof pc->d->b,
+                            (int64_t)r->size, r->etag, (const void *)r->md5, (size_t)CN_MD5_LEN,
+                            r->sha256, r->last_modified_ms, p->cksum[0] ? p->cksum : NULL);
     return err < 0 ? err : CN_OK;
 }
 cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res)

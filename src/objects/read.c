@@ -150,9 +150,7 @@ static cn_err_t obj_version_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64
     if (err < 0 || !segs)
         return err;
 
-    err = cn_meta_queryf(txn, &st,
-                         "SELECT digest, size FROM obj_segment WHERE version_id = ? ORDER BY seq",
-                         "i", vid);
+    err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_SEGMENTS_OF_VERSION], "i", vid);
     if (err < 0)
         return err;
     size_t n = 0, cap = info->nparts ? info->nparts : 1;
@@ -409,11 +407,7 @@ static cn_err_t parts_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__b
     cn_err_t err =
         obj_load_for(txn, rq, b, pw->key, CN_ACT_GET_OBJECT_ATTRIBUTES, &info, NULL, NULL);
     if (err >= 0)
-        err = cn_meta_queryf(
-            txn, &st,
-            "SELECT part_number, size, etag, sha256, cksum FROM obj_segment WHERE version_id = ? "
-            "ORDER BY seq",
-            "i", info.version_id);
+        err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_SEGMENT_PARTS], "i", info.version_id);
     while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
         cn_objects_part_t p;
         memset(&p, 0, sizeof p);
@@ -506,7 +500,7 @@ static cn_err_t acl_set_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn_
     if (err >= 0)
         err = cn__acl_for_put(ka->in, acl.owner, &text);
     if (err >= 0)
-        err = cn_meta_execf(txn, "UPDATE obj_version SET acl = ? WHERE version_id = ?", "ti",
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_VERSION_SET_ACL], "ti",
                             (const char *)text.data, text.len, vid);
     cn_buf_free(&text);
     cn__objacl_free(&acl);

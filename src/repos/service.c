@@ -28,61 +28,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* The data root's incarnation: random, made by the migration that adds it. */
-static cn_err_t repos_instance_init(cn_meta_txn_t *txn, void *arg)
-{
-    (void)arg;
-    uint8_t inc[16];
-    cn_err_t err = cn_random_bytes(inc, sizeof inc);
-    if (err >= 0)
-        err = cn_meta_execf(txn, "INSERT INTO repos_instance (id, incarnation) VALUES (1, ?)", "b",
-                            CN__ARG_ID(inc));
-    return err < 0 ? err : CN_OK;
-}
-
-static const cn_meta_migration_t cn_repos_migrations[] = {
-    { 1,
-      "CREATE TABLE repos_repo (id BLOB PRIMARY KEY, name BLOB NOT NULL UNIQUE,"
-      " incarnation BLOB NOT NULL, main_branch BLOB NOT NULL, head BIGINT NOT NULL,"
-      " created_ms BIGINT NOT NULL, compression BIGINT NOT NULL);"
-      "CREATE TABLE repos_branch (repo BLOB NOT NULL, id BLOB NOT NULL, name BLOB NOT NULL,"
-      " head BIGINT NOT NULL, PRIMARY KEY (repo, id));"
-      "CREATE TABLE repos_object (repo BLOB NOT NULL, kind BIGINT NOT NULL, id BLOB NOT NULL,"
-      " blob BLOB NOT NULL, len BIGINT NOT NULL, fsize BIGINT NOT NULL,"
-      " PRIMARY KEY (repo, kind, id));"
-      "CREATE INDEX repos_object_blob ON repos_object (blob);"
-      "CREATE TABLE repos_commit (repo BLOB NOT NULL, change BIGINT NOT NULL,"
-      " branch BLOB NOT NULL, commit_id BLOB NOT NULL, parent BIGINT NOT NULL,"
-      " changeset BLOB NOT NULL, author BLOB NOT NULL, message BLOB NOT NULL,"
-      " time_ms BIGINT NOT NULL, content_root BLOB NOT NULL, revision_root BLOB NOT NULL,"
-      " PRIMARY KEY (repo, change));"
-      "CREATE INDEX repos_commit_branch ON repos_commit (repo, branch, change);"
-      "CREATE TABLE repos_root (repo BLOB PRIMARY KEY, content_root BLOB NOT NULL,"
-      " revision_root BLOB NOT NULL);"
-      "CREATE TABLE repos_tree_node (repo BLOB NOT NULL, hash BLOB NOT NULL, enc BLOB NOT NULL,"
-      " aux BLOB NOT NULL, PRIMARY KEY (repo, hash));"
-      "CREATE TABLE repos_fold (repo BLOB NOT NULL, branch BLOB NOT NULL, path BLOB NOT NULL,"
-      " fold BLOB NOT NULL, PRIMARY KEY (repo, branch, path));"
-      "CREATE INDEX repos_fold_fold ON repos_fold (repo, branch, fold);"
-      "CREATE TABLE repos_event (repo BLOB NOT NULL, branch BLOB NOT NULL, path BLOB NOT NULL,"
-      " change BIGINT NOT NULL, event BIGINT NOT NULL, from_path BLOB,"
-      " PRIMARY KEY (repo, branch, path, change));"
-      "CREATE INDEX repos_event_change ON repos_event (repo, branch, change);"
-      "CREATE TABLE repos_operation (repo BLOB NOT NULL, op BLOB NOT NULL, kind BIGINT NOT NULL,"
-      " fingerprint BLOB NOT NULL, workspace BLOB NOT NULL, outcome BLOB NOT NULL,"
-      " created_ms BIGINT NOT NULL, PRIMARY KEY (repo, op));"
-      "CREATE TABLE repos_intent (repo BLOB NOT NULL, intent BLOB NOT NULL,"
-      " workspace BLOB NOT NULL, created_ms BIGINT NOT NULL, PRIMARY KEY (repo, intent));"
-      "CREATE TABLE repos_pin (repo BLOB NOT NULL, intent BLOB NOT NULL, kind BIGINT NOT NULL,"
-      " id BLOB NOT NULL, PRIMARY KEY (repo, intent, kind, id));"
-      "CREATE TABLE repos_note (repo BLOB NOT NULL, change BIGINT NOT NULL,"
-      " revision BIGINT NOT NULL, author BLOB NOT NULL, edited_ms BIGINT NOT NULL,"
-      " text BLOB NOT NULL, PRIMARY KEY (repo, change, revision))",
-      NULL, NULL },
-    { 2, "CREATE TABLE repos_instance (id BIGINT PRIMARY KEY, incarnation BLOB NOT NULL)",
-      repos_instance_init, NULL },
-};
-
 int64_t cn__repos_now_ms(void)
 {
     return cn_wall_ms();
@@ -153,8 +98,7 @@ bool cn__repo_allowed(cn_repos_t *r, const cn_repos_req_t *rq, const char *name,
 }
 
 /* ---- repositories ----------------------------------------------------------------------- */
-#define REPO_COLS "id, name, incarnation, main_branch, head, created_ms, compression"
-
+/* Reads a row of a REPO_COLS statement (meta/sql/repos.h) into ri. */
 static cn_err_t repo_row(cn_meta_stmt_t *st, cn_repos_info_t *ri)
 {
     memset(ri, 0, sizeof *ri);
@@ -175,8 +119,8 @@ cn_err_t cn__repo_load(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq, co
                        int access, cn__repo_t *out)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT " REPO_COLS " FROM repos_repo WHERE id = ?",
-                                  "b", CN__ARG_ID(id));
+    cn_err_t err =
+        cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_REPO_BY_ID], "b", CN__ARG_ID(id));
     if (err >= 0)
         err = cn_meta_step(st);
     if (err == CN_META_ROW)
@@ -239,10 +183,8 @@ cn_err_t cn__branch_head(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t r
                          const uint8_t branch[16], uint64_t *head, char *name, size_t cap)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st,
-                                  "SELECT head, name FROM repos_branch"
-                                  " WHERE repo = ? AND id = ?",
-                                  "bb", CN__ARG_ID(repo), CN__ARG_ID(branch));
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_BRANCH_HEAD], "bb",
+                                  CN__ARG_ID(repo), CN__ARG_ID(branch));
     if (err >= 0)
         err = cn_meta_step(st);
     if (err == CN_META_ROW) {
@@ -281,18 +223,12 @@ cn_err_t cn__snapshot_root(cn_meta_txn_t *txn, const uint8_t repo[16], const uin
                            uint64_t change, cn_digest_t *revision, cn_digest_t *content)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(
-        txn, &st,
-        "SELECT revision_root, content_root FROM repos_commit WHERE repo = ? AND branch = ?"
-        " AND change <= ? ORDER BY change DESC LIMIT 1",
-        "bbi", CN__ARG_ID(repo), CN__ARG_ID(branch), (int64_t)change);
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_COMMIT_ROOTS_AT], "bbi",
+                                  CN__ARG_ID(repo), CN__ARG_ID(branch), (int64_t)change);
     if (err >= 0)
         err = roots_row(st, revision, content);
-    if (err == CN_META_DONE &&
-        (err = cn_meta_queryf(txn, &st,
-                              "SELECT revision_root, content_root FROM repos_root"
-                              " WHERE repo = ?",
-                              "b", CN__ARG_ID(repo))) >= 0)
+    if (err == CN_META_DONE && (err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_ROOT_GET],
+                                                     "b", CN__ARG_ID(repo))) >= 0)
         err = roots_row(st, revision, content);
     return err == CN_META_ROW ? CN_OK : err == CN_META_DONE ? CN_E_CORRUPT : err;
 }
@@ -325,30 +261,21 @@ static cn_err_t create_body(cn_meta_txn_t *txn, void *ctx)
     const cn_repos_info_t *ri = &nr->info;
     cn_digest_t rev, content;
     cn_err_t err =
-        cn_meta_execf(txn, "SELECT 1 FROM repos_repo WHERE name = ?", "b", nr->name, nr->len);
+        cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_REPO_NAME_TAKEN], "b", nr->name, nr->len);
     if (err == CN_META_ROW)
         err = CN_E_EXISTS;
     if (err >= 0)
-        err = cn_meta_execf(txn,
-                            "INSERT INTO repos_repo (" REPO_COLS ") VALUES (?, ?, ?, ?, 0,"
-                            " ?, ?)",
-                            "bbbbii", CN__ARG_ID(ri->id), nr->name, nr->len,
-                            CN__ARG_ID(ri->incarnation), CN__ARG_ID(ri->main_branch),
-                            ri->created_ms, (int64_t)ri->compression);
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_REPO_INSERT], "bbbbii",
+                            CN__ARG_ID(ri->id), nr->name, nr->len, CN__ARG_ID(ri->incarnation),
+                            CN__ARG_ID(ri->main_branch), ri->created_ms, (int64_t)ri->compression);
     if (err >= 0)
-        err = cn_meta_execf(txn,
-                            "INSERT INTO repos_branch (repo, id, name, head)"
-                            " VALUES (?, ?, ?, 0)",
-                            "bbb", CN__ARG_ID(ri->id), CN__ARG_ID(ri->main_branch), "main",
-                            (size_t)4);
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_BRANCH_INSERT_MAIN], "bbb",
+                            CN__ARG_ID(ri->id), CN__ARG_ID(ri->main_branch), "main", (size_t)4);
     if (err >= 0)
         err = cn__ptree_init_empty(txn, ri->id, &rev, &content);
     if (err >= 0)
-        err = cn_meta_execf(txn,
-                            "INSERT INTO repos_root (repo, content_root, revision_root)"
-                            " VALUES (?, ?, ?)",
-                            "bbb", CN__ARG_ID(ri->id), CN__ARG_DIGEST(&content),
-                            CN__ARG_DIGEST(&rev));
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_ROOT_INSERT], "bbb", CN__ARG_ID(ri->id),
+                            CN__ARG_DIGEST(&content), CN__ARG_DIGEST(&rev));
     if (err == CN_E_EXISTS)
         err = cn__rfail(nr->rq, err, CN_REPOS_E_REPOSITORY_EXISTS, "a repository named %s exists",
                         ri->name);
@@ -399,8 +326,8 @@ static cn_err_t by_name_body(cn_meta_txn_t *txn, void *ctx)
 {
     const repo_name_t *rn = ctx;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT " REPO_COLS " FROM repos_repo WHERE name = ?",
-                                  "b", rn->name, rn->len);
+    cn_err_t err =
+        cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_REPO_BY_NAME], "b", rn->name, rn->len);
     if (err >= 0)
         err = cn_meta_step(st);
     if (err == CN_META_ROW)
@@ -440,11 +367,8 @@ static cn_err_t list_body(cn_meta_txn_t *txn, void *ctx)
     repo_page_t *pg = ctx;
     cn_meta_stmt_t *st = NULL;
     uint32_t n = 0;
-    cn_err_t err =
-        cn_meta_queryf(txn, &st,
-                       "SELECT " REPO_COLS " FROM repos_repo WHERE name > ?"
-                       " ORDER BY name",
-                       "b", pg->after ? pg->after : "", pg->after ? strlen(pg->after) : 0);
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_REPO_LIST_AFTER], "b",
+                                  pg->after ? pg->after : "", pg->after ? strlen(pg->after) : 0);
     while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
         cn_repos_info_t ri;
         if ((err = repo_row(st, &ri)) < 0)
@@ -493,8 +417,7 @@ static cn_err_t scalar(cn_meta_txn_t *txn, const char *sql, const uint8_t *id, i
 static cn_err_t usage_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
 {
     int64_t v = 0;
-    cn_err_t err = scalar(txn, "SELECT COALESCE(SUM(len), 0) FROM repos_object WHERE repo = ?",
-                          repo->info.id, &v);
+    cn_err_t err = scalar(txn, cn__sql_repos[CN_SQL_REPOS_REPO_USAGE], repo->info.id, &v);
     *(uint64_t *)ctx = (uint64_t)v;
     return err;
 }
@@ -526,8 +449,7 @@ static cn_err_t instance_body(cn_meta_txn_t *txn, void *ctx)
     cn_meta_stmt_t *st = NULL;
     int64_t v = 0;
     static const uint8_t zero[16] = { 0 };
-    cn_err_t err =
-        cn_meta_queryf(txn, &st, "SELECT incarnation FROM repos_instance WHERE id = 1", "");
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_INSTANCE_INCARNATION], "");
     if (err >= 0) {
         err = cn_meta_step(st);
         err = err == CN_META_ROW && cn__col_fixed(st, 0, ip->out->incarnation, 16) ? CN_OK
@@ -535,16 +457,14 @@ static cn_err_t instance_body(cn_meta_txn_t *txn, void *ctx)
         cn_meta_finish(st);
         st = NULL;
     }
-    if (err >= 0 && (err = scalar(txn, "SELECT COUNT(*) FROM repos_repo", NULL, &v)) >= 0)
+    if (err >= 0 && (err = scalar(txn, cn__sql_repos[CN_SQL_REPOS_REPO_COUNT], NULL, &v)) >= 0)
         ip->out->total_repositories = (uint64_t)v;
     if (err >= 0 && !ip->after &&
-        (err = scalar(txn, "SELECT COALESCE(SUM(len), 0) FROM repos_object", NULL, &v)) >= 0)
+        (err = scalar(txn, cn__sql_repos[CN_SQL_REPOS_USAGE_TOTAL], NULL, &v)) >= 0)
         ip->out->used_bytes = (uint64_t)v;
     if (err >= 0)
-        err = cn_meta_queryf(txn, &st,
-                             "SELECT " REPO_COLS " FROM repos_repo WHERE id > ?"
-                             " ORDER BY id LIMIT 129",
-                             "b", CN__ARG_ID(ip->after ? ip->after : zero));
+        err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_REPO_PAGE_AFTER_ID], "b",
+                             CN__ARG_ID(ip->after ? ip->after : zero));
     for (uint32_t n = 0; err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW; n++) {
         cn_repos_info_t ri;
         if ((err = repo_row(st, &ri)) < 0)
@@ -554,8 +474,7 @@ static cn_err_t instance_body(cn_meta_txn_t *txn, void *ctx)
             break;
         }
         memcpy(ip->next, ri.id, 16);
-        if ((err = scalar(txn, "SELECT COALESCE(SUM(len), 0) FROM repos_object WHERE repo = ?",
-                          ri.id, &v)) < 0 ||
+        if ((err = scalar(txn, cn__sql_repos[CN_SQL_REPOS_REPO_USAGE], ri.id, &v)) < 0 ||
             (err = ip->fn(ip->ctx, &ri, (uint64_t)v)) != 0)
             break;
     }
@@ -586,10 +505,8 @@ cn_err_t cn__object_find(cn_meta_txn_t *txn, const uint8_t repo[16], uint8_t kin
     *found = false;
     cn_meta_stmt_t *st = NULL;
     cn_digest_t b;
-    cn_err_t err = cn_meta_queryf(txn, &st,
-                                  "SELECT blob, len, fsize FROM repos_object"
-                                  " WHERE repo = ? AND kind = ? AND id = ?",
-                                  "bib", CN__ARG_ID(repo), (int64_t)kind, CN__ARG_DIGEST(id));
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_OBJECT_FIND], "bib",
+                                  CN__ARG_ID(repo), (int64_t)kind, CN__ARG_DIGEST(id));
     if (err >= 0)
         err = cn_meta_step(st);
     if (err == CN_META_ROW && !cn__col_fixed(st, 0, b.b, CN_DIGEST_LEN))
@@ -648,7 +565,7 @@ static cn_err_t are_live_body(cn_meta_txn_t *txn, void *ctx)
     const digest_liveness_t *dl = ctx;
     cn_err_t err = CN_OK;
     for (size_t i = 0; i < dl->n && err >= 0; i++) {
-        err = cn_meta_execf(txn, "SELECT 1 FROM repos_object WHERE blob = ? LIMIT 1", "b",
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_BLOB_IS_LIVE], "b",
                             CN__ARG_DIGEST(&dl->d[i]));
         dl->live[i] = err == CN_META_ROW;
     }
@@ -678,8 +595,7 @@ cn_err_t cn_repos_open(cn_meta_t *meta, cn_store_t *store, cn_identity_t *id,
         r->opts = *opts;
     for (int i = 0; i < CN__REPO_LOCKS; i++)
         pthread_mutex_init(&r->repo_mu[i], NULL);
-    cn_err_t err = cn_meta_migrate(meta, "repos", cn_repos_migrations,
-                                   sizeof cn_repos_migrations / sizeof cn_repos_migrations[0]);
+    cn_err_t err = cn__sql_migrate(meta, &cn__sql_repos_set);
     if (err >= 0)
         err = cn_store_register_liveness_batch(store, "repos", repos_are_live, r);
     if (err < 0) {

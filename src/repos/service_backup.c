@@ -14,7 +14,6 @@
 #include "service_int.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,30 +25,33 @@
 #define BK_END 0xff
 #define BK_ROW_MAX (64u << 20)
 
-/* The tables, their columns and column types (I integer, B blob, b nullable
- * blob).  Table 0 is the repository row, keyed by id; the rest by repo. */
+/* The backed-up tables: the statements that dump, load and clear one
+ * repository's rows (meta/sql/repos.h), and the types of the columns they
+ * dump and load, in order (I integer, B blob, b nullable blob).  Table 0 is
+ * the repository row, keyed by id; the rest by repo. */
 typedef struct bk_table {
-    const char *name, *cols, *types;
+    int dump, load, clear;
+    const char *types;
 } bk_table_t;
 static const bk_table_t tables[] = {
-    { "repos_repo", "id, name, incarnation, main_branch, head, created_ms, compression",
-      "BBBBIII" },
-    { "repos_branch", "repo, id, name, head", "BBBI" },
-    { "repos_object", "repo, kind, id, blob, len, fsize", "BIBBII" },
-    { "repos_commit",
-      "repo, change, branch, commit_id, parent, changeset, author, message,"
-      " time_ms, content_root, revision_root",
+    { CN_SQL_REPOS_REPO_BY_ID, CN_SQL_REPOS_REPO_LOAD, CN_SQL_REPOS_REPO_CLEAR, "BBBBIII" },
+    { CN_SQL_REPOS_BRANCH_DUMP, CN_SQL_REPOS_BRANCH_LOAD, CN_SQL_REPOS_BRANCH_CLEAR, "BBBI" },
+    { CN_SQL_REPOS_OBJECT_DUMP, CN_SQL_REPOS_OBJECT_LOAD, CN_SQL_REPOS_OBJECT_CLEAR, "BIBBII" },
+    { CN_SQL_REPOS_COMMIT_DUMP, CN_SQL_REPOS_COMMIT_INSERT, CN_SQL_REPOS_COMMIT_CLEAR,
       "BIBBIBBBIBB" },
-    { "repos_root", "repo, content_root, revision_root", "BBB" },
-    { "repos_tree_node", "repo, hash, enc, aux", "BBBB" },
-    { "repos_fold", "repo, branch, path, fold", "BBBB" },
-    { "repos_event", "repo, branch, path, change, event, from_path", "BBBIIb" },
-    { "repos_operation", "repo, op, kind, fingerprint, workspace, outcome, created_ms", "BBIBBBI" },
-    { "repos_note", "repo, change, revision, author, edited_ms, text", "BIIBIB" },
+    { CN_SQL_REPOS_ROOT_DUMP, CN_SQL_REPOS_ROOT_INSERT, CN_SQL_REPOS_ROOT_CLEAR, "BBB" },
+    { CN_SQL_REPOS_TREE_NODE_DUMP, CN_SQL_REPOS_TREE_NODE_LOAD, CN_SQL_REPOS_TREE_NODE_CLEAR,
+      "BBBB" },
+    { CN_SQL_REPOS_FOLD_DUMP, CN_SQL_REPOS_FOLD_LOAD, CN_SQL_REPOS_FOLD_CLEAR, "BBBB" },
+    { CN_SQL_REPOS_EVENT_DUMP, CN_SQL_REPOS_EVENT_INSERT, CN_SQL_REPOS_EVENT_CLEAR, "BBBIIb" },
+    { CN_SQL_REPOS_OPERATION_DUMP, CN_SQL_REPOS_OPERATION_LOAD, CN_SQL_REPOS_OPERATION_CLEAR,
+      "BBIBBBI" },
+    { CN_SQL_REPOS_NOTE_DUMP, CN_SQL_REPOS_NOTE_INSERT, CN_SQL_REPOS_NOTE_CLEAR, "BIIBIB" },
 };
 #define NTABLES (sizeof tables / sizeof tables[0])
-/* Tables a restore clears besides those above. */
-static const char *const transient[] = { "repos_intent", "repos_pin" };
+/* What a restore clears besides the tables above: the upload intents and pins. */
+static const int transient[] = { CN_SQL_REPOS_INTENT_CLEAR, CN_SQL_REPOS_PIN_CLEAR };
+#define NTRANSIENT (sizeof transient / sizeof transient[0])
 
 /* ---- output ----------------------------------------------------------------------- */
 typedef struct bk_out {
@@ -128,11 +130,8 @@ static cn_err_t row_out(bk_out_t *o, cn_buf_t *b, uint8_t t, cn_meta_stmt_t *st)
 static cn_err_t table_out(bk_out_t *o, cn_meta_txn_t *txn, cn_buf_t *b, uint8_t t,
                           const uint8_t repo[16], uint64_t *rows)
 {
-    char sql[512];
-    snprintf(sql, sizeof sql, "SELECT %s FROM %s WHERE %s = ?", tables[t].cols, tables[t].name,
-             t == 0 ? "id" : "repo");
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, sql, "b", CN__ARG_ID(repo));
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[tables[t].dump], "b", CN__ARG_ID(repo));
     while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
         if ((err = row_out(o, b, t, st)) < 0)
             break;
@@ -156,10 +155,8 @@ static cn_err_t blobs_out(cn_repos_t *r, bk_out_t *o, cn_meta_txn_t *txn, const 
                           uint64_t *nblobs)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st,
-                                  "SELECT blob, MIN(kind) FROM repos_object"
-                                  " WHERE repo = ? GROUP BY blob ORDER BY blob",
-                                  "b", CN__ARG_ID(repo));
+    cn_err_t err =
+        cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_BACKUP_BLOBS], "b", CN__ARG_ID(repo));
     while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
         cn_digest_t d;
         if (!cn__col_fixed(st, 0, d.b, CN_DIGEST_LEN)) {
@@ -291,13 +288,9 @@ static cn_err_t row_insert(cn_meta_txn_t *txn, const cn_buf_t *b, const uint8_t 
     if (t >= NTABLES)
         return CN_E_CORRUPT;
     const bk_table_t *tb = &tables[t];
-    char sql[768], marks[64] = "";
     size_t nc = strlen(tb->types);
-    for (size_t c = 0; c < nc; c++)
-        strcat(marks, c ? ", ?" : "?");
-    snprintf(sql, sizeof sql, "INSERT INTO %s (%s) VALUES (%s)", tb->name, tb->cols, marks);
     cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_prepare(txn, sql, &st));
+    CN_TRY(cn_meta_prepare(txn, cn__sql_repos[tb->load], &st));
     const uint8_t *p = b->data + 1, *end = b->data + b->len;
     cn_err_t err = CN_OK;
     for (size_t c = 0; c < nc && err >= 0; c++) {
@@ -403,12 +396,10 @@ static cn_err_t blob_in(cn_repos_t *r, bk_in_t *in, uint8_t compression, uint64_
 /* Deletes every row of repository id (a replaced repository). */
 static cn_err_t clear_repo(cn_meta_txn_t *txn, const uint8_t id[16])
 {
-    char sql[128];
     cn_err_t err = CN_OK;
-    for (size_t t = 0; t < NTABLES + 2 && err >= 0; t++) {
-        const char *name = t < NTABLES ? tables[t].name : transient[t - NTABLES];
-        snprintf(sql, sizeof sql, "DELETE FROM %s WHERE %s = ?", name, t == 0 ? "id" : "repo");
-        err = cn_meta_execf(txn, sql, "b", CN__ARG_ID(id));
+    for (size_t t = 0; t < NTABLES + NTRANSIENT && err >= 0; t++) {
+        int clear = t < NTABLES ? tables[t].clear : transient[t - NTABLES];
+        err = cn_meta_execf(txn, cn__sql_repos[clear], "b", CN__ARG_ID(id));
     }
     return err < 0 ? err : CN_OK;
 }
@@ -438,8 +429,8 @@ static cn_err_t restore_claim(cn_meta_txn_t *txn, const bk_load_t *ld)
     cn_meta_stmt_t *st = NULL;
     uint8_t other[16];
     bool exists = false;
-    cn_err_t err = cn_meta_queryf(txn, &st, "SELECT id FROM repos_repo WHERE id = ? OR name = ?",
-                                  "bb", CN__ARG_ID(ld->id), (const void *)np, nl);
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_RESTORE_CLAIM], "bb",
+                                  CN__ARG_ID(ld->id), (const void *)np, nl);
     while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
         exists = true;
         if (!cn__col_fixed(st, 0, other, 16) || memcmp(other, ld->id, 16) != 0) {

@@ -127,27 +127,18 @@ static cn_err_t log_query(cn_meta_txn_t *txn, const log_page_t *lp, cn_meta_stmt
     uint8_t *lo = NULL, *hi = NULL;
     cn_err_t err = CN_OK;
     if (!q->path)
-        err = cn_meta_queryf(txn, st,
-                             "SELECT change, commit_id, parent, author, message, time_ms"
-                             " FROM repos_commit WHERE repo = ? AND branch = ?"
-                             " AND change < ? ORDER BY change DESC LIMIT ?",
-                             "bbii", CN__ARG_ID(q->repo), CN__ARG_ID(q->branch), (int64_t)before,
+        err = cn_meta_queryf(txn, st, cn__sql_repos[CN_SQL_REPOS_LOG_COMMITS], "bbii",
+                             CN__ARG_ID(q->repo), CN__ARG_ID(q->branch), (int64_t)before,
                              (int64_t)clamp_limit(q->limit));
     else if ((err = under_bounds(q->path, q->path_len, &lo, &hi)) >= 0)
         /* Without after path, before is exclusive: no row has change = -1. */
-        err = cn_meta_queryf(
-            txn, st,
-            "SELECT e.change, c.commit_id, c.parent, c.author, c.message, c.time_ms, e.path,"
-            " e.event, e.from_path FROM repos_event e JOIN repos_commit c"
-            " ON c.repo = e.repo AND c.change = e.change"
-            " WHERE e.repo = ? AND e.branch = ? AND (e.path = ? OR (e.path >= ? AND e.path < ?))"
-            " AND (e.change < ? OR (e.change = ? AND e.path > ?))"
-            " ORDER BY e.change DESC, e.path ASC LIMIT ?",
-            "bbbbbiibi", CN__ARG_ID(q->repo), CN__ARG_ID(q->branch), (const void *)q->path,
-            q->path_len, (const void *)lo, q->path_len + 1, (const void *)hi, q->path_len + 1,
-            (int64_t)before, q->after_path ? (int64_t)before : (int64_t)-1,
-            (const void *)(q->after_path ? q->after_path : (const uint8_t *)""),
-            q->after_path ? q->after_len : 0, (int64_t)clamp_limit(q->limit));
+        err = cn_meta_queryf(txn, st, cn__sql_repos[CN_SQL_REPOS_LOG_PATH], "bbbbbiibi",
+                             CN__ARG_ID(q->repo), CN__ARG_ID(q->branch), (const void *)q->path,
+                             q->path_len, (const void *)lo, q->path_len + 1, (const void *)hi,
+                             q->path_len + 1, (int64_t)before,
+                             q->after_path ? (int64_t)before : (int64_t)-1,
+                             (const void *)(q->after_path ? q->after_path : (const uint8_t *)""),
+                             q->after_path ? q->after_len : 0, (int64_t)clamp_limit(q->limit));
     free(lo);
     free(hi);
     return err;

@@ -36,16 +36,11 @@ static cn_err_t changed_query(cn_meta_txn_t *txn, const changed_page_t *cp, cn_m
         plo[pn] = '/';
         phi[pn] = '0';
         err = cn_meta_queryf(
-            txn, st,
-            "SELECT path, MAX(change) FROM repos_event WHERE repo = ? AND branch = ?"
-            " AND change > ? AND change <= ? AND path > ?"
-            " AND (? = 0 OR path = ? OR (path >= ? AND path < ?))"
-            " GROUP BY path ORDER BY path LIMIT ?",
-            "bbiibibbbi", CN__ARG_ID(q->repo), CN__ARG_ID(q->branch), (int64_t)cp->lo,
-            (int64_t)cp->hi, (const void *)(q->after ? q->after : (const uint8_t *)""),
-            q->after ? q->after_len : 0, (int64_t)pn,
-            (const void *)(q->prefix ? q->prefix : (const uint8_t *)""), pn, (const void *)plo,
-            pn + 1, (const void *)phi, pn + 1, (int64_t)cp->limit + 1);
+            txn, st, cn__sql_repos[CN_SQL_REPOS_CHANGED_PATHS], "bbiibibbbi", CN__ARG_ID(q->repo),
+            CN__ARG_ID(q->branch), (int64_t)cp->lo, (int64_t)cp->hi,
+            (const void *)(q->after ? q->after : (const uint8_t *)""), q->after ? q->after_len : 0,
+            (int64_t)pn, (const void *)(q->prefix ? q->prefix : (const uint8_t *)""), pn,
+            (const void *)plo, pn + 1, (const void *)phi, pn + 1, (int64_t)cp->limit + 1);
     }
     free(plo);
     free(phi);

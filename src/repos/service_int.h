@@ -6,6 +6,7 @@
 #include "cairn/repos.h"
 #include "cairn/meta.h"
 #include "cairn/store.h"
+#include "meta/sql/repos.h"
 
 #include <pthread.h>
 

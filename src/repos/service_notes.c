@@ -29,13 +29,14 @@ static cn_err_t change_exists(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint
                               uint64_t change)
 {
     cn_err_t err =
-        cn_meta_execf(txn, "SELECT 1 FROM repos_commit WHERE repo = ? AND change = ?", "bi",
-                      CN__ARG_ID(repo), (int64_t)(change > (uint64_t)INT64_MAX ? 0 : change));
+        cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_COMMIT_EXISTS], "bi", CN__ARG_ID(repo),
+                      (int64_t)(change > (uint64_t)INT64_MAX ? 0 : change));
     if (err == CN_META_DONE)
         err = cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_CHANGE_NOT_FOUND, "no such change");
     return err < 0 ? err : CN_OK;
 }
 
+/* Reads a row of a NOTE_COLS statement (meta/sql/repos.h) into n. */
 static cn_err_t note_row(cn_meta_stmt_t *st, cn_repos_note_t *n)
 {
     memset(n, 0, sizeof *n);
@@ -58,8 +59,6 @@ static cn_err_t note_row(cn_meta_stmt_t *st, cn_repos_note_t *n)
     return CN_OK;
 }
 
-#define NOTE_COLS "change, revision, author, edited_ms, text"
-
 /* A description to append to change's journal when it is at revision
  * expected, and the note that became (revision, edited_ms). */
 typedef struct note_edit {
@@ -79,9 +78,7 @@ static cn_err_t describe_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *
     cn_meta_stmt_t *st = NULL;
     uint32_t last = 0;
     cn_err_t err = change_exists(txn, ne->rq, id, ne->change);
-    if (err >= 0 && (err = cn_meta_queryf(txn, &st,
-                                          "SELECT COALESCE(MAX(revision), 0) FROM"
-                                          " repos_note WHERE repo = ? AND change = ?",
+    if (err >= 0 && (err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_NOTE_LAST_REVISION],
                                           "bi", CN__ARG_ID(id), (int64_t)ne->change)) >= 0) {
         err = cn_meta_step(st);
         last = (uint32_t)cn_meta_column_int64(st, 0);
@@ -96,10 +93,8 @@ static cn_err_t describe_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *
     ne->revision = last + 1;
     ne->edited_ms = cn__repos_now_ms();
     if (err >= 0)
-        err = cn_meta_execf(txn,
-                            "INSERT INTO repos_note (repo, " NOTE_COLS ") VALUES (?, ?, ?,"
-                            " ?, ?, ?)",
-                            "biibib", CN__ARG_ID(id), (int64_t)ne->change, (int64_t)ne->revision,
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_NOTE_INSERT], "biibib", CN__ARG_ID(id),
+                            (int64_t)ne->change, (int64_t)ne->revision,
                             (const void *)(ne->author_len ? ne->author : (const uint8_t *)""),
                             ne->author_len, ne->edited_ms, (const void *)ne->text, ne->text_len);
     return err < 0 ? err : CN_OK;
@@ -149,11 +144,8 @@ static cn_err_t notes_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx
     for (uint32_t i = 0; i < nb->n && err >= 0; i++) {
         cn_meta_stmt_t *st = NULL;
         uint64_t c = nb->changes[i];
-        err = cn_meta_queryf(txn, &st,
-                             "SELECT " NOTE_COLS " FROM repos_note WHERE repo = ?"
-                             " AND change = ? ORDER BY revision DESC LIMIT 1",
-                             "bi", CN__ARG_ID(repo->info.id),
-                             (int64_t)(c > (uint64_t)INT64_MAX ? 0 : c));
+        err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_NOTE_LATEST], "bi",
+                             CN__ARG_ID(repo->info.id), (int64_t)(c > (uint64_t)INT64_MAX ? 0 : c));
         if (err >= 0)
             err = cn_meta_step(st);
         if (err == CN_META_ROW) {
@@ -199,12 +191,9 @@ static cn_err_t history_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *c
     cn_meta_stmt_t *st = NULL;
     cn_err_t err = change_exists(txn, np->rq, id, np->change);
     if (err >= 0)
-        err = cn_meta_queryf(txn, &st,
-                             "SELECT " NOTE_COLS " FROM repos_note WHERE repo = ?"
-                             " AND change = ? AND revision > ? ORDER BY revision"
-                             " LIMIT ?",
-                             "biii", CN__ARG_ID(id), (int64_t)np->change, (int64_t)np->after,
-                             (int64_t)np->limit + 1);
+        err =
+            cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_NOTE_PAGE], "biii", CN__ARG_ID(id),
+                           (int64_t)np->change, (int64_t)np->after, (int64_t)np->limit + 1);
     for (uint32_t k = 0; err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW; k++) {
         if (k == np->limit) {
             np->more = true;

@@ -389,12 +389,9 @@ static cn_err_t insert_body(cn_meta_txn_t *txn, void *ctx)
     cn_err_t err = CN_OK;
     for (uint32_t i = 0; i < p->count && err >= 0; i++) {
         const put_item_t *it = &p->items[i];
-        err =
-            cn_meta_execf(txn,
-                          "INSERT INTO repos_object (repo, kind, id, blob, len, fsize)"
-                          " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                          "bibbii", CN__ARG_ID(p->repo), (int64_t)it->kind, CN__ARG_DIGEST(&it->id),
-                          CN__ARG_DIGEST(&it->blob), (int64_t)it->length, (int64_t)it->fsize);
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_OBJECT_INSERT], "bibbii",
+                            CN__ARG_ID(p->repo), (int64_t)it->kind, CN__ARG_DIGEST(&it->id),
+                            CN__ARG_DIGEST(&it->blob), (int64_t)it->length, (int64_t)it->fsize);
         if (err >= 0 && pr->stored)
             pr->stored[i] = cn_meta_changes(txn) == 1;
     }
@@ -500,14 +497,12 @@ static cn_err_t intent_claim(cn_meta_txn_t *txn, const ref_batch_t *rb, const ui
 {
     cn_meta_stmt_t *st = NULL;
     uint8_t ws[16];
-    cn_err_t err = cn_meta_execf(txn, "SELECT 1 FROM repos_operation WHERE repo = ? AND op = ?",
-                                 "bb", CN__ARG_ID(repo), CN__ARG_ID(rb->intent));
+    cn_err_t err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_OPERATION_EXISTS], "bb",
+                                 CN__ARG_ID(repo), CN__ARG_ID(rb->intent));
     if (err == CN_META_ROW)
         err = cn__rfail(rb->rq, CN_E_CONFLICT, CN_REPOS_E_INTENT_FINALIZED,
                         "the intent already has a final outcome");
-    if (err >= 0 && (err = cn_meta_queryf(txn, &st,
-                                          "SELECT workspace FROM repos_intent"
-                                          " WHERE repo = ? AND intent = ?",
+    if (err >= 0 && (err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_INTENT_WORKSPACE],
                                           "bb", CN__ARG_ID(repo), CN__ARG_ID(rb->intent))) >= 0)
         err = cn_meta_step(st);
     if (err == CN_META_ROW && !cn__col_fixed(st, 0, ws, 16))
@@ -517,11 +512,9 @@ static cn_err_t intent_claim(cn_meta_txn_t *txn, const ref_batch_t *rb, const ui
                         "the intent belongs to another workspace");
     cn_meta_finish(st);
     if (err == CN_META_DONE)
-        err = cn_meta_execf(txn,
-                            "INSERT INTO repos_intent (repo, intent, workspace, created_ms)"
-                            " VALUES (?, ?, ?, ?)",
-                            "bbbi", CN__ARG_ID(repo), CN__ARG_ID(rb->intent),
-                            CN__ARG_ID(rb->workspace), cn__repos_now_ms());
+        err =
+            cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_INTENT_INSERT], "bbbi", CN__ARG_ID(repo),
+                          CN__ARG_ID(rb->intent), CN__ARG_ID(rb->workspace), cn__repos_now_ms());
     return err < 0 ? err : CN_OK;
 }
 
@@ -531,11 +524,9 @@ static cn_err_t pin_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
     const uint8_t *id = repo->info.id;
     cn_err_t err = intent_claim(txn, rb, id);
     for (uint32_t i = 0; i < rb->n && err >= 0; i++)
-        err = cn_meta_execf(txn,
-                            "INSERT INTO repos_pin (repo, intent, kind, id)"
-                            " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                            "bbib", CN__ARG_ID(id), CN__ARG_ID(rb->intent),
-                            (int64_t)rb->refs[i].kind, CN__ARG_DIGEST(&rb->refs[i].id));
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_PIN_INSERT], "bbib", CN__ARG_ID(id),
+                            CN__ARG_ID(rb->intent), (int64_t)rb->refs[i].kind,
+                            CN__ARG_DIGEST(&rb->refs[i].id));
     if (err >= 0)
         err = presence_in(rb->r, txn, id, rb->refs, rb->n, rb->present);
     return err;

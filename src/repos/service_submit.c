@@ -113,10 +113,8 @@ static cn_err_t op_lookup(cn_meta_txn_t *txn, const uint8_t repo[16], const uint
 {
     *found = false;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st,
-                                  "SELECT fingerprint, outcome FROM repos_operation"
-                                  " WHERE repo = ? AND op = ?",
-                                  "bb", CN__ARG_ID(repo), CN__ARG_ID(op));
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_OPERATION_FIND], "bb",
+                                  CN__ARG_ID(repo), CN__ARG_ID(op));
     if (err >= 0)
         err = cn_meta_step(st);
     if (err == CN_META_ROW) {
@@ -269,11 +267,9 @@ static cn_err_t fold_count(cn_meta_txn_t *txn, const plan_t *pl, const uint8_t *
                            uint64_t *count)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st,
-                                  "SELECT COUNT(*) FROM repos_fold WHERE repo = ?"
-                                  " AND branch = ? AND fold = ?",
-                                  "bbb", CN__ARG_ID(pl->s->repo), CN__ARG_ID(pl->s->branch),
-                                  (const void *)f, fn);
+    cn_err_t err =
+        cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_FOLD_COUNT], "bbb",
+                       CN__ARG_ID(pl->s->repo), CN__ARG_ID(pl->s->branch), (const void *)f, fn);
     if (err >= 0)
         err = cn_meta_step(st);
     *count = err == CN_META_ROW ? (uint64_t)cn_meta_column_int64(st, 0) : 0;
@@ -437,10 +433,8 @@ static cn_err_t commit_of(cn_meta_txn_t *txn, const uint8_t repo[16], uint64_t c
                           cn_digest_t *id)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st,
-                                  "SELECT commit_id FROM repos_commit"
-                                  " WHERE repo = ? AND change = ?",
-                                  "bi", CN__ARG_ID(repo), (int64_t)change);
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_COMMIT_ID], "bi",
+                                  CN__ARG_ID(repo), (int64_t)change);
     if (err >= 0)
         err = cn_meta_step(st);
     if (err == CN_META_ROW)
@@ -571,26 +565,19 @@ static cn_err_t record_event(plan_t *pl, cn_meta_txn_t *txn, const cn_repos_chan
     bool moved_here = !side && e->kind == CN_REPOS_MOVE;
     bool gone = side || e->kind == CN_REPOS_DELETE;
     bool born = !side && (e->kind == CN_REPOS_ADD || e->kind == CN_REPOS_MOVE);
-    cn_err_t err = cn_meta_execf(txn,
-                                 "INSERT INTO repos_event (repo, branch, path, change,"
-                                 " event, from_path) VALUES (?, ?, ?, ?, ?, ?)",
-                                 moved_here ? "bbbiib" : "bbbiin", CN__ARG_ID(s->repo),
-                                 CN__ARG_ID(s->branch), (const void *)p, n, (int64_t)pl->change,
-                                 (int64_t)(side ? CN_REPOS_DELETE : e->kind), (const void *)e->from,
-                                 (size_t)e->from_len);
+    cn_err_t err = cn_meta_execf(
+        txn, cn__sql_repos[CN_SQL_REPOS_EVENT_INSERT], moved_here ? "bbbiib" : "bbbiin",
+        CN__ARG_ID(s->repo), CN__ARG_ID(s->branch), (const void *)p, n, (int64_t)pl->change,
+        (int64_t)(side ? CN_REPOS_DELETE : e->kind), (const void *)e->from, (size_t)e->from_len);
     if (err >= 0 && gone)
-        err = cn_meta_execf(txn,
-                            "DELETE FROM repos_fold WHERE repo = ? AND branch = ?"
-                            " AND path = ?",
-                            "bbb", CN__ARG_ID(s->repo), CN__ARG_ID(s->branch), (const void *)p, n);
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_FOLD_DELETE], "bbb",
+                            CN__ARG_ID(s->repo), CN__ARG_ID(s->branch), (const void *)p, n);
     long fn = born ? cn_repos_path_fold(p, n, fold, CN_REPOS_MAX_PATH) : 0;
     if (err >= 0 && fn < 0)
         err = CN_E_CORRUPT;
     else if (err >= 0 && born)
-        err = cn_meta_execf(txn,
-                            "INSERT INTO repos_fold (repo, branch, path, fold)"
-                            " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                            "bbbb", CN__ARG_ID(s->repo), CN__ARG_ID(s->branch), (const void *)p, n,
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_FOLD_INSERT], "bbbb",
+                            CN__ARG_ID(s->repo), CN__ARG_ID(s->branch), (const void *)p, n,
                             (const void *)fold, (size_t)fn);
     return err < 0 ? err : CN_OK;
 }
@@ -620,21 +607,16 @@ static cn_err_t record_accepted(plan_t *pl, cn_meta_txn_t *txn)
     cn__ptree_set_txn(pl->tree, txn);
     cn_err_t err = cn__ptree_store(pl->tree, txn);
     if (err >= 0)
-        err = cn_meta_execf(txn,
-                            "INSERT INTO repos_object (repo, kind, id, blob, len, fsize)"
-                            " VALUES (?, 4, ?, ?, ?, 0) ON CONFLICT DO NOTHING",
-                            "bbbi", CN__ARG_ID(s->repo), CN__ARG_DIGEST(&pl->out.commit),
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_OBJECT_INSERT_COMMIT], "bbbi",
+                            CN__ARG_ID(s->repo), CN__ARG_DIGEST(&pl->out.commit),
                             CN__ARG_DIGEST(&pl->commit_blob), (int64_t)pl->commit.len);
     if (err >= 0)
         err = cn_repos_commit_parse(pl->commit.data, pl->commit.len, &c);
     if (err >= 0)
         err = cn_meta_execf(
-            txn,
-            "INSERT INTO repos_commit (repo, change, branch, commit_id,"
-            " parent, changeset, author, message, time_ms, content_root,"
-            " revision_root) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            "bibbibbbibb", CN__ARG_ID(s->repo), (int64_t)pl->change, CN__ARG_ID(s->branch),
-            CN__ARG_DIGEST(&pl->out.commit), (int64_t)pl->head, CN__ARG_DIGEST(&s->changeset),
+            txn, cn__sql_repos[CN_SQL_REPOS_COMMIT_INSERT], "bibbibbbibb", CN__ARG_ID(s->repo),
+            (int64_t)pl->change, CN__ARG_ID(s->branch), CN__ARG_DIGEST(&pl->out.commit),
+            (int64_t)pl->head, CN__ARG_DIGEST(&s->changeset),
             (const void *)(s->author_len ? s->author : (const uint8_t *)""), (size_t)s->author_len,
             (const void *)(s->message_len ? s->message : (const uint8_t *)""),
             (size_t)s->message_len, (int64_t)c.time_ms, CN__ARG_DIGEST(&c.content_root),
@@ -642,10 +624,10 @@ static cn_err_t record_accepted(plan_t *pl, cn_meta_txn_t *txn)
     if (err >= 0)
         err = record_events(pl, txn);
     if (err >= 0)
-        err = cn_meta_execf(txn, "UPDATE repos_branch SET head = ? WHERE repo = ? AND id = ?",
-                            "ibb", (int64_t)pl->change, CN__ARG_ID(s->repo), CN__ARG_ID(s->branch));
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_BRANCH_SET_HEAD], "ibb",
+                            (int64_t)pl->change, CN__ARG_ID(s->repo), CN__ARG_ID(s->branch));
     if (err >= 0)
-        err = cn_meta_execf(txn, "UPDATE repos_repo SET head = ? WHERE id = ?", "ib",
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_REPO_SET_HEAD], "ib",
                             (int64_t)pl->change, CN__ARG_ID(s->repo));
     return err < 0 ? err : CN_OK;
 }
@@ -675,16 +657,14 @@ static cn_err_t record_body(cn_meta_txn_t *txn, void *ctx)
         err = record_accepted(pl, txn);
     cn_buf_t rec = { 0 };
     if (err >= 0 && !pl->again && (err = outcome_encode(&pl->out, &rec)) >= 0)
-        err = cn_meta_execf(txn,
-                            "INSERT INTO repos_operation (repo, op, kind, fingerprint,"
-                            " workspace, outcome, created_ms) VALUES (?, ?, 1, ?, ?, ?, ?)",
-                            "bbbbbi", CN__ARG_ID(s->repo), CN__ARG_ID(s->operation),
-                            CN__ARG_DIGEST(&pl->fp), CN__ARG_ID(s->workspace),
-                            (const void *)rec.data, rec.len, cn__repos_now_ms());
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_OPERATION_INSERT], "bbbbbi",
+                            CN__ARG_ID(s->repo), CN__ARG_ID(s->operation), CN__ARG_DIGEST(&pl->fp),
+                            CN__ARG_ID(s->workspace), (const void *)rec.data, rec.len,
+                            cn__repos_now_ms());
     cn_buf_free(&rec);
     /* The intent has its final outcome: its upload pins end here. */
     if (err >= 0 && !pl->again)
-        err = cn_meta_execf(txn, "DELETE FROM repos_pin WHERE repo = ? AND intent = ?", "bb",
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_PIN_DELETE_INTENT], "bb",
                             CN__ARG_ID(s->repo), CN__ARG_ID(s->operation));
     return err < 0 ? err : CN_OK;
 }

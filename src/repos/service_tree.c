@@ -164,8 +164,7 @@ static cn_err_t wnode_from_row(cn__ptree_t *t, const uint8_t *enc, size_t elen, 
 static cn_err_t read_node(cn__ptree_t *t, const cn_digest_t *hash, cn__wnode_t **out)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_prepare(
-        t->txn, "SELECT enc, aux FROM repos_tree_node WHERE repo = ? AND hash = ?", &st);
+    cn_err_t err = cn_meta_prepare(t->txn, cn__sql_repos[CN_SQL_REPOS_TREE_NODE_GET], &st);
     if (err < 0)
         return err;
     cn__bind_id(st, 1, t->repo);
@@ -512,10 +511,7 @@ static cn_err_t insert_row(cn_meta_txn_t *txn, const uint8_t repo[16], const cn_
                            const cn_buf_t *enc, const cn_buf_t *aux)
 {
     cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_prepare(txn,
-                           "INSERT INTO repos_tree_node (repo, hash, enc, aux) VALUES (?, ?, ?, ?) "
-                           "ON CONFLICT DO NOTHING",
-                           &st));
+    CN_TRY(cn_meta_prepare(txn, cn__sql_repos[CN_SQL_REPOS_TREE_NODE_INSERT], &st));
     cn__bind_id(st, 1, repo);
     cn__bind_digest(st, 2, hash);
     cn_meta_bind_blob(st, 3, enc->data, enc->len);

@@ -8,9 +8,11 @@
  *
  * A statement file must never hold logic or build text at run time: every
  * statement is a constant, one statement per entry (multi-statement text
- * belongs in schema steps), so tests/meta/test_sql.c can prepare each one
- * against the migrated schema and the PostgreSQL engine can carry its own
- * text for an entry later without touching a service. */
+ * belongs in schema steps; the one code allowed is a schema step's apply
+ * hook that seeds rows the step defines, as repos.c's instance row), so
+ * tests/meta/test_sql.c can prepare each one against the migrated schema and
+ * the PostgreSQL engine can carry its own text for an entry later without
+ * touching a service. */
 #ifndef CAIRN_META_SQL_H
 #define CAIRN_META_SQL_H
 

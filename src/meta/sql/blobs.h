@@ -1,0 +1,22 @@
+/* The blobs service's statements (src/blobs/blobs.c): namespace membership,
+ * the rows that keep a digest in a namespace and alive for the sweeper.
+ * Each comment gives the parameters, in order, then the result columns.
+ * See sql.h; no statement here is built or chosen at run time. */
+#ifndef CAIRN_META_SQL_BLOBS_H
+#define CAIRN_META_SQL_BLOBS_H
+
+#include "meta/sql/sql.h"
+
+enum {
+    CN_SQL_BLOBS_MEMBER_IN_NS,  /* (ns, digest) -> 1 when ns holds digest */
+    CN_SQL_BLOBS_MEMBER_ANY_NS, /* (digest) -> 1 when any namespace holds it */
+    CN_SQL_BLOBS_MEMBER_INSERT, /* (ns, digest, len, created_ms); a row already there stays */
+    CN_SQL_BLOBS_MEMBER_DELETE, /* (ns, digest) */
+    CN_SQL_BLOBS_MEMBERS_PAGE,  /* (ns, after digest, limit) -> digest; by digest */
+    CN_SQL_BLOBS_COUNT
+};
+
+extern const char *const cn__sql_blobs[CN_SQL_BLOBS_COUNT];
+extern const cn_sql_set_t cn__sql_blobs_set;
+
+#endif

@@ -1,0 +1,214 @@
+/* The objects service's statement file: its schema steps and statements.
+ * See sql.h and objects.h. */
+#include "meta/sql/objects.h"
+
+/* ---- schema ----------------------------------------------------------------
+ * Keys are BLOBs so that ordering is byte order on every engine (S3 lists in
+ * UTF-8 binary order).  Append-only: never edit a shipped step. */
+static const char schema_v1[] =
+    "CREATE TABLE obj_seq (name TEXT PRIMARY KEY, value BIGINT NOT NULL);"
+    "INSERT INTO obj_seq (name, value) VALUES ('bucket', 0);"
+    "INSERT INTO obj_seq (name, value) VALUES ('version', 0);"
+    "CREATE TABLE obj_bucket ("
+    "  bucket_id BIGINT PRIMARY KEY,"
+    "  name TEXT NOT NULL UNIQUE,"
+    "  owner TEXT NOT NULL,"
+    "  created_ms BIGINT NOT NULL,"
+    "  acl TEXT,"
+    "  policy TEXT,"
+    "  pab BIGINT);"
+    "CREATE INDEX obj_bucket_owner ON obj_bucket (owner, name);"
+    "CREATE TABLE obj_bucket_attr ("
+    "  bucket_id BIGINT NOT NULL,"
+    "  name TEXT NOT NULL,"
+    "  value BLOB,"
+    "  PRIMARY KEY (bucket_id, name));"
+    "CREATE TABLE obj_version ("
+    "  version_id BIGINT PRIMARY KEY,"
+    "  bucket_id BIGINT NOT NULL,"
+    "  okey BLOB NOT NULL,"
+    "  size BIGINT NOT NULL,"
+    "  etag TEXT NOT NULL,"
+    "  sha256 TEXT NOT NULL,"
+    "  content_type TEXT NOT NULL,"
+    "  umeta BLOB,"
+    "  mtime_ms BIGINT NOT NULL,"
+    "  owner TEXT NOT NULL,"
+    "  acl TEXT,"
+    "  nparts BIGINT NOT NULL,"
+    "  UNIQUE (bucket_id, okey));"
+    "CREATE TABLE obj_segment ("
+    "  version_id BIGINT NOT NULL,"
+    "  seq BIGINT NOT NULL,"
+    "  digest BLOB NOT NULL,"
+    "  size BIGINT NOT NULL,"
+    "  part_number BIGINT NOT NULL,"
+    "  etag TEXT NOT NULL,"
+    "  sha256 TEXT NOT NULL,"
+    "  PRIMARY KEY (version_id, seq));"
+    "CREATE INDEX obj_segment_digest ON obj_segment (digest);"
+    "CREATE TABLE obj_upload ("
+    "  upload_id TEXT PRIMARY KEY,"
+    "  bucket_id BIGINT NOT NULL,"
+    "  okey BLOB NOT NULL,"
+    "  content_type TEXT NOT NULL,"
+    "  umeta BLOB,"
+    "  owner TEXT NOT NULL,"
+    "  acl TEXT,"
+    "  created_ms BIGINT NOT NULL);"
+    "CREATE INDEX obj_upload_key ON obj_upload (bucket_id, okey, created_ms);"
+    "CREATE INDEX obj_upload_created ON obj_upload (created_ms);"
+    "CREATE TABLE obj_part ("
+    "  upload_id TEXT NOT NULL,"
+    "  part_number BIGINT NOT NULL,"
+    "  digest BLOB NOT NULL,"
+    "  size BIGINT NOT NULL,"
+    "  etag TEXT NOT NULL,"
+    "  md5 BLOB NOT NULL,"
+    "  sha256 TEXT NOT NULL,"
+    "  mtime_ms BIGINT NOT NULL,"
+    "  PRIMARY KEY (upload_id, part_number));"
+    "CREATE INDEX obj_part_digest ON obj_part (digest);";
+
+/* v2: S3 additional checksums of multipart uploads (the upload's algorithm,
+ * each part's and segment's checksum, the object's composite checksum), and
+ * completed uploads kept for a bounded time (done_*) so that a retried
+ * CompleteMultipartUpload is answered with the first completion's result. */
+static const char schema_v2[] = "ALTER TABLE obj_upload ADD COLUMN cksum_alg TEXT;"
+                                "ALTER TABLE obj_upload ADD COLUMN done_ms BIGINT;"
+                                "ALTER TABLE obj_upload ADD COLUMN done_etag TEXT;"
+                                "ALTER TABLE obj_upload ADD COLUMN done_cksum TEXT;"
+                                "ALTER TABLE obj_upload ADD COLUMN done_sha256 TEXT;"
+                                "ALTER TABLE obj_upload ADD COLUMN done_version BIGINT;"
+                                "CREATE INDEX obj_upload_done ON obj_upload (done_ms);"
+                                "ALTER TABLE obj_part ADD COLUMN cksum TEXT;"
+                                "ALTER TABLE obj_segment ADD COLUMN cksum TEXT;"
+                                "ALTER TABLE obj_version ADD COLUMN cksum_alg TEXT;"
+                                "ALTER TABLE obj_version ADD COLUMN cksum TEXT;";
+
+static const cn_meta_migration_t schema[] = {
+    { 1, schema_v1, NULL, NULL },
+    { 2, schema_v2, NULL, NULL },
+};
+
+const char *const cn__sql_obj[CN_SQL_OBJ_COUNT] = {
+    /* ---- counters and liveness */
+    [CN_SQL_OBJ_SEQ_BUMP] = "UPDATE obj_seq SET value = value + 1 WHERE name = ?",
+    [CN_SQL_OBJ_SEQ_VALUE] = "SELECT value FROM obj_seq WHERE name = ?",
+    [CN_SQL_OBJ_SEGMENT_DIGEST_LIVE] = "SELECT 1 FROM obj_segment WHERE digest = ? LIMIT 1",
+    [CN_SQL_OBJ_PART_DIGEST_LIVE] = "SELECT 1 FROM obj_part WHERE digest = ? LIMIT 1",
+    /* ---- buckets */
+    [CN_SQL_OBJ_BUCKET_BY_NAME] =
+        "SELECT bucket_id, owner, created_ms, acl, policy, pab FROM obj_bucket WHERE name = ?",
+    [CN_SQL_OBJ_BUCKET_NAME_TAKEN] = "SELECT 1 FROM obj_bucket WHERE name = ?",
+    [CN_SQL_OBJ_BUCKET_EXISTS] = "SELECT 1 FROM obj_bucket WHERE bucket_id = ?",
+    [CN_SQL_OBJ_BUCKET_INSERT] =
+        "INSERT INTO obj_bucket (bucket_id, name, owner, created_ms, acl, policy, pab) "
+        "VALUES (?, ?, ?, ?, ?, NULL, NULL)",
+    [CN_SQL_OBJ_BUCKET_HAS_VERSION] = "SELECT 1 FROM obj_version WHERE bucket_id = ? LIMIT 1",
+    [CN_SQL_OBJ_BUCKET_PARTS_DELETE] = "DELETE FROM obj_part WHERE upload_id IN "
+                                       "(SELECT upload_id FROM obj_upload WHERE bucket_id = ?)",
+    [CN_SQL_OBJ_BUCKET_UPLOADS_DELETE] = "DELETE FROM obj_upload WHERE bucket_id = ?",
+    [CN_SQL_OBJ_BUCKET_ATTRS_DELETE] = "DELETE FROM obj_bucket_attr WHERE bucket_id = ?",
+    [CN_SQL_OBJ_BUCKET_DELETE] = "DELETE FROM obj_bucket WHERE bucket_id = ?",
+    [CN_SQL_OBJ_BUCKETS_OF_OWNER] =
+        "SELECT bucket_id, name, created_ms, acl, policy, pab FROM obj_bucket "
+        "WHERE owner = ? ORDER BY name",
+    [CN_SQL_OBJ_BUCKET_SET_ACL] = "UPDATE obj_bucket SET acl = ? WHERE bucket_id = ?",
+    [CN_SQL_OBJ_BUCKET_POLICY] = "SELECT policy FROM obj_bucket WHERE bucket_id = ?",
+    [CN_SQL_OBJ_BUCKET_SET_POLICY] = "UPDATE obj_bucket SET policy = ? WHERE bucket_id = ?",
+    [CN_SQL_OBJ_BUCKET_SET_PAB] = "UPDATE obj_bucket SET pab = ? WHERE bucket_id = ?",
+    [CN_SQL_OBJ_BUCKET_ATTR] = "SELECT value FROM obj_bucket_attr WHERE bucket_id = ? AND name = ?",
+    [CN_SQL_OBJ_BUCKET_ATTR_DELETE] =
+        "DELETE FROM obj_bucket_attr WHERE bucket_id = ? AND name = ?",
+    [CN_SQL_OBJ_BUCKET_ATTR_UPSERT] =
+        "INSERT INTO obj_bucket_attr (bucket_id, name, value) VALUES (?, ?, ?) "
+        "ON CONFLICT (bucket_id, name) DO UPDATE SET value = excluded.value",
+    /* ---- versions and segments */
+    [CN_SQL_OBJ_VERSION_ROW] =
+        "SELECT version_id, size, etag, sha256, content_type, umeta, mtime_ms, owner, acl, nparts, "
+        "cksum_alg, cksum FROM obj_version WHERE bucket_id = ? AND okey = ?",
+    [CN_SQL_OBJ_VERSION_FIND] =
+        "SELECT version_id, etag, owner, acl FROM obj_version WHERE bucket_id = ? AND okey = ?",
+    [CN_SQL_OBJ_VERSION_DELETE] = "DELETE FROM obj_version WHERE version_id = ?",
+    [CN_SQL_OBJ_VERSION_SET_ACL] = "UPDATE obj_version SET acl = ? WHERE version_id = ?",
+    [CN_SQL_OBJ_VERSION_INSERT_PUT] =
+        "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, content_type, "
+        "mtime_ms, owner, acl, nparts, umeta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+    [CN_SQL_OBJ_VERSION_INSERT_COPY] =
+        "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, "
+        "content_type, mtime_ms, owner, acl, nparts, umeta) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    [CN_SQL_OBJ_VERSION_INSERT_MPU] =
+        "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, content_type, "
+        "mtime_ms, owner, acl, nparts, cksum_alg, cksum, umeta) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    [CN_SQL_OBJ_SEGMENTS_DELETE] = "DELETE FROM obj_segment WHERE version_id = ?",
+    [CN_SQL_OBJ_SEGMENT_INSERT_PUT] =
+        "INSERT INTO obj_segment (version_id, seq, digest, size, part_number, etag, sha256) "
+        "VALUES (?, 0, ?, ?, 1, ?, ?)",
+    [CN_SQL_OBJ_SEGMENT_INSERT_PART] =
+        "INSERT INTO obj_segment (version_id, seq, digest, size, part_number, etag, sha256, "
+        "cksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    [CN_SQL_OBJ_SEGMENTS_COPY] =
+        "INSERT INTO obj_segment (version_id, seq, digest, size, part_number, etag, sha256) "
+        "SELECT ?, seq, digest, size, part_number, etag, sha256 FROM obj_segment "
+        "WHERE version_id = ?",
+    [CN_SQL_OBJ_SEGMENTS_OF_VERSION] =
+        "SELECT digest, size FROM obj_segment WHERE version_id = ? ORDER BY seq",
+    [CN_SQL_OBJ_SEGMENT_PARTS] =
+        "SELECT part_number, size, etag, sha256, cksum FROM obj_segment WHERE version_id = ? "
+        "ORDER BY seq",
+    /* ---- listing */
+    [CN_SQL_OBJ_LIST_AFTER] =
+        "SELECT okey, size, etag, sha256, mtime_ms, content_type, owner, nparts FROM obj_version "
+        "WHERE bucket_id = ? AND okey > ? ORDER BY okey LIMIT ?",
+    [CN_SQL_OBJ_LIST_FROM] =
+        "SELECT okey, size, etag, sha256, mtime_ms, content_type, owner, nparts FROM obj_version "
+        "WHERE bucket_id = ? AND okey >= ? ORDER BY okey LIMIT ?",
+    [CN_SQL_OBJ_LIST_FIRST] =
+        "SELECT okey, size, etag, sha256, mtime_ms, content_type, owner, nparts FROM obj_version "
+        "WHERE bucket_id = ? ORDER BY okey LIMIT ?",
+    /* ---- multipart uploads and parts */
+    [CN_SQL_OBJ_UPLOAD_OPEN] = "SELECT bucket_id, okey, created_ms, cksum_alg FROM obj_upload "
+                               "WHERE upload_id = ? AND done_ms IS NULL",
+    [CN_SQL_OBJ_UPLOAD_ROW] =
+        "SELECT content_type, umeta, owner, acl, cksum_alg, bucket_id, okey, created_ms, "
+        "done_ms, done_etag, done_cksum, done_version, done_sha256 FROM obj_upload "
+        "WHERE upload_id = ?",
+    [CN_SQL_OBJ_UPLOAD_INSERT] =
+        "INSERT INTO obj_upload (upload_id, bucket_id, okey, content_type, owner, acl, "
+        "created_ms, cksum_alg, umeta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    [CN_SQL_OBJ_UPLOAD_MARK_DONE] =
+        "UPDATE obj_upload SET done_ms = ?, done_etag = ?, done_cksum = ?, done_version = ?, "
+        "done_sha256 = ? WHERE upload_id = ?",
+    [CN_SQL_OBJ_UPLOAD_DELETE] = "DELETE FROM obj_upload WHERE upload_id = ?",
+    [CN_SQL_OBJ_UPLOADS_OF_BUCKET] =
+        "SELECT okey, upload_id, owner, created_ms FROM obj_upload WHERE bucket_id = ? "
+        "AND created_ms > ? AND done_ms IS NULL ORDER BY okey, created_ms, upload_id",
+    [CN_SQL_OBJ_UPLOADS_TO_SWEEP] =
+        "SELECT upload_id FROM obj_upload WHERE (done_ms IS NULL AND created_ms <= ?) "
+        "OR done_ms <= ? ORDER BY created_ms LIMIT 64",
+    [CN_SQL_OBJ_PARTS_OF_UPLOAD] =
+        "SELECT part_number, digest, size, etag, md5, sha256, cksum FROM obj_part "
+        "WHERE upload_id = ? ORDER BY part_number",
+    [CN_SQL_OBJ_PARTS_PAGE] =
+        "SELECT part_number, size, etag, sha256, mtime_ms, cksum FROM obj_part "
+        "WHERE upload_id = ? AND part_number > ? ORDER BY part_number LIMIT ?",
+    [CN_SQL_OBJ_PART_DIGEST] =
+        "SELECT digest FROM obj_part WHERE upload_id = ? AND part_number = ?",
+    [CN_SQL_OBJ_PART_UPSERT] =
+        "INSERT INTO obj_part (upload_id, part_number, digest, size, etag, md5, sha256, mtime_ms, "
+        "cksum) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (upload_id, part_number) DO UPDATE "
+        "SET digest = excluded.digest, size = excluded.size, etag = excluded.etag, "
+        "md5 = excluded.md5, sha256 = excluded.sha256, mtime_ms = excluded.mtime_ms, "
+        "cksum = excluded.cksum",
+    [CN_SQL_OBJ_PARTS_UNLISTED_DELETE] =
+        "DELETE FROM obj_part WHERE upload_id = ? AND part_number NOT IN "
+        "(SELECT part_number FROM obj_segment WHERE version_id = ?)",
+    [CN_SQL_OBJ_UPLOAD_PARTS_DELETE] = "DELETE FROM obj_part WHERE upload_id = ?",
+};
+
+const cn_sql_set_t cn__sql_obj_set = {
+    "objects", schema, sizeof schema / sizeof schema[0], cn__sql_obj, CN_SQL_OBJ_COUNT,
+};

@@ -1,0 +1,133 @@
+/* The objects service's statements (the files of src/objects): buckets and
+ * their settings, object versions and their segments, multipart uploads and
+ * parts, id counters and blob liveness.  Each comment gives the parameters,
+ * in order, then the result columns.  See sql.h; no statement here is built
+ * or chosen at run time. */
+#ifndef CAIRN_META_SQL_OBJECTS_H
+#define CAIRN_META_SQL_OBJECTS_H
+
+#include "meta/sql/sql.h"
+
+enum {
+    /* ---- counters and liveness */
+    /* (name): adds 1 to counter name */
+    CN_SQL_OBJ_SEQ_BUMP,
+    /* (name) -> value */
+    CN_SQL_OBJ_SEQ_VALUE,
+    /* (digest) -> 1 when a version's segment names it */
+    CN_SQL_OBJ_SEGMENT_DIGEST_LIVE,
+    /* (digest) -> 1 when an upload's part names it */
+    CN_SQL_OBJ_PART_DIGEST_LIVE,
+    /* ---- buckets */
+    /* (name) -> bucket_id, owner, created_ms, acl, policy, pab */
+    CN_SQL_OBJ_BUCKET_BY_NAME,
+    /* (name) -> 1 when a bucket has it */
+    CN_SQL_OBJ_BUCKET_NAME_TAKEN,
+    /* (bucket_id) -> 1 when the bucket exists */
+    CN_SQL_OBJ_BUCKET_EXISTS,
+    /* (bucket_id, name, owner, created_ms, acl); no policy, no pab */
+    CN_SQL_OBJ_BUCKET_INSERT,
+    /* (bucket_id) -> 1 when any version is in it */
+    CN_SQL_OBJ_BUCKET_HAS_VERSION,
+    /* (bucket_id): the parts of its uploads */
+    CN_SQL_OBJ_BUCKET_PARTS_DELETE,
+    /* (bucket_id): its uploads */
+    CN_SQL_OBJ_BUCKET_UPLOADS_DELETE,
+    /* (bucket_id): its named settings */
+    CN_SQL_OBJ_BUCKET_ATTRS_DELETE,
+    /* (bucket_id) */
+    CN_SQL_OBJ_BUCKET_DELETE,
+    /* (owner) -> bucket_id, name, created_ms, acl, policy, pab; by name */
+    CN_SQL_OBJ_BUCKETS_OF_OWNER,
+    /* (acl, bucket_id) */
+    CN_SQL_OBJ_BUCKET_SET_ACL,
+    /* (bucket_id) -> policy */
+    CN_SQL_OBJ_BUCKET_POLICY,
+    /* (policy or NULL, bucket_id) */
+    CN_SQL_OBJ_BUCKET_SET_POLICY,
+    /* (pab bits or NULL, bucket_id) */
+    CN_SQL_OBJ_BUCKET_SET_PAB,
+    /* (bucket_id, name) -> value */
+    CN_SQL_OBJ_BUCKET_ATTR,
+    /* (bucket_id, name) */
+    CN_SQL_OBJ_BUCKET_ATTR_DELETE,
+    /* (bucket_id, name, value): inserted or replaced */
+    CN_SQL_OBJ_BUCKET_ATTR_UPSERT,
+    /* ---- versions and segments */
+    /* (bucket_id, okey) -> the CN__VCOL_* columns (src/objects/objects_int.h) */
+    CN_SQL_OBJ_VERSION_ROW,
+    /* (bucket_id, okey) -> version_id, etag, owner, acl */
+    CN_SQL_OBJ_VERSION_FIND,
+    /* (version_id) */
+    CN_SQL_OBJ_VERSION_DELETE,
+    /* (acl, version_id) */
+    CN_SQL_OBJ_VERSION_SET_ACL,
+    /* (version_id, bucket_id, okey, size, etag, sha256, content_type, mtime_ms,
+     * owner, acl, umeta); nparts 0 */
+    CN_SQL_OBJ_VERSION_INSERT_PUT,
+    /* (version_id, bucket_id, okey, size, etag, sha256, content_type,
+     * mtime_ms, owner, acl, nparts, umeta) */
+    CN_SQL_OBJ_VERSION_INSERT_COPY,
+    /* (version_id, bucket_id, okey, size, etag, sha256, content_type, mtime_ms,
+     * owner, acl, nparts, cksum_alg, cksum, umeta) */
+    CN_SQL_OBJ_VERSION_INSERT_MPU,
+    /* (version_id): all its segments */
+    CN_SQL_OBJ_SEGMENTS_DELETE,
+    /* (version_id, digest, size, etag, sha256): seq 0, part 1 */
+    CN_SQL_OBJ_SEGMENT_INSERT_PUT,
+    /* (version_id, seq, digest, size, part_number, etag, sha256, cksum) */
+    CN_SQL_OBJ_SEGMENT_INSERT_PART,
+    /* (new version_id, source version_id): the source's segments, copied */
+    CN_SQL_OBJ_SEGMENTS_COPY,
+    /* (version_id) -> digest, size; by seq */
+    CN_SQL_OBJ_SEGMENTS_OF_VERSION,
+    /* (version_id) -> part_number, size, etag, sha256, cksum; by seq */
+    CN_SQL_OBJ_SEGMENT_PARTS,
+    /* ---- listing: one bounded range scan of a bucket's keys, each -> okey, size, etag,
+     * sha256, mtime_ms, content_type, owner, nparts; by okey */
+    /* (bucket_id, okey, limit): the keys after okey */
+    CN_SQL_OBJ_LIST_AFTER,
+    /* (bucket_id, okey, limit): okey and the keys after it */
+    CN_SQL_OBJ_LIST_FROM,
+    /* (bucket_id, limit): from the first key */
+    CN_SQL_OBJ_LIST_FIRST,
+    /* ---- multipart uploads and parts */
+    /* (upload_id) -> bucket_id, okey, created_ms, cksum_alg; not completed */
+    CN_SQL_OBJ_UPLOAD_OPEN,
+    /* (upload_id) -> content_type, umeta, owner, acl, cksum_alg, bucket_id, okey,
+     * created_ms, done_ms, done_etag, done_cksum, done_version, done_sha256 */
+    CN_SQL_OBJ_UPLOAD_ROW,
+    /* (upload_id, bucket_id, okey, content_type, owner, acl, created_ms,
+     * cksum_alg, umeta) */
+    CN_SQL_OBJ_UPLOAD_INSERT,
+    /* (done_ms, done_etag, done_cksum, done_version, done_sha256, upload_id) */
+    CN_SQL_OBJ_UPLOAD_MARK_DONE,
+    /* (upload_id) */
+    CN_SQL_OBJ_UPLOAD_DELETE,
+    /* (bucket_id, created after) -> okey, upload_id, owner, created_ms; not
+     * completed; by okey, created_ms, upload_id */
+    CN_SQL_OBJ_UPLOADS_OF_BUCKET,
+    /* (created cutoff, done cutoff) -> upload_id; at most 64, by created_ms */
+    CN_SQL_OBJ_UPLOADS_TO_SWEEP,
+    /* (upload_id) -> part_number, digest, size, etag, md5, sha256, cksum; by
+     * part_number */
+    CN_SQL_OBJ_PARTS_OF_UPLOAD,
+    /* (upload_id, after part_number, limit) -> part_number, size, etag, sha256,
+     * mtime_ms, cksum; by part_number */
+    CN_SQL_OBJ_PARTS_PAGE,
+    /* (upload_id, part_number) -> digest */
+    CN_SQL_OBJ_PART_DIGEST,
+    /* (upload_id, part_number, digest, size, etag, md5, sha256, mtime_ms, cksum):
+     * inserted or replaced */
+    CN_SQL_OBJ_PART_UPSERT,
+    /* (upload_id, version_id): its parts that are not the version's */
+    CN_SQL_OBJ_PARTS_UNLISTED_DELETE,
+    /* (upload_id): all its parts */
+    CN_SQL_OBJ_UPLOAD_PARTS_DELETE,
+    CN_SQL_OBJ_COUNT
+};
+
+extern const char *const cn__sql_obj[CN_SQL_OBJ_COUNT];
+extern const cn_sql_set_t cn__sql_obj_set;
+
+#endif

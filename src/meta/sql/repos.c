@@ -1,0 +1,219 @@
+/* The repositories service's statement file: its schema steps and its
+ * statements (repos.h names them).  See sql.h.
+ *
+ * Step 2's seed is the one piece of code here: the step inserts the
+ * instance row, with a random incarnation, in the migration's own
+ * transaction, and the set must carry the whole step so that whoever
+ * migrates it (the service, tests/meta/test_sql.c) gets the same schema and
+ * data; the meta library cannot call back into the service for it. */
+#include "meta/sql/repos.h"
+
+#include "cairn/crypto.h"
+
+/* The data root's incarnation: random, made by the migration that adds it. */
+static cn_err_t instance_seed(cn_meta_txn_t *txn, void *arg)
+{
+    (void)arg;
+    uint8_t inc[16];
+    cn_err_t err = cn_random_bytes(inc, sizeof inc);
+    if (err >= 0)
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_INSTANCE_INSERT], "b",
+                            (const void *)inc, sizeof inc);
+    return err < 0 ? err : CN_OK;
+}
+
+static const cn_meta_migration_t schema[] = {
+    { 1,
+      "CREATE TABLE repos_repo (id BLOB PRIMARY KEY, name BLOB NOT NULL UNIQUE,"
+      " incarnation BLOB NOT NULL, main_branch BLOB NOT NULL, head BIGINT NOT NULL,"
+      " created_ms BIGINT NOT NULL, compression BIGINT NOT NULL);"
+      "CREATE TABLE repos_branch (repo BLOB NOT NULL, id BLOB NOT NULL, name BLOB NOT NULL,"
+      " head BIGINT NOT NULL, PRIMARY KEY (repo, id));"
+      "CREATE TABLE repos_object (repo BLOB NOT NULL, kind BIGINT NOT NULL, id BLOB NOT NULL,"
+      " blob BLOB NOT NULL, len BIGINT NOT NULL, fsize BIGINT NOT NULL,"
+      " PRIMARY KEY (repo, kind, id));"
+      "CREATE INDEX repos_object_blob ON repos_object (blob);"
+      "CREATE TABLE repos_commit (repo BLOB NOT NULL, change BIGINT NOT NULL,"
+      " branch BLOB NOT NULL, commit_id BLOB NOT NULL, parent BIGINT NOT NULL,"
+      " changeset BLOB NOT NULL, author BLOB NOT NULL, message BLOB NOT NULL,"
+      " time_ms BIGINT NOT NULL, content_root BLOB NOT NULL, revision_root BLOB NOT NULL,"
+      " PRIMARY KEY (repo, change));"
+      "CREATE INDEX repos_commit_branch ON repos_commit (repo, branch, change);"
+      "CREATE TABLE repos_root (repo BLOB PRIMARY KEY, content_root BLOB NOT NULL,"
+      " revision_root BLOB NOT NULL);"
+      "CREATE TABLE repos_tree_node (repo BLOB NOT NULL, hash BLOB NOT NULL, enc BLOB NOT NULL,"
+      " aux BLOB NOT NULL, PRIMARY KEY (repo, hash));"
+      "CREATE TABLE repos_fold (repo BLOB NOT NULL, branch BLOB NOT NULL, path BLOB NOT NULL,"
+      " fold BLOB NOT NULL, PRIMARY KEY (repo, branch, path));"
+      "CREATE INDEX repos_fold_fold ON repos_fold (repo, branch, fold);"
+      "CREATE TABLE repos_event (repo BLOB NOT NULL, branch BLOB NOT NULL, path BLOB NOT NULL,"
+      " change BIGINT NOT NULL, event BIGINT NOT NULL, from_path BLOB,"
+      " PRIMARY KEY (repo, branch, path, change));"
+      "CREATE INDEX repos_event_change ON repos_event (repo, branch, change);"
+      "CREATE TABLE repos_operation (repo BLOB NOT NULL, op BLOB NOT NULL, kind BIGINT NOT NULL,"
+      " fingerprint BLOB NOT NULL, workspace BLOB NOT NULL, outcome BLOB NOT NULL,"
+      " created_ms BIGINT NOT NULL, PRIMARY KEY (repo, op));"
+      "CREATE TABLE repos_intent (repo BLOB NOT NULL, intent BLOB NOT NULL,"
+      " workspace BLOB NOT NULL, created_ms BIGINT NOT NULL, PRIMARY KEY (repo, intent));"
+      "CREATE TABLE repos_pin (repo BLOB NOT NULL, intent BLOB NOT NULL, kind BIGINT NOT NULL,"
+      " id BLOB NOT NULL, PRIMARY KEY (repo, intent, kind, id));"
+      "CREATE TABLE repos_note (repo BLOB NOT NULL, change BIGINT NOT NULL,"
+      " revision BIGINT NOT NULL, author BLOB NOT NULL, edited_ms BIGINT NOT NULL,"
+      " text BLOB NOT NULL, PRIMARY KEY (repo, change, revision))",
+      NULL, NULL },
+    { 2, "CREATE TABLE repos_instance (id BIGINT PRIMARY KEY, incarnation BLOB NOT NULL)",
+      instance_seed, NULL },
+};
+
+#define REPO_COLS "id, name, incarnation, main_branch, head, created_ms, compression"
+#define NOTE_COLS "change, revision, author, edited_ms, text"
+
+const char *const cn__sql_repos[CN_SQL_REPOS_COUNT] = {
+    [CN_SQL_REPOS_INSTANCE_INSERT] = "INSERT INTO repos_instance (id, incarnation) VALUES (1, ?)",
+    [CN_SQL_REPOS_INSTANCE_INCARNATION] = "SELECT incarnation FROM repos_instance WHERE id = 1",
+    [CN_SQL_REPOS_REPO_COUNT] = "SELECT COUNT(*) FROM repos_repo",
+    [CN_SQL_REPOS_USAGE_TOTAL] = "SELECT COALESCE(SUM(len), 0) FROM repos_object",
+
+    [CN_SQL_REPOS_REPO_BY_ID] = "SELECT " REPO_COLS " FROM repos_repo WHERE id = ?",
+    [CN_SQL_REPOS_REPO_BY_NAME] = "SELECT " REPO_COLS " FROM repos_repo WHERE name = ?",
+    [CN_SQL_REPOS_REPO_LIST_AFTER] = "SELECT " REPO_COLS " FROM repos_repo WHERE name > ?"
+                                     " ORDER BY name",
+    [CN_SQL_REPOS_REPO_PAGE_AFTER_ID] = "SELECT " REPO_COLS " FROM repos_repo WHERE id > ?"
+                                        " ORDER BY id LIMIT 129",
+    [CN_SQL_REPOS_REPO_NAME_TAKEN] = "SELECT 1 FROM repos_repo WHERE name = ?",
+    [CN_SQL_REPOS_REPO_INSERT] = "INSERT INTO repos_repo (" REPO_COLS ") VALUES (?, ?, ?, ?, 0,"
+                                 " ?, ?)",
+    [CN_SQL_REPOS_REPO_SET_HEAD] = "UPDATE repos_repo SET head = ? WHERE id = ?",
+    [CN_SQL_REPOS_REPO_USAGE] = "SELECT COALESCE(SUM(len), 0) FROM repos_object WHERE repo = ?",
+
+    [CN_SQL_REPOS_BRANCH_HEAD] = "SELECT head, name FROM repos_branch"
+                                 " WHERE repo = ? AND id = ?",
+    [CN_SQL_REPOS_BRANCH_INSERT_MAIN] = "INSERT INTO repos_branch (repo, id, name, head)"
+                                        " VALUES (?, ?, ?, 0)",
+    [CN_SQL_REPOS_BRANCH_SET_HEAD] = "UPDATE repos_branch SET head = ? WHERE repo = ? AND id = ?",
+    [CN_SQL_REPOS_COMMIT_ROOTS_AT] =
+        "SELECT revision_root, content_root FROM repos_commit WHERE repo = ? AND branch = ?"
+        " AND change <= ? ORDER BY change DESC LIMIT 1",
+    [CN_SQL_REPOS_ROOT_GET] = "SELECT revision_root, content_root FROM repos_root"
+                              " WHERE repo = ?",
+    [CN_SQL_REPOS_ROOT_INSERT] = "INSERT INTO repos_root (repo, content_root, revision_root)"
+                                 " VALUES (?, ?, ?)",
+
+    [CN_SQL_REPOS_OBJECT_FIND] = "SELECT blob, len, fsize FROM repos_object"
+                                 " WHERE repo = ? AND kind = ? AND id = ?",
+    [CN_SQL_REPOS_OBJECT_INSERT] = "INSERT INTO repos_object (repo, kind, id, blob, len, fsize)"
+                                   " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+    [CN_SQL_REPOS_OBJECT_INSERT_COMMIT] =
+        "INSERT INTO repos_object (repo, kind, id, blob, len, fsize)"
+        " VALUES (?, 4, ?, ?, ?, 0) ON CONFLICT DO NOTHING",
+    [CN_SQL_REPOS_BLOB_IS_LIVE] = "SELECT 1 FROM repos_object WHERE blob = ? LIMIT 1",
+    [CN_SQL_REPOS_OPERATION_EXISTS] = "SELECT 1 FROM repos_operation WHERE repo = ? AND op = ?",
+    [CN_SQL_REPOS_INTENT_WORKSPACE] = "SELECT workspace FROM repos_intent"
+                                      " WHERE repo = ? AND intent = ?",
+    [CN_SQL_REPOS_INTENT_INSERT] = "INSERT INTO repos_intent (repo, intent, workspace, created_ms)"
+                                   " VALUES (?, ?, ?, ?)",
+    [CN_SQL_REPOS_PIN_INSERT] = "INSERT INTO repos_pin (repo, intent, kind, id)"
+                                " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+    [CN_SQL_REPOS_PIN_DELETE_INTENT] = "DELETE FROM repos_pin WHERE repo = ? AND intent = ?",
+
+    [CN_SQL_REPOS_OPERATION_FIND] = "SELECT fingerprint, outcome FROM repos_operation"
+                                    " WHERE repo = ? AND op = ?",
+    [CN_SQL_REPOS_OPERATION_INSERT] =
+        "INSERT INTO repos_operation (repo, op, kind, fingerprint,"
+        " workspace, outcome, created_ms) VALUES (?, ?, 1, ?, ?, ?, ?)",
+    [CN_SQL_REPOS_FOLD_COUNT] = "SELECT COUNT(*) FROM repos_fold WHERE repo = ?"
+                                " AND branch = ? AND fold = ?",
+    [CN_SQL_REPOS_FOLD_INSERT] = "INSERT INTO repos_fold (repo, branch, path, fold)"
+                                 " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+    [CN_SQL_REPOS_FOLD_DELETE] = "DELETE FROM repos_fold WHERE repo = ? AND branch = ?"
+                                 " AND path = ?",
+    [CN_SQL_REPOS_COMMIT_ID] = "SELECT commit_id FROM repos_commit"
+                               " WHERE repo = ? AND change = ?",
+    [CN_SQL_REPOS_COMMIT_EXISTS] = "SELECT 1 FROM repos_commit WHERE repo = ? AND change = ?",
+    [CN_SQL_REPOS_COMMIT_INSERT] = "INSERT INTO repos_commit (repo, change, branch, commit_id,"
+                                   " parent, changeset, author, message, time_ms, content_root,"
+                                   " revision_root) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    [CN_SQL_REPOS_EVENT_INSERT] = "INSERT INTO repos_event (repo, branch, path, change,"
+                                  " event, from_path) VALUES (?, ?, ?, ?, ?, ?)",
+
+    [CN_SQL_REPOS_LOG_COMMITS] = "SELECT change, commit_id, parent, author, message, time_ms"
+                                 " FROM repos_commit WHERE repo = ? AND branch = ?"
+                                 " AND change < ? ORDER BY change DESC LIMIT ?",
+    [CN_SQL_REPOS_LOG_PATH] =
+        "SELECT e.change, c.commit_id, c.parent, c.author, c.message, c.time_ms, e.path,"
+        " e.event, e.from_path FROM repos_event e JOIN repos_commit c"
+        " ON c.repo = e.repo AND c.change = e.change"
+        " WHERE e.repo = ? AND e.branch = ? AND (e.path = ? OR (e.path >= ? AND e.path < ?))"
+        " AND (e.change < ? OR (e.change = ? AND e.path > ?))"
+        " ORDER BY e.change DESC, e.path ASC LIMIT ?",
+    [CN_SQL_REPOS_CHANGED_PATHS] =
+        "SELECT path, MAX(change) FROM repos_event WHERE repo = ? AND branch = ?"
+        " AND change > ? AND change <= ? AND path > ?"
+        " AND (? = 0 OR path = ? OR (path >= ? AND path < ?))"
+        " GROUP BY path ORDER BY path LIMIT ?",
+
+    [CN_SQL_REPOS_NOTE_LAST_REVISION] = "SELECT COALESCE(MAX(revision), 0) FROM"
+                                        " repos_note WHERE repo = ? AND change = ?",
+    [CN_SQL_REPOS_NOTE_INSERT] = "INSERT INTO repos_note (repo, " NOTE_COLS ") VALUES (?, ?, ?,"
+                                 " ?, ?, ?)",
+    [CN_SQL_REPOS_NOTE_LATEST] = "SELECT " NOTE_COLS " FROM repos_note WHERE repo = ?"
+                                 " AND change = ? ORDER BY revision DESC LIMIT 1",
+    [CN_SQL_REPOS_NOTE_PAGE] = "SELECT " NOTE_COLS " FROM repos_note WHERE repo = ?"
+                               " AND change = ? AND revision > ? ORDER BY revision"
+                               " LIMIT ?",
+
+    [CN_SQL_REPOS_TREE_NODE_GET] =
+        "SELECT enc, aux FROM repos_tree_node WHERE repo = ? AND hash = ?",
+    [CN_SQL_REPOS_TREE_NODE_INSERT] =
+        "INSERT INTO repos_tree_node (repo, hash, enc, aux) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT DO NOTHING",
+
+    [CN_SQL_REPOS_BACKUP_BLOBS] = "SELECT blob, MIN(kind) FROM repos_object"
+                                  " WHERE repo = ? GROUP BY blob ORDER BY blob",
+    [CN_SQL_REPOS_RESTORE_CLAIM] = "SELECT id FROM repos_repo WHERE id = ? OR name = ?",
+    [CN_SQL_REPOS_REPO_LOAD] =
+        "INSERT INTO repos_repo (" REPO_COLS ") VALUES (?, ?, ?, ?, ?, ?, ?)",
+    [CN_SQL_REPOS_REPO_CLEAR] = "DELETE FROM repos_repo WHERE id = ?",
+    [CN_SQL_REPOS_BRANCH_DUMP] = "SELECT repo, id, name, head FROM repos_branch WHERE repo = ?",
+    [CN_SQL_REPOS_BRANCH_LOAD] =
+        "INSERT INTO repos_branch (repo, id, name, head) VALUES (?, ?, ?, ?)",
+    [CN_SQL_REPOS_BRANCH_CLEAR] = "DELETE FROM repos_branch WHERE repo = ?",
+    [CN_SQL_REPOS_OBJECT_DUMP] =
+        "SELECT repo, kind, id, blob, len, fsize FROM repos_object WHERE repo = ?",
+    [CN_SQL_REPOS_OBJECT_LOAD] = "INSERT INTO repos_object (repo, kind, id, blob, len, fsize)"
+                                 " VALUES (?, ?, ?, ?, ?, ?)",
+    [CN_SQL_REPOS_OBJECT_CLEAR] = "DELETE FROM repos_object WHERE repo = ?",
+    [CN_SQL_REPOS_COMMIT_DUMP] =
+        "SELECT repo, change, branch, commit_id, parent, changeset, author,"
+        " message, time_ms, content_root, revision_root FROM repos_commit"
+        " WHERE repo = ?",
+    [CN_SQL_REPOS_COMMIT_CLEAR] = "DELETE FROM repos_commit WHERE repo = ?",
+    [CN_SQL_REPOS_ROOT_DUMP] =
+        "SELECT repo, content_root, revision_root FROM repos_root WHERE repo = ?",
+    [CN_SQL_REPOS_ROOT_CLEAR] = "DELETE FROM repos_root WHERE repo = ?",
+    [CN_SQL_REPOS_TREE_NODE_DUMP] =
+        "SELECT repo, hash, enc, aux FROM repos_tree_node WHERE repo = ?",
+    [CN_SQL_REPOS_TREE_NODE_LOAD] =
+        "INSERT INTO repos_tree_node (repo, hash, enc, aux) VALUES (?, ?, ?, ?)",
+    [CN_SQL_REPOS_TREE_NODE_CLEAR] = "DELETE FROM repos_tree_node WHERE repo = ?",
+    [CN_SQL_REPOS_FOLD_DUMP] = "SELECT repo, branch, path, fold FROM repos_fold WHERE repo = ?",
+    [CN_SQL_REPOS_FOLD_LOAD] =
+        "INSERT INTO repos_fold (repo, branch, path, fold) VALUES (?, ?, ?, ?)",
+    [CN_SQL_REPOS_FOLD_CLEAR] = "DELETE FROM repos_fold WHERE repo = ?",
+    [CN_SQL_REPOS_EVENT_DUMP] =
+        "SELECT repo, branch, path, change, event, from_path FROM repos_event WHERE repo = ?",
+    [CN_SQL_REPOS_EVENT_CLEAR] = "DELETE FROM repos_event WHERE repo = ?",
+    [CN_SQL_REPOS_OPERATION_DUMP] = "SELECT repo, op, kind, fingerprint, workspace, outcome,"
+                                    " created_ms FROM repos_operation WHERE repo = ?",
+    [CN_SQL_REPOS_OPERATION_LOAD] = "INSERT INTO repos_operation (repo, op, kind, fingerprint,"
+                                    " workspace, outcome, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    [CN_SQL_REPOS_OPERATION_CLEAR] = "DELETE FROM repos_operation WHERE repo = ?",
+    [CN_SQL_REPOS_NOTE_DUMP] = "SELECT repo, " NOTE_COLS " FROM repos_note WHERE repo = ?",
+    [CN_SQL_REPOS_NOTE_CLEAR] = "DELETE FROM repos_note WHERE repo = ?",
+    [CN_SQL_REPOS_INTENT_CLEAR] = "DELETE FROM repos_intent WHERE repo = ?",
+    [CN_SQL_REPOS_PIN_CLEAR] = "DELETE FROM repos_pin WHERE repo = ?",
+};
+
+const cn_sql_set_t cn__sql_repos_set = {
+    "repos", schema, sizeof schema / sizeof schema[0], cn__sql_repos, CN_SQL_REPOS_COUNT,
+};

@@ -1,0 +1,122 @@
+/* The repositories service's statements (src/repos/service*.c): its schema
+ * and every statement it runs, each named below with its parameters and
+ * result columns.  See sql.h.  Blob-typed ids: repository, branch, intent,
+ * operation and workspace ids are 16 bytes; digests 32.
+ *
+ * The *_DUMP, *_LOAD and *_CLEAR statements are a backed-up table's rows of
+ * one repository (service_backup.c): DUMP selects every column in the order
+ * LOAD inserts them, CLEAR deletes them.  Where another statement already
+ * has that exact text (REPO_BY_ID, COMMIT_INSERT, ROOT_INSERT, EVENT_INSERT,
+ * NOTE_INSERT) the backup uses it. */
+#ifndef CAIRN_META_SQL_REPOS_H
+#define CAIRN_META_SQL_REPOS_H
+
+#include "meta/sql/sql.h"
+
+/* REPO_COLS below: id, name, incarnation, main_branch, head, created_ms,
+ * compression.  NOTE_COLS: change, revision, author, edited_ms, text. */
+enum {
+    /* the instance */
+    CN_SQL_REPOS_INSTANCE_INSERT,      /* (incarnation): the one instance row, id 1 */
+    CN_SQL_REPOS_INSTANCE_INCARNATION, /* () -> incarnation */
+    CN_SQL_REPOS_REPO_COUNT,           /* () -> COUNT(*) of repositories */
+    CN_SQL_REPOS_USAGE_TOTAL,          /* () -> SUM(len) of every membership row, 0 without */
+    /* repositories */
+    CN_SQL_REPOS_REPO_BY_ID,         /* (id) -> REPO_COLS; also repos_repo's DUMP */
+    CN_SQL_REPOS_REPO_BY_NAME,       /* (name) -> REPO_COLS */
+    CN_SQL_REPOS_REPO_LIST_AFTER,    /* (name) -> REPO_COLS of names after it, by name */
+    CN_SQL_REPOS_REPO_PAGE_AFTER_ID, /* (id) -> REPO_COLS of 129 ids after it, by id */
+    CN_SQL_REPOS_REPO_NAME_TAKEN,    /* (name) -> 1 when a repository holds it */
+    CN_SQL_REPOS_REPO_INSERT,        /* (id, name, incarnation, main_branch, created_ms,
+                                        compression): a new repository at head 0 */
+    CN_SQL_REPOS_REPO_SET_HEAD,      /* (head, id) */
+    CN_SQL_REPOS_REPO_USAGE,         /* (repo) -> SUM(len) of its membership rows, 0 without */
+    /* branches and roots */
+    CN_SQL_REPOS_BRANCH_HEAD,        /* (repo, branch) -> head, name */
+    CN_SQL_REPOS_BRANCH_INSERT_MAIN, /* (repo, branch, name): a branch at head 0 */
+    CN_SQL_REPOS_BRANCH_SET_HEAD,    /* (head, repo, branch) */
+    CN_SQL_REPOS_COMMIT_ROOTS_AT,    /* (repo, branch, change) -> revision_root, content_root
+                                        of the branch's last commit at or before change */
+    CN_SQL_REPOS_ROOT_GET,           /* (repo) -> revision_root, content_root of the empty tree */
+    CN_SQL_REPOS_ROOT_INSERT,        /* (repo, content_root, revision_root); also its LOAD */
+    /* objects, intents and pins */
+    CN_SQL_REPOS_OBJECT_FIND,          /* (repo, kind, id) -> blob, len, fsize */
+    CN_SQL_REPOS_OBJECT_INSERT,        /* (repo, kind, id, blob, len, fsize), kept if present */
+    CN_SQL_REPOS_OBJECT_INSERT_COMMIT, /* (repo, id, blob, len): a commit (kind 4), fsize 0,
+                                          kept if present */
+    CN_SQL_REPOS_BLOB_IS_LIVE,         /* (blob) -> 1 when some repository names it */
+    CN_SQL_REPOS_OPERATION_EXISTS,     /* (repo, op) -> 1 when it has an outcome */
+    CN_SQL_REPOS_INTENT_WORKSPACE,     /* (repo, intent) -> workspace */
+    CN_SQL_REPOS_INTENT_INSERT,        /* (repo, intent, workspace, created_ms) */
+    CN_SQL_REPOS_PIN_INSERT,           /* (repo, intent, kind, id), kept if present */
+    CN_SQL_REPOS_PIN_DELETE_INTENT,    /* (repo, intent): the intent's upload pins */
+    /* submits */
+    CN_SQL_REPOS_OPERATION_FIND,   /* (repo, op) -> fingerprint, outcome */
+    CN_SQL_REPOS_OPERATION_INSERT, /* (repo, op, fingerprint, workspace, outcome, created_ms):
+                                      a submit's outcome (kind 1) */
+    CN_SQL_REPOS_FOLD_COUNT,       /* (repo, branch, fold) -> COUNT(*) of live paths */
+    CN_SQL_REPOS_FOLD_INSERT,      /* (repo, branch, path, fold), kept if present */
+    CN_SQL_REPOS_FOLD_DELETE,      /* (repo, branch, path) */
+    CN_SQL_REPOS_COMMIT_ID,        /* (repo, change) -> commit_id */
+    CN_SQL_REPOS_COMMIT_EXISTS,    /* (repo, change) -> 1 when the change was accepted */
+    CN_SQL_REPOS_COMMIT_INSERT,    /* (repo, change, branch, commit_id, parent, changeset,
+                                      author, message, time_ms, content_root, revision_root);
+                                      also its LOAD */
+    CN_SQL_REPOS_EVENT_INSERT,     /* (repo, branch, path, change, event, from_path or NULL);
+                                      also its LOAD */
+    /* history */
+    CN_SQL_REPOS_LOG_COMMITS,   /* (repo, branch, before, limit) -> change, commit_id, parent,
+                                   author, message, time_ms, newest first */
+    CN_SQL_REPOS_LOG_PATH,      /* (repo, branch, path, lo, hi, before, before or -1,
+                                   after_path, limit) -> change, commit_id, parent, author,
+                                   message, time_ms, path, event, from_path of the events at
+                                   path or in [lo, hi), by change desc then path */
+    CN_SQL_REPOS_CHANGED_PATHS, /* (repo, branch, lo, hi, after, prefix_len, prefix, plo, phi,
+                                   limit) -> path, MAX(change) of paths with an event in
+                                   (lo, hi], by path */
+    /* notes */
+    CN_SQL_REPOS_NOTE_LAST_REVISION, /* (repo, change) -> MAX(revision), 0 without */
+    CN_SQL_REPOS_NOTE_INSERT,        /* (repo, NOTE_COLS); also its LOAD */
+    CN_SQL_REPOS_NOTE_LATEST,        /* (repo, change) -> NOTE_COLS of its last revision */
+    CN_SQL_REPOS_NOTE_PAGE,          /* (repo, change, after, limit) -> NOTE_COLS by revision */
+    /* snapshot-tree nodes */
+    CN_SQL_REPOS_TREE_NODE_GET,    /* (repo, hash) -> enc, aux */
+    CN_SQL_REPOS_TREE_NODE_INSERT, /* (repo, hash, enc, aux), kept if present */
+    /* backup and restore */
+    CN_SQL_REPOS_BACKUP_BLOBS,    /* (repo) -> blob, MIN(kind) of each blob it names, by blob */
+    CN_SQL_REPOS_RESTORE_CLAIM,   /* (id, name) -> id of repositories holding either */
+    CN_SQL_REPOS_REPO_LOAD,       /* (REPO_COLS) */
+    CN_SQL_REPOS_REPO_CLEAR,      /* (id) */
+    CN_SQL_REPOS_BRANCH_DUMP,     /* (repo) -> repo, id, name, head */
+    CN_SQL_REPOS_BRANCH_LOAD,     /* (repo, id, name, head) */
+    CN_SQL_REPOS_BRANCH_CLEAR,    /* (repo) */
+    CN_SQL_REPOS_OBJECT_DUMP,     /* (repo) -> repo, kind, id, blob, len, fsize */
+    CN_SQL_REPOS_OBJECT_LOAD,     /* (repo, kind, id, blob, len, fsize) */
+    CN_SQL_REPOS_OBJECT_CLEAR,    /* (repo) */
+    CN_SQL_REPOS_COMMIT_DUMP,     /* (repo) -> the columns of COMMIT_INSERT */
+    CN_SQL_REPOS_COMMIT_CLEAR,    /* (repo) */
+    CN_SQL_REPOS_ROOT_DUMP,       /* (repo) -> repo, content_root, revision_root */
+    CN_SQL_REPOS_ROOT_CLEAR,      /* (repo) */
+    CN_SQL_REPOS_TREE_NODE_DUMP,  /* (repo) -> repo, hash, enc, aux */
+    CN_SQL_REPOS_TREE_NODE_LOAD,  /* (repo, hash, enc, aux) */
+    CN_SQL_REPOS_TREE_NODE_CLEAR, /* (repo) */
+    CN_SQL_REPOS_FOLD_DUMP,       /* (repo) -> repo, branch, path, fold */
+    CN_SQL_REPOS_FOLD_LOAD,       /* (repo, branch, path, fold) */
+    CN_SQL_REPOS_FOLD_CLEAR,      /* (repo) */
+    CN_SQL_REPOS_EVENT_DUMP,      /* (repo) -> the columns of EVENT_INSERT */
+    CN_SQL_REPOS_EVENT_CLEAR,     /* (repo) */
+    CN_SQL_REPOS_OPERATION_DUMP,  /* (repo) -> repo, op, kind, fingerprint, workspace, outcome,
+                                     created_ms */
+    CN_SQL_REPOS_OPERATION_LOAD,  /* (the columns of OPERATION_DUMP) */
+    CN_SQL_REPOS_OPERATION_CLEAR, /* (repo) */
+    CN_SQL_REPOS_NOTE_DUMP,       /* (repo) -> repo, NOTE_COLS */
+    CN_SQL_REPOS_NOTE_CLEAR,      /* (repo) */
+    CN_SQL_REPOS_INTENT_CLEAR,    /* (repo) */
+    CN_SQL_REPOS_PIN_CLEAR,       /* (repo) */
+    CN_SQL_REPOS_COUNT
+};
+
+extern const char *const cn__sql_repos[CN_SQL_REPOS_COUNT];
+extern const cn_sql_set_t cn__sql_repos_set;
+
+#endif

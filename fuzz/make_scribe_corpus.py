@@ -8,6 +8,9 @@ Run from anywhere; commit the result.
   scribe_request   opcode byte + codec byte + request payload
   scribe_response  opcode byte + codec byte + flags byte + response payload
   scribe_objects   selector byte + object / node / proof / path bytes
+  scribe_branch    opcode byte + codec byte + side byte (0 request, 1 response)
+                   + payload, from tests/scribe/branch_fixtures.txt (whose log
+                   entries also seed scribe_request and scribe_response)
 """
 import os
 import shutil
@@ -15,6 +18,7 @@ import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
+BRANCH_FIXTURES = os.path.join(HERE, "..", "tests", "scribe", "branch_fixtures.txt")
 
 
 def fx(text):
@@ -135,6 +139,27 @@ OBJECTS = {
 }
 
 
+def branch_fixtures():
+    """The entries of branch_fixtures.txt: (name, opcode, side, codec, payload)."""
+    entries, cur = [], None
+    with open(BRANCH_FIXTURES) as f:
+        for line in f:
+            if line.startswith("@"):
+                _, name, op, side, codec = line.split()
+                cur = [name, int(op), side, 1 if codec == "le" else 2, ""]
+                entries.append(cur)
+            elif cur is not None:
+                quoted, text = False, ""
+                for ch in line:
+                    if ch == '"':
+                        quoted = not quoted
+                    if ch == "#" and not quoted:
+                        break
+                    text += ch
+                cur[4] += text + " "
+    return [(n, op, side, codec, fx(text)) for n, op, side, codec, text in entries]
+
+
 def header(op, length, rid=1, flags=0):
     return b"SCR1" + struct.pack("<HHQII", op, flags, rid, length, 0)
 
@@ -164,8 +189,20 @@ def main():
     frames["bad_reserved"] = header(2, 0)[:20] + b"\x01\x00\x00\x00"
     frames["over_bound"] = header(10, 33)
     write("scribe_frame", frames)
-    write("scribe_request", {k: bytes([op, c]) + p for k, (op, c, p) in REQUESTS.items()})
-    write("scribe_response", {k: bytes([op, c, fl]) + p for k, (op, c, fl, p) in RESPONSES.items()})
+    requests = {k: bytes([op, c]) + p for k, (op, c, p) in REQUESTS.items()}
+    responses = {k: bytes([op, c, fl]) + p for k, (op, c, fl, p) in RESPONSES.items()}
+    branch = {}
+    for name, op, side, codec, payload in branch_fixtures():
+        key = "%s_%s" % (name, "le" if codec == 1 else "be")
+        if op == 15 and side == "req":
+            requests[key] = bytes([op, codec]) + payload
+        elif op == 15:
+            responses[key] = bytes([op, codec, 2 if side == "resp-all" else 0]) + payload
+        else:
+            branch[key] = bytes([op, codec, 0 if side == "req" else 1]) + payload
+    write("scribe_request", requests)
+    write("scribe_response", responses)
+    write("scribe_branch", branch)
     write("scribe_objects", OBJECTS)
 
 

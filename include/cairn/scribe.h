@@ -1,6 +1,7 @@
 /* cairn scribe: the Scribe TCP wire codec (protocol 2, plaintext) —
  * SCR1 frame headers, the handshake, the metadata codecs and primitives, the
- * error payload, and the request/response layouts of the core opcodes.
+ * error payload, and the request/response layouts of the core opcodes and of
+ * the branch, merge and cherry-pick opcodes (20-25, 32, 33).
  * docs/protocol/scribe.md is the normative description of every byte.
  *
  * Pure: no sockets, no clocks, no allocation while parsing.  Decoders
@@ -68,7 +69,7 @@ typedef enum {
     CN_SCRIBE_OP_LOCK_RELEASE = 16, /* reserved: locks */
     CN_SCRIBE_OP_LOCK_LIST = 17,    /* reserved: locks */
     /* 18, 19 unassigned (reserved for the core) */
-    CN_SCRIBE_OP_BRANCH_LIST = 20, /* 20..25 reserved: branches and merges */
+    CN_SCRIBE_OP_BRANCH_LIST = 20, /* 20..25: branches and merges (laid out; not served yet) */
     CN_SCRIBE_OP_BRANCH_MUTATE = 21,
     CN_SCRIBE_OP_BRANCH_INFO = 22,
     CN_SCRIBE_OP_BRANCH_OUTCOME = 23,
@@ -80,7 +81,7 @@ typedef enum {
     CN_SCRIBE_OP_LOCK_POLICY = 29,           /* reserved: lock policy */
     CN_SCRIBE_OP_GET_CHUNKS = 30,            /* reserved: public reads */
     CN_SCRIBE_OP_REPOSITORY_MOUNTS = 31,     /* reserved: mounts */
-    CN_SCRIBE_OP_CHERRY_PICK_INFO = 32,      /* reserved: selective integration */
+    CN_SCRIBE_OP_CHERRY_PICK_INFO = 32,      /* selective integration (laid out; not served yet) */
     CN_SCRIBE_OP_CHERRY_PICK_SUBMIT = 33,
     CN_SCRIBE_OP_WORKSPACE_LIST = 34, /* reserved: workspace lifecycle */
     CN_SCRIBE_OP_WORKSPACE_REMOVE = 35,
@@ -96,11 +97,13 @@ typedef enum {
 
 /* Name of an opcode ("put_objects"), or NULL for a number the table does not assign. */
 CN_API const char *cn_scribe_op_name(uint16_t opcode);
-/* True for an opcode this codec encodes and decodes (the core set). */
+/* True for an opcode this codec encodes and decodes: the core set and the
+ * branch and merge opcodes (20-25, 32, 33), whether or not a server serves them. */
 CN_API bool cn_scribe_op_is_core(uint16_t opcode);
-/* The exact request-payload bound of a core opcode: the largest encoding its
- * decoder accepts.  Opcode 1 on plaintext (protocol 2): 273; over TLS
- * (protocol 4): 16,692.  Returns false for an opcode with no core layout. */
+/* The exact request-payload bound of an opcode this codec lays out: the
+ * largest encoding its decoder accepts.  Opcode 1 on plaintext (protocol 2):
+ * 273; over TLS (protocol 4): 16,692.  Returns false for an opcode with no
+ * layout (reserved or unknown). */
 CN_API bool cn_scribe_request_bound(uint16_t opcode, bool tls, uint32_t *bound);
 
 /* ---- error codes --------------------------------------------------------------- */
@@ -129,6 +132,8 @@ typedef enum {
     CN_SCRIBE_E_WORKSPACE_RETIRED = 109,
     CN_SCRIBE_E_BRANCH_EXISTS = 110,
     CN_SCRIBE_E_NAME_MISMATCH = 111,
+    CN_SCRIBE_E_CHANGE_NOT_PICKABLE = 112,
+    CN_SCRIBE_E_SCHEMA_OUTDATED = 113,
     CN_SCRIBE_E_OPERATION_INTENT_MISMATCH = 200,
     CN_SCRIBE_E_INCARNATION_MISMATCH = 201,
     CN_SCRIBE_E_BASE_CONFLICT = 202,
@@ -222,7 +227,10 @@ CN_API cn_scribe_str_t cn_scribe_cstr(const char *s); /* view of a C string */
 #define CN_SCRIBE_MAX_CONFLICT_PATHS 64
 #define CN_SCRIBE_MAX_NOTE_REVISIONS 1024
 #define CN_SCRIBE_MAX_INSTANCE_PAGE 128
-#define CN_SCRIBE_BLOCK_MAX 262144u /* LZ4 transfer block, original bytes */
+#define CN_SCRIBE_MAX_BRANCH_NAME 256
+#define CN_SCRIBE_MAX_MERGE_PATHS 1024   /* paths per MergeRead query or page */
+#define CN_SCRIBE_MAX_MERGE_ENTRIES 5120 /* entries of a MergeRead 3 page */
+#define CN_SCRIBE_BLOCK_MAX 262144u      /* LZ4 transfer block, original bytes */
 #define CN_SCRIBE_BLOCK_HDR_LEN 8
 #define CN_SCRIBE_DEFAULT_PORT 7447
 
@@ -513,7 +521,7 @@ CN_API void cn_scribe_enc_block(uint8_t out[CN_SCRIBE_BLOCK_HDR_LEN], const cn_s
 CN_API cn_err_t cn_scribe_dec_block(const uint8_t p[CN_SCRIBE_BLOCK_HDR_LEN], uint64_t remaining,
                                     cn_scribe_block_t *out);
 
-/* ---- submit (9) and operation_outcome (10) ---------------------------------------- */
+/* ---- submit (9) ----------------------------------------------------------------------- */
 typedef struct cn_scribe_submit_req {
     cn_scribe_id_t repo, incarnation, operation, branch, workspace;
     uint64_t base; /* expected base change */
@@ -557,6 +565,129 @@ CN_API cn_err_t cn_scribe_dec_submit_resp(const uint8_t *p, size_t n, cn_scribe_
 CN_API cn_scribe_str_t cn_scribe_outcome_path(const cn_scribe_submit_outcome_t *o,
                                               cn_scribe_codec_t c, uint32_t i);
 
+/* ---- branches (20-23) ---------------------------------------------------------------
+ * docs/protocol/scribe.md 7.8.  A branch name is 1..256 bytes of ASCII
+ * letters, digits, '-', '_', '.' and '/': '/'-separated segments, none empty
+ * and none starting with '.', and the first byte is not '-'.  Uniqueness
+ * (ASCII case-insensitive, among the repository's branches) is the service's
+ * check, not the codec's. */
+CN_API bool cn_scribe_branch_name_valid(cn_scribe_str_t name);
+
+/* Branch info = [16] id | str16 name | u64 head | opt ([16] origin branch |
+ * u64 origin change) | u64 created ms.  The main branch has no origin; any
+ * other branch names the branch and change it was created from, with
+ * origin change <= head and origin branch != id. */
+typedef struct cn_scribe_branch_info {
+    cn_scribe_id_t id;
+    cn_scribe_str_t name; /* current name, valid */
+    uint64_t head;        /* last change on the branch; its origin change before its first commit */
+    bool has_origin;      /* false for the repository's main branch */
+    cn_scribe_id_t origin_branch;
+    uint64_t origin_change;
+    uint64_t created_ms;
+} cn_scribe_branch_info_t;
+CN_API void cn_scribe_wr_branch_info(cn_scribe_wr_t *w, const cn_scribe_branch_info_t *bi);
+CN_API void cn_scribe_rd_branch_info(cn_scribe_rd_t *r, cn_scribe_branch_info_t *out);
+
+/* branch_list (20): [16] repo | u32 limit | opt str16 after (a name,
+ * exclusive) -> u32 count (<= 4096) | Branch info x count | bool more.
+ * Rows are in strictly ascending byte order of name; more needs count >= 1
+ * (continue with after = the last name). */
+typedef struct cn_scribe_branch_list_req {
+    cn_scribe_id_t repo;
+    uint32_t limit; /* clamped by the server to 1..4096 */
+    bool has_after;
+    cn_scribe_str_t after; /* a valid name */
+} cn_scribe_branch_list_req_t;
+CN_API cn_err_t cn_scribe_enc_branch_list_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                              const cn_scribe_branch_list_req_t *q);
+CN_API cn_err_t cn_scribe_dec_branch_list_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                              cn_scribe_branch_list_req_t *out);
+typedef struct cn_scribe_branch_list_resp {
+    uint32_t count;
+    cn_scribe_rows_t rows; /* Branch info x count */
+    bool more;
+} cn_scribe_branch_list_resp_t;
+CN_API cn_err_t cn_scribe_enc_branch_list_resp(cn_buf_t *out, cn_scribe_codec_t c,
+                                               const cn_scribe_branch_info_t *rows, uint32_t count,
+                                               bool more);
+CN_API cn_err_t cn_scribe_dec_branch_list_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                               cn_scribe_branch_list_resp_t *out);
+CN_API bool cn_scribe_next_branch_info(cn_scribe_rows_t *it, cn_scribe_branch_info_t *out);
+
+/* branch_mutate (21): [16] repo | [16] incarnation | [16] operation |
+ * [16] branch | str16 name | u8 action, then create (1): [16] source branch |
+ * u64 source change; rename (2): str16 expected name.  The operation and
+ * branch ids are nonzero; both names are valid; any other action (3 archive
+ * included: cairn has none) is malformed.  create: branch is the new
+ * branch's id, chosen by the client.  rename: branch is renamed to name when
+ * its current name is expected. */
+enum {
+    CN_SCRIBE_BRANCH_CREATE = 1,
+    CN_SCRIBE_BRANCH_RENAME = 2
+};
+typedef struct cn_scribe_branch_mutate_req {
+    cn_scribe_id_t repo, incarnation, operation, branch;
+    cn_scribe_str_t name;
+    uint8_t action;
+    cn_scribe_id_t source;    /* create */
+    uint64_t source_change;   /* create: inside the source's lifetime (the service checks) */
+    cn_scribe_str_t expected; /* rename */
+} cn_scribe_branch_mutate_req_t;
+CN_API cn_err_t cn_scribe_enc_branch_mutate_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                                const cn_scribe_branch_mutate_req_t *q);
+CN_API cn_err_t cn_scribe_dec_branch_mutate_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                                cn_scribe_branch_mutate_req_t *out);
+/* The semantic fingerprint of a branch mutation (docs/protocol/scribe.md
+ * 9.6): BLAKE3("cairn:branch-operation:v1\0" | repo | incarnation | branch |
+ * u8 action | u16 LE name length | name | create: source | u64 LE source
+ * change; rename: u16 LE expected length | expected).  Codec-independent. */
+CN_API void cn_scribe_branch_fingerprint(const cn_scribe_branch_mutate_req_t *q, cn_digest_t *out);
+
+/* Branch outcome (the response of 21; recorded, replayed by 10 and 23) =
+ * [16] operation | u8 outcome, then 1 accepted: Branch info (the branch
+ * after the mutation); 2 rejected: u16 code (nonzero: branch_exists,
+ * name_mismatch) | str16 detail (<= 4096). */
+typedef struct cn_scribe_branch_outcome {
+    cn_scribe_id_t operation;
+    uint8_t outcome;                /* CN_SCRIBE_OUTCOME_ACCEPTED or _REJECTED */
+    cn_scribe_branch_info_t branch; /* accepted */
+    uint16_t code;                  /* rejected */
+    cn_scribe_str_t detail;         /* rejected */
+} cn_scribe_branch_outcome_t;
+CN_API void cn_scribe_wr_branch_outcome(cn_scribe_wr_t *w, const cn_scribe_branch_outcome_t *o);
+CN_API void cn_scribe_rd_branch_outcome(cn_scribe_rd_t *r, cn_scribe_branch_outcome_t *out);
+CN_API cn_err_t cn_scribe_enc_branch_mutate_resp(cn_buf_t *out, cn_scribe_codec_t c,
+                                                 const cn_scribe_branch_outcome_t *o);
+CN_API cn_err_t cn_scribe_dec_branch_mutate_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                                 cn_scribe_branch_outcome_t *out);
+
+/* branch_info (22): [16] repo | u8 by (1 id, 2 name) | [16] id or str16 name
+ * (valid) -> Branch info. */
+enum {
+    CN_SCRIBE_BRANCH_BY_ID = 1,
+    CN_SCRIBE_BRANCH_BY_NAME = 2
+};
+typedef struct cn_scribe_branch_info_req {
+    cn_scribe_id_t repo;
+    uint8_t by;
+    cn_scribe_id_t id;
+    cn_scribe_str_t name;
+} cn_scribe_branch_info_req_t;
+CN_API cn_err_t cn_scribe_enc_branch_info_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                              const cn_scribe_branch_info_req_t *q);
+CN_API cn_err_t cn_scribe_dec_branch_info_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                              cn_scribe_branch_info_req_t *out);
+CN_API cn_err_t cn_scribe_enc_branch_info_resp(cn_buf_t *out, cn_scribe_codec_t c,
+                                               const cn_scribe_branch_info_t *bi);
+CN_API cn_err_t cn_scribe_dec_branch_info_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                               cn_scribe_branch_info_t *out);
+
+/* ---- operation_outcome (10) and branch_outcome (23) ---------------------------------
+ * Both take [16] repo | [16] operation (nonzero) and answer u8 kind, then
+ * kind 1 (submit, merge or cherry-pick): Submit outcome; kind 2 (branch
+ * mutation): Branch outcome; kind 0: the operation has no recorded outcome.
+ * branch_outcome answers kinds 0 and 2 only. */
 typedef struct cn_scribe_outcome_req {
     cn_scribe_id_t repo, operation;
 } cn_scribe_outcome_req_t;
@@ -566,17 +697,206 @@ CN_API cn_err_t cn_scribe_dec_outcome_req(const uint8_t *p, size_t n, cn_scribe_
                                           cn_scribe_outcome_req_t *out);
 enum {
     CN_SCRIBE_OUTCOME_KIND_UNKNOWN = 0,
-    CN_SCRIBE_OUTCOME_KIND_SUBMIT = 1
+    CN_SCRIBE_OUTCOME_KIND_SUBMIT = 1,
+    CN_SCRIBE_OUTCOME_KIND_BRANCH = 2
 };
 typedef struct cn_scribe_outcome_resp {
-    uint8_t kind; /* 0 unknown operation, 1 submit (2, 3 reserved) */
+    uint8_t kind; /* 0 unknown operation, 1 submit, 2 branch (3 reserved) */
     cn_scribe_submit_outcome_t submit;
+    cn_scribe_branch_outcome_t branch;
 } cn_scribe_outcome_resp_t;
+/* paths: the submit outcome's rejected paths (kind 1), else unused. */
 CN_API cn_err_t cn_scribe_enc_outcome_resp(cn_buf_t *out, cn_scribe_codec_t c,
                                            const cn_scribe_outcome_resp_t *o,
                                            const cn_scribe_str_t *paths);
 CN_API cn_err_t cn_scribe_dec_outcome_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                            cn_scribe_outcome_resp_t *out);
+/* branch_outcome (23) response: kind 0 or 2 (CN_E_INVALID / malformed otherwise). */
+CN_API cn_err_t cn_scribe_enc_branch_outcome_resp(cn_buf_t *out, cn_scribe_codec_t c,
+                                                  const cn_scribe_outcome_resp_t *o);
+CN_API cn_err_t cn_scribe_dec_branch_outcome_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                                  cn_scribe_outcome_resp_t *out);
+
+/* ---- merges and cherry-picks (24, 25, 32, 33) ---------------------------------------
+ * docs/protocol/scribe.md 7.9.  merge_submit and cherry_pick_submit carry an
+ * ordinary submit request (opcode 9's layout, same codec) as bytes32; its
+ * branch is the target, its base must equal target head, and both answer
+ * the ordinary Submit outcome (cn_scribe_enc_submit_resp). */
+typedef struct cn_scribe_merge_submit_req {
+    cn_scribe_submit_req_t submit; /* the target's ordinary submit */
+    uint64_t target_head;          /* == submit.base */
+    cn_scribe_id_t source;         /* != submit.branch */
+    uint64_t source_head;
+    cn_scribe_id_t base_branch; /* the merge base the client planned against */
+    uint64_t base;              /* <= source_head and <= target_head */
+} cn_scribe_merge_submit_req_t;
+/* merge_submit (24): bytes32 submit request | u64 target head | [16] source
+ * branch | u64 source head | [16] base branch | u64 base. */
+CN_API cn_err_t cn_scribe_enc_merge_submit_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                               const cn_scribe_merge_submit_req_t *q);
+CN_API cn_err_t cn_scribe_dec_merge_submit_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                               cn_scribe_merge_submit_req_t *out);
+/* BLAKE3("scribe:merge-operation:v1\0" | ordinary submit fingerprint |
+ * u64 LE target head | source | u64 LE source head | base branch | u64 LE base);
+ * the author stays out (it is out of the ordinary fingerprint). */
+CN_API void cn_scribe_merge_fingerprint(const cn_scribe_merge_submit_req_t *q, cn_digest_t *out);
+
+/* cherry_pick_info (32): [16] repo | [16] target | [16] source | u64 change
+ * (56 bytes) -> Branch info of the target (its live head) | Branch info of
+ * the source (head = the selected change) | [16] parent branch | u64 parent
+ * (< the selected change) | bool already applied. */
+typedef struct cn_scribe_pick_info_req {
+    cn_scribe_id_t repo, target, source;
+    uint64_t change;
+} cn_scribe_pick_info_req_t;
+CN_API cn_err_t cn_scribe_enc_pick_info_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                            const cn_scribe_pick_info_req_t *q);
+CN_API cn_err_t cn_scribe_dec_pick_info_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                            cn_scribe_pick_info_req_t *out);
+typedef struct cn_scribe_pick_info {
+    cn_scribe_branch_info_t target, source;
+    cn_scribe_id_t parent_branch; /* where the picked change's first parent was accepted */
+    uint64_t parent;              /* the picked change's first parent (0: none) */
+    bool already_applied;
+} cn_scribe_pick_info_t;
+CN_API cn_err_t cn_scribe_enc_pick_info_resp(cn_buf_t *out, cn_scribe_codec_t c,
+                                             const cn_scribe_pick_info_t *v);
+CN_API cn_err_t cn_scribe_dec_pick_info_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                             cn_scribe_pick_info_t *out);
+
+/* cherry_pick_submit (33): bytes32 submit request | u64 target head |
+ * [16] source | u64 source change. */
+typedef struct cn_scribe_pick_submit_req {
+    cn_scribe_submit_req_t submit; /* the target's ordinary submit */
+    uint64_t target_head;          /* == submit.base */
+    cn_scribe_id_t source;
+    uint64_t source_change;
+} cn_scribe_pick_submit_req_t;
+CN_API cn_err_t cn_scribe_enc_pick_submit_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                              const cn_scribe_pick_submit_req_t *q);
+CN_API cn_err_t cn_scribe_dec_pick_submit_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                              cn_scribe_pick_submit_req_t *out);
+/* BLAKE3("scribe:cherry-pick-operation:v1\0" | ordinary submit fingerprint |
+ * u64 LE target head | source | u64 LE source change) (the specification's). */
+CN_API void cn_scribe_pick_fingerprint(const cn_scribe_pick_submit_req_t *q, cn_digest_t *out);
+
+/* merge_read (25): [16] repo | u8 tag, then per tag (paths are non-empty
+ * str16 <= 8192, counts <= 1024; the service checks canonical form):
+ *   1 chains:      u64 left | u64 right | opt str16 path cursor
+ *   2 states:      [16] branch | u64 revision | u32 count | str16 path x count
+ *   3 descendants: [16] branch | u64 revision | str16 path | opt str16 folded cursor
+ *   4 origins:     [16] branch | u64 revision | [16] base branch | u64 base revision
+ *                  | u32 count | str16 path x count
+ *   5 unchanged:   [16] branch | u64 from | u64 to | u32 count | str16 path x count
+ *   6 merge base (cairn's): [16] target branch | u64 target revision
+ *                  | [16] source branch | u64 source revision
+ * Any other tag is malformed. */
+enum {
+    CN_SCRIBE_MR_CHAINS = 1,
+    CN_SCRIBE_MR_STATES = 2,
+    CN_SCRIBE_MR_DESCENDANTS = 3,
+    CN_SCRIBE_MR_ORIGINS = 4,
+    CN_SCRIBE_MR_UNCHANGED = 5,
+    CN_SCRIBE_MR_BASE = 6
+};
+typedef struct cn_scribe_merge_read_req {
+    cn_scribe_id_t repo;
+    uint8_t tag;
+    uint64_t left, right;  /* 1 */
+    cn_scribe_id_t branch; /* 2..5; 6: the target */
+    uint64_t revision;     /* 2, 3, 4; 6: the target revision */
+    uint64_t from, to;     /* 5 */
+    cn_scribe_id_t other;  /* 4: the base branch; 6: the source branch */
+    uint64_t other_revision;
+    cn_scribe_str_t path; /* 3 */
+    bool has_cursor;
+    cn_scribe_str_t cursor; /* 1: path cursor; 3: folded cursor */
+    uint32_t count;         /* 2, 4, 5 */
+    cn_scribe_rows_t paths; /* decoded 2, 4, 5: count paths (cn_scribe_next_path) */
+} cn_scribe_merge_read_req_t;
+/* paths: count views (tags 2, 4, 5). */
+CN_API cn_err_t cn_scribe_enc_merge_read_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                             const cn_scribe_merge_read_req_t *q,
+                                             const cn_scribe_str_t *paths);
+CN_API cn_err_t cn_scribe_dec_merge_read_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                             cn_scribe_merge_read_req_t *out);
+/* Next path of a decoded path list (merge_read requests, chains replies). */
+CN_API bool cn_scribe_next_path(cn_scribe_rows_t *it, cn_scribe_str_t *out);
+
+/* FileStateAt = u8 kind (1 live, 2 tombstone) | u64 change (>= 1: the change
+ * that last wrote the path, the delete or move-away for a tombstone)
+ * | live only: [32] manifest | u64 size | u8 mode (0..2). */
+enum {
+    CN_SCRIBE_FILE_LIVE = 1,
+    CN_SCRIBE_FILE_TOMBSTONE = 2
+};
+typedef struct cn_scribe_file_state {
+    uint8_t kind;
+    uint64_t change;
+    cn_digest_t manifest; /* live */
+    uint64_t size;        /* live */
+    uint8_t mode;         /* live */
+} cn_scribe_file_state_t;
+typedef struct cn_scribe_path_state {
+    cn_scribe_str_t path;
+    cn_scribe_file_state_t state;
+} cn_scribe_path_state_t;
+/* A base-file origin (tag 4): 0 none | 1 unique + str16 base path | 2 several. */
+enum {
+    CN_SCRIBE_ORIGIN_NONE = 0,
+    CN_SCRIBE_ORIGIN_UNIQUE = 1,
+    CN_SCRIBE_ORIGIN_SEVERAL = 2
+};
+typedef struct cn_scribe_origin {
+    uint8_t kind;
+    cn_scribe_str_t base_path; /* unique */
+} cn_scribe_origin_t;
+
+/* merge_read responses, each starting with u8 tag:
+ *   1: u64 left | u64 right | opt str16 path cursor | u32 count (<= 1024) | str16 path x count
+ *      (left == right: done, and then no cursor)
+ *   2: u32 count (<= 1024) | opt FileStateAt x count
+ *   3: opt str16 folded cursor | u32 count (<= 5120) | (str16 path | FileStateAt) x count
+ *   4: u32 count (<= 1024) | origin x count
+ *   5: bool unchanged
+ *   6: [16] base branch | u64 base */
+typedef struct cn_scribe_merge_read_resp {
+    uint8_t tag;
+    uint64_t left, right; /* 1 */
+    bool has_cursor;      /* 1, 3 */
+    cn_scribe_str_t cursor;
+    uint32_t count;             /* 1..4 */
+    cn_scribe_rows_t rows;      /* 1 paths, 2 optional states, 3 path states, 4 origins */
+    bool unchanged;             /* 5 */
+    cn_scribe_id_t base_branch; /* 6 */
+    uint64_t base;              /* 6 */
+} cn_scribe_merge_read_resp_t;
+CN_API cn_err_t cn_scribe_enc_merge_chains_resp(cn_buf_t *out, cn_scribe_codec_t c, uint64_t left,
+                                                uint64_t right, bool has_cursor,
+                                                cn_scribe_str_t cursor,
+                                                const cn_scribe_str_t *paths, uint32_t count);
+/* states[i] NULL: no file at that path. */
+CN_API cn_err_t cn_scribe_enc_merge_states_resp(cn_buf_t *out, cn_scribe_codec_t c,
+                                                const cn_scribe_file_state_t *const *states,
+                                                uint32_t count);
+CN_API cn_err_t cn_scribe_enc_merge_descendants_resp(cn_buf_t *out, cn_scribe_codec_t c,
+                                                     bool has_cursor, cn_scribe_str_t cursor,
+                                                     const cn_scribe_path_state_t *rows,
+                                                     uint32_t count);
+CN_API cn_err_t cn_scribe_enc_merge_origins_resp(cn_buf_t *out, cn_scribe_codec_t c,
+                                                 const cn_scribe_origin_t *origins, uint32_t count);
+CN_API cn_err_t cn_scribe_enc_merge_unchanged_resp(cn_buf_t *out, cn_scribe_codec_t c,
+                                                   bool unchanged);
+CN_API cn_err_t cn_scribe_enc_merge_base_resp(cn_buf_t *out, cn_scribe_codec_t c,
+                                              const cn_scribe_id_t *base_branch, uint64_t base);
+CN_API cn_err_t cn_scribe_dec_merge_read_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                              cn_scribe_merge_read_resp_t *out);
+/* Row iterators of a decoded reply (the tag says which applies; 1 uses
+ * cn_scribe_next_path). */
+CN_API bool cn_scribe_next_file_state(cn_scribe_rows_t *it, bool *present,
+                                      cn_scribe_file_state_t *out);
+CN_API bool cn_scribe_next_path_state(cn_scribe_rows_t *it, cn_scribe_path_state_t *out);
+CN_API bool cn_scribe_next_origin(cn_scribe_rows_t *it, cn_scribe_origin_t *out);
 
 /* ---- history: tree_page (11), changed_paths (13), log (15) -------------------- */
 typedef struct cn_scribe_tree_page_req {
@@ -699,6 +1019,8 @@ typedef struct cn_scribe_log_resp {
 } cn_scribe_log_resp_t;
 CN_API cn_err_t cn_scribe_enc_log_resp(cn_buf_t *out, cn_scribe_codec_t c, bool all_branches,
                                        const cn_scribe_log_row_t *rows, uint32_t count);
+/* all_branches: the rows carry u64 ceiling | bool member; every row of a
+ * page has the same ceiling and a change at most it. */
 CN_API cn_err_t cn_scribe_dec_log_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                        bool all_branches, cn_scribe_log_resp_t *out);
 CN_API bool cn_scribe_next_log_row(cn_scribe_rows_t *it, bool all_branches,

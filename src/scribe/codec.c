@@ -83,7 +83,7 @@ const char *cn_scribe_op_name(uint16_t opcode)
     return opcode < 44 ? op_names[opcode] : NULL;
 }
 
-/* Exact request bounds of the core layouts (docs/protocol/scribe.md,
+/* Exact request bounds of every laid-out opcode (docs/protocol/scribe.md,
  * "Request payload bounds"); each is the sum of the layout's maximal fields. */
 #define B_STR(max) (2u + (max))
 enum {
@@ -106,6 +106,17 @@ enum {
     B_NOTES = 16 + 4 + 8 * CN_SCRIBE_MAX_PAGE,
     B_HISTORY = 16 + 8 + 4 + 4,
     B_PIN = 16 * 3 + 4 + 33 * CN_SCRIBE_MAX_BATCH,
+    B_BRANCH_LIST = 16 + 4 + 1 + B_STR(CN_SCRIBE_MAX_BRANCH_NAME),
+    /* rename's expected name is longer than create's source and change */
+    B_BRANCH_MUTATE =
+        16 * 4 + B_STR(CN_SCRIBE_MAX_BRANCH_NAME) + 1 + B_STR(CN_SCRIBE_MAX_BRANCH_NAME),
+    B_BRANCH_INFO = 16 + 1 + B_STR(CN_SCRIBE_MAX_BRANCH_NAME),
+    B_MERGE_SUBMIT = 4 + B_SUBMIT + 8 + 16 + 8 + 16 + 8,
+    /* tag 4 is the longest: two branch/revision pairs and 1,024 maximal paths */
+    B_MERGE_READ =
+        16 + 1 + 16 + 8 + 16 + 8 + 4 + CN_SCRIBE_MAX_MERGE_PATHS * B_STR(CN_SCRIBE_MAX_PATH),
+    B_PICK_INFO = 16 * 3 + 8,
+    B_PICK_SUBMIT = 4 + B_SUBMIT + 8 + 16 + 8,
 };
 
 bool cn_scribe_request_bound(uint16_t opcode, bool tls, uint32_t *bound)
@@ -121,7 +132,8 @@ bool cn_scribe_request_bound(uint16_t opcode, bool tls, uint32_t *bound)
     case CN_SCRIBE_OP_GET_OBJECTS:
     case CN_SCRIBE_OP_PRESENCE: b = B_OBJS; break;
     case CN_SCRIBE_OP_SUBMIT: b = B_SUBMIT; break;
-    case CN_SCRIBE_OP_OPERATION_OUTCOME: b = B_OUTCOME; break;
+    case CN_SCRIBE_OP_OPERATION_OUTCOME:
+    case CN_SCRIBE_OP_BRANCH_OUTCOME: b = B_OUTCOME; break;
     case CN_SCRIBE_OP_TREE_PAGE: b = B_TREE_PAGE; break;
     case CN_SCRIBE_OP_CHANGED_PATHS: b = B_CHANGED; break;
     case CN_SCRIBE_OP_LOG: b = B_LOG; break;
@@ -131,6 +143,13 @@ bool cn_scribe_request_bound(uint16_t opcode, bool tls, uint32_t *bound)
     case CN_SCRIBE_OP_CHANGE_NOTES: b = B_NOTES; break;
     case CN_SCRIBE_OP_CHANGE_NOTE_HISTORY: b = B_HISTORY; break;
     case CN_SCRIBE_OP_PIN_OBJECTS: b = B_PIN; break;
+    case CN_SCRIBE_OP_BRANCH_LIST: b = B_BRANCH_LIST; break;
+    case CN_SCRIBE_OP_BRANCH_MUTATE: b = B_BRANCH_MUTATE; break;
+    case CN_SCRIBE_OP_BRANCH_INFO: b = B_BRANCH_INFO; break;
+    case CN_SCRIBE_OP_MERGE_SUBMIT: b = B_MERGE_SUBMIT; break;
+    case CN_SCRIBE_OP_MERGE_READ: b = B_MERGE_READ; break;
+    case CN_SCRIBE_OP_CHERRY_PICK_INFO: b = B_PICK_INFO; break;
+    case CN_SCRIBE_OP_CHERRY_PICK_SUBMIT: b = B_PICK_SUBMIT; break;
     default: return false;
     }
     if (bound)
@@ -172,6 +191,8 @@ static const struct {
     { 109, "workspace_retired" },
     { 110, "branch_exists" },
     { 111, "name_mismatch" },
+    { 112, "change_not_pickable" },
+    { 113, "schema_outdated" },
     { 200, "operation_intent_mismatch" },
     { 201, "incarnation_mismatch" },
     { 202, "base_conflict" },

@@ -3,19 +3,6 @@
 
 #include <string.h>
 
-static void rd_path(cn_scribe_rd_t *r, bool may_be_empty, cn_scribe_str_t *out)
-{
-    cn_scribe_rd_str16(r, CN_SCRIBE_MAX_PATH, out);
-    if (!r->r.err && !may_be_empty && out->len == 0)
-        cn__rd_fail(r);
-}
-
-static void wr_path(cn_scribe_wr_t *w, cn_scribe_str_t s, bool may_be_empty)
-{
-    CN__FAIL_IF(w, !may_be_empty && s.len == 0);
-    cn_scribe_wr_str16(w, s, CN_SCRIBE_MAX_PATH);
-}
-
 /* ---- tree_page ----------------------------------------------------------------- */
 cn_err_t cn_scribe_enc_tree_page_req(cn_buf_t *out, cn_scribe_codec_t c,
                                      const cn_scribe_tree_page_req_t *q)
@@ -24,11 +11,11 @@ cn_err_t cn_scribe_enc_tree_page_req(cn_buf_t *out, cn_scribe_codec_t c,
     cn_scribe_wr_raw(&w, q->repo.b, 16);
     cn_scribe_wr_raw(&w, q->branch.b, 16);
     cn_scribe_wr_u64(&w, q->change);
-    wr_path(&w, q->prefix, true);
+    cn__wr_path(&w, q->prefix, true);
     cn_scribe_wr_u32(&w, q->limit);
     cn_scribe_wr_bool(&w, q->has_after);
     if (q->has_after)
-        wr_path(&w, q->after, false);
+        cn__wr_path(&w, q->after, false);
     CN__ENC_END(out);
 }
 
@@ -40,18 +27,18 @@ cn_err_t cn_scribe_dec_tree_page_req(const uint8_t *p, size_t n, cn_scribe_codec
     cn_scribe_rd_id(&r, &out->repo);
     cn_scribe_rd_id(&r, &out->branch);
     out->change = cn_scribe_rd_u64(&r);
-    rd_path(&r, true, &out->prefix);
+    cn__rd_path(&r, true, &out->prefix);
     out->limit = cn_scribe_rd_u32(&r);
     out->has_after = cn_scribe_rd_bool(&r);
     if (out->has_after)
-        rd_path(&r, false, &out->after);
+        cn__rd_path(&r, false, &out->after);
     return cn_scribe_rd_end(&r);
 }
 
 static void wr_tree_entry(cn_scribe_wr_t *w, const cn_scribe_tree_entry_t *e)
 {
     CN__FAIL_IF(w, e->mode > CN_REPOS_MODE_SYMLINK);
-    wr_path(w, e->path, false);
+    cn__wr_path(w, e->path, false);
     cn_scribe_wr_raw(w, e->manifest.b, CN_DIGEST_LEN);
     cn_scribe_wr_u64(w, e->size);
     cn_scribe_wr_u8(w, e->mode);
@@ -60,7 +47,7 @@ static void wr_tree_entry(cn_scribe_wr_t *w, const cn_scribe_tree_entry_t *e)
 
 static void rd_tree_entry(cn_scribe_rd_t *r, cn_scribe_tree_entry_t *e)
 {
-    rd_path(r, false, &e->path);
+    cn__rd_path(r, false, &e->path);
     cn_scribe_rd_digest(r, &e->manifest);
     e->size = cn_scribe_rd_u64(r);
     e->mode = cn_scribe_rd_u8(r);
@@ -125,7 +112,7 @@ cn_err_t cn_scribe_enc_changed_req(cn_buf_t *out, cn_scribe_codec_t c,
     cn_scribe_wr_raw(&w, q->branch.b, 16);
     cn_scribe_wr_u64(&w, q->from);
     cn_scribe_wr_u64(&w, q->to);
-    wr_path(&w, q->prefix, true);
+    cn__wr_path(&w, q->prefix, true);
     cn_scribe_wr_u32(&w, q->limit);
     cn_scribe_wr_bool(&w, q->has_token);
     if (q->has_token)
@@ -142,7 +129,7 @@ cn_err_t cn_scribe_dec_changed_req(const uint8_t *p, size_t n, cn_scribe_codec_t
     cn_scribe_rd_id(&r, &out->branch);
     out->from = cn_scribe_rd_u64(&r);
     out->to = cn_scribe_rd_u64(&r);
-    rd_path(&r, true, &out->prefix);
+    cn__rd_path(&r, true, &out->prefix);
     out->limit = cn_scribe_rd_u32(&r);
     out->has_token = cn_scribe_rd_bool(&r);
     if (out->has_token)
@@ -152,7 +139,7 @@ cn_err_t cn_scribe_dec_changed_req(const uint8_t *p, size_t n, cn_scribe_codec_t
 
 static void wr_changed_row(cn_scribe_wr_t *w, const cn_scribe_changed_row_t *e)
 {
-    wr_path(w, e->path, false);
+    cn__wr_path(w, e->path, false);
     cn_scribe_wr_u64(w, e->change);
     cn_scribe_wr_bool(w, e->present);
     if (e->present) {
@@ -166,7 +153,7 @@ static void wr_changed_row(cn_scribe_wr_t *w, const cn_scribe_changed_row_t *e)
 static void rd_changed_row(cn_scribe_rd_t *r, cn_scribe_changed_row_t *e)
 {
     memset(e, 0, sizeof *e);
-    rd_path(r, false, &e->path);
+    cn__rd_path(r, false, &e->path);
     e->change = cn_scribe_rd_u64(r);
     e->present = cn_scribe_rd_bool(r);
     if (e->present) {
@@ -232,7 +219,7 @@ cn_err_t cn_scribe_enc_log_req(cn_buf_t *out, cn_scribe_codec_t c, const cn_scri
     cn_scribe_wr_raw(&w, q->branch.b, 16);
     cn_scribe_wr_bool(&w, q->has_path);
     if (q->has_path)
-        wr_path(&w, q->path, false);
+        cn__wr_path(&w, q->path, false);
     cn_scribe_wr_bool(&w, q->follow_merges);
     cn_scribe_wr_bool(&w, q->all_branches);
     cn_scribe_wr_bool(&w, q->has_ceiling);
@@ -243,7 +230,7 @@ cn_err_t cn_scribe_enc_log_req(cn_buf_t *out, cn_scribe_codec_t c, const cn_scri
         cn_scribe_wr_u64(&w, q->before);
     cn_scribe_wr_bool(&w, q->has_after_path);
     if (q->has_after_path)
-        wr_path(&w, q->after_path, false);
+        cn__wr_path(&w, q->after_path, false);
     cn_scribe_wr_u32(&w, q->limit);
     CN__ENC_END(out);
 }
@@ -257,7 +244,7 @@ cn_err_t cn_scribe_dec_log_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
     cn_scribe_rd_id(&r, &out->branch);
     out->has_path = cn_scribe_rd_bool(&r);
     if (out->has_path)
-        rd_path(&r, false, &out->path);
+        cn__rd_path(&r, false, &out->path);
     out->follow_merges = cn_scribe_rd_bool(&r);
     out->all_branches = cn_scribe_rd_bool(&r);
     out->has_ceiling = cn_scribe_rd_bool(&r);
@@ -268,7 +255,7 @@ cn_err_t cn_scribe_dec_log_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
         out->before = cn_scribe_rd_u64(&r);
     out->has_after_path = cn_scribe_rd_bool(&r);
     if (out->has_after_path)
-        rd_path(&r, false, &out->after_path);
+        cn__rd_path(&r, false, &out->after_path);
     out->limit = cn_scribe_rd_u32(&r);
     if (!r.r.err && ((out->follow_merges && !out->has_path) ||
                      (out->all_branches && (!out->has_path || !out->follow_merges)) ||
@@ -278,20 +265,18 @@ cn_err_t cn_scribe_dec_log_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
     return cn_scribe_rd_end(&r);
 }
 
-#define MAX_BRANCH_NAME 256
-
 static void wr_log_row(cn_scribe_wr_t *w, bool all, const cn_scribe_log_row_t *e)
 {
     CN__FAIL_IF(w, e->event > CN_REPOS_KEEP || (e->event == 0) != (e->path.len == 0));
     cn_scribe_wr_u64(w, e->change);
     cn_scribe_wr_raw(w, e->commit.b, CN_DIGEST_LEN);
     cn_scribe_wr_raw(w, e->branch.b, 16);
-    cn_scribe_wr_str16(w, e->branch_name, MAX_BRANCH_NAME);
+    cn_scribe_wr_str16(w, e->branch_name, CN_SCRIBE_MAX_BRANCH_NAME);
     cn_scribe_wr_u64(w, e->parent);
-    wr_path(w, e->path, true);
+    cn__wr_path(w, e->path, true);
     cn_scribe_wr_u8(w, e->event);
     if (e->event == CN_REPOS_MOVE)
-        wr_path(w, e->from_path, false);
+        cn__wr_path(w, e->from_path, false);
     cn_scribe_wr_str16(w, e->author, CN_SCRIBE_MAX_AUTHOR);
     cn_scribe_wr_str32(w, e->message, CN_SCRIBE_MAX_MESSAGE);
     cn_scribe_wr_u64(w, e->time_ms);
@@ -317,14 +302,14 @@ static void rd_log_row(cn_scribe_rd_t *r, bool all, cn_scribe_log_row_t *e)
     e->change = cn_scribe_rd_u64(r);
     cn_scribe_rd_digest(r, &e->commit);
     cn_scribe_rd_id(r, &e->branch);
-    cn_scribe_rd_str16(r, MAX_BRANCH_NAME, &e->branch_name);
+    cn_scribe_rd_str16(r, CN_SCRIBE_MAX_BRANCH_NAME, &e->branch_name);
     e->parent = cn_scribe_rd_u64(r);
-    rd_path(r, true, &e->path);
+    cn__rd_path(r, true, &e->path);
     e->event = cn_scribe_rd_u8(r);
     if (!r->r.err && (e->event > CN_REPOS_KEEP || (e->event == 0) != (e->path.len == 0)))
         cn__rd_fail(r);
     if (e->event == CN_REPOS_MOVE)
-        rd_path(r, false, &e->from_path);
+        cn__rd_path(r, false, &e->from_path);
     cn_scribe_rd_str16(r, CN_SCRIBE_MAX_AUTHOR, &e->author);
     cn_scribe_rd_str32(r, CN_SCRIBE_MAX_MESSAGE, &e->message);
     e->time_ms = cn_scribe_rd_u64(r);
@@ -341,6 +326,8 @@ static void rd_log_row(cn_scribe_rd_t *r, bool all, cn_scribe_log_row_t *e)
     if (all) {
         e->ceiling = cn_scribe_rd_u64(r);
         e->member = cn_scribe_rd_bool(r);
+        if (!r->r.err && e->change > e->ceiling)
+            cn__rd_fail(r); /* nodes past the snapshot are never rows */
     }
 }
 #define LOG_ROW_MIN (8 + 32 + 16 + 2 + 8 + 2 + 1 + 2 + 4 + 8 + 1 + 1)
@@ -351,8 +338,12 @@ cn_err_t cn_scribe_enc_log_resp(cn_buf_t *out, cn_scribe_codec_t c, bool all_bra
     CN__ENC_BEGIN(out, c);
     CN__FAIL_IF(&w, count > CN_SCRIBE_MAX_PAGE);
     cn_scribe_wr_u32(&w, count);
-    for (uint32_t i = 0; i < count && !w.err; i++)
+    for (uint32_t i = 0; i < count && !w.err; i++) {
+        /* all-branch rows: one ceiling per page, no row past it */
+        CN__FAIL_IF(&w, all_branches && (rows[i].change > rows[i].ceiling ||
+                                         rows[i].ceiling != rows[0].ceiling));
         wr_log_row(&w, all_branches, &rows[i]);
+    }
     CN__ENC_END(out);
 }
 
@@ -368,9 +359,14 @@ cn_err_t cn_scribe_dec_log_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
     cn_scribe_rd_fits(&r, out->count, LOG_ROW_MIN + (all_branches ? 9 : 0));
     out->rows.rd = r;
     out->rows.left = out->count;
+    uint64_t ceiling = 0;
     for (uint32_t i = 0; i < out->count && !r.r.err; i++) {
         cn_scribe_log_row_t e;
         rd_log_row(&r, all_branches, &e);
+        if (i == 0)
+            ceiling = e.ceiling;
+        else if (!r.r.err && e.ceiling != ceiling)
+            cn__rd_fail(&r);
     }
     return cn_scribe_rd_end(&r);
 }

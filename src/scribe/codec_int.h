@@ -4,6 +4,8 @@
 
 #include "cairn/scribe.h"
 
+#include <string.h>
+
 /* Starts a writer on out; finish() returns its sticky error. */
 static inline cn_err_t cn__wr_finish(const cn_scribe_wr_t *w)
 {
@@ -18,6 +20,37 @@ static inline void cn__rd_fail(cn_scribe_rd_t *r)
 
 /* A str16 view as it sits in the payload, re-read without checks. */
 cn_scribe_str_t cn__rd_str16_at(const uint8_t *p, cn_scribe_codec_t c, size_t *adv);
+
+/* A str16 path field (<= 8192 bytes; empty only where may_be_empty).  The
+ * canonical path rules are the repos service's check. */
+void cn__rd_path(cn_scribe_rd_t *r, bool may_be_empty, cn_scribe_str_t *out);
+void cn__wr_path(cn_scribe_wr_t *w, cn_scribe_str_t s, bool may_be_empty);
+
+/* Ids that name a mutation (operations, new branches) are never all zero. */
+static inline bool cn__all_zero(const uint8_t *p, size_t n)
+{
+    uint8_t acc = 0;
+    for (size_t i = 0; i < n; i++)
+        acc |= p[i];
+    return acc == 0;
+}
+
+/* Fingerprint inputs are little-endian whatever the codec, so an operation
+ * replayed through codec 2 keeps its identity. */
+static inline void cn__b3_le(cn_blake3_t *h, uint64_t v, int bytes)
+{
+    uint8_t le[8];
+    for (int i = 0; i < bytes; i++)
+        le[i] = (uint8_t)(v >> (8 * i));
+    cn_blake3_update(h, le, (size_t)bytes);
+}
+
+/* Starts a fingerprint hash with its domain string, NUL included. */
+static inline void cn__b3_domain(cn_blake3_t *h, const char *domain)
+{
+    cn_blake3_init(h);
+    cn_blake3_update(h, domain, strlen(domain) + 1);
+}
 
 /* Encoders append whole layouts or nothing: on error the buffer is rolled back. */
 #define CN__ENC_BEGIN(out, c)                         \

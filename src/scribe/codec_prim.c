@@ -111,6 +111,19 @@ cn_err_t cn_scribe_rd_end(const cn_scribe_rd_t *r)
     return CN_OK;
 }
 
+void cn__rd_path(cn_scribe_rd_t *r, bool may_be_empty, cn_scribe_str_t *out)
+{
+    cn_scribe_rd_str16(r, CN_SCRIBE_MAX_PATH, out);
+    if (!r->r.err && !may_be_empty && out->len == 0)
+        cn__rd_fail(r);
+}
+
+void cn__wr_path(cn_scribe_wr_t *w, cn_scribe_str_t s, bool may_be_empty)
+{
+    CN__FAIL_IF(w, !may_be_empty && s.len == 0);
+    cn_scribe_wr_str16(w, s, CN_SCRIBE_MAX_PATH);
+}
+
 cn_scribe_str_t cn__rd_str16_at(const uint8_t *p, cn_scribe_codec_t c, size_t *adv)
 {
     uint16_t len = c == CN_SCRIBE_CODEC_BE ? cn_load_u16be(p) : (uint16_t)(p[0] | p[1] << 8);

@@ -1,6 +1,6 @@
-/* submit (9) and operation_outcome (10): the request, the submit outcome
- * encoding shared with later merge and cherry-pick submits, and the
- * semantic fingerprint. */
+/* submit (9), operation_outcome (10) and branch_outcome (23): the request,
+ * the submit outcome encoding shared with merge and cherry-pick submits, the
+ * semantic fingerprint, and the outcome lookups. */
 #include "codec_int.h"
 
 #include <string.h>
@@ -22,14 +22,6 @@ cn_err_t cn_scribe_enc_submit_req(cn_buf_t *out, cn_scribe_codec_t c,
     CN__ENC_END(out);
 }
 
-static bool all_zero(const uint8_t *p, size_t n)
-{
-    uint8_t acc = 0;
-    for (size_t i = 0; i < n; i++)
-        acc |= p[i];
-    return acc == 0;
-}
-
 cn_err_t cn_scribe_dec_submit_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                   cn_scribe_submit_req_t *out)
 {
@@ -45,7 +37,7 @@ cn_err_t cn_scribe_dec_submit_req(const uint8_t *p, size_t n, cn_scribe_codec_t 
     cn_scribe_rd_str16(&r, CN_SCRIBE_MAX_AUTHOR, &out->author);
     cn_scribe_rd_str32(&r, CN_SCRIBE_MAX_MESSAGE, &out->message);
     /* A mutation needs a nonzero operation id. */
-    if (!r.r.err && all_zero(out->operation.b, 16))
+    if (!r.r.err && cn__all_zero(out->operation.b, 16))
         cn__rd_fail(&r);
     return cn_scribe_rd_end(&r);
 }
@@ -55,24 +47,16 @@ cn_err_t cn_scribe_dec_submit_req(const uint8_t *p, size_t n, cn_scribe_codec_t 
  * nothing above crypto.  A unit test holds the two equal. */
 void cn_scribe_submit_fingerprint(const cn_scribe_submit_req_t *q, cn_digest_t *out)
 {
-    static const char domain[] = "cairn:submit-operation:v1";
-    uint8_t le[8];
     cn_blake3_t h;
-    cn_blake3_init(&h);
-    cn_blake3_update(&h, domain, sizeof domain); /* includes the NUL */
+    cn__b3_domain(&h, "cairn:submit-operation:v1");
     cn_blake3_update(&h, q->repo.b, 16);
     cn_blake3_update(&h, q->incarnation.b, 16);
     cn_blake3_update(&h, q->branch.b, 16);
     cn_blake3_update(&h, q->workspace.b, 16);
-    for (int i = 0; i < 8; i++)
-        le[i] = (uint8_t)(q->base >> (8 * i));
-    cn_blake3_update(&h, le, 8);
+    cn__b3_le(&h, q->base, 8);
     cn_blake3_update(&h, q->changeset.b, CN_DIGEST_LEN);
-    le[0] = q->keep_locks ? 1 : 0;
-    cn_blake3_update(&h, le, 1);
-    for (int i = 0; i < 4; i++)
-        le[i] = (uint8_t)(q->message.len >> (8 * i));
-    cn_blake3_update(&h, le, 4);
+    cn__b3_le(&h, q->keep_locks ? 1 : 0, 1);
+    cn__b3_le(&h, q->message.len, 4);
     if (q->message.len)
         cn_blake3_update(&h, q->message.p, q->message.len);
     cn_blake3_final(&h, out);
@@ -182,7 +166,38 @@ cn_err_t cn_scribe_dec_outcome_req(const uint8_t *p, size_t n, cn_scribe_codec_t
     cn_scribe_rd_t r = cn_scribe_rd_init(p, n, c);
     cn_scribe_rd_id(&r, &out->repo);
     cn_scribe_rd_id(&r, &out->operation);
-    if (!r.r.err && all_zero(out->operation.b, 16))
+    if (!r.r.err && cn__all_zero(out->operation.b, 16))
+        cn__rd_fail(&r);
+    return cn_scribe_rd_end(&r);
+}
+
+/* The operation_outcome layout; branch_only restricts it to branch_outcome's
+ * kinds (0 and 2). */
+static cn_err_t enc_outcome(cn_buf_t *out, cn_scribe_codec_t c, const cn_scribe_outcome_resp_t *o,
+                            const cn_scribe_str_t *paths, bool branch_only)
+{
+    CN__ENC_BEGIN(out, c);
+    CN__FAIL_IF(&w, o->kind > CN_SCRIBE_OUTCOME_KIND_BRANCH ||
+                        (branch_only && o->kind == CN_SCRIBE_OUTCOME_KIND_SUBMIT));
+    cn_scribe_wr_u8(&w, o->kind);
+    if (o->kind == CN_SCRIBE_OUTCOME_KIND_SUBMIT)
+        cn_scribe_wr_submit_outcome(&w, &o->submit, paths);
+    else if (o->kind == CN_SCRIBE_OUTCOME_KIND_BRANCH)
+        cn_scribe_wr_branch_outcome(&w, &o->branch);
+    CN__ENC_END(out);
+}
+
+static cn_err_t dec_outcome(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                            cn_scribe_outcome_resp_t *out, bool branch_only)
+{
+    memset(out, 0, sizeof *out);
+    cn_scribe_rd_t r = cn_scribe_rd_init(p, n, c);
+    out->kind = cn_scribe_rd_u8(&r);
+    if (out->kind == CN_SCRIBE_OUTCOME_KIND_SUBMIT && !branch_only)
+        cn_scribe_rd_submit_outcome(&r, &out->submit);
+    else if (out->kind == CN_SCRIBE_OUTCOME_KIND_BRANCH)
+        cn_scribe_rd_branch_outcome(&r, &out->branch);
+    else if (out->kind != CN_SCRIBE_OUTCOME_KIND_UNKNOWN)
         cn__rd_fail(&r);
     return cn_scribe_rd_end(&r);
 }
@@ -190,24 +205,23 @@ cn_err_t cn_scribe_dec_outcome_req(const uint8_t *p, size_t n, cn_scribe_codec_t
 cn_err_t cn_scribe_enc_outcome_resp(cn_buf_t *out, cn_scribe_codec_t c,
                                     const cn_scribe_outcome_resp_t *o, const cn_scribe_str_t *paths)
 {
-    CN__ENC_BEGIN(out, c);
-    CN__FAIL_IF(&w, o->kind != CN_SCRIBE_OUTCOME_KIND_UNKNOWN &&
-                        o->kind != CN_SCRIBE_OUTCOME_KIND_SUBMIT);
-    cn_scribe_wr_u8(&w, o->kind);
-    if (o->kind == CN_SCRIBE_OUTCOME_KIND_SUBMIT)
-        cn_scribe_wr_submit_outcome(&w, &o->submit, paths);
-    CN__ENC_END(out);
+    return enc_outcome(out, c, o, paths, false);
 }
 
 cn_err_t cn_scribe_dec_outcome_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                     cn_scribe_outcome_resp_t *out)
 {
-    memset(out, 0, sizeof *out);
-    cn_scribe_rd_t r = cn_scribe_rd_init(p, n, c);
-    out->kind = cn_scribe_rd_u8(&r);
-    if (out->kind == CN_SCRIBE_OUTCOME_KIND_SUBMIT)
-        cn_scribe_rd_submit_outcome(&r, &out->submit);
-    else if (out->kind != CN_SCRIBE_OUTCOME_KIND_UNKNOWN)
-        cn__rd_fail(&r);
-    return cn_scribe_rd_end(&r);
+    return dec_outcome(p, n, c, out, false);
+}
+
+cn_err_t cn_scribe_enc_branch_outcome_resp(cn_buf_t *out, cn_scribe_codec_t c,
+                                           const cn_scribe_outcome_resp_t *o)
+{
+    return enc_outcome(out, c, o, NULL, true);
+}
+
+cn_err_t cn_scribe_dec_branch_outcome_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                           cn_scribe_outcome_resp_t *out)
+{
+    return dec_outcome(p, n, c, out, true);
 }

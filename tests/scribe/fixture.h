@@ -1,10 +1,16 @@
 /* Golden-fixture helpers shared by the scribe and repos unit tests: fixtures
  * are written as in docs/protocol/scribe.md — hex byte pairs, spaces ignored,
- * "quoted" runs as ASCII. */
+ * "quoted" runs as ASCII — inline or in a fixture file; and the truncation
+ * check every payload decoder must pass. */
 #ifndef CN_TEST_FIXTURE_H
 #define CN_TEST_FIXTURE_H
 
+#include "cairn/scribe.h"
+#include "cn_test.h"
+
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +53,81 @@ static size_t fx(const char *s, uint8_t *out, size_t cap)
         s += 2;
     }
     return n;
+}
+
+/* Loads the payload of entry "@ NAME OP DIR CODEC" (codec "le" or "be") of
+ * a fixture file (tests/scribe/branch_fixtures.txt: its header says the
+ * format) into out (cap bytes).  Returns its length, or (size_t)-1 after
+ * saying why on stderr. */
+static inline size_t fx_entry(const char *file, const char *name, const char *codec, uint8_t *out,
+                              size_t cap)
+{
+    FILE *f = fopen(file, "r");
+    if (!f) {
+        fprintf(stderr, "# cannot open %s\n", file);
+        return (size_t)-1;
+    }
+    char line[512], want[160];
+    snprintf(want, sizeof want, "%s %s", name, codec);
+    static char text[65536];
+    size_t tl = 0;
+    bool in = false, found = false;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '@') {
+            if (in)
+                break;
+            char n[128], c[8];
+            int op;
+            char dir[16];
+            in = sscanf(line, "@ %127s %d %15s %7s", n, &op, dir, c) == 4 && strcmp(n, name) == 0 &&
+                 strcmp(c, codec) == 0;
+            found = found || in;
+            continue;
+        }
+        if (!in)
+            continue;
+        bool quoted = false;
+        for (char *q = line; *q && *q != '\n'; q++) {
+            if (*q == '"')
+                quoted = !quoted;
+            if (*q == '#' && !quoted)
+                break;
+            if (tl + 2 < sizeof text)
+                text[tl++] = *q;
+        }
+        text[tl++] = ' ';
+    }
+    fclose(f);
+    if (!found) {
+        fprintf(stderr, "# fixture %s not in %s\n", want, file);
+        return (size_t)-1;
+    }
+    text[tl] = 0;
+    return fx(text, out, cap);
+}
+
+/* A payload decoder under test: CN_OK or an error, nothing else observed. */
+typedef cn_err_t (*fx_dec_fn)(const uint8_t *p, size_t n, cn_scribe_codec_t c);
+
+/* dec must accept p whole and refuse every strict prefix and p plus one
+ * byte; each prefix is an exact-size copy so ASan sees any overread. */
+static inline void fx_truncation(fx_dec_fn dec, const uint8_t *p, size_t n, cn_scribe_codec_t c)
+{
+    uint8_t *buf = malloc(n + 1);
+    memcpy(buf, p, n);
+    CN_CHECK_EQ(dec(buf, n, c), CN_OK);
+    for (size_t k = 0; k < n; k++) {
+        uint8_t *cut = malloc(k ? k : 1);
+        memcpy(cut, p, k);
+        cn_err_t e = dec(cut, k, c);
+        if (e == CN_OK)
+            fprintf(stderr, "# truncation to %zu of %zu accepted\n", k, n);
+        CN_CHECK(e != CN_OK);
+        free(cut);
+    }
+    buf[n] = 0;
+    CN_CHECK(dec(buf, n + 1, c) != CN_OK);
+    free(buf);
 }
 
 #define FX(name, text)                               \

@@ -1,7 +1,8 @@
 /* cairn sigv4: the AWS request-authentication wire pieces — x-amz-checksum-*
  * algorithms, Signature Version 4 verification (header, presigned and
- * streaming forms) and aws-chunked body decoding.  Pure functions over bytes:
- * never sockets, never the identity store (secrets come through a callback). */
+ * streaming forms) and aws-chunked body decoding.  Pure functions over bytes
+ * (the one state, a cache of derived signing keys, changes no result): never
+ * sockets, never the identity store (secrets come through a callback). */
 #ifndef CAIRN_SIGV4_H
 #define CAIRN_SIGV4_H
 
@@ -100,6 +101,13 @@ typedef enum cn_http_auth_kind {
 #define CN_SIGV4_MAX_SKEW_MS (15LL * 60 * 1000)
 #define CN_SIGV4_MAX_EXPIRES 604800 /* 7 days, as S3 */
 #define CN_SIGV4_MAX_SECRET 256
+/* The bound of one verification's scratch area, on the verifier's stack: the
+ * canonical request plus a presigned URL's decoded values.  The HTTP layer
+ * refuses request heads over 64 KiB, so only a request near that limit whose
+ * path or query grows when canonicalised (%XX for raw bytes), or whose
+ * SignedHeaders repeats a long header, can pass it; such a request is
+ * refused (see cn_sigv4_verify), never truncated. */
+#define CN_SIGV4_MAX_CANONICAL 65536
 
 typedef struct cn_sigv4_input {
     const char *method; /* "GET" */
@@ -139,11 +147,17 @@ typedef struct cn_sigv4 {
  * form).  Returns 0 with out filled when the seed signature holds, CN_E_AUTH
  * with out->s3err/detail set when it does not (SignatureDoesNotMatch,
  * InvalidAccessKeyId, AuthorizationHeaderMalformed, RequestTimeTooSkewed,
- * AccessDenied for an expired presign, ...), CN_E_NOT_FOUND when the request
- * carries no SigV4 credential at all, or -ENOMEM.  For DEFERRED payloads the
+ * AccessDenied for an expired presign, ...; a request past
+ * CN_SIGV4_MAX_CANONICAL is AuthorizationHeaderMalformed or
+ * AuthorizationQueryParametersError, "too large to verify"), CN_E_NOT_FOUND
+ * when the request carries no SigV4 credential at all, or -ENOMEM (only a
+ * DEFERRED payload allocates: out->deferred).  For DEFERRED payloads the
  * signature is checked by cn_sigv4_finish_deferred() once the body hash is
  * known.  The caller frees out with cn_sigv4_clear().  The secret never leaves
- * this function except as the derived signing key in out. */
+ * this function except as the derived signing key in out and the key cache's
+ * fingerprint of it.  lookup is called on every request, so a revoked key is
+ * refused at once whatever the cache holds.  Any thread; uses about 82 KiB of
+ * the caller's stack (CN_SIGV4_MAX_CANONICAL plus the query's sort). */
 CN_API cn_err_t cn_sigv4_verify(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn lookup,
                                 void *lookup_ctx, cn_sigv4_t *out);
 /* Completes a DEFERRED verification with the SHA-256 of the body.  0 or
@@ -161,14 +175,51 @@ CN_API cn_err_t cn_http_pct_decode(cn_buf_t *out, const char *s, size_t n);
 /* Appends the canonical request (without a trailing newline) for the given
  * signed header list (";"-separated, lowercase), with payload_hash as its last
  * line, skipping X-Amz-Signature from the query.  CN_E_INVALID when a signed
- * header is missing or the path/query is malformed. */
+ * header is missing or the path/query is malformed; CN_E_LIMIT past 1,024
+ * query parameters or CN_SIGV4_MAX_CANONICAL bytes (out is then unchanged);
+ * -ENOMEM.  Builds on the stack as cn_sigv4_verify does. */
 CN_API cn_err_t cn_sigv4_canonical_request(cn_buf_t *out, const char *method, const char *path,
                                            size_t path_len, const char *query, size_t query_len,
                                            const cn_http_kv_t *headers, size_t n_headers,
                                            const char *signed_headers, size_t signed_len,
                                            const char *payload_hash);
+/* The signing key: HMAC chain of "AWS4" secret, the credential's date
+ * (date8: 8 characters, need not be NUL-terminated), region, service and
+ * "aws4_request".  Derives it every time. */
 CN_API void cn_sigv4_signing_key(const uint8_t *secret, size_t secret_len, const char *date8,
                                  const char *region, const char *service, uint8_t out[32]);
+
+/* ---- the signing-key cache ------------------------------------------------
+ * What: cn_sigv4_verify (and anyone calling cn_sigv4_signing_key_cached) keeps
+ * derived signing keys in one process-wide cache of
+ * CN_SIGV4_KEY_CACHE_SLOTS slots, keyed by the whole tuple (secret, date,
+ * region, service): a slot holds the date, region and service, a BLAKE3
+ * fingerprint of the secret and the derived key, never the secret itself.
+ * A lookup hashes the tuple to a set of 4 slots and answers only from a slot
+ * whose every field matches (the fingerprint compared in constant time); a
+ * miss derives the key outside the lock and replaces the least recently used
+ * slot of the set.  Regions of 64 bytes or more and services over 16 bytes
+ * are never cached.
+ * Bound: 64 slots of about 160 bytes, fixed at build time; no allocation.
+ * Why it is safe: the key is a pure function of the tuple, so a cached key is
+ * exactly the key a derivation would give; a rotated secret has another
+ * fingerprint and so another entry (the old one ages out unused), a new day
+ * is another date.  The cache never decides who is authenticated: the
+ * credential store is still asked for the secret on every request, and the
+ * signature still checked.  What it holds is as sensitive as the keys every
+ * verified cn_sigv4_t already carries: each one signs for one access key,
+ * one day, one region and one service.  Global by design, as a CPU cache is:
+ * it changes no result, so it needs no owner and no lifecycle.  Thread-safe
+ * (one mutex, held for a few compares and a 32-byte copy). */
+#define CN_SIGV4_KEY_CACHE_SLOTS 64
+/* cn_sigv4_signing_key through the cache; the same out for the same inputs. */
+CN_API void cn_sigv4_signing_key_cached(const uint8_t *secret, size_t secret_len, const char *date8,
+                                        const char *region, const char *service, uint8_t out[32]);
+/* Lookups answered from the cache and lookups that derived, since start. */
+CN_API void cn_sigv4_key_cache_stats(uint64_t *hits, uint64_t *misses);
+/* Wipes every slot (the counters stay); the next lookups derive again. */
+CN_API void cn_sigv4_key_cache_clear(void);
+
 /* hex(HMAC(signing_key, "AWS4-HMAC-SHA256\n" date "\n" scope "\n" hex(sha256(canon)))) */
 CN_API void cn_sigv4_sign(const uint8_t key[32], const char *amz_date, const char *scope,
                           const char *canonical, size_t canonical_len, char sig_hex[65]);

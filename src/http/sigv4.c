@@ -1,27 +1,41 @@
-/* AWS Signature Version 4 verification for S3 (include/cairn/http.h).
+/* AWS Signature Version 4 verification for S3 (include/cairn/sigv4.h).
  *
  * Canonical request as AWS specifies it for S3: the path is the received path
  * percent-decoded once and re-encoded once with UriEncode ('/' kept), never
  * normalised nor double-encoded; the query is decoded, re-encoded, and sorted
  * by name then value; signed header values are trimmed, inner runs of spaces
  * collapsed, repeated headers joined with ','.  The secret is used only to
- * derive the signing key and never copied elsewhere or logged.
+ * derive the signing key and the key cache's fingerprint of it, and is never
+ * copied elsewhere or logged.
+ *
+ * Every S3 request pays for this, so it does no work twice and never touches
+ * the heap on the read path: the canonical request is written in one pass
+ * into a bounded scratch area on the caller's stack (a request that does not
+ * fit is refused, never truncated), presigned URL values are decoded into the
+ * same area, and the signing key comes from a small cache (below).
  */
 #include "cairn/http.h"
 #include "cairn/crypto.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
+#include <openssl/crypto.h>
+
 #define CN__EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define CN__MAX_QUERY_PARAMS 1024
+#define CN__STR_(x) #x
+#define CN__STR(x) CN__STR_(x)
 
-static bool unreserved(unsigned char c)
+static const char hexdig[] = "0123456789ABCDEF";
+
+static inline bool unreserved(unsigned char c)
 {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
            c == '.' || c == '_' || c == '~';
@@ -29,14 +43,13 @@ static bool unreserved(unsigned char c)
 
 cn_err_t cn_sigv4_uri_encode(cn_buf_t *out, const char *s, size_t n, bool keep_slash)
 {
-    static const char hex[] = "0123456789ABCDEF";
     CN_TRY(cn_buf_reserve(out, n));
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (unreserved(c) || (keep_slash && c == '/')) {
             CN_TRY(cn_buf_put_u8(out, c));
         } else {
-            char e[3] = { '%', hex[c >> 4], hex[c & 15] };
+            char e[3] = { '%', hexdig[c >> 4], hexdig[c & 15] };
             CN_TRY(cn_buf_append(out, e, 3));
         }
     }
@@ -54,120 +67,259 @@ static int hexval(char c)
     return -1;
 }
 
+/* The byte that starts at s[*i] once percent-decoded, advancing *i past it;
+ * -1 for a bad escape or a NUL, encoded or not (what cn_http_pct_decode
+ * refuses). */
+static int pct_next(const char *s, size_t n, size_t *i)
+{
+    unsigned char c = (unsigned char)s[*i];
+    if (c == '%') {
+        if (*i + 2 >= n)
+            return -1;
+        int hi = hexval(s[*i + 1]), lo = hexval(s[*i + 2]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        c = (unsigned char)(hi << 4 | lo);
+        *i += 2;
+    }
+    (*i)++;
+    return c ? c : -1;
+}
+
+/* Decodes s into dst (which holds n bytes: decoding never lengthens) and
+ * returns the decoded length, or -1 as pct_next. */
+static long pct_decode_into(char *dst, const char *s, size_t n)
+{
+    if (n == 0) /* s may then be NULL, which memchr must not see */
+        return 0;
+    if (memchr(s, 0, n))
+        return -1;
+    size_t len = 0, i = 0;
+    while (i < n) {
+        const char *pct = memchr(s + i, '%', n - i);
+        size_t run = pct ? (size_t)(pct - s) - i : n - i;
+        memcpy(dst + len, s + i, run);
+        len += run;
+        i += run;
+        if (!pct)
+            break;
+        int c = pct_next(s, n, &i);
+        if (c < 0)
+            return -1;
+        dst[len++] = (char)c;
+    }
+    return (long)len;
+}
+
 cn_err_t cn_http_pct_decode(cn_buf_t *out, const char *s, size_t n)
 {
     CN_TRY(cn_buf_reserve(out, n + 1));
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '%') {
-            if (i + 2 >= n)
-                return CN_E_INVALID;
-            int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
-            if (hi < 0 || lo < 0)
-                return CN_E_INVALID;
-            c = (unsigned char)(hi << 4 | lo);
-            i += 2;
-        }
-        if (c == 0)
-            return CN_E_INVALID;
-        CN_TRY(cn_buf_put_u8(out, c));
+    long len = pct_decode_into((char *)out->data + out->len, s, n);
+    if (len < 0)
+        return CN_E_INVALID;
+    out->len += (size_t)len;
+    return CN_OK;
+}
+
+/* ---- the canonical request, written once into a bounded buffer ------------ */
+
+/* An output that never grows: once something does not fit, full is set and
+ * the output is void (the caller refuses it; nothing is ever truncated). */
+typedef struct {
+    char *p;
+    size_t len, cap;
+    bool full;
+} cw_t;
+
+static void cw_put(cw_t *w, const void *s, size_t n)
+{
+    if (n == 0)
+        return;
+    if (w->full || n > w->cap - w->len) {
+        w->full = true;
+        return;
     }
+    memcpy(w->p + w->len, s, n);
+    w->len += n;
+}
+
+static void cw_putc(cw_t *w, char c)
+{
+    if (w->full || w->len == w->cap) {
+        w->full = true;
+        return;
+    }
+    w->p[w->len++] = c;
+}
+
+/* Writes UriEncode(decode(s)), the canonical form of a path ('/' kept) or of
+ * a query name or value.  CN_E_INVALID on a bad escape. */
+static cn_err_t cw_requote(cw_t *w, const char *s, size_t n, bool keep_slash)
+{
+    size_t run = 0, i = 0; /* s[run..i) is canonical already: copied as one block */
+    while (i < n) {
+        unsigned char c = (unsigned char)s[i];
+        if (unreserved(c) || (keep_slash && c == '/')) {
+            i++;
+            continue;
+        }
+        cw_put(w, s + run, i - run);
+        int d = pct_next(s, n, &i);
+        if (d < 0)
+            return CN_E_INVALID;
+        if (unreserved((unsigned char)d) || (keep_slash && d == '/')) {
+            cw_putc(w, (char)d);
+        } else {
+            char e[3] = { '%', hexdig[d >> 4], hexdig[d & 15] };
+            cw_put(w, e, 3);
+        }
+        run = i;
+    }
+    cw_put(w, s + run, n - run);
     return CN_OK;
 }
 
 /* ---- query ---------------------------------------------------------------- */
 
+/* One name=value item of the raw query, as offsets into it. */
 typedef struct {
-    size_t off;
-    size_t name_len;
-    size_t val_len;
-} cn__qpair_t;
+    uint32_t name, name_len, val, val_len;
+} qpair_t;
 
+/* Walks UriEncode(decode(s)) one byte at a time without writing it anywhere,
+ * so that items sort by their canonical form straight from the raw query. */
 typedef struct {
-    const char *base;
-    const cn__qpair_t *p;
-} cn__qsort_ctx_t;
+    const char *s;
+    size_t n, i;
+    char pend[2];
+    int npend;
+} enc_it_t;
 
-static int qcmp(const void *a, const void *b, void *ctx)
+/* The next canonical byte, or -1 at the end (s was checked by pct_valid). */
+static int enc_next(enc_it_t *it)
 {
-    const char *base = ctx;
-    const cn__qpair_t *x = a, *y = b;
-    size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
-    int c = memcmp(base + x->off, base + y->off, n);
-    if (c)
+    if (it->npend)
+        return it->pend[2 - it->npend--];
+    if (it->i >= it->n)
+        return -1;
+    int c = pct_next(it->s, it->n, &it->i);
+    if (c < 0 || unreserved((unsigned char)c))
         return c;
-    if (x->name_len != y->name_len)
-        return x->name_len < y->name_len ? -1 : 1;
-    n = x->val_len < y->val_len ? x->val_len : y->val_len;
-    c = memcmp(base + x->off + x->name_len, base + y->off + y->name_len, n);
-    if (c)
-        return c;
-    return x->val_len == y->val_len ? 0 : (x->val_len < y->val_len ? -1 : 1);
+    it->pend[0] = hexdig[c >> 4];
+    it->pend[1] = hexdig[c & 15];
+    it->npend = 2;
+    return '%';
 }
 
-/* Decodes then re-encodes one query component (AWS's canonical form). */
-static cn_err_t requote(cn_buf_t *enc, cn_buf_t *tmp, const char *s, size_t n)
+/* Byte order of the canonical forms; a prefix sorts first. */
+static int enc_cmp(const char *a, size_t an, const char *b, size_t bn)
 {
-    cn_buf_reset(tmp);
-    CN_TRY(cn_http_pct_decode(tmp, s, n));
-    return cn_sigv4_uri_encode(enc, (const char *)tmp->data, tmp->len, false);
+    /* Equal raw bytes other than '%' have equal canonical forms: skip them
+     * ("X-Amz-" starts every name of a presigned URL). */
+    size_t k = 0;
+    while (k < an && k < bn && a[k] == b[k] && a[k] != '%')
+        k++;
+    enc_it_t x = { a, an, k, { 0 }, 0 }, y = { b, bn, k, { 0 }, 0 };
+    for (;;) {
+        int ca = enc_next(&x), cb = enc_next(&y);
+        if (ca != cb)
+            return ca < cb ? -1 : 1;
+        if (ca < 0)
+            return 0;
+    }
 }
 
-static cn_err_t canonical_query(cn_buf_t *out, const char *q, size_t qn)
+static int pair_cmp(const char *q, const qpair_t *x, const qpair_t *y)
 {
-    cn_buf_t enc = { 0 }, tmp = { 0 };
-    cn__qpair_t *pairs = NULL;
-    size_t np = 0;
-    cn_err_t err = CN_OK;
-    size_t count = 0;
-    for (size_t i = 0; i < qn; i++)
-        if (q[i] == '&')
-            count++;
-    if (count + 1 > CN__MAX_QUERY_PARAMS)
-        return CN_E_LIMIT;
-    pairs = calloc(count + 1, sizeof *pairs);
-    if (!pairs)
-        return -ENOMEM;
-    size_t pos = 0;
-    while (pos <= qn && qn > 0) {
-        const char *amp = memchr(q + pos, '&', qn - pos);
-        size_t end = amp ? (size_t)(amp - q) : qn;
-        const char *item = q + pos;
-        size_t ilen = end - pos;
-        if (ilen > 0) {
-            const char *eq = memchr(item, '=', ilen);
-            size_t nlen = eq ? (size_t)(eq - item) : ilen;
-            if (!(nlen == 15 && memcmp(item, "X-Amz-Signature", 15) == 0)) {
-                cn__qpair_t *p = &pairs[np++];
-                p->off = enc.len;
-                if ((err = requote(&enc, &tmp, item, nlen)))
-                    goto out;
-                p->name_len = enc.len - p->off;
-                if (eq && (err = requote(&enc, &tmp, eq + 1, ilen - nlen - 1)))
-                    goto out;
-                p->val_len = enc.len - p->off - p->name_len;
-            }
-        }
-        if (!amp)
+    int c = enc_cmp(q + x->name, x->name_len, q + y->name, y->name_len);
+    return c ? c : enc_cmp(q + x->val, x->val_len, q + y->val, y->val_len);
+}
+
+/* Heapsort: no allocation (glibc's qsort may call malloc) and n log n at
+ * worst, whatever order a client chose. */
+static void sift(qpair_t *p, size_t root, size_t n, const char *q)
+{
+    for (;;) {
+        size_t child = 2 * root + 1;
+        if (child >= n)
+            return;
+        if (child + 1 < n && pair_cmp(q, &p[child], &p[child + 1]) < 0)
+            child++;
+        if (pair_cmp(q, &p[root], &p[child]) >= 0)
+            return;
+        qpair_t t = p[root];
+        p[root] = p[child];
+        p[child] = t;
+        root = child;
+    }
+}
+
+static void sort_pairs(qpair_t *p, size_t n, const char *q)
+{
+    for (size_t i = n / 2; i-- > 0;)
+        sift(p, i, n, q);
+    for (size_t end = n; end-- > 1;) {
+        qpair_t t = p[0];
+        p[0] = p[end];
+        p[end] = t;
+        sift(p, 0, end, q);
+    }
+}
+
+/* Whether s decodes (pct_next accepts every byte of it). */
+static bool pct_valid(const char *s, size_t n)
+{
+    if (n == 0)
+        return true;
+    if (memchr(s, 0, n))
+        return false;
+    for (size_t i = 0; i < n;) {
+        const char *pct = memchr(s + i, '%', n - i);
+        if (!pct)
             break;
+        i = (size_t)(pct - s);
+        if (pct_next(s, n, &i) < 0)
+            return false;
+    }
+    return true;
+}
+
+/* The canonical query: every item but X-Amz-Signature, decoded, re-encoded
+ * and sorted by name then value.  CN_E_LIMIT past CN__MAX_QUERY_PARAMS items,
+ * CN_E_INVALID on a bad escape. */
+static cn_err_t canonical_query(cw_t *w, const char *q, size_t qn)
+{
+    size_t count = 1;
+    for (const char *amp = q; (amp = memchr(amp, '&', qn - (size_t)(amp - q))); amp++)
+        count++;
+    if (count > CN__MAX_QUERY_PARAMS || qn > UINT32_MAX)
+        return CN_E_LIMIT;
+    qpair_t pairs[CN__MAX_QUERY_PARAMS];
+    size_t np = 0, pos = 0;
+    while (pos < qn) {
+        const char *amp = memchr(q + pos, '&', qn - pos);
+        size_t end = amp ? (size_t)(amp - q) : qn, ilen = end - pos;
+        const char *eq = memchr(q + pos, '=', ilen);
+        size_t nlen = eq ? (size_t)(eq - q) - pos : ilen;
+        if (ilen > 0 && !(nlen == 15 && memcmp(q + pos, "X-Amz-Signature", 15) == 0)) {
+            qpair_t *p = &pairs[np++];
+            *p = (qpair_t){ (uint32_t)pos, (uint32_t)nlen, (uint32_t)(eq ? pos + nlen + 1 : end),
+                            eq ? (uint32_t)(ilen - nlen - 1) : 0 };
+            if (!pct_valid(q + p->name, p->name_len) || !pct_valid(q + p->val, p->val_len))
+                return CN_E_INVALID;
+        }
         pos = end + 1;
     }
-    if (np > 1)
-        qsort_r(pairs, np, sizeof *pairs, qcmp, enc.data);
+    sort_pairs(pairs, np, q);
     for (size_t i = 0; i < np; i++) {
-        /* An all-empty query ("?=") leaves enc without storage: no offset to add. */
-        const char *base = enc.data ? (const char *)enc.data + pairs[i].off : "";
-        if ((i && (err = cn_buf_put_u8(out, '&'))) ||
-            (err = cn_buf_append(out, base, pairs[i].name_len)) ||
-            (err = cn_buf_put_u8(out, '=')) ||
-            (err = cn_buf_append(out, base + pairs[i].name_len, pairs[i].val_len)))
-            goto out;
+        if (i)
+            cw_putc(w, '&');
+        /* Both were checked above: neither requote can fail. */
+        (void)cw_requote(w, q + pairs[i].name, pairs[i].name_len, false);
+        cw_putc(w, '=');
+        (void)cw_requote(w, q + pairs[i].val, pairs[i].val_len, false);
     }
-out:
-    free(pairs);
-    cn_buf_free(&enc);
-    cn_buf_free(&tmp);
-    return err;
+    return CN_OK;
 }
 
 /* ---- headers -------------------------------------------------------------- */
@@ -180,8 +332,8 @@ static const cn_http_kv_t *find(const cn_http_kv_t *h, size_t n, const char *nam
     return NULL;
 }
 
-/* Appends v trimmed, with inner runs of spaces and tabs collapsed to one. */
-static cn_err_t sigv4_trimmed(cn_buf_t *out, const char *v, size_t n)
+/* Writes v trimmed, with inner runs of spaces and tabs collapsed to one. */
+static void cw_trimmed(cw_t *w, const char *v, size_t n)
 {
     while (n && (*v == ' ' || *v == '\t')) {
         v++;
@@ -189,19 +341,81 @@ static cn_err_t sigv4_trimmed(cn_buf_t *out, const char *v, size_t n)
     }
     while (n && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\r' || v[n - 1] == '\n'))
         n--;
-    bool sp = false;
+    size_t run = 0; /* start of the run of plain bytes not yet written */
     for (size_t i = 0; i < n; i++) {
-        char c = v[i];
-        if (c == ' ' || c == '\t') {
-            sp = true;
+        if (v[i] != ' ' && v[i] != '\t')
             continue;
+        cw_put(w, v + run, i - run);
+        cw_putc(w, ' ');
+        while (i + 1 < n && (v[i + 1] == ' ' || v[i + 1] == '\t'))
+            i++;
+        run = i + 1;
+    }
+    cw_put(w, v + run, n - run);
+}
+
+/* The canonical headers, in the order of the signed list, each
+ * "name:value\n" with repeated headers joined by ','.  CN_E_INVALID when a
+ * name is empty, not lower case, or not among the headers. */
+static cn_err_t canonical_headers(cw_t *w, const cn_http_kv_t *headers, size_t n_headers,
+                                  const char *signed_headers, size_t signed_len)
+{
+    size_t pos = 0;
+    while (pos < signed_len) {
+        const char *semi = memchr(signed_headers + pos, ';', signed_len - pos);
+        size_t end = semi ? (size_t)(semi - signed_headers) : signed_len;
+        const char *name = signed_headers + pos;
+        size_t nlen = end - pos;
+        if (nlen == 0)
+            return CN_E_INVALID;
+        for (size_t k = 0; k < nlen; k++)
+            if (isupper((unsigned char)name[k]))
+                return CN_E_INVALID;
+        cw_put(w, name, nlen);
+        cw_putc(w, ':');
+        bool found = false;
+        for (size_t i = 0; i < n_headers; i++) {
+            if (headers[i].name_len != nlen || strncasecmp(headers[i].name, name, nlen) != 0)
+                continue;
+            if (found)
+                cw_putc(w, ',');
+            /* Once full, only the checks go on: a list naming one header
+             * many times must not cost its value's length each time. */
+            if (!w->full)
+                cw_trimmed(w, headers[i].value, headers[i].value_len);
+            found = true;
         }
-        if (sp)
-            CN_TRY(cn_buf_put_u8(out, ' '));
-        sp = false;
-        CN_TRY(cn_buf_put_u8(out, (uint8_t)c));
+        if (!found)
+            return CN_E_INVALID;
+        cw_putc(w, '\n');
+        pos = end + 1;
     }
     return CN_OK;
+}
+
+/* The whole canonical request, without a trailing newline.  The errors of
+ * cn_sigv4_canonical_request, and CN_E_TOO_LARGE when w is too small. */
+static cn_err_t canonical_request(cw_t *w, const char *method, const char *path, size_t path_len,
+                                  const char *query, size_t query_len, const cn_http_kv_t *headers,
+                                  size_t n_headers, const char *signed_headers, size_t signed_len,
+                                  const char *payload_hash)
+{
+    cw_put(w, method, strlen(method));
+    cw_putc(w, '\n');
+    if (path_len == 0)
+        cw_putc(w, '/');
+    else
+        CN_TRY(cw_requote(w, path, path_len, true));
+    cw_putc(w, '\n');
+    if (query && query_len)
+        CN_TRY(canonical_query(w, query, query_len));
+    cw_putc(w, '\n');
+    CN_TRY(canonical_headers(w, headers, n_headers, signed_headers, signed_len));
+    cw_putc(w, '\n');
+    cw_put(w, signed_headers, signed_len);
+    cw_putc(w, '\n');
+    cw_put(w, payload_hash, strlen(payload_hash));
+    return w->full ? CN_E_TOO_LARGE : CN_OK;
 }
 
 cn_err_t cn_sigv4_canonical_request(cn_buf_t *out, const char *method, const char *path,
@@ -210,68 +424,16 @@ cn_err_t cn_sigv4_canonical_request(cn_buf_t *out, const char *method, const cha
                                     const char *signed_headers, size_t signed_len,
                                     const char *payload_hash)
 {
-    cn_buf_t tmp = { 0 };
-    cn_err_t err;
-    if ((err = cn_buf_append_str(out, method)) || (err = cn_buf_put_u8(out, '\n')))
-        goto out;
-    if (path_len == 0) {
-        err = cn_buf_put_u8(out, '/');
-    } else {
-        if ((err = cn_http_pct_decode(&tmp, path, path_len)))
-            goto out;
-        err = cn_sigv4_uri_encode(out, (const char *)tmp.data, tmp.len, true);
-    }
-    if (err || (err = cn_buf_put_u8(out, '\n')))
-        goto out;
-    if (query && query_len && (err = canonical_query(out, query, query_len)))
-        goto out;
-    if ((err = cn_buf_put_u8(out, '\n')))
-        goto out;
-    /* Canonical headers, in the order of the signed list. */
-    size_t pos = 0;
-    while (pos < signed_len) {
-        const char *semi = memchr(signed_headers + pos, ';', signed_len - pos);
-        size_t end = semi ? (size_t)(semi - signed_headers) : signed_len;
-        const char *name = signed_headers + pos;
-        size_t nlen = end - pos;
-        if (nlen == 0) {
-            err = CN_E_INVALID;
-            goto out;
-        }
-        for (size_t k = 0; k < nlen; k++) {
-            if (isupper((unsigned char)name[k])) {
-                err = CN_E_INVALID;
-                goto out;
-            }
-        }
-        if ((err = cn_buf_append(out, name, nlen)) || (err = cn_buf_put_u8(out, ':')))
-            goto out;
-        bool found = false;
-        for (size_t i = 0; i < n_headers; i++) {
-            if (headers[i].name_len != nlen || strncasecmp(headers[i].name, name, nlen) != 0)
-                continue;
-            if (found && (err = cn_buf_put_u8(out, ',')))
-                goto out;
-            if ((err = sigv4_trimmed(out, headers[i].value, headers[i].value_len)))
-                goto out;
-            found = true;
-        }
-        if (!found) {
-            err = CN_E_INVALID;
-            goto out;
-        }
-        if ((err = cn_buf_put_u8(out, '\n')))
-            goto out;
-        pos = end + 1;
-    }
-    if ((err = cn_buf_put_u8(out, '\n')) ||
-        (err = cn_buf_append(out, signed_headers, signed_len)) ||
-        (err = cn_buf_put_u8(out, '\n')) || (err = cn_buf_append_str(out, payload_hash)))
-        goto out;
-out:
-    cn_buf_free(&tmp);
-    return err;
+    char buf[CN_SIGV4_MAX_CANONICAL];
+    cw_t w = { buf, 0, sizeof buf, false };
+    cn_err_t err = canonical_request(&w, method, path, path_len, query, query_len, headers,
+                                     n_headers, signed_headers, signed_len, payload_hash);
+    if (err)
+        return err == CN_E_TOO_LARGE ? CN_E_LIMIT : err;
+    return cn_buf_append(out, buf, w.len);
 }
+
+/* ---- the signing key and its cache ---------------------------------------- */
 
 void cn_sigv4_signing_key(const uint8_t *secret, size_t secret_len, const char *date8,
                           const char *region, const char *service, uint8_t out[32])
@@ -285,9 +447,146 @@ void cn_sigv4_signing_key(const uint8_t *secret, size_t secret_len, const char *
     cn_hmac_sha256(a, 32, region, strlen(region), b);
     cn_hmac_sha256(b, 32, service, strlen(service), a);
     cn_hmac_sha256(a, 32, "aws4_request", 12, out);
-    memset(k, 0, sizeof k);
-    memset(a, 0, sizeof a);
-    memset(b, 0, sizeof b);
+    OPENSSL_cleanse(k, sizeof k);
+    OPENSSL_cleanse(a, sizeof a);
+    OPENSSL_cleanse(b, sizeof b);
+}
+
+/* The cache: KC_SETS sets of KC_WAYS slots; a tuple lives only in the set its
+ * hash names, and a slot answers only when every field of the tuple matches
+ * (the hash picks the set, it never vouches for a match).  The secret is
+ * represented by a BLAKE3 fingerprint of it, never by itself.  One mutex:
+ * what it guards is a few compares and a 32-byte copy; the four HMACs of a
+ * miss run outside it (two threads missing together both derive the same
+ * key, and the second store is harmless). */
+#define KC_WAYS 4
+#define KC_SETS (CN_SIGV4_KEY_CACHE_SLOTS / KC_WAYS)
+#define KC_MAX_SERVICE 16
+#define KC_CONTEXT "cairn sigv4 signing-key cache: secret fingerprint"
+
+typedef struct {
+    uint64_t stamp; /* last use (0: empty) */
+    uint8_t secret_fp[32];
+    uint8_t key[32];
+    char date8[8];
+    uint8_t region_len, service_len;
+    char region[CN_SIGV4_MAX_REGION];
+    char service[KC_MAX_SERVICE];
+} kc_slot_t;
+
+static struct {
+    pthread_mutex_t lock;
+    uint64_t clock, hits, misses;
+    kc_slot_t slot[CN_SIGV4_KEY_CACHE_SLOTS];
+} kc = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void secret_fingerprint(const uint8_t *secret, size_t secret_len, uint8_t fp[32])
+{
+    uint8_t m[sizeof KC_CONTEXT + CN_SIGV4_MAX_SECRET];
+    size_t kl = secret_len > CN_SIGV4_MAX_SECRET ? CN_SIGV4_MAX_SECRET : secret_len;
+    cn_digest_t d;
+    memcpy(m, KC_CONTEXT, sizeof KC_CONTEXT); /* with its NUL: a separator */
+    memcpy(m + sizeof KC_CONTEXT, secret, kl);
+    cn_blake3(m, sizeof KC_CONTEXT + kl, &d);
+    memcpy(fp, d.b, 32);
+    OPENSSL_cleanse(m + sizeof KC_CONTEXT, kl);
+    OPENSSL_cleanse(&d, sizeof d);
+}
+
+static bool kc_match(const kc_slot_t *s, const uint8_t fp[32], const char *date8,
+                     const char *region, size_t rl, const char *service, size_t sl)
+{
+    return s->stamp && s->region_len == rl && s->service_len == sl &&
+           memcmp(s->date8, date8, 8) == 0 && memcmp(s->region, region, rl) == 0 &&
+           memcmp(s->service, service, sl) == 0 && cn_ct_equal(s->secret_fp, fp, 32);
+}
+
+/* The set of a tuple: FNV-1a over the public fields, mixed with the
+ * fingerprint (uniform already). */
+static size_t kc_set(const uint8_t fp[32], const char *date8, const char *region, size_t rl,
+                     const char *service, size_t sl)
+{
+    uint64_t h = 0xcbf29ce484222325ull, f;
+    const char *parts[3] = { date8, region, service };
+    const size_t lens[3] = { 8, rl, sl };
+    for (int p = 0; p < 3; p++)
+        for (size_t i = 0; i < lens[p]; i++)
+            h = (h ^ (unsigned char)parts[p][i]) * 0x100000001b3ull;
+    memcpy(&f, fp, sizeof f);
+    return (size_t)((h ^ f) % KC_SETS);
+}
+
+/* Where a derived key goes: the tuple's own slot if another thread stored it
+ * meanwhile, else an empty slot (stamp 0), else the least recently used. */
+static kc_slot_t *kc_victim(kc_slot_t *set, const uint8_t fp[32], const char *date8,
+                            const char *region, size_t rl, const char *service, size_t sl)
+{
+    kc_slot_t *lru = &set[0];
+    for (int i = 0; i < KC_WAYS; i++) {
+        if (kc_match(&set[i], fp, date8, region, rl, service, sl))
+            return &set[i];
+        if (set[i].stamp < lru->stamp)
+            lru = &set[i];
+    }
+    return lru;
+}
+
+void cn_sigv4_signing_key_cached(const uint8_t *secret, size_t secret_len, const char *date8,
+                                 const char *region, const char *service, uint8_t out[32])
+{
+    size_t rl = strlen(region), sl = strlen(service);
+    if (rl >= CN_SIGV4_MAX_REGION || sl > KC_MAX_SERVICE) {
+        cn_sigv4_signing_key(secret, secret_len, date8, region, service, out);
+        pthread_mutex_lock(&kc.lock);
+        kc.misses++;
+        pthread_mutex_unlock(&kc.lock);
+        return;
+    }
+    uint8_t fp[32];
+    secret_fingerprint(secret, secret_len, fp);
+    kc_slot_t *set = &kc.slot[kc_set(fp, date8, region, rl, service, sl) * KC_WAYS];
+    pthread_mutex_lock(&kc.lock);
+    for (int i = 0; i < KC_WAYS; i++) {
+        if (kc_match(&set[i], fp, date8, region, rl, service, sl)) {
+            set[i].stamp = ++kc.clock;
+            memcpy(out, set[i].key, 32);
+            kc.hits++;
+            pthread_mutex_unlock(&kc.lock);
+            OPENSSL_cleanse(fp, sizeof fp);
+            return;
+        }
+    }
+    kc.misses++;
+    pthread_mutex_unlock(&kc.lock);
+
+    cn_sigv4_signing_key(secret, secret_len, date8, region, service, out);
+    pthread_mutex_lock(&kc.lock);
+    kc_slot_t *victim = kc_victim(set, fp, date8, region, rl, service, sl);
+    victim->stamp = ++kc.clock;
+    memcpy(victim->secret_fp, fp, 32);
+    memcpy(victim->key, out, 32);
+    memcpy(victim->date8, date8, 8);
+    victim->region_len = (uint8_t)rl;
+    victim->service_len = (uint8_t)sl;
+    memcpy(victim->region, region, rl);
+    memcpy(victim->service, service, sl);
+    pthread_mutex_unlock(&kc.lock);
+    OPENSSL_cleanse(fp, sizeof fp);
+}
+
+void cn_sigv4_key_cache_stats(uint64_t *hits, uint64_t *misses)
+{
+    pthread_mutex_lock(&kc.lock);
+    *hits = kc.hits;
+    *misses = kc.misses;
+    pthread_mutex_unlock(&kc.lock);
+}
+
+void cn_sigv4_key_cache_clear(void)
+{
+    pthread_mutex_lock(&kc.lock);
+    OPENSSL_cleanse(kc.slot, sizeof kc.slot);
+    pthread_mutex_unlock(&kc.lock);
 }
 
 void cn_sigv4_sign(const uint8_t key[32], const char *amz_date, const char *scope,
@@ -298,10 +597,18 @@ void cn_sigv4_sign(const uint8_t key[32], const char *amz_date, const char *scop
     char sts[512];
     cn_sha256(canonical, canonical_len, h);
     cn_hex_encode(h, 32, hh);
-    int n = snprintf(sts, sizeof sts, "AWS4-HMAC-SHA256\n%s\n%s\n%s", amz_date, scope, hh);
-    if (n < 0 || (size_t)n >= sizeof sts)
+    size_t dl = strlen(amz_date), sl = strlen(scope), n = 17 + dl + 1 + sl + 1 + 64;
+    if (n < sizeof sts) { /* else the empty string: a signature nobody matches */
+        memcpy(sts, "AWS4-HMAC-SHA256\n", 17);
+        memcpy(sts + 17, amz_date, dl);
+        sts[17 + dl] = '\n';
+        memcpy(sts + 18 + dl, scope, sl);
+        sts[18 + dl + sl] = '\n';
+        memcpy(sts + 19 + dl + sl, hh, 64);
+    } else {
         n = 0;
-    cn_hmac_sha256(key, 32, sts, (size_t)n, mac);
+    }
+    cn_hmac_sha256(key, 32, sts, n, mac);
     cn_hex_encode(mac, 32, sig_hex);
 }
 
@@ -360,8 +667,25 @@ static cn_err_t sigv4_fail(cn_sigv4_t *v, cn_s3_err_t e, const char *detail)
     return CN_E_AUTH;
 }
 
-/* Finds name in a raw query and percent-decodes its value into out. */
-static bool query_get(const char *q, size_t qn, const char *name, cn_buf_t *out)
+/* The scratch area of one verification, on the verifier's stack: a presigned
+ * URL's decoded values from the front, then the canonical request in what is
+ * left.  Bounded: a request that does not fit is refused (too_large). */
+typedef struct {
+    size_t used;
+    char buf[CN_SIGV4_MAX_CANONICAL];
+} scratch_t;
+
+typedef enum {
+    QV_ABSENT,
+    QV_FOUND,
+    QV_FULL
+} qv_t;
+
+/* Finds name in a raw query and percent-decodes its value, NUL-terminated,
+ * into the scratch area.  QV_ABSENT when the name is not there or its value
+ * has a bad escape; QV_FULL when the scratch area cannot hold it. */
+static qv_t query_get(const char *q, size_t qn, const char *name, scratch_t *s, const char **val,
+                      size_t *len)
 {
     size_t nl = strlen(name), pos = 0;
     while (q && pos < qn) {
@@ -370,15 +694,23 @@ static bool query_get(const char *q, size_t qn, const char *name, cn_buf_t *out)
         const char *item = q + pos;
         size_t ilen = end - pos;
         if (ilen >= nl && memcmp(item, name, nl) == 0 && (ilen == nl || item[nl] == '=')) {
-            cn_buf_reset(out);
-            size_t vl = ilen > nl ? ilen - nl - 1 : 0;
-            if (cn_http_pct_decode(out, item + nl + 1, vl) != CN_OK)
-                return false;
-            return cn_buf_put_u8(out, 0) == CN_OK && (out->len--, true);
+            const char *vs = item + nl + (ilen > nl); /* past the '=', if there is one */
+            size_t vl = ilen - (size_t)(vs - item);
+            if (vl >= sizeof s->buf - s->used)
+                return QV_FULL;
+            char *dst = s->buf + s->used;
+            long dl = pct_decode_into(dst, vs, vl);
+            if (dl < 0)
+                return QV_ABSENT;
+            dst[dl] = 0;
+            s->used += (size_t)dl + 1;
+            *val = dst;
+            *len = (size_t)dl;
+            return QV_FOUND;
         }
         pos = end + 1;
     }
-    return false;
+    return QV_ABSENT;
 }
 
 typedef struct {
@@ -475,27 +807,26 @@ static bool sig_equal(const char *a, const char *b, size_t n)
 
 /* Where a request's signature came from: the Authorization header (cred, sh
  * and sig point into it) or a presigned URL's query (they point into the
- * decoded copies here). */
+ * decoded copies in scratch). */
 typedef struct {
     bool presigned;
     const char *cred, *sh, *sig;
     size_t cred_len, sh_len, sig_len;
-    cn_buf_t credential, signed_hdrs, signature; /* presigned: the decoded values */
-    cn_buf_t tmp;                                /* any other decoded query value */
+    scratch_t *scratch;
 } form_t;
-
-static void form_free(form_t *f)
-{
-    cn_buf_free(&f->credential);
-    cn_buf_free(&f->signed_hdrs);
-    cn_buf_free(&f->signature);
-    cn_buf_free(&f->tmp);
-}
 
 /* The error S3 gives for a malformed part of this form's signature. */
 static cn_s3_err_t malformed(const form_t *f)
 {
     return f->presigned ? CN_S3E_AUTH_QUERY_MALFORMED : CN_S3E_AUTH_HEADER_MALFORMED;
+}
+
+/* The refusal of a request past the scratch area's bound. */
+static cn_err_t too_large(cn_sigv4_t *v, cn_s3_err_t e)
+{
+    return sigv4_fail(v, e,
+                      "the request is too large to verify: its canonical request and signing "
+                      "values need more than " CN__STR(CN_SIGV4_MAX_CANONICAL) " bytes");
 }
 
 static cn_err_t read_header_form(const cn_http_kv_t *authz, cn_sigv4_t *v, form_t *f)
@@ -519,24 +850,27 @@ static cn_err_t read_header_form(const cn_http_kv_t *authz, cn_sigv4_t *v, form_
     return CN_OK;
 }
 
-/* f->tmp holds the decoded X-Amz-Algorithm. */
-static cn_err_t read_query_form(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_t *f)
+/* alg is the decoded X-Amz-Algorithm. */
+static cn_err_t read_query_form(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_t *f,
+                                const char *alg)
 {
     f->presigned = true;
     v->kind = CN_HTTP_AUTH_SIGV4_QUERY;
-    if (strcmp((const char *)f->tmp.data, "AWS4-HMAC-SHA256") != 0)
+    if (strcmp(alg, "AWS4-HMAC-SHA256") != 0)
         return sigv4_fail(v, CN_S3E_AUTH_QUERY_MALFORMED, "unsupported X-Amz-Algorithm");
-    if (!query_get(in->query, in->query_len, "X-Amz-Credential", &f->credential) ||
-        !query_get(in->query, in->query_len, "X-Amz-SignedHeaders", &f->signed_hdrs) ||
-        !query_get(in->query, in->query_len, "X-Amz-Signature", &f->signature))
-        return sigv4_fail(v, CN_S3E_AUTH_QUERY_MALFORMED,
-                          "X-Amz-Credential, X-Amz-SignedHeaders and X-Amz-Signature are required");
-    f->cred = (const char *)f->credential.data;
-    f->cred_len = f->credential.len;
-    f->sh = (const char *)f->signed_hdrs.data;
-    f->sh_len = f->signed_hdrs.len;
-    f->sig = (const char *)f->signature.data;
-    f->sig_len = f->signature.len;
+    static const char *const names[3] = { "X-Amz-Credential", "X-Amz-SignedHeaders",
+                                          "X-Amz-Signature" };
+    const char **vals[3] = { &f->cred, &f->sh, &f->sig };
+    size_t *lens[3] = { &f->cred_len, &f->sh_len, &f->sig_len };
+    for (int i = 0; i < 3; i++) {
+        qv_t r = query_get(in->query, in->query_len, names[i], f->scratch, vals[i], lens[i]);
+        if (r == QV_FULL)
+            return too_large(v, CN_S3E_AUTH_QUERY_MALFORMED);
+        if (r == QV_ABSENT)
+            return sigv4_fail(
+                v, CN_S3E_AUTH_QUERY_MALFORMED,
+                "X-Amz-Credential, X-Amz-SignedHeaders and X-Amz-Signature are required");
+    }
     return CN_OK;
 }
 
@@ -545,14 +879,19 @@ static cn_err_t read_query_form(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_
 static cn_err_t read_form(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_t *f)
 {
     const cn_http_kv_t *authz = find(in->headers, in->n_headers, "authorization", 13);
-    bool has_query_alg = query_get(in->query, in->query_len, "X-Amz-Algorithm", &f->tmp);
+    const char *alg = NULL;
+    size_t alg_len;
+    qv_t qa = query_get(in->query, in->query_len, "X-Amz-Algorithm", f->scratch, &alg, &alg_len);
+    if (qa == QV_FULL)
+        return too_large(v, CN_S3E_AUTH_QUERY_MALFORMED);
+    bool has_query_alg = qa == QV_FOUND;
     bool has_header = authz && authz->value_len >= 5 && strncmp(authz->value, "AWS4-", 5) == 0;
     if (has_header && has_query_alg)
         return sigv4_fail(v, CN_S3E_INVALID_ARGUMENT, "Only one auth mechanism allowed");
     if (has_header)
         return read_header_form(authz, v, f);
     if (has_query_alg)
-        return read_query_form(in, v, f);
+        return read_query_form(in, v, f, alg);
     return CN_E_NOT_FOUND;
 }
 
@@ -592,9 +931,18 @@ static cn_err_t check_credential(const cn_sigv4_input_t *in, cn_sigv4_t *v, cons
                  v->region, in->region);
         return CN_E_AUTH;
     }
-    if ((size_t)snprintf(v->scope, sizeof v->scope, "%.8s/%s/%s/aws4_request", date, v->region,
-                         in->service) >= sizeof v->scope)
+    /* "<date>/<region>/<service>/aws4_request"; a NUL ends the date early,
+     * which the date check below then refuses. */
+    size_t dl = strnlen(date, 8), rl = strlen(v->region), sl = strlen(in->service);
+    if (dl + 1 + rl + 1 + sl + 13 >= sizeof v->scope)
         return sigv4_fail(v, CN_S3E_AUTH_HEADER_MALFORMED, "the credential scope is too long");
+    char *sc = v->scope;
+    memcpy(sc, date, dl);
+    sc[dl] = '/';
+    memcpy(sc + dl + 1, v->region, rl);
+    sc[dl + 1 + rl] = '/';
+    memcpy(sc + dl + 2 + rl, in->service, sl);
+    memcpy(sc + dl + 2 + rl + sl, "/aws4_request", 14);
     *date8 = date;
     return CN_OK;
 }
@@ -607,10 +955,11 @@ static cn_err_t read_request_time(const cn_sigv4_input_t *in, cn_sigv4_t *v, for
     size_t dl = 0;
     bool http_date = false;
     if (f->presigned) {
-        if (!query_get(in->query, in->query_len, "X-Amz-Date", &f->tmp))
+        qv_t r = query_get(in->query, in->query_len, "X-Amz-Date", f->scratch, &ds, &dl);
+        if (r == QV_FULL)
+            return too_large(v, CN_S3E_AUTH_QUERY_MALFORMED);
+        if (r == QV_ABSENT)
             return sigv4_fail(v, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Date is required");
-        ds = (const char *)f->tmp.data;
-        dl = f->tmp.len;
     } else {
         const cn_http_kv_t *xd = find(in->headers, in->n_headers, "x-amz-date", 10);
         if (!xd) {
@@ -654,12 +1003,16 @@ static cn_err_t check_window(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_t *
                 "The difference between the request time and the current time is too large.");
         return CN_OK;
     }
-    if (!query_get(in->query, in->query_len, "X-Amz-Expires", &f->tmp))
+    const char *es = NULL;
+    size_t el = 0;
+    qv_t r = query_get(in->query, in->query_len, "X-Amz-Expires", f->scratch, &es, &el);
+    if (r == QV_FULL)
+        return too_large(v, CN_S3E_AUTH_QUERY_MALFORMED);
+    if (r == QV_ABSENT)
         return sigv4_fail(v, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Expires is required");
     char *end = NULL;
-    long long ex = strtoll((const char *)f->tmp.data, &end, 10);
-    if (f->tmp.len == 0 || *end || ex < 1 || ex > CN_SIGV4_MAX_EXPIRES ||
-        !isdigit((unsigned char)f->tmp.data[0]))
+    long long ex = strtoll(es, &end, 10);
+    if (el == 0 || *end || ex < 1 || ex > CN_SIGV4_MAX_EXPIRES || !isdigit((unsigned char)es[0]))
         return sigv4_fail(v, CN_S3E_AUTH_QUERY_MALFORMED,
                           "X-Amz-Expires must be between 1 and 604800 seconds");
     v->expires_ms = v->request_ms + ex * 1000;
@@ -741,58 +1094,57 @@ static cn_err_t derive_key(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn 
         return sigv4_fail(v, CN_S3E_INVALID_ACCESS_KEY_ID,
                           "The AWS Access Key Id you provided does not exist in our records.");
     if (lr != 0 || secret_len > sizeof secret) {
-        memset(secret, 0, sizeof secret);
+        OPENSSL_cleanse(secret, sizeof secret);
         return sigv4_fail(v, CN_S3E_INTERNAL_ERROR, "the credential store failed");
     }
     char date8[9];
     memcpy(date8, v->amz_date, 8);
     date8[8] = 0;
-    cn_sigv4_signing_key(secret, secret_len, date8, v->region, in->service, v->signing_key);
-    memset(secret, 0, sizeof secret);
+    cn_sigv4_signing_key_cached(secret, secret_len, date8, v->region, in->service, v->signing_key);
+    OPENSSL_cleanse(secret, secret_len); /* all the lookup wrote */
     return CN_OK;
 }
 
-/* Step 7: the canonical request, then the signature compared in constant
- * time; or, for a deferred payload, the canonical request kept in
- * v->deferred until cn_sigv4_finish_deferred has the body's hash. */
+/* Step 7: the canonical request, written into what is left of the scratch
+ * area, then the signature compared in constant time; or, for a deferred
+ * payload, the canonical request kept in v->deferred until
+ * cn_sigv4_finish_deferred has the body's hash. */
 static cn_err_t check_signature(const cn_sigv4_input_t *in, cn_sigv4_t *v, const form_t *f,
                                 const char *payload_hash)
 {
-    cn_buf_t canon = { 0 };
-    cn_err_t err = cn_sigv4_canonical_request(&canon, in->method, in->path, in->path_len, in->query,
-                                              in->query_len, in->headers, in->n_headers, f->sh,
-                                              f->sh_len, payload_hash);
-    if (err == CN_E_INVALID || err == CN_E_LIMIT) {
-        err = sigv4_fail(v, malformed(f),
-                         "a signed header is missing or the request URI is malformed");
-        goto out;
-    }
+    scratch_t *s = f->scratch;
+    cw_t w = { s->buf + s->used, 0, sizeof s->buf - s->used, false };
+    cn_err_t err =
+        canonical_request(&w, in->method, in->path, in->path_len, in->query, in->query_len,
+                          in->headers, in->n_headers, f->sh, f->sh_len, payload_hash);
+    if (err == CN_E_TOO_LARGE)
+        return too_large(v, malformed(f));
+    if (err == CN_E_INVALID || err == CN_E_LIMIT)
+        return sigv4_fail(v, malformed(f),
+                          "a signed header is missing or the request URI is malformed");
     if (err)
-        goto out;
+        return err;
     for (size_t i = 0; i < 64; i++)
         v->signature[i] = (char)tolower((unsigned char)f->sig[i]);
     v->signature[64] = 0;
-    if (v->payload == CN_SIGV4_PAYLOAD_DEFERRED) {
-        v->deferred = canon;
-        memset(&canon, 0, sizeof canon);
-        goto out;
-    }
+    if (v->payload == CN_SIGV4_PAYLOAD_DEFERRED)
+        return cn_buf_append(&v->deferred, w.p, w.len);
     char mine[65];
-    cn_sigv4_sign(v->signing_key, v->amz_date, v->scope, (const char *)canon.data, canon.len, mine);
+    cn_sigv4_sign(v->signing_key, v->amz_date, v->scope, w.p, w.len, mine);
     if (!sig_equal(f->sig, mine, f->sig_len))
-        err = sigv4_fail(v, CN_S3E_SIGNATURE_DOES_NOT_MATCH,
-                         "The request signature we calculated does not match the signature you "
-                         "provided. Check your key and signing method.");
-out:
-    cn_buf_free(&canon);
-    return err;
+        return sigv4_fail(v, CN_S3E_SIGNATURE_DOES_NOT_MATCH,
+                          "The request signature we calculated does not match the signature you "
+                          "provided. Check your key and signing method.");
+    return CN_OK;
 }
 
 cn_err_t cn_sigv4_verify(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn lookup,
                          void *lookup_ctx, cn_sigv4_t *v)
 {
     memset(v, 0, sizeof *v);
-    form_t f = { 0 };
+    scratch_t scratch; /* not cleared: 64 KiB, and only what is written is read */
+    scratch.used = 0;
+    form_t f = { .scratch = &scratch };
     const char *date8 = NULL;
     char payload_hash[80];
     cn_err_t err;
@@ -820,7 +1172,6 @@ cn_err_t cn_sigv4_verify(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn lo
         goto out;
     err = check_signature(in, v, &f, payload_hash);
 out:
-    form_free(&f);
     /* Only a verified request keeps its key (a deferred one needs it). */
     if (err)
         memset(v->signing_key, 0, sizeof v->signing_key);

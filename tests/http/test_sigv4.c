@@ -1,10 +1,13 @@
 /* SigV4 verification against AWS's published vectors: the signature test
  * suite (get-vanilla and friends), the S3 header-form examples, the presigned
- * URL example, and the aws-chunked examples with and without trailers. */
+ * URL example, and the aws-chunked examples with and without trailers; then
+ * the signing-key cache (reuse, every field of its key, its bound, threads)
+ * and the canonical request's bound. */
 #include "cairn/http.h"
 #include "cairn/crypto.h"
 #include "cn_test.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #define SUITE_KEY "AKIDEXAMPLE"
@@ -855,6 +858,336 @@ static void test_encoding(void)
     CN_CHECK_EQ(cn_sigv4_parse_date("2013052xT000000Z", 16, &t), CN_E_INVALID);
 }
 
+/* ---- the signing-key cache ------------------------------------------------ */
+
+typedef struct {
+    const char *secret, *date8, *region, *service;
+} tuple_t;
+
+static void derive(const tuple_t *t, uint8_t key[32])
+{
+    cn_sigv4_signing_key((const uint8_t *)t->secret, strlen(t->secret), t->date8, t->region,
+                         t->service, key);
+}
+
+/* Through the cache; *hit tells whether it answered without deriving. */
+static void cached(const tuple_t *t, uint8_t key[32], bool *hit)
+{
+    uint64_t h0, m0, h1, m1;
+    cn_sigv4_key_cache_stats(&h0, &m0);
+    cn_sigv4_signing_key_cached((const uint8_t *)t->secret, strlen(t->secret), t->date8, t->region,
+                                t->service, key);
+    cn_sigv4_key_cache_stats(&h1, &m1);
+    CN_CHECK_EQ((h1 - h0) + (m1 - m0), 1);
+    *hit = h1 == h0 + 1;
+}
+
+static void test_key_cache_reuse(void)
+{
+    static const tuple_t base = { S3_SECRET, "20130524", "us-east-1", "s3" };
+    /* Each differs from base in one field: the secret rotated by one byte. */
+    static const tuple_t other[] = {
+        { S3_SECRET, "20130525", "us-east-1", "s3" },
+        { S3_SECRET, "20130524", "eu-west-1", "s3" },
+        { S3_SECRET, "20130524", "us-east-1", "s4" },
+        { "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEz", "20130524", "us-east-1", "s3" },
+    };
+    uint8_t want[32], got[32], again[32];
+    bool hit;
+    cn_sigv4_key_cache_clear();
+    derive(&base, want);
+    cached(&base, got, &hit);
+    CN_CHECK(!hit);
+    CN_CHECK_MEM(got, want, 32);
+    cached(&base, again, &hit);
+    CN_CHECK(hit); /* the same tuple: the same key, not derived again */
+    CN_CHECK_MEM(again, want, 32);
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        uint8_t k[32], direct[32];
+        derive(&other[i], direct);
+        cached(&other[i], k, &hit);
+        CN_CHECK(!hit); /* never answered by base's slot */
+        CN_CHECK_MEM(k, direct, 32);
+        CN_CHECK(memcmp(k, want, 32) != 0);
+        cached(&other[i], k, &hit);
+        CN_CHECK(hit);
+        CN_CHECK_MEM(k, direct, 32);
+    }
+    /* Cleared: derived again, the same key. */
+    cn_sigv4_key_cache_clear();
+    cached(&base, got, &hit);
+    CN_CHECK(!hit);
+    CN_CHECK_MEM(got, want, 32);
+    /* A region too long for a slot is derived every time, correctly. */
+    char long_region[CN_SIGV4_MAX_REGION + 1];
+    memset(long_region, 'r', sizeof long_region - 1);
+    long_region[sizeof long_region - 1] = 0;
+    tuple_t lr = { S3_SECRET, "20130524", long_region, "s3" };
+    derive(&lr, want);
+    for (int i = 0; i < 2; i++) {
+        cached(&lr, got, &hit);
+        CN_CHECK(!hit);
+        CN_CHECK_MEM(got, want, 32);
+    }
+}
+
+/* A slot answers only when every field matches, not when the tuple merely
+ * hashes to its set: for each field, many tuples differing from a cached one
+ * in that field alone (some share its set, whatever the hash) are each
+ * derived, never answered with the cached tuple's key. */
+static void test_key_cache_full_compare(void)
+{
+    static const tuple_t base = { S3_SECRET, "20130524", "us-east-1", "s3" };
+    enum {
+        VARIANTS = 256
+    };
+    cn_sigv4_key_cache_clear();
+    for (int field = 0; field < 4; field++) {
+        int wrong = 0, hits = 0;
+        for (int i = 0; i < VARIANTS; i++) {
+            char secret[64], date8[9], region[16], service[16];
+            snprintf(secret, sizeof secret, "%s%d", S3_SECRET, i);
+            snprintf(date8, sizeof date8, "2014%04d", i);
+            snprintf(region, sizeof region, "region-%d", i);
+            snprintf(service, sizeof service, "svc%d", i);
+            tuple_t t = base;
+            if (field == 0)
+                t.secret = secret;
+            else if (field == 1)
+                t.date8 = date8;
+            else if (field == 2)
+                t.region = region;
+            else
+                t.service = service;
+            uint8_t want[32], got[32];
+            bool hit;
+            cached(&base, got, &hit); /* most recently used: never the one evicted */
+            derive(&t, want);
+            cached(&t, got, &hit);
+            wrong += memcmp(got, want, 32) != 0;
+            hits += hit;
+        }
+        CN_CHECK_EQ(wrong, 0);
+        CN_CHECK_EQ(hits, 0);
+    }
+}
+
+/* The cache holds at most CN_SIGV4_KEY_CACHE_SLOTS keys, each still right. */
+static void test_key_cache_bound(void)
+{
+    enum {
+        N = 4 * CN_SIGV4_KEY_CACHE_SLOTS
+    };
+    char dates[N][9];
+    cn_sigv4_key_cache_clear();
+    for (int pass = 0; pass < 2; pass++) {
+        int hits = 0;
+        for (int i = 0; i < N; i++) {
+            snprintf(dates[i], sizeof dates[i], "2013%04d", i);
+            tuple_t t = { S3_SECRET, dates[i], "us-east-1", "s3" };
+            uint8_t want[32], got[32];
+            bool hit;
+            derive(&t, want);
+            cached(&t, got, &hit);
+            CN_CHECK_MEM(got, want, 32);
+            hits += hit;
+        }
+        if (pass == 0)
+            CN_CHECK_EQ(hits, 0);
+        else
+            CN_CHECK(hits <= CN_SIGV4_KEY_CACHE_SLOTS);
+    }
+}
+
+/* Through cn_sigv4_verify: the second verification of a request reuses the
+ * key; a rotated secret or a revoked key is still refused. */
+static void test_key_cache_verify(void)
+{
+    cn_http_kv_t h[] = {
+        KV("Host", "examplebucket.s3.amazonaws.com"), KV("Range", "bytes=0-9"),
+        KV("x-amz-content-sha256", EMPTY_SHA), KV("x-amz-date", "20130524T000000Z"),
+        KV("Authorization", S3_AUTH("host;range;x-amz-content-sha256;x-amz-date", GET_SIG))
+    };
+    vec_t v = { "GET", "/test.txt", NULL, h, 5, "s3", S3_KEY, S3_SECRET, s3_now(), false, NULL };
+    cn_sigv4_t s;
+    uint64_t h0, m0, h1, m1;
+    cn_sigv4_key_cache_clear();
+    CN_CHECK_EQ(run(&v, &s), 0);
+    cn_sigv4_key_cache_stats(&h0, &m0);
+    CN_CHECK_EQ(run(&v, &s), 0);
+    cn_sigv4_key_cache_stats(&h1, &m1);
+    CN_CHECK_EQ(h1 - h0, 1);
+    CN_CHECK_EQ(m1 - m0, 0);
+    uint8_t want[32];
+    cn_sigv4_signing_key((const uint8_t *)S3_SECRET, strlen(S3_SECRET), "20130524", "us-east-1",
+                         "s3", want);
+    CN_CHECK_MEM(s.signing_key, want, 32);
+    cn_sigv4_clear(&s);
+    /* The token's secret rotated: its old key is cached, the request is
+     * still refused (and the new secret's key derived). */
+    v.secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEz";
+    CN_CHECK_EQ(run(&v, &s), CN_E_AUTH);
+    CN_CHECK_EQ(s.s3err, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
+    cn_sigv4_key_cache_stats(&h0, &m0);
+    CN_CHECK_EQ(m0 - m1, 1);
+    /* Revoked: the store no longer knows the key; the cache does not help. */
+    v.secret = S3_SECRET;
+    v.key = "REVOKED";
+    CN_CHECK_EQ(run(&v, &s), CN_E_AUTH);
+    CN_CHECK_EQ(s.s3err, CN_S3E_INVALID_ACCESS_KEY_ID);
+}
+
+#define THREADS 4
+#define ROUNDS 3000
+
+typedef struct {
+    int id;
+    int wrong;
+} worker_t;
+
+/* Mixed traffic: a few hot tuples shared by every thread, a cold one per
+ * round that forces evictions, and whole verifications. */
+static void *cache_worker(void *arg)
+{
+    worker_t *w = arg;
+    static const char *const secrets[2] = { S3_SECRET, SUITE_SECRET };
+    static const char *const regions[2] = { "us-east-1", "eu-west-1" };
+    cn_http_kv_t h[] = {
+        KV("Host", "examplebucket.s3.amazonaws.com"), KV("Range", "bytes=0-9"),
+        KV("x-amz-content-sha256", EMPTY_SHA), KV("x-amz-date", "20130524T000000Z"),
+        KV("Authorization", S3_AUTH("host;range;x-amz-content-sha256;x-amz-date", GET_SIG))
+    };
+    vec_t v = { "GET", "/test.txt", NULL, h, 5, "s3", S3_KEY, S3_SECRET, s3_now(), false, NULL };
+    for (int r = 0; r < ROUNDS; r++) {
+        char date8[9];
+        snprintf(date8, sizeof date8, "2013%02d%02d", 1 + (r / 7) % 12, 1 + r % 28);
+        tuple_t t = { secrets[(r + w->id) % 2], (r % 5) ? "20130524" : date8,
+                      regions[(r / 2 + w->id) % 2], (r % 3) ? "s3" : "service" };
+        uint8_t want[32], got[32];
+        derive(&t, want);
+        cn_sigv4_signing_key_cached((const uint8_t *)t.secret, strlen(t.secret), t.date8, t.region,
+                                    t.service, got);
+        if (memcmp(got, want, 32) != 0)
+            w->wrong++;
+        if (r % 10 == 0) {
+            cn_sigv4_t s;
+            if (run(&v, &s) != 0)
+                w->wrong++;
+            cn_sigv4_clear(&s);
+        }
+    }
+    return NULL;
+}
+
+static void test_key_cache_threads(void)
+{
+    pthread_t tid[THREADS];
+    worker_t w[THREADS];
+    uint64_t h0, m0, h1, m1;
+    cn_sigv4_key_cache_clear();
+    cn_sigv4_key_cache_stats(&h0, &m0);
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (worker_t){ i, 0 };
+        CN_CHECK_EQ(pthread_create(&tid[i], NULL, cache_worker, &w[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(tid[i], NULL);
+        CN_CHECK_EQ(w[i].wrong, 0);
+    }
+    cn_sigv4_key_cache_stats(&h1, &m1);
+    /* Every lookup counted once: ROUNDS direct ones and ROUNDS / 10 through
+     * verify, per thread. */
+    CN_CHECK_EQ((h1 - h0) + (m1 - m0), THREADS * (ROUNDS + ROUNDS / 10));
+    CN_CHECK(h1 - h0 > 0);
+}
+
+/* ---- the canonical request's bound ---------------------------------------- */
+
+static void test_canonical_bound(void)
+{
+    static char path[CN_SIGV4_MAX_CANONICAL + 2];
+    cn_http_kv_t h[3] = { KV("Host", "x") };
+    cn_buf_t b = { 0 };
+    /* Just inside: "GET\n" path "\n\nhost:x\n\nhost\n" "UNSIGNED-PAYLOAD" */
+    size_t fixed = 4 + 2 + 7 + 1 + 5 + 16, plen = CN_SIGV4_MAX_CANONICAL - fixed;
+    path[0] = '/';
+    memset(path + 1, 'a', plen - 1);
+    CN_CHECK_EQ(cn_sigv4_canonical_request(&b, "GET", path, plen, NULL, 0, h, 1, "host", 4,
+                                           "UNSIGNED-PAYLOAD"),
+                0);
+    CN_CHECK_EQ(b.len, CN_SIGV4_MAX_CANONICAL);
+    cn_buf_reset(&b);
+    /* One byte more: refused whole, nothing appended. */
+    path[plen] = 'a';
+    CN_CHECK_EQ(cn_sigv4_canonical_request(&b, "GET", path, plen + 1, NULL, 0, h, 1, "host", 4,
+                                           "UNSIGNED-PAYLOAD"),
+                CN_E_LIMIT);
+    CN_CHECK_EQ(b.len, 0);
+    /* A raw path of 24,000 bytes that canonicalises to three times that. */
+    memset(path + 1, '$', 24000);
+    CN_CHECK_EQ(cn_sigv4_canonical_request(&b, "GET", path, 24001, NULL, 0, h, 1, "host", 4,
+                                           "UNSIGNED-PAYLOAD"),
+                CN_E_LIMIT);
+    CN_CHECK_EQ(b.len, 0);
+    /* A malformed request is still malformed past the bound. */
+    CN_CHECK_EQ(cn_sigv4_canonical_request(&b, "GET", path, 24001, NULL, 0, h, 1, "host;absent", 11,
+                                           "UNSIGNED-PAYLOAD"),
+                CN_E_INVALID);
+
+    /* A short request whose SignedHeaders names a 2 KiB header 40 times. */
+    static char value[2048], list[40 * 6], auth[sizeof list + 256];
+    memset(value, 'v', sizeof value);
+    for (int i = 0; i < 40; i++)
+        memcpy(list + 6 * i, "x-big;", 6);
+    size_t ll = 6 * 40 - 1; /* without the last ';' */
+    snprintf(auth, sizeof auth,
+             "AWS4-HMAC-SHA256 Credential=" S3_CRED ",SignedHeaders=host;x-amz-date;%.*s"
+             ",Signature=" WRONG_SIG,
+             (int)ll, list);
+    cn_http_kv_t big[] = { KV("Host", "examplebucket.s3.amazonaws.com"),
+                           KV("x-amz-date", "20130524T000000Z"),
+                           { "x-big", 5, value, sizeof value },
+                           { "Authorization", 13, auth, strlen(auth) } };
+    vec_t v = { "GET", "/test.txt", NULL, big, 4, "s3", S3_KEY, S3_SECRET, s3_now(), false, NULL };
+    cn_sigv4_t s;
+    CN_CHECK_EQ(run(&v, &s), CN_E_AUTH);
+    CN_CHECK_EQ(s.s3err, CN_S3E_AUTH_HEADER_MALFORMED);
+    CN_CHECK(strncmp(s.detail, "the request is too large to verify", 34) == 0);
+    static const uint8_t zero[32];
+    CN_CHECK_MEM(s.signing_key, zero, 32);
+    cn_buf_free(&b);
+}
+
+/* Query items sort by their canonical (encoded) form, not their decoded one,
+ * with no allocation whatever their number; one past the limit is refused. */
+static void test_canonical_query_order(void)
+{
+    cn_http_kv_t h[] = { KV("Host", "x") };
+    cn_buf_t b = { 0 };
+    /* decoded order: a, a!, a~, a\x7f; canonical order: a, a%21, a%7F, a~ */
+    const char *q = "a%7F=1&a=2&a~=3&a%21=4&X-Amz-Signature=zz&&b";
+    CN_CHECK_EQ(cn_sigv4_canonical_request(&b, "GET", "/", 1, q, strlen(q), h, 1, "host", 4, "P"),
+                0);
+    cn_buf_put_u8(&b, 0);
+    CN_CHECK_STR((const char *)b.data, "GET\n/\na=2&a%21=4&a%7F=1&a~=3&b=\nhost:x\n\nhost\nP");
+    cn_buf_reset(&b);
+
+    static char many[1025 * 12];
+    size_t n = 0;
+    for (int i = 1023; i >= 0; i--)
+        n += (size_t)snprintf(many + n, sizeof many - n, "%sk%04d=%d", n ? "&" : "", i, i % 7);
+    CN_CHECK_EQ(cn_sigv4_canonical_request(&b, "GET", "/", 1, many, n, h, 1, "host", 4, "P"), 0);
+    cn_buf_put_u8(&b, 0);
+    const char *cq = strchr((const char *)b.data + 4, '\n') + 1;
+    CN_CHECK(strncmp(cq, "k0000=0&k0001=1&k0002=2&", 24) == 0);
+    CN_CHECK(strstr(cq, "&k1022=0&k1023=1\n") != NULL);
+    cn_buf_reset(&b);
+    n += (size_t)snprintf(many + n, sizeof many - n, "&k9999=1");
+    CN_CHECK_EQ(cn_sigv4_canonical_request(&b, "GET", "/", 1, many, n, h, 1, "host", 4, "P"),
+                CN_E_LIMIT);
+    cn_buf_free(&b);
+}
+
 CN_TEST_MAIN(CN_TEST(test_get_vanilla), CN_TEST(test_get_vanilla_query_order_key_case),
              CN_TEST(test_get_vanilla_query_order_key), CN_TEST(test_get_vanilla_empty_query_key),
              CN_TEST(test_get_header_key_duplicate), CN_TEST(test_get_header_value_order),
@@ -863,4 +1196,7 @@ CN_TEST_MAIN(CN_TEST(test_get_vanilla), CN_TEST(test_get_vanilla_query_order_key
              CN_TEST(test_s3_presigned), CN_TEST(test_no_credential), CN_TEST(test_refusals),
              CN_TEST(test_deferred_payload), CN_TEST(test_streaming_example),
              CN_TEST(test_streaming_trailer_example), CN_TEST(test_unsigned_trailer),
-             CN_TEST(test_checksums), CN_TEST(test_encoding))
+             CN_TEST(test_checksums), CN_TEST(test_encoding), CN_TEST(test_key_cache_reuse),
+             CN_TEST(test_key_cache_full_compare), CN_TEST(test_key_cache_bound),
+             CN_TEST(test_key_cache_verify), CN_TEST(test_key_cache_threads),
+             CN_TEST(test_canonical_bound), CN_TEST(test_canonical_query_order))

@@ -9,6 +9,7 @@ Run from anywhere; commit the result.
   http_sigv4     flags byte + "METHOD PATH[?QUERY]\\n" + "Name: value\\n" lines
   http_awschunk  flags byte + slice byte + raw aws-chunked body
   http_xml       limits byte + split byte + XML document
+  http_request   slice byte + a stream of pipelined HTTP/1.1 requests
 (the byte layouts are described at the top of each fuzz_http_*.c)
 """
 import hashlib
@@ -283,12 +284,47 @@ def xml():
         write("http_xml", name, bytes([limits, 128]) + doc.encode())
 
 
+def wire():
+    """http_request: the cases of tests/http/test_http_conformance.py and the
+    framing an S3 client sends, whole streams of pipelined requests."""
+    get = b"GET /bucket/key?list-type=2&prefix=a%20b HTTP/1.1\r\nHost: x\r\n\r\n"
+    put = (b"PUT /bucket/k HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+           b"x-amz-content-sha256: UNSIGNED-PAYLOAD\r\nExpect: 100-continue\r\n\r\nhello")
+    chunked = (b"PUT /echo/c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"5;name=value\r\nhello\r\n6;a;b=\"q\"\r\n world\r\n0\r\nX-Check: 1\r\n\r\n")
+    aws = (b"PUT /b/k HTTP/1.1\r\nHost: x\r\nContent-Encoding: aws-chunked\r\n"
+           b"x-amz-decoded-content-length: 3\r\nContent-Length: 8\r\n\r\n3\r\nabc\r\n")
+    streams = {
+        "pipelined": (7, get + put + get.replace(b"GET", b"HEAD")),
+        "chunked_ext_trailer": (3, chunked + get),
+        "aws_chunked": (0, aws + get),
+        "http10": (1, b"GET / HTTP/1.0\r\n\r\nGET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"),
+        "two_lengths": (5, b"PUT / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd"),
+        "negative_length": (2, b"PUT / HTTP/1.1\r\nContent-Length: -3\r\n\r\nabc"),
+        "overflow_length": (9, b"PUT / HTTP/1.1\r\nContent-Length: 99999999999999999999\r\n\r\n"),
+        "smuggle": (4, b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n"
+                       b"0\r\n\r\nGET /admin HTTP/1.1\r\n\r\n"),
+        "no_version": (6, b"GET /whoami\r\nHost: x\r\n\r\n"),
+        "gzip_coding": (11, b"PUT / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\nabc"),
+        "folded_and_spaces": (13, b"GET / HTTP/1.1\r\nA:   x y  \r\nEmpty:\r\nB:\t v\r\n\r\n"),
+        "many_fields": (200, b"GET / HTTP/1.1\r\n" +
+                        b"".join(b"X-F%d: v\r\n" % i for i in range(300)) + b"\r\n"),
+        "connect": (8, b"CONNECT example.com:443 HTTP/1.1\r\nHost: example.com\r\n\r\n"),
+        "upgrade": (8, b"GET / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+                       b"after"),
+        "absolute_target": (16, b"GET http://host/b/k?x=1 HTTP/1.1\r\n\r\n"),
+    }
+    for name, (slice_byte, stream) in streams.items():
+        write("http_request", name, bytes([slice_byte]) + stream)
+
+
 def main():
-    for h in ("http_sigv4", "http_awschunk", "http_xml"):
+    for h in ("http_sigv4", "http_awschunk", "http_xml", "http_request"):
         shutil.rmtree(os.path.join(CORPUS, h), ignore_errors=True)
     sigv4()
     awschunk()
     xml()
+    wire()
 
 
 if __name__ == "__main__":

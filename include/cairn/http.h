@@ -3,13 +3,21 @@
  * request with the pieces in cairn/sigv4.h and answers errors in the codes of
  * cairn/s3err.h; cairn/xml.h is the XML writer and reader.
  *
- * The server is libmicrohttpd underneath; handlers see only the types here.
- * Request bodies are streamed to the handler piece by piece and never held
- * whole; responses come from memory, from a file (sendfile on plaintext) or
- * from a producer callback.  Authentication is decided by the framework before
- * a handler runs, and every byte of a signed body is verified before the
- * handler is told the body ended.  This module never touches the store or the
- * metadata database itself: handlers do, through their services.
+ * The server is an adapter on cairn's network layer (cairn/net.h): the
+ * layer's loop accepts and holds idle connections, applies admission (the
+ * connection table, pending connections per source, the worker share, the
+ * memory budget) and hands a connection whose next request has begun to a
+ * worker, which parses it with llhttp and runs every handler callback of
+ * that request; handlers see only the types here.  Keep-alive, pipelining
+ * (one request at a time), Expect: 100-continue, chunked request bodies and
+ * HEAD are the framework's.  Request bodies are streamed to the handler
+ * piece by piece and never held whole; responses come from memory, from a
+ * file (sendfile on plaintext) or from a producer callback.  Authentication
+ * is decided by the framework before a handler runs, and every byte of a
+ * signed body is verified before the handler is told the body ended.  This
+ * module never touches the store or the metadata database itself: handlers
+ * do, through their services; and it never blocks the network layer's loop
+ * thread.
  */
 #ifndef CAIRN_HTTP_H
 #define CAIRN_HTTP_H
@@ -19,6 +27,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "cairn/err.h"
+#include "cairn/net.h"
 #include "cairn/util.h"
 #include "cairn/s3err.h"
 #include "cairn/sigv4.h"
@@ -57,13 +66,15 @@ enum {
 /* What a handler returns from on_body. */
 #define CN_HTTP_PAUSE 1 /* data consumed; suspend until cn_http_req_resume() */
 
-/* A route's callbacks.  All run on a server thread, one request at a time per
- * connection; they may block (a pool thread is busy meanwhile).
+/* A route's callbacks.  All run on the worker thread that serves the
+ * connection, one request at a time per connection; they may block (the
+ * worker is busy meanwhile), within the connection's deadlines.
  *
  * on_request: headers are in and the credential is decided.  Either respond
- *   now (any cn_http_respond_*; the body, if any, is then discarded) or return
- *   0 without responding to receive the body.  A negative return answers
- *   InternalError.
+ *   now (any cn_http_respond_*; the body, if any, is then discarded, and an
+ *   Expect: 100-continue is never answered with 100, so a refused upload
+ *   costs no body bytes) or return 0 without responding to receive the body
+ *   (100 Continue is sent then).  A negative return answers InternalError.
  * on_body: the next piece of the decoded payload (aws-chunked framing removed).
  *   Return 0, CN_HTTP_PAUSE, or a negative value to fail (the framework then
  *   discards the rest and calls on_end with cn_http_req_body_error() set).
@@ -93,16 +104,18 @@ typedef struct cn_http_route {
     uint64_t max_body; /* decoded payload cap; 0: server default */
 } cn_http_route_t;
 
+/* The fields marked (stand-alone) apply to cn_http_server_start only; under
+ * cn_http_server_adapter the listener's cn_listen_opts_t decides them. */
 typedef struct cn_http_config {
-    const char *listen;        /* "127.0.0.1:0", "[::1]:9000", ":9000" */
+    const char *listen;        /* (stand-alone) "127.0.0.1:0", "[::1]:9000", ":9000" */
     const char *log_name;      /* protocol word in the log line; "http" */
-    unsigned threads;          /* MHD pool size; 0: 8 */
-    unsigned max_connections;  /* 0: 1024 */
-    unsigned max_per_ip;       /* 0: unlimited */
-    unsigned idle_timeout_s;   /* inactivity timeout; 0: 60 */
-    size_t conn_memory;        /* per-connection buffer; 0: 32 KiB */
+    unsigned threads;          /* (stand-alone) workers of each request pool; 0: 8 */
+    unsigned max_connections;  /* (stand-alone) connection table; 0: 4096 */
+    unsigned max_per_ip;       /* (stand-alone) pending connections of one source; 0: 16 */
+    unsigned idle_timeout_s;   /* (stand-alone) between requests; 0: 60 */
+    int64_t head_timeout_ms;   /* a request's head, from its first byte; 0: 10000 */
     uint64_t max_body;         /* default decoded body cap; 0: 5 GiB */
-    const char *tls_cert_file; /* PEM; both set → HTTPS */
+    const char *tls_cert_file; /* (stand-alone) PEM; both set → HTTPS (TLS 1.3) */
     const char *tls_key_file;
     bool trust_proxy_headers; /* JAY_TRUST_PROXY_HEADERS: client IP from X-Forwarded-For */
     const char *region;       /* required SigV4 region; NULL: any */
@@ -122,7 +135,7 @@ CN_API void cn_http_config_default(cn_http_config_t *c);
 
 /* Creates a server (not yet listening).  The config's strings are copied.
  * Registers the built-in routes GET /_cairn/health and GET /_cairn/metrics.
- * -ENOMEM, CN_E_INVALID (bad listen address). */
+ * -ENOMEM, CN_E_INVALID (bad listen address, half a TLS pair). */
 CN_API cn_err_t cn_http_server_new(const cn_http_config_t *cfg, cn_http_server_t **out);
 /* Adds a route (copied; ctx borrowed).  Routes are tried in registration
  * order after the built-ins; the first match wins.  Only before start.
@@ -131,12 +144,22 @@ CN_API cn_err_t cn_http_server_route(cn_http_server_t *s, const cn_http_route_t 
 /* Adds text to /_cairn/metrics: fn appends Prometheus lines to out. */
 CN_API cn_err_t cn_http_server_metrics_source(cn_http_server_t *s,
                                               void (*fn)(cn_buf_t *out, void *ctx), void *ctx);
-/* Binds, starts the threads, and logs "listening <log_name> on <host>:<port>".
- * -errno from bind, CN_E_INVALID for an unreadable TLS pair. */
+/* The server as a protocol of a network layer the caller runs (cairnd):
+ * *ad and *actx are what cn_server_listen() takes; the listener's options
+ * (address, TLS, limits) apply, and the (stand-alone) fields of the config
+ * do not.  Routes are fixed from here on.  *ad lives as long as s, which
+ * must outlive the network layer's run.  CN_E_INVALID when s was started. */
+CN_API cn_err_t cn_http_server_adapter(cn_http_server_t *s, const cn_adapter_t **ad, void **actx);
+/* Stand-alone: a network layer of its own (cn_server_t) with this server as
+ * its one listener, run on a thread of its own; binds, and logs "listening
+ * <log_name> on <host>:<port>".  -errno from bind, CN_E_CORRUPT for an
+ * unusable TLS pair, CN_E_INVALID when already started. */
 CN_API cn_err_t cn_http_server_start(cn_http_server_t *s);
-/* The bound port (after start). */
+/* The bound port (after cn_http_server_start). */
 CN_API int cn_http_server_port(const cn_http_server_t *s);
-/* Stops accepting, closes connections, joins threads.  Idempotent. */
+/* Stand-alone: stops accepting, lets requests in flight finish (5 s), closes
+ * connections, joins the threads.  Idempotent; nothing under
+ * cn_http_server_adapter (the caller stops its own network layer). */
 CN_API void cn_http_server_stop(cn_http_server_t *s);
 /* Stops if needed and frees.  Accepts NULL. */
 CN_API void cn_http_server_free(cn_http_server_t *s);
@@ -197,17 +220,23 @@ CN_API cn_http_cksum_alg_t cn_http_req_checksum(const cn_http_req_t *r, const ch
 /* Per-request handler state. */
 CN_API void cn_http_req_set_data(cn_http_req_t *r, void *data);
 CN_API void *cn_http_req_data(const cn_http_req_t *r);
-/* Resumes a request whose on_body returned CN_HTTP_PAUSE.  Any thread. */
+/* Resumes a request whose on_body returned CN_HTTP_PAUSE (its worker waits,
+ * within the body's deadline, until then), or whose producer suspended.
+ * Any thread, even before the handler has returned. */
 CN_API void cn_http_req_resume(cn_http_req_t *r);
 
-/* Largest body answered from memory, with the headers in one sendmsg,
+/* Largest body answered from memory, with the headers in one writev,
  * rather than by sendfile: past a few pages the copy costs more than the
  * second system call saves.  cn_http_respond_fd reads bodies up to this. */
 #define CN_HTTP_INLINE_BODY_MAX (16u * 1024)
 
 /* ---- responses: exactly one respond call per request ------------------- */
-/* Adds a response header (copied).  x-amz-request-id, x-amz-id-2 and Date are
- * added by the framework.  -ENOMEM, CN_E_LIMIT past 64 headers. */
+/* Sets a response header (copied): one of the same name (any case) set
+ * before is replaced, so a handler that starts its answer over does not
+ * repeat a field.  x-amz-request-id, x-amz-id-2, Server, Date and the
+ * framing (Content-Length, Transfer-Encoding, Connection) are the
+ * framework's alone.  -ENOMEM, CN_E_INVALID (one of those, a name with a
+ * separator, a value with a line break), CN_E_LIMIT past 64 headers. */
 CN_API cn_err_t cn_http_resp_header(cn_http_req_t *r, const char *name, const char *value);
 /* Body from memory (copied). */
 CN_API cn_err_t cn_http_respond(cn_http_req_t *r, int status, const char *content_type,
@@ -230,11 +259,28 @@ CN_API cn_err_t cn_http_respond_stream(cn_http_req_t *r, int status, const char 
                                                        size_t max),
                                        void (*done)(void *ctx), void *ctx);
 /* A producer with nothing to send yet (a live feed) calls cn_http_req_suspend
- * and returns CN_HTTP_STREAM_WAIT: the connection is then not polled until
- * cn_http_req_resume (any thread, strictly after the suspend), and read is
- * called again.  Suspend only from inside a producer's read. */
+ * and returns CN_HTTP_STREAM_WAIT: the worker then waits until
+ * cn_http_req_resume (any thread, strictly after the suspend; it may come
+ * before read returns), and read is called again.  A wait gives up, closing
+ * the connection, after the listener's I/O floor (30 s) without a resume or
+ * once the peer is gone.  Suspend only from inside a producer's read. */
 #define CN_HTTP_STREAM_WAIT ((ssize_t)CN_E_AGAIN)
 CN_API void cn_http_req_suspend(cn_http_req_t *r);
+/* A body the handler pushes, for a source that can only hand out what it
+ * has (a decoder's callback): once the head is sent, fill(ctx, out) runs on
+ * the worker that serves the connection and passes the body, len bytes in
+ * all, to cn_http_body_write(), which writes through one bounded buffer
+ * (64 KiB) under the connection's deadlines.  fill returns 0, or an error:
+ * the connection is then closed, as it is when the bytes do not add up to
+ * len.  done(ctx) is called once when the response is released, whether
+ * fill ran or not (a HEAD never runs it). */
+typedef struct cn_http_body cn_http_body_t;
+CN_API cn_err_t cn_http_respond_push(cn_http_req_t *r, int status, const char *content_type,
+                                     uint64_t len, cn_err_t (*fill)(void *ctx, cn_http_body_t *out),
+                                     void (*done)(void *ctx), void *ctx);
+/* Passes n bytes of a pushed body on.  0, or an error for fill to return
+ * (the peer is gone, a deadline passed, more than len bytes). */
+CN_API cn_err_t cn_http_body_write(cn_http_body_t *out, const void *p, size_t n);
 /* An S3 XML error for e (message NULL: the default), Resource = the path. */
 CN_API cn_err_t cn_http_respond_s3_error(cn_http_req_t *r, cn_s3_err_t e, const char *message);
 /* True once a respond call succeeded. */

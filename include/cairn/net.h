@@ -252,6 +252,17 @@ CN_API cn_err_t cn_conn_send_head_file(cn_conn_t *c, const void *head, size_t he
 /* The bytes already read past the request head (plaintext read-ahead): their
  * count, *p pointing at them; valid until the next read.  For fast(). */
 CN_API size_t cn_conn_peek(const cn_conn_t *c, const uint8_t **p);
+/* Gives back n bytes of p that the adapter read past the end of its request
+ * (a pipelined next request): they are read again, before anything else of
+ * the stream, by the next read of c, and the loop dispatches the next
+ * request at once, without waiting for the socket.  Copied.  The owner of c
+ * (a worker), before serve() returns.  Errors: -ENOMEM, CN_E_INVALID. */
+CN_API cn_err_t cn_conn_unread(cn_conn_t *c, const void *p, size_t n);
+/* True when the socket was reset or closed both ways (by the peer, or by the
+ * server at the end of its grace period), or the connection was evicted.
+ * Never blocks: for a worker that waits on something other than its peer (a
+ * live feed) and must give up once nobody can be answered. */
+CN_API bool cn_conn_hung_up(const cn_conn_t *c);
 /* True while fast() runs on the loop thread for c. */
 CN_API bool cn_conn_on_loop(const cn_conn_t *c);
 

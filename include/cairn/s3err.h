@@ -122,7 +122,9 @@ extern "C" {
     X(POST_FILE_COUNT, "IncorrectNumberOfFilesInPostRequest", 400,                                 \
       "POST requires exactly one file upload per request")                                         \
     X(ACCESS_FORBIDDEN, "AccessForbidden", 403, "CORSResponse: This CORS request is not allowed.") \
-    X(BAD_REQUEST, "BadRequest", 400, "Bad Request")
+    X(BAD_REQUEST, "BadRequest", 400, "Bad Request")                                               \
+    X(HEADER_TOO_LARGE, "RequestHeaderSectionTooLarge", 400,                                       \
+      "Your request header section exceeds the maximum allowed size.")
 
 typedef enum cn_s3_err {
 #define CN__S3_ENUM(e, code, status, msg) CN_S3E_##e,

@@ -212,10 +212,13 @@ static int config_apply(const cn_toml_t *doc, cn_server_config_t *scfg, bool *al
 
     cn_limits_t base;
     cn_limits_default(&base);
-    if (config_limits(cn_toml_get(root, "limits"), &base))
+    const cn_toml_val_t *limits = cn_toml_get(root, "limits");
+    if (config_limits(limits, &base))
         return 2;
     for (size_t i = 0; i < nls; i++) {
         ls[i].opts.limits = base;
+        if (ls[i].proto->max_conns && !cn_toml_get(limits, "max_connections"))
+            ls[i].opts.limits.max_conns = ls[i].proto->max_conns;
         ls[i].section = cn_toml_get(root, ls[i].proto->name);
         if (!ls[i].section)
             continue;
@@ -410,7 +413,7 @@ static int serve(const char *data_dir, const cn_toml_t *doc, const cn_server_con
         if (!l->enabled)
             continue;
         if (l->proto->start) {
-            e = l->proto->start(svc, l->section, &l->opts, &l->actx);
+            e = l->proto->start(svc, l->section, &l->opts, srv, &l->actx);
             if (e < 0) {
                 cn_error("cairnd", "%s: cannot start: %s", l->proto->name, cn_strerror(e));
                 goto out_server;
@@ -472,6 +475,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < nprotos; i++) {
         ls[i].proto = &cn_protocols[i];
         cn_limits_default(&ls[i].opts.limits);
+        if (ls[i].proto->max_conns)
+            ls[i].opts.limits.max_conns = ls[i].proto->max_conns;
     }
     cn_toml_t *doc = NULL;
     if (cl.config_path) {

@@ -48,17 +48,21 @@ typedef struct cn_protocol {
     /* Keys of its config section the adapter reads itself (besides the
      * listener keys cairnd handles).  NULL-terminated, or NULL. */
     const char *const *config_keys;
+    /* Its connection table's default size (max_connections), when it is not
+     * cn_limits_default's; a config file's [limits] or section overrides it. */
+    unsigned max_conns;
     /* Builds the adapter over the services; section is its config table or
      * NULL.  *ad is static; *actx is freed by destroy. */
     cn_err_t (*create)(cn_services_t *svc, const cn_toml_val_t *section, const cn_adapter_t **ad,
                        void **actx);
     void (*destroy)(void *actx);
-    /* For a protocol that runs its own server instead of a net adapter (the
-     * HTTP face on libmicrohttpd): start listens on opts and serves on its
-     * own threads until stop, which cairnd calls at shutdown and which also
-     * frees *actx.  A row has either create or start. */
+    /* For a protocol whose adapter context is not all it holds (the HTTP
+     * face: the framework's server, and the S3 and blob-ops handlers on it):
+     * start builds them and plugs the listener into srv itself
+     * (cn_server_listen with opts); stop frees *actx once srv has stopped
+     * running.  A row has either create or start. */
     cn_err_t (*start)(cn_services_t *svc, const cn_toml_val_t *section,
-                      const cn_listen_opts_t *opts, void **actx);
+                      const cn_listen_opts_t *opts, cn_server_t *srv, void **actx);
     void (*stop)(void *actx);
 } cn_protocol_t;
 

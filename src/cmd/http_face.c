@@ -1,4 +1,5 @@
-/* cairnd's HTTP listener: routes, credentials and shutdown order. */
+/* cairnd's HTTP listener: routes, credentials, its place on the network
+ * layer and shutdown order. */
 #include "http_face.h"
 #include "cairn/blobops.h"
 #include "cairn/http.h"
@@ -43,7 +44,7 @@ static cn_err_t env_min_part(uint64_t *out)
 }
 
 cn_err_t cn_http_face_start(cn_services_t *svc, const cn_toml_val_t *section,
-                            const cn_listen_opts_t *opts, void **actx)
+                            const cn_listen_opts_t *opts, cn_server_t *srv, void **actx)
 {
     (void)section;
     *actx = NULL;
@@ -53,10 +54,7 @@ cn_err_t cn_http_face_start(cn_services_t *svc, const cn_toml_val_t *section,
     f->svc = svc;
     cn_http_config_t cfg;
     cn_http_config_default(&cfg);
-    cfg.listen = opts->addr;
     cfg.log_name = "http";
-    cfg.tls_cert_file = opts->tls_cert;
-    cfg.tls_key_file = opts->tls_key;
     cfg.trust_proxy_headers = env_true("JAY_TRUST_PROXY_HEADERS");
     cfg.sigv4_lookup = cn_s3_sigv4_lookup;
     cfg.sigv4_ctx = svc->identity;
@@ -83,8 +81,12 @@ cn_err_t cn_http_face_start(cn_services_t *svc, const cn_toml_val_t *section,
     }
     if (e >= 0)
         e = cn_s3_register(f->s3, f->srv);
+    const cn_adapter_t *ad = NULL;
+    void *actx_http = NULL;
     if (e >= 0)
-        e = cn_http_server_start(f->srv);
+        e = cn_http_server_adapter(f->srv, &ad, &actx_http);
+    if (e >= 0)
+        e = cn_server_listen(srv, ad, actx_http, opts);
     if (e < 0) {
         cn_http_face_stop(f);
         return e;
@@ -100,7 +102,6 @@ void cn_http_face_stop(void *actx)
         return;
     if (f->svc && f->svc->blobs)
         cn_blobs_shutdown(f->svc->blobs);
-    cn_http_server_stop(f->srv);
     cn_http_server_free(f->srv);
     cn_blobs_http_free(f->blobs);
     cn_s3_free(f->s3);

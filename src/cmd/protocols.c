@@ -42,6 +42,7 @@ const cn_protocol_t cn_protocols[] = {
       .destroy = cn_scribe_adapter_destroy },
     { .name = "http",
       .default_addr = "127.0.0.1:7448",
+      .max_conns = 4096,
       .start = cn_http_face_start,
       .stop = cn_http_face_stop },
 };

@@ -1,11 +1,17 @@
 /* Internals shared by the files of the http module; never included from
- * another module. */
+ * another module (the request fuzz harness includes it to drive parse.c).
+ *
+ * Threads: a connection (cn__hconn_t) and the request it is serving belong
+ * to the worker that serves it; every handler callback runs there.  The
+ * only fields another thread touches are the resume generation and its
+ * mutex (cn_http_req_resume). */
 #ifndef CN_HTTP_INT_H
 #define CN_HTTP_INT_H
 
 #include "cairn/http.h"
+#include "cairn/net.h"
 
-#include <microhttpd.h>
+#include <llhttp.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -15,6 +21,12 @@
 #define CN__MAX_METRIC_SOURCES 16
 #define CN__LAT_BUCKETS 12
 #define CN__DRAIN_MAX (64u << 20) /* body bytes read past an error before closing */
+
+/* Limits of a request head, with S3's answers (parse.c). */
+#define CN__HEAD_MAX (64u * 1024) /* request line + headers: RequestHeaderSectionTooLarge */
+#define CN__HEADERS_MAX 256       /* header fields: RequestHeaderSectionTooLarge */
+#define CN__URI_MAX (16u * 1024)  /* request target: InvalidURI */
+#define CN__READ_BUF (16u * 1024) /* a connection's read buffer while it is served */
 
 typedef struct {
     _Atomic uint64_t status[6]; /* 1xx..5xx, [0] other */
@@ -27,12 +39,13 @@ typedef struct {
 
 struct cn_http_server {
     cn_http_config_t cfg;
-    char *listen, *log_name, *region, *cert_pem, *key_pem;
-    char host[128];
+    char *listen, *log_name, *region, *tls_cert, *tls_key;
+    cn_adapter_t adapter; /* name = log_name */
+    /* Stand-alone mode (cn_http_server_start): its own network layer. */
+    cn_server_t *net;
+    pthread_t net_thread;
+    bool net_running;
     int port;
-    struct sockaddr_storage addr;
-    socklen_t addr_len;
-    struct MHD_Daemon *mhd;
     cn_http_route_t routes[CN__MAX_ROUTES];
     char *route_prefix[CN__MAX_ROUTES];
     char *route_name[CN__MAX_ROUTES];
@@ -46,8 +59,68 @@ struct cn_http_server {
     _Atomic int64_t open_connections;
     _Atomic uint64_t connections_total;
     _Atomic uint64_t auth_failures;
-    bool started;
+    bool started; /* routes are fixed */
 };
+
+/* ---- the request head (parse.c) ------------------------------------------
+ * llhttp's callbacks copy the request target and the header fields into
+ * one arena, each string NUL-terminated; entries hold offsets, because the
+ * arena moves as it grows.  Bytes of the body go to on_body as they are
+ * parsed; trailer fields after a chunked body are parsed and dropped. */
+typedef enum {
+    CN__FEED_MORE,  /* every byte used: the message needs more */
+    CN__FEED_HEAD,  /* the head is complete (bytes after it not used) */
+    CN__FEED_DONE,  /* the message is complete (bytes after it not used) */
+    CN__FEED_ERROR, /* refused: err, err_msg; the stream cannot go on */
+} cn__feed_t;
+
+typedef struct {
+    uint32_t name_off, name_len, val_off, val_len;
+} cn__hdr_ent_t;
+
+typedef struct cn__head {
+    llhttp_t p;
+    cn_buf_t arena;
+    uint32_t url_off, url_len;
+    cn__hdr_ent_t *ents;
+    size_t n, cap;
+    cn_http_kv_t *kv;       /* built once the head is complete: n entries */
+    int part;               /* 0 none, 1 in a field name, 2 in a value */
+    uint64_t head_bytes;    /* bytes of the head seen so far */
+    int64_t content_length; /* as declared (llhttp counts its copy down) */
+    bool head_done, msg_done, in_trailers;
+    cn_s3_err_t err;
+    const char *err_msg;
+    void (*on_body)(void *ctx, const uint8_t *p, size_t n);
+    void *body_ctx;
+} cn__head_t;
+
+void cn__head_init(cn__head_t *h, void (*on_body)(void *, const uint8_t *, size_t), void *ctx);
+/* Feeds n bytes of the stream; *used is how many were taken (all, unless
+ * HEAD, DONE or ERROR).  After HEAD, feed again for the body; after DONE or
+ * ERROR, init again for the next message. */
+cn__feed_t cn__head_feed(cn__head_t *h, const uint8_t *p, size_t n, size_t *used);
+void cn__head_free(cn__head_t *h);
+/* After HEAD: the method name, the target (NUL-terminated, in the arena),
+ * the version, and the framing llhttp derived. */
+const char *cn__head_method(const cn__head_t *h);
+const char *cn__head_url(const cn__head_t *h);
+bool cn__head_chunked(const cn__head_t *h);
+/* Content-Length, or -1 when absent or chunked. */
+int64_t cn__head_content_length(const cn__head_t *h);
+/* A header's value by name (case-insensitive; the first), or NULL. */
+const char *cn__head_header(const cn__head_t *h, const char *name);
+
+/* ---- a connection and its request ------------------------------------------ */
+typedef struct cn__hconn {
+    cn_http_server_t *srv;
+    cn_conn_t *c;
+    uint8_t *buf; /* CN__READ_BUF bytes while serving; [off, len) unparsed */
+    size_t off, len;
+    pthread_mutex_t mu; /* resume_gen, for cn_http_req_resume from any thread */
+    pthread_cond_t cv;
+    uint64_t resume_gen;
+} cn__hconn_t;
 
 enum {
     CN__RQ_NEW,
@@ -56,6 +129,15 @@ enum {
     CN__RQ_DONE
 };
 
+typedef enum {
+    CN__RB_NONE,
+    CN__RB_MEM,    /* mem, mem_len */
+    CN__RB_EMPTY,  /* headers only, Content-Length len */
+    CN__RB_FD,     /* fd, off, len */
+    CN__RB_STREAM, /* read(), len or CN_HTTP_LEN_UNKNOWN */
+    CN__RB_PUSH,   /* fill(), len */
+} cn__rb_kind_t;
+
 typedef struct {
     char *name;
     char *value;
@@ -63,7 +145,8 @@ typedef struct {
 
 struct cn_http_req {
     cn_http_server_t *srv;
-    struct MHD_Connection *conn;
+    cn__hconn_t *hc;
+    cn__head_t head;
     int route; /* index, or -1 */
     char *uri; /* raw URI as received; split at '?' */
     const char *raw_path, *raw_query;
@@ -81,7 +164,7 @@ struct cn_http_req {
     uint64_t wire_received;
     uint64_t drained;
     uint64_t max_body;
-    bool has_body, tls;
+    bool has_body, tls, http10, keep_alive, expect_continue, sent_continue, close_after;
     char *content_encoding;
     /* credential */
     cn_http_auth_kind_t auth_kind;
@@ -92,6 +175,7 @@ struct cn_http_req {
     cn_sigv4_payload_t payload;
     /* body */
     int stage;
+    int64_t body_start_ms, body_deadline;
     cn_awschunk_t *chunk;
     void *body_sha; /* EVP_MD_CTX for HASH / DEFERRED */
     cn_http_cksum_t cksum;
@@ -100,15 +184,28 @@ struct cn_http_req {
     char cksum_expected[CN_CKSUM_B64_LEN + 16];
     char cksum_b64[CN_CKSUM_B64_LEN];
     cn_s3_err_t body_err;
-    bool paused, deferred_start, handler_started;
+    bool handler_started;
+    uint64_t wait_gen; /* resume_gen when the handler paused or suspended */
     /* response */
     struct {
         char *name;
         char *value;
     } hdrs[CN__MAX_RESP_HEADERS];
     size_t nhdrs;
-    struct MHD_Response *resp;
+    bool responded;
     unsigned status;
+    char *ctype;
+    struct {
+        cn__rb_kind_t kind;
+        uint8_t *mem;
+        size_t mem_len;
+        int fd;
+        uint64_t off, len;
+        ssize_t (*read)(void *ctx, uint64_t pos, char *buf, size_t max);
+        cn_err_t (*fill)(void *ctx, cn_http_body_t *out);
+        void (*done)(void *ctx);
+        void *ctx;
+    } rb;
     uint64_t resp_len;
     void *data;
     int64_t start_ns;
@@ -117,8 +214,30 @@ struct cn_http_req {
 /* request.c */
 cn_err_t cn__req_parse_target(cn_http_req_t *r);
 void cn__req_free(cn_http_req_t *r);
+/* auth.c: the credential and the body's verification set-up */
+void cn__auth_decide(cn_http_req_t *r);
+cn_s3_err_t cn__body_setup(cn_http_req_t *r);
 /* response.c */
 cn_err_t cn__framework_error(cn_http_req_t *r, cn_s3_err_t e, const char *message);
+/* Forgets a response that was built but not sent (its fd closed, its
+ * producer's done called) and its headers. */
+void cn__resp_discard(cn_http_req_t *r);
+/* Sends r's response on its connection; keep is false when the connection
+ * closes after it.  A failure leaves the stream unusable: close. */
+cn_err_t cn__resp_send(cn_http_req_t *r, bool keep);
+/* Waits, on the worker, until cn_http_req_resume was called after r's
+ * wait_gen was taken, or until deadline (CN_E_TIMEOUT), or the peer is gone
+ * (CN_E_CLOSED). */
+cn_err_t cn__req_wait_resume(cn_http_req_t *r, int64_t deadline);
+/* A transfer that began at start_ms must have moved bytes by this: the
+ * listener's I/O floor plus bytes at its rate, from the start (so a body of
+ * unknown length keeps the rate on average). */
+int64_t cn__rolling_deadline(cn_conn_t *c, int64_t start_ms, uint64_t bytes);
+/* "Sun, 06 Nov 1994 08:49:37 GMT" for now, formatted once per second per
+ * thread. */
+const char *cn__http_date(void);
+/* serve.c: the adapter's serve() */
+cn_err_t cn__serve(void *cstate, cn_conn_t *c, const uint8_t *head);
 /* metrics.c */
 void cn__metrics_register_builtin(cn_http_server_t *s);
 void cn__metrics_record(cn_http_server_t *s, cn_http_req_t *r);

@@ -88,12 +88,7 @@ void cn__req_free(cn_http_req_t *r)
         free(r->q[i].value);
     }
     free(r->q);
-    for (size_t i = 0; i < r->nhdrs; i++) {
-        free(r->hdrs[i].name);
-        free(r->hdrs[i].value);
-    }
-    if (r->resp)
-        MHD_destroy_response(r->resp);
+    cn__resp_discard(r);
     if (r->chunk) {
         cn_awschunk_free(r->chunk);
         free(r->chunk);
@@ -103,6 +98,7 @@ void cn__req_free(cn_http_req_t *r)
     cn_http_cksum_free(&r->cksum);
     cn_sigv4_clear(&r->sig);
     cn_buf_free(&r->path);
+    cn__head_free(&r->head);
     free(r->content_encoding);
     free(r->uri);
     free(r);
@@ -165,26 +161,15 @@ void cn_http_req_query_at(const cn_http_req_t *r, size_t i, const char **name, c
 
 const char *cn_http_req_header(const cn_http_req_t *r, const char *name)
 {
-    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
-}
-
-typedef struct {
-    bool (*fn)(void *, const char *, const char *);
-    void *ctx;
-} cn__iter_t;
-
-static enum MHD_Result iter(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
-{
-    (void)kind;
-    cn__iter_t *it = cls;
-    return it->fn(it->ctx, key, value ? value : "") ? MHD_YES : MHD_NO;
+    return cn__head_header(&r->head, name);
 }
 
 void cn_http_req_headers(const cn_http_req_t *r,
                          bool (*fn)(void *ctx, const char *name, const char *value), void *ctx)
 {
-    cn__iter_t it = { fn, ctx };
-    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, iter, &it);
+    for (size_t i = 0; r->head.kv && i < r->head.n; i++)
+        if (!fn(ctx, r->head.kv[i].name, r->head.kv[i].value))
+            return;
 }
 
 const char *cn_http_req_peer(const cn_http_req_t *r)
@@ -299,5 +284,5 @@ void *cn_http_req_data(const cn_http_req_t *r)
 }
 bool cn_http_req_responded(const cn_http_req_t *r)
 {
-    return r->resp != NULL || r->stage == CN__RQ_DONE;
+    return r->responded;
 }

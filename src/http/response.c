@@ -1,20 +1,53 @@
-/* Response building: headers, bodies from memory, files and producers, and
- * S3 XML errors (include/cairn/http.h).  A response is built here and queued
- * by server.c at the first point libmicrohttpd allows it. */
+/* Responses (include/cairn/http.h): a handler's respond call records the
+ * status, the headers and where the body comes from (memory, a file, a
+ * producer, a push); cn__resp_send writes them on the connection's worker
+ * once the request is over: the head and a small body in one writev, a
+ * file body by sendfile(2) behind its head on plaintext, a producer's bytes
+ * through one bounded buffer (chunked when its length is unknown).  Writes
+ * block the worker only, each bounded by the listener's deadline for its
+ * length.  Also the suspend/resume of a request, and S3 XML errors. */
 #include "http_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
+
+/* A producer's or a push's buffer: bounded, whatever the body's length. */
+#define CN__STREAM_BUF (64u * 1024)
+
+/* Fields only the framework writes: the framing and its own labels. */
+static bool framework_field(const char *name)
+{
+    static const char *const own[] = { "content-length", "transfer-encoding", "connection", "date",
+                                       "server",         "x-amz-request-id",  "x-amz-id-2" };
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (strcasecmp(name, own[i]) == 0)
+            return true;
+    return false;
+}
 
 cn_err_t cn_http_resp_header(cn_http_req_t *r, const char *name, const char *value)
 {
+    if (!*name || strpbrk(name, "\r\n: \t") || strpbrk(value, "\r\n") || framework_field(name))
+        return CN_E_INVALID;
+    for (size_t i = 0; i < r->nhdrs; i++) {
+        if (strcasecmp(r->hdrs[i].name, name) != 0)
+            continue;
+        char *v = strdup(value);
+        if (!v)
+            return -ENOMEM;
+        free(r->hdrs[i].value);
+        r->hdrs[i].value = v;
+        return CN_OK;
+    }
     if (r->nhdrs >= CN__MAX_RESP_HEADERS)
         return CN_E_LIMIT;
-    if (strpbrk(name, "\r\n:") || strpbrk(value, "\r\n"))
-        return CN_E_INVALID;
     char *n = strdup(name), *v = strdup(value);
     if (!n || !v) {
         free(n);
@@ -27,38 +60,38 @@ cn_err_t cn_http_resp_header(cn_http_req_t *r, const char *name, const char *val
     return CN_OK;
 }
 
-static cn_err_t finish(cn_http_req_t *r, struct MHD_Response *resp, int status,
-                       const char *content_type, uint64_t len)
+/* Records the status and content type of the one response.  CN_E_INVALID
+ * when r already has one. */
+static cn_err_t begin(cn_http_req_t *r, int status, const char *content_type)
 {
-    if (!resp)
-        return -ENOMEM;
-    if (r->resp || r->stage == CN__RQ_DONE) {
-        MHD_destroy_response(resp);
+    if (r->responded || status < 100 || status > 999)
         return CN_E_INVALID;
-    }
-    /* libmicrohttpd refuses an empty value; one space is the same field to
-     * every HTTP parser (surrounding whitespace is not part of a value,
-     * RFC 9110 5.5), so "x-amz-meta-k:" comes back empty, not missing. */
-    for (size_t i = 0; i < r->nhdrs; i++)
-        MHD_add_response_header(resp, r->hdrs[i].name,
-                                r->hdrs[i].value[0] ? r->hdrs[i].value : " ");
-    if (content_type)
-        MHD_add_response_header(resp, "Content-Type", content_type);
-    MHD_add_response_header(resp, "x-amz-request-id", r->id);
-    MHD_add_response_header(resp, "x-amz-id-2", r->host_id);
-    MHD_add_response_header(resp, "Server", "cairn");
-    r->resp = resp;
+    if (content_type && !(r->ctype = strdup(content_type)))
+        return -ENOMEM;
+    r->responded = true;
     r->status = (unsigned)status;
-    r->resp_len = len == CN_HTTP_LEN_UNKNOWN ? 0 : len;
     return CN_OK;
 }
 
 cn_err_t cn_http_respond(cn_http_req_t *r, int status, const char *content_type, const void *body,
                          size_t len)
 {
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        len, (void *)(uintptr_t)(body ? body : ""), MHD_RESPMEM_MUST_COPY);
-    return finish(r, resp, status, content_type, len);
+    if (r->responded)
+        return CN_E_INVALID;
+    uint8_t *copy = malloc(len ? len : 1);
+    if (!copy)
+        return -ENOMEM;
+    if (len)
+        memcpy(copy, body, len);
+    cn_err_t e = begin(r, status, content_type);
+    if (e) {
+        free(copy);
+        return e;
+    }
+    r->rb.kind = CN__RB_MEM;
+    r->rb.mem = copy;
+    r->rb.mem_len = len;
+    return CN_OK;
 }
 
 cn_err_t cn_http_respond_buf(cn_http_req_t *r, int status, const char *content_type,
@@ -67,122 +100,363 @@ cn_err_t cn_http_respond_buf(cn_http_req_t *r, int status, const char *content_t
     return cn_http_respond(r, status, content_type, body->data, body->len);
 }
 
-static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    (void)cls;
-    (void)pos;
-    (void)buf;
-    (void)max;
-    return MHD_CONTENT_READER_END_WITH_ERROR;
-}
-
 cn_err_t cn_http_respond_empty(cn_http_req_t *r, int status, uint64_t len)
 {
-    struct MHD_Response *resp =
-        len ? MHD_create_response_from_callback(len, 4096, no_body, NULL, NULL)
-            : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-    return finish(r, resp, status, NULL, 0);
-}
-
-/* A small file body is read into memory so that libmicrohttpd sends it with
- * the headers in one sendmsg (one TCP segment, one wake-up of the peer); from
- * an fd it sends the headers, then sendfile()s the body, a second system call
- * and a second transmit for a few KiB.  NULL when the read fails or comes up
- * short: the caller then answers from the fd as before.  Leaves fd open. */
-static struct MHD_Response *inline_fd(int fd, uint64_t off, uint64_t len)
-{
-    char *buf = malloc(len ? (size_t)len : 1);
-    if (!buf)
-        return NULL;
-    size_t got = 0;
-    while (got < len) {
-        ssize_t n = pread(fd, buf + got, (size_t)(len - got), (off_t)(off + got));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    struct MHD_Response *resp =
-        got == len ? MHD_create_response_from_buffer_with_free_callback((size_t)len, buf, free)
-                   : NULL;
-    if (!resp)
-        free(buf);
-    return resp;
+    CN_TRY(begin(r, status, NULL));
+    r->rb.kind = CN__RB_EMPTY;
+    r->rb.len = len;
+    return CN_OK;
 }
 
 cn_err_t cn_http_respond_fd(cn_http_req_t *r, int status, const char *content_type, int fd,
                             uint64_t off, uint64_t len)
 {
-    if (off > INT64_MAX || len > INT64_MAX - off) {
+    cn_err_t e =
+        off > INT64_MAX || len > INT64_MAX - off ? CN_E_INVALID : begin(r, status, content_type);
+    if (e) {
         close(fd);
-        return CN_E_INVALID;
+        return e;
     }
-    struct MHD_Response *resp = len <= CN_HTTP_INLINE_BODY_MAX ? inline_fd(fd, off, len) : NULL;
-    if (resp) {
-        close(fd);
-        return finish(r, resp, status, content_type, len);
-    }
-    resp = MHD_create_response_from_fd_at_offset64(len, fd, off);
-    if (!resp) {
-        close(fd);
-        return -ENOMEM;
-    }
-    return finish(r, resp, status, content_type, len);
+    r->rb.kind = CN__RB_FD;
+    r->rb.fd = fd;
+    r->rb.off = off;
+    r->rb.len = len;
+    return CN_OK;
 }
 
-typedef struct {
-    ssize_t (*read)(void *, uint64_t, char *, size_t);
-    void (*done)(void *);
-    void *ctx;
-} cn__producer_t;
-
-static ssize_t produce(void *cls, uint64_t pos, char *buf, size_t max)
+/* A producer's or a push's response: done(ctx) is called on failure too. */
+static cn_err_t begin_producer(cn_http_req_t *r, int status, const char *content_type,
+                               cn__rb_kind_t kind, uint64_t len, void (*done)(void *), void *ctx)
 {
-    cn__producer_t *p = cls;
-    ssize_t n = p->read(p->ctx, pos, buf, max);
-    if (n > 0)
-        return n;
-    if (n == CN_HTTP_STREAM_WAIT)
-        return 0; /* the producer suspended the connection: MHD calls again on resume */
-    return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
-}
-
-void cn_http_req_suspend(cn_http_req_t *r)
-{
-    MHD_suspend_connection(r->conn);
-}
-
-static void produce_done(void *cls)
-{
-    cn__producer_t *p = cls;
-    if (p->done)
-        p->done(p->ctx);
-    free(p);
+    cn_err_t e = kind == CN__RB_PUSH && len == CN_HTTP_LEN_UNKNOWN ? CN_E_INVALID
+                                                                   : begin(r, status, content_type);
+    if (e) {
+        if (done)
+            done(ctx);
+        return e;
+    }
+    r->rb.kind = kind;
+    r->rb.len = len;
+    r->rb.done = done;
+    r->rb.ctx = ctx;
+    return CN_OK;
 }
 
 cn_err_t cn_http_respond_stream(cn_http_req_t *r, int status, const char *content_type,
                                 uint64_t len, ssize_t (*read)(void *, uint64_t, char *, size_t),
                                 void (*done)(void *), void *ctx)
 {
-    cn__producer_t *p = malloc(sizeof *p);
-    if (!p) {
-        if (done)
-            done(ctx);
-        return -ENOMEM;
-    }
-    p->read = read;
-    p->done = done;
-    p->ctx = ctx;
-    struct MHD_Response *resp = MHD_create_response_from_callback(
-        len == CN_HTTP_LEN_UNKNOWN ? MHD_SIZE_UNKNOWN : len, 64 * 1024, produce, p, produce_done);
-    if (!resp) {
-        produce_done(p);
-        return -ENOMEM;
-    }
-    return finish(r, resp, status, content_type, len);
+    CN_TRY(begin_producer(r, status, content_type, CN__RB_STREAM, len, done, ctx));
+    r->rb.read = read;
+    return CN_OK;
 }
 
+cn_err_t cn_http_respond_push(cn_http_req_t *r, int status, const char *content_type, uint64_t len,
+                              cn_err_t (*fill)(void *, cn_http_body_t *), void (*done)(void *),
+                              void *ctx)
+{
+    CN_TRY(begin_producer(r, status, content_type, CN__RB_PUSH, len, done, ctx));
+    r->rb.fill = fill;
+    return CN_OK;
+}
+
+/* Releases the body's resources: the fd closed, the producer told. */
+static void body_release(cn_http_req_t *r)
+{
+    free(r->rb.mem);
+    if (r->rb.kind == CN__RB_FD)
+        close(r->rb.fd);
+    if ((r->rb.kind == CN__RB_STREAM || r->rb.kind == CN__RB_PUSH) && r->rb.done)
+        r->rb.done(r->rb.ctx);
+    memset(&r->rb, 0, sizeof r->rb);
+}
+
+void cn__resp_discard(cn_http_req_t *r)
+{
+    body_release(r);
+    for (size_t i = 0; i < r->nhdrs; i++) {
+        free(r->hdrs[i].name);
+        free(r->hdrs[i].value);
+    }
+    r->nhdrs = 0;
+    free(r->ctype);
+    r->ctype = NULL;
+    r->responded = false;
+}
+
+/* ---- suspend and resume ------------------------------------------------------ */
+void cn_http_req_suspend(cn_http_req_t *r)
+{
+    pthread_mutex_lock(&r->hc->mu);
+    r->wait_gen = r->hc->resume_gen;
+    pthread_mutex_unlock(&r->hc->mu);
+}
+
+void cn_http_req_resume(cn_http_req_t *r)
+{
+    pthread_mutex_lock(&r->hc->mu);
+    r->hc->resume_gen++;
+    pthread_cond_broadcast(&r->hc->cv);
+    pthread_mutex_unlock(&r->hc->mu);
+}
+
+cn_err_t cn__req_wait_resume(cn_http_req_t *r, int64_t deadline)
+{
+    cn__hconn_t *hc = r->hc;
+    cn_err_t e = CN_OK;
+    pthread_mutex_lock(&hc->mu);
+    while (hc->resume_gen == r->wait_gen) {
+        int64_t now = cn_mono_ms();
+        if (now >= deadline) {
+            e = CN_E_TIMEOUT;
+            break;
+        }
+        /* Short slices: a peer that went away (or the end of the grace
+         * period at shutdown) ends the wait without a resume. */
+        int64_t until = deadline - now > 100 ? now + 100 : deadline;
+        struct timespec ts = { .tv_sec = until / 1000, .tv_nsec = (until % 1000) * 1000000 };
+        pthread_cond_timedwait(&hc->cv, &hc->mu, &ts);
+        if (hc->resume_gen == r->wait_gen && cn_conn_hung_up(hc->c)) {
+            e = CN_E_CLOSED;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&hc->mu);
+    return e;
+}
+
+/* ---- the head -------------------------------------------------------------------- */
+const char *cn__http_date(void)
+{
+    static const char *const wd[7] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+    static const char *const mo[12] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                        "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+    static _Thread_local char text[32];
+    static _Thread_local int64_t at = -1;
+    int64_t now = cn_wall_ms() / 1000;
+    if (now != at) {
+        time_t t = (time_t)now;
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        snprintf(text, sizeof text, "%s, %02d %s %04d %02d:%02d:%02d GMT", wd[tm.tm_wday % 7],
+                 tm.tm_mday, mo[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
+                 tm.tm_sec);
+        at = now;
+    }
+    return text;
+}
+
+static const char *reason(unsigned status)
+{
+    static const struct {
+        unsigned status;
+        const char *text;
+    } t[] = {
+        { 100, "Continue" },
+        { 200, "OK" },
+        { 201, "Created" },
+        { 202, "Accepted" },
+        { 204, "No Content" },
+        { 206, "Partial Content" },
+        { 301, "Moved Permanently" },
+        { 302, "Found" },
+        { 303, "See Other" },
+        { 304, "Not Modified" },
+        { 307, "Temporary Redirect" },
+        { 400, "Bad Request" },
+        { 401, "Unauthorized" },
+        { 403, "Forbidden" },
+        { 404, "Not Found" },
+        { 405, "Method Not Allowed" },
+        { 408, "Request Timeout" },
+        { 409, "Conflict" },
+        { 411, "Length Required" },
+        { 412, "Precondition Failed" },
+        { 413, "Content Too Large" },
+        { 416, "Range Not Satisfiable" },
+        { 417, "Expectation Failed" },
+        { 431, "Request Header Fields Too Large" },
+        { 500, "Internal Server Error" },
+        { 501, "Not Implemented" },
+        { 503, "Service Unavailable" },
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (t[i].status == status)
+            return t[i].text;
+    return status < 400 ? "OK" : status < 500 ? "Bad Request" : "Internal Server Error";
+}
+
+typedef enum {
+    FRAME_LENGTH,  /* Content-Length */
+    FRAME_CHUNKED, /* Transfer-Encoding: chunked */
+    FRAME_CLOSE,   /* the body ends when the connection does (HTTP/1.0) */
+    FRAME_NONE,    /* no body by status (1xx, 204, 304) */
+} frame_t;
+
+static cn_err_t build_head(cn_http_req_t *r, cn_buf_t *h, frame_t frame, uint64_t len, bool keep)
+{
+    cn_err_t e = cn_buf_printf(h, "HTTP/1.1 %u %s\r\n", r->status, reason(r->status));
+    for (size_t i = 0; i < r->nhdrs; i++)
+        e |= cn_buf_printf(h, "%s: %s\r\n", r->hdrs[i].name, r->hdrs[i].value);
+    if (r->ctype)
+        e |= cn_buf_printf(h, "Content-Type: %s\r\n", r->ctype);
+    e |= cn_buf_printf(h, "x-amz-request-id: %s\r\nx-amz-id-2: %s\r\nServer: cairn\r\nDate: %s\r\n",
+                       r->id, r->host_id, cn__http_date());
+    if (frame == FRAME_LENGTH)
+        e |= cn_buf_printf(h, "Content-Length: %" PRIu64 "\r\n", len);
+    else if (frame == FRAME_CHUNKED)
+        e |= cn_buf_append_str(h, "Transfer-Encoding: chunked\r\n");
+    if (!keep)
+        e |= cn_buf_append_str(h, "Connection: close\r\n");
+    else if (r->http10)
+        e |= cn_buf_append_str(h, "Connection: keep-alive\r\n");
+    e |= cn_buf_append_str(h, "\r\n");
+    return e ? -ENOMEM : CN_OK;
+}
+
+int64_t cn__rolling_deadline(cn_conn_t *c, int64_t start_ms, uint64_t bytes)
+{
+    int64_t d = cn_conn_deadline_for(c, bytes);
+    return d == INT64_MAX ? d : d - (cn_mono_ms() - start_ms);
+}
+
+/* ---- bodies ------------------------------------------------------------------------ */
+/* A producer's bytes, through one buffer; chunked framing when asked. */
+static cn_err_t send_stream(cn_http_req_t *r, bool chunked)
+{
+    cn_conn_t *c = r->hc->c;
+    uint64_t len = r->rb.len, pos = 0;
+    char *buf = malloc(CN__STREAM_BUF);
+    if (!buf)
+        return -ENOMEM;
+    int64_t start = cn_mono_ms();
+    cn_err_t e = CN_OK;
+    while (len == CN_HTTP_LEN_UNKNOWN || pos < len) {
+        size_t want = CN__STREAM_BUF;
+        if (len != CN_HTTP_LEN_UNKNOWN && len - pos < want)
+            want = (size_t)(len - pos);
+        ssize_t n = r->rb.read(r->rb.ctx, pos, buf, want);
+        if (n == CN_HTTP_STREAM_WAIT) {
+            e = cn__req_wait_resume(r, cn_conn_deadline_for(c, 0));
+            if (e)
+                break;
+            continue;
+        }
+        if (n < 0 || (n == 0 && len != CN_HTTP_LEN_UNKNOWN)) {
+            e = CN_E_LENGTH_MISMATCH; /* the body must not look whole */
+            break;
+        }
+        if (n == 0)
+            break;
+        if ((size_t)n > want)
+            n = (ssize_t)want;
+        char pre[24];
+        struct iovec iov[3] = { { pre, 0 }, { buf, (size_t)n }, { (void *)"\r\n", 0 } };
+        if (chunked) {
+            iov[0].iov_len = (size_t)snprintf(pre, sizeof pre, "%zx\r\n", (size_t)n);
+            iov[2].iov_len = 2;
+        }
+        pos += (uint64_t)n;
+        e = cn_conn_writev(c, iov, 3, cn__rolling_deadline(c, start, pos));
+        if (e)
+            break;
+    }
+    if (!e && chunked)
+        e = cn_conn_write_all(c, "0\r\n\r\n", 5, cn_conn_deadline_for(c, 5));
+    free(buf);
+    r->resp_len = pos;
+    return e;
+}
+
+struct cn_http_body {
+    cn_conn_t *c;
+    uint8_t *buf;
+    size_t used;
+    uint64_t total, len;
+    int64_t deadline;
+    cn_err_t err;
+};
+
+cn_err_t cn_http_body_write(cn_http_body_t *out, const void *p, size_t n)
+{
+    if (out->err)
+        return out->err;
+    if (n > out->len - out->total)
+        return out->err = CN_E_LENGTH_MISMATCH;
+    const uint8_t *b = p;
+    out->total += n;
+    while (n) {
+        size_t k = CN__STREAM_BUF - out->used < n ? CN__STREAM_BUF - out->used : n;
+        memcpy(out->buf + out->used, b, k);
+        out->used += k;
+        b += k;
+        n -= k;
+        if (out->used == CN__STREAM_BUF || out->total == out->len) {
+            out->err = cn_conn_write_all(out->c, out->buf, out->used, out->deadline);
+            out->used = 0;
+            if (out->err)
+                return out->err;
+        }
+    }
+    return CN_OK;
+}
+
+static cn_err_t send_push(cn_http_req_t *r)
+{
+    cn_http_body_t out = { .c = r->hc->c, .len = r->rb.len };
+    out.buf = malloc(CN__STREAM_BUF);
+    if (!out.buf)
+        return -ENOMEM;
+    out.deadline = cn_conn_deadline_for(out.c, out.len);
+    cn_err_t e = r->rb.fill(r->rb.ctx, &out);
+    if (!e)
+        e = out.err;
+    if (!e && out.total != out.len)
+        e = CN_E_LENGTH_MISMATCH;
+    free(out.buf);
+    r->resp_len = out.total;
+    return e;
+}
+
+cn_err_t cn__resp_send(cn_http_req_t *r, bool keep)
+{
+    cn_conn_t *c = r->hc->c;
+    bool head_only = r->method_bit == CN_HTTP_HEAD;
+    uint64_t len = r->rb.kind == CN__RB_MEM ? r->rb.mem_len : r->rb.len;
+    frame_t frame = FRAME_LENGTH;
+    if (r->status < 200 || r->status == 204 || r->status == 304)
+        frame = FRAME_NONE;
+    else if (r->rb.kind == CN__RB_STREAM && len == CN_HTTP_LEN_UNKNOWN)
+        frame = r->http10 ? FRAME_CLOSE : FRAME_CHUNKED;
+    if (frame == FRAME_CLOSE && !head_only)
+        keep = false;
+    if (r->rb.kind == CN__RB_EMPTY && len && !head_only && frame != FRAME_NONE)
+        keep = false; /* a length without bytes (a handler's slip): the peer must not wait */
+    cn_buf_t h = { 0 };
+    cn_err_t e = build_head(r, &h, frame, len, keep);
+    bool body = !e && !head_only && frame != FRAME_NONE;
+    r->resp_len = body && len != CN_HTTP_LEN_UNKNOWN ? len : 0;
+    if (e) {
+        /* nothing sent */
+    } else if (body && r->rb.kind == CN__RB_MEM) {
+        struct iovec iov[2] = { { h.data, h.len }, { r->rb.mem, r->rb.mem_len } };
+        e = cn_conn_writev(c, iov, 2, cn_conn_deadline_for(c, h.len + r->rb.mem_len));
+    } else if (body && r->rb.kind == CN__RB_FD) {
+        e = cn_conn_send_head_file(c, h.data, h.len, r->rb.fd, r->rb.off, len,
+                                   cn_conn_deadline_for(c, h.len + len));
+    } else {
+        e = cn_conn_write_all(c, h.data, h.len, cn_conn_deadline_for(c, h.len));
+        if (!e && body && r->rb.kind == CN__RB_STREAM)
+            e = send_stream(r, frame == FRAME_CHUNKED);
+        else if (!e && body && r->rb.kind == CN__RB_PUSH)
+            e = send_push(r);
+    }
+    cn_buf_free(&h);
+    body_release(r);
+    return e;
+}
+
+/* ---- errors ------------------------------------------------------------------------ */
 cn_err_t cn_http_respond_s3_error(cn_http_req_t *r, cn_s3_err_t e, const char *message)
 {
     cn_buf_t b = { 0 };
@@ -195,12 +469,12 @@ cn_err_t cn_http_respond_s3_error(cn_http_req_t *r, cn_s3_err_t e, const char *m
 
 cn_err_t cn__framework_error(cn_http_req_t *r, cn_s3_err_t e, const char *message)
 {
-    if (r->resp)
+    if (r->responded)
         return CN_OK;
     if (r->route >= 0 && r->srv->routes[r->route].error) {
         const cn_http_route_t *rt = &r->srv->routes[r->route];
         rt->error(r, e, message, rt->ctx);
-        if (r->resp)
+        if (r->responded)
             return CN_OK;
     }
     return cn_http_respond_s3_error(r, e, message);

@@ -52,9 +52,23 @@ static cn_err_t tls_want(cn_conn_t *c, int ret, short *events)
     }
 }
 
-/* Takes up to n bytes from the read-ahead buffer; returns how many. */
+/* Takes up to n bytes from what the process holds of the stream: the bytes
+ * an adapter gave back first, then the read-ahead buffer; returns how many. */
 static size_t rbuf_take(cn_conn_t *c, void *buf, size_t n)
 {
+    if (c->back_len) {
+        size_t have = c->back_len - c->back_off;
+        if (n > have)
+            n = have;
+        memcpy(buf, c->back + c->back_off, n);
+        c->back_off += n;
+        if (c->back_off == c->back_len) {
+            free(c->back);
+            c->back = NULL;
+            c->back_off = c->back_len = 0;
+        }
+        return n;
+    }
     size_t avail = (size_t)(c->rlen - c->roff);
     if (n > avail)
         n = avail;
@@ -70,7 +84,7 @@ cn_err_t cn_conn_read_some(cn_conn_t *c, void *buf, size_t n, size_t *got, int64
     *got = 0;
     if (n == 0)
         return CN_OK;
-    if (c->rlen) {
+    if (c->rlen || c->back_len) {
         *got = rbuf_take(c, buf, n);
         return CN_OK;
     }
@@ -395,6 +409,8 @@ cn_err_t cn_conn_send_head_file(cn_conn_t *c, const void *head, size_t head_len,
 long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write)
 {
     *want_write = false;
+    if (c->back_len)
+        return (long)rbuf_take(c, buf, n);
     if (c->ssl) {
         size_t r = 0;
         ERR_clear_error();
@@ -432,8 +448,40 @@ long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write)
 
 size_t cn_conn_peek(const cn_conn_t *c, const uint8_t **p)
 {
+    if (c->back_len) {
+        *p = c->back + c->back_off;
+        return c->back_len - c->back_off;
+    }
     *p = c->rbuf + c->roff;
     return (size_t)(c->rlen - c->roff);
+}
+
+cn_err_t cn_conn_unread(cn_conn_t *c, const void *p, size_t n)
+{
+    if (n == 0)
+        return CN_OK;
+    size_t have = c->back_len - c->back_off;
+    if (n > SIZE_MAX - have)
+        return CN_E_INVALID;
+    uint8_t *nb = malloc(n + have);
+    if (!nb)
+        return -ENOMEM;
+    memcpy(nb, p, n);
+    if (have)
+        memcpy(nb + n, c->back + c->back_off, have);
+    free(c->back);
+    c->back = nb;
+    c->back_off = 0;
+    c->back_len = n + have;
+    return CN_OK;
+}
+
+bool cn_conn_hung_up(const cn_conn_t *c)
+{
+    if (atomic_load(&c->evicted))
+        return true;
+    struct pollfd p = { .fd = c->fd, .events = 0 };
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL));
 }
 
 bool cn_conn_on_loop(const cn_conn_t *c)
@@ -443,7 +491,7 @@ bool cn_conn_on_loop(const cn_conn_t *c)
 
 bool cn__conn_buffered(cn_conn_t *c)
 {
-    return c->rlen || (c->ssl && SSL_pending(c->ssl) > 0);
+    return c->back_len || c->rlen || (c->ssl && SSL_pending(c->ssl) > 0);
 }
 
 void cn__conn_destroy(cn_conn_t *c)
@@ -468,6 +516,7 @@ void cn__conn_destroy(cn_conn_t *c)
     if (c->fd >= 0)
         close(c->fd);
     free(c->pend);
+    free(c->back);
     free(c);
     if (atomic_load(&s->stopping)) {
         uint64_t one = 1;

@@ -181,6 +181,10 @@ struct cn_conn {
      * connection drains this first, so the stream order is unchanged. */
     uint16_t roff, rlen;
     uint8_t rbuf[CN__RBUF];
+    /* Bytes the adapter read past the end of its request and gave back
+     * (cn_conn_unread): read before rbuf, so the stream order is unchanged. */
+    uint8_t *back;
+    size_t back_off, back_len;
     int64_t deadline; /* loop states: when the loop closes it */
     bool in_poll;
     bool armed; /* registered one-shot and not yet fired */

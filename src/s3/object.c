@@ -385,71 +385,26 @@ static void segs_done(void *ctx)
     free(ctx);
 }
 
-/* A producer for blobs that are not raw files (LZ4 envelopes): a thread runs
- * the reader into a socket pair, the producer reads the other end. */
-typedef struct {
-    cn_objects_reader_t *rd;
-    uint64_t len;
-    int sv[2];
-    pthread_t th;
-    bool started;
-} cn__pump_t;
-
+/* A body for blobs that are not raw files (LZ4 envelopes): the reader
+ * decodes on the worker that serves the request, each decoded piece going
+ * straight into the framework's bounded buffer (cn_http_respond_push); no
+ * thread, no copy of the whole. */
 static cn_err_t pump_write(void *ctx, const void *p, size_t n)
 {
-    cn__pump_t *pm = ctx;
-    const uint8_t *b = p;
-    while (n) {
-        ssize_t w = send(pm->sv[1], b, n, MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        b += w;
-        n -= (size_t)w;
-    }
-    return 0;
+    return cn_http_body_write(ctx, p, n);
 }
 
-static void *pump_main(void *arg)
+static cn_err_t pump_fill(void *ctx, cn_http_body_t *out)
 {
-    cn__pump_t *pm = arg;
-    cn_err_t e = cn_objects_reader_send(pm->rd, NULL, pump_write, pm);
-    if (e && e != -EPIPE)
+    cn_err_t e = cn_objects_reader_send(ctx, NULL, pump_write, out);
+    if (e && e != CN_E_CLOSED && e != CN_E_TIMEOUT)
         cn_warn(CN__MOD, "object read failed: %s", cn_strerror(e));
-    /* A failed read must not look like a complete body: reset the stream. */
-    if (e)
-        shutdown(pm->sv[1], SHUT_RDWR);
-    close(pm->sv[1]);
-    pm->sv[1] = -1;
-    return NULL;
-}
-
-static ssize_t pump_read(void *ctx, uint64_t pos, char *buf, size_t max)
-{
-    cn__pump_t *pm = ctx;
-    ssize_t n;
-    do {
-        n = recv(pm->sv[0], buf, max, 0);
-    } while (n < 0 && errno == EINTR);
-    if (n > 0)
-        return n;
-    /* The end of the stream before the declared length is a failed read. */
-    return n == 0 && pos >= pm->len ? 0 : -1;
+    return e; /* a failed read must not look like a complete body: the framework closes */
 }
 
 static void pump_done(void *ctx)
 {
-    cn__pump_t *pm = ctx;
-    if (pm->sv[0] >= 0)
-        close(pm->sv[0]);
-    if (pm->started)
-        pthread_join(pm->th, NULL);
-    if (pm->sv[1] >= 0)
-        close(pm->sv[1]);
-    cn_objects_reader_free(pm->rd);
-    free(pm);
+    cn_objects_reader_free(ctx);
 }
 
 typedef struct {
@@ -507,22 +462,8 @@ static cn_err_t send_body(cn__s3_rq_t *q, int status, const char *ct, cn_objects
             e = CN_E_CORRUPT;
         return e ? e : cn_http_respond(q->r, status, ct, buf, (size_t)len);
     }
-    if (pump) {
-        cn__pump_t *pm = calloc(1, sizeof *pm);
-        if (!pm || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pm->sv) != 0) {
-            free(pm);
-            cn_objects_reader_free(rd);
-            return -ENOMEM;
-        }
-        pm->rd = rd;
-        pm->len = len;
-        if (pthread_create(&pm->th, NULL, pump_main, pm) != 0) {
-            pump_done(pm);
-            return -EAGAIN;
-        }
-        pm->started = true;
-        return cn_http_respond_stream(q->r, status, ct, len, pump_read, pump_done, pm);
-    }
+    if (pump)
+        return cn_http_respond_push(q->r, status, ct, len, pump_fill, pump_done, rd);
     cn__segs_t *s = calloc(1, sizeof *s);
     if (!s) {
         cn_objects_reader_free(rd);

@@ -1,0 +1,477 @@
+/* One request on the worker that serves its connection: the adapter's
+ * serve() (include/cairn/http.h, over cairn/net.h).  The network layer's
+ * loop hands a connection over once the next request's first byte is there;
+ * this file then owns the request's whole life on that worker:
+ *
+ *   head      read and parse (parse.c) until the head is complete, within
+ *             head_timeout_ms of its first byte; a refused head is answered
+ *             and the connection closed
+ *   decide    target, method, route, credential, body set-up (auth.c); the
+ *             handler's on_request answers now or asks for the body
+ *   body      100 Continue when the client waits for it; llhttp's payload
+ *             (chunked framing removed) → aws-chunked → hash, checksum, cap
+ *             → on_body, under the body deadline; an error switches to
+ *             draining (bounded by CN__DRAIN_MAX; past that: close)
+ *   end       verify what can only be verified at the end, on_end
+ *   respond   response.c; on_cleanup; metrics
+ *   next      bytes read past the message go back to the connection, so a
+ *             pipelined request is dispatched at once
+ *
+ * Nothing here runs on the loop thread, and no thread is started. */
+#include "http_int.h"
+#include "cairn/crypto.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define CONTINUE_100 "HTTP/1.1 100 Continue\r\n\r\n"
+
+static unsigned method_bit(const char *m)
+{
+    static const struct {
+        const char *n;
+        unsigned bit;
+    } t[] = {
+        { "GET", CN_HTTP_GET },     { "HEAD", CN_HTTP_HEAD },     { "PUT", CN_HTTP_PUT },
+        { "POST", CN_HTTP_POST },   { "DELETE", CN_HTTP_DELETE }, { "OPTIONS", CN_HTTP_OPTIONS },
+        { "PATCH", CN_HTTP_PATCH },
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (strcmp(m, t[i].n) == 0)
+            return t[i].bit;
+    return 0;
+}
+
+static int route_for(cn_http_server_t *s, cn_http_req_t *r)
+{
+    const char *path = (const char *)r->path.data;
+    for (size_t i = 0; i < s->n_routes; i++) {
+        const cn_http_route_t *rt = &s->routes[i];
+        if (!(rt->methods & r->method_bit))
+            continue;
+        size_t pl = strlen(rt->prefix);
+        if (strncmp(path, rt->prefix, pl) != 0)
+            continue;
+        if ((rt->flags & CN_HTTP_ROUTE_EXACT) && path[pl] != 0)
+            continue;
+        if (rt->match && !rt->match(r, rt->ctx))
+            continue;
+        return (int)i;
+    }
+    return -1;
+}
+
+/* The request ids (x-amz-request-id, x-amz-id-2) are opaque labels, not
+ * secrets: a per-thread xorshift128+ seeded once from the system's generator
+ * makes them, because RAND_bytes costs a getpid() system call (its fork
+ * check) on every request. */
+static void id_bytes(uint8_t *out, size_t n)
+{
+    static _Thread_local uint64_t st[2];
+    if (!st[0] && !st[1]) {
+        if (cn_random_bytes(st, sizeof st) != CN_OK || (!st[0] && !st[1])) {
+            st[0] = (uint64_t)cn_mono_ns() | 1;
+            st[1] = (uint64_t)(uintptr_t)&st;
+        }
+    }
+    while (n) {
+        uint64_t a = st[0], b = st[1];
+        st[0] = b;
+        a ^= a << 23;
+        st[1] = a ^ b ^ (a >> 17) ^ (b >> 26);
+        uint64_t v = st[1] + b;
+        size_t k = n < sizeof v ? n : sizeof v;
+        memcpy(out, &v, k);
+        out += k;
+        n -= k;
+    }
+}
+
+/* ---- the body ---------------------------------------------------------------------- */
+static void begin_drain(cn_http_req_t *r, cn_s3_err_t e)
+{
+    if (r->body_err == CN_S3E_NONE && !r->responded)
+        r->body_err = e;
+    r->stage = CN__RQ_DRAIN;
+}
+
+/* When the next byte of the body must have arrived: a declared length has
+ * its deadline for the whole; a chunked body keeps the rate on average. */
+static int64_t body_deadline(const cn_http_req_t *r)
+{
+    if (r->content_length >= 0)
+        return r->body_deadline;
+    return cn__rolling_deadline(r->hc->c, r->body_start_ms, r->wire_received + CN__READ_BUF);
+}
+
+/* The handler paused (CN_HTTP_PAUSE): its worker waits for the resume,
+ * within the body's deadline. */
+static int wait_paused(cn_http_req_t *r)
+{
+    cn_err_t e = cn__req_wait_resume(r, body_deadline(r));
+    if (e) {
+        begin_drain(r, CN_S3E_REQUEST_TIMEOUT);
+        r->close_after = true; /* the stream is behind the handler: give up on it */
+    }
+    return e;
+}
+
+/* Decoded payload bytes: cap, length, hash, checksum, then the handler. */
+static int emit(void *ctx, const uint8_t *p, size_t n)
+{
+    cn_http_req_t *r = ctx;
+    if (n > r->max_body - r->received) {
+        begin_drain(r, CN_S3E_ENTITY_TOO_LARGE);
+        return CN_E_TOO_LARGE;
+    }
+    if (r->payload_length >= 0 && r->received + n > (uint64_t)r->payload_length) {
+        begin_drain(r, CN_S3E_INCOMPLETE_BODY);
+        return CN_E_LENGTH_MISMATCH;
+    }
+    r->received += n;
+    if (r->body_sha)
+        EVP_DigestUpdate(r->body_sha, p, n);
+    if (r->cksum_alg)
+        cn_http_cksum_update(&r->cksum, p, n);
+    const cn_http_route_t *rt = &r->srv->routes[r->route];
+    if (!rt->on_body)
+        return 0;
+    pthread_mutex_lock(&r->hc->mu);
+    r->wait_gen = r->hc->resume_gen; /* a resume from here on ends a pause */
+    pthread_mutex_unlock(&r->hc->mu);
+    int rc = rt->on_body(r, p, n, rt->ctx);
+    if (r->responded) {
+        /* The handler answered mid-body (e.g. a quota): drain and send it. */
+        r->stage = CN__RQ_DRAIN;
+        return CN_E_CLOSED;
+    }
+    if (rc == CN_HTTP_PAUSE)
+        return wait_paused(r);
+    if (rc < 0) {
+        begin_drain(r, cn_s3_err_from_cn(rc));
+        return rc;
+    }
+    return 0;
+}
+
+/* llhttp's payload bytes (chunked framing removed). */
+static void on_wire_body(void *ctx, const uint8_t *data, size_t n)
+{
+    cn_http_req_t *r = ctx;
+    atomic_fetch_add(&r->srv->stats[r->route >= 0 ? r->route : CN__MAX_ROUTES].bytes_in, n);
+    r->wire_received += n;
+    if (r->stage != CN__RQ_BODY) {
+        r->drained += n;
+        return;
+    }
+    if (r->chunk) {
+        cn_err_t err = cn_awschunk_feed(r->chunk, data, n, emit, r);
+        if (err && r->stage != CN__RQ_DRAIN)
+            begin_drain(r, r->chunk->s3err ? r->chunk->s3err : cn_s3_err_from_cn(err));
+    } else {
+        emit(r, data, n);
+    }
+}
+
+/* End of the body: everything that can only be checked once it is all in. */
+static cn_s3_err_t verify_end(cn_http_req_t *r)
+{
+    if (r->chunk) {
+        if (cn_awschunk_end(r->chunk) != CN_OK)
+            return r->chunk->s3err ? r->chunk->s3err : CN_S3E_INCOMPLETE_BODY;
+    }
+    if (r->payload_length >= 0 && r->received != (uint64_t)r->payload_length)
+        return CN_S3E_INCOMPLETE_BODY;
+    if (r->body_sha) {
+        uint8_t h[32];
+        unsigned int hl = 32;
+        EVP_DigestFinal_ex(r->body_sha, h, &hl);
+        EVP_MD_CTX_free(r->body_sha);
+        r->body_sha = NULL;
+        if (r->payload == CN_SIGV4_PAYLOAD_DEFERRED) {
+            if (cn_sigv4_finish_deferred(&r->sig, h) != CN_OK)
+                return CN_S3E_SIGNATURE_DOES_NOT_MATCH;
+        } else if (!cn_ct_equal(h, r->sig.payload_hash, 32)) {
+            return CN_S3E_CONTENT_SHA256_MISMATCH;
+        }
+    } else if (r->payload == CN_SIGV4_PAYLOAD_EMPTY && r->received != 0) {
+        return CN_S3E_CONTENT_SHA256_MISMATCH;
+    }
+    if (r->cksum_alg) {
+        uint8_t raw[CN_CKSUM_MAX_LEN];
+        cn_http_cksum_final(&r->cksum, raw, r->cksum_b64);
+        if (r->cksum_trailer) {
+            const char *v = cn_awschunk_trailer(r->chunk, cn_http_cksum_header(r->cksum_alg));
+            if (!v || strlen(v) >= sizeof r->cksum_expected)
+                return CN_S3E_INVALID_REQUEST;
+            strcpy(r->cksum_expected, v);
+        }
+        if (strcmp(r->cksum_expected, r->cksum_b64) != 0)
+            return CN_S3E_BAD_DIGEST;
+    }
+    return CN_S3E_NONE;
+}
+
+/* ---- the request ------------------------------------------------------------------- */
+static cn_http_req_t *req_new(cn__hconn_t *hc)
+{
+    cn_http_req_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->srv = hc->srv;
+    r->hc = hc;
+    r->route = -1;
+    r->start_ns = cn_mono_ns();
+    r->content_length = -1;
+    r->payload_length = -1;
+    cn__head_init(&r->head, on_wire_body, r);
+    uint8_t rnd[8 + 24];
+    id_bytes(rnd, sizeof rnd);
+    for (int i = 0; i < 8; i++)
+        snprintf(r->id + 2 * i, 3, "%02X", rnd[i]);
+    cn_base64_encode(rnd + 8, 24, r->host_id);
+    return r;
+}
+
+/* Feeds what the buffer holds, then reads more, until the parser reports
+ * something other than "more" (*st).  deadline NULL: the body's. */
+static cn_err_t pump(cn__hconn_t *hc, cn_http_req_t *r, const int64_t *deadline, cn__feed_t *st)
+{
+    for (;;) {
+        size_t used;
+        *st = cn__head_feed(&r->head, hc->buf + hc->off, hc->len - hc->off, &used);
+        hc->off += used;
+        if (*st != CN__FEED_MORE || r->close_after)
+            return CN_OK;
+        if (r->stage == CN__RQ_DRAIN && r->drained > CN__DRAIN_MAX) {
+            r->close_after = true; /* too much to discard: answer, then close */
+            return CN_OK;
+        }
+        hc->off = hc->len = 0; /* all parsed: what llhttp handed out is copied */
+        size_t got;
+        CN_TRY(cn_conn_read_some(hc->c, hc->buf, CN__READ_BUF, &got,
+                                 deadline ? *deadline : body_deadline(r)));
+        hc->len = got;
+    }
+}
+
+static void set_client_ip(cn_http_req_t *r)
+{
+    snprintf(r->peer, sizeof r->peer, "%s", cn_conn_peer(r->hc->c));
+    snprintf(r->client_ip, sizeof r->client_ip, "%s", r->peer);
+    const char *xff =
+        r->srv->cfg.trust_proxy_headers ? cn_http_req_header(r, "X-Forwarded-For") : NULL;
+    if (!xff)
+        return;
+    while (*xff == ' ' || *xff == '\t')
+        xff++;
+    size_t n = strcspn(xff, ", \t");
+    char ip[64];
+    unsigned char bin[16];
+    if (n > 0 && n < sizeof ip) {
+        memcpy(ip, xff, n);
+        ip[n] = 0;
+        if (inet_pton(AF_INET, ip, bin) == 1 || inet_pton(AF_INET6, ip, bin) == 1)
+            memcpy(r->client_ip, ip, n + 1);
+    }
+}
+
+/* The head is in: what the request is, who asks, and whether the handler
+ * answers at once or wants the body.  Every refusal is a response. */
+static void decide(cn_http_req_t *r)
+{
+    cn_http_server_t *s = r->srv;
+    r->method = cn__head_method(&r->head);
+    r->method_bit = method_bit(r->method);
+    r->http10 = r->head.p.http_minor == 0;
+    r->keep_alive = llhttp_should_keep_alive(&r->head.p);
+    r->content_length = cn__head_content_length(&r->head);
+    r->has_body = cn__head_chunked(&r->head) || r->content_length > 0;
+    r->tls = cn_conn_is_tls(r->hc->c);
+    set_client_ip(r);
+    const char *expect = cn_http_req_header(r, "Expect");
+    r->expect_continue = expect && !r->http10 && strcasecmp(expect, "100-continue") == 0;
+    r->uri = strdup(cn__head_url(&r->head));
+    if (cn__req_parse_target(r) != CN_OK) {
+        cn__framework_error(r, CN_S3E_INVALID_URI, NULL);
+        return;
+    }
+    if (!r->method_bit) {
+        cn__framework_error(r, CN_S3E_NOT_IMPLEMENTED, "this HTTP method is not supported");
+        return;
+    }
+    r->route = route_for(s, r);
+    if (expect && strcasecmp(expect, "100-continue") != 0) {
+        cn__framework_error(r, CN_S3E_EXPECTATION_FAILED, NULL);
+        return;
+    }
+    if (r->route < 0) {
+        cn__framework_error(r, CN_S3E_NOT_IMPLEMENTED, "no handler serves this request");
+        return;
+    }
+    const cn_http_route_t *rt = &s->routes[r->route];
+    cn__auth_decide(r);
+    if (r->auth_err != CN_S3E_NONE && !(rt->flags & CN_HTTP_ROUTE_OWN_AUTH_ERRORS)) {
+        cn__framework_error(r, r->auth_err, r->auth_detail[0] ? r->auth_detail : NULL);
+        return;
+    }
+    if (r->auth_err != CN_S3E_NONE)
+        r->payload = CN_SIGV4_PAYLOAD_UNSIGNED; /* the handler refuses; nothing to verify */
+    cn_s3_err_t e = cn__body_setup(r);
+    if (e != CN_S3E_NONE) {
+        cn__framework_error(r, e, NULL);
+        return;
+    }
+    r->handler_started = true;
+    int rc = rt->on_request(r, rt->ctx);
+    if (!r->responded && rc < 0)
+        cn__framework_error(r, cn_s3_err_from_cn(rc), NULL);
+    if (!r->responded)
+        r->stage = CN__RQ_BODY;
+}
+
+/* The body: to the handler when it asked for it, else discarded so that
+ * the next request can be read — unless the client waits for a 100
+ * Continue it will not get, or the body is too large to discard: then the
+ * connection closes after the answer.  I/O errors are returned (the peer is
+ * gone or too slow: nobody to answer). */
+static cn_err_t take_body(cn__hconn_t *hc, cn_http_req_t *r)
+{
+    bool wanted = r->stage == CN__RQ_BODY;
+    if (!wanted && r->has_body &&
+        (r->expect_continue || r->content_length > (int64_t)CN__DRAIN_MAX)) {
+        r->close_after = true;
+        return CN_OK;
+    }
+    if (!wanted)
+        r->stage = CN__RQ_DRAIN;
+    r->body_start_ms = cn_mono_ms();
+    r->body_deadline =
+        cn_conn_deadline_for(hc->c, r->content_length > 0 ? (uint64_t)r->content_length : 0);
+    if (wanted && r->expect_continue) {
+        CN_TRY(cn_conn_write_all(hc->c, CONTINUE_100, sizeof CONTINUE_100 - 1,
+                                 cn_conn_deadline_for(hc->c, 0)));
+        r->sent_continue = true;
+    }
+    cn__feed_t st;
+    cn_err_t e = pump(hc, r, NULL, &st);
+    if (e == CN_E_TIMEOUT) {
+        begin_drain(r, CN_S3E_REQUEST_TIMEOUT);
+        r->close_after = true;
+        return CN_OK;
+    }
+    if (e)
+        return e;
+    if (st == CN__FEED_ERROR) {
+        /* The framing broke mid-body (a bad chunk): answer, then close. */
+        begin_drain(r, r->head.err);
+        r->close_after = true;
+    }
+    return CN_OK;
+}
+
+/* The body ended (or was given up): verify, tell the handler, and make sure
+ * one answer stands — the body's error over whatever the handler said. */
+static void finish(cn_http_req_t *r)
+{
+    const cn_http_route_t *rt = &r->srv->routes[r->route];
+    cn_s3_err_t e = CN_S3E_NONE;
+    if (r->stage == CN__RQ_BODY && !r->close_after)
+        e = verify_end(r);
+    else if (r->stage == CN__RQ_BODY)
+        e = CN_S3E_INCOMPLETE_BODY;
+    if (e != CN_S3E_NONE && r->body_err == CN_S3E_NONE)
+        r->body_err = e;
+    if (r->responded && r->body_err == CN_S3E_NONE)
+        return;
+    if (!r->responded && rt->on_end)
+        rt->on_end(r, rt->ctx);
+    if (r->body_err != CN_S3E_NONE) {
+        cn__resp_discard(r);
+        cn__framework_error(r, r->body_err, NULL);
+    }
+}
+
+/* After the answer: on_cleanup, the metrics, and the request freed. */
+static void req_end(cn_http_req_t *r, bool record)
+{
+    cn_http_server_t *s = r->srv;
+    if (r->handler_started && r->route >= 0 && s->routes[r->route].on_cleanup)
+        s->routes[r->route].on_cleanup(r, s->routes[r->route].ctx);
+    if (record)
+        cn__metrics_record(s, r);
+    cn__req_free(r);
+}
+
+/* The answer when no buffer can be had for the request (the listener's
+ * memory budget is spent): retry later, as S3 says it. */
+static void answer_slow_down(cn_conn_t *c)
+{
+    static const char msg[] = "HTTP/1.1 503 Service Unavailable\r\n"
+                              "Retry-After: 1\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+    (void)cn_conn_write_all(c, msg, sizeof msg - 1, cn_conn_deadline_for(c, 0));
+}
+
+cn_err_t cn__serve(void *cstate, cn_conn_t *c, const uint8_t *head)
+{
+    (void)head;
+    cn__hconn_t *hc = cstate;
+    hc->c = c;
+    cn_err_t e = cn_conn_budget_reserve(c, CN__READ_BUF);
+    if (e) {
+        answer_slow_down(c);
+        return e;
+    }
+    hc->off = hc->len = 0;
+    hc->buf = malloc(CN__READ_BUF);
+    cn_http_req_t *r = hc->buf ? req_new(hc) : NULL;
+    bool record = false;
+    if (!r) {
+        e = -ENOMEM;
+        goto out;
+    }
+    int64_t deadline = cn_mono_ms() + hc->srv->cfg.head_timeout_ms;
+    cn__feed_t st;
+    e = pump(hc, r, &deadline, &st);
+    if (e == CN_E_TIMEOUT && r->head.head_bytes) {
+        r->head.err = CN_S3E_REQUEST_TIMEOUT; /* a head that never ends: say so, close */
+        r->head.err_msg = "the request head did not arrive in time";
+        st = CN__FEED_ERROR;
+        e = CN_OK;
+    }
+    if (e)
+        goto out; /* gone, or silent: nobody to answer */
+    record = true;
+    if (st == CN__FEED_ERROR) {
+        cn__framework_error(r, r->head.err, r->head.err_msg);
+        r->close_after = true;
+    } else {
+        decide(r);
+        bool wanted = r->stage == CN__RQ_BODY;
+        if ((e = take_body(hc, r)) != CN_OK)
+            goto out;
+        if (wanted)
+            finish(r);
+    }
+    if (!r->responded)
+        cn__framework_error(r, CN_S3E_INTERNAL_ERROR, NULL);
+    bool keep = r->keep_alive && !r->close_after && r->head.msg_done && !r->head.p.upgrade &&
+                !cn_conn_stopping(c);
+    e = r->responded ? cn__resp_send(r, keep) : -ENOMEM;
+    if (!e && !keep)
+        e = CN_E_CLOSED;
+    if (!e && hc->off < hc->len) /* a pipelined request: the loop dispatches it at once */
+        e = cn_conn_unread(c, hc->buf + hc->off, hc->len - hc->off);
+out:
+    if (r)
+        req_end(r, record);
+    free(hc->buf);
+    hc->buf = NULL;
+    cn_conn_budget_release(c, CN__READ_BUF);
+    return e;
+}

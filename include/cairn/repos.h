@@ -61,9 +61,14 @@ typedef struct cn_meta cn_meta_t;   /* cairn/meta.h */
     X(WORKSPACE_MISMATCH, 106)        \
     X(INTENT_FINALIZED, 107)          \
     X(PATH_CONFLICT, 108)             \
+    X(BRANCH_EXISTS, 110)             \
+    X(NAME_MISMATCH, 111)             \
+    X(SCHEMA_OUTDATED, 113)           \
     X(OPERATION_INTENT_MISMATCH, 200) \
     X(INCARNATION_MISMATCH, 201)      \
     X(BASE_CONFLICT, 202)             \
+    X(BASE_MISMATCH, 203)             \
+    X(MERGE_INCOMPLETE, 204)          \
     X(NOTE_REVISION_STALE, 212)
 
 typedef enum {
@@ -87,6 +92,8 @@ CN_API const char *cn_repos_code_name(unsigned code);
 #define CN_REPOS_CONFLICT_PATHS_MAX 64
 #define CN_REPOS_NOTE_REVISIONS_MAX 1024
 #define CN_REPOS_NOTE_TEXT_MAX 65536
+#define CN_REPOS_BRANCH_NAME_MAX 256 /* branch name bytes (docs/protocol/scribe.md 7.8) */
+#define CN_REPOS_SCHEMA 3            /* the repository schema this service records */
 
 /* ---- the request context ----------------------------------------------------
  * Who asks, and where a failure is explained.  principal NULL with trusted
@@ -317,11 +324,239 @@ CN_API void cn_repos_submit_fp(const cn_repos_submit_t *s, cn_digest_t *out);
  * update costs O(paths x depth) node reads and writes. */
 CN_API cn_err_t cn_repos_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_submit_t *s,
                                 cn_repos_outcome_t *out);
-/* *known false: no outcome was recorded for operation (the submit was not
- * accepted and may be sent again). */
+
+/* ---- branches -------------------------------------------------------------------
+ * A repository's branch table (docs/protocol/scribe.md 7.8, docs/branches.md).
+ * The main branch has no origin; every other branch was created from an
+ * origin branch at an origin change, and its lifetime is the revisions from
+ * its origin change (0 for main) to its head.  Its snapshot at a revision r
+ * of its lifetime is its newest commit <= r, or without one its origin's
+ * snapshot at the origin change.  Branches are never deleted. */
+typedef struct cn_repos_branch {
+    uint8_t id[16];
+    char name[CN_REPOS_BRANCH_NAME_MAX + 1]; /* NUL-terminated, current */
+    uint64_t head;      /* last change accepted on it; its origin change before that */
+    bool has_origin;    /* false for the main branch */
+    uint8_t origin[16]; /* has_origin: the branch it was created from */
+    uint64_t origin_change;
+    int64_t created_ms; /* the server's clock at acceptance */
+} cn_repos_branch_t;
+
+/* The branch name rule: 1..256 bytes of ASCII letters, digits, '-', '_',
+ * '.' and '/'; '/'-separated segments, none empty and none starting with
+ * '.'; the first byte is not '-'.  Uniqueness (ignoring ASCII case, within a
+ * repository) is checked by the mutation. */
+CN_API bool cn_repos_branch_name_ok(const char *name, size_t len);
+
+/* Lists repo's branches by name in byte order, strictly after `after`
+ * (NULL = from the first), at most limit (clamped to 1..4096), each handed
+ * to fn from one read snapshot (a non-zero return stops and is returned).
+ * *more: another branch follows the last one handed.  Read permission.
+ * Errors: CN_E_NOT_FOUND (REPOSITORY_NOT_FOUND), CN_E_INVALID (MALFORMED: an
+ * `after` breaking the name rule). */
+typedef cn_err_t (*cn_repos_branch_fn)(void *ctx, const cn_repos_branch_t *b);
+CN_API cn_err_t cn_repos_branch_list(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                     const char *after, size_t after_len, uint32_t limit,
+                                     cn_repos_branch_fn fn, void *ctx, bool *more);
+/* One branch, by id (id non-NULL) or by its current name, byte for byte.
+ * Read permission.  CN_E_NOT_FOUND: REPOSITORY_NOT_FOUND, BRANCH_NOT_FOUND
+ * (the message names the id or the name). */
+CN_API cn_err_t cn_repos_branch_info(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                     const uint8_t *id, const char *name, size_t name_len,
+                                     cn_repos_branch_t *out);
+
+enum {
+    CN_REPOS_BRANCH_CREATE = 1,
+    CN_REPOS_BRANCH_RENAME = 2
+};
+/* A branch mutation (opcode 21).  create: `branch` is the new branch's id
+ * (client-chosen, nonzero), named `name`, from `source` at `source_change`
+ * (inside the source's lifetime).  rename: `branch` takes `name` when its
+ * current name is `expected` byte for byte.  The strings are borrowed. */
+typedef struct cn_repos_branch_mutate {
+    uint8_t repo[16];
+    uint8_t incarnation[16]; /* expected */
+    uint8_t operation[16];   /* client-chosen, nonzero */
+    uint8_t branch[16];
+    const char *name;
+    size_t name_len;
+    uint8_t action; /* CN_REPOS_BRANCH_CREATE / _RENAME */
+    uint8_t source[16];
+    uint64_t source_change;
+    const char *expected;
+    size_t expected_len;
+} cn_repos_branch_mutate_t;
+/* A branch mutation's recorded outcome: accepted with the branch right after
+ * it (as recorded: a replay answers the same), or rejected with
+ * BRANCH_EXISTS / NAME_MISMATCH and a detail. */
+typedef struct cn_repos_branch_outcome {
+    uint8_t operation[16];
+    uint8_t outcome;          /* CN_REPOS_ACCEPTED / CN_REPOS_REJECTED */
+    cn_repos_branch_t branch; /* accepted */
+    uint16_t code;            /* rejected */
+    char detail[CN_REPOS_DETAIL_MAX + 1];
+} cn_repos_branch_outcome_t;
+
+/* The branch fingerprint (docs/protocol/scribe.md 9.6): BLAKE3 of
+ * "cairn:branch-operation:v1\0", repository, incarnation, branch, u8 action,
+ * u16 LE name length, name, then create: source, u64 LE source change;
+ * rename: u16 LE expected length, expected. */
+CN_API void cn_repos_branch_fp(const cn_repos_branch_mutate_t *m, cn_digest_t *out);
+
+/* Creates or renames a branch in one write transaction, durable before it
+ * returns: 0 with *out for an accepted or a recorded rejected outcome
+ * (BRANCH_EXISTS: the name is taken ignoring ASCII case, or a create's id is
+ * in use; NAME_MISMATCH: a rename whose expected name is not current).
+ * Checks in order: the request's form (CN_E_INVALID, MALFORMED: zero ids, a
+ * name breaking the rule, an unknown action); the repository
+ * (REPOSITORY_NOT_FOUND; write permission, FORBIDDEN); a recorded operation
+ * replays its outcome when the fingerprint matches, else CN_E_CONFLICT
+ * (OPERATION_INTENT_MISMATCH, also for an id a submit used); a new operation
+ * naming an older incarnation is CN_E_CONFLICT (INCARNATION_MISMATCH) and
+ * writes nothing; the branch ids (CN_E_NOT_FOUND, BRANCH_NOT_FOUND naming
+ * the renamed branch or the create's source); the source change
+ * (CHANGE_NOT_FOUND outside the source's lifetime); then the names.  A
+ * create copies the case-fold index of the source's snapshot at the source
+ * change (O(live paths) rows once). */
+CN_API cn_err_t cn_repos_branch_mutate(cn_repos_t *r, cn_repos_req_t *rq,
+                                       const cn_repos_branch_mutate_t *m,
+                                       cn_repos_branch_outcome_t *out);
+/* branch_outcome (23): *known false when operation has no recorded outcome;
+ * an operation recorded by a submit is CN_E_CONFLICT
+ * (OPERATION_INTENT_MISMATCH).  Read permission. */
+CN_API cn_err_t cn_repos_branch_outcome(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                        const uint8_t operation[16], bool *known,
+                                        cn_repos_branch_outcome_t *out);
+
+/* ---- merges (docs/protocol/scribe.md 7.9, docs/branches.md) -------------------------
+ * Ancestry follows every parent of a commit: the first (its branch's previous
+ * commit, or for a branch's first commit the commit of its origin snapshot)
+ * and, for a merge, the source head it merged.  The merge base is the model's
+ * rule (cn_repos_merge_base) over the repository's commits.  These reads and
+ * the merge submit need the repository's recorded schema to be 3
+ * (CN_E_UNSUPPORTED, SCHEMA_OUTDATED otherwise). */
+#define CN_REPOS_MERGE_PATHS_MAX 1024   /* paths per merge read, or per chains page */
+#define CN_REPOS_MERGE_COMMITS_MAX 128  /* commits per chains page */
+#define CN_REPOS_HISTORY_BUDGET 100000u /* metadata visits of one history read */
+
+typedef struct cn_repos_pathv {
+    const uint8_t *p;
+    size_t n;
+} cn_repos_pathv_t;
+
+/* The merge base of source at source_rev into target at target_rev (each
+ * inside its branch's lifetime, CHANGE_NOT_FOUND otherwise), named by the
+ * branch that accepted it and its change; change 0 (the empty snapshot) is
+ * named by the repository's main branch.  Read permission.  Errors:
+ * REPOSITORY_NOT_FOUND, BRANCH_NOT_FOUND, CHANGE_NOT_FOUND, SCHEMA_OUTDATED,
+ * CN_E_LIMIT (LIMIT_EXCEEDED past the history budget). */
+CN_API cn_err_t cn_repos_find_merge_base(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                         const uint8_t target[16], uint64_t target_rev,
+                                         const uint8_t source[16], uint64_t source_rev,
+                                         uint8_t base_branch[16], uint64_t *base);
+
+/* One page of the paths changed by two first-parent chains until they meet
+ * (merge_read tag 1): while *left != *right the larger is a commit whose
+ * paths (its change set's destinations and move sources, in byte order) are
+ * handed to fn (each path once a page), and is replaced by its first parent.
+ * A page ends after 128 commits or 1,024 paths; when a commit's paths did
+ * not fit, *left and *right still name it and *has_cursor is set with the
+ * last path handed in next_cursor (pass it as `cursor` to continue).  Equal
+ * revisions: done, never with a cursor.  Read permission.  Errors:
+ * CHANGE_NOT_FOUND (a revision that is no commit), CN_E_INVALID (a cursor
+ * that is not a canonical path), SCHEMA_OUTDATED. */
+typedef cn_err_t (*cn_repos_path_fn)(void *ctx, const uint8_t *p, size_t n);
+CN_API cn_err_t cn_repos_merge_chains(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                      uint64_t *left, uint64_t *right, const uint8_t *cursor,
+                                      size_t cursor_len, cn_buf_t *next_cursor, bool *has_cursor,
+                                      cn_repos_path_fn fn, void *ctx);
+
+/* The entry of each of n canonical paths (n <= 1024) in branch's snapshot at
+ * revision (inside its lifetime): present[i] false where the snapshot never
+ * held paths[i], else out[i] (live, or a tombstone with the change that
+ * removed it).  Read permission.  MALFORMED for a path that is not canonical
+ * or n over 1024; BRANCH_NOT_FOUND, CHANGE_NOT_FOUND, SCHEMA_OUTDATED. */
+CN_API cn_err_t cn_repos_file_states(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                     const uint8_t branch[16], uint64_t revision,
+                                     const cn_repos_pathv_t *paths, uint32_t n, bool *present,
+                                     cn_repos_entry_t *out);
+
+/* merge_read tag 5: *unchanged when `from` is in the ancestry of `to` (on
+ * one branch: from <= to, both in its lifetime) and none of the n canonical
+ * paths, their case-fold aliases, ancestors or descendants has an event
+ * (tombstones included) in (from, to].  It reads the branch's events of that
+ * interval only, at most the history budget of them (LIMIT_EXCEEDED beyond).
+ * Errors as cn_repos_file_states. */
+CN_API cn_err_t cn_repos_paths_unchanged(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                         const uint8_t branch[16], uint64_t from, uint64_t to,
+                                         const cn_repos_pathv_t *paths, uint32_t n,
+                                         bool *unchanged);
+
+/* merge_read tag 4: the base-file origin of each of n canonical paths of
+ * branch's snapshot at revision, against base_branch's snapshot at
+ * base_revision (both inside their lifetimes), from the file_lineage index
+ * alone: the revisions the path's revision came from (its predecessors),
+ * and from those their descendants no newer than the base revision, up to
+ * revisions the base snapshot holds.  out[i]: NONE (no recorded base file,
+ * or a path the snapshot never held), UNIQUE with the base path at
+ * arena[off, off + len), or SEVERAL (automatic matching is unsafe).  One
+ * budget for the batch: 100,000 lineage visits and 32 MiB of paths
+ * (CN_E_LIMIT, LIMIT_EXCEEDED beyond; never a short answer).  Errors as
+ * cn_repos_file_states. */
+enum {
+    CN_REPOS_ORIGIN_NONE = 0,
+    CN_REPOS_ORIGIN_UNIQUE = 1,
+    CN_REPOS_ORIGIN_SEVERAL = 2
+};
+typedef struct cn_repos_origin {
+    uint8_t kind;
+    size_t off, len; /* UNIQUE: the base path in the caller's arena */
+} cn_repos_origin_t;
+CN_API cn_err_t cn_repos_merge_origins(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                       const uint8_t branch[16], uint64_t revision,
+                                       const uint8_t base_branch[16], uint64_t base_revision,
+                                       const cn_repos_pathv_t *paths, uint32_t n,
+                                       cn_repos_origin_t *out, cn_buf_t *arena);
+
+/* A merge submit (opcode 24): an ordinary submit on the target whose base is
+ * the target head it was planned on, the source branch and head it merges,
+ * and the merge base the plan used. */
+typedef struct cn_repos_merge {
+    cn_repos_submit_t submit;
+    uint8_t source[16];
+    uint64_t source_head;
+    uint8_t base_branch[16];
+    uint64_t base;
+} cn_repos_merge_t;
+/* BLAKE3("scribe:merge-operation:v1\0" | the submit's fingerprint | u64 LE
+ * target head | source | u64 LE source head | base branch | u64 LE base). */
+CN_API void cn_repos_merge_fp(const cn_repos_merge_t *m, cn_digest_t *out);
+/* Submits a merge: as cn_repos_submit (same outcomes, replay and refusals,
+ * fingerprint cn_repos_merge_fp), and before the publication gate, in order:
+ * MALFORMED (source = target, base above either head); the source and base
+ * branches (BRANCH_NOT_FOUND); SCHEMA_OUTDATED; the target head above the
+ * target's live head or the source head outside the source's lifetime
+ * (CHANGE_NOT_FOUND); a base other than the recomputed one (CN_E_CONFLICT,
+ * BASE_MISMATCH); a change set that does not name every path the source
+ * changed since the base (CN_E_CONFLICT, MERGE_INCOMPLETE, the message
+ * naming missing paths).  None of these is recorded.  The accepted commit's
+ * parents are the target's head commit and the source head's commit. */
+CN_API cn_err_t cn_repos_merge_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_merge_t *m,
+                                      cn_repos_outcome_t *out);
+
+/* ---- operation outcomes ------------------------------------------------------------ */
+enum {
+    CN_REPOS_OP_UNKNOWN = 0, /* no outcome recorded: not accepted, may be sent again */
+    CN_REPOS_OP_SUBMIT = 1,  /* a submit's (ordinary, merge or cherry-pick): *out */
+    CN_REPOS_OP_BRANCH = 2   /* a branch mutation's: *bout */
+};
+/* The recorded outcome of operation, whatever kind recorded it, in *kind
+ * (CN_REPOS_OP_*); *out is set (and owned: cn_repos_outcome_free) for a
+ * submit, *bout for a branch mutation.  Read permission. */
 CN_API cn_err_t cn_repos_operation_outcome(cn_repos_t *r, cn_repos_req_t *rq,
                                            const uint8_t repo[16], const uint8_t operation[16],
-                                           bool *known, cn_repos_outcome_t *out);
+                                           uint8_t *kind, cn_repos_outcome_t *out,
+                                           cn_repos_branch_outcome_t *bout);
 
 /* ---- history ------------------------------------------------------------------ */
 typedef struct cn_repos_tree_row {
@@ -368,6 +603,8 @@ typedef struct cn_repos_log_row {
     const uint8_t *message;
     size_t message_len;
     int64_t time_ms;
+    uint64_t merge_change;    /* a merge commit's merge parent, 0 for none */
+    uint8_t merge_branch[16]; /* merge_change: the branch that accepted it */
 } cn_repos_log_row_t;
 typedef cn_err_t (*cn_repos_log_fn)(void *ctx, const cn_repos_log_row_t *row);
 

@@ -198,6 +198,26 @@ typedef struct cn_repos_submit_intent {
 
 CN_API void cn_repos_submit_fingerprint(const cn_repos_submit_intent_t *s, cn_digest_t *out);
 
+/* ---- the merge base (docs/protocol/scribe.md 7.9) --------------------------
+ * One rule for client and server: to merge a source revision into a target
+ * revision, walk the source's first-parent chain down from its commit; the
+ * base is the newest commit on that chain that is in the ancestry of the
+ * target's commit (every parent followed, the commit itself included), or 0
+ * (the empty snapshot) when none is.  Commits are named by their change
+ * numbers, which are repository-wide and always larger than their parents'
+ * (0 names no commit), so the ancestry is expanded newest first and only as
+ * far down as the chain has come: the cost is the commits newer than the
+ * base, never the whole history. */
+typedef cn_err_t (*cn_repos_parents_fn)(void *ctx, uint64_t change, uint64_t *first,
+                                        uint64_t *merge);
+/* The merge base of source into target (commit changes, 0 = empty) in *base.
+ * parents() answers a commit's first and merge parents (0 = none); it is
+ * called at most `budget` times (CN_E_LIMIT beyond: never a guess).  Errors:
+ * CN_E_LIMIT, CN_E_CORRUPT (a parent not below its child), -ENOMEM, or
+ * parents()'s error. */
+CN_API cn_err_t cn_repos_merge_base(uint64_t target, uint64_t source, cn_repos_parents_fn parents,
+                                    void *ctx, uint64_t budget, uint64_t *base);
+
 /* ---- snapshot tree entries -------------------------------------------------
  * The snapshot tree is a path-compressed 256-ary radix tree over canonical
  * path bytes holding every path the branch ever had: live entries and

@@ -179,60 +179,6 @@ cn_err_t cn__repo_info(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t id[16], 
     return err;
 }
 
-cn_err_t cn__branch_head(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
-                         const uint8_t branch[16], uint64_t *head, char *name, size_t cap)
-{
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_BRANCH_HEAD], "bb",
-                                  CN__ARG_ID(repo), CN__ARG_ID(branch));
-    if (err >= 0)
-        err = cn_meta_step(st);
-    if (err == CN_META_ROW) {
-        *head = (uint64_t)cn_meta_column_int64(st, 0);
-        if (name && cap) {
-            size_t n = 0;
-            const void *p = cn_meta_column_blob(st, 1, &n);
-            if (n >= cap)
-                n = cap - 1;
-            if (p && n)
-                memcpy(name, p, n);
-            name[n] = 0;
-        }
-        err = CN_OK;
-    } else if (err == CN_META_DONE) {
-        err = cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_BRANCH_NOT_FOUND,
-                        "the branch is not in the repository's branch table");
-    }
-    cn_meta_finish(st);
-    return err;
-}
-
-/* Reads the two digest columns of the first row of st into revision and
- * content: CN_META_ROW, CN_META_DONE (no row), CN_E_CORRUPT or an error. */
-static cn_err_t roots_row(cn_meta_stmt_t *st, cn_digest_t *revision, cn_digest_t *content)
-{
-    cn_err_t err = cn_meta_step(st);
-    if (err == CN_META_ROW && (!cn__col_fixed(st, 0, revision->b, CN_DIGEST_LEN) ||
-                               !cn__col_fixed(st, 1, content->b, CN_DIGEST_LEN)))
-        err = CN_E_CORRUPT;
-    cn_meta_finish(st);
-    return err;
-}
-
-cn_err_t cn__snapshot_root(cn_meta_txn_t *txn, const uint8_t repo[16], const uint8_t branch[16],
-                           uint64_t change, cn_digest_t *revision, cn_digest_t *content)
-{
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_COMMIT_ROOTS_AT], "bbi",
-                                  CN__ARG_ID(repo), CN__ARG_ID(branch), (int64_t)change);
-    if (err >= 0)
-        err = roots_row(st, revision, content);
-    if (err == CN_META_DONE && (err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_ROOT_GET],
-                                                     "b", CN__ARG_ID(repo))) >= 0)
-        err = roots_row(st, revision, content);
-    return err == CN_META_ROW ? CN_OK : err == CN_META_DONE ? CN_E_CORRUPT : err;
-}
-
 static bool name_ok(const char *name, size_t len)
 {
     if (!len || len > CN_REPOS_NAME_MAX || cn_repos_utf8_check((const uint8_t *)name, len) < 0)
@@ -265,12 +211,15 @@ static cn_err_t create_body(cn_meta_txn_t *txn, void *ctx)
     if (err == CN_META_ROW)
         err = CN_E_EXISTS;
     if (err >= 0)
-        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_REPO_INSERT], "bbbbii",
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_REPO_INSERT], "bbbbiii",
                             CN__ARG_ID(ri->id), nr->name, nr->len, CN__ARG_ID(ri->incarnation),
-                            CN__ARG_ID(ri->main_branch), ri->created_ms, (int64_t)ri->compression);
+                            CN__ARG_ID(ri->main_branch), ri->created_ms, (int64_t)ri->compression,
+                            (int64_t)CN_REPOS_SCHEMA);
+    /* main: no origin, at change 0, its name key its own (lowercase) name */
     if (err >= 0)
-        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_BRANCH_INSERT_MAIN], "bbb",
-                            CN__ARG_ID(ri->id), CN__ARG_ID(ri->main_branch), "main", (size_t)4);
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_BRANCH_INSERT], "bbbbinii",
+                            CN__ARG_ID(ri->id), CN__ARG_ID(ri->main_branch), "main", (size_t)4,
+                            "main", (size_t)4, (int64_t)0, (int64_t)0, ri->created_ms);
     if (err >= 0)
         err = cn__ptree_init_empty(txn, ri->id, &rev, &content);
     if (err >= 0)
@@ -495,6 +444,47 @@ cn_err_t cn_repos_instance_status(cn_repos_t *r, cn_repos_req_t *rq, const uint8
     cn_err_t err = cn_meta_run(r->meta, CN_META_RUN_READ, instance_body, &ip);
     *has_next = ip.has_next;
     return err;
+}
+
+/* ---- operation records ---------------------------------------------------------------- */
+void cn__op_free(cn__op_t *o)
+{
+    if (o)
+        cn_buf_free(&o->outcome);
+}
+
+cn_err_t cn__op_find(cn_meta_txn_t *txn, const uint8_t repo[16], const uint8_t op[16],
+                     cn__op_t *out)
+{
+    memset(out, 0, sizeof *out);
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_OPERATION_FIND], "bb",
+                                  CN__ARG_ID(repo), CN__ARG_ID(op));
+    if (err >= 0)
+        err = cn_meta_step(st);
+    if (err == CN_META_ROW) {
+        size_t n = 0;
+        const uint8_t *b = cn_meta_column_blob(st, 2, &n);
+        out->found = true;
+        out->kind = (uint8_t)cn_meta_column_int64(st, 0);
+        if (!cn__col_fixed(st, 1, out->fp.b, CN_DIGEST_LEN) || !b)
+            err = CN_E_CORRUPT;
+        else
+            err = cn_buf_append(&out->outcome, b, n);
+    }
+    cn_meta_finish(st);
+    return err < 0 ? err : CN_OK;
+}
+
+cn_err_t cn__op_record(cn_meta_txn_t *txn, const uint8_t repo[16], const uint8_t op[16],
+                       uint8_t kind, const cn_digest_t *fp, const uint8_t workspace[16],
+                       const cn_buf_t *outcome)
+{
+    cn_err_t err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_OPERATION_INSERT], "bbibbbi",
+                                 CN__ARG_ID(repo), CN__ARG_ID(op), (int64_t)kind,
+                                 CN__ARG_DIGEST(fp), CN__ARG_ID(workspace),
+                                 (const void *)outcome->data, outcome->len, cn__repos_now_ms());
+    return err < 0 ? err : CN_OK;
 }
 
 /* ---- objects: shared helpers ------------------------------------------------------- */

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #define BK_MAGIC "CNREPOBK"
-#define BK_VERSION 1u
+#define BK_VERSION 2u /* 2: branches (origins, name keys) and commits' merge parents */
 #define BK_ROW 1
 #define BK_BLOB 2
 #define BK_END 0xff
@@ -28,27 +28,48 @@
 /* The backed-up tables: the statements that dump, load and clear one
  * repository's rows (meta/sql/repos.h), and the types of the columns they
  * dump and load, in order (I integer, B blob, b nullable blob).  Table 0 is
- * the repository row, keyed by id; the rest by repo. */
+ * the repository row, keyed by id; the rest by repo.  A version 1 backup
+ * (before branches) differs in tables 1 and 3, and has no table 10 (the
+ * file_lineage index): v1_branch and v1_commit say how its rows load, with
+ * the defaults the schema step gave the new columns (only "main" branches,
+ * no merges), its lineage is derived from its path events as that step
+ * derived it, and a restored repository records the current schema (the
+ * column's default). */
 typedef struct bk_table {
     int dump, load, clear;
     const char *types;
 } bk_table_t;
 static const bk_table_t tables[] = {
     { CN_SQL_REPOS_REPO_BY_ID, CN_SQL_REPOS_REPO_LOAD, CN_SQL_REPOS_REPO_CLEAR, "BBBBIII" },
-    { CN_SQL_REPOS_BRANCH_DUMP, CN_SQL_REPOS_BRANCH_LOAD, CN_SQL_REPOS_BRANCH_CLEAR, "BBBI" },
+    { CN_SQL_REPOS_BRANCH_DUMP, CN_SQL_REPOS_BRANCH_INSERT, CN_SQL_REPOS_BRANCH_CLEAR, "BBBBIbII" },
     { CN_SQL_REPOS_OBJECT_DUMP, CN_SQL_REPOS_OBJECT_LOAD, CN_SQL_REPOS_OBJECT_CLEAR, "BIBBII" },
     { CN_SQL_REPOS_COMMIT_DUMP, CN_SQL_REPOS_COMMIT_INSERT, CN_SQL_REPOS_COMMIT_CLEAR,
-      "BIBBIBBBIBB" },
+      "BIBBIBBBIBBIbI" },
     { CN_SQL_REPOS_ROOT_DUMP, CN_SQL_REPOS_ROOT_INSERT, CN_SQL_REPOS_ROOT_CLEAR, "BBB" },
     { CN_SQL_REPOS_TREE_NODE_DUMP, CN_SQL_REPOS_TREE_NODE_LOAD, CN_SQL_REPOS_TREE_NODE_CLEAR,
       "BBBB" },
     { CN_SQL_REPOS_FOLD_DUMP, CN_SQL_REPOS_FOLD_LOAD, CN_SQL_REPOS_FOLD_CLEAR, "BBBB" },
     { CN_SQL_REPOS_EVENT_DUMP, CN_SQL_REPOS_EVENT_INSERT, CN_SQL_REPOS_EVENT_CLEAR, "BBBIIb" },
-    { CN_SQL_REPOS_OPERATION_DUMP, CN_SQL_REPOS_OPERATION_LOAD, CN_SQL_REPOS_OPERATION_CLEAR,
+    { CN_SQL_REPOS_OPERATION_DUMP, CN_SQL_REPOS_OPERATION_INSERT, CN_SQL_REPOS_OPERATION_CLEAR,
       "BBIBBBI" },
     { CN_SQL_REPOS_NOTE_DUMP, CN_SQL_REPOS_NOTE_INSERT, CN_SQL_REPOS_NOTE_CLEAR, "BIIBIB" },
+    { CN_SQL_REPOS_LINEAGE_DUMP, CN_SQL_REPOS_LINEAGE_INSERT, CN_SQL_REPOS_LINEAGE_CLEAR, "BIBIB" },
 };
 #define NTABLES (sizeof tables / sizeof tables[0])
+static const bk_table_t v1_branch = { CN_SQL_REPOS_BRANCH_DUMP, CN_SQL_REPOS_BRANCH_LOAD_V1,
+                                      CN_SQL_REPOS_BRANCH_CLEAR, "BBBI" };
+static const bk_table_t v1_commit = { CN_SQL_REPOS_COMMIT_DUMP, CN_SQL_REPOS_COMMIT_LOAD_V1,
+                                      CN_SQL_REPOS_COMMIT_CLEAR, "BIBBIBBBIBB" };
+
+/* How table t of a backup of `version` is loaded. */
+static const bk_table_t *table_of(uint32_t version, uint8_t t)
+{
+    if (version == 1 && t == 1)
+        return &v1_branch;
+    if (version == 1 && t == 3)
+        return &v1_commit;
+    return &tables[t];
+}
 /* What a restore clears besides the tables above: the upload intents and pins. */
 static const int transient[] = { CN_SQL_REPOS_INTENT_CLEAR, CN_SQL_REPOS_PIN_CLEAR };
 #define NTRANSIENT (sizeof transient / sizeof transient[0])
@@ -279,15 +300,16 @@ static cn_err_t row_in(bk_in_t *in, cn_buf_t *b)
     return CN_OK;
 }
 
-/* Inserts a row record of repository `repo`; table 0 (the repository row)
- * gets `incarnation`, and fills *info from it. */
-static cn_err_t row_insert(cn_meta_txn_t *txn, const cn_buf_t *b, const uint8_t incarnation[16],
-                           const uint8_t repo[16], cn_repos_info_t *info)
+/* Inserts a row record of a backup of `version` of repository `repo`;
+ * table 0 (the repository row) gets `incarnation`, and fills *info from it. */
+static cn_err_t row_insert(cn_meta_txn_t *txn, uint32_t version, const cn_buf_t *b,
+                           const uint8_t incarnation[16], const uint8_t repo[16],
+                           cn_repos_info_t *info)
 {
     uint8_t t = b->data[0];
     if (t >= NTABLES)
         return CN_E_CORRUPT;
-    const bk_table_t *tb = &tables[t];
+    const bk_table_t *tb = table_of(version, t);
     size_t nc = strlen(tb->types);
     cn_meta_stmt_t *st = NULL;
     CN_TRY(cn_meta_prepare(txn, cn__sql_repos[tb->load], &st));
@@ -409,6 +431,7 @@ static cn_err_t clear_repo(cn_meta_txn_t *txn, const uint8_t id[16])
  * what was restored. */
 typedef struct bk_load {
     bk_in_t in;
+    uint32_t version;
     bool replace;
     cn_buf_t repo_row, b;
     uint8_t id[16], inc[16];
@@ -453,13 +476,13 @@ static cn_err_t restore_body(cn_meta_txn_t *txn, void *ctx)
     bk_load_t *ld = ctx;
     cn_err_t err = restore_claim(txn, ld);
     if (err >= 0)
-        err = row_insert(txn, &ld->repo_row, ld->inc, ld->id, ld->out);
+        err = row_insert(txn, ld->version, &ld->repo_row, ld->inc, ld->id, ld->out);
     if (err >= 0)
         ld->stats->rows++;
     while (err >= 0 && ld->tag == BK_ROW) {
         if ((err = row_in(&ld->in, &ld->b)) >= 0 && ld->b.data[0] == 0)
             err = CN_E_CORRUPT;
-        if (err >= 0 && (err = row_insert(txn, &ld->b, ld->inc, ld->id, ld->out)) >= 0)
+        if (err >= 0 && (err = row_insert(txn, ld->version, &ld->b, ld->inc, ld->id, ld->out)) >= 0)
             ld->stats->rows++;
         if (err >= 0)
             err = in_read(&ld->in, &ld->tag, 1);
@@ -475,9 +498,15 @@ static cn_err_t restore_body(cn_meta_txn_t *txn, void *ctx)
         if (err >= 0 && cn_read_full(ld->in.fd, &extra, 1) != 0)
             err = CN_E_CORRUPT; /* trailing bytes */
     }
+    if (err >= 0 && ld->version == 1)
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_LINEAGE_FROM_EVENTS], "b",
+                            CN__ARG_ID(ld->id));
+    if (err >= 0 && ld->version == 1)
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_LINEAGE_FROM_MOVES], "b",
+                            CN__ARG_ID(ld->id));
     if (err >= 0)
         memcpy(ld->out->incarnation, ld->inc, 16);
-    return err;
+    return err < 0 ? err : CN_OK;
 }
 
 cn_err_t cn_repos_restore(cn_repos_t *r, int fd, bool replace, cn_repos_info_t *out,
@@ -492,7 +521,8 @@ cn_err_t cn_repos_restore(cn_repos_t *r, int fd, bool replace, cn_repos_info_t *
     cn_blake3_init(&ld.in.h);
     uint8_t hdr[12];
     cn_err_t err = in_read(&ld.in, hdr, sizeof hdr);
-    if (err >= 0 && (memcmp(hdr, BK_MAGIC, 8) != 0 || get_u32(hdr + 8) != BK_VERSION))
+    ld.version = err >= 0 ? get_u32(hdr + 8) : 0;
+    if (err >= 0 && (memcmp(hdr, BK_MAGIC, 8) != 0 || ld.version < 1 || ld.version > BK_VERSION))
         err = CN_E_INVALID;
     /* the repository row first: it names the id and the storage form */
     if (err >= 0 && (err = in_read(&ld.in, &ld.tag, 1)) >= 0 && ld.tag != BK_ROW)

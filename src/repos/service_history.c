@@ -5,6 +5,7 @@
 #include "service_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,12 +47,12 @@ cn_err_t cn__snapshot_open(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t
                            const uint8_t branch[16], uint64_t upto, uint64_t at,
                            cn_digest_t *revision, cn_digest_t *content, cn__ptree_t **t)
 {
-    uint64_t head = 0;
-    cn_err_t err = cn__branch_head(txn, rq, repo, branch, &head, NULL, 0);
-    if (err >= 0 && upto > head)
-        err = cn__rfail(rq, CN_E_NOT_FOUND, CN_REPOS_E_CHANGE_NOT_FOUND,
-                        "change %llu is past the branch head %llu", (unsigned long long)upto,
-                        (unsigned long long)head);
+    cn_repos_branch_t b;
+    cn_err_t err = cn__branch_load(txn, rq, repo, branch, &b);
+    if (err >= 0)
+        err = cn__branch_within(rq, &b, upto);
+    if (err >= 0)
+        err = cn__branch_within(rq, &b, at);
     if (err >= 0)
         err = cn__snapshot_root(txn, repo, branch, at, revision, content);
     if (err >= 0)
@@ -107,54 +108,57 @@ static size_t blob_len(cn_meta_stmt_t *st, int col, const uint8_t **p)
 }
 
 /* One page of a branch's log (the first-parent commits, or a path's events
- * when the query names one), each row handed to the caller's fn. */
+ * when the query names one), each row handed to the caller's fn.  The log
+ * of a branch is its native history, then what it inherited: its origin's
+ * log up to the origin change, and so on through origins.  Each branch of
+ * that chain is one segment, (lo, hi]: the changes accepted on it that the
+ * queried branch holds; segments are disjoint and walked newest first. */
 typedef struct log_page {
     cn_repos_req_t *rq;
     const cn_repos_log_q_t *q;
     cn_repos_log_fn fn;
     void *ctx;
-    char branch_name[257];
+    uint32_t left;   /* rows the page may still take */
+    uint8_t seg[16]; /* the segment's branch */
+    uint64_t lo, hi; /* its changes: (lo, hi] */
+    char seg_name[CN_REPOS_BRANCH_NAME_MAX + 1];
 } log_page_t;
 
-/* The bound statement of lp's query, commits or path events before
- * `before`, whose rows log_rows reads. */
+/* The bound statement of lp's segment: commits or path events before
+ * `before` (or tied at it after `after path`), newest first. */
 static cn_err_t log_query(cn_meta_txn_t *txn, const log_page_t *lp, cn_meta_stmt_t **st)
 {
     const cn_repos_log_q_t *q = lp->q;
     uint64_t before = q->has_before ? q->before : UINT64_MAX;
-    if (before > (uint64_t)INT64_MAX)
-        before = (uint64_t)INT64_MAX;
+    /* Without after path, before is exclusive: no row has change = -1; a
+     * before past the segment can tie with none of its rows either. */
+    int64_t tie = q->after_path && before <= lp->hi ? (int64_t)before : -1;
+    if (before > lp->hi + 1)
+        before = lp->hi + 1;
     uint8_t *lo = NULL, *hi = NULL;
     cn_err_t err = CN_OK;
     if (!q->path)
-        err = cn_meta_queryf(txn, st, cn__sql_repos[CN_SQL_REPOS_LOG_COMMITS], "bbii",
-                             CN__ARG_ID(q->repo), CN__ARG_ID(q->branch), (int64_t)before,
-                             (int64_t)clamp_limit(q->limit));
+        err = cn_meta_queryf(txn, st, cn__sql_repos[CN_SQL_REPOS_LOG_COMMITS], "bbiii",
+                             CN__ARG_ID(q->repo), CN__ARG_ID(lp->seg), (int64_t)lp->lo,
+                             (int64_t)before, (int64_t)lp->left);
     else if ((err = under_bounds(q->path, q->path_len, &lo, &hi)) >= 0)
-        /* Without after path, before is exclusive: no row has change = -1. */
-        err = cn_meta_queryf(txn, st, cn__sql_repos[CN_SQL_REPOS_LOG_PATH], "bbbbbiibi",
-                             CN__ARG_ID(q->repo), CN__ARG_ID(q->branch), (const void *)q->path,
+        err = cn_meta_queryf(txn, st, cn__sql_repos[CN_SQL_REPOS_LOG_PATH], "bbbbbiiibi",
+                             CN__ARG_ID(q->repo), CN__ARG_ID(lp->seg), (const void *)q->path,
                              q->path_len, (const void *)lo, q->path_len + 1, (const void *)hi,
-                             q->path_len + 1, (int64_t)before,
-                             q->after_path ? (int64_t)before : (int64_t)-1,
+                             q->path_len + 1, (int64_t)lp->lo, (int64_t)before, tie,
                              (const void *)(q->after_path ? q->after_path : (const uint8_t *)""),
-                             q->after_path ? q->after_len : 0, (int64_t)clamp_limit(q->limit));
+                             q->after_path ? q->after_len : 0, (int64_t)lp->left);
     free(lo);
     free(hi);
     return err;
 }
 
-static cn_err_t log_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
+/* Hands the rows of lp's current segment to the caller's fn. */
+static cn_err_t log_segment(cn_meta_txn_t *txn, log_page_t *lp)
 {
-    log_page_t *lp = ctx;
     const cn_repos_log_q_t *q = lp->q;
-    uint64_t head = 0;
     cn_meta_stmt_t *st = NULL;
-    (void)repo;
-    cn_err_t err = cn__branch_head(txn, lp->rq, q->repo, q->branch, &head, lp->branch_name,
-                                   sizeof lp->branch_name);
-    if (err >= 0)
-        err = log_query(txn, lp, &st);
+    cn_err_t err = log_query(txn, lp, &st);
     while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
         cn_repos_log_row_t row;
         memset(&row, 0, sizeof row);
@@ -163,24 +167,54 @@ static cn_err_t log_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
             err = CN_E_CORRUPT;
             break;
         }
-        memcpy(row.branch, q->branch, 16);
-        row.branch_name = lp->branch_name;
+        memcpy(row.branch, lp->seg, 16);
+        row.branch_name = lp->seg_name;
         row.parent = (uint64_t)cn_meta_column_int64(st, 2);
         row.author_len = blob_len(st, 3, &row.author);
         row.message_len = blob_len(st, 4, &row.message);
         row.time_ms = cn_meta_column_int64(st, 5);
+        row.merge_change = (uint64_t)cn_meta_column_int64(st, 6);
+        if (row.merge_change && !cn__col_fixed(st, 7, row.merge_branch, 16)) {
+            err = CN_E_CORRUPT;
+            break;
+        }
         row.path = (const uint8_t *)"";
         row.from_path = (const uint8_t *)"";
         if (q->path) {
-            row.path_len = blob_len(st, 6, &row.path);
-            row.event = (uint8_t)cn_meta_column_int64(st, 7);
-            row.from_len = blob_len(st, 8, &row.from_path);
+            row.path_len = blob_len(st, 8, &row.path);
+            row.event = (uint8_t)cn_meta_column_int64(st, 9);
+            row.from_len = blob_len(st, 10, &row.from_path);
         }
+        lp->left--;
         if ((err = lp->fn(lp->ctx, &row)) != 0)
             break;
     }
     cn_meta_finish(st);
     return err < 0 ? err : (err == CN_META_DONE ? CN_OK : err);
+}
+
+static cn_err_t log_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
+{
+    log_page_t *lp = ctx;
+    const cn_repos_log_q_t *q = lp->q;
+    cn_repos_branch_t b;
+    (void)repo;
+    lp->left = clamp_limit(q->limit);
+    cn_err_t err = cn__branch_load(txn, lp->rq, q->repo, q->branch, &b);
+    for (uint32_t hop = 0; err >= 0 && lp->left; hop++) {
+        memcpy(lp->seg, b.id, 16);
+        snprintf(lp->seg_name, sizeof lp->seg_name, "%s", b.name);
+        lp->lo = b.origin_change;
+        if (hop == 0)
+            lp->hi = b.head;
+        if ((err = log_segment(txn, lp)) != 0 || !b.has_origin)
+            break;
+        lp->hi = b.origin_change;
+        err = cn__branch_load(txn, lp->rq, q->repo, b.origin, &b);
+        if (err == CN_E_NOT_FOUND || hop + 1 == 100000)
+            err = CN_E_CORRUPT; /* an origin the table lacks, or origins that loop */
+    }
+    return err;
 }
 
 cn_err_t cn_repos_log(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_log_q_t *q,

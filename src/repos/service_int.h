@@ -57,13 +57,73 @@ cn_err_t cn__repo_info(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t id[16], 
 /* Whether the caller may access repository `name` as asked. */
 bool cn__repo_allowed(cn_repos_t *r, const cn_repos_req_t *rq, const char *name, int access);
 
-/* Branch head of (repo, branch): CN_E_NOT_FOUND (BRANCH_NOT_FOUND). */
+/* ---- branches (service_branch.c) ------------------------------------------------ */
+/* The row of (repo, branch): CN_E_NOT_FOUND (BRANCH_NOT_FOUND, the message
+ * naming the id) when the branch table has none. */
+cn_err_t cn__branch_load(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
+                         const uint8_t branch[16], cn_repos_branch_t *out);
+/* Branch head of (repo, branch) and its name (NUL-terminated in name[cap],
+ * name may be NULL): as cn__branch_load. */
 cn_err_t cn__branch_head(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
                          const uint8_t branch[16], uint64_t *head, char *name, size_t cap);
-/* Revision root of branch's snapshot at change (<= head): the commit with the
- * highest change <= change on the branch, or the empty root. */
+/* CN_E_NOT_FOUND (CHANGE_NOT_FOUND) unless rev lies in b's lifetime: from its
+ * origin change (0 for main) to its head. */
+cn_err_t cn__branch_within(cn_repos_req_t *rq, const cn_repos_branch_t *b, uint64_t rev);
+
+/* The snapshot of branch at change (inside its lifetime): its newest commit
+ * <= change, or without one its origin's snapshot at the origin change,
+ * followed through origins; the empty tree when no commit is found.
+ * *commit_change (0 for the empty tree) and *commit_id name that commit
+ * (either may be NULL); revision and content are its roots.  CN_E_CORRUPT
+ * for a branch table whose origins do not end. */
+cn_err_t cn__snapshot_at(cn_meta_txn_t *txn, const uint8_t repo[16], const uint8_t branch[16],
+                         uint64_t change, uint64_t *commit_change, cn_digest_t *commit_id,
+                         cn_digest_t *revision, cn_digest_t *content);
+/* cn__snapshot_at's roots alone. */
 cn_err_t cn__snapshot_root(cn_meta_txn_t *txn, const uint8_t repo[16], const uint8_t branch[16],
                            uint64_t change, cn_digest_t *revision, cn_digest_t *content);
+
+/* ---- merges (service_merge.c) -----------------------------------------------------
+ * CN_E_UNSUPPORTED (SCHEMA_OUTDATED) unless repository repo records schema 3
+ * or later; MALFORMED unless the n paths are canonical and at most 1,024. */
+cn_err_t cn__schema_check(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16]);
+cn_err_t cn__paths_check(cn_repos_req_t *rq, const cn_repos_pathv_t *paths, uint32_t n);
+
+/* The checks of cn_repos_merge_submit that come before the publication gate
+ * and record nothing.  cn__merge_plan, once the target branch is loaded:
+ * the source and base branches, the schema, the target head (the nested
+ * submit's base) and the source head inside their lifetimes, and the
+ * recomputed merge base (BASE_MISMATCH); it answers the commit of the
+ * source's snapshot at its head, the merge parent.  cn__merge_covers: every
+ * path the source changed since the base is named by the change set
+ * (MERGE_INCOMPLETE). */
+cn_err_t cn__merge_plan(cn_meta_txn_t *txn, cn_repos_req_t *rq, const cn__repo_t *repo,
+                        const cn_repos_branch_t *target, const cn_repos_merge_t *m,
+                        uint64_t *source_commit, cn_digest_t *source_id);
+cn_err_t cn__merge_covers(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
+                          const cn_repos_changeset_t *cs, uint64_t source_commit, uint64_t base);
+
+/* ---- operation records (service.c) ------------------------------------------------
+ * One row per operation id of a repository, whatever kind recorded it: the
+ * kind (CN_REPOS_OP_SUBMIT / CN_REPOS_OP_BRANCH), the fingerprint the id is
+ * bound to and the encoded outcome (each kind has its own encoding). */
+typedef struct cn__op {
+    bool found;
+    uint8_t kind;
+    cn_digest_t fp;
+    cn_buf_t outcome; /* owned: cn__op_free */
+} cn__op_t;
+cn_err_t cn__op_find(cn_meta_txn_t *txn, const uint8_t repo[16], const uint8_t op[16],
+                     cn__op_t *out);
+void cn__op_free(cn__op_t *o);
+/* Inserts operation op's record (workspace: 16 bytes, zeros where none). */
+cn_err_t cn__op_record(cn_meta_txn_t *txn, const uint8_t repo[16], const uint8_t op[16],
+                       uint8_t kind, const cn_digest_t *fp, const uint8_t workspace[16],
+                       const cn_buf_t *outcome);
+/* Decodes a branch mutation's recorded outcome (service_branch.c):
+ * CN_E_CORRUPT when the bytes are not one. */
+cn_err_t cn__branch_outcome_decode(const uint8_t *p, size_t n, const uint8_t op[16],
+                                   cn_repos_branch_outcome_t *out);
 
 /* Membership lookup: the blob digest and length of (kind, id) in repo.
  * *found false when absent. */
@@ -115,9 +175,9 @@ void cn__ptree_stats(const cn__ptree_t *t, cn__ptree_stats_t *out);
  * cost bound of tests/repos/test_service.c is checked through it. */
 cn_err_t cn__repos_submit_stats(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_submit_t *s,
                                 cn_repos_outcome_t *out, cn__ptree_stats_t *stats);
-/* Opens the tree of branch's snapshot at change `at` (<= upto) once upto is
- * checked against the branch head: CN_E_NOT_FOUND (BRANCH_NOT_FOUND,
- * CHANGE_NOT_FOUND past the head), or as cn__snapshot_root and
+/* Opens the tree of branch's snapshot at change `at` (<= upto) once upto and
+ * at are checked against the branch's lifetime: CN_E_NOT_FOUND
+ * (BRANCH_NOT_FOUND, CHANGE_NOT_FOUND outside it), or as cn__snapshot_root and
  * cn__ptree_open.  *t is NULL on entry; the caller frees it (cn__ptree_free). */
 cn_err_t cn__snapshot_open(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
                            const uint8_t branch[16], uint64_t upto, uint64_t at,
@@ -125,6 +185,29 @@ cn_err_t cn__snapshot_open(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t
 /* Writes the empty snapshot's root row for a new repository. */
 cn_err_t cn__ptree_init_empty(cn_meta_txn_t *wtxn, const uint8_t repo[16], cn_digest_t *revision,
                               cn_digest_t *content);
+
+/* ---- the file_lineage index (service_lineage.c) -----------------------------------
+ * The predecessor rows of the file revisions one commit writes, planned from
+ * the target head's snapshot (and a merge source's) before the change set is
+ * applied to it; the paths are borrowed from the change set. */
+typedef struct cn__lineage_row {
+    const uint8_t *path;
+    size_t path_len;
+    uint64_t pred;
+    const uint8_t *pred_path;
+    size_t pred_len;
+} cn__lineage_row_t;
+typedef struct cn__lineage {
+    cn__lineage_row_t *rows;
+    size_t n, cap;
+} cn__lineage_t;
+/* source: the merge source's snapshot, or NULL.  -ENOMEM or a tree error. */
+cn_err_t cn__lineage_plan(cn__lineage_t *lin, cn__ptree_t *tree, cn__ptree_t *source,
+                          const cn_repos_changeset_t *cs);
+/* Inserts the rows as change's (idempotent). */
+cn_err_t cn__lineage_store(const cn__lineage_t *lin, cn_meta_txn_t *txn, const uint8_t repo[16],
+                           uint64_t change);
+void cn__lineage_free(cn__lineage_t *lin);
 
 /* The two arguments ('b': pointer, size_t) cn_meta_execf / cn_meta_queryf
  * take for a 16-byte id and for a digest. */

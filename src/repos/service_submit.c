@@ -106,56 +106,62 @@ static cn_err_t outcome_decode(const uint8_t *p, size_t n, const uint8_t op[16],
                                                                                 : CN_E_CORRUPT;
 }
 
-/* The recorded operation: *found, and when found its fingerprint matches or
- * not, and the outcome. */
+/* The recorded operation: *found, and when found *same: it is a submit's
+ * whose fingerprint is fp (then *out is its outcome).  An id recorded by
+ * another kind of operation is never the same intent. */
 static cn_err_t op_lookup(cn_meta_txn_t *txn, const uint8_t repo[16], const uint8_t op[16],
-                          bool *found, cn_digest_t *fp, cn_repos_outcome_t *out)
+                          const cn_digest_t *fp, bool *found, bool *same, cn_repos_outcome_t *out)
 {
-    *found = false;
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_OPERATION_FIND], "bb",
-                                  CN__ARG_ID(repo), CN__ARG_ID(op));
-    if (err >= 0)
-        err = cn_meta_step(st);
-    if (err == CN_META_ROW) {
-        size_t n = 0;
-        const uint8_t *b = cn_meta_column_blob(st, 1, &n);
-        *found = true;
-        if (!cn__col_fixed(st, 0, fp->b, CN_DIGEST_LEN) || !b)
-            err = CN_E_CORRUPT;
-        else
-            err = outcome_decode(b, n, op, out);
-    }
-    cn_meta_finish(st);
-    return err < 0 ? err : CN_OK;
+    cn__op_t rec;
+    cn_err_t err = cn__op_find(txn, repo, op, &rec);
+    *found = err >= 0 && rec.found;
+    *same = *found && rec.kind == CN_REPOS_OP_SUBMIT && memcmp(rec.fp.b, fp->b, CN_DIGEST_LEN) == 0;
+    if (*same)
+        err = outcome_decode(rec.outcome.data, rec.outcome.len, op, out);
+    cn__op_free(&rec);
+    return err;
 }
 
-/* An operation asked about, whether it is known, and its outcome. */
+/* An operation asked about: the kind that recorded it and its outcome. */
 typedef struct operation_query {
     const uint8_t *operation;
-    bool known;
+    uint8_t kind;
     cn_repos_outcome_t *out;
+    cn_repos_branch_outcome_t *bout;
 } operation_query_t;
 
 static cn_err_t outcome_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
 {
     operation_query_t *oq = ctx;
-    cn_digest_t fp;
-    cn_err_t err = op_lookup(txn, repo->info.id, oq->operation, &oq->known, &fp, oq->out);
-    if (err < 0)
-        cn_repos_outcome_free(oq->out);
+    cn__op_t rec;
+    cn_err_t err = cn__op_find(txn, repo->info.id, oq->operation, &rec);
+    oq->kind = err >= 0 && rec.found ? rec.kind : CN_REPOS_OP_UNKNOWN;
+    cn_repos_outcome_free(oq->out);
+    memset(oq->out, 0, sizeof *oq->out);
+    if (oq->kind == CN_REPOS_OP_SUBMIT)
+        err = outcome_decode(rec.outcome.data, rec.outcome.len, oq->operation, oq->out);
+    else if (oq->kind == CN_REPOS_OP_BRANCH)
+        err = cn__branch_outcome_decode(rec.outcome.data, rec.outcome.len, oq->operation, oq->bout);
+    else if (err >= 0 && rec.found)
+        err = CN_E_CORRUPT;
+    cn__op_free(&rec);
     return err;
 }
 
 cn_err_t cn_repos_operation_outcome(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
-                                    const uint8_t operation[16], bool *known,
-                                    cn_repos_outcome_t *out)
+                                    const uint8_t operation[16], uint8_t *kind,
+                                    cn_repos_outcome_t *out, cn_repos_branch_outcome_t *bout)
 {
     memset(out, 0, sizeof *out);
-    operation_query_t oq = { operation, false, out };
+    memset(bout, 0, sizeof *bout);
+    operation_query_t oq = { operation, CN_REPOS_OP_UNKNOWN, out, bout };
     cn_err_t err =
         cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, outcome_body, &oq);
-    *known = err >= 0 && oq.known;
+    if (err < 0) {
+        cn_repos_outcome_free(out);
+        memset(out, 0, sizeof *out);
+    }
+    *kind = err >= 0 ? oq.kind : CN_REPOS_OP_UNKNOWN;
     return err;
 }
 
@@ -171,16 +177,22 @@ typedef struct plan {
     cn_repos_t *r;
     cn_repos_req_t *rq;
     const cn_repos_submit_t *s;
+    const cn_repos_merge_t *merge; /* a merge submit's, else NULL */
     cn_digest_t fp;
     cn__repo_t repo;
-    uint64_t head; /* branch head planned against */
+    uint64_t head;         /* branch head planned against */
+    uint64_t parent;       /* the change of the commit of the head's snapshot: the first parent */
+    uint64_t merge_parent; /* a merge's: the commit of the source's snapshot at its head */
+    cn_digest_t merge_id;
     uint64_t repo_head;
     uint64_t change;    /* the change number to assign */
     const uint8_t *map; /* the change set's bytes */
     size_t map_len;
     cn_repos_changeset_t cs;
     cn__ptree_t *tree;
-    removed_t *rm; /* deletes and move sources */
+    cn__ptree_t *source; /* a merge's: the source's snapshot at its head */
+    cn__lineage_t lin;   /* the file_lineage rows of the commit */
+    removed_t *rm;       /* deletes and move sources */
     size_t nrm;
     cn_repos_outcome_t out;
     cn_buf_t commit; /* commit encoding when accepted */
@@ -197,6 +209,9 @@ static void plan_clear(plan_t *pl)
     pl->map = NULL;
     cn__ptree_free(pl->tree);
     pl->tree = NULL;
+    cn__ptree_free(pl->source);
+    pl->source = NULL;
+    cn__lineage_free(&pl->lin);
     for (size_t i = 0; i < pl->nrm; i++)
         free(pl->rm[i].fold);
     free(pl->rm);
@@ -429,20 +444,93 @@ static cn_err_t apply(plan_t *pl, cn_meta_txn_t *txn)
     return CN_OK;
 }
 
-static cn_err_t commit_of(cn_meta_txn_t *txn, const uint8_t repo[16], uint64_t change,
-                          cn_digest_t *id)
+/* The operation id: a recorded one replays (pl->replay) or is another
+ * intent; a new one must name the current incarnation. */
+static cn_err_t plan_identity(plan_t *pl, cn_meta_txn_t *txn)
 {
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_COMMIT_ID], "bi",
-                                  CN__ARG_ID(repo), (int64_t)change);
-    if (err >= 0)
-        err = cn_meta_step(st);
-    if (err == CN_META_ROW)
-        err = cn__col_fixed(st, 0, id->b, CN_DIGEST_LEN) ? CN_OK : CN_E_CORRUPT;
-    else if (err == CN_META_DONE)
-        err = CN_E_CORRUPT;
-    cn_meta_finish(st);
-    return err;
+    const cn_repos_submit_t *s = pl->s;
+    bool found = false, same = false;
+    CN_TRY(op_lookup(txn, s->repo, s->operation, &pl->fp, &found, &same, &pl->out));
+    if (found && !same)
+        return cn__rfail(pl->rq, CN_E_CONFLICT, CN_REPOS_E_OPERATION_INTENT_MISMATCH,
+                         "the operation id was used for another request");
+    pl->replay = found;
+    if (found)
+        return CN_OK;
+    memset(&pl->out, 0, sizeof pl->out);
+    memcpy(pl->out.operation, s->operation, 16);
+    if (memcmp(pl->repo.info.incarnation, s->incarnation, 16) != 0)
+        return cn__rfail(pl->rq, CN_E_CONFLICT, CN_REPOS_E_INCARNATION_MISMATCH,
+                         "the repository was restored: its incarnation differs");
+    return CN_OK;
+}
+
+/* The branch and its head, a merge's checks, and the base inside the
+ * branch's lifetime. */
+static cn_err_t plan_branch(plan_t *pl, cn_meta_txn_t *txn)
+{
+    const cn_repos_submit_t *s = pl->s;
+    cn_repos_branch_t br;
+    CN_TRY(cn__branch_load(txn, pl->rq, s->repo, s->branch, &br));
+    pl->head = br.head;
+    pl->repo_head = pl->repo.info.head;
+    if (pl->merge)
+        CN_TRY(cn__merge_plan(txn, pl->rq, &pl->repo, &br, pl->merge, &pl->merge_parent,
+                              &pl->merge_id));
+    if (s->base > pl->head || s->base < br.origin_change)
+        return cn__rfail(pl->rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
+                         "the expected base %llu is outside the branch's lifetime %llu..%llu",
+                         (unsigned long long)s->base, (unsigned long long)br.origin_change,
+                         (unsigned long long)pl->head);
+    return CN_OK;
+}
+
+/* Maps and parses the change set, which must be a member. */
+static cn_err_t plan_changeset(plan_t *pl, cn_meta_txn_t *txn)
+{
+    const cn_repos_submit_t *s = pl->s;
+    cn_digest_t blob;
+    bool found = false;
+    CN_TRY(cn__object_find(txn, s->repo, CN_REPOS_CHANGESET, &s->changeset, &found, &blob, NULL,
+                           NULL));
+    if (!found)
+        return cn__rfail(pl->rq, CN_E_NOT_FOUND, CN_REPOS_E_OBJECT_MISSING,
+                         "the change set is not in the repository");
+    CN_TRY(cn__blob_map(pl->r, &blob, &pl->map, &pl->map_len));
+    if (cn_repos_changeset_parse(pl->map, pl->map_len, &pl->cs) < 0)
+        return CN_E_CORRUPT;
+    return pl->merge
+               ? cn__merge_covers(txn, pl->rq, s->repo, &pl->cs, pl->merge_parent, pl->merge->base)
+               : CN_OK;
+}
+
+/* Encodes the accepted commit: its first parent is the commit of the
+ * head's snapshot, a merge's second the source head's commit (a target
+ * without commits has the merge parent alone). */
+static cn_err_t plan_commit(plan_t *pl, const cn_digest_t *parent_id)
+{
+    const cn_repos_submit_t *s = pl->s;
+    cn_repos_commit_t c;
+    memset(&c, 0, sizeof c);
+    memcpy(c.repository, s->repo, 16);
+    memcpy(c.branch, s->branch, 16);
+    c.change = pl->change;
+    if (pl->parent)
+        c.parents[c.parent_count++] = *parent_id;
+    if (pl->merge_parent)
+        c.parents[c.parent_count++] = pl->merge_id;
+    c.changeset = s->changeset;
+    c.author = s->author;
+    c.author_len = s->author_len;
+    c.message = s->message;
+    c.message_len = s->message_len;
+    c.time_ms = (uint64_t)cn__repos_now_ms();
+    CN_TRY(cn__ptree_finish(pl->tree, &c.content_root, &c.revision_root));
+    CN_TRY(cn_repos_commit_encode(&pl->commit, &c));
+    pl->out.outcome = CN_REPOS_ACCEPTED;
+    pl->out.change = pl->change;
+    cn_repos_object_id(CN_REPOS_COMMIT, pl->commit.data, pl->commit.len, &pl->out.commit);
+    return CN_OK;
 }
 
 /* Phase 1's body.  On return either pl->replay (pl->out is the recorded
@@ -451,86 +539,29 @@ static cn_err_t commit_of(cn_meta_txn_t *txn, const uint8_t repo[16], uint64_t c
 static cn_err_t plan_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
 {
     plan_t *pl = ctx;
-    cn_repos_t *r = pl->r;
     const cn_repos_submit_t *s = pl->s;
     pl->repo = *repo;
-    bool found = false;
-    cn_digest_t fp;
-    cn_err_t err;
-    if ((err = op_lookup(txn, s->repo, s->operation, &found, &fp, &pl->out)) < 0)
-        goto out;
-    if (found) {
-        if (memcmp(fp.b, pl->fp.b, CN_DIGEST_LEN) != 0)
-            err = cn__rfail(pl->rq, CN_E_CONFLICT, CN_REPOS_E_OPERATION_INTENT_MISMATCH,
-                            "the operation id was used for another request");
-        else
-            pl->replay = true;
-        goto out;
-    }
-    memset(&pl->out, 0, sizeof pl->out);
-    memcpy(pl->out.operation, s->operation, 16);
-    if (memcmp(pl->repo.info.incarnation, s->incarnation, 16) != 0) {
-        err = cn__rfail(pl->rq, CN_E_CONFLICT, CN_REPOS_E_INCARNATION_MISMATCH,
-                        "the repository was restored: its incarnation differs");
-        goto out;
-    }
-    if ((err = cn__branch_head(txn, pl->rq, s->repo, s->branch, &pl->head, NULL, 0)) < 0)
-        goto out;
-    pl->repo_head = pl->repo.info.head;
-    if (s->base > pl->head) {
-        err = cn__rfail(pl->rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
-                        "the expected base %llu is past the branch head %llu",
-                        (unsigned long long)s->base, (unsigned long long)pl->head);
-        goto out;
-    }
-    cn_digest_t blob;
-    if ((err = cn__object_find(txn, s->repo, CN_REPOS_CHANGESET, &s->changeset, &found, &blob, NULL,
-                               NULL)) < 0)
-        goto out;
-    if (!found) {
-        err = cn__rfail(pl->rq, CN_E_NOT_FOUND, CN_REPOS_E_OBJECT_MISSING,
-                        "the change set is not in the repository");
-        goto out;
-    }
-    if ((err = cn__blob_map(r, &blob, &pl->map, &pl->map_len)) < 0)
-        goto out;
-    if (cn_repos_changeset_parse(pl->map, pl->map_len, &pl->cs) < 0) {
-        err = CN_E_CORRUPT;
-        goto out;
-    }
-    cn_digest_t rev, content;
-    if ((err = cn__snapshot_root(txn, s->repo, s->branch, pl->head, &rev, &content)) < 0 ||
-        (err = cn__ptree_open(txn, s->repo, &rev, &pl->tree)) < 0 || (err = judge(pl, txn)) < 0)
-        goto out;
+    CN_TRY(plan_identity(pl, txn));
+    if (pl->replay)
+        return CN_OK;
+    CN_TRY(plan_branch(pl, txn));
+    CN_TRY(plan_changeset(pl, txn));
+    cn_digest_t rev, content, parent_id;
+    CN_TRY(cn__snapshot_at(txn, s->repo, s->branch, pl->head, &pl->parent, &parent_id, &rev,
+                           &content));
+    CN_TRY(cn__ptree_open(txn, s->repo, &rev, &pl->tree));
+    CN_TRY(judge(pl, txn));
     if (pl->out.outcome == CN_REPOS_REJECTED)
-        goto out;
+        return CN_OK;
     pl->change = pl->repo_head + 1;
-    if ((err = apply(pl, txn)) < 0)
-        goto out;
-    cn_repos_commit_t c;
-    memset(&c, 0, sizeof c);
-    memcpy(c.repository, s->repo, 16);
-    memcpy(c.branch, s->branch, 16);
-    c.change = pl->change;
-    if (pl->head) {
-        c.parent_count = 1;
-        if ((err = commit_of(txn, s->repo, pl->head, &c.parents[0])) < 0)
-            goto out;
+    if (pl->merge) {
+        CN_TRY(cn__snapshot_root(txn, s->repo, pl->merge->source, pl->merge->source_head, &rev,
+                                 &content));
+        CN_TRY(cn__ptree_open(txn, s->repo, &rev, &pl->source));
     }
-    c.changeset = s->changeset;
-    c.author = s->author;
-    c.author_len = s->author_len;
-    c.message = s->message;
-    c.message_len = s->message_len;
-    c.time_ms = (uint64_t)cn__repos_now_ms();
-    if ((err = cn__ptree_finish(pl->tree, &c.content_root, &c.revision_root)) < 0 ||
-        (err = cn_repos_commit_encode(&pl->commit, &c)) < 0)
-        goto out;
-    pl->out.outcome = CN_REPOS_ACCEPTED;
-    pl->out.change = pl->change;
-    cn_repos_object_id(CN_REPOS_COMMIT, pl->commit.data, pl->commit.len, &pl->out.commit);
-out:
-    return err;
+    CN_TRY(cn__lineage_plan(&pl->lin, pl->tree, pl->source, &pl->cs));
+    CN_TRY(apply(pl, txn));
+    return plan_commit(pl, &parent_id);
 }
 
 /* Phase 1, in one read transaction.  Not repeated: its body maps the change
@@ -614,15 +645,17 @@ static cn_err_t record_accepted(plan_t *pl, cn_meta_txn_t *txn)
         err = cn_repos_commit_parse(pl->commit.data, pl->commit.len, &c);
     if (err >= 0)
         err = cn_meta_execf(
-            txn, cn__sql_repos[CN_SQL_REPOS_COMMIT_INSERT], "bibbibbbibb", CN__ARG_ID(s->repo),
+            txn, cn__sql_repos[CN_SQL_REPOS_COMMIT_INSERT], "bibbibbbibbini", CN__ARG_ID(s->repo),
             (int64_t)pl->change, CN__ARG_ID(s->branch), CN__ARG_DIGEST(&pl->out.commit),
-            (int64_t)pl->head, CN__ARG_DIGEST(&s->changeset),
+            (int64_t)pl->parent, CN__ARG_DIGEST(&s->changeset),
             (const void *)(s->author_len ? s->author : (const uint8_t *)""), (size_t)s->author_len,
             (const void *)(s->message_len ? s->message : (const uint8_t *)""),
             (size_t)s->message_len, (int64_t)c.time_ms, CN__ARG_DIGEST(&c.content_root),
-            CN__ARG_DIGEST(&c.revision_root));
+            CN__ARG_DIGEST(&c.revision_root), (int64_t)pl->merge_parent, (int64_t)0);
     if (err >= 0)
         err = record_events(pl, txn);
+    if (err >= 0)
+        err = cn__lineage_store(&pl->lin, txn, s->repo, pl->change);
     if (err >= 0)
         err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_BRANCH_SET_HEAD], "ibb",
                             (int64_t)pl->change, CN__ARG_ID(s->repo), CN__ARG_ID(s->branch));
@@ -638,12 +671,10 @@ static cn_err_t record_body(cn_meta_txn_t *txn, void *ctx)
 {
     plan_t *pl = ctx;
     const cn_repos_submit_t *s = pl->s;
-    bool found = false;
-    cn_digest_t fp;
-    cn_repos_outcome_t prior;
-    memset(&prior, 0, sizeof prior);
-    cn_err_t err = op_lookup(txn, s->repo, s->operation, &found, &fp, &prior);
-    cn_repos_outcome_free(&prior);
+    cn__op_t prior;
+    cn_err_t err = cn__op_find(txn, s->repo, s->operation, &prior);
+    bool found = prior.found;
+    cn__op_free(&prior);
     uint64_t head = 0;
     cn__repo_t now;
     memset(&now, 0, sizeof now);
@@ -657,10 +688,8 @@ static cn_err_t record_body(cn_meta_txn_t *txn, void *ctx)
         err = record_accepted(pl, txn);
     cn_buf_t rec = { 0 };
     if (err >= 0 && !pl->again && (err = outcome_encode(&pl->out, &rec)) >= 0)
-        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_OPERATION_INSERT], "bbbbbi",
-                            CN__ARG_ID(s->repo), CN__ARG_ID(s->operation), CN__ARG_DIGEST(&pl->fp),
-                            CN__ARG_ID(s->workspace), (const void *)rec.data, rec.len,
-                            cn__repos_now_ms());
+        err = cn__op_record(txn, s->repo, s->operation, CN_REPOS_OP_SUBMIT, &pl->fp, s->workspace,
+                            &rec);
     cn_buf_free(&rec);
     /* The intent has its final outcome: its upload pins end here. */
     if (err >= 0 && !pl->again)
@@ -683,8 +712,10 @@ static bool zero16(const uint8_t id[16])
     return true;
 }
 
-cn_err_t cn__repos_submit_stats(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_submit_t *s,
-                                cn_repos_outcome_t *out, cn__ptree_stats_t *stats)
+/* A submit, ordinary (merge NULL) or a merge's, and its tree counters. */
+static cn_err_t submit_run(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_submit_t *s,
+                           const cn_repos_merge_t *merge, cn_repos_outcome_t *out,
+                           cn__ptree_stats_t *stats)
 {
     memset(out, 0, sizeof *out);
     if (stats)
@@ -702,7 +733,11 @@ cn_err_t cn__repos_submit_stats(cn_repos_t *r, cn_repos_req_t *rq, const cn_repo
     pl.r = r;
     pl.rq = rq;
     pl.s = s;
-    cn_repos_submit_fp(s, &pl.fp);
+    pl.merge = merge;
+    if (merge)
+        cn_repos_merge_fp(merge, &pl.fp);
+    else
+        cn_repos_submit_fp(s, &pl.fp);
     pthread_mutex_t *mu = &r->repo_mu[s->repo[0] % CN__REPO_LOCKS];
     pthread_mutex_lock(mu);
     cn_err_t err = CN_OK;
@@ -733,8 +768,25 @@ cn_err_t cn__repos_submit_stats(cn_repos_t *r, cn_repos_req_t *rq, const cn_repo
     return err;
 }
 
+cn_err_t cn__repos_submit_stats(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_submit_t *s,
+                                cn_repos_outcome_t *out, cn__ptree_stats_t *stats)
+{
+    return submit_run(r, rq, s, NULL, out, stats);
+}
+
+cn_err_t cn_repos_merge_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_merge_t *m,
+                               cn_repos_outcome_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (memcmp(m->source, m->submit.branch, 16) == 0 || m->base > m->source_head ||
+        m->base > m->submit.base)
+        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
+                         "a merge's source is another branch, and its base is at most both heads");
+    return submit_run(r, rq, &m->submit, m, out, NULL);
+}
+
 cn_err_t cn_repos_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_submit_t *s,
                          cn_repos_outcome_t *out)
 {
-    return cn__repos_submit_stats(r, rq, s, out, NULL);
+    return submit_run(r, rq, s, NULL, out, NULL);
 }

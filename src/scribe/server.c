@@ -42,9 +42,14 @@ static const struct {
     { CN_REPOS_E_WORKSPACE_MISMATCH, CN_SCRIBE_E_WORKSPACE_MISMATCH },
     { CN_REPOS_E_INTENT_FINALIZED, CN_SCRIBE_E_INTENT_FINALIZED },
     { CN_REPOS_E_PATH_CONFLICT, CN_SCRIBE_E_PATH_CONFLICT },
+    { CN_REPOS_E_BRANCH_EXISTS, CN_SCRIBE_E_BRANCH_EXISTS },
+    { CN_REPOS_E_NAME_MISMATCH, CN_SCRIBE_E_NAME_MISMATCH },
+    { CN_REPOS_E_SCHEMA_OUTDATED, CN_SCRIBE_E_SCHEMA_OUTDATED },
     { CN_REPOS_E_OPERATION_INTENT_MISMATCH, CN_SCRIBE_E_OPERATION_INTENT_MISMATCH },
     { CN_REPOS_E_INCARNATION_MISMATCH, CN_SCRIBE_E_INCARNATION_MISMATCH },
     { CN_REPOS_E_BASE_CONFLICT, CN_SCRIBE_E_BASE_CONFLICT },
+    { CN_REPOS_E_BASE_MISMATCH, CN_SCRIBE_E_BASE_MISMATCH },
+    { CN_REPOS_E_MERGE_INCOMPLETE, CN_SCRIBE_E_MERGE_INCOMPLETE },
     { CN_REPOS_E_NOTE_REVISION_STALE, CN_SCRIBE_E_NOTE_REVISION_STALE },
 };
 
@@ -124,6 +129,12 @@ cn_err_t cn__scribe_fail(cn__scribe_call_t *k, cn_err_t err)
     uint16_t code = cn__scribe_code_for(&k->rq.fail, err);
     const char *text = k->rq.fail.message[0] ? k->rq.fail.message : cn_strerror(err);
     return cn__scribe_fail_code(k, code, "%s", text);
+}
+
+cn_err_t cn__scribe_malformed(cn__scribe_call_t *k)
+{
+    return cn__scribe_fail_code(k, CN_SCRIBE_E_MALFORMED, "malformed %s request",
+                                cn_scribe_op_name(k->hdr.opcode));
 }
 
 cn_err_t cn__scribe_reply(cn__scribe_call_t *k, uint16_t flags)
@@ -325,6 +336,7 @@ static int scribe_classify(void *cstate, const uint8_t *head)
     case CN_SCRIBE_OP_PUT_OBJECTS:
     case CN_SCRIBE_OP_GET_OBJECTS:
     case CN_SCRIBE_OP_SUBMIT:
+    case CN_SCRIBE_OP_MERGE_SUBMIT:
     case CN_SCRIBE_OP_PIN_OBJECTS:
     case CN_SCRIBE_OP_REPO_USAGE: return CN_POOL_STORAGE;
     default: return CN_POOL_QUERY;

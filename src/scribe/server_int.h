@@ -78,10 +78,23 @@ uint16_t cn__scribe_detail_code(uint16_t detail);
 uint16_t cn__scribe_code_for(const cn_fail_t *f, cn_err_t err);
 /* Maps a service failure (k->rq.fail, or err) onto the wire and sends it. */
 cn_err_t cn__scribe_fail(cn__scribe_call_t *k, cn_err_t err);
+/* Answers malformed for a payload the opcode's decoder refused. */
+cn_err_t cn__scribe_malformed(cn__scribe_call_t *k);
 /* Sends a reply frame whose payload is sc->out (flags: 0 or STREAM). */
 cn_err_t cn__scribe_reply(cn__scribe_call_t *k, uint16_t flags);
 /* The operation table: decode, call the service, encode. */
 cn_err_t cn__scribe_op(cn__scribe_call_t *k);
+/* The branch operations, 20..23 (server_branch.c). */
+cn_err_t cn__scribe_op_branch(cn__scribe_call_t *k);
+/* The wire view of a branch mutation's outcome (its strings borrowed from o). */
+void cn__scribe_branch_outcome_view(const cn_repos_branch_outcome_t *o,
+                                    cn_scribe_branch_outcome_t *v);
+/* merge_submit and merge_read, 24 and 25 (server_merge.c). */
+cn_err_t cn__scribe_op_merge(cn__scribe_call_t *k);
+/* The service view of a decoded submit (its strings borrowed from q). */
+void cn__scribe_submit_view(const cn_scribe_submit_req_t *q, cn_repos_submit_t *s);
+/* Answers the Submit outcome o (and frees it). */
+cn_err_t cn__scribe_reply_outcome(cn__scribe_call_t *k, cn_repos_outcome_t *o);
 /* Writes n stream bytes with a deadline sized for them. */
 cn_err_t cn__scribe_write(cn__scribe_call_t *k, const void *p, size_t n);
 

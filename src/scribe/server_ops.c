@@ -21,12 +21,6 @@ static cn_err_t ensure_io(cn__scribe_conn_t *sc)
     return CN_OK;
 }
 
-static cn_err_t malformed(cn__scribe_call_t *k)
-{
-    return cn__scribe_fail_code(k, CN_SCRIBE_E_MALFORMED, "malformed %s request",
-                                cn_scribe_op_name(k->hdr.opcode));
-}
-
 static void info_view(const cn_repos_info_t *ri, cn_scribe_repo_info_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -43,7 +37,7 @@ static void info_view(const cn_repos_info_t *ri, cn_scribe_repo_info_t *out)
 static cn_err_t op_discover(cn__scribe_call_t *k)
 {
     if (k->len)
-        return malformed(k);
+        return cn__scribe_malformed(k);
     cn_scribe_str_t empty = { (const uint8_t *)"", 0 };
     cn_buf_reset(&k->sc->out);
     CN_TRY(cn_scribe_enc_discover(&k->sc->out, k->sc->codec, CN_SCRIBE_ROLE_STORAGE, false, &empty,
@@ -64,7 +58,7 @@ static cn_err_t op_repo_create(cn__scribe_call_t *k)
 {
     cn_scribe_repo_create_req_t q;
     if (cn_scribe_dec_repo_create_req(k->payload, k->len, k->sc->codec, &q) < 0)
-        return malformed(k);
+        return cn__scribe_malformed(k);
     cn_repos_info_t ri;
     cn_err_t err = cn_repos_create(k->sc->srv->repos, &k->rq, (const char *)q.name.p, q.name.len,
                                    q.compression, &ri);
@@ -75,7 +69,7 @@ static cn_err_t op_repo_info(cn__scribe_call_t *k)
 {
     cn_scribe_repo_info_req_t q;
     if (cn_scribe_dec_repo_info_req(k->payload, k->len, k->sc->codec, &q) < 0)
-        return malformed(k);
+        return cn__scribe_malformed(k);
     cn_repos_info_t ri;
     cn_err_t err = q.by == CN_SCRIBE_REPO_BY_ID
                        ? cn_repos_info(k->sc->srv->repos, &k->rq, q.id.b, &ri)
@@ -102,7 +96,7 @@ static cn_err_t op_repo_list(cn__scribe_call_t *k)
 {
     cn_scribe_repo_list_req_t q;
     if (cn_scribe_dec_repo_list_req(k->payload, k->len, k->sc->codec, &q) < 0)
-        return malformed(k);
+        return cn__scribe_malformed(k);
     uint32_t limit = q.limit == 0 ? 1 : q.limit > CN_SCRIBE_MAX_PAGE ? CN_SCRIBE_MAX_PAGE : q.limit;
     char after[CN_REPOS_NAME_MAX + 1] = "";
     if (q.has_token) {
@@ -144,7 +138,7 @@ static cn_err_t op_repo_usage(cn__scribe_call_t *k)
 {
     cn_scribe_id_t id;
     if (cn_scribe_dec_repo_id_req(k->payload, k->len, k->sc->codec, &id) < 0)
-        return malformed(k);
+        return cn__scribe_malformed(k);
     uint64_t bytes = 0;
     cn_err_t err = cn_repos_usage(k->sc->srv->repos, &k->rq, id.b, &bytes);
     if (err < 0)
@@ -174,7 +168,7 @@ static cn_err_t op_instance_status(cn__scribe_call_t *k)
 {
     cn_scribe_instance_req_t q;
     if (cn_scribe_dec_instance_req(k->payload, k->len, k->sc->codec, &q) < 0)
-        return malformed(k);
+        return cn__scribe_malformed(k);
     inst_acc_t *a = calloc(1, sizeof *a);
     cn_scribe_instance_row_t *rows = calloc(CN_SCRIBE_MAX_INSTANCE_PAGE, sizeof *rows);
     if (!a || !rows) {
@@ -260,7 +254,7 @@ static cn_err_t op_put_objects(cn__scribe_call_t *k)
     cn_scribe_put_req_t q;
     if (cn_scribe_dec_put_req(k->payload, k->len, k->sc->codec, &q) < 0) {
         k->close = true; /* the stream that follows cannot be delimited */
-        return malformed(k);
+        return cn__scribe_malformed(k);
     }
     CN_TRY(ensure_io(k->sc));
     cn_repos_put_t *p = NULL;
@@ -397,7 +391,7 @@ static cn_err_t op_get_objects(cn__scribe_call_t *k)
     cn_repos_objref_t *refs = NULL;
     cn_err_t err = objrefs(k, CN_SCRIBE_OP_GET_OBJECTS, &q, &refs);
     if (err == CN_E_PROTOCOL)
-        return malformed(k);
+        return cn__scribe_malformed(k);
     if (err < 0)
         return err;
     cn_repos_obj_t *objs = malloc(q.count * sizeof *objs);
@@ -447,7 +441,7 @@ static cn_err_t op_presence(cn__scribe_call_t *k, bool pin)
     cn_repos_objref_t *refs = NULL;
     cn_err_t err = objrefs(k, pin ? CN_SCRIBE_OP_PIN_OBJECTS : CN_SCRIBE_OP_PRESENCE, &q, &refs);
     if (err == CN_E_PROTOCOL)
-        return malformed(k);
+        return cn__scribe_malformed(k);
     if (err < 0)
         return err;
     bool *bits = malloc(q.count * sizeof *bits);
@@ -485,55 +479,68 @@ static cn_err_t outcome_view(const cn_repos_outcome_t *o, cn_scribe_submit_outco
     return CN_OK;
 }
 
+void cn__scribe_submit_view(const cn_scribe_submit_req_t *q, cn_repos_submit_t *s)
+{
+    memset(s, 0, sizeof *s);
+    memcpy(s->repo, q->repo.b, 16);
+    memcpy(s->incarnation, q->incarnation.b, 16);
+    memcpy(s->operation, q->operation.b, 16);
+    memcpy(s->branch, q->branch.b, 16);
+    memcpy(s->workspace, q->workspace.b, 16);
+    s->base = q->base;
+    s->changeset = q->changeset;
+    s->keep_locks = q->keep_locks;
+    s->author = q->author.p;
+    s->author_len = (uint16_t)q->author.len;
+    s->message = q->message.p;
+    s->message_len = q->message.len;
+}
+
+cn_err_t cn__scribe_reply_outcome(cn__scribe_call_t *k, cn_repos_outcome_t *o)
+{
+    cn_scribe_submit_outcome_t v;
+    cn_scribe_str_t paths[CN_REPOS_CONFLICT_PATHS_MAX];
+    outcome_view(o, &v, paths);
+    cn_buf_reset(&k->sc->out);
+    cn_err_t err = cn_scribe_enc_submit_resp(&k->sc->out, k->sc->codec, &v, paths);
+    cn_repos_outcome_free(o);
+    return err < 0 ? err : cn__scribe_reply(k, 0);
+}
+
 static cn_err_t op_submit(cn__scribe_call_t *k)
 {
     cn_scribe_submit_req_t q;
     if (cn_scribe_dec_submit_req(k->payload, k->len, k->sc->codec, &q) < 0)
-        return malformed(k);
+        return cn__scribe_malformed(k);
     cn_repos_submit_t s;
-    memset(&s, 0, sizeof s);
-    memcpy(s.repo, q.repo.b, 16);
-    memcpy(s.incarnation, q.incarnation.b, 16);
-    memcpy(s.operation, q.operation.b, 16);
-    memcpy(s.branch, q.branch.b, 16);
-    memcpy(s.workspace, q.workspace.b, 16);
-    s.base = q.base;
-    s.changeset = q.changeset;
-    s.keep_locks = q.keep_locks;
-    s.author = q.author.p;
-    s.author_len = (uint16_t)q.author.len;
-    s.message = q.message.p;
-    s.message_len = q.message.len;
+    cn__scribe_submit_view(&q, &s);
     cn_repos_outcome_t o;
     cn_err_t err = cn_repos_submit(k->sc->srv->repos, &k->rq, &s, &o);
-    if (err < 0)
-        return cn__scribe_fail(k, err);
-    cn_scribe_submit_outcome_t v;
-    cn_scribe_str_t paths[CN_REPOS_CONFLICT_PATHS_MAX];
-    outcome_view(&o, &v, paths);
-    cn_buf_reset(&k->sc->out);
-    err = cn_scribe_enc_submit_resp(&k->sc->out, k->sc->codec, &v, paths);
-    cn_repos_outcome_free(&o);
-    return err < 0 ? err : cn__scribe_reply(k, 0);
+    return err < 0 ? cn__scribe_fail(k, err) : cn__scribe_reply_outcome(k, &o);
 }
 
 static cn_err_t op_outcome(cn__scribe_call_t *k)
 {
     cn_scribe_outcome_req_t q;
     if (cn_scribe_dec_outcome_req(k->payload, k->len, k->sc->codec, &q) < 0)
-        return malformed(k);
-    bool known = false;
+        return cn__scribe_malformed(k);
+    uint8_t kind = CN_REPOS_OP_UNKNOWN;
     cn_repos_outcome_t o;
-    cn_err_t err =
-        cn_repos_operation_outcome(k->sc->srv->repos, &k->rq, q.repo.b, q.operation.b, &known, &o);
+    cn_repos_branch_outcome_t bo;
+    cn_err_t err = cn_repos_operation_outcome(k->sc->srv->repos, &k->rq, q.repo.b, q.operation.b,
+                                              &kind, &o, &bo);
     if (err < 0)
         return cn__scribe_fail(k, err);
     cn_scribe_outcome_resp_t v;
     memset(&v, 0, sizeof v);
     cn_scribe_str_t paths[CN_REPOS_CONFLICT_PATHS_MAX];
-    v.kind = known ? CN_SCRIBE_OUTCOME_KIND_SUBMIT : CN_SCRIBE_OUTCOME_KIND_UNKNOWN;
-    if (known)
+    if (kind == CN_REPOS_OP_SUBMIT) {
+        v.kind = CN_SCRIBE_OUTCOME_KIND_SUBMIT;
         outcome_view(&o, &v.submit, paths);
+    } else if (kind == CN_REPOS_OP_BRANCH) {
+        v.kind = CN_SCRIBE_OUTCOME_KIND_BRANCH;
+        cn__scribe_branch_outcome_view(&bo, &v.branch);
+    }
     cn_buf_reset(&k->sc->out);
     err = cn_scribe_enc_outcome_resp(&k->sc->out, k->sc->codec, &v, paths);
     cn_repos_outcome_free(&o);
@@ -605,7 +612,7 @@ static cn_err_t op_tree_page(cn__scribe_call_t *k)
 {
     cn_scribe_tree_page_req_t q;
     if (cn_scribe_dec_tree_page_req(k->payload, k->len, k->sc->codec, &q) < 0)
-        return malformed(k);
+        return cn__scribe_malformed(k);
     cn_repos_page_q_t pq;
     memset(&pq, 0, sizeof pq);
     memcpy(pq.repo, q.repo.b, 16);
@@ -663,7 +670,7 @@ static cn_err_t op_changed_paths(cn__scribe_call_t *k)
 {
     cn_scribe_changed_req_t q;
     if (cn_scribe_dec_changed_req(k->payload, k->len, k->sc->codec, &q) < 0)
-        return malformed(k);
+        return cn__scribe_malformed(k);
     cn_repos_changed_q_t cq;
     memset(&cq, 0, sizeof cq);
     memcpy(cq.repo, q.repo.b, 16);
@@ -726,6 +733,9 @@ static cn_err_t log_row(void *ctx, const cn_repos_log_row_t *row)
     r.message.len = (uint32_t)row->message_len;
     r.message.p = acc_str(a, row->message, row->message_len, &err);
     r.time_ms = (uint64_t)row->time_ms;
+    r.has_merge = row->merge_change != 0;
+    r.merge_change = row->merge_change;
+    memcpy(r.merge_branch.b, row->merge_branch, 16);
     if (err < 0)
         return err;
     return acc_push(a, &r,
@@ -736,7 +746,7 @@ static cn_err_t op_log(cn__scribe_call_t *k)
 {
     cn_scribe_log_req_t q;
     if (cn_scribe_dec_log_req(k->payload, k->len, k->sc->codec, &q) < 0)
-        return malformed(k);
+        return cn__scribe_malformed(k);
     if (q.follow_merges || q.all_branches)
         return cn__scribe_fail_code(k, CN_SCRIBE_E_MALFORMED,
                                     "follow-merges and all-branch logs need branches, which this "
@@ -794,7 +804,7 @@ static cn_err_t op_describe(cn__scribe_call_t *k)
 {
     cn_scribe_describe_req_t q;
     if (cn_scribe_dec_describe_req(k->payload, k->len, k->sc->codec, &q) < 0)
-        return malformed(k);
+        return cn__scribe_malformed(k);
     cn_repos_note_t n;
     cn_err_t err =
         cn_repos_describe(k->sc->srv->repos, &k->rq, q.repo.b, q.change, q.expected_revision,
@@ -815,7 +825,7 @@ static cn_err_t op_notes(cn__scribe_call_t *k)
 {
     cn_scribe_notes_req_t q;
     if (cn_scribe_dec_notes_req(k->payload, k->len, k->sc->codec, &q) < 0)
-        return malformed(k);
+        return cn__scribe_malformed(k);
     uint64_t *changes = malloc(q.count * sizeof *changes);
     bool *present = malloc(q.count * sizeof *present);
     cn_repos_note_t *notes = calloc(q.count, sizeof *notes);
@@ -879,7 +889,7 @@ static cn_err_t op_note_history(cn__scribe_call_t *k)
 {
     cn_scribe_history_req_t q;
     if (cn_scribe_dec_history_req(k->payload, k->len, k->sc->codec, &q) < 0)
-        return malformed(k);
+        return cn__scribe_malformed(k);
     uint32_t limit = q.limit == 0                            ? 1
                      : q.limit > CN_REPOS_NOTE_REVISIONS_MAX ? CN_REPOS_NOTE_REVISIONS_MAX
                                                              : q.limit;
@@ -932,6 +942,12 @@ cn_err_t cn__scribe_op(cn__scribe_call_t *k)
     case CN_SCRIBE_OP_DESCRIBE_CHANGE: return op_describe(k);
     case CN_SCRIBE_OP_CHANGE_NOTES: return op_notes(k);
     case CN_SCRIBE_OP_CHANGE_NOTE_HISTORY: return op_note_history(k);
+    case CN_SCRIBE_OP_BRANCH_LIST:
+    case CN_SCRIBE_OP_BRANCH_MUTATE:
+    case CN_SCRIBE_OP_BRANCH_INFO:
+    case CN_SCRIBE_OP_BRANCH_OUTCOME: return cn__scribe_op_branch(k);
+    case CN_SCRIBE_OP_MERGE_SUBMIT:
+    case CN_SCRIBE_OP_MERGE_READ: return cn__scribe_op_merge(k);
     default:
         return cn__scribe_fail_code(k, CN_SCRIBE_E_UNSUPPORTED_OPERATION,
                                     "%s is not offered by this server yet",

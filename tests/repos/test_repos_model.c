@@ -689,8 +689,64 @@ static void test_tree_persistence(void)
     oracle_tree_free(t);
 }
 
+/* ---- the merge base -------------------------------------------------------------------- */
+/* A commit graph as parents[change] = {first, merge}; calls counts the
+ * accessor's use. */
+typedef struct graph {
+    const uint64_t (*parents)[2];
+    uint64_t n, calls;
+} graph_t;
+
+static cn_err_t graph_parents(void *ctx, uint64_t change, uint64_t *first, uint64_t *merge)
+{
+    graph_t *g = ctx;
+    g->calls++;
+    if (change == 0 || change >= g->n)
+        return CN_E_NOT_FOUND;
+    *first = g->parents[change][0];
+    *merge = g->parents[change][1];
+    return CN_OK;
+}
+
+static uint64_t base_of(graph_t *g, uint64_t target, uint64_t source)
+{
+    uint64_t base = 99;
+    CN_CHECK_EQ(cn_repos_merge_base(target, source, graph_parents, g, 1000, &base), 0);
+    return base;
+}
+
+static void test_merge_base(void)
+{
+    /* main: 1, 2, 4, 6 (merges feature at 5), 8; feature from main at 2: 3,
+     * 5, 7, 9 (merges main at 8); other from main at 0: 10 */
+    static const uint64_t parents[][2] = { { 0, 0 }, { 0, 0 }, { 1, 0 }, { 2, 0 },
+                                           { 2, 0 }, { 3, 0 }, { 4, 5 }, { 5, 0 },
+                                           { 6, 0 }, { 7, 8 }, { 0, 0 } };
+    graph_t g = { parents, sizeof parents / sizeof parents[0], 0 };
+    CN_CHECK_EQ(base_of(&g, 4, 5), 2);  /* never merged: the fork point */
+    CN_CHECK_EQ(base_of(&g, 8, 7), 5);  /* merged before: the source head merged last */
+    CN_CHECK_EQ(base_of(&g, 7, 8), 2);  /* main's merge commit is not in feature */
+    CN_CHECK_EQ(base_of(&g, 8, 9), 5);  /* the chain of 9 is 9, 7, 5: merges are not on it */
+    CN_CHECK_EQ(base_of(&g, 9, 8), 8);  /* ... and main is its own newest revision */
+    CN_CHECK_EQ(base_of(&g, 8, 10), 0); /* nothing shared: the empty snapshot */
+    CN_CHECK_EQ(base_of(&g, 0, 7), 0);
+    CN_CHECK_EQ(base_of(&g, 7, 0), 0);
+    CN_CHECK_EQ(base_of(&g, 6, 6), 6);
+    /* the walk stops at the base: 8 into 9 reads none of main's history
+     * below 8 */
+    g.calls = 0;
+    CN_CHECK_EQ(base_of(&g, 9, 8), 8);
+    CN_CHECK(g.calls <= 3);
+    /* over the budget: an error, never a guess; a parent not below its child */
+    uint64_t base = 0;
+    CN_CHECK_EQ(cn_repos_merge_base(8, 1, graph_parents, &g, 3, &base), CN_E_LIMIT);
+    static const uint64_t loop[][2] = { { 0, 0 }, { 0, 0 }, { 2, 0 } };
+    graph_t bad = { loop, 3, 0 };
+    CN_CHECK_EQ(cn_repos_merge_base(2, 1, graph_parents, &bad, 100, &base), CN_E_CORRUPT);
+}
+
 CN_TEST_MAIN(CN_TEST(test_chunk_and_manifest), CN_TEST(test_changeset), CN_TEST(test_commit),
              CN_TEST(test_fingerprint), CN_TEST(test_paths), CN_TEST(test_fold),
              CN_TEST(test_tree_fixtures), CN_TEST(test_tree_proofs_and_cost),
              CN_TEST(test_tree_tombstones), CN_TEST(test_tree_apply),
-             CN_TEST(test_tree_persistence))
+             CN_TEST(test_tree_persistence), CN_TEST(test_merge_base))

@@ -9,181 +9,13 @@
 #include "cairn/crypto.h"
 #include "repos/service_int.h"
 #include "oracle_tree.h"
+#include "service_env.h"
 
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-typedef struct {
-    char dir[64];
-    cn_meta_t *meta;
-    cn_store_t *store;
-    cn_repos_t *r;
-    cn_repos_info_t repo;
-} env_t;
-
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-static cn_repos_req_t trusted(void)
-{
-    cn_repos_req_t rq;
-    memset(&rq, 0, sizeof rq);
-    rq.trusted = true;
-    return rq;
-}
-
-static void env_open(env_t *e)
-{
-    memset(e, 0, sizeof *e);
-    snprintf(e->dir, sizeof e->dir, "/tmp/cn-repostest-XXXXXX");
-    CN_CHECK(mkdtemp(e->dir) != NULL);
-    cn_meta_opts_t mo = { .no_sync = true };
-    CN_CHECK_EQ(cn_meta_open(e->dir, &mo, &e->meta), 0);
-    cn_store_opts_t so = { .meta = e->meta };
-    CN_CHECK_EQ(cn_store_open(e->dir, &so, &e->store), 0);
-    CN_CHECK_EQ(cn_repos_open(e->meta, e->store, NULL, NULL, &e->r), 0);
-    cn_repos_req_t rq = trusted();
-    CN_CHECK_EQ(cn_repos_create(e->r, &rq, "art", 3, 0, &e->repo), 0);
-}
-
-static void env_close(env_t *e)
-{
-    cn_repos_close(e->r);
-    cn_store_close(e->store);
-    cn_meta_close(e->meta);
-    nftw(e->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* ---- building objects ---------------------------------------------------------- */
-typedef struct {
-    uint8_t kind;
-    cn_digest_t id;
-    cn_buf_t bytes;
-} obj_t;
-
-static void obj_chunk(obj_t *o, const char *text)
-{
-    memset(o, 0, sizeof *o);
-    o->kind = CN_REPOS_CHUNK;
-    cn_buf_append(&o->bytes, text, strlen(text));
-    cn_repos_object_id(CN_REPOS_CHUNK, o->bytes.data, o->bytes.len, &o->id);
-}
-
-static void obj_manifest(obj_t *o, const obj_t *chunk)
-{
-    memset(o, 0, sizeof *o);
-    o->kind = CN_REPOS_MANIFEST;
-    cn_repos_chunk_ref_t ref = { chunk->id, (uint32_t)chunk->bytes.len };
-    CN_CHECK_EQ(cn_repos_manifest_encode(&o->bytes, &ref, 1), 0);
-    cn_repos_object_id(CN_REPOS_MANIFEST, o->bytes.data, o->bytes.len, &o->id);
-}
-
-static void obj_changeset(obj_t *o, const cn_repos_change_t *e, uint32_t n)
-{
-    memset(o, 0, sizeof *o);
-    o->kind = CN_REPOS_CHANGESET;
-    CN_CHECK_EQ(cn_repos_changeset_encode(&o->bytes, e, n), 0);
-    cn_repos_object_id(CN_REPOS_CHANGESET, o->bytes.data, o->bytes.len, &o->id);
-}
-
-static void obj_free(obj_t *o)
-{
-    cn_buf_free(&o->bytes);
-}
-
-static cn_err_t put_all(env_t *e, obj_t *objs, uint32_t n, uint8_t *stored, uint16_t *code)
-{
-    cn_repos_req_t rq = trusted();
-    cn_repos_put_t *p = NULL;
-    cn_err_t err = cn_repos_put_begin(e->r, &rq, e->repo.id, n, &p);
-    for (uint32_t i = 0; i < n && err >= 0; i++) {
-        err = cn_repos_put_object(p, objs[i].kind, &objs[i].id, objs[i].bytes.len);
-        /* in two writes, as a stream would */
-        size_t half = objs[i].bytes.len / 2;
-        if (err >= 0)
-            err = cn_repos_put_write(p, objs[i].bytes.data, half);
-        if (err >= 0)
-            err = cn_repos_put_write(p, objs[i].bytes.data + half, objs[i].bytes.len - half);
-        if (err >= 0)
-            err = cn_repos_put_end_object(p);
-    }
-    if (err >= 0)
-        err = cn_repos_put_commit(p, stored);
-    else
-        cn_repos_put_abort(p);
-    if (code)
-        *code = rq.fail.detail;
-    return err;
-}
-
-/* One file (path -> text) as chunk + manifest; returns the manifest id. */
-static cn_digest_t put_file(env_t *e, const char *text)
-{
-    obj_t o[2];
-    obj_chunk(&o[0], text);
-    obj_manifest(&o[1], &o[0]);
-    CN_CHECK_EQ(put_all(e, o, 2, NULL, NULL), 0);
-    cn_digest_t id = o[1].id;
-    obj_free(&o[0]);
-    obj_free(&o[1]);
-    return id;
-}
-
-static cn_repos_change_t ch(uint8_t kind, const char *path, const cn_digest_t *m)
-{
-    cn_repos_change_t c;
-    memset(&c, 0, sizeof c);
-    c.kind = kind;
-    c.path = (const uint8_t *)path;
-    c.path_len = (uint16_t)strlen(path);
-    if (m)
-        c.manifest = *m;
-    return c;
-}
-
-static cn_digest_t put_cs(env_t *e, const cn_repos_change_t *c, uint32_t n)
-{
-    obj_t o;
-    obj_changeset(&o, c, n);
-    CN_CHECK_EQ(put_all(e, &o, 1, NULL, NULL), 0);
-    cn_digest_t id = o.id;
-    obj_free(&o);
-    return id;
-}
-
-static void submit_req(env_t *e, cn_repos_submit_t *s, uint8_t opbyte, uint64_t base,
-                       const cn_digest_t *cs, const char *msg)
-{
-    memset(s, 0, sizeof *s);
-    memcpy(s->repo, e->repo.id, 16);
-    memcpy(s->incarnation, e->repo.incarnation, 16);
-    memset(s->operation, opbyte, 16);
-    memcpy(s->branch, e->repo.main_branch, 16);
-    memset(s->workspace, 0x40, 16);
-    s->base = base;
-    s->changeset = *cs;
-    s->author = (const uint8_t *)"ann";
-    s->author_len = 3;
-    s->message = (const uint8_t *)msg;
-    s->message_len = (uint32_t)strlen(msg);
-}
-
-static cn_err_t submit(env_t *e, cn_repos_submit_t *s, cn_repos_outcome_t *o, uint16_t *code)
-{
-    cn_repos_req_t rq = trusted();
-    cn_err_t err = cn_repos_submit(e->r, &rq, s, o);
-    if (code)
-        *code = rq.fail.detail;
-    return err;
-}
 
 /* ---- tests ------------------------------------------------------------------------- */
 static cn_err_t collect_name(void *ctx, const cn_repos_info_t *ri)
@@ -314,11 +146,6 @@ static void test_objects(void)
     env_close(&e);
 }
 
-static cn_err_t sink_buf(void *ctx, const void *p, size_t n)
-{
-    return cn_buf_append(ctx, p, n);
-}
-
 static void test_submit_and_identity(void)
 {
     env_t e;
@@ -371,16 +198,17 @@ static void test_submit_and_identity(void)
     CN_CHECK_EQ(submit(&e, &s, &o2, &code), CN_E_CONFLICT);
     CN_CHECK_EQ(code, CN_REPOS_E_OPERATION_INTENT_MISMATCH);
     /* operation_outcome */
-    bool known = false;
-    CN_CHECK_EQ(cn_repos_operation_outcome(e.r, &rq, e.repo.id, s.operation, &known, &o2), 0);
-    CN_CHECK(known);
+    uint8_t kind = 0;
+    cn_repos_branch_outcome_t bo;
+    CN_CHECK_EQ(cn_repos_operation_outcome(e.r, &rq, e.repo.id, s.operation, &kind, &o2, &bo), 0);
+    CN_CHECK_EQ(kind, CN_REPOS_OP_SUBMIT);
     CN_CHECK_EQ(o2.outcome, CN_REPOS_ACCEPTED);
     CN_CHECK_EQ(o2.change, 1);
     cn_repos_outcome_free(&o2);
     uint8_t unknown[16];
     memset(unknown, 0x77, 16);
-    CN_CHECK_EQ(cn_repos_operation_outcome(e.r, &rq, e.repo.id, unknown, &known, &o2), 0);
-    CN_CHECK(!known);
+    CN_CHECK_EQ(cn_repos_operation_outcome(e.r, &rq, e.repo.id, unknown, &kind, &o2, &bo), 0);
+    CN_CHECK_EQ(kind, CN_REPOS_OP_UNKNOWN);
     /* Incarnation mismatch for a new operation; unknown branch; missing change set. */
     cn_repos_submit_t s2;
     cn_digest_t m2 = put_file(&e, "world");
@@ -449,10 +277,12 @@ static void test_base_and_paths(void)
     cn_repos_outcome_path(&o, 0, &pp, &pn);
     CN_CHECK(pn == 1 && pp[0] == 'a');
     cn_repos_outcome_free(&o);
-    bool known = false;
+    uint8_t kind = 0;
+    cn_repos_branch_outcome_t bo;
     cn_repos_req_t rq = trusted();
-    CN_CHECK_EQ(cn_repos_operation_outcome(e.r, &rq, e.repo.id, s.operation, &known, &o), 0);
-    CN_CHECK(known && o.outcome == CN_REPOS_REJECTED && o.code == CN_REPOS_E_BASE_CONFLICT);
+    CN_CHECK_EQ(cn_repos_operation_outcome(e.r, &rq, e.repo.id, s.operation, &kind, &o, &bo), 0);
+    CN_CHECK(kind == CN_REPOS_OP_SUBMIT && o.outcome == CN_REPOS_REJECTED &&
+             o.code == CN_REPOS_E_BASE_CONFLICT);
     cn_repos_outcome_free(&o);
     cn_repos_change_t mb = ch(CN_REPOS_MODIFY, "b", &m3);
     cn_digest_t csb = put_cs(&e, &mb, 1);

@@ -14,7 +14,9 @@ FLAG_STREAM, FLAG_ERROR = 1, 2
 
 OP = dict(hello=1, discover=2, repo_create=3, repo_info=4, repo_list=5, put_objects=6,
           get_objects=7, presence=8, submit=9, operation_outcome=10, tree_page=11,
-          changed_paths=13, log=15, instance_status=26, repo_usage=38, describe_change=39,
+          changed_paths=13, log=15, branch_list=20, branch_mutate=21, branch_info=22,
+          branch_outcome=23, merge_submit=24, merge_read=25, instance_status=26,
+          cherry_pick_info=32, cherry_pick_submit=33, repo_usage=38, describe_change=39,
           change_notes=40, change_note_history=41, pin_objects=42, tree_proof=43)
 
 ERR = dict(malformed=1, unsupported_version=2, unauthenticated=3, forbidden=4, internal=5,
@@ -22,9 +24,13 @@ ERR = dict(malformed=1, unsupported_version=2, unauthenticated=3, forbidden=4, i
            storage_failure=10, corrupt=11, shutting_down=12, repository_not_found=100,
            branch_not_found=101, change_not_found=102, repository_exists=103,
            object_missing=104, object_invalid=105, workspace_mismatch=106,
-           intent_finalized=107, path_conflict=108, workspace_retired=109,
+           intent_finalized=107, path_conflict=108, workspace_retired=109, branch_exists=110,
+           name_mismatch=111, change_not_pickable=112, schema_outdated=113,
            operation_intent_mismatch=200, incarnation_mismatch=201, base_conflict=202,
-           note_revision_stale=212)
+           base_mismatch=203, merge_incomplete=204, lock_required=205, lock_held=206,
+           invalid_repository_config=207, already_applied=208, note_revision_stale=212)
+
+BRANCH_CREATE, BRANCH_RENAME = 1, 2
 
 CHUNK, MANIFEST, CHANGESET, COMMIT = 1, 2, 3, 4
 ADD, MODIFY, DELETE, MOVE, KEEP = 1, 2, 3, 4, 5
@@ -438,11 +444,154 @@ class Conn:
         return o
 
     def operation_outcome(self, repo, op):
+        """(kind, outcome): kind 1 a Submit outcome, 2 a Branch outcome, 0 None."""
         d = self.dec(self.call(OP["operation_outcome"], repo + op))
         kind = d.u8()
-        o = self.outcome_dec(d) if kind == 1 else None
+        o = self.outcome_dec(d) if kind == 1 else self.branch_outcome_dec(d) if kind == 2 else None
         d.end()
         return kind, o
+
+    # ---- branches (section 7.8) ----
+    def branch_info_dec(self, d):
+        b = dict(id=d.raw(16), name=d.str16().decode(), head=d.u64())
+        b["origin"] = (d.raw(16), d.u64()) if d.bool() else None
+        b["created_ms"] = d.u64()
+        return b
+
+    def branch_outcome_dec(self, d):
+        o = dict(operation=d.raw(16), outcome=d.u8())
+        if o["outcome"] == 1:
+            o["branch"] = self.branch_info_dec(d)
+        else:
+            o.update(code=d.u16(), detail=d.str16().decode())
+        return o
+
+    def branch_list(self, repo, limit=100, after=None):
+        e = self.enc().raw(repo).u32(limit).bool(after is not None)
+        if after is not None:
+            e.str16(after)
+        d = self.dec(self.call(OP["branch_list"], e.bytes()))
+        rows = [self.branch_info_dec(d) for _ in range(d.u32())]
+        more = d.bool()
+        d.end()
+        return rows, more
+
+    def branch_create_payload(self, repo, incarnation, op, branch, name, source, change):
+        return (self.enc().raw(repo).raw(incarnation).raw(op).raw(branch).str16(name)
+                .u8(BRANCH_CREATE).raw(source).u64(change).bytes())
+
+    def branch_rename_payload(self, repo, incarnation, op, branch, name, expected):
+        return (self.enc().raw(repo).raw(incarnation).raw(op).raw(branch).str16(name)
+                .u8(BRANCH_RENAME).str16(expected).bytes())
+
+    def branch_mutate(self, payload):
+        """Sends a branch_mutate payload; returns (Branch outcome, its raw bytes)."""
+        body = self.call(OP["branch_mutate"], payload)
+        d = self.dec(body)
+        o = self.branch_outcome_dec(d)
+        d.end()
+        return o, body
+
+    def branch_create(self, *args):
+        return self.branch_mutate(self.branch_create_payload(*args))[0]
+
+    def branch_rename(self, *args):
+        return self.branch_mutate(self.branch_rename_payload(*args))[0]
+
+    def branch_info(self, repo, bid=None, name=None):
+        e = self.enc().raw(repo)
+        e = e.u8(1).raw(bid) if bid is not None else e.u8(2).str16(name)
+        d = self.dec(self.call(OP["branch_info"], e.bytes()))
+        b = self.branch_info_dec(d)
+        d.end()
+        return b
+
+    def branch_outcome(self, repo, op):
+        """(kind, Branch outcome or None, raw reply)."""
+        body = self.call(OP["branch_outcome"], repo + op)
+        d = self.dec(body)
+        kind = d.u8()
+        o = self.branch_outcome_dec(d) if kind == 2 else None
+        d.end()
+        return kind, o, body
+
+    # ---- merges (section 7.9) ----
+    def merge_submit(self, submit_payload, target_head, source, source_head, base_branch, base):
+        e = self.enc().u32(len(submit_payload)).raw(submit_payload).u64(target_head).raw(source)
+        e.u64(source_head).raw(base_branch).u64(base)
+        d = self.dec(self.call(OP["merge_submit"], e.bytes()))
+        o = self.outcome_dec(d)
+        d.end()
+        return o
+
+    def merge_read(self, payload):
+        d = self.dec(self.call(OP["merge_read"], payload))
+        return d
+
+    def merge_base(self, repo, target, trev, source, srev):
+        d = self.merge_read(self.enc().raw(repo).u8(6).raw(target).u64(trev).raw(source)
+                            .u64(srev).bytes())
+        assert d.u8() == 6
+        out = (d.raw(16), d.u64())
+        d.end()
+        return out
+
+    def merge_chains(self, repo, left, right, cursor=None):
+        e = self.enc().raw(repo).u8(1).u64(left).u64(right).bool(cursor is not None)
+        if cursor is not None:
+            e.str16(cursor)
+        d = self.merge_read(e.bytes())
+        assert d.u8() == 1
+        left, right = d.u64(), d.u64()
+        cur = d.str16().decode() if d.bool() else None
+        paths = [d.str16().decode() for _ in range(d.u32())]
+        d.end()
+        return left, right, cur, paths
+
+    def paths_payload(self, repo, tag, branch, a, b, paths):
+        e = self.enc().raw(repo).u8(tag).raw(branch).u64(a)
+        if b is not None:
+            e.u64(b)
+        e.u32(len(paths))
+        for p in paths:
+            e.str16(p)
+        return e.bytes()
+
+    def file_state_dec(self, d):
+        st = dict(kind=d.u8(), change=d.u64())
+        if st["kind"] == 1:
+            st.update(manifest=d.raw(32), size=d.u64(), mode=d.u8())
+        return st
+
+    def merge_states(self, repo, branch, revision, paths):
+        d = self.merge_read(self.paths_payload(repo, 2, branch, revision, None, paths))
+        assert d.u8() == 2
+        out = [self.file_state_dec(d) if d.bool() else None for _ in range(d.u32())]
+        d.end()
+        return out
+
+    def merge_origins(self, repo, branch, revision, base_branch, base_revision, paths):
+        """Per path: None (no recorded base file), a base path (unique), or "*" (several)."""
+        e = self.enc().raw(repo).u8(4).raw(branch).u64(revision).raw(base_branch)
+        e.u64(base_revision).u32(len(paths))
+        for p in paths:
+            e.str16(p)
+        d = self.merge_read(e.bytes())
+        assert d.u8() == 4
+        out = []
+        for _ in range(d.u32()):
+            kind = d.u8()
+            out.append(d.str16().decode() if kind == 1 else "*" if kind == 2 else None)
+            assert kind in (0, 1, 2)
+        d.end()
+        return out
+
+    def merge_unchanged(self, repo, branch, frm, to, paths):
+        d = self.merge_read(self.paths_payload(repo, 5, branch, frm, to, paths))
+        assert d.u8() == 5
+        v = d.bool()
+        d.end()
+        return v
 
     # ---- history ----
     def tree_page(self, repo, branch, change, prefix="", limit=100, after=None):

@@ -22,6 +22,18 @@ static cn_err_t instance_seed(cn_meta_txn_t *txn, void *arg)
     return err < 0 ? err : CN_OK;
 }
 
+/* Step 3's file_lineage rows of the repositories made before it (one
+ * branch each, no merges), derived from their path events: the statements
+ * LINEAGE_FROM_EVENTS and LINEAGE_FROM_MOVES with no repository named. */
+static cn_err_t lineage_seed(cn_meta_txn_t *txn, void *arg)
+{
+    (void)arg;
+    cn_err_t err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_LINEAGE_FROM_EVENTS], "n");
+    if (err >= 0)
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_LINEAGE_FROM_MOVES], "n");
+    return err < 0 ? err : CN_OK;
+}
+
 static const cn_meta_migration_t schema[] = {
     { 1,
       "CREATE TABLE repos_repo (id BLOB PRIMARY KEY, name BLOB NOT NULL UNIQUE,"
@@ -63,10 +75,43 @@ static const cn_meta_migration_t schema[] = {
       NULL, NULL },
     { 2, "CREATE TABLE repos_instance (id BIGINT PRIMARY KEY, incarnation BLOB NOT NULL)",
       instance_seed, NULL },
+    /* Branches (docs/protocol/scribe.md 7.8, 7.9): each repository records
+     * its schema (3: branch support; the repositories before this step had
+     * one branch and are upgraded as they are); a branch keeps its origin
+     * and creation time, and name_key (the ASCII-lowercased name) makes names
+     * unique ignoring case.  Before this step the only branch of a repository
+     * was "main", already lowercase, and made with its repository.  A commit
+     * keeps its merge parent (0: none) and its cherry-pick provenance. */
+    { 3,
+      "ALTER TABLE repos_repo ADD COLUMN schema BIGINT NOT NULL DEFAULT 3;"
+      "ALTER TABLE repos_branch ADD COLUMN name_key BLOB;"
+      "ALTER TABLE repos_branch ADD COLUMN origin_branch BLOB;"
+      "ALTER TABLE repos_branch ADD COLUMN origin_change BIGINT NOT NULL DEFAULT 0;"
+      "ALTER TABLE repos_branch ADD COLUMN created_ms BIGINT NOT NULL DEFAULT 0;"
+      "UPDATE repos_branch SET name_key = name, created_ms = (SELECT r.created_ms FROM"
+      " repos_repo r WHERE r.id = repos_branch.repo);"
+      "CREATE UNIQUE INDEX repos_branch_key ON repos_branch (repo, name_key);"
+      "CREATE INDEX repos_branch_name ON repos_branch (repo, name);"
+      "ALTER TABLE repos_commit ADD COLUMN merge_parent BIGINT NOT NULL DEFAULT 0;"
+      "ALTER TABLE repos_commit ADD COLUMN pick_branch BLOB;"
+      "ALTER TABLE repos_commit ADD COLUMN pick_change BIGINT NOT NULL DEFAULT 0;"
+      "CREATE TABLE repos_lineage (repo BLOB NOT NULL, change BIGINT NOT NULL,"
+      " path BLOB NOT NULL, pred_change BIGINT NOT NULL, pred_path BLOB NOT NULL,"
+      " PRIMARY KEY (repo, change, path, pred_change, pred_path));"
+      "CREATE INDEX repos_lineage_pred ON repos_lineage (repo, pred_change, pred_path)",
+      lineage_seed, NULL },
 };
 
 #define REPO_COLS "id, name, incarnation, main_branch, head, created_ms, compression"
 #define NOTE_COLS "change, revision, author, edited_ms, text"
+#define BRANCH_COLS "id, name, head, origin_branch, origin_change, created_ms"
+#define BRANCH_ROW "repo, id, name, name_key, head, origin_branch, origin_change, created_ms"
+/* The branch of commit c's merge parent (NULL without one). */
+#define MERGE_BRANCH \
+    "(SELECT m.branch FROM repos_commit m WHERE m.repo = c.repo AND m.change = c.merge_parent)"
+#define COMMIT_ROW                                                                  \
+    "repo, change, branch, commit_id, parent, changeset, author, message, time_ms," \
+    " content_root, revision_root, merge_parent, pick_branch, pick_change"
 
 const char *const cn__sql_repos[CN_SQL_REPOS_COUNT] = {
     [CN_SQL_REPOS_INSTANCE_INSERT] = "INSERT INTO repos_instance (id, incarnation) VALUES (1, ?)",
@@ -81,19 +126,28 @@ const char *const cn__sql_repos[CN_SQL_REPOS_COUNT] = {
     [CN_SQL_REPOS_REPO_PAGE_AFTER_ID] = "SELECT " REPO_COLS " FROM repos_repo WHERE id > ?"
                                         " ORDER BY id LIMIT 129",
     [CN_SQL_REPOS_REPO_NAME_TAKEN] = "SELECT 1 FROM repos_repo WHERE name = ?",
-    [CN_SQL_REPOS_REPO_INSERT] = "INSERT INTO repos_repo (" REPO_COLS ") VALUES (?, ?, ?, ?, 0,"
-                                 " ?, ?)",
+    [CN_SQL_REPOS_REPO_INSERT] = "INSERT INTO repos_repo (" REPO_COLS ", schema) VALUES (?, ?, ?,"
+                                 " ?, 0, ?, ?, ?)",
+    [CN_SQL_REPOS_REPO_SCHEMA] = "SELECT schema FROM repos_repo WHERE id = ?",
     [CN_SQL_REPOS_REPO_SET_HEAD] = "UPDATE repos_repo SET head = ? WHERE id = ?",
     [CN_SQL_REPOS_REPO_USAGE] = "SELECT COALESCE(SUM(len), 0) FROM repos_object WHERE repo = ?",
 
-    [CN_SQL_REPOS_BRANCH_HEAD] = "SELECT head, name FROM repos_branch"
-                                 " WHERE repo = ? AND id = ?",
-    [CN_SQL_REPOS_BRANCH_INSERT_MAIN] = "INSERT INTO repos_branch (repo, id, name, head)"
-                                        " VALUES (?, ?, ?, 0)",
+    [CN_SQL_REPOS_BRANCH_GET] = "SELECT " BRANCH_COLS " FROM repos_branch"
+                                " WHERE repo = ? AND id = ?",
+    [CN_SQL_REPOS_BRANCH_BY_NAME] = "SELECT " BRANCH_COLS " FROM repos_branch"
+                                    " WHERE repo = ? AND name = ?",
+    [CN_SQL_REPOS_BRANCH_PAGE_AFTER] = "SELECT " BRANCH_COLS " FROM repos_branch"
+                                       " WHERE repo = ? AND name > ? ORDER BY name LIMIT ?",
+    [CN_SQL_REPOS_BRANCH_KEY_OWNER] = "SELECT id FROM repos_branch WHERE repo = ?"
+                                      " AND name_key = ?",
+    [CN_SQL_REPOS_BRANCH_INSERT] = "INSERT INTO repos_branch (" BRANCH_ROW ") VALUES (?, ?, ?, ?,"
+                                   " ?, ?, ?, ?)",
+    [CN_SQL_REPOS_BRANCH_RENAME] = "UPDATE repos_branch SET name = ?, name_key = ?"
+                                   " WHERE repo = ? AND id = ?",
     [CN_SQL_REPOS_BRANCH_SET_HEAD] = "UPDATE repos_branch SET head = ? WHERE repo = ? AND id = ?",
-    [CN_SQL_REPOS_COMMIT_ROOTS_AT] =
-        "SELECT revision_root, content_root FROM repos_commit WHERE repo = ? AND branch = ?"
-        " AND change <= ? ORDER BY change DESC LIMIT 1",
+    [CN_SQL_REPOS_COMMIT_AT] =
+        "SELECT change, commit_id, revision_root, content_root FROM repos_commit"
+        " WHERE repo = ? AND branch = ? AND change <= ? ORDER BY change DESC LIMIT 1",
     [CN_SQL_REPOS_ROOT_GET] = "SELECT revision_root, content_root FROM repos_root"
                               " WHERE repo = ?",
     [CN_SQL_REPOS_ROOT_INSERT] = "INSERT INTO repos_root (repo, content_root, revision_root)"
@@ -116,35 +170,66 @@ const char *const cn__sql_repos[CN_SQL_REPOS_COUNT] = {
                                 " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
     [CN_SQL_REPOS_PIN_DELETE_INTENT] = "DELETE FROM repos_pin WHERE repo = ? AND intent = ?",
 
-    [CN_SQL_REPOS_OPERATION_FIND] = "SELECT fingerprint, outcome FROM repos_operation"
+    [CN_SQL_REPOS_OPERATION_FIND] = "SELECT kind, fingerprint, outcome FROM repos_operation"
                                     " WHERE repo = ? AND op = ?",
-    [CN_SQL_REPOS_OPERATION_INSERT] =
-        "INSERT INTO repos_operation (repo, op, kind, fingerprint,"
-        " workspace, outcome, created_ms) VALUES (?, ?, 1, ?, ?, ?, ?)",
+    [CN_SQL_REPOS_OPERATION_INSERT] = "INSERT INTO repos_operation (repo, op, kind, fingerprint,"
+                                      " workspace, outcome, created_ms) VALUES (?, ?, ?, ?, ?, ?,"
+                                      " ?)",
     [CN_SQL_REPOS_FOLD_COUNT] = "SELECT COUNT(*) FROM repos_fold WHERE repo = ?"
                                 " AND branch = ? AND fold = ?",
     [CN_SQL_REPOS_FOLD_INSERT] = "INSERT INTO repos_fold (repo, branch, path, fold)"
                                  " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+    [CN_SQL_REPOS_FOLD_COPY] = "INSERT INTO repos_fold (repo, branch, path, fold)"
+                               " SELECT repo, ?, path, fold FROM repos_fold"
+                               " WHERE repo = ? AND branch = ?",
     [CN_SQL_REPOS_FOLD_DELETE] = "DELETE FROM repos_fold WHERE repo = ? AND branch = ?"
                                  " AND path = ?",
-    [CN_SQL_REPOS_COMMIT_ID] = "SELECT commit_id FROM repos_commit"
-                               " WHERE repo = ? AND change = ?",
+    [CN_SQL_REPOS_COMMIT_PARENTS] = "SELECT parent, merge_parent, branch FROM repos_commit"
+                                    " WHERE repo = ? AND change = ?",
+    [CN_SQL_REPOS_EVENT_PATHS] = "SELECT path FROM repos_event WHERE repo = ? AND branch = ?"
+                                 " AND change = ? AND path > ? ORDER BY path LIMIT ?",
+    [CN_SQL_REPOS_EVENTS_BETWEEN] = "SELECT path FROM repos_event WHERE repo = ? AND branch = ?"
+                                    " AND change > ? AND change <= ? LIMIT ?",
+    [CN_SQL_REPOS_LINEAGE_INSERT] = "INSERT INTO repos_lineage (repo, change, path, pred_change,"
+                                    " pred_path) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+    [CN_SQL_REPOS_LINEAGE_PREDS] = "SELECT pred_change, pred_path FROM repos_lineage"
+                                   " WHERE repo = ? AND change = ? AND path = ?",
+    [CN_SQL_REPOS_LINEAGE_SUCCS] = "SELECT change, path FROM repos_lineage WHERE repo = ?"
+                                   " AND pred_change = ? AND pred_path = ? AND change <= ?",
+    /* a modify or delete (events 2, 3) follows the last write (not a keep,
+     * event 5) at its path; a move (4) the last write at its source */
+    [CN_SQL_REPOS_LINEAGE_FROM_EVENTS] =
+        "INSERT INTO repos_lineage (repo, change, path, pred_change, pred_path)"
+        " SELECT repo, change, path, pred, path FROM (SELECT e.repo AS repo, e.change AS change,"
+        " e.path AS path, (SELECT MAX(p.change) FROM repos_event p WHERE p.repo = e.repo"
+        " AND p.branch = e.branch AND p.path = e.path AND p.change < e.change"
+        " AND p.event <> 5) AS pred FROM repos_event e WHERE (?1 IS NULL OR e.repo = ?1)"
+        " AND e.event IN (2, 3)) WHERE pred IS NOT NULL ON CONFLICT DO NOTHING",
+    [CN_SQL_REPOS_LINEAGE_FROM_MOVES] =
+        "INSERT INTO repos_lineage (repo, change, path, pred_change, pred_path)"
+        " SELECT repo, change, path, pred, from_path FROM (SELECT e.repo AS repo,"
+        " e.change AS change, e.path AS path, e.from_path AS from_path,"
+        " (SELECT MAX(p.change) FROM repos_event p WHERE p.repo = e.repo"
+        " AND p.branch = e.branch AND p.path = e.from_path AND p.change < e.change"
+        " AND p.event <> 5) AS pred FROM repos_event e WHERE (?1 IS NULL OR e.repo = ?1)"
+        " AND e.event = 4) WHERE pred IS NOT NULL ON CONFLICT DO NOTHING",
     [CN_SQL_REPOS_COMMIT_EXISTS] = "SELECT 1 FROM repos_commit WHERE repo = ? AND change = ?",
-    [CN_SQL_REPOS_COMMIT_INSERT] = "INSERT INTO repos_commit (repo, change, branch, commit_id,"
-                                   " parent, changeset, author, message, time_ms, content_root,"
-                                   " revision_root) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    [CN_SQL_REPOS_COMMIT_INSERT] = "INSERT INTO repos_commit (" COMMIT_ROW ") VALUES (?, ?, ?, ?,"
+                                   " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [CN_SQL_REPOS_EVENT_INSERT] = "INSERT INTO repos_event (repo, branch, path, change,"
                                   " event, from_path) VALUES (?, ?, ?, ?, ?, ?)",
 
-    [CN_SQL_REPOS_LOG_COMMITS] = "SELECT change, commit_id, parent, author, message, time_ms"
-                                 " FROM repos_commit WHERE repo = ? AND branch = ?"
-                                 " AND change < ? ORDER BY change DESC LIMIT ?",
+    [CN_SQL_REPOS_LOG_COMMITS] = "SELECT c.change, c.commit_id, c.parent, c.author, c.message,"
+                                 " c.time_ms, c.merge_parent, " MERGE_BRANCH " FROM repos_commit c"
+                                 " WHERE c.repo = ? AND c.branch = ? AND c.change > ?"
+                                 " AND c.change < ? ORDER BY c.change DESC LIMIT ?",
     [CN_SQL_REPOS_LOG_PATH] =
-        "SELECT e.change, c.commit_id, c.parent, c.author, c.message, c.time_ms, e.path,"
-        " e.event, e.from_path FROM repos_event e JOIN repos_commit c"
+        "SELECT e.change, c.commit_id, c.parent, c.author, c.message, c.time_ms, "
+        "c.merge_parent, " MERGE_BRANCH
+        ", e.path, e.event, e.from_path FROM repos_event e JOIN repos_commit c"
         " ON c.repo = e.repo AND c.change = e.change"
         " WHERE e.repo = ? AND e.branch = ? AND (e.path = ? OR (e.path >= ? AND e.path < ?))"
-        " AND (e.change < ? OR (e.change = ? AND e.path > ?))"
+        " AND e.change > ? AND (e.change < ? OR (e.change = ? AND e.path > ?))"
         " ORDER BY e.change DESC, e.path ASC LIMIT ?",
     [CN_SQL_REPOS_CHANGED_PATHS] =
         "SELECT path, MAX(change) FROM repos_event WHERE repo = ? AND branch = ?"
@@ -174,19 +259,20 @@ const char *const cn__sql_repos[CN_SQL_REPOS_COUNT] = {
     [CN_SQL_REPOS_REPO_LOAD] =
         "INSERT INTO repos_repo (" REPO_COLS ") VALUES (?, ?, ?, ?, ?, ?, ?)",
     [CN_SQL_REPOS_REPO_CLEAR] = "DELETE FROM repos_repo WHERE id = ?",
-    [CN_SQL_REPOS_BRANCH_DUMP] = "SELECT repo, id, name, head FROM repos_branch WHERE repo = ?",
-    [CN_SQL_REPOS_BRANCH_LOAD] =
-        "INSERT INTO repos_branch (repo, id, name, head) VALUES (?, ?, ?, ?)",
+    [CN_SQL_REPOS_BRANCH_DUMP] = "SELECT " BRANCH_ROW " FROM repos_branch WHERE repo = ?",
+    [CN_SQL_REPOS_BRANCH_LOAD_V1] =
+        "INSERT INTO repos_branch (repo, id, name, head, name_key, created_ms) VALUES (?1, ?2, ?3,"
+        " ?4, ?3, (SELECT created_ms FROM repos_repo WHERE id = ?1))",
     [CN_SQL_REPOS_BRANCH_CLEAR] = "DELETE FROM repos_branch WHERE repo = ?",
     [CN_SQL_REPOS_OBJECT_DUMP] =
         "SELECT repo, kind, id, blob, len, fsize FROM repos_object WHERE repo = ?",
     [CN_SQL_REPOS_OBJECT_LOAD] = "INSERT INTO repos_object (repo, kind, id, blob, len, fsize)"
                                  " VALUES (?, ?, ?, ?, ?, ?)",
     [CN_SQL_REPOS_OBJECT_CLEAR] = "DELETE FROM repos_object WHERE repo = ?",
-    [CN_SQL_REPOS_COMMIT_DUMP] =
-        "SELECT repo, change, branch, commit_id, parent, changeset, author,"
-        " message, time_ms, content_root, revision_root FROM repos_commit"
-        " WHERE repo = ?",
+    [CN_SQL_REPOS_COMMIT_DUMP] = "SELECT " COMMIT_ROW " FROM repos_commit WHERE repo = ?",
+    [CN_SQL_REPOS_COMMIT_LOAD_V1] =
+        "INSERT INTO repos_commit (repo, change, branch, commit_id, parent, changeset, author,"
+        " message, time_ms, content_root, revision_root) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [CN_SQL_REPOS_COMMIT_CLEAR] = "DELETE FROM repos_commit WHERE repo = ?",
     [CN_SQL_REPOS_ROOT_DUMP] =
         "SELECT repo, content_root, revision_root FROM repos_root WHERE repo = ?",
@@ -205,9 +291,10 @@ const char *const cn__sql_repos[CN_SQL_REPOS_COUNT] = {
     [CN_SQL_REPOS_EVENT_CLEAR] = "DELETE FROM repos_event WHERE repo = ?",
     [CN_SQL_REPOS_OPERATION_DUMP] = "SELECT repo, op, kind, fingerprint, workspace, outcome,"
                                     " created_ms FROM repos_operation WHERE repo = ?",
-    [CN_SQL_REPOS_OPERATION_LOAD] = "INSERT INTO repos_operation (repo, op, kind, fingerprint,"
-                                    " workspace, outcome, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
     [CN_SQL_REPOS_OPERATION_CLEAR] = "DELETE FROM repos_operation WHERE repo = ?",
+    [CN_SQL_REPOS_LINEAGE_DUMP] = "SELECT repo, change, path, pred_change, pred_path"
+                                  " FROM repos_lineage WHERE repo = ?",
+    [CN_SQL_REPOS_LINEAGE_CLEAR] = "DELETE FROM repos_lineage WHERE repo = ?",
     [CN_SQL_REPOS_NOTE_DUMP] = "SELECT repo, " NOTE_COLS " FROM repos_note WHERE repo = ?",
     [CN_SQL_REPOS_NOTE_CLEAR] = "DELETE FROM repos_note WHERE repo = ?",
     [CN_SQL_REPOS_INTENT_CLEAR] = "DELETE FROM repos_intent WHERE repo = ?",

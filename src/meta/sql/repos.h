@@ -6,15 +6,21 @@
  * The *_DUMP, *_LOAD and *_CLEAR statements are a backed-up table's rows of
  * one repository (service_backup.c): DUMP selects every column in the order
  * LOAD inserts them, CLEAR deletes them.  Where another statement already
- * has that exact text (REPO_BY_ID, COMMIT_INSERT, ROOT_INSERT, EVENT_INSERT,
- * NOTE_INSERT) the backup uses it. */
+ * has that exact text (REPO_BY_ID, BRANCH_INSERT, COMMIT_INSERT, ROOT_INSERT,
+ * EVENT_INSERT, OPERATION_INSERT, NOTE_INSERT) the backup uses it; *_LOAD_V1
+ * load the rows of a version 1 backup (before branches). */
 #ifndef CAIRN_META_SQL_REPOS_H
 #define CAIRN_META_SQL_REPOS_H
 
 #include "meta/sql/sql.h"
 
 /* REPO_COLS below: id, name, incarnation, main_branch, head, created_ms,
- * compression.  NOTE_COLS: change, revision, author, edited_ms, text. */
+ * compression.  NOTE_COLS: change, revision, author, edited_ms, text.
+ * BRANCH_COLS: id, name, head, origin_branch (NULL for main), origin_change,
+ * created_ms.  BRANCH_ROW: repo, id, name, name_key, head, origin_branch,
+ * origin_change, created_ms.  COMMIT_ROW: repo, change, branch, commit_id,
+ * parent, changeset, author, message, time_ms, content_root, revision_root,
+ * merge_parent, pick_branch (NULL without), pick_change. */
 enum {
     /* the instance */
     CN_SQL_REPOS_INSTANCE_INSERT,      /* (incarnation): the one instance row, id 1 */
@@ -28,17 +34,23 @@ enum {
     CN_SQL_REPOS_REPO_PAGE_AFTER_ID, /* (id) -> REPO_COLS of 129 ids after it, by id */
     CN_SQL_REPOS_REPO_NAME_TAKEN,    /* (name) -> 1 when a repository holds it */
     CN_SQL_REPOS_REPO_INSERT,        /* (id, name, incarnation, main_branch, created_ms,
-                                        compression): a new repository at head 0 */
+                                        compression, schema): a new repository at head 0 */
+    CN_SQL_REPOS_REPO_SCHEMA,        /* (id) -> schema */
     CN_SQL_REPOS_REPO_SET_HEAD,      /* (head, id) */
     CN_SQL_REPOS_REPO_USAGE,         /* (repo) -> SUM(len) of its membership rows, 0 without */
     /* branches and roots */
-    CN_SQL_REPOS_BRANCH_HEAD,        /* (repo, branch) -> head, name */
-    CN_SQL_REPOS_BRANCH_INSERT_MAIN, /* (repo, branch, name): a branch at head 0 */
-    CN_SQL_REPOS_BRANCH_SET_HEAD,    /* (head, repo, branch) */
-    CN_SQL_REPOS_COMMIT_ROOTS_AT,    /* (repo, branch, change) -> revision_root, content_root
-                                        of the branch's last commit at or before change */
-    CN_SQL_REPOS_ROOT_GET,           /* (repo) -> revision_root, content_root of the empty tree */
-    CN_SQL_REPOS_ROOT_INSERT,        /* (repo, content_root, revision_root); also its LOAD */
+    CN_SQL_REPOS_BRANCH_GET,        /* (repo, branch) -> BRANCH_COLS */
+    CN_SQL_REPOS_BRANCH_BY_NAME,    /* (repo, name) -> BRANCH_COLS */
+    CN_SQL_REPOS_BRANCH_PAGE_AFTER, /* (repo, name, limit) -> BRANCH_COLS of names after it */
+    CN_SQL_REPOS_BRANCH_KEY_OWNER,  /* (repo, name_key) -> id of the branch holding it */
+    CN_SQL_REPOS_BRANCH_INSERT,     /* (BRANCH_ROW); also its LOAD */
+    CN_SQL_REPOS_BRANCH_RENAME,     /* (name, name_key, repo, branch) */
+    CN_SQL_REPOS_BRANCH_SET_HEAD,   /* (head, repo, branch) */
+    CN_SQL_REPOS_COMMIT_AT,         /* (repo, branch, change) -> change, commit_id,
+                                        revision_root, content_root of the branch's last commit
+                                        at or before change */
+    CN_SQL_REPOS_ROOT_GET,          /* (repo) -> revision_root, content_root of the empty tree */
+    CN_SQL_REPOS_ROOT_INSERT,       /* (repo, content_root, revision_root); also its LOAD */
     /* objects, intents and pins */
     CN_SQL_REPOS_OBJECT_FIND,          /* (repo, kind, id) -> blob, len, fsize */
     CN_SQL_REPOS_OBJECT_INSERT,        /* (repo, kind, id, blob, len, fsize), kept if present */
@@ -51,26 +63,40 @@ enum {
     CN_SQL_REPOS_PIN_INSERT,           /* (repo, intent, kind, id), kept if present */
     CN_SQL_REPOS_PIN_DELETE_INTENT,    /* (repo, intent): the intent's upload pins */
     /* submits */
-    CN_SQL_REPOS_OPERATION_FIND,   /* (repo, op) -> fingerprint, outcome */
-    CN_SQL_REPOS_OPERATION_INSERT, /* (repo, op, fingerprint, workspace, outcome, created_ms):
-                                      a submit's outcome (kind 1) */
+    CN_SQL_REPOS_OPERATION_FIND,   /* (repo, op) -> kind, fingerprint, outcome */
+    CN_SQL_REPOS_OPERATION_INSERT, /* (repo, op, kind, fingerprint, workspace, outcome,
+                                      created_ms); also its LOAD */
     CN_SQL_REPOS_FOLD_COUNT,       /* (repo, branch, fold) -> COUNT(*) of live paths */
     CN_SQL_REPOS_FOLD_INSERT,      /* (repo, branch, path, fold), kept if present */
+    CN_SQL_REPOS_FOLD_COPY,        /* (new branch, repo, branch): the branch's rows for another */
     CN_SQL_REPOS_FOLD_DELETE,      /* (repo, branch, path) */
-    CN_SQL_REPOS_COMMIT_ID,        /* (repo, change) -> commit_id */
-    CN_SQL_REPOS_COMMIT_EXISTS,    /* (repo, change) -> 1 when the change was accepted */
-    CN_SQL_REPOS_COMMIT_INSERT,    /* (repo, change, branch, commit_id, parent, changeset,
-                                      author, message, time_ms, content_root, revision_root);
-                                      also its LOAD */
-    CN_SQL_REPOS_EVENT_INSERT,     /* (repo, branch, path, change, event, from_path or NULL);
+    CN_SQL_REPOS_COMMIT_PARENTS,   /* (repo, change) -> parent, merge_parent, branch */
+    CN_SQL_REPOS_EVENT_PATHS,      /* (repo, branch, change, after, limit) -> the paths of the
+                                      change's events after `after`, by path */
+    CN_SQL_REPOS_EVENTS_BETWEEN,   /* (repo, branch, lo, hi, limit) -> the paths of the events
+                                      in (lo, hi] (a path once per change) */
+    CN_SQL_REPOS_LINEAGE_INSERT,   /* (repo, change, path, pred_change, pred_path), kept if
+                                      present; also its LOAD */
+    CN_SQL_REPOS_LINEAGE_PREDS,    /* (repo, change, path) -> pred_change, pred_path */
+    CN_SQL_REPOS_LINEAGE_SUCCS,    /* (repo, pred_change, pred_path, max change) -> change, path
+                                      of the revisions that follow it, up to max change */
+    CN_SQL_REPOS_LINEAGE_FROM_EVENTS, /* (repo or NULL: every one): the file_lineage rows of
+                                         modifies and deletes, from the path events */
+    CN_SQL_REPOS_LINEAGE_FROM_MOVES,  /* (repo or NULL): those of moves, from the events */
+    CN_SQL_REPOS_COMMIT_EXISTS,       /* (repo, change) -> 1 when the change was accepted */
+    CN_SQL_REPOS_COMMIT_INSERT,       /* (COMMIT_ROW); also its LOAD */
+    CN_SQL_REPOS_EVENT_INSERT,        /* (repo, branch, path, change, event, from_path or NULL);
                                       also its LOAD */
     /* history */
-    CN_SQL_REPOS_LOG_COMMITS,   /* (repo, branch, before, limit) -> change, commit_id, parent,
-                                   author, message, time_ms, newest first */
-    CN_SQL_REPOS_LOG_PATH,      /* (repo, branch, path, lo, hi, before, before or -1,
+    CN_SQL_REPOS_LOG_COMMITS,   /* (repo, branch, after, before, limit) -> change, commit_id,
+                                   parent, author, message, time_ms, merge_parent, its branch
+                                   of the changes in (after, before), newest first */
+    CN_SQL_REPOS_LOG_PATH,      /* (repo, branch, path, lo, hi, after, before, before or -1,
                                    after_path, limit) -> change, commit_id, parent, author,
-                                   message, time_ms, path, event, from_path of the events at
-                                   path or in [lo, hi), by change desc then path */
+                                   message, time_ms, merge_parent, its branch, path, event,
+                                   from_path of the events at
+                                   path or in [lo, hi) with a change above after, by change
+                                   desc then path */
     CN_SQL_REPOS_CHANGED_PATHS, /* (repo, branch, lo, hi, after, prefix_len, prefix, plo, phi,
                                    limit) -> path, MAX(change) of paths with an event in
                                    (lo, hi], by path */
@@ -87,13 +113,14 @@ enum {
     CN_SQL_REPOS_RESTORE_CLAIM,   /* (id, name) -> id of repositories holding either */
     CN_SQL_REPOS_REPO_LOAD,       /* (REPO_COLS) */
     CN_SQL_REPOS_REPO_CLEAR,      /* (id) */
-    CN_SQL_REPOS_BRANCH_DUMP,     /* (repo) -> repo, id, name, head */
-    CN_SQL_REPOS_BRANCH_LOAD,     /* (repo, id, name, head) */
+    CN_SQL_REPOS_BRANCH_DUMP,     /* (repo) -> BRANCH_ROW */
+    CN_SQL_REPOS_BRANCH_LOAD_V1,  /* (repo, id, name, head): a version 1 backup's row */
     CN_SQL_REPOS_BRANCH_CLEAR,    /* (repo) */
     CN_SQL_REPOS_OBJECT_DUMP,     /* (repo) -> repo, kind, id, blob, len, fsize */
     CN_SQL_REPOS_OBJECT_LOAD,     /* (repo, kind, id, blob, len, fsize) */
     CN_SQL_REPOS_OBJECT_CLEAR,    /* (repo) */
-    CN_SQL_REPOS_COMMIT_DUMP,     /* (repo) -> the columns of COMMIT_INSERT */
+    CN_SQL_REPOS_COMMIT_DUMP,     /* (repo) -> COMMIT_ROW */
+    CN_SQL_REPOS_COMMIT_LOAD_V1,  /* (COMMIT_ROW without its last three): a version 1 row */
     CN_SQL_REPOS_COMMIT_CLEAR,    /* (repo) */
     CN_SQL_REPOS_ROOT_DUMP,       /* (repo) -> repo, content_root, revision_root */
     CN_SQL_REPOS_ROOT_CLEAR,      /* (repo) */
@@ -107,8 +134,9 @@ enum {
     CN_SQL_REPOS_EVENT_CLEAR,     /* (repo) */
     CN_SQL_REPOS_OPERATION_DUMP,  /* (repo) -> repo, op, kind, fingerprint, workspace, outcome,
                                      created_ms */
-    CN_SQL_REPOS_OPERATION_LOAD,  /* (the columns of OPERATION_DUMP) */
     CN_SQL_REPOS_OPERATION_CLEAR, /* (repo) */
+    CN_SQL_REPOS_LINEAGE_DUMP,    /* (repo) -> repo, change, path, pred_change, pred_path */
+    CN_SQL_REPOS_LINEAGE_CLEAR,   /* (repo) */
     CN_SQL_REPOS_NOTE_DUMP,       /* (repo) -> repo, NOTE_COLS */
     CN_SQL_REPOS_NOTE_CLEAR,      /* (repo) */
     CN_SQL_REPOS_INTENT_CLEAR,    /* (repo) */

@@ -7,15 +7,17 @@
  * function: it sends one request, reads its answer, and maps an error frame
  * to a cn_err_t with the wire code and message in cn_scribe_cerr_t.  A
  * transport failure condemns the connection; the next call reconnects.
- * Submits are made safe to retry: a submit whose reply was lost is resolved
- * through operation_outcome, and re-sent only when no outcome was recorded.
+ * Submits and branch mutations are made safe to retry: one whose reply was
+ * lost is resolved through operation_outcome (branch_outcome), and re-sent
+ * under the same operation id only when no outcome was recorded.
  * Object bodies are sent from caller buffers (a mapped file) and received
  * through a sink, never collected whole.  One thread at a time per client.
  *
  * Errors: 0, or CN_E_PROTOCOL (the server broke the contract), CN_E_CLOSED,
  * CN_E_TIMEOUT, -errno (transport); for an error frame CN_E_NOT_FOUND
- * (repository/branch/change not found, object missing), CN_E_EXISTS,
- * CN_E_CONFLICT (intent/incarnation mismatch, stale note), CN_E_INVALID
+ * (repository/branch/change not found, object missing), CN_E_EXISTS
+ * (repository or branch exists), CN_E_CONFLICT (intent/incarnation
+ * mismatch, stale note, branch name mismatch), CN_E_INVALID
  * (malformed, object invalid), CN_E_BUSY, CN_E_UNSUPPORTED, CN_E_DENIED,
  * -EIO otherwise; err->code is the wire code (0 when none).
  */
@@ -198,6 +200,80 @@ typedef int (*cn_scribe_client_log_fn)(void *ctx, const cn_scribe_client_logrow_
 CN_API cn_err_t cn_scribe_client_log(cn_scribe_client_t *cl, const uint8_t repo[16],
                                      const uint8_t branch[16], const char *path, uint32_t limit,
                                      cn_scribe_client_log_fn fn, void *ctx, cn_scribe_cerr_t *err);
+
+/* ---- branches (opcodes 20-23, docs/protocol/scribe.md 7.8) -------------------------- */
+#define CN_SCRIBE_CLIENT_BRANCH_NAME_MAX 256 /* bytes of a branch name */
+
+/* A branch as the server records it (the branch-info record). */
+typedef struct cn_scribe_client_branch {
+    uint8_t id[16];
+    char name[CN_SCRIBE_CLIENT_BRANCH_NAME_MAX + 1]; /* current name */
+    uint64_t head;   /* last change on it; its origin change before its first commit */
+    bool has_origin; /* false for the repository's main branch */
+    uint8_t origin[16];
+    uint64_t origin_change;
+    uint64_t created_ms;
+} cn_scribe_client_branch_t;
+
+/* True for a valid branch name (1..256 bytes of ASCII letters, digits, '-',
+ * '_', '.', '/'; no empty segment, none starting with '.', no leading '-'). */
+CN_API bool cn_scribe_client_branch_name_ok(const char *name);
+
+/* Every branch of repo in ascending byte order of name, all pages; fn's
+ * non-zero return stops the walk and is returned. */
+typedef int (*cn_scribe_client_branch_fn)(void *ctx, const cn_scribe_client_branch_t *b);
+CN_API cn_err_t cn_scribe_client_branch_list(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                             cn_scribe_client_branch_fn fn, void *ctx,
+                                             cn_scribe_cerr_t *err);
+/* One branch, by id (id non-NULL) or by its current name (byte for byte).
+ * CN_E_NOT_FOUND (code branch_not_found) when there is none; CN_E_INVALID
+ * (code 0) for a name that breaks the rule, before anything is sent. */
+CN_API cn_err_t cn_scribe_client_branch_info(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                             const uint8_t *id, const char *name,
+                                             cn_scribe_client_branch_t *out, cn_scribe_cerr_t *err);
+
+enum {
+    CN_SCRIBE_CLIENT_BRANCH_CREATE = 1,
+    CN_SCRIBE_CLIENT_BRANCH_RENAME = 2
+};
+/* One branch mutation (branch_mutate, 21).  The operation id and the branch
+ * id are nonzero and chosen by the caller, who keeps them (with the intent)
+ * until an outcome arrives: create names the new branch's id (random),
+ * rename the id of the branch renamed. */
+typedef struct cn_scribe_client_branch_op {
+    uint8_t repo[16], incarnation[16], operation[16], branch[16];
+    uint8_t action;         /* CN_SCRIBE_CLIENT_BRANCH_CREATE or _RENAME */
+    const char *name;       /* the new branch's name / the new name */
+    uint8_t source[16];     /* create: the branch it starts from */
+    uint64_t source_change; /* create: inside the source's lifetime */
+    const char *expected;   /* rename: the branch's current name */
+} cn_scribe_client_branch_op_t;
+typedef struct cn_scribe_client_branch_outcome {
+    bool accepted;
+    cn_scribe_client_branch_t branch; /* accepted: the branch right after the mutation */
+    uint16_t code;                    /* rejected: branch_exists (110) or name_mismatch (111) */
+    char detail[512];
+} cn_scribe_client_branch_outcome_t;
+/* The operation's intent fingerprint (docs/protocol/scribe.md 9.6): equal
+ * fingerprints mean that re-sending under the same operation id replays.
+ * CN_E_INVALID for an op whose layout is invalid (names, action). */
+CN_API cn_err_t cn_scribe_client_branch_intent(const cn_scribe_client_branch_op_t *op,
+                                               cn_digest_t *fp);
+/* Sends op; a transport failure is resolved as a submit's is: reconnect,
+ * ask branch_outcome, re-send only when none was recorded (up to 3 times).
+ * On 0, *out holds the accepted or rejected (recorded) outcome.  A refusal
+ * that records nothing is an error (incarnation_mismatch,
+ * operation_intent_mismatch: CN_E_CONFLICT; branch_not_found,
+ * change_not_found: CN_E_NOT_FOUND; malformed: CN_E_INVALID). */
+CN_API cn_err_t cn_scribe_client_branch_mutate(cn_scribe_client_t *cl,
+                                               const cn_scribe_client_branch_op_t *op,
+                                               cn_scribe_client_branch_outcome_t *out,
+                                               cn_scribe_cerr_t *err);
+/* branch_outcome (23): *known false when nothing was recorded under op. */
+CN_API cn_err_t cn_scribe_client_branch_outcome(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                                const uint8_t op[16], bool *known,
+                                                cn_scribe_client_branch_outcome_t *out,
+                                                cn_scribe_cerr_t *err);
 
 /* Change notes: the latest revision of change's description (*revision 0
  * and text "" when never described; text holds at most cap bytes), and a

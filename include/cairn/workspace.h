@@ -1,11 +1,14 @@
 /* cairn workspace: libcairn's working copies of a Scribe repository.
  *
- * A workspace is a directory DIR checked out from one repository's main
- * branch, with its state in DIR/.cairn/state (format in docs/cli.md): the
- * repository, branch, incarnation and workspace ids, the synced change, a
- * pending operation id, the sparse prefixes, and each tracked file's mode,
- * size, mtime and manifest id.  The verbs here are what `cairn repo` runs:
- * clone, sync, status, submit, log, describe.  Each call opens the state,
+ * A workspace is a directory DIR checked out from one branch of a
+ * repository (main unless told otherwise), with its state in
+ * DIR/.cairn/state (format in docs/cli.md): the repository, branch (id and
+ * name), incarnation and workspace ids, the synced change, pending
+ * operation ids, the sparse prefixes, and each tracked file's mode, size,
+ * mtime and manifest id.  A state written before branches (no branch name)
+ * is on main.  The verbs here are what `cairn repo` runs: clone, sync,
+ * status, submit, log, describe, and the branch verbs (list, info, create,
+ * rename, switch; docs/branches.md).  Each call opens the state,
  * connects to the workspace's endpoint through the Scribe client
  * (include/cairn/scribe_client.h) when it needs the server, and releases
  * everything before it returns; nothing is shared between calls, so calls on
@@ -34,7 +37,9 @@
  *   not local (the server or the network): the Scribe client's errors
  *     (scribe_client.h); CN_E_CONFLICT also for a submit the server
  *     rejected (a stale base, a locked path) and for a repository restored
- *     from a backup (a new incarnation: clone again).
+ *     from a backup (a new incarnation: clone again); CN_E_EXISTS and
+ *     CN_E_CONFLICT for a branch mutation rejected as branch_exists and
+ *     name_mismatch.  err->code is then the wire code (0 when none).
  */
 #ifndef CAIRN_WORKSPACE_H
 #define CAIRN_WORKSPACE_H
@@ -51,10 +56,12 @@ extern "C" {
 
 #define CN_WS_PATHS_MAX 64             /* sparse prefixes per workspace */
 #define CN_WS_TMP_PREFIX ".cairn-tmp-" /* a file being fetched, beside its target */
+#define CN_WS_BRANCH_NAME_MAX 256      /* bytes of a branch name */
 
 typedef struct cn_ws_error {
     cn_err_t err;       /* what the call returned */
     bool local;         /* it happened on this machine (see above) */
+    uint16_t code;      /* the server's wire code (docs/protocol/scribe.md 5); 0 when none */
     char message[1024]; /* "what: why", for humans; may change */
 } cn_ws_error_t;
 
@@ -74,8 +81,9 @@ typedef struct cn_ws_opts {
                                  * verbs: NULL = the endpoint the workspace recorded */
     bool lz4;             /* ask for LZ4 object transfers */
     int data_conns;       /* data connections for transfers: 0 = 4, < 0 = none */
-    bool has_change;      /* clone, sync: check out `change` instead of the head */
+    bool has_change;      /* clone, sync, switch: check out `change` instead of the head */
     uint64_t change;
+    const char *branch;       /* clone: BRANCH or BRANCH@N to check out (NULL = main) */
     const char *const *paths; /* clone: the sparse prefixes (none = every path); sync:
                                  * prefixes added to a workspace cloned with some */
     size_t npaths;
@@ -98,15 +106,18 @@ typedef struct cn_ws_sync_result {
 } cn_ws_sync_result_t;
 
 /* Checks repository `repo` (a name) out into dir, created if absent (its
- * .cairn must not exist yet): the head of the main branch, or opts->change,
- * only opts->paths when given.  The state is written before the first file
- * is fetched, so a failed clone leaves a workspace that a sync completes.
- * *res (may be NULL) says what was fetched. */
+ * .cairn must not exist yet): the head of the main branch (or of
+ * opts->branch, BRANCH[@N]), or opts->change, only opts->paths when given.
+ * An unknown branch is CN_E_NOT_FOUND before dir is created.  The state is
+ * written before the first file is fetched, so a failed clone leaves a
+ * workspace that a sync completes.  *res (may be NULL) says what was
+ * fetched. */
 CN_API cn_err_t cn_ws_clone(const char *repo, const char *dir, const cn_ws_opts_t *opts,
                             cn_ws_sync_result_t *res, cn_ws_error_t *err);
 
-/* Brings workspace dir to the head (or opts->change), after settling a
- * submit whose reply was lost, adding opts->paths to its prefixes first:
+/* Brings workspace dir to its branch's head (or opts->change), after
+ * settling a submit whose reply was lost, adding opts->paths to its
+ * prefixes first (and recording the branch's current name):
  * fetches every file whose manifest or mode differs, removes the files the
  * change no longer holds.  A file the sync would replace or remove that was
  * edited since the last sync stops it with a local CN_E_CONFLICT naming the
@@ -120,7 +131,8 @@ typedef struct cn_ws_entry {
     const char *path;
 } cn_ws_entry_t;
 typedef struct cn_ws_status {
-    uint64_t change; /* the synced change */
+    uint64_t change;    /* the synced change */
+    const char *branch; /* the branch the workspace follows, as last recorded */
     size_t n;
     const cn_ws_entry_t *entries; /* sorted by path; none when the workspace is clean */
 } cn_ws_status_t;
@@ -170,6 +182,59 @@ CN_API cn_err_t cn_ws_describe(const char *dir, uint64_t change, const char *tex
 
 /* Whether dir holds a workspace (a DIR/.cairn/state). */
 CN_API bool cn_ws_exists(const char *dir);
+
+/* The workspace holding directory `start`: start itself or its nearest
+ * parent with a .cairn/state, written (absolute) to dir (cap bytes).
+ * 0, -ENOENT when there is none, -ENAMETOOLONG, or -errno resolving
+ * start. */
+CN_API cn_err_t cn_ws_find(const char *start, char *dir, size_t cap);
+
+/* ---- branches (docs/branches.md) --------------------------------------------------------- */
+/* Parses ref, `BRANCH` or `BRANCH@N` (N: decimal digits, the change as
+ * `cairn repo log` prints it on that branch), into name (the branch, NUL
+ * terminated) and *has_change / *change.  CN_E_INVALID for an invalid
+ * branch name, an empty or non-decimal N, or an N over 2^64 - 1.  Pure. */
+CN_API cn_err_t cn_ws_branch_ref_parse(const char *ref, char name[CN_WS_BRANCH_NAME_MAX + 1],
+                                       bool *has_change, uint64_t *change);
+
+/* A branch as the branch verbs report it. */
+typedef struct cn_ws_branch {
+    cn_scribe_client_branch_t info;              /* the server's record */
+    char origin_name[CN_WS_BRANCH_NAME_MAX + 1]; /* its origin's current name ("" for main) */
+    bool current;                                /* the branch the workspace follows */
+} cn_ws_branch_t;
+
+/* Every branch of workspace dir's repository, ascending by name: *out
+ * (*n entries) is the caller's, freed by cn_ws_branch_list_free. */
+CN_API cn_err_t cn_ws_branch_list(const char *dir, const cn_ws_opts_t *opts, cn_ws_branch_t **out,
+                                  size_t *n, cn_ws_error_t *err);
+CN_API void cn_ws_branch_list_free(cn_ws_branch_t *b); /* NULL is a no-op */
+/* The branch named `name` (CN_E_NOT_FOUND, code branch_not_found, when none). */
+CN_API cn_err_t cn_ws_branch_info(const char *dir, const char *name, const cn_ws_opts_t *opts,
+                                  cn_ws_branch_t *out, cn_ws_error_t *err);
+/* Creates branch `name` from `from` (BRANCH[@N]; NULL = the head of the
+ * workspace's branch), without switching to it.  The operation and the new
+ * branch's id are recorded in the state before they are sent, so the same
+ * command after a lost reply replays that operation instead of making a
+ * second branch.  A name in use is a not-local CN_E_EXISTS (code
+ * branch_exists); *out (may be NULL) gets the new branch. */
+CN_API cn_err_t cn_ws_branch_create(const char *dir, const char *name, const char *from,
+                                    const cn_ws_opts_t *opts, cn_ws_branch_t *out,
+                                    cn_ws_error_t *err);
+/* Renames branch `old` to `name` (old is the expected current name),
+ * recorded and replayed as a create is.  CN_E_EXISTS (branch_exists) for a
+ * name in use, CN_E_CONFLICT (name_mismatch) when the branch was renamed
+ * first.  A workspace on that branch records its new name. */
+CN_API cn_err_t cn_ws_branch_rename(const char *dir, const char *old, const char *name,
+                                    const cn_ws_opts_t *opts, cn_ws_branch_t *out,
+                                    cn_ws_error_t *err);
+/* Makes workspace dir follow branch ref (BRANCH[@N]; N, else
+ * opts->change, else the branch head) and updates its files as sync does:
+ * only what differs is fetched.  Refuses with a local CN_E_CONFLICT naming
+ * the first path when the workspace has local changes (added, modified or
+ * deleted files), before anything is written; settles a lost submit first. */
+CN_API cn_err_t cn_ws_switch(const char *dir, const char *ref, const cn_ws_opts_t *opts,
+                             cn_ws_sync_result_t *res, cn_ws_error_t *err);
 
 #ifdef __cplusplus
 }

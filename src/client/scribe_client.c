@@ -77,7 +77,9 @@ static cn_err_t err_for_code(uint16_t code)
     case CN_SCRIBE_E_BRANCH_NOT_FOUND:
     case CN_SCRIBE_E_CHANGE_NOT_FOUND:
     case CN_SCRIBE_E_OBJECT_MISSING: return CN_E_NOT_FOUND;
-    case CN_SCRIBE_E_REPOSITORY_EXISTS: return CN_E_EXISTS;
+    case CN_SCRIBE_E_REPOSITORY_EXISTS:
+    case CN_SCRIBE_E_BRANCH_EXISTS: return CN_E_EXISTS;
+    case CN_SCRIBE_E_NAME_MISMATCH:
     case CN_SCRIBE_E_OPERATION_INTENT_MISMATCH:
     case CN_SCRIBE_E_INCARNATION_MISMATCH:
     case CN_SCRIBE_E_NOTE_REVISION_STALE:
@@ -272,11 +274,14 @@ static cn_err_t connect_hello(cn_scribe_client_t *cl, cn_scribe_cerr_t *err)
     h.caps = cl->lz4 ? CN_SCRIBE_CAP_LZ4 : 0;
     h.bind_session = cl->bind;
     h.client = cn_scribe_cstr("cairn-client/1");
-    cn_buf_reset(&cl->out);
-    cn_err_t e = cn_scribe_enc_hello(&cl->out, &h);
+    /* Not in cl->out: a reconnect happens inside call(), after the caller
+     * encoded its request there. */
+    cn_buf_t hb = { 0 };
+    cn_err_t e = cn_scribe_enc_hello(&hb, &h);
     cn_scribe_hdr_t hdr;
     if (e >= 0)
-        e = send_frame(cl, CN_SCRIBE_OP_HELLO, 0, &cl->out);
+        e = send_frame(cl, CN_SCRIBE_OP_HELLO, 0, &hb);
+    cn_buf_free(&hb);
     if (e >= 0)
         e = recv_reply(cl, CN_SCRIBE_OP_HELLO, &hdr, CN_SCRIBE_CODEC_LE, err);
     cn_scribe_hello_ok_t ok;
@@ -944,6 +949,64 @@ static bool transport(cn_err_t e)
     return e == CN_E_CLOSED || e == CN_E_TIMEOUT || e == CN_E_PROTOCOL || (e < 0 && e > -4096);
 }
 
+/* A recorded operation (submit, branch mutation) made safe to retry: send
+ * sends it once; when its reply is lost (a transport failure, no wire
+ * code), resolve asks what the server recorded under its operation id
+ * (*known), and only when nothing was recorded is it sent again, up to 3
+ * attempts in all.  Both fill the caller's outcome. */
+typedef cn_err_t (*op_send_fn)(cn_scribe_client_t *cl, const void *req, void *out,
+                               cn_scribe_cerr_t *err);
+typedef cn_err_t (*op_resolve_fn)(cn_scribe_client_t *cl, const void *req, bool *known, void *out,
+                                  cn_scribe_cerr_t *err);
+
+static cn_err_t with_retries(cn_scribe_client_t *cl, op_send_fn send, op_resolve_fn resolve,
+                             const void *req, void *out, cn_scribe_cerr_t *err)
+{
+    cn_err_t e = CN_OK;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        if (attempt) {
+            /* The reply was lost: ask what happened before sending again. */
+            bool known = false;
+            if (err)
+                memset(err, 0, sizeof *err);
+            e = resolve(cl, req, &known, out, err);
+            if (e >= 0 && known)
+                return CN_OK;
+            if (e < 0 && transport(e))
+                continue;
+            if (e < 0)
+                return e;
+        }
+        e = send(cl, req, out, err);
+        if (e >= 0 || !transport(e) || (err && err->code))
+            return e;
+    }
+    return e;
+}
+
+static cn_err_t submit_send(cn_scribe_client_t *cl, const void *req, void *out,
+                            cn_scribe_cerr_t *err)
+{
+    cn_buf_reset(&cl->out);
+    if (cn_scribe_enc_submit_req(&cl->out, CODEC(cl), req) < 0) {
+        set_err(err, 0, "author or message over its limit");
+        return CN_E_INVALID;
+    }
+    CN_TRY(call(cl, CN_SCRIBE_OP_SUBMIT, err));
+    cn_scribe_submit_outcome_t o;
+    if (cn_scribe_dec_submit_resp(cl->in.data, cl->in.len, CODEC(cl), &o) < 0)
+        return CN_E_PROTOCOL;
+    outcome_from(&o, CODEC(cl), out);
+    return CN_OK;
+}
+
+static cn_err_t submit_resolve(cn_scribe_client_t *cl, const void *req, bool *known, void *out,
+                               cn_scribe_cerr_t *err)
+{
+    const cn_scribe_submit_req_t *q = req;
+    return cn_scribe_client_outcome(cl, q->repo.b, q->operation.b, known, out, err);
+}
+
 cn_err_t cn_scribe_client_submit(cn_scribe_client_t *cl, const cn_scribe_client_submit_t *s,
                                  cn_scribe_client_outcome_t *out, cn_scribe_cerr_t *err)
 {
@@ -959,38 +1022,181 @@ cn_err_t cn_scribe_client_submit(cn_scribe_client_t *cl, const cn_scribe_client_
     q.keep_locks = s->keep_locks;
     q.author = cn_scribe_cstr(s->author ? s->author : "");
     q.message = cn_scribe_cstr(s->message ? s->message : "");
-    cn_err_t e = CN_OK;
-    for (int attempt = 0; attempt < 3; attempt++) {
-        if (attempt) {
-            /* The reply was lost: ask what happened before sending again. */
-            bool known = false;
-            if (err)
-                memset(err, 0, sizeof *err);
-            e = cn_scribe_client_outcome(cl, s->repo, s->operation, &known, out, err);
-            if (e >= 0 && known)
-                return CN_OK;
-            if (e < 0 && transport(e))
-                continue;
-            if (e < 0)
-                return e;
-        }
+    return with_retries(cl, submit_send, submit_resolve, &q, out, err);
+}
+
+/* ---- branches ------------------------------------------------------------------------- */
+bool cn_scribe_client_branch_name_ok(const char *name)
+{
+    return name && strlen(name) <= CN_SCRIBE_MAX_BRANCH_NAME &&
+           cn_scribe_branch_name_valid(cn_scribe_cstr(name));
+}
+
+static void branch_from(const cn_scribe_branch_info_t *bi, cn_scribe_client_branch_t *out)
+{
+    memset(out, 0, sizeof *out);
+    memcpy(out->id, bi->id.b, 16);
+    memcpy(out->name, bi->name.p, bi->name.len); /* valid: at most 256 bytes */
+    out->head = bi->head;
+    out->has_origin = bi->has_origin;
+    memcpy(out->origin, bi->origin_branch.b, 16);
+    out->origin_change = bi->origin_change;
+    out->created_ms = bi->created_ms;
+}
+
+cn_err_t cn_scribe_client_branch_list(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                      cn_scribe_client_branch_fn fn, void *ctx,
+                                      cn_scribe_cerr_t *err)
+{
+    char after[CN_SCRIBE_MAX_BRANCH_NAME + 1] = "";
+    for (;;) {
+        cn_scribe_branch_list_req_t q;
+        memset(&q, 0, sizeof q);
+        memcpy(q.repo.b, repo, 16);
+        q.limit = CN_SCRIBE_MAX_PAGE;
+        q.has_after = after[0] != 0;
+        q.after = cn_scribe_cstr(after);
         cn_buf_reset(&cl->out);
-        if (cn_scribe_enc_submit_req(&cl->out, CODEC(cl), &q) < 0) {
-            set_err(err, 0, "author or message over its limit");
-            return CN_E_INVALID;
+        CN_TRY(cn_scribe_enc_branch_list_req(&cl->out, CODEC(cl), &q));
+        CN_TRY(call(cl, CN_SCRIBE_OP_BRANCH_LIST, err));
+        cn_scribe_branch_list_resp_t r;
+        if (cn_scribe_dec_branch_list_resp(cl->in.data, cl->in.len, CODEC(cl), &r) < 0)
+            return CN_E_PROTOCOL;
+        cn_scribe_branch_info_t bi;
+        cn_scribe_client_branch_t b;
+        memset(&b, 0, sizeof b);
+        while (cn_scribe_next_branch_info(&r.rows, &bi)) {
+            branch_from(&bi, &b);
+            int rc = fn(ctx, &b);
+            if (rc)
+                return rc;
         }
-        e = call(cl, CN_SCRIBE_OP_SUBMIT, err);
-        if (e >= 0) {
-            cn_scribe_submit_outcome_t o;
-            if (cn_scribe_dec_submit_resp(cl->in.data, cl->in.len, CODEC(cl), &o) < 0)
-                return CN_E_PROTOCOL;
-            outcome_from(&o, CODEC(cl), out);
+        /* A server must move forward: a page's names ascend past `after`. */
+        if (!r.more)
             return CN_OK;
+        if (after[0] && strcmp(b.name, after) <= 0) {
+            set_err(err, 0, "branch_list did not advance past '%s'", after);
+            return CN_E_PROTOCOL;
         }
-        if (!transport(e) || (err && err->code))
-            return e;
+        memcpy(after, b.name, sizeof after);
     }
-    return e;
+}
+
+cn_err_t cn_scribe_client_branch_info(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                      const uint8_t *id, const char *name,
+                                      cn_scribe_client_branch_t *out, cn_scribe_cerr_t *err)
+{
+    cn_scribe_branch_info_req_t q;
+    memset(&q, 0, sizeof q);
+    memcpy(q.repo.b, repo, 16);
+    q.by = id ? CN_SCRIBE_BRANCH_BY_ID : CN_SCRIBE_BRANCH_BY_NAME;
+    if (id)
+        memcpy(q.id.b, id, 16);
+    else
+        q.name = cn_scribe_cstr(name ? name : "");
+    cn_buf_reset(&cl->out);
+    if (cn_scribe_enc_branch_info_req(&cl->out, CODEC(cl), &q) < 0) {
+        set_err(err, 0, "'%s' is not a valid branch name", name ? name : "");
+        return CN_E_INVALID;
+    }
+    CN_TRY(call(cl, CN_SCRIBE_OP_BRANCH_INFO, err));
+    cn_scribe_branch_info_t bi;
+    if (cn_scribe_dec_branch_info_resp(cl->in.data, cl->in.len, CODEC(cl), &bi) < 0)
+        return CN_E_PROTOCOL;
+    branch_from(&bi, out);
+    return CN_OK;
+}
+
+static void branch_req(const cn_scribe_client_branch_op_t *op, cn_scribe_branch_mutate_req_t *q)
+{
+    memset(q, 0, sizeof *q);
+    memcpy(q->repo.b, op->repo, 16);
+    memcpy(q->incarnation.b, op->incarnation, 16);
+    memcpy(q->operation.b, op->operation, 16);
+    memcpy(q->branch.b, op->branch, 16);
+    q->name = cn_scribe_cstr(op->name ? op->name : "");
+    q->action = op->action;
+    memcpy(q->source.b, op->source, 16);
+    q->source_change = op->source_change;
+    q->expected = cn_scribe_cstr(op->expected ? op->expected : "");
+}
+
+cn_err_t cn_scribe_client_branch_intent(const cn_scribe_client_branch_op_t *op, cn_digest_t *fp)
+{
+    cn_scribe_branch_mutate_req_t q;
+    branch_req(op, &q);
+    cn_buf_t b = { 0 };
+    cn_err_t e = cn_scribe_enc_branch_mutate_req(&b, CN_SCRIBE_CODEC_LE, &q);
+    cn_buf_free(&b);
+    if (e < 0)
+        return CN_E_INVALID;
+    cn_scribe_branch_fingerprint(&q, fp);
+    return CN_OK;
+}
+
+static void branch_outcome_from(const cn_scribe_branch_outcome_t *o,
+                                cn_scribe_client_branch_outcome_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->accepted = o->outcome == CN_SCRIBE_OUTCOME_ACCEPTED;
+    if (out->accepted)
+        branch_from(&o->branch, &out->branch);
+    out->code = o->code;
+    snprintf(out->detail, sizeof out->detail, "%.*s", (int)o->detail.len,
+             (const char *)o->detail.p);
+}
+
+static cn_err_t branch_send(cn_scribe_client_t *cl, const void *req, void *out,
+                            cn_scribe_cerr_t *err)
+{
+    cn_buf_reset(&cl->out);
+    if (cn_scribe_enc_branch_mutate_req(&cl->out, CODEC(cl), req) < 0) {
+        set_err(err, 0, "not a valid branch mutation (names, ids or action)");
+        return CN_E_INVALID;
+    }
+    CN_TRY(call(cl, CN_SCRIBE_OP_BRANCH_MUTATE, err));
+    cn_scribe_branch_outcome_t o;
+    if (cn_scribe_dec_branch_mutate_resp(cl->in.data, cl->in.len, CODEC(cl), &o) < 0)
+        return CN_E_PROTOCOL;
+    branch_outcome_from(&o, out);
+    return CN_OK;
+}
+
+static cn_err_t branch_resolve(cn_scribe_client_t *cl, const void *req, bool *known, void *out,
+                               cn_scribe_cerr_t *err)
+{
+    const cn_scribe_branch_mutate_req_t *q = req;
+    return cn_scribe_client_branch_outcome(cl, q->repo.b, q->operation.b, known, out, err);
+}
+
+cn_err_t cn_scribe_client_branch_mutate(cn_scribe_client_t *cl,
+                                        const cn_scribe_client_branch_op_t *op,
+                                        cn_scribe_client_branch_outcome_t *out,
+                                        cn_scribe_cerr_t *err)
+{
+    cn_scribe_branch_mutate_req_t q;
+    branch_req(op, &q);
+    return with_retries(cl, branch_send, branch_resolve, &q, out, err);
+}
+
+cn_err_t cn_scribe_client_branch_outcome(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                         const uint8_t op[16], bool *known,
+                                         cn_scribe_client_branch_outcome_t *out,
+                                         cn_scribe_cerr_t *err)
+{
+    cn_scribe_outcome_req_t q;
+    memcpy(q.repo.b, repo, 16);
+    memcpy(q.operation.b, op, 16);
+    cn_buf_reset(&cl->out);
+    CN_TRY(cn_scribe_enc_outcome_req(&cl->out, CODEC(cl), &q));
+    CN_TRY(call(cl, CN_SCRIBE_OP_BRANCH_OUTCOME, err));
+    cn_scribe_outcome_resp_t r;
+    if (cn_scribe_dec_branch_outcome_resp(cl->in.data, cl->in.len, CODEC(cl), &r) < 0)
+        return CN_E_PROTOCOL;
+    *known = r.kind == CN_SCRIBE_OUTCOME_KIND_BRANCH;
+    if (*known)
+        branch_outcome_from(&r.branch, out);
+    return CN_OK;
 }
 
 /* ---- history -------------------------------------------------------------------------- */

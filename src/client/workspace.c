@@ -1,5 +1,6 @@
 /* The workspace verbs (include/cairn/workspace.h) other than submit
- * (workspace_submit.c): clone, sync, status, log, describe, and the steps
+ * (workspace_submit.c) and the branch verbs (workspace_branch.c): clone,
+ * sync, status, log, describe, and the steps
  * they share -- recording a failure, opening a workspace and connecting to
  * its endpoint, settling a submit whose reply was lost.
  *
@@ -23,6 +24,7 @@ cn_err_t cn__ws_fail(cn_ws_error_t *err, const char *what, cn_err_t e, const cn_
 {
     err->err = e;
     err->local = false;
+    err->code = serr ? serr->code : 0;
     snprintf(err->message, sizeof err->message, "%s: %s", what,
              serr && serr->message[0] ? serr->message : cn_strerror(e));
     return e;
@@ -32,6 +34,7 @@ static cn_err_t vrecord(cn_ws_error_t *err, cn_err_t e, bool local, const char *
 {
     err->err = e;
     err->local = local;
+    err->code = 0;
     vsnprintf(err->message, sizeof err->message, fmt, ap);
     return e;
 }
@@ -65,6 +68,7 @@ cn_ws_error_t *cn__ws_begin(cn_ws_error_t *err, cn_ws_error_t *scratch)
         err = scratch;
     err->err = CN_OK;
     err->local = false;
+    err->code = 0;
     err->message[0] = 0;
     return err;
 }
@@ -212,10 +216,7 @@ static cn_err_t plan_fetch(cn__ws_state_t *s, cn__ws_state_t *next, cn__ws_job_t
     return CN_OK;
 }
 
-/* Brings s to change `target`: fetches every file whose manifest or mode
- * differs, removes files the snapshot does not hold (unless edited since),
- * then saves the state. */
-static cn_err_t sync_to(cn_scribe_client_t *cl, cn__ws_state_t *s, uint64_t target,
+cn_err_t cn__ws_sync_to(cn_scribe_client_t *cl, cn__ws_state_t *s, uint64_t target,
                         const cn_ws_opts_t *o, cn_ws_sync_result_t *res, cn_ws_error_t *err)
 {
     cn__ws_state_t next;
@@ -285,17 +286,19 @@ cn_err_t cn_ws_clone(const char *repo, const char *dir, const cn_ws_opts_t *opts
                      : cn__ws_connect(endpoint, o, &cl, err);
     if (rc)
         goto out;
+    uint64_t target = 0;
     if ((rc = cn_scribe_client_repo_info(cl, repo, &r, &serr)) < 0) {
         rc = cn__ws_fail(err, repo, rc, &serr);
         goto out;
     }
-    if ((rc = make_workspace_dir(dir, err)))
+    memcpy(s->repo_id, r.id, 16);
+    /* the branch is known before anything is created */
+    if ((rc = cn__ws_clone_branch(cl, s, &r, o, &target, err)) ||
+        (rc = make_workspace_dir(dir, err)))
         goto out;
     snprintf(s->dir, sizeof s->dir, "%s", dir);
     snprintf(s->endpoint, sizeof s->endpoint, "%s", endpoint);
     snprintf(s->repo, sizeof s->repo, "%s", repo);
-    memcpy(s->repo_id, r.id, 16);
-    memcpy(s->branch, r.main_branch, 16);
     memcpy(s->incarnation, r.incarnation, 16);
     cn_random_bytes(s->workspace, 16);
     for (size_t i = 0; i < o->npaths && rc == CN_OK; i++)
@@ -303,7 +306,7 @@ cn_err_t cn_ws_clone(const char *repo, const char *dir, const cn_ws_opts_t *opts
     if (rc == CN_OK)
         rc = cn__ws_state_save(s, err);
     if (rc == CN_OK)
-        rc = sync_to(cl, s, o->has_change ? o->change : r.head, o, res, err);
+        rc = cn__ws_sync_to(cl, s, target, o, res, err);
 out:
     if (s)
         cn__ws_state_free(s);
@@ -331,31 +334,43 @@ static cn_err_t widen_scope(cn__ws_state_t *s, const cn_ws_opts_t *o, bool *wide
     return CN_OK;
 }
 
+cn_err_t cn__ws_repo(cn_scribe_client_t *cl, const cn__ws_state_t *s, cn_scribe_client_repo_t *r,
+                     cn_ws_error_t *err)
+{
+    cn_scribe_cerr_t serr;
+    memset(&serr, 0, sizeof serr);
+    cn_err_t rc = cn_scribe_client_repo_info(cl, s->repo, r, &serr);
+    if (rc < 0)
+        return cn__ws_fail(err, s->repo, rc, &serr);
+    if (memcmp(r->incarnation, s->incarnation, 16) != 0)
+        return cn__ws_server(err, CN_E_CONFLICT,
+                             "the repository was restored (new "
+                             "incarnation); clone it again");
+    return CN_OK;
+}
+
 /* The sync once the workspace is open (arg: the result). */
 static cn_err_t sync_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
                           void *arg, cn_ws_error_t *err)
 {
     cn_ws_sync_result_t *res = arg;
-    cn_scribe_cerr_t serr;
-    memset(&serr, 0, sizeof serr);
     cn_scribe_client_repo_t r;
     bool widened = false;
+    uint64_t head = 0;
+    char was[sizeof s->branch_name];
+    memcpy(was, s->branch_name, sizeof was);
     cn_err_t rc;
     if ((rc = widen_scope(s, o, &widened, err)) ||
-        (rc = cn__ws_settle_pending(cl, s, &res->settled, &res->settled_change, err)))
+        (rc = cn__ws_settle_pending(cl, s, &res->settled, &res->settled_change, err)) ||
+        (rc = cn__ws_repo(cl, s, &r, err)) || (rc = cn__ws_branch_head(cl, s, &r, &head, err)))
         return rc;
-    if ((rc = cn_scribe_client_repo_info(cl, s->repo, &r, &serr)) < 0)
-        return cn__ws_fail(err, s->repo, rc, &serr);
-    if (memcmp(r.incarnation, s->incarnation, 16) != 0)
-        return cn__ws_server(err, CN_E_CONFLICT,
-                             "the repository was restored (new "
-                             "incarnation); clone it again");
-    if (!o->has_change && r.head == s->change && !widened) {
+    if (!o->has_change && head == s->change && !widened) {
         res->up_to_date = true;
         res->change = s->change;
-        return CN_OK;
+        /* a branch renamed meanwhile: record its new name */
+        return strcmp(was, s->branch_name) ? cn__ws_state_save(s, err) : CN_OK;
     }
-    return sync_to(cl, s, o->has_change ? o->change : r.head, o, res, err);
+    return cn__ws_sync_to(cl, s, o->has_change ? o->change : head, o, res, err);
 }
 
 cn_err_t cn_ws_sync(const char *dir, const cn_ws_opts_t *opts, cn_ws_sync_result_t *res,
@@ -397,7 +412,7 @@ static cn_err_t status_collect(cn__ws_state_t *s, status_impl_t **out, cn_ws_err
         if (c)
             st->entries[n++] = (cn_ws_entry_t){ c, w->path };
     }
-    st->pub = (cn_ws_status_t){ st->s.change, n, st->entries };
+    st->pub = (cn_ws_status_t){ st->s.change, st->s.branch_name, n, st->entries };
     *out = st;
     return CN_OK;
 }

@@ -22,7 +22,8 @@
 
 /* ---- errors (workspace.c) -------------------------------------------------------------- */
 /* Records a failure the Scribe client reported: "WHAT: reason" (the
- * server's message when serr holds one); not local.  Returns e. */
+ * server's message when serr holds one) and serr's wire code; not local.
+ * Returns e. */
 cn_err_t cn__ws_fail(cn_ws_error_t *err, const char *what, cn_err_t e,
                      const cn_scribe_cerr_t *serr);
 /* Records a local failure e with a formatted message.  Returns e. */
@@ -74,6 +75,12 @@ typedef struct cn__ws_state {
     char repo[200];
     uint8_t repo_id[16], branch[16], incarnation[16], workspace[16], pending[16];
     bool has_pending;
+    char branch_name[CN_WS_BRANCH_NAME_MAX + 1]; /* as last seen; "main" for an old state */
+    /* a branch mutation sent whose outcome is not known yet: its operation
+     * id, the branch id it names and its intent fingerprint */
+    bool has_branch_op;
+    uint8_t branch_op[16], branch_op_branch[16];
+    cn_digest_t branch_op_fp;
     uint64_t change;
     char *paths[CN_WS_PATHS_MAX]; /* sparse: the prefixes synced (none = everything) */
     size_t npaths;
@@ -190,5 +197,29 @@ cn_err_t cn__ws_run(const char *dir, const cn_ws_opts_t *o, cn__ws_verb_fn fn, v
  * was accepted, s is moved to that change (*settled, *change) and saved. */
 cn_err_t cn__ws_settle_pending(cn_scribe_client_t *cl, cn__ws_state_t *s, bool *settled,
                                uint64_t *change, cn_ws_error_t *err);
+/* s's repository (*r), checked to be the incarnation s was cloned from (a
+ * not-local CN_E_CONFLICT otherwise: it was restored from a backup). */
+cn_err_t cn__ws_repo(cn_scribe_client_t *cl, const cn__ws_state_t *s, cn_scribe_client_repo_t *r,
+                     cn_ws_error_t *err);
+/* Brings s to change `target` of its branch: fetches every file whose
+ * manifest or mode differs, removes files the snapshot does not hold
+ * (unless edited since), then saves the state (res: fetched, removed,
+ * bytes, change). */
+cn_err_t cn__ws_sync_to(cn_scribe_client_t *cl, cn__ws_state_t *s, uint64_t target,
+                        const cn_ws_opts_t *o, cn_ws_sync_result_t *res, cn_ws_error_t *err);
+
+/* ---- branches (workspace_branch.c) -------------------------------------------------------- */
+/* The head of s's branch, from branch_info by id, refreshing
+ * s->branch_name (not saved).  A server that serves no branches
+ * (unsupported_operation) has only main: then r->head, when s's branch is
+ * r's main branch. */
+cn_err_t cn__ws_branch_head(cn_scribe_client_t *cl, cn__ws_state_t *s,
+                            const cn_scribe_client_repo_t *r, uint64_t *head, cn_ws_error_t *err);
+/* Clone's choice of branch: o->branch (BRANCH[@N]) or r's main branch,
+ * into s->branch and s->branch_name; *target is the change to check out
+ * (N, o->change, or the branch head). */
+cn_err_t cn__ws_clone_branch(cn_scribe_client_t *cl, cn__ws_state_t *s,
+                             const cn_scribe_client_repo_t *r, const cn_ws_opts_t *o,
+                             uint64_t *target, cn_ws_error_t *err);
 
 #endif

@@ -1,6 +1,7 @@
 /* The workspace state, DIR/.cairn/state (format in docs/cli.md): the
- * repository, branch, incarnation and workspace ids, the synced change, a
- * pending operation id, the sparse prefixes, and per file its mode, size,
+ * repository, branch (id and name), incarnation and workspace ids, the
+ * synced change, the pending submit and branch operations, the sparse
+ * prefixes, and per file its mode, size,
  * mtime and manifest id, so a scan only rehashes files whose size or mtime
  * changed.  It is only ever replaced whole and atomically, never edited in
  * place. */
@@ -108,6 +109,18 @@ static bool parse_hex(const char *h, void *out, size_t n)
     return strlen(h) == 2 * n && cn_hex_decode(h, 2 * n, out, n) >= 0;
 }
 
+/* Parses the rest of a "branch_op OP BRANCH FINGERPRINT" line; false when
+ * malformed. */
+static bool parse_branch_op(cn__ws_state_t *s, const char *p)
+{
+    char op[40], br[40], fp[72];
+    if (sscanf(p, "%39s %39s %71s", op, br, fp) != 3 || !parse_hex(op, s->branch_op, 16) ||
+        !parse_hex(br, s->branch_op_branch, 16) || !parse_hex(fp, s->branch_op_fp.b, 32))
+        return false;
+    s->has_branch_op = true;
+    return true;
+}
+
 /* Parses the rest of a "file MODE SIZE MTIME MANIFEST\tPATH" line (after
  * "file ") into a new entry; false for a malformed line or no memory.  A
  * hand-written parse: status reads 100,000 of these. */
@@ -167,6 +180,11 @@ cn_err_t cn__ws_state_load(const char *dir, cn__ws_state_t *s, cn_ws_error_t *er
             }
             continue;
         }
+        if (!strncmp(line, "branch_op ", 10)) {
+            if (!(ok = parse_branch_op(s, line + 10)))
+                break;
+            continue;
+        }
         if (!strncmp(line, "path ", 5)) {
             if (s->npaths == CN_WS_PATHS_MAX || !(s->paths[s->npaths] = strdup(line + 5))) {
                 ok = false;
@@ -185,6 +203,10 @@ cn_err_t cn__ws_state_load(const char *dir, cn__ws_state_t *s, cn_ws_error_t *er
             ok = parse_hex(v, s->repo_id, 16) && ok;
         else if (!strcmp(k, "branch"))
             ok = parse_hex(v, s->branch, 16) && ok;
+        else if (!strcmp(k, "branch_name") && cn_scribe_client_branch_name_ok(v))
+            memcpy(s->branch_name, v, strlen(v) + 1); /* valid: at most 256 bytes */
+        else if (!strcmp(k, "branch_name"))
+            ok = false;
         else if (!strcmp(k, "incarnation"))
             ok = parse_hex(v, s->incarnation, 16) && ok;
         else if (!strcmp(k, "workspace"))
@@ -196,6 +218,8 @@ cn_err_t cn__ws_state_load(const char *dir, cn__ws_state_t *s, cn_ws_error_t *er
     }
     free(line);
     fclose(f);
+    if (!s->branch_name[0]) /* written before branches: the workspace is on main */
+        snprintf(s->branch_name, sizeof s->branch_name, "main");
     bool sorted = true; /* as state_save writes it, unless edited by hand */
     for (size_t i = 1; i < s->n && sorted; i++)
         sorted = cn__ws_by_path(&s->files[i - 1], &s->files[i]) < 0;
@@ -220,6 +244,8 @@ cn_err_t cn__ws_state_save(const cn__ws_state_t *s, cn_ws_error_t *err)
     fprintf(f, "repo_id %s\n", h);
     cn__ws_hex(s->branch, 16, h);
     fprintf(f, "branch %s\n", h);
+    if (s->branch_name[0])
+        fprintf(f, "branch_name %s\n", s->branch_name);
     cn__ws_hex(s->incarnation, 16, h);
     fprintf(f, "incarnation %s\n", h);
     cn__ws_hex(s->workspace, 16, h);
@@ -228,6 +254,13 @@ cn_err_t cn__ws_state_save(const cn__ws_state_t *s, cn_ws_error_t *err)
     if (s->has_pending) {
         cn__ws_hex(s->pending, 16, h);
         fprintf(f, "pending %s\n", h);
+    }
+    if (s->has_branch_op) {
+        char b[33], fp[65];
+        cn__ws_hex(s->branch_op, 16, h);
+        cn__ws_hex(s->branch_op_branch, 16, b);
+        cn__ws_hex(s->branch_op_fp.b, 32, fp);
+        fprintf(f, "branch_op %s %s %s\n", h, b, fp);
     }
     for (size_t i = 0; i < s->npaths; i++)
         fprintf(f, "path %s\n", s->paths[i]);

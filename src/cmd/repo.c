@@ -1,6 +1,7 @@
 /* `cairn repo create|list|info|clone|status|submit|sync|log|describe`:
- * version control of large files over Scribe protocol 2.  This file parses
- * the arguments, calls libcairn -- the Scribe client
+ * version control of large files over Scribe protocol 2 (the branch verbs,
+ * `branch` and `switch`, are in repo_branch.c).  This file parses the
+ * arguments, calls libcairn -- the Scribe client
  * (include/cairn/scribe_client.h) for create, list and info, the workspace
  * module (include/cairn/workspace.h) for the verbs on a workspace -- and
  * prints what they return: results on stdout, failures on stderr as
@@ -8,6 +9,7 @@
  * the one place a cn_err_t becomes an exit status (docs/cli.md).  No
  * workspace logic lives here. */
 #include "cmd.h"
+#include "repo_int.h"
 
 #include "cairn/scribe_client.h"
 #include "cairn/workspace.h"
@@ -20,11 +22,11 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char repo_usage[] =
+const char cn__repo_usage[] =
     "usage: cairn repo create NAME [--lz4-storage]     create a repository\n"
     "       cairn repo list                            list repositories\n"
     "       cairn repo info NAME                       show a repository\n"
-    "       cairn repo clone NAME DIR [--change N] [--path PREFIX]...\n"
+    "       cairn repo clone NAME DIR [--branch BRANCH[@N]] [--change N] [--path PREFIX]...\n"
     "                                                  check a branch (or only PREFIXes) out\n"
     "       cairn repo status [DIR]                    added, modified, deleted files\n"
     "       cairn repo submit [DIR] -m MESSAGE         submit DIR's changes atomically\n"
@@ -33,28 +35,18 @@ static const char repo_usage[] =
     "                                                  --path adds prefixes to a sparse DIR\n"
     "       cairn repo log [DIR] [PATH] [-n N]         history, newest first\n"
     "       cairn repo describe [DIR] CHANGE -m TEXT   revise a change's description\n"
+    "       cairn repo branch list | info NAME         branches (name, head, origin)\n"
+    "       cairn repo branch create NAME [--from BRANCH[@N]]\n"
+    "                                                  from the workspace's branch head\n"
+    "       cairn repo branch rename OLD NEW           rename a branch\n"
+    "       cairn repo switch BRANCH[@N]               follow BRANCH; files updated as sync does\n"
+    "       (branch and switch act on the workspace holding . or -C DIR)\n"
     "REPO: NAME, HOST:PORT/NAME or scribe://HOST[:PORT]/NAME\n"
     "options: --endpoint HOST:PORT (CAIRN_SCRIBE_ENDPOINT, default 127.0.0.1:7447)\n"
     "         --lz4 (LZ4 transfers)  --author NAME (default $USER)  --quiet\n"
     "         --conns N (data connections for transfers, 0..4, default 4)\n"
     "exit: 0 ok, 1 server error, 2 usage, 3 not found, 5 network, 6 conflict,\n"
     "      7 local file error, 8 checksum mismatch (docs/cli.md)\n";
-
-typedef struct ropts {
-    const char *endpoint, *message, *author;
-    bool lz4, lz4_storage, quiet;
-    int conns; /* data connections: 0 = 4, -1 = none */
-    bool has_change;
-    uint64_t change;
-    uint32_t limit;
-    const char *paths[CN_WS_PATHS_MAX]; /* --path PREFIX (sparse workspaces) */
-    int npaths;
-    const char *pos[3];
-    int npos;
-    /* --endpoint as given: a workspace's verbs obey it over the endpoint its
-     * state records, which in turn beats CAIRN_SCRIBE_ENDPOINT */
-    const char *endpoint_flag;
-} ropts_t;
 
 /* Splits a repository argument -- `NAME`, `HOST:PORT/NAME` or
  * `scribe://HOST[:PORT]/NAME` -- into the endpoint it names (left NULL when it
@@ -124,8 +116,7 @@ static int exit_for(cn_err_t e, bool local)
     }
 }
 
-/* Reports a workspace call's failure on stderr; returns its exit status. */
-static int report(const cn_ws_error_t *err)
+int cn__repo_report(const cn_ws_error_t *err)
 {
     fprintf(stderr, "cairn repo: %s\n", err->message[0] ? err->message : cn_strerror(err->err));
     return exit_for(err->err, err->local);
@@ -166,7 +157,7 @@ static int print_repo(void *ctx, const cn_scribe_client_repo_t *r)
 static int cmd_create(const ropts_t *o)
 {
     if (o->npos != 1) {
-        fputs(repo_usage, stderr);
+        fputs(cn__repo_usage, stderr);
         return EXIT_USAGE;
     }
     cn_scribe_client_t *cl = NULL;
@@ -187,7 +178,7 @@ static int cmd_create(const ropts_t *o)
 static int cmd_list_info(const ropts_t *o, bool info)
 {
     if (o->npos != (info ? 1 : 0)) {
-        fputs(repo_usage, stderr);
+        fputs(cn__repo_usage, stderr);
         return EXIT_USAGE;
     }
     cn_scribe_client_t *cl = NULL;
@@ -215,13 +206,8 @@ static int cmd_list_info(const ropts_t *o, bool info)
 }
 
 /* ---- the workspace verbs ------------------------------------------------------------------ */
-/* The progress bar of a transfer: drawn on stderr when it is a terminal, the
+/* The progress bar (bar_t): drawn on stderr when it is a terminal, the
  * transfer is 8 MiB or more and --quiet was not given; at most every 100 ms. */
-typedef struct bar {
-    bool quiet, on;
-    int64_t last_ms;
-} bar_t;
-
 static void bar_draw(const char *what, uint64_t done, uint64_t total, bool final)
 {
     unsigned pct = total ? (unsigned)(done * 100 / total) : 100;
@@ -257,9 +243,7 @@ static void print_notice(void *ctx, const char *path, const char *why)
     fprintf(stderr, "cairn repo: skipping %s: %s\n", path, why);
 }
 
-/* The workspace options of the command line; clone takes the endpoint from
- * the environment or the URL too, the other verbs only from --endpoint. */
-static cn_ws_opts_t ws_opts(const ropts_t *o, bool clone, bar_t *bar)
+cn_ws_opts_t cn__repo_ws_opts(const ropts_t *o, bool clone, bar_t *bar)
 {
     bar->quiet = o->quiet;
     return (cn_ws_opts_t){
@@ -268,6 +252,7 @@ static cn_ws_opts_t ws_opts(const ropts_t *o, bool clone, bar_t *bar)
         .data_conns = o->conns,
         .has_change = o->has_change,
         .change = o->change,
+        .branch = clone ? o->branch : NULL,
         .paths = o->paths,
         .npaths = (size_t)o->npaths,
         .author = o->author,
@@ -277,13 +262,13 @@ static cn_ws_opts_t ws_opts(const ropts_t *o, bool clone, bar_t *bar)
     };
 }
 
-static void print_settled(bool settled, uint64_t change)
+void cn__repo_print_settled(bool settled, uint64_t change)
 {
     if (settled)
         printf("the previous submit was accepted as change %" PRIu64 "\n", change);
 }
 
-static void print_synced(const ropts_t *o, const cn_ws_sync_result_t *r)
+void cn__repo_print_synced(const ropts_t *o, const cn_ws_sync_result_t *r)
 {
     if (o->quiet)
         return;
@@ -298,45 +283,45 @@ static void print_synced(const ropts_t *o, const cn_ws_sync_result_t *r)
 static int cmd_clone(const ropts_t *o)
 {
     if (o->npos != 1 && o->npos != 2) {
-        fputs(repo_usage, stderr);
+        fputs(cn__repo_usage, stderr);
         return EXIT_USAGE;
     }
     bar_t bar = { 0 };
-    cn_ws_opts_t wo = ws_opts(o, true, &bar);
+    cn_ws_opts_t wo = cn__repo_ws_opts(o, true, &bar);
     cn_ws_sync_result_t res;
     cn_ws_error_t err;
     if (cn_ws_clone(o->pos[0], o->npos == 2 ? o->pos[1] : o->pos[0], &wo, &res, &err))
-        return report(&err);
-    print_synced(o, &res);
+        return cn__repo_report(&err);
+    cn__repo_print_synced(o, &res);
     return EXIT_OK;
 }
 
 static int cmd_sync(const ropts_t *o)
 {
     bar_t bar = { 0 };
-    cn_ws_opts_t wo = ws_opts(o, false, &bar);
+    cn_ws_opts_t wo = cn__repo_ws_opts(o, false, &bar);
     cn_ws_sync_result_t res;
     cn_ws_error_t err;
     cn_err_t e = cn_ws_sync(o->npos ? o->pos[0] : ".", &wo, &res, &err);
-    print_settled(res.settled, res.settled_change);
+    cn__repo_print_settled(res.settled, res.settled_change);
     if (e)
-        return report(&err);
-    print_synced(o, &res);
+        return cn__repo_report(&err);
+    cn__repo_print_synced(o, &res);
     return EXIT_OK;
 }
 
 static int cmd_status(const ropts_t *o)
 {
     bar_t bar = { 0 };
-    cn_ws_opts_t wo = ws_opts(o, false, &bar);
+    cn_ws_opts_t wo = cn__repo_ws_opts(o, false, &bar);
     cn_ws_status_t *st = NULL;
     cn_ws_error_t err;
     if (cn_ws_status(o->npos ? o->pos[0] : ".", &wo, &st, &err))
-        return report(&err);
+        return cn__repo_report(&err);
     for (size_t i = 0; i < st->n; i++)
         printf("%c %s\n", st->entries[i].kind, st->entries[i].path);
     if (!st->n && !o->quiet)
-        printf("clean at change %" PRIu64 "\n", st->change);
+        printf("clean at change %" PRIu64 " on branch %s\n", st->change, st->branch);
     cn_ws_status_free(st);
     return EXIT_OK;
 }
@@ -348,13 +333,13 @@ static int cmd_submit(const ropts_t *o)
         return EXIT_USAGE;
     }
     bar_t bar = { 0 };
-    cn_ws_opts_t wo = ws_opts(o, false, &bar);
+    cn_ws_opts_t wo = cn__repo_ws_opts(o, false, &bar);
     cn_ws_submit_result_t res;
     cn_ws_error_t err;
     cn_err_t e = cn_ws_submit(o->npos ? o->pos[0] : ".", o->message, &wo, &res, &err);
-    print_settled(res.settled, res.settled_change);
+    cn__repo_print_settled(res.settled, res.settled_change);
     if (e)
-        return report(&err);
+        return cn__repo_report(&err);
     if (o->quiet)
         return EXIT_OK;
     if (res.nothing)
@@ -392,10 +377,10 @@ static int cmd_log(const ropts_t *o)
         }
     }
     bar_t bar = { 0 };
-    cn_ws_opts_t wo = ws_opts(o, false, &bar);
+    cn_ws_opts_t wo = cn__repo_ws_opts(o, false, &bar);
     cn_ws_error_t err;
     if (cn_ws_log(dir, path, o->limit, &wo, print_log, NULL, &err))
-        return report(&err);
+        return cn__repo_report(&err);
     return EXIT_OK;
 }
 
@@ -404,7 +389,7 @@ static int cmd_log(const ropts_t *o)
 static int cmd_describe(const ropts_t *o)
 {
     if (!o->message || o->npos < 1 || o->npos > 2) {
-        fputs(repo_usage, stderr);
+        fputs(cn__repo_usage, stderr);
         return EXIT_USAGE;
     }
     const char *dir = o->npos == 2 ? o->pos[0] : ".", *num = o->pos[o->npos - 1];
@@ -415,11 +400,11 @@ static int cmd_describe(const ropts_t *o)
         return EXIT_USAGE;
     }
     bar_t bar = { 0 };
-    cn_ws_opts_t wo = ws_opts(o, false, &bar);
+    cn_ws_opts_t wo = cn__repo_ws_opts(o, false, &bar);
     cn_ws_error_t err;
     uint32_t rev = 0;
     if (cn_ws_describe(dir, change, o->message, &wo, &rev, &err))
-        return report(&err);
+        return cn__repo_report(&err);
     if (!o->quiet)
         printf("change %" PRIu64 ": description revision %u\n", change, rev);
     return EXIT_OK;
@@ -432,7 +417,7 @@ int cn_cmd_repo(int argc, char **argv)
     o.endpoint = getenv("CAIRN_SCRIBE_ENDPOINT");
     o.author = getenv("USER") ? getenv("USER") : "cairn";
     if (argc < 2) {
-        fputs(repo_usage, stderr);
+        fputs(cn__repo_usage, stderr);
         return EXIT_USAGE;
     }
     const char *verb = argv[1];
@@ -445,6 +430,12 @@ int cn_cmd_repo(int argc, char **argv)
             o.message = argv[++i];
         else if (!strcmp(a, "--author") && more)
             o.author = argv[++i];
+        else if (!strcmp(a, "-C") && more)
+            o.dir = argv[++i];
+        else if (!strcmp(a, "--from") && more)
+            o.from = argv[++i];
+        else if (!strcmp(a, "--branch") && more)
+            o.branch = argv[++i];
         else if (!strcmp(a, "--lz4"))
             o.lz4 = true;
         else if (!strcmp(a, "--lz4-storage"))
@@ -476,22 +467,32 @@ int cn_cmd_repo(int argc, char **argv)
         } else if (!strcmp(a, "-n") && more)
             o.limit = (uint32_t)strtoul(argv[++i], NULL, 10);
         else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(repo_usage, stdout);
+            fputs(cn__repo_usage, stdout);
             return EXIT_OK;
         } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "cairn repo: unknown option '%s'\n%s", a, repo_usage);
+            fprintf(stderr, "cairn repo: unknown option '%s'\n%s", a, cn__repo_usage);
             return EXIT_USAGE;
         } else if (o.npos < 3)
             o.pos[o.npos++] = a;
         else {
-            fputs(repo_usage, stderr);
+            fputs(cn__repo_usage, stderr);
             return EXIT_USAGE;
         }
     }
+    bool clone = !strcmp(verb, "clone") || !strcmp(verb, "checkout");
+    bool branchy = !strcmp(verb, "branch") || !strcmp(verb, "switch");
+    const char *misplaced = o.branch && !clone                 ? "--branch is for clone"
+                            : o.from && strcmp(verb, "branch") ? "--from is for branch create"
+                            : o.dir && !branchy
+                                ? "-C is for branch and switch; the other verbs take DIR"
+                                : NULL;
+    if (misplaced) {
+        fprintf(stderr, "cairn repo: %s\n", misplaced);
+        return EXIT_USAGE;
+    }
     /* the verbs that name a repository also take it as a URL */
     char url_ep[256];
-    if (o.npos && (!strcmp(verb, "create") || !strcmp(verb, "info") || !strcmp(verb, "clone") ||
-                   !strcmp(verb, "checkout"))) {
+    if (o.npos && (!strcmp(verb, "create") || !strcmp(verb, "info") || clone)) {
         const char *url_endpoint = NULL;
         int rc = split_repo_url(o.pos[0], url_ep, sizeof url_ep, &url_endpoint, &o.pos[0]);
         if (rc)
@@ -510,7 +511,7 @@ int cn_cmd_repo(int argc, char **argv)
         return cmd_list_info(&o, false);
     if (!strcmp(verb, "info"))
         return cmd_list_info(&o, true);
-    if (!strcmp(verb, "clone") || !strcmp(verb, "checkout"))
+    if (clone)
         return cmd_clone(&o);
     if (!strcmp(verb, "status"))
         return cmd_status(&o);
@@ -522,6 +523,10 @@ int cn_cmd_repo(int argc, char **argv)
         return cmd_log(&o);
     if (!strcmp(verb, "describe"))
         return cmd_describe(&o);
-    fprintf(stderr, "cairn repo: unknown command '%s'\n%s", verb, repo_usage);
+    if (!strcmp(verb, "branch"))
+        return cn__repo_branch(&o);
+    if (!strcmp(verb, "switch"))
+        return cn__repo_switch(&o);
+    fprintf(stderr, "cairn repo: unknown command '%s'\n%s", verb, cn__repo_usage);
     return EXIT_USAGE;
 }

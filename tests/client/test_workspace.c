@@ -2,9 +2,11 @@
  * status against hand-written states (an empty workspace, the regression of
  * the scan's bsearch over no files; added, modified, deleted and skipped
  * paths), the errors of a directory that is not a workspace, of a damaged
- * state and of an unreachable endpoint, each with its `local` class.  The
+ * state and of an unreachable endpoint, each with its `local` class; the
+ * BRANCH@N parser, the branch a state records (main for a state written
+ * before branches) and finding the workspace that holds a directory.  The
  * verbs that need the server are driven by workspace_live.c
- * (test_workspace_live.py). */
+ * (test_workspace_live.py) and tests/cmd/test_repo_branch_cli.py. */
 #include "cn_test.h"
 
 #include "cairn/workspace.h"
@@ -12,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -188,6 +191,109 @@ static void test_unreachable_endpoint(void)
     cn_ws_status_free(st);
 }
 
+static void test_branch_ref_parse(void)
+{
+    char name[CN_WS_BRANCH_NAME_MAX + 1];
+    bool has = true;
+    uint64_t change = 7;
+    CN_CHECK_EQ(cn_ws_branch_ref_parse("main", name, &has, &change), CN_OK);
+    CN_CHECK_STR(name, "main");
+    CN_CHECK(!has);
+    CN_CHECK_EQ(change, 0);
+    CN_CHECK_EQ(cn_ws_branch_ref_parse("team/ui-rework.v2@120", name, &has, &change), CN_OK);
+    CN_CHECK_STR(name, "team/ui-rework.v2");
+    CN_CHECK(has);
+    CN_CHECK_EQ(change, 120);
+    CN_CHECK_EQ(cn_ws_branch_ref_parse("main@0", name, &has, &change), CN_OK);
+    CN_CHECK(has && change == 0);
+    CN_CHECK_EQ(cn_ws_branch_ref_parse("b@18446744073709551615", name, &has, &change), CN_OK);
+    CN_CHECK(has && change == UINT64_MAX);
+    /* a name of exactly 256 bytes, and one over */
+    char longest[CN_WS_BRANCH_NAME_MAX + 8];
+    memset(longest, 'n', CN_WS_BRANCH_NAME_MAX);
+    strcpy(longest + CN_WS_BRANCH_NAME_MAX, "@3");
+    CN_CHECK_EQ(cn_ws_branch_ref_parse(longest, name, &has, &change), CN_OK);
+    CN_CHECK_EQ(strlen(name), CN_WS_BRANCH_NAME_MAX);
+    CN_CHECK_EQ(change, 3);
+    longest[CN_WS_BRANCH_NAME_MAX] = 'n';
+    longest[CN_WS_BRANCH_NAME_MAX + 1] = 0;
+    CN_CHECK_EQ(cn_ws_branch_ref_parse(longest, name, &has, &change), CN_E_INVALID);
+    static const char *const bad[] = {
+        "",        "@5",      "main@",       "main@-1",   "main@+1",
+        "main@1x", "main@ 1", "main@1@2",    "main@0x10", "main@18446744073709551616",
+        "-main",   "a//b",    "/a",          "a/",        ".hidden",
+        "a/.b",    "a b",     "caf\xc3\xa9", "x@@1",      "a\tb",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        has = true;
+        change = 9;
+        CN_CHECK_EQ(cn_ws_branch_ref_parse(bad[i], name, &has, &change), CN_E_INVALID);
+        CN_CHECK(!has);
+    }
+    CN_CHECK_EQ(cn_ws_branch_ref_parse(NULL, name, &has, &change), CN_E_INVALID);
+}
+
+static void test_state_branch(void)
+{
+    /* a state written before branches has no branch_name: it is on main */
+    const char *dir = fresh_dir("old-state");
+    write_state(dir, 2, "");
+    cn_ws_status_t *st = NULL;
+    CN_CHECK_EQ(cn_ws_status(dir, NULL, &st, NULL), CN_OK);
+    CN_CHECK(st && st->change == 2);
+    if (st)
+        CN_CHECK_STR(st->branch, "main");
+    cn_ws_status_free(st);
+    /* a recorded branch and an unsettled branch operation load */
+    dir = fresh_dir("on-branch");
+    write_state(dir, 4,
+                "branch_name team/ui\nbranch_op 0102030405060708090a0b0c0d0e0f10 "
+                "1112131415161718191a1b1c1d1e1f20 "
+                "2122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f40\n");
+    st = NULL;
+    CN_CHECK_EQ(cn_ws_status(dir, NULL, &st, NULL), CN_OK);
+    if (st)
+        CN_CHECK_STR(st->branch, "team/ui");
+    cn_ws_status_free(st);
+    /* an invalid branch name or a broken operation record is a damaged state */
+    static const char *const broken[] = {
+        "branch_name ../x\n",
+        "branch_op 0102 1112 2122\n",
+        "branch_op 0102030405060708090a0b0c0d0e0f10 1112131415161718191a1b1c1d1e1f20\n",
+    };
+    for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "broken-%zu", i);
+        dir = fresh_dir(name);
+        write_state(dir, 1, broken[i]);
+        cn_ws_error_t err;
+        st = NULL;
+        CN_CHECK_EQ(cn_ws_status(dir, NULL, &st, &err), CN_E_CORRUPT);
+        CN_CHECK(err.local && st == NULL);
+    }
+}
+
+static void test_find_workspace(void)
+{
+    const char *dir = fresh_dir("holder");
+    write_state(dir, 0, "");
+    char sub[700], found[4096], expect[4096];
+    snprintf(sub, sizeof sub, "%s/a", dir);
+    CN_CHECK(mkdir(sub, 0755) == 0);
+    snprintf(sub, sizeof sub, "%s/a/b", dir);
+    CN_CHECK(mkdir(sub, 0755) == 0);
+    CN_CHECK(realpath(dir, expect) != NULL);
+    CN_CHECK_EQ(cn_ws_find(sub, found, sizeof found), CN_OK);
+    CN_CHECK_STR(found, expect);
+    CN_CHECK_EQ(cn_ws_find(dir, found, sizeof found), CN_OK);
+    CN_CHECK_STR(found, expect);
+    /* too small a buffer, a directory in no workspace, one that does not exist */
+    CN_CHECK_EQ(cn_ws_find(sub, found, 4), -ENAMETOOLONG);
+    CN_CHECK_EQ(cn_ws_find(fresh_dir("loose"), found, sizeof found), -ENOENT);
+    snprintf(sub, sizeof sub, "%s/missing", g_root);
+    CN_CHECK_EQ(cn_ws_find(sub, found, sizeof found), -ENOENT);
+}
+
 static void cleanup(void)
 {
     char cmd[400];
@@ -210,6 +316,9 @@ int main(void)
         CN_TEST(test_not_a_workspace),
         CN_TEST(test_damaged_state),
         CN_TEST(test_unreachable_endpoint),
+        CN_TEST(test_branch_ref_parse),
+        CN_TEST(test_state_branch),
+        CN_TEST(test_find_workspace),
     };
     int rc = cn_test_run(cases, sizeof cases / sizeof cases[0]);
     cleanup();

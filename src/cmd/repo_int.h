@@ -1,0 +1,57 @@
+/* What `cairn repo`'s two files share: the parsed command line, the one
+ * mapping of a workspace failure to an exit status, the workspace options
+ * and the progress bar (src/cmd/repo.c), and the branch verbs
+ * (src/cmd/repo_branch.c).  Parsing and printing only: the logic is
+ * libcairn's (include/cairn/workspace.h).  Never included outside src/cmd. */
+#ifndef CN_CMD_REPO_INT_H
+#define CN_CMD_REPO_INT_H
+
+#include "cairn/workspace.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct ropts {
+    const char *endpoint, *message, *author;
+    bool lz4, lz4_storage, quiet;
+    int conns; /* data connections: 0 = 4, -1 = none */
+    bool has_change;
+    uint64_t change;
+    uint32_t limit;
+    const char *paths[CN_WS_PATHS_MAX]; /* --path PREFIX (sparse workspaces) */
+    int npaths;
+    const char *pos[3];
+    int npos;
+    /* --endpoint as given: a workspace's verbs obey it over the endpoint its
+     * state records, which in turn beats CAIRN_SCRIBE_ENDPOINT */
+    const char *endpoint_flag;
+    const char *dir;    /* -C DIR: where the branch verbs look for their workspace */
+    const char *from;   /* branch create --from BRANCH[@CHANGE] */
+    const char *branch; /* clone --branch BRANCH[@CHANGE] */
+} ropts_t;
+
+/* The progress bar of a transfer (drawn by src/cmd/repo.c). */
+typedef struct bar {
+    bool quiet, on;
+    int64_t last_ms;
+} bar_t;
+
+extern const char cn__repo_usage[];
+
+/* Reports a workspace call's failure on stderr as "cairn repo: MESSAGE";
+ * returns its exit status (docs/cli.md). */
+int cn__repo_report(const cn_ws_error_t *err);
+/* The workspace options of the command line; clone takes the endpoint from
+ * the environment or the URL too, the other verbs only from --endpoint. */
+cn_ws_opts_t cn__repo_ws_opts(const ropts_t *o, bool clone, bar_t *bar);
+/* "at change N: ..." or "up to date at change N" (nothing with --quiet). */
+void cn__repo_print_synced(const ropts_t *o, const cn_ws_sync_result_t *r);
+void cn__repo_print_settled(bool settled, uint64_t change);
+
+/* `cairn repo branch list|info|create|rename ...` and `cairn repo switch`
+ * (src/cmd/repo_branch.c), on the workspace holding -C DIR or the current
+ * directory. */
+int cn__repo_branch(const ropts_t *o);
+int cn__repo_switch(const ropts_t *o);
+
+#endif

@@ -398,8 +398,10 @@ typedef struct cn_objects_reader cn_objects_reader_t;
  * range (NULL range = whole object).  A range that does not intersect the
  * object, including any FROM/SUFFIX range on an empty object, is CN_E_RANGE
  * (info is still filled, so S3 can answer Content-Range: bytes * / size);
- * a part number beyond nparts is CN_E_RANGE too, with rq->what = PART.  Blobs are protected from
- * the sweeper while *rd lives.  Free *rd with cn_objects_reader_free. */
+ * a part number beyond nparts is CN_E_RANGE too, with rq->what = PART.  CN_E_CORRUPT (what =
+ * KEY) when a blob of the current version is missing or shorter than recorded.  Blobs are
+ * protected from the sweeper, and their files (up to four) held open, while *rd lives.  Free
+ * *rd with cn_objects_reader_free. */
 CN_API cn_err_t cn_objects_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                const char *key, const cn_objects_range_t *range,
                                cn_object_info_t *info, cn_objects_reader_t **rd);

@@ -11,8 +11,8 @@ static void obj_bucket_info(const cn__bkt_t *b, cn_bucket_info_t *out)
 {
     memset(out, 0, sizeof *out);
     out->bucket_id = b->id;
-    snprintf(out->name, sizeof out->name, "%s", b->name);
-    snprintf(out->owner, sizeof out->owner, "%s", b->owner);
+    cn__strcpy(out->name, sizeof out->name, b->name, strlen(b->name));
+    cn__strcpy(out->owner, sizeof out->owner, b->owner, strlen(b->owner));
     out->created_ms = b->created_ms;
     cn_authz_bucket_t v;
     cn__bkt_view(b, &v);
@@ -69,16 +69,13 @@ cn_err_t cn_objects_bucket_create(cn_objects_t *o, cn_objects_req_t *rq, const c
     bucket_new_t bn = { rq, name, owner, &acl_text, cn__now_ms(), 0 };
     err = cn_meta_run(o->meta, CN_META_RUN_WRITE | CN_META_RETRY, bucket_create_body, &bn);
     if (err >= 0 && out) {
-        cn__bkt_t b;
-        memset(&b, 0, sizeof b);
-        b.id = bn.id;
-        snprintf(b.name, sizeof b.name, "%s", name);
-        snprintf(b.owner, sizeof b.owner, "%s", owner);
-        b.created_ms = bn.now;
-        if (acl_text.len && cn__acl_load((const char *)acl_text.data, acl_text.len, &b.acl) >= 0)
-            b.has_acl = true;
-        obj_bucket_info(&b, out);
-        cn__bkt_free(&b);
+        cn__bkt_t *b = NULL;
+        err = cn__bkt_build(bn.id, 0, name, owner, bn.now,
+                            acl_text.len ? (const char *)acl_text.data : NULL, acl_text.len, NULL,
+                            0, -1, &b);
+        if (err >= 0)
+            obj_bucket_info(b, out);
+        cn__bkt_release(b);
     }
     cn_buf_free(&acl_text);
     return err;
@@ -127,6 +124,7 @@ cn_err_t cn_objects_bucket_head(cn_objects_t *o, cn_objects_req_t *rq, const cha
 
 /* A listing of owner's buckets, each handed to fn(arg, info). */
 typedef struct bucket_walk {
+    cn_objects_t *o;
     const char *owner;
     cn_objects_bucket_fn fn;
     void *arg;
@@ -141,23 +139,27 @@ static cn_err_t bucket_list_body(cn_meta_txn_t *txn, void *ctx)
     if (err < 0)
         return err;
     while ((err = cn_meta_step(st)) == CN_META_ROW) {
-        cn__bkt_t b;
-        memset(&b, 0, sizeof b);
-        b.id = cn_meta_column_int64(st, 0);
-        const char *n = cn_meta_column_text(st, 1, NULL);
-        snprintf(b.name, sizeof b.name, "%s", n ? n : "");
-        snprintf(b.owner, sizeof b.owner, "%s", bw->owner);
-        b.created_ms = cn_meta_column_int64(st, 2);
-        size_t len = 0;
-        const char *acl = cn_meta_column_text(st, 3, &len);
-        if (acl && cn__acl_load(acl, len, &b.acl) >= 0)
-            b.has_acl = true;
-        const char *pol = cn_meta_column_text(st, 4, &len);
-        if (pol)
-            cn_authz_policy_parse(pol, len, b.name, &b.policy, NULL);
+        /* The cached compiled bucket when current, else compiled here (a
+         * listing is no reason to fill the cache). */
+        size_t nl = 0, al = 0, pl = 0;
+        const char *n = cn_meta_column_text(st, 1, &nl);
+        char name[CN_BUCKET_NAME_MAX + 1];
+        cn__strcpy(name, sizeof name, n, nl);
+        int64_t id = cn_meta_column_int64(st, 0), gen = cn_meta_column_int64(st, 3);
+        cn__cent_t *e = cn__cache_find(&bw->o->buckets, name, strlen(name), id, gen);
+        cn__bkt_t *b = (cn__bkt_t *)e;
+        if (!e) {
+            const char *acl = cn_meta_column_text(st, 4, &al);
+            const char *pol = cn_meta_column_text(st, 5, &pl);
+            int64_t pab = cn_meta_column_is_null(st, 6) ? -1 : cn_meta_column_int64(st, 6);
+            err = cn__bkt_build(id, gen, name, bw->owner, cn_meta_column_int64(st, 2), acl, al, pol,
+                                pl, pab, &b);
+            if (err < 0)
+                break;
+        }
         cn_bucket_info_t info;
-        obj_bucket_info(&b, &info);
-        cn__bkt_free(&b);
+        obj_bucket_info(b, &info);
+        cn__bkt_release(b);
         err = bw->fn(bw->arg, &info);
         if (err != 0)
             break;
@@ -176,7 +178,7 @@ cn_err_t cn_objects_bucket_list(cn_objects_t *o, cn_objects_req_t *rq, cn_object
     if (!owner)
         return cn__fail(rq, CN_E_DENIED, CN_OBJ_WHAT_NONE, "anonymous callers own no bucket");
     /* Not repeatable: fn has seen the buckets of a failed run. */
-    bucket_walk_t bw = { owner, fn, arg };
+    bucket_walk_t bw = { o, owner, fn, arg };
     return cn_meta_run(o->meta, CN_META_RUN_READ, bucket_list_body, &bw);
 }
 
@@ -413,10 +415,14 @@ static cn_err_t obj_attr_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
 {
     (void)rq;
     cn_obj_attr_arg_t *a = arg;
-    if (!a->value)
-        return cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_ATTR_DELETE], "is", b->id, a->name);
-    return cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_ATTR_UPSERT], "isb", b->id, a->name,
-                         a->value, a->len);
+    cn_err_t err = a->value ? cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_ATTR_UPSERT], "isb",
+                                            b->id, a->name, a->value, a->len)
+                            : cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_ATTR_DELETE], "is",
+                                            b->id, a->name);
+    /* The generation moves with the setting, in this transaction (cache.c). */
+    if (err >= 0)
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_GEN_BUMP], "i", b->id);
+    return err < 0 ? err : CN_OK;
 }
 
 static bool obj_attr_name_ok(const char *name)
@@ -469,10 +475,19 @@ static cn_err_t bucket_peek_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const
 {
     const bucket_peek_t *pk = ctx;
     if (pk->owner)
-        snprintf(pk->owner, CN_ACCOUNT_NAME_MAX + 1, "%s", b->owner);
+        cn__strcpy(pk->owner, CN_ACCOUNT_NAME_MAX + 1, b->owner, strlen(b->owner));
     if (!pk->attr)
         return CN_OK;
     *pk->has_attr = false;
+    if (b->attrs_cached) {
+        text_out_reset(&pk->value);
+        const void *v = NULL;
+        size_t len = 0;
+        if (!cn__bkt_attr(b, pk->attr, &v, &len))
+            return CN_OK;
+        *pk->has_attr = true;
+        return len ? cn_buf_append(pk->value.buf, v, len) : CN_OK;
+    }
     cn_obj_attr_arg_t a = { pk->attr, NULL, 0, pk->value };
     cn_err_t err = obj_attr_get_fn(txn, rq, b, &a);
     if (err >= 0)

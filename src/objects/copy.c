@@ -47,8 +47,8 @@ static void obj_src_free(cn_obj_src_t *s)
     cn__objacl_free(&s->acl);
 }
 
-static cn_err_t obj_src_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
-                             const char *key, cn_obj_src_t *s)
+static cn_err_t obj_src_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
+                             int64_t bucket_id, const char *key, cn_obj_src_t *s)
 {
     cn_meta_stmt_t *st = NULL;
     cn_err_t err = cn__version_row(txn, rq, bucket_id, key, &st);
@@ -68,11 +68,11 @@ static cn_err_t obj_src_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t b
     if (err >= 0 && um)
         err = cn_buf_append(&s->umeta, um, n);
     s->mtime_ms = cn_meta_column_int64(st, CN__VCOL_MTIME);
-    t = cn_meta_column_text(st, CN__VCOL_OWNER, NULL);
-    snprintf(s->acl.owner, sizeof s->acl.owner, "%s", t ? t : "");
-    t = cn_meta_column_text(st, CN__VCOL_ACL, &n);
+    size_t an = 0;
+    t = cn_meta_column_text(st, CN__VCOL_OWNER, &n);
+    const char *acl = cn_meta_column_text(st, CN__VCOL_ACL, &an);
     if (err >= 0)
-        err = cn__acl_load(t, n, &s->acl.acl);
+        err = cn__objacl_set(o, &s->acl, t, n, acl, an);
     s->nparts = cn_meta_column_int64(st, CN__VCOL_NPARTS);
     cn_meta_finish(st);
     return err;
@@ -103,6 +103,7 @@ static cn_err_t obj_copy_conditions(cn_objects_req_t *rq, const cn_objects_copy_
 
 /* One copy: what it asks, and what it made. */
 typedef struct copy_run {
+    cn_objects_t *o;
     cn_objects_req_t *rq;
     cn_objects_side_t side0; /* rq->side on entry, for a repeated run */
     const char *src_bucket, *src_key, *dst_bucket, *dst_key;
@@ -129,7 +130,7 @@ static cn_err_t copy_source(cn_meta_txn_t *txn, const copy_run_t *cr, const cn__
                                   "invalid source key"),
                        CN_OBJ_SIDE_SOURCE);
     if (err >= 0) {
-        err = obj_src_load(txn, rq, sb->id, cr->src_key, src);
+        err = obj_src_load(cr->o, txn, rq, sb->id, cr->src_key, src);
         err = cn__authorize_found(rq, sb, CN_ACT_GET_OBJECT, cr->src_key, err, &src->acl);
         obj_side(rq, err, CN_OBJ_SIDE_SOURCE);
     }
@@ -193,32 +194,32 @@ static cn_err_t copy_body(cn_meta_txn_t *txn, void *ctx)
     copy_run_t *cr = ctx;
     cn_objects_req_t *rq = cr->rq;
     rq->side = cr->side0;
-    cn__bkt_t sb, db;
-    memset(&db, 0, sizeof db);
+    const cn__bkt_t *sb = NULL, *db = NULL;
     cn_obj_src_t src;
     memset(&src, 0, sizeof src);
-    cn_err_t err = obj_side(rq, cn__bkt_load(txn, rq, cr->src_bucket, &sb), CN_OBJ_SIDE_SOURCE);
+    cn_err_t err =
+        obj_side(rq, cn__bkt_load(cr->o, txn, rq, cr->src_bucket, &sb), CN_OBJ_SIDE_SOURCE);
     if (err < 0)
         return err;
-    err = copy_source(txn, cr, &sb, &src);
+    err = copy_source(txn, cr, sb, &src);
     if (err >= 0)
-        err = obj_side(rq, cn__bkt_load(txn, rq, cr->dst_bucket, &db), CN_OBJ_SIDE_DEST);
+        err = obj_side(rq, cn__bkt_load(cr->o, txn, rq, cr->dst_bucket, &db), CN_OBJ_SIDE_DEST);
     if (err >= 0 && !cn_objects_key_ok(cr->dst_key, cr->dst_key ? strlen(cr->dst_key) : 0))
         err = obj_side(rq,
                        cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_KEY, cn__key_detail(cr->dst_key),
                                   "invalid destination key"),
                        CN_OBJ_SIDE_DEST);
     if (err >= 0)
-        err = obj_side(rq, cn__put_authorize(rq, &db, cr->dst_key, cr->put), CN_OBJ_SIDE_DEST);
+        err = obj_side(rq, cn__put_authorize(rq, db, cr->dst_key, cr->put), CN_OBJ_SIDE_DEST);
     if (err >= 0)
-        err = copy_rows(txn, cr, &db, &src, &cr->vid);
+        err = copy_rows(txn, cr, db, &src, &cr->vid);
     if (err >= 0) {
         cr->size = src.size;
         snprintf(cr->etag, sizeof cr->etag, "%s", src.etag);
         snprintf(cr->sha256, sizeof cr->sha256, "%s", src.sha256);
     }
-    cn__bkt_free(&db);
-    cn__bkt_free(&sb);
+    cn__bkt_release(db);
+    cn__bkt_release(sb);
     obj_src_free(&src);
     return err < 0 ? err : CN_OK;
 }
@@ -232,7 +233,8 @@ cn_err_t cn_objects_copy(cn_objects_t *o, cn_objects_req_t *rq, const char *src_
     cn_err_t err = replace ? cn__put_args_check(rq, put) : 0;
     if (err < 0)
         return obj_side(rq, err, CN_OBJ_SIDE_DEST);
-    copy_run_t cr = { .rq = rq,
+    copy_run_t cr = { .o = o,
+                      .rq = rq,
                       .side0 = rq->side,
                       .src_bucket = src_bucket,
                       .src_key = src_key,

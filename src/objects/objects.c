@@ -1,7 +1,8 @@
 /* The objects service handle: schema (its steps and every statement of the
  * service are in src/meta/sql/objects.c), liveness for the store's sweeper, the
- * upload-expiry thread, name rules and the shared helpers (bucket loading,
- * the authorization call, id counters).
+ * upload-expiry thread, name rules and the shared helpers (the bucket run,
+ * the authorization call, id counters); bucket loading and the read path's
+ * caches are in cache.c.
  *
  * Durability invariants (every mutation in this module):
  *   1. Blob bytes are published by the store (fsynced, renamed, directory
@@ -27,6 +28,10 @@
 #define CN_OBJ_DEFAULT_EXPIRY_MS (7ll * 24 * 3600 * 1000)
 #define CN_OBJ_DEFAULT_SWEEP_MS (10ll * 60 * 1000)
 #define CN_OBJ_DEFAULT_DONE_KEEP_MS (60ll * 60 * 1000)
+/* The read path's caches (cache.c): at most CN__CACHE_SLOTS entries each,
+ * and at most these many bytes. */
+#define CN_OBJ_BUCKET_CACHE_BYTES (8u << 20)
+#define CN_OBJ_ACL_CACHE_BYTES (1u << 20)
 
 /* ---- small helpers ------------------------------------------------------------ */
 int64_t cn__now_ms(void)
@@ -43,6 +48,17 @@ char *cn__strndup(const char *p, size_t n)
         memcpy(s, p, n);
     s[n] = 0;
     return s;
+}
+
+void cn__strcpy(char *dst, size_t cap, const char *s, size_t n)
+{
+    if (!s)
+        n = 0;
+    if (n >= cap)
+        n = cap - 1;
+    if (n)
+        memcpy(dst, s, n);
+    dst[n] = 0;
 }
 
 cn_err_t cn__fail(cn_objects_req_t *rq, cn_err_t err, cn_objects_what_t what, const char *fmt, ...)
@@ -201,74 +217,6 @@ cn_err_t cn__acl_load(const char *text, size_t len, cn_authz_acl_t **out)
     return 0;
 }
 
-static void obj_pab_from_bits(int64_t bits, cn_authz_pab_t *p)
-{
-    p->block_public_acls = bits & 1;
-    p->ignore_public_acls = bits & 2;
-    p->block_public_policy = bits & 4;
-    p->restrict_public_buckets = bits & 8;
-}
-
-cn_err_t cn__bkt_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, const char *name, cn__bkt_t *b)
-{
-    memset(b, 0, sizeof *b);
-    if (!cn_objects_bucket_name_ok(name))
-        return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_BUCKET, CN_OBJ_BUCKET_NAME_INVALID,
-                          "invalid bucket name");
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_BUCKET_BY_NAME], "s", name);
-    if (err < 0)
-        return err;
-    err = cn_meta_step(st);
-    if (err == CN_META_DONE) {
-        err = cn__fail(rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, "bucket %s does not exist", name);
-        goto out;
-    }
-    if (err < 0)
-        goto out;
-    b->id = cn_meta_column_int64(st, 0);
-    snprintf(b->name, sizeof b->name, "%s", name);
-    const char *owner = cn_meta_column_text(st, 1, NULL);
-    snprintf(b->owner, sizeof b->owner, "%s", owner ? owner : "");
-    b->created_ms = cn_meta_column_int64(st, 2);
-    size_t len = 0;
-    const char *acl = cn_meta_column_text(st, 3, &len);
-    if (acl) {
-        err = cn__acl_load(acl, len, &b->acl);
-        if (err < 0)
-            goto out;
-        b->has_acl = true;
-    }
-    const char *pol = cn_meta_column_text(st, 4, &len);
-    if (pol) {
-        err = cn_authz_policy_parse(pol, len, name, &b->policy, NULL);
-        if (err < 0) {
-            err = err == -ENOMEM ? err : CN_E_CORRUPT;
-            goto out;
-        }
-    }
-    if (!cn_meta_column_is_null(st, 5)) {
-        b->has_pab = true;
-        obj_pab_from_bits(cn_meta_column_int64(st, 5), &b->pab);
-    }
-    err = 0;
-out:
-    cn_meta_finish(st);
-    if (err < 0)
-        cn__bkt_free(b);
-    return err;
-}
-
-void cn__bkt_free(cn__bkt_t *b)
-{
-    if (!b)
-        return;
-    free(b->acl);
-    cn_authz_policy_free(b->policy);
-    b->acl = NULL;
-    b->policy = NULL;
-}
-
 void cn__bkt_view(const cn__bkt_t *b, cn_authz_bucket_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -282,6 +230,7 @@ void cn__bkt_view(const cn__bkt_t *b, cn_authz_bucket_t *out)
 
 /* One bucket body of cn__bkt_run: what to load and check, and what runs next. */
 typedef struct bkt_run {
+    cn_objects_t *o;
     cn_objects_req_t *rq;
     const char *bucket;
     cn_authz_action_t act;
@@ -292,31 +241,23 @@ typedef struct bkt_run {
 static cn_err_t bkt_run_body(cn_meta_txn_t *txn, void *ctx)
 {
     const bkt_run_t *br = ctx;
-    cn__bkt_t b;
-    cn_err_t err = cn__bkt_load(txn, br->rq, br->bucket, &b);
+    const cn__bkt_t *b = NULL;
+    cn_err_t err = cn__bkt_load(br->o, txn, br->rq, br->bucket, &b);
     if (err < 0)
         return err;
     if (br->act != CN_ACT_INVALID)
-        err = cn__authorize(br->rq, &b, br->act, NULL, NULL, NULL);
+        err = cn__authorize(br->rq, b, br->act, NULL, NULL, NULL);
     if (err >= 0)
-        err = br->body(txn, br->rq, &b, br->ctx);
-    cn__bkt_free(&b);
+        err = br->body(txn, br->rq, b, br->ctx);
+    cn__bkt_release(b);
     return err;
 }
 
 cn_err_t cn__bkt_run(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                      cn_authz_action_t act, unsigned flags, cn__bkt_body_fn body, void *ctx)
 {
-    bkt_run_t br = { rq, bucket, act, body, ctx };
+    bkt_run_t br = { o, rq, bucket, act, body, ctx };
     return cn_meta_run(o->meta, flags, bkt_run_body, &br);
-}
-
-void cn__objacl_free(cn__objacl_t *a)
-{
-    if (a) {
-        free(a->acl);
-        a->acl = NULL;
-    }
 }
 
 cn_err_t cn__authorize(cn_objects_req_t *rq, const cn__bkt_t *bucket, cn_authz_action_t act,
@@ -431,17 +372,17 @@ cn_err_t cn__version_find(cn_meta_txn_t *txn, int64_t bucket_id, const char *key
     err = cn_meta_step(st);
     if (err == CN_META_ROW) {
         *version_id = cn_meta_column_int64(st, 0);
+        size_t len = 0;
         if (etag) {
-            const char *e = cn_meta_column_text(st, 1, NULL);
-            snprintf(etag, CN_ETAG_MAX, "%s", e ? e : "");
+            const char *e = cn_meta_column_text(st, 1, &len);
+            cn__strcpy(etag, CN_ETAG_MAX, e, len);
         }
         err = 0;
         if (obj) {
-            const char *owner = cn_meta_column_text(st, 2, NULL);
-            snprintf(obj->owner, sizeof obj->owner, "%s", owner ? owner : "");
-            size_t len = 0;
-            const char *acl = cn_meta_column_text(st, 3, &len);
-            err = cn__acl_load(acl, len, &obj->acl);
+            size_t alen = 0;
+            const char *owner = cn_meta_column_text(st, 2, &len);
+            const char *acl = cn_meta_column_text(st, 3, &alen);
+            err = cn__objacl_set(NULL, obj, owner, len, acl, alen);
         }
     } else if (err == CN_META_DONE) {
         err = 0;
@@ -684,6 +625,8 @@ cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store, const cn_objects_op
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&o->cv, &ca);
     pthread_condattr_destroy(&ca);
+    cn__cache_init(&o->buckets, CN_OBJ_BUCKET_CACHE_BYTES);
+    cn__cache_init(&o->acls, CN_OBJ_ACL_CACHE_BYTES);
 
     cn_err_t err = cn__sql_migrate(meta, &cn__sql_obj_set);
     if (err < 0)
@@ -711,6 +654,8 @@ cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store, const cn_objects_op
     *out = o;
     return 0;
 fail:
+    cn__cache_destroy(&o->acls);
+    cn__cache_destroy(&o->buckets);
     pthread_cond_destroy(&o->cv);
     pthread_mutex_destroy(&o->mu);
     free(o);
@@ -728,6 +673,8 @@ void cn_objects_close(cn_objects_t *o)
         pthread_mutex_unlock(&o->mu);
         pthread_join(o->sweeper, NULL);
     }
+    cn__cache_destroy(&o->acls);
+    cn__cache_destroy(&o->buckets);
     pthread_cond_destroy(&o->cv);
     pthread_mutex_destroy(&o->mu);
     free(o);

@@ -9,6 +9,52 @@
 #include "meta/sql/objects.h" /* the SQL text: cn__sql_obj[CN_SQL_OBJ_*] */
 
 #include <pthread.h>
+#include <stdatomic.h>
+
+/* ---- shared, refcounted cache entries (cache.c) -----------------------------
+ * An entry is immutable once offered to a cache, and freed by whoever drops
+ * its last reference.  key (klen bytes, inside the entry) names it; (v1, v2)
+ * is its version, compared in that order: an entry is found only by its exact
+ * key and version, and an offered entry replaces one of the same key only
+ * when its version is newer, so a reader of an older snapshot can never put
+ * older settings back in place of newer ones. */
+typedef struct cn__cent {
+    atomic_uint refs;
+    uint64_t hash; /* of key */
+    const char *key;
+    size_t klen;
+    int64_t v1, v2;
+    size_t cost; /* bytes it holds, roughly, for the cache's budget */
+    void (*destroy)(struct cn__cent *e);
+} cn__cent_t;
+
+#define CN__CACHE_SLOTS 64 /* entries per cache */
+#define CN__CACHE_WAYS 4   /* slots one key may sit in */
+
+/* A bounded set-associative cache of entries: at most CN__CACHE_SLOTS, and
+ * at most budget bytes of their cost.  Thread-safe (one mutex, held only to
+ * find or swap a pointer; entries are destroyed outside it). */
+typedef struct cn__cache {
+    pthread_mutex_t mu;
+    size_t budget, cost;
+    uint64_t tick;
+    cn__cent_t *ent[CN__CACHE_SLOTS];
+    uint64_t used[CN__CACHE_SLOTS];
+    uint64_t hits, misses; /* statistics, under mu */
+} cn__cache_t;
+
+void cn__cache_init(cn__cache_t *c, size_t budget);
+/* Drops every entry the cache holds (those still held elsewhere live on). */
+void cn__cache_destroy(cn__cache_t *c);
+/* The entry of key at version (v1, v2), with a reference the caller
+ * releases (cn__cent_release), or NULL. */
+cn__cent_t *cn__cache_find(cn__cache_t *c, const char *key, size_t klen, int64_t v1, int64_t v2);
+/* Offers e (the caller keeps its own reference): the cache takes a reference
+ * unless it holds the same key at a newer or equal version, or e alone is over
+ * the budget.  e->hash must be cn__cache_hash(e->key, e->klen). */
+void cn__cache_offer(cn__cache_t *c, cn__cent_t *e);
+uint64_t cn__cache_hash(const char *key, size_t klen);
+void cn__cent_release(cn__cent_t *e); /* NULL is a no-op */
 
 struct cn_objects {
     cn_meta_t *meta;
@@ -19,26 +65,49 @@ struct cn_objects {
     pthread_mutex_t mu; /* guards stop, for the sweeper's wait */
     pthread_cond_t cv;
     bool stop;
+    cn__cache_t buckets; /* cn__bkt_t by name, version (bucket_id, gen) */
+    cn__cache_t acls;    /* cn__acl_ent_t by the ACL's stored text */
 };
 
-/* A bucket row with its access state, loaded for one operation. */
+/* A bucket row with its access state compiled once per change: ACL parsed,
+ * policy compiled, public access block decoded, and (attrs_cached) its named
+ * settings.  Shared through the objects handle's bucket cache, valid for
+ * exactly one (id, gen): immutable, read-only for whoever holds it. */
 typedef struct cn__bkt {
+    cn__cent_t ent; /* key = name; version = (id, gen) */
     int64_t id;
+    int64_t gen;
     char name[CN_BUCKET_NAME_MAX + 1];
     char owner[CN_ACCOUNT_NAME_MAX + 1];
     int64_t created_ms;
     bool has_acl;
-    cn_authz_acl_t *acl;       /* heap; NULL when has_acl is false */
+    cn_authz_acl_t *acl;       /* NULL when has_acl is false */
     cn_authz_policy_t *policy; /* NULL = none */
     bool has_pab;
     cn_authz_pab_t pab;
+    /* Named settings, when attrs_cached: entries of [u32 name len] name
+     * [u32 value len] value, by name.  Not cached when they exceed
+     * CN__BKT_ATTRS_MAX bytes: then readers ask the database. */
+    bool attrs_cached;
+    cn_buf_t attrs;
 } cn__bkt_t;
 
-/* The access facts of an existing object version. */
+#define CN__BKT_ATTRS_MAX (16u * 1024)
+
+/* The access facts of an existing object version.  acl points into a shared
+ * parsed ACL (the handle's ACL cache) held through ref. */
 typedef struct cn__objacl {
     char owner[CN_ACCOUNT_NAME_MAX + 1];
-    cn_authz_acl_t *acl; /* heap; NULL = private */
+    const cn_authz_acl_t *acl; /* NULL = private */
+    cn__cent_t *ref;
 } cn__objacl_t;
+
+/* One parsed ACL of the ACL cache, keyed by its stored text. */
+typedef struct cn__acl_ent {
+    cn__cent_t ent;
+    cn_authz_acl_t acl;
+    char text[]; /* the key */
+} cn__acl_ent_t;
 
 /* Sets rq's failure details (what, rq->fail with detail 0) and returns err. */
 cn_err_t cn__fail(cn_objects_req_t *rq, cn_err_t err, cn_objects_what_t what, const char *fmt, ...)
@@ -52,10 +121,26 @@ cn_err_t cn__fail_d(cn_objects_req_t *rq, cn_err_t err, cn_objects_what_t what,
  * CN_OBJECT_KEY_MAX bytes, KEY_INVALID otherwise. */
 cn_obj_detail_t cn__key_detail(const char *key);
 
-/* Loads bucket name inside txn.  CN_E_NOT_FOUND (what = BUCKET), CN_E_INVALID
- * for a bad name (what = BUCKET), CN_E_CORRUPT for unreadable stored state. */
-cn_err_t cn__bkt_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, const char *name, cn__bkt_t *b);
-void cn__bkt_free(cn__bkt_t *b);
+/* Loads bucket name inside txn: *out is held (cn__bkt_release), from the
+ * bucket cache when its (bucket_id, gen) is current in txn, else compiled
+ * from the row and offered to the cache.  CN_E_NOT_FOUND (what = BUCKET),
+ * CN_E_INVALID for a bad name (what = BUCKET), CN_E_CORRUPT for unreadable
+ * stored state. */
+cn_err_t cn__bkt_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq, const char *name,
+                      const cn__bkt_t **out);
+/* The same for a bucket whose (id, gen) the caller read in txn by name. */
+cn_err_t cn__bkt_get(cn_objects_t *o, cn_meta_txn_t *txn, const char *name, int64_t id, int64_t gen,
+                     const cn__bkt_t **out);
+/* Compiles a bucket from its row's values (acl, policy: stored text or
+ * NULL; pab: bits or -1 for none) into a new entry held once by the caller,
+ * not offered to any cache; attrs are not loaded.  CN_E_CORRUPT, -ENOMEM. */
+cn_err_t cn__bkt_build(int64_t id, int64_t gen, const char *name, const char *owner,
+                       int64_t created_ms, const char *acl, size_t acl_len, const char *policy,
+                       size_t policy_len, int64_t pab, cn__bkt_t **out);
+void cn__bkt_release(const cn__bkt_t *b); /* NULL is a no-op */
+/* Named setting name of b, when b->attrs_cached: 1 with value and len set,
+ * 0 when unset. */
+int cn__bkt_attr(const cn__bkt_t *b, const char *name, const void **value, size_t *len);
 /* The authz view of b (borrows b). */
 void cn__bkt_view(const cn__bkt_t *b, cn_authz_bucket_t *out);
 
@@ -108,6 +193,12 @@ const char *cn__principal_name(const cn_objects_req_t *rq);
 
 /* Parses an ACL serialization into a new heap ACL (*out; NULL for text NULL). */
 cn_err_t cn__acl_load(const char *text, size_t len, cn_authz_acl_t **out);
+/* An object's access facts from its stored owner and ACL text (NULL =
+ * private): the ACL parsed once per distinct text through o's ACL cache (o
+ * NULL: parsed here, uncached), held in a (release with cn__objacl_free).
+ * CN_E_CORRUPT, -ENOMEM. */
+cn_err_t cn__objacl_set(cn_objects_t *o, cn__objacl_t *a, const char *owner, size_t owner_len,
+                        const char *acl, size_t acl_len);
 
 /* Allocates the next value of counter name ("bucket", "version") in a write txn. */
 cn_err_t cn__next_id(cn_meta_txn_t *txn, const char *name, int64_t *out);
@@ -174,6 +265,9 @@ cn_err_t cn__upload_access(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t
 
 /* Strings copied into a fresh, NUL-terminated heap string (NULL on ENOMEM). */
 char *cn__strndup(const char *p, size_t n);
+/* Copies s (n bytes; NULL = "") into dst of cap bytes, cut to fit, and
+ * NUL-terminates it: the cheap form of snprintf(dst, cap, "%s", s). */
+void cn__strcpy(char *dst, size_t cap, const char *s, size_t n);
 
 int64_t cn__now_ms(void);
 

@@ -1,10 +1,20 @@
 /* Reads (HeadObject, GetObject with ranges and part numbers), DeleteObject
  * and object ACLs.
  *
+ * A GET or HEAD is one read transaction running one statement
+ * (CN_SQL_OBJ_KEY_READ: the bucket's generation, the key's current version
+ * and its segments), with the bucket's compiled settings taken from the
+ * handle's cache when that generation is current (cache.c).
+ *
  * A reader holds store guards on the blobs it serves, taken after the
- * version was read and confirmed by a second look at the key: a version that
- * is still current then was current while the sweeper could have judged its
- * blobs, so they were live, and from the guard on nothing removes them. */
+ * version was read.  The version may have been replaced, and its blobs swept,
+ * between the snapshot and the guards; so each guarded blob is then opened
+ * (and kept open for the send): one that is there now is protected from here
+ * on, whatever became of the version.  Only when a blob is missing, or the
+ * window touches more than CN__HOLD_SEGS segments, does a second look at the
+ * key decide: a version still current then was current while the sweeper
+ * could have judged its blobs, so they were live (a missing one is damage,
+ * CN_E_CORRUPT); a replaced one is read again. */
 #include "objects_int.h"
 
 #include <errno.h>
@@ -19,7 +29,14 @@ typedef struct cn_obj_seg {
     uint64_t off;  /* served part of it */
     uint64_t len;
     cn_store_guard_t *guard;
+    bool held; /* fd is open on the blob (cn_store_fd_get; fdh NULL: the reader's own) */
+    int fd;
+    void *fdh;
 } cn_obj_seg_t;
+
+/* Windows of more segments than this are confirmed by a second look at the
+ * key instead of by opening each blob. */
+#define CN__HOLD_SEGS 4
 
 struct cn_objects_reader {
     cn_store_t *store;
@@ -32,8 +49,11 @@ void cn_objects_reader_free(cn_objects_reader_t *rd)
 {
     if (!rd)
         return;
-    for (size_t i = 0; i < rd->nsegs; i++)
+    for (size_t i = 0; i < rd->nsegs; i++) {
+        if (rd->segs[i].held)
+            cn_store_fd_put(rd->store, rd->segs[i].fd, rd->segs[i].fdh);
         cn_store_guard_release(rd->segs[i].guard);
+    }
     free(rd->segs);
     free(rd);
 }
@@ -65,6 +85,14 @@ static cn_err_t obj_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn s
         cn_obj_seg_t *s = &rd->segs[i];
         if (!s->len)
             continue;
+        /* The descriptor held since the get serves a borrower, and an owner
+         * too when it is the reader's own; a shared one is not for an owner. */
+        if (send_fd && s->held && (borrow || !s->fdh)) {
+            cn_err_t err = send_fd(ctx, s->fd, s->off, s->len);
+            if (err)
+                return err;
+            continue;
+        }
         if (send_fd) {
             int fd = -1;
             uint64_t blen = 0;
@@ -108,88 +136,53 @@ cn_err_t cn_objects_reader_send_shared(cn_objects_reader_t *rd, cn_objects_send_
     return obj_reader_send(rd, send_fd, write, ctx, true);
 }
 
-/* Reads the current version of key into info (when not NULL) and, when segs
- * is not NULL, its segments in order. */
-static cn_err_t obj_version_load(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
-                                 const char *key, cn_object_info_t *info, cn__objacl_t *acl,
-                                 cn_obj_seg_t **segs, size_t *nsegs)
+/* Fills info, and acl when not NULL (its ACL through o's cache; o may be
+ * NULL), from the version columns of st, which start at column base in the
+ * CN__VCOL_* order. */
+static cn_err_t obj_info_cols(cn_objects_t *o, cn_meta_stmt_t *st, int base, cn_object_info_t *info,
+                              cn__objacl_t *acl)
 {
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn__version_row(txn, rq, bucket_id, key, &st);
-    if (err < 0)
-        return err;
-    int64_t vid = cn_meta_column_int64(st, CN__VCOL_ID);
+    size_t n = 0, ctl = 0, uml = 0;
     memset(info, 0, sizeof *info);
-    info->version_id = vid;
-    info->size = (uint64_t)cn_meta_column_int64(st, CN__VCOL_SIZE);
-    const char *s = cn_meta_column_text(st, CN__VCOL_ETAG, NULL);
-    snprintf(info->etag, sizeof info->etag, "%s", s ? s : "");
-    s = cn_meta_column_text(st, CN__VCOL_SHA256, NULL);
-    snprintf(info->sha256, sizeof info->sha256, "%s", s ? s : "");
-    size_t ctl = 0, uml = 0;
-    const char *ct = cn_meta_column_text(st, CN__VCOL_CTYPE, &ctl);
-    const void *um = cn_meta_column_blob(st, CN__VCOL_UMETA, &uml);
-    info->last_modified_ms = cn_meta_column_int64(st, CN__VCOL_MTIME);
-    s = cn_meta_column_text(st, CN__VCOL_OWNER, NULL);
-    snprintf(info->owner, sizeof info->owner, "%s", s ? s : "");
-    info->nparts = (uint32_t)cn_meta_column_int64(st, CN__VCOL_NPARTS);
-    s = cn_meta_column_text(st, CN__VCOL_CKSUM, NULL);
+    info->version_id = cn_meta_column_int64(st, base + CN__VCOL_ID);
+    info->size = (uint64_t)cn_meta_column_int64(st, base + CN__VCOL_SIZE);
+    const char *s = cn_meta_column_text(st, base + CN__VCOL_ETAG, &n);
+    cn__strcpy(info->etag, sizeof info->etag, s, n);
+    s = cn_meta_column_text(st, base + CN__VCOL_SHA256, &n);
+    cn__strcpy(info->sha256, sizeof info->sha256, s, n);
+    const char *ct = cn_meta_column_text(st, base + CN__VCOL_CTYPE, &ctl);
+    const void *um = cn_meta_column_blob(st, base + CN__VCOL_UMETA, &uml);
+    info->last_modified_ms = cn_meta_column_int64(st, base + CN__VCOL_MTIME);
+    const char *owner = cn_meta_column_text(st, base + CN__VCOL_OWNER, &n);
+    cn__strcpy(info->owner, sizeof info->owner, owner, n);
+    info->nparts = (uint32_t)cn_meta_column_int64(st, base + CN__VCOL_NPARTS);
+    s = cn_meta_column_text(st, base + CN__VCOL_CKSUM, &n);
     if (s) {
-        snprintf(info->checksum, sizeof info->checksum, "%s", s);
-        s = cn_meta_column_text(st, CN__VCOL_CKALG, NULL);
-        snprintf(info->checksum_alg, sizeof info->checksum_alg, "%s", s ? s : "");
+        cn__strcpy(info->checksum, sizeof info->checksum, s, n);
+        s = cn_meta_column_text(st, base + CN__VCOL_CKALG, &n);
+        cn__strcpy(info->checksum_alg, sizeof info->checksum_alg, s, n);
     }
-    err = cn__info_fill(info, ct, ctl, um, uml);
+    cn_err_t err = cn__info_fill(info, ct, ctl, um, uml);
     if (err >= 0 && acl) {
-        snprintf(acl->owner, sizeof acl->owner, "%s", info->owner);
-        size_t al = 0;
-        const char *a = cn_meta_column_text(st, CN__VCOL_ACL, &al);
-        err = cn__acl_load(a, al, &acl->acl);
+        const char *a = cn_meta_column_text(st, base + CN__VCOL_ACL, &n);
+        err = cn__objacl_set(o, acl, info->owner, strlen(info->owner), a, n);
     }
-    cn_meta_finish(st);
-    if (err < 0 || !segs)
-        return err;
-
-    err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_SEGMENTS_OF_VERSION], "i", vid);
-    if (err < 0)
-        return err;
-    size_t n = 0, cap = info->nparts ? info->nparts : 1;
-    cn_obj_seg_t *v = calloc(cap, sizeof *v);
-    if (!v) {
-        cn_meta_finish(st);
-        return -ENOMEM;
-    }
-    while ((err = cn_meta_step(st)) == CN_META_ROW) {
-        size_t dl = 0;
-        const void *d = cn_meta_column_blob(st, 0, &dl);
-        if (!d || dl != CN_DIGEST_LEN || n == cap) {
-            err = CN_E_CORRUPT;
-            break;
-        }
-        memcpy(v[n].digest.b, d, CN_DIGEST_LEN);
-        v[n].size = (uint64_t)cn_meta_column_int64(st, 1);
-        n++;
-    }
-    cn_meta_finish(st);
-    if (err < 0) {
-        free(v);
-        return err;
-    }
-    *segs = v;
-    *nsegs = n;
-    return 0;
+    return err;
 }
 
-/* Validates key, then loads its current version (as obj_version_load) for
- * act: not found only to whom act is allowed on a missing key. */
+/* Validates key, then loads its current version into info for act: not
+ * found only to whom act is allowed on a missing key. */
 static cn_err_t obj_load_for(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
-                             const char *key, cn_authz_action_t act, cn_object_info_t *info,
-                             cn_obj_seg_t **segs, size_t *nsegs)
+                             const char *key, cn_authz_action_t act, cn_object_info_t *info)
 {
     cn__objacl_t acl = { 0 };
+    cn_meta_stmt_t *st = NULL;
     cn_err_t err = cn__key_check(rq, key);
     if (err >= 0) {
-        err = obj_version_load(txn, rq, b->id, key, info, &acl, segs, nsegs);
+        err = cn__version_row(txn, rq, b->id, key, &st);
+        if (err >= 0)
+            err = obj_info_cols(NULL, st, 0, info, &acl);
+        cn_meta_finish(st);
         err = cn__authorize_found(rq, b, act, key, err, &acl);
     }
     cn__objacl_free(&acl);
@@ -211,21 +204,86 @@ static cn_err_t obj_find_for(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn_
     return err;
 }
 
-/* A read of one key: what it asks, and what it found (info, and the segments
- * when segs is not NULL). */
+/* The KEY_READ statement's columns after the version's. */
+enum {
+    KR_VERSION = 2, /* CN__VCOL_ID's column: the version columns start here */
+    KR_DIGEST = KR_VERSION + CN__VCOL_CKSUM + 1,
+    KR_SEG_SIZE
+};
+
+/* Collects the segments of the version st is on, one per row from the
+ * current one, into a new array (*segs, *nsegs). */
+static cn_err_t key_read_segs(cn_meta_stmt_t *st, const cn_object_info_t *info, cn_obj_seg_t **segs,
+                              size_t *nsegs)
+{
+    size_t n = 0, cap = info->nparts ? info->nparts : 1;
+    cn_obj_seg_t *v = calloc(cap, sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    cn_err_t err = CN_META_ROW;
+    /* The LEFT JOIN's one row of NULLs is a version with no segment. */
+    while (err == CN_META_ROW && !cn_meta_column_is_null(st, KR_DIGEST)) {
+        size_t dl = 0;
+        const void *d = cn_meta_column_blob(st, KR_DIGEST, &dl);
+        if (!d || dl != CN_DIGEST_LEN || n == cap) {
+            err = CN_E_CORRUPT;
+            break;
+        }
+        memcpy(v[n].digest.b, d, CN_DIGEST_LEN);
+        v[n].size = (uint64_t)cn_meta_column_int64(st, KR_SEG_SIZE);
+        n++;
+        err = cn_meta_step(st);
+    }
+    if (err < 0) {
+        free(v);
+        return err;
+    }
+    *segs = v;
+    *nsegs = n;
+    return 0;
+}
+
+/* A read of one key (GetObject, HeadObject): what it asks, and what it
+ * found (info, and the segments when segs is not NULL). */
 typedef struct key_read {
-    const char *key;
-    cn_authz_action_t act;
+    cn_objects_t *o;
+    cn_objects_req_t *rq;
+    const char *bucket, *key;
     cn_object_info_t *info;
     cn_obj_seg_t **segs;
     size_t *nsegs;
     int64_t bucket_id;
 } key_read_t;
 
-/* Loads the key's version for the read (obj_load_for); a repeated run
- * starts from nothing loaded. */
-static cn_err_t key_read_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
-                              void *ctx)
+/* The key read once KEY_READ's first row is in st: the bucket's settings
+ * (cached for its generation), the key, the version, the access decision. */
+static cn_err_t key_read_row(cn_meta_txn_t *txn, key_read_t *kr, cn_meta_stmt_t *st)
+{
+    cn_objects_req_t *rq = kr->rq;
+    kr->bucket_id = cn_meta_column_int64(st, 0);
+    const cn__bkt_t *b = NULL;
+    cn__objacl_t acl = { 0 };
+    cn_err_t err =
+        cn__bkt_get(kr->o, txn, kr->bucket, kr->bucket_id, cn_meta_column_int64(st, 1), &b);
+    if (err >= 0)
+        err = cn__key_check(rq, kr->key);
+    if (err >= 0) {
+        cn_err_t found = 0;
+        if (cn_meta_column_is_null(st, KR_VERSION))
+            found = CN_E_NOT_FOUND;
+        else
+            found = obj_info_cols(kr->o, st, KR_VERSION, kr->info, &acl);
+        if (found >= 0 && kr->segs)
+            found = key_read_segs(st, kr->info, kr->segs, kr->nsegs);
+        err = cn__authorize_found(rq, b, CN_ACT_GET_OBJECT, kr->key, found, &acl);
+    }
+    cn__objacl_free(&acl);
+    cn__bkt_release(b);
+    return err;
+}
+
+/* One run of a key read; a repeated run starts from nothing loaded. */
+static cn_err_t key_read_body(cn_meta_txn_t *txn, void *ctx)
 {
     key_read_t *kr = ctx;
     cn_objects_info_free(kr->info);
@@ -235,17 +293,30 @@ static cn_err_t key_read_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn
         *kr->segs = NULL;
         *kr->nsegs = 0;
     }
-    kr->bucket_id = b->id;
-    return obj_load_for(txn, rq, b, kr->key, kr->act, kr->info, kr->segs, kr->nsegs);
+    if (!cn_objects_bucket_name_ok(kr->bucket))
+        return cn__fail_d(kr->rq, CN_E_INVALID, CN_OBJ_WHAT_BUCKET, CN_OBJ_BUCKET_NAME_INVALID,
+                          "invalid bucket name");
+    cn_meta_stmt_t *st = NULL;
+    size_t klen = kr->key ? strlen(kr->key) : 0;
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_KEY_READ], "bs",
+                                  (const void *)(kr->key ? kr->key : ""), klen, kr->bucket);
+    if (err >= 0)
+        err = cn_meta_step(st);
+    if (err == CN_META_ROW)
+        err = key_read_row(txn, kr, st);
+    else if (err == CN_META_DONE)
+        err = cn__fail(kr->rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, "bucket %s does not exist",
+                       kr->bucket);
+    cn_meta_finish(st);
+    return err;
 }
 
 cn_err_t cn_objects_head(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket, const char *key,
                          cn_object_info_t *info)
 {
     memset(info, 0, sizeof *info);
-    key_read_t kr = { key, CN_ACT_GET_OBJECT, info, NULL, NULL, 0 };
-    cn_err_t err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
-                               key_read_body, &kr);
+    key_read_t kr = { o, rq, bucket, key, info, NULL, NULL, 0 };
+    cn_err_t err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, key_read_body, &kr);
     if (err < 0)
         cn_objects_info_free(info);
     return err;
@@ -263,6 +334,43 @@ static cn_err_t key_look_body(cn_meta_txn_t *txn, void *ctx)
     key_look_t *kl = ctx;
     return cn__version_find(txn, kl->bucket_id, kl->key, &kl->vid, NULL, NULL);
 }
+
+/* Makes sure the guarded blobs of rd, read as version vid of key, are still
+ * there (the file's comment): 0, *retry with CN_E_CONFLICT when the version
+ * was replaced meanwhile, CN_E_CORRUPT when a blob of the current version is
+ * missing, or a store or meta error. */
+static cn_err_t obj_hold(cn_objects_t *o, cn_objects_reader_t *rd, int64_t bucket_id,
+                         const char *key, int64_t vid, bool *retry)
+{
+    bool look = rd->nsegs > CN__HOLD_SEGS, missing = false;
+    for (size_t i = 0; i < rd->nsegs && !look; i++) {
+        cn_obj_seg_t *s = &rd->segs[i];
+        uint64_t blen = 0;
+        cn_err_t err = cn_store_fd_get(o->store, &s->digest, &s->fd, &blen, &s->fdh);
+        if (err == CN_E_UNSUPPORTED) /* there, enveloped: served by reads */
+            continue;
+        if (err == CN_E_NOT_FOUND)
+            look = missing = true;
+        else if (err < 0)
+            return err;
+        else
+            s->held = true;
+        if (s->held && blen < s->off + s->len)
+            return CN_E_CORRUPT;
+    }
+    if (!look)
+        return 0;
+    key_look_t kl = { bucket_id, key, 0 };
+    cn_err_t err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, key_look_body, &kl);
+    if (err < 0)
+        return err;
+    if (kl.vid != vid) {
+        *retry = true;
+        return CN_E_CONFLICT;
+    }
+    return missing ? CN_E_CORRUPT : 0;
+}
+
 /* Chooses the served window [off, off+len) of the whole object. */
 static cn_err_t obj_window(cn_objects_req_t *rq, const cn_objects_range_t *r,
                            const cn_object_info_t *info, const cn_obj_seg_t *segs, size_t nsegs,
@@ -312,9 +420,8 @@ static cn_err_t obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const char *
     cn_obj_seg_t *segs = NULL;
     size_t nsegs = 0;
     cn_objects_reader_t *rd = NULL;
-    key_read_t kr = { key, CN_ACT_GET_OBJECT, info, &segs, &nsegs, 0 };
-    cn_err_t err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
-                               key_read_body, &kr);
+    key_read_t kr = { o, rq, bucket, key, info, &segs, &nsegs, 0 };
+    cn_err_t err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, key_read_body, &kr);
     if (err < 0)
         goto fail;
 
@@ -352,18 +459,11 @@ static cn_err_t obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const char *
         if (err < 0)
             goto fail;
     }
-    /* Confirm the version is still current now that the guards hold. */
-    if (rd->nsegs) {
-        key_look_t kl = { kr.bucket_id, key, 0 };
-        err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, key_look_body, &kl);
-        if (err < 0)
-            goto fail;
-        if (kl.vid != info->version_id) {
-            *retry = true;
-            err = CN_E_CONFLICT;
-            goto fail;
-        }
-    }
+    err = obj_hold(o, rd, kr.bucket_id, key, info->version_id, retry);
+    if (err == CN_E_CORRUPT)
+        cn__fail(rq, err, CN_OBJ_WHAT_KEY, "a blob of the current version is missing or short");
+    if (err < 0)
+        goto fail;
     *out = rd;
     return 0;
 fail:
@@ -404,8 +504,7 @@ static cn_err_t parts_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__b
     cn_object_info_t info;
     memset(&info, 0, sizeof info);
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err =
-        obj_load_for(txn, rq, b, pw->key, CN_ACT_GET_OBJECT_ATTRIBUTES, &info, NULL, NULL);
+    cn_err_t err = obj_load_for(txn, rq, b, pw->key, CN_ACT_GET_OBJECT_ATTRIBUTES, &info);
     if (err >= 0)
         err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_SEGMENT_PARTS], "i", info.version_id);
     while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {

@@ -1,9 +1,14 @@
 /* objects_admin DATA_DIR ACCOUNT policy BUCKET FILE|-   set (or with "-" delete) a policy
  * objects_admin DATA_DIR ACCOUNT visibility BUCKET public|private
+ * objects_admin DATA_DIR ACCOUNT pab BUCKET BITS|-      public access block (1 BlockPublicAcls,
+ *                                                       2 IgnorePublicAcls, 4 BlockPublicPolicy,
+ *                                                       8 RestrictPublicBuckets), "-" deletes it
  *
  * A test helper: acts as ACCOUNT (with every permission) directly on the
- * service over the data directory, which a running cairnd may hold open too
- * (the metadata engine serializes writers across processes). */
+ * service over the data directory's metadata, which a running cairnd may
+ * hold open too (the metadata engine serializes writers across processes).
+ * The data directory's store is one process's: while a cairnd holds it, a
+ * scratch store stands in, since bucket settings never touch a blob. */
 #include "cairn/objects.h"
 #include "cairn/meta.h"
 #include "cairn/store.h"
@@ -11,11 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int main(int argc, char **argv)
 {
     if (argc != 6) {
-        fprintf(stderr, "usage: objects_admin DATA ACCOUNT policy|visibility BUCKET ARG\n");
+        fprintf(stderr, "usage: objects_admin DATA ACCOUNT policy|visibility|pab BUCKET ARG\n");
         return 2;
     }
     cn_meta_t *meta = NULL;
@@ -23,8 +29,14 @@ int main(int argc, char **argv)
     cn_objects_t *o = NULL;
     cn_err_t err = cn_meta_open(argv[1], NULL, &meta);
     cn_store_opts_t so = { .meta = meta };
+    char scratch[] = "/tmp/cn-objects-admin-XXXXXX";
+    bool own_scratch = false;
     if (err >= 0)
         err = cn_store_open(argv[1], &so, &store);
+    if (err == CN_E_BUSY && mkdtemp(scratch)) {
+        own_scratch = true;
+        err = cn_store_open(scratch, &so, &store);
+    }
     cn_objects_opts_t oo = { .upload_sweep_ms = -1 };
     if (err >= 0)
         err = cn_objects_open(meta, store, &oo, &o);
@@ -51,6 +63,13 @@ int main(int argc, char **argv)
         err = cn_authz_visibility_parse(argv[5], &v);
         if (err >= 0)
             err = cn_objects_bucket_set_visibility(o, &rq, argv[4], v);
+    } else if (err >= 0 && !strcmp(argv[3], "pab")) {
+        long bits = strtol(argv[5], NULL, 10);
+        cn_authz_pab_t pab = { .block_public_acls = bits & 1,
+                               .ignore_public_acls = bits & 2,
+                               .block_public_policy = bits & 4,
+                               .restrict_public_buckets = bits & 8 };
+        err = cn_objects_bucket_pab_set(o, &rq, argv[4], strcmp(argv[5], "-") ? &pab : NULL);
     } else if (err >= 0) {
         err = CN_E_INVALID;
     }
@@ -59,5 +78,11 @@ int main(int argc, char **argv)
     cn_objects_close(o);
     cn_store_close(store);
     cn_meta_close(meta);
+    if (own_scratch) {
+        char cmd[sizeof scratch + 16];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", scratch);
+        if (system(cmd) != 0)
+            fprintf(stderr, "objects_admin: could not remove %s\n", scratch);
+    }
     return err < 0 ? 1 : 0;
 }

@@ -13,6 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The objects handle's cache size (CN__CACHE_SLOTS, src/objects/objects_int.h). */
+#define CN_TEST_CACHE_SLOTS 64
+
 typedef struct {
     char dir[64];
     cn_meta_t *meta;
@@ -909,6 +912,222 @@ static void test_policy_denies_by_ip(void)
     env_close(&e);
 }
 
+/* ---- the read path's caches: a bucket's settings are compiled once per
+ * change and cached in the handle, so every change must be honoured by the
+ * very next read, whether made through the same handle or through another
+ * one on the same database (as another process would). */
+
+/* Anonymous s3:GetObject on every key of bucket b. */
+static void anon_get_policy(const char *b, char *out, size_t cap)
+{
+    snprintf(out, cap,
+             "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":\"*\","
+             "\"Action\":\"s3:GetObject\",\"Resource\":\"arn:aws:s3:::%s/*\"}]}",
+             b);
+}
+
+/* An anonymous GetObject of b/k, then HeadObject: both must agree. */
+static cn_err_t anon_read(cn_objects_t *o, const char *b, const char *k)
+{
+    cn_objects_req_t rq = req_for(NULL);
+    cn_object_info_t info;
+    cn_objects_reader_t *rd = NULL;
+    cn_err_t get = cn_objects_get(o, &rq, b, k, NULL, &info, &rd);
+    if (get == 0)
+        cn_objects_info_free(&info);
+    cn_objects_reader_free(rd);
+    cn_err_t head = cn_objects_head(o, &rq, b, k, &info);
+    if (head == 0)
+        cn_objects_info_free(&info);
+    CN_CHECK_EQ(head, get);
+    return get;
+}
+
+static cn_err_t anon_list(cn_objects_t *o, const char *b)
+{
+    cn_objects_req_t rq = req_for(NULL);
+    cn_objects_list_t l;
+    cn_err_t err = cn_objects_list(o, &rq, b, NULL, &l);
+    if (err == 0)
+        cn_objects_list_free(&l);
+    return err;
+}
+
+/* The CORS setting as an unauthenticated peek sees it: 1 with *v, 0 unset. */
+static int peek_cors(cn_objects_t *o, const char *b, char *v, size_t cap)
+{
+    cn_buf_t got = { 0 };
+    bool has = false;
+    char owner[CN_ACCOUNT_NAME_MAX + 1];
+    CN_CHECK_EQ(cn_objects_bucket_peek(o, b, owner, "cors", &got, &has), 0);
+    CN_CHECK_STR(owner, "alice");
+    snprintf(v, cap, "%.*s", (int)got.len, got.data ? (const char *)got.data : "");
+    cn_buf_free(&got);
+    return has;
+}
+
+/* Every setting changed through writer (a handle, or the reader's own) is
+ * seen by reader's next read of bucket b, which holds key k. */
+static void settings_follow(cn_objects_t *writer, cn_objects_t *reader, const cn_principal_t *who,
+                            const char *b)
+{
+    cn_objects_req_t rq = req_for(who);
+    char pol[512], v[64];
+    anon_get_policy(b, pol, sizeof pol);
+    /* Each read is repeated, so the second one is served by the cache. */
+    for (int i = 0; i < 2; i++)
+        CN_CHECK_EQ(anon_read(reader, b, "k"), CN_E_DENIED);
+    CN_CHECK_EQ(cn_objects_bucket_policy_set(writer, &rq, b, pol, strlen(pol)), 0);
+    for (int i = 0; i < 2; i++)
+        CN_CHECK_EQ(anon_read(reader, b, "k"), 0);
+    cn_authz_pab_t pab = { .restrict_public_buckets = true };
+    CN_CHECK_EQ(cn_objects_bucket_pab_set(writer, &rq, b, &pab), 0);
+    for (int i = 0; i < 2; i++)
+        CN_CHECK_EQ(anon_read(reader, b, "k"), CN_E_DENIED);
+    CN_CHECK_EQ(cn_objects_bucket_pab_set(writer, &rq, b, NULL), 0);
+    CN_CHECK_EQ(anon_read(reader, b, "k"), 0);
+    CN_CHECK_EQ(cn_objects_bucket_policy_set(writer, &rq, b, NULL, 0), 0);
+    CN_CHECK_EQ(anon_read(reader, b, "k"), CN_E_DENIED);
+    /* The bucket ACL. */
+    for (int i = 0; i < 2; i++)
+        CN_CHECK_EQ(anon_list(reader, b), CN_E_DENIED);
+    CN_CHECK_EQ(cn_objects_bucket_set_visibility(writer, &rq, b, CN_VIS_PUBLIC), 0);
+    for (int i = 0; i < 2; i++)
+        CN_CHECK_EQ(anon_list(reader, b), 0);
+    CN_CHECK_EQ(cn_objects_bucket_set_visibility(writer, &rq, b, CN_VIS_PRIVATE), 0);
+    CN_CHECK_EQ(anon_list(reader, b), CN_E_DENIED);
+    /* A named setting, as the unauthenticated peek reads it. */
+    CN_CHECK_EQ(peek_cors(reader, b, v, sizeof v), 0);
+    CN_CHECK_EQ(
+        cn_objects_bucket_attr_set(writer, &rq, b, "cors", CN_ACT_PUT_BUCKET_CORS, "<a/>", 4), 0);
+    CN_CHECK_EQ(peek_cors(reader, b, v, sizeof v), 1);
+    CN_CHECK_STR(v, "<a/>");
+    CN_CHECK_EQ(
+        cn_objects_bucket_attr_set(writer, &rq, b, "cors", CN_ACT_PUT_BUCKET_CORS, "<b/>", 4), 0);
+    CN_CHECK_EQ(peek_cors(reader, b, v, sizeof v), 1);
+    CN_CHECK_STR(v, "<b/>");
+    CN_CHECK_EQ(cn_objects_bucket_attr_set(writer, &rq, b, "cors", CN_ACT_PUT_BUCKET_CORS, NULL, 0),
+                0);
+    CN_CHECK_EQ(peek_cors(reader, b, v, sizeof v), 0);
+    /* An object ACL. */
+    cn_authz_acl_t acl;
+    CN_CHECK_EQ(cn_authz_acl_canned(&acl, "public-read", 11, "alice", NULL, false), 0);
+    CN_CHECK_EQ(cn_objects_object_acl_set(writer, &rq, b, "k", &acl), 0);
+    for (int i = 0; i < 2; i++)
+        CN_CHECK_EQ(anon_read(reader, b, "k"), 0);
+    CN_CHECK_EQ(cn_authz_acl_canned(&acl, "private", 7, "alice", NULL, false), 0);
+    CN_CHECK_EQ(cn_objects_object_acl_set(writer, &rq, b, "k", &acl), 0);
+    CN_CHECK_EQ(anon_read(reader, b, "k"), CN_E_DENIED);
+}
+
+static void test_settings_cache_same_handle(void)
+{
+    env_t e;
+    env_open(&e, NULL);
+    cn_objects_req_t rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "cache", NULL, NULL), 0);
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "cache", "k", "v", 1, NULL, NULL), 0);
+    settings_follow(e.o, e.o, &e.alice, "cache");
+    env_close(&e);
+}
+
+static void test_settings_cache_two_handles(void)
+{
+    env_t e, w;
+    env_open(&e, NULL);
+    /* The writer: its own database connections on the same meta.db; its
+     * store is its own (a data dir's store is one process's, and settings
+     * never touch blobs). */
+    memset(&w, 0, sizeof w);
+    snprintf(w.dir, sizeof w.dir, "/tmp/cn-objtest-XXXXXX");
+    CN_CHECK(mkdtemp(w.dir) != NULL);
+    cn_meta_opts_t mo = { .no_sync = true };
+    CN_CHECK_EQ(cn_meta_open(e.dir, &mo, &w.meta), 0);
+    cn_store_opts_t so = { .meta = w.meta };
+    CN_CHECK_EQ(cn_store_open(w.dir, &so, &w.store), 0);
+    cn_objects_opts_t oo = { .upload_sweep_ms = -1 };
+    CN_CHECK_EQ(cn_objects_open(w.meta, w.store, &oo, &w.o), 0);
+
+    cn_objects_req_t rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "cache2", NULL, NULL), 0);
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "cache2", "k", "v", 1, NULL, NULL), 0);
+    settings_follow(w.o, e.o, &e.alice, "cache2");
+
+    /* The bucket deleted and made again under the same name, public this
+     * time, by the other handle: a new bucket, not the cached one. */
+    cn_bucket_info_t before, after;
+    CN_CHECK_EQ(cn_objects_bucket_head(e.o, &rq, "cache2", &before), 0);
+    CN_CHECK_EQ(cn_objects_delete(w.o, &rq, "cache2", "k"), 0);
+    CN_CHECK_EQ(cn_objects_bucket_delete(w.o, &rq, "cache2"), 0);
+    CN_CHECK_EQ(anon_list(e.o, "cache2"), CN_E_NOT_FOUND);
+    cn_authz_acl_t pub;
+    CN_CHECK_EQ(cn_authz_acl_canned(&pub, "public-read", 11, "alice", NULL, true), 0);
+    CN_CHECK_EQ(cn_objects_bucket_create(w.o, &rq, "cache2", &pub, NULL), 0);
+    CN_CHECK_EQ(cn_objects_bucket_head(e.o, &rq, "cache2", &after), 0);
+    CN_CHECK(after.bucket_id != before.bucket_id);
+    CN_CHECK_EQ(after.visibility, CN_VIS_PUBLIC);
+    CN_CHECK_EQ(anon_list(e.o, "cache2"), 0);
+
+    cn_objects_close(w.o);
+    cn_store_close(w.store);
+    cn_meta_close(w.meta);
+    nftw(w.dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    env_close(&e);
+}
+
+/* More buckets than the cache holds, every other one readable by anyone:
+ * whatever is evicted, each read decides by its own bucket's settings. */
+static void test_settings_cache_eviction(void)
+{
+    env_t e;
+    env_open(&e, NULL);
+    cn_objects_req_t rq = req_for(&e.alice);
+    enum {
+        N = 3 * CN_TEST_CACHE_SLOTS
+    };
+    char name[32], pol[512];
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "ev-%03d", i);
+        CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, name, NULL, NULL), 0);
+        CN_CHECK_EQ(put_bytes(&e, &e.alice, name, "k", "v", 1, NULL, NULL), 0);
+        anon_get_policy(name, pol, sizeof pol);
+        if (i % 2)
+            CN_CHECK_EQ(cn_objects_bucket_policy_set(e.o, &rq, name, pol, strlen(pol)), 0);
+    }
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < N; i++) {
+            snprintf(name, sizeof name, "ev-%03d", (i * 7) % N);
+            CN_CHECK_EQ(anon_read(e.o, name, "k"), ((i * 7) % N) % 2 ? 0 : CN_E_DENIED);
+        }
+    env_close(&e);
+}
+
+/* A GET that finds its version's blob gone fails at once (the store is
+ * damaged: the version is still current), instead of answering a body it
+ * cannot send. */
+static void test_get_missing_blob(void)
+{
+    env_t e;
+    env_open(&e, NULL);
+    cn_objects_req_t rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "dmg", NULL, NULL), 0);
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "dmg", "k", "lost bytes", 10, NULL, NULL), 0);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "find %s/blobs -type f -delete", e.dir);
+    CN_CHECK_EQ(system(cmd), 0);
+    CN_CHECK_EQ(count_blobs(&e), 0);
+    cn_object_info_t info;
+    cn_objects_reader_t *rd = NULL;
+    CN_CHECK_EQ(cn_objects_get(e.o, &rq, "dmg", "k", NULL, &info, &rd), CN_E_CORRUPT);
+    CN_CHECK(rd == NULL);
+    CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_KEY);
+    /* HEAD reads no blob: it still answers. */
+    CN_CHECK_EQ(cn_objects_head(e.o, &rq, "dmg", "k", &info), 0);
+    CN_CHECK_EQ(info.size, 10);
+    cn_objects_info_free(&info);
+    env_close(&e);
+}
+
 /* ---- concurrency: writers overwrite one key while readers read it and a
  * sweeper with no grace runs; a reader must always get bytes that match the
  * version's checksum, and in the end only the last version's blob is left. */
@@ -1041,4 +1260,6 @@ CN_TEST_MAIN(CN_TEST(test_bucket_names), CN_TEST(test_buckets), CN_TEST(test_put
              CN_TEST(test_interrupted_and_limits), CN_TEST(test_list),
              CN_TEST(test_copy_references_blob), CN_TEST(test_multipart),
              CN_TEST(test_multipart_checksums), CN_TEST(test_upload_expiry), CN_TEST(test_liveness),
-             CN_TEST(test_policy_denies_by_ip), CN_TEST(test_concurrency))
+             CN_TEST(test_policy_denies_by_ip), CN_TEST(test_settings_cache_same_handle),
+             CN_TEST(test_settings_cache_two_handles), CN_TEST(test_settings_cache_eviction),
+             CN_TEST(test_get_missing_blob), CN_TEST(test_concurrency))

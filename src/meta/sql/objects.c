@@ -86,9 +86,17 @@ static const char schema_v2[] = "ALTER TABLE obj_upload ADD COLUMN cksum_alg TEX
                                 "ALTER TABLE obj_version ADD COLUMN cksum_alg TEXT;"
                                 "ALTER TABLE obj_version ADD COLUMN cksum TEXT;";
 
+/* v3: a generation per bucket, bumped in the same write transaction as any
+ * change of its settings (acl, policy, pab, its obj_bucket_attr rows), so
+ * that a reader, in this process or another, validates the settings it
+ * compiled and cached (src/objects/cache.c) with one look at
+ * (bucket_id, gen). */
+static const char schema_v3[] = "ALTER TABLE obj_bucket ADD COLUMN gen BIGINT NOT NULL DEFAULT 0;";
+
 static const cn_meta_migration_t schema[] = {
     { 1, schema_v1, NULL, NULL },
     { 2, schema_v2, NULL, NULL },
+    { 3, schema_v3, NULL, NULL },
 };
 
 const char *const cn__sql_obj[CN_SQL_OBJ_COUNT] = {
@@ -98,8 +106,12 @@ const char *const cn__sql_obj[CN_SQL_OBJ_COUNT] = {
     [CN_SQL_OBJ_SEGMENT_DIGEST_LIVE] = "SELECT 1 FROM obj_segment WHERE digest = ? LIMIT 1",
     [CN_SQL_OBJ_PART_DIGEST_LIVE] = "SELECT 1 FROM obj_part WHERE digest = ? LIMIT 1",
     /* ---- buckets */
-    [CN_SQL_OBJ_BUCKET_BY_NAME] =
-        "SELECT bucket_id, owner, created_ms, acl, policy, pab FROM obj_bucket WHERE name = ?",
+    [CN_SQL_OBJ_BUCKET_GEN] = "SELECT bucket_id, gen FROM obj_bucket WHERE name = ?",
+    [CN_SQL_OBJ_BUCKET_SETTINGS] =
+        "SELECT owner, created_ms, acl, policy, pab FROM obj_bucket WHERE bucket_id = ?",
+    [CN_SQL_OBJ_BUCKET_ATTRS] =
+        "SELECT name, value FROM obj_bucket_attr WHERE bucket_id = ? ORDER BY name",
+    [CN_SQL_OBJ_BUCKET_GEN_BUMP] = "UPDATE obj_bucket SET gen = gen + 1 WHERE bucket_id = ?",
     [CN_SQL_OBJ_BUCKET_NAME_TAKEN] = "SELECT 1 FROM obj_bucket WHERE name = ?",
     [CN_SQL_OBJ_BUCKET_EXISTS] = "SELECT 1 FROM obj_bucket WHERE bucket_id = ?",
     [CN_SQL_OBJ_BUCKET_INSERT] =
@@ -112,12 +124,15 @@ const char *const cn__sql_obj[CN_SQL_OBJ_COUNT] = {
     [CN_SQL_OBJ_BUCKET_ATTRS_DELETE] = "DELETE FROM obj_bucket_attr WHERE bucket_id = ?",
     [CN_SQL_OBJ_BUCKET_DELETE] = "DELETE FROM obj_bucket WHERE bucket_id = ?",
     [CN_SQL_OBJ_BUCKETS_OF_OWNER] =
-        "SELECT bucket_id, name, created_ms, acl, policy, pab FROM obj_bucket "
+        "SELECT bucket_id, name, created_ms, gen, acl, policy, pab FROM obj_bucket "
         "WHERE owner = ? ORDER BY name",
-    [CN_SQL_OBJ_BUCKET_SET_ACL] = "UPDATE obj_bucket SET acl = ? WHERE bucket_id = ?",
+    [CN_SQL_OBJ_BUCKET_SET_ACL] =
+        "UPDATE obj_bucket SET acl = ?, gen = gen + 1 WHERE bucket_id = ?",
     [CN_SQL_OBJ_BUCKET_POLICY] = "SELECT policy FROM obj_bucket WHERE bucket_id = ?",
-    [CN_SQL_OBJ_BUCKET_SET_POLICY] = "UPDATE obj_bucket SET policy = ? WHERE bucket_id = ?",
-    [CN_SQL_OBJ_BUCKET_SET_PAB] = "UPDATE obj_bucket SET pab = ? WHERE bucket_id = ?",
+    [CN_SQL_OBJ_BUCKET_SET_POLICY] =
+        "UPDATE obj_bucket SET policy = ?, gen = gen + 1 WHERE bucket_id = ?",
+    [CN_SQL_OBJ_BUCKET_SET_PAB] =
+        "UPDATE obj_bucket SET pab = ?, gen = gen + 1 WHERE bucket_id = ?",
     [CN_SQL_OBJ_BUCKET_ATTR] = "SELECT value FROM obj_bucket_attr WHERE bucket_id = ? AND name = ?",
     [CN_SQL_OBJ_BUCKET_ATTR_DELETE] =
         "DELETE FROM obj_bucket_attr WHERE bucket_id = ? AND name = ?",
@@ -128,6 +143,13 @@ const char *const cn__sql_obj[CN_SQL_OBJ_COUNT] = {
     [CN_SQL_OBJ_VERSION_ROW] =
         "SELECT version_id, size, etag, sha256, content_type, umeta, mtime_ms, owner, acl, nparts, "
         "cksum_alg, cksum FROM obj_version WHERE bucket_id = ? AND okey = ?",
+    [CN_SQL_OBJ_KEY_READ] =
+        "SELECT b.bucket_id, b.gen, v.version_id, v.size, v.etag, v.sha256, v.content_type, "
+        "v.umeta, v.mtime_ms, v.owner, v.acl, v.nparts, v.cksum_alg, v.cksum, s.digest, s.size "
+        "FROM obj_bucket b "
+        "LEFT JOIN obj_version v ON v.bucket_id = b.bucket_id AND v.okey = ? "
+        "LEFT JOIN obj_segment s ON s.version_id = v.version_id "
+        "WHERE b.name = ? ORDER BY s.seq",
     [CN_SQL_OBJ_VERSION_FIND] =
         "SELECT version_id, etag, owner, acl FROM obj_version WHERE bucket_id = ? AND okey = ?",
     [CN_SQL_OBJ_VERSION_DELETE] = "DELETE FROM obj_version WHERE version_id = ?",

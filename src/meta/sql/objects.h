@@ -19,8 +19,15 @@ enum {
     /* (digest) -> 1 when an upload's part names it */
     CN_SQL_OBJ_PART_DIGEST_LIVE,
     /* ---- buckets */
-    /* (name) -> bucket_id, owner, created_ms, acl, policy, pab */
-    CN_SQL_OBJ_BUCKET_BY_NAME,
+    /* (name) -> bucket_id, gen: what a cached bucket is validated by */
+    CN_SQL_OBJ_BUCKET_GEN,
+    /* (bucket_id) -> owner, created_ms, acl, policy, pab */
+    CN_SQL_OBJ_BUCKET_SETTINGS,
+    /* (bucket_id) -> name, value: its named settings; by name */
+    CN_SQL_OBJ_BUCKET_ATTRS,
+    /* (bucket_id): the generation bump of a settings change other than
+     * acl, policy or pab (whose statements bump it themselves) */
+    CN_SQL_OBJ_BUCKET_GEN_BUMP,
     /* (name) -> 1 when a bucket has it */
     CN_SQL_OBJ_BUCKET_NAME_TAKEN,
     /* (bucket_id) -> 1 when the bucket exists */
@@ -37,9 +44,9 @@ enum {
     CN_SQL_OBJ_BUCKET_ATTRS_DELETE,
     /* (bucket_id) */
     CN_SQL_OBJ_BUCKET_DELETE,
-    /* (owner) -> bucket_id, name, created_ms, acl, policy, pab; by name */
+    /* (owner) -> bucket_id, name, created_ms, gen, acl, policy, pab; by name */
     CN_SQL_OBJ_BUCKETS_OF_OWNER,
-    /* (acl, bucket_id) */
+    /* (acl, bucket_id); bumps gen, as SET_POLICY and SET_PAB do */
     CN_SQL_OBJ_BUCKET_SET_ACL,
     /* (bucket_id) -> policy */
     CN_SQL_OBJ_BUCKET_POLICY,
@@ -56,6 +63,11 @@ enum {
     /* ---- versions and segments */
     /* (bucket_id, okey) -> the CN__VCOL_* columns (src/objects/objects_int.h) */
     CN_SQL_OBJ_VERSION_ROW,
+    /* (okey, bucket name) -> bucket_id, gen, then the CN__VCOL_* columns from
+     * column 2 (NULL when the key has no version), then digest, size of each
+     * segment: one row per segment, by seq (one row with NULL segment
+     * columns for none).  A GET's one statement (src/objects/read.c) */
+    CN_SQL_OBJ_KEY_READ,
     /* (bucket_id, okey) -> version_id, etag, owner, acl */
     CN_SQL_OBJ_VERSION_FIND,
     /* (version_id) */

@@ -92,8 +92,7 @@ CN_API const char *cn_repos_code_name(unsigned code);
 #define CN_REPOS_CONFLICT_PATHS_MAX 64
 #define CN_REPOS_NOTE_REVISIONS_MAX 1024
 #define CN_REPOS_NOTE_TEXT_MAX 65536
-#define CN_REPOS_BRANCH_NAME_MAX 256 /* branch name bytes (docs/protocol/scribe.md 7.8) */
-#define CN_REPOS_SCHEMA 3            /* the repository schema this service records */
+#define CN_REPOS_SCHEMA 3 /* the repository schema this service records */
 
 /* ---- the request context ----------------------------------------------------
  * Who asks, and where a failure is explained.  principal NULL with trusted
@@ -341,12 +340,6 @@ typedef struct cn_repos_branch {
     uint64_t origin_change;
     int64_t created_ms; /* the server's clock at acceptance */
 } cn_repos_branch_t;
-
-/* The branch name rule: 1..256 bytes of ASCII letters, digits, '-', '_',
- * '.' and '/'; '/'-separated segments, none empty and none starting with
- * '.'; the first byte is not '-'.  Uniqueness (ignoring ASCII case, within a
- * repository) is checked by the mutation. */
-CN_API bool cn_repos_branch_name_ok(const char *name, size_t len);
 
 /* Lists repo's branches by name in byte order, strictly after `after`
  * (NULL = from the first), at most limit (clamped to 1..4096), each handed

@@ -277,6 +277,14 @@ CN_API cn_err_t cn_repos_tree_proof_verify(const uint8_t *p, size_t n,
                                            const cn_digest_t *revision_root,
                                            cn_digest_t *content_root, uint64_t *live);
 
+#define CN_REPOS_BRANCH_NAME_MAX 256 /* branch name bytes (docs/protocol/scribe.md 7.8) */
+
+/* The branch name rule: 1..256 bytes of ASCII letters, digits, '-', '_',
+ * '.' and '/'; '/'-separated segments, none empty and none starting with
+ * '.'; the first byte is not '-'.  Uniqueness (ignoring ASCII case, within a
+ * repository) is checked by the mutation. */
+CN_API bool cn_repos_branch_name_ok(const char *name, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -29,3 +29,26 @@ cn_err_t cn_repos_path_check(const uint8_t *p, size_t n)
     }
     return cn_repos_utf8_check(p, n);
 }
+
+bool cn_repos_branch_name_ok(const char *name, size_t len)
+{
+    if (!name || len == 0 || len > CN_REPOS_BRANCH_NAME_MAX || name[0] == '-')
+        return false;
+    bool seg_start = true;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c == '/') {
+            if (seg_start)
+                return false; /* a leading '/' or an empty segment */
+            seg_start = true;
+            continue;
+        }
+        if (seg_start && c == '.')
+            return false; /* ".", ".." and dot-led segments */
+        seg_start = false;
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!alnum && c != '-' && c != '_' && c != '.')
+            return false;
+    }
+    return !seg_start; /* no trailing '/' */
+}

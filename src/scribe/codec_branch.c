@@ -4,30 +4,13 @@
  * the caller's buffer. */
 #include "codec_int.h"
 
+#include "cairn/repos_model.h"
+
 #include <string.h>
 
 bool cn_scribe_branch_name_valid(cn_scribe_str_t s)
 {
-    if (s.len == 0 || s.len > CN_SCRIBE_MAX_BRANCH_NAME || !s.p || s.p[0] == '-')
-        return false;
-    bool seg_start = true;
-    for (uint32_t i = 0; i < s.len; i++) {
-        uint8_t ch = s.p[i];
-        if (ch == '/') {
-            if (seg_start)
-                return false; /* leading '/' or an empty segment */
-            seg_start = true;
-            continue;
-        }
-        if (seg_start && ch == '.')
-            return false; /* ".", ".." and hidden-looking segments */
-        seg_start = false;
-        bool alnum =
-            (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
-        if (!alnum && ch != '-' && ch != '_' && ch != '.')
-            return false;
-    }
-    return !seg_start; /* no trailing '/' */
+    return s.p && cn_repos_branch_name_ok((const char *)s.p, s.len);
 }
 
 static void rd_name(cn_scribe_rd_t *r, cn_scribe_str_t *out)

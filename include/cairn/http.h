@@ -102,6 +102,13 @@ typedef struct cn_http_route {
     void (*error)(cn_http_req_t *req, cn_s3_err_t e, const char *message, void *ctx);
     void *ctx;
     uint64_t max_body; /* decoded payload cap; 0: server default */
+    /* Optional: true when a request of this route only reads (served on the
+     * network layer's query pool), false for a mutation or a body (the
+     * storage pool), so that stalled uploads never hold up a GET.  Runs on
+     * the network loop before the request is parsed, with its method and its
+     * raw path as far as it has arrived (it may be cut short): pure and
+     * fast.  NULL: GET, HEAD and OPTIONS read. */
+    bool (*reads)(const char *method, const char *raw_path, void *ctx);
 } cn_http_route_t;
 
 /* The fields marked (stand-alone) apply to cn_http_server_start only; under

@@ -70,9 +70,12 @@ typedef struct cn_adapter {
     cn_err_t (*open)(void *actx, cn_conn_t *c, void **cstate);
 
     /* Picks the pool for a request from its head: CN_POOL_QUERY or
-     * CN_POOL_STORAGE.  Runs on the loop thread: pure, fast, no I/O.  head is
-     * NULL when head_len is 0.  Any other value means CN_POOL_STORAGE; a
-     * NULL classify sends every request to the storage pool. */
+     * CN_POOL_STORAGE.  Runs on the loop thread: pure, fast, no I/O.  When
+     * head_len is 0, head is the first bytes of the request that have
+     * arrived (at least 1, at most CN_HEAD_MAX - 1), NUL-terminated and not
+     * taken from the stream (serve() reads them again), or NULL under TLS.
+     * Any other value means CN_POOL_STORAGE; a NULL classify sends every
+     * request to the storage pool. */
     int (*classify)(void *cstate, const uint8_t *head);
 
     /* One whole request on a worker: read the rest of it, answer it.  head
@@ -282,9 +285,15 @@ CN_API uint64_t cn_conn_id(const cn_conn_t *c);
  * its budget reservations against budget_per_principal.  It never refuses a
  * connection for the number the principal already holds: a refusal decided
  * after authentication cannot be the "busy" a protocol answers before it
- * (Jay's ServerBusy means no credential was examined).  Call once, from
- * open() on the owning worker.  Errors: CN_E_INVALID (already bound, or
- * empty key), -ENOMEM. */
+ * (Jay's ServerBusy means no credential was examined).  A protocol that
+ * authenticates once calls it from open(); one that authenticates each
+ * request (HTTP) calls it from serve() with the request's verified
+ * principal, or NULL / "" for an anonymous one (then the connection counts
+ * per source again).  Rebinding moves the connection's reservations at
+ * once; the worker share follows from the connection's next request (the
+ * request in progress stays counted where it was dispatched).  The same
+ * key again is a no-op that takes no lock.  The owning worker, in open()
+ * or serve().  Errors: -ENOMEM (nothing changed). */
 CN_API cn_err_t cn_conn_set_principal(cn_conn_t *c, const char *key);
 
 /* ---- request-body memory budget ----------------------------------------------------

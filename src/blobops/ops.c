@@ -615,6 +615,17 @@ static int op_for_path(const char *path)
     return -2;
 }
 
+/* The route's pool hint (cn_http_route_t.reads): discovery and the ops
+ * whose namespace action is "read" (stat, have, list, fetch). */
+static bool op_reads(const char *method, const char *raw_path, void *ctx)
+{
+    (void)ctx;
+    if (!strcmp(method, "GET") || !strcmp(method, "HEAD"))
+        return true;
+    int op = op_for_path(raw_path);
+    return op >= 0 && !strcmp(ops[op].action, "read");
+}
+
 static int on_request(cn_http_req_t *r, void *ctx)
 {
     cn__bh_t *h = ctx;
@@ -886,6 +897,7 @@ cn_err_t cn_blobs_http_register(cn_http_server_t *srv, cn_blobs_t *b, cn_identit
         .error = on_error,
         .ctx = h,
         .max_body = UINT64_C(1) << 40,
+        .reads = op_reads,
     };
     cn_err_t rc = cn_http_server_route(srv, &rt);
     if (rc >= 0)

@@ -219,6 +219,8 @@ static int config_apply(const cn_toml_t *doc, cn_server_config_t *scfg, bool *al
         ls[i].opts.limits = base;
         if (ls[i].proto->max_conns && !cn_toml_get(limits, "max_connections"))
             ls[i].opts.limits.max_conns = ls[i].proto->max_conns;
+        if (ls[i].proto->max_pending_per_source && !cn_toml_get(limits, "max_pending_per_source"))
+            ls[i].opts.limits.max_pending_per_source = ls[i].proto->max_pending_per_source;
         ls[i].section = cn_toml_get(root, ls[i].proto->name);
         if (!ls[i].section)
             continue;
@@ -477,6 +479,8 @@ int main(int argc, char **argv)
         cn_limits_default(&ls[i].opts.limits);
         if (ls[i].proto->max_conns)
             ls[i].opts.limits.max_conns = ls[i].proto->max_conns;
+        if (ls[i].proto->max_pending_per_source)
+            ls[i].opts.limits.max_pending_per_source = ls[i].proto->max_pending_per_source;
     }
     cn_toml_t *doc = NULL;
     if (cl.config_path) {

@@ -51,6 +51,11 @@ typedef struct cn_protocol {
     /* Its connection table's default size (max_connections), when it is not
      * cn_limits_default's; a config file's [limits] or section overrides it. */
     unsigned max_conns;
+    /* Its default pending share of one source (max_pending_per_source), when
+     * it is not cn_limits_default's: HTTP clients open their whole pool of
+     * connections at once (aws-cli, s5cmd, wrk), and a connection is pending
+     * only until its first request's bytes arrive. */
+    unsigned max_pending_per_source;
     /* Builds the adapter over the services; section is its config table or
      * NULL.  *ad is static; *actx is freed by destroy. */
     cn_err_t (*create)(cn_services_t *svc, const cn_toml_val_t *section, const cn_adapter_t **ad,

@@ -43,6 +43,7 @@ const cn_protocol_t cn_protocols[] = {
     { .name = "http",
       .default_addr = "127.0.0.1:7448",
       .max_conns = 4096,
+      .max_pending_per_source = 256,
       .start = cn_http_face_start,
       .stop = cn_http_face_stop },
 };

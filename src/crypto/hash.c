@@ -1,9 +1,24 @@
-/* SHA-256, MD5 and HMAC-SHA256 through OpenSSL EVP (include/cairn/crypto.h). */
+/* SHA-256, MD5 and HMAC-SHA256 through OpenSSL EVP (include/cairn/crypto.h).
+ *
+ * The digests are fetched from OpenSSL's provider once per process, and the
+ * one-shot functions (cn_sha256, cn_md5, cn_hmac_sha256) reuse one digest
+ * context per thread: the implicit fetch, the context and (for HMAC()) the
+ * three inner contexts and the key copy that OpenSSL 3.0 sets up per call
+ * were most of a SigV4 verification's cost after its signing-key cache.
+ * OpenSSL 3.0 still allocates its 112-byte SHA-256 state at every digest
+ * init, so an HMAC costs two allocations here (16 per verification before,
+ * 3 after: bench_sigv4 --count-allocs).  HMAC is RFC 2104 over that context;
+ * the padded key lives on the stack and is cleansed before return.  Must
+ * never share a context between threads.
+ */
 #include "cairn/crypto.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 struct cn_sha256 {
     EVP_MD_CTX *ctx;
@@ -11,6 +26,66 @@ struct cn_sha256 {
 struct cn_md5 {
     EVP_MD_CTX *ctx;
 };
+
+/* Fetched once; NULL when the provider lacks the algorithm (then every call
+ * falls back to OpenSSL's implicit fetch, which fails the same way). */
+static pthread_once_t algs_once = PTHREAD_ONCE_INIT;
+static EVP_MD *alg_sha256;
+static EVP_MD *alg_md5;
+
+/* Per-thread context for the one-shot functions, freed at thread exit. */
+typedef struct {
+    EVP_MD_CTX *md;
+} tls_ctx_t;
+static pthread_key_t tls_key;
+static bool tls_ok;
+
+static void tls_free(void *p)
+{
+    tls_ctx_t *t = p;
+    EVP_MD_CTX_free(t->md);
+    free(t);
+}
+
+static void algs_init(void)
+{
+    alg_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+    alg_md5 = EVP_MD_fetch(NULL, "MD5", NULL);
+    tls_ok = pthread_key_create(&tls_key, tls_free) == 0;
+}
+
+static const EVP_MD *sha256_md(void)
+{
+    pthread_once(&algs_once, algs_init);
+    return alg_sha256 ? alg_sha256 : EVP_sha256();
+}
+
+static const EVP_MD *md5_md(void)
+{
+    pthread_once(&algs_once, algs_init);
+    return alg_md5 ? alg_md5 : EVP_md5();
+}
+
+/* The calling thread's context, created on first use; NULL without memory
+ * (callers then take the allocating path). */
+static tls_ctx_t *tls_get(void)
+{
+    pthread_once(&algs_once, algs_init);
+    if (!tls_ok)
+        return NULL;
+    tls_ctx_t *t = pthread_getspecific(tls_key);
+    if (t)
+        return t;
+    t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->md = EVP_MD_CTX_new();
+    if (!t->md || pthread_setspecific(tls_key, t) != 0) {
+        tls_free(t);
+        return NULL;
+    }
+    return t;
+}
 
 static EVP_MD_CTX *md_new(const EVP_MD *md)
 {
@@ -22,9 +97,31 @@ static EVP_MD_CTX *md_new(const EVP_MD *md)
     return ctx;
 }
 
+/* The digest of the concatenation of parts through the thread's context t;
+ * false when t is NULL or OpenSSL failed (out is then not to be used: the
+ * caller computes the value through the allocating one-shot instead). */
+static bool digest_parts(tls_ctx_t *t, const EVP_MD *md, const void *const *p, const size_t *n,
+                         size_t parts, uint8_t *out)
+{
+    unsigned int len = 0;
+    if (!t || EVP_DigestInit_ex(t->md, md, NULL) != 1)
+        return false;
+    for (size_t i = 0; i < parts; i++)
+        if (EVP_DigestUpdate(t->md, p[i], n[i]) != 1)
+            return false;
+    return EVP_DigestFinal_ex(t->md, out, &len) == 1;
+}
+
+static void digest_once(const EVP_MD *md, const void *p, size_t n, uint8_t *out)
+{
+    unsigned int len = 0;
+    if (!digest_parts(tls_get(), md, &p, &n, 1, out))
+        EVP_Digest(p, n, out, &len, md, NULL);
+}
+
 cn_err_t cn_sha256_new(cn_sha256_t **out)
 {
-    EVP_MD_CTX *ctx = md_new(EVP_sha256());
+    EVP_MD_CTX *ctx = md_new(sha256_md());
     if (!ctx)
         return -ENOMEM;
     *out = (cn_sha256_t *)ctx;
@@ -50,13 +147,12 @@ void cn_sha256_free(cn_sha256_t *h)
 
 void cn_sha256(const void *p, size_t n, uint8_t out[CN_DIGEST_LEN])
 {
-    unsigned int len = CN_DIGEST_LEN;
-    EVP_Digest(p, n, out, &len, EVP_sha256(), NULL);
+    digest_once(sha256_md(), p, n, out);
 }
 
 cn_err_t cn_md5_new(cn_md5_t **out)
 {
-    EVP_MD_CTX *ctx = md_new(EVP_md5());
+    EVP_MD_CTX *ctx = md_new(md5_md());
     if (!ctx)
         return -ENOMEM;
     *out = (cn_md5_t *)ctx;
@@ -82,13 +178,36 @@ void cn_md5_free(cn_md5_t *h)
 
 void cn_md5(const void *p, size_t n, uint8_t out[CN_MD5_LEN])
 {
-    unsigned int len = CN_MD5_LEN;
-    EVP_Digest(p, n, out, &len, EVP_md5(), NULL);
+    digest_once(md5_md(), p, n, out);
 }
+
+#define HMAC_BLOCK 64 /* SHA-256's block size */
 
 void cn_hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len,
                     uint8_t out[CN_DIGEST_LEN])
 {
-    unsigned int len = CN_DIGEST_LEN;
-    HMAC(EVP_sha256(), key, (int)key_len, msg, msg_len, out, &len);
+    tls_ctx_t *t = tls_get();
+    const EVP_MD *md = sha256_md();
+    uint8_t k[HMAC_BLOCK] = { 0 }, pad[HMAC_BLOCK], inner[CN_DIGEST_LEN];
+    bool ok = true;
+    if (key_len > HMAC_BLOCK)
+        ok = digest_parts(t, md, &key, &key_len, 1, k); /* a long key is hashed first */
+    else if (key_len)
+        memcpy(k, key, key_len);
+    for (size_t i = 0; i < HMAC_BLOCK; i++)
+        pad[i] = k[i] ^ 0x36;
+    const void *ip[2] = { pad, msg };
+    size_t in[2] = { HMAC_BLOCK, msg_len };
+    ok = ok && digest_parts(t, md, ip, in, 2, inner);
+    for (size_t i = 0; i < HMAC_BLOCK; i++)
+        pad[i] = k[i] ^ 0x5c;
+    const void *op[2] = { pad, inner };
+    size_t on[2] = { HMAC_BLOCK, CN_DIGEST_LEN };
+    ok = ok && digest_parts(t, md, op, on, 2, out);
+    OPENSSL_cleanse(k, sizeof k);
+    OPENSSL_cleanse(pad, sizeof pad);
+    OPENSSL_cleanse(inner, sizeof inner);
+    if (!ok) /* no per-thread context, or OpenSSL failed: the allocating one-shot */
+        EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, key, key_len, msg, msg_len, out,
+                  CN_DIGEST_LEN, NULL);
 }

@@ -9,6 +9,7 @@
 #define CN_HTTP_INT_H
 
 #include "cairn/http.h"
+#include "cairn/metrics.h"
 #include "cairn/net.h"
 
 #include <llhttp.h>
@@ -35,6 +36,7 @@ typedef struct {
     _Atomic uint64_t lat[CN__LAT_BUCKETS + 1]; /* cumulative at render time */
     _Atomic uint64_t lat_sum_us;
     _Atomic uint64_t count;
+    _Atomic(cn_metric_t *) duration; /* cairn_request_duration_seconds{face="http",op=route} */
 } cn__route_stats_t;
 
 struct cn_http_server {
@@ -238,6 +240,12 @@ int64_t cn__rolling_deadline(cn_conn_t *c, int64_t start_ms, uint64_t bytes);
 const char *cn__http_date(void);
 /* serve.c: the adapter's serve() */
 cn_err_t cn__serve(void *cstate, cn_conn_t *c, const uint8_t *head);
+/* CN_HTTP_GET... for a method name, 0 for one the server does not know. */
+unsigned cn__method_bit(const char *m);
+/* server.c: S3's 503 SlowDown (Retry-After, Connection: close) into out,
+ * NUL-terminated; returns its length (cut short below CN__SLOW_DOWN_MAX). */
+#define CN__SLOW_DOWN_MAX 512
+size_t cn__slow_down(char *out, size_t n);
 /* metrics.c */
 void cn__metrics_register_builtin(cn_http_server_t *s);
 void cn__metrics_record(cn_http_server_t *s, cn_http_req_t *r);

@@ -1,6 +1,10 @@
-/* Health and Prometheus metrics for the HTTP listener (include/cairn/http.h):
- * requests by route and status class, bytes in and out, a latency
- * histogram, open connections, signature failures, plus any text other
+/* Health and Prometheus metrics (include/cairn/http.h).  /_cairn/metrics
+ * answers one text: the HTTP listener's own families (requests by route and
+ * status class, bytes in and out by route, a latency histogram by route,
+ * open connections, signature failures: their names predate the shared
+ * registry and are kept), then every family of the process registry
+ * (cairn/metrics.h: listeners of every face, request durations by face and
+ * operation, store, meta, Jay and Scribe outcomes), then any text other
  * modules add through cn_http_server_metrics_source(). */
 #include "http_int.h"
 
@@ -84,6 +88,7 @@ static int metrics_metrics(cn_http_req_t *r, void *ctx)
         "cairn_http_auth_failures_total %" PRIu64 "\n",
         atomic_load(&s->open_connections), atomic_load(&s->connections_total),
         atomic_load(&s->auth_failures));
+    e |= cn_metrics_render(NULL, &b);
     for (size_t i = 0; i < s->n_metric_src; i++)
         s->metric_src[i].fn(&b, s->metric_src[i].ctx);
     if (e) {
@@ -128,4 +133,8 @@ void cn__metrics_record(cn_http_server_t *s, cn_http_req_t *r)
     atomic_fetch_add(&st->lat[k], 1);
     atomic_fetch_add(&st->lat_sum_us, us);
     atomic_fetch_add(&st->count, 1);
+    cn_metric_observe(cn_metric_cached(&st->duration, &cn_metric_request_duration,
+                                       "face=\"http\",op=\"%s\"",
+                                       r->route >= 0 ? s->routes[r->route].name : "none"),
+                      (double)us / 1e6);
 }

@@ -2,8 +2,10 @@
  * and the cn_adapter_t that puts it on cairn's network layer (cairn/net.h).
  *
  * The layer's loop accepts, applies admission and holds idle connections;
- * every request (head = 0: the adapter reads its own) goes to the storage
- * pool, where serve.c runs it.  A connection's state between requests is a
+ * each request (head = 0: the adapter reads its own) goes to the query pool
+ * when it reads and to the storage pool when it writes or carries a body
+ * (http_classify, from the first bytes the loop peeks), where serve.c runs
+ * it.  A connection's state between requests is a
  * few hundred bytes: its read buffer exists only while it is served, and
  * bytes of a pipelined request go back to the layer (cn_conn_unread).
  *
@@ -72,29 +74,70 @@ static void http_close(void *cstate)
     free(hc);
 }
 
-/* Every request goes to the storage pool: which one a request is, and
- * whether it moves a body, is known only once its head is parsed there. */
+/* The route that would serve a request of method bit mb on raw path p (a
+ * prefix of the path when the peeked bytes cut it short), as route_for does
+ * without the routes' match(): a hint for the pool, nothing more. */
+static const cn_http_route_t *route_hint(const cn_http_server_t *s, unsigned mb, const char *p)
+{
+    for (size_t i = 0; i < s->n_routes; i++) {
+        const cn_http_route_t *rt = &s->routes[i];
+        size_t pl = strlen(rt->prefix);
+        if ((rt->methods & mb) && strncmp(p, rt->prefix, pl) == 0 &&
+            (!(rt->flags & CN_HTTP_ROUTE_EXACT) || p[pl] == 0))
+            return rt;
+    }
+    return NULL;
+}
+
+/* The pool of a request, from the first bytes of its request line (head:
+ * NUL-terminated, NULL under TLS): reads go to the query pool, so that
+ * uploads stalled on the storage pool never hold up a GET; mutations,
+ * bodies and whatever the bytes at hand do not show go to the storage pool.
+ * The route decides (cn_http_route_t.reads), else the method: GET, HEAD and
+ * OPTIONS read. */
 static int http_classify(void *cstate, const uint8_t *head)
 {
-    (void)cstate;
-    (void)head;
-    return CN_POOL_STORAGE;
+    const cn__hconn_t *hc = cstate;
+    if (!head)
+        return CN_POOL_STORAGE;
+    const char *line = (const char *)head;
+    char method[8], path[CN_HEAD_MAX];
+    size_t ml = strcspn(line, " ");
+    if (line[ml] != ' ' || ml >= sizeof method)
+        return CN_POOL_STORAGE;
+    memcpy(method, line, ml);
+    method[ml] = 0;
+    unsigned mb = cn__method_bit(method);
+    const char *p = line + ml + 1;
+    size_t pl = strcspn(p, " ?\r\n");
+    memcpy(path, p, pl); /* shorter than head */
+    path[pl] = 0;
+    const cn_http_route_t *rt = mb ? route_hint(hc->srv, mb, path) : NULL;
+    bool reads = rt && rt->reads ? rt->reads(method, path, rt->ctx)
+                                 : (mb & (CN_HTTP_GET | CN_HTTP_HEAD | CN_HTTP_OPTIONS)) != 0;
+    return reads ? CN_POOL_QUERY : CN_POOL_STORAGE;
+}
+
+size_t cn__slow_down(char *out, size_t n)
+{
+    static const char body[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                               "<Error><Code>SlowDown</Code>"
+                               "<Message>Please reduce your request rate.</Message></Error>";
+    int w = snprintf(out, n,
+                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\n"
+                     "Retry-After: 1\r\nServer: cairn\r\nConnection: close\r\n"
+                     "Content-Length: %zu\r\n\r\n%s",
+                     sizeof body - 1, body);
+    return w < 0 ? 0 : (size_t)w < n ? (size_t)w : n - 1;
 }
 
 static void http_busy(void *actx, int fd)
 {
     (void)actx;
-    static const char body[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                               "<Error><Code>SlowDown</Code>"
-                               "<Message>Please reduce your request rate.</Message></Error>";
-    char msg[512];
-    int n = snprintf(msg, sizeof msg,
-                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\n"
-                     "Retry-After: 1\r\nServer: cairn\r\nConnection: close\r\n"
-                     "Content-Length: %zu\r\n\r\n%s",
-                     sizeof body - 1, body);
+    char msg[CN__SLOW_DOWN_MAX];
+    size_t n = cn__slow_down(msg, sizeof msg);
     /* One write into an empty socket buffer: it never waits. */
-    ssize_t w = send(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    ssize_t w = send(fd, msg, n, MSG_DONTWAIT | MSG_NOSIGNAL);
     (void)w;
     /* Closing over unread bytes would reset the connection and could take
      * the answer with it: end our side, and take what already arrived. */

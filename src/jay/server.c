@@ -9,6 +9,9 @@
  * exactly, never past the frame (the loop reads the next head itself). */
 #include "server_int.h"
 
+#include "cairn/metrics.h"
+#include "cairn/util.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +106,7 @@ cn_err_t cn__jay_fail_code(cn__jay_call_t *k, cn_jay_code_t code, const char *ms
 {
     cn_buf_t *o = &k->jc->out;
     cn_buf_reset(o);
+    k->code = code;
     /* A message is for humans: cut it rather than fail (strings ≤ 65535). */
     char m[1024];
     snprintf(m, sizeof m, "%s", msg ? msg : "");
@@ -216,11 +220,40 @@ static void call_init(cn__jay_call_t *k, cn__jay_conn_t *jc, cn_conn_t *c)
     k->rq.secure_transport = jc->tls;
 }
 
+/* Counts a request that was answered or failed: cairn_jay_operations_total
+ * by operation and outcome ("ok", the v1 error code answered, or "aborted"
+ * when the connection failed first), and its duration.  Series are
+ * registered on first use of each pair, then found by one atomic load. */
+static void jay_count(const cn__jay_call_t *k, cn_err_t err, int64_t t0)
+{
+    static const cn_metric_family_t ops = {
+        .name = "cairn_jay_operations_total",
+        .help = "Jay requests by operation and outcome (ok, or the error code answered).",
+        .kind = CN_METRIC_COUNTER,
+    };
+    static _Atomic(cn_metric_t *) outcome[256][CN_JAY_CODE_END + 1], dur[256];
+    const char *op = cn_jay_op_name(k->hdr.code);
+    if (!op)
+        op = "unknown";
+    size_t oc = k->code != CN_JAY_CODE_NONE ? (size_t)k->code
+                : err < 0                   ? CN_JAY_CODE_END
+                                            : CN_JAY_CODE_NONE;
+    const char *what = oc == CN_JAY_CODE_NONE  ? "ok"
+                       : oc == CN_JAY_CODE_END ? "aborted"
+                                               : cn_jay_code_str(k->code);
+    cn_metric_add(
+        cn_metric_cached(&outcome[k->hdr.code][oc], &ops, "op=\"%s\",outcome=\"%s\"", op, what), 1);
+    cn_metric_observe_ns(cn_metric_cached(&dur[k->hdr.code], &cn_metric_request_duration,
+                                          "face=\"jay\",op=\"%s\"", op),
+                         cn_mono_ns() - t0);
+}
+
 static cn_err_t jay_serve(void *cstate, cn_conn_t *c, const uint8_t *head)
 {
     cn__jay_conn_t *jc = cstate;
     cn__jay_call_t k;
     call_init(&k, jc, c);
+    int64_t t0 = cn_mono_ns();
 
     cn_err_t err = cn_jay_hdr_decode(head, CN_JAY_HDR_LEN, &k.hdr);
     if (err < 0) {
@@ -287,6 +320,7 @@ drain:
     if (err >= 0 && k.close)
         err = CN_E_CLOSED;
 out:
+    jay_count(&k, err, t0);
     for (size_t i = 0; i < k.nstrs; i++)
         free(k.strs[i]);
     free(meta);
@@ -326,7 +360,10 @@ static int jay_fast(void *cstate, cn_conn_t *c, const uint8_t *head)
     memcpy(jc->meta_small, p, k.hdr.meta_len);
     if (cn_jay_req_decode(k.hdr.code, jc->meta_small, k.hdr.meta_len, &k.req) < 0)
         return 0;
+    int64_t t0 = cn_mono_ns();
     int r = cn__jay_get_fast(&k, CN_JAY_FAST_BODY);
+    if (r != 0)
+        jay_count(&k, r < 0 ? r : 0, t0);
     for (size_t i = 0; i < k.nstrs; i++)
         free(k.strs[i]);
     if (jc->out.cap > 2 * CN_JAY_IO_BUF)

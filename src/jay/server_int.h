@@ -46,6 +46,7 @@ typedef struct cn__jay_call {
     bool close;                  /* close after answering */
     char *strs[CN_JAY_MAX_STRS]; /* NUL-terminated copies of wire strings */
     size_t nstrs;
+    cn_jay_code_t code; /* the error answered (metrics); CN_JAY_CODE_NONE: none */
 } cn__jay_call_t;
 
 /* The handshake (server_auth.c): the adapter's open(). */

@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "cairn/metrics.h"
 #include "cairn/util.h"
 #include "engine.h"
 
@@ -58,6 +59,7 @@ struct cn_meta_txn {
     cn_err_t err; /* first statement error; the txn is failed */
     cn_meta_stmt_t *open;
     bool discard; /* cn_meta_discard: a run rolls it back, not commits it */
+    int64_t t0;   /* cn_mono_ns() at begin; 0 once its duration is recorded */
 };
 
 struct cn_meta {
@@ -348,6 +350,24 @@ const char *cn_meta_engine(const cn_meta_t *m)
 
 /* ---- transactions ------------------------------------------------------------ */
 
+/* A transaction's duration, begin (waits for a connection or the writer
+ * slot included) to its end (a write commit's group sync included). */
+static void txn_observe(cn_meta_mode_t mode, int64_t t0)
+{
+    static const cn_metric_family_t fam = {
+        "cairn_meta_transaction_duration_seconds",
+        "Metadata transactions from begin to commit or rollback, by kind.",
+        CN_METRIC_HISTOGRAM,
+        cn_metric_bounds_seconds,
+        14,
+    };
+    static _Atomic(cn_metric_t *) rd, wr;
+    if (mode == CN_META_WRITE)
+        cn_metric_observe_ns(cn_metric_cached(&wr, &fam, "kind=\"write\""), cn_mono_ns() - t0);
+    else
+        cn_metric_observe_ns(cn_metric_cached(&rd, &fam, "kind=\"read\""), cn_mono_ns() - t0);
+}
+
 cn_err_t cn_meta_begin(cn_meta_t *m, cn_meta_mode_t mode, cn_meta_txn_t **out)
 {
     cn_meta_txn_t *t = calloc(1, sizeof *t);
@@ -355,6 +375,7 @@ cn_err_t cn_meta_begin(cn_meta_t *m, cn_meta_mode_t mode, cn_meta_txn_t **out)
         return -ENOMEM;
     t->m = m;
     t->mode = mode;
+    t->t0 = cn_mono_ns();
     cn_err_t e;
     if (mode == CN_META_WRITE) {
         e = writer_acquire(m);
@@ -391,6 +412,8 @@ static void finish_open(cn_meta_txn_t *t)
 
 static void txn_release(cn_meta_txn_t *t)
 {
+    if (t->t0)
+        txn_observe(t->mode, t->t0);
     if (t->mode == CN_META_WRITE)
         writer_release(t->m);
     else
@@ -459,10 +482,12 @@ cn_err_t cn_meta_commit(cn_meta_txn_t *t)
     pthread_mutex_lock(&m->sync_mu);
     uint64_t seq = ++m->written;
     pthread_mutex_unlock(&m->sync_mu);
+    int64_t t0 = t->t0;
+    t->t0 = 0; /* recorded below, with the sync */
     txn_release(t);
-    if (m->opts.no_sync)
-        return 0;
-    return group_sync(m, seq);
+    e = m->opts.no_sync ? 0 : group_sync(m, seq);
+    txn_observe(CN_META_WRITE, t0);
+    return e;
 }
 
 void cn_meta_rollback(cn_meta_txn_t *t)

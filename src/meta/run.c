@@ -13,6 +13,7 @@
  *      first begin: a caller waits a bounded time, then sees the lock error.
  */
 #include "cairn/meta.h"
+#include "cairn/metrics.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -50,10 +51,19 @@ cn_err_t cn_meta_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body, void
 {
     cn_meta_mode_t mode = (flags & CN_META_RUN_WRITE) ? CN_META_WRITE : CN_META_READ;
     uint64_t deadline = now_ms() + 2u * cn_meta_busy_timeout_ms(meta);
+    /* Registered before any retry, so that a scrape shows the family at 0. */
+    static const cn_metric_family_t fam = {
+        .name = "cairn_meta_busy_retries_total",
+        .help = "Metadata transactions run again because the database was locked or busy.",
+        .kind = CN_METRIC_COUNTER,
+    };
+    static _Atomic(cn_metric_t *) slot;
+    cn_metric_t *retries = cn_metric_cached(&slot, &fam, "%s", "");
     for (;;) {
         cn_err_t err = run_once(meta, mode, body, ctx);
         if (!retryable(err) || !(flags & CN_META_RETRY) || now_ms() >= deadline)
             return err;
+        cn_metric_add(retries, 1);
     }
 }
 

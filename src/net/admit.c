@@ -19,7 +19,9 @@
  *  3. reserved of every connection sums to ls->budget_used; a principal's
  *     bytes sum the reserved of its connections.
  *  4. A principal's (or anonymous source's) count is the number of
- *     connections bound to its entry, so it is positive while one is.
+ *     connections bound to its entry, as their principal or as their
+ *     worker-share key (each counts once per role), so it is positive while
+ *     one is.
  */
 #include "net/net_int.h"
 
@@ -144,15 +146,19 @@ cn__admit_t cn__admit(cn_conn_t *c, cn_conn_t **victim)
     cn__listener_t *ls = c->ls;
     cn_server_t *s = c->srv;
     cn__admit_t r = CN__ADMIT_BUSY;
+    cn__refuse_t why = CN__REFUSE_LIMIT;
     *victim = NULL;
     pthread_mutex_lock(&s->mu);
     cn__count_ent_t *src = cn__count_get(&ls->sources, c->src_key, c->src_klen, false);
-    if (ls->lim.max_pending_per_source && src && src->count >= ls->lim.max_pending_per_source)
+    if (ls->lim.max_pending_per_source && src && src->count >= ls->lim.max_pending_per_source) {
+        why = CN__REFUSE_PER_SOURCE;
         goto out;
+    }
     if (ls->lim.max_conns && ls->nconns >= ls->lim.max_conns) {
         cn_conn_t *old = ls->pend_head;
         if (!old)
             goto out;
+        cn_metric_add(ls->m.refused[CN__REFUSE_LIMIT], 1); /* the evicted one */
         /* The oldest pending connection makes room: an unauthenticated peer
          * can delay a newcomer by at most one handshake deadline. */
         pend_unlink_locked(old);
@@ -184,28 +190,54 @@ cn__admit_t cn__admit(cn_conn_t *c, cn_conn_t **victim)
     s->all_head = c;
     s->nlive++;
     r = CN__ADMIT_OK;
+    cn_metric_add(ls->m.accepted, 1);
+    cn_metric_add(ls->m.open, 1);
 out:
     pthread_mutex_unlock(&s->mu);
+    if (r != CN__ADMIT_OK)
+        cn_metric_add(ls->m.refused[why], 1);
     return r;
 }
 
+/* The worker-share key holds a count of its own on its entry, apart from
+ * the principal binding: a worker may rebind c's principal while the loop
+ * still counts c's request on the old key (cn__admit_fair_refresh). */
 cn__count_ent_t *cn__admit_fair_key(cn_conn_t *c)
 {
     if (c->fair)
         return c->fair;
     pthread_mutex_lock(&c->srv->mu);
-    if (c->principal) {
-        c->fair = c->principal; /* lives while c holds its principal count */
-    } else {
-        cn__count_ent_t *e = cn__count_get(&c->ls->anon, c->src_key, c->src_klen, true);
-        if (e) {
-            e->count++;
-            c->fair = e;
-            c->fair_anon = true;
-        }
+    cn__count_ent_t *e =
+        c->principal ? c->principal : cn__count_get(&c->ls->anon, c->src_key, c->src_klen, true);
+    if (e) {
+        e->count++;
+        c->fair = e;
+        c->fair_anon = !c->principal;
     }
     pthread_mutex_unlock(&c->srv->mu);
     return c->fair;
+}
+
+static void fair_drop_locked(cn_conn_t *c)
+{
+    if (!c->fair)
+        return;
+    assert(c->fair->count > 0); /* invariant 4 */
+    c->fair->count--;
+    cn__count_put(c->fair_anon ? &c->ls->anon : &c->ls->principals, c->fair);
+    c->fair = NULL;
+    c->fair_anon = false;
+}
+
+void cn__admit_fair_refresh(cn_conn_t *c)
+{
+    /* principal is written only by c's owner, which is the caller. */
+    if (!c->fair || (c->fair_anon ? !c->principal : c->fair == c->principal))
+        return;
+    assert(c->busy_pool < 0); /* no request of c counted on the old key */
+    pthread_mutex_lock(&c->srv->mu);
+    fair_drop_locked(c);
+    pthread_mutex_unlock(&c->srv->mu);
 }
 
 void cn__admit_settle(cn_conn_t *c)
@@ -229,6 +261,18 @@ static void budget_release_locked(cn_conn_t *c, uint64_t n)
         c->principal->bytes -= n;
 }
 
+static void principal_unbind_locked(cn_conn_t *c)
+{
+    cn__count_ent_t *p = c->principal;
+    if (!p)
+        return;
+    assert(p->count > 0 && p->bytes >= c->reserved); /* invariants 3, 4 */
+    p->count--;
+    p->bytes -= c->reserved;
+    c->principal = NULL;
+    cn__count_put(&c->ls->principals, p);
+}
+
 void cn__admit_release(cn_conn_t *c)
 {
     cn_server_t *s = c->srv;
@@ -236,19 +280,8 @@ void cn__admit_release(cn_conn_t *c)
     pend_unlink_locked(c);
     slot_release_locked(c);
     budget_release_locked(c, c->reserved);
-    if (c->fair && c->fair_anon) {
-        assert(c->fair->count > 0); /* invariant 4 */
-        c->fair->count--;
-        cn__count_put(&c->ls->anon, c->fair);
-    }
-    c->fair = NULL;
-    c->fair_anon = false;
-    if (c->principal) {
-        assert(c->principal->count > 0); /* invariant 4 */
-        c->principal->count--;
-        cn__count_put(&c->ls->principals, c->principal);
-        c->principal = NULL;
-    }
+    fair_drop_locked(c);
+    principal_unbind_locked(c);
     if (c->id) {
         if (c->all_prev)
             c->all_prev->all_next = c->all_next;
@@ -260,6 +293,7 @@ void cn__admit_release(cn_conn_t *c)
         c->id = 0;
         assert(s->nlive > 0);
         s->nlive--;
+        cn_metric_add(c->ls->m.open, -1);
     }
     pthread_mutex_unlock(&s->mu);
 }
@@ -274,23 +308,31 @@ void cn__admit_shutdown_all(cn_server_t *s)
 }
 
 /* ---- public: principal and budget ------------------------------------------------------ */
-/* Binds c to its principal's entry.  Never refuses for the number of the
- * principal's connections (see the top of this file): only max_conns does. */
+/* Binds c to its principal's entry, moving its reservations with it.
+ * Never refuses for the number of the principal's connections (see the top
+ * of this file): only max_conns does. */
 cn_err_t cn_conn_set_principal(cn_conn_t *c, const char *key)
 {
-    if (!key || !*key || c->principal)
-        return CN_E_INVALID;
     cn_err_t e = CN_OK;
     cn__listener_t *ls = c->ls;
+    size_t klen = key ? strlen(key) : 0;
+    if (!klen && !c->principal)
+        return CN_OK;
+    if (c->principal && klen && c->principal->klen == klen &&
+        memcmp(c->principal->key, key, klen) == 0)
+        return CN_OK; /* the usual case of a keep-alive client: nothing moves */
     pthread_mutex_lock(&c->srv->mu);
-    cn__count_ent_t *p = cn__count_get(&ls->principals, key, strlen(key), true);
-    if (!p) {
+    cn__count_ent_t *p = klen ? cn__count_get(&ls->principals, key, klen, true) : NULL;
+    if (klen && !p) {
         e = -ENOMEM;
         goto out;
     }
-    assert(c->holds_slot || atomic_load(&c->evicted)); /* counted in the table */
-    p->count++;
-    p->bytes += c->reserved;
+    if (p) {
+        assert(c->holds_slot || atomic_load(&c->evicted)); /* counted in the table */
+        p->count++;
+        p->bytes += c->reserved;
+    }
+    principal_unbind_locked(c);
     c->principal = p;
 out:
     pthread_mutex_unlock(&c->srv->mu);
@@ -318,6 +360,8 @@ cn_err_t cn_conn_budget_reserve(cn_conn_t *c, uint64_t n)
     e = CN_OK;
 out:
     pthread_mutex_unlock(&c->srv->mu);
+    if (e == CN_E_BUSY)
+        cn_metric_add(ls->m.refused[CN__REFUSE_MEMORY], 1);
     return e;
 }
 

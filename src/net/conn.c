@@ -98,6 +98,7 @@ cn_err_t cn_conn_read_some(cn_conn_t *c, void *buf, size_t n, size_t *got, int64
             int ret = SSL_read_ex(c->ssl, buf, n, &r);
             if (ret > 0) {
                 *got = r;
+                cn_metric_add(c->ls->m.bytes_in, (int64_t)r);
                 return CN_OK;
             }
             cn_err_t w = tls_want(c, ret, &ev);
@@ -107,6 +108,7 @@ cn_err_t cn_conn_read_some(cn_conn_t *c, void *buf, size_t n, size_t *got, int64
             ssize_t r = read(c->fd, buf, n);
             if (r > 0) {
                 *got = (size_t)r;
+                cn_metric_add(c->ls->m.bytes_in, r);
                 return CN_OK;
             }
             if (r == 0)
@@ -189,6 +191,7 @@ static cn_err_t loop_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt)
     while (w < 0 && errno == EINTR);
     if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
         return sys_err(errno);
+    cn_metric_add(c->ls->m.bytes_out, w < 0 ? 0 : w);
     return conn_stash(c, iov, iovcnt, w < 0 ? 0 : (size_t)w);
 }
 
@@ -217,6 +220,7 @@ cn_err_t cn_conn_write_all(cn_conn_t *c, const void *buf, size_t n, int64_t dead
             ERR_clear_error();
             int ret = SSL_write_ex(c->ssl, p, n, &w);
             if (ret > 0) {
+                cn_metric_add(c->ls->m.bytes_out, (int64_t)w);
                 p += w;
                 n -= w;
                 continue;
@@ -227,6 +231,7 @@ cn_err_t cn_conn_write_all(cn_conn_t *c, const void *buf, size_t n, int64_t dead
         } else {
             ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
             if (w > 0) {
+                cn_metric_add(c->ls->m.bytes_out, w);
                 p += w;
                 n -= (size_t)w;
                 continue;
@@ -288,6 +293,7 @@ cn_err_t cn_conn_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt, int64
             CN_TRY(cn__wait_fd(c->fd, POLLOUT, deadline));
             continue;
         }
+        cn_metric_add(c->ls->m.bytes_out, w);
         size_t left = (size_t)w;
         while (i < iovcnt && left >= iov[i].iov_len - skip) {
             left -= iov[i].iov_len - skip;
@@ -355,6 +361,7 @@ cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t len, int6
         size_t chunk = len < (1u << 30) ? (size_t)len : (1u << 30);
         ssize_t w = sendfile(c->fd, fd, &o, chunk);
         if (w > 0) {
+            cn_metric_add(c->ls->m.bytes_out, w);
             len -= (uint64_t)w;
             continue;
         }
@@ -393,6 +400,7 @@ cn_err_t cn_conn_send_head_file(cn_conn_t *c, const void *head, size_t head_len,
          * does not begin with a segment of a few dozen bytes. */
         ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_MORE);
         if (w > 0) {
+            cn_metric_add(c->ls->m.bytes_out, w);
             p += w;
             n -= (size_t)w;
             continue;
@@ -415,8 +423,10 @@ long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write)
         size_t r = 0;
         ERR_clear_error();
         int ret = SSL_read_ex(c->ssl, buf, n, &r);
-        if (ret > 0)
+        if (ret > 0) {
+            cn_metric_add(c->ls->m.bytes_in, (int64_t)r);
             return (long)r;
+        }
         short ev = 0;
         cn_err_t w = tls_want(c, ret, &ev);
         if (w < 0)
@@ -431,6 +441,7 @@ long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write)
     for (;;) {
         ssize_t r = ahead ? read(c->fd, c->rbuf, CN__RBUF) : read(c->fd, buf, n);
         if (r > 0) {
+            cn_metric_add(c->ls->m.bytes_in, r);
             if (!ahead)
                 return (long)r;
             c->rlen = (uint16_t)r;

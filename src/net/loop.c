@@ -260,15 +260,31 @@ static void unpark(cn_server_t *s)
     }
 }
 
+/* For an adapter that reads its own requests (head_len 0): copies the first
+ * bytes of the next request that the process holds (bytes given back, then
+ * the read-ahead) into c->head, NUL-terminated, without taking them from the
+ * stream, so that classify() can pick a pool.  Returns how many. */
+static size_t head_from_buffer(cn_conn_t *c)
+{
+    const uint8_t *p = c->back_len ? c->back + c->back_off : c->rbuf + c->roff;
+    size_t n = c->back_len ? c->back_len - c->back_off : (size_t)(c->rlen - c->roff);
+    n = n < CN_HEAD_MAX - 1 ? n : CN_HEAD_MAX - 1;
+    memcpy(c->head, p, n);
+    c->head[n] = 0;
+    return n;
+}
+
 /* readable: called for a poll event (else after a return, with nothing
  * known about the socket). */
 static void read_head(cn_server_t *s, cn_conn_t *c, bool readable)
 {
     const cn_adapter_t *ad = c->ls->ad;
     if (ad->head_len == 0) {
+        /* classify() sees the first bytes of the request, NUL-terminated
+         * (not taken from the stream), or NULL under TLS. */
+        bool known = false;
         if (!c->ssl && !cn__conn_buffered(c)) {
-            uint8_t b;
-            ssize_t r = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+            ssize_t r = recv(c->fd, c->head, CN_HEAD_MAX - 1, MSG_PEEK | MSG_DONTWAIT);
             if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
                 drop(s, c);
                 return;
@@ -277,11 +293,15 @@ static void read_head(cn_server_t *s, cn_conn_t *c, bool readable)
                 watch(s, c, CN__EV_READ);
                 return;
             }
+            c->head[r] = 0;
+            known = true;
+        } else if (!c->ssl) {
+            known = head_from_buffer(c) > 0;
         } else if (!cn__conn_buffered(c) && !readable) {
             watch(s, c, CN__EV_READ);
             return;
         }
-        int pool = ad->classify ? ad->classify(c->cstate, NULL) : CN_POOL_STORAGE;
+        int pool = ad->classify ? ad->classify(c->cstate, known ? c->head : NULL) : CN_POOL_STORAGE;
         loop_dispatch(s, c, pool == CN_POOL_QUERY ? CN_POOL_QUERY : CN_POOL_STORAGE);
         return;
     }
@@ -402,6 +422,7 @@ static void take_returns(cn_server_t *s)
         cn_conn_t *next = c->park_next;
         c->park_next = NULL;
         share_release(s, c);
+        cn__admit_fair_refresh(c);
         c->st = CN__ST_IDLE;
         c->head_got = 0;
         c->deadline = now + c->ls->lim.idle_ms;
@@ -544,6 +565,11 @@ static void loop_timers(cn_server_t *s, int64_t now)
         if (c->deadline <= now) {
             cn_debug("net", "%s connection from %s: %s timeout", c->ls->ad->name, c->peer_text,
                      c->st == CN__ST_IDLE ? "idle" : "handshake");
+            /* A connection that never delivered a request was refused by
+             * the deadline; an idle one simply ended.  (pending is cleared
+             * only by the loop, which is us.) */
+            if (c->st != CN__ST_IDLE || c->pending)
+                cn_metric_add(c->ls->m.refused[CN__REFUSE_DEADLINE], 1);
             drop(s, c);
         } else if (c->deadline < s->next_timer) {
             s->next_timer = c->deadline;

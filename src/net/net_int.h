@@ -12,6 +12,7 @@
 #ifndef CN_NET_INT_H
 #define CN_NET_INT_H
 
+#include "cairn/metrics.h"
 #include "cairn/net.h"
 #include "cairn/util.h"
 
@@ -110,6 +111,25 @@ cn_err_t cn__pool_start(cn__pool_t *p, const char *name, unsigned nthreads, size
 /* Closes the queue (workers finish what is queued), joins, frees.  Idempotent. */
 void cn__pool_stop(cn__pool_t *p);
 
+/* ---- metrics (server.c): one set per listener, labelled listener=<adapter
+ * name>, so every face is counted here the same way ---------------------------- */
+typedef enum {
+    CN__REFUSE_LIMIT,      /* connection table full: refused or evicted */
+    CN__REFUSE_PER_SOURCE, /* the source holds its share of pending connections */
+    CN__REFUSE_MEMORY,     /* a body reservation over the memory budget */
+    CN__REFUSE_DEADLINE,   /* no handshake / first request before its deadline */
+    CN__REFUSE_COUNT
+} cn__refuse_t;
+
+typedef struct cn__net_metrics {
+    cn_metric_t *open, *accepted, *bytes_in, *bytes_out;
+    cn_metric_t *refused[CN__REFUSE_COUNT];
+} cn__net_metrics_t;
+
+/* Registers the listener's series in the process registry (NULL handles on
+ * failure: the listener then simply is not counted). */
+void cn__net_metrics_init(cn__net_metrics_t *m, const char *listener);
+
 /* ---- listeners, connections ------------------------------------------------ */
 enum {
     CN__SRC_LISTENER = 1,
@@ -142,6 +162,7 @@ typedef struct cn__listener {
      * none), so that it is logged once when it begins and once when it ends. */
     bool paused;
     int64_t starved_ms;
+    cn__net_metrics_t m; /* set before the listener is used; updates lock-free */
 } cn__listener_t;
 
 #define CN__RBUF 256
@@ -266,6 +287,10 @@ void cn__admit_settle(cn_conn_t *c);
 /* The worker-share key of c (its principal, else its source in ls->anon),
  * bound on first use.  NULL only on ENOMEM (then c is not held back). */
 cn__count_ent_t *cn__admit_fair_key(cn_conn_t *c);
+/* The loop took c back: when a worker rebound c's principal while it was
+ * served, c's worker-share key is let go, so that c's next request counts
+ * on the new key (bound then).  The loop, after share_release. */
+void cn__admit_fair_refresh(cn_conn_t *c);
 /* Releases everything c holds in the tables; unlinks it.  Idempotent. */
 void cn__admit_release(cn_conn_t *c);
 /* shutdown(2) every live connection owned by a worker (end of grace). */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -95,6 +96,48 @@ fail:
     return e;
 }
 
+void cn__net_metrics_init(cn__net_metrics_t *m, const char *listener)
+{
+    static const cn_metric_family_t open = {
+        .name = "cairn_connections_open",
+        .help = "Connections open now, by listener.",
+        .kind = CN_METRIC_GAUGE,
+    };
+    static const cn_metric_family_t accepted = {
+        .name = "cairn_connections_accepted_total",
+        .help = "Connections admitted, by listener.",
+        .kind = CN_METRIC_COUNTER,
+    };
+    static const cn_metric_family_t refused = {
+        .name = "cairn_connections_refused_total",
+        .help = "Connections and requests refused by admission, by listener and reason.",
+        .kind = CN_METRIC_COUNTER,
+    };
+    static const cn_metric_family_t bytes_in = {
+        .name = "cairn_received_bytes_total",
+        .help = "Bytes read from clients, by listener.",
+        .kind = CN_METRIC_COUNTER,
+    };
+    static const cn_metric_family_t bytes_out = {
+        .name = "cairn_sent_bytes_total",
+        .help = "Bytes written to clients, by listener.",
+        .kind = CN_METRIC_COUNTER,
+    };
+    static const char *const reason[CN__REFUSE_COUNT] = { "limit", "per_source", "memory_budget",
+                                                          "deadline" };
+    char l[96];
+    snprintf(l, sizeof l, "listener=\"%s\"", listener);
+    m->open = cn_metric_series(NULL, &open, l);
+    m->accepted = cn_metric_series(NULL, &accepted, l);
+    m->bytes_in = cn_metric_series(NULL, &bytes_in, l);
+    m->bytes_out = cn_metric_series(NULL, &bytes_out, l);
+    for (int i = 0; i < CN__REFUSE_COUNT; i++) {
+        char lr[160];
+        snprintf(lr, sizeof lr, "%s,reason=\"%s\"", l, reason[i]);
+        m->refused[i] = cn_metric_series(NULL, &refused, lr);
+    }
+}
+
 static bool limits_ok(const cn_limits_t *l)
 {
     return l->handshake_ms > 0 && l->idle_ms > 0 && l->io_floor_ms >= 0 &&
@@ -140,6 +183,7 @@ cn_err_t cn_server_listen(cn_server_t *s, const cn_adapter_t *ad, void *actx,
     ls->actx = actx;
     ls->lim = o->limits;
     ls->fd = -1;
+    cn__net_metrics_init(&ls->m, ad->name);
     for (int p = CN_POOL_QUERY; p < CN_POOL_COUNT; p++) {
         unsigned pct = ls->lim.worker_share_pct;
         unsigned share = (unsigned)((uint64_t)s->cfg.workers[p] * pct / 100);

@@ -456,7 +456,9 @@ static cn_err_t send_body(cn__s3_rq_t *q, int status, const char *ct, cn_objects
     if (len <= CN_HTTP_INLINE_BODY_MAX) {
         uint8_t buf[CN_HTTP_INLINE_BODY_MAX];
         cn__copy_t c = { .buf = buf, .len = len };
-        cn_err_t e = cn_objects_reader_send(rd, copy_fd, copy_write, &c);
+        /* copy_fd reads by offset only, so the store's kept descriptor
+         * serves it: no open, fstat and close per small GET. */
+        cn_err_t e = cn_objects_reader_send_shared(rd, copy_fd, copy_write, &c);
         cn_objects_reader_free(rd);
         if (!e && c.got != len)
             e = CN_E_CORRUPT;

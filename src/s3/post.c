@@ -724,7 +724,7 @@ static bool post_auth(cn__post_t *s, bool *signed_out)
     if (v4) {
         uint8_t sk[32], mac[32];
         char hex[65];
-        cn_sigv4_signing_key(secret, slen, date8, region, "s3", sk);
+        cn_sigv4_signing_key_cached(secret, slen, date8, region, "s3", sk);
         cn_hmac_sha256(sk, sizeof sk, policy, strlen(policy), mac);
         cn_hex_encode(mac, sizeof mac, hex);
         ok = strlen(sig4) == 64 && cn_ct_equal(hex, sig4, 64);

@@ -9,6 +9,9 @@
  * never past the frame. */
 #include "server_int.h"
 
+#include "cairn/metrics.h"
+#include "cairn/util.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -114,6 +117,7 @@ cn_err_t cn__scribe_fail_code(cn__scribe_call_t *k, uint16_t code, const char *f
             *p = '?';
     cn_buf_t *o = &k->sc->out;
     cn_buf_reset(o);
+    k->code = code;
     cn_err_t err = cn_scribe_enc_error(o, k->sc->codec, code, cn_scribe_cstr(msg));
     if (err < 0)
         return err;
@@ -370,6 +374,41 @@ static int64_t scribe_idle(void *cstate, int64_t now_ms)
 
 static cn_err_t scribe_serve_one(cn__scribe_conn_t *sc, cn_conn_t *c, const uint8_t *head);
 
+/* Counts a core request that was read: its duration by operation, and for
+ * the three submits cairn_scribe_submits_total by outcome ("ok", the error
+ * code's name, or "aborted" when the connection failed first).  Series are
+ * registered on first use, then found by one atomic load. */
+static void scribe_count(const cn__scribe_call_t *k, cn_err_t err, int64_t t0)
+{
+    static const cn_metric_family_t submits = {
+        .name = "cairn_scribe_submits_total",
+        .help = "Scribe submits (submit, merge_submit, cherry_pick_submit) by outcome.",
+        .kind = CN_METRIC_COUNTER,
+    };
+    enum {
+        OK = 0,
+        ABORTED = 256,
+        OTHER = 257
+    };
+    static _Atomic(cn_metric_t *) dur[44], sub[3][OTHER + 1];
+    const char *op = cn_scribe_op_name(k->hdr.opcode);
+    if (!op || k->hdr.opcode >= 44)
+        return;
+    cn_metric_observe_ns(cn_metric_cached(&dur[k->hdr.opcode], &cn_metric_request_duration,
+                                          "face=\"scribe\",op=\"%s\"", op),
+                         cn_mono_ns() - t0);
+    int s = k->hdr.opcode == CN_SCRIBE_OP_SUBMIT               ? 0
+            : k->hdr.opcode == CN_SCRIBE_OP_MERGE_SUBMIT       ? 1
+            : k->hdr.opcode == CN_SCRIBE_OP_CHERRY_PICK_SUBMIT ? 2
+                                                               : -1;
+    if (s < 0)
+        return;
+    const char *name = k->code ? cn_scribe_errcode_name(k->code) : NULL;
+    int i = k->code ? (k->code < ABORTED && name ? k->code : OTHER) : err < 0 ? ABORTED : OK;
+    const char *what = i == OK ? "ok" : i == ABORTED ? "aborted" : i == OTHER ? "other" : name;
+    cn_metric_add(cn_metric_cached(&sub[s][i], &submits, "op=\"%s\",outcome=\"%s\"", op, what), 1);
+}
+
 static cn_err_t scribe_serve(void *cstate, cn_conn_t *c, const uint8_t *head)
 {
     cn__scribe_conn_t *sc = cstate;
@@ -414,6 +453,7 @@ static cn_err_t scribe_serve_one(cn__scribe_conn_t *sc, cn_conn_t *c, const uint
         cn__scribe_fail_code(&k, CN_SCRIBE_E_BUSY, "server memory is busy; retry");
         return CN_E_BUSY; /* the body was never read: close */
     }
+    int64_t t0 = cn_mono_ns();
     cn_buf_reset(&sc->in);
     cn_err_t err = cn_buf_reserve(&sc->in, k.hdr.length ? k.hdr.length : 1);
     if (err >= 0)
@@ -425,6 +465,7 @@ static cn_err_t scribe_serve_one(cn__scribe_conn_t *sc, cn_conn_t *c, const uint
         k.len = k.hdr.length;
         err = cn__scribe_op(&k);
     }
+    scribe_count(&k, err, t0);
     cn_conn_budget_release(c, k.hdr.length);
     if (sc->in.cap > (1u << 20))
         cn_buf_free(&sc->in);

@@ -63,7 +63,8 @@ typedef struct cn__scribe_call {
     const uint8_t *payload;
     size_t len;
     cn_repos_req_t rq;
-    bool close; /* close after the reply */
+    bool close;    /* close after the reply */
+    uint16_t code; /* the error answered (metrics); 0: none */
 } cn__scribe_call_t;
 
 /* Sends an error frame for the call (the code and a message).  Returns the

@@ -90,8 +90,10 @@ cn_err_t cn__journal_commit(cn_store_t *s, cn__commit_req_t *batch)
         }
         off += (size_t)w;
     }
+    int64_t t0 = cn_mono_ns();
     if (fdatasync(s->journal_fd) < 0)
         return -errno;
+    cn_metric_observe_ns(cn__store_metrics()->fsync_journal, cn_mono_ns() - t0);
     s->journal_len += s->journal_buf.len;
     return CN_OK; /* J2, W2: the batch is durable; only now is it renamed and acknowledged */
 }

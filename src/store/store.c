@@ -133,9 +133,7 @@ cn_err_t cn_store_open(const char *data_dir, const cn_store_opts_t *opts, cn_sto
     for (size_t i = 0; i < CN__STORE_STRIPES; i++)
         pthread_mutex_init(&s->stripe[i], NULL);
     pthread_mutex_init(&s->guard_mu, NULL);
-    pthread_mutex_init(&s->fdc_mu, NULL);
-    for (size_t i = 0; i < CN__FDC_SLOTS; i++)
-        s->fdc[i].fd = -1;
+    cn__fdc_init(s);
     pthread_mutex_init(&s->live_mu, NULL);
     pthread_mutex_init(&s->sweep_mu, NULL);
     pthread_mutex_init(&s->q_mu, NULL);
@@ -230,10 +228,7 @@ void cn_store_close(cn_store_t *s)
     }
     for (size_t i = 0; i < CN__STORE_STRIPES; i++)
         pthread_mutex_destroy(&s->stripe[i]);
-    for (size_t i = 0; i < CN__FDC_SLOTS; i++)
-        if (s->fdc[i].fd >= 0)
-            close(s->fdc[i].fd);
-    pthread_mutex_destroy(&s->fdc_mu);
+    cn__fdc_close(s);
     pthread_mutex_destroy(&s->guard_mu);
     pthread_mutex_destroy(&s->live_mu);
     pthread_mutex_destroy(&s->sweep_mu);
@@ -257,95 +252,6 @@ cn_err_t cn_store_open_fd(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t
     if (len)
         *len = st.size;
     return CN_OK;
-}
-
-/* The cache's entries are content-addressed, so a kept descriptor always
- * reads the right bytes; the fstat on a hit only notices a file that was
- * unlinked (swept, or replaced by a rename), so that its space is not held
- * longer than one more look. */
-static size_t fdc_set(const cn_digest_t *d)
-{
-    return (size_t)(cn_load_u32be(d->b) % (CN__FDC_SLOTS / CN__FDC_WAYS)) * CN__FDC_WAYS;
-}
-
-cn_err_t cn_store_fd_get(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t *len, void **handle)
-{
-    *handle = NULL;
-    size_t base = fdc_set(d);
-    pthread_mutex_lock(&s->fdc_mu);
-    for (size_t i = base; i < base + CN__FDC_WAYS; i++) {
-        cn__fdc_ent_t *e = &s->fdc[i];
-        if (e->fd < 0 || e->stale || memcmp(e->d.b, d->b, CN_DIGEST_LEN) != 0)
-            continue;
-        struct stat st;
-        if (fstat(e->fd, &st) < 0 || st.st_nlink == 0) {
-            e->stale = true;
-            if (!e->refs) {
-                close(e->fd);
-                e->fd = -1;
-                e->stale = false;
-            }
-            break;
-        }
-        e->refs++;
-        e->used = ++s->fdc_tick;
-        *fd = e->fd;
-        *len = e->len;
-        *handle = e;
-        pthread_mutex_unlock(&s->fdc_mu);
-        return CN_OK;
-    }
-    pthread_mutex_unlock(&s->fdc_mu);
-    int f = -1;
-    uint64_t n = 0;
-    CN_TRY(cn_store_open_fd(s, d, &f, &n));
-    *fd = f;
-    *len = n;
-    if (n > CN__FDC_MAX_LEN)
-        return CN_OK;
-    pthread_mutex_lock(&s->fdc_mu);
-    cn__fdc_ent_t *victim = NULL;
-    for (size_t i = base; i < base + CN__FDC_WAYS; i++) {
-        cn__fdc_ent_t *e = &s->fdc[i];
-        if (e->fd >= 0 && !e->stale && memcmp(e->d.b, d->b, CN_DIGEST_LEN) == 0) {
-            victim = NULL; /* another thread kept it meanwhile */
-            break;
-        }
-        if (e->refs)
-            continue;
-        if (!victim || e->fd < 0 || (victim->fd >= 0 && e->used < victim->used))
-            victim = e;
-    }
-    if (victim) {
-        if (victim->fd >= 0)
-            close(victim->fd);
-        victim->d = *d;
-        victim->fd = f;
-        victim->len = n;
-        victim->refs = 1;
-        victim->stale = false;
-        victim->used = ++s->fdc_tick;
-        *handle = victim;
-    }
-    pthread_mutex_unlock(&s->fdc_mu);
-    return CN_OK;
-}
-
-void cn_store_fd_put(cn_store_t *s, int fd, void *handle)
-{
-    cn__fdc_ent_t *e = handle;
-    if (!e) {
-        if (fd >= 0)
-            close(fd);
-        return;
-    }
-    pthread_mutex_lock(&s->fdc_mu);
-    if (--e->refs == 0 && e->stale) {
-        close(e->fd);
-        e->fd = -1;
-        e->stale = false;
-    }
-    pthread_mutex_unlock(&s->fdc_mu);
 }
 
 cn_err_t cn_store_stat(cn_store_t *s, const cn_digest_t *d, cn_store_stat_t *out)
@@ -407,6 +313,8 @@ cn_err_t cn_store_delete(cn_store_t *s, const cn_digest_t *d)
         goto out;
     }
     rc = s->be->ops->remove(s->be, d, NULL);
+    if (rc == CN_OK)
+        cn__fdc_forget(s, d);
 out:
     pthread_mutex_unlock(mu);
     return rc;

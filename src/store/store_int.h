@@ -9,6 +9,7 @@
 #include <string.h>
 #include "cairn/store.h"
 #include "cairn/crypto.h"
+#include "cairn/metrics.h"
 #include "cairn/util.h"
 #include "store/backend.h"
 
@@ -46,8 +47,10 @@ typedef struct cn__commit_req {
     struct cn__commit_req *next;
 } cn__commit_req_t;
 
-#define CN__FDC_SLOTS 64
-#define CN__FDC_WAYS 4               /* slots a digest may sit in */
+/* The open-descriptor cache (fdcache.c). */
+#define CN__FDC_MIN 64               /* slots, whatever the descriptor limit */
+#define CN__FDC_MAX 16384            /* slots at most (64 B each) */
+#define CN__FDC_WAYS 8               /* slots a digest may sit in */
 #define CN__FDC_MAX_LEN (64u * 1024) /* larger blobs are not kept open */
 
 typedef struct cn__fdc_ent {
@@ -99,7 +102,8 @@ struct cn_store {
     /* Open files of small raw blobs (cn_store_fd_get): a GET of a small
      * object then costs an fstat instead of a path walk, open and close. */
     pthread_mutex_t fdc_mu;
-    cn__fdc_ent_t fdc[CN__FDC_SLOTS];
+    cn__fdc_ent_t *fdc; /* fdc_n slots, CN__FDC_WAYS per set; NULL: off */
+    size_t fdc_n;
     uint64_t fdc_tick;
 
     /* small-blob journal (journal.c): committer thread only */
@@ -133,6 +137,13 @@ void cn__store_guard_watch(cn_store_t *s, bool on);
 bool cn__store_guarded_since_watch(cn_store_t *s, const cn_digest_t *d);
 /* durable pins: *pinned = an unexpired row protects d (false without meta). */
 cn_err_t cn__store_pinned_durable(cn_store_t *s, const cn_digest_t *d, bool *pinned);
+
+/* fdcache.c.  init never fails (without memory the cache is off); forget
+ * closes, or marks for its last borrower to close, d's kept descriptor once
+ * d's file was removed (called under d's stripe lock). */
+void cn__fdc_init(cn_store_t *s);
+void cn__fdc_close(cn_store_t *s);
+void cn__fdc_forget(cn_store_t *s, const cn_digest_t *d);
 cn_err_t cn__store_pins_migrate(cn_store_t *s);
 cn_err_t cn__store_pins_expire(cn_store_t *s, int64_t now_ms, uint64_t *removed);
 
@@ -141,6 +152,18 @@ cn_err_t cn__committer_start(cn_store_t *s);
 void cn__committer_stop(cn_store_t *s);
 /* Queues req and waits until the batch that holds it is durable. */
 cn_err_t cn__committer_submit(cn_store_t *s, cn__commit_req_t *req);
+
+/* Metrics of every store in the process (commit.c), registered on first use:
+ * blobs newly stored and their stored bytes by form (index cn_store_form_t),
+ * fsync latency of the journal and of large blobs, group-commit batch sizes,
+ * sweeps and the bytes they freed. */
+typedef struct cn__store_metrics {
+    cn_metric_t *blobs[2], *bytes[2];
+    cn_metric_t *fsync_journal, *fsync_blob;
+    cn_metric_t *batch_blobs;
+    cn_metric_t *sweeps, *sweep_freed;
+} cn__store_metrics_t;
+const cn__store_metrics_t *cn__store_metrics(void);
 
 /* small-blob journal (journal.c) */
 cn_err_t cn__journal_open(cn_store_t *s); /* replays, then empties */

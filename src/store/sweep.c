@@ -139,6 +139,7 @@ static cn_err_t remove_if_dead(sweep_t *sw, const cn_digest_t *d)
         goto out;
     }
     if (rc == CN_OK) {
+        cn__fdc_forget(s, d); /* its space is freed now, not at the next look */
         sw->st.deleted++;
         sw->st.bytes_deleted += freed;
     }
@@ -192,6 +193,8 @@ cn_err_t cn_store_sweep(cn_store_t *s, int64_t grace_ms, cn_store_sweep_stats_t 
         rc = flush_batch(sw);
     cn__store_guard_watch(s, false);
     pthread_mutex_unlock(&s->sweep_mu);
+    cn_metric_add(cn__store_metrics()->sweeps, 1);
+    cn_metric_add(cn__store_metrics()->sweep_freed, (int64_t)sw->st.bytes_deleted);
     if (rc < 0)
         cn_warn("store", "sweep stopped: %s", cn_strerror(rc));
     cn_log(sw->st.deleted || sw->st.pins_expired ? CN_LOG_INFO : CN_LOG_DEBUG, "store",

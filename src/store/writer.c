@@ -331,8 +331,10 @@ void cn_store_writer_abort(cn_store_writer_t *w)
 static cn_err_t publish_direct(cn_store_writer_t *w, const cn_digest_t *d, bool *existed)
 {
     cn_store_t *s = w->s;
+    int64_t t0 = cn_mono_ns();
     if (fdatasync(w->fd) < 0)
         return -errno;
+    cn_metric_observe_ns(cn__store_metrics()->fsync_blob, cn_mono_ns() - t0);
     pthread_mutex_t *mu = cn__stripe(s, d);
     pthread_mutex_lock(mu);
     cn_err_t rc =
@@ -394,6 +396,11 @@ cn_err_t cn_store_writer_publish(cn_store_writer_t *w, cn_digest_t *out, uint64_
         rc = publish_direct(w, &d, &existed);
     }
     renamed = rc == CN_OK && !existed;
+    if (renamed) {
+        const cn__store_metrics_t *m = cn__store_metrics();
+        cn_metric_add(m->blobs[w->form], 1);
+        cn_metric_add(m->bytes[w->form], (int64_t)w->stored);
+    }
     if (rc == CN_OK) {
         if (out)
             *out = d;

@@ -4,6 +4,7 @@
 #include "cairn/crypto.h"
 
 #include <stdint.h>
+#include <string.h>
 #include <unistd.h>
 
 static void b3sum_of_file(const char *path, char out[65])
@@ -84,6 +85,21 @@ static void test_sha256_md5_vectors(void)
     cn_hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, out);
     cn_hex_encode(out, 32, hex);
     CN_CHECK_STR(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+
+    /* RFC 4231 test case 6: a key longer than the block is hashed first */
+    uint8_t long_key[131];
+    memset(long_key, 0xaa, sizeof long_key);
+    cn_hmac_sha256(long_key, sizeof long_key,
+                   "Test Using Larger Than Block-Size Key - Hash Key First", 54, out);
+    cn_hex_encode(out, 32, hex);
+    CN_CHECK_STR(hex, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+
+    /* a key of exactly one block is used as is (Python's hmac module) */
+    uint8_t block_key[64];
+    memset(block_key, 0x0b, sizeof block_key);
+    cn_hmac_sha256(block_key, sizeof block_key, "Hi There", 8, out);
+    cn_hex_encode(out, 32, hex);
+    CN_CHECK_STR(hex, "21cd586aeca0579d99a1c938127c92525a371f807bc5ba6eb78bc825bd4f2be3");
 }
 
 static void test_crc_vectors(void)

@@ -150,3 +150,20 @@ def test_full_table_of_silent_connections_evicts_the_oldest(tmp_path, servers):
     other.close()
     for s in flood:
         s.close()
+
+
+def test_default_pending_share_takes_a_client_pool(tmp_path, servers):
+    """With no per-source setting, the HTTP listener lets one address hold
+    256 pending connections (a client opening its whole pool at once, as
+    s5cmd or wrk do), every one of them then served; the 257th is refused
+    with SlowDown before it is read."""
+    srv = start(tmp_path, {"handshake_timeout_ms": 600000})
+    servers.append(srv)
+    addr = srv.addrs["http"]
+    pool = [connect(addr) for _ in range(256)]
+    extra = connect(addr)
+    assert_slow_down(read_all(extra))
+    extra.close()
+    for s in pool:
+        assert health(s) == b"HTTP/1.1 200 OK"
+        s.close()

@@ -9,8 +9,13 @@ side by side with git in the same run.
   (c) a 1 MiB edit inside (b): bytes the re-submit moves, against the bytes
       git-lfs pushes for the same edit;
   (d) `cairn status` on 100,000 unchanged small files (no git peer).
+  (e) `cairn repo merge` of a branch that changed 10,000 of 100,000 small
+      files (time, bytes); run alone with --merge [FILES].
+  (f) the follow-merges log of a file with 1,000 revisions on two branches
+      merged every 50 (one request, and `cairn repo log --follow-merges`);
+      run alone with --log [REVISIONS].
 
-usage: bench/scribe.py BUILD [--quick]
+usage: bench/scribe.py BUILD [--quick] [--merge [FILES] | --log [REVISIONS]]
 Prints one "name value unit" line per figure (scripts/bench.sh collects
 them); a part that cannot run prints "skip_<part> 0 - <reason>".  Binds
 127.0.0.1 only; everything lives in a scratch directory removed at the end.
@@ -33,6 +38,7 @@ if QUICK:
 else:
     A_FILES, A_BYTES, B_BYTES, STATUS_FILES = 10000, 1 << 30, 2 << 30, 100000
 EDIT = 1 << 20
+E_FILES = 10000 if QUICK else 100000  # (e): a tenth of them changed on the branch
 
 
 def say(name, value, unit):
@@ -77,6 +83,16 @@ def make_many(d, files, total):
         with open(os.path.join(sub, "f%05d.bin" % i), "wb") as f:
             f.write(b"%08d" % i + block[off:off + per - 8])
         at += per
+
+
+def make_small(d, files, tail):
+    """`files` tiny files, 1,000 per directory: d000/f0000 holds "0/0" + tail."""
+    for k in range(files // 1000):
+        sub = os.path.join(d, "d%03d" % k)
+        os.makedirs(sub)
+        for i in range(1000):
+            with open(os.path.join(sub, "f%04d" % i), "wb") as f:
+                f.write(b"%d/%d" % (k, i) + tail)
 
 
 def make_big(path, size):
@@ -202,12 +218,7 @@ def scribe_status_many(ep, work):
     ws = os.path.join(work, "s-d")
     cairn(ep, "repo", "create", "status")
     cairn(ep, "clone", "status", ws)
-    for d in range(STATUS_FILES // 1000):
-        sub = os.path.join(ws, "d%03d" % d)
-        os.makedirs(sub)
-        for i in range(1000):
-            with open(os.path.join(sub, "f%04d" % i), "wb") as f:
-                f.write(b"%d/%d" % (d, i))
+    make_small(ws, STATUS_FILES, b"")
     cairn(ep, "submit", ws, "-m", "many small", "--quiet")
     best = None
     for _ in range(3):
@@ -266,6 +277,141 @@ def lfs_big(work):
     shutil.rmtree(src)
     shutil.rmtree(bare)
     return t_submit, t_clone, t_edit, moved
+
+
+def scribe_merge(ep, work, files, changed):
+    """(e) A merge of branch feature into main across `changed` of `files`
+    small files: feature edits `changed` files, main edits 100 others, then
+    one timed `cairn repo merge feature` (plan with MergeRead, apply, one
+    merge submit).  Returns seconds, bytes sent, bytes received."""
+    ws, fb = os.path.join(work, "s-e"), os.path.join(work, "s-e-feature")
+    cairn(ep, "repo", "create", "merge")
+    cairn(ep, "repo", "clone", "merge", ws)
+    make_small(ws, files, b" base\n")
+    cairn(ep, "repo", "submit", ws, "-m", "base", "--quiet")
+    cairn(ep, "repo", "branch", "create", "feature", "-C", ws)
+    cairn(ep, "repo", "clone", "merge", fb, "--branch", "feature", "--quiet")
+    step = max(files // changed, 1)
+    for k in range(changed):
+        n = k * step
+        with open(os.path.join(fb, "d%03d" % (n // 1000), "f%04d" % (n % 1000)), "ab") as f:
+            f.write(b"feature\n")
+    cairn(ep, "repo", "submit", fb, "-m", "feature", "--quiet")
+    for k in range(100):
+        n = k * step + 1
+        with open(os.path.join(ws, "d%03d" % (n // 1000), "f%04d" % (n % 1000)), "ab") as f:
+            f.write(b"main\n")
+    cairn(ep, "repo", "submit", ws, "-m", "main", "--quiet")
+    t, out = timed(lambda: cairn(ep, "repo", "merge", "feature", "-C", ws))
+    m = re.search(r"(\d+) bytes sent, (\d+) bytes received", out.stdout)
+    shutil.rmtree(ws)
+    shutil.rmtree(fb)
+    return t, int(m.group(1)) if m else 0, int(m.group(2)) if m else 0
+
+
+def merge_only():
+    """`bench/scribe.py BUILD --merge [FILES]`: part (e) alone."""
+    files = next((int(a) for a in sys.argv[2:] if a.isdigit()), E_FILES)
+    work = tempfile.mkdtemp(prefix="cairn-bench-merge.", dir=os.environ.get("TMPDIR", "/var/tmp"))
+    srv = None
+    try:
+        srv = Cairnd(work)
+        t, sent, recv = scribe_merge(srv.ep, work, files, files // 10)
+        say("scribe_e_files", files, "files")
+        say("scribe_e_changed", files // 10, "files")
+        say("scribe_e_merge", "%.2f" % t, "s")
+        say("scribe_e_sent", sent, "bytes")
+        say("scribe_e_received", recv, "bytes")
+    finally:
+        if srv:
+            srv.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def scribe_follow_log(ep, work, revs):
+    """(f) The follow-merges log of one file with `revs` revisions: half of
+    them on main, half on branch feature, merged into main every 50 feature
+    revisions (made over the wire with tests/scribe/scribe_wire.py).  Returns
+    the best of five one-page log requests over one connection (s), the
+    rows, and the best of three `cairn repo log PATH --follow-merges` (s)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                    "tests", "scribe"))
+    from scribe_wire import (ADD, CHANGESET, CHUNK, MANIFEST, MODIFY, OP, Conn, chunk_id,
+                             changeset_encode, changeset_id, manifest_encode, manifest_id)
+    host, port = ep.rsplit(":", 1)
+    with Conn((host, int(port))) as c:
+        info = c.repo_create("follow")
+        rid, main, inc, ws = info["id"], info["main"], info["incarnation"], os.urandom(16)
+
+        def put(kind, path, n):
+            data = b"revision %d\n" % n
+            enc = manifest_encode([data])
+            mid = manifest_id(enc)
+            cs = changeset_encode([(kind, path, mid, 0, None)])
+            cid = changeset_id(cs)
+            c.put_objects(rid, [(CHUNK, chunk_id(data), data), (MANIFEST, mid, enc),
+                                (CHANGESET, cid, cs)])
+            return cid
+
+        def submit(branch, base, cid):
+            o = c.submit(rid, inc, os.urandom(16), branch, ws, base, cid, "bench", "edit")
+            assert o["outcome"] == 1, o
+            return o["change"]
+
+        head = submit(main, 0, put(ADD, "f.txt", 0))
+        feat = os.urandom(16)
+        assert c.branch_create(rid, inc, os.urandom(16), feat, "feature", main,
+                               head)["outcome"] == 1
+        fhead, n = head, 1
+        while n < revs:
+            for _ in range(50):
+                if n >= revs:
+                    break
+                if n % 2:
+                    fhead = submit(feat, fhead, put(MODIFY, "f.txt", n))
+                else:
+                    head = submit(main, head, put(MODIFY, "f.txt", n))
+                n += 1
+            if n < revs:
+                base_branch, base = c.merge_base(rid, main, head, feat, fhead)
+                sub = c.submit_payload(rid, inc, os.urandom(16), main, ws, head,
+                                       put(MODIFY, "f.txt", n), "bench", "merge")
+                o = c.merge_submit(sub, head, feat, fhead, base_branch, base)
+                assert o["outcome"] == 1, o
+                head, n = o["change"], n + 1
+        req = (c.enc().raw(rid).raw(main).bool(True).str16("f.txt").bool(True).bool(False)
+               .bool(False).bool(False).bool(False).u32(4096).bytes())
+        best = None
+        for _ in range(5):
+            t, out = timed(lambda: c.call(OP["log"], req))
+            best = t if best is None else min(best, t)
+        rows = c.dec(out).u32()
+    ws_dir = os.path.join(work, "s-f")
+    cairn(ep, "repo", "clone", "follow", ws_dir, "--quiet")
+    cli = min(timed(lambda: cairn(ep, "repo", "log", ws_dir, "f.txt", "--follow-merges"))[0]
+              for _ in range(3))
+    shutil.rmtree(ws_dir)
+    return best, rows, cli
+
+
+def follow_only():
+    """`bench/scribe.py BUILD --log [REVISIONS]`: part (f) alone."""
+    revs = next((int(a) for a in sys.argv[2:] if a.isdigit()), 1000)
+    work = tempfile.mkdtemp(prefix="cairn-bench-log.", dir=os.environ.get("TMPDIR", "/var/tmp"))
+    srv = None
+    try:
+        srv = Cairnd(work)
+        t, rows, cli = scribe_follow_log(srv.ep, work, revs)
+        say("scribe_f_revisions", revs, "revisions")
+        say("scribe_f_rows", rows, "rows")
+        say("scribe_f_log", "%.1f" % (t * 1000), "ms")
+        say("scribe_f_cli", "%.1f" % (cli * 1000), "ms")
+    finally:
+        if srv:
+            srv.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
 
 
 def main():
@@ -336,4 +482,5 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(merge_only() if "--merge" in sys.argv[2:]
+             else follow_only() if "--log" in sys.argv[2:] else main())

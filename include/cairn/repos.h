@@ -63,12 +63,14 @@ typedef struct cn_meta cn_meta_t;   /* cairn/meta.h */
     X(PATH_CONFLICT, 108)             \
     X(BRANCH_EXISTS, 110)             \
     X(NAME_MISMATCH, 111)             \
+    X(CHANGE_NOT_PICKABLE, 112)       \
     X(SCHEMA_OUTDATED, 113)           \
     X(OPERATION_INTENT_MISMATCH, 200) \
     X(INCARNATION_MISMATCH, 201)      \
     X(BASE_CONFLICT, 202)             \
     X(BASE_MISMATCH, 203)             \
     X(MERGE_INCOMPLETE, 204)          \
+    X(ALREADY_APPLIED, 208)           \
     X(NOTE_REVISION_STALE, 212)
 
 typedef enum {
@@ -537,6 +539,48 @@ CN_API void cn_repos_merge_fp(const cn_repos_merge_t *m, cn_digest_t *out);
 CN_API cn_err_t cn_repos_merge_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_merge_t *m,
                                       cn_repos_outcome_t *out);
 
+/* ---- cherry-picks (opcodes 32, 33; docs/protocol/scribe.md 7.9) ---------------------
+ * A change qualifies when it is an ordinary commit (one parent, no merge
+ * parent) accepted on the source branch itself.  A pick records its
+ * provenance (source, change) on the new commit; it is not ancestry. */
+typedef struct cn_repos_pick_info {
+    cn_repos_branch_t target;  /* head: its live head */
+    cn_repos_branch_t source;  /* head: the selected change */
+    uint8_t parent_branch[16]; /* the branch that accepted the parent (main for 0) */
+    uint64_t parent;           /* the picked commit's first parent, 0 for none */
+    bool already_applied;      /* the change, or a pick of it, is in the target's ancestry */
+} cn_repos_pick_info_t;
+/* cherry_pick_info (32), one read transaction, read permission.  Errors:
+ * CN_E_NOT_FOUND (REPOSITORY/BRANCH_NOT_FOUND, CHANGE_NOT_FOUND for a change
+ * the repository lacks), CN_E_INVALID (CHANGE_NOT_PICKABLE: a merge, or a
+ * change accepted on another branch), CN_E_UNSUPPORTED (SCHEMA_OUTDATED),
+ * CN_E_LIMIT (LIMIT_EXCEEDED: the ancestry walk passed the history budget). */
+CN_API cn_err_t cn_repos_pick_info(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                   const uint8_t target[16], const uint8_t source[16],
+                                   uint64_t change, cn_repos_pick_info_t *out);
+/* A cherry-pick submit (33): an ordinary submit on the target whose base is
+ * the target head the pick was planned on, and the picked change. */
+typedef struct cn_repos_pick {
+    cn_repos_submit_t submit;
+    uint8_t source[16];
+    uint64_t change;
+} cn_repos_pick_t;
+/* BLAKE3("scribe:cherry-pick-operation:v1\0" | the submit's fingerprint |
+ * u64 LE target head | source | u64 LE source change). */
+CN_API void cn_repos_pick_fp(const cn_repos_pick_t *p, cn_digest_t *out);
+/* Submits a pick: as cn_repos_submit (same outcomes, replay and refusals,
+ * fingerprint cn_repos_pick_fp), and before the publication gate, unrecorded:
+ * BRANCH_NOT_FOUND (source), SCHEMA_OUTDATED, CHANGE_NOT_FOUND (target head
+ * outside the target's lifetime, or no such change), CHANGE_NOT_PICKABLE;
+ * then recorded rejections: ALREADY_APPLIED (the change or a pick of it is in
+ * the target head's ancestry), BASE_CONFLICT (the target advanced past the
+ * target head and an integration path dependency changed: the change set's
+ * paths, their case-fold aliases, ancestors and descendants; up to 64 named).
+ * Otherwise the change set applies to the live head; the commit has one
+ * parent and records the provenance. */
+CN_API cn_err_t cn_repos_pick_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_pick_t *p,
+                                     cn_repos_outcome_t *out);
+
 /* ---- operation outcomes ------------------------------------------------------------ */
 enum {
     CN_REPOS_OP_UNKNOWN = 0, /* no outcome recorded: not accepted, may be sent again */
@@ -598,6 +642,8 @@ typedef struct cn_repos_log_row {
     int64_t time_ms;
     uint64_t merge_change;    /* a merge commit's merge parent, 0 for none */
     uint8_t merge_branch[16]; /* merge_change: the branch that accepted it */
+    uint64_t pick_change;     /* a cherry-pick's provenance: the picked change, 0 for none */
+    uint8_t pick_branch[16];  /* pick_change: the branch it was picked from */
 } cn_repos_log_row_t;
 typedef cn_err_t (*cn_repos_log_fn)(void *ctx, const cn_repos_log_row_t *row);
 
@@ -640,6 +686,67 @@ typedef struct cn_repos_changed_q {
 CN_API cn_err_t cn_repos_changed_paths(cn_repos_t *r, cn_repos_req_t *rq,
                                        const cn_repos_changed_q_t *q, cn_repos_changed_fn fn,
                                        void *ctx, bool *more);
+
+/* ---- merge-aware history (service_log_follow.c, service_log_all.c,
+ * service_descendants.c; docs/protocol/scribe.md 7.5, 13.9) -------------------------
+ * The log's follow-merges and all-branch modes and merge_read tag 3.  They
+ * need the repository's schema 3 (CN_E_UNSUPPORTED, SCHEMA_OUTDATED) and
+ * share the history budget: past CN_REPOS_HISTORY_BUDGET metadata visits or
+ * 32 MiB of lineage paths they fail (CN_E_LIMIT, LIMIT_EXCEEDED), never
+ * answering short. */
+typedef struct cn_repos_follow_q {
+    uint8_t repo[16], branch[16];
+    const uint8_t *path; /* one exact canonical path (required) */
+    size_t path_len;
+    bool all_branches; /* the file_lineage mode */
+    bool has_ceiling;  /* all_branches only: the snapshot ceiling */
+    uint64_t ceiling;  /* from the branch's origin change to the repository head */
+    bool has_before;
+    uint64_t before;           /* exclusive, or with after_path: inclusive of later paths */
+    const uint8_t *after_path; /* NULL or the last row's historical path */
+    size_t after_len;
+    uint32_t limit; /* clamped 1..4096 */
+} cn_repos_follow_q_t;
+/* One row (borrowed during the call) and, in all-branch mode, whether its
+ * commit is in the commit ancestry of the selected branch's snapshot at the
+ * ceiling (false in follow-merges mode).  A non-zero return stops the page
+ * and is returned. */
+typedef cn_err_t (*cn_repos_follow_fn)(void *ctx, const cn_repos_log_row_t *row, bool member);
+/* A page of the merge-aware log of one path, newest change first, then
+ * ascending historical path, each (change, path) once, from one read
+ * transaction.  Follow-merges: the path's events on the branch, its origins
+ * and every merge source, each to its recorded revision, following move
+ * sources (an add ends a path's history).  all_branches: every revision the
+ * file_lineage index links, both ways, to the revision the branch's
+ * snapshot at the ceiling holds at the path, none past the ceiling;
+ * *ceiling is the ceiling used (the request's, or the repository head the
+ * read pinned).  The cursor filters rows, never the walk.  Read permission.
+ * MALFORMED (CN_E_INVALID): a non-canonical path, a cursor without path and
+ * before, a ceiling before the branch's origin change or past the
+ * repository head (past the branch's head its snapshot is its head's), or a
+ * ceiling without all_branches; NOT_FOUND, UNSUPPORTED and LIMIT as above. */
+CN_API cn_err_t cn_repos_log_follow(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_follow_q_t *q,
+                                    uint64_t *ceiling, cn_repos_follow_fn fn, void *ctx);
+
+#define CN_REPOS_DESCENDANTS_PAGE 1024 /* historical descendants examined a page */
+#define CN_REPOS_DESCENDANTS_MAX 5120  /* entries of a merge_read tag 3 reply */
+/* One entry of cn_repos_descendants: path borrowed during the call. */
+typedef cn_err_t (*cn_repos_desc_fn)(void *ctx, const uint8_t *path, size_t n,
+                                     const cn_repos_entry_t *e);
+/* merge_read tag 3: the entries, live or tombstone, of branch's snapshot at
+ * revision that clash with path.  Without a cursor the page starts with the
+ * path's ancestors that hold an entry (shortest first) and the path itself;
+ * every page then hands over the next historical descendants (paths under
+ * "path/", ascending bytes) after the cursor, at most
+ * CN_REPOS_DESCENDANTS_PAGE.  *has_next and next (reset, then the last
+ * descendant handed over) when more follow.  Read permission.  MALFORMED
+ * (a non-canonical path or cursor, or a cursor not under the path),
+ * BRANCH_NOT_FOUND, CHANGE_NOT_FOUND, SCHEMA_OUTDATED. */
+CN_API cn_err_t cn_repos_descendants(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                     const uint8_t branch[16], uint64_t revision,
+                                     const uint8_t *path, size_t n, const uint8_t *cursor,
+                                     size_t cursor_len, cn_repos_desc_fn fn, void *ctx,
+                                     cn_buf_t *next, bool *has_next);
 
 /* ---- change notes --------------------------------------------------------------- */
 typedef struct cn_repos_note {

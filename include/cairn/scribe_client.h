@@ -194,12 +194,39 @@ typedef struct cn_scribe_client_logrow {
     const char *author;
     const char *message;
     uint64_t time_ms;
+    bool has_pick; /* a cherry-pick: the change it was picked from */
+    uint8_t pick_branch[16];
+    uint64_t pick_change;
 } cn_scribe_client_logrow_t;
 typedef int (*cn_scribe_client_log_fn)(void *ctx, const cn_scribe_client_logrow_t *r);
 /* History newest first, up to limit rows (0 = all), all pages. */
 CN_API cn_err_t cn_scribe_client_log(cn_scribe_client_t *cl, const uint8_t repo[16],
                                      const uint8_t branch[16], const char *path, uint32_t limit,
                                      cn_scribe_client_log_fn fn, void *ctx, cn_scribe_cerr_t *err);
+
+/* ---- the merge-aware log (docs/protocol/scribe.md 7.5) ----------------------------- */
+typedef struct cn_scribe_client_mlogrow {
+    cn_scribe_client_logrow_t row; /* as the ordinary log's; path = historical path */
+    const char *from_path;         /* a move's source, "" otherwise */
+    uint8_t branch[16];            /* where the change was accepted */
+    const char *branch_name;       /* its current name */
+    bool has_merge;                /* a merge commit: the source head it merged */
+    uint8_t merge_branch[16];
+    uint64_t merge_change;
+    uint64_t ceiling; /* all_branches: the snapshot ceiling of the whole walk */
+    bool member;      /* all_branches: in the selected snapshot's commit ancestry */
+} cn_scribe_client_mlogrow_t;
+typedef int (*cn_scribe_client_mlog_fn)(void *ctx, const cn_scribe_client_mlogrow_t *r);
+/* The follow-merges (all_branches false) or all-branch log of one exact
+ * path, every page through the (before, after path) cursor, up to limit
+ * rows (0 = all); before (0 = none) starts below that change; ceiling (0 =
+ * the head the server pins, repeated on later pages) only with
+ * all_branches.  Rows are valid during fn; its non-zero return stops. */
+CN_API cn_err_t cn_scribe_client_log_merges(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                            const uint8_t branch[16], const char *path,
+                                            bool all_branches, uint64_t ceiling, uint64_t before,
+                                            uint32_t limit, cn_scribe_client_mlog_fn fn, void *ctx,
+                                            cn_scribe_cerr_t *err);
 
 /* ---- branches (opcodes 20-23, docs/protocol/scribe.md 7.8) -------------------------- */
 #define CN_SCRIBE_CLIENT_BRANCH_NAME_MAX 256 /* bytes of a branch name */
@@ -274,6 +301,120 @@ CN_API cn_err_t cn_scribe_client_branch_outcome(cn_scribe_client_t *cl, const ui
                                                 const uint8_t op[16], bool *known,
                                                 cn_scribe_client_branch_outcome_t *out,
                                                 cn_scribe_cerr_t *err);
+
+/* ---- merges (opcodes 24, 25, docs/protocol/scribe.md 7.9) ----------------------------- */
+/* A merge submit: the target's ordinary submit (its base is the target head
+ * the merge was planned on, its change set covers every path the source
+ * changed since the base), the source branch and head it merges, and the
+ * merge base the plan used (cn_scribe_client_merge_base). */
+typedef struct cn_scribe_client_merge {
+    cn_scribe_client_submit_t submit;
+    uint8_t source[16];
+    uint64_t source_head;
+    uint8_t base_branch[16];
+    uint64_t base;
+} cn_scribe_client_merge_t;
+/* Sends merge_submit (24) as cn_scribe_client_submit sends a submit: a lost
+ * reply is resolved through operation_outcome (kind 1), re-sent only when
+ * nothing was recorded.  On 0 *out holds the accepted or rejected outcome.
+ * base_mismatch and merge_incomplete are not recorded: CN_E_CONFLICT with
+ * their wire code (203, 204) in err. */
+CN_API cn_err_t cn_scribe_client_merge_submit(cn_scribe_client_t *cl,
+                                              const cn_scribe_client_merge_t *m,
+                                              cn_scribe_client_outcome_t *out,
+                                              cn_scribe_cerr_t *err);
+/* MergeRead 6: the merge base of source at source_rev into target at
+ * target_rev, as (base branch, base change). */
+CN_API cn_err_t cn_scribe_client_merge_base(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                            const uint8_t target[16], uint64_t target_rev,
+                                            const uint8_t source[16], uint64_t source_rev,
+                                            uint8_t base_branch[16], uint64_t *base,
+                                            cn_scribe_cerr_t *err);
+/* MergeRead 1, all pages: every path named on the first-parent chains from
+ * left and right down to where they meet (base and source head: the paths
+ * the source changed since the base), handed to fn (NUL-terminated, valid
+ * during the call; a path may come more than once across pages).  fn's
+ * non-zero return stops the walk with -ECANCELED. */
+typedef int (*cn_scribe_client_path_fn)(void *ctx, const char *path);
+CN_API cn_err_t cn_scribe_client_merge_chains(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                              uint64_t left, uint64_t right,
+                                              cn_scribe_client_path_fn fn, void *ctx,
+                                              cn_scribe_cerr_t *err);
+/* A path's state in a snapshot (MergeRead 2).  live false: absent or a
+ * tombstone (change: the delete, 0 when never held). */
+typedef struct cn_scribe_client_fstate {
+    bool live;
+    uint64_t change; /* the change that last wrote the path */
+    cn_digest_t manifest;
+    uint64_t size;
+    uint8_t mode;
+} cn_scribe_client_fstate_t;
+/* MergeRead 2 over paths[0..n) (any n: batches of 1,024): out[i] is
+ * paths[i]'s state in branch's snapshot at revision. */
+CN_API cn_err_t cn_scribe_client_merge_states(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                              const uint8_t branch[16], uint64_t revision,
+                                              const char *const *paths, size_t n,
+                                              cn_scribe_client_fstate_t *out,
+                                              cn_scribe_cerr_t *err);
+/* A path's recorded base file (MergeRead 4): kind CN_SCRIBE_CLIENT_ORIGIN_*;
+ * base_path (UNIQUE only) is malloc'd, the caller frees it. */
+enum {
+    CN_SCRIBE_CLIENT_ORIGIN_NONE = 0,
+    CN_SCRIBE_CLIENT_ORIGIN_UNIQUE = 1,
+    CN_SCRIBE_CLIENT_ORIGIN_SEVERAL = 2 /* automatic matching is unsafe */
+};
+typedef struct cn_scribe_client_origin {
+    uint8_t kind;
+    char *base_path;
+} cn_scribe_client_origin_t;
+/* MergeRead 4 over paths[0..n) (batches of 1,024) in branch at revision
+ * against the base snapshot (base_branch, base).  CN_E_LIMIT (code
+ * limit_exceeded) when a batch overruns the server's budget. */
+CN_API cn_err_t cn_scribe_client_merge_origins(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                               const uint8_t branch[16], uint64_t revision,
+                                               const uint8_t base_branch[16], uint64_t base,
+                                               const char *const *paths, size_t n,
+                                               cn_scribe_client_origin_t *out,
+                                               cn_scribe_cerr_t *err);
+/* MergeRead 5 over paths[0..n) (batches of 1,024): *unchanged true when
+ * `from` is in `to`'s ancestry on branch and none of the paths changed in
+ * between. */
+CN_API cn_err_t cn_scribe_client_merge_unchanged(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                                 const uint8_t branch[16], uint64_t from,
+                                                 uint64_t to, const char *const *paths, size_t n,
+                                                 bool *unchanged, cn_scribe_cerr_t *err);
+
+/* ---- cherry-picks (opcodes 32, 33, docs/protocol/scribe.md 7.9) ------------------------ */
+/* What cherry_pick_info answers for change of source onto target. */
+typedef struct cn_scribe_client_pick_info {
+    cn_scribe_client_branch_t target; /* head: its live head */
+    cn_scribe_client_branch_t source; /* head: the picked change */
+    uint8_t parent_branch[16];        /* where the change's first parent was accepted */
+    uint64_t parent;                  /* the change's first parent (0: none) */
+    bool already_applied;             /* the change, or a pick of it, is on the target */
+} cn_scribe_client_pick_info_t;
+/* cherry_pick_info (32).  CN_E_INVALID with code change_not_pickable for a
+ * merge or a change the source did not make itself; CN_E_NOT_FOUND
+ * (branch_not_found, change_not_found). */
+CN_API cn_err_t cn_scribe_client_pick_info(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                           const uint8_t target[16], const uint8_t source[16],
+                                           uint64_t change, cn_scribe_client_pick_info_t *out,
+                                           cn_scribe_cerr_t *err);
+/* A cherry-pick submit: the target's ordinary submit (its base is the target
+ * head the pick was planned on) and the picked (source, change). */
+typedef struct cn_scribe_client_pick {
+    cn_scribe_client_submit_t submit;
+    uint8_t source[16];
+    uint64_t change;
+} cn_scribe_client_pick_t;
+/* Sends cherry_pick_submit (33) as cn_scribe_client_submit sends a submit (a
+ * lost reply resolved through operation_outcome).  On 0 *out holds the
+ * accepted or rejected outcome (already_applied and base_conflict are
+ * recorded rejections). */
+CN_API cn_err_t cn_scribe_client_pick_submit(cn_scribe_client_t *cl,
+                                             const cn_scribe_client_pick_t *p,
+                                             cn_scribe_client_outcome_t *out,
+                                             cn_scribe_cerr_t *err);
 
 /* Change notes: the latest revision of change's description (*revision 0
  * and text "" when never described; text holds at most cap bytes), and a

@@ -7,8 +7,9 @@
  * operation ids, the sparse prefixes, and each tracked file's mode, size,
  * mtime and manifest id.  A state written before branches (no branch name)
  * is on main.  The verbs here are what `cairn repo` runs: clone, sync,
- * status, submit, log, describe, and the branch verbs (list, info, create,
- * rename, switch; docs/branches.md).  Each call opens the state,
+ * status, submit, log, describe, the branch verbs (list, info, create,
+ * rename, switch; docs/branches.md) and merges (merge, continue, abort,
+ * resolve).  Each call opens the state,
  * connects to the workspace's endpoint through the Scribe client
  * (include/cairn/scribe_client.h) when it needs the server, and releases
  * everything before it returns; nothing is shared between calls, so calls on
@@ -173,6 +174,17 @@ CN_API cn_err_t cn_ws_submit(const char *dir, const char *message, const cn_ws_o
 CN_API cn_err_t cn_ws_log(const char *dir, const char *path, uint32_t limit,
                           const cn_ws_opts_t *opts, cn_scribe_client_log_fn fn, void *ctx,
                           cn_ws_error_t *err);
+/* The merge-aware log of one path on workspace dir's branch
+ * (src/client/workspace_log.c): follow-merges (its origins and merge
+ * sources, following moves), or with all_branches every revision of the
+ * file on any branch, each row saying whether the branch's snapshot holds
+ * it in its ancestry.  change (0 = none): follow-merges starts at that
+ * change; all-branch takes it as the snapshot ceiling.  limit rows (0 =
+ * all), each handed to fn as cn_ws_log's.  A missing path is a local
+ * CN_E_INVALID. */
+CN_API cn_err_t cn_ws_log_merges(const char *dir, const char *path, bool all_branches,
+                                 uint64_t change, uint32_t limit, const cn_ws_opts_t *opts,
+                                 cn_scribe_client_mlog_fn fn, void *ctx, cn_ws_error_t *err);
 
 /* Appends a revision of change's description over the latest one (its
  * message itself never changes); *revision (may be NULL) gets the new
@@ -235,6 +247,115 @@ CN_API cn_err_t cn_ws_branch_rename(const char *dir, const char *old, const char
  * deleted files), before anything is written; settles a lost submit first. */
 CN_API cn_err_t cn_ws_switch(const char *dir, const char *ref, const cn_ws_opts_t *opts,
                              cn_ws_sync_result_t *res, cn_ws_error_t *err);
+
+/* ---- merges (docs/branches.md, "Merging in a workspace") --------------------------------- */
+/* One side of a merged path: its state in the base, ours (the target) or
+ * theirs (the source) snapshot. */
+typedef struct cn_ws_merge_side {
+    bool live;       /* false: absent or deleted */
+    uint64_t change; /* the change that last wrote it (0: never held) */
+    uint64_t size;
+    uint8_t mode;
+    cn_digest_t manifest;
+    char author[CN_WS_BRANCH_NAME_MAX + 1]; /* of `change`; conflicts only */
+} cn_ws_merge_side_t;
+/* What the merge did with a path the source changed since the base. */
+enum {
+    CN_WS_MERGE_THEIRS = 'T',   /* only the source changed it: taken */
+    CN_WS_MERGE_KEPT = 'K',     /* the source's change is already ours (or undone) */
+    CN_WS_MERGE_LINES = 'M',    /* text changed on both sides, merged by lines */
+    CN_WS_MERGE_CONFLICT = 'C', /* unresolved */
+    CN_WS_MERGE_RESOLVED = 'R'  /* a conflict resolved (cn_ws_merge_resolve) */
+};
+/* Why a path conflicts. */
+enum {
+    CN_WS_WHY_BINARY = 'b',  /* not small UTF-8 text on every side: never content-merged */
+    CN_WS_WHY_LINES = 't',   /* overlapping line edits: markers in the file */
+    CN_WS_WHY_DELETED = 'd', /* deleted on one side, changed on the other */
+    CN_WS_WHY_ORIGINS = 'o'  /* several recorded base files: a manual choice */
+};
+typedef struct cn_ws_merge_path {
+    char *path;
+    char state, why; /* CN_WS_MERGE_*, CN_WS_WHY_* (conflicts and resolutions) */
+    cn_ws_merge_side_t base, ours, theirs;
+} cn_ws_merge_path_t;
+/* An unfinished (or just finished) merge, as DIR/.cairn/merge/state holds it. */
+typedef struct cn_ws_merge {
+    char source_name[CN_WS_BRANCH_NAME_MAX + 1], target_name[CN_WS_BRANCH_NAME_MAX + 1];
+    uint8_t source[16], base_branch[16];
+    uint64_t source_head, base, target_head;
+    bool applying;             /* the plan is saved, the workspace not fully updated yet */
+    cn_ws_merge_path_t *paths; /* sorted by path */
+    size_t n, cap;
+    size_t unresolved; /* paths in state CN_WS_MERGE_CONFLICT */
+    bool submitted;    /* the merge is change `change` (its state is gone) */
+    uint64_t change;
+    bool settled;                        /* a lost submit reply turned out accepted */
+    uint64_t bytes_sent, bytes_received; /* by the call that returned it */
+} cn_ws_merge_t;
+CN_API void cn_ws_merge_free(cn_ws_merge_t *m); /* NULL is a no-op */
+
+/* Merges branch `source` (at its head) into workspace dir's branch, which
+ * must be clean and at its branch head (a local CN_E_CONFLICT otherwise):
+ * plans with the merge base and the paths the source changed since it,
+ * saves the plan in DIR/.cairn/merge/state (temporary file, fsync, rename)
+ * before a file changes, applies the paths only the source changed, merges
+ * small UTF-8 texts changed on both sides by lines, and for a conflict
+ * keeps ours in place (with markers for text) and writes ours, theirs and
+ * base under DIR/.cairn/merge/{ours,theirs,base}/PATH.  With no conflict
+ * it submits at once (opcode 24) with message (NULL: "Merge SOURCE into
+ * TARGET") and removes the merge state; otherwise it returns a local
+ * CN_E_CONFLICT ("unresolved paths") with *out describing them.  A merge
+ * already in progress is a local CN_E_CONFLICT.  *out (may be NULL) is the
+ * caller's, freed by cn_ws_merge_free. */
+CN_API cn_err_t cn_ws_merge(const char *dir, const char *source, const char *message,
+                            const cn_ws_opts_t *opts, cn_ws_merge_t **out, cn_ws_error_t *err);
+/* Finishes the merge in progress: settles a lost submit (an accepted merge
+ * ends here), completes an interrupted apply, refuses while paths are
+ * unresolved (local CN_E_CONFLICT), re-checks with MergeRead 5 that the
+ * target did not change the merged paths since the plan, and submits.
+ * -ENOENT (local) when no merge is in progress. */
+CN_API cn_err_t cn_ws_merge_continue(const char *dir, const char *message, const cn_ws_opts_t *opts,
+                                     cn_ws_merge_t **out, cn_ws_error_t *err);
+/* Abandons the merge in progress: every merged path is restored to the
+ * target's snapshot the merge began from (fetched again), and the merge
+ * state removed.  A merge whose submit was already accepted is a local
+ * CN_E_CONFLICT naming its change. */
+CN_API cn_err_t cn_ws_merge_abort(const char *dir, const cn_ws_opts_t *opts, cn_ws_error_t *err);
+/* Resolves a path of the merge in progress without the network: how 'o'
+ * (ours), 't' (theirs) or 'f' (the content of file `file`); a side that
+ * deleted the path removes it.  A local CN_E_INVALID for a path the merge
+ * does not hold or that did not conflict. */
+CN_API cn_err_t cn_ws_merge_resolve(const char *dir, const char *path, char how, const char *file,
+                                    cn_ws_error_t *err);
+/* The merge in progress (*out NULL when none), without the network. */
+CN_API cn_err_t cn_ws_merge_status(const char *dir, cn_ws_merge_t **out, cn_ws_error_t *err);
+
+/* ---- cherry-picks (docs/branches.md, "Cherry-picks") ------------------------------------ */
+/* What a cherry-pick did. */
+typedef struct cn_ws_pick_result {
+    bool settled; /* as in cn_ws_sync_result_t */
+    uint64_t settled_change;
+    uint64_t change;    /* the change created */
+    size_t applied;     /* paths written or removed */
+    size_t conflicts;   /* paths changed on both sides (nothing applied then) */
+    char conflict[512]; /* the first of them */
+} cn_ws_pick_result_t;
+/* Applies change N of branch B (ref `B@N`) to workspace dir's branch and
+ * submits it as a cherry-pick (opcode 33) with message (NULL: the picked
+ * change's message and its origin).  The workspace must be clean and at its
+ * branch head (local CN_E_CONFLICT otherwise).  Each path the change names
+ * is compared with the change's parent: applied when the workspace still
+ * holds the parent's version, skipped when it already holds the change's;
+ * any path changed on both sides stops the pick before a file is written
+ * (local CN_E_CONFLICT, res->conflict the first).  Not local: CN_E_INVALID
+ * (change_not_pickable), CN_E_NOT_FOUND (branch_not_found,
+ * change_not_found), CN_E_CONFLICT (already_applied, known before anything
+ * is written or recorded by the server, or a rejected submit: the picked
+ * files then stay in the workspace as local changes). */
+CN_API cn_err_t cn_ws_cherry_pick(const char *dir, const char *ref, const char *message,
+                                  const cn_ws_opts_t *opts, cn_ws_pick_result_t *res,
+                                  cn_ws_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -84,8 +84,11 @@ static cn_err_t err_for_code(uint16_t code)
     case CN_SCRIBE_E_INCARNATION_MISMATCH:
     case CN_SCRIBE_E_NOTE_REVISION_STALE:
     case CN_SCRIBE_E_WORKSPACE_MISMATCH:
-    case CN_SCRIBE_E_INTENT_FINALIZED: return CN_E_CONFLICT;
+    case CN_SCRIBE_E_INTENT_FINALIZED:
+    case CN_SCRIBE_E_BASE_MISMATCH:
+    case CN_SCRIBE_E_MERGE_INCOMPLETE: return CN_E_CONFLICT;
     case CN_SCRIBE_E_MALFORMED:
+    case CN_SCRIBE_E_CHANGE_NOT_PICKABLE:
     case CN_SCRIBE_E_OBJECT_INVALID: return CN_E_INVALID;
     case CN_SCRIBE_E_BUSY: return CN_E_BUSY;
     case CN_SCRIBE_E_UNSUPPORTED_VERSION:
@@ -1296,8 +1299,11 @@ cn_err_t cn_scribe_client_log(cn_scribe_client_t *cl, const uint8_t repo[16],
                      (const char *)row.author.p);
             snprintf(m, CN_SCRIBE_MAX_MESSAGE + 1, "%.*s", (int)row.message.len,
                      (const char *)row.message.p);
-            cn_scribe_client_logrow_t lr = { row.change, row.commit, row.parent, p,
-                                             row.event,  a,          m,          row.time_ms };
+            cn_scribe_client_logrow_t lr = { row.change, row.commit,     row.parent,
+                                             p,          row.event,      a,
+                                             m,          row.time_ms,    row.has_pick,
+                                             { 0 },      row.pick_change };
+            memcpy(lr.pick_branch, row.pick_branch.b, 16);
             int rc = fn(ctx, &lr);
             if (rc)
                 goto out;
@@ -1312,6 +1318,105 @@ cn_err_t cn_scribe_client_log(cn_scribe_client_t *cl, const uint8_t repo[16],
         }
     }
 out:
+    free(after);
+    free(strs);
+    return e;
+}
+
+/* Where a merge-aware log page ended: its rows, the last one's change,
+ * path (in path) and ceiling, and whether fn stopped the walk. */
+typedef struct mlog_end {
+    uint32_t count;
+    uint64_t change, ceiling;
+    char *path;
+    bool stopped;
+} mlog_end_t;
+
+/* One page of the merge-aware log: the request for q, its rows each to fn
+ * (strs: scratch for the row's strings), where it ended in *end. */
+static cn_err_t mlog_page(cn_scribe_client_t *cl, const cn_scribe_log_req_t *q, char *strs,
+                          cn_scribe_client_mlog_fn fn, void *ctx, mlog_end_t *end,
+                          cn_scribe_cerr_t *err)
+{
+    cn_buf_reset(&cl->out);
+    CN_TRY(cn_scribe_enc_log_req(&cl->out, CODEC(cl), q));
+    CN_TRY(call(cl, CN_SCRIBE_OP_LOG, err));
+    cn_scribe_log_resp_t r;
+    if (cn_scribe_dec_log_resp(cl->in.data, cl->in.len, CODEC(cl), q->all_branches, &r) < 0)
+        return CN_E_PROTOCOL;
+    cn_scribe_log_row_t row;
+    const size_t pm = CN_SCRIBE_MAX_PATH + 1;
+    char *p = strs, *from = p + pm, *a = from + pm, *name = a + pm, *m = name + pm;
+    end->count = r.count;
+    while (cn_scribe_next_log_row(&r.rows, q->all_branches, &row)) {
+        cn_scribe_client_mlogrow_t mr;
+        memset(&mr, 0, sizeof mr);
+        snprintf(p, pm, "%.*s", (int)row.path.len, (const char *)row.path.p);
+        snprintf(from, pm, "%.*s", (int)row.from_path.len, (const char *)row.from_path.p);
+        snprintf(a, pm, "%.*s", (int)row.author.len, (const char *)row.author.p);
+        snprintf(name, pm, "%.*s", (int)row.branch_name.len, (const char *)row.branch_name.p);
+        snprintf(m, CN_SCRIBE_MAX_MESSAGE + 1, "%.*s", (int)row.message.len,
+                 (const char *)row.message.p);
+        mr.row = (cn_scribe_client_logrow_t){ row.change, row.commit,     row.parent,
+                                              p,          row.event,      a,
+                                              m,          row.time_ms,    row.has_pick,
+                                              { 0 },      row.pick_change };
+        memcpy(mr.row.pick_branch, row.pick_branch.b, 16);
+        mr.from_path = from;
+        memcpy(mr.branch, row.branch.b, 16);
+        mr.branch_name = name;
+        mr.has_merge = row.has_merge;
+        memcpy(mr.merge_branch, row.merge_branch.b, 16);
+        mr.merge_change = row.merge_change;
+        mr.ceiling = row.ceiling;
+        mr.member = row.member;
+        end->change = row.change;
+        end->ceiling = row.ceiling;
+        memcpy(end->path, p, strlen(p) + 1);
+        if (fn(ctx, &mr)) {
+            end->stopped = true;
+            break;
+        }
+    }
+    return CN_OK;
+}
+
+cn_err_t cn_scribe_client_log_merges(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                     const uint8_t branch[16], const char *path, bool all_branches,
+                                     uint64_t ceiling, uint64_t before, uint32_t limit,
+                                     cn_scribe_client_mlog_fn fn, void *ctx, cn_scribe_cerr_t *err)
+{
+    char *after = malloc(CN_SCRIBE_MAX_PATH + 1);
+    char *strs = malloc(4 * (CN_SCRIBE_MAX_PATH + 1) + CN_SCRIBE_MAX_MESSAGE + 1);
+    cn_err_t e = after && strs ? CN_OK : -ENOMEM;
+    cn_scribe_log_req_t q;
+    memset(&q, 0, sizeof q);
+    memcpy(q.repo.b, repo, 16);
+    memcpy(q.branch.b, branch, 16);
+    q.has_path = true;
+    q.path = cn_scribe_cstr(path);
+    q.follow_merges = true;
+    q.all_branches = all_branches;
+    q.has_before = before != 0;
+    q.before = before;
+    q.has_ceiling = all_branches && ceiling;
+    q.ceiling = ceiling;
+    uint32_t seen = 0;
+    mlog_end_t end = { 1, 0, 0, after, false };
+    while (e >= 0 && end.count && !end.stopped && (!limit || seen < limit)) {
+        q.limit = limit && limit - seen < CN_SCRIBE_MAX_PAGE ? limit - seen : CN_SCRIBE_MAX_PAGE;
+        if ((e = mlog_page(cl, &q, strs, fn, ctx, &end, err)) < 0 || !end.count)
+            break;
+        seen += end.count;
+        /* the next page: at the last row's change past its path, and, in
+         * all-branch mode, at the ceiling the first page pinned */
+        q.has_before = true;
+        q.before = end.change;
+        q.has_after_path = true;
+        q.after_path = cn_scribe_cstr(after);
+        q.has_ceiling = all_branches;
+        q.ceiling = all_branches ? end.ceiling : 0;
+    }
     free(after);
     free(strs);
     return e;
@@ -1362,4 +1467,319 @@ cn_err_t cn_scribe_client_describe(cn_scribe_client_t *cl, const uint8_t repo[16
         return CN_E_PROTOCOL;
     *revision = nt.revision;
     return CN_OK;
+}
+
+/* ---- merges (24, 25) --------------------------------------------------------------------- */
+static cn_err_t merge_send(cn_scribe_client_t *cl, const void *req, void *out,
+                           cn_scribe_cerr_t *err)
+{
+    cn_buf_reset(&cl->out);
+    if (cn_scribe_enc_merge_submit_req(&cl->out, CODEC(cl), req) < 0) {
+        set_err(err, 0, "author or message over its limit, or an invalid merge plan");
+        return CN_E_INVALID;
+    }
+    CN_TRY(call(cl, CN_SCRIBE_OP_MERGE_SUBMIT, err));
+    cn_scribe_submit_outcome_t o;
+    if (cn_scribe_dec_submit_resp(cl->in.data, cl->in.len, CODEC(cl), &o) < 0)
+        return CN_E_PROTOCOL;
+    outcome_from(&o, CODEC(cl), out);
+    return CN_OK;
+}
+
+static cn_err_t merge_resolve(cn_scribe_client_t *cl, const void *req, bool *known, void *out,
+                              cn_scribe_cerr_t *err)
+{
+    const cn_scribe_merge_submit_req_t *q = req;
+    return cn_scribe_client_outcome(cl, q->submit.repo.b, q->submit.operation.b, known, out, err);
+}
+
+cn_err_t cn_scribe_client_merge_submit(cn_scribe_client_t *cl, const cn_scribe_client_merge_t *m,
+                                       cn_scribe_client_outcome_t *out, cn_scribe_cerr_t *err)
+{
+    const cn_scribe_client_submit_t *s = &m->submit;
+    cn_scribe_merge_submit_req_t q;
+    memset(&q, 0, sizeof q);
+    memcpy(q.submit.repo.b, s->repo, 16);
+    memcpy(q.submit.incarnation.b, s->incarnation, 16);
+    memcpy(q.submit.operation.b, s->operation, 16);
+    memcpy(q.submit.branch.b, s->branch, 16);
+    memcpy(q.submit.workspace.b, s->workspace, 16);
+    q.submit.base = s->base;
+    q.submit.changeset = s->changeset;
+    q.submit.keep_locks = s->keep_locks;
+    q.submit.author = cn_scribe_cstr(s->author ? s->author : "");
+    q.submit.message = cn_scribe_cstr(s->message ? s->message : "");
+    q.target_head = s->base;
+    memcpy(q.source.b, m->source, 16);
+    q.source_head = m->source_head;
+    memcpy(q.base_branch.b, m->base_branch, 16);
+    q.base = m->base;
+    return with_retries(cl, merge_send, merge_resolve, &q, out, err);
+}
+
+/* ---- cherry-picks (32, 33) ------------------------------------------------------------ */
+/* The wire form of an ordinary submit (strings borrowed from s). */
+static void submit_req_from(const cn_scribe_client_submit_t *s, cn_scribe_submit_req_t *q)
+{
+    memset(q, 0, sizeof *q);
+    memcpy(q->repo.b, s->repo, 16);
+    memcpy(q->incarnation.b, s->incarnation, 16);
+    memcpy(q->operation.b, s->operation, 16);
+    memcpy(q->branch.b, s->branch, 16);
+    memcpy(q->workspace.b, s->workspace, 16);
+    q->base = s->base;
+    q->changeset = s->changeset;
+    q->keep_locks = s->keep_locks;
+    q->author = cn_scribe_cstr(s->author ? s->author : "");
+    q->message = cn_scribe_cstr(s->message ? s->message : "");
+}
+
+cn_err_t cn_scribe_client_pick_info(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                    const uint8_t target[16], const uint8_t source[16],
+                                    uint64_t change, cn_scribe_client_pick_info_t *out,
+                                    cn_scribe_cerr_t *err)
+{
+    cn_scribe_pick_info_req_t q;
+    memcpy(q.repo.b, repo, 16);
+    memcpy(q.target.b, target, 16);
+    memcpy(q.source.b, source, 16);
+    q.change = change;
+    cn_buf_reset(&cl->out);
+    CN_TRY(cn_scribe_enc_pick_info_req(&cl->out, CODEC(cl), &q));
+    CN_TRY(call(cl, CN_SCRIBE_OP_CHERRY_PICK_INFO, err));
+    cn_scribe_pick_info_t v;
+    if (cn_scribe_dec_pick_info_resp(cl->in.data, cl->in.len, CODEC(cl), &v) < 0)
+        return CN_E_PROTOCOL;
+    memset(out, 0, sizeof *out);
+    branch_from(&v.target, &out->target);
+    branch_from(&v.source, &out->source);
+    memcpy(out->parent_branch, v.parent_branch.b, 16);
+    out->parent = v.parent;
+    out->already_applied = v.already_applied;
+    return CN_OK;
+}
+
+static cn_err_t pick_send(cn_scribe_client_t *cl, const void *req, void *out, cn_scribe_cerr_t *err)
+{
+    cn_buf_reset(&cl->out);
+    if (cn_scribe_enc_pick_submit_req(&cl->out, CODEC(cl), req) < 0) {
+        set_err(err, 0, "author or message over its limit");
+        return CN_E_INVALID;
+    }
+    CN_TRY(call(cl, CN_SCRIBE_OP_CHERRY_PICK_SUBMIT, err));
+    cn_scribe_submit_outcome_t o;
+    if (cn_scribe_dec_submit_resp(cl->in.data, cl->in.len, CODEC(cl), &o) < 0)
+        return CN_E_PROTOCOL;
+    outcome_from(&o, CODEC(cl), out);
+    return CN_OK;
+}
+
+static cn_err_t pick_resolve(cn_scribe_client_t *cl, const void *req, bool *known, void *out,
+                             cn_scribe_cerr_t *err)
+{
+    const cn_scribe_pick_submit_req_t *q = req;
+    return cn_scribe_client_outcome(cl, q->submit.repo.b, q->submit.operation.b, known, out, err);
+}
+
+cn_err_t cn_scribe_client_pick_submit(cn_scribe_client_t *cl, const cn_scribe_client_pick_t *p,
+                                      cn_scribe_client_outcome_t *out, cn_scribe_cerr_t *err)
+{
+    cn_scribe_pick_submit_req_t q;
+    memset(&q, 0, sizeof q);
+    submit_req_from(&p->submit, &q.submit);
+    q.target_head = p->submit.base;
+    memcpy(q.source.b, p->source, 16);
+    q.source_change = p->change;
+    return with_retries(cl, pick_send, pick_resolve, &q, out, err);
+}
+
+/* One merge_read whose request is q (paths: q->count views); the reply is
+ * decoded into *r (borrowing cl->in) and must carry q's tag. */
+static cn_err_t merge_read(cn_scribe_client_t *cl, const cn_scribe_merge_read_req_t *q,
+                           const cn_scribe_str_t *paths, cn_scribe_merge_read_resp_t *r,
+                           cn_scribe_cerr_t *err)
+{
+    cn_buf_reset(&cl->out);
+    if (cn_scribe_enc_merge_read_req(&cl->out, CODEC(cl), q, paths) < 0) {
+        set_err(err, 0, "merge_read: a path over its limit");
+        return CN_E_INVALID;
+    }
+    CN_TRY(call(cl, CN_SCRIBE_OP_MERGE_READ, err));
+    if (cn_scribe_dec_merge_read_resp(cl->in.data, cl->in.len, CODEC(cl), r) < 0 ||
+        r->tag != q->tag || (q->count && r->tag != CN_SCRIBE_MR_UNCHANGED && r->count != q->count))
+        return CN_E_PROTOCOL;
+    return CN_OK;
+}
+
+cn_err_t cn_scribe_client_merge_base(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                     const uint8_t target[16], uint64_t target_rev,
+                                     const uint8_t source[16], uint64_t source_rev,
+                                     uint8_t base_branch[16], uint64_t *base, cn_scribe_cerr_t *err)
+{
+    cn_scribe_merge_read_req_t q;
+    memset(&q, 0, sizeof q);
+    memcpy(q.repo.b, repo, 16);
+    q.tag = CN_SCRIBE_MR_BASE;
+    memcpy(q.branch.b, target, 16);
+    q.revision = target_rev;
+    memcpy(q.other.b, source, 16);
+    q.other_revision = source_rev;
+    cn_scribe_merge_read_resp_t r;
+    CN_TRY(merge_read(cl, &q, NULL, &r, err));
+    memcpy(base_branch, r.base_branch.b, 16);
+    *base = r.base;
+    return CN_OK;
+}
+
+cn_err_t cn_scribe_client_merge_chains(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                       uint64_t left, uint64_t right, cn_scribe_client_path_fn fn,
+                                       void *ctx, cn_scribe_cerr_t *err)
+{
+    char *cursor = malloc(CN_SCRIBE_MAX_PATH + 1), *path = malloc(CN_SCRIBE_MAX_PATH + 1);
+    cn_err_t e = cursor && path ? CN_OK : -ENOMEM;
+    bool has_cursor = false;
+    while (e >= 0 && (left != right || has_cursor)) {
+        cn_scribe_merge_read_req_t q;
+        memset(&q, 0, sizeof q);
+        memcpy(q.repo.b, repo, 16);
+        q.tag = CN_SCRIBE_MR_CHAINS;
+        q.left = left;
+        q.right = right;
+        q.has_cursor = has_cursor;
+        q.cursor = cn_scribe_cstr(has_cursor ? cursor : "");
+        cn_scribe_merge_read_resp_t r;
+        if ((e = merge_read(cl, &q, NULL, &r, err)) < 0)
+            break;
+        cn_scribe_str_t p;
+        while (e >= 0 && cn_scribe_next_path(&r.rows, &p)) {
+            snprintf(path, CN_SCRIBE_MAX_PATH + 1, "%.*s", (int)p.len, (const char *)p.p);
+            if (fn(ctx, path) != 0)
+                e = -ECANCELED;
+        }
+        if (r.left == left && r.right == right && !r.has_cursor && left != right) {
+            e = CN_E_PROTOCOL; /* no progress: the walk would never end */
+            break;
+        }
+        left = r.left, right = r.right, has_cursor = r.has_cursor;
+        if (has_cursor)
+            snprintf(cursor, CN_SCRIBE_MAX_PATH + 1, "%.*s", (int)r.cursor.len,
+                     (const char *)r.cursor.p);
+    }
+    free(cursor);
+    free(path);
+    return e;
+}
+
+/* A merge_read over paths[0..n) in batches of at most 1,024: q is the
+ * request without its paths (count set per batch); fn(ctx, at, k, r)
+ * takes each batch's reply (paths at..at+k) and may stop with an error. */
+typedef cn_err_t (*batch_fn)(void *ctx, size_t at, size_t k, cn_scribe_merge_read_resp_t *r);
+static cn_err_t merge_batches(cn_scribe_client_t *cl, cn_scribe_merge_read_req_t *q,
+                              const char *const *paths, size_t n, batch_fn fn, void *ctx,
+                              cn_scribe_cerr_t *err)
+{
+    cn_scribe_str_t *views = malloc(CN_SCRIBE_MAX_MERGE_PATHS * sizeof *views);
+    if (!views)
+        return -ENOMEM;
+    cn_err_t e = CN_OK;
+    for (size_t at = 0; at < n && e >= 0; at += CN_SCRIBE_MAX_MERGE_PATHS) {
+        size_t k = n - at < CN_SCRIBE_MAX_MERGE_PATHS ? n - at : CN_SCRIBE_MAX_MERGE_PATHS;
+        for (size_t i = 0; i < k; i++)
+            views[i] = cn_scribe_cstr(paths[at + i]);
+        q->count = (uint32_t)k;
+        cn_scribe_merge_read_resp_t r;
+        if ((e = merge_read(cl, q, views, &r, err)) >= 0)
+            e = fn(ctx, at, k, &r);
+    }
+    free(views);
+    return e;
+}
+
+static cn_err_t states_batch(void *ctx, size_t at, size_t k, cn_scribe_merge_read_resp_t *r)
+{
+    cn_scribe_client_fstate_t *out = ctx;
+    for (size_t i = 0; i < k; i++) {
+        cn_scribe_file_state_t fs;
+        bool present;
+        if (!cn_scribe_next_file_state(&r->rows, &present, &fs))
+            return CN_E_PROTOCOL;
+        cn_scribe_client_fstate_t *o = &out[at + i];
+        memset(o, 0, sizeof *o);
+        o->live = present && fs.kind == CN_SCRIBE_FILE_LIVE;
+        o->change = present ? fs.change : 0;
+        if (o->live)
+            o->manifest = fs.manifest, o->size = fs.size, o->mode = fs.mode;
+    }
+    return CN_OK;
+}
+
+cn_err_t cn_scribe_client_merge_states(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                       const uint8_t branch[16], uint64_t revision,
+                                       const char *const *paths, size_t n,
+                                       cn_scribe_client_fstate_t *out, cn_scribe_cerr_t *err)
+{
+    cn_scribe_merge_read_req_t q;
+    memset(&q, 0, sizeof q);
+    memcpy(q.repo.b, repo, 16);
+    q.tag = CN_SCRIBE_MR_STATES;
+    memcpy(q.branch.b, branch, 16);
+    q.revision = revision;
+    return merge_batches(cl, &q, paths, n, states_batch, out, err);
+}
+
+static cn_err_t origins_batch(void *ctx, size_t at, size_t k, cn_scribe_merge_read_resp_t *r)
+{
+    cn_scribe_client_origin_t *out = ctx;
+    for (size_t i = 0; i < k; i++) {
+        cn_scribe_origin_t og;
+        if (!cn_scribe_next_origin(&r->rows, &og))
+            return CN_E_PROTOCOL;
+        out[at + i].kind = og.kind;
+        if (og.kind == CN_SCRIBE_ORIGIN_UNIQUE &&
+            !(out[at + i].base_path = strndup((const char *)og.base_path.p, og.base_path.len)))
+            return -ENOMEM;
+    }
+    return CN_OK;
+}
+
+cn_err_t cn_scribe_client_merge_origins(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                        const uint8_t branch[16], uint64_t revision,
+                                        const uint8_t base_branch[16], uint64_t base,
+                                        const char *const *paths, size_t n,
+                                        cn_scribe_client_origin_t *out, cn_scribe_cerr_t *err)
+{
+    memset(out, 0, n * sizeof *out);
+    cn_scribe_merge_read_req_t q;
+    memset(&q, 0, sizeof q);
+    memcpy(q.repo.b, repo, 16);
+    q.tag = CN_SCRIBE_MR_ORIGINS;
+    memcpy(q.branch.b, branch, 16);
+    q.revision = revision;
+    memcpy(q.other.b, base_branch, 16);
+    q.other_revision = base;
+    return merge_batches(cl, &q, paths, n, origins_batch, out, err);
+}
+
+static cn_err_t unchanged_batch(void *ctx, size_t at, size_t k, cn_scribe_merge_read_resp_t *r)
+{
+    bool *unchanged = ctx;
+    (void)at, (void)k;
+    *unchanged = *unchanged && r->unchanged;
+    return CN_OK;
+}
+
+cn_err_t cn_scribe_client_merge_unchanged(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                          const uint8_t branch[16], uint64_t from, uint64_t to,
+                                          const char *const *paths, size_t n, bool *unchanged,
+                                          cn_scribe_cerr_t *err)
+{
+    *unchanged = true;
+    cn_scribe_merge_read_req_t q;
+    memset(&q, 0, sizeof q);
+    memcpy(q.repo.b, repo, 16);
+    q.tag = CN_SCRIBE_MR_UNCHANGED;
+    memcpy(q.branch.b, branch, 16);
+    q.from = from;
+    q.to = to;
+    return merge_batches(cl, &q, paths, n, unchanged_batch, unchanged, err);
 }

@@ -222,4 +222,26 @@ cn_err_t cn__ws_clone_branch(cn_scribe_client_t *cl, cn__ws_state_t *s,
                              const cn_scribe_client_repo_t *r, const cn_ws_opts_t *o,
                              uint64_t *target, cn_ws_error_t *err);
 
+/* ---- merge submits (workspace_submit.c, for workspace_merge*.c) ------------------------- */
+/* What a merge submit adds to an ordinary one: the paths the source changed
+ * since the base that the result leaves as the target has them (named
+ * KEEP unless the workspace changed them), and the merge fields of
+ * opcode 24. */
+typedef struct cn__ws_merge_submit {
+    const char *const *keep;
+    size_t nkeep;
+    bool pick; /* a cherry-pick (opcode 33) of change source_head of source; no keeps, no base */
+    uint8_t source[16];
+    uint64_t source_head;
+    uint8_t base_branch[16];
+    uint64_t base;
+} cn__ws_merge_submit_t;
+/* cn_ws_submit on an open workspace: settles a lost submit, scans, chunks,
+ * pins, uploads and submits every local change with message, as opcode 24
+ * when merge is non-NULL (a merge with no local change is still sent), and
+ * records the new change. */
+cn_err_t cn__ws_submit_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
+                            const char *message, const cn__ws_merge_submit_t *merge,
+                            cn_ws_submit_result_t *res, cn_ws_error_t *err);
+
 #endif

@@ -51,14 +51,39 @@ static void submit_free(submit_t *sb)
     cn_buf_free(&sb->csenc);
 }
 
-/* One change per file that differs from the state (s sorted by path); each
- * added or modified file is loaded and chunked into sb->cont.  0 or a local
- * error. */
-static cn_err_t collect_changes(const cn__ws_state_t *s, submit_t *sb, cn_ws_error_t *err)
+static int change_cmp(const void *a, const void *b)
 {
+    const cn_repos_change_t *x = a, *y = b;
+    int c = memcmp(x->path, y->path, x->path_len < y->path_len ? x->path_len : y->path_len);
+    return c ? c : (int)x->path_len - (int)y->path_len;
+}
+
+/* A merge's keep entries: each path of merge->keep the changes do not name
+ * yet, then every entry in path order. */
+static void add_keeps(submit_t *sb, const cn__ws_merge_submit_t *merge)
+{
+    size_t named = sb->nch;
+    qsort(sb->changes, named, sizeof *sb->changes, change_cmp);
+    for (size_t i = 0; i < merge->nkeep; i++) {
+        cn_repos_change_t k = { .kind = CN_REPOS_KEEP,
+                                .path = (const uint8_t *)merge->keep[i],
+                                .path_len = (uint16_t)strlen(merge->keep[i]) };
+        if (!bsearch(&k, sb->changes, named, sizeof k, change_cmp))
+            sb->changes[sb->nch++] = k;
+    }
+    qsort(sb->changes, sb->nch, sizeof *sb->changes, change_cmp);
+}
+
+/* One change per file that differs from the state (s sorted by path); each
+ * added or modified file is loaded and chunked into sb->cont; a merge's
+ * keep entries after them.  0 or a local error. */
+static cn_err_t collect_changes(const cn__ws_state_t *s, const cn__ws_merge_submit_t *merge,
+                                submit_t *sb, cn_ws_error_t *err)
+{
+    size_t nkeep = merge ? merge->nkeep : 0;
     sb->ncont = s->n;
     sb->cont = calloc(s->n ? s->n : 1, sizeof *sb->cont);
-    sb->changes = calloc(s->n ? s->n : 1, sizeof *sb->changes);
+    sb->changes = calloc(s->n + nkeep + 1, sizeof *sb->changes);
     if (!sb->cont || !sb->changes)
         return cn__ws_file_fail(err, "out of memory for", s->dir, ENOMEM);
     for (size_t i = 0; i < s->n; i++) {
@@ -83,6 +108,8 @@ static cn_err_t collect_changes(const cn__ws_state_t *s, submit_t *sb, cn_ws_err
         c->mode = w->disk_mode;
         sb->total_chunks += sb->cont[i].nchunks;
     }
+    if (merge)
+        add_keeps(sb, merge);
     return CN_OK;
 }
 
@@ -171,6 +198,7 @@ out:
  * reason in err), or the failure when no outcome arrived. */
 static cn_err_t submit_changeset(cn_scribe_client_t *cl, cn__ws_state_t *s, const submit_t *sb,
                                  const char *author, const char *message,
+                                 const cn__ws_merge_submit_t *merge,
                                  cn_scribe_client_outcome_t *out, cn_ws_error_t *err)
 {
     cn_scribe_cerr_t serr;
@@ -186,9 +214,27 @@ static cn_err_t submit_changeset(cn_scribe_client_t *cl, cn__ws_state_t *s, cons
     sub.changeset = sb->csid;
     sub.author = author;
     sub.message = message;
-    cn_err_t e = cn_scribe_client_submit(cl, &sub, out, &serr);
+    cn_err_t e;
+    if (merge && merge->pick) {
+        cn_scribe_client_pick_t p = { .submit = sub, .change = merge->source_head };
+        memcpy(p.source, merge->source, 16);
+        e = cn_scribe_client_pick_submit(cl, &p, out, &serr);
+    } else if (merge) {
+        cn_scribe_client_merge_t m = { .submit = sub,
+                                       .source_head = merge->source_head,
+                                       .base = merge->base };
+        memcpy(m.source, merge->source, 16);
+        memcpy(m.base_branch, merge->base_branch, 16);
+        e = cn_scribe_client_merge_submit(cl, &m, out, &serr);
+    } else {
+        e = cn_scribe_client_submit(cl, &sub, out, &serr);
+    }
     if (e < 0)
-        return cn__ws_fail(err, "submit", e, &serr);
+        return cn__ws_fail(err,
+                           !merge        ? "submit"
+                           : merge->pick ? "cherry-pick"
+                                         : "merge submit",
+                           e, &serr);
     s->has_pending = false;
     if (!out->accepted) {
         cn_ws_error_t ignored; /* the rejection is the error to report */
@@ -228,13 +274,19 @@ typedef struct submit_args {
     cn_ws_submit_result_t *res;
 } submit_args_t;
 
-/* The submit once the workspace is open: settle, scan, chunk, pin, upload,
- * submit, record. */
 static cn_err_t submit_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
                             void *arg, cn_ws_error_t *err)
 {
     const submit_args_t *a = arg;
-    cn_ws_submit_result_t *res = a->res;
+    return cn__ws_submit_open(cl, s, o, a->message, NULL, a->res, err);
+}
+
+/* The submit once the workspace is open: settle, scan, chunk, pin, upload,
+ * submit, record. */
+cn_err_t cn__ws_submit_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
+                            const char *message, const cn__ws_merge_submit_t *merge,
+                            cn_ws_submit_result_t *res, cn_ws_error_t *err)
+{
     cn__ws_scan_t sc = { 0 };
     submit_t sb = { 0 };
     cn_scribe_client_outcome_t out;
@@ -243,16 +295,17 @@ static cn_err_t submit_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_
         (rc = cn__ws_diff(s, &sc, o, err)))
         goto out;
     cn__ws_state_sort(s);
-    if ((rc = collect_changes(s, &sb, err)))
+    if ((rc = collect_changes(s, merge, &sb, err)))
         goto out;
-    if (!sb.nch) {
+    if (!sb.nch && !merge) {
         res->nothing = true;
         res->change = s->change;
         rc = cn__ws_state_save(s, err); /* refreshed mtimes */
         goto out;
     }
     if ((rc = list_objects(s, &sb, err)) || (rc = pin_and_upload(cl, s, &sb, o, err)) ||
-        (rc = submit_changeset(cl, s, &sb, o->author ? o->author : "cairn", a->message, &out, err)))
+        (rc = submit_changeset(cl, s, &sb, o->author ? o->author : "cairn", message, merge, &out,
+                               err)))
         goto out;
     record_submitted(s, &sb, out.change);
     if ((rc = cn__ws_state_save(s, err)) == CN_OK) {

@@ -34,13 +34,21 @@ const char cn__repo_usage[] =
     "                                                  bring DIR to the head (or change N);\n"
     "                                                  --path adds prefixes to a sparse DIR\n"
     "       cairn repo log [DIR] [PATH] [-n N]         history, newest first\n"
+    "       cairn repo log [DIR] PATH --follow-merges | --all-branches [--change N]\n"
     "       cairn repo describe [DIR] CHANGE -m TEXT   revise a change's description\n"
     "       cairn repo branch list | info NAME         branches (name, head, origin)\n"
     "       cairn repo branch create NAME [--from BRANCH[@N]]\n"
     "                                                  from the workspace's branch head\n"
     "       cairn repo branch rename OLD NEW           rename a branch\n"
     "       cairn repo switch BRANCH[@N]               follow BRANCH; files updated as sync does\n"
-    "       (branch and switch act on the workspace holding . or -C DIR)\n"
+    "       cairn repo merge SOURCE [-m MSG] | --continue [-m MSG] | --abort\n"
+    "                                                  merge branch SOURCE into the workspace\n"
+    "       cairn repo resolve PATH --ours|--theirs|--file F\n"
+    "                                                  resolve a conflicting path of a merge\n"
+    "       cairn repo cherry-pick BRANCH@N [-m MSG]   apply change N of BRANCH here\n"
+    "                                                  (message: N's, with its origin)\n"
+    "       (branch, switch, merge, resolve and cherry-pick act on the workspace holding . or\n"
+    "       -C DIR)\n"
     "REPO: NAME, HOST:PORT/NAME or scribe://HOST[:PORT]/NAME\n"
     "options: --endpoint HOST:PORT (CAIRN_SCRIBE_ENDPOINT, default 127.0.0.1:7447)\n"
     "         --lz4 (LZ4 transfers)  --author NAME (default $USER)  --quiet\n"
@@ -323,7 +331,7 @@ static int cmd_status(const ropts_t *o)
     if (!st->n && !o->quiet)
         printf("clean at change %" PRIu64 " on branch %s\n", st->change, st->branch);
     cn_ws_status_free(st);
-    return EXIT_OK;
+    return cn__repo_merge_status(o->npos ? o->pos[0] : ".", o->quiet);
 }
 
 static int cmd_submit(const ropts_t *o)
@@ -362,6 +370,27 @@ static int print_log(void *ctx, const cn_scribe_client_logrow_t *r)
     if (r->path[0])
         printf("  %s %s", r->event < 6 ? ev[r->event] : "?", r->path);
     printf("\n    %s\n", r->message);
+    if (r->has_pick) {
+        hex(r->pick_branch, 16, id);
+        printf("    picked from change %" PRIu64 " of branch %s\n", r->pick_change, id);
+    }
+    return 0;
+}
+
+/* A merge-aware row: the ordinary line, then the branch that accepted it,
+ * a move's source, a merge's parent and, all-branch, the membership. */
+static int print_mlog(void *ctx, const cn_scribe_client_mlogrow_t *r)
+{
+    const ropts_t *o = ctx;
+    print_log(NULL, &r->row);
+    printf("    branch %s", r->branch_name);
+    if (r->from_path[0])
+        printf("; moved from %s", r->from_path);
+    if (r->has_merge)
+        printf("; merge of change %" PRIu64, r->merge_change);
+    if (o->all_branches)
+        printf("; %s the branch at change %" PRIu64, r->member ? "in" : "not in", r->ceiling);
+    printf("\n");
     return 0;
 }
 
@@ -379,6 +408,16 @@ static int cmd_log(const ropts_t *o)
     bar_t bar = { 0 };
     cn_ws_opts_t wo = cn__repo_ws_opts(o, false, &bar);
     cn_ws_error_t err;
+    if (o->follow_merges || o->all_branches) {
+        if (!path) {
+            fprintf(stderr, "cairn repo log: --follow-merges and --all-branches need one PATH\n");
+            return EXIT_USAGE;
+        }
+        if (cn_ws_log_merges(dir, path, o->all_branches, o->has_change ? o->change : 0, o->limit,
+                             &wo, print_mlog, (void *)o, &err))
+            return cn__repo_report(&err);
+        return EXIT_OK;
+    }
     if (cn_ws_log(dir, path, o->limit, &wo, print_log, NULL, &err))
         return cn__repo_report(&err);
     return EXIT_OK;
@@ -421,6 +460,8 @@ int cn_cmd_repo(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *verb = argv[1];
+    if (!strcmp(verb, "merge") || !strcmp(verb, "resolve"))
+        return cn__repo_merge(argc, argv); /* its own options: repo_merge.c */
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         bool more = i + 1 < argc;
@@ -436,6 +477,10 @@ int cn_cmd_repo(int argc, char **argv)
             o.from = argv[++i];
         else if (!strcmp(a, "--branch") && more)
             o.branch = argv[++i];
+        else if (!strcmp(a, "--follow-merges"))
+            o.follow_merges = true;
+        else if (!strcmp(a, "--all-branches"))
+            o.all_branches = true;
         else if (!strcmp(a, "--lz4"))
             o.lz4 = true;
         else if (!strcmp(a, "--lz4-storage"))
@@ -480,11 +525,12 @@ int cn_cmd_repo(int argc, char **argv)
         }
     }
     bool clone = !strcmp(verb, "clone") || !strcmp(verb, "checkout");
-    bool branchy = !strcmp(verb, "branch") || !strcmp(verb, "switch");
+    bool branchy =
+        !strcmp(verb, "branch") || !strcmp(verb, "switch") || !strcmp(verb, "cherry-pick");
     const char *misplaced = o.branch && !clone                 ? "--branch is for clone"
                             : o.from && strcmp(verb, "branch") ? "--from is for branch create"
                             : o.dir && !branchy
-                                ? "-C is for branch and switch; the other verbs take DIR"
+                                ? "-C is for the branch verbs and cherry-pick; others take DIR"
                                 : NULL;
     if (misplaced) {
         fprintf(stderr, "cairn repo: %s\n", misplaced);
@@ -527,6 +573,8 @@ int cn_cmd_repo(int argc, char **argv)
         return cn__repo_branch(&o);
     if (!strcmp(verb, "switch"))
         return cn__repo_switch(&o);
+    if (!strcmp(verb, "cherry-pick"))
+        return cn__repo_cherry_pick(&o);
     fprintf(stderr, "cairn repo: unknown command '%s'\n%s", verb, cn__repo_usage);
     return EXIT_USAGE;
 }

@@ -13,16 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The workspace a branch verb acts on, and the options for the call. */
-typedef struct ws {
-    char dir[4096];
-    bar_t bar;
-    cn_ws_opts_t wo; /* its progress goes to bar */
-} ws_t;
-
-/* Finds the workspace holding -C DIR, else the current directory.  EXIT_OK,
- * or the failure reported. */
-static int open_ws(const ropts_t *o, ws_t *w)
+int cn__repo_open_ws(const ropts_t *o, ws_t *w)
 {
     const char *start = o->dir ? o->dir : ".";
     cn_err_t e = cn_ws_find(start, w->dir, sizeof w->dir);
@@ -107,7 +98,7 @@ int cn__repo_branch(const ropts_t *o)
     if ((create && o->npos != 2) || (rename && o->npos != 3) || (o->from && !create))
         return usage();
     ws_t w;
-    int rc = open_ws(o, &w);
+    int rc = cn__repo_open_ws(o, &w);
     if (rc)
         return rc;
     if (!create && !rename)
@@ -133,7 +124,7 @@ int cn__repo_switch(const ropts_t *o)
     if (o->npos != 1)
         return usage();
     ws_t w;
-    int rc = open_ws(o, &w);
+    int rc = cn__repo_open_ws(o, &w);
     if (rc)
         return rc;
     cn_ws_sync_result_t res;

@@ -25,9 +25,10 @@ typedef struct ropts {
     /* --endpoint as given: a workspace's verbs obey it over the endpoint its
      * state records, which in turn beats CAIRN_SCRIBE_ENDPOINT */
     const char *endpoint_flag;
-    const char *dir;    /* -C DIR: where the branch verbs look for their workspace */
-    const char *from;   /* branch create --from BRANCH[@CHANGE] */
-    const char *branch; /* clone --branch BRANCH[@CHANGE] */
+    const char *dir;                  /* -C DIR: where the branch verbs look for their workspace */
+    const char *from;                 /* branch create --from BRANCH[@CHANGE] */
+    const char *branch;               /* clone --branch BRANCH[@CHANGE] */
+    bool follow_merges, all_branches; /* log --follow-merges | --all-branches */
 } ropts_t;
 
 /* The progress bar of a transfer (drawn by src/cmd/repo.c). */
@@ -48,10 +49,31 @@ cn_ws_opts_t cn__repo_ws_opts(const ropts_t *o, bool clone, bar_t *bar);
 void cn__repo_print_synced(const ropts_t *o, const cn_ws_sync_result_t *r);
 void cn__repo_print_settled(bool settled, uint64_t change);
 
+/* The workspace a verb acting on -C DIR (else the current directory) acts
+ * on, and the options for the call. */
+typedef struct ws {
+    char dir[4096];
+    bar_t bar;
+    cn_ws_opts_t wo; /* its progress goes to bar */
+} ws_t;
+/* Finds the workspace holding -C DIR, else the current directory.  EXIT_OK,
+ * or the failure reported (src/cmd/repo_branch.c). */
+int cn__repo_open_ws(const ropts_t *o, ws_t *w);
+
 /* `cairn repo branch list|info|create|rename ...` and `cairn repo switch`
  * (src/cmd/repo_branch.c), on the workspace holding -C DIR or the current
  * directory. */
 int cn__repo_branch(const ropts_t *o);
 int cn__repo_switch(const ropts_t *o);
+
+/* `cairn repo merge ...` and `cairn repo resolve ...` (src/cmd/repo_merge.c)
+ * from the whole command line (argv[1] is the verb); the merge lines of
+ * `status` for workspace dir, EXIT_CONFLICT while paths are unresolved. */
+int cn__repo_merge(int argc, char **argv);
+int cn__repo_merge_status(const char *dir, bool quiet);
+
+/* `cairn repo cherry-pick BRANCH@CHANGE [-m MSG]` (src/cmd/repo_cherry.c) on
+ * the workspace holding -C DIR or the current directory. */
+int cn__repo_cherry_pick(const ropts_t *o);
 
 #endif

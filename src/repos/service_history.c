@@ -96,7 +96,7 @@ cn_err_t cn_repos_tree_page(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_pa
     return err;
 }
 
-static size_t blob_len(cn_meta_stmt_t *st, int col, const uint8_t **p)
+size_t cn__col_blob(cn_meta_stmt_t *st, int col, const uint8_t **p)
 {
     size_t n = 0;
     *p = cn_meta_column_blob(st, col, &n);
@@ -170,20 +170,23 @@ static cn_err_t log_segment(cn_meta_txn_t *txn, log_page_t *lp)
         memcpy(row.branch, lp->seg, 16);
         row.branch_name = lp->seg_name;
         row.parent = (uint64_t)cn_meta_column_int64(st, 2);
-        row.author_len = blob_len(st, 3, &row.author);
-        row.message_len = blob_len(st, 4, &row.message);
+        row.author_len = cn__col_blob(st, 3, &row.author);
+        row.message_len = cn__col_blob(st, 4, &row.message);
         row.time_ms = cn_meta_column_int64(st, 5);
         row.merge_change = (uint64_t)cn_meta_column_int64(st, 6);
         if (row.merge_change && !cn__col_fixed(st, 7, row.merge_branch, 16)) {
             err = CN_E_CORRUPT;
             break;
         }
+        err = cn__commit_pick(txn, q->repo, row.change, &row.pick_change, row.pick_branch);
+        if (err < 0)
+            break;
         row.path = (const uint8_t *)"";
         row.from_path = (const uint8_t *)"";
         if (q->path) {
-            row.path_len = blob_len(st, 8, &row.path);
+            row.path_len = cn__col_blob(st, 8, &row.path);
             row.event = (uint8_t)cn_meta_column_int64(st, 9);
-            row.from_len = blob_len(st, 10, &row.from_path);
+            row.from_len = cn__col_blob(st, 10, &row.from_path);
         }
         lp->left--;
         if ((err = lp->fn(lp->ctx, &row)) != 0)

@@ -102,6 +102,40 @@ cn_err_t cn__merge_plan(cn_meta_txn_t *txn, cn_repos_req_t *rq, const cn__repo_t
                         uint64_t *source_commit, cn_digest_t *source_id);
 cn_err_t cn__merge_covers(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
                           const cn_repos_changeset_t *cs, uint64_t source_commit, uint64_t base);
+/* The integration fingerprints (docs/protocol/scribe.md 9.6): cn__fp_open
+ * starts h with the domain (len bytes, its NUL included) and the nested
+ * submit's fingerprint; cn__fp_le64 adds v little-endian. */
+void cn__fp_open(cn_blake3_t *h, const char *domain, size_t len, const cn_repos_submit_t *s);
+void cn__fp_le64(cn_blake3_t *h, uint64_t v);
+/* The parents of commit change and the branch that accepted it (*found). */
+cn_err_t cn__commit_parents(cn_meta_txn_t *txn, const uint8_t repo[16], uint64_t change,
+                            bool *found, uint64_t *first, uint64_t *merge, uint8_t branch[16]);
+/* *in: commit c is in the commit ancestry of commit tip (itself included;
+ * tip 0 has none).  CN_E_LIMIT (LIMIT_EXCEEDED) past the history budget. */
+cn_err_t cn__in_ancestry(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
+                         uint64_t tip, uint64_t c, bool *in);
+/* hit[i]: paths[i], an ancestor of it, a path under it or a case-fold alias
+ * of it has an event on branch in (from, to] (at most the history budget of
+ * events: LIMIT_EXCEEDED beyond). */
+cn_err_t cn__paths_touched(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
+                           const uint8_t branch[16], uint64_t from, uint64_t to,
+                           const cn_repos_pathv_t *paths, size_t n, bool *hit);
+/* A cherry-pick submit's checks in the submit's plan (service_cherry.c).
+ * cn__pick_check, with the target loaded: the unrecorded refusals (source
+ * BRANCH_NOT_FOUND, SCHEMA_OUTDATED, CHANGE_NOT_FOUND, CHANGE_NOT_PICKABLE).
+ * cn__pick_judge, against the target's live head: the recorded rejections
+ * (ALREADY_APPLIED, then BASE_CONFLICT naming the changed dependencies)
+ * written into *out (outcome REJECTED), else *out untouched. */
+cn_err_t cn__pick_check(cn_meta_txn_t *txn, cn_repos_req_t *rq, const cn__repo_t *repo,
+                        const cn_repos_branch_t *target, const cn_repos_pick_t *p);
+cn_err_t cn__pick_judge(cn_meta_txn_t *txn, cn_repos_req_t *rq, const cn__repo_t *repo,
+                        uint64_t head, const cn_repos_pick_t *p, const cn_repos_changeset_t *cs,
+                        cn_repos_outcome_t *out);
+/* The provenance of commit change: *pick_change 0 when it is no pick. */
+cn_err_t cn__commit_pick(cn_meta_txn_t *txn, const uint8_t repo[16], uint64_t change,
+                         uint64_t *pick_change, uint8_t pick_branch[16]);
+/* Appends a conflicting path to a rejected outcome (at most 64 are kept). */
+cn_err_t cn__outcome_add_path(cn_repos_outcome_t *o, const uint8_t *p, size_t n);
 
 /* ---- operation records (service.c) ------------------------------------------------
  * One row per operation id of a repository, whatever kind recorded it: the
@@ -164,6 +198,10 @@ cn_err_t cn__ptree_store(cn__ptree_t *t, cn_meta_txn_t *wtxn);
  * most limit; *more when another live entry follows. */
 cn_err_t cn__ptree_page(cn__ptree_t *t, const uint8_t *prefix, size_t plen, const uint8_t *after,
                         size_t alen, uint32_t limit, cn_repos_tree_fn fn, void *ctx, bool *more);
+/* cn__ptree_page over every entry, tombstones included, each handed to fn
+ * with its entry (merge_read tag 3). */
+cn_err_t cn__ptree_entries(cn__ptree_t *t, const uint8_t *prefix, size_t plen, const uint8_t *after,
+                           size_t alen, uint32_t limit, cn_repos_desc_fn fn, void *ctx, bool *more);
 /* Work counters of a tree's life so far: nodes read from metadata and node
  * encodings written. */
 typedef struct cn__ptree_stats {
@@ -219,6 +257,9 @@ cn_err_t cn__bind_id(cn_meta_stmt_t *st, int idx, const uint8_t id[16]);
 cn_err_t cn__bind_digest(cn_meta_stmt_t *st, int idx, const cn_digest_t *d);
 /* Copies a column into a fixed buffer; false if NULL or of another length. */
 bool cn__col_fixed(cn_meta_stmt_t *st, int col, void *out, size_t len);
+/* A blob column as *p (borrowed until the next step; "" for NULL) and its
+ * length (service_history.c). */
+size_t cn__col_blob(cn_meta_stmt_t *st, int col, const uint8_t **p);
 
 int64_t cn__repos_now_ms(void);
 

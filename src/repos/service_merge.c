@@ -498,25 +498,33 @@ cn_err_t cn_repos_paths_unchanged(cn_repos_t *r, cn_repos_req_t *rq, const uint8
 }
 
 /* ---- merge submits (24) ------------------------------------------------------------------- */
+void cn__fp_open(cn_blake3_t *h, const char *domain, size_t len, const cn_repos_submit_t *s)
+{
+    cn_digest_t ordinary;
+    cn_repos_submit_fp(s, &ordinary);
+    cn_blake3_init(h);
+    cn_blake3_update(h, domain, len);
+    cn_blake3_update(h, ordinary.b, CN_DIGEST_LEN);
+}
+
+void cn__fp_le64(cn_blake3_t *h, uint64_t v)
+{
+    uint8_t le[8];
+    for (int i = 0; i < 8; i++)
+        le[i] = (uint8_t)(v >> (8 * i));
+    cn_blake3_update(h, le, 8);
+}
+
 void cn_repos_merge_fp(const cn_repos_merge_t *m, cn_digest_t *out)
 {
     static const char domain[] = "scribe:merge-operation:v1";
-    cn_digest_t ordinary;
-    uint8_t le[8];
     cn_blake3_t h;
-    cn_repos_submit_fp(&m->submit, &ordinary);
-    cn_blake3_init(&h);
-    cn_blake3_update(&h, domain, sizeof domain); /* includes the NUL */
-    cn_blake3_update(&h, ordinary.b, CN_DIGEST_LEN);
-    const uint64_t v[3] = { m->submit.base, m->source_head, m->base };
-    const uint8_t *ids[3] = { NULL, m->source, m->base_branch };
-    for (int k = 0; k < 3; k++) {
-        if (ids[k])
-            cn_blake3_update(&h, ids[k], 16);
-        for (int i = 0; i < 8; i++)
-            le[i] = (uint8_t)(v[k] >> (8 * i));
-        cn_blake3_update(&h, le, 8);
-    }
+    cn__fp_open(&h, domain, sizeof domain, &m->submit); /* the domain's NUL included */
+    cn__fp_le64(&h, m->submit.base);
+    cn_blake3_update(&h, m->source, 16);
+    cn__fp_le64(&h, m->source_head);
+    cn_blake3_update(&h, m->base_branch, 16);
+    cn__fp_le64(&h, m->base);
     cn_blake3_final(&h, out);
 }
 
@@ -646,5 +654,42 @@ cn_err_t cn__merge_covers(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t 
                         "the change set misses %zu path(s) the source changed since the base: %s",
                         ms.seen.n, ms.msg);
     pathset_free(&ms.seen);
+    return err;
+}
+
+/* ---- for cherry-picks (service_cherry.c) --------------------------------------------- */
+cn_err_t cn__commit_parents(cn_meta_txn_t *txn, const uint8_t repo[16], uint64_t change,
+                            bool *found, uint64_t *first, uint64_t *merge, uint8_t branch[16])
+{
+    return commit_row(txn, repo, change, found, first, merge, branch);
+}
+
+cn_err_t cn__in_ancestry(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
+                         uint64_t tip, uint64_t c, bool *in)
+{
+    /* c is in tip's ancestry exactly when the merge base of c's chain into
+     * tip is c itself: the rule's first candidate is c. */
+    graph_t g = { txn, repo };
+    uint64_t base = 0;
+    cn_err_t err = cn_repos_merge_base(tip, c, graph_parents, &g, CN_REPOS_HISTORY_BUDGET, &base);
+    if (err == CN_E_LIMIT)
+        return over_budget(rq);
+    *in = err >= 0 && c != 0 && base == c;
+    return err < 0 ? err : CN_OK;
+}
+
+cn_err_t cn__paths_touched(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
+                           const uint8_t branch[16], uint64_t from, uint64_t to,
+                           const cn_repos_pathv_t *paths, size_t n, bool *hit)
+{
+    pathset_t changed = { 0 }, folds = { 0 };
+    uint8_t *fold = malloc(CN_REPOS_MAX_PATH + 1);
+    cn_err_t err =
+        fold ? events_between(txn, rq, repo, branch, from, to, &changed, &folds) : -ENOMEM;
+    for (size_t i = 0; err >= 0 && i < n; i++)
+        err = touched(&changed, &folds, &paths[i], fold, &hit[i]);
+    free(fold);
+    pathset_free(&changed);
+    pathset_free(&folds);
     return err;
 }

@@ -178,6 +178,7 @@ typedef struct plan {
     cn_repos_req_t *rq;
     const cn_repos_submit_t *s;
     const cn_repos_merge_t *merge; /* a merge submit's, else NULL */
+    const cn_repos_pick_t *pick;   /* a cherry-pick submit's, else NULL */
     cn_digest_t fp;
     cn__repo_t repo;
     uint64_t head;         /* branch head planned against */
@@ -223,7 +224,7 @@ static void plan_clear(plan_t *pl)
     pl->replay = false;
 }
 
-static cn_err_t add_path(cn_repos_outcome_t *o, const uint8_t *p, size_t n)
+cn_err_t cn__outcome_add_path(cn_repos_outcome_t *o, const uint8_t *p, size_t n)
 {
     if (o->npaths >= CN_REPOS_CONFLICT_PATHS_MAX)
         return CN_OK;
@@ -311,7 +312,7 @@ static cn_err_t judge(plan_t *pl, cn_meta_txn_t *txn)
                 cn_repos_entry_t te;
                 CN_TRY(cn__ptree_get(pl->tree, p, n, &found, &te));
                 if (found && te.change > s->base)
-                    CN_TRY(add_path(&pl->out, p, n));
+                    CN_TRY(cn__outcome_add_path(&pl->out, p, n));
             }
         }
         if (pl->out.npaths) {
@@ -340,7 +341,7 @@ static cn_err_t judge(plan_t *pl, cn_meta_txn_t *txn)
         default: ok = held; break;
         }
         if (!ok)
-            CN_TRY(add_path(&pl->out, e.path, e.path_len));
+            CN_TRY(cn__outcome_add_path(&pl->out, e.path, e.path_len));
         if (e.kind == CN_REPOS_DELETE || e.kind == CN_REPOS_MOVE) {
             removed_t *rm = &pl->rm[pl->nrm];
             rm->p = e.kind == CN_REPOS_DELETE ? e.path : e.from;
@@ -396,7 +397,7 @@ static cn_err_t judge(plan_t *pl, cn_meta_txn_t *txn)
             }
         }
         if (bad && err >= 0)
-            err = add_path(&pl->out, e.path, e.path_len);
+            err = cn__outcome_add_path(&pl->out, e.path, e.path_len);
     }
     free(key);
     if (err < 0)
@@ -477,6 +478,8 @@ static cn_err_t plan_branch(plan_t *pl, cn_meta_txn_t *txn)
     if (pl->merge)
         CN_TRY(cn__merge_plan(txn, pl->rq, &pl->repo, &br, pl->merge, &pl->merge_parent,
                               &pl->merge_id));
+    if (pl->pick)
+        CN_TRY(cn__pick_check(txn, pl->rq, &pl->repo, &br, pl->pick));
     if (s->base > pl->head || s->base < br.origin_change)
         return cn__rfail(pl->rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "the expected base %llu is outside the branch's lifetime %llu..%llu",
@@ -519,6 +522,11 @@ static cn_err_t plan_commit(plan_t *pl, const cn_digest_t *parent_id)
         c.parents[c.parent_count++] = *parent_id;
     if (pl->merge_parent)
         c.parents[c.parent_count++] = pl->merge_id;
+    if (pl->pick) {
+        c.has_pick = true;
+        memcpy(c.pick_branch, pl->pick->source, 16);
+        c.pick_change = pl->pick->change;
+    }
     c.changeset = s->changeset;
     c.author = s->author;
     c.author_len = s->author_len;
@@ -550,7 +558,10 @@ static cn_err_t plan_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
     CN_TRY(cn__snapshot_at(txn, s->repo, s->branch, pl->head, &pl->parent, &parent_id, &rev,
                            &content));
     CN_TRY(cn__ptree_open(txn, s->repo, &rev, &pl->tree));
-    CN_TRY(judge(pl, txn));
+    if (pl->pick)
+        CN_TRY(cn__pick_judge(txn, pl->rq, &pl->repo, pl->head, pl->pick, &pl->cs, &pl->out));
+    if (pl->out.outcome != CN_REPOS_REJECTED)
+        CN_TRY(judge(pl, txn));
     if (pl->out.outcome == CN_REPOS_REJECTED)
         return CN_OK;
     pl->change = pl->repo_head + 1;
@@ -652,6 +663,10 @@ static cn_err_t record_accepted(plan_t *pl, cn_meta_txn_t *txn)
             (const void *)(s->message_len ? s->message : (const uint8_t *)""),
             (size_t)s->message_len, (int64_t)c.time_ms, CN__ARG_DIGEST(&c.content_root),
             CN__ARG_DIGEST(&c.revision_root), (int64_t)pl->merge_parent, (int64_t)0);
+    if (err >= 0 && pl->pick)
+        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_COMMIT_SET_PICK], "bibi",
+                            CN__ARG_ID(pl->pick->source), (int64_t)pl->pick->change,
+                            CN__ARG_ID(s->repo), (int64_t)pl->change);
     if (err >= 0)
         err = record_events(pl, txn);
     if (err >= 0)
@@ -684,6 +699,9 @@ static cn_err_t record_body(cn_meta_txn_t *txn, void *ctx)
         err = cn__repo_load(pl->r, txn, pl->rq, s->repo, CN__WRITE, &now);
     pl->again = err >= 0 && (found || head != pl->head || now.info.head != pl->repo_head ||
                              memcmp(now.info.incarnation, pl->repo.info.incarnation, 16) != 0);
+    /* Heads moved: nothing is written, so the run ends without a commit (and its fsync). */
+    if (pl->again)
+        cn_meta_discard(txn);
     if (err >= 0 && !pl->again && pl->out.outcome == CN_REPOS_ACCEPTED)
         err = record_accepted(pl, txn);
     cn_buf_t rec = { 0 };
@@ -712,10 +730,11 @@ static bool zero16(const uint8_t id[16])
     return true;
 }
 
-/* A submit, ordinary (merge NULL) or a merge's, and its tree counters. */
+/* A submit, ordinary (merge and pick NULL), a merge's or a cherry-pick's,
+ * and its tree counters. */
 static cn_err_t submit_run(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_submit_t *s,
-                           const cn_repos_merge_t *merge, cn_repos_outcome_t *out,
-                           cn__ptree_stats_t *stats)
+                           const cn_repos_merge_t *merge, const cn_repos_pick_t *pick,
+                           cn_repos_outcome_t *out, cn__ptree_stats_t *stats)
 {
     memset(out, 0, sizeof *out);
     if (stats)
@@ -734,8 +753,11 @@ static cn_err_t submit_run(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_sub
     pl.rq = rq;
     pl.s = s;
     pl.merge = merge;
+    pl.pick = pick;
     if (merge)
         cn_repos_merge_fp(merge, &pl.fp);
+    else if (pick)
+        cn_repos_pick_fp(pick, &pl.fp);
     else
         cn_repos_submit_fp(s, &pl.fp);
     pthread_mutex_t *mu = &r->repo_mu[s->repo[0] % CN__REPO_LOCKS];
@@ -771,7 +793,7 @@ static cn_err_t submit_run(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_sub
 cn_err_t cn__repos_submit_stats(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_submit_t *s,
                                 cn_repos_outcome_t *out, cn__ptree_stats_t *stats)
 {
-    return submit_run(r, rq, s, NULL, out, stats);
+    return submit_run(r, rq, s, NULL, NULL, out, stats);
 }
 
 cn_err_t cn_repos_merge_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_merge_t *m,
@@ -782,11 +804,17 @@ cn_err_t cn_repos_merge_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos
         m->base > m->submit.base)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "a merge's source is another branch, and its base is at most both heads");
-    return submit_run(r, rq, &m->submit, m, out, NULL);
+    return submit_run(r, rq, &m->submit, m, NULL, out, NULL);
 }
 
 cn_err_t cn_repos_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_submit_t *s,
                          cn_repos_outcome_t *out)
 {
-    return submit_run(r, rq, s, NULL, out, NULL);
+    return submit_run(r, rq, s, NULL, NULL, out, NULL);
+}
+
+cn_err_t cn_repos_pick_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_pick_t *p,
+                              cn_repos_outcome_t *out)
+{
+    return submit_run(r, rq, &p->submit, NULL, p, out, NULL);
 }

@@ -555,6 +555,7 @@ typedef struct {
     uint32_t limit, emitted;
     bool more;
     cn_repos_tree_fn fn;
+    cn_repos_desc_fn efn; /* set: tombstones too, each with its entry */
     void *ctx;
 } page_t;
 
@@ -587,7 +588,8 @@ static cn_err_t page_walk(page_t *pg, cn__wnode_t *n)
     cn_err_t err = CN_OK;
     if (!in_scope(pg, t->key.data, t->key.len))
         goto out;
-    if (n->state == CN_REPOS_LIVE && path_in_scope(pg, t->key.data, t->key.len) &&
+    bool held = n->state == CN_REPOS_LIVE || (pg->efn && n->state == CN_REPOS_TOMBSTONE);
+    if (held && path_in_scope(pg, t->key.data, t->key.len) &&
         (!pg->after || cn__bytes_cmp(t->key.data, t->key.len, pg->after, pg->alen) > 0)) {
         if (pg->emitted == pg->limit) {
             pg->more = true;
@@ -595,13 +597,17 @@ static cn_err_t page_walk(page_t *pg, cn__wnode_t *n)
         }
         cn_repos_tree_row_t row = { t->key.data, t->key.len, n->e.manifest,
                                     n->e.size,   n->e.mode,  n->e.change };
-        if (pg->fn && (err = pg->fn(pg->ctx, &row)) != 0)
+        if (pg->efn)
+            err = pg->efn(pg->ctx, t->key.data, t->key.len, &n->e);
+        else if (pg->fn)
+            err = pg->fn(pg->ctx, &row);
+        if (err != 0)
             goto out;
         pg->emitted++;
     }
     for (uint16_t i = 0; i < n->nkids && !pg->more; i++) {
         cn__wkid_t *k = &n->kids[i];
-        if (!k->sum.live)
+        if (!(pg->efn ? k->sum.entries : k->sum.live))
             continue;
         cn__wnode_t *c;
         if ((err = kid_mem(t, k, &c)) < 0)
@@ -629,7 +635,17 @@ out:
 cn_err_t cn__ptree_page(cn__ptree_t *t, const uint8_t *prefix, size_t plen, const uint8_t *after,
                         size_t alen, uint32_t limit, cn_repos_tree_fn fn, void *ctx, bool *more)
 {
-    page_t pg = { t, prefix, plen, after, alen, limit, 0, false, fn, ctx };
+    page_t pg = { t, prefix, plen, after, alen, limit, 0, false, fn, NULL, ctx };
+    cn_buf_reset(&t->key);
+    cn_err_t err = page_walk(&pg, t->root);
+    *more = pg.more;
+    return err;
+}
+
+cn_err_t cn__ptree_entries(cn__ptree_t *t, const uint8_t *prefix, size_t plen, const uint8_t *after,
+                           size_t alen, uint32_t limit, cn_repos_desc_fn fn, void *ctx, bool *more)
+{
+    page_t pg = { t, prefix, plen, after, alen, limit, 0, false, NULL, fn, ctx };
     cn_buf_reset(&t->key);
     cn_err_t err = page_walk(&pg, t->root);
     *more = pg.more;

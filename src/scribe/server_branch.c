@@ -9,7 +9,7 @@
 #include <string.h>
 
 /* A view of b (its strings borrowed from b). */
-static void branch_view(const cn_repos_branch_t *b, cn_scribe_branch_info_t *v)
+void cn__scribe_branch_view(const cn_repos_branch_t *b, cn_scribe_branch_info_t *v)
 {
     memset(v, 0, sizeof *v);
     memcpy(v->id.b, b->id, 16);
@@ -28,7 +28,7 @@ void cn__scribe_branch_outcome_view(const cn_repos_branch_outcome_t *o,
     memcpy(v->operation.b, o->operation, 16);
     v->outcome = o->outcome;
     if (o->outcome == CN_REPOS_ACCEPTED) {
-        branch_view(&o->branch, &v->branch);
+        cn__scribe_branch_view(&o->branch, &v->branch);
         return;
     }
     v->code = cn__scribe_detail_code(o->code);
@@ -71,7 +71,7 @@ static cn_err_t op_branch_list(cn__scribe_call_t *k)
         err = cn__scribe_fail(k, err);
     } else {
         for (uint32_t i = 0; i < a.n; i++)
-            branch_view(&a.rows[i], &v[i]);
+            cn__scribe_branch_view(&a.rows[i], &v[i]);
         cn_buf_reset(&k->sc->out);
         err = cn_scribe_enc_branch_list_resp(&k->sc->out, k->sc->codec, v, a.n, more && a.n);
         if (err >= 0)
@@ -128,7 +128,7 @@ static cn_err_t op_branch_info(cn__scribe_call_t *k)
     if (err < 0)
         return cn__scribe_fail(k, err);
     cn_scribe_branch_info_t v;
-    branch_view(&b, &v);
+    cn__scribe_branch_view(&b, &v);
     cn_buf_reset(&k->sc->out);
     CN_TRY(cn_scribe_enc_branch_info_resp(&k->sc->out, k->sc->codec, &v));
     return cn__scribe_reply(k, 0);

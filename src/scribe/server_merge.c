@@ -1,8 +1,8 @@
 /* The Scribe merge operations (docs/protocol/scribe.md 7.9): merge_submit
- * (24) and merge_read (25) tags 1 (chains), 2 (file states), 4 (origins), 5
- * (unchanged) and 6 (merge base).  Each decodes its payload, calls ONE repos
- * service function and encodes the answer.  Tag 3 is laid out but not
- * served yet: it answers unsupported_operation. */
+ * (24) and merge_read (25) tags 1 (chains), 2 (file states), 3
+ * (descendants), 4 (origins), 5 (unchanged) and 6 (merge base).  Each
+ * decodes its payload, calls ONE repos service function and encodes the
+ * answer; none decides history itself. */
 #include "server_int.h"
 
 #include <errno.h>
@@ -189,6 +189,55 @@ static cn_err_t mr_base(cn__scribe_call_t *k, const cn_scribe_merge_read_req_t *
     return reply_out(k, cn_scribe_enc_merge_base_resp(&k->sc->out, k->sc->codec, &branch, base));
 }
 
+/* Tag 3: the entries are collected in an arena (offsets while it grows). */
+typedef struct desc_acc {
+    cn_buf_t arena;
+    cn_scribe_path_state_t *rows;
+    uint32_t n;
+} desc_acc_t;
+
+static cn_err_t desc_entry(void *ctx, const uint8_t *p, size_t n, const cn_repos_entry_t *e)
+{
+    desc_acc_t *a = ctx;
+    if (a->n == CN_REPOS_DESCENDANTS_MAX)
+        return CN_E_CORRUPT; /* the service's bound: never more */
+    cn_scribe_path_state_t *r = &a->rows[a->n++];
+    memset(r, 0, sizeof *r);
+    r->path = (cn_scribe_str_t){ (const uint8_t *)(uintptr_t)a->arena.len, (uint32_t)n };
+    r->state.kind = e->state == CN_REPOS_LIVE ? CN_SCRIBE_FILE_LIVE : CN_SCRIBE_FILE_TOMBSTONE;
+    r->state.change = e->change;
+    r->state.manifest = e->manifest;
+    r->state.size = e->size;
+    r->state.mode = e->mode;
+    return cn_buf_append(&a->arena, p, n);
+}
+
+static cn_err_t mr_descendants(cn__scribe_call_t *k, const cn_scribe_merge_read_req_t *q)
+{
+    desc_acc_t a = { { 0 }, calloc(CN_REPOS_DESCENDANTS_MAX, sizeof *a.rows), 0 };
+    if (!a.rows)
+        return -ENOMEM;
+    cn_buf_t next = { 0 };
+    bool has = false;
+    cn_err_t err = cn_repos_descendants(
+        k->sc->srv->repos, &k->rq, q->repo.b, q->branch.b, q->revision, q->path.p, q->path.len,
+        q->has_cursor ? q->cursor.p : NULL, q->cursor.len, desc_entry, &a, &next, &has);
+    if (err < 0) {
+        err = cn__scribe_fail(k, err);
+    } else {
+        for (uint32_t i = 0; i < a.n; i++)
+            a.rows[i].path.p = a.arena.data + (uintptr_t)a.rows[i].path.p;
+        cn_scribe_str_t cursor = { next.data, (uint32_t)next.len };
+        cn_buf_reset(&k->sc->out);
+        err = reply_out(k, cn_scribe_enc_merge_descendants_resp(&k->sc->out, k->sc->codec, has,
+                                                                cursor, a.rows, a.n));
+    }
+    cn_buf_free(&a.arena);
+    cn_buf_free(&next);
+    free(a.rows);
+    return err;
+}
+
 static cn_err_t op_merge_read(cn__scribe_call_t *k)
 {
     cn_scribe_merge_read_req_t q;
@@ -199,8 +248,7 @@ static cn_err_t op_merge_read(cn__scribe_call_t *k)
     if (q.tag == CN_SCRIBE_MR_BASE)
         return mr_base(k, &q);
     if (q.tag == CN_SCRIBE_MR_DESCENDANTS)
-        return cn__scribe_fail_code(k, CN_SCRIBE_E_UNSUPPORTED_OPERATION,
-                                    "merge_read tag %u is not offered by this server yet", q.tag);
+        return mr_descendants(k, &q);
     cn_repos_pathv_t *pv = NULL;
     CN_TRY(path_views(&q, &pv));
     cn_err_t err = q.tag == CN_SCRIBE_MR_STATES    ? mr_states(k, &q, pv)

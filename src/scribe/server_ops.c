@@ -736,10 +736,46 @@ static cn_err_t log_row(void *ctx, const cn_repos_log_row_t *row)
     r.has_merge = row->merge_change != 0;
     r.merge_change = row->merge_change;
     memcpy(r.merge_branch.b, row->merge_branch, 16);
+    r.has_pick = row->pick_change != 0;
+    r.pick_change = row->pick_change;
+    memcpy(r.pick_branch.b, row->pick_branch, 16);
     if (err < 0)
         return err;
     return acc_push(a, &r,
                     bl + row->path_len + row->from_len + row->author_len + row->message_len + 128);
+}
+
+/* A merge-aware row: log_row's, then its membership (all-branch mode). */
+static cn_err_t follow_row(void *ctx, const cn_repos_log_row_t *row, bool member)
+{
+    acc_t *a = ctx;
+    cn_err_t err = log_row(ctx, row);
+    if (err == CN_OK)
+        ((cn_scribe_log_row_t *)a->rows)[a->n - 1].member = member;
+    return err;
+}
+
+/* The follow-merges and all-branch modes (cn_repos_log_follow) into a. */
+static cn_err_t log_follow(cn__scribe_call_t *k, const cn_scribe_log_req_t *q, acc_t *a,
+                           uint64_t *ceiling)
+{
+    cn_repos_follow_q_t fq;
+    memset(&fq, 0, sizeof fq);
+    memcpy(fq.repo, q->repo.b, 16);
+    memcpy(fq.branch, q->branch.b, 16);
+    fq.path = q->path.p;
+    fq.path_len = q->path.len;
+    fq.all_branches = q->all_branches;
+    fq.has_ceiling = q->has_ceiling;
+    fq.ceiling = q->ceiling;
+    fq.has_before = q->has_before;
+    fq.before = q->before;
+    if (q->has_after_path) {
+        fq.after_path = q->after_path.p;
+        fq.after_len = q->after_path.len;
+    }
+    fq.limit = q->limit;
+    return cn_repos_log_follow(k->sc->srv->repos, &k->rq, &fq, ceiling, follow_row, a);
 }
 
 static cn_err_t op_log(cn__scribe_call_t *k)
@@ -747,10 +783,6 @@ static cn_err_t op_log(cn__scribe_call_t *k)
     cn_scribe_log_req_t q;
     if (cn_scribe_dec_log_req(k->payload, k->len, k->sc->codec, &q) < 0)
         return cn__scribe_malformed(k);
-    if (q.follow_merges || q.all_branches)
-        return cn__scribe_fail_code(k, CN_SCRIBE_E_MALFORMED,
-                                    "follow-merges and all-branch logs need branches, which this "
-                                    "server does not offer yet");
     cn_repos_log_q_t lq;
     memset(&lq, 0, sizeof lq);
     memcpy(lq.repo, q.repo.b, 16);
@@ -767,7 +799,9 @@ static cn_err_t op_log(cn__scribe_call_t *k)
     }
     lq.limit = q.limit;
     acc_t a = { { 0 }, NULL, sizeof(cn_scribe_log_row_t), 0, 0, false };
-    cn_err_t err = cn_repos_log(k->sc->srv->repos, &k->rq, &lq, log_row, &a);
+    uint64_t ceiling = 0;
+    cn_err_t err = q.follow_merges ? log_follow(k, &q, &a, &ceiling)
+                                   : cn_repos_log(k->sc->srv->repos, &k->rq, &lq, log_row, &a);
     if (err == PAGE_FULL)
         err = CN_OK;
     if (err < 0) {
@@ -782,9 +816,10 @@ static cn_err_t op_log(cn__scribe_call_t *k)
         rows[i].from_path = acc_view(&a, rows[i].from_path.p, rows[i].from_path.len);
         rows[i].author = acc_view(&a, rows[i].author.p, rows[i].author.len);
         rows[i].message = acc_view(&a, rows[i].message.p, rows[i].message.len);
+        rows[i].ceiling = ceiling;
     }
     cn_buf_reset(&k->sc->out);
-    err = cn_scribe_enc_log_resp(&k->sc->out, k->sc->codec, false, rows, a.n);
+    err = cn_scribe_enc_log_resp(&k->sc->out, k->sc->codec, q.all_branches, rows, a.n);
     cn_buf_free(&a.arena);
     free(a.rows);
     return err < 0 ? err : cn__scribe_reply(k, 0);
@@ -948,6 +983,8 @@ cn_err_t cn__scribe_op(cn__scribe_call_t *k)
     case CN_SCRIBE_OP_BRANCH_OUTCOME: return cn__scribe_op_branch(k);
     case CN_SCRIBE_OP_MERGE_SUBMIT:
     case CN_SCRIBE_OP_MERGE_READ: return cn__scribe_op_merge(k);
+    case CN_SCRIBE_OP_CHERRY_PICK_INFO:
+    case CN_SCRIBE_OP_CHERRY_PICK_SUBMIT: return cn__scribe_op_cherry(k);
     default:
         return cn__scribe_fail_code(k, CN_SCRIBE_E_UNSUPPORTED_OPERATION,
                                     "%s is not offered by this server yet",

@@ -609,11 +609,15 @@ class Conn:
         d.end()
         return rows, more, content, revision
 
-    def log(self, repo, branch, path=None, before=None, after_path=None, limit=100):
+    def log(self, repo, branch, path=None, before=None, after_path=None, limit=100,
+            follow=False, all_branches=False, ceiling=None):
+        """Rows as dicts; all_branches rows also carry ceiling and member."""
         e = self.enc().raw(repo).raw(branch).bool(path is not None)
         if path is not None:
             e.str16(path)
-        e.bool(False).bool(False).bool(False)          # follow merges, all branches, ceiling
+        e.bool(follow).bool(all_branches).bool(ceiling is not None)
+        if ceiling is not None:
+            e.u64(ceiling)
         e.bool(before is not None)
         if before is not None:
             e.u64(before)
@@ -632,6 +636,8 @@ class Conn:
             r.update(author=d.str16().decode(), message=d.str32().decode(), time_ms=d.u64())
             r["merge"] = (d.raw(16), d.u64()) if d.bool() else None
             r["pick"] = (d.raw(16), d.u64()) if d.bool() else None
+            if all_branches:
+                r.update(ceiling=d.u64(), member=d.bool())
             rows.append(r)
         d.end()
         return rows

@@ -276,8 +276,9 @@ def test_merge_reads_and_submit(srv):
         raises("branch_not_found", c.merge_base, r.id, os.urandom(16), 1, feat, 2)
         assert c.merge_origins(r.id, feat, 2, r.main, 3, ["a.txt", "c.txt", "zz"]) == [
             "a.txt", None, None]
-        raises("unsupported_operation", c.call, OP["merge_read"],
-               c.enc().raw(r.id).u8(3).raw(feat).u64(2).str16("a.txt").bool(False).bytes())
+        d = c.merge_read(c.enc().raw(r.id).u8(3).raw(feat).u64(2).str16("a.txt").bool(False)
+                         .bytes())
+        assert d.u8() == 3 and not d.bool() and d.u32() == 1    # the exact match
         raises("malformed", c.call, OP["merge_read"], c.enc().raw(r.id).u8(7).bytes())
 
         def merge(entries, base_branch, base, op):

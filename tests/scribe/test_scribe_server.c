@@ -1,8 +1,9 @@
 /* The Scribe adapter in a test build (CN_SCRIBE_TEST_CODEC=1, so codec 2 is
  * accepted), served in process on a loopback port and driven through the C
- * client: a submit sent through the big-endian codec and replayed through
- * the little-endian one resolves to the same change (operation identity is
- * codec-independent); LZ4 transfers round-trip; the CDC chunker is stable. */
+ * client: a submit, and a cherry-pick, sent through the big-endian codec and
+ * replayed through the little-endian one resolve to the same change
+ * (operation identity is codec-independent); LZ4 transfers round-trip; the
+ * CDC chunker is stable. */
 #include "cn_test.h"
 #include "cairn/repos.h"
 #include "cairn/scribe_server.h"
@@ -192,6 +193,97 @@ static void test_codec_independent_identity(void)
     env_close(&e);
 }
 
+/* A one-entry change set of `kind` at path holding `text` (one chunk),
+ * uploaded through cl: its id. */
+static cn_digest_t upload_change(cn_scribe_client_t *cl, const uint8_t repo[16], uint8_t kind,
+                                 const char *path, const char *text)
+{
+    size_t n = strlen(text);
+    cn_repos_chunk_ref_t ref = { { { 0 } }, (uint32_t)n };
+    cn_blake3(text, n, &ref.id);
+    cn_buf_t menc = { 0 }, csenc = { 0 };
+    CN_CHECK_EQ(cn_repos_manifest_encode(&menc, &ref, 1), 0);
+    cn_digest_t mid, csid;
+    cn_repos_object_id(CN_REPOS_MANIFEST, menc.data, menc.len, &mid);
+    cn_repos_change_t ch = { kind, (const uint8_t *)path, (uint16_t)strlen(path), NULL, 0, mid, 0 };
+    CN_CHECK_EQ(cn_repos_changeset_encode(&csenc, &ch, 1), 0);
+    cn_repos_object_id(CN_REPOS_CHANGESET, csenc.data, csenc.len, &csid);
+    cn_scribe_client_obj_t objs[3] = { { CN_REPOS_CHUNK, ref.id, text, n },
+                                       { CN_REPOS_MANIFEST, mid, menc.data, menc.len },
+                                       { CN_REPOS_CHANGESET, csid, csenc.data, csenc.len } };
+    cn_scribe_cerr_t err;
+    CN_CHECK_EQ(cn_scribe_client_put(cl, repo, objs, 3, &err), 0);
+    cn_buf_free(&menc);
+    cn_buf_free(&csenc);
+    return csid;
+}
+
+/* A cherry-pick sent through the big-endian codec and replayed through the
+ * little-endian one resolves to the same change: its fingerprint is
+ * codec-independent (docs/protocol/scribe.md 9.6). */
+static void test_pick_codec_replay(void)
+{
+    env_t e;
+    env_open(&e);
+    cn_scribe_client_t *be = client(&e, 2, false), *le = client(&e, 1, false);
+    cn_scribe_cerr_t err;
+    cn_scribe_client_repo_t r;
+    CN_CHECK_EQ(cn_scribe_client_repo_create(le, "art", 0, &r, &err), 0);
+    cn_scribe_client_submit_t s;
+    memset(&s, 0, sizeof s);
+    memcpy(s.repo, r.id, 16);
+    memcpy(s.incarnation, r.incarnation, 16);
+    memset(s.operation, 1, 16);
+    memcpy(s.branch, r.main_branch, 16);
+    memset(s.workspace, 4, 16);
+    s.changeset = upload_change(le, r.id, CN_REPOS_ADD, "a.txt", "one");
+    s.author = "ann";
+    s.message = "add a";
+    cn_scribe_client_outcome_t o1, o2;
+    CN_CHECK_EQ(cn_scribe_client_submit(le, &s, &o1, &err), 0);
+    CN_CHECK(o1.accepted && o1.change == 1);
+    /* feature from main at 1, and a change on it */
+    cn_scribe_client_branch_op_t op = { .action = CN_SCRIBE_CLIENT_BRANCH_CREATE,
+                                        .name = "feature",
+                                        .source_change = 1 };
+    memcpy(op.repo, r.id, 16);
+    memcpy(op.incarnation, r.incarnation, 16);
+    memset(op.operation, 2, 16);
+    memset(op.branch, 0x50, 16);
+    memcpy(op.source, r.main_branch, 16);
+    cn_scribe_client_branch_outcome_t bo;
+    CN_CHECK_EQ(cn_scribe_client_branch_mutate(le, &op, &bo, &err), 0);
+    CN_CHECK(bo.accepted);
+    memset(s.operation, 3, 16);
+    memcpy(s.branch, op.branch, 16);
+    s.base = 1;
+    s.changeset = upload_change(le, r.id, CN_REPOS_MODIFY, "a.txt", "two");
+    s.message = "fix a";
+    CN_CHECK_EQ(cn_scribe_client_submit(le, &s, &o1, &err), 0);
+    CN_CHECK(o1.accepted && o1.change == 2);
+    /* pick change 2 onto main at 1, through codec 2, then replay through codec 1 */
+    cn_scribe_client_pick_info_t info;
+    CN_CHECK_EQ(cn_scribe_client_pick_info(be, r.id, r.main_branch, op.branch, 2, &info, &err), 0);
+    CN_CHECK(info.parent == 1 && !info.already_applied && info.source.head == 2);
+    cn_scribe_client_pick_t p = { .submit = s, .change = 2 };
+    memset(p.submit.operation, 6, 16);
+    memcpy(p.submit.branch, r.main_branch, 16);
+    p.submit.message = "fix a (picked)";
+    memcpy(p.source, op.branch, 16);
+    CN_CHECK_EQ(cn_scribe_client_pick_submit(be, &p, &o1, &err), 0);
+    CN_CHECK(o1.accepted && o1.change == 3);
+    CN_CHECK_EQ(cn_scribe_client_pick_submit(le, &p, &o2, &err), 0);
+    CN_CHECK(o2.accepted && o2.change == 3 && !memcmp(o1.commit.b, o2.commit.b, 32));
+    p.submit.message = "another intent";
+    CN_CHECK_EQ(cn_scribe_client_pick_submit(le, &p, &o2, &err), CN_E_CONFLICT);
+    CN_CHECK_EQ(err.code, 200);
+    CN_CHECK_EQ(cn_scribe_client_pick_info(le, r.id, r.main_branch, op.branch, 2, &info, &err), 0);
+    CN_CHECK(info.already_applied);
+    cn_scribe_client_free(be);
+    cn_scribe_client_free(le);
+    env_close(&e);
+}
+
 static void test_chunker(void)
 {
     size_t n = 4u << 20;
@@ -227,4 +319,5 @@ static void test_chunker(void)
     free(p);
 }
 
-CN_TEST_MAIN(CN_TEST(test_codec_independent_identity), CN_TEST(test_chunker))
+CN_TEST_MAIN(CN_TEST(test_codec_independent_identity), CN_TEST(test_pick_codec_replay),
+             CN_TEST(test_chunker))

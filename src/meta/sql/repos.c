@@ -100,6 +100,13 @@ static const cn_meta_migration_t schema[] = {
       " PRIMARY KEY (repo, change, path, pred_change, pred_path));"
       "CREATE INDEX repos_lineage_pred ON repos_lineage (repo, pred_change, pred_path)",
       lineage_seed, NULL },
+    /* Cherry-picks (docs/protocol/scribe.md 7.9): the commits picked from a
+     * change are found by their provenance, so the duplicate-pick rule reads
+     * them, not every commit of the repository. */
+    { 4,
+      "CREATE INDEX repos_commit_pick ON repos_commit (repo, pick_change, pick_branch)"
+      " WHERE pick_change <> 0",
+      NULL, NULL },
 };
 
 #define REPO_COLS "id, name, incarnation, main_branch, head, created_ms, compression"
@@ -214,6 +221,13 @@ const char *const cn__sql_repos[CN_SQL_REPOS_COUNT] = {
         " AND p.event <> 5) AS pred FROM repos_event e WHERE (?1 IS NULL OR e.repo = ?1)"
         " AND e.event = 4) WHERE pred IS NOT NULL ON CONFLICT DO NOTHING",
     [CN_SQL_REPOS_COMMIT_EXISTS] = "SELECT 1 FROM repos_commit WHERE repo = ? AND change = ?",
+    [CN_SQL_REPOS_COMMIT_PICK] = "SELECT pick_branch, pick_change FROM repos_commit"
+                                 " WHERE repo = ? AND change = ?",
+    [CN_SQL_REPOS_COMMIT_PICKS_OF] = "SELECT change FROM repos_commit WHERE repo = ?"
+                                     " AND pick_change = ? AND pick_branch = ?"
+                                     " ORDER BY change LIMIT ?",
+    [CN_SQL_REPOS_COMMIT_SET_PICK] = "UPDATE repos_commit SET pick_branch = ?, pick_change = ?"
+                                     " WHERE repo = ? AND change = ?",
     [CN_SQL_REPOS_COMMIT_INSERT] = "INSERT INTO repos_commit (" COMMIT_ROW ") VALUES (?, ?, ?, ?,"
                                    " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     [CN_SQL_REPOS_EVENT_INSERT] = "INSERT INTO repos_event (repo, branch, path, change,"
@@ -236,6 +250,20 @@ const char *const cn__sql_repos[CN_SQL_REPOS_COUNT] = {
         " AND change > ? AND change <= ? AND path > ?"
         " AND (? = 0 OR path = ? OR (path >= ? AND path < ?))"
         " GROUP BY path ORDER BY path LIMIT ?",
+    [CN_SQL_REPOS_FOLLOW_EVENTS] = "SELECT change, event, from_path FROM repos_event"
+                                   " WHERE repo = ? AND branch = ? AND path = ? AND change > ?"
+                                   " AND change <= ? ORDER BY change DESC",
+    [CN_SQL_REPOS_FOLLOW_MERGES] = "SELECT c.change, c.merge_parent, " MERGE_BRANCH
+                                   " FROM repos_commit c WHERE c.repo = ? AND c.branch = ?"
+                                   " AND c.change > ? AND c.change <= ? AND c.merge_parent <> 0"
+                                   " ORDER BY c.change DESC",
+    [CN_SQL_REPOS_LOG_COMMIT] = "SELECT c.commit_id, c.parent, c.author, c.message, c.time_ms,"
+                                " c.merge_parent, " MERGE_BRANCH ", c.branch FROM repos_commit c"
+                                " WHERE c.repo = ? AND c.change = ?",
+    [CN_SQL_REPOS_NODE_EVENT] =
+        "SELECT e.event, e.from_path FROM repos_event e JOIN repos_commit c"
+        " ON c.repo = e.repo AND c.change = e.change AND c.branch = e.branch"
+        " WHERE e.repo = ? AND e.change = ? AND e.path = ?",
 
     [CN_SQL_REPOS_NOTE_LAST_REVISION] = "SELECT COALESCE(MAX(revision), 0) FROM"
                                         " repos_note WHERE repo = ? AND change = ?",

@@ -85,6 +85,12 @@ enum {
     CN_SQL_REPOS_LINEAGE_FROM_MOVES,  /* (repo or NULL): those of moves, from the events */
     CN_SQL_REPOS_COMMIT_EXISTS,       /* (repo, change) -> 1 when the change was accepted */
     CN_SQL_REPOS_COMMIT_INSERT,       /* (COMMIT_ROW); also its LOAD */
+    CN_SQL_REPOS_COMMIT_PICK,         /* (repo, change) -> pick_branch (NULL without),
+                                         pick_change */
+    CN_SQL_REPOS_COMMIT_PICKS_OF,     /* (repo, pick_change, pick_branch, limit) -> change of the
+                                         commits picked from that change, ascending */
+    CN_SQL_REPOS_COMMIT_SET_PICK,     /* (pick_branch, pick_change, repo, change): a pick's
+                                         provenance on its new commit row */
     CN_SQL_REPOS_EVENT_INSERT,        /* (repo, branch, path, change, event, from_path or NULL);
                                       also its LOAD */
     /* history */
@@ -100,6 +106,16 @@ enum {
     CN_SQL_REPOS_CHANGED_PATHS, /* (repo, branch, lo, hi, after, prefix_len, prefix, plo, phi,
                                    limit) -> path, MAX(change) of paths with an event in
                                    (lo, hi], by path */
+    /* merge-aware history (service_log_follow.c, service_log_all.c) */
+    CN_SQL_REPOS_FOLLOW_EVENTS, /* (repo, branch, path, lo, hi) -> change, event, from_path of
+                                   the branch's events at exactly path in (lo, hi], newest
+                                   first */
+    CN_SQL_REPOS_FOLLOW_MERGES, /* (repo, branch, lo, hi) -> change, merge_parent, its branch
+                                   of the branch's merge commits in (lo, hi], newest first */
+    CN_SQL_REPOS_LOG_COMMIT,    /* (repo, change) -> commit_id, parent, author, message,
+                                   time_ms, merge_parent, its branch, branch of one commit */
+    CN_SQL_REPOS_NODE_EVENT,    /* (repo, change, path) -> event, from_path of the event the
+                                   commit that wrote the revision recorded there */
     /* notes */
     CN_SQL_REPOS_NOTE_LAST_REVISION, /* (repo, change) -> MAX(revision), 0 without */
     CN_SQL_REPOS_NOTE_INSERT,        /* (repo, NOTE_COLS); also its LOAD */

@@ -351,8 +351,9 @@ typedef struct cn_ws_pick_result {
  * (local CN_E_CONFLICT, res->conflict the first).  Not local: CN_E_INVALID
  * (change_not_pickable), CN_E_NOT_FOUND (branch_not_found,
  * change_not_found), CN_E_CONFLICT (already_applied, known before anything
- * is written or recorded by the server, or a rejected submit: the picked
- * files then stay in the workspace as local changes). */
+ * is written or recorded by the server, or a rejected submit: every
+ * applied path is then put back to the branch head's version first, so the
+ * workspace is as it was before the pick). */
 CN_API cn_err_t cn_ws_cherry_pick(const char *dir, const char *ref, const char *message,
                                   const cn_ws_opts_t *opts, cn_ws_pick_result_t *res,
                                   cn_ws_error_t *err);

@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -987,15 +988,17 @@ static cn_err_t with_retries(cn_scribe_client_t *cl, op_send_fn send, op_resolve
     return e;
 }
 
-static cn_err_t submit_send(cn_scribe_client_t *cl, const void *req, void *out,
-                            cn_scribe_cerr_t *err)
+/* Sends the submit-shaped request just encoded into cl->out (enc: its
+ * encoder's result; why: what an encoding failure means) as op and decodes
+ * the ordinary Submit outcome every submit opcode answers into *out. */
+static cn_err_t submit_call(cn_scribe_client_t *cl, cn_err_t enc, const char *why, uint16_t op,
+                            void *out, cn_scribe_cerr_t *err)
 {
-    cn_buf_reset(&cl->out);
-    if (cn_scribe_enc_submit_req(&cl->out, CODEC(cl), req) < 0) {
-        set_err(err, 0, "author or message over its limit");
+    if (enc < 0) {
+        set_err(err, 0, "%s", why);
         return CN_E_INVALID;
     }
-    CN_TRY(call(cl, CN_SCRIBE_OP_SUBMIT, err));
+    CN_TRY(call(cl, op, err));
     cn_scribe_submit_outcome_t o;
     if (cn_scribe_dec_submit_resp(cl->in.data, cl->in.len, CODEC(cl), &o) < 0)
         return CN_E_PROTOCOL;
@@ -1003,28 +1006,47 @@ static cn_err_t submit_send(cn_scribe_client_t *cl, const void *req, void *out,
     return CN_OK;
 }
 
+static cn_err_t submit_send(cn_scribe_client_t *cl, const void *req, void *out,
+                            cn_scribe_cerr_t *err)
+{
+    cn_buf_reset(&cl->out);
+    return submit_call(cl, cn_scribe_enc_submit_req(&cl->out, CODEC(cl), req),
+                       "author or message over its limit", CN_SCRIBE_OP_SUBMIT, out, err);
+}
+
+/* Resolves any submit-shaped request: an ordinary one, or a merge or
+ * cherry-pick request, whose first member is the ordinary submit (so req
+ * points at it, C17 6.7.2.1). */
 static cn_err_t submit_resolve(cn_scribe_client_t *cl, const void *req, bool *known, void *out,
                                cn_scribe_cerr_t *err)
 {
     const cn_scribe_submit_req_t *q = req;
     return cn_scribe_client_outcome(cl, q->repo.b, q->operation.b, known, out, err);
 }
+_Static_assert(offsetof(cn_scribe_merge_submit_req_t, submit) == 0, "submit_resolve");
+_Static_assert(offsetof(cn_scribe_pick_submit_req_t, submit) == 0, "submit_resolve");
+
+/* The wire form of an ordinary submit (strings borrowed from s). */
+static void submit_req_from(const cn_scribe_client_submit_t *s, cn_scribe_submit_req_t *q)
+{
+    memset(q, 0, sizeof *q);
+    memcpy(q->repo.b, s->repo, 16);
+    memcpy(q->incarnation.b, s->incarnation, 16);
+    memcpy(q->operation.b, s->operation, 16);
+    memcpy(q->branch.b, s->branch, 16);
+    memcpy(q->workspace.b, s->workspace, 16);
+    q->base = s->base;
+    q->changeset = s->changeset;
+    q->keep_locks = s->keep_locks;
+    q->author = cn_scribe_cstr(s->author ? s->author : "");
+    q->message = cn_scribe_cstr(s->message ? s->message : "");
+}
 
 cn_err_t cn_scribe_client_submit(cn_scribe_client_t *cl, const cn_scribe_client_submit_t *s,
                                  cn_scribe_client_outcome_t *out, cn_scribe_cerr_t *err)
 {
     cn_scribe_submit_req_t q;
-    memset(&q, 0, sizeof q);
-    memcpy(q.repo.b, s->repo, 16);
-    memcpy(q.incarnation.b, s->incarnation, 16);
-    memcpy(q.operation.b, s->operation, 16);
-    memcpy(q.branch.b, s->branch, 16);
-    memcpy(q.workspace.b, s->workspace, 16);
-    q.base = s->base;
-    q.changeset = s->changeset;
-    q.keep_locks = s->keep_locks;
-    q.author = cn_scribe_cstr(s->author ? s->author : "");
-    q.message = cn_scribe_cstr(s->message ? s->message : "");
+    submit_req_from(s, &q);
     return with_retries(cl, submit_send, submit_resolve, &q, out, err);
 }
 
@@ -1474,23 +1496,9 @@ static cn_err_t merge_send(cn_scribe_client_t *cl, const void *req, void *out,
                            cn_scribe_cerr_t *err)
 {
     cn_buf_reset(&cl->out);
-    if (cn_scribe_enc_merge_submit_req(&cl->out, CODEC(cl), req) < 0) {
-        set_err(err, 0, "author or message over its limit, or an invalid merge plan");
-        return CN_E_INVALID;
-    }
-    CN_TRY(call(cl, CN_SCRIBE_OP_MERGE_SUBMIT, err));
-    cn_scribe_submit_outcome_t o;
-    if (cn_scribe_dec_submit_resp(cl->in.data, cl->in.len, CODEC(cl), &o) < 0)
-        return CN_E_PROTOCOL;
-    outcome_from(&o, CODEC(cl), out);
-    return CN_OK;
-}
-
-static cn_err_t merge_resolve(cn_scribe_client_t *cl, const void *req, bool *known, void *out,
-                              cn_scribe_cerr_t *err)
-{
-    const cn_scribe_merge_submit_req_t *q = req;
-    return cn_scribe_client_outcome(cl, q->submit.repo.b, q->submit.operation.b, known, out, err);
+    return submit_call(cl, cn_scribe_enc_merge_submit_req(&cl->out, CODEC(cl), req),
+                       "author or message over its limit, or an invalid merge plan",
+                       CN_SCRIBE_OP_MERGE_SUBMIT, out, err);
 }
 
 cn_err_t cn_scribe_client_merge_submit(cn_scribe_client_t *cl, const cn_scribe_client_merge_t *m,
@@ -1499,41 +1507,16 @@ cn_err_t cn_scribe_client_merge_submit(cn_scribe_client_t *cl, const cn_scribe_c
     const cn_scribe_client_submit_t *s = &m->submit;
     cn_scribe_merge_submit_req_t q;
     memset(&q, 0, sizeof q);
-    memcpy(q.submit.repo.b, s->repo, 16);
-    memcpy(q.submit.incarnation.b, s->incarnation, 16);
-    memcpy(q.submit.operation.b, s->operation, 16);
-    memcpy(q.submit.branch.b, s->branch, 16);
-    memcpy(q.submit.workspace.b, s->workspace, 16);
-    q.submit.base = s->base;
-    q.submit.changeset = s->changeset;
-    q.submit.keep_locks = s->keep_locks;
-    q.submit.author = cn_scribe_cstr(s->author ? s->author : "");
-    q.submit.message = cn_scribe_cstr(s->message ? s->message : "");
+    submit_req_from(s, &q.submit);
     q.target_head = s->base;
     memcpy(q.source.b, m->source, 16);
     q.source_head = m->source_head;
     memcpy(q.base_branch.b, m->base_branch, 16);
     q.base = m->base;
-    return with_retries(cl, merge_send, merge_resolve, &q, out, err);
+    return with_retries(cl, merge_send, submit_resolve, &q, out, err);
 }
 
 /* ---- cherry-picks (32, 33) ------------------------------------------------------------ */
-/* The wire form of an ordinary submit (strings borrowed from s). */
-static void submit_req_from(const cn_scribe_client_submit_t *s, cn_scribe_submit_req_t *q)
-{
-    memset(q, 0, sizeof *q);
-    memcpy(q->repo.b, s->repo, 16);
-    memcpy(q->incarnation.b, s->incarnation, 16);
-    memcpy(q->operation.b, s->operation, 16);
-    memcpy(q->branch.b, s->branch, 16);
-    memcpy(q->workspace.b, s->workspace, 16);
-    q->base = s->base;
-    q->changeset = s->changeset;
-    q->keep_locks = s->keep_locks;
-    q->author = cn_scribe_cstr(s->author ? s->author : "");
-    q->message = cn_scribe_cstr(s->message ? s->message : "");
-}
-
 cn_err_t cn_scribe_client_pick_info(cn_scribe_client_t *cl, const uint8_t repo[16],
                                     const uint8_t target[16], const uint8_t source[16],
                                     uint64_t change, cn_scribe_client_pick_info_t *out,
@@ -1562,23 +1545,9 @@ cn_err_t cn_scribe_client_pick_info(cn_scribe_client_t *cl, const uint8_t repo[1
 static cn_err_t pick_send(cn_scribe_client_t *cl, const void *req, void *out, cn_scribe_cerr_t *err)
 {
     cn_buf_reset(&cl->out);
-    if (cn_scribe_enc_pick_submit_req(&cl->out, CODEC(cl), req) < 0) {
-        set_err(err, 0, "author or message over its limit");
-        return CN_E_INVALID;
-    }
-    CN_TRY(call(cl, CN_SCRIBE_OP_CHERRY_PICK_SUBMIT, err));
-    cn_scribe_submit_outcome_t o;
-    if (cn_scribe_dec_submit_resp(cl->in.data, cl->in.len, CODEC(cl), &o) < 0)
-        return CN_E_PROTOCOL;
-    outcome_from(&o, CODEC(cl), out);
-    return CN_OK;
-}
-
-static cn_err_t pick_resolve(cn_scribe_client_t *cl, const void *req, bool *known, void *out,
-                             cn_scribe_cerr_t *err)
-{
-    const cn_scribe_pick_submit_req_t *q = req;
-    return cn_scribe_client_outcome(cl, q->submit.repo.b, q->submit.operation.b, known, out, err);
+    return submit_call(cl, cn_scribe_enc_pick_submit_req(&cl->out, CODEC(cl), req),
+                       "author or message over its limit", CN_SCRIBE_OP_CHERRY_PICK_SUBMIT, out,
+                       err);
 }
 
 cn_err_t cn_scribe_client_pick_submit(cn_scribe_client_t *cl, const cn_scribe_client_pick_t *p,
@@ -1590,7 +1559,22 @@ cn_err_t cn_scribe_client_pick_submit(cn_scribe_client_t *cl, const cn_scribe_cl
     q.target_head = p->submit.base;
     memcpy(q.source.b, p->source, 16);
     q.source_change = p->change;
-    return with_retries(cl, pick_send, pick_resolve, &q, out, err);
+    return with_retries(cl, pick_send, submit_resolve, &q, out, err);
+}
+
+/* A merge_read request of tag on repo: branch (NULL: none) at revision, the
+ * tag's other fields zero for the caller to fill. */
+static cn_scribe_merge_read_req_t mr_req(const uint8_t repo[16], uint8_t tag, const uint8_t *branch,
+                                         uint64_t revision)
+{
+    cn_scribe_merge_read_req_t q;
+    memset(&q, 0, sizeof q);
+    memcpy(q.repo.b, repo, 16);
+    q.tag = tag;
+    if (branch)
+        memcpy(q.branch.b, branch, 16);
+    q.revision = revision;
+    return q;
 }
 
 /* One merge_read whose request is q (paths: q->count views); the reply is
@@ -1616,12 +1600,7 @@ cn_err_t cn_scribe_client_merge_base(cn_scribe_client_t *cl, const uint8_t repo[
                                      const uint8_t source[16], uint64_t source_rev,
                                      uint8_t base_branch[16], uint64_t *base, cn_scribe_cerr_t *err)
 {
-    cn_scribe_merge_read_req_t q;
-    memset(&q, 0, sizeof q);
-    memcpy(q.repo.b, repo, 16);
-    q.tag = CN_SCRIBE_MR_BASE;
-    memcpy(q.branch.b, target, 16);
-    q.revision = target_rev;
+    cn_scribe_merge_read_req_t q = mr_req(repo, CN_SCRIBE_MR_BASE, target, target_rev);
     memcpy(q.other.b, source, 16);
     q.other_revision = source_rev;
     cn_scribe_merge_read_resp_t r;
@@ -1639,10 +1618,7 @@ cn_err_t cn_scribe_client_merge_chains(cn_scribe_client_t *cl, const uint8_t rep
     cn_err_t e = cursor && path ? CN_OK : -ENOMEM;
     bool has_cursor = false;
     while (e >= 0 && (left != right || has_cursor)) {
-        cn_scribe_merge_read_req_t q;
-        memset(&q, 0, sizeof q);
-        memcpy(q.repo.b, repo, 16);
-        q.tag = CN_SCRIBE_MR_CHAINS;
+        cn_scribe_merge_read_req_t q = mr_req(repo, CN_SCRIBE_MR_CHAINS, NULL, 0);
         q.left = left;
         q.right = right;
         q.has_cursor = has_cursor;
@@ -1718,12 +1694,7 @@ cn_err_t cn_scribe_client_merge_states(cn_scribe_client_t *cl, const uint8_t rep
                                        const char *const *paths, size_t n,
                                        cn_scribe_client_fstate_t *out, cn_scribe_cerr_t *err)
 {
-    cn_scribe_merge_read_req_t q;
-    memset(&q, 0, sizeof q);
-    memcpy(q.repo.b, repo, 16);
-    q.tag = CN_SCRIBE_MR_STATES;
-    memcpy(q.branch.b, branch, 16);
-    q.revision = revision;
+    cn_scribe_merge_read_req_t q = mr_req(repo, CN_SCRIBE_MR_STATES, branch, revision);
     return merge_batches(cl, &q, paths, n, states_batch, out, err);
 }
 
@@ -1749,12 +1720,7 @@ cn_err_t cn_scribe_client_merge_origins(cn_scribe_client_t *cl, const uint8_t re
                                         cn_scribe_client_origin_t *out, cn_scribe_cerr_t *err)
 {
     memset(out, 0, n * sizeof *out);
-    cn_scribe_merge_read_req_t q;
-    memset(&q, 0, sizeof q);
-    memcpy(q.repo.b, repo, 16);
-    q.tag = CN_SCRIBE_MR_ORIGINS;
-    memcpy(q.branch.b, branch, 16);
-    q.revision = revision;
+    cn_scribe_merge_read_req_t q = mr_req(repo, CN_SCRIBE_MR_ORIGINS, branch, revision);
     memcpy(q.other.b, base_branch, 16);
     q.other_revision = base;
     return merge_batches(cl, &q, paths, n, origins_batch, out, err);
@@ -1774,11 +1740,7 @@ cn_err_t cn_scribe_client_merge_unchanged(cn_scribe_client_t *cl, const uint8_t 
                                           cn_scribe_cerr_t *err)
 {
     *unchanged = true;
-    cn_scribe_merge_read_req_t q;
-    memset(&q, 0, sizeof q);
-    memcpy(q.repo.b, repo, 16);
-    q.tag = CN_SCRIBE_MR_UNCHANGED;
-    memcpy(q.branch.b, branch, 16);
+    cn_scribe_merge_read_req_t q = mr_req(repo, CN_SCRIBE_MR_UNCHANGED, branch, 0);
     q.from = from;
     q.to = to;
     return merge_batches(cl, &q, paths, n, unchanged_batch, unchanged, err);

@@ -10,7 +10,8 @@
  * (local CN_E_CONFLICT naming the first path), so the workspace is never
  * left half-picked.  Applied files are fetched as sync fetches them
  * (workspace_fetch.c) but the state keeps its records, so the submit's scan
- * sees them as local changes. */
+ * sees them as local changes, and a pick the server rejects puts them back
+ * from those records (the target head's versions). */
 #include "workspace_int.h"
 #include "cairn/scribe.h"
 
@@ -92,35 +93,6 @@ static cn_scribe_client_fstate_t ours_of(cn__ws_state_t *s, const char *path)
         o.size = w->size;
     }
     return o;
-}
-
-/* The workspace at its branch head, with no local change. */
-static cn_err_t pick_clean(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
-                           cn_ws_pick_result_t *res, cn_ws_error_t *err)
-{
-    cn_scribe_client_repo_t r;
-    uint64_t head = 0;
-    cn__ws_scan_t scan = { 0 };
-    CN_TRY(cn__ws_settle_pending(cl, s, &res->settled, &res->settled_change, err));
-    CN_TRY(cn__ws_repo(cl, s, &r, err));
-    CN_TRY(cn__ws_branch_head(cl, s, &r, &head, err));
-    if (head != s->change)
-        return cn__ws_local(err, CN_E_CONFLICT,
-                            "the workspace is at change %" PRIu64 ", %s's head is %" PRIu64
-                            ": sync first",
-                            s->change, s->branch_name, head);
-    cn_err_t rc = cn__ws_diff(s, &scan, o, err);
-    cn__ws_scan_free(&scan);
-    for (size_t i = 0; rc == CN_OK && i < s->n; i++)
-        if (!s->files[i].on_disk || s->files[i].changed)
-            rc = cn__ws_local(err, CN_E_CONFLICT,
-                              "%s has local changes: submit or revert them before a cherry-pick",
-                              s->files[i].path);
-    cn__ws_state_sort(s);
-    /* the submit's own scan starts afresh */
-    for (size_t i = 0; i < s->n; i++)
-        s->files[i].on_disk = s->files[i].changed = false;
-    return rc;
 }
 
 /* What the pick asks of the server before it writes: the source branch, the
@@ -253,6 +225,30 @@ static cn_err_t apply_paths(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_
     return rc;
 }
 
+/* After the server rejected the pick (a not-local CN_E_CONFLICT with no
+ * submit pending: base_conflict, already_applied), puts every applied path
+ * back to the target head's version the state still records, so the
+ * workspace is as it was before the pick.  Returns the rejection, or the
+ * failure that kept the workspace from being restored. */
+static cn_err_t undo_pick(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
+                          const pick_plan_t *p, const bool *apply, cn_ws_error_t *err)
+{
+    const char **paths = calloc(p->paths.n + 1, sizeof *paths);
+    size_t n = 0;
+    if (!paths)
+        return cn__ws_local(err, -ENOMEM, "out of memory: the picked files stay in %s", s->dir);
+    for (size_t i = 0; i < p->paths.n; i++)
+        if (apply[i])
+            paths[n++] = p->paths.v[i];
+    cn_ws_error_t rejection = *err;
+    cn_err_t rc = cn__ws_restore_paths(cl, s, paths, n, o, err);
+    free(paths);
+    if (rc < 0)
+        return rc;
+    *err = rejection;
+    return CN_E_CONFLICT;
+}
+
 /* The picked change's message and its origin (malloc'd; NULL without memory). */
 static char *default_message(const pick_plan_t *p)
 {
@@ -283,7 +279,9 @@ static cn_err_t pick_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws
     cn_err_t rc = cn_ws_branch_ref_parse(a->ref, p.name, &has, &p.change);
     if (rc < 0 || !has)
         return cn__ws_local(err, CN_E_INVALID, "'%s' is not BRANCH@CHANGE", a->ref);
-    if ((rc = pick_clean(cl, s, o, a->res, err)) || (rc = plan_pick(cl, s, &p, err)))
+    if ((rc = cn__ws_check_clean(cl, s, o, "a cherry-pick", &a->res->settled,
+                                 &a->res->settled_change, err)) ||
+        (rc = plan_pick(cl, s, &p, err)))
         goto out;
     if (!(apply = calloc(p.paths.n ? p.paths.n : 1, sizeof *apply))) {
         rc = cn__ws_local(err, -ENOMEM, "out of memory");
@@ -302,6 +300,8 @@ static cn_err_t pick_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws
     memset(&sr, 0, sizeof sr);
     rc = cn__ws_submit_open(cl, s, o, a->message ? a->message : msg, &ms, &sr, err);
     a->res->change = sr.change;
+    if (rc == CN_E_CONFLICT && !err->local && !s->has_pending)
+        rc = undo_pick(cl, s, o, &p, apply, err);
 out:
     free(msg);
     free(apply);

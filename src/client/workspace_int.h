@@ -222,6 +222,23 @@ cn_err_t cn__ws_clone_branch(cn_scribe_client_t *cl, cn__ws_state_t *s,
                              const cn_scribe_client_repo_t *r, const cn_ws_opts_t *o,
                              uint64_t *target, cn_ws_error_t *err);
 
+/* ---- before a merge or a cherry-pick (workspace_merge.c) ------------------------------- */
+/* Settles a lost submit (*settled, *settled_change), then checks that s is
+ * at its branch head (else a local CN_E_CONFLICT: sync first) and that no
+ * tracked file has a local change (a local CN_E_CONFLICT naming the first,
+ * "... before <before>").  Leaves s sorted, with its scan flags cleared
+ * for the submit's own scan. */
+cn_err_t cn__ws_check_clean(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
+                            const char *before, bool *settled, uint64_t *settled_change,
+                            cn_ws_error_t *err);
+
+/* Puts paths[0..n) back to s's records (s sorted by path): each file s
+ * records is fetched again (its manifest and mode), each it does not is
+ * removed; then saves s.  merge --abort and a rejected cherry-pick undo
+ * what they wrote this way. */
+cn_err_t cn__ws_restore_paths(cn_scribe_client_t *cl, cn__ws_state_t *s, const char *const *paths,
+                              size_t n, const cn_ws_opts_t *o, cn_ws_error_t *err);
+
 /* ---- merge submits (workspace_submit.c, for workspace_merge*.c) ------------------------- */
 /* What a merge submit adds to an ordinary one: the paths the source changed
  * since the base that the result leaves as the target has them (named

@@ -270,16 +270,15 @@ static cn_err_t unresolved(const cn_ws_merge_t *m, cn_ws_error_t *err)
 }
 
 /* The workspace at its branch head, without local changes. */
-static cn_err_t check_clean(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
+cn_err_t cn__ws_check_clean(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
+                            const char *before, bool *settled, uint64_t *settled_change,
                             cn_ws_error_t *err)
 {
     cn_scribe_client_repo_t r;
     uint64_t head = 0;
-    bool settled = false;
-    uint64_t sc = 0;
     cn__ws_scan_t scan = { 0 };
     cn_err_t rc;
-    if ((rc = cn__ws_settle_pending(cl, s, &settled, &sc, err)) ||
+    if ((rc = cn__ws_settle_pending(cl, s, settled, settled_change, err)) ||
         (rc = cn__ws_repo(cl, s, &r, err)) || (rc = cn__ws_branch_head(cl, s, &r, &head, err)))
         return rc;
     if (head != s->change)
@@ -292,8 +291,8 @@ static cn_err_t check_clean(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_
     for (size_t i = 0; rc == CN_OK && i < s->n; i++)
         if (!s->files[i].on_disk || s->files[i].changed)
             rc = cn__ws_local(err, CN_E_CONFLICT,
-                              "%s has local changes: submit or revert them before merging",
-                              s->files[i].path);
+                              "%s has local changes: submit or revert them before %s",
+                              s->files[i].path, before);
     cn__ws_state_sort(s);
     /* A scan only ever sets these: the submit's own scan starts afresh. */
     for (size_t i = 0; i < s->n; i++)
@@ -312,7 +311,9 @@ static cn_err_t merge_body(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_w
         return cn__ws_local(err, CN_E_CONFLICT,
                             "a merge is in progress: merge --continue or merge --abort");
     }
-    CN_TRY(check_clean(cl, s, o, err));
+    bool settled = false;
+    uint64_t settled_change = 0;
+    CN_TRY(cn__ws_check_clean(cl, s, o, "merging", &settled, &settled_change, err));
     CN_TRY(plan(cl, s, a->source, m, err));
     if (m->base == m->source_head)
         return CN_OK; /* already merged: nothing to do */
@@ -428,6 +429,31 @@ cn_err_t cn_ws_merge_continue(const char *dir, const char *message, const cn_ws_
     return run_merge_verb(dir, opts, continue_open, &a, out, err);
 }
 
+cn_err_t cn__ws_restore_paths(cn_scribe_client_t *cl, cn__ws_state_t *s, const char *const *paths,
+                              size_t n, const cn_ws_opts_t *o, cn_ws_error_t *err)
+{
+    cn__ws_job_t *jobs = calloc(n + 1, sizeof *jobs);
+    size_t nj = 0;
+    cn_err_t rc = jobs ? CN_OK : cn__ws_file_fail(err, "out of memory for", s->dir, ENOMEM);
+    for (size_t i = 0; rc == CN_OK && i < n; i++) {
+        cn__ws_file_t *w = cn__ws_state_find(s, paths[i], s->n);
+        char full[8600];
+        snprintf(full, sizeof full, "%s/%s", s->dir, paths[i]);
+        /* a record a scan added (mtime -2) is a new file, not recorded */
+        if (w && w->mtime_ns != -2)
+            jobs[nj++].w = w;
+        else if (unlink(full) < 0 && errno != ENOENT)
+            rc = cn__ws_file_fail(err, "cannot remove", full, errno);
+    }
+    uint64_t bytes = 0;
+    if (rc == CN_OK && (rc = cn__ws_fetch_all(cl, s, jobs, nj, &bytes, o, err)) == CN_OK)
+        rc = cn__ws_state_save(s, err);
+    for (size_t k = 0; jobs && k < nj; k++)
+        cn_buf_free(&jobs[k].menc);
+    free(jobs);
+    return rc;
+}
+
 /* Every merged path back to the target snapshot's version: fetched again
  * when the snapshot holds it, removed otherwise. */
 static cn_err_t abort_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
@@ -440,29 +466,17 @@ static cn_err_t abort_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_w
         return cn__ws_local(err, -ENOENT, "no merge in progress in %s", s->dir);
     bool settled = false;
     uint64_t change = 0;
-    cn__ws_job_t *jobs = calloc(m->n + 1, sizeof *jobs);
-    size_t nj = 0;
-    cn_err_t rc = jobs ? cn__ws_settle_pending(cl, s, &settled, &change, err)
-                       : cn__ws_file_fail(err, "out of memory for", s->dir, ENOMEM);
+    const char **paths = calloc(m->n + 1, sizeof *paths);
+    cn_err_t rc = paths ? cn__ws_settle_pending(cl, s, &settled, &change, err)
+                        : cn__ws_file_fail(err, "out of memory for", s->dir, ENOMEM);
     if (rc == CN_OK && settled && s->change != m->target_head)
         rc = cn__ws_local(err, CN_E_CONFLICT, "the merge was already accepted as change %" PRIu64,
                           change);
-    for (size_t i = 0; rc == CN_OK && i < m->n; i++) {
-        cn__ws_file_t *w = cn__ws_state_find(s, m->paths[i].path, s->n);
-        char full[8600];
-        snprintf(full, sizeof full, "%s/%s", s->dir, m->paths[i].path);
-        if (w)
-            jobs[nj++].w = w;
-        else if (unlink(full) < 0 && errno != ENOENT)
-            rc = cn__ws_file_fail(err, "cannot remove", full, errno);
-    }
-    uint64_t bytes = 0;
-    if (rc == CN_OK && (rc = cn__ws_fetch_all(cl, s, jobs, nj, &bytes, o, err)) == CN_OK &&
-        (rc = cn__ws_state_save(s, err)) == CN_OK)
+    for (size_t i = 0; rc == CN_OK && i < m->n; i++)
+        paths[i] = m->paths[i].path;
+    if (rc == CN_OK && (rc = cn__ws_restore_paths(cl, s, paths, m->n, o, err)) == CN_OK)
         rc = cn__ws_merge_remove(s->dir, err);
-    for (size_t k = 0; jobs && k < nj; k++)
-        cn_buf_free(&jobs[k].menc);
-    free(jobs);
+    free(paths);
     cn_ws_merge_free(m);
     return rc;
 }

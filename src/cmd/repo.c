@@ -359,9 +359,37 @@ static int cmd_submit(const ropts_t *o)
     return EXIT_OK;
 }
 
+/* What the log printers share: the workspace, and the branches a pick's
+ * source id is printed as, listed once on the first picked row (none when
+ * that fails: the id is printed then). */
+typedef struct log_ctx {
+    const ropts_t *o;
+    const char *dir;
+    const cn_ws_opts_t *wo;
+    cn_ws_branch_t *branches;
+    size_t n;
+    bool listed;
+} log_ctx_t;
+
+/* The current name of branch id, or NULL when it cannot be resolved. */
+static const char *branch_name(log_ctx_t *c, const uint8_t id[16])
+{
+    if (!c->listed) {
+        cn_ws_error_t err;
+        c->listed = true;
+        if (cn_ws_branch_list(c->dir, c->wo, &c->branches, &c->n, &err) < 0) {
+            c->branches = NULL;
+            c->n = 0;
+        }
+    }
+    for (size_t i = 0; i < c->n; i++)
+        if (memcmp(c->branches[i].info.id, id, 16) == 0)
+            return c->branches[i].info.name;
+    return NULL;
+}
+
 static int print_log(void *ctx, const cn_scribe_client_logrow_t *r)
 {
-    (void)ctx;
     char when[CN_RFC3339_LEN], id[65];
     cn_rfc3339((int64_t)r->time_ms, when);
     hex(r->commit.b, 12, id);
@@ -371,8 +399,10 @@ static int print_log(void *ctx, const cn_scribe_client_logrow_t *r)
         printf("  %s %s", r->event < 6 ? ev[r->event] : "?", r->path);
     printf("\n    %s\n", r->message);
     if (r->has_pick) {
+        const char *name = branch_name(ctx, r->pick_branch);
         hex(r->pick_branch, 16, id);
-        printf("    picked from change %" PRIu64 " of branch %s\n", r->pick_change, id);
+        printf("    picked from change %" PRIu64 " of branch %s\n", r->pick_change,
+               name ? name : id);
     }
     return 0;
 }
@@ -381,14 +411,14 @@ static int print_log(void *ctx, const cn_scribe_client_logrow_t *r)
  * a move's source, a merge's parent and, all-branch, the membership. */
 static int print_mlog(void *ctx, const cn_scribe_client_mlogrow_t *r)
 {
-    const ropts_t *o = ctx;
-    print_log(NULL, &r->row);
+    const log_ctx_t *c = ctx;
+    print_log(ctx, &r->row);
     printf("    branch %s", r->branch_name);
     if (r->from_path[0])
         printf("; moved from %s", r->from_path);
     if (r->has_merge)
         printf("; merge of change %" PRIu64, r->merge_change);
-    if (o->all_branches)
+    if (c->o->all_branches)
         printf("; %s the branch at change %" PRIu64, r->member ? "in" : "not in", r->ceiling);
     printf("\n");
     return 0;
@@ -408,19 +438,20 @@ static int cmd_log(const ropts_t *o)
     bar_t bar = { 0 };
     cn_ws_opts_t wo = cn__repo_ws_opts(o, false, &bar);
     cn_ws_error_t err;
+    log_ctx_t c = { .o = o, .dir = dir, .wo = &wo };
+    cn_err_t e;
     if (o->follow_merges || o->all_branches) {
         if (!path) {
             fprintf(stderr, "cairn repo log: --follow-merges and --all-branches need one PATH\n");
             return EXIT_USAGE;
         }
-        if (cn_ws_log_merges(dir, path, o->all_branches, o->has_change ? o->change : 0, o->limit,
-                             &wo, print_mlog, (void *)o, &err))
-            return cn__repo_report(&err);
-        return EXIT_OK;
+        e = cn_ws_log_merges(dir, path, o->all_branches, o->has_change ? o->change : 0, o->limit,
+                             &wo, print_mlog, &c, &err);
+    } else {
+        e = cn_ws_log(dir, path, o->limit, &wo, print_log, &c, &err);
     }
-    if (cn_ws_log(dir, path, o->limit, &wo, print_log, NULL, &err))
-        return cn__repo_report(&err);
-    return EXIT_OK;
+    cn_ws_branch_list_free(c.branches);
+    return e ? cn__repo_report(&err) : EXIT_OK;
 }
 
 /* Appends a description revision over the latest one (a change's message

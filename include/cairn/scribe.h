@@ -93,6 +93,7 @@ typedef enum {
     CN_SCRIBE_OP_CHANGE_NOTE_HISTORY = 41,
     CN_SCRIBE_OP_PIN_OBJECTS = 42,
     CN_SCRIBE_OP_TREE_PROOF = 43, /* reserved: tree proofs */
+    CN_SCRIBE_OP_LIMIT = 44,      /* one past the highest opcode the table names */
 } cn_scribe_op_t;
 
 /* Name of an opcode ("put_objects"), or NULL for a number the table does not assign. */

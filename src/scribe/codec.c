@@ -35,7 +35,7 @@ void cn_scribe_hdr_encode(uint8_t out[CN_SCRIBE_HDR_LEN], const cn_scribe_hdr_t 
 }
 
 /* ---- opcode table ------------------------------------------------------------ */
-static const char *const op_names[44] = {
+static const char *const op_names[CN_SCRIBE_OP_LIMIT] = {
     [1] = "hello",
     [2] = "discover",
     [3] = "repo_create",
@@ -80,7 +80,7 @@ static const char *const op_names[44] = {
 
 const char *cn_scribe_op_name(uint16_t opcode)
 {
-    return opcode < 44 ? op_names[opcode] : NULL;
+    return opcode < CN_SCRIBE_OP_LIMIT ? op_names[opcode] : NULL;
 }
 
 /* Exact request bounds of every laid-out opcode (docs/protocol/scribe.md,

@@ -393,9 +393,9 @@ static void scribe_count(const cn__scribe_call_t *k, cn_err_t err, int64_t t0)
         ABORTED = 256,
         OTHER = 257
     };
-    static _Atomic(cn_metric_t *) dur[44], sub[3][OTHER + 1];
+    static _Atomic(cn_metric_t *) dur[CN_SCRIBE_OP_LIMIT], sub[3][OTHER + 1];
     const char *op = cn_scribe_op_name(k->hdr.opcode);
-    if (!op || k->hdr.opcode >= 44)
+    if (!op || k->hdr.opcode >= CN_SCRIBE_OP_LIMIT)
         return;
     cn_metric_observe_ns(cn_metric_cached(&dur[k->hdr.opcode], &cn_metric_request_duration,
                                           "face=\"scribe\",op=\"%s\"", op),

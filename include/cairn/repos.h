@@ -658,7 +658,9 @@ typedef struct cn_repos_log_q {
     uint32_t limit; /* clamped 1..4096 */
 } cn_repos_log_q_t;
 /* First-parent history of a branch, newest first (then ascending path),
- * from one read snapshot.  Read permission.  CN_E_NOT_FOUND. */
+ * from one read snapshot; with a path, the exact path's history follows its
+ * moves to their sources (never merge sources), and a history past the
+ * lineage budget is CN_E_LIMIT.  Read permission.  CN_E_NOT_FOUND. */
 CN_API cn_err_t cn_repos_log(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_log_q_t *q,
                              cn_repos_log_fn fn, void *ctx);
 

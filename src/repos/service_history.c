@@ -1,8 +1,11 @@
 /* History reads: tree pages of any snapshot and the first-parent log, each
  * from one read snapshot.  Paths sort and compare as raw bytes; a path
  * query selects the path itself and everything under "path/", found by the
- * range [path "/", path "0") ('0' follows '/'). */
-#include "service_int.h"
+ * range [path "/", path "0") ('0' follows '/').  A path log also follows the
+ * move sources of the exact path through the walk the merge-aware log uses
+ * (service_log_follow.c, without merge sources); it must never follow a
+ * merge source, and never let the cursor prune that walk. */
+#include "service_log_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -112,12 +115,16 @@ size_t cn__col_blob(cn_meta_stmt_t *st, int col, const uint8_t **p)
  * of a branch is its native history, then what it inherited: its origin's
  * log up to the origin change, and so on through origins.  Each branch of
  * that chain is one segment, (lo, hi]: the changes accepted on it that the
- * queried branch holds; segments are disjoint and walked newest first. */
+ * queried branch holds; segments are disjoint and walked newest first.
+ * A path page is collected into h first: the page's rows at the path and
+ * under it, then the exact path's first-parent history with its move
+ * sources; cn__hist_page sorts, deduplicates and cuts the union. */
 typedef struct log_page {
     cn_repos_req_t *rq;
     const cn_repos_log_q_t *q;
     cn_repos_log_fn fn;
     void *ctx;
+    cn__hist_t *h;   /* path queries: the rows collected */
     uint32_t left;   /* rows the page may still take */
     uint8_t seg[16]; /* the segment's branch */
     uint64_t lo, hi; /* its changes: (lo, hi] */
@@ -153,13 +160,33 @@ static cn_err_t log_query(cn_meta_txn_t *txn, const log_page_t *lp, cn_meta_stmt
     return err;
 }
 
-/* Hands the rows of lp's current segment to the caller's fn. */
+/* Keeps a path row of st (path, event, move source) in lp's history. */
+static cn_err_t keep_path_row(log_page_t *lp, cn_meta_stmt_t *st)
+{
+    const uint8_t *path = NULL, *from = NULL;
+    size_t pn = cn__col_blob(st, 8, &path), fn = cn__col_blob(st, 10, &from);
+    size_t path_off = 0, from_off = 0;
+    CN_TRY(cn__hist_keep(lp->h, path, pn, &path_off));
+    CN_TRY(cn__hist_keep(lp->h, from, fn, &from_off));
+    return cn__hist_row(lp->h, (uint64_t)cn_meta_column_int64(st, 0),
+                        (uint8_t)cn_meta_column_int64(st, 9), path_off, (uint32_t)pn, from_off,
+                        (uint32_t)fn);
+}
+
+/* Hands the rows of lp's current segment to the caller's fn (path queries:
+ * keeps them in lp->h). */
 static cn_err_t log_segment(cn_meta_txn_t *txn, log_page_t *lp)
 {
     const cn_repos_log_q_t *q = lp->q;
     cn_meta_stmt_t *st = NULL;
     cn_err_t err = log_query(txn, lp, &st);
     while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
+        if (q->path) {
+            lp->left--;
+            if ((err = keep_path_row(lp, st)) < 0)
+                break;
+            continue;
+        }
         cn_repos_log_row_t row;
         memset(&row, 0, sizeof row);
         row.change = (uint64_t)cn_meta_column_int64(st, 0);
@@ -183,17 +210,41 @@ static cn_err_t log_segment(cn_meta_txn_t *txn, log_page_t *lp)
             break;
         row.path = (const uint8_t *)"";
         row.from_path = (const uint8_t *)"";
-        if (q->path) {
-            row.path_len = cn__col_blob(st, 8, &row.path);
-            row.event = (uint8_t)cn_meta_column_int64(st, 9);
-            row.from_len = cn__col_blob(st, 10, &row.from_path);
-        }
         lp->left--;
         if ((err = lp->fn(lp->ctx, &row)) != 0)
             break;
     }
     cn_meta_finish(st);
     return err < 0 ? err : (err == CN_META_DONE ? CN_OK : err);
+}
+
+/* A row of the path page: membership is the all-branch mode's alone. */
+static cn_err_t path_row(void *ctx, const cn_repos_log_row_t *row, bool member)
+{
+    const log_page_t *lp = ctx;
+    (void)member;
+    return lp->fn(lp->ctx, row);
+}
+
+/* The path page: the exact path's first-parent history with its move
+ * sources joins the rows the segments kept, and the union is cut by the
+ * same cursor and limit (the walk reads every edge, whatever the cursor). */
+static cn_err_t path_page(log_page_t *lp, const uint8_t branch[16], uint64_t head)
+{
+    const cn_repos_log_q_t *q = lp->q;
+    cn__hist_t *h = lp->h;
+    cn_err_t err = cn__hist_walk(h, branch, head, q->path, q->path_len);
+    if (err >= 0) {
+        cn_repos_follow_q_t fq = { .path = q->path,
+                                   .path_len = q->path_len,
+                                   .has_before = q->has_before,
+                                   .before = q->before,
+                                   .after_path = q->after_path,
+                                   .after_len = q->after_len,
+                                   .limit = q->limit };
+        err = cn__hist_page(h, &fq, false, path_row, lp);
+    }
+    return err;
 }
 
 static cn_err_t log_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
@@ -203,7 +254,16 @@ static cn_err_t log_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
     cn_repos_branch_t b;
     (void)repo;
     lp->left = clamp_limit(q->limit);
+    /* a retried transaction starts the collected rows afresh */
+    cn__hist_free(lp->h);
+    *lp->h = (cn__hist_t){ .txn = txn, .rq = lp->rq, .repo = q->repo, .first_parent = true };
     cn_err_t err = cn__branch_load(txn, lp->rq, q->repo, q->branch, &b);
+    uint8_t queried[16] = { 0 };
+    uint64_t head = 0;
+    if (err >= 0) {
+        memcpy(queried, b.id, 16);
+        head = b.head;
+    }
     for (uint32_t hop = 0; err >= 0 && lp->left; hop++) {
         memcpy(lp->seg, b.id, 16);
         snprintf(lp->seg_name, sizeof lp->seg_name, "%s", b.name);
@@ -217,6 +277,8 @@ static cn_err_t log_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
         if (err == CN_E_NOT_FOUND || hop + 1 == 100000)
             err = CN_E_CORRUPT; /* an origin the table lacks, or origins that loop */
     }
+    if (err >= 0 && q->path)
+        err = path_page(lp, queried, head);
     return err;
 }
 
@@ -229,6 +291,9 @@ cn_err_t cn_repos_log(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_log_q_t 
         (!q->path || !q->has_before || cn_repos_path_check(q->after_path, q->after_len) < 0))
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "after path needs a path query and before");
-    log_page_t lp = { .rq = rq, .q = q, .fn = fn, .ctx = ctx };
-    return cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ, log_body, &lp);
+    cn__hist_t h = { 0 };
+    log_page_t lp = { .rq = rq, .q = q, .fn = fn, .ctx = ctx, .h = &h };
+    cn_err_t err = cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ, log_body, &lp);
+    cn__hist_free(&h);
+    return err;
 }

@@ -311,7 +311,7 @@ static cn_err_t walk_one(walk_t *w, item_t it)
     segment_t s = { 0 };
     bool stopped = false;
     if (hi > lo) {
-        err = load_merges(h, &s, b.id, lo, hi);
+        err = h->first_parent ? CN_OK : load_merges(h, &s, b.id, lo, hi);
         if (err >= 0 && it.path_len)
             err = load_events(h, &s, b.id, &it, lo, hi);
         if (err >= 0)

@@ -1,8 +1,9 @@
-/* Internals of the merge-aware log (service_log_follow.c, service_log_all.c):
- * one history read's walk state, its budget, the rows it collects and the
- * page it hands out.  Only those two files include it; it must never be
- * included from another module, and nothing here may answer a page short of
- * its budget (a walk past the budget fails). */
+/* Internals of the path logs (service_log_follow.c, service_log_all.c and,
+ * for the move sources of the ordinary log, service_history.c): one history
+ * read's walk state, its budget, the rows it collects and the page it hands
+ * out.  Only those three files include it; it must never be included from
+ * another module, and nothing here may answer a page short of its budget (a
+ * walk past the budget fails). */
 #ifndef CN_REPOS_SERVICE_LOG_INT_H
 #define CN_REPOS_SERVICE_LOG_INT_H
 
@@ -41,7 +42,8 @@ typedef struct cn__hist {
     cn_buf_t arena;         /* paths of rows and pending walks */
     cn__hrow_t *rows;
     size_t n, cap;
-    cn__hset_t seen; /* walks: 'W' branch path -> upper walked; nodes: 'N' change path */
+    cn__hset_t seen;   /* walks: 'W' branch path -> upper walked; nodes: 'N' change path */
+    bool first_parent; /* the ordinary log: origins and moves, never merge sources */
 } cn__hist_t;
 
 void cn__hist_free(cn__hist_t *h);
@@ -63,10 +65,10 @@ cn_err_t cn__hset_put(cn__hset_t *s, const uint8_t *key, size_t n, bool *added, 
 bool cn__hset_get(const cn__hset_t *s, const uint8_t *key, size_t n, uint64_t *value);
 
 /* Walks the commit ancestry of branch's snapshot at upper: its commits up
- * to upper, then its origin's up to the origin change, and every merge
- * source up to its recorded revision.  With a path (n > 0), each segment's
- * events at the path become rows, a move continues at its source below the
- * move, and an add ends that line.  Without one the walk records the
+ * to upper, then its origin's up to the origin change, and (unless
+ * h->first_parent) every merge source up to its recorded revision.  With a
+ * path (n > 0), each segment's events at the path become rows, a move
+ * continues at its source below the move, and an add ends that line.  Without one the walk records the
  * ancestry alone (cn__hist_member). */
 cn_err_t cn__hist_walk(cn__hist_t *h, const uint8_t branch[16], uint64_t upper, const uint8_t *path,
                        size_t n);

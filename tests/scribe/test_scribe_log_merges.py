@@ -1,6 +1,6 @@
 """The merge-aware log and merge_read tag 3 through the real cairnd
 (docs/protocol/scribe.md 7.5, 7.9, 13.9): follow-merges across a merge and a
-move, all-branch rows with a ceiling and ancestry membership, the (before,
+move, the ordinary path log following move sources, all-branch rows with a ceiling and ancestry membership, the (before,
 after path) cursor over tied rows, the mode refusals, and the descendants of
 a path at a revision paged 1,024 at a time.  The client is
 tests/scribe/scribe_wire.py, written from the protocol document."""
@@ -23,11 +23,13 @@ def mlog(c, repo, branch, path, all_branches=False, **kw):
     return c.log(repo, branch, path, follow=True, all_branches=all_branches, **kw)
 
 
-def all_pages(c, repo, branch, path, limit, **kw):
-    """Every row, page by page, through the (before, after path) cursor."""
+def all_pages(c, repo, branch, path, limit, follow=True, **kw):
+    """Every row, page by page, through the (before, after path) cursor (of the
+    ordinary log when not follow)."""
     out, before, after = [], None, None
     while True:
-        page = mlog(c, repo, branch, path, before=before, after_path=after, limit=limit, **kw)
+        page = c.log(repo, branch, path, follow=follow, before=before, after_path=after,
+                     limit=limit, **kw)
         if not page:
             return out
         assert len(page) <= limit
@@ -73,8 +75,13 @@ def test_follow_merges_across_a_merge_and_a_move(srv):
         assert rows[2]["from"] == "a.txt" and rows[2]["branch"] == feat
         assert all(x["merge"] is None for i, x in enumerate(rows) if i != 1)
         assert rows[0]["message"] == "edit b on main" and rows[0]["parent"] == 5
-        # without follow-merges the path shows main's own events only
-        assert [x["change"] for x in c.log(r.id, r.main, path="b.txt")] == [6, 5]
+        # without follow-merges the path shows main's first-parent events only: the move
+        # the merge made, then its source's on main; the feature's edit of a.txt is a merge
+        # source's and stays out
+        rows = c.log(r.id, r.main, path="b.txt")
+        assert [(x["change"], x["path"], x["event"]) for x in rows] == [
+            (6, "b.txt", MODIFY), (5, "b.txt", MOVE), (1, "a.txt", ADD)]
+        assert rows[1]["from"] == "a.txt" and rows[1]["merge"] == (feat, 4)
         # the feature's follow-merges log: its own line, then main's add
         rows = mlog(c, r.id, feat, "b.txt")
         assert [(x["change"], x["path"]) for x in rows] == [
@@ -94,6 +101,64 @@ def test_follow_merges_across_a_merge_and_a_move(srv):
         assert c.changed_paths(r.id, late, 0, 6)[0] == []
         assert [x["path"] for x in c.changed_paths(r.id, r.main, 0, 6)[0]] == [
             "a.txt", "b.txt", "o.txt"]
+
+
+def plog(c, repo, branch, path, **kw):
+    """An ordinary (follow-merges off) path log page as (change, path, event) tuples."""
+    return [(x["change"], x["path"], x["event"]) for x in c.log(repo, branch, path, **kw)]
+
+
+def test_ordinary_log_follows_move_sources(srv):
+    """main: 1 add a.txt, d/x; 2 modify a.txt; 3 add b.txt; 4 delete b.txt; 5 move
+    a.txt -> b.txt; 6 move b.txt -> d/y, modify d/x; 7 modify d/y.  A fork from main
+    at 6 then edits d/y at 8."""
+    with Conn(addr(srv)) as c:
+        r = Repo(c)
+        m = r.upload({"v%d" % i: b"v%d" % i for i in range(9)})
+        assert r.submit([(ADD, "a.txt", m["v1"], 0, None), (ADD, "d/x", m["v1"], 0, None)]
+                        )["change"] == 1
+        assert r.submit([(MODIFY, "a.txt", m["v2"], 0, None)])["change"] == 2
+        assert r.submit([(ADD, "b.txt", m["v3"], 0, None)])["change"] == 3
+        assert r.submit([(DELETE, "b.txt", None, 0, None)])["change"] == 4
+        assert r.submit([(MOVE, "b.txt", m["v2"], 0, "a.txt")], "a to b")["change"] == 5
+        assert r.submit([(MOVE, "d/y", m["v2"], 0, "b.txt"), (MODIFY, "d/x", m["v6"], 0, None)],
+                        "b to d/y")["change"] == 6
+        assert r.submit([(MODIFY, "d/y", m["v7"], 0, None)])["change"] == 7
+        # the move row shows its destination and source; the source's older rows follow,
+        # through a second move, and an earlier file of the same name keeps its rows
+        rows = c.log(r.id, r.main, "d/y")
+        assert [(x["change"], x["path"], x["event"]) for x in rows] == [
+            (7, "d/y", MODIFY), (6, "d/y", MOVE), (5, "b.txt", MOVE), (2, "a.txt", MODIFY),
+            (1, "a.txt", ADD)]
+        assert rows[1]["from"] == "b.txt" and rows[2]["from"] == "a.txt"
+        assert rows[2]["message"] == "a to b" and rows[2]["parent"] == 4
+        assert plog(c, r.id, r.main, "b.txt") == [
+            (6, "b.txt", DELETE), (5, "b.txt", MOVE), (4, "b.txt", DELETE), (3, "b.txt", ADD),
+            (2, "a.txt", MODIFY), (1, "a.txt", ADD)]
+        # the cursor: before exclusive, after path for tied rows, one row a page
+        assert plog(c, r.id, r.main, "d/y", before=6) == [
+            (5, "b.txt", MOVE), (2, "a.txt", MODIFY), (1, "a.txt", ADD)]
+        assert plog(c, r.id, r.main, "b.txt", before=5, limit=2) == [
+            (4, "b.txt", DELETE), (3, "b.txt", ADD)]
+        for path in ("d/y", "b.txt", "d"):
+            assert all_pages(c, r.id, r.main, path, 1, follow=False) == c.log(r.id, r.main, path)
+        # a directory query: its paths' events as before (tied rows by path), with the
+        # exact path's move sources only; the source a.txt of no move into "d" stays out
+        assert plog(c, r.id, r.main, "d") == [
+            (7, "d/y", MODIFY), (6, "d/x", MODIFY), (6, "d/y", MOVE), (1, "d/x", ADD)]
+        assert plog(c, r.id, r.main, "d", before=6, after_path="d/x", limit=1) == [
+            (6, "d/y", MOVE)]
+        # a branch forked after the moves follows them through its origin
+        feat = os.urandom(16)
+        assert c.branch_create(r.id, r.inc, os.urandom(16), feat, "feature", r.main,
+                               6)["outcome"] == 1
+        assert submit_on(r, feat, 6, [(MODIFY, "d/y", m["v8"], 0, None)])["change"] == 8
+        rows = c.log(r.id, feat, "d/y")
+        assert [(x["change"], x["path"], x["branch_name"]) for x in rows] == [
+            (8, "d/y", "feature"), (6, "d/y", "main"), (5, "b.txt", "main"),
+            (2, "a.txt", "main"), (1, "a.txt", "main")]
+        # a path nothing ever held: no rows
+        assert c.log(r.id, r.main, "nothing") == []
 
 
 def test_criss_cross_merges_each_change_once(srv):

@@ -314,13 +314,15 @@ CN_API cn_err_t cn_ws_merge(const char *dir, const char *source, const char *mes
  * ends here), completes an interrupted apply, refuses while paths are
  * unresolved (local CN_E_CONFLICT), re-checks with MergeRead 5 that the
  * target did not change the merged paths since the plan, and submits.
+ * Temporary files a killed cairn left in the workspace are removed first.
  * -ENOENT (local) when no merge is in progress. */
 CN_API cn_err_t cn_ws_merge_continue(const char *dir, const char *message, const cn_ws_opts_t *opts,
                                      cn_ws_merge_t **out, cn_ws_error_t *err);
 /* Abandons the merge in progress: every merged path is restored to the
  * target's snapshot the merge began from (fetched again), and the merge
- * state removed.  A merge whose submit was already accepted is a local
- * CN_E_CONFLICT naming its change. */
+ * state removed, and temporary files a killed cairn left are removed.  A
+ * merge whose submit was already accepted is a local CN_E_CONFLICT naming
+ * its change. */
 CN_API cn_err_t cn_ws_merge_abort(const char *dir, const cn_ws_opts_t *opts, cn_ws_error_t *err);
 /* Resolves a path of the merge in progress without the network: how 'o'
  * (ours), 't' (theirs) or 'f' (the content of file `file`); a side that

@@ -17,12 +17,18 @@
  *      source's paths the result leaves as ours; a lost reply is settled
  *      through operation_outcome like any submit's.
  *   4. The merge state is removed only after the workspace state records
- *      the accepted change. */
+ *      the accepted change.
+ *   5. --continue and --abort remove the temporary files a killed fetch or
+ *      apply left (this client's own names, of writers no longer running),
+ *      and never any other file. */
 #include "workspace_merge.h"
 #include "merge3.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -388,6 +394,92 @@ static cn_err_t recheck(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_m
                                 s->branch_name);
 }
 
+/* ---- the temporary files a killed client leaves ------------------------------------------- */
+/* Reads decimal digits at p: false when there are none; *end past them. */
+static bool digits_at(const char *p, long *value, const char **end)
+{
+    char *e = NULL;
+    errno = 0;
+    *value = (*p >= '0' && *p <= '9') ? strtol(p, &e, 10) : -1;
+    *end = e ? e : p;
+    return *value >= 0 && errno == 0;
+}
+
+/* The process that wrote name, when name is one of this client's own
+ * temporary names: CN_WS_TMP_PREFIX, then "<pid>-<job>" (a fetched file,
+ * job_open in workspace_fetch.c) or "merge-<pid>" (a merged file,
+ * workspace_merge_state.c).  0 for any other name, which is never touched. */
+static long tmp_writer(const char *name)
+{
+    if (strncmp(name, CN_WS_TMP_PREFIX, sizeof CN_WS_TMP_PREFIX - 1) != 0)
+        return 0;
+    const char *p = name + sizeof CN_WS_TMP_PREFIX - 1, *end = NULL;
+    long pid = 0, job = 0;
+    if (!strncmp(p, "merge-", 6))
+        return digits_at(p + 6, &pid, &end) && !*end ? pid : 0;
+    if (!digits_at(p, &pid, &end) || *end != '-' || !digits_at(end + 1, &job, &end) || *end)
+        return 0;
+    return pid;
+}
+
+/* Removes the temporary files of dead writers in the directory open at dfd
+ * (taken over and closed), whose path is path[0..len) (path has cap bytes).
+ * A writer that is still running (another cairn in this workspace, or this
+ * one) keeps its files: its rename is still to come. */
+static cn_err_t sweep_dir(int dfd, char *path, size_t len, size_t cap, bool root,
+                          cn_ws_error_t *err)
+{
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        int e = errno;
+        close(dfd);
+        return cn__ws_file_fail(err, "cannot read", path, e);
+    }
+    struct dirent *de;
+    cn_err_t rc = CN_OK;
+    while (rc == CN_OK && (de = readdir(d))) {
+        const char *name = de->d_name;
+        size_t nl = strlen(name);
+        if (!strcmp(name, ".") || !strcmp(name, "..") || (root && !strcmp(name, ".cairn")) ||
+            len + 1 + nl >= cap)
+            continue; /* a name too long to hold is none this client wrote */
+        path[len] = '/';
+        memcpy(path + len + 1, name, nl + 1);
+        struct stat st;
+        if (de->d_type == DT_DIR)
+            st.st_mode = S_IFDIR;
+        else if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            st.st_mode = 0; /* gone meanwhile */
+        long pid = S_ISREG(st.st_mode) ? tmp_writer(name) : 0;
+        if (S_ISDIR(st.st_mode)) {
+            int sub = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            rc = sub < 0 ? cn__ws_file_fail(err, "cannot read", path, errno)
+                         : sweep_dir(sub, path, len + 1 + nl, cap, false, err);
+        } else if (pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH &&
+                   unlinkat(dirfd(d), name, 0) < 0 && errno != ENOENT) {
+            rc = cn__ws_file_fail(err, "cannot remove", path, errno);
+        }
+        path[len] = 0;
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Removes what a killed fetch or apply left in the workspace (--abort and
+ * --continue): only this client's temporary names, never .cairn. */
+static cn_err_t sweep_tmp(const char *dir, cn_ws_error_t *err)
+{
+    char path[8600];
+    size_t len = strlen(dir);
+    if (len >= sizeof path)
+        return cn__ws_file_fail(err, "cannot read", dir, ENAMETOOLONG);
+    memcpy(path, dir, len + 1);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return cn__ws_file_fail(err, "cannot read", dir, errno);
+    return sweep_dir(dfd, path, len, sizeof path, true, err);
+}
+
 static cn_err_t continue_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
                               void *arg, cn_ws_error_t *err)
 {
@@ -399,6 +491,7 @@ static cn_err_t continue_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const c
     cn_ws_merge_free(a->m);
     a->m = m;
     uint64_t change = 0;
+    CN_TRY(sweep_tmp(s->dir, err));
     CN_TRY(cn__ws_settle_pending(cl, s, &m->settled, &change, err));
     if (s->change != m->target_head) {
         if (!m->settled)
@@ -467,8 +560,10 @@ static cn_err_t abort_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_w
     bool settled = false;
     uint64_t change = 0;
     const char **paths = calloc(m->n + 1, sizeof *paths);
-    cn_err_t rc = paths ? cn__ws_settle_pending(cl, s, &settled, &change, err)
-                        : cn__ws_file_fail(err, "out of memory for", s->dir, ENOMEM);
+    cn_err_t rc =
+        paths ? sweep_tmp(s->dir, err) : cn__ws_file_fail(err, "out of memory for", s->dir, ENOMEM);
+    if (rc == CN_OK)
+        rc = cn__ws_settle_pending(cl, s, &settled, &change, err);
     if (rc == CN_OK && settled && s->change != m->target_head)
         rc = cn__ws_local(err, CN_E_CONFLICT, "the merge was already accepted as change %" PRIu64,
                           change);

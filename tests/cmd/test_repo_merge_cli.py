@@ -166,6 +166,33 @@ def killed_merge(ep, a):
     p.wait()
 
 
+def plant_leftovers(a):
+    """Leaves in workspace a what a cairn killed mid-fetch leaves (temporary
+    files of a dead process, beside their targets) and names the cleanup must
+    keep: a live writer's file and names outside the client's pattern.
+    Returns (the dead writer's files, the kept ones)."""
+    p = subprocess.Popen(["true"])
+    p.wait()  # its pid is a dead writer's
+    os.makedirs(os.path.join(a, "sub"), exist_ok=True)
+    dead = [".cairn-tmp-%d-0" % p.pid, "sub/.cairn-tmp-%d-3" % p.pid,
+            ".cairn-tmp-merge-%d" % p.pid]
+    kept = [".cairn-tmp-%d-1" % os.getpid(), ".cairn-tmp-notes.txt",
+            "sub/.cairn-tmp-%d-x" % p.pid, ".cairn/.cairn-tmp-%d-2" % p.pid]
+    for n in dead + kept:
+        write(os.path.join(a, n), b"partial")
+    return dead, kept
+
+
+def assert_swept(a, dead, kept):
+    """The dead writer's files are gone, the rest kept (and then removed, so
+    the workspace compares as before)."""
+    assert [n for n in dead if os.path.exists(os.path.join(a, n))] == []
+    for n in kept:
+        assert read(os.path.join(a, n)) == b"partial"
+        os.unlink(os.path.join(a, n))
+    os.rmdir(os.path.join(a, "sub"))
+
+
 def kill_setup(ep, tmp_path, name):
     a, b = two_sides(ep, tmp_path, name, {"doc.txt": BASE_TEXT})
     big = os.urandom(48 << 20)  # keeps the apply busy long enough to be cut short
@@ -177,8 +204,10 @@ def kill_setup(ep, tmp_path, name):
 def test_killed_merge_then_continue(ep, tmp_path):
     a, big = kill_setup(ep, tmp_path, "killc")
     killed_merge(ep, a)
+    dead, kept = plant_leftovers(a)
     r = merge(ep, a, "--continue", check=False)
     assert r.returncode == CONFLICT, (r.stdout, r.stderr)
+    assert_swept(a, dead, kept)
     assert "CONFLICT (text) doc.txt" in r.stdout
     assert read(os.path.join(a, "big.bin")) == big
     repo(ep, "resolve", "doc.txt", "--ours", "-C", a)
@@ -192,7 +221,11 @@ def test_killed_merge_then_abort(ep, tmp_path):
     a, _ = kill_setup(ep, tmp_path, "killa")
     before = tree(a)
     killed_merge(ep, a)
+    dead, kept = plant_leftovers(a)
     merge(ep, a, "--abort")
+    # none of the temporary files the kill (or a crash before it) left remains
+    assert_swept(a, dead, kept)
+    assert [f for f in tree(a) if os.path.basename(f).startswith(".cairn-tmp-")] == []
     assert tree(a) == before
     assert repo(ep, "status", a).returncode == 0
 

@@ -261,14 +261,21 @@ def descendants(c, repo, branch, revision, path, cursor=None):
     return cur, out
 
 
+def ancestor_and_descendants(c, top, names):
+    """A repository whose change 1 adds the file `top`, 2 deletes it and 3 adds
+    `names` (under `top/`) in one submit; returns it and its manifests."""
+    r = Repo(c)
+    m = r.upload({top: top.encode(), "f": b"f"})
+    assert r.submit([(ADD, top, m[top], 0, None)])["change"] == 1
+    assert r.submit([(DELETE, top, None, 0, None)])["change"] == 2
+    assert r.submit([(ADD, n, m["f"], 0, None) for n in names])["change"] == 3
+    return r, m
+
+
 def test_merge_read_descendants_pages(srv):
     with Conn(addr(srv)) as c:
-        r = Repo(c)
-        m = r.upload({"x": b"x", "f": b"f"})
-        assert r.submit([(ADD, "x", m["x"], 0, None)])["change"] == 1
-        assert r.submit([(DELETE, "x", None, 0, None)])["change"] == 2
         names = ["x/y/f%04d" % i for i in range(1500)]
-        assert r.submit([(ADD, n, m["f"], 0, None) for n in names])["change"] == 3
+        r, m = ancestor_and_descendants(c, "x", names)
         assert r.submit([(DELETE, names[5], None, 0, None)])["change"] == 4
         # the first page: the ancestor tombstone, then 1,024 descendants (deleted too)
         cur, page = descendants(c, r.id, r.main, 4, "x/y")
@@ -292,3 +299,47 @@ def test_merge_read_descendants_pages(srv):
         raises("malformed", descendants, c, r.id, r.main, 4, "/x")
         raises("change_not_found", descendants, c, r.id, r.main, 9, "x")
         raises("branch_not_found", descendants, c, r.id, os.urandom(16), 4, "x")
+
+
+def descendant_pages(c, repo, branch, revision, path):
+    """Every tag 3 page of (revision, path), following the cursor to its end."""
+    pages, cur = [], None
+    while True:
+        cur, page = descendants(c, repo, branch, revision, path, cur)
+        pages.append((cur, page))
+        if cur is None:
+            return pages
+
+
+def test_merge_read_descendants_past_5120(srv):
+    """13.9: 5,120 bounds one reply (4,095 ancestors + the path + 1,024
+    descendants), not the walk: a path with more historical descendants pages
+    on, 1,024 a page, to the last one, with no limit_exceeded and nothing
+    dropped; the cursor is absent exactly when no descendant follows."""
+    with Conn(addr(srv)) as c:
+        names = ["d/e/f%05d" % i for i in range(5120)]
+        r, m = ancestor_and_descendants(c, "d", names)
+        assert r.submit([(ADD, "d/e/g", m["f"], 0, None),
+                         (DELETE, names[7], None, 0, None)])["change"] == 4
+        # revision 3: exactly 5,120 descendants are five full pages, the last
+        # without a cursor; the first page opens with the ancestor tombstone
+        pages = descendant_pages(c, r.id, r.main, 3, "d/e")
+        assert pages[0][1][0] == ("d", dict(kind=2, change=2))
+        desc = [pages[0][1][1:]] + [page for _, page in pages[1:]]
+        assert [len(p) for p in desc] == [1024] * 5
+        assert [cur for cur, _ in pages] == [names[i * 1024 - 1] for i in range(1, 5)] + [None]
+        assert [p for page in desc for p, _ in page] == names
+        assert all(s == dict(kind=1, change=3, manifest=m["f"], size=1, mode=0)
+                   for page in desc for _, s in page)
+        # revision 4: the 5,121st descendant is a sixth page, a tombstone counts
+        pages = descendant_pages(c, r.id, r.main, 4, "d/e")
+        desc = [pages[0][1][1:]] + [page for _, page in pages[1:]]
+        assert [len(p) for p in desc] == [1024] * 5 + [1]
+        assert all(len(page) <= 5120 for _, page in pages)
+        assert [cur for cur, _ in pages] == [names[i * 1024 - 1] for i in range(1, 6)] + [None]
+        flat = [e for page in desc for e in page]
+        assert [p for p, _ in flat] == names + ["d/e/g"]
+        assert flat[7][1] == dict(kind=2, change=4)
+        assert flat[5120][1]["kind"] == 1 and flat[5120][1]["change"] == 4
+        # past the last descendant nothing is left: the last one as cursor is an empty end
+        assert descendants(c, r.id, r.main, 4, "d/e", "d/e/g") == (None, [])

@@ -242,6 +242,11 @@ const char *cn__http_date(void);
 cn_err_t cn__serve(void *cstate, cn_conn_t *c, const uint8_t *head);
 /* CN_HTTP_GET... for a method name, 0 for one the server does not know. */
 unsigned cn__method_bit(const char *m);
+/* The index of the first route serving method_bit on path, or -1; with r,
+ * the route's match(r) must hold too (without it, the answer is a hint:
+ * the loop's pool choice before the request is parsed). */
+int cn__route_find(const cn_http_server_t *s, unsigned method_bit, const char *path,
+                   cn_http_req_t *r);
 /* server.c: S3's 503 SlowDown (Retry-After, Connection: close) into out,
  * NUL-terminated; returns its length (cut short below CN__SLOW_DOWN_MAX). */
 #define CN__SLOW_DOWN_MAX 512

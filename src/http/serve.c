@@ -47,19 +47,19 @@ unsigned cn__method_bit(const char *m)
     return 0;
 }
 
-static int route_for(cn_http_server_t *s, cn_http_req_t *r)
+int cn__route_find(const cn_http_server_t *s, unsigned method_bit, const char *path,
+                   cn_http_req_t *r)
 {
-    const char *path = (const char *)r->path.data;
     for (size_t i = 0; i < s->n_routes; i++) {
         const cn_http_route_t *rt = &s->routes[i];
-        if (!(rt->methods & r->method_bit))
+        if (!(rt->methods & method_bit))
             continue;
         size_t pl = strlen(rt->prefix);
         if (strncmp(path, rt->prefix, pl) != 0)
             continue;
         if ((rt->flags & CN_HTTP_ROUTE_EXACT) && path[pl] != 0)
             continue;
-        if (rt->match && !rt->match(r, rt->ctx))
+        if (r && rt->match && !rt->match(r, rt->ctx))
             continue;
         return (int)i;
     }
@@ -321,7 +321,7 @@ static void decide(cn_http_req_t *r)
         cn__framework_error(r, CN_S3E_NOT_IMPLEMENTED, "this HTTP method is not supported");
         return;
     }
-    r->route = route_for(s, r);
+    r->route = cn__route_find(s, r->method_bit, (const char *)r->path.data, r);
     if (expect && strcasecmp(expect, "100-continue") != 0) {
         cn__framework_error(r, CN_S3E_EXPECTATION_FAILED, NULL);
         return;

@@ -74,21 +74,6 @@ static void http_close(void *cstate)
     free(hc);
 }
 
-/* The route that would serve a request of method bit mb on raw path p (a
- * prefix of the path when the peeked bytes cut it short), as route_for does
- * without the routes' match(): a hint for the pool, nothing more. */
-static const cn_http_route_t *route_hint(const cn_http_server_t *s, unsigned mb, const char *p)
-{
-    for (size_t i = 0; i < s->n_routes; i++) {
-        const cn_http_route_t *rt = &s->routes[i];
-        size_t pl = strlen(rt->prefix);
-        if ((rt->methods & mb) && strncmp(p, rt->prefix, pl) == 0 &&
-            (!(rt->flags & CN_HTTP_ROUTE_EXACT) || p[pl] == 0))
-            return rt;
-    }
-    return NULL;
-}
-
 /* The pool of a request, from the first bytes of its request line (head:
  * NUL-terminated, NULL under TLS): reads go to the query pool, so that
  * uploads stalled on the storage pool never hold up a GET; mutations,
@@ -112,7 +97,10 @@ static int http_classify(void *cstate, const uint8_t *head)
     size_t pl = strcspn(p, " ?\r\n");
     memcpy(path, p, pl); /* shorter than head */
     path[pl] = 0;
-    const cn_http_route_t *rt = mb ? route_hint(hc->srv, mb, path) : NULL;
+    /* path may be a prefix of the request's when the peeked bytes cut it
+     * short, and no route's match() runs: a hint for the pool, nothing more. */
+    int i = mb ? cn__route_find(hc->srv, mb, path, NULL) : -1;
+    const cn_http_route_t *rt = i >= 0 ? &hc->srv->routes[i] : NULL;
     bool reads = rt && rt->reads ? rt->reads(method, path, rt->ctx)
                                  : (mb & (CN_HTTP_GET | CN_HTTP_HEAD | CN_HTTP_OPTIONS)) != 0;
     return reads ? CN_POOL_QUERY : CN_POOL_STORAGE;

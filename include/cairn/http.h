@@ -61,6 +61,15 @@ enum {
     /* The handler sees failed credentials itself (req auth error set) instead
      * of the framework answering 403 for it. */
     CN_HTTP_ROUTE_OWN_AUTH_ERRORS = 1u << 1,
+    /* on_request may run on the network loop (plaintext GET and HEAD
+     * without a body, the whole request already read): there it must not
+     * block beyond short locks, one metadata read and a page-cache read of
+     * a small body (cn_http_req_on_loop tells), and it calls
+     * cn_http_req_decline for whatever it cannot answer so, before any
+     * effect a second run would repeat.  The framework sends only a success
+     * or 304 from memory there; any other answer is discarded and the
+     * request served again by a worker, from the start. */
+    CN_HTTP_ROUTE_LOOP = 1u << 2,
 };
 
 /* What a handler returns from on_body. */
@@ -128,6 +137,10 @@ typedef struct cn_http_config {
     const char *region;       /* required SigV4 region; NULL: any */
     int64_t max_skew_ms;      /* 0: 15 minutes */
     cn_http_secret_lookup_fn sigv4_lookup; /* NULL: SigV4 credentials are refused */
+    /* The same lookup from memory only, for requests answered on the loop:
+     * CN_E_AGAIN when it would have to read (the request then goes to a
+     * worker).  NULL: no SigV4 request is answered on the loop. */
+    cn_http_secret_lookup_fn sigv4_lookup_cached;
     void *sigv4_ctx;
     /* Bearer tokens "id:secret": 0 when valid (the framework compares nothing
      * itself), CN_E_AUTH / CN_E_NOT_FOUND when not. */
@@ -292,6 +305,14 @@ CN_API cn_err_t cn_http_body_write(cn_http_body_t *out, const void *p, size_t n)
 CN_API cn_err_t cn_http_respond_s3_error(cn_http_req_t *r, cn_s3_err_t e, const char *message);
 /* True once a respond call succeeded. */
 CN_API bool cn_http_req_responded(const cn_http_req_t *r);
+/* The status of the response set so far, 0 when none. */
+CN_API unsigned cn_http_req_status(const cn_http_req_t *r);
+/* True while a CN_HTTP_ROUTE_LOOP route's on_request runs on the network
+ * loop. */
+CN_API bool cn_http_req_on_loop(const cn_http_req_t *r);
+/* On the loop: leave the request to a worker (whatever was answered is
+ * discarded; on_cleanup still runs).  Elsewhere a no-op. */
+CN_API void cn_http_req_decline(cn_http_req_t *r);
 
 #ifdef __cplusplus
 }

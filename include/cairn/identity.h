@@ -117,6 +117,12 @@ CN_API cn_err_t cn_identity_authenticate(cn_identity_t *id, const char *cred, si
  * caller should wipe the secret when done.  Thread-safe. */
 CN_API cn_err_t cn_identity_lookup_secret(cn_identity_t *id, const char *token_id, uint8_t *secret,
                                           size_t cap, size_t *len, cn_principal_t *out);
+/* cn_identity_lookup_secret from the token-state cache only, never reading
+ * the database (for a caller on an event loop): the same results, or
+ * CN_E_AGAIN when the token's state is not cached or no longer fresh. */
+CN_API cn_err_t cn_identity_lookup_secret_cached(cn_identity_t *id, const char *token_id,
+                                                 uint8_t *secret, size_t cap, size_t *len,
+                                                 cn_principal_t *out);
 
 /* ---- rate limiting ------------------------------------------------------------
  * One token bucket per token id, shared by all of that token's connections.

@@ -1,7 +1,9 @@
 /* cairn net: listeners, connections, deadlines, admission, worker pools, TLS.
  *
- * Half-sync/half-async.  One event-loop thread accepts connections, holds
- * every idle connection and reads request heads without blocking; bounded
+ * Half-sync/half-async.  Event-loop threads (one by default, or one per CPU) hold
+ * every idle connection and read request heads without blocking: the first
+ * of them also accepts and admits, and hands each connection to the least
+ * loaded loop, where it lives until it closes; bounded
  * worker pools by class (handshake, query, storage) run one whole request
  * each, with blocking I/O bounded by deadlines, and hand the connection back.
  * An idle connection holds no worker thread.
@@ -41,10 +43,12 @@ enum {
 
 /* ---- the adapter interface ------------------------------------------------
  * All callbacks but busy(), classify(), idle() and fast() run on worker
- * threads; a connection is owned by exactly one thread at a time (the loop
+ * threads; a connection is owned by exactly one thread at a time (its loop
  * while fast() runs), so the per-connection state needs no lock.
  * actx is shared by every connection of the listener: callbacks that touch it
- * must be thread-safe.  Callbacks must not keep the cn_conn_t pointer past
+ * must be thread-safe, the loop's included, since with several loops
+ * classify(), idle() and fast() run on each of them at once (for different
+ * connections); busy() runs on the accepting loop only.  Callbacks must not keep the cn_conn_t pointer past
  * close(). */
 typedef struct cn_adapter {
     const char *name; /* "jay", "scribe", ... (for logs) */
@@ -151,11 +155,20 @@ typedef struct cn_server_config {
     unsigned queue_len[CN_POOL_COUNT]; /* bounded queue per pool: 256 each; when full, the
                                            connection waits in the loop (not read further) */
     int64_t grace_ms;                  /* 5000: in-flight requests get this long at shutdown */
+    unsigned loops;                    /* event loops: 1 (default) = one loop, which accepts
+                                           and serves; 0 = the online CPUs, at most
+                                           CN_NET_LOOPS_AUTO_MAX; at most CN_NET_LOOPS_MAX
+                                           (docs/performance.md: why 1 by default).  Admission,
+                                           budgets, the worker share and the metrics are the
+                                           same whatever the count: they are per listener */
     bool handle_signals;               /* SIGTERM/SIGINT -> graceful stop (signalfd), and
                                            SIGPIPE ignored process-wide.  Blocks SIGTERM and
                                            SIGINT in the calling thread, so create the server
                                            before starting other threads. */
 } cn_server_config_t;
+
+#define CN_NET_LOOPS_AUTO_MAX 8
+#define CN_NET_LOOPS_MAX 64
 
 CN_API void cn_server_config_default(cn_server_config_t *cfg);
 

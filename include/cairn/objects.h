@@ -59,10 +59,19 @@ typedef struct cn_objects_opts {
      * CompleteMultipartUpload (a retry after a lost reply) is answered with
      * the first completion's result.  0 = 1 hour. */
     int64_t completed_keep_ms;
+    /* The data directory of meta (borrowed during the call).  Every process
+     * that writes the same metadata through this service shares its write
+     * generation table there (DATA/objects.gen), which lets each one cache
+     * object heads and serve a current-version GET or HEAD with no SQL while
+     * nobody wrote the bucket.  NULL, or a metadata engine other than the
+     * embedded SQLite one: no head cache, and writes are not announced, so
+     * give it in every process whenever any process on the data dir does. */
+    const char *data_dir;
 } cn_objects_opts_t;
 
 /* Opens the service over an open meta handle and store (both borrowed; they
- * must outlive it): applies the "objects" migrations, registers the liveness
+ * must outlive it): opens the write generation table (opts->data_dir),
+ * applies the "objects" migrations, registers the liveness
  * source "objects" with the store (so its sweeper keeps every blob that an
  * object version or an upload part references) and starts the upload sweeper.
  * opts may be NULL (defaults); it is copied.  Errors: meta errors,
@@ -405,6 +414,17 @@ typedef struct cn_objects_reader cn_objects_reader_t;
 CN_API cn_err_t cn_objects_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                const char *key, const cn_objects_range_t *range,
                                cn_object_info_t *info, cn_objects_reader_t **rd);
+
+/* cn_objects_get answered from the object-head cache only, never touching
+ * the metadata (for a caller on an event loop): the same parameters, results
+ * and ownership, or CN_E_AGAIN (nothing filled, *rd NULL, rq untouched) when
+ * the answer is not cached, a writer of the bucket is in flight, or a blob
+ * must be looked at again: then call cn_objects_get, from a thread that may
+ * block.  It may still open blob files through the store's descriptor cache.
+ * Any thread. */
+CN_API cn_err_t cn_objects_get_cached(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                      const char *key, const cn_objects_range_t *range,
+                                      cn_object_info_t *info, cn_objects_reader_t **rd);
 
 /* The bytes the reader serves and where they start in the object. */
 CN_API uint64_t cn_objects_reader_len(const cn_objects_reader_t *rd);

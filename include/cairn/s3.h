@@ -67,6 +67,10 @@ CN_API cn_err_t cn_s3_register(cn_s3_t *s3, cn_http_server_t *srv);
 CN_API int cn_s3_sigv4_lookup(void *identity, const char *access_key, uint8_t *secret, size_t cap,
                               size_t *len);
 CN_API int cn_s3_bearer_check(void *identity, const char *token_id, const char *secret);
+/* sigv4_lookup_cached: the same from the identity's token cache only
+ * (CN_E_AGAIN on a miss), for requests answered on the network loop. */
+CN_API int cn_s3_sigv4_lookup_cached(void *identity, const char *access_key, uint8_t *secret,
+                                     size_t cap, size_t *len);
 
 #ifdef __cplusplus
 }

@@ -22,7 +22,8 @@
     "usage: cairnd [--data DIR] [--jay ADDR|off] [--scribe ADDR|off] [--http ADDR|off]\n"          \
     "              [--config FILE] [--log-level debug|info|warn|error] [--log-format text|json]\n" \
     "              [--jay-tls-cert FILE --jay-tls-key FILE] [--scribe-tls-cert FILE ...]\n"        \
-    "              [--http-tls-cert FILE ...] [--allow-plaintext-public] [--help] [--version]\n"
+    "              [--http-tls-cert FILE ...] [--allow-plaintext-public] [--net-loops N]\n"        \
+    "              [--help] [--version]\n"
 
 #define CAIRND_HELP                                                                               \
     "\n"                                                                                          \
@@ -34,6 +35,8 @@
     "  --PROTO-tls-cert FILE   PEM certificate chain: serve PROTO over TLS 1.3\n"                 \
     "  --PROTO-tls-key FILE    PEM private key (Jay also reads JAY_NATIVE_TLS_CERT/_KEY)\n"       \
     "  --allow-plaintext-public  permit a plaintext listener on a non-loopback address\n"         \
+    "  --net-loops N           event-loop threads (default 1; 0: one per CPU, at most 8;\n"       \
+    "                          also [server] net_loops, or CAIRN_NET_LOOPS)\n"                    \
     "  --config FILE           TOML file with limits and listener settings\n"                     \
     "                          (see docs/development.md)\n"                                       \
     "  --log-level LEVEL       debug, info (default), warn or error\n"                            \
@@ -57,13 +60,10 @@ typedef struct {
 } listener_t;
 
 /* ---- configuration file -------------------------------------------------------- */
-static const char *const server_keys[] = { "shutdown_grace_ms",
-                                           "handshake_workers",
-                                           "query_workers",
-                                           "storage_workers",
-                                           "queue_length",
-                                           "allow_plaintext_public",
-                                           NULL };
+static const char *const server_keys[] = { "shutdown_grace_ms", "handshake_workers",
+                                           "query_workers",     "storage_workers",
+                                           "queue_length",      "allow_plaintext_public",
+                                           "net_loops",         NULL };
 static const char *const limit_keys[] = { "max_connections",
                                           "max_pending_per_source",
                                           "max_connections_per_principal",
@@ -206,6 +206,10 @@ static int config_apply(const cn_toml_t *doc, cn_server_config_t *scfg, bool *al
     if (config_int(srv, "shutdown_grace_ms", 0, 3600000, &v))
         return 2;
     scfg->grace_ms = v;
+    v = scfg->loops;
+    if (config_int(srv, "net_loops", 0, CN_NET_LOOPS_MAX, &v))
+        return 2;
+    scfg->loops = (unsigned)v;
     const cn_toml_val_t *ap = cn_toml_get(srv, "allow_plaintext_public");
     if (ap && cn_toml_bool(ap, allow_public) < 0)
         return config_error(ap, "%s must be true or false", "allow_plaintext_public");
@@ -236,6 +240,7 @@ static int config_apply(const cn_toml_t *doc, cn_server_config_t *scfg, bool *al
 /* ---- command line ----------------------------------------------------------------- */
 typedef struct {
     const char *data_dir, *config_path;
+    int net_loops; /* --net-loops, or -1 */
     cn_log_level_t level;
     bool json, allow_public;
     listener_flags_t flags[CN_MAX_PROTOS];
@@ -249,6 +254,7 @@ enum {
     O_HELP,
     O_VERSION,
     O_PUBLIC,
+    O_LOOPS,
     O_PROTO = 512
 }; /* O_PROTO + 3*i + {0 addr, 1 cert, 2 key} */
 
@@ -266,6 +272,7 @@ static void build_options(struct option *opts, char (*names)[48], size_t nprotos
     opts[no++] = (struct option){ "help", no_argument, 0, O_HELP };
     opts[no++] = (struct option){ "version", no_argument, 0, O_VERSION };
     opts[no++] = (struct option){ "allow-plaintext-public", no_argument, 0, O_PUBLIC };
+    opts[no++] = (struct option){ "net-loops", required_argument, 0, O_LOOPS };
     for (size_t i = 0; i < nprotos; i++) {
         static const char *const suffix[3] = { "", "-tls-cert", "-tls-key" };
         for (int k = 0; k < 3; k++) {
@@ -278,14 +285,25 @@ static void build_options(struct option *opts, char (*names)[48], size_t nprotos
     opts[no] = (struct option){ 0, 0, 0, 0 };
 }
 
+/* A loop count "0".."CN_NET_LOOPS_MAX" (0 = one per CPU), or -1. */
+static int net_loops_parse(const char *s)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < 0 || v > CN_NET_LOOPS_MAX)
+        return -1;
+    return (int)v;
+}
+
 /* Parses argv into cl.  Returns RUN, or the exit status when cairnd is done:
  * 0 after --help or --version, 2 after a usage error (already reported). */
 static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
 {
-    struct option opts[7 + 3 * CN_MAX_PROTOS + 1];
+    struct option opts[8 + 3 * CN_MAX_PROTOS + 1];
     char names[3 * CN_MAX_PROTOS][48];
     build_options(opts, names, nprotos);
-    *cl = (cmdline_t){ .data_dir = "./data", .level = CN_LOG_INFO };
+    *cl = (cmdline_t){ .data_dir = "./data", .net_loops = -1, .level = CN_LOG_INFO };
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -316,6 +334,14 @@ static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
         case O_HELP: fputs(CAIRND_USAGE CAIRND_HELP, stdout); return 0;
         case O_VERSION: puts("cairnd " CAIRN_VERSION); return 0;
         case O_PUBLIC: cl->allow_public = true; break;
+        case O_LOOPS:
+            if ((cl->net_loops = net_loops_parse(optarg)) < 0) {
+                fprintf(stderr,
+                        "cairnd: --net-loops must be an integer from 0 to %d\n" CAIRND_USAGE,
+                        CN_NET_LOOPS_MAX);
+                return 2;
+            }
+            break;
         default:
             if (c >= O_PROTO && c < O_PROTO + 3 * (int)nprotos) {
                 listener_flags_t *f = &cl->flags[(c - O_PROTO) / 3];
@@ -493,6 +519,22 @@ int main(int argc, char **argv)
         if (status)
             goto out;
     }
+    /* The loop count: --net-loops, else CAIRN_NET_LOOPS (so that a test run
+     * can set it for every server it starts), else [server] net_loops, else
+     * one per CPU: flags over the environment over the file. */
+    const char *env_loops = getenv("CAIRN_NET_LOOPS");
+    if (env_loops && *env_loops) {
+        int v = net_loops_parse(env_loops);
+        if (v < 0) {
+            fprintf(stderr, "cairnd: CAIRN_NET_LOOPS must be an integer from 0 to %d\n",
+                    CN_NET_LOOPS_MAX);
+            status = 2;
+            goto out;
+        }
+        scfg.loops = (unsigned)v;
+    }
+    if (cl.net_loops >= 0)
+        scfg.loops = (unsigned)cl.net_loops;
     size_t nenabled = 0;
     status = resolve_listeners(ls, nprotos, &cl, &nenabled);
     if (status)

@@ -57,6 +57,7 @@ cn_err_t cn_http_face_start(cn_services_t *svc, const cn_toml_val_t *section,
     cfg.log_name = "http";
     cfg.trust_proxy_headers = env_true("JAY_TRUST_PROXY_HEADERS");
     cfg.sigv4_lookup = cn_s3_sigv4_lookup;
+    cfg.sigv4_lookup_cached = cn_s3_sigv4_lookup_cached; /* S3 small GETs on the loop */
     cfg.sigv4_ctx = svc->identity;
     cfg.bearer_check = cn_s3_bearer_check;
     cfg.bearer_ctx = svc->identity;

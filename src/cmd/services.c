@@ -156,6 +156,7 @@ cn_err_t cn_services_open(const char *data_dir, const cn_toml_t *config, cn_serv
         if (e >= 0 && expiry_s > (uint64_t)INT64_MAX / 1000)
             e = CN_E_INVALID;
         oo.upload_expiry_ms = (int64_t)expiry_s * 1000;
+        oo.data_dir = data_dir;
         if (e >= 0)
             e = cn_objects_open(svc->meta, svc->store, &oo, &svc->objects);
     }

@@ -36,7 +36,8 @@ typedef struct {
     _Atomic uint64_t lat[CN__LAT_BUCKETS + 1]; /* cumulative at render time */
     _Atomic uint64_t lat_sum_us;
     _Atomic uint64_t count;
-    _Atomic(cn_metric_t *) duration; /* cairn_request_duration_seconds{face="http",op=route} */
+    _Atomic(cn_metric_t *) duration;      /* cairn_request_duration_seconds{face="http",op=route} */
+    _Atomic(cn_metric_t *) loop_answered; /* cairn_http_loop_answered_total{route} */
 } cn__route_stats_t;
 
 struct cn_http_server {
@@ -211,6 +212,10 @@ struct cn_http_req {
     uint64_t resp_len;
     void *data;
     int64_t start_ns;
+    /* Answered on the network loop (cn__serve_fast): declined when it
+     * cannot be answered there without waiting; a worker then serves it
+     * from its first byte. */
+    bool on_loop, declined;
 };
 
 /* request.c */
@@ -240,6 +245,11 @@ int64_t cn__rolling_deadline(cn_conn_t *c, int64_t start_ms, uint64_t bytes);
 const char *cn__http_date(void);
 /* serve.c: the adapter's serve() */
 cn_err_t cn__serve(void *cstate, cn_conn_t *c, const uint8_t *head);
+/* serve.c: the adapter's fast(): a bodiless GET or HEAD whose whole request
+ * the loop already holds, offered to a CN_HTTP_ROUTE_LOOP route on the loop
+ * thread; 1 answered, 0 declined (nothing consumed, nothing written), < 0
+ * close.  Counts cairn_http_loop_answered_total. */
+int cn__serve_fast(void *cstate, cn_conn_t *c, const uint8_t *head);
 /* CN_HTTP_GET... for a method name, 0 for one the server does not know. */
 unsigned cn__method_bit(const char *m);
 /* The index of the first route serving method_bit on path, or -1; with r,

@@ -286,3 +286,16 @@ bool cn_http_req_responded(const cn_http_req_t *r)
 {
     return r->responded;
 }
+unsigned cn_http_req_status(const cn_http_req_t *r)
+{
+    return r->responded ? r->status : 0;
+}
+bool cn_http_req_on_loop(const cn_http_req_t *r)
+{
+    return r->on_loop;
+}
+void cn_http_req_decline(cn_http_req_t *r)
+{
+    if (r->on_loop)
+        r->declined = true;
+}

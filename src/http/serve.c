@@ -17,7 +17,11 @@
  *   next      bytes read past the message go back to the connection, so a
  *             pipelined request is dispatched at once
  *
- * Nothing here runs on the loop thread, and no thread is started. */
+ * No thread is started.  Only cn__serve_fast runs on the loop thread: a
+ * bodiless GET or HEAD that the loop already holds whole goes through the
+ * same parse, decide and respond steps there, for a route that allows it,
+ * and is declined (left to a worker, untouched) whenever its answer would
+ * need to wait or is not a success. */
 #include "http_int.h"
 #include "cairn/crypto.h"
 
@@ -331,7 +335,13 @@ static void decide(cn_http_req_t *r)
         return;
     }
     const cn_http_route_t *rt = &s->routes[r->route];
+    if (r->on_loop && !(rt->flags & CN_HTTP_ROUTE_LOOP)) {
+        r->declined = true;
+        return;
+    }
     cn__auth_decide(r);
+    if (r->declined)
+        return;
     bind_principal(r);
     if (r->auth_err != CN_S3E_NONE && !(rt->flags & CN_HTTP_ROUTE_OWN_AUTH_ERRORS)) {
         cn__framework_error(r, r->auth_err, r->auth_detail[0] ? r->auth_detail : NULL);
@@ -491,4 +501,74 @@ out:
     hc->buf = NULL;
     cn_conn_budget_release(c, CN__READ_BUF);
     return e;
+}
+
+/* ---- on the loop ------------------------------------------------------------------- */
+static const cn_metric_family_t cn__loop_answered = {
+    .name = "cairn_http_loop_answered_total",
+    .help = "HTTP requests answered on the network loop, with no hand-off to a worker",
+    .kind = CN_METRIC_COUNTER,
+};
+
+/* Parses the request the loop holds (p, n) with the worker's parser: true
+ * when it is a whole bodiless GET or HEAD of a connection that stays open
+ * (Connection: close and HTTP/1.0 are a worker's), its length in *used. */
+static bool fast_head(cn_http_req_t *r, const uint8_t *p, size_t n, size_t *used)
+{
+    size_t u;
+    if (cn__head_feed(&r->head, p, n, &u) != CN__FEED_HEAD)
+        return false;
+    *used = u;
+    unsigned m = cn__method_bit(cn__head_method(&r->head));
+    if (!(m & (CN_HTTP_GET | CN_HTTP_HEAD)) || cn__head_chunked(&r->head) ||
+        cn__head_content_length(&r->head) > 0 || cn__head_header(&r->head, "Expect") ||
+        !llhttp_should_keep_alive(&r->head.p))
+        return false;
+    if (cn__head_feed(&r->head, p + u, n - u, &u) != CN__FEED_DONE || r->head.p.upgrade)
+        return false;
+    *used += u;
+    return true;
+}
+
+/* An answer the loop sends: a success or a 304, from memory, keeping the
+ * connection.  Anything else is a worker's to give. */
+static bool fast_answerable(const cn_http_req_t *r)
+{
+    bool ok = (r->status >= 200 && r->status < 300) || r->status == 304;
+    bool mem = r->rb.kind == CN__RB_NONE || r->rb.kind == CN__RB_EMPTY ||
+               (r->rb.kind == CN__RB_MEM && r->rb.mem_len <= CN_HTTP_INLINE_BODY_MAX);
+    return r->responded && !r->declined && ok && mem && !r->close_after && r->head.msg_done;
+}
+
+int cn__serve_fast(void *cstate, cn_conn_t *c, const uint8_t *head)
+{
+    (void)head;
+    cn__hconn_t *hc = cstate;
+    const uint8_t *p;
+    size_t n = cn_conn_peek(c, &p), used = 0;
+    hc->c = c;
+    cn_http_req_t *r = n ? req_new(hc) : NULL;
+    if (!r)
+        return 0;
+    r->on_loop = true;
+    int rc = 0;
+    if (!fast_head(r, p, n, &used))
+        goto out;
+    decide(r);
+    if (!fast_answerable(r) || cn_conn_stopping(c))
+        goto out;
+    /* Committed: counted before the answer leaves, so that a client that
+     * has it and then reads the metrics sees it counted; the request's bytes
+     * are taken (they are buffered), and the answer is written without
+     * waiting (the layer keeps what the socket does not take, for a worker
+     * to finish). */
+    cn_metric_add(cn_metric_cached(&r->srv->stats[r->route].loop_answered, &cn__loop_answered,
+                                   "route=\"%s\"", r->srv->routes[r->route].name),
+                  1);
+    rc = cn_conn_drain(c, used, 0) == CN_OK && cn__resp_send(r, true) == CN_OK ? 1 : -1;
+out:
+    if (rc == 0)
+        cn__resp_discard(r);
+    req_end(r, rc != 0);
+    return rc;
 }

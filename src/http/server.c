@@ -232,6 +232,8 @@ cn_err_t cn_http_server_route(cn_http_server_t *s, const cn_http_route_t *r)
         free(s->route_name[i]);
         return -ENOMEM;
     }
+    if (r->flags & CN_HTTP_ROUTE_LOOP)
+        s->adapter.fast = cn__serve_fast; /* plaintext bodiless reads on the loop */
     s->routes[i].prefix = s->route_prefix[i];
     s->routes[i].name = s->route_name[i];
     s->n_routes++;

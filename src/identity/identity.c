@@ -129,8 +129,10 @@ static cn_err_t token_fetch(cn_identity_t *id, const char *token_id, cn__tok_ent
     return rc;
 }
 
-/* Fills *e with token_id's current state, from the cache when fresh. */
-static cn_err_t token_state(cn_identity_t *id, const char *token_id, cn__tok_entry_t *e)
+/* Fills *e with token_id's current state, from the cache when fresh; when
+ * it is not and cached_only, CN_E_AGAIN without reading the database. */
+static cn_err_t token_state(cn_identity_t *id, const char *token_id, cn__tok_entry_t *e,
+                            bool cached_only)
 {
     size_t slot = cn__id_hash(token_id) % CN__ID_CACHE_SLOTS;
     unsigned ttl = atomic_load(&id->ttl_ms);
@@ -144,6 +146,8 @@ static cn_err_t token_state(cn_identity_t *id, const char *token_id, cn__tok_ent
         return 0;
     }
     pthread_mutex_unlock(&id->cache_mu);
+    if (cached_only)
+        return CN_E_AGAIN;
 
     CN_TRY(token_fetch(id, token_id, e));
     if (ttl) {
@@ -181,7 +185,7 @@ cn_err_t cn_identity_authenticate(cn_identity_t *id, const char *cred, size_t le
     cn__tok_entry_t *e = malloc(sizeof *e);
     if (!e)
         return -ENOMEM;
-    cn_err_t rc = token_state(id, token_id, e);
+    cn_err_t rc = token_state(id, token_id, e, false);
     if (rc < 0)
         goto out;
     rc = CN_E_AUTH;
@@ -209,8 +213,8 @@ out:
     return rc;
 }
 
-cn_err_t cn_identity_lookup_secret(cn_identity_t *id, const char *token_id, uint8_t *secret,
-                                   size_t cap, size_t *len, cn_principal_t *out)
+static cn_err_t lookup_secret(cn_identity_t *id, const char *token_id, uint8_t *secret, size_t cap,
+                              size_t *len, cn_principal_t *out, bool cached_only)
 {
     if (!token_id || !cn__id_valid_token_id(token_id, strlen(token_id)))
         return CN_E_AUTH;
@@ -219,7 +223,7 @@ cn_err_t cn_identity_lookup_secret(cn_identity_t *id, const char *token_id, uint
         return -ENOMEM;
     uint8_t plain[CN_SECRET_MAX];
     size_t plen = 0;
-    cn_err_t rc = token_state(id, token_id, e);
+    cn_err_t rc = token_state(id, token_id, e, cached_only);
     if (rc < 0)
         goto out;
     rc = CN_E_AUTH;
@@ -239,4 +243,16 @@ out:
     OPENSSL_cleanse(e, sizeof *e);
     free(e);
     return rc;
+}
+
+cn_err_t cn_identity_lookup_secret(cn_identity_t *id, const char *token_id, uint8_t *secret,
+                                   size_t cap, size_t *len, cn_principal_t *out)
+{
+    return lookup_secret(id, token_id, secret, cap, len, out, false);
+}
+
+cn_err_t cn_identity_lookup_secret_cached(cn_identity_t *id, const char *token_id, uint8_t *secret,
+                                          size_t cap, size_t *len, cn_principal_t *out)
+{
+    return lookup_secret(id, token_id, secret, cap, len, out, true);
 }

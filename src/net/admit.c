@@ -141,6 +141,7 @@ static void slot_release_locked(cn_conn_t *c)
     }
 }
 
+/* The acceptor (loop 0) only; c->loop is already chosen. */
 cn__admit_t cn__admit(cn_conn_t *c, cn_conn_t **victim)
 {
     cn__listener_t *ls = c->ls;
@@ -164,10 +165,19 @@ cn__admit_t cn__admit(cn_conn_t *c, cn_conn_t **victim)
         pend_unlink_locked(old);
         slot_release_locked(old);
         atomic_store(&old->evicted, true);
-        if (old->st == CN__ST_WORKER)
-            shutdown(old->fd, SHUT_RDWR);
-        else
+        cn__loop_t *acceptor = &s->loops[0]; /* the caller */
+        if (old->loop == acceptor && old->st != CN__ST_WORKER) {
             *victim = old;
+        } else {
+            /* Its owner sees the socket fail; a connection of another loop
+             * (whose state only that loop may read) is also dropped by that
+             * loop when it is told to look for evictions. */
+            shutdown(old->fd, SHUT_RDWR);
+            if (old->loop != acceptor) {
+                atomic_store(&old->loop->evictions, true);
+                cn__loop_wake(old->loop);
+            }
+        }
     }
     src = cn__count_get(&ls->sources, c->src_key, c->src_klen, true);
     if (!src)
@@ -298,11 +308,14 @@ void cn__admit_release(cn_conn_t *c)
     pthread_mutex_unlock(&s->mu);
 }
 
-void cn__admit_shutdown_all(cn_server_t *s)
+void cn__admit_shutdown_all(cn__loop_t *l, bool handshakes_only)
 {
+    cn_server_t *s = l->srv;
     pthread_mutex_lock(&s->mu);
+    /* st is read only for l's own connections: l is the thread that writes it. */
     for (cn_conn_t *c = s->all_head; c; c = c->all_next)
-        if (c->st == CN__ST_WORKER)
+        if (c->loop == l && c->st == CN__ST_WORKER &&
+            (!handshakes_only || c->pool == CN_POOL_HANDSHAKE))
             shutdown(c->fd, SHUT_RDWR);
     pthread_mutex_unlock(&s->mu);
 }

@@ -526,14 +526,15 @@ void cn__conn_destroy(cn_conn_t *c)
     cn__admit_release(c);
     if (c->fd >= 0)
         close(c->fd);
+    if (c->loop) {
+        atomic_fetch_sub(&c->loop->nconns, 1);
+        cn_metric_add(c->loop->gauge, -1);
+    }
     free(c->pend);
     free(c->back);
     free(c);
-    if (atomic_load(&s->stopping)) {
-        uint64_t one = 1;
-        ssize_t w = write(s->wake_fd, &one, sizeof one); /* re-check the live count */
-        (void)w;
-    }
+    if (atomic_load(&s->stopping))
+        cn__loops_wake(s); /* every loop waits for the live count to reach 0 */
 }
 
 /* ---- small accessors ------------------------------------------------------------ */

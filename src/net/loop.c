@@ -1,9 +1,15 @@
-/* The event loop: accepts, holds idle connections, reads request heads,
- * hands connections to the worker pools and takes them back, enforces the
- * loop-side deadlines (handshake start, idle), and runs graceful shutdown.
+/* The event loops: each holds the idle connections it was given, reads
+ * request heads, hands connections to the worker pools and takes them back,
+ * enforces the loop-side deadlines (handshake start, idle), and runs its part
+ * of graceful shutdown.  Loop 0 also accepts: it admits each connection
+ * (admit.c, global per listener) and hands it to the least loaded loop,
+ * where it lives until it closes.
  *
- * Only this thread changes a connection's st, its poll registration and the
- * loop-owned list; a connection in CN__ST_WORKER belongs to a worker.
+ * Only a connection's loop changes its st, its poll registration and the
+ * loop-owned list; a connection in CN__ST_WORKER belongs to a worker.  What
+ * the loops share (admission, the worker share) is under the server's
+ * mutexes; a loop asks another to act through its return list, its ready
+ * list or its evictions flag, each followed by a write to its eventfd.
  * Nothing here blocks on a peer: reads are non-blocking, busy() writes at
  * most one short refusal into an empty socket buffer, and a request the
  * adapter answers on the loop (fast()) writes without waiting, leaving what
@@ -29,8 +35,12 @@
 /* The most events one wait may bring for the loop still to answer requests
  * itself (fast()). */
 #define CN__FAST_BATCH 8
+/* The most bytes the loop takes from a socket to offer an adapter that
+ * reads its own requests (head_len 0) one to answer itself: a small GET's
+ * head fits. */
+#define CN__FAST_TAKE 4096
 
-/* The batch being processed (s->batch), so that a connection dropped while
+/* The batch being processed (l->batch), so that a connection dropped while
  * handling one event (an eviction victim) is not touched by a later event. */
 struct cn__batch {
     cn__poll_event_t ev[CN__MAX_EVENTS];
@@ -39,23 +49,23 @@ struct cn__batch {
 typedef struct cn__batch cn__batch_t;
 
 /* ---- loop-owned bookkeeping -------------------------------------------------- */
-static void lo_link(cn_server_t *s, cn_conn_t *c)
+static void lo_link(cn__loop_t *l, cn_conn_t *c)
 {
     c->lo_prev = NULL;
-    c->lo_next = s->lo_head;
-    if (s->lo_head)
-        s->lo_head->lo_prev = c;
-    s->lo_head = c;
-    if (c->deadline < s->next_timer)
-        s->next_timer = c->deadline;
+    c->lo_next = l->lo_head;
+    if (l->lo_head)
+        l->lo_head->lo_prev = c;
+    l->lo_head = c;
+    if (c->deadline < l->next_timer)
+        l->next_timer = c->deadline;
 }
 
-static void lo_unlink(cn_server_t *s, cn_conn_t *c)
+static void lo_unlink(cn__loop_t *l, cn_conn_t *c)
 {
     if (c->lo_prev)
         c->lo_prev->lo_next = c->lo_next;
-    else if (s->lo_head == c)
-        s->lo_head = c->lo_next;
+    else if (l->lo_head == c)
+        l->lo_head = c->lo_next;
     if (c->lo_next)
         c->lo_next->lo_prev = c->lo_prev;
     c->lo_prev = c->lo_next = NULL;
@@ -64,13 +74,13 @@ static void lo_unlink(cn_server_t *s, cn_conn_t *c)
 /* Connections are registered one-shot: an event disarms the descriptor,
  * so handing the connection to a worker costs no epoll_ctl, and taking it
  * back costs one (the re-arm), where add + delete cost two. */
-static void watch(cn_server_t *s, cn_conn_t *c, int mask)
+static void watch(cn__loop_t *l, cn_conn_t *c, int mask)
 {
     cn_err_t e = CN_OK;
     if (!c->in_poll)
-        e = cn__poll_add(s->poll, c->fd, mask | CN__EV_ONESHOT, c);
+        e = cn__poll_add(l->poll, c->fd, mask | CN__EV_ONESHOT, c);
     else if (!c->armed || c->poll_mask != mask)
-        e = cn__poll_mod(s->poll, c->fd, mask | CN__EV_ONESHOT, c);
+        e = cn__poll_mod(l->poll, c->fd, mask | CN__EV_ONESHOT, c);
     if (e == CN_OK) {
         c->in_poll = true;
         c->armed = true;
@@ -80,43 +90,100 @@ static void watch(cn_server_t *s, cn_conn_t *c, int mask)
     }
 }
 
-static void unwatch(cn_server_t *s, cn_conn_t *c)
+static void unwatch(cn__loop_t *l, cn_conn_t *c)
 {
     if (c->in_poll)
-        cn__poll_del(s->poll, c->fd);
+        cn__poll_del(l->poll, c->fd);
     c->in_poll = false;
     c->armed = false;
 }
 
 /* The loop lets go of c (to a worker, or to wait): no event may reach it
  * until watch again.  A fired one-shot registration is silent already. */
-static void loop_quiet(cn_server_t *s, cn_conn_t *c)
+static void loop_quiet(cn__loop_t *l, cn_conn_t *c)
 {
     if (c->armed)
-        unwatch(s, c);
+        unwatch(l, c);
 }
 
-static void park_unlink(cn_server_t *s, cn_conn_t *c)
+static void park_unlink(cn__loop_t *l, cn_conn_t *c)
 {
     for (int p = 0; p < CN_POOL_COUNT; p++) {
-        cn_conn_t **pp = &s->park_head[p], *prev = NULL;
+        cn_conn_t **pp = &l->park_head[p], *prev = NULL;
         while (*pp && *pp != c) {
             prev = *pp;
             pp = &(*pp)->park_next;
         }
         if (*pp) {
             *pp = c->park_next;
-            if (s->park_tail[p] == c)
-                s->park_tail[p] = prev;
+            if (l->park_tail[p] == c)
+                l->park_tail[p] = prev;
             c->park_next = NULL;
             return;
         }
     }
 }
 
-/* Takes a held connection off its key's wait list. */
-static void held_unlink(cn_conn_t *c)
+/* ---- the worker share ------------------------------------------------------------
+ * One principal (or, without one, one source) may have at most
+ * ls->share[pool] requests on a request pool at once, whatever loop their
+ * connections live on; its next request waits in its own loop, unread and
+ * holding no worker, until one of its own finishes.  So a client that
+ * dribbles its requests cannot occupy every worker.  The counts and wait
+ * lists are shared by the loops, under share_mu. */
+
+/* A request of key f on pool p is over: the key's oldest held request (of
+ * any loop) takes the slot.  Returns it when it lives on l, for the caller
+ * to enqueue once share_mu is released; one of another loop goes to that
+ * loop's ready list, and that loop is woken.  Once stopping, nothing is
+ * passed on: every held connection is being closed.  (share_mu) */
+static cn_conn_t *share_pass_locked(cn__loop_t *l, cn__count_ent_t *f, int p)
 {
+    f->busy[p]--;
+    cn_conn_t *w = f->wait_head[p];
+    if (!w || atomic_load(&l->srv->stopping))
+        return NULL;
+    f->wait_head[p] = w->park_next;
+    if (!f->wait_head[p])
+        f->wait_tail[p] = NULL;
+    w->park_next = NULL;
+    f->busy[p]++;
+    w->busy_pool = p;
+    if (w->loop == l)
+        return w;
+    cn__loop_t *o = w->loop;
+    w->ready = true;
+    if (o->ready_tail)
+        o->ready_tail->park_next = w;
+    else
+        o->ready_head = w;
+    o->ready_tail = w;
+    cn__loop_wake(o);
+    return NULL;
+}
+
+/* Takes a held connection off its key's wait list, or off l's ready list
+ * (then the slot another loop gave it is passed on: returned as by
+ * share_pass_locked).  (share_mu) */
+static cn_conn_t *held_unlink_locked(cn__loop_t *l, cn_conn_t *c)
+{
+    if (c->ready) {
+        cn_conn_t **pp = &l->ready_head, *prev = NULL;
+        while (*pp && *pp != c) {
+            prev = *pp;
+            pp = &(*pp)->park_next;
+        }
+        if (CN_ALWAYS(*pp)) {
+            *pp = c->park_next;
+            if (l->ready_tail == c)
+                l->ready_tail = prev;
+        }
+        c->park_next = NULL;
+        c->ready = false;
+        int p = c->busy_pool;
+        c->busy_pool = -1;
+        return share_pass_locked(l, c->fair, p);
+    }
     cn__count_ent_t *f = c->fair;
     int p = c->pool;
     cn_conn_t **pp = &f->wait_head[p], *prev = NULL;
@@ -130,34 +197,57 @@ static void held_unlink(cn_conn_t *c)
             f->wait_tail[p] = prev;
     }
     c->park_next = NULL;
+    return NULL;
+}
+
+static void enqueue(cn__loop_t *l, cn_conn_t *c);
+
+/* w (of l, held) was given a slot: its request goes to the pool. */
+static void held_go(cn__loop_t *l, cn_conn_t *w)
+{
+    if (!w)
+        return;
+    lo_unlink(l, w);
+    enqueue(l, w);
 }
 
 /* Closes a loop-owned connection. */
-static void drop(cn_server_t *s, cn_conn_t *c)
+static void drop(cn__loop_t *l, cn_conn_t *c)
 {
-    unwatch(s, c);
-    lo_unlink(s, c);
-    if (c->st == CN__ST_PARKED)
-        park_unlink(s, c);
-    else if (c->st == CN__ST_HELD)
-        held_unlink(c);
-    cn__batch_t *b = s->batch;
+    cn_server_t *s = l->srv;
+    cn_conn_t *w = NULL;
+    unwatch(l, c);
+    lo_unlink(l, c);
+    if (c->st == CN__ST_PARKED) {
+        park_unlink(l, c);
+    } else if (c->st == CN__ST_HELD) {
+        pthread_mutex_lock(&s->share_mu);
+        w = held_unlink_locked(l, c);
+        pthread_mutex_unlock(&s->share_mu);
+    }
+    cn__batch_t *b = l->batch;
     if (b)
         for (int i = b->i + 1; i < b->n; i++)
             if (b->ev[i].ptr == c)
                 b->ev[i].ptr = NULL;
     cn__conn_destroy(c);
+    held_go(l, w);
     /* A descriptor is free: a listener paused for want of one may accept
-     * again (on the next pass, not in the middle of this batch). */
-    if (s->accept_retry != INT64_MAX)
-        s->accept_retry = 0;
+     * again (on the acceptor's next pass, not in the middle of a batch). */
+    if (l->idx == 0) {
+        if (s->accept_retry != INT64_MAX)
+            s->accept_retry = 0;
+    } else if (atomic_load(&s->accept_paused)) {
+        atomic_store(&s->fd_freed, true);
+        cn__loop_wake(&s->loops[0]);
+    }
 }
 
 /* ---- dispatch ------------------------------------------------------------------ */
-static bool try_push(cn_server_t *s, cn_conn_t *c)
+static bool try_push(cn__loop_t *l, cn_conn_t *c)
 {
     c->st = CN__ST_WORKER;
-    cn_err_t e = cn__queue_push(&s->pools[c->pool].q, c);
+    cn_err_t e = cn__queue_push(&l->srv->pools[c->pool].q, c);
     if (e == CN_OK)
         return true;
     c->st = CN__ST_PARKED;
@@ -166,10 +256,10 @@ static bool try_push(cn_server_t *s, cn_conn_t *c)
 
 /* Queues c (loop-owned, unlinked) on its pool, or parks it when the queue
  * is full. */
-static void enqueue(cn_server_t *s, cn_conn_t *c)
+static void enqueue(cn__loop_t *l, cn_conn_t *c)
 {
     int pool = c->pool;
-    if (try_push(s, c))
+    if (try_push(l, c))
         return;
     /* The pool's queue is full: wait here, unread, until a worker frees up.
      * A parked request has no loop deadline (the server is the slow one);
@@ -177,86 +267,115 @@ static void enqueue(cn_server_t *s, cn_conn_t *c)
     if (pool != CN_POOL_HANDSHAKE)
         c->deadline = INT64_MAX;
     c->park_next = NULL;
-    if (s->park_tail[pool])
-        s->park_tail[pool]->park_next = c;
+    if (l->park_tail[pool])
+        l->park_tail[pool]->park_next = c;
     else
-        s->park_head[pool] = c;
-    s->park_tail[pool] = c;
-    lo_link(s, c);
+        l->park_head[pool] = c;
+    l->park_tail[pool] = c;
+    lo_link(l, c);
 }
 
-/* The worker share: one principal (or, without one, one source) may have at
- * most ls->share[pool] requests on a request pool at once; its next request
- * waits here, unread and holding no worker, until one of its own finishes.
- * So a client that dribbles its requests cannot occupy every worker. */
-static void loop_dispatch(cn_server_t *s, cn_conn_t *c, int pool)
+/* Sends c's next request to pool, unless its key holds its worker share:
+ * then c waits here (CN__ST_HELD) until share_pass_locked gives it a slot. */
+static void loop_dispatch(cn__loop_t *l, cn_conn_t *c, int pool)
 {
-    loop_quiet(s, c);
-    lo_unlink(s, c);
+    loop_quiet(l, c);
+    lo_unlink(l, c);
     c->pool = pool;
     if (pool != CN_POOL_HANDSHAKE) {
         cn__admit_settle(c); /* a complete request head arrived */
         unsigned cap = c->ls->share[pool];
         cn__count_ent_t *f = cap ? cn__admit_fair_key(c) : NULL;
-        if (f && f->busy[pool] >= cap) {
-            c->st = CN__ST_HELD;
-            c->deadline = INT64_MAX; /* the server is the slow one */
-            c->park_next = NULL;
-            if (f->wait_tail[pool])
-                f->wait_tail[pool]->park_next = c;
-            else
-                f->wait_head[pool] = c;
-            f->wait_tail[pool] = c;
-            lo_link(s, c);
-            return;
-        }
         if (f) {
-            f->busy[pool]++;
-            c->busy_pool = pool;
+            pthread_mutex_lock(&l->srv->share_mu);
+            bool hold = f->busy[pool] >= cap;
+            if (hold) {
+                c->st = CN__ST_HELD;
+                c->deadline = INT64_MAX; /* the server is the slow one */
+                c->park_next = NULL;
+                if (f->wait_tail[pool])
+                    f->wait_tail[pool]->park_next = c;
+                else
+                    f->wait_head[pool] = c;
+                f->wait_tail[pool] = c;
+            } else {
+                f->busy[pool]++;
+                c->busy_pool = pool;
+            }
+            pthread_mutex_unlock(&l->srv->share_mu);
+            if (hold) {
+                lo_link(l, c);
+                return;
+            }
         }
     }
-    enqueue(s, c);
+    enqueue(l, c);
 }
 
 /* c's request is over: its key's next held request (if any) takes the slot. */
-static void share_release(cn_server_t *s, cn_conn_t *c)
+static void share_release(cn__loop_t *l, cn_conn_t *c)
 {
+    if (c->busy_pool < 0) /* c is not held: nobody else writes busy_pool now */
+        return;
+    pthread_mutex_lock(&l->srv->share_mu);
     int p = c->busy_pool;
-    if (p < 0)
-        return;
     c->busy_pool = -1;
-    cn__count_ent_t *f = c->fair;
-    f->busy[p]--;
-    cn_conn_t *w = f->wait_head[p];
-    if (!w)
-        return;
-    f->wait_head[p] = w->park_next;
-    if (!f->wait_head[p])
-        f->wait_tail[p] = NULL;
-    w->park_next = NULL;
-    lo_unlink(s, w);
-    f->busy[p]++;
-    w->busy_pool = p;
-    enqueue(s, w);
+    cn_conn_t *w = share_pass_locked(l, c->fair, p);
+    pthread_mutex_unlock(&l->srv->share_mu);
+    held_go(l, w);
 }
 
-static void unpark(cn_server_t *s)
+/* Held connections of l that another loop gave a slot: to their pools. */
+static void take_ready(cn__loop_t *l)
+{
+    pthread_mutex_lock(&l->srv->share_mu);
+    cn_conn_t *c = l->ready_head;
+    l->ready_head = l->ready_tail = NULL;
+    for (cn_conn_t *r = c; r; r = r->park_next)
+        r->ready = false;
+    pthread_mutex_unlock(&l->srv->share_mu);
+    while (c) {
+        cn_conn_t *next = c->park_next;
+        c->park_next = NULL;
+        held_go(l, c);
+        c = next;
+    }
+}
+
+static void unpark(cn__loop_t *l)
 {
     for (int p = 0; p < CN_POOL_COUNT; p++) {
-        while (s->park_head[p]) {
-            cn_conn_t *c = s->park_head[p];
+        while (l->park_head[p]) {
+            cn_conn_t *c = l->park_head[p];
             /* Once pushed, c belongs to a worker, which reuses park_next for
              * the return list: unlink it from the park list first. */
             cn_conn_t *next = c->park_next;
-            lo_unlink(s, c);
-            if (!try_push(s, c)) {
-                lo_link(s, c);
+            lo_unlink(l, c);
+            if (!try_push(l, c)) {
+                lo_link(l, c);
                 break;
             }
-            s->park_head[p] = next;
+            l->park_head[p] = next;
             if (!next)
-                s->park_tail[p] = NULL;
+                l->park_tail[p] = NULL;
         }
+    }
+}
+
+/* The acceptor evicted connections of l (their sockets are shut down):
+ * close those l holds; a worker-owned one comes back failed. */
+static void drop_evicted(cn__loop_t *l)
+{
+    if (!atomic_exchange(&l->evictions, false))
+        return;
+    cn_conn_t *c = l->lo_head;
+    while (c) {
+        /* An evicted connection is pending, never held: dropping it passes
+         * no slot on, so next stays on the list. */
+        cn_conn_t *next = c->lo_next;
+        if (atomic_load(&c->evicted))
+            drop(l, c);
+        c = next;
     }
 }
 
@@ -274,23 +393,81 @@ static size_t head_from_buffer(cn_conn_t *c)
     return n;
 }
 
+/* For an adapter that reads its own requests (head_len 0) and answers some
+ * on the loop (fast(), plaintext, a quiet loop, not stopping): what the
+ * socket holds, up to CN__FAST_TAKE bytes, is taken and kept as given-back
+ * bytes (so every later read sees them first, in order) and offered to
+ * fast(), up to CN__FAST_RUN requests in a row.  A head longer than that,
+ * or cut by the network, is declined by the adapter and served by a worker
+ * as before.  Returns true when c was handled here (answered and watched or
+ * dispatched, or dropped), false to dispatch the next request as usual. */
+static bool fast_unframed(cn__loop_t *l, cn_conn_t *c)
+{
+    const cn_adapter_t *ad = c->ls->ad;
+    bool quiet = !l->batch || l->batch->n <= CN__FAST_BATCH;
+    if (!ad->fast || c->ssl || !quiet || atomic_load(&l->srv->stopping))
+        return false;
+    for (int left = CN__FAST_RUN; left > 0; left--) {
+        if (!cn__conn_buffered(c)) {
+            uint8_t tmp[CN__FAST_TAKE];
+            ssize_t r = recv(c->fd, tmp, sizeof tmp, MSG_DONTWAIT);
+            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+                drop(l, c);
+                return true;
+            }
+            if (r < 0) {
+                watch(l, c, CN__EV_READ);
+                return true;
+            }
+            cn_metric_add(c->ls->m.bytes_in, r);
+            if (cn_conn_unread(c, tmp, (size_t)r) != CN_OK) {
+                drop(l, c);
+                return true;
+            }
+        }
+        c->on_loop = true;
+        int r = ad->fast(c->cstate, c, NULL);
+        c->on_loop = false;
+        if (r < 0) {
+            drop(l, c);
+            return true;
+        }
+        if (r == 0)
+            return false;
+        cn__admit_settle(c); /* a complete request arrived (and was answered) */
+        c->deadline = cn_mono_ms() + c->ls->lim.idle_ms;
+        if (c->pend_len) {
+            /* The peer is slow to take the answer: a worker waits for it. */
+            loop_dispatch(l, c, CN_POOL_STORAGE);
+            return true;
+        }
+        if (!cn__conn_buffered(c)) {
+            watch(l, c, CN__EV_READ);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* readable: called for a poll event (else after a return, with nothing
  * known about the socket). */
-static void read_head(cn_server_t *s, cn_conn_t *c, bool readable)
+static void read_head(cn__loop_t *l, cn_conn_t *c, bool readable)
 {
     const cn_adapter_t *ad = c->ls->ad;
     if (ad->head_len == 0) {
+        if (fast_unframed(l, c))
+            return;
         /* classify() sees the first bytes of the request, NUL-terminated
          * (not taken from the stream), or NULL under TLS. */
         bool known = false;
         if (!c->ssl && !cn__conn_buffered(c)) {
             ssize_t r = recv(c->fd, c->head, CN_HEAD_MAX - 1, MSG_PEEK | MSG_DONTWAIT);
             if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-                drop(s, c);
+                drop(l, c);
                 return;
             }
             if (r < 0) {
-                watch(s, c, CN__EV_READ);
+                watch(l, c, CN__EV_READ);
                 return;
             }
             c->head[r] = 0;
@@ -298,11 +475,11 @@ static void read_head(cn_server_t *s, cn_conn_t *c, bool readable)
         } else if (!c->ssl) {
             known = head_from_buffer(c) > 0;
         } else if (!cn__conn_buffered(c) && !readable) {
-            watch(s, c, CN__EV_READ);
+            watch(l, c, CN__EV_READ);
             return;
         }
         int pool = ad->classify ? ad->classify(c->cstate, known ? c->head : NULL) : CN_POOL_STORAGE;
-        loop_dispatch(s, c, pool == CN_POOL_QUERY ? CN_POOL_QUERY : CN_POOL_STORAGE);
+        loop_dispatch(l, c, pool == CN_POOL_QUERY ? CN_POOL_QUERY : CN_POOL_STORAGE);
         return;
     }
     for (int fast_left = CN__FAST_RUN;; fast_left--) {
@@ -311,11 +488,11 @@ static void read_head(cn_server_t *s, cn_conn_t *c, bool readable)
             long r =
                 cn__conn_read_nb(c, c->head + c->head_got, ad->head_len - c->head_got, &want_write);
             if (r < 0) {
-                drop(s, c);
+                drop(l, c);
                 return;
             }
             if (r == 0) {
-                watch(s, c, want_write ? CN__EV_READ | CN__EV_WRITE : CN__EV_READ);
+                watch(l, c, want_write ? CN__EV_READ | CN__EV_WRITE : CN__EV_READ);
                 return;
             }
             c->head_got += (size_t)r;
@@ -323,14 +500,14 @@ static void read_head(cn_server_t *s, cn_conn_t *c, bool readable)
         /* A busy loop (many events in one wait) leaves requests to the
          * workers, which spread over the CPUs; a quiet one answers the
          * small reads itself, sparing the hand-off and its latency. */
-        bool quiet = !s->batch || s->batch->n <= CN__FAST_BATCH;
-        if (ad->fast && !c->ssl && fast_left > 0 && quiet && !atomic_load(&s->stopping)) {
+        bool quiet = !l->batch || l->batch->n <= CN__FAST_BATCH;
+        if (ad->fast && !c->ssl && fast_left > 0 && quiet && !atomic_load(&l->srv->stopping)) {
             cn__admit_settle(c); /* a complete request head arrived */
             c->on_loop = true;
             int r = ad->fast(c->cstate, c, c->head);
             c->on_loop = false;
             if (r < 0) {
-                drop(s, c);
+                drop(l, c);
                 return;
             }
             if (r > 0) {
@@ -339,42 +516,41 @@ static void read_head(cn_server_t *s, cn_conn_t *c, bool readable)
                 if (c->pend_len) {
                     /* The peer is slow to take the answer: a worker waits for
                      * it, with the write deadline, not the loop. */
-                    loop_dispatch(s, c, CN_POOL_STORAGE);
+                    loop_dispatch(l, c, CN_POOL_STORAGE);
                     return;
                 }
                 if (cn__conn_buffered(c))
                     continue; /* the next head is here already */
-                watch(s, c, CN__EV_READ);
+                watch(l, c, CN__EV_READ);
                 return;
             }
         }
         int pool = ad->classify ? ad->classify(c->cstate, c->head) : CN_POOL_STORAGE;
-        loop_dispatch(s, c, pool == CN_POOL_QUERY ? CN_POOL_QUERY : CN_POOL_STORAGE);
+        loop_dispatch(l, c, pool == CN_POOL_QUERY ? CN_POOL_QUERY : CN_POOL_STORAGE);
         return;
     }
 }
 
 /* ---- worker side ----------------------------------------------------------------- */
+/* Puts c on its loop's return list (a worker's return, or a new connection
+ * from the acceptor) and wakes the loop. */
 void cn__loop_give_back(cn_conn_t *c)
 {
-    cn_server_t *s = c->srv;
+    cn__loop_t *l = c->loop;
     c->park_next = NULL;
-    pthread_mutex_lock(&s->ret_mu);
+    pthread_mutex_lock(&l->ret_mu);
     /* The loop reads the eventfd before it takes the list, so a non-empty
      * list already has a wake-up on its way: only the first return of a
      * batch writes one. */
-    bool first = s->ret_head == NULL;
-    if (s->ret_tail)
-        s->ret_tail->park_next = c;
+    bool first = l->ret_head == NULL;
+    if (l->ret_tail)
+        l->ret_tail->park_next = c;
     else
-        s->ret_head = c;
-    s->ret_tail = c;
-    pthread_mutex_unlock(&s->ret_mu);
-    if (first) {
-        uint64_t one = 1;
-        ssize_t w = write(s->wake_fd, &one, sizeof one);
-        (void)w;
-    }
+        l->ret_head = c;
+    l->ret_tail = c;
+    pthread_mutex_unlock(&l->ret_mu);
+    if (first)
+        cn__loop_wake(l);
 }
 
 void cn__worker_run(void *arg, void *item)
@@ -411,33 +587,50 @@ fail:
     cn__loop_give_back(c);
 }
 
-static void take_returns(cn_server_t *s)
+/* A connection the acceptor handed to l: from now on it lives here. */
+static void adopt(cn__loop_t *l, cn_conn_t *c)
 {
-    pthread_mutex_lock(&s->ret_mu);
-    cn_conn_t *c = s->ret_head;
-    s->ret_head = s->ret_tail = NULL;
-    pthread_mutex_unlock(&s->ret_mu);
+    c->deadline = c->accepted_ms + c->ls->lim.handshake_ms;
+    lo_link(l, c);
+    if (atomic_load(&c->evicted) || atomic_load(&l->srv->stopping))
+        drop(l, c);
+    else
+        watch(l, c, CN__EV_READ);
+}
+
+static void take_returns(cn__loop_t *l)
+{
+    cn_server_t *s = l->srv;
+    pthread_mutex_lock(&l->ret_mu);
+    cn_conn_t *c = l->ret_head;
+    l->ret_head = l->ret_tail = NULL;
+    pthread_mutex_unlock(&l->ret_mu);
     int64_t now = c ? cn_mono_ms() : 0;
     while (c) {
         cn_conn_t *next = c->park_next;
         c->park_next = NULL;
-        share_release(s, c);
+        if (c->st == CN__ST_HELLO) {
+            adopt(l, c);
+            c = next;
+            continue;
+        }
+        share_release(l, c);
         cn__admit_fair_refresh(c);
         c->st = CN__ST_IDLE;
         c->head_got = 0;
         c->deadline = now + c->ls->lim.idle_ms;
-        lo_link(s, c);
+        lo_link(l, c);
         if (c->closing || atomic_load(&c->evicted) || atomic_load(&s->stopping))
-            drop(s, c);
+            drop(l, c);
         else if (c->ssl || cn__conn_buffered(c))
-            read_head(s, c, false); /* the next head may be held here already */
+            read_head(l, c, false); /* the next head may be held here already */
         else
-            watch(s, c, CN__EV_READ);
+            watch(l, c, CN__EV_READ);
         c = next;
     }
 }
 
-/* ---- accept ------------------------------------------------------------------------ */
+/* ---- accept (the acceptor, loop 0) -------------------------------------------------- */
 /* accept(2) failed because the process or the system ran out of something,
  * not because of the connection: it is still waiting in the backlog. */
 static bool accept_starved(int err)
@@ -449,12 +642,13 @@ static bool accept_starved(int err)
  * level-triggered and the connection stays in the backlog, so returning to
  * epoll_wait would report it again at once: a spin at full CPU.  Instead the
  * listener leaves epoll, as nginx disables accept events, and comes back
- * when one of our connections closes (drop) or after
+ * when one of our connections closes (drop, on any loop) or after
  * CN__ACCEPT_RETRY_MS, since another thread may free a descriptor too.
  * Meanwhile peers wait in the backlog; each retry costs one accept(2).  The
  * episode is logged when it begins and when it ends, never per retry. */
-static void accept_pause(cn_server_t *s, cn__listener_t *ls, int err)
+static void accept_pause(cn__loop_t *l, cn__listener_t *ls, int err)
 {
+    cn_server_t *s = l->srv;
     int64_t now = cn_mono_ms();
     if (!ls->starved_ms) {
         ls->starved_ms = now > 0 ? now : 1;
@@ -462,8 +656,9 @@ static void accept_pause(cn_server_t *s, cn__listener_t *ls, int err)
                 ls->ad->name, strerror(err));
     }
     if (!ls->paused) {
-        cn__poll_del(s->poll, ls->fd);
+        cn__poll_del(l->poll, ls->fd);
         ls->paused = true;
+        atomic_store(&s->accept_paused, true);
     }
     if (s->accept_retry > now + CN__ACCEPT_RETRY_MS)
         s->accept_retry = now + CN__ACCEPT_RETRY_MS;
@@ -471,23 +666,72 @@ static void accept_pause(cn_server_t *s, cn__listener_t *ls, int err)
 
 /* Puts the paused listeners back into epoll: the next wait reports a
  * waiting connection again, and accept(2) says whether it can be taken. */
-static void accept_resume(cn_server_t *s)
+static void accept_resume(cn__loop_t *l)
 {
+    cn_server_t *s = l->srv;
     s->accept_retry = INT64_MAX;
+    bool paused = false;
     for (size_t i = 0; i < s->nls; i++) {
         cn__listener_t *ls = s->ls[i];
         if (!ls->paused || ls->fd < 0)
             continue;
-        cn_err_t e = cn__poll_add(s->poll, ls->fd, CN__EV_READ, ls);
-        if (e == CN_OK)
+        cn_err_t e = cn__poll_add(l->poll, ls->fd, CN__EV_READ, ls);
+        if (e == CN_OK) {
             ls->paused = false;
-        else /* epoll itself lacks memory: try again later */
+        } else { /* epoll itself lacks memory: try again later */
             s->accept_retry = cn_mono_ms() + CN__ACCEPT_RETRY_MS;
+            paused = true;
+        }
     }
+    atomic_store(&s->accept_paused, paused);
 }
 
-static void loop_accept(cn_server_t *s, cn__listener_t *ls)
+/* The loop a new connection will live on: the one holding the fewest,
+ * searched from the one after the last pick, so that ties go round. */
+static cn__loop_t *pick_loop(cn_server_t *s)
 {
+    unsigned n = s->nloops, best = s->next_loop % n;
+    unsigned least = atomic_load(&s->loops[best].nconns);
+    for (unsigned k = 1; k < n && least; k++) {
+        unsigned i = (s->next_loop + k) % n;
+        unsigned v = atomic_load(&s->loops[i].nconns);
+        if (v < least) {
+            best = i;
+            least = v;
+        }
+    }
+    s->next_loop = best + 1;
+    return &s->loops[best];
+}
+
+/* A new connection record for fd, accepted from peer ss; NULL on ENOMEM. */
+static cn_conn_t *conn_new(cn__listener_t *ls, int fd, const struct sockaddr_storage *ss,
+                           socklen_t sl)
+{
+    cn_conn_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->kind = CN__SRC_CONN;
+    c->fd = fd;
+    c->busy_pool = -1;
+    c->ls = ls;
+    c->srv = ls->srv;
+    c->peer = *ss;
+    c->peerlen = sl;
+    c->accepted_ms = cn_mono_ms();
+    if (ss->ss_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, c->peer_text,
+                  sizeof c->peer_text);
+    else
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, c->peer_text,
+                  sizeof c->peer_text);
+    cn__source_key((const struct sockaddr *)ss, c->src_key, &c->src_klen);
+    return c;
+}
+
+static void loop_accept(cn__loop_t *l, cn__listener_t *ls)
+{
+    cn_server_t *s = l->srv;
     for (int k = 0; k < CN__ACCEPT_BATCH; k++) {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof ss;
@@ -496,7 +740,7 @@ static void loop_accept(cn_server_t *s, cn__listener_t *ls)
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
             if (accept_starved(errno))
-                accept_pause(s, ls, errno);
+                accept_pause(l, ls, errno);
             return;
         }
         if (ls->starved_ms) {
@@ -506,26 +750,12 @@ static void loop_accept(cn_server_t *s, cn__listener_t *ls)
         }
         int one = 1;
         (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        cn_conn_t *c = calloc(1, sizeof *c);
+        cn_conn_t *c = conn_new(ls, fd, &ss, sl);
         if (!c) {
             close(fd);
             continue;
         }
-        c->kind = CN__SRC_CONN;
-        c->fd = fd;
-        c->busy_pool = -1;
-        c->ls = ls;
-        c->srv = s;
-        c->peer = ss;
-        c->peerlen = sl;
-        c->accepted_ms = cn_mono_ms();
-        if (ss.ss_family == AF_INET)
-            inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->peer_text,
-                      sizeof c->peer_text);
-        else
-            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->peer_text,
-                      sizeof c->peer_text);
-        cn__source_key((struct sockaddr *)&ss, c->src_key, &c->src_klen);
+        c->loop = pick_loop(s);
         cn_conn_t *victim = NULL;
         if (cn__admit(c, &victim) != CN__ADMIT_OK) {
             cn_debug("net", "%s: refused %s (connection limits)", ls->ad->name, c->peer_text);
@@ -538,22 +768,26 @@ static void loop_accept(cn_server_t *s, cn__listener_t *ls)
         if (victim) {
             cn_debug("net", "%s: evicted pending connection from %s", ls->ad->name,
                      victim->peer_text);
-            drop(s, victim);
+            drop(l, victim);
         }
+        atomic_fetch_add(&c->loop->nconns, 1);
+        cn_metric_add(c->loop->gauge, 1);
         c->st = CN__ST_HELLO;
-        c->deadline = c->accepted_ms + ls->lim.handshake_ms;
-        lo_link(s, c);
-        watch(s, c, CN__EV_READ);
+        if (c->loop == l)
+            adopt(l, c);
+        else
+            cn__loop_give_back(c); /* its loop adopts it */
     }
 }
 
 /* ---- timers, shutdown ------------------------------------------------------------ */
-static void loop_timers(cn_server_t *s, int64_t now)
+static void loop_timers(cn__loop_t *l, int64_t now)
 {
-    if (now < s->next_timer)
+    cn_server_t *s = l->srv;
+    if (now < l->next_timer)
         return;
-    s->next_timer = INT64_MAX;
-    cn_conn_t *c = s->lo_head;
+    l->next_timer = INT64_MAX;
+    cn_conn_t *c = l->lo_head;
     while (c) {
         cn_conn_t *next = c->lo_next;
         int64_t keep = 0;
@@ -567,141 +801,192 @@ static void loop_timers(cn_server_t *s, int64_t now)
                      c->st == CN__ST_IDLE ? "idle" : "handshake");
             /* A connection that never delivered a request was refused by
              * the deadline; an idle one simply ended.  (pending is cleared
-             * only by the loop, which is us.) */
-            if (c->st != CN__ST_IDLE || c->pending)
+             * only by its loop, which is us, or by an eviction, which also
+             * ends it.) */
+            if (c->st != CN__ST_IDLE || atomic_load(&c->pending))
                 cn_metric_add(c->ls->m.refused[CN__REFUSE_DEADLINE], 1);
-            drop(s, c);
-        } else if (c->deadline < s->next_timer) {
-            s->next_timer = c->deadline;
+            drop(l, c);
+        } else if (c->deadline < l->next_timer) {
+            l->next_timer = c->deadline;
         }
         c = next;
     }
 }
 
-static void begin_shutdown(cn_server_t *s)
+/* l's part of the graceful stop: the acceptor closes the listeners (new
+ * connections are refused); every loop closes its idle and parked
+ * connections and cuts its handshakes in progress. */
+static void begin_shutdown(cn__loop_t *l)
 {
+    cn_server_t *s = l->srv;
     atomic_store(&s->stopping, true);
-    for (size_t i = 0; i < s->nls; i++) {
-        cn__listener_t *ls = s->ls[i];
-        if (ls->fd >= 0) {
-            cn__poll_del(s->poll, ls->fd);
-            close(ls->fd);
-            ls->fd = -1;
+    if (l->idx == 0) {
+        for (size_t i = 0; i < s->nls; i++) {
+            cn__listener_t *ls = s->ls[i];
+            if (ls->fd >= 0) {
+                if (!ls->paused)
+                    cn__poll_del(l->poll, ls->fd);
+                close(ls->fd);
+                ls->fd = -1;
+            }
         }
+        /* No loop ends before this: a connection accepted until now may
+         * still be on its way to one. */
+        atomic_store(&s->accept_closed, true);
+        cn__loops_wake(s);
     }
-    while (s->lo_head)
-        drop(s, s->lo_head);
+    while (l->lo_head)
+        drop(l, l->lo_head);
     /* Handshakes are not requests in flight: cut them now. */
-    pthread_mutex_lock(&s->mu);
-    unsigned live = s->nlive;
-    for (cn_conn_t *c = s->all_head; c; c = c->all_next)
-        if (c->st == CN__ST_WORKER && c->pool == CN_POOL_HANDSHAKE)
-            shutdown(c->fd, SHUT_RDWR);
-    pthread_mutex_unlock(&s->mu);
-    cn_info("net", "shutting down: %u connection(s) still busy, grace %lld ms", live,
-            (long long)s->cfg.grace_ms);
+    cn__admit_shutdown_all(l, true);
+    if (l->idx == 0) {
+        pthread_mutex_lock(&s->mu);
+        unsigned live = s->nlive;
+        pthread_mutex_unlock(&s->mu);
+        cn_info("net", "shutting down: %u connection(s) still busy, grace %lld ms", live,
+                (long long)s->cfg.grace_ms);
+    }
 }
 
-cn_err_t cn__loop_run(cn_server_t *s)
+/* Registers what l waits on: its eventfd; for the acceptor also the
+ * listeners and the signalfd. */
+static cn_err_t loop_register(cn__loop_t *l)
 {
+    cn_server_t *s = l->srv;
+    cn_err_t err;
+    if (l->idx == 0) {
+        for (size_t i = 0; i < s->nls; i++)
+            if ((err = cn__poll_add(l->poll, s->ls[i]->fd, CN__EV_READ, s->ls[i])) < 0)
+                return err;
+        s->sig_src.kind = CN__SRC_SIGNAL;
+        if (s->sig_fd >= 0 &&
+            (err = cn__poll_add(l->poll, s->sig_fd, CN__EV_READ, &s->sig_src)) < 0)
+            return err;
+        s->accept_retry = INT64_MAX;
+        cn_info("net", "%u event loop(s)", s->nloops);
+    }
+    l->wake_src.kind = CN__SRC_WAKE;
+    l->next_timer = INT64_MAX;
+    return cn__poll_add(l->poll, l->wake_fd, CN__EV_READ, &l->wake_src);
+}
+
+/* Handles one event of the batch. */
+static void loop_event(cn__loop_t *l, void *ptr, bool draining)
+{
+    cn_server_t *s = l->srv;
+    switch (*(int *)ptr) {
+    case CN__SRC_LISTENER:
+        if (!draining && !atomic_load(&s->stop_requested))
+            loop_accept(l, ptr);
+        break;
+    case CN__SRC_WAKE: {
+        uint64_t v;
+        ssize_t r = read(l->wake_fd, &v, sizeof v);
+        (void)r;
+        take_returns(l);
+        take_ready(l);
+        break;
+    }
+    case CN__SRC_SIGNAL: {
+        struct signalfd_siginfo si;
+        while (read(s->sig_fd, &si, sizeof si) == (ssize_t)sizeof si)
+            cn_info("net", "signal %u: stopping", si.ssi_signo);
+        atomic_store(&s->stop_requested, true);
+        cn__loops_wake(s);
+        break;
+    }
+    case CN__SRC_CONN: {
+        cn_conn_t *c = ptr;
+        c->armed = false; /* one-shot: it fired */
+        if (atomic_load(&c->evicted))
+            drop(l, c); /* by the acceptor, on another loop: its socket is shut down */
+        else if (c->st == CN__ST_HELLO)
+            loop_dispatch(l, c, CN_POOL_HANDSHAKE);
+        else if (c->st == CN__ST_IDLE)
+            read_head(l, c, true);
+        break;
+    }
+    }
+}
+
+/* How long the next wait may sleep; while draining, whether it is over
+ * (every connection closed, and no new one can come): returns -2 then. */
+static int loop_timeout(cn__loop_t *l, bool draining, int64_t grace_end, bool *forced)
+{
+    cn_server_t *s = l->srv;
+    int64_t now = cn_mono_ms();
+    int timeout = -1;
+    if (draining) {
+        pthread_mutex_lock(&s->mu);
+        unsigned live = s->nlive;
+        pthread_mutex_unlock(&s->mu);
+        if (live == 0 && atomic_load(&s->accept_closed))
+            return -2;
+        if (now >= grace_end && !*forced) {
+            if (l->idx == 0)
+                cn_warn("net", "grace period over: closing %u connection(s)", live);
+            cn__admit_shutdown_all(l, false);
+            *forced = true;
+        }
+        timeout = 50;
+    } else {
+        int64_t next = l->next_timer;
+        if (l->idx == 0 && s->accept_retry < next)
+            next = s->accept_retry;
+        if (next != INT64_MAX) {
+            int64_t d = next - now;
+            timeout = d < 0 ? 0 : d > 60000 ? 60000 : (int)d;
+        }
+    }
+    for (int p = 0; p < CN_POOL_COUNT; p++)
+        if (l->park_head[p] && (timeout < 0 || timeout > 5))
+            timeout = 5; /* a worker may free up without telling us */
+    return timeout;
+}
+
+cn_err_t cn__loop_run(cn__loop_t *l)
+{
+    cn_server_t *s = l->srv;
     cn_err_t err = CN_OK;
     cn__batch_t *b = calloc(1, sizeof *b);
     if (!b)
         return -ENOMEM;
-    s->batch = b;
-    for (size_t i = 0; i < s->nls; i++)
-        if ((err = cn__poll_add(s->poll, s->ls[i]->fd, CN__EV_READ, s->ls[i])) < 0)
-            goto out;
-    s->wake_src.kind = CN__SRC_WAKE;
-    if ((err = cn__poll_add(s->poll, s->wake_fd, CN__EV_READ, &s->wake_src)) < 0)
+    l->batch = b;
+    if ((err = loop_register(l)) < 0)
         goto out;
-    s->sig_src.kind = CN__SRC_SIGNAL;
-    if (s->sig_fd >= 0 && (err = cn__poll_add(s->poll, s->sig_fd, CN__EV_READ, &s->sig_src)) < 0)
-        goto out;
-    s->next_timer = INT64_MAX;
-    s->accept_retry = INT64_MAX;
     bool draining = false, forced = false;
     int64_t grace_end = 0;
     for (;;) {
-        int64_t now = cn_mono_ms();
         if (atomic_load(&s->stop_requested) && !draining) {
-            begin_shutdown(s);
+            begin_shutdown(l);
             draining = true;
-            grace_end = now + s->cfg.grace_ms;
+            grace_end = cn_mono_ms() + s->cfg.grace_ms;
         }
-        int timeout = -1;
-        if (draining) {
-            pthread_mutex_lock(&s->mu);
-            unsigned live = s->nlive;
-            pthread_mutex_unlock(&s->mu);
-            if (live == 0)
-                break;
-            if (now >= grace_end && !forced) {
-                cn_warn("net", "grace period over: closing %u connection(s)", live);
-                cn__admit_shutdown_all(s);
-                forced = true;
-            }
-            timeout = 50;
-        } else {
-            int64_t next = s->next_timer < s->accept_retry ? s->next_timer : s->accept_retry;
-            if (next != INT64_MAX) {
-                int64_t d = next - now;
-                timeout = d < 0 ? 0 : d > 60000 ? 60000 : (int)d;
-            }
-        }
-        for (int p = 0; p < CN_POOL_COUNT; p++)
-            if (s->park_head[p] && (timeout < 0 || timeout > 5))
-                timeout = 5; /* a worker may free up without telling us */
-        int n = cn__poll_wait(s->poll, b->ev, CN__MAX_EVENTS, timeout);
+        int timeout = loop_timeout(l, draining, grace_end, &forced);
+        if (timeout == -2)
+            break;
+        int n = cn__poll_wait(l->poll, b->ev, CN__MAX_EVENTS, timeout);
         if (n < 0) {
             err = n;
-            cn_error("net", "event loop: %s", cn_strerror(err));
+            cn_error("net", "event loop %u: %s", l->idx, cn_strerror(err));
             goto out;
         }
         b->n = n;
-        for (b->i = 0; b->i < n; b->i++) {
-            void *ptr = b->ev[b->i].ptr;
-            if (!ptr)
-                continue;
-            switch (*(int *)ptr) {
-            case CN__SRC_LISTENER:
-                if (!draining)
-                    loop_accept(s, ptr);
-                break;
-            case CN__SRC_WAKE: {
-                uint64_t v;
-                ssize_t r = read(s->wake_fd, &v, sizeof v);
-                (void)r;
-                take_returns(s);
-                break;
-            }
-            case CN__SRC_SIGNAL: {
-                struct signalfd_siginfo si;
-                while (read(s->sig_fd, &si, sizeof si) == (ssize_t)sizeof si)
-                    cn_info("net", "signal %u: stopping", si.ssi_signo);
-                atomic_store(&s->stop_requested, true);
-                break;
-            }
-            case CN__SRC_CONN: {
-                cn_conn_t *c = ptr;
-                c->armed = false; /* one-shot: it fired */
-                if (c->st == CN__ST_HELLO)
-                    loop_dispatch(s, c, CN_POOL_HANDSHAKE);
-                else if (c->st == CN__ST_IDLE)
-                    read_head(s, c, true);
-                break;
-            }
-            }
-        }
+        for (b->i = 0; b->i < n; b->i++)
+            if (b->ev[b->i].ptr)
+                loop_event(l, b->ev[b->i].ptr, draining);
         b->n = 0;
-        unpark(s);
+        drop_evicted(l);
+        unpark(l);
         int64_t after = cn_mono_ms();
-        loop_timers(s, after);
-        if (!draining && after >= s->accept_retry)
-            accept_resume(s);
+        loop_timers(l, after);
+        if (l->idx == 0 && atomic_exchange(&s->fd_freed, false) && s->accept_retry != INT64_MAX)
+            s->accept_retry = 0;
+        if (l->idx == 0 && !draining && after >= s->accept_retry)
+            accept_resume(l);
     }
 out:
-    s->batch = NULL;
+    l->batch = NULL;
     free(b);
     return err;
 }

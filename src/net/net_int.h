@@ -1,13 +1,17 @@
 /* Internals shared by the files of src/net.  Never included from another module.
  *
- * Ownership: a connection belongs to exactly one thread at a time, the loop
+ * Ownership: a connection belongs to exactly one thread at a time, its loop
  * or one worker; it changes hands only through a pool queue (loop -> worker)
- * or the loop's return list (worker -> loop), both mutex-guarded, which also
- * orders every field write before the other thread reads it.  The admission
- * tables, the all-connections list and the budget counters of every listener
- * are guarded by the one server mutex srv->mu; the loop may shutdown(2) the
- * socket of a worker-owned connection while holding mu (the owner closes the
- * fd, and only after unlinking under mu, so the fd cannot be reused under it).
+ * or its loop's return list (worker -> loop, and acceptor -> loop for a new
+ * connection), both mutex-guarded, which also orders every field write
+ * before the other thread reads it.  A connection lives on one loop (c->loop)
+ * for its whole life.  The admission tables, the all-connections list and the
+ * budget counters of every listener are guarded by the one server mutex
+ * srv->mu; a loop may shutdown(2) the socket of a connection it does not own
+ * while holding mu (the owner closes the fd, and only after unlinking under
+ * mu, so the fd cannot be reused under it).  The worker share (the busy
+ * counts and wait lists of cn__count_ent_t, and every loop's ready list) is
+ * guarded by srv->share_mu, taken after mu when both are held.
  */
 #ifndef CN_NET_INT_H
 #define CN_NET_INT_H
@@ -49,11 +53,11 @@ typedef struct cn__count_ent {
     uint64_t hash;
     unsigned count; /* (mu) */
     uint64_t bytes; /* principal budget in use (mu) */
-    /* Worker share (loop thread only): requests of this principal (or
-     * anonymous source) on each request pool, and the connections whose
-     * next request waits in the loop for one of them to finish.  While busy
-     * is non-zero a connection holding the entry is in flight, so the entry
-     * cannot be freed under the loop. */
+    /* Worker share (share_mu): requests of this principal (or anonymous
+     * source) on each request pool, and the connections (of any loop) whose
+     * next request waits in their loop for one of them to finish.  While
+     * busy is non-zero a connection holding the entry is in flight, so the
+     * entry cannot be freed under a loop. */
     unsigned busy[CN_POOL_COUNT];
     cn_conn_t *wait_head[CN_POOL_COUNT], *wait_tail[CN_POOL_COUNT];
     size_t klen;
@@ -156,10 +160,11 @@ typedef struct cn__listener {
     cn__count_tab_t anon;             /* worker-share keys of connections without a principal */
     unsigned share[CN_POOL_COUNT];    /* requests one key may have on each pool; 0 = any */
     cn_conn_t *pend_head, *pend_tail; /* pending, oldest first */
-    /* loop thread only: accept(2) found no descriptor (EMFILE, ENFILE...).
-     * The listener is then out of epoll (paused) until a connection closes
-     * or s->accept_retry passes; starved_ms is when the episode began (0 =
-     * none), so that it is logged once when it begins and once when it ends. */
+    /* acceptor (loop 0) only: accept(2) found no descriptor (EMFILE,
+     * ENFILE...).  The listener is then out of epoll (paused) until a
+     * connection closes or s->accept_retry passes; starved_ms is when the
+     * episode began (0 = none), so that it is logged once when it begins
+     * and once when it ends. */
     bool paused;
     int64_t starved_ms;
     cn__net_metrics_t m; /* set before the listener is used; updates lock-free */
@@ -181,6 +186,7 @@ struct cn_conn {
     SSL *ssl;
     cn__listener_t *ls;
     cn_server_t *srv;
+    struct cn__loop *loop; /* the loop it lives on, set before it is handed there */
     uint64_t id;
     struct sockaddr_storage peer;
     socklen_t peerlen;
@@ -220,12 +226,16 @@ struct cn_conn {
     size_t pend_len;
     cn__count_ent_t *fair;        /* worker-share key (principal or anon source; mu to set) */
     bool fair_anon;               /* fair is counted in ls->anon */
-    int busy_pool;                /* pool counted in fair->busy, or -1 */
+    int busy_pool;                /* pool counted in fair->busy, or -1 (share_mu to set
+                                     while held) */
     cn_conn_t *lo_prev, *lo_next; /* the loop's list of loop-owned conns */
-    cn_conn_t *park_next;         /* parked or held FIFO, or the return list */
+    cn_conn_t *park_next;         /* parked or held FIFO, ready list, or the return list */
+    bool ready;                   /* held, and given a share slot by another loop: on
+                                     its loop's ready list (share_mu) */
 
-    /* guarded by srv->mu */
-    bool pending;        /* in ls->pend list and counted per source */
+    /* guarded by srv->mu (pending also read by its loop without it: only
+     * its loop settles it, an eviction by the acceptor clears it) */
+    atomic_bool pending; /* in ls->pend list and counted per source */
     bool holds_slot;     /* counted in ls->nconns */
     atomic_bool evicted; /* set by the loop under mu; read by the owner */
     cn_conn_t *pend_prev, *pend_next;
@@ -237,39 +247,74 @@ struct cn_conn {
 /* Writes c->pend out (blocking, with a deadline) and frees it; a worker. */
 cn_err_t cn__conn_flush(cn_conn_t *c);
 
+/* One event loop: a thread with its own epoll set, holding the connections
+ * handed to it for their whole life.  Loop 0 also accepts (the acceptor):
+ * it alone holds the listeners and the signalfd. */
+typedef struct cn__loop {
+    cn_server_t *srv;
+    unsigned idx;
+    cn__poll_t *poll;
+    int wake_fd; /* eventfd: returns, new connections, evictions, stop */
+    struct {
+        int kind;
+    } wake_src;
+
+    pthread_mutex_t ret_mu;             /* workers and the acceptor -> this loop */
+    cn_conn_t *ret_head, *ret_tail;     /* returns; new connections are in CN__ST_HELLO */
+    cn_conn_t *ready_head, *ready_tail; /* (srv->share_mu) held conns given a slot */
+    atomic_bool evictions;              /* the acceptor evicted one of ours: scan */
+    atomic_uint nconns;                 /* connections living here (least-loaded pick) */
+    cn_metric_t *gauge;                 /* cairn_net_loop_connections{loop="idx"} */
+
+    /* this loop's thread only */
+    cn_conn_t *lo_head;
+    cn_conn_t *park_head[CN_POOL_COUNT], *park_tail[CN_POOL_COUNT];
+    int64_t next_timer;
+    struct cn__batch *batch;
+    pthread_t thread;
+    bool started;
+    cn_err_t result;
+} cn__loop_t;
+
 struct cn_server {
     cn_server_config_t cfg;
     pthread_mutex_t mu;
-    cn_conn_t *all_head; /* every live connection (mu) */
-    unsigned nlive;      /* (mu) */
-    uint64_t next_id;    /* (mu) */
+    pthread_mutex_t share_mu; /* the worker share; after mu */
+    cn_conn_t *all_head;      /* every live connection (mu) */
+    unsigned nlive;           /* (mu) */
+    uint64_t next_id;         /* (mu) */
 
     cn__listener_t **ls;
     size_t nls;
 
-    cn__poll_t *poll;
-    int wake_fd; /* eventfd: returns, stop */
-    int sig_fd;  /* signalfd, or -1 */
+    cn__loop_t *loops;
+    unsigned nloops;
+    int sig_fd; /* signalfd in loop 0, or -1 */
     struct {
         int kind;
-    } wake_src, sig_src;
+    } sig_src;
     atomic_bool stopping;
     atomic_bool stop_requested;
+    atomic_bool accept_paused; /* a listener is out of epoll for want of a descriptor */
+    atomic_bool fd_freed;      /* another loop closed a connection meanwhile */
+    atomic_bool accept_closed; /* stopping: the acceptor closed the listeners */
     bool ran;
-
-    pthread_mutex_t ret_mu; /* worker -> loop */
-    cn_conn_t *ret_head, *ret_tail;
 
     cn__pool_t pools[CN_POOL_COUNT];
     bool pools_started[CN_POOL_COUNT];
 
-    /* loop-thread only */
-    cn_conn_t *lo_head;
-    cn_conn_t *park_head[CN_POOL_COUNT], *park_tail[CN_POOL_COUNT];
-    int64_t next_timer;
+    /* acceptor (loop 0) only */
     int64_t accept_retry; /* when paused listeners are re-armed; INT64_MAX = none */
-    struct cn__batch *batch;
+    unsigned next_loop;   /* where the least-loaded search starts (round robin on ties) */
 };
+
+/* Wakes every loop (any thread; async-signal-safe). */
+void cn__loops_wake(cn_server_t *s);
+/* Wakes one loop (any thread). */
+void cn__loop_wake(cn__loop_t *l);
+/* The loop count a configuration asks for: loops, or when 0 the online CPUs
+ * capped at CN_NET_LOOPS_AUTO_MAX. */
+unsigned cn__loops_wanted(const cn_server_config_t *cfg);
 
 /* admit.c (all take srv->mu themselves unless _locked) */
 void cn__source_key(const struct sockaddr *sa, uint8_t key[16], size_t *klen);
@@ -293,8 +338,9 @@ cn__count_ent_t *cn__admit_fair_key(cn_conn_t *c);
 void cn__admit_fair_refresh(cn_conn_t *c);
 /* Releases everything c holds in the tables; unlinks it.  Idempotent. */
 void cn__admit_release(cn_conn_t *c);
-/* shutdown(2) every live connection owned by a worker (end of grace). */
-void cn__admit_shutdown_all(cn_server_t *s);
+/* shutdown(2) every live connection of loop l owned by a worker (end of
+ * grace); handshakes_only: only those in a TLS handshake / open().  Loop l. */
+void cn__admit_shutdown_all(cn__loop_t *l, bool handshakes_only);
 
 /* conn.c */
 void cn__conn_destroy(cn_conn_t *c); /* the owner closes c */
@@ -315,6 +361,7 @@ cn_err_t cn__wait_fd(int fd, short events, int64_t deadline);
 /* loop.c */
 void cn__loop_give_back(cn_conn_t *c); /* worker -> loop */
 void cn__worker_run(void *arg, void *item);
-cn_err_t cn__loop_run(cn_server_t *s);
+/* Runs loop l until the server has stopped and every connection closed. */
+cn_err_t cn__loop_run(cn__loop_t *l);
 
 #endif

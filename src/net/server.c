@@ -1,5 +1,5 @@
-/* The server object: configuration defaults, worker pools, listeners, run
- * and stop.  The loop itself is in loop.c. */
+/* The server object: configuration defaults, event loops, worker pools,
+ * listeners, run and stop.  The loop itself is in loop.c. */
 #include "net/net_int.h"
 
 #include <errno.h>
@@ -38,6 +38,51 @@ void cn_server_config_default(cn_server_config_t *cfg)
         cfg->queue_len[p] = 256;
     cfg->grace_ms = 5000;
     cfg->handle_signals = false;
+    /* One loop: two measured no faster on a loaded 2-CPU machine
+     * (docs/performance.md, "Several event loops"); 0 asks for one per CPU. */
+    cfg->loops = 1;
+}
+
+unsigned cn__loops_wanted(const cn_server_config_t *cfg)
+{
+    if (cfg->loops)
+        return cfg->loops;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > CN_NET_LOOPS_AUTO_MAX ? CN_NET_LOOPS_AUTO_MAX : (unsigned)n;
+}
+
+void cn__loop_wake(cn__loop_t *l)
+{
+    uint64_t one = 1;
+    ssize_t w = write(l->wake_fd, &one, sizeof one);
+    (void)w;
+}
+
+void cn__loops_wake(cn_server_t *s)
+{
+    for (unsigned i = 0; i < s->nloops; i++)
+        cn__loop_wake(&s->loops[i]);
+}
+
+/* Sets up loop i: its epoll set, eventfd and gauge. */
+static cn_err_t loop_init(cn_server_t *s, unsigned i)
+{
+    static const cn_metric_family_t fam = {
+        .name = "cairn_net_loop_connections",
+        .help = "Connections living on each event loop now (every listener).",
+        .kind = CN_METRIC_GAUGE,
+    };
+    cn__loop_t *l = &s->loops[i];
+    l->srv = s;
+    l->idx = i;
+    pthread_mutex_init(&l->ret_mu, NULL);
+    char lab[32];
+    snprintf(lab, sizeof lab, "loop=\"%u\"", i);
+    l->gauge = cn_metric_series(NULL, &fam, lab);
+    l->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (l->wake_fd < 0)
+        return -errno;
+    return cn__poll_create(256, &l->poll);
 }
 
 static const char *const cn__pool_names[CN_POOL_COUNT] = { "hshake", "query", "store" };
@@ -48,7 +93,7 @@ cn_err_t cn_server_create(const cn_server_config_t *cfg, cn_server_t **out)
     for (int p = 0; p < CN_POOL_COUNT; p++)
         if (cfg->workers[p] == 0 || cfg->workers[p] > 4096 || cfg->queue_len[p] == 0)
             return CN_E_INVALID;
-    if (cfg->grace_ms < 0)
+    if (cfg->grace_ms < 0 || cfg->loops > CN_NET_LOOPS_MAX)
         return CN_E_INVALID;
     cn_server_t *s = calloc(1, sizeof *s);
     if (!s)
@@ -57,14 +102,19 @@ cn_err_t cn_server_create(const cn_server_config_t *cfg, cn_server_t **out)
     s->cfg = *cfg;
     s->sig_fd = -1;
     pthread_mutex_init(&s->mu, NULL);
-    pthread_mutex_init(&s->ret_mu, NULL);
-    s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (s->wake_fd < 0) {
-        e = -errno;
+    pthread_mutex_init(&s->share_mu, NULL);
+    unsigned nloops = cn__loops_wanted(cfg);
+    s->loops = calloc(nloops, sizeof *s->loops);
+    if (!s->loops) {
+        e = -ENOMEM;
         goto fail;
     }
-    if ((e = cn__poll_create(256, &s->poll)) < 0)
-        goto fail;
+    for (unsigned i = 0; i < nloops; i++) {
+        s->loops[i].wake_fd = -1;
+        s->nloops = i + 1;
+        if ((e = loop_init(s, i)) < 0)
+            goto fail;
+    }
     if (cfg->handle_signals) {
         /* Blocked before the workers start, so they inherit the mask and the
          * signals arrive only through the loop's signalfd. */
@@ -239,12 +289,51 @@ cn_err_t cn_server_listener_addr(const cn_server_t *s, size_t i, struct sockaddr
     return CN_OK;
 }
 
+static void *loop_thread(void *arg)
+{
+    cn__loop_t *l = arg;
+    char name[16];
+    snprintf(name, sizeof name, "loop%u", l->idx);
+    pthread_setname_np(pthread_self(), name);
+    l->result = cn__loop_run(l);
+    if (l->result < 0)
+        cn_server_stop(l->srv); /* a loop that failed cannot serve its connections */
+    return NULL;
+}
+
 cn_err_t cn_server_run(cn_server_t *s)
 {
     if (s->ran)
         return CN_E_INVALID;
     s->ran = true;
-    cn_err_t e = cn__loop_run(s);
+    cn_err_t e = CN_OK;
+    /* Loops 1.. on threads of their own (inheriting the blocked signals);
+     * loop 0, the acceptor, on the caller's. */
+    for (unsigned i = 1; i < s->nloops; i++) {
+        int r = pthread_create(&s->loops[i].thread, NULL, loop_thread, &s->loops[i]);
+        if (r) {
+            e = -r;
+            cn_error("net", "cannot start event loop %u: %s", i, strerror(r));
+            cn_server_stop(s);
+            break;
+        }
+        s->loops[i].started = true;
+    }
+    cn_err_t e0 = cn__loop_run(&s->loops[0]);
+    if (e0 < 0) {
+        /* The other loops drain and return: nothing can be accepted now. */
+        atomic_store(&s->accept_closed, true);
+        cn_server_stop(s);
+    }
+    for (unsigned i = 1; i < s->nloops; i++)
+        if (s->loops[i].started) {
+            pthread_join(s->loops[i].thread, NULL);
+            s->loops[i].started = false;
+            if (s->loops[i].result < 0 && e == CN_OK)
+                e = s->loops[i].result;
+        }
+    if (e0 < 0)
+        e = e0;
     for (int p = 0; p < CN_POOL_COUNT; p++)
         if (s->pools_started[p]) {
             cn__pool_stop(&s->pools[p]);
@@ -258,9 +347,7 @@ cn_err_t cn_server_run(cn_server_t *s)
 void cn_server_stop(cn_server_t *s)
 {
     atomic_store(&s->stop_requested, true);
-    uint64_t one = 1;
-    ssize_t w = write(s->wake_fd, &one, sizeof one);
-    (void)w;
+    cn__loops_wake(s);
 }
 
 bool cn_server_stopping(const cn_server_t *s)
@@ -286,12 +373,17 @@ void cn_server_destroy(cn_server_t *s)
         free(ls);
     }
     free(s->ls);
-    cn__poll_free(s->poll);
-    if (s->wake_fd > 0)
-        close(s->wake_fd);
+    for (unsigned i = 0; i < s->nloops; i++) {
+        cn__loop_t *l = &s->loops[i];
+        cn__poll_free(l->poll);
+        if (l->wake_fd >= 0)
+            close(l->wake_fd);
+        pthread_mutex_destroy(&l->ret_mu);
+    }
+    free(s->loops);
     if (s->sig_fd >= 0)
         close(s->sig_fd);
     pthread_mutex_destroy(&s->mu);
-    pthread_mutex_destroy(&s->ret_mu);
+    pthread_mutex_destroy(&s->share_mu);
     free(s);
 }

@@ -67,7 +67,7 @@ cn_err_t cn_objects_bucket_create(cn_objects_t *o, cn_objects_req_t *rq, const c
             return err;
     }
     bucket_new_t bn = { rq, name, owner, &acl_text, cn__now_ms(), 0 };
-    err = cn_meta_run(o->meta, CN_META_RUN_WRITE | CN_META_RETRY, bucket_create_body, &bn);
+    err = cn__write_run(o, name, CN_META_RUN_WRITE | CN_META_RETRY, bucket_create_body, &bn);
     if (err >= 0 && out) {
         cn__bkt_t *b = NULL;
         err = cn__bkt_build(bn.id, 0, name, owner, bn.now,

@@ -33,17 +33,30 @@ uint64_t cn__cache_hash(const char *key, size_t klen)
     return h;
 }
 
-void cn__cache_init(cn__cache_t *c, size_t budget)
+cn_err_t cn__cache_init(cn__cache_t *c, size_t nslots, size_t budget)
 {
     memset(c, 0, sizeof *c);
     pthread_mutex_init(&c->mu, NULL);
     c->budget = budget;
+    if (!nslots)
+        return 0; /* a disabled cache: offers are dropped, finds never made */
+    c->ent = calloc(nslots, sizeof *c->ent);
+    c->used = calloc(nslots, sizeof *c->used);
+    if (!c->ent || !c->used)
+        return -ENOMEM;
+    c->nslots = nslots;
+    return 0;
 }
 
 void cn__cache_destroy(cn__cache_t *c)
 {
-    for (size_t i = 0; i < CN__CACHE_SLOTS; i++)
+    for (size_t i = 0; i < c->nslots; i++)
         cn__cent_release(c->ent[i]);
+    free(c->ent);
+    free(c->used);
+    c->ent = NULL;
+    c->used = NULL;
+    c->nslots = 0;
     pthread_mutex_destroy(&c->mu);
 }
 
@@ -53,9 +66,9 @@ void cn__cent_release(cn__cent_t *e)
         e->destroy(e);
 }
 
-static size_t cache_set(uint64_t hash)
+static size_t cache_set(const cn__cache_t *c, uint64_t hash)
 {
-    return (size_t)(hash % (CN__CACHE_SLOTS / CN__CACHE_WAYS)) * CN__CACHE_WAYS;
+    return (size_t)(hash % (c->nslots / CN__CACHE_WAYS)) * CN__CACHE_WAYS;
 }
 
 static bool same_key(const cn__cent_t *e, uint64_t hash, const char *key, size_t klen)
@@ -66,7 +79,7 @@ static bool same_key(const cn__cent_t *e, uint64_t hash, const char *key, size_t
 cn__cent_t *cn__cache_find(cn__cache_t *c, const char *key, size_t klen, int64_t v1, int64_t v2)
 {
     uint64_t h = cn__cache_hash(key, klen);
-    size_t base = cache_set(h);
+    size_t base = cache_set(c, h);
     cn__cent_t *found = NULL;
     pthread_mutex_lock(&c->mu);
     for (size_t i = base; i < base + CN__CACHE_WAYS; i++) {
@@ -107,13 +120,15 @@ static size_t offer_slot_locked(cn__cache_t *c, const cn__cent_t *e, size_t base
 
 void cn__cache_offer(cn__cache_t *c, cn__cent_t *e)
 {
-    if (e->cost > c->budget)
+    if (e->cost > c->budget || !c->nslots)
         return;
+    /* At most this many go per offer (the cost may stay over the budget until
+     * the next offer when one entry displaces more). */
     cn__cent_t *drop[CN__CACHE_SLOTS];
     size_t ndrop = 0;
     pthread_mutex_lock(&c->mu);
     bool keep;
-    size_t slot = offer_slot_locked(c, e, cache_set(e->hash), &keep);
+    size_t slot = offer_slot_locked(c, e, cache_set(c, e->hash), &keep);
     if (keep) {
         if (c->ent[slot]) {
             c->cost -= c->ent[slot]->cost;
@@ -124,9 +139,9 @@ void cn__cache_offer(cn__cache_t *c, cn__cent_t *e)
         c->used[slot] = ++c->tick;
         c->cost += e->cost;
         /* Over the budget: the least recently used others go. */
-        while (c->cost > c->budget) {
+        while (c->cost > c->budget && ndrop < sizeof drop / sizeof *drop) {
             size_t lru = slot;
-            for (size_t i = 0; i < CN__CACHE_SLOTS; i++)
+            for (size_t i = 0; i < c->nslots; i++)
                 if (i != slot && c->ent[i] && (lru == slot || c->used[i] < c->used[lru]))
                     lru = i;
             if (lru == slot)

@@ -301,7 +301,7 @@ static cn_err_t upload_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_
 typedef struct {
     cn_objects_t *o;
     cn_objects_req_t *rq;
-    const char *key, *upload_id;
+    const char *bucket, *key, *upload_id;
     const int32_t *parts;
     const char *const *etags;
     size_t n;
@@ -339,6 +339,7 @@ static cn_err_t complete_read_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, con
  * recently completed) and its parts. */
 static cn_err_t complete_read(cn_obj_complete_t *c, const char *bucket)
 {
+    c->bucket = bucket;
     return cn__bkt_run(c->o, c->rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
                        complete_read_body, c);
 }
@@ -551,7 +552,8 @@ static cn_err_t complete_commit_body(cn_meta_txn_t *txn, void *ctx)
 /* Step 5: re-check the upload and the parts, then swap the rows. */
 static cn_err_t complete_commit(cn_obj_complete_t *c)
 {
-    return cn_meta_run(c->o->meta, CN_META_RUN_WRITE | CN_META_RETRY, complete_commit_body, c);
+    return cn__write_run(c->o, c->bucket, CN_META_RUN_WRITE | CN_META_RETRY, complete_commit_body,
+                         c);
 }
 
 /* A repeated completion: the first one's result.  The additional checksum

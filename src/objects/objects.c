@@ -257,7 +257,19 @@ cn_err_t cn__bkt_run(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                      cn_authz_action_t act, unsigned flags, cn__bkt_body_fn body, void *ctx)
 {
     bkt_run_t br = { o, rq, bucket, act, body, ctx };
+    if (flags & CN_META_RUN_WRITE)
+        return cn__write_run(o, bucket, flags, bkt_run_body, &br);
     return cn_meta_run(o->meta, flags, bkt_run_body, &br);
+}
+
+cn_err_t cn__write_run(cn_objects_t *o, const char *bucket, unsigned flags, cn_meta_body_fn body,
+                       void *ctx)
+{
+    size_t slot = cn__gen_slot(bucket);
+    cn__gen_enter(o->gen, slot);
+    cn_err_t err = cn_meta_run(o->meta, flags, body, ctx);
+    cn__gen_leave(o->gen, slot);
+    return err;
 }
 
 cn_err_t cn__authorize(cn_objects_req_t *rq, const cn__bkt_t *bucket, cn_authz_action_t act,
@@ -625,10 +637,12 @@ cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store, const cn_objects_op
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&o->cv, &ca);
     pthread_condattr_destroy(&ca);
-    cn__cache_init(&o->buckets, CN_OBJ_BUCKET_CACHE_BYTES);
-    cn__cache_init(&o->acls, CN_OBJ_ACL_CACHE_BYTES);
-
-    cn_err_t err = cn__sql_migrate(meta, &cn__sql_obj_set);
+    cn_err_t err = cn__cache_init(&o->buckets, CN__CACHE_SLOTS, CN_OBJ_BUCKET_CACHE_BYTES);
+    cn_err_t e2 = cn__cache_init(&o->acls, CN__CACHE_SLOTS, CN_OBJ_ACL_CACHE_BYTES);
+    cn_err_t e3 = cn__objhead_init(o, o->opts.data_dir);
+    err = err < 0 ? err : e2 < 0 ? e2 : e3;
+    if (err >= 0)
+        err = cn__sql_migrate(meta, &cn__sql_obj_set);
     if (err < 0)
         goto fail;
     if (o->opts.upload_sweep_ms > 0) {
@@ -654,6 +668,7 @@ cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store, const cn_objects_op
     *out = o;
     return 0;
 fail:
+    cn__objhead_destroy(o);
     cn__cache_destroy(&o->acls);
     cn__cache_destroy(&o->buckets);
     pthread_cond_destroy(&o->cv);
@@ -673,6 +688,7 @@ void cn_objects_close(cn_objects_t *o)
         pthread_mutex_unlock(&o->mu);
         pthread_join(o->sweeper, NULL);
     }
+    cn__objhead_destroy(o);
     cn__cache_destroy(&o->acls);
     cn__cache_destroy(&o->buckets);
     pthread_cond_destroy(&o->cv);

@@ -28,22 +28,25 @@ typedef struct cn__cent {
     void (*destroy)(struct cn__cent *e);
 } cn__cent_t;
 
-#define CN__CACHE_SLOTS 64 /* entries per cache */
+#define CN__CACHE_SLOTS 64 /* entries of the settings and ACL caches */
 #define CN__CACHE_WAYS 4   /* slots one key may sit in */
 
-/* A bounded set-associative cache of entries: at most CN__CACHE_SLOTS, and
- * at most budget bytes of their cost.  Thread-safe (one mutex, held only to
- * find or swap a pointer; entries are destroyed outside it). */
+/* A bounded set-associative cache of entries: at most nslots (a multiple of
+ * CN__CACHE_WAYS), and at most budget bytes of their cost.  Thread-safe (one
+ * mutex, held only to find or swap a pointer; entries are destroyed outside
+ * it). */
 typedef struct cn__cache {
     pthread_mutex_t mu;
     size_t budget, cost;
     uint64_t tick;
-    cn__cent_t *ent[CN__CACHE_SLOTS];
-    uint64_t used[CN__CACHE_SLOTS];
+    size_t nslots;
+    cn__cent_t **ent;      /* nslots */
+    uint64_t *used;        /* nslots */
     uint64_t hits, misses; /* statistics, under mu */
 } cn__cache_t;
 
-void cn__cache_init(cn__cache_t *c, size_t budget);
+/* -ENOMEM, or 0; a cache that failed to initialize may still be destroyed. */
+cn_err_t cn__cache_init(cn__cache_t *c, size_t nslots, size_t budget);
 /* Drops every entry the cache holds (those still held elsewhere live on). */
 void cn__cache_destroy(cn__cache_t *c);
 /* The entry of key at version (v1, v2), with a reference the caller
@@ -56,6 +59,39 @@ void cn__cache_offer(cn__cache_t *c, cn__cent_t *e);
 uint64_t cn__cache_hash(const char *key, size_t klen);
 void cn__cent_release(cn__cent_t *e); /* NULL is a no-op */
 
+/* ---- write generations (gen.c) ----------------------------------------------
+ * A table of 64-bit words in a file of the data dir, shared by every process
+ * that writes the metadata through this service: high 32 bits a generation,
+ * low 32 bits the writers in flight.  The rules are at the top of gen.c. */
+typedef struct cn__gen cn__gen_t;
+
+#define CN__GEN_SLOTS 4096
+
+/* Opens (creating) DATA/objects.gen: zeroed when no other process has it
+ * open, then held with a shared lock until cn__gen_close.  -errno. */
+cn_err_t cn__gen_open(const char *data_dir, cn__gen_t **out);
+void cn__gen_close(cn__gen_t *g); /* NULL is a no-op */
+/* The slot of bucket (by name: known to readers and writers before any SQL). */
+size_t cn__gen_slot(const char *bucket);
+/* The slot's word now (0 when g is NULL). */
+uint64_t cn__gen_load(const cn__gen_t *g, size_t slot);
+/* A word no writer was in flight at. */
+static inline bool cn__gen_quiet(uint64_t w)
+{
+    return (uint32_t)w == 0;
+}
+/* Around a write run: enter before it may commit, leave after it returned
+ * (committed or not).  No-ops when g is NULL. */
+void cn__gen_enter(cn__gen_t *g, size_t slot);
+void cn__gen_leave(cn__gen_t *g, size_t slot);
+
+/* Runs a write transaction on bucket's objects or settings (cn_meta_run's
+ * flags, body and result) between cn__gen_enter and cn__gen_leave of
+ * bucket's slot.  Every write run of this service on a bucket goes through
+ * here (cn__bkt_run does it for write flags). */
+cn_err_t cn__write_run(cn_objects_t *o, const char *bucket, unsigned flags, cn_meta_body_fn body,
+                       void *ctx);
+
 struct cn_objects {
     cn_meta_t *meta;
     cn_store_t *store;
@@ -67,6 +103,9 @@ struct cn_objects {
     bool stop;
     cn__cache_t buckets; /* cn__bkt_t by name, version (bucket_id, gen) */
     cn__cache_t acls;    /* cn__acl_ent_t by the ACL's stored text */
+    cn__gen_t *gen;      /* the data dir's write generations; NULL = heads uncached */
+    cn__cache_t heads;   /* cn__objhead_t by (bucket, key), version (slot generation, 0) */
+    struct cn_metric *head_hits, *head_misses;
 };
 
 /* A bucket row with its access state compiled once per change: ACL parsed,
@@ -199,6 +238,52 @@ cn_err_t cn__acl_load(const char *text, size_t len, cn_authz_acl_t **out);
  * CN_E_CORRUPT, -ENOMEM. */
 cn_err_t cn__objacl_set(cn_objects_t *o, cn__objacl_t *a, const char *owner, size_t owner_len,
                         const char *acl, size_t acl_len);
+
+/* ---- object heads (head.c) --------------------------------------------------
+ * What a current-version GET or HEAD needs to answer without SQL, valid while
+ * the bucket's generation slot still holds the word stamp (gen.c's rules). */
+typedef struct cn__hseg {
+    cn_digest_t digest;
+    uint64_t size; /* whole blob */
+} cn__hseg_t;
+
+typedef struct cn__objhead {
+    cn__cent_t ent; /* key = bucket NUL key; version = (stamp >> 32, 0) */
+    uint64_t stamp;
+    const cn__bkt_t *b; /* held */
+    cn__objacl_t acl;   /* held */
+    int64_t bucket_id;
+    cn_object_info_t info;
+    size_t nsegs;
+    cn__hseg_t *segs;
+    char kbuf[];
+} cn__objhead_t;
+
+/* The cache of o (off when data_dir is NULL or the engine is not SQLite):
+ * cn__objhead_init opens the generation table and registers the metrics;
+ * -errno when the table cannot be opened (a writer that could not bump it
+ * would leave other processes' caches stale).  cn__objhead_destroy accepts a
+ * handle whose init failed. */
+cn_err_t cn__objhead_init(cn_objects_t *o, const char *data_dir);
+void cn__objhead_destroy(cn_objects_t *o);
+/* The head of (bucket, key), held (cn__objhead_release), when it is cached
+ * under the slot's current word; else NULL with *stamp set to that word, to
+ * be read before the SQL read whose result cn__objhead_offer may file.  Counts
+ * a hit or a miss.  NULL with *stamp quiet never happens while a writer of
+ * the slot is in flight: nothing may be filed then. */
+const cn__objhead_t *cn__objhead_find(cn_objects_t *o, const char *bucket, const char *key,
+                                      uint64_t *stamp);
+/* Files what a read transaction begun after stamp was read found (b and
+ * acl get a reference of their own; info and segs are copied), unless
+ * stamp is not quiet or the cache is off.  Best effort: no error. */
+void cn__objhead_offer(cn_objects_t *o, const char *bucket, const char *key, uint64_t stamp,
+                       const cn__bkt_t *b, const cn__objacl_t *acl, int64_t bucket_id,
+                       const cn_object_info_t *info, const cn__hseg_t *segs, size_t nsegs);
+void cn__objhead_release(const cn__objhead_t *h); /* NULL is a no-op */
+/* Whether the slot of bucket still holds stamp (a hit's second look). */
+bool cn__objhead_current(const cn_objects_t *o, const char *bucket, uint64_t stamp);
+/* A deep copy of src's strings into dst.  -ENOMEM (dst then zeroed). */
+cn_err_t cn__info_copy(cn_object_info_t *dst, const cn_object_info_t *src);
 
 /* Allocates the next value of counter name ("bucket", "version") in a write txn. */
 cn_err_t cn__next_id(cn_meta_txn_t *txn, const char *name, int64_t *out);

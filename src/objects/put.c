@@ -384,7 +384,8 @@ cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res
                        "the new blob was swept before it was committed; retry");
     if (err >= 0) {
         put_commit_t pc = { p, &d, &r };
-        err = cn_meta_run(p->o->meta, CN_META_RUN_WRITE | CN_META_RETRY,
+        err =
+            cn__write_run(p->o, p->bucket, CN_META_RUN_WRITE | CN_META_RETRY,
                           p->kind == CN_OBJ_PUT_PART ? commit_part_body : commit_object_body, &pc);
     }
     cn_store_guard_release(g);

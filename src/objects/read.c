@@ -1,10 +1,13 @@
 /* Reads (HeadObject, GetObject with ranges and part numbers), DeleteObject
  * and object ACLs.
  *
- * A GET or HEAD is one read transaction running one statement
- * (CN_SQL_OBJ_KEY_READ: the bucket's generation, the key's current version
- * and its segments), with the bucket's compiled settings taken from the
- * handle's cache when that generation is current (cache.c).
+ * A GET or HEAD is answered from the object-head cache (head.c) when the
+ * bucket's write generation has not moved since the head was read (gen.c):
+ * no transaction at all; authorization still runs.  Otherwise it is one read
+ * transaction running one statement (CN_SQL_OBJ_KEY_READ: the bucket's
+ * generation, the key's current version and its segments), with the bucket's
+ * compiled settings taken from the handle's cache when that generation is
+ * current (cache.c), and its result filed as a head.
  *
  * A reader holds store guards on the blobs it serves, taken after the
  * version was read.  The version may have been replaced, and its blobs swept,
@@ -14,7 +17,10 @@
  * window touches more than CN__HOLD_SEGS segments, does a second look at the
  * key decide: a version still current then was current while the sweeper
  * could have judged its blobs, so they were live (a missing one is damage,
- * CN_E_CORRUPT); a replaced one is read again. */
+ * CN_E_CORRUPT); a replaced one is read again.  A cached head needs no
+ * second look: if the generation is unchanged after the guards, the version
+ * was current, so its blobs live, until they were guarded; a missing blob
+ * sends the read down the slow path, which decides. */
 #include "objects_int.h"
 
 #include <errno.h>
@@ -253,7 +259,17 @@ typedef struct key_read {
     cn_obj_seg_t **segs;
     size_t *nsegs;
     int64_t bucket_id;
+    const cn__bkt_t *b; /* held, as the run that succeeded loaded it */
+    cn__objacl_t acl;   /* held */
 } key_read_t;
+
+/* Releases what kr holds of its last run. */
+static void key_read_drop(key_read_t *kr)
+{
+    cn__bkt_release(kr->b);
+    kr->b = NULL;
+    cn__objacl_free(&kr->acl);
+}
 
 /* The key read once KEY_READ's first row is in st: the bucket's settings
  * (cached for its generation), the key, the version, the access decision. */
@@ -261,10 +277,8 @@ static cn_err_t key_read_row(cn_meta_txn_t *txn, key_read_t *kr, cn_meta_stmt_t 
 {
     cn_objects_req_t *rq = kr->rq;
     kr->bucket_id = cn_meta_column_int64(st, 0);
-    const cn__bkt_t *b = NULL;
-    cn__objacl_t acl = { 0 };
     cn_err_t err =
-        cn__bkt_get(kr->o, txn, kr->bucket, kr->bucket_id, cn_meta_column_int64(st, 1), &b);
+        cn__bkt_get(kr->o, txn, kr->bucket, kr->bucket_id, cn_meta_column_int64(st, 1), &kr->b);
     if (err >= 0)
         err = cn__key_check(rq, kr->key);
     if (err >= 0) {
@@ -272,13 +286,11 @@ static cn_err_t key_read_row(cn_meta_txn_t *txn, key_read_t *kr, cn_meta_stmt_t 
         if (cn_meta_column_is_null(st, KR_VERSION))
             found = CN_E_NOT_FOUND;
         else
-            found = obj_info_cols(kr->o, st, KR_VERSION, kr->info, &acl);
+            found = obj_info_cols(kr->o, st, KR_VERSION, kr->info, &kr->acl);
         if (found >= 0 && kr->segs)
             found = key_read_segs(st, kr->info, kr->segs, kr->nsegs);
-        err = cn__authorize_found(rq, b, CN_ACT_GET_OBJECT, kr->key, found, &acl);
+        err = cn__authorize_found(rq, kr->b, CN_ACT_GET_OBJECT, kr->key, found, &kr->acl);
     }
-    cn__objacl_free(&acl);
-    cn__bkt_release(b);
     return err;
 }
 
@@ -286,6 +298,7 @@ static cn_err_t key_read_row(cn_meta_txn_t *txn, key_read_t *kr, cn_meta_stmt_t 
 static cn_err_t key_read_body(cn_meta_txn_t *txn, void *ctx)
 {
     key_read_t *kr = ctx;
+    key_read_drop(kr);
     cn_objects_info_free(kr->info);
     memset(kr->info, 0, sizeof *kr->info);
     if (kr->segs) {
@@ -311,12 +324,62 @@ static cn_err_t key_read_body(cn_meta_txn_t *txn, void *ctx)
     return err;
 }
 
+/* Files what kr read, with its segments, under stamp (cn__objhead_offer). */
+static void key_read_offer(const key_read_t *kr, uint64_t stamp, const cn_obj_seg_t *segs,
+                           size_t nsegs)
+{
+    cn__hseg_t few[CN__HOLD_SEGS] = { { { { 0 } }, 0 } };
+    cn__hseg_t *hs = nsegs <= CN__HOLD_SEGS ? few : malloc(nsegs * sizeof *hs);
+    if (!hs)
+        return;
+    for (size_t i = 0; i < nsegs; i++) {
+        hs[i].digest = segs[i].digest;
+        hs[i].size = segs[i].size;
+    }
+    cn__objhead_offer(kr->o, kr->bucket, kr->key, stamp, kr->b, &kr->acl, kr->bucket_id, kr->info,
+                      hs, nsegs);
+    if (hs != few)
+        free(hs);
+}
+
+/* A cached head's answer to its caller: the access decision against the
+ * cached settings (every request), then a copy of the info. */
+static cn_err_t head_hit_info(cn_objects_req_t *rq, const cn__objhead_t *h, const char *key,
+                              cn_object_info_t *info)
+{
+    cn_err_t err = cn__authorize_found(rq, h->b, CN_ACT_GET_OBJECT, key, 0, &h->acl);
+    if (err >= 0)
+        err = cn__info_copy(info, &h->info);
+    return err;
+}
+
 cn_err_t cn_objects_head(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket, const char *key,
                          cn_object_info_t *info)
 {
     memset(info, 0, sizeof *info);
-    key_read_t kr = { o, rq, bucket, key, info, NULL, NULL, 0 };
-    cn_err_t err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, key_read_body, &kr);
+    uint64_t stamp = 0;
+    const cn__objhead_t *h = cn__objhead_find(o, bucket, key, &stamp);
+    cn_err_t err;
+    if (h) {
+        err = head_hit_info(rq, h, key, info);
+        cn__objhead_release(h);
+        return err;
+    }
+    /* The segments only to file a complete head (a GET may use it). */
+    cn_obj_seg_t *segs = NULL;
+    size_t nsegs = 0;
+    key_read_t kr = { .o = o,
+                      .rq = rq,
+                      .bucket = bucket,
+                      .key = key,
+                      .info = info,
+                      .segs = o->gen ? &segs : NULL,
+                      .nsegs = &nsegs };
+    err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, key_read_body, &kr);
+    if (err >= 0 && o->gen)
+        key_read_offer(&kr, stamp, segs, nsegs);
+    key_read_drop(&kr);
+    free(segs);
     if (err < 0)
         cn_objects_info_free(info);
     return err;
@@ -335,6 +398,32 @@ static cn_err_t key_look_body(cn_meta_txn_t *txn, void *ctx)
     return cn__version_find(txn, kl->bucket_id, kl->key, &kl->vid, NULL, NULL);
 }
 
+/* Opens the guarded blobs of rd for the send when there are at most
+ * CN__HOLD_SEGS of them (the store's descriptor cache); *missing when one is
+ * not there (then the others stay as they are).  CN_E_CORRUPT when one is
+ * shorter than the window, or a store error. */
+static cn_err_t obj_open_segs(cn_objects_t *o, cn_objects_reader_t *rd, bool *missing)
+{
+    *missing = false;
+    for (size_t i = 0; i < rd->nsegs && rd->nsegs <= CN__HOLD_SEGS; i++) {
+        cn_obj_seg_t *s = &rd->segs[i];
+        uint64_t blen = 0;
+        cn_err_t err = cn_store_fd_get(o->store, &s->digest, &s->fd, &blen, &s->fdh);
+        if (err == CN_E_UNSUPPORTED) /* there, enveloped: served by reads */
+            continue;
+        if (err == CN_E_NOT_FOUND) {
+            *missing = true;
+            return 0;
+        }
+        if (err < 0)
+            return err;
+        s->held = true;
+        if (blen < s->off + s->len)
+            return CN_E_CORRUPT;
+    }
+    return 0;
+}
+
 /* Makes sure the guarded blobs of rd, read as version vid of key, are still
  * there (the file's comment): 0, *retry with CN_E_CONFLICT when the version
  * was replaced meanwhile, CN_E_CORRUPT when a blob of the current version is
@@ -342,26 +431,14 @@ static cn_err_t key_look_body(cn_meta_txn_t *txn, void *ctx)
 static cn_err_t obj_hold(cn_objects_t *o, cn_objects_reader_t *rd, int64_t bucket_id,
                          const char *key, int64_t vid, bool *retry)
 {
-    bool look = rd->nsegs > CN__HOLD_SEGS, missing = false;
-    for (size_t i = 0; i < rd->nsegs && !look; i++) {
-        cn_obj_seg_t *s = &rd->segs[i];
-        uint64_t blen = 0;
-        cn_err_t err = cn_store_fd_get(o->store, &s->digest, &s->fd, &blen, &s->fdh);
-        if (err == CN_E_UNSUPPORTED) /* there, enveloped: served by reads */
-            continue;
-        if (err == CN_E_NOT_FOUND)
-            look = missing = true;
-        else if (err < 0)
-            return err;
-        else
-            s->held = true;
-        if (s->held && blen < s->off + s->len)
-            return CN_E_CORRUPT;
-    }
-    if (!look)
+    bool missing = false;
+    cn_err_t err = obj_open_segs(o, rd, &missing);
+    if (err < 0)
+        return err;
+    if (rd->nsegs <= CN__HOLD_SEGS && !missing)
         return 0;
     key_look_t kl = { bucket_id, key, 0 };
-    cn_err_t err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, key_look_body, &kl);
+    err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, key_look_body, &kl);
     if (err < 0)
         return err;
     if (kl.vid != vid) {
@@ -369,6 +446,21 @@ static cn_err_t obj_hold(cn_objects_t *o, cn_objects_reader_t *rd, int64_t bucke
         return CN_E_CONFLICT;
     }
     return missing ? CN_E_CORRUPT : 0;
+}
+
+/* The hold of a cached head's reader: its blobs were referenced by the
+ * version current under stamp, and are guarded now; if the bucket's slot
+ * still holds stamp after that, they were live until guarded (gen.c), so no
+ * second look at the key is needed.  CN_E_AGAIN when a blob is missing or
+ * the word moved (the slow path decides), else as obj_open_segs. */
+static cn_err_t obj_hold_cached(cn_objects_t *o, cn_objects_reader_t *rd, const char *bucket,
+                                uint64_t stamp)
+{
+    bool missing = false;
+    cn_err_t err = obj_open_segs(o, rd, &missing);
+    if (err >= 0 && (missing || !cn__objhead_current(o, bucket, stamp)))
+        err = CN_E_AGAIN;
+    return err;
 }
 
 /* Chooses the served window [off, off+len) of the whole object. */
@@ -412,21 +504,15 @@ static cn_err_t obj_window(cn_objects_req_t *rq, const cn_objects_range_t *r,
     return cn__fail(rq, CN_E_RANGE, CN_OBJ_WHAT_ARG, "the range does not intersect the object");
 }
 
-static cn_err_t obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
-                             const char *key, const cn_objects_range_t *range,
-                             cn_object_info_t *info, cn_objects_reader_t **out, bool *retry)
+/* Builds the reader of the window range chooses out of the object's segs
+ * (taken over: freed in every case), with guards on the blobs it touches. */
+static cn_err_t obj_reader_new(cn_objects_t *o, cn_objects_req_t *rq,
+                               const cn_objects_range_t *range, const cn_object_info_t *info,
+                               cn_obj_seg_t *segs, size_t nsegs, cn_objects_reader_t **out)
 {
-    *retry = false;
-    cn_obj_seg_t *segs = NULL;
-    size_t nsegs = 0;
     cn_objects_reader_t *rd = NULL;
-    key_read_t kr = { o, rq, bucket, key, info, &segs, &nsegs, 0 };
-    cn_err_t err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, key_read_body, &kr);
-    if (err < 0)
-        goto fail;
-
     uint64_t off = 0, len = 0;
-    err = obj_window(rq, range, info, segs, nsegs, &off, &len);
+    cn_err_t err = obj_window(rq, range, info, segs, nsegs, &off, &len);
     if (err < 0)
         goto fail;
     rd = calloc(1, sizeof *rd);
@@ -459,6 +545,75 @@ static cn_err_t obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const char *
         if (err < 0)
             goto fail;
     }
+    *out = rd;
+    return 0;
+fail:
+    free(segs);
+    cn_objects_reader_free(rd);
+    return err;
+}
+
+/* The GET from the head cache only: CN_E_AGAIN (nothing filled; *stamp the
+ * slot's word, read after the attempt, to stamp a read with) when it cannot
+ * answer, else as cn_objects_get. */
+static cn_err_t obj_get_cached(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                               const char *key, const cn_objects_range_t *range,
+                               cn_object_info_t *info, cn_objects_reader_t **out, uint64_t *stamp)
+{
+    const cn__objhead_t *h = cn__objhead_find(o, bucket, key, stamp);
+    if (!h)
+        return CN_E_AGAIN;
+    cn_obj_seg_t *segs = h->nsegs ? calloc(h->nsegs, sizeof *segs) : NULL;
+    cn_err_t err = h->nsegs && !segs ? -ENOMEM : head_hit_info(rq, h, key, info);
+    for (size_t i = 0; err >= 0 && i < h->nsegs; i++) {
+        segs[i].digest = h->segs[i].digest;
+        segs[i].size = h->segs[i].size;
+    }
+    if (err >= 0)
+        err = obj_reader_new(o, rq, range, info, segs, h->nsegs, out);
+    else
+        free(segs);
+    if (err >= 0) {
+        err = obj_hold_cached(o, *out, bucket, h->stamp);
+        if (err < 0) {
+            cn_objects_reader_free(*out);
+            *out = NULL;
+        }
+    }
+    cn__objhead_release(h);
+    if (err == CN_E_AGAIN)
+        *stamp = cn__gen_load(o->gen, cn__gen_slot(bucket));
+    if (err < 0 && err != CN_E_RANGE) {
+        cn_objects_info_free(info);
+        memset(info, 0, sizeof *info);
+    }
+    return err;
+}
+
+/* One read of the key through SQL, its head filed under stamp (read before
+ * it began). */
+static cn_err_t obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                             const char *key, const cn_objects_range_t *range,
+                             cn_object_info_t *info, cn_objects_reader_t **out, uint64_t stamp,
+                             bool *retry)
+{
+    *retry = false;
+    cn_obj_seg_t *segs = NULL;
+    size_t nsegs = 0;
+    cn_objects_reader_t *rd = NULL;
+    key_read_t kr = {
+        .o = o, .rq = rq, .bucket = bucket, .key = key, .info = info, .segs = &segs, .nsegs = &nsegs
+    };
+    cn_err_t err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, key_read_body, &kr);
+    if (err >= 0 && o->gen)
+        key_read_offer(&kr, stamp, segs, nsegs);
+    key_read_drop(&kr);
+    if (err >= 0)
+        err = obj_reader_new(o, rq, range, info, segs, nsegs, &rd);
+    else
+        free(segs);
+    if (err < 0)
+        goto fail;
     err = obj_hold(o, rd, kr.bucket_id, key, info->version_id, retry);
     if (err == CN_E_CORRUPT)
         cn__fail(rq, err, CN_OBJ_WHAT_KEY, "a blob of the current version is missing or short");
@@ -467,12 +622,12 @@ static cn_err_t obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const char *
     *out = rd;
     return 0;
 fail:
-    free(segs);
     cn_objects_reader_free(rd);
     if (err != CN_E_RANGE)
         cn_objects_info_free(info);
     return err;
 }
+
 cn_err_t cn_objects_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket, const char *key,
                         const cn_objects_range_t *range, cn_object_info_t *info,
                         cn_objects_reader_t **rd)
@@ -484,11 +639,25 @@ cn_err_t cn_objects_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucke
      * the newer version. */
     for (int attempt = 0; attempt < 5; attempt++) {
         bool retry = false;
-        err = obj_get_once(o, rq, bucket, key, range, info, rd, &retry);
+        uint64_t stamp = 0;
+        err = obj_get_cached(o, rq, bucket, key, range, info, rd, &stamp);
+        if (err != CN_E_AGAIN)
+            return err;
+        err = obj_get_once(o, rq, bucket, key, range, info, rd, stamp, &retry);
         if (!retry)
             return err;
     }
     return cn__fail(rq, err, CN_OBJ_WHAT_KEY, "the key kept changing while being read");
+}
+
+cn_err_t cn_objects_get_cached(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                               const char *key, const cn_objects_range_t *range,
+                               cn_object_info_t *info, cn_objects_reader_t **rd)
+{
+    *rd = NULL;
+    memset(info, 0, sizeof *info);
+    uint64_t stamp = 0;
+    return obj_get_cached(o, rq, bucket, key, range, info, rd, &stamp);
 }
 
 /* A walk of a key's parts, each handed to fn(arg, part). */

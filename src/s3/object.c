@@ -582,8 +582,10 @@ void cn__s3_get_object(cn__s3_rq_t *q)
         cn_object_info_t info;
         memset(&info, 0, sizeof info);
         cn_objects_reader_t *rd = NULL;
-        cn_err_t e = cn_objects_get(q->s3->objects, &q->orq, q->bucket, q->key,
-                                    has_range > 0 ? &rg : NULL, &info, &rd);
+        /* On the loop only the object-head cache answers (CN_E_AGAIN, like
+         * every error there, declines: a worker reads the metadata). */
+        cn_err_t e = (cn_http_req_on_loop(r) ? cn_objects_get_cached : cn_objects_get)(
+            q->s3->objects, &q->orq, q->bucket, q->key, has_range > 0 ? &rg : NULL, &info, &rd);
         if (e < 0 && e != CN_E_RANGE) {
             cn_objects_info_free(&info);
             cn__s3_fail(q, e);
@@ -650,6 +652,13 @@ void cn__s3_get_object(cn__s3_rq_t *q)
             cn_http_resp_header(r, "Content-Type", ct);
             cn_http_respond_empty(r, status, len);
             cn_objects_info_free(&info);
+            return;
+        }
+        if (cn_http_req_on_loop(r) && cn_objects_reader_len(rd) > CN_HTTP_INLINE_BODY_MAX) {
+            /* Larger bodies go by sendfile(2) from a worker. */
+            cn_objects_reader_free(rd);
+            cn_objects_info_free(&info);
+            cn_http_req_decline(r);
             return;
         }
         e = send_body(q, status, ct, rd, attempt == 1);

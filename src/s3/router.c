@@ -60,13 +60,33 @@ void cn_s3_free(cn_s3_t *s3)
     free(s3);
 }
 
+/* The secret of an access key (a token id) and its principal (out may be
+ * NULL), from the identity's cache only when cached (CN_E_AGAIN on a miss). */
+static cn_err_t secret_of(void *identity, const char *access_key, uint8_t *secret, size_t cap,
+                          size_t *len, cn_principal_t *out, bool cached)
+{
+    return cached ? cn_identity_lookup_secret_cached(identity, access_key, secret, cap, len, out)
+                  : cn_identity_lookup_secret(identity, access_key, secret, cap, len, out);
+}
+
+/* For SigV4, an unknown or unusable key is "not found". */
+static int sigv4_secret(void *identity, const char *access_key, uint8_t *secret, size_t cap,
+                        size_t *len, bool cached)
+{
+    cn_err_t e = secret_of(identity, access_key, secret, cap, len, NULL, cached);
+    return e == CN_E_AUTH ? CN_E_NOT_FOUND : e;
+}
+
 int cn_s3_sigv4_lookup(void *identity, const char *access_key, uint8_t *secret, size_t cap,
                        size_t *len)
 {
-    cn_err_t e = cn_identity_lookup_secret(identity, access_key, secret, cap, len, NULL);
-    if (e == CN_E_AUTH)
-        return CN_E_NOT_FOUND;
-    return e;
+    return sigv4_secret(identity, access_key, secret, cap, len, false);
+}
+
+int cn_s3_sigv4_lookup_cached(void *identity, const char *access_key, uint8_t *secret, size_t cap,
+                              size_t *len)
+{
+    return sigv4_secret(identity, access_key, secret, cap, len, true);
 }
 
 int cn_s3_bearer_check(void *identity, const char *token_id, const char *secret)
@@ -85,6 +105,10 @@ int cn_s3_bearer_check(void *identity, const char *token_id, const char *secret)
 
 void cn__s3_error(cn__s3_rq_t *q, cn_s3_err_t e, const char *message)
 {
+    if (cn_http_req_on_loop(q->r)) {
+        cn_http_req_decline(q->r); /* errors are answered by a worker, one way */
+        return;
+    }
     if (cn_http_req_responded(q->r))
         return;
     if (q->head) {
@@ -157,6 +181,10 @@ cn_s3_err_t cn__s3_err_of(const cn_objects_req_t *orq, cn_err_t err)
 
 void cn__s3_fail(cn__s3_rq_t *q, cn_err_t err)
 {
+    if (cn_http_req_on_loop(q->r)) {
+        cn_http_req_decline(q->r); /* logged once, by the worker that answers it */
+        return;
+    }
     cn_s3_err_t e = cn__s3_err_of(&q->orq, err);
     const char *msg = q->orq.fail.message[0] ? q->orq.fail.message : NULL;
     if (e == CN_S3E_INTERNAL_ERROR || err == CN_E_DB_LOCKED) {
@@ -669,9 +697,13 @@ static bool principal(cn__s3_rq_t *q)
     } else {
         uint8_t secret[CN_SECRET_MAX];
         size_t len = 0;
-        e = cn_identity_lookup_secret(q->s3->identity, cn_http_req_access_key(q->r), secret,
-                                      sizeof secret, &len, &q->principal);
+        e = secret_of(q->s3->identity, cn_http_req_access_key(q->r), secret, sizeof secret, &len,
+                      &q->principal, cn_http_req_on_loop(q->r));
         memset(secret, 0, sizeof secret);
+    }
+    if (e != CN_OK && cn_http_req_on_loop(q->r)) {
+        cn_http_req_decline(q->r);
+        return false;
     }
     if (e != CN_OK) {
         cn__s3_error(q, e == CN_E_AUTH ? CN_S3E_INVALID_ACCESS_KEY_ID : CN_S3E_INTERNAL_ERROR,
@@ -679,6 +711,8 @@ static bool principal(cn__s3_rq_t *q)
         return false;
     }
     q->orq.principal = &q->principal;
+    if (cn_http_req_on_loop(q->r))
+        return true; /* the rate is taken once the loop answers (loop_rate) */
     if (cn_identity_rate_take(q->s3->identity, q->principal.token_id) == CN_E_RATE_LIMITED) {
         cn__s3_error(q, CN_S3E_SLOW_DOWN, NULL);
         return false;
@@ -923,6 +957,29 @@ static bool expected_owner(cn__s3_rq_t *q)
     return false;
 }
 
+/* On the loop, only GetObject and HeadObject are answered (the operation
+ * reads one object head and a small body); its principal's rate is taken
+ * when it has its answer, so that a declined request, served again by a
+ * worker, is counted once.  An empty token bucket declines, and the worker
+ * answers SlowDown. */
+static bool loop_op(cn__s3_rq_t *q, cn__op_fn fn)
+{
+    if (fn == cn__s3_get_object)
+        return true;
+    cn_http_req_decline(q->r);
+    return false;
+}
+
+static void loop_rate(cn__s3_rq_t *q)
+{
+    cn_http_req_t *r = q->r;
+    unsigned st = cn_http_req_status(r);
+    if (q->anonymous || !st || st >= 400)
+        return;
+    if (cn_identity_rate_take(q->s3->identity, q->principal.token_id) == CN_E_RATE_LIMITED)
+        cn_http_req_decline(r);
+}
+
 static int on_request(cn_http_req_t *r, void *ctx)
 {
     cn_s3_t *s3 = ctx;
@@ -983,9 +1040,15 @@ static int on_request(cn_http_req_t *r, void *ctx)
         cn__s3_error(q, CN_S3E_NOT_IMPLEMENTED, msg);
         return 0;
     }
+    if (cn_http_req_on_loop(r) && !loop_op(q, fn))
+        return 0;
     if (!expected_owner(q))
         return 0;
     fn(q);
+    if (cn_http_req_on_loop(r)) {
+        loop_rate(q);
+        return 0;
+    }
     if (!cn_http_req_responded(r) && !q->on_end) {
         cn_warn(CN__MOD, "operation neither answered nor took the body [%s]", cn_http_req_id(r));
         cn__s3_error(q, CN_S3E_INTERNAL_ERROR, NULL);
@@ -1056,6 +1119,7 @@ cn_err_t cn_s3_register(cn_s3_t *s3, cn_http_server_t *srv)
     rt.name = "s3";
     rt.methods = CN_HTTP_ANY;
     rt.prefix = "/";
+    rt.flags = CN_HTTP_ROUTE_LOOP; /* GetObject and HeadObject of small objects */
     rt.match = router_match;
     rt.on_request = on_request;
     rt.on_body = on_body;

@@ -260,11 +260,17 @@ int main(int argc, char **argv)
         { "log-level", required_argument, 0, 'L' },
         { "head0", no_argument, 0, '0' },
         { "worker-share", required_argument, 0, 'S' },
+        { "loops", required_argument, 0, 'N' },
         { 0, 0, 0, 0 },
     };
     cn_server_config_t cfg;
     cn_server_config_default(&cfg);
     cfg.handle_signals = true;
+    /* CAIRN_NET_LOOPS, as cairnd reads it, so that a whole suite runs with
+     * one loop count; --loops overrides it. */
+    const char *env_loops = getenv("CAIRN_NET_LOOPS");
+    if (env_loops && *env_loops)
+        cfg.loops = (unsigned)atoi(env_loops);
     cn_listen_opts_t lo = { 0 };
     cn_limits_default(&lo.limits);
     const char *addrs[8];
@@ -291,6 +297,7 @@ int main(int argc, char **argv)
         case 'h': lo.limits.handshake_ms = v; break;
         case 'i': lo.limits.idle_ms = v; break;
         case 'S': lo.limits.worker_share_pct = (unsigned)v; break;
+        case 'N': cfg.loops = (unsigned)v; break;
         case 'g': cfg.grace_ms = v; break;
         case 'w':
             for (int p = 0; p < CN_POOL_COUNT; p++)

@@ -3,12 +3,16 @@
  * objects_admin DATA_DIR ACCOUNT pab BUCKET BITS|-      public access block (1 BlockPublicAcls,
  *                                                       2 IgnorePublicAcls, 4 BlockPublicPolicy,
  *                                                       8 RestrictPublicBuckets), "-" deletes it
+ * objects_admin DATA_DIR ACCOUNT copy BUCKET SRC DST     CopyObject of SRC onto DST in BUCKET
+ * objects_admin DATA_DIR ACCOUNT delete BUCKET KEY      DeleteObject
  *
  * A test helper: acts as ACCOUNT (with every permission) directly on the
  * service over the data directory's metadata, which a running cairnd may
  * hold open too (the metadata engine serializes writers across processes).
  * The data directory's store is one process's: while a cairnd holds it, a
- * scratch store stands in, since bucket settings never touch a blob. */
+ * scratch store stands in, since bucket settings never touch a blob, and a
+ * copy only references the blobs cairnd stored.  It shares the data
+ * directory's write-generation table (objects.gen), as every writer must. */
 #include "cairn/objects.h"
 #include "cairn/meta.h"
 #include "cairn/store.h"
@@ -20,8 +24,10 @@
 
 int main(int argc, char **argv)
 {
-    if (argc != 6) {
-        fprintf(stderr, "usage: objects_admin DATA ACCOUNT policy|visibility|pab BUCKET ARG\n");
+    if (argc != 6 && !(argc == 7 && !strcmp(argv[3], "copy"))) {
+        fprintf(stderr,
+                "usage: objects_admin DATA ACCOUNT policy|visibility|pab|delete BUCKET ARG\n"
+                "       objects_admin DATA ACCOUNT copy BUCKET SRC DST\n");
         return 2;
     }
     cn_meta_t *meta = NULL;
@@ -37,7 +43,7 @@ int main(int argc, char **argv)
         own_scratch = true;
         err = cn_store_open(scratch, &so, &store);
     }
-    cn_objects_opts_t oo = { .upload_sweep_ms = -1 };
+    cn_objects_opts_t oo = { .upload_sweep_ms = -1, .data_dir = argv[1] };
     if (err >= 0)
         err = cn_objects_open(meta, store, &oo, &o);
     cn_principal_t p;
@@ -70,6 +76,10 @@ int main(int argc, char **argv)
                                .block_public_policy = bits & 4,
                                .restrict_public_buckets = bits & 8 };
         err = cn_objects_bucket_pab_set(o, &rq, argv[4], strcmp(argv[5], "-") ? &pab : NULL);
+    } else if (err >= 0 && !strcmp(argv[3], "copy")) {
+        err = cn_objects_copy(o, &rq, argv[4], argv[5], argv[4], argv[6], NULL, NULL);
+    } else if (err >= 0 && !strcmp(argv[3], "delete")) {
+        err = cn_objects_delete(o, &rq, argv[4], argv[5]);
     } else if (err >= 0) {
         err = CN_E_INVALID;
     }

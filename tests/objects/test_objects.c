@@ -4,6 +4,7 @@
 #include "cairn/meta.h"
 #include "cairn/store.h"
 #include "cairn/crypto.h"
+#include "objects/objects_int.h" /* the write-generation table (gen.c) */
 
 #include <dirent.h>
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The objects handle's cache size (CN__CACHE_SLOTS, src/objects/objects_int.h). */
@@ -32,21 +34,38 @@ static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw
     return remove(p);
 }
 
-static void env_open(env_t *e, const cn_objects_opts_t *oo)
+/* An env in a new directory; its metadata (and, with heads, the head
+ * cache's generation table) that of data_dir, or its own when NULL.  A
+ * second env on another's data_dir is another process in all but the
+ * address space: its own database connections on the same meta.db, its own
+ * store (a data dir's store is one process's; settings never touch blobs,
+ * a copy only references them). */
+static void env_open_on(env_t *e, const cn_objects_opts_t *oo, const char *data_dir, bool heads)
 {
     memset(e, 0, sizeof *e);
     snprintf(e->dir, sizeof e->dir, "/tmp/cn-objtest-XXXXXX");
     CN_CHECK(mkdtemp(e->dir) != NULL);
+    if (!data_dir)
+        data_dir = e->dir;
     cn_meta_opts_t mo = { .no_sync = true };
-    CN_CHECK_EQ(cn_meta_open(e->dir, &mo, &e->meta), 0);
+    CN_CHECK_EQ(cn_meta_open(data_dir, &mo, &e->meta), 0);
     cn_store_opts_t so = { .meta = e->meta };
     CN_CHECK_EQ(cn_store_open(e->dir, &so, &e->store), 0);
     cn_objects_opts_t def = { .upload_sweep_ms = -1 };
-    CN_CHECK_EQ(cn_objects_open(e->meta, e->store, oo ? oo : &def, &e->o), 0);
+    if (oo)
+        def = *oo;
+    if (heads)
+        def.data_dir = data_dir;
+    CN_CHECK_EQ(cn_objects_open(e->meta, e->store, &def, &e->o), 0);
     snprintf(e->alice.account, sizeof e->alice.account, "alice");
     snprintf(e->alice.token_id, sizeof e->alice.token_id, "tok-alice");
     e->alice.account_id = 1;
     e->alice.perms = CN_PERM_DEFAULT;
+}
+
+static void env_open(env_t *e, const cn_objects_opts_t *oo)
+{
+    env_open_on(e, oo, NULL, false);
 }
 
 static void env_close(env_t *e)
@@ -1038,15 +1057,7 @@ static void test_settings_cache_two_handles(void)
     /* The writer: its own database connections on the same meta.db; its
      * store is its own (a data dir's store is one process's, and settings
      * never touch blobs). */
-    memset(&w, 0, sizeof w);
-    snprintf(w.dir, sizeof w.dir, "/tmp/cn-objtest-XXXXXX");
-    CN_CHECK(mkdtemp(w.dir) != NULL);
-    cn_meta_opts_t mo = { .no_sync = true };
-    CN_CHECK_EQ(cn_meta_open(e.dir, &mo, &w.meta), 0);
-    cn_store_opts_t so = { .meta = w.meta };
-    CN_CHECK_EQ(cn_store_open(w.dir, &so, &w.store), 0);
-    cn_objects_opts_t oo = { .upload_sweep_ms = -1 };
-    CN_CHECK_EQ(cn_objects_open(w.meta, w.store, &oo, &w.o), 0);
+    env_open_on(&w, NULL, e.dir, false);
 
     cn_objects_req_t rq = req_for(&e.alice);
     CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "cache2", NULL, NULL), 0);
@@ -1068,10 +1079,7 @@ static void test_settings_cache_two_handles(void)
     CN_CHECK_EQ(after.visibility, CN_VIS_PUBLIC);
     CN_CHECK_EQ(anon_list(e.o, "cache2"), 0);
 
-    cn_objects_close(w.o);
-    cn_store_close(w.store);
-    cn_meta_close(w.meta);
-    nftw(w.dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    env_close(&w);
     env_close(&e);
 }
 
@@ -1199,10 +1207,10 @@ static void *conc_sweeper(void *arg)
     return NULL;
 }
 
-static void test_concurrency(void)
+static void conc_run(bool heads)
 {
     env_t e;
-    env_open(&e, NULL);
+    env_open_on(&e, NULL, NULL, heads);
     cn_objects_req_t rq = req_for(&e.alice);
     CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "conc", NULL, NULL), 0);
     volatile int stop = 0;
@@ -1256,10 +1264,234 @@ static void test_concurrency(void)
     env_close(&e);
 }
 
+static void test_concurrency(void)
+{
+    conc_run(false);
+}
+
+/* The same race with the object-head cache on: readers served from it
+ * while writers bump the generation and the sweeper frees the old blobs. */
+static void test_concurrency_heads(void)
+{
+    conc_run(true);
+}
+
+/* ---- the object-head cache (src/objects/head.c, gen.c) ------------------- */
+
+/* An env with the head cache on, bucket b made and k holding v. */
+static void env_heads(env_t *e, const char *b, const char *k, const char *v)
+{
+    env_open_on(e, NULL, NULL, true);
+    cn_objects_req_t rq = req_for(&e->alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e->o, &rq, b, NULL, NULL), 0);
+    CN_CHECK_EQ(put_bytes(e, &e->alice, b, k, v, strlen(v), NULL, NULL), 0);
+}
+
+/* cn_objects_get_cached of b/k: 0 with the bytes in *out (a hit), or its
+ * error (CN_E_AGAIN: not answerable without SQL). */
+static cn_err_t get_cached(cn_objects_t *o, const cn_principal_t *who, const char *b, const char *k,
+                           cn_buf_t *out)
+{
+    cn_objects_req_t rq = req_for(who);
+    cn_object_info_t info;
+    cn_objects_reader_t *rd = NULL;
+    out->len = 0;
+    cn_err_t err = cn_objects_get_cached(o, &rq, b, k, NULL, &info, &rd);
+    if (err < 0)
+        return err;
+    err = cn_objects_reader_send(rd, collect_fd, collect, out);
+    cn_objects_reader_free(rd);
+    cn_objects_info_free(&info);
+    return err;
+}
+
+/* A full GET (SQL when needed) that must answer want. */
+static void get_expect(env_t *e, const char *b, const char *k, const char *want)
+{
+    cn_buf_t got = { 0 };
+    cn_object_info_t info;
+    CN_CHECK_EQ(get_bytes(e, b, k, NULL, &got, &info, true), 0);
+    CN_CHECK_EQ(got.len, strlen(want));
+    CN_CHECK(got.len == strlen(want) && !memcmp(got.data, want, got.len));
+    cn_objects_info_free(&info);
+    cn_buf_free(&got);
+}
+
+static void check_hit(cn_objects_t *o, const cn_principal_t *who, const char *b, const char *k,
+                      const char *want)
+{
+    cn_buf_t got = { 0 };
+    CN_CHECK_EQ(get_cached(o, who, b, k, &got), 0);
+    CN_CHECK(got.len == strlen(want) && !memcmp(got.data, want, got.len));
+    cn_buf_free(&got);
+}
+
+static void check_miss(cn_objects_t *o, const cn_principal_t *who, const char *b, const char *k)
+{
+    cn_buf_t got = { 0 };
+    CN_CHECK_EQ(get_cached(o, who, b, k, &got), CN_E_AGAIN);
+    cn_buf_free(&got);
+}
+
+/* Filled by a read, dropped by every kind of write to its bucket, and
+ * authorization still decided on every hit. */
+static void test_head_cache_follows_writes(void)
+{
+    env_t e;
+    env_heads(&e, "hc1", "k", "one");
+    cn_objects_req_t rq = req_for(&e.alice);
+    cn_principal_t bob = e.alice;
+    snprintf(bob.account, sizeof bob.account, "bob");
+    bob.account_id = 2;
+    check_miss(e.o, &e.alice, "hc1", "k");
+    get_expect(&e, "hc1", "k", "one");
+    check_hit(e.o, &e.alice, "hc1", "k", "one");
+    /* HEAD answers from it too, and a denied caller is denied on a hit. */
+    cn_object_info_t info;
+    CN_CHECK_EQ(cn_objects_head(e.o, &rq, "hc1", "k", &info), 0);
+    CN_CHECK_EQ(info.size, 3);
+    cn_objects_info_free(&info);
+    cn_buf_t got = { 0 };
+    CN_CHECK_EQ(get_cached(e.o, &bob, "hc1", "k", &got), CN_E_DENIED);
+    /* An overwrite, a copy onto the key, an ACL change, a delete. */
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "hc1", "k", "two", 3, NULL, NULL), 0);
+    check_miss(e.o, &e.alice, "hc1", "k");
+    get_expect(&e, "hc1", "k", "two");
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "hc1", "src", "three", 5, NULL, NULL), 0);
+    check_miss(e.o, &e.alice, "hc1", "k");
+    get_expect(&e, "hc1", "k", "two");
+    CN_CHECK_EQ(cn_objects_copy(e.o, &rq, "hc1", "src", "hc1", "k", NULL, NULL), 0);
+    check_miss(e.o, &e.alice, "hc1", "k");
+    get_expect(&e, "hc1", "k", "three");
+    check_hit(e.o, &e.alice, "hc1", "k", "three");
+    cn_authz_acl_t pub;
+    CN_CHECK_EQ(cn_authz_acl_canned(&pub, "public-read", 11, "alice", NULL, false), 0);
+    CN_CHECK_EQ(cn_objects_object_acl_set(e.o, &rq, "hc1", "k", &pub), 0);
+    check_miss(e.o, &bob, "hc1", "k");
+    get_expect(&e, "hc1", "k", "three");
+    check_hit(e.o, &bob, "hc1", "k", "three"); /* public now, from the cache */
+    CN_CHECK_EQ(cn_objects_delete(e.o, &rq, "hc1", "k"), 0);
+    check_miss(e.o, &e.alice, "hc1", "k");
+    CN_CHECK_EQ(get_bytes(&e, "hc1", "k", NULL, &got, &info, true), CN_E_NOT_FOUND);
+    cn_buf_free(&got);
+    env_close(&e);
+}
+
+/* Invariants 2 and 3 of gen.c through a second mapping of the table (as
+ * another process has it): a slot with a writer in flight is never served
+ * from the cache nor filed under; the writer's leave makes the head stale. */
+static void test_head_cache_in_flight(void)
+{
+    env_t e;
+    env_heads(&e, "fl1", "k", "v1");
+    get_expect(&e, "fl1", "k", "v1");
+    check_hit(e.o, &e.alice, "fl1", "k", "v1");
+    cn__gen_t *g = NULL;
+    CN_CHECK_EQ(cn__gen_open(e.dir, &g), 0);
+    size_t slot = cn__gen_slot("fl1");
+    uint64_t before = cn__gen_load(g, slot);
+    cn__gen_enter(g, slot);
+    check_miss(e.o, &e.alice, "fl1", "k");
+    get_expect(&e, "fl1", "k", "v1"); /* read through SQL, not filed */
+    check_miss(e.o, &e.alice, "fl1", "k");
+    cn__gen_leave(g, slot);
+    CN_CHECK_EQ(cn__gen_load(g, slot), before + (UINT64_C(1) << 32));
+    check_miss(e.o, &e.alice, "fl1", "k");
+    get_expect(&e, "fl1", "k", "v1");
+    check_hit(e.o, &e.alice, "fl1", "k", "v1");
+    cn__gen_close(g);
+    env_close(&e);
+}
+
+/* Two handles on one data dir, each with its own store (a second process
+ * in all but the address space; the table is shared through the file): a
+ * write through one is seen by the other's next read.  The second opener
+ * must not zero the table the first one holds (if it did, its two writes
+ * would bring the generation back to the first one's stamp). */
+static void test_head_cache_two_handles(void)
+{
+    env_t e, w;
+    env_heads(&e, "two", "k", "old");
+    cn_objects_req_t rq = req_for(&e.alice);
+    CN_CHECK_EQ(put_bytes(&e, &e.alice, "two", "n", "new", 3, NULL, NULL), 0);
+    get_expect(&e, "two", "k", "old");
+    check_hit(e.o, &e.alice, "two", "k", "old");
+
+    env_open_on(&w, NULL, e.dir, true);
+    CN_CHECK_EQ(cn_objects_copy(w.o, &rq, "two", "n", "two", "k", NULL, NULL), 0);
+    CN_CHECK_EQ(cn_objects_copy(w.o, &rq, "two", "n", "two", "k", NULL, NULL), 0);
+    check_miss(e.o, &e.alice, "two", "k");
+    get_expect(&e, "two", "k", "new");
+    check_hit(e.o, &e.alice, "two", "k", "new");
+    CN_CHECK_EQ(cn_objects_delete(w.o, &rq, "two", "k"), 0);
+    check_miss(e.o, &e.alice, "two", "k");
+    cn_object_info_t info;
+    CN_CHECK_EQ(cn_objects_head(e.o, &rq, "two", "k", &info), CN_E_NOT_FOUND);
+
+    env_close(&w);
+    env_close(&e);
+}
+
+/* Invariant 4: a writer that dies between its commit and its leave leaves
+ * the slot in flight (uncached, never stale) until the table is opened
+ * again by a process alone with it, which zeroes it. */
+static void test_head_cache_crashed_writer(void)
+{
+    env_t e;
+    env_heads(&e, "cr1", "k", "v");
+    pid_t pid = fork();
+    if (pid == 0) {
+        cn__gen_t *g = NULL;
+        if (cn__gen_open(e.dir, &g) < 0)
+            _exit(1);
+        cn__gen_enter(g, cn__gen_slot("cr1"));
+        _exit(0); /* "crashes" before its leave */
+    }
+    int status = 0;
+    CN_CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CN_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (int i = 0; i < 2; i++) {
+        get_expect(&e, "cr1", "k", "v");
+        check_miss(e.o, &e.alice, "cr1", "k");
+    }
+    /* Everyone closes; the next opener is alone and starts from zero. */
+    cn_objects_close(e.o);
+    cn_store_close(e.store);
+    cn_store_opts_t so = { .meta = e.meta };
+    CN_CHECK_EQ(cn_store_open(e.dir, &so, &e.store), 0);
+    cn_objects_opts_t oo = { .upload_sweep_ms = -1, .data_dir = e.dir };
+    CN_CHECK_EQ(cn_objects_open(e.meta, e.store, &oo, &e.o), 0);
+    get_expect(&e, "cr1", "k", "v");
+    check_hit(e.o, &e.alice, "cr1", "k", "v");
+    env_close(&e);
+}
+
+/* A cached head whose blob is gone is not answered from the cache: the
+ * slow path decides (the version is still current: CN_E_CORRUPT). */
+static void test_head_cache_missing_blob(void)
+{
+    env_t e;
+    env_heads(&e, "mb1", "k", "lost bytes");
+    get_expect(&e, "mb1", "k", "lost bytes");
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "find %s/blobs -type f -delete", e.dir);
+    CN_CHECK_EQ(system(cmd), 0);
+    /* The store's descriptor cache may still hold the file open: then the
+     * bytes are still there to send, and that is a correct answer too. */
+    cn_buf_t got = { 0 };
+    cn_err_t err = get_cached(e.o, &e.alice, "mb1", "k", &got);
+    CN_CHECK(err == CN_E_AGAIN || (err == 0 && got.len == 10));
+    cn_buf_free(&got);
+    env_close(&e);
+}
+
 CN_TEST_MAIN(CN_TEST(test_bucket_names), CN_TEST(test_buckets), CN_TEST(test_put_get),
              CN_TEST(test_interrupted_and_limits), CN_TEST(test_list),
              CN_TEST(test_copy_references_blob), CN_TEST(test_multipart),
              CN_TEST(test_multipart_checksums), CN_TEST(test_upload_expiry), CN_TEST(test_liveness),
              CN_TEST(test_policy_denies_by_ip), CN_TEST(test_settings_cache_same_handle),
              CN_TEST(test_settings_cache_two_handles), CN_TEST(test_settings_cache_eviction),
-             CN_TEST(test_get_missing_blob), CN_TEST(test_concurrency))
+             CN_TEST(test_get_missing_blob), CN_TEST(test_concurrency),
+             CN_TEST(test_concurrency_heads), CN_TEST(test_head_cache_follows_writes),
+             CN_TEST(test_head_cache_in_flight), CN_TEST(test_head_cache_two_handles),
+             CN_TEST(test_head_cache_crashed_writer), CN_TEST(test_head_cache_missing_blob))

@@ -1,0 +1,143 @@
+/* The write-generation table: how a process knows, without SQL, that no
+ * process wrote a bucket since it read an object head of it.
+ *
+ * DATA/objects.gen holds CN__GEN_SLOTS 64-bit words, mapped MAP_SHARED by
+ * every process that writes the data dir's metadata through the objects
+ * service (cairnd, objects tools): a word is (generation << 32) | writers in
+ * flight, and a bucket's slot is a hash of its name mod CN__GEN_SLOTS.
+ *
+ * Invariants:
+ *   1. Every write run of the service on a bucket (cn__write_run) adds one
+ *      in-flight writer to the bucket's slot before its transaction may
+ *      commit, and only after cn_meta_run returned (committed durably, or
+ *      failed) adds one to the generation and takes the writer away, in one
+ *      atomic add.  The reply to the write is sent after that.
+ *   2. A head is filed (cn__objhead_offer) only under the word its reader read
+ *      before beginning the read transaction that produced it, and only when
+ *      that word had no writer in flight.
+ *   3. A head is served only while its slot holds exactly the word it was
+ *      filed under.
+ *   From 1–3: if a head is served at time t, no write run on the bucket
+ *   entered between the stamp's read and t (its enter would show as a writer
+ *   in flight, or with its leave as a new generation).  So any write
+ *   acknowledged before t left, hence committed, before the stamp was read,
+ *   before the read transaction began: the head shows it.  Acknowledged
+ *   writes are never hidden; a served head is a state that was current at
+ *   some instant between the request's arrival and its answer.
+ *   4. A process dying between its commit and its leave leaves the slot with
+ *      a writer in flight: that bucket's heads are not cached (never stale)
+ *      until every process has closed the table and the next opener, alone
+ *      with it (an exclusive flock), zeroes it.  No cache outlives its
+ *      process, so zeroing with nobody else holding the file loses nothing.
+ *   5. A generation wraps after 2^32 writes to one slot: a head filed under a
+ *      word that comes back exactly 2^32 writes later would match.  Heads are
+ *      bounded and evicted by use; this is the one accepted limit.
+ *
+ * This file must never be used with a metadata engine other than the
+ * embedded SQLite one (the fleet's writers share no memory), and never hand
+ * out a word without the atomic load that orders it before later SQL. */
+#include "objects_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "the table needs lock-free 64-bit atomics");
+
+#define GEN_BYTES (CN__GEN_SLOTS * sizeof(uint64_t))
+#define GEN_LEAVE ((UINT64_C(1) << 32) - 1) /* generation + 1, in flight - 1 */
+
+struct cn__gen {
+    int fd; /* holds the shared lock */
+    _Atomic uint64_t *w;
+};
+
+/* Zeroes the table when this process is alone with it, then takes the
+ * shared lock every user holds. */
+static cn_err_t gen_lock(int fd)
+{
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        if (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)GEN_BYTES) < 0)
+            return -errno;
+    } else if (errno != EWOULDBLOCK) {
+        return -errno;
+    }
+    /* Converting may let another opener in between: it is alone with the
+     * file too and zeroes a table nobody used yet. */
+    if (flock(fd, LOCK_SH) < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    return st.st_size == (off_t)GEN_BYTES ? 0 : CN_E_CORRUPT;
+}
+
+cn_err_t cn__gen_open(const char *data_dir, cn__gen_t **out)
+{
+    *out = NULL;
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/objects.gen", data_dir) >= sizeof path)
+        return -ENAMETOOLONG;
+    cn__gen_t *g = calloc(1, sizeof *g);
+    if (!g)
+        return -ENOMEM;
+    cn_err_t err = 0;
+    g->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (g->fd < 0) {
+        err = -errno;
+        goto fail;
+    }
+    err = gen_lock(g->fd);
+    if (err < 0)
+        goto fail;
+    void *m = mmap(NULL, GEN_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, g->fd, 0);
+    if (m == MAP_FAILED) {
+        err = -errno;
+        goto fail;
+    }
+    g->w = m;
+    *out = g;
+    return 0;
+fail:
+    cn__gen_close(g);
+    return err;
+}
+
+void cn__gen_close(cn__gen_t *g)
+{
+    if (!g)
+        return;
+    if (g->w)
+        munmap((void *)g->w, GEN_BYTES);
+    if (g->fd >= 0)
+        close(g->fd); /* drops the lock */
+    free(g);
+}
+
+size_t cn__gen_slot(const char *bucket)
+{
+    return bucket ? (size_t)(cn__cache_hash(bucket, strlen(bucket)) % CN__GEN_SLOTS) : 0;
+}
+
+uint64_t cn__gen_load(const cn__gen_t *g, size_t slot)
+{
+    return g ? atomic_load(&g->w[slot]) : 0;
+}
+
+void cn__gen_enter(cn__gen_t *g, size_t slot)
+{
+    if (g)
+        atomic_fetch_add(&g->w[slot], 1);
+}
+
+void cn__gen_leave(cn__gen_t *g, size_t slot)
+{
+    if (g)
+        atomic_fetch_add(&g->w[slot], GEN_LEAVE);
+}

@@ -1,48 +1,39 @@
-/* A strict TOML subset for configuration (include/cairn/toml.h).
+/* Documents, tables and the public API of the TOML 1.0.0 parser
+ * (include/cairn/toml.h).
  *
- * A recursive-descent parser over the whole text with one cursor.  Anything
- * outside the subset is an error naming its line: a configuration file that
- * is half understood is worse than one refused. */
-#include "cairn/toml.h"
+ * A recursive-descent parser over the whole text with one cursor; the
+ * lexical pieces are in toml_lex.c and the values in toml_value.c.  This
+ * file owns the arena, the (table, key) index and TOML's redefinition
+ * rules: a key is set once; a [header] defines a table once and never one a
+ * dotted key or an inline table made; dotted keys extend tables that dotted
+ * keys made or that a header only implied (which then no header may
+ * define), never one a header named; inline tables and static arrays are
+ * immutable; [[header]] appends only to an array that [[header]] made. */
+#include "toml_int.h"
 #include "cairn/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CN__TOML_MAX_DEPTH 32
+/* ---- errors ------------------------------------------------------------------ */
+int cn__toml_col(cn__tp_t *t, const char *bol, const char *at)
+{
+    if (t->col_bol != bol || t->col_at > at) {
+        t->col_bol = t->col_at = bol;
+        t->col = 1;
+    }
+    for (; t->col_at < at; t->col_at++)
+        if (((unsigned char)*t->col_at & 0xc0) != 0x80)
+            t->col++;
+    return t->col;
+}
 
-struct cn_toml_val {
-    cn_toml_type_t type;
-    char *key;
-    int line;
-    bool header; /* a table named by a [header] (or the root) */
-    int64_t i;
-    bool b;
-    char *s;
-    cn_toml_val_t **kids; /* table entries or array items */
-    size_t n, cap;
-};
-
-struct cn_toml {
-    cn_toml_val_t *root;
-};
-
-typedef struct {
-    const char *p, *end;
-    int line;
-    char *err;
-    size_t errlen;
-    cn_err_t rc;
-} cn__tp_t;
-
-static cn_err_t tfail(cn__tp_t *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static cn_err_t tfail(cn__tp_t *t, const char *fmt, ...)
+cn_err_t cn__toml_fail(cn__tp_t *t, const char *fmt, ...)
 {
     if (t->rc)
         return t->rc;
@@ -53,12 +44,13 @@ static cn_err_t tfail(cn__tp_t *t, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
-        snprintf(t->err, t->errlen, "line %d: %s", t->line, msg);
+        snprintf(t->err, t->errlen, "line %d, column %d: %s", t->line,
+                 cn__toml_col(t, t->bol, t->p < t->end ? t->p : t->end), msg);
     }
     return t->rc;
 }
 
-static cn_err_t tnomem(cn__tp_t *t)
+cn_err_t cn__toml_nomem(cn__tp_t *t)
 {
     if (!t->rc) {
         t->rc = -ENOMEM;
@@ -68,452 +60,300 @@ static cn_err_t tnomem(cn__tp_t *t)
     return t->rc;
 }
 
-/* ---- values ------------------------------------------------------------------ */
-static void tval_free(cn_toml_val_t *v)
+/* ---- the arena ---------------------------------------------------------------- */
+void *cn__toml_alloc(cn__tp_t *t, size_t n)
 {
-    if (!v)
-        return;
-    for (size_t i = 0; i < v->n; i++)
-        tval_free(v->kids[i]);
-    free(v->kids);
-    free(v->key);
-    free(v->s);
-    free(v);
+    cn_toml_t *d = t->doc;
+    n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+    cn__arena_chunk_t *c = d->chunks;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > 65536 ? n : 65536;
+        if (d->arena_bytes + cap > d->arena_limit) {
+            cn__toml_fail(t, "the document needs more memory than its size allows");
+            return NULL;
+        }
+        c = malloc(sizeof *c + cap);
+        if (!c) {
+            cn__toml_nomem(t);
+            return NULL;
+        }
+        c->cap = cap;
+        c->used = 0;
+        c->next = d->chunks;
+        d->chunks = c;
+        d->arena_bytes += cap;
+    }
+    void *p = (char *)c->data + c->used;
+    c->used += n;
+    return p;
 }
 
-static cn_toml_val_t *tval_new(cn__tp_t *t, cn_toml_type_t type)
+cn_toml_val_t *cn__toml_new(cn__tp_t *t, cn_toml_type_t type)
 {
-    cn_toml_val_t *v = calloc(1, sizeof *v);
-    if (!v) {
-        tnomem(t);
+    cn_toml_val_t *v = cn__toml_alloc(t, sizeof *v);
+    if (!v)
         return NULL;
-    }
+    memset(v, 0, sizeof *v);
     v->type = type;
     v->line = t->line;
+    v->col = cn__toml_col(t, t->bol, t->p);
     return v;
 }
 
-static cn_err_t tval_add(cn__tp_t *t, cn_toml_val_t *parent, cn_toml_val_t *kid)
+cn_err_t cn__toml_push(cn__tp_t *t, cn_toml_val_t *parent, cn_toml_val_t *kid)
 {
     if (parent->n == parent->cap) {
         size_t cap = parent->cap ? parent->cap * 2 : 4;
-        cn_toml_val_t **k = realloc(parent->kids, cap * sizeof *k);
+        cn_toml_val_t **k = cn__toml_alloc(t, cap * sizeof *k);
         if (!k)
-            return tnomem(t);
+            return t->rc;
+        if (parent->n)
+            memcpy(k, parent->kids, parent->n * sizeof *k);
         parent->kids = k;
         parent->cap = cap;
     }
     parent->kids[parent->n++] = kid;
+    kid->parent = parent;
     return CN_OK;
 }
 
-static cn_toml_val_t *tfind(const cn_toml_val_t *table, const char *key)
+/* ---- the (table, key) index ------------------------------------------------------ */
+static size_t key_hash(const cn_toml_val_t *table, const char *key, size_t len)
 {
-    for (size_t i = 0; i < table->n; i++)
-        if (strcmp(table->kids[i]->key, key) == 0)
-            return table->kids[i];
-    return NULL;
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)table;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * 1099511628211ull;
+    return (size_t)(h ^ h >> 29);
 }
 
-/* ---- lexing ------------------------------------------------------------------ */
-static void tws(cn__tp_t *t)
+cn_toml_val_t *cn__toml_find(cn__tp_t *t, const cn_toml_val_t *table, const char *key, size_t len)
 {
-    while (t->p < t->end && (*t->p == ' ' || *t->p == '\t'))
-        t->p++;
+    cn_toml_t *d = t->doc;
+    if (!d->map_cap)
+        return NULL;
+    for (size_t i = key_hash(table, key, len) & (d->map_cap - 1);; i = (i + 1) & (d->map_cap - 1)) {
+        cn_toml_val_t *v = d->map[i];
+        if (!v)
+            return NULL;
+        if (v->parent == table && v->keylen == len && memcmp(v->key, key, len) == 0)
+            return v;
+    }
 }
 
-/* A comment runs to the end of the line; control characters other than tab
- * are not allowed in it. */
-static cn_err_t tcomment(cn__tp_t *t)
+static void map_insert(cn_toml_t *d, cn_toml_val_t *v)
 {
-    if (t->p < t->end && *t->p == '#') {
-        while (t->p < t->end && *t->p != '\n') {
-            unsigned char c = (unsigned char)*t->p;
-            if ((c < 0x20 && c != '\t' && !(c == '\r' && t->p + 1 < t->end && t->p[1] == '\n')) ||
-                c == 0x7f)
-                return tfail(t, "control character in a comment");
-            t->p++;
+    size_t i = key_hash(v->parent, v->key, v->keylen) & (d->map_cap - 1);
+    while (d->map[i])
+        i = (i + 1) & (d->map_cap - 1);
+    d->map[i] = v;
+    d->map_n++;
+}
+
+cn_err_t cn__toml_put(cn__tp_t *t, cn_toml_val_t *table, cn_toml_val_t *kid, const char *key,
+                      size_t len)
+{
+    cn_toml_t *d = t->doc;
+    if ((d->map_n + 1) * 2 > d->map_cap) {
+        size_t cap = d->map_cap ? d->map_cap * 2 : 64;
+        cn_toml_val_t **old = d->map;
+        size_t oldcap = d->map_cap;
+        d->map = calloc(cap, sizeof *d->map);
+        if (!d->map) {
+            d->map = old;
+            return cn__toml_nomem(t);
         }
+        d->map_cap = cap;
+        d->map_n = 0;
+        for (size_t i = 0; i < oldcap; i++)
+            if (old[i])
+                map_insert(d, old[i]);
+        free(old);
     }
+    kid->key = (char *)key;
+    kid->keylen = len;
+    CN_TRY(cn__toml_push(t, table, kid));
+    map_insert(d, kid);
     return CN_OK;
 }
 
-/* Consumes a newline (\n or \r\n).  Returns false when none is here. */
-static bool tnewline(cn__tp_t *t)
+/* ---- tables and the redefinition rules ------------------------------------------------ */
+static cn_err_t refuse_key(cn__tp_t *t, const cn__tkeys_t *keys, size_t i, const cn_toml_val_t *old,
+                           const char *why)
 {
-    if (t->p < t->end && *t->p == '\n') {
-        t->p++;
-        t->line++;
-        return true;
+    t->p = keys->at[i]; /* the message names the key's own position */
+    t->bol = keys->bol;
+    t->line = keys->line;
+    size_t n = keys->len[i] > 60 ? 60 : keys->len[i];
+    while (n < keys->len[i] && n > 0 && ((unsigned char)keys->k[i][n] & 0xc0) == 0x80)
+        n--; /* the message stays UTF-8 */
+    return cn__toml_fail(t, "key '%.*s' %s (line %d)", (int)n, keys->k[i], why, old->line);
+}
+
+cn_err_t cn__toml_assign(cn__tp_t *t, cn_toml_val_t *table, const cn__tkeys_t *keys,
+                         cn_toml_val_t *value, bool in_inline)
+{
+    for (size_t i = 0; i + 1 < keys->n; i++) {
+        cn_toml_val_t *next = cn__toml_find(t, table, keys->k[i], keys->len[i]);
+        if (next) {
+            if (next->type != CN_TOML_TABLE)
+                return refuse_key(t, keys, i, next, "is already a value, not a table");
+            if (next->kind == CN__TT_DEFINED || (next->kind == CN__TT_INLINE) != in_inline)
+                return refuse_key(t, keys, i, next, "names a table defined elsewhere");
+            next->kind =
+                in_inline ? CN__TT_INLINE : CN__TT_DOTTED; /* no header may define it now */
+        } else {
+            next = cn__toml_new(t, CN_TOML_TABLE);
+            if (!next)
+                return t->rc;
+            next->kind = in_inline ? CN__TT_INLINE : CN__TT_DOTTED;
+            next->line = keys->line;
+            next->col = keys->col[i];
+            CN_TRY(cn__toml_put(t, table, next, keys->k[i], keys->len[i]));
+        }
+        table = next;
     }
-    if (t->end - t->p >= 2 && t->p[0] == '\r' && t->p[1] == '\n') {
-        t->p += 2;
-        t->line++;
-        return true;
+    size_t last = keys->n - 1;
+    cn_toml_val_t *old = cn__toml_find(t, table, keys->k[last], keys->len[last]);
+    if (old)
+        return refuse_key(t, keys, last, old, "is defined twice, first");
+    value->line = keys->line;
+    value->col = keys->col[0];
+    return cn__toml_put(t, table, value, keys->k[last], keys->len[last]);
+}
+
+/* Walks a header's key path but its last component, creating implicit
+ * tables; an array of tables stands for its last element. */
+static cn_err_t header_walk(cn__tp_t *t, const cn__tkeys_t *keys, cn_toml_val_t **out)
+{
+    cn_toml_val_t *tab = t->doc->root;
+    for (size_t i = 0; i + 1 < keys->n; i++) {
+        cn_toml_val_t *next = cn__toml_find(t, tab, keys->k[i], keys->len[i]);
+        if (!next) {
+            next = cn__toml_new(t, CN_TOML_TABLE);
+            if (!next)
+                return t->rc;
+            next->kind = CN__TT_IMPLICIT;
+            next->line = keys->line;
+            next->col = keys->col[i];
+            CN_TRY(cn__toml_put(t, tab, next, keys->k[i], keys->len[i]));
+        } else if (next->type == CN_TOML_ARRAY && next->aot) {
+            next = next->kids[next->n - 1];
+        } else if (next->type != CN_TOML_TABLE) {
+            return refuse_key(t, keys, i, next, "is already a value, not a table");
+        } else if (next->kind == CN__TT_INLINE) {
+            return refuse_key(t, keys, i, next, "is an inline table, which cannot be extended");
+        }
+        tab = next;
     }
-    return false;
+    *out = tab;
+    return CN_OK;
+}
+
+/* [a.b] or [[a.b]] at the cursor; *cur becomes the table that follows. */
+static cn_err_t header(cn__tp_t *t, cn_toml_val_t **cur)
+{
+    bool aot = t->end - t->p >= 2 && t->p[1] == '[';
+    t->p += aot ? 2 : 1;
+    cn__toml_ws(t);
+    cn__tkeys_t keys;
+    CN_TRY(cn__toml_keys(t, &keys));
+    if (t->p == t->end || *t->p != ']' || (aot && (t->end - t->p < 2 || t->p[1] != ']')))
+        return cn__toml_fail(t, aot ? "expected ']]' to end the header"
+                                    : "expected '.' or ']' in a "
+                                      "table header");
+    t->p += aot ? 2 : 1;
+    cn_toml_val_t *parent = NULL;
+    CN_TRY(header_walk(t, &keys, &parent));
+    size_t last = keys.n - 1;
+    cn_toml_val_t *old = cn__toml_find(t, parent, keys.k[last], keys.len[last]);
+    cn_toml_val_t *tab = cn__toml_new(t, CN_TOML_TABLE);
+    if (!tab)
+        return t->rc;
+    tab->kind = CN__TT_DEFINED;
+    tab->line = keys.line;
+    tab->col = keys.col[last];
+    if (aot) {
+        if (old && !(old->type == CN_TOML_ARRAY && old->aot))
+            return refuse_key(t, &keys, last, old, "is already defined, not as an array of tables");
+        if (!old) {
+            old = cn__toml_new(t, CN_TOML_ARRAY);
+            if (!old)
+                return t->rc;
+            old->aot = true;
+            old->line = tab->line;
+            old->col = tab->col;
+            CN_TRY(cn__toml_put(t, parent, old, keys.k[last], keys.len[last]));
+        }
+        CN_TRY(cn__toml_push(t, old, tab));
+    } else if (old) {
+        if (old->type != CN_TOML_TABLE)
+            return refuse_key(t, &keys, last, old, "is already a value, not a table");
+        if (old->kind != CN__TT_IMPLICIT)
+            return refuse_key(t, &keys, last, old, "is defined twice, first");
+        old->kind = CN__TT_DEFINED;
+        tab = old;
+    } else {
+        CN_TRY(cn__toml_put(t, parent, tab, keys.k[last], keys.len[last]));
+    }
+    *cur = tab;
+    return CN_OK;
 }
 
 /* After an expression: spaces, an optional comment, then end of line or file. */
-static cn_err_t tline_end(cn__tp_t *t)
+static cn_err_t line_end(cn__tp_t *t)
 {
-    tws(t);
-    CN_TRY(tcomment(t));
-    if (t->p == t->end || tnewline(t))
+    cn__toml_ws(t);
+    CN_TRY(cn__toml_comment(t));
+    if (t->p == t->end || cn__toml_newline(t))
         return CN_OK;
-    return tfail(t, "unexpected '%c' after the value", *t->p);
+    unsigned char c = (unsigned char)*t->p;
+    if (c > 0x20 && c < 0x7f)
+        return cn__toml_fail(t, "unexpected '%c' after the value (one expression a line)", c);
+    return cn__toml_fail(t, "unexpected character 0x%02x after the value (one expression a line)",
+                         c);
 }
 
-static void tput_utf8(cn_buf_t *b, uint32_t cp)
+cn_err_t cn__toml_keyval(cn__tp_t *t, cn_toml_val_t *table, int depth, bool in_inline)
 {
-    uint8_t o[4];
-    size_t n;
-    if (cp < 0x80) {
-        o[0] = (uint8_t)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        o[0] = (uint8_t)(0xc0 | cp >> 6);
-        o[1] = (uint8_t)(0x80 | (cp & 0x3f));
-        n = 2;
-    } else if (cp < 0x10000) {
-        o[0] = (uint8_t)(0xe0 | cp >> 12);
-        o[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
-        o[2] = (uint8_t)(0x80 | (cp & 0x3f));
-        n = 3;
-    } else {
-        o[0] = (uint8_t)(0xf0 | cp >> 18);
-        o[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3f));
-        o[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
-        o[3] = (uint8_t)(0x80 | (cp & 0x3f));
-        n = 4;
-    }
-    cn_buf_append(b, o, n);
-}
-
-/* A basic "..." or literal '...' string at the cursor; *out is malloc'd. */
-static cn_err_t tstring(cn__tp_t *t, char **out)
-{
-    char q = *t->p;
-    if (t->end - t->p >= 3 && t->p[1] == q && t->p[2] == q)
-        return tfail(t, "multi-line strings are not supported");
+    cn__tkeys_t keys;
+    CN_TRY(cn__toml_keys(t, &keys));
+    if (t->p == t->end || *t->p != '=')
+        return cn__toml_fail(t, "expected '=' after the key");
     t->p++;
-    cn_buf_t b = { 0 };
-    cn_err_t e = CN_OK;
-    for (;;) {
-        if (t->p == t->end || *t->p == '\n' || *t->p == '\r') {
-            e = tfail(t, "unterminated string");
-            goto out;
-        }
-        unsigned char c = (unsigned char)*t->p;
-        if (c == (unsigned char)q) {
-            t->p++;
-            break;
-        }
-        if ((c < 0x20 && c != '\t') || c == 0x7f) {
-            e = tfail(t, "control character in a string (use an escape)");
-            goto out;
-        }
-        if (c == '\\' && q == '"') {
-            t->p++;
-            if (t->p == t->end) {
-                e = tfail(t, "unterminated string");
-                goto out;
-            }
-            char x = *t->p++;
-            const char *map = "b\bt\tn\nf\fr\r\"\"\\\\";
-            const char *m = strchr(map, x);
-            if (m && (m - map) % 2 == 0 && x) {
-                cn_buf_put_u8(&b, (uint8_t)m[1]);
-                continue;
-            }
-            if (x != 'u' && x != 'U') {
-                e = tfail(t, "unknown escape '\\%c'", x);
-                goto out;
-            }
-            int nd = x == 'u' ? 4 : 8;
-            uint32_t cp = 0;
-            for (int i = 0; i < nd; i++) {
-                if (t->p == t->end) {
-                    e = tfail(t, "short \\%c escape", x);
-                    goto out;
-                }
-                char h = *t->p++;
-                int v = h >= '0' && h <= '9'   ? h - '0'
-                        : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                        : h >= 'A' && h <= 'F' ? h - 'A' + 10
-                                               : -1;
-                if (v < 0) {
-                    e = tfail(t, "bad hex digit in \\%c escape", x);
-                    goto out;
-                }
-                cp = cp << 4 | (uint32_t)v;
-            }
-            if (cp == 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-                e = tfail(t, "escape is not an allowed Unicode scalar value");
-                goto out;
-            }
-            tput_utf8(&b, cp);
-            continue;
-        }
-        cn_buf_put_u8(&b, c);
-        t->p++;
-    }
-    if (cn_buf_put_u8(&b, 0) < 0) {
-        e = tnomem(t);
-        goto out;
-    }
-    *out = (char *)b.data;
-    return CN_OK;
-out:
-    cn_buf_free(&b);
-    return e;
-}
-
-static bool tbare(char c)
-{
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-';
-}
-
-/* One simple key (bare or quoted); *out is malloc'd. */
-static cn_err_t tkey(cn__tp_t *t, char **out)
-{
-    if (t->p < t->end && (*t->p == '"' || *t->p == '\''))
-        return tstring(t, out);
-    const char *s = t->p;
-    while (t->p < t->end && tbare(*t->p))
-        t->p++;
-    if (t->p == s)
-        return tfail(t, "expected a key");
-    *out = strndup(s, (size_t)(t->p - s));
-    return *out ? CN_OK : tnomem(t);
-}
-
-/* ---- values ------------------------------------------------------------------- */
-static cn_err_t tvalue(cn__tp_t *t, cn_toml_val_t **out, int depth);
-
-static cn_err_t tinteger(cn__tp_t *t, cn_toml_val_t **out)
-{
-    const char *s = t->p;
-    while (t->p < t->end && (tbare(*t->p) || *t->p == '+' || *t->p == '.' || *t->p == ':'))
-        t->p++;
-    size_t n = (size_t)(t->p - s);
-    char tok[64];
-    if (n >= sizeof tok)
-        return tfail(t, "value too long");
-    memcpy(tok, s, n);
-    tok[n] = 0;
-    if (!strcmp(tok, "true") || !strcmp(tok, "false")) {
-        cn_toml_val_t *v = tval_new(t, CN_TOML_BOOL);
-        if (!v)
-            return t->rc;
-        v->b = tok[0] == 't';
-        *out = v;
-        return CN_OK;
-    }
-    const char *d = tok;
-    bool neg = false;
-    if (*d == '+' || *d == '-')
-        neg = *d++ == '-';
-    if (d[0] == '0' && (d[1] == 'x' || d[1] == 'o' || d[1] == 'b'))
-        return tfail(t, "hexadecimal, octal and binary integers are not supported");
-    if (strpbrk(tok, ".:") || (d[0] >= '0' && d[0] <= '9' && strchr(d, '-')) ||
-        strstr(tok, "inf") || strstr(tok, "nan") ||
-        ((strchr(tok, 'e') || strchr(tok, 'E')) && d[0] >= '0' && d[0] <= '9'))
-        return tfail(t, "floats, dates and times are not supported");
-    if (!*d)
-        return tfail(t, "expected a value");
-    if (d[0] == '0' && d[1])
-        return tfail(t, "leading zeros are not allowed in an integer");
-    uint64_t mag = 0;
-    bool prev_digit = false;
-    for (const char *c = d; *c; c++) {
-        if (*c == '_') {
-            if (!prev_digit || !c[1])
-                return tfail(t, "an underscore must sit between digits");
-            prev_digit = false;
-            continue;
-        }
-        if (*c < '0' || *c > '9')
-            return tfail(t, "invalid value '%s' (strings need quotes)", tok);
-        unsigned dg = (unsigned)(*c - '0');
-        if (mag > (UINT64_MAX - dg) / 10)
-            return tfail(t, "integer out of range");
-        mag = mag * 10 + dg;
-        prev_digit = true;
-    }
-    if (!prev_digit)
-        return tfail(t, "an underscore must sit between digits");
-    if ((!neg && mag > (uint64_t)INT64_MAX) || (neg && mag > (uint64_t)INT64_MAX + 1))
-        return tfail(t, "integer out of range");
-    cn_toml_val_t *v = tval_new(t, CN_TOML_INT);
-    if (!v)
-        return t->rc;
-    v->i = neg ? (int64_t)(0 - mag) : (int64_t)mag;
-    *out = v;
-    return CN_OK;
-}
-
-/* Whitespace, newlines and comments inside an array. */
-static cn_err_t tarray_ws(cn__tp_t *t)
-{
-    for (;;) {
-        tws(t);
-        CN_TRY(tcomment(t));
-        if (!tnewline(t))
-            return CN_OK;
-    }
-}
-
-static cn_err_t tarray(cn__tp_t *t, cn_toml_val_t **out, int depth)
-{
-    if (depth >= CN__TOML_MAX_DEPTH)
-        return tfail(t, "arrays nested too deeply");
-    cn_toml_val_t *a = tval_new(t, CN_TOML_ARRAY);
-    if (!a)
-        return t->rc;
-    t->p++; /* [ */
-    for (;;) {
-        if (tarray_ws(t) < 0)
-            goto fail;
-        if (t->p < t->end && *t->p == ']') {
-            t->p++;
-            break;
-        }
-        cn_toml_val_t *item = NULL;
-        if (tvalue(t, &item, depth + 1) < 0)
-            goto fail;
-        if (tval_add(t, a, item) < 0) {
-            tval_free(item);
-            goto fail;
-        }
-        if (tarray_ws(t) < 0)
-            goto fail;
-        if (t->p < t->end && *t->p == ',') {
-            t->p++;
-            continue;
-        }
-        if (t->p < t->end && *t->p == ']') {
-            t->p++;
-            break;
-        }
-        tfail(t, "expected ',' or ']' in an array");
-        goto fail;
-    }
-    *out = a;
-    return CN_OK;
-fail:
-    tval_free(a);
-    return t->rc;
-}
-
-static cn_err_t tvalue(cn__tp_t *t, cn_toml_val_t **out, int depth)
-{
-    if (t->p == t->end)
-        return tfail(t, "expected a value");
-    char c = *t->p;
-    if (c == '"' || c == '\'') {
-        cn_toml_val_t *v = tval_new(t, CN_TOML_STRING);
-        if (!v)
-            return t->rc;
-        if (tstring(t, &v->s) < 0) {
-            tval_free(v);
-            return t->rc;
-        }
-        *out = v;
-        return CN_OK;
-    }
-    if (c == '[')
-        return tarray(t, out, depth);
-    if (c == '{')
-        return tfail(t, "inline tables are not supported; use a [table] header");
-    return tinteger(t, out);
-}
-
-/* ---- expressions ---------------------------------------------------------------- */
-static cn_err_t theader(cn__tp_t *t, cn_toml_val_t *root, cn_toml_val_t **cur)
-{
-    t->p++; /* [ */
-    if (t->p < t->end && *t->p == '[')
-        return tfail(t, "arrays of tables are not supported");
-    cn_toml_val_t *tab = root;
-    for (int depth = 0;; depth++) {
-        if (depth == CN__TOML_MAX_DEPTH)
-            return tfail(t, "table header nested too deeply");
-        tws(t);
-        char *k = NULL;
-        CN_TRY(tkey(t, &k));
-        cn_toml_val_t *next = tfind(tab, k);
-        if (next && next->type != CN_TOML_TABLE) {
-            tfail(t, "'%s' is already a value (line %d), not a table", k, next->line);
-            free(k);
-            return t->rc;
-        }
-        if (!next) {
-            next = tval_new(t, CN_TOML_TABLE);
-            if (!next || tval_add(t, tab, next) < 0) {
-                free(k);
-                free(next);
-                return tnomem(t);
-            }
-            next->key = k;
-        } else {
-            free(k);
-        }
-        tab = next;
-        tws(t);
-        if (t->p < t->end && *t->p == '.') {
-            t->p++;
-            continue;
-        }
-        if (t->p < t->end && *t->p == ']') {
-            t->p++;
-            break;
-        }
-        return tfail(t, "expected '.' or ']' in a table header");
-    }
-    if (tab->header)
-        return tfail(t, "table '%s' is defined twice (first at line %d)", tab->key, tab->line);
-    tab->header = true;
-    tab->line = t->line;
-    *cur = tab;
-    return tline_end(t);
-}
-
-static cn_err_t tkeyval(cn__tp_t *t, cn_toml_val_t *cur)
-{
-    int line = t->line;
-    char *k = NULL;
-    CN_TRY(tkey(t, &k));
-    tws(t);
-    if (t->p < t->end && *t->p == '.') {
-        free(k);
-        return tfail(t, "dotted keys are not supported; use a [table] header");
-    }
-    if (t->p == t->end || *t->p != '=') {
-        free(k);
-        return tfail(t, "expected '=' after the key");
-    }
-    t->p++;
-    tws(t);
-    cn_toml_val_t *old = tfind(cur, k);
-    if (old) {
-        tfail(t, "key '%s' is defined twice (first at line %d)", k, old->line);
-        free(k);
-        return t->rc;
-    }
+    cn__toml_ws(t);
     cn_toml_val_t *v = NULL;
-    if (tvalue(t, &v, 0) < 0) {
-        free(k);
-        return t->rc;
+    CN_TRY(cn__toml_value(t, &v, depth));
+    return cn__toml_assign(t, table, &keys, v, in_inline);
+}
+
+static cn_err_t parse_body(cn__tp_t *t)
+{
+    cn_toml_val_t *cur = t->doc->root;
+    if (t->end - t->p >= 3 && memcmp(t->p, "\xef\xbb\xbf", 3) == 0)
+        t->p += 3; /* a UTF-8 byte order mark */
+    while (t->p < t->end) {
+        cn__toml_ws(t);
+        CN_TRY(cn__toml_comment(t));
+        if (cn__toml_newline(t) || t->p == t->end)
+            continue;
+        if (*t->p == '[')
+            CN_TRY(header(t, &cur));
+        else
+            CN_TRY(cn__toml_keyval(t, cur, 0, false));
+        CN_TRY(line_end(t));
     }
-    v->key = k;
-    v->line = line;
-    if (tval_add(t, cur, v) < 0) {
-        tval_free(v);
-        return t->rc;
-    }
-    return tline_end(t);
+    return CN_OK;
+}
+
+/* Finds where the first NUL byte sits, for the message. */
+static cn_err_t refuse_nul(cn__tp_t *t, const char *nul)
+{
+    for (; t->p < nul; t->p++)
+        if (*t->p == '\n') {
+            t->line++;
+            t->bol = t->p + 1;
+        }
+    return cn__toml_fail(t, "NUL byte in the file");
 }
 
 cn_err_t cn_toml_parse(const char *text, size_t len, cn_toml_t **out, char *err, size_t errlen)
@@ -521,33 +361,31 @@ cn_err_t cn_toml_parse(const char *text, size_t len, cn_toml_t **out, char *err,
     *out = NULL;
     if (err && errlen)
         err[0] = 0;
-    cn__tp_t t = { .p = text, .end = text + len, .line = 1, .err = err, .errlen = errlen };
-    if (memchr(text, 0, len))
-        return tfail(&t, "NUL byte in the file");
+    cn__tp_t t = {
+        .p = text, .end = text + len, .bol = text, .line = 1, .err = err, .errlen = errlen
+    };
+    if (len > CN_TOML_MAX_BYTES) {
+        if (err && errlen)
+            snprintf(err, errlen, "larger than %u bytes", CN_TOML_MAX_BYTES);
+        return CN_E_TOO_LARGE;
+    }
+    const char *nul = memchr(text, 0, len);
+    if (nul)
+        return refuse_nul(&t, nul);
     if (!cn_utf8_valid((const unsigned char *)text, len))
-        return tfail(&t, "the file is not valid UTF-8");
+        return cn__toml_fail(&t, "the file is not valid UTF-8");
     cn_toml_t *doc = calloc(1, sizeof *doc);
-    if (!doc || !(doc->root = tval_new(&t, CN_TOML_TABLE))) {
-        free(doc);
-        return tnomem(&t);
-    }
-    doc->root->header = true;
-    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
-        t.p += 3; /* a UTF-8 byte order mark */
-    cn_toml_val_t *cur = doc->root;
-    while (t.p < t.end) {
-        tws(&t);
-        if (tcomment(&t) < 0)
-            break;
-        if (tnewline(&t) || t.p == t.end)
-            continue;
-        if (*t.p == '[') {
-            if (theader(&t, doc->root, &cur) < 0)
-                break;
-        } else if (tkeyval(&t, cur) < 0) {
-            break;
-        }
-    }
+    if (!doc)
+        return cn__toml_nomem(&t);
+    doc->arena_limit = 128 * len + (1u << 20);
+    t.doc = doc;
+    doc->root = cn__toml_new(&t, CN_TOML_TABLE);
+    if (doc->root)
+        doc->root->kind = CN__TT_DEFINED;
+    if (!t.rc)
+        parse_body(&t);
+    free(doc->map); /* lookups after parsing walk the tables */
+    doc->map = NULL;
     if (t.rc) {
         cn_toml_free(doc);
         return t.rc;
@@ -609,10 +447,15 @@ void cn_toml_free(cn_toml_t *doc)
 {
     if (!doc)
         return;
-    tval_free(doc->root);
+    for (cn__arena_chunk_t *c = doc->chunks, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    free(doc->map);
     free(doc);
 }
 
+/* ---- reading ---------------------------------------------------------------------- */
 const cn_toml_val_t *cn_toml_root(const cn_toml_t *doc)
 {
     return doc->root;
@@ -628,7 +471,7 @@ const cn_toml_val_t *cn_toml_get(const cn_toml_val_t *table, const char *path)
         size_t n = strcspn(path, ".");
         const cn_toml_val_t *hit = NULL;
         for (size_t i = 0; i < v->n && !hit; i++)
-            if (strncmp(v->kids[i]->key, path, n) == 0 && v->kids[i]->key[n] == 0)
+            if (v->kids[i]->keylen == n && memcmp(v->kids[i]->key, path, n) == 0)
                 hit = v->kids[i];
         v = hit;
         path += n;
@@ -646,8 +489,17 @@ int cn_toml_line(const cn_toml_val_t *v)
 {
     return v->line;
 }
+int cn_toml_column(const cn_toml_val_t *v)
+{
+    return v->col;
+}
 const char *cn_toml_key(const cn_toml_val_t *v)
 {
+    return v->key;
+}
+const char *cn_toml_keyn(const cn_toml_val_t *v, size_t *len)
+{
+    *len = v->keylen;
     return v->key;
 }
 
@@ -655,7 +507,7 @@ cn_err_t cn_toml_int(const cn_toml_val_t *v, int64_t *out)
 {
     if (!v || v->type != CN_TOML_INT)
         return CN_E_INVALID;
-    *out = v->i;
+    *out = v->u.i;
     return CN_OK;
 }
 
@@ -663,13 +515,37 @@ cn_err_t cn_toml_bool(const cn_toml_val_t *v, bool *out)
 {
     if (!v || v->type != CN_TOML_BOOL)
         return CN_E_INVALID;
-    *out = v->b;
+    *out = v->u.b;
+    return CN_OK;
+}
+
+cn_err_t cn_toml_float(const cn_toml_val_t *v, double *out)
+{
+    if (!v || v->type != CN_TOML_FLOAT)
+        return CN_E_INVALID;
+    *out = v->u.f;
+    return CN_OK;
+}
+
+cn_err_t cn_toml_datetime(const cn_toml_val_t *v, cn_toml_datetime_t *out)
+{
+    if (!v || v->type < CN_TOML_DATETIME || v->type > CN_TOML_TIME_LOCAL)
+        return CN_E_INVALID;
+    *out = v->u.dt;
     return CN_OK;
 }
 
 const char *cn_toml_str(const cn_toml_val_t *v)
 {
     return v && v->type == CN_TOML_STRING ? v->s : NULL;
+}
+
+const char *cn_toml_strn(const cn_toml_val_t *v, size_t *len)
+{
+    if (!v || v->type != CN_TOML_STRING)
+        return NULL;
+    *len = v->slen;
+    return v->s;
 }
 
 size_t cn_toml_len(const cn_toml_val_t *v)

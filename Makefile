@@ -6,7 +6,7 @@ ASAN   ?= build-asan
 PY     := /usr/bin/python3
 MESON_OPTS ?=
 
-.PHONY: all help build deps asan run test test-unit test-integration fuzz bench test-crash \
+.PHONY: all help build deps asan run test test-unit test-integration fuzz bench test-crash test-slow \
         install clean format
 
 all: build
@@ -18,6 +18,7 @@ help:
 	@echo 'make test-unit          format and function-length checks, C unit tests on both builds, fuzz harnesses briefly on the ASan one'
 	@echo 'make test-integration   pytest against the ASan build'"'"'s real cairnd'
 	@echo 'make test-crash         the long crash-durability run'
+	@echo 'make test-slow          the integration tests too slow for make test (CAIRN_SLOW_TESTS=1)'
 	@echo 'make asan               the ASan+UBSan build (clang) in $(ASAN)/, with the fuzz harnesses'
 	@echo 'make fuzz               every libFuzzer harness for 300 s'
 	@echo 'make bench              benchmarks and the machine'"'"'s limits, into docs/performance.md'
@@ -77,6 +78,11 @@ bench: build
 
 test-crash: asan
 	CAIRN_BUILD=$(ASAN) CAIRN_CRASH_CYCLES=20 $(PY) -m pytest -q tests -k crash
+
+# Tests that build thousands of commits through the real server (minutes
+# each on the ASan build); make test skips them.
+test-slow: asan
+	CAIRN_BUILD=$(ASAN) CAIRN_SLOW_TESTS=1 $(PY) -m pytest -q tests/scribe/test_scribe_limits.py
 
 format:
 	scripts/format.sh --fix

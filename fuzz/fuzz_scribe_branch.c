@@ -226,17 +226,5 @@ static cn_err_t response(uint16_t op, cn_scribe_codec_t c, const uint8_t *p, siz
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 3 || (data[1] != 1 && data[1] != 2) || data[2] > 1)
-        return 0;
-    cn_scribe_codec_t c = (cn_scribe_codec_t)data[1];
-    const uint8_t *p = data + 3;
-    size_t n = size - 3;
-    cn_buf_t b = { 0 };
-    cn_err_t e = data[2] == 0 ? request(data[0], c, p, n, &b) : response(data[0], c, p, n, &b);
-    if (e == CN_OK)
-        fz_same(&b, p, n);
-    else if (e != CN_E_PROTOCOL)
-        walk_fail();
-    cn_buf_free(&b);
-    return 0;
+    return fz_sided(data, size, request, response);
 }

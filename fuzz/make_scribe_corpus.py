@@ -11,6 +11,7 @@ Run from anywhere; commit the result.
   scribe_branch    opcode byte + codec byte + side byte (0 request, 1 response)
                    + payload, from tests/scribe/branch_fixtures.txt (whose log
                    entries also seed scribe_request and scribe_response)
+  scribe_lock      the same framing, from tests/scribe/lock_fixtures.txt
 """
 import os
 import shutil
@@ -19,6 +20,7 @@ import struct
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
 BRANCH_FIXTURES = os.path.join(HERE, "..", "tests", "scribe", "branch_fixtures.txt")
+LOCK_FIXTURES = os.path.join(HERE, "..", "tests", "scribe", "lock_fixtures.txt")
 
 
 def fx(text):
@@ -139,10 +141,11 @@ OBJECTS = {
 }
 
 
-def branch_fixtures():
-    """The entries of branch_fixtures.txt: (name, opcode, side, codec, payload)."""
+def branch_fixtures(path=BRANCH_FIXTURES):
+    """The entries of a fixture file in branch_fixtures.txt's format:
+    (name, opcode, side, codec, payload)."""
     entries, cur = [], None
-    with open(BRANCH_FIXTURES) as f:
+    with open(path) as f:
         for line in f:
             if line.startswith("@"):
                 _, name, op, side, codec = line.split()
@@ -171,6 +174,14 @@ def write(name, seeds):
     for key, data in seeds.items():
         with open(os.path.join(d, key), "wb") as f:
             f.write(data)
+
+
+def lock_seeds():
+    """scribe_lock: opcode byte + codec byte + side byte + payload, from
+    tests/scribe/lock_fixtures.txt."""
+    return {"%s_%s" % (name, "le" if codec == 1 else "be"):
+            bytes([op, codec, 0 if side == "req" else 1]) + payload
+            for name, op, side, codec, payload in branch_fixtures(LOCK_FIXTURES)}
 
 
 def main():
@@ -203,6 +214,7 @@ def main():
     write("scribe_request", requests)
     write("scribe_response", responses)
     write("scribe_branch", branch)
+    write("scribe_lock", lock_seeds())
     write("scribe_objects", OBJECTS)
 
 

@@ -70,6 +70,9 @@ typedef struct cn_meta cn_meta_t;   /* cairn/meta.h */
     X(BASE_CONFLICT, 202)             \
     X(BASE_MISMATCH, 203)             \
     X(MERGE_INCOMPLETE, 204)          \
+    X(LOCK_REQUIRED, 205)             \
+    X(LOCK_HELD, 206)                 \
+    X(INVALID_REPOSITORY_CONFIG, 207) \
     X(ALREADY_APPLIED, 208)           \
     X(NOTE_REVISION_STALE, 212)
 
@@ -776,6 +779,77 @@ typedef cn_err_t (*cn_repos_note_fn)(void *ctx, const cn_repos_note_t *n);
 CN_API cn_err_t cn_repos_note_history(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
                                       uint64_t change, uint32_t after, uint32_t limit,
                                       cn_repos_note_fn fn, void *ctx, bool *more);
+
+/* ---- locks (docs/protocol/scribe.md 7.10) --------------------------------------
+ * Exclusive locks on canonical paths, repository-wide: one holder per path
+ * and per case-fold alias (a lock on "Art/A.png" also holds "art/a.png").
+ * A lock names its holder workspace, the principal that took it (empty on
+ * an unauthenticated endpoint) and the workspace's branch.  Locks are rows
+ * of the metadata engine, so every listener and connection on one data
+ * directory sees the same ones; each change is durable before the call
+ * returns. */
+#define CN_REPOS_LOCK_PATHS_MAX 10000      /* paths per acquire or release */
+#define CN_REPOS_LOCK_BYTES_MAX (8u << 20) /* path bytes per acquire or release */
+#define CN_REPOS_PRINCIPAL_MAX 256         /* principal bytes of a lock row */
+
+typedef struct cn_repos_lock {
+    uint8_t *path; /* borrowed from the service for the callback's duration */
+    size_t path_len;
+    uint8_t workspace[16];
+    char principal[CN_REPOS_PRINCIPAL_MAX + 1]; /* "" when unauthenticated */
+    uint8_t branch[16];
+    int64_t since_ms;
+} cn_repos_lock_t;
+
+/* Acquires the n canonical paths for workspace (on branch, which must be in
+ * the repository's branch table), all or nothing: when any path or a case-
+ * fold alias of it is held by another workspace, nothing is acquired and
+ * the call fails CN_E_CONFLICT (LOCK_HELD) with a message naming the path
+ * and its holder (workspace, principal, branch).  Paths the workspace
+ * already holds stay as they are (their since unchanged).  *acquired: the
+ * paths newly locked.  Writer permission.  Errors: CN_E_INVALID (MALFORMED:
+ * a non-canonical or repeated path, n outside 1..10,000, more than 8 MiB of
+ * paths), CN_E_NOT_FOUND (REPOSITORY_NOT_FOUND, BRANCH_NOT_FOUND),
+ * CN_E_DENIED, meta errors. */
+CN_API cn_err_t cn_repos_lock_acquire(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                      const uint8_t workspace[16], const uint8_t branch[16],
+                                      const cn_repos_pathv_t *paths, uint32_t n,
+                                      uint32_t *acquired);
+/* Releases the n paths held by workspace, all or nothing.  A path not
+ * locked is skipped; a path held by another workspace is CN_E_CONFLICT
+ * (LOCK_HELD, naming the holder) unless force, which breaks any holder's
+ * lock and needs Maintainer (cn_repos_maintainer; CN_E_DENIED, FORBIDDEN,
+ * otherwise).  *released: the locks removed.  Writer permission; errors as
+ * cn_repos_lock_acquire. */
+CN_API cn_err_t cn_repos_lock_release(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                      const uint8_t workspace[16], bool force,
+                                      const cn_repos_pathv_t *paths, uint32_t n,
+                                      uint32_t *released);
+/* Lists repo's locks by path in byte order: under prefix ("" = all; else
+ * the path itself and the paths under "prefix/"), held by owner when owner
+ * is non-NULL, strictly after the path `after` (NULL = from the first), at
+ * most limit (clamped to 1..4096), each handed to fn from one read snapshot
+ * (a non-zero return stops and is returned).  *more: another lock follows
+ * the last one handed.  Read permission.  CN_E_INVALID (MALFORMED) for a
+ * non-canonical prefix or cursor. */
+typedef cn_err_t (*cn_repos_lock_fn)(void *ctx, const cn_repos_lock_t *l);
+CN_API cn_err_t cn_repos_lock_list(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                   const uint8_t *prefix, size_t prefix_len, const uint8_t *owner,
+                                   const uint8_t *after, size_t after_len, uint32_t limit,
+                                   cn_repos_lock_fn fn, void *ctx, bool *more);
+/* lock_policy: the repository's `.scribe/config.toml` on main at its head,
+ * its text (at most 65,536 bytes) into text (the caller's, at least that
+ * large), *len, and *change, the change that last wrote it; without one,
+ * change 0 and exactly "version = 1\n".  Read permission.  Errors:
+ * CN_E_NOT_FOUND (REPOSITORY_NOT_FOUND), CN_E_LIMIT for a stored config over
+ * the bound, meta and store errors. */
+CN_API cn_err_t cn_repos_lock_policy(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                     uint64_t *change, uint8_t *text, size_t *len);
+/* Whether the caller holds the Maintainer role over a repository: on an
+ * unauthenticated endpoint every caller (trusted) does; an authenticated
+ * caller needs the admin permission until protocol 4 brings repository
+ * roles, which plug in here. */
+CN_API bool cn_repos_maintainer(const cn_repos_req_t *rq);
 
 #ifdef __cplusplus
 }

@@ -64,10 +64,10 @@ typedef enum {
     CN_SCRIBE_OP_TREE_PAGE = 11,
     CN_SCRIBE_OP_WORKSPACE_REGISTER = 12, /* reserved: workspace lifecycle */
     CN_SCRIBE_OP_CHANGED_PATHS = 13,
-    CN_SCRIBE_OP_LOCK_ACQUIRE = 14, /* reserved: locks */
+    CN_SCRIBE_OP_LOCK_ACQUIRE = 14, /* locks: 14, 16, 17, 29 */
     CN_SCRIBE_OP_LOG = 15,
-    CN_SCRIBE_OP_LOCK_RELEASE = 16, /* reserved: locks */
-    CN_SCRIBE_OP_LOCK_LIST = 17,    /* reserved: locks */
+    CN_SCRIBE_OP_LOCK_RELEASE = 16,
+    CN_SCRIBE_OP_LOCK_LIST = 17,
     /* 18, 19 unassigned (reserved for the core) */
     CN_SCRIBE_OP_BRANCH_LIST = 20, /* 20..25: branches and merges (laid out; not served yet) */
     CN_SCRIBE_OP_BRANCH_MUTATE = 21,
@@ -78,10 +78,10 @@ typedef enum {
     CN_SCRIBE_OP_INSTANCE_STATUS = 26,
     CN_SCRIBE_OP_AUTHORIZE_UPLOAD = 27,      /* reserved: gateway preflights */
     CN_SCRIBE_OP_AUTHORIZE_REPO_CREATE = 28, /* reserved: gateway preflights */
-    CN_SCRIBE_OP_LOCK_POLICY = 29,           /* reserved: lock policy */
-    CN_SCRIBE_OP_GET_CHUNKS = 30,            /* reserved: public reads */
-    CN_SCRIBE_OP_REPOSITORY_MOUNTS = 31,     /* reserved: mounts */
-    CN_SCRIBE_OP_CHERRY_PICK_INFO = 32,      /* selective integration (laid out; not served yet) */
+    CN_SCRIBE_OP_LOCK_POLICY = 29,
+    CN_SCRIBE_OP_GET_CHUNKS = 30,        /* reserved: public reads */
+    CN_SCRIBE_OP_REPOSITORY_MOUNTS = 31, /* reserved: mounts */
+    CN_SCRIBE_OP_CHERRY_PICK_INFO = 32,  /* selective integration (laid out; not served yet) */
     CN_SCRIBE_OP_CHERRY_PICK_SUBMIT = 33,
     CN_SCRIBE_OP_WORKSPACE_LIST = 34, /* reserved: workspace lifecycle */
     CN_SCRIBE_OP_WORKSPACE_REMOVE = 35,
@@ -229,9 +229,13 @@ CN_API cn_scribe_str_t cn_scribe_cstr(const char *s); /* view of a C string */
 #define CN_SCRIBE_MAX_NOTE_REVISIONS 1024
 #define CN_SCRIBE_MAX_INSTANCE_PAGE 128
 #define CN_SCRIBE_MAX_BRANCH_NAME 256
-#define CN_SCRIBE_MAX_MERGE_PATHS 1024   /* paths per MergeRead query or page */
-#define CN_SCRIBE_MAX_MERGE_ENTRIES 5120 /* entries of a MergeRead 3 page */
-#define CN_SCRIBE_BLOCK_MAX 262144u      /* LZ4 transfer block, original bytes */
+#define CN_SCRIBE_MAX_MERGE_PATHS 1024    /* paths per MergeRead query or page */
+#define CN_SCRIBE_MAX_MERGE_ENTRIES 5120  /* entries of a MergeRead 3 page */
+#define CN_SCRIBE_MAX_LOCK_PATHS 10000    /* paths per lock_acquire / lock_release */
+#define CN_SCRIBE_MAX_LOCK_BYTES 8388608u /* path bytes per lock_acquire / lock_release */
+#define CN_SCRIBE_MAX_PRINCIPAL 256       /* a lock row's principal */
+#define CN_SCRIBE_MAX_CONFIG 65536        /* lock_policy's TOML text */
+#define CN_SCRIBE_BLOCK_MAX 262144u       /* LZ4 transfer block, original bytes */
 #define CN_SCRIBE_BLOCK_HDR_LEN 8
 #define CN_SCRIBE_DEFAULT_PORT 7447
 
@@ -1090,6 +1094,69 @@ CN_API cn_err_t cn_scribe_enc_history_resp(cn_buf_t *out, cn_scribe_codec_t c,
 CN_API cn_err_t cn_scribe_dec_history_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                            cn_scribe_rows_t *rows, uint32_t *count, bool *more);
 CN_API bool cn_scribe_next_note(cn_scribe_rows_t *it, cn_scribe_note_t *out);
+
+/* ---- locks (14, 16, 17, 29) -------------------------------------------------------
+ * docs/protocol/scribe.md 7.10.  lock_acquire (14): [16] repo | [16] workspace
+ * | [16] branch | u32 count (1..10,000) | str16 path x count, the paths
+ * non-empty and together at most 8 MiB; lock_release (16): [16] repo | [16]
+ * workspace | bool force | the same path list.  Both answer u32: the locks
+ * acquired / released.  Paths are canonical (the service's check). */
+typedef struct cn_scribe_lock_req {
+    cn_scribe_id_t repo, workspace;
+    cn_scribe_id_t branch; /* acquire only */
+    bool force;            /* release only */
+    uint32_t count;
+    cn_scribe_rows_t paths; /* decoded: count paths (cn_scribe_next_path) */
+} cn_scribe_lock_req_t;
+/* opcode: CN_SCRIBE_OP_LOCK_ACQUIRE or CN_SCRIBE_OP_LOCK_RELEASE (else
+ * CN_E_INVALID / CN_E_PROTOCOL); paths: q->count views for the encoder. */
+CN_API cn_err_t cn_scribe_enc_lock_req(cn_buf_t *out, cn_scribe_codec_t c, uint16_t opcode,
+                                       const cn_scribe_lock_req_t *q, const cn_scribe_str_t *paths);
+CN_API cn_err_t cn_scribe_dec_lock_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                       uint16_t opcode, cn_scribe_lock_req_t *out);
+/* Responses that are exactly one u32 (lock_acquire, lock_release). */
+CN_API cn_err_t cn_scribe_enc_u32_resp(cn_buf_t *out, cn_scribe_codec_t c, uint32_t v);
+CN_API cn_err_t cn_scribe_dec_u32_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                       uint32_t *out);
+
+/* lock_list (17): [16] repo | str16 prefix ("" = all) | opt [16] owner |
+ * opt str16 after (exclusive path cursor) | u32 limit (clamped 1..4,096). */
+typedef struct cn_scribe_lock_list_req {
+    cn_scribe_id_t repo;
+    cn_scribe_str_t prefix;
+    bool has_owner;
+    cn_scribe_id_t owner;
+    bool has_after;
+    cn_scribe_str_t after;
+    uint32_t limit;
+} cn_scribe_lock_list_req_t;
+CN_API cn_err_t cn_scribe_enc_lock_list_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                            const cn_scribe_lock_list_req_t *q);
+CN_API cn_err_t cn_scribe_dec_lock_list_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                            cn_scribe_lock_list_req_t *out);
+/* Lock row = str16 path | [16] workspace | str16 principal (<= 256) | [16]
+ * branch | u64 since ms.  Response: u32 count (<= 4,096) | Lock row x count
+ * | bool more (paths strictly ascending; more only on a non-empty page). */
+typedef struct cn_scribe_lock_row {
+    cn_scribe_str_t path;
+    cn_scribe_id_t workspace;
+    cn_scribe_str_t principal;
+    cn_scribe_id_t branch;
+    uint64_t since_ms;
+} cn_scribe_lock_row_t;
+CN_API cn_err_t cn_scribe_enc_lock_list_resp(cn_buf_t *out, cn_scribe_codec_t c,
+                                             const cn_scribe_lock_row_t *rows, uint32_t count,
+                                             bool more);
+CN_API cn_err_t cn_scribe_dec_lock_list_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                             cn_scribe_rows_t *rows, uint32_t *count, bool *more);
+CN_API bool cn_scribe_next_lock_row(cn_scribe_rows_t *it, cn_scribe_lock_row_t *out);
+
+/* lock_policy (29): request [16] repo (cn_scribe_enc_repo_id_req); response
+ * u64 config change | str32 UTF-8 TOML text (<= 65,536). */
+CN_API cn_err_t cn_scribe_enc_lock_policy_resp(cn_buf_t *out, cn_scribe_codec_t c, uint64_t change,
+                                               cn_scribe_str_t text);
+CN_API cn_err_t cn_scribe_dec_lock_policy_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                               uint64_t *change, cn_scribe_str_t *text);
 
 #ifdef __cplusplus
 }

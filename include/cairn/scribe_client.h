@@ -428,6 +428,35 @@ CN_API cn_err_t cn_scribe_client_describe(cn_scribe_client_t *cl, const uint8_t 
                                           const char *text, uint32_t *revision,
                                           cn_scribe_cerr_t *err);
 
+/* Locks (docs/protocol/scribe.md 7.10).  lock_edit acquires (release
+ * false) the count paths for workspace on branch, all or nothing, or
+ * releases them (force: also another workspace's, Maintainer only); a path
+ * held by another workspace is CN_E_CONFLICT, code 206, with the holder in
+ * err->message.  *changed: the locks acquired or released. */
+typedef struct cn_scribe_client_lock {
+    uint8_t repo[16], workspace[16], branch[16];
+    bool release, force;
+    const char *const *paths; /* canonical paths */
+    uint32_t count;           /* 1..10,000 */
+} cn_scribe_client_lock_t;
+CN_API cn_err_t cn_scribe_client_lock_edit(cn_scribe_client_t *cl, const cn_scribe_client_lock_t *l,
+                                           uint32_t *changed, cn_scribe_cerr_t *err);
+/* Every lock of repo under prefix (NULL or "" = all; else the path and the
+ * paths under "prefix/"), held by owner when owner is non-NULL, by path,
+ * each handed to fn (all pages; a negative return stops and is returned). */
+typedef struct cn_scribe_client_lock_row {
+    char path[8193];
+    uint8_t workspace[16];
+    char principal[257];
+    uint8_t branch[16];
+    uint64_t since_ms;
+} cn_scribe_client_lock_row_t;
+typedef cn_err_t (*cn_scribe_client_lock_fn)(void *ctx, const cn_scribe_client_lock_row_t *row);
+CN_API cn_err_t cn_scribe_client_locks(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                       const char *prefix, const uint8_t *owner,
+                                       cn_scribe_client_lock_fn fn, void *ctx,
+                                       cn_scribe_cerr_t *err);
+
 /* ---- content-defined chunking ---------------------------------------------------
  * FastCDC 2020 with normalized chunking level 2, the Remote Execution API's
  * FAST_CDC_2020 (docs/protocol/scribe.md, section 14.1): min = avg/4,

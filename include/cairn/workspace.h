@@ -93,6 +93,7 @@ typedef struct cn_ws_opts {
     void *progress_ctx;
     cn_ws_notice_fn notice; /* NULL: none */
     void *notice_ctx;
+    bool keep_locks; /* submit: keep this workspace's locks on the submitted paths */
 } cn_ws_opts_t;
 
 /* What clone and sync did. */
@@ -128,8 +129,9 @@ CN_API cn_err_t cn_ws_sync(const char *dir, const cn_ws_opts_t *opts, cn_ws_sync
 
 /* One path that differs from the synced change. */
 typedef struct cn_ws_entry {
-    char kind; /* 'A' added, 'M' modified, 'D' deleted */
+    char kind; /* 'A' added, 'M' modified, 'D' deleted, 'R' moved (renamed) from `from` */
     const char *path;
+    const char *from; /* 'R' only: the path the file was moved from (cn_ws_move) */
 } cn_ws_entry_t;
 typedef struct cn_ws_status {
     uint64_t change;    /* the synced change */
@@ -145,6 +147,18 @@ typedef struct cn_ws_status {
 CN_API cn_err_t cn_ws_status(const char *dir, const cn_ws_opts_t *opts, cn_ws_status_t **out,
                              cn_ws_error_t *err);
 CN_API void cn_ws_status_free(cn_ws_status_t *st); /* NULL is a no-op */
+
+/* Moves tracked file `from` to `to` in workspace dir (paths relative to
+ * the workspace, canonical), without the network: renames the file on
+ * disk (creating to's directories) and records the move in the state, so
+ * status lists it as 'R' and the next submit sends one move entry (its
+ * history continues at `to`) rather than a delete and an add.  The file may
+ * be edited after the move; the move is sent as long as `from` stays gone
+ * and `to` is a new file.  Moving a moved file again moves it from its
+ * original path.  A local CN_E_INVALID when `from` is not a tracked file
+ * (directories are not moved whole), `to` exists or is tracked, or either
+ * is outside the workspace's prefixes. */
+CN_API cn_err_t cn_ws_move(const char *dir, const char *from, const char *to, cn_ws_error_t *err);
 
 /* What submit did. */
 typedef struct cn_ws_submit_result {
@@ -272,12 +286,19 @@ enum {
     CN_WS_WHY_BINARY = 'b',  /* not small UTF-8 text on every side: never content-merged */
     CN_WS_WHY_LINES = 't',   /* overlapping line edits: markers in the file */
     CN_WS_WHY_DELETED = 'd', /* deleted on one side, changed on the other */
-    CN_WS_WHY_ORIGINS = 'o'  /* several recorded base files: a manual choice */
+    CN_WS_WHY_ORIGINS = 'o', /* several recorded base files: a manual choice */
+    CN_WS_WHY_MOVED = 'v'    /* moved to different paths on both sides (`other` is ours') */
 };
+/* A path the source changed, or a file a recorded move lined up (origin
+ * kind 1 of MergeRead 4): `from` is then the base path the file had, base
+ * is that file in the base, and ours and theirs are the file on each side
+ * wherever it went; the merged file goes to `path`. */
 typedef struct cn_ws_merge_path {
     char *path;
     char state, why; /* CN_WS_MERGE_*, CN_WS_WHY_* (conflicts and resolutions) */
     cn_ws_merge_side_t base, ours, theirs;
+    char *from;  /* a lined-up move: the file's base path; NULL otherwise */
+    char *other; /* CN_WS_WHY_MOVED: where ours moved the file (ours stays there) */
 } cn_ws_merge_path_t;
 /* An unfinished (or just finished) merge, as DIR/.cairn/merge/state holds it. */
 typedef struct cn_ws_merge {
@@ -326,7 +347,10 @@ CN_API cn_err_t cn_ws_merge_continue(const char *dir, const char *message, const
 CN_API cn_err_t cn_ws_merge_abort(const char *dir, const cn_ws_opts_t *opts, cn_ws_error_t *err);
 /* Resolves a path of the merge in progress without the network: how 'o'
  * (ours), 't' (theirs) or 'f' (the content of file `file`); a side that
- * deleted the path removes it.  A local CN_E_INVALID for a path the merge
+ * deleted the path removes it.  For a file both sides moved to different
+ * paths (CN_WS_WHY_MOVED), 'o' keeps it where ours moved it (`other`), 't'
+ * or 'f' puts it at path and moves ours' file away from `other` (recorded
+ * as a move from there, so the merge submits one).  A local CN_E_INVALID for a path the merge
  * does not hold or that did not conflict. */
 CN_API cn_err_t cn_ws_merge_resolve(const char *dir, const char *path, char how, const char *file,
                                     cn_ws_error_t *err);
@@ -355,10 +379,46 @@ typedef struct cn_ws_pick_result {
  * change_not_found), CN_E_CONFLICT (already_applied, known before anything
  * is written or recorded by the server, or a rejected submit: every
  * applied path is then put back to the branch head's version first, so the
- * workspace is as it was before the pick). */
+ * workspace is as it was before the pick; when that restore fails the error
+ * is still the rejection, its message saying what to run next, and the
+ * paths stay recorded for cn_ws_cherry_pick_abort). */
 CN_API cn_err_t cn_ws_cherry_pick(const char *dir, const char *ref, const char *message,
                                   const cn_ws_opts_t *opts, cn_ws_pick_result_t *res,
                                   cn_ws_error_t *err);
+/* Finishes a cherry-pick whose rejection left picked files in workspace dir
+ * (the restore failed, or the pick was killed; DIR/.cairn/pick names
+ * them): settles a submit whose reply was lost, and unless the pick turned
+ * out accepted puts every picked path back to the branch head's version.
+ * -ENOENT (local) when no pick is left to undo.  A later cn_ws_cherry_pick
+ * does the same first. */
+CN_API cn_err_t cn_ws_cherry_pick_abort(const char *dir, const cn_ws_opts_t *opts,
+                                        cn_ws_error_t *err);
+/* Whether workspace dir holds picked files to undo (without the network). */
+CN_API bool cn_ws_cherry_pick_pending(const char *dir);
+
+/* Locks (docs/protocol/scribe.md 7.10, docs/branches.md "Locks"), for the
+ * workspace dir on its branch.  Paths are repository paths (canonical,
+ * relative to the workspace root).  cn_ws_lock acquires the n paths all or
+ * nothing (*changed: newly locked); cn_ws_unlock releases them (force: also
+ * another workspace's, Maintainer only; *changed: released).  A path held
+ * by another workspace: not local CN_E_CONFLICT, code 206, the message
+ * naming the holder.  cn_ws_locks hands every lock of the repository under
+ * prefix (NULL or "" = all) to fn, only the workspace's own with mine. */
+CN_API cn_err_t cn_ws_lock(const char *dir, const char *const *paths, uint32_t n, bool release,
+                           bool force, const cn_ws_opts_t *opts, uint32_t *changed,
+                           cn_ws_error_t *err);
+typedef struct cn_ws_lock_row {
+    const char *path;
+    char workspace[33]; /* hex */
+    const char *principal;
+    char branch[CN_WS_BRANCH_NAME_MAX + 1]; /* its current name, else its id in hex */
+    uint64_t since_ms;
+    bool mine; /* held by this workspace */
+} cn_ws_lock_row_t;
+typedef cn_err_t (*cn_ws_lock_fn)(void *ctx, const cn_ws_lock_row_t *row);
+CN_API cn_err_t cn_ws_locks(const char *dir, const char *prefix, bool mine,
+                            const cn_ws_opts_t *opts, cn_ws_lock_fn fn, void *ctx,
+                            cn_ws_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -87,8 +87,11 @@ static cn_err_t err_for_code(uint16_t code)
     case CN_SCRIBE_E_WORKSPACE_MISMATCH:
     case CN_SCRIBE_E_INTENT_FINALIZED:
     case CN_SCRIBE_E_BASE_MISMATCH:
-    case CN_SCRIBE_E_MERGE_INCOMPLETE: return CN_E_CONFLICT;
+    case CN_SCRIBE_E_MERGE_INCOMPLETE:
+    case CN_SCRIBE_E_LOCK_HELD:
+    case CN_SCRIBE_E_LOCK_REQUIRED: return CN_E_CONFLICT;
     case CN_SCRIBE_E_MALFORMED:
+    case CN_SCRIBE_E_INVALID_REPOSITORY_CONFIG:
     case CN_SCRIBE_E_CHANGE_NOT_PICKABLE:
     case CN_SCRIBE_E_OBJECT_INVALID: return CN_E_INVALID;
     case CN_SCRIBE_E_BUSY: return CN_E_BUSY;
@@ -1489,6 +1492,92 @@ cn_err_t cn_scribe_client_describe(cn_scribe_client_t *cl, const uint8_t repo[16
         return CN_E_PROTOCOL;
     *revision = nt.revision;
     return CN_OK;
+}
+
+/* ---- locks (14, 16, 17) ------------------------------------------------------------------ */
+cn_err_t cn_scribe_client_lock_edit(cn_scribe_client_t *cl, const cn_scribe_client_lock_t *l,
+                                    uint32_t *changed, cn_scribe_cerr_t *err)
+{
+    uint16_t op = l->release ? CN_SCRIBE_OP_LOCK_RELEASE : CN_SCRIBE_OP_LOCK_ACQUIRE;
+    cn_scribe_lock_req_t q;
+    memset(&q, 0, sizeof q);
+    memcpy(q.repo.b, l->repo, 16);
+    memcpy(q.workspace.b, l->workspace, 16);
+    memcpy(q.branch.b, l->branch, 16);
+    q.force = l->force;
+    q.count = l->count;
+    cn_scribe_str_t *v = l->count ? calloc(l->count, sizeof *v) : NULL;
+    if (l->count && !v)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < l->count; i++)
+        v[i] = cn_scribe_cstr(l->paths[i]);
+    cn_buf_reset(&cl->out);
+    cn_err_t e = cn_scribe_enc_lock_req(&cl->out, CODEC(cl), op, &q, v);
+    free(v);
+    if (e < 0) {
+        set_err(err, 0, "a lock request names 1..10,000 paths of together at most 8 MiB");
+        return CN_E_INVALID;
+    }
+    CN_TRY(call(cl, op, err));
+    return cn_scribe_dec_u32_resp(cl->in.data, cl->in.len, CODEC(cl), changed) < 0 ? CN_E_PROTOCOL
+                                                                                   : CN_OK;
+}
+
+/* One page of lock_list after the cursor in *after (updated). */
+static cn_err_t locks_page(cn_scribe_client_t *cl, cn_scribe_lock_list_req_t *q, char *after,
+                           cn_scribe_client_lock_fn fn, void *ctx, bool *more,
+                           cn_scribe_cerr_t *err)
+{
+    cn_buf_reset(&cl->out);
+    if (cn_scribe_enc_lock_list_req(&cl->out, CODEC(cl), q) < 0) {
+        set_err(err, 0, "a lock listing's prefix is a path of at most 8,192 bytes");
+        return CN_E_INVALID;
+    }
+    CN_TRY(call(cl, CN_SCRIBE_OP_LOCK_LIST, err));
+    cn_scribe_rows_t rows;
+    uint32_t count;
+    if (cn_scribe_dec_lock_list_resp(cl->in.data, cl->in.len, CODEC(cl), &rows, &count, more) < 0)
+        return CN_E_PROTOCOL;
+    cn_scribe_lock_row_t r;
+    while (cn_scribe_next_lock_row(&rows, &r)) {
+        cn_scribe_client_lock_row_t row;
+        memset(&row, 0, sizeof row);
+        snprintf(row.path, sizeof row.path, "%.*s", (int)r.path.len, (const char *)r.path.p);
+        snprintf(row.principal, sizeof row.principal, "%.*s", (int)r.principal.len,
+                 (const char *)r.principal.p);
+        memcpy(row.workspace, r.workspace.b, 16);
+        memcpy(row.branch, r.branch.b, 16);
+        row.since_ms = r.since_ms;
+        memcpy(after, row.path, strlen(row.path) + 1);
+        CN_TRY(fn(ctx, &row));
+    }
+    return CN_OK;
+}
+
+cn_err_t cn_scribe_client_locks(cn_scribe_client_t *cl, const uint8_t repo[16], const char *prefix,
+                                const uint8_t *owner, cn_scribe_client_lock_fn fn, void *ctx,
+                                cn_scribe_cerr_t *err)
+{
+    char *after = malloc(CN_SCRIBE_MAX_PATH + 1);
+    if (!after)
+        return -ENOMEM;
+    cn_scribe_lock_list_req_t q;
+    memset(&q, 0, sizeof q);
+    memcpy(q.repo.b, repo, 16);
+    q.prefix = cn_scribe_cstr(prefix ? prefix : "");
+    q.has_owner = owner != NULL;
+    if (owner)
+        memcpy(q.owner.b, owner, 16);
+    q.limit = CN_SCRIBE_MAX_PAGE;
+    bool more = true;
+    cn_err_t e = CN_OK;
+    while (more && e >= 0) {
+        e = locks_page(cl, &q, after, fn, ctx, &more, err);
+        q.has_after = true;
+        q.after = cn_scribe_cstr(after);
+    }
+    free(after);
+    return e;
 }
 
 /* ---- merges (24, 25) --------------------------------------------------------------------- */

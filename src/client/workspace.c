@@ -409,8 +409,11 @@ static cn_err_t status_collect(cn__ws_state_t *s, status_impl_t **out, cn_ws_err
     for (size_t i = 0; i < st->s.n; i++) {
         const cn__ws_file_t *w = &st->s.files[i];
         char c = !w->on_disk ? 'D' : w->mtime_ns == -2 ? 'A' : w->changed ? 'M' : 0;
+        const cn__ws_move_t *mv = c && st->s.nmoves ? cn__ws_move_live(&st->s, w->path) : NULL;
+        if (mv && c == 'D')
+            continue; /* listed at its destination */
         if (c)
-            st->entries[n++] = (cn_ws_entry_t){ c, w->path };
+            st->entries[n++] = (cn_ws_entry_t){ mv ? 'R' : c, w->path, mv ? mv->from : NULL };
     }
     st->pub = (cn_ws_status_t){ st->s.change, st->s.branch_name, n, st->entries };
     *out = st;

@@ -11,7 +11,14 @@
  * left half-picked.  Applied files are fetched as sync fetches them
  * (workspace_fetch.c) but the state keeps its records, so the submit's scan
  * sees them as local changes, and a pick the server rejects puts them back
- * from those records (the target head's versions). */
+ * from those records (the target head's versions).
+ *
+ * The applied paths are named in DIR/.cairn/pick (written atomically before
+ * the first file changes, removed once the pick is accepted or undone), so
+ * a restore that failed (the connection lost after the rejection, say) or a
+ * killed pick is finished by cn_ws_cherry_pick_abort or by the next pick:
+ * both first settle a submit whose reply was lost (an accepted pick is
+ * never undone). */
 #include "workspace_int.h"
 #include "cairn/scribe.h"
 
@@ -225,6 +232,92 @@ static cn_err_t apply_paths(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_
     return rc;
 }
 
+/* ---- the undo record, DIR/.cairn/pick --------------------------------------------------- */
+static void undo_file(const char *dir, char *out, size_t cap, bool tmp)
+{
+    snprintf(out, cap, "%s/.cairn/pick%s", dir, tmp ? ".tmp" : "");
+}
+
+/* Writes the undo record naming paths[0..n) (temporary file, fsync,
+ * rename, directory fsync). */
+static cn_err_t undo_save(const char *dir, const char *const *paths, size_t n, cn_ws_error_t *err)
+{
+    char tmp[4300], path[4300], cdir[4200];
+    undo_file(dir, tmp, sizeof tmp, true);
+    undo_file(dir, path, sizeof path, false);
+    snprintf(cdir, sizeof cdir, "%s/.cairn", dir);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return cn__ws_file_fail(err, "cannot write", tmp, errno);
+    fputs("cairn-pick-undo 1\n", f);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "p %s\n", paths[i]); /* canonical paths hold no newline */
+    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) < 0)
+        return cn__ws_file_fail(err, "cannot write", path, errno ? errno : EIO);
+    cn_fsync_dir(cdir);
+    return CN_OK;
+}
+
+/* Reads the undo record into pp (empty when there is none: *found false). */
+static cn_err_t undo_load(const char *dir, pick_paths_t *pp, bool *found, cn_ws_error_t *err)
+{
+    char path[4300];
+    undo_file(dir, path, sizeof path, false);
+    *found = false;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return errno == ENOENT ? CN_OK : cn__ws_file_fail(err, "cannot read", path, errno);
+    *found = true;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    cn_err_t rc = CN_OK;
+    while (rc == CN_OK && (len = getline(&line, &cap, f)) > 0) {
+        if (line[len - 1] == '\n')
+            line[--len] = 0;
+        if (!strncmp(line, "p ", 2) && add_path(pp, line + 2) < 0)
+            rc = cn__ws_file_fail(err, "out of memory reading", path, ENOMEM);
+        else if (strncmp(line, "p ", 2) && strcmp(line, "cairn-pick-undo 1"))
+            rc = cn__ws_local(err, CN_E_CORRUPT, "%s is damaged", path);
+    }
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+static cn_err_t undo_remove(const char *dir, cn_ws_error_t *err)
+{
+    char path[4300];
+    undo_file(dir, path, sizeof path, false);
+    return unlink(path) < 0 && errno != ENOENT ? cn__ws_file_fail(err, "cannot remove", path, errno)
+                                               : CN_OK;
+}
+
+/* Finishes what an earlier pick left (the undo record): settles a lost
+ * submit, and unless that pick was accepted puts its paths back.  *found
+ * false when there was nothing to finish. */
+static cn_err_t undo_resume(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
+                            bool *found, cn_ws_error_t *err)
+{
+    pick_paths_t pp = { 0 };
+    bool settled = false;
+    uint64_t change = 0;
+    cn_err_t rc = undo_load(s->dir, &pp, found, err);
+    if (rc == CN_OK && *found)
+        rc = cn__ws_settle_pending(cl, s, &settled, &change, err);
+    cn__ws_state_sort(s);
+    if (rc == CN_OK && *found && !settled)
+        rc = cn__ws_restore_paths(cl, s, (const char *const *)pp.v, pp.n, o, err);
+    if (rc == CN_OK && *found)
+        rc = undo_remove(s->dir, err);
+    for (size_t i = 0; i < pp.n; i++)
+        free(pp.v[i]);
+    free(pp.v);
+    return rc;
+}
+
 /* After the server rejected the pick (a not-local CN_E_CONFLICT with no
  * submit pending: base_conflict, already_applied), puts every applied path
  * back to the target head's version the state still records, so the
@@ -243,10 +336,39 @@ static cn_err_t undo_pick(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws
     cn_ws_error_t rejection = *err;
     cn_err_t rc = cn__ws_restore_paths(cl, s, paths, n, o, err);
     free(paths);
-    if (rc < 0)
-        return rc;
+    if (rc == CN_OK)
+        rc = undo_remove(s->dir, err);
+    if (rc < 0) {
+        /* the rejection first, then what is left to do; the undo record
+         * stays for --abort or the next pick */
+        char why[sizeof err->message];
+        snprintf(why, sizeof why, "%s", err->message);
+        *err = rejection;
+        size_t used = strlen(err->message);
+        snprintf(err->message + used, sizeof err->message - used,
+                 "; the picked files could not be put back (%s): run `cairn repo cherry-pick "
+                 "--abort` to restore the workspace",
+                 why);
+        return CN_E_CONFLICT;
+    }
     *err = rejection;
     return CN_E_CONFLICT;
+}
+
+/* The undo record of the paths the pick is about to apply. */
+static cn_err_t save_applied(const cn__ws_state_t *s, const pick_plan_t *p, const bool *apply,
+                             cn_ws_error_t *err)
+{
+    const char **paths = calloc(p->paths.n + 1, sizeof *paths);
+    size_t n = 0;
+    if (!paths)
+        return cn__ws_local(err, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < p->paths.n; i++)
+        if (apply[i])
+            paths[n++] = p->paths.v[i];
+    cn_err_t rc = undo_save(s->dir, paths, n, err);
+    free(paths);
+    return rc;
 }
 
 /* The picked change's message and its origin (malloc'd; NULL without memory). */
@@ -279,7 +401,9 @@ static cn_err_t pick_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws
     cn_err_t rc = cn_ws_branch_ref_parse(a->ref, p.name, &has, &p.change);
     if (rc < 0 || !has)
         return cn__ws_local(err, CN_E_INVALID, "'%s' is not BRANCH@CHANGE", a->ref);
-    if ((rc = cn__ws_check_clean(cl, s, o, "a cherry-pick", &a->res->settled,
+    bool resumed = false;
+    if ((rc = undo_resume(cl, s, o, &resumed, err)) ||
+        (rc = cn__ws_check_clean(cl, s, o, "a cherry-pick", &a->res->settled,
                                  &a->res->settled_change, err)) ||
         (rc = plan_pick(cl, s, &p, err)))
         goto out;
@@ -288,6 +412,7 @@ static cn_err_t pick_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws
         goto out;
     }
     if ((rc = judge_paths(s, &p, apply, &napply, a->res, err)) ||
+        (rc = save_applied(s, &p, apply, err)) ||
         (rc = apply_paths(cl, s, o, &p, apply, napply, a->res, err)))
         goto out;
     if (!a->message && !(msg = default_message(&p))) {
@@ -302,6 +427,8 @@ static cn_err_t pick_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws
     a->res->change = sr.change;
     if (rc == CN_E_CONFLICT && !err->local && !s->has_pending)
         rc = undo_pick(cl, s, o, &p, apply, err);
+    else if (rc == CN_OK)
+        rc = undo_remove(s->dir, err); /* accepted: nothing to undo */
 out:
     free(msg);
     free(apply);
@@ -319,4 +446,27 @@ cn_err_t cn_ws_cherry_pick(const char *dir, const char *ref, const char *message
     memset(res, 0, sizeof *res);
     pick_args_t a = { ref, message, res };
     return cn__ws_run(dir, cn__ws_opts(opts), pick_open, &a, err);
+}
+
+static cn_err_t pick_abort_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
+                                void *arg, cn_ws_error_t *err)
+{
+    (void)arg;
+    bool found = false;
+    CN_TRY(undo_resume(cl, s, o, &found, err));
+    return found ? CN_OK : cn__ws_local(err, -ENOENT, "no cherry-pick to undo in %s", s->dir);
+}
+
+cn_err_t cn_ws_cherry_pick_abort(const char *dir, const cn_ws_opts_t *opts, cn_ws_error_t *err)
+{
+    cn_ws_error_t scratch;
+    err = cn__ws_begin(err, &scratch);
+    return cn__ws_run(dir, cn__ws_opts(opts), pick_abort_open, NULL, err);
+}
+
+bool cn_ws_cherry_pick_pending(const char *dir)
+{
+    char path[4300];
+    undo_file(dir, path, sizeof path, false);
+    return access(path, F_OK) == 0;
 }

@@ -69,6 +69,11 @@ typedef struct cn__ws_file {
     int64_t disk_mtime;
 } cn__ws_file_t;
 
+/* A move recorded in the workspace, not submitted yet. */
+typedef struct cn__ws_move {
+    char *from, *to;
+} cn__ws_move_t;
+
 typedef struct cn__ws_state {
     char dir[4096];
     char endpoint[300];
@@ -86,6 +91,11 @@ typedef struct cn__ws_state {
     size_t npaths;
     cn__ws_file_t *files;
     size_t n, cap;
+    /* moves recorded by cn_ws_move ("move FROM<TAB>TO" lines): the next
+     * submit sends each as a move entry while FROM is gone from disk and TO
+     * is a new file there, else as the add and delete the scan sees */
+    cn__ws_move_t *moves;
+    size_t nmoves;
 } cn__ws_state_t;
 
 /* Reads DIR/.cairn/state into s (s need not be initialised; s->files sorted
@@ -110,6 +120,19 @@ cn__ws_file_t *cn__ws_state_find(cn__ws_state_t *s, const char *path, size_t n);
 void cn__ws_state_sort(cn__ws_state_t *s);
 /* qsort/bsearch order of cn__ws_file_t by path. */
 int cn__ws_by_path(const void *a, const void *b);
+/* Records the move from -> to in s (not saved): a move already ending at
+ * `from` is extended to `to` instead, and one that `to` brings back to
+ * its source is dropped.  0 or -ENOMEM. */
+cn_err_t cn__ws_move_add(cn__ws_state_t *s, const char *from, const char *to);
+/* The recorded move whose destination is `to`; NULL when none. */
+const cn__ws_move_t *cn__ws_move_to(const cn__ws_state_t *s, const char *to);
+/* The recorded move that the next submit sends for path (s sorted by
+ * path and scanned): one whose source or destination is path, whose
+ * source s tracks and is gone from disk, and whose destination is a new
+ * file on disk; NULL when none. */
+const cn__ws_move_t *cn__ws_move_live(cn__ws_state_t *s, const char *path);
+/* Forgets every recorded move (after a submit that sent them). */
+void cn__ws_moves_clear(cn__ws_state_t *s);
 /* Whether path is inside s's sparse prefixes (always, when it has none). */
 bool cn__ws_in_scope(const cn__ws_state_t *s, const char *path);
 /* Adds a --path prefix to s's scope.  0, CN_E_INVALID for a bad prefix or

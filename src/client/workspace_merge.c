@@ -118,7 +118,8 @@ static cn_err_t read_states(cn_scribe_client_t *cl, const cn__ws_state_t *s, cn_
 }
 
 /* Paths the source added (live, no base file): several recorded base files
- * force a manual choice (MergeRead 4; renames come only from lineage). */
+ * force a manual choice, one is lined up with it (MergeRead 4; renames
+ * come only from lineage: workspace_merge_moves.c). */
 static cn_err_t read_origins(cn_scribe_client_t *cl, const cn__ws_state_t *s, cn_ws_merge_t *m,
                              const char **names, cn_ws_error_t *err)
 {
@@ -131,20 +132,23 @@ static cn_err_t read_origins(cn_scribe_client_t *cl, const cn__ws_state_t *s, cn
         return cn__ws_file_fail(err, "out of memory for", s->dir, ENOMEM);
     cn_err_t e = cn_scribe_client_merge_origins(cl, s->repo_id, m->source, m->source_head,
                                                 m->base_branch, m->base, names, m->n, og, &serr);
-    for (size_t i = 0; i < m->n; i++) {
-        if (e >= 0 && og[i].kind == CN_SCRIBE_CLIENT_ORIGIN_SEVERAL && m->paths[i].theirs.live &&
+    for (size_t i = 0; e >= 0 && i < m->n; i++)
+        if (og[i].kind == CN_SCRIBE_CLIENT_ORIGIN_SEVERAL && m->paths[i].theirs.live &&
             !same(&m->paths[i].theirs, &m->paths[i].ours))
             m->paths[i].state = CN_WS_MERGE_CONFLICT, m->paths[i].why = CN_WS_WHY_ORIGINS;
+    size_t n = m->n; /* line_up adds paths */
+    cn_err_t rc = e < 0 ? cn__ws_fail(err, "reading file origins", e, &serr)
+                        : cn__ws_merge_line_up(cl, s, m, og, err);
+    for (size_t i = 0; i < n; i++)
         free(og[i].base_path);
-    }
     free(og);
-    return e < 0 ? cn__ws_fail(err, "reading file origins", e, &serr) : CN_OK;
+    return rc;
 }
 
 /* The decision for one path whose states are known (origins decided first). */
 static void decide(cn_ws_merge_path_t *p)
 {
-    if (p->state == CN_WS_MERGE_CONFLICT)
+    if (p->state) /* a conflict of origins or moves, or a path a move lined up */
         return;
     if (same(&p->theirs, &p->base) || same(&p->theirs, &p->ours))
         p->state = CN_WS_MERGE_KEPT;
@@ -569,6 +573,7 @@ static cn_err_t abort_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_w
                           change);
     for (size_t i = 0; rc == CN_OK && i < m->n; i++)
         paths[i] = m->paths[i].path;
+    cn__ws_moves_clear(s); /* the workspace was clean: every move is the merge's */
     if (rc == CN_OK && (rc = cn__ws_restore_paths(cl, s, paths, m->n, o, err)) == CN_OK)
         rc = cn__ws_merge_remove(s->dir, err);
     free(paths);

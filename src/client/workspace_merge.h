@@ -40,7 +40,19 @@ cn_err_t cn__ws_write_file(const char *dst, const void *p, size_t n, unsigned mo
  * conflicts copied aside, the source's one-sided changes written, theirs and
  * base of conflicts fetched aside, small texts merged by lines; then m is
  * saved with phase "stopped".  Safe to run again after an interruption. */
-cn_err_t cn__ws_merge_apply(cn_scribe_client_t *cl, const cn__ws_state_t *s, cn_ws_merge_t *m,
+cn_err_t cn__ws_merge_apply(cn_scribe_client_t *cl, cn__ws_state_t *s, cn_ws_merge_t *m,
                             const cn_ws_opts_t *o, cn_ws_error_t *err);
+
+/* Renames (workspace_merge_moves.c).  Lines up the files a side moved
+ * since the base with their base files, from og[0..m->n) (MergeRead 4 of
+ * m's paths on the source) and the target's own recorded moves: sets
+ * `from`, the sides and forced conflicts of the paths involved, adds the
+ * paths ours moved files to (m stays sorted).  Before decide. */
+cn_err_t cn__ws_merge_line_up(cn_scribe_client_t *cl, const cn__ws_state_t *s, cn_ws_merge_t *m,
+                              const cn_scribe_client_origin_t *og, cn_ws_error_t *err);
+/* Moves ours' file of every move theirs made (a path with `from` that s
+ * tracks, to a path s does not) in the workspace and records the move in
+ * s (saved), so the merge submits a move entry.  Runs again safely. */
+cn_err_t cn__ws_merge_move_files(cn__ws_state_t *s, const cn_ws_merge_t *m, cn_ws_error_t *err);
 
 #endif

@@ -130,13 +130,18 @@ static cn_err_t save_ours(const cn__ws_state_t *s, const cn_ws_merge_t *m, cn_ws
     return CN_OK;
 }
 
-cn_err_t cn__ws_merge_apply(cn_scribe_client_t *cl, const cn__ws_state_t *s, cn_ws_merge_t *m,
+cn_err_t cn__ws_merge_apply(cn_scribe_client_t *cl, cn__ws_state_t *s, cn_ws_merge_t *m,
                             const cn_ws_opts_t *o, cn_ws_error_t *err)
 {
     size_t *take = malloc((m->n + 1) * sizeof *take), *conf = malloc((m->n + 1) * sizeof *conf);
     size_t *base = malloc((m->n + 1) * sizeof *base), nt = 0, nc = 0, nb = 0;
-    cn_err_t rc = take && conf && base ? save_ours(s, m, err)
-                                       : cn__ws_file_fail(err, "out of memory for", s->dir, ENOMEM);
+    /* theirs' moves first: ours' file must be at its new path before it is
+     * copied aside or merged there */
+    cn_err_t rc = !take || !conf || !base
+                      ? cn__ws_file_fail(err, "out of memory for", s->dir, ENOMEM)
+                      : cn__ws_merge_move_files(s, m, err);
+    if (rc == CN_OK)
+        rc = save_ours(s, m, err);
     for (size_t i = 0; rc == CN_OK && i < m->n; i++) {
         cn_ws_merge_path_t *p = &m->paths[i];
         char full[8600];

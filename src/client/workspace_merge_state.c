@@ -6,7 +6,8 @@
  *   source HEXID HEAD HEXNAME
  *   target HEAD HEXNAME
  *   base HEXID BASE
- *   p STATE WHY HEXPATH SIDE SIDE SIDE      (base, ours, theirs)
+ *   p STATE WHY HEXPATH SIDE SIDE SIDE [HEXFROM [HEXOTHER]]  (base, ours, theirs;
+ *                                            from and other of a lined-up move)
  * where SIDE is LIVE,CHANGE,SIZE,MODE,HEXMANIFEST,HEXAUTHOR (an empty
  * author is "-"). */
 #include "workspace_merge.h"
@@ -24,8 +25,11 @@ void cn_ws_merge_free(cn_ws_merge_t *m)
 {
     if (!m)
         return;
-    for (size_t i = 0; i < m->n; i++)
+    for (size_t i = 0; i < m->n; i++) {
         free(m->paths[i].path);
+        free(m->paths[i].from);
+        free(m->paths[i].other);
+    }
     free(m->paths);
     free(m);
 }
@@ -146,6 +150,16 @@ cn_err_t cn__ws_merge_save(const char *dir, cn_ws_merge_t *m, cn_ws_error_t *err
         side_write(f, &p->base);
         side_write(f, &p->ours);
         side_write(f, &p->theirs);
+        for (int k = 0; k < 2; k++) {
+            const char *x = k ? p->other : p->from;
+            char *xh = x ? hex_str(x) : NULL;
+            ok = ok && (!x || xh);
+            if (x && xh)
+                fprintf(f, " %s", xh);
+            free(xh);
+            if (!x)
+                break; /* other only ever follows from */
+        }
         fputc('\n', f);
         free(ph);
         m->unresolved += p->state == CN_WS_MERGE_CONFLICT;
@@ -176,9 +190,19 @@ static bool parse_path(cn_ws_merge_t *m, char *line)
         return false;
     p->state = st[0];
     p->why = why[0] == '-' ? 0 : why[0];
-    return side_parse(strtok_r(NULL, " ", &save), &p->base) &&
-           side_parse(strtok_r(NULL, " ", &save), &p->ours) &&
-           side_parse(strtok_r(NULL, " ", &save), &p->theirs);
+    if (!side_parse(strtok_r(NULL, " ", &save), &p->base) ||
+        !side_parse(strtok_r(NULL, " ", &save), &p->ours) ||
+        !side_parse(strtok_r(NULL, " ", &save), &p->theirs))
+        return false;
+    for (int k = 0; k < 2; k++) {
+        char *xh = strtok_r(NULL, " ", &save);
+        if (!xh)
+            break;
+        char **dst = k ? &p->other : &p->from;
+        if (!unhex_str(xh, path, sizeof path) || !path[0] || !(*dst = strdup(path)))
+            return false;
+    }
+    return true;
 }
 
 /* One header record into m; false when damaged. */
@@ -341,6 +365,27 @@ static cn_err_t take_side(const char *dir, const cn_ws_merge_path_t *p, const ch
     return cn__ws_copy_file(copy, full, err);
 }
 
+/* A file both sides moved, resolved to theirs' path: ours' file leaves
+ * `other`, recorded as a move so that the merge submits one. */
+static cn_err_t leave_other(const char *dir, const cn_ws_merge_path_t *p, cn_ws_error_t *err)
+{
+    char full[8600];
+    snprintf(full, sizeof full, "%s/%s", dir, p->other);
+    if (unlink(full) < 0 && errno != ENOENT)
+        return cn__ws_file_fail(err, "cannot remove", full, errno);
+    cn__ws_state_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return cn__ws_file_fail(err, "out of memory for", dir, ENOMEM);
+    cn_err_t rc = cn__ws_state_load(dir, s, err);
+    if (rc == CN_OK && !cn__ws_move_to(s, p->path) && cn__ws_move_add(s, p->other, p->path) < 0)
+        rc = cn__ws_file_fail(err, "out of memory for", dir, ENOMEM);
+    if (rc == CN_OK)
+        rc = cn__ws_state_save(s, err);
+    cn__ws_state_free(s);
+    free(s);
+    return rc;
+}
+
 cn_err_t cn_ws_merge_resolve(const char *dir, const char *path, char how, const char *file,
                              cn_ws_error_t *err)
 {
@@ -362,6 +407,14 @@ cn_err_t cn_ws_merge_resolve(const char *dir, const char *path, char how, const 
         rc = cn__ws_local(err, CN_E_INVALID, "%s is not a path of the merge", path);
     else if (p->state != CN_WS_MERGE_CONFLICT && p->state != CN_WS_MERGE_RESOLVED)
         rc = cn__ws_local(err, CN_E_INVALID, "%s did not conflict", path);
+    else if (how == 'o' && p->from && !p->ours.live && p->theirs.live)
+        /* the change set can only keep a path the target has held
+         * (docs/protocol/scribe.md 9.3): theirs' new path must be named */
+        rc = cn__ws_local(err, CN_E_INVALID,
+                          "%s is where %s moved %s: a merge cannot leave out the source's new "
+                          "path; resolve --theirs or --file, then move or delete it in a later "
+                          "change",
+                          path, m->source_name, p->from);
     else if (how == 'o')
         rc = take_side(dir, p, "ours", &p->ours, err);
     else if (how == 't')
@@ -370,6 +423,8 @@ cn_err_t cn_ws_merge_resolve(const char *dir, const char *path, char how, const 
         rc = cn__ws_copy_file(file, full, err);
     else
         rc = cn__ws_local(err, CN_E_INVALID, "resolve needs --ours, --theirs or --file F");
+    if (rc == CN_OK && p->why == CN_WS_WHY_MOVED && p->other && how != 'o')
+        rc = leave_other(dir, p, err);
     if (rc == CN_OK) {
         p->state = CN_WS_MERGE_RESOLVED;
         rc = cn__ws_merge_save(dir, m, err);

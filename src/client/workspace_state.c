@@ -1,7 +1,7 @@
 /* The workspace state, DIR/.cairn/state (format in docs/cli.md): the
  * repository, branch (id and name), incarnation and workspace ids, the
  * synced change, the pending submit and branch operations, the sparse
- * prefixes, and per file its mode, size,
+ * prefixes, the moves not submitted yet, and per file its mode, size,
  * mtime and manifest id, so a scan only rehashes files whose size or mtime
  * changed.  It is only ever replaced whole and atomically, never edited in
  * place. */
@@ -58,12 +58,93 @@ void cn__ws_files_free(cn__ws_state_t *s)
     s->n = s->cap = 0;
 }
 
+void cn__ws_moves_clear(cn__ws_state_t *s)
+{
+    for (size_t i = 0; i < s->nmoves; i++) {
+        free(s->moves[i].from);
+        free(s->moves[i].to);
+    }
+    free(s->moves);
+    s->moves = NULL;
+    s->nmoves = 0;
+}
+
 void cn__ws_state_free(cn__ws_state_t *s)
 {
     for (size_t i = 0; i < s->npaths; i++)
         free(s->paths[i]);
     s->npaths = 0;
     cn__ws_files_free(s);
+    cn__ws_moves_clear(s);
+}
+
+const cn__ws_move_t *cn__ws_move_to(const cn__ws_state_t *s, const char *to)
+{
+    for (size_t i = 0; i < s->nmoves; i++)
+        if (!strcmp(s->moves[i].to, to))
+            return &s->moves[i];
+    return NULL;
+}
+
+const cn__ws_move_t *cn__ws_move_live(cn__ws_state_t *s, const char *path)
+{
+    for (size_t i = 0; i < s->nmoves; i++) {
+        const cn__ws_move_t *m = &s->moves[i];
+        if (strcmp(m->from, path) && strcmp(m->to, path))
+            continue;
+        const cn__ws_file_t *f = cn__ws_state_find(s, m->from, s->n);
+        const cn__ws_file_t *t = cn__ws_state_find(s, m->to, s->n);
+        if (f && f->mtime_ns != -2 && !f->on_disk && t && t->mtime_ns == -2 && t->on_disk)
+            return m;
+    }
+    return NULL;
+}
+
+/* A chain a -> b -> c is one move a -> c (the server knows only a); a
+ * chain back to a is no move at all. */
+cn_err_t cn__ws_move_add(cn__ws_state_t *s, const char *from, const char *to)
+{
+    for (size_t i = 0; i < s->nmoves; i++) {
+        cn__ws_move_t *m = &s->moves[i];
+        if (strcmp(m->to, from))
+            continue;
+        if (!strcmp(m->from, to)) {
+            free(m->from);
+            free(m->to);
+            s->moves[i] = s->moves[--s->nmoves];
+            return CN_OK;
+        }
+        char *t = strdup(to);
+        if (!t)
+            return -ENOMEM;
+        free(m->to);
+        m->to = t;
+        return CN_OK;
+    }
+    cn__ws_move_t *mv = realloc(s->moves, (s->nmoves + 1) * sizeof *mv);
+    if (!mv)
+        return -ENOMEM;
+    s->moves = mv;
+    char *f = strdup(from), *t = strdup(to);
+    if (!f || !t) {
+        free(f);
+        free(t);
+        return -ENOMEM;
+    }
+    s->moves[s->nmoves++] = (cn__ws_move_t){ f, t };
+    return CN_OK;
+}
+
+/* Parses the rest of a "move FROM<TAB>TO" line; false when malformed. */
+static bool parse_move(cn__ws_state_t *s, const char *p)
+{
+    const char *tab = strchr(p, '\t');
+    if (!tab || tab == p || !tab[1] || strchr(tab + 1, '\t'))
+        return false;
+    char *from = strndup(p, (size_t)(tab - p));
+    bool ok = from && cn__ws_move_add(s, from, tab + 1) == CN_OK;
+    free(from);
+    return ok;
 }
 
 cn__ws_file_t *cn__ws_state_add(cn__ws_state_t *s, const char *path)
@@ -185,6 +266,11 @@ cn_err_t cn__ws_state_load(const char *dir, cn__ws_state_t *s, cn_ws_error_t *er
                 break;
             continue;
         }
+        if (!strncmp(line, "move ", 5)) {
+            if (!(ok = parse_move(s, line + 5)))
+                break;
+            continue;
+        }
         if (!strncmp(line, "path ", 5)) {
             if (s->npaths == CN_WS_PATHS_MAX || !(s->paths[s->npaths] = strdup(line + 5))) {
                 ok = false;
@@ -264,6 +350,8 @@ cn_err_t cn__ws_state_save(const cn__ws_state_t *s, cn_ws_error_t *err)
     }
     for (size_t i = 0; i < s->npaths; i++)
         fprintf(f, "path %s\n", s->paths[i]);
+    for (size_t i = 0; i < s->nmoves; i++)
+        fprintf(f, "move %s\t%s\n", s->moves[i].from, s->moves[i].to);
     for (size_t i = 0; i < s->n; i++) {
         if (s->files[i].mtime_ns == -2)
             continue; /* found by a scan, not recorded by a submit yet */

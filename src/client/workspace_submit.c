@@ -58,8 +58,20 @@ static int change_cmp(const void *a, const void *b)
     return c ? c : (int)x->path_len - (int)y->path_len;
 }
 
+/* Whether a move among changes[0..n) leaves from path p. */
+static bool move_source(const cn_repos_change_t *changes, size_t n, const char *p)
+{
+    size_t len = strlen(p);
+    for (size_t i = 0; i < n; i++)
+        if (changes[i].kind == CN_REPOS_MOVE && changes[i].from_len == len &&
+            !memcmp(changes[i].from, p, len))
+            return true;
+    return false;
+}
+
 /* A merge's keep entries: each path of merge->keep the changes do not name
- * yet, then every entry in path order. */
+ * yet (as a destination or a move's source), then every entry in path
+ * order. */
 static void add_keeps(submit_t *sb, const cn__ws_merge_submit_t *merge)
 {
     size_t named = sb->nch;
@@ -68,17 +80,20 @@ static void add_keeps(submit_t *sb, const cn__ws_merge_submit_t *merge)
         cn_repos_change_t k = { .kind = CN_REPOS_KEEP,
                                 .path = (const uint8_t *)merge->keep[i],
                                 .path_len = (uint16_t)strlen(merge->keep[i]) };
-        if (!bsearch(&k, sb->changes, named, sizeof k, change_cmp))
+        if (!bsearch(&k, sb->changes, named, sizeof k, change_cmp) &&
+            !move_source(sb->changes, named, merge->keep[i]))
             sb->changes[sb->nch++] = k;
     }
     qsort(sb->changes, sb->nch, sizeof *sb->changes, change_cmp);
 }
 
-/* One change per file that differs from the state (s sorted by path); each
- * added or modified file is loaded and chunked into sb->cont; a merge's
- * keep entries after them.  0 or a local error. */
-static cn_err_t collect_changes(const cn__ws_state_t *s, const cn__ws_merge_submit_t *merge,
-                                submit_t *sb, cn_ws_error_t *err)
+/* One change per file that differs from the state (s sorted by path); a
+ * recorded move whose source is gone and whose destination is new is one
+ * move entry instead of a delete and an add; each added, modified or
+ * moved file is loaded and chunked into sb->cont; a merge's keep entries
+ * after them.  0 or a local error. */
+static cn_err_t collect_changes(cn__ws_state_t *s, const cn__ws_merge_submit_t *merge, submit_t *sb,
+                                cn_ws_error_t *err)
 {
     size_t nkeep = merge ? merge->nkeep : 0;
     sb->ncont = s->n;
@@ -90,6 +105,9 @@ static cn_err_t collect_changes(const cn__ws_state_t *s, const cn__ws_merge_subm
         const cn__ws_file_t *w = &s->files[i];
         if (w->on_disk && !w->changed)
             continue;
+        const cn__ws_move_t *mv = s->nmoves ? cn__ws_move_live(s, w->path) : NULL;
+        if (mv && !w->on_disk)
+            continue; /* the move's source: named by its destination's entry */
         cn_repos_change_t *c = &sb->changes[sb->nch++];
         c->path = (const uint8_t *)w->path;
         c->path_len = (uint16_t)strlen(w->path);
@@ -97,7 +115,11 @@ static cn_err_t collect_changes(const cn__ws_state_t *s, const cn__ws_merge_subm
             c->kind = CN_REPOS_DELETE;
             continue;
         }
-        c->kind = w->mtime_ns == -2 ? CN_REPOS_ADD : CN_REPOS_MODIFY;
+        c->kind = mv ? CN_REPOS_MOVE : w->mtime_ns == -2 ? CN_REPOS_ADD : CN_REPOS_MODIFY;
+        if (mv) {
+            c->from = (const uint8_t *)mv->from;
+            c->from_len = (uint16_t)strlen(mv->from);
+        }
         struct stat st;
         char full[8600];
         snprintf(full, sizeof full, "%s/%s", s->dir, w->path);
@@ -197,7 +219,7 @@ out:
  * holds the outcome.  0 when accepted, CN_E_CONFLICT when rejected (the
  * reason in err), or the failure when no outcome arrived. */
 static cn_err_t submit_changeset(cn_scribe_client_t *cl, cn__ws_state_t *s, const submit_t *sb,
-                                 const char *author, const char *message,
+                                 const char *author, const char *message, bool keep_locks,
                                  const cn__ws_merge_submit_t *merge,
                                  cn_scribe_client_outcome_t *out, cn_ws_error_t *err)
 {
@@ -214,6 +236,7 @@ static cn_err_t submit_changeset(cn_scribe_client_t *cl, cn__ws_state_t *s, cons
     sub.changeset = sb->csid;
     sub.author = author;
     sub.message = message;
+    sub.keep_locks = keep_locks;
     cn_err_t e;
     if (merge && merge->pick) {
         cn_scribe_client_pick_t p = { .submit = sub, .change = merge->source_head };
@@ -267,6 +290,7 @@ static void record_submitted(cn__ws_state_t *s, const submit_t *sb, uint64_t cha
     }
     s->n = keep;
     s->change = change;
+    cn__ws_moves_clear(s); /* sent, or no longer moves (plain adds and deletes) */
 }
 
 typedef struct submit_args {
@@ -304,8 +328,8 @@ cn_err_t cn__ws_submit_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_
         goto out;
     }
     if ((rc = list_objects(s, &sb, err)) || (rc = pin_and_upload(cl, s, &sb, o, err)) ||
-        (rc = submit_changeset(cl, s, &sb, o->author ? o->author : "cairn", message, merge, &out,
-                               err)))
+        (rc = submit_changeset(cl, s, &sb, o->author ? o->author : "cairn", message, o->keep_locks,
+                               merge, &out, err)))
         goto out;
     record_submitted(s, &sb, out.change);
     if ((rc = cn__ws_state_save(s, err)) == CN_OK) {

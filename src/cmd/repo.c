@@ -28,8 +28,11 @@ const char cn__repo_usage[] =
     "       cairn repo info NAME                       show a repository\n"
     "       cairn repo clone NAME DIR [--branch BRANCH[@N]] [--change N] [--path PREFIX]...\n"
     "                                                  check a branch (or only PREFIXes) out\n"
-    "       cairn repo status [DIR]                    added, modified, deleted files\n"
-    "       cairn repo submit [DIR] -m MESSAGE         submit DIR's changes atomically\n"
+    "       cairn repo status [DIR]                    added, modified, deleted, moved files\n"
+    "       cairn repo submit [DIR] -m MESSAGE [--keep-locks]\n"
+    "                                                  submit DIR's changes atomically\n"
+    "       cairn repo mv SRC DST                      move a tracked file (paths from the\n"
+    "                                                  workspace root); submitted as a move\n"
     "       cairn repo sync [DIR] [--change N] [--path PREFIX]...\n"
     "                                                  bring DIR to the head (or change N);\n"
     "                                                  --path adds prefixes to a sparse DIR\n"
@@ -47,8 +50,12 @@ const char cn__repo_usage[] =
     "                                                  resolve a conflicting path of a merge\n"
     "       cairn repo cherry-pick BRANCH@N [-m MSG]   apply change N of BRANCH here\n"
     "                                                  (message: N's, with its origin)\n"
-    "       (branch, switch, merge, resolve and cherry-pick act on the workspace holding . or\n"
-    "       -C DIR)\n"
+    "       cairn repo cherry-pick --abort             put back the files a rejected pick left\n"
+    "       cairn repo lock PATH... | unlock PATH... [--force]\n"
+    "                                                  lock paths for this workspace, or release\n"
+    "       cairn repo locks [PREFIX] [--mine]         path, principal, workspace, branch, since\n"
+    "       (mv, branch, switch, merge, resolve, cherry-pick and the lock verbs act on the\n"
+    "       workspace holding . or -C DIR)\n"
     "REPO: NAME, HOST:PORT/NAME or scribe://HOST[:PORT]/NAME\n"
     "options: --endpoint HOST:PORT (CAIRN_SCRIBE_ENDPOINT, default 127.0.0.1:7447)\n"
     "         --lz4 (LZ4 transfers)  --author NAME (default $USER)  --quiet\n"
@@ -264,6 +271,7 @@ cn_ws_opts_t cn__repo_ws_opts(const ropts_t *o, bool clone, bar_t *bar)
         .paths = o->paths,
         .npaths = (size_t)o->npaths,
         .author = o->author,
+        .keep_locks = o->keep_locks,
         .progress = bar_progress,
         .progress_ctx = bar,
         .notice = print_notice,
@@ -327,11 +335,36 @@ static int cmd_status(const ropts_t *o)
     if (cn_ws_status(o->npos ? o->pos[0] : ".", &wo, &st, &err))
         return cn__repo_report(&err);
     for (size_t i = 0; i < st->n; i++)
-        printf("%c %s\n", st->entries[i].kind, st->entries[i].path);
+        if (st->entries[i].kind == 'R')
+            printf("R %s -> %s\n", st->entries[i].from, st->entries[i].path);
+        else
+            printf("%c %s\n", st->entries[i].kind, st->entries[i].path);
     if (!st->n && !o->quiet)
         printf("clean at change %" PRIu64 " on branch %s\n", st->change, st->branch);
     cn_ws_status_free(st);
+    if (cn_ws_cherry_pick_pending(o->npos ? o->pos[0] : ".")) {
+        printf("a rejected cherry-pick left its files: cairn repo cherry-pick --abort\n");
+        return EXIT_CONFLICT;
+    }
     return cn__repo_merge_status(o->npos ? o->pos[0] : ".", o->quiet);
+}
+
+static int cmd_mv(const ropts_t *o)
+{
+    if (o->npos != 2) {
+        fputs("usage: cairn repo mv SRC DST [-C DIR]\n", stderr);
+        return EXIT_USAGE;
+    }
+    ws_t w;
+    int rc = cn__repo_open_ws(o, &w);
+    if (rc)
+        return rc;
+    cn_ws_error_t err;
+    if (cn_ws_move(w.dir, o->pos[0], o->pos[1], &err))
+        return cn__repo_report(&err);
+    if (!o->quiet)
+        printf("moved %s -> %s\n", o->pos[0], o->pos[1]);
+    return EXIT_OK;
 }
 
 static int cmd_submit(const ropts_t *o)
@@ -493,6 +526,8 @@ int cn_cmd_repo(int argc, char **argv)
     const char *verb = argv[1];
     if (!strcmp(verb, "merge") || !strcmp(verb, "resolve"))
         return cn__repo_merge(argc, argv); /* its own options: repo_merge.c */
+    if (!strcmp(verb, "lock") || !strcmp(verb, "unlock") || !strcmp(verb, "locks"))
+        return cn__repo_lock(argc, argv); /* its own options: repo_lock.c */
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         bool more = i + 1 < argc;
@@ -510,8 +545,12 @@ int cn_cmd_repo(int argc, char **argv)
             o.branch = argv[++i];
         else if (!strcmp(a, "--follow-merges"))
             o.follow_merges = true;
+        else if (!strcmp(a, "--abort"))
+            o.abort = true;
         else if (!strcmp(a, "--all-branches"))
             o.all_branches = true;
+        else if (!strcmp(a, "--keep-locks"))
+            o.keep_locks = true;
         else if (!strcmp(a, "--lz4"))
             o.lz4 = true;
         else if (!strcmp(a, "--lz4-storage"))
@@ -556,8 +595,8 @@ int cn_cmd_repo(int argc, char **argv)
         }
     }
     bool clone = !strcmp(verb, "clone") || !strcmp(verb, "checkout");
-    bool branchy =
-        !strcmp(verb, "branch") || !strcmp(verb, "switch") || !strcmp(verb, "cherry-pick");
+    bool branchy = !strcmp(verb, "branch") || !strcmp(verb, "switch") ||
+                   !strcmp(verb, "cherry-pick") || !strcmp(verb, "mv");
     const char *misplaced = o.branch && !clone                 ? "--branch is for clone"
                             : o.from && strcmp(verb, "branch") ? "--from is for branch create"
                             : o.dir && !branchy
@@ -594,6 +633,8 @@ int cn_cmd_repo(int argc, char **argv)
         return cmd_status(&o);
     if (!strcmp(verb, "submit"))
         return cmd_submit(&o);
+    if (!strcmp(verb, "mv"))
+        return cmd_mv(&o);
     if (!strcmp(verb, "sync"))
         return cmd_sync(&o);
     if (!strcmp(verb, "log"))

@@ -1,4 +1,5 @@
-/* `cairn repo cherry-pick BRANCH@CHANGE [-m MSG] [-C DIR]`: applies one
+/* `cairn repo cherry-pick BRANCH@CHANGE [-m MSG] [-C DIR]` (and `--abort`,
+ * which puts back the files a rejected pick could not restore): applies one
  * change of another branch to the workspace's branch and submits it with
  * its provenance (docs/branches.md, "Cherry-picks").  Parsing and printing
  * only: the pick is libcairn's (cn_ws_cherry_pick); exit statuses are
@@ -11,14 +12,24 @@
 
 int cn__repo_cherry_pick(const ropts_t *o)
 {
-    if (o->npos != 1) {
-        fputs("usage: cairn repo cherry-pick BRANCH@CHANGE [-m MESSAGE] [-C DIR]\n", stderr);
+    if (o->npos != (o->abort ? 0 : 1)) {
+        fputs("usage: cairn repo cherry-pick BRANCH@CHANGE [-m MESSAGE] [-C DIR]\n"
+              "       cairn repo cherry-pick --abort [-C DIR]\n",
+              stderr);
         return EXIT_USAGE;
     }
     ws_t w;
     int rc = cn__repo_open_ws(o, &w);
     if (rc)
         return rc;
+    if (o->abort) {
+        cn_ws_error_t aerr;
+        if (cn_ws_cherry_pick_abort(w.dir, &w.wo, &aerr))
+            return cn__repo_report(&aerr);
+        if (!o->quiet)
+            puts("the picked files are back as the branch head has them");
+        return EXIT_OK;
+    }
     cn_ws_pick_result_t res;
     cn_ws_error_t err;
     cn_err_t e = cn_ws_cherry_pick(w.dir, o->pos[0], o->message, &w.wo, &res, &err);

@@ -29,6 +29,8 @@ typedef struct ropts {
     const char *from;                 /* branch create --from BRANCH[@CHANGE] */
     const char *branch;               /* clone --branch BRANCH[@CHANGE] */
     bool follow_merges, all_branches; /* log --follow-merges | --all-branches */
+    bool keep_locks;                  /* submit --keep-locks */
+    bool abort;                       /* cherry-pick --abort */
 } ropts_t;
 
 /* The progress bar of a transfer (drawn by src/cmd/repo.c). */
@@ -75,5 +77,9 @@ int cn__repo_merge_status(const char *dir, bool quiet);
 /* `cairn repo cherry-pick BRANCH@CHANGE [-m MSG]` (src/cmd/repo_cherry.c) on
  * the workspace holding -C DIR or the current directory. */
 int cn__repo_cherry_pick(const ropts_t *o);
+
+/* `cairn repo lock|unlock|locks ...` (src/cmd/repo_lock.c) from the whole
+ * command line (argv[1] is the verb). */
+int cn__repo_lock(int argc, char **argv);
 
 #endif

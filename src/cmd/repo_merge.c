@@ -81,6 +81,7 @@ static const char *why_name(char why)
     case CN_WS_WHY_LINES: return "text";
     case CN_WS_WHY_DELETED: return "deleted on one side";
     case CN_WS_WHY_ORIGINS: return "several origins: choose by hand";
+    case CN_WS_WHY_MOVED: return "moved to different paths";
     default: return "conflict";
     }
 }
@@ -105,6 +106,9 @@ static void print_conflicts(const cn_ws_merge_t *m)
         if (p->state != CN_WS_MERGE_CONFLICT)
             continue;
         printf("CONFLICT (%s) %s\n", why_name(p->why), p->path);
+        if (p->from)
+            printf("  moved from %s%s%s\n", p->from, p->other ? "; ours moved it to " : "",
+                   p->other ? p->other : "");
         print_side("base", &p->base);
         print_side("ours", &p->ours);
         print_side("theirs", &p->theirs);

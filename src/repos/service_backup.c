@@ -70,8 +70,10 @@ static const bk_table_t *table_of(uint32_t version, uint8_t t)
         return &v1_commit;
     return &tables[t];
 }
-/* What a restore clears besides the tables above: the upload intents and pins. */
-static const int transient[] = { CN_SQL_REPOS_INTENT_CLEAR, CN_SQL_REPOS_PIN_CLEAR };
+/* What a restore clears besides the tables above: the upload intents, pins
+ * and locks (live coordination state, never backed up). */
+static const int transient[] = { CN_SQL_REPOS_INTENT_CLEAR, CN_SQL_REPOS_PIN_CLEAR,
+                                 CN_SQL_REPOS_LOCK_CLEAR };
 #define NTRANSIENT (sizeof transient / sizeof transient[0])
 
 /* ---- output ----------------------------------------------------------------------- */

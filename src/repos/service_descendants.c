@@ -5,8 +5,9 @@
  * descendant handed over.  The snapshot tree answers each from the nodes on
  * the way (O(depth) for the ancestors, O(page) for the descendants); no page
  * examines more than CN_REPOS_DESCENDANTS_PAGE descendants, so a reply holds
- * at most CN_REPOS_DESCENDANTS_MAX entries (the 4,096 ancestors of a longest
- * path, the path, 1,024 descendants).
+ * at most CN_REPOS_DESCENDANTS_MAX entries (5,120, a bound: a path with a
+ * descendant has at most 4,094 ancestors, since n segments take at least
+ * 2n - 1 of a path's 8,192 bytes, so a reply holds at most 4,094 + 1 + 1,024).
  *
  * It must never read another snapshot than the one named, nor match by
  * anything but the path's bytes. */

@@ -2,7 +2,8 @@
  * from one read snapshot.  Paths sort and compare as raw bytes; a path
  * query selects the path itself and everything under "path/", found by the
  * range [path "/", path "0") ('0' follows '/').  A path log also follows the
- * move sources of the exact path through the walk the merge-aware log uses
+ * move sources of the exact path, and of the files moved into the queried
+ * directory from outside it, through the walk the merge-aware log uses
  * (service_log_follow.c, without merge sources); it must never follow a
  * merge source, and never let the cursor prune that walk. */
 #include "service_log_int.h"
@@ -247,6 +248,89 @@ static cn_err_t path_page(log_page_t *lp, const uint8_t branch[16], uint64_t hea
     return err;
 }
 
+/* A move into the queried directory from outside it, to walk. */
+typedef struct dir_move {
+    uint8_t branch[16];
+    uint64_t change;
+    size_t from_off;
+    uint32_t from_len;
+} dir_move_t;
+
+typedef struct dir_moves {
+    dir_move_t *v;
+    size_t n, cap;
+    cn_buf_t from; /* their sources (not the history's arena: a walk grows that) */
+} dir_moves_t;
+
+/* Reads the moves into [lo, hi) from outside it on segment (clo, chi] of
+ * branch into dm; each counts against the history budget. */
+static cn_err_t dir_moves_read(log_page_t *lp, cn_meta_txn_t *txn, const uint8_t branch[16],
+                               uint64_t clo, uint64_t chi, const uint8_t *lo, const uint8_t *hi,
+                               dir_moves_t *dm)
+{
+    const cn_repos_log_q_t *q = lp->q;
+    size_t n = q->path_len + 1;
+    cn_meta_stmt_t *st = NULL;
+    CN_TRY(cn__hist_spend(lp->h, 0));
+    CN_TRY(cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_DIR_MOVES], "bbbbiibb",
+                          CN__ARG_ID(q->repo), CN__ARG_ID(branch), (const void *)lo, n,
+                          (const void *)hi, n, (int64_t)clo, (int64_t)chi, (const void *)lo, n,
+                          (const void *)hi, n));
+    cn_err_t err;
+    while ((err = cn_meta_step(st)) == CN_META_ROW) {
+        const uint8_t *from = NULL;
+        size_t fn = cn__col_blob(st, 2, &from);
+        if ((err = cn__hist_spend(lp->h, fn)) < 0 ||
+            (err = cn__hist_grow((void **)&dm->v, &dm->cap, dm->n, sizeof *dm->v)) < 0)
+            break;
+        dir_move_t *m = &dm->v[dm->n++];
+        memcpy(m->branch, branch, 16);
+        m->change = (uint64_t)cn_meta_column_int64(st, 0);
+        m->from_off = dm->from.len;
+        m->from_len = (uint32_t)fn;
+        if ((err = cn_buf_append(&dm->from, from, fn)) < 0)
+            break;
+    }
+    cn_meta_finish(st);
+    return err == CN_META_DONE ? CN_OK : err;
+}
+
+/* A directory log follows the files moved into the directory from outside
+ * it (13.7): on every segment of the branch's log, each such move's source
+ * is walked below the move as the exact path's move sources are, so a
+ * moved-in file shows its history before the move under its old path.  The
+ * moves read and the walks count against the one history budget. */
+static cn_err_t dir_moves(log_page_t *lp, cn_meta_txn_t *txn, const uint8_t branch[16])
+{
+    const cn_repos_log_q_t *q = lp->q;
+    uint8_t *lo = NULL, *hi = NULL;
+    dir_moves_t dm = { 0 };
+    cn_repos_branch_t b;
+    cn_err_t err = under_bounds(q->path, q->path_len, &lo, &hi);
+    if (err >= 0)
+        err = cn__branch_load(txn, lp->rq, q->repo, branch, &b);
+    uint64_t top = err >= 0 ? b.head : 0;
+    for (uint32_t hop = 0; err >= 0; hop++) {
+        if (top > b.origin_change &&
+            (err = dir_moves_read(lp, txn, b.id, b.origin_change, top, lo, hi, &dm)) < 0)
+            break;
+        if (!b.has_origin)
+            break;
+        top = b.origin_change;
+        err = cn__branch_load(txn, lp->rq, q->repo, b.origin, &b);
+        if (err == CN_E_NOT_FOUND || hop + 1 == 100000)
+            err = CN_E_CORRUPT; /* an origin the table lacks, or origins that loop */
+    }
+    for (size_t i = 0; err >= 0 && i < dm.n; i++)
+        err = cn__hist_walk(lp->h, dm.v[i].branch, dm.v[i].change - 1,
+                            dm.from.data + dm.v[i].from_off, dm.v[i].from_len);
+    free(lo);
+    free(hi);
+    free(dm.v);
+    cn_buf_free(&dm.from);
+    return err;
+}
+
 static cn_err_t log_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
 {
     log_page_t *lp = ctx;
@@ -277,6 +361,8 @@ static cn_err_t log_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
         if (err == CN_E_NOT_FOUND || hop + 1 == 100000)
             err = CN_E_CORRUPT; /* an origin the table lacks, or origins that loop */
     }
+    if (err >= 0 && q->path)
+        err = dir_moves(lp, txn, queried);
     if (err >= 0 && q->path)
         err = path_page(lp, queried, head);
     return err;

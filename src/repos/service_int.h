@@ -159,6 +159,34 @@ cn_err_t cn__op_record(cn_meta_txn_t *txn, const uint8_t repo[16], const uint8_t
 cn_err_t cn__branch_outcome_decode(const uint8_t *p, size_t n, const uint8_t op[16],
                                    cn_repos_branch_outcome_t *out);
 
+/* ---- locks (service_lock.c) -------------------------------------------------------
+ * What an accepted submit does to the submitting workspace's locks, inside
+ * its acceptance transaction: without keep_locks every submitted path (keep
+ * entries and both ends of a move included) it holds is released; with
+ * keep_locks they stay, and a move whose source it holds acquires the
+ * destination when no one holds it.  Other paths and other workspaces'
+ * locks are untouched. */
+typedef struct cn__lock_disposition {
+    const uint8_t *repo, *workspace;
+    bool keep_locks;
+    int64_t now_ms;
+    uint64_t head; /* the branch head the submit is judged against */
+} cn__lock_disposition_t;
+cn_err_t cn__locks_dispose(cn_meta_txn_t *txn, const cn__lock_disposition_t *d,
+                           const cn_repos_changeset_t *cs);
+/* The lock policy's judgement of a submit planned as accepted, inside its
+ * acceptance transaction (service_lock_policy.c): main's current config
+ * decides.  A submitted .scribe/config.toml that is invalid: *out becomes a
+ * rejection INVALID_REPOSITORY_CONFIG; one that changes main's decoded lock
+ * rules without the Maintainer role (cn_repos_maintainer): FORBIDDEN; a
+ * submitted path (either end of a move) under a required rule whose lock
+ * the workspace does not hold: LOCK_REQUIRED naming up to 64 of them.
+ * Otherwise *out is untouched.  Meta and store errors. */
+cn_err_t cn__locks_enforce(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq,
+                           const cn__repo_t *repo, const cn__lock_disposition_t *d,
+                           const uint8_t branch[16], const cn_repos_changeset_t *cs,
+                           cn_repos_outcome_t *out);
+
 /* Membership lookup: the blob digest and length of (kind, id) in repo.
  * *found false when absent. */
 cn_err_t cn__object_find(cn_meta_txn_t *txn, const uint8_t repo[16], uint8_t kind,

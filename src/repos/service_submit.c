@@ -702,8 +702,17 @@ static cn_err_t record_body(cn_meta_txn_t *txn, void *ctx)
     /* Heads moved: nothing is written, so the run ends without a commit (and its fsync). */
     if (pl->again)
         cn_meta_discard(txn);
+    /* The lock policy judges in the acceptance transaction, and the
+     * disposition happens there (service_lock*.c); a rejection and a replay
+     * (which never reaches this phase) keep every lock. */
+    cn__lock_disposition_t ld = { s->repo, s->workspace, s->keep_locks, cn__repos_now_ms(),
+                                  pl->head };
+    if (err >= 0 && !pl->again && pl->out.outcome == CN_REPOS_ACCEPTED)
+        err = cn__locks_enforce(pl->r, txn, pl->rq, &pl->repo, &ld, s->branch, &pl->cs, &pl->out);
     if (err >= 0 && !pl->again && pl->out.outcome == CN_REPOS_ACCEPTED)
         err = record_accepted(pl, txn);
+    if (err >= 0 && !pl->again && pl->out.outcome == CN_REPOS_ACCEPTED)
+        err = cn__locks_dispose(txn, &ld, &pl->cs);
     cn_buf_t rec = { 0 };
     if (err >= 0 && !pl->again && (err = outcome_encode(&pl->out, &rec)) >= 0)
         err = cn__op_record(txn, s->repo, s->operation, CN_REPOS_OP_SUBMIT, &pl->fp, s->workspace,

@@ -117,6 +117,12 @@ enum {
         16 + 1 + 16 + 8 + 16 + 8 + 4 + CN_SCRIBE_MAX_MERGE_PATHS * B_STR(CN_SCRIBE_MAX_PATH),
     B_PICK_INFO = 16 * 3 + 8,
     B_PICK_SUBMIT = 4 + B_SUBMIT + 8 + 16 + 8,
+    /* at most 10,000 paths of together at most 8 MiB */
+    B_LOCK_PATHS = 4 + 2 * CN_SCRIBE_MAX_LOCK_PATHS + CN_SCRIBE_MAX_LOCK_BYTES,
+    B_LOCK_ACQUIRE = 16 * 3 + B_LOCK_PATHS,
+    B_LOCK_RELEASE = 16 * 2 + 1 + B_LOCK_PATHS,
+    B_LOCK_LIST = 16 + B_STR(CN_SCRIBE_MAX_PATH) + 1 + 16 + 1 + B_STR(CN_SCRIBE_MAX_PATH) + 4,
+    B_LOCK_POLICY = 16,
 };
 
 bool cn_scribe_request_bound(uint16_t opcode, bool tls, uint32_t *bound)
@@ -150,6 +156,10 @@ bool cn_scribe_request_bound(uint16_t opcode, bool tls, uint32_t *bound)
     case CN_SCRIBE_OP_MERGE_READ: b = B_MERGE_READ; break;
     case CN_SCRIBE_OP_CHERRY_PICK_INFO: b = B_PICK_INFO; break;
     case CN_SCRIBE_OP_CHERRY_PICK_SUBMIT: b = B_PICK_SUBMIT; break;
+    case CN_SCRIBE_OP_LOCK_ACQUIRE: b = B_LOCK_ACQUIRE; break;
+    case CN_SCRIBE_OP_LOCK_RELEASE: b = B_LOCK_RELEASE; break;
+    case CN_SCRIBE_OP_LOCK_LIST: b = B_LOCK_LIST; break;
+    case CN_SCRIBE_OP_LOCK_POLICY: b = B_LOCK_POLICY; break;
     default: return false;
     }
     if (bound)

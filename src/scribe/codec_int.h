@@ -25,6 +25,11 @@ cn_scribe_str_t cn__rd_str16_at(const uint8_t *p, cn_scribe_codec_t c, size_t *a
  * canonical path rules are the repos service's check. */
 void cn__rd_path(cn_scribe_rd_t *r, bool may_be_empty, cn_scribe_str_t *out);
 void cn__wr_path(cn_scribe_wr_t *w, cn_scribe_str_t s, bool may_be_empty);
+/* Path lists, u32 count (<= max) | str16 path x count (each non-empty):
+ * the reader validates the list and leaves it as rows for
+ * cn_scribe_next_path (codec_merge.c; the lock requests share them). */
+void cn__wr_paths(cn_scribe_wr_t *w, const cn_scribe_str_t *paths, uint32_t count, uint32_t max);
+void cn__rd_paths(cn_scribe_rd_t *r, uint32_t max, uint32_t *count, cn_scribe_rows_t *rows);
 
 /* Ids that name a mutation (operations, new branches) are never all zero. */
 static inline bool cn__all_zero(const uint8_t *p, size_t n)

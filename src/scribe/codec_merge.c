@@ -180,8 +180,8 @@ void cn_scribe_pick_fingerprint(const cn_scribe_pick_submit_req_t *q, cn_digest_
     cn_blake3_final(&h, out);
 }
 
-/* ---- path lists: u32 count (<= max) | str16 path x count ----------------------------- */
-static void wr_paths(cn_scribe_wr_t *w, const cn_scribe_str_t *paths, uint32_t count, uint32_t max)
+/* ---- path lists (codec_int.h) ----------------------------------------------------------- */
+void cn__wr_paths(cn_scribe_wr_t *w, const cn_scribe_str_t *paths, uint32_t count, uint32_t max)
 {
     CN__FAIL_IF(w, count > max);
     cn_scribe_wr_u32(w, count);
@@ -189,8 +189,7 @@ static void wr_paths(cn_scribe_wr_t *w, const cn_scribe_str_t *paths, uint32_t c
         cn__wr_path(w, paths[i], false);
 }
 
-/* Validates the list and leaves it as rows for cn_scribe_next_path. */
-static void rd_paths(cn_scribe_rd_t *r, uint32_t max, uint32_t *count, cn_scribe_rows_t *rows)
+void cn__rd_paths(cn_scribe_rd_t *r, uint32_t max, uint32_t *count, cn_scribe_rows_t *rows)
 {
     *count = cn_scribe_rd_u32(r);
     if (!r->r.err && *count > max)
@@ -258,7 +257,7 @@ cn_err_t cn_scribe_enc_merge_read_req(cn_buf_t *out, cn_scribe_codec_t c,
             cn_scribe_wr_raw(&w, q->other.b, 16);
             cn_scribe_wr_u64(&w, q->other_revision);
         }
-        wr_paths(&w, paths, q->count, CN_SCRIBE_MAX_MERGE_PATHS);
+        cn__wr_paths(&w, paths, q->count, CN_SCRIBE_MAX_MERGE_PATHS);
         break;
     case CN_SCRIBE_MR_BASE:
         cn_scribe_wr_raw(&w, q->branch.b, 16);
@@ -306,7 +305,7 @@ cn_err_t cn_scribe_dec_merge_read_req(const uint8_t *p, size_t n, cn_scribe_code
             cn_scribe_rd_id(&r, &out->other);
             out->other_revision = cn_scribe_rd_u64(&r);
         }
-        rd_paths(&r, CN_SCRIBE_MAX_MERGE_PATHS, &out->count, &out->paths);
+        cn__rd_paths(&r, CN_SCRIBE_MAX_MERGE_PATHS, &out->count, &out->paths);
         break;
     case CN_SCRIBE_MR_BASE:
         cn_scribe_rd_id(&r, &out->branch);
@@ -379,7 +378,7 @@ cn_err_t cn_scribe_enc_merge_chains_resp(cn_buf_t *out, cn_scribe_codec_t c, uin
     cn_scribe_wr_u64(&w, left);
     cn_scribe_wr_u64(&w, right);
     wr_opt_path(&w, has_cursor, cursor);
-    wr_paths(&w, paths, count, CN_SCRIBE_MAX_MERGE_PATHS);
+    cn__wr_paths(&w, paths, count, CN_SCRIBE_MAX_MERGE_PATHS);
     CN__ENC_END(out);
 }
 
@@ -498,7 +497,7 @@ cn_err_t cn_scribe_dec_merge_read_resp(const uint8_t *p, size_t n, cn_scribe_cod
         rd_opt_path(&r, &out->has_cursor, &out->cursor);
         if (!r.r.err && out->left == out->right && out->has_cursor)
             cn__rd_fail(&r);
-        rd_paths(&r, CN_SCRIBE_MAX_MERGE_PATHS, &out->count, &out->rows);
+        cn__rd_paths(&r, CN_SCRIBE_MAX_MERGE_PATHS, &out->count, &out->rows);
         break;
     case CN_SCRIBE_MR_DESCENDANTS:
         rd_opt_path(&r, &out->has_cursor, &out->cursor);

@@ -1,5 +1,6 @@
 /* Internals shared by the Scribe server adapter's files (server.c,
- * server_ops.c, server_branch.c, server_merge.c, server_cherry.c); never
+ * server_ops.c, server_branch.c, server_merge.c, server_cherry.c,
+ * server_lock.c); never
  * included outside src/scribe. */
 #ifndef CN_SCRIBE_SERVER_INT_H
 #define CN_SCRIBE_SERVER_INT_H
@@ -95,6 +96,8 @@ void cn__scribe_branch_outcome_view(const cn_repos_branch_outcome_t *o,
 cn_err_t cn__scribe_op_merge(cn__scribe_call_t *k);
 /* cherry_pick_info and cherry_pick_submit, 32 and 33 (server_cherry.c). */
 cn_err_t cn__scribe_op_cherry(cn__scribe_call_t *k);
+/* lock_acquire, lock_release, lock_list, lock_policy: 14, 16, 17, 29 (server_lock.c). */
+cn_err_t cn__scribe_op_lock(cn__scribe_call_t *k);
 /* The wire view of a branch record (its strings borrowed from b). */
 void cn__scribe_branch_view(const cn_repos_branch_t *b, cn_scribe_branch_info_t *v);
 /* The service view of a decoded submit (its strings borrowed from q). */

@@ -985,6 +985,10 @@ cn_err_t cn__scribe_op(cn__scribe_call_t *k)
     case CN_SCRIBE_OP_MERGE_READ: return cn__scribe_op_merge(k);
     case CN_SCRIBE_OP_CHERRY_PICK_INFO:
     case CN_SCRIBE_OP_CHERRY_PICK_SUBMIT: return cn__scribe_op_cherry(k);
+    case CN_SCRIBE_OP_LOCK_ACQUIRE:
+    case CN_SCRIBE_OP_LOCK_RELEASE:
+    case CN_SCRIBE_OP_LOCK_LIST:
+    case CN_SCRIBE_OP_LOCK_POLICY: return cn__scribe_op_lock(k);
     default:
         return cn__scribe_fail_code(k, CN_SCRIBE_E_UNSUPPORTED_OPERATION,
                                     "%s is not offered by this server yet",

@@ -130,6 +130,31 @@ static inline void fx_truncation(fx_dec_fn dec, const uint8_t *p, size_t n, cn_s
     free(buf);
 }
 
+/* The encoder's bytes b must be fixture NAME of FILE in codec c (0 BE, 1 LE),
+ * which dec accepts whole and refuses truncated or with a trailing byte.  The
+ * first differing byte is reported.  buf (cap bytes) receives the fixture. */
+static inline void fx_golden(const char *file, const char *name, int c, const cn_buf_t *b,
+                             fx_dec_fn dec, uint8_t *buf, size_t cap)
+{
+    size_t n = fx_entry(file, name, c == 1 ? "le" : "be", buf, cap);
+    CN_CHECK(n != (size_t)-1);
+    if (n == (size_t)-1)
+        return;
+    size_t m = b->len < n ? b->len : n;
+    for (size_t i = 0; i < m; i++) {
+        if (b->data[i] != buf[i]) {
+            fprintf(stderr, "# %s codec %d: byte %zu: encoder 0x%02x, fixture 0x%02x\n", name, c, i,
+                    b->data[i], buf[i]);
+            CN_CHECK(0);
+            break;
+        }
+    }
+    if (b->len != n)
+        fprintf(stderr, "# %s codec %d: encoder %zu bytes, fixture %zu\n", name, c, b->len, n);
+    CN_CHECK_EQ(b->len, n);
+    fx_truncation(dec, buf, n, (cn_scribe_codec_t)c);
+}
+
 #define FX(name, text)                               \
     uint8_t name[4096];                              \
     size_t name##_len = fx(text, name, sizeof name); \

@@ -43,27 +43,10 @@ static bool id_is(cn_scribe_id_t a, uint8_t first)
 
 static uint8_t gbuf[16384];
 
-/* The encoder's bytes b must be the fixture NAME of codec c, which dec
- * accepts whole and refuses truncated or with a trailing byte. */
+/* The encoder's bytes b must be fixture NAME of codec c (fx_golden). */
 static void golden(const char *name, int c, const cn_buf_t *b, fx_dec_fn dec)
 {
-    size_t n = fx_entry(fixtures, name, c == 1 ? "le" : "be", gbuf, sizeof gbuf);
-    CN_CHECK(n != (size_t)-1);
-    if (n == (size_t)-1)
-        return;
-    size_t m = b->len < n ? b->len : n;
-    for (size_t i = 0; i < m; i++) {
-        if (b->data[i] != gbuf[i]) {
-            fprintf(stderr, "# %s codec %d: byte %zu: encoder 0x%02x, fixture 0x%02x\n", name, c, i,
-                    b->data[i], gbuf[i]);
-            CN_CHECK(0);
-            break;
-        }
-    }
-    if (b->len != n)
-        fprintf(stderr, "# %s codec %d: encoder %zu bytes, fixture %zu\n", name, c, b->len, n);
-    CN_CHECK_EQ(b->len, n);
-    fx_truncation(dec, gbuf, n, CODEC(c));
+    fx_golden(fixtures, name, c, b, dec, gbuf, sizeof gbuf);
 }
 
 /* ---- decoder adapters ------------------------------------------------------------- */

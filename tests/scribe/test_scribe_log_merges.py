@@ -142,10 +142,12 @@ def test_ordinary_log_follows_move_sources(srv):
             (4, "b.txt", DELETE), (3, "b.txt", ADD)]
         for path in ("d/y", "b.txt", "d"):
             assert all_pages(c, r.id, r.main, path, 1, follow=False) == c.log(r.id, r.main, path)
-        # a directory query: its paths' events as before (tied rows by path), with the
-        # exact path's move sources only; the source a.txt of no move into "d" stays out
+        # a directory query: its paths' events as before (tied rows by path), and the
+        # history of d/y before it moved into "d" (b.txt, and a.txt before that); the
+        # earlier file named b.txt (3, 4) is another file and stays out
         assert plog(c, r.id, r.main, "d") == [
-            (7, "d/y", MODIFY), (6, "d/x", MODIFY), (6, "d/y", MOVE), (1, "d/x", ADD)]
+            (7, "d/y", MODIFY), (6, "d/x", MODIFY), (6, "d/y", MOVE), (5, "b.txt", MOVE),
+            (2, "a.txt", MODIFY), (1, "a.txt", ADD), (1, "d/x", ADD)]
         assert plog(c, r.id, r.main, "d", before=6, after_path="d/x", limit=1) == [
             (6, "d/y", MOVE)]
         # a branch forked after the moves follows them through its origin

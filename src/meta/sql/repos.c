@@ -107,10 +107,22 @@ static const cn_meta_migration_t schema[] = {
       "CREATE INDEX repos_commit_pick ON repos_commit (repo, pick_change, pick_branch)"
       " WHERE pick_change <> 0",
       NULL, NULL },
+    /* Locks (docs/protocol/scribe.md 7.10): one row per held path, keyed by
+     * its case fold so that aliases collide; path keeps the spelling that
+     * was locked.  The path index serves listings by prefix, the owner index
+     * listings by owner and a submit's release of its workspace's locks. */
+    { 5,
+      "CREATE TABLE repos_lock (repo BLOB NOT NULL, fold BLOB NOT NULL, path BLOB NOT NULL,"
+      " workspace BLOB NOT NULL, principal BLOB NOT NULL, branch BLOB NOT NULL,"
+      " since_ms BIGINT NOT NULL, PRIMARY KEY (repo, fold));"
+      "CREATE INDEX repos_lock_path ON repos_lock (repo, path);"
+      "CREATE INDEX repos_lock_owner ON repos_lock (repo, workspace, path)",
+      NULL, NULL },
 };
 
 #define REPO_COLS "id, name, incarnation, main_branch, head, created_ms, compression"
 #define NOTE_COLS "change, revision, author, edited_ms, text"
+#define LOCK_COLS "path, workspace, principal, branch, since_ms"
 #define BRANCH_COLS "id, name, head, origin_branch, origin_change, created_ms"
 #define BRANCH_ROW "repo, id, name, name_key, head, origin_branch, origin_change, created_ms"
 /* The branch of commit c's merge parent (NULL without one). */
@@ -253,6 +265,11 @@ const char *const cn__sql_repos[CN_SQL_REPOS_COUNT] = {
     [CN_SQL_REPOS_FOLLOW_EVENTS] = "SELECT change, event, from_path FROM repos_event"
                                    " WHERE repo = ? AND branch = ? AND path = ? AND change > ?"
                                    " AND change <= ? ORDER BY change DESC",
+    [CN_SQL_REPOS_DIR_MOVES] = "SELECT change, path, from_path FROM repos_event"
+                               " WHERE repo = ? AND branch = ? AND path >= ? AND path < ?"
+                               " AND event = 4 AND change > ? AND change <= ?"
+                               " AND NOT (from_path >= ? AND from_path < ?)"
+                               " ORDER BY change DESC, path ASC",
     [CN_SQL_REPOS_FOLLOW_MERGES] = "SELECT c.change, c.merge_parent, " MERGE_BRANCH
                                    " FROM repos_commit c WHERE c.repo = ? AND c.branch = ?"
                                    " AND c.change > ? AND c.change <= ? AND c.merge_parent <> 0"
@@ -327,6 +344,17 @@ const char *const cn__sql_repos[CN_SQL_REPOS_COUNT] = {
     [CN_SQL_REPOS_NOTE_CLEAR] = "DELETE FROM repos_note WHERE repo = ?",
     [CN_SQL_REPOS_INTENT_CLEAR] = "DELETE FROM repos_intent WHERE repo = ?",
     [CN_SQL_REPOS_PIN_CLEAR] = "DELETE FROM repos_pin WHERE repo = ?",
+    [CN_SQL_REPOS_LOCK_CLEAR] = "DELETE FROM repos_lock WHERE repo = ?",
+
+    [CN_SQL_REPOS_LOCK_GET] = "SELECT " LOCK_COLS " FROM repos_lock WHERE repo = ? AND fold = ?",
+    [CN_SQL_REPOS_LOCK_INSERT] =
+        "INSERT INTO repos_lock (repo, fold, " LOCK_COLS ") VALUES (?, ?, ?, ?, ?, ?, ?)",
+    [CN_SQL_REPOS_LOCK_DELETE] = "DELETE FROM repos_lock WHERE repo = ? AND fold = ?",
+    [CN_SQL_REPOS_LOCK_DELETE_OWNED] =
+        "DELETE FROM repos_lock WHERE repo = ? AND fold = ? AND workspace = ?",
+    [CN_SQL_REPOS_LOCK_PAGE] = "SELECT " LOCK_COLS " FROM repos_lock WHERE repo = ? AND path > ?"
+                               " AND (? = 0 OR path = ? OR (path >= ? AND path < ?))"
+                               " AND (? = 0 OR workspace = ?) ORDER BY path LIMIT ?",
 };
 
 const cn_sql_set_t cn__sql_repos_set = {

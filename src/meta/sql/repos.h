@@ -110,6 +110,9 @@ enum {
     CN_SQL_REPOS_FOLLOW_EVENTS, /* (repo, branch, path, lo, hi) -> change, event, from_path of
                                    the branch's events at exactly path in (lo, hi], newest
                                    first */
+    CN_SQL_REPOS_DIR_MOVES,     /* (repo, branch, lo, hi, clo, chi) -> change, path, from_path
+                                   of the moves into [lo, hi) from outside it in (clo, chi],
+                                   newest first (a directory log's moved-in files) */
     CN_SQL_REPOS_FOLLOW_MERGES, /* (repo, branch, lo, hi) -> change, merge_parent, its branch
                                    of the branch's merge commits in (lo, hi], newest first */
     CN_SQL_REPOS_LOG_COMMIT,    /* (repo, change) -> commit_id, parent, author, message,
@@ -157,6 +160,16 @@ enum {
     CN_SQL_REPOS_NOTE_CLEAR,      /* (repo) */
     CN_SQL_REPOS_INTENT_CLEAR,    /* (repo) */
     CN_SQL_REPOS_PIN_CLEAR,       /* (repo) */
+    CN_SQL_REPOS_LOCK_CLEAR,      /* (repo) */
+    /* locks (LOCK_COLS: path, workspace, principal, branch, since_ms) */
+    CN_SQL_REPOS_LOCK_GET,          /* (repo, fold) -> LOCK_COLS of the lock on that fold */
+    CN_SQL_REPOS_LOCK_INSERT,       /* (repo, fold, LOCK_COLS) */
+    CN_SQL_REPOS_LOCK_DELETE,       /* (repo, fold) */
+    CN_SQL_REPOS_LOCK_DELETE_OWNED, /* (repo, fold, workspace): only the workspace's lock */
+    CN_SQL_REPOS_LOCK_PAGE,         /* (repo, after, has_prefix, prefix, lo, hi, has_owner,
+                                       owner, limit) -> LOCK_COLS of the paths after `after`
+                                       equal to prefix or in [lo, hi), held by owner, by
+                                       path */
     CN_SQL_REPOS_COUNT
 };
 

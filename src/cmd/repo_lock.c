@@ -1,0 +1,88 @@
+/* `cairn repo lock PATH...`, `cairn repo unlock PATH... [--force]` and
+ * `cairn repo locks [PREFIX] [--mine]` (docs/branches.md, "Locks"), on the
+ * workspace holding -C DIR or the current directory.  Parsing and printing
+ * only: the requests are libcairn's (cn_ws_lock, cn_ws_locks); a path held
+ * by another workspace exits 6 (conflict) naming the holder. */
+#include "cmd.h"
+#include "repo_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] = "usage: cairn repo lock PATH... [-C DIR]\n"
+                            "       cairn repo unlock PATH... [--force] [-C DIR]\n"
+                            "       cairn repo locks [PREFIX] [--mine] [-C DIR]\n";
+
+typedef struct lock_cmd {
+    ropts_t o;
+    const char **paths;
+    uint32_t n;
+    bool force, mine;
+} lock_cmd_t;
+
+/* Parses argv[2..] into c (c->paths: free()).  EXIT_OK or EXIT_USAGE. */
+static int parse(int argc, char **argv, lock_cmd_t *c)
+{
+    memset(c, 0, sizeof *c);
+    c->o.endpoint = getenv("CAIRN_SCRIBE_ENDPOINT");
+    if (!(c->paths = calloc((size_t)argc, sizeof *c->paths)))
+        return EXIT_LOCAL;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        bool more = i + 1 < argc;
+        if (!strcmp(a, "-C") && more)
+            c->o.dir = argv[++i];
+        else if (!strcmp(a, "--endpoint") && more)
+            c->o.endpoint = c->o.endpoint_flag = argv[++i];
+        else if (!strcmp(a, "--force"))
+            c->force = true;
+        else if (!strcmp(a, "--mine"))
+            c->mine = true;
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q"))
+            c->o.quiet = true;
+        else if (a[0] == '-' && a[1])
+            return EXIT_USAGE;
+        else
+            c->paths[c->n++] = a;
+    }
+    return EXIT_OK;
+}
+
+static cn_err_t print_lock(void *ctx, const cn_ws_lock_row_t *r)
+{
+    (void)ctx;
+    printf("%s\t%s\t%s\t%s\t%" PRIu64 "%s\n", r->path, r->principal[0] ? r->principal : "-",
+           r->workspace, r->branch, r->since_ms, r->mine ? "\t(mine)" : "");
+    return CN_OK;
+}
+
+int cn__repo_lock(int argc, char **argv)
+{
+    const char *verb = argv[1];
+    bool list = !strcmp(verb, "locks"), release = !strcmp(verb, "unlock");
+    lock_cmd_t c;
+    int rc = parse(argc, argv, &c);
+    if (!rc &&
+        ((list && (c.n > 1 || c.force)) || (!list && (!c.n || c.mine)) || (c.force && !release)))
+        rc = EXIT_USAGE;
+    ws_t w;
+    if (!rc)
+        rc = cn__repo_open_ws(&c.o, &w);
+    cn_ws_error_t err;
+    uint32_t changed = 0;
+    if (!rc && list &&
+        cn_ws_locks(w.dir, c.n ? c.paths[0] : NULL, c.mine, &w.wo, print_lock, NULL, &err) < 0)
+        rc = cn__repo_report(&err);
+    else if (!rc && !list &&
+             cn_ws_lock(w.dir, c.paths, c.n, release, c.force, &w.wo, &changed, &err) < 0)
+        rc = cn__repo_report(&err);
+    else if (!rc && !list && !c.o.quiet)
+        printf("%s %" PRIu32 " path%s\n", release ? "unlocked" : "locked", changed,
+               changed == 1 ? "" : "s");
+    if (rc == EXIT_USAGE)
+        fputs(usage, stderr);
+    free(c.paths);
+    return rc;
+}

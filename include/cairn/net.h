@@ -158,7 +158,7 @@ typedef struct cn_server_config {
     unsigned loops;                    /* event loops: 1 (default) = one loop, which accepts
                                            and serves; 0 = the online CPUs, at most
                                            CN_NET_LOOPS_AUTO_MAX; at most CN_NET_LOOPS_MAX
-                                           (docs/performance.md: why 1 by default).  Admission,
+                                           (cairnd sets 0: docs/performance.md).  Admission,
                                            budgets, the worker share and the metrics are the
                                            same whatever the count: they are per listener */
     bool handle_signals;               /* SIGTERM/SIGINT -> graceful stop (signalfd), and

@@ -35,7 +35,7 @@
     "  --PROTO-tls-cert FILE   PEM certificate chain: serve PROTO over TLS 1.3\n"                 \
     "  --PROTO-tls-key FILE    PEM private key (Jay also reads JAY_NATIVE_TLS_CERT/_KEY)\n"       \
     "  --allow-plaintext-public  permit a plaintext listener on a non-loopback address\n"         \
-    "  --net-loops N           event-loop threads (default 1; 0: one per CPU, at most 8;\n"       \
+    "  --net-loops N           event-loop threads (default 0: one per CPU, at most 8;\n"          \
     "                          also [server] net_loops, or CAIRN_NET_LOOPS)\n"                    \
     "  --config FILE           TOML file with limits and listener settings\n"                     \
     "                          (see docs/development.md)\n"                                       \
@@ -497,6 +497,10 @@ int main(int argc, char **argv)
 
     cn_server_config_t scfg;
     cn_server_config_default(&scfg);
+    /* cairnd runs one loop per CPU unless told otherwise: measured faster than
+     * one loop on a quiet machine (docs/performance.md, "Several event loops
+     * on a quiet machine"); the library's default stays 1 for embedders. */
+    scfg.loops = 0;
     scfg.handle_signals = true;
     listener_t ls[CN_MAX_PROTOS];
     memset(ls, 0, sizeof ls);

@@ -147,3 +147,16 @@ def test_net_loops_setting(tmp_path):
         s.close()
     finally:
         assert srv.stop() == 0
+
+
+def test_cairnd_runs_one_loop_per_cpu_by_default(tmp_path):
+    """No flag, file key or environment: one loop per online CPU, at most 8."""
+    import os
+    want = min(os.sysconf("SC_NPROCESSORS_ONLN"), 8)
+    srv = Server(tmp_path / "data", args=["--jay", "127.0.0.1:0", "--scribe", "off", "--http",
+                                          "off"], env={"CAIRN_NET_LOOPS": ""})
+    srv.start()
+    try:
+        assert "%d event loop(s)" % want in srv.output()
+    finally:
+        assert srv.stop() == 0

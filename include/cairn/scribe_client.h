@@ -156,7 +156,10 @@ typedef struct cn_scribe_client_outcome {
     uint64_t head;
     char detail[512];
     uint32_t npaths;
-    char first_path[1024]; /* the first conflicting path */
+    /* The paths the rejection names (path_conflict, lock_required: up to 64),
+     * ", "-separated; when they do not all fit, the last words say how many
+     * more there are. */
+    char paths[4096];
 } cn_scribe_client_outcome_t;
 /* Submits; a transport failure is resolved by reconnecting and asking
  * operation_outcome (re-sending only when none was recorded, up to 3 times).

@@ -926,9 +926,16 @@ static void outcome_from(const cn_scribe_submit_outcome_t *o, cn_scribe_codec_t 
     snprintf(out->detail, sizeof out->detail, "%.*s", (int)o->detail.len,
              (const char *)o->detail.p);
     out->npaths = o->path_count;
-    if (o->path_count) {
-        cn_scribe_str_t p = cn_scribe_outcome_path(o, c, 0);
-        snprintf(out->first_path, sizeof out->first_path, "%.*s", (int)p.len, (const char *)p.p);
+    size_t used = 0, cap = sizeof out->paths - 32; /* room for " and N more" */
+    for (uint32_t i = 0; i < o->path_count; i++) {
+        cn_scribe_str_t p = cn_scribe_outcome_path(o, c, i);
+        if (used + 2 + p.len > cap) {
+            snprintf(out->paths + used, sizeof out->paths - used, " and %u more",
+                     (unsigned)(o->path_count - i));
+            break;
+        }
+        used += (size_t)snprintf(out->paths + used, sizeof out->paths - used, "%s%.*s",
+                                 i ? ", " : "", (int)p.len, (const char *)p.p);
     }
 }
 

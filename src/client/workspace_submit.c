@@ -264,7 +264,7 @@ static cn_err_t submit_changeset(cn_scribe_client_t *cl, cn__ws_state_t *s, cons
         cn__ws_state_save(s, &ignored);
         return cn__ws_server(err, CN_E_CONFLICT,
                              "submit rejected (code %u, head %" PRIu64 "): %s%s%s", out->code,
-                             out->head, out->detail, out->npaths ? ": " : "", out->first_path);
+                             out->head, out->detail, out->npaths ? ": " : "", out->paths);
     }
     return CN_OK;
 }

@@ -62,9 +62,11 @@ def test_submit_without_required_lock(ep, tmp_path):
           b'version = 1\n[locks]\nrules = [{ pattern = "**/*.psd", mode = "required" }]\n')
     repo(ep, "submit", a, "-m", "policy")
     write(os.path.join(a, "art/sky.psd"), b"sky 2\n")
+    write(os.path.join(a, "art/sea.psd"), b"sea 1\n")
     r = repo(ep, "submit", a, "-m", "sky", check=False)
     assert r.returncode == 6, (r.stdout, r.stderr)
-    assert "art/sky.psd" in r.stderr and "lock" in r.stderr
-    repo(ep, "lock", "art/sky.psd", "-C", a)
+    # Every path the rejection records is named, not only the first.
+    assert "art/sea.psd" in r.stderr and "art/sky.psd" in r.stderr and "lock" in r.stderr
+    repo(ep, "lock", "art/sky.psd", "art/sea.psd", "-C", a)
     repo(ep, "submit", a, "-m", "sky")
     assert repo(ep, "locks", "-C", a).stdout == ""

@@ -252,12 +252,7 @@ static cn_err_t undo_save(const char *dir, const char *const *paths, size_t n, c
     fputs("cairn-pick-undo 1\n", f);
     for (size_t i = 0; i < n; i++)
         fprintf(f, "p %s\n", paths[i]); /* canonical paths hold no newline */
-    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) < 0)
-        return cn__ws_file_fail(err, "cannot write", path, errno ? errno : EIO);
-    cn_fsync_dir(cdir);
-    return CN_OK;
+    return cn__ws_file_publish(f, true, tmp, path, cdir, err);
 }
 
 /* Reads the undo record into pp (empty when there is none: *found false). */

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -36,6 +37,12 @@ cn_err_t cn__ws_server(cn_ws_error_t *err, cn_err_t e, const char *fmt, ...)
 /* Records a local file failure: "WHAT PATH: strerror(errnum)".  Returns
  * -errnum. */
 cn_err_t cn__ws_file_fail(cn_ws_error_t *err, const char *what, const char *path, int errnum);
+/* Finishes a file written through f (opened on tmp; ok false when writing it
+ * failed): flushes, fsyncs and closes f, renames tmp over path, fsyncs dir.
+ * Closes f in every case; on failure removes tmp and fails "cannot write"
+ * naming path. */
+cn_err_t cn__ws_file_publish(FILE *f, bool ok, const char *tmp, const char *path, const char *dir,
+                             cn_ws_error_t *err);
 
 /* The start of every public call: the error to fill (scratch when the
  * caller passed none), cleared; and the options (defaults for NULL). */

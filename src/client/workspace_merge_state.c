@@ -164,16 +164,7 @@ cn_err_t cn__ws_merge_save(const char *dir, cn_ws_merge_t *m, cn_ws_error_t *err
         free(ph);
         m->unresolved += p->state == CN_WS_MERGE_CONFLICT;
     }
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int e = errno;
-    fclose(f);
-    if (!ok || rename(tmp, path) < 0) {
-        e = ok ? errno : e;
-        unlink(tmp);
-        return cn__ws_file_fail(err, "cannot write", path, e ? e : EIO);
-    }
-    cn_fsync_dir(mdir);
-    return CN_OK;
+    return cn__ws_file_publish(f, ok, tmp, path, mdir, err);
 }
 
 /* One "p" record into m; false when damaged. */

@@ -359,10 +359,23 @@ cn_err_t cn__ws_state_save(const cn__ws_state_t *s, cn_ws_error_t *err)
         fprintf(f, "file %u %" PRIu64 " %" PRId64 " %s\t%s\n", s->files[i].mode, s->files[i].size,
                 s->files[i].mtime_ns, h, s->files[i].path);
     }
-    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) < 0)
-        return cn__ws_file_fail(err, "cannot write", path, errno ? errno : EIO);
+    return cn__ws_file_publish(f, true, tmp, path, dir, err);
+}
+
+cn_err_t cn__ws_file_publish(FILE *f, bool ok, const char *tmp, const char *path, const char *dir,
+                             cn_ws_error_t *err)
+{
+    int e = ok ? 0 : EIO;
+    if (ok && (fflush(f) != 0 || fsync(fileno(f)) != 0))
+        e = errno ? errno : EIO;
+    if (fclose(f) != 0 && !e)
+        e = errno ? errno : EIO;
+    if (!e && rename(tmp, path) < 0)
+        e = errno ? errno : EIO;
+    if (e) {
+        unlink(tmp);
+        return cn__ws_file_fail(err, "cannot write", path, e);
+    }
     cn_fsync_dir(dir);
     return CN_OK;
 }

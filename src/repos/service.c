@@ -585,6 +585,7 @@ cn_err_t cn_repos_open(cn_meta_t *meta, cn_store_t *store, cn_identity_t *id,
         r->opts = *opts;
     for (int i = 0; i < CN__REPO_LOCKS; i++)
         pthread_mutex_init(&r->repo_mu[i], NULL);
+    pthread_mutex_init(&r->cfg_mu, NULL);
     cn_err_t err = cn__sql_migrate(meta, &cn__sql_repos_set);
     if (err >= 0)
         err = cn_store_register_liveness_batch(store, "repos", repos_are_live, r);
@@ -602,5 +603,7 @@ void cn_repos_close(cn_repos_t *r)
         return;
     for (int i = 0; i < CN__REPO_LOCKS; i++)
         pthread_mutex_destroy(&r->repo_mu[i]);
+    cn__cfg_cache_clear(r);
+    pthread_mutex_destroy(&r->cfg_mu);
     free(r);
 }

@@ -12,6 +12,9 @@
 
 #define CN__REPO_LOCKS 64
 
+#define CN__CFG_CACHE 8
+typedef struct cn__cfg_ent cn__cfg_ent_t;
+
 struct cn_repos {
     cn_meta_t *meta;
     cn_store_t *store;
@@ -21,7 +24,14 @@ struct cn_repos {
      * repository id), so the optimistic head check of the write phase only
      * retries against other processes. */
     pthread_mutex_t repo_mu[CN__REPO_LOCKS];
+    /* Parsed .scribe/config.toml texts by manifest (service_lock_policy.c). */
+    pthread_mutex_t cfg_mu;
+    cn__cfg_ent_t *cfg[CN__CFG_CACHE];
+    unsigned cfg_next;
 };
+
+/* Drops every cached config (cn_repos_close). */
+void cn__cfg_cache_clear(cn_repos_t *r);
 
 enum {
     CN__READ = 1,

@@ -9,6 +9,7 @@
 #include "cairn/repos_config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,31 +52,122 @@ static cn_err_t file_read(cn_repos_t *r, cn_meta_txn_t *txn, const uint8_t repo[
     return err < 0 ? err : CN_OK;
 }
 
-/* Main's config at its head: *change (0 when absent) and its text in buf
- * (CN_REPO_CONFIG_MAX bytes), the default text when absent. */
-static cn_err_t main_config(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq,
-                            const cn__repo_t *repo, uint64_t *change, uint8_t *buf, size_t *len)
+/* Main's entry for CONFIG_PATH at its head into *e; *found only when live. */
+static cn_err_t main_entry(cn_meta_txn_t *txn, cn_repos_req_t *rq, const cn__repo_t *repo,
+                           bool *found, cn_repos_entry_t *e)
 {
     const uint8_t *id = repo->info.id;
     uint64_t head = 0;
     cn_digest_t rev, content;
     cn__ptree_t *t = NULL;
-    bool found = false;
-    cn_repos_entry_t e;
+    *found = false;
     CN_TRY(cn__branch_head(txn, rq, id, repo->info.main_branch, &head, NULL, 0));
     cn_err_t err =
         cn__snapshot_open(txn, rq, id, repo->info.main_branch, head, head, &rev, &content, &t);
     if (err >= 0)
-        err = cn__ptree_get(t, (const uint8_t *)CONFIG_PATH, CONFIG_PATH_LEN, &found, &e);
+        err = cn__ptree_get(t, (const uint8_t *)CONFIG_PATH, CONFIG_PATH_LEN, found, e);
     cn__ptree_free(t);
+    *found = err >= 0 && *found && e->state == CN_REPOS_LIVE;
+    return err < 0 ? err : CN_OK;
+}
+
+/* Main's config at its head: *change (0 when absent) and its text in buf
+ * (CN_REPO_CONFIG_MAX bytes), the default text when absent. */
+static cn_err_t main_config(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq,
+                            const cn__repo_t *repo, uint64_t *change, uint8_t *buf, size_t *len)
+{
+    bool found = false;
+    cn_repos_entry_t e;
+    cn_err_t err = main_entry(txn, rq, repo, &found, &e);
     *change = 0;
-    if (err >= 0 && found && e.state == CN_REPOS_LIVE) {
+    if (found) {
         *change = e.change;
-        return file_read(r, txn, id, &e.manifest, buf, CN_REPO_CONFIG_MAX, len);
+        return file_read(r, txn, repo->info.id, &e.manifest, buf, CN_REPO_CONFIG_MAX, len);
     }
     *len = sizeof CN_REPO_CONFIG_DEFAULT - 1;
     memcpy(buf, CN_REPO_CONFIG_DEFAULT, *len);
     return err < 0 ? err : CN_OK;
+}
+
+/* ---- parsed configs, cached by content -------------------------------------------------
+ * Every submit needs main's rules; reading the file's chunks and parsing it
+ * again each time is wasted work, so parsed configs are kept by the file's
+ * manifest digest.  The key is the content itself, so an entry is never
+ * stale (a restore or a new change with the same text finds the same rules). */
+struct cn__cfg_ent {
+    atomic_uint refs;
+    cn_digest_t manifest;
+    cn_repo_config_t cfg; /* no rules when the stored text is invalid */
+};
+
+static void cfg_release(cn__cfg_ent_t *e)
+{
+    if (e && atomic_fetch_sub(&e->refs, 1) == 1) {
+        cn_repo_config_free(&e->cfg);
+        free(e);
+    }
+}
+
+void cn__cfg_cache_clear(cn_repos_t *r)
+{
+    for (int i = 0; i < CN__CFG_CACHE; i++) {
+        cfg_release(r->cfg[i]);
+        r->cfg[i] = NULL;
+    }
+}
+
+/* The cached entry of manifest m with a reference (cfg_release), or NULL. */
+static cn__cfg_ent_t *cfg_find(cn_repos_t *r, const cn_digest_t *m)
+{
+    cn__cfg_ent_t *e = NULL;
+    pthread_mutex_lock(&r->cfg_mu);
+    for (int i = 0; i < CN__CFG_CACHE && !e; i++)
+        if (r->cfg[i] && memcmp(&r->cfg[i]->manifest, m, sizeof *m) == 0) {
+            e = r->cfg[i];
+            atomic_fetch_add(&e->refs, 1);
+        }
+    pthread_mutex_unlock(&r->cfg_mu);
+    return e;
+}
+
+/* Files e (the caller keeps its reference), the oldest filed one out. */
+static void cfg_keep(cn_repos_t *r, cn__cfg_ent_t *e)
+{
+    atomic_fetch_add(&e->refs, 1);
+    pthread_mutex_lock(&r->cfg_mu);
+    cn__cfg_ent_t *old = r->cfg[r->cfg_next];
+    r->cfg[r->cfg_next] = e;
+    r->cfg_next = (r->cfg_next + 1) % CN__CFG_CACHE;
+    pthread_mutex_unlock(&r->cfg_mu);
+    cfg_release(old);
+}
+
+/* Main's current rules: *out holds a reference (cfg_release), or is NULL
+ * when main has no config (no rules).  buf: CN_REPO_CONFIG_MAX bytes of
+ * scratch. */
+static cn_err_t main_rules(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq,
+                           const cn__repo_t *repo, uint8_t *buf, cn__cfg_ent_t **out)
+{
+    bool found = false;
+    cn_repos_entry_t e;
+    size_t len = 0;
+    *out = NULL;
+    CN_TRY(main_entry(txn, rq, repo, &found, &e));
+    if (!found || (*out = cfg_find(r, &e.manifest)) != NULL)
+        return CN_OK;
+    CN_TRY(file_read(r, txn, repo->info.id, &e.manifest, buf, CN_REPO_CONFIG_MAX, &len));
+    cn__cfg_ent_t *n = calloc(1, sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    atomic_init(&n->refs, 1);
+    n->manifest = e.manifest;
+    /* A config accepted before enforcement existed may be invalid: it then
+     * requires nothing (and any submitted replacement is judged alone). */
+    if (cn_repo_config_parse((const char *)buf, len, &n->cfg, NULL, 0) < 0)
+        memset(&n->cfg, 0, sizeof n->cfg);
+    cfg_keep(r, n);
+    *out = n;
+    return CN_OK;
 }
 
 typedef struct policy_read {
@@ -216,20 +308,15 @@ cn_err_t cn__locks_enforce(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq
                            const uint8_t branch[16], const cn_repos_changeset_t *cs,
                            cn_repos_outcome_t *out)
 {
+    static const cn_repo_config_t no_rules;
     uint8_t *buf = malloc(CN_REPO_CONFIG_MAX);
-    cn_repo_config_t cur;
+    cn__cfg_ent_t *ent = NULL;
     submitted_config_t sc;
-    memset(&cur, 0, sizeof cur);
     memset(&sc, 0, sizeof sc);
-    uint64_t change = 0;
-    size_t len = 0;
     uint32_t missing = 0;
     char detail[512];
-    cn_err_t err = buf ? main_config(r, txn, rq, repo, &change, buf, &len) : -ENOMEM;
-    /* A config accepted before enforcement existed may be invalid: it then
-     * requires nothing (and any submitted replacement is judged alone). */
-    if (err >= 0 && cn_repo_config_parse((const char *)buf, len, &cur, NULL, 0) < 0)
-        memset(&cur, 0, sizeof cur);
+    cn_err_t err = buf ? main_rules(r, txn, rq, repo, buf, &ent) : -ENOMEM;
+    const cn_repo_config_t *cur = ent ? &ent->cfg : &no_rules;
     if (err >= 0)
         err = submitted_config(r, txn, repo->info.id, cs, buf, &sc);
     bool on_main = memcmp(branch, repo->info.main_branch, 16) == 0;
@@ -238,10 +325,10 @@ cn_err_t cn__locks_enforce(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq
         snprintf(detail, sizeof detail, CONFIG_PATH " is invalid: %s", sc.why);
         reject(out, d->head, CN_REPOS_E_INVALID_REPOSITORY_CONFIG, detail);
     } else if (on_main && (sc.writes || sc.removes) && !cn_repos_maintainer(rq) &&
-               !cn_repo_config_rules_equal(&cur, sc.writes ? &sc.next : NULL)) {
+               !cn_repo_config_rules_equal(cur, sc.writes ? &sc.next : NULL)) {
         reject(out, d->head, CN_REPOS_E_FORBIDDEN,
                "changing the lock rules of main needs the Maintainer role");
-    } else if ((err = missing_locks(txn, d, &cur, cs, out, &missing)) >= 0 && missing) {
+    } else if ((err = missing_locks(txn, d, cur, cs, out, &missing)) >= 0 && missing) {
         snprintf(detail, sizeof detail,
                  "%u submitted path%s need%s a lock this workspace does "
                  "not hold",
@@ -252,7 +339,7 @@ cn_err_t cn__locks_enforce(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq
         cn_buf_free(&out->paths); /* only a lock_required rejection names paths */
         out->npaths = 0;
     }
-    cn_repo_config_free(&cur);
+    cfg_release(ent);
     cn_repo_config_free(&sc.next);
     free(buf);
     return err < 0 ? err : CN_OK;

@@ -106,3 +106,25 @@ def test_invalid_config_refused(repo):
     o = put_config(r, "version = 2\n")
     assert o["outcome"] == 2 and o["code"] == 207, o
     assert policy(c, r.id) == (0, b"version = 1\n")
+
+
+def test_rules_follow_each_config_change(repo):
+    """The rules in force are always main's current config, whichever was
+    read before: requiring, relaxing, requiring again (the same text as the
+    first, so the same content), and deleting the file."""
+    r = repo
+    m = r.upload({"one": b"one"})
+    required = 'version = 1\n[locks]\nrules = [{ pattern = "**/*.psd", mode = "required" }]\n'
+    relaxed = 'version = 1\n[locks]\nrules = [{ pattern = "**/*.psd", mode = "none" }]\n'
+
+    def psd(name):
+        return r.submit([(ADD, "x/%s.psd" % name, m["one"], 0, None)])
+
+    assert put_config(r, required)["outcome"] == 1
+    assert psd("a")["code"] == 205
+    assert put_config(r, relaxed, MODIFY)["outcome"] == 1
+    assert psd("b")["outcome"] == 1
+    assert put_config(r, required, MODIFY)["outcome"] == 1
+    assert psd("c")["code"] == 205
+    assert r.submit([(DELETE, CONFIG, None, 0, None)])["outcome"] == 1
+    assert psd("d")["outcome"] == 1

@@ -16,8 +16,13 @@ side by side with git in the same run.
   (f) the follow-merges log of a file with 1,000 revisions on two branches
       merged every 50 (one request, and `cairn repo log --follow-merges`);
       run alone with --log [REVISIONS].
+  (g) locks: `cairn repo lock` of 10,000 paths at once (one lock_acquire)
+      and their `unlock` (one lock_release), and a 10,000-file submit under
+      a 50-rule lock policy (every path matched against 49 rules that miss
+      and one that requires its lock, held) against the same submit with no
+      policy (the ratio); run alone with --locks [FILES].
 
-usage: bench/scribe.py BUILD [--quick] [--merge [FILES] | --log [REVISIONS]]
+usage: bench/scribe.py BUILD [--quick] [--merge [FILES] | --log [REVISIONS] | --locks [FILES]]
 Prints one "name value unit" line per figure (scripts/bench.sh collects
 them); a part that cannot run prints "skip_<part> 0 - <reason>".  Binds
 127.0.0.1 only; everything lives in a scratch directory removed at the end.
@@ -519,6 +524,74 @@ def follow_only():
     return 0
 
 
+def lock_policy_text(rules):
+    """`rules` rules: rules - 1 `**` globs no path of make_small matches,
+    then one that requires a lock on every one of its files."""
+    lines = ['  { pattern = "**/*.x%02d", mode = "none" },' % i for i in range(rules - 1)]
+    lines.append('  { pattern = "d*/**", mode = "required" },')
+    return ("version = 1\n[locks]\nrules = [\n%s\n]\n" % "\n".join(lines)).encode()
+
+
+def scribe_locks(ep, work, files, rules=50):
+    """(g) A workspace of `files` small files (make_small's).  Returns the
+    seconds of: a submit rewriting every file with no lock policy; `cairn
+    repo lock` of every path at once and its `unlock` (the policy in force:
+    both re-mark the files' modes too); the same submit under `rules` rules
+    with every lock held (the server matches each path and releases each
+    lock in the acceptance transaction)."""
+    ws = os.path.join(work, "s-g")
+    cairn(ep, "repo", "create", "locks")
+    cairn(ep, "repo", "clone", "locks", ws)
+    make_small(ws, files, b" base\n")
+    cairn(ep, "repo", "submit", ws, "-m", "base", "--quiet")
+    paths = ["d%03d/f%04d" % (n // 1000, n % 1000) for n in range(files)]
+    out = {}
+    bump(ws, range(files), b"none\n")
+    out["submit_none"], _ = timed(lambda: cairn(ep, "repo", "submit", ws, "-m", "no rules",
+                                                "--quiet"))
+    os.makedirs(os.path.join(ws, ".scribe"))
+    with open(os.path.join(ws, ".scribe", "config.toml"), "wb") as f:
+        f.write(lock_policy_text(rules))
+    cairn(ep, "repo", "submit", ws, "-m", "policy", "--quiet")
+    out["lock"], _ = timed(lambda: cairn(ep, "repo", "lock", *paths, "-C", ws, "--quiet"))
+    out["unlock"], _ = timed(lambda: cairn(ep, "repo", "unlock", *paths, "-C", ws, "--quiet"))
+    cairn(ep, "repo", "lock", *paths, "-C", ws, "--quiet")
+    bump(ws, range(files), b"rules\n")
+    out["submit_rules"], _ = timed(lambda: cairn(ep, "repo", "submit", ws, "-m", "rules",
+                                                 "--quiet"))
+    if cairn(ep, "repo", "locks", "--mine", "-C", ws).stdout:
+        raise RuntimeError("the submit left locks held")
+    return out
+
+
+def say_locks(ep, work, files):
+    say("scribe_g_files", files, "files")
+    say("scribe_g_load", "%.2f" % os.getloadavg()[0], "load1")
+    g = scribe_locks(ep, work, files)
+    say("scribe_g_lock", "%.2f" % g["lock"], "s")
+    say("scribe_g_unlock", "%.2f" % g["unlock"], "s")
+    say("scribe_g_submit_none", "%.2f" % g["submit_none"], "s")
+    say("scribe_g_submit_rules50", "%.2f" % g["submit_rules"], "s")
+    say("scribe_g_submit_ratio", "%.2f" % (g["submit_rules"] / g["submit_none"]), "x")
+    say("scribe_g_load_end", "%.2f" % os.getloadavg()[0], "load1")
+
+
+def locks_only():
+    """`bench/scribe.py BUILD --locks [FILES]`: part (g) alone (FILES a
+    multiple of 1,000, at most 10,000: one lock request's bound)."""
+    files = next((int(a) for a in sys.argv[2:] if a.isdigit()), 10000)
+    work = tempfile.mkdtemp(prefix="cairn-bench-locks.", dir=os.environ.get("TMPDIR", "/var/tmp"))
+    srv = None
+    try:
+        srv = Cairnd(work)
+        say_locks(srv.ep, work, files)
+    finally:
+        if srv:
+            srv.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def main():
     global GIT_ENV
     if not os.path.exists(os.path.join(BUILD, "cairnd")):
@@ -577,6 +650,7 @@ def main():
             say("scribe_c_bytes_ratio", "%.1f" % (l_moved / max(c_moved, 1)), "x")
         else:
             skip("lfs", "git_lfs_not_installed")
+        say_locks(srv.ep, work, 10000)
     finally:
         if srv:
             srv.stop()
@@ -586,4 +660,5 @@ def main():
 
 if __name__ == "__main__":
     sys.exit(merge_only() if "--merge" in sys.argv[2:]
-             else follow_only() if "--log" in sys.argv[2:] else main())
+             else follow_only() if "--log" in sys.argv[2:]
+             else locks_only() if "--locks" in sys.argv[2:] else main())

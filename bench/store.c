@@ -10,6 +10,11 @@
  *   blake3             in-memory hashing speed
  *   publish_1g         staged write + publish of one 1 GiB blob, and its ratio
  *   small_4k_w1/w32    10,000 durable 4 KiB blobs from 1 and 32 writers, and ratios
+ *   small_4k_w32_pack  the same 32 writers with pack files on (64 KiB threshold,
+ *                      meta index), in a fresh data dir, and its ratio
+ *   inodes_10k_files / inodes_10k_pack
+ *                      inodes the data dir gained for those blobs, scaled to
+ *                      10,000 (files and directories: blob tree, packs, meta)
  * --quick shrinks the sizes (64 MiB, 1,000 blobs) for a smoke run.  DIR
  * (default: the current directory) is where a scratch data dir is made and
  * removed; put it on the file system the store will use.
@@ -27,6 +32,7 @@
 #include <unistd.h>
 
 #include "cairn/crypto.h"
+#include "cairn/meta.h"
 #include "cairn/store.h"
 #include "cairn/util.h"
 
@@ -227,6 +233,50 @@ static double bench_small(cn_store_t *s, int writers, int total, uint64_t seed)
     return total / (now_s() - t0);
 }
 
+/* Files and directories under path, path included: the inodes a data dir
+ * holds (statvfs would count every other process's files too). */
+static double inodes_under(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return 0;
+    double n = 1;
+    DIR *d = S_ISDIR(st.st_mode) ? opendir(path) : NULL;
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", path, de->d_name);
+        n += inodes_under(p);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* 32 writers of small_n 4 KiB blobs into a fresh store at data (packs on
+ * when pack_max): blobs/s, and the inodes they cost scaled to 10,000. */
+static double bench_small_fresh(const char *data, uint64_t pack_max, int small_n, double *inodes)
+{
+    cn_meta_t *meta = NULL;
+    cn_store_t *s = NULL;
+    cn_err_t rc = cn_mkdir_p(data, 0700);
+    if (rc == CN_OK)
+        rc = cn_meta_open(data, NULL, &meta);
+    cn_store_opts_t o = { .meta = meta, .pack_max_bytes = pack_max };
+    if (rc == CN_OK)
+        rc = cn_store_open(data, &o, &s);
+    if (rc < 0)
+        die("open fresh store", rc);
+    double i0 = inodes_under(data);
+    double v = bench_small(s, 32, small_n, 3ull << 40);
+    *inodes = (inodes_under(data) - i0) * 10000.0 / small_n;
+    cn_store_close(s);
+    cn_meta_close(meta);
+    return v;
+}
+
 static void result(const char *name, double v, const char *unit)
 {
     printf("%s %.2f %s\n", name, v, unit);
@@ -320,6 +370,21 @@ int main(int argc, char **argv)
            "blobs/batch");
 
     cn_store_close(s);
+
+    /* Files against packs, fresh data dirs, same run: the ratio is the figure. */
+    double in_files = 0, in_pack = 0;
+    char d1[4200], d2[4200];
+    snprintf(d1, sizeof d1, "%s/files", dir);
+    snprintf(d2, sizeof d2, "%s/pack", dir);
+    double wf = bench_small_fresh(d1, 0, small_n, &in_files);
+    result("small_4k_w32_files", wf, "blobs/s");
+    ratio("small_4k_w32_files_ratio", wf / fs, "serial_fsync", 0);
+    double wp = bench_small_fresh(d2, 64 * 1024, small_n, &in_pack);
+    result("small_4k_w32_pack", wp, "blobs/s");
+    ratio("small_4k_w32_pack_ratio", wp / fs, "serial_fsync", 10.0);
+    result("inodes_10k_files", in_files, "inodes");
+    result("inodes_10k_pack", in_pack, "inodes");
+
     free(buf);
     rm_rf(dir);
     return 0;

@@ -12,6 +12,7 @@ Run from anywhere; commit the result.
                    + payload, from tests/scribe/branch_fixtures.txt (whose log
                    entries also seed scribe_request and scribe_response)
   scribe_lock      the same framing, from tests/scribe/lock_fixtures.txt
+  scribe_workspace the same framing, from tests/scribe/workspace_fixtures.txt
 """
 import os
 import shutil
@@ -21,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
 BRANCH_FIXTURES = os.path.join(HERE, "..", "tests", "scribe", "branch_fixtures.txt")
 LOCK_FIXTURES = os.path.join(HERE, "..", "tests", "scribe", "lock_fixtures.txt")
+WS_FIXTURES = os.path.join(HERE, "..", "tests", "scribe", "workspace_fixtures.txt")
 
 
 def fx(text):
@@ -176,12 +178,13 @@ def write(name, seeds):
             f.write(data)
 
 
-def lock_seeds():
-    """scribe_lock: opcode byte + codec byte + side byte + payload, from
-    tests/scribe/lock_fixtures.txt."""
+def lock_seeds(path=LOCK_FIXTURES):
+    """scribe_lock and scribe_workspace: opcode byte + codec byte + side
+    byte + payload, from a fixture file (tests/scribe/lock_fixtures.txt by
+    default)."""
     return {"%s_%s" % (name, "le" if codec == 1 else "be"):
             bytes([op, codec, 0 if side == "req" else 1]) + payload
-            for name, op, side, codec, payload in branch_fixtures(LOCK_FIXTURES)}
+            for name, op, side, codec, payload in branch_fixtures(path)}
 
 
 def main():
@@ -215,6 +218,7 @@ def main():
     write("scribe_response", responses)
     write("scribe_branch", branch)
     write("scribe_lock", lock_seeds())
+    write("scribe_workspace", lock_seeds(WS_FIXTURES))
     write("scribe_objects", OBJECTS)
 
 

@@ -78,6 +78,61 @@ CN_API cn_err_t cn_digest_parse(const char *hex, size_t hex_len, cn_digest_t *ou
 CN_API void cn_base64_encode(const void *p, size_t n, char *out);
 CN_API long cn_base64_decode(const char *s, size_t len, void *out, size_t out_cap);
 
+/* ---- ML-KEM-768 (FIPS 203) and the X25519MLKEM768 TLS group ------------- */
+/* PQClean's implementation (the npm pqclean package, built by meson); these
+ * take their randomness as arguments so that known-answer tests can fix it.
+ * Thread-safe; no allocation. */
+#define CN_MLKEM768_EK_LEN 1184 /* encapsulation (public) key */
+#define CN_MLKEM768_DK_LEN 2400 /* decapsulation (secret) key */
+#define CN_MLKEM768_CT_LEN 1088
+#define CN_MLKEM768_SS_LEN 32
+/* KeyGen from the 64 bytes d || z. */
+CN_API void cn_mlkem768_keypair(uint8_t ek[CN_MLKEM768_EK_LEN], uint8_t dk[CN_MLKEM768_DK_LEN],
+                                const uint8_t coins[64]);
+/* Encaps with message m (32 bytes).  CN_E_INVALID when ek fails FIPS 203's
+ * modulus check (a coefficient >= q), and then nothing is written. */
+CN_API cn_err_t cn_mlkem768_encaps(uint8_t ct[CN_MLKEM768_CT_LEN], uint8_t ss[CN_MLKEM768_SS_LEN],
+                                   const uint8_t ek[CN_MLKEM768_EK_LEN], const uint8_t m[32]);
+/* Decaps; a forged ciphertext yields the implicit-rejection secret, never an error. */
+CN_API void cn_mlkem768_decaps(uint8_t ss[CN_MLKEM768_SS_LEN], const uint8_t ct[CN_MLKEM768_CT_LEN],
+                               const uint8_t dk[CN_MLKEM768_DK_LEN]);
+
+/* The TLS 1.3 group X25519MLKEM768 (IANA 0x11EC) for OpenSSL 3.0, which lacks
+ * it: registers cairn's built-in provider and loads it, with OpenSSL's
+ * "default" provider, into the default library context, so that every
+ * SSL_CTX made afterwards knows the group by that name.  Idempotent and
+ * thread-safe; call before the first SSL_CTX_new.  CN_E_CORRUPT when OpenSSL
+ * refuses the provider (the error queue says why). */
+#define CN_TLS_GROUP_X25519MLKEM768 0x11EC
+CN_API cn_err_t cn_crypto_pq_load(void);
+
+/* Which key-exchange groups a TLS context offers and accepts. */
+typedef enum {
+    /* X25519MLKEM768 first, then OpenSSL's classical groups (X25519, P-256,
+     * X448, P-521, P-384, ffdhe*): Jay and HTTP, whose clients (aws-cli,
+     * browsers, older OpenSSL) may lack the hybrid group. */
+    CN_TLS_GROUPS_HYBRID_FIRST = 0,
+    /* X25519MLKEM768 alone: Scribe protocol 4 and SAU2, whose contract says a
+     * peer without it cannot connect. */
+    CN_TLS_GROUPS_PQ_ONLY = 1,
+} cn_tls_groups_t;
+
+struct ssl_ctx_st; /* OpenSSL's SSL_CTX */
+struct ssl_st;     /* OpenSSL's SSL */
+
+/* Makes ctx TLS 1.3 only and sets its group list.  ctx must have been made
+ * after cn_crypto_pq_load(); CN_E_CORRUPT when OpenSSL refuses the list. */
+CN_API cn_err_t cn_tls_ctx_set_groups(struct ssl_ctx_st *ctx, cn_tls_groups_t groups);
+
+/* A new TLS 1.3 client context for cairn's own clients with the group rule
+ * applied (the provider loaded first).  Peer verification is the caller's to
+ * configure.  The caller frees *out with SSL_CTX_free. */
+CN_API cn_err_t cn_tls_client_ctx_new(cn_tls_groups_t groups, struct ssl_ctx_st **out);
+
+/* The name of the group a completed handshake negotiated ("X25519MLKEM768",
+ * "x25519", ...), or "none"; a static string. */
+CN_API const char *cn_tls_negotiated_group(struct ssl_st *ssl);
+
 #ifdef __cplusplus
 }
 #endif

@@ -81,14 +81,21 @@ typedef struct cn_identity cn_identity_t;
 /* Opens identity over an open meta handle (which must outlive it): applies the
  * "identity" migrations and loads DATA/identity.key, creating it (32 random
  * bytes, mode 0600, atomically) if missing.  Does not create any account; call
- * cn_identity_bootstrap for that.  Errors: CN_E_INVALID, CN_E_CORRUPT (bad
- * key file), meta errors, -errno.  The handle is thread-safe. */
+ * cn_identity_bootstrap for that.  Maps DATA/identity.gen, the write
+ * generation every process on the data dir shares (created; zeroed when no
+ * other process holds it), and refuses to open without it.  Errors:
+ * CN_E_INVALID, CN_E_CORRUPT (bad key or generation file), meta errors,
+ * -errno.  The handle is thread-safe. */
 CN_API cn_err_t cn_identity_open(cn_meta_t *meta, const char *data_dir, cn_identity_t **out);
 CN_API void cn_identity_close(cn_identity_t *id); /* NULL is a no-op */
 
-/* How long a token's state is cached before it is re-read (default 1000 ms;
- * 0 = always re-read).  Revocations made through this handle apply at once;
- * those made by another process (cairn admin) within this TTL. */
+/* The most a cached token state may age before it is re-read (default
+ * 60,000 ms; 0 = always re-read).  An upper bound only: a state is served
+ * only while the data dir's identity write-generation (DATA/identity.gen),
+ * which every change of a token, account or grant made through identity in
+ * any process (cairnd, cairn admin) moves before it returns, is unchanged, so
+ * such changes apply to the next lookup.  The bound covers writes made behind
+ * identity's back. */
 CN_API void cn_identity_set_cache_ttl(cn_identity_t *id, unsigned ttl_ms);
 
 /* First start.  If no account exists: creates account "admin" and a token

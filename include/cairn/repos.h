@@ -61,6 +61,7 @@ typedef struct cn_meta cn_meta_t;   /* cairn/meta.h */
     X(WORKSPACE_MISMATCH, 106)        \
     X(INTENT_FINALIZED, 107)          \
     X(PATH_CONFLICT, 108)             \
+    X(WORKSPACE_RETIRED, 109)         \
     X(BRANCH_EXISTS, 110)             \
     X(NAME_MISMATCH, 111)             \
     X(CHANGE_NOT_PICKABLE, 112)       \
@@ -586,9 +587,10 @@ CN_API cn_err_t cn_repos_pick_submit(cn_repos_t *r, cn_repos_req_t *rq, const cn
 
 /* ---- operation outcomes ------------------------------------------------------------ */
 enum {
-    CN_REPOS_OP_UNKNOWN = 0, /* no outcome recorded: not accepted, may be sent again */
-    CN_REPOS_OP_SUBMIT = 1,  /* a submit's (ordinary, merge or cherry-pick): *out */
-    CN_REPOS_OP_BRANCH = 2   /* a branch mutation's: *bout */
+    CN_REPOS_OP_UNKNOWN = 0,  /* no outcome recorded: not accepted, may be sent again */
+    CN_REPOS_OP_SUBMIT = 1,   /* a submit's (ordinary, merge or cherry-pick): *out */
+    CN_REPOS_OP_BRANCH = 2,   /* a branch mutation's: *bout */
+    CN_REPOS_OP_WS_REMOVE = 3 /* a workspace removal's (cn_repos_ws_removal_outcome) */
 };
 /* The recorded outcome of operation, whatever kind recorded it, in *kind
  * (CN_REPOS_OP_*); *out is set (and owned: cn_repos_outcome_free) for a
@@ -850,6 +852,86 @@ CN_API cn_err_t cn_repos_lock_policy(cn_repos_t *r, cn_repos_req_t *rq, const ui
  * caller needs the admin permission until protocol 4 brings repository
  * roles, which plug in here. */
 CN_API bool cn_repos_maintainer(const cn_repos_req_t *rq);
+
+/* ---- workspaces (docs/protocol/scribe.md 7.11) -------------------------------------
+ * One registration row per (repository, workspace id), in the metadata
+ * engine: every listener and connection on one data directory sees the same
+ * workspaces, and each change is durable before the call returns.  A
+ * removal is an operation in the repository's mutation namespace (with
+ * submits and branch operations); a successful one retires the workspace id
+ * for ever: registration, pins, submits (9, 24, 33) and lock requests then
+ * fail CN_E_CONFLICT (WORKSPACE_RETIRED). */
+#define CN_REPOS_WS_LABEL_MAX 256 /* label bytes (UTF-8) */
+#define CN_REPOS_WS_TAGS_MAX 16   /* tags per workspace */
+#define CN_REPOS_WS_TAG_MAX 64    /* bytes per tag */
+#define CN_REPOS_WS_PAGE_MAX 128  /* rows per listing */
+
+typedef struct cn_repos_ws {
+    uint8_t id[16], branch[16];
+    bool has_owner; /* false on an unauthenticated endpoint */
+    uint8_t owner[16];
+    char label[CN_REPOS_WS_LABEL_MAX + 1];
+    uint16_t tag_count;
+    char tags[CN_REPOS_WS_TAGS_MAX][CN_REPOS_WS_TAG_MAX + 1]; /* ascending bytes */
+    int64_t created_ms;
+    bool has_locks; /* holds at least one lock now */
+} cn_repos_ws_t;
+
+/* Registers workspace (nonzero) on branch (in the branch table) with a
+ * label (<= 256 bytes, no NUL) and up to 16 tags (each 1..64 bytes without
+ * whitespace; the tag grammar itself is the adapter decoder's check), or
+ * updates its label and branch when it is registered; *out: the row.  The
+ * tags are fixed by the first registration and compared as a set: another
+ * set is CN_E_INVALID (MALFORMED), as is a repeated tag name.  Writer
+ * permission.  Errors: CN_E_CONFLICT (WORKSPACE_RETIRED), CN_E_NOT_FOUND
+ * (REPOSITORY_NOT_FOUND, BRANCH_NOT_FOUND), CN_E_DENIED, meta errors. */
+CN_API cn_err_t cn_repos_ws_register(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                     const uint8_t workspace[16], const uint8_t branch[16],
+                                     const char *label, size_t label_len,
+                                     const cn_repos_pathv_t *tags, uint32_t ntags,
+                                     cn_repos_ws_t *out);
+/* Lists repo's live (not retired) workspaces by id, strictly after `after`
+ * (NULL = from the first), at most limit (clamped 1..128), each handed to
+ * fn from one read snapshot (a non-zero return stops and is returned).
+ * all: every principal's (Maintainer on an authenticated endpoint,
+ * CN_E_DENIED otherwise); else the caller's own.  An unauthenticated
+ * (trusted) caller has no principal: both list every workspace.  An
+ * anonymous caller is CN_E_DENIED.  *more: another row follows. */
+typedef cn_err_t (*cn_repos_ws_fn)(void *ctx, const cn_repos_ws_t *w);
+CN_API cn_err_t cn_repos_ws_list(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                 bool all, const uint8_t *after, uint32_t limit, cn_repos_ws_fn fn,
+                                 void *ctx, bool *more);
+
+/* A removal's recorded outcome: code 0 = retired at retired_ms; else a
+ * cn_repos_code_t (LOCK_HELD) and its detail. */
+typedef struct cn_repos_ws_removal {
+    uint8_t operation[16];
+    uint16_t code;
+    int64_t retired_ms;
+    char detail[CN_REPOS_DETAIL_MAX + 1];
+} cn_repos_ws_removal_t;
+/* BLAKE3("scribe:workspace-remove:v1\0" | repo | incarnation | workspace). */
+CN_API void cn_repos_ws_remove_fp(const uint8_t repo[16], const uint8_t incarnation[16],
+                                  const uint8_t workspace[16], cn_digest_t *out);
+/* Removes (retires) workspace under operation (both nonzero).  The same
+ * operation with the same fingerprint answers the recorded outcome; another
+ * fingerprint or kind of operation is CN_E_CONFLICT
+ * (OPERATION_INTENT_MISMATCH); a new operation naming another incarnation
+ * is CN_E_CONFLICT (INCARNATION_MISMATCH).  A workspace holding a lock:
+ * the recorded outcome LOCK_HELD naming a path.  Otherwise the row is kept
+ * retired (one is made for an id never registered), the pins of its
+ * intents are released and *out is the recorded retirement (a second
+ * removal of a retired id answers the first time).  The record commits
+ * before the call returns.  Writer permission. */
+CN_API cn_err_t cn_repos_ws_remove(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                   const uint8_t incarnation[16], const uint8_t operation[16],
+                                   const uint8_t workspace[16], cn_repos_ws_removal_t *out);
+/* The recorded removal outcome of operation (*known false when none is
+ * recorded).  CN_E_CONFLICT (OPERATION_INTENT_MISMATCH) when a submit or a
+ * branch operation recorded it.  Read permission. */
+CN_API cn_err_t cn_repos_ws_removal_outcome(cn_repos_t *r, cn_repos_req_t *rq,
+                                            const uint8_t repo[16], const uint8_t operation[16],
+                                            bool *known, cn_repos_ws_removal_t *out);
 
 #ifdef __cplusplus
 }

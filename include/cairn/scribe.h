@@ -62,7 +62,7 @@ typedef enum {
     CN_SCRIBE_OP_SUBMIT = 9,
     CN_SCRIBE_OP_OPERATION_OUTCOME = 10,
     CN_SCRIBE_OP_TREE_PAGE = 11,
-    CN_SCRIBE_OP_WORKSPACE_REGISTER = 12, /* reserved: workspace lifecycle */
+    CN_SCRIBE_OP_WORKSPACE_REGISTER = 12, /* workspaces: 12, 34-36 */
     CN_SCRIBE_OP_CHANGED_PATHS = 13,
     CN_SCRIBE_OP_LOCK_ACQUIRE = 14, /* locks: 14, 16, 17, 29 */
     CN_SCRIBE_OP_LOG = 15,
@@ -83,7 +83,7 @@ typedef enum {
     CN_SCRIBE_OP_REPOSITORY_MOUNTS = 31, /* reserved: mounts */
     CN_SCRIBE_OP_CHERRY_PICK_INFO = 32,  /* selective integration (laid out; not served yet) */
     CN_SCRIBE_OP_CHERRY_PICK_SUBMIT = 33,
-    CN_SCRIBE_OP_WORKSPACE_LIST = 34, /* reserved: workspace lifecycle */
+    CN_SCRIBE_OP_WORKSPACE_LIST = 34,
     CN_SCRIBE_OP_WORKSPACE_REMOVE = 35,
     CN_SCRIBE_OP_WORKSPACE_REMOVE_OUTCOME = 36,
     /* 37 unassigned */
@@ -1157,6 +1157,93 @@ CN_API cn_err_t cn_scribe_enc_lock_policy_resp(cn_buf_t *out, cn_scribe_codec_t 
                                                cn_scribe_str_t text);
 CN_API cn_err_t cn_scribe_dec_lock_policy_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                                uint64_t *change, cn_scribe_str_t *text);
+
+/* ---- workspaces (12, 34, 35, 36) --------------------------------------------------
+ * docs/protocol/scribe.md 7.11.  workspace_register (12): [16] repo | [16]
+ * workspace | [16] branch | str16 label (<= 256) | u16 tag count (<= 16) |
+ * str16 tag (<= 64) x count; it answers one registration row.  A tag is
+ * "name" or "name=value" (cn_scribe_ws_tag_ok); names are unique. */
+#define CN_SCRIBE_MAX_WS_LABEL 256
+#define CN_SCRIBE_MAX_WS_TAGS 16
+#define CN_SCRIBE_MAX_WS_TAG 64
+#define CN_SCRIBE_MAX_WS_PAGE 128 /* rows per workspace_list page */
+/* True when s is a tag of the grammar: name of [a-z0-9._-] starting with a
+ * letter or digit, optionally "=" and a value of printable ASCII without
+ * spaces (0x21..0x7e), at most 64 bytes. */
+CN_API bool cn_scribe_ws_tag_ok(cn_scribe_str_t s);
+typedef struct cn_scribe_ws_register_req {
+    cn_scribe_id_t repo, workspace, branch;
+    cn_scribe_str_t label;
+    uint16_t tag_count;
+    cn_scribe_str_t tags[CN_SCRIBE_MAX_WS_TAGS]; /* borrowed views */
+} cn_scribe_ws_register_req_t;
+/* The encoder refuses (CN_E_INVALID) what the decoder would: a zero
+ * workspace, a bad or repeated tag name, more than 16 tags, a long label. */
+CN_API cn_err_t cn_scribe_enc_ws_register_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                              const cn_scribe_ws_register_req_t *q);
+CN_API cn_err_t cn_scribe_dec_ws_register_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                              cn_scribe_ws_register_req_t *out);
+/* Registration row = [16] workspace | [16] branch | u8 has-owner | [16]
+ * owner? | str16 label | u16 tag count | str16 tag x count (strictly
+ * ascending bytes, names unique) | u64 created-ms | u8 has-locks. */
+typedef struct cn_scribe_ws_row {
+    cn_scribe_id_t workspace, branch;
+    bool has_owner;
+    cn_scribe_id_t owner;
+    cn_scribe_str_t label;
+    uint16_t tag_count;
+    cn_scribe_str_t tags[CN_SCRIBE_MAX_WS_TAGS];
+    uint64_t created_ms;
+    bool has_locks;
+} cn_scribe_ws_row_t;
+/* workspace_register's response: exactly one row. */
+CN_API cn_err_t cn_scribe_enc_ws_row_resp(cn_buf_t *out, cn_scribe_codec_t c,
+                                          const cn_scribe_ws_row_t *row);
+CN_API cn_err_t cn_scribe_dec_ws_row_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                          cn_scribe_ws_row_t *out);
+/* workspace_list (34): [16] repo | u8 scope (0 own, 1 all) | u8 has-cursor |
+ * [16] cursor | u32 limit; 38 bytes.  Response: u32 count (<= 128) | row x
+ * count | bool more (workspace ids strictly ascending; more only on a
+ * non-empty page). */
+typedef struct cn_scribe_ws_list_req {
+    cn_scribe_id_t repo;
+    uint8_t scope; /* 0 own, 1 all */
+    bool has_cursor;
+    cn_scribe_id_t cursor; /* zeros without has_cursor */
+    uint32_t limit;
+} cn_scribe_ws_list_req_t;
+CN_API cn_err_t cn_scribe_enc_ws_list_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                          const cn_scribe_ws_list_req_t *q);
+CN_API cn_err_t cn_scribe_dec_ws_list_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                          cn_scribe_ws_list_req_t *out);
+CN_API cn_err_t cn_scribe_enc_ws_list_resp(cn_buf_t *out, cn_scribe_codec_t c,
+                                           const cn_scribe_ws_row_t *rows, uint32_t count,
+                                           bool more);
+CN_API cn_err_t cn_scribe_dec_ws_list_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                           cn_scribe_rows_t *rows, uint32_t *count, bool *more);
+CN_API bool cn_scribe_next_ws_row(cn_scribe_rows_t *it, cn_scribe_ws_row_t *out);
+/* workspace_remove (35): [16] repo | [16] incarnation | [16] operation
+ * (nonzero) | [16] workspace (nonzero); 64 bytes.  workspace_remove_outcome
+ * (36) takes cn_scribe_outcome_req_t.  Both answer the removal outcome:
+ * [16] operation | u16 code | code 0: u64 retired-ms; else str16 detail
+ * (<= 4,096). */
+typedef struct cn_scribe_ws_remove_req {
+    cn_scribe_id_t repo, incarnation, operation, workspace;
+} cn_scribe_ws_remove_req_t;
+CN_API cn_err_t cn_scribe_enc_ws_remove_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                            const cn_scribe_ws_remove_req_t *q);
+CN_API cn_err_t cn_scribe_dec_ws_remove_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                            cn_scribe_ws_remove_req_t *out);
+typedef struct cn_scribe_ws_removal {
+    cn_scribe_id_t operation;
+    uint16_t code; /* 0: retired */
+    uint64_t retired_ms;
+    cn_scribe_str_t detail;
+} cn_scribe_ws_removal_t;
+CN_API cn_err_t cn_scribe_enc_ws_removal(cn_buf_t *out, cn_scribe_codec_t c,
+                                         const cn_scribe_ws_removal_t *o);
+CN_API cn_err_t cn_scribe_dec_ws_removal(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                         cn_scribe_ws_removal_t *out);
 
 #ifdef __cplusplus
 }

@@ -459,6 +459,14 @@ CN_API cn_err_t cn_scribe_client_locks(cn_scribe_client_t *cl, const uint8_t rep
                                        const char *prefix, const uint8_t *owner,
                                        cn_scribe_client_lock_fn fn, void *ctx,
                                        cn_scribe_cerr_t *err);
+/* lock_policy (29): main's `.scribe/config.toml` text and *change, the
+ * change that last wrote it (0 and exactly "version = 1\n" without one).
+ * *text (NUL-terminated, *len bytes, at most 65,536) is malloc'd: the
+ * caller frees it; NULL on failure.  An old server answers
+ * CN_E_UNSUPPORTED (code unsupported_operation). */
+CN_API cn_err_t cn_scribe_client_lock_policy(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                             uint64_t *change, char **text, size_t *len,
+                                             cn_scribe_cerr_t *err);
 
 /* ---- content-defined chunking ---------------------------------------------------
  * FastCDC 2020 with normalized chunking level 2, the Remote Execution API's
@@ -490,6 +498,63 @@ CN_API size_t cn_scribe_cdc_next(const cn_scribe_cdc_t *c, const uint8_t *p, siz
 CN_API size_t cn_scribe_cdc_cut(const uint8_t *p, size_t n);
 /* The gear table's entry i (seed 0), for tests and documentation. */
 CN_API uint64_t cn_scribe_cdc_gear(uint8_t i);
+
+/* ---- workspaces (docs/protocol/scribe.md 7.11) -----------------------------------
+ * Registration, listing and removal of the workspaces of a repository.  Any
+ * thread that owns cl. */
+typedef struct cn_scribe_client_ws {
+    uint8_t workspace[16], branch[16];
+    bool has_owner;
+    uint8_t owner[16];
+    char label[256 + 1];
+    uint16_t tag_count;
+    char tags[16][64 + 1]; /* at most 16 of 64 bytes, ascending */
+    uint64_t created_ms;
+    bool has_locks;
+} cn_scribe_client_ws_t;
+/* workspace_register (12): registers workspace on branch with a label (<=
+ * 256 bytes) and ntags tags ("name" or "name=value", cn_scribe_ws_tag_ok),
+ * or updates the label and branch of a registered one; *out (may be NULL):
+ * the server's row.  CN_E_INVALID before sending for a bad tag or label;
+ * wire refusals as err->code (malformed: other tags than the first
+ * registration's; workspace_retired). */
+CN_API cn_err_t cn_scribe_client_ws_register(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                             const uint8_t workspace[16], const uint8_t branch[16],
+                                             const char *label, const char *const *tags,
+                                             uint16_t ntags, cn_scribe_client_ws_t *out,
+                                             cn_scribe_cerr_t *err);
+/* workspace_list (34): every live workspace of repo (all: every
+ * principal's; else the caller's own; plaintext lists all either way), by
+ * id, paging at 128; fn's non-zero return stops and is returned. */
+typedef cn_err_t (*cn_scribe_client_ws_fn)(void *ctx, const cn_scribe_client_ws_t *w);
+CN_API cn_err_t cn_scribe_client_ws_list(cn_scribe_client_t *cl, const uint8_t repo[16], bool all,
+                                         cn_scribe_client_ws_fn fn, void *ctx,
+                                         cn_scribe_cerr_t *err);
+/* A removal outcome: code 0 = retired at retired_ms; else the wire code
+ * (lock_held) and its detail. */
+typedef struct cn_scribe_client_ws_removal {
+    uint8_t operation[16];
+    uint16_t code;
+    uint64_t retired_ms;
+    char detail[4096 + 1];
+} cn_scribe_client_ws_removal_t;
+/* workspace_remove (35) under operation (nonzero; the caller persists it
+ * before the call, so a lost reply can be resolved later): when the reply
+ * is lost the call asks workspace_remove_outcome (36) before sending again
+ * (up to 3 attempts).  A recorded rejection is *out with a nonzero code and
+ * CN_OK; refusals (operation_intent_mismatch, incarnation_mismatch) as
+ * err->code. */
+CN_API cn_err_t cn_scribe_client_ws_remove(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                           const uint8_t incarnation[16],
+                                           const uint8_t operation[16], const uint8_t workspace[16],
+                                           cn_scribe_client_ws_removal_t *out,
+                                           cn_scribe_cerr_t *err);
+/* workspace_remove_outcome (36): *known false when the server recorded no
+ * removal under operation (it may be sent again). */
+CN_API cn_err_t cn_scribe_client_ws_removal_outcome(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                                    const uint8_t operation[16], bool *known,
+                                                    cn_scribe_client_ws_removal_t *out,
+                                                    cn_scribe_cerr_t *err);
 
 #ifdef __cplusplus
 }

@@ -53,6 +53,11 @@ typedef struct cn_store_opts {
     bool batch_disable;
     /* Default stored form of new writers (see cn_store_writer_set_form). */
     cn_store_form_t default_form;
+    /* Pack files (docs/store.md): raw blobs whose stored size is at most
+     * this go into append-only packs indexed in meta instead of one file
+     * each (capped at 256 KiB).  0 = off, the default: without compaction a
+     * deleted packed blob's space is never reclaimed.  Needs meta. */
+    uint64_t pack_max_bytes;
 } cn_store_opts_t;
 
 /* Opens (creating if needed) the store rooted at data_dir: blobs live in
@@ -107,7 +112,9 @@ CN_API cn_err_t cn_store_put(cn_store_t *s, const void *p, size_t n, const cn_di
 /* ---- reads ---------------------------------------------------------------- */
 
 /* A raw blob's file, for sendfile(2).  *fd is the caller's to close; *len is
- * the blob length.  Nothing is verified (scrubbing is cn_store_verify).
+ * the blob length.  Nothing is verified (scrubbing is cn_store_verify),
+ * except for a packed blob, whose verified bytes come in a private memory
+ * file (CN_E_CORRUPT if they do not hash to d).
  * CN_E_NOT_FOUND; CN_E_UNSUPPORTED for an LZ4-enveloped blob, whose bytes
  * are served by cn_store_read_range instead. */
 CN_API cn_err_t cn_store_open_fd(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t *len);
@@ -119,6 +126,13 @@ CN_API cn_err_t cn_store_open_fd(cn_store_t *s, const cn_digest_t *d, int *fd, u
 CN_API cn_err_t cn_store_fd_get(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t *len,
                                 void **handle);
 CN_API void cn_store_fd_put(cn_store_t *s, int fd, void *handle);
+/* As cn_store_fd_get, but *off receives where the blob's bytes start in *fd:
+ * a packed blob is served from its pack's descriptor at its record's
+ * offset (pread / sendfile with an offset pointer only), a file at 0.
+ * Nothing is verified, as with cn_store_open_fd.  Give it back with
+ * cn_store_fd_put.  CN_E_NOT_FOUND, CN_E_UNSUPPORTED (LZ4), -errno. */
+CN_API cn_err_t cn_store_fd_get_at(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t *off,
+                                   uint64_t *len, void **handle);
 
 /* Receives served bytes in order; a non-zero return stops the read and is
  * returned from cn_store_read_range. */

@@ -164,6 +164,15 @@ CN_API int cn_file_tmp_beside(const char *target, char *tmp, size_t tmpsz);
 CN_API cn_err_t cn_file_tmp_publish(int fd, const char *tmp, const char *target, unsigned mode);
 CN_API void cn_file_tmp_discard(int fd, const char *tmp);
 
+/* nwords 64-bit words in the file at path (created, mode 0600), mapped
+ * MAP_SHARED into *words for lock-free atomic use by every process that opens
+ * it: zeroed when no other process holds it open, then held with a shared
+ * flock until cn_shared_words_close (which accepts fd -1 and words NULL).
+ * On failure *fd is -1 and *words NULL: -errno, or CN_E_CORRUPT when the
+ * file another process holds has another size. */
+CN_API cn_err_t cn_shared_words_open(const char *path, size_t nwords, int *fd, void **words);
+CN_API void cn_shared_words_close(int fd, void *words, size_t nwords);
+
 #ifdef __cplusplus
 }
 #endif

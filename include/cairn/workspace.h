@@ -93,7 +93,9 @@ typedef struct cn_ws_opts {
     void *progress_ctx;
     cn_ws_notice_fn notice; /* NULL: none */
     void *notice_ctx;
-    bool keep_locks; /* submit: keep this workspace's locks on the submitted paths */
+    bool keep_locks;         /* submit: keep this workspace's locks on the submitted paths */
+    const char *const *tags; /* clone: the workspace's tags, "name" or "name=value" */
+    size_t ntags;
 } cn_ws_opts_t;
 
 /* What clone and sync did. */
@@ -419,6 +421,74 @@ typedef cn_err_t (*cn_ws_lock_fn)(void *ctx, const cn_ws_lock_row_t *row);
 CN_API cn_err_t cn_ws_locks(const char *dir, const char *prefix, bool mine,
                             const cn_ws_opts_t *opts, cn_ws_lock_fn fn, void *ctx,
                             cn_ws_error_t *err);
+
+/* Read-only files and `cairn repo edit` (docs/workspace.md, "Read-only
+ * files").  Main's lock policy (opcode 29) is cached in DIR/.cairn/policy
+ * and re-read only when main's head moved.  A tracked file under a
+ * `required` rule is read-only (no write bit) while the workspace does not
+ * hold its lock -- after clone, sync, switch, a submit that released it and
+ * unlock -- and owner-writable once locked (cn_ws_lock, cn_ws_edit); a file
+ * edited since the state recorded it never has its mode changed.  Modes
+ * are advice: the server enforces the rules at submit.
+ *
+ * cn_ws_edit: the n paths under a required rule are locked all or nothing
+ * (a path held by another workspace: not local CN_E_CONFLICT, code 206,
+ * the message naming the holder; nothing changes), then every path on
+ * disk is made owner-writable.  A policy that changed since the cache
+ * re-marks the whole workspace first. */
+typedef struct cn_ws_edit_result {
+    uint64_t policy_change; /* the change that last wrote main's config (0: none) */
+    uint32_t required;      /* paths under a required rule */
+    uint32_t locked;        /* of them, newly locked (the others were held already) */
+} cn_ws_edit_result_t;
+CN_API cn_err_t cn_ws_edit(const char *dir, const char *const *paths, uint32_t n,
+                           const cn_ws_opts_t *opts, cn_ws_edit_result_t *res, cn_ws_error_t *err);
+/* What status adds about locks, from the server (the policy as above and
+ * the workspace's locks) and a scan: each list ascending by path. */
+typedef struct cn_ws_lock_status {
+    uint64_t policy_change;
+    size_t nheld;
+    const char *const *held; /* every lock this workspace holds */
+    size_t nneed;
+    const char *const *need; /* changed files (added, modified, deleted, either end of a
+                              * move) under a required rule whose lock it does not hold */
+    size_t nwritable;
+    const char *const *writable; /* unchanged files under a required rule, not locked, yet
+                                  * writable: made writable by hand (read-only again at the
+                                  * next sync, submit, unlock or edit that re-marks) */
+} cn_ws_lock_status_t;
+/* *out is the caller's, freed by cn_ws_lock_status_free (NULL on failure). */
+CN_API cn_err_t cn_ws_lock_status(const char *dir, const cn_ws_opts_t *opts,
+                                  cn_ws_lock_status_t **out, cn_ws_error_t *err);
+CN_API void cn_ws_lock_status_free(cn_ws_lock_status_t *st); /* NULL is a no-op */
+
+/* Workspace registration and removal (docs/workspace.md, "Registration").
+ * Clone registers the new workspace (label "host:DIR", the tags of
+ * opts->tags); a workspace the server does not know yet (cloned before the
+ * server registered workspaces) registers at its next contact, once: DIR/
+ * .cairn/registered records it.  A removed (retired) workspace keeps its
+ * files, but DIR/.cairn/retired makes every verb but `workspace list` and
+ * `workspace remove` refuse it. */
+typedef struct cn_ws_row {
+    char workspace[33], branch[CN_WS_BRANCH_NAME_MAX + 1]; /* hex; name (hex if unknown) */
+    char label[257];
+    char tags[16][65];
+    uint16_t ntags;
+    uint64_t created_ms;
+    bool has_locks, mine; /* mine: the workspace of DIR */
+} cn_ws_row_t;
+typedef cn_err_t (*cn_ws_row_fn)(void *ctx, const cn_ws_row_t *w);
+/* The repository's live workspaces (all: every principal's; plaintext
+ * servers list all either way), by id. */
+CN_API cn_err_t cn_ws_workspaces(const char *dir, bool all, const cn_ws_opts_t *opts,
+                                 cn_ws_row_fn fn, void *ctx, cn_ws_error_t *err);
+/* Removes (retires) workspace id (32 hex digits; NULL: DIR's own).  The
+ * operation id is persisted in DIR/.cairn before it is sent, so a repeat
+ * (or a reply lost) answers the recorded outcome: *retired_ms.  A workspace
+ * holding locks: CN_E_CONFLICT (code 206, lock_held), and the next removal
+ * is a new operation. */
+CN_API cn_err_t cn_ws_remove(const char *dir, const char *id, const cn_ws_opts_t *opts,
+                             uint64_t *retired_ms, cn_ws_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -89,6 +89,7 @@ static cn_err_t err_for_code(uint16_t code)
     case CN_SCRIBE_E_BASE_MISMATCH:
     case CN_SCRIBE_E_MERGE_INCOMPLETE:
     case CN_SCRIBE_E_LOCK_HELD:
+    case CN_SCRIBE_E_WORKSPACE_RETIRED:
     case CN_SCRIBE_E_LOCK_REQUIRED: return CN_E_CONFLICT;
     case CN_SCRIBE_E_MALFORMED:
     case CN_SCRIBE_E_INVALID_REPOSITORY_CONFIG:
@@ -1587,6 +1588,27 @@ cn_err_t cn_scribe_client_locks(cn_scribe_client_t *cl, const uint8_t repo[16], 
     return e;
 }
 
+cn_err_t cn_scribe_client_lock_policy(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                      uint64_t *change, char **text, size_t *len,
+                                      cn_scribe_cerr_t *err)
+{
+    *text = NULL;
+    cn_scribe_id_t id;
+    memcpy(id.b, repo, 16);
+    cn_buf_reset(&cl->out);
+    CN_TRY(cn_scribe_enc_repo_id_req(&cl->out, CODEC(cl), &id));
+    CN_TRY(call(cl, CN_SCRIBE_OP_LOCK_POLICY, err));
+    cn_scribe_str_t t;
+    if (cn_scribe_dec_lock_policy_resp(cl->in.data, cl->in.len, CODEC(cl), change, &t) < 0)
+        return CN_E_PROTOCOL;
+    if (!(*text = malloc(t.len + 1)))
+        return -ENOMEM;
+    memcpy(*text, t.p, t.len);
+    (*text)[t.len] = 0;
+    *len = t.len;
+    return CN_OK;
+}
+
 /* ---- merges (24, 25) --------------------------------------------------------------------- */
 static cn_err_t merge_send(cn_scribe_client_t *cl, const void *req, void *out,
                            cn_scribe_cerr_t *err)
@@ -1840,4 +1862,162 @@ cn_err_t cn_scribe_client_merge_unchanged(cn_scribe_client_t *cl, const uint8_t 
     q.from = from;
     q.to = to;
     return merge_batches(cl, &q, paths, n, unchanged_batch, unchanged, err);
+}
+
+/* ---- workspaces (12, 34-36) ------------------------------------------------------------- */
+static void ws_from(const cn_scribe_ws_row_t *r, cn_scribe_client_ws_t *out)
+{
+    memset(out, 0, sizeof *out);
+    memcpy(out->workspace, r->workspace.b, 16);
+    memcpy(out->branch, r->branch.b, 16);
+    out->has_owner = r->has_owner;
+    memcpy(out->owner, r->owner.b, 16);
+    snprintf(out->label, sizeof out->label, "%.*s", (int)r->label.len, (const char *)r->label.p);
+    out->tag_count = r->tag_count;
+    for (uint16_t i = 0; i < r->tag_count; i++)
+        snprintf(out->tags[i], sizeof out->tags[i], "%.*s", (int)r->tags[i].len,
+                 (const char *)r->tags[i].p);
+    out->created_ms = r->created_ms;
+    out->has_locks = r->has_locks;
+}
+
+cn_err_t cn_scribe_client_ws_register(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                      const uint8_t workspace[16], const uint8_t branch[16],
+                                      const char *label, const char *const *tags, uint16_t ntags,
+                                      cn_scribe_client_ws_t *out, cn_scribe_cerr_t *err)
+{
+    cn_scribe_ws_register_req_t q;
+    memset(&q, 0, sizeof q);
+    memcpy(q.repo.b, repo, 16);
+    memcpy(q.workspace.b, workspace, 16);
+    memcpy(q.branch.b, branch, 16);
+    q.label = cn_scribe_cstr(label ? label : "");
+    q.tag_count = ntags;
+    for (uint16_t i = 0; i < ntags && i < CN_SCRIBE_MAX_WS_TAGS; i++)
+        q.tags[i] = cn_scribe_cstr(tags[i]);
+    cn_buf_reset(&cl->out);
+    if (cn_scribe_enc_ws_register_req(&cl->out, CODEC(cl), &q) < 0) {
+        set_err(err, 0,
+                "a workspace has a label of at most 256 bytes and at most 16 tags, each "
+                "name or name=value (name: a-z 0-9 . _ -, unique; value: printable, no spaces)");
+        return CN_E_INVALID;
+    }
+    CN_TRY(call(cl, CN_SCRIBE_OP_WORKSPACE_REGISTER, err));
+    cn_scribe_ws_row_t r;
+    if (cn_scribe_dec_ws_row_resp(cl->in.data, cl->in.len, CODEC(cl), &r) < 0)
+        return CN_E_PROTOCOL;
+    if (out)
+        ws_from(&r, out);
+    return CN_OK;
+}
+
+cn_err_t cn_scribe_client_ws_list(cn_scribe_client_t *cl, const uint8_t repo[16], bool all,
+                                  cn_scribe_client_ws_fn fn, void *ctx, cn_scribe_cerr_t *err)
+{
+    cn_scribe_ws_list_req_t q;
+    memset(&q, 0, sizeof q);
+    memcpy(q.repo.b, repo, 16);
+    q.scope = all ? 1 : 0;
+    q.limit = CN_SCRIBE_MAX_WS_PAGE;
+    cn_scribe_client_ws_t *w = malloc(sizeof *w);
+    cn_err_t e = w ? CN_OK : -ENOMEM;
+    for (bool more = true; more && e >= 0;) {
+        cn_buf_reset(&cl->out);
+        cn_scribe_rows_t rows;
+        uint32_t count = 0;
+        if ((e = cn_scribe_enc_ws_list_req(&cl->out, CODEC(cl), &q)) < 0 ||
+            (e = call(cl, CN_SCRIBE_OP_WORKSPACE_LIST, err)) < 0)
+            break;
+        if (cn_scribe_dec_ws_list_resp(cl->in.data, cl->in.len, CODEC(cl), &rows, &count, &more) <
+            0) {
+            e = CN_E_PROTOCOL;
+            break;
+        }
+        cn_scribe_ws_row_t r;
+        while (e >= 0 && cn_scribe_next_ws_row(&rows, &r)) {
+            ws_from(&r, w);
+            q.has_cursor = true;
+            q.cursor = r.workspace;
+            e = fn(ctx, w);
+        }
+    }
+    free(w);
+    return e;
+}
+
+static void removal_from(const cn_scribe_ws_removal_t *o, cn_scribe_client_ws_removal_t *out)
+{
+    memset(out, 0, sizeof *out);
+    memcpy(out->operation, o->operation.b, 16);
+    out->code = o->code;
+    out->retired_ms = o->retired_ms;
+    snprintf(out->detail, sizeof out->detail, "%.*s", (int)o->detail.len,
+             (const char *)o->detail.p);
+}
+
+/* Decodes the removal outcome that 35 and 36 answer into *out. */
+static cn_err_t removal_reply(cn_scribe_client_t *cl, void *out)
+{
+    cn_scribe_ws_removal_t o;
+    if (cn_scribe_dec_ws_removal(cl->in.data, cl->in.len, CODEC(cl), &o) < 0)
+        return CN_E_PROTOCOL;
+    removal_from(&o, out);
+    return CN_OK;
+}
+
+static cn_err_t ws_remove_send(cn_scribe_client_t *cl, const void *req, void *out,
+                               cn_scribe_cerr_t *err)
+{
+    cn_buf_reset(&cl->out);
+    if (cn_scribe_enc_ws_remove_req(&cl->out, CODEC(cl), req) < 0) {
+        set_err(err, 0, "the operation and workspace ids are nonzero");
+        return CN_E_INVALID;
+    }
+    CN_TRY(call(cl, CN_SCRIBE_OP_WORKSPACE_REMOVE, err));
+    return removal_reply(cl, out);
+}
+
+static cn_err_t ws_remove_resolve(cn_scribe_client_t *cl, const void *req, bool *known, void *out,
+                                  cn_scribe_cerr_t *err)
+{
+    const cn_scribe_ws_remove_req_t *q = req;
+    return cn_scribe_client_ws_removal_outcome(cl, q->repo.b, q->operation.b, known, out, err);
+}
+
+cn_err_t cn_scribe_client_ws_remove(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                    const uint8_t incarnation[16], const uint8_t operation[16],
+                                    const uint8_t workspace[16], cn_scribe_client_ws_removal_t *out,
+                                    cn_scribe_cerr_t *err)
+{
+    cn_scribe_ws_remove_req_t q;
+    memcpy(q.repo.b, repo, 16);
+    memcpy(q.incarnation.b, incarnation, 16);
+    memcpy(q.operation.b, operation, 16);
+    memcpy(q.workspace.b, workspace, 16);
+    return with_retries(cl, ws_remove_send, ws_remove_resolve, &q, out, err);
+}
+
+cn_err_t cn_scribe_client_ws_removal_outcome(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                             const uint8_t operation[16], bool *known,
+                                             cn_scribe_client_ws_removal_t *out,
+                                             cn_scribe_cerr_t *err)
+{
+    cn_scribe_outcome_req_t q;
+    memcpy(q.repo.b, repo, 16);
+    memcpy(q.operation.b, operation, 16);
+    *known = false;
+    cn_buf_reset(&cl->out);
+    CN_TRY(cn_scribe_enc_outcome_req(&cl->out, CODEC(cl), &q));
+    cn_scribe_cerr_t local = { 0 };
+    cn_err_t e = call(cl, CN_SCRIBE_OP_WORKSPACE_REMOVE_OUTCOME, &local);
+    if (e < 0 && local.code == CN_SCRIBE_E_CHANGE_NOT_FOUND)
+        return CN_OK; /* nothing recorded under that operation */
+    if (e < 0) {
+        if (err)
+            *err = local;
+        return e;
+    }
+    CN_TRY(removal_reply(cl, out));
+    *known = true;
+    return CN_OK;
 }

@@ -100,6 +100,8 @@ cn_err_t cn__ws_run(const char *dir, const cn_ws_opts_t *o, cn__ws_verb_fn fn, v
     if (rc == CN_OK)
         rc = cn__ws_connect(o->endpoint ? o->endpoint : s->endpoint, o, &cl, err);
     if (rc == CN_OK)
+        rc = cn__ws_contact(cl, s, o, err);
+    if (rc == CN_OK)
         rc = fn(cl, s, o, arg, err);
     if (s)
         cn__ws_state_free(s);
@@ -247,6 +249,8 @@ cn_err_t cn__ws_sync_to(cn_scribe_client_t *cl, cn__ws_state_t *s, uint64_t targ
     adopt_files(s, &next, target);
     if ((rc = cn__ws_state_save(s, err)) == CN_OK)
         res->change = target;
+    if (rc == CN_OK) /* read-only files (workspace_edit.c) */
+        rc = cn__ws_mark(cl, s, NULL, 0, false, o, err);
 out:
     for (size_t k = 0; jobs && k < nj; k++)
         cn_buf_free(&jobs[k].menc);
@@ -305,6 +309,8 @@ cn_err_t cn_ws_clone(const char *repo, const char *dir, const cn_ws_opts_t *opts
         rc = cn__ws_scope_add(s, o->paths[i], err);
     if (rc == CN_OK)
         rc = cn__ws_state_save(s, err);
+    if (rc == CN_OK)
+        rc = cn__ws_register(cl, s, o, err);
     if (rc == CN_OK)
         rc = cn__ws_sync_to(cl, s, target, o, res, err);
 out:
@@ -368,7 +374,9 @@ static cn_err_t sync_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws
         res->up_to_date = true;
         res->change = s->change;
         /* a branch renamed meanwhile: record its new name */
-        return strcmp(was, s->branch_name) ? cn__ws_state_save(s, err) : CN_OK;
+        if ((rc = strcmp(was, s->branch_name) ? cn__ws_state_save(s, err) : CN_OK))
+            return rc;
+        return cn__ws_mark(cl, s, NULL, 0, false, o, err); /* a new policy on main */
     }
     return cn__ws_sync_to(cl, s, o->has_change ? o->change : head, o, res, err);
 }

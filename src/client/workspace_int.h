@@ -12,6 +12,7 @@
 #include "cairn/workspace.h"
 #include "cairn/scribe_client.h"
 #include "cairn/repos_model.h"
+#include "cairn/repos_config.h"
 #include "cairn/crypto.h"
 #include "cairn/util.h"
 
@@ -223,6 +224,14 @@ typedef cn_err_t (*cn__ws_verb_fn)(cn_scribe_client_t *cl, cn__ws_state_t *s, co
  * the state records), runs fn(cl, s, o, arg, err), and releases both. */
 cn_err_t cn__ws_run(const char *dir, const cn_ws_opts_t *o, cn__ws_verb_fn fn, void *arg,
                     cn_ws_error_t *err);
+/* Registration (workspace_register.c): cn__ws_register registers s's
+ * workspace (label "host:DIR", o's tags) and records DIR/.cairn/registered;
+ * cn__ws_contact, at every verb's contact (cn__ws_run), refuses a retired
+ * workspace and registers one the server does not know yet (once). */
+cn_err_t cn__ws_register(cn_scribe_client_t *cl, const cn__ws_state_t *s, const cn_ws_opts_t *o,
+                         cn_ws_error_t *err);
+cn_err_t cn__ws_contact(cn_scribe_client_t *cl, const cn__ws_state_t *s, const cn_ws_opts_t *o,
+                        cn_ws_error_t *err);
 /* Settles a previous submit whose reply was lost (s->has_pending): when it
  * was accepted, s is moved to that change (*settled, *change) and saved. */
 cn_err_t cn__ws_settle_pending(cn_scribe_client_t *cl, cn__ws_state_t *s, bool *settled,
@@ -290,5 +299,36 @@ typedef struct cn__ws_merge_submit {
 cn_err_t cn__ws_submit_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
                             const char *message, const cn__ws_merge_submit_t *merge,
                             cn_ws_submit_result_t *res, cn_ws_error_t *err);
+
+/* ---- lock policy and modes (workspace_edit.c) ------------------------------------------ */
+/* Main's lock policy as this workspace knows it. */
+typedef struct cn__ws_policy {
+    uint64_t change;      /* the change that last wrote .scribe/config.toml on main */
+    cn_repo_config_t cfg; /* its rules (none when it did not parse) */
+    bool changed;         /* it differs from the cached one, or none was cached */
+    bool had_required;    /* the cached one had a required rule */
+} cn__ws_policy_t;
+/* Main's policy for s, from DIR/.cairn/policy while main's head is the one
+ * it was read at (one repo_info), else by lock_policy (29), then cached.
+ * *p is zeroed first and freed by cn__ws_policy_free either way. */
+cn_err_t cn__ws_policy_get(cn_scribe_client_t *cl, const cn__ws_state_t *s, cn__ws_policy_t *p,
+                           cn_ws_error_t *err);
+void cn__ws_policy_free(cn__ws_policy_t *p);
+/* Whether path is under a `required` rule of p (first match wins). */
+bool cn__ws_policy_requires(const cn__ws_policy_t *p, const char *path);
+/* Gives files the mode their lock says (docs/workspace.md, "Read-only
+ * files"): paths[0..n) now held (held) are made owner-writable; now not
+ * held, those under a required rule read-only; paths NULL, or a policy
+ * that changed, re-marks every tracked file against the workspace's locks
+ * on the server.  A file edited since recorded is never made read-only.
+ * A failure goes to o->notice (when set; the call then returns 0: the
+ * operation it follows succeeded) or err. */
+cn_err_t cn__ws_mark(cn_scribe_client_t *cl, cn__ws_state_t *s, const char *const *paths, size_t n,
+                     bool held, const cn_ws_opts_t *o, cn_ws_error_t *err);
+/* Acquires (release false) or releases paths[0..n) for s's workspace on
+ * its branch, all or nothing (workspace_lock.c); *changed: how many. */
+cn_err_t cn__ws_lock_send(cn_scribe_client_t *cl, const cn__ws_state_t *s, const char *const *paths,
+                          uint32_t n, bool release, bool force, uint32_t *changed,
+                          cn_ws_error_t *err);
 
 #endif

@@ -1,7 +1,9 @@
 /* Workspace locks: acquire, release and list the repository's locks for a
  * workspace (cn_ws_lock, cn_ws_locks) over the Scribe client's lock
  * requests.  The workspace's id and branch name the holder; the server
- * decides who holds what, so this file never caches a lock locally. */
+ * decides who holds what, so this file never caches a lock locally.  A
+ * path locked becomes writable, a path released read-only when a rule
+ * requires its lock (cn__ws_mark, workspace_edit.c). */
 #include "workspace_int.h"
 
 #include <errno.h>
@@ -16,24 +18,32 @@ typedef struct lock_args {
     uint32_t *changed;
 } lock_args_t;
 
-static cn_err_t lock_verb(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
-                          void *arg, cn_ws_error_t *err)
+cn_err_t cn__ws_lock_send(cn_scribe_client_t *cl, const cn__ws_state_t *s, const char *const *paths,
+                          uint32_t n, bool release, bool force, uint32_t *changed,
+                          cn_ws_error_t *err)
 {
-    (void)o;
-    lock_args_t *a = arg;
     cn_scribe_client_lock_t l;
     memset(&l, 0, sizeof l);
     memcpy(l.repo, s->repo_id, 16);
     memcpy(l.workspace, s->workspace, 16);
     memcpy(l.branch, s->branch, 16);
-    l.release = a->release;
-    l.force = a->force;
-    l.paths = a->paths;
-    l.count = a->n;
+    l.release = release;
+    l.force = force;
+    l.paths = paths;
+    l.count = n;
     cn_scribe_cerr_t serr;
     memset(&serr, 0, sizeof serr);
-    cn_err_t e = cn_scribe_client_lock_edit(cl, &l, a->changed, &serr);
-    return e < 0 ? cn__ws_fail(err, a->release ? "unlock" : "lock", e, &serr) : CN_OK;
+    cn_err_t e = cn_scribe_client_lock_edit(cl, &l, changed, &serr);
+    return e < 0 ? cn__ws_fail(err, release ? "unlock" : "lock", e, &serr) : CN_OK;
+}
+
+static cn_err_t lock_verb(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
+                          void *arg, cn_ws_error_t *err)
+{
+    lock_args_t *a = arg;
+    CN_TRY(cn__ws_lock_send(cl, s, a->paths, a->n, a->release, a->force, a->changed, err));
+    /* locked: writable; released: read-only where a rule requires the lock */
+    return cn__ws_mark(cl, s, a->paths, a->n, !a->release, o, err);
 }
 
 cn_err_t cn_ws_lock(const char *dir, const char *const *paths, uint32_t n, bool release, bool force,

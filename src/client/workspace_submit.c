@@ -293,6 +293,26 @@ static void record_submitted(cn__ws_state_t *s, const submit_t *sb, uint64_t cha
     cn__ws_moves_clear(s); /* sent, or no longer moves (plain adds and deletes) */
 }
 
+/* After an accepted submit (s recorded): the submitted paths the server
+ * released read-only where a rule requires their lock; with keep locks
+ * they stay held, and writable. */
+static cn_err_t mark_submitted(cn_scribe_client_t *cl, cn__ws_state_t *s, const submit_t *sb,
+                               const cn_ws_opts_t *o, cn_ws_error_t *err)
+{
+    if (o->keep_locks || !sb->nch)
+        return CN_OK;
+    const char **paths = calloc(sb->nch, sizeof *paths);
+    if (!paths)
+        return cn__ws_file_fail(err, "out of memory for", s->dir, ENOMEM);
+    size_t n = 0;
+    for (size_t i = 0; i < sb->nch; i++)
+        if (sb->changes[i].kind != CN_REPOS_DELETE)         /* a deleted path's string is freed */
+            paths[n++] = (const char *)sb->changes[i].path; /* NUL-terminated: a record's */
+    cn_err_t rc = cn__ws_mark(cl, s, paths, n, false, o, err);
+    free(paths);
+    return rc;
+}
+
 typedef struct submit_args {
     const char *message;
     cn_ws_submit_result_t *res;
@@ -332,7 +352,9 @@ cn_err_t cn__ws_submit_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_
                                merge, &out, err)))
         goto out;
     record_submitted(s, &sb, out.change);
-    if ((rc = cn__ws_state_save(s, err)) == CN_OK) {
+    if ((rc = cn__ws_state_save(s, err)) == CN_OK)
+        rc = mark_submitted(cl, s, &sb, o, err);
+    if (rc == CN_OK) {
         uint64_t recv = 0;
         res->change = out.change;
         res->paths = sb.nch;

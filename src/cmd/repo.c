@@ -27,7 +27,9 @@ const char cn__repo_usage[] =
     "       cairn repo list                            list repositories\n"
     "       cairn repo info NAME                       show a repository\n"
     "       cairn repo clone NAME DIR [--branch BRANCH[@N]] [--change N] [--path PREFIX]...\n"
-    "                                                  check a branch (or only PREFIXes) out\n"
+    "                                                  [--tag NAME[=VALUE]]...\n"
+    "                                                  check a branch (or only PREFIXes) out;\n"
+    "                                                  registers the workspace with its tags\n"
     "       cairn repo status [DIR]                    added, modified, deleted, moved files\n"
     "       cairn repo submit [DIR] -m MESSAGE [--keep-locks]\n"
     "                                                  submit DIR's changes atomically\n"
@@ -54,8 +56,12 @@ const char cn__repo_usage[] =
     "       cairn repo lock PATH... | unlock PATH... [--force]\n"
     "                                                  lock paths for this workspace, or release\n"
     "       cairn repo locks [PREFIX] [--mine]         path, principal, workspace, branch, since\n"
-    "       (mv, branch, switch, merge, resolve, cherry-pick and the lock verbs act on the\n"
-    "       workspace holding . or -C DIR)\n"
+    "       cairn repo workspace list [--all]          id, branch, label, tags, created\n"
+    "       cairn repo workspace remove [ID]           retire a workspace (default: this one)\n"
+    "       cairn repo edit PATH...                    lock what the lock policy requires, make\n"
+    "                                                  PATHs writable\n"
+    "       (mv, branch, switch, merge, resolve, cherry-pick, edit, workspace and the lock verbs\n"
+    "       act on the workspace holding . or -C DIR)\n"
     "REPO: NAME, HOST:PORT/NAME or scribe://HOST[:PORT]/NAME\n"
     "options: --endpoint HOST:PORT (CAIRN_SCRIBE_ENDPOINT, default 127.0.0.1:7447)\n"
     "         --lz4 (LZ4 transfers)  --author NAME (default $USER)  --quiet\n"
@@ -304,6 +310,8 @@ static int cmd_clone(const ropts_t *o)
     }
     bar_t bar = { 0 };
     cn_ws_opts_t wo = cn__repo_ws_opts(o, true, &bar);
+    wo.tags = o->tags;
+    wo.ntags = (size_t)o->ntags;
     cn_ws_sync_result_t res;
     cn_ws_error_t err;
     if (cn_ws_clone(o->pos[0], o->npos == 2 ? o->pos[1] : o->pos[0], &wo, &res, &err))
@@ -326,13 +334,42 @@ static int cmd_sync(const ropts_t *o)
     return EXIT_OK;
 }
 
+/* One section of status's lock lines (none when empty). */
+static void print_paths(const char *title, const char *const *v, size_t n)
+{
+    if (n)
+        printf("%s\n", title);
+    for (size_t i = 0; i < n; i++)
+        printf("  %s\n", v[i]);
+}
+
+/* Status's lock sections, after every other line: the workspace's locks,
+ * the changed files that need one it lacks, the files made writable by
+ * hand.  They need the server: when it cannot be asked, a note on stderr
+ * and the status stands. */
+static void status_locks(const char *dir, const cn_ws_opts_t *wo)
+{
+    cn_ws_lock_status_t *ls = NULL;
+    cn_ws_error_t err;
+    if (cn_ws_lock_status(dir, wo, &ls, &err)) {
+        fprintf(stderr, "cairn repo: locks not shown: %s\n", err.message);
+        return;
+    }
+    print_paths("locked by this workspace:", ls->held, ls->nheld);
+    print_paths("changed without the lock they need (cairn repo edit PATH):", ls->need, ls->nneed);
+    print_paths("writable without their lock (made writable by hand):", ls->writable,
+                ls->nwritable);
+    cn_ws_lock_status_free(ls);
+}
+
 static int cmd_status(const ropts_t *o)
 {
     bar_t bar = { 0 };
     cn_ws_opts_t wo = cn__repo_ws_opts(o, false, &bar);
     cn_ws_status_t *st = NULL;
     cn_ws_error_t err;
-    if (cn_ws_status(o->npos ? o->pos[0] : ".", &wo, &st, &err))
+    const char *dir = o->npos ? o->pos[0] : ".";
+    if (cn_ws_status(dir, &wo, &st, &err))
         return cn__repo_report(&err);
     for (size_t i = 0; i < st->n; i++)
         if (st->entries[i].kind == 'R')
@@ -342,11 +379,15 @@ static int cmd_status(const ropts_t *o)
     if (!st->n && !o->quiet)
         printf("clean at change %" PRIu64 " on branch %s\n", st->change, st->branch);
     cn_ws_status_free(st);
-    if (cn_ws_cherry_pick_pending(o->npos ? o->pos[0] : ".")) {
+    int rc;
+    if (cn_ws_cherry_pick_pending(dir)) {
         printf("a rejected cherry-pick left its files: cairn repo cherry-pick --abort\n");
-        return EXIT_CONFLICT;
+        rc = EXIT_CONFLICT;
+    } else {
+        rc = cn__repo_merge_status(dir, o->quiet);
     }
-    return cn__repo_merge_status(o->npos ? o->pos[0] : ".", o->quiet);
+    status_locks(dir, &wo);
+    return rc;
 }
 
 static int cmd_mv(const ropts_t *o)
@@ -526,8 +567,11 @@ int cn_cmd_repo(int argc, char **argv)
     const char *verb = argv[1];
     if (!strcmp(verb, "merge") || !strcmp(verb, "resolve"))
         return cn__repo_merge(argc, argv); /* its own options: repo_merge.c */
-    if (!strcmp(verb, "lock") || !strcmp(verb, "unlock") || !strcmp(verb, "locks"))
+    if (!strcmp(verb, "lock") || !strcmp(verb, "unlock") || !strcmp(verb, "locks") ||
+        !strcmp(verb, "edit"))
         return cn__repo_lock(argc, argv); /* its own options: repo_lock.c */
+    if (!strcmp(verb, "workspace"))
+        return cn__repo_workspace(argc, argv); /* its own options: repo_workspace.c */
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         bool more = i + 1 < argc;
@@ -551,7 +595,13 @@ int cn_cmd_repo(int argc, char **argv)
             o.all_branches = true;
         else if (!strcmp(a, "--keep-locks"))
             o.keep_locks = true;
-        else if (!strcmp(a, "--lz4"))
+        else if (!strcmp(a, "--tag") && more) {
+            if (o.ntags == 16) {
+                fprintf(stderr, "cairn repo: at most 16 --tag\n");
+                return EXIT_USAGE;
+            }
+            o.tags[o.ntags++] = argv[++i];
+        } else if (!strcmp(a, "--lz4"))
             o.lz4 = true;
         else if (!strcmp(a, "--lz4-storage"))
             o.lz4_storage = true;
@@ -598,6 +648,7 @@ int cn_cmd_repo(int argc, char **argv)
     bool branchy = !strcmp(verb, "branch") || !strcmp(verb, "switch") ||
                    !strcmp(verb, "cherry-pick") || !strcmp(verb, "mv");
     const char *misplaced = o.branch && !clone                 ? "--branch is for clone"
+                            : o.ntags && !clone                ? "--tag is for clone"
                             : o.from && strcmp(verb, "branch") ? "--from is for branch create"
                             : o.dir && !branchy
                                 ? "-C is for the branch verbs and cherry-pick; others take DIR"

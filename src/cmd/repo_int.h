@@ -31,6 +31,8 @@ typedef struct ropts {
     bool follow_merges, all_branches; /* log --follow-merges | --all-branches */
     bool keep_locks;                  /* submit --keep-locks */
     bool abort;                       /* cherry-pick --abort */
+    const char *tags[16];             /* clone --tag NAME[=VALUE] (at most 16) */
+    int ntags;
 } ropts_t;
 
 /* The progress bar of a transfer (drawn by src/cmd/repo.c). */
@@ -81,5 +83,9 @@ int cn__repo_cherry_pick(const ropts_t *o);
 /* `cairn repo lock|unlock|locks ...` (src/cmd/repo_lock.c) from the whole
  * command line (argv[1] is the verb). */
 int cn__repo_lock(int argc, char **argv);
+
+/* `cairn repo workspace list [--all] | remove [ID]` (src/cmd/repo_workspace.c)
+ * from the whole command line (argv[1] is "workspace"). */
+int cn__repo_workspace(int argc, char **argv);
 
 #endif

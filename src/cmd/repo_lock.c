@@ -1,8 +1,9 @@
-/* `cairn repo lock PATH...`, `cairn repo unlock PATH... [--force]` and
- * `cairn repo locks [PREFIX] [--mine]` (docs/branches.md, "Locks"), on the
+/* `cairn repo lock PATH...`, `cairn repo unlock PATH... [--force]`,
+ * `cairn repo locks [PREFIX] [--mine]` (docs/branches.md, "Locks") and
+ * `cairn repo edit PATH...` (docs/workspace.md, "Read-only files"), on the
  * workspace holding -C DIR or the current directory.  Parsing and printing
- * only: the requests are libcairn's (cn_ws_lock, cn_ws_locks); a path held
- * by another workspace exits 6 (conflict) naming the holder. */
+ * only: the requests are libcairn's (cn_ws_lock, cn_ws_locks, cn_ws_edit);
+ * a path held by another workspace exits 6 (conflict) naming the holder. */
 #include "cmd.h"
 #include "repo_int.h"
 
@@ -12,6 +13,7 @@
 #include <string.h>
 
 static const char usage[] = "usage: cairn repo lock PATH... [-C DIR]\n"
+                            "       cairn repo edit PATH... [-C DIR]\n"
                             "       cairn repo unlock PATH... [--force] [-C DIR]\n"
                             "       cairn repo locks [PREFIX] [--mine] [-C DIR]\n";
 
@@ -58,10 +60,24 @@ static cn_err_t print_lock(void *ctx, const cn_ws_lock_row_t *r)
     return CN_OK;
 }
 
+/* `cairn repo edit`: lock what the policy requires, make the paths writable. */
+static int edit(const lock_cmd_t *c, const ws_t *w)
+{
+    cn_ws_error_t err;
+    cn_ws_edit_result_t res;
+    if (cn_ws_edit(w->dir, c->paths, c->n, &w->wo, &res, &err) < 0)
+        return cn__repo_report(&err);
+    if (!c->o.quiet)
+        printf("editing %" PRIu32 " path%s: %" PRIu32 " need%s a lock (%" PRIu32 " newly locked)\n",
+               c->n, c->n == 1 ? "" : "s", res.required, res.required == 1 ? "s" : "", res.locked);
+    return EXIT_OK;
+}
+
 int cn__repo_lock(int argc, char **argv)
 {
     const char *verb = argv[1];
     bool list = !strcmp(verb, "locks"), release = !strcmp(verb, "unlock");
+    bool is_edit = !strcmp(verb, "edit");
     lock_cmd_t c;
     int rc = parse(argc, argv, &c);
     if (!rc &&
@@ -72,8 +88,10 @@ int cn__repo_lock(int argc, char **argv)
         rc = cn__repo_open_ws(&c.o, &w);
     cn_ws_error_t err;
     uint32_t changed = 0;
-    if (!rc && list &&
-        cn_ws_locks(w.dir, c.n ? c.paths[0] : NULL, c.mine, &w.wo, print_lock, NULL, &err) < 0)
+    if (!rc && is_edit)
+        rc = edit(&c, &w);
+    else if (!rc && list &&
+             cn_ws_locks(w.dir, c.n ? c.paths[0] : NULL, c.mine, &w.wo, print_lock, NULL, &err) < 0)
         rc = cn__repo_report(&err);
     else if (!rc && !list &&
              cn_ws_lock(w.dir, c.paths, c.n, release, c.force, &w.wo, &changed, &err) < 0)

@@ -77,16 +77,9 @@ static int metrics_metrics(cn_http_req_t *r, void *ctx)
     }
     e |= cn_buf_printf(
         &b,
-        "# HELP cairn_http_open_connections Connections open now.\n"
-        "# TYPE cairn_http_open_connections gauge\n"
-        "cairn_http_open_connections %" PRId64 "\n"
-        "# HELP cairn_http_connections_total Connections accepted.\n"
-        "# TYPE cairn_http_connections_total counter\n"
-        "cairn_http_connections_total %" PRIu64 "\n"
         "# HELP cairn_http_auth_failures_total Requests whose signature did not verify.\n"
         "# TYPE cairn_http_auth_failures_total counter\n"
         "cairn_http_auth_failures_total %" PRIu64 "\n",
-        atomic_load(&s->open_connections), atomic_load(&s->connections_total),
         atomic_load(&s->auth_failures));
     e |= cn_metrics_render(NULL, &b);
     for (size_t i = 0; i < s->n_metric_src; i++)

@@ -20,6 +20,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -455,17 +456,20 @@ void cn_sigv4_signing_key(const uint8_t *secret, size_t secret_len, const char *
 /* The cache: KC_SETS sets of KC_WAYS slots; a tuple lives only in the set its
  * hash names, and a slot answers only when every field of the tuple matches
  * (the hash picks the set, it never vouches for a match).  The secret is
- * represented by a BLAKE3 fingerprint of it, never by itself.  One mutex:
- * what it guards is a few compares and a 32-byte copy; the four HMACs of a
- * miss run outside it (two threads missing together both derive the same
- * key, and the second store is harmless). */
+ * represented by a BLAKE3 fingerprint of it, never by itself.  One
+ * reader-writer lock: lookups share it (the event loops and workers checking
+ * signatures at once never wait for each other: no futex on a hit), a store
+ * takes it exclusively; the four HMACs of a miss run outside it (two threads
+ * missing together both derive the same key, and the second store is
+ * harmless).  Recency counts stores (clock moves only under the writer lock),
+ * enough for the one decision it serves: which slot a store replaces. */
 #define KC_WAYS 4
 #define KC_SETS (CN_SIGV4_KEY_CACHE_SLOTS / KC_WAYS)
 #define KC_MAX_SERVICE 16
 #define KC_CONTEXT "cairn sigv4 signing-key cache: secret fingerprint"
 
 typedef struct {
-    uint64_t stamp; /* last use (0: empty) */
+    _Atomic uint64_t stamp; /* last use (0: empty) */
     uint8_t secret_fp[32];
     uint8_t key[32];
     char date8[8];
@@ -475,10 +479,20 @@ typedef struct {
 } kc_slot_t;
 
 static struct {
-    pthread_mutex_t lock;
-    uint64_t clock, hits, misses;
+    pthread_rwlock_t lock;
+    _Atomic uint64_t clock, hits, misses;
     kc_slot_t slot[CN_SIGV4_KEY_CACHE_SLOTS];
-} kc = { .lock = PTHREAD_MUTEX_INITIALIZER };
+} kc = { .lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP };
+
+static uint64_t kc_load(const _Atomic uint64_t *v)
+{
+    return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+static void kc_count(_Atomic uint64_t *v)
+{
+    atomic_fetch_add_explicit(v, 1, memory_order_relaxed);
+}
 
 static void secret_fingerprint(const uint8_t *secret, size_t secret_len, uint8_t fp[32])
 {
@@ -496,7 +510,7 @@ static void secret_fingerprint(const uint8_t *secret, size_t secret_len, uint8_t
 static bool kc_match(const kc_slot_t *s, const uint8_t fp[32], const char *date8,
                      const char *region, size_t rl, const char *service, size_t sl)
 {
-    return s->stamp && s->region_len == rl && s->service_len == sl &&
+    return kc_load(&s->stamp) && s->region_len == rl && s->service_len == sl &&
            memcmp(s->date8, date8, 8) == 0 && memcmp(s->region, region, rl) == 0 &&
            memcmp(s->service, service, sl) == 0 && cn_ct_equal(s->secret_fp, fp, 32);
 }
@@ -525,7 +539,7 @@ static kc_slot_t *kc_victim(kc_slot_t *set, const uint8_t fp[32], const char *da
     for (int i = 0; i < KC_WAYS; i++) {
         if (kc_match(&set[i], fp, date8, region, rl, service, sl))
             return &set[i];
-        if (set[i].stamp < lru->stamp)
+        if (kc_load(&set[i].stamp) < kc_load(&lru->stamp))
             lru = &set[i];
     }
     return lru;
@@ -537,32 +551,35 @@ void cn_sigv4_signing_key_cached(const uint8_t *secret, size_t secret_len, const
     size_t rl = strlen(region), sl = strlen(service);
     if (rl >= CN_SIGV4_MAX_REGION || sl > KC_MAX_SERVICE) {
         cn_sigv4_signing_key(secret, secret_len, date8, region, service, out);
-        pthread_mutex_lock(&kc.lock);
-        kc.misses++;
-        pthread_mutex_unlock(&kc.lock);
+        kc_count(&kc.misses);
         return;
     }
     uint8_t fp[32];
     secret_fingerprint(secret, secret_len, fp);
     kc_slot_t *set = &kc.slot[kc_set(fp, date8, region, rl, service, sl) * KC_WAYS];
-    pthread_mutex_lock(&kc.lock);
+    pthread_rwlock_rdlock(&kc.lock);
     for (int i = 0; i < KC_WAYS; i++) {
         if (kc_match(&set[i], fp, date8, region, rl, service, sl)) {
-            set[i].stamp = ++kc.clock;
+            /* Stored only when it moves: a hot slot's line stays shared. */
+            uint64_t now = kc_load(&kc.clock);
+            if (kc_load(&set[i].stamp) != now)
+                atomic_store_explicit(&set[i].stamp, now, memory_order_relaxed);
             memcpy(out, set[i].key, 32);
-            kc.hits++;
-            pthread_mutex_unlock(&kc.lock);
+            pthread_rwlock_unlock(&kc.lock);
+            kc_count(&kc.hits);
             OPENSSL_cleanse(fp, sizeof fp);
             return;
         }
     }
-    kc.misses++;
-    pthread_mutex_unlock(&kc.lock);
+    pthread_rwlock_unlock(&kc.lock);
+    kc_count(&kc.misses);
 
     cn_sigv4_signing_key(secret, secret_len, date8, region, service, out);
-    pthread_mutex_lock(&kc.lock);
+    pthread_rwlock_wrlock(&kc.lock);
     kc_slot_t *victim = kc_victim(set, fp, date8, region, rl, service, sl);
-    victim->stamp = ++kc.clock;
+    uint64_t now = kc_load(&kc.clock) + 1;
+    atomic_store_explicit(&kc.clock, now, memory_order_relaxed);
+    atomic_store_explicit(&victim->stamp, now, memory_order_relaxed);
     memcpy(victim->secret_fp, fp, 32);
     memcpy(victim->key, out, 32);
     memcpy(victim->date8, date8, 8);
@@ -570,23 +587,21 @@ void cn_sigv4_signing_key_cached(const uint8_t *secret, size_t secret_len, const
     victim->service_len = (uint8_t)sl;
     memcpy(victim->region, region, rl);
     memcpy(victim->service, service, sl);
-    pthread_mutex_unlock(&kc.lock);
+    pthread_rwlock_unlock(&kc.lock);
     OPENSSL_cleanse(fp, sizeof fp);
 }
 
 void cn_sigv4_key_cache_stats(uint64_t *hits, uint64_t *misses)
 {
-    pthread_mutex_lock(&kc.lock);
-    *hits = kc.hits;
-    *misses = kc.misses;
-    pthread_mutex_unlock(&kc.lock);
+    *hits = kc_load(&kc.hits);
+    *misses = kc_load(&kc.misses);
 }
 
 void cn_sigv4_key_cache_clear(void)
 {
-    pthread_mutex_lock(&kc.lock);
+    pthread_rwlock_wrlock(&kc.lock);
     OPENSSL_cleanse(kc.slot, sizeof kc.slot);
-    pthread_mutex_unlock(&kc.lock);
+    pthread_rwlock_unlock(&kc.lock);
 }
 
 void cn_sigv4_sign(const uint8_t key[32], const char *amz_date, const char *scope,
@@ -612,6 +627,28 @@ void cn_sigv4_sign(const uint8_t key[32], const char *amz_date, const char *scop
     cn_hex_encode(mac, 32, sig_hex);
 }
 
+/* Days from 1970-01-01 to the proleptic Gregorian date (y, m 1-12, d), in
+ * pure arithmetic: timegm() would take glibc's time-zone lock, which every
+ * event loop and worker checking a signature then contends for.  Counted in
+ * 400-year eras of 146,097 days, with years starting in March so that the
+ * leap day ends one. */
+static int64_t days_from_civil(int y, int m, int d)
+{
+    y -= m <= 2;
+    int era = (y >= 0 ? y : y - 399) / 400;
+    int yoe = y - era * 400;                                   /* 0..399 */
+    int doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1; /* 0..365 */
+    int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;           /* 0..146096 */
+    return (int64_t)era * 146097 + doe - 719468;
+}
+
+static int days_in_month(int y, int m)
+{
+    static const int days[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return m == 2 && leap ? 29 : days[m - 1];
+}
+
 cn_err_t cn_sigv4_parse_date(const char *s, size_t n, int64_t *out_ms)
 {
     if (n != 16 || s[8] != 'T' || s[15] != 'Z')
@@ -619,22 +656,21 @@ cn_err_t cn_sigv4_parse_date(const char *s, size_t n, int64_t *out_ms)
     for (int i = 0; i < 15; i++)
         if (i != 8 && !isdigit((unsigned char)s[i]))
             return CN_E_INVALID;
-    struct tm tm = { 0 };
-    tm.tm_year = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0') - 1900;
-    tm.tm_mon = (s[4] - '0') * 10 + (s[5] - '0') - 1;
-    tm.tm_mday = (s[6] - '0') * 10 + (s[7] - '0');
-    tm.tm_hour = (s[9] - '0') * 10 + (s[10] - '0');
-    tm.tm_min = (s[11] - '0') * 10 + (s[12] - '0');
-    tm.tm_sec = (s[13] - '0') * 10 + (s[14] - '0');
-    if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
-        tm.tm_min > 59 || tm.tm_sec > 60)
+    int year = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0');
+    int mon = (s[4] - '0') * 10 + (s[5] - '0');
+    int mday = (s[6] - '0') * 10 + (s[7] - '0');
+    int hour = (s[9] - '0') * 10 + (s[10] - '0');
+    int min = (s[11] - '0') * 10 + (s[12] - '0');
+    int sec = (s[13] - '0') * 10 + (s[14] - '0');
+    if (mon < 1 || mon > 12 || mday < 1 || mday > days_in_month(year, mon) || hour > 23 ||
+        min > 59 || sec > 60)
         return CN_E_INVALID;
-    int year = tm.tm_year, mon = tm.tm_mon, mday = tm.tm_mday;
-    time_t t = timegm(&tm);
-    /* timegm normalises: "20130231" would silently become March 3rd. */
-    if (t == (time_t)-1 || tm.tm_year != year || tm.tm_mon != mon || tm.tm_mday != mday)
+    /* A leap second that would carry into the next day is refused, as the
+     * timegm() normalisation check this replaces refused it. */
+    if (hour == 23 && min == 59 && sec == 60)
         return CN_E_INVALID;
-    *out_ms = (int64_t)t * 1000;
+    *out_ms =
+        ((days_from_civil(year, mon, mday) * 24 + hour) * 60 + min) * 60000 + (int64_t)sec * 1000;
     return CN_OK;
 }
 

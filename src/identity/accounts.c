@@ -141,7 +141,7 @@ cn_err_t cn_identity_account_create(cn_identity_t *id, const char *name, const c
     if (email && norm_email(email, norm) < 0)
         return CN_E_INVALID;
     new_account_t na = { name, email ? norm : NULL, 0 };
-    CN_TRY(cn_meta_run(id->meta, CN_META_RUN_WRITE | CN_META_RETRY, create_body, &na));
+    CN_TRY(cn__id_write_run(id, CN_META_RUN_WRITE | CN_META_RETRY, create_body, &na));
     cn_info("identity", "account %s created (id %lld)", name, (long long)na.id);
     return out ? cn_identity_account_by_id(id, na.id, out) : 0;
 }
@@ -163,14 +163,12 @@ static cn_err_t update_body(cn_meta_txn_t *t, void *ctx)
 }
 
 /* Runs sql, an UPDATE of ?1 = v where its key ?2 = s, in a write transaction
- * of its own; CN_E_NOT_FOUND when no row has that key.  The token cache is
- * cleared once the transaction has ended. */
+ * of its own; CN_E_NOT_FOUND when no row has that key.  Cached token states
+ * are dropped by the write generation it bumps (gen.c). */
 static cn_err_t update_one(cn_identity_t *id, const char *sql, int64_t v, const char *s)
 {
     one_update_t u = { sql, v, s };
-    cn_err_t e = cn_meta_run(id->meta, CN_META_RUN_WRITE | CN_META_RETRY, update_body, &u);
-    cn__id_cache_clear(id);
-    return e;
+    return cn__id_write_run(id, CN_META_RUN_WRITE | CN_META_RETRY, update_body, &u);
 }
 
 cn_err_t cn_identity_account_set_disabled(cn_identity_t *id, const char *name, bool disabled)
@@ -277,10 +275,9 @@ cn_err_t cn_identity_token_create(cn_identity_t *id, const char *account, cn_per
     char tid[CN_TOKEN_ID_MAX + 1], secret[CN_SECRET_MAX + 1];
     CN_TRY(cn__id_new_credential(tid, secret));
     token_row_t tr = { id, tid, a.id, secret, perms, expires_at };
-    cn_err_t e = cn_meta_run(id->meta, CN_META_RUN_WRITE | CN_META_RETRY, token_put_body, &tr);
+    cn_err_t e = cn__id_write_run(id, CN_META_RUN_WRITE | CN_META_RETRY, token_put_body, &tr);
     if (e == 0) {
         snprintf(cred, CN_CREDENTIAL_MAX, "%s:%s", tid, secret);
-        cn__id_cache_clear(id); /* a cached "no such token" for tid */
         cn_info("identity", "token %s created for account %s", tid, a.name);
     }
     OPENSSL_cleanse(secret, sizeof secret);

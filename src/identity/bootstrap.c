@@ -114,8 +114,7 @@ static cn_err_t bootstrap_env(cn_identity_t *id, const char *cred)
     memcpy(tid, cred, (size_t)(colon - cred));
     tid[colon - cred] = '\0';
     admin_cred_t ac = { .id = id, .token_id = tid, .secret = colon + 1 };
-    CN_TRY(cn_meta_run(id->meta, CN_META_RUN_WRITE | CN_META_RETRY, env_body, &ac));
-    cn__id_cache_clear(id);
+    CN_TRY(cn__id_write_run(id, CN_META_RUN_WRITE | CN_META_RETRY, env_body, &ac));
     cn_info("identity", "administrator token %s taken from CAIRN_ADMIN_TOKEN", tid);
     return 0;
 }
@@ -170,10 +169,9 @@ cn_err_t cn_identity_bootstrap(cn_identity_t *id, const char *data_dir)
     ac.secret = secret;
     /* Not repeated: the body writes the credential file. */
     if (e == 0)
-        e = cn_meta_run(id->meta, CN_META_RUN_WRITE, create_body, &ac);
+        e = cn__id_write_run(id, CN_META_RUN_WRITE, create_body, &ac);
     OPENSSL_cleanse(secret, sizeof secret);
     if (e == 0 && ac.accounts == 0) {
-        cn__id_cache_clear(id);
         cn_info("identity", "created account admin; administrator credential written to %s", path);
     }
     return e;

@@ -27,7 +27,7 @@ static cn_err_t grant_apply(cn_identity_t *id, const char *ns, const char *accou
         e = cn_identity_account_get(id, account, a);
     grant_row_t g = { ns, e == 0 ? a->id : 0, actions };
     if (e == 0)
-        e = cn_meta_run(id->meta, CN_META_RUN_WRITE | CN_META_RETRY, body, &g);
+        e = cn__id_write_run(id, CN_META_RUN_WRITE | CN_META_RETRY, body, &g);
     return e;
 }
 

@@ -1,11 +1,18 @@
 /* identity: the schema, the handle, the token-state cache, authentication
  * and secret lookup.
  *
- * Cache: token states are cached (sealed secret included) for ttl_ms, so a
- * credential check costs no database read in the common case; a mutation
- * made through this handle clears the cache, and one made by another process
- * (cairn admin) is seen once the entry is older than the TTL.  "No such
- * token" is cached as well, so unknown ids cannot hammer the database.
+ * Cache: token states are cached (sealed secret included), so a credential
+ * check costs no database read in the common case.  A state is served only
+ * while the data dir's identity write-generation (gen.c) holds the word it
+ * was read under, which every change of a token, key, account or grant, in
+ * any process on the data dir, moves before it is acknowledged: a revocation
+ * is honoured by the next lookup.  ttl_ms bounds a state's age on top of
+ * that (for writes made behind the service's back, such as by hand in the
+ * database).  "No such token" is cached as well, so unknown ids cannot
+ * hammer the database.
+ *
+ * This file must never serve a state filed under another word, nor file one
+ * read under a word with a writer in flight.
  */
 #include "identity_int.h"
 
@@ -19,7 +26,8 @@
 #include "cairn/crypto.h"
 #include "cairn/util.h"
 
-#define DEFAULT_TTL_MS 1000
+/* The age bound only: changes made through the service are seen at once. */
+#define DEFAULT_TTL_MS 60000
 
 cn_err_t cn_identity_open(cn_meta_t *meta, const char *data_dir, cn_identity_t **out)
 {
@@ -30,13 +38,20 @@ cn_err_t cn_identity_open(cn_meta_t *meta, const char *data_dir, cn_identity_t *
     if (!id)
         return -ENOMEM;
     id->meta = meta;
+    id->gen_fd = -1;
+    /* A process that could not bump the word would leave others' caches
+     * stale: without it, identity does not open. */
     cn_err_t e = cn__id_key_load(data_dir, id->key);
+    if (e >= 0)
+        e = cn__id_gen_open(id, data_dir);
     if (e < 0) {
+        cn__id_gen_close(id);
+        OPENSSL_cleanse(id, sizeof *id);
         free(id);
         return e;
     }
     atomic_init(&id->ttl_ms, DEFAULT_TTL_MS);
-    pthread_mutex_init(&id->cache_mu, NULL);
+    pthread_rwlock_init(&id->cache_mu, NULL);
     cn__id_rate_init(id);
     *out = id;
     return 0;
@@ -47,7 +62,8 @@ void cn_identity_close(cn_identity_t *id)
     if (!id)
         return;
     cn__id_rate_destroy(id);
-    pthread_mutex_destroy(&id->cache_mu);
+    cn__id_gen_close(id);
+    pthread_rwlock_destroy(&id->cache_mu);
     OPENSSL_cleanse(id, sizeof *id);
     free(id);
 }
@@ -68,11 +84,11 @@ void cn__id_col_copy(cn_meta_stmt_t *st, int col, char *out, size_t max)
 
 void cn__id_cache_clear(cn_identity_t *id)
 {
-    pthread_mutex_lock(&id->cache_mu);
+    pthread_rwlock_wrlock(&id->cache_mu);
     for (size_t i = 0; i < CN__ID_CACHE_SLOTS; i++)
         if (id->cache[i].used)
             OPENSSL_cleanse(&id->cache[i], sizeof id->cache[i]);
-    pthread_mutex_unlock(&id->cache_mu);
+    pthread_rwlock_unlock(&id->cache_mu);
 }
 
 /* A token asked for, and its state as read (unreadable: its stored secret
@@ -129,31 +145,35 @@ static cn_err_t token_fetch(cn_identity_t *id, const char *token_id, cn__tok_ent
     return rc;
 }
 
-/* Fills *e with token_id's current state, from the cache when fresh; when
- * it is not and cached_only, CN_E_AGAIN without reading the database. */
+/* Fills *e with token_id's current state: from the cache when it was filed
+ * under the generation word that holds now (and is younger than the TTL);
+ * when it was not and cached_only, CN_E_AGAIN without reading the database. */
 static cn_err_t token_state(cn_identity_t *id, const char *token_id, cn__tok_entry_t *e,
                             bool cached_only)
 {
     size_t slot = cn__id_hash(token_id) % CN__ID_CACHE_SLOTS;
     unsigned ttl = atomic_load(&id->ttl_ms);
+    /* Read before the read transaction below begins (gen.c, invariant 2). */
+    uint64_t stamp = cn__id_gen_load(id);
     int64_t now = cn_mono_ms();
-    pthread_mutex_lock(&id->cache_mu);
-    cn__tok_entry_t *c = &id->cache[slot];
-    if (ttl && c->used && now - c->fetched_ms < (int64_t)ttl &&
+    pthread_rwlock_rdlock(&id->cache_mu);
+    const cn__tok_entry_t *c = &id->cache[slot];
+    if (ttl && c->used && c->stamp == stamp && now - c->fetched_ms < (int64_t)ttl &&
         strcmp(c->p.token_id, token_id) == 0) {
         *e = *c;
-        pthread_mutex_unlock(&id->cache_mu);
+        pthread_rwlock_unlock(&id->cache_mu);
         return 0;
     }
-    pthread_mutex_unlock(&id->cache_mu);
+    pthread_rwlock_unlock(&id->cache_mu);
     if (cached_only)
         return CN_E_AGAIN;
 
     CN_TRY(token_fetch(id, token_id, e));
-    if (ttl) {
-        pthread_mutex_lock(&id->cache_mu);
+    e->stamp = stamp;
+    if (ttl && cn__id_gen_quiet(stamp)) {
+        pthread_rwlock_wrlock(&id->cache_mu);
         id->cache[slot] = *e;
-        pthread_mutex_unlock(&id->cache_mu);
+        pthread_rwlock_unlock(&id->cache_mu);
     }
     return 0;
 }

@@ -26,6 +26,7 @@ typedef struct cn__tok_entry {
     bool found;
     bool active;        /* not revoked, account not disabled */
     int64_t fetched_ms; /* monotonic */
+    uint64_t stamp;     /* the write-generation word it was read under (gen.c) */
     int64_t expires_at; /* unix seconds, 0 = never */
     cn_principal_t p;
     uint8_t box[CN__ID_BOX_MAX];
@@ -49,8 +50,12 @@ struct cn_identity {
     cn_meta_t *meta;
     uint8_t key[CN__ID_KEY_LEN];
     atomic_uint ttl_ms;
+    int gen_fd;            /* DATA/identity.gen, held with a shared lock */
+    _Atomic uint64_t *gen; /* its word, mapped shared (gen.c) */
 
-    pthread_mutex_t cache_mu;
+    /* Lookups share it (no futex between the loops on a hit); filing and
+     * clearing take it exclusively. */
+    pthread_rwlock_t cache_mu;
     cn__tok_entry_t cache[CN__ID_CACHE_SLOTS];
 
     atomic_llong rate_milli; /* refill per second, x1000; 0 = off */
@@ -84,8 +89,26 @@ cn_err_t cn__id_open(const uint8_t key[CN__ID_KEY_LEN], const char *token_id, co
  * it holds at most max bytes; a NULL or longer value leaves out empty. */
 void cn__id_col_copy(cn_meta_stmt_t *st, int col, char *out, size_t max);
 
-/* Drops every cached token state (after a mutation made here). */
+/* Drops every cached token state. */
 void cn__id_cache_clear(cn_identity_t *id);
+
+/* The write-generation word (gen.c, whose invariants say why a cached state
+ * filed under a quiet word is never stale while the word holds).
+ * cn__id_gen_open maps DATA/identity.gen into id (zeroed when no other
+ * process has it open): -errno, CN_E_CORRUPT; cn__id_gen_close undoes it and
+ * accepts a handle whose open failed (gen_fd -1 or a failed open's). */
+cn_err_t cn__id_gen_open(cn_identity_t *id, const char *data_dir);
+void cn__id_gen_close(cn_identity_t *id);
+uint64_t cn__id_gen_load(const cn_identity_t *id);
+/* A word no writer was in flight at. */
+static inline bool cn__id_gen_quiet(uint64_t w)
+{
+    return (uint32_t)w == 0;
+}
+/* Runs a write transaction of identity (cn_meta_run's flags, body and
+ * result) as a writer in flight, bumping the generation once it returned.
+ * Every write of this module's tables goes through here. */
+cn_err_t cn__id_write_run(cn_identity_t *id, unsigned flags, cn_meta_body_fn body, void *ctx);
 
 /* Inserts or updates token token_id for account_id with the given secret
  * and perms, not revoked; inside the caller's write txn. */

@@ -18,7 +18,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
@@ -32,8 +34,21 @@
 /* Requests of one connection the loop answers in a row (fast()) before the
  * next one goes to a worker: a pipelining client cannot hold the loop. */
 #define CN__FAST_RUN 8
-/* The most events one wait may bring for the loop still to answer requests
- * itself (fast()). */
+/* The busy-loop cut-off, for a server with fewer loops than CPUs: the most
+ * events one wait may bring for the loop still to answer requests itself
+ * (fast()).  Past it the loop is the bottleneck on its one core while CPUs
+ * the loops do not use are idle, and the workers spread the requests over
+ * them.  With a loop per CPU (cairnd's default) there is no idle CPU to
+ * spread to, and the hand-off only adds work (a semaphore post, a worker
+ * wake-up, the return list and its eventfd, a re-arm): measured at 64
+ * connections on 2 CPUs and 2 loops, server CPU per 4 KiB Jay GET was 27-30
+ * us with every request answered on the loops against 29-34 us with the
+ * cut-off (which sent 82-85 % of them to workers), 46 against 57-62 us when
+ * half the object heads missed the cache, and futex calls per GET fell from
+ * 5.1 to 1.1 (docs/performance.md).  So the cut-off is off then
+ * (loop_register).  Fairness
+ * between connections does not rest on it: each event of a batch is served
+ * in turn, and one connection gets at most CN__FAST_RUN requests in a row. */
 #define CN__FAST_BATCH 8
 /* The most bytes the loop takes from a socket to offer an adapter that
  * reads its own requests (head_len 0) one to answer itself: a small GET's
@@ -404,7 +419,7 @@ static size_t head_from_buffer(cn_conn_t *c)
 static bool fast_unframed(cn__loop_t *l, cn_conn_t *c)
 {
     const cn_adapter_t *ad = c->ls->ad;
-    bool quiet = !l->batch || l->batch->n <= CN__FAST_BATCH;
+    bool quiet = !l->batch || l->batch->n <= l->fast_batch;
     if (!ad->fast || c->ssl || !quiet || atomic_load(&l->srv->stopping))
         return false;
     for (int left = CN__FAST_RUN; left > 0; left--) {
@@ -435,6 +450,7 @@ static bool fast_unframed(cn__loop_t *l, cn_conn_t *c)
         if (r == 0)
             return false;
         cn__admit_settle(c); /* a complete request arrived (and was answered) */
+        cn_metric_add(c->ls->m.loop_answered, 1);
         c->deadline = cn_mono_ms() + c->ls->lim.idle_ms;
         if (c->pend_len) {
             /* The peer is slow to take the answer: a worker waits for it. */
@@ -497,10 +513,11 @@ static void read_head(cn__loop_t *l, cn_conn_t *c, bool readable)
             }
             c->head_got += (size_t)r;
         }
-        /* A busy loop (many events in one wait) leaves requests to the
-         * workers, which spread over the CPUs; a quiet one answers the
-         * small reads itself, sparing the hand-off and its latency. */
-        bool quiet = !l->batch || l->batch->n <= CN__FAST_BATCH;
+        /* A busy loop of a server with fewer loops than CPUs (many events
+         * in one wait) leaves requests to the workers, which spread over the
+         * idle CPUs; otherwise the loop answers the small reads itself,
+         * sparing the hand-off and its latency (CN__FAST_BATCH). */
+        bool quiet = !l->batch || l->batch->n <= l->fast_batch;
         if (ad->fast && !c->ssl && fast_left > 0 && quiet && !atomic_load(&l->srv->stopping)) {
             cn__admit_settle(c); /* a complete request head arrived */
             c->on_loop = true;
@@ -511,6 +528,7 @@ static void read_head(cn__loop_t *l, cn_conn_t *c, bool readable)
                 return;
             }
             if (r > 0) {
+                cn_metric_add(c->ls->m.loop_answered, 1);
                 c->head_got = 0;
                 c->deadline = cn_mono_ms() + c->ls->lim.idle_ms;
                 if (c->pend_len) {
@@ -865,6 +883,8 @@ static cn_err_t loop_register(cn__loop_t *l)
         s->accept_retry = INT64_MAX;
         cn_info("net", "%u event loop(s)", s->nloops);
     }
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    l->fast_batch = cpus > 0 && s->nloops < (unsigned long)cpus ? CN__FAST_BATCH : INT_MAX;
     l->wake_src.kind = CN__SRC_WAKE;
     l->next_timer = INT64_MAX;
     return cn__poll_add(l->poll, l->wake_fd, CN__EV_READ, &l->wake_src);
@@ -944,6 +964,31 @@ static int loop_timeout(cn__loop_t *l, bool draining, int64_t grace_end, bool *f
     return timeout;
 }
 
+void cn__loop_break_poll(cn_server_t *s, unsigned idx)
+{
+    if (idx < s->nloops) {
+        cn__poll_break(s->loops[idx].poll);
+        cn__loop_wake(&s->loops[idx]);
+    }
+}
+
+/* The wait of a loop whose epoll set failed (l->poll_broken): its eventfd
+ * alone, through poll(2); puts its event in b and returns 1, or 0 on a
+ * timeout.  Never fails: if even poll(2) does, it sleeps a little and
+ * reports the eventfd (non-blocking) anyway, so the drain goes on. */
+static int wait_wake_only(cn__loop_t *l, cn__batch_t *b, int timeout)
+{
+    struct pollfd pf = { .fd = l->wake_fd, .events = POLLIN };
+    int r = poll(&pf, 1, timeout);
+    if (r == 0 || (r < 0 && errno == EINTR))
+        return 0;
+    if (r < 0)
+        (void)poll(NULL, 0, 10);
+    b->ev[0].ptr = &l->wake_src;
+    b->ev[0].mask = CN__EV_READ;
+    return 1;
+}
+
 cn_err_t cn__loop_run(cn__loop_t *l)
 {
     cn_server_t *s = l->srv;
@@ -965,11 +1010,19 @@ cn_err_t cn__loop_run(cn__loop_t *l)
         int timeout = loop_timeout(l, draining, grace_end, &forced);
         if (timeout == -2)
             break;
-        int n = cn__poll_wait(l->poll, b->ev, CN__MAX_EVENTS, timeout);
+        int n = l->poll_broken ? wait_wake_only(l, b, timeout)
+                               : cn__poll_wait(l->poll, b->ev, CN__MAX_EVENTS, timeout);
         if (n < 0) {
+            /* This loop can no longer watch its connections: the server
+             * stops.  Returning now would strand them (they count as live,
+             * and no other loop may close them), so every loop's drain
+             * would wait forever; instead this loop drains on its eventfd
+             * alone, which still brings the workers' returns and the stop. */
             err = n;
-            cn_error("net", "event loop %u: %s", l->idx, cn_strerror(err));
-            goto out;
+            cn_error("net", "event loop %u: %s: stopping", l->idx, cn_strerror(err));
+            l->poll_broken = true;
+            cn_server_stop(s);
+            continue;
         }
         b->n = n;
         for (b->i = 0; b->i < n; b->i++)

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 struct cn__poll {
@@ -90,4 +91,13 @@ int cn__poll_wait(cn__poll_t *p, cn__poll_event_t *ev, int max, int timeout_ms)
             ev[i].mask |= CN__EV_ERROR;
     }
     return n;
+}
+
+void cn__poll_break(cn__poll_t *p)
+{
+    int fd = eventfd(0, EFD_CLOEXEC);
+    if (fd >= 0 && fd != p->epfd) {
+        (void)dup2(fd, p->epfd);
+        close(fd);
+    }
 }

@@ -16,6 +16,7 @@
 #ifndef CN_NET_INT_H
 #define CN_NET_INT_H
 
+#include "cairn/crypto.h"
 #include "cairn/metrics.h"
 #include "cairn/net.h"
 #include "cairn/util.h"
@@ -46,6 +47,9 @@ void cn__poll_del(cn__poll_t *p, int fd);
 /* Waits up to timeout_ms (-1 = forever); returns the number of events (>= 0)
  * written to ev, or -errno (never -EINTR). */
 int cn__poll_wait(cn__poll_t *p, cn__poll_event_t *ev, int max, int timeout_ms);
+/* Test hook: p's every later wait fails (its descriptor is replaced by one
+ * that is not an epoll set; a wait in progress ends normally).  Tests only. */
+void cn__poll_break(cn__poll_t *p);
 
 /* ---- counting table (admit.c): source -> pending count, principal -> conns ---- */
 typedef struct cn__count_ent {
@@ -127,6 +131,7 @@ typedef enum {
 
 typedef struct cn__net_metrics {
     cn_metric_t *open, *accepted, *bytes_in, *bytes_out;
+    cn_metric_t *loop_answered; /* requests the loop answered itself (fast()) */
     cn_metric_t *refused[CN__REFUSE_COUNT];
 } cn__net_metrics_t;
 
@@ -271,6 +276,8 @@ typedef struct cn__loop {
     cn_conn_t *park_head[CN_POOL_COUNT], *park_tail[CN_POOL_COUNT];
     int64_t next_timer;
     struct cn__batch *batch;
+    int fast_batch;   /* the most events of one wait that still leave fast() on (loop.c) */
+    bool poll_broken; /* the epoll set failed: the loop drains on its eventfd alone */
     pthread_t thread;
     bool started;
     cn_err_t result;
@@ -351,8 +358,16 @@ long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write);
  * the read-ahead buffer, or decrypted in a TLS session. */
 bool cn__conn_buffered(cn_conn_t *c);
 
-/* tls.c: the one place TLS contexts are made. */
+/* tls.c: the one place server TLS contexts are made (client ones:
+ * cn_tls_client_ctx_new in cairn/crypto.h).  TLS 1.3 only, the X25519MLKEM768
+ * provider loaded.  cn__tls_ctx_new is the Jay and HTTP listeners': classical
+ * groups with the hybrid one first, or only the hybrid one when the
+ * environment says CAIRN_TLS_GROUPS=pq-only (CN_E_INVALID for another value).
+ * cn__tls_ctx_new_groups takes the rule from its caller: Scribe protocol 4 and
+ * SAU2 pass CN_TLS_GROUPS_PQ_ONLY.  *out is the caller's to SSL_CTX_free. */
 cn_err_t cn__tls_ctx_new(const char *cert, const char *key, SSL_CTX **out);
+cn_err_t cn__tls_ctx_new_groups(const char *cert, const char *key, cn_tls_groups_t groups,
+                                SSL_CTX **out);
 /* The server side TLS handshake on c's non-blocking socket, by deadline. */
 cn_err_t cn__tls_accept(cn_conn_t *c, int64_t deadline);
 /* Waits until fd is ready for events (POLLIN/POLLOUT) or deadline. */
@@ -363,5 +378,9 @@ void cn__loop_give_back(cn_conn_t *c); /* worker -> loop */
 void cn__worker_run(void *arg, void *item);
 /* Runs loop l until the server has stopped and every connection closed. */
 cn_err_t cn__loop_run(cn__loop_t *l);
+/* Test hook: loop idx's epoll set fails from its next wait on (as an
+ * epoll_wait error would), and the loop is woken to find out.  Any thread;
+ * tests only (tests/net/net_test_server.c). */
+void cn__loop_break_poll(cn_server_t *s, unsigned idx);
 
 #endif

@@ -173,6 +173,12 @@ void cn__net_metrics_init(cn__net_metrics_t *m, const char *listener)
         .help = "Bytes written to clients, by listener.",
         .kind = CN_METRIC_COUNTER,
     };
+    static const cn_metric_family_t loop_answered = {
+        .name = "cairn_net_loop_answered_total",
+        .help = "Requests an event loop answered itself, with no hand-off to a worker, by "
+                "listener.",
+        .kind = CN_METRIC_COUNTER,
+    };
     static const char *const reason[CN__REFUSE_COUNT] = { "limit", "per_source", "memory_budget",
                                                           "deadline" };
     char l[96];
@@ -181,6 +187,7 @@ void cn__net_metrics_init(cn__net_metrics_t *m, const char *listener)
     m->accepted = cn_metric_series(NULL, &accepted, l);
     m->bytes_in = cn_metric_series(NULL, &bytes_in, l);
     m->bytes_out = cn_metric_series(NULL, &bytes_out, l);
+    m->loop_answered = cn_metric_series(NULL, &loop_answered, l);
     for (int i = 0; i < CN__REFUSE_COUNT; i++) {
         char lr[160];
         snprintf(lr, sizeof lr, "%s,reason=\"%s\"", l, reason[i]);

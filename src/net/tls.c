@@ -1,11 +1,17 @@
-/* TLS through OpenSSL.  Every TLS context cairn serves with is made here, so
- * that a provider (a post-quantum key-exchange group) and a group list can be
- * configured in one place later.  TLS 1.3 only. */
+/* TLS through OpenSSL.  Every TLS context cairn serves with is made here:
+ * TLS 1.3 only, with cairn's X25519MLKEM768 provider (src/crypto/pqtls.c)
+ * loaded first and the group list of cn_tls_groups_t set, so that no listener
+ * can end up with OpenSSL's defaults by accident.  It must never pick a
+ * listener's group rule itself: the caller (or CAIRN_TLS_GROUPS) does. */
 #include "net/net_int.h"
 
 #include <errno.h>
 #include <openssl/err.h>
 #include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cairn/crypto.h"
 
 static void tls_log_errors(const char *what)
 {
@@ -19,14 +25,36 @@ static void tls_log_errors(const char *what)
 
 cn_err_t cn__tls_ctx_new(const char *cert, const char *key, SSL_CTX **out)
 {
+    /* A process-wide override, read when a listener starts: "pq-only"
+     * restricts the Jay and HTTP listeners too (tests, and deployments whose
+     * every client has the hybrid group). */
+    const char *env = getenv("CAIRN_TLS_GROUPS");
+    cn_tls_groups_t groups = CN_TLS_GROUPS_HYBRID_FIRST;
+    if (env && strcmp(env, "pq-only") == 0)
+        groups = CN_TLS_GROUPS_PQ_ONLY;
+    else if (env && *env && strcmp(env, "hybrid-first") != 0) {
+        cn_error("net", "CAIRN_TLS_GROUPS=%s: expected pq-only or hybrid-first", env);
+        *out = NULL;
+        return CN_E_INVALID;
+    }
+    return cn__tls_ctx_new_groups(cert, key, groups, out);
+}
+
+cn_err_t cn__tls_ctx_new_groups(const char *cert, const char *key, cn_tls_groups_t groups,
+                                SSL_CTX **out)
+{
     *out = NULL;
     ERR_clear_error();
+    if (cn_crypto_pq_load() < 0) {
+        tls_log_errors("the X25519MLKEM768 provider");
+        return CN_E_CORRUPT;
+    }
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
     if (!ctx) {
         tls_log_errors("TLS context");
         return -ENOMEM;
     }
-    if (!SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION))
+    if (cn_tls_ctx_set_groups(ctx, groups) < 0)
         goto bad;
     /* Bodies are streamed in whole-record writes; partial writes keep the
      * non-blocking retry loop simple. */
@@ -63,8 +91,12 @@ cn_err_t cn__tls_accept(cn_conn_t *c, int64_t deadline)
     for (;;) {
         ERR_clear_error();
         int r = SSL_accept(c->ssl);
-        if (r == 1)
+        if (r == 1) {
+            /* Tests and operators check the key exchange here. */
+            cn_debug("net", "TLS handshake with %s: %s, group %s", c->peer_text,
+                     SSL_get_version(c->ssl), cn_tls_negotiated_group(c->ssl));
             return CN_OK;
+        }
         short ev;
         switch (SSL_get_error(c->ssl, r)) {
         case SSL_ERROR_WANT_READ: ev = POLLIN; break;

@@ -36,7 +36,13 @@ uint64_t cn__cache_hash(const char *key, size_t klen)
 cn_err_t cn__cache_init(cn__cache_t *c, size_t nslots, size_t budget)
 {
     memset(c, 0, sizeof *c);
-    pthread_mutex_init(&c->mu, NULL);
+    /* Writers first: a steady stream of finds must not starve an offer. */
+    pthread_rwlockattr_t at;
+    pthread_rwlockattr_init(&at);
+    pthread_rwlockattr_setkind_np(&at, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&c->mu, &at);
+    pthread_rwlockattr_destroy(&at);
+    atomic_init(&c->tick, 0);
     c->budget = budget;
     if (!nslots)
         return 0; /* a disabled cache: offers are dropped, finds never made */
@@ -57,7 +63,7 @@ void cn__cache_destroy(cn__cache_t *c)
     c->ent = NULL;
     c->used = NULL;
     c->nslots = 0;
-    pthread_mutex_destroy(&c->mu);
+    pthread_rwlock_destroy(&c->mu);
 }
 
 void cn__cent_release(cn__cent_t *e)
@@ -81,27 +87,31 @@ cn__cent_t *cn__cache_find(cn__cache_t *c, const char *key, size_t klen, int64_t
     uint64_t h = cn__cache_hash(key, klen);
     size_t base = cache_set(c, h);
     cn__cent_t *found = NULL;
-    pthread_mutex_lock(&c->mu);
+    pthread_rwlock_rdlock(&c->mu);
     for (size_t i = base; i < base + CN__CACHE_WAYS; i++) {
         cn__cent_t *e = c->ent[i];
         if (same_key(e, h, key, klen) && e->v1 == v1 && e->v2 == v2) {
             atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
-            c->used[i] = ++c->tick;
+            /* Store only when it moves: a hot entry's line stays shared. */
+            uint64_t t = atomic_load_explicit(&c->tick, memory_order_relaxed);
+            if (atomic_load_explicit(&c->used[i], memory_order_relaxed) != t)
+                atomic_store_explicit(&c->used[i], t, memory_order_relaxed);
             found = e;
             break;
         }
     }
-    if (found)
-        c->hits++;
-    else
-        c->misses++;
-    pthread_mutex_unlock(&c->mu);
+    pthread_rwlock_unlock(&c->mu);
     return found;
+}
+
+static uint64_t used_at(const cn__cache_t *c, size_t i)
+{
+    return atomic_load_explicit(&c->used[i], memory_order_relaxed);
 }
 
 /* The slot e goes to in its set: the one holding its key (NULL *keep when
  * that one is newer or as new: e is not kept), else an empty one, else the
- * least recently used.  Under c->mu. */
+ * least recently used.  Under c->mu held exclusively. */
 static size_t offer_slot_locked(cn__cache_t *c, const cn__cent_t *e, size_t base, bool *keep)
 {
     *keep = true;
@@ -112,7 +122,7 @@ static size_t offer_slot_locked(cn__cache_t *c, const cn__cent_t *e, size_t base
             *keep = o->v1 < e->v1 || (o->v1 == e->v1 && o->v2 < e->v2);
             return i;
         }
-        if (c->ent[victim] && (!o || c->used[i] < c->used[victim]))
+        if (c->ent[victim] && (!o || used_at(c, i) < used_at(c, victim)))
             victim = i;
     }
     return victim;
@@ -126,7 +136,7 @@ void cn__cache_offer(cn__cache_t *c, cn__cent_t *e)
      * the next offer when one entry displaces more). */
     cn__cent_t *drop[CN__CACHE_SLOTS];
     size_t ndrop = 0;
-    pthread_mutex_lock(&c->mu);
+    pthread_rwlock_wrlock(&c->mu);
     bool keep;
     size_t slot = offer_slot_locked(c, e, cache_set(c, e->hash), &keep);
     if (keep) {
@@ -136,13 +146,15 @@ void cn__cache_offer(cn__cache_t *c, cn__cent_t *e)
         }
         atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
         c->ent[slot] = e;
-        c->used[slot] = ++c->tick;
+        uint64_t t = atomic_load_explicit(&c->tick, memory_order_relaxed) + 1;
+        atomic_store_explicit(&c->tick, t, memory_order_relaxed);
+        atomic_store_explicit(&c->used[slot], t, memory_order_relaxed);
         c->cost += e->cost;
         /* Over the budget: the least recently used others go. */
         while (c->cost > c->budget && ndrop < sizeof drop / sizeof *drop) {
             size_t lru = slot;
             for (size_t i = 0; i < c->nslots; i++)
-                if (i != slot && c->ent[i] && (lru == slot || c->used[i] < c->used[lru]))
+                if (i != slot && c->ent[i] && (lru == slot || used_at(c, i) < used_at(c, lru)))
                     lru = i;
             if (lru == slot)
                 break;
@@ -151,7 +163,7 @@ void cn__cache_offer(cn__cache_t *c, cn__cent_t *e)
             c->ent[lru] = NULL;
         }
     }
-    pthread_mutex_unlock(&c->mu);
+    pthread_rwlock_unlock(&c->mu);
     for (size_t i = 0; i < ndrop; i++)
         cn__cent_release(drop[i]);
 }

@@ -39,44 +39,20 @@
 #include "objects_int.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
+
+#include "cairn/util.h"
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "the table needs lock-free 64-bit atomics");
 
-#define GEN_BYTES (CN__GEN_SLOTS * sizeof(uint64_t))
 #define GEN_LEAVE ((UINT64_C(1) << 32) - 1) /* generation + 1, in flight - 1 */
 
 struct cn__gen {
     int fd; /* holds the shared lock */
     _Atomic uint64_t *w;
 };
-
-/* Zeroes the table when this process is alone with it, then takes the
- * shared lock every user holds. */
-static cn_err_t gen_lock(int fd)
-{
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-        if (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)GEN_BYTES) < 0)
-            return -errno;
-    } else if (errno != EWOULDBLOCK) {
-        return -errno;
-    }
-    /* Converting may let another opener in between: it is alone with the
-     * file too and zeroes a table nobody used yet. */
-    if (flock(fd, LOCK_SH) < 0)
-        return -errno;
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return -errno;
-    return st.st_size == (off_t)GEN_BYTES ? 0 : CN_E_CORRUPT;
-}
 
 cn_err_t cn__gen_open(const char *data_dir, cn__gen_t **out)
 {
@@ -87,36 +63,23 @@ cn_err_t cn__gen_open(const char *data_dir, cn__gen_t **out)
     cn__gen_t *g = calloc(1, sizeof *g);
     if (!g)
         return -ENOMEM;
-    cn_err_t err = 0;
-    g->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (g->fd < 0) {
-        err = -errno;
-        goto fail;
-    }
-    err = gen_lock(g->fd);
-    if (err < 0)
-        goto fail;
-    void *m = mmap(NULL, GEN_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, g->fd, 0);
-    if (m == MAP_FAILED) {
-        err = -errno;
-        goto fail;
+    void *m = NULL;
+    /* Zeroed by a process alone with it: invariant 4. */
+    cn_err_t err = cn_shared_words_open(path, CN__GEN_SLOTS, &g->fd, &m);
+    if (err < 0) {
+        free(g);
+        return err;
     }
     g->w = m;
     *out = g;
     return 0;
-fail:
-    cn__gen_close(g);
-    return err;
 }
 
 void cn__gen_close(cn__gen_t *g)
 {
     if (!g)
         return;
-    if (g->w)
-        munmap((void *)g->w, GEN_BYTES);
-    if (g->fd >= 0)
-        close(g->fd); /* drops the lock */
+    cn_shared_words_close(g->fd, (void *)g->w, CN__GEN_SLOTS);
     free(g);
 }
 

@@ -32,17 +32,19 @@ typedef struct cn__cent {
 #define CN__CACHE_WAYS 4   /* slots one key may sit in */
 
 /* A bounded set-associative cache of entries: at most nslots (a multiple of
- * CN__CACHE_WAYS), and at most budget bytes of their cost.  Thread-safe (one
- * mutex, held only to find or swap a pointer; entries are destroyed outside
- * it). */
+ * CN__CACHE_WAYS), and at most budget bytes of their cost.  Thread-safe: finds
+ * share a reader lock (so the event loops and workers finding at once never
+ * wait for each other: no futex on a hit), offers take it exclusively, held
+ * only to swap pointers; entries are destroyed outside it.  Recency is counted
+ * in offers (tick moves only under the writer lock): enough for the only
+ * decision it serves, which entry an offer evicts. */
 typedef struct cn__cache {
-    pthread_mutex_t mu;
-    size_t budget, cost;
-    uint64_t tick;
+    pthread_rwlock_t mu;
+    size_t budget, cost; /* under mu held exclusively */
+    _Atomic uint64_t tick;
     size_t nslots;
-    cn__cent_t **ent;      /* nslots */
-    uint64_t *used;        /* nslots */
-    uint64_t hits, misses; /* statistics, under mu */
+    cn__cent_t **ent;       /* nslots; written under mu exclusively */
+    _Atomic uint64_t *used; /* nslots; the tick of the last find or offer */
 } cn__cache_t;
 
 /* -ENOMEM, or 0; a cache that failed to initialize may still be destroyed. */

@@ -197,6 +197,13 @@ cn_err_t cn__locks_enforce(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq
                            const uint8_t branch[16], const cn_repos_changeset_t *cs,
                            cn_repos_outcome_t *out);
 
+/* ---- workspaces (service_workspace.c) ---------------------------------------------
+ * CN_E_CONFLICT (WORKSPACE_RETIRED) when workspace was removed from repo;
+ * CN_OK for a live or unknown workspace.  Registration, pins, submits and
+ * lock requests call it inside their transactions. */
+cn_err_t cn__ws_check(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
+                      const uint8_t workspace[16]);
+
 /* Membership lookup: the blob digest and length of (kind, id) in repo.
  * *found false when absent. */
 cn_err_t cn__object_find(cn_meta_txn_t *txn, const uint8_t repo[16], uint8_t kind,

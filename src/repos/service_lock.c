@@ -143,6 +143,7 @@ static cn_err_t edit_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
     lock_edit_t *le = ctx;
     const uint8_t *id = repo->info.id;
     le->changed = 0;
+    CN_TRY(cn__ws_check(txn, le->rq, id, le->workspace));
     if (!le->release) {
         cn_repos_branch_t b;
         CN_TRY(cn__branch_load(txn, le->rq, id, le->branch, &b));

@@ -522,7 +522,9 @@ static cn_err_t pin_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
 {
     const ref_batch_t *rb = ctx;
     const uint8_t *id = repo->info.id;
-    cn_err_t err = intent_claim(txn, rb, id);
+    cn_err_t err = cn__ws_check(txn, rb->rq, id, rb->workspace);
+    if (err >= 0)
+        err = intent_claim(txn, rb, id);
     for (uint32_t i = 0; i < rb->n && err >= 0; i++)
         err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_PIN_INSERT], "bbib", CN__ARG_ID(id),
                             CN__ARG_ID(rb->intent), (int64_t)rb->refs[i].kind,

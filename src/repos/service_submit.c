@@ -124,6 +124,7 @@ static cn_err_t op_lookup(cn_meta_txn_t *txn, const uint8_t repo[16], const uint
 
 /* An operation asked about: the kind that recorded it and its outcome. */
 typedef struct operation_query {
+    cn_repos_req_t *rq;
     const uint8_t *operation;
     uint8_t kind;
     cn_repos_outcome_t *out;
@@ -142,6 +143,9 @@ static cn_err_t outcome_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *c
         err = outcome_decode(rec.outcome.data, rec.outcome.len, oq->operation, oq->out);
     else if (oq->kind == CN_REPOS_OP_BRANCH)
         err = cn__branch_outcome_decode(rec.outcome.data, rec.outcome.len, oq->operation, oq->bout);
+    else if (oq->kind == CN_REPOS_OP_WS_REMOVE) /* answered by workspace_remove_outcome */
+        err = cn__rfail(oq->rq, CN_E_CONFLICT, CN_REPOS_E_OPERATION_INTENT_MISMATCH,
+                        "the operation id belongs to a workspace removal");
     else if (err >= 0 && rec.found)
         err = CN_E_CORRUPT;
     cn__op_free(&rec);
@@ -154,7 +158,7 @@ cn_err_t cn_repos_operation_outcome(cn_repos_t *r, cn_repos_req_t *rq, const uin
 {
     memset(out, 0, sizeof *out);
     memset(bout, 0, sizeof *bout);
-    operation_query_t oq = { operation, CN_REPOS_OP_UNKNOWN, out, bout };
+    operation_query_t oq = { rq, operation, CN_REPOS_OP_UNKNOWN, out, bout };
     cn_err_t err =
         cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, outcome_body, &oq);
     if (err < 0) {
@@ -463,7 +467,7 @@ static cn_err_t plan_identity(plan_t *pl, cn_meta_txn_t *txn)
     if (memcmp(pl->repo.info.incarnation, s->incarnation, 16) != 0)
         return cn__rfail(pl->rq, CN_E_CONFLICT, CN_REPOS_E_INCARNATION_MISMATCH,
                          "the repository was restored: its incarnation differs");
-    return CN_OK;
+    return cn__ws_check(txn, pl->rq, s->repo, s->workspace);
 }
 
 /* The branch and its head, a merge's checks, and the base inside the

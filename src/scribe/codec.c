@@ -123,6 +123,11 @@ enum {
     B_LOCK_RELEASE = 16 * 2 + 1 + B_LOCK_PATHS,
     B_LOCK_LIST = 16 + B_STR(CN_SCRIBE_MAX_PATH) + 1 + 16 + 1 + B_STR(CN_SCRIBE_MAX_PATH) + 4,
     B_LOCK_POLICY = 16,
+    B_WS_REGISTER = 16 * 3 + B_STR(CN_SCRIBE_MAX_WS_LABEL) + 2 +
+                    CN_SCRIBE_MAX_WS_TAGS * B_STR(CN_SCRIBE_MAX_WS_TAG),
+    B_WS_LIST = 16 + 1 + 1 + 16 + 4, /* 34-36: the specification's fixed sizes */
+    B_WS_REMOVE = 16 * 4,
+    B_WS_OUTCOME = 16 * 2,
 };
 
 bool cn_scribe_request_bound(uint16_t opcode, bool tls, uint32_t *bound)
@@ -160,6 +165,10 @@ bool cn_scribe_request_bound(uint16_t opcode, bool tls, uint32_t *bound)
     case CN_SCRIBE_OP_LOCK_RELEASE: b = B_LOCK_RELEASE; break;
     case CN_SCRIBE_OP_LOCK_LIST: b = B_LOCK_LIST; break;
     case CN_SCRIBE_OP_LOCK_POLICY: b = B_LOCK_POLICY; break;
+    case CN_SCRIBE_OP_WORKSPACE_REGISTER: b = B_WS_REGISTER; break;
+    case CN_SCRIBE_OP_WORKSPACE_LIST: b = B_WS_LIST; break;
+    case CN_SCRIBE_OP_WORKSPACE_REMOVE: b = B_WS_REMOVE; break;
+    case CN_SCRIBE_OP_WORKSPACE_REMOVE_OUTCOME: b = B_WS_OUTCOME; break;
     default: return false;
     }
     if (bound)

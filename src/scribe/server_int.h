@@ -98,6 +98,9 @@ cn_err_t cn__scribe_op_merge(cn__scribe_call_t *k);
 cn_err_t cn__scribe_op_cherry(cn__scribe_call_t *k);
 /* lock_acquire, lock_release, lock_list, lock_policy: 14, 16, 17, 29 (server_lock.c). */
 cn_err_t cn__scribe_op_lock(cn__scribe_call_t *k);
+/* workspace_register, workspace_list, workspace_remove,
+ * workspace_remove_outcome: 12, 34-36 (server_workspace.c). */
+cn_err_t cn__scribe_op_workspace(cn__scribe_call_t *k);
 /* The wire view of a branch record (its strings borrowed from b). */
 void cn__scribe_branch_view(const cn_repos_branch_t *b, cn_scribe_branch_info_t *v);
 /* The service view of a decoded submit (its strings borrowed from q). */

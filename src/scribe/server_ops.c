@@ -989,6 +989,10 @@ cn_err_t cn__scribe_op(cn__scribe_call_t *k)
     case CN_SCRIBE_OP_LOCK_RELEASE:
     case CN_SCRIBE_OP_LOCK_LIST:
     case CN_SCRIBE_OP_LOCK_POLICY: return cn__scribe_op_lock(k);
+    case CN_SCRIBE_OP_WORKSPACE_REGISTER:
+    case CN_SCRIBE_OP_WORKSPACE_LIST:
+    case CN_SCRIBE_OP_WORKSPACE_REMOVE:
+    case CN_SCRIBE_OP_WORKSPACE_REMOVE_OUTCOME: return cn__scribe_op_workspace(k);
     default:
         return cn__scribe_fail_code(k, CN_SCRIBE_E_UNSUPPORTED_OPERATION,
                                     "%s is not offered by this server yet",

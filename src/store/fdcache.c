@@ -14,9 +14,16 @@
  * (cn__fdc_forget), and the fstat on a hit catches any other unlink.  A
  * borrowed entry is closed by its last borrower.  Lock order: a stripe lock,
  * then fdc_mu; nothing is opened while fdc_mu is held.
+ *
+ * Packed blobs (pack.c) are not kept here: their packs' descriptors stay
+ * open anyway.  cn_store_fd_get hands out a private copy of their verified
+ * bytes; cn_store_fd_get_at a duplicate of the pack's descriptor and the
+ * record's offset.
  */
 #include "store/store_int.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -147,14 +154,36 @@ cn_err_t cn_store_fd_get(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t 
     }
     int f = -1;
     uint64_t n = 0;
+    cn__pack_loc_t loc;
+    bool packed = cn__pack_find(s, d, &loc);
     CN_TRY(cn_store_open_fd(s, d, &f, &n));
     *fd = f;
     *len = n;
-    if (n > CN__FDC_MAX_LEN || !s->fdc_n)
+    if (packed || n > CN__FDC_MAX_LEN || !s->fdc_n)
         return CN_OK;
     pthread_mutex_lock(&s->fdc_mu);
     *handle = keep_locked(s, base, d, f, n);
     pthread_mutex_unlock(&s->fdc_mu);
+    return CN_OK;
+}
+
+cn_err_t cn_store_fd_get_at(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t *off,
+                            uint64_t *len, void **handle)
+{
+    cn__pack_loc_t loc;
+    *handle = NULL;
+    if (!cn__pack_find(s, d, &loc)) {
+        *off = 0;
+        return cn_store_fd_get(s, d, fd, len, handle);
+    }
+    /* A duplicate, closed by cn_store_fd_put: the pack's own descriptor
+     * stays the store's. */
+    int f = fcntl(loc.fd, F_DUPFD_CLOEXEC, 0);
+    if (f < 0)
+        return -errno;
+    *fd = f;
+    *off = loc.off;
+    *len = loc.len;
     return CN_OK;
 }
 

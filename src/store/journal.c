@@ -35,16 +35,6 @@
 #define CHECKPOINT_BYTES (64ull << 20)
 static const uint8_t rec_magic[4] = { 'C', 'N', 'J', '1' };
 
-static void put_u32le(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get_u32le(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 cn_err_t cn__journal_checkpoint(cn_store_t *s)
 {
     if (s->journal_len == 0)
@@ -63,16 +53,18 @@ cn_err_t cn__journal_commit(cn_store_t *s, cn__commit_req_t *batch)
 {
     cn_buf_reset(&s->journal_buf);
     for (cn__commit_req_t *r = batch; r; r = r->next) {
+        if (r->packed)
+            continue; /* its pack record is its journal (pack.c) */
         /* Replay accepts every record written here: one it refused would
          * end replay early and lose the acknowledged blobs after it. */
         assert(r->payload_len <= CN__STORE_IO_CHUNK && r->form <= CN_STORE_LZ4);
         uint8_t h[REC_HDR];
         memset(h, 0, sizeof h);
         memcpy(h, rec_magic, 4);
-        put_u32le(h + 4, (uint32_t)r->payload_len);
+        cn__le32_put(h + 4, (uint32_t)r->payload_len);
         h[8] = (uint8_t)r->form;
         memcpy(h + 12, r->d.b, CN_DIGEST_LEN);
-        put_u32le(h + 44, cn_crc32c(0, h, 44));
+        cn__le32_put(h + 44, cn_crc32c(0, h, 44));
         CN_TRY(cn_buf_append(&s->journal_buf, h, sizeof h));
         CN_TRY(cn_buf_append(&s->journal_buf, r->payload, r->payload_len));
     }
@@ -184,9 +176,9 @@ static cn_err_t replay(cn_store_t *s, unsigned *records, unsigned *repaired)
             break;
         }
         if (r < (ssize_t)sizeof h || memcmp(h, rec_magic, 4) != 0 ||
-            get_u32le(h + 44) != cn_crc32c(0, h, 44))
+            cn__le32_get(h + 44) != cn_crc32c(0, h, 44))
             break;
-        uint32_t n = get_u32le(h + 4);
+        uint32_t n = cn__le32_get(h + 4);
         if (n > CN__STORE_IO_CHUNK || h[8] > CN_STORE_LZ4)
             break;
         if ((r = pread(s->journal_fd, payload, n, (off_t)(off + sizeof h))) < 0) {

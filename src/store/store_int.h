@@ -41,6 +41,9 @@ typedef struct cn__commit_req {
     size_t payload_len;
     cn_digest_t d;
     cn_store_form_t form;
+    bool packed;        /* goes to the open pack (pack.c), not the journal; no staged file */
+    uint8_t pack_state; /* pack.c's decision for a packed request */
+    uint64_t pack_off;  /* its record's offset in the open pack, when appended */
     bool done;
     bool existed;
     cn_err_t rc;
@@ -106,6 +109,23 @@ struct cn_store {
     size_t fdc_n;
     uint64_t fdc_tick;
 
+    /* Pack files (pack.c).  pack_mu guards the memory index and the packs
+     * array (after a stripe lock, never before); the open pack's tail and
+     * pack_buf belong to the committer thread. */
+    bool pack_on;
+    uint32_t pack_max; /* stored bytes at most, when pack_on */
+    int packs_fd;      /* DATA/packs */
+    pthread_mutex_t pack_mu;
+    struct cn__pack_ent **pidx; /* CN__PACK_BUCKETS chains */
+    uint64_t pidx_count;
+    struct cn__pack_file *packs;
+    size_t n_packs, cap_packs;
+    size_t cur_pack; /* index into packs of the pack appended to */
+    cn_buf_t pack_buf;
+    int pack_crash_at; /* test hook (CAIRN_TEST_PACK_CRASH "P:N"): 0 off, 1..3 */
+    long pack_crash_n; /* ... at the Nth batch */
+    long pack_batches; /* packed batches so far (committer thread) */
+
     /* small-blob journal (journal.c): committer thread only */
     int journal_fd;
     uint64_t journal_len;
@@ -116,6 +136,17 @@ struct cn_store {
 static inline pthread_mutex_t *cn__stripe(cn_store_t *s, const cn_digest_t *d)
 {
     return &s->stripe[d->b[0] % CN__STORE_STRIPES];
+}
+
+/* Little-endian field helpers of the on-disk records (journal, packs). */
+static inline void cn__le32_put(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint32_t cn__le32_get(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 /* staging name helpers (store.c) */
@@ -172,6 +203,65 @@ void cn__journal_close(cn_store_t *s);    /* checkpoints */
 cn_err_t cn__journal_commit(cn_store_t *s, cn__commit_req_t *batch);
 cn_err_t cn__journal_maybe_checkpoint(cn_store_t *s);
 cn_err_t cn__journal_checkpoint(cn_store_t *s);
+
+/* ---- pack files (pack.c; docs/store.md "Pack files") ---- */
+#define CN__PACK_REC_HDR 48
+#define CN__PACK_BUCKETS 65536u
+#define CN__PACK_FILE_MAX (1ull << 30) /* a new pack once the open one would pass it */
+
+/* One decoded record: payload points into the caller's buffer. */
+typedef struct cn__pack_rec {
+    cn_digest_t d;
+    cn_store_form_t form;
+    uint32_t len;
+    const uint8_t *payload;
+} cn__pack_rec_t;
+
+/* Writes the 48-byte header of a record of payload p[0..n). */
+void cn__pack_rec_header(const cn_digest_t *d, cn_store_form_t form, const uint8_t *p, uint32_t n,
+                         uint8_t out[CN__PACK_REC_HDR]);
+/* Decodes the record at p (avail bytes): CN_OK with *used = its size;
+ * CN_E_AGAIN when the header or the payload is cut short (a torn tail);
+ * CN_E_CORRUPT for a bad magic, flags, form, a length over max_len or a CRC
+ * mismatch.  Never reads past avail; does not check the digest. */
+cn_err_t cn__pack_rec_decode(const uint8_t *p, size_t avail, uint32_t max_len, cn__pack_rec_t *out,
+                             size_t *used);
+
+/* Where a packed blob's bytes are: fd is the pack's (kept open while the
+ * store is open: never close it), off the payload's offset in it. */
+typedef struct cn__pack_loc {
+    cn_digest_t d;
+    int fd;
+    uint64_t off;
+    uint32_t len;
+    int64_t mtime_ms;
+} cn__pack_loc_t;
+
+/* Opens DATA/packs, loads the index and recovers every pack (P5).  Packing
+ * is off (and this does nothing) unless opts.pack_max_bytes and meta. */
+cn_err_t cn__pack_open(cn_store_t *s);
+void cn__pack_close(cn_store_t *s);
+/* Whether a finished blob of this form and stored size goes to a pack. */
+bool cn__pack_wants(const cn_store_t *s, cn_store_form_t form, uint64_t stored);
+/* The committer's step for the batch's packed requests (P1-P4): sets each
+ * one's rc and existed. */
+void cn__pack_commit(cn_store_t *s, cn__commit_req_t *batch);
+/* true and *loc when d is packed (a snapshot: the entry may go after). */
+bool cn__pack_find(cn_store_t *s, const cn_digest_t *d, cn__pack_loc_t *loc);
+/* The verified payload of loc into buf (loc->len bytes): CN_E_CORRUPT when
+ * the bytes do not hash to the digest (reported, never served). */
+cn_err_t cn__pack_read(const cn__pack_loc_t *loc, uint8_t *buf);
+/* Under d's stripe lock: CN_E_NOT_FOUND when d is not packed. */
+cn_err_t cn__pack_touch_locked(cn_store_t *s, const cn_digest_t *d);
+cn_err_t cn__pack_remove_locked(cn_store_t *s, const cn_digest_t *d, uint64_t *freed);
+/* Calls fn for every packed blob (a snapshot taken first: fn may lock). */
+cn_err_t cn__pack_list(cn_store_t *s, cn__be_list_fn fn, void *ctx);
+
+/* Blob-level queries over packs then files (store.c).  Under d's stripe lock:
+ * remove from both; CN_E_NOT_FOUND if in neither. */
+cn_err_t cn__store_remove_locked(cn_store_t *s, const cn_digest_t *d, uint64_t *freed);
+/* stat of d, packed or file. */
+cn_err_t cn__store_stat_any(cn_store_t *s, const cn_digest_t *d, cn__be_stat_t *st);
 
 /* BLAKE3 of the logical bytes of a stored file (read.c). */
 cn_err_t cn__store_hash_fd(int fd, uint64_t size, cn_store_form_t form, cn_digest_t *out);

@@ -23,6 +23,11 @@
  *      time a service takes from publish to committing its reference.
  *  S5. Any error from a source or from meta stops the sweep: when in doubt,
  *      keep.
+ *
+ * Packed blobs (pack.c) are walked after the file tree, from a snapshot of
+ * the memory index, and decided by the same S1-S5.  Removing one drops its
+ * index row (P6); its bytes stay in the pack until compaction, which is not
+ * built yet — so packing stays off by default.
  */
 #include "store/store_int.h"
 
@@ -112,7 +117,7 @@ static cn_err_t remove_if_dead(sweep_t *sw, const cn_digest_t *d)
     bool pinned = false;
     uint64_t freed = 0;
     pthread_mutex_lock(mu);
-    cn_err_t rc = s->be->ops->stat(s->be, d, &bst);
+    cn_err_t rc = cn__store_stat_any(s, d, &bst);
     if (rc == CN_E_NOT_FOUND) {
         rc = CN_OK; /* deleted meanwhile */
         goto out;
@@ -133,13 +138,13 @@ static cn_err_t remove_if_dead(sweep_t *sw, const cn_digest_t *d)
         sw->st.pinned++;
         goto out;
     }
-    rc = s->be->ops->remove(s->be, d, &freed);
+    /* A packed blob's row goes; its bytes wait for compaction (pack.c, P6). */
+    rc = cn__store_remove_locked(s, d, &freed);
     if (rc == CN_E_NOT_FOUND) {
         rc = CN_OK;
         goto out;
     }
     if (rc == CN_OK) {
-        cn__fdc_forget(s, d); /* its space is freed now, not at the next look */
         sw->st.deleted++;
         sw->st.bytes_deleted += freed;
     }
@@ -189,6 +194,8 @@ cn_err_t cn_store_sweep(cn_store_t *s, int64_t grace_ms, cn_store_sweep_stats_t 
     cn_err_t rc = cn__store_pins_expire(s, now, &sw->st.pins_expired);
     if (rc == CN_OK)
         rc = s->be->ops->list(s->be, on_blob, sw);
+    if (rc == CN_OK)
+        rc = cn__pack_list(s, on_blob, sw);
     if (rc == CN_OK && sw->n)
         rc = flush_batch(sw);
     cn__store_guard_watch(s, false);

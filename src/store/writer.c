@@ -18,6 +18,11 @@
  *      any I/O error removes the staged file; nothing is renamed.
  *  W6. Whatever a crash leaves in staging was never acknowledged and is
  *      removed at the next open.
+ *
+ * With packs on, the staged file is created only when bytes outgrow the
+ * write buffer or the blob takes a file path at publish: a blob that goes
+ * into a pack (pack.c) never costs an inode.  Without packs it is created
+ * at open, as before.
  */
 #include "store/store_int.h"
 
@@ -75,8 +80,28 @@ static void writeback(cn_store_writer_t *w)
     }
 }
 
+/* Creates the staged file (W1: under staging, a name no blob has). */
+static cn_err_t stage_create(cn_store_writer_t *w)
+{
+    if (w->fd >= 0)
+        return CN_OK;
+    for (int tries = 0; tries < 8; tries++) {
+        CN_TRY(cn__store_staging_name(w->name));
+        w->fd = openat(w->s->staging_fd, w->name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+        if (w->fd >= 0 || errno != EEXIST)
+            break;
+    }
+    if (w->fd < 0) {
+        cn_err_t rc = -errno;
+        w->name[0] = '\0';
+        return rc;
+    }
+    return CN_OK;
+}
+
 static cn_err_t file_write(cn_store_writer_t *w, const void *p, size_t n)
 {
+    CN_TRY(stage_create(w));
     CN_TRY(cn_write_full(w->fd, p, n));
     w->flushed += n;
     writeback(w);
@@ -183,17 +208,10 @@ cn_err_t cn_store_writer_open(cn_store_t *s, const cn_digest_t *expect, int64_t 
         rc = -ENOMEM;
         goto fail;
     }
-    for (int tries = 0; tries < 8; tries++) {
-        if ((rc = cn__store_staging_name(w->name)) < 0)
-            goto fail;
-        w->fd = openat(s->staging_fd, w->name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
-        if (w->fd >= 0 || errno != EEXIST)
-            break;
-    }
-    if (w->fd < 0) {
-        rc = -errno;
+    /* Without packs every blob ends as a file: stage it now, so an open
+     * error shows at open as it always did.  With packs, only when needed. */
+    if (!s->pack_on && (rc = stage_create(w)) < 0)
         goto fail;
-    }
     *out = w;
     return CN_OK;
 fail:
@@ -331,6 +349,7 @@ void cn_store_writer_abort(cn_store_writer_t *w)
 static cn_err_t publish_direct(cn_store_writer_t *w, const cn_digest_t *d, bool *existed)
 {
     cn_store_t *s = w->s;
+    CN_TRY(stage_create(w)); /* the empty blob wrote nothing yet */
     int64_t t0 = cn_mono_ns();
     if (fdatasync(w->fd) < 0)
         return -errno;
@@ -359,7 +378,7 @@ cn_err_t cn_store_writer_publish(cn_store_writer_t *w, cn_digest_t *out, uint64_
         assert(w->blk_len == 0);
     }
     /* W1: the bytes went only to a staging name; admit() kept the limits. */
-    assert(cn__store_is_staged_name(w->name));
+    assert(w->fd < 0 || cn__store_is_staged_name(w->name));
     assert(w->len <= s->opts.max_blob_bytes &&
            (w->expect_len < 0 || w->len <= (uint64_t)w->expect_len));
     if (w->expect_len >= 0 && w->len != (uint64_t)w->expect_len) {
@@ -379,23 +398,28 @@ cn_err_t cn_store_writer_publish(cn_store_writer_t *w, cn_digest_t *out, uint64_
         /* W2: the journal record carries the whole stored form, and replay
          * accepts a record no larger than one I/O chunk. */
         assert(w->out_len == w->stored && w->out_len <= CN__STORE_IO_CHUNK);
-        if ((rc = cn_write_full(w->fd, w->out, w->out_len)) < 0)
+        req.packed = cn__pack_wants(s, w->form, w->stored);
+        if (!req.packed &&
+            ((rc = stage_create(w)) < 0 || (rc = cn_write_full(w->fd, w->out, w->out_len)) < 0))
             goto out;
         memcpy(req.staged_name, w->name, sizeof req.staged_name);
         req.payload = w->out;
         req.payload_len = w->out_len;
         req.d = d;
         req.form = w->form;
-        close(w->fd);
+        if (w->fd >= 0)
+            close(w->fd);
         w->fd = -1;
         rc = cn__committer_submit(s, &req);
         existed = req.existed;
+        if (req.packed)
+            w->name[0] = '\0'; /* nothing staged to remove */
     } else {
         if ((rc = out_flush(w)) < 0)
             goto out;
         rc = publish_direct(w, &d, &existed);
     }
-    renamed = rc == CN_OK && !existed;
+    renamed = rc == CN_OK && !existed; /* or appended to a pack */
     if (renamed) {
         const cn__store_metrics_t *m = cn__store_metrics();
         cn_metric_add(m->blobs[w->form], 1);
@@ -409,7 +433,8 @@ cn_err_t cn_store_writer_publish(cn_store_writer_t *w, cn_digest_t *out, uint64_
     }
 out:
     /* W5: a failed publish renamed nothing.  A renamed staged name no longer
-     * exists; anything else is removed. */
+     * exists; anything else is removed (a writer that staged nothing has an
+     * empty name). */
     assert(rc == CN_OK || !renamed);
     writer_free(w, !renamed);
     return rc;

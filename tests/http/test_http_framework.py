@@ -128,7 +128,8 @@ def test_health_and_metrics(srv):
             break
         time.sleep(0.05)
     assert want in r.text
-    assert "cairn_http_open_connections" in r.text
+    assert 'cairn_connections_open{listener="http"}' in r.text
+    assert "cairn_http_open_connections" not in r.text
     assert "cairn_http_request_duration_seconds_bucket" in r.text
 
 
@@ -515,7 +516,7 @@ def test_aws_chunked_unsigned_trailer(srv):
 
 def test_keep_alive_many_requests(srv):
     before = requests.get(srv.url("/_cairn/metrics")).text
-    total_before = int(re.search(r"cairn_http_connections_total (\d+)", before).group(1))
+    total_before = int(re.search(r'cairn_connections_accepted_total\{listener="http"\} (\d+)', before).group(1))
     conn = http.client.HTTPConnection(srv.host, srv.port, timeout=10)
     conn.connect()
     sock = conn.sock
@@ -531,7 +532,7 @@ def test_keep_alive_many_requests(srv):
         assert conn.sock is sock
     conn.close()
     after = requests.get(srv.url("/_cairn/metrics")).text
-    total_after = int(re.search(r"cairn_http_connections_total (\d+)", after).group(1))
+    total_after = int(re.search(r'cairn_connections_accepted_total\{listener="http"\} (\d+)', after).group(1))
     assert total_after - total_before == 2   # our connection + the metrics request
 
 

@@ -8,7 +8,9 @@
 #include "cn_test.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define SUITE_KEY "AKIDEXAMPLE"
 #define SUITE_SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
@@ -856,6 +858,31 @@ static void test_encoding(void)
     CN_CHECK_EQ(t, 1369353600000LL);
     CN_CHECK_EQ(cn_sigv4_parse_date("20130524T000000", 15, &t), CN_E_INVALID);
     CN_CHECK_EQ(cn_sigv4_parse_date("2013052xT000000Z", 16, &t), CN_E_INVALID);
+    /* The arithmetic against libc's timegm, every day from 1900 to 2400 at a
+     * time of day that moves with it; impossible days refused. */
+    for (int64_t day = -25567; day < 157054; day++) {
+        time_t secs = (time_t)(day * 86400 + (day * 7919) % 86400);
+        struct tm tm;
+        gmtime_r(&secs, &tm);
+        char s[17];
+        strftime(s, sizeof s, "%Y%m%dT%H%M%SZ", &tm);
+        if (cn_sigv4_parse_date(s, 16, &t) != 0 || t != (int64_t)secs * 1000) {
+            printf("# %s not parsed as its timegm value\n", s);
+            CN_CHECK_EQ(cn_sigv4_parse_date(s, 16, &t), 0);
+            CN_CHECK_EQ(t, (int64_t)secs * 1000);
+            break;
+        }
+    }
+    CN_CHECK_EQ(cn_sigv4_parse_date("20240229T120000Z", 16, &t), 0);
+    CN_CHECK_EQ(cn_sigv4_parse_date("20230229T120000Z", 16, &t), CN_E_INVALID);
+    CN_CHECK_EQ(cn_sigv4_parse_date("21000229T120000Z", 16, &t), CN_E_INVALID);
+    CN_CHECK_EQ(cn_sigv4_parse_date("20000229T120000Z", 16, &t), 0);
+    CN_CHECK_EQ(cn_sigv4_parse_date("20130431T120000Z", 16, &t), CN_E_INVALID);
+    CN_CHECK_EQ(cn_sigv4_parse_date("20131301T120000Z", 16, &t), CN_E_INVALID);
+    CN_CHECK_EQ(cn_sigv4_parse_date("20130100T120000Z", 16, &t), CN_E_INVALID);
+    CN_CHECK_EQ(cn_sigv4_parse_date("20130101T235960Z", 16, &t), CN_E_INVALID);
+    CN_CHECK_EQ(cn_sigv4_parse_date("20130101T120060Z", 16, &t), 0);
+    CN_CHECK_EQ(t, 1357041660000LL);
 }
 
 /* ---- the signing-key cache ------------------------------------------------ */

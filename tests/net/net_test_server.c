@@ -15,10 +15,12 @@
  * control message, served on the handshake pool (so it works while every
  * request worker is held): the answer is u32be requests held now + u32be
  * the most ever held at once, "!open" opening the gate first; then the
- * connection closes.
+ * connection closes.  "!break1", once answered, breaks event loop 1's epoll
+ * set (a test hook: its next wait fails, as an epoll_wait error would).
  * Bodies of 64 KiB and more run on the storage pool, smaller on the query pool. */
 #include "cairn/net.h"
 #include "cairn/util.h"
+#include "net/net_int.h" /* cn__loop_break_poll, the test hook */
 
 #include <errno.h>
 #include <getopt.h>
@@ -38,6 +40,7 @@ typedef struct {
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cv; /* CLOCK_MONOTONIC, set up in main() */
 static bool gate_open;
+static cn_server_t *the_srv; /* for "!break1" */
 static uint32_t gate_held, gate_max;
 
 /* Waits for the gate to open, at most until deadline (monotonic ms). */
@@ -67,6 +70,10 @@ static cn_err_t gate_control(cn_conn_t *c, const char *name, int64_t dl)
     cn_store_u32be(reply + 4, gate_max);
     pthread_mutex_unlock(&gate_mu);
     cn_err_t e = cn_conn_write_all(c, reply, sizeof reply, dl);
+    /* After the reply: the stop that follows cuts handshakes in progress,
+     * this one among them. */
+    if (!strcmp(name, "!break1"))
+        cn__loop_break_poll(the_srv, 1);
     return e < 0 ? e : CN_E_CLOSED; /* not a session: close it */
 }
 typedef struct {
@@ -342,6 +349,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    the_srv = s;
     e = cn_server_run(s);
     cn_server_destroy(s);
     return e < 0 ? 1 : 0;

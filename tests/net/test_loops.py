@@ -9,17 +9,21 @@ net_loops) against the real server, over real sockets:
     read, Jay's and the echo adapter's busy() likewise), and once one of the
     ten closes a newcomer is admitted again, on whichever loop;
   * every connection is served the same on either loop, and the server stops
-    cleanly with connections on both.
+    cleanly with connections on both;
+  * a loop whose epoll set fails stops the server, and its connections are
+    closed instead of stranding the stop.
 
 Nothing here asserts how long something took."""
 import http.client
 import re
 import socket
+import struct
+import subprocess
 import time
 
 from conftest import ADMIN_TOKEN, Server, binary, run
-from test_admission import (dial, echo_server, hello, is_closed,  # noqa: F401 (a fixture)
-                            recv_exact, request, session)
+from test_admission import (dial, echo_server, gate, hello,  # noqa: F401 (a fixture)
+                            is_closed, recv_exact, request, session)
 
 
 def start_cairnd(tmp_path, loops, http_limits):
@@ -160,3 +164,40 @@ def test_cairnd_runs_one_loop_per_cpu_by_default(tmp_path):
         assert "%d event loop(s)" % want in srv.output()
     finally:
         assert srv.stop() == 0
+
+
+def test_a_failed_loop_other_than_loop_0_still_lets_the_server_stop(echo_server):
+    # Loop 1's epoll set fails (a test hook in net_test_server): the server
+    # stops by itself, and the connections living on loop 1, idle or with a
+    # request on a worker, are closed rather than stranded (which once left
+    # every other loop waiting for them forever).
+    srv = echo_server("--loops", "2", "--grace-ms", "1000")
+    conns = [session(srv.addr) for _ in range(4)]  # two on each loop
+    for i, s in enumerate(conns):
+        assert request(s, b"n%d" % i) == (0, b"n%d" % i)
+    busy = conns[:2]  # one of loop 0, one of loop 1: a request each on a worker
+    for s in busy:
+        s.sendall(struct.pack(">I", 10) + b"SLEEP:300;")
+    gate(srv, "!break1")
+    try:
+        rc = srv.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("the server did not stop after loop 1 failed:\n" + srv.output())
+    assert rc == 1, srv.output()
+    assert "event loop 1:" in srv.output()
+    for s in conns:
+        assert ends(s), "a connection was left open"
+
+
+def ends(s, timeout=10):
+    """True when the server closes s (EOF or reset) within timeout; what
+    arrives before (the answer of a request in flight) is read past."""
+    s.settimeout(timeout)
+    try:
+        while s.recv(4096):
+            pass
+        return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False

@@ -20,81 +20,9 @@
 #include "cairn/store.h"
 #include "cairn/util.h"
 #include "cn_test.h"
+#include "store/storetest.h"
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static char *mkdata(void)
-{
-    const char *base = getenv("TMPDIR");
-    char tmpl[512];
-    snprintf(tmpl, sizeof tmpl, "%s/cn-store-test-XXXXXX", base && *base ? base : "/tmp");
-    char *d = mkdtemp(tmpl);
-    return d ? strdup(d) : NULL;
-}
-
-static int rm_cb(const char *path)
-{
-    DIR *dir = opendir(path);
-    if (!dir)
-        return unlink(path);
-    struct dirent *de;
-    while ((de = readdir(dir)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        char p[1024];
-        snprintf(p, sizeof p, "%s/%s", path, de->d_name);
-        rm_cb(p);
-    }
-    closedir(dir);
-    return rmdir(path);
-}
-
-static void rmdata(char *d)
-{
-    if (d)
-        rm_cb(d);
-    free(d);
-}
-
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-    uint32_t x = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        p[i] = (uint8_t)x;
-    }
-}
-
-static size_t count_files(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    size_t n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        char p[1024];
-        struct stat st;
-        snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-            n += count_files(p);
-        else
-            n++;
-    }
-    closedir(d);
-    return n;
-}
-
-static size_t count_in(const char *data, const char *sub)
-{
-    char p[1024];
-    snprintf(p, sizeof p, "%s/%s", data, sub);
-    return count_files(p);
-}
 
 static void blob_path(const char *data, const cn_digest_t *d, const char *suffix, char *out,
                       size_t cap)

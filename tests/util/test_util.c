@@ -110,6 +110,18 @@ static void test_rfc3339(void)
     CN_CHECK_STR(s, "1970-01-01T00:00:00.000Z");
     cn_rfc3339(1796222689123LL, s);
     CN_CHECK_STR(s, "2026-12-02T14:44:49.123Z");
+    cn_rfc3339(-1, s);
+    CN_CHECK_STR(s, "1969-12-31T23:59:59.999Z");
+    cn_rfc3339(951782400123LL, s);
+    CN_CHECK_STR(s, "2000-02-29T00:00:00.123Z");
+    cn_rfc3339(1798761599999LL, s);
+    CN_CHECK_STR(s, "2026-12-31T23:59:59.999Z");
+    cn_rfc3339(-62135596800000LL, s);
+    CN_CHECK_STR(s, "0001-01-01T00:00:00.000Z");
+    cn_rfc3339(253402300799999LL, s);
+    CN_CHECK_STR(s, "9999-12-31T23:59:59.999Z");
+    cn_rfc3339(253402300800000LL, s); /* past 9999: snprintf's width */
+    CN_CHECK_STR(s, "10000-01-01T00:00:00.000Z");
 }
 
 static void test_errors(void)

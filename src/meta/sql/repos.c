@@ -118,11 +118,27 @@ static const cn_meta_migration_t schema[] = {
       "CREATE INDEX repos_lock_path ON repos_lock (repo, path);"
       "CREATE INDEX repos_lock_owner ON repos_lock (repo, workspace, path)",
       NULL, NULL },
+    /* Workspaces (docs/protocol/scribe.md 7.11): one registration row per
+     * (repository, workspace); tags is the sorted tag list joined by '\n'
+     * (tags hold no whitespace); owner is NULL on plaintext endpoints.  A
+     * removal keeps the row with retired_ms set (an id the server never saw
+     * gets a row then too), so the id is refused forever.  The owner index
+     * serves own listings. */
+    { 6,
+      "CREATE TABLE repos_workspace (repo BLOB NOT NULL, id BLOB NOT NULL, branch BLOB NOT NULL,"
+      " owner BLOB, label BLOB NOT NULL, tags BLOB NOT NULL, created_ms BIGINT NOT NULL,"
+      " retired_ms BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (repo, id));"
+      "CREATE INDEX repos_workspace_owner ON repos_workspace (repo, owner, id)",
+      NULL, NULL },
 };
 
 #define REPO_COLS "id, name, incarnation, main_branch, head, created_ms, compression"
 #define NOTE_COLS "change, revision, author, edited_ms, text"
 #define LOCK_COLS "path, workspace, principal, branch, since_ms"
+/* A workspace row w and whether it holds a lock now. */
+#define WS_COLS                                                             \
+    "w.id, w.branch, w.owner, w.label, w.tags, w.created_ms, w.retired_ms," \
+    " EXISTS (SELECT 1 FROM repos_lock l WHERE l.repo = w.repo AND l.workspace = w.id)"
 #define BRANCH_COLS "id, name, head, origin_branch, origin_change, created_ms"
 #define BRANCH_ROW "repo, id, name, name_key, head, origin_branch, origin_change, created_ms"
 /* The branch of commit c's merge parent (NULL without one). */
@@ -355,6 +371,23 @@ const char *const cn__sql_repos[CN_SQL_REPOS_COUNT] = {
     [CN_SQL_REPOS_LOCK_PAGE] = "SELECT " LOCK_COLS " FROM repos_lock WHERE repo = ? AND path > ?"
                                " AND (? = 0 OR path = ? OR (path >= ? AND path < ?))"
                                " AND (? = 0 OR workspace = ?) ORDER BY path LIMIT ?",
+    [CN_SQL_REPOS_LOCK_OWNED_ANY] =
+        "SELECT path FROM repos_lock WHERE repo = ? AND workspace = ? ORDER BY path LIMIT 1",
+
+    [CN_SQL_REPOS_WS_GET] =
+        "SELECT " WS_COLS " FROM repos_workspace w WHERE w.repo = ? AND w.id = ?",
+    [CN_SQL_REPOS_WS_INSERT] = "INSERT INTO repos_workspace (repo, id, branch, owner, label, tags,"
+                               " created_ms, retired_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    [CN_SQL_REPOS_WS_UPDATE] =
+        "UPDATE repos_workspace SET branch = ?, label = ? WHERE repo = ? AND id = ?",
+    [CN_SQL_REPOS_WS_RETIRE] =
+        "UPDATE repos_workspace SET retired_ms = ? WHERE repo = ? AND id = ? AND retired_ms = 0",
+    [CN_SQL_REPOS_WS_PAGE] = "SELECT " WS_COLS " FROM repos_workspace w WHERE w.repo = ?"
+                             " AND w.retired_ms = 0 AND w.id > ? AND (? = 0 OR w.owner = ?)"
+                             " ORDER BY w.id LIMIT ?",
+    [CN_SQL_REPOS_PIN_DELETE_WORKSPACE] =
+        "DELETE FROM repos_pin WHERE repo = ? AND intent IN"
+        " (SELECT intent FROM repos_intent WHERE repo = ? AND workspace = ?)",
 };
 
 const cn_sql_set_t cn__sql_repos_set = {

@@ -170,6 +170,18 @@ enum {
                                        owner, limit) -> LOCK_COLS of the paths after `after`
                                        equal to prefix or in [lo, hi), held by owner, by
                                        path */
+    CN_SQL_REPOS_LOCK_OWNED_ANY,    /* (repo, workspace) -> path of its first lock */
+    /* workspaces (WS_COLS: id, branch, owner or NULL, label, tags, created_ms,
+     * retired_ms (0: live), has_locks) */
+    CN_SQL_REPOS_WS_GET,    /* (repo, id) -> WS_COLS */
+    CN_SQL_REPOS_WS_INSERT, /* (repo, id, branch, owner or NULL, label, tags, created_ms,
+                               retired_ms) */
+    CN_SQL_REPOS_WS_UPDATE, /* (branch, label, repo, id) */
+    CN_SQL_REPOS_WS_RETIRE, /* (retired_ms, repo, id): a live row only */
+    CN_SQL_REPOS_WS_PAGE,   /* (repo, after, has_owner, owner, limit) -> WS_COLS of the live
+                               rows after `after` (owned by owner), by id */
+    CN_SQL_REPOS_PIN_DELETE_WORKSPACE, /* (repo, repo, workspace): the pins of every intent
+                                          of the workspace */
     CN_SQL_REPOS_COUNT
 };
 

@@ -1,0 +1,756 @@
+/* Pack files: small blobs appended to one open pack and indexed in meta, so
+ * a batch of them costs one fdatasync and no inode (docs/store.md, "Pack
+ * files").  This file owns the record format, the memory copy of the index,
+ * the committer's pack step and the recovery scan.  It must never let an
+ * index entry (in meta or in memory) exist without its synced bytes, never
+ * rewrite a record in place, and never hand out bytes that do not hash to
+ * their digest (cn__pack_read).
+ *
+ * Pack invariants:
+ *  P1. A batch's records are appended with one pwrite at the pack's synced
+ *      end and made durable with ONE fdatasync before anything about them is
+ *      written to meta or shown to a reader.
+ *  P2. The batch's index rows and the pack's new indexed_end are written in
+ *      ONE meta transaction, committed after P1; only then are the entries
+ *      put in the memory index and the writers woken.  So no index entry
+ *      lacks its bytes, and an acknowledged blob has both.
+ *  P3. A failed append or sync fails every packed request of the batch and
+ *      cuts the pack back to its synced end (best effort: recovery drops a
+ *      torn tail anyway); a failed meta commit fails them too, and their
+ *      synced records become dead space, never indexed nor acknowledged.
+ *  P4. Existence is decided under the digest's stripe lock: a digest already
+ *      in the index or in the file tree is refreshed, not written again.  A
+ *      file visible under that lock is durable (a large publish fsyncs its
+ *      directory before unlocking; a journalled one is renamed only after
+ *      its journal sync), so the refresh needs no sync (W4).
+ *  P5. Recovery, before anything is served: index entries past a pack's end
+ *      are dropped (logged: the disk lied); records from indexed_end on are
+ *      decoded, CRC- and digest-checked and re-indexed in order; the first
+ *      one that fails and all after it were never acknowledged and are
+ *      truncated away, after the re-indexing transaction commits.
+ *  P6. Deleting a packed blob removes its index row, then its memory entry;
+ *      the record stays (compaction is future work) and, lying before
+ *      indexed_end, is never re-indexed by a later recovery.
+ *
+ * Lock order: a stripe lock, then pack_mu.  No I/O under pack_mu.  Pack
+ * descriptors stay open until the store closes, so a reader may pread one
+ * after dropping the lock.
+ */
+#include "store/store_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cairn/meta.h"
+#include "cairn/util.h"
+#include "meta/sql/store.h"
+
+struct cn__pack_ent {
+    cn_digest_t d;
+    uint32_t pack_id;
+    uint32_t len;
+    uint64_t off; /* of the record (its header) */
+    int64_t mtime_ms;
+    struct cn__pack_ent *next;
+};
+
+struct cn__pack_file {
+    uint32_t id;
+    int fd;
+    uint64_t end;         /* synced end (the committer appends here) */
+    uint64_t indexed_end; /* what meta's store_pack row says */
+};
+
+/* A packed request's fate, decided in the committer (P4). */
+enum {
+    PS_NEW,
+    PS_DUP,
+    PS_REFRESH_PACK,
+    PS_REFRESH_FILE
+};
+
+static const uint8_t rec_magic[4] = { 'C', 'N', 'P', '1' };
+
+/* ---- record format ------------------------------------------------------- */
+
+static uint32_t rec_crc(const uint8_t *hdr, const uint8_t *p, uint32_t n)
+{
+    return cn_crc32c(cn_crc32c(0, hdr, 44), p, n);
+}
+
+void cn__pack_rec_header(const cn_digest_t *d, cn_store_form_t form, const uint8_t *p, uint32_t n,
+                         uint8_t out[CN__PACK_REC_HDR])
+{
+    memset(out, 0, CN__PACK_REC_HDR);
+    memcpy(out, rec_magic, 4);
+    cn__le32_put(out + 4, n);
+    out[8] = (uint8_t)form;
+    memcpy(out + 12, d->b, CN_DIGEST_LEN);
+    cn__le32_put(out + 44, rec_crc(out, p, n));
+}
+
+cn_err_t cn__pack_rec_decode(const uint8_t *p, size_t avail, uint32_t max_len, cn__pack_rec_t *out,
+                             size_t *used)
+{
+    *used = 0;
+    if (avail < CN__PACK_REC_HDR)
+        return CN_E_AGAIN;
+    if (memcmp(p, rec_magic, 4) != 0 || p[8] != CN_STORE_RAW || p[9] || p[10] || p[11])
+        return CN_E_CORRUPT;
+    uint32_t n = cn__le32_get(p + 4);
+    if (n > max_len)
+        return CN_E_CORRUPT;
+    if (n > avail - CN__PACK_REC_HDR)
+        return CN_E_AGAIN;
+    if (cn__le32_get(p + 44) != rec_crc(p, p + CN__PACK_REC_HDR, n))
+        return CN_E_CORRUPT;
+    memcpy(out->d.b, p + 12, CN_DIGEST_LEN);
+    out->form = (cn_store_form_t)p[8];
+    out->len = n;
+    out->payload = p + CN__PACK_REC_HDR;
+    *used = CN__PACK_REC_HDR + (size_t)n;
+    return CN_OK;
+}
+
+static bool digest_ok(const cn_digest_t *d, const uint8_t *p, size_t n)
+{
+    cn_digest_t got;
+    cn_blake3(p, n, &got);
+    return memcmp(got.b, d->b, CN_DIGEST_LEN) == 0;
+}
+
+/* ---- memory index (pack_mu held) ------------------------------------------ */
+
+static struct cn__pack_ent **find_locked(cn_store_t *s, const cn_digest_t *d)
+{
+    struct cn__pack_ent **pp = &s->pidx[cn__le32_get(d->b + 4) % CN__PACK_BUCKETS];
+    while (*pp && memcmp((*pp)->d.b, d->b, CN_DIGEST_LEN) != 0)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+/* Adds an entry unless d is indexed already (the first record wins). */
+static cn_err_t index_add_locked(cn_store_t *s, const cn_digest_t *d, uint32_t pack_id,
+                                 uint64_t off, uint32_t len, int64_t mtime_ms)
+{
+    struct cn__pack_ent **pp = find_locked(s, d);
+    if (*pp)
+        return CN_OK;
+    struct cn__pack_ent *e = malloc(sizeof *e);
+    if (!e)
+        return -ENOMEM;
+    *e = (struct cn__pack_ent){ *d, pack_id, len, off, mtime_ms, NULL };
+    *pp = e;
+    s->pidx_count++;
+    return CN_OK;
+}
+
+static struct cn__pack_file *pack_by_id_locked(cn_store_t *s, uint32_t id)
+{
+    for (size_t i = 0; i < s->n_packs; i++)
+        if (s->packs[i].id == id)
+            return &s->packs[i];
+    return NULL;
+}
+
+bool cn__pack_find(cn_store_t *s, const cn_digest_t *d, cn__pack_loc_t *loc)
+{
+    if (!s->pack_on)
+        return false;
+    pthread_mutex_lock(&s->pack_mu);
+    struct cn__pack_ent *e = *find_locked(s, d);
+    struct cn__pack_file *pf = e ? pack_by_id_locked(s, e->pack_id) : NULL;
+    if (CN_ALWAYS(!e || pf)) {
+        if (e)
+            *loc = (cn__pack_loc_t){ *d, pf->fd, e->off + CN__PACK_REC_HDR, e->len, e->mtime_ms };
+    }
+    pthread_mutex_unlock(&s->pack_mu);
+    return e && pf;
+}
+
+cn_err_t cn__pack_read(const cn__pack_loc_t *loc, uint8_t *buf)
+{
+    size_t got = 0;
+    while (got < loc->len) {
+        ssize_t r = pread(loc->fd, buf + got, loc->len - got, (off_t)(loc->off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            break;
+        got += (size_t)r;
+    }
+    if (got == loc->len && digest_ok(&loc->d, buf, loc->len))
+        return CN_OK;
+    char hex[CN_DIGEST_HEX_LEN + 1];
+    cn_digest_hex(&loc->d, hex);
+    cn_error("store", "packed blob %s fails its digest (not served)", hex);
+    return CN_E_CORRUPT;
+}
+
+/* ---- meta ------------------------------------------------------------------ */
+
+/* One index transaction: a batch's rows (committer) or a recovery's. */
+typedef struct idx_txn {
+    cn__commit_req_t *batch;
+    const struct cn__pack_ent *rows; /* recovery: n_rows re-indexed records */
+    size_t n_rows;
+    uint32_t pack_id;
+    uint64_t end; /* the pack's new indexed_end */
+    bool drop_past;
+    bool orphan; /* the pack file is gone: drop its rows, write no end */
+    int64_t now;
+} idx_txn_t;
+
+static cn_err_t idx_insert(cn_meta_txn_t *txn, const cn_digest_t *d, uint32_t id, uint64_t off,
+                           uint32_t len, int64_t mtime)
+{
+    return cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACKED_INSERT], "biiiii", d->b,
+                         (size_t)CN_DIGEST_LEN, (int64_t)id, (int64_t)off, (int64_t)len,
+                         (int64_t)CN_STORE_RAW, mtime);
+}
+
+static cn_err_t idx_body(cn_meta_txn_t *txn, void *ctx)
+{
+    const idx_txn_t *t = ctx;
+    cn_err_t rc = CN_OK;
+    if (t->drop_past)
+        rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACKED_DROP_PAST], "ii",
+                           (int64_t)t->pack_id, (int64_t)t->end);
+    for (cn__commit_req_t *r = t->batch; r && rc >= 0; r = r->next) {
+        if (!r->packed || r->rc < 0)
+            continue;
+        if (r->pack_state == PS_NEW)
+            rc = idx_insert(txn, &r->d, t->pack_id, r->pack_off, (uint32_t)r->payload_len, t->now);
+        else if (r->pack_state == PS_REFRESH_PACK)
+            rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACKED_TOUCH], "ib", t->now, r->d.b,
+                               (size_t)CN_DIGEST_LEN);
+    }
+    for (size_t i = 0; i < t->n_rows && rc >= 0; i++)
+        rc = idx_insert(txn, &t->rows[i].d, t->pack_id, t->rows[i].off, t->rows[i].len, t->now);
+    if (rc >= 0 && !t->orphan)
+        rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACK_SET_END], "ii", (int64_t)t->pack_id,
+                           (int64_t)t->end);
+    return rc < 0 ? rc : CN_OK;
+}
+
+static cn_err_t idx_commit(cn_store_t *s, idx_txn_t *t)
+{
+    return cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, idx_body, t);
+}
+
+typedef struct digest_op {
+    const char *sql;
+    const cn_digest_t *d;
+    int64_t now;
+} digest_op_t;
+
+static cn_err_t digest_op_body(cn_meta_txn_t *txn, void *ctx)
+{
+    const digest_op_t *op = ctx;
+    cn_err_t rc = op->now
+                      ? cn_meta_execf(txn, op->sql, "ib", op->now, op->d->b, (size_t)CN_DIGEST_LEN)
+                      : cn_meta_execf(txn, op->sql, "b", op->d->b, (size_t)CN_DIGEST_LEN);
+    return rc < 0 ? rc : CN_OK;
+}
+
+cn_err_t cn__pack_touch_locked(cn_store_t *s, const cn_digest_t *d)
+{
+    if (!s->pack_on)
+        return CN_E_NOT_FOUND;
+    int64_t now = cn_wall_ms();
+    pthread_mutex_lock(&s->pack_mu);
+    struct cn__pack_ent *e = *find_locked(s, d);
+    if (e)
+        e->mtime_ms = now;
+    pthread_mutex_unlock(&s->pack_mu);
+    if (!e)
+        return CN_E_NOT_FOUND;
+    /* Persisted: a client told "have" before a restart may reference the
+     * blob after it, and the grace window must count from this touch. */
+    digest_op_t op = { cn__sql_store[CN_SQL_STORE_PACKED_TOUCH], d, now };
+    return cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, digest_op_body, &op);
+}
+
+cn_err_t cn__pack_remove_locked(cn_store_t *s, const cn_digest_t *d, uint64_t *freed)
+{
+    if (!s->pack_on)
+        return CN_E_NOT_FOUND;
+    pthread_mutex_lock(&s->pack_mu);
+    bool found = *find_locked(s, d) != NULL;
+    pthread_mutex_unlock(&s->pack_mu);
+    if (!found)
+        return CN_E_NOT_FOUND;
+    /* P6: the row goes first; a failure leaves both. */
+    digest_op_t op = { cn__sql_store[CN_SQL_STORE_PACKED_DELETE], d, 0 };
+    CN_TRY(cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, digest_op_body, &op));
+    pthread_mutex_lock(&s->pack_mu);
+    struct cn__pack_ent **pp = find_locked(s, d);
+    struct cn__pack_ent *e = *pp;
+    if (CN_ALWAYS(e)) {
+        if (freed)
+            *freed = CN__PACK_REC_HDR + (uint64_t)e->len;
+        *pp = e->next;
+        free(e);
+        s->pidx_count--;
+    }
+    pthread_mutex_unlock(&s->pack_mu);
+    return CN_OK;
+}
+
+cn_err_t cn__pack_list(cn_store_t *s, cn__be_list_fn fn, void *ctx)
+{
+    if (!s->pack_on)
+        return CN_OK;
+    pthread_mutex_lock(&s->pack_mu);
+    size_t n = 0, cap = (size_t)s->pidx_count;
+    struct cn__pack_ent *snap = malloc((cap ? cap : 1) * sizeof *snap);
+    for (size_t b = 0; snap && b < CN__PACK_BUCKETS; b++)
+        for (struct cn__pack_ent *e = s->pidx[b]; e && n < cap; e = e->next)
+            snap[n++] = *e;
+    pthread_mutex_unlock(&s->pack_mu);
+    if (!snap)
+        return -ENOMEM;
+    cn_err_t rc = CN_OK;
+    for (size_t i = 0; i < n && rc == CN_OK; i++) {
+        cn__be_stat_t st = { snap[i].len, snap[i].mtime_ms, CN_STORE_RAW };
+        rc = fn(ctx, &snap[i].d, &st);
+    }
+    free(snap);
+    return rc;
+}
+
+bool cn__pack_wants(const cn_store_t *s, cn_store_form_t form, uint64_t stored)
+{
+    return s->pack_on && form == CN_STORE_RAW && stored <= s->pack_max;
+}
+
+/* ---- the committer's step -------------------------------------------------- */
+
+/* Test hook: CAIRN_TEST_PACK_CRASH="P:N" kills the process at point P
+ * (1: appended, not synced; 2: synced, not indexed; 3: indexed, not
+ * acknowledged) of the Nth packed batch, for the crash tests. */
+static void crash_point(cn_store_t *s, int point)
+{
+    if (s->pack_crash_at == point && s->pack_batches == s->pack_crash_n)
+        raise(SIGKILL);
+}
+
+/* P4 for one request, under its stripe lock: is d there already? */
+static cn_err_t decide_locked(cn_store_t *s, cn__commit_req_t *r, int64_t now)
+{
+    pthread_mutex_lock(&s->pack_mu);
+    struct cn__pack_ent *e = *find_locked(s, &r->d);
+    if (e)
+        e->mtime_ms = now;
+    pthread_mutex_unlock(&s->pack_mu);
+    if (e) {
+        r->pack_state = PS_REFRESH_PACK;
+        return CN_OK;
+    }
+    cn_err_t rc = s->be->ops->touch(s->be, &r->d);
+    if (rc == CN_OK)
+        r->pack_state = PS_REFRESH_FILE;
+    return rc == CN_E_NOT_FOUND ? CN_OK : rc;
+}
+
+/* A second request for a digest already new in this batch shares its record. */
+static bool dup_in_batch(cn__commit_req_t *batch, cn__commit_req_t *r)
+{
+    for (cn__commit_req_t *q = batch; q != r; q = q->next)
+        if (q->packed && q->pack_state == PS_NEW && q->rc == CN_OK &&
+            memcmp(q->d.b, r->d.b, CN_DIGEST_LEN) == 0)
+            return true;
+    return false;
+}
+
+/* Appends a pack (fd owned by s on success).  pack_mu held, or open. */
+static cn_err_t packs_push_locked(cn_store_t *s, uint32_t id, int fd, uint64_t size)
+{
+    if (s->n_packs == s->cap_packs) {
+        size_t cap = s->cap_packs ? 2 * s->cap_packs : 8;
+        struct cn__pack_file *p = realloc(s->packs, cap * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        s->packs = p;
+        s->cap_packs = cap;
+    }
+    s->packs[s->n_packs++] = (struct cn__pack_file){ id, fd, size, 0 };
+    return CN_OK;
+}
+
+/* Opens a new, empty pack after the last one and makes it current. */
+static cn_err_t pack_roll(cn_store_t *s)
+{
+    uint32_t id = 1;
+    for (size_t i = 0; i < s->n_packs; i++)
+        if (s->packs[i].id >= id)
+            id = s->packs[i].id + 1;
+    char name[32];
+    snprintf(name, sizeof name, "%08" PRIx32 ".pack", id);
+    int fd = openat(s->packs_fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -errno;
+    /* The name must survive before any record in it is acknowledged. */
+    if (fsync(s->packs_fd) < 0) {
+        cn_err_t rc = -errno;
+        close(fd);
+        unlinkat(s->packs_fd, name, 0);
+        return rc;
+    }
+    pthread_mutex_lock(&s->pack_mu);
+    cn_err_t rc = packs_push_locked(s, id, fd, 0);
+    if (rc == CN_OK)
+        s->cur_pack = s->n_packs - 1;
+    pthread_mutex_unlock(&s->pack_mu);
+    if (rc < 0)
+        close(fd);
+    return rc;
+}
+
+/* P1: the batch's new records, appended and synced; *pfo = the pack. */
+static cn_err_t append_batch(cn_store_t *s, cn__commit_req_t *batch, struct cn__pack_file **pfo)
+{
+    uint64_t need = 0;
+    cn_buf_reset(&s->pack_buf);
+    for (cn__commit_req_t *r = batch; r; r = r->next)
+        if (r->packed && r->rc == CN_OK && r->pack_state == PS_NEW)
+            need += CN__PACK_REC_HDR + r->payload_len;
+    if (!need)
+        return CN_OK;
+    /* The open pack belongs to this thread: its fields are read unlocked. */
+    struct cn__pack_file *pf = &s->packs[s->cur_pack];
+    if (pf->end && pf->end + need > CN__PACK_FILE_MAX) {
+        CN_TRY(pack_roll(s));
+        pf = &s->packs[s->cur_pack];
+    }
+    for (cn__commit_req_t *r = batch; r; r = r->next) {
+        if (!r->packed || r->rc < 0 || r->pack_state != PS_NEW)
+            continue;
+        uint8_t h[CN__PACK_REC_HDR];
+        r->pack_off = pf->end + s->pack_buf.len;
+        cn__pack_rec_header(&r->d, r->form, r->payload, (uint32_t)r->payload_len, h);
+        CN_TRY(cn_buf_append(&s->pack_buf, h, sizeof h));
+        CN_TRY(cn_buf_append(&s->pack_buf, r->payload, r->payload_len));
+    }
+    size_t off = 0;
+    cn_err_t rc = CN_OK;
+    while (off < s->pack_buf.len && rc == CN_OK) {
+        ssize_t w =
+            pwrite(pf->fd, s->pack_buf.data + off, s->pack_buf.len - off, (off_t)(pf->end + off));
+        if (w < 0 && errno != EINTR)
+            rc = -errno;
+        else if (w == 0)
+            rc = -EIO; /* a regular file never takes nothing: do not spin */
+        else if (w > 0)
+            off += (size_t)w;
+    }
+    crash_point(s, 1);
+    int64_t t0 = cn_mono_ns();
+    if (rc == CN_OK && fdatasync(pf->fd) < 0)
+        rc = -errno;
+    if (rc < 0) {
+        /* P3: whatever reached the file is cut; recovery would drop it too. */
+        if (ftruncate(pf->fd, (off_t)pf->end) < 0)
+            cn_warn("store", "pack truncate after a failed append: %s", cn_strerror(-errno));
+        return rc;
+    }
+    /* The pack is the group commit's journal: same series. */
+    cn_metric_observe_ns(cn__store_metrics()->fsync_journal, cn_mono_ns() - t0);
+    crash_point(s, 2);
+    pf->end += s->pack_buf.len;
+    *pfo = pf;
+    return CN_OK;
+}
+
+/* Sets rc on every packed request the batch failed (new ones and theirs). */
+static void fail_new(cn__commit_req_t *batch, cn_err_t rc)
+{
+    for (cn__commit_req_t *r = batch; r; r = r->next)
+        if (r->packed && (r->pack_state == PS_NEW || r->pack_state == PS_DUP))
+            r->rc = rc;
+}
+
+void cn__pack_commit(cn_store_t *s, cn__commit_req_t *batch)
+{
+    int64_t now = cn_wall_ms();
+    bool any = false;
+    for (cn__commit_req_t *r = batch; r; r = r->next) {
+        if (!r->packed)
+            continue;
+        any = true;
+        r->pack_state = PS_NEW;
+        pthread_mutex_t *mu = cn__stripe(s, &r->d);
+        pthread_mutex_lock(mu);
+        r->rc = decide_locked(s, r, now);
+        pthread_mutex_unlock(mu);
+        if (r->rc == CN_OK && r->pack_state == PS_NEW && dup_in_batch(batch, r))
+            r->pack_state = PS_DUP;
+        r->existed = r->pack_state != PS_NEW;
+    }
+    if (!any)
+        return;
+    s->pack_batches++;
+    struct cn__pack_file *pf = NULL;
+    cn_err_t rc = append_batch(s, batch, &pf);
+    if (rc < 0) {
+        cn_error("store", "group commit: pack append failed: %s", cn_strerror(rc));
+        fail_new(batch, rc);
+        return;
+    }
+    if (!pf)
+        pf = &s->packs[s->cur_pack];
+    /* P2: rows and the pack's end in one transaction, after the sync. */
+    idx_txn_t t = { .batch = batch, .pack_id = pf->id, .end = pf->end, .now = now };
+    if ((rc = idx_commit(s, &t)) < 0) {
+        cn_error("store", "group commit: pack index failed: %s", cn_strerror(rc));
+        fail_new(batch, rc);
+        return;
+    }
+    pf->indexed_end = pf->end;
+    crash_point(s, 3);
+    for (cn__commit_req_t *r = batch; r; r = r->next) {
+        if (!r->packed || r->rc < 0 || r->pack_state != PS_NEW)
+            continue;
+        pthread_mutex_t *mu = cn__stripe(s, &r->d);
+        pthread_mutex_lock(mu);
+        pthread_mutex_lock(&s->pack_mu);
+        r->rc = index_add_locked(s, &r->d, pf->id, r->pack_off, (uint32_t)r->payload_len, now);
+        pthread_mutex_unlock(&s->pack_mu);
+        pthread_mutex_unlock(mu);
+    }
+}
+
+/* ---- open, recovery, close ------------------------------------------------- */
+
+/* Reads every store_pack row into the matching pack's indexed_end; rows
+ * without a file are reported in *orphans (ids, for dropping). */
+typedef struct load_ctx {
+    cn_store_t *s;
+    uint32_t orphans[64];
+    size_t n_orphans;
+} load_ctx_t;
+
+static cn_err_t load_packs_body(cn_meta_txn_t *txn, void *ctx)
+{
+    load_ctx_t *lc = ctx;
+    cn_meta_stmt_t *st;
+    lc->n_orphans = 0;
+    CN_TRY(cn_meta_queryf(txn, &st, cn__sql_store[CN_SQL_STORE_PACK_LIST], ""));
+    cn_err_t rc;
+    while ((rc = cn_meta_step(st)) == CN_META_ROW) {
+        uint32_t id = (uint32_t)cn_meta_column_int64(st, 0);
+        struct cn__pack_file *pf = pack_by_id_locked(lc->s, id);
+        if (pf)
+            pf->indexed_end = (uint64_t)cn_meta_column_int64(st, 1);
+        else if (lc->n_orphans < sizeof lc->orphans / sizeof lc->orphans[0])
+            lc->orphans[lc->n_orphans++] = id;
+    }
+    cn_meta_finish(st);
+    return rc < 0 ? rc : CN_OK;
+}
+
+static cn_err_t load_entries_body(cn_meta_txn_t *txn, void *ctx)
+{
+    cn_store_t *s = ctx;
+    cn_meta_stmt_t *st;
+    CN_TRY(cn_meta_queryf(txn, &st, cn__sql_store[CN_SQL_STORE_PACKED_LIST], ""));
+    cn_err_t rc;
+    while ((rc = cn_meta_step(st)) == CN_META_ROW) {
+        size_t n = 0;
+        const void *d = cn_meta_column_blob(st, 0, &n);
+        uint32_t id = (uint32_t)cn_meta_column_int64(st, 1);
+        if (n != CN_DIGEST_LEN || !pack_by_id_locked(s, id))
+            continue; /* not ours to serve: P5 dropped or will drop it */
+        cn_digest_t dg;
+        memcpy(dg.b, d, CN_DIGEST_LEN);
+        if ((rc = index_add_locked(s, &dg, id, (uint64_t)cn_meta_column_int64(st, 2),
+                                   (uint32_t)cn_meta_column_int64(st, 3),
+                                   cn_meta_column_int64(st, 5))) < 0)
+            break;
+    }
+    cn_meta_finish(st);
+    return rc < 0 ? rc : CN_OK;
+}
+
+/* Opens every DATA/packs/<8 hex>.pack into s->packs. */
+static cn_err_t scan_dir(cn_store_t *s)
+{
+    int dfd = openat(s->packs_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return -errno;
+    DIR *dir = fdopendir(dfd);
+    if (!dir) {
+        close(dfd);
+        return -errno;
+    }
+    cn_err_t rc = CN_OK;
+    struct dirent *de;
+    while (rc == CN_OK && (de = readdir(dir)) != NULL) {
+        unsigned id;
+        char tail[8];
+        if (strlen(de->d_name) != 13 || sscanf(de->d_name, "%8x%7s", &id, tail) != 2 ||
+            strcmp(tail, ".pack") != 0 || id == 0)
+            continue;
+        int fd = openat(s->packs_fd, de->d_name, O_RDWR | O_CLOEXEC);
+        struct stat sb;
+        if (fd < 0 || fstat(fd, &sb) < 0) {
+            rc = -errno;
+            if (fd >= 0)
+                close(fd);
+            break;
+        }
+        if ((rc = packs_push_locked(s, id, fd, (uint64_t)sb.st_size)) < 0)
+            close(fd);
+    }
+    closedir(dir);
+    return rc;
+}
+
+/* P5 for one pack: re-index the complete records past indexed_end, then cut
+ * the torn tail.  buf holds one record at most. */
+static cn_err_t recover_pack(cn_store_t *s, struct cn__pack_file *pf, uint8_t *buf, size_t cap)
+{
+    idx_txn_t t = { .pack_id = pf->id, .end = pf->indexed_end, .now = cn_wall_ms() };
+    if (pf->end < pf->indexed_end) {
+        cn_error("store",
+                 "pack %08" PRIx32 " is shorter (%" PRIu64 ") than its index (%" PRIu64
+                 "): entries past its end dropped",
+                 pf->id, pf->end, pf->indexed_end);
+        t.drop_past = true;
+        t.end = pf->end;
+    }
+    cn_buf_t rows = { 0 };
+    cn_err_t rc = CN_OK;
+    for (;;) {
+        ssize_t r = pread(pf->fd, buf, cap, (off_t)t.end);
+        if (r < 0) {
+            rc = -errno;
+            break;
+        }
+        cn__pack_rec_t rec;
+        size_t used;
+        if (cn__pack_rec_decode(buf, (size_t)r, (uint32_t)(cap - CN__PACK_REC_HDR), &rec, &used) <
+                0 ||
+            !digest_ok(&rec.d, rec.payload, rec.len))
+            break; /* the first record that fails ends what was acknowledged */
+        struct cn__pack_ent e = { rec.d, pf->id, rec.len, t.end, 0, NULL };
+        if ((rc = cn_buf_append(&rows, &e, sizeof e)) < 0)
+            break;
+        t.end += used;
+    }
+    t.rows = (const struct cn__pack_ent *)rows.data;
+    t.n_rows = rows.len / sizeof(struct cn__pack_ent);
+    if (rc == CN_OK && (t.n_rows || t.drop_past || t.end != pf->indexed_end))
+        rc = idx_commit(s, &t);
+    if (rc == CN_OK && t.end < pf->end) {
+        cn_info("store", "recovery: pack %08" PRIx32 ": torn tail of %" PRIu64 " byte(s) cut",
+                pf->id, pf->end - t.end);
+        if (ftruncate(pf->fd, (off_t)t.end) < 0 || fdatasync(pf->fd) < 0)
+            rc = -errno;
+    }
+    if (rc == CN_OK) {
+        if (t.n_rows)
+            cn_info("store", "recovery: pack %08" PRIx32 ": %zu record(s) re-indexed", pf->id,
+                    t.n_rows);
+        pf->end = pf->indexed_end = t.end;
+    }
+    cn_buf_free(&rows);
+    return rc;
+}
+
+static cn_err_t drop_orphans(cn_store_t *s, const load_ctx_t *lc)
+{
+    for (size_t i = 0; i < lc->n_orphans; i++) {
+        cn_error("store", "pack %08" PRIx32 " is indexed but missing: its entries dropped",
+                 lc->orphans[i]);
+        idx_txn_t t = { .pack_id = lc->orphans[i], .drop_past = true, .orphan = true };
+        CN_TRY(idx_commit(s, &t));
+    }
+    return CN_OK;
+}
+
+static cn_err_t recover_all(cn_store_t *s)
+{
+    load_ctx_t lc = { .s = s };
+    CN_TRY(cn_meta_run(s->meta, CN_META_RUN_READ | CN_META_RETRY, load_packs_body, &lc));
+    CN_TRY(drop_orphans(s, &lc));
+    size_t cap = CN__PACK_REC_HDR + CN__STORE_IO_CHUNK;
+    uint8_t *buf = malloc(cap);
+    if (!buf)
+        return -ENOMEM;
+    cn_err_t rc = CN_OK;
+    for (size_t i = 0; i < s->n_packs && rc == CN_OK; i++)
+        rc = recover_pack(s, &s->packs[i], buf, cap);
+    free(buf);
+    return rc;
+}
+
+cn_err_t cn__pack_open(cn_store_t *s)
+{
+    if (!s->opts.pack_max_bytes || !s->meta)
+        return CN_OK;
+    s->pack_max = s->opts.pack_max_bytes < CN__STORE_IO_CHUNK ? (uint32_t)s->opts.pack_max_bytes
+                                                              : CN__STORE_IO_CHUNK;
+    if (mkdirat(s->data_fd, "packs", 0700) == 0) {
+        if (fsync(s->data_fd) < 0)
+            return -errno;
+    } else if (errno != EEXIST) {
+        return -errno;
+    }
+    s->packs_fd = openat(s->data_fd, "packs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (s->packs_fd < 0)
+        return -errno;
+    s->pidx = calloc(CN__PACK_BUCKETS, sizeof *s->pidx);
+    if (!s->pidx)
+        return -ENOMEM;
+    CN_TRY(scan_dir(s));
+    CN_TRY(recover_all(s));
+    CN_TRY(cn_meta_run(s->meta, CN_META_RUN_READ | CN_META_RETRY, load_entries_body, s));
+    size_t last = 0;
+    for (size_t i = 1; i < s->n_packs; i++)
+        if (s->packs[i].id > s->packs[last].id)
+            last = i;
+    if (s->n_packs)
+        s->cur_pack = last;
+    else
+        CN_TRY(pack_roll(s));
+    const char *hook = getenv("CAIRN_TEST_PACK_CRASH");
+    if (hook && sscanf(hook, "%d:%ld", &s->pack_crash_at, &s->pack_crash_n) != 2)
+        s->pack_crash_at = 0;
+    s->pack_on = true;
+    return CN_OK;
+}
+
+void cn__pack_close(cn_store_t *s)
+{
+    for (size_t i = 0; i < s->n_packs; i++)
+        close(s->packs[i].fd);
+    free(s->packs);
+    s->packs = NULL;
+    s->n_packs = s->cap_packs = 0;
+    if (s->pidx) {
+        for (size_t b = 0; b < CN__PACK_BUCKETS; b++) {
+            for (struct cn__pack_ent *e = s->pidx[b], *next; e; e = next) {
+                next = e->next;
+                free(e);
+            }
+        }
+        free(s->pidx);
+        s->pidx = NULL;
+    }
+    if (s->packs_fd >= 0)
+        close(s->packs_fd);
+    s->packs_fd = -1;
+    cn_buf_free(&s->pack_buf);
+    s->pack_on = false;
+}

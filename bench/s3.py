@@ -10,7 +10,9 @@
     GET to /dev/null, cairn vs nginx (best of 3 each, interleaved)
     PUT from a page-cached file, cairn vs nginx (best of 2); nginx's time
     is also given with an fsync of the stored file, since cairn answers a
-    PUT only once the object is durable and nginx never syncs.
+    PUT only once the object is durable and nginx never syncs.  cairn also
+    takes it as one multipart upload in 64 MiB parts (boto3, signed parts,
+    in order), and both cairn PUTs print cairnd's CPU per GiB (_cpu).
 
 usage: bench/s3.py BUILD [--quick] [--get-only] [--keys N]
 --get-only runs only the 4 KiB GET rows (cairn anonymous and presigned, and
@@ -125,6 +127,11 @@ class Cairnd:
                             config=Config(s3={"addressing_style": "path"},
                                           signature_version="s3v4",
                                           retries={"max_attempts": 0}))
+
+    def cpu_secs(self):
+        """cairnd's user + system CPU so far, in seconds."""
+        f = open("/proc/%d/stat" % self.proc.pid).read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
     def rss_mib(self):
         try:
@@ -391,10 +398,28 @@ def stamp(path, tag):
         f.write(("%-32s" % tag).encode())
 
 
+def multipart_put(cairn, path, key):
+    """One multipart upload of the file in parts of BIG/16 (64 MiB for 1 GiB),
+    sent in order over one connection; seconds from create to complete."""
+    c = cairn.client()
+    part = max(5 << 20, BIG // 16)
+    t = time.time()
+    uid = c.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
+    done = []
+    with open(path, "rb") as f:
+        for n in range(1, (BIG + part - 1) // part + 1):
+            body = f.read(part)
+            e = c.upload_part(Bucket=BUCKET, Key=key, UploadId=uid, PartNumber=n, Body=body)
+            done.append({"PartNumber": n, "ETag": e["ETag"]})
+    c.complete_multipart_upload(Bucket=BUCKET, Key=key, UploadId=uid,
+                                MultipartUpload={"Parts": done})
+    return time.time() - t
+
+
 def large_phase(cairn, nginx, big_path):
     mib = BIG / 1048576
     say("s3_large_bytes", BIG, "B")
-    best = {}
+    best, cpu = {}, {}
 
     def keep(name, secs):
         best[name] = min(best.get(name, secs), secs)
@@ -412,17 +437,26 @@ def large_phase(cairn, nginx, big_path):
         keep("s3_nginx_put_large_fsync", time.time() - t)
         stamp(big_path, "cairn-%d" % attempt)
         os.sync()
-        t = time.time()
+        c0, t = cairn.cpu_secs(), time.time()
         curl(["-T", big_path, "-H", "x-amz-acl: public-read",
               cairn.url + "/%s/big-%d" % (BUCKET, attempt)])
         keep("s3_put_large", time.time() - t)
+        cpu["s3_put_large"] = min(cpu.get("s3_put_large", 1e9), cairn.cpu_secs() - c0)
+        stamp(big_path, "cairn-mp-%d" % attempt)
+        os.sync()
+        c0, secs = cairn.cpu_secs(), multipart_put(cairn, big_path, "big-mp-%d" % attempt)
+        keep("s3_put_large_multipart", secs)
+        cpu["s3_put_large_multipart"] = min(cpu.get("s3_put_large_multipart", 1e9),
+                                            cairn.cpu_secs() - c0)
     for attempt in (1, 2, 3):
         keep("s3_nginx_get_large", curl([nginx.url + "/big.bin"]))
         keep("s3_get_large", curl([cairn.url + "/%s/big-%d" % (BUCKET, 1 + attempt % 2)]))
     for name in ("s3_nginx_put_large", "s3_nginx_put_large_fsync", "s3_put_large",
-                 "s3_nginx_get_large", "s3_get_large"):
+                 "s3_put_large_multipart", "s3_nginx_get_large", "s3_get_large"):
         say(name, "%.1f" % (mib / best[name]), "MiB/s")
         say(name + "_secs", "%.3f" % best[name], "s")
+    for name in sorted(cpu):   # cairnd's user+system CPU per GiB stored (the best of 2)
+        say(name + "_cpu", "%.2f" % (cpu[name] * (1 << 30) / BIG), "s/GiB")
 
 
 def main():

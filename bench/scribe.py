@@ -21,8 +21,14 @@ side by side with git in the same run.
       a 50-rule lock policy (every path matched against 49 rules that miss
       and one that requires its lock, held) against the same submit with no
       policy (the ratio); run alone with --locks [FILES].
+  (h) a 1 GiB get (fresh clone of one file) over Scribe protocol 4 (TLS 1.3,
+      X25519MLKEM768, bounded TLS writes) against protocol 2 on plaintext
+      (sendfile) from the same cairnd in the same run: CPU seconds of the
+      server and of the client per clone, and their TLS/plaintext ratios;
+      run alone with --tls [MIB].
 
-usage: bench/scribe.py BUILD [--quick] [--merge [FILES] | --log [REVISIONS] | --locks [FILES]]
+usage: bench/scribe.py BUILD [--quick] [--merge [FILES] | --log [REVISIONS] | --locks [FILES]
+                              | --tls [MIB]]
 Prints one "name value unit" line per figure (scripts/bench.sh collects
 them); a part that cannot run prints "skip_<part> 0 - <reason>".  Binds
 127.0.0.1 only; everything lives in a scratch directory removed at the end.
@@ -122,13 +128,15 @@ def edit(path, size):
 class Cairnd:
     """cairnd on loopback: Scribe always, HTTP (for /_cairn/metrics) when asked."""
 
-    def __init__(self, work, http=False):
+    def __init__(self, work, http=False, tls=None):
         self.data = os.path.join(work, "cairn-data")
+        more = ["--scribe-tls", "127.0.0.1:0", "--scribe-tls-cert", tls[0],
+                "--scribe-tls-key", tls[1]] if tls else []
         self.log = os.path.join(work, "cairnd.log")
         with open(self.log, "wb") as lf:
             self.proc = subprocess.Popen(
                 [os.path.join(BUILD, "cairnd"), "--data", self.data, "--jay", "off", "--http",
-                 "127.0.0.1:0" if http else "off", "--scribe", "127.0.0.1:0"],
+                 "127.0.0.1:0" if http else "off", "--scribe", "127.0.0.1:0"] + more,
                 stdout=lf, stderr=subprocess.STDOUT)
         deadline = time.time() + 30
         self.ep = self.http = None
@@ -136,6 +144,10 @@ class Cairnd:
             with open(self.log, "rb") as f:
                 text = f.read()
             m = re.search(rb"listening scribe on (\S+)", text)
+            t = re.search(rb"listening scribes on (\S+)", text)
+            self.tls_ep = "scribes://" + t.group(1).decode() if t else None
+            if tls and not t:
+                m = None
             h = re.search(rb"listening http on (\S+)", text)
             self.http = h.group(1).decode() if h else None
             if m:
@@ -592,6 +604,64 @@ def locks_only():
     return 0
 
 
+def cpu_of(pid):
+    """CPU seconds (user + system) process pid has used so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu():
+    import resource
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def tls_only():
+    """`bench/scribe.py BUILD --tls [MIB]`: part (h) alone (MIB default 1024).
+    CPU, not wall time, and TLS over plaintext ratios from the same run: the
+    machine may be loaded."""
+    mib = next((int(a) for a in sys.argv[2:] if a.isdigit()), 64 if QUICK else 1024)
+    work = tempfile.mkdtemp(prefix="cairn-bench-tls.", dir=os.environ.get("TMPDIR", "/var/tmp"))
+    srv = None
+    try:
+        cert, key = os.path.join(work, "cert.pem"), os.path.join(work, "key.pem")
+        sh(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+            "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext",
+            "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert])
+        os.environ["CAIRN_SCRIBE_CA"] = cert
+        srv = Cairnd(work, tls=(cert, key))
+        ws = os.path.join(work, "h")
+        cairn(srv.ep, "repo", "create", "tlsbig")
+        cairn(srv.ep, "clone", "tlsbig", ws)
+        make_big(os.path.join(ws, "big.bin"), mib << 20)
+        cairn(srv.ep, "submit", ws, "-m", "big")
+        shutil.rmtree(ws)
+        say("scribe_h_mib", mib, "MiB")
+        best = {}
+        for _ in range(2):  # alternating, best of two each
+            for name, ep in (("plain", srv.ep), ("tls", srv.tls_ep)):
+                clone = os.path.join(work, "h-" + name)
+                s0, c0 = cpu_of(srv.proc.pid), children_cpu()
+                cairn(ep, "clone", "tlsbig", clone, "--quiet")
+                s1, c1 = cpu_of(srv.proc.pid), children_cpu()
+                shutil.rmtree(clone)
+                old = best.get(name, (1e9, 1e9))
+                best[name] = (min(old[0], s1 - s0), min(old[1], c1 - c0))
+        for name in ("plain", "tls"):
+            say("scribe_h_%s_server_cpu" % name, "%.2f" % best[name][0], "s")
+            say("scribe_h_%s_client_cpu" % name, "%.2f" % best[name][1], "s")
+        say("scribe_h_tls_server_cpu_ratio",
+            "%.2f" % (best["tls"][0] / max(best["plain"][0], 0.01)), "x")
+        say("scribe_h_tls_client_cpu_ratio",
+            "%.2f" % (best["tls"][1] / max(best["plain"][1], 0.01)), "x")
+    finally:
+        if srv:
+            srv.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def main():
     global GIT_ENV
     if not os.path.exists(os.path.join(BUILD, "cairnd")):
@@ -661,4 +731,5 @@ def main():
 if __name__ == "__main__":
     sys.exit(merge_only() if "--merge" in sys.argv[2:]
              else follow_only() if "--log" in sys.argv[2:]
-             else locks_only() if "--locks" in sys.argv[2:] else main())
+             else locks_only() if "--locks" in sys.argv[2:]
+             else tls_only() if "--tls" in sys.argv[2:] else main())

@@ -15,7 +15,14 @@
  *   inodes_10k_files / inodes_10k_pack
  *                      inodes the data dir gained for those blobs, scaled to
  *                      10,000 (files and directories: blob tree, packs, meta)
- * --quick shrinks the sizes (64 MiB, 1,000 blobs) for a smoke run.  DIR
+ *   small_4k_w32_{files,pack}_cpu
+ *                      process CPU (user + system) per blob of those runs
+ *   compact_*          one pack of 4 KiB blobs with 10 % live compacted:
+ *                      MB/s of pack reclaimed, and the p99 of foreground
+ *                      4 KiB reads (one reader thread) while it runs, beside
+ *                      the p99 of the same reads without it
+ * --quick shrinks the sizes (64 MiB, 1,000 blobs) for a smoke run; --packs
+ * runs only serial_fsync, the files/packs pair and compaction.  DIR
  * (default: the current directory) is where a scratch data dir is made and
  * removed; put it on the file system the store will use.
  */
@@ -27,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -255,9 +263,19 @@ static double inodes_under(const char *path)
     return n;
 }
 
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec / 1e6;
+}
+
 /* 32 writers of small_n 4 KiB blobs into a fresh store at data (packs on
- * when pack_max): blobs/s, and the inodes they cost scaled to 10,000. */
-static double bench_small_fresh(const char *data, uint64_t pack_max, int small_n, double *inodes)
+ * when pack_max): blobs/s, the inodes they cost scaled to 10,000, and the
+ * process CPU seconds per blob. */
+static double bench_small_fresh(const char *data, uint64_t pack_max, int small_n, double *inodes,
+                                double *cpu)
 {
     cn_meta_t *meta = NULL;
     cn_store_t *s = NULL;
@@ -269,12 +287,129 @@ static double bench_small_fresh(const char *data, uint64_t pack_max, int small_n
         rc = cn_store_open(data, &o, &s);
     if (rc < 0)
         die("open fresh store", rc);
-    double i0 = inodes_under(data);
+    double i0 = inodes_under(data), c0 = cpu_s();
     double v = bench_small(s, 32, small_n, 3ull << 40);
+    *cpu = (cpu_s() - c0) / small_n;
     *inodes = (inodes_under(data) - i0) * 10000.0 / small_n;
     cn_store_close(s);
     cn_meta_close(meta);
     return v;
+}
+
+/* ---- compaction ---- */
+
+static void result(const char *name, double v, const char *unit);
+
+typedef struct reader {
+    cn_store_t *s;
+    const cn_digest_t *live;
+    size_t n_live;
+    volatile bool stop;
+    double *lat; /* seconds, up to cap */
+    size_t n, cap;
+} reader_t;
+
+static void *reader_main(void *arg)
+{
+    reader_t *r = arg;
+    uint8_t b[4096];
+    uint64_t x = 88172645463325252ull;
+    while (!r->stop && r->n < r->cap) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t got = 0;
+        double t0 = now_s();
+        cn_err_t rc =
+            cn_store_read_range_buf(r->s, &r->live[x % r->n_live], 0, b, sizeof b, &got, NULL);
+        if (rc < 0)
+            die("read during compaction", rc);
+        r->lat[r->n++] = now_s() - t0;
+    }
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double p99(reader_t *r)
+{
+    if (!r->n)
+        return 0;
+    qsort(r->lat, r->n, sizeof *r->lat, cmp_double);
+    return r->lat[(size_t)((double)r->n * 0.99)];
+}
+
+/* Starts r's reader thread (stopped by r->stop). */
+static void reads_while(reader_t *r, pthread_t *th)
+{
+    r->stop = false;
+    r->n = 0;
+    if (pthread_create(th, NULL, reader_main, r))
+        die("pthread_create", -EAGAIN);
+}
+
+/* n 4 KiB blobs fill pack 1 exactly; 90 % are deleted; one pass compacts it
+ * while one thread reads the live 10 %. */
+static void bench_compact(const char *data, int n)
+{
+    char max[32];
+    snprintf(max, sizeof max, "%d", n * (4096 + 48));
+    setenv("CAIRN_TEST_PACK_FILE_MAX", max, 1); /* the store's test hook: one pack of n */
+    cn_meta_t *meta = NULL;
+    cn_store_t *s = NULL;
+    cn_err_t rc = cn_mkdir_p(data, 0700);
+    if (rc == CN_OK)
+        rc = cn_meta_open(data, NULL, &meta);
+    cn_store_opts_t o = { .meta = meta, .pack_max_bytes = 64 * 1024 };
+    if (rc == CN_OK)
+        rc = cn_store_open(data, &o, &s);
+    unsetenv("CAIRN_TEST_PACK_FILE_MAX");
+    if (rc < 0)
+        die("open compaction store", rc);
+    cn_digest_t *live = malloc(sizeof *live * (size_t)(n / 10 + 1));
+    size_t n_live = 0;
+    uint8_t b[4096];
+    for (int i = 0; i <= n && live; i++) { /* the last one rolls to pack 2 */
+        cn_digest_t d;
+        fill(b, sizeof b, (5ull << 40) + (uint64_t)i);
+        if ((rc = cn_store_put(s, b, sizeof b, NULL, &d)) < 0)
+            die("compaction put", rc);
+        if (i % 10 == 0 && i < n)
+            live[n_live++] = d;
+        else if (i < n && (rc = cn_store_delete(s, &d)) < 0)
+            die("compaction delete", rc);
+    }
+    reader_t r = { .s = s, .live = live, .n_live = n_live, .cap = 1u << 22 };
+    r.lat = malloc(sizeof *r.lat * r.cap);
+    if (!live || !r.lat)
+        die("malloc", -ENOMEM);
+    pthread_t th;
+    reads_while(&r, &th);
+    usleep(1000000);
+    r.stop = true;
+    pthread_join(th, NULL);
+    double quiet = p99(&r);
+    reads_while(&r, &th);
+    double t0 = now_s(), c0 = cpu_s();
+    cn_store_compact_stats_t st;
+    if ((rc = cn_store_compact(s, 50, &st)) < 0)
+        die("compact", rc);
+    double t = now_s() - t0, cpu = cpu_s() - c0;
+    r.stop = true;
+    pthread_join(th, NULL);
+    result("compact_pack", (double)st.bytes_freed / MIB, "MiB");
+    result("compact_live", 100.0 * (double)st.bytes_moved / (double)st.bytes_freed, "percent");
+    result("compact_rate", (double)st.bytes_freed / MIB / t, "MiB/s");
+    result("compact_cpu", cpu / t, "cpu_s/s");
+    result("compact_get_p99_quiet", quiet * 1e6, "us");
+    result("compact_get_p99_during", p99(&r) * 1e6, "us");
+    result("compact_get_reads_during", (double)r.n, "reads");
+    free(r.lat);
+    free(live);
+    cn_store_close(s);
+    cn_meta_close(meta);
 }
 
 static void result(const char *name, double v, const char *unit)
@@ -293,17 +428,41 @@ static void ratio(const char *name, double v, const char *of, double target)
     fflush(stdout);
 }
 
+/* Files against packs, fresh data dirs, same run: the ratio is the figure;
+ * then compaction of one pack with 10 % live. */
+static void packs_vs_files(const char *dir, int small_n, double fs)
+{
+    double in_files = 0, in_pack = 0, cf = 0, cp = 0;
+    char d1[4200], d2[4200], d3[4200];
+    snprintf(d1, sizeof d1, "%s/files", dir);
+    snprintf(d2, sizeof d2, "%s/pack", dir);
+    snprintf(d3, sizeof d3, "%s/compact", dir);
+    double wf = bench_small_fresh(d1, 0, small_n, &in_files, &cf);
+    result("small_4k_w32_files", wf, "blobs/s");
+    ratio("small_4k_w32_files_ratio", wf / fs, "serial_fsync", 0);
+    result("small_4k_w32_files_cpu", cf * 1e6, "us/blob");
+    double wp = bench_small_fresh(d2, 64 * 1024, small_n, &in_pack, &cp);
+    result("small_4k_w32_pack", wp, "blobs/s");
+    ratio("small_4k_w32_pack_ratio", wp / fs, "serial_fsync", 10.0);
+    result("small_4k_w32_pack_cpu", cp * 1e6, "us/blob");
+    result("inodes_10k_files", in_files, "inodes");
+    result("inodes_10k_pack", in_pack, "inodes");
+    bench_compact(d3, small_n * 2);
+}
+
 int main(int argc, char **argv)
 {
-    bool quick = false;
+    bool quick = false, packs_only = false;
     const char *base = ".";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = true;
+        else if (!strcmp(argv[i], "--packs"))
+            packs_only = true;
         else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
             base = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_store [--quick] [--dir DIR]\n");
+            fprintf(stderr, "usage: bench_store [--quick] [--packs] [--dir DIR]\n");
             return 2;
         }
     }
@@ -337,6 +496,15 @@ int main(int argc, char **argv)
     printf("mode %s %s\n", quick ? "quick" : "full", quick ? "64MiB/1000" : "1GiB/10000");
     fflush(stdout);
 
+    if (packs_only) {
+        double fs = bench_serial_fsync(dir, fsync_n);
+        result("serial_fsync", fs, "ops/s");
+        packs_vs_files(dir, small_n, fs);
+        free(buf);
+        free(hbuf);
+        rm_rf(dir);
+        return 0;
+    }
     double seq = bench_seq_write_fsync(dir, big, buf, chunk);
     result("seq_write_fsync", seq, "MB/s");
     double fs = bench_serial_fsync(dir, fsync_n);
@@ -371,19 +539,7 @@ int main(int argc, char **argv)
 
     cn_store_close(s);
 
-    /* Files against packs, fresh data dirs, same run: the ratio is the figure. */
-    double in_files = 0, in_pack = 0;
-    char d1[4200], d2[4200];
-    snprintf(d1, sizeof d1, "%s/files", dir);
-    snprintf(d2, sizeof d2, "%s/pack", dir);
-    double wf = bench_small_fresh(d1, 0, small_n, &in_files);
-    result("small_4k_w32_files", wf, "blobs/s");
-    ratio("small_4k_w32_files_ratio", wf / fs, "serial_fsync", 0);
-    double wp = bench_small_fresh(d2, 64 * 1024, small_n, &in_pack);
-    result("small_4k_w32_pack", wp, "blobs/s");
-    ratio("small_4k_w32_pack_ratio", wp / fs, "serial_fsync", 10.0);
-    result("inodes_10k_files", in_files, "inodes");
-    result("inodes_10k_pack", in_pack, "inodes");
+    packs_vs_files(dir, small_n, fs);
 
     free(buf);
     rm_rf(dir);

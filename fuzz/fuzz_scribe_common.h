@@ -23,6 +23,32 @@ static inline void fz_same(const cn_buf_t *b, const uint8_t *p, size_t n)
         abort();
 }
 
+/* A harness's invariant broke: abort, so libFuzzer keeps the input. */
+static inline void fz_fail(void)
+{
+    abort();
+}
+
+/* The end of a request side: a request the decoder accepted (e is 0) must
+ * have re-encoded (w is 0) and be no longer than its opcode's bound.
+ * Returns e. */
+static inline cn_err_t fz_request_done(uint16_t op, cn_err_t e, cn_err_t w, size_t n)
+{
+    uint32_t bound = 0;
+    if (!e && (w || !cn_scribe_request_bound(op, false, &bound) || n > bound))
+        fz_fail();
+    return e;
+}
+
+/* The end of a response side: an accepted response must have re-encoded.
+ * Returns e. */
+static inline cn_err_t fz_response_done(cn_err_t e, cn_err_t w)
+{
+    if (!e && w)
+        fz_fail();
+    return e;
+}
+
 /* One side of a harness: decodes payload p of opcode op and, when the
  * decoder accepts it, re-encodes it into b. */
 typedef cn_err_t (*fz_side_fn)(uint16_t op, cn_scribe_codec_t c, const uint8_t *p, size_t n,
@@ -49,5 +75,13 @@ static inline int fz_sided(const uint8_t *data, size_t size, fz_side_fn request,
     cn_buf_free(&b);
     return 0;
 }
+
+/* The libFuzzer entry point of a harness made of a request side and a
+ * response side (fz_sided's input). */
+#define FZ_SIDED_HARNESS(request, response)                      \
+    int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) \
+    {                                                            \
+        return fz_sided(data, size, request, response);          \
+    }
 
 #endif

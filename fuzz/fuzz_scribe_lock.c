@@ -9,11 +9,6 @@
 static cn_scribe_str_t paths[CN_SCRIBE_MAX_LOCK_PATHS];
 static cn_scribe_lock_row_t rows[CN_SCRIBE_MAX_PAGE];
 
-static void walk_fail(void)
-{
-    abort();
-}
-
 static cn_err_t request(uint16_t op, cn_scribe_codec_t c, const uint8_t *p, size_t n, cn_buf_t *b)
 {
     const uint8_t *end = p + n;
@@ -25,7 +20,7 @@ static cn_err_t request(uint16_t op, cn_scribe_codec_t c, const uint8_t *p, size
             while (k < CN_SCRIBE_MAX_LOCK_PATHS && cn_scribe_next_path(&q.paths, &paths[k]))
                 fz_in(paths[k++], p, end);
             if (k != q.count)
-                walk_fail();
+                fz_fail();
             w = cn_scribe_enc_lock_req(b, c, op, &q, paths);
         }
     } else if (op == CN_SCRIBE_OP_LOCK_LIST) {
@@ -40,10 +35,7 @@ static cn_err_t request(uint16_t op, cn_scribe_codec_t c, const uint8_t *p, size
         if (!(e = cn_scribe_dec_repo_id_req(p, n, c, &repo)))
             w = cn_scribe_enc_repo_id_req(b, c, &repo);
     }
-    uint32_t bound = 0;
-    if (!e && (w || !cn_scribe_request_bound(op, false, &bound) || n > bound))
-        walk_fail();
-    return e;
+    return fz_request_done(op, e, w, n);
 }
 
 static cn_err_t response(uint16_t op, cn_scribe_codec_t c, const uint8_t *p, size_t n, cn_buf_t *b)
@@ -64,7 +56,7 @@ static cn_err_t response(uint16_t op, cn_scribe_codec_t c, const uint8_t *p, siz
                 fz_in(rows[k++].principal, p, end);
             }
             if (k != count)
-                walk_fail();
+                fz_fail();
             w = cn_scribe_enc_lock_list_resp(b, c, rows, count, more);
         }
     } else if (op == CN_SCRIBE_OP_LOCK_POLICY) {
@@ -75,12 +67,7 @@ static cn_err_t response(uint16_t op, cn_scribe_codec_t c, const uint8_t *p, siz
             w = cn_scribe_enc_lock_policy_resp(b, c, change, text);
         }
     }
-    if (!e && w)
-        walk_fail();
-    return e;
+    return fz_response_done(e, w);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    return fz_sided(data, size, request, response);
-}
+FZ_SIDED_HARNESS(request, response)

@@ -8,11 +8,6 @@
 
 static cn_scribe_ws_row_t rows[CN_SCRIBE_MAX_WS_PAGE];
 
-static void walk_fail(void)
-{
-    abort();
-}
-
 static void row_in(const cn_scribe_ws_row_t *r, const uint8_t *p, const uint8_t *end)
 {
     fz_in(r->label, p, end);
@@ -45,10 +40,7 @@ static cn_err_t request(uint16_t op, cn_scribe_codec_t c, const uint8_t *p, size
         if (!(e = cn_scribe_dec_outcome_req(p, n, c, &q)))
             w = cn_scribe_enc_outcome_req(b, c, &q);
     }
-    uint32_t bound = 0;
-    if (!e && (w || !cn_scribe_request_bound(op, false, &bound) || n > bound))
-        walk_fail();
-    return e;
+    return fz_request_done(op, e, w, n);
 }
 
 static cn_err_t response(uint16_t op, cn_scribe_codec_t c, const uint8_t *p, size_t n, cn_buf_t *b)
@@ -68,7 +60,7 @@ static cn_err_t response(uint16_t op, cn_scribe_codec_t c, const uint8_t *p, siz
             while (k < CN_SCRIBE_MAX_WS_PAGE && cn_scribe_next_ws_row(&it, &rows[k]))
                 row_in(&rows[k++], p, end);
             if (k != count)
-                walk_fail();
+                fz_fail();
             w = cn_scribe_enc_ws_list_resp(b, c, rows, count, more);
         }
     } else if (op == CN_SCRIBE_OP_WORKSPACE_REMOVE || op == CN_SCRIBE_OP_WORKSPACE_REMOVE_OUTCOME) {
@@ -78,12 +70,7 @@ static cn_err_t response(uint16_t op, cn_scribe_codec_t c, const uint8_t *p, siz
             w = cn_scribe_enc_ws_removal(b, c, &o);
         }
     }
-    if (!e && w)
-        walk_fail();
-    return e;
+    return fz_response_done(e, w);
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-    return fz_sided(data, size, request, response);
-}
+FZ_SIDED_HARNESS(request, response)

@@ -74,6 +74,7 @@ EOF
 # ---- the machine -----------------------------------------------------------------
 say "run_mode $([ "$QUICK" = 1 ] && echo quick || echo full) -"
 say "run_date $(date -u +%Y-%m-%dT%H:%M:%SZ) -"
+say "run_load_start $(cut -d' ' -f1 /proc/loadavg) load"
 say "machine_nproc $(nproc) cpus"
 say "machine_cpu $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1 | tr ' ' '_') model"
 say "machine_mem $(awk '/MemTotal/ {printf "%.1f", $2/1048576}' /proc/meminfo) GiB"
@@ -86,6 +87,16 @@ if [ -x "$BUILD/bench/bench_store" ]; then
   "$BUILD/bench/bench_store" $STORE_ARGS --dir "$WORK" | awk '{ print "store_" $0 }' | tee -a "$RES"
 else
   say "skip_store 0 - bench_store_not_built"
+fi
+
+# ---- the SAU2 auth service through cn_sau2_handle (bench_sau2) --------------------------
+if [ -x "$BUILD/bench/bench_sau2" ]; then
+  note "bench_sau2"
+  mkdir -p "$WORK/sau2"
+  "$BUILD/bench/bench_sau2" --dir "$WORK/sau2" $([ "$QUICK" = 1 ] && echo --batches 50 --logins 2) \
+    | awk '{ print "sau2_" $0 }' | tee -a "$RES"
+else
+  say "skip_sau2 0 - bench_sau2_not_built"
 fi
 
 # ---- loopback TCP, with and without zero copy (iperf3) -------------------------------
@@ -307,6 +318,31 @@ if [ -x "$BUILD/bench/bench_blobs" ] && [ -x "$BUILD/cairnd" ] && [ -x "$BUILD/c
 else
   say "skip_blobs 0 - bench_blobs_not_built"
 fi
+
+# ---- the 1 GiB reads against zero-copy loopback (issue 16's targets) ---------------------
+# Jay GET and blob fetch of 1 GiB over TCP zero-copy loopback (iperf3 -Z) measured above in
+# this run; a ratio is written only when both of its figures are there.
+$PY - "$RES" <<'EOF' | tee -a "$RES"
+import sys
+v = {}
+for line in open(sys.argv[1]):
+    p = line.split()
+    if len(p) >= 2:
+        try:
+            v[p[0]] = float(p[1])
+        except ValueError:
+            pass
+zc = v.get("tcp_zerocopy")
+if zc:
+    if "jay_get_large" in v:
+        print("jay_get_large_vs_zerocopy %.2f x" % (v["jay_get_large"] / zc))
+    if "blobs_get_large" in v:  # MB/s against MiB/s
+        print("blobs_get_large_vs_zerocopy %.2f x" % (v["blobs_get_large"] * 1e6 / 1048576 / zc))
+    if "blobs_get_large_unverified" in v:
+        print("blobs_get_large_unverified_vs_zerocopy %.2f x"
+              % (v["blobs_get_large_unverified"] * 1e6 / 1048576 / zc))
+EOF
+say "run_load_end $(cut -d' ' -f1 /proc/loadavg) load"
 
 # ---- the report --------------------------------------------------------------------------
 if [ "$REPORT" = 1 ]; then

@@ -120,6 +120,19 @@ def server_factory(tmp_path):
         assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
 
 
+@pytest.fixture
+def cert(tmp_path):
+    """A throwaway self-signed ECDSA P-256 server certificate for 127.0.0.1 and
+    localhost, as (cert path, key path) (Chromium refuses Ed25519 server
+    certificates)."""
+    c, k = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                    "-keyout", k, "-out", c], check=True, capture_output=True)
+    return c, k
+
+
 def connect(addr, timeout=10):
     s = socket.create_connection(addr, timeout=timeout)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -114,6 +114,13 @@ CN_API cn_err_t cn_meta_begin(cn_meta_t *meta, cn_meta_mode_t mode, cn_meta_txn_
  * error (after rolling back), CN_E_DB_LOCKED, CN_E_DB, -errno from the sync. */
 CN_API cn_err_t cn_meta_commit(cn_meta_txn_t *txn);
 
+/* As cn_meta_commit, but returns once the commit is written, without
+ * waiting for its sync: it becomes durable with the next durable commit of
+ * any thread (commits are durable in order).  Only for a writer that can
+ * rebuild what a crash loses from its own synced data (the store's pack
+ * index, docs/store.md).  Errors: as cn_meta_commit, without the sync's. */
+CN_API cn_err_t cn_meta_commit_nowait(cn_meta_txn_t *txn);
+
 /* Rolls back and frees txn.  NULL is a no-op. */
 CN_API void cn_meta_rollback(cn_meta_txn_t *txn);
 
@@ -185,7 +192,8 @@ typedef cn_err_t (*cn_meta_body_fn)(cn_meta_txn_t *txn, void *ctx);
 enum {
     CN_META_RUN_READ = 0,  /* a read transaction (one snapshot) */
     CN_META_RUN_WRITE = 1, /* a write transaction, committed durably */
-    CN_META_RETRY = 2      /* body is repeatable: rerun it when the database is locked */
+    CN_META_RETRY = 2,     /* body is repeatable: rerun it when the database is locked */
+    CN_META_RUN_NOWAIT = 4 /* write: commit with cn_meta_commit_nowait */
 };
 
 /* Runs body(txn, ctx) in one transaction of the kind flags names.  Returns the

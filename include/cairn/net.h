@@ -182,6 +182,14 @@ typedef struct cn_listen_opts {
     const char *tls_key;         /* PEM private key */
     bool allow_plaintext_public; /* permit plaintext on a non-loopback address */
     cn_limits_t limits;
+    /* TLS listeners only.  tls_pq_only: X25519MLKEM768 alone (SAU2, Scribe
+     * protocol 4 always; Jay and HTTP when cairnd's --tls-groups says pq-only),
+     * else the classical groups with the hybrid one first.  tls_client_cert: ask
+     * for an optional client certificate; the handshake accepts any one whose
+     * key the peer proves, and the adapter judges it (cn_conn_peer_cert), so
+     * that a refusal can be the protocol's answer rather than a TLS alert. */
+    bool tls_pq_only;
+    bool tls_client_cert;
 } cn_listen_opts_t;
 
 /* Binds a listener that speaks adapter ad (borrowed; must outlive the server)
@@ -290,6 +298,11 @@ CN_API const char *cn_conn_peer(const cn_conn_t *c);
 CN_API const struct sockaddr *cn_conn_peer_sa(const cn_conn_t *c, socklen_t *len);
 /* True when the connection runs over TLS. */
 CN_API bool cn_conn_is_tls(const cn_conn_t *c);
+/* The client certificate the TLS peer presented and proved the key of (only
+ * on a listener with tls_client_cert), NOT verified against any CA: the
+ * adapter must.  Borrowed, valid while c lives; NULL when none. */
+struct x509_st;
+CN_API struct x509_st *cn_conn_peer_cert(const cn_conn_t *c);
 /* A process-unique connection number, for logs. */
 CN_API uint64_t cn_conn_id(const cn_conn_t *c);
 

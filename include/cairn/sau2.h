@@ -185,6 +185,49 @@ CN_API cn_err_t cn_sau2_handle(cn_auth_t *a, const cn_sau2_caller_t *caller,
  * credential CA, and cn_sau2_handle checks the fields against the state. */
 CN_API cn_err_t cn_auth_cert_caller(const char *pem, size_t len, cn_sau2_caller_t *out);
 
+/* ---- certificates the service did not just issue (auth_access.c) ----------------- */
+/* Verifies a certificate (PEM) against a CA certificate (PEM, e.g. from the
+ * trust bundle): the CA's signature and name as issuer, validity at now_ms,
+ * and the cairn extension, whose fields fill *out.  No state is consulted
+ * (revocation is authorize's).  CN_E_AUTH when it is refused, CN_E_INVALID
+ * when ca_pem is not a certificate.  Pure: any thread. */
+CN_API cn_err_t cn_auth_cert_check(const char *ca_pem, size_t ca_len, const char *pem, size_t len,
+                                   int64_t now_ms, cn_sau2_caller_t *out);
+/* The service's own check of a certificate it is shown: against its
+ * credential CA (access false) or access CA (access true), now, then the
+ * credential against the state (live, its registered key, account enabled).
+ * CN_E_AUTH with why (cap bytes, may be NULL) on a refusal. */
+CN_API cn_err_t cn_auth_cert_verify(cn_auth_t *a, bool access, const char *pem, size_t len,
+                                    cn_sau2_caller_t *out, char *why, size_t cap);
+
+/* ---- rollback protection, storage side (auth_rollback.c) -------------------------- */
+/* Creates the high-water table on a storage server's meta (the auth
+ * component's schema; idempotent).  Call once before the checks. */
+CN_API cn_err_t cn_auth_rollback_prepare(cn_meta_t *meta);
+/* Records that a SAU2 reply of (incarnation, revision) was seen, durably,
+ * before the caller acts on it.  0: accepted (a new incarnation is accepted
+ * and logged at warning); CN_E_CONFLICT: a lower revision than one already
+ * seen of that incarnation — the caller answers auth_unavailable.  Any
+ * thread (its own write transaction). */
+CN_API cn_err_t cn_auth_rollback_check(cn_meta_t *meta, const uint8_t incarnation[CN_SAU2_ID_LEN],
+                                       uint64_t revision);
+
+/* ---- migrate, backup, restore (auth_backup.c; commands, single-threaded) ----------- */
+/* The state's incarnation and revision.  CN_E_NOT_FOUND before auth init. */
+CN_API cn_err_t cn_auth_incarnation(cn_meta_t *meta, uint8_t incarnation[CN_SAU2_ID_LEN],
+                                    uint64_t *revision);
+/* Runs the auth schema steps and draws a new incarnation (revision kept).
+ * CN_E_NOT_FOUND before auth init. */
+CN_API cn_err_t cn_auth_migrate(cn_meta_t *meta);
+/* Writes the whole auth state (tables but the high-water marks, and the four
+ * private keys) to path, mode 0600, replaced whole.  CN_E_NOT_FOUND before
+ * auth init. */
+CN_API cn_err_t cn_auth_backup(cn_meta_t *meta, const char *data_dir, const char *path);
+/* Replaces the auth state and keys with a backup's, under a new incarnation
+ * (the revision is the backup's).  CN_E_CORRUPT for a damaged file (checked
+ * whole before anything is replaced).  The server must not be running. */
+CN_API cn_err_t cn_auth_restore(cn_meta_t *meta, const char *data_dir, const char *path);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,8 +10,9 @@
  * views into the caller's buffer; they return CN_E_PROTOCOL for a malformed
  * payload and nothing else, except where a function says so.  Encoders append
  * to a cn_buf_t and return CN_E_INVALID for a value outside its limit.
- * Protocol 4 (TLS with X25519MLKEM768) is described but not offered until
- * cairn's TLS carries that group; the hello codec already parses it.
+ * Protocol 4 (TLS 1.3 with X25519MLKEM768 only) has the same frames and
+ * layouts plus the extended hello, the binding secret in hello-ok and the
+ * put_objects admission response (docs/protocol/scribe.md section 15).
  */
 #ifndef CAIRN_SCRIBE_H
 #define CAIRN_SCRIBE_H
@@ -253,7 +254,11 @@ CN_API cn_err_t cn_scribe_dec_error(const uint8_t *p, size_t n, cn_scribe_codec_
 enum {
     CN_SCRIBE_CAP_LZ4 = 1
 };
+/* Protocol 4's caller tags (docs/protocol/scribe.md 15.2): 0 anonymous (no
+ * client certificate), 1 direct (the certificate's user), 2 delegated (a
+ * gateway forwards its user's certificate); any other is malformed. */
 enum {
+    CN_SCRIBE_CALLER_ANONYMOUS = 0,
     CN_SCRIBE_CALLER_DIRECT = 1,
     CN_SCRIBE_CALLER_DELEGATED = 2
 };

@@ -42,7 +42,11 @@ typedef struct cn_scribe_cerr {
 } cn_scribe_cerr_t;
 
 typedef struct cn_scribe_client_cfg {
-    const char *endpoint;   /* "host:port"; NULL = 127.0.0.1:7447 */
+    /* "host:port", or "scribes://host:port" for protocol 4 over TLS 1.3
+     * (X25519MLKEM768 only; the server's certificate must chain to the PEM
+     * CA file $CAIRN_SCRIBE_CA, else to the system's store); NULL =
+     * 127.0.0.1:7447. */
+    const char *endpoint;
     int codec;              /* 1 (default) or 2 (test servers only) */
     bool lz4;               /* ask for LZ4 object transfers */
     int connect_timeout_ms; /* 0 = 10000 */

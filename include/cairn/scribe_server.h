@@ -1,12 +1,15 @@
-/* cairn scribe server: the Scribe TCP protocol-2 (plaintext) adapter for the
- * network layer (shared/spec/scribe-wire-v2-v4.txt; the wire codec is
- * cairn/scribe.h, the semantics the repos service, cairn/repos.h).
+/* cairn scribe server: the Scribe TCP adapter for the network layer,
+ * protocol 2 on a plaintext listener or protocol 4 on a TLS one (one adapter
+ * context per listener; never both on one, never protocol 2 inside TLS)
+ * (shared/spec/scribe-wire-v2-v4.txt; the wire codec is cairn/scribe.h, the
+ * semantics the repos service, cairn/repos.h).
  *
  * It reads one SCR1 frame, checks the opcode's exact payload bound and the
  * listener's memory budget before reading the body, decodes it, calls ONE
  * repos-service function and encodes the answer.  It never touches files or
  * SQL; object bodies stream (put_objects into the service in bounded reads,
- * get_objects file → socket by sendfile(2) for raw transfers of raw blobs,
+ * get_objects file → socket by sendfile(2) for raw transfers of raw blobs on
+ * plaintext, through bounded TLS writes on protocol 4,
  * LZ4 transfer blocks of at most 256 KiB otherwise).  docs/protocol/scribe.md
  * ("Server") lists its choices.
  */
@@ -27,6 +30,10 @@ typedef struct cn_scribe_config {
      * listener's idle timeout (cn_limits_t.idle_ms) should equal it.
      * 0 = 300. */
     uint32_t inactivity_s;
+    /* The protocol the listener speaks: 2 (plaintext; 0 means 2) or 4 (the
+     * TLS listener, X25519MLKEM768 only; docs/protocol/scribe.md section
+     * 14).  A listener answers any other hello with unsupported_version. */
+    uint16_t version;
 } cn_scribe_config_t;
 
 /* Builds the adapter over the repos service (borrowed; it must outlive the

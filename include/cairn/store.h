@@ -39,6 +39,9 @@ typedef enum {
     CN_STORE_LZ4 = 1  /* LZ4 envelope of bounded blocks (docs/store.md) */
 } cn_store_form_t;
 
+/* The pack threshold cairnd and `cairn admin store` use by default. */
+#define CN_STORE_PACK_DEFAULT_MAX (64u * 1024)
+
 typedef struct cn_store_opts {
     /* Metadata handle for durable pins; borrowed, must outlive the store.
      * NULL: durable pins are refused with CN_E_UNSUPPORTED. */
@@ -55,9 +58,14 @@ typedef struct cn_store_opts {
     cn_store_form_t default_form;
     /* Pack files (docs/store.md): raw blobs whose stored size is at most
      * this go into append-only packs indexed in meta instead of one file
-     * each (capped at 256 KiB).  0 = off, the default: without compaction a
-     * deleted packed blob's space is never reclaimed.  Needs meta. */
+     * each (capped at 256 KiB).  0 = off for new blobs (packs already on
+     * disk are still served); cairnd's default is CN_STORE_PACK_DEFAULT_MAX.
+     * Needs meta. */
     uint64_t pack_max_bytes;
+    /* Compaction (cn_store_compact, and the end of every cn_store_sweep):
+     * a pack other than the open one whose live bytes are under this
+     * percentage of its size is rewritten.  0 = default (50); at most 100. */
+    unsigned pack_compact_pct;
 } cn_store_opts_t;
 
 /* Opens (creating if needed) the store rooted at data_dir: blobs live in
@@ -223,10 +231,28 @@ typedef struct cn_store_sweep_stats {
 
 /* Removes every blob older than grace_ms (by mtime) that no liveness source
  * holds and no guard or unexpired durable pin protects, and drops expired
- * pin rows.  A publish racing with the sweep is safe: see docs/store.md
+ * pin rows; then runs one compaction pass (cn_store_compact).  A publish racing with the sweep is safe: see docs/store.md
  * ("sweeper invariants").  One sweep at a time (a second caller waits).
  * st may be NULL. */
 CN_API cn_err_t cn_store_sweep(cn_store_t *s, int64_t grace_ms, cn_store_sweep_stats_t *st);
+
+typedef struct cn_store_compact_stats {
+    uint64_t packs;         /* packs looked at (all but the open one) */
+    uint64_t packs_retired; /* packs deleted */
+    uint64_t records_moved; /* live records copied into the open pack */
+    uint64_t bytes_moved;   /* their bytes, headers included */
+    uint64_t bytes_freed;   /* size of the packs deleted */
+    uint64_t packs_kept;    /* candidates kept (a record failed its check, or raced) */
+} cn_store_compact_stats_t;
+
+/* One compaction pass now: every pack (but the open one) whose live bytes
+ * are under live_pct percent of its size (0 = the store's
+ * opts.pack_compact_pct) has its live records copied into the open pack and
+ * is deleted.  Safe beside reads, writes, deletes and sweeps; one pass or
+ * sweep at a time.  A record that fails its check is never copied and keeps
+ * its pack (counted in packs_kept, reported in the log).  st may be NULL.
+ * Errors: meta's, -errno (e.g. -ENOSPC: the pass stops, nothing is lost). */
+CN_API cn_err_t cn_store_compact(cn_store_t *s, unsigned live_pct, cn_store_compact_stats_t *st);
 
 /* ---- counters ------------------------------------------------------------- */
 

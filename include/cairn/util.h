@@ -113,6 +113,32 @@ CN_API int64_t cn_wall_ms(void); /* Unix epoch, milliseconds */
 #define CN_RFC3339_LEN 80
 CN_API void cn_rfc3339(int64_t unix_ms, char out[CN_RFC3339_LEN]);
 
+/* ---- dates (util/date.c): never libc's time-zone lock -------------------- */
+/* A UTC civil time, proleptic Gregorian. */
+typedef struct cn_civil {
+    int year;      /* e.g. 2026; may be <= 0 or > 9999 */
+    int mon, mday; /* 1-12, 1-31 */
+    int hour, min, sec;
+    int wday; /* 0 = Sunday */
+} cn_civil_t;
+/* unix_s (seconds since 1970-01-01T00:00:00Z, any sign, for years that fit
+ * an int) broken down in UTC, as gmtime_r would, by arithmetic alone: takes
+ * no lock.  Thread-safe. */
+CN_API void cn_civil_from_unix(int64_t unix_s, cn_civil_t *out);
+
+typedef enum cn_date_form {
+    CN_DATE_IMF,     /* "Sun, 06 Nov 1994 08:49:37 GMT" (HTTP Date, Last-Modified) */
+    CN_DATE_AMZ,     /* "19941106T084937Z" (SigV4's X-Amz-Date) */
+    CN_DATE_RFC3339, /* "1994-11-06T08:49:37.123Z" (milliseconds) */
+} cn_date_form_t;
+#define CN_DATE_MAX 64
+/* Writes unix_ms (milliseconds since the epoch, any sign; truncated to the
+ * second but for CN_DATE_RFC3339) in form, NUL-terminated, into out (which
+ * holds CN_DATE_MAX bytes); returns the length.  Years outside 0000-9999
+ * are written with as many digits as they need.  Takes no lock; the one
+ * date formatter of the project (HTTP heads, S3, SigV4, Jay).  Thread-safe. */
+CN_API size_t cn_date_format(int64_t unix_ms, cn_date_form_t form, char out[CN_DATE_MAX]);
+
 /* ---- logging -------------------------------------------------------------
  * Process-wide, line-oriented, to stderr.  Never pass a secret to these. */
 typedef enum {
@@ -163,6 +189,9 @@ CN_API cn_err_t cn_mkdir_p(const char *path, unsigned mode);
 CN_API int cn_file_tmp_beside(const char *target, char *tmp, size_t tmpsz);
 CN_API cn_err_t cn_file_tmp_publish(int fd, const char *tmp, const char *target, unsigned mode);
 CN_API void cn_file_tmp_discard(int fd, const char *tmp);
+/* Replaces target with the n bytes at p through a temporary as above, with
+ * the given mode; durable (fsynced) before it is named.  0 or -errno. */
+CN_API cn_err_t cn_file_replace(const char *target, const void *p, size_t n, unsigned mode);
 
 /* nwords 64-bit words in the file at path (created, mode 0600), mapped
  * MAP_SHARED into *words for lock-free atomic use by every process that opens

@@ -3,6 +3,8 @@
  * a liveness check before reuse. */
 #include "client_int.h"
 
+#include "cairn/crypto.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,12 +50,15 @@ cn_err_t cn_client_parse_endpoint(const char *ep, char *host, size_t host_cap, u
     return CN_OK;
 }
 
+/* The pool's TLS context: TLS 1.3 with the hybrid group X25519MLKEM768
+ * offered first and the classical groups after it (docs/protocol/tls.md),
+ * so a cairnd Jay listener, pq-only or not, negotiates the hybrid group and
+ * a server without it still can answer with a classical one. */
 static SSL_CTX *tls_context(const cn_client_cfg_t *cfg, cn_jay_error_t *err)
 {
-    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-    if (!ctx)
+    SSL_CTX *ctx = NULL;
+    if (cn_tls_client_ctx_new(CN_TLS_GROUPS_HYBRID_FIRST, &ctx) < 0)
         goto fail;
-    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     if (cfg->tls_insecure) {
         SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
     } else {

@@ -1,12 +1,19 @@
-/* libcairn's Scribe protocol-2 client: one control connection with
- * deadline-bound blocking I/O, the hello, every core request, LZ4 transfer
- * blocks both ways, and submits resolved through operation_outcome when a
- * reply is lost.  Uses the pure codec (cairn/scribe.h) for every layout. */
+/* libcairn's Scribe client: one control connection with deadline-bound
+ * blocking I/O, the hello, every core request, LZ4 transfer blocks both ways,
+ * and submits resolved through operation_outcome when a reply is lost.
+ * Protocol 2 on plaintext; protocol 4 over TLS for a "scribes://" endpoint
+ * (scribe_tls.c: X25519MLKEM768 only, the server verified), anonymous
+ * caller, binding secret on data connections, waiting for put_objects'
+ * admission before streaming.  Uses the pure codec (cairn/scribe.h) for
+ * every layout. */
 #include "cairn/scribe_client.h"
 #include "cairn/scribe.h"
 #include "cairn/util.h"
+#include "scribe_tls.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
+#include <openssl/ssl.h>
 #include <fcntl.h>
 #include <lz4.h>
 #include <netdb.h>
@@ -30,6 +37,10 @@ struct cn_scribe_client {
     bool lz4;
     int connect_ms, io_ms;
     int fd;
+    bool tls;            /* protocol 4: a scribes:// endpoint */
+    SSL_CTX *tls_ctx;    /* owned by the root client */
+    SSL *ssl;            /* while connected over TLS */
+    uint8_t binding[32]; /* protocol 4: the control session's binding secret */
     uint8_t compression; /* accepted by the server */
     uint64_t rid;
     cn_buf_t out, in;
@@ -108,6 +119,8 @@ static cn_err_t err_for_code(uint16_t code)
 /* ---- transport ------------------------------------------------------------------- */
 static void drop(cn_scribe_client_t *cl)
 {
+    SSL_free(cl->ssl);
+    cl->ssl = NULL;
     if (cl->fd >= 0)
         close(cl->fd);
     cl->fd = -1;
@@ -118,6 +131,18 @@ static cn_err_t send_all(cn_scribe_client_t *cl, const void *p, size_t n)
 {
     const uint8_t *b = p;
     while (n) {
+        if (cl->ssl) {
+            size_t done = 0;
+            cn_err_t e = cn__scribe_tls_write(cl->ssl, b, n, &done);
+            if (e < 0) {
+                drop(cl);
+                return e;
+            }
+            b += done;
+            n -= done;
+            cl->sent += done;
+            continue;
+        }
         ssize_t w = send(cl->fd, b, n, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR)
@@ -141,6 +166,12 @@ static cn_err_t send_all(cn_scribe_client_t *cl, const void *p, size_t n)
 /* One recv into p (direct) or into the receive buffer; 0 bytes is an error. */
 static cn_err_t recv_some(cn_scribe_client_t *cl, void *p, size_t n, size_t *got)
 {
+    if (cl->ssl) {
+        cn_err_t e = cn__scribe_tls_read(cl->ssl, p, n, got);
+        if (e < 0)
+            drop(cl);
+        return e;
+    }
     for (;;) {
         ssize_t r = recv(cl->fd, p, n, 0);
         if (r > 0) {
@@ -275,9 +306,22 @@ static cn_err_t recv_reply(cn_scribe_client_t *cl, uint16_t op, cn_scribe_hdr_t 
 static cn_err_t connect_hello(cn_scribe_client_t *cl, cn_scribe_cerr_t *err)
 {
     CN_TRY(dial(cl, err));
+    if (cl->tls) {
+        char msg[400] = "";
+        cn_err_t te =
+            cn__scribe_tls_connect(cl->root->tls_ctx, cl->fd, cl->host, &cl->ssl, msg, sizeof msg);
+        if (te < 0) {
+            set_err(err, 0, "%s", msg);
+            drop(cl);
+            return te;
+        }
+    }
     cn_scribe_hello_t h;
     memset(&h, 0, sizeof h);
-    h.version = 2;
+    h.version = cl->tls ? 4 : 2;
+    h.caller = CN_SCRIBE_CALLER_ANONYMOUS;
+    if (cl->tls && cl->bind)
+        memcpy(h.binding, cl->root->binding, sizeof h.binding);
     h.codec = (uint8_t)cl->codec;
     h.caps = cl->lz4 ? CN_SCRIBE_CAP_LZ4 : 0;
     h.bind_session = cl->bind;
@@ -293,7 +337,10 @@ static cn_err_t connect_hello(cn_scribe_client_t *cl, cn_scribe_cerr_t *err)
     if (e >= 0)
         e = recv_reply(cl, CN_SCRIBE_OP_HELLO, &hdr, CN_SCRIBE_CODEC_LE, err);
     cn_scribe_hello_ok_t ok;
-    if (e >= 0 && cn_scribe_dec_hello_ok(cl->in.data, cl->in.len, false, &ok) < 0)
+    bool control4 = cl->tls && !cl->bind;
+    if (e >= 0 && cn_scribe_dec_hello_ok(cl->in.data, cl->in.len, control4, &ok) < 0)
+        e = CN_E_PROTOCOL;
+    if (e >= 0 && (ok.version != h.version || (cl->bind && ok.session != cl->bind)))
         e = CN_E_PROTOCOL;
     if (e >= 0 && (ok.codec != cl->codec || ok.compression != (cl->lz4 ? 1 : 0)))
         e = CN_E_PROTOCOL; /* a client refuses another codec or compression */
@@ -305,6 +352,9 @@ static cn_err_t connect_hello(cn_scribe_client_t *cl, cn_scribe_cerr_t *err)
     }
     cl->compression = ok.compression;
     cl->session = ok.session;
+    if (control4)
+        memcpy(cl->binding, ok.binding, sizeof cl->binding);
+    OPENSSL_cleanse(ok.binding, sizeof ok.binding);
     return CN_OK;
 }
 
@@ -328,8 +378,10 @@ static cn_err_t call(cn_scribe_client_t *cl, uint16_t op, cn_scribe_cerr_t *err)
 
 #define CODEC(cl) ((cn_scribe_codec_t)(cl)->codec)
 
-cn_err_t cn_scribe_client_new(const cn_scribe_client_cfg_t *cfg, cn_scribe_client_t **out,
-                              cn_scribe_cerr_t *err)
+/* A client; parent NULL for a control client, else the control client a
+ * data connection belongs to (its TLS context and binding secret). */
+static cn_err_t client_new(const cn_scribe_client_cfg_t *cfg, cn_scribe_client_t *parent,
+                           cn_scribe_client_t **out, cn_scribe_cerr_t *err)
 {
     *out = NULL;
     if (err)
@@ -339,6 +391,10 @@ cn_err_t cn_scribe_client_new(const cn_scribe_client_cfg_t *cfg, cn_scribe_clien
         return -ENOMEM;
     cl->fd = -1;
     const char *ep = cfg && cfg->endpoint ? cfg->endpoint : CN_SCRIBE_CLIENT_DEFAULT_ENDPOINT;
+    if (!strncmp(ep, "scribes://", 10)) {
+        cl->tls = true;
+        ep += 10;
+    }
     const char *colon = strrchr(ep, ':');
     const char *h = ep;
     size_t hl = colon ? (size_t)(colon - ep) : strlen(ep);
@@ -364,15 +420,30 @@ cn_err_t cn_scribe_client_new(const cn_scribe_client_cfg_t *cfg, cn_scribe_clien
                                                               : cfg->data_conns;
     if (cl->bind)
         cl->ndata = 0; /* a data connection opens no data connections */
-    cl->root = cl;
+    cl->root = parent ? parent : cl;
+    cl->tls = parent ? parent->tls : cl->tls;
     pthread_mutex_init(&cl->pmu, NULL);
-    cn_err_t e = connect_hello(cl, err);
+    cn_err_t e = CN_OK;
+    if (cl->tls && !parent) {
+        char msg[400] = "";
+        e = cn__scribe_tls_ctx(NULL, &cl->tls_ctx, msg, sizeof msg);
+        if (e < 0)
+            set_err(err, 0, "%s", msg);
+    }
+    if (e >= 0)
+        e = connect_hello(cl, err);
     if (e < 0) {
         cn_scribe_client_free(cl);
         return e;
     }
     *out = cl;
     return CN_OK;
+}
+
+cn_err_t cn_scribe_client_new(const cn_scribe_client_cfg_t *cfg, cn_scribe_client_t **out,
+                              cn_scribe_cerr_t *err)
+{
+    return client_new(cfg, NULL, out, err);
 }
 
 void cn_scribe_client_free(cn_scribe_client_t *cl)
@@ -388,6 +459,8 @@ void cn_scribe_client_free(cn_scribe_client_t *cl)
     free(cl->blk);
     free(cl->blk2);
     free(cl->rbuf);
+    SSL_CTX_free(cl->tls_ctx); /* only the control client holds one */
+    OPENSSL_cleanse(cl->binding, sizeof cl->binding);
     free(cl);
 }
 
@@ -425,8 +498,7 @@ static cn_err_t data_conn(cn_scribe_client_t *cl, int k, cn_scribe_client_t **ou
         snprintf(ep, sizeof ep, "[%s]:%s", cl->host, cl->port);
         cn_scribe_client_cfg_t cfg = { ep,        cl->codec, cl->lz4,    cl->connect_ms,
                                        cl->io_ms, -1,        cl->session };
-        CN_TRY(cn_scribe_client_new(&cfg, &d, err));
-        d->root = cl;
+        CN_TRY(client_new(&cfg, cl, &d, err));
         cl->data[k] = d;
     }
     *out = d;
@@ -610,6 +682,21 @@ static cn_err_t send_object(cn_scribe_client_t *cl, const uint8_t *p, size_t n)
 /* A kind's run of objects goes over data connections only above this. */
 #define LANE_MIN_BYTES (8u << 20)
 
+/* Protocol 4: waits for put_objects' admission response (an empty reply:
+ * stream now) before any object byte; a refusal is an error frame, after
+ * which the connection stays usable (nothing was streamed). */
+static cn_err_t put_admitted(cn_scribe_client_t *cl, cn_scribe_cerr_t *err)
+{
+    cn_scribe_hdr_t hdr;
+    CN_TRY(recv_reply(cl, CN_SCRIBE_OP_PUT_OBJECTS, &hdr, CODEC(cl), err));
+    if (hdr.length || (hdr.flags & CN_SCRIBE_FLAG_STREAM)) {
+        set_err(err, 0, "put_objects: the admission response is not empty");
+        drop(cl);
+        return CN_E_PROTOCOL;
+    }
+    return CN_OK;
+}
+
 static cn_err_t put_serial(cn_scribe_client_t *cl, const uint8_t repo[16],
                            const cn_scribe_client_obj_t *objs, size_t n, cn_scribe_cerr_t *err)
 {
@@ -643,6 +730,8 @@ static cn_err_t put_serial(cn_scribe_client_t *cl, const uint8_t repo[16],
             break;
         }
         if ((e = send_frame(cl, CN_SCRIBE_OP_PUT_OBJECTS, CN_SCRIBE_FLAG_STREAM, &cl->out)) < 0)
+            break;
+        if (cl->tls && (e = put_admitted(cl, err)) < 0)
             break;
         for (uint32_t i = 0; i < m && e >= 0; i++)
             if ((e = send_object(cl, objs[at + i].data, objs[at + i].len)) >= 0)

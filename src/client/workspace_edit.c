@@ -255,15 +255,41 @@ static cn_err_t mark_all(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn__ws
     return e;
 }
 
-cn_err_t cn__ws_mark(cn_scribe_client_t *cl, cn__ws_state_t *s, const char *const *paths, size_t n,
-                     bool held, const cn_ws_opts_t *o, cn_ws_error_t *err)
+/* How mark() learns whether the workspace holds the paths it is given. */
+typedef enum {
+    MARK_HELD,
+    MARK_RELEASED,
+    MARK_ASK
+} mark_how_t;
+
+/* Gives paths[0..n) the mode p and the workspace's locks on the server
+ * say: under a required rule and not held, read-only; else writable. */
+static cn_err_t mark_asked(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn__ws_policy_t *p,
+                           const char *const *paths, size_t n, cn_ws_error_t *err)
+{
+    if (!has_required(&p->cfg))
+        return CN_OK; /* no rule: the files were written writable */
+    held_t h = { 0 };
+    cn_err_t e = held_get(cl, s, &h, err);
+    for (size_t i = 0; i < n && e == CN_OK; i++) {
+        const cn__ws_file_t *w = cn__ws_state_find(s, paths[i], s->n);
+        bool ro = cn__ws_policy_requires(p, paths[i]) && !held_has(&h, paths[i]);
+        if (!w || w->mode != CN_REPOS_MODE_SYMLINK)
+            e = set_mode(s, paths[i], w, ro, err);
+    }
+    held_free(&h);
+    return e;
+}
+
+static cn_err_t mark(cn_scribe_client_t *cl, cn__ws_state_t *s, const char *const *paths, size_t n,
+                     mark_how_t how, const cn_ws_opts_t *o, cn_ws_error_t *err)
 {
     cn_ws_error_t mine;
     cn__ws_begin(&mine, &mine);
     cn__ws_policy_t p;
     memset(&p, 0, sizeof p);
     cn_err_t e = CN_OK;
-    if (paths && held) { /* now held: writable whatever the rules say */
+    if (paths && how == MARK_HELD) { /* now held: writable whatever the rules say */
         for (size_t i = 0; i < n && e == CN_OK; i++)
             e = set_mode(s, paths[i], NULL, false, &mine);
         goto out;
@@ -273,6 +299,10 @@ cn_err_t cn__ws_mark(cn_scribe_client_t *cl, cn__ws_state_t *s, const char *cons
     cn__ws_state_sort(s);
     if (!paths || p.changed) {
         e = mark_all(cl, s, &p, &mine);
+        goto out;
+    }
+    if (how == MARK_ASK) {
+        e = mark_asked(cl, s, &p, paths, n, &mine);
         goto out;
     }
     for (size_t i = 0; i < n && e == CN_OK; i++)
@@ -289,6 +319,18 @@ out:
     if (e && err)
         *err = mine;
     return e;
+}
+
+cn_err_t cn__ws_mark(cn_scribe_client_t *cl, cn__ws_state_t *s, const char *const *paths, size_t n,
+                     bool held, const cn_ws_opts_t *o, cn_ws_error_t *err)
+{
+    return mark(cl, s, paths, n, held ? MARK_HELD : MARK_RELEASED, o, err);
+}
+
+cn_err_t cn__ws_mark_restored(cn_scribe_client_t *cl, cn__ws_state_t *s, const char *const *paths,
+                              size_t n, const cn_ws_opts_t *o, cn_ws_error_t *err)
+{
+    return mark(cl, s, paths, n, MARK_ASK, o, err);
 }
 
 /* ---- cn_ws_edit -------------------------------------------------------------------------------- */

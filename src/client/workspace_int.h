@@ -273,7 +273,8 @@ cn_err_t cn__ws_check_clean(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_
 
 /* Puts paths[0..n) back to s's records (s sorted by path): each file s
  * records is fetched again (its manifest and mode), each it does not is
- * removed; then saves s.  merge --abort and a rejected cherry-pick undo
+ * removed; then saves s and gives the files their lock mode
+ * (cn__ws_mark_restored).  merge --abort and a rejected cherry-pick undo
  * what they wrote this way. */
 cn_err_t cn__ws_restore_paths(cn_scribe_client_t *cl, cn__ws_state_t *s, const char *const *paths,
                               size_t n, const cn_ws_opts_t *o, cn_ws_error_t *err);
@@ -325,6 +326,13 @@ bool cn__ws_policy_requires(const cn__ws_policy_t *p, const char *path);
  * operation it follows succeeded) or err. */
 cn_err_t cn__ws_mark(cn_scribe_client_t *cl, cn__ws_state_t *s, const char *const *paths, size_t n,
                      bool held, const cn_ws_opts_t *o, cn_ws_error_t *err);
+/* Gives paths[0..n), just written back from s's records (a merge
+ * --abort, a pick undone), the mode a sync would: read-only under a
+ * required rule unless the workspace holds the lock on the server (one
+ * lock_list), else writable; a policy that changed re-marks every file.
+ * Failures as cn__ws_mark. */
+cn_err_t cn__ws_mark_restored(cn_scribe_client_t *cl, cn__ws_state_t *s, const char *const *paths,
+                              size_t n, const cn_ws_opts_t *o, cn_ws_error_t *err);
 /* Acquires (release false) or releases paths[0..n) for s's workspace on
  * its branch, all or nothing (workspace_lock.c); *changed: how many. */
 cn_err_t cn__ws_lock_send(cn_scribe_client_t *cl, const cn__ws_state_t *s, const char *const *paths,

@@ -545,6 +545,10 @@ cn_err_t cn__ws_restore_paths(cn_scribe_client_t *cl, cn__ws_state_t *s, const c
     uint64_t bytes = 0;
     if (rc == CN_OK && (rc = cn__ws_fetch_all(cl, s, jobs, nj, &bytes, o, err)) == CN_OK)
         rc = cn__ws_state_save(s, err);
+    /* fetched files are written writable: a required rule's file the
+     * workspace does not hold goes back to read-only */
+    if (rc == CN_OK)
+        rc = cn__ws_mark_restored(cl, s, paths, n, o, err);
     for (size_t k = 0; jobs && k < nj; k++)
         cn_buf_free(&jobs[k].menc);
     free(jobs);

@@ -31,6 +31,7 @@ static const char admin_usage[] =
     "  grants [--namespace NS]\n"
     "  repo backup NAME FILE | repo restore FILE [--replace]   (server stopped)\n"
     "  auth init   the SAU2 auth state, its CAs and the first administrator\n"
+    "  store compact [--live PCT]   rewrite sparse pack files now (server stopped)\n"
     "PERM: bucket:create bucket:delete bucket:list object:get object:put\n"
     "      object:delete object:list blobs:read blobs:write admin all\n"
     "      (default without --perm: every permission except admin)\n";
@@ -289,6 +290,12 @@ int cn_cmd_admin(int argc, char **argv)
             return usage("--data DIR is required");
         cn_log_configure(CN_LOG_WARN, false);
         return cn_cmd_admin_repo(data, argc - i, argv + i);
+    }
+    if (!strcmp(cmd, "store")) {
+        if (!data)
+            return usage("--data DIR is required");
+        cn_log_configure(CN_LOG_WARN, false);
+        return cn_cmd_admin_store(data, argc - i, argv + i);
     }
     if (!strcmp(cmd, "auth")) {
         if (!data)

@@ -1,12 +1,16 @@
-/* `cairn admin --data DIR auth init`: creates the SAU2 auth state on the data
- * directory (cn_auth_init): a new incarnation, the credential, access and
- * server CAs, the auth listener's TLS certificate (keys under DIR/auth,
- * mode 0600) and the first administrator `admin`, whose password comes from
- * CAIRN_AUTH_ADMIN_PASSWORD or is drawn at random and printed once on
- * stdout.  It prints nothing else secret, and never logs the password.
- * Exit 0 ok, 1 failure, 2 usage. */
+/* `cairn admin --data DIR auth init|migrate|backup|restore`.  init creates
+ * the SAU2 auth state on the data directory (cn_auth_init): a new
+ * incarnation, the credential, access and server CAs, the auth listener's
+ * TLS certificate (keys under DIR/auth, mode 0600) and the first
+ * administrator `admin`, whose password comes from CAIRN_AUTH_ADMIN_PASSWORD
+ * or is drawn at random and printed once on stdout.  migrate runs the schema
+ * steps; backup writes the state and keys to a file (mode 0600); restore
+ * loads one; migrate and restore draw a new incarnation, which each prints.
+ * It prints nothing else secret, and never logs the password.  Exit 0 ok,
+ * 1 failure, 2 usage. */
 #include "cmd.h"
 
+#include "cairn/crypto.h"
 #include "cairn/meta.h"
 #include "cairn/sau2.h"
 #include "cairn/util.h"
@@ -19,8 +23,49 @@
 
 static const char auth_usage[] =
     "usage: cairn admin --data DIR auth init\n"
+    "       cairn admin --data DIR auth migrate\n"
+    "       cairn admin --data DIR auth backup FILE   (state and private keys, mode 0600)\n"
+    "       cairn admin --data DIR auth restore FILE  (cairnd stopped; a new incarnation)\n"
     "       (the first administrator's password: CAIRN_AUTH_ADMIN_PASSWORD, 12..1024\n"
     "       bytes, or a random one printed once)\n";
+
+/* Prints the state's incarnation and revision (after init, migrate, restore). */
+static void print_incarnation(const char *data)
+{
+    cn_meta_t *meta = NULL;
+    uint8_t inc[CN_SAU2_ID_LEN];
+    uint64_t rev = 0;
+    char hex[2 * CN_SAU2_ID_LEN + 1];
+    if (cn_meta_open(data, NULL, &meta) == 0 && cn_auth_incarnation(meta, inc, &rev) == 0) {
+        cn_hex_encode(inc, sizeof inc, hex);
+        printf("incarnation: %s\nrevision: %llu\n", hex, (unsigned long long)rev);
+    }
+    cn_meta_close(meta);
+}
+
+/* migrate, backup FILE, restore FILE. */
+static int auth_state_op(const char *data, const char *verb, const char *file)
+{
+    cn_meta_t *meta = NULL;
+    cn_err_t e = cn_meta_open(data, NULL, &meta);
+    if (e == 0)
+        e = !strcmp(verb, "migrate")  ? cn_auth_migrate(meta)
+            : !strcmp(verb, "backup") ? cn_auth_backup(meta, data, file)
+                                      : cn_auth_restore(meta, data, file);
+    cn_meta_close(meta);
+    if (e < 0) {
+        fprintf(stderr, "cairn admin: auth %s: %s\n", verb,
+                e == CN_E_NOT_FOUND ? "no auth state (run auth init first)"
+                : e == CN_E_CORRUPT ? "the backup is damaged or not an auth backup"
+                                    : cn_strerror(e));
+        return EXIT_SERVER;
+    }
+    if (!strcmp(verb, "backup"))
+        printf("auth state written to %s (mode 0600: it holds the private keys)\n", file);
+    else
+        print_incarnation(data);
+    return EXIT_OK;
+}
 
 static int auth_init(const char *data)
 {
@@ -41,6 +86,7 @@ static int auth_init(const char *data)
         return EXIT_SERVER;
     }
     printf("auth state created in %s (keys in %s/auth)\n", data, data);
+    print_incarnation(data);
     if (given)
         printf("administrator: admin (password from CAIRN_AUTH_ADMIN_PASSWORD)\n");
     else
@@ -53,6 +99,10 @@ int cn_cmd_admin_auth(const char *data, int argc, char **argv)
 {
     if (argc == 1 && !strcmp(argv[0], "init"))
         return auth_init(data);
+    if (argc == 1 && !strcmp(argv[0], "migrate"))
+        return auth_state_op(data, argv[0], NULL);
+    if (argc == 2 && (!strcmp(argv[0], "backup") || !strcmp(argv[0], "restore")))
+        return auth_state_op(data, argv[0], argv[1]);
     fputs(auth_usage, stderr);
     return EXIT_USAGE;
 }

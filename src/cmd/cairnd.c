@@ -8,6 +8,7 @@
  * server cannot start, 2 for a usage error (unknown flag, bad value, a
  * configuration file that does not parse or names an unknown key). */
 #include "cairnd.h"
+#include "cairn/crypto.h"
 #include "cairn/util.h"
 
 #include <errno.h>
@@ -19,22 +20,33 @@
 #include <string.h>
 
 #define CAIRND_USAGE                                                                               \
-    "usage: cairnd [--data DIR] [--jay ADDR|off] [--scribe ADDR|off] [--http ADDR|off]\n"          \
+    "usage: cairnd [--data DIR] [--jay ADDR|off] [--scribe ADDR|off] [--scribe-tls ADDR|off]\n"    \
+    "              [--http ADDR|off] [--auth ADDR|off]\n"                                          \
     "              [--config FILE] [--log-level debug|info|warn|error] [--log-format text|json]\n" \
     "              [--jay-tls-cert FILE --jay-tls-key FILE] [--scribe-tls-cert FILE ...]\n"        \
     "              [--http-tls-cert FILE ...] [--allow-plaintext-public] [--net-loops N]\n"        \
+    "              [--tls-groups pq-only|hybrid-first]\n"                                          \
     "              [--help] [--version]\n"
 
 #define CAIRND_HELP                                                                               \
     "\n"                                                                                          \
     "  --data DIR              data directory (default ./data; created with mode 0700)\n"         \
     "  --jay ADDR|off          Jay native v1 listener (default 127.0.0.1:7446)\n"                 \
-    "  --scribe ADDR|off       Scribe listener (default 127.0.0.1:7447)\n"                        \
+    "  --scribe ADDR|off       Scribe protocol 2, plaintext only (default 127.0.0.1:7447)\n"      \
+    "  --scribe-tls ADDR|off   Scribe protocol 4 over TLS 1.3, X25519MLKEM768 only (default\n"    \
+    "                          off); needs --scribe-tls-cert/--scribe-tls-key, which are\n"       \
+    "                          its files (--scribe itself takes no TLS flags)\n"                  \
     "  --http ADDR|off         S3 / blob operations / health listener (default 127.0.0.1:7448)\n" \
+    "  --auth ADDR|off         SAU2 auth listener (default off; TLS with the certificate of\n"    \
+    "                          `cairn admin --data DIR auth init`, no --auth-tls-* flag)\n"       \
     "                          ADDR is host:port or [v6]:port; port 0 picks a free port\n"        \
-    "  --PROTO-tls-cert FILE   PEM certificate chain: serve PROTO over TLS 1.3\n"                 \
+    "  --PROTO-tls-cert FILE   PEM certificate chain: serve PROTO (jay, http) over TLS 1.3\n"     \
     "  --PROTO-tls-key FILE    PEM private key (Jay also reads JAY_NATIVE_TLS_CERT/_KEY)\n"       \
     "  --allow-plaintext-public  permit a plaintext listener on a non-loopback address\n"         \
+    "  --tls-groups RULE       key exchange of the Jay and HTTP TLS listeners: hybrid-first\n"    \
+    "                          (default: X25519MLKEM768 preferred, classical groups kept) or\n"   \
+    "                          pq-only (X25519MLKEM768 alone); also [server] tls_groups, or\n"    \
+    "                          CAIRN_TLS_GROUPS; Scribe TLS and SAU2 are always pq-only\n"        \
     "  --net-loops N           event-loop threads (default 0: one per CPU, at most 8;\n"          \
     "                          also [server] net_loops, or CAIRN_NET_LOOPS)\n"                    \
     "  --config FILE           TOML file with limits and listener settings\n"                     \
@@ -60,10 +72,11 @@ typedef struct {
 } listener_t;
 
 /* ---- configuration file -------------------------------------------------------- */
-static const char *const server_keys[] = { "shutdown_grace_ms", "handshake_workers",
-                                           "query_workers",     "storage_workers",
-                                           "queue_length",      "allow_plaintext_public",
-                                           "net_loops",         NULL };
+static const char *const server_keys[] = {
+    "shutdown_grace_ms", "handshake_workers", "query_workers",
+    "storage_workers",   "queue_length",      "allow_plaintext_public",
+    "net_loops",         "tls_groups",        NULL
+};
 static const char *const limit_keys[] = { "max_connections",
                                           "max_pending_per_source",
                                           "max_connections_per_principal",
@@ -240,7 +253,8 @@ static int config_apply(const cn_toml_t *doc, cn_server_config_t *scfg, bool *al
 /* ---- command line ----------------------------------------------------------------- */
 typedef struct {
     const char *data_dir, *config_path;
-    int net_loops; /* --net-loops, or -1 */
+    int net_loops;  /* --net-loops, or -1 */
+    int tls_groups; /* --tls-groups: a cn_tls_groups_t, or -1 */
     cn_log_level_t level;
     bool json, allow_public;
     listener_flags_t flags[CN_MAX_PROTOS];
@@ -255,6 +269,7 @@ enum {
     O_VERSION,
     O_PUBLIC,
     O_LOOPS,
+    O_GROUPS,
     O_PROTO = 512
 }; /* O_PROTO + 3*i + {0 addr, 1 cert, 2 key} */
 
@@ -273,11 +288,15 @@ static void build_options(struct option *opts, char (*names)[48], size_t nprotos
     opts[no++] = (struct option){ "version", no_argument, 0, O_VERSION };
     opts[no++] = (struct option){ "allow-plaintext-public", no_argument, 0, O_PUBLIC };
     opts[no++] = (struct option){ "net-loops", required_argument, 0, O_LOOPS };
+    opts[no++] = (struct option){ "tls-groups", required_argument, 0, O_GROUPS };
     for (size_t i = 0; i < nprotos; i++) {
         static const char *const suffix[3] = { "", "-tls-cert", "-tls-key" };
+        const cn_protocol_t *p = &cn_protocols[i];
         for (int k = 0; k < 3; k++) {
-            snprintf(names[3 * i + (size_t)k], sizeof names[0], "%s%s", cn_protocols[i].name,
-                     suffix[k]);
+            if (k > 0 && p->plaintext_only)
+                continue; /* Scribe protocol 2 has no TLS flags: --scribe-tls has */
+            snprintf(names[3 * i + (size_t)k], sizeof names[0], "%s%s",
+                     k > 0 && p->tls_flags ? p->tls_flags : p->name, suffix[k]);
             opts[no++] = (struct option){ names[3 * i + (size_t)k], required_argument, 0,
                                           O_PROTO + 3 * (int)i + k };
         }
@@ -296,14 +315,51 @@ static int net_loops_parse(const char *s)
     return (int)v;
 }
 
+/* A group rule "pq-only" or "hybrid-first" as a cn_tls_groups_t, or -1. */
+static int tls_groups_parse(const char *s)
+{
+    if (!strcmp(s, "pq-only"))
+        return CN_TLS_GROUPS_PQ_ONLY;
+    return strcmp(s, "hybrid-first") ? -1 : CN_TLS_GROUPS_HYBRID_FIRST;
+}
+
+/* The group rule of the Jay and HTTP TLS listeners (docs/protocol/tls.md):
+ * --tls-groups, else CAIRN_TLS_GROUPS (so that a test run can set it for
+ * every server it starts), else [server] tls_groups, else hybrid-first.
+ * pq-only makes every TLS listener X25519MLKEM768 alone.  0, or 2 for a bad
+ * value (reported). */
+static int tls_groups_apply(const cmdline_t *cl, const cn_toml_t *doc, listener_t *ls,
+                            size_t nprotos)
+{
+    int rule = cl->tls_groups;
+    const char *env = getenv("CAIRN_TLS_GROUPS");
+    if (rule < 0 && env && *env && (rule = tls_groups_parse(env)) < 0) {
+        fprintf(stderr, "cairnd: CAIRN_TLS_GROUPS=%s: expected pq-only or hybrid-first\n", env);
+        return 2;
+    }
+    const char *conf = NULL;
+    if (rule < 0 && doc &&
+        config_string(cn_toml_get(cn_toml_root(doc), "server"), "tls_groups", &conf))
+        return 2;
+    if (rule < 0 && conf && (rule = tls_groups_parse(conf)) < 0) {
+        fprintf(stderr, "cairnd: --config: [server] tls_groups must be pq-only or hybrid-first\n");
+        return 2;
+    }
+    for (size_t i = 0; i < nprotos && rule == CN_TLS_GROUPS_PQ_ONLY; i++)
+        ls[i].opts.tls_pq_only = true;
+    return 0;
+}
+
 /* Parses argv into cl.  Returns RUN, or the exit status when cairnd is done:
  * 0 after --help or --version, 2 after a usage error (already reported). */
 static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
 {
-    struct option opts[8 + 3 * CN_MAX_PROTOS + 1];
+    struct option opts[9 + 3 * CN_MAX_PROTOS + 1];
     char names[3 * CN_MAX_PROTOS][48];
     build_options(opts, names, nprotos);
-    *cl = (cmdline_t){ .data_dir = "./data", .net_loops = -1, .level = CN_LOG_INFO };
+    *cl = (cmdline_t){
+        .data_dir = "./data", .net_loops = -1, .tls_groups = -1, .level = CN_LOG_INFO
+    };
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -339,6 +395,13 @@ static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
                 fprintf(stderr,
                         "cairnd: --net-loops must be an integer from 0 to %d\n" CAIRND_USAGE,
                         CN_NET_LOOPS_MAX);
+                return 2;
+            }
+            break;
+        case O_GROUPS:
+            if ((cl->tls_groups = tls_groups_parse(optarg)) < 0) {
+                fputs("cairnd: --tls-groups must be pq-only or hybrid-first\n" CAIRND_USAGE,
+                      stderr);
                 return 2;
             }
             break;
@@ -406,11 +469,20 @@ static int resolve_listeners(listener_t *ls, size_t nprotos, const cmdline_t *cl
                 p->name, l->opts.addr);
             return 2;
         }
-        if (!l->opts.tls_cert != !l->opts.tls_key) {
-            fprintf(stderr, "cairnd: --%s: TLS needs both --%s-tls-cert and --%s-tls-key\n",
-                    p->name, p->name, p->name);
+        const char *stem = p->tls_flags ? p->tls_flags : p->name;
+        if (p->plaintext_only && (l->opts.tls_cert || l->opts.tls_key)) {
+            fprintf(stderr,
+                    "cairnd: --%s is plaintext protocol 2; TLS (protocol 4) is --%s-tls ADDR\n",
+                    p->name, p->name);
             return 2;
         }
+        if (!l->opts.tls_cert != !l->opts.tls_key || (p->tls_required && !l->opts.tls_cert)) {
+            fprintf(stderr, "cairnd: --%s: TLS needs both --%s-tls-cert and --%s-tls-key\n",
+                    p->name, stem, stem);
+            return 2;
+        }
+        l->opts.tls_pq_only = p->tls_pq_only;
+        l->opts.tls_client_cert = p->tls_client_cert;
         if (!p->create && !p->start) {
             fprintf(stderr, "cairnd: the %s protocol is not built in this version; pass --%s off\n",
                     p->name, p->name);
@@ -541,6 +613,8 @@ int main(int argc, char **argv)
         scfg.loops = (unsigned)cl.net_loops;
     size_t nenabled = 0;
     status = resolve_listeners(ls, nprotos, &cl, &nenabled);
+    if (!status)
+        status = tls_groups_apply(&cl, doc, ls, nprotos);
     if (status)
         goto out;
     cn_info("cairnd", "cairnd %s starting; data in %s", CAIRN_VERSION, cl.data_dir);

@@ -45,6 +45,17 @@ typedef struct cn_protocol {
     const char *default_addr; /* "127.0.0.1:7446" */
     const char *env_tls_cert; /* environment fallbacks for the TLS files, or NULL */
     const char *env_tls_key;
+    /* TLS rules of the row.  plaintext_only: no --NAME-tls-cert/-key flags
+     * and no tls_cert/tls_key keys (Scribe protocol 2: protocol 2 inside TLS
+     * is not in the contract).  tls_flags: the stem of its TLS file flags
+     * when it is not name ("scribe": --scribe-tls-cert configures the
+     * scribe-tls row).  tls_required: the listener needs both files.
+     * tls_pq_only, tls_client_cert: copied into cn_listen_opts_t. */
+    bool plaintext_only;
+    const char *tls_flags;
+    bool tls_required;
+    bool tls_pq_only;
+    bool tls_client_cert;
     /* Keys of its config section the adapter reads itself (besides the
      * listener keys cairnd handles).  NULL-terminated, or NULL. */
     const char *const *config_keys;

@@ -62,31 +62,28 @@ const char cn__repo_usage[] =
     "                                                  PATHs writable\n"
     "       (mv, branch, switch, merge, resolve, cherry-pick, edit, workspace and the lock verbs\n"
     "       act on the workspace holding . or -C DIR)\n"
-    "REPO: NAME, HOST:PORT/NAME or scribe://HOST[:PORT]/NAME\n"
+    "REPO: NAME, HOST:PORT/NAME, scribe://HOST[:PORT]/NAME or scribes://HOST:PORT/NAME (TLS)\n"
     "options: --endpoint HOST:PORT (CAIRN_SCRIBE_ENDPOINT, default 127.0.0.1:7447)\n"
     "         --lz4 (LZ4 transfers)  --author NAME (default $USER)  --quiet\n"
     "         --conns N (data connections for transfers, 0..4, default 4)\n"
     "exit: 0 ok, 1 server error, 2 usage, 3 not found, 5 network, 6 conflict,\n"
     "      7 local file error, 8 checksum mismatch (docs/cli.md)\n";
 
-/* Splits a repository argument -- `NAME`, `HOST:PORT/NAME` or
- * `scribe://HOST[:PORT]/NAME` -- into the endpoint it names (left NULL when it
+/* Splits a repository argument -- `NAME`, `HOST:PORT/NAME`,
+ * `scribe://HOST[:PORT]/NAME` or `scribes://HOST:PORT/NAME` -- into the endpoint it names (left NULL when it
  * names none) and the repository name, which points into `arg`.  The endpoint
  * is copied to `ep`.  Returns EXIT_OK, or EXIT_USAGE with the reason on stderr. */
 static int split_repo_url(const char *arg, char *ep, size_t epsz, const char **endpoint,
                           const char **name)
 {
     const char *rest = arg, *scheme_end = strstr(arg, "://");
+    bool tls = false;
     if (scheme_end) {
         size_t sl = (size_t)(scheme_end - arg);
-        if (sl == 7 && !strncmp(arg, "scribes", 7)) {
-            fprintf(stderr,
-                    "cairn repo: %s: protocol 4 over TLS is not served yet; "
-                    "use scribe://HOST:PORT/NAME\n",
-                    arg);
-            return EXIT_USAGE;
-        }
-        if (sl != 6 || strncmp(arg, "scribe", 6)) {
+        /* scribes:// (protocol 4 over TLS) keeps its scheme in the endpoint:
+         * the Scribe client reads it there (cn_scribe_client_cfg_t). */
+        tls = sl == 7 && !strncmp(arg, "scribes", 7);
+        if (!tls && (sl != 6 || strncmp(arg, "scribe", 6))) {
             fprintf(stderr, "cairn repo: %s: unknown scheme (want scribe://HOST:PORT/NAME)\n", arg);
             return EXIT_USAGE;
         }
@@ -98,13 +95,15 @@ static int split_repo_url(const char *arg, char *ep, size_t epsz, const char **e
         return EXIT_OK;
     }
     size_t hl = slash ? (size_t)(slash - rest) : 0;
-    if (!hl || !slash[1] || hl >= epsz || strchr(slash + 1, '/')) {
+    size_t pre = tls ? 10 : 0; /* "scribes://" */
+    if (!hl || !slash[1] || hl + pre >= epsz || strchr(slash + 1, '/')) {
         fprintf(stderr, "cairn repo: %s: want NAME, HOST:PORT/NAME or scribe://HOST:PORT/NAME\n",
                 arg);
         return EXIT_USAGE;
     }
-    memcpy(ep, rest, hl);
-    ep[hl] = 0;
+    memcpy(ep, "scribes://", pre);
+    memcpy(ep + pre, rest, hl);
+    ep[pre + hl] = 0;
     *endpoint = ep;
     *name = slash + 1;
     return EXIT_OK;
@@ -554,6 +553,8 @@ static int cmd_describe(const ropts_t *o)
     return EXIT_OK;
 }
 
+int cn__repo_auth(int argc, char **argv); /* repo_auth.c */
+
 int cn_cmd_repo(int argc, char **argv)
 {
     ropts_t o;
@@ -572,6 +573,8 @@ int cn_cmd_repo(int argc, char **argv)
         return cn__repo_lock(argc, argv); /* its own options: repo_lock.c */
     if (!strcmp(verb, "workspace"))
         return cn__repo_workspace(argc, argv); /* its own options: repo_workspace.c */
+    if (!strcmp(verb, "login") || !strcmp(verb, "whoami") || !strcmp(verb, "logout"))
+        return cn__repo_auth(argc, argv); /* SAU2 sign-in: repo_auth.c */
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         bool more = i + 1 < argc;

@@ -84,6 +84,21 @@ int cn__repo_cherry_pick(const ropts_t *o);
  * command line (argv[1] is the verb). */
 int cn__repo_lock(int argc, char **argv);
 
+/* A switch a verb on a workspace takes besides the common ones: its
+ * spelling and the bool it sets. */
+typedef struct rswitch {
+    const char *name;
+    bool *on;
+} rswitch_t;
+/* Parses argv[from..argc) of a verb acting on a workspace (src/cmd/repo_lock.c):
+ * -C DIR, --endpoint ADDR and --quiet/-q into *o (zeroed first; its endpoint
+ * starts as CAIRN_SCRIBE_ENDPOINT), the switches of sw (ending with a NULL
+ * name), and every other argument, in order, into pos[0..cap) counted in
+ * *npos.  EXIT_OK, or EXIT_USAGE for an unknown flag or more than cap
+ * arguments. */
+int cn__repo_parse_ws_verb(int argc, char **argv, int from, ropts_t *o, const rswitch_t *sw,
+                           const char **pos, uint32_t cap, uint32_t *npos);
+
 /* `cairn repo workspace list [--all] | remove [ID]` (src/cmd/repo_workspace.c)
  * from the whole command line (argv[1] is "workspace"). */
 int cn__repo_workspace(int argc, char **argv);

@@ -24,32 +24,43 @@ typedef struct lock_cmd {
     bool force, mine;
 } lock_cmd_t;
 
-/* Parses argv[2..] into c (c->paths: free()).  EXIT_OK or EXIT_USAGE. */
+int cn__repo_parse_ws_verb(int argc, char **argv, int from, ropts_t *o, const rswitch_t *sw,
+                           const char **pos, uint32_t cap, uint32_t *npos)
+{
+    memset(o, 0, sizeof *o);
+    o->endpoint = getenv("CAIRN_SCRIBE_ENDPOINT");
+    *npos = 0;
+    for (int i = from; i < argc; i++) {
+        const char *a = argv[i];
+        bool more = i + 1 < argc, known = false;
+        for (const rswitch_t *k = sw; k && k->name && !known; k++)
+            if (!strcmp(a, k->name))
+                known = *k->on = true;
+        if (known)
+            continue;
+        if (!strcmp(a, "-C") && more)
+            o->dir = argv[++i];
+        else if (!strcmp(a, "--endpoint") && more)
+            o->endpoint = o->endpoint_flag = argv[++i];
+        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q"))
+            o->quiet = true;
+        else if ((a[0] == '-' && a[1]) || *npos == cap)
+            return EXIT_USAGE;
+        else
+            pos[(*npos)++] = a;
+    }
+    return EXIT_OK;
+}
+
+/* Parses argv[2..] into c (c->paths: free()).  EXIT_OK, EXIT_USAGE or
+ * EXIT_LOCAL. */
 static int parse(int argc, char **argv, lock_cmd_t *c)
 {
     memset(c, 0, sizeof *c);
-    c->o.endpoint = getenv("CAIRN_SCRIBE_ENDPOINT");
     if (!(c->paths = calloc((size_t)argc, sizeof *c->paths)))
         return EXIT_LOCAL;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        bool more = i + 1 < argc;
-        if (!strcmp(a, "-C") && more)
-            c->o.dir = argv[++i];
-        else if (!strcmp(a, "--endpoint") && more)
-            c->o.endpoint = c->o.endpoint_flag = argv[++i];
-        else if (!strcmp(a, "--force"))
-            c->force = true;
-        else if (!strcmp(a, "--mine"))
-            c->mine = true;
-        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q"))
-            c->o.quiet = true;
-        else if (a[0] == '-' && a[1])
-            return EXIT_USAGE;
-        else
-            c->paths[c->n++] = a;
-    }
-    return EXIT_OK;
+    const rswitch_t sw[] = { { "--force", &c->force }, { "--mine", &c->mine }, { NULL, NULL } };
+    return cn__repo_parse_ws_verb(argc, argv, 2, &c->o, sw, c->paths, (uint32_t)argc, &c->n);
 }
 
 static cn_err_t print_lock(void *ctx, const cn_ws_lock_row_t *r)

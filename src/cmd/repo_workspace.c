@@ -24,24 +24,11 @@ typedef struct ws_cmd {
 static int parse(int argc, char **argv, ws_cmd_t *c)
 {
     memset(c, 0, sizeof *c);
-    c->o.endpoint = getenv("CAIRN_SCRIBE_ENDPOINT");
     c->verb = argc > 2 ? argv[2] : "";
-    for (int i = 3; i < argc; i++) {
-        const char *a = argv[i];
-        bool more = i + 1 < argc;
-        if (!strcmp(a, "-C") && more)
-            c->o.dir = argv[++i];
-        else if (!strcmp(a, "--endpoint") && more)
-            c->o.endpoint = c->o.endpoint_flag = argv[++i];
-        else if (!strcmp(a, "--all"))
-            c->all = true;
-        else if (!strcmp(a, "--quiet") || !strcmp(a, "-q"))
-            c->o.quiet = true;
-        else if ((a[0] == '-' && a[1]) || c->id)
-            return EXIT_USAGE;
-        else
-            c->id = a;
-    }
+    const rswitch_t sw[] = { { "--all", &c->all }, { NULL, NULL } };
+    uint32_t n = 0;
+    if (cn__repo_parse_ws_verb(argc, argv, 3, &c->o, sw, &c->id, 1, &n))
+        return EXIT_USAGE;
     bool list = !strcmp(c->verb, "list"), remove = !strcmp(c->verb, "remove");
     return (list && !c->id) || (remove && !c->all) ? EXIT_OK : EXIT_USAGE;
 }

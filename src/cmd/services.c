@@ -26,7 +26,37 @@
 #include <string.h>
 #include <sys/stat.h>
 
-const char *const cn_services_sections[] = { NULL };
+const char *const cn_services_sections[] = { "store", NULL };
+
+/* [store]: pack_max_bytes (default 0 = new blobs as files; packs on disk are
+ * still served), pack_compact_live_percent (compaction threshold, 1..100).
+ * Off by default until the faces send packed blobs from the pack (today a
+ * packed GET is served through a memfd copy): docs/store.md, "Pack files". */
+static cn_err_t store_config(const cn_toml_t *config, cn_store_opts_t *so)
+{
+    const cn_toml_val_t *tab = config ? cn_toml_get(cn_toml_root(config), "store") : NULL;
+    for (size_t k = 0; tab && k < cn_toml_len(tab); k++) {
+        const cn_toml_val_t *kv = cn_toml_at(tab, k);
+        const char *key = cn_toml_key(kv);
+        bool max = !strcmp(key, "pack_max_bytes");
+        int64_t v = -1, hi = max ? 256 * 1024 : 100;
+        if (!max && strcmp(key, "pack_compact_live_percent") != 0) {
+            cn_error("cairnd", "--config: line %d: unknown key '%s' in [store]", cn_toml_line(kv),
+                     key);
+            return CN_E_INVALID;
+        }
+        if (cn_toml_int(kv, &v) < 0 || v < (max ? 0 : 1) || v > hi) {
+            cn_error("cairnd", "--config: line %d: %s must be an integer from %d to %lld",
+                     cn_toml_line(kv), key, max ? 0 : 1, (long long)hi);
+            return CN_E_INVALID;
+        }
+        if (max)
+            so->pack_max_bytes = (uint64_t)v;
+        else
+            so->pack_compact_pct = (unsigned)v;
+    }
+    return CN_OK;
+}
 
 /* The maintenance thread's state; lives inside cn_services_t's allocation. */
 typedef struct {
@@ -136,7 +166,9 @@ cn_err_t cn_services_open(const char *data_dir, const cn_toml_t *config, cn_serv
     if (e >= 0) {
         what = "store";
         cn_store_opts_t so = { .meta = svc->meta };
-        e = cn_store_open(data_dir, &so, &svc->store);
+        e = store_config(config, &so);
+        if (e >= 0)
+            e = cn_store_open(data_dir, &so, &svc->store);
     }
     if (e >= 0) {
         what = "identity";

@@ -24,10 +24,11 @@
 #define CN__DRAIN_MAX (64u << 20) /* body bytes read past an error before closing */
 
 /* Limits of a request head, with S3's answers (parse.c). */
-#define CN__HEAD_MAX (64u * 1024) /* request line + headers: RequestHeaderSectionTooLarge */
-#define CN__HEADERS_MAX 256       /* header fields: RequestHeaderSectionTooLarge */
-#define CN__URI_MAX (16u * 1024)  /* request target: InvalidURI */
-#define CN__READ_BUF (16u * 1024) /* a connection's read buffer while it is served */
+#define CN__HEAD_MAX (64u * 1024)  /* request line + headers: RequestHeaderSectionTooLarge */
+#define CN__HEADERS_MAX 256        /* header fields: RequestHeaderSectionTooLarge */
+#define CN__URI_MAX (16u * 1024)   /* request target: InvalidURI */
+#define CN__READ_BUF (16u * 1024)  /* a connection's read buffer while it is served */
+#define CN__BODY_BUF (256u * 1024) /* ... grown to this for a body of at least 1 MiB */
 
 typedef struct {
     _Atomic uint64_t status[6]; /* 1xx..5xx, [0] other */
@@ -59,8 +60,6 @@ struct cn_http_server {
         void *ctx;
     } metric_src[CN__MAX_METRIC_SOURCES];
     size_t n_metric_src;
-    _Atomic int64_t open_connections;
-    _Atomic uint64_t connections_total;
     _Atomic uint64_t auth_failures;
     bool started; /* routes are fixed */
 };
@@ -118,8 +117,10 @@ const char *cn__head_header(const cn__head_t *h, const char *name);
 typedef struct cn__hconn {
     cn_http_server_t *srv;
     cn_conn_t *c;
-    uint8_t *buf; /* CN__READ_BUF bytes while serving; [off, len) unparsed */
+    uint8_t *buf; /* cap bytes while serving; [off, len) unparsed */
     size_t off, len;
+    size_t cap;         /* CN__READ_BUF, or CN__BODY_BUF while a large body streams */
+    bool filled;        /* the last read filled buf: the client sends faster than we read */
     pthread_mutex_t mu; /* resume_gen, for cn_http_req_resume from any thread */
     pthread_cond_t cv;
     uint64_t resume_gen;

@@ -228,19 +228,11 @@ cn_err_t cn__req_wait_resume(cn_http_req_t *r, int64_t deadline)
 /* ---- the head -------------------------------------------------------------------- */
 const char *cn__http_date(void)
 {
-    static const char *const wd[7] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
-    static const char *const mo[12] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                        "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
-    static _Thread_local char text[32];
+    static _Thread_local char text[CN_DATE_MAX];
     static _Thread_local int64_t at = -1;
     int64_t now = cn_wall_ms() / 1000;
     if (now != at) {
-        time_t t = (time_t)now;
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        snprintf(text, sizeof text, "%s, %02d %s %04d %02d:%02d:%02d GMT", wd[tm.tm_wday % 7],
-                 tm.tm_mday, mo[tm.tm_mon % 12], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
-                 tm.tm_sec);
+        cn_date_format(now * 1000, CN_DATE_IMF, text); /* no time-zone lock */
         at = now;
     }
     return text;

@@ -247,6 +247,31 @@ static cn_http_req_t *req_new(cn__hconn_t *hc)
     return r;
 }
 
+/* A body of 1 MiB or more is read in CN__BODY_BUF pieces instead of the
+ * head's 16 KiB: a sixteenth of the reads and of the handler's calls (each a
+ * store write and a hash hand-off).  Only once a read has filled the small
+ * buffer, so that a slow or stalled upload never holds more of the
+ * listener's budget than 16 KiB.  The unparsed bytes move with the buffer;
+ * nothing points into it (the head's values are copies).  When the memory
+ * budget or malloc refuses, the small buffer stays: slower, never wrong. */
+static void body_grow(cn__hconn_t *hc, cn_http_req_t *r)
+{
+    if (r->content_length < ((int64_t)1 << 20) || hc->cap >= CN__BODY_BUF ||
+        cn_conn_budget_reserve(hc->c, CN__BODY_BUF - hc->cap) != CN_OK)
+        return;
+    uint8_t *nb = malloc(CN__BODY_BUF);
+    if (!nb) {
+        cn_conn_budget_release(hc->c, CN__BODY_BUF - hc->cap);
+        return;
+    }
+    memcpy(nb, hc->buf + hc->off, hc->len - hc->off);
+    hc->len -= hc->off;
+    hc->off = 0;
+    free(hc->buf);
+    hc->buf = nb;
+    hc->cap = CN__BODY_BUF;
+}
+
 /* Feeds what the buffer holds, then reads more, until the parser reports
  * something other than "more" (*st).  deadline NULL: the body's. */
 static cn_err_t pump(cn__hconn_t *hc, cn_http_req_t *r, const int64_t *deadline, cn__feed_t *st)
@@ -262,10 +287,13 @@ static cn_err_t pump(cn__hconn_t *hc, cn_http_req_t *r, const int64_t *deadline,
             return CN_OK;
         }
         hc->off = hc->len = 0; /* all parsed: what llhttp handed out is copied */
+        if (hc->filled && r->stage == CN__RQ_BODY)
+            body_grow(hc, r);
         size_t got;
-        CN_TRY(cn_conn_read_some(hc->c, hc->buf, CN__READ_BUF, &got,
+        CN_TRY(cn_conn_read_some(hc->c, hc->buf, hc->cap, &got,
                                  deadline ? *deadline : body_deadline(r)));
         hc->len = got;
+        hc->filled = got == hc->cap;
     }
 }
 
@@ -455,6 +483,8 @@ cn_err_t cn__serve(void *cstate, cn_conn_t *c, const uint8_t *head)
         return e;
     }
     hc->off = hc->len = 0;
+    hc->cap = CN__READ_BUF;
+    hc->filled = false;
     hc->buf = malloc(CN__READ_BUF);
     cn_http_req_t *r = hc->buf ? req_new(hc) : NULL;
     bool record = false;
@@ -499,7 +529,7 @@ out:
         req_end(r, record);
     free(hc->buf);
     hc->buf = NULL;
-    cn_conn_budget_release(c, CN__READ_BUF);
+    cn_conn_budget_release(c, hc->cap);
     return e;
 }
 

@@ -56,8 +56,6 @@ static cn_err_t http_open(void *actx, cn_conn_t *c, void **cstate)
     pthread_mutex_init(&hc->mu, NULL);
     hc->srv = s;
     hc->c = c;
-    atomic_fetch_add(&s->open_connections, 1);
-    atomic_fetch_add(&s->connections_total, 1);
     *cstate = hc;
     return CN_OK;
 }
@@ -67,7 +65,6 @@ static void http_close(void *cstate)
     cn__hconn_t *hc = cstate;
     if (!hc)
         return;
-    atomic_fetch_sub(&hc->srv->open_connections, 1);
     pthread_cond_destroy(&hc->cv);
     pthread_mutex_destroy(&hc->mu);
     free(hc->buf);

@@ -1012,10 +1012,10 @@ static cn_err_t read_request_time(const cn_sigv4_input_t *in, cn_sigv4_t *v, for
     if (http_date) {
         if (parse_http_date(ds, dl, &v->request_ms) != CN_OK)
             return sigv4_fail(v, CN_S3E_ACCESS_DENIED, "the Date header is not valid");
-        time_t t = (time_t)(v->request_ms / 1000);
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        strftime(v->amz_date, sizeof v->amz_date, "%Y%m%dT%H%M%SZ", &tm);
+        char d[CN_DATE_MAX]; /* cn_date_format: no time-zone lock */
+        if (cn_date_format(v->request_ms, CN_DATE_AMZ, d) >= sizeof v->amz_date)
+            return sigv4_fail(v, CN_S3E_ACCESS_DENIED, "the Date header is not valid");
+        memcpy(v->amz_date, d, sizeof v->amz_date);
         return CN_OK;
     }
     if (cn_sigv4_parse_date(ds, dl, &v->request_ms) != CN_OK)

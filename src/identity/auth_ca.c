@@ -213,24 +213,21 @@ static cn_err_t key_path(const char *data_dir, const char *name, char *out, size
     return n > 0 && (size_t)n < cap ? 0 : CN_E_INVALID;
 }
 
+cn_err_t cn__au_file_write(const char *path, const void *p, size_t n)
+{
+    return cn_file_replace(path, p, n, 0600);
+}
+
 cn_err_t cn__au_key_save(const char *data_dir, const char *name, EVP_PKEY *k)
 {
-    char path[PATH_MAX], dir[PATH_MAX], tmp[PATH_MAX + 16];
+    char path[PATH_MAX], dir[PATH_MAX];
     CN_TRY(key_path(data_dir, name, path, sizeof path));
     snprintf(dir, sizeof dir, "%s/auth", data_dir);
     CN_TRY(cn_mkdir_p(dir, 0700));
     cn_buf_t pem = { 0 };
     cn_err_t e = cn__au_key_pem(k, &pem);
-    int fd = e == 0 ? cn_file_tmp_beside(path, tmp, sizeof tmp) : -1;
-    if (e == 0 && fd < 0)
-        e = fd;
-    if (e == 0) {
-        e = cn_write_full(fd, pem.data, pem.len);
-        if (e == 0)
-            e = cn_file_tmp_publish(fd, tmp, path, 0600);
-        else
-            cn_file_tmp_discard(fd, tmp);
-    }
+    if (e == 0)
+        e = cn__au_file_write(path, pem.data, pem.len);
     OPENSSL_cleanse(pem.data, pem.len);
     cn_buf_free(&pem);
     return e;

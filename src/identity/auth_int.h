@@ -64,6 +64,8 @@ cn_err_t cn__au_key_pem(EVP_PKEY *k, cn_buf_t *out);
 /* Parses hex SPKI DER (an Ed25519 key only) into *out and its key id hex. */
 cn_err_t cn__au_pubkey_parse(const uint8_t *hex, size_t len, EVP_PKEY **out,
                              char key_id[CN_SAU2_KEY_HEX + 1]);
+/* Replaces the file at path whole with n bytes at p, mode 0600, durably. */
+cn_err_t cn__au_file_write(const char *path, const void *p, size_t n);
 /* Writes and reads DATA/auth/<name>.key (0600) and the directory (0700). */
 cn_err_t cn__au_key_save(const char *data_dir, const char *name, EVP_PKEY *k);
 cn_err_t cn__au_key_load(const char *data_dir, const char *name, EVP_PKEY **out);
@@ -90,6 +92,7 @@ typedef struct cn__au_cred {
     char kind[24];
     char account[CN__AU_NAME_MAX + 1]; /* the user's or server's id */
     int64_t expires_ms;
+    bool derived; /* made by automation-derive (it has a parent) */
 } cn__au_cred_t;
 /* Checks the caller against the state (inside t): the credential exists, is
  * neither revoked nor expired, and its registered key is the certificate's.
@@ -106,7 +109,8 @@ typedef struct cn__au_issue {
     const char *kind, *account_name, *account_id, *credential, *label, *parent;
     cn_sau2_str_t public_key;
     int64_t expires_ms;
-    bool with_ids;
+    bool with_ids;  /* [certificate PEM, credential, expires-ms] */
+    bool with_kind; /* [certificate PEM, credential, kind, expires-ms] */
 } cn__au_issue_t;
 cn_err_t cn__au_issue(cn_auth_t *a, cn_meta_txn_t *t, const cn__au_issue_t *in,
                       cn_sau2_reply_t *reply);
@@ -118,6 +122,32 @@ cn_err_t cn__au_op_find(cn_meta_txn_t *t, const uint8_t op[CN_SAU2_ID_LEN], cons
                         bool *mismatch);
 cn_err_t cn__au_op_record(cn_meta_txn_t *t, const uint8_t op[CN_SAU2_ID_LEN], const char *actor,
                           const cn_digest_t *intent, const cn_sau2_reply_t *reply);
+
+/* The account a credential belongs to (inside t): a user's or a server's
+ * name and whether it is disabled.  *found false when neither exists. */
+typedef struct cn__au_account {
+    bool found, server, disabled;
+    char name[CN__AU_NAME_MAX + 1];
+    char ns[256]; /* a server's namespace */
+} cn__au_account_t;
+cn_err_t cn__au_account_get(cn_meta_txn_t *t, const char *account_id, cn__au_account_t *out);
+
+/* ---- auth_access.c ---- */
+/* access-certificate, automation-create, automation-derive: true when
+ * req's verb is one of them (reply filled). */
+bool cn__au_access(cn_auth_t *a, const cn_sau2_caller_t *caller, const cn_sau2_req_t *req,
+                   cn_sau2_reply_t *reply);
+/* Verifies a certificate (PEM) against the CA certificate ca (e.g.
+ * a->cert[CN__AU_CRED_CA] or [CN__AU_ACCESS_CA]): signature, issuer,
+ * validity at now_ms, the cairn extension; fills *out.  No state: the
+ * caller checks revocation.  CN_E_AUTH with *why set on a refusal. */
+cn_err_t cn__au_cert_check(X509 *ca, const char *pem, size_t len, int64_t now_ms,
+                           cn_sau2_caller_t *out, const char **why);
+
+/* ---- auth_authorize.c ---- */
+/* authorize, authorize-batch, public-policy: true when req's verb is one. */
+bool cn__au_authorize(cn_auth_t *a, const cn_sau2_caller_t *caller, const cn_sau2_req_t *req,
+                      cn_sau2_reply_t *reply);
 
 /* ---- auth_admin.c ---- */
 /* The administrative verbs: true when req's verb is one (reply filled). */

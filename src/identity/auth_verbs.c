@@ -1,9 +1,11 @@
 /* The SAU2 verb handler (cn_sau2_handle): the certificate-less verbs
  * (trust-bundle and the four sign-ins), whoami and logout, credential
- * issuance and operation records shared with the administrative verbs
- * (auth_admin.c).  docs/protocol/sau2.md sections 4-6.  It must never let a
- * secret reach a reply, an operation record, the audit or the log, and never
- * trust a caller field it has not checked against the state. */
+ * issuance, caller and account checks and operation records shared with the
+ * other verb files (auth_access.c: access certificates and automation;
+ * auth_authorize.c: authorize*, public-policy; auth_admin.c: administration).
+ * docs/protocol/sau2.md sections 4-7.  It must never let a secret reach a
+ * reply, an operation record, the audit or the log, and never trust a caller
+ * field it has not checked against the state. */
 #include "auth_int.h"
 
 #include <argon2.h>
@@ -62,6 +64,7 @@ cn_err_t cn__au_caller_check(cn_meta_txn_t *t, const cn_sau2_caller_t *caller, c
     } else if (e == CN_META_ROW) {
         const char *key = cn_meta_column_text(st, 3, NULL);
         cred->expires_ms = cn_meta_column_int64(st, 7);
+        cred->derived = !cn_meta_column_is_null(st, 8);
         if (!cn_meta_column_is_null(st, 9) || cred->expires_ms <= cn_wall_ms())
             why = "credential revoked or expired";
         else if (!key || strcmp(key, caller->key_id) != 0)
@@ -72,6 +75,36 @@ cn_err_t cn__au_caller_check(cn_meta_txn_t *t, const cn_sau2_caller_t *caller, c
     cn_meta_finish(st);
     if (e >= 0 && why)
         cn_sau2_reply_error(reply, CN__AU_UNAUTHENTICATED, "%s", why);
+    return e < 0 ? e : 0;
+}
+
+cn_err_t cn__au_account_get(cn_meta_txn_t *t, const char *account_id, cn__au_account_t *out)
+{
+    cn_meta_stmt_t *st = NULL;
+    memset(out, 0, sizeof *out);
+    cn_err_t e = cn_meta_queryf(t, &st, cn__sql_au[CN_SQL_AU_USER_BY_ID], "s", account_id);
+    if (e == 0)
+        e = cn_meta_step(st);
+    if (e == CN_META_ROW) {
+        out->found = true;
+        snprintf(out->name, sizeof out->name, "%s", cn_meta_column_text(st, 1, NULL));
+        out->disabled = cn_meta_column_int64(st, 4) != 0;
+    }
+    cn_meta_finish(st);
+    st = NULL;
+    if (e != CN_META_DONE)
+        return e < 0 ? e : 0;
+    /* Not a user: a server's credential. */
+    e = cn_meta_queryf(t, &st, cn__sql_au[CN_SQL_AU_SERVER_BY_ID], "s", account_id);
+    if (e == 0)
+        e = cn_meta_step(st);
+    if (e == CN_META_ROW) {
+        out->found = out->server = true;
+        snprintf(out->name, sizeof out->name, "%s", cn_meta_column_text(st, 0, NULL));
+        snprintf(out->ns, sizeof out->ns, "%s", cn_meta_column_text(st, 1, NULL));
+        out->disabled = cn_meta_column_int64(st, 2) != 0;
+    }
+    cn_meta_finish(st);
     return e < 0 ? e : 0;
 }
 
@@ -187,8 +220,10 @@ cn_err_t cn__au_issue(cn_auth_t *a, cn_meta_txn_t *t, const cn__au_issue_t *in,
                           in->label);
     snprintf(exp, sizeof exp, "%lld", (long long)in->expires_ms);
     const char *row[] = { (const char *)pem.data, in->credential, exp };
+    const char *krow[] = { (const char *)pem.data, in->credential, in->kind, exp };
     if (e >= 0)
-        e = cn_sau2_reply_row(reply, in->with_ids ? 3 : 1, row);
+        e = in->with_kind ? cn_sau2_reply_row(reply, 4, krow)
+                          : cn_sau2_reply_row(reply, in->with_ids ? 3 : 1, row);
 out:
     cn_buf_free(&pem);
     cn_buf_free(&der);
@@ -440,7 +475,8 @@ static cn_err_t handle(cn_auth_t *a, const cn_sau2_caller_t *caller, const cn_sa
                                    "a credential certificate is required");
     if (cn__au_verb_is(req, "whoami") || cn__au_verb_is(req, "logout"))
         return self_verb(a, caller, req, reply, cn__au_verb_is(req, "logout"));
-    if (cn__au_admin(a, caller, req, reply))
+    if (cn__au_access(a, caller, req, reply) || cn__au_authorize(a, caller, req, reply) ||
+        cn__au_admin(a, caller, req, reply))
         return 0;
     return cn_sau2_reply_error(reply, CN__AU_UNSUPPORTED, "unknown or not yet offered verb");
 }

@@ -459,7 +459,19 @@ bool cn_meta_discarded(const cn_meta_txn_t *t)
     return t->discard;
 }
 
+static cn_err_t commit(cn_meta_txn_t *t, bool wait);
+
 cn_err_t cn_meta_commit(cn_meta_txn_t *t)
+{
+    return commit(t, true);
+}
+
+cn_err_t cn_meta_commit_nowait(cn_meta_txn_t *t)
+{
+    return commit(t, false);
+}
+
+static cn_err_t commit(cn_meta_txn_t *t, bool wait)
 {
     if (!t)
         return CN_E_INVALID;
@@ -485,7 +497,9 @@ cn_err_t cn_meta_commit(cn_meta_txn_t *t)
     int64_t t0 = t->t0;
     t->t0 = 0; /* recorded below, with the sync */
     txn_release(t);
-    e = m->opts.no_sync ? 0 : group_sync(m, seq);
+    /* Not waiting leaves the frames to the next sync: any later durable
+     * commit covers them (invariant 4 numbers commits in WAL order). */
+    e = m->opts.no_sync || !wait ? 0 : group_sync(m, seq);
     txn_observe(CN_META_WRITE, t0);
     return e;
 }

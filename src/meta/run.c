@@ -32,7 +32,8 @@ static bool retryable(cn_err_t err)
     return err == CN_E_DB_LOCKED || err == CN_E_BUSY;
 }
 
-static cn_err_t run_once(cn_meta_t *meta, cn_meta_mode_t mode, cn_meta_body_fn body, void *ctx)
+static cn_err_t run_once(cn_meta_t *meta, cn_meta_mode_t mode, bool nowait, cn_meta_body_fn body,
+                         void *ctx)
 {
     cn_meta_txn_t *txn = NULL;
     cn_err_t err = cn_meta_begin(meta, mode, &txn);
@@ -43,7 +44,7 @@ static cn_err_t run_once(cn_meta_t *meta, cn_meta_mode_t mode, cn_meta_body_fn b
         cn_meta_rollback(txn);
         return res;
     }
-    err = cn_meta_commit(txn);
+    err = nowait ? cn_meta_commit_nowait(txn) : cn_meta_commit(txn);
     return err < 0 ? err : res;
 }
 
@@ -60,7 +61,7 @@ cn_err_t cn_meta_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body, void
     static _Atomic(cn_metric_t *) slot;
     cn_metric_t *retries = cn_metric_cached(&slot, &fam, "%s", "");
     for (;;) {
-        cn_err_t err = run_once(meta, mode, body, ctx);
+        cn_err_t err = run_once(meta, mode, (flags & CN_META_RUN_NOWAIT) != 0, body, ctx);
         if (!retryable(err) || !(flags & CN_META_RETRY) || now_ms() >= deadline)
             return err;
         cn_metric_add(retries, 1);

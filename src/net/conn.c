@@ -573,6 +573,11 @@ bool cn_conn_is_tls(const cn_conn_t *c)
     return c->ssl != NULL;
 }
 
+struct x509_st *cn_conn_peer_cert(const cn_conn_t *c)
+{
+    return c->ssl ? SSL_get0_peer_certificate(c->ssl) : NULL;
+}
+
 uint64_t cn_conn_id(const cn_conn_t *c)
 {
     return c->id;

@@ -13,7 +13,21 @@
  * Nothing here blocks on a peer: reads are non-blocking, busy() writes at
  * most one short refusal into an empty socket buffer, and a request the
  * adapter answers on the loop (fast()) writes without waiting, leaving what
- * the socket does not take to a worker. */
+ * the socket does not take to a worker.
+ *
+ * Registration rule (watch): a connection is in epoll only while its loop
+ * owns it, and a worker never receives its events.  It is registered
+ * one-shot (an event disarms it, so a hand-off to a worker costs no
+ * epoll_ctl and the return one re-arm), except where the loop answers
+ * nearly every request itself: a plaintext connection of an adapter with
+ * fast() on a server with a loop per CPU (persist_ok) is registered
+ * level-triggered for reading and stays armed between the requests the
+ * loop answers, so an answered request costs no epoll_ctl; what it pays
+ * instead is an EPOLL_CTL_DEL when it is handed to a worker (loop_quiet)
+ * and an ADD when it comes back.  Level-triggered, not edge-triggered:
+ * bytes left in the socket (a pipelined request behind the CN__FAST_RUN
+ * cap, a request declined to a worker and back) report again by
+ * themselves, as with a re-armed one-shot registration. */
 #include "net/net_int.h"
 
 #include <arpa/inet.h>
@@ -86,19 +100,21 @@ static void lo_unlink(cn__loop_t *l, cn_conn_t *c)
     c->lo_prev = c->lo_next = NULL;
 }
 
-/* Connections are registered one-shot: an event disarms the descriptor,
- * so handing the connection to a worker costs no epoll_ctl, and taking it
- * back costs one (the re-arm), where add + delete cost two. */
+/* Registers c for mask, one-shot or persistent by the rule at the top of
+ * this file; an armed registration that already says so costs nothing. */
 static void watch(cn__loop_t *l, cn_conn_t *c, int mask)
 {
     cn_err_t e = CN_OK;
+    bool persist = l->persist_ok && mask == CN__EV_READ && !c->ssl && c->ls->ad->fast;
+    int m = persist ? mask : mask | CN__EV_ONESHOT;
     if (!c->in_poll)
-        e = cn__poll_add(l->poll, c->fd, mask | CN__EV_ONESHOT, c);
-    else if (!c->armed || c->poll_mask != mask)
-        e = cn__poll_mod(l->poll, c->fd, mask | CN__EV_ONESHOT, c);
+        e = cn__poll_add(l->poll, c->fd, m, c);
+    else if (!c->armed || c->poll_mask != mask || c->persist != persist)
+        e = cn__poll_mod(l->poll, c->fd, m, c);
     if (e == CN_OK) {
         c->in_poll = true;
         c->armed = true;
+        c->persist = persist;
         c->poll_mask = mask;
     } else {
         cn_warn("net", "epoll: %s", cn_strerror(e));
@@ -114,7 +130,8 @@ static void unwatch(cn__loop_t *l, cn_conn_t *c)
 }
 
 /* The loop lets go of c (to a worker, or to wait): no event may reach it
- * until watch again.  A fired one-shot registration is silent already. */
+ * until watch again.  A fired one-shot registration is silent already; a
+ * persistent one is removed. */
 static void loop_quiet(cn__loop_t *l, cn_conn_t *c)
 {
     if (c->armed)
@@ -885,6 +902,7 @@ static cn_err_t loop_register(cn__loop_t *l)
     }
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     l->fast_batch = cpus > 0 && s->nloops < (unsigned long)cpus ? CN__FAST_BATCH : INT_MAX;
+    l->persist_ok = l->fast_batch == INT_MAX; /* the loops answer (nearly) every small read */
     l->wake_src.kind = CN__SRC_WAKE;
     l->next_timer = INT64_MAX;
     return cn__poll_add(l->poll, l->wake_fd, CN__EV_READ, &l->wake_src);
@@ -917,7 +935,8 @@ static void loop_event(cn__loop_t *l, void *ptr, bool draining)
     }
     case CN__SRC_CONN: {
         cn_conn_t *c = ptr;
-        c->armed = false; /* one-shot: it fired */
+        if (!c->persist)
+            c->armed = false; /* one-shot: it fired */
         if (atomic_load(&c->evicted))
             drop(l, c); /* by the acceptor, on another loop: its socket is shut down */
         else if (c->st == CN__ST_HELLO)

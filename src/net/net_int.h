@@ -219,7 +219,8 @@ struct cn_conn {
     size_t back_off, back_len;
     int64_t deadline; /* loop states: when the loop closes it */
     bool in_poll;
-    bool armed; /* registered one-shot and not yet fired */
+    bool armed;   /* registered and able to report: persistent, or one-shot not yet fired */
+    bool persist; /* registered level-triggered, not one-shot (loop.c, watch) */
     int poll_mask;
     bool closing; /* the worker failed it: the loop closes it */
     /* The loop is answering a request itself (cn_adapter_t.fast): reads
@@ -277,6 +278,7 @@ typedef struct cn__loop {
     int64_t next_timer;
     struct cn__batch *batch;
     int fast_batch;   /* the most events of one wait that still leave fast() on (loop.c) */
+    bool persist_ok;  /* connections may stay registered between requests (loop.c, watch) */
     bool poll_broken; /* the epoll set failed: the loop drains on its eventfd alone */
     pthread_t thread;
     bool started;
@@ -360,11 +362,11 @@ bool cn__conn_buffered(cn_conn_t *c);
 
 /* tls.c: the one place server TLS contexts are made (client ones:
  * cn_tls_client_ctx_new in cairn/crypto.h).  TLS 1.3 only, the X25519MLKEM768
- * provider loaded.  cn__tls_ctx_new is the Jay and HTTP listeners': classical
- * groups with the hybrid one first, or only the hybrid one when the
- * environment says CAIRN_TLS_GROUPS=pq-only (CN_E_INVALID for another value).
- * cn__tls_ctx_new_groups takes the rule from its caller: Scribe protocol 4 and
- * SAU2 pass CN_TLS_GROUPS_PQ_ONLY.  *out is the caller's to SSL_CTX_free. */
+ * provider loaded.  cn__tls_ctx_new is the Jay and HTTP listeners' default:
+ * classical groups with the hybrid one first.  cn__tls_ctx_new_groups takes
+ * the rule from its caller: a listener with tls_pq_only (Scribe protocol 4,
+ * SAU2, and Jay and HTTP under cairnd --tls-groups pq-only) passes
+ * CN_TLS_GROUPS_PQ_ONLY.  *out is the caller's to SSL_CTX_free. */
 cn_err_t cn__tls_ctx_new(const char *cert, const char *key, SSL_CTX **out);
 cn_err_t cn__tls_ctx_new_groups(const char *cert, const char *key, cn_tls_groups_t groups,
                                 SSL_CTX **out);

@@ -201,6 +201,16 @@ static bool limits_ok(const cn_limits_t *l)
            l->worker_share_pct <= 100;
 }
 
+/* The handshake takes any client certificate whose key the peer proves
+ * (TLS checks the signature whatever this answers); the adapter verifies it
+ * against its own CA (cn_conn_peer_cert). */
+static int accept_any_cert(int preverify_ok, X509_STORE_CTX *ctx)
+{
+    (void)preverify_ok;
+    (void)ctx;
+    return 1;
+}
+
 cn_err_t cn_server_listen(cn_server_t *s, const cn_adapter_t *ad, void *actx,
                           const cn_listen_opts_t *o)
 {
@@ -246,10 +256,19 @@ cn_err_t cn_server_listen(cn_server_t *s, const cn_adapter_t *ad, void *actx,
         unsigned share = (unsigned)((uint64_t)s->cfg.workers[p] * pct / 100);
         ls->share[p] = pct == 0 || pct == 100 ? 0 : share ? share : 1;
     }
-    if (tls && (e = cn__tls_ctx_new(o->tls_cert, o->tls_key, &ls->tls)) < 0) {
-        cn_error("net", "%s: cannot use TLS certificate %s / key %s", ad->name, o->tls_cert,
-                 o->tls_key);
-        goto fail;
+    if (tls) {
+        /* pq-only whatever the environment says (SAU2, Scribe protocol 4);
+         * else the Jay and HTTP rule (cn__tls_ctx_new). */
+        e = o->tls_pq_only
+                ? cn__tls_ctx_new_groups(o->tls_cert, o->tls_key, CN_TLS_GROUPS_PQ_ONLY, &ls->tls)
+                : cn__tls_ctx_new(o->tls_cert, o->tls_key, &ls->tls);
+        if (e < 0) {
+            cn_error("net", "%s: cannot use TLS certificate %s / key %s", ad->name, o->tls_cert,
+                     o->tls_key);
+            goto fail;
+        }
+        if (o->tls_client_cert)
+            SSL_CTX_set_verify(ls->tls, SSL_VERIFY_PEER, accept_any_cert);
     }
     ls->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (ls->fd < 0) {

@@ -2,14 +2,13 @@
  * TLS 1.3 only, with cairn's X25519MLKEM768 provider (src/crypto/pqtls.c)
  * loaded first and the group list of cn_tls_groups_t set, so that no listener
  * can end up with OpenSSL's defaults by accident.  It must never pick a
- * listener's group rule itself: the caller (or CAIRN_TLS_GROUPS) does. */
+ * listener's group rule itself: the caller does (cn_listen_opts_t.tls_pq_only,
+ * which cairnd sets from --tls-groups), and it reads no environment. */
 #include "net/net_int.h"
 
 #include <errno.h>
 #include <openssl/err.h>
 #include <poll.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "cairn/crypto.h"
 
@@ -25,19 +24,7 @@ static void tls_log_errors(const char *what)
 
 cn_err_t cn__tls_ctx_new(const char *cert, const char *key, SSL_CTX **out)
 {
-    /* A process-wide override, read when a listener starts: "pq-only"
-     * restricts the Jay and HTTP listeners too (tests, and deployments whose
-     * every client has the hybrid group). */
-    const char *env = getenv("CAIRN_TLS_GROUPS");
-    cn_tls_groups_t groups = CN_TLS_GROUPS_HYBRID_FIRST;
-    if (env && strcmp(env, "pq-only") == 0)
-        groups = CN_TLS_GROUPS_PQ_ONLY;
-    else if (env && *env && strcmp(env, "hybrid-first") != 0) {
-        cn_error("net", "CAIRN_TLS_GROUPS=%s: expected pq-only or hybrid-first", env);
-        *out = NULL;
-        return CN_E_INVALID;
-    }
-    return cn__tls_ctx_new_groups(cert, key, groups, out);
+    return cn__tls_ctx_new_groups(cert, key, CN_TLS_GROUPS_HYBRID_FIRST, out);
 }
 
 cn_err_t cn__tls_ctx_new_groups(const char *cert, const char *key, cn_tls_groups_t groups,

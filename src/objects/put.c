@@ -1,13 +1,38 @@
 /* Streaming puts: PutObject and UploadPart share one session type.  Bytes go
  * straight into a store writer (which hashes BLAKE3) while SHA-256 and MD5 are
  * computed here; commit publishes the blob, then commits the rows that make it
- * visible.  Nothing is visible before that commit (objects.c, invariants). */
+ * visible.  Nothing is visible before that commit (objects.c, invariants).
+ *
+ * A large body hashes MD5 beside the write: a helper thread of the session
+ * digests each buffer while the caller's thread hashes BLAKE3 and SHA-256 and
+ * writes it, and the call returns only when both are done, so the caller's
+ * buffer is never copied and never read after the call (docs/performance.md,
+ * issue 17).  Must never hash a byte twice or after the call that gave it. */
 #include "objects_int.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Bodies from this size hash MD5 beside the write; below it a thread costs
+ * more than it saves.  Buffers under SIDE_MIN_CHUNK are hashed inline. */
+#define SIDE_MIN_BODY ((uint64_t)1 << 20)
+#define SIDE_MIN_CHUNK ((size_t)16 << 10)
+
+/* The helper thread and its one slot: the caller posts a buffer, the helper
+ * digests it into md5 (owned by the session, touched by one thread at a
+ * time: the slot's mutex orders the hand-offs) and clears pending. */
+typedef struct side_hash {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    cn_md5_t *md5;
+    const void *buf;
+    size_t n;
+    bool pending, quit;
+} side_hash_t;
 
 typedef enum {
     CN_OBJ_PUT_OBJECT = 1,
@@ -45,13 +70,91 @@ struct cn_objects_put {
     cn_store_writer_t *w;
     cn_sha256_t *sha;
     cn_md5_t *md5;
-    cn_err_t err; /* sticky */
+    side_hash_t *side; /* MD5 beside the write; NULL: inline */
+    bool side_failed;  /* no helper could be started: inline from then on */
+    cn_err_t err;      /* sticky */
 };
+
+static void *side_main(void *arg)
+{
+    side_hash_t *sh = arg;
+    pthread_mutex_lock(&sh->mu);
+    for (;;) {
+        while (!sh->pending && !sh->quit)
+            pthread_cond_wait(&sh->cv, &sh->mu);
+        if (!sh->pending)
+            break;
+        const void *b = sh->buf;
+        size_t n = sh->n;
+        pthread_mutex_unlock(&sh->mu);
+        cn_md5_update(sh->md5, b, n);
+        pthread_mutex_lock(&sh->mu);
+        sh->pending = false;
+        pthread_cond_broadcast(&sh->cv);
+    }
+    pthread_mutex_unlock(&sh->mu);
+    return NULL;
+}
+
+/* Starts the helper; NULL when a thread cannot be had (the put then hashes
+ * inline: slower, never wrong). */
+static side_hash_t *side_start(cn_md5_t *md5)
+{
+    side_hash_t *sh = calloc(1, sizeof *sh);
+    if (!sh)
+        return NULL;
+    sh->md5 = md5;
+    pthread_mutex_init(&sh->mu, NULL);
+    pthread_cond_init(&sh->cv, NULL);
+    if (pthread_create(&sh->th, NULL, side_main, sh) != 0) {
+        pthread_cond_destroy(&sh->cv);
+        pthread_mutex_destroy(&sh->mu);
+        free(sh);
+        return NULL;
+    }
+    return sh;
+}
+
+static void side_post(side_hash_t *sh, const void *buf, size_t n)
+{
+    pthread_mutex_lock(&sh->mu);
+    sh->buf = buf;
+    sh->n = n;
+    sh->pending = true;
+    pthread_cond_broadcast(&sh->cv);
+    pthread_mutex_unlock(&sh->mu);
+}
+
+/* Returns when the posted buffer is digested: the caller may reuse it. */
+static void side_wait(side_hash_t *sh)
+{
+    pthread_mutex_lock(&sh->mu);
+    while (sh->pending)
+        pthread_cond_wait(&sh->cv, &sh->mu);
+    sh->buf = NULL;
+    pthread_mutex_unlock(&sh->mu);
+}
+
+/* Waits for the last buffer, ends the helper; NULL is a no-op. */
+static void side_stop(side_hash_t *sh)
+{
+    if (!sh)
+        return;
+    pthread_mutex_lock(&sh->mu);
+    sh->quit = true;
+    pthread_cond_broadcast(&sh->cv);
+    pthread_mutex_unlock(&sh->mu);
+    pthread_join(sh->th, NULL);
+    pthread_cond_destroy(&sh->cv);
+    pthread_mutex_destroy(&sh->mu);
+    free(sh);
+}
 
 static void obj_put_free(cn_objects_put_t *p)
 {
     if (!p)
         return;
+    side_stop(p->side);
     cn_store_writer_abort(p->w);
     cn_sha256_free(p->sha);
     cn_md5_free(p->md5);
@@ -239,13 +342,23 @@ cn_err_t cn_objects_put_write(cn_objects_put_t *p, const void *buf, size_t n)
         p->err = CN_E_LENGTH_MISMATCH;
         return p->err;
     }
+    uint64_t body = p->declared >= 0 ? (uint64_t)p->declared : p->n + n;
+    if (!p->side && !p->side_failed && body >= SIDE_MIN_BODY && n >= SIDE_MIN_CHUNK)
+        p->side_failed = !(p->side = side_start(p->md5));
+    bool beside = p->side && n >= SIDE_MIN_CHUNK;
+    if (beside)
+        side_post(p->side, buf, n);
+    else
+        cn_md5_update(p->md5, buf, n);
     cn_err_t err = cn_store_writer_write(p->w, buf, n);
+    if (err >= 0)
+        cn_sha256_update(p->sha, buf, n);
+    if (beside)
+        side_wait(p->side);
     if (err < 0) {
         p->err = err;
         return err;
     }
-    cn_sha256_update(p->sha, buf, n);
-    cn_md5_update(p->md5, buf, n);
     p->n += n;
     return 0;
 }
@@ -348,6 +461,8 @@ cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res
     if (err < 0)
         goto out;
     uint8_t sha[CN_DIGEST_LEN];
+    side_stop(p->side); /* every buffer is digested: md5 is this thread's again */
+    p->side = NULL;
     cn_sha256_final(p->sha, sha);
     p->sha = NULL;
     cn_md5_final(p->md5, r.md5);

@@ -4,9 +4,10 @@
  * A backup is one stream (docs/protocol/scribe.md, section 13.8): a header,
  * the repository row, every blob its membership names (logical bytes, with
  * the kind that decides the stored form), the rows of its history tables
- * read in the same read transaction, and a trailer holding the BLAKE3 of
- * everything before it.  Upload pins and intents are not kept: they belong
- * to uploads in flight.  A restore publishes the blobs (each verified
+ * read in the same read transaction (the workspace registrations and
+ * retirements among them), and a trailer holding the BLAKE3 of everything
+ * before it.  Upload pins, intents and locks are not kept: they belong to
+ * uploads and edits in flight.  A restore publishes the blobs (each verified
  * against its digest), then replaces the repository's rows in one write
  * transaction that commits only when the trailer matches — with a new
  * random incarnation, so a client that knew the repository before answers
@@ -19,7 +20,9 @@
 #include <unistd.h>
 
 #define BK_MAGIC "CNREPOBK"
-#define BK_VERSION 2u /* 2: branches (origins, name keys) and commits' merge parents */
+/* 2: branches (origins, name keys) and commits' merge parents; 3: workspace
+ * rows (table 11), retired ones included */
+#define BK_VERSION 3u
 #define BK_ROW 1
 #define BK_BLOB 2
 #define BK_END 0xff
@@ -34,7 +37,12 @@
  * the defaults the schema step gave the new columns (only "main" branches,
  * no merges), its lineage is derived from its path events as that step
  * derived it, and a restored repository records the current schema (the
- * column's default). */
+ * column's default).  Table 11 holds the workspace rows, retired ones
+ * included.  A restore replaces the live rows with the backup's but never
+ * revives a retired id: the data directory's retirements stay (clear
+ * deletes only live rows, load skips an id already there), so a workspace
+ * retired before or after the backup stays refused.  A backup before
+ * version 3 has no table 11. */
 typedef struct bk_table {
     int dump, load, clear;
     const char *types;
@@ -54,6 +62,7 @@ static const bk_table_t tables[] = {
       "BBIBBBI" },
     { CN_SQL_REPOS_NOTE_DUMP, CN_SQL_REPOS_NOTE_INSERT, CN_SQL_REPOS_NOTE_CLEAR, "BIIBIB" },
     { CN_SQL_REPOS_LINEAGE_DUMP, CN_SQL_REPOS_LINEAGE_INSERT, CN_SQL_REPOS_LINEAGE_CLEAR, "BIBIB" },
+    { CN_SQL_REPOS_WS_DUMP, CN_SQL_REPOS_WS_LOAD, CN_SQL_REPOS_WS_CLEAR_LIVE, "BBBbBBII" },
 };
 #define NTABLES (sizeof tables / sizeof tables[0])
 static const bk_table_t v1_branch = { CN_SQL_REPOS_BRANCH_DUMP, CN_SQL_REPOS_BRANCH_LOAD_V1,

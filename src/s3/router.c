@@ -219,18 +219,19 @@ void cn__s3_xml(cn__s3_rq_t *q, int status, cn_xml_writer_t *w)
     cn_buf_free(w->out);
 }
 
-static const char *const cn__wday[] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
 static const char *const cn__mon[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                        "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
 
+/* Through the project's one date formatter, which takes no time-zone lock
+ * (gmtime_r did, on every answer's Last-Modified). */
 void cn__s3_http_date(int64_t unix_ms, char out[CN__S3_HTTP_DATE_MAX])
 {
-    time_t t = (time_t)(unix_ms / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    snprintf(out, CN__S3_HTTP_DATE_MAX, "%s, %02d %s %04d %02d:%02d:%02d GMT",
-             cn__wday[tm.tm_wday % 7], tm.tm_mday, cn__mon[tm.tm_mon % 12], tm.tm_year + 1900,
-             tm.tm_hour, tm.tm_min, tm.tm_sec);
+    char d[CN_DATE_MAX];
+    size_t n = cn_date_format(unix_ms, CN_DATE_IMF, d);
+    if (n >= CN__S3_HTTP_DATE_MAX)
+        n = CN__S3_HTTP_DATE_MAX - 1;
+    memcpy(out, d, n);
+    out[n] = 0;
 }
 
 void cn__s3_iso_date(int64_t unix_ms, char out[CN_RFC3339_LEN])

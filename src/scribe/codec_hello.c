@@ -29,7 +29,8 @@ cn_err_t cn_scribe_dec_hello(const uint8_t *p, size_t n, uint16_t version, bool 
             cn_scribe_rd_bytes16(&r, CN_SCRIBE_MAX_CERTIFICATE, &out->delegated_cert);
             if (!r.r.err && out->delegated_cert.len == 0)
                 cn__rd_fail(&r);
-        } else if (out->caller != CN_SCRIBE_CALLER_DIRECT) {
+        } else if (out->caller != CN_SCRIBE_CALLER_DIRECT &&
+                   out->caller != CN_SCRIBE_CALLER_ANONYMOUS) {
             cn__rd_fail(&r);
         }
         const uint8_t *b = cn_rd_bytes(&r.r, 32);
@@ -50,8 +51,7 @@ cn_err_t cn_scribe_enc_hello(cn_buf_t *out, const cn_scribe_hello_t *h)
     cn_scribe_wr_u64(&w, h->bind_session);
     cn_scribe_wr_str16(&w, h->client, CN_SCRIBE_MAX_CLIENT_STRING);
     if (h->version == 4) {
-        CN__FAIL_IF(&w, h->caller != CN_SCRIBE_CALLER_DIRECT &&
-                            h->caller != CN_SCRIBE_CALLER_DELEGATED);
+        CN__FAIL_IF(&w, h->caller > CN_SCRIBE_CALLER_DELEGATED);
         cn_scribe_wr_u8(&w, h->caller);
         if (h->caller == CN_SCRIBE_CALLER_DELEGATED) {
             CN__FAIL_IF(&w, h->delegated_cert.len == 0);

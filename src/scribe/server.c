@@ -1,7 +1,10 @@
-/* Scribe protocol-2 server adapter: the adapter table, the handshake,
- * sessions and data connections, frame admission (header rules, the exact
+/* Scribe server adapter, protocol 2 (plaintext) or 4 (TLS; one per
+ * listener): the adapter tables, the handshake, sessions, data connections
+ * and protocol 4's binding secrets, frame admission (header rules, the exact
  * per-opcode payload bound, the listener memory budget), and the ONE table
- * from service errors to the protocol's numeric codes.
+ * from service errors to the protocol's numeric codes.  It must never let a
+ * protocol-4 data connection join a session without its secret, nor speak
+ * protocol 2 inside TLS.
  *
  * The stream must never desynchronise: every request's payload and stream
  * are either consumed in full or the connection is closed.  The network
@@ -13,13 +16,16 @@
 #include "cairn/util.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
-#define HELLO_BOUND_V2 273
+/* The largest hello of either protocol: 16,692 bytes (protocol 4 with a
+ * delegated certificate); scribe_open reads it into the heap. */
+#define HELLO_BOUND_V4 16692
 
 /* ---- the error table --------------------------------------------------------------
  * The repos service's detail (cn_repos_code_t) → Scribe code; the contract
@@ -158,49 +164,72 @@ cn_err_t cn__scribe_write(cn__scribe_call_t *k, const void *p, size_t n)
 }
 
 /* ---- sessions -------------------------------------------------------------------------- */
-static cn_err_t session_new(cn__scribe_srv_t *s, uint64_t *id, cn__scribe_session_t **out)
+/* A new control session for a connection that spoke `version`; protocol 4
+ * gives it 256 random bits of binding secret (anonymous sessions too). */
+static cn_err_t session_new(cn__scribe_srv_t *s, uint16_t version, uint8_t caller,
+                            cn__scribe_session_t **out)
 {
     cn__scribe_session_t *ss = calloc(1, sizeof *ss);
     if (!ss)
         return -ENOMEM;
+    cn_err_t err = CN_OK;
     do {
-        cn_err_t err = cn_random_bytes(&ss->id, sizeof ss->id);
-        if (err < 0) {
-            free(ss);
-            return err;
-        }
-    } while (ss->id == 0);
+        err = cn_random_bytes(&ss->id, sizeof ss->id);
+    } while (err >= 0 && ss->id == 0);
+    if (err >= 0 && version == 4)
+        err = cn_random_bytes(ss->binding, sizeof ss->binding);
+    if (err < 0) {
+        free(ss);
+        return err;
+    }
+    ss->version = version;
+    ss->caller = caller;
     ss->control_open = true;
     ss->last_ms = cn_mono_ms();
     pthread_mutex_lock(&s->mu);
     ss->next = s->sessions;
     s->sessions = ss;
     pthread_mutex_unlock(&s->mu);
-    *id = ss->id;
     *out = ss;
     return CN_OK;
 }
 
-/* Binds a data connection: CN_E_NOT_FOUND (no live control session),
- * CN_E_BUSY (four data connections already).  A bind is activity. */
-static cn_err_t session_bind(cn__scribe_srv_t *s, uint64_t id, cn__scribe_session_t **out)
+/* Binds a data connection to the live control session h->bind_session.
+ * Protocol 4 also needs the session's binding secret (compared in constant
+ * time), its caller mode and its protocol version.  Returns 0, or the
+ * Scribe code to refuse with (docs/protocol/scribe.md 15.4):
+ * session_not_found-like refusals are malformed on protocol 2 (as before)
+ * and unauthenticated on protocol 4; busy for a fifth data connection.
+ * A bind is activity. */
+static uint16_t session_bind(cn__scribe_srv_t *s, const cn_scribe_hello_t *h,
+                             cn__scribe_session_t **out, const char **why)
 {
-    cn_err_t err = CN_E_NOT_FOUND;
+    uint16_t code = h->version == 4 ? CN_SCRIBE_E_UNAUTHENTICATED : CN_SCRIBE_E_MALFORMED;
+    *why = "no live control session with that id";
     pthread_mutex_lock(&s->mu);
-    for (cn__scribe_session_t *ss = s->sessions; ss; ss = ss->next)
-        if (ss->id == id && ss->control_open) {
-            if (ss->data_conns >= CN_SCRIBE_DATA_CONNS) {
-                err = CN_E_BUSY;
-            } else {
-                ss->data_conns++;
-                ss->last_ms = cn_mono_ms();
-                *out = ss;
-                err = CN_OK;
-            }
-            break;
+    for (cn__scribe_session_t *ss = s->sessions; ss; ss = ss->next) {
+        if (ss->id != h->bind_session || !ss->control_open)
+            continue;
+        if (ss->version != h->version) {
+            *why = "the control session speaks another protocol version";
+        } else if (h->version == 4 &&
+                   CRYPTO_memcmp(ss->binding, h->binding, sizeof ss->binding) != 0) {
+            *why = "the binding does not match the control session";
+        } else if (h->version == 4 && ss->caller != h->caller) {
+            *why = "the caller mode differs from the control session's";
+        } else if (ss->data_conns >= CN_SCRIBE_DATA_CONNS) {
+            code = CN_SCRIBE_E_BUSY;
+            *why = "the session holds four data connections";
+        } else {
+            ss->data_conns++;
+            ss->last_ms = cn_mono_ms();
+            *out = ss;
+            code = 0;
         }
+        break;
+    }
     pthread_mutex_unlock(&s->mu);
-    return err;
+    return code;
 }
 
 static void session_release(cn__scribe_srv_t *s, uint64_t id, bool data)
@@ -266,69 +295,130 @@ static cn_err_t hello_fail(cn_conn_t *c, uint64_t id, uint16_t code, const char 
     return CN_E_PROTOCOL;
 }
 
-static cn_err_t scribe_open(void *actx, cn_conn_t *c, void **cstate)
+/* The hook where a protocol-4 connection's principal is resolved: today
+ * only anonymous callers exist, so a presented client certificate, or a
+ * caller tag that claims a certificate, is refused with unauthenticated.
+ * Next session (issue 21, with the SAU2 service): verify the access
+ * certificate against auth's access CA, confirm it with auth (lease <= 30 s),
+ * bind the connection to the principal (cn_conn_bind_principal) and check
+ * that a data connection's subject matches its control session's.  Returns
+ * 0 or the code to refuse with, *why its message. */
+static uint16_t resolve_principal(cn_conn_t *c, const cn_scribe_hello_t *h, const char **why)
 {
-    cn__scribe_srv_t *s = actx;
+    if (cn_conn_peer_cert(c)) {
+        *why = "client certificates are not accepted by this server yet";
+        return CN_SCRIBE_E_UNAUTHENTICATED;
+    }
+    if (h->caller != CN_SCRIBE_CALLER_ANONYMOUS) {
+        *why = "an access certificate is required";
+        return CN_SCRIBE_E_UNAUTHENTICATED;
+    }
+    return 0;
+}
+
+/* Reads and decodes the first frame, the hello, by the handshake deadline.
+ * Returns 0 with *h decoded from body (HELLO_BOUND_V4 bytes, the caller's),
+ * or a negative error once the refusal (if any) has been sent: the caller
+ * closes. */
+static cn_err_t read_hello(cn__scribe_srv_t *s, cn_conn_t *c, uint8_t *body, cn_scribe_hdr_t *hd,
+                           cn_scribe_hello_t *h)
+{
     int64_t deadline = cn_conn_handshake_deadline(c);
     uint8_t head[CN_SCRIBE_HDR_LEN];
-    cn_scribe_hdr_t h;
     cn_err_t err = cn_conn_read_full(c, head, sizeof head, deadline);
     if (err < 0)
         return err;
-    if (cn_scribe_hdr_parse(head, &h) < 0)
+    if (cn_scribe_hdr_parse(head, hd) < 0)
         return CN_E_PROTOCOL;
-    if (h.opcode != CN_SCRIBE_OP_HELLO || h.flags)
-        return hello_fail(c, h.request_id, CN_SCRIBE_E_MALFORMED,
+    if (hd->opcode != CN_SCRIBE_OP_HELLO || hd->flags)
+        return hello_fail(c, hd->request_id, CN_SCRIBE_E_MALFORMED,
                           "the first frame of a connection is a hello");
-    if (h.length > HELLO_BOUND_V2)
+    /* The bound includes protocol 4's caller envelope on every listener, so
+     * that an over-long client string, or a v4 hello on plaintext, is read
+     * and answered rather than cut off. */
+    if (hd->length > HELLO_BOUND_V4)
         return CN_E_PROTOCOL; /* over the opcode's bound: close unread */
-    if (cn_conn_budget_reserve(c, h.length) < 0)
-        return hello_fail(c, h.request_id, CN_SCRIBE_E_BUSY, "server memory is busy");
-    uint8_t body[HELLO_BOUND_V2];
-    err = cn_conn_read_full(c, body, h.length, deadline);
-    cn_conn_budget_release(c, h.length);
+    if (cn_conn_budget_reserve(c, hd->length) < 0)
+        return hello_fail(c, hd->request_id, CN_SCRIBE_E_BUSY, "server memory is busy");
+    err = cn_conn_read_full(c, body, hd->length, deadline);
+    cn_conn_budget_release(c, hd->length);
     if (err < 0)
         return err;
-    cn_scribe_hello_t hello;
-    err = cn_scribe_dec_hello(body, h.length, 2, CN_SCRIBE_TEST_CODEC, &hello);
+    err = cn_scribe_dec_hello(body, hd->length, s->cfg.version, CN_SCRIBE_TEST_CODEC, h);
     if (err == CN_E_UNSUPPORTED)
-        return hello_fail(c, h.request_id, CN_SCRIBE_E_UNSUPPORTED_VERSION,
-                          "this plaintext listener speaks protocol 2 with codec 1 only");
+        return hello_fail(c, hd->request_id, CN_SCRIBE_E_UNSUPPORTED_VERSION,
+                          s->cfg.version == 4
+                              ? "this TLS listener speaks protocol 4 with codec 1 only"
+                              : "this plaintext listener speaks protocol 2 with codec 1 only");
     if (err < 0)
-        return hello_fail(c, h.request_id, CN_SCRIBE_E_MALFORMED, "malformed hello");
-    cn__scribe_conn_t *sc = calloc(1, sizeof *sc);
-    if (!sc)
+        return hello_fail(c, hd->request_id, CN_SCRIBE_E_MALFORMED, "malformed hello");
+    if (s->cfg.version == 4) {
+        const char *why = NULL;
+        uint16_t code = resolve_principal(c, h, &why);
+        if (code)
+            return hello_fail(c, hd->request_id, code, why);
+        static const uint8_t zero[32];
+        if (!h->bind_session && memcmp(h->binding, zero, sizeof zero) != 0)
+            return hello_fail(c, hd->request_id, CN_SCRIBE_E_MALFORMED,
+                              "a control connection's binding is zero");
+    }
+    return CN_OK;
+}
+
+static cn_err_t scribe_open(void *actx, cn_conn_t *c, void **cstate)
+{
+    cn__scribe_srv_t *s = actx;
+    cn_scribe_hdr_t h;
+    cn_scribe_hello_t hello;
+    uint8_t *body = malloc(HELLO_BOUND_V4);
+    if (!body)
         return -ENOMEM;
+    cn_err_t err = read_hello(s, c, body, &h, &hello);
+    cn__scribe_conn_t *sc = err < 0 ? NULL : calloc(1, sizeof *sc);
+    if (!sc) {
+        free(body);
+        return err < 0 ? err : -ENOMEM;
+    }
     sc->srv = s;
     sc->codec = hello.codec;
     sc->compression = (hello.caps & CN_SCRIBE_CAP_LZ4) ? 1 : 0;
+    sc->version = s->cfg.version;
     if (hello.bind_session) {
-        err = session_bind(s, hello.bind_session, &sc->ss);
-        if (err < 0) {
+        const char *why = NULL;
+        uint16_t code = session_bind(s, &hello, &sc->ss, &why);
+        free(body);
+        if (code) {
             conn_free(sc);
-            return hello_fail(c, h.request_id,
-                              err == CN_E_BUSY ? CN_SCRIBE_E_BUSY : CN_SCRIBE_E_MALFORMED,
-                              err == CN_E_BUSY ? "the session holds four data connections"
-                                               : "no live control session with that id");
+            return hello_fail(c, h.request_id, code, why);
         }
         sc->session = hello.bind_session;
         sc->data = true;
-    } else if ((err = session_new(s, &sc->session, &sc->ss)) < 0) {
-        conn_free(sc);
-        return err;
+    } else {
+        err = session_new(s, s->cfg.version, hello.caller, &sc->ss);
+        free(body); /* hello's views die here: nothing below reads them */
+        if (err < 0) {
+            conn_free(sc);
+            return err;
+        }
+        sc->session = sc->ss->id;
     }
     cn_scribe_hello_ok_t ok;
     memset(&ok, 0, sizeof ok);
-    ok.version = 2;
+    ok.version = s->cfg.version;
     ok.codec = sc->codec;
     ok.session = sc->session;
     ok.timeout_s = s->cfg.inactivity_s;
     ok.compression = sc->compression;
+    if (s->cfg.version == 4 && !sc->data) {
+        ok.has_binding = true;
+        memcpy(ok.binding, sc->ss->binding, sizeof ok.binding);
+    }
     cn_buf_t b = { 0 };
     err = cn_scribe_enc_hello_ok(&b, &ok);
     if (err >= 0)
         err = send_frame(c, CN_SCRIBE_OP_HELLO, 0, h.request_id, &b, 0);
     cn_buf_free(&b);
+    OPENSSL_cleanse(ok.binding, sizeof ok.binding);
     if (err < 0) {
         session_release(s, sc->session, sc->data);
         conn_free(sc);
@@ -439,7 +529,7 @@ static cn_err_t scribe_serve_one(cn__scribe_conn_t *sc, cn_conn_t *c, const uint
     if (cn_scribe_hdr_parse(head, &k.hdr) < 0)
         return CN_E_PROTOCOL;
     uint32_t bound = 0;
-    bool core = cn_scribe_request_bound(k.hdr.opcode, false, &bound);
+    bool core = cn_scribe_request_bound(k.hdr.opcode, sc->version == 4, &bound);
     if (!core || k.hdr.opcode == CN_SCRIBE_OP_HELLO) {
         /* Reserved or unknown (or a second hello): drain a bounded body and
          * answer, so the connection stays usable. */
@@ -507,6 +597,16 @@ static const cn_adapter_t cn_scribe_adapter = {
     .idle = scribe_idle,
 };
 
+static const cn_adapter_t cn_scribes_adapter = {
+    .name = "scribes", /* protocol 4; no busy hook: never called under TLS */
+    .head_len = CN_SCRIBE_HDR_LEN,
+    .open = scribe_open,
+    .classify = scribe_classify,
+    .serve = scribe_serve,
+    .close = scribe_close,
+    .idle = scribe_idle,
+};
+
 cn_err_t cn_scribe_adapter_create(const cn_scribe_config_t *cfg, cn_repos_t *repos,
                                   const cn_adapter_t **ad, void **actx)
 {
@@ -521,9 +621,15 @@ cn_err_t cn_scribe_adapter_create(const cn_scribe_config_t *cfg, cn_repos_t *rep
         s->cfg = *cfg;
     if (!s->cfg.inactivity_s)
         s->cfg.inactivity_s = 300;
+    if (!s->cfg.version)
+        s->cfg.version = 2;
+    if (s->cfg.version != 2 && s->cfg.version != 4) {
+        free(s);
+        return CN_E_INVALID;
+    }
     s->repos = repos;
     pthread_mutex_init(&s->mu, NULL);
-    *ad = &cn_scribe_adapter;
+    *ad = s->cfg.version == 4 ? &cn_scribes_adapter : &cn_scribe_adapter;
     *actx = s;
     return CN_OK;
 }

@@ -31,6 +31,9 @@
  * pointer to its session; the fields are guarded by the server's mu. */
 typedef struct cn__scribe_session {
     uint64_t id;
+    uint16_t version;    /* the protocol its control connection spoke */
+    uint8_t caller;      /* protocol 4: the control hello's caller tag */
+    uint8_t binding[32]; /* protocol 4: the secret its data connections present */
     unsigned data_conns;
     bool control_open;
     unsigned busy;   /* requests being served */
@@ -52,6 +55,7 @@ typedef struct cn__scribe_conn {
     uint64_t session;
     cn__scribe_session_t *ss; /* the session (lives while sc does) */
     bool data;                /* a data connection bound to session */
+    uint16_t version;         /* 2 plaintext, 4 TLS */
     cn_buf_t in, out;
     uint8_t *io;  /* CN_SCRIBE_BLOCK_MAX bytes */
     uint8_t *io2; /* LZ4 bound of a block */

@@ -249,28 +249,38 @@ static cn_err_t recv_object(cn__scribe_call_t *k, cn_repos_put_t *p, uint64_t le
     return CN_OK;
 }
 
-static cn_err_t op_put_objects(cn__scribe_call_t *k)
+/* Protocol 4's upload admission (docs/protocol/scribe.md 15.5): the client
+ * waits after the request, before any stream byte.  The rule for now is the
+ * listener's memory budget: the stream's two transfer buffers are reserved
+ * for the upload (*held, released by the caller).  Admitted: an empty
+ * non-STREAM reply, returns 0.  Refused: an error frame, *refused set, and
+ * the connection stays usable (no stream byte was sent, none to drain). */
+static cn_err_t put_admit(cn__scribe_call_t *k, cn_err_t begin_err, uint64_t *held, bool *refused)
 {
-    cn_scribe_put_req_t q;
-    if (cn_scribe_dec_put_req(k->payload, k->len, k->sc->codec, &q) < 0) {
-        k->close = true; /* the stream that follows cannot be delimited */
-        return cn__scribe_malformed(k);
-    }
-    CN_TRY(ensure_io(k->sc));
-    cn_repos_put_t *p = NULL;
-    cn_err_t err = cn_repos_put_begin(k->sc->srv->repos, &k->rq, q.repo.b, q.count, &p);
-    if (err < 0) {
-        k->close = true; /* a request-level failure before the stream: answer, close */
-        return cn__scribe_fail(k, err);
-    }
-    uint8_t *stored = malloc(q.count);
+    *refused = true;
+    if (begin_err < 0)
+        return cn__scribe_fail(k, begin_err);
+    uint64_t want = 2 * (uint64_t)CN_SCRIBE_BLOCK_MAX;
+    if (cn_conn_budget_reserve(k->c, want) < 0)
+        return cn__scribe_fail_code(k, CN_SCRIBE_E_BUSY, "server memory is busy; retry");
+    *held = want;
+    *refused = false;
+    cn_buf_reset(&k->sc->out);
+    return cn__scribe_reply(k, 0);
+}
+
+/* Receives the announced objects into p; see op_put_objects.  Owns p. */
+static cn_err_t put_stream(cn__scribe_call_t *k, const cn_scribe_put_req_t *q, cn_repos_put_t *p)
+{
+    uint8_t *stored = malloc(q->count);
     if (!stored) {
         cn_repos_put_abort(p);
         return -ENOMEM;
     }
-    for (uint32_t i = 0; i < q.count; i++) {
+    cn_err_t err = CN_OK;
+    for (uint32_t i = 0; i < q->count; i++) {
         cn_scribe_put_item_t it;
-        cn_scribe_put_item(&q, i, &it);
+        cn_scribe_put_item(q, i, &it);
         bool sock = false;
         err = cn_repos_put_object(p, it.kind, &it.id, it.length);
         if (err >= 0)
@@ -284,7 +294,7 @@ static cn_err_t op_put_objects(cn__scribe_call_t *k)
             if (sock)
                 return err;
             /* Announced bytes still unread: answer, then close. */
-            k->close = !(consumed && i + 1 == q.count);
+            k->close = !(consumed && i + 1 == q->count);
             return cn__scribe_fail(k, err);
         }
     }
@@ -294,9 +304,40 @@ static cn_err_t op_put_objects(cn__scribe_call_t *k)
         return cn__scribe_fail(k, err);
     }
     cn_buf_reset(&k->sc->out);
-    err = cn_scribe_enc_put_resp(&k->sc->out, k->sc->codec, stored, q.count);
+    err = cn_scribe_enc_put_resp(&k->sc->out, k->sc->codec, stored, q->count);
     free(stored);
     return err < 0 ? err : cn__scribe_reply(k, 0);
+}
+
+static cn_err_t op_put_objects(cn__scribe_call_t *k)
+{
+    cn_scribe_put_req_t q;
+    if (cn_scribe_dec_put_req(k->payload, k->len, k->sc->codec, &q) < 0) {
+        /* Protocol 4: no stream follows an unadmitted request. */
+        k->close = k->sc->version != 4; /* else the stream cannot be delimited */
+        return cn__scribe_malformed(k);
+    }
+    CN_TRY(ensure_io(k->sc));
+    cn_repos_put_t *p = NULL;
+    cn_err_t err = cn_repos_put_begin(k->sc->srv->repos, &k->rq, q.repo.b, q.count, &p);
+    if (k->sc->version == 4) {
+        uint64_t held = 0;
+        bool refused = false;
+        cn_err_t e = put_admit(k, err, &held, &refused);
+        if (e < 0 || refused) {
+            cn_repos_put_abort(p);
+            cn_conn_budget_release(k->c, held);
+            return e;
+        }
+        err = put_stream(k, &q, p);
+        cn_conn_budget_release(k->c, held);
+        return err;
+    }
+    if (err < 0) {
+        k->close = true; /* a request-level failure before the stream: answer, close */
+        return cn__scribe_fail(k, err);
+    }
+    return put_stream(k, &q, p);
 }
 
 /* ---- get_objects ---------------------------------------------------------------------- */

@@ -14,7 +14,9 @@
  *      and names durable and the journal is emptied.
  *
  * Packed requests (pack.c) skip 1, 2 and 4: their records are appended to
- * the open pack and synced once, then indexed in meta (P1, P2).
+ * the open pack and synced once, then indexed in meta (P1, P2).  Compaction
+ * (sweep.c) queues its moves here too, so they share the batch's sync and
+ * never race the open pack's tail.
  *
  * So a batch of N blobs costs one fdatasync instead of 2N fsyncs.  While one
  * batch is being flushed the next one queues, so the batch size grows with
@@ -118,26 +120,55 @@ void cn__committer_stop(cn_store_t *s)
     s->committer_running = false;
 }
 
-cn_err_t cn__committer_submit(cn_store_t *s, cn__commit_req_t *req)
+/* Queues the chain first..last (linked, done false) and waits until last is
+ * done: a chain is taken whole into one batch, whose requests are all done
+ * before the broadcast.  CN_E_SHUTDOWN if the committer is stopping. */
+static cn_err_t enqueue_wait(cn_store_t *s, cn__commit_req_t *first, cn__commit_req_t *last)
 {
-    req->next = NULL;
-    req->done = false;
     pthread_mutex_lock(&s->q_mu);
     if (s->q_stop) {
         pthread_mutex_unlock(&s->q_mu);
         return CN_E_SHUTDOWN;
     }
     if (s->q_tail)
-        s->q_tail->next = req;
+        s->q_tail->next = first;
     else
-        s->q_head = req;
-    s->q_tail = req;
+        s->q_head = first;
+    s->q_tail = last;
     pthread_cond_signal(&s->q_cv);
-    while (!req->done)
+    while (!last->done)
         pthread_cond_wait(&s->done_cv, &s->q_mu);
     pthread_mutex_unlock(&s->q_mu);
+    return CN_OK;
+}
+
+cn_err_t cn__committer_submit(cn_store_t *s, cn__commit_req_t *req)
+{
+    req->next = NULL;
+    req->done = false;
+    CN_TRY(enqueue_wait(s, req, req));
     /* W4: done is set only after the batch's journal sync and rename. */
     return req->rc;
+}
+
+void cn__committer_submit_packed(cn_store_t *s, cn__commit_req_t *reqs, size_t n)
+{
+    if (!n)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        reqs[i].packed = true;
+        reqs[i].done = false;
+        reqs[i].rc = CN_OK;
+        reqs[i].next = i + 1 < n ? &reqs[i + 1] : NULL;
+    }
+    if (!s->committer_running) {
+        /* batch_disable: no committer appends, so this thread may. */
+        cn__pack_commit(s, reqs);
+        return;
+    }
+    if (enqueue_wait(s, &reqs[0], &reqs[n - 1]) < 0)
+        for (size_t i = 0; i < n; i++)
+            reqs[i].rc = CN_E_SHUTDOWN;
 }
 
 static cn__store_metrics_t metrics;

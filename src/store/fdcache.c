@@ -6,14 +6,27 @@
  * RLIMIT_NOFILE, between CN__FDC_MIN and CN__FDC_MAX slots), so that a working
  * set of thousands of keys stays open without starving the listeners of
  * descriptors.  Set-associative (CN__FDC_WAYS slots per set), least recently
- * used out within a set, one mutex: a look-up is a few compares.
+ * used out within a set: a look-up is a few compares.
  *
- * Entries are content-addressed, so a kept descriptor always reads the right
- * bytes.  What it must never do is hold a removed blob's space: the store's
- * delete and the sweeper drop the entry when they remove the file
- * (cn__fdc_forget), and the fstat on a hit catches any other unlink.  A
- * borrowed entry is closed by its last borrower.  Lock order: a stripe lock,
- * then fdc_mu; nothing is opened while fdc_mu is held.
+ * Invariants:
+ *  1. A set's slots, their recency and their borrow counts are read and
+ *     written only under the set's stripe lock (fdc_lock[set %
+ *     CN__FDC_LOCKS]), held for compares and stores only: no system call
+ *     runs under it except the close of an unborrowed entry.  Every loop
+ *     and worker takes these locks on every small GET; with one lock (and
+ *     the fstat under it) two loops met on it about 1.4 times per GET, each
+ *     a futex pair (docs/performance.md, issue 16).
+ *  2. Entries are content-addressed, so a kept descriptor always reads the
+ *     right bytes.
+ *  3. A kept descriptor never holds a removed blob's space for longer than
+ *     its borrowers need it: the store's delete and the sweeper drop the
+ *     entry when they remove the file (cn__fdc_forget), and a hit's fstat
+ *     (on the borrowed descriptor, after the lock) catches any other unlink
+ *     and drops it.  A dropped entry is closed by its last borrower
+ *     (refs 0), never while borrowed, so a borrower's descriptor number is
+ *     never reused under it.
+ *  4. Lock order: a store stripe lock, then a descriptor-cache stripe; one
+ *     descriptor-cache stripe at a time; nothing is opened under one.
  *
  * Packed blobs (pack.c) are not kept here: their packs' descriptors stay
  * open anyway.  cn_store_fd_get hands out a private copy of their verified
@@ -34,7 +47,10 @@
 
 void cn__fdc_init(cn_store_t *s)
 {
-    pthread_mutex_init(&s->fdc_mu, NULL);
+    for (size_t i = 0; i < CN__FDC_LOCKS; i++) {
+        pthread_mutex_init(&s->fdc_lock[i].mu, NULL);
+        s->fdc_lock[i].tick = 0;
+    }
     size_t n = CN__FDC_MIN;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
@@ -61,15 +77,19 @@ void cn__fdc_close(cn_store_t *s)
     free(s->fdc);
     s->fdc = NULL;
     s->fdc_n = 0;
-    pthread_mutex_destroy(&s->fdc_mu);
+    for (size_t i = 0; i < CN__FDC_LOCKS; i++)
+        pthread_mutex_destroy(&s->fdc_lock[i].mu);
 }
 
-static size_t fdc_set(const cn_store_t *s, const cn_digest_t *d)
+/* d's set: its first slot, and its stripe. */
+static size_t fdc_set(cn_store_t *s, const cn_digest_t *d, cn__fdc_lock_t **lk)
 {
-    return (size_t)(cn_load_u32be(d->b) % (s->fdc_n / CN__FDC_WAYS)) * CN__FDC_WAYS;
+    size_t set = cn_load_u32be(d->b) % (s->fdc_n / CN__FDC_WAYS);
+    *lk = &s->fdc_lock[set % CN__FDC_LOCKS];
+    return set * CN__FDC_WAYS;
 }
 
-/* Closes e now, or marks it for its last borrower to close.  fdc_mu held. */
+/* Closes e now, or marks it for its last borrower to close.  Stripe held. */
 static void drop_locked(cn__fdc_ent_t *e)
 {
     e->stale = true;
@@ -84,39 +104,38 @@ void cn__fdc_forget(cn_store_t *s, const cn_digest_t *d)
 {
     if (!s->fdc_n)
         return;
-    size_t base = fdc_set(s, d);
-    pthread_mutex_lock(&s->fdc_mu);
+    cn__fdc_lock_t *lk;
+    size_t base = fdc_set(s, d, &lk);
+    pthread_mutex_lock(&lk->mu);
     for (size_t i = base; i < base + CN__FDC_WAYS; i++) {
         cn__fdc_ent_t *e = &s->fdc[i];
         if (e->fd >= 0 && !e->stale && memcmp(e->d.b, d->b, CN_DIGEST_LEN) == 0)
             drop_locked(e);
     }
-    pthread_mutex_unlock(&s->fdc_mu);
+    pthread_mutex_unlock(&lk->mu);
 }
 
-/* A kept, live descriptor of d, borrowed; NULL on a miss.  fdc_mu held. */
-static cn__fdc_ent_t *lookup_locked(cn_store_t *s, size_t base, const cn_digest_t *d)
+/* A kept descriptor of d, borrowed (not yet checked against unlink); NULL
+ * on a miss.  Stripe held. */
+static cn__fdc_ent_t *lookup_locked(cn_store_t *s, cn__fdc_lock_t *lk, size_t base,
+                                    const cn_digest_t *d)
 {
     for (size_t i = base; i < base + CN__FDC_WAYS; i++) {
         cn__fdc_ent_t *e = &s->fdc[i];
         if (e->fd < 0 || e->stale || memcmp(e->d.b, d->b, CN_DIGEST_LEN) != 0)
             continue;
-        struct stat st;
-        if (fstat(e->fd, &st) < 0 || st.st_nlink == 0) {
-            drop_locked(e);
-            return NULL;
-        }
         e->refs++;
-        e->used = ++s->fdc_tick;
+        e->used = ++lk->tick;
         return e;
     }
     return NULL;
 }
 
 /* Keeps fd (of d, n bytes) in d's set, borrowed once, unless another thread
- * kept d meanwhile or every slot is borrowed; NULL when not kept. */
-static cn__fdc_ent_t *keep_locked(cn_store_t *s, size_t base, const cn_digest_t *d, int fd,
-                                  uint64_t n)
+ * kept d meanwhile or every slot is borrowed; NULL when not kept.  Stripe
+ * held. */
+static cn__fdc_ent_t *keep_locked(cn_store_t *s, cn__fdc_lock_t *lk, size_t base,
+                                  const cn_digest_t *d, int fd, uint64_t n)
 {
     cn__fdc_ent_t *victim = NULL;
     for (size_t i = base; i < base + CN__FDC_WAYS; i++) {
@@ -132,26 +151,52 @@ static cn__fdc_ent_t *keep_locked(cn_store_t *s, size_t base, const cn_digest_t 
         return NULL;
     if (victim->fd >= 0)
         close(victim->fd);
-    *victim = (cn__fdc_ent_t){ .d = *d, .fd = fd, .len = n, .refs = 1, .used = ++s->fdc_tick };
+    *victim = (cn__fdc_ent_t){ .d = *d, .fd = fd, .len = n, .refs = 1, .used = ++lk->tick };
     return victim;
+}
+
+/* A borrowed entry's release (refs 1 → 0 closes a dropped one); when
+ * unlinked, the entry is dropped first (invariant 3). */
+static void release(cn__fdc_lock_t *lk, cn__fdc_ent_t *e, bool unlinked)
+{
+    pthread_mutex_lock(&lk->mu);
+    if (unlinked)
+        e->stale = true;
+    if (--e->refs == 0 && e->stale)
+        drop_locked(e);
+    pthread_mutex_unlock(&lk->mu);
+}
+
+/* d's kept descriptor, borrowed and checked (invariant 3): true on a hit. */
+static bool fdc_hit(cn_store_t *s, cn__fdc_lock_t *lk, size_t base, const cn_digest_t *d, int *fd,
+                    uint64_t *len, void **handle)
+{
+    pthread_mutex_lock(&lk->mu);
+    cn__fdc_ent_t *e = lookup_locked(s, lk, base, d);
+    int f = e ? e->fd : -1;
+    uint64_t n = e ? e->len : 0;
+    pthread_mutex_unlock(&lk->mu);
+    if (!e)
+        return false;
+    /* Borrowed, so f stays open (and f's number ours) while we look. */
+    struct stat st;
+    if (fstat(f, &st) < 0 || st.st_nlink == 0) {
+        release(lk, e, true);
+        return false;
+    }
+    *fd = f;
+    *len = n;
+    *handle = e;
+    return true;
 }
 
 cn_err_t cn_store_fd_get(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t *len, void **handle)
 {
     *handle = NULL;
-    size_t base = s->fdc_n ? fdc_set(s, d) : 0;
-    if (s->fdc_n) {
-        pthread_mutex_lock(&s->fdc_mu);
-        cn__fdc_ent_t *e = lookup_locked(s, base, d);
-        if (e) {
-            *fd = e->fd;
-            *len = e->len;
-            *handle = e;
-        }
-        pthread_mutex_unlock(&s->fdc_mu);
-        if (e)
-            return CN_OK;
-    }
+    cn__fdc_lock_t *lk = NULL;
+    size_t base = s->fdc_n ? fdc_set(s, d, &lk) : 0;
+    if (s->fdc_n && fdc_hit(s, lk, base, d, fd, len, handle))
+        return CN_OK;
     int f = -1;
     uint64_t n = 0;
     cn__pack_loc_t loc;
@@ -161,9 +206,9 @@ cn_err_t cn_store_fd_get(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t 
     *len = n;
     if (packed || n > CN__FDC_MAX_LEN || !s->fdc_n)
         return CN_OK;
-    pthread_mutex_lock(&s->fdc_mu);
-    *handle = keep_locked(s, base, d, f, n);
-    pthread_mutex_unlock(&s->fdc_mu);
+    pthread_mutex_lock(&lk->mu);
+    *handle = keep_locked(s, lk, base, d, f, n);
+    pthread_mutex_unlock(&lk->mu);
     return CN_OK;
 }
 
@@ -195,8 +240,6 @@ void cn_store_fd_put(cn_store_t *s, int fd, void *handle)
             close(fd);
         return;
     }
-    pthread_mutex_lock(&s->fdc_mu);
-    if (--e->refs == 0 && e->stale)
-        drop_locked(e);
-    pthread_mutex_unlock(&s->fdc_mu);
+    size_t set = (size_t)(e - s->fdc) / CN__FDC_WAYS;
+    release(&s->fdc_lock[set % CN__FDC_LOCKS], e, false);
 }

@@ -11,9 +11,20 @@
  *      end and made durable with ONE fdatasync before anything about them is
  *      written to meta or shown to a reader.
  *  P2. The batch's index rows and the pack's new indexed_end are written in
- *      ONE meta transaction, committed after P1; only then are the entries
- *      put in the memory index and the writers woken.  So no index entry
- *      lacks its bytes, and an acknowledged blob has both.
+ *      ONE meta transaction, committed after P1 WITHOUT waiting for meta's
+ *      sync (cn_meta_commit_nowait); only then are the entries put in the
+ *      memory index and the writers woken.  So no index entry lacks its
+ *      bytes, and a batch costs one sync, the pack's: the pack is the
+ *      journal.  Proof that an acknowledged blob survives a crash: its
+ *      record is synced (P1); if the commit's frames did not survive, meta
+ *      lost a suffix of commits (they become durable in order, and every
+ *      later durable commit covers this one), so indexed_end is the one of
+ *      an earlier batch and recovery (P5) re-indexes every complete record
+ *      past it, this one included.  What else the commit held is harmless
+ *      to lose with it: an mtime refresh (PS_REFRESH_PACK) matters only to
+ *      a reference some service committed later, durably, which covers
+ *      it; a compaction move (P7) leaves the row at its old location,
+ *      whose pack is retired only after a durable commit (sweep.c, C4).
  *  P3. A failed append or sync fails every packed request of the batch and
  *      cuts the pack back to its synced end (best effort: recovery drops a
  *      torn tail anyway); a failed meta commit fails them too, and their
@@ -29,12 +40,25 @@
  *      one that fails and all after it were never acknowledged and are
  *      truncated away, after the re-indexing transaction commits.
  *  P6. Deleting a packed blob removes its index row, then its memory entry;
- *      the record stays (compaction is future work) and, lying before
+ *      the record stays until compaction retires its pack and, lying before
  *      indexed_end, is never re-indexed by a later recovery.
+ *  P7. A compaction move (a request with move_pack set) is decided under the
+ *      digest's stripe lock like P4: it is appended only if the memory index
+ *      still points at (move_pack, move_off), and it rides a committer batch,
+ *      so P1-P3 cover its bytes.  Its index row moves with a conditional
+ *      UPDATE (same digest, same old location) in the batch's transaction,
+ *      and its memory entry moves afterwards only if still at the old place:
+ *      a delete, touch or re-put racing the move wins, and the copy becomes
+ *      dead space.  If recovery re-indexes a copy whose move was not
+ *      committed, the insert keeps the existing row (ON CONFLICT DO NOTHING).
+ *  P8. A store_pack row with indexed_end = -1 names a pack being retired
+ *      (sweep.c, C4): at open its file, if still there, is unlinked and the
+ *      row dropped; such a pack is never loaded.
  *
  * Lock order: a stripe lock, then pack_mu.  No I/O under pack_mu.  Pack
- * descriptors stay open until the store closes, so a reader may pread one
- * after dropping the lock.
+ * descriptors stay open until the store closes, or, for a pack compaction
+ * retired, until the next compaction pass (sweep.c, C5), so a reader may
+ * pread one after dropping the lock.
  */
 #include "store/store_int.h"
 
@@ -64,9 +88,10 @@ struct cn__pack_ent {
 
 struct cn__pack_file {
     uint32_t id;
-    int fd;
+    int fd;               /* -1 once retired (the descriptor waits in pack_dead_fds) */
     uint64_t end;         /* synced end (the committer appends here) */
     uint64_t indexed_end; /* what meta's store_pack row says */
+    bool retiring;        /* store_pack says -1: finish the retirement at open */
 };
 
 /* A packed request's fate, decided in the committer (P4). */
@@ -74,10 +99,17 @@ enum {
     PS_NEW,
     PS_DUP,
     PS_REFRESH_PACK,
-    PS_REFRESH_FILE
+    PS_REFRESH_FILE,
+    PS_MOVE, /* compaction: copy the record, move its entry (P7) */
+    PS_SKIP  /* compaction: the entry is no longer where the move saw it */
 };
 
 static const uint8_t rec_magic[4] = { 'C', 'N', 'P', '1' };
+
+static void pack_name(uint32_t id, char name[32])
+{
+    snprintf(name, 32, "%08" PRIx32 ".pack", id);
+}
 
 /* ---- record format ------------------------------------------------------- */
 
@@ -156,7 +188,7 @@ static cn_err_t index_add_locked(cn_store_t *s, const cn_digest_t *d, uint32_t p
 static struct cn__pack_file *pack_by_id_locked(cn_store_t *s, uint32_t id)
 {
     for (size_t i = 0; i < s->n_packs; i++)
-        if (s->packs[i].id == id)
+        if (s->packs[i].id == id && s->packs[i].fd >= 0)
             return &s->packs[i];
     return NULL;
 }
@@ -207,7 +239,7 @@ typedef struct idx_txn {
     uint32_t pack_id;
     uint64_t end; /* the pack's new indexed_end */
     bool drop_past;
-    bool orphan; /* the pack file is gone: drop its rows, write no end */
+    bool orphan; /* the pack file is gone: drop its rows and its store_pack row */
     int64_t now;
 } idx_txn_t;
 
@@ -231,6 +263,10 @@ static cn_err_t idx_body(cn_meta_txn_t *txn, void *ctx)
             continue;
         if (r->pack_state == PS_NEW)
             rc = idx_insert(txn, &r->d, t->pack_id, r->pack_off, (uint32_t)r->payload_len, t->now);
+        else if (r->pack_state == PS_MOVE)
+            rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACKED_MOVE], "iibii",
+                               (int64_t)t->pack_id, (int64_t)r->pack_off, r->d.b,
+                               (size_t)CN_DIGEST_LEN, (int64_t)r->move_pack, (int64_t)r->move_off);
         else if (r->pack_state == PS_REFRESH_PACK)
             rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACKED_TOUCH], "ib", t->now, r->d.b,
                                (size_t)CN_DIGEST_LEN);
@@ -240,12 +276,17 @@ static cn_err_t idx_body(cn_meta_txn_t *txn, void *ctx)
     if (rc >= 0 && !t->orphan)
         rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACK_SET_END], "ii", (int64_t)t->pack_id,
                            (int64_t)t->end);
+    else if (rc >= 0)
+        rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACK_DELETE], "i", (int64_t)t->pack_id);
     return rc < 0 ? rc : CN_OK;
 }
 
 static cn_err_t idx_commit(cn_store_t *s, idx_txn_t *t)
 {
-    return cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, idx_body, t);
+    /* A batch's commit need not wait for meta's sync (P2); recovery's and
+     * a retirement's must (they change what recovery would start from). */
+    unsigned nowait = t->batch ? CN_META_RUN_NOWAIT : 0;
+    return cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY | nowait, idx_body, t);
 }
 
 typedef struct digest_op {
@@ -331,7 +372,184 @@ cn_err_t cn__pack_list(cn_store_t *s, cn__be_list_fn fn, void *ctx)
 
 bool cn__pack_wants(const cn_store_t *s, cn_store_form_t form, uint64_t stored)
 {
-    return s->pack_on && form == CN_STORE_RAW && stored <= s->pack_max;
+    return s->pack_on && s->opts.pack_max_bytes && form == CN_STORE_RAW && stored <= s->pack_max;
+}
+
+/* ---- compaction support (the pass is sweep.c) ------------------------------ */
+
+cn_err_t cn__pack_usage(cn_store_t *s, cn__pack_usage_t **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!s->pack_on)
+        return CN_OK;
+    pthread_mutex_lock(&s->pack_mu);
+    cn__pack_usage_t *u = calloc(s->n_packs ? s->n_packs : 1, sizeof *u);
+    size_t k = 0;
+    for (size_t i = 0; u && i < s->n_packs; i++)
+        if (i != s->cur_pack && s->packs[i].fd >= 0)
+            u[k++] = (cn__pack_usage_t){ s->packs[i].id, s->packs[i].end, 0, 0 };
+    /* One walk of the index under pack_mu: readers wait for it (~ms per
+     * 100,000 entries), writers do not (they take it per request). */
+    for (size_t b = 0; u && k && b < CN__PACK_BUCKETS; b++)
+        for (struct cn__pack_ent *e = s->pidx[b]; e; e = e->next)
+            for (size_t i = 0; i < k; i++)
+                if (u[i].id == e->pack_id) {
+                    u[i].live += CN__PACK_REC_HDR + (uint64_t)e->len;
+                    u[i].n_live++;
+                    break;
+                }
+    pthread_mutex_unlock(&s->pack_mu);
+    if (!u)
+        return -ENOMEM;
+    *out = u;
+    *n = k;
+    return CN_OK;
+}
+
+static int by_off(const void *a, const void *b)
+{
+    const cn__pack_live_t *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+cn_err_t cn__pack_live_list(cn_store_t *s, uint32_t id, cn__pack_live_t **out, size_t *n)
+{
+    cn_buf_t b = { 0 };
+    cn_err_t rc = CN_OK;
+    pthread_mutex_lock(&s->pack_mu);
+    for (size_t k = 0; rc == CN_OK && k < CN__PACK_BUCKETS; k++)
+        for (struct cn__pack_ent *e = s->pidx[k]; e && rc == CN_OK; e = e->next)
+            if (e->pack_id == id) {
+                cn__pack_live_t l = { e->d, e->off, e->len };
+                rc = cn_buf_append(&b, &l, sizeof l);
+            }
+    pthread_mutex_unlock(&s->pack_mu);
+    if (rc < 0) {
+        cn_buf_free(&b);
+        return rc;
+    }
+    *n = b.len / sizeof(cn__pack_live_t);
+    *out = (cn__pack_live_t *)b.data; /* the buffer's memory, freed with free() */
+    if (*n)
+        qsort(*out, *n, sizeof **out, by_off);
+    return CN_OK;
+}
+
+cn_err_t cn__pack_read_record(cn_store_t *s, uint32_t id, const cn__pack_live_t *e, uint8_t *buf)
+{
+    pthread_mutex_lock(&s->pack_mu);
+    struct cn__pack_file *pf = pack_by_id_locked(s, id);
+    int fd = pf ? pf->fd : -1;
+    pthread_mutex_unlock(&s->pack_mu);
+    if (fd < 0)
+        return CN_E_NOT_FOUND;
+    size_t want = CN__PACK_REC_HDR + (size_t)e->len;
+    cn__pack_loc_t loc = { e->d, fd, e->off, (uint32_t)want, 0 };
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = pread(loc.fd, buf + got, want - got, (off_t)(loc.off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? -errno : CN_E_CORRUPT;
+        got += (size_t)r;
+    }
+    cn__pack_rec_t rec;
+    size_t used;
+    if (cn__pack_rec_decode(buf, want, CN__STORE_IO_CHUNK, &rec, &used) < 0 || used != want ||
+        memcmp(rec.d.b, e->d.b, CN_DIGEST_LEN) != 0 || !digest_ok(&e->d, rec.payload, rec.len)) {
+        char hex[CN_DIGEST_HEX_LEN + 1];
+        cn_digest_hex(&e->d, hex);
+        cn_error("store", "compaction: packed blob %s in pack %08" PRIx32 " fails its check", hex,
+                 id);
+        return CN_E_CORRUPT;
+    }
+    return CN_OK;
+}
+
+typedef struct retire_txn {
+    uint32_t id;
+    bool busy;
+} retire_txn_t;
+
+/* C4: nothing may still be indexed in the pack when its row says -1. */
+static cn_err_t retire_body(cn_meta_txn_t *txn, void *ctx)
+{
+    retire_txn_t *t = ctx;
+    cn_meta_stmt_t *st;
+    CN_TRY(cn_meta_queryf(txn, &st, cn__sql_store[CN_SQL_STORE_PACK_ROWS], "i", (int64_t)t->id));
+    cn_err_t rc = cn_meta_step(st);
+    int64_t rows = rc == CN_META_ROW ? cn_meta_column_int64(st, 0) : -1;
+    cn_meta_finish(st);
+    if (rc < 0)
+        return rc;
+    t->busy = rows != 0;
+    if (t->busy) {
+        cn_meta_discard(txn);
+        return CN_OK;
+    }
+    rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACK_SET_END], "ii", (int64_t)t->id,
+                       (int64_t)-1);
+    return rc < 0 ? rc : CN_OK;
+}
+
+cn_err_t cn__pack_retire(cn_store_t *s, uint32_t id, uint64_t *freed)
+{
+    *freed = 0;
+    pthread_mutex_lock(&s->pack_mu);
+    struct cn__pack_file *pf = pack_by_id_locked(s, id);
+    bool ok = pf && pf != &s->packs[s->cur_pack];
+    uint64_t size = ok ? pf->end : 0;
+    /* The slot its descriptor will wait in (C5), taken before anything. */
+    int *dead = ok ? realloc(s->pack_dead_fds, (s->n_pack_dead + 1) * sizeof *dead) : NULL;
+    if (dead)
+        s->pack_dead_fds = dead;
+    pthread_mutex_unlock(&s->pack_mu);
+    if (!ok)
+        return CN_E_INVALID;
+    if (!dead)
+        return -ENOMEM;
+    /* Durable (a synced commit) before the unlink: a row must never point
+     * into a file a crash could find gone. */
+    retire_txn_t rt = { id, false };
+    CN_TRY(cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, retire_body, &rt));
+    if (rt.busy)
+        return CN_E_BUSY;
+    cn__pack_compact_crash(s, 4);
+    char name[32];
+    pack_name(id, name);
+    if (unlinkat(s->packs_fd, name, 0) < 0)
+        return -errno;
+    if (fsync(s->packs_fd) < 0)
+        return -errno;
+    idx_txn_t t = { .pack_id = id, .drop_past = true, .orphan = true };
+    cn_err_t rc = idx_commit(s, &t);
+    if (rc < 0)
+        cn_warn("store", "pack %08" PRIx32 " unlinked; its row stays until the next open: %s", id,
+                cn_strerror(rc));
+    /* C5: the descriptor outlives this pass (readers may hold a location). */
+    pthread_mutex_lock(&s->pack_mu);
+    if (CN_ALWAYS((pf = pack_by_id_locked(s, id)) != NULL)) {
+        s->pack_dead_fds[s->n_pack_dead++] = pf->fd;
+        pf->fd = -1;
+    }
+    pthread_mutex_unlock(&s->pack_mu);
+    *freed = size;
+    return CN_OK;
+}
+
+void cn__pack_reap(cn_store_t *s)
+{
+    pthread_mutex_lock(&s->pack_mu);
+    int *fds = s->pack_dead_fds;
+    size_t n = s->n_pack_dead;
+    s->pack_dead_fds = NULL;
+    s->n_pack_dead = 0;
+    pthread_mutex_unlock(&s->pack_mu);
+    for (size_t i = 0; i < n; i++)
+        close(fds[i]);
+    free(fds);
 }
 
 /* ---- the committer's step -------------------------------------------------- */
@@ -339,17 +557,40 @@ bool cn__pack_wants(const cn_store_t *s, cn_store_form_t form, uint64_t stored)
 /* Test hook: CAIRN_TEST_PACK_CRASH="P:N" kills the process at point P
  * (1: appended, not synced; 2: synced, not indexed; 3: indexed, not
  * acknowledged) of the Nth packed batch, for the crash tests. */
-static void crash_point(cn_store_t *s, int point)
+static void crash_point(cn_store_t *s, cn__commit_req_t *batch, int point)
 {
     if (s->pack_crash_at == point && s->pack_batches == s->pack_crash_n)
         raise(SIGKILL);
+    if (s->compact_crash_at == point)
+        for (cn__commit_req_t *r = batch; r; r = r->next)
+            if (r->pack_state == PS_MOVE)
+                raise(SIGKILL);
 }
 
-/* P4 for one request, under its stripe lock: is d there already? */
+void cn__pack_compact_crash(cn_store_t *s, int point)
+{
+    if (s->compact_crash_at == point)
+        raise(SIGKILL);
+}
+
+/* Whether a request's record goes into this batch's append. */
+static bool appends(const cn__commit_req_t *r)
+{
+    return r->packed && r->rc == CN_OK && (r->pack_state == PS_NEW || r->pack_state == PS_MOVE);
+}
+
+/* P4 for one request, under its stripe lock: is d there already?  P7 for a
+ * compaction move: is d still where the move found it? */
 static cn_err_t decide_locked(cn_store_t *s, cn__commit_req_t *r, int64_t now)
 {
     pthread_mutex_lock(&s->pack_mu);
     struct cn__pack_ent *e = *find_locked(s, &r->d);
+    if (r->move_pack) {
+        bool there = e && e->pack_id == r->move_pack && e->off == r->move_off;
+        pthread_mutex_unlock(&s->pack_mu);
+        r->pack_state = there ? PS_MOVE : PS_SKIP;
+        return CN_OK;
+    }
     if (e)
         e->mtime_ms = now;
     pthread_mutex_unlock(&s->pack_mu);
@@ -384,7 +625,7 @@ static cn_err_t packs_push_locked(cn_store_t *s, uint32_t id, int fd, uint64_t s
         s->packs = p;
         s->cap_packs = cap;
     }
-    s->packs[s->n_packs++] = (struct cn__pack_file){ id, fd, size, 0 };
+    s->packs[s->n_packs++] = (struct cn__pack_file){ id, fd, size, 0, false };
     return CN_OK;
 }
 
@@ -396,7 +637,7 @@ static cn_err_t pack_roll(cn_store_t *s)
         if (s->packs[i].id >= id)
             id = s->packs[i].id + 1;
     char name[32];
-    snprintf(name, sizeof name, "%08" PRIx32 ".pack", id);
+    pack_name(id, name);
     int fd = openat(s->packs_fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
         return -errno;
@@ -423,18 +664,18 @@ static cn_err_t append_batch(cn_store_t *s, cn__commit_req_t *batch, struct cn__
     uint64_t need = 0;
     cn_buf_reset(&s->pack_buf);
     for (cn__commit_req_t *r = batch; r; r = r->next)
-        if (r->packed && r->rc == CN_OK && r->pack_state == PS_NEW)
+        if (appends(r))
             need += CN__PACK_REC_HDR + r->payload_len;
     if (!need)
         return CN_OK;
     /* The open pack belongs to this thread: its fields are read unlocked. */
     struct cn__pack_file *pf = &s->packs[s->cur_pack];
-    if (pf->end && pf->end + need > CN__PACK_FILE_MAX) {
+    if (pf->end && pf->end + need > s->pack_file_max) {
         CN_TRY(pack_roll(s));
         pf = &s->packs[s->cur_pack];
     }
     for (cn__commit_req_t *r = batch; r; r = r->next) {
-        if (!r->packed || r->rc < 0 || r->pack_state != PS_NEW)
+        if (!appends(r))
             continue;
         uint8_t h[CN__PACK_REC_HDR];
         r->pack_off = pf->end + s->pack_buf.len;
@@ -454,7 +695,7 @@ static cn_err_t append_batch(cn_store_t *s, cn__commit_req_t *batch, struct cn__
         else if (w > 0)
             off += (size_t)w;
     }
-    crash_point(s, 1);
+    crash_point(s, batch, 1);
     int64_t t0 = cn_mono_ns();
     if (rc == CN_OK && fdatasync(pf->fd) < 0)
         rc = -errno;
@@ -466,7 +707,7 @@ static cn_err_t append_batch(cn_store_t *s, cn__commit_req_t *batch, struct cn__
     }
     /* The pack is the group commit's journal: same series. */
     cn_metric_observe_ns(cn__store_metrics()->fsync_journal, cn_mono_ns() - t0);
-    crash_point(s, 2);
+    crash_point(s, batch, 2);
     pf->end += s->pack_buf.len;
     *pfo = pf;
     return CN_OK;
@@ -476,7 +717,8 @@ static cn_err_t append_batch(cn_store_t *s, cn__commit_req_t *batch, struct cn__
 static void fail_new(cn__commit_req_t *batch, cn_err_t rc)
 {
     for (cn__commit_req_t *r = batch; r; r = r->next)
-        if (r->packed && (r->pack_state == PS_NEW || r->pack_state == PS_DUP))
+        if (r->packed &&
+            (r->pack_state == PS_NEW || r->pack_state == PS_DUP || r->pack_state == PS_MOVE))
             r->rc = rc;
 }
 
@@ -495,7 +737,7 @@ void cn__pack_commit(cn_store_t *s, cn__commit_req_t *batch)
         pthread_mutex_unlock(mu);
         if (r->rc == CN_OK && r->pack_state == PS_NEW && dup_in_batch(batch, r))
             r->pack_state = PS_DUP;
-        r->existed = r->pack_state != PS_NEW;
+        r->existed = r->pack_state != PS_NEW && r->pack_state != PS_MOVE;
     }
     if (!any)
         return;
@@ -517,14 +759,23 @@ void cn__pack_commit(cn_store_t *s, cn__commit_req_t *batch)
         return;
     }
     pf->indexed_end = pf->end;
-    crash_point(s, 3);
+    crash_point(s, batch, 3);
     for (cn__commit_req_t *r = batch; r; r = r->next) {
-        if (!r->packed || r->rc < 0 || r->pack_state != PS_NEW)
+        if (!appends(r))
             continue;
         pthread_mutex_t *mu = cn__stripe(s, &r->d);
         pthread_mutex_lock(mu);
         pthread_mutex_lock(&s->pack_mu);
-        r->rc = index_add_locked(s, &r->d, pf->id, r->pack_off, (uint32_t)r->payload_len, now);
+        if (r->pack_state == PS_NEW) {
+            r->rc = index_add_locked(s, &r->d, pf->id, r->pack_off, (uint32_t)r->payload_len, now);
+        } else {
+            /* P7: only if nothing moved it (a delete, a re-put) meanwhile. */
+            struct cn__pack_ent *e = *find_locked(s, &r->d);
+            if (e && e->pack_id == r->move_pack && e->off == r->move_off) {
+                e->pack_id = pf->id;
+                e->off = r->pack_off;
+            }
+        }
         pthread_mutex_unlock(&s->pack_mu);
         pthread_mutex_unlock(mu);
     }
@@ -537,6 +788,7 @@ void cn__pack_commit(cn_store_t *s, cn__commit_req_t *batch)
 typedef struct load_ctx {
     cn_store_t *s;
     uint32_t orphans[64];
+    bool orphan_retiring[64]; /* its row said -1: a retirement that finished */
     size_t n_orphans;
 } load_ctx_t;
 
@@ -549,11 +801,16 @@ static cn_err_t load_packs_body(cn_meta_txn_t *txn, void *ctx)
     cn_err_t rc;
     while ((rc = cn_meta_step(st)) == CN_META_ROW) {
         uint32_t id = (uint32_t)cn_meta_column_int64(st, 0);
+        int64_t end = cn_meta_column_int64(st, 1);
         struct cn__pack_file *pf = pack_by_id_locked(lc->s, id);
-        if (pf)
-            pf->indexed_end = (uint64_t)cn_meta_column_int64(st, 1);
-        else if (lc->n_orphans < sizeof lc->orphans / sizeof lc->orphans[0])
+        if (end < 0 && pf)
+            pf->retiring = true; /* P8 */
+        else if (pf)
+            pf->indexed_end = (uint64_t)end;
+        else if (lc->n_orphans < sizeof lc->orphans / sizeof lc->orphans[0]) {
+            lc->orphan_retiring[lc->n_orphans] = end < 0;
             lc->orphans[lc->n_orphans++] = id;
+        }
     }
     cn_meta_finish(st);
     return rc < 0 ? rc : CN_OK;
@@ -671,9 +928,33 @@ static cn_err_t recover_pack(cn_store_t *s, struct cn__pack_file *pf, uint8_t *b
 static cn_err_t drop_orphans(cn_store_t *s, const load_ctx_t *lc)
 {
     for (size_t i = 0; i < lc->n_orphans; i++) {
-        cn_error("store", "pack %08" PRIx32 " is indexed but missing: its entries dropped",
-                 lc->orphans[i]);
+        cn_log(lc->orphan_retiring[i] ? CN_LOG_INFO : CN_LOG_ERROR, "store",
+               "pack %08" PRIx32 " %s: its entries dropped", lc->orphans[i],
+               lc->orphan_retiring[i] ? "was retired by compaction" : "is indexed but missing");
         idx_txn_t t = { .pack_id = lc->orphans[i], .drop_past = true, .orphan = true };
+        CN_TRY(idx_commit(s, &t));
+    }
+    return CN_OK;
+}
+
+/* P8: a pack whose retirement a crash interrupted after its row said -1
+ * (every entry had moved, durably) is unlinked now, then its row dropped. */
+static cn_err_t finish_retiring(cn_store_t *s)
+{
+    for (size_t i = 0; i < s->n_packs; i++) {
+        struct cn__pack_file *pf = &s->packs[i];
+        if (!pf->retiring || pf->fd < 0)
+            continue;
+        char name[32];
+        pack_name(pf->id, name);
+        close(pf->fd);
+        pf->fd = -1;
+        if (unlinkat(s->packs_fd, name, 0) < 0 && errno != ENOENT)
+            return -errno;
+        if (fsync(s->packs_fd) < 0)
+            return -errno;
+        cn_info("store", "recovery: pack %08" PRIx32 " retired (compaction finished)", pf->id);
+        idx_txn_t t = { .pack_id = pf->id, .drop_past = true, .orphan = true };
         CN_TRY(idx_commit(s, &t));
     }
     return CN_OK;
@@ -684,20 +965,27 @@ static cn_err_t recover_all(cn_store_t *s)
     load_ctx_t lc = { .s = s };
     CN_TRY(cn_meta_run(s->meta, CN_META_RUN_READ | CN_META_RETRY, load_packs_body, &lc));
     CN_TRY(drop_orphans(s, &lc));
+    CN_TRY(finish_retiring(s));
     size_t cap = CN__PACK_REC_HDR + CN__STORE_IO_CHUNK;
     uint8_t *buf = malloc(cap);
     if (!buf)
         return -ENOMEM;
     cn_err_t rc = CN_OK;
     for (size_t i = 0; i < s->n_packs && rc == CN_OK; i++)
-        rc = recover_pack(s, &s->packs[i], buf, cap);
+        if (s->packs[i].fd >= 0)
+            rc = recover_pack(s, &s->packs[i], buf, cap);
     free(buf);
     return rc;
 }
 
 cn_err_t cn__pack_open(cn_store_t *s)
 {
-    if (!s->opts.pack_max_bytes || !s->meta)
+    if (!s->meta)
+        return CN_OK;
+    /* Packs already on disk are always served (and compacted), even when
+     * new blobs no longer go to packs: turning the setting off must not
+     * hide a blob. */
+    if (!s->opts.pack_max_bytes && faccessat(s->data_fd, "packs", F_OK, 0) < 0)
         return CN_OK;
     s->pack_max = s->opts.pack_max_bytes < CN__STORE_IO_CHUNK ? (uint32_t)s->opts.pack_max_bytes
                                                               : CN__STORE_IO_CHUNK;
@@ -716,14 +1004,22 @@ cn_err_t cn__pack_open(cn_store_t *s)
     CN_TRY(scan_dir(s));
     CN_TRY(recover_all(s));
     CN_TRY(cn_meta_run(s->meta, CN_META_RUN_READ | CN_META_RETRY, load_entries_body, s));
-    size_t last = 0;
-    for (size_t i = 1; i < s->n_packs; i++)
-        if (s->packs[i].id > s->packs[last].id)
+    /* The open pack is the newest live one; a retired pack is never the
+     * newest (compaction skips the open pack), so ids are never reused. */
+    size_t last = SIZE_MAX;
+    for (size_t i = 0; i < s->n_packs; i++)
+        if (s->packs[i].fd >= 0 && (last == SIZE_MAX || s->packs[i].id > s->packs[last].id))
             last = i;
-    if (s->n_packs)
+    if (last != SIZE_MAX)
         s->cur_pack = last;
     else
         CN_TRY(pack_roll(s));
+    /* Test hook: small packs, so tests see several without writing GiBs. */
+    const char *fmax = getenv("CAIRN_TEST_PACK_FILE_MAX");
+    s->pack_file_max = fmax && atoll(fmax) > 0 ? (uint64_t)atoll(fmax) : CN__PACK_FILE_MAX;
+    const char *chook = getenv("CAIRN_TEST_COMPACT_CRASH");
+    if (chook && sscanf(chook, "%d", &s->compact_crash_at) != 1)
+        s->compact_crash_at = 0;
     const char *hook = getenv("CAIRN_TEST_PACK_CRASH");
     if (hook && sscanf(hook, "%d:%ld", &s->pack_crash_at, &s->pack_crash_n) != 2)
         s->pack_crash_at = 0;
@@ -733,8 +1029,10 @@ cn_err_t cn__pack_open(cn_store_t *s)
 
 void cn__pack_close(cn_store_t *s)
 {
+    cn__pack_reap(s);
     for (size_t i = 0; i < s->n_packs; i++)
-        close(s->packs[i].fd);
+        if (s->packs[i].fd >= 0)
+            close(s->packs[i].fd);
     free(s->packs);
     s->packs = NULL;
     s->n_packs = s->cap_packs = 0;

@@ -44,6 +44,11 @@ typedef struct cn__commit_req {
     bool packed;        /* goes to the open pack (pack.c), not the journal; no staged file */
     uint8_t pack_state; /* pack.c's decision for a packed request */
     uint64_t pack_off;  /* its record's offset in the open pack, when appended */
+    /* Compaction (sweep.c): move_pack != 0 asks to copy the packed blob
+     * found at (move_pack, move_off) into the open pack and move its index
+     * entry there, if it is still there (pack.c, P7). */
+    uint32_t move_pack;
+    uint64_t move_off;
     bool done;
     bool existed;
     cn_err_t rc;
@@ -55,6 +60,7 @@ typedef struct cn__commit_req {
 #define CN__FDC_MAX 16384            /* slots at most (64 B each) */
 #define CN__FDC_WAYS 8               /* slots a digest may sit in */
 #define CN__FDC_MAX_LEN (64u * 1024) /* larger blobs are not kept open */
+#define CN__FDC_LOCKS 64             /* lock stripes; a set's is set index % CN__FDC_LOCKS */
 
 typedef struct cn__fdc_ent {
     cn_digest_t d;
@@ -62,8 +68,16 @@ typedef struct cn__fdc_ent {
     uint64_t len;
     unsigned refs; /* borrowers; closed only at 0 */
     bool stale;    /* unlinked: close at refs 0 */
-    uint64_t used;
+    uint64_t used; /* its stripe's tick when last kept or found */
 } cn__fdc_ent_t;
+
+/* One lock stripe of the descriptor cache, alone on its cache line(s) so
+ * that loops taking different stripes do not share a line. */
+typedef struct cn__fdc_lock {
+    pthread_mutex_t mu;
+    uint64_t tick; /* recency clock of the sets under mu */
+    char pad[64 - (sizeof(pthread_mutex_t) + sizeof(uint64_t)) % 64];
+} cn__fdc_lock_t;
 
 struct cn_store {
     cn_store_opts_t opts;
@@ -104,10 +118,9 @@ struct cn_store {
 
     /* Open files of small raw blobs (cn_store_fd_get): a GET of a small
      * object then costs an fstat instead of a path walk, open and close. */
-    pthread_mutex_t fdc_mu;
+    cn__fdc_lock_t fdc_lock[CN__FDC_LOCKS];
     cn__fdc_ent_t *fdc; /* fdc_n slots, CN__FDC_WAYS per set; NULL: off */
     size_t fdc_n;
-    uint64_t fdc_tick;
 
     /* Pack files (pack.c).  pack_mu guards the memory index and the packs
      * array (after a stripe lock, never before); the open pack's tail and
@@ -122,9 +135,16 @@ struct cn_store {
     size_t n_packs, cap_packs;
     size_t cur_pack; /* index into packs of the pack appended to */
     cn_buf_t pack_buf;
-    int pack_crash_at; /* test hook (CAIRN_TEST_PACK_CRASH "P:N"): 0 off, 1..3 */
-    long pack_crash_n; /* ... at the Nth batch */
-    long pack_batches; /* packed batches so far (committer thread) */
+    int pack_crash_at;      /* test hook (CAIRN_TEST_PACK_CRASH "P:N"): 0 off, 1..3 */
+    long pack_crash_n;      /* ... at the Nth batch */
+    long pack_batches;      /* packed batches so far (committer thread) */
+    int compact_crash_at;   /* test hook (CAIRN_TEST_COMPACT_CRASH "P"): 0 off, 1..4 */
+    uint64_t pack_file_max; /* roll size: CN__PACK_FILE_MAX (tests: CAIRN_TEST_PACK_FILE_MAX) */
+    /* Descriptors of packs retired by the last compaction pass: closed by
+     * the next pass (or close), so a reader that looked a location up before
+     * the retirement still preads the old, unchanged bytes (sweep.c, C5). */
+    int *pack_dead_fds;
+    size_t n_pack_dead;
 
     /* small-blob journal (journal.c): committer thread only */
     int journal_fd;
@@ -183,6 +203,10 @@ cn_err_t cn__committer_start(cn_store_t *s);
 void cn__committer_stop(cn_store_t *s);
 /* Queues req and waits until the batch that holds it is durable. */
 cn_err_t cn__committer_submit(cn_store_t *s, cn__commit_req_t *req);
+/* Queues the n packed requests of reqs[] as one chain and waits for all of
+ * them (compaction); without a committer thread (batch_disable) runs the
+ * pack step on the calling thread.  Each request's rc says its fate. */
+void cn__committer_submit_packed(cn_store_t *s, cn__commit_req_t *reqs, size_t n);
 
 /* Metrics of every store in the process (commit.c), registered on first use:
  * blobs newly stored and their stored bytes by form (index cn_store_form_t),
@@ -237,8 +261,9 @@ typedef struct cn__pack_loc {
     int64_t mtime_ms;
 } cn__pack_loc_t;
 
-/* Opens DATA/packs, loads the index and recovers every pack (P5).  Packing
- * is off (and this does nothing) unless opts.pack_max_bytes and meta. */
+/* Opens DATA/packs, loads the index and recovers every pack (P5).  Does
+ * nothing without meta, or when opts.pack_max_bytes is 0 and DATA/packs does
+ * not exist (packs on disk are served whatever the setting). */
 cn_err_t cn__pack_open(cn_store_t *s);
 void cn__pack_close(cn_store_t *s);
 /* Whether a finished blob of this form and stored size goes to a pack. */
@@ -256,6 +281,35 @@ cn_err_t cn__pack_touch_locked(cn_store_t *s, const cn_digest_t *d);
 cn_err_t cn__pack_remove_locked(cn_store_t *s, const cn_digest_t *d, uint64_t *freed);
 /* Calls fn for every packed blob (a snapshot taken first: fn may lock). */
 cn_err_t cn__pack_list(cn_store_t *s, cn__be_list_fn fn, void *ctx);
+
+/* Compaction's view of the packs (pack.c; the pass itself is sweep.c). */
+typedef struct cn__pack_usage {
+    uint32_t id;
+    uint64_t size; /* synced end */
+    uint64_t live; /* bytes of indexed records (header included) */
+    uint64_t n_live;
+} cn__pack_usage_t;
+/* The packs other than the open one, with their live bytes: *out (malloc'd,
+ * the caller frees) holds *n entries. */
+cn_err_t cn__pack_usage(cn_store_t *s, cn__pack_usage_t **out, size_t *n);
+/* One live record of a pack, as the memory index has it. */
+typedef struct cn__pack_live {
+    cn_digest_t d;
+    uint64_t off; /* of the record */
+    uint32_t len;
+} cn__pack_live_t;
+/* The records of pack id that the index still points at, by offset. */
+cn_err_t cn__pack_live_list(cn_store_t *s, uint32_t id, cn__pack_live_t **out, size_t *n);
+/* Reads and checks (CRC, digest) the record at off of pack id into buf
+ * (CN__PACK_REC_HDR + len bytes); CN_E_CORRUPT if it does not check out. */
+cn_err_t cn__pack_read_record(cn_store_t *s, uint32_t id, const cn__pack_live_t *e, uint8_t *buf);
+/* Retires pack id once nothing is indexed in it (C4-C5 in sweep.c):
+ * CN_E_BUSY (kept) if an index row still names it; *freed = its size. */
+cn_err_t cn__pack_retire(cn_store_t *s, uint32_t id, uint64_t *freed);
+/* Closes the descriptors the previous pass retired. */
+void cn__pack_reap(cn_store_t *s);
+/* Test hook of compaction (CAIRN_TEST_COMPACT_CRASH): SIGKILL at point. */
+void cn__pack_compact_crash(cn_store_t *s, int point);
 
 /* Blob-level queries over packs then files (store.c).  Under d's stripe lock:
  * remove from both; CN_E_NOT_FOUND if in neither. */

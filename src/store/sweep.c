@@ -26,8 +26,44 @@
  *
  * Packed blobs (pack.c) are walked after the file tree, from a snapshot of
  * the memory index, and decided by the same S1-S5.  Removing one drops its
- * index row (P6); its bytes stay in the pack until compaction, which is not
- * built yet — so packing stays off by default.
+ * index row (P6); its bytes stay in the pack until compaction below.
+ *
+ * Compaction invariants (a pass runs at the end of every sweep, or alone
+ * through cn_store_compact; sweep_mu makes it the only one):
+ *  C1. Compaction never decides liveness: it moves what the index holds and
+ *      drops nothing.  A blob the sweeper removed has no entry and is not
+ *      copied; a blob with an entry is copied whatever its age, so S1-S5
+ *      stay the only way a blob goes.  It never touches mtimes (a move is
+ *      not a publish: grace keeps counting from the last put or touch).
+ *  C2. A record is copied only after its bytes are read back and checked
+ *      (CRC and digest): a corrupt record is never copied, and its pack is
+ *      kept (reported) so the bad bytes stay where a scrub can find them.
+ *  C3. A copy rides a committer batch (P7): appended to the open pack and
+ *      fdatasynced (P1) before its index row moves, in that batch's meta
+ *      transaction, with an UPDATE conditional on the old location; only
+ *      then does its memory entry move, under the stripe lock and only if
+ *      still at the old location.  So the guard and grace rules need nothing
+ *      new: a delete, touch or re-put of the digest takes the same stripe
+ *      lock, wins over a move it races, and a move never resurrects a blob
+ *      (it changes a row only where one still exists).
+ *  C4. A pack is retired only when no memory entry and no meta row names it
+ *      (checked in the transaction that marks it, indexed_end = -1, which
+ *      commits durably); then its file is unlinked and the directory
+ *      fsynced, then its row is dropped.  A crash before the mark leaves the
+ *      old pack whole (rows still point at it, or at synced copies); after
+ *      the mark, the next open finishes the unlink (P8).
+ *  C5. Readers look a location up under pack_mu and pread without it, so a
+ *      retired pack's descriptor is not closed by its pass but by the next
+ *      one (or at close): a reader holding an old (pack, offset) reads the
+ *      old, unchanged bytes of the unlinked file.  A pack id is never
+ *      reused (new packs take the largest id + 1, and the open pack, the
+ *      largest, is never compacted), and every read checks the record's
+ *      digest, so an old location can never serve other bytes.  Descriptors
+ *      handed out by cn_store_fd_get_at are duplicates and keep the unlinked
+ *      file readable on their own.
+ *  C6. Any error stops the pass (when in doubt, keep): copies already moved
+ *      stay valid, copies not yet indexed are dead space in the open pack
+ *      that a later pass reclaims, and the source pack is kept.
  */
 #include "store/store_int.h"
 
@@ -175,6 +211,126 @@ static cn_err_t on_blob(void *ctx, const cn_digest_t *d, const cn__be_stat_t *bs
     return sw->n == CN__STORE_SWEEP_BATCH ? flush_batch(sw) : CN_OK;
 }
 
+/* ---- compaction ------------------------------------------------------------ */
+
+#define COMPACT_CHUNK (4u << 20) /* bytes of records per committer round */
+
+/* C2, C3: copies one chunk of pack id's live records, from ents[*next] on. */
+static cn_err_t move_chunk(cn_store_t *s, uint32_t id, const cn__pack_live_t *ents, size_t n,
+                           size_t *next, cn_store_compact_stats_t *st, bool *corrupt)
+{
+    size_t first = *next, k = 0;
+    uint64_t bytes = 0;
+    while (first + k < n &&
+           (k == 0 || bytes + CN__PACK_REC_HDR + ents[first + k].len <= COMPACT_CHUNK))
+        bytes += CN__PACK_REC_HDR + ents[first + k++].len;
+    *next = first + k;
+    uint8_t *buf = malloc(bytes);
+    cn__commit_req_t *reqs = calloc(k, sizeof *reqs);
+    cn_err_t rc = buf && reqs ? CN_OK : -ENOMEM;
+    size_t m = 0;
+    uint64_t at = 0;
+    for (size_t i = 0; rc == CN_OK && i < k; i++) {
+        const cn__pack_live_t *e = &ents[first + i];
+        rc = cn__pack_read_record(s, id, e, buf + at);
+        if (rc == CN_E_CORRUPT || rc == CN_E_NOT_FOUND) {
+            *corrupt |= rc == CN_E_CORRUPT; /* C2: never copied, the pack stays */
+            rc = CN_OK;
+            continue;
+        }
+        reqs[m] = (cn__commit_req_t){ .payload = buf + at + CN__PACK_REC_HDR,
+                                      .payload_len = e->len,
+                                      .d = e->d,
+                                      .form = CN_STORE_RAW,
+                                      .move_pack = id,
+                                      .move_off = e->off };
+        m++;
+        at += CN__PACK_REC_HDR + e->len;
+    }
+    if (rc == CN_OK)
+        cn__committer_submit_packed(s, reqs, m);
+    for (size_t i = 0; rc == CN_OK && i < m; i++) {
+        if (reqs[i].rc < 0) {
+            rc = reqs[i].rc;
+        } else {
+            st->records_moved++;
+            st->bytes_moved += CN__PACK_REC_HDR + reqs[i].payload_len;
+        }
+    }
+    free(reqs);
+    free(buf);
+    return rc;
+}
+
+/* One pack: move its live records, then retire it (C3, C4). */
+static cn_err_t compact_pack(cn_store_t *s, uint32_t id, cn_store_compact_stats_t *st)
+{
+    cn__pack_live_t *ents = NULL;
+    size_t n = 0, next = 0;
+    bool corrupt = false;
+    CN_TRY(cn__pack_live_list(s, id, &ents, &n));
+    cn_err_t rc = CN_OK;
+    while (rc == CN_OK && next < n)
+        rc = move_chunk(s, id, ents, n, &next, st, &corrupt);
+    free(ents);
+    if (rc < 0)
+        return rc;
+    cn__pack_compact_crash(s, 3);
+    uint64_t freed = 0;
+    rc = corrupt ? CN_E_BUSY : cn__pack_retire(s, id, &freed);
+    if (rc == CN_E_BUSY) {
+        st->packs_kept++; /* something still lives there: next pass */
+        return CN_OK;
+    }
+    if (rc == CN_OK) {
+        st->packs_retired++;
+        st->bytes_freed += freed;
+    }
+    return rc;
+}
+
+static cn_err_t compact_locked(cn_store_t *s, unsigned pct, cn_store_compact_stats_t *st)
+{
+    memset(st, 0, sizeof *st);
+    if (!pct)
+        pct = s->opts.pack_compact_pct ? s->opts.pack_compact_pct : 50;
+    if (pct > 100)
+        return CN_E_INVALID;
+    cn__pack_reap(s); /* C5: the previous pass's retired descriptors */
+    cn__pack_usage_t *u = NULL;
+    size_t n = 0;
+    CN_TRY(cn__pack_usage(s, &u, &n));
+    cn_err_t rc = CN_OK;
+    for (size_t i = 0; i < n && rc == CN_OK; i++) {
+        st->packs++;
+        if (u[i].live * 100 < u[i].size * pct)
+            rc = compact_pack(s, u[i].id, st);
+    }
+    free(u);
+    if (rc < 0)
+        cn_warn("store", "compaction stopped: %s", cn_strerror(rc));
+    cn_log(st->packs_retired || st->packs_kept ? CN_LOG_INFO : CN_LOG_DEBUG, "store",
+           "compaction: %llu pack(s), %llu retired (%llu bytes freed), %llu record(s) moved"
+           " (%llu bytes), %llu kept",
+           (unsigned long long)st->packs, (unsigned long long)st->packs_retired,
+           (unsigned long long)st->bytes_freed, (unsigned long long)st->records_moved,
+           (unsigned long long)st->bytes_moved, (unsigned long long)st->packs_kept);
+    return rc;
+}
+
+cn_err_t cn_store_compact(cn_store_t *s, unsigned live_pct, cn_store_compact_stats_t *out)
+{
+    cn_store_compact_stats_t st;
+    pthread_mutex_lock(&s->sweep_mu);
+    cn_err_t rc = compact_locked(s, live_pct, &st);
+    pthread_mutex_unlock(&s->sweep_mu);
+    if (out)
+        *out = st;
+    return rc;
+}
+
+/* ---- the sweep -------------------------------------------------------------- */
+
 cn_err_t cn_store_sweep(cn_store_t *s, int64_t grace_ms, cn_store_sweep_stats_t *out)
 {
     if (grace_ms < 0)
@@ -199,6 +355,10 @@ cn_err_t cn_store_sweep(cn_store_t *s, int64_t grace_ms, cn_store_sweep_stats_t 
     if (rc == CN_OK && sw->n)
         rc = flush_batch(sw);
     cn__store_guard_watch(s, false);
+    if (rc == CN_OK && s->pack_on) {
+        cn_store_compact_stats_t cst;
+        (void)compact_locked(s, 0, &cst); /* logged; the sweep itself succeeded */
+    }
     pthread_mutex_unlock(&s->sweep_mu);
     cn_metric_add(cn__store_metrics()->sweeps, 1);
     cn_metric_add(cn__store_metrics()->sweep_freed, (int64_t)sw->st.bytes_deleted);

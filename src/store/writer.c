@@ -117,12 +117,17 @@ static cn_err_t out_flush(cn_store_writer_t *w)
     return CN_OK;
 }
 
-/* Appends stored bytes through the write-behind buffer. */
+/* Appends stored bytes through the write-behind buffer.  A large piece
+ * bypasses an empty buffer: always at a whole chunk, and from DIRECT_MIN
+ * once the blob has reached its file (a flushed blob never takes the small
+ * path, which needs the whole stored form in the buffer), so a large body
+ * streamed in 64 KiB reads is not copied once more on its way to the file. */
+#define DIRECT_MIN ((size_t)32 << 10)
 static cn_err_t out_put(cn_store_writer_t *w, const void *p, size_t n)
 {
     const uint8_t *b = p;
     w->stored += n;
-    if (w->out_len == 0 && n >= CN__STORE_IO_CHUNK)
+    if (w->out_len == 0 && (n >= CN__STORE_IO_CHUNK || (n >= DIRECT_MIN && w->flushed > 0)))
         return file_write(w, b, n);
     while (n) {
         size_t room = CN__STORE_IO_CHUNK - w->out_len;

@@ -98,3 +98,17 @@ void cn_file_tmp_discard(int fd, const char *tmp)
     close(fd);
     unlink(tmp);
 }
+
+cn_err_t cn_file_replace(const char *target, const void *p, size_t n, unsigned mode)
+{
+    char tmp[PATH_MAX + 16];
+    int fd = cn_file_tmp_beside(target, tmp, sizeof tmp);
+    if (fd < 0)
+        return fd;
+    cn_err_t e = cn_write_full(fd, p, n);
+    if (e < 0) {
+        cn_file_tmp_discard(fd, tmp);
+        return e;
+    }
+    return cn_file_tmp_publish(fd, tmp, target, mode);
+}

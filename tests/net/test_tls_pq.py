@@ -21,18 +21,6 @@ GROUP = "X25519MLKEM768"
 CODEPOINT = 0x11EC
 
 
-@pytest.fixture
-def cert(tmp_path):
-    """A self-signed ECDSA P-256 certificate for 127.0.0.1 (Chromium refuses
-    Ed25519 server certificates)."""
-    c, k = str(tmp_path / "cert.pem"), str(tmp_path / "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-                    "-keyout", k, "-out", c], check=True, capture_output=True)
-    return c, k
-
-
 def tls_http(server_factory, cert, groups=None):
     env = {"CAIRN_TLS_GROUPS": groups} if groups else {}
     return server_factory(args=["--jay", "off", "--scribe", "off", "--http", "127.0.0.1:0",

@@ -81,7 +81,9 @@ FAULTS = [
     ("write-eio-blob", dict(ops="write", errno="EIO", pattern="{data}/staging/*"), 300_000),
     ("write-enospc-all", dict(ops="write", errno="ENOSPC", pattern="{data}/*"), 300_000),
     ("fsync-eio-all", dict(ops="fsync,fdatasync", errno="EIO", pattern="{data}/*"), 4096),
-    ("rename-eio-blob", dict(ops="rename", errno="EIO", pattern="{data}/*"), 4096),
+    # 100 KB: over the pack threshold (64 KiB) when [store] packs are on, so
+    # still a journalled file that is renamed
+    ("rename-eio-blob", dict(ops="rename", errno="EIO", pattern="{data}/*"), 100_000),
     ("write-eio-meta", dict(ops="write", errno="EIO", pattern="{data}/meta.db*"), 4096),
 ]
 

@@ -2,7 +2,8 @@
 from its fdatasync, injected by the LD_PRELOAD shim (tests/proof/faultshim.c)
 into the store's own test program (tests/store/test_pack.c, mode "faults").
 Each failed write returns the fault's error, leaves no index entry, the store
-stays consistent across a reopen, and the next write succeeds."""
+stays consistent across a reopen, and the next write succeeds; ENOSPC during a
+compaction pass fails the pass with nothing lost, and the next pass reclaims."""
 import os
 import subprocess
 

@@ -166,4 +166,46 @@ static void fx_id(uint8_t out[16], uint8_t first)
         out[i] = (uint8_t)(first + i);
 }
 
+/* ---- a test over one fixture file ------------------------------------------------------- */
+/* The id whose bytes are first, first + 1, ... (fx_id). */
+static inline cn_scribe_id_t fx_sid(uint8_t first)
+{
+    cn_scribe_id_t id;
+    fx_id(id.b, first);
+    return id;
+}
+
+/* Whether slice a holds exactly the string want. */
+static inline bool fx_str_is(cn_scribe_str_t a, const char *want)
+{
+    return a.len == strlen(want) && memcmp(a.p, want, a.len) == 0;
+}
+
+/* The fixture file of this test: set by fx_main (path non-NULL), read by
+ * fx_gold (NULL). */
+static inline const char *fx_file(const char *path)
+{
+    static const char *file;
+    if (path)
+        file = path;
+    return file;
+}
+
+/* The encoder's bytes b must be fixture NAME of the test's file in codec c
+ * (fx_golden, through one buffer). */
+static inline void fx_gold(const char *name, int c, const cn_buf_t *b, fx_dec_fn dec)
+{
+    static uint8_t buf[16384];
+    fx_golden(fx_file(NULL), name, c, b, dec, buf, sizeof buf);
+}
+
+/* main() of such a test: the fixture file is argv[1] when given (meson
+ * passes the source tree's), else file; then runs cases[0..n). */
+static inline int fx_main(int argc, char **argv, const char *file, const cn_test_case_t *cases,
+                          size_t n)
+{
+    fx_file(argc > 1 ? argv[1] : file);
+    return cn_test_run(cases, n);
+}
+
 #endif

@@ -8,32 +8,10 @@
 #include "cn_test.h"
 #include "scribe/fixture.h"
 
-static const char *fixtures = "tests/scribe/lock_fixtures.txt";
-
 #define LE CN_SCRIBE_CODEC_LE
 #define BE CN_SCRIBE_CODEC_BE
 #define CODEC(c) ((cn_scribe_codec_t)(c))
 #define SINCE 1700000000000ull
-
-static cn_scribe_id_t id_from(uint8_t first)
-{
-    cn_scribe_id_t id;
-    fx_id(id.b, first);
-    return id;
-}
-
-static bool str_is(cn_scribe_str_t a, const char *want)
-{
-    return a.len == strlen(want) && memcmp(a.p, want, a.len) == 0;
-}
-
-static uint8_t gbuf[16384];
-
-/* The encoder's bytes b must be fixture NAME of codec c (fx_golden). */
-static void golden(const char *name, int c, const cn_buf_t *b, fx_dec_fn dec)
-{
-    fx_golden(fixtures, name, c, b, dec, gbuf, sizeof gbuf);
-}
 
 static cn_err_t d_acquire(const uint8_t *p, size_t n, cn_scribe_codec_t c)
 {
@@ -75,19 +53,19 @@ static void test_acquire_release(void)
     for (int c = 1; c <= 2; c++) {
         cn_buf_t b = { 0 };
         cn_scribe_lock_req_t q = {
-            .repo = id_from(0x00), .workspace = id_from(0x40), .branch = id_from(0x10), .count = 2
+            .repo = fx_sid(0x00), .workspace = fx_sid(0x40), .branch = fx_sid(0x10), .count = 2
         };
         CN_CHECK_EQ(cn_scribe_enc_lock_req(&b, CODEC(c), CN_SCRIBE_OP_LOCK_ACQUIRE, &q, paths),
                     CN_OK);
-        golden("lock_acquire_req", c, &b, d_acquire);
+        fx_gold("lock_acquire_req", c, &b, d_acquire);
         cn_scribe_lock_req_t d;
         CN_CHECK_EQ(cn_scribe_dec_lock_req(b.data, b.len, CODEC(c), CN_SCRIBE_OP_LOCK_ACQUIRE, &d),
                     CN_OK);
         cn_scribe_str_t s;
         CN_CHECK(d.count == 2 && !memcmp(d.branch.b, q.branch.b, 16) &&
                  !memcmp(d.workspace.b, q.workspace.b, 16));
-        CN_CHECK(cn_scribe_next_path(&d.paths, &s) && str_is(s, "art/a.png"));
-        CN_CHECK(cn_scribe_next_path(&d.paths, &s) && str_is(s, "art/b.png"));
+        CN_CHECK(cn_scribe_next_path(&d.paths, &s) && fx_str_is(s, "art/a.png"));
+        CN_CHECK(cn_scribe_next_path(&d.paths, &s) && fx_str_is(s, "art/b.png"));
         CN_CHECK(!cn_scribe_next_path(&d.paths, &s));
 
         cn_buf_reset(&b);
@@ -95,14 +73,14 @@ static void test_acquire_release(void)
         q.count = 1;
         CN_CHECK_EQ(cn_scribe_enc_lock_req(&b, CODEC(c), CN_SCRIBE_OP_LOCK_RELEASE, &q, paths),
                     CN_OK);
-        golden("lock_release_req", c, &b, d_release);
+        fx_gold("lock_release_req", c, &b, d_release);
         CN_CHECK_EQ(cn_scribe_dec_lock_req(b.data, b.len, CODEC(c), CN_SCRIBE_OP_LOCK_RELEASE, &d),
                     CN_OK);
         CN_CHECK(d.force && d.count == 1);
 
         cn_buf_reset(&b);
         CN_CHECK_EQ(cn_scribe_enc_u32_resp(&b, CODEC(c), 2), CN_OK);
-        golden("lock_count_resp", c, &b, d_count);
+        fx_gold("lock_count_resp", c, &b, d_count);
         cn_buf_free(&b);
     }
 }
@@ -111,30 +89,30 @@ static void test_list(void)
 {
     for (int c = 1; c <= 2; c++) {
         cn_buf_t b = { 0 };
-        cn_scribe_lock_list_req_t q = { .repo = id_from(0x00),
+        cn_scribe_lock_list_req_t q = { .repo = fx_sid(0x00),
                                         .prefix = cn_scribe_cstr("art"),
                                         .has_owner = true,
-                                        .owner = id_from(0x40),
+                                        .owner = fx_sid(0x40),
                                         .has_after = true,
                                         .after = cn_scribe_cstr("art/a.png"),
                                         .limit = 100 };
         CN_CHECK_EQ(cn_scribe_enc_lock_list_req(&b, CODEC(c), &q), CN_OK);
-        golden("lock_list_req", c, &b, d_list_req);
+        fx_gold("lock_list_req", c, &b, d_list_req);
         cn_scribe_lock_list_req_t d;
         CN_CHECK_EQ(cn_scribe_dec_lock_list_req(b.data, b.len, CODEC(c), &d), CN_OK);
-        CN_CHECK(str_is(d.prefix, "art") && d.has_owner && d.has_after &&
-                 str_is(d.after, "art/a.png") && d.limit == 100);
+        CN_CHECK(fx_str_is(d.prefix, "art") && d.has_owner && d.has_after &&
+                 fx_str_is(d.after, "art/a.png") && d.limit == 100);
 
         cn_buf_reset(&b);
-        cn_scribe_lock_list_req_t all = { .repo = id_from(0x00) };
+        cn_scribe_lock_list_req_t all = { .repo = fx_sid(0x00) };
         CN_CHECK_EQ(cn_scribe_enc_lock_list_req(&b, CODEC(c), &all), CN_OK);
-        golden("lock_list_req_all", c, &b, d_list_req);
+        fx_gold("lock_list_req_all", c, &b, d_list_req);
 
         cn_buf_reset(&b);
-        cn_scribe_lock_row_t row = { cn_scribe_cstr("art/b.png"), id_from(0x40),
-                                     cn_scribe_cstr("ann"), id_from(0x10), SINCE };
+        cn_scribe_lock_row_t row = { cn_scribe_cstr("art/b.png"), fx_sid(0x40),
+                                     cn_scribe_cstr("ann"), fx_sid(0x10), SINCE };
         CN_CHECK_EQ(cn_scribe_enc_lock_list_resp(&b, CODEC(c), &row, 1, true), CN_OK);
-        golden("lock_list_resp", c, &b, d_list_resp);
+        fx_gold("lock_list_resp", c, &b, d_list_resp);
         cn_scribe_rows_t rows;
         uint32_t count;
         bool more;
@@ -142,7 +120,7 @@ static void test_list(void)
                     CN_OK);
         cn_scribe_lock_row_t got;
         CN_CHECK(count == 1 && more && cn_scribe_next_lock_row(&rows, &got));
-        CN_CHECK(str_is(got.path, "art/b.png") && str_is(got.principal, "ann") &&
+        CN_CHECK(fx_str_is(got.path, "art/b.png") && fx_str_is(got.principal, "ann") &&
                  got.since_ms == SINCE && !memcmp(got.branch.b, row.branch.b, 16));
         cn_buf_free(&b);
     }
@@ -156,14 +134,14 @@ static void test_policy(void)
         CN_CHECK_EQ(
             cn_scribe_enc_lock_policy_resp(&b, CODEC(c), 0, cn_scribe_cstr("version = 1\n")),
             CN_OK);
-        golden("lock_policy_default", c, &b, d_policy);
+        fx_gold("lock_policy_default", c, &b, d_policy);
         cn_buf_reset(&b);
         CN_CHECK_EQ(cn_scribe_enc_lock_policy_resp(&b, CODEC(c), 7, cn_scribe_cstr(utf8)), CN_OK);
-        golden("lock_policy_utf8", c, &b, d_policy);
+        fx_gold("lock_policy_utf8", c, &b, d_policy);
         uint64_t change;
         cn_scribe_str_t text;
         CN_CHECK_EQ(cn_scribe_dec_lock_policy_resp(b.data, b.len, CODEC(c), &change, &text), CN_OK);
-        CN_CHECK(change == 7 && str_is(text, utf8));
+        CN_CHECK(change == 7 && fx_str_is(text, utf8));
         cn_buf_free(&b);
     }
 }
@@ -183,7 +161,7 @@ static void test_refusals(void)
 {
     static const uint8_t zeros[33]; /* repo, workspace, force false */
     cn_buf_t b = { 0 };
-    cn_scribe_lock_req_t q = { .repo = id_from(0x00), .workspace = id_from(0x40) };
+    cn_scribe_lock_req_t q = { .repo = fx_sid(0x00), .workspace = fx_sid(0x40) };
     char *store;
     cn_scribe_str_t *v = many(CN_SCRIBE_MAX_LOCK_PATHS + 1, 8, &store);
     /* no path; 10,001 paths; an empty path */
@@ -232,8 +210,8 @@ static void test_refusals(void)
     FX(more0, "00000000 01");
     CN_CHECK(d_list_resp(more0, more0_len, LE) < 0);
     cn_scribe_lock_row_t rows[2] = {
-        { cn_scribe_cstr("b"), id_from(0x40), cn_scribe_cstr(""), id_from(0x10), 1 },
-        { cn_scribe_cstr("a"), id_from(0x40), cn_scribe_cstr(""), id_from(0x10), 1 },
+        { cn_scribe_cstr("b"), fx_sid(0x40), cn_scribe_cstr(""), fx_sid(0x10), 1 },
+        { cn_scribe_cstr("a"), fx_sid(0x40), cn_scribe_cstr(""), fx_sid(0x10), 1 },
     };
     CN_CHECK_EQ(cn_scribe_enc_lock_list_resp(&b, LE, rows, 2, false), CN_E_INVALID);
     cn_scribe_wr_t w2 = cn_scribe_wr_init(&b, LE);
@@ -295,7 +273,6 @@ static const cn_test_case_t cases[] = {
 
 int main(int argc, char **argv)
 {
-    if (argc > 1)
-        fixtures = argv[1];
-    return cn_test_run(cases, sizeof cases / sizeof cases[0]);
+    return fx_main(argc, argv, "tests/scribe/lock_fixtures.txt", cases,
+                   sizeof cases / sizeof cases[0]);
 }

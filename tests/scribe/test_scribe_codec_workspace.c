@@ -9,30 +9,9 @@
 #include "cn_test.h"
 #include "scribe/fixture.h"
 
-static const char *fixtures = "tests/scribe/workspace_fixtures.txt";
-
 #define LE CN_SCRIBE_CODEC_LE
 #define CODEC(c) ((cn_scribe_codec_t)(c))
 #define SINCE 1700000000000ull
-
-static cn_scribe_id_t id_from(uint8_t first)
-{
-    cn_scribe_id_t id;
-    fx_id(id.b, first);
-    return id;
-}
-
-static bool str_is(cn_scribe_str_t a, const char *want)
-{
-    return a.len == strlen(want) && memcmp(a.p, want, a.len) == 0;
-}
-
-static uint8_t gbuf[16384];
-
-static void golden(const char *name, int c, const cn_buf_t *b, fx_dec_fn dec)
-{
-    fx_golden(fixtures, name, c, b, dec, gbuf, sizeof gbuf);
-}
 
 static cn_err_t d_register(const uint8_t *p, size_t n, cn_scribe_codec_t c)
 {
@@ -76,33 +55,34 @@ static void test_register(void)
 {
     for (int c = 1; c <= 2; c++) {
         cn_buf_t b = { 0 };
-        cn_scribe_ws_register_req_t q = { .repo = id_from(0x00),
-                                          .workspace = id_from(0x40),
-                                          .branch = id_from(0x10),
+        cn_scribe_ws_register_req_t q = { .repo = fx_sid(0x00),
+                                          .workspace = fx_sid(0x40),
+                                          .branch = fx_sid(0x10),
                                           .label = cn_scribe_cstr("h:/w"),
                                           .tag_count = 2,
                                           .tags = { cn_scribe_cstr("os=linux"),
                                                     cn_scribe_cstr("gpu") } };
         CN_CHECK_EQ(cn_scribe_enc_ws_register_req(&b, CODEC(c), &q), CN_OK);
-        golden("ws_register_req", c, &b, d_register);
+        fx_gold("ws_register_req", c, &b, d_register);
         cn_scribe_ws_register_req_t d;
         CN_CHECK_EQ(cn_scribe_dec_ws_register_req(b.data, b.len, CODEC(c), &d), CN_OK);
-        CN_CHECK(str_is(d.label, "h:/w") && d.tag_count == 2 && str_is(d.tags[0], "os=linux") &&
-                 str_is(d.tags[1], "gpu") && !memcmp(d.branch.b, q.branch.b, 16));
+        CN_CHECK(fx_str_is(d.label, "h:/w") && d.tag_count == 2 &&
+                 fx_str_is(d.tags[0], "os=linux") && fx_str_is(d.tags[1], "gpu") &&
+                 !memcmp(d.branch.b, q.branch.b, 16));
 
         cn_buf_reset(&b);
-        cn_scribe_ws_row_t row = { .workspace = id_from(0x40),
-                                   .branch = id_from(0x10),
+        cn_scribe_ws_row_t row = { .workspace = fx_sid(0x40),
+                                   .branch = fx_sid(0x10),
                                    .label = cn_scribe_cstr("h:/w"),
                                    .tag_count = 2,
                                    .tags = { cn_scribe_cstr("gpu"), cn_scribe_cstr("os=linux") },
                                    .created_ms = SINCE };
         CN_CHECK_EQ(cn_scribe_enc_ws_row_resp(&b, CODEC(c), &row), CN_OK);
-        golden("ws_row_resp", c, &b, d_row);
+        fx_gold("ws_row_resp", c, &b, d_row);
         cn_scribe_ws_row_t got;
         CN_CHECK_EQ(cn_scribe_dec_ws_row_resp(b.data, b.len, CODEC(c), &got), CN_OK);
         CN_CHECK(!got.has_owner && !got.has_locks && got.created_ms == SINCE &&
-                 got.tag_count == 2 && str_is(got.tags[1], "os=linux"));
+                 got.tag_count == 2 && fx_str_is(got.tags[1], "os=linux"));
         cn_buf_free(&b);
     }
 }
@@ -111,31 +91,31 @@ static void test_list(void)
 {
     for (int c = 1; c <= 2; c++) {
         cn_buf_t b = { 0 };
-        cn_scribe_ws_list_req_t q = { .repo = id_from(0x00),
+        cn_scribe_ws_list_req_t q = { .repo = fx_sid(0x00),
                                       .scope = 1,
                                       .has_cursor = true,
-                                      .cursor = id_from(0x40),
+                                      .cursor = fx_sid(0x40),
                                       .limit = 128 };
         CN_CHECK_EQ(cn_scribe_enc_ws_list_req(&b, CODEC(c), &q), CN_OK);
-        golden("ws_list_req", c, &b, d_list_req);
+        fx_gold("ws_list_req", c, &b, d_list_req);
         cn_scribe_ws_list_req_t d;
         CN_CHECK_EQ(cn_scribe_dec_ws_list_req(b.data, b.len, CODEC(c), &d), CN_OK);
         CN_CHECK(d.scope == 1 && d.has_cursor && d.limit == 128 &&
                  !memcmp(d.cursor.b, q.cursor.b, 16));
         cn_buf_reset(&b);
-        cn_scribe_ws_list_req_t own = { .repo = id_from(0x00), .cursor = id_from(0x40) };
+        cn_scribe_ws_list_req_t own = { .repo = fx_sid(0x00), .cursor = fx_sid(0x40) };
         CN_CHECK_EQ(cn_scribe_enc_ws_list_req(&b, CODEC(c), &own), CN_OK); /* cursor unused */
-        golden("ws_list_req_own", c, &b, d_list_req);
+        fx_gold("ws_list_req_own", c, &b, d_list_req);
 
         cn_buf_reset(&b);
-        cn_scribe_ws_row_t row = { .workspace = id_from(0x40),
-                                   .branch = id_from(0x10),
+        cn_scribe_ws_row_t row = { .workspace = fx_sid(0x40),
+                                   .branch = fx_sid(0x10),
                                    .has_owner = true,
-                                   .owner = id_from(0x50),
+                                   .owner = fx_sid(0x50),
                                    .created_ms = SINCE,
                                    .has_locks = true };
         CN_CHECK_EQ(cn_scribe_enc_ws_list_resp(&b, CODEC(c), &row, 1, true), CN_OK);
-        golden("ws_list_resp", c, &b, d_list_resp);
+        fx_gold("ws_list_resp", c, &b, d_list_resp);
         cn_scribe_rows_t rows;
         uint32_t count;
         bool more;
@@ -154,35 +134,34 @@ static void test_remove(void)
 {
     for (int c = 1; c <= 2; c++) {
         cn_buf_t b = { 0 };
-        cn_scribe_ws_remove_req_t q = { id_from(0x00), id_from(0x20), id_from(0x30),
-                                        id_from(0x40) };
+        cn_scribe_ws_remove_req_t q = { fx_sid(0x00), fx_sid(0x20), fx_sid(0x30), fx_sid(0x40) };
         CN_CHECK_EQ(cn_scribe_enc_ws_remove_req(&b, CODEC(c), &q), CN_OK);
-        golden("ws_remove_req", c, &b, d_remove);
+        fx_gold("ws_remove_req", c, &b, d_remove);
         cn_scribe_ws_remove_req_t d;
         CN_CHECK_EQ(cn_scribe_dec_ws_remove_req(b.data, b.len, CODEC(c), &d), CN_OK);
         CN_CHECK(!memcmp(&d, &q, sizeof d));
 
         cn_buf_reset(&b);
-        cn_scribe_ws_removal_t o = { .operation = id_from(0x30), .retired_ms = SINCE };
+        cn_scribe_ws_removal_t o = { .operation = fx_sid(0x30), .retired_ms = SINCE };
         CN_CHECK_EQ(cn_scribe_enc_ws_removal(&b, CODEC(c), &o), CN_OK);
-        golden("ws_removal_retired", c, &b, d_removal);
+        fx_gold("ws_removal_retired", c, &b, d_removal);
         cn_scribe_ws_removal_t got;
         CN_CHECK_EQ(cn_scribe_dec_ws_removal(b.data, b.len, CODEC(c), &got), CN_OK);
         CN_CHECK(got.code == 0 && got.retired_ms == SINCE);
 
         cn_buf_reset(&b);
-        o = (cn_scribe_ws_removal_t){ .operation = id_from(0x30),
+        o = (cn_scribe_ws_removal_t){ .operation = fx_sid(0x30),
                                       .code = CN_SCRIBE_E_LOCK_HELD,
                                       .detail = cn_scribe_cstr("held") };
         CN_CHECK_EQ(cn_scribe_enc_ws_removal(&b, CODEC(c), &o), CN_OK);
-        golden("ws_removal_held", c, &b, d_removal);
+        fx_gold("ws_removal_held", c, &b, d_removal);
         CN_CHECK_EQ(cn_scribe_dec_ws_removal(b.data, b.len, CODEC(c), &got), CN_OK);
-        CN_CHECK(got.code == CN_SCRIBE_E_LOCK_HELD && str_is(got.detail, "held"));
+        CN_CHECK(got.code == CN_SCRIBE_E_LOCK_HELD && fx_str_is(got.detail, "held"));
 
         cn_buf_reset(&b);
-        cn_scribe_outcome_req_t oq = { id_from(0x00), id_from(0x30) };
+        cn_scribe_outcome_req_t oq = { fx_sid(0x00), fx_sid(0x30) };
         CN_CHECK_EQ(cn_scribe_enc_outcome_req(&b, CODEC(c), &oq), CN_OK);
-        golden("ws_removal_outcome_req", c, &b, d_outcome_req);
+        fx_gold("ws_removal_outcome_req", c, &b, d_outcome_req);
         cn_buf_free(&b);
     }
 }
@@ -208,9 +187,9 @@ static void test_tags(void)
 static void test_refusals(void)
 {
     cn_buf_t b = { 0 };
-    cn_scribe_ws_register_req_t q = { .repo = id_from(0x00),
-                                      .workspace = id_from(0x40),
-                                      .branch = id_from(0x10),
+    cn_scribe_ws_register_req_t q = { .repo = fx_sid(0x00),
+                                      .workspace = fx_sid(0x40),
+                                      .branch = fx_sid(0x10),
                                       .tag_count = 2,
                                       .tags = { cn_scribe_cstr("os=a"), cn_scribe_cstr("os=b") } };
     /* a repeated name, a bad tag, 17 tags, a zero workspace */
@@ -254,7 +233,7 @@ static void test_refusals(void)
     CN_CHECK_EQ(cn_scribe_enc_ws_list_resp(&b, LE, NULL, 0, true), CN_E_INVALID);
     FX(over, "81000000");
     CN_CHECK(d_list_resp(over, over_len, LE) < 0);
-    cn_scribe_ws_row_t rows[2] = { { .workspace = id_from(0x41) }, { .workspace = id_from(0x40) } };
+    cn_scribe_ws_row_t rows[2] = { { .workspace = fx_sid(0x41) }, { .workspace = fx_sid(0x40) } };
     CN_CHECK_EQ(cn_scribe_enc_ws_list_resp(&b, LE, rows, 2, false), CN_E_INVALID);
     FX(order, "02000000"
               " 4142434445464748494a4b4c4d4e4f50 101112131415161718191a1b1c1d1e1f 00 0000 0000"
@@ -266,7 +245,7 @@ static void test_refusals(void)
     FX(zero_op, "000102030405060708090a0b0c0d0e0f 202122232425262728292a2b2c2d2e2f"
                 " 00000000000000000000000000000000 404142434445464748494a4b4c4d4e4f");
     CN_CHECK(d_remove(zero_op, zero_op_len, LE) < 0);
-    cn_scribe_ws_remove_req_t rq = { id_from(0x00), id_from(0x20), id_from(0x30), { { 0 } } };
+    cn_scribe_ws_remove_req_t rq = { fx_sid(0x00), fx_sid(0x20), fx_sid(0x30), { { 0 } } };
     CN_CHECK_EQ(cn_scribe_enc_ws_remove_req(&b, LE, &rq), CN_E_INVALID);
     cn_buf_free(&b);
 }
@@ -287,7 +266,7 @@ static void test_bounds(void)
     char label[257], tags[16][65];
     memset(label, 'l', 256);
     label[256] = 0;
-    cn_scribe_ws_register_req_t q = { .workspace = id_from(0x40),
+    cn_scribe_ws_register_req_t q = { .workspace = fx_sid(0x40),
                                       .label = cn_scribe_cstr(label),
                                       .tag_count = 16 };
     for (int i = 0; i < 16; i++) {
@@ -320,7 +299,6 @@ static const cn_test_case_t cases[] = {
 
 int main(int argc, char **argv)
 {
-    if (argc > 1)
-        fixtures = argv[1];
-    return cn_test_run(cases, sizeof cases / sizeof cases[0]);
+    return fx_main(argc, argv, "tests/scribe/workspace_fixtures.txt", cases,
+                   sizeof cases / sizeof cases[0]);
 }

@@ -10,11 +10,9 @@ config is invalid_repository_config."""
 import os
 import struct
 
-import pytest
-
-from scribe_wire import ADD, DELETE, MODIFY, MOVE, Conn
+from scribe_fixtures import repo, srv  # noqa: F401 (the fixtures)
+from scribe_wire import ADD, DELETE, MODIFY, MOVE
 from test_scribe_locks import acquire, all_locks, release
-from test_scribe_server import ARGS, Repo, addr
 
 OP_POLICY = 29
 CONFIG = ".scribe/config.toml"
@@ -22,19 +20,6 @@ RULES = ('version = 1\n\n[locks]\nrules = [\n'
          '  { pattern = "**/*.psd", mode = "required" },\n'
          '  { pattern = "art/free/**", mode = "none" },\n'
          '  { pattern = "art/**", mode = "required" },\n]\n')
-
-
-@pytest.fixture
-def srv(server_factory):
-    return server_factory(args=ARGS, wait_for=("scribe",))
-
-
-@pytest.fixture
-def repo(srv):
-    c = Conn(addr(srv))
-    r = Repo(c)
-    yield r
-    c.close()
 
 
 def policy_raw(c, repo):

@@ -13,25 +13,13 @@ import os
 
 import pytest
 
+from scribe_fixtures import repo, srv  # noqa: F401 (the fixtures)
 from scribe_wire import ADD, CHUNK, ERR, MODIFY, OP, Conn, chunk_id
 from test_scribe_cherry import pick, pick_payload, submit_on
 from test_scribe_locks import acquire, release
 from test_scribe_server import ARGS, Repo, addr, raises
 
 OP_REGISTER, OP_WS_LIST, OP_WS_REMOVE, OP_WS_OUTCOME = 12, 34, 35, 36
-
-
-@pytest.fixture
-def srv(server_factory):
-    return server_factory(args=ARGS, wait_for=("scribe",))
-
-
-@pytest.fixture
-def repo(srv):
-    c = Conn(addr(srv))
-    r = Repo(c)
-    yield r
-    c.close()
 
 
 def row_dec(d):

@@ -3,13 +3,16 @@
  * blob), reads, delete and sweep, recovery of torn tails (truncated header,
  * truncated body, CRC mismatch, digest mismatch), an index entry never
  * without its bytes, a flipped byte reported and never served, the upgrade
- * of a data directory with small blobs as files, and a crash loop that
- * kills a writer at random points and at each point between append, sync
- * and index.
+ * of a data directory with small blobs as files (then compacted beside
+ * them), a crash loop that kills a writer at random points and at each point
+ * between append, sync and index, and compaction (C1-C6 in sweep.c): a pass
+ * over packs with 10 % live, moves that race a delete, a corrupt record, and
+ * SIGKILL at each compaction hook.
  *
  * Run with an argument "faults" (tests/proof/test_pack_faults.py does, with
  * the LD_PRELOAD fault shim and CN_FAULT_CTL set) it checks ENOSPC on the
- * pack append and EIO from its fdatasync instead. */
+ * pack append and EIO from its fdatasync instead, then ENOSPC during
+ * compaction. */
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
@@ -491,9 +494,32 @@ static void test_upgrade(void)
     CN_CHECK_EQ(count_in(data, "blobs"), files); /* the new ones went to the pack */
     CN_CHECK_EQ(count_in(data, "packs"), 1);
     ps_close(&ps);
-    CN_CHECK_EQ(ps_open(data, PACK_MAX, &ps), 0);
+    /* Packs on disk are served even with packing off for new blobs. */
+    CN_CHECK_EQ(ps_open(data, 0, &ps), 0);
     for (uint32_t i = 0; i < N_SMALL; i++)
         CN_CHECK(small_ok(ps.s, 6000, fresh, i) && small_ok(ps.s, 5000, old, i));
+    ps_close(&ps);
+    /* Compaction beside the old files: most new blobs deleted, their pack
+     * rewritten once closed; old files and the rest are still served. */
+    setenv("CAIRN_TEST_PACK_FILE_MAX", "1", 1); /* every batch rolls: pack 1 closes */
+    CN_CHECK_EQ(ps_open(data, PACK_MAX, &ps), 0);
+    unsetenv("CAIRN_TEST_PACK_FILE_MAX");
+    for (uint32_t i = 0; i < N_SMALL; i++)
+        if (i % 10)
+            CN_CHECK_EQ(cn_store_delete(ps.s, &fresh[i]), 0);
+    uint8_t b[100];
+    fill(b, sizeof b, 6999);
+    CN_CHECK_EQ(cn_store_put(ps.s, b, sizeof b, NULL, NULL), 0); /* rolls to pack 2 */
+    cn_store_compact_stats_t st;
+    CN_CHECK_EQ(cn_store_compact(ps.s, 0, &st), 0);
+    CN_CHECK_EQ(st.packs_retired, 1);
+    CN_CHECK_EQ(count_in(data, "blobs"), files);
+    for (uint32_t i = 0; i < N_SMALL; i++) {
+        bool present = false;
+        CN_CHECK(small_ok(ps.s, 5000, old, i));
+        CN_CHECK_EQ(cn_store_have(ps.s, &fresh[i], 1, &present), 0);
+        CN_CHECK(present == (i % 10 == 0) && (!present || small_ok(ps.s, 6000, fresh, i)));
+    }
     ps_close(&ps);
     rmdata(data);
 }
@@ -631,6 +657,209 @@ static void test_crash_loop(void)
     rmdata(data);
 }
 
+/* ---- compaction (src/store/sweep.c, C1-C6; pack.c, P7-P8) ------------------------ */
+
+/* A closed data dir of many ~16 KiB packs holding N_SMALL blobs of seeds
+ * base.., of which only every tenth is left (the rest deleted): ~10 % live.
+ * *packs receives how many pack files it has. */
+static char *sparse_dir(uint32_t base, cn_digest_t *ds, size_t *packs)
+{
+    setenv("CAIRN_TEST_PACK_FILE_MAX", "16384", 1);
+    char *data = mkdata();
+    pstore_t ps;
+    CN_CHECK_EQ(ps_open(data, PACK_MAX, &ps), 0);
+    unsetenv("CAIRN_TEST_PACK_FILE_MAX");
+    put_small(ps.s, base, ds);
+    for (uint32_t i = 0; i < N_SMALL; i++)
+        if (i % 10)
+            CN_CHECK_EQ(cn_store_delete(ps.s, &ds[i]), 0);
+    ps_close(&ps);
+    *packs = count_in(data, "packs");
+    return data;
+}
+
+/* Every tenth blob reads back, verified; every other one is gone. */
+static size_t sparse_bad(cn_store_t *s, uint32_t base, const cn_digest_t *ds)
+{
+    size_t bad = 0;
+    for (uint32_t i = 0; i < N_SMALL; i++) {
+        bool present = false;
+        if (cn_store_have(s, &ds[i], 1, &present) != 0 || present != (i % 10 == 0))
+            bad++;
+        else if (present && !small_ok(s, base, ds, i))
+            bad++;
+    }
+    return bad;
+}
+
+static void test_compact(void)
+{
+    static cn_digest_t ds[N_SMALL];
+    size_t before;
+    char *data = sparse_dir(7000, ds, &before);
+    CN_CHECK(before > 10);
+    pstore_t ps;
+    CN_CHECK_EQ(ps_open(data, PACK_MAX, &ps), 0);
+    /* C5: a location looked up before the pass, and a borrowed descriptor. */
+    cn__pack_loc_t old;
+    CN_CHECK(cn__pack_find(ps.s, &ds[10], &old));
+    int bfd = -1;
+    uint64_t boff = 0, blen = 0;
+    void *h = NULL;
+    CN_CHECK_EQ(cn_store_fd_get_at(ps.s, &ds[10], &bfd, &boff, &blen, &h), 0);
+    cn_store_compact_stats_t st;
+    CN_CHECK_EQ(cn_store_compact(ps.s, 50, &st), 0);
+    CN_CHECK_EQ(st.packs, before - 1);
+    CN_CHECK(st.packs_retired > before / 2);
+    CN_CHECK(st.records_moved > 0 && st.records_moved <= N_SMALL / 10);
+    CN_CHECK(st.bytes_freed > 4 * st.bytes_moved);
+    CN_CHECK_EQ(count_in(data, "packs"), before - st.packs_retired);
+    CN_CHECK_EQ(sparse_bad(ps.s, 7000, ds), 0);
+    /* The old location still reads the old, right bytes (the file is
+     * unlinked, its descriptor kept until the next pass). */
+    uint8_t *buf = malloc(old.len + 1);
+    CN_CHECK_EQ(cn__pack_read(&old, buf), 0);
+    uint8_t want[8192];
+    fill(want, 410, 7000 + 10);
+    CN_CHECK(pread(bfd, buf, blen, (off_t)boff) == (ssize_t)blen && !memcmp(buf, want, blen));
+    cn_store_fd_put(ps.s, bfd, h);
+    free(buf);
+    /* A second pass at 100 % finds nothing under 50 % left and moves only
+     * what lies in packs with any dead byte. */
+    CN_CHECK_EQ(cn_store_compact(ps.s, 100, &st), 0);
+    CN_CHECK_EQ(st.packs_kept, 0);
+    size_t after = count_in(data, "packs");
+    ps_close(&ps);
+    /* Reopened: nothing deleted comes back (no ghost), nothing live is lost. */
+    CN_CHECK_EQ(ps_open(data, PACK_MAX, &ps), 0);
+    CN_CHECK_EQ(sparse_bad(ps.s, 7000, ds), 0);
+    CN_CHECK_EQ(count_in(data, "packs"), after);
+    CN_CHECK_EQ(cn_store_compact(ps.s, 101, NULL), CN_E_INVALID);
+    ps_close(&ps);
+    rmdata(data);
+}
+
+/* P7: a move whose entry is gone or elsewhere changes nothing. */
+static void test_compact_move_races(void)
+{
+    static cn_digest_t ds[N_SMALL];
+    pstore_t ps;
+    char *data = packed_open(8000, ds, &ps);
+    cn__pack_live_t *ents = NULL;
+    size_t n = 0;
+    CN_CHECK_EQ(cn__pack_live_list(ps.s, 1, &ents, &n), 0);
+    CN_CHECK_EQ(n, N_SMALL);
+    /* ents[5] deleted first: its move must not bring it back. */
+    cn_digest_t gone = ents[5].d;
+    CN_CHECK_EQ(cn_store_delete(ps.s, &gone), 0);
+    uint8_t pay[8192] = { 0 };
+    cn__commit_req_t r[3] = {
+        { .payload = pay, .payload_len = 0, .d = gone, .move_pack = 1, .move_off = ents[5].off },
+        { .payload = pay,
+          .payload_len = 0,
+          .d = ents[6].d,
+          .move_pack = 1,
+          .move_off = ents[6].off + 1 }, /* not where the index has it */
+        { .payload = pay,
+          .payload_len = 0,
+          .d = ents[7].d,
+          .move_pack = 2,
+          .move_off = ents[7].off }, /* not in that pack */
+    };
+    cn__committer_submit_packed(ps.s, r, 3);
+    for (int i = 0; i < 3; i++)
+        CN_CHECK_EQ(r[i].rc, 0);
+    bool present = true;
+    CN_CHECK_EQ(cn_store_have(ps.s, &gone, 1, &present), 0);
+    CN_CHECK(!present);
+    cn__pack_live_t *again = NULL;
+    size_t m = 0;
+    CN_CHECK_EQ(cn__pack_live_list(ps.s, 1, &again, &m), 0);
+    CN_CHECK_EQ(m, N_SMALL - 1); /* nothing moved */
+    for (uint32_t i = 0; i < N_SMALL; i++)
+        if (memcmp(ds[i].b, gone.b, CN_DIGEST_LEN) != 0)
+            CN_CHECK(small_ok(ps.s, 8000, ds, i));
+    free(again);
+    free(ents);
+    ps_close(&ps);
+    /* ... and still not after a reopen (the recovery scan sees no copy). */
+    CN_CHECK_EQ(ps_open(data, PACK_MAX, &ps), 0);
+    CN_CHECK_EQ(cn_store_have(ps.s, &gone, 1, &present), 0);
+    CN_CHECK(!present);
+    ps_close(&ps);
+    rmdata(data);
+}
+
+/* C2: a live record that fails its check is never copied; its pack stays. */
+static void test_compact_corrupt(void)
+{
+    static cn_digest_t ds[N_SMALL];
+    size_t before;
+    char *data = sparse_dir(9000, ds, &before);
+    pstore_t ps;
+    CN_CHECK_EQ(ps_open(data, PACK_MAX, &ps), 0);
+    cn__pack_loc_t loc;
+    CN_CHECK(cn__pack_find(ps.s, &ds[10], &loc));
+    uint8_t b;
+    CN_CHECK_EQ(pread(loc.fd, &b, 1, (off_t)loc.off + 3), 1);
+    b ^= 0x40;
+    CN_CHECK_EQ(pwrite(loc.fd, &b, 1, (off_t)loc.off + 3), 1);
+    cn_store_compact_stats_t st;
+    CN_CHECK_EQ(cn_store_compact(ps.s, 100, &st), 0);
+    CN_CHECK_EQ(st.packs_kept, 1);
+    CN_CHECK(st.packs_retired > 0);
+    CN_CHECK_EQ(cn_store_verify(ps.s, &ds[10]), CN_E_CORRUPT);
+    for (uint32_t i = 20; i < N_SMALL; i += 10)
+        CN_CHECK(small_ok(ps.s, 9000, ds, i));
+    ps_close(&ps);
+    rmdata(data);
+}
+
+/* SIGKILL at each compaction hook (1: copies appended, not synced; 2:
+ * synced, not indexed; 3: index moved, pack not yet marked; 4: marked, not
+ * unlinked): nothing lost, nothing deleted back, no entry without its bytes,
+ * and the next pass reclaims the disk. */
+static void compact_crash_case(int point)
+{
+    static cn_digest_t ds[N_SMALL];
+    size_t before;
+    char *data = sparse_dir(10000 + (uint32_t)point * 1000, ds, &before);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char hook[8];
+        snprintf(hook, sizeof hook, "%d", point);
+        setenv("CAIRN_TEST_COMPACT_CRASH", hook, 1);
+        pstore_t ps;
+        if (ps_open(data, PACK_MAX, &ps) != 0)
+            _exit(2);
+        cn_store_compact(ps.s, 100, NULL);
+        _exit(0); /* the hook was never reached: the parent fails */
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CN_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    pstore_t ps;
+    CN_CHECK_EQ(ps_open(data, PACK_MAX, &ps), 0);
+    CN_CHECK_EQ(sparse_bad(ps.s, 10000 + (uint32_t)point * 1000, ds), 0);
+    seen_t sn = { ps.s, 0, 0 };
+    CN_CHECK_EQ(cn_store_register_liveness_batch(ps.s, "check", check_all, &sn), 0);
+    CN_CHECK_EQ(cn_store_sweep(ps.s, 0, NULL), 0); /* and its compaction pass */
+    CN_CHECK_EQ(sn.bad, 0);
+    CN_CHECK_EQ(sn.n, N_SMALL / 10);
+    cn_store_compact_stats_t st;
+    CN_CHECK_EQ(cn_store_compact(ps.s, 100, &st), 0);
+    CN_CHECK(count_in(data, "packs") < before / 2);
+    CN_CHECK_EQ(sparse_bad(ps.s, 10000 + (uint32_t)point * 1000, ds), 0);
+    ps_close(&ps);
+    rmdata(data);
+}
+
+static void test_compact_crash(void)
+{
+    for (int point = 1; point <= 4; point++)
+        compact_crash_case(point);
+}
+
 /* ---- faults (argument "faults", under the LD_PRELOAD shim) ----------------------- */
 
 /* A new inode each time, so the shim notices the change on its next call. */
@@ -680,6 +909,32 @@ static void fault_case(cn_store_t *s, const char *ctl, const char *cfg, cn_err_t
     CN_CHECK(reads_back(s, &d, b, sizeof b));
 }
 
+/* ENOSPC while compaction copies: the pass fails, nothing is lost, and the
+ * next pass (space back) reclaims the disk. */
+static void test_compact_enospc(const char *ctl)
+{
+    static cn_digest_t ds[N_SMALL];
+    size_t before;
+    char *data = sparse_dir(12000, ds, &before);
+    pstore_t ps;
+    CN_CHECK_EQ(ps_open(data, PACK_MAX, &ps), 0);
+    set_fault(ctl, "ops=write\nerrno=ENOSPC\npattern=*/packs/*.pack\n");
+    cn_store_compact_stats_t st;
+    CN_CHECK_EQ(cn_store_compact(ps.s, 100, &st), -ENOSPC);
+    CN_CHECK(fault_hits(ctl) > 0);
+    CN_CHECK_EQ(st.records_moved, 0); /* (a pack with nothing live may go) */
+    set_fault(ctl, "off\n");
+    CN_CHECK_EQ(sparse_bad(ps.s, 12000, ds), 0);
+    CN_CHECK_EQ(cn_store_compact(ps.s, 100, &st), 0);
+    CN_CHECK(st.packs_retired > 0);
+    CN_CHECK(count_in(data, "packs") < before / 2);
+    ps_close(&ps);
+    CN_CHECK_EQ(ps_open(data, PACK_MAX, &ps), 0);
+    CN_CHECK_EQ(sparse_bad(ps.s, 12000, ds), 0);
+    ps_close(&ps);
+    rmdata(data);
+}
+
 static void test_faults(void)
 {
     const char *ctl = getenv("CN_FAULT_CTL");
@@ -704,6 +959,7 @@ static void test_faults(void)
     }
     ps_close(&ps);
     rmdata(data);
+    test_compact_enospc(ctl);
 }
 
 int main(int argc, char **argv)
@@ -719,7 +975,9 @@ int main(int argc, char **argv)
         CN_TEST(test_recover_bad_crc),     CN_TEST(test_recover_bad_digest),
         CN_TEST(test_recover_unindexed),   CN_TEST(test_index_never_without_bytes),
         CN_TEST(test_flipped_byte),        CN_TEST(test_upgrade),
-        CN_TEST(test_crash_loop),
+        CN_TEST(test_crash_loop),          CN_TEST(test_compact),
+        CN_TEST(test_compact_move_races),  CN_TEST(test_compact_corrupt),
+        CN_TEST(test_compact_crash),
     };
     return cn_test_run(cases, sizeof cases / sizeof cases[0]);
 }

@@ -173,6 +173,41 @@ const char *const cn__sql_au[CN_SQL_AU_COUNT] = {
         "INSERT INTO cn_auth_highwater (incarnation, revision) VALUES (?, ?)"
         " ON CONFLICT (incarnation) DO UPDATE SET"
         " revision = MAX(cn_auth_highwater.revision, excluded.revision)",
+
+    [CN_SQL_AU_SERVER_BY_ID] = "SELECT name, namespace, disabled FROM cn_auth_servers WHERE id = ?",
+    [CN_SQL_AU_GRANT_GET] = "SELECT role FROM cn_auth_grants WHERE namespace = ? AND user_id = ?",
+    [CN_SQL_AU_NSADMIN_HAS] = "SELECT 1 FROM cn_auth_ns_admins WHERE namespace = ? AND user_id = ?",
+    [CN_SQL_AU_DELEGATE_HAS] =
+        "SELECT 1 FROM cn_auth_delegates WHERE namespace = ? AND user_id = ?",
+    [CN_SQL_AU_STATE_RENEW] = "UPDATE cn_auth_state SET incarnation = ?",
+};
+
+#define TABLE(name, cols, marks, types)                                                     \
+    {                                                                                       \
+        "SELECT " cols " FROM " name, "INSERT INTO " name " (" cols ") VALUES (" marks ")", \
+            "DELETE FROM " name, types                                                      \
+    }
+const cn__sql_au_table_t cn__sql_au_tables[CN_SQL_AU_NTABLES] = {
+    TABLE("cn_auth_state", "one, incarnation, revision, created_ms, domain", "?, ?, ?, ?, ?",
+          "ibiit"),
+    TABLE("cn_auth_cas", "name, certificate", "?, ?", "tt"),
+    TABLE("cn_auth_users", "id, name, kind, administrator, disabled, pw_hash, generation",
+          "?, ?, ?, ?, ?, ?, ?", "tttiiti"),
+    TABLE("cn_auth_servers", "id, name, namespace, disabled", "?, ?, ?, ?", "ttti"),
+    TABLE("cn_auth_credentials",
+          "id, kind, account, key_id, public_key, certificate, created_ms, expires_ms, parent,"
+          " revoked_ms, label",
+          "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?", "ttttbtiitit"),
+    TABLE("cn_auth_keys_seen", "key_id, credential", "?, ?", "tt"),
+    TABLE("cn_auth_grants", "user_id, namespace, role", "?, ?, ?", "ttt"),
+    TABLE("cn_auth_ns_admins", "user_id, namespace", "?, ?", "tt"),
+    TABLE("cn_auth_ns_readers", "user_id, namespace", "?, ?", "tt"),
+    TABLE("cn_auth_delegates", "user_id, namespace", "?, ?", "tt"),
+    TABLE("cn_auth_visibility", "namespace, repository, visibility", "?, ?, ?", "ttt"),
+    TABLE("cn_auth_operations", "id, actor, intent, code, rows, revision", "?, ?, ?, ?, ?, ?",
+          "btbibi"),
+    TABLE("cn_auth_audit", "seq, at_ms, actor, verb, arguments, code, revision",
+          "?, ?, ?, ?, ?, ?, ?", "iitttii"),
 };
 
 const cn_sql_set_t cn__sql_au_set = {

@@ -77,10 +77,28 @@ enum {
     /* rollback protection (storage side) */
     CN_SQL_AU_HIGHWATER_GET, /* (incarnation) -> revision */
     CN_SQL_AU_HIGHWATER_PUT, /* (incarnation, revision): raises, never lowers */
+    /* authorize, authorize-batch, public-policy (auth_authorize.c) */
+    CN_SQL_AU_SERVER_BY_ID, /* (id) -> name, namespace, disabled */
+    CN_SQL_AU_GRANT_GET,    /* (namespace, user_id) -> role */
+    CN_SQL_AU_NSADMIN_HAS,  /* (namespace, user_id) -> 1 */
+    CN_SQL_AU_DELEGATE_HAS, /* (namespace, user_id) -> 1 */
+    /* migrate, backup, restore (auth_backup.c) */
+    CN_SQL_AU_STATE_RENEW, /* (incarnation): a new incarnation; revision, domain kept */
     CN_SQL_AU_COUNT
 };
 
 extern const char *const cn__sql_au[CN_SQL_AU_COUNT];
+
+/* The auth state's tables as `auth backup` and `auth restore` copy them
+ * (every table but cn_auth_highwater, which is the storage side's own):
+ * select (all rows, every column), insert (one row, every column), clear
+ * (delete all rows), and the column types, one letter a column: i integer,
+ * t text, b blob (any may be NULL). */
+typedef struct cn__sql_au_table {
+    const char *select, *insert, *clear, *types;
+} cn__sql_au_table_t;
+#define CN_SQL_AU_NTABLES 13
+extern const cn__sql_au_table_t cn__sql_au_tables[CN_SQL_AU_NTABLES];
 extern const cn_sql_set_t cn__sql_au_set;
 
 #endif

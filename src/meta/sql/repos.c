@@ -388,6 +388,12 @@ const char *const cn__sql_repos[CN_SQL_REPOS_COUNT] = {
     [CN_SQL_REPOS_PIN_DELETE_WORKSPACE] =
         "DELETE FROM repos_pin WHERE repo = ? AND intent IN"
         " (SELECT intent FROM repos_intent WHERE repo = ? AND workspace = ?)",
+    [CN_SQL_REPOS_WS_DUMP] = "SELECT repo, id, branch, owner, label, tags, created_ms, retired_ms"
+                             " FROM repos_workspace WHERE repo = ?",
+    [CN_SQL_REPOS_WS_LOAD] = "INSERT INTO repos_workspace (repo, id, branch, owner, label, tags,"
+                             " created_ms, retired_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                             " ON CONFLICT DO NOTHING",
+    [CN_SQL_REPOS_WS_CLEAR_LIVE] = "DELETE FROM repos_workspace WHERE repo = ? AND retired_ms = 0",
 };
 
 const cn_sql_set_t cn__sql_repos_set = {

@@ -182,6 +182,10 @@ enum {
                                rows after `after` (owned by owner), by id */
     CN_SQL_REPOS_PIN_DELETE_WORKSPACE, /* (repo, repo, workspace): the pins of every intent
                                           of the workspace */
+    CN_SQL_REPOS_WS_DUMP,              /* (repo) -> repo, id, branch, owner or NULL, label, tags,
+                                   created_ms, retired_ms: every row, retired ones too */
+    CN_SQL_REPOS_WS_LOAD,              /* as WS_INSERT; a row already there (retired) stays */
+    CN_SQL_REPOS_WS_CLEAR_LIVE,        /* (repo): the live rows; retired ones stay retired */
     CN_SQL_REPOS_COUNT
 };
 

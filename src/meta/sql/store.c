@@ -1,4 +1,6 @@
-/* The store's statement file: durable pins and the pack index.  See sql.h. */
+/* The store's statement file: durable pins and the pack index.  See sql.h.
+ * A store_pack row whose indexed_end is -1 names a pack that compaction is
+ * retiring (its file is, or is about to be, unlinked; src/store/sweep.c). */
 #include "meta/sql/store.h"
 
 static const cn_meta_migration_t schema[] = {
@@ -49,6 +51,10 @@ const char *const cn__sql_store[CN_SQL_STORE_COUNT] = {
     [CN_SQL_STORE_PACKED_DELETE] = "DELETE FROM store_pack_blob WHERE digest = ?",
     [CN_SQL_STORE_PACKED_DROP_PAST] =
         "DELETE FROM store_pack_blob WHERE pack_id = ? AND off + 48 + len > ?",
+    [CN_SQL_STORE_PACKED_MOVE] = "UPDATE store_pack_blob SET pack_id = ?, off = ?"
+                                 " WHERE digest = ? AND pack_id = ? AND off = ?",
+    [CN_SQL_STORE_PACK_ROWS] = "SELECT count(*) FROM store_pack_blob WHERE pack_id = ?",
+    [CN_SQL_STORE_PACK_DELETE] = "DELETE FROM store_pack WHERE pack_id = ?",
 };
 
 const cn_sql_set_t cn__sql_store_set = {

@@ -17,6 +17,9 @@ enum {
     CN_SQL_STORE_PACKED_TOUCH,     /* (mtime, digest) */
     CN_SQL_STORE_PACKED_DELETE,    /* (digest) */
     CN_SQL_STORE_PACKED_DROP_PAST, /* (pack_id, size): entries whose record ends past size */
+    CN_SQL_STORE_PACKED_MOVE,      /* (pack, off, digest, old pack, old off): compaction */
+    CN_SQL_STORE_PACK_ROWS,        /* (pack_id) -> count of entries in it */
+    CN_SQL_STORE_PACK_DELETE,      /* (pack_id): its store_pack row */
     CN_SQL_STORE_COUNT
 };
 

@@ -1,0 +1,32 @@
+/* The Scribe client's TLS transport for protocol 4 (scribes:// endpoints):
+ * TLS 1.3 with X25519MLKEM768 only, the server's certificate verified
+ * against a CA file.  It must never fall back to a classical group, to
+ * protocol 2 or to an unverified server.  Internal to src/client. */
+#ifndef CN_CLIENT_SCRIBE_TLS_H
+#define CN_CLIENT_SCRIBE_TLS_H
+
+#include "cairn/err.h"
+
+#include <stddef.h>
+
+struct ssl_ctx_st;
+struct ssl_st;
+
+/* A client context: pq-only, TLS 1.3, peer verification on, trusting the
+ * PEM CA file ca_file, else $CAIRN_SCRIBE_CA, else the system's store.
+ * Errors: CN_E_INVALID (an unreadable CA file), CN_E_CORRUPT; msg says why.
+ * The caller frees *out with SSL_CTX_free. */
+cn_err_t cn__scribe_tls_ctx(const char *ca_file, struct ssl_ctx_st **out, char *msg, size_t msz);
+
+/* The handshake on the connected blocking socket fd; the certificate must
+ * name host (a DNS name or an IP literal).  CN_E_DENIED when the peer or its
+ * certificate is refused; msg says why.  *out freed with SSL_free. */
+cn_err_t cn__scribe_tls_connect(struct ssl_ctx_st *ctx, int fd, const char *host,
+                                struct ssl_st **out, char *msg, size_t msz);
+
+/* One write or read through ssl: *done bytes (> 0) or an error: CN_E_CLOSED
+ * (peer closed), CN_E_TIMEOUT (the socket's timeout), -EIO. */
+cn_err_t cn__scribe_tls_write(struct ssl_st *ssl, const void *p, size_t n, size_t *done);
+cn_err_t cn__scribe_tls_read(struct ssl_st *ssl, void *p, size_t n, size_t *done);
+
+#endif

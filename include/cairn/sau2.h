@@ -196,7 +196,10 @@ CN_API cn_err_t cn_auth_cert_check(const char *ca_pem, size_t ca_len, const char
 /* The service's own check of a certificate it is shown: against its
  * credential CA (access false) or access CA (access true), now, then the
  * credential against the state (live, its registered key, account enabled).
- * CN_E_AUTH with why (cap bytes, may be NULL) on a refusal. */
+ * CN_E_AUTH when the certificate itself is refused (not PEM, another issuer,
+ * outside its validity, no cairn extension), CN_E_DENIED when its credential
+ * is unknown, revoked or expired or its account disabled; why (cap bytes, may
+ * be NULL) says which rule failed. */
 CN_API cn_err_t cn_auth_cert_verify(cn_auth_t *a, bool access, const char *pem, size_t len,
                                     cn_sau2_caller_t *out, char *why, size_t cap);
 

@@ -31,14 +31,10 @@ CN_API cn_err_t cn_auth_listener_files(cn_auth_t *a, const char *data_dir, char 
                                        size_t cap);
 
 /* The caller a TLS client certificate stands for.  peer NULL: no
- * certificate, *out = { present = false }, 0.  Otherwise the certificate
- * must chain to the credential CA (an X509_STORE holding that CA alone, so
- * access, server and foreign certificates fail), carry the cairn extension
- * of this trust domain, and name a live credential whose registered key is
- * the certificate's (a read transaction through the service).  CN_E_AUTH
- * when it is not a credential certificate of this CA, CN_E_DENIED when its
- * credential is unknown, revoked or expired (why, cap bytes, says which rule
- * failed), -errno / engine errors; else 0 with *out filled.  Thread-safe. */
+ * certificate, *out = { present = false }, 0.  Otherwise
+ * cn_auth_cert_verify against the credential CA (so access, server and
+ * foreign certificates fail with CN_E_AUTH, a dead credential with
+ * CN_E_DENIED and why filled); else 0 with *out filled.  Thread-safe. */
 CN_API cn_err_t cn_auth_peer_caller(cn_auth_t *a, struct x509_st *peer, cn_sau2_caller_t *out,
                                     char *why, size_t cap);
 

@@ -6,6 +6,7 @@
  * either complete or absent; "-" writes to stdout.  A restore reads FILE
  * ("-" = stdin) and gives the repository a new incarnation.
  * Exit 0 ok, 1 failure, 2 usage. */
+#include "admin_open.h"
 #include "cmd.h"
 
 #include "cairn/meta.h"
@@ -121,22 +122,11 @@ int cn_cmd_admin_repo(const char *data, int argc, char **argv)
     cn_meta_t *meta = NULL;
     cn_store_t *store = NULL;
     cn_repos_t *repos = NULL;
-    const char *what = "metadata";
-    cn_err_t e = cn_meta_open(data, NULL, &meta);
-    if (e >= 0) {
-        what = "store";
-        cn_store_opts_t so = { .meta = meta };
-        e = cn_store_open(data, &so, &store);
-    }
-    if (e >= 0) {
-        what = "repositories";
-        e = cn_repos_open(meta, store, NULL, NULL, &repos);
-    }
+    cn_err_t e = cn__admin_open_store(data, 0, &meta, &store);
+    if (e >= 0 && (e = cn_repos_open(meta, store, NULL, NULL, &repos)) < 0)
+        cn__admin_open_failed(data, "repositories", e);
     int rc = 1;
-    if (e < 0)
-        fprintf(stderr, "cairn admin: cannot open the %s of %s: %s%s\n", what, data, cn_strerror(e),
-                e == CN_E_BUSY ? " (is cairnd running? stop it first)" : "");
-    else
+    if (e >= 0)
         rc = is_backup ? backup(repos, pos[0], pos[1]) : restore(repos, pos[0], replace);
     cn_repos_close(repos);
     cn_store_close(store);

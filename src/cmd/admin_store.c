@@ -5,6 +5,7 @@
  * compaction only moves what the pack index holds (docs/store.md).
  * stdout carries the result line; messages go to stderr.
  * Exit 0 ok, 1 failure, 2 usage. */
+#include "admin_open.h"
 #include "cmd.h"
 
 #include "cairn/meta.h"
@@ -43,24 +44,14 @@ int cn_cmd_admin_store(const char *data, int argc, char **argv)
     }
     cn_meta_t *meta = NULL;
     cn_store_t *store = NULL;
-    const char *what = "metadata";
-    cn_err_t e = cn_meta_open(data, NULL, &meta);
-    if (e >= 0) {
-        what = "store";
-        cn_store_opts_t so = { .meta = meta, .pack_max_bytes = CN_STORE_PACK_DEFAULT_MAX };
-        e = cn_store_open(data, &so, &store);
-    }
     int rc = 1;
     cn_store_compact_stats_t st = { 0 };
-    if (e < 0) {
-        fprintf(stderr, "cairn admin: cannot open the %s of %s: %s%s\n", what, data, cn_strerror(e),
-                e == CN_E_BUSY ? " (is cairnd running? stop it first)" : "");
-    } else if ((e = cn_store_compact(store, pct, &st)) < 0) {
+    cn_err_t e = cn__admin_open_store(data, CN_STORE_PACK_DEFAULT_MAX, &meta, &store);
+    if (e >= 0 && (e = cn_store_compact(store, pct, &st)) < 0)
         fprintf(stderr, "cairn admin: store compact: %s (nothing lost; run it again)\n",
                 cn_strerror(e));
-    } else {
+    else if (e >= 0)
         rc = 0;
-    }
     if (store)
         printf("compacted %" PRIu64 " of %" PRIu64 " pack(s): %" PRIu64 " bytes freed, %" PRIu64
                " record(s) moved (%" PRIu64 " bytes), %" PRIu64 " kept\n",

@@ -114,7 +114,7 @@ cn_err_t cn_auth_cert_verify(cn_auth_t *a, bool access, const char *pem, size_t 
         e = cn_meta_run(a->meta, CN_META_RUN_READ, live_body, &l);
     if (e == 0 && l.reply.code) {
         w = l.reply.message;
-        e = CN_E_AUTH;
+        e = CN_E_DENIED;
     }
     if (why)
         snprintf(why, cap, "%s", e == 0 ? "" : w ? w : cn_strerror(e));

@@ -105,7 +105,7 @@ static void test_access_certificate(void)
     CN_CHECK_EQ(call(&admin, op(), NULL, "credentials-revoke", ucred, NULL), 0);
     char why[256];
     CN_CHECK_EQ(cn_auth_cert_verify(auth, false, upem, strlen(upem), &x, why, sizeof why),
-                CN_E_AUTH);
+                CN_E_DENIED);
     CN_CHECK(strstr(why, "revoked") != NULL);
     CN_CHECK_EQ(call(&shortc, 0, NULL, "access-certificate", NULL), 3);
     CN_CHECK_EQ(call(&carol, 0, NULL, "access-certificate", "x", NULL), 1);

@@ -1,0 +1,20 @@
+/* The offline admin commands' opener of a data directory (admin_open.c). */
+#ifndef CN_CMD_ADMIN_OPEN_H
+#define CN_CMD_ADMIN_OPEN_H
+
+#include "cairn/meta.h"
+#include "cairn/store.h"
+#include "cairn/util.h"
+
+/* Prints "cairn admin: cannot open the WHAT of DATA: ..." to stderr, with the
+ * hint to stop cairnd when e is CN_E_BUSY. */
+void cn__admin_open_failed(const char *data, const char *what, cn_err_t e);
+
+/* Opens data's metadata, then its store (pack_max_bytes as
+ * cn_store_opts_t's).  On failure the message is printed and the error
+ * returned; either way whatever opened is left in *meta / *store (NULL
+ * otherwise) for the caller to close with cn_store_close and cn_meta_close. */
+cn_err_t cn__admin_open_store(const char *data, uint64_t pack_max_bytes, cn_meta_t **meta,
+                              cn_store_t **store);
+
+#endif

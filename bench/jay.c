@@ -3,7 +3,7 @@
  *   bench_jay --endpoint HOST:PORT --token ID:SECRET [--pid PID] [--quick]
  *             [--large BYTES] [--huge BYTES] [--small N] [--conns 1,16,64]
  *             [--dir DIR] [--driver events|threads|both] [--threads N]
- *             [--get-rounds R]
+ *             [--get-rounds R] [--get-keys N]
  *             [--only large,put,get,rss]
  *
  * Against a running cairnd (scripts/bench.sh starts one on ephemeral ports
@@ -23,7 +23,11 @@
  * same --small and --conns against the same server).  --get-rounds R makes
  * the event driver's GET phase R times longer (2 x R GETs per key) over the
  * same keys, so that a measurement over many requests is not dominated by
- * the first look at each key.
+ * the first look at each key.  --get-keys N makes the GETs read among the
+ * first N keys written (per connection count) instead of all of them: with
+ * N = 1,000 the working set is the one nginx and the S3 bench serve (1,000
+ * files), which fits the server's caches; the default, every key (10,000),
+ * measures a working set beyond the object-head cache.
  * It prints one result per line, "name value unit", like bench_store; the
  * limits and ratios are computed by scripts/bench.sh from the same run.
  * A GET body is read and discarded (a sink that copies nowhere); a large PUT
@@ -72,6 +76,7 @@ typedef struct {
     long pid;
     int64_t large, huge;
     unsigned small_n;
+    unsigned get_keys; /* GETs read among the first get_keys keys; 0: small_n */
     unsigned conns[8];
     size_t n_conns;
     unsigned phases;     /* PH_* */
@@ -260,6 +265,12 @@ typedef struct {
     cn_jay_error_t jerr;
 } worker_t;
 
+/* How many of the written keys the GET phases read among. */
+static unsigned get_set(const opts_t *o)
+{
+    return o->get_keys ? o->get_keys : o->small_n;
+}
+
 static void *small_worker(void *arg)
 {
     worker_t *w = arg;
@@ -269,7 +280,7 @@ static void *small_worker(void *arg)
         unsigned n;
         if (w->get) {
             w->seed = w->seed * 6364136223846793005ull + 1442695040888963407ull;
-            n = (unsigned)((w->seed >> 33) % w->o->small_n);
+            n = (unsigned)((w->seed >> 33) % get_set(w->o));
         } else {
             n = w->idx + i * w->nconn;
         }
@@ -398,7 +409,7 @@ static cn_err_t ev_issue(evthr_t *t, evconn_t *c)
 {
     char key[64];
     c->seed = c->seed * 6364136223846793005ull + 1442695040888963407ull;
-    unsigned n = (unsigned)((c->seed >> 33) % t->o->small_n);
+    unsigned n = (unsigned)((c->seed >> 33) % get_set(t->o));
     snprintf(key, sizeof key, "small/%u/%08u", t->tag, n);
     cn_jay_req_t rq;
     memset(&rq, 0, sizeof rq);
@@ -759,6 +770,8 @@ int main(int argc, char **argv)
             o.huge = parse_size(v);
         else if (!strcmp(a, "--small"))
             o.small_n = (unsigned)strtoul(v, NULL, 10);
+        else if (!strcmp(a, "--get-keys"))
+            o.get_keys = (unsigned)strtoul(v, NULL, 10);
         else if (!strcmp(a, "--get-rounds")) {
             o.get_rounds = (unsigned)strtoul(v, NULL, 10);
             if (o.get_rounds < 1 || o.get_rounds > 1000)
@@ -805,7 +818,8 @@ int main(int argc, char **argv)
         } else
             goto usage;
     }
-    if (!o.endpoint || !o.token || o.small_n == 0 || o.large <= 0 || o.huge < 0)
+    if (!o.endpoint || !o.token || o.small_n == 0 || o.get_keys > o.small_n || o.large <= 0 ||
+        o.huge < 0)
         goto usage;
 
     cn_client_t *c = client_new(&o);
@@ -827,6 +841,7 @@ usage:
             "usage: bench_jay --endpoint HOST:PORT --token ID:SECRET [--pid PID]\n"
             "                 [--quick] [--large BYTES] [--huge BYTES] [--small N]\n"
             "                 [--conns 1,16,64] [--dir DIR] [--driver events|threads|both]\n"
-            "                 [--threads N] [--get-rounds R] [--only large,put,get,rss]\n");
+            "                 [--threads N] [--get-rounds R] [--get-keys N]\n"
+            "                 [--only large,put,get,rss]\n");
     return 2;
 }

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HEAD_SLOTS 4096         /* entries */
+#define HEAD_SLOTS 65536        /* entries (pointers: 512 KiB); HEAD_BUDGET bounds the rest */
 #define HEAD_BUDGET (32u << 20) /* bytes of entries */
 #define HEAD_KEY_MAX (CN_BUCKET_NAME_MAX + 1 + CN_OBJECT_KEY_MAX)
 

@@ -764,9 +764,27 @@ static const char *const cn__subresources[] = {
     "renameObject",
 };
 
+/* Whether the request carries any subresource parameter at all: one pass
+ * over its (few) parameters, so that the common request (none, or only a
+ * presigned URL's X-Amz-*) skips the per-subresource lookups below. */
+static bool any_subresource(const cn_http_req_t *r)
+{
+    size_t n = cn_http_req_query_count(r);
+    for (size_t i = 0; i < n; i++) {
+        const char *name, *value;
+        cn_http_req_query_at(r, i, &name, &value);
+        for (size_t j = 0; j < sizeof cn__subresources / sizeof cn__subresources[0]; j++)
+            if (name[0] == cn__subresources[j][0] && !strcmp(name, cn__subresources[j]))
+                return true;
+    }
+    return false;
+}
+
 /* true when every subresource present is named in allowed (" a b "). */
 static bool router_only(cn__s3_rq_t *q, const char *allowed, const char **extra)
 {
+    if (!any_subresource(q->r))
+        return true;
     for (size_t i = 0; i < sizeof cn__subresources / sizeof cn__subresources[0]; i++) {
         const char *s = cn__subresources[i];
         if (!cn_http_req_has_query(q->r, s))

@@ -91,12 +91,15 @@ void cn__id_cache_clear(cn_identity_t *id)
     pthread_rwlock_unlock(&id->cache_mu);
 }
 
-/* A token asked for, and its state as read (unreadable: its stored secret
- * could not be decoded). */
+/* A token asked for, and its state as read: its sealed secret in box
+ * (box_len 0 when none or unreadable: its stored text could not be
+ * decoded). */
 typedef struct token_read {
     const char *token_id;
     cn__tok_entry_t *e;
     bool unreadable;
+    uint8_t box[CN__ID_BOX_MAX];
+    size_t box_len;
 } token_read_t;
 
 static cn_err_t token_fetch_body(cn_meta_txn_t *t, void *ctx)
@@ -126,22 +129,28 @@ static cn_err_t token_fetch_body(cn_meta_txn_t *t, void *ctx)
         e->active = cn_meta_column_is_null(st, 3) && cn_meta_column_int64(st, 5) == 0;
         e->expires_at = cn_meta_column_int64(st, 4);
         /* Unusable, never an open door: box_len 0 rejects every secret. */
-        tr->unreadable = !hex || cn__id_box_decode(hex, hlen, e->box, &e->box_len) < 0;
+        tr->unreadable = !hex || cn__id_box_decode(hex, hlen, tr->box, &tr->box_len) < 0;
         if (tr->unreadable)
-            e->box_len = 0;
+            tr->box_len = 0;
         rc = 0;
     }
     cn_meta_finish(st);
     return rc;
 }
 
-/* Reads token_id's state from the database into *e. */
+/* Reads token_id's state from the database into *e, its secret opened. */
 static cn_err_t token_fetch(cn_identity_t *id, const char *token_id, cn__tok_entry_t *e)
 {
-    token_read_t tr = { token_id, e, false };
+    token_read_t tr = { .token_id = token_id, .e = e };
     cn_err_t rc = cn_meta_run(id->meta, CN_META_RUN_READ | CN_META_RETRY, token_fetch_body, &tr);
     if (rc >= 0 && tr.unreadable)
         cn_warn("identity", "token %s: stored secret is unreadable", token_id);
+    if (rc >= 0 && tr.box_len &&
+        cn__id_open(id->key, token_id, tr.box, tr.box_len, e->secret, &e->secret_len) < 0) {
+        cn_warn("identity", "token %s: stored secret does not decrypt with identity.key", token_id);
+        e->secret_len = 0;
+    }
+    OPENSSL_cleanse(&tr, sizeof tr);
     return rc;
 }
 
@@ -180,7 +189,7 @@ static cn_err_t token_state(cn_identity_t *id, const char *token_id, cn__tok_ent
 
 static bool usable(const cn__tok_entry_t *e)
 {
-    if (!e->found || !e->active || e->box_len == 0)
+    if (!e->found || !e->active || e->secret_len == 0)
         return false;
     return e->expires_at == 0 || e->expires_at > (int64_t)time(NULL);
 }
@@ -211,18 +220,11 @@ cn_err_t cn_identity_authenticate(cn_identity_t *id, const char *cred, size_t le
     rc = CN_E_AUTH;
     if (!usable(e))
         goto out;
-    uint8_t stored[CN_SECRET_MAX];
-    size_t stored_len = 0;
-    if (cn__id_open(id->key, token_id, e->box, e->box_len, stored, &stored_len) < 0) {
-        cn_warn("identity", "token %s: stored secret does not decrypt with identity.key", token_id);
-        goto out;
-    }
     /* Compare digests so neither the content nor the length of the stored
      * secret shows in the timing. */
     uint8_t a[CN_DIGEST_LEN], b[CN_DIGEST_LEN];
-    cn_sha256(stored, stored_len, a);
+    cn_sha256(e->secret, e->secret_len, a);
     cn_sha256(secret, slen, b);
-    OPENSSL_cleanse(stored, sizeof stored);
     if (cn_ct_equal(a, b, sizeof a)) {
         *out = e->p;
         rc = 0;
@@ -241,25 +243,21 @@ static cn_err_t lookup_secret(cn_identity_t *id, const char *token_id, uint8_t *
     cn__tok_entry_t *e = malloc(sizeof *e);
     if (!e)
         return -ENOMEM;
-    uint8_t plain[CN_SECRET_MAX];
-    size_t plen = 0;
     cn_err_t rc = token_state(id, token_id, e, cached_only);
     if (rc < 0)
         goto out;
     rc = CN_E_AUTH;
-    if (!usable(e) || cn__id_open(id->key, token_id, e->box, e->box_len, plain, &plen) < 0)
+    if (!usable(e))
         goto out;
-    if (plen > cap) {
-        rc = CN_E_TOO_LARGE;
+    rc = CN_E_TOO_LARGE;
+    if (e->secret_len > cap)
         goto out;
-    }
-    memcpy(secret, plain, plen);
-    *len = plen;
+    memcpy(secret, e->secret, e->secret_len);
+    *len = e->secret_len;
     if (out)
         *out = e->p;
     rc = 0;
 out:
-    OPENSSL_cleanse(plain, sizeof plain);
     OPENSSL_cleanse(e, sizeof *e);
     free(e);
     return rc;

@@ -29,8 +29,14 @@ typedef struct cn__tok_entry {
     uint64_t stamp;     /* the write-generation word it was read under (gen.c) */
     int64_t expires_at; /* unix seconds, 0 = never */
     cn_principal_t p;
-    uint8_t box[CN__ID_BOX_MAX];
-    size_t box_len;
+    /* The token's secret, opened once per fetch (not per request: the AES-GCM
+     * open was a tenth of a presigned GET's CPU).  The box protects secrets
+     * at rest; the process holds identity.key, so a cached plaintext exposes
+     * nothing more to a reader of its memory.  Entries are cleansed when
+     * copies are dropped.  secret_len 0: unusable (no secret, or one that
+     * does not open). */
+    uint8_t secret[CN_SECRET_MAX];
+    size_t secret_len;
 } cn__tok_entry_t;
 
 typedef struct cn__rate_entry {

@@ -16,9 +16,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <stdbool.h>
-#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -154,61 +151,6 @@ cn_err_t cn__id_box_decode(const char *hex, size_t hex_len, uint8_t *box, size_t
     return box[0] == BOX_VERSION ? 0 : CN_E_CORRUPT;
 }
 
-/* One keyed AES-256-GCM decryption context per thread.  Opening a box on
- * every SigV4 request made OpenSSL's implicit cipher fetch, context setup
- * and key schedule a tenth of a small presigned GET's CPU; a context keeps
- * the schedule of the identity key (which the process holds in memory
- * anyway) and each open only sets the nonce.  Freed at thread exit. */
-typedef struct open_ctx {
-    EVP_CIPHER_CTX *c;
-    bool keyed;
-    uint8_t key[CN__ID_KEY_LEN];
-} open_ctx_t;
-
-static pthread_once_t open_once = PTHREAD_ONCE_INIT;
-static pthread_key_t open_key;
-static EVP_CIPHER *open_gcm; /* fetched once, never freed */
-static bool open_ready;
-
-static void open_ctx_free(void *p)
-{
-    open_ctx_t *o = p;
-    EVP_CIPHER_CTX_free(o->c);
-    OPENSSL_cleanse(o, sizeof *o);
-    free(o);
-}
-
-static void open_setup(void)
-{
-    open_gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
-    open_ready = open_gcm && pthread_key_create(&open_key, open_ctx_free) == 0;
-}
-
-/* This thread's context, keyed with key; NULL when OpenSSL fails. */
-static open_ctx_t *open_ctx(const uint8_t key[CN__ID_KEY_LEN])
-{
-    pthread_once(&open_once, open_setup);
-    if (!open_ready)
-        return NULL;
-    open_ctx_t *o = pthread_getspecific(open_key);
-    if (!o) {
-        o = calloc(1, sizeof *o);
-        if (!o || !(o->c = EVP_CIPHER_CTX_new()) || pthread_setspecific(open_key, o) != 0) {
-            if (o)
-                EVP_CIPHER_CTX_free(o->c);
-            free(o);
-            return NULL;
-        }
-    }
-    if (o->keyed && memcmp(o->key, key, CN__ID_KEY_LEN) == 0)
-        return o;
-    o->keyed = EVP_DecryptInit_ex(o->c, open_gcm, NULL, NULL, NULL) == 1 &&
-               EVP_CIPHER_CTX_ctrl(o->c, EVP_CTRL_GCM_SET_IVLEN, CN__ID_NONCE_LEN, NULL) == 1 &&
-               EVP_DecryptInit_ex(o->c, NULL, NULL, key, NULL) == 1;
-    memcpy(o->key, key, CN__ID_KEY_LEN);
-    return o->keyed ? o : NULL;
-}
-
 cn_err_t cn__id_open(const uint8_t key[CN__ID_KEY_LEN], const char *token_id, const uint8_t *box,
                      size_t box_len, uint8_t *secret, size_t *len)
 {
@@ -222,18 +164,20 @@ cn_err_t cn__id_open(const uint8_t key[CN__ID_KEY_LEN], const char *token_id, co
     uint8_t tag[CN__ID_TAG_LEN];
     memcpy(tag, ct + ct_len, sizeof tag);
 
-    open_ctx_t *o = open_ctx(key);
-    if (!o)
-        return -ENOMEM;
-    EVP_CIPHER_CTX *c = o->c;
     cn_err_t e = CN_E_CORRUPT;
     int outl = 0, fin = 0;
-    if (EVP_DecryptInit_ex(c, NULL, NULL, NULL, box + 1) == 1 &&
+    EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+    if (!c)
+        return -ENOMEM;
+    if (EVP_DecryptInit_ex(c, EVP_aes_256_gcm(), NULL, NULL, NULL) == 1 &&
+        EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_IVLEN, CN__ID_NONCE_LEN, NULL) == 1 &&
+        EVP_DecryptInit_ex(c, NULL, NULL, key, box + 1) == 1 &&
         EVP_DecryptUpdate(c, NULL, &outl, (const uint8_t *)aad, (int)aad_len) == 1 &&
         EVP_DecryptUpdate(c, secret, &outl, ct, (int)ct_len) == 1 &&
         EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, CN__ID_TAG_LEN, tag) == 1 &&
         EVP_DecryptFinal_ex(c, secret + outl, &fin) == 1)
         e = 0;
+    EVP_CIPHER_CTX_free(c);
     if (e == 0)
         *len = ct_len;
     else

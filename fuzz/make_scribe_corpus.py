@@ -13,6 +13,7 @@ Run from anywhere; commit the result.
                    entries also seed scribe_request and scribe_response)
   scribe_lock      the same framing, from tests/scribe/lock_fixtures.txt
   scribe_workspace the same framing, from tests/scribe/workspace_fixtures.txt
+  scribe_public    the same framing, from tests/scribe/public_fixtures.txt
 """
 import os
 import shutil
@@ -22,6 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
 BRANCH_FIXTURES = os.path.join(HERE, "..", "tests", "scribe", "branch_fixtures.txt")
 LOCK_FIXTURES = os.path.join(HERE, "..", "tests", "scribe", "lock_fixtures.txt")
+PUBLIC_FIXTURES = os.path.join(HERE, "..", "tests", "scribe", "public_fixtures.txt")
 WS_FIXTURES = os.path.join(HERE, "..", "tests", "scribe", "workspace_fixtures.txt")
 
 
@@ -219,6 +221,7 @@ def main():
     write("scribe_branch", branch)
     write("scribe_lock", lock_seeds())
     write("scribe_workspace", lock_seeds(WS_FIXTURES))
+    write("scribe_public", lock_seeds(PUBLIC_FIXTURES))
     write("scribe_objects", OBJECTS)
 
 

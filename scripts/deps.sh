@@ -18,9 +18,9 @@ mlkem_version=2.7.0
 mlkem_integrity=sha512-I2bcB5d6jtkdan6MLGOxObpUbidqv0ej+PhbCGnXUqmcGYZ6X8F0qBpU6HE4mvYc81NSznBrVDp+Uc808Ba2RA==
 build="meson ninja-build pkg-config gcc clang libssl-dev libsqlite3-dev liblz4-dev
        node-llhttp libjansson-dev libexpat1-dev libcurl4-openssl-dev libargon2-dev
-       librust-blake3-dev libclang-rt-14-dev"
+       librust-blake3-dev libclang-rt-14-dev libpq-dev"
 test="$build clang-format b3sum python3-pytest python3-boto3 python3-requests python3-botocore sqlite3 openssl awscli s3cmd rclone chromium
-      golang-github-burntsushi-toml-dev python3-tomli"
+      golang-github-burntsushi-toml-dev python3-tomli postgresql-15"
 bench="$test iperf3 nginx wrk gnuplot-nox git git-lfs curl valgrind"
 case "${1:-build}" in
   build) want=$build ;;

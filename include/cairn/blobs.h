@@ -189,8 +189,14 @@ CN_API cn_err_t cn_blobs_fetch_open(cn_blobs_t *b, cn_blobs_caller_t *c, const c
 /* The ack; owned by f. */
 CN_API const cn_blobs_ack_t *cn_blobs_fetch_ack(const cn_blobs_fetch_t *f);
 /* A whole raw blob from the store can go file → socket: hands out an fd the
- * caller closes, and the length.  CN_E_UNSUPPORTED otherwise (use read). */
+ * caller closes, and the length.  CN_E_UNSUPPORTED otherwise (use read),
+ * and for a packed blob, whose bytes do not start at 0 (use take_fd_at). */
 CN_API cn_err_t cn_blobs_fetch_take_fd(cn_blobs_fetch_t *f, int *fd, uint64_t *len);
+/* As take_fd, for packed blobs too: the bytes are [*off, *off + *len) of
+ * *fd (a packed blob's pack: read it by offset only, sendfile(2) with an
+ * offset pointer or pread). */
+CN_API cn_err_t cn_blobs_fetch_take_fd_at(cn_blobs_fetch_t *f, int *fd, uint64_t *off,
+                                          uint64_t *len);
 
 /* How a tap waits without blocking its thread: when nothing is queued,
  * fetch_read calls suspend(ctx) under the tap's lock and returns CN_E_AGAIN;

@@ -54,6 +54,7 @@ enum {
     CN_E_SHUTDOWN,          /* the server is stopping */
     CN_E_PRECONDITION,      /* a conditional request's condition did not hold */
     CN_E_NOT_MODIFIED,      /* conditional read: unchanged */
+    CN_E_UNAVAILABLE,       /* a backend did not answer within its deadline; retry later */
     CN_E_END                /* one past the last code */
 };
 

@@ -2,8 +2,9 @@
  * statements with `?` placeholders, and per-component versioned migrations.
  *
  * The embedded engine is SQLite (DATA/meta.db, WAL, one serialized writer with
- * group commit, pooled reader connections).  A PostgreSQL engine implements the
- * same interface later, so callers must write portable SQL: standard types
+ * group commit, pooled reader connections); the fleet's is PostgreSQL (libpq,
+ * docs/fleet.md), behind the same interface, so callers must write portable
+ * SQL: standard types
  * (BIGINT, TEXT, BLOB — the PostgreSQL engine maps BLOB to BYTEA in DDL —,
  * booleans as BIGINT 0/1), `?`
  * parameters, INSERT ... ON CONFLICT, no rowid, no SQLite-only functions or
@@ -43,10 +44,11 @@ typedef struct cn_meta_opts {
 /* Opens the metadata database.  data_dir_or_url is either a data directory
  * (the SQLite database is DATA/meta.db; the directory is created with mode
  * 0700 if missing), "sqlite:PATH" for an explicit database file, or a
- * "postgres://" / "postgresql://" URL (CN_E_UNSUPPORTED until that engine is
- * built).  opts may be NULL.  On success *out owns the handle; free it with
- * cn_meta_close().  Errors: CN_E_INVALID, CN_E_UNSUPPORTED, CN_E_DB_LOCKED
- * (held by another process past the busy timeout), CN_E_DB, CN_E_CORRUPT,
+ * "postgres://" / "postgresql://" libpq URI (must_exist does not apply; the
+ * database must exist).  opts may be NULL.  On success *out owns the handle; free it with
+ * cn_meta_close().  Errors: CN_E_INVALID, CN_E_UNAVAILABLE (the PostgreSQL
+ * server refused or is not there), CN_E_DB_LOCKED (held by another process
+ * past the busy timeout), CN_E_DB, CN_E_CORRUPT,
  * -errno.  Thread-safe handle; the call itself is not reentrant. */
 CN_API cn_err_t cn_meta_open(const char *data_dir_or_url, const cn_meta_opts_t *opts,
                              cn_meta_t **out);
@@ -54,7 +56,7 @@ CN_API cn_err_t cn_meta_open(const char *data_dir_or_url, const cn_meta_opts_t *
 /* Closes the database.  Every transaction must have ended.  NULL is a no-op. */
 CN_API void cn_meta_close(cn_meta_t *meta);
 
-/* "sqlite" (or "postgres" later).  Static string. */
+/* "sqlite" or "postgres".  Static string. */
 CN_API const char *cn_meta_engine(const cn_meta_t *meta);
 
 /* ---- migrations ----------------------------------------------------------

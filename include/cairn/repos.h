@@ -271,6 +271,11 @@ CN_API cn_err_t cn_repos_get_lookup(cn_repos_t *r, cn_repos_req_t *rq, const uin
  * close).  CN_E_UNSUPPORTED when the blob is stored compressed: use
  * cn_repos_object_read.  CN_E_NOT_FOUND if the blob vanished. */
 CN_API cn_err_t cn_repos_object_fd(cn_repos_t *r, const cn_repos_obj_t *o, int *fd);
+/* As cn_repos_object_fd, for packed blobs too: the object's bytes start at
+ * *off of *fd (a small blob's pack), so read it by offset only (sendfile(2)
+ * with an offset, pread).  Same errors. */
+CN_API cn_err_t cn_repos_object_fd_at(cn_repos_t *r, const cn_repos_obj_t *o, int *fd,
+                                      uint64_t *off);
 /* Streams the logical bytes [off, off+len) of an object to sink. */
 typedef cn_err_t (*cn_repos_sink_fn)(void *ctx, const void *p, size_t n);
 CN_API cn_err_t cn_repos_object_read(cn_repos_t *r, const cn_repos_obj_t *o, uint64_t off,
@@ -629,6 +634,29 @@ CN_API cn_err_t cn_repos_tree_page(cn_repos_t *r, cn_repos_req_t *rq, const cn_r
                                    cn_repos_tree_fn fn, void *ctx, bool *more,
                                    cn_digest_t *content_root, cn_digest_t *revision_root);
 
+/* One fragment of a tree proof (docs/protocol/scribe.md 17.3): the
+ * snapshot of branch at change, the query's visitation from the root (no
+ * edge) or from the node the edge prefix names (its parent's key || its
+ * first edge byte), each node's canonical encoding handed to fn in order,
+ * until the budget, the end or `remaining` selected values.  Read
+ * permission.  Errors as cn_repos_tree_page, and CN_E_INVALID (MALFORMED)
+ * for an edge that names no node; CN_E_CORRUPT for a stored node that does
+ * not hash to its parent's commitment. */
+typedef struct cn_repos_proof_req {
+    uint8_t repo[16], branch[16];
+    uint64_t change;
+    cn_repos_proof_query_t query;
+    const uint8_t *edge; /* NULL: the first fragment */
+    size_t edge_len;     /* 1..8,192 */
+    uint32_t remaining;  /* 1..L + 1 */
+    uint32_t max_nodes;  /* 0: 8,192 (tests lower it) */
+    size_t max_bytes;    /* 0: 8 MiB */
+} cn_repos_proof_req_t;
+typedef cn_err_t (*cn_repos_node_fn)(void *ctx, const uint8_t *node, size_t len);
+CN_API cn_err_t cn_repos_tree_proof(cn_repos_t *r, cn_repos_req_t *rq,
+                                    const cn_repos_proof_req_t *q, cn_repos_node_fn fn, void *ctx,
+                                    cn_digest_t *content_root, cn_digest_t *revision_root);
+
 typedef struct cn_repos_log_row {
     uint64_t change;
     cn_digest_t commit;
@@ -852,6 +880,41 @@ CN_API cn_err_t cn_repos_lock_policy(cn_repos_t *r, cn_repos_req_t *rq, const ui
  * caller needs the admin permission until protocol 4 brings repository
  * roles, which plug in here. */
 CN_API bool cn_repos_maintainer(const cn_repos_req_t *rq);
+
+/* ---- public reads and mounts (service_public.c; docs/protocol/scribe.md 16) ---------
+ * A manifest is ACCEPTED in a repository when the change set of one of its
+ * accepted commits (any branch) names it as the content of an add, modify
+ * or move: it then is, or was, a live file revision of the snapshot tree.
+ * Uploaded (staged) manifests, however present, are not accepted until a
+ * submit naming them is. */
+#define CN_REPOS_WITNESSES_MAX 1024 /* chunks per get_chunks */
+typedef struct cn_repos_witness {
+    cn_digest_t chunk;    /* the chunk asked for */
+    cn_digest_t manifest; /* the accepted manifest that names it */
+} cn_repos_witness_t;
+/* get_chunks (30): out[i] (kind chunk, id w[i].chunk) is present only when
+ * w[i].manifest is accepted in the repository, names w[i].chunk, and the
+ * repository holds the chunk; any other witness is an absent object, never
+ * an error.  One read transaction; read permission.  The acceptance search
+ * reads the change sets of the repository's commits newest first and stops
+ * once every asked manifest is decided; past CN_REPOS_HISTORY_BUDGET commits
+ * it fails CN_E_LIMIT (LIMIT_EXCEEDED).  Errors: MALFORMED (n outside
+ * 1..1,024), REPOSITORY_NOT_FOUND, store and meta errors. */
+CN_API cn_err_t cn_repos_get_chunks(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                    const cn_repos_witness_t *w, uint32_t n, cn_repos_obj_t *out);
+
+/* repository_mounts (31): the [mounts.NAME] declarations of the
+ * `.scribe/config.toml` held by branch's snapshot at change (inside its
+ * lifetime), sorted by name, into *out (cn_repo_config_free; only its
+ * mounts are set).  No config at that revision: no mounts.  Never reads
+ * the mounted repositories.  Read permission.  Errors: REPOSITORY_NOT_FOUND,
+ * BRANCH_NOT_FOUND, CHANGE_NOT_FOUND (CN_E_NOT_FOUND), CN_E_INVALID
+ * (INVALID_REPOSITORY_CONFIG: a stored text that is not a valid config,
+ * accepted before configs were checked), store and meta errors. */
+struct cn_repo_config; /* cairn/repos_config.h */
+CN_API cn_err_t cn_repos_mounts(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                const uint8_t branch[16], uint64_t change,
+                                struct cn_repo_config *out);
 
 /* ---- workspaces (docs/protocol/scribe.md 7.11) -------------------------------------
  * One registration row per (repository, workspace id), in the metadata

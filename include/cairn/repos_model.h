@@ -277,6 +277,40 @@ CN_API cn_err_t cn_repos_tree_proof_verify(const uint8_t *p, size_t n,
                                            const cn_digest_t *revision_root,
                                            cn_digest_t *content_root, uint64_t *live);
 
+/* ---- fragmented proofs: the query's visitation (docs/protocol/scribe.md 17.3) ----
+ * One rule for the producer (the repos service) and the verifier (libcairn):
+ * which child a proof enters and which entry it selects. */
+enum {
+    CN_REPOS_PROOF_LIVE = 0,    /* live range */
+    CN_REPOS_PROOF_CHANGED = 1, /* changed range: change > lower, tombstones included */
+    CN_REPOS_PROOF_EXACT = 2,   /* the prefix itself */
+    CN_REPOS_PROOF_PATHS = 3    /* listed paths */
+};
+#define CN_REPOS_PROOF_MAX_NODES 8192u    /* nodes per fragment */
+#define CN_REPOS_PROOF_MAX_BYTES 8388608u /* node bytes per fragment */
+#define CN_REPOS_PROOF_MAX_PATHS 4096u    /* listed paths */
+typedef struct cn_repos_pathref {
+    const uint8_t *p;
+    uint16_t len;
+} cn_repos_pathref_t;
+typedef struct cn_repos_proof_query {
+    uint8_t selector;
+    uint64_t lower;        /* selector 1 */
+    const uint8_t *prefix; /* tree_page prefix ("" allowed except for 2) */
+    size_t prefix_len;
+    const uint8_t *after; /* tree_page cursor, NULL: none */
+    size_t after_len;
+    uint32_t limit;                  /* L: clamped for 0-1, the path count for 3, 1 for 2 */
+    const cn_repos_pathref_t *paths; /* selector 3: strictly ascending */
+    uint32_t npaths;
+} cn_repos_proof_query_t;
+/* Whether the proof enters child c of the node whose full key is key. */
+CN_API bool cn_repos_proof_enters(const cn_repos_proof_query_t *q, const uint8_t *key, size_t klen,
+                                  const cn_repos_node_child_t *c);
+/* Whether the entry e (state NONE: never) at full key key is a selected value. */
+CN_API bool cn_repos_proof_selects(const cn_repos_proof_query_t *q, const uint8_t *key, size_t klen,
+                                   const cn_repos_entry_t *e);
+
 #define CN_REPOS_BRANCH_NAME_MAX 256 /* branch name bytes (docs/protocol/scribe.md 7.8) */
 
 /* The branch name rule: 1..256 bytes of ASCII letters, digits, '-', '_',

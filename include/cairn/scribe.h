@@ -80,8 +80,8 @@ typedef enum {
     CN_SCRIBE_OP_AUTHORIZE_UPLOAD = 27,      /* reserved: gateway preflights */
     CN_SCRIBE_OP_AUTHORIZE_REPO_CREATE = 28, /* reserved: gateway preflights */
     CN_SCRIBE_OP_LOCK_POLICY = 29,
-    CN_SCRIBE_OP_GET_CHUNKS = 30,        /* reserved: public reads */
-    CN_SCRIBE_OP_REPOSITORY_MOUNTS = 31, /* reserved: mounts */
+    CN_SCRIBE_OP_GET_CHUNKS = 30,        /* public reads */
+    CN_SCRIBE_OP_REPOSITORY_MOUNTS = 31, /* mounts */
     CN_SCRIBE_OP_CHERRY_PICK_INFO = 32,  /* selective integration (laid out; not served yet) */
     CN_SCRIBE_OP_CHERRY_PICK_SUBMIT = 33,
     CN_SCRIBE_OP_WORKSPACE_LIST = 34,
@@ -943,6 +943,50 @@ CN_API cn_err_t cn_scribe_dec_tree_page_resp(const uint8_t *p, size_t n, cn_scri
                                              cn_scribe_tree_page_resp_t *out);
 CN_API bool cn_scribe_next_tree_entry(cn_scribe_rows_t *it, cn_scribe_tree_entry_t *out);
 
+/* ---- tree_proof (43), docs/protocol/scribe.md 17 ------------------------------- */
+#define CN_SCRIBE_MAX_PROOF_REQ 1048576u   /* request bytes */
+#define CN_SCRIBE_MAX_PROOF_PATHS 4096u    /* explicit paths */
+#define CN_SCRIBE_MAX_PROOF_NODES 8192u    /* nodes per reply */
+#define CN_SCRIBE_MAX_PROOF_BYTES 8388608u /* node bytes per reply */
+typedef struct cn_scribe_tree_proof_req {
+    cn_scribe_str_t page;         /* the tree_page request, in the same codec */
+    cn_scribe_tree_page_req_t pq; /* decoded: page's fields */
+    uint8_t selector;             /* 0 live, 1 changed, 2 exact, 3 paths */
+    uint64_t lower;               /* selector 1 */
+    uint32_t path_count;
+    const cn_scribe_str_t *path_list; /* encoder input */
+    cn_scribe_rows_t paths;           /* decoded: cn_scribe_next_path */
+    bool continuation;
+    cn_scribe_str_t edge; /* 1..8,192 raw bytes */
+    uint32_t remaining;   /* 1..L + 1 */
+} cn_scribe_tree_proof_req_t;
+/* Both refuse (CN_E_INVALID / CN_E_PROTOCOL) what 17.2 calls malformed:
+ * the decoder also decodes page into pq and checks every rule. */
+CN_API cn_err_t cn_scribe_enc_tree_proof_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                             const cn_scribe_tree_proof_req_t *q);
+CN_API cn_err_t cn_scribe_dec_tree_proof_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                             cn_scribe_tree_proof_req_t *out);
+/* L of 17.2: the page limit as tree_page clamps it (selectors 0, 1), else
+ * the request's limit. */
+CN_API uint32_t cn_scribe_tree_proof_limit(uint8_t selector, uint32_t limit);
+typedef struct cn_scribe_tree_proof_resp {
+    cn_digest_t content_root, revision_root;
+    uint32_t count;
+    cn_scribe_rows_t nodes; /* cn_scribe_next_proof_node */
+} cn_scribe_tree_proof_resp_t;
+/* Appends one node (a bytes32 item) to items; the reply is then the roots,
+ * the count and the items (count <= 8,192; node bytes <= 8 MiB, which the
+ * producer keeps). */
+CN_API cn_err_t cn_scribe_enc_tree_proof_node(cn_buf_t *items, cn_scribe_codec_t c,
+                                              const uint8_t *node, size_t len);
+CN_API cn_err_t cn_scribe_enc_tree_proof_resp(cn_buf_t *out, cn_scribe_codec_t c,
+                                              const cn_digest_t *content_root,
+                                              const cn_digest_t *revision_root, uint32_t count,
+                                              const uint8_t *items, size_t items_len);
+CN_API cn_err_t cn_scribe_dec_tree_proof_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                              cn_scribe_tree_proof_resp_t *out);
+CN_API bool cn_scribe_next_proof_node(cn_scribe_rows_t *it, cn_scribe_str_t *out);
+
 typedef struct cn_scribe_changed_req {
     cn_scribe_id_t repo, branch;
     uint64_t from, to;
@@ -1162,6 +1206,62 @@ CN_API cn_err_t cn_scribe_enc_lock_policy_resp(cn_buf_t *out, cn_scribe_codec_t 
                                                cn_scribe_str_t text);
 CN_API cn_err_t cn_scribe_dec_lock_policy_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                                uint64_t *change, cn_scribe_str_t *text);
+
+/* ---- public reads and mounts (30, 31), docs/protocol/scribe.md 16 ---------------------
+ * get_chunks (30): [16] repo | u32 count (1..1,024) | ([32] chunk id |
+ * [32] manifest id) x count; the reply is get_objects' (a u32 count, then
+ * the streamed items, kind 1, in request order).  The manifest is the
+ * witness that lets a caller read the chunk: the server answers an item
+ * absent unless the manifest is accepted in the repository and names the
+ * chunk.  repository_mounts (31): [16] repo | [16] branch | u64 change
+ * (40 bytes) -> u32 count (<= 64) | Mount x count, Mount = str16 name
+ * (1..64 bytes) | str16 path (canonical) | str16 repository (32 lowercase
+ * hex digits) | str16 branch (the same) | str16 revision (a canonical u64
+ * decimal, 1..20 digits); names strictly ascending (bytewise), paths
+ * distinct. */
+#define CN_SCRIBE_MAX_WITNESSES 1024 /* chunks per get_chunks */
+#define CN_SCRIBE_MAX_MOUNTS 64
+#define CN_SCRIBE_MAX_MOUNT_NAME 64
+typedef struct cn_scribe_witness {
+    cn_digest_t chunk, manifest;
+} cn_scribe_witness_t;
+typedef struct cn_scribe_chunks_req {
+    cn_scribe_id_t repo;
+    uint32_t count;       /* 1..1,024 */
+    const uint8_t *items; /* borrowed: count x 64 bytes */
+} cn_scribe_chunks_req_t;
+CN_API cn_err_t cn_scribe_enc_chunks_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                         const cn_scribe_id_t *repo, const cn_scribe_witness_t *w,
+                                         uint32_t count);
+CN_API cn_err_t cn_scribe_dec_chunks_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                         cn_scribe_chunks_req_t *out);
+CN_API void cn_scribe_chunks_witness(const cn_scribe_chunks_req_t *q, uint32_t i,
+                                     cn_scribe_witness_t *out);
+
+typedef struct cn_scribe_mounts_req {
+    cn_scribe_id_t repo, branch;
+    uint64_t change;
+} cn_scribe_mounts_req_t;
+CN_API cn_err_t cn_scribe_enc_mounts_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                         const cn_scribe_mounts_req_t *q);
+CN_API cn_err_t cn_scribe_dec_mounts_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                         cn_scribe_mounts_req_t *out);
+typedef struct cn_scribe_mount {
+    cn_scribe_str_t name, path;
+    cn_scribe_str_t repository, branch; /* 32 lowercase hex digits each */
+    cn_scribe_str_t revision;           /* canonical u64 decimal */
+} cn_scribe_mount_t;
+/* Both refuse (CN_E_INVALID / CN_E_PROTOCOL) more than 64 rows, names out
+ * of order or repeated, a repeated path and any malformed field. */
+CN_API cn_err_t cn_scribe_enc_mounts_resp(cn_buf_t *out, cn_scribe_codec_t c,
+                                          const cn_scribe_mount_t *rows, uint32_t count);
+CN_API cn_err_t cn_scribe_dec_mounts_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                          cn_scribe_rows_t *rows, uint32_t *count);
+CN_API bool cn_scribe_next_mount(cn_scribe_rows_t *it, cn_scribe_mount_t *out);
+/* A mount's id field as 16 bytes (false unless 32 lowercase hex digits);
+ * its revision as a u64 (false unless canonical decimal). */
+CN_API bool cn_scribe_mount_id(cn_scribe_str_t hex, uint8_t out[16]);
+CN_API bool cn_scribe_mount_revision(cn_scribe_str_t dec, uint64_t *out);
 
 /* ---- workspaces (12, 34, 35, 36) --------------------------------------------------
  * docs/protocol/scribe.md 7.11.  workspace_register (12): [16] repo | [16]

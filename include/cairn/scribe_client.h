@@ -472,6 +472,33 @@ CN_API cn_err_t cn_scribe_client_lock_policy(cn_scribe_client_t *cl, const uint8
                                              uint64_t *change, char **text, size_t *len,
                                              cn_scribe_cerr_t *err);
 
+/* get_chunks (30): chunks fetched against their witnesses, the accepted
+ * manifests that name them (docs/protocol/scribe.md 16), any number (split
+ * into requests of 1,024), each handed to sink as cn_scribe_client_get does
+ * (index i of w); a chunk whose witness the server does not accept is
+ * absent (present false), never an error.  An old server answers
+ * CN_E_UNSUPPORTED (code unsupported_operation). */
+typedef struct cn_scribe_client_witness {
+    cn_digest_t chunk, manifest;
+} cn_scribe_client_witness_t;
+CN_API cn_err_t cn_scribe_client_get_chunks(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                            const cn_scribe_client_witness_t *w, size_t n,
+                                            cn_scribe_client_sink_fn sink, void *ctx,
+                                            cn_scribe_cerr_t *err);
+/* repository_mounts (31): the mounts the `.scribe/config.toml` of branch's
+ * snapshot at change declares, in name order, into *rows (malloc'd, the
+ * caller frees; NULL when *count is 0), at most 64. */
+typedef struct cn_scribe_client_mount {
+    char name[65];
+    char path[8193];
+    uint8_t repository[16], branch[16];
+    uint64_t revision;
+} cn_scribe_client_mount_t;
+CN_API cn_err_t cn_scribe_client_mounts(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                        const uint8_t branch[16], uint64_t change,
+                                        cn_scribe_client_mount_t **rows, uint32_t *count,
+                                        cn_scribe_cerr_t *err);
+
 /* ---- content-defined chunking ---------------------------------------------------
  * FastCDC 2020 with normalized chunking level 2, the Remote Execution API's
  * FAST_CDC_2020 (docs/protocol/scribe.md, section 14.1): min = avg/4,

@@ -20,6 +20,7 @@
 #include "cairn/err.h"
 #include "cairn/net.h"
 #include "cairn/repos.h"
+#include "cairn/scribe_auth.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,6 +35,12 @@ typedef struct cn_scribe_config {
      * TLS listener, X25519MLKEM768 only; docs/protocol/scribe.md section
      * 14).  A listener answers any other hello with unsupported_version. */
     uint16_t version;
+    /* Protocol 4 only: the auth provider that resolves access certificates
+     * and decides the role table (docs/protocol/scribe.md 15.6), or NULL:
+     * anonymous sessions only, every caller trusted as on protocol 2.  The
+     * adapter takes it (freed by cn_scribe_adapter_destroy, or by a failed
+     * create). */
+    cn_scribe_auth_t *auth;
 } cn_scribe_config_t;
 
 /* Builds the adapter over the repos service (borrowed; it must outlive the

@@ -66,7 +66,33 @@ typedef struct cn_store_opts {
      * a pack other than the open one whose live bytes are under this
      * percentage of its size is rewritten.  0 = default (50); at most 100. */
     unsigned pack_compact_pct;
+    /* The blob tier (docs/fleet.md, "Bytes"): where published blobs live.
+     * Zeroed = the local directory DATA/blobs.  The strings are read during
+     * cn_store_open only; with blob_store set, pack_max_bytes and
+     * batch_disable are overridden (no packs, no group committer). */
+    struct cn_store_tier {
+        /* "s3://BUCKET/PREFIX" (PREFIX may be empty): each blob is the object
+         * PREFIX/<lowercase hex digest> of BUCKET.  NULL = local. */
+        const char *blob_store;
+        const char *endpoint; /* "http[s]://host[:port]", required with blob_store */
+        const char *region;   /* NULL = "us-east-1" */
+        /* A file holding "KEY_ID:SECRET" (a trailing newline allowed); NULL =
+         * AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from the environment. */
+        const char *credentials_file;
+        bool virtual_host;     /* BUCKET.host instead of host/BUCKET */
+        const char *cache_dir; /* NULL = DATA/cache */
+        uint64_t cache_bytes;  /* 0 = 4 GiB */
+        /* Retry deadline of one backend request (timeouts, 5xx, 429).
+         * 0 = 30 s. */
+        int64_t deadline_ms;
+    } tier;
 } cn_store_opts_t;
+
+/* Whether the store keeps its blobs in an S3-compatible tier, and a probe
+ * of that backend for readiness: CN_OK when it answers (local: always),
+ * else CN_E_UNAVAILABLE after one bounded attempt (a few seconds). */
+CN_API bool cn_store_is_tiered(const cn_store_t *s);
+CN_API cn_err_t cn_store_ping(cn_store_t *s);
 
 /* Opens (creating if needed) the store rooted at data_dir: blobs live in
  * data_dir/blobs, uploads in data_dir/staging.  Startup recovery: every
@@ -135,12 +161,21 @@ CN_API cn_err_t cn_store_fd_get(cn_store_t *s, const cn_digest_t *d, int *fd, ui
                                 void **handle);
 CN_API void cn_store_fd_put(cn_store_t *s, int fd, void *handle);
 /* As cn_store_fd_get, but *off receives where the blob's bytes start in *fd:
- * a packed blob is served from its pack's descriptor at its record's
- * offset (pread / sendfile with an offset pointer only), a file at 0.
- * Nothing is verified, as with cn_store_open_fd.  Give it back with
- * cn_store_fd_put.  CN_E_NOT_FOUND, CN_E_UNSUPPORTED (LZ4), -errno. */
+ * a packed blob is served from its pack's own descriptor, borrowed, at its
+ * payload's offset (pread / sendfile with an offset pointer only; never
+ * write it), a file at 0.  The descriptor reads the blob's bytes until
+ * cn_store_fd_put, through any compaction.  A packed record is hashed on its
+ * first such read in the process (CN_E_CORRUPT, reported, if it fails),
+ * not after; a file is not (as cn_store_open_fd).  Give it back with
+ * cn_store_fd_put.  CN_E_NOT_FOUND, CN_E_UNSUPPORTED (LZ4), CN_E_CORRUPT,
+ * -errno. */
 CN_API cn_err_t cn_store_fd_get_at(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t *off,
                                    uint64_t *len, void **handle);
+/* As cn_store_open_fd, with the same offset rule as cn_store_fd_get_at:
+ * *fd is the caller's to close (read it by offset only: a packed blob's is
+ * a duplicate of the pack's); *len (may be NULL) the blob's length. */
+CN_API cn_err_t cn_store_open_fd_at(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t *off,
+                                    uint64_t *len);
 
 /* Receives served bytes in order; a non-zero return stops the read and is
  * returned from cn_store_read_range. */
@@ -253,6 +288,26 @@ typedef struct cn_store_compact_stats {
  * its pack (counted in packs_kept, reported in the log).  st may be NULL.
  * Errors: meta's, -errno (e.g. -ENOSPC: the pass stops, nothing is lost). */
 CN_API cn_err_t cn_store_compact(cn_store_t *s, unsigned live_pct, cn_store_compact_stats_t *st);
+
+typedef struct cn_store_pack_stats {
+    uint64_t files;       /* blob files looked at */
+    uint64_t candidates;  /* raw ones of at most max_bytes */
+    uint64_t moved;       /* now packed, their file removed */
+    uint64_t bytes_moved; /* their bytes */
+    uint64_t kept;        /* candidates left as files (failed their digest, or raced) */
+} cn_store_pack_stats_t;
+
+/* Migration: every raw blob file of at most max_bytes (0 = the default
+ * threshold; at most 256 KiB) is read, checked against its digest, appended
+ * to the open pack through the group committer and indexed, then its file
+ * removed (docs/store.md, "Upgrade").  Never drops a blob (a file goes only
+ * once the pack holds it, durably) and touches no mtime-based decision but
+ * restarting the grace window of what it moves.  Resumable: a second run
+ * finishes what a crash or error left.  Needs the pack index (meta, and
+ * packs on or already on disk; CN_E_UNSUPPORTED otherwise);
+ * one pass, sweep or compaction at a time.  st may be NULL.  Errors: meta's,
+ * -errno (the run stops; what moved is packed, the rest stays files). */
+CN_API cn_err_t cn_store_pack_files(cn_store_t *s, uint64_t max_bytes, cn_store_pack_stats_t *st);
 
 /* ---- counters ------------------------------------------------------------- */
 

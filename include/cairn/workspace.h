@@ -398,6 +398,21 @@ CN_API cn_err_t cn_ws_cherry_pick_abort(const char *dir, const cn_ws_opts_t *opt
 /* Whether workspace dir holds picked files to undo (without the network). */
 CN_API bool cn_ws_cherry_pick_pending(const char *dir);
 
+/* Repository mounts (docs/protocol/scribe.md 16): the [mounts.NAME]
+ * declarations of the `.scribe/config.toml` of workspace dir's branch at
+ * `change` (has_change), else at the change the workspace has checked out,
+ * handed to fn in name order.  Ids in lowercase hex.  Declarations only:
+ * nothing is fetched from the mounted repositories. */
+typedef struct cn_ws_mount {
+    const char *name, *path;
+    char repository[33], branch[33]; /* hex ids */
+    uint64_t revision;
+} cn_ws_mount_t;
+typedef cn_err_t (*cn_ws_mount_fn)(void *ctx, const cn_ws_mount_t *m);
+CN_API cn_err_t cn_ws_mounts(const char *dir, bool has_change, uint64_t change,
+                             const cn_ws_opts_t *opts, cn_ws_mount_fn fn, void *ctx, uint64_t *at,
+                             cn_ws_error_t *err);
+
 /* Locks (docs/protocol/scribe.md 7.10, docs/branches.md "Locks"), for the
  * workspace dir on its branch.  Paths are repository paths (canonical,
  * relative to the workspace root).  cn_ws_lock acquires the n paths all or

@@ -103,14 +103,15 @@ void cn__bh_sub(cn_http_req_t *r, cn__bh_req_t *q)
     free(ack);
     const char *type = "application/octet-stream";
     int fd = -1;
-    uint64_t len = 0;
-    if (cn_blobs_fetch_take_fd(f, &fd, &len) == CN_OK) {
+    uint64_t off = 0, len = 0;
+    /* A packed blob's bytes sit at an offset of its pack: sendfile from there. */
+    if (cn_blobs_fetch_take_fd_at(f, &fd, &off, &len) == CN_OK) {
         cn_blobs_fetch_close(f);
         if (len == 0) {
             close(fd);
             (void)cn_http_respond(r, 200, type, "", 0);
         } else {
-            (void)cn_http_respond_fd(r, 200, type, fd, 0, len);
+            (void)cn_http_respond_fd(r, 200, type, fd, off, len);
         }
         return;
     }

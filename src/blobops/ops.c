@@ -248,6 +248,8 @@ static const cn__bh_err_row_t bh_errors[] = {
       "the stored bytes of %s cannot be verified", "a blob" },
     { CN_E_SHUTDOWN, ANY, 503, "unavailable", "shutting_down", "the server is stopping", NULL },
     { CN_E_DB_LOCKED, ANY, 503, "unavailable", "busy", NULL, NULL },
+    { CN_E_UNAVAILABLE, ANY, 503, "unavailable", "backend_unavailable",
+      "the blob store's backend does not answer", NULL },
     { CN_E_BUSY, ANY, 503, "unavailable", "busy", NULL, NULL },
     { -ENOSPC, ANY, 507, "handler_error", "no_space", NULL, NULL },
 };

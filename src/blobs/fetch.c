@@ -12,8 +12,13 @@
  * the bytes then streamed are hashed again and a range whose bytes do not
  * match its acked digest stops the stream with CN_E_CORRUPT instead of
  * completing it.  Served through read(), a whole blob is checked the same
- * way against its own digest; the sendfile path (take_fd) is left to the
+ * way against its own digest; the sendfile path (take_fd_at) is left to the
  * consumer's check.
+ *
+ * A raw blob is read from a descriptor and a base offset
+ * (cn_store_open_fd_at): its file at 0, or, packed, a duplicate of its pack
+ * at its payload, so a packed blob goes out by sendfile too (take_fd_at)
+ * and compaction cannot change what the descriptor reads (store P9).
  */
 #include "blobs_int.h"
 #include "cairn/util.h"
@@ -28,7 +33,8 @@ struct cn_blobs_fetch {
     cn_digest_t d;
     cn_blobs_ack_t ack;
     cn__tap_t *tap;
-    int fd; /* raw blob, or -1 (LZ4 form: read_range) */
+    int fd;        /* raw blob, or -1 (LZ4 form: read_range) */
+    uint64_t base; /* where its bytes start in fd (a packed blob's pack offset) */
     size_t nr;
     cn_blobs_range_t *r; /* clamped */
     cn_digest_t *expect; /* per range: what the served bytes must hash to */
@@ -86,7 +92,7 @@ static cn_err_t open_store(cn_blobs_fetch_t *f, const cn_blobs_range_t *ranges, 
     }
     if (st.form == CN_STORE_RAW) {
         uint64_t flen = 0;
-        cn_err_t rc = cn_store_open_fd(b->store, &f->d, &f->fd, &flen);
+        cn_err_t rc = cn_store_open_fd_at(b->store, &f->d, &f->fd, &f->base, &flen);
         if (rc < 0 && rc != CN_E_UNSUPPORTED)
             return rc;
         if (rc >= 0 && flen != st.len)
@@ -156,15 +162,25 @@ const cn_blobs_ack_t *cn_blobs_fetch_ack(const cn_blobs_fetch_t *f)
     return &f->ack;
 }
 
-cn_err_t cn_blobs_fetch_take_fd(cn_blobs_fetch_t *f, int *fd, uint64_t *len)
+cn_err_t cn_blobs_fetch_take_fd_at(cn_blobs_fetch_t *f, int *fd, uint64_t *off, uint64_t *len)
 {
     if (f->tap || f->ack.nslices || f->fd < 0 || f->done || f->cur)
         return CN_E_UNSUPPORTED;
     *fd = f->fd;
+    *off = f->base;
     *len = f->ack.total;
     f->fd = -1;
     f->cur = f->nr; /* read() has nothing left */
     return CN_OK;
+}
+
+cn_err_t cn_blobs_fetch_take_fd(cn_blobs_fetch_t *f, int *fd, uint64_t *len)
+{
+    /* Its callers send from offset 0: a packed blob is read() instead. */
+    if (f->base)
+        return CN_E_UNSUPPORTED;
+    uint64_t off;
+    return cn_blobs_fetch_take_fd_at(f, fd, &off, len);
 }
 
 ssize_t cn_blobs_fetch_read(cn_blobs_fetch_t *f, void *buf, size_t max, const cn_blobs_waiter_t *w)
@@ -191,7 +207,7 @@ ssize_t cn_blobs_fetch_read(cn_blobs_fetch_t *f, void *buf, size_t max, const cn
     if (f->fd >= 0) {
         ssize_t k;
         do
-            k = pread(f->fd, buf, want, (off_t)(r->off + f->done));
+            k = pread(f->fd, buf, want, (off_t)(f->base + r->off + f->done));
         while (k < 0 && errno == EINTR);
         if (k < 0)
             return -errno;

@@ -39,6 +39,7 @@ struct cn_scribe_client {
     int fd;
     bool tls;            /* protocol 4: a scribes:// endpoint */
     SSL_CTX *tls_ctx;    /* owned by the root client */
+    bool direct;         /* protocol 4: tls_ctx presents an access certificate (caller 1) */
     SSL *ssl;            /* while connected over TLS */
     uint8_t binding[32]; /* protocol 4: the control session's binding secret */
     uint8_t compression; /* accepted by the server */
@@ -319,7 +320,7 @@ static cn_err_t connect_hello(cn_scribe_client_t *cl, cn_scribe_cerr_t *err)
     cn_scribe_hello_t h;
     memset(&h, 0, sizeof h);
     h.version = cl->tls ? 4 : 2;
-    h.caller = CN_SCRIBE_CALLER_ANONYMOUS;
+    h.caller = cl->root->direct ? CN_SCRIBE_CALLER_DIRECT : CN_SCRIBE_CALLER_ANONYMOUS;
     if (cl->tls && cl->bind)
         memcpy(h.binding, cl->root->binding, sizeof h.binding);
     h.codec = (uint8_t)cl->codec;
@@ -427,6 +428,9 @@ static cn_err_t client_new(const cn_scribe_client_cfg_t *cfg, cn_scribe_client_t
     if (cl->tls && !parent) {
         char msg[400] = "";
         e = cn__scribe_tls_ctx(NULL, &cl->tls_ctx, msg, sizeof msg);
+        /* Signed in (`cairn repo login`): the access certificate. */
+        if (e >= 0)
+            e = cn__scribe_tls_identity(cl->tls_ctx, &cl->direct, msg, sizeof msg);
         if (e < 0)
             set_err(err, 0, "%s", msg);
     }
@@ -903,6 +907,87 @@ cn_err_t cn_scribe_client_get(cn_scribe_client_t *cl, const uint8_t repo[16],
     return get_serial(cl, repo, refs, n, 0, 0, sink, NULL, ctx, err);
 }
 
+/* Receives the streamed reply of get_objects or get_chunks to a request of
+ * m objects, just answered: each item to sink or lsink as index first + i.
+ * A broken stream drops the connection. */
+static cn_err_t get_items(cn_scribe_client_t *cl, uint32_t m, size_t first, unsigned lane,
+                          cn_scribe_client_sink_fn sink, cn_scribe_client_lane_sink_fn lsink,
+                          void *ctx)
+{
+    uint32_t cnt;
+    cn_err_t e = CN_OK;
+    if (cn_scribe_dec_count_resp(cl->in.data, cl->in.len, CODEC(cl), &cnt) < 0 || cnt != m) {
+        drop(cl);
+        return CN_E_PROTOCOL;
+    }
+    for (uint32_t i = 0; i < m && e >= 0; i++) {
+        uint8_t h[CN_SCRIBE_GET_ITEM_HDR_MAX];
+        cn_scribe_get_item_t it;
+        if ((e = recv_all(cl, h, 34)) < 0)
+            break;
+        long hl = cn_scribe_dec_get_item(h, 34, CODEC(cl), &it);
+        if (hl == CN_E_AGAIN) {
+            if ((e = recv_all(cl, h + 34, 8)) < 0)
+                break;
+            hl = cn_scribe_dec_get_item(h, 42, CODEC(cl), &it);
+        }
+        if (hl < 0) {
+            e = CN_E_PROTOCOL;
+            drop(cl);
+            break;
+        }
+        size_t idx = first + i;
+        if (!it.present) {
+            e = sink ? sink(ctx, idx, false, NULL, 0, true)
+                     : lsink(ctx, lane, idx, false, NULL, 0, true);
+            if (e < 0 && i + 1 < m)
+                drop(cl); /* the later items are not consumed */
+            continue;
+        }
+        uint64_t left = it.length;
+        if (!left)
+            e = sink ? sink(ctx, idx, true, NULL, 0, true)
+                     : lsink(ctx, lane, idx, true, NULL, 0, true);
+        while (left && e >= 0) {
+            size_t got;
+            if (!cl->compression) {
+                got = left < CN_SCRIBE_BLOCK_MAX ? (size_t)left : CN_SCRIBE_BLOCK_MAX;
+                e = recv_all(cl, cl->blk, got);
+            } else {
+                uint8_t bh[CN_SCRIBE_BLOCK_HDR_LEN];
+                cn_scribe_block_t b;
+                if ((e = recv_all(cl, bh, sizeof bh)) < 0)
+                    break;
+                if (cn_scribe_dec_block(bh, left, &b) < 0) {
+                    e = CN_E_PROTOCOL;
+                    drop(cl);
+                    break;
+                }
+                got = b.original;
+                if (b.raw) {
+                    e = recv_all(cl, cl->blk, got);
+                } else if ((e = recv_all(cl, cl->blk2, b.stored)) >= 0) {
+                    int d = LZ4_decompress_safe((const char *)cl->blk2, (char *)cl->blk,
+                                                (int)b.stored, (int)b.original);
+                    if (d < 0 || (uint32_t)d != b.original) {
+                        e = CN_E_PROTOCOL;
+                        drop(cl);
+                    }
+                }
+            }
+            if (e < 0)
+                break;
+            left -= got;
+            report(cl, got);
+            e = sink ? sink(ctx, idx, true, cl->blk, got, left == 0)
+                     : lsink(ctx, lane, idx, true, cl->blk, got, left == 0);
+            if (e < 0)
+                drop(cl); /* the rest of the stream is not consumed */
+        }
+    }
+    return e;
+}
+
 /* Fetches refs[0..n) (indices reported as base + i) on one connection. */
 static cn_err_t get_serial(cn_scribe_client_t *cl, const uint8_t repo[16],
                            const cn_scribe_client_ref_t *refs, size_t n, size_t base, unsigned lane,
@@ -929,78 +1014,74 @@ static cn_err_t get_serial(cn_scribe_client_t *cl, const uint8_t repo[16],
                 0 ||
             (e = call(cl, CN_SCRIBE_OP_GET_OBJECTS, err)) < 0)
             break;
-        uint32_t cnt;
-        if (cn_scribe_dec_count_resp(cl->in.data, cl->in.len, CODEC(cl), &cnt) < 0 || cnt != m) {
-            e = CN_E_PROTOCOL;
-            drop(cl);
-            break;
-        }
-        for (uint32_t i = 0; i < m && e >= 0; i++) {
-            uint8_t h[CN_SCRIBE_GET_ITEM_HDR_MAX];
-            cn_scribe_get_item_t it;
-            if ((e = recv_all(cl, h, 34)) < 0)
-                break;
-            long hl = cn_scribe_dec_get_item(h, 34, CODEC(cl), &it);
-            if (hl == CN_E_AGAIN) {
-                if ((e = recv_all(cl, h + 34, 8)) < 0)
-                    break;
-                hl = cn_scribe_dec_get_item(h, 42, CODEC(cl), &it);
-            }
-            if (hl < 0) {
-                e = CN_E_PROTOCOL;
-                drop(cl);
-                break;
-            }
-            size_t idx = base + at + i;
-            if (!it.present) {
-                e = sink ? sink(ctx, idx, false, NULL, 0, true)
-                         : lsink(ctx, lane, idx, false, NULL, 0, true);
-                continue;
-            }
-            uint64_t left = it.length;
-            if (!left)
-                e = sink ? sink(ctx, idx, true, NULL, 0, true)
-                         : lsink(ctx, lane, idx, true, NULL, 0, true);
-            while (left && e >= 0) {
-                size_t got;
-                if (!cl->compression) {
-                    got = left < CN_SCRIBE_BLOCK_MAX ? (size_t)left : CN_SCRIBE_BLOCK_MAX;
-                    e = recv_all(cl, cl->blk, got);
-                } else {
-                    uint8_t bh[CN_SCRIBE_BLOCK_HDR_LEN];
-                    cn_scribe_block_t b;
-                    if ((e = recv_all(cl, bh, sizeof bh)) < 0)
-                        break;
-                    if (cn_scribe_dec_block(bh, left, &b) < 0) {
-                        e = CN_E_PROTOCOL;
-                        drop(cl);
-                        break;
-                    }
-                    got = b.original;
-                    if (b.raw) {
-                        e = recv_all(cl, cl->blk, got);
-                    } else if ((e = recv_all(cl, cl->blk2, b.stored)) >= 0) {
-                        int d = LZ4_decompress_safe((const char *)cl->blk2, (char *)cl->blk,
-                                                    (int)b.stored, (int)b.original);
-                        if (d < 0 || (uint32_t)d != b.original) {
-                            e = CN_E_PROTOCOL;
-                            drop(cl);
-                        }
-                    }
-                }
-                if (e < 0)
-                    break;
-                left -= got;
-                report(cl, got);
-                e = sink ? sink(ctx, idx, true, cl->blk, got, left == 0)
-                         : lsink(ctx, lane, idx, true, cl->blk, got, left == 0);
-                if (e < 0)
-                    drop(cl); /* the rest of the stream is not consumed */
-            }
-        }
+        e = get_items(cl, m, base + at, lane, sink, lsink, ctx);
     }
     free(r);
     return e;
+}
+
+/* ---- public reads and mounts (30, 31) -------------------------------------------------- */
+cn_err_t cn_scribe_client_get_chunks(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                     const cn_scribe_client_witness_t *w, size_t n,
+                                     cn_scribe_client_sink_fn sink, void *ctx,
+                                     cn_scribe_cerr_t *err)
+{
+    CN_TRY(blk_buffers(cl));
+    cn_scribe_id_t id;
+    memcpy(id.b, repo, 16);
+    cn_scribe_witness_t v[CN_SCRIBE_MAX_WITNESSES];
+    cn_err_t e = CN_OK;
+    for (size_t at = 0; at < n && e >= 0; at += CN_SCRIBE_MAX_WITNESSES) {
+        uint32_t m =
+            (uint32_t)(n - at < CN_SCRIBE_MAX_WITNESSES ? n - at : CN_SCRIBE_MAX_WITNESSES);
+        for (uint32_t i = 0; i < m; i++)
+            v[i] = (cn_scribe_witness_t){ w[at + i].chunk, w[at + i].manifest };
+        cn_buf_reset(&cl->out);
+        if ((e = cn_scribe_enc_chunks_req(&cl->out, CODEC(cl), &id, v, m)) < 0 ||
+            (e = call(cl, CN_SCRIBE_OP_GET_CHUNKS, err)) < 0)
+            break;
+        e = get_items(cl, m, at, 0, sink, NULL, ctx);
+    }
+    return e;
+}
+
+static void mount_from(const cn_scribe_mount_t *m, cn_scribe_client_mount_t *out)
+{
+    memcpy(out->name, m->name.p, m->name.len);
+    out->name[m->name.len] = 0;
+    memcpy(out->path, m->path.p, m->path.len);
+    out->path[m->path.len] = 0;
+    /* the decoder checked every field's grammar */
+    cn_scribe_mount_id(m->repository, out->repository);
+    cn_scribe_mount_id(m->branch, out->branch);
+    cn_scribe_mount_revision(m->revision, &out->revision);
+}
+
+cn_err_t cn_scribe_client_mounts(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                 const uint8_t branch[16], uint64_t change,
+                                 cn_scribe_client_mount_t **rows, uint32_t *count,
+                                 cn_scribe_cerr_t *err)
+{
+    *rows = NULL;
+    *count = 0;
+    cn_scribe_mounts_req_t q;
+    memcpy(q.repo.b, repo, 16);
+    memcpy(q.branch.b, branch, 16);
+    q.change = change;
+    cn_buf_reset(&cl->out);
+    CN_TRY(cn_scribe_enc_mounts_req(&cl->out, CODEC(cl), &q));
+    CN_TRY(call(cl, CN_SCRIBE_OP_REPOSITORY_MOUNTS, err));
+    cn_scribe_rows_t it;
+    uint32_t n;
+    if (cn_scribe_dec_mounts_resp(cl->in.data, cl->in.len, CODEC(cl), &it, &n) < 0)
+        return CN_E_PROTOCOL;
+    if (n && !(*rows = calloc(n, sizeof **rows)))
+        return -ENOMEM;
+    cn_scribe_mount_t m;
+    for (uint32_t i = 0; i < n && cn_scribe_next_mount(&it, &m); i++)
+        mount_from(&m, &(*rows)[i]);
+    *count = n;
+    return CN_OK;
 }
 
 /* ---- submit ------------------------------------------------------------------------- */

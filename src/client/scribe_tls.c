@@ -4,10 +4,14 @@
 #include "scribe_tls.h"
 
 #include "cairn/crypto.h"
+#include "cairn/sau2_client.h"
+#include "cairn/util.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <stdbool.h>
@@ -101,4 +105,165 @@ cn_err_t cn__scribe_tls_read(SSL *ssl, void *p, size_t n, size_t *done)
 {
     int r = SSL_read_ex(ssl, p, n, done);
     return r == 1 ? CN_OK : io_error(ssl, r);
+}
+
+/* ---- the signed-in caller's access certificate (docs/protocol/scribe.md 15.6) ------------
+ * `cairn repo login` leaves, in $XDG_CONFIG_HOME/cairn (else ~/.config/cairn):
+ * auth.session ("server", "trust" and "state" lines, among others), auth.key
+ * (the device key) and auth.cert (the credential certificate).  The access
+ * certificate is asked of that server with the credential (SAU2
+ * access-certificate) and kept beside them as auth.access (0600) until half
+ * its lifetime has passed; one for another key (an older sign-in) is never
+ * used. */
+typedef struct {
+    char dir[PATH_MAX];
+    char server[256], trust[PATH_MAX];
+    bool signed_in;
+} signin_t;
+
+static int conf_path(char *out, size_t cap, const char *dir, const char *file)
+{
+    int n = snprintf(out, cap, "%s/%s", dir, file);
+    return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+/* A value that does not fit is left empty (the state is then incomplete),
+ * never cut. */
+static void field(char *out, size_t cap, const char *v)
+{
+    size_t n = strlen(v);
+    if (n < cap)
+        memcpy(out, v, n + 1);
+}
+
+/* The sign-in state, when there is one that is complete. */
+static void signin_read(signin_t *s)
+{
+    memset(s, 0, sizeof *s);
+    const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+    int n = xdg && *xdg ? snprintf(s->dir, sizeof s->dir, "%s/cairn", xdg)
+            : home      ? snprintf(s->dir, sizeof s->dir, "%s/.config/cairn", home)
+                        : -1;
+    char path[PATH_MAX + 32], line[PATH_MAX + 64];
+    FILE *f =
+        n > 0 && (size_t)n < sizeof s->dir && !conf_path(path, sizeof path, s->dir, "auth.session")
+            ? fopen(path, "r")
+            : NULL;
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (!strncmp(line, "server ", 7))
+            field(s->server, sizeof s->server, line + 7);
+        else if (!strncmp(line, "trust ", 6))
+            field(s->trust, sizeof s->trust, line + 6);
+        else if (!strcmp(line, "state signed-in"))
+            s->signed_in = true;
+    }
+    if (f)
+        fclose(f);
+    s->signed_in = s->signed_in && s->server[0] && s->trust[0];
+}
+
+/* Whether the cached access certificate may still be used: it certifies the
+ * device key, and less than half its lifetime has passed. */
+static bool access_fresh(X509 *x, EVP_PKEY *key)
+{
+    int days = 0, secs = 0;
+    const ASN1_TIME *nb = X509_get0_notBefore(x), *na = X509_get0_notAfter(x);
+    if (X509_check_private_key(x, key) != 1 || ASN1_TIME_diff(&days, &secs, nb, na) != 1)
+        return false;
+    long life = (long)days * 86400 + secs;
+    if (ASN1_TIME_diff(&days, &secs, nb, NULL) != 1)
+        return false;
+    long age = (long)days * 86400 + secs;
+    return age >= 0 && age < life / 2;
+}
+
+/* Asks the auth server for a new access certificate and keeps it. */
+static cn_err_t access_fetch(const signin_t *s, const char *cert, const char *key, const char *out,
+                             char *msg, size_t msz)
+{
+    cn_sau2_client_opts_t o = {
+        .addr = s->server, .trust_file = s->trust, .cert_file = cert, .key_file = key
+    };
+    cn_sau2_conn_t *c = NULL;
+    cn_sau2_req_t req;
+    memset(&req, 0, sizeof req);
+    req.argc = 1;
+    req.argv[0] = (cn_sau2_str_t){ (const uint8_t *)"access-certificate", 18 };
+    cn_buf_t payload = { 0 };
+    cn_sau2_reply_view_t v;
+    size_t off = 0;
+    cn_sau2_row_t row;
+    cn_err_t e = cn_sau2_conn_open(&o, &c);
+    if (e == 0)
+        e = cn_sau2_conn_call(c, &req, &payload, &v);
+    if (e == 0 && v.code) {
+        snprintf(msg, msz, "access certificate from %s refused: %.*s", s->server,
+                 (int)v.message.len, (const char *)v.message.p);
+        e = CN_E_AUTH;
+    } else if (e == 0 && (!cn_sau2_row_next(&v, &off, &row) || row.n != 2)) {
+        e = CN_E_PROTOCOL;
+    } else if (e == 0) {
+        e = cn_file_replace(out, row.s[0].p, row.s[0].len, 0600);
+    }
+    if (e < 0 && !msg[0])
+        snprintf(msg, msz, "cannot get an access certificate from %s: %s", s->server,
+                 cn_strerror(e));
+    cn_buf_free(&payload);
+    cn_sau2_conn_close(c);
+    return e;
+}
+
+cn_err_t cn__scribe_tls_identity(struct ssl_ctx_st *ctx, bool *direct, char *msg, size_t msz)
+{
+    signin_t s;
+    char cert[PATH_MAX + 32], key[PATH_MAX + 32], acc[PATH_MAX + 32];
+    *direct = false;
+    msg[0] = '\0';
+    const char *anon = getenv("CAIRN_SCRIBE_ANONYMOUS");
+    if (anon && !strcmp(anon, "1"))
+        return CN_OK; /* asked for: the sign-in is for another server */
+    signin_read(&s);
+    if (!s.signed_in || conf_path(cert, sizeof cert, s.dir, "auth.cert") ||
+        conf_path(key, sizeof key, s.dir, "auth.key") ||
+        conf_path(acc, sizeof acc, s.dir, "auth.access"))
+        return CN_OK; /* not signed in: an anonymous caller */
+    EVP_PKEY *k = NULL;
+    X509 *x = NULL;
+    FILE *f = fopen(key, "r");
+    if (f) {
+        k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+        fclose(f);
+    }
+    if (!k) {
+        snprintf(msg, msz, "cannot read the device key %s", key);
+        return CN_E_INVALID;
+    }
+    cn_err_t e = CN_OK;
+    for (int attempt = 0; attempt < 2 && e == CN_OK && !x; attempt++) {
+        if (attempt == 1)
+            e = access_fetch(&s, cert, key, acc, msg, msz);
+        f = e == CN_OK ? fopen(acc, "r") : NULL;
+        x = f ? PEM_read_X509(f, NULL, NULL, NULL) : NULL;
+        if (f)
+            fclose(f);
+        if (x && !access_fresh(x, k)) {
+            X509_free(x);
+            x = NULL;
+        }
+    }
+    if (e == CN_OK && !x) {
+        snprintf(msg, msz, "the access certificate from %s is unusable", s.server);
+        e = CN_E_PROTOCOL;
+    }
+    if (e == CN_OK &&
+        (SSL_CTX_use_certificate(ctx, x) != 1 || SSL_CTX_use_PrivateKey(ctx, k) != 1)) {
+        ssl_reason(msg, msz, "cannot use the access certificate");
+        e = CN_E_INVALID;
+    }
+    *direct = e == CN_OK;
+    X509_free(x);
+    EVP_PKEY_free(k);
+    ERR_clear_error();
+    return e;
 }

@@ -7,6 +7,7 @@
 
 #include "cairn/err.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct ssl_ctx_st;
@@ -23,6 +24,16 @@ cn_err_t cn__scribe_tls_ctx(const char *ca_file, struct ssl_ctx_st **out, char *
  * certificate is refused; msg says why.  *out freed with SSL_free. */
 cn_err_t cn__scribe_tls_connect(struct ssl_ctx_st *ctx, int fd, const char *host,
                                 struct ssl_st **out, char *msg, size_t msz);
+
+/* The signed-in user's access certificate and device key as ctx's client
+ * certificate (*direct true: caller tag 1), from the sign-in state of
+ * `cairn repo login`, asking the auth server for a new certificate when the
+ * cached one (auth.access) has lived half its lifetime or certifies another
+ * key.  Not signed in, or CAIRN_SCRIBE_ANONYMOUS=1 (the sign-in is for
+ * another server's auth): CN_OK, *direct false (an anonymous caller).  Errors:
+ * the state is unusable or auth refused (CN_E_AUTH) or unreachable; msg
+ * says why. */
+cn_err_t cn__scribe_tls_identity(struct ssl_ctx_st *ctx, bool *direct, char *msg, size_t msz);
 
 /* One write or read through ssl: *done bytes (> 0) or an error: CN_E_CLOSED
  * (peer closed), CN_E_TIMEOUT (the socket's timeout), -EIO. */

@@ -5,9 +5,11 @@
  * administrator `admin`, whose password comes from CAIRN_AUTH_ADMIN_PASSWORD
  * or is drawn at random and printed once on stdout.  migrate runs the schema
  * steps; backup writes the state and keys to a file (mode 0600); restore
- * loads one; migrate and restore draw a new incarnation, which each prints.
+ * loads one (refused while a cairnd holds the data directory); migrate and
+ * restore draw a new incarnation, which each prints.
  * It prints nothing else secret, and never logs the password.  Exit 0 ok,
  * 1 failure, 2 usage. */
+#include "admin_open.h"
 #include "cmd.h"
 
 #include "cairn/crypto.h"
@@ -43,15 +45,27 @@ static void print_incarnation(const char *data)
     cn_meta_close(meta);
 }
 
-/* migrate, backup FILE, restore FILE. */
+/* migrate, backup FILE, restore FILE.  restore replaces the state and keys
+ * a running cairnd has loaded, so it holds the data directory as the other
+ * offline commands do (the store's lock, admin_open.c): with a cairnd
+ * running it refuses, CN_E_BUSY, and changes nothing. */
 static int auth_state_op(const char *data, const char *verb, const char *file)
 {
     cn_meta_t *meta = NULL;
-    cn_err_t e = cn_meta_open(data, NULL, &meta);
+    cn_store_t *store = NULL;
+    bool restore = !strcmp(verb, "restore");
+    cn_err_t e =
+        restore ? cn__admin_open_store(data, 0, &meta, &store) : cn_meta_open(data, NULL, &meta);
+    if (restore && e < 0) { /* the message (and the hint for BUSY) is printed already */
+        cn_store_close(store);
+        cn_meta_close(meta);
+        return EXIT_SERVER;
+    }
     if (e == 0)
         e = !strcmp(verb, "migrate")  ? cn_auth_migrate(meta)
             : !strcmp(verb, "backup") ? cn_auth_backup(meta, data, file)
                                       : cn_auth_restore(meta, data, file);
+    cn_store_close(store);
     cn_meta_close(meta);
     if (e < 0) {
         fprintf(stderr, "cairn admin: auth %s: %s\n", verb,

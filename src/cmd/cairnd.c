@@ -9,6 +9,7 @@
  * configuration file that does not parse or names an unknown key). */
 #include "cairnd.h"
 #include "cairn/crypto.h"
+#include "cairn/store.h"
 #include "cairn/util.h"
 
 #include <errno.h>
@@ -26,11 +27,22 @@
     "              [--jay-tls-cert FILE --jay-tls-key FILE] [--scribe-tls-cert FILE ...]\n"        \
     "              [--http-tls-cert FILE ...] [--allow-plaintext-public] [--net-loops N]\n"        \
     "              [--tls-groups pq-only|hybrid-first]\n"                                          \
+    "              [--blob-store s3://BUCKET/PREFIX --blob-endpoint URL [--blob-region R]\n"       \
+    "               [--blob-credentials FILE] [--blob-virtual-host]] [--cache-dir DIR]\n"          \
+    "              [--cache-size BYTES[K|M|G]] [--meta postgres://...|sqlite:PATH]\n"              \
+    "              [--migrate-only]\n"                                                             \
     "              [--help] [--version]\n"
 
 #define CAIRND_HELP                                                                               \
     "\n"                                                                                          \
     "  --data DIR              data directory (default ./data; created with mode 0700)\n"         \
+    "  --meta URL              metadata: a libpq postgres:// URI, or sqlite:PATH (default\n"      \
+    "                          DATA/meta.db); docs/fleet.md\n"                                    \
+    "  --migrate-only          apply pending metadata schema steps, then exit (no listener)\n"    \
+    "  --auth-server HOST:PORT the SAU2 service --scribe-tls asks about principals (default:\n"   \
+    "                          this data directory's auth state); with --auth-trust FILE\n"       \
+    "                          (the trust bundle) and --auth-credential FILE (this server's\n"    \
+    "                          credential and key, PEM); also [scribe-tls] auth_*\n"              \
     "  --jay ADDR|off          Jay native v1 listener (default 127.0.0.1:7446)\n"                 \
     "  --scribe ADDR|off       Scribe protocol 2, plaintext only (default 127.0.0.1:7447)\n"      \
     "  --scribe-tls ADDR|off   Scribe protocol 4 over TLS 1.3, X25519MLKEM768 only (default\n"    \
@@ -49,6 +61,12 @@
     "                          CAIRN_TLS_GROUPS; Scribe TLS and SAU2 are always pq-only\n"        \
     "  --net-loops N           event-loop threads (default 0: one per CPU, at most 8;\n"          \
     "                          also [server] net_loops, or CAIRN_NET_LOOPS)\n"                    \
+    "  --blob-store s3://BUCKET/PREFIX  keep blobs in an S3-compatible store (docs/fleet.md)\n"   \
+    "  --blob-endpoint URL     its http[s]://HOST[:PORT]; --blob-region R (default us-east-1)\n"  \
+    "  --blob-credentials FILE KEY_ID:SECRET (else AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)\n"    \
+    "  --blob-virtual-host     BUCKET.HOST addressing (default: path style)\n"                    \
+    "  --cache-dir DIR         the blob tier's local cache (default DATA/cache)\n"                \
+    "  --cache-size BYTES      its budget, with K, M or G (default 4G)\n"                         \
     "  --config FILE           TOML file with limits and listener settings\n"                     \
     "                          (see docs/development.md)\n"                                       \
     "  --log-level LEVEL       debug, info (default), warn or error\n"                            \
@@ -253,11 +271,17 @@ static int config_apply(const cn_toml_t *doc, cn_server_config_t *scfg, bool *al
 /* ---- command line ----------------------------------------------------------------- */
 typedef struct {
     const char *data_dir, *config_path;
-    int net_loops;  /* --net-loops, or -1 */
-    int tls_groups; /* --tls-groups: a cn_tls_groups_t, or -1 */
+    /* --meta: postgres://... or sqlite:PATH; NULL = DATA/meta.db */
+    const char *meta;
+    /* --migrate-only: apply the schema steps, then exit */
+    bool migrate_only;
+    cn_services_auth_t auth; /* --auth-server, --auth-trust, --auth-credential */
+    int net_loops;           /* --net-loops, or -1 */
+    int tls_groups;          /* --tls-groups: a cn_tls_groups_t, or -1 */
     cn_log_level_t level;
     bool json, allow_public;
     listener_flags_t flags[CN_MAX_PROTOS];
+    struct cn_store_tier tier; /* --blob-store and its companions */
 } cmdline_t;
 
 enum {
@@ -270,6 +294,18 @@ enum {
     O_PUBLIC,
     O_LOOPS,
     O_GROUPS,
+    O_BLOB_STORE,
+    O_BLOB_ENDPOINT,
+    O_BLOB_REGION,
+    O_BLOB_CREDS,
+    O_BLOB_VHOST,
+    O_CACHE_DIR,
+    O_CACHE_SIZE,
+    O_META,
+    O_MIGRATE_ONLY,
+    O_AUTH_SERVER,
+    O_AUTH_TRUST,
+    O_AUTH_CREDENTIAL,
     O_PROTO = 512
 }; /* O_PROTO + 3*i + {0 addr, 1 cert, 2 key} */
 
@@ -289,6 +325,18 @@ static void build_options(struct option *opts, char (*names)[48], size_t nprotos
     opts[no++] = (struct option){ "allow-plaintext-public", no_argument, 0, O_PUBLIC };
     opts[no++] = (struct option){ "net-loops", required_argument, 0, O_LOOPS };
     opts[no++] = (struct option){ "tls-groups", required_argument, 0, O_GROUPS };
+    opts[no++] = (struct option){ "blob-store", required_argument, 0, O_BLOB_STORE };
+    opts[no++] = (struct option){ "blob-endpoint", required_argument, 0, O_BLOB_ENDPOINT };
+    opts[no++] = (struct option){ "blob-region", required_argument, 0, O_BLOB_REGION };
+    opts[no++] = (struct option){ "blob-credentials", required_argument, 0, O_BLOB_CREDS };
+    opts[no++] = (struct option){ "blob-virtual-host", no_argument, 0, O_BLOB_VHOST };
+    opts[no++] = (struct option){ "cache-dir", required_argument, 0, O_CACHE_DIR };
+    opts[no++] = (struct option){ "cache-size", required_argument, 0, O_CACHE_SIZE };
+    opts[no++] = (struct option){ "meta", required_argument, 0, O_META };
+    opts[no++] = (struct option){ "migrate-only", no_argument, 0, O_MIGRATE_ONLY };
+    opts[no++] = (struct option){ "auth-server", required_argument, 0, O_AUTH_SERVER };
+    opts[no++] = (struct option){ "auth-trust", required_argument, 0, O_AUTH_TRUST };
+    opts[no++] = (struct option){ "auth-credential", required_argument, 0, O_AUTH_CREDENTIAL };
     for (size_t i = 0; i < nprotos; i++) {
         static const char *const suffix[3] = { "", "-tls-cert", "-tls-key" };
         const cn_protocol_t *p = &cn_protocols[i];
@@ -350,11 +398,41 @@ static int tls_groups_apply(const cmdline_t *cl, const cn_toml_t *doc, listener_
     return 0;
 }
 
+/* One flag of the blob tier (docs/fleet.md) into t: 0, or 2 after a usage
+ * error (reported). */
+static int tier_flag(int c, const char *arg, struct cn_store_tier *t)
+{
+    char *end = NULL;
+    unsigned long long v;
+    switch (c) {
+    case O_BLOB_STORE: t->blob_store = arg; return 0;
+    case O_BLOB_ENDPOINT: t->endpoint = arg; return 0;
+    case O_BLOB_REGION: t->region = arg; return 0;
+    case O_BLOB_CREDS: t->credentials_file = arg; return 0;
+    case O_BLOB_VHOST: t->virtual_host = true; return 0;
+    case O_CACHE_DIR: t->cache_dir = arg; return 0;
+    default:
+        errno = 0;
+        v = strtoull(arg, &end, 10);
+        int shift = !*end               ? 0
+                    : !strcmp(end, "K") ? 10
+                    : !strcmp(end, "M") ? 20
+                    : !strcmp(end, "G") ? 30
+                                        : -1;
+        if (errno || end == arg || shift < 0 || v == 0 || v > (UINT64_MAX >> shift)) {
+            fputs("cairnd: --cache-size wants BYTES[K|M|G], more than 0\n" CAIRND_USAGE, stderr);
+            return 2;
+        }
+        t->cache_bytes = (uint64_t)v << shift;
+        return 0;
+    }
+}
+
 /* Parses argv into cl.  Returns RUN, or the exit status when cairnd is done:
  * 0 after --help or --version, 2 after a usage error (already reported). */
 static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
 {
-    struct option opts[9 + 3 * CN_MAX_PROTOS + 1];
+    struct option opts[18 + 3 * CN_MAX_PROTOS + 1];
     char names[3 * CN_MAX_PROTOS][48];
     build_options(opts, names, nprotos);
     *cl = (cmdline_t){
@@ -371,6 +449,18 @@ static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
             }
             cl->data_dir = optarg;
             break;
+        case O_META:
+            if (strncmp(optarg, "postgres://", 11) && strncmp(optarg, "postgresql://", 13) &&
+                (strncmp(optarg, "sqlite:", 7) || !optarg[7])) {
+                fputs("cairnd: --meta wants postgres://... or sqlite:PATH\n" CAIRND_USAGE, stderr);
+                return 2;
+            }
+            cl->meta = optarg;
+            break;
+        case O_MIGRATE_ONLY: cl->migrate_only = true; break;
+        case O_AUTH_SERVER: cl->auth.server = optarg; break;
+        case O_AUTH_TRUST: cl->auth.trust = optarg; break;
+        case O_AUTH_CREDENTIAL: cl->auth.credential = optarg; break;
         case O_CONFIG: cl->config_path = optarg; break;
         case O_LEVEL:
             if (cn_log_level_parse(optarg, &cl->level) < 0) {
@@ -406,6 +496,11 @@ static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
             }
             break;
         default:
+            if (c >= O_BLOB_STORE && c <= O_CACHE_SIZE) {
+                if (tier_flag(c, optarg, &cl->tier))
+                    return 2;
+                break;
+            }
             if (c >= O_PROTO && c < O_PROTO + 3 * (int)nprotos) {
                 listener_flags_t *f = &cl->flags[(c - O_PROTO) / 3];
                 const char **slot = (c - O_PROTO) % 3 == 0   ? &f->addr
@@ -495,14 +590,28 @@ static int resolve_listeners(listener_t *ls, size_t nprotos, const cmdline_t *cl
 
 /* Opens the services, starts every enabled listener and runs until stopped;
  * then stops and frees them in reverse order.  Returns the exit status. */
-static int serve(const char *data_dir, const cn_toml_t *doc, const cn_server_config_t *scfg,
+/* --migrate-only: opens the services, which applies every pending schema
+ * step (under the engine's schema lock: docs/fleet.md), and closes them
+ * again without listening.  Returns the exit status. */
+static int migrate_only(const cmdline_t *cl, const cn_toml_t *doc)
+{
+    cn_services_t *svc = NULL;
+    if (cn_services_open(cl->data_dir, cl->meta, doc, &cl->tier, &svc) < 0)
+        return 1;
+    cn_services_close(svc);
+    cn_info("cairnd", "--migrate-only: the schema is current");
+    return 0;
+}
+
+static int serve(const cmdline_t *cl, const cn_toml_t *doc, const cn_server_config_t *scfg,
                  listener_t *ls, size_t nprotos, size_t nenabled)
 {
     int status = 1;
     cn_services_t *svc = NULL;
     cn_server_t *srv = NULL;
-    if (cn_services_open(data_dir, doc, &svc) < 0)
+    if (cn_services_open(cl->data_dir, cl->meta, doc, &cl->tier, &svc) < 0)
         goto out;
+    svc->auth = cl->auth;
     cn_err_t e = cn_server_create(scfg, &srv);
     if (e < 0) {
         cn_error("cairnd", "cannot start the network layer: %s", cn_strerror(e));
@@ -618,7 +727,8 @@ int main(int argc, char **argv)
     if (status)
         goto out;
     cn_info("cairnd", "cairnd %s starting; data in %s", CAIRN_VERSION, cl.data_dir);
-    status = serve(cl.data_dir, doc, &scfg, ls, nprotos, nenabled);
+    status =
+        cl.migrate_only ? migrate_only(&cl, doc) : serve(&cl, doc, &scfg, ls, nprotos, nenabled);
 out:
     cn_toml_free(doc);
     return status;

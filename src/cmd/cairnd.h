@@ -16,6 +16,14 @@ typedef struct cn_objects cn_objects_t;
 typedef struct cn_blobs cn_blobs_t;
 typedef struct cn_repos cn_repos_t;
 
+/* Where protocol 4 resolves principals, from cairnd's flags (NULL: unset;
+ * each wins over its [scribe-tls] auth_* key). */
+typedef struct cn_services_auth {
+    const char *server;     /* --auth-server HOST:PORT */
+    const char *trust;      /* --auth-trust FILE */
+    const char *credential; /* --auth-credential FILE */
+} cn_services_auth_t;
+
 typedef struct cn_services {
     char *data_dir;
     const cn_toml_t *config; /* borrowed: the --config document, or NULL */
@@ -25,16 +33,21 @@ typedef struct cn_services {
     cn_objects_t *objects;
     cn_blobs_t *blobs;
     cn_repos_t *repos;
+    cn_services_auth_t auth; /* borrowed strings: set by cairnd after opening */
 } cn_services_t;
 
 /* Config sections the services read themselves; cairnd does not check their
  * keys (cn_services_open does).  NULL-terminated. */
 extern const char *const cn_services_sections[];
 
-/* Opens the services on data_dir, creating it with mode 0700 when missing.
- * config (borrowed, may be NULL) must outlive the services.  Errors are
+/* Opens the services on data_dir, creating it with mode 0700 when missing;
+ * the metadata in meta (a postgres:// URI or sqlite:PATH; NULL: data_dir's
+ * own meta.db).  config (borrowed, may be NULL) must outlive the services;
+ * tier (may be NULL: local blobs) is the store's blob tier (cairn/store.h).  Errors are
  * logged; returns 0 or a cn_err_t.  *out freed by cn_services_close. */
-cn_err_t cn_services_open(const char *data_dir, const cn_toml_t *config, cn_services_t **out);
+struct cn_store_tier;
+cn_err_t cn_services_open(const char *data_dir, const char *meta, const cn_toml_t *config,
+                          const struct cn_store_tier *tier, cn_services_t **out);
 /* Closes what cn_services_open opened.  Accepts NULL. */
 void cn_services_close(cn_services_t *svc);
 

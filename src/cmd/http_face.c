@@ -3,10 +3,13 @@
 #include "http_face.h"
 #include "cairn/blobops.h"
 #include "cairn/http.h"
+#include "cairn/meta.h"
 #include "cairn/s3.h"
+#include "cairn/store.h"
 #include "cairn/util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +46,45 @@ static cn_err_t env_min_part(uint64_t *out)
     return CN_OK;
 }
 
+/* /_cairn/ready: 200 only while the metadata engine and the blob backend
+ * both answer, else 503 with {"ready":false,"reason":...}
+ * (/_cairn/health stays liveness). */
+static int ready_request(cn_http_req_t *r, void *ctx)
+{
+    cn_services_t *svc = ctx;
+    cn_meta_txn_t *txn = NULL;
+    int64_t v = 0;
+    const char *why = NULL;
+    cn_err_t e = cn_meta_begin(svc->meta, CN_META_READ, &txn);
+    if (e >= 0)
+        cn_meta_rollback(txn);
+    if (e >= 0)
+        e = cn_meta_schema_version(svc->meta, "store", &v);
+    if (e < 0)
+        why = "metadata";
+    else if (cn_store_ping(svc->store) < 0)
+        why = "blob_backend";
+    char body[128];
+    int n = why ? snprintf(body, sizeof body,
+                           "{\"ready\":false,\"reason\":\"%s unavailable\",\"component\":\"%s\"}",
+                           why, why)
+                : snprintf(body, sizeof body, "{\"ready\":true}");
+    return cn_http_respond(r, why ? 503 : 200, "application/json", body, (size_t)n);
+}
+
+static cn_err_t ready_register(cn_http_server_t *srv, cn_services_t *svc)
+{
+    cn_http_route_t ready = {
+        .name = "ready",
+        .methods = CN_HTTP_GET | CN_HTTP_HEAD,
+        .prefix = "/_cairn/ready",
+        .flags = CN_HTTP_ROUTE_EXACT | CN_HTTP_ROUTE_OWN_AUTH_ERRORS,
+        .on_request = ready_request,
+        .ctx = svc,
+    };
+    return cn_http_server_route(srv, &ready);
+}
+
 cn_err_t cn_http_face_start(cn_services_t *svc, const cn_toml_val_t *section,
                             const cn_listen_opts_t *opts, cn_server_t *srv, void **actx)
 {
@@ -70,6 +112,8 @@ cn_err_t cn_http_face_start(cn_services_t *svc, const cn_toml_val_t *section,
     cn_err_t e = cn_http_server_new(&cfg, &f->srv);
     /* The blob ops live under /_cairn/, which the S3 route leaves alone, but
      * they are registered first so that the more specific routes win. */
+    if (e >= 0)
+        e = ready_register(f->srv, svc);
     if (e >= 0)
         e = cn_blobs_http_register(f->srv, svc->blobs, svc->identity, &f->blobs);
     if (e >= 0) {

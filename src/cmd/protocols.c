@@ -4,6 +4,7 @@
  * it refuses to start. */
 #include "cairnd.h"
 #include "cairn/jay_server.h"
+#include "cairn/sau2_client.h"
 #include "cairn/sau2_server.h"
 #include "cairn/scribe_server.h"
 #include "cairn/util.h"
@@ -22,29 +23,105 @@ static cn_err_t jay_create(cn_services_t *svc, const cn_toml_val_t *section,
  * by the adapter: [scribe] (or [scribe-tls]) idle_timeout_ms, else the
  * specification's 300 s.  version: 2 plaintext, 4 the TLS listener. */
 static cn_err_t scribe_make(cn_services_t *svc, const cn_toml_val_t *section, uint16_t version,
-                            const cn_adapter_t **ad, void **actx)
+                            cn_scribe_auth_t *auth, const cn_adapter_t **ad, void **actx)
 {
     int64_t idle_ms = 300000;
     const cn_toml_val_t *v = section ? cn_toml_get(section, "idle_timeout_ms") : NULL;
     if (v && cn_toml_int(v, &idle_ms) < 0)
         idle_ms = 300000;
     cn_scribe_config_t cfg = { .inactivity_s = idle_ms >= 1000 ? (uint32_t)(idle_ms / 1000) : 1,
-                               .version = version };
+                               .version = version,
+                               .auth = auth };
     return cn_scribe_adapter_create(&cfg, svc->repos, ad, actx);
 }
 
 static cn_err_t scribe_create(cn_services_t *svc, const cn_toml_val_t *section,
                               const cn_adapter_t **ad, void **actx)
 {
-    return scribe_make(svc, section, 2, ad, actx);
+    return scribe_make(svc, section, 2, NULL, ad, actx);
 }
 
 /* The protocol-4 listener: the same adapter speaking protocol 4 inside TLS
- * 1.3 (X25519MLKEM768 only). */
+ * 1.3 (X25519MLKEM768 only).  Its auth (docs/protocol/scribe.md 15.6):
+ * [scribe-tls] auth_server = "HOST:PORT" names a remote SAU2 service, reached
+ * with libcairn's pool, trusting auth_trust (PEM: the trust bundle) and
+ * presenting auth_credential (PEM: this server's `server` credential
+ * certificate and its key, in one file); else, when `cairn admin auth init`
+ * ran on this data directory, the in-process provider over that state; else
+ * anonymous sessions only, every caller trusted.  Either provider serves
+ * [scribe-tls] namespace (default "default") and reuses a confirmed
+ * identity for at most auth_cache_ms (default and ceiling 30,000). */
+static const char *const scribe_tls_keys[] = { "namespace",  "auth_cache_ms",   "auth_server",
+                                               "auth_trust", "auth_credential", NULL };
+
+static cn_err_t sau2_pool_call(void *ctx, const cn_sau2_req_t *req, cn_buf_t *payload,
+                               cn_sau2_reply_view_t *v)
+{
+    return cn_sau2_client_call(ctx, req, payload, v);
+}
+
+static void sau2_pool_free(void *ctx)
+{
+    cn_sau2_client_free(ctx);
+}
+
+/* A [scribe-tls] string key, or NULL when absent; *bad when not a string. */
+static const char *tls_str(const cn_toml_val_t *section, const char *key, bool *bad)
+{
+    const cn_toml_val_t *v = section ? cn_toml_get(section, key) : NULL;
+    const char *s = v ? cn_toml_str(v) : NULL;
+    *bad = *bad || (v && !s);
+    return s;
+}
+
+static cn_err_t scribe_tls_auth(cn_services_t *svc, const cn_toml_val_t *section,
+                                cn_scribe_auth_t **auth)
+{
+    bool bad = false;
+    const char *ns = tls_str(section, "namespace", &bad);
+    const char *server = tls_str(section, "auth_server", &bad);
+    const char *trust = tls_str(section, "auth_trust", &bad);
+    const char *cred = tls_str(section, "auth_credential", &bad);
+    server = svc->auth.server ? svc->auth.server : server;
+    trust = svc->auth.trust ? svc->auth.trust : trust;
+    cred = svc->auth.credential ? svc->auth.credential : cred;
+    int64_t cache_ms = 0;
+    const cn_toml_val_t *v = section ? cn_toml_get(section, "auth_cache_ms") : NULL;
+    if (bad || (v && (cn_toml_int(v, &cache_ms) < 0 || cache_ms < 0)) ||
+        (server && (!trust || !cred))) {
+        cn_error("cairnd", "scribe-tls: --auth-server (auth_server) needs --auth-trust and "
+                           "--auth-credential (auth_trust, auth_credential)");
+        return CN_E_INVALID;
+    }
+    ns = ns ? ns : "default";
+    if (!server)
+        return cn_scribe_auth_local(svc->meta, svc->data_dir, ns, cache_ms, auth);
+    cn_sau2_client_opts_t o = {
+        .addr = server, .trust_file = trust, .cert_file = cred, .key_file = cred
+    };
+    cn_sau2_client_t *cl = NULL;
+    CN_TRY(cn_sau2_client_new(&o, &cl));
+    cn_err_t e =
+        cn_scribe_auth_remote(svc->meta, ns, cache_ms, sau2_pool_call, cl, sau2_pool_free, auth);
+    return e == CN_E_NOT_FOUND ? CN_E_PROTOCOL : e; /* never "no auth" when one is named */
+}
+
 static cn_err_t scribe_tls_create(cn_services_t *svc, const cn_toml_val_t *section,
                                   const cn_adapter_t **ad, void **actx)
 {
-    return scribe_make(svc, section, 4, ad, actx);
+    cn_scribe_auth_t *auth = NULL;
+    cn_err_t e = scribe_tls_auth(svc, section, &auth);
+    if (e < 0 && e != CN_E_NOT_FOUND) {
+        cn_error("cairnd", "scribe-tls: cannot use its auth: %s", cn_strerror(e));
+        return e;
+    }
+    if (auth)
+        cn_info("cairnd", "scribe-tls: principals from %s auth, namespace %s",
+                svc->auth.server || (section && cn_toml_get(section, "auth_server"))
+                    ? "a remote"
+                    : "this data directory's",
+                cn_scribe_auth_namespace(auth));
+    return scribe_make(svc, section, 4, auth, ad, actx);
 }
 
 /* The SAU2 listener (off unless --auth or [auth] address): TLS with the
@@ -91,15 +168,16 @@ const cn_protocol_t cn_protocols[] = {
       .create = scribe_create,
       .destroy = cn_scribe_adapter_destroy },
     /* Scribe protocol 4: off unless --scribe-tls ADDR, configured by
-     * --scribe-tls-cert / --scribe-tls-key; anonymous sessions until the
-     * SAU2 service resolves principals (a client certificate is asked for,
-     * and refused by the adapter, meanwhile). */
+     * --scribe-tls-cert / --scribe-tls-key; a client certificate is asked
+     * for and judged by the adapter against the data directory's auth or a
+     * remote one (scribe_tls_create), refused when there is none. */
     { .name = "scribe-tls",
       .default_addr = "off",
       .tls_flags = "scribe",
       .tls_required = true,
       .tls_pq_only = true,
       .tls_client_cert = true,
+      .config_keys = scribe_tls_keys,
       .create = scribe_tls_create,
       .destroy = cn_scribe_adapter_destroy },
     { .name = "http",

@@ -58,10 +58,12 @@ const char cn__repo_usage[] =
     "       cairn repo locks [PREFIX] [--mine]         path, principal, workspace, branch, since\n"
     "       cairn repo workspace list [--all]          id, branch, label, tags, created\n"
     "       cairn repo workspace remove [ID]           retire a workspace (default: this one)\n"
+    "       cairn repo mounts [--change N]             the mounts declared at the workspace's\n"
+    "                                                  change (or N): name, path, ids, pin\n"
     "       cairn repo edit PATH...                    lock what the lock policy requires, make\n"
     "                                                  PATHs writable\n"
-    "       (mv, branch, switch, merge, resolve, cherry-pick, edit, workspace and the lock verbs\n"
-    "       act on the workspace holding . or -C DIR)\n"
+    "       (mv, branch, switch, merge, resolve, cherry-pick, edit, workspace, mounts and\n"
+    "       the lock verbs act on the workspace holding . or -C DIR)\n"
     "REPO: NAME, HOST:PORT/NAME, scribe://HOST[:PORT]/NAME or scribes://HOST:PORT/NAME (TLS)\n"
     "options: --endpoint HOST:PORT (CAIRN_SCRIBE_ENDPOINT, default 127.0.0.1:7447)\n"
     "         --lz4 (LZ4 transfers)  --author NAME (default $USER)  --quiet\n"
@@ -571,9 +573,10 @@ int cn_cmd_repo(int argc, char **argv)
     if (!strcmp(verb, "lock") || !strcmp(verb, "unlock") || !strcmp(verb, "locks") ||
         !strcmp(verb, "edit"))
         return cn__repo_lock(argc, argv); /* its own options: repo_lock.c */
-    if (!strcmp(verb, "workspace"))
-        return cn__repo_workspace(argc, argv); /* its own options: repo_workspace.c */
-    if (!strcmp(verb, "login") || !strcmp(verb, "whoami") || !strcmp(verb, "logout"))
+    if (!strcmp(verb, "workspace") || !strcmp(verb, "mounts"))
+        return (*verb == 'w' ? cn__repo_workspace : cn__repo_mounts)(argc, argv); /* own options */
+    if (!strcmp(verb, "login") || !strcmp(verb, "whoami") || !strcmp(verb, "logout") ||
+        !strcmp(verb, "automation") || !strcmp(verb, "auth"))
         return cn__repo_auth(argc, argv); /* SAU2 sign-in: repo_auth.c */
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];

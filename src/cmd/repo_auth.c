@@ -16,6 +16,7 @@
  * Exit statuses: docs/cli.md's table (0 ok, 1 server, 2 usage or not signed
  * in, 4 refused, 5 network, 7 local). */
 #include "cmd.h"
+#include "repo_auth.h"
 
 #include "cairn/sau2_client.h"
 #include "cairn/util.h"
@@ -27,9 +28,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
@@ -39,6 +42,9 @@ static const char auth_usage[] =
     "usage: cairn repo login HOST:PORT [--user NAME] [--admin] [--ca FILE]\n"
     "       cairn repo whoami\n"
     "       cairn repo logout\n"
+    "       cairn repo automation create|derive ...   (cairn repo automation --help)\n"
+    "       cairn repo auth GROUP VERB ...            (cairn repo auth --help)\n"
+    "whoami and logout run as CAIRN_AUTH_CREDENTIAL's credential file when it is set\n"
     "password: a prompt on a terminal, else CAIRN_PASSWORD, else standard input;\n"
     "server trust: --ca FILE or CAIRN_AUTH_CA, else the trust bundle pinned at first contact\n";
 
@@ -282,42 +288,20 @@ static int trust_for(const paths_t *p, const char *server, const char *ca, char 
 /* A new device key (auth.key) and the hex SPKI DER of its public half. */
 static cn_err_t new_device_key(const paths_t *p, char *spki_hex, size_t cap)
 {
-    EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
-    unsigned char *der = NULL;
-    int n = k ? i2d_PUBKEY(k, &der) : -1;
-    BIO *bio = BIO_new(BIO_s_mem());
-    cn_err_t e = n > 0 && (size_t)n * 2 < cap && bio &&
-                         PEM_write_bio_PrivateKey(bio, k, NULL, NULL, 0, NULL, NULL) == 1
-                     ? CN_OK
-                     : -ENOMEM;
-    if (e == 0) {
-        hex(der, (size_t)n, spki_hex);
-        char *pem = NULL;
-        long len = BIO_get_mem_data(bio, &pem);
-        e = write_private(p->key, pem, (size_t)len);
-    }
-    BIO_free(bio);
-    OPENSSL_free(der);
-    EVP_PKEY_free(k);
+    cn_buf_t pem = { 0 };
+    cn_err_t e = cn__ra_new_key(&pem, spki_hex, cap);
+    if (e == 0)
+        e = write_private(p->key, pem.data, pem.len);
+    if (pem.data)
+        OPENSSL_cleanse(pem.data, pem.len);
+    cn_buf_free(&pem);
     return e;
 }
 
 /* The hex SPKI DER of auth.key's public half. */
 static cn_err_t device_spki(const paths_t *p, char *spki_hex, size_t cap)
 {
-    FILE *f = fopen(p->key, "r");
-    if (!f)
-        return -errno;
-    EVP_PKEY *k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
-    fclose(f);
-    unsigned char *der = NULL;
-    int n = k ? i2d_PUBKEY(k, &der) : -1;
-    cn_err_t e = n > 0 && (size_t)n * 2 < cap ? CN_OK : CN_E_CORRUPT;
-    if (e == 0)
-        hex(der, (size_t)n, spki_hex);
-    OPENSSL_free(der);
-    EVP_PKEY_free(k);
-    return e;
+    return cn__ra_file_spki(p->key, spki_hex, cap);
 }
 
 /* Sends verb (login/admin-login or its -outcome) with the session's ids. */
@@ -461,14 +445,13 @@ out:
 
 static int signed_in_call(const paths_t *p, const char *verb, bool logout)
 {
-    session_t s;
-    if (session_load(p, &s) < 0 || strcmp(s.state, "signed-in") != 0) {
-        fprintf(stderr, "cairn repo: %s: not signed in (cairn repo login HOST:PORT)\n", verb);
-        return EXIT_USAGE;
-    }
-    cn_sau2_client_opts_t o = {
-        .addr = s.server, .trust_file = s.trust, .cert_file = p->cert, .key_file = p->key
-    };
+    cn__ra_who_t who; /* the session, or CAIRN_AUTH_CREDENTIAL's file */
+    int who_rc = cn__ra_who(&who, verb, NULL);
+    if (who_rc)
+        return who_rc;
+    session_t s = { 0 };
+    snprintf(s.server, sizeof s.server, "%s", who.server);
+    cn_sau2_client_opts_t o = cn__ra_opts(&who);
     cn_sau2_client_t *cl = NULL;
     cn_sau2_req_t req = { 0 };
     set_args(&req, 1, (const char *const[]){ verb });
@@ -487,7 +470,13 @@ static int signed_in_call(const paths_t *p, const char *verb, bool logout)
                (const char *)row.s[4].p, row.s[5].len == 1 && row.s[5].p[0] == '1' ? "yes" : "no");
     /* Logged out, or the server no longer knows the credential: either way
      * nothing local is worth keeping. */
-    if (logout && (rc == 0 || rc == EXIT_DENIED)) {
+    if (logout && who.file && (rc == 0 || rc == EXIT_DENIED)) {
+        printf("credential of %s revoked (the file is of no further use)\n", s.server);
+        rc = EXIT_OK;
+    } else if (logout && (rc == 0 || rc == EXIT_DENIED)) {
+        char access[PATH_MAX + 16]; /* the Scribe client's cached access certificate */
+        snprintf(access, sizeof access, "%s/auth.access", p->dir);
+        (void)unlink(access);
         (void)unlink(p->cert);
         (void)unlink(p->key);
         (void)unlink(p->session);
@@ -506,6 +495,10 @@ int cn__repo_auth(int argc, char **argv)
     if (rc)
         return rc;
     const char *verb = argv[1];
+    if (!strcmp(verb, "automation"))
+        return cn__repo_automation(argc, argv); /* repo_automation.c */
+    if (!strcmp(verb, "auth"))
+        return cn__repo_authadmin(argc, argv); /* repo_authadmin.c */
     if (!strcmp(verb, "login"))
         return cmd_login(&p, argc, argv);
     if (argc != 2) {
@@ -513,4 +506,244 @@ int cn__repo_auth(int argc, char **argv)
         return EXIT_USAGE;
     }
     return signed_in_call(&p, verb, !strcmp(verb, "logout"));
+}
+
+/* ---- shared with repo_automation.c and repo_authadmin.c (repo_auth.h) ---------------- */
+
+int cn__ra_config_dir(char *dir, size_t cap)
+{
+    paths_t p;
+    int rc = paths_get(&p);
+    if (rc == 0 && snprintf(dir, cap, "%s", p.dir) >= (int)cap)
+        rc = EXIT_LOCAL;
+    return rc;
+}
+
+/* The header value of key in a credential file's text (before its PEM). */
+static bool header_value(const char *text, const char *key, char *out, size_t cap)
+{
+    size_t klen = strlen(key);
+    for (const char *l = text; l && *l && strncmp(l, "-----BEGIN", 10) != 0;
+         l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (!strncmp(l, key, klen) && l[klen] == ' ') {
+            size_t n = strcspn(l + klen + 1, "\n");
+            if (n >= cap)
+                return false;
+            memcpy(out, l + klen + 1, n);
+            out[n] = 0;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Reads a whole file of at most max bytes into out. */
+static cn_err_t read_small(const char *path, size_t max, cn_buf_t *out)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -errno;
+    char chunk[4096];
+    size_t n;
+    cn_err_t e = CN_OK;
+    while (e == 0 && (n = fread(chunk, 1, sizeof chunk, f)) > 0)
+        e = out->len + n > max ? CN_E_TOO_LARGE : cn_buf_append(out, chunk, n);
+    if (e == 0 && ferror(f))
+        e = -EIO;
+    fclose(f);
+    OPENSSL_cleanse(chunk, sizeof chunk);
+    return e;
+}
+
+/* A credential file: its header names the server; the file is the
+ * certificate, the trust bundle and (when it holds one) the key. */
+static int who_file(cn__ra_who_t *w, const char *verb, const char *file)
+{
+    cn_buf_t text = { 0 };
+    char cred[HEX_ID + 2];
+    cn_err_t e = read_small(file, 1 << 20, &text);
+    if (e == 0)
+        e = cn_buf_append(&text, "", 1);
+    bool ok = e == 0 &&
+              header_value((const char *)text.data, "server", w->server, sizeof w->server) &&
+              header_value((const char *)text.data, "credential", cred, sizeof cred) &&
+              strstr((const char *)text.data, "-----BEGIN CERTIFICATE-----");
+    bool has_key = ok && strstr((const char *)text.data, "PRIVATE KEY-----");
+    if (text.data)
+        OPENSSL_cleanse(text.data, text.len);
+    cn_buf_free(&text);
+    if (!ok) {
+        fprintf(stderr, "cairn repo: %s: %s is not a cairn credential file\n", verb, file);
+        return EXIT_USAGE;
+    }
+    const char *key = has_key ? file : getenv("CAIRN_AUTH_KEY");
+    if (!key || !*key) {
+        fprintf(stderr, "cairn repo: %s: %s holds no private key: set CAIRN_AUTH_KEY\n", verb,
+                file);
+        return EXIT_USAGE;
+    }
+    snprintf(w->trust, sizeof w->trust, "%s", file);
+    snprintf(w->cert, sizeof w->cert, "%s", file);
+    snprintf(w->key, sizeof w->key, "%s", key);
+    w->file = true;
+    return EXIT_OK;
+}
+
+int cn__ra_who(cn__ra_who_t *w, const char *verb, const char *file)
+{
+    memset(w, 0, sizeof *w);
+    paths_t p;
+    int rc = paths_get(&p);
+    if (rc)
+        return rc;
+    snprintf(w->dir, sizeof w->dir, "%s", p.dir);
+    if (!file || !*file)
+        file = getenv("CAIRN_AUTH_CREDENTIAL");
+    if (file && *file)
+        return who_file(w, verb, file);
+    session_t s;
+    if (session_load(&p, &s) < 0 || strcmp(s.state, "signed-in") != 0) {
+        fprintf(stderr, "cairn repo: %s: not signed in (cairn repo login HOST:PORT)\n", verb);
+        return EXIT_USAGE;
+    }
+    snprintf(w->server, sizeof w->server, "%s", s.server);
+    snprintf(w->trust, sizeof w->trust, "%s", s.trust);
+    snprintf(w->cert, sizeof w->cert, "%s", p.cert);
+    snprintf(w->key, sizeof w->key, "%s", p.key);
+    return EXIT_OK;
+}
+
+cn_sau2_client_opts_t cn__ra_opts(const cn__ra_who_t *w)
+{
+    return (cn_sau2_client_opts_t){
+        .addr = w->server, .trust_file = w->trust, .cert_file = w->cert, .key_file = w->key
+    };
+}
+
+void cn__ra_args(cn_sau2_req_t *req, int n, const char *const *args)
+{
+    set_args(req, n, args);
+}
+
+bool cn__ra_lost(cn_err_t e)
+{
+    return lost(e);
+}
+
+/* Forbidden answers that say the thing named does not exist (auth_admin.c's
+ * messages): exit 3, as a missing bucket or key is. */
+static bool names_nothing(const cn_sau2_str_t *m)
+{
+    static const char *const prefixes[] = { "no such", "no subject", "unknown operation",
+                                            "nothing to revoke" };
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (m->len >= strlen(prefixes[i]) && !memcmp(m->p, prefixes[i], strlen(prefixes[i])))
+            return true;
+    return false;
+}
+
+int cn__ra_report_code(const char *verb, const cn_sau2_reply_view_t *v)
+{
+    static const struct {
+        uint16_t code;
+        const char *name;
+        int exit;
+    } table[] = { { 1, "malformed", EXIT_USAGE },
+                  { 3, "unauthenticated", EXIT_DENIED },
+                  { 4, "forbidden", EXIT_DENIED },
+                  { 6, "busy", EXIT_NETWORK },
+                  { 7, "auth_unavailable", EXIT_NETWORK },
+                  { 8, "limit_exceeded", EXIT_SERVER },
+                  { 9, "unsupported_operation", EXIT_SERVER },
+                  { 200, "operation_intent_mismatch", EXIT_CONFLICT } };
+    const char *name = "refused";
+    int rc = EXIT_SERVER;
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (table[i].code == v->code) {
+            name = table[i].name;
+            rc = table[i].exit;
+        }
+    if (v->code == 4 && names_nothing(&v->message))
+        rc = EXIT_NOT_FOUND;
+    fprintf(stderr, "cairn repo: %s: %s: %.*s\n", verb, name, v->message.len,
+            (const char *)v->message.p);
+    return rc;
+}
+
+int cn__ra_report_err(const char *verb, const char *server, cn_err_t e)
+{
+    return report_err(verb, server, e);
+}
+
+cn_err_t cn__ra_new_key(cn_buf_t *pem, char *spki_hex, size_t cap)
+{
+    EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+    unsigned char *der = NULL;
+    int n = k ? i2d_PUBKEY(k, &der) : -1;
+    BIO *bio = BIO_new(BIO_s_mem());
+    cn_err_t e = n > 0 && (size_t)n * 2 < cap && bio &&
+                         PEM_write_bio_PrivateKey(bio, k, NULL, NULL, 0, NULL, NULL) == 1
+                     ? CN_OK
+                     : -ENOMEM;
+    if (e == 0) {
+        hex(der, (size_t)n, spki_hex);
+        char *data = NULL;
+        long len = BIO_get_mem_data(bio, &data);
+        e = cn_buf_append(pem, data, (size_t)len);
+        if (e == 0)
+            e = cn_buf_append(pem, "", 1);
+        if (e == 0)
+            pem->len--; /* NUL-terminated, the NUL not counted */
+        OPENSSL_cleanse(data, (size_t)len);
+    }
+    BIO_free(bio);
+    OPENSSL_free(der);
+    EVP_PKEY_free(k);
+    return e;
+}
+
+cn_err_t cn__ra_file_spki(const char *path, char *spki_hex, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -errno;
+    EVP_PKEY *k = PEM_read_PUBKEY(f, NULL, NULL, NULL);
+    if (!k) {
+        rewind(f);
+        k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+    }
+    fclose(f);
+    ERR_clear_error(); /* a failed first read must not linger for the TLS calls */
+    unsigned char *der = NULL;
+    int n = k ? i2d_PUBKEY(k, &der) : -1;
+    cn_err_t e = n > 0 && (size_t)n * 2 < cap ? CN_OK : CN_E_INVALID;
+    if (e == 0)
+        hex(der, (size_t)n, spki_hex);
+    OPENSSL_free(der);
+    EVP_PKEY_free(k);
+    return e;
+}
+
+bool cn__ra_expiry(const char *d, int64_t now_ms, int64_t *out)
+{
+    static const struct {
+        char unit;
+        int64_t ms;
+    } units[] = {
+        { 's', 1000 }, { 'm', 60000 }, { 'h', 3600000 }, { 'd', 86400000 }, { 'w', 604800000 }
+    };
+    char *end = NULL;
+    struct tm tm = { 0 };
+    int64_t at = -1;
+    if (d[0] >= '0' && d[0] <= '9' && strlen(d) <= 10 && !strchr(d, '-')) {
+        unsigned long long n = strtoull(d, &end, 10);
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (end[0] == units[i].unit && !end[1] && n > 0 && n <= 100000)
+                at = now_ms + (int64_t)n * units[i].ms;
+    } else if ((end = strptime(d, "%Y-%m-%d", &tm)) != NULL &&
+               (!*end || ((end = strptime(end, "T%H:%M:%SZ", &tm)) != NULL && !*end))) {
+        at = (int64_t)timegm(&tm) * 1000;
+    }
+    *out = at;
+    return at > now_ms;
 }

@@ -99,6 +99,10 @@ typedef struct rswitch {
 int cn__repo_parse_ws_verb(int argc, char **argv, int from, ropts_t *o, const rswitch_t *sw,
                            const char **pos, uint32_t cap, uint32_t *npos);
 
+/* `cairn repo mounts [--change N]` (src/cmd/repo_mounts.c) from the whole
+ * command line (argv[1] is "mounts"). */
+int cn__repo_mounts(int argc, char **argv);
+
 /* `cairn repo workspace list [--all] | remove [ID]` (src/cmd/repo_workspace.c)
  * from the whole command line (argv[1] is "workspace"). */
 int cn__repo_workspace(int argc, char **argv);

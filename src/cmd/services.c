@@ -9,7 +9,8 @@
  * every face; unset = off), CAIRN_SWEEP_INTERVAL_SECONDS (how often the
  * maintenance thread sweeps unreferenced blobs; default
  * 600), CAIRN_SWEEP_GRACE_SECONDS (a blob younger than this is never swept;
- * default 3600). */
+ * default 3600), CAIRN_BLOB_DEADLINE_MS (the S3 blob tier's retry deadline
+ * per backend request; default 30000, docs/fleet.md). */
 #include "cairnd.h"
 #include "cairn/util.h"
 #include "cairn/meta.h"
@@ -28,13 +29,17 @@
 
 const char *const cn_services_sections[] = { "store", NULL };
 
-/* [store]: pack_max_bytes (default 0 = new blobs as files; packs on disk are
- * still served), pack_compact_live_percent (compaction threshold, 1..100).
- * Off by default until the faces send packed blobs from the pack (today a
- * packed GET is served through a memfd copy): docs/store.md, "Pack files". */
+/* [store]: pack_max_bytes (default CN_STORE_PACK_DEFAULT_MAX, 64 KiB; 0 = new
+ * blobs as files, packs on disk still served), pack_compact_live_percent (compaction threshold, 1..100):
+ * docs/store.md, "Pack files".  Test switch: CAIRN_TEST_PACK_MAX, when set,
+ * is the default pack_max_bytes (the config still wins), so that a test
+ * directory can run with packs forced on. */
 static cn_err_t store_config(const cn_toml_t *config, cn_store_opts_t *so)
 {
     const cn_toml_val_t *tab = config ? cn_toml_get(cn_toml_root(config), "store") : NULL;
+    const char *tp = getenv("CAIRN_TEST_PACK_MAX");
+    if (tp && *tp)
+        so->pack_max_bytes = strtoull(tp, NULL, 10);
     for (size_t k = 0; tab && k < cn_toml_len(tab); k++) {
         const cn_toml_val_t *kv = cn_toml_at(tab, k);
         const char *key = cn_toml_key(kv);
@@ -133,7 +138,8 @@ static cn_err_t env_rate(cn_identity_t *id)
     return 0;
 }
 
-cn_err_t cn_services_open(const char *data_dir, const cn_toml_t *config, cn_services_t **out)
+cn_err_t cn_services_open(const char *data_dir, const char *meta, const cn_toml_t *config,
+                          const struct cn_store_tier *tier, cn_services_t **out)
 {
     *out = NULL;
     struct stat st;
@@ -162,11 +168,18 @@ cn_err_t cn_services_open(const char *data_dir, const cn_toml_t *config, cn_serv
     pthread_cond_init(&si->cv, NULL);
     svc->config = config;
     const char *what = "metadata";
-    e = cn_meta_open(data_dir, NULL, &svc->meta);
+    e = cn_meta_open(meta ? meta : data_dir, NULL, &svc->meta);
     if (e >= 0) {
         what = "store";
-        cn_store_opts_t so = { .meta = svc->meta };
-        e = store_config(config, &so);
+        cn_store_opts_t so = { .meta = svc->meta, .pack_max_bytes = CN_STORE_PACK_DEFAULT_MAX };
+        uint64_t deadline = 0;
+        if (tier)
+            so.tier = *tier;
+        /* CAIRN_BLOB_DEADLINE_MS: the blob tier's retry deadline (30 s). */
+        e = env_u64("CAIRN_BLOB_DEADLINE_MS", &deadline);
+        so.tier.deadline_ms = (int64_t)(deadline < INT32_MAX ? deadline : INT32_MAX);
+        if (e >= 0)
+            e = store_config(config, &so);
         if (e >= 0)
             e = cn_store_open(data_dir, &so, &svc->store);
     }
@@ -225,7 +238,8 @@ cn_err_t cn_services_open(const char *data_dir, const cn_toml_t *config, cn_serv
         }
     }
     if (e < 0) {
-        cn_error("cairnd", "cannot open the %s service: %s", what, cn_strerror(e));
+        cn_error("cairnd", "cannot open the %s service: %s%s", what, cn_strerror(e),
+                 e == CN_E_UNSUPPORTED ? " (the metadata schema is newer than this cairnd)" : "");
         cn_services_close(svc);
         return e;
     }

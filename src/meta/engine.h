@@ -30,10 +30,19 @@ typedef struct cn__meta_engine {
     cn_err_t (*conn_open)(cn__meta_db_t *db, bool writer, cn__meta_conn_t **out);
     void (*conn_close)(cn__meta_conn_t *c);
     cn_err_t (*begin)(cn__meta_conn_t *c, cn_meta_mode_t mode);
+    /* Optional: begins the writer's transaction for a schema change, holding
+     * whatever makes two processes' schema changes run one after the other
+     * and lets the later one see the earlier one's result (PostgreSQL: an
+     * advisory lock under READ COMMITTED).  NULL: begin(c, CN_META_WRITE). */
+    cn_err_t (*begin_schema)(cn__meta_conn_t *c);
     /* Commits; for writes the commit is visible but durable only after sync(). */
     cn_err_t (*commit)(cn__meta_conn_t *c);
     void (*rollback)(cn__meta_conn_t *c);
     cn_err_t (*exec)(cn__meta_conn_t *c, const char *sql);
+    /* Optional: the engine's own text of a schema step written in the
+     * portable dialect (cairn/meta.h), malloc'd; NULL on -ENOMEM.  NULL hook:
+     * the text runs as written. */
+    char *(*translate_ddl)(const char *sql);
     int64_t (*changes)(cn__meta_conn_t *c);
     const char *(*errmsg)(cn__meta_conn_t *c);
 
@@ -53,5 +62,12 @@ typedef struct cn__meta_engine {
 } cn__meta_engine_t;
 
 extern const cn__meta_engine_t cn__meta_engine_sqlite;
+extern const cn__meta_engine_t cn__meta_engine_pg;
+
+/* meta.c for migrate.c: a write transaction for a schema change (the
+ * engine's begin_schema), and a schema step run through the engine's DDL
+ * translation.  Errors as cn_meta_begin / cn_meta_exec. */
+cn_err_t cn__meta_begin_schema(cn_meta_t *meta, cn_meta_txn_t **out);
+cn_err_t cn__meta_exec_ddl(cn_meta_txn_t *txn, const char *sql);
 
 #endif

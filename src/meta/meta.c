@@ -205,12 +205,19 @@ static void writer_release(cn_meta_t *m)
 
 /* ---- open / close ----------------------------------------------------------- */
 
+static bool is_pg_url(const char *spec)
+{
+    return strncmp(spec, "postgres://", 11) == 0 || strncmp(spec, "postgresql://", 13) == 0;
+}
+
 static cn_err_t target_path(const char *spec, const cn_meta_opts_t *o, char **out)
 {
     if (!spec || !*spec)
         return CN_E_INVALID;
-    if (strncmp(spec, "postgres://", 11) == 0 || strncmp(spec, "postgresql://", 13) == 0)
-        return CN_E_UNSUPPORTED;
+    if (is_pg_url(spec)) {
+        *out = strdup(spec); /* libpq parses the URI */
+        return *out ? 0 : -ENOMEM;
+    }
     struct stat st;
     if (strncmp(spec, "sqlite:", 7) == 0) {
         const char *p = spec + 7;
@@ -277,7 +284,8 @@ cn_err_t cn_meta_open(const char *spec, const cn_meta_opts_t *opts, cn_meta_t **
         free(path);
         return -ENOMEM;
     }
-    m->eng = &cn__meta_engine_sqlite;
+    bool pg = is_pg_url(spec);
+    m->eng = pg ? &cn__meta_engine_pg : &cn__meta_engine_sqlite;
     m->opts = o;
     pthread_mutex_init(&m->wmu, NULL);
     pthread_mutex_init(&m->pool_mu, NULL);
@@ -298,10 +306,10 @@ cn_err_t cn_meta_open(const char *spec, const cn_meta_opts_t *opts, cn_meta_t **
         goto fail;
 
     cn_meta_txn_t *t = NULL;
-    e = cn_meta_begin(m, CN_META_WRITE, &t);
+    e = cn__meta_begin_schema(m, &t);
     if (e < 0)
         goto fail;
-    e = cn_meta_exec(t, schema_sql);
+    e = cn__meta_exec_ddl(t, schema_sql);
     if (e < 0) {
         cn_meta_rollback(t);
         goto fail;
@@ -310,7 +318,7 @@ cn_err_t cn_meta_open(const char *spec, const cn_meta_opts_t *opts, cn_meta_t **
     if (e < 0)
         goto fail;
     /* The database file's own directory entry (new on first start). */
-    e = fsync_parent(path);
+    e = pg ? 0 : fsync_parent(path);
     if (e < 0)
         goto fail;
     free(path);
@@ -368,7 +376,19 @@ static void txn_observe(cn_meta_mode_t mode, int64_t t0)
         cn_metric_observe_ns(cn_metric_cached(&rd, &fam, "kind=\"read\""), cn_mono_ns() - t0);
 }
 
+static cn_err_t begin(cn_meta_t *m, cn_meta_mode_t mode, bool schema, cn_meta_txn_t **out);
+
 cn_err_t cn_meta_begin(cn_meta_t *m, cn_meta_mode_t mode, cn_meta_txn_t **out)
+{
+    return begin(m, mode, false, out);
+}
+
+cn_err_t cn__meta_begin_schema(cn_meta_t *m, cn_meta_txn_t **out)
+{
+    return begin(m, CN_META_WRITE, m->eng->begin_schema != NULL, out);
+}
+
+static cn_err_t begin(cn_meta_t *m, cn_meta_mode_t mode, bool schema, cn_meta_txn_t **out)
 {
     cn_meta_txn_t *t = calloc(1, sizeof *t);
     if (!t)
@@ -391,7 +411,7 @@ cn_err_t cn_meta_begin(cn_meta_t *m, cn_meta_mode_t mode, cn_meta_txn_t **out)
             return e;
         }
     }
-    e = m->eng->begin(t->conn->ec, mode);
+    e = schema ? m->eng->begin_schema(t->conn->ec) : m->eng->begin(t->conn->ec, mode);
     if (e < 0) {
         if (mode == CN_META_WRITE)
             writer_release(m);
@@ -525,6 +545,18 @@ cn_err_t cn_meta_exec(cn_meta_txn_t *t, const char *sql)
     if (t->err < 0)
         return CN_E_CONFLICT;
     return txn_fail(t, t->m->eng->exec(t->conn->ec, sql));
+}
+
+cn_err_t cn__meta_exec_ddl(cn_meta_txn_t *t, const char *sql)
+{
+    if (!t->m->eng->translate_ddl)
+        return cn_meta_exec(t, sql);
+    char *own = t->m->eng->translate_ddl(sql);
+    if (!own)
+        return txn_fail(t, -ENOMEM);
+    cn_err_t e = cn_meta_exec(t, own);
+    free(own);
+    return e;
 }
 
 int64_t cn_meta_changes(const cn_meta_txn_t *t)

@@ -1,5 +1,6 @@
 /* Per-component versioned migrations, written against the public meta API
- * only, so every engine shares them.  The cn_schema table (created by
+ * (plus meta.c's schema transaction and DDL translation, engine.h), so every
+ * engine shares them.  The cn_schema table (created by
  * cn_meta_open) holds one row per component: the last applied version. */
 #include "cairn/meta.h"
 
@@ -7,6 +8,7 @@
 #include <time.h>
 
 #include "cairn/util.h"
+#include "engine.h"
 
 #define COMPONENT_MAX 63
 
@@ -44,7 +46,7 @@ static cn_err_t apply_steps(cn_meta_txn_t *t, const char *component,
 {
     for (size_t i = (size_t)from; i < n; i++) {
         if (steps[i].sql)
-            CN_TRY(cn_meta_exec(t, steps[i].sql));
+            CN_TRY(cn__meta_exec_ddl(t, steps[i].sql));
         if (steps[i].apply)
             CN_TRY(steps[i].apply(t, steps[i].arg));
     }
@@ -83,8 +85,8 @@ cn_err_t cn_meta_migrate(cn_meta_t *meta, const char *component, const cn_meta_m
         return 0;
 
     cn_meta_txn_t *t;
-    CN_TRY(cn_meta_begin(meta, CN_META_WRITE, &t));
-    /* Re-read under the write lock: another process may have migrated. */
+    CN_TRY(cn__meta_begin_schema(meta, &t));
+    /* Re-read under the schema lock: another process may have migrated. */
     cn_err_t e = read_version(t, component, &cur);
     if (e == 0 && cur > (int64_t)n)
         e = CN_E_UNSUPPORTED;

@@ -6,9 +6,11 @@
  *      the body returned >= 0 in a write run and did not discard it, rolled
  *      back otherwise.  The body never commits or rolls back itself.
  *  R2. A run is repeated only when the engine reported the database locked
- *      or busy (CN_E_DB_LOCKED, CN_E_BUSY) and the caller declared the body
- *      repeatable (CN_META_RETRY); a repeated body saw no committed effect of
- *      its failed attempt, because that attempt was rolled back whole.
+ *      or busy (CN_E_DB_LOCKED, CN_E_BUSY; PostgreSQL's serialization
+ *      failures, deadlocks and lock timeouts arrive as CN_E_DB_LOCKED) and
+ *      the caller declared the body repeatable (CN_META_RETRY); a repeated
+ *      body saw no committed effect of its failed attempt, because that
+ *      attempt was rolled back whole.
  *  R3. Repeats stop at the run's deadline, twice the busy timeout from the
  *      first begin: a caller waits a bounded time, then sees the lock error.
  */

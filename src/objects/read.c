@@ -20,7 +20,13 @@
  * CN_E_CORRUPT); a replaced one is read again.  A cached head needs no
  * second look: if the generation is unchanged after the guards, the version
  * was current, so its blobs live, until they were guarded; a missing blob
- * sends the read down the slow path, which decides. */
+ * sends the read down the slow path, which decides.
+ *
+ * A raw blob is sent from a descriptor and an offset (cn_store_fd_get_at):
+ * a file's own at 0, or a packed blob's pack at its payload, so packed small
+ * blobs go out by sendfile(2) too; the store keeps that descriptor reading
+ * the right bytes through compaction (store pack.c, P9).  LZ4 blobs are
+ * decoded through cn_store_read_range. */
 #include "objects_int.h"
 
 #include <errno.h>
@@ -35,8 +41,9 @@ typedef struct cn_obj_seg {
     uint64_t off;  /* served part of it */
     uint64_t len;
     cn_store_guard_t *guard;
-    bool held; /* fd is open on the blob (cn_store_fd_get; fdh NULL: the reader's own) */
+    bool held; /* fd is open on the blob (cn_store_fd_get_at; fdh NULL: the reader's own) */
     int fd;
+    uint64_t base; /* where the blob's bytes start in fd: a packed blob's offset in its pack */
     void *fdh;
 } cn_obj_seg_t;
 
@@ -94,19 +101,20 @@ static cn_err_t obj_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn s
         /* The descriptor held since the get serves a borrower, and an owner
          * too when it is the reader's own; a shared one is not for an owner. */
         if (send_fd && s->held && (borrow || !s->fdh)) {
-            cn_err_t err = send_fd(ctx, s->fd, s->off, s->len);
+            cn_err_t err = send_fd(ctx, s->fd, s->base + s->off, s->len);
             if (err)
                 return err;
             continue;
         }
         if (send_fd) {
             int fd = -1;
-            uint64_t blen = 0;
+            uint64_t blen = 0, base = 0;
             void *h = NULL;
-            cn_err_t err = borrow ? cn_store_fd_get(rd->store, &s->digest, &fd, &blen, &h)
-                                  : cn_store_open_fd(rd->store, &s->digest, &fd, &blen);
+            cn_err_t err = borrow ? cn_store_fd_get_at(rd->store, &s->digest, &fd, &base, &blen, &h)
+                                  : cn_store_open_fd_at(rd->store, &s->digest, &fd, &base, &blen);
             if (err >= 0) {
-                err = blen < s->off + s->len ? CN_E_CORRUPT : send_fd(ctx, fd, s->off, s->len);
+                err =
+                    blen < s->off + s->len ? CN_E_CORRUPT : send_fd(ctx, fd, base + s->off, s->len);
                 cn_store_fd_put(rd->store, fd, h);
                 if (err)
                     return err;
@@ -408,7 +416,9 @@ static cn_err_t obj_open_segs(cn_objects_t *o, cn_objects_reader_t *rd, bool *mi
     for (size_t i = 0; i < rd->nsegs && rd->nsegs <= CN__HOLD_SEGS; i++) {
         cn_obj_seg_t *s = &rd->segs[i];
         uint64_t blen = 0;
-        cn_err_t err = cn_store_fd_get(o->store, &s->digest, &s->fd, &blen, &s->fdh);
+        /* A packed blob comes as its pack's descriptor and offset: sent by
+         * sendfile like a file, no copy (cn_store_fd_get_at). */
+        cn_err_t err = cn_store_fd_get_at(o->store, &s->digest, &s->fd, &s->base, &blen, &s->fdh);
         if (err == CN_E_UNSUPPORTED) /* there, enveloped: served by reads */
             continue;
         if (err == CN_E_NOT_FOUND) {

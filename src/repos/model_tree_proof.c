@@ -1,4 +1,6 @@
-/* Tree node parsing and the verifier of a full-tree proof.  The verifier
+/* Tree node parsing, the verifier of a full-tree proof, and the visitation
+ * rule of fragmented proofs (enters / selects, shared by producer and
+ * verifier).  The verifier
  * trusts nothing but the revision root it is given: it re-derives every
  * hash, summary, key bound and the content root from the node bytes. */
 #include "model_tree_codec.h"
@@ -251,4 +253,115 @@ out:
     free(v->st);
     free(v);
     return err;
+}
+
+/* ---- fragmented proofs: the query's visitation (docs/protocol/scribe.md 17.3) ------- */
+/* X = key || b below: the smallest key any node of a child can have. */
+
+/* <0, 0, >0 as X compares with s (a proper prefix first). */
+static int cmp_x(const uint8_t *key, size_t klen, uint8_t b, const uint8_t *s, size_t slen)
+{
+    size_t m = klen < slen ? klen : slen;
+    int c = m ? memcmp(key, s, m) : 0;
+    if (c)
+        return c;
+    if (slen <= klen)
+        return 1;
+    if (b != s[klen])
+        return b < s[klen] ? -1 : 1;
+    return slen == klen + 1 ? 0 : -1;
+}
+
+static bool prefix_x(const uint8_t *key, size_t klen, uint8_t b, const uint8_t *s, size_t slen)
+{
+    return slen > klen && (klen == 0 || memcmp(key, s, klen) == 0) && s[klen] == b;
+}
+
+/* X is a prefix of P, or P itself or under "P/". */
+static bool scope_x(const cn_repos_proof_query_t *q, const uint8_t *key, size_t klen, uint8_t b)
+{
+    size_t pl = q->prefix_len;
+    if (pl == 0)
+        return true;
+    size_t m = klen < pl ? klen : pl;
+    if (m && memcmp(key, q->prefix, m) != 0)
+        return false;
+    if (pl > klen && q->prefix[klen] != b)
+        return false;
+    if (klen + 1 <= pl)
+        return true;
+    return (pl < klen ? key[pl] : b) == '/';
+}
+
+/* Index of the first listed path >= X (npaths: none). */
+static uint32_t paths_lower(const cn_repos_proof_query_t *q, const uint8_t *key, size_t klen,
+                            uint8_t b)
+{
+    uint32_t lo = 0, hi = q->npaths;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (cmp_x(key, klen, b, q->paths[mid].p, q->paths[mid].len) > 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+bool cn_repos_proof_enters(const cn_repos_proof_query_t *q, const uint8_t *key, size_t klen,
+                           const cn_repos_node_child_t *c)
+{
+    uint8_t b = c->byte;
+    switch (q->selector) {
+    case CN_REPOS_PROOF_LIVE:
+    case CN_REPOS_PROOF_CHANGED:
+        if (q->selector == CN_REPOS_PROOF_LIVE ? c->live == 0 : c->highest <= q->lower)
+            return false;
+        if (!scope_x(q, key, klen, b))
+            return false;
+        return !q->after || prefix_x(key, klen, b, q->after, q->after_len) ||
+               cmp_x(key, klen, b, q->after, q->after_len) > 0;
+    case CN_REPOS_PROOF_EXACT:
+        return c->entries > 0 && prefix_x(key, klen, b, q->prefix, q->prefix_len);
+    case CN_REPOS_PROOF_PATHS: {
+        uint32_t i = paths_lower(q, key, klen, b);
+        return c->entries > 0 && i < q->npaths &&
+               prefix_x(key, klen, b, q->paths[i].p, q->paths[i].len);
+    }
+    default: return false;
+    }
+}
+
+/* K is P itself or under "P/" (any K for an empty P). */
+static bool path_scope(const cn_repos_proof_query_t *q, const uint8_t *key, size_t klen)
+{
+    size_t pl = q->prefix_len;
+    if (pl == 0)
+        return true;
+    if (klen < pl || memcmp(key, q->prefix, pl) != 0)
+        return false;
+    return klen == pl || key[pl] == '/';
+}
+
+bool cn_repos_proof_selects(const cn_repos_proof_query_t *q, const uint8_t *key, size_t klen,
+                            const cn_repos_entry_t *e)
+{
+    if (e->state != CN_REPOS_LIVE && e->state != CN_REPOS_TOMBSTONE)
+        return false;
+    switch (q->selector) {
+    case CN_REPOS_PROOF_LIVE:
+    case CN_REPOS_PROOF_CHANGED:
+        if (q->selector == CN_REPOS_PROOF_LIVE ? e->state != CN_REPOS_LIVE : e->change <= q->lower)
+            return false;
+        return path_scope(q, key, klen) &&
+               (!q->after || cn__bytes_cmp(key, klen, q->after, q->after_len) > 0);
+    case CN_REPOS_PROOF_EXACT: return cn__bytes_cmp(key, klen, q->prefix, q->prefix_len) == 0;
+    case CN_REPOS_PROOF_PATHS: {
+        if (klen == 0)
+            return false;
+        uint32_t i = paths_lower(q, key, klen - 1, key[klen - 1]);
+        return i < q->npaths && cn__bytes_cmp(key, klen, q->paths[i].p, q->paths[i].len) == 0;
+    }
+    default: return false;
+    }
 }

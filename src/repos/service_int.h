@@ -197,6 +197,13 @@ cn_err_t cn__locks_enforce(cn_repos_t *r, cn_meta_txn_t *txn, cn_repos_req_t *rq
                            const uint8_t branch[16], const cn_repos_changeset_t *cs,
                            cn_repos_outcome_t *out);
 
+/* The bytes of the config file whose manifest is manifest into buf
+ * (CN_REPO_CONFIG_MAX bytes), *len: CN_E_LIMIT for a larger file,
+ * CN_E_CORRUPT for a missing object (service_lock_policy.c; the mounts of
+ * service_public.c read the same file). */
+cn_err_t cn__config_file_read(cn_repos_t *r, cn_meta_txn_t *txn, const uint8_t repo[16],
+                              const cn_digest_t *manifest, uint8_t *buf, size_t *len);
+
 /* ---- workspaces (service_workspace.c) ---------------------------------------------
  * CN_E_CONFLICT (WORKSPACE_RETIRED) when workspace was removed from repo;
  * CN_OK for a live or unknown workspace.  Registration, pins, submits and

@@ -52,6 +52,12 @@ static cn_err_t file_read(cn_repos_t *r, cn_meta_txn_t *txn, const uint8_t repo[
     return err < 0 ? err : CN_OK;
 }
 
+cn_err_t cn__config_file_read(cn_repos_t *r, cn_meta_txn_t *txn, const uint8_t repo[16],
+                              const cn_digest_t *manifest, uint8_t *buf, size_t *len)
+{
+    return file_read(r, txn, repo, manifest, buf, CN_REPO_CONFIG_MAX, len);
+}
+
 /* Main's entry for CONFIG_PATH at its head into *e; *found only when live. */
 static cn_err_t main_entry(cn_meta_txn_t *txn, cn_repos_req_t *rq, const cn__repo_t *repo,
                            bool *found, cn_repos_entry_t *e)

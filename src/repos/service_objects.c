@@ -582,6 +582,13 @@ cn_err_t cn_repos_object_fd(cn_repos_t *r, const cn_repos_obj_t *o, int *fd)
     return CN_OK;
 }
 
+cn_err_t cn_repos_object_fd_at(cn_repos_t *r, const cn_repos_obj_t *o, int *fd, uint64_t *off)
+{
+    uint64_t len = 0;
+    CN_TRY(cn_store_open_fd_at(r->store, &o->blob, fd, off, &len));
+    return CN_OK;
+}
+
 cn_err_t cn_repos_object_read(cn_repos_t *r, const cn_repos_obj_t *o, uint64_t off, uint64_t len,
                               cn_repos_sink_fn sink, void *ctx)
 {

@@ -169,6 +169,7 @@ static const cn_obj_err_row_t s3_errors[] = {
     /* retryable, as blobs and Scribe say busy */
     { CN_E_SHUTDOWN, ANY, 0, CN_S3E_SERVICE_UNAVAILABLE },
     { CN_E_DB_LOCKED, ANY, 0, CN_S3E_SERVICE_UNAVAILABLE },
+    { CN_E_UNAVAILABLE, ANY, 0, CN_S3E_SERVICE_UNAVAILABLE }, /* the blob tier's backend */
     { CN_E_UNSUPPORTED, ANY, 0, CN_S3E_NOT_IMPLEMENTED },
 };
 #undef ANY

@@ -3,7 +3,8 @@
  * X25519MLKEM768 alone and reads each 8-byte frame head; this file reads the
  * payload, decides who the caller is from the TLS client certificate alone
  * (cn_auth_peer_caller), holds certificate-less callers to the five
- * certificate-less verbs, and maps its own failures to SAU2 codes through
+ * certificate-less verbs, keeps automation-create to a connection of its
+ * own, and maps its own failures to SAU2 codes through
  * one table (the service builds the replies of everything else).
  *
  * Deadlines: one for the TLS handshake and the first frame (its head and its
@@ -37,6 +38,8 @@ typedef struct {
     char why[200]; /* the refusal's message */
     bool first;    /* the first frame: its payload by first_deadline */
     int64_t first_deadline;
+    uint64_t requests; /* requests answered so far on this connection */
+    bool automation;   /* its first request was automation-create: nothing follows */
 } sconn_t;
 
 /* ---- the error table --------------------------------------------------------------
@@ -45,6 +48,7 @@ typedef struct {
 enum {
     CODE_MALFORMED = 1,
     CODE_UNAUTHENTICATED = 3,
+    CODE_FORBIDDEN = 4,
     CODE_INTERNAL = 5,
     CODE_BUSY = 6,
     CODE_LIMIT = 8
@@ -72,6 +76,21 @@ static bool certificate_less(const cn_sau2_str_t *verb)
         if (strlen(verbs[i]) == verb->len && memcmp(verbs[i], verb->p, verb->len) == 0)
             return true;
     return false;
+}
+
+/* automation-create only over its own connection (sau2.md section 11):
+ * the first request of a fresh connection, and the last one it carries.
+ * Returns the refusal's message, or NULL when the request may go on. */
+static const char *own_connection(sconn_t *s, const cn_sau2_str_t *verb)
+{
+    static const char create[] = "automation-create";
+    bool is_create = verb->len == sizeof create - 1 && memcmp(verb->p, create, verb->len) == 0;
+    if (s->automation)
+        return "this connection carried automation-create: open a new one";
+    if (is_create && s->requests > 0)
+        return "automation-create must be the first request of its own connection";
+    s->automation = is_create;
+    return NULL;
 }
 
 /* ---- the adapter ----------------------------------------------------------------- */
@@ -129,9 +148,12 @@ static cn_err_t answer(sconn_t *s, const uint8_t *p, size_t n, cn_buf_t *out)
 {
     cn_sau2_req_t req;
     cn_sau2_reply_t reply = { 0 };
+    const char *lone = NULL;
     cn_err_t e = cn_sau2_dec_request(p, n, &req);
     if (e < 0)
         cn_sau2_reply_error(&reply, code_for(e), "malformed request");
+    else if ((lone = own_connection(s, &req.argv[0])) != NULL)
+        cn_sau2_reply_error(&reply, CODE_FORBIDDEN, "%s", lone);
     else if (s->refused)
         cn_sau2_reply_error(&reply, code_for(CN_E_AUTH), "%s", s->why);
     else if (!s->caller.present && !certificate_less(&req.argv[0]))
@@ -148,6 +170,7 @@ static cn_err_t answer(sconn_t *s, const uint8_t *p, size_t n, cn_buf_t *out)
         cn_sau2_reply_free(&small);
     }
     cn_sau2_reply_free(&reply);
+    s->requests++;
     return e;
 }
 

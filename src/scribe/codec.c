@@ -128,6 +128,8 @@ enum {
     B_WS_LIST = 16 + 1 + 1 + 16 + 4, /* 34-36: the specification's fixed sizes */
     B_WS_REMOVE = 16 * 4,
     B_WS_OUTCOME = 16 * 2,
+    B_GET_CHUNKS = 16 + 4 + 64 * CN_SCRIBE_MAX_WITNESSES, /* 30: [32] chunk | [32] manifest */
+    B_MOUNTS = 16 + 16 + 8,                               /* 31: the specification's 40 bytes */
 };
 
 bool cn_scribe_request_bound(uint16_t opcode, bool tls, uint32_t *bound)
@@ -146,6 +148,7 @@ bool cn_scribe_request_bound(uint16_t opcode, bool tls, uint32_t *bound)
     case CN_SCRIBE_OP_OPERATION_OUTCOME:
     case CN_SCRIBE_OP_BRANCH_OUTCOME: b = B_OUTCOME; break;
     case CN_SCRIBE_OP_TREE_PAGE: b = B_TREE_PAGE; break;
+    case CN_SCRIBE_OP_TREE_PROOF: b = CN_SCRIBE_MAX_PROOF_REQ; break; /* 17.2 */
     case CN_SCRIBE_OP_CHANGED_PATHS: b = B_CHANGED; break;
     case CN_SCRIBE_OP_LOG: b = B_LOG; break;
     case CN_SCRIBE_OP_INSTANCE_STATUS: b = B_INSTANCE; break;
@@ -169,6 +172,8 @@ bool cn_scribe_request_bound(uint16_t opcode, bool tls, uint32_t *bound)
     case CN_SCRIBE_OP_WORKSPACE_LIST: b = B_WS_LIST; break;
     case CN_SCRIBE_OP_WORKSPACE_REMOVE: b = B_WS_REMOVE; break;
     case CN_SCRIBE_OP_WORKSPACE_REMOVE_OUTCOME: b = B_WS_OUTCOME; break;
+    case CN_SCRIBE_OP_GET_CHUNKS: b = B_GET_CHUNKS; break;
+    case CN_SCRIBE_OP_REPOSITORY_MOUNTS: b = B_MOUNTS; break;
     default: return false;
     }
     if (bound)

@@ -97,6 +97,7 @@ uint16_t cn__scribe_code_for(const cn_fail_t *f, cn_err_t err)
     case CN_E_CORRUPT: return CN_SCRIBE_E_CORRUPT;
     case CN_E_SHUTDOWN: return CN_SCRIBE_E_SHUTTING_DOWN;
     case CN_E_DB:
+    case CN_E_UNAVAILABLE: /* the blob tier's backend, or the metadata engine */
     case -ENOSPC:
     case -EIO:
     case -EDQUOT:
@@ -167,7 +168,7 @@ cn_err_t cn__scribe_write(cn__scribe_call_t *k, const void *p, size_t n)
 /* A new control session for a connection that spoke `version`; protocol 4
  * gives it 256 random bits of binding secret (anonymous sessions too). */
 static cn_err_t session_new(cn__scribe_srv_t *s, uint16_t version, uint8_t caller,
-                            cn__scribe_session_t **out)
+                            const cn_scribe_principal_t *who, cn__scribe_session_t **out)
 {
     cn__scribe_session_t *ss = calloc(1, sizeof *ss);
     if (!ss)
@@ -184,6 +185,7 @@ static cn_err_t session_new(cn__scribe_srv_t *s, uint16_t version, uint8_t calle
     }
     ss->version = version;
     ss->caller = caller;
+    ss->who = *who;
     ss->control_open = true;
     ss->last_ms = cn_mono_ms();
     pthread_mutex_lock(&s->mu);
@@ -196,13 +198,15 @@ static cn_err_t session_new(cn__scribe_srv_t *s, uint16_t version, uint8_t calle
 
 /* Binds a data connection to the live control session h->bind_session.
  * Protocol 4 also needs the session's binding secret (compared in constant
- * time), its caller mode and its protocol version.  Returns 0, or the
+ * time), its caller mode, its subject (the credential and key of its
+ * access certificate) and its protocol version.  Returns 0, or the
  * Scribe code to refuse with (docs/protocol/scribe.md 15.4):
  * session_not_found-like refusals are malformed on protocol 2 (as before)
  * and unauthenticated on protocol 4; busy for a fifth data connection.
  * A bind is activity. */
 static uint16_t session_bind(cn__scribe_srv_t *s, const cn_scribe_hello_t *h,
-                             cn__scribe_session_t **out, const char **why)
+                             const cn_scribe_principal_t *who, cn__scribe_session_t **out,
+                             const char **why)
 {
     uint16_t code = h->version == 4 ? CN_SCRIBE_E_UNAUTHENTICATED : CN_SCRIBE_E_MALFORMED;
     *why = "no live control session with that id";
@@ -217,6 +221,10 @@ static uint16_t session_bind(cn__scribe_srv_t *s, const cn_scribe_hello_t *h,
             *why = "the binding does not match the control session";
         } else if (h->version == 4 && ss->caller != h->caller) {
             *why = "the caller mode differs from the control session's";
+        } else if (h->version == 4 && (ss->who.present != who->present ||
+                                       strcmp(ss->who.credential, who->credential) != 0 ||
+                                       strcmp(ss->who.key_id, who->key_id) != 0)) {
+            *why = "the subject differs from the control session's";
         } else if (ss->data_conns >= CN_SCRIBE_DATA_CONNS) {
             code = CN_SCRIBE_E_BUSY;
             *why = "the session holds four data connections";
@@ -295,33 +303,12 @@ static cn_err_t hello_fail(cn_conn_t *c, uint64_t id, uint16_t code, const char 
     return CN_E_PROTOCOL;
 }
 
-/* The hook where a protocol-4 connection's principal is resolved: today
- * only anonymous callers exist, so a presented client certificate, or a
- * caller tag that claims a certificate, is refused with unauthenticated.
- * Next session (issue 21, with the SAU2 service): verify the access
- * certificate against auth's access CA, confirm it with auth (lease <= 30 s),
- * bind the connection to the principal (cn_conn_bind_principal) and check
- * that a data connection's subject matches its control session's.  Returns
- * 0 or the code to refuse with, *why its message. */
-static uint16_t resolve_principal(cn_conn_t *c, const cn_scribe_hello_t *h, const char **why)
-{
-    if (cn_conn_peer_cert(c)) {
-        *why = "client certificates are not accepted by this server yet";
-        return CN_SCRIBE_E_UNAUTHENTICATED;
-    }
-    if (h->caller != CN_SCRIBE_CALLER_ANONYMOUS) {
-        *why = "an access certificate is required";
-        return CN_SCRIBE_E_UNAUTHENTICATED;
-    }
-    return 0;
-}
-
 /* Reads and decodes the first frame, the hello, by the handshake deadline.
  * Returns 0 with *h decoded from body (HELLO_BOUND_V4 bytes, the caller's),
  * or a negative error once the refusal (if any) has been sent: the caller
  * closes. */
 static cn_err_t read_hello(cn__scribe_srv_t *s, cn_conn_t *c, uint8_t *body, cn_scribe_hdr_t *hd,
-                           cn_scribe_hello_t *h)
+                           cn_scribe_hello_t *h, cn_scribe_principal_t *who)
 {
     int64_t deadline = cn_conn_handshake_deadline(c);
     uint8_t head[CN_SCRIBE_HDR_LEN];
@@ -352,15 +339,18 @@ static cn_err_t read_hello(cn__scribe_srv_t *s, cn_conn_t *c, uint8_t *body, cn_
                               : "this plaintext listener speaks protocol 2 with codec 1 only");
     if (err < 0)
         return hello_fail(c, hd->request_id, CN_SCRIBE_E_MALFORMED, "malformed hello");
+    memset(who, 0, sizeof *who);
     if (s->cfg.version == 4) {
-        const char *why = NULL;
-        uint16_t code = resolve_principal(c, h, &why);
-        if (code)
-            return hello_fail(c, hd->request_id, code, why);
         static const uint8_t zero[32];
         if (!h->bind_session && memcmp(h->binding, zero, sizeof zero) != 0)
             return hello_fail(c, hd->request_id, CN_SCRIBE_E_MALFORMED,
                               "a control connection's binding is zero");
+        /* The principal (docs/protocol/scribe.md 15.6): from the verified
+         * access certificate, confirmed by auth (server_auth.c). */
+        char why[256] = "";
+        uint16_t code = cn__scribe_resolve(s, c, h, who, why, sizeof why);
+        if (code)
+            return hello_fail(c, hd->request_id, code, why);
     }
     return CN_OK;
 }
@@ -370,10 +360,11 @@ static cn_err_t scribe_open(void *actx, cn_conn_t *c, void **cstate)
     cn__scribe_srv_t *s = actx;
     cn_scribe_hdr_t h;
     cn_scribe_hello_t hello;
+    cn_scribe_principal_t who;
     uint8_t *body = malloc(HELLO_BOUND_V4);
     if (!body)
         return -ENOMEM;
-    cn_err_t err = read_hello(s, c, body, &h, &hello);
+    cn_err_t err = read_hello(s, c, body, &h, &hello, &who);
     cn__scribe_conn_t *sc = err < 0 ? NULL : calloc(1, sizeof *sc);
     if (!sc) {
         free(body);
@@ -385,7 +376,7 @@ static cn_err_t scribe_open(void *actx, cn_conn_t *c, void **cstate)
     sc->version = s->cfg.version;
     if (hello.bind_session) {
         const char *why = NULL;
-        uint16_t code = session_bind(s, &hello, &sc->ss, &why);
+        uint16_t code = session_bind(s, &hello, &who, &sc->ss, &why);
         free(body);
         if (code) {
             conn_free(sc);
@@ -394,7 +385,7 @@ static cn_err_t scribe_open(void *actx, cn_conn_t *c, void **cstate)
         sc->session = hello.bind_session;
         sc->data = true;
     } else {
-        err = session_new(s, s->cfg.version, hello.caller, &sc->ss);
+        err = session_new(s, s->cfg.version, hello.caller, &who, &sc->ss);
         free(body); /* hello's views die here: nothing below reads them */
         if (err < 0) {
             conn_free(sc);
@@ -612,18 +603,20 @@ cn_err_t cn_scribe_adapter_create(const cn_scribe_config_t *cfg, cn_repos_t *rep
 {
     *ad = NULL;
     *actx = NULL;
-    if (!repos)
-        return CN_E_INVALID;
-    cn__scribe_srv_t *s = calloc(1, sizeof *s);
-    if (!s)
-        return -ENOMEM;
+    cn__scribe_srv_t *s = repos ? calloc(1, sizeof *s) : NULL;
+    if (!s) {
+        cn_scribe_auth_free(cfg ? cfg->auth : NULL); /* taken in every case */
+        return repos ? -ENOMEM : CN_E_INVALID;
+    }
     if (cfg)
         s->cfg = *cfg;
+    s->auth = s->cfg.auth;
     if (!s->cfg.inactivity_s)
         s->cfg.inactivity_s = 300;
     if (!s->cfg.version)
         s->cfg.version = 2;
-    if (s->cfg.version != 2 && s->cfg.version != 4) {
+    if ((s->cfg.version != 2 && s->cfg.version != 4) || (s->auth && s->cfg.version != 4)) {
+        cn_scribe_auth_free(s->auth);
         free(s);
         return CN_E_INVALID;
     }
@@ -645,5 +638,6 @@ void cn_scribe_adapter_destroy(void *actx)
         s->sessions = n;
     }
     pthread_mutex_destroy(&s->mu);
+    cn_scribe_auth_free(s->auth);
     free(s);
 }

@@ -6,6 +6,7 @@
 #define CN_SCRIBE_SERVER_INT_H
 
 #include "cairn/scribe.h"
+#include "cairn/scribe_auth.h"
 #include "cairn/scribe_server.h"
 #include "cairn/repos.h"
 #include "cairn/net.h"
@@ -22,6 +23,7 @@
 #define CN_SCRIBE_DRAIN_MAX (16u << 20)  /* unknown opcodes: bodies drained up to this */
 #define CN_SCRIBE_REPLY_SOFT (16u << 20) /* paged replies are cut to stay under this */
 #define CN_SCRIBE_IO 65536               /* raw stream reads */
+#define CN_SCRIBE_ROLE_CACHE 16          /* repositories whose role a session keeps */
 
 /* A control connection and its data connections.  Inactivity is counted
  * per session: it is active while any of its connections serves a request,
@@ -31,9 +33,16 @@
  * pointer to its session; the fields are guarded by the server's mu. */
 typedef struct cn__scribe_session {
     uint64_t id;
-    uint16_t version;    /* the protocol its control connection spoke */
-    uint8_t caller;      /* protocol 4: the control hello's caller tag */
-    uint8_t binding[32]; /* protocol 4: the secret its data connections present */
+    uint16_t version;          /* the protocol its control connection spoke */
+    uint8_t caller;            /* protocol 4: the control hello's caller tag */
+    uint8_t binding[32];       /* protocol 4: the secret its data connections present */
+    cn_scribe_principal_t who; /* protocol 4 with auth: the control hello's principal */
+    struct {
+        uint8_t repo[16];
+        int role;
+        int64_t until_ms; /* wall ms: the lease auth gave; 0 = empty */
+    } roles[CN_SCRIBE_ROLE_CACHE];
+    unsigned roles_next;
     unsigned data_conns;
     bool control_open;
     unsigned busy;   /* requests being served */
@@ -44,7 +53,8 @@ typedef struct cn__scribe_session {
 typedef struct cn__scribe_srv {
     cn_scribe_config_t cfg;
     cn_repos_t *repos;
-    pthread_mutex_t mu; /* guards sessions */
+    cn_scribe_auth_t *auth; /* protocol 4: the auth provider (owned), or NULL */
+    pthread_mutex_t mu;     /* guards sessions */
     cn__scribe_session_t *sessions;
 } cn__scribe_srv_t;
 
@@ -105,12 +115,33 @@ cn_err_t cn__scribe_op_lock(cn__scribe_call_t *k);
 /* workspace_register, workspace_list, workspace_remove,
  * workspace_remove_outcome: 12, 34-36 (server_workspace.c). */
 cn_err_t cn__scribe_op_workspace(cn__scribe_call_t *k);
+/* tree_proof, 43 (server_proof.c). */
+cn_err_t cn__scribe_op_proof(cn__scribe_call_t *k);
 /* The wire view of a branch record (its strings borrowed from b). */
 void cn__scribe_branch_view(const cn_repos_branch_t *b, cn_scribe_branch_info_t *v);
 /* The service view of a decoded submit (its strings borrowed from q). */
 void cn__scribe_submit_view(const cn_scribe_submit_req_t *q, cn_repos_submit_t *s);
 /* Answers the Submit outcome o (and frees it). */
 cn_err_t cn__scribe_reply_outcome(cn__scribe_call_t *k, cn_repos_outcome_t *o);
+/* Protocol 4's principals and role table (server_auth.c).  Resolves the
+ * hello's client certificate into *who (anonymous without one): 0, or the
+ * code to refuse the hello with and why (cap bytes). */
+uint16_t cn__scribe_resolve(cn__scribe_srv_t *s, cn_conn_t *c, const cn_scribe_hello_t *h,
+                            cn_scribe_principal_t *who, char *why, size_t cap);
+/* The dispatch-level check of every request on a listener with auth: the
+ * opcode's role (15.6) on the request's repository.  *answered true when the
+ * refusal was sent (the handler must not run); the return is the send's. */
+cn_err_t cn__scribe_authorize(cn__scribe_call_t *k, bool *answered);
+/* repo_list: drops the rows of repositories the caller cannot read (rows
+ * compacted, *n lowered); *answered when a failure was sent instead. */
+cn_err_t cn__scribe_auth_filter(cn__scribe_call_t *k, cn_repos_info_t *rows, uint32_t *n,
+                                bool *answered);
+/* Answers get_objects' streamed reply for count looked-up objects: the
+ * count, then each item header and, when present, its bytes (get_objects,
+ * get_chunks).  Any failure once the reply started closes (CN_E_CLOSED). */
+cn_err_t cn__scribe_send_objects(cn__scribe_call_t *k, const cn_repos_obj_t *objs, uint32_t count);
+/* get_chunks and repository_mounts, 30 and 31 (server_public.c). */
+cn_err_t cn__scribe_op_public(cn__scribe_call_t *k);
 /* Writes n stream bytes with a deadline sized for them. */
 cn_err_t cn__scribe_write(cn__scribe_call_t *k, const void *p, size_t n);
 

@@ -38,10 +38,12 @@ static cn_err_t op_discover(cn__scribe_call_t *k)
 {
     if (k->len)
         return cn__scribe_malformed(k);
-    cn_scribe_str_t empty = { (const uint8_t *)"", 0 };
+    /* With auth: authentication = 1 and the namespace this server serves. */
+    cn_scribe_auth_t *auth = k->sc->srv->auth;
+    cn_scribe_str_t label = cn_scribe_cstr(auth ? cn_scribe_auth_namespace(auth) : "");
     cn_buf_reset(&k->sc->out);
-    CN_TRY(cn_scribe_enc_discover(&k->sc->out, k->sc->codec, CN_SCRIBE_ROLE_STORAGE, false, &empty,
-                                  1));
+    CN_TRY(cn_scribe_enc_discover(&k->sc->out, k->sc->codec, CN_SCRIBE_ROLE_STORAGE, auth != NULL,
+                                  &label, 1));
     return cn__scribe_reply(k, 0);
 }
 
@@ -115,18 +117,25 @@ static cn_err_t op_repo_list(cn__scribe_call_t *k)
         free(a.rows);
         return cn__scribe_fail(k, err);
     }
-    cn_scribe_repo_info_t *v = calloc(a.n ? a.n : 1, sizeof *v);
+    /* The token is the last candidate's name, kept before protocol 4's
+     * filter drops the repositories the caller cannot read (a page may be
+     * empty and still continue). */
+    char last[CN_REPOS_NAME_MAX + 1] = "";
+    bool cont = more && a.n;
+    if (cont)
+        memcpy(last, a.rows[a.n - 1].name, sizeof last);
+    bool refused = false;
+    err = cn__scribe_auth_filter(k, a.rows, &a.n, &refused);
+    cn_scribe_repo_info_t *v = refused ? NULL : calloc(a.n ? a.n : 1, sizeof *v);
     if (!v) {
         free(a.rows);
-        return -ENOMEM;
+        return refused ? err : -ENOMEM;
     }
     for (uint32_t i = 0; i < a.n; i++)
         info_view(&a.rows[i], &v[i]);
-    cn_scribe_str_t token = { (const uint8_t *)"", 0 };
-    if (more && a.n)
-        token = cn_scribe_cstr(a.rows[a.n - 1].name);
+    cn_scribe_str_t token = cn_scribe_cstr(last);
     cn_buf_reset(&k->sc->out);
-    err = cn_scribe_enc_repo_list_resp(&k->sc->out, k->sc->codec, v, a.n, more && a.n, token);
+    err = cn_scribe_enc_repo_list_resp(&k->sc->out, k->sc->codec, v, a.n, cont, token);
     if (err >= 0)
         err = cn__scribe_reply(k, 0);
     free(v);
@@ -395,9 +404,10 @@ static cn_err_t send_object(cn__scribe_call_t *k, const cn_repos_obj_t *o)
     packer_t pk = { k, 0 };
     if (!k->sc->compression) {
         int fd = -1;
-        cn_err_t err = cn_repos_object_fd(r, o, &fd);
+        uint64_t at = 0; /* a packed blob's offset in its pack: no copy */
+        cn_err_t err = cn_repos_object_fd_at(r, o, &fd, &at);
         if (err >= 0) {
-            err = cn_conn_sendfile(k->c, fd, 0, o->length, cn_conn_deadline_for(k->c, o->length));
+            err = cn_conn_sendfile(k->c, fd, at, o->length, cn_conn_deadline_for(k->c, o->length));
             close(fd);
             return err;
         }
@@ -426,6 +436,31 @@ static cn_err_t objrefs(cn__scribe_call_t *k, uint16_t op, cn_scribe_objs_req_t 
     return CN_OK;
 }
 
+cn_err_t cn__scribe_send_objects(cn__scribe_call_t *k, const cn_repos_obj_t *objs, uint32_t count)
+{
+    cn_err_t err = ensure_io(k->sc);
+    if (err < 0)
+        return err;
+    cn_buf_reset(&k->sc->out);
+    err = cn_scribe_enc_count_resp(&k->sc->out, k->sc->codec, count);
+    if (err >= 0)
+        err = cn__scribe_reply(k, CN_SCRIBE_FLAG_STREAM);
+    /* From here the reply has committed to count items: any failure closes. */
+    for (uint32_t i = 0; i < count && err >= 0; i++) {
+        uint8_t h[CN_SCRIBE_GET_ITEM_HDR_MAX];
+        cn_scribe_get_item_t it = { objs[i].kind, objs[i].id, objs[i].present, objs[i].length };
+        size_t hl = cn_scribe_enc_get_item(h, k->sc->codec, &it);
+        err = cn__scribe_write(k, h, hl);
+        if (err >= 0 && objs[i].present)
+            err = send_object(k, &objs[i]);
+        if (err < 0)
+            cn_warn("scribe", "conn %llu: %s stopped after %u of %u items: %s",
+                    (unsigned long long)cn_conn_id(k->c), cn_scribe_op_name(k->hdr.opcode), i,
+                    count, cn_strerror(err));
+    }
+    return err < 0 ? CN_E_CLOSED : CN_OK;
+}
+
 static cn_err_t op_get_objects(cn__scribe_call_t *k)
 {
     cn_scribe_objs_req_t q;
@@ -447,26 +482,9 @@ static cn_err_t op_get_objects(cn__scribe_call_t *k)
         free(objs);
         return cn__scribe_fail(k, err);
     }
-    cn_buf_reset(&k->sc->out);
-    err = cn_scribe_enc_count_resp(&k->sc->out, k->sc->codec, q.count);
-    if (err >= 0)
-        err = cn__scribe_reply(k, CN_SCRIBE_FLAG_STREAM);
-    /* From here the reply has committed to count items: any failure closes. */
-    for (uint32_t i = 0; i < q.count && err >= 0; i++) {
-        uint8_t h[CN_SCRIBE_GET_ITEM_HDR_MAX];
-        cn_scribe_get_item_t it = { objs[i].kind, objs[i].id, objs[i].present, objs[i].length };
-        size_t hl = cn_scribe_enc_get_item(h, k->sc->codec, &it);
-        err = cn__scribe_write(k, h, hl);
-        if (err >= 0 && objs[i].present)
-            err = send_object(k, &objs[i]);
-        if (err < 0)
-            cn_warn("scribe", "conn %llu: get_objects stopped after %u of %u items: %s",
-                    (unsigned long long)cn_conn_id(k->c), i, q.count, cn_strerror(err));
-    }
+    err = cn__scribe_send_objects(k, objs, q.count);
     free(objs);
-    if (err < 0)
-        return CN_E_CLOSED;
-    return CN_OK;
+    return err;
 }
 
 static cn_err_t reply_bits(cn__scribe_call_t *k, const bool *bits, uint32_t n)
@@ -999,6 +1017,11 @@ static cn_err_t op_note_history(cn__scribe_call_t *k)
 /* ---- the table ----------------------------------------------------------------------------- */
 cn_err_t cn__scribe_op(cn__scribe_call_t *k)
 {
+    /* Protocol 4 with auth: the role table (15.6), once, before any handler. */
+    bool refused = false;
+    cn_err_t aerr = cn__scribe_authorize(k, &refused);
+    if (refused)
+        return aerr;
     switch (k->hdr.opcode) {
     case CN_SCRIBE_OP_DISCOVER: return op_discover(k);
     case CN_SCRIBE_OP_REPO_CREATE: return op_repo_create(k);
@@ -1008,11 +1031,14 @@ cn_err_t cn__scribe_op(cn__scribe_call_t *k)
     case CN_SCRIBE_OP_INSTANCE_STATUS: return op_instance_status(k);
     case CN_SCRIBE_OP_PUT_OBJECTS: return op_put_objects(k);
     case CN_SCRIBE_OP_GET_OBJECTS: return op_get_objects(k);
+    case CN_SCRIBE_OP_GET_CHUNKS:
+    case CN_SCRIBE_OP_REPOSITORY_MOUNTS: return cn__scribe_op_public(k);
     case CN_SCRIBE_OP_PRESENCE: return op_presence(k, false);
     case CN_SCRIBE_OP_PIN_OBJECTS: return op_presence(k, true);
     case CN_SCRIBE_OP_SUBMIT: return op_submit(k);
     case CN_SCRIBE_OP_OPERATION_OUTCOME: return op_outcome(k);
     case CN_SCRIBE_OP_TREE_PAGE: return op_tree_page(k);
+    case CN_SCRIBE_OP_TREE_PROOF: return cn__scribe_op_proof(k);
     case CN_SCRIBE_OP_CHANGED_PATHS: return op_changed_paths(k);
     case CN_SCRIBE_OP_LOG: return op_log(k);
     case CN_SCRIBE_OP_DESCRIBE_CHANGE: return op_describe(k);

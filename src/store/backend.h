@@ -1,11 +1,11 @@
 /* The store's durable-bytes backend: where published blobs live.
  *
  * Staging, hashing, the LZ4 envelope, pins and the sweeper sit above this
- * interface; a backend only keeps named, immutable files.  The one
- * implementation today is the local directory (backend_local.c); a fleet
- * backend (an S3-compatible object store with a local cache) implements the
- * same handful of operations.  A backend never sees namespaces, pins or
- * liveness, and never exposes a name before its bytes are complete.
+ * interface; a backend only keeps named, immutable files.  Two implement it:
+ * the local directory (backend_local.c) and the S3 tier (backend_s3.c, an
+ * S3-compatible object store behind the local cache of cache.c).  A backend
+ * never sees namespaces, pins or liveness, never exposes a name before its
+ * bytes are complete, and never reports a fault as absence.
  */
 #ifndef CN_STORE_BACKEND_H
 #define CN_STORE_BACKEND_H
@@ -62,5 +62,56 @@ struct cn__backend {
 
 /* The local directory backend rooted at root (created if missing). */
 cn_err_t cn__backend_local_open(const char *root, cn__backend_t **out);
+
+/* The S3 tier (backend_s3.c, docs/fleet.md "Bytes"): blobs are objects of an
+ * S3-compatible store, read through the bounded local cache below.  tier is
+ * copied; cache_dir is the resolved cache directory.  CN_E_INVALID for a
+ * malformed URL or missing credentials (logged). */
+cn_err_t cn__backend_s3_open(const struct cn_store_tier *tier, const char *cache_dir,
+                             cn__backend_t **out);
+/* One bounded request to the bucket (readiness): CN_OK or CN_E_UNAVAILABLE. */
+cn_err_t cn__backend_s3_ping(cn__backend_t *be);
+
+/* One header of a request to sign: name lower case; a list is sorted by name. */
+typedef struct cn__s3_hdr {
+    const char *name;
+    const char *value;
+} cn__s3_hdr_t;
+/* The SigV4 Authorization value of a request (service "s3") over the
+ * canonical-request pieces of cairn/sigv4.h: path and query already
+ * URI-encoded, every header in h signed.  CN_E_LIMIT when out (cap bytes) is
+ * too small. */
+cn_err_t cn__s3_authorization(const char *key_id, const char *secret, const char *region,
+                              const char *method, const char *path, const char *query,
+                              const cn__s3_hdr_t *h, size_t n, const char *payload_hash,
+                              const char *amz_date, char *out, size_t cap);
+
+/* ---- the tier's local cache (cache.c) ----------------------------------------
+ * Whole blobs in their stored form, named <hex> or <hex>.lz4 in one
+ * directory, least recently used out past a byte budget.  A reader's open
+ * descriptor keeps an evicted file's inode (and bytes) alive until it closes:
+ * Linux semantics are the pin of in-flight reads.  Thread-safe. */
+typedef struct cn__cache cn__cache_t;
+
+/* Opens (creating) dir: leftovers of interrupted fills are removed, the
+ * files present are adopted, unverified (hashed at their first use). */
+cn_err_t cn__cache_open(const char *dir, uint64_t cap, cn__cache_t **out);
+void cn__cache_close(cn__cache_t *c);
+/* The cached file of d: *fd (caller closes) and its stat.  *verified tells
+ * whether this process already hashed it; the caller hashes an unverified
+ * one and calls cn__cache_verified or cn__cache_evict.  CN_E_NOT_FOUND. */
+cn_err_t cn__cache_get(cn__cache_t *c, const cn_digest_t *d, int *fd, cn__be_stat_t *st,
+                       bool *verified);
+void cn__cache_verified(cn__cache_t *c, const cn_digest_t *d);
+/* A fresh temporary file in the cache directory for a fill. */
+cn_err_t cn__cache_tmp(cn__cache_t *c, char name[48], int *fd);
+void cn__cache_discard(cn__cache_t *c, const char *tmp);
+/* Makes the complete, verified file tmp (or, with src_dirfd >= 0, the file
+ * src_dirfd/tmp from elsewhere: -EXDEV when on another file system) the
+ * cache entry of d, then evicts past the budget. */
+cn_err_t cn__cache_commit(cn__cache_t *c, int src_dirfd, const char *tmp, const cn_digest_t *d,
+                          cn_store_form_t form, uint64_t size);
+/* Drops d's entry and file (a no-op when absent). */
+void cn__cache_evict(cn__cache_t *c, const cn_digest_t *d);
 
 #endif

@@ -30,8 +30,11 @@
  *
  * Packed blobs (pack.c) are not kept here: their packs' descriptors stay
  * open anyway.  cn_store_fd_get hands out a private copy of their verified
- * bytes; cn_store_fd_get_at a duplicate of the pack's descriptor and the
- * record's offset.
+ * bytes; cn_store_fd_get_at the pack's own descriptor, borrowed through its
+ * reference count (the handle; cn_store_fd_put gives it back), and
+ * cn_store_open_fd_at a duplicate, each with the payload's offset (pack.c,
+ * P9: either reads the right bytes through any compaction, so a GET racing a
+ * pass that retires the pack still sends what it looked up).
  */
 #include "store/store_int.h"
 
@@ -217,18 +220,36 @@ cn_err_t cn_store_fd_get_at(cn_store_t *s, const cn_digest_t *d, int *fd, uint64
 {
     cn__pack_loc_t loc;
     *handle = NULL;
-    if (!cn__pack_find(s, d, &loc)) {
+    cn_err_t rc = cn__pack_borrow(s, d, &loc, handle);
+    if (rc == CN_E_NOT_FOUND) {
         *off = 0;
         return cn_store_fd_get(s, d, fd, len, handle);
     }
-    /* A duplicate, closed by cn_store_fd_put: the pack's own descriptor
-     * stays the store's. */
-    int f = fcntl(loc.fd, F_DUPFD_CLOEXEC, 0);
-    if (f < 0)
-        return -errno;
-    *fd = f;
+    if (rc < 0)
+        return rc;
+    /* The pack's own descriptor, borrowed (P9 in pack.c): no system call,
+     * and open until cn_store_fd_put, whatever compaction does. */
+    *fd = loc.fd;
     *off = loc.off;
     *len = loc.len;
+    return CN_OK;
+}
+
+cn_err_t cn_store_open_fd_at(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t *off,
+                             uint64_t *len)
+{
+    cn__pack_loc_t loc;
+    cn_err_t rc = cn__pack_dup(s, d, &loc);
+    if (rc == CN_E_NOT_FOUND) {
+        *off = 0;
+        return cn_store_open_fd(s, d, fd, len);
+    }
+    if (rc < 0)
+        return rc;
+    *fd = loc.fd;
+    *off = loc.off;
+    if (len)
+        *len = loc.len;
     return CN_OK;
 }
 
@@ -238,6 +259,12 @@ void cn_store_fd_put(cn_store_t *s, int fd, void *handle)
     if (!e) {
         if (fd >= 0)
             close(fd);
+        return;
+    }
+    /* A handle is a slot of this cache, or else a pack's borrow. */
+    uintptr_t h = (uintptr_t)handle, lo = (uintptr_t)s->fdc;
+    if (!s->fdc || h < lo || h >= (uintptr_t)(s->fdc + s->fdc_n)) {
+        cn__pack_ref_put(handle);
         return;
     }
     size_t set = (size_t)(e - s->fdc) / CN__FDC_WAYS;

@@ -54,11 +54,32 @@
  *  P8. A store_pack row with indexed_end = -1 names a pack being retired
  *      (sweep.c, C4): at open its file, if still there, is unlinked and the
  *      row dropped; such a pack is never loaded.
+ *  P9. A zero-copy read gets the pack's descriptor and the payload's
+ *      offset, taken under pack_mu while its entry names that live pack:
+ *      borrowed through the pack's reference count (cn__pack_borrow,
+ *      cn_store_fd_get_at: the store's own reference is dropped only by the
+ *      pass after the pack's retirement, and the last reference closes the
+ *      descriptor), or duplicated (cn__pack_dup, cn_store_open_fd_at: the
+ *      duplicate keeps the inode).  P1/P3/P5 never change bytes before
+ *      indexed_end, so either serves the blob's bytes for as long as it is
+ *      held, through any compaction.  Each record is hashed on its first
+ *      such read in the process (then marked), so a record damaged before
+ *      that read is reported and never sent.
+ * P10. Migration of a file blob into a pack (an adopt request, sweep.c
+ *      cn_store_pack_files) is decided under its stripe lock: appended only
+ *      if d is not packed and its file is still there, so it rides a batch
+ *      like a new blob (P1-P3).  The file is removed afterwards, under the
+ *      stripe lock and only if the memory index holds d: by then the record
+ *      is synced (P1) and indexed, and a crash that loses the index commit
+ *      (P2) is repaired by recovery re-indexing it (P5).  Both copies hold
+ *      the same verified bytes, and reads look in the pack first.
  *
- * Lock order: a stripe lock, then pack_mu.  No I/O under pack_mu.  Pack
+ * Lock order: a stripe lock, then pack_mu.  No I/O under pack_mu (P9's
+ * descriptor duplicate is the one system call made under it).  Pack
  * descriptors stay open until the store closes, or, for a pack compaction
- * retired, until the next compaction pass (sweep.c, C5), so a reader may
- * pread one after dropping the lock.
+ * retired, until the next compaction pass (sweep.c, C5) and the last
+ * borrower's cn_store_fd_put, so a reader may pread one after dropping the
+ * lock.
  */
 #include "store/store_int.h"
 
@@ -67,6 +88,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,18 +102,44 @@
 struct cn__pack_ent {
     cn_digest_t d;
     uint32_t pack_id;
-    uint32_t len;
+    uint32_t len : 31;
+    /* The record at (pack_id, off) was read back and hashed by a zero-copy
+     * read (cn__pack_dup) of this process: later ones send it unhashed.
+     * Cleared by a move (P7); never set by an append. */
+    uint32_t verified : 1;
     uint64_t off; /* of the record (its header) */
     int64_t mtime_ms;
     struct cn__pack_ent *next;
 };
 
+/* A pack descriptor's owners (P9): the store, one reference while the pack
+ * is live, let go by the pass after its retirement (C5) or at close; and
+ * each cn_store_fd_get_at borrower.  The last one closes it. */
+struct cn__pack_ref {
+    int fd;
+    atomic_uint refs;
+};
+
+static void ref_put(struct cn__pack_ref *r)
+{
+    if (r && atomic_fetch_sub(&r->refs, 1) == 1) {
+        close(r->fd);
+        free(r);
+    }
+}
+
+void cn__pack_ref_put(void *ref)
+{
+    ref_put(ref);
+}
+
 struct cn__pack_file {
     uint32_t id;
-    int fd;               /* -1 once retired (the descriptor waits in pack_dead_fds) */
-    uint64_t end;         /* synced end (the committer appends here) */
-    uint64_t indexed_end; /* what meta's store_pack row says */
-    bool retiring;        /* store_pack says -1: finish the retirement at open */
+    int fd;                   /* -1 once retired (its ref waits in pack_dead_fds) */
+    struct cn__pack_ref *ref; /* owns fd */
+    uint64_t end;             /* synced end (the committer appends here) */
+    uint64_t indexed_end;     /* what meta's store_pack row says */
+    bool retiring;            /* store_pack says -1: finish the retirement at open */
 };
 
 /* A packed request's fate, decided in the committer (P4). */
@@ -179,7 +227,7 @@ static cn_err_t index_add_locked(cn_store_t *s, const cn_digest_t *d, uint32_t p
     struct cn__pack_ent *e = malloc(sizeof *e);
     if (!e)
         return -ENOMEM;
-    *e = (struct cn__pack_ent){ *d, pack_id, len, off, mtime_ms, NULL };
+    *e = (struct cn__pack_ent){ *d, pack_id, len, 0, off, mtime_ms, NULL };
     *pp = e;
     s->pidx_count++;
     return CN_OK;
@@ -206,6 +254,93 @@ bool cn__pack_find(cn_store_t *s, const cn_digest_t *d, cn__pack_loc_t *loc)
     }
     pthread_mutex_unlock(&s->pack_mu);
     return e && pf;
+}
+
+/* P9 (zero-copy reads): the descriptor is duplicated under pack_mu while
+ * the entry names a live pack, so it is open then (a retired pack's
+ * descriptor is closed only by a later pass, C5) and the duplicate keeps the
+ * inode; the record's bytes never change (P1: append-only, never rewritten;
+ * P3 and P5 cut only past indexed_end).  So the duplicate serves d's bytes
+ * at that offset for as long as it is held, whatever compaction does. */
+static cn_err_t dup_locked(cn_store_t *s, const cn_digest_t *d, cn__pack_loc_t *loc,
+                           uint32_t *pack_id, bool *verified)
+{
+    struct cn__pack_ent *e = *find_locked(s, d);
+    struct cn__pack_file *pf = e ? pack_by_id_locked(s, e->pack_id) : NULL;
+    if (!e || !CN_ALWAYS(pf))
+        return CN_E_NOT_FOUND;
+    int f = fcntl(pf->fd, F_DUPFD_CLOEXEC, 0);
+    if (f < 0)
+        return -errno;
+    *loc = (cn__pack_loc_t){ *d, f, e->off + CN__PACK_REC_HDR, e->len, e->mtime_ms };
+    *pack_id = e->pack_id;
+    *verified = e->verified;
+    return CN_OK;
+}
+
+/* The first zero-copy read of a record: hash it once (a flipped byte is
+ * reported, never sent), then mark it if it is still the same record. */
+static cn_err_t check_first(cn_store_t *s, const cn__pack_loc_t *loc, uint32_t id)
+{
+    uint8_t *buf = malloc(loc->len ? loc->len : 1);
+    cn_err_t rc = buf ? cn__pack_read(loc, buf) : -ENOMEM;
+    free(buf);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&s->pack_mu);
+    struct cn__pack_ent *e = *find_locked(s, &loc->d);
+    if (e && e->pack_id == id && e->off + CN__PACK_REC_HDR == loc->off)
+        e->verified = 1;
+    pthread_mutex_unlock(&s->pack_mu);
+    return CN_OK;
+}
+
+cn_err_t cn__pack_dup(cn_store_t *s, const cn_digest_t *d, cn__pack_loc_t *loc)
+{
+    if (!s->pack_on)
+        return CN_E_NOT_FOUND;
+    uint32_t id = 0;
+    bool verified = false;
+    pthread_mutex_lock(&s->pack_mu);
+    cn_err_t rc = dup_locked(s, d, loc, &id, &verified);
+    pthread_mutex_unlock(&s->pack_mu);
+    if (rc < 0 || verified)
+        return rc;
+    if ((rc = check_first(s, loc, id)) < 0) {
+        close(loc->fd);
+        loc->fd = -1;
+    }
+    return rc;
+}
+
+cn_err_t cn__pack_borrow(cn_store_t *s, const cn_digest_t *d, cn__pack_loc_t *loc, void **ref)
+{
+    *ref = NULL;
+    if (!s->pack_on)
+        return CN_E_NOT_FOUND;
+    uint32_t id = 0;
+    bool verified = false;
+    pthread_mutex_lock(&s->pack_mu);
+    struct cn__pack_ent *e = *find_locked(s, d);
+    struct cn__pack_file *pf = e ? pack_by_id_locked(s, e->pack_id) : NULL;
+    if (e && CN_ALWAYS(pf)) {
+        /* The store's own reference is held while the pack is live, so the
+         * count is at least 1 here and the descriptor open (P9). */
+        atomic_fetch_add(&pf->ref->refs, 1);
+        *ref = pf->ref;
+        *loc = (cn__pack_loc_t){ *d, pf->fd, e->off + CN__PACK_REC_HDR, e->len, e->mtime_ms };
+        id = e->pack_id;
+        verified = e->verified;
+    }
+    pthread_mutex_unlock(&s->pack_mu);
+    if (!*ref)
+        return CN_E_NOT_FOUND;
+    cn_err_t rc = verified ? CN_OK : check_first(s, loc, id);
+    if (rc < 0) {
+        ref_put(*ref);
+        *ref = NULL;
+    }
+    return rc;
 }
 
 cn_err_t cn__pack_read(const cn__pack_loc_t *loc, uint8_t *buf)
@@ -502,7 +637,8 @@ cn_err_t cn__pack_retire(cn_store_t *s, uint32_t id, uint64_t *freed)
     bool ok = pf && pf != &s->packs[s->cur_pack];
     uint64_t size = ok ? pf->end : 0;
     /* The slot its descriptor will wait in (C5), taken before anything. */
-    int *dead = ok ? realloc(s->pack_dead_fds, (s->n_pack_dead + 1) * sizeof *dead) : NULL;
+    struct cn__pack_ref **dead =
+        ok ? realloc(s->pack_dead_fds, (s->n_pack_dead + 1) * sizeof *dead) : NULL;
     if (dead)
         s->pack_dead_fds = dead;
     pthread_mutex_unlock(&s->pack_mu);
@@ -531,7 +667,8 @@ cn_err_t cn__pack_retire(cn_store_t *s, uint32_t id, uint64_t *freed)
     /* C5: the descriptor outlives this pass (readers may hold a location). */
     pthread_mutex_lock(&s->pack_mu);
     if (CN_ALWAYS((pf = pack_by_id_locked(s, id)) != NULL)) {
-        s->pack_dead_fds[s->n_pack_dead++] = pf->fd;
+        s->pack_dead_fds[s->n_pack_dead++] = pf->ref;
+        pf->ref = NULL;
         pf->fd = -1;
     }
     pthread_mutex_unlock(&s->pack_mu);
@@ -542,14 +679,14 @@ cn_err_t cn__pack_retire(cn_store_t *s, uint32_t id, uint64_t *freed)
 void cn__pack_reap(cn_store_t *s)
 {
     pthread_mutex_lock(&s->pack_mu);
-    int *fds = s->pack_dead_fds;
+    struct cn__pack_ref **refs = s->pack_dead_fds;
     size_t n = s->n_pack_dead;
     s->pack_dead_fds = NULL;
     s->n_pack_dead = 0;
     pthread_mutex_unlock(&s->pack_mu);
     for (size_t i = 0; i < n; i++)
-        close(fds[i]);
-    free(fds);
+        ref_put(refs[i]); /* closed now, or by its last borrower */
+    free(refs);
 }
 
 /* ---- the committer's step -------------------------------------------------- */
@@ -591,6 +728,13 @@ static cn_err_t decide_locked(cn_store_t *s, cn__commit_req_t *r, int64_t now)
         r->pack_state = there ? PS_MOVE : PS_SKIP;
         return CN_OK;
     }
+    if (r->adopt) { /* P10 */
+        pthread_mutex_unlock(&s->pack_mu);
+        cn__be_stat_t st;
+        cn_err_t rc = e ? CN_E_EXISTS : s->be->ops->stat(s->be, &r->d, &st);
+        r->pack_state = rc == CN_OK ? PS_NEW : PS_SKIP;
+        return rc == CN_OK || rc == CN_E_EXISTS || rc == CN_E_NOT_FOUND ? CN_OK : rc;
+    }
     if (e)
         e->mtime_ms = now;
     pthread_mutex_unlock(&s->pack_mu);
@@ -625,7 +769,12 @@ static cn_err_t packs_push_locked(cn_store_t *s, uint32_t id, int fd, uint64_t s
         s->packs = p;
         s->cap_packs = cap;
     }
-    s->packs[s->n_packs++] = (struct cn__pack_file){ id, fd, size, 0, false };
+    struct cn__pack_ref *r = malloc(sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    r->fd = fd;
+    atomic_init(&r->refs, 1);
+    s->packs[s->n_packs++] = (struct cn__pack_file){ id, fd, r, size, 0, false };
     return CN_OK;
 }
 
@@ -774,6 +923,7 @@ void cn__pack_commit(cn_store_t *s, cn__commit_req_t *batch)
             if (e && e->pack_id == r->move_pack && e->off == r->move_off) {
                 e->pack_id = pf->id;
                 e->off = r->pack_off;
+                e->verified = 0; /* a new record: its first zero-copy read checks it */
             }
         }
         pthread_mutex_unlock(&s->pack_mu);
@@ -900,7 +1050,7 @@ static cn_err_t recover_pack(cn_store_t *s, struct cn__pack_file *pf, uint8_t *b
                 0 ||
             !digest_ok(&rec.d, rec.payload, rec.len))
             break; /* the first record that fails ends what was acknowledged */
-        struct cn__pack_ent e = { rec.d, pf->id, rec.len, t.end, 0, NULL };
+        struct cn__pack_ent e = { rec.d, pf->id, rec.len, 0, t.end, 0, NULL };
         if ((rc = cn_buf_append(&rows, &e, sizeof e)) < 0)
             break;
         t.end += used;
@@ -947,7 +1097,8 @@ static cn_err_t finish_retiring(cn_store_t *s)
             continue;
         char name[32];
         pack_name(pf->id, name);
-        close(pf->fd);
+        ref_put(pf->ref); /* nobody borrows before open returns */
+        pf->ref = NULL;
         pf->fd = -1;
         if (unlinkat(s->packs_fd, name, 0) < 0 && errno != ENOENT)
             return -errno;
@@ -1032,7 +1183,7 @@ void cn__pack_close(cn_store_t *s)
     cn__pack_reap(s);
     for (size_t i = 0; i < s->n_packs; i++)
         if (s->packs[i].fd >= 0)
-            close(s->packs[i].fd);
+            ref_put(s->packs[i].ref);
     free(s->packs);
     s->packs = NULL;
     s->n_packs = s->cap_packs = 0;

@@ -110,6 +110,31 @@ static char *path_join(const char *a, const char *b)
     return p;
 }
 
+/* The blob backend the options choose: DATA/blobs, or the S3 tier with its
+ * cache (opts.tier.cache_dir, default DATA/cache). */
+static cn_err_t open_backend(cn_store_t *s, const char *blobs)
+{
+    const struct cn_store_tier *t = &s->opts.tier;
+    if (!t->blob_store)
+        return cn__backend_local_open(blobs, &s->be);
+    char *cache = t->cache_dir ? strdup(t->cache_dir) : path_join(s->data_dir, "cache");
+    if (!cache)
+        return -ENOMEM;
+    cn_err_t rc = cn__backend_s3_open(t, cache, &s->be);
+    free(cache);
+    return rc;
+}
+
+bool cn_store_is_tiered(const cn_store_t *s)
+{
+    return s->opts.tier.blob_store != NULL;
+}
+
+cn_err_t cn_store_ping(cn_store_t *s)
+{
+    return cn_store_is_tiered(s) ? cn__backend_s3_ping(s->be) : CN_OK;
+}
+
 cn_err_t cn_store_open(const char *data_dir, const cn_store_opts_t *opts, cn_store_t **out)
 {
     cn_err_t rc;
@@ -138,6 +163,13 @@ cn_err_t cn_store_open(const char *data_dir, const cn_store_opts_t *opts, cn_sto
         return CN_E_INVALID;
     }
     s->meta = s->opts.meta;
+    if (s->opts.tier.blob_store) {
+        /* The S3 tier: each blob is its own backend object (no packs), and
+         * each writer uploads on its own thread (no group committer, whose
+         * one thread would serialise the uploads). */
+        s->opts.pack_max_bytes = 0;
+        s->opts.batch_disable = true;
+    }
     for (size_t i = 0; i < CN__STORE_STRIPES; i++)
         pthread_mutex_init(&s->stripe[i], NULL);
     pthread_mutex_init(&s->guard_mu, NULL);
@@ -184,7 +216,7 @@ cn_err_t cn_store_open(const char *data_dir, const cn_store_opts_t *opts, cn_sto
         goto fail;
     if (removed)
         cn_info("store", "recovery: removed %u unpublished upload(s) from staging", removed);
-    if ((rc = cn__backend_local_open(blobs, &s->be)) < 0)
+    if ((rc = open_backend(s, blobs)) < 0)
         goto fail;
     /* The directories themselves must survive a crash before any blob
      * inside them is acknowledged. */
@@ -306,6 +338,15 @@ cn_err_t cn_store_stat(cn_store_t *s, const cn_digest_t *d, cn_store_stat_t *out
     if (cn__pack_find(s, d, &loc)) {
         *out = (cn_store_stat_t){ loc.len, loc.len, CN_STORE_RAW, loc.mtime_ms };
         return CN_OK;
+    }
+    /* The S3 tier: a raw blob's HEAD says it all; only an envelope's
+     * logical length needs its bytes (open fills the cache). */
+    if (cn_store_is_tiered(s)) {
+        CN_TRY(s->be->ops->stat(s->be, d, &st));
+        if (st.form == CN_STORE_RAW) {
+            *out = (cn_store_stat_t){ st.size, st.size, CN_STORE_RAW, st.mtime_ms };
+            return CN_OK;
+        }
     }
     CN_TRY(s->be->ops->open(s->be, d, &fd, &st));
     cn_err_t rc = CN_OK;

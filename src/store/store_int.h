@@ -49,6 +49,10 @@ typedef struct cn__commit_req {
      * entry there, if it is still there (pack.c, P7). */
     uint32_t move_pack;
     uint64_t move_off;
+    /* Migration (sweep.c, cn_store_pack_files): append this file blob's
+     * bytes to the open pack although its file exists, unless d is packed
+     * already or its file is gone (pack.c, P10). */
+    bool adopt;
     bool done;
     bool existed;
     cn_err_t rc;
@@ -140,10 +144,11 @@ struct cn_store {
     long pack_batches;      /* packed batches so far (committer thread) */
     int compact_crash_at;   /* test hook (CAIRN_TEST_COMPACT_CRASH "P"): 0 off, 1..4 */
     uint64_t pack_file_max; /* roll size: CN__PACK_FILE_MAX (tests: CAIRN_TEST_PACK_FILE_MAX) */
-    /* Descriptors of packs retired by the last compaction pass: closed by
+    /* Descriptors of packs retired by the last compaction pass: let go by
      * the next pass (or close), so a reader that looked a location up before
-     * the retirement still preads the old, unchanged bytes (sweep.c, C5). */
-    int *pack_dead_fds;
+     * the retirement still preads the old, unchanged bytes (sweep.c, C5);
+     * closed once no cn_store_fd_get_at borrower holds them (pack.c, P9). */
+    struct cn__pack_ref **pack_dead_fds;
     size_t n_pack_dead;
 
     /* small-blob journal (journal.c): committer thread only */
@@ -273,6 +278,17 @@ bool cn__pack_wants(const cn_store_t *s, cn_store_form_t form, uint64_t stored);
 void cn__pack_commit(cn_store_t *s, cn__commit_req_t *batch);
 /* true and *loc when d is packed (a snapshot: the entry may go after). */
 bool cn__pack_find(cn_store_t *s, const cn_digest_t *d, cn__pack_loc_t *loc);
+/* Zero-copy read of d (P9): *loc with loc->fd a duplicate of its pack's
+ * descriptor (the caller closes it) and loc->off the payload's offset.  The
+ * record is hashed on its first such read in this process (CN_E_CORRUPT,
+ * reported, when it fails; nothing handed out).  CN_E_NOT_FOUND when d is
+ * not packed, -errno. */
+cn_err_t cn__pack_dup(cn_store_t *s, const cn_digest_t *d, cn__pack_loc_t *loc);
+/* The same without a duplicate: loc->fd is the pack's own descriptor,
+ * borrowed (*ref counts it: give it back with cn__pack_ref_put, never close
+ * it).  A borrow costs no system call once the record is checked. */
+cn_err_t cn__pack_borrow(cn_store_t *s, const cn_digest_t *d, cn__pack_loc_t *loc, void **ref);
+void cn__pack_ref_put(void *ref);
 /* The verified payload of loc into buf (loc->len bytes): CN_E_CORRUPT when
  * the bytes do not hash to the digest (reported, never served). */
 cn_err_t cn__pack_read(const cn__pack_loc_t *loc, uint8_t *buf);

@@ -59,8 +59,9 @@
  *      reused (new packs take the largest id + 1, and the open pack, the
  *      largest, is never compacted), and every read checks the record's
  *      digest, so an old location can never serve other bytes.  Descriptors
- *      handed out by cn_store_fd_get_at are duplicates and keep the unlinked
- *      file readable on their own.
+ *      lent by cn_store_fd_get_at are counted borrows, closed only after
+ *      their cn_store_fd_put, and those of cn_store_open_fd_at duplicates:
+ *      both keep the unlinked file readable on their own (pack.c, P9).
  *  C6. Any error stops the pass (when in doubt, keep): copies already moved
  *      stay valid, copies not yet indexed are dead space in the open pack
  *      that a later pass reclaims, and the source pack is kept.
@@ -70,6 +71,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cairn/util.h"
 
@@ -215,15 +217,24 @@ static cn_err_t on_blob(void *ctx, const cn_digest_t *d, const cn__be_stat_t *bs
 
 #define COMPACT_CHUNK (4u << 20) /* bytes of records per committer round */
 
+/* How many records from v[first] on make the next chunk (at least one, at
+ * most COMPACT_CHUNK bytes with hdr bytes added to each); *bytes their sum. */
+static size_t take_chunk(const cn__pack_live_t *v, size_t n, size_t first, uint64_t hdr,
+                         uint64_t *bytes)
+{
+    size_t k = 0;
+    *bytes = 0;
+    while (first + k < n && (k == 0 || *bytes + hdr + v[first + k].len <= COMPACT_CHUNK))
+        *bytes += hdr + v[first + k++].len;
+    return k;
+}
+
 /* C2, C3: copies one chunk of pack id's live records, from ents[*next] on. */
 static cn_err_t move_chunk(cn_store_t *s, uint32_t id, const cn__pack_live_t *ents, size_t n,
                            size_t *next, cn_store_compact_stats_t *st, bool *corrupt)
 {
-    size_t first = *next, k = 0;
     uint64_t bytes = 0;
-    while (first + k < n &&
-           (k == 0 || bytes + CN__PACK_REC_HDR + ents[first + k].len <= COMPACT_CHUNK))
-        bytes += CN__PACK_REC_HDR + ents[first + k++].len;
+    size_t first = *next, k = take_chunk(ents, n, first, CN__PACK_REC_HDR, &bytes);
     *next = first + k;
     uint8_t *buf = malloc(bytes);
     cn__commit_req_t *reqs = calloc(k, sizeof *reqs);
@@ -374,5 +385,137 @@ cn_err_t cn_store_sweep(cn_store_t *s, int64_t grace_ms, cn_store_sweep_stats_t 
     if (out)
         *out = sw->st;
     free(sw);
+    return rc;
+}
+
+/* ---- migration: small files into packs (P10 in pack.c) ----------------------- */
+
+typedef struct adopt_list {
+    uint64_t max;
+    cn_buf_t cand; /* cn__pack_live_t: digest and size (off unused) */
+    cn_store_pack_stats_t *st;
+} adopt_list_t;
+
+static cn_err_t on_file(void *ctx, const cn_digest_t *d, const cn__be_stat_t *bst)
+{
+    adopt_list_t *al = ctx;
+    al->st->files++;
+    if (bst->form != CN_STORE_RAW || bst->size > al->max)
+        return CN_OK;
+    cn__pack_live_t c = { *d, 0, (uint32_t)bst->size };
+    return cn_buf_append(&al->cand, &c, sizeof c);
+}
+
+/* The whole file of c, checked against its digest, into buf: CN_E_CORRUPT
+ * (never packed: the file stays for a scrub), CN_E_NOT_FOUND (gone). */
+static cn_err_t read_file_checked(cn_store_t *s, const cn__pack_live_t *c, uint8_t *buf)
+{
+    int fd = -1;
+    cn__be_stat_t st;
+    CN_TRY(s->be->ops->open(s->be, &c->d, &fd, &st));
+    cn_err_t rc = st.size == c->len && st.form == CN_STORE_RAW ? CN_OK : CN_E_CORRUPT;
+    size_t got = 0;
+    while (rc == CN_OK && got < c->len) {
+        ssize_t r = pread(fd, buf + got, c->len - got, (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        rc = r < 0 ? -errno : r == 0 ? CN_E_CORRUPT : CN_OK;
+        got += r > 0 ? (size_t)r : 0;
+    }
+    close(fd);
+    cn_digest_t h;
+    if (rc == CN_OK && (cn_blake3(buf, c->len, &h), memcmp(h.b, c->d.b, CN_DIGEST_LEN) != 0))
+        rc = CN_E_CORRUPT;
+    if (rc == CN_E_CORRUPT) {
+        char hex[CN_DIGEST_HEX_LEN + 1];
+        cn_digest_hex(&c->d, hex);
+        cn_error("store", "pack migration: blob file %s fails its digest (kept)", hex);
+    }
+    return rc;
+}
+
+/* P10, after the batch: the file goes only where the pack now holds d. */
+static void drop_adopted_file(cn_store_t *s, const cn__commit_req_t *r, cn_store_pack_stats_t *st)
+{
+    cn__pack_loc_t loc;
+    uint64_t freed = 0;
+    pthread_mutex_t *mu = cn__stripe(s, &r->d);
+    pthread_mutex_lock(mu);
+    bool packed = cn__pack_find(s, &r->d, &loc);
+    cn_err_t rc = packed ? s->be->ops->remove(s->be, &r->d, &freed) : CN_E_NOT_FOUND;
+    if (rc == CN_OK)
+        cn__fdc_forget(s, &r->d);
+    pthread_mutex_unlock(mu);
+    if (rc == CN_OK) {
+        st->moved++;
+        st->bytes_moved += r->payload_len;
+    } else {
+        st->kept++;
+    }
+}
+
+/* One chunk of candidates, from cand[*next] on: read, checked, appended as
+ * one batch, then their files removed. */
+static cn_err_t adopt_chunk(cn_store_t *s, const cn__pack_live_t *cand, size_t n, size_t *next,
+                            cn_store_pack_stats_t *st)
+{
+    uint64_t bytes = 0;
+    size_t first = *next, k = take_chunk(cand, n, first, 0, &bytes);
+    *next = first + k;
+    uint8_t *buf = malloc(bytes ? bytes : 1);
+    cn__commit_req_t *reqs = calloc(k, sizeof *reqs);
+    cn_err_t rc = buf && reqs ? CN_OK : -ENOMEM;
+    size_t m = 0;
+    uint64_t at = 0;
+    for (size_t i = 0; rc == CN_OK && i < k; i++) {
+        const cn__pack_live_t *c = &cand[first + i];
+        rc = read_file_checked(s, c, buf + at);
+        if (rc == CN_E_CORRUPT || rc == CN_E_NOT_FOUND) {
+            st->kept++;
+            rc = CN_OK;
+            continue;
+        }
+        reqs[m++] = (cn__commit_req_t){ .payload = buf + at,
+                                        .payload_len = c->len,
+                                        .d = c->d,
+                                        .form = CN_STORE_RAW,
+                                        .adopt = true };
+        at += c->len;
+    }
+    if (rc == CN_OK)
+        cn__committer_submit_packed(s, reqs, m);
+    for (size_t i = 0; rc == CN_OK && i < m; i++) {
+        if (reqs[i].rc < 0)
+            rc = reqs[i].rc; /* nothing of it removed: the file stays (C6) */
+        else
+            drop_adopted_file(s, &reqs[i], st);
+    }
+    free(reqs);
+    free(buf);
+    return rc;
+}
+
+cn_err_t cn_store_pack_files(cn_store_t *s, uint64_t max_bytes, cn_store_pack_stats_t *out)
+{
+    cn_store_pack_stats_t st = { 0 };
+    adopt_list_t al = { .max = max_bytes ? max_bytes : CN_STORE_PACK_DEFAULT_MAX, .st = &st };
+    if (al.max > CN__STORE_IO_CHUNK)
+        return CN_E_INVALID;
+    if (!s->pack_on)
+        return CN_E_UNSUPPORTED;
+    pthread_mutex_lock(&s->sweep_mu);
+    cn_err_t rc = s->be->ops->list(s->be, on_file, &al);
+    const cn__pack_live_t *cand = (const cn__pack_live_t *)al.cand.data;
+    size_t n = al.cand.len / sizeof *cand, next = 0;
+    st.candidates = n;
+    while (rc == CN_OK && next < n)
+        rc = adopt_chunk(s, cand, n, &next, &st);
+    pthread_mutex_unlock(&s->sweep_mu);
+    cn_buf_free(&al.cand);
+    if (rc < 0)
+        cn_warn("store", "pack migration stopped: %s (nothing lost; run it again)",
+                cn_strerror(rc));
+    if (out)
+        *out = st;
     return rc;
 }

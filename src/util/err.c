@@ -39,6 +39,7 @@ static const struct {
     [CN_E_SHUTDOWN - CN_E_BASE] = { "CN_E_SHUTDOWN", "server is shutting down" },
     [CN_E_PRECONDITION - CN_E_BASE] = { "CN_E_PRECONDITION", "precondition failed" },
     [CN_E_NOT_MODIFIED - CN_E_BASE] = { "CN_E_NOT_MODIFIED", "not modified" },
+    [CN_E_UNAVAILABLE - CN_E_BASE] = { "CN_E_UNAVAILABLE", "backend unavailable" },
 };
 
 const char *cn_strerror(cn_err_t err)

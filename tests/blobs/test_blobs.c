@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct {
@@ -35,6 +36,9 @@ static void principal(env_t *e, const char *account, cn_perms_t perms, cn_princi
     CN_CHECK_EQ(cn_identity_authenticate(e->id, cred, strlen(cred), out), 0);
 }
 
+/* The store's pack threshold of the envs opened next (0: packs off). */
+static uint64_t g_pack_max;
+
 static void env_open(env_t *e, const cn_blobs_opts_t *opts)
 {
     memset(e, 0, sizeof *e);
@@ -44,7 +48,7 @@ static void env_open(env_t *e, const cn_blobs_opts_t *opts)
     CN_CHECK(mkdtemp(e->dir) != NULL);
     cn_meta_opts_t mo = { .no_sync = true };
     CN_CHECK_EQ(cn_meta_open(e->dir, &mo, &e->meta), 0);
-    cn_store_opts_t so = { .meta = e->meta };
+    cn_store_opts_t so = { .meta = e->meta, .pack_max_bytes = g_pack_max };
     CN_CHECK_EQ(cn_store_open(e->dir, &so, &e->store), 0);
     CN_CHECK_EQ(cn_identity_open(e->meta, e->dir, &e->id), 0);
     CN_CHECK_EQ(cn_blobs_open(e->meta, e->store, e->id, opts, &e->b), 0);
@@ -636,7 +640,59 @@ static void test_have_many(void)
     env_close(&e);
 }
 
+/* A packed blob: fetched whole, ranged (slice digests) and by its pack's
+ * descriptor at its offset (take_fd_at: no copy), byte-exact; take_fd, whose
+ * callers send from 0, declines it. */
+static void test_packed_fetch(void)
+{
+    env_t e;
+    g_pack_max = 64 * 1024;
+    env_open(&e, NULL);
+    g_pack_max = 0;
+    size_t n = 30000;
+    uint8_t *data = malloc(n), *back = malloc(n + 64);
+    fill(data, n, 5);
+    cn_blobs_put_result_t res;
+    CN_CHECK_EQ(put(&e, &e.alice, "ns1", data, n, false, &res), 0);
+    char pp[600];
+    snprintf(pp, sizeof pp, "%s/packs/00000001.pack", e.dir);
+    struct stat pst, fst;
+    CN_CHECK_EQ(stat(pp, &pst), 0);
+    CN_CHECK(pst.st_size >= (off_t)n + 48);
+    cn_blobs_caller_t c = as(&e.alice);
+    cn_blobs_fetch_t *f = NULL;
+    CN_CHECK_EQ(cn_blobs_fetch_open(e.b, &c, "ns1", &res.digest, NULL, 0, &f), 0);
+    CN_CHECK_EQ(drain(f, back, n), (long long)n);
+    CN_CHECK_MEM(back, data, n);
+    cn_blobs_fetch_close(f);
+    CN_CHECK_EQ(cn_blobs_fetch_open(e.b, &c, "ns1", &res.digest, NULL, 0, &f), 0);
+    int fd = -1;
+    uint64_t off = 0, fl = 0;
+    CN_CHECK_EQ(cn_blobs_fetch_take_fd(f, &fd, &fl), CN_E_UNSUPPORTED);
+    CN_CHECK_EQ(cn_blobs_fetch_take_fd_at(f, &fd, &off, &fl), 0);
+    cn_blobs_fetch_close(f);
+    CN_CHECK_EQ(fl, n);
+    CN_CHECK(off >= 48);
+    CN_CHECK(fstat(fd, &fst) == 0 && fst.st_ino == pst.st_ino);
+    CN_CHECK_EQ(pread(fd, back, n, (off_t)off), (ssize_t)n);
+    CN_CHECK_MEM(back, data, n);
+    close(fd);
+    cn_blobs_range_t r[2] = { { 10, 1000 }, { n - 50, 500 } };
+    CN_CHECK_EQ(cn_blobs_fetch_open(e.b, &c, "ns1", &res.digest, r, 2, &f), 0);
+    const cn_blobs_ack_t *a = cn_blobs_fetch_ack(f);
+    cn_digest_t d;
+    cn_blake3(data + 10, 1000, &d);
+    CN_CHECK_MEM(a->slice[0].b, d.b, 32);
+    CN_CHECK_EQ(drain(f, back, n), 1050);
+    CN_CHECK_MEM(back, data + 10, 1000);
+    CN_CHECK_MEM(back + 1000, data + n - 50, 50);
+    cn_blobs_fetch_close(f);
+    free(data);
+    free(back);
+    env_close(&e);
+}
+
 CN_TEST_MAIN(CN_TEST(test_closed_by_default), CN_TEST(test_round_trip), CN_TEST(test_ranged),
              CN_TEST(test_isolation_and_delete), CN_TEST(test_token_ttl), CN_TEST(test_token_bound),
              CN_TEST(test_fanout), CN_TEST(test_fanout_drop_and_abort), CN_TEST(test_fanout_budget),
-             CN_TEST(test_have_many))
+             CN_TEST(test_have_many), CN_TEST(test_packed_fetch))

@@ -1,6 +1,7 @@
 /* identity: permissions, bootstrap, authentication (every rejection),
  * secret lookup, revocation and disable (also from a second handle, as
- * cairn admin would), the rate limiter and namespace grants. */
+ * cairn admin would), the rate limiter and namespace grants.  On PostgreSQL
+ * too when CAIRN_TEST_META names a server (identity_pg, tests/fleet/pg.sh). */
 #include "cn_test.h"
 
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include "cairn/identity.h"
 #include "cairn/meta.h"
 #include "cairn/util.h"
+#include "meta/test_target.h"
 
 static char *tmpdir(void)
 {
@@ -40,7 +42,7 @@ static void fx_open(fx_t *f, const char *dir)
 {
     cn_meta_opts_t o = { .no_sync = true };
     f->dir = dir ? strdup(dir) : tmpdir();
-    CN_CHECK_EQ(cn_meta_open(f->dir, &o, &f->meta), 0);
+    CN_CHECK_EQ(cn_meta_open(cn_test_meta_for(f->dir), &o, &f->meta), 0);
     CN_CHECK_EQ(cn_identity_open(f->meta, f->dir, &f->id), 0);
 }
 
@@ -245,7 +247,7 @@ static void test_authenticate(void)
     /* A second handle on the same data dir, as `cairn admin` would be. */
     cn_meta_t *m2;
     cn_identity_t *id2;
-    CN_CHECK_EQ(cn_meta_open(f.dir, NULL, &m2), 0);
+    CN_CHECK_EQ(cn_meta_open(cn_test_meta_for(f.dir), NULL, &m2), 0);
     CN_CHECK_EQ(cn_identity_open(m2, f.dir, &id2), 0);
     CN_CHECK_EQ(auth(id2, cred, &p), 0); /* same key file */
 
@@ -432,7 +434,7 @@ static void test_bad_key_file(void)
     }
     cn_meta_t *m;
     cn_identity_t *id = NULL;
-    CN_CHECK_EQ(cn_meta_open(dir, NULL, &m), 0);
+    CN_CHECK_EQ(cn_meta_open(cn_test_meta_for(dir), NULL, &m), 0);
     CN_CHECK_EQ(cn_identity_open(m, dir, &id), CN_E_CORRUPT);
     cn_meta_close(m);
     rmtree(dir);

@@ -1,6 +1,7 @@
 /* meta: migrations, transactions, prepared statements, the failed-txn rule,
- * group commit under concurrent writers, and a database locked by another
- * process. */
+ * group commit under concurrent writers, a database locked by another
+ * process, and listing in byte order — on SQLite, or on PostgreSQL when
+ * CAIRN_TEST_META names a server (test_target.h; tests/fleet/pg.sh). */
 #include "cn_test.h"
 
 #include <pthread.h>
@@ -11,8 +12,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
 #include "cairn/meta.h"
 #include "cairn/util.h"
+#include "meta/test_target.h"
+
+/* The target open_fresh last opened: the data dir or a fresh database URI. */
+static char target[512];
 
 static char *tmpdir(void)
 {
@@ -33,7 +40,8 @@ static cn_meta_t *open_fresh(char **dir, const cn_meta_opts_t *o)
 {
     *dir = tmpdir();
     cn_meta_t *m = NULL;
-    cn_err_t e = cn_meta_open(*dir, o, &m);
+    CN_CHECK(*dir && cn_test_meta_target(*dir, target, sizeof target));
+    cn_err_t e = cn_meta_open(target, o, &m);
     CN_CHECK_EQ(e, 0);
     return m;
 }
@@ -59,15 +67,17 @@ static void test_open(void)
 {
     char *dir;
     cn_meta_t *m = open_fresh(&dir, NULL);
-    CN_CHECK_STR(cn_meta_engine(m), "sqlite");
+    CN_CHECK_STR(cn_meta_engine(m), cn_test_meta_pg() ? "postgres" : "sqlite");
     char path[512];
     snprintf(path, sizeof path, "%s/meta.db", dir);
     struct stat st;
-    CN_CHECK(stat(path, &st) == 0);
+    CN_CHECK((stat(path, &st) == 0) == !cn_test_meta_pg());
     cn_meta_close(m);
 
+    /* A server that is not there: unavailable, at once (no such socket). */
     cn_meta_t *m2 = NULL;
-    CN_CHECK_EQ(cn_meta_open("postgres://localhost/x", NULL, &m2), CN_E_UNSUPPORTED);
+    CN_CHECK_EQ(cn_meta_open("postgresql:///x?host=/nonexistent/cairn-pg", NULL, &m2),
+                CN_E_UNAVAILABLE);
     CN_CHECK_EQ(cn_meta_open("", NULL, &m2), CN_E_INVALID);
     cn_meta_opts_t o = { .must_exist = true };
     CN_CHECK_EQ(cn_meta_open("/nonexistent/cairn-meta-test", &o, &m2), CN_E_NOT_FOUND);
@@ -140,7 +150,7 @@ static void test_migrations(void)
 
     /* Components are independent and survive a reopen. */
     cn_meta_close(m);
-    CN_CHECK_EQ(cn_meta_open(dir, NULL, &m), 0);
+    CN_CHECK_EQ(cn_meta_open(target, NULL, &m), 0);
     CN_CHECK_EQ(cn_meta_schema_version(m, "things", &ver), 0);
     CN_CHECK_EQ(ver, 3);
     CN_CHECK_EQ(cn_meta_migrate(m, "things", v2, 3), 0);
@@ -328,8 +338,52 @@ static void test_group_commit(void)
     CN_CHECK_EQ(query_int(m, "SELECT COUNT(DISTINCT thread) FROM w"), 17);
     cn_meta_close(m);
     /* Everything acknowledged is there after a reopen. */
-    CN_CHECK_EQ(cn_meta_open(dir, NULL, &m), 0);
+    CN_CHECK_EQ(cn_meta_open(target, NULL, &m), 0);
     CN_CHECK_EQ(query_int(m, "SELECT COUNT(*) FROM w"), 1900);
+    cn_meta_close(m);
+    rmtree(dir);
+    free(dir);
+}
+
+/* PostgreSQL: another session holds a row lock; a write that needs the row
+ * waits lock_timeout (the busy timeout), then fails CN_E_DB_LOCKED, the
+ * class cn_meta_run repeats; reads go on. */
+static void locked_by_other_session_pg(void)
+{
+    char *dir;
+    cn_meta_opts_t o = { .busy_timeout_ms = 300 };
+    cn_meta_t *m = open_fresh(&dir, &o);
+    cn_meta_migration_t s[] = { { 1, kv_sql, NULL, NULL } };
+    CN_CHECK_EQ(cn_meta_migrate(m, "kv", s, 1), 0);
+    cn_meta_txn_t *t = NULL;
+    CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &t), 0);
+    CN_CHECK_EQ(cn_meta_exec(t, "INSERT INTO kv (k, i) VALUES ('x', 0)"), 0);
+    CN_CHECK_EQ(cn_meta_commit(t), 0);
+
+    PGconn *other = PQconnectdb(target);
+    CN_CHECK(PQstatus(other) == CONNECTION_OK);
+    PGresult *r = PQexec(other, "BEGIN; UPDATE kv SET i = 1 WHERE k = 'x'");
+    CN_CHECK(PQresultStatus(r) == PGRES_COMMAND_OK);
+    PQclear(r);
+
+    int64_t t0 = cn_mono_ms();
+    CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &t), 0);
+    CN_CHECK_EQ(cn_meta_exec(t, "UPDATE kv SET i = 2 WHERE k = 'x'"), CN_E_DB_LOCKED);
+    int64_t waited = cn_mono_ms() - t0;
+    cn_meta_rollback(t);
+    printf("# locked: CN_E_DB_LOCKED after %lld ms\n", (long long)waited);
+    CN_CHECK(waited >= 250 && waited < 3000);
+    CN_CHECK_EQ(query_int(m, "SELECT i FROM kv WHERE k = 'x'"), 0);
+
+    r = PQexec(other, "COMMIT");
+    CN_CHECK(PQresultStatus(r) == PGRES_COMMAND_OK);
+    PQclear(r);
+    PQfinish(other);
+    CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &t), 0);
+    CN_CHECK_EQ(cn_meta_exec(t, "UPDATE kv SET i = 2 WHERE k = 'x'"), 0);
+    CN_CHECK_EQ(cn_meta_changes(t), 1);
+    CN_CHECK_EQ(cn_meta_commit(t), 0);
+    CN_CHECK_EQ(query_int(m, "SELECT i FROM kv WHERE k = 'x'"), 2);
     cn_meta_close(m);
     rmtree(dir);
     free(dir);
@@ -338,6 +392,10 @@ static void test_group_commit(void)
 /* Another process holds the database with BEGIN EXCLUSIVE. */
 static void test_locked_by_other_process(void)
 {
+    if (cn_test_meta_pg()) {
+        locked_by_other_session_pg();
+        return;
+    }
     char *dir;
     cn_meta_opts_t o = { .busy_timeout_ms = 300 };
     cn_meta_t *m = open_fresh(&dir, &o);
@@ -431,6 +489,131 @@ static void test_writer_slot_bounded(void)
     free(dir);
 }
 
-CN_TEST_MAIN(CN_TEST(test_open), CN_TEST(test_migrations), CN_TEST(test_txn_and_stmts),
-             CN_TEST(test_group_commit), CN_TEST(test_locked_by_other_process),
-             CN_TEST(test_writer_slot_bounded), )
+/* Keys list in byte order on every engine, whatever the database's own
+ * collation (the PostgreSQL harness makes it ICU en-US, which would sort
+ * "a-b" before "Foo"): ORDER BY, continuation after a key, and a prefix
+ * range, on a TEXT key and on a BLOB one. */
+static const char *const order_keys[] = { "\xf0\x9f\x98\x80", "ab",  "a/b", "Foo",
+                                          "\xc3\xa9",         "a.b", "bar", "a-b" };
+static const char *const order_want[] = { "Foo", "a-b", "a.b",      "a/b",
+                                          "ab",  "bar", "\xc3\xa9", "\xf0\x9f\x98\x80" };
+enum {
+    NKEYS = sizeof order_keys / sizeof order_keys[0]
+};
+
+/* Lists names after `after` (NULL: from the start) by sql; returns how many
+ * matched order_want from index *at on. */
+static int list_page(cn_meta_t *m, const char *sql, const char *after, int *at)
+{
+    cn_meta_txn_t *t;
+    cn_meta_stmt_t *st;
+    int n = 0;
+    CN_CHECK_EQ(cn_meta_begin(m, CN_META_READ, &t), 0);
+    CN_CHECK_EQ(cn_meta_prepare(t, sql, &st), 0);
+    CN_CHECK_EQ(cn_meta_bind_str(st, 1, after ? after : ""), 0);
+    while (cn_meta_step(st) == CN_META_ROW) {
+        size_t len = 0;
+        const char *k = cn_meta_column_text(st, 0, &len);
+        const void *raw = cn_meta_column_blob(st, 1, &len);
+        CN_CHECK(*at < NKEYS && k && strcmp(k, order_want[*at]) == 0);
+        CN_CHECK(raw && len == strlen(order_want[*at]) && memcmp(raw, k, len) == 0);
+        (*at)++;
+        n++;
+    }
+    cn_meta_finish(st);
+    cn_meta_rollback(t);
+    return n;
+}
+
+static void test_byte_order(void)
+{
+    char *dir;
+    cn_meta_t *m = open_fresh(&dir, NULL);
+    cn_meta_migration_t s[] = {
+        { 1,
+          "CREATE TABLE names (name TEXT PRIMARY KEY, raw BLOB NOT NULL);"
+          "CREATE INDEX names_raw ON names (raw)",
+          NULL, NULL },
+    };
+    CN_CHECK_EQ(cn_meta_migrate(m, "names", s, 1), 0);
+    cn_meta_txn_t *t;
+    CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &t), 0);
+    for (int i = 0; i < NKEYS; i++)
+        CN_CHECK_EQ(cn_meta_execf(t, "INSERT INTO names (name, raw) VALUES (?, ?)", "sb",
+                                  order_keys[i], (const void *)order_keys[i],
+                                  strlen(order_keys[i])),
+                    CN_META_DONE);
+    CN_CHECK_EQ(cn_meta_commit(t), 0);
+
+    /* The whole list, on each column. */
+    int at = 0;
+    list_page(m, "SELECT name, raw FROM names WHERE name > ? ORDER BY name", NULL, &at);
+    CN_CHECK_EQ(at, NKEYS);
+    at = 0;
+    list_page(m, "SELECT name, raw FROM names WHERE name > ? ORDER BY raw", NULL, &at);
+    CN_CHECK_EQ(at, NKEYS);
+    /* Pages of three, each continuing after the last key of the one before. */
+    at = 0;
+    const char *after = NULL;
+    int pages = 0;
+    while (list_page(m, "SELECT name, raw FROM names WHERE name > ? ORDER BY name LIMIT 3", after,
+                     &at) > 0) {
+        after = order_want[at - 1];
+        pages++;
+    }
+    CN_CHECK_EQ(at, NKEYS);
+    CN_CHECK_EQ(pages, 3);
+    /* The keys under prefix "a" with delimiter "/": "a/" groups "a/b", the
+     * rest are keys; the range [a, b) holds them in byte order. */
+    at = 1;
+    CN_CHECK_EQ(list_page(m,
+                          "SELECT name, raw FROM names WHERE name >= ? AND name < 'b'"
+                          " ORDER BY name",
+                          "a", &at),
+                4);
+    /* The database's own collation would have failed the test: a literal
+     * comparison (no column collation) under ICU en-US puts "a-b" first. */
+    CN_CHECK_EQ(query_int(m, "SELECT COUNT(*) FROM names WHERE 'a-b' < 'Foo'"),
+                cn_test_meta_pg() ? NKEYS : 0);
+    cn_meta_close(m);
+    rmtree(dir);
+    free(dir);
+}
+
+/* PostgreSQL: every backend of the database is terminated (as by a server
+ * restart) while the handle's connections are idle; the next transactions
+ * reconnect and prepare their statements again, without an error. */
+static void test_reconnect(void)
+{
+    if (!cn_test_meta_pg()) {
+        printf("# SQLite has no server connection to lose\n");
+        return;
+    }
+    char *dir;
+    cn_meta_t *m = open_fresh(&dir, NULL);
+    cn_meta_migration_t s[] = { { 1, kv_sql, NULL, NULL } };
+    CN_CHECK_EQ(cn_meta_migrate(m, "kv", s, 1), 0);
+    const char *ins = "INSERT INTO kv (k, i) VALUES (?, ?)";
+    cn_meta_txn_t *t;
+    CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &t), 0);
+    CN_CHECK_EQ(cn_meta_execf(t, ins, "si", "before", (int64_t)1), CN_META_DONE);
+    CN_CHECK_EQ(cn_meta_commit(t), 0);
+    CN_CHECK_EQ(query_int(m, "SELECT COUNT(*) FROM kv"), 1);
+
+    /* (dollar quotes: cn_test_meta_admin takes no single quote) */
+    CN_CHECK_EQ(cn_test_meta_admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                                   " WHERE datname LIKE $$cnt_%$$ AND pid <> pg_backend_pid()"),
+                0);
+    usleep(100000);
+    CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &t), 0); /* the writer reconnects */
+    CN_CHECK_EQ(cn_meta_execf(t, ins, "si", "after", (int64_t)2), CN_META_DONE);
+    CN_CHECK_EQ(cn_meta_commit(t), 0);
+    CN_CHECK_EQ(query_int(m, "SELECT COUNT(*) FROM kv"), 2); /* a reader too */
+    cn_meta_close(m);
+    rmtree(dir);
+    free(dir);
+}
+
+CN_TEST_MAIN(CN_TEST(test_open), CN_TEST(test_byte_order), CN_TEST(test_reconnect),
+             CN_TEST(test_migrations), CN_TEST(test_txn_and_stmts), CN_TEST(test_group_commit),
+             CN_TEST(test_locked_by_other_process), CN_TEST(test_writer_slot_bounded), )

@@ -1,13 +1,15 @@
 /* meta statement files: every service's schema steps apply to a fresh
  * database, and every named statement is one non-empty statement that the
  * engine prepares against that schema — a typo, a dropped column or an entry
- * left NULL fails here, not in a request. */
+ * left NULL fails here, not in a request.  On PostgreSQL too when
+ * CAIRN_TEST_META names a server (tests/fleet/pg.sh). */
 #include "cn_test.h"
 
 #include <string.h>
 #include <unistd.h>
 
 #include "cairn/meta.h"
+#include "meta/test_target.h"
 #include "meta/sql/store.h"
 #include "meta/sql/repos.h"
 #include "meta/sql/identity.h"
@@ -56,9 +58,11 @@ static void test_every_statement_prepares(void)
 {
     char dir[] = "/tmp/cn_test_sql_XXXXXX";
     CN_CHECK(mkdtemp(dir) != NULL);
+    char target[512];
+    CN_CHECK(cn_test_meta_target(dir, target, sizeof target));
     cn_meta_opts_t o = { .no_sync = true };
     cn_meta_t *m = NULL;
-    CN_CHECK_EQ(cn_meta_open(dir, &o, &m), 0);
+    CN_CHECK_EQ(cn_meta_open(target, &o, &m), 0);
     for (size_t s = 0; s < NSETS; s++)
         CN_CHECK_EQ(cn__sql_migrate(m, sets[s]), 0);
     for (size_t s = 0; s < NSETS; s++) {

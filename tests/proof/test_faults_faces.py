@@ -300,10 +300,15 @@ def after_fault(w, objs, op, size, tag="during"):
     w.check_all()
 
 
+FILES = {"CAIRN_TEST_PACK_MAX": "0"}  # small blobs as files: every write is staged
+
 FAULTS = [
-    # (id, shim settings relative to the data dir, expected codes, payload size)
+    # (id, shim settings relative to the data dir, expected codes, payload size[, env])
     ("write-eio-staging", dict(ops="write", errno="EIO", pattern="{data}/staging/*"),
-     Expect.IO, 300_000),
+     Expect.IO, 300_000, FILES),
+    # packs on (the default): 4 KiB writes of every face append to a pack
+    ("write-eio-packs", dict(ops="write", errno="EIO", pattern="{data}/packs/*"),
+     Expect.IO, 4096),
     ("write-enospc-all", dict(ops="write", errno="ENOSPC", pattern="{data}/*"),
      Expect.FULL, 300_000),
     ("fsync-eio-all", dict(ops="fsync,fdatasync", errno="EIO", pattern="{data}/*"),
@@ -316,9 +321,10 @@ FAULTS = [
 
 @pytest.mark.parametrize("fault", FAULTS, ids=[f[0] for f in FAULTS])
 def test_injected_fault_every_face(node_factory, tmp_path, fault):
-    _, settings, expect, size = fault
+    _, settings, expect, size = fault[:4]
+    extra = fault[4] if len(fault) > 4 else {}
     shim = FaultShim(tmp_path)
-    node = start(node_factory, env=shim.env)
+    node = start(node_factory, env=dict(shim.env, **extra))
     data_dir = os.path.abspath(node.data_dir)
     w = Faces(node)
     w.write_all("before", size)
@@ -339,7 +345,7 @@ def test_injected_fault_every_face(node_factory, tmp_path, fault):
     assert wait_staging_empty(data_dir) == []
     # And all of it survives a restart, without the shim.
     node.stop()
-    node.env = {}
+    node.env = dict(extra)
     node.start()
     w.reconnect(node)
     w.check_all()

@@ -11,6 +11,7 @@
 #include "cairn/meta.h"
 #include "cairn/store.h"
 #include "cairn/crypto.h"
+#include "meta/test_target.h"
 
 #include <ftw.h>
 #include <stdio.h>
@@ -48,7 +49,8 @@ static inline void env_open(env_t *e)
     snprintf(e->dir, sizeof e->dir, "/tmp/cn-repostest-XXXXXX");
     CN_CHECK(mkdtemp(e->dir) != NULL);
     cn_meta_opts_t mo = { .no_sync = true };
-    CN_CHECK_EQ(cn_meta_open(e->dir, &mo, &e->meta), 0);
+    /* on PostgreSQL when CAIRN_TEST_META names a server (tests/fleet/pg.sh) */
+    CN_CHECK_EQ(cn_meta_open(cn_test_meta_for(e->dir), &mo, &e->meta), 0);
     cn_store_opts_t so = { .meta = e->meta };
     CN_CHECK_EQ(cn_store_open(e->dir, &so, &e->store), 0);
     CN_CHECK_EQ(cn_repos_open(e->meta, e->store, NULL, NULL, &e->r), 0);

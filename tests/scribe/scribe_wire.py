@@ -387,6 +387,11 @@ class Conn:
         count = d.u32()
         d.end()
         assert self.last_flags & FLAG_STREAM
+        return self.stream_items(count)
+
+    def stream_items(self, count):
+        """The items of a get_objects-shaped stream (get_objects, get_chunks):
+        (kind, id, bytes or None when absent) each."""
         out = []
         for _ in range(count):
             h = self.dec(self.recv_exact(34))

@@ -2,8 +2,9 @@
  * accepted), served in process on a loopback port and driven through the C
  * client: a submit, and a cherry-pick, sent through the big-endian codec and
  * replayed through the little-endian one resolve to the same change
- * (operation identity is codec-independent); LZ4 transfers round-trip; the
- * CDC chunker is stable. */
+ * (operation identity is codec-independent); LZ4 transfers round-trip;
+ * get_chunks and repository_mounts answer alike in both codecs; the CDC
+ * chunker is stable. */
 #include "cn_test.h"
 #include "cairn/repos.h"
 #include "cairn/scribe_server.h"
@@ -284,6 +285,64 @@ static void test_pick_codec_replay(void)
     env_close(&e);
 }
 
+/* get_chunks (30) and repository_mounts (31) give the same answers through
+ * both codecs and both transfer forms (docs/protocol/scribe.md 16): a valid
+ * witness streams its chunk, an invalid one is absent; the mounts of the
+ * accepted config at its revision, none before it. */
+static void test_public_codecs(void)
+{
+    env_t e;
+    env_open(&e);
+    cn_scribe_client_t *cls[2] = { client(&e, 2, false), client(&e, 1, true) };
+    cn_scribe_cerr_t err;
+    cn_scribe_client_repo_t r;
+    CN_CHECK_EQ(cn_scribe_client_repo_create(cls[1], "pub", 1, &r, &err), 0);
+    const char *text = "version = 1\n[mounts.lib]\npath = \"ext/lib\"\n"
+                       "repository = \"0123456789abcdef0123456789abcdef\"\n"
+                       "branch = \"fedcba9876543210fedcba9876543210\"\nrevision = \"9\"\n";
+    cn_scribe_client_submit_t s = { .author = "ann", .message = "config" };
+    memcpy(s.repo, r.id, 16);
+    memcpy(s.incarnation, r.incarnation, 16);
+    memset(s.operation, 7, 16);
+    memcpy(s.branch, r.main_branch, 16);
+    memset(s.workspace, 4, 16);
+    s.changeset = upload_change(cls[1], r.id, CN_REPOS_ADD, ".scribe/config.toml", text);
+    cn_scribe_client_outcome_t o;
+    CN_CHECK_EQ(cn_scribe_client_submit(cls[0], &s, &o, &err), 0);
+    CN_CHECK(o.accepted && o.change == 1);
+    cn_repos_chunk_ref_t ref = { { { 0 } }, (uint32_t)strlen(text) };
+    cn_blake3(text, ref.len, &ref.id);
+    cn_buf_t menc = { 0 };
+    CN_CHECK_EQ(cn_repos_manifest_encode(&menc, &ref, 1), 0);
+    cn_scribe_client_witness_t w[2] = { { ref.id, { { 0 } } }, { ref.id, { { 0 } } } };
+    cn_repos_object_id(CN_REPOS_MANIFEST, menc.data, menc.len, &w[0].manifest);
+    memset(w[1].manifest.b, 0x33, 32); /* a manifest the repository never held */
+    for (int c = 0; c < 2; c++) {
+        got_t g = { { 0 } };
+        CN_CHECK_EQ(cn_scribe_client_get_chunks(cls[c], r.id, w, 1, sink, &g, &err), 0);
+        CN_CHECK(g.b.len == ref.len && !memcmp(g.b.data, text, ref.len));
+        CN_CHECK_EQ(cn_scribe_client_get_chunks(cls[c], r.id, w + 1, 1, sink, &g, &err),
+                    CN_E_NOT_FOUND); /* the sink saw an absent item */
+        cn_buf_free(&g.b);
+        cn_scribe_client_mount_t *rows = NULL;
+        uint32_t n = 9;
+        CN_CHECK_EQ(cn_scribe_client_mounts(cls[c], r.id, r.main_branch, 1, &rows, &n, &err), 0);
+        CN_CHECK(n == 1 && rows && !strcmp(rows[0].name, "lib") &&
+                 !strcmp(rows[0].path, "ext/lib") && rows[0].revision == 9 &&
+                 rows[0].repository[0] == 0x01 && rows[0].branch[15] == 0x10);
+        free(rows);
+        CN_CHECK_EQ(cn_scribe_client_mounts(cls[c], r.id, r.main_branch, 0, &rows, &n, &err), 0);
+        CN_CHECK(n == 0 && rows == NULL);
+        CN_CHECK_EQ(cn_scribe_client_mounts(cls[c], r.id, r.main_branch, 2, &rows, &n, &err),
+                    CN_E_NOT_FOUND);
+        CN_CHECK_EQ(err.code, 102); /* change_not_found */
+    }
+    cn_buf_free(&menc);
+    cn_scribe_client_free(cls[0]);
+    cn_scribe_client_free(cls[1]);
+    env_close(&e);
+}
+
 static void test_chunker(void)
 {
     size_t n = 4u << 20;
@@ -320,4 +379,4 @@ static void test_chunker(void)
 }
 
 CN_TEST_MAIN(CN_TEST(test_codec_independent_identity), CN_TEST(test_pick_codec_replay),
-             CN_TEST(test_chunker))
+             CN_TEST(test_public_codecs), CN_TEST(test_chunker))

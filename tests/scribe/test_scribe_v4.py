@@ -1,7 +1,8 @@
 """Scribe protocol 4 over TLS through a real cairnd (issue 21): the
 --scribe-tls listener beside the plaintext --scribe one on one data
 directory, anonymous sessions, binding secrets, upload admission, and the
-`cairn repo` verbs over scribes:// URLs.
+`cairn repo` verbs over scribes:// URLs.  Principals and roles (a data
+directory with auth): test_scribe_v4_auth.py.
 
 Python's ssl cannot offer X25519MLKEM768, so raw frames go through
 tests/scribe/scribe_tls_proxy (a plaintext-to-TLS relay made with cairn's
@@ -101,7 +102,10 @@ def test_classical_only_tls_peer_refused(srv):
                 t.send(b"x")
 
 
-def test_client_certificate_refused_until_auth(srv, cert):
+def test_client_certificate_refused_without_auth(srv, cert):
+    # This data directory has no auth state (`cairn admin auth init`), so the
+    # listener resolves no principal: a certificate is refused.  With auth:
+    # test_scribe_v4_auth.py.
     p = Proxy(srv.addrs["scribes"], client_cert=cert)
     try:
         c = raw_conn(p.addr)

@@ -15,6 +15,7 @@
  * compaction. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -456,6 +457,68 @@ static void test_flipped_byte(void)
     int f = -1;
     uint64_t len;
     CN_CHECK_EQ(cn_store_open_fd(ps.s, &d, &f, &len), CN_E_CORRUPT);
+    /* Zero-copy reads hash a record on its first use: nothing handed out. */
+    uint64_t off = 0;
+    void *h = NULL;
+    f = -1;
+    CN_CHECK_EQ(cn_store_fd_get_at(ps.s, &d, &f, &off, &len, &h), CN_E_CORRUPT);
+    CN_CHECK_EQ(f, -1);
+    CN_CHECK_EQ(cn_store_open_fd_at(ps.s, &d, &f, &off, &len), CN_E_CORRUPT);
+    CN_CHECK_EQ(f, -1);
+    ps_close(&ps);
+    rmdata(data);
+}
+
+/* P9: a zero-copy read is the pack's own inode at the payload's offset,
+ * without a copy; a file blob comes at offset 0. */
+static void test_zero_copy_at(void)
+{
+    static cn_digest_t ds[N_SMALL];
+    pstore_t ps;
+    char *data = packed_open(1500, ds, &ps);
+    char pp[1024];
+    pack_path(data, 1, pp, sizeof pp);
+    struct stat pack_st, fd_st;
+    CN_CHECK_EQ(stat(pp, &pack_st), 0);
+    cn__pack_live_t *ents = NULL;
+    size_t n = 0;
+    CN_CHECK_EQ(cn__pack_live_list(ps.s, 1, &ents, &n), 0);
+    CN_CHECK_EQ(n, N_SMALL);
+    for (uint32_t i = 0; i < N_SMALL; i += 7) {
+        for (int round = 0; round < 2; round++) { /* hashed, then marked */
+            int fd = -1;
+            uint64_t off = 0, len = 0;
+            void *h = NULL;
+            CN_CHECK_EQ(cn_store_fd_get_at(ps.s, &ds[i], &fd, &off, &len, &h), 0);
+            CN_CHECK(fstat(fd, &fd_st) == 0 && fd_st.st_ino == pack_st.st_ino);
+            uint64_t rec = UINT64_MAX;
+            for (size_t k = 0; k < n; k++)
+                if (!memcmp(ents[k].d.b, ds[i].b, CN_DIGEST_LEN))
+                    rec = ents[k].off;
+            CN_CHECK_EQ(off, rec + CN__PACK_REC_HDR);
+            uint8_t want[8192], got[8192];
+            size_t wn = (i * 41) % sizeof want;
+            fill(want, wn, 1500 + i);
+            CN_CHECK_EQ(len, wn);
+            CN_CHECK(pread(fd, got, wn, (off_t)off) == (ssize_t)wn && !memcmp(got, want, wn));
+            cn_store_fd_put(ps.s, fd, h);
+            CN_CHECK_EQ(cn_store_open_fd_at(ps.s, &ds[i], &fd, &off, &len), 0);
+            CN_CHECK(pread(fd, got, wn, (off_t)off) == (ssize_t)wn && !memcmp(got, want, wn));
+            close(fd);
+        }
+    }
+    free(ents);
+    /* A blob over the threshold is a file: offset 0. */
+    static uint8_t big[PACK_MAX + 1];
+    fill(big, sizeof big, 77);
+    cn_digest_t bd;
+    CN_CHECK_EQ(cn_store_put(ps.s, big, sizeof big, NULL, &bd), 0);
+    int fd = -1;
+    uint64_t off = 9, len = 0;
+    CN_CHECK_EQ(cn_store_open_fd_at(ps.s, &bd, &fd, &off, &len), 0);
+    CN_CHECK(off == 0 && len == sizeof big);
+    CN_CHECK(fstat(fd, &fd_st) == 0 && fd_st.st_ino != pack_st.st_ino);
+    close(fd);
     ps_close(&ps);
     rmdata(data);
 }
@@ -739,6 +802,127 @@ static void test_compact(void)
     rmdata(data);
 }
 
+/* Readers racing compaction (P9, C5): threads take zero-copy descriptors
+ * of the surviving blobs and read them while passes move the blobs and
+ * retire their packs; every read is byte-exact, and a descriptor taken
+ * before two passes (the second closes the retired pack's own descriptor)
+ * still reads its blob. */
+typedef struct zc_race {
+    cn_store_t *s;
+    const cn_digest_t *ds;
+    atomic_bool stop;
+    atomic_long reads, bad;
+} zc_race_t;
+
+static void *zc_reader(void *arg)
+{
+    zc_race_t *z = arg;
+    uint8_t want[8192], got[8192];
+    for (uint32_t i = 0; !atomic_load(&z->stop); i = (i + 10) % N_SMALL) {
+        int fd = -1;
+        uint64_t off = 0, len = 0;
+        void *h = NULL;
+        size_t wn = (i * 41) % sizeof want;
+        fill(want, wn, 7100 + i);
+        if (cn_store_fd_get_at(z->s, &z->ds[i], &fd, &off, &len, &h) != 0 || len != wn ||
+            pread(fd, got, wn, (off_t)off) != (ssize_t)wn || memcmp(got, want, wn) != 0)
+            atomic_fetch_add(&z->bad, 1);
+        if (fd >= 0)
+            cn_store_fd_put(z->s, fd, h);
+        atomic_fetch_add(&z->reads, 1);
+    }
+    return NULL;
+}
+
+static void test_zero_copy_races_compaction(void)
+{
+    static cn_digest_t ds[N_SMALL];
+    size_t before;
+    char *data = sparse_dir(7100, ds, &before);
+    pstore_t ps;
+    CN_CHECK_EQ(ps_open(data, PACK_MAX, &ps), 0);
+    int held = -1;
+    uint64_t hoff = 0, hlen = 0;
+    void *hh = NULL;
+    CN_CHECK_EQ(cn_store_fd_get_at(ps.s, &ds[20], &held, &hoff, &hlen, &hh), 0);
+    zc_race_t z = { .s = ps.s, .ds = ds };
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        CN_CHECK_EQ(pthread_create(&t[i], NULL, zc_reader, &z), 0);
+    cn_store_compact_stats_t st;
+    CN_CHECK_EQ(cn_store_compact(ps.s, 50, &st), 0);
+    CN_CHECK(st.packs_retired > before / 2);
+    uint64_t retired = st.packs_retired;
+    CN_CHECK_EQ(cn_store_compact(ps.s, 100, &st), 0); /* closes the retired packs' descriptors */
+    retired += st.packs_retired;
+    while (atomic_load(&z.reads) < 2000)
+        usleep(1000);
+    atomic_store(&z.stop, true);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    CN_CHECK_EQ(atomic_load(&z.bad), 0);
+    CN_CHECK(retired > 0);
+    CN_CHECK(count_in(data, "packs") < before);
+    uint8_t want[8192], got[8192];
+    size_t wn = (20 * 41) % sizeof want;
+    fill(want, wn, 7100 + 20);
+    CN_CHECK(hlen == wn && pread(held, got, wn, (off_t)hoff) == (ssize_t)wn &&
+             !memcmp(got, want, wn));
+    cn_store_fd_put(ps.s, held, hh);
+    ps_close(&ps);
+    rmdata(data);
+}
+
+/* P10: an old data directory's small files move into packs (a damaged one
+ * stays a file, a large one too); everything reads back, after a reopen as
+ * well; a second run has nothing left to do. */
+static void test_pack_files(void)
+{
+    static cn_digest_t ds[N_SMALL];
+    char *data = mkdata();
+    pstore_t ps;
+    CN_CHECK_EQ(ps_open(data, 0, &ps), 0); /* packs off: small blobs as files */
+    put_small(ps.s, 9500, ds);
+    static uint8_t big[PACK_MAX + 1];
+    fill(big, sizeof big, 9499);
+    cn_digest_t bd;
+    CN_CHECK_EQ(cn_store_put(ps.s, big, sizeof big, NULL, &bd), 0);
+    ps_close(&ps);
+    size_t files = count_in(data, "blobs");
+    CN_CHECK(files >= N_SMALL + 1);
+    /* One small file damaged: never packed, left for a scrub. */
+    char hex[CN_DIGEST_HEX_LEN + 1], fp[1200];
+    cn_digest_hex(&ds[3], hex);
+    snprintf(fp, sizeof fp, "%s/blobs/%.2s/%.2s/%s", data, hex, hex + 2, hex);
+    CN_CHECK_EQ(chmod(fp, 0644), 0);
+    int fd = open(fp, O_RDWR);
+    CN_CHECK(fd >= 0 && pwrite(fd, "!", 1, 5) == 1);
+    close(fd);
+    CN_CHECK_EQ(ps_open(data, PACK_MAX, &ps), 0);
+    CN_CHECK_EQ(cn_store_pack_files(ps.s, 0, NULL), 0);
+    ps_close(&ps);
+    /* Reopened with packs: the run above moved all but two. */
+    CN_CHECK_EQ(ps_open(data, PACK_MAX, &ps), 0);
+    cn_store_pack_stats_t st;
+    CN_CHECK_EQ(cn_store_pack_files(ps.s, PACK_MAX, &st), 0);
+    CN_CHECK_EQ(st.candidates, 1); /* the damaged one */
+    CN_CHECK_EQ(st.moved, 0);
+    CN_CHECK_EQ(st.kept, 1);
+    CN_CHECK_EQ(st.files, 2);
+    for (uint32_t i = 0; i < N_SMALL; i++)
+        if (i != 3)
+            CN_CHECK(small_ok(ps.s, 9500, ds, i));
+    CN_CHECK(reads_back(ps.s, &bd, big, sizeof big));
+    CN_CHECK_EQ(cn_store_verify(ps.s, &ds[3]), CN_E_CORRUPT);
+    cn__pack_loc_t loc;
+    CN_CHECK(cn__pack_find(ps.s, &ds[10], &loc));
+    CN_CHECK(!cn__pack_find(ps.s, &ds[3], &loc));
+    CN_CHECK_EQ(cn_store_pack_files(ps.s, 300 * 1024, NULL), CN_E_INVALID);
+    ps_close(&ps);
+    CN_CHECK_EQ(count_in(data, "blobs"), files - (N_SMALL - 1));
+    rmdata(data);
+}
+
 /* P7: a move whose entry is gone or elsewhere changes nothing. */
 static void test_compact_move_races(void)
 {
@@ -969,15 +1153,26 @@ int main(int argc, char **argv)
         return cn_test_run(faults, 1);
     }
     static const cn_test_case_t cases[] = {
-        CN_TEST(test_record_golden),       CN_TEST(test_record_bounds),
-        CN_TEST(test_write_read),          CN_TEST(test_sweep),
-        CN_TEST(test_recover_torn_header), CN_TEST(test_recover_torn_body),
-        CN_TEST(test_recover_bad_crc),     CN_TEST(test_recover_bad_digest),
-        CN_TEST(test_recover_unindexed),   CN_TEST(test_index_never_without_bytes),
-        CN_TEST(test_flipped_byte),        CN_TEST(test_upgrade),
-        CN_TEST(test_crash_loop),          CN_TEST(test_compact),
-        CN_TEST(test_compact_move_races),  CN_TEST(test_compact_corrupt),
+        CN_TEST(test_record_golden),
+        CN_TEST(test_record_bounds),
+        CN_TEST(test_write_read),
+        CN_TEST(test_sweep),
+        CN_TEST(test_recover_torn_header),
+        CN_TEST(test_recover_torn_body),
+        CN_TEST(test_recover_bad_crc),
+        CN_TEST(test_recover_bad_digest),
+        CN_TEST(test_recover_unindexed),
+        CN_TEST(test_index_never_without_bytes),
+        CN_TEST(test_flipped_byte),
+        CN_TEST(test_upgrade),
+        CN_TEST(test_crash_loop),
+        CN_TEST(test_compact),
+        CN_TEST(test_compact_move_races),
+        CN_TEST(test_compact_corrupt),
         CN_TEST(test_compact_crash),
+        CN_TEST(test_zero_copy_at),
+        CN_TEST(test_zero_copy_races_compaction),
+        CN_TEST(test_pack_files),
     };
     return cn_test_run(cases, sizeof cases / sizeof cases[0]);
 }

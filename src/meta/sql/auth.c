@@ -172,7 +172,8 @@ const char *const cn__sql_au[CN_SQL_AU_COUNT] = {
     [CN_SQL_AU_HIGHWATER_PUT] =
         "INSERT INTO cn_auth_highwater (incarnation, revision) VALUES (?, ?)"
         " ON CONFLICT (incarnation) DO UPDATE SET"
-        " revision = MAX(cn_auth_highwater.revision, excluded.revision)",
+        " revision = CASE WHEN excluded.revision > cn_auth_highwater.revision"
+        " THEN excluded.revision ELSE cn_auth_highwater.revision END",
 
     [CN_SQL_AU_SERVER_BY_ID] = "SELECT name, namespace, disabled FROM cn_auth_servers WHERE id = ?",
     [CN_SQL_AU_GRANT_GET] = "SELECT role FROM cn_auth_grants WHERE namespace = ? AND user_id = ?",

@@ -232,22 +232,24 @@ const char *const cn__sql_repos[CN_SQL_REPOS_COUNT] = {
     [CN_SQL_REPOS_LINEAGE_SUCCS] = "SELECT change, path FROM repos_lineage WHERE repo = ?"
                                    " AND pred_change = ? AND pred_path = ? AND change <= ?",
     /* a modify or delete (events 2, 3) follows the last write (not a keep,
-     * event 5) at its path; a move (4) the last write at its source */
+     * event 5) at its path; a move (4) the last write at its source.  The
+     * derived table is named and ?1 is typed by its comparison before its
+     * IS NULL: PostgreSQL needs both. */
     [CN_SQL_REPOS_LINEAGE_FROM_EVENTS] =
         "INSERT INTO repos_lineage (repo, change, path, pred_change, pred_path)"
         " SELECT repo, change, path, pred, path FROM (SELECT e.repo AS repo, e.change AS change,"
         " e.path AS path, (SELECT MAX(p.change) FROM repos_event p WHERE p.repo = e.repo"
         " AND p.branch = e.branch AND p.path = e.path AND p.change < e.change"
-        " AND p.event <> 5) AS pred FROM repos_event e WHERE (?1 IS NULL OR e.repo = ?1)"
-        " AND e.event IN (2, 3)) WHERE pred IS NOT NULL ON CONFLICT DO NOTHING",
+        " AND p.event <> 5) AS pred FROM repos_event e WHERE (e.repo = ?1 OR ?1 IS NULL)"
+        " AND e.event IN (2, 3)) AS l WHERE pred IS NOT NULL ON CONFLICT DO NOTHING",
     [CN_SQL_REPOS_LINEAGE_FROM_MOVES] =
         "INSERT INTO repos_lineage (repo, change, path, pred_change, pred_path)"
         " SELECT repo, change, path, pred, from_path FROM (SELECT e.repo AS repo,"
         " e.change AS change, e.path AS path, e.from_path AS from_path,"
         " (SELECT MAX(p.change) FROM repos_event p WHERE p.repo = e.repo"
         " AND p.branch = e.branch AND p.path = e.from_path AND p.change < e.change"
-        " AND p.event <> 5) AS pred FROM repos_event e WHERE (?1 IS NULL OR e.repo = ?1)"
-        " AND e.event = 4) WHERE pred IS NOT NULL ON CONFLICT DO NOTHING",
+        " AND p.event <> 5) AS pred FROM repos_event e WHERE (e.repo = ?1 OR ?1 IS NULL)"
+        " AND e.event = 4) AS l WHERE pred IS NOT NULL ON CONFLICT DO NOTHING",
     [CN_SQL_REPOS_COMMIT_EXISTS] = "SELECT 1 FROM repos_commit WHERE repo = ? AND change = ?",
     [CN_SQL_REPOS_COMMIT_PICK] = "SELECT pick_branch, pick_change FROM repos_commit"
                                  " WHERE repo = ? AND change = ?",

@@ -1,0 +1,818 @@
+/* The PostgreSQL metadata engine (libpq): a connection URI instead of a file.
+ *
+ * What it must never do: log or keep a bound value in an error message
+ * (messages carry the SQLSTATE and, for data and constraint errors, only the
+ * constraint's name), or hold a transaction open across calls of meta.c.
+ *
+ * Invariants:
+ *  1. Statements are prepared once per connection under a generated name
+ *     (PQprepare), with `?` / `?N` placeholders rewritten to `$N` outside
+ *     quotes; PQdescribePrepared tells each parameter's type, so a blob or a
+ *     text bound to a bytea parameter travels in binary form, everything
+ *     else as text.  Results come back as text; bytea columns are decoded
+ *     from hex on demand.
+ *  2. A finalized statement's name is queued and deallocated before the
+ *     connection's next BEGIN, outside any transaction: DEALLOCATE inside a
+ *     failed transaction would itself fail.
+ *  3. A connection found broken is reset at the next begin; the reset bumps
+ *     the connection's generation, and a statement prepared in an older
+ *     generation is prepared again before it runs (the server forgot it).
+ *  4. Writes run SERIALIZABLE, reads REPEATABLE READ READ ONLY (one
+ *     snapshot, as SQLite's WAL readers).  Serialization failures (40001),
+ *     deadlocks (40P01) and lock timeouts (55P03, lock_timeout = the busy
+ *     timeout) map to CN_E_DB_LOCKED, the class cn_meta_run repeats, as it
+ *     repeats SQLITE_BUSY.
+ *  5. Schema changes run READ COMMITTED after pg_advisory_xact_lock(SCHEMA_
+ *     LOCK): a node that waited for another's migration sees its result in
+ *     the next statement's snapshot.
+ *  6. sync() is a no-op: a COMMIT that returned is durable by the server's
+ *     own settings (synchronous_commit).
+ */
+#include "engine.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "cairn/util.h"
+
+#define OID_BOOL 16
+#define OID_BYTEA 17
+/* The key of the advisory lock every schema change holds ('cair'). */
+#define SCHEMA_LOCK "1667328370"
+#define ERRMSG_MAX 256
+
+struct cn__meta_db {
+    char *uri;
+    unsigned busy_ms;
+};
+
+struct cn__meta_conn {
+    cn__meta_db_t *db;
+    PGconn *pg;
+    bool writer;
+    uint64_t gen;     /* bumped by every reset (invariant 3) */
+    uint64_t next_id; /* statement names */
+    int64_t changes;  /* rows of the last INSERT/UPDATE/DELETE */
+    char **dead;      /* names to deallocate before the next BEGIN */
+    size_t ndead, capdead;
+    char err[ERRMSG_MAX];
+};
+
+typedef struct pg_val {
+    char *p; /* NULL: SQL NULL */
+    int len;
+    int fmt; /* 0 text, 1 binary */
+} pg_val_t;
+
+struct cn__meta_raw {
+    cn__meta_conn_t *c;
+    char *sql; /* with $N placeholders */
+    char name[24];
+    uint64_t gen;
+    int nparams, ncols;
+    unsigned *ptypes, *ctypes;
+    pg_val_t *vals;
+    const char **pv; /* PQexecPrepared's arrays, filled from vals */
+    int *pl, *pf;
+    PGresult *res;
+    int row, nrows;
+    bool done;
+    char **dec; /* decoded bytea of the current row, by column */
+    size_t *declen;
+};
+
+/* ---- errors ------------------------------------------------------------------ */
+
+static cn_err_t map_state(const char *st)
+{
+    if (!st || strlen(st) != 5)
+        return CN_E_DB;
+    if (strcmp(st, "23505") == 0)
+        return CN_E_EXISTS;
+    if (strncmp(st, "23", 2) == 0 || strncmp(st, "22", 2) == 0)
+        return CN_E_INVALID;
+    if (!strcmp(st, "40001") || !strcmp(st, "40P01") || !strcmp(st, "55P03") ||
+        !strcmp(st, "57014"))
+        return CN_E_DB_LOCKED;
+    if (strcmp(st, "25P02") == 0)
+        return CN_E_CONFLICT;
+    if (strcmp(st, "42501") == 0)
+        return -EACCES;
+    if (strncmp(st, "42", 2) == 0)
+        return CN_E_INVALID;
+    if (strcmp(st, "53100") == 0)
+        return -ENOSPC;
+    if (strcmp(st, "53200") == 0)
+        return -ENOMEM;
+    if (strcmp(st, "53300") == 0)
+        return CN_E_BUSY;
+    if (strncmp(st, "08", 2) == 0 || !strcmp(st, "57P01") || !strcmp(st, "57P02") ||
+        !strcmp(st, "57P03"))
+        return CN_E_UNAVAILABLE;
+    if (strncmp(st, "XX00", 4) == 0 && (st[4] == '1' || st[4] == '2'))
+        return CN_E_CORRUPT;
+    return CN_E_DB;
+}
+
+/* Records res's failure in c->err without any value it may quote, and maps
+ * it.  res may be NULL (out of memory or the connection lost). */
+static cn_err_t pg_fail(cn__meta_conn_t *c, const PGresult *res)
+{
+    const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    if (!st) {
+        bool bad = PQstatus(c->pg) == CONNECTION_BAD;
+        snprintf(c->err, sizeof c->err, "postgres: %s", bad ? "connection lost" : "no result");
+        return bad ? CN_E_UNAVAILABLE : CN_E_DB;
+    }
+    const char *what = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    const char *cons = PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME);
+    if (strncmp(st, "22", 2) == 0)
+        what = "data exception"; /* the primary message may quote the value */
+    else if (strncmp(st, "23", 2) == 0)
+        what = "constraint violated";
+    snprintf(c->err, sizeof c->err, "postgres %s: %s%s%s", st, what ? what : "error",
+             cons ? ": " : "", cons ? cons : "");
+    return map_state(st);
+}
+
+/* Runs sql (no parameters, no rows expected back); PQclear included. */
+static cn_err_t pg_run(cn__meta_conn_t *c, const char *sql)
+{
+    PGresult *res = PQexec(c->pg, sql);
+    ExecStatusType s = PQresultStatus(res);
+    cn_err_t e = 0;
+    if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK && s != PGRES_EMPTY_QUERY)
+        e = pg_fail(c, res);
+    PQclear(res);
+    return e;
+}
+
+/* ---- database and connections ----------------------------------------------- */
+
+static cn_err_t pg_db_open(const char *target, const cn_meta_opts_t *opts, cn__meta_db_t **out)
+{
+    cn__meta_db_t *db = calloc(1, sizeof *db);
+    if (!db || !(db->uri = strdup(target))) {
+        free(db);
+        return -ENOMEM;
+    }
+    db->busy_ms = opts->busy_timeout_ms;
+    *out = db;
+    return 0;
+}
+
+static void pg_db_close(cn__meta_db_t *db)
+{
+    if (!db)
+        return;
+    free(db->uri);
+    free(db);
+}
+
+static cn_err_t pg_sync(cn__meta_db_t *db)
+{
+    (void)db; /* invariant 6 */
+    return 0;
+}
+
+static void quiet_notices(void *arg, const char *msg)
+{
+    (void)arg;
+    (void)msg; /* NOTICEs ("already exists, skipping") are not errors */
+}
+
+/* Session settings, after every (re)connect. */
+static cn_err_t session_setup(cn__meta_conn_t *c)
+{
+    PQsetNoticeProcessor(c->pg, quiet_notices, NULL);
+    PQsetErrorVerbosity(c->pg, PQERRORS_TERSE);
+    char sql[160];
+    snprintf(sql, sizeof sql,
+             "SET client_encoding = 'UTF8'; SET lock_timeout = %u;"
+             " SET client_min_messages = warning",
+             c->db->busy_ms);
+    return pg_run(c, sql);
+}
+
+static void drop_dead(cn__meta_conn_t *c)
+{
+    for (size_t i = 0; i < c->ndead; i++)
+        free(c->dead[i]);
+    c->ndead = 0;
+}
+
+static void pg_conn_close(cn__meta_conn_t *c)
+{
+    if (!c)
+        return;
+    drop_dead(c);
+    free(c->dead);
+    PQfinish(c->pg);
+    free(c);
+}
+
+static cn_err_t pg_conn_open(cn__meta_db_t *db, bool writer, cn__meta_conn_t **out)
+{
+    cn__meta_conn_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    c->db = db;
+    c->writer = writer;
+    c->pg = PQconnectdb(db->uri);
+    if (!c->pg) {
+        free(c);
+        return -ENOMEM;
+    }
+    cn_err_t e = 0;
+    if (PQstatus(c->pg) != CONNECTION_OK) {
+        /* The message may name the host, never a password (the URI's own
+         * password is not echoed by libpq). */
+        cn_warn("meta", "postgres: cannot connect: %s", PQerrorMessage(c->pg));
+        e = CN_E_UNAVAILABLE;
+    }
+    if (e == 0)
+        e = session_setup(c);
+    if (e < 0) {
+        pg_conn_close(c);
+        return e;
+    }
+    *out = c;
+    return 0;
+}
+
+/* Invariants 2 and 3, before a transaction starts. */
+static cn_err_t conn_ready(cn__meta_conn_t *c)
+{
+    if (PQstatus(c->pg) != CONNECTION_OK) {
+        PQreset(c->pg);
+        if (PQstatus(c->pg) != CONNECTION_OK) {
+            snprintf(c->err, sizeof c->err, "postgres: connection lost");
+            return CN_E_UNAVAILABLE;
+        }
+        c->gen++;
+        drop_dead(c);
+        CN_TRY(session_setup(c));
+    }
+    if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        (void)pg_run(c, "ROLLBACK");
+    for (size_t i = 0; i < c->ndead; i++) {
+        char sql[48];
+        snprintf(sql, sizeof sql, "DEALLOCATE %s", c->dead[i]);
+        (void)pg_run(c, sql); /* a name the server lost is no matter */
+    }
+    drop_dead(c);
+    return 0;
+}
+
+/* conn_ready, then sql (a BEGIN).  A connection that broke while idle (the
+ * server restarted, the backend was terminated) is only found when used:
+ * then it is reset and the BEGIN sent once more, which is safe because
+ * nothing of the transaction has run yet. */
+static cn_err_t begin_sql(cn__meta_conn_t *c, const char *sql)
+{
+    cn_err_t e = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        CN_TRY(conn_ready(c));
+        e = pg_run(c, sql);
+        if (e == 0 || PQstatus(c->pg) == CONNECTION_OK)
+            return e;
+    }
+    return e;
+}
+
+static cn_err_t pg_begin(cn__meta_conn_t *c, cn_meta_mode_t mode)
+{
+    return begin_sql(c, mode == CN_META_WRITE ? "BEGIN ISOLATION LEVEL SERIALIZABLE"
+                                              : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+}
+
+static cn_err_t pg_begin_schema(cn__meta_conn_t *c)
+{
+    CN_TRY(begin_sql(c, "BEGIN ISOLATION LEVEL READ COMMITTED"));
+    cn_err_t e = pg_run(c, "SELECT pg_advisory_xact_lock(" SCHEMA_LOCK ")");
+    if (e < 0)
+        (void)pg_run(c, "ROLLBACK");
+    return e;
+}
+
+static cn_err_t pg_commit(cn__meta_conn_t *c)
+{
+    PGresult *res = PQexec(c->pg, "COMMIT");
+    cn_err_t e = 0;
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        e = pg_fail(c, res);
+    else if (strcmp(PQcmdStatus(res), "ROLLBACK") == 0) {
+        /* COMMIT of a failed transaction rolls it back and says so. */
+        snprintf(c->err, sizeof c->err, "postgres: transaction had failed; rolled back");
+        e = CN_E_CONFLICT;
+    }
+    PQclear(res);
+    if (e < 0 && PQtransactionStatus(c->pg) != PQTRANS_IDLE && PQstatus(c->pg) == CONNECTION_OK)
+        (void)pg_run(c, "ROLLBACK");
+    return e;
+}
+
+static void pg_rollback(cn__meta_conn_t *c)
+{
+    if (PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        (void)pg_run(c, "ROLLBACK");
+}
+
+static void note_changes(cn__meta_conn_t *c, const PGresult *res)
+{
+    const char *st = PQcmdStatus((PGresult *)res);
+    if (strncmp(st, "INSERT", 6) == 0 || strncmp(st, "UPDATE", 6) == 0 ||
+        strncmp(st, "DELETE", 6) == 0)
+        c->changes = strtoll(PQcmdTuples((PGresult *)res), NULL, 10);
+}
+
+static cn_err_t pg_exec(cn__meta_conn_t *c, const char *sql)
+{
+    PGresult *res = PQexec(c->pg, sql);
+    ExecStatusType s = PQresultStatus(res);
+    cn_err_t e = 0;
+    if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK || s == PGRES_EMPTY_QUERY)
+        note_changes(c, res);
+    else
+        e = pg_fail(c, res);
+    PQclear(res);
+    return e;
+}
+
+static int64_t pg_changes(cn__meta_conn_t *c)
+{
+    return c->changes;
+}
+
+static const char *pg_errmsg(cn__meta_conn_t *c)
+{
+    return c->err[0] ? c->err : "no error";
+}
+
+/* ---- DDL translation ----------------------------------------------------------- */
+
+static bool word_is(const char *p, size_t n, const char *w)
+{
+    return strlen(w) == n && strncasecmp(p, w, n) == 0;
+}
+
+static bool is_word(int ch)
+{
+    return isalnum(ch) || ch == '_';
+}
+
+/* The replacement of type word w (n bytes at p) whose next word is next:
+ * NULL to keep it.  *skip_next is set when next is consumed (INTEGER
+ * PRIMARY KEY: SQLite's rowid alias, numbered when omitted). */
+static const char *type_for(const char *p, size_t n, const char *rest, bool *eat_pk)
+{
+    *eat_pk = false;
+    if (word_is(p, n, "BLOB"))
+        return "BYTEA";
+    if (word_is(p, n, "TEXT"))
+        return "TEXT COLLATE \"C\"";
+    if (word_is(p, n, "INTEGER")) {
+        while (*rest == ' ')
+            rest++;
+        if (strncasecmp(rest, "PRIMARY KEY", 11) == 0) {
+            *eat_pk = true;
+            return "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY";
+        }
+        return "BIGINT";
+    }
+    return NULL;
+}
+
+/* SQLite-flavoured DDL to PostgreSQL's (docs/fleet.md, "DDL"): a type word
+ * (the word after a column name) BLOB -> BYTEA, TEXT -> TEXT COLLATE "C"
+ * (byte order on every engine), INTEGER -> BIGINT, INTEGER PRIMARY KEY ->
+ * an identity column.  Quoted text is copied as is. */
+static char *pg_translate_ddl(const char *sql)
+{
+    size_t n = strlen(sql);
+    cn_buf_t out = { 0 };
+    bool prev_ident = false, ok = true;
+    for (size_t i = 0; i < n && ok;) {
+        char ch = sql[i];
+        size_t j = i + 1;
+        const char *rep = NULL;
+        if (ch == '\'' || ch == '"') {
+            while (j < n && sql[j] != ch)
+                j++;
+            j = j < n ? j + 1 : n;
+            prev_ident = false;
+        } else if (is_word((unsigned char)ch)) {
+            while (j < n && is_word((unsigned char)sql[j]))
+                j++;
+            bool eat = false;
+            rep = prev_ident ? type_for(sql + i, j - i, sql + j, &eat) : NULL;
+            prev_ident = !rep && !isdigit((unsigned char)ch);
+            if (eat) {
+                while (sql[j] == ' ')
+                    j++;
+                j += 11; /* "PRIMARY KEY", part of the replacement */
+            }
+        } else if (ch != ' ' && ch != '\n' && ch != '\t') {
+            prev_ident = false;
+        }
+        cn_err_t e = rep ? cn_buf_append_str(&out, rep) : cn_buf_append(&out, sql + i, j - i);
+        ok = e == 0;
+        i = j;
+    }
+    if (!ok || cn_buf_append(&out, "", 1) != 0) {
+        cn_buf_free(&out);
+        return NULL;
+    }
+    return (char *)out.data;
+}
+
+/* ---- statements ------------------------------------------------------------- */
+
+/* `?` and `?N` to `$N` outside quotes, numbered as SQLite numbers them (a bare
+ * `?` is one more than the largest number so far). */
+static char *rewrite_params(const char *sql)
+{
+    size_t n = strlen(sql);
+    char *out = malloc(n * 4 + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    long maxn = 0;
+    char q = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = sql[i];
+        if (q) {
+            out[o++] = ch;
+            if (ch == q)
+                q = 0;
+            continue;
+        }
+        if (ch == '\'' || ch == '"') {
+            q = ch;
+            out[o++] = ch;
+            continue;
+        }
+        if (ch != '?') {
+            out[o++] = ch;
+            continue;
+        }
+        long num;
+        if (isdigit((unsigned char)sql[i + 1])) {
+            char *end;
+            num = strtol(sql + i + 1, &end, 10);
+            i = (size_t)(end - sql) - 1;
+        } else {
+            num = maxn + 1;
+        }
+        if (num > maxn)
+            maxn = num;
+        o += (size_t)sprintf(out + o, "$%ld", num);
+    }
+    out[o] = '\0';
+    return out;
+}
+
+static void raw_clear_row(cn__meta_raw_t *r)
+{
+    for (int i = 0; i < r->ncols; i++) {
+        free(r->dec[i]);
+        r->dec[i] = NULL;
+    }
+}
+
+static void raw_clear_result(cn__meta_raw_t *r)
+{
+    raw_clear_row(r);
+    PQclear(r->res);
+    r->res = NULL;
+    r->row = -1;
+    r->nrows = 0;
+    r->done = false;
+}
+
+/* Prepares r on its connection (again after a reset: invariant 3). */
+static cn_err_t raw_prepare(cn__meta_raw_t *r)
+{
+    cn__meta_conn_t *c = r->c;
+    snprintf(r->name, sizeof r->name, "cn%" PRIu64, ++c->next_id);
+    PGresult *res = PQprepare(c->pg, r->name, r->sql, 0, NULL);
+    cn_err_t e = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : pg_fail(c, res);
+    PQclear(res);
+    if (e < 0)
+        return e;
+    res = PQdescribePrepared(c->pg, r->name);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        e = pg_fail(c, res);
+        PQclear(res);
+        return e;
+    }
+    int np = PQnparams(res), nc = PQnfields(res);
+    if (r->ptypes && (np != r->nparams || nc != r->ncols)) {
+        PQclear(res);
+        return CN_E_DB; /* the schema changed under a cached statement */
+    }
+    r->nparams = np;
+    r->ncols = nc;
+    if (!r->ptypes) {
+        r->ptypes = calloc((size_t)np + 1, sizeof *r->ptypes);
+        r->vals = calloc((size_t)np + 1, sizeof *r->vals);
+        r->ctypes = calloc((size_t)nc + 1, sizeof *r->ctypes);
+        r->dec = calloc((size_t)nc + 1, sizeof *r->dec);
+        r->declen = calloc((size_t)nc + 1, sizeof *r->declen);
+        r->pv = calloc((size_t)np + 1, sizeof *r->pv);
+        r->pl = calloc((size_t)np + 1, sizeof *r->pl);
+        r->pf = calloc((size_t)np + 1, sizeof *r->pf);
+        if (!r->ptypes || !r->vals || !r->ctypes || !r->dec || !r->declen || !r->pv || !r->pl ||
+            !r->pf) {
+            PQclear(res);
+            return -ENOMEM;
+        }
+    }
+    for (int i = 0; i < np; i++)
+        r->ptypes[i] = PQparamtype(res, i);
+    for (int i = 0; i < nc; i++)
+        r->ctypes[i] = PQftype(res, i);
+    PQclear(res);
+    r->gen = c->gen;
+    return 0;
+}
+
+static void pg_finalize(cn__meta_raw_t *r)
+{
+    if (!r)
+        return;
+    raw_clear_result(r);
+    cn__meta_conn_t *c = r->c;
+    if (r->name[0] && r->gen == c->gen) {
+        if (c->ndead == c->capdead) {
+            size_t cap = c->capdead ? c->capdead * 2 : 16;
+            char **d = realloc(c->dead, cap * sizeof *d);
+            if (d) {
+                c->dead = d;
+                c->capdead = cap;
+            }
+        }
+        char *name = strdup(r->name);
+        if (name && c->ndead < c->capdead)
+            c->dead[c->ndead++] = name;
+        else
+            free(name); /* leaks a server-side name until the connection ends */
+    }
+    for (int i = 0; i < r->nparams; i++)
+        free(r->vals ? r->vals[i].p : NULL);
+    free(r->vals);
+    free(r->ptypes);
+    free(r->ctypes);
+    free(r->dec);
+    free(r->declen);
+    free(r->pv);
+    free(r->pl);
+    free(r->pf);
+    free(r->sql);
+    free(r);
+}
+
+static cn_err_t pg_prepare(cn__meta_conn_t *c, const char *sql, cn__meta_raw_t **out)
+{
+    cn__meta_raw_t *r = calloc(1, sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    r->c = c;
+    r->row = -1;
+    r->sql = rewrite_params(sql);
+    if (!r->sql) {
+        free(r);
+        return -ENOMEM;
+    }
+    cn_err_t e = raw_prepare(r);
+    if (e < 0) {
+        r->name[0] = '\0'; /* a failed Parse leaves no server-side name */
+        pg_finalize(r);
+        return e == CN_E_DB_LOCKED || e == CN_E_UNAVAILABLE || e == -ENOMEM ? e : CN_E_INVALID;
+    }
+    *out = r;
+    return 0;
+}
+
+static void pg_reset(cn__meta_raw_t *r)
+{
+    raw_clear_result(r);
+    for (int i = 0; i < r->nparams; i++) {
+        free(r->vals[i].p);
+        r->vals[i] = (pg_val_t){ 0 };
+    }
+}
+
+static cn_err_t set_val(cn__meta_raw_t *r, int idx, const void *p, size_t len, int fmt)
+{
+    if (idx < 1 || idx > r->nparams)
+        return CN_E_INVALID;
+    if (len > INT32_MAX)
+        return CN_E_TOO_LARGE;
+    char *v = malloc(len + 1);
+    if (!v)
+        return -ENOMEM;
+    if (len)
+        memcpy(v, p, len);
+    v[len] = '\0';
+    pg_val_t *pv = &r->vals[idx - 1];
+    free(pv->p);
+    *pv = (pg_val_t){ v, (int)len, fmt };
+    return 0;
+}
+
+static cn_err_t pg_bind_int64(cn__meta_raw_t *r, int idx, int64_t v)
+{
+    char buf[24];
+    int n = snprintf(buf, sizeof buf, "%" PRId64, v);
+    return set_val(r, idx, buf, (size_t)n, 0);
+}
+
+/* Bytes to a bytea parameter travel binary; to any other type as text. */
+static cn_err_t pg_bind_bytes(cn__meta_raw_t *r, int idx, const void *p, size_t len)
+{
+    if (idx < 1 || idx > r->nparams)
+        return CN_E_INVALID;
+    return set_val(r, idx, p, len, r->ptypes[idx - 1] == OID_BYTEA ? 1 : 0);
+}
+
+static cn_err_t pg_bind_text(cn__meta_raw_t *r, int idx, const char *s, size_t len)
+{
+    return pg_bind_bytes(r, idx, s, len);
+}
+
+static cn_err_t pg_bind_blob(cn__meta_raw_t *r, int idx, const void *p, size_t len)
+{
+    return pg_bind_bytes(r, idx, p, len);
+}
+
+static cn_err_t pg_bind_null(cn__meta_raw_t *r, int idx)
+{
+    if (idx < 1 || idx > r->nparams)
+        return CN_E_INVALID;
+    pg_val_t *pv = &r->vals[idx - 1];
+    free(pv->p);
+    *pv = (pg_val_t){ 0 };
+    return 0;
+}
+
+/* Runs the prepared statement with its bindings (first step). */
+static cn_err_t raw_run(cn__meta_raw_t *r)
+{
+    cn__meta_conn_t *c = r->c;
+    if (r->gen != c->gen)
+        CN_TRY(raw_prepare(r));
+    for (int i = 0; i < r->nparams; i++) {
+        r->pv[i] = r->vals[i].p;
+        r->pl[i] = r->vals[i].len;
+        r->pf[i] = r->vals[i].fmt;
+    }
+    PGresult *res = PQexecPrepared(c->pg, r->name, r->nparams, r->pv, r->pl, r->pf, 0);
+    ExecStatusType s = PQresultStatus(res);
+    if (s == PGRES_TUPLES_OK) {
+        r->res = res;
+        r->nrows = PQntuples(res);
+        return 0;
+    }
+    if (s == PGRES_COMMAND_OK) {
+        note_changes(c, res);
+        r->res = res;
+        r->nrows = 0;
+        return 0;
+    }
+    cn_err_t e = pg_fail(c, res);
+    PQclear(res);
+    return e;
+}
+
+static cn_err_t pg_step(cn__meta_raw_t *r)
+{
+    if (r->done)
+        return CN_META_DONE;
+    if (!r->res)
+        CN_TRY(raw_run(r));
+    raw_clear_row(r);
+    if (++r->row < r->nrows)
+        return CN_META_ROW;
+    r->done = true;
+    return CN_META_DONE;
+}
+
+static bool cell_ok(cn__meta_raw_t *r, int col)
+{
+    return r->res && r->row >= 0 && r->row < r->nrows && col >= 0 && col < r->ncols;
+}
+
+static bool pg_column_is_null(cn__meta_raw_t *r, int col)
+{
+    return !cell_ok(r, col) || PQgetisnull(r->res, r->row, col);
+}
+
+static int64_t pg_column_int64(cn__meta_raw_t *r, int col)
+{
+    if (pg_column_is_null(r, col))
+        return 0;
+    const char *v = PQgetvalue(r->res, r->row, col);
+    if (r->ctypes[col] == OID_BOOL)
+        return v[0] == 't';
+    return strtoll(v, NULL, 10);
+}
+
+/* The value of hex digit ch; 0 for anything else (the server sends only
+ * digits). */
+static int hexval(int ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return 0;
+}
+
+/* The bytes of a cell: bytea decoded from its "\x..." text form (kept until
+ * the next step), anything else as the server sent it. */
+static const char *cell_bytes(cn__meta_raw_t *r, int col, size_t *len)
+{
+    const char *v = PQgetvalue(r->res, r->row, col);
+    size_t n = (size_t)PQgetlength(r->res, r->row, col);
+    if (r->ctypes[col] != OID_BYTEA || n < 2 || v[0] != '\\' || v[1] != 'x') {
+        *len = n;
+        return v;
+    }
+    if (!r->dec[col]) {
+        size_t m = (n - 2) / 2;
+        char *d = malloc(m + 1);
+        if (!d)
+            return NULL;
+        for (size_t i = 0; i < m; i++)
+            d[i] = (char)((unsigned)hexval(v[2 + 2 * i]) << 4 | (unsigned)hexval(v[3 + 2 * i]));
+        d[m] = '\0';
+        r->dec[col] = d;
+        r->declen[col] = m;
+    }
+    *len = r->declen[col];
+    return r->dec[col];
+}
+
+static const char *pg_column_text(cn__meta_raw_t *r, int col, size_t *len)
+{
+    size_t n = 0;
+    const char *p = pg_column_is_null(r, col) ? NULL : cell_bytes(r, col, &n);
+    if (len)
+        *len = p ? n : 0;
+    return p;
+}
+
+static const void *pg_column_blob(cn__meta_raw_t *r, int col, size_t *len)
+{
+    size_t n = 0;
+    const char *p = pg_column_is_null(r, col) ? NULL : cell_bytes(r, col, &n);
+    if (p && n == 0)
+        p = NULL;
+    if (len)
+        *len = p ? n : 0;
+    return p;
+}
+
+static int pg_column_count(cn__meta_raw_t *r)
+{
+    return r->ncols;
+}
+
+const cn__meta_engine_t cn__meta_engine_pg = {
+    .name = "postgres",
+    .db_open = pg_db_open,
+    .db_close = pg_db_close,
+    .sync = pg_sync,
+    .conn_open = pg_conn_open,
+    .conn_close = pg_conn_close,
+    .begin = pg_begin,
+    .begin_schema = pg_begin_schema,
+    .commit = pg_commit,
+    .rollback = pg_rollback,
+    .exec = pg_exec,
+    .translate_ddl = pg_translate_ddl,
+    .changes = pg_changes,
+    .errmsg = pg_errmsg,
+    .prepare = pg_prepare,
+    .finalize = pg_finalize,
+    .reset = pg_reset,
+    .bind_int64 = pg_bind_int64,
+    .bind_text = pg_bind_text,
+    .bind_blob = pg_bind_blob,
+    .bind_null = pg_bind_null,
+    .step = pg_step,
+    .column_is_null = pg_column_is_null,
+    .column_int64 = pg_column_int64,
+    .column_text = pg_column_text,
+    .column_blob = pg_column_blob,
+    .column_count = pg_column_count,
+};

@@ -96,13 +96,18 @@ static cn_err_t pending_save(const char *path, const pending_t *p)
     return e;
 }
 
-/* Copies the value after "key " of a line into out. */
+/* Copies the value after "key " of a line into out; false when the line is
+ * another key's or its value does not fit cap. */
 static bool line_value(const char *line, const char *key, char *out, size_t cap)
 {
     size_t k = strlen(key);
     if (strncmp(line, key, k) != 0 || line[k] != ' ')
         return false;
-    snprintf(out, cap, "%s", line + k + 1);
+    const char *v = line + k + 1;
+    size_t n = strlen(v);
+    if (n >= cap)
+        return false;
+    memcpy(out, v, n + 1);
     return true;
 }
 

@@ -450,7 +450,7 @@ static cn_err_t s3_touch(cn__backend_t *base, const cn_digest_t *d)
 {
     s3_be_t *be = (s3_be_t *)base;
     char key[KEY_MAX];
-    cn__be_stat_t st;
+    cn__be_stat_t st = { 0 };
     blob_key(be, d, key);
     CN_TRY(s3_head(be, key, &st));
     return s3_touch_key(be, key, st.form);
@@ -460,7 +460,7 @@ static cn_err_t s3_remove(cn__backend_t *base, const cn_digest_t *d, uint64_t *f
 {
     s3_be_t *be = (s3_be_t *)base;
     char key[KEY_MAX];
-    cn__be_stat_t st;
+    cn__be_stat_t st = { 0 };
     blob_key(be, d, key);
     CN_TRY(s3_head(be, key, &st));
     s3_req_t q;

@@ -313,7 +313,9 @@ FAULTS = [
      Expect.FULL, 300_000),
     ("fsync-eio-all", dict(ops="fsync,fdatasync", errno="EIO", pattern="{data}/*"),
      Expect.IO, 4096),
-    ("rename-eio-all", dict(ops="rename", errno="EIO", pattern="{data}/*"), Expect.IO, 300_000),
+    # renames publish staged files; packed blobs are never renamed
+    ("rename-eio-all", dict(ops="rename", errno="EIO", pattern="{data}/*"), Expect.IO, 300_000,
+     FILES),
     ("write-eio-meta", dict(ops="write", errno="EIO", pattern="{data}/meta.db*"),
      Expect.IO, 4096),
 ]

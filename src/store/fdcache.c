@@ -21,10 +21,8 @@
  *  3. A kept descriptor never holds a removed blob's space for longer than
  *     its borrowers need it: the store's delete and the sweeper drop the
  *     entry when they remove the file (cn__fdc_forget), and a hit's fstat
- *     (on the borrowed descriptor, after the lock; at most once per
- *     CN__FDC_CHECK_MS per entry, since the fstat was a twentieth of a small
- *     GET's CPU) catches any other unlink within that second and drops it;
- *     meanwhile the kept descriptor still reads the blob's bytes (2).  A dropped entry is closed by its last borrower
+ *     (on the borrowed descriptor, after the lock) catches any other unlink
+ *     and drops it.  A dropped entry is closed by its last borrower
  *     (refs 0), never while borrowed, so a borrower's descriptor number is
  *     never reused under it.
  *  4. Lock order: a store stripe lock, then a descriptor-cache stripe; one
@@ -156,9 +154,7 @@ static cn__fdc_ent_t *keep_locked(cn_store_t *s, cn__fdc_lock_t *lk, size_t base
         return NULL;
     if (victim->fd >= 0)
         close(victim->fd);
-    *victim = (cn__fdc_ent_t){
-        .d = *d, .fd = fd, .len = n, .refs = 1, .used = ++lk->tick, .checked_ms = cn_mono_ms()
-    };
+    *victim = (cn__fdc_ent_t){ .d = *d, .fd = fd, .len = n, .refs = 1, .used = ++lk->tick };
     return victim;
 }
 
@@ -178,20 +174,16 @@ static void release(cn__fdc_lock_t *lk, cn__fdc_ent_t *e, bool unlinked)
 static bool fdc_hit(cn_store_t *s, cn__fdc_lock_t *lk, size_t base, const cn_digest_t *d, int *fd,
                     uint64_t *len, void **handle)
 {
-    int64_t now = cn_mono_ms();
     pthread_mutex_lock(&lk->mu);
     cn__fdc_ent_t *e = lookup_locked(s, lk, base, d);
     int f = e ? e->fd : -1;
     uint64_t n = e ? e->len : 0;
-    bool check = e && now - e->checked_ms >= CN__FDC_CHECK_MS;
-    if (check)
-        e->checked_ms = now; /* this hit checks; the others of this second do not */
     pthread_mutex_unlock(&lk->mu);
     if (!e)
         return false;
     /* Borrowed, so f stays open (and f's number ours) while we look. */
     struct stat st;
-    if (check && (fstat(f, &st) < 0 || st.st_nlink == 0)) {
+    if (fstat(f, &st) < 0 || st.st_nlink == 0) {
         release(lk, e, true);
         return false;
     }

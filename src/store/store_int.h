@@ -64,17 +64,15 @@ typedef struct cn__commit_req {
 #define CN__FDC_MAX 16384            /* slots at most (64 B each) */
 #define CN__FDC_WAYS 8               /* slots a digest may sit in */
 #define CN__FDC_MAX_LEN (64u * 1024) /* larger blobs are not kept open */
-#define CN__FDC_CHECK_MS 1000        /* a kept descriptor's unlink check, at most this often */
 #define CN__FDC_LOCKS 64             /* lock stripes; a set's is set index % CN__FDC_LOCKS */
 
 typedef struct cn__fdc_ent {
     cn_digest_t d;
     int fd; /* -1: empty */
     uint64_t len;
-    unsigned refs;      /* borrowers; closed only at 0 */
-    bool stale;         /* unlinked: close at refs 0 */
-    uint64_t used;      /* its stripe's tick when last kept or found */
-    int64_t checked_ms; /* monotonic: when a hit last fstat'ed it (or it was opened) */
+    unsigned refs; /* borrowers; closed only at 0 */
+    bool stale;    /* unlinked: close at refs 0 */
+    uint64_t used; /* its stripe's tick when last kept or found */
 } cn__fdc_ent_t;
 
 /* One lock stripe of the descriptor cache, alone on its cache line(s) so

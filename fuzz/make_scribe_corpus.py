@@ -14,6 +14,8 @@ Run from anywhere; commit the result.
   scribe_lock      the same framing, from tests/scribe/lock_fixtures.txt
   scribe_workspace the same framing, from tests/scribe/workspace_fixtures.txt
   scribe_public    the same framing, from tests/scribe/public_fixtures.txt
+  scribe_gw        the same framing, from tests/scribe/gw_fixtures.txt, and
+                   opcode 0 (names mode) + two bytes + a name or REPO
 """
 import os
 import shutil
@@ -25,6 +27,7 @@ BRANCH_FIXTURES = os.path.join(HERE, "..", "tests", "scribe", "branch_fixtures.t
 LOCK_FIXTURES = os.path.join(HERE, "..", "tests", "scribe", "lock_fixtures.txt")
 PUBLIC_FIXTURES = os.path.join(HERE, "..", "tests", "scribe", "public_fixtures.txt")
 WS_FIXTURES = os.path.join(HERE, "..", "tests", "scribe", "workspace_fixtures.txt")
+GW_FIXTURES = os.path.join(HERE, "..", "tests", "scribe", "gw_fixtures.txt")
 
 
 def fx(text):
@@ -189,6 +192,16 @@ def lock_seeds(path=LOCK_FIXTURES):
             for name, op, side, codec, payload in branch_fixtures(path)}
 
 
+def gw_seeds():
+    """scribe_gw: the gateway wire's fixtures, and names-mode seeds."""
+    seeds = lock_seeds(GW_FIXTURES)
+    for i, name in enumerate([b"art", b"studio/art", b"h:7447/studio/art",
+                              b"scribe://host/art", b"scribes://host:7448/ns/art",
+                              b"a/b/c", b"..", b"[::1]:7447/art"]):
+        seeds["name_%d" % i] = b"\x00\x01\x00" + name
+    return seeds
+
+
 def main():
     write("scribe_hello", {
         "hello": b"\x00" + HELLO,
@@ -222,6 +235,7 @@ def main():
     write("scribe_lock", lock_seeds())
     write("scribe_workspace", lock_seeds(WS_FIXTURES))
     write("scribe_public", lock_seeds(PUBLIC_FIXTURES))
+    write("scribe_gw", gw_seeds())
     write("scribe_objects", OBJECTS)
 
 

@@ -63,6 +63,17 @@ typedef enum {
     CN_ACT_DELETE_OBJECT_TAGGING,       /* s3:DeleteObjectTagging    object:put    */
     CN_ACT_ABORT_MULTIPART_UPLOAD,      /* s3:AbortMultipartUpload   object:put    */
     CN_ACT_LIST_MULTIPART_UPLOAD_PARTS, /* s3:ListMultipartUploadParts object:put */
+    /* object lock (issue 25): governed by the bucket, never granted by an ACL */
+    CN_ACT_GET_BUCKET_OBJECT_LOCK_CONFIGURATION, /* s3:GetBucketObjectLockConfiguration bucket:list */
+    CN_ACT_PUT_BUCKET_OBJECT_LOCK_CONFIGURATION, /* s3:PutBucketObjectLockConfiguration bucket:configure */
+    CN_ACT_GET_OBJECT_RETENTION,                 /* s3:GetObjectRetention     object:get    */
+    CN_ACT_PUT_OBJECT_RETENTION,                 /* s3:PutObjectRetention     object:lock   */
+    CN_ACT_GET_OBJECT_LEGAL_HOLD,                /* s3:GetObjectLegalHold     object:get    */
+    CN_ACT_PUT_OBJECT_LEGAL_HOLD,                /* s3:PutObjectLegalHold     object:lock   */
+    CN_ACT_BYPASS_GOVERNANCE_RETENTION, /* s3:BypassGovernanceRetention object:bypass-governance */
+    /* lifecycle configuration (issue 25): bucket settings */
+    CN_ACT_GET_LIFECYCLE_CONFIGURATION, /* s3:GetLifecycleConfiguration bucket:list */
+    CN_ACT_PUT_LIFECYCLE_CONFIGURATION, /* s3:PutLifecycleConfiguration bucket:configure */
     CN_ACT_END
 } cn_authz_action_t;
 
@@ -259,6 +270,13 @@ typedef struct cn_authz_req {
     const char *referer;          /* aws:Referer */
     const char *user_agent;       /* aws:UserAgent */
     cn_authz_grant_hdrs_t grants; /* s3:x-amz-grant-* (see above) */
+    /* The tag set the request writes (x-amz-tagging on PutObject, the body
+     * of PutObjectTagging), for s3:RequestObjectTag/<k> and the
+     * multi-valued s3:RequestObjectTagKeys; req_tags_given false = the
+     * request carries none (both keys absent). */
+    const cn_authz_tag_t *req_tags;
+    size_t nreq_tags;
+    bool req_tags_given;
 } cn_authz_req_t;
 
 /* ---- the decision -------------------------------------------------------------- */

@@ -33,7 +33,14 @@ enum {
     CN_PERM_BLOBS_READ = 1u << 7,
     CN_PERM_BLOBS_WRITE = 1u << 8,
     CN_PERM_ADMIN = 1u << 9,
-    CN_PERM_ALL = (1u << 10) - 1,
+    /* Bucket and object settings (issue 25), a group of their own from bit
+     * 16 so the first group's bits stay as stored.  bucket:configure is
+     * also held by every token holding bucket:create (cn_perms_allow). */
+    CN_PERM_BUCKET_CONFIGURE = 1u << 16,         /* versioning, lifecycle, tagging, object lock */
+    CN_PERM_OBJECT_LOCK = 1u << 17,              /* retention and legal hold of versions */
+    CN_PERM_OBJECT_BYPASS_GOVERNANCE = 1u << 18, /* shorten / lift GOVERNANCE retention */
+    CN_PERM_ALL = ((1u << 10) - 1) | CN_PERM_BUCKET_CONFIGURE | CN_PERM_OBJECT_LOCK |
+                  CN_PERM_OBJECT_BYPASS_GOVERNANCE,
     /* `cairn admin token create` without --perm: everything but admin. */
     CN_PERM_DEFAULT = CN_PERM_ALL & ~CN_PERM_ADMIN,
 };
@@ -50,8 +57,15 @@ CN_API const char *cn_perm_name(cn_perms_t perm);
 /* Writes the names of every bit in perms, space-separated and in the order
  * above, into out (NUL-terminated; "" for none).  Returns CN_E_TOO_LARGE if
  * cap is too small (CN_PERMS_STR_MAX always suffices). */
-#define CN_PERMS_STR_MAX 160
+#define CN_PERMS_STR_MAX 224
 CN_API cn_err_t cn_perms_format(cn_perms_t perms, char *out, size_t cap);
+
+/* Whether a token holding perms may use an action that needs the single
+ * permission need: it holds need or admin, or need is bucket:configure and
+ * it holds bucket:create (which governed every bucket setting before
+ * bucket:configure existed, so tokens made earlier keep configuring).
+ * Pure. */
+CN_API bool cn_perms_allow(cn_perms_t perms, cn_perms_t need);
 
 /* ---- principals ----------------------------------------------------------- */
 #define CN_ACCOUNT_NAME_MAX 64 /* [A-Za-z0-9][A-Za-z0-9._-]* */
@@ -87,6 +101,28 @@ typedef struct cn_identity cn_identity_t;
  * CN_E_INVALID, CN_E_CORRUPT (bad key or generation file), meta errors,
  * -errno.  The handle is thread-safe. */
 CN_API cn_err_t cn_identity_open(cn_meta_t *meta, const char *data_dir, cn_identity_t **out);
+
+/* Where cn_identity_open_opts finds its key and its generation file. */
+typedef struct cn_identity_opts {
+    /* DATA/identity.gen, and DATA/identity.key when key_file is NULL.  NULL
+     * (only with key_file): no generation file, and token states are never
+     * cached (for a short-lived tool working on a fleet's database). */
+    const char *data_dir;
+    /* The identity key (64 hex digits), shared by every node of a fleet;
+     * NULL: DATA/identity.key, created when missing.  A named file is never
+     * created: a missing one is -ENOENT. */
+    const char *key_file;
+} cn_identity_opts_t;
+
+/* cn_identity_open with a key file of the caller's choosing.  Both check the
+ * key against the metadata's key check value (an HMAC-SHA256 of a fixed
+ * label under the key, recorded by the first open of the database): a key
+ * other than the recorded one, or (before one is recorded) a key that opens
+ * none of the first 64 stored token secrets, is refused with CN_E_AUTH and
+ * an error logged, instead of every sealed secret failing later
+ * (docs/fleet.md, "One identity key"). */
+CN_API cn_err_t cn_identity_open_opts(cn_meta_t *meta, const cn_identity_opts_t *opts,
+                                      cn_identity_t **out);
 CN_API void cn_identity_close(cn_identity_t *id); /* NULL is a no-op */
 
 /* The most a cached token state may age before it is re-read (default

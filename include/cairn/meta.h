@@ -39,6 +39,10 @@ typedef struct cn_meta_opts {
     bool no_sync;
     /* Open an existing database without creating it or its directory. */
     bool must_exist;
+    /* false (default): concurrent write runs (cn_meta_run) on the SQLite
+     * engine share one transaction and one commit, each body in its own
+     * savepoint (src/meta/group.c).  true: one transaction per run. */
+    bool no_group;
 } cn_meta_opts_t;
 
 /* Opens the metadata database.  data_dir_or_url is either a data directory
@@ -202,7 +206,15 @@ enum {
  * body's value, the begin's or the commit's error.  With CN_META_RETRY a run
  * that failed CN_E_DB_LOCKED or CN_E_BUSY is repeated until twice the busy
  * timeout has passed.  Thread-safe; the same rule as cn_meta_begin applies (a
- * thread holds at most one write transaction). */
+ * thread holds at most one write transaction).
+ *
+ * Group commit (SQLite, unless opts.no_group): concurrent write runs share
+ * one transaction and one COMMIT, each body in its own savepoint on its own
+ * thread (src/meta/group.c).  A body's changes are committed exactly when
+ * its run returns >= 0 (and it did not discard); a body may see changes of
+ * the group's earlier bodies, as if they had committed just before it; a
+ * failing body undoes only its own; it must not wait for another thread's
+ * write run (it would wait until the busy timeout, as today). */
 CN_API cn_err_t cn_meta_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body, void *ctx);
 
 /* Marks txn to be rolled back, not committed, when its cn_meta_run body

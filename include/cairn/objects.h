@@ -110,24 +110,36 @@ typedef enum {
  * (X(name, class)): adapters map (class, what, detail) to wire codes in one
  * table and their unit tests walk this list.  Not persisted: values may be
  * renumbered, names are the contract. */
-#define CN_OBJ_DETAILS(X)                                                                     \
-    X(BUCKET_NAME_INVALID, CN_E_INVALID) /* S3 naming rules broken */                         \
-    X(KEY_INVALID, CN_E_INVALID)         /* empty, NUL or not UTF-8 */                        \
-    X(KEY_TOO_LONG, CN_E_INVALID)        /* over 1024 bytes */                                \
-    X(CONTENT_TYPE_TOO_LONG, CN_E_INVALID)                                                    \
-    X(METADATA_KEY_INVALID, CN_E_INVALID) /* an empty user-metadata key */                    \
-    X(METADATA_TOO_LARGE, CN_E_INVALID)   /* keys + values over CN_OBJECTS_USER_META_MAX */   \
-    X(CHECKSUM_ALG_INVALID, CN_E_INVALID) /* an upload's checksum algorithm name */           \
-    X(LIST_ARG_INVALID, CN_E_INVALID)     /* max_keys, prefix, delimiter or marker */         \
-    X(PART_NUMBER_INVALID, CN_E_INVALID)  /* outside 1..CN_PART_NUMBER_MAX */                 \
-    X(PART_LIST_INVALID, CN_E_INVALID)    /* none, too many, or not the first completion's */ \
-    X(PART_ORDER, CN_E_INVALID)           /* listed part numbers do not ascend */             \
-    X(PART_MISSING, CN_E_INVALID)         /* a listed part was not uploaded */                \
-    X(PART_ETAG_MISMATCH, CN_E_INVALID)   /* a listed etag is not the part's */               \
-    X(PART_TOO_SMALL, CN_E_INVALID)       /* under an adapter's minimum (complete_check) */   \
-    X(POLICY_INVALID, CN_E_INVALID)       /* a bucket policy that does not parse/validate */  \
-    X(SETTING_NAME_INVALID, CN_E_INVALID) /* a bucket attribute's name */                     \
-    X(SETTING_UNSET, CN_E_NOT_FOUND)      /* no policy / public access block / attribute */
+#define CN_OBJ_DETAILS(X)                                                                         \
+    X(BUCKET_NAME_INVALID, CN_E_INVALID) /* S3 naming rules broken */                             \
+    X(KEY_INVALID, CN_E_INVALID)         /* empty, NUL or not UTF-8 */                            \
+    X(KEY_TOO_LONG, CN_E_INVALID)        /* over 1024 bytes */                                    \
+    X(CONTENT_TYPE_TOO_LONG, CN_E_INVALID)                                                        \
+    X(METADATA_KEY_INVALID, CN_E_INVALID)     /* an empty user-metadata key */                    \
+    X(METADATA_TOO_LARGE, CN_E_INVALID)       /* keys + values over CN_OBJECTS_USER_META_MAX */   \
+    X(CHECKSUM_ALG_INVALID, CN_E_INVALID)     /* an upload's checksum algorithm name */           \
+    X(LIST_ARG_INVALID, CN_E_INVALID)         /* max_keys, prefix, delimiter or marker */         \
+    X(PART_NUMBER_INVALID, CN_E_INVALID)      /* outside 1..CN_PART_NUMBER_MAX */                 \
+    X(PART_LIST_INVALID, CN_E_INVALID)        /* none, too many, or not the first completion's */ \
+    X(PART_ORDER, CN_E_INVALID)               /* listed part numbers do not ascend */             \
+    X(PART_MISSING, CN_E_INVALID)             /* a listed part was not uploaded */                \
+    X(PART_ETAG_MISMATCH, CN_E_INVALID)       /* a listed etag is not the part's */               \
+    X(PART_TOO_SMALL, CN_E_INVALID)           /* under an adapter's minimum (complete_check) */   \
+    X(POLICY_INVALID, CN_E_INVALID)           /* a bucket policy that does not parse/validate */  \
+    X(SETTING_NAME_INVALID, CN_E_INVALID)     /* a bucket attribute's name */                     \
+    X(SETTING_UNSET, CN_E_NOT_FOUND)          /* no policy / public access block / attribute */   \
+    X(VERSION_ID_INVALID, CN_E_INVALID)       /* not a version id this service wrote */           \
+    X(NO_SUCH_VERSION, CN_E_NOT_FOUND)        /* a well-formed id the key does not have */        \
+    X(VERSION_IS_MARKER, CN_E_UNSUPPORTED)    /* a read of a delete marker's id */                \
+    X(VERSION_LOCKED, CN_E_DENIED)            /* permanent removal of a retained/held version */  \
+    X(VERSIONING_STATE_INVALID, CN_E_INVALID) /* not Enabled/Suspended (no way back to off) */    \
+    X(BUCKET_STATE_INVALID, CN_E_CONFLICT)    /* suspending versioning under object lock */       \
+    X(LOCK_NOT_ENABLED, CN_E_INVALID)  /* a lock operation on a bucket without object lock */     \
+    X(LOCK_UNSET, CN_E_NOT_FOUND)      /* the version has no retention / legal hold */            \
+    X(LOCK_RETAINED, CN_E_DENIED)      /* shortening / weakening an active retention */           \
+    X(LOCK_DATE_PAST, CN_E_INVALID)    /* a retain-until date not in the future */                \
+    X(TAGS_INVALID, CN_E_INVALID)      /* a tag set over its limits (S3 InvalidTag) */            \
+    X(LIFECYCLE_INVALID, CN_E_INVALID) /* lifecycle rules that do not encode/validate */
 
 typedef enum {
     CN_OBJ_DETAIL_NONE = 0,
@@ -291,9 +303,41 @@ typedef struct cn_object_info {
     char checksum_alg[CN_OBJECTS_CKSUM_ALG_MAX];
     char checksum[CN_OBJECTS_CKSUM_MAX];
     void *priv_; /* storage for the strings */
+    /* Versioning (issue 25): the version is its key's null version; the
+     * bucket's versioning was ever set (S3 then names versions on the wire,
+     * "null" included); a failed read of a key whose latest version is a
+     * delete marker (CN_E_NOT_FOUND), or of a marker's id, sets
+     * delete_marker and version_id / vnull to the marker's. */
+    bool vnull;
+    bool bucket_versioned;
+    bool delete_marker;
+    /* The version's retention and legal hold (lock_mode a
+     * cn_objects_lock_mode_t, NONE without one; legal_hold 0 / 1) and how
+     * many tags it has, read with it (GET / HEAD echo them). */
+    int lock_mode;
+    int64_t lock_until_ms;
+    int legal_hold;
+    uint32_t ntags;
 } cn_object_info_t;
 
 CN_API void cn_objects_info_free(cn_object_info_t *info);
+
+/* ---- per-version attributes: tags (S3 object tagging), retention and legal
+ * hold (S3 object lock).  Stored per version (obj_version_tag,
+ * obj_version_lock), written in the transaction that makes the version. */
+#define CN_OBJECTS_TAGS_MAX 10 /* tags per object version */
+
+typedef enum cn_objects_lock_mode {
+    CN_OBJ_LOCK_NONE = 0,
+    CN_OBJ_LOCK_GOVERNANCE,
+    CN_OBJ_LOCK_COMPLIANCE
+} cn_objects_lock_mode_t;
+
+typedef struct cn_objects_retention {
+    cn_objects_lock_mode_t mode; /* NONE: no explicit retention (the bucket's default applies) */
+    int64_t until_ms;            /* retain-until, Unix ms (with a mode) */
+    int legal_hold;              /* -1 not given, 0 OFF, 1 ON */
+} cn_objects_retention_t;
 
 typedef struct cn_objects_part cn_objects_part_t;
 
@@ -334,6 +378,14 @@ typedef struct cn_objects_put_args {
      * with the first completion's result (S3's retry after a lost reply).
      * false: CN_E_NO_UPLOAD, as Jay's contract says of a completed upload. */
     bool answer_repeat;
+    /* The new version's tags (x-amz-tagging; copied; at most
+     * CN_OBJECTS_TAGS_MAX) and explicit retention / legal hold
+     * (x-amz-object-lock-*; NULL = none given: the bucket's default
+     * retention applies).  CreateMultipartUpload keeps them for the
+     * completion. */
+    const cn_objects_kv_t *tags;
+    size_t ntags;
+    const cn_objects_retention_t *retention;
 } cn_objects_put_args_t;
 
 typedef struct cn_objects_put cn_objects_put_t;
@@ -349,6 +401,12 @@ typedef struct cn_objects_put_result {
     char checksum_alg[CN_OBJECTS_CKSUM_ALG_MAX];
     char checksum[CN_OBJECTS_CKSUM_MAX];
     bool repeated; /* the upload had completed already */
+    /* The new version is the null version; the bucket's versioning was
+     * ever set (see cn_object_info_t).  CopyObject: the source version. */
+    bool vnull;
+    bool bucket_versioned;
+    int64_t src_version_id;
+    bool src_vnull;
 } cn_objects_put_result_t;
 
 /* Starts a streaming put of bucket/key.  size is the declared body length
@@ -374,8 +432,9 @@ CN_API const char *cn_objects_put_checksum_alg(const cn_objects_put_t *p);
  * part at commit.  CN_E_INVALID when too long or p has no algorithm. */
 CN_API cn_err_t cn_objects_put_set_checksum(cn_objects_put_t *p, const char *b64);
 /* Makes the object durable and current: the blob is published (fsynced and
- * renamed), then the version row is committed, replacing the key's previous
- * version.  CN_E_LENGTH_MISMATCH (fewer bytes than declared),
+ * renamed), then the version row is committed as the key's current version
+ * (the previous one kept as noncurrent when versioning is Enabled, else
+ * replaced when it is the null version).  CN_E_LENGTH_MISMATCH (fewer bytes than declared),
  * CN_E_DIGEST_MISMATCH, CN_E_PRECONDITION, CN_E_NOT_FOUND (the bucket was
  * deleted meanwhile), CN_E_DB*.  res may be NULL.  Frees p in every case. */
 CN_API cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res);
@@ -459,8 +518,10 @@ typedef cn_err_t (*cn_objects_part_fn)(void *arg, const cn_objects_part_t *p);
 CN_API cn_err_t cn_objects_object_parts(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                         const char *key, cn_objects_part_fn fn, void *arg);
 
-/* DeleteObject (s3:DeleteObject).  CN_E_NOT_FOUND (what = BUCKET, or KEY
- * when the key has no version: S3 answers success there, Jay NoSuchKey). */
+/* DeleteObject (s3:DeleteObject) of the key's current version: removed, or
+ * on a versioned bucket a delete marker written over it (see
+ * cn_objects_delete_version).  CN_E_NOT_FOUND (what = BUCKET, or KEY when
+ * the key has no current version: S3 answers success there, Jay NoSuchKey). */
 CN_API cn_err_t cn_objects_delete(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                   const char *key);
 
@@ -478,6 +539,9 @@ typedef struct cn_objects_list_args {
     int32_t max_keys;         /* 0 = 1000; > 1000 clamps; < 0 CN_E_INVALID */
     const char *max_keys_raw; /* as sent, for s3:max-keys (may be NULL) */
     bool versions;            /* ListObjectVersions: s3:ListBucketVersions */
+    /* ListObjectVersions: resume within key start_after, after this version
+     * (wire form; NULL = after every version of start_after). */
+    const char *version_id_marker;
 } cn_objects_list_args_t;
 
 typedef struct cn_objects_entry {
@@ -489,6 +553,10 @@ typedef struct cn_objects_entry {
     char *content_type;
     char owner[CN_ACCOUNT_NAME_MAX + 1];
     uint32_t nparts;
+    /* ListObjectVersions only: the version, whether it is the null
+     * version, its key's latest, a delete marker (size 0, no etag). */
+    int64_t version_id;
+    bool vnull, is_latest, delete_marker;
 } cn_objects_entry_t;
 
 typedef struct cn_objects_list {
@@ -499,10 +567,13 @@ typedef struct cn_objects_list {
     bool is_truncated;
     char *next_start_after; /* the last key or prefix returned when
                                                truncated, else NULL */
+    /* ListObjectVersions, truncated after a version: its wire id. */
+    char *next_version_id_marker;
 } cn_objects_list_t;
 
-/* ListObjects (s3:ListBucket; s3:ListBucketVersions with args->versions, the
- * same listing: an unversioned bucket's keys are its versions) with S3 semantics: keys > start_after that
+/* ListObjects (s3:ListBucket; with args->versions ListObjectVersions,
+ * s3:ListBucketVersions: every version and delete marker, each key's newest
+ * first, entries carrying their version fields) with S3 semantics: keys > start_after that
  * begin with prefix, in byte order; with a delimiter, keys holding it after
  * the prefix roll up into one common prefix each (a prefix equal to
  * start_after is not repeated); keys and prefixes together count against
@@ -522,6 +593,12 @@ typedef struct cn_objects_copy_args {
     const char *src_if_none_match;
     int64_t src_if_modified_since_ms;   /* 0 = none */
     int64_t src_if_unmodified_since_ms; /* 0 = none */
+    /* The source version (wire form, x-amz-copy-source ?versionId=); NULL =
+     * the current one. */
+    const char *src_version;
+    /* The new version's tags are the source version's (S3's tagging
+     * directive COPY); false: put->tags. */
+    bool copy_tags;
 } cn_objects_copy_args_t;
 
 /* CopyObject: needs s3:GetObject on the source and s3:PutObject on the
@@ -621,6 +698,287 @@ CN_API cn_err_t cn_objects_mpu_list(cn_objects_t *o, cn_objects_req_t *rq, const
  * NULL) = uploads removed.  Called by the background sweeper; tests call it
  * directly. */
 CN_API cn_err_t cn_objects_sweep_uploads(cn_objects_t *o, int64_t now_ms, uint64_t *removed);
+
+/* ---- versioning (S3; issue 25) ------------------------------------------------
+ * A bucket is unversioned until versioning is set, then Enabled or Suspended
+ * for good.  Enabled: every write makes a new version and a delete writes a
+ * delete marker; the replaced version stays, noncurrent.  Unversioned or
+ * Suspended: a write replaces the key's null version (and a delete leaves a
+ * null marker once versioning was set).  docs/s3.md has the wire form. */
+#define CN_OBJECTS_VERSION_ID_MAX 16 /* a version id's wire form, with NUL */
+
+typedef enum cn_objects_versioning {
+    CN_OBJ_VERSIONING_OFF = 0, /* never set */
+    CN_OBJ_VERSIONING_ENABLED,
+    CN_OBJ_VERSIONING_SUSPENDED
+} cn_objects_versioning_t;
+
+/* A version's wire form: "null" for a null version, else 13 characters of
+ * base32 (0-9a-v) of version_id, fixed width, so that string order is
+ * sequence order.  Pure. */
+CN_API void cn_objects_version_str(int64_t version_id, bool vnull,
+                                   char out[CN_OBJECTS_VERSION_ID_MAX]);
+/* Parses a wire form: *is_null for "null" (*version_id 0), else the id.
+ * CN_E_INVALID for anything else.  Pure. */
+CN_API cn_err_t cn_objects_version_parse(const char *s, int64_t *version_id, bool *is_null);
+
+/* GetBucketVersioning / PutBucketVersioning.  set: Enabled or Suspended only
+ * (CN_E_INVALID, VERSIONING_STATE_INVALID: there is no way back to off);
+ * Suspended on a bucket with object lock (setting "object-lock") is
+ * CN_E_CONFLICT, BUCKET_STATE_INVALID. */
+CN_API cn_err_t cn_objects_versioning_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                          cn_objects_versioning_t *out);
+CN_API cn_err_t cn_objects_versioning_set(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                          cn_objects_versioning_t state);
+
+/* HeadObject / GetObject of one version (wire form; NULL = the current one,
+ * as cn_objects_head / cn_objects_get).  CN_E_INVALID (VERSION_ID_INVALID),
+ * CN_E_NOT_FOUND (NO_SUCH_VERSION), CN_E_UNSUPPORTED (VERSION_IS_MARKER, with
+ * info->delete_marker and its id set). */
+CN_API cn_err_t cn_objects_head_version(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                        const char *key, const char *version,
+                                        cn_object_info_t *info);
+CN_API cn_err_t cn_objects_get_version(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                       const char *key, const char *version,
+                                       const cn_objects_range_t *range, cn_object_info_t *info,
+                                       cn_objects_reader_t **rd);
+
+/* cn_objects_object_parts of one version (wire form; NULL = the current
+ * one), with the errors of cn_objects_head_version. */
+CN_API cn_err_t cn_objects_object_parts_version(cn_objects_t *o, cn_objects_req_t *rq,
+                                                const char *bucket, const char *key,
+                                                const char *version, cn_objects_part_fn fn,
+                                                void *arg);
+
+/* What a delete did: removed version version_id for good (delete_marker: it
+ * was a marker), or wrote marker version_id (delete_marker); has_version
+ * false when nothing was named (an unversioned delete). */
+typedef struct cn_objects_delete_result {
+    bool has_version;
+    int64_t version_id;
+    bool vnull;
+    bool delete_marker;
+} cn_objects_delete_result_t;
+
+/* DeleteObject (s3:DeleteObject) with S3's versioning semantics: version
+ * NULL deletes the key (Enabled: a new marker; Suspended: a null marker in
+ * place of the null version; unversioned: the version is removed, and
+ * CN_E_NOT_FOUND, what = KEY, when there is none), else removes that version
+ * for good (a latest marker's removal makes the newest remaining version
+ * current again), refused while it is locked (CN_E_DENIED, VERSION_LOCKED;
+ * bypass: x-amz-bypass-governance-retention, honoured for GOVERNANCE when
+ * the caller may).  res may be NULL. */
+CN_API cn_err_t cn_objects_delete_version(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                          const char *key, const char *version,
+                                          bool bypass_governance, cn_objects_delete_result_t *res);
+
+/* ---- object lock (S3 Object Lock) --------------------------------------------------
+ * A bucket with object lock keeps two named settings: "object-lock" (the
+ * ObjectLockConfiguration document as the face stored it, for readback) and
+ * "object-lock-default" (the default retention a new version gets, compact:
+ * "GOVERNANCE D30", "COMPLIANCE Y2"; absent = none).  Object lock is never
+ * turned off.  A version's retention and legal hold live in obj_version_lock.
+ * The server clock decides whether a retention is still active. */
+#define CN_OBJECTS_LOCK_ATTR "object-lock"
+#define CN_OBJECTS_LOCK_DEFAULT_ATTR "object-lock-default"
+
+/* CreateBucket with named settings written in the creating transaction
+ * (settings[i].key = name, .value = NUL-terminated value; n ≤ 16), so that
+ * no one ever sees the bucket without them (S3's object-lock-enabled
+ * bucket: versioning "Enabled" and "object-lock").  Settings need the
+ * token's bucket:configure as well as s3:CreateBucket (CN_E_DENIED).
+ * Otherwise as cn_objects_bucket_create, which is this call with n = 0. */
+CN_API cn_err_t cn_objects_bucket_create_with(cn_objects_t *o, cn_objects_req_t *rq,
+                                              const char *name, const cn_authz_acl_t *acl,
+                                              const cn_objects_kv_t *settings, size_t n,
+                                              cn_bucket_info_t *out);
+
+/* PutObjectLockConfiguration (s3:PutBucketObjectLockConfiguration): stores
+ * doc (len bytes, the face's canonical document) as "object-lock" and
+ * dflt (NULL = no default retention) as "object-lock-default", in one
+ * transaction, only while the bucket's versioning is "Enabled" (else
+ * CN_E_CONFLICT, BUCKET_STATE_INVALID).  dflt must parse
+ * (cn_objects_lock_default_parse): CN_E_INVALID otherwise. */
+CN_API cn_err_t cn_objects_lock_config_set(cn_objects_t *o, cn_objects_req_t *rq,
+                                           const char *bucket, const char *doc, size_t len,
+                                           const char *dflt);
+/* GetObjectLockConfiguration (s3:GetBucketObjectLockConfiguration): the
+ * stored document into doc.  CN_E_NOT_FOUND with what = ARG and
+ * SETTING_UNSET when the bucket has no object lock. */
+CN_API cn_err_t cn_objects_lock_config_get(cn_objects_t *o, cn_objects_req_t *rq,
+                                           const char *bucket, cn_buf_t *doc);
+
+/* The compact default retention ("GOVERNANCE D30" / "COMPLIANCE Y2": a mode,
+ * then D days or Y years, 1..36500 days or 1..100 years) into *mode, *days
+ * or *years (the other 0).  false when s (n bytes) is not one.  Pure. */
+CN_API bool cn_objects_lock_default_parse(const char *s, size_t n, cn_objects_lock_mode_t *mode,
+                                          int32_t *days, int32_t *years);
+/* The retain-until date a default gives a version written at now_ms: days
+ * of 86,400 s, years of 365 days, from the write.  Pure. */
+CN_API int64_t cn_objects_lock_default_until(int32_t days, int32_t years, int64_t now_ms);
+
+/* Get/PutObjectRetention and Get/PutObjectLegalHold on one version of key:
+ * version NULL = the current version, else a version id as the face shows
+ * it (ver's resolver; "null" = the null version).  Every call refuses a
+ * bucket without object lock (CN_E_INVALID, LOCK_NOT_ENABLED) and a missing
+ * key (CN_E_NOT_FOUND, what = KEY) or version (ver's details).
+ *
+ * retention_get (s3:GetObjectRetention) / legal_hold_get
+ * (s3:GetObjectLegalHold): out->mode / until_ms and out->legal_hold (0/1)
+ * of the version; CN_E_NOT_FOUND with LOCK_UNSET when it has no retention
+ * (retention_get) or no lock row at all (legal_hold_get).
+ *
+ * retention_set (s3:PutObjectRetention): r->mode NONE removes the retention.
+ * A retention in force (until in the future) may always be extended in its
+ * own mode; anything else — shortening, removing, changing the mode — is
+ * allowed for GOVERNANCE only with bypass and s3:BypassGovernanceRetention,
+ * and never for COMPLIANCE, whoever asks (CN_E_DENIED, LOCK_RETAINED).  A
+ * new until_ms must be in the future (CN_E_INVALID, LOCK_DATE_PAST).
+ *
+ * legal_hold_set (s3:PutObjectLegalHold): ON or OFF; no bypass needed. */
+CN_API cn_err_t cn_objects_retention_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                         const char *key, const char *version,
+                                         cn_objects_retention_t *out);
+CN_API cn_err_t cn_objects_legal_hold_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                          const char *key, const char *version,
+                                          cn_objects_retention_t *out);
+CN_API cn_err_t cn_objects_retention_set(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                         const char *key, const char *version,
+                                         const cn_objects_retention_t *r, bool bypass);
+CN_API cn_err_t cn_objects_legal_hold_set(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                          const char *key, const char *version, bool on);
+
+/* The lock row of version_id (as a read just found it), read WITHOUT any
+ * authorization, for GET/HEAD to echo x-amz-object-lock-*: *out is zeroed
+ * (mode NONE, legal_hold 0) when the version has none.  One indexed lookup
+ * in its own read transaction.  CN_E_DB*. */
+CN_API cn_err_t cn_objects_version_lock(cn_objects_t *o, int64_t version_id,
+                                        cn_objects_retention_t *out);
+
+/* ---- tagging and lifecycle configuration (S3; issue 25) ----------------------
+ * A version's tags live with the version (obj_version_tag); the bucket's
+ * lifecycle configuration is its "lifecycle" setting: the accepted document
+ * for byte-exact readback and, ahead of it, the rules in a compact encoded
+ * form the service matches without any XML.  docs/s3.md has the wire side. */
+#define CN_OBJECTS_TAG_KEY_MAX 128    /* characters (UTF-8 code points) */
+#define CN_OBJECTS_TAG_VALUE_MAX 256  /* characters */
+#define CN_OBJECTS_BUCKET_TAGS_MAX 50 /* tags per bucket */
+
+/* Checks a tag set against S3's limits: at most max tags, keys of 1..128
+ * and values of 0..256 characters of valid UTF-8 with no control character
+ * (U+0000..U+001F, U+007F: XML 1.0 cannot carry them back), unique keys,
+ * none beginning "aws:" (reserved).  CN_E_INVALID with a one-line reason in
+ * why (why_len > 0), or 0.  Pure. */
+CN_API cn_err_t cn_objects_tags_check(const cn_objects_kv_t *tags, size_t n, size_t max, char *why,
+                                      size_t why_len);
+
+/* A version's tags as read; strings owned by the set. */
+typedef struct cn_objects_tagset {
+    cn_objects_kv_t *tags;
+    size_t ntags;
+    int64_t version_id; /* the version the tags belong to */
+    bool vnull;
+    bool bucket_versioned; /* versioning was ever set (S3 then answers x-amz-version-id) */
+    cn_buf_t priv_;
+} cn_objects_tagset_t;
+CN_API void cn_objects_tagset_free(cn_objects_tagset_t *t); /* accepts a zeroed set */
+
+/* GetObjectTagging (s3:GetObjectTagging, with s3:ExistingObjectTag/<k>):
+ * version is the wire form (NULL = the current version).  CN_E_NOT_FOUND
+ * (what = KEY: no such key, or its latest version is a delete marker;
+ * NO_SUCH_VERSION), CN_E_INVALID (VERSION_ID_INVALID), CN_E_UNSUPPORTED
+ * (VERSION_IS_MARKER), CN_E_DENIED.  out filled on success (free it). */
+CN_API cn_err_t cn_objects_tags_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                    const char *key, const char *version, cn_objects_tagset_t *out);
+/* PutObjectTagging (s3:PutObjectTagging, with s3:RequestObjectTag/<k>,
+ * s3:RequestObjectTagKeys and s3:ExistingObjectTag/<k>): replaces the
+ * version's tags with tags (checked with cn_objects_tags_check:
+ * CN_E_INVALID, TAGS_INVALID).  tags NULL with n 0: DeleteObjectTagging
+ * (s3:DeleteObjectTagging), which removes them all.  Errors as
+ * cn_objects_tags_get.  res (may be NULL) receives version_id / vnull /
+ * bucket_versioned (no tags). */
+CN_API cn_err_t cn_objects_tags_set(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                    const char *key, const char *version,
+                                    const cn_objects_kv_t *tags, size_t n,
+                                    cn_objects_tagset_t *res);
+/* The number of tags of version_id (x-amz-tagging-count on GET / HEAD of a
+ * version the caller already read and was allowed): one indexed count, no
+ * authorization.  CN_E_DB*. */
+CN_API cn_err_t cn_objects_tags_count(cn_objects_t *o, int64_t version_id, uint32_t *n);
+
+/* One lifecycle rule, as an adapter decoded and validated it.  Strings are
+ * NUL-terminated and never hold NUL. */
+#define CN_OBJECTS_LC_RULES_MAX 1000
+#define CN_OBJECTS_LC_ID_MAX 255
+typedef struct cn_objects_lc_rule {
+    const char *id; /* 1..255 bytes, unique in the configuration */
+    bool enabled;
+    const char *prefix;          /* "" = every key */
+    const cn_objects_kv_t *tags; /* all must be on the object */
+    size_t ntags;
+    int64_t size_gt, size_lt; /* ObjectSizeGreaterThan / LessThan; -1 = none */
+    int32_t exp_days;         /* Expiration Days; 0 = none */
+    int64_t exp_date_ms;      /* Expiration Date (midnight UTC); 0 = none */
+    bool exp_marker;          /* ExpiredObjectDeleteMarker true */
+    int32_t nc_days;          /* NoncurrentVersionExpiration NoncurrentDays; 0 = none */
+    int32_t nc_newer;         /* NewerNoncurrentVersions; 0 = none */
+    int32_t abort_days;       /* AbortIncompleteMultipartUpload; 0 = none */
+} cn_objects_lc_rule_t;
+
+/* A decoded configuration: rules (pointing into its own storage). */
+typedef struct cn_objects_lc {
+    cn_objects_lc_rule_t *rules;
+    size_t nrules;
+    const char *doc; /* the stored document, doc_len bytes */
+    size_t doc_len;
+    void *priv_;
+} cn_objects_lc_t;
+
+/* The stored value of rules[0..n) and their document (doc_len bytes): the
+ * encoded rules then the document, appended to out.  CN_E_INVALID (too
+ * many rules, an ID too long or repeated, a string with NUL, more than
+ * CN_OBJECTS_TAGS_MAX tags), -ENOMEM.  Pure. */
+CN_API cn_err_t cn_objects_lc_encode(const cn_objects_lc_rule_t *rules, size_t n, const char *doc,
+                                     size_t doc_len, cn_buf_t *out);
+/* Decodes a stored value (copied: v may go).  CN_E_CORRUPT, -ENOMEM.  Pure. */
+CN_API cn_err_t cn_objects_lc_decode(const void *v, size_t len, cn_objects_lc_t *out);
+CN_API void cn_objects_lc_free(cn_objects_lc_t *lc); /* accepts a zeroed one */
+
+/* The expiration S3 announces for an object (x-amz-expiration): among lc's
+ * enabled rules with an Expiration by Days or Date whose filter matches key
+ * (prefix), size (strict bounds) and tags, the earliest expiry: Days counted
+ * from last_modified_ms and rounded up to the next midnight UTC (day_ms
+ * > 0: a test's day length, then unrounded), a Date as given.  1 with
+ * *expiry_ms and rule_id (the rule's ID) set, or 0 when no rule applies.
+ * Pure. */
+CN_API int cn_objects_lc_expiry(const cn_objects_lc_t *lc, const char *key, uint64_t size,
+                                const cn_objects_kv_t *tags, size_t ntags, int64_t last_modified_ms,
+                                int64_t day_ms, int64_t *expiry_ms,
+                                char rule_id[CN_OBJECTS_LC_ID_MAX + 1]);
+
+/* Put / Get / DeleteBucketLifecycleConfiguration (s3:PutLifecycleConfiguration,
+ * s3:GetLifecycleConfiguration; bucket:configure to change): set stores
+ * cn_objects_lc_encode's value as the bucket's "lifecycle" setting (rules
+ * NULL with n 0 deletes it); get appends the stored document to doc
+ * (CN_E_NOT_FOUND, what = ARG, SETTING_UNSET when none). */
+CN_API cn_err_t cn_objects_lifecycle_set(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                         const cn_objects_lc_rule_t *rules, size_t n,
+                                         const char *doc, size_t doc_len);
+CN_API cn_err_t cn_objects_lifecycle_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                         cn_buf_t *doc);
+/* cn_objects_lc_expiry over bucket's configuration for version_id of key
+ * (its size and last-modified time; its tags are read only when a rule that
+ * could match filters on tags), read WITHOUT authorization, for the answer
+ * to a read or write the caller already made: 1 / 0 as there; 0 as well
+ * when the bucket has none.  One read transaction (the bucket's row; the
+ * setting itself from the bucket cache's copy of its settings while the
+ * bucket's generation holds and the settings fit the cache's budget), plus
+ * one for the tags when needed; the compact rules are decoded per call (no
+ * XML).  Blocks: never on an event loop.  CN_E_NOT_FOUND (bucket),
+ * CN_E_DB*. */
+CN_API int cn_objects_lifecycle_expiry(cn_objects_t *o, const char *bucket, const char *key,
+                                       uint64_t size, int64_t version_id, int64_t last_modified_ms,
+                                       int64_t *expiry_ms, char rule_id[CN_OBJECTS_LC_ID_MAX + 1]);
 
 #ifdef __cplusplus
 }

@@ -176,6 +176,11 @@ typedef struct cn_repos_instance {
     uint8_t incarnation[16];
     uint64_t total_repositories;
     uint64_t used_bytes;
+    /* The data directory's free bytes (cn_store_space), sampled on every
+     * page; has_available false when the store cannot say (a tiered store,
+     * or statvfs failed): absent rather than a guess. */
+    bool has_available;
+    uint64_t available_bytes;
 } cn_repos_instance_t;
 typedef cn_err_t (*cn_repos_usage_fn)(void *ctx, const cn_repos_info_t *ri, uint64_t bytes);
 CN_API cn_err_t cn_repos_instance_status(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t *after,

@@ -124,7 +124,15 @@ extern "C" {
     X(ACCESS_FORBIDDEN, "AccessForbidden", 403, "CORSResponse: This CORS request is not allowed.") \
     X(BAD_REQUEST, "BadRequest", 400, "Bad Request")                                               \
     X(HEADER_TOO_LARGE, "RequestHeaderSectionTooLarge", 400,                                       \
-      "Your request header section exceeds the maximum allowed size.")
+      "Your request header section exceeds the maximum allowed size.")                             \
+    X(OBJECT_LOCK_CONFIG_NOT_FOUND, "ObjectLockConfigurationNotFoundError", 404,                   \
+      "Object Lock configuration does not exist for this bucket")                                  \
+    X(NO_SUCH_OBJECT_LOCK_CONFIG, "NoSuchObjectLockConfiguration", 404,                            \
+      "The specified object does not have a ObjectLock configuration")                             \
+    X(INVALID_RETENTION_PERIOD, "InvalidRetentionPeriod", 400,                                     \
+      "Default retention period must be a positive integer value")                                 \
+    X(NO_SUCH_LIFECYCLE, "NoSuchLifecycleConfiguration", 404,                                      \
+      "The lifecycle configuration does not exist")
 
 typedef enum cn_s3_err {
 #define CN__S3_ENUM(e, code, status, msg) CN_S3E_##e,

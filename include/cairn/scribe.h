@@ -77,8 +77,8 @@ typedef enum {
     CN_SCRIBE_OP_MERGE_SUBMIT = 24,
     CN_SCRIBE_OP_MERGE_READ = 25,
     CN_SCRIBE_OP_INSTANCE_STATUS = 26,
-    CN_SCRIBE_OP_AUTHORIZE_UPLOAD = 27,      /* reserved: gateway preflights */
-    CN_SCRIBE_OP_AUTHORIZE_REPO_CREATE = 28, /* reserved: gateway preflights */
+    CN_SCRIBE_OP_AUTHORIZE_UPLOAD = 27, /* gateway preflights (26-28) */
+    CN_SCRIBE_OP_AUTHORIZE_REPO_CREATE = 28,
     CN_SCRIBE_OP_LOCK_POLICY = 29,
     CN_SCRIBE_OP_GET_CHUNKS = 30,        /* public reads */
     CN_SCRIBE_OP_REPOSITORY_MOUNTS = 31, /* mounts */
@@ -430,6 +430,52 @@ CN_API cn_err_t cn_scribe_enc_instance_resp(cn_buf_t *out, cn_scribe_codec_t c,
 CN_API cn_err_t cn_scribe_dec_instance_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c,
                                             cn_scribe_instance_resp_t *out);
 CN_API bool cn_scribe_next_instance_row(cn_scribe_rows_t *it, cn_scribe_instance_row_t *out);
+
+/* ---- gateway wire: preflights 27, 28 and names ---------------------------------------
+ * docs/protocol/scribe-gateway.md, "Wire".  instance_status (26) is above:
+ * rows strictly ascending by id, has_next only after a row and its cursor
+ * never before the last row (both codec sides refuse otherwise).
+ * authorize_upload (27): [16] repo (cn_scribe_enc_repo_id_req);
+ * authorize_repo_create (28): u8 has_namespace | str16 namespace (a label,
+ * cn_scribe_namespace_ok) when set.  Both answer an empty payload. */
+typedef struct cn_scribe_authorize_create_req {
+    bool has_namespace;
+    cn_scribe_str_t ns; /* a label when has_namespace */
+} cn_scribe_authorize_create_req_t;
+CN_API cn_err_t cn_scribe_enc_authorize_create_req(cn_buf_t *out, cn_scribe_codec_t c,
+                                                   const cn_scribe_authorize_create_req_t *q);
+CN_API cn_err_t cn_scribe_dec_authorize_create_req(const uint8_t *p, size_t n, cn_scribe_codec_t c,
+                                                   cn_scribe_authorize_create_req_t *out);
+/* An empty reply (27, 28): CN_E_PROTOCOL for any byte. */
+CN_API cn_err_t cn_scribe_dec_empty_resp(const uint8_t *p, size_t n, cn_scribe_codec_t c);
+
+/* A namespace label: 1..64 ASCII letters, digits, '-', '_' or '.'. */
+CN_API bool cn_scribe_namespace_ok(cn_scribe_str_t s);
+/* A storage name: 1..128 bytes of UTF-8 without '/', control characters or
+ * DEL, not "." or ".." (the repos service's rule). */
+CN_API bool cn_scribe_storage_name_ok(cn_scribe_str_t s);
+/* A wire repository name (<= 193 bytes) split into its optional namespace
+ * and its storage name: `NAME` (ns empty) or `NS/NAME`.  Views into wire.
+ * CN_E_INVALID for anything else (a bad label, a second '/', a bad storage
+ * name); which namespace a bare name means is the gateway's decision. */
+typedef struct cn_scribe_name {
+    cn_scribe_str_t ns; /* len 0: none given */
+    cn_scribe_str_t name;
+} cn_scribe_name_t;
+CN_API cn_err_t cn_scribe_name_split(cn_scribe_str_t wire, cn_scribe_name_t *out);
+/* A command line's REPO: `[scribe[s]://]HOST[:PORT]/[NS/]NAME` or
+ * `[NS/]NAME`.  The first segment is an endpoint only after a scheme or
+ * when it contains ':' (so `studio/art` is namespace studio, `h:7447/art`
+ * an endpoint); any other scheme is CN_E_INVALID, as is a bad wire name.
+ * Views into arg. */
+typedef struct cn_scribe_repo_ref {
+    bool has_endpoint;
+    bool tls;                 /* scribes:// */
+    cn_scribe_str_t endpoint; /* HOST[:PORT], without the scheme */
+    cn_scribe_str_t wire;     /* [NS/]NAME: what the wire carries */
+    cn_scribe_name_t name;    /* wire, split */
+} cn_scribe_repo_ref_t;
+CN_API cn_err_t cn_scribe_repo_ref_parse(cn_scribe_str_t arg, cn_scribe_repo_ref_t *out);
 
 /* ---- objects (6, 7, 8, 42) --------------------------------------------------------- */
 typedef struct cn_scribe_objref {

@@ -499,6 +499,46 @@ CN_API cn_err_t cn_scribe_client_mounts(cn_scribe_client_t *cl, const uint8_t re
                                         cn_scribe_client_mount_t **rows, uint32_t *count,
                                         cn_scribe_cerr_t *err);
 
+/* ---- the gateway wire (docs/protocol/scribe-gateway.md, "Wire") ------------------
+ * discover (2): the endpoint's role (1 storage, 2 gateway), whether it runs
+ * native authentication, and one namespace label per storage server in
+ * configuration order (empty labels on plaintext). */
+typedef struct cn_scribe_client_discover {
+    uint8_t role;
+    bool authentication;
+    uint32_t count; /* 1..64 */
+    char labels[64][65];
+} cn_scribe_client_discover_t;
+CN_API cn_err_t cn_scribe_client_discover(cn_scribe_client_t *cl, cn_scribe_client_discover_t *out,
+                                          cn_scribe_cerr_t *err);
+/* instance_status (26), one page: after NULL for the first (it may be the
+ * previous page's head->next, read before *head is written).  fn sees each
+ * row (ascending ids; its non-zero return stops the walk and is returned);
+ * *head gets the page's header (its rows iterator spent).  A caller walking
+ * pages restarts when the incarnation or the total changes between them. */
+typedef int (*cn_scribe_client_inventory_fn)(void *ctx, const cn_scribe_client_repo_t *r,
+                                             uint64_t bytes);
+typedef struct cn_scribe_client_instance {
+    uint8_t incarnation[16];
+    uint64_t total_repositories, used_bytes;
+    bool has_available;
+    uint64_t available_bytes;
+    uint32_t count;
+    bool has_next;
+    uint8_t next[16];
+} cn_scribe_client_instance_t;
+CN_API cn_err_t cn_scribe_client_instance_status(cn_scribe_client_t *cl, const uint8_t *after,
+                                                 cn_scribe_client_instance_t *head,
+                                                 cn_scribe_client_inventory_fn fn, void *ctx,
+                                                 cn_scribe_cerr_t *err);
+/* authorize_upload (27) and authorize_repo_create (28, ns NULL = the
+ * endpoint's default): 0 when the server would admit the real request now
+ * (it checks again then; nothing is reserved). */
+CN_API cn_err_t cn_scribe_client_authorize_upload(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                                  cn_scribe_cerr_t *err);
+CN_API cn_err_t cn_scribe_client_authorize_repo_create(cn_scribe_client_t *cl, const char *ns,
+                                                       cn_scribe_cerr_t *err);
+
 /* ---- content-defined chunking ---------------------------------------------------
  * FastCDC 2020 with normalized chunking level 2, the Remote Execution API's
  * FAST_CDC_2020 (docs/protocol/scribe.md, section 14.1): min = avg/4,

@@ -93,6 +93,10 @@ typedef struct cn_store_opts {
  * else CN_E_UNAVAILABLE after one bounded attempt (a few seconds). */
 CN_API bool cn_store_is_tiered(const cn_store_t *s);
 CN_API cn_err_t cn_store_ping(cn_store_t *s);
+/* The bytes still free for an unprivileged writer on the file system of
+ * the data directory (statvfs), a sample taken now.  CN_E_UNSUPPORTED for a
+ * tiered store (its blobs live in the tier, not on that disk); -errno. */
+CN_API cn_err_t cn_store_space(cn_store_t *s, uint64_t *available);
 
 /* Opens (creating if needed) the store rooted at data_dir: blobs live in
  * data_dir/blobs, uploads in data_dir/staging.  Startup recovery: every

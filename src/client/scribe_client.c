@@ -1084,6 +1084,91 @@ cn_err_t cn_scribe_client_mounts(cn_scribe_client_t *cl, const uint8_t repo[16],
     return CN_OK;
 }
 
+/* ---- the gateway wire --------------------------------------------------------------- */
+cn_err_t cn_scribe_client_discover(cn_scribe_client_t *cl, cn_scribe_client_discover_t *out,
+                                   cn_scribe_cerr_t *err)
+{
+    memset(out, 0, sizeof *out);
+    cn_buf_reset(&cl->out);
+    CN_TRY(call(cl, CN_SCRIBE_OP_DISCOVER, err));
+    cn_scribe_discover_t d;
+    if (cn_scribe_dec_discover(cl->in.data, cl->in.len, CODEC(cl), &d) < 0)
+        return CN_E_PROTOCOL;
+    out->role = d.role;
+    out->authentication = d.authentication;
+    out->count = d.count;
+    for (uint32_t i = 0; i < d.count; i++) {
+        cn_scribe_str_t l = cn_scribe_discover_label(&d, CODEC(cl), i);
+        memcpy(out->labels[i], l.p, l.len); /* <= 64: the decoder checked */
+        out->labels[i][l.len] = 0;
+    }
+    return CN_OK;
+}
+
+cn_err_t cn_scribe_client_instance_status(cn_scribe_client_t *cl, const uint8_t *after,
+                                          cn_scribe_client_instance_t *head,
+                                          cn_scribe_client_inventory_fn fn, void *ctx,
+                                          cn_scribe_cerr_t *err)
+{
+    /* after may point into *head (the previous page's cursor): copied first */
+    cn_scribe_instance_req_t q = { after != NULL, { { 0 } } };
+    if (after)
+        memcpy(q.after.b, after, 16);
+    memset(head, 0, sizeof *head);
+    cn_buf_reset(&cl->out);
+    CN_TRY(cn_scribe_enc_instance_req(&cl->out, CODEC(cl), &q));
+    CN_TRY(call(cl, CN_SCRIBE_OP_INSTANCE_STATUS, err));
+    cn_scribe_instance_resp_t h;
+    if (cn_scribe_dec_instance_resp(cl->in.data, cl->in.len, CODEC(cl), &h) < 0)
+        return CN_E_PROTOCOL;
+    memcpy(head->incarnation, h.incarnation.b, 16);
+    head->total_repositories = h.total_repositories;
+    head->used_bytes = h.used_bytes;
+    head->has_available = h.has_available;
+    head->available_bytes = h.available_bytes;
+    head->count = h.count;
+    head->has_next = h.has_next;
+    memcpy(head->next, h.next.b, 16);
+    cn_scribe_instance_row_t row;
+    while (fn && cn_scribe_next_instance_row(&h.rows, &row)) {
+        cn_scribe_client_repo_t r;
+        repo_from(&row.info, &r);
+        int rc = fn(ctx, &r, row.bytes);
+        if (rc)
+            return rc;
+    }
+    return CN_OK;
+}
+
+/* A preflight: the request in cl->out, an empty reply. */
+static cn_err_t preflight(cn_scribe_client_t *cl, uint16_t op, cn_scribe_cerr_t *err)
+{
+    CN_TRY(call(cl, op, err));
+    return cn_scribe_dec_empty_resp(cl->in.data, cl->in.len, CODEC(cl));
+}
+
+cn_err_t cn_scribe_client_authorize_upload(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                           cn_scribe_cerr_t *err)
+{
+    cn_scribe_id_t id;
+    memcpy(id.b, repo, 16);
+    cn_buf_reset(&cl->out);
+    CN_TRY(cn_scribe_enc_repo_id_req(&cl->out, CODEC(cl), &id));
+    return preflight(cl, CN_SCRIBE_OP_AUTHORIZE_UPLOAD, err);
+}
+
+cn_err_t cn_scribe_client_authorize_repo_create(cn_scribe_client_t *cl, const char *ns,
+                                                cn_scribe_cerr_t *err)
+{
+    cn_scribe_authorize_create_req_t q = { ns != NULL, cn_scribe_cstr(ns ? ns : "") };
+    cn_buf_reset(&cl->out);
+    if (cn_scribe_enc_authorize_create_req(&cl->out, CODEC(cl), &q) < 0) {
+        set_err(err, 0, "a namespace is 1..64 ASCII letters, digits, '-', '_' or '.'");
+        return CN_E_INVALID;
+    }
+    return preflight(cl, CN_SCRIBE_OP_AUTHORIZE_REPO_CREATE, err);
+}
+
 /* ---- submit ------------------------------------------------------------------------- */
 static void outcome_from(const cn_scribe_submit_outcome_t *o, cn_scribe_codec_t c,
                          cn_scribe_client_outcome_t *out)

@@ -1,5 +1,7 @@
 /* `cairn admin --data DIR ...` — accounts, tokens and blob namespace grants,
- * worked directly on a data directory.  Safe while cairnd runs: the metadata
+ * worked directly on a data directory, or with `--meta URL` directly on a
+ * fleet's metadata (docs/fleet.md), sealing secrets with the fleet's
+ * `--identity-key`.  Safe while cairnd runs: the metadata
  * database is in WAL mode and writes are bounded-wait transactions; a running
  * server sees revocations within its token-cache TTL.  Opens, migrates and (on
  * an empty data dir) bootstraps by itself, so it never needs the server.
@@ -7,6 +9,7 @@
  * stdout carries only results (token create prints exactly "id:secret\n");
  * messages go to stderr.  Exit 0 ok, 1 failure, 2 usage.
  */
+#include "admin_open.h"
 #include "cmd.h"
 
 #include <stdio.h>
@@ -19,7 +22,12 @@
 #include "cairn/util.h"
 
 static const char admin_usage[] =
-    "usage: cairn admin --data DIR COMMAND ...\n"
+    "usage: cairn admin [--data DIR] [--meta URL] [--identity-key FILE] COMMAND ...\n"
+    "  --data DIR           the data directory (its meta.db and identity.key)\n"
+    "  --meta URL           a fleet's metadata: postgres://... or sqlite:PATH (or\n"
+    "                       CAIRN_META); without --data it needs --identity-key\n"
+    "  --identity-key FILE  the key sealing token secrets (or CAIRN_IDENTITY_KEY;\n"
+    "                       default DATA/identity.key)\n"
     "  account create NAME [--email ADDR]\n"
     "  account list\n"
     "  account disable NAME | account enable NAME\n"
@@ -32,8 +40,10 @@ static const char admin_usage[] =
     "  repo backup NAME FILE | repo restore FILE [--replace]   (server stopped)\n"
     "  auth init   the SAU2 auth state, its CAs and the first administrator\n"
     "  store compact [--live PCT]   rewrite sparse pack files now (server stopped)\n"
+    "  fleet status [--json]   the nodes of the fleet's registry (docs/fleet.md)\n"
     "PERM: bucket:create bucket:delete bucket:list object:get object:put\n"
-    "      object:delete object:list blobs:read blobs:write admin all\n"
+    "      object:delete object:list blobs:read blobs:write admin\n"
+    "      bucket:configure object:lock object:bypass-governance all\n"
     "      (default without --perm: every permission except admin)\n";
 
 /* cairn admin answers 0, 1 or 2 (cmd.h): any failure is EXIT_FAIL. */
@@ -262,47 +272,109 @@ static int cmd_grant(cn_identity_t *id, const char *cmd, const args_t *a)
     return e < 0 ? fail(cmd, e) : EXIT_OK;
 }
 
-int cn_cmd_admin(int argc, char **argv)
+/* The global options before the command: --data, --meta, --identity-key
+ * (the last two default to CAIRN_META and CAIRN_IDENTITY_KEY).  *i is left
+ * on the command word; EXIT_OK, or an exit status to return now. */
+typedef struct {
+    const char *data, *meta, *key;
+} globals_t;
+
+static int parse_globals(int argc, char **argv, int *i, globals_t *g)
 {
-    const char *data = NULL;
-    int i = 1;
-    for (; i < argc; i++) {
+    static const char *const names[3] = { "--data", "--meta", "--identity-key" };
+    static const char *const need[3] = { "--data needs a directory", "--meta needs a URL",
+                                         "--identity-key needs a file" };
+    const char **slots[3] = { &g->data, &g->meta, &g->key };
+    g->meta = getenv("CAIRN_META");
+    g->key = getenv("CAIRN_IDENTITY_KEY");
+    for (; *i < argc; ++*i) {
+        int k = 0, r = 0;
         const char *v = NULL;
-        int r = opt_value(argc, argv, &i, "--data", &v);
+        while (k < 3 && (r = opt_value(argc, argv, i, names[k], &v)) == 0)
+            k++;
         if (r < 0 || (r > 0 && !*v))
-            return usage("--data needs a directory");
+            return usage(need[k]);
         if (r > 0) {
-            data = v;
+            *slots[k] = v;
             continue;
         }
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+        if (!strcmp(argv[*i], "--help") || !strcmp(argv[*i], "-h")) {
             fputs(admin_usage, stdout);
-            return EXIT_OK;
+            return -1;
         }
         break;
     }
+    if (g->meta && !*g->meta)
+        g->meta = NULL;
+    if (g->key && !*g->key)
+        g->key = NULL;
+    if (g->meta && strncmp(g->meta, "postgres://", 11) && strncmp(g->meta, "postgresql://", 13) &&
+        (strncmp(g->meta, "sqlite:", 7) || !g->meta[7]))
+        return usage("--meta wants postgres://... or sqlite:PATH");
+    cn__admin_set_meta(g->meta);
+    return EXIT_OK;
+}
+
+/* Opens the metadata (--meta, else DATA's) and identity on it (the key from
+ * --identity-key, else DATA/identity.key), bootstrapping the first
+ * administrator only when there is a data directory to write its token to.
+ * EXIT_OK, or EXIT_FAIL after a message; *meta and *id are left for the
+ * caller to close either way. */
+static int open_identity(const globals_t *g, cn_meta_t **meta, cn_identity_t **id)
+{
+    const char *where = g->meta ? g->meta : g->data;
+    /* Created as opening DATA's own metadata would (its key goes there). */
+    cn_err_t e = g->meta && g->data ? cn_mkdir_p(g->data, 0700) : 0;
+    if (e >= 0)
+        e = cn_meta_open(where, NULL, meta);
+    if (e < 0) {
+        fprintf(stderr, "cairn admin: cannot open %s: %s\n", g->meta ? "the metadata" : g->data,
+                cn_strerror(e));
+        return EXIT_FAIL;
+    }
+    const cn_identity_opts_t io = { .data_dir = g->data, .key_file = g->key };
+    e = cn_identity_open_opts(*meta, &io, id);
+    if (e == 0 && g->data)
+        e = cn_identity_bootstrap(*id, g->data);
+    if (e == CN_E_AUTH)
+        fprintf(stderr, "cairn admin: the identity key is not this metadata's key (see above)\n");
+    else if (e < 0)
+        fprintf(stderr, "cairn admin: cannot open identity%s%s: %s\n", g->data ? " in " : "",
+                g->data ? g->data : "", cn_strerror(e));
+    return e < 0 ? EXIT_FAIL : EXIT_OK;
+}
+
+/* repo, store and auth: each works on a data directory (its metadata
+ * from --meta when given); fleet on --meta or --data.  -1 when cmd is none
+ * of them. */
+static int data_command(const char *cmd, const char *data, int argc, char **argv)
+{
+    int (*fn)(const char *, int, char **) = !strcmp(cmd, "repo")    ? cn_cmd_admin_repo
+                                            : !strcmp(cmd, "store") ? cn_cmd_admin_store
+                                            : !strcmp(cmd, "auth")  ? cn_cmd_admin_auth
+                                            : !strcmp(cmd, "fleet") ? cn_cmd_admin_fleet
+                                                                    : NULL;
+    if (!fn)
+        return -1;
+    if (!data && fn != cn_cmd_admin_fleet)
+        return usage("--data DIR is required");
+    cn_log_configure(CN_LOG_WARN, false);
+    return fn(data, argc, argv);
+}
+
+int cn_cmd_admin(int argc, char **argv)
+{
+    globals_t g = { 0 };
+    int i = 1;
+    int rc = parse_globals(argc, argv, &i, &g);
+    if (rc != EXIT_OK)
+        return rc < 0 ? EXIT_OK : rc;
     if (i >= argc)
         return usage(NULL);
     const char *cmd = argv[i++];
     const char *verb = NULL;
-    if (!strcmp(cmd, "repo")) {
-        if (!data)
-            return usage("--data DIR is required");
-        cn_log_configure(CN_LOG_WARN, false);
-        return cn_cmd_admin_repo(data, argc - i, argv + i);
-    }
-    if (!strcmp(cmd, "store")) {
-        if (!data)
-            return usage("--data DIR is required");
-        cn_log_configure(CN_LOG_WARN, false);
-        return cn_cmd_admin_store(data, argc - i, argv + i);
-    }
-    if (!strcmp(cmd, "auth")) {
-        if (!data)
-            return usage("--data DIR is required");
-        cn_log_configure(CN_LOG_WARN, false);
-        return cn_cmd_admin_auth(data, argc - i, argv + i);
-    }
+    if ((rc = data_command(cmd, g.data, argc - i, argv + i)) >= 0)
+        return rc;
     bool two_word = !strcmp(cmd, "account") || !strcmp(cmd, "token");
     if (two_word) {
         if (i >= argc)
@@ -320,33 +392,24 @@ int cn_cmd_admin(int argc, char **argv)
         return usage(NULL);
     }
     args_t a = { 0 };
-    int rc = parse_rest(argc, argv, i, &a);
+    rc = parse_rest(argc, argv, i, &a);
     if (rc != EXIT_OK)
         return rc;
-    if (!data)
-        return usage("--data DIR is required");
+    if (!g.data && !g.meta)
+        return usage("--data DIR or --meta URL is required");
+    if (!g.data && !g.key)
+        return usage("--meta without --data needs --identity-key FILE (the fleet's key)");
 
     cn_log_configure(CN_LOG_WARN, false);
     cn_meta_t *meta = NULL;
     cn_identity_t *id = NULL;
-    cn_err_t e = cn_meta_open(data, NULL, &meta);
-    if (e < 0) {
-        fprintf(stderr, "cairn admin: cannot open %s: %s\n", data, cn_strerror(e));
-        return EXIT_FAIL;
-    }
-    e = cn_identity_open(meta, data, &id);
-    if (e == 0)
-        e = cn_identity_bootstrap(id, data);
-    if (e < 0) {
-        fprintf(stderr, "cairn admin: cannot open identity in %s: %s\n", data, cn_strerror(e));
-        rc = EXIT_FAIL;
-    } else if (!strcmp(cmd, "account")) {
+    rc = open_identity(&g, &meta, &id);
+    if (rc == EXIT_OK && !strcmp(cmd, "account"))
         rc = cmd_account(id, verb, &a);
-    } else if (!strcmp(cmd, "token")) {
+    else if (rc == EXIT_OK && !strcmp(cmd, "token"))
         rc = cmd_token(id, verb, &a);
-    } else {
+    else if (rc == EXIT_OK)
         rc = cmd_grant(id, cmd, &a);
-    }
     cn_identity_close(id);
     cn_meta_close(meta);
     return rc;

@@ -38,7 +38,8 @@ static void print_incarnation(const char *data)
     uint8_t inc[CN_SAU2_ID_LEN];
     uint64_t rev = 0;
     char hex[2 * CN_SAU2_ID_LEN + 1];
-    if (cn_meta_open(data, NULL, &meta) == 0 && cn_auth_incarnation(meta, inc, &rev) == 0) {
+    if (cn_meta_open(cn__admin_meta_target(data), NULL, &meta) == 0 &&
+        cn_auth_incarnation(meta, inc, &rev) == 0) {
         cn_hex_encode(inc, sizeof inc, hex);
         printf("incarnation: %s\nrevision: %llu\n", hex, (unsigned long long)rev);
     }
@@ -54,8 +55,8 @@ static int auth_state_op(const char *data, const char *verb, const char *file)
     cn_meta_t *meta = NULL;
     cn_store_t *store = NULL;
     bool restore = !strcmp(verb, "restore");
-    cn_err_t e =
-        restore ? cn__admin_open_store(data, 0, &meta, &store) : cn_meta_open(data, NULL, &meta);
+    cn_err_t e = restore ? cn__admin_open_store(data, 0, &meta, &store)
+                         : cn_meta_open(cn__admin_meta_target(data), NULL, &meta);
     if (restore && e < 0) { /* the message (and the hint for BUSY) is printed already */
         cn_store_close(store);
         cn_meta_close(meta);
@@ -88,7 +89,7 @@ static int auth_init(const char *data)
     const char *given = getenv("CAIRN_AUTH_ADMIN_PASSWORD");
     if (given && !*given)
         given = NULL;
-    cn_err_t e = cn_meta_open(data, NULL, &meta);
+    cn_err_t e = cn_meta_open(cn__admin_meta_target(data), NULL, &meta);
     if (e == 0)
         e = cn_auth_init(meta, data, NULL, given, pw, sizeof pw);
     cn_meta_close(meta);

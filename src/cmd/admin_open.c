@@ -7,6 +7,18 @@
 
 #include <stdio.h>
 
+static const char *admin_meta; /* --meta or CAIRN_META; NULL: the data dir's */
+
+void cn__admin_set_meta(const char *meta)
+{
+    admin_meta = meta && *meta ? meta : NULL;
+}
+
+const char *cn__admin_meta_target(const char *data)
+{
+    return admin_meta ? admin_meta : data;
+}
+
 void cn__admin_open_failed(const char *data, const char *what, cn_err_t e)
 {
     fprintf(stderr, "cairn admin: cannot open the %s of %s: %s%s\n", what, data, cn_strerror(e),
@@ -18,7 +30,7 @@ cn_err_t cn__admin_open_store(const char *data, uint64_t pack_max_bytes, cn_meta
 {
     *meta = NULL;
     *store = NULL;
-    cn_err_t e = cn_meta_open(data, NULL, meta);
+    cn_err_t e = cn_meta_open(cn__admin_meta_target(data), NULL, meta);
     if (e < 0) {
         cn__admin_open_failed(data, "metadata", e);
         return e;

@@ -6,6 +6,14 @@
 #include "cairn/store.h"
 #include "cairn/util.h"
 
+/* The metadata every admin command opens: `--meta URL` (or CAIRN_META) when
+ * given, a fleet's PostgreSQL (docs/fleet.md); else NULL and each command
+ * opens its data directory's own.  Set once by cn_cmd_admin before any
+ * command runs. */
+void cn__admin_set_meta(const char *meta);
+/* What cn_meta_open takes for data: the --meta target, else data itself. */
+const char *cn__admin_meta_target(const char *data);
+
 /* Prints "cairn admin: cannot open the WHAT of DATA: ..." to stderr, with the
  * hint to stop cairnd when e is CN_E_BUSY. */
 void cn__admin_open_failed(const char *data, const char *what, cn_err_t e);

@@ -6,8 +6,11 @@
  * Precedence: flags, then the environment (TLS files), then --config, then
  * the built-in defaults.  Exit status: 0 after a clean shutdown, 1 when the
  * server cannot start, 2 for a usage error (unknown flag, bad value, a
- * configuration file that does not parse or names an unknown key). */
+ * configuration file that does not parse or names an unknown key, a --gateway file
+ * the gateway cannot start with). */
 #include "cairnd.h"
+#include "fleet_node.h"
+#include "scribe/gw_int.h"
 #include "cairn/crypto.h"
 #include "cairn/store.h"
 #include "cairn/util.h"
@@ -30,7 +33,8 @@
     "              [--blob-store s3://BUCKET/PREFIX --blob-endpoint URL [--blob-region R]\n"       \
     "               [--blob-credentials FILE] [--blob-virtual-host]] [--cache-dir DIR]\n"          \
     "              [--cache-size BYTES[K|M|G]] [--meta postgres://...|sqlite:PATH]\n"              \
-    "              [--migrate-only]\n"                                                             \
+    "              [--migrate-only] [--identity-key FILE] [--gateway FILE]\n"                      \
+    "              [--node-id ID] [--advertise URL]\n"                                             \
     "              [--help] [--version]\n"
 
 #define CAIRND_HELP                                                                               \
@@ -39,6 +43,13 @@
     "  --meta URL              metadata: a libpq postgres:// URI, or sqlite:PATH (default\n"      \
     "                          DATA/meta.db); docs/fleet.md\n"                                    \
     "  --migrate-only          apply pending metadata schema steps, then exit (no listener)\n"    \
+    "  --gateway FILE          serve --scribe as a gateway in front of the storage\n"             \
+    "                          servers FILE (TOML) names; Jay and HTTP stay off unless\n"         \
+    "                          given (docs/protocol/scribe-gateway.md)\n"                         \
+    "  --identity-key FILE     the key sealing token secrets (default DATA/identity.key);\n"      \
+    "                          one file for every node of a fleet; also [server] identity_key\n"  \
+    "  --node-id ID            this node's id in the fleet's registry (default: DATA/node.id,\n"  \
+    "                          made once); --advertise URL, where peers reach it\n"               \
     "  --auth-server HOST:PORT the SAU2 service --scribe-tls asks about principals (default:\n"   \
     "                          this data directory's auth state); with --auth-trust FILE\n"       \
     "                          (the trust bundle) and --auth-credential FILE (this server's\n"    \
@@ -90,11 +101,11 @@ typedef struct {
 } listener_t;
 
 /* ---- configuration file -------------------------------------------------------- */
-static const char *const server_keys[] = {
-    "shutdown_grace_ms", "handshake_workers", "query_workers",
-    "storage_workers",   "queue_length",      "allow_plaintext_public",
-    "net_loops",         "tls_groups",        NULL
-};
+static const char *const server_keys[] = { "shutdown_grace_ms", "handshake_workers",
+                                           "query_workers",     "storage_workers",
+                                           "queue_length",      "allow_plaintext_public",
+                                           "net_loops",         "tls_groups",
+                                           "identity_key",      NULL };
 static const char *const limit_keys[] = { "max_connections",
                                           "max_pending_per_source",
                                           "max_connections_per_principal",
@@ -275,9 +286,14 @@ typedef struct {
     const char *meta;
     /* --migrate-only: apply the schema steps, then exit */
     bool migrate_only;
-    cn_services_auth_t auth; /* --auth-server, --auth-trust, --auth-credential */
-    int net_loops;           /* --net-loops, or -1 */
-    int tls_groups;          /* --tls-groups: a cn_tls_groups_t, or -1 */
+    /* --identity-key, else [server] identity_key; NULL = DATA/identity.key */
+    const char *identity_key;
+    const char *node_id, *advertise; /* --node-id (NULL: DATA/node.id), --advertise */
+    cn_services_auth_t auth;         /* --auth-server, --auth-trust, --auth-credential */
+    const char *gateway;             /* --gateway FILE: the gateway role, or NULL */
+    cn_gw_config_t *gwcfg;           /* its configuration, loaded by gateway_prepare */
+    int net_loops;                   /* --net-loops, or -1 */
+    int tls_groups;                  /* --tls-groups: a cn_tls_groups_t, or -1 */
     cn_log_level_t level;
     bool json, allow_public;
     listener_flags_t flags[CN_MAX_PROTOS];
@@ -306,6 +322,10 @@ enum {
     O_AUTH_SERVER,
     O_AUTH_TRUST,
     O_AUTH_CREDENTIAL,
+    O_IDENTITY_KEY,
+    O_NODE_ID,
+    O_ADVERTISE,
+    O_GATEWAY,
     O_PROTO = 512
 }; /* O_PROTO + 3*i + {0 addr, 1 cert, 2 key} */
 
@@ -337,6 +357,10 @@ static void build_options(struct option *opts, char (*names)[48], size_t nprotos
     opts[no++] = (struct option){ "auth-server", required_argument, 0, O_AUTH_SERVER };
     opts[no++] = (struct option){ "auth-trust", required_argument, 0, O_AUTH_TRUST };
     opts[no++] = (struct option){ "auth-credential", required_argument, 0, O_AUTH_CREDENTIAL };
+    opts[no++] = (struct option){ "identity-key", required_argument, 0, O_IDENTITY_KEY };
+    opts[no++] = (struct option){ "node-id", required_argument, 0, O_NODE_ID };
+    opts[no++] = (struct option){ "advertise", required_argument, 0, O_ADVERTISE };
+    opts[no++] = (struct option){ "gateway", required_argument, 0, O_GATEWAY };
     for (size_t i = 0; i < nprotos; i++) {
         static const char *const suffix[3] = { "", "-tls-cert", "-tls-key" };
         const cn_protocol_t *p = &cn_protocols[i];
@@ -432,7 +456,7 @@ static int tier_flag(int c, const char *arg, struct cn_store_tier *t)
  * 0 after --help or --version, 2 after a usage error (already reported). */
 static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
 {
-    struct option opts[18 + 3 * CN_MAX_PROTOS + 1];
+    struct option opts[32 + 3 * CN_MAX_PROTOS + 1];
     char names[3 * CN_MAX_PROTOS][48];
     build_options(opts, names, nprotos);
     *cl = (cmdline_t){
@@ -461,7 +485,24 @@ static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
         case O_AUTH_SERVER: cl->auth.server = optarg; break;
         case O_AUTH_TRUST: cl->auth.trust = optarg; break;
         case O_AUTH_CREDENTIAL: cl->auth.credential = optarg; break;
+        case O_IDENTITY_KEY:
+            if (!*optarg) {
+                fputs("cairnd: --identity-key needs a file\n" CAIRND_USAGE, stderr);
+                return 2;
+            }
+            cl->identity_key = optarg;
+            break;
+        case O_NODE_ID:
+            if (!cn_node_id_ok(optarg)) {
+                fputs("cairnd: --node-id wants 1 to 64 of A-Z a-z 0-9 . _ -\n" CAIRND_USAGE,
+                      stderr);
+                return 2;
+            }
+            cl->node_id = optarg;
+            break;
+        case O_ADVERTISE: cl->advertise = optarg; break;
         case O_CONFIG: cl->config_path = optarg; break;
+        case O_GATEWAY: cl->gateway = optarg; break;
         case O_LEVEL:
             if (cn_log_level_parse(optarg, &cl->level) < 0) {
                 fprintf(stderr, "cairnd: --log-level: unknown level '%s'\n" CAIRND_USAGE, optarg);
@@ -477,7 +518,10 @@ static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
             }
             cl->json = strcmp(optarg, "json") == 0;
             break;
-        case O_HELP: fputs(CAIRND_USAGE CAIRND_HELP, stdout); return 0;
+        case O_HELP: /* two strings: each within C's 4,095-byte literal */
+            fputs(CAIRND_USAGE, stdout);
+            fputs(CAIRND_HELP, stdout);
+            return 0;
         case O_VERSION: puts("cairnd " CAIRN_VERSION); return 0;
         case O_PUBLIC: cl->allow_public = true; break;
         case O_LOOPS:
@@ -596,9 +640,14 @@ static int resolve_listeners(listener_t *ls, size_t nprotos, const cmdline_t *cl
 static int migrate_only(const cmdline_t *cl, const cn_toml_t *doc)
 {
     cn_services_t *svc = NULL;
-    if (cn_services_open(cl->data_dir, cl->meta, doc, &cl->tier, &svc) < 0)
+    if (cn_services_open(cl->data_dir, cl->meta, cl->identity_key, doc, &cl->tier, &svc) < 0)
         return 1;
+    cn_err_t e = cn_node_migrate(svc->meta); /* the node registry's steps too */
     cn_services_close(svc);
+    if (e < 0) {
+        cn_error("cairnd", "cannot migrate the node registry: %s", cn_strerror(e));
+        return 1;
+    }
     cn_info("cairnd", "--migrate-only: the schema is current");
     return 0;
 }
@@ -609,9 +658,15 @@ static int serve(const cmdline_t *cl, const cn_toml_t *doc, const cn_server_conf
     int status = 1;
     cn_services_t *svc = NULL;
     cn_server_t *srv = NULL;
-    if (cn_services_open(cl->data_dir, cl->meta, doc, &cl->tier, &svc) < 0)
+    cn_node_t *node = NULL;
+    if (cn_services_open(cl->data_dir, cl->meta, cl->identity_key, doc, &cl->tier, &svc) < 0)
         goto out;
+    /* The fleet's node registry (docs/fleet.md): a row and its heartbeat. */
+    if (cn_node_start(svc->meta, cl->data_dir, cl->node_id, cl->advertise, cn_node_every_ms(),
+                      &node) < 0)
+        goto out_services;
     svc->auth = cl->auth;
+    svc->gateway = cl->gwcfg;
     cn_err_t e = cn_server_create(scfg, &srv);
     if (e < 0) {
         cn_error("cairnd", "cannot start the network layer: %s", cn_strerror(e));
@@ -652,9 +707,42 @@ out_server:
         if (ls[i].actx && ls[i].proto->destroy)
             ls[i].proto->destroy(ls[i].actx);
 out_services:
+    cn_node_stop(node);
     cn_services_close(svc);
 out:
     return status;
+}
+
+/* --gateway FILE: loads and checks the gateway's configuration
+ * (docs/protocol/scribe-gateway.md) into cl->gwcfg, and turns the Jay and
+ * HTTP listeners off unless a flag or the config file names their address.
+ * 0, or 2 for a configuration the gateway cannot start with (reported). */
+static int gateway_prepare(cmdline_t *cl, listener_t *ls, size_t nprotos)
+{
+    char err[512] = "";
+    cl->gwcfg = malloc(sizeof *cl->gwcfg);
+    if (!cl->gwcfg || cn_gw_config_load(cl->gateway, cl->gwcfg, err, sizeof err) < 0) {
+        fprintf(stderr, "cairnd: --gateway %s: %s\n", cl->gateway, cl->gwcfg ? err : "no memory");
+        return 2;
+    }
+    if (cl->gwcfg->tls) {
+        fprintf(stderr,
+                "cairnd: --gateway %s: scribes:// storage servers need the protocol-4 "
+                "gateway, which this build does not have yet\n",
+                cl->gateway);
+        return 2;
+    }
+    for (size_t i = 0; i < nprotos; i++) {
+        const char *name = ls[i].proto->name;
+        if (!strcmp(name, "scribe-tls") && cl->flags[i].addr && strcmp(cl->flags[i].addr, "off")) {
+            fprintf(stderr, "cairnd: --gateway serves protocol 2 on --scribe; a protocol-4 "
+                            "gateway (--scribe-tls) is not built yet\n");
+            return 2;
+        }
+        if (strcmp(name, "scribe") && !cl->flags[i].addr && !ls[i].opts.addr)
+            ls[i].opts.addr = "off";
+    }
+    return 0;
 }
 
 /* ---- main ------------------------------------------------------------------------- */
@@ -701,6 +789,9 @@ int main(int argc, char **argv)
             return 2;
         }
         status = config_apply(doc, &scfg, &cl.allow_public, ls, nprotos);
+        if (!status && !cl.identity_key)
+            status = config_string(cn_toml_get(cn_toml_root(doc), "server"), "identity_key",
+                                   &cl.identity_key);
         if (status)
             goto out;
     }
@@ -721,6 +812,8 @@ int main(int argc, char **argv)
     if (cl.net_loops >= 0)
         scfg.loops = (unsigned)cl.net_loops;
     size_t nenabled = 0;
+    if (cl.gateway && (status = gateway_prepare(&cl, ls, nprotos)))
+        goto out;
     status = resolve_listeners(ls, nprotos, &cl, &nenabled);
     if (!status)
         status = tls_groups_apply(&cl, doc, ls, nprotos);
@@ -730,6 +823,7 @@ int main(int argc, char **argv)
     status =
         cl.migrate_only ? migrate_only(&cl, doc) : serve(&cl, doc, &scfg, ls, nprotos, nenabled);
 out:
+    free(cl.gwcfg);
     cn_toml_free(doc);
     return status;
 }

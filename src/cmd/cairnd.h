@@ -34,6 +34,9 @@ typedef struct cn_services {
     cn_blobs_t *blobs;
     cn_repos_t *repos;
     cn_services_auth_t auth; /* borrowed strings: set by cairnd after opening */
+    /* --gateway: the gateway role's configuration (borrowed), or NULL: the
+     * scribe listener then serves as a gateway (src/scribe/gw_int.h) */
+    const struct cn_gw_config *gateway;
 } cn_services_t;
 
 /* Config sections the services read themselves; cairnd does not check their
@@ -42,12 +45,15 @@ extern const char *const cn_services_sections[];
 
 /* Opens the services on data_dir, creating it with mode 0700 when missing;
  * the metadata in meta (a postgres:// URI or sqlite:PATH; NULL: data_dir's
- * own meta.db).  config (borrowed, may be NULL) must outlive the services;
+ * own meta.db); the identity key in identity_key (NULL: data_dir's own
+ * identity.key, created when missing; a named file must exist).  config
+ * (borrowed, may be NULL) must outlive the services;
  * tier (may be NULL: local blobs) is the store's blob tier (cairn/store.h).  Errors are
  * logged; returns 0 or a cn_err_t.  *out freed by cn_services_close. */
 struct cn_store_tier;
-cn_err_t cn_services_open(const char *data_dir, const char *meta, const cn_toml_t *config,
-                          const struct cn_store_tier *tier, cn_services_t **out);
+cn_err_t cn_services_open(const char *data_dir, const char *meta, const char *identity_key,
+                          const cn_toml_t *config, const struct cn_store_tier *tier,
+                          cn_services_t **out);
 /* Closes what cn_services_open opened.  Accepts NULL. */
 void cn_services_close(cn_services_t *svc);
 

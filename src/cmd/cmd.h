@@ -25,6 +25,9 @@ int cn_cmd_admin_repo(const char *data, int argc, char **argv);
 int cn_cmd_admin_auth(const char *data, int argc, char **argv);
 /* `cairn admin --data DIR store compact ...` (src/cmd/admin_store.c); argv[0] is the verb. */
 int cn_cmd_admin_store(const char *data, int argc, char **argv);
+/* `cairn admin [--meta URL | --data DIR] fleet status` (src/cmd/admin_fleet.c); data
+ * may be NULL when --meta was given; argv[0] is the verb. */
+int cn_cmd_admin_fleet(const char *data, int argc, char **argv);
 
 /* `cairn <verb> ...` for the object verbs (src/cmd/obj.c).  Exit codes are
  * documented in docs/cli.md. */

@@ -9,6 +9,7 @@
 #include "cairn/scribe_server.h"
 #include "cairn/util.h"
 #include "http_face.h"
+#include "scribe/gw_int.h"
 
 #include <stddef.h>
 
@@ -35,10 +36,36 @@ static cn_err_t scribe_make(cn_services_t *svc, const cn_toml_val_t *section, ui
     return cn_scribe_adapter_create(&cfg, svc->repos, ad, actx);
 }
 
+/* With --gateway the plaintext listener is the gateway role (src/scribe/
+ * gw_int.h) over the loaded configuration, its placements in the data
+ * directory's metadata; one process has one such listener, so a flag tells
+ * scribe_destroy which context it frees. */
+static bool scribe_is_gateway;
+
 static cn_err_t scribe_create(cn_services_t *svc, const cn_toml_val_t *section,
                               const cn_adapter_t **ad, void **actx)
 {
-    return scribe_make(svc, section, 2, NULL, ad, actx);
+    if (!svc->gateway)
+        return scribe_make(svc, section, 2, NULL, ad, actx);
+    int64_t idle_ms = 300000;
+    const cn_toml_val_t *v = section ? cn_toml_get(section, "idle_timeout_ms") : NULL;
+    if (v && cn_toml_int(v, &idle_ms) < 0)
+        idle_ms = 300000;
+    cn_gw_opts_t o = { .inactivity_s = idle_ms >= 1000 ? (uint32_t)(idle_ms / 1000) : 1 };
+    scribe_is_gateway = true;
+    cn_err_t e = cn_gw_adapter_create(svc->gateway, svc->meta, &o, ad, actx);
+    if (e >= 0)
+        cn_info("cairnd", "scribe: gateway role in front of %zu storage server(s)",
+                svc->gateway->n);
+    return e;
+}
+
+static void scribe_destroy(void *actx)
+{
+    if (scribe_is_gateway)
+        cn_gw_adapter_destroy(actx);
+    else
+        cn_scribe_adapter_destroy(actx);
 }
 
 /* The protocol-4 listener: the same adapter speaking protocol 4 inside TLS
@@ -166,7 +193,7 @@ const cn_protocol_t cn_protocols[] = {
       .default_addr = "127.0.0.1:7447",
       .plaintext_only = true,
       .create = scribe_create,
-      .destroy = cn_scribe_adapter_destroy },
+      .destroy = scribe_destroy },
     /* Scribe protocol 4: off unless --scribe-tls ADDR, configured by
      * --scribe-tls-cert / --scribe-tls-key; a client certificate is asked
      * for and judged by the adapter against the data directory's auth or a

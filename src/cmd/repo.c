@@ -11,6 +11,7 @@
 #include "cmd.h"
 #include "repo_int.h"
 
+#include "cairn/scribe.h"
 #include "cairn/scribe_client.h"
 #include "cairn/workspace.h"
 #include "cairn/util.h"
@@ -64,50 +65,50 @@ const char cn__repo_usage[] =
     "                                                  PATHs writable\n"
     "       (mv, branch, switch, merge, resolve, cherry-pick, edit, workspace, mounts and\n"
     "       the lock verbs act on the workspace holding . or -C DIR)\n"
-    "REPO: NAME, HOST:PORT/NAME, scribe://HOST[:PORT]/NAME or scribes://HOST:PORT/NAME (TLS)\n"
+    "       cairn repo discover [URL]                  role, authentication, namespaces\n"
+    "REPO: [NS/]NAME, HOST:PORT/[NS/]NAME, scribe://HOST[:PORT]/[NS/]NAME or\n"
+    "      scribes://HOST:PORT/[NS/]NAME (TLS); NS/ picks a gateway's namespace\n"
     "options: --endpoint HOST:PORT (CAIRN_SCRIBE_ENDPOINT, default 127.0.0.1:7447)\n"
     "         --lz4 (LZ4 transfers)  --author NAME (default $USER)  --quiet\n"
     "         --conns N (data connections for transfers, 0..4, default 4)\n"
     "exit: 0 ok, 1 server error, 2 usage, 3 not found, 5 network, 6 conflict,\n"
     "      7 local file error, 8 checksum mismatch (docs/cli.md)\n";
 
-/* Splits a repository argument -- `NAME`, `HOST:PORT/NAME`,
- * `scribe://HOST[:PORT]/NAME` or `scribes://HOST:PORT/NAME` -- into the endpoint it names (left NULL when it
- * names none) and the repository name, which points into `arg`.  The endpoint
- * is copied to `ep`.  Returns EXIT_OK, or EXIT_USAGE with the reason on stderr. */
+/* Splits a repository argument -- `[NS/]NAME`, `HOST:PORT/[NS/]NAME`,
+ * `scribe://HOST[:PORT]/[NS/]NAME` or `scribes://HOST:PORT/[NS/]NAME` --
+ * into the endpoint it names (left NULL when it names none) and the wire
+ * name `[NS/]NAME`, which points into `arg`.  The first segment is an
+ * endpoint only after a scheme or when it holds ':' (libcairn's
+ * cn_scribe_repo_ref_parse decides).  The endpoint is copied to `ep`.
+ * Returns EXIT_OK, or EXIT_USAGE with the reason on stderr. */
 static int split_repo_url(const char *arg, char *ep, size_t epsz, const char **endpoint,
                           const char **name)
 {
-    const char *rest = arg, *scheme_end = strstr(arg, "://");
-    bool tls = false;
-    if (scheme_end) {
-        size_t sl = (size_t)(scheme_end - arg);
-        /* scribes:// (protocol 4 over TLS) keeps its scheme in the endpoint:
-         * the Scribe client reads it there (cn_scribe_client_cfg_t). */
-        tls = sl == 7 && !strncmp(arg, "scribes", 7);
-        if (!tls && (sl != 6 || strncmp(arg, "scribe", 6))) {
-            fprintf(stderr, "cairn repo: %s: unknown scheme (want scribe://HOST:PORT/NAME)\n", arg);
-            return EXIT_USAGE;
-        }
-        rest = scheme_end + 3;
+    cn_scribe_repo_ref_t r;
+    size_t pre = 0;
+    const char *scheme = strstr(arg, "://");
+    if (scheme && strncmp(arg, "scribe://", 9) && strncmp(arg, "scribes://", 10)) {
+        fprintf(stderr, "cairn repo: %s: unknown scheme (want scribe://HOST:PORT/NAME)\n", arg);
+        return EXIT_USAGE;
     }
-    const char *slash = strchr(rest, '/');
-    if (!slash && !scheme_end) {
-        *name = arg;
-        return EXIT_OK;
-    }
-    size_t hl = slash ? (size_t)(slash - rest) : 0;
-    size_t pre = tls ? 10 : 0; /* "scribes://" */
-    if (!hl || !slash[1] || hl + pre >= epsz || strchr(slash + 1, '/')) {
-        fprintf(stderr, "cairn repo: %s: want NAME, HOST:PORT/NAME or scribe://HOST:PORT/NAME\n",
+    if (cn_scribe_repo_ref_parse(cn_scribe_cstr(arg), &r) < 0 ||
+        (r.has_endpoint && (pre = r.tls ? 10 : 0) + r.endpoint.len >= epsz)) {
+        fprintf(stderr,
+                "cairn repo: %s: want [NS/]NAME, HOST:PORT/[NS/]NAME or "
+                "scribe[s]://HOST:PORT/[NS/]NAME (NS: 1..64 of A-Z a-z 0-9 - _ .; NAME: 1..128 "
+                "bytes, no '/')\n",
                 arg);
         return EXIT_USAGE;
     }
+    *name = (const char *)r.wire.p;
+    if (!r.has_endpoint)
+        return EXIT_OK;
+    /* scribes:// (protocol 4 over TLS) keeps its scheme in the endpoint:
+     * the Scribe client reads it there (cn_scribe_client_cfg_t). */
     memcpy(ep, "scribes://", pre);
-    memcpy(ep + pre, rest, hl);
-    ep[pre + hl] = 0;
+    memcpy(ep + pre, r.endpoint.p, r.endpoint.len);
+    ep[pre + r.endpoint.len] = 0;
     *endpoint = ep;
-    *name = slash + 1;
     return EXIT_OK;
 }
 
@@ -315,7 +316,9 @@ static int cmd_clone(const ropts_t *o)
     wo.ntags = (size_t)o->ntags;
     cn_ws_sync_result_t res;
     cn_ws_error_t err;
-    if (cn_ws_clone(o->pos[0], o->npos == 2 ? o->pos[1] : o->pos[0], &wo, &res, &err))
+    /* one positional: the workspace is named after the storage name (NS/ dropped) */
+    const char *base = strrchr(o->pos[0], '/') ? strrchr(o->pos[0], '/') + 1 : o->pos[0];
+    if (cn_ws_clone(o->pos[0], o->npos == 2 ? o->pos[1] : base, &wo, &res, &err))
         return cn__repo_report(&err);
     cn__repo_print_synced(o, &res);
     return EXIT_OK;
@@ -557,6 +560,31 @@ static int cmd_describe(const ropts_t *o)
 
 int cn__repo_auth(int argc, char **argv); /* repo_auth.c */
 
+typedef int (*verb_fn)(int argc, char **argv);
+
+/* The verbs that parse their own options, in their own files: the whole
+ * command line goes to them (argv[1] is the verb).  NULL for the others. */
+static verb_fn own_options(const char *verb)
+{
+    static const struct {
+        const char *name;
+        verb_fn fn;
+    } verbs[] = {
+        { "merge", cn__repo_merge },         { "resolve", cn__repo_merge },   /* repo_merge.c */
+        { "lock", cn__repo_lock },           { "unlock", cn__repo_lock },     /* repo_lock.c */
+        { "locks", cn__repo_lock },          { "edit", cn__repo_lock },       /* repo_lock.c */
+        { "workspace", cn__repo_workspace }, { "mounts", cn__repo_mounts },   /* their files */
+        { "discover", cn__repo_discover },                                    /* repo_discover.c */
+        { "login", cn__repo_auth },          { "whoami", cn__repo_auth },     /* SAU2 sign-in: */
+        { "logout", cn__repo_auth },         { "automation", cn__repo_auth }, /* repo_auth.c */
+        { "auth", cn__repo_auth },
+    };
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+        if (!strcmp(verb, verbs[i].name))
+            return verbs[i].fn;
+    return NULL;
+}
+
 int cn_cmd_repo(int argc, char **argv)
 {
     ropts_t o;
@@ -568,16 +596,9 @@ int cn_cmd_repo(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *verb = argv[1];
-    if (!strcmp(verb, "merge") || !strcmp(verb, "resolve"))
-        return cn__repo_merge(argc, argv); /* its own options: repo_merge.c */
-    if (!strcmp(verb, "lock") || !strcmp(verb, "unlock") || !strcmp(verb, "locks") ||
-        !strcmp(verb, "edit"))
-        return cn__repo_lock(argc, argv); /* its own options: repo_lock.c */
-    if (!strcmp(verb, "workspace") || !strcmp(verb, "mounts"))
-        return (*verb == 'w' ? cn__repo_workspace : cn__repo_mounts)(argc, argv); /* own options */
-    if (!strcmp(verb, "login") || !strcmp(verb, "whoami") || !strcmp(verb, "logout") ||
-        !strcmp(verb, "automation") || !strcmp(verb, "auth"))
-        return cn__repo_auth(argc, argv); /* SAU2 sign-in: repo_auth.c */
+    verb_fn own = own_options(verb);
+    if (own)
+        return own(argc, argv);
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         bool more = i + 1 < argc;

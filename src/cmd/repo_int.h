@@ -107,4 +107,8 @@ int cn__repo_mounts(int argc, char **argv);
  * from the whole command line (argv[1] is "workspace"). */
 int cn__repo_workspace(int argc, char **argv);
 
+/* `cairn repo discover [URL]` (src/cmd/repo_discover.c) from the whole
+ * command line (argv[1] is "discover"). */
+int cn__repo_discover(int argc, char **argv);
+
 #endif

@@ -138,8 +138,9 @@ static cn_err_t env_rate(cn_identity_t *id)
     return 0;
 }
 
-cn_err_t cn_services_open(const char *data_dir, const char *meta, const cn_toml_t *config,
-                          const struct cn_store_tier *tier, cn_services_t **out)
+cn_err_t cn_services_open(const char *data_dir, const char *meta, const char *identity_key,
+                          const cn_toml_t *config, const struct cn_store_tier *tier,
+                          cn_services_t **out)
 {
     *out = NULL;
     struct stat st;
@@ -185,7 +186,8 @@ cn_err_t cn_services_open(const char *data_dir, const char *meta, const cn_toml_
     }
     if (e >= 0) {
         what = "identity";
-        e = cn_identity_open(svc->meta, data_dir, &svc->identity);
+        const cn_identity_opts_t io = { .data_dir = data_dir, .key_file = identity_key };
+        e = cn_identity_open_opts(svc->meta, &io, &svc->identity);
     }
     if (e >= 0)
         e = cn_identity_bootstrap(svc->identity, data_dir);

@@ -89,6 +89,29 @@ static const act_info_t acts[CN_ACT_END] = {
                                         CN_ACL_WRITE, false, true },
     [CN_ACT_LIST_MULTIPART_UPLOAD_PARTS] = { "s3:ListMultipartUploadParts", CN_PERM_OBJECT_PUT,
                                              GOV_BUCKET, CN_ACL_WRITE, false, true },
+    /* Object lock: the bucket owner and its policy decide; no ACL grants it. */
+    [CN_ACT_GET_BUCKET_OBJECT_LOCK_CONFIGURATION] = { "s3:GetBucketObjectLockConfiguration",
+                                                      CN_PERM_BUCKET_LIST, GOV_BUCKET, 0, false,
+                                                      false },
+    [CN_ACT_PUT_BUCKET_OBJECT_LOCK_CONFIGURATION] = { "s3:PutBucketObjectLockConfiguration",
+                                                      CN_PERM_BUCKET_CONFIGURE, GOV_BUCKET, 0,
+                                                      false, false },
+    [CN_ACT_GET_OBJECT_RETENTION] = { "s3:GetObjectRetention", CN_PERM_OBJECT_GET, GOV_BUCKET, 0,
+                                      false, true },
+    [CN_ACT_PUT_OBJECT_RETENTION] = { "s3:PutObjectRetention", CN_PERM_OBJECT_LOCK, GOV_BUCKET, 0,
+                                      false, true },
+    [CN_ACT_GET_OBJECT_LEGAL_HOLD] = { "s3:GetObjectLegalHold", CN_PERM_OBJECT_GET, GOV_BUCKET, 0,
+                                       false, true },
+    [CN_ACT_PUT_OBJECT_LEGAL_HOLD] = { "s3:PutObjectLegalHold", CN_PERM_OBJECT_LOCK, GOV_BUCKET, 0,
+                                       false, true },
+    [CN_ACT_BYPASS_GOVERNANCE_RETENTION] = { "s3:BypassGovernanceRetention",
+                                             CN_PERM_OBJECT_BYPASS_GOVERNANCE, GOV_BUCKET, 0, false,
+                                             true },
+    [CN_ACT_GET_LIFECYCLE_CONFIGURATION] = { "s3:GetLifecycleConfiguration", CN_PERM_BUCKET_LIST,
+                                             GOV_BUCKET, 0, false, false },
+    [CN_ACT_PUT_LIFECYCLE_CONFIGURATION] = { "s3:PutLifecycleConfiguration",
+                                             CN_PERM_BUCKET_CONFIGURE, GOV_BUCKET, 0, false,
+                                             false },
 };
 
 static const act_info_t *info(cn_authz_action_t a)
@@ -186,7 +209,7 @@ cn_err_t cn_authz_decide(const cn_authz_req_t *req, const cn_authz_bucket_t *buc
         return CN_E_INVALID;
     bool anon = req->principal == NULL;
 
-    if (!anon && !(req->perms & (ai->perm | CN_PERM_ADMIN)))
+    if (!anon && !cn_perms_allow(req->perms, ai->perm))
         return verdict(out, false, CN_WHY_TOKEN, "token of %s lacks %s for %s", who(req),
                        cn_perm_name(ai->perm), ai->name);
     if (ai->gov == GOV_ACCOUNT) {

@@ -113,6 +113,8 @@ typedef enum {
     K_GRANT_WRITE_ACP,
     K_GRANT_FULL_CONTROL,
     K_EXISTING_TAG,
+    K_REQUEST_TAG,      /* s3:RequestObjectTag/<k> */
+    K_REQUEST_TAG_KEYS, /* s3:RequestObjectTagKeys: multi-valued */
 } key_t_;
 
 static const struct {
@@ -141,9 +143,12 @@ static const struct {
     { "s3:x-amz-grant-read-acp", K_GRANT_READ_ACP, false },
     { "s3:x-amz-grant-write-acp", K_GRANT_WRITE_ACP, false },
     { "s3:x-amz-grant-full-control", K_GRANT_FULL_CONTROL, false },
+    { "s3:RequestObjectTagKeys", K_REQUEST_TAG_KEYS, false },
 };
 #define TAG_KEY_PREFIX "s3:ExistingObjectTag/"
 #define TAG_KEY_PREFIX_LEN (sizeof TAG_KEY_PREFIX - 1)
+#define REQ_TAG_PREFIX "s3:RequestObjectTag/"
+#define REQ_TAG_PREFIX_LEN (sizeof REQ_TAG_PREFIX - 1)
 
 typedef struct cidr {
     uint8_t family; /* 4 or 6 */
@@ -171,7 +176,7 @@ typedef struct cond {
     bool if_exists;
     key_t_ key;
     bool fixed_key; /* a key AWS counts as pinning a statement to fixed values */
-    sv_t tag;       /* K_EXISTING_TAG: the tag key */
+    sv_t tag;       /* K_EXISTING_TAG, K_REQUEST_TAG: the tag key */
     size_t nvals;
     val_t *vals;
 } cond_t;
@@ -578,6 +583,12 @@ static cn_err_t parse_key(pstate_t *ps, const char *name, cond_t *c)
         c->tag.n = n - TAG_KEY_PREFIX_LEN;
         return CN_OK;
     }
+    if (n > REQ_TAG_PREFIX_LEN && strncasecmp(name, REQ_TAG_PREFIX, REQ_TAG_PREFIX_LEN) == 0) {
+        c->key = K_REQUEST_TAG;
+        c->tag.s = name + REQ_TAG_PREFIX_LEN;
+        c->tag.n = n - REQ_TAG_PREFIX_LEN;
+        return CN_OK;
+    }
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         if (strcasecmp(keys[i].name, name) == 0) {
             c->key = keys[i].key;
@@ -683,7 +694,7 @@ static cn_err_t parse_conditions(pstate_t *ps, stmt_t *st, json_t *v)
                                   : "aws:SourceIp needs IpAddress or NotIpAddress "
                                     "(not %s)",
                             opname);
-            if (c->key == K_EXISTING_TAG && c->tag.n > 128)
+            if ((c->key == K_EXISTING_TAG || c->key == K_REQUEST_TAG) && c->tag.n > 128)
                 return fail(ps, "condition key %.*s...: tag keys are at most 128 bytes",
                             clip(strlen(keyname)), keyname);
             CN_TRY(parse_values(ps, opname, keyname, vals, c));
@@ -974,6 +985,18 @@ static const char *grant_value(key_t_ key, const cn_authz_req_t *r)
     }
 }
 
+/* The value of tag key (n bytes) in tags[0..nt), "" for a NULL value;
+ * NULL when the set has no such key. */
+static const char *tag_value(const cn_authz_tag_t *tags, size_t nt, const sv_t *key)
+{
+    for (size_t i = 0; i < nt; i++) {
+        const char *k = tags[i].key;
+        if (k && strlen(k) == key->n && memcmp(k, key->s, key->n) == 0)
+            return tags[i].value ? tags[i].value : "";
+    }
+    return NULL;
+}
+
 /* The request's value for a condition key: NULL when absent. */
 static const char *ctx_value(const cond_t *cd, const cn__pctx_t *c)
 {
@@ -995,14 +1018,9 @@ static const char *ctx_value(const cond_t *cd, const cn__pctx_t *c)
     case K_GRANT_WRITE_ACP:
     case K_GRANT_FULL_CONTROL: return grant_value(cd->key, r);
     case K_EXISTING_TAG:
-        if (!c->object)
-            return NULL;
-        for (size_t i = 0; i < c->object->ntags; i++) {
-            const char *k = c->object->tags[i].key;
-            if (k && strlen(k) == cd->tag.n && memcmp(k, cd->tag.s, cd->tag.n) == 0)
-                return c->object->tags[i].value ? c->object->tags[i].value : "";
-        }
-        return NULL;
+        return c->object ? tag_value(c->object->tags, c->object->ntags, &cd->tag) : NULL;
+    case K_REQUEST_TAG:
+        return r->req_tags_given ? tag_value(r->req_tags, r->nreq_tags, &cd->tag) : NULL;
     default: return NULL; /* aws:SourceIp is handled apart; the rest never appear */
     }
 }
@@ -1036,8 +1054,39 @@ static bool value_matches(const cond_t *cd, const val_t *v, const char *s, doubl
     return false;
 }
 
+static bool cond_holds_one(const cond_t *cd, const char *s, const cn_authz_ip_t *ip);
+
+/* s3:RequestObjectTagKeys, a set of values: ForAllValues holds when the
+ * condition holds for every key the request sets (vacuously for none);
+ * ForAnyValue, and a plain operator, when it holds for some key.  Absent
+ * when the request carries no tag set. */
+static bool cond_holds_keys(const cond_t *cd, const cn_authz_req_t *r)
+{
+    bool present = r->req_tags_given;
+    if (cd->op == OP_NULL) {
+        for (size_t i = 0; i < cd->nvals; i++)
+            if ((cd->vals[i].s.n == 4) == !present)
+                return true;
+        return false;
+    }
+    if (!present)
+        return cd->if_exists || cd->set == SET_ALL;
+    if (cd->set == SET_ALL) {
+        for (size_t i = 0; i < r->nreq_tags; i++)
+            if (!cond_holds_one(cd, r->req_tags[i].key ? r->req_tags[i].key : "", &r->source_ip))
+                return false;
+        return true;
+    }
+    for (size_t i = 0; i < r->nreq_tags; i++)
+        if (cond_holds_one(cd, r->req_tags[i].key ? r->req_tags[i].key : "", &r->source_ip))
+            return true;
+    return false;
+}
+
 static bool cond_holds(const cond_t *cd, const cn__pctx_t *c)
 {
+    if (cd->key == K_REQUEST_TAG_KEYS)
+        return cond_holds_keys(cd, c->req);
     const cn_authz_ip_t *ip = &c->req->source_ip;
     const char *s = NULL;
     bool present;
@@ -1061,6 +1110,12 @@ static bool cond_holds(const cond_t *cd, const cn__pctx_t *c)
             return false;
         return op_negated(cd->op);
     }
+    return cond_holds_one(cd, s, ip);
+}
+
+/* A condition on a present value s. */
+static bool cond_holds_one(const cond_t *cd, const char *s, const cn_authz_ip_t *ip)
+{
     double num = 0;
     bool num_ok = false;
     if (op_numeric(cd->op)) {

@@ -63,13 +63,15 @@ void cn__id_gen_close(cn_identity_t *id)
 
 uint64_t cn__id_gen_load(const cn_identity_t *id)
 {
-    return atomic_load(id->gen);
+    return id->gen ? atomic_load(id->gen) : 0; /* no file: nothing is cached (ttl 0) */
 }
 
 cn_err_t cn__id_write_run(cn_identity_t *id, unsigned flags, cn_meta_body_fn body, void *ctx)
 {
-    atomic_fetch_add(id->gen, 1);
+    if (id->gen)
+        atomic_fetch_add(id->gen, 1);
     cn_err_t err = cn_meta_run(id->meta, flags, body, ctx);
-    atomic_fetch_add(id->gen, GEN_LEAVE);
+    if (id->gen)
+        atomic_fetch_add(id->gen, GEN_LEAVE);
     return err;
 }

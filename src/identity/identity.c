@@ -31,7 +31,29 @@
 
 cn_err_t cn_identity_open(cn_meta_t *meta, const char *data_dir, cn_identity_t **out)
 {
-    if (!meta || !data_dir || !*data_dir)
+    if (!data_dir || !*data_dir)
+        return CN_E_INVALID;
+    const cn_identity_opts_t opts = { .data_dir = data_dir };
+    return cn_identity_open_opts(meta, &opts, out);
+}
+
+/* The key: the named file, else DATA/identity.key (created when missing). */
+static cn_err_t key_load(const cn_identity_opts_t *opts, uint8_t key[CN__ID_KEY_LEN])
+{
+    if (!opts->key_file)
+        return cn__id_key_load(opts->data_dir, key);
+    cn_err_t e = cn__id_key_load_file(opts->key_file, key);
+    if (e == -ENOENT)
+        cn_error("identity", "identity key %s: no such file", opts->key_file);
+    else if (e < 0)
+        cn_error("identity", "identity key %s: %s", opts->key_file, cn_strerror(e));
+    return e;
+}
+
+cn_err_t cn_identity_open_opts(cn_meta_t *meta, const cn_identity_opts_t *opts, cn_identity_t **out)
+{
+    bool has_dir = opts && opts->data_dir && *opts->data_dir;
+    if (!meta || !opts || (!has_dir && (!opts->key_file || !*opts->key_file)))
         return CN_E_INVALID;
     CN_TRY(cn__sql_migrate(meta, &cn__sql_id_set));
     cn_identity_t *id = calloc(1, sizeof *id);
@@ -40,17 +62,23 @@ cn_err_t cn_identity_open(cn_meta_t *meta, const char *data_dir, cn_identity_t *
     id->meta = meta;
     id->gen_fd = -1;
     /* A process that could not bump the word would leave others' caches
-     * stale: without it, identity does not open. */
-    cn_err_t e = cn__id_key_load(data_dir, id->key);
+     * stale: without it, identity does not open (unless it has no data dir
+     * and so caches nothing). */
+    cn_err_t e = key_load(opts, id->key);
+    if (e >= 0 && has_dir)
+        e = cn__id_gen_open(id, opts->data_dir);
+    char name[4096];
+    snprintf(name, sizeof name, "%s%s", opts->key_file ? opts->key_file : opts->data_dir,
+             opts->key_file ? "" : "/identity.key");
     if (e >= 0)
-        e = cn__id_gen_open(id, data_dir);
+        e = cn__id_key_check(id, name);
     if (e < 0) {
         cn__id_gen_close(id);
         OPENSSL_cleanse(id, sizeof *id);
         free(id);
         return e;
     }
-    atomic_init(&id->ttl_ms, DEFAULT_TTL_MS);
+    atomic_init(&id->ttl_ms, has_dir ? DEFAULT_TTL_MS : 0);
     pthread_rwlock_init(&id->cache_mu, NULL);
     cn__id_rate_init(id);
     *out = id;

@@ -80,6 +80,12 @@ bool cn__id_valid_namespace(const char *s);
 
 /* identity.key: loads DATA/identity.key, creating it if missing. */
 cn_err_t cn__id_key_load(const char *data_dir, uint8_t key[CN__ID_KEY_LEN]);
+/* Loads the key in path, never creating it: -ENOENT, CN_E_CORRUPT, -errno. */
+cn_err_t cn__id_key_load_file(const char *path, uint8_t key[CN__ID_KEY_LEN]);
+/* Checks id's key against the metadata's key check value, recording it when
+ * none is (keycheck.c); name says which key in the log.  CN_E_AUTH (logged)
+ * for another key, meta errors. */
+cn_err_t cn__id_key_check(cn_identity_t *id, const char *name);
 
 /* Seals secret (bound to token_id) into box as lowercase hex, NUL-terminated;
  * hex must hold 2 * CN__ID_BOX_MAX + 1 bytes. */
@@ -113,7 +119,8 @@ static inline bool cn__id_gen_quiet(uint64_t w)
 }
 /* Runs a write transaction of identity (cn_meta_run's flags, body and
  * result) as a writer in flight, bumping the generation once it returned.
- * Every write of this module's tables goes through here. */
+ * Every write of this module's tables goes through here, but the key check
+ * row's (keycheck.c: no cached state reads it). */
 cn_err_t cn__id_write_run(cn_identity_t *id, unsigned flags, cn_meta_body_fn body, void *ctx);
 
 /* Inserts or updates token token_id for account_id with the given secret

@@ -3,12 +3,27 @@
 
 #include <string.h>
 
-static const char *const perm_names[] = {
-    "bucket:create", "bucket:delete", "bucket:list", "object:get",  "object:put",
-    "object:delete", "object:list",   "blobs:read",  "blobs:write", "admin",
+/* Every permission, in the order cn_perms_format writes them. */
+static const struct {
+    cn_perms_t bit;
+    const char *name;
+} perms_tab[] = {
+    { CN_PERM_BUCKET_CREATE, "bucket:create" },
+    { CN_PERM_BUCKET_DELETE, "bucket:delete" },
+    { CN_PERM_BUCKET_LIST, "bucket:list" },
+    { CN_PERM_OBJECT_GET, "object:get" },
+    { CN_PERM_OBJECT_PUT, "object:put" },
+    { CN_PERM_OBJECT_DELETE, "object:delete" },
+    { CN_PERM_OBJECT_LIST, "object:list" },
+    { CN_PERM_BLOBS_READ, "blobs:read" },
+    { CN_PERM_BLOBS_WRITE, "blobs:write" },
+    { CN_PERM_ADMIN, "admin" },
+    { CN_PERM_BUCKET_CONFIGURE, "bucket:configure" },
+    { CN_PERM_OBJECT_LOCK, "object:lock" },
+    { CN_PERM_OBJECT_BYPASS_GOVERNANCE, "object:bypass-governance" },
 };
-#define NPERMS (sizeof perm_names / sizeof perm_names[0])
-_Static_assert(CN_PERM_ALL == (1u << NPERMS) - 1, "perm_names matches the bits");
+#define NPERMS (sizeof perms_tab / sizeof perms_tab[0])
+_Static_assert(NPERMS == 13, "perms_tab lists every CN_PERM_* bit");
 
 cn_err_t cn_perm_parse(const char *name, size_t len, cn_perms_t *out)
 {
@@ -19,8 +34,8 @@ cn_err_t cn_perm_parse(const char *name, size_t len, cn_perms_t *out)
         return 0;
     }
     for (size_t i = 0; i < NPERMS; i++)
-        if (strlen(perm_names[i]) == len && memcmp(perm_names[i], name, len) == 0) {
-            *out = 1u << i;
+        if (strlen(perms_tab[i].name) == len && memcmp(perms_tab[i].name, name, len) == 0) {
+            *out = perms_tab[i].bit;
             return 0;
         }
     return CN_E_INVALID;
@@ -29,8 +44,8 @@ cn_err_t cn_perm_parse(const char *name, size_t len, cn_perms_t *out)
 const char *cn_perm_name(cn_perms_t perm)
 {
     for (size_t i = 0; i < NPERMS; i++)
-        if (perm == 1u << i)
-            return perm_names[i];
+        if (perm == perms_tab[i].bit)
+            return perms_tab[i].name;
     return NULL;
 }
 
@@ -41,19 +56,26 @@ cn_err_t cn_perms_format(cn_perms_t perms, char *out, size_t cap)
         return CN_E_TOO_LARGE;
     out[0] = '\0';
     for (size_t i = 0; i < NPERMS; i++) {
-        if (!(perms & (1u << i)))
+        if (!(perms & perms_tab[i].bit))
             continue;
-        size_t n = strlen(perm_names[i]);
+        size_t n = strlen(perms_tab[i].name);
         size_t need = n + (off ? 1 : 0);
         if (off + need + 1 > cap)
             return CN_E_TOO_LARGE;
         if (off)
             out[off++] = ' ';
-        memcpy(out + off, perm_names[i], n);
+        memcpy(out + off, perms_tab[i].name, n);
         off += n;
         out[off] = '\0';
     }
     return 0;
+}
+
+bool cn_perms_allow(cn_perms_t perms, cn_perms_t need)
+{
+    if (perms & (need | CN_PERM_ADMIN))
+        return true;
+    return need == CN_PERM_BUCKET_CONFIGURE && (perms & CN_PERM_BUCKET_CREATE);
 }
 
 cn_err_t cn_ns_action_parse(const char *s, uint32_t *out)

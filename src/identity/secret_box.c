@@ -100,6 +100,11 @@ cn_err_t cn__id_key_load(const char *data_dir, uint8_t key[CN__ID_KEY_LEN])
     return key_read(path, key);
 }
 
+cn_err_t cn__id_key_load_file(const char *path, uint8_t key[CN__ID_KEY_LEN])
+{
+    return key_read(path, key);
+}
+
 static size_t aad_build(const char *token_id, char *aad, size_t cap)
 {
     int n = snprintf(aad, cap, "%s%s", aad_prefix, token_id);

@@ -9,6 +9,8 @@
 #ifndef CN_META_ENGINE_H
 #define CN_META_ENGINE_H
 
+#include <time.h>
+
 #include "cairn/meta.h"
 
 typedef struct cn__meta_db cn__meta_db_t;     /* engine-wide shared state */
@@ -38,6 +40,16 @@ typedef struct cn__meta_engine {
     /* Commits; for writes the commit is visible but durable only after sync(). */
     cn_err_t (*commit)(cn__meta_conn_t *c);
     void (*rollback)(cn__meta_conn_t *c);
+    /* Optional, all three or none: one savepoint inside the writer's open
+     * transaction, for the group commit (group.c).  savepoint() sets it;
+     * release() keeps its changes; rollback_to() undoes them and drops it.
+     * Each leaves the transaction open and usable, or fails; in_txn() says
+     * whether it is still open (an engine may roll a whole transaction back
+     * on an I/O or memory error).  NULL: one transaction per run. */
+    cn_err_t (*savepoint)(cn__meta_conn_t *c);
+    cn_err_t (*release)(cn__meta_conn_t *c);
+    cn_err_t (*rollback_to)(cn__meta_conn_t *c);
+    bool (*in_txn)(cn__meta_conn_t *c);
     cn_err_t (*exec)(cn__meta_conn_t *c, const char *sql);
     /* Optional: the engine's own text of a schema step written in the
      * portable dialect (cairn/meta.h), malloc'd; NULL on -ENOMEM.  NULL hook:
@@ -69,5 +81,49 @@ extern const cn__meta_engine_t cn__meta_engine_pg;
  * translation.  Errors as cn_meta_begin / cn_meta_exec. */
 cn_err_t cn__meta_begin_schema(cn_meta_t *meta, cn_meta_txn_t **out);
 cn_err_t cn__meta_exec_ddl(cn_meta_txn_t *txn, const char *sql);
+
+/* ---- meta.c for group.c: the writer's transaction in parts ----------------
+ * The group commit (group.c) holds the writer slot and one write transaction
+ * across several members' bodies; these are the pieces of begin/commit it
+ * runs in its own order.  Only group.c calls them. */
+
+/* The engine's savepoint hooks are there (group commit is possible). */
+bool cn__meta_can_group(const cn_meta_t *meta);
+/* Takes the writer slot (bounded by the busy timeout) and begins a write
+ * transaction on the writer connection.  On error the slot is free. */
+cn_err_t cn__meta_wbegin(cn_meta_t *meta);
+/* A member's handle on the open writer transaction, inside a new savepoint.
+ * Its statement errors fail only it.  End it with cn__meta_member_end. */
+cn_err_t cn__meta_member_begin(cn_meta_t *meta, cn_meta_txn_t **out);
+/* Ends a member whose body returned *res: its savepoint is released (kept)
+ * when *res >= 0, no statement failed and the body did not discard, else
+ * rolled back to; *res becomes the first statement error if the body
+ * swallowed one.  *kept says which.  Frees the handle.  An error means the
+ * writer transaction is no longer usable (every member's changes in it are
+ * lost and it must be rolled back). */
+cn_err_t cn__meta_member_end(cn_meta_txn_t *txn, cn_err_t *res, bool *kept);
+/* Commits the writer transaction and releases the slot; *seq is the
+ * commit's number for cn__meta_durable.  On error it is rolled back. */
+cn_err_t cn__meta_wcommit(cn_meta_t *meta, uint64_t *seq);
+/* Rolls the writer transaction back and releases the slot. */
+void cn__meta_wrollback(cn_meta_t *meta);
+/* Waits until commit seq is durable (the group sync of meta.c). */
+cn_err_t cn__meta_durable(cn_meta_t *meta, uint64_t seq);
+/* A sync is running now: a commit written meanwhile waits for the next one.
+ * Takes meta's sync mutex briefly (order: group.c's mutex, then it). */
+bool cn__meta_syncing(cn_meta_t *meta);
+/* *ts = CLOCK_MONOTONIC now + ns (ns >= 0), for a timed condition wait. */
+void cn__meta_deadline_ns(struct timespec *ts, int64_t ns);
+/* The per-meta group state group.c keeps (NULL before the first group). */
+typedef struct cn__meta_group cn__meta_group_t;
+cn__meta_group_t *cn__meta_group_of(cn_meta_t *meta);
+/* group.c: creates and frees it (cn_meta_open / cn_meta_close). */
+cn_err_t cn__meta_group_new(cn__meta_group_t **out);
+void cn__meta_group_free(cn__meta_group_t *g);
+/* group.c: runs body as one member of a group transaction (run.c's write
+ * runs when cn__meta_can_group).  Returns as one run of run.c would. */
+cn_err_t cn__meta_group_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body, void *ctx);
+/* group.c: a sync just ended (meta.c calls it holding none of its mutexes). */
+void cn__meta_group_synced(cn__meta_group_t *g);
 
 #endif

@@ -48,9 +48,18 @@ enum {
     TC_BEGIN_IMMEDIATE,
     TC_COMMIT,
     TC_ROLLBACK,
+    TC_SAVEPOINT,
+    TC_RELEASE,
+    TC_ROLLBACK_TO,
     TC_COUNT
 };
-static const char *const tc_sql[TC_COUNT] = { "BEGIN", "BEGIN IMMEDIATE", "COMMIT", "ROLLBACK" };
+static const char *const tc_sql[TC_COUNT] = { "BEGIN",
+                                              "BEGIN IMMEDIATE",
+                                              "COMMIT",
+                                              "ROLLBACK",
+                                              "SAVEPOINT cn_member",
+                                              "RELEASE cn_member",
+                                              "ROLLBACK TO cn_member" };
 
 struct cn__meta_conn {
     cn__meta_db_t *db;
@@ -309,6 +318,32 @@ static void sq_rollback(cn__meta_conn_t *c)
         (void)sq_tc(c, TC_ROLLBACK);
 }
 
+/* The group commit's member savepoint (group.c).  The writer's transaction
+ * was begun with BEGIN IMMEDIATE, so RELEASE never commits: it only merges
+ * the member's changes into the open transaction. */
+static cn_err_t sq_savepoint(cn__meta_conn_t *c)
+{
+    return sq_tc(c, TC_SAVEPOINT);
+}
+
+static cn_err_t sq_release(cn__meta_conn_t *c)
+{
+    return sq_tc(c, TC_RELEASE);
+}
+
+static cn_err_t sq_rollback_to(cn__meta_conn_t *c)
+{
+    cn_err_t e = sq_tc(c, TC_ROLLBACK_TO);
+    return e < 0 ? e : sq_tc(c, TC_RELEASE);
+}
+
+/* SQLite rolls a whole transaction back on some errors (SQLITE_FULL,
+ * SQLITE_IOERR, SQLITE_NOMEM, ...); autocommit is then on again. */
+static bool sq_in_txn(cn__meta_conn_t *c)
+{
+    return !sqlite3_get_autocommit(c->h);
+}
+
 static int64_t sq_changes(cn__meta_conn_t *c)
 {
     return sqlite3_changes(c->h);
@@ -422,6 +457,10 @@ const cn__meta_engine_t cn__meta_engine_sqlite = {
     .begin = sq_begin,
     .commit = sq_commit,
     .rollback = sq_rollback,
+    .savepoint = sq_savepoint,
+    .release = sq_release,
+    .rollback_to = sq_rollback_to,
+    .in_txn = sq_in_txn,
     .exec = sq_exec,
     .changes = sq_changes,
     .errmsg = sq_errmsg,

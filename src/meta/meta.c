@@ -59,6 +59,7 @@ struct cn_meta_txn {
     cn_err_t err; /* first statement error; the txn is failed */
     cn_meta_stmt_t *open;
     bool discard; /* cn_meta_discard: a run rolls it back, not commits it */
+    bool member;  /* a group member's savepoint in the writer's transaction */
     int64_t t0;   /* cn_mono_ns() at begin; 0 once its duration is recorded */
 };
 
@@ -83,6 +84,8 @@ struct cn_meta {
     pthread_cond_t sync_cv;
     uint64_t written, synced;
     bool syncing;
+
+    cn__meta_group_t *group; /* group.c's state; NULL: no group commit */
 };
 
 static const char failed_msg[] = "transaction already failed; roll it back";
@@ -116,21 +119,18 @@ static cn_err_t conn_open(cn_meta_t *m, bool writer, conn_t **out)
     return 0;
 }
 
-static void deadline_in(struct timespec *ts, clockid_t clk, unsigned ms)
+void cn__meta_deadline_ns(struct timespec *ts, int64_t ns)
 {
-    clock_gettime(clk, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ns += ts->tv_nsec;
+    ts->tv_sec += (time_t)(ns / 1000000000LL);
+    ts->tv_nsec = (long)(ns % 1000000000LL);
 }
 
 static cn_err_t reader_get(cn_meta_t *m, conn_t **out)
 {
     struct timespec dl;
-    deadline_in(&dl, CLOCK_MONOTONIC, m->opts.busy_timeout_ms);
+    cn__meta_deadline_ns(&dl, m->opts.busy_timeout_ms * 1000000LL);
     pthread_mutex_lock(&m->pool_mu);
     for (;;) {
         if (m->idle) {
@@ -170,7 +170,7 @@ static void reader_put(cn_meta_t *m, conn_t *c)
 static cn_err_t writer_acquire(cn_meta_t *m)
 {
     struct timespec dl;
-    deadline_in(&dl, CLOCK_MONOTONIC, m->opts.busy_timeout_ms);
+    cn__meta_deadline_ns(&dl, m->opts.busy_timeout_ms * 1000000LL);
     pthread_mutex_lock(&m->wmu);
     while (m->wbusy) {
         if (pthread_cond_timedwait(&m->wcv, &m->wmu, &dl) == ETIMEDOUT && m->wbusy) {
@@ -304,6 +304,8 @@ cn_err_t cn_meta_open(const char *spec, const cn_meta_opts_t *opts, cn_meta_t **
     e = conn_open(m, true, &m->writer);
     if (e < 0)
         goto fail;
+    if (cn__meta_can_group(m) && !o.no_group && (e = cn__meta_group_new(&m->group)) < 0)
+        goto fail;
 
     cn_meta_txn_t *t = NULL;
     e = cn__meta_begin_schema(m, &t);
@@ -340,6 +342,7 @@ void cn_meta_close(cn_meta_t *m)
         conn_close(m->eng, c);
     }
     conn_close(m->eng, m->writer);
+    cn__meta_group_free(m->group);
     if (m->db)
         m->eng->db_close(m->db);
     pthread_mutex_destroy(&m->wmu);
@@ -434,7 +437,9 @@ static void txn_release(cn_meta_txn_t *t)
 {
     if (t->t0)
         txn_observe(t->mode, t->t0);
-    if (t->mode == CN_META_WRITE)
+    if (t->member) {
+        /* the group's transaction and slot outlive the member */
+    } else if (t->mode == CN_META_WRITE)
         writer_release(t->m);
     else
         reader_put(t->m, t->conn);
@@ -462,6 +467,11 @@ static cn_err_t group_sync(cn_meta_t *m, uint64_t seq)
             m->synced = target;
         assert(m->synced <= m->written); /* invariant 4: only written commits are synced */
         pthread_cond_broadcast(&m->sync_cv);
+        if (m->group) { /* a group waiting for this sync may commit (group.c) */
+            pthread_mutex_unlock(&m->sync_mu);
+            cn__meta_group_synced(m->group);
+            pthread_mutex_lock(&m->sync_mu);
+        }
         if (e < 0)
             break;
     }
@@ -496,6 +506,7 @@ static cn_err_t commit(cn_meta_txn_t *t, bool wait)
     if (!t)
         return CN_E_INVALID;
     cn_meta_t *m = t->m;
+    assert(!t->member); /* a body never commits (R1); group.c ends members */
     finish_open(t);
     if (t->err < 0) {
         cn_err_t e = t->err;
@@ -528,6 +539,7 @@ void cn_meta_rollback(cn_meta_txn_t *t)
 {
     if (!t)
         return;
+    assert(!t->member);
     finish_open(t);
     t->m->eng->rollback(t->conn->ec);
     txn_release(t);
@@ -569,6 +581,95 @@ const char *cn_meta_errmsg(const cn_meta_txn_t *t)
     if (t->err == CN_E_CONFLICT)
         return failed_msg;
     return t->m->eng->errmsg(t->conn->ec);
+}
+
+/* ---- the writer's transaction in parts, for group.c ------------------------------ */
+
+bool cn__meta_can_group(const cn_meta_t *m)
+{
+    return m->eng->savepoint && m->eng->release && m->eng->rollback_to && m->eng->in_txn;
+}
+
+cn__meta_group_t *cn__meta_group_of(cn_meta_t *m)
+{
+    return m->group;
+}
+
+cn_err_t cn__meta_wbegin(cn_meta_t *m)
+{
+    CN_TRY(writer_acquire(m));
+    cn_err_t e = m->eng->begin(m->writer->ec, CN_META_WRITE);
+    if (e < 0)
+        writer_release(m);
+    return e;
+}
+
+cn_err_t cn__meta_member_begin(cn_meta_t *m, cn_meta_txn_t **out)
+{
+    assert(writer_held(m)); /* invariant 1: members run inside the slot */
+    cn_meta_txn_t *t = calloc(1, sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    t->m = m;
+    t->mode = CN_META_WRITE;
+    t->member = true;
+    t->conn = m->writer;
+    t->t0 = cn_mono_ns();
+    cn_err_t e = m->eng->savepoint(t->conn->ec);
+    if (e < 0) {
+        free(t);
+        return e;
+    }
+    *out = t;
+    return 0;
+}
+
+cn_err_t cn__meta_member_end(cn_meta_txn_t *t, cn_err_t *res, bool *kept)
+{
+    cn_meta_t *m = t->m;
+    finish_open(t);
+    /* As commit(): a statement error the body swallowed is still its result. */
+    if (*res >= 0 && t->err < 0)
+        *res = t->err;
+    bool keep = *res >= 0 && !t->discard;
+    *kept = keep;
+    const cn__meta_engine_t *eng = m->eng;
+    cn_err_t e = keep ? eng->release(t->conn->ec) : eng->rollback_to(t->conn->ec);
+    if (e >= 0 && !eng->in_txn(t->conn->ec))
+        e = CN_E_DB; /* the engine rolled the whole transaction back */
+    txn_release(t);
+    return e;
+}
+
+cn_err_t cn__meta_wcommit(cn_meta_t *m, uint64_t *seq)
+{
+    assert(writer_held(m));
+    cn_err_t e = m->eng->commit(m->writer->ec);
+    /* Invariant 2: numbered while the slot is held. */
+    pthread_mutex_lock(&m->sync_mu);
+    *seq = e < 0 ? 0 : ++m->written;
+    pthread_mutex_unlock(&m->sync_mu);
+    writer_release(m);
+    return e;
+}
+
+void cn__meta_wrollback(cn_meta_t *m)
+{
+    m->eng->rollback(m->writer->ec);
+    writer_release(m);
+}
+
+bool cn__meta_syncing(cn_meta_t *m)
+{
+    pthread_mutex_lock(&m->sync_mu);
+    bool busy = m->syncing;
+    pthread_mutex_unlock(&m->sync_mu);
+    return busy && !m->opts.no_sync;
+}
+
+cn_err_t cn__meta_durable(cn_meta_t *m, uint64_t seq)
+{
+    return m->opts.no_sync ? 0 : group_sync(m, seq);
 }
 
 /* ---- statements ---------------------------------------------------------------- */

@@ -13,9 +13,17 @@
  *      attempt was rolled back whole.
  *  R3. Repeats stop at the run's deadline, twice the busy timeout from the
  *      first begin: a caller waits a bounded time, then sees the lock error.
+ *  R4. A write run on an engine with savepoints (SQLite) is one member of a
+ *      group transaction (group.c, invariants G1-G6): R1 holds per member
+ *      (its body's changes are released into the group's transaction or
+ *      rolled back to its savepoint, and it is answered only once the
+ *      COMMIT holding them is durable), R2 holds because a repeated member's
+ *      failed attempt was rolled back with its savepoint or its whole group,
+ *      and R3 because every wait in a group is bounded by the busy timeout.
  */
 #include "cairn/meta.h"
 #include "cairn/metrics.h"
+#include "engine.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -37,6 +45,8 @@ static bool retryable(cn_err_t err)
 static cn_err_t run_once(cn_meta_t *meta, cn_meta_mode_t mode, bool nowait, cn_meta_body_fn body,
                          void *ctx)
 {
+    if (mode == CN_META_WRITE && cn__meta_group_of(meta))
+        return cn__meta_group_run(meta, nowait ? CN_META_RUN_NOWAIT : 0, body, ctx);
     cn_meta_txn_t *txn = NULL;
     cn_err_t err = cn_meta_begin(meta, mode, &txn);
     if (err < 0)

@@ -27,6 +27,8 @@ typedef struct bucket_new {
     const cn_buf_t *acl;
     int64_t now;
     int64_t id;
+    const cn_objects_kv_t *settings; /* named settings written with the row */
+    size_t nsettings;
 } bucket_new_t;
 
 static cn_err_t bucket_create_body(cn_meta_txn_t *txn, void *ctx)
@@ -45,13 +47,47 @@ static cn_err_t bucket_create_body(cn_meta_txn_t *txn, void *ctx)
         if (err == CN_E_EXISTS)
             cn__fail(rq, CN_E_EXISTS, CN_OBJ_WHAT_BUCKET, "bucket %s already exists", bn->name);
     }
+    for (size_t i = 0; err >= 0 && i < bn->nsettings; i++)
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_ATTR_UPSERT], "isb", bn->id,
+                            bn->settings[i].key, (const void *)bn->settings[i].value,
+                            strlen(bn->settings[i].value));
     return err < 0 ? err : CN_OK;
+}
+
+static bool obj_attr_name_ok(const char *name);
+
+/* The settings of a create: valid names and values, at most 16, and the
+ * token's bucket:configure.  CN_E_INVALID / CN_E_DENIED with rq set, or 0. */
+static cn_err_t bucket_settings_check(cn_objects_req_t *rq, const cn_objects_kv_t *settings,
+                                      size_t n)
+{
+    if (n > 16)
+        return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, "too many initial settings");
+    for (size_t i = 0; i < n; i++)
+        if (!obj_attr_name_ok(settings[i].key) || !settings[i].value ||
+            strlen(settings[i].value) > (1u << 20))
+            return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_SETTING_NAME_INVALID,
+                              "bad initial setting");
+    if (n && rq->principal && !cn_perms_allow(rq->principal->perms, CN_PERM_BUCKET_CONFIGURE))
+        return cn__fail(rq, CN_E_DENIED, CN_OBJ_WHAT_BUCKET,
+                        "token of %s lacks bucket:configure for a bucket's settings",
+                        rq->principal->account);
+    return 0;
 }
 
 cn_err_t cn_objects_bucket_create(cn_objects_t *o, cn_objects_req_t *rq, const char *name,
                                   const cn_authz_acl_t *acl, cn_bucket_info_t *out)
 {
+    return cn_objects_bucket_create_with(o, rq, name, acl, NULL, 0, out);
+}
+
+cn_err_t cn_objects_bucket_create_with(cn_objects_t *o, cn_objects_req_t *rq, const char *name,
+                                       const cn_authz_acl_t *acl, const cn_objects_kv_t *settings,
+                                       size_t n, cn_bucket_info_t *out)
+{
     cn_err_t err = cn__authorize(rq, NULL, CN_ACT_CREATE_BUCKET, NULL, NULL, NULL);
+    if (err >= 0)
+        err = bucket_settings_check(rq, settings, n);
     if (err < 0)
         return err;
     const char *owner = cn__principal_name(rq);
@@ -66,7 +102,7 @@ cn_err_t cn_objects_bucket_create(cn_objects_t *o, cn_objects_req_t *rq, const c
         if (err < 0)
             return err;
     }
-    bucket_new_t bn = { rq, name, owner, &acl_text, cn__now_ms(), 0 };
+    bucket_new_t bn = { rq, name, owner, &acl_text, cn__now_ms(), 0, settings, n };
     err = cn__write_run(o, name, CN_META_RUN_WRITE | CN_META_RETRY, bucket_create_body, &bn);
     if (err >= 0 && out) {
         cn__bkt_t *b = NULL;
@@ -86,6 +122,9 @@ static cn_err_t bucket_delete_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, con
 {
     (void)ctx;
     cn_err_t err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_HAS_VERSION], "i", b->id);
+    /* Noncurrent versions and delete markers keep it non-empty too. */
+    if (err == CN_META_DONE)
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_V_BUCKET_HAS_HISTORY], "i", b->id);
     if (err == CN_META_ROW)
         err = cn__fail(rq, CN_E_NOT_EMPTY, CN_OBJ_WHAT_BUCKET, "bucket %s is not empty", b->name);
     if (err >= 0)

@@ -37,6 +37,7 @@ typedef struct {
     cn_buf_t umeta;
     int64_t mtime_ms;
     int64_t nparts;
+    bool vnull;
     cn__objacl_t acl;
 } cn_obj_src_t;
 
@@ -47,11 +48,42 @@ static void obj_src_free(cn_obj_src_t *s)
     cn__objacl_free(&s->acl);
 }
 
+/* Steps st onto the row of the source: the current version (version
+ * NULL), else the one named; a marker is NOT_FOUND (VERSION_IS_MARKER for a
+ * named one, as S3 answers a copy of a marker's id). */
+static cn_err_t obj_src_row(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
+                            const char *key, const char *version, cn_obj_src_t *s,
+                            cn_meta_stmt_t **st)
+{
+    if (!version)
+        return cn__version_row(txn, rq, bucket_id, key, st);
+    cn__vref_t v;
+    cn_err_t err = cn__obj_version_resolve(txn, rq, bucket_id, key, version, &v);
+    if (err >= 0 && v.marker)
+        err = cn__fail_d(rq, CN_E_UNSUPPORTED, CN_OBJ_WHAT_KEY, CN_OBJ_VERSION_IS_MARKER,
+                         "the source version is a delete marker");
+    if (err < 0)
+        return err;
+    s->vnull = v.vnull;
+    err = cn_meta_queryf(
+        txn, st,
+        cn__sql_obj[v.table == CN__VT_CURRENT ? CN_SQL_OBJ_V_CUR_ROW : CN_SQL_OBJ_V_HIST_ROW], "i",
+        v.version_id);
+    if (err >= 0)
+        err = cn_meta_step(*st);
+    if (err == CN_META_ROW)
+        return 0;
+    cn_meta_finish(*st);
+    *st = NULL;
+    return err < 0 ? err : CN_E_CORRUPT;
+}
+
 static cn_err_t obj_src_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
-                             int64_t bucket_id, const char *key, cn_obj_src_t *s)
+                             int64_t bucket_id, const char *key, const char *version,
+                             cn_obj_src_t *s)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn__version_row(txn, rq, bucket_id, key, &st);
+    cn_err_t err = obj_src_row(txn, rq, bucket_id, key, version, s, &st);
     if (err < 0)
         return err;
     s->vid = cn_meta_column_int64(st, CN__VCOL_ID);
@@ -112,6 +144,9 @@ typedef struct copy_run {
     bool replace;
     int64_t now;
     int64_t vid;
+    bool vnull, versioned;
+    int64_t src_vid;
+    bool src_vnull;
     uint64_t size;
     char etag[CN_ETAG_MAX];
     char sha256[CN_DIGEST_HEX_LEN + 1];
@@ -130,8 +165,9 @@ static cn_err_t copy_source(cn_meta_txn_t *txn, const copy_run_t *cr, const cn__
                                   "invalid source key"),
                        CN_OBJ_SIDE_SOURCE);
     if (err >= 0) {
-        err = obj_src_load(cr->o, txn, rq, sb->id, cr->src_key, src);
-        err = cn__authorize_found(rq, sb, CN_ACT_GET_OBJECT, cr->src_key, err, &src->acl);
+        err = obj_src_load(cr->o, txn, rq, sb->id, cr->src_key,
+                           cr->args ? cr->args->src_version : NULL, src);
+        err = cn__authorize_version(rq, sb, CN_ACT_GET_OBJECT, cr->src_key, err, &src->acl);
         obj_side(rq, err, CN_OBJ_SIDE_SOURCE);
     }
     if (err >= 0)
@@ -139,53 +175,78 @@ static cn_err_t copy_source(cn_meta_txn_t *txn, const copy_run_t *cr, const cn__
     return err;
 }
 
-/* The destination's rows in txn: the new version (*vid) on src's segments,
- * replacing the current one. */
-static cn_err_t copy_rows(cn_meta_txn_t *txn, const copy_run_t *cr, const cn__bkt_t *db,
-                          const cn_obj_src_t *src, int64_t *vid)
+/* The destination's rows in txn (cn__obj_version_make's callbacks): the new
+ * version on src's segments, copied before the current version may go, so
+ * that a copy onto its own key keeps its blobs referenced throughout. */
+typedef struct copy_rows {
+    const copy_run_t *cr;
+    const cn__bkt_t *db;
+    const cn_obj_src_t *src;
+    const char *owner;
+    cn_buf_t umeta, acl;
+} copy_rows_t;
+
+static cn_err_t copy_segments(cn_meta_txn_t *txn, void *ctx, int64_t vid)
+{
+    const copy_rows_t *c = ctx;
+    return cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_SEGMENTS_COPY], "ii", vid, c->src->vid);
+}
+
+static cn_err_t copy_version_row(cn_meta_txn_t *txn, void *ctx, int64_t vid)
+{
+    const copy_rows_t *c = ctx;
+    const copy_run_t *cr = c->cr;
+    const cn_objects_put_args_t *put = cr->put;
+    const char *ct = c->src->content_type;
+    const cn_buf_t *um = &c->src->umeta;
+    if (cr->replace) {
+        ct = put && put->content_type ? put->content_type : "application/octet-stream";
+        um = &c->umeta;
+    }
+    /* umeta last: SQL NULL when empty ('n' takes no argument, so the
+     * pointer and length after it go unread). */
+    return cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_VERSION_INSERT_COPY],
+                         um->len ? "iibisssistib" : "iibisssistin", vid, c->db->id,
+                         (const void *)cr->dst_key, strlen(cr->dst_key), (int64_t)c->src->size,
+                         c->src->etag, c->src->sha256, ct, cr->now, c->owner,
+                         (const char *)(c->acl.len ? c->acl.data : NULL), c->acl.len,
+                         c->src->nparts, (const void *)um->data, um->len);
+}
+
+/* The destination's new version (cr->vid) made current in txn. */
+static cn_err_t copy_rows(cn_meta_txn_t *txn, copy_run_t *cr, const cn__bkt_t *db,
+                          const cn_obj_src_t *src)
 {
     cn_objects_req_t *rq = cr->rq;
     const cn_objects_put_args_t *put = cr->put;
-    cn_buf_t umeta = { 0 }, acl = { 0 };
-    const char *owner = cn__principal_name(rq);
-    if (!owner)
-        owner = db->owner;
-    int64_t cur = 0;
-    char cur_etag[CN_ETAG_MAX];
-    cn_err_t err = cn__version_find(txn, db->id, cr->dst_key, &cur, cur_etag, NULL);
+    copy_rows_t c = { .cr = cr, .db = db, .src = src, .owner = cn__principal_name(rq) };
+    if (!c.owner)
+        c.owner = db->owner;
+    cn_err_t err = 0;
+    if (cr->replace)
+        err = cn__umeta_encode(put ? put->meta : NULL, put ? put->nmeta : 0, &c.umeta);
     if (err >= 0)
-        err = obj_side(rq, cn__put_conditions(rq, put, cur, cur_etag), CN_OBJ_SIDE_DEST);
-    if (err >= 0 && cr->replace)
-        err = cn__umeta_encode(put ? put->meta : NULL, put ? put->nmeta : 0, &umeta);
+        err = cn__acl_for_put(put ? put->acl : NULL, c.owner, &c.acl);
+    bool copy_tags = cr->args && cr->args->copy_tags;
+    cn__vmake_t mk = { .bucket_id = db->id,
+                       .key = cr->dst_key,
+                       .cond = put,
+                       .tags = put && !copy_tags ? put->tags : NULL,
+                       .ntags = put && !copy_tags ? put->ntags : 0,
+                       .retention = put ? put->retention : NULL,
+                       .now_ms = cr->now,
+                       .pre = copy_segments,
+                       .rows = copy_version_row,
+                       .ctx = &c };
     if (err >= 0)
-        err = cn__acl_for_put(put ? put->acl : NULL, owner, &acl);
-    if (err >= 0)
-        err = cn__next_id(txn, "version", vid);
-    /* New segments first (from the source version), then drop the old
-     * destination version: when source and destination are the same key the
-     * blobs stay referenced throughout. */
-    if (err >= 0)
-        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_SEGMENTS_COPY], "ii", *vid, src->vid);
-    if (err >= 0 && cur)
-        err = cn__version_delete(txn, cur);
-    if (err >= 0) {
-        const char *ct = src->content_type;
-        const cn_buf_t *um = &src->umeta;
-        if (cr->replace) {
-            ct = put && put->content_type ? put->content_type : "application/octet-stream";
-            um = &umeta;
-        }
-        /* umeta last: SQL NULL when empty ('n' takes no argument, so the
-         * pointer and length after it go unread). */
-        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_VERSION_INSERT_COPY],
-                            um->len ? "iibisssistib" : "iibisssistin", *vid, db->id,
-                            (const void *)cr->dst_key, strlen(cr->dst_key), (int64_t)src->size,
-                            src->etag, src->sha256, ct, cr->now, owner,
-                            (const char *)(acl.len ? acl.data : NULL), acl.len, src->nparts,
-                            (const void *)um->data, um->len);
-    }
-    cn_buf_free(&umeta);
-    cn_buf_free(&acl);
+        err = obj_side(rq, cn__obj_version_make(txn, rq, &mk), CN_OBJ_SIDE_DEST);
+    if (err >= 0 && copy_tags)
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_V_TAGS_COPY], "ii", mk.vid, src->vid);
+    cr->vid = mk.vid;
+    cr->vnull = mk.vnull;
+    cr->versioned = mk.versioned;
+    cn_buf_free(&c.umeta);
+    cn_buf_free(&c.acl);
     return err;
 }
 
@@ -212,8 +273,10 @@ static cn_err_t copy_body(cn_meta_txn_t *txn, void *ctx)
     if (err >= 0)
         err = obj_side(rq, cn__put_authorize(rq, db, cr->dst_key, cr->put), CN_OBJ_SIDE_DEST);
     if (err >= 0)
-        err = copy_rows(txn, cr, db, &src, &cr->vid);
+        err = copy_rows(txn, cr, db, &src);
     if (err >= 0) {
+        cr->src_vid = src.vid;
+        cr->src_vnull = src.vnull;
         cr->size = src.size;
         snprintf(cr->etag, sizeof cr->etag, "%s", src.etag);
         snprintf(cr->sha256, sizeof cr->sha256, "%s", src.sha256);
@@ -252,6 +315,10 @@ cn_err_t cn_objects_copy(cn_objects_t *o, cn_objects_req_t *rq, const char *src_
         res->size = cr.size;
         res->last_modified_ms = cr.now;
         res->version_id = cr.vid;
+        res->vnull = cr.vnull;
+        res->bucket_versioned = cr.versioned;
+        res->src_version_id = cr.src_vid;
+        res->src_vnull = cr.src_vnull;
     }
     return err;
 }

@@ -33,9 +33,20 @@
  *      word that comes back exactly 2^32 writes later would match.  Heads are
  *      bounded and evicted by use; this is the one accepted limit.
  *
- * This file must never be used with a metadata engine other than the
- * embedded SQLite one (the fleet's writers share no memory), and never hand
- * out a word without the atomic load that orders it before later SQL. */
+ * Rows (cn__gen_open_rows, PostgreSQL, where a fleet's writers share no
+ * memory; docs/fleet.md "The object-head cache on PostgreSQL"): a slot's word
+ * is its cn_obj_gen row's gen << 32, and every write run bumps that row as
+ * the last statement of its own transaction (cn__gen_bump).  The word thus
+ * moves atomically with the commit and never shows a writer in flight, so
+ * invariant 1 holds with enter/leave doing nothing, 2 and 3 hold as written
+ * (a load is a read of the latest committed row, made before the read
+ * transaction begins), 4 has nothing to recover, and a load that fails
+ * answers ROW_UNKNOWN, a word with a writer in flight: a miss, never a hit.
+ *
+ * This file must never map the file for a metadata engine other than the
+ * embedded SQLite one, never leave a rows-mode write run without its bump,
+ * and never hand out a word without the atomic load (or the database read)
+ * that orders it before later SQL. */
 #include "objects_int.h"
 
 #include <errno.h>
@@ -44,14 +55,18 @@
 #include <string.h>
 
 #include "cairn/util.h"
+#include "meta/sql/objgen.h"
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "the table needs lock-free 64-bit atomics");
 
 #define GEN_LEAVE ((UINT64_C(1) << 32) - 1) /* generation + 1, in flight - 1 */
 
+#define ROW_UNKNOWN UINT64_C(1) /* a load that failed: never quiet */
+
 struct cn__gen {
-    int fd; /* holds the shared lock */
+    int fd; /* holds the shared lock (-1 in rows mode) */
     _Atomic uint64_t *w;
+    cn_meta_t *meta; /* rows mode: the words are cn_obj_gen rows; NULL: the file */
 };
 
 cn_err_t cn__gen_open(const char *data_dir, cn__gen_t **out)
@@ -75,12 +90,60 @@ cn_err_t cn__gen_open(const char *data_dir, cn__gen_t **out)
     return 0;
 }
 
+cn_err_t cn__gen_open_rows(cn_meta_t *meta, cn__gen_t **out)
+{
+    *out = NULL;
+    CN_TRY(cn__sql_migrate(meta, &cn__sql_objgen_set));
+    cn__gen_t *g = calloc(1, sizeof *g);
+    if (!g)
+        return -ENOMEM;
+    g->fd = -1;
+    g->meta = meta;
+    *out = g;
+    return 0;
+}
+
 void cn__gen_close(cn__gen_t *g)
 {
     if (!g)
         return;
-    cn_shared_words_close(g->fd, (void *)g->w, CN__GEN_SLOTS);
+    if (!g->meta)
+        cn_shared_words_close(g->fd, (void *)g->w, CN__GEN_SLOTS);
     free(g);
+}
+
+typedef struct row_read {
+    int64_t slot, gen;
+} row_read_t;
+
+static cn_err_t row_load_body(cn_meta_txn_t *txn, void *ctx)
+{
+    row_read_t *r = ctx;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_objgen[CN_SQL_OBJGEN_LOAD], "i", r->slot);
+    if (err >= 0)
+        err = cn_meta_step(st);
+    r->gen = err == CN_META_ROW ? cn_meta_column_int64(st, 0) : 0; /* no row: never written */
+    cn_meta_finish(st);
+    return err < 0 ? err : 0;
+}
+
+/* The slot's row as a word, read in a transaction of its own. */
+static uint64_t row_load(const cn__gen_t *g, size_t slot)
+{
+    row_read_t r = { (int64_t)slot, 0 };
+    cn_err_t err = cn_meta_run(g->meta, CN_META_RUN_READ | CN_META_RETRY, row_load_body, &r);
+    if (err < 0 || r.gen < 0)
+        return ROW_UNKNOWN;
+    return (uint64_t)r.gen << 32;
+}
+
+cn_err_t cn__gen_bump(const cn__gen_t *g, cn_meta_txn_t *txn, size_t slot)
+{
+    if (!g || !g->meta)
+        return 0;
+    cn_err_t err = cn_meta_execf(txn, cn__sql_objgen[CN_SQL_OBJGEN_BUMP], "i", (int64_t)slot);
+    return err < 0 ? err : 0;
 }
 
 size_t cn__gen_slot(const char *bucket)
@@ -90,17 +153,19 @@ size_t cn__gen_slot(const char *bucket)
 
 uint64_t cn__gen_load(const cn__gen_t *g, size_t slot)
 {
+    if (g && g->meta)
+        return row_load(g, slot);
     return g ? atomic_load(&g->w[slot]) : 0;
 }
 
 void cn__gen_enter(cn__gen_t *g, size_t slot)
 {
-    if (g)
+    if (g && !g->meta)
         atomic_fetch_add(&g->w[slot], 1);
 }
 
 void cn__gen_leave(cn__gen_t *g, size_t slot)
 {
-    if (g)
+    if (g && !g->meta)
         atomic_fetch_add(&g->w[slot], GEN_LEAVE);
 }

@@ -34,10 +34,13 @@ static const cn_metric_family_t head_misses = {
 
 cn_err_t cn__objhead_init(cn_objects_t *o, const char *data_dir)
 {
-    bool on = data_dir && !strcmp(cn_meta_engine(o->meta), "sqlite");
+    /* SQLite: the data dir's shared word file; PostgreSQL: the words are
+     * rows bumped by each write's own transaction (gen.c, rows mode). */
+    bool rows = !strcmp(cn_meta_engine(o->meta), "postgres");
+    bool on = data_dir && (rows || !strcmp(cn_meta_engine(o->meta), "sqlite"));
     cn_err_t err = cn__cache_init(&o->heads, on ? HEAD_SLOTS : 0, HEAD_BUDGET);
     if (err >= 0 && on)
-        err = cn__gen_open(data_dir, &o->gen);
+        err = rows ? cn__gen_open_rows(o->meta, &o->gen) : cn__gen_open(data_dir, &o->gen);
     if (err >= 0 && on) {
         o->head_hits = cn_metric_series(NULL, &head_hits, NULL);
         o->head_misses = cn_metric_series(NULL, &head_misses, NULL);

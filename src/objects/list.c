@@ -1,8 +1,9 @@
 /* ListObjects with S3 semantics: byte-ordered keys after start_after under a
  * prefix, rolled up into common prefixes at the delimiter, at most max_keys
- * keys and prefixes together per page.  ListObjectVersions is the same walk
- * (while buckets are unversioned, every key is its one "null" version),
- * authorized as s3:ListBucketVersions.
+ * keys and prefixes together per page, over current versions only (a key
+ * whose latest version is a delete marker is not in obj_version: never
+ * scanned).  ListObjectVersions, authorized as s3:ListBucketVersions, walks
+ * both tables (versions_list.c).
  *
  * The walk is a sequence of bounded index range scans: after a common prefix
  * it jumps straight past every key that shares it, so a directory of a
@@ -29,13 +30,14 @@ void cn_objects_list_free(cn_objects_list_t *l)
         free(l->prefixes[i]);
     free(l->prefixes);
     free(l->next_start_after);
+    free(l->next_version_id_marker);
     memset(l, 0, sizeof *l);
 }
 
 /* The smallest byte string greater than every string that starts with p:
  * p with its last byte incremented, after dropping trailing 0xFF bytes.
  * Returns false when there is none (p is all 0xFF or empty). */
-static bool obj_successor(char *p, size_t *len)
+bool cn__list_successor(char *p, size_t *len)
 {
     while (*len && (uint8_t)p[*len - 1] == 0xFF)
         (*len)--;
@@ -45,18 +47,13 @@ static bool obj_successor(char *p, size_t *len)
     return true;
 }
 
-static int obj_bytes_cmp(const char *a, size_t al, const char *b, size_t bl)
+int cn__list_cmp(const char *a, size_t al, const char *b, size_t bl)
 {
     int c = memcmp(a, b, al < bl ? al : bl);
     return c ? c : (al < bl ? -1 : al > bl);
 }
 
-typedef struct {
-    cn_objects_list_t *out;
-    size_t cap_e, cap_p;
-} cn_obj_acc_t;
-
-static cn_err_t obj_add_prefix(cn_obj_acc_t *a, const char *p, size_t n)
+cn_err_t cn__list_add_prefix(cn__list_acc_t *a, const char *p, size_t n)
 {
     cn_objects_list_t *l = a->out;
     if (l->nprefixes == a->cap_p) {
@@ -74,7 +71,7 @@ static cn_err_t obj_add_prefix(cn_obj_acc_t *a, const char *p, size_t n)
     return 0;
 }
 
-static cn_err_t obj_add_entry(cn_obj_acc_t *a, cn_meta_stmt_t *st, const char *key, size_t kl)
+cn_err_t cn__list_add_entry(cn__list_acc_t *a, cn_meta_stmt_t *st, const char *key, size_t kl)
 {
     cn_objects_list_t *l = a->out;
     if (l->nentries == a->cap_e) {
@@ -109,6 +106,16 @@ static cn_err_t obj_add_entry(cn_obj_acc_t *a, cn_meta_stmt_t *st, const char *k
     return 0;
 }
 
+bool cn__list_start(char *bound, size_t *bl, bool *incl, const char *after, size_t al,
+                    const char *prefix, size_t pl)
+{
+    bool at_marker = al && cn__list_cmp(after, al, prefix, pl) >= 0;
+    memcpy(bound, at_marker ? after : prefix, at_marker ? al : pl);
+    *bl = at_marker ? al : pl;
+    *incl = !at_marker;
+    return at_marker;
+}
+
 static cn_err_t obj_set_next(cn_objects_list_t *l, const char *p, size_t n)
 {
     free(l->next_start_after);
@@ -127,7 +134,7 @@ typedef struct list_walk {
     char bound[CN_OBJECT_KEY_MAX + 1];
     size_t bl;
     bool incl;
-    cn_obj_acc_t acc;
+    cn__list_acc_t acc;
     size_t count;
     bool done;
 } list_walk_t;
@@ -142,7 +149,8 @@ static cn_err_t list_take(list_walk_t *w, cn_meta_stmt_t *st, const char *key, s
         w->done = true;
         return 0;
     }
-    cn_err_t err = prefix ? obj_add_prefix(&w->acc, key, n) : obj_add_entry(&w->acc, st, key, n);
+    cn_err_t err =
+        prefix ? cn__list_add_prefix(&w->acc, key, n) : cn__list_add_entry(&w->acc, st, key, n);
     if (err < 0)
         return err;
     w->count++;
@@ -187,7 +195,7 @@ static cn_err_t list_row(list_walk_t *w, cn_meta_stmt_t *st, bool *jumped)
     /* Jump past every key under this prefix. */
     memcpy(w->bound, key, cpl);
     w->bl = cpl;
-    if (!obj_successor(w->bound, &w->bl))
+    if (!cn__list_successor(w->bound, &w->bl))
         w->done = true;
     w->incl = true;
     *jumped = true;
@@ -230,7 +238,7 @@ static cn_err_t list_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bk
 {
     list_walk_t *w = ctx;
     cn_objects_list_free(w->out);
-    w->acc = (cn_obj_acc_t){ w->out, 0, 0 };
+    w->acc = (cn__list_acc_t){ w->out, 0, 0 };
     w->count = 0;
     w->done = false;
     cn__cond_t cond = { .prefix = w->prefix,
@@ -241,16 +249,14 @@ static cn_err_t list_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bk
                       NULL, NULL, &cond);
     if (err < 0)
         return err;
-    /* Start after start_after, or at the prefix if that is further on. */
-    if (w->al && obj_bytes_cmp(w->after, w->al, w->prefix, w->pl) >= 0) {
-        memcpy(w->bound, w->after, w->al);
-        w->bl = w->al;
-        w->incl = false;
-    } else {
-        memcpy(w->bound, w->prefix, w->pl);
-        w->bl = w->pl;
-        w->incl = true;
+    /* Versions merge both tables (versions_list.c); keys read current rows. */
+    if (w->args->versions) {
+        err = cn__list_versions(txn, rq, b, w->args, w->max, w->out);
+        if (err < 0)
+            cn_objects_list_free(w->out);
+        return err;
     }
+    cn__list_start(w->bound, &w->bl, &w->incl, w->after, w->al, w->prefix, w->pl);
     while (!w->done && err >= 0)
         err = list_batch(w, txn, b->id);
     if (err < 0)
@@ -289,6 +295,8 @@ cn_err_t cn_objects_list(cn_objects_t *o, cn_objects_req_t *rq, const char *buck
     if (!out->is_truncated) {
         free(out->next_start_after);
         out->next_start_after = NULL;
+        free(out->next_version_id_marker);
+        out->next_version_id_marker = NULL;
     }
     return 0;
 }

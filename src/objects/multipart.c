@@ -105,6 +105,8 @@ static cn_err_t mpu_create_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
                             (const char *)(acl.len ? acl.data : NULL), acl.len, cn__now_ms(), alg,
                             (const void *)umeta.data, umeta.len);
     }
+    if (err >= 0)
+        err = cn__upload_attrs_set(txn, mn->id, args);
     cn_buf_free(&umeta);
     cn_buf_free(&acl);
     return err < 0 ? err : CN_OK;
@@ -525,27 +527,38 @@ static cn_err_t complete_mark_done(cn_obj_complete_t *c, cn_meta_txn_t *txn, int
     return err < 0 ? err : 0;
 }
 
-/* The commit's body: re-check the upload and the parts, then swap the rows
- * (the new version's id in c->r.version_id). */
+static cn_err_t complete_rows_fn(cn_meta_txn_t *txn, void *ctx, int64_t vid)
+{
+    return complete_rows(ctx, txn, vid);
+}
+
+/* The commit's body: re-check the upload and the parts, then make the new
+ * version current (its id in c->r.version_id) with the tags and retention
+ * the upload was created with. */
 static cn_err_t complete_commit_body(cn_meta_txn_t *txn, void *ctx)
 {
     cn_obj_complete_t *c = ctx;
+    cn__vattrs_t va = { 0 };
     cn_err_t err = complete_recheck(c, txn);
-    int64_t cur = 0, vid = 0;
-    char cur_etag[CN_ETAG_MAX];
     if (err >= 0)
-        err = cn__version_find(txn, c->bucket_id, c->key, &cur, cur_etag, NULL);
+        err = cn__upload_attrs_get(txn, c->upload_id, &va);
+    cn__vmake_t mk = { .bucket_id = c->bucket_id,
+                       .key = c->key,
+                       .cond = c->args,
+                       .tags = va.tags,
+                       .ntags = va.ntags,
+                       .retention = va.has_retention ? &va.retention : NULL,
+                       .now_ms = c->r.last_modified_ms,
+                       .rows = complete_rows_fn,
+                       .ctx = c };
     if (err >= 0)
-        err = cn__put_conditions(c->rq, c->args, cur, cur_etag);
-    if (err >= 0 && cur)
-        err = cn__version_delete(txn, cur);
+        err = cn__obj_version_make(txn, c->rq, &mk);
     if (err >= 0)
-        err = cn__next_id(txn, "version", &vid);
-    if (err >= 0)
-        err = complete_rows(c, txn, vid);
-    if (err >= 0)
-        err = complete_mark_done(c, txn, vid);
-    c->r.version_id = err >= 0 ? vid : 0;
+        err = complete_mark_done(c, txn, mk.vid);
+    c->r.version_id = err >= 0 ? mk.vid : 0;
+    c->r.vnull = mk.vnull;
+    c->r.bucket_versioned = mk.versioned;
+    free(va.tags);
     return err < 0 ? err : CN_OK;
 }
 

@@ -262,12 +262,34 @@ cn_err_t cn__bkt_run(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
     return cn_meta_run(o->meta, flags, bkt_run_body, &br);
 }
 
+/* A write run's body, then (rows mode) its slot's bump as the last statement
+ * of the same transaction (gen.c). */
+typedef struct gen_run {
+    const cn__gen_t *gen;
+    size_t slot;
+    cn_meta_body_fn body;
+    void *ctx;
+} gen_run_t;
+
+static cn_err_t gen_run_body(cn_meta_txn_t *txn, void *ctx)
+{
+    const gen_run_t *gr = ctx;
+    cn_err_t err = gr->body(txn, gr->ctx);
+    if (err >= 0) {
+        cn_err_t bump = cn__gen_bump(gr->gen, txn, gr->slot);
+        if (bump < 0)
+            err = bump;
+    }
+    return err;
+}
+
 cn_err_t cn__write_run(cn_objects_t *o, const char *bucket, unsigned flags, cn_meta_body_fn body,
                        void *ctx)
 {
     size_t slot = cn__gen_slot(bucket);
+    gen_run_t gr = { o->gen, slot, body, ctx };
     cn__gen_enter(o->gen, slot);
-    cn_err_t err = cn_meta_run(o->meta, flags, body, ctx);
+    cn_err_t err = cn_meta_run(o->meta, flags, gen_run_body, &gr);
     cn__gen_leave(o->gen, slot);
     return err;
 }
@@ -291,6 +313,9 @@ cn_err_t cn__authorize(cn_objects_req_t *rq, const cn__bkt_t *bucket, cn_authz_a
         ar.delimiter = cond->delimiter;
         ar.max_keys = cond->max_keys;
         ar.x_amz_acl = cond->x_amz_acl;
+        ar.req_tags = cond->req_tags;
+        ar.nreq_tags = cond->nreq_tags;
+        ar.req_tags_given = cond->req_tags_given;
     }
     cn_authz_bucket_t bv;
     cn_authz_object_t ov;
@@ -300,6 +325,10 @@ cn_err_t cn__authorize(cn_objects_req_t *rq, const cn__bkt_t *bucket, cn_authz_a
         memset(&ov, 0, sizeof ov);
         ov.owner = obj->owner;
         ov.acl = obj->acl;
+        if (cond) {
+            ov.tags = cond->obj_tags;
+            ov.ntags = cond->nobj_tags;
+        }
     }
     cn_authz_decision_t d;
     cn_err_t err = cn_authz_decide(&ar, bucket ? &bv : NULL, obj ? &ov : NULL, &d);
@@ -340,6 +369,19 @@ cn_err_t cn__put_authorize(cn_objects_req_t *rq, const cn__bkt_t *b, const char 
                            const cn_objects_put_args_t *args)
 {
     cn__cond_t cond = { .x_amz_acl = args ? args->canned_acl : NULL };
+    /* The new version's tags (x-amz-tagging), for s3:RequestObjectTag/<k>
+     * and s3:RequestObjectTagKeys; tags NULL = the request sets none. */
+    cn_authz_tag_t rt[CN_OBJECTS_TAGS_MAX];
+    if (args && args->tags) {
+        size_t n = args->ntags < CN_OBJECTS_TAGS_MAX ? args->ntags : CN_OBJECTS_TAGS_MAX;
+        for (size_t i = 0; i < n; i++) {
+            rt[i].key = args->tags[i].key;
+            rt[i].value = args->tags[i].value;
+        }
+        cond.req_tags = rt;
+        cond.nreq_tags = n;
+        cond.req_tags_given = true;
+    }
     cn_err_t err = cn__authorize(rq, b, CN_ACT_PUT_OBJECT, key, NULL, &cond);
     if (err >= 0)
         err = cn__pab_put_acl(rq, b, args ? args->acl : NULL);
@@ -457,6 +499,9 @@ cn_err_t cn__put_args_check(cn_objects_req_t *rq, const cn_objects_put_args_t *a
 {
     if (!a)
         return 0;
+    if (a->ntags > CN_OBJECTS_TAGS_MAX || (a->ntags && !a->tags))
+        return cn__fail(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, "more than %d tags",
+                        CN_OBJECTS_TAGS_MAX);
     if (a->content_type && strlen(a->content_type) > CN_OBJECTS_CONTENT_TYPE_MAX)
         return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_CONTENT_TYPE_TOO_LONG,
                           "content type too long");

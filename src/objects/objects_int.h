@@ -72,6 +72,10 @@ typedef struct cn__gen cn__gen_t;
 /* Opens (creating) DATA/objects.gen: zeroed when no other process has it
  * open, then held with a shared lock until cn__gen_close.  -errno. */
 cn_err_t cn__gen_open(const char *data_dir, cn__gen_t **out);
+/* The same table as rows of meta (PostgreSQL: a fleet's nodes share no
+ * memory), migrated here; a write run must then bump its slot in its own
+ * transaction (cn__gen_bump).  Meta errors, -ENOMEM. */
+cn_err_t cn__gen_open_rows(cn_meta_t *meta, cn__gen_t **out);
 void cn__gen_close(cn__gen_t *g); /* NULL is a no-op */
 /* The slot of bucket (by name: known to readers and writers before any SQL). */
 size_t cn__gen_slot(const char *bucket);
@@ -86,6 +90,10 @@ static inline bool cn__gen_quiet(uint64_t w)
  * (committed or not).  No-ops when g is NULL. */
 void cn__gen_enter(cn__gen_t *g, size_t slot);
 void cn__gen_leave(cn__gen_t *g, size_t slot);
+/* Rows mode: moves slot's word inside txn, the write run's own transaction,
+ * as its last statement.  0 (also when g is NULL or maps the file), or a
+ * meta error the write run must fail with. */
+cn_err_t cn__gen_bump(const cn__gen_t *g, cn_meta_txn_t *txn, size_t slot);
 
 /* Runs a write transaction on bucket's objects or settings (cn_meta_run's
  * flags, body and result) between cn__gen_enter and cn__gen_leave of
@@ -202,6 +210,14 @@ cn_err_t cn__bkt_run(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
  * cond (may be NULL) supplies s3:prefix / delimiter / max-keys / x-amz-acl. */
 typedef struct cn__cond {
     const char *prefix, *delimiter, *max_keys, *x_amz_acl;
+    /* s3:ExistingObjectTag/<k>: the object's tags (with obj); and the
+     * request's tag set (s3:RequestObjectTag/<k>, s3:RequestObjectTagKeys;
+     * req_tags_given false = none). */
+    const cn_authz_tag_t *obj_tags;
+    size_t nobj_tags;
+    const cn_authz_tag_t *req_tags;
+    size_t nreq_tags;
+    bool req_tags_given;
 } cn__cond_t;
 cn_err_t cn__authorize(cn_objects_req_t *rq, const cn__bkt_t *bucket, cn_authz_action_t act,
                        const char *key, const cn__objacl_t *obj, const cn__cond_t *cond);
@@ -357,5 +373,168 @@ char *cn__strndup(const char *p, size_t n);
 void cn__strcpy(char *dst, size_t cap, const char *s, size_t n);
 
 int64_t cn__now_ms(void);
+
+/* ---- versions (versions.c) ---------------------------------------------------
+ * obj_version holds each key's current version (never a marker);
+ * obj_history its noncurrent versions and delete markers.  A key's latest
+ * version is its obj_version row, else its newest history row (then a
+ * marker: a key whose newest history row is a version has it current).  At
+ * most one version of a key is its null version (vnull), in either table.
+ * noncurrent_ms of a history row: when a newer version took its place; 0
+ * for a marker that is still its key's latest. */
+
+/* Where a resolved version lives. */
+typedef enum {
+    CN__VT_CURRENT = 1, /* obj_version */
+    CN__VT_HISTORY      /* obj_history */
+} cn__vtable_t;
+
+/* A resolved version of a key. */
+typedef struct cn__vref {
+    int64_t version_id;
+    bool marker;
+    bool vnull;
+    cn__vtable_t table;
+} cn__vref_t;
+
+/* Resolves version (wire form; NULL = the key's latest) of key in bucket_id
+ * inside txn into *out.  CN_E_INVALID (what = ARG, VERSION_ID_INVALID) for a
+ * malformed id; CN_E_NOT_FOUND with what = KEY when version is NULL and the
+ * key has no version at all, else NO_SUCH_VERSION.  The latest may be a
+ * marker (out->marker): the caller decides what that means. */
+cn_err_t cn__obj_version_resolve(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
+                                 const char *key, const char *version, cn__vref_t *out);
+
+/* Whether version_id may be removed for good at now_ms: 0, or CN_E_DENIED
+ * (VERSION_LOCKED) while its legal hold is on, its COMPLIANCE retention runs,
+ * or its GOVERNANCE retention runs and bypass (asked for and permitted:
+ * object:bypass-governance) is false. */
+cn_err_t cn__obj_version_removable(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t version_id,
+                                   bool bypass, int64_t now_ms);
+
+/* Removes a version for good wherever it is: its row, segments, tags and
+ * lock row (no removable check: the caller's). */
+cn_err_t cn__obj_version_purge(cn_meta_txn_t *txn, int64_t version_id, cn__vtable_t table);
+
+/* The bucket's versioning state and default retention as read in txn. */
+typedef struct cn__vstate {
+    cn_objects_versioning_t versioning;
+    cn_objects_lock_mode_t default_mode; /* NONE: no default retention */
+    int64_t default_ms;                  /* its period */
+} cn__vstate_t;
+cn_err_t cn__obj_vstate(cn_meta_txn_t *txn, int64_t bucket_id, cn__vstate_t *out);
+
+/* "Make this the current version of key": the one path of every write
+ * (PutObject, CopyObject, CompleteMultipartUpload, Jay's put).  In txn:
+ * reads the key's current version (cond's if_none_match / if_match judged
+ * against it), allocates the new version_id (*vid), calls pre(ctx, vid) if
+ * set (rows that must exist before the current one goes: a copy's
+ * segments), retires the current version (Enabled: to obj_history; else a
+ * null current is removed for good and a non-null one goes to history, and
+ * a null version in history is removed for good), calls rows(ctx, vid) to
+ * insert the new obj_version row and its segments, then marks it null or
+ * not and writes its tags and retention (explicit, else the bucket's
+ * default).  vnull and versioned (may be NULL) report the new version. */
+typedef cn_err_t (*cn__vrows_fn)(cn_meta_txn_t *txn, void *ctx, int64_t vid);
+typedef struct cn__vmake {
+    int64_t bucket_id;
+    const char *key;
+    const cn_objects_put_args_t *cond; /* conditions, may be NULL */
+    const cn_objects_kv_t *tags;
+    size_t ntags;
+    const cn_objects_retention_t *retention; /* NULL: the bucket's default */
+    int64_t now_ms;
+    cn__vrows_fn pre, rows;
+    void *ctx;
+    /* out */
+    int64_t vid;
+    bool vnull;
+    bool versioned; /* the bucket's versioning was ever set */
+} cn__vmake_t;
+cn_err_t cn__obj_version_make(cn_meta_txn_t *txn, cn_objects_req_t *rq, cn__vmake_t *mk);
+
+/* cn__authorize_found for a lookup of a named version: found may also be
+ * NO_SUCH_VERSION (CN_E_NOT_FOUND) or VERSION_IS_MARKER, told (with their
+ * details kept) only to whom act is allowed on a missing key. */
+cn_err_t cn__authorize_version(cn_objects_req_t *rq, const cn__bkt_t *b, cn_authz_action_t act,
+                               const char *key, cn_err_t found, const cn__objacl_t *obj);
+
+/* The tags and retention CreateMultipartUpload asked for, kept in the
+ * upload's row for the completion. */
+typedef struct cn__vattrs {
+    cn_objects_kv_t *tags; /* one block (free) */
+    size_t ntags;
+    bool has_retention;
+    cn_objects_retention_t retention;
+} cn__vattrs_t;
+/* Stores args' tags and retention (nothing when it has none) in upload_id's row. */
+cn_err_t cn__upload_attrs_set(cn_meta_txn_t *txn, const char *upload_id,
+                              const cn_objects_put_args_t *args);
+/* Reads them back into *out (its earlier tags freed; zeroed first). */
+cn_err_t cn__upload_attrs_get(cn_meta_txn_t *txn, const char *upload_id, cn__vattrs_t *out);
+
+/* A delete marker made key's latest version (DELETE on a versioned
+ * bucket): the current version retired as cn__obj_version_make does, the
+ * marker (its id in vid) null when vnull. */
+typedef struct cn__vmark {
+    int64_t bucket_id;
+    const char *key;
+    bool vnull;
+    int64_t now_ms;
+    const char *owner;
+    int64_t vid; /* out */
+} cn__vmark_t;
+cn_err_t cn__obj_marker_make(cn_meta_txn_t *txn, cn_objects_req_t *rq, cn__vmark_t *m);
+
+/* ---- listing (list.c, versions_list.c) */
+/* A page being filled, with its arrays' capacities. */
+typedef struct cn__list_acc {
+    cn_objects_list_t *out;
+    size_t cap_e, cap_p;
+} cn__list_acc_t;
+cn_err_t cn__list_add_prefix(cn__list_acc_t *a, const char *p, size_t n);
+/* An entry from st's row: okey, size, etag, sha256, mtime_ms, content_type,
+ * owner, nparts (columns 0..7). */
+cn_err_t cn__list_add_entry(cn__list_acc_t *a, cn_meta_stmt_t *st, const char *key, size_t kl);
+/* The smallest byte string after every string starting with p (false: none). */
+bool cn__list_successor(char *p, size_t *len);
+/* Byte order of two strings (memcmp, then the shorter first). */
+int cn__list_cmp(const char *a, size_t al, const char *b, size_t bl);
+/* Where a listing starts: after the marker (after, al bytes; *incl false),
+ * or at the prefix when that is further on (*incl true), into bound / *bl.
+ * true when it starts at the marker. */
+bool cn__list_start(char *bound, size_t *bl, bool *incl, const char *after, size_t al,
+                    const char *prefix, size_t pl);
+/* ListObjectVersions in txn, access already checked: both tables merged in
+ * key order, each key's versions newest first, at most max entries and
+ * prefixes. */
+cn_err_t cn__list_versions(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                           const cn_objects_list_args_t *args, size_t max, cn_objects_list_t *out);
+
+/* After a miss of key's current version: when its latest is a delete
+ * marker, sets info's delete_marker, version_id and vnull to it. */
+cn_err_t cn__obj_marker_look(cn_meta_txn_t *txn, int64_t bucket_id, const char *key,
+                             cn_object_info_t *info);
+/* Whether b's versioning was ever set (b's cached settings). */
+bool cn__bkt_versioned(const cn__bkt_t *b);
+
+/* A copy of n tags in one block (*out, free() it; NULL when n is 0).
+ * CN_E_INVALID over CN_OBJECTS_TAGS_MAX, -ENOMEM. */
+cn_err_t cn__tags_copy(const cn_objects_kv_t *in, size_t n, cn_objects_kv_t **out);
+
+/* ---- tags (tags.c) -----------------------------------------------------------
+ * A version's tag rows, keyed by version_id in whichever table it is.  The
+ * limits are the caller's to have checked (cn_objects_tags_check). */
+/* The number of tags of version_id: one count over the primary key. */
+cn_err_t cn__obj_tags_count(cn_meta_txn_t *txn, int64_t version_id, uint32_t *n);
+/* Reads the tags of version_id into out (its tags point into its storage;
+ * out zeroed or from an earlier read, freed with cn_objects_tagset_free). */
+cn_err_t cn__obj_tags_read(cn_meta_txn_t *txn, int64_t version_id, cn_objects_tagset_t *out);
+/* Replaces version_id's tags with tags[0..n). */
+cn_err_t cn__obj_tags_write(cn_meta_txn_t *txn, int64_t version_id, const cn_objects_kv_t *tags,
+                            size_t n);
+/* Copies the tags of version from to version to (which has none): a
+ * CopyObject under x-amz-tagging-directive COPY, the default. */
+cn_err_t cn__obj_tags_copy(cn_meta_txn_t *txn, int64_t from, int64_t to);
 
 #endif

@@ -54,6 +54,10 @@ struct cn_objects_put {
     bool skip_etag;
     bool if_none_match;
     char *if_match;
+    cn_objects_kv_t *tags; /* one block (cn__tags_copy) */
+    size_t ntags;
+    bool has_retention;
+    cn_objects_retention_t retention;
     /* parts */
     char upload_id[CN_UPLOAD_ID_MAX + 1];
     int32_t part_number;
@@ -161,6 +165,7 @@ static void obj_put_free(cn_objects_put_t *p)
     free(p->key);
     free(p->content_type);
     free(p->if_match);
+    free(p->tags);
     cn_buf_free(&p->umeta);
     cn_buf_free(&p->acl);
     free(p);
@@ -286,6 +291,13 @@ cn_err_t cn_objects_put_begin(cn_objects_t *o, cn_objects_req_t *rq, const char 
             err = cn__umeta_encode(args->meta, args->nmeta, &p->umeta);
         if (err >= 0)
             err = cn__acl_for_put(args->acl, p->owner, &p->acl);
+        if (err >= 0)
+            err = cn__tags_copy(args->tags, args->ntags, &p->tags);
+        p->ntags = p->tags ? args->ntags : 0;
+        if (args->retention) {
+            p->has_retention = true;
+            p->retention = *args->retention;
+        }
     }
     if (err < 0)
         obj_put_free(p);
@@ -407,6 +419,14 @@ typedef struct put_commit {
     cn_objects_put_result_t *r;
 } put_commit_t;
 
+/* The new version's rows (cn__obj_version_make's rows callback). */
+static cn_err_t commit_object_rows(cn_meta_txn_t *txn, void *ctx, int64_t vid)
+{
+    const put_commit_t *pc = ctx;
+    pc->r->version_id = vid;
+    return obj_put_rows(txn, pc->p, vid, pc->d, pc->r);
+}
+
 static cn_err_t commit_object_body(cn_meta_txn_t *txn, void *ctx)
 {
     const put_commit_t *pc = ctx;
@@ -416,22 +436,20 @@ static cn_err_t commit_object_body(cn_meta_txn_t *txn, void *ctx)
     if (err == CN_META_DONE)
         err = cn__fail(p->rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, "bucket %s does not exist",
                        p->bucket);
-    int64_t cur = 0, vid = 0;
-    char cur_etag[CN_ETAG_MAX];
+    cn_objects_put_args_t cond = { .if_none_match = p->if_none_match, .if_match = p->if_match };
+    cn__vmake_t mk = { .bucket_id = p->bucket_id,
+                       .key = p->key,
+                       .cond = &cond,
+                       .tags = p->tags,
+                       .ntags = p->ntags,
+                       .retention = p->has_retention ? &p->retention : NULL,
+                       .now_ms = pc->r->last_modified_ms,
+                       .rows = commit_object_rows,
+                       .ctx = (void *)pc };
     if (err >= 0)
-        err = cn__version_find(txn, p->bucket_id, p->key, &cur, cur_etag, NULL);
-    if (err >= 0) {
-        cn_objects_put_args_t cond = { .if_none_match = p->if_none_match, .if_match = p->if_match };
-        err = cn__put_conditions(p->rq, &cond, cur, cur_etag);
-    }
-    if (err >= 0 && cur)
-        err = cn__version_delete(txn, cur);
-    if (err >= 0)
-        err = cn__next_id(txn, "version", &vid);
-    if (err >= 0) {
-        pc->r->version_id = vid;
-        err = obj_put_rows(txn, p, vid, pc->d, pc->r);
-    }
+        err = cn__obj_version_make(txn, p->rq, &mk);
+    pc->r->vnull = mk.vnull;
+    pc->r->bucket_versioned = mk.versioned;
     return err < 0 ? err : CN_OK;
 }
 

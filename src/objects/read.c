@@ -4,7 +4,7 @@
  * A GET or HEAD is answered from the object-head cache (head.c) when the
  * bucket's write generation has not moved since the head was read (gen.c):
  * no transaction at all; authorization still runs.  Otherwise it is one read
- * transaction running one statement (CN_SQL_OBJ_KEY_READ: the bucket's
+ * transaction running one statement (CN_SQL_OBJ_V_KEY_READ: the bucket's
  * generation, the key's current version and its segments), with the bucket's
  * compiled settings taken from the handle's cache when that generation is
  * current (cache.c), and its result filed as a head.
@@ -218,12 +218,25 @@ static cn_err_t obj_find_for(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn_
     return err;
 }
 
-/* The KEY_READ statement's columns after the version's. */
+/* The V_KEY_READ statement's columns after the version's. */
 enum {
     KR_VERSION = 2, /* CN__VCOL_ID's column: the version columns start here */
     KR_DIGEST = KR_VERSION + CN__VCOL_CKSUM + 1,
-    KR_SEG_SIZE
+    KR_SEG_SIZE,
+    KR_VNULL,
+    KR_LOCK /* mode, retain_until_ms, legal_hold, then the tag count */
 };
+
+/* The lock columns from column base (mode, until, hold). */
+static void obj_lock_cols(cn_meta_stmt_t *st, int base, cn_object_info_t *info)
+{
+    const char *mode = cn_meta_column_text(st, base, NULL);
+    info->lock_mode = !mode                         ? CN_OBJ_LOCK_NONE
+                      : !strcmp(mode, "COMPLIANCE") ? CN_OBJ_LOCK_COMPLIANCE
+                                                    : CN_OBJ_LOCK_GOVERNANCE;
+    info->lock_until_ms = cn_meta_column_int64(st, base + 1);
+    info->legal_hold = cn_meta_column_int64(st, base + 2) != 0;
+}
 
 /* Collects the segments of the version st is on, one per row from the
  * current one, into a new array (*segs, *nsegs). */
@@ -279,7 +292,7 @@ static void key_read_drop(key_read_t *kr)
     cn__objacl_free(&kr->acl);
 }
 
-/* The key read once KEY_READ's first row is in st: the bucket's settings
+/* The key read once V_KEY_READ's first row is in st: the bucket's settings
  * (cached for its generation), the key, the version, the access decision. */
 static cn_err_t key_read_row(cn_meta_txn_t *txn, key_read_t *kr, cn_meta_stmt_t *st)
 {
@@ -291,10 +304,17 @@ static cn_err_t key_read_row(cn_meta_txn_t *txn, key_read_t *kr, cn_meta_stmt_t 
         err = cn__key_check(rq, kr->key);
     if (err >= 0) {
         cn_err_t found = 0;
-        if (cn_meta_column_is_null(st, KR_VERSION))
-            found = CN_E_NOT_FOUND;
-        else
+        if (cn_meta_column_is_null(st, KR_VERSION)) {
+            /* One more indexed look, on a miss only: a latest delete marker. */
+            found = cn__obj_marker_look(txn, kr->bucket_id, kr->key, kr->info);
+            found = found < 0 ? found : CN_E_NOT_FOUND;
+        } else {
             found = obj_info_cols(kr->o, st, KR_VERSION, kr->info, &kr->acl);
+            kr->info->vnull = cn_meta_column_int64(st, KR_VNULL) != 0;
+            obj_lock_cols(st, KR_LOCK, kr->info);
+            kr->info->ntags = (uint32_t)cn_meta_column_int64(st, KR_LOCK + 3);
+        }
+        kr->info->bucket_versioned = cn__bkt_versioned(kr->b);
         if (found >= 0 && kr->segs)
             found = key_read_segs(st, kr->info, kr->segs, kr->nsegs);
         err = cn__authorize_found(rq, kr->b, CN_ACT_GET_OBJECT, kr->key, found, &kr->acl);
@@ -319,7 +339,7 @@ static cn_err_t key_read_body(cn_meta_txn_t *txn, void *ctx)
                           "invalid bucket name");
     cn_meta_stmt_t *st = NULL;
     size_t klen = kr->key ? strlen(kr->key) : 0;
-    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_KEY_READ], "bs",
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_V_KEY_READ], "bs",
                                   (const void *)(kr->key ? kr->key : ""), klen, kr->bucket);
     if (err >= 0)
         err = cn_meta_step(st);
@@ -670,9 +690,190 @@ cn_err_t cn_objects_get_cached(cn_objects_t *o, cn_objects_req_t *rq, const char
     return obj_get_cached(o, rq, bucket, key, range, info, rd, &stamp);
 }
 
+/* ---- named versions ------------------------------------------------------------ */
+
+/* A read of one named version (GET / HEAD ?versionId=): what it asks, and
+ * what it found (info, and the segments when segs is not NULL). */
+typedef struct vread {
+    cn_objects_t *o;
+    const char *key, *version;
+    cn_object_info_t *info;
+    cn_obj_seg_t **segs;
+    size_t *nsegs;
+    int64_t bucket_id;
+    cn_authz_action_t act; /* 0: s3:GetObject */
+} vread_t;
+
+/* The segments of version vid, in order, into a new array. */
+static cn_err_t vread_segs(cn_meta_txn_t *txn, int64_t vid, uint32_t nparts, cn_obj_seg_t **segs,
+                           size_t *nsegs)
+{
+    size_t n = 0, cap = nparts ? nparts : 1;
+    cn_obj_seg_t *v = calloc(cap, sizeof *v);
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err =
+        v ? cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_SEGMENTS_OF_VERSION], "i", vid)
+          : -ENOMEM;
+    while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
+        size_t dl = 0;
+        const void *d = cn_meta_column_blob(st, 0, &dl);
+        if (!d || dl != CN_DIGEST_LEN || n == cap) {
+            err = CN_E_CORRUPT;
+            break;
+        }
+        memcpy(v[n].digest.b, d, CN_DIGEST_LEN);
+        v[n].size = (uint64_t)cn_meta_column_int64(st, 1);
+        n++;
+    }
+    cn_meta_finish(st);
+    if (err < 0) {
+        free(v);
+        return err;
+    }
+    *segs = v;
+    *nsegs = n;
+    return 0;
+}
+
+/* A named version's lock row and tag count into info. */
+static cn_err_t vread_lock(cn_meta_txn_t *txn, int64_t vid, cn_object_info_t *info)
+{
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_V_LOCK_ROW], "i", vid);
+    if (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
+        obj_lock_cols(st, 0, info);
+    }
+    cn_meta_finish(st);
+    if (err >= 0)
+        err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_V_TAGS_COUNT], "i", vid);
+    if (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW)
+        info->ntags = (uint32_t)cn_meta_column_int64(st, 0);
+    cn_meta_finish(st);
+    return err < 0 ? err : 0;
+}
+
+/* Loads version v's row into vr->info (and acl), and its segments. */
+static cn_err_t vread_row(cn_meta_txn_t *txn, vread_t *vr, const cn__vref_t *v, cn__objacl_t *acl)
+{
+    cn_meta_stmt_t *st = NULL;
+    int q = v->table == CN__VT_CURRENT ? CN_SQL_OBJ_V_CUR_ROW : CN_SQL_OBJ_V_HIST_ROW;
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_obj[q], "i", v->version_id);
+    if (err >= 0)
+        err = cn_meta_step(st);
+    if (err == CN_META_ROW)
+        err = obj_info_cols(vr->o, st, 0, vr->info, acl);
+    else if (err == CN_META_DONE)
+        err = CN_E_CORRUPT;
+    cn_meta_finish(st);
+    vr->info->vnull = v->vnull;
+    if (err >= 0)
+        err = vread_lock(txn, v->version_id, vr->info);
+    if (err >= 0 && vr->segs)
+        err = vread_segs(txn, v->version_id, vr->info->nparts, vr->segs, vr->nsegs);
+    return err;
+}
+
+static cn_err_t vread_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b, void *ctx)
+{
+    vread_t *vr = ctx;
+    cn_objects_info_free(vr->info);
+    memset(vr->info, 0, sizeof *vr->info);
+    if (vr->segs) {
+        free(*vr->segs);
+        *vr->segs = NULL;
+        *vr->nsegs = 0;
+    }
+    vr->bucket_id = b->id;
+    cn__objacl_t acl = { 0 };
+    cn__vref_t v;
+    cn_err_t err = cn__key_check(rq, vr->key);
+    if (err < 0)
+        return err;
+    err = cn__obj_version_resolve(txn, rq, b->id, vr->key, vr->version, &v);
+    if (err >= 0 && v.marker)
+        err = cn__fail_d(rq, CN_E_UNSUPPORTED, CN_OBJ_WHAT_KEY, CN_OBJ_VERSION_IS_MARKER,
+                         "the version is a delete marker");
+    else if (err >= 0)
+        err = vread_row(txn, vr, &v, &acl);
+    if (err == CN_E_UNSUPPORTED) {
+        vr->info->delete_marker = true;
+        vr->info->version_id = v.version_id;
+        vr->info->vnull = v.vnull;
+    }
+    vr->info->bucket_versioned = cn__bkt_versioned(b);
+    err = cn__authorize_version(rq, b, vr->act ? vr->act : CN_ACT_GET_OBJECT, vr->key, err, &acl);
+    cn__objacl_free(&acl);
+    return err;
+}
+
+cn_err_t cn_objects_head_version(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                 const char *key, const char *version, cn_object_info_t *info)
+{
+    if (!version)
+        return cn_objects_head(o, rq, bucket, key, info);
+    memset(info, 0, sizeof *info);
+    vread_t vr = { .o = o, .key = key, .version = version, .info = info };
+    cn_err_t err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
+                               vread_body, &vr);
+    if (err < 0)
+        cn_objects_info_free(info);
+    return err;
+}
+
+/* The version a reader was built from is still there (its blobs then are
+ * live): a second look, as obj_hold's for a current version. */
+static cn_err_t vread_look_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                                void *ctx)
+{
+    const vread_t *vr = ctx;
+    cn__vref_t v;
+    return cn__obj_version_resolve(txn, rq, b->id, vr->key, vr->version, &v);
+}
+
+cn_err_t cn_objects_get_version(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                const char *key, const char *version,
+                                const cn_objects_range_t *range, cn_object_info_t *info,
+                                cn_objects_reader_t **rd)
+{
+    if (!version)
+        return cn_objects_get(o, rq, bucket, key, range, info, rd);
+    *rd = NULL;
+    memset(info, 0, sizeof *info);
+    cn_obj_seg_t *segs = NULL;
+    size_t nsegs = 0;
+    cn_objects_reader_t *r = NULL;
+    vread_t vr = {
+        .o = o, .key = key, .version = version, .info = info, .segs = &segs, .nsegs = &nsegs
+    };
+    cn_err_t err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
+                               vread_body, &vr);
+    if (err >= 0)
+        err = obj_reader_new(o, rq, range, info, segs, nsegs, &r);
+    else
+        free(segs);
+    bool missing = false;
+    if (err >= 0)
+        err = obj_open_segs(o, r, &missing);
+    if (err >= 0 && (missing || r->nsegs > CN__HOLD_SEGS)) {
+        err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
+                          vread_look_body, &vr);
+        if (err >= 0 && missing)
+            err = cn__fail(rq, CN_E_CORRUPT, CN_OBJ_WHAT_KEY,
+                           "a blob of the version is missing or short");
+    }
+    if (err >= 0) {
+        *rd = r;
+        return 0;
+    }
+    cn_objects_reader_free(r);
+    if (err != CN_E_RANGE && !info->delete_marker)
+        cn_objects_info_free(info);
+    return err;
+}
+
 /* A walk of a key's parts, each handed to fn(arg, part). */
 typedef struct parts_walk {
-    const char *key;
+    const char *key, *version; /* version NULL: the current one */
     cn_objects_part_fn fn;
     void *arg;
 } parts_walk_t;
@@ -683,7 +884,12 @@ static cn_err_t parts_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__b
     cn_object_info_t info;
     memset(&info, 0, sizeof info);
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = obj_load_for(txn, rq, b, pw->key, CN_ACT_GET_OBJECT_ATTRIBUTES, &info);
+    vread_t vr = {
+        .key = pw->key, .version = pw->version, .info = &info, .act = CN_ACT_GET_OBJECT_ATTRIBUTES
+    };
+    cn_err_t err = pw->version
+                       ? vread_body(txn, rq, b, &vr)
+                       : obj_load_for(txn, rq, b, pw->key, CN_ACT_GET_OBJECT_ATTRIBUTES, &info);
     if (err >= 0)
         err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_SEGMENT_PARTS], "i", info.version_id);
     while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
@@ -710,27 +916,130 @@ static cn_err_t parts_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__b
 cn_err_t cn_objects_object_parts(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                  const char *key, cn_objects_part_fn fn, void *arg)
 {
+    return cn_objects_object_parts_version(o, rq, bucket, key, NULL, fn, arg);
+}
+
+cn_err_t cn_objects_object_parts_version(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                         const char *key, const char *version,
+                                         cn_objects_part_fn fn, void *arg)
+{
     /* Not repeatable: fn has seen the parts of a failed run. */
-    parts_walk_t pw = { key, fn, arg };
+    parts_walk_t pw = { key, version, fn, arg };
     return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ, parts_body, &pw);
+}
+
+/* ---- deletes ---------------------------------------------------------------------- */
+
+/* One delete: what it asks (version NULL: the key), and what it did. */
+typedef struct del_run {
+    const char *key, *version;
+    bool bypass;     /* x-amz-bypass-governance-retention asked for */
+    bool must_exist; /* a key without a current version is NOT_FOUND (Jay) */
+    int64_t now;
+    cn_objects_delete_result_t res;
+} del_run_t;
+
+/* After a version of key left for good: when no version is current, the
+ * newest remaining one becomes current unless it is a marker. */
+static cn_err_t del_restore(cn_meta_txn_t *txn, int64_t bucket_id, const char *key)
+{
+    cn__vref_t v;
+    cn_err_t err = cn__obj_version_resolve(txn, NULL, bucket_id, key, NULL, &v);
+    if (err == CN_E_NOT_FOUND || (err >= 0 && (v.table == CN__VT_CURRENT || v.marker)))
+        return 0;
+    if (err >= 0)
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_V_FROM_HISTORY], "i", v.version_id);
+    if (err >= 0)
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_V_HIST_DELETE], "i", v.version_id);
+    return err < 0 ? err : 0;
+}
+
+/* A bypass of GOVERNANCE retention is honoured when asked for and
+ * s3:BypassGovernanceRetention is allowed (object:bypass-governance on the
+ * token, and the bucket policy); a refusal here is no failure of the call. */
+static bool del_may_bypass(cn_objects_req_t *rq, const cn__bkt_t *b, const del_run_t *d)
+{
+    if (!d->bypass)
+        return false;
+    cn_fail_t saved = rq->fail;
+    cn_objects_what_t what = rq->what;
+    bool ok = cn__authorize(rq, b, CN_ACT_BYPASS_GOVERNANCE_RETENTION, d->key, NULL, NULL) >= 0;
+    rq->fail = saved;
+    rq->what = what;
+    return ok;
+}
+
+/* DELETE ?versionId: that version leaves for good, if it may. */
+static cn_err_t del_version(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                            del_run_t *d)
+{
+    cn__vref_t v;
+    cn_err_t err = cn__obj_version_resolve(txn, rq, b->id, d->key, d->version, &v);
+    err = cn__authorize_version(rq, b, CN_ACT_DELETE_OBJECT, d->key, err, NULL);
+    if (err >= 0)
+        err = cn__obj_version_removable(txn, rq, v.version_id, del_may_bypass(rq, b, d), d->now);
+    if (err >= 0)
+        err = cn__obj_version_purge(txn, v.version_id, v.table);
+    if (err >= 0)
+        err = del_restore(txn, b->id, d->key);
+    d->res = (cn_objects_delete_result_t){ true, v.version_id, v.vnull, v.marker };
+    return err;
 }
 
 static cn_err_t delete_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b, void *ctx)
 {
+    del_run_t *d = ctx;
+    memset(&d->res, 0, sizeof d->res);
+    cn_err_t err = cn__key_check(rq, d->key);
+    if (err < 0 || d->version)
+        return err < 0 ? err : del_version(txn, rq, b, d);
     cn__objacl_t acl = { 0 };
+    cn__vstate_t vs;
     int64_t vid = 0;
-    cn_err_t err = obj_find_for(txn, rq, b, ctx, CN_ACT_DELETE_OBJECT, &vid, &acl);
+    err = cn__obj_vstate(txn, b->id, &vs);
     if (err >= 0)
-        err = cn__version_delete(txn, vid);
+        err = cn__version_find(txn, b->id, d->key, &vid, NULL, &acl);
+    bool off = vs.versioning == CN_OBJ_VERSIONING_OFF;
+    /* A versioned bucket marks even a missing key (S3), unless asked not to. */
+    if (err >= 0)
+        err = cn__authorize_found(rq, b, CN_ACT_DELETE_OBJECT, d->key,
+                                  vid || (!off && !d->must_exist) ? 0 : CN_E_NOT_FOUND, &acl);
     cn__objacl_free(&acl);
+    if (err >= 0 && off)
+        return cn__obj_version_purge(txn, vid, CN__VT_CURRENT);
+    cn__vmark_t m = { b->id,
+                      d->key,
+                      vs.versioning != CN_OBJ_VERSIONING_ENABLED,
+                      d->now,
+                      cn__principal_name(rq) ? cn__principal_name(rq) : b->owner,
+                      0 };
+    if (err >= 0)
+        err = cn__obj_marker_make(txn, rq, &m);
+    if (err >= 0)
+        d->res = (cn_objects_delete_result_t){ true, m.vid, m.vnull, true };
+    return err;
+}
+
+cn_err_t cn_objects_delete_version(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                   const char *key, const char *version, bool bypass_governance,
+                                   cn_objects_delete_result_t *res)
+{
+    del_run_t d = {
+        .key = key, .version = version, .bypass = bypass_governance, .now = cn__now_ms()
+    };
+    cn_err_t err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_WRITE | CN_META_RETRY,
+                               delete_body, &d);
+    if (res)
+        *res = err >= 0 ? d.res : (cn_objects_delete_result_t){ 0 };
     return err;
 }
 
 cn_err_t cn_objects_delete(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                            const char *key)
 {
+    del_run_t d = { .key = key, .must_exist = true, .now = cn__now_ms() };
     return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_WRITE | CN_META_RETRY,
-                       delete_body, (void *)key);
+                       delete_body, &d);
 }
 
 /* An object ACL to read (out) or to write (in) on key. */

@@ -443,6 +443,8 @@ cn_err_t cn_repos_instance_status(cn_repos_t *r, cn_repos_req_t *rq, const uint8
     instance_page_t ip = { after, out, fn, ctx, false, next };
     cn_err_t err = cn_meta_run(r->meta, CN_META_RUN_READ, instance_body, &ip);
     *has_next = ip.has_next;
+    if (err >= 0)
+        out->has_available = cn_store_space(r->store, &out->available_bytes) == CN_OK;
     return err;
 }
 

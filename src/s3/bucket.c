@@ -1,5 +1,6 @@
-/* Bucket operations: ListBuckets, CreateBucket, DeleteBucket, HeadBucket,
- * GetBucketLocation, GetBucketVersioning (always unversioned). */
+/* Bucket operations: ListBuckets, CreateBucket (with object lock enabled
+ * when asked), DeleteBucket, HeadBucket, GetBucketLocation,
+ * GetBucketVersioning (always unversioned). */
 #include "s3_int.h"
 
 #include <errno.h>
@@ -78,6 +79,28 @@ void cn__s3_list_buckets(cn__s3_rq_t *q)
 
 /* ---- CreateBucket ------------------------------------------------------------- */
 
+/* Creates q->bucket; with x-amz-bucket-object-lock-enabled: true, its
+ * versioning "Enabled" and its object lock configuration are written in the
+ * creating transaction. */
+static cn_err_t create_bucket(cn__s3_rq_t *q, const cn_authz_acl_t *acl)
+{
+    const char *lock = cn_http_req_header(q->r, "x-amz-bucket-object-lock-enabled");
+    if (!lock || strcasecmp(lock, "true") != 0)
+        return cn_objects_bucket_create(q->s3->objects, &q->orq, q->bucket, acl, NULL);
+    cn_buf_t doc = { 0 };
+    cn_err_t e = cn__s3_lock_config_initial(&doc);
+    if (e >= 0)
+        e = cn_buf_append(&doc, "", 1); /* the settings are NUL-terminated strings */
+    if (e >= 0) {
+        cn_objects_kv_t settings[] = { { "versioning", "Enabled" },
+                                       { CN_OBJECTS_LOCK_ATTR, (const char *)doc.data } };
+        e = cn_objects_bucket_create_with(q->s3->objects, &q->orq, q->bucket, acl, settings, 2,
+                                          NULL);
+    }
+    cn_buf_free(&doc);
+    return e;
+}
+
 static void create_done(cn__s3_rq_t *q)
 {
     cn_xml_doc_t *d = cn__s3_body_xml(q, false);
@@ -102,11 +125,6 @@ static void create_done(cn__s3_rq_t *q)
         }
         cn_xml_doc_free(d);
     }
-    const char *lock = cn_http_req_header(q->r, "x-amz-bucket-object-lock-enabled");
-    if (lock && strcasecmp(lock, "true") == 0) {
-        cn__s3_error(q, CN_S3E_NOT_IMPLEMENTED, "object lock is not supported");
-        return;
-    }
     if (q->anonymous) {
         cn__s3_error(q, CN_S3E_ACCESS_DENIED, NULL);
         return;
@@ -122,7 +140,7 @@ static void create_done(cn__s3_rq_t *q)
         return;
     }
     cn_authz_acl_t *aclp = present ? acl : NULL;
-    cn_err_t e = cn_objects_bucket_create(q->s3->objects, &q->orq, q->bucket, aclp, NULL);
+    cn_err_t e = create_bucket(q, aclp);
     free(acl);
     if (e == CN_E_EXISTS) {
         char owner[CN_ACCOUNT_NAME_MAX + 1];

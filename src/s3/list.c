@@ -4,10 +4,11 @@
  * page position travels (v1: marker / NextMarker, the last key itself; v2:
  * an opaque continuation token, here the base64 of the last key or prefix
  * returned; versions: key-marker / version-id-marker, NextKeyMarker /
- * NextVersionIdMarker) and in which elements the body carries.  Buckets are
- * unversioned, so ListObjectVersions lists each key as its one version,
- * "null" and latest.  encoding-type=url encodes every key-valued element and
- * is echoed only when asked. */
+ * NextVersionIdMarker) and in which elements the body carries.
+ * ListObjectVersions lists Version and DeleteMarker entries in the
+ * service's order (keys in byte order, each key's versions newest first).
+ * encoding-type=url encodes every key-valued element and is echoed only
+ * when asked. */
 #include "s3_int.h"
 
 #include <errno.h>
@@ -107,20 +108,40 @@ static void list_tail(cn_xml_writer_t *w, const list_page_t *pg)
     cn_xml_elem_bool(w, "IsTruncated", pg->l.is_truncated);
 }
 
-/* The entries (as Contents, or as Version: the key's one version, "null" and
- * latest), then the CommonPrefixes. */
+/* A DeleteMarker entry of ListObjectVersions. */
+static void list_marker(cn_xml_writer_t *w, const list_page_t *pg, const cn_objects_entry_t *en)
+{
+    char date[CN_RFC3339_LEN], v[CN_OBJECTS_VERSION_ID_MAX];
+    cn__s3_iso_date(en->last_modified_ms, date);
+    cn_objects_version_str(en->version_id, en->vnull, v);
+    cn_xml_open(w, "DeleteMarker", NULL);
+    cn__s3_url_text(w, "Key", en->key, pg->url);
+    cn_xml_elem(w, "VersionId", v);
+    cn_xml_elem_bool(w, "IsLatest", en->is_latest);
+    cn_xml_elem(w, "LastModified", date);
+    cn__s3_owner(w, "Owner", en->owner);
+    cn_xml_close(w);
+}
+
+/* The entries (as Contents, or as Version / DeleteMarker), then the
+ * CommonPrefixes. */
 static void list_entries(cn_xml_writer_t *w, const list_page_t *pg, bool owner, bool versions)
 {
     for (size_t i = 0; i < pg->l.nentries; i++) {
         const cn_objects_entry_t *en = &pg->l.entries[i];
-        char date[CN_RFC3339_LEN], etag[CN__S3_ETAG_MAX];
+        if (versions && en->delete_marker) {
+            list_marker(w, pg, en);
+            continue;
+        }
+        char date[CN_RFC3339_LEN], etag[CN__S3_ETAG_MAX], v[CN_OBJECTS_VERSION_ID_MAX];
         cn__s3_iso_date(en->last_modified_ms, date);
         cn__s3_quote_etag(en->etag, etag);
         cn_xml_open(w, versions ? "Version" : "Contents", NULL);
         cn__s3_url_text(w, "Key", en->key, pg->url);
         if (versions) {
-            cn_xml_elem(w, "VersionId", "null");
-            cn_xml_elem_bool(w, "IsLatest", true);
+            cn_objects_version_str(en->version_id, en->vnull, v);
+            cn_xml_elem(w, "VersionId", v);
+            cn_xml_elem_bool(w, "IsLatest", en->is_latest);
         }
         cn_xml_elem(w, "LastModified", date);
         cn_xml_elem(w, "ETag", etag);
@@ -216,21 +237,21 @@ void cn__s3_list_versions(cn__s3_rq_t *q)
                      "A version-id marker cannot be specified without a key marker.");
         return;
     }
-    /* An unversioned key has one version, "null": the listing resumes after
-     * the key whether or not that version is named. */
-    if (vm && *vm && strcmp(vm, "null") != 0) {
+    int64_t vid = 0;
+    bool vnull = false;
+    if (vm && *vm && cn_objects_version_parse(vm, &vid, &vnull) < 0) {
         cn__s3_error(q, CN_S3E_INVALID_ARGUMENT, "Invalid version id specified");
         return;
     }
     pg.la.start_after = km && *km ? km : NULL;
+    pg.la.version_id_marker = vm && *vm ? vm : NULL;
     pg.la.versions = true;
     if (!list_fetch(q, &pg))
         return;
     const cn_objects_list_t *l = &pg.l;
-    /* The page ends on a key (its version marker is "null") or on a common
-     * prefix (no version: the next page resumes after the whole prefix). */
+    /* The page ends on a version (both markers) or on a common prefix (no
+     * version marker: the next page resumes after the whole prefix). */
     const char *next = l->is_truncated ? l->next_start_after : NULL;
-    bool next_is_prefix = next && l->nprefixes && strcmp(l->prefixes[l->nprefixes - 1], next) == 0;
 
     cn_buf_t out = { 0 };
     cn_xml_writer_t w;
@@ -242,8 +263,8 @@ void cn__s3_list_versions(cn__s3_rq_t *q)
     cn_xml_elem(&w, "VersionIdMarker", vm ? vm : "");
     if (next) {
         cn__s3_url_text(&w, "NextKeyMarker", next, pg.url);
-        if (!next_is_prefix)
-            cn_xml_elem(&w, "NextVersionIdMarker", "null");
+        if (l->next_version_id_marker)
+            cn_xml_elem(&w, "NextVersionIdMarker", l->next_version_id_marker);
     }
     list_tail(&w, &pg);
     list_entries(&w, &pg, true, true);

@@ -57,15 +57,22 @@ void cn__s3_mpu_create(cn__s3_rq_t *q)
 {
     cn__s3_put_hdrs_t h;
     memset(&h, 0, sizeof h);
+    cn__s3_tags_t tags;
+    memset(&tags, 0, sizeof tags);
     const char *alg = NULL;
-    if (!create_checksum(q, &alg) || !cn__s3_put_hdrs(q, &h, false)) {
+    if (!create_checksum(q, &alg) || !cn__s3_put_hdrs(q, &h, false) ||
+        !cn__s3_tagging_header(q, &tags)) {
         cn__s3_put_hdrs_free(&h);
+        cn__s3_tags_free(&tags);
         return;
     }
     h.args.checksum_alg = alg;
+    h.args.tags = tags.kv;
+    h.args.ntags = tags.n;
     char id[CN_UPLOAD_ID_MAX + 1];
     cn_err_t e = cn_objects_mpu_create(q->s3->objects, &q->orq, q->bucket, q->key, &h.args, id);
     cn__s3_put_hdrs_free(&h);
+    cn__s3_tags_free(&tags);
     if (e < 0) {
         cn__s3_fail(q, e);
         return;
@@ -145,15 +152,16 @@ void cn__s3_mpu_upload_part_copy(cn__s3_rq_t *q)
     int hr = copy_range(q, &rg);
     if (hr < 0)
         return;
-    char *sb = NULL, *sk = NULL;
-    if (!cn__s3_copy_source(q, &sb, &sk))
+    char *sb = NULL, *sk = NULL, *sv = NULL;
+    if (!cn__s3_copy_source(q, &sb, &sk, &sv))
         return;
     cn_object_info_t info;
     memset(&info, 0, sizeof info);
     cn_objects_reader_t *rd = NULL;
     cn_objects_put_t *put = NULL;
     cn_objects_req_t src = q->orq;
-    cn_err_t e = cn_objects_get(q->s3->objects, &src, sb, sk, hr ? &rg : NULL, &info, &rd);
+    cn_err_t e =
+        cn_objects_get_version(q->s3->objects, &src, sb, sk, sv, hr ? &rg : NULL, &info, &rd);
     if (e < 0) {
         if (e == CN_E_RANGE) {
             char m[128];
@@ -196,16 +204,21 @@ void cn__s3_mpu_upload_part_copy(cn__s3_rq_t *q)
         e = cn_objects_put_commit(put, &res);
         put = NULL;
     }
-    if (e < 0)
+    if (e < 0) {
         cn__s3_fail(q, e);
-    else
+    } else {
+        if (sv)
+            cn__s3_version_header(q, "x-amz-copy-source-version-id", info.version_id, info.vnull,
+                                  true);
         cn__s3_copy_result(q, "CopyPartResult", &res);
+    }
 out:
     cn_objects_put_abort(put);
     cn_objects_reader_free(rd);
     cn_objects_info_free(&info);
     free(sb);
     free(sk);
+    free(sv);
 }
 
 /* ---- Complete -------------------------------------------------------------------------------- */
@@ -452,6 +465,11 @@ static void complete_answer(cn__s3_rq_t *q, const cn_objects_put_result_t *res)
     cn_xml_elem(&w, "Bucket", q->bucket);
     cn_xml_elem(&w, "Key", q->key);
     cn_xml_elem(&w, "ETag", etag);
+    /* A repeated completion does not know the version's nullness: it names
+     * no version. */
+    if (!res->repeated)
+        cn__s3_version_header(q, "x-amz-version-id", res->version_id, res->vnull,
+                              res->bucket_versioned);
     cn_http_cksum_alg_t alg = cn_http_cksum_parse(res->checksum_alg);
     if (alg != CN_CKSUM_NONE && res->checksum[0]) {
         char elem[32];

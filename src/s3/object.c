@@ -21,6 +21,7 @@
 
 typedef struct {
     cn__s3_put_hdrs_t h;
+    cn__s3_tags_t tags; /* x-amz-tagging of a PutObject */
     uint8_t md5[CN_MD5_LEN];
     uint8_t sha[CN_DIGEST_LEN];
     cn_objects_put_t *put;
@@ -37,6 +38,7 @@ static void put_cleanup(cn__s3_rq_t *q)
     cn_objects_put_abort(p->put);
     cn_http_cksum_free(&p->ck);
     cn__s3_put_hdrs_free(&p->h);
+    cn__s3_tags_free(&p->tags);
     free(p);
     q->op = NULL;
 }
@@ -82,6 +84,9 @@ static void put_end(cn__s3_rq_t *q)
     if (!cn__s3_put_commit(q, &p->put, &res, etag))
         return;
     cn_http_resp_header(q->r, "ETag", etag);
+    if (!p->part)
+        cn__s3_version_header(q, "x-amz-version-id", res.version_id, res.vnull,
+                              res.bucket_versioned);
     if (!b64[0])
         echo_checksum(q);
     cn_http_respond_empty(q->r, 200, 0);
@@ -173,8 +178,11 @@ void cn__s3_put_object(cn__s3_rq_t *q)
     cn__put_t *p = put_new(q, &size);
     if (!p)
         return;
-    if (!cn__s3_put_hdrs(q, &p->h, true) || !put_expect(q, p, &p->h.args))
+    if (!cn__s3_put_hdrs(q, &p->h, true) || !put_expect(q, p, &p->h.args) ||
+        !cn__s3_tagging_header(q, &p->tags))
         return;
+    p->h.args.tags = p->tags.kv;
+    p->h.args.ntags = p->tags.n;
     cn_err_t e =
         cn_objects_put_begin(q->s3->objects, &q->orq, q->bucket, q->key, &p->h.args, size, &p->put);
     if (e < 0) {
@@ -508,6 +516,16 @@ static void object_headers(cn__s3_rq_t *q, const cn_object_info_t *info, bool wh
     cn_http_resp_header(q->r, "ETag", etag);
     cn_http_resp_header(q->r, "Last-Modified", date);
     cn_http_resp_header(q->r, "Accept-Ranges", "bytes");
+    cn__s3_version_header(q, "x-amz-version-id", info->version_id, info->vnull,
+                          info->bucket_versioned);
+    if (info->ntags) {
+        char n[16];
+        snprintf(n, sizeof n, "%u", info->ntags);
+        cn_http_resp_header(q->r, "x-amz-tagging-count", n);
+    }
+    cn_objects_retention_t lock = { (cn_objects_lock_mode_t)info->lock_mode, info->lock_until_ms,
+                                    info->legal_hold };
+    cn__s3_lock_echo(q, &lock);
     for (size_t i = 0; i < info->nmeta; i++) {
         bool sys = false;
         for (size_t k = 0; k < CN__S3_SYSTEM_META_COUNT && !sys; k++)
@@ -578,15 +596,28 @@ void cn__s3_get_object(cn__s3_rq_t *q)
             "Request specific response headers cannot be used for anonymous GET requests.");
         return;
     }
+    /* A named version is read by a worker (the head cache holds current
+     * versions only). */
+    const char *ver = cn_http_req_query(r, "versionId");
+    if (ver && cn_http_req_on_loop(r)) {
+        cn_http_req_decline(r);
+        return;
+    }
     for (int attempt = 0; attempt < 2; attempt++) {
         cn_object_info_t info;
         memset(&info, 0, sizeof info);
         cn_objects_reader_t *rd = NULL;
         /* On the loop only the object-head cache answers (CN_E_AGAIN, like
          * every error there, declines: a worker reads the metadata). */
-        cn_err_t e = (cn_http_req_on_loop(r) ? cn_objects_get_cached : cn_objects_get)(
-            q->s3->objects, &q->orq, q->bucket, q->key, has_range > 0 ? &rg : NULL, &info, &rd);
+        cn_err_t e = cn_http_req_on_loop(r)
+                         ? cn_objects_get_cached(q->s3->objects, &q->orq, q->bucket, q->key,
+                                                 has_range > 0 ? &rg : NULL, &info, &rd)
+                         : cn_objects_get_version(q->s3->objects, &q->orq, q->bucket, q->key, ver,
+                                                  has_range > 0 ? &rg : NULL, &info, &rd);
         if (e < 0 && e != CN_E_RANGE) {
+            /* NoSuchKey of a deleted key, MethodNotAllowed of a marker's id. */
+            if ((e == CN_E_NOT_FOUND || e == CN_E_UNSUPPORTED) && !cn_http_req_on_loop(r))
+                cn__s3_marker_headers(q, &info);
             cn_objects_info_free(&info);
             cn__s3_fail(q, e);
             return;
@@ -675,18 +706,55 @@ void cn__s3_get_object(cn__s3_rq_t *q)
 
 /* ---- DeleteObject / DeleteObjects --------------------------------------------------- */
 
+/* x-amz-bypass-governance-retention: true */
+static bool bypass_asked(cn__s3_rq_t *q)
+{
+    const char *b = cn_http_req_header(q->r, "x-amz-bypass-governance-retention");
+    return b && !strcasecmp(b, "true");
+}
+
 void cn__s3_delete_object(cn__s3_rq_t *q)
 {
-    cn_err_t e = cn_objects_delete(q->s3->objects, &q->orq, q->bucket, q->key);
+    const char *ver = cn_http_req_query(q->r, "versionId");
+    cn_objects_delete_result_t res;
+    cn_err_t e = cn_objects_delete_version(q->s3->objects, &q->orq, q->bucket, q->key, ver,
+                                           bypass_asked(q), &res);
+    /* Deleting what is not there succeeds: a missing key, or a version the
+     * key does not have (S3). */
     if (e < 0 && !(e == CN_E_NOT_FOUND && q->orq.what == CN_OBJ_WHAT_KEY)) {
         cn__s3_fail(q, e);
         return;
+    }
+    if (e >= 0 && res.has_version) {
+        cn__s3_version_header(q, "x-amz-version-id", res.version_id, res.vnull, true);
+        if (res.delete_marker)
+            cn_http_resp_header(q->r, "x-amz-delete-marker", "true");
+    } else if (ver) {
+        cn_http_resp_header(q->r, "x-amz-version-id", ver);
     }
     cn_http_respond_empty(q->r, 204, 0);
 }
 
 #define CN__S3_DELETE_MAX 1000
 #define CN__S3_DELETE_BODY_MAX (2u << 20)
+
+/* One Deleted entry: the key, the version asked for, and the marker the
+ * delete wrote or removed. */
+static void delete_objects_deleted(cn_xml_writer_t *w, const char *k, size_t kl, const char *ver,
+                                   const cn_objects_delete_result_t *dr)
+{
+    char v[CN_OBJECTS_VERSION_ID_MAX];
+    cn_xml_open(w, "Deleted", NULL);
+    cn_xml_elem_n(w, "Key", k, kl);
+    if (ver)
+        cn_xml_elem(w, "VersionId", ver);
+    if (dr->has_version && dr->delete_marker) {
+        cn_objects_version_str(dr->version_id, dr->vnull, v);
+        cn_xml_elem(w, "DeleteMarker", "true");
+        cn_xml_elem(w, "DeleteMarkerVersionId", v);
+    }
+    cn_xml_close(w);
+}
 
 static void delete_objects_done(cn__s3_rq_t *q)
 {
@@ -700,6 +768,7 @@ static void delete_objects_done(cn__s3_rq_t *q)
         cn__s3_error(q, CN_S3E_MALFORMED_XML, NULL);
         return;
     }
+    bool bypass = bypass_asked(q);
     size_t ql = 0;
     const char *qt = cn_xml_child_text(d, root, "Quiet", &ql);
     bool quiet = qt && ql == 4 && strncasecmp(qt, "true", 4) == 0;
@@ -721,35 +790,38 @@ static void delete_objects_done(cn__s3_rq_t *q)
         const char *v = cn_xml_child_text(d, o, "VersionId", &vl);
         cn_s3_err_t err = CN_S3E_NONE;
         const char *msg = NULL;
-        char *key = NULL;
+        char *key = NULL, *ver = NULL;
+        cn_objects_delete_result_t dr = { 0 };
+        /* Lives as long as msg may point into it. */
+        cn_objects_req_t rq = q->orq;
         if (!k || !kl || memchr(k, 0, kl)) {
             err = CN_S3E_INVALID_ARGUMENT;
             msg = "missing key";
-        } else if (v && vl && !(vl == 4 && !memcmp(v, "null", 4))) {
-            err = CN_S3E_NO_SUCH_VERSION;
-        } else if (!(key = strndup(k, kl))) {
+        } else if (!(key = strndup(k, kl)) || (v && !(ver = strndup(v, vl)))) {
             err = CN_S3E_INTERNAL_ERROR;
         } else {
-            cn_objects_req_t rq = q->orq;
-            cn_err_t e = cn_objects_delete(q->s3->objects, &rq, q->bucket, key);
+            cn_err_t e =
+                cn_objects_delete_version(q->s3->objects, &rq, q->bucket, key, ver, bypass, &dr);
             if (e < 0 && !(e == CN_E_NOT_FOUND && rq.what == CN_OBJ_WHAT_KEY)) {
                 if (e == CN_E_NOT_FOUND && rq.what == CN_OBJ_WHAT_BUCKET) {
                     free(key);
+                    free(ver);
                     cn_buf_free(&out);
                     cn_xml_doc_free(d);
                     cn__s3_error(q, CN_S3E_NO_SUCH_BUCKET, NULL);
                     return;
                 }
                 err = cn__s3_err_of(&rq, e);
+                /* A malformed id names no version of the key: per key, S3
+                 * says NoSuchVersion (a single DELETE: InvalidArgument). */
+                if (rq.fail.cls == e && rq.fail.detail == CN_OBJ_VERSION_ID_INVALID)
+                    err = CN_S3E_NO_SUCH_VERSION;
                 msg = err == CN_S3E_ACCESS_DENIED ? NULL : rq.fail.message;
             }
         }
         if (err == CN_S3E_NONE) {
-            if (!quiet) {
-                cn_xml_open(&w, "Deleted", NULL);
-                cn_xml_elem_n(&w, "Key", k, kl);
-                cn_xml_close(&w);
-            }
+            if (!quiet)
+                delete_objects_deleted(&w, k, kl, ver, &dr);
         } else {
             cn_xml_open(&w, "Error", NULL);
             cn_xml_elem_n(&w, "Key", k ? k : "", k ? kl : 0);
@@ -760,6 +832,7 @@ static void delete_objects_done(cn__s3_rq_t *q)
             cn_xml_close(&w);
         }
         free(key);
+        free(ver);
     }
     cn_xml_close(&w);
     cn_xml_doc_free(d);
@@ -788,15 +861,21 @@ void cn__s3_delete_objects(cn__s3_rq_t *q)
 
 /* ---- CopyObject ---------------------------------------------------------------------- */
 
-bool cn__s3_copy_source(cn__s3_rq_t *q, char **bucket, char **key)
+bool cn__s3_copy_source(cn__s3_rq_t *q, char **bucket, char **key, char **version)
 {
-    *bucket = *key = NULL;
+    *bucket = *key = *version = NULL;
     const char *src = cn_http_req_header(q->r, "x-amz-copy-source");
     size_t n = src ? strlen(src) : 0;
     const char *qm = src ? strchr(src, '?') : NULL;
     if (qm) {
-        if (strcmp(qm, "?versionId=null") != 0) {
-            cn__s3_error(q, CN_S3E_NOT_IMPLEMENTED, "copying a version is not supported");
+        /* The one parameter S3 knows there; the id itself is judged by the
+         * service (InvalidArgument when malformed). */
+        if (strncmp(qm, "?versionId=", 11) != 0) {
+            cn__s3_error(q, CN_S3E_INVALID_ARGUMENT, "Unsupported copy source parameter.");
+            return false;
+        }
+        if (!(*version = strdup(qm + 11))) {
+            cn__s3_error(q, CN_S3E_INTERNAL_ERROR, NULL);
             return false;
         }
         n = (size_t)(qm - src);
@@ -804,6 +883,8 @@ bool cn__s3_copy_source(cn__s3_rq_t *q, char **bucket, char **key)
     cn_buf_t b = { 0 };
     if (!src || cn_http_pct_decode(&b, src, n) != CN_OK || cn_buf_put_u8(&b, 0) != CN_OK) {
         cn_buf_free(&b);
+        free(*version);
+        *version = NULL;
         cn__s3_error(q, CN_S3E_INVALID_ARGUMENT,
                      "Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
         return false;
@@ -814,6 +895,8 @@ bool cn__s3_copy_source(cn__s3_rq_t *q, char **bucket, char **key)
     char *slash = strchr(s, '/');
     if (!slash || slash == s || !slash[1]) {
         cn_buf_free(&b);
+        free(*version);
+        *version = NULL;
         cn__s3_error(q, CN_S3E_INVALID_ARGUMENT,
                      "Copy Source must mention the source bucket and key: sourcebucket/sourcekey");
         return false;
@@ -825,7 +908,8 @@ bool cn__s3_copy_source(cn__s3_rq_t *q, char **bucket, char **key)
     if (!*bucket || !*key) {
         free(*bucket);
         free(*key);
-        *bucket = *key = NULL;
+        free(*version);
+        *bucket = *key = *version = NULL;
         cn__s3_error(q, CN_S3E_INTERNAL_ERROR, NULL);
         return false;
     }
@@ -854,11 +938,18 @@ bool cn__s3_copy_conditions(cn__s3_rq_t *q, cn_objects_copy_args_t *ca)
 
 void cn__s3_copy_object(cn__s3_rq_t *q)
 {
-    char *sb = NULL, *sk = NULL;
+    char *sb = NULL, *sk = NULL, *sv = NULL;
     cn__s3_put_hdrs_t h;
     memset(&h, 0, sizeof h);
-    if (!cn__s3_copy_source(q, &sb, &sk))
+    cn__s3_tags_t tags;
+    memset(&tags, 0, sizeof tags);
+    int tdir = cn__s3_tagging_directive(q);
+    if (tdir < 0 || (tdir == 1 && !cn__s3_tagging_header(q, &tags)))
         return;
+    if (!cn__s3_copy_source(q, &sb, &sk, &sv)) {
+        cn__s3_tags_free(&tags);
+        return;
+    }
     const char *dir = cn_http_req_header(q->r, "x-amz-metadata-directive");
     bool replace = false;
     if (dir && strcmp(dir, "REPLACE") == 0)
@@ -869,7 +960,7 @@ void cn__s3_copy_object(cn__s3_rq_t *q)
     }
     if (!cn__s3_put_hdrs(q, &h, true))
         goto out;
-    if (!replace && !h.args.acl && strcmp(sb, q->bucket) == 0 && strcmp(sk, q->key) == 0) {
+    if (!replace && !h.args.acl && !sv && strcmp(sb, q->bucket) == 0 && strcmp(sk, q->key) == 0) {
         cn__s3_error(q, CN_S3E_INVALID_REQUEST,
                      "This copy request is illegal because it is trying to copy an object to "
                      "itself without changing the object's metadata, storage class, website "
@@ -880,17 +971,29 @@ void cn__s3_copy_object(cn__s3_rq_t *q)
     memset(&ca, 0, sizeof ca);
     ca.replace = replace;
     ca.put = &h.args;
+    ca.src_version = sv;
+    /* Tagging directive COPY (the default): the source version's tags. */
+    ca.copy_tags = tdir == 0;
+    h.args.tags = tags.kv;
+    h.args.ntags = tags.n;
     cn__s3_copy_conditions(q, &ca);
     cn_objects_put_result_t res;
     cn_err_t e = cn_objects_copy(q->s3->objects, &q->orq, sb, sk, q->bucket, q->key, &ca, &res);
-    if (e < 0)
+    if (e < 0) {
         cn__s3_fail(q, e);
-    else
-        cn__s3_copy_result(q, "CopyObjectResult", &res);
+        goto out;
+    }
+    cn__s3_version_header(q, "x-amz-version-id", res.version_id, res.vnull, res.bucket_versioned);
+    if (sv)
+        cn__s3_version_header(q, "x-amz-copy-source-version-id", res.src_version_id, res.src_vnull,
+                              true);
+    cn__s3_copy_result(q, "CopyObjectResult", &res);
 out:
     cn__s3_put_hdrs_free(&h);
+    cn__s3_tags_free(&tags);
     free(sb);
     free(sk);
+    free(sv);
 }
 
 /* ---- UploadPartCopy's byte pump ------------------------------------------------------- */
@@ -1010,10 +1113,13 @@ void cn__s3_get_object_attributes(cn__s3_rq_t *q)
         !cn__s3_int_arg(q, cn_http_req_header(q->r, "x-amz-part-number-marker"),
                         "x-amz-part-number-marker", 0, CN_PART_NUMBER_MAX, 0, &marker))
         return;
+    const char *ver = cn_http_req_query(q->r, "versionId");
     cn_object_info_t info;
     memset(&info, 0, sizeof info);
-    cn_err_t e = cn_objects_head(q->s3->objects, &q->orq, q->bucket, q->key, &info);
+    cn_err_t e = cn_objects_head_version(q->s3->objects, &q->orq, q->bucket, q->key, ver, &info);
     if (e < 0) {
+        if (e == CN_E_NOT_FOUND || e == CN_E_UNSUPPORTED)
+            cn__s3_marker_headers(q, &info);
         cn_objects_info_free(&info);
         cn__s3_fail(q, e);
         return;
@@ -1021,6 +1127,8 @@ void cn__s3_get_object_attributes(cn__s3_rq_t *q)
     char date[CN__S3_HTTP_DATE_MAX];
     cn__s3_http_date(info.last_modified_ms, date);
     cn_http_resp_header(q->r, "Last-Modified", date);
+    cn__s3_version_header(q, "x-amz-version-id", info.version_id, info.vnull,
+                          info.bucket_versioned);
     cn_buf_t out = { 0 };
     cn_xml_writer_t w;
     cn_xml_begin(&w, &out);
@@ -1036,7 +1144,8 @@ void cn__s3_get_object_attributes(cn__s3_rq_t *q)
     if (a_parts && info.nparts > 0) {
         cn_xml_open(&w, "ObjectParts", NULL);
         cn__attr_parts_t ap = { &w, elem[0] ? elem : NULL, marker, max_parts, 0, marker };
-        e = cn_objects_object_parts(q->s3->objects, &q->orq, q->bucket, q->key, attr_part, &ap);
+        e = cn_objects_object_parts_version(q->s3->objects, &q->orq, q->bucket, q->key, ver,
+                                            attr_part, &ap);
         if (e < 0) {
             cn_buf_free(&out);
             cn_objects_info_free(&info);

@@ -141,6 +141,18 @@ static const cn_obj_err_row_t s3_errors[] = {
     { CN_E_INVALID, ANY, CN_OBJ_PART_TOO_SMALL, CN_S3E_ENTITY_TOO_SMALL },
     { CN_E_INVALID, ANY, CN_OBJ_POLICY_INVALID, CN_S3E_MALFORMED_POLICY },
     { CN_E_INVALID, ANY, CN_OBJ_SETTING_NAME_INVALID, CN_S3E_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_LOCK_NOT_ENABLED, CN_S3E_INVALID_REQUEST },
+    { CN_E_NOT_FOUND, ANY, CN_OBJ_LOCK_UNSET, CN_S3E_NO_SUCH_OBJECT_LOCK_CONFIG },
+    { CN_E_DENIED, ANY, CN_OBJ_LOCK_RETAINED, CN_S3E_ACCESS_DENIED },
+    { CN_E_INVALID, ANY, CN_OBJ_LOCK_DATE_PAST, CN_S3E_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_VERSION_ID_INVALID, CN_S3E_INVALID_ARGUMENT },
+    { CN_E_NOT_FOUND, ANY, CN_OBJ_NO_SUCH_VERSION, CN_S3E_NO_SUCH_VERSION },
+    { CN_E_UNSUPPORTED, ANY, CN_OBJ_VERSION_IS_MARKER, CN_S3E_METHOD_NOT_ALLOWED },
+    { CN_E_DENIED, ANY, CN_OBJ_VERSION_LOCKED, CN_S3E_ACCESS_DENIED },
+    { CN_E_INVALID, ANY, CN_OBJ_VERSIONING_STATE_INVALID, CN_S3E_MALFORMED_XML },
+    { CN_E_CONFLICT, ANY, CN_OBJ_BUCKET_STATE_INVALID, CN_S3E_INVALID_BUCKET_STATE },
+    { CN_E_INVALID, ANY, CN_OBJ_TAGS_INVALID, CN_S3E_INVALID_TAG },
+    { CN_E_INVALID, ANY, CN_OBJ_LIFECYCLE_INVALID, CN_S3E_INVALID_ARGUMENT },
     /* The handlers answer their configuration's own NoSuch* before this. */
     { CN_E_NOT_FOUND, ANY, CN_OBJ_SETTING_UNSET, CN_S3E_NO_SUCH_KEY },
     /* by class and what */
@@ -218,6 +230,25 @@ void cn__s3_xml(cn__s3_rq_t *q, int status, cn_xml_writer_t *w)
     }
     cn_http_respond_buf(q->r, status ? status : 200, "application/xml", w->out);
     cn_buf_free(w->out);
+}
+
+void cn__s3_answer_doc(cn__s3_rq_t *q, cn_err_t e, cn_buf_t *doc, cn_s3_err_t unset)
+{
+    if (e >= 0)
+        cn_http_respond_buf(q->r, 200, "application/xml", doc);
+    else if (e == CN_E_NOT_FOUND && q->orq.what == CN_OBJ_WHAT_ARG)
+        cn__s3_error(q, unset, NULL);
+    else
+        cn__s3_fail(q, e);
+    cn_buf_free(doc);
+}
+
+void cn__s3_answer_done(cn__s3_rq_t *q, cn_err_t e, int status)
+{
+    if (e < 0)
+        cn__s3_fail(q, e);
+    else
+        cn_http_respond_empty(q->r, status, 0);
 }
 
 static const char *const cn__mon[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
@@ -502,14 +533,10 @@ static bool meta_hdr(void *ctx, const char *name, const char *value)
 static const char *unsupported_put_header(cn__s3_rq_t *q)
 {
     static const char *const hs[] = {
-        "x-amz-tagging",
         "x-amz-server-side-encryption",
         "x-amz-server-side-encryption-customer-algorithm",
         "x-amz-server-side-encryption-aws-kms-key-id",
         "x-amz-website-redirect-location",
-        "x-amz-object-lock-mode",
-        "x-amz-object-lock-retain-until-date",
-        "x-amz-object-lock-legal-hold",
     };
     for (size_t i = 0; i < sizeof hs / sizeof hs[0]; i++)
         if (cn_http_req_header(q->r, hs[i]))
@@ -582,6 +609,11 @@ bool cn__s3_put_hdrs(cn__s3_rq_t *q, cn__s3_put_hdrs_t *h, bool conditions)
             h->args.canned_acl = canned;
         }
     }
+    bool locked = false;
+    if (!cn__s3_lock_hdrs(q, &h->retention, &locked))
+        return false;
+    if (locked)
+        h->args.retention = &h->retention;
     if (conditions) {
         const char *inm = cn_http_req_header(q->r, "If-None-Match");
         const char *im = cn_http_req_header(q->r, "If-Match");
@@ -824,7 +856,7 @@ static cn__op_fn pick_bucket(cn__s3_rq_t *q, unsigned m, const char **allowed)
         }
         if (cn_http_req_has_query(r, "versioning")) {
             *allowed = " versioning ";
-            return cn__s3_get_versioning;
+            return cn__s3_versioning_get;
         }
         if (cn_http_req_has_query(r, "versions")) {
             *allowed = " versions ";
@@ -854,10 +886,26 @@ static cn__op_fn pick_bucket(cn__s3_rq_t *q, unsigned m, const char **allowed)
             *allowed = " cors ";
             return cn__s3_cors_get;
         }
+        if (cn_http_req_has_query(r, "tagging")) {
+            *allowed = " tagging ";
+            return cn__s3_bucket_tagging_get;
+        }
+        if (cn_http_req_has_query(r, "lifecycle")) {
+            *allowed = " lifecycle ";
+            return cn__s3_lifecycle_get;
+        }
+        if (cn_http_req_has_query(r, "object-lock")) {
+            *allowed = " object-lock ";
+            return cn__s3_lock_config_get;
+        }
         *allowed = "  ";
         return cn__s3_list_objects;
     case CN_HTTP_HEAD: *allowed = "  "; return cn__s3_head_bucket;
     case CN_HTTP_PUT:
+        if (cn_http_req_has_query(r, "versioning")) {
+            *allowed = " versioning ";
+            return cn__s3_versioning_put;
+        }
         if (cn_http_req_has_query(r, "policy")) {
             *allowed = " policy ";
             return cn__s3_policy_put;
@@ -874,6 +922,18 @@ static cn__op_fn pick_bucket(cn__s3_rq_t *q, unsigned m, const char **allowed)
             *allowed = " cors ";
             return cn__s3_cors_put;
         }
+        if (cn_http_req_has_query(r, "tagging")) {
+            *allowed = " tagging ";
+            return cn__s3_bucket_tagging_put;
+        }
+        if (cn_http_req_has_query(r, "lifecycle")) {
+            *allowed = " lifecycle ";
+            return cn__s3_lifecycle_put;
+        }
+        if (cn_http_req_has_query(r, "object-lock")) {
+            *allowed = " object-lock ";
+            return cn__s3_lock_config_put;
+        }
         *allowed = "  ";
         return cn__s3_create_bucket;
     case CN_HTTP_DELETE:
@@ -888,6 +948,14 @@ static cn__op_fn pick_bucket(cn__s3_rq_t *q, unsigned m, const char **allowed)
         if (cn_http_req_has_query(r, "cors")) {
             *allowed = " cors ";
             return cn__s3_cors_delete;
+        }
+        if (cn_http_req_has_query(r, "tagging")) {
+            *allowed = " tagging ";
+            return cn__s3_bucket_tagging_delete;
+        }
+        if (cn_http_req_has_query(r, "lifecycle")) {
+            *allowed = " lifecycle ";
+            return cn__s3_lifecycle_delete;
         }
         *allowed = "  ";
         return cn__s3_delete_bucket;
@@ -914,16 +982,28 @@ static cn__op_fn pick_object(cn__s3_rq_t *q, unsigned m, const char **allowed)
             return cn__s3_mpu_list_parts;
         }
         if (cn_http_req_has_query(r, "attributes")) {
-            *allowed = " attributes ";
+            *allowed = " attributes versionId ";
             return cn__s3_get_object_attributes;
         }
         if (cn_http_req_has_query(r, "acl")) {
             *allowed = " acl ";
             return cn__s3_acl_get;
         }
-        *allowed = " partNumber ";
+        if (cn_http_req_has_query(r, "retention")) {
+            *allowed = " retention versionId ";
+            return cn__s3_retention_get;
+        }
+        if (cn_http_req_has_query(r, "legal-hold")) {
+            *allowed = " legal-hold versionId ";
+            return cn__s3_legal_hold_get;
+        }
+        if (cn_http_req_has_query(r, "tagging")) {
+            *allowed = " tagging versionId ";
+            return cn__s3_obj_tagging_get;
+        }
+        *allowed = " partNumber versionId ";
         return cn__s3_get_object;
-    case CN_HTTP_HEAD: *allowed = " partNumber "; return cn__s3_get_object;
+    case CN_HTTP_HEAD: *allowed = " partNumber versionId "; return cn__s3_get_object;
     case CN_HTTP_PUT:
         if (upload || cn_http_req_has_query(r, "partNumber")) {
             *allowed = " uploadId partNumber ";
@@ -934,6 +1014,18 @@ static cn__op_fn pick_object(cn__s3_rq_t *q, unsigned m, const char **allowed)
             *allowed = " acl ";
             return cn__s3_acl_put;
         }
+        if (cn_http_req_has_query(r, "retention")) {
+            *allowed = " retention versionId ";
+            return cn__s3_retention_put;
+        }
+        if (cn_http_req_has_query(r, "legal-hold")) {
+            *allowed = " legal-hold versionId ";
+            return cn__s3_legal_hold_put;
+        }
+        if (cn_http_req_has_query(r, "tagging")) {
+            *allowed = " tagging versionId ";
+            return cn__s3_obj_tagging_put;
+        }
         *allowed = "  ";
         return cn_http_req_header(r, "x-amz-copy-source") ? cn__s3_copy_object : cn__s3_put_object;
     case CN_HTTP_DELETE:
@@ -941,7 +1033,11 @@ static cn__op_fn pick_object(cn__s3_rq_t *q, unsigned m, const char **allowed)
             *allowed = " uploadId ";
             return cn__s3_mpu_abort;
         }
-        *allowed = "  ";
+        if (cn_http_req_has_query(r, "tagging")) {
+            *allowed = " tagging versionId ";
+            return cn__s3_obj_tagging_delete;
+        }
+        *allowed = " versionId ";
         return cn__s3_delete_object;
     case CN_HTTP_POST:
         if (cn_http_req_has_query(r, "uploads")) {

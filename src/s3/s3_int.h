@@ -61,6 +61,13 @@ void cn__s3_fail(cn__s3_rq_t *q, cn_err_t err);
 cn_s3_err_t cn__s3_err_of(const cn_objects_req_t *orq, cn_err_t err);
 /* Answers an XML document (200 unless status says otherwise). */
 void cn__s3_xml(cn__s3_rq_t *q, int status, cn_xml_writer_t *w);
+/* Answers a stored configuration document read by a service call that
+ * returned e: doc as application/xml (200) on success, else unset (the
+ * configuration's own NoSuch*) for CN_E_NOT_FOUND about ARG, else the
+ * failure.  Frees doc in every case. */
+void cn__s3_answer_doc(cn__s3_rq_t *q, cn_err_t e, cn_buf_t *doc, cn_s3_err_t unset);
+/* Answers a mutation that returned e: status with no body, or the failure. */
+void cn__s3_answer_done(cn__s3_rq_t *q, cn_err_t e, int status);
 /* "Wed, 21 Oct 2015 07:28:00 GMT" */
 #define CN__S3_HTTP_DATE_MAX 40
 void cn__s3_http_date(int64_t unix_ms, char out[CN__S3_HTTP_DATE_MAX]);
@@ -111,8 +118,10 @@ typedef struct cn__s3_put_hdrs {
     size_t nmeta;
     char *names; /* lowercased metadata names, NUL-separated */
     cn_authz_acl_t *acl;
+    cn_objects_retention_t retention; /* x-amz-object-lock-* (args.retention when given) */
 } cn__s3_put_hdrs_t;
-/* false after answering (InvalidArgument, MetadataTooLarge, NotImplemented). */
+/* false after answering (InvalidArgument, MetadataTooLarge, NotImplemented,
+ * and the object-lock headers' answers: cn__s3_lock_hdrs). */
 bool cn__s3_put_hdrs(cn__s3_rq_t *q, cn__s3_put_hdrs_t *h, bool conditions);
 void cn__s3_put_hdrs_free(cn__s3_put_hdrs_t *h);
 /* The owner of q->bucket (for bucket-owner-* canned ACLs); "" if unknown. */
@@ -136,9 +145,10 @@ void cn__s3_delete_object(cn__s3_rq_t *q);
 void cn__s3_delete_objects(cn__s3_rq_t *q);
 void cn__s3_copy_object(cn__s3_rq_t *q);
 void cn__s3_get_object_attributes(cn__s3_rq_t *q);
-/* Parses x-amz-copy-source ("bucket/key", "/bucket/key", URL-encoded,
- * "?versionId=" refused) into malloc'd strings.  false after answering. */
-bool cn__s3_copy_source(cn__s3_rq_t *q, char **bucket, char **key);
+/* Parses x-amz-copy-source ("bucket/key", "/bucket/key", URL-encoded, an
+ * optional "?versionId=" into *version, else NULL) into malloc'd strings.
+ * false after answering. */
+bool cn__s3_copy_source(cn__s3_rq_t *q, char **bucket, char **key, char **version);
 /* The copy source conditions (x-amz-copy-source-if-*).  false after answering. */
 bool cn__s3_copy_conditions(cn__s3_rq_t *q, cn_objects_copy_args_t *ca);
 /* UploadPart's body path: the put session for part of upload_id. */
@@ -205,6 +215,17 @@ cn_s3_err_t cn__s3_grant_header_parse(const char *v, size_t n, uint32_t perm, cn
 cn_s3_err_t cn__s3_acl_xml_parse(const cn_xml_doc_t *d, cn__grantee_fn fn, void *ctx,
                                  cn_authz_acl_t *acl, char owner[CN_ACCOUNT_NAME_MAX + 1]);
 
+/* versioning.c */
+void cn__s3_versioning_get(cn__s3_rq_t *q);
+void cn__s3_versioning_put(cn__s3_rq_t *q);
+/* Answers header name = the wire form of a version, unless it is a null
+ * version of a bucket whose versioning was never set (S3 names none). */
+void cn__s3_version_header(cn__s3_rq_t *q, const char *name, int64_t version_id, bool vnull,
+                           bool versioned);
+/* x-amz-delete-marker: true and the marker's x-amz-version-id, when info
+ * says a read met a delete marker; nothing otherwise. */
+void cn__s3_marker_headers(cn__s3_rq_t *q, const cn_object_info_t *info);
+
 /* cors.c */
 void cn__s3_cors_get(cn__s3_rq_t *q);
 void cn__s3_cors_put(cn__s3_rq_t *q);
@@ -221,6 +242,112 @@ cn_s3_err_t cn__s3_cors_normalize(const cn_xml_doc_t *d, cn_buf_t *out, char *wh
  * the comma-separated request headers (NULL: none): its node, or -1. */
 int cn__s3_cors_match(const cn_xml_doc_t *d, const char *origin, const char *method,
                       const char *req_headers);
+
+/* lock.c: S3 Object Lock */
+void cn__s3_lock_config_get(cn__s3_rq_t *q); /* GET ?object-lock */
+void cn__s3_lock_config_put(cn__s3_rq_t *q); /* PUT ?object-lock */
+void cn__s3_retention_get(cn__s3_rq_t *q);   /* GET key?retention[&versionId] */
+void cn__s3_retention_put(cn__s3_rq_t *q);
+void cn__s3_legal_hold_get(cn__s3_rq_t *q); /* GET key?legal-hold[&versionId] */
+void cn__s3_legal_hold_put(cn__s3_rq_t *q);
+/* The x-amz-object-lock-mode / -retain-until-date / -legal-hold headers of
+ * a write (PutObject, CopyObject, CreateMultipartUpload) into *r (mode NONE
+ * and legal_hold -1 for what is absent); *given is true when any was sent,
+ * then pass r as the put args' retention.  false after answering
+ * InvalidArgument (mode without date or the reverse, an unknown mode, a
+ * date not ISO 8601 or not in the future, a hold not ON/OFF), AccessDenied
+ * (the token lacks object:lock) or InvalidRequest (the bucket has no object
+ * lock). */
+bool cn__s3_lock_hdrs(cn__s3_rq_t *q, cn_objects_retention_t *r, bool *given);
+/* Adds x-amz-object-lock-mode / -retain-until-date / -legal-hold for a
+ * version's lock row (nothing for a version without one). */
+void cn__s3_lock_echo(cn__s3_rq_t *q, const cn_objects_retention_t *r);
+/* The same for version_id, read by cn_objects_version_lock (one indexed
+ * lookup; blocks: never call it on the event loop). */
+void cn__s3_lock_echo_version(cn__s3_rq_t *q, int64_t version_id);
+/* An ISO 8601 date-time with Z or a ±HH:MM offset (fractions to the ms)
+ * into Unix ms.  Pure. */
+bool cn__s3_lock_date(const char *s, size_t n, int64_t *unix_ms);
+/* Validates an ObjectLockConfiguration document: its canonical form into
+ * out, its compact default retention into dflt ("" for none).  NONE,
+ * MalformedXML, InvalidRetentionPeriod.  Pure. */
+cn_s3_err_t cn__s3_lock_config_parse(const cn_xml_doc_t *d, cn_buf_t *out, char dflt[32]);
+/* The configuration of a bucket created with object lock enabled. */
+cn_err_t cn__s3_lock_config_initial(cn_buf_t *out);
+/* Retention (Mode + RetainUntilDate, or neither) and LegalHold (ON/OFF)
+ * documents.  NONE or MalformedXML.  Pure. */
+cn_s3_err_t cn__s3_retention_parse(const cn_xml_doc_t *d, cn_objects_retention_t *r);
+cn_s3_err_t cn__s3_legal_hold_parse(const cn_xml_doc_t *d, bool *on);
+
+/* tagging.c: object and bucket tagging, x-amz-tagging */
+void cn__s3_obj_tagging_get(cn__s3_rq_t *q);
+void cn__s3_obj_tagging_put(cn__s3_rq_t *q);
+void cn__s3_obj_tagging_delete(cn__s3_rq_t *q);
+void cn__s3_bucket_tagging_get(cn__s3_rq_t *q);
+void cn__s3_bucket_tagging_put(cn__s3_rq_t *q);
+void cn__s3_bucket_tagging_delete(cn__s3_rq_t *q);
+/* A tag set a request carries (strings in store). */
+#define CN__S3_TAGS_CAP CN_OBJECTS_BUCKET_TAGS_MAX
+typedef struct cn__s3_tags {
+    bool present; /* the request carried a tag set (an empty one too) */
+    size_t n;
+    cn_objects_kv_t kv[CN__S3_TAGS_CAP];
+    cn_buf_t store;
+} cn__s3_tags_t;
+void cn__s3_tags_free(cn__s3_tags_t *t); /* accepts a zeroed set */
+/* x-amz-tagging (PutObject, CreateMultipartUpload, CopyObject with REPLACE):
+ * *out filled (out->present false when the header is absent; then n 0);
+ * point the put args' tags / ntags at out->kv / out->n and free it after
+ * the call.  false after answering InvalidTag. */
+bool cn__s3_tagging_header(cn__s3_rq_t *q, cn__s3_tags_t *out);
+/* x-amz-tagging-directive of CopyObject: 0 COPY (also when absent: the
+ * source version's tags go with the copy), 1 REPLACE (the x-amz-tagging
+ * header's set, none when absent), -1 after answering InvalidArgument. */
+int cn__s3_tagging_directive(cn__s3_rq_t *q);
+/* Pure parsers (tested and fuzzed apart): the URL-encoded k=v&k=v form and
+ * a Tagging document, each into *out with at most max tags and the limits
+ * of cn_objects_tags_check.  NONE, InvalidTag or MalformedXML with a reason
+ * in why (may stay ""); free *out whatever the result. */
+cn_s3_err_t cn__s3_tags_parse_query(const char *s, size_t len, size_t max, cn__s3_tags_t *out,
+                                    char *why, size_t why_len);
+cn_s3_err_t cn__s3_tags_parse_xml(const cn_xml_doc_t *d, size_t max, cn__s3_tags_t *out, char *why,
+                                  size_t why_len);
+/* Writes a Tagging document of kv[0..n). */
+void cn__s3_tags_xml(cn_xml_writer_t *w, const cn_objects_kv_t *kv, size_t n);
+
+/* lifecycle.c: Get / Put / DeleteBucketLifecycleConfiguration */
+void cn__s3_lifecycle_get(cn__s3_rq_t *q);
+void cn__s3_lifecycle_put(cn__s3_rq_t *q);
+void cn__s3_lifecycle_delete(cn__s3_rq_t *q);
+/* A decoded LifecycleConfiguration: its rules (strings point into the
+ * document or into ids), and the document to store (the one sent, or its
+ * canonical re-encoding when a rule had no ID and was given one). */
+typedef struct cn__s3_lc {
+    cn_objects_lc_rule_t *rules;
+    size_t nrules;
+    cn_objects_kv_t *tags; /* the rules' tag filters */
+    char *ids;             /* generated IDs */
+    cn_buf_t doc;          /* the re-encoding, when generated (else empty) */
+    bool generated;
+} cn__s3_lc_t;
+void cn__s3_lc_free(cn__s3_lc_t *lc);
+/* Validates a LifecycleConfiguration document into *out (whose strings
+ * point into d: keep d while out is used).  NONE; MalformedXML,
+ * InvalidArgument, InvalidRequest, InvalidTag with a reason in why; or
+ * NotImplemented for a valid transition (one storage class here).  Free
+ * *out whatever the result.  Pure but for the random generated IDs. */
+cn_s3_err_t cn__s3_lc_parse(const cn_xml_doc_t *d, cn__s3_lc_t *out, char *why, size_t why_len);
+/* x-amz-expiration for the answer to a GET, HEAD or PUT of version_id of
+ * key (its size, last-modified time) in q->bucket: added when an enabled
+ * rule expires it (cn_objects_lifecycle_expiry).  Never answers and never
+ * fails the request.  On an event loop it does nothing and returns false
+ * (the rules are read with SQL): decline to a worker first if the header
+ * matters there; else true. */
+bool cn__s3_expiration_header(cn__s3_rq_t *q, const char *key, uint64_t size, int64_t version_id,
+                              int64_t last_modified_ms);
+/* The header's value: expiry-date="<HTTP date>", rule-id="<ID>" (control
+ * characters, '"', '\\' and '%' of the ID percent-encoded), appended. */
+void cn__s3_expiration_value(int64_t expiry_ms, const char *rule_id, cn_buf_t *out);
 
 /* post.c */
 void cn__s3_post_object(cn__s3_rq_t *q); /* POST /bucket, multipart/form-data */

@@ -101,6 +101,8 @@ enum {
     B_LOG = 16 + 16 + 1 + B_STR(CN_SCRIBE_MAX_PATH) + 1 + 1 + 1 + 8 + 1 + 8 + 1 +
             B_STR(CN_SCRIBE_MAX_PATH) + 4,
     B_INSTANCE = 1 + 16,
+    B_AUTH_UPLOAD = 16,                                 /* 27: [16] repository */
+    B_AUTH_CREATE = 1 + B_STR(CN_SCRIBE_MAX_NAMESPACE), /* 28: optional label */
     B_USAGE = 16,
     B_DESCRIBE = 16 + 8 + 4 + B_STR(CN_SCRIBE_MAX_AUTHOR) + 4 + CN_SCRIBE_MAX_NOTE_TEXT,
     B_NOTES = 16 + 4 + 8 * CN_SCRIBE_MAX_PAGE,
@@ -152,6 +154,8 @@ bool cn_scribe_request_bound(uint16_t opcode, bool tls, uint32_t *bound)
     case CN_SCRIBE_OP_CHANGED_PATHS: b = B_CHANGED; break;
     case CN_SCRIBE_OP_LOG: b = B_LOG; break;
     case CN_SCRIBE_OP_INSTANCE_STATUS: b = B_INSTANCE; break;
+    case CN_SCRIBE_OP_AUTHORIZE_UPLOAD: b = B_AUTH_UPLOAD; break;
+    case CN_SCRIBE_OP_AUTHORIZE_REPO_CREATE: b = B_AUTH_CREATE; break;
     case CN_SCRIBE_OP_REPO_USAGE: b = B_USAGE; break;
     case CN_SCRIBE_OP_DESCRIBE_CHANGE: b = B_DESCRIBE; break;
     case CN_SCRIBE_OP_CHANGE_NOTES: b = B_NOTES; break;

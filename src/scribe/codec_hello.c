@@ -99,19 +99,10 @@ cn_err_t cn_scribe_dec_hello_ok(const uint8_t *p, size_t n, bool expect_binding,
 }
 
 /* ---- discover ---------------------------------------------------------------------- */
+/* Plaintext endpoints report empty labels; authenticated ones a namespace each. */
 static bool label_ok(cn_scribe_str_t s, bool authentication)
 {
-    if (!authentication)
-        return s.len == 0;
-    if (s.len < 1 || s.len > CN_SCRIBE_MAX_NAMESPACE)
-        return false;
-    for (uint32_t i = 0; i < s.len; i++) {
-        uint8_t ch = s.p[i];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              ch == '-' || ch == '_' || ch == '.'))
-            return false;
-    }
-    return true;
+    return authentication ? cn_scribe_namespace_ok(s) : s.len == 0;
 }
 
 cn_err_t cn_scribe_enc_discover(cn_buf_t *out, cn_scribe_codec_t c, uint8_t role,

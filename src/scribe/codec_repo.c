@@ -226,6 +226,10 @@ cn_err_t cn_scribe_enc_instance_resp(cn_buf_t *out, cn_scribe_codec_t c,
 {
     CN__ENC_BEGIN(out, c);
     CN__FAIL_IF(&w, h->count > CN_SCRIBE_MAX_INSTANCE_PAGE);
+    for (uint32_t i = 1; i < h->count && !w.err; i++)
+        CN__FAIL_IF(&w, memcmp(rows[i - 1].info.id.b, rows[i].info.id.b, 16) >= 0);
+    CN__FAIL_IF(&w, h->has_next &&
+                        (h->count == 0 || memcmp(h->next.b, rows[h->count - 1].info.id.b, 16) < 0));
     cn_scribe_wr_raw(&w, h->incarnation.b, 16);
     cn_scribe_wr_u64(&w, h->total_repositories);
     cn_scribe_wr_u64(&w, h->used_bytes);
@@ -260,14 +264,21 @@ cn_err_t cn_scribe_dec_instance_resp(const uint8_t *p, size_t n, cn_scribe_codec
     cn_scribe_rd_fits(&r, out->count, REPO_INFO_MIN + 8);
     out->rows.rd = r;
     out->rows.left = out->count;
+    cn_scribe_repo_info_t ri, prev;
+    memset(&prev, 0, sizeof prev);
     for (uint32_t i = 0; i < out->count && !r.r.err; i++) {
-        cn_scribe_repo_info_t ri;
         cn_scribe_rd_repo_info(&r, &ri);
         (void)cn_scribe_rd_u64(&r);
+        if (!r.r.err && i && memcmp(prev.id.b, ri.id.b, 16) >= 0)
+            cn__rd_fail(&r); /* strictly ascending by id */
+        prev = ri;
     }
     out->has_next = cn_scribe_rd_bool(&r);
     if (out->has_next)
         cn_scribe_rd_id(&r, &out->next);
+    /* A cursor follows a row and never points back before it. */
+    if (!r.r.err && out->has_next && (out->count == 0 || memcmp(out->next.b, prev.id.b, 16) < 0))
+        cn__rd_fail(&r);
     return cn_scribe_rd_end(&r);
 }
 

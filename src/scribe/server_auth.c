@@ -64,6 +64,10 @@ static const struct {
     { CN_SCRIBE_OP_MERGE_SUBMIT, AT_ID4, CN_SCRIBE_ROLE_WRITER },
     { CN_SCRIBE_OP_MERGE_READ, AT_ID0, CN_SCRIBE_ROLE_READER },
     { CN_SCRIBE_OP_INSTANCE_STATUS, AT_NS, CN_SCRIBE_ROLE_ADMIN },
+    /* The gateway preflights (server_gw.c): upload admission's Writer, and
+     * repo_create's namespace administrator. */
+    { CN_SCRIBE_OP_AUTHORIZE_UPLOAD, AT_ID0, CN_SCRIBE_ROLE_WRITER },
+    { CN_SCRIBE_OP_AUTHORIZE_REPO_CREATE, AT_NS, CN_SCRIBE_ROLE_ADMIN },
     { CN_SCRIBE_OP_LOCK_POLICY, AT_ID0, CN_SCRIBE_ROLE_READER },
     { CN_SCRIBE_OP_GET_CHUNKS, AT_ID0, CN_SCRIBE_ROLE_READER },
     { CN_SCRIBE_OP_REPOSITORY_MOUNTS, AT_ID0, CN_SCRIBE_ROLE_READER },
@@ -244,7 +248,8 @@ static cn_err_t refuse(cn__scribe_call_t *k, cn_err_t e, int role, int need)
         return cn__scribe_fail_code(k, CN_SCRIBE_E_AUTH_UNAVAILABLE,
                                     "the auth service cannot authorize %s now", op);
     if (role == CN_SCRIBE_ROLE_NONE && k->hdr.opcode != CN_SCRIBE_OP_REPO_CREATE &&
-        k->hdr.opcode != CN_SCRIBE_OP_INSTANCE_STATUS)
+        k->hdr.opcode != CN_SCRIBE_OP_INSTANCE_STATUS &&
+        k->hdr.opcode != CN_SCRIBE_OP_AUTHORIZE_REPO_CREATE)
         return cn__scribe_fail_code(k, CN_SCRIBE_E_REPOSITORY_NOT_FOUND, "repository not found");
     return cn__scribe_fail_code(k, anon ? CN_SCRIBE_E_UNAUTHENTICATED : CN_SCRIBE_E_FORBIDDEN,
                                 "%s needs %s%s", op, role_names[need],

@@ -117,6 +117,12 @@ cn_err_t cn__scribe_op_lock(cn__scribe_call_t *k);
 cn_err_t cn__scribe_op_workspace(cn__scribe_call_t *k);
 /* tree_proof, 43 (server_proof.c). */
 cn_err_t cn__scribe_op_proof(cn__scribe_call_t *k);
+/* The gateway preflights authorize_upload and authorize_repo_create, 27
+ * and 28 (server_gw.c). */
+cn_err_t cn__scribe_op_gw(cn__scribe_call_t *k);
+/* True when the call's session is a gateway acting for a user (protocol 4,
+ * caller 2): instance_status answers direct callers only. */
+bool cn__scribe_gw_delegated(const cn__scribe_call_t *k);
 /* The wire view of a branch record (its strings borrowed from b). */
 void cn__scribe_branch_view(const cn_repos_branch_t *b, cn_scribe_branch_info_t *v);
 /* The service view of a decoded submit (its strings borrowed from q). */

@@ -178,6 +178,9 @@ static cn_err_t op_instance_status(cn__scribe_call_t *k)
     cn_scribe_instance_req_t q;
     if (cn_scribe_dec_instance_req(k->payload, k->len, k->sc->codec, &q) < 0)
         return cn__scribe_malformed(k);
+    if (cn__scribe_gw_delegated(k)) /* a gateway polls as itself (server_gw.c) */
+        return cn__scribe_fail_code(k, CN_SCRIBE_E_FORBIDDEN,
+                                    "instance_status is for direct callers only");
     inst_acc_t *a = calloc(1, sizeof *a);
     cn_scribe_instance_row_t *rows = calloc(CN_SCRIBE_MAX_INSTANCE_PAGE, sizeof *rows);
     if (!a || !rows) {
@@ -199,6 +202,8 @@ static cn_err_t op_instance_status(cn__scribe_call_t *k)
         memcpy(h.incarnation.b, in.incarnation, 16);
         h.total_repositories = in.total_repositories;
         h.used_bytes = in.used_bytes;
+        h.has_available = in.has_available;
+        h.available_bytes = in.available_bytes;
         h.count = a->n;
         h.has_next = has_next;
         if (has_next)
@@ -1029,6 +1034,8 @@ cn_err_t cn__scribe_op(cn__scribe_call_t *k)
     case CN_SCRIBE_OP_REPO_LIST: return op_repo_list(k);
     case CN_SCRIBE_OP_REPO_USAGE: return op_repo_usage(k);
     case CN_SCRIBE_OP_INSTANCE_STATUS: return op_instance_status(k);
+    case CN_SCRIBE_OP_AUTHORIZE_UPLOAD:
+    case CN_SCRIBE_OP_AUTHORIZE_REPO_CREATE: return cn__scribe_op_gw(k);
     case CN_SCRIBE_OP_PUT_OBJECTS: return op_put_objects(k);
     case CN_SCRIBE_OP_GET_OBJECTS: return op_get_objects(k);
     case CN_SCRIBE_OP_GET_CHUNKS:

@@ -4,6 +4,7 @@
  * too when CAIRN_TEST_META names a server (identity_pg, tests/fleet/pg.sh). */
 #include "cn_test.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cairn/crypto.h"
 #include "cairn/identity.h"
 #include "cairn/meta.h"
 #include "cairn/util.h"
@@ -441,6 +443,104 @@ static void test_bad_key_file(void)
     free(dir);
 }
 
+/* Writes a fresh key (64 hex digits) to dir/name; returns its path. */
+static char *key_file_new(const char *dir, const char *name)
+{
+    char *path = malloc(512);
+    snprintf(path, 512, "%s/%s", dir, name);
+    uint8_t k[32];
+    char hex[65];
+    CN_CHECK_EQ(cn_random_bytes(k, sizeof k), 0);
+    cn_hex_encode(k, sizeof k, hex);
+    hex[64] = '\n';
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    CN_CHECK(fd >= 0 && write(fd, hex, 65) == 65);
+    close(fd);
+    return path;
+}
+
+/* The key check value (docs/fleet.md, "One identity key"): the first open
+ * records it; the same key opens (from another data dir, or with none: a
+ * tool on a fleet's database); another key is refused, also one a database
+ * without a recorded value would have taken if its tokens had not said no;
+ * a named key file is never created. */
+static void test_key_check(void)
+{
+    char *dir = tmpdir(), *other = tmpdir();
+    char *fleet = key_file_new(dir, "fleet.key"), *wrong = key_file_new(dir, "wrong.key");
+    cn_meta_t *m = NULL;
+    cn_identity_t *id = NULL, *id2 = NULL;
+    CN_CHECK_EQ(cn_meta_open(cn_test_meta_for(dir), NULL, &m), 0);
+    cn_identity_opts_t io = { .data_dir = dir, .key_file = fleet };
+    CN_CHECK_EQ(cn_identity_open_opts(m, &io, &id), 0);
+    char cred[CN_CREDENTIAL_MAX];
+    cn_principal_t p;
+    CN_CHECK_EQ(cn_identity_account_create(id, "kc", NULL, NULL), 0);
+    CN_CHECK_EQ(cn_identity_token_create(id, "kc", CN_PERM_OBJECT_GET, 0, cred), 0);
+    struct stat st;
+    char path[600];
+    snprintf(path, sizeof path, "%s/identity.key", dir);
+    CN_CHECK(stat(path, &st) != 0); /* the named key, not DATA's */
+
+    /* The same key, from another data dir and from none: opens, and reads
+     * the token made through the first handle. */
+    cn_identity_opts_t same = { .data_dir = other, .key_file = fleet };
+    CN_CHECK_EQ(cn_identity_open_opts(m, &same, &id2), 0);
+    CN_CHECK_EQ(auth(id2, cred, &p), 0);
+    cn_identity_close(id2);
+    id2 = NULL;
+    cn_identity_opts_t nodir = { .key_file = fleet };
+    CN_CHECK_EQ(cn_identity_open_opts(m, &nodir, &id2), 0);
+    CN_CHECK_EQ(auth(id2, cred, &p), 0);
+    cn_identity_close(id2);
+    id2 = NULL;
+
+    /* Another key: refused, whether named or DATA's own. */
+    cn_identity_opts_t bad = { .data_dir = other, .key_file = wrong };
+    CN_CHECK_EQ(cn_identity_open_opts(m, &bad, &id2), CN_E_AUTH);
+    CN_CHECK(id2 == NULL);
+    CN_CHECK_EQ(cn_identity_open(m, other, &id2), CN_E_AUTH);
+
+    /* A named file that is not there is not created. */
+    snprintf(path, sizeof path, "%s/absent.key", dir);
+    cn_identity_opts_t absent = { .data_dir = other, .key_file = path };
+    CN_CHECK_EQ(cn_identity_open_opts(m, &absent, &id2), -ENOENT);
+    CN_CHECK(stat(path, &st) != 0);
+    cn_identity_opts_t none = { 0 };
+    CN_CHECK_EQ(cn_identity_open_opts(m, &none, &id2), CN_E_INVALID);
+
+    /* A database from before the check (no value recorded) holding tokens,
+     * the first of them sealed under some older key: a key that opens none
+     * of them is refused and not recorded; the right one (it opens a later
+     * token) is, and the wrong one stays refused. */
+    cn_meta_txn_t *t = NULL;
+    char box[2 * 45 + 1];
+    memset(box, '0', sizeof box - 1);
+    box[1] = '1'; /* version 1, zero nonce, ciphertext and tag: opens under no key */
+    box[sizeof box - 1] = '\0';
+    CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &t), 0);
+    CN_CHECK(cn_meta_execf(t, "DELETE FROM cn_identity_key", "") >= 0);
+    CN_CHECK(cn_meta_execf(t,
+                           "INSERT INTO cn_tokens (id, account_id, secret_box, perms, created_at)"
+                           " SELECT '0000', id, ?, 0, 0 FROM cn_accounts WHERE name = 'kc'",
+                           "s", box) >= 0);
+    CN_CHECK_EQ(cn_meta_commit(t), 0);
+    CN_CHECK_EQ(cn_identity_open_opts(m, &bad, &id2), CN_E_AUTH);
+    CN_CHECK_EQ(cn_identity_open_opts(m, &same, &id2), 0);
+    cn_identity_close(id2);
+    id2 = NULL;
+    CN_CHECK_EQ(cn_identity_open_opts(m, &bad, &id2), CN_E_AUTH);
+
+    cn_identity_close(id);
+    cn_meta_close(m);
+    rmtree(dir);
+    rmtree(other);
+    free(dir);
+    free(other);
+    free(fleet);
+    free(wrong);
+}
+
 /* DATA/identity.gen's word, mapped as every process on the data dir maps it. */
 static _Atomic uint64_t *gen_map(const char *dir, int *fd)
 {
@@ -508,4 +608,4 @@ static void test_generation(void)
 
 CN_TEST_MAIN(CN_TEST(test_perms), CN_TEST(test_bootstrap_file), CN_TEST(test_bootstrap_env),
              CN_TEST(test_authenticate), CN_TEST(test_lists_and_grants), CN_TEST(test_rate_limit),
-             CN_TEST(test_bad_key_file), CN_TEST(test_generation), )
+             CN_TEST(test_bad_key_file), CN_TEST(test_generation), CN_TEST(test_key_check), )

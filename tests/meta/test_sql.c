@@ -16,11 +16,15 @@
 #include "meta/sql/objects.h"
 #include "meta/sql/auth.h"
 #include "meta/sql/blobs.h"
+#include "meta/sql/objgen.h"
+#include "meta/sql/fleet.h"
+#include "meta/sql/gateway.h"
 
 /* Every statement file; a new one is added here. */
 static const cn_sql_set_t *const sets[] = {
-    &cn__sql_store_set, &cn__sql_repos_set, &cn__sql_id_set,
-    &cn__sql_obj_set,   &cn__sql_blobs_set, &cn__sql_au_set,
+    &cn__sql_store_set,  &cn__sql_repos_set,   &cn__sql_id_set,
+    &cn__sql_obj_set,    &cn__sql_blobs_set,   &cn__sql_au_set,
+    &cn__sql_objgen_set, &cn__sql_gateway_set, &cn__sql_fleet_set,
 };
 enum {
     NSETS = sizeof sets / sizeof sets[0]

@@ -135,8 +135,8 @@ def test_expected_bucket_owner(s3srv, s3, bucket):
     assert code(e) == "AccessDenied"
 
 
-@pytest.mark.parametrize("sub", ["lifecycle", "website", "replication", "tagging", "encryption",
-                                 "object-lock", "logging", "notification"])
+@pytest.mark.parametrize("sub", ["website", "replication", "encryption",
+                                 "logging", "notification"])
 def test_unsupported_bucket_subresource_is_not_implemented(s3srv, bucket, sub):
     r = s3srv.signed("GET", "/%s" % bucket, params={sub: ""})
     assert r.status_code == 501, r.text

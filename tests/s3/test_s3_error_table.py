@@ -770,19 +770,34 @@ row("DeletePublicAccessBlock", "none set: no error", None, 204,
 row("DeleteObject", "missing key: no error", None, 204,
     lambda c: c.s3.delete_object(Bucket=c.b, Key="nokey"))
 
-# Documented deviations (docs/s3.md, "Deviations from S3"): cairn's own answer.
-row("GetObject", "deviation: versionId other than null", "NotImplemented", 501,
+# Versioning (API_GetObject.html, API_DeleteObject.html; cairn's version ids
+# are 13 characters of base32, docs/s3.md).
+row("GetObject", "malformed versionId", "InvalidArgument", 400,
     lambda c: c.s3.get_object(Bucket=c.b, Key="obj", VersionId="3HL4kqtJlcpXroDTDmJ"))
-row("PutBucketVersioning", "deviation: versioning not offered", "NotImplemented", 501,
-    lambda c: c.s3.put_bucket_versioning(Bucket=c.b, VersioningConfiguration={
-        "Status": "Enabled"}))
-row("GetBucketTagging", "deviation: tagging not offered (S3: NoSuchTagSet)",
-    "NotImplemented", 501, lambda c: c.s3.get_bucket_tagging(Bucket=c.b))
-row("GetBucketLifecycleConfiguration",
-    "deviation: lifecycle not offered (S3: NoSuchLifecycleConfiguration)", "NotImplemented", 501,
+row("GetObject", "unknown versionId", "NoSuchVersion", 404,
+    lambda c: c.s3.get_object(Bucket=c.b, Key="obj", VersionId="0000000000001"))
+row("DeleteObject", "unknown versionId: no error", None, 204,
+    lambda c: c.s3.delete_object(Bucket=c.b, Key="obj", VersionId="0000000000001"))
+
+# Tagging and lifecycle configuration (API_GetBucketTagging.html,
+# API_GetBucketLifecycleConfiguration.html, API_PutObjectTagging.html).
+row("GetBucketTagging", "none set", "NoSuchTagSet", 404,
+    lambda c: c.s3.get_bucket_tagging(Bucket=c.b))
+row("GetBucketLifecycleConfiguration", "none set", "NoSuchLifecycleConfiguration", 404,
     lambda c: c.s3.get_bucket_lifecycle_configuration(Bucket=c.b))
-row("PutObject", "deviation: x-amz-tagging", "NotImplemented", 501,
-    lambda c: c.s3.put_object(Bucket=c.b, Key="k", Body=b"x", Tagging="a=b"))
+row("GetObjectTagging", "missing key", "NoSuchKey", 404,
+    lambda c: c.s3.get_object_tagging(Bucket=c.b, Key="nokey"))
+row("PutObjectTagging", "aws: prefix", "InvalidTag", 400,
+    lambda c: c.s3.put_object_tagging(Bucket=c.b, Key="obj", Tagging={
+        "TagSet": [{"Key": "aws:x", "Value": "1"}]}))
+
+# Documented deviations (docs/s3.md, "Deviations from S3"): cairn's own answer.
+row("PutBucketVersioning", "deviation: MFA delete", "NotImplemented", 501,
+    lambda c: c.s3.put_bucket_versioning(Bucket=c.b, MFA="123456 654321",
+                                         VersioningConfiguration={"Status": "Enabled",
+                                                                  "MFADelete": "Enabled"}))
+row("PutObject", "x-amz-tagging with an aws: key", "InvalidTag", 400,
+    lambda c: c.s3.put_object(Bucket=c.b, Key="k", Body=b"x", Tagging="aws:a=b"))
 row("PutObject", "deviation: SSE header", "NotImplemented", 501,
     lambda c: c.s3.put_object(Bucket=c.b, Key="k", Body=b"x", ServerSideEncryption="AES256"))
 row("PutObject", "deviation: non-STANDARD storage class", "NotImplemented", 501,

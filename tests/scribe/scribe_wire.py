@@ -16,6 +16,7 @@ OP = dict(hello=1, discover=2, repo_create=3, repo_info=4, repo_list=5, put_obje
           get_objects=7, presence=8, submit=9, operation_outcome=10, tree_page=11,
           changed_paths=13, log=15, branch_list=20, branch_mutate=21, branch_info=22,
           branch_outcome=23, merge_submit=24, merge_read=25, instance_status=26,
+          authorize_upload=27, authorize_repo_create=28,
           cherry_pick_info=32, cherry_pick_submit=33, repo_usage=38, describe_change=39,
           change_notes=40, change_note_history=41, pin_objects=42, tree_proof=43)
 

@@ -3,8 +3,9 @@
  * client: a submit, and a cherry-pick, sent through the big-endian codec and
  * replayed through the little-endian one resolve to the same change
  * (operation identity is codec-independent); LZ4 transfers round-trip;
- * get_chunks and repository_mounts answer alike in both codecs; the CDC
- * chunker is stable. */
+ * get_chunks and repository_mounts answer alike in both codecs, and so do
+ * discover, instance_status, authorize_upload and authorize_repo_create; the
+ * CDC chunker is stable. */
 #include "cn_test.h"
 #include "cairn/repos.h"
 #include "cairn/scribe_server.h"
@@ -343,6 +344,59 @@ static void test_public_codecs(void)
     env_close(&e);
 }
 
+/* The gateway wire through the C client in both codecs (docs/protocol/
+ * scribe-gateway.md): discover's storage form, an inventory walked page by
+ * page with its free space, and the preflights 27 and 28. */
+static int count_row(void *ctx, const cn_scribe_client_repo_t *r, uint64_t bytes)
+{
+    (void)r;
+    (void)bytes;
+    (*(unsigned *)ctx)++;
+    return 0;
+}
+
+static void test_gateway_wire_codecs(void)
+{
+    env_t e;
+    env_open(&e);
+    cn_scribe_client_t *cls[2] = { client(&e, 2, false), client(&e, 1, false) };
+    cn_scribe_cerr_t err;
+    cn_scribe_client_repo_t r;
+    char name[16];
+    for (int i = 0; i < 130; i++) {
+        snprintf(name, sizeof name, "g%03d", i);
+        CN_CHECK_EQ(cn_scribe_client_repo_create(cls[i & 1], name, 0, &r, &err), 0);
+    }
+    for (int k = 0; k < 2; k++) {
+        cn_scribe_client_discover_t d;
+        CN_CHECK_EQ(cn_scribe_client_discover(cls[k], &d, &err), 0);
+        CN_CHECK(d.role == 1 && !d.authentication && d.count == 1 && d.labels[0][0] == 0);
+        cn_scribe_client_instance_t h;
+        unsigned rows = 0;
+        CN_CHECK_EQ(cn_scribe_client_instance_status(cls[k], NULL, &h, count_row, &rows, &err), 0);
+        CN_CHECK(h.total_repositories == 130 && h.count == 128 && rows == 128 && h.has_next &&
+                 h.has_available && h.available_bytes > 0);
+        uint8_t inc[16];
+        memcpy(inc, h.incarnation, 16);
+        CN_CHECK_EQ(cn_scribe_client_instance_status(cls[k], h.next, &h, count_row, &rows, &err),
+                    0);
+        CN_CHECK(rows == 130 && h.count == 2 && !h.has_next && h.used_bytes == 0 &&
+                 !memcmp(inc, h.incarnation, 16));
+        CN_CHECK_EQ(cn_scribe_client_authorize_upload(cls[k], r.id, &err), 0);
+        uint8_t none[16] = { 0x5a };
+        CN_CHECK_EQ(cn_scribe_client_authorize_upload(cls[k], none, &err), CN_E_NOT_FOUND);
+        CN_CHECK_EQ(err.code, 100);
+        CN_CHECK_EQ(cn_scribe_client_authorize_repo_create(cls[k], NULL, &err), 0);
+        CN_CHECK_EQ(cn_scribe_client_authorize_repo_create(cls[k], "studio", &err), CN_E_INVALID);
+        CN_CHECK(err.code == 1 && strstr(err.message, "studio") != NULL);
+        CN_CHECK_EQ(cn_scribe_client_authorize_repo_create(cls[k], "no/label", &err), CN_E_INVALID);
+        CN_CHECK_EQ(err.code, 0); /* refused before sending */
+    }
+    cn_scribe_client_free(cls[0]);
+    cn_scribe_client_free(cls[1]);
+    env_close(&e);
+}
+
 static void test_chunker(void)
 {
     size_t n = 4u << 20;
@@ -379,4 +433,4 @@ static void test_chunker(void)
 }
 
 CN_TEST_MAIN(CN_TEST(test_codec_independent_identity), CN_TEST(test_pick_codec_replay),
-             CN_TEST(test_public_codecs), CN_TEST(test_chunker))
+             CN_TEST(test_public_codecs), CN_TEST(test_gateway_wire_codecs), CN_TEST(test_chunker))

@@ -27,6 +27,15 @@ static const cn_meta_migration_t schema[] = {
       " PRIMARY KEY (namespace, account_id));"
       "CREATE INDEX cn_ns_grants_account ON cn_ns_grants (account_id)",
       NULL, NULL },
+    /* The key check value of the identity key that seals token secrets
+     * (one row, id 1): a node holding another key refuses to start
+     * (docs/fleet.md, "One identity key"). */
+    { 2,
+      "CREATE TABLE cn_identity_key ("
+      " id BIGINT PRIMARY KEY,"
+      " kcv TEXT NOT NULL,"
+      " created_at BIGINT NOT NULL)",
+      NULL, NULL },
 };
 
 #define ACCOUNT_COLS "SELECT id, name, email, disabled, created_at FROM cn_accounts "
@@ -79,6 +88,11 @@ const char *const cn__sql_id[CN_SQL_ID_COUNT] = {
     [CN_SQL_ID_GRANT_LIST] = GRANT_COLS "ORDER BY g.namespace, a.name",
     [CN_SQL_ID_GRANT_LIST_NS] = GRANT_COLS "WHERE g.namespace = ?"
                                            " ORDER BY g.namespace, a.name",
+
+    [CN_SQL_ID_KEYCHECK_GET] = "SELECT kcv FROM cn_identity_key WHERE id = 1",
+    [CN_SQL_ID_KEYCHECK_PUT] = "INSERT INTO cn_identity_key (id, kcv, created_at) VALUES (1, ?, ?)"
+                               " ON CONFLICT (id) DO NOTHING",
+    [CN_SQL_ID_TOKEN_FIRST_BOX] = "SELECT id, secret_box FROM cn_tokens ORDER BY id LIMIT 64",
 };
 
 const cn_sql_set_t cn__sql_id_set = {

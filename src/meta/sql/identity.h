@@ -39,6 +39,10 @@ enum {
     CN_SQL_ID_GRANT_DELETE,          /* (namespace, account_id) */
     CN_SQL_ID_GRANT_LIST,            /* () -> GRANT_COLS by namespace, account name */
     CN_SQL_ID_GRANT_LIST_NS,         /* (namespace) -> GRANT_COLS by account name */
+    /* the identity key's check value */
+    CN_SQL_ID_KEYCHECK_GET,    /* () -> kcv (hex), when recorded */
+    CN_SQL_ID_KEYCHECK_PUT,    /* (kcv, created_at): kept if one is recorded already */
+    CN_SQL_ID_TOKEN_FIRST_BOX, /* () -> id, secret_box of the first 64 tokens by id */
     CN_SQL_ID_COUNT
 };
 

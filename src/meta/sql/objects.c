@@ -93,10 +93,66 @@ static const char schema_v2[] = "ALTER TABLE obj_upload ADD COLUMN cksum_alg TEX
  * (bucket_id, gen). */
 static const char schema_v3[] = "ALTER TABLE obj_bucket ADD COLUMN gen BIGINT NOT NULL DEFAULT 0;";
 
+/* v4: S3 versioning, object lock and tagging (issue 25).
+ *  - obj_version stays the table of current versions, one row per live key,
+ *    so a current-version read is still one indexed lookup and a listing
+ *    never meets a delete marker.  vnull = 1 marks a key's null version
+ *    (every row written before v4, or while versioning is off or suspended).
+ *  - obj_history holds noncurrent versions and delete markers (marker = 1,
+ *    no segments).  A version moves there with its version_id unchanged when
+ *    a newer version or a marker takes its key; its obj_segment rows stay,
+ *    so its blobs stay live.  noncurrent_ms: when it stopped being current
+ *    (lifecycle's noncurrent age); a marker's own write time is mtime_ms.
+ *  - obj_version_tag, obj_version_lock: a version's tags and its retention
+ *    and legal hold, keyed by version_id in whichever table it is.
+ *  - obj_upload carries the tags and retention CreateMultipartUpload asked
+ *    for, applied by the completion.
+ *  - obj_lifecycle: the lifecycle worker's persisted cursor per bucket. */
+static const char schema_v4[] =
+    "ALTER TABLE obj_version ADD COLUMN vnull BIGINT NOT NULL DEFAULT 1;"
+    "CREATE TABLE obj_history ("
+    "  version_id BIGINT PRIMARY KEY,"
+    "  bucket_id BIGINT NOT NULL,"
+    "  okey BLOB NOT NULL,"
+    "  marker BIGINT NOT NULL,"
+    "  vnull BIGINT NOT NULL,"
+    "  size BIGINT NOT NULL,"
+    "  etag TEXT NOT NULL,"
+    "  sha256 TEXT NOT NULL,"
+    "  content_type TEXT NOT NULL,"
+    "  umeta BLOB,"
+    "  mtime_ms BIGINT NOT NULL,"
+    "  owner TEXT NOT NULL,"
+    "  acl TEXT,"
+    "  nparts BIGINT NOT NULL,"
+    "  cksum_alg TEXT,"
+    "  cksum TEXT,"
+    "  noncurrent_ms BIGINT NOT NULL);"
+    "CREATE INDEX obj_history_key ON obj_history (bucket_id, okey, version_id);"
+    "CREATE TABLE obj_version_tag ("
+    "  version_id BIGINT NOT NULL,"
+    "  tkey BLOB NOT NULL,"
+    "  tvalue BLOB NOT NULL,"
+    "  PRIMARY KEY (version_id, tkey));"
+    "CREATE TABLE obj_version_lock ("
+    "  version_id BIGINT PRIMARY KEY,"
+    "  mode TEXT,"
+    "  retain_until_ms BIGINT,"
+    "  legal_hold BIGINT NOT NULL DEFAULT 0);"
+    "ALTER TABLE obj_upload ADD COLUMN tags BLOB;"
+    "ALTER TABLE obj_upload ADD COLUMN lock_mode TEXT;"
+    "ALTER TABLE obj_upload ADD COLUMN lock_until_ms BIGINT;"
+    "ALTER TABLE obj_upload ADD COLUMN legal_hold BIGINT;"
+    "CREATE TABLE obj_lifecycle ("
+    "  bucket_id BIGINT PRIMARY KEY,"
+    "  pass_ms BIGINT NOT NULL,"
+    "  cursor BLOB);";
+
 static const cn_meta_migration_t schema[] = {
     { 1, schema_v1, NULL, NULL },
     { 2, schema_v2, NULL, NULL },
     { 3, schema_v3, NULL, NULL },
+    { 4, schema_v4, NULL, NULL },
 };
 
 const char *const cn__sql_obj[CN_SQL_OBJ_COUNT] = {
@@ -229,6 +285,104 @@ const char *const cn__sql_obj[CN_SQL_OBJ_COUNT] = {
         "DELETE FROM obj_part WHERE upload_id = ? AND part_number NOT IN "
         "(SELECT part_number FROM obj_segment WHERE version_id = ?)",
     [CN_SQL_OBJ_UPLOAD_PARTS_DELETE] = "DELETE FROM obj_part WHERE upload_id = ?",
+    /* ---- versioning (statements of the versioning work go here) */
+    [CN_SQL_OBJ_V_SETTINGS] = "SELECT name, value FROM obj_bucket_attr WHERE bucket_id = ? AND "
+                              "name IN ('versioning', 'object-lock-default')",
+    [CN_SQL_OBJ_V_CUR_OF_KEY] =
+        "SELECT version_id, vnull FROM obj_version WHERE bucket_id = ? AND okey = ?",
+    [CN_SQL_OBJ_V_CUR_BY_ID] =
+        "SELECT vnull FROM obj_version WHERE version_id = ? AND bucket_id = ? AND okey = ?",
+    [CN_SQL_OBJ_V_HIST_BY_ID] =
+        "SELECT marker, vnull FROM obj_history WHERE version_id = ? AND bucket_id = ? AND okey = ?",
+    [CN_SQL_OBJ_V_HIST_NEWEST] =
+        "SELECT version_id, marker, vnull FROM obj_history "
+        "WHERE bucket_id = ? AND okey = ? ORDER BY version_id DESC LIMIT 1",
+    [CN_SQL_OBJ_V_HIST_NULL] = "SELECT version_id, marker FROM obj_history "
+                               "WHERE bucket_id = ? AND okey = ? AND vnull = 1",
+    [CN_SQL_OBJ_V_TO_HISTORY] =
+        "INSERT INTO obj_history (version_id, bucket_id, okey, marker, vnull, size, etag, sha256, "
+        "content_type, umeta, mtime_ms, owner, acl, nparts, cksum_alg, cksum, noncurrent_ms) "
+        "SELECT version_id, bucket_id, okey, 0, vnull, size, etag, sha256, content_type, umeta, "
+        "mtime_ms, owner, acl, nparts, cksum_alg, cksum, CAST(? AS BIGINT) FROM obj_version "
+        "WHERE version_id = ?",
+    [CN_SQL_OBJ_V_FROM_HISTORY] =
+        "INSERT INTO obj_version (version_id, bucket_id, okey, vnull, size, etag, sha256, "
+        "content_type, umeta, mtime_ms, owner, acl, nparts, cksum_alg, cksum) "
+        "SELECT version_id, bucket_id, okey, vnull, size, etag, sha256, content_type, umeta, "
+        "mtime_ms, owner, acl, nparts, cksum_alg, cksum FROM obj_history "
+        "WHERE version_id = ? AND marker = 0",
+    [CN_SQL_OBJ_V_HIST_DELETE] = "DELETE FROM obj_history WHERE version_id = ?",
+    [CN_SQL_OBJ_V_MARKER_INSERT] =
+        "INSERT INTO obj_history (version_id, bucket_id, okey, marker, vnull, size, etag, sha256, "
+        "content_type, umeta, mtime_ms, owner, acl, nparts, cksum_alg, cksum, noncurrent_ms) "
+        "VALUES (?, ?, ?, 1, ?, 0, '', '', '', NULL, ?, ?, NULL, 0, NULL, NULL, 0)",
+    [CN_SQL_OBJ_V_HIST_NONCURRENT] =
+        "UPDATE obj_history SET noncurrent_ms = ? WHERE version_id = ? AND noncurrent_ms = 0",
+    [CN_SQL_OBJ_V_SET_VNULL] = "UPDATE obj_version SET vnull = ? WHERE version_id = ?",
+    [CN_SQL_OBJ_V_TAGS_DELETE] = "DELETE FROM obj_version_tag WHERE version_id = ?",
+    [CN_SQL_OBJ_V_LOCK_DELETE] = "DELETE FROM obj_version_lock WHERE version_id = ?",
+    [CN_SQL_OBJ_V_TAG_INSERT] =
+        "INSERT INTO obj_version_tag (version_id, tkey, tvalue) VALUES (?, ?, ?)",
+    [CN_SQL_OBJ_V_LOCK_INSERT] = "INSERT INTO obj_version_lock (version_id, mode, retain_until_ms, "
+                                 "legal_hold) VALUES (?, ?, ?, ?)",
+    [CN_SQL_OBJ_V_LOCK_ROW] =
+        "SELECT mode, retain_until_ms, legal_hold FROM obj_version_lock WHERE version_id = ?",
+    [CN_SQL_OBJ_V_CUR_ROW] =
+        "SELECT version_id, size, etag, sha256, content_type, umeta, mtime_ms, owner, acl, nparts, "
+        "cksum_alg, cksum, 0, vnull FROM obj_version WHERE version_id = ?",
+    [CN_SQL_OBJ_V_HIST_ROW] =
+        "SELECT version_id, size, etag, sha256, content_type, umeta, mtime_ms, owner, acl, nparts, "
+        "cksum_alg, cksum, marker, vnull FROM obj_history WHERE version_id = ?",
+    [CN_SQL_OBJ_V_BUCKET_HAS_HISTORY] = "SELECT 1 FROM obj_history WHERE bucket_id = ? LIMIT 1",
+    [CN_SQL_OBJ_V_NEXT_CUR_AFTER] =
+        "SELECT okey FROM obj_version WHERE bucket_id = ? AND okey > ? ORDER BY okey LIMIT 1",
+    [CN_SQL_OBJ_V_NEXT_CUR_FROM] =
+        "SELECT okey FROM obj_version WHERE bucket_id = ? AND okey >= ? ORDER BY okey LIMIT 1",
+    [CN_SQL_OBJ_V_NEXT_HIST_AFTER] =
+        "SELECT okey FROM obj_history WHERE bucket_id = ? AND okey > ? ORDER BY okey LIMIT 1",
+    [CN_SQL_OBJ_V_NEXT_HIST_FROM] =
+        "SELECT okey FROM obj_history WHERE bucket_id = ? AND okey >= ? ORDER BY okey LIMIT 1",
+    [CN_SQL_OBJ_V_LIST_CUR_KEY] =
+        "SELECT okey, size, etag, sha256, mtime_ms, content_type, owner, nparts, version_id, "
+        "vnull, 0 FROM obj_version WHERE bucket_id = ? AND okey = ?",
+    [CN_SQL_OBJ_V_LIST_HIST_KEY] =
+        "SELECT okey, size, etag, sha256, mtime_ms, content_type, owner, nparts, version_id, "
+        "vnull, marker FROM obj_history WHERE bucket_id = ? AND okey = ? "
+        "AND version_id < ? ORDER BY version_id DESC LIMIT ?",
+    [CN_SQL_OBJ_V_UPLOAD_SET_ATTRS] = "UPDATE obj_upload SET tags = ?, lock_mode = ?, "
+                                      "lock_until_ms = ?, legal_hold = ? WHERE upload_id = ?",
+    [CN_SQL_OBJ_V_UPLOAD_ATTRS] =
+        "SELECT tags, lock_mode, lock_until_ms, legal_hold FROM obj_upload WHERE upload_id = ?",
+    [CN_SQL_OBJ_V_KEY_READ] =
+        "SELECT b.bucket_id, b.gen, v.version_id, v.size, v.etag, v.sha256, v.content_type, "
+        "v.umeta, v.mtime_ms, v.owner, v.acl, v.nparts, v.cksum_alg, v.cksum, s.digest, s.size, "
+        "v.vnull, l.mode, l.retain_until_ms, l.legal_hold, "
+        "(SELECT COUNT(*) FROM obj_version_tag t WHERE t.version_id = v.version_id) "
+        "FROM obj_bucket b "
+        "LEFT JOIN obj_version v ON v.bucket_id = b.bucket_id AND v.okey = ? "
+        "LEFT JOIN obj_segment s ON s.version_id = v.version_id "
+        "LEFT JOIN obj_version_lock l ON l.version_id = v.version_id "
+        "WHERE b.name = ? ORDER BY s.seq",
+    [CN_SQL_OBJ_V_TAGS_COUNT] = "SELECT COUNT(*) FROM obj_version_tag WHERE version_id = ?",
+    [CN_SQL_OBJ_V_TAGS_COPY] =
+        "INSERT INTO obj_version_tag (version_id, tkey, tvalue) "
+        "SELECT CAST(? AS BIGINT), tkey, tvalue FROM obj_version_tag WHERE version_id = ?",
+    /* ---- tags and lifecycle (statements of the tagging/lifecycle work go here) */
+    [CN_SQL_OBJ_TAG_LIST] =
+        "SELECT tkey, tvalue FROM obj_version_tag WHERE version_id = ? ORDER BY tkey",
+    [CN_SQL_OBJ_TAG_COUNT] = "SELECT COUNT(*) FROM obj_version_tag WHERE version_id = ?",
+    [CN_SQL_OBJ_TAG_INSERT] =
+        "INSERT INTO obj_version_tag (version_id, tkey, tvalue) VALUES (?, ?, ?)",
+    [CN_SQL_OBJ_TAG_DELETE] = "DELETE FROM obj_version_tag WHERE version_id = ?",
+    [CN_SQL_OBJ_TAG_COPY] = "INSERT INTO obj_version_tag (version_id, tkey, tvalue) "
+                            "SELECT ?, tkey, tvalue FROM obj_version_tag WHERE version_id = ?",
+    [CN_SQL_OBJ_TAG_OWNER_CUR] = "SELECT owner, acl FROM obj_version WHERE version_id = ?",
+    [CN_SQL_OBJ_TAG_OWNER_HIST] = "SELECT owner, acl FROM obj_history WHERE version_id = ?",
+    /* ---- object lock (statements of the object-lock work go here) */
+    [CN_SQL_OBJ_LOCK_UPSERT] =
+        "INSERT INTO obj_version_lock (version_id, mode, retain_until_ms, legal_hold) "
+        "VALUES (?, ?, ?, ?) ON CONFLICT (version_id) DO UPDATE SET mode = excluded.mode, "
+        "retain_until_ms = excluded.retain_until_ms, legal_hold = excluded.legal_hold",
 };
 
 const cn_sql_set_t cn__sql_obj_set = {

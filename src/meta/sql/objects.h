@@ -136,6 +136,83 @@ enum {
     CN_SQL_OBJ_PARTS_UNLISTED_DELETE,
     /* (upload_id): all its parts */
     CN_SQL_OBJ_UPLOAD_PARTS_DELETE,
+    /* ---- versioning (statements of the versioning work go here) */
+    /* (bucket_id): the versioning state and the default retention, by name */
+    CN_SQL_OBJ_V_SETTINGS,
+    /* (bucket_id, okey): the current row's (version_id, vnull) */
+    CN_SQL_OBJ_V_CUR_OF_KEY,
+    /* (version_id, bucket_id, okey): vnull of that current row */
+    CN_SQL_OBJ_V_CUR_BY_ID,
+    /* (version_id, bucket_id, okey): (marker, vnull) of that history row */
+    CN_SQL_OBJ_V_HIST_BY_ID,
+    /* (bucket_id, okey): the key's newest history row (version_id, marker, vnull) */
+    CN_SQL_OBJ_V_HIST_NEWEST,
+    /* (bucket_id, okey): the key's null version in history (version_id, marker) */
+    CN_SQL_OBJ_V_HIST_NULL,
+    /* (noncurrent_ms, version_id): copies a current row into obj_history */
+    CN_SQL_OBJ_V_TO_HISTORY,
+    /* (version_id): copies a non-marker history row back into obj_version */
+    CN_SQL_OBJ_V_FROM_HISTORY,
+    /* (version_id) */
+    CN_SQL_OBJ_V_HIST_DELETE,
+    /* (version_id, bucket_id, okey, vnull, mtime_ms, owner): a delete marker */
+    CN_SQL_OBJ_V_MARKER_INSERT,
+    /* (noncurrent_ms, version_id): a latest marker stops being latest */
+    CN_SQL_OBJ_V_HIST_NONCURRENT,
+    /* (vnull, version_id) */
+    CN_SQL_OBJ_V_SET_VNULL,
+    /* (version_id) */
+    CN_SQL_OBJ_V_TAGS_DELETE,
+    CN_SQL_OBJ_V_LOCK_DELETE,
+    /* (version_id, tkey, tvalue) */
+    CN_SQL_OBJ_V_TAG_INSERT,
+    /* (version_id, mode, retain_until_ms, legal_hold) */
+    CN_SQL_OBJ_V_LOCK_INSERT,
+    /* (version_id): (mode, retain_until_ms, legal_hold) */
+    CN_SQL_OBJ_V_LOCK_ROW,
+    /* (version_id): CN__VCOL_* columns then (marker, vnull), either table */
+    CN_SQL_OBJ_V_CUR_ROW,
+    CN_SQL_OBJ_V_HIST_ROW,
+    /* (bucket_id): any history row (a noncurrent version or a marker) */
+    CN_SQL_OBJ_V_BUCKET_HAS_HISTORY,
+    /* (bucket_id, okey): the next key after / from okey, in either table */
+    CN_SQL_OBJ_V_NEXT_CUR_AFTER,
+    CN_SQL_OBJ_V_NEXT_CUR_FROM,
+    CN_SQL_OBJ_V_NEXT_HIST_AFTER,
+    CN_SQL_OBJ_V_NEXT_HIST_FROM,
+    /* (bucket_id, okey): the listing columns of the current row */
+    CN_SQL_OBJ_V_LIST_CUR_KEY,
+    /* (bucket_id, okey, below, limit): the key's history rows with
+     * version_id < below, newest first */
+    CN_SQL_OBJ_V_LIST_HIST_KEY,
+    /* (tags, lock_mode, lock_until_ms, legal_hold, upload_id) */
+    CN_SQL_OBJ_V_UPLOAD_SET_ATTRS,
+    /* (upload_id): (tags, lock_mode, lock_until_ms, legal_hold) */
+    CN_SQL_OBJ_V_UPLOAD_ATTRS,
+    /* KEY_READ with the version's vnull last: the current-version read */
+    CN_SQL_OBJ_V_KEY_READ,
+    /* (version_id, from version_id): a copy's tags are its source's */
+    CN_SQL_OBJ_V_TAGS_COPY,
+    /* (version_id): how many tags it has */
+    CN_SQL_OBJ_V_TAGS_COUNT,
+    /* ---- tags and lifecycle (statements of the tagging/lifecycle work go here) */
+    /* (version_id): tkey, tvalue of the version's tags, by key */
+    CN_SQL_OBJ_TAG_LIST,
+    /* (version_id): COUNT(*) of its tags (the primary key's prefix) */
+    CN_SQL_OBJ_TAG_COUNT,
+    /* (version_id, tkey, tvalue) */
+    CN_SQL_OBJ_TAG_INSERT,
+    /* (version_id): all its tags */
+    CN_SQL_OBJ_TAG_DELETE,
+    /* (to version_id, from version_id): copies the tags of one version to another */
+    CN_SQL_OBJ_TAG_COPY,
+    /* (version_id): owner, acl of a current / a history version */
+    CN_SQL_OBJ_TAG_OWNER_CUR,
+    CN_SQL_OBJ_TAG_OWNER_HIST,
+    /* ---- object lock (statements of the object-lock work go here) */
+    /* (version_id, mode, retain_until_ms, legal_hold): insert or replace (a
+     * row is read and removed by CN_SQL_OBJ_V_LOCK_ROW / _V_LOCK_DELETE) */
+    CN_SQL_OBJ_LOCK_UPSERT,
     CN_SQL_OBJ_COUNT
 };
 

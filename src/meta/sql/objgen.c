@@ -1,0 +1,18 @@
+/* The objects service's fleet write generations: its schema step and its
+ * statements (objgen.h names them).  A component of its own ("objgen"), so
+ * the table lands without a step in the objects schema.  See sql.h. */
+#include "meta/sql/objgen.h"
+
+static const cn_meta_migration_t schema[] = {
+    { 1, "CREATE TABLE cn_obj_gen (slot BIGINT PRIMARY KEY, gen BIGINT NOT NULL)", NULL, NULL },
+};
+
+const char *const cn__sql_objgen[CN_SQL_OBJGEN_COUNT] = {
+    [CN_SQL_OBJGEN_LOAD] = "SELECT gen FROM cn_obj_gen WHERE slot = ?",
+    [CN_SQL_OBJGEN_BUMP] = "INSERT INTO cn_obj_gen (slot, gen) VALUES (?, 1)"
+                           " ON CONFLICT (slot) DO UPDATE SET gen = cn_obj_gen.gen + 1",
+};
+
+const cn_sql_set_t cn__sql_objgen_set = {
+    "objgen", schema, sizeof schema / sizeof schema[0], cn__sql_objgen, CN_SQL_OBJGEN_COUNT,
+};

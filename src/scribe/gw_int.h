@@ -1,0 +1,259 @@
+/* The gateway role of cairnd (docs/protocol/scribe-gateway.md, "Gateway
+ * role"): one Scribe protocol-2 listener in front of 1..64 storage servers.
+ * It answers discover from its configuration, resolves `<namespace>/<name>`
+ * repository names, keeps a durable repository -> server placement map in
+ * its data directory, and forwards every repository operation to the server
+ * that owns the repository, relaying object streams frame by frame (never a
+ * whole body in memory).
+ *
+ * It must never answer a repository operation itself (storage decides every
+ * outcome and every authorization), never guess a topology when a backend it
+ * needs does not answer (an error instead), never let an unknown mutation
+ * outcome look like a definitive failure (an upstream transport failure
+ * closes the client's connection), and never speak SQL (src/meta/sql/
+ * gateway.c holds its statements).
+ *
+ * Files: gw_config.c (the TOML configuration and the name resolver, pure),
+ * gw_up.c (upstream connections and their pool), gw_place.c (placements and
+ * the pick rule), gw_relay.c (forwarding and stream relays), gw_list.c
+ * (repo_list's merge), gw_server.c (the adapter: handshake, sessions,
+ * dispatch).  This header is also the interface src/cmd uses. */
+#ifndef CN_SCRIBE_GW_INT_H
+#define CN_SCRIBE_GW_INT_H
+
+#include "cairn/err.h"
+#include "cairn/net.h"
+#include "cairn/scribe.h"
+#include "cairn/util.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- configuration (gw_config.c) -------------------------------------------------------- */
+#define CN_GW_MAX_SERVERS CN_SCRIBE_MAX_STORAGE_SERVERS /* 64 */
+#define CN_GW_ADDR_MAX 128
+
+typedef struct cn_gw_server {
+    char address[CN_GW_ADDR_MAX];         /* host:port, the scheme stripped */
+    char ns[CN_SCRIBE_MAX_NAMESPACE + 1]; /* its label: "" on plaintext storage */
+    bool tls;                             /* scribes:// (protocol 4) */
+} cn_gw_server_t;
+
+typedef struct cn_gw_config {
+    cn_gw_server_t servers[CN_GW_MAX_SERVERS];
+    size_t n;         /* 1..64, in configuration order */
+    bool tls;         /* every server is scribes:// (never mixed) */
+    bool has_default; /* default_namespace was given */
+    char default_ns[CN_SCRIBE_MAX_NAMESPACE + 1];
+    size_t nns;                        /* distinct labels: the reachable namespaces */
+    const char *ns[CN_GW_MAX_SERVERS]; /* each distinct label once, first-seen order
+                                          (pointers into servers[]) */
+} cn_gw_config_t;
+
+/* Parses and checks a gateway configuration (TOML, docs/protocol/
+ * scribe-gateway.md): optional default_namespace, then 1..64 [[storage]]
+ * tables with address ("host:port" or "scribes://host:port") and namespace
+ * (the label, "" on plaintext storage).  Unknown keys, 0 or more than 64
+ * servers, a label that is not 1..64 of A-Z a-z 0-9 - _ . on TLS storage or
+ * not empty on plaintext storage, a repeated address, a default naming no
+ * configured label, and plaintext mixed with TLS are refused: CN_E_INVALID
+ * with one line for humans in err.  Pure; any thread. */
+cn_err_t cn_gw_config_parse(const char *text, size_t len, cn_gw_config_t *out, char *err,
+                            size_t errlen);
+/* The same from a file (at most CN_TOML_MAX_BYTES). */
+cn_err_t cn_gw_config_load(const char *path, cn_gw_config_t *out, char *err, size_t errlen);
+
+/* True when s (n bytes) is a namespace label: 1..64 ASCII letters, digits,
+ * '-', '_' or '.'. */
+bool cn_gw_label_valid(const char *s, size_t n);
+
+/* Resolves a wire repository name (1..193 bytes) into its namespace and the
+ * storage name: `<namespace>/<name>` names a served namespace; a bare name
+ * resolves in the only namespace or the configured default.  On success
+ * *ns is one of cfg->ns[] and *sname / *slen view the storage name inside
+ * name.  Otherwise CN_E_INVALID (answered malformed) with the reason in msg,
+ * which names the accepted form `<namespace>/<name>` for a bare name that
+ * cannot resolve.  The storage server judges the rest of the storage name. */
+cn_err_t cn_gw_name_resolve(const cn_gw_config_t *cfg, const char *name, size_t len,
+                            const char **ns, const char **sname, size_t *slen, char *msg,
+                            size_t cap);
+
+/* ---- the adapter (gw_server.c) ---------------------------------------------------------- */
+struct cn_meta;
+typedef struct cn_gw_opts {
+    uint32_t inactivity_s; /* announced to clients; 0 = 300 */
+} cn_gw_opts_t;
+
+/* Builds the gateway adapter over cfg (copied) with its placements in meta
+ * (borrowed; must outlive the listener; the schema is migrated here).  *ad
+ * is static, *actx freed by cn_gw_adapter_destroy.  Errors: CN_E_INVALID,
+ * CN_E_UNSUPPORTED (a protocol-4 configuration: not served by this build),
+ * the metadata's, -ENOMEM. */
+cn_err_t cn_gw_adapter_create(const cn_gw_config_t *cfg, struct cn_meta *meta,
+                              const cn_gw_opts_t *opts, const cn_adapter_t **ad, void **actx);
+void cn_gw_adapter_destroy(void *actx); /* NULL is a no-op */
+
+/* ---- internals ------------------------------------------------------------------------------ */
+#define CN__GW_IO 65536         /* relay buffer */
+#define CN__GW_POOL_IDLE 16     /* idle upstream connections kept per server */
+#define CN__GW_CONNECT_MS 10000 /* the specification's client connect timeout */
+#define CN__GW_IO_MS 300000     /* and its read/write timeout */
+#define CN__GW_LIST_CURSORS 4   /* open repo_list cursors per client connection */
+#define CN__GW_DATA_CONNS 4
+
+/* One upstream connection: a protocol-2 control session to one storage
+ * server, in the codec and transfer compression of the client connections
+ * it serves (so that payloads and object streams relay byte for byte). */
+typedef struct cn__gw_up {
+    int fd;
+    size_t server;
+    uint8_t codec, compression;
+    uint64_t session;
+    uint32_t timeout_s; /* the inactivity timeout the server announced */
+    int64_t last_ms;    /* cn_mono_ms when it last carried a request */
+    uint64_t bound;     /* a data connection of this upstream session; 0: control */
+    struct cn__gw_up *next;
+} cn__gw_up_t;
+
+typedef struct cn__gw_session {
+    uint64_t id;
+    unsigned data_conns;
+    bool control_open;
+    unsigned busy;
+    int64_t last_ms;
+    struct cn__gw_session *next;
+} cn__gw_session_t;
+
+typedef struct cn__gw {
+    cn_gw_config_t cfg;
+    struct cn_meta *meta;
+    uint32_t inactivity_s;
+    pthread_mutex_t mu; /* sessions and the pool */
+    cn__gw_session_t *sessions;
+    cn__gw_up_t *idle[CN_GW_MAX_SERVERS];
+    unsigned nidle[CN_GW_MAX_SERVERS];
+    /* per server and (codec, compression): the control connection upstream
+     * data connections bind to (never lent out) */
+    pthread_mutex_t anchor_mu;
+    cn__gw_up_t *anchor[CN_GW_MAX_SERVERS][4];
+    bool kill_after_placement; /* test hook CAIRN_TEST_KILL_AFTER_GW_PLACEMENT */
+} cn__gw_t;
+
+struct cn__gw_cursor;
+typedef struct cn__gw_conn {
+    cn__gw_t *g;
+    cn_scribe_codec_t codec;
+    uint8_t compression;
+    uint64_t session;
+    cn__gw_session_t *ss;
+    bool data;
+    cn_buf_t in, out;
+    uint8_t *io; /* CN__GW_IO bytes */
+    struct cn__gw_cursor *cursors[CN__GW_LIST_CURSORS];
+    uint64_t cursor_ids[CN__GW_LIST_CURSORS];
+} cn__gw_conn_t;
+
+/* One client request being served. */
+typedef struct cn__gw_call {
+    cn__gw_conn_t *gc;
+    cn_conn_t *c;
+    cn_scribe_hdr_t hdr;
+    const uint8_t *payload;
+    size_t len;
+} cn__gw_call_t;
+
+/* gw_server.c: answers an error frame (code, message) for the call. */
+cn_err_t cn__gw_fail(cn__gw_call_t *k, uint16_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Sends a reply frame whose payload is gc->out. */
+cn_err_t cn__gw_reply(cn__gw_call_t *k);
+/* The error a client sees when a storage server it needs does not answer
+ * (storage_failure, naming the server by its place in the configuration,
+ * never by address). */
+cn_err_t cn__gw_unavailable(cn__gw_call_t *k, size_t server);
+
+/* gw_up.c.  Borrows an upstream connection to server in (codec,
+ * compression): a pooled one unless it has been silent for half the
+ * inactivity timeout its server announced, or its peer has closed it (then
+ * it is replaced), else a new one.  CN_E_UNAVAILABLE when the server cannot
+ * be reached or refuses the hello. */
+cn_err_t cn__gw_up_get(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression,
+                       cn__gw_up_t **out);
+/* Gives a connection back after a complete exchange (kept unless the pool
+ * is full). */
+void cn__gw_up_put(cn__gw_t *g, cn__gw_up_t *up);
+/* The same for a request that came on a client's data connection: an
+ * upstream data connection bound to the gateway's upstream session of that
+ * server (opened on demand), else, when that session holds four, a control
+ * connection as cn__gw_up_get. */
+cn_err_t cn__gw_up_get_data(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression,
+                            cn__gw_up_t **out);
+/* Closes a connection whose stream is in an unknown state.  NULL is a no-op. */
+void cn__gw_up_close(cn__gw_up_t *up);
+void cn__gw_pool_free(cn__gw_t *g);
+cn_err_t cn__gw_up_write(cn__gw_up_t *up, const void *p, size_t n);
+cn_err_t cn__gw_up_read(cn__gw_up_t *up, void *p, size_t n);
+cn_err_t cn__gw_up_read_some(cn__gw_up_t *up, void *p, size_t n, size_t *got);
+/* Sends one frame (opcode, no stream) and reads its answer: the header in
+ * *h and the payload (at most max bytes, else CN_E_PROTOCOL) in *reply.
+ * An error frame is a success here (h->flags has ERROR).  Any other failure
+ * leaves the connection unusable: close it. */
+cn_err_t cn__gw_up_call(cn__gw_up_t *up, uint16_t opcode, uint64_t rid, const cn_buf_t *payload,
+                        size_t max, cn_scribe_hdr_t *h, cn_buf_t *reply);
+/* One whole exchange with a pooled connection to server (get, call, put or
+ * close), for requests without side effects only: a broken exchange is
+ * repeated once on a new connection.  CN_E_UNAVAILABLE when the server
+ * cannot be reached or the exchange broke twice. */
+cn_err_t cn__gw_ask(cn__gw_t *g, size_t server, uint8_t codec, uint16_t opcode,
+                    const cn_buf_t *payload, size_t max, cn_scribe_hdr_t *h, cn_buf_t *reply);
+
+/* gw_place.c.  Placements: (namespace, storage name) -> server address,
+ * pending until the repository id is known. */
+typedef struct cn__gw_place {
+    size_t server;
+    bool confirmed;
+    uint8_t id[16];
+} cn__gw_place_t;
+cn_err_t cn__gw_place_migrate(struct cn_meta *meta);
+/* CN_E_NOT_FOUND when none; CN_E_CONFLICT when the placement names a server
+ * no longer configured. */
+cn_err_t cn__gw_place_by_name(cn__gw_t *g, const char *ns, const char *name, size_t nlen,
+                              cn__gw_place_t *out);
+cn_err_t cn__gw_place_by_id(cn__gw_t *g, const uint8_t id[16], cn__gw_place_t *out);
+/* Records a pending placement durably unless one exists; *out is the one
+ * that holds afterwards (the earlier one when there was). */
+cn_err_t cn__gw_place_reserve(cn__gw_t *g, const char *ns, const char *name, size_t nlen,
+                              size_t server, cn__gw_place_t *out);
+/* Records the repository id of a placement (inserting it confirmed when
+ * absent: a repository found on storage, adopted). */
+cn_err_t cn__gw_place_confirm(cn__gw_t *g, const char *ns, const char *name, size_t nlen,
+                              size_t server, const uint8_t id[16]);
+cn_err_t cn__gw_place_forget(cn__gw_t *g, const char *ns, const char *name, size_t nlen);
+/* The server of ns's pool a new repository goes to: most available bytes,
+ * then fewest repositories (instance_status, first page), then fewest
+ * placements, then configuration order; servers that do not answer are
+ * skipped.  CN_E_UNAVAILABLE when none answers. */
+cn_err_t cn__gw_pick(cn__gw_t *g, const char *ns, uint8_t codec, size_t *server);
+
+/* gw_relay.c.  Forwards the call (its payload read) to server and relays
+ * the answer, object streams included.  A failure of either side closes the
+ * client connection (the return is < 0). */
+cn_err_t cn__gw_forward(cn__gw_call_t *k, size_t server);
+/* The owning server of a request naming a repository by id; answers the
+ * failure itself (*answered) when there is none. */
+cn_err_t cn__gw_owner_by_id(cn__gw_call_t *k, const uint8_t id[16], size_t *server, bool *answered);
+/* repo_create, repo_info (gw_relay.c) and repo_list (gw_list.c). */
+cn_err_t cn__gw_op_create(cn__gw_call_t *k);
+cn_err_t cn__gw_op_info(cn__gw_call_t *k);
+cn_err_t cn__gw_op_list(cn__gw_call_t *k);
+void cn__gw_cursors_free(cn__gw_conn_t *gc);
+/* The wire name of a storage name in namespace ns: `<ns>/<name>` when the
+ * gateway serves several namespaces, else the name itself.  cap >= 194. */
+size_t cn__gw_wire_name(const cn__gw_t *g, const char *ns, const char *name, size_t nlen, char *out,
+                        size_t cap);
+/* The namespace of a server and the index of a label in cfg->ns[]. */
+const char *cn__gw_server_ns(const cn__gw_t *g, size_t server);
+
+#endif

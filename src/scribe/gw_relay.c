@@ -1,0 +1,532 @@
+/* Forwarding through the gateway: a request goes to the storage server that
+ * owns its repository on a pooled upstream connection of the client's codec
+ * and transfer compression, and the answer comes back byte for byte.  Object
+ * streams (put_objects' request stream, get_objects' and get_chunks' reply
+ * streams) are relayed in CN__GW_IO pieces as they arrive, parsed only as
+ * far as needed to find where they end; no body is held whole.  Any failure
+ * once a request has gone upstream closes the client connection, so an
+ * unknown outcome never looks like a definitive one.  repo_create and
+ * repo_info, which name repositories, are here too. */
+#include "gw_int.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- byte pipes --------------------------------------------------------------------------- */
+/* n bytes client -> upstream.  *up_failed tells which side broke. */
+static cn_err_t pipe_up(cn__gw_call_t *k, cn__gw_up_t *up, uint64_t n, bool *up_failed)
+{
+    uint8_t *io = k->gc->io;
+    while (n) {
+        size_t want = n < CN__GW_IO ? (size_t)n : CN__GW_IO, got = 0;
+        CN_TRY(cn_conn_read_some(k->c, io, want, &got, cn_conn_deadline_for(k->c, want)));
+        cn_err_t e = cn__gw_up_write(up, io, got);
+        if (e < 0) {
+            *up_failed = true;
+            return e;
+        }
+        n -= got;
+    }
+    return CN_OK;
+}
+
+/* n bytes upstream -> client. */
+static cn_err_t pipe_down(cn__gw_call_t *k, cn__gw_up_t *up, uint64_t n)
+{
+    uint8_t *io = k->gc->io;
+    while (n) {
+        size_t want = n < CN__GW_IO ? (size_t)n : CN__GW_IO, got = 0;
+        CN_TRY(cn__gw_up_read_some(up, io, want, &got));
+        CN_TRY(cn_conn_write_all(k->c, io, got, cn_conn_deadline_for(k->c, got)));
+        n -= got;
+    }
+    return CN_OK;
+}
+
+/* One object's transfer bytes of `length` original bytes, either way:
+ * raw, or LZ4 blocks whose headers say how many bytes follow. */
+static cn_err_t pipe_object(cn__gw_call_t *k, cn__gw_up_t *up, uint64_t length, bool upward,
+                            bool *up_failed)
+{
+    if (!k->gc->compression)
+        return upward ? pipe_up(k, up, length, up_failed) : pipe_down(k, up, length);
+    while (length) {
+        uint8_t bh[CN_SCRIBE_BLOCK_HDR_LEN];
+        cn_scribe_block_t b;
+        if (upward) {
+            CN_TRY(cn_conn_read_full(k->c, bh, sizeof bh, cn_conn_deadline_for(k->c, sizeof bh)));
+            if (cn_scribe_dec_block(bh, length, &b) < 0)
+                return CN_E_PROTOCOL;
+            cn_err_t e = cn__gw_up_write(up, bh, sizeof bh);
+            if (e < 0) {
+                *up_failed = true;
+                return e;
+            }
+            CN_TRY(pipe_up(k, up, b.stored, up_failed));
+        } else {
+            CN_TRY(cn__gw_up_read(up, bh, sizeof bh));
+            if (cn_scribe_dec_block(bh, length, &b) < 0)
+                return CN_E_PROTOCOL;
+            CN_TRY(cn_conn_write_all(k->c, bh, sizeof bh, cn_conn_deadline_for(k->c, sizeof bh)));
+            CN_TRY(pipe_down(k, up, b.stored));
+        }
+        length -= b.original;
+    }
+    return CN_OK;
+}
+
+/* put_objects' stream, item by item as the request payload announced. */
+static cn_err_t relay_put_stream(cn__gw_call_t *k, cn__gw_up_t *up, const cn_scribe_put_req_t *q,
+                                 bool *up_failed)
+{
+    for (uint32_t i = 0; i < q->count; i++) {
+        cn_scribe_put_item_t it;
+        cn_scribe_put_item(q, i, &it);
+        CN_TRY(pipe_object(k, up, it.length, true, up_failed));
+    }
+    return CN_OK;
+}
+
+/* get_objects' and get_chunks' reply stream: count item headers, each
+ * followed by its object's bytes when present. */
+static cn_err_t relay_get_stream(cn__gw_call_t *k, cn__gw_up_t *up, uint32_t count)
+{
+    bool unused = false;
+    for (uint32_t i = 0; i < count; i++) {
+        uint8_t ih[CN_SCRIBE_GET_ITEM_HDR_MAX];
+        cn_scribe_get_item_t it;
+        CN_TRY(cn__gw_up_read(up, ih, 34));
+        long n = cn_scribe_dec_get_item(ih, 34, k->gc->codec, &it);
+        if (n == CN_E_AGAIN) {
+            CN_TRY(cn__gw_up_read(up, ih + 34, 8));
+            n = cn_scribe_dec_get_item(ih, 42, k->gc->codec, &it);
+        }
+        if (n < 0)
+            return CN_E_PROTOCOL;
+        CN_TRY(cn_conn_write_all(k->c, ih, (size_t)n, cn_conn_deadline_for(k->c, (size_t)n)));
+        if (it.present)
+            CN_TRY(pipe_object(k, up, it.length, false, &unused));
+    }
+    return CN_OK;
+}
+
+/* The answer to a forwarded request: its header checked and passed on, its
+ * payload and stream relayed. */
+static cn_err_t relay_reply(cn__gw_call_t *k, cn__gw_up_t *up)
+{
+    uint8_t head[CN_SCRIBE_HDR_LEN];
+    cn_scribe_hdr_t h;
+    CN_TRY(cn__gw_up_read(up, head, sizeof head));
+    bool may_stream =
+        k->hdr.opcode == CN_SCRIBE_OP_GET_OBJECTS || k->hdr.opcode == CN_SCRIBE_OP_GET_CHUNKS;
+    if (cn_scribe_hdr_parse(head, &h) < 0 || h.opcode != k->hdr.opcode ||
+        h.request_id != k->hdr.request_id || ((h.flags & CN_SCRIBE_FLAG_STREAM) && !may_stream) ||
+        ((h.flags & CN_SCRIBE_FLAG_STREAM) && (h.flags & CN_SCRIBE_FLAG_ERROR)))
+        return CN_E_PROTOCOL;
+    if (!(h.flags & CN_SCRIBE_FLAG_STREAM)) {
+        CN_TRY(cn_conn_write_all(k->c, head, sizeof head, cn_conn_deadline_for(k->c, h.length)));
+        return pipe_down(k, up, h.length);
+    }
+    uint8_t cnt[4];
+    uint32_t count = 0;
+    if (h.length != sizeof cnt)
+        return CN_E_PROTOCOL;
+    CN_TRY(cn__gw_up_read(up, cnt, sizeof cnt));
+    if (cn_scribe_dec_count_resp(cnt, sizeof cnt, k->gc->codec, &count) < 0 ||
+        count > CN_SCRIBE_MAX_BATCH)
+        return CN_E_PROTOCOL;
+    struct iovec iov[2] = { { head, sizeof head }, { cnt, sizeof cnt } };
+    CN_TRY(cn_conn_writev(k->c, iov, 2, cn_conn_deadline_for(k->c, sizeof head + sizeof cnt)));
+    return relay_get_stream(k, up, count);
+}
+
+/* After an upstream write failed mid-upload: storage answers a refused
+ * upload with an error before closing, so pass that error on when it can
+ * still be read.  The client connection closes either way (its stream is
+ * unread). */
+static void relay_late_error(cn__gw_call_t *k, cn__gw_up_t *up)
+{
+    uint8_t head[CN_SCRIBE_HDR_LEN];
+    cn_scribe_hdr_t h;
+    if (cn__gw_up_read(up, head, sizeof head) < 0 || cn_scribe_hdr_parse(head, &h) < 0 ||
+        h.opcode != k->hdr.opcode || !(h.flags & CN_SCRIBE_FLAG_ERROR) || h.length > 8192)
+        return;
+    uint8_t body[8192];
+    if (cn__gw_up_read(up, body, h.length) < 0)
+        return;
+    struct iovec iov[2] = { { head, sizeof head }, { body, h.length } };
+    cn_conn_writev(k->c, iov, h.length ? 2 : 1, cn_conn_deadline_for(k->c, h.length));
+}
+
+cn_err_t cn__gw_forward(cn__gw_call_t *k, size_t server)
+{
+    cn__gw_t *g = k->gc->g;
+    bool put = k->hdr.opcode == CN_SCRIBE_OP_PUT_OBJECTS;
+    cn_scribe_put_req_t q;
+    if (put && cn_scribe_dec_put_req(k->payload, k->len, k->gc->codec, &q) < 0) {
+        cn__gw_fail(k, CN_SCRIBE_E_MALFORMED, "malformed put_objects request");
+        return CN_E_CLOSED; /* its stream cannot be told apart from the next frame */
+    }
+    cn__gw_up_t *up = NULL;
+    cn_err_t e = k->gc->data ? cn__gw_up_get_data(g, server, k->gc->codec, k->gc->compression, &up)
+                             : cn__gw_up_get(g, server, k->gc->codec, k->gc->compression, &up);
+    if (e < 0) {
+        cn_err_t w = cn__gw_unavailable(k, server);
+        return put ? CN_E_CLOSED : w;
+    }
+    uint8_t head[CN_SCRIBE_HDR_LEN];
+    cn_scribe_hdr_encode(head, &k->hdr);
+    bool up_failed = false;
+    e = cn__gw_up_write(up, head, sizeof head);
+    if (e >= 0 && k->len)
+        e = cn__gw_up_write(up, k->payload, k->len);
+    up_failed = e < 0;
+    if (e >= 0 && put)
+        e = relay_put_stream(k, up, &q, &up_failed);
+    if (e >= 0)
+        e = relay_reply(k, up);
+    else if (up_failed && put)
+        relay_late_error(k, up);
+    if (e < 0) {
+        cn_warn("gateway", "storage server %zu: %s %s; closing the client connection", server + 1,
+                cn_scribe_op_name(k->hdr.opcode), cn_strerror(e));
+        cn__gw_up_close(up);
+        return e == CN_E_PROTOCOL || up_failed ? CN_E_CLOSED : e;
+    }
+    cn__gw_up_put(g, up);
+    return CN_OK;
+}
+
+/* ---- who owns a repository ---------------------------------------------------------------- */
+/* Sends the upstream error payload (same codec) to the client as is. */
+static cn_err_t relay_error(cn__gw_call_t *k, const cn_buf_t *payload)
+{
+    cn_scribe_error_t er;
+    if (cn_scribe_dec_error(payload->data, payload->len, k->gc->codec, &er) < 0)
+        return cn__gw_fail(k, CN_SCRIBE_E_INTERNAL, "a storage server sent a malformed error");
+    return cn__gw_fail(k, er.code, "%.*s", (int)(er.message.len > 400 ? 400 : er.message.len),
+                       (const char *)er.message.p);
+}
+
+static uint16_t error_code(const cn_buf_t *payload, cn_scribe_codec_t codec)
+{
+    cn_scribe_error_t er;
+    return cn_scribe_dec_error(payload->data, payload->len, codec, &er) < 0 ? 0 : er.code;
+}
+
+/* Asks every server (of namespace ns, or all when ns is NULL) for a
+ * repository by the request `req` (a repo_info): the first that has it
+ * owns it, and its placement is recorded (adopted: created on storage
+ * directly, or a placement lost).  *server, and the reply in *reply.
+ * CN_E_NOT_FOUND when none has it; CN_E_UNAVAILABLE when none has it and
+ * one did not answer (*down). */
+static cn_err_t adopt(cn__gw_call_t *k, const char *ns, const cn_buf_t *req, size_t *server,
+                      cn_buf_t *reply, size_t *down)
+{
+    cn__gw_t *g = k->gc->g;
+    bool missing = false;
+    for (size_t i = 0; i < g->cfg.n; i++) {
+        if (ns && strcmp(g->cfg.servers[i].ns, ns))
+            continue;
+        cn_scribe_hdr_t h;
+        cn_err_t e =
+            cn__gw_ask(g, i, k->gc->codec, CN_SCRIBE_OP_REPO_INFO, req, 1u << 16, &h, reply);
+        if (e < 0) {
+            missing = true;
+            *down = i;
+            continue;
+        }
+        if (h.flags & CN_SCRIBE_FLAG_ERROR)
+            continue;
+        cn_scribe_repo_info_t ri;
+        if (cn_scribe_dec_repo_info_resp(reply->data, reply->len, k->gc->codec, &ri) < 0)
+            continue;
+        cn__gw_place_confirm(g, g->cfg.servers[i].ns, (const char *)ri.name.p, ri.name.len, i,
+                             ri.id.b);
+        *server = i;
+        return CN_OK;
+    }
+    return missing ? CN_E_UNAVAILABLE : CN_E_NOT_FOUND;
+}
+
+cn_err_t cn__gw_owner_by_id(cn__gw_call_t *k, const uint8_t id[16], size_t *server, bool *answered)
+{
+    cn__gw_place_t p;
+    *answered = false;
+    cn_err_t e = cn__gw_place_by_id(k->gc->g, id, &p);
+    if (e >= 0) {
+        *server = p.server;
+        return CN_OK;
+    }
+    *answered = true;
+    if (e == CN_E_CONFLICT)
+        return cn__gw_fail(k, CN_SCRIBE_E_STORAGE_FAILURE,
+                           "the repository is placed on a storage server this gateway no longer "
+                           "configures");
+    if (e != CN_E_NOT_FOUND)
+        return cn__gw_fail(k, CN_SCRIBE_E_STORAGE_FAILURE, "the placement map failed: %s",
+                           cn_strerror(e));
+    cn_buf_t req = { 0 }, reply = { 0 };
+    cn_scribe_repo_info_req_t q = { .by = CN_SCRIBE_REPO_BY_ID };
+    memcpy(q.id.b, id, 16);
+    size_t down = 0;
+    e = cn_scribe_enc_repo_info_req(&req, k->gc->codec, &q);
+    if (e >= 0)
+        e = adopt(k, NULL, &req, server, &reply, &down);
+    cn_buf_free(&req);
+    cn_buf_free(&reply);
+    if (e >= 0) {
+        *answered = false;
+        return CN_OK;
+    }
+    if (e == CN_E_UNAVAILABLE)
+        return cn__gw_unavailable(k, down);
+    return cn__gw_fail(k, CN_SCRIBE_E_REPOSITORY_NOT_FOUND, "repository not found");
+}
+
+/* Answers a Repo info reply from storage with its name in wire form. */
+static cn_err_t reply_info(cn__gw_call_t *k, size_t server, const cn_buf_t *reply,
+                           cn_scribe_repo_info_t *ri)
+{
+    cn__gw_t *g = k->gc->g;
+    if (cn_scribe_dec_repo_info_resp(reply->data, reply->len, k->gc->codec, ri) < 0)
+        return cn__gw_fail(k, CN_SCRIBE_E_INTERNAL, "a storage server sent a malformed Repo info");
+    char wire[CN_SCRIBE_MAX_REPO_NAME + 2];
+    size_t n = cn__gw_wire_name(g, cn__gw_server_ns(g, server), (const char *)ri->name.p,
+                                ri->name.len, wire, sizeof wire);
+    cn_scribe_repo_info_t out = *ri;
+    out.name.p = (const uint8_t *)wire;
+    out.name.len = n;
+    cn_buf_reset(&k->gc->out);
+    CN_TRY(cn_scribe_enc_repo_info_resp(&k->gc->out, k->gc->codec, &out));
+    return cn__gw_reply(k);
+}
+
+/* ---- repo_info (4) -------------------------------------------------------------------------- */
+static cn_err_t info_by_name(cn__gw_call_t *k, const cn_scribe_repo_info_req_t *q)
+{
+    cn__gw_t *g = k->gc->g;
+    const char *ns, *sname;
+    size_t slen, server = 0, down = 0;
+    char msg[256];
+    if (cn_gw_name_resolve(&g->cfg, (const char *)q->name.p, q->name.len, &ns, &sname, &slen, msg,
+                           sizeof msg) < 0)
+        return cn__gw_fail(k, CN_SCRIBE_E_MALFORMED, "%s", msg);
+    cn_scribe_repo_info_req_t sq = { .by = CN_SCRIBE_REPO_BY_NAME,
+                                     .name = { (const uint8_t *)sname, slen } };
+    cn_buf_t req = { 0 }, reply = { 0 };
+    cn_scribe_hdr_t h = { 0 };
+    cn__gw_place_t p;
+    cn_err_t e = cn_scribe_enc_repo_info_req(&req, k->gc->codec, &sq);
+    cn_err_t pe = e < 0 ? e : cn__gw_place_by_name(g, ns, sname, slen, &p);
+    if (e < 0) {
+    } else if (pe >= 0) {
+        server = p.server;
+        e = cn__gw_ask(g, server, k->gc->codec, CN_SCRIBE_OP_REPO_INFO, &req, 1u << 16, &h, &reply);
+        e = e < 0                              ? cn__gw_unavailable(k, server)
+            : (h.flags & CN_SCRIBE_FLAG_ERROR) ? relay_error(k, &reply)
+                                               : CN_E_AGAIN;
+    } else {
+        e = adopt(k, ns, &req, &server, &reply, &down);
+        e = e == CN_E_UNAVAILABLE ? cn__gw_unavailable(k, down)
+            : e < 0 ? cn__gw_fail(k, CN_SCRIBE_E_REPOSITORY_NOT_FOUND, "repository not found")
+                    : CN_E_AGAIN;
+    }
+    if (e == CN_E_AGAIN) {
+        cn_scribe_repo_info_t ri;
+        e = reply_info(k, server, &reply, &ri);
+        if (pe >= 0 && (!p.confirmed || memcmp(p.id, ri.id.b, 16)))
+            cn__gw_place_confirm(g, ns, sname, slen, server, ri.id.b); /* reconciled */
+    }
+    cn_buf_free(&req);
+    cn_buf_free(&reply);
+    return e;
+}
+
+cn_err_t cn__gw_op_info(cn__gw_call_t *k)
+{
+    cn_scribe_repo_info_req_t q;
+    if (cn_scribe_dec_repo_info_req(k->payload, k->len, k->gc->codec, &q) < 0)
+        return cn__gw_fail(k, CN_SCRIBE_E_MALFORMED, "malformed repo_info request");
+    if (q.by == CN_SCRIBE_REPO_BY_NAME)
+        return info_by_name(k, &q);
+    size_t server = 0;
+    bool answered = false;
+    cn_err_t e = cn__gw_owner_by_id(k, q.id.b, &server, &answered);
+    if (e < 0 || answered)
+        return e;
+    cn_buf_t reply = { 0 };
+    cn_scribe_hdr_t h;
+    e = cn__gw_ask(k->gc->g, server, k->gc->codec, CN_SCRIBE_OP_REPO_INFO,
+                   &(cn_buf_t){ .data = (uint8_t *)k->payload, .len = k->len }, 1u << 16, &h,
+                   &reply);
+    if (e < 0)
+        e = cn__gw_unavailable(k, server);
+    else if (h.flags & CN_SCRIBE_FLAG_ERROR)
+        e = relay_error(k, &reply);
+    else {
+        cn_scribe_repo_info_t ri;
+        e = reply_info(k, server, &reply, &ri);
+    }
+    cn_buf_free(&reply);
+    return e;
+}
+
+/* ---- repo_create (3) ------------------------------------------------------------------------ */
+#ifndef NDEBUG
+/* Test builds only: CAIRN_TEST_KILL_AFTER_GW_PLACEMENT=1 kills the gateway
+ * once a new placement is durable and before the repository is created, so
+ * that the integration test can check the reconciliation. */
+static void test_kill_point(const cn__gw_t *g)
+{
+    if (g->kill_after_placement)
+        raise(SIGKILL);
+}
+#else
+static void test_kill_point(const cn__gw_t *g)
+{
+    (void)g;
+}
+#endif
+
+/* 28 AuthorizeRepoCreate on the picked server, before anything is
+ * persisted: 0 when storage permits it (or does not offer the preflight
+ * yet: it authorizes the create itself), else the answer was sent
+ * (*answered). */
+static cn_err_t preflight(cn__gw_call_t *k, size_t server, bool *answered)
+{
+    cn__gw_t *g = k->gc->g;
+    cn_buf_t req = { 0 }, reply = { 0 };
+    cn_scribe_hdr_t h;
+    cn_scribe_authorize_create_req_t q = { .has_namespace = false }; /* plaintext: none */
+    cn_err_t e = cn_scribe_enc_authorize_create_req(&req, k->gc->codec, &q);
+    if (e >= 0)
+        e = cn__gw_ask(g, server, k->gc->codec, CN_SCRIBE_OP_AUTHORIZE_REPO_CREATE, &req, 1u << 16,
+                       &h, &reply);
+    *answered = true;
+    if (e < 0)
+        e = cn__gw_unavailable(k, server);
+    else if ((h.flags & CN_SCRIBE_FLAG_ERROR) &&
+             error_code(&reply, k->gc->codec) != CN_SCRIBE_E_UNSUPPORTED_OPERATION)
+        e = relay_error(k, &reply);
+    else if (!(h.flags & CN_SCRIBE_FLAG_ERROR) &&
+             cn_scribe_dec_empty_resp(reply.data, reply.len, k->gc->codec) < 0)
+        e = cn__gw_fail(k, CN_SCRIBE_E_INTERNAL, "a storage server answered 28 with a payload");
+    else
+        *answered = false;
+    cn_buf_free(&req);
+    cn_buf_free(&reply);
+    return e;
+}
+
+/* Where the repository goes: its existing placement (pending after a
+ * crash, or confirmed: storage then answers repository_exists), else a
+ * picked server, preflighted, placed durably.  *fresh when this call made
+ * the placement. */
+static cn_err_t place_new(cn__gw_call_t *k, const char *ns, const char *sname, size_t slen,
+                          size_t *server, bool *fresh, bool *answered)
+{
+    cn__gw_t *g = k->gc->g;
+    cn__gw_place_t p;
+    *fresh = false;
+    *answered = false;
+    cn_err_t e = cn__gw_place_by_name(g, ns, sname, slen, &p);
+    if (e >= 0) {
+        *server = p.server;
+        return CN_OK;
+    }
+    *answered = true;
+    if (e != CN_E_NOT_FOUND)
+        return cn__gw_fail(k, CN_SCRIBE_E_STORAGE_FAILURE, "the placement map failed: %s",
+                           cn_strerror(e));
+    if (cn__gw_pick(g, ns, k->gc->codec, server) < 0)
+        return cn__gw_fail(k, CN_SCRIBE_E_STORAGE_FAILURE,
+                           "no storage server of namespace '%s' answers; retry later", ns);
+    CN_TRY(preflight(k, *server, answered));
+    if (*answered)
+        return CN_OK;
+    e = cn__gw_place_reserve(g, ns, sname, slen, *server, &p);
+    if (e < 0)
+        return cn__gw_fail(k, CN_SCRIBE_E_STORAGE_FAILURE, "the placement map failed: %s",
+                           cn_strerror(e));
+    *fresh = p.server == *server && !p.confirmed;
+    *server = p.server; /* a concurrent create of the same name placed it first */
+    test_kill_point(g);
+    *answered = false;
+    return CN_OK;
+}
+
+/* The create's answer from storage, passed on, the placement settled. */
+static cn_err_t create_answer(cn__gw_call_t *k, const char *ns, const char *sname, size_t slen,
+                              size_t server, bool fresh, const cn_scribe_hdr_t *h,
+                              const cn_buf_t *reply, const cn_buf_t *info_req)
+{
+    cn__gw_t *g = k->gc->g;
+    if (!(h->flags & CN_SCRIBE_FLAG_ERROR)) {
+        cn_scribe_repo_info_t ri;
+        cn_err_t e = reply_info(k, server, reply, &ri);
+        if (cn__gw_place_confirm(g, ns, sname, slen, server, ri.id.b) < 0)
+            cn_warn("gateway", "a placement stays pending: it is settled on next use");
+        return e;
+    }
+    uint16_t code = error_code(reply, k->gc->codec);
+    if (code == CN_SCRIBE_E_REPOSITORY_EXISTS) {
+        /* It exists there: record its id (an adoption, or the crash case). */
+        cn_buf_t r2 = { 0 };
+        cn_scribe_hdr_t h2;
+        cn_scribe_repo_info_t ri;
+        if (cn__gw_ask(g, server, k->gc->codec, CN_SCRIBE_OP_REPO_INFO, info_req, 1u << 16, &h2,
+                       &r2) >= 0 &&
+            !(h2.flags & CN_SCRIBE_FLAG_ERROR) &&
+            cn_scribe_dec_repo_info_resp(r2.data, r2.len, k->gc->codec, &ri) >= 0)
+            cn__gw_place_confirm(g, ns, sname, slen, server, ri.id.b);
+        cn_buf_free(&r2);
+    } else if (fresh) {
+        cn__gw_place_forget(g, ns, sname, slen); /* refused: nothing was created */
+    }
+    return relay_error(k, reply);
+}
+
+cn_err_t cn__gw_op_create(cn__gw_call_t *k)
+{
+    cn__gw_t *g = k->gc->g;
+    cn_scribe_repo_create_req_t q;
+    const char *ns, *sname;
+    size_t slen, server = 0;
+    char msg[256];
+    if (cn_scribe_dec_repo_create_req(k->payload, k->len, k->gc->codec, &q) < 0)
+        return cn__gw_fail(k, CN_SCRIBE_E_MALFORMED, "malformed repo_create request");
+    if (cn_gw_name_resolve(&g->cfg, (const char *)q.name.p, q.name.len, &ns, &sname, &slen, msg,
+                           sizeof msg) < 0)
+        return cn__gw_fail(k, CN_SCRIBE_E_MALFORMED, "%s", msg);
+    bool fresh = false, answered = false;
+    cn_err_t e = place_new(k, ns, sname, slen, &server, &fresh, &answered);
+    if (e < 0 || answered)
+        return e;
+    cn_scribe_repo_create_req_t sq = { { (const uint8_t *)sname, slen }, q.compression };
+    cn_scribe_repo_info_req_t iq = { .by = CN_SCRIBE_REPO_BY_NAME, .name = sq.name };
+    cn_buf_t req = { 0 }, ireq = { 0 }, reply = { 0 };
+    cn__gw_up_t *up = NULL;
+    cn_scribe_hdr_t h;
+    e = cn_scribe_enc_repo_create_req(&req, k->gc->codec, &sq);
+    if (e >= 0)
+        e = cn_scribe_enc_repo_info_req(&ireq, k->gc->codec, &iq);
+    if (e >= 0 && cn__gw_up_get(g, server, k->gc->codec, 0, &up) < 0)
+        e = cn__gw_unavailable(k, server); /* nothing sent: a definitive answer */
+    else if (e >= 0 && (e = cn__gw_up_call(up, CN_SCRIBE_OP_REPO_CREATE, k->hdr.request_id, &req,
+                                           1u << 16, &h, &reply)) < 0) {
+        cn_warn("gateway", "storage server %zu: repo_create %s; closing the client connection",
+                server + 1, cn_strerror(e));
+        cn__gw_up_close(up); /* the outcome is unknown: never answer it */
+        e = CN_E_CLOSED;
+    } else if (e >= 0) {
+        cn__gw_up_put(g, up);
+        e = create_answer(k, ns, sname, slen, server, fresh, &h, &reply, &ireq);
+    }
+    cn_buf_free(&req);
+    cn_buf_free(&ireq);
+    cn_buf_free(&reply);
+    return e;
+}

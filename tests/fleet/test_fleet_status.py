@@ -1,0 +1,108 @@
+"""The fleet's node registry (issue 24, docs/fleet.md "The node registry"):
+every cairnd writes its row (id, advertised URL, version) in the metadata
+and moves its heartbeat; `cairn admin fleet status` lists the nodes as up,
+stopped (a clean stop) or lost (no heartbeat for three intervals: killed).
+A node without --node-id keeps the id it drew in DATA/node.id."""
+import json
+import os
+import sys
+import time
+
+from conftest import Server, binary, run
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fleetutil import key_file, needs_pg, pg  # noqa: E402,F401
+from s3fixtures import s3_args  # noqa: E402
+
+BEAT_MS = 300
+
+
+def status(*where):
+    r = run([binary("cairn"), "admin"] + list(where) + ["fleet", "status", "--json"])
+    assert r.returncode == 0, r.stderr
+    return {n["id"]: n for n in json.loads(r.stdout)}
+
+
+def until(pred, uri, timeout=15):
+    """The status once pred holds of it (a loaded machine may delay a
+    heartbeat past three intervals now and then), or the last one seen."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = status("--meta", uri)
+        if pred(st) or time.monotonic() > deadline:
+            return st
+        time.sleep(BEAT_MS / 1000)
+
+
+@needs_pg
+def test_nodes_up_stopped_lost(pg, tmp_path):
+    uri = pg.create_db("nodes")
+    key = key_file(tmp_path / "fleet.key")
+    env = {"CAIRN_NODE_HEARTBEAT_MS": str(BEAT_MS)}
+    nodes = {}
+    for name, extra in (("alpha", ["--advertise", "http://alpha.example:7448"]), ("beta", [])):
+        nodes[name] = Server(tmp_path / name, env=env,
+                             args=s3_args(["--meta", uri, "--identity-key", str(key),
+                                           "--node-id", name] + extra))
+        nodes[name].start(wait_for=("http", "jay"))
+    gamma = Server(tmp_path / "gamma", env=env,
+                   args=s3_args(["--meta", uri, "--identity-key", str(key)]))
+    gamma.start(wait_for=("http", "jay"))
+    try:
+        drawn = (tmp_path / "gamma" / "node.id").read_text().strip()
+        assert drawn.startswith("node-")
+        st = until(lambda st: all(n["state"] == "up" for n in st.values()), uri)
+        assert set(st) == {"alpha", "beta", drawn}
+        assert all(n["state"] == "up" for n in st.values()), st
+        assert st["alpha"]["advertise"] == "http://alpha.example:7448"
+        assert st["beta"]["advertise"] is None
+        assert st["alpha"]["heartbeat_every_ms"] == BEAT_MS
+        # The heartbeat moves: still up (an age below three intervals) after
+        # more than three intervals.
+        time.sleep(4 * BEAT_MS / 1000)
+        st = until(lambda st: all(n["heartbeat_age_ms"] < 3 * BEAT_MS for n in st.values()), uri)
+        assert all(n["heartbeat_age_ms"] < 3 * BEAT_MS for n in st.values()), st
+
+        nodes["beta"].stop()  # clean: stopped
+        nodes["alpha"].kill9()  # no goodbye: lost after three intervals
+        time.sleep(4 * BEAT_MS / 1000)
+        want = ("lost", "stopped", "up")
+        st = until(lambda st: (st["alpha"]["state"], st["beta"]["state"],
+                               st[drawn]["state"]) == want, uri)
+        assert (st["alpha"]["state"], st["beta"]["state"], st[drawn]["state"]) == want
+
+        # A restart without --node-id keeps the drawn id; text form too.
+        gamma.stop()
+        gamma.start(wait_for=("http", "jay"))
+        r = run([binary("cairn"), "admin", "--meta", uri, "fleet", "status"])
+        assert r.returncode == 0, r.stderr
+        rows = [line.split("\t") for line in r.stdout.splitlines()]
+        assert [x[0] for x in rows] == ["alpha", "beta", drawn]
+        assert [x[1] for x in rows][:2] == ["lost", "stopped"]
+        assert rows[0][2] == "http://alpha.example:7448" and rows[1][2] == "-"
+    finally:
+        for n in list(nodes.values()) + [gamma]:
+            if n.proc and n.proc.poll() is None:
+                n.stop()
+
+
+def test_status_usage_and_sqlite(tmp_path):
+    """On the embedded engine the one node lists itself (--data); usage
+    errors exit 2; --node-id is checked."""
+    srv = Server(tmp_path / "solo", args=s3_args(["--node-id", "solo-1"]))
+    srv.start(wait_for=("http", "jay"))
+    try:
+        st = status("--data", str(tmp_path / "solo"))
+        assert list(st) == ["solo-1"] and st["solo-1"]["state"] == "up"
+    finally:
+        srv.stop()
+    assert status("--data", str(tmp_path / "solo"))["solo-1"]["state"] == "stopped"
+    r = run([binary("cairn"), "admin", "--data", str(tmp_path / "solo"), "fleet", "nodes"])
+    assert r.returncode == 0 and r.stdout.startswith("solo-1\tstopped\t")
+    for args in (["fleet"], ["fleet", "list"], ["fleet", "status", "--xml"]):
+        r = run([binary("cairn"), "admin", "--data", str(tmp_path / "solo")] + args)
+        assert r.returncode == 2, args
+    r = run([binary("cairn"), "admin", "fleet", "status"])
+    assert r.returncode == 2 and "needs --meta URL or --data DIR" in r.stderr
+    r = run([binary("cairnd"), "--data", str(tmp_path / "x"), "--node-id", "bad id"])
+    assert r.returncode == 2 and "--node-id wants" in r.stderr

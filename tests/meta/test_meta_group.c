@@ -1,0 +1,404 @@
+/* meta group commit (src/meta/group.c, invariants G1-G6): many threads'
+ * write runs share transactions, and each run's row is committed exactly
+ * when its own result says so; a failing, discarding or statement-failing
+ * member sinks no other; a body without CN_META_RETRY runs once; a member
+ * whose group cannot finish gives up within the busy timeout and takes its
+ * changes with it; readers do not wait for a group; and a process killed
+ * mid-stream has lost none of the writes it answered.  SQLite only: the
+ * PostgreSQL engine runs one transaction per run (no savepoint hooks). */
+#include "cn_test.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cairn/meta.h"
+#include "cairn/metrics.h"
+#include "cairn/util.h"
+
+static void rmtree(const char *d)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+    if (system(cmd) != 0)
+        fprintf(stderr, "# could not remove %s\n", d);
+}
+
+static cn_meta_t *open_dir(const char *dir, unsigned busy_ms, bool no_sync)
+{
+    cn_meta_opts_t o = { .busy_timeout_ms = busy_ms, .no_sync = no_sync };
+    cn_meta_t *m = NULL;
+    CN_CHECK_EQ(cn_meta_open(dir, &o, &m), 0);
+    return m;
+}
+
+static cn_err_t create_table(cn_meta_t *m)
+{
+    static const cn_meta_migration_t step[] = {
+        { 1, "CREATE TABLE g (k TEXT PRIMARY KEY, v BIGINT)", NULL, NULL },
+    };
+    return cn_meta_migrate(m, "g", step, 1);
+}
+
+/* The family group.c reports each committed group's size in. */
+static const cn_metric_family_t group_fam = {
+    "cairn_meta_group_members",
+    "Write runs (bodies) per metadata group transaction.",
+    CN_METRIC_HISTOGRAM,
+    cn_metric_bounds_count,
+    7,
+};
+
+static void sleep_us(long us)
+{
+    struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+    nanosleep(&ts, NULL);
+}
+
+/* ---- many threads, every kind of member -------------------------------------- */
+
+enum {
+    K_OK,      /* inserts, returns 1: committed */
+    K_FAIL,    /* inserts, returns an error: rolled back */
+    K_DISCARD, /* inserts, discards, returns 1: rolled back, answered 1 */
+    K_DUP,     /* inserts a key that exists: CN_E_EXISTS, nothing changed */
+    K_SWALLOW, /* inserts, then a failing insert it ignores: CN_E_EXISTS */
+    K_KINDS
+};
+
+typedef struct {
+    char key[32];
+    int kind;
+    _Atomic int calls;
+    cn_err_t res;
+} run_t;
+
+static cn_err_t member_body(cn_meta_txn_t *txn, void *ctx)
+{
+    run_t *r = ctx;
+    atomic_fetch_add(&r->calls, 1);
+    const char *k = r->kind == K_DUP ? "dup" : r->key;
+    cn_err_t err = cn_meta_execf(txn, "INSERT INTO g (k, v) VALUES (?, ?)", "si", k, (int64_t)1);
+    if (err < 0)
+        return err;
+    sleep_us(100); /* long enough for others to queue for a turn */
+    if (r->kind == K_SWALLOW)
+        (void)cn_meta_execf(txn, "INSERT INTO g (k, v) VALUES ('dup', 2)", "");
+    if (r->kind == K_DISCARD)
+        cn_meta_discard(txn);
+    return r->kind == K_FAIL ? CN_E_CONFLICT : 1;
+}
+
+typedef struct {
+    cn_meta_t *m;
+    run_t *runs;
+    int n;
+} worker_t;
+
+static void *worker_main(void *arg)
+{
+    worker_t *w = arg;
+    for (int i = 0; i < w->n; i++)
+        w->runs[i].res = cn_meta_run(w->m, CN_META_RUN_WRITE, member_body, &w->runs[i]);
+    return NULL;
+}
+
+/* A writer beside the groups that begins its own transactions (as the
+ * store's recovery does): it waits for the writer slot between groups. */
+typedef struct {
+    cn_meta_t *m;
+    int n, committed;
+} direct_t;
+
+static void *direct_main(void *arg)
+{
+    direct_t *d = arg;
+    for (int i = 0; i < d->n; i++) {
+        cn_meta_txn_t *txn = NULL;
+        if (cn_meta_begin(d->m, CN_META_WRITE, &txn) < 0)
+            continue;
+        char key[32];
+        snprintf(key, sizeof key, "direct-%d", i);
+        (void)cn_meta_execf(txn, "INSERT INTO g (k, v) VALUES (?, 3)", "s", key);
+        if (cn_meta_commit(txn) >= 0)
+            d->committed++;
+    }
+    return NULL;
+}
+
+static cn_err_t count_body(cn_meta_txn_t *txn, void *ctx)
+{
+    const char *key = ctx;
+    cn_meta_stmt_t *st = NULL;
+    CN_TRY(cn_meta_queryf(txn, &st, "SELECT COUNT(*) FROM g WHERE k = ?", "s", key));
+    cn_err_t err = cn_meta_step(st);
+    int64_t n = err == CN_META_ROW ? cn_meta_column_int64(st, 0) : -1;
+    cn_meta_finish(st);
+    return err < 0 ? err : (cn_err_t)n;
+}
+
+static void test_each_member_by_its_own_result(void)
+{
+    char dir[] = "/tmp/cn-test-metagroup-XXXXXX";
+    CN_CHECK(mkdtemp(dir) != NULL);
+    cn_meta_t *m = open_dir(dir, 10000, true);
+    CN_CHECK_EQ(create_table(m), 0);
+    run_t seed = { .key = "dup", .kind = K_OK };
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, member_body, &seed), 1);
+
+    cn_metric_t *hist = cn_metric_series(NULL, &group_fam, "");
+    int64_t groups0 = cn_metric_value(hist);
+    double members0 = cn_metric_sum(hist);
+
+    enum {
+        THREADS = 16,
+        PER = 60
+    };
+    static run_t runs[THREADS][PER];
+    pthread_t th[THREADS];
+    worker_t w[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        for (int i = 0; i < PER; i++) {
+            run_t *r = &runs[t][i];
+            snprintf(r->key, sizeof r->key, "k%d-%d", t, i);
+            r->kind = (t + i) % K_KINDS;
+            atomic_init(&r->calls, 0);
+        }
+        w[t] = (worker_t){ m, runs[t], PER };
+        CN_CHECK_EQ(pthread_create(&th[t], NULL, worker_main, &w[t]), 0);
+    }
+    direct_t direct = { m, 50, 0 };
+    pthread_t dth;
+    CN_CHECK_EQ(pthread_create(&dth, NULL, direct_main, &direct), 0);
+    for (int t = 0; t < THREADS; t++)
+        pthread_join(th[t], NULL);
+    pthread_join(dth, NULL);
+    CN_CHECK_EQ(direct.committed, 50);
+    for (int i = 0; i < 50; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "direct-%d", i);
+        CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, count_body, key), 1);
+    }
+
+    int wrong = 0, committed = 0;
+    for (int t = 0; t < THREADS; t++) {
+        for (int i = 0; i < PER; i++) {
+            run_t *r = &runs[t][i];
+            static const cn_err_t want[K_KINDS] = { 1, CN_E_CONFLICT, 1, CN_E_EXISTS, CN_E_EXISTS };
+            int present = cn_meta_run(m, CN_META_RUN_READ, count_body, r->key);
+            bool keep = r->kind == K_OK;
+            if (r->res != want[r->kind] || present != (keep ? 1 : 0) || r->calls != 1) {
+                if (wrong++ < 5)
+                    printf("# %s kind %d: result %d, present %d, calls %d\n", r->key, r->kind,
+                           (int)r->res, present, (int)r->calls);
+            }
+            committed += keep;
+        }
+    }
+    CN_CHECK_EQ(wrong, 0);
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, count_body, (void *)"dup"), 1);
+
+    /* The runs shared transactions: fewer commits than committed members. */
+    int64_t groups = cn_metric_value(hist) - groups0;
+    double members = cn_metric_sum(hist) - members0;
+    printf("# %d committed members in %lld group commits\n", committed, (long long)groups);
+    CN_CHECK_EQ((int)members, committed);
+    CN_CHECK(groups > 0 && groups < committed);
+    cn_meta_close(m);
+    rmtree(dir);
+}
+
+/* ---- a group that cannot finish; readers meanwhile --------------------------- */
+
+typedef struct {
+    cn_meta_t *m;
+    const char *key;
+    long hold_us; /* sleep inside the body after the insert */
+    _Atomic int *in_body;
+    cn_err_t res;
+} slow_t;
+
+static cn_err_t slow_body(cn_meta_txn_t *txn, void *ctx)
+{
+    slow_t *s = ctx;
+    cn_err_t err = cn_meta_execf(txn, "INSERT INTO g (k, v) VALUES (?, 1)", "s", s->key);
+    if (err < 0)
+        return err;
+    atomic_store(s->in_body, 1);
+    sleep_us(s->hold_us);
+    return 0;
+}
+
+static void *slow_main(void *arg)
+{
+    slow_t *s = arg;
+    s->res = cn_meta_run(s->m, CN_META_RUN_WRITE, slow_body, s);
+    return NULL;
+}
+
+static void test_bounded_wait_and_readers(void)
+{
+    char dir[] = "/tmp/cn-test-metagroup-XXXXXX";
+    CN_CHECK(mkdtemp(dir) != NULL);
+    cn_meta_t *m = open_dir(dir, 300, true);
+    CN_CHECK_EQ(create_table(m), 0);
+    _Atomic int a_in = 0, b_in = 0;
+    /* The writer is held by a plain transaction while A (which will open
+     * the group) and then B queue, so B joins A's group; B's body then
+     * outlasts A's wait for the outcome (300 ms): A gives up, and the
+     * group, with both changes, is rolled back. */
+    slow_t a = { m, "a", 0, &a_in, 0 }, b = { m, "b", 900000, &b_in, 0 };
+    cn_meta_txn_t *hold = NULL;
+    CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &hold), 0);
+    pthread_t ta, tb;
+    CN_CHECK_EQ(pthread_create(&ta, NULL, slow_main, &a), 0);
+    sleep_us(50000);
+    CN_CHECK_EQ(pthread_create(&tb, NULL, slow_main, &b), 0);
+    sleep_us(50000);
+    cn_meta_rollback(hold);
+    while (!atomic_load(&b_in))
+        sleep_us(1000);
+    /* G6: a read while B's body holds the group does not wait for it. */
+    int64_t t0 = cn_mono_ns();
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, count_body, (void *)"a"), 0);
+    CN_CHECK(cn_mono_ns() - t0 < 500 * 1000000LL);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    CN_CHECK_EQ(a.res, CN_E_DB_LOCKED);
+    CN_CHECK(b.res < 0);
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, count_body, (void *)"a"), 0);
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, count_body, (void *)"b"), 0);
+    /* The writer is free again. */
+    run_t c = { .key = "c", .kind = K_OK };
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, member_body, &c), 1);
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, count_body, (void *)"c"), 1);
+    cn_meta_close(m);
+    rmtree(dir);
+}
+
+/* ---- SIGKILL: no answered write lost ------------------------------------------ */
+
+typedef struct {
+    cn_meta_t *m;
+    int fd; /* the pipe to the parent */
+    int base;
+} crash_worker_t;
+
+static cn_err_t crash_body(cn_meta_txn_t *txn, void *ctx)
+{
+    const int *id = ctx;
+    char key[24];
+    snprintf(key, sizeof key, "c%d", *id);
+    return cn_meta_execf(txn, "INSERT INTO g (k, v) VALUES (?, ?)", "si", key, (int64_t)*id);
+}
+
+static void *crash_worker(void *arg)
+{
+    crash_worker_t *w = arg;
+    for (int id = w->base;; id++) {
+        if (cn_meta_run(w->m, CN_META_RUN_WRITE | CN_META_RETRY, crash_body, &id) < 0)
+            _exit(3);
+        /* Answered: tell the parent (a 4-byte write to a pipe is atomic). */
+        if (write(w->fd, &id, sizeof id) != (ssize_t)sizeof id)
+            _exit(4);
+    }
+    return NULL;
+}
+
+/* The child: 8 writers until killed. */
+static void crash_child(const char *dir, int fd)
+{
+    cn_meta_opts_t o = { .busy_timeout_ms = 10000 };
+    cn_meta_t *m = NULL;
+    if (cn_meta_open(dir, &o, &m) < 0)
+        _exit(2);
+    enum {
+        N = 8
+    };
+    pthread_t th[N];
+    crash_worker_t w[N];
+    for (int i = 0; i < N; i++) {
+        w[i] = (crash_worker_t){ m, fd, i * 1000000 };
+        pthread_create(&th[i], NULL, crash_worker, &w[i]);
+    }
+    pause();
+    _exit(0);
+}
+
+static cn_err_t crash_check_body(cn_meta_txn_t *txn, void *ctx)
+{
+    const int *id = ctx;
+    cn_meta_stmt_t *st = NULL;
+    char key[24];
+    snprintf(key, sizeof key, "c%d", *id);
+    CN_TRY(cn_meta_queryf(txn, &st, "SELECT v FROM g WHERE k = ?", "s", key));
+    cn_err_t err = cn_meta_step(st);
+    bool ok = err == CN_META_ROW && cn_meta_column_int64(st, 0) == *id;
+    cn_meta_finish(st);
+    return err < 0 ? err : ok;
+}
+
+static cn_err_t clear_body(cn_meta_txn_t *txn, void *ctx)
+{
+    (void)ctx;
+    return cn_meta_exec(txn, "DELETE FROM g");
+}
+
+static void test_crash_loses_no_answered_write(void)
+{
+    char dir[] = "/tmp/cn-test-metagroup-XXXXXX";
+    CN_CHECK(mkdtemp(dir) != NULL);
+    cn_meta_t *m = open_dir(dir, 10000, false);
+    CN_CHECK_EQ(create_table(m), 0);
+    cn_meta_close(m);
+    static int ids[200000];
+    for (int round = 0; round < 3; round++) {
+        int p[2];
+        CN_CHECK_EQ(pipe(p), 0);
+        pid_t pid = fork();
+        CN_CHECK(pid >= 0);
+        if (pid == 0) {
+            close(p[0]);
+            crash_child(dir, p[1]);
+        }
+        close(p[1]);
+        /* Read answers for a while, then kill mid-stream. */
+        size_t n = 0;
+        int64_t t0 = cn_mono_ns(), stop = (150 + 100 * round) * 1000000LL;
+        while (cn_mono_ns() - t0 < stop && n < sizeof ids / sizeof ids[0]) {
+            ssize_t r = read(p[0], &ids[n], sizeof ids[0]);
+            if (r != (ssize_t)sizeof ids[0])
+                break;
+            n++;
+        }
+        kill(pid, SIGKILL);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        CN_CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        /* Answers already in the pipe were given before the kill. */
+        while (n < sizeof ids / sizeof ids[0] && read(p[0], &ids[n], sizeof ids[0]) == 4)
+            n++;
+        close(p[0]);
+        m = open_dir(dir, 10000, false);
+        int missing = 0;
+        for (size_t i = 0; i < n; i++)
+            if (cn_meta_run(m, CN_META_RUN_READ, crash_check_body, &ids[i]) != 1)
+                missing++;
+        printf("# round %d: %zu answered writes, %d missing after SIGKILL\n", round, n, missing);
+        CN_CHECK(n > 0);
+        CN_CHECK_EQ(missing, 0);
+        /* The next round's child writes new keys: clear this round's. */
+        CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, clear_body, NULL), 0);
+        cn_meta_close(m);
+    }
+    rmtree(dir);
+}
+
+CN_TEST_MAIN(CN_TEST(test_each_member_by_its_own_result), CN_TEST(test_bounded_wait_and_readers),
+             CN_TEST(test_crash_loses_no_answered_write), )

@@ -82,7 +82,8 @@ test-crash: asan
 # Tests that build thousands of commits through the real server (minutes
 # each on the ASan build); make test skips them.
 test-slow: asan
-	CAIRN_BUILD=$(ASAN) CAIRN_SLOW_TESTS=1 $(PY) -m pytest -q tests/scribe/test_scribe_limits.py
+	CAIRN_BUILD=$(ASAN) CAIRN_SLOW_TESTS=1 $(PY) -m pytest -q tests/scribe/test_scribe_limits.py \
+	  tests/scribe/test_gateway_transfers.py
 
 format:
 	scripts/format.sh --fix

@@ -11,6 +11,8 @@
  *   jay_put_large / jay_get_large   one object of --large bytes (1 GiB), MB/s
  *   jay_put_4k_cN / jay_get_4k_cN   4 KiB objects over N connections: ops/s,
  *                                   and _p50/_p99 latency in microseconds
+ *   jay_*_4k_cN_cpu / _csw          with --pid: the server's CPU time (us) and
+ *                                   context switches per request of that phase
  *   jay_rss_*                       with --pid: the server's VmRSS before and
  *                                   at its peak while one --huge (5 GiB)
  *                                   object streams in and back out, in MiB
@@ -34,6 +36,7 @@
  * is sent from a page-cached file by sendfile(2), as the client does for a
  * regular file.  Bytes are pseudo-random, so nothing compresses.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <arpa/inet.h>
@@ -160,6 +163,109 @@ static void *rss_thread(void *arg)
         usleep(20000);
     }
     return NULL;
+}
+
+/* ---- the server's CPU and context switches per request ------------------------------
+ * With --pid, every 4 KiB phase is bracketed by two samples of the server
+ * process: its user + system time (/proc/PID/stat, every thread, in clock
+ * ticks) and its threads' voluntary + involuntary context switches (the sum
+ * over /proc/PID/task/TID/status: a process's own status counts only its
+ * first thread).  The difference divided by the requests the phase
+ * completed is the server's cost per request, a figure that holds on a
+ * loaded machine where the rates do not.  A tick is 1/CLK_TCK s (10 ms),
+ * so over N requests the CPU figure is good to 10,000 / N us. */
+typedef struct {
+    bool ok;
+    uint64_t ticks; /* utime + stime */
+    uint64_t csw;   /* context switches of the live threads */
+} srv_sample_t;
+
+/* utime + stime from the text of /proc/PID/stat: fields 14 and 15, counted
+ * after the command name's closing parenthesis (the name may hold spaces
+ * and parentheses itself). */
+static bool stat_ticks(const char *text, uint64_t *out)
+{
+    const char *p = strrchr(text, ')');
+    if (!p)
+        return false;
+    p++;
+    uint64_t v[2];
+    /* After ")": state is field 3; utime is the 12th token from there. */
+    for (int field = 3, got = 0; got < 2; field++) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            return false;
+        char *end;
+        unsigned long long x = strtoull(p, &end, 10);
+        if (field >= 14) {
+            if (end == p)
+                return false;
+            v[got++] = x;
+        }
+        p += strcspn(p, " ");
+    }
+    *out = v[0] + v[1];
+    return true;
+}
+
+static uint64_t task_switches(long pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/task", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    uint64_t sum = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char tp[128], line[256];
+        snprintf(tp, sizeof tp, "/proc/%ld/task/%.32s/status", pid, e->d_name);
+        FILE *f = fopen(tp, "r");
+        if (!f)
+            continue; /* the thread ended meanwhile */
+        while (fgets(line, sizeof line, f)) {
+            const char *c = strchr(line, ':');
+            if (c && strstr(line, "ctxt_switches:"))
+                sum += strtoull(c + 1, NULL, 10);
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return sum;
+}
+
+static srv_sample_t srv_sample(long pid)
+{
+    srv_sample_t s = { 0 };
+    if (pid <= 0)
+        return s;
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return s;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    s.ok = stat_ticks(text, &s.ticks);
+    s.csw = task_switches(pid);
+    return s;
+}
+
+/* Prints NAME_cpu (server CPU in us per request) and NAME_csw (server
+ * context switches per request) for ops requests between a and b. */
+static void report_srv(const char *name, const srv_sample_t *a, const srv_sample_t *b, size_t ops)
+{
+    if (!a->ok || !b->ok || !ops || b->ticks < a->ticks)
+        return;
+    double tck = (double)sysconf(_SC_CLK_TCK);
+    printf("%s_cpu %.1f us/op\n", name, (double)(b->ticks - a->ticks) / tck * 1e6 / (double)ops);
+    if (b->csw >= a->csw)
+        printf("%s_csw %.2f switches/op\n", name, (double)(b->csw - a->csw) / (double)ops);
+    fflush(stdout);
 }
 
 /* ---- bodies ----------------------------------------------------------------------- */
@@ -583,6 +689,7 @@ static void ev_phase(const opts_t *o, unsigned nconn, const char *bucket, unsign
         first += n;
         used += q;
     }
+    srv_sample_t s0 = srv_sample(o->pid);
     double t0 = now_s();
     for (unsigned k = 0; k < nt; k++)
         if (pthread_create(&th[k], NULL, ev_thread, &ts[k]))
@@ -590,12 +697,16 @@ static void ev_phase(const opts_t *o, unsigned nconn, const char *bucket, unsign
     for (unsigned k = 0; k < nt; k++)
         pthread_join(th[k], NULL);
     double dt = now_s() - t0;
+    srv_sample_t s1 = srv_sample(o->pid);
     for (unsigned k = 0; k < nt; k++)
         if (ts[k].err) {
             fprintf(stderr, "bench_jay: get 4k (events): %s\n", ts[k].why);
             die("get 4k", ts[k].err, NULL);
         }
     report("get", nconn, "", lat, used, dt);
+    char name[64];
+    snprintf(name, sizeof name, "jay_get_4k_c%u", nconn);
+    report_srv(name, &s0, &s1, used);
     for (unsigned i = 0; i < nconn; i++) {
         close(cs[i].fd);
         cn_buf_free(&cs[i].out);
@@ -629,6 +740,7 @@ static void small_phase(const opts_t *o, cn_client_t **cl, unsigned nconn, bool 
                             .seed = 0x1234567ull + i };
         used += ops;
     }
+    srv_sample_t s0 = srv_sample(o->pid);
     double t0 = now_s();
     for (unsigned i = 0; i < nconn; i++)
         if (pthread_create(&th[i], NULL, small_worker, &ws[i]))
@@ -636,13 +748,17 @@ static void small_phase(const opts_t *o, cn_client_t **cl, unsigned nconn, bool 
     for (unsigned i = 0; i < nconn; i++)
         pthread_join(th[i], NULL);
     double dt = now_s() - t0;
+    srv_sample_t s1 = srv_sample(o->pid);
     for (unsigned i = 0; i < nconn; i++)
         if (ws[i].err)
             die(get ? "get 4k" : "put 4k", ws[i].err, &ws[i].jerr);
     /* The threaded GET figures carry a suffix when the event driver gives
      * the main ones (--driver both). */
-    report(get ? "get" : "put", nconn, get && (o->driver & DRV_EVENTS) ? "_threads" : "", lat, used,
-           dt);
+    const char *suffix = get && (o->driver & DRV_EVENTS) ? "_threads" : "";
+    report(get ? "get" : "put", nconn, suffix, lat, used, dt);
+    char name[64];
+    snprintf(name, sizeof name, "jay_%s_4k_c%u%s", get ? "get" : "put", nconn, suffix);
+    report_srv(name, &s0, &s1, used);
     free(lat);
 }
 

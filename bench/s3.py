@@ -13,6 +13,9 @@
     PUT only once the object is durable and nginx never syncs.  cairn also
     takes it as one multipart upload in 64 MiB parts (boto3, signed parts,
     in order), and both cairn PUTs print cairnd's CPU per GiB (_cpu).
+  Every 4 KiB row also prints the server's CPU per request (NAME_cpu, us/op)
+  and its threads' context switches per request (NAME_csw), from /proc
+  before and after the wrk run (nginx: master and workers).
 
 usage: bench/s3.py BUILD [--quick] [--get-only] [--keys N]
 --get-only runs only the 4 KiB GET rows (cairn anonymous and presigned, and
@@ -338,15 +341,72 @@ def parse_wrk(text):
     return out
 
 
-def wrk(name, url, script, conns):
+# ---- the server's CPU and context switches per request ------------------------------------
+# Each wrk run is bracketed by two samples of the server: user + system time
+# (/proc/PID/stat fields 14 and 15, in clock ticks, every thread) and the
+# voluntary + involuntary context switches of its threads (the sum over
+# /proc/PID/task/TID/status), for the process and its children (nginx's
+# workers).  Their differences over the requests wrk completed are printed as
+# NAME_cpu (us/op) and NAME_csw (switches/op): figures that hold on a loaded
+# machine where the rates do not.  A tick is 1/CLK_TCK s (10 ms).
+
+def stat_ticks(text):
+    """utime + stime of a /proc/PID/stat line (fields after the command's
+    closing parenthesis: state is field 3, utime 14, stime 15)."""
+    f = text.rsplit(")", 1)[1].split()
+    return int(f[11]) + int(f[12])
+
+
+def proc_tree(pid):
+    pids = [pid]
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+                pids += [int(c) for c in f.read().split()]
+    except OSError:
+        pass
+    return pids
+
+
+def srv_sample(pid):
+    """(ticks, switches) of pid and its children now; None without pid."""
+    if not pid:
+        return None
+    ticks = csw = 0
+    for p in proc_tree(pid):
+        try:
+            with open("/proc/%d/stat" % p) as f:
+                ticks += stat_ticks(f.read())
+            for tid in os.listdir("/proc/%d/task" % p):
+                with open("/proc/%d/task/%s/status" % (p, tid)) as f:
+                    csw += sum(int(line.split()[1]) for line in f if "ctxt_switches:" in line)
+        except OSError:
+            pass   # a thread or worker ended meanwhile
+    return ticks, csw
+
+
+def per_request(a, b, n):
+    """(us of CPU, context switches) per request between samples a and b."""
+    if not a or not b or n <= 0:
+        return None
+    return ((b[0] - a[0]) * 1e6 / os.sysconf("SC_CLK_TCK") / n, (b[1] - a[1]) / n)
+
+
+def wrk(name, url, script, conns, pid=None):
     threads = 1 if conns == 1 else 2
+    s0 = srv_sample(pid)
     r = subprocess.run(["wrk", "-t%d" % threads, "-c%d" % conns, "-d%ds" % SECS, "--latency",
                         "-s", script, url + "/"], capture_output=True, text=True)
+    s1 = srv_sample(pid)
     w = parse_wrk(r.stdout + r.stderr)
     say(name, "%.1f" % w["rps"], "ops/s")
     for q in ("p50", "p99"):
         if q in w:
             say("%s_%s" % (name, q), "%.1f" % w[q], "us")
+    pr = per_request(s0, s1, w["n"])
+    if pr:
+        say(name + "_cpu", "%.1f" % pr[0], "us/op")
+        say(name + "_csw", "%.2f" % pr[1], "switches/op")
     say(name + "_bad", w["bad"], "responses")
     if w["bad"]:
         note("%s: %d of %d responses were errors" % (name, w["bad"], w["n"]))
@@ -364,9 +424,9 @@ def small_phase(work, cairn, nginx, presigned):
     with open(get_p, "w") as f:
         f.write(URLS_LUA % ",\n".join('"%s"' % u[u.index("/", 8):] for u in presigned))
     for c in CONNS:
-        wrk("s3_nginx_get_4k_c%d" % c, nginx.url, get_n, c)
-        wrk("s3_get_4k_c%d" % c, cairn.url, get_c, c)
-        wrk("s3_presigned_get_4k_c%d" % c, cairn.url, get_p, c)
+        wrk("s3_nginx_get_4k_c%d" % c, nginx.url, get_n, c, nginx.proc.pid)
+        wrk("s3_get_4k_c%d" % c, cairn.url, get_c, c, cairn.proc.pid)
+        wrk("s3_presigned_get_4k_c%d" % c, cairn.url, get_p, c, cairn.proc.pid)
     if GET_ONLY:
         return
     filler = os.urandom(SMALL - 32)
@@ -377,7 +437,7 @@ def small_phase(work, cairn, nginx, presigned):
             with open(script, "w") as f:
                 f.write(PUT_LUA % ('"%s"' % prefix, '"%s"' % run, lua_str(filler)))
             os.sync()   # the previous phase's writeback is not this one's cost
-            wrk("%s_put_4k_c%d" % (who, c), srv.url, script, c)
+            wrk("%s_put_4k_c%d" % (who, c), srv.url, script, c, srv.proc.pid)
 
 
 # ---- 1 GiB by curl -------------------------------------------------------------------------

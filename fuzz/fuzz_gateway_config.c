@@ -24,6 +24,8 @@ static void check_config(const cn_gw_config_t *c)
 {
     if (c->n < 1 || c->n > CN_GW_MAX_SERVERS || c->nns < 1 || c->nns > c->n)
         abort();
+    if (c->inventory_ms < 100 || c->inventory_ms > 86400000) /* inventory_interval_ms */
+        abort();
     bool dflt = !c->has_default;
     for (size_t i = 0; i < c->n; i++) {
         const cn_gw_server_t *s = &c->servers[i];

@@ -260,6 +260,16 @@ else
   say "skip_scribe 0 - scribe_bench_not_built"
 fi
 
+# ---- the Scribe gateway against the storage server behind it (bench/scribe_gateway.py) --
+if [ -x "$BUILD/cairnd" ] && [ -x "$BUILD/cairn" ]; then
+  note "scribe gateway: 1 GiB put/get and small reads, through the gateway vs direct"
+  if [ "$QUICK" = 1 ]; then GW_ARGS=--quick; else GW_ARGS=; fi
+  TMPDIR=$WORK $PY "$ROOT/bench/scribe_gateway.py" "$BUILD" $GW_ARGS | tee -a "$RES" ||
+    say "skip_scribe_gw 0 - scribe_gateway_bench_failed"
+else
+  say "skip_scribe_gw 0 - scribe_gateway_bench_not_built"
+fi
+
 # ---- cairn over Jay native v1 (bench_jay) ----------------------------------------------
 if [ -x "$BUILD/bench/bench_jay" ] && [ -x "$BUILD/cairnd" ]; then
   D=$WORK/cairn
@@ -311,6 +321,15 @@ if [ -x "$BUILD/cairnd" ]; then
     say "skip_s3 0 - s3_bench_failed"
 else
   say "skip_s3 0 - cairnd_not_built"
+fi
+
+# ---- S3 versioning: a current GET among 10,000 versions vs one (bench/s3_versions.py) --
+if [ -x "$BUILD/cairnd" ]; then
+  note "s3 versions: GET of a key with 10,000 versions beside a key with one"
+  TMPDIR=$WORK $PY "$ROOT/bench/s3_versions.py" "$BUILD" $S3_ARGS | tee -a "$RES" ||
+    say "skip_s3_versions 0 - s3_versions_bench_failed"
+else
+  say "skip_s3_versions 0 - cairnd_not_built"
 fi
 
 # ---- blobs over HTTP (bench_blobs starts its own cairnd instances) ---------------------

@@ -50,7 +50,7 @@ typedef enum {
     CN_ACT_GET_BUCKET_CORS,                /* s3:GetBucketCORS          bucket:list   */
     CN_ACT_PUT_BUCKET_CORS,                /* s3:PutBucketCORS          bucket:create */
     CN_ACT_GET_BUCKET_TAGGING,             /* s3:GetBucketTagging       bucket:list   */
-    CN_ACT_PUT_BUCKET_TAGGING,             /* s3:PutBucketTagging       bucket:create */
+    CN_ACT_PUT_BUCKET_TAGGING,             /* s3:PutBucketTagging       bucket:configure */
     /* object level: a key */
     CN_ACT_GET_OBJECT,                  /* s3:GetObject              object:get    */
     CN_ACT_GET_OBJECT_ATTRIBUTES,       /* s3:GetObjectAttributes    object:get    */
@@ -74,6 +74,9 @@ typedef enum {
     /* lifecycle configuration (issue 25): bucket settings */
     CN_ACT_GET_LIFECYCLE_CONFIGURATION, /* s3:GetLifecycleConfiguration bucket:list */
     CN_ACT_PUT_LIFECYCLE_CONFIGURATION, /* s3:PutLifecycleConfiguration bucket:configure */
+    /* versioning (issue 25): a bucket setting */
+    CN_ACT_GET_BUCKET_VERSIONING, /* s3:GetBucketVersioning      bucket:list   */
+    CN_ACT_PUT_BUCKET_VERSIONING, /* s3:PutBucketVersioning      bucket:configure */
     CN_ACT_END
 } cn_authz_action_t;
 

@@ -980,6 +980,38 @@ CN_API int cn_objects_lifecycle_expiry(cn_objects_t *o, const char *bucket, cons
                                        uint64_t size, int64_t version_id, int64_t last_modified_ms,
                                        int64_t *expiry_ms, char rule_id[CN_OBJECTS_LC_ID_MAX + 1]);
 
+/* cn_objects_lifecycle_expiry with no SQL and no blocking, for an event
+ * loop: from the bucket's rules as the last blocking call decoded them,
+ * while no write has touched the bucket since.  ntags: how many tags the
+ * version has (its info's ntags).  1 / 0 as there, or CN_E_AGAIN when it
+ * cannot answer so (rules not cached under the bucket's current
+ * generation, or a tag filter that needs the version's tags): ask the
+ * blocking call from a worker. */
+CN_API int cn_objects_lifecycle_expiry_cached(cn_objects_t *o, const char *bucket, const char *key,
+                                              uint64_t size, uint32_t ntags,
+                                              int64_t last_modified_ms, int64_t *expiry_ms,
+                                              char rule_id[CN_OBJECTS_LC_ID_MAX + 1]);
+
+/* The lifecycle worker (docs/s3.md, "The lifecycle worker"): one thread
+ * that applies the buckets' enabled lifecycle rules to stored objects and
+ * uploads through the calls a client's DELETE and AbortMultipartUpload use
+ * (so versioning, object lock, metrics and blob liveness apply), one runner
+ * per fleet (a lease row in the metadata). */
+typedef struct cn_objects_lc_opts {
+    int64_t interval_ms; /* a bucket's passes start this far apart; 0 = 1 hour */
+    int64_t max_ops;     /* actions per second, all buckets together; 0 = 1,000 */
+    int64_t day_ms;      /* tests only: a lifecycle day; 0 = a real day, rounded */
+    /* What names this node in the fleet's lease, stable across restarts
+     * (cairnd: its data directory; hashed with the host name), so that a
+     * restarted runner takes its lease back at once.  NULL: the process. */
+    const char *holder;
+} cn_objects_lc_opts_t;
+
+/* Starts the worker on o (opts copied; NULL = defaults); cn_objects_close
+ * stops it.  With day_ms > 0 the worker wakes every max(1 s, day_ms / 10)
+ * and the interval is that too.  CN_E_EXISTS when already started, -errno. */
+CN_API cn_err_t cn_objects_lifecycle_start(cn_objects_t *o, const cn_objects_lc_opts_t *opts);
+
 #ifdef __cplusplus
 }
 #endif

@@ -111,6 +111,16 @@ typedef struct cn_repos_req {
     const cn_principal_t *principal;
     bool trusted;
     cn_fail_t fail;
+    /* An authenticated Scribe listener (protocol 4) whose adapter decided
+     * the request's role itself (trusted stays set): authed true; account
+     * the session's principal (NUL-terminated, NULL when anonymous): the
+     * owner of the workspaces it registers and must own to use them, the
+     * author of its submits and notes, the principal of its locks;
+     * maintainer: its role on the request's repository reaches Maintainer
+     * (cn_repos_maintainer).  Zero elsewhere: today's rules. */
+    bool authed;
+    bool maintainer;
+    const char *account;
 } cn_repos_req_t;
 
 typedef struct cn_repos_opts {
@@ -881,9 +891,9 @@ CN_API cn_err_t cn_repos_lock_list(cn_repos_t *r, cn_repos_req_t *rq, const uint
 CN_API cn_err_t cn_repos_lock_policy(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
                                      uint64_t *change, uint8_t *text, size_t *len);
 /* Whether the caller holds the Maintainer role over a repository: on an
- * unauthenticated endpoint every caller (trusted) does; an authenticated
- * caller needs the admin permission until protocol 4 brings repository
- * roles, which plug in here. */
+ * authenticated Scribe listener (rq->authed) the role its adapter found;
+ * on an unauthenticated endpoint every caller (trusted) does; an
+ * identity principal needs the admin permission. */
 CN_API bool cn_repos_maintainer(const cn_repos_req_t *rq);
 
 /* ---- public reads and mounts (service_public.c; docs/protocol/scribe.md 16) ---------

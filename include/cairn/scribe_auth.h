@@ -50,6 +50,12 @@ typedef struct cn_scribe_principal {
     char credential[33]; /* 32 hex */
     char key_id[65];     /* 64 hex */
     char account[65];    /* the account name auth confirmed (display name) */
+    /* Protocol 4, caller 2: the gateway acting for this user (its own access
+     * certificate's credential and key, the service account auth
+     * confirmed); all empty for a direct caller. */
+    char delegate_credential[33];
+    char delegate_key_id[65];
+    char delegate_account[65];
 } cn_scribe_principal_t;
 
 /* The in-process provider over the auth state of data_dir (`cairn admin
@@ -91,6 +97,22 @@ CN_API const char *cn_scribe_auth_namespace(const cn_scribe_auth_t *a);
  * unreachable or failing): the last two are auth_unavailable. */
 CN_API cn_err_t cn_scribe_auth_resolve(cn_scribe_auth_t *a, const char *pem, size_t len,
                                        cn_scribe_principal_t *out, char *why, size_t cap);
+
+/* A delegated caller (protocol 4, caller 2): peer (PEM) is the gateway's
+ * own access certificate presented in TLS, cert (PEM) the user's it
+ * forwards.  Both must be access certificates of this auth's access CA —
+ * the trust domain: a certificate of another auth never chains to it — and
+ * valid now; then auth confirms the user (as cn_scribe_auth_resolve) and
+ * that the gateway's service-reader/-writer credential holds a delegate
+ * grant for this namespace.  *out is the user, with the delegate columns
+ * filled.  Errors: CN_E_AUTH (a certificate refused: "an access certificate
+ * is required" for the gateway's, "invalid delegated access certificate"
+ * for the user's, or auth's reason), CN_E_DENIED (no delegate grant: "delegate
+ * may not act for users in this namespace"), others as
+ * cn_scribe_auth_resolve. */
+CN_API cn_err_t cn_scribe_auth_resolve_delegated(cn_scribe_auth_t *a, const char *peer,
+                                                 size_t peer_len, const char *cert, size_t cert_len,
+                                                 cn_scribe_principal_t *out, char *why, size_t cap);
 
 /* The role of p (NULL or !present: anonymous) on repository repo (a storage
  * name) and the lease (Unix ms) until which it may be reused.  Errors as

@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include "cairn/err.h"
 #include "cairn/crypto.h"
+#include "cairn/util.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -497,6 +498,37 @@ typedef struct cn_scribe_client_mount {
 CN_API cn_err_t cn_scribe_client_mounts(cn_scribe_client_t *cl, const uint8_t repo[16],
                                         const uint8_t branch[16], uint64_t change,
                                         cn_scribe_client_mount_t **rows, uint32_t *count,
+                                        cn_scribe_cerr_t *err);
+
+/* ---- verified reads (tree_proof 43, docs/protocol/scribe.md 17; scribe_proof.c) ---------
+ * cn_scribe_client_tree_proof sends one tree_proof payload (the verifier
+ * builds it) and appends the reply payload to *reply; an error frame or a
+ * transport failure is its error.  cn_scribe_client_codec: the codec the
+ * connection speaks (the verifier's requests must be in it). */
+CN_API int cn_scribe_client_codec(const cn_scribe_client_t *cl);
+CN_API cn_err_t cn_scribe_client_tree_proof(cn_scribe_client_t *cl, const uint8_t *req, size_t len,
+                                            cn_buf_t *reply, cn_scribe_cerr_t *err);
+/* Every live entry under prefix ("" = all) of branch's snapshot at change,
+ * page by page (4,096 entries), each page proved through cn_tree_verify
+ * against the trusted roots (those of a commit the caller authenticated):
+ * fn sees a page's entries only once the page and its lookahead verified.
+ * A transport failure (CN_E_CLOSED, CN_E_TIMEOUT, -errno) discards the page
+ * and restarts its proof once on a new connection; a proof that fails
+ * (CN_E_DIGEST_MISMATCH, CN_E_INVALID) is never retried and nothing is read
+ * another way.  Entries of earlier pages were handed out already: a caller
+ * applies nothing until the call returned 0.  *fragments (may be NULL)
+ * counts the replies verified. */
+CN_API cn_err_t cn_scribe_client_tree_verified(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                               const uint8_t branch[16], uint64_t change,
+                                               const char *prefix, const cn_digest_t *content_root,
+                                               const cn_digest_t *revision_root,
+                                               cn_scribe_client_entry_fn fn, void *ctx,
+                                               uint32_t *fragments, cn_scribe_cerr_t *err);
+/* The commit object id (get_objects, kind 4) into *enc (appended), checked
+ * to hash to id: CN_E_NOT_FOUND when absent, CN_E_DIGEST_MISMATCH when the
+ * bytes are not that commit's. */
+CN_API cn_err_t cn_scribe_client_commit(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                        const cn_digest_t *id, cn_buf_t *enc,
                                         cn_scribe_cerr_t *err);
 
 /* ---- the gateway wire (docs/protocol/scribe-gateway.md, "Wire") ------------------

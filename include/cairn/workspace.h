@@ -107,7 +107,23 @@ typedef struct cn_ws_sync_result {
     uint64_t fetched;        /* files written */
     uint64_t bytes;          /* chunk bytes received */
     uint64_t removed;        /* files the change no longer holds */
+    /* verified sync (docs/workspace.md): the branch had no history anchor,
+     * so the server's head (anchor_change) was trusted and anchored */
+    bool first_contact;
+    uint64_t anchor_change;
+    uint32_t mounts; /* nested workspaces cloned or synced at their pins (docs/workspace.md) */
 } cn_ws_sync_result_t;
+
+/* `cairn repo anchor reset`: forgets the history anchor of the workspace's
+ * branch and anchors the server's current head (trusted, as at first
+ * contact), without touching files.  *res (may be NULL): the head anchored
+ * (change 0: the branch has no commit). */
+typedef struct cn_ws_anchor {
+    uint64_t change;
+    char commit[65]; /* hex */
+} cn_ws_anchor_t;
+CN_API cn_err_t cn_ws_anchor_reset(const char *dir, const cn_ws_opts_t *opts, cn_ws_anchor_t *res,
+                                   cn_ws_error_t *err);
 
 /* Checks repository `repo` (a name) out into dir, created if absent (its
  * .cairn must not exist yet): the head of the main branch (or of
@@ -125,7 +141,12 @@ CN_API cn_err_t cn_ws_clone(const char *repo, const char *dir, const cn_ws_opts_
  * fetches every file whose manifest or mode differs, removes the files the
  * change no longer holds.  A file the sync would replace or remove that was
  * edited since the last sync stops it with a local CN_E_CONFLICT naming the
- * path, before anything is written. */
+ * path, before anything is written.  Clone and sync are verified
+ * (docs/workspace.md "Verified sync"): the tree is read only through proofs
+ * against an authenticated commit; a head that does not descend from the
+ * branch's history anchor is a not-local CN_E_CORRUPT (rollback or restore)
+ * and a proof or commit that fails is CN_E_DIGEST_MISMATCH, nothing applied.
+ * Both then materialise the config's mounts as nested workspaces ("Mounts"). */
 CN_API cn_err_t cn_ws_sync(const char *dir, const cn_ws_opts_t *opts, cn_ws_sync_result_t *res,
                            cn_ws_error_t *err);
 

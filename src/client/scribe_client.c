@@ -10,6 +10,7 @@
 #include "cairn/scribe.h"
 #include "cairn/util.h"
 #include "scribe_tls.h"
+#include "scribe_int.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -1501,14 +1502,7 @@ cn_err_t cn_scribe_client_tree(cn_scribe_client_t *cl, const uint8_t repo[16],
     bool has_after = false, more = true;
     while (e >= 0 && more) {
         cn_scribe_tree_page_req_t q;
-        memset(&q, 0, sizeof q);
-        memcpy(q.repo.b, repo, 16);
-        memcpy(q.branch.b, branch, 16);
-        q.change = change;
-        q.prefix = cn_scribe_cstr(prefix ? prefix : "");
-        q.limit = CN_SCRIBE_MAX_PAGE;
-        q.has_after = has_after;
-        q.after = cn_scribe_cstr(after);
+        cn__scribe_tree_page_fill(&q, repo, branch, change, prefix, has_after, after);
         cn_buf_reset(&cl->out);
         if ((e = cn_scribe_enc_tree_page_req(&cl->out, CODEC(cl), &q)) < 0 ||
             (e = call(cl, CN_SCRIBE_OP_TREE_PAGE, err)) < 0)
@@ -2275,4 +2269,21 @@ cn_err_t cn_scribe_client_ws_removal_outcome(cn_scribe_client_t *cl, const uint8
     CN_TRY(removal_reply(cl, out));
     *known = true;
     return CN_OK;
+}
+
+/* ---- tree_proof (43): one fragment; the verifier lives in scribe_proof.c ---------------- */
+int cn_scribe_client_codec(const cn_scribe_client_t *cl)
+{
+    return cl->codec;
+}
+
+cn_err_t cn_scribe_client_tree_proof(cn_scribe_client_t *cl, const uint8_t *req, size_t len,
+                                     cn_buf_t *reply, cn_scribe_cerr_t *err)
+{
+    if (len > CN_SCRIBE_MAX_PROOF_REQ)
+        return CN_E_INVALID;
+    cn_buf_reset(&cl->out);
+    CN_TRY(cn_buf_append(&cl->out, req, len));
+    CN_TRY(call(cl, CN_SCRIBE_OP_TREE_PROOF, err));
+    return cn_buf_append(reply, cl->in.data, cl->in.len);
 }

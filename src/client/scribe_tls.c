@@ -114,11 +114,16 @@ cn_err_t cn__scribe_tls_read(SSL *ssl, void *p, size_t n, size_t *done)
  * certificate is asked of that server with the credential (SAU2
  * access-certificate) and kept beside them as auth.access (0600) until half
  * its lifetime has passed; one for another key (an older sign-in) is never
- * used. */
+ * used.  CAIRN_AUTH_CREDENTIAL names a credential file used instead (an
+ * automation runner's: docs/cli.md); its access certificate is never
+ * written to disk. */
 typedef struct {
     char dir[PATH_MAX];
     char server[256], trust[PATH_MAX];
     bool signed_in;
+    /* the credential certificate, its key and the cached access
+     * certificate (acc "": kept in memory only, a credential file's) */
+    char cert[PATH_MAX + 32], key[PATH_MAX + 32], acc[PATH_MAX + 32];
 } signin_t;
 
 static int conf_path(char *out, size_t cap, const char *dir, const char *file)
@@ -160,7 +165,52 @@ static void signin_read(signin_t *s)
     }
     if (f)
         fclose(f);
-    s->signed_in = s->signed_in && s->server[0] && s->trust[0];
+    s->signed_in = s->signed_in && s->server[0] && s->trust[0] &&
+                   !conf_path(s->cert, sizeof s->cert, s->dir, "auth.cert") &&
+                   !conf_path(s->key, sizeof s->key, s->dir, "auth.key") &&
+                   !conf_path(s->acc, sizeof s->acc, s->dir, "auth.access");
+}
+
+/* A credential file named by CAIRN_AUTH_CREDENTIAL (`cairn repo automation
+ * create`, docs/cli.md): its "server" line, its certificate and trust, its
+ * key or CAIRN_AUTH_KEY's.  The access certificate is kept in memory (the
+ * file's directory may be read only).  Returns 0 without the variable, 1
+ * with a usable file, -1 (msg says why) otherwise. */
+static int signin_file(signin_t *s, char *msg, size_t msz)
+{
+    const char *file = getenv("CAIRN_AUTH_CREDENTIAL");
+    if (!file || !*file)
+        return 0;
+    memset(s, 0, sizeof *s);
+    char line[512];
+    bool key = false, cert = false;
+    FILE *f = fopen(file, "r");
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (!strncmp(line, "server ", 7) && !s->server[0])
+            field(s->server, sizeof s->server, line + 7);
+        key = key || (!strncmp(line, "-----BEGIN ", 11) && strstr(line, "PRIVATE KEY-----"));
+        cert = cert || !strcmp(line, "-----BEGIN CERTIFICATE-----");
+    }
+    if (f)
+        fclose(f);
+    const char *kf = key ? file : getenv("CAIRN_AUTH_KEY");
+    if (!f || !s->server[0] || !cert) {
+        snprintf(msg, msz, "CAIRN_AUTH_CREDENTIAL: %s is not a cairn credential file", file);
+        return -1;
+    }
+    if (!kf || !*kf) {
+        snprintf(msg, msz, "CAIRN_AUTH_CREDENTIAL: %s holds no private key: set CAIRN_AUTH_KEY",
+                 file);
+        return -1;
+    }
+    field(s->trust, sizeof s->trust, file);
+    field(s->cert, sizeof s->cert, file);
+    field(s->key, sizeof s->key, kf);
+    s->signed_in = s->trust[0] && s->cert[0] && s->key[0];
+    if (!s->signed_in)
+        snprintf(msg, msz, "CAIRN_AUTH_CREDENTIAL: the path is too long");
+    return s->signed_in ? 1 : -1;
 }
 
 /* Whether the cached access certificate may still be used: it certifies the
@@ -178,12 +228,12 @@ static bool access_fresh(X509 *x, EVP_PKEY *key)
     return age >= 0 && age < life / 2;
 }
 
-/* Asks the auth server for a new access certificate and keeps it. */
-static cn_err_t access_fetch(const signin_t *s, const char *cert, const char *key, const char *out,
-                             char *msg, size_t msz)
+/* Asks the auth server for a new access certificate and keeps it: in the
+ * file s->acc, or in *mem when s->acc is "". */
+static cn_err_t access_fetch(const signin_t *s, cn_buf_t *mem, char *msg, size_t msz)
 {
     cn_sau2_client_opts_t o = {
-        .addr = s->server, .trust_file = s->trust, .cert_file = cert, .key_file = key
+        .addr = s->server, .trust_file = s->trust, .cert_file = s->cert, .key_file = s->key
     };
     cn_sau2_conn_t *c = NULL;
     cn_sau2_req_t req;
@@ -204,7 +254,8 @@ static cn_err_t access_fetch(const signin_t *s, const char *cert, const char *ke
     } else if (e == 0 && (!cn_sau2_row_next(&v, &off, &row) || row.n != 2)) {
         e = CN_E_PROTOCOL;
     } else if (e == 0) {
-        e = cn_file_replace(out, row.s[0].p, row.s[0].len, 0600);
+        e = s->acc[0] ? cn_file_replace(s->acc, row.s[0].p, row.s[0].len, 0600)
+                      : cn_buf_append(mem, row.s[0].p, row.s[0].len);
     }
     if (e < 0 && !msg[0])
         snprintf(msg, msz, "cannot get an access certificate from %s: %s", s->server,
@@ -214,48 +265,62 @@ static cn_err_t access_fetch(const signin_t *s, const char *cert, const char *ke
     return e;
 }
 
-cn_err_t cn__scribe_tls_identity(struct ssl_ctx_st *ctx, bool *direct, char *msg, size_t msz)
+/* The access certificate: the cached one when still fresh for key k, else
+ * a new one from the auth server (one try).  NULL with msg set on failure. */
+static X509 *access_get(const signin_t *s, EVP_PKEY *k, cn_err_t *e, char *msg, size_t msz)
 {
-    signin_t s;
-    char cert[PATH_MAX + 32], key[PATH_MAX + 32], acc[PATH_MAX + 32];
-    *direct = false;
-    msg[0] = '\0';
-    const char *anon = getenv("CAIRN_SCRIBE_ANONYMOUS");
-    if (anon && !strcmp(anon, "1"))
-        return CN_OK; /* asked for: the sign-in is for another server */
-    signin_read(&s);
-    if (!s.signed_in || conf_path(cert, sizeof cert, s.dir, "auth.cert") ||
-        conf_path(key, sizeof key, s.dir, "auth.key") ||
-        conf_path(acc, sizeof acc, s.dir, "auth.access"))
-        return CN_OK; /* not signed in: an anonymous caller */
-    EVP_PKEY *k = NULL;
     X509 *x = NULL;
-    FILE *f = fopen(key, "r");
-    if (f) {
-        k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
-        fclose(f);
-    }
-    if (!k) {
-        snprintf(msg, msz, "cannot read the device key %s", key);
-        return CN_E_INVALID;
-    }
-    cn_err_t e = CN_OK;
-    for (int attempt = 0; attempt < 2 && e == CN_OK && !x; attempt++) {
+    cn_buf_t mem = { 0 };
+    for (int attempt = 0; attempt < 2 && *e == CN_OK && !x; attempt++) {
         if (attempt == 1)
-            e = access_fetch(&s, cert, key, acc, msg, msz);
-        f = e == CN_OK ? fopen(acc, "r") : NULL;
-        x = f ? PEM_read_X509(f, NULL, NULL, NULL) : NULL;
-        if (f)
-            fclose(f);
+            *e = access_fetch(s, &mem, msg, msz);
+        if (*e != CN_OK)
+            break;
+        BIO *b = s->acc[0] ? BIO_new_file(s->acc, "r")
+                 : mem.len ? BIO_new_mem_buf(mem.data, (int)mem.len)
+                           : NULL;
+        x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+        BIO_free(b);
         if (x && !access_fresh(x, k)) {
             X509_free(x);
             x = NULL;
         }
     }
-    if (e == CN_OK && !x) {
-        snprintf(msg, msz, "the access certificate from %s is unusable", s.server);
-        e = CN_E_PROTOCOL;
+    cn_buf_free(&mem);
+    if (*e == CN_OK && !x) {
+        snprintf(msg, msz, "the access certificate from %s is unusable", s->server);
+        *e = CN_E_PROTOCOL;
     }
+    return x;
+}
+
+cn_err_t cn__scribe_tls_identity(struct ssl_ctx_st *ctx, bool *direct, char *msg, size_t msz)
+{
+    signin_t s;
+    *direct = false;
+    msg[0] = '\0';
+    const char *anon = getenv("CAIRN_SCRIBE_ANONYMOUS");
+    if (anon && !strcmp(anon, "1"))
+        return CN_OK; /* asked for: the sign-in is for another server */
+    int file = signin_file(&s, msg, msz);
+    if (file < 0)
+        return CN_E_INVALID;
+    if (file == 0)
+        signin_read(&s);
+    if (!s.signed_in)
+        return CN_OK; /* not signed in: an anonymous caller */
+    EVP_PKEY *k = NULL;
+    FILE *f = fopen(s.key, "r");
+    if (f) {
+        k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+        fclose(f);
+    }
+    if (!k) {
+        snprintf(msg, msz, "cannot read the device key %s", s.key);
+        return CN_E_INVALID;
+    }
+    cn_err_t e = CN_OK;
+    X509 *x = access_get(&s, k, &e, msg, msz);
     if (e == CN_OK &&
         (SSL_CTX_use_certificate(ctx, x) != 1 || SSL_CTX_use_PrivateKey(ctx, k) != 1)) {
         ssl_reason(msg, msz, "cannot use the access certificate");

@@ -29,7 +29,9 @@ cn_err_t cn__scribe_tls_connect(struct ssl_ctx_st *ctx, int fd, const char *host
  * certificate (*direct true: caller tag 1), from the sign-in state of
  * `cairn repo login`, asking the auth server for a new certificate when the
  * cached one (auth.access) has lived half its lifetime or certifies another
- * key.  Not signed in, or CAIRN_SCRIBE_ANONYMOUS=1 (the sign-in is for
+ * key.  CAIRN_AUTH_CREDENTIAL=FILE (a credential file; CAIRN_AUTH_KEY for
+ * one without a key) replaces the sign-in: a new access certificate per
+ * context, kept in memory.  Not signed in, or CAIRN_SCRIBE_ANONYMOUS=1 (the sign-in is for
  * another server's auth): CN_OK, *direct false (an anonymous caller).  Errors:
  * the state is unusable or auth refused (CN_E_AUTH) or unreachable; msg
  * says why. */

@@ -148,6 +148,30 @@ static cn_err_t read_tree(cn_scribe_client_t *cl, const cn__ws_state_t *s, uint6
     return CN_OK;
 }
 
+/* read_tree's verified form (sync): every page proved against the roots v
+ * authenticated (workspace_verify.c); nothing unverified is read. */
+static cn_err_t read_tree_verified(cn_scribe_client_t *cl, const cn__ws_state_t *s, uint64_t target,
+                                   const cn__ws_verified_t *v, cn__ws_state_t *next,
+                                   cn_ws_error_t *err)
+{
+    cn_scribe_cerr_t serr;
+    memset(&serr, 0, sizeof serr);
+    cn_err_t e = CN_OK;
+    for (size_t p = 0; p < (s->npaths ? s->npaths : 1) && e >= 0; p++)
+        e = cn_scribe_client_tree_verified(cl, s->repo_id, s->branch, target,
+                                           s->npaths ? s->paths[p] : "", &v->content, &v->revision,
+                                           tree_row, next, NULL, &serr);
+    if ((e == CN_E_DIGEST_MISMATCH || e == CN_E_INVALID) && !serr.code) /* not an error frame */
+        return cn__ws_server(err, CN_E_DIGEST_MISMATCH,
+                             "the tree of change %" PRIu64 " failed its proof against the "
+                             "authenticated commit; nothing was applied",
+                             target);
+    if (e < 0)
+        return cn__ws_fail(err, "reading the tree (verified)", e, &serr);
+    cn__ws_state_sort(next);
+    return CN_OK;
+}
+
 /* s's files become next's (taken over), at change. */
 static void adopt_files(cn__ws_state_t *s, cn__ws_state_t *next, uint64_t change)
 {
@@ -225,7 +249,10 @@ cn_err_t cn__ws_sync_to(cn_scribe_client_t *cl, cn__ws_state_t *s, uint64_t targ
     memset(&next, 0, sizeof next);
     cn__ws_job_t *jobs = NULL;
     size_t nj = 0;
-    cn_err_t rc = read_tree(cl, s, target, &next, err);
+    cn__ws_verified_t v;
+    cn_err_t rc = cn__ws_verify(cl, s, target, &v, err);
+    if (rc == CN_OK)
+        rc = read_tree_verified(cl, s, target, &v, &next, err);
     if (rc)
         goto out;
     if (!(jobs = calloc(next.n ? next.n : 1, sizeof *jobs))) {
@@ -247,8 +274,14 @@ cn_err_t cn__ws_sync_to(cn_scribe_client_t *cl, cn__ws_state_t *s, uint64_t targ
         res->removed++;
     }
     adopt_files(s, &next, target);
-    if ((rc = cn__ws_state_save(s, err)) == CN_OK)
+    /* the anchor moves with the files it verified: one atomic state write */
+    if (v.has_head && cn__ws_anchor_set(s, &v.head) < 0)
+        rc = cn__ws_file_fail(err, "out of memory for", s->dir, ENOMEM);
+    if (rc == CN_OK && (rc = cn__ws_state_save(s, err)) == CN_OK) {
         res->change = target;
+        res->first_contact = v.first_contact;
+        res->anchor_change = v.head.change;
+    }
     if (rc == CN_OK) /* read-only files (workspace_edit.c) */
         rc = cn__ws_mark(cl, s, NULL, 0, false, o, err);
 out:
@@ -313,6 +346,8 @@ cn_err_t cn_ws_clone(const char *repo, const char *dir, const cn_ws_opts_t *opts
         rc = cn__ws_register(cl, s, o, err);
     if (rc == CN_OK)
         rc = cn__ws_sync_to(cl, s, target, o, res, err);
+    if (rc == CN_OK)
+        rc = cn__ws_mounts_apply(cl, s, o, res, err);
 out:
     if (s)
         cn__ws_state_free(s);
@@ -371,14 +406,32 @@ static cn_err_t sync_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws
         (rc = cn__ws_repo(cl, s, &r, err)) || (rc = cn__ws_branch_head(cl, s, &r, &head, err)))
         return rc;
     if (!o->has_change && head == s->change && !widened) {
+        /* the head is the anchor (or reaches it): a fork at the same change fails */
+        cn__ws_verified_t v;
+        if ((rc = cn__ws_verify(cl, s, head, &v, err)))
+            return rc;
         res->up_to_date = true;
         res->change = s->change;
+        res->first_contact = v.first_contact;
+        res->anchor_change = v.head.change;
+        bool moved = v.has_head &&
+                     (v.first_contact || cn__ws_anchor_find(s, s->branch)->change != v.head.change);
+        if (moved && cn__ws_anchor_set(s, &v.head) < 0)
+            return cn__ws_file_fail(err, "out of memory for", s->dir, ENOMEM);
         /* a branch renamed meanwhile: record its new name */
-        if ((rc = strcmp(was, s->branch_name) ? cn__ws_state_save(s, err) : CN_OK))
+        if ((rc = moved || strcmp(was, s->branch_name) ? cn__ws_state_save(s, err) : CN_OK))
             return rc;
         return cn__ws_mark(cl, s, NULL, 0, false, o, err); /* a new policy on main */
     }
     return cn__ws_sync_to(cl, s, o->has_change ? o->change : head, o, res, err);
+}
+
+/* The sync, then the mounts at the change it reached. */
+static cn_err_t sync_verb(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
+                          void *arg, cn_ws_error_t *err)
+{
+    CN_TRY(sync_open(cl, s, o, arg, err));
+    return cn__ws_mounts_apply(cl, s, o, arg, err);
 }
 
 cn_err_t cn_ws_sync(const char *dir, const cn_ws_opts_t *opts, cn_ws_sync_result_t *res,
@@ -389,7 +442,7 @@ cn_err_t cn_ws_sync(const char *dir, const cn_ws_opts_t *opts, cn_ws_sync_result
     err = cn__ws_begin(err, &scratch);
     res = res ? res : &rscratch;
     memset(res, 0, sizeof *res);
-    return cn__ws_run(dir, cn__ws_opts(opts), sync_open, res, err);
+    return cn__ws_run(dir, cn__ws_opts(opts), sync_verb, res, err);
 }
 
 /* ---- status ------------------------------------------------------------------------------------ */

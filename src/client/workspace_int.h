@@ -82,6 +82,14 @@ typedef struct cn__ws_move {
     char *from, *to;
 } cn__ws_move_t;
 
+/* A history anchor (workspace_verify.c): the last head of a branch this
+ * workspace authenticated. */
+typedef struct cn__ws_anchor {
+    uint8_t branch[16];
+    uint64_t change;
+    cn_digest_t commit, content_root, revision_root;
+} cn__ws_anchor_t;
+
 typedef struct cn__ws_state {
     char dir[4096];
     char endpoint[300];
@@ -104,6 +112,10 @@ typedef struct cn__ws_state {
      * is a new file there, else as the add and delete the scan sees */
     cn__ws_move_t *moves;
     size_t nmoves;
+    /* history anchors, one per branch synced ("anchor BRANCH CHANGE COMMIT
+     * CONTENT REVISION" lines), saved with the files they verified */
+    cn__ws_anchor_t *anchors;
+    size_t nanchors;
 } cn__ws_state_t;
 
 /* Reads DIR/.cairn/state into s (s need not be initialised; s->files sorted
@@ -246,6 +258,35 @@ cn_err_t cn__ws_repo(cn_scribe_client_t *cl, const cn__ws_state_t *s, cn_scribe_
  * bytes, change). */
 cn_err_t cn__ws_sync_to(cn_scribe_client_t *cl, cn__ws_state_t *s, uint64_t target,
                         const cn_ws_opts_t *o, cn_ws_sync_result_t *res, cn_ws_error_t *err);
+
+/* ---- verified sync (workspace_verify.c) ------------------------------------------------- */
+/* The anchor of branch in s; NULL when none.  set replaces or adds one
+ * (0 or -ENOMEM); drop forgets one; parse reads the rest of an "anchor "
+ * line (false when malformed); write prints one line. */
+cn__ws_anchor_t *cn__ws_anchor_find(cn__ws_state_t *s, const uint8_t branch[16]);
+cn_err_t cn__ws_anchor_set(cn__ws_state_t *s, const cn__ws_anchor_t *a);
+void cn__ws_anchor_drop(cn__ws_state_t *s, const uint8_t branch[16]);
+bool cn__ws_anchor_parse(cn__ws_state_t *s, const char *p);
+void cn__ws_anchor_write(FILE *f, const cn__ws_anchor_t *a);
+/* What cn__ws_verify authenticated. */
+typedef struct cn__ws_verified {
+    bool first_contact;            /* s had no anchor for its branch: the head was trusted */
+    bool has_head;                 /* the branch has a commit: head is the anchor to record */
+    cn__ws_anchor_t head;          /* the head commit (branch, change, id, roots) */
+    cn_digest_t content, revision; /* the trusted roots of the target change */
+} cn__ws_verified_t;
+/* Authenticates s's branch from its head down first parents to s's anchor
+ * (a not-local CN_E_CORRUPT naming rollback or restore when the head does
+ * not descend from it) and to change target (CN_E_NOT_FOUND when not on
+ * that chain), every commit hashed here.  Does not change s. */
+cn_err_t cn__ws_verify(cn_scribe_client_t *cl, cn__ws_state_t *s, uint64_t target,
+                       cn__ws_verified_t *out, cn_ws_error_t *err);
+
+/* Mounts (workspace_mounts.c): after s reached its change, clones or syncs
+ * each mount its config declares there as a nested workspace at its pin
+ * (res->mounts counts them).  A mount's failure is the call's, named. */
+cn_err_t cn__ws_mounts_apply(cn_scribe_client_t *cl, const cn__ws_state_t *s, const cn_ws_opts_t *o,
+                             cn_ws_sync_result_t *res, cn_ws_error_t *err);
 
 /* ---- branches (workspace_branch.c) -------------------------------------------------------- */
 /* The head of s's branch, from branch_info by id, refreshing

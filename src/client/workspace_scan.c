@@ -107,6 +107,11 @@ static cn_err_t scan_dir(const walk_t *wk, int dfd, char *rel, size_t len, cn__w
         }
         if (S_ISDIR(st.st_mode)) {
             int sub = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0 && faccessat(sub, ".cairn/state", F_OK, 0) == 0) {
+                close(sub); /* a nested workspace (a mount): its own state tracks it */
+                rel[len] = 0;
+                continue;
+            }
             rc = sub < 0 ? cn__ws_file_fail(wk->err, "cannot read", rel, errno)
                          : scan_dir(wk, sub, rel, cl, sc);
         } else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) {

@@ -1,7 +1,8 @@
 /* The workspace state, DIR/.cairn/state (format in docs/cli.md): the
  * repository, branch (id and name), incarnation and workspace ids, the
  * synced change, the pending submit and branch operations, the sparse
- * prefixes, the moves not submitted yet, and per file its mode, size,
+ * prefixes, the moves not submitted yet, the history anchors
+ * (workspace_verify.c), and per file its mode, size,
  * mtime and manifest id, so a scan only rehashes files whose size or mtime
  * changed.  It is only ever replaced whole and atomically, never edited in
  * place. */
@@ -76,6 +77,9 @@ void cn__ws_state_free(cn__ws_state_t *s)
     s->npaths = 0;
     cn__ws_files_free(s);
     cn__ws_moves_clear(s);
+    free(s->anchors);
+    s->anchors = NULL;
+    s->nanchors = 0;
 }
 
 const cn__ws_move_t *cn__ws_move_to(const cn__ws_state_t *s, const char *to)
@@ -266,6 +270,11 @@ cn_err_t cn__ws_state_load(const char *dir, cn__ws_state_t *s, cn_ws_error_t *er
                 break;
             continue;
         }
+        if (!strncmp(line, "anchor ", 7)) {
+            if (!(ok = cn__ws_anchor_parse(s, line + 7)))
+                break;
+            continue;
+        }
         if (!strncmp(line, "move ", 5)) {
             if (!(ok = parse_move(s, line + 5)))
                 break;
@@ -348,6 +357,8 @@ cn_err_t cn__ws_state_save(const cn__ws_state_t *s, cn_ws_error_t *err)
         cn__ws_hex(s->branch_op_fp.b, 32, fp);
         fprintf(f, "branch_op %s %s %s\n", h, b, fp);
     }
+    for (size_t i = 0; i < s->nanchors; i++)
+        cn__ws_anchor_write(f, &s->anchors[i]);
     for (size_t i = 0; i < s->npaths; i++)
         fprintf(f, "path %s\n", s->paths[i]);
     for (size_t i = 0; i < s->nmoves; i++)

@@ -35,6 +35,7 @@
     "              [--cache-size BYTES[K|M|G]] [--meta postgres://...|sqlite:PATH]\n"              \
     "              [--migrate-only] [--identity-key FILE] [--gateway FILE]\n"                      \
     "              [--node-id ID] [--advertise URL]\n"                                             \
+    "              [--lifecycle-interval DUR] [--lifecycle-max-ops N]\n"                           \
     "              [--help] [--version]\n"
 
 #define CAIRND_HELP                                                                               \
@@ -82,6 +83,14 @@
     "                          (see docs/development.md)\n"                                       \
     "  --log-level LEVEL       debug, info (default), warn or error\n"                            \
     "  --log-format FORMAT     text (default) or json\n"
+
+/* Its own literal: each string stays within C's 4,095 bytes. */
+#define CAIRND_HELP_LC                                                                           \
+    "  --lifecycle-interval DUR  S3 lifecycle passes per bucket this far apart: seconds, or\n"   \
+    "                          with s, m or h (default 1h; also [objects] lifecycle_interval)\n" \
+    "  --lifecycle-max-ops N   lifecycle actions per second, all buckets (default 1000; also\n"  \
+    "                          [objects] lifecycle_max_ops)\n"                                   \
+    "  --lifecycle-day-seconds N  tests only: a lifecycle day is N seconds, unrounded\n"
 
 #define CN_MAX_PROTOS 8
 
@@ -298,6 +307,7 @@ typedef struct {
     bool json, allow_public;
     listener_flags_t flags[CN_MAX_PROTOS];
     struct cn_store_tier tier; /* --blob-store and its companions */
+    cn_services_lc_flags_t lc; /* --lifecycle-*, as given */
 } cmdline_t;
 
 enum {
@@ -326,6 +336,9 @@ enum {
     O_NODE_ID,
     O_ADVERTISE,
     O_GATEWAY,
+    O_LC_INTERVAL,
+    O_LC_MAX_OPS,
+    O_LC_DAY,
     O_PROTO = 512
 }; /* O_PROTO + 3*i + {0 addr, 1 cert, 2 key} */
 
@@ -361,6 +374,9 @@ static void build_options(struct option *opts, char (*names)[48], size_t nprotos
     opts[no++] = (struct option){ "node-id", required_argument, 0, O_NODE_ID };
     opts[no++] = (struct option){ "advertise", required_argument, 0, O_ADVERTISE };
     opts[no++] = (struct option){ "gateway", required_argument, 0, O_GATEWAY };
+    opts[no++] = (struct option){ "lifecycle-interval", required_argument, 0, O_LC_INTERVAL };
+    opts[no++] = (struct option){ "lifecycle-max-ops", required_argument, 0, O_LC_MAX_OPS };
+    opts[no++] = (struct option){ "lifecycle-day-seconds", required_argument, 0, O_LC_DAY };
     for (size_t i = 0; i < nprotos; i++) {
         static const char *const suffix[3] = { "", "-tls-cert", "-tls-key" };
         const cn_protocol_t *p = &cn_protocols[i];
@@ -503,6 +519,9 @@ static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
         case O_ADVERTISE: cl->advertise = optarg; break;
         case O_CONFIG: cl->config_path = optarg; break;
         case O_GATEWAY: cl->gateway = optarg; break;
+        case O_LC_INTERVAL: cl->lc.interval = optarg; break;
+        case O_LC_MAX_OPS: cl->lc.max_ops = optarg; break;
+        case O_LC_DAY: cl->lc.day_seconds = optarg; break;
         case O_LEVEL:
             if (cn_log_level_parse(optarg, &cl->level) < 0) {
                 fprintf(stderr, "cairnd: --log-level: unknown level '%s'\n" CAIRND_USAGE, optarg);
@@ -521,6 +540,7 @@ static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
         case O_HELP: /* two strings: each within C's 4,095-byte literal */
             fputs(CAIRND_USAGE, stdout);
             fputs(CAIRND_HELP, stdout);
+            fputs(CAIRND_HELP_LC, stdout);
             return 0;
         case O_VERSION: puts("cairnd " CAIRN_VERSION); return 0;
         case O_PUBLIC: cl->allow_public = true; break;
@@ -667,6 +687,9 @@ static int serve(const cmdline_t *cl, const cn_toml_t *doc, const cn_server_conf
         goto out_services;
     svc->auth = cl->auth;
     svc->gateway = cl->gwcfg;
+    /* The S3 lifecycle worker: serving processes only (never --migrate-only). */
+    if (cn_services_lifecycle_start(svc, &cl->lc) < 0)
+        goto out_services;
     cn_err_t e = cn_server_create(scfg, &srv);
     if (e < 0) {
         cn_error("cairnd", "cannot start the network layer: %s", cn_strerror(e));

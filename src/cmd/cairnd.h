@@ -57,6 +57,15 @@ cn_err_t cn_services_open(const char *data_dir, const char *meta, const char *id
 /* Closes what cn_services_open opened.  Accepts NULL. */
 void cn_services_close(cn_services_t *svc);
 
+/* cairnd's --lifecycle-* flags as given (NULL: not given; they win over
+ * [objects] lifecycle_interval / lifecycle_max_ops / lifecycle_day_seconds). */
+typedef struct cn_services_lc_flags {
+    const char *interval, *max_ops, *day_seconds;
+} cn_services_lc_flags_t;
+/* Starts the S3 lifecycle worker on svc's objects service (docs/s3.md).
+ * A bad value is logged: CN_E_INVALID. */
+cn_err_t cn_services_lifecycle_start(cn_services_t *svc, const cn_services_lc_flags_t *flags);
+
 /* One protocol cairnd can serve.  create is NULL when this build does not
  * carry the protocol: a listener for it then refuses to start. */
 typedef struct cn_protocol {

@@ -13,7 +13,8 @@ enum {
     EXIT_NETWORK = 5,
     EXIT_CONFLICT = 6,
     EXIT_LOCAL = 7,
-    EXIT_INTEGRITY = 8
+    EXIT_INTEGRITY = 8,
+    EXIT_ROLLBACK = 9 /* repo sync: the head does not descend from the verified anchor */
 };
 
 /* `cairn admin ...` (src/cmd/admin.c).  Exit 0 ok, 1 failure, 2 usage. */

@@ -61,6 +61,8 @@ const char cn__repo_usage[] =
     "       cairn repo workspace remove [ID]           retire a workspace (default: this one)\n"
     "       cairn repo mounts [--change N]             the mounts declared at the workspace's\n"
     "                                                  change (or N): name, path, ids, pin\n"
+    "       cairn repo anchor reset                    trust the server's head again after a\n"
+    "                                                  refused rollback (exit 9)\n"
     "       cairn repo edit PATH...                    lock what the lock policy requires, make\n"
     "                                                  PATHs writable\n"
     "       (mv, branch, switch, merge, resolve, cherry-pick, edit, workspace, mounts and\n"
@@ -72,7 +74,7 @@ const char cn__repo_usage[] =
     "         --lz4 (LZ4 transfers)  --author NAME (default $USER)  --quiet\n"
     "         --conns N (data connections for transfers, 0..4, default 4)\n"
     "exit: 0 ok, 1 server error, 2 usage, 3 not found, 5 network, 6 conflict,\n"
-    "      7 local file error, 8 checksum mismatch (docs/cli.md)\n";
+    "      7 local file error, 8 checksum mismatch, 9 rollback refused (docs/cli.md)\n";
 
 /* Splits a repository argument -- `[NS/]NAME`, `HOST:PORT/[NS/]NAME`,
  * `scribe://HOST[:PORT]/[NS/]NAME` or `scribes://HOST:PORT/[NS/]NAME` --
@@ -135,6 +137,7 @@ static int exit_for(cn_err_t e, bool local)
     case CN_E_TIMEOUT:
     case CN_E_PROTOCOL: return EXIT_NETWORK;
     case CN_E_DIGEST_MISMATCH: return EXIT_INTEGRITY;
+    case CN_E_CORRUPT: return EXIT_ROLLBACK; /* verified sync refused the head */
     default: return e < 0 && e > -4096 ? EXIT_NETWORK : EXIT_SERVER;
     }
 }
@@ -294,6 +297,11 @@ void cn__repo_print_settled(bool settled, uint64_t change)
 
 void cn__repo_print_synced(const ropts_t *o, const cn_ws_sync_result_t *r)
 {
+    if (r->first_contact) /* a trust decision: said even with --quiet */
+        fprintf(stderr,
+                "cairn repo: first contact with this branch: trusting the server's head (change "
+                "%" PRIu64 ") as the history anchor\n",
+                r->anchor_change);
     if (o->quiet)
         return;
     if (r->up_to_date)
@@ -558,7 +566,8 @@ static int cmd_describe(const ropts_t *o)
     return EXIT_OK;
 }
 
-int cn__repo_auth(int argc, char **argv); /* repo_auth.c */
+int cn__repo_auth(int argc, char **argv);   /* repo_auth.c */
+int cn__repo_anchor(int argc, char **argv); /* repo_anchor.c */
 
 typedef int (*verb_fn)(int argc, char **argv);
 
@@ -577,7 +586,7 @@ static verb_fn own_options(const char *verb)
         { "discover", cn__repo_discover },                                    /* repo_discover.c */
         { "login", cn__repo_auth },          { "whoami", cn__repo_auth },     /* SAU2 sign-in: */
         { "logout", cn__repo_auth },         { "automation", cn__repo_auth }, /* repo_auth.c */
-        { "auth", cn__repo_auth },
+        { "auth", cn__repo_auth },           { "anchor", cn__repo_anchor },   /* repo_anchor.c */
     };
     for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
         if (!strcmp(verb, verbs[i].name))

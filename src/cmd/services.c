@@ -21,13 +21,14 @@
 #include "cairn/repos.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-const char *const cn_services_sections[] = { "store", NULL };
+const char *const cn_services_sections[] = { "store", "objects", NULL };
 
 /* [store]: pack_max_bytes (default CN_STORE_PACK_DEFAULT_MAX, 64 KiB; 0 = new
  * blobs as files, packs on disk still served), pack_compact_live_percent (compaction threshold, 1..100):
@@ -61,6 +62,91 @@ static cn_err_t store_config(const cn_toml_t *config, cn_store_opts_t *so)
             so->pack_compact_pct = (unsigned)v;
     }
     return CN_OK;
+}
+
+/* A lifecycle setting: seconds, or with an s, m or h suffix (dur), else a
+ * plain count; 1 .. 10^9 of them. */
+static cn_err_t lc_value(const char *what, const char *v, bool dur, int64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long n = v ? strtoll(v, &end, 10) : -1;
+    int64_t mul = 1;
+    if (dur && end && *end && !end[1])
+        mul = *end == 's' ? 1 : *end == 'm' ? 60 : *end == 'h' ? 3600 : 0;
+    bool ok = v && end != v && errno == 0 && n >= 1 && n <= 1000000000 && mul &&
+              (!*end || (dur && !end[1]));
+    if (!ok) {
+        cn_error("cairnd", "%s wants %s from 1, not '%s'", what,
+                 dur ? "seconds (or with s, m or h)" : "an integer", v ? v : "");
+        return CN_E_INVALID;
+    }
+    *out = (int64_t)n * mul;
+    return CN_OK;
+}
+
+/* [objects] key of config as text (an integer or a string), or NULL. */
+static const char *lc_config(const cn_toml_t *config, const char *key, char *buf, size_t cap)
+{
+    const cn_toml_val_t *tab = config ? cn_toml_get(cn_toml_root(config), "objects") : NULL;
+    const cn_toml_val_t *v = tab ? cn_toml_get(tab, key) : NULL;
+    int64_t n = 0;
+    if (!v)
+        return NULL;
+    if (cn_toml_int(v, &n) >= 0) {
+        snprintf(buf, cap, "%lld", (long long)n);
+        return buf;
+    }
+    const char *s = cn_toml_str(v);
+    return s ? s : "";
+}
+
+/* [objects] holds the lifecycle keys only. */
+static cn_err_t lc_config_keys(const cn_toml_t *config)
+{
+    const cn_toml_val_t *tab = config ? cn_toml_get(cn_toml_root(config), "objects") : NULL;
+    for (size_t k = 0; tab && k < cn_toml_len(tab); k++) {
+        const cn_toml_val_t *kv = cn_toml_at(tab, k);
+        const char *key = cn_toml_key(kv);
+        if (strcmp(key, "lifecycle_interval") && strcmp(key, "lifecycle_max_ops") &&
+            strcmp(key, "lifecycle_day_seconds")) {
+            cn_error("cairnd", "--config: line %d: unknown key '%s' in [objects]", cn_toml_line(kv),
+                     key);
+            return CN_E_INVALID;
+        }
+    }
+    return CN_OK;
+}
+
+cn_err_t cn_services_lifecycle_start(cn_services_t *svc, const cn_services_lc_flags_t *flags)
+{
+    char b1[32], b2[32], b3[32];
+    const cn_services_lc_flags_t f = {
+        flags->interval ? flags->interval : lc_config(svc->config, "lifecycle_interval", b1, 32),
+        flags->max_ops ? flags->max_ops : lc_config(svc->config, "lifecycle_max_ops", b2, 32),
+        flags->day_seconds ? flags->day_seconds
+                           : lc_config(svc->config, "lifecycle_day_seconds", b3, 32),
+    };
+    cn_objects_lc_opts_t lo = { .holder = svc->data_dir };
+    int64_t day_s = 0;
+    cn_err_t e = lc_config_keys(svc->config);
+    if (e >= 0 && f.interval)
+        e = lc_value("--lifecycle-interval", f.interval, true, &lo.interval_ms);
+    if (e >= 0 && f.max_ops)
+        e = lc_value("--lifecycle-max-ops", f.max_ops, false, &lo.max_ops);
+    if (e >= 0 && f.day_seconds)
+        e = lc_value("--lifecycle-day-seconds", f.day_seconds, false, &day_s);
+    if (e < 0)
+        return e;
+    lo.interval_ms *= 1000;
+    lo.day_ms = day_s * 1000;
+    if (day_s)
+        cn_warn("cairnd", "--lifecycle-day-seconds %lld: a lifecycle day is %lld s (tests only)",
+                (long long)day_s, (long long)day_s);
+    e = cn_objects_lifecycle_start(svc->objects, &lo);
+    if (e < 0)
+        cn_error("cairnd", "cannot start the lifecycle worker: %s", cn_strerror(e));
+    return e;
 }
 
 /* The maintenance thread's state; lives inside cn_services_t's allocation. */

@@ -29,7 +29,9 @@
 
 typedef struct idc {
     char credential[CN_SAU2_CRED_HEX + 1], key_id[CN_SAU2_KEY_HEX + 1];
-    char account[65];
+    /* a delegated confirmation is another entry than the direct one */
+    char dcredential[CN_SAU2_CRED_HEX + 1], dkey_id[CN_SAU2_KEY_HEX + 1];
+    char account[65], daccount[65];
     int64_t until_ms; /* wall ms; 0 = empty */
 } idc_t;
 
@@ -421,6 +423,13 @@ const char *cn_scribe_auth_namespace(const cn_scribe_auth_t *a)
 }
 
 /* ---- resolve ---------------------------------------------------------------------------- */
+static bool same_subject(const idc_t *c, const cn_scribe_principal_t *p)
+{
+    return !strcmp(c->credential, p->credential) && !strcmp(c->key_id, p->key_id) &&
+           !strcmp(c->dcredential, p->delegate_credential) &&
+           !strcmp(c->dkey_id, p->delegate_key_id);
+}
+
 static bool cache_get(cn_scribe_auth_t *a, cn_scribe_principal_t *p)
 {
     int64_t now = cn_wall_ms();
@@ -428,9 +437,9 @@ static bool cache_get(cn_scribe_auth_t *a, cn_scribe_principal_t *p)
     pthread_mutex_lock(&a->mu);
     for (int i = 0; i < CACHE_SLOTS && !hit; i++) {
         idc_t *c = &a->cache[i];
-        if (c->until_ms > now && !strcmp(c->credential, p->credential) &&
-            !strcmp(c->key_id, p->key_id)) {
+        if (c->until_ms > now && same_subject(c, p)) {
             snprintf(p->account, sizeof p->account, "%s", c->account);
+            snprintf(p->delegate_account, sizeof p->delegate_account, "%s", c->daccount);
             hit = true;
         }
     }
@@ -449,7 +458,7 @@ static void cache_put(cn_scribe_auth_t *a, const cn_scribe_principal_t *p, int64
     idc_t *slot = &a->cache[0];
     for (int i = 0; i < CACHE_SLOTS; i++) {
         idc_t *c = &a->cache[i];
-        if (!strcmp(c->credential, p->credential) && !strcmp(c->key_id, p->key_id)) {
+        if (same_subject(c, p)) {
             slot = c;
             break;
         }
@@ -458,10 +467,15 @@ static void cache_put(cn_scribe_auth_t *a, const cn_scribe_principal_t *p, int64
     }
     snprintf(slot->credential, sizeof slot->credential, "%s", p->credential);
     snprintf(slot->key_id, sizeof slot->key_id, "%s", p->key_id);
+    snprintf(slot->dcredential, sizeof slot->dcredential, "%s", p->delegate_credential);
+    snprintf(slot->dkey_id, sizeof slot->dkey_id, "%s", p->delegate_key_id);
     snprintf(slot->account, sizeof slot->account, "%s", p->account);
+    snprintf(slot->daccount, sizeof slot->daccount, "%s", p->delegate_account);
     slot->until_ms = until;
     pthread_mutex_unlock(&a->mu);
 }
+
+static cn_err_t confirm(cn_scribe_auth_t *a, cn_scribe_principal_t *out, char *why, size_t cap);
 
 cn_err_t cn_scribe_auth_resolve(cn_scribe_auth_t *a, const char *pem, size_t len,
                                 cn_scribe_principal_t *out, char *why, size_t cap)
@@ -476,22 +490,61 @@ cn_err_t cn_scribe_auth_resolve(cn_scribe_auth_t *a, const char *pem, size_t len
     out->present = true;
     memcpy(out->credential, c.credential, sizeof out->credential);
     memcpy(out->key_id, c.key_id, sizeof out->key_id);
+    return confirm(a, out, why, cap);
+}
+
+cn_err_t cn_scribe_auth_resolve_delegated(cn_scribe_auth_t *a, const char *peer, size_t peer_len,
+                                          const char *cert, size_t cert_len,
+                                          cn_scribe_principal_t *out, char *why, size_t cap)
+{
+    memset(out, 0, sizeof *out);
+    cn_sau2_caller_t g, u;
+    int64_t now = cn_wall_ms();
+    if (cn_auth_cert_check(a->access_ca, a->access_ca_len, peer, peer_len, now, &g) < 0) {
+        snprintf(why, cap, "an access certificate is required");
+        return CN_E_AUTH;
+    }
+    /* The access CA is this auth's own: a certificate of another trust
+     * domain (another auth incarnation) never verifies against it. */
+    if (cn_auth_cert_check(a->access_ca, a->access_ca_len, cert, cert_len, now, &u) < 0) {
+        snprintf(why, cap, "invalid delegated access certificate");
+        return CN_E_AUTH;
+    }
+    out->present = true;
+    memcpy(out->credential, u.credential, sizeof out->credential);
+    memcpy(out->key_id, u.key_id, sizeof out->key_id);
+    memcpy(out->delegate_credential, g.credential, sizeof out->delegate_credential);
+    memcpy(out->delegate_key_id, g.key_id, sizeof out->delegate_key_id);
+    return confirm(a, out, why, cap);
+}
+
+/* authorize with an empty repository: the subject (and its delegate) live,
+ * registered keys, accounts enabled, the delegate grant; reused from the
+ * cache until min(lease, cache_ms). */
+static cn_err_t confirm(cn_scribe_auth_t *a, cn_scribe_principal_t *out, char *why, size_t cap)
+{
     if (cache_get(a, out))
         return CN_OK;
-    const char *argv[] = { "authorize", a->ns, "", out->credential, out->key_id, "", "" };
+    const char *argv[] = { "authorize",         a->ns,       "",
+                           out->credential,     out->key_id, out->delegate_credential,
+                           out->delegate_key_id };
     cn_buf_t payload = { 0 };
     cn_sau2_reply_view_t v;
     cn_sau2_row_t row;
     size_t off = 0;
-    e = call(a, true, argv, 7, &payload, &v);
+    cn_err_t e = call(a, true, argv, 7, &payload, &v);
     if (e == 0 && v.code)
         e = refusal(a, &v, why, cap);
     if (e == 0 && (!cn_sau2_row_next(&v, &off, &row) || row.n != 4 || ms_parse(&row.s[1]) < 0 ||
                    row.s[2].len == 0 || row.s[2].len >= sizeof out->account))
         e = CN_E_PROTOCOL;
+    if (e == 0 && row.s[3].len >= sizeof out->delegate_account)
+        e = CN_E_PROTOCOL;
     if (e == 0) {
         memcpy(out->account, row.s[2].p, row.s[2].len);
         out->account[row.s[2].len] = '\0';
+        memcpy(out->delegate_account, row.s[3].p, row.s[3].len);
+        out->delegate_account[row.s[3].len] = '\0';
         cache_put(a, out, ms_parse(&row.s[1]));
     }
     cn_buf_free(&payload);
@@ -506,9 +559,12 @@ cn_err_t cn_scribe_auth_authorize_batch(cn_scribe_auth_t *a, const cn_scribe_pri
     if (n == 0 || n > CN_SCRIBE_AUTH_BATCH_MAX)
         return CN_E_INVALID;
     bool anon = !p || !p->present;
-    const char *argv[CN_SAU2_MAX_STRINGS] = {
-        "authorize-batch", a->ns, anon ? "" : p->credential, anon ? "" : p->key_id, "", ""
-    };
+    const char *argv[CN_SAU2_MAX_STRINGS] = { "authorize-batch",
+                                              a->ns,
+                                              anon ? "" : p->credential,
+                                              anon ? "" : p->key_id,
+                                              anon ? "" : p->delegate_credential,
+                                              anon ? "" : p->delegate_key_id };
     for (size_t i = 0; i < n; i++)
         argv[6 + i] = repos[i];
     cn_buf_t payload = { 0 };
@@ -539,7 +595,9 @@ cn_err_t cn_scribe_auth_authorize(cn_scribe_auth_t *a, const cn_scribe_principal
     /* authorize needs a subject; an anonymous caller asks through the batch. */
     if (!p || !p->present)
         return cn_scribe_auth_authorize_batch(a, p, &repo, 1, role, lease_ms);
-    const char *argv[] = { "authorize", a->ns, repo, p->credential, p->key_id, "", "" };
+    const char *argv[] = { "authorize",       a->ns,     repo,
+                           p->credential,     p->key_id, p->delegate_credential,
+                           p->delegate_key_id };
     cn_buf_t payload = { 0 };
     cn_sau2_reply_view_t v;
     cn_sau2_row_t row;

@@ -65,7 +65,8 @@ static const act_info_t acts[CN_ACT_END] = {
                                  false },
     [CN_ACT_GET_BUCKET_TAGGING] = { "s3:GetBucketTagging", CN_PERM_BUCKET_LIST, GOV_BUCKET, 0,
                                     false, false },
-    [CN_ACT_PUT_BUCKET_TAGGING] = { "s3:PutBucketTagging", CN_PERM_BUCKET_CREATE, GOV_BUCKET, 0,
+    /* An issue-25 bucket setting: bucket:configure (which bucket:create implies). */
+    [CN_ACT_PUT_BUCKET_TAGGING] = { "s3:PutBucketTagging", CN_PERM_BUCKET_CONFIGURE, GOV_BUCKET, 0,
                                     false, false },
     [CN_ACT_GET_OBJECT] = { "s3:GetObject", CN_PERM_OBJECT_GET, GOV_OBJECT, CN_ACL_READ, false,
                             true },
@@ -112,6 +113,11 @@ static const act_info_t acts[CN_ACT_END] = {
     [CN_ACT_PUT_LIFECYCLE_CONFIGURATION] = { "s3:PutLifecycleConfiguration",
                                              CN_PERM_BUCKET_CONFIGURE, GOV_BUCKET, 0, false,
                                              false },
+    /* Versioning: read as every bucket setting is, changed with bucket:configure. */
+    [CN_ACT_GET_BUCKET_VERSIONING] = { "s3:GetBucketVersioning", CN_PERM_BUCKET_LIST, GOV_BUCKET, 0,
+                                       false, false },
+    [CN_ACT_PUT_BUCKET_VERSIONING] = { "s3:PutBucketVersioning", CN_PERM_BUCKET_CONFIGURE,
+                                       GOV_BUCKET, 0, false, false },
 };
 
 static const act_info_t *info(cn_authz_action_t a)

@@ -273,6 +273,8 @@ static cn_err_t copy_body(cn_meta_txn_t *txn, void *ctx)
     if (err >= 0)
         err = obj_side(rq, cn__put_authorize(rq, db, cr->dst_key, cr->put), CN_OBJ_SIDE_DEST);
     if (err >= 0)
+        err = obj_side(rq, cn__lock_put_check(txn, rq, db, cr->put), CN_OBJ_SIDE_DEST);
+    if (err >= 0)
         err = copy_rows(txn, cr, db, &src);
     if (err >= 0) {
         cr->src_vid = src.vid;

@@ -341,27 +341,130 @@ static cn_err_t tags_peek_body(cn_meta_txn_t *txn, void *ctx)
     return cn__obj_tags_read(txn, tp->version_id, tp->ts);
 }
 
+/* ---- rules cached per bucket generation ------------------------------------------------
+ * The decoded rules of a bucket (or their absence), filed under the
+ * generation of the bucket's write slot (gen.c) read before the SQL that
+ * read them, as object heads are (head.c): found only while no write has
+ * touched the bucket since, so a changed rule is never answered stale. */
+typedef struct lc_ent {
+    cn__cent_t ent; /* key = bucket name; version = (slot generation, 0) */
+    bool has;
+    cn_objects_lc_t lc;
+    char name[];
+} lc_ent_t;
+
+static void lc_ent_destroy(cn__cent_t *e)
+{
+    lc_ent_t *le = (lc_ent_t *)e;
+    cn_objects_lc_free(&le->lc);
+    free(le);
+}
+
+/* Files lc (moved into the entry: *lc zeroed) under stamp when quiet. */
+static void lc_offer(cn_objects_t *o, const char *bucket, uint64_t stamp, bool has,
+                     cn_objects_lc_t *lc, size_t cost)
+{
+    size_t bl = strlen(bucket);
+    lc_ent_t *le = o->gen && cn__gen_quiet(stamp) ? calloc(1, sizeof *le + bl + 1) : NULL;
+    if (!le)
+        return;
+    atomic_init(&le->ent.refs, 1);
+    le->ent.destroy = lc_ent_destroy;
+    memcpy(le->name, bucket, bl + 1);
+    le->ent.key = le->name;
+    le->ent.klen = bl;
+    le->ent.hash = cn__cache_hash(bucket, bl);
+    le->ent.v1 = (int64_t)(stamp >> 32);
+    le->ent.cost = sizeof *le + bl + cost;
+    le->has = has;
+    le->lc = *lc;
+    memset(lc, 0, sizeof *lc);
+    cn__cache_offer(&o->lcs, &le->ent);
+    cn__cent_release(&le->ent);
+}
+
+/* bucket's cached entry under its slot's current word, held, or NULL. */
+static const lc_ent_t *lc_find(cn_objects_t *o, const char *bucket)
+{
+    if (!o->gen || !bucket)
+        return NULL;
+    uint64_t w = cn__gen_load(o->gen, cn__gen_slot(bucket));
+    return cn__gen_quiet(w) ? (const lc_ent_t *)cn__cache_find(&o->lcs, bucket, strlen(bucket),
+                                                               (int64_t)(w >> 32), 0)
+                            : NULL;
+}
+
+int cn_objects_lifecycle_expiry_cached(cn_objects_t *o, const char *bucket, const char *key,
+                                       uint64_t size, uint32_t ntags, int64_t last_modified_ms,
+                                       int64_t *expiry_ms, char rule_id[CN_OBJECTS_LC_ID_MAX + 1])
+{
+    /* PostgreSQL's generation words are rows: reading one is SQL, never
+     * the loop's (gen.c, rows mode). */
+    bool words_local = !strcmp(cn_meta_engine(o->meta), "sqlite");
+    const lc_ent_t *le = key && words_local ? lc_find(o, bucket) : NULL;
+    int found = 0;
+    if (!le)
+        found = CN_E_AGAIN;
+    else if (le->has && ntags && needs_tags(&le->lc, key, size))
+        found = CN_E_AGAIN; /* the version's tags are SQL's to read */
+    else if (le->has)
+        found = cn_objects_lc_expiry(&le->lc, key, size, NULL, 0, last_modified_ms,
+                                     atomic_load(&o->lc_day_ms), expiry_ms, rule_id);
+    cn__cent_release((cn__cent_t *)le);
+    return found;
+}
+
+/* The answer of rules lc for version_id of key: its tags read when a rule
+ * that could match filters on them. */
+static int lc_answer(cn_objects_t *o, const cn_objects_lc_t *lc, const char *key, uint64_t size,
+                     int64_t version_id, int64_t last_modified_ms, int64_t *expiry_ms,
+                     char rule_id[CN_OBJECTS_LC_ID_MAX + 1])
+{
+    cn_objects_tagset_t ts = { 0 };
+    cn_err_t err = 0;
+    if (version_id && needs_tags(lc, key, size)) {
+        tags_peek_t tp = { version_id, &ts };
+        err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, tags_peek_body, &tp);
+    }
+    int found = err < 0 ? err
+                        : cn_objects_lc_expiry(lc, key, size, ts.tags, ts.ntags, last_modified_ms,
+                                               atomic_load(&o->lc_day_ms), expiry_ms, rule_id);
+    cn_objects_tagset_free(&ts);
+    return found;
+}
+
 int cn_objects_lifecycle_expiry(cn_objects_t *o, const char *bucket, const char *key, uint64_t size,
                                 int64_t version_id, int64_t last_modified_ms, int64_t *expiry_ms,
                                 char rule_id[CN_OBJECTS_LC_ID_MAX + 1])
 {
+    /* The rules cached under the bucket's current generation: no SQL for them. */
+    const lc_ent_t *le = key ? lc_find(o, bucket) : NULL;
+    if (le) {
+        int found = le->has ? lc_answer(o, &le->lc, key, size, version_id, last_modified_ms,
+                                        expiry_ms, rule_id)
+                            : 0;
+        cn__cent_release((cn__cent_t *)le);
+        return found;
+    }
     cn_buf_t v = { 0 };
     bool has = false;
+    /* Read before the SQL: what it read is filed under this word. */
+    uint64_t stamp = o->gen && bucket ? cn__gen_load(o->gen, cn__gen_slot(bucket)) : 1;
     cn_err_t err = cn_objects_bucket_peek(o, bucket, NULL, LC_ATTR, &v, &has);
     cn_objects_lc_t lc = { 0 };
-    cn_objects_tagset_t ts = { 0 };
     int found = 0;
     if (err >= 0 && has)
         err = cn_objects_lc_decode(v.data, v.len, &lc);
-    cn_buf_free(&v);
-    if (err >= 0 && has && version_id && needs_tags(&lc, key, size)) {
-        tags_peek_t tp = { version_id, &ts };
-        err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, tags_peek_body, &tp);
+    if (err >= 0 && o->gen) {
+        /* A copy for the cache; this call goes on with its own. */
+        cn_objects_lc_t copy = { 0 };
+        if (!has || cn_objects_lc_decode(v.data, v.len, &copy) >= 0)
+            lc_offer(o, bucket, stamp, has, &copy, v.len * 2);
+        cn_objects_lc_free(&copy);
     }
+    cn_buf_free(&v);
     if (err >= 0 && has)
-        found = cn_objects_lc_expiry(&lc, key, size, ts.tags, ts.ntags, last_modified_ms, 0,
-                                     expiry_ms, rule_id);
-    cn_objects_tagset_free(&ts);
+        found = lc_answer(o, &lc, key, size, version_id, last_modified_ms, expiry_ms, rule_id);
     cn_objects_lc_free(&lc);
     return err < 0 ? err : found;
 }

@@ -113,6 +113,24 @@ static cn_err_t lock_enabled(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn_
     return err < 0 ? err : 0;
 }
 
+/* ---- a write's explicit retention ----------------------------------------------------
+ * Here, not in a face, so that every face is held to it: the S3 face
+ * answers what this answers, after the write was authorized (so a caller
+ * without s3:PutObject learns nothing of the bucket's settings). */
+
+cn_err_t cn__lock_put_check(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                            const cn_objects_put_args_t *args)
+{
+    const cn_objects_retention_t *r = args ? args->retention : NULL;
+    if (!r || (r->mode == CN_OBJ_LOCK_NONE && r->legal_hold < 0))
+        return 0;
+    /* A token's permissions are a ceiling: locking needs object:lock. */
+    if (!rq->principal || !cn_perms_allow(rq->principal->perms, CN_PERM_OBJECT_LOCK))
+        return cn__fail(rq, CN_E_DENIED, CN_OBJ_WHAT_KEY,
+                        "a retention or legal hold needs the object:lock permission");
+    return lock_enabled(txn, rq, b);
+}
+
 /* ---- PutObjectLockConfiguration / GetObjectLockConfiguration ------------------------ */
 
 typedef struct lock_cfg {

@@ -81,6 +81,8 @@ static cn_err_t mpu_create_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
     cn_err_t err = cn__key_check(rq, mn->key);
     if (err >= 0)
         err = cn__put_authorize(rq, b, mn->key, args);
+    if (err >= 0)
+        err = cn__lock_put_check(txn, rq, b, args);
     const char *owner = cn__principal_name(rq);
     if (!owner)
         owner = b->owner;

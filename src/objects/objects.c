@@ -685,7 +685,10 @@ cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store, const cn_objects_op
     cn_err_t err = cn__cache_init(&o->buckets, CN__CACHE_SLOTS, CN_OBJ_BUCKET_CACHE_BYTES);
     cn_err_t e2 = cn__cache_init(&o->acls, CN__CACHE_SLOTS, CN_OBJ_ACL_CACHE_BYTES);
     cn_err_t e3 = cn__objhead_init(o, o->opts.data_dir);
-    err = err < 0 ? err : e2 < 0 ? e2 : e3;
+    /* One small entry per bucket read lately, with or without rules: as many
+     * as a busy server has hot buckets. */
+    cn_err_t e4 = cn__cache_init(&o->lcs, 16 * CN__CACHE_SLOTS, CN_OBJ_ACL_CACHE_BYTES);
+    err = err < 0 ? err : e2 < 0 ? e2 : e3 < 0 ? e3 : e4;
     if (err >= 0)
         err = cn__sql_migrate(meta, &cn__sql_obj_set);
     if (err < 0)
@@ -714,6 +717,7 @@ cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store, const cn_objects_op
     return 0;
 fail:
     cn__objhead_destroy(o);
+    cn__cache_destroy(&o->lcs);
     cn__cache_destroy(&o->acls);
     cn__cache_destroy(&o->buckets);
     pthread_cond_destroy(&o->cv);
@@ -726,6 +730,7 @@ void cn_objects_close(cn_objects_t *o)
 {
     if (!o)
         return;
+    cn__lc_stop(o); /* it deletes through o: first */
     if (o->sweeper_running) {
         pthread_mutex_lock(&o->mu);
         o->stop = true;
@@ -734,6 +739,7 @@ void cn_objects_close(cn_objects_t *o)
         pthread_join(o->sweeper, NULL);
     }
     cn__objhead_destroy(o);
+    cn__cache_destroy(&o->lcs);
     cn__cache_destroy(&o->acls);
     cn__cache_destroy(&o->buckets);
     pthread_cond_destroy(&o->cv);

@@ -116,7 +116,14 @@ struct cn_objects {
     cn__gen_t *gen;      /* the data dir's write generations; NULL = heads uncached */
     cn__cache_t heads;   /* cn__objhead_t by (bucket, key), version (slot generation, 0) */
     struct cn_metric *head_hits, *head_misses;
+    cn__cache_t lcs;           /* decoded lifecycle rules by bucket (lifecycle.c) */
+    struct cn__lc *lc;         /* the lifecycle worker (lifecycle_run.c); NULL = not started */
+    _Atomic int64_t lc_day_ms; /* a test's lifecycle day (x-amz-expiration); 0 = real days */
 };
+
+/* Stops and frees o's lifecycle worker (lifecycle_run.c); a no-op when none.
+ * Called by cn_objects_close before anything else goes. */
+void cn__lc_stop(cn_objects_t *o);
 
 /* A bucket row with its access state compiled once per change: ACL parsed,
  * policy compiled, public access block decoded, and (attrs_cached) its named
@@ -240,6 +247,13 @@ cn_err_t cn__pab_put_acl(cn_objects_req_t *rq, const cn__bkt_t *b, const cn_auth
  * (args may be NULL).  CN_E_DENIED with a message in rq, or 0. */
 cn_err_t cn__put_authorize(cn_objects_req_t *rq, const cn__bkt_t *b, const char *key,
                            const cn_objects_put_args_t *args);
+
+/* The object-lock check of the same writes, after cn__put_authorize, for every
+ * face (objects/lock.c): an explicit retention or legal hold in args needs the
+ * token's object:lock (CN_E_DENIED) and a bucket with object lock (CN_E_INVALID,
+ * CN_OBJ_LOCK_NOT_ENABLED).  0 when args set none. */
+cn_err_t cn__lock_put_check(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
+                            const cn_objects_put_args_t *args);
 
 /* CN_E_INVALID (what = KEY, "invalid key") unless key (may be NULL) is a
  * valid object key, else 0. */

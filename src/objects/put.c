@@ -248,12 +248,13 @@ static void put_open_keep(put_open_t *po, const cn__bkt_t *b)
 static cn_err_t put_open_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
                               void *ctx)
 {
-    (void)txn;
     put_open_t *po = ctx;
     put_open_keep(po, b);
     cn_err_t err = cn__key_check(rq, po->key);
     if (err >= 0)
         err = cn__put_authorize(rq, b, po->key, po->args);
+    if (err >= 0)
+        err = cn__lock_put_check(txn, rq, b, po->args);
     return err;
 }
 

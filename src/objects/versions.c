@@ -410,9 +410,8 @@ cn_err_t cn_objects_versioning_get(cn_objects_t *o, cn_objects_req_t *rq, const 
                                    cn_objects_versioning_t *out)
 {
     *out = CN_OBJ_VERSIONING_OFF;
-    /* No action of its own yet: reading it is as listing the bucket. */
-    return cn__bkt_run(o, rq, bucket, CN_ACT_LIST_BUCKET, CN_META_RUN_READ | CN_META_RETRY,
-                       versioning_get_body, out);
+    return cn__bkt_run(o, rq, bucket, CN_ACT_GET_BUCKET_VERSIONING,
+                       CN_META_RUN_READ | CN_META_RETRY, versioning_get_body, out);
 }
 
 static cn_err_t versioning_set_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
@@ -442,8 +441,7 @@ cn_err_t cn_objects_versioning_set(cn_objects_t *o, cn_objects_req_t *rq, const 
     if (state != CN_OBJ_VERSIONING_ENABLED && state != CN_OBJ_VERSIONING_SUSPENDED)
         return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_ARG, CN_OBJ_VERSIONING_STATE_INVALID,
                           "versioning is Enabled or Suspended");
-    /* No action of its own yet: a bucket setting, as object lock's is. */
-    return cn__bkt_run(o, rq, bucket, CN_ACT_PUT_BUCKET_OBJECT_LOCK_CONFIGURATION,
+    return cn__bkt_run(o, rq, bucket, CN_ACT_PUT_BUCKET_VERSIONING,
                        CN_META_RUN_WRITE | CN_META_RETRY, versioning_set_body, &state);
 }
 

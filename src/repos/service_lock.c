@@ -14,8 +14,9 @@
 
 bool cn_repos_maintainer(const cn_repos_req_t *rq)
 {
-    /* Protocol 4's repository roles plug in here; until then an
-     * authenticated caller needs the admin permission. */
+    /* Protocol 4: the role the adapter found on the repository. */
+    if (rq->authed)
+        return rq->maintainer;
     if (rq->trusted)
         return true;
     return rq->principal && (rq->principal->perms & CN_PERM_ADMIN);
@@ -129,7 +130,7 @@ static cn_err_t edit_path(cn_meta_txn_t *txn, const uint8_t repo[16], lock_edit_
     if (mine)
         return CN_OK; /* already held: its since stays */
     const cn_principal_t *who = le->rq->principal;
-    const char *pn = who ? who->account : "";
+    const char *pn = le->rq->account ? le->rq->account : who ? who->account : "";
     le->changed++;
     cn_err_t err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_LOCK_INSERT], "bbbbbbi",
                                  CN__ARG_ID(repo), (const void *)fold, (size_t)fl,

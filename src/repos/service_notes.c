@@ -36,6 +36,32 @@ static cn_err_t change_exists(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint
     return err < 0 ? err : CN_OK;
 }
 
+/* The own-commit rule of an authenticated listener (scribe.md 15.6): below
+ * Maintainer a principal describes only the changes whose commit author it
+ * is (the author an authenticated submit records is its principal).
+ * FORBIDDEN otherwise; trusted and identity callers pass. */
+static cn_err_t own_commit(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
+                           uint64_t change)
+{
+    if (!rq->authed || rq->maintainer)
+        return CN_OK;
+    cn_meta_stmt_t *st = NULL;
+    bool mine = false;
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_LOG_COMMIT], "bi",
+                                  CN__ARG_ID(repo), (int64_t)change);
+    if (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW && rq->account) {
+        const uint8_t *a = NULL;
+        size_t al = cn__col_blob(st, 2, &a);
+        mine = al == strlen(rq->account) && memcmp(a, rq->account, al) == 0;
+    }
+    cn_meta_finish(st);
+    if (err < 0)
+        return err;
+    return mine ? CN_OK
+                : cn__rfail(rq, CN_E_DENIED, CN_REPOS_E_FORBIDDEN,
+                            "describing another principal's change needs Maintainer");
+}
+
 /* Reads a row of a NOTE_COLS statement (meta/sql/repos.h) into n. */
 static cn_err_t note_row(cn_meta_stmt_t *st, cn_repos_note_t *n)
 {
@@ -78,6 +104,8 @@ static cn_err_t describe_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *
     cn_meta_stmt_t *st = NULL;
     uint32_t last = 0;
     cn_err_t err = change_exists(txn, ne->rq, id, ne->change);
+    if (err >= 0)
+        err = own_commit(txn, ne->rq, id, ne->change);
     if (err >= 0 && (err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_NOTE_LAST_REVISION],
                                           "bi", CN__ARG_ID(id), (int64_t)ne->change)) >= 0) {
         err = cn_meta_step(st);
@@ -113,6 +141,10 @@ cn_err_t cn_repos_describe(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo
     if (author_len > CN_REPOS_MAX_AUTHOR || cn_repos_utf8_check(author, author_len) < 0)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "the author is UTF-8 of at most 256 bytes");
+    if (rq->authed) { /* the revision is the principal's, whatever the request says */
+        author = (const uint8_t *)(rq->account ? rq->account : "");
+        author_len = strnlen((const char *)author, CN_REPOS_MAX_AUTHOR);
+    }
     note_edit_t ne = { rq, change, expected, author, text, author_len, text_len, 0, 0 };
     CN_TRY(cn__repo_run(r, rq, repo, CN__WRITE, CN_META_RUN_WRITE | CN_META_RETRY, describe_body,
                         &ne));

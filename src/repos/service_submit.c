@@ -760,6 +760,16 @@ static cn_err_t submit_run(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_sub
         cn_repos_utf8_check(s->message, s->message_len) < 0)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "author and message are UTF-8 of at most 256 and 65,536 bytes");
+    /* On an authenticated listener the principal is the author, whatever the
+     * request claims (scribe.md 15.6): replaced before the commit is encoded,
+     * and outside every fingerprint, so a replay resolves as before. */
+    cn_repos_submit_t as;
+    if (rq->authed && rq->account) {
+        as = *s;
+        as.author = (const uint8_t *)rq->account;
+        as.author_len = (uint16_t)strnlen(rq->account, CN_REPOS_MAX_AUTHOR);
+        s = &as;
+    }
     plan_t pl;
     memset(&pl, 0, sizeof pl);
     pl.r = r;

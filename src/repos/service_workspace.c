@@ -20,11 +20,27 @@
 #include <string.h>
 
 /* ---- rows ------------------------------------------------------------------------------ */
-/* The owner id of the caller: an authenticated principal's account id,
- * little-endian in the first 8 bytes; false without a principal. */
+/* The owner id of the caller: on an authenticated Scribe listener the
+ * first 16 bytes of BLAKE3("scribe:workspace-owner:v1\0" | account), so
+ * that every credential of one account owns the same workspaces; else an
+ * identity principal's account id, little-endian in the first 8 bytes;
+ * false without a principal. */
 static bool owner_of(const cn_repos_req_t *rq, uint8_t owner[16])
 {
     memset(owner, 0, 16);
+    if (rq->authed) {
+        static const char domain[] = "scribe:workspace-owner:v1";
+        if (!rq->account)
+            return false;
+        cn_blake3_t h;
+        cn_digest_t d;
+        cn_blake3_init(&h);
+        cn_blake3_update(&h, domain, sizeof domain); /* includes the NUL */
+        cn_blake3_update(&h, rq->account, strlen(rq->account));
+        cn_blake3_final(&h, &d);
+        memcpy(owner, d.b, 16);
+        return true;
+    }
     if (!rq->principal)
         return false;
     uint64_t id = (uint64_t)rq->principal->account_id;
@@ -76,6 +92,31 @@ static cn_err_t ws_get(cn_meta_txn_t *txn, const uint8_t repo[16], const uint8_t
     return err < 0 ? err : CN_OK;
 }
 
+/* Ownership on an authenticated listener (rq->authed): FORBIDDEN unless the
+ * caller is a principal and the row (found: w) is its own; an id never
+ * registered passes only when unregistered_ok (a removal retires it). */
+static cn_err_t ws_owned(cn_repos_req_t *rq, bool found, const cn_repos_ws_t *w,
+                         bool unregistered_ok)
+{
+    uint8_t mine[16];
+    if (!rq->authed)
+        return CN_OK;
+    if (!owner_of(rq, mine))
+        return cn__rfail(rq, CN_E_DENIED, CN_REPOS_E_FORBIDDEN,
+                         "anonymous callers own no workspace: sign in");
+    if (!found)
+        return unregistered_ok ? CN_OK
+                               : cn__rfail(rq, CN_E_DENIED, CN_REPOS_E_FORBIDDEN,
+                                           "the workspace is not registered: register it first");
+    if (!w->has_owner)
+        return cn__rfail(rq, CN_E_DENIED, CN_REPOS_E_FORBIDDEN,
+                         "the workspace has no owner: register it again to own it");
+    if (memcmp(w->owner, mine, 16) != 0)
+        return cn__rfail(rq, CN_E_DENIED, CN_REPOS_E_FORBIDDEN,
+                         "the workspace belongs to another principal");
+    return CN_OK;
+}
+
 cn_err_t cn__ws_check(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
                       const uint8_t workspace[16])
 {
@@ -87,7 +128,7 @@ cn_err_t cn__ws_check(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo
         return cn__rfail(rq, CN_E_CONFLICT, CN_REPOS_E_WORKSPACE_RETIRED,
                          "the workspace was removed at %lld ms and cannot be used again",
                          (long long)retired);
-    return CN_OK;
+    return ws_owned(rq, found, &w, false);
 }
 
 /* ---- registration ---------------------------------------------------------------------- */
@@ -143,6 +184,24 @@ static cn_err_t tags_join(ws_reg_t *wr, const cn_repos_pathv_t *tags, uint32_t n
     return CN_OK;
 }
 
+/* A re-registration on an authenticated listener: the owner's own row
+ * passes; a row without an owner (registered over plaintext or by an
+ * anonymous caller) is adopted by the registering principal; another
+ * principal's row is FORBIDDEN.  Anonymous callers change only ownerless
+ * rows. */
+static cn_err_t register_owner(cn_meta_txn_t *txn, ws_reg_t *wr, const uint8_t repo[16])
+{
+    uint8_t mine[16];
+    bool me = owner_of(wr->rq, mine);
+    if (!wr->rq->authed || (!me && !wr->out.has_owner))
+        return CN_OK;
+    if (wr->out.has_owner)
+        return ws_owned(wr->rq, true, &wr->out, false);
+    cn_err_t err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_WS_SET_OWNER], "bbb",
+                                 CN__ARG_ID(mine), CN__ARG_ID(repo), CN__ARG_ID(wr->workspace));
+    return err < 0 ? err : CN_OK;
+}
+
 static cn_err_t register_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
 {
     ws_reg_t *wr = ctx;
@@ -164,6 +223,7 @@ static cn_err_t register_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *
         if (hl != wr->tags_len || memcmp(have, wr->tags, hl) != 0)
             return cn__rfail(wr->rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                              "the workspace was registered with other tags; tags never change");
+        CN_TRY(register_owner(txn, wr, id));
         err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_WS_UPDATE], "bbbb",
                             CN__ARG_ID(wr->branch), (const void *)wr->label, wr->label_len,
                             CN__ARG_ID(id), CN__ARG_ID(wr->workspace));
@@ -263,7 +323,7 @@ cn_err_t cn_repos_ws_list(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[
     *more = false;
     uint8_t owner[16];
     bool own = owner_of(rq, owner);
-    if (!own && !rq->trusted)
+    if (!own && (!rq->trusted || rq->authed))
         return cn__rfail(rq, CN_E_DENIED, CN_REPOS_E_FORBIDDEN,
                          "anonymous callers cannot list workspaces");
     if (all && !cn_repos_maintainer(rq))
@@ -349,12 +409,19 @@ static cn_err_t remove_decide(cn_meta_txn_t *txn, const cn__repo_t *repo, ws_rem
     bool found = false;
     int64_t retired = 0, now = cn__repos_now_ms();
     cn_repos_ws_t w;
+    uint8_t mine[16];
+    bool me = owner_of(wm->rq, mine);
     CN_TRY(ws_get(txn, id, wm->workspace, &found, &w, &retired));
     wm->out.retired_ms = retired ? retired : now;
     if (!found)
-        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_WS_INSERT], "bbbnbbii", CN__ARG_ID(id),
-                            CN__ARG_ID(wm->workspace), CN__ARG_ID(repo->info.main_branch),
-                            (const void *)"", (size_t)0, (const void *)"", (size_t)0, now, now);
+        err = me ? cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_WS_INSERT], "bbbbbbii",
+                                 CN__ARG_ID(id), CN__ARG_ID(wm->workspace),
+                                 CN__ARG_ID(repo->info.main_branch), CN__ARG_ID(mine),
+                                 (const void *)"", (size_t)0, (const void *)"", (size_t)0, now, now)
+                 : cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_WS_INSERT], "bbbnbbii",
+                                 CN__ARG_ID(id), CN__ARG_ID(wm->workspace),
+                                 CN__ARG_ID(repo->info.main_branch), (const void *)"", (size_t)0,
+                                 (const void *)"", (size_t)0, now, now);
     else if (!retired)
         err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_WS_RETIRE], "ibb", now, CN__ARG_ID(id),
                             CN__ARG_ID(wm->workspace));
@@ -387,6 +454,11 @@ static cn_err_t remove_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ct
     if (memcmp(repo->info.incarnation, wm->incarnation, 16) != 0)
         return cn__rfail(wm->rq, CN_E_CONFLICT, CN_REPOS_E_INCARNATION_MISMATCH,
                          "the repository was restored: its incarnation differs");
+    bool found = false;
+    int64_t retired = 0;
+    cn_repos_ws_t w;
+    CN_TRY(ws_get(txn, id, wm->workspace, &found, &w, &retired));
+    CN_TRY(ws_owned(wm->rq, found, &w, true)); /* an unrecorded refusal */
     CN_TRY(remove_decide(txn, repo, wm));
     cn_buf_t out = { 0 };
     if ((err = removal_encode(&wm->out, &out)) >= 0)
@@ -404,7 +476,7 @@ cn_err_t cn_repos_ws_remove(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t rep
     if (zero16(operation) || zero16(workspace))
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "the operation and workspace ids are nonzero");
-    if (!rq->principal && !rq->trusted)
+    if ((!rq->principal && !rq->trusted) || (rq->authed && !rq->account))
         return cn__rfail(rq, CN_E_DENIED, CN_REPOS_E_FORBIDDEN,
                          "anonymous callers cannot remove workspaces");
     ws_remove_t *wm = calloc(1, sizeof *wm);
@@ -429,6 +501,33 @@ typedef struct ws_outcome {
     cn_repos_ws_removal_t *out;
 } ws_outcome_t;
 
+/* On an authenticated listener only the principal that issued a removal
+ * reads its outcome: the owner of the workspace it removed (a removal needs
+ * that ownership, and one of an unregistered id makes the caller its
+ * owner).  FORBIDDEN for anyone else. */
+static cn_err_t outcome_reader(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
+                               const uint8_t op[16])
+{
+    if (!rq->authed)
+        return CN_OK;
+    cn_meta_stmt_t *st = NULL;
+    uint8_t ws[16];
+    bool have = false, found = false;
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_OPERATION_WORKSPACE], "bb",
+                                  CN__ARG_ID(repo), CN__ARG_ID(op));
+    if (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW)
+        have = cn__col_fixed(st, 0, ws, 16);
+    cn_meta_finish(st);
+    if (err < 0)
+        return err;
+    if (!have)
+        return CN_E_CORRUPT;
+    int64_t retired = 0;
+    cn_repos_ws_t w;
+    CN_TRY(ws_get(txn, repo, ws, &found, &w, &retired));
+    return ws_owned(rq, found, &w, false);
+}
+
 static cn_err_t outcome_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
 {
     ws_outcome_t *wo = ctx;
@@ -440,6 +539,8 @@ static cn_err_t outcome_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *c
                         "the operation id belongs to a submit or a branch operation");
     else if (err >= 0 && rec.found)
         err = removal_decode(&rec.outcome, wo->operation, wo->out);
+    if (err >= 0 && rec.found)
+        err = outcome_reader(txn, wo->rq, repo->info.id, wo->operation);
     wo->known = err >= 0 && rec.found;
     cn__op_free(&rec);
     return err;

@@ -545,14 +545,20 @@ void cn__s3_expiration_value(int64_t expiry_ms, const char *rule_id, cn_buf_t *o
 }
 
 bool cn__s3_expiration_header(cn__s3_rq_t *q, const char *key, uint64_t size, int64_t version_id,
-                              int64_t last_modified_ms)
+                              uint32_t ntags, int64_t last_modified_ms)
 {
-    if (cn_http_req_on_loop(q->r))
-        return false; /* the rules are read with SQL: a worker's job */
     int64_t exp = 0;
     char id[CN_OBJECTS_LC_ID_MAX + 1];
-    if (cn_objects_lifecycle_expiry(q->s3->objects, q->bucket, key, size, version_id,
-                                    last_modified_ms, &exp, id) != 1)
+    /* On the loop only the rules cached under the bucket's generation
+     * answer; else a worker reads them (and caches them for the loop). */
+    int found = cn_http_req_on_loop(q->r)
+                    ? cn_objects_lifecycle_expiry_cached(q->s3->objects, q->bucket, key, size,
+                                                         ntags, last_modified_ms, &exp, id)
+                    : cn_objects_lifecycle_expiry(q->s3->objects, q->bucket, key, size, version_id,
+                                                  last_modified_ms, &exp, id);
+    if (found == CN_E_AGAIN && cn_http_req_on_loop(q->r))
+        return false;
+    if (found != 1)
         return true;
     cn_buf_t v = { 0 };
     cn__s3_expiration_value(exp, id, &v);

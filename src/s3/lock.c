@@ -363,19 +363,6 @@ void cn__s3_legal_hold_get(cn__s3_rq_t *q)
 
 /* ---- headers of a write, and their echo ---------------------------------------------------- */
 
-/* Whether q->bucket has object lock, read without authorization (the
- * write's own check follows in the service): 1, 0, or -1 when the bucket
- * cannot be read (the write then answers for itself). */
-static int lock_bucket_has(cn__s3_rq_t *q)
-{
-    cn_buf_t v = { 0 };
-    bool has = false;
-    cn_err_t e =
-        cn_objects_bucket_peek(q->s3->objects, q->bucket, NULL, CN_OBJECTS_LOCK_ATTR, &v, &has);
-    cn_buf_free(&v);
-    return e < 0 ? -1 : has;
-}
-
 bool cn__s3_lock_hdrs(cn__s3_rq_t *q, cn_objects_retention_t *r, bool *given)
 {
     memset(r, 0, sizeof *r);
@@ -416,15 +403,8 @@ bool cn__s3_lock_hdrs(cn__s3_rq_t *q, cn_objects_retention_t *r, bool *given)
         }
         r->legal_hold = strcmp(hold, "ON") == 0;
     }
-    /* A token's permissions are a ceiling: locking needs object:lock. */
-    if (q->anonymous || !cn_perms_allow(q->principal.perms, CN_PERM_OBJECT_LOCK)) {
-        cn__s3_error(q, CN_S3E_ACCESS_DENIED, NULL);
-        return false;
-    }
-    if (lock_bucket_has(q) == 0) {
-        cn__s3_error(q, CN_S3E_INVALID_REQUEST, "Bucket is missing Object Lock Configuration");
-        return false;
-    }
+    /* The token's object:lock and the bucket's object lock are the service's
+     * to check (cn__lock_put_check), after the write is authorized. */
     *given = true;
     return true;
 }

@@ -87,6 +87,11 @@ static void put_end(cn__s3_rq_t *q)
     if (!p->part)
         cn__s3_version_header(q, "x-amz-version-id", res.version_id, res.vnull,
                               res.bucket_versioned);
+    /* The tags are read by version (a worker's call); the loop's cached
+     * answer is best effort here: the object is stored already. */
+    if (!p->part)
+        (void)cn__s3_expiration_header(q, q->key, res.size, res.version_id, 0,
+                                       res.last_modified_ms);
     if (!b64[0])
         echo_checksum(q);
     cn_http_respond_empty(q->r, 200, 0);
@@ -646,6 +651,14 @@ void cn__s3_get_object(cn__s3_rq_t *q)
                 cn__s3_error(q, c, NULL);
             }
             cn_objects_info_free(&info);
+            return;
+        }
+        if (!cn__s3_expiration_header(q, q->key, info.size, info.version_id, info.ntags,
+                                      info.last_modified_ms)) {
+            /* The rules are not cached for the loop: a worker answers. */
+            cn_objects_reader_free(rd);
+            cn_objects_info_free(&info);
+            cn_http_req_decline(r);
             return;
         }
         uint64_t off = cn_objects_reader_offset(rd), len = cn_objects_reader_len(rd);

@@ -255,9 +255,9 @@ void cn__s3_legal_hold_put(cn__s3_rq_t *q);
  * and legal_hold -1 for what is absent); *given is true when any was sent,
  * then pass r as the put args' retention.  false after answering
  * InvalidArgument (mode without date or the reverse, an unknown mode, a
- * date not ISO 8601 or not in the future, a hold not ON/OFF), AccessDenied
- * (the token lacks object:lock) or InvalidRequest (the bucket has no object
- * lock). */
+ * date not ISO 8601 or not in the future, a hold not ON/OFF).  The token's
+ * object:lock (AccessDenied) and the bucket's object lock (InvalidRequest) are
+ * checked by the service when the write begins (cn__lock_put_check). */
 bool cn__s3_lock_hdrs(cn__s3_rq_t *q, cn_objects_retention_t *r, bool *given);
 /* Adds x-amz-object-lock-mode / -retain-until-date / -legal-hold for a
  * version's lock row (nothing for a version without one). */
@@ -338,13 +338,14 @@ void cn__s3_lc_free(cn__s3_lc_t *lc);
  * *out whatever the result.  Pure but for the random generated IDs. */
 cn_s3_err_t cn__s3_lc_parse(const cn_xml_doc_t *d, cn__s3_lc_t *out, char *why, size_t why_len);
 /* x-amz-expiration for the answer to a GET, HEAD or PUT of version_id of
- * key (its size, last-modified time) in q->bucket: added when an enabled
- * rule expires it (cn_objects_lifecycle_expiry).  Never answers and never
- * fails the request.  On an event loop it does nothing and returns false
- * (the rules are read with SQL): decline to a worker first if the header
- * matters there; else true. */
+ * key (its size, tag count, last-modified time) in q->bucket: added when an
+ * enabled rule expires it (cn_objects_lifecycle_expiry).  Never answers and
+ * never fails the request.  On an event loop it answers from the rules
+ * cached per bucket generation (cn_objects_lifecycle_expiry_cached) and
+ * returns false, adding nothing, when they cannot say: then decline to a
+ * worker; else true. */
 bool cn__s3_expiration_header(cn__s3_rq_t *q, const char *key, uint64_t size, int64_t version_id,
-                              int64_t last_modified_ms);
+                              uint32_t ntags, int64_t last_modified_ms);
 /* The header's value: expiry-date="<HTTP date>", rule-id="<ID>" (control
  * characters, '"', '\\' and '%' of the ID percent-encoded), appended. */
 void cn__s3_expiration_value(int64_t expiry_ms, const char *rule_id, cn_buf_t *out);

@@ -121,6 +121,20 @@ static cn_err_t check_servers(cn_gw_config_t *c, char *err, size_t errlen)
                c->default_ns);
 }
 
+/* inventory_interval_ms: 100 ms to a day between inventory walks
+ * (gw_inventory.c); 60 s when absent. */
+static cn_err_t inventory_key(const cn_toml_val_t *root, cn_gw_config_t *c, char *err,
+                              size_t errlen)
+{
+    const cn_toml_val_t *v = cn_toml_get(root, "inventory_interval_ms");
+    int64_t ms = CN__GW_INV_DEFAULT_MS;
+    if (v && (cn_toml_int(v, &ms) < 0 || ms < 100 || ms > 86400000))
+        return bad(err, errlen, "line %d: inventory_interval_ms must be an integer 100..86400000",
+                   cn_toml_line(v));
+    c->inventory_ms = (uint32_t)ms;
+    return CN_OK;
+}
+
 static cn_err_t parse_root(const cn_toml_val_t *root, cn_gw_config_t *c, char *err, size_t errlen)
 {
     const cn_toml_val_t *storage = NULL;
@@ -129,12 +143,13 @@ static cn_err_t parse_root(const cn_toml_val_t *root, cn_gw_config_t *c, char *e
         const char *k = cn_toml_key(e);
         if (k && !strcmp(k, "storage"))
             storage = e;
-        else if (!k || strcmp(k, "default_namespace"))
+        else if (!k || (strcmp(k, "default_namespace") && strcmp(k, "inventory_interval_ms")))
             return bad(err, errlen,
-                       "line %d: unknown key '%s' (want default_namespace and "
-                       "[[storage]] tables)",
+                       "line %d: unknown key '%s' (want default_namespace, "
+                       "inventory_interval_ms and [[storage]] tables)",
                        cn_toml_line(e), k ? k : "?");
     }
+    CN_TRY(inventory_key(root, c, err, errlen));
     const char *def;
     size_t dlen;
     CN_TRY(str_key(root, "default_namespace", &def, &dlen, err, errlen));

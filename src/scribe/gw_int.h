@@ -15,7 +15,7 @@
  *
  * Files: gw_config.c (the TOML configuration and the name resolver, pure),
  * gw_up.c (upstream connections and their pool), gw_place.c (placements and
- * the pick rule), gw_relay.c (forwarding and stream relays), gw_list.c
+ * the pick rule), gw_inventory.c (the walks of instance_status), gw_relay.c (forwarding and stream relays), gw_list.c
  * (repo_list's merge), gw_server.c (the adapter: handshake, sessions,
  * dispatch).  This header is also the interface src/cmd uses. */
 #ifndef CN_SCRIBE_GW_INT_H
@@ -50,6 +50,7 @@ typedef struct cn_gw_config {
     size_t nns;                        /* distinct labels: the reachable namespaces */
     const char *ns[CN_GW_MAX_SERVERS]; /* each distinct label once, first-seen order
                                           (pointers into servers[]) */
+    uint32_t inventory_ms;             /* inventory_interval_ms: between two inventory walks */
 } cn_gw_config_t;
 
 /* Parses and checks a gateway configuration (TOML, docs/protocol/
@@ -138,7 +139,9 @@ typedef struct cn__gw {
      * data connections bind to (never lent out) */
     pthread_mutex_t anchor_mu;
     cn__gw_up_t *anchor[CN_GW_MAX_SERVERS][4];
-    bool kill_after_placement; /* test hook CAIRN_TEST_KILL_AFTER_GW_PLACEMENT */
+    bool kill_after_placement;  /* test hook CAIRN_TEST_KILL_AFTER_GW_PLACEMENT */
+    struct cn__gw_inv *inv;     /* the inventory (gw_inventory.c) */
+    struct cn__gw_idcache *idc; /* confirmed placements by id (gw_place.c) */
 } cn__gw_t;
 
 struct cn__gw_cursor;
@@ -217,6 +220,10 @@ typedef struct cn__gw_place {
     uint8_t id[16];
 } cn__gw_place_t;
 cn_err_t cn__gw_place_migrate(struct cn_meta *meta);
+/* The placements' id cache and the inventory (started here), and their end
+ * (no-op for what was not started). */
+cn_err_t cn__gw_place_start(cn__gw_t *g);
+void cn__gw_place_stop(cn__gw_t *g);
 /* CN_E_NOT_FOUND when none; CN_E_CONFLICT when the placement names a server
  * no longer configured. */
 cn_err_t cn__gw_place_by_name(cn__gw_t *g, const char *ns, const char *name, size_t nlen,
@@ -231,11 +238,73 @@ cn_err_t cn__gw_place_reserve(cn__gw_t *g, const char *ns, const char *name, siz
 cn_err_t cn__gw_place_confirm(cn__gw_t *g, const char *ns, const char *name, size_t nlen,
                               size_t server, const uint8_t id[16]);
 cn_err_t cn__gw_place_forget(cn__gw_t *g, const char *ns, const char *name, size_t nlen);
-/* The server of ns's pool a new repository goes to: most available bytes,
- * then fewest repositories (instance_status, first page), then fewest
- * placements, then configuration order; servers that do not answer are
- * skipped.  CN_E_UNAVAILABLE when none answers. */
+/* For each of n repository ids, whether a placement records it on server
+ * (one read transaction). */
+cn_err_t cn__gw_place_known(cn__gw_t *g, size_t server, uint8_t (*ids)[16], size_t n, bool *known);
+/* The server of ns's pool a new repository goes to: most available bytes
+ * (within 1/64 of the most counts as the most), then fewest repositories,
+ * then fewest placements, then configuration order — the numbers of the
+ * inventory's fresh snapshot (the server then answers a discover first), or
+ * else of instance_status's first page asked now; servers that do not
+ * answer are skipped.  CN_E_UNAVAILABLE when none answers. */
 cn_err_t cn__gw_pick(cn__gw_t *g, const char *ns, uint8_t codec, size_t *server);
+/* One candidate of the pick rule, and the rule itself: sorts c best first
+ * (pure; gw_place.c). */
+typedef struct cn__gw_cand {
+    size_t server;
+    bool has_avail, cached; /* cached: the numbers are the inventory's */
+    uint64_t avail, repos;
+    int64_t placements;
+} cn__gw_cand_t;
+void cn__gw_rank(cn__gw_cand_t *c, size_t n);
+
+/* gw_inventory.c.  A thread walks every server's instance_status (26)
+ * pages (the cursor, at most 128 a page), starting a server's walk again
+ * when its incarnation or repository count changes between pages, every
+ * inventory_ms; a complete walk leaves a snapshot the pick rule reads, and
+ * adopts every repository the placement map does not know.  Placement
+ * only: never an answer to a client, never a mutation's acknowledgement. */
+#define CN__GW_INV_DEFAULT_MS 60000
+#define CN__GW_WALK_RESTARTS 4 /* a server's walk restarts at most this often */
+typedef struct cn__gw_walk {
+    bool has_after; /* the next request names a cursor */
+    uint8_t after[16];
+    uint8_t incarnation[16]; /* the first page's */
+    uint64_t total, used;    /* the first page's */
+    bool has_available;
+    uint64_t available; /* the latest page's */
+    uint32_t pages, restarts;
+    uint64_t rows;
+} cn__gw_walk_t;
+enum {
+    CN__GW_WALK_NEXT,
+    CN__GW_WALK_DONE,
+    CN__GW_WALK_RESTART,
+    CN__GW_WALK_GIVE_UP
+};
+void cn__gw_walk_init(cn__gw_walk_t *w);
+/* Takes the answer to the walk's last request (pure): NEXT (ask the page
+ * after w->after), RESTART (ask the first page again: the incarnation or
+ * the total changed), DONE, or GIVE_UP (restarted too often, or a cursor
+ * that does not advance, or more pages than the total allows). */
+int cn__gw_walk_page(cn__gw_walk_t *w, const cn_scribe_instance_resp_t *r);
+typedef struct cn__gw_snap {
+    bool valid; /* a complete walk, and the server answered since */
+    uint8_t incarnation[16];
+    uint64_t total, used, available;
+    bool has_available;
+    uint32_t pages, restarts;
+    int64_t at_ms;      /* cn_mono_ms when the walk completed */
+    uint64_t placed_at; /* the server's placement count when the walk began */
+} cn__gw_snap_t;
+cn_err_t cn__gw_inv_start(cn__gw_t *g);
+void cn__gw_inv_stop(cn__gw_t *g); /* joins the thread; no-op when not started */
+/* The server's snapshot, its total counting the placements made since its
+ * walk began; true when it is fresh (complete, at most three intervals
+ * old). */
+bool cn__gw_inv_fresh(cn__gw_t *g, size_t server, cn__gw_snap_t *out);
+void cn__gw_inv_placed(cn__gw_t *g, size_t server); /* a placement reserved there */
+void cn__gw_inv_stale(cn__gw_t *g, size_t server);  /* it did not answer: ask it directly */
 
 /* gw_relay.c.  Forwards the call (its payload read) to server and relays
  * the answer, object streams included.  A failure of either side closes the

@@ -452,6 +452,11 @@ cn_err_t cn_gw_adapter_create(const cn_gw_config_t *cfg, struct cn_meta *meta,
     g->kill_after_placement = hook && *hook == '1';
     pthread_mutex_init(&g->mu, NULL);
     pthread_mutex_init(&g->anchor_mu, NULL);
+    cn_err_t ie = cn__gw_place_start(g); /* id cache, inventory walks (gw_place.c) */
+    if (ie < 0) {
+        cn_gw_adapter_destroy(g);
+        return ie;
+    }
     *ad = &gw_adapter;
     *actx = g;
     return CN_OK;
@@ -462,6 +467,7 @@ void cn_gw_adapter_destroy(void *actx)
     cn__gw_t *g = actx;
     if (!g)
         return;
+    cn__gw_place_stop(g); /* before the pool: a walk may hold a connection */
     cn__gw_pool_free(g);
     while (g->sessions) {
         cn__gw_session_t *n = g->sessions->next;

@@ -225,6 +225,10 @@ static uint16_t session_bind(cn__scribe_srv_t *s, const cn_scribe_hello_t *h,
                                        strcmp(ss->who.credential, who->credential) != 0 ||
                                        strcmp(ss->who.key_id, who->key_id) != 0)) {
             *why = "the subject differs from the control session's";
+        } else if (h->version == 4 &&
+                   (strcmp(ss->who.delegate_credential, who->delegate_credential) != 0 ||
+                    strcmp(ss->who.delegate_key_id, who->delegate_key_id) != 0)) {
+            *why = "the delegate differs from the control session's";
         } else if (ss->data_conns >= CN_SCRIBE_DATA_CONNS) {
             code = CN_SCRIBE_E_BUSY;
             *why = "the session holds four data connections";

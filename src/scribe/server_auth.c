@@ -76,9 +76,9 @@ static const struct {
     { CN_SCRIBE_OP_WORKSPACE_LIST, AT_ID0, CN_SCRIBE_ROLE_READER },
     { CN_SCRIBE_OP_WORKSPACE_REMOVE_OUTCOME, AT_ID0, CN_SCRIBE_ROLE_READER },
     { CN_SCRIBE_OP_REPO_USAGE, AT_ID0, CN_SCRIBE_ROLE_READER },
-    /* Writer on one's own commits is the specification's; until the
-     * handler can tell whose commit it is, Maintainer is asked of all. */
-    { CN_SCRIBE_OP_DESCRIBE_CHANGE, AT_ID0, CN_SCRIBE_ROLE_MAINTAINER },
+    /* Writer on one's own commits, Maintainer on others': the service
+     * judges the commit's author (cn_repos_req_t.maintainer). */
+    { CN_SCRIBE_OP_DESCRIBE_CHANGE, AT_ID0, CN_SCRIBE_ROLE_WRITER },
     { CN_SCRIBE_OP_CHANGE_NOTES, AT_ID0, CN_SCRIBE_ROLE_READER },
     { CN_SCRIBE_OP_CHANGE_NOTE_HISTORY, AT_ID0, CN_SCRIBE_ROLE_READER },
     { CN_SCRIBE_OP_PIN_OBJECTS, AT_ID0, CN_SCRIBE_ROLE_WRITER },
@@ -101,8 +101,8 @@ uint16_t cn__scribe_resolve(cn__scribe_srv_t *s, cn_conn_t *c, const cn_scribe_h
                       : "an access certificate is required");
         return peer || h->caller != CN_SCRIBE_CALLER_ANONYMOUS ? CN_SCRIBE_E_UNAUTHENTICATED : 0;
     }
-    if (h->caller == CN_SCRIBE_CALLER_DELEGATED) {
-        snprintf(why, cap, "delegated callers (gateways) are not accepted by this server yet");
+    if (h->caller == CN_SCRIBE_CALLER_DELEGATED && !peer) {
+        snprintf(why, cap, "a delegated caller (a gateway) presents its own access certificate");
         return CN_SCRIBE_E_UNAUTHENTICATED;
     }
     if (!peer != (h->caller == CN_SCRIBE_CALLER_ANONYMOUS)) {
@@ -116,7 +116,14 @@ uint16_t cn__scribe_resolve(cn__scribe_srv_t *s, cn_conn_t *c, const cn_scribe_h
     BIO *bio = BIO_new(BIO_s_mem());
     char *pem = NULL;
     long n = bio && PEM_write_bio_X509(bio, peer) == 1 ? BIO_get_mem_data(bio, &pem) : 0;
-    cn_err_t e = n > 0 ? cn_scribe_auth_resolve(s->auth, pem, (size_t)n, who, why, cap) : -ENOMEM;
+    /* Caller 2: the peer is the gateway, the principal the user whose
+     * certificate (PEM) the hello forwards (docs/protocol/scribe.md 15.6). */
+    cn_err_t e = n <= 0 ? -ENOMEM
+                 : h->caller == CN_SCRIBE_CALLER_DELEGATED
+                     ? cn_scribe_auth_resolve_delegated(s->auth, pem, (size_t)n,
+                                                        (const char *)h->delegated_cert.p,
+                                                        h->delegated_cert.len, who, why, cap)
+                     : cn_scribe_auth_resolve(s->auth, pem, (size_t)n, who, why, cap);
     BIO_free(bio);
     if (e == CN_E_AUTH || e == CN_E_DENIED)
         return CN_SCRIBE_E_UNAUTHENTICATED;
@@ -125,7 +132,8 @@ uint16_t cn__scribe_resolve(cn__scribe_srv_t *s, cn_conn_t *c, const cn_scribe_h
         return CN_SCRIBE_E_AUTH_UNAVAILABLE;
     }
     /* The account is the principal of net's shares (worker share, memory
-     * budget per principal), whichever connection of it this is. */
+     * budget per principal), whichever connection of it this is; for a
+     * gateway's delegated traffic the user, never the gateway. */
     if (cn_conn_set_principal(c, who->account) < 0) {
         snprintf(why, cap, "out of memory");
         return CN_SCRIBE_E_INTERNAL;
@@ -261,6 +269,8 @@ cn_err_t cn__scribe_authorize(cn__scribe_call_t *k, bool *answered)
     *answered = false;
     if (!k->sc->srv->auth)
         return 0;
+    k->rq.authed = true;
+    k->rq.account = k->sc->ss->who.present ? k->sc->ss->who.account : NULL;
     int i = -1;
     for (size_t j = 0; j < sizeof table / sizeof table[0]; j++)
         if (table[j].op == k->hdr.opcode)
@@ -275,6 +285,9 @@ cn_err_t cn__scribe_authorize(cn__scribe_call_t *k, bool *answered)
     }
     int role = CN_SCRIBE_ROLE_NONE;
     cn_err_t e = request_role(k, table[i].at, &role);
+    /* The service's own rules (workspace ownership, authorship, breaking
+     * locks, lock rules) need the principal and whether it is Maintainer. */
+    k->rq.maintainer = e == 0 && role >= CN_SCRIBE_ROLE_MAINTAINER;
     if (e == 0 && role >= table[i].role) {
         *answered = false;
         return 0;

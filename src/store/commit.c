@@ -18,6 +18,9 @@
  * (sweep.c) queues its moves here too, so they share the batch's sync and
  * never race the open pack's tail.
  *
+ * Each waiting writer is woken by a post to its own semaphore (req->wake),
+ * never by a broadcast: only the writers of the finished batch run again.
+ *
  * So a batch of N blobs costs one fdatasync instead of 2N fsyncs.  While one
  * batch is being flushed the next one queues, so the batch size grows with
  * the load by itself and a lone writer is not delayed.  A failed step fails
@@ -74,19 +77,25 @@ static void *committer_main(void *arg)
 
         run_batch(s, batch);
 
-        pthread_mutex_lock(&s->q_mu);
         uint64_t n = 0;
-        /* The request lives on its writer's stack: read next before done. */
+        /* Each waiter is woken alone, on its own semaphore: a broadcast
+         * woke every writer, also those queued for the next batch, and each
+         * then slept again on q_mu (two switches per writer per batch).  A
+         * request lives on its writer's stack: next and wake are read
+         * before the post, after which r may be gone. */
         for (cn__commit_req_t *r = batch, *next; r; r = next) {
             next = r->next;
+            sem_t *wake = r->wake;
             r->done = true;
             n++;
+            if (wake)
+                sem_post(wake);
         }
+        pthread_mutex_lock(&s->q_mu);
         s->batches++;
         s->batched_blobs += n;
-        cn_metric_observe(cn__store_metrics()->batch_blobs, (double)n);
-        pthread_cond_broadcast(&s->done_cv);
         pthread_mutex_unlock(&s->q_mu);
+        cn_metric_observe(cn__store_metrics()->batch_blobs, (double)n);
 
         /* After the wake-up: the writers need not wait for a checkpoint. */
         cn_err_t crc = cn__journal_maybe_checkpoint(s);
@@ -120,14 +129,21 @@ void cn__committer_stop(cn_store_t *s)
     s->committer_running = false;
 }
 
-/* Queues the chain first..last (linked, done false) and waits until last is
- * done: a chain is taken whole into one batch, whose requests are all done
- * before the broadcast.  CN_E_SHUTDOWN if the committer is stopping. */
+/* Queues the chain first..last (linked, done false, wake NULL) and waits
+ * until last is done: a chain is taken whole into one batch and its
+ * requests are marked done in order, so last's wake-up comes after every
+ * other request of the chain is done.  CN_E_SHUTDOWN if the committer is
+ * stopping (nothing queued then). */
 static cn_err_t enqueue_wait(cn_store_t *s, cn__commit_req_t *first, cn__commit_req_t *last)
 {
+    sem_t sem;
+    if (sem_init(&sem, 0, 0) != 0)
+        return -errno;
+    last->wake = &sem;
     pthread_mutex_lock(&s->q_mu);
     if (s->q_stop) {
         pthread_mutex_unlock(&s->q_mu);
+        sem_destroy(&sem);
         return CN_E_SHUTDOWN;
     }
     if (s->q_tail)
@@ -136,9 +152,13 @@ static cn_err_t enqueue_wait(cn_store_t *s, cn__commit_req_t *first, cn__commit_
         s->q_head = first;
     s->q_tail = last;
     pthread_cond_signal(&s->q_cv);
-    while (!last->done)
-        pthread_cond_wait(&s->done_cv, &s->q_mu);
     pthread_mutex_unlock(&s->q_mu);
+    /* The committer drains the queue before it stops, so a queued chain is
+     * always posted. */
+    while (sem_wait(&sem) != 0)
+        ; /* EINTR */
+    assert(last->done);
+    sem_destroy(&sem);
     return CN_OK;
 }
 
@@ -146,6 +166,7 @@ cn_err_t cn__committer_submit(cn_store_t *s, cn__commit_req_t *req)
 {
     req->next = NULL;
     req->done = false;
+    req->wake = NULL;
     CN_TRY(enqueue_wait(s, req, req));
     /* W4: done is set only after the batch's journal sync and rename. */
     return req->rc;
@@ -159,6 +180,7 @@ void cn__committer_submit_packed(cn_store_t *s, cn__commit_req_t *reqs, size_t n
         reqs[i].packed = true;
         reqs[i].done = false;
         reqs[i].rc = CN_OK;
+        reqs[i].wake = NULL;
         reqs[i].next = i + 1 < n ? &reqs[i + 1] : NULL;
     }
     if (!s->committer_running) {

@@ -4,6 +4,7 @@
 #define CN_STORE_INT_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -56,6 +57,9 @@ typedef struct cn__commit_req {
     bool done;
     bool existed;
     cn_err_t rc;
+    /* The waiter to wake when this request is done (commit.c): set on the
+     * last request of a queued chain, NULL on the others. */
+    sem_t *wake;
     struct cn__commit_req *next;
 } cn__commit_req_t;
 
@@ -112,8 +116,7 @@ struct cn_store {
 
     /* group committer */
     pthread_mutex_t q_mu;
-    pthread_cond_t q_cv;    /* work arrived, or stop */
-    pthread_cond_t done_cv; /* a batch finished */
+    pthread_cond_t q_cv; /* work arrived, or stop */
     cn__commit_req_t *q_head, *q_tail;
     bool q_stop;
     bool committer_running;

@@ -93,6 +93,17 @@ static void test_action_table(void)
         { CN_ACT_PUT_OBJECT_ACL, CN_PERM_OBJECT_PUT, true },
         { CN_ACT_ABORT_MULTIPART_UPLOAD, CN_PERM_OBJECT_PUT, true },
         { CN_ACT_LIST_MULTIPART_UPLOAD_PARTS, CN_PERM_OBJECT_PUT, true },
+        /* issue 25's bucket settings: read with bucket:list, changed with bucket:configure */
+        { CN_ACT_GET_BUCKET_VERSIONING, CN_PERM_BUCKET_LIST, false },
+        { CN_ACT_PUT_BUCKET_VERSIONING, CN_PERM_BUCKET_CONFIGURE, false },
+        { CN_ACT_GET_BUCKET_TAGGING, CN_PERM_BUCKET_LIST, false },
+        { CN_ACT_PUT_BUCKET_TAGGING, CN_PERM_BUCKET_CONFIGURE, false },
+        { CN_ACT_GET_LIFECYCLE_CONFIGURATION, CN_PERM_BUCKET_LIST, false },
+        { CN_ACT_PUT_LIFECYCLE_CONFIGURATION, CN_PERM_BUCKET_CONFIGURE, false },
+        { CN_ACT_GET_BUCKET_OBJECT_LOCK_CONFIGURATION, CN_PERM_BUCKET_LIST, false },
+        { CN_ACT_PUT_BUCKET_OBJECT_LOCK_CONFIGURATION, CN_PERM_BUCKET_CONFIGURE, false },
+        { CN_ACT_PUT_OBJECT_RETENTION, CN_PERM_OBJECT_LOCK, true },
+        { CN_ACT_PUT_OBJECT_LEGAL_HOLD, CN_PERM_OBJECT_LOCK, true },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         CN_CHECK_EQ(cn_authz_action_perm(t[i].a), t[i].p);

@@ -276,5 +276,51 @@ static void test_delete_paths(void)
     env_close(&e);
 }
 
+/* An explicit retention or legal hold on a write is the service's to judge,
+ * whatever the face: the token's object:lock, then a bucket with object lock;
+ * a write without one is untouched by either. */
+static void test_lock_put_check(void)
+{
+    env_t e;
+    env_open(&e);
+    cn_objects_req_t rq = req_for(&e.alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "plk", NULL, NULL), 0);
+    cn_objects_kv_t lock[] = { { "versioning", "Enabled" }, { CN_OBJECTS_LOCK_ATTR, "x" } };
+    CN_CHECK_EQ(cn_objects_bucket_create_with(e.o, &rq, "llk", NULL, lock, 2, NULL), 0);
+    cn_objects_retention_t ret = { CN_OBJ_LOCK_GOVERNANCE, cn_wall_ms() + 86400000, -1 };
+    cn_objects_retention_t hold = { CN_OBJ_LOCK_NONE, 0, 1 };
+    const cn_objects_retention_t *given[] = { &ret, &hold };
+    cn_principal_t nolock = e.alice;
+    nolock.perms &= ~(cn_perms_t)CN_PERM_OBJECT_LOCK;
+    char up[CN_UPLOAD_ID_MAX + 1];
+    for (size_t i = 0; i < 2; i++) {
+        cn_objects_put_args_t a = { .retention = given[i] };
+        cn_objects_put_t *s = NULL;
+        /* No object lock on the bucket: INVALID, LOCK_NOT_ENABLED. */
+        rq = req_for(&e.alice);
+        CN_CHECK_EQ(cn_objects_put_begin(e.o, &rq, "plk", "k", &a, 1, &s), CN_E_INVALID);
+        CN_CHECK_EQ(rq.fail.detail, CN_OBJ_LOCK_NOT_ENABLED);
+        rq = req_for(&e.alice);
+        CN_CHECK_EQ(cn_objects_mpu_create(e.o, &rq, "plk", "k", &a, up), CN_E_INVALID);
+        CN_CHECK_EQ(rq.fail.detail, CN_OBJ_LOCK_NOT_ENABLED);
+        /* A token without object:lock, even on a lock bucket: DENIED. */
+        rq = req_for(&nolock);
+        CN_CHECK_EQ(cn_objects_put_begin(e.o, &rq, "llk", "k", &a, 1, &s), CN_E_DENIED);
+        rq = req_for(&nolock);
+        CN_CHECK_EQ(cn_objects_mpu_create(e.o, &rq, "llk", "k", &a, up), CN_E_DENIED);
+        /* With both, the write begins. */
+        rq = req_for(&e.alice);
+        CN_CHECK_EQ(cn_objects_put_begin(e.o, &rq, "llk", "k", &a, 1, &s), 0);
+        cn_objects_put_abort(s);
+    }
+    /* No retention given: neither check applies. */
+    cn_objects_put_args_t none = { 0 };
+    cn_objects_put_t *s = NULL;
+    rq = req_for(&nolock);
+    CN_CHECK_EQ(cn_objects_put_begin(e.o, &rq, "plk", "k", &none, 1, &s), 0);
+    cn_objects_put_abort(s);
+    env_close(&e);
+}
+
 CN_TEST_MAIN(CN_TEST(test_version_codec), CN_TEST(test_current_read_among_10000_versions),
-             CN_TEST(test_delete_paths))
+             CN_TEST(test_delete_paths), CN_TEST(test_lock_put_check))

@@ -383,6 +383,31 @@ const char *const cn__sql_obj[CN_SQL_OBJ_COUNT] = {
         "INSERT INTO obj_version_lock (version_id, mode, retain_until_ms, legal_hold) "
         "VALUES (?, ?, ?, ?) ON CONFLICT (version_id) DO UPDATE SET mode = excluded.mode, "
         "retain_until_ms = excluded.retain_until_ms, legal_hold = excluded.legal_hold",
+    /* ---- the lifecycle worker */
+    [CN_SQL_OBJ_LC_BUCKETS] = "SELECT a.bucket_id, b.name, b.owner, a.value FROM obj_bucket_attr a "
+                              "JOIN obj_bucket b ON b.bucket_id = a.bucket_id "
+                              "WHERE a.name = 'lifecycle' ORDER BY a.bucket_id",
+    [CN_SQL_OBJ_LC_STATE] = "SELECT pass_ms, cursor FROM obj_lifecycle WHERE bucket_id = ?",
+    [CN_SQL_OBJ_LC_STATE_PUT] =
+        "INSERT INTO obj_lifecycle (bucket_id, pass_ms, cursor) VALUES (?, ?, ?) "
+        "ON CONFLICT (bucket_id) DO UPDATE SET pass_ms = excluded.pass_ms, cursor = "
+        "excluded.cursor",
+    [CN_SQL_OBJ_LC_KEYS] = "SELECT okey FROM obj_version WHERE bucket_id = ? AND okey > ? "
+                           "UNION SELECT okey FROM obj_history WHERE bucket_id = ? AND okey > ? "
+                           "ORDER BY 1 LIMIT ?",
+    [CN_SQL_OBJ_LC_CUR] =
+        "SELECT version_id, size, mtime_ms FROM obj_version WHERE bucket_id = ? AND okey = ?",
+    [CN_SQL_OBJ_LC_HIST] = "SELECT version_id, marker, noncurrent_ms, size FROM obj_history "
+                           "WHERE bucket_id = ? AND okey = ? AND version_id < ? "
+                           "ORDER BY version_id DESC LIMIT ?",
+    [CN_SQL_OBJ_LC_UPLOADS] = "SELECT okey, upload_id, created_ms FROM obj_upload "
+                              "WHERE bucket_id = ? AND done_ms IS NULL AND upload_id > ? "
+                              "ORDER BY upload_id LIMIT ?",
+    /* The lease row: pass_ms its expiry, cursor its holder. */
+    [CN_SQL_OBJ_LC_LEASE_SEED] = "INSERT INTO obj_lifecycle (bucket_id, pass_ms, cursor) "
+                                 "VALUES (0, 0, NULL) ON CONFLICT (bucket_id) DO NOTHING",
+    [CN_SQL_OBJ_LC_LEASE] = "UPDATE obj_lifecycle SET cursor = ?, pass_ms = ? "
+                            "WHERE bucket_id = 0 AND (pass_ms < ? OR cursor = ?)",
 };
 
 const cn_sql_set_t cn__sql_obj_set = {

@@ -213,6 +213,30 @@ enum {
     /* (version_id, mode, retain_until_ms, legal_hold): insert or replace (a
      * row is read and removed by CN_SQL_OBJ_V_LOCK_ROW / _V_LOCK_DELETE) */
     CN_SQL_OBJ_LOCK_UPSERT,
+    /* ---- the lifecycle worker (src/objects/lifecycle_run.c) */
+    /* (): bucket_id, name, owner, value of every bucket with a lifecycle setting */
+    CN_SQL_OBJ_LC_BUCKETS,
+    /* (bucket_id): pass_ms, cursor of its worker state */
+    CN_SQL_OBJ_LC_STATE,
+    /* (bucket_id, pass_ms, cursor): insert or replace its worker state */
+    CN_SQL_OBJ_LC_STATE_PUT,
+    /* (bucket_id, after, bucket_id, after, limit): the next keys with a
+     * version or a marker, in byte order */
+    CN_SQL_OBJ_LC_KEYS,
+    /* (bucket_id, okey): version_id, size, mtime_ms of its current version */
+    CN_SQL_OBJ_LC_CUR,
+    /* (bucket_id, okey, below, limit): version_id, marker, noncurrent_ms,
+     * size of its history rows with version_id < below, newest first */
+    CN_SQL_OBJ_LC_HIST,
+    /* (bucket_id, after upload_id, limit): okey, upload_id, created_ms of
+     * unfinished uploads, by upload_id */
+    CN_SQL_OBJ_LC_UPLOADS,
+    /* (): makes the fleet's lifecycle lease row (the state row of bucket_id
+     * 0: pass_ms its expiry, cursor its holder) unless it exists */
+    CN_SQL_OBJ_LC_LEASE_SEED,
+    /* (holder, until_ms, now_ms, holder): takes or renews the lease when
+     * expired or already held (then LC_STATE of 0 names holder) */
+    CN_SQL_OBJ_LC_LEASE,
     CN_SQL_OBJ_COUNT
 };
 

@@ -396,6 +396,10 @@ const char *const cn__sql_repos[CN_SQL_REPOS_COUNT] = {
                              " created_ms, retired_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                              " ON CONFLICT DO NOTHING",
     [CN_SQL_REPOS_WS_CLEAR_LIVE] = "DELETE FROM repos_workspace WHERE repo = ? AND retired_ms = 0",
+    [CN_SQL_REPOS_WS_SET_OWNER] =
+        "UPDATE repos_workspace SET owner = ? WHERE repo = ? AND id = ? AND owner IS NULL",
+    [CN_SQL_REPOS_OPERATION_WORKSPACE] =
+        "SELECT workspace FROM repos_operation WHERE repo = ? AND op = ?",
 };
 
 const cn_sql_set_t cn__sql_repos_set = {

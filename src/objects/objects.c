@@ -301,6 +301,7 @@ cn_err_t cn__authorize(cn_objects_req_t *rq, const cn__bkt_t *bucket, cn_authz_a
     memset(&ar, 0, sizeof ar);
     ar.principal = cn__principal_name(rq);
     ar.perms = rq->principal ? rq->principal->perms : 0;
+    ar.service = rq->principal && (rq->principal->flags & CN_PRINCIPAL_SERVICE);
     ar.action = act;
     ar.key = key;
     ar.source_ip = rq->source_ip;

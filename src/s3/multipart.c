@@ -467,9 +467,12 @@ static void complete_answer(cn__s3_rq_t *q, const cn_objects_put_result_t *res)
     cn_xml_elem(&w, "ETag", etag);
     /* A repeated completion does not know the version's nullness: it names
      * no version. */
-    if (!res->repeated)
+    if (!res->repeated) {
         cn__s3_version_header(q, "x-amz-version-id", res->version_id, res->vnull,
                               res->bucket_versioned);
+        (void)cn__s3_expiration_header(q, q->key, res->size, res->version_id, 0,
+                                       res->last_modified_ms);
+    }
     cn_http_cksum_alg_t alg = cn_http_cksum_parse(res->checksum_alg);
     if (alg != CN_CKSUM_NONE && res->checksum[0]) {
         char elem[32];

@@ -997,6 +997,7 @@ void cn__s3_copy_object(cn__s3_rq_t *q)
         goto out;
     }
     cn__s3_version_header(q, "x-amz-version-id", res.version_id, res.vnull, res.bucket_versioned);
+    (void)cn__s3_expiration_header(q, q->key, res.size, res.version_id, 0, res.last_modified_ms);
     if (sv)
         cn__s3_version_header(q, "x-amz-copy-source-version-id", res.src_version_id, res.src_vnull,
                               true);

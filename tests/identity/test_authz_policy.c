@@ -415,6 +415,15 @@ static void test_allow_deny_precedence(void)
     CN_CHECK_EQ(cn_authz_decide(&r, &b, NULL, &d), CN_OK);
     CN_CHECK_EQ(d.why, CN_WHY_POLICY_ALLOW);
     CN_CHECK(strstr(d.reason, "statement 3 (BobWrites)") != NULL);
+    /* The server's own worker acting for the owner (lifecycle) is not bound
+     * by a Deny; acting for anyone else, it is. */
+    r = mkreq("alice", CN_ACT_GET_OBJECT, "secret/x");
+    CN_CHECK_EQ(cn_authz_decide(&r, &b, NULL, &d), CN_E_DENIED);
+    r.service = true;
+    CN_CHECK_EQ(cn_authz_decide(&r, &b, NULL, &d), CN_OK);
+    r = mkreq("carol", CN_ACT_GET_OBJECT, "pub/x");
+    r.service = true;
+    CN_CHECK_EQ(cn_authz_decide(&r, &b, NULL, &d), CN_E_DENIED);
     cn_authz_policy_free(p);
 
     /* A Deny on everything cannot lock the owner out of its policy. */

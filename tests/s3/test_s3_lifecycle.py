@@ -408,3 +408,38 @@ def test_one_runner_per_fleet_on_postgres(tmp_path):
         finally:
             for n in nodes:
                 clean(n.server)
+
+
+def test_bucket_policy_deny_does_not_stop_lifecycle(s3):
+    """A policy denying everyone s3:DeleteObject binds clients, not the
+    server's own lifecycle worker (as with S3)."""
+    import json
+    b = new_bucket(s3)
+    s3.put_object(Bucket=b, Key="tmp/a", Body=b"x")
+    s3.put_bucket_policy(Bucket=b, Policy=json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Deny", "Principal": "*", "Action": "s3:DeleteObject",
+                       "Resource": "arn:aws:s3:::%s/*" % b}]}))
+    with pytest.raises(ClientError) as e:
+        s3.delete_object(Bucket=b, Key="tmp/a")
+    assert e.value.response["Error"]["Code"] == "AccessDenied"
+    rules(s3, b, {"ID": "tmp", "Filter": {"Prefix": "tmp/"}, "Status": "Enabled",
+                  "Expiration": {"Days": 1}})
+    assert wait_for(lambda: not exists(s3, b, "tmp/a"))
+
+
+def test_expiration_header_on_copy_and_complete(s3):
+    b = new_bucket(s3)
+    rules(s3, b, {"ID": "r-c", "Filter": {"Prefix": "e/"}, "Status": "Enabled",
+                  "Expiration": {"Date": "2031-01-01T00:00:00Z"}})
+    want = 'expiry-date="Wed, 01 Jan 2031 00:00:00 GMT", rule-id="r-c"'
+    s3.put_object(Bucket=b, Key="src", Body=b"x")
+    assert expiration(s3.copy_object(Bucket=b, Key="e/c", CopySource={"Bucket": b,
+                                                                      "Key": "src"})) == want
+    assert expiration(s3.copy_object(Bucket=b, Key="other", CopySource={"Bucket": b,
+                                                                        "Key": "src"})) is None
+    up = s3.create_multipart_upload(Bucket=b, Key="e/m")["UploadId"]
+    etag = s3.upload_part(Bucket=b, Key="e/m", UploadId=up, PartNumber=1, Body=b"p")["ETag"]
+    done = s3.complete_multipart_upload(Bucket=b, Key="e/m", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": etag}]})
+    assert expiration(done) == want

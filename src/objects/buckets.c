@@ -134,6 +134,8 @@ static cn_err_t bucket_delete_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, con
     if (err >= 0)
         err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_ATTRS_DELETE], "i", b->id);
     if (err >= 0)
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_LC_STATE_DELETE], "i", b->id);
+    if (err >= 0)
         err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_DELETE], "i", b->id);
     return err < 0 ? err : CN_OK;
 }

@@ -443,3 +443,19 @@ def test_expiration_header_on_copy_and_complete(s3):
     done = s3.complete_multipart_upload(Bucket=b, Key="e/m", UploadId=up, MultipartUpload={
         "Parts": [{"PartNumber": 1, "ETag": etag}]})
     assert expiration(done) == want
+
+
+def test_bucket_delete_drops_worker_state(lcsrv, s3):
+    b = new_bucket(s3)
+    s3.put_object(Bucket=b, Key="t/a", Body=b"x")
+    rules(s3, b, {"ID": "t", "Filter": {"Prefix": "t/"}, "Status": "Enabled",
+                  "Expiration": {"Days": 1}})
+    assert wait_for(lambda: not exists(s3, b, "t/a"))
+    bid = db_rows(lcsrv.data_dir, "SELECT bucket_id FROM obj_bucket WHERE name = ?", b)[0][0]
+    state = "SELECT 1 FROM obj_lifecycle WHERE bucket_id = ?"
+    assert wait_for(lambda: db_rows(lcsrv.data_dir, state, bid) != [])
+    # No rule left, so no pass starts on it; one running ends within a tick.
+    s3.delete_bucket_lifecycle(Bucket=b)
+    time.sleep(1.0)
+    s3.delete_bucket(Bucket=b)
+    assert db_rows(lcsrv.data_dir, state, bid) == []

@@ -178,7 +178,8 @@ static inline cn_scribe_id_t fx_sid(uint8_t first)
 /* Whether slice a holds exactly the string want. */
 static inline bool fx_str_is(cn_scribe_str_t a, const char *want)
 {
-    return a.len == strlen(want) && memcmp(a.p, want, a.len) == 0;
+    /* An empty view may carry no pointer: memcmp must not see it. */
+    return a.len == strlen(want) && (a.len == 0 || memcmp(a.p, want, a.len) == 0);
 }
 
 /* The fixture file of this test: set by fx_main (path non-NULL), read by

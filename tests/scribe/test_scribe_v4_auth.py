@@ -213,7 +213,8 @@ def test_credential_certificate_and_caller_tags_refused(world, roles):
     assert hello_reply(c, hello4(caller=0)) == ("error", ERR["unauthenticated"])
     c = raw_conn(world.proxy().addr)
     assert hello_reply(c, hello4(caller=1)) == ("error", ERR["unauthenticated"])
-    # delegated callers wait for the gateway (issue 23)
+    # a delegated hello whose forwarded certificate is garbage is refused
+    # (delegated callers themselves: tests/scribe/test_gateway_v4.py)
     c = raw_conn(world.proxy(acc["wes"]).addr)
     payload = hello4(caller=2)[:-32] + struct.pack("<H", 3) + b"crt" + bytes(32)
     assert hello_reply(c, payload) == ("error", ERR["unauthenticated"])

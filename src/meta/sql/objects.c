@@ -388,6 +388,7 @@ const char *const cn__sql_obj[CN_SQL_OBJ_COUNT] = {
                               "JOIN obj_bucket b ON b.bucket_id = a.bucket_id "
                               "WHERE a.name = 'lifecycle' ORDER BY a.bucket_id",
     [CN_SQL_OBJ_LC_STATE] = "SELECT pass_ms, cursor FROM obj_lifecycle WHERE bucket_id = ?",
+    [CN_SQL_OBJ_LC_STATE_DELETE] = "DELETE FROM obj_lifecycle WHERE bucket_id = ?",
     [CN_SQL_OBJ_LC_STATE_PUT] =
         "INSERT INTO obj_lifecycle (bucket_id, pass_ms, cursor) VALUES (?, ?, ?) "
         "ON CONFLICT (bucket_id) DO UPDATE SET pass_ms = excluded.pass_ms, cursor = "

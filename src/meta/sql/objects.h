@@ -220,6 +220,8 @@ enum {
     CN_SQL_OBJ_LC_STATE,
     /* (bucket_id, pass_ms, cursor): insert or replace its worker state */
     CN_SQL_OBJ_LC_STATE_PUT,
+    /* (bucket_id): its worker state, with the bucket */
+    CN_SQL_OBJ_LC_STATE_DELETE,
     /* (bucket_id, after, bucket_id, after, limit): the next keys with a
      * version or a marker, in byte order */
     CN_SQL_OBJ_LC_KEYS,

@@ -17,10 +17,11 @@
   and its threads' context switches per request (NAME_csw), from /proc
   before and after the wrk run (nginx: master and workers).
 
-usage: bench/s3.py BUILD [--quick] [--get-only] [--keys N]
+usage: bench/s3.py BUILD [--quick] [--get-only | --put-only] [--keys N]
 --get-only runs only the 4 KiB GET rows (cairn anonymous and presigned, and
-nginx), for profiling the read path; the figures it prints are measured as in
-a full run.
+nginx), for profiling the read path; --put-only only the 4 KiB PUT rows (no
+preload), for the write path; the figures they print are measured as in a
+full run.
 --keys N spreads the 4 KiB GETs over N objects and files (default 1,000), to
 measure a working set larger than the servers' caches of open files.
 Prints one "name value unit" line per figure (scripts/bench.sh collects
@@ -49,7 +50,8 @@ if QUICK:
 else:
     BIG, SECS = 1 << 30, 10
 GET_ONLY = "--get-only" in sys.argv[2:]
-if GET_ONLY:
+PUT_ONLY = "--put-only" in sys.argv[2:] and not GET_ONLY
+if GET_ONLY or PUT_ONLY:
     BIG = 1 << 20   # the large phase does not run
 SMALL, NSMALL = 4096, 1000
 if "--keys" in sys.argv[2:]:
@@ -427,8 +429,11 @@ def small_phase(work, cairn, nginx, presigned):
         wrk("s3_nginx_get_4k_c%d" % c, nginx.url, get_n, c, nginx.proc.pid)
         wrk("s3_get_4k_c%d" % c, cairn.url, get_c, c, cairn.proc.pid)
         wrk("s3_presigned_get_4k_c%d" % c, cairn.url, get_p, c, cairn.proc.pid)
-    if GET_ONLY:
-        return
+    if not GET_ONLY:
+        put_phase(work, cairn, nginx)
+
+
+def put_phase(work, cairn, nginx):
     filler = os.urandom(SMALL - 32)
     for c in CONNS:
         run = "c%d" % c
@@ -535,6 +540,12 @@ def main():
     try:
         nginx = Nginx(work)
         cairn = Cairnd(work)
+        if PUT_ONLY:
+            cairn.client().create_bucket(Bucket=BUCKET, ACL="public-read-write")
+            say("s3_secs_per_wrk_run", SECS, "s")
+            note("4 KiB PUT only, %d s per run" % SECS)
+            put_phase(work, cairn, nginx)
+            return 0
         note("data: %d x 4 KiB, %d MiB (cairn %s, nginx %s)" % (NSMALL, BIG >> 20, cairn.url, nginx.url))
         big_path = os.path.join(work, "big.bin")
         small = make_files(nginx, big_path)

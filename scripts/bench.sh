@@ -256,8 +256,21 @@ if [ -x "$BUILD/cairnd" ] && [ -x "$BUILD/cairn" ]; then
   if [ "$QUICK" = 1 ]; then SCRIBE_ARGS=--quick; else SCRIBE_ARGS=; fi
   TMPDIR=$WORK $PY "$ROOT/bench/scribe.py" "$BUILD" $SCRIBE_ARGS | tee -a "$RES" ||
     say "skip_scribe 0 - scribe_bench_failed"
+  note "scribe: verified against plain sync of a 100,000-file tree (bench_scribe_verified)"
+  TMPDIR=$WORK $PY "$ROOT/bench/scribe.py" "$BUILD" --verified $SCRIBE_ARGS | tee -a "$RES" ||
+    say "skip_scribe_v 0 - scribe_verified_bench_failed"
 else
   say "skip_scribe 0 - scribe_bench_not_built"
+fi
+
+# ---- Scribe protocol 4: a 1 GiB get over TLS vs plaintext sendfile (bench/scribe.py --tls),
+# handshakes/s with a cold vs cached authorization lease (bench/scribe_handshakes.py) --
+if [ -x "$BUILD/cairnd" ] && [ -x "$BUILD/cairn" ]; then
+  note "scribe protocol 4: 1 GiB get TLS vs plaintext, handshakes cold vs cached lease"
+  TMPDIR=$WORK $PY "$ROOT/bench/scribe.py" "$BUILD" --tls $SCRIBE_ARGS | tee -a "$RES" ||
+    say "skip_scribe_h 0 - scribe_tls_bench_failed"
+  TMPDIR=$WORK $PY "$ROOT/bench/scribe_handshakes.py" "$BUILD" $SCRIBE_ARGS | tee -a "$RES" ||
+    say "skip_scribe_hs 0 - scribe_handshakes_bench_failed"
 fi
 
 # ---- the Scribe gateway against the storage server behind it (bench/scribe_gateway.py) --

@@ -4,6 +4,7 @@
 #ifndef CN_TEST_H
 #define CN_TEST_H
 
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,31 @@ static inline int cn_test_run(const cn_test_case_t *cases, size_t n)
         fflush(stdout);
     }
     return cn_test_failures ? 1 : 0;
+}
+
+/* ---- temp dirs ------------------------------------------------------------------
+ * A test's own directory: cn_test_tmpdir makes a new empty one named
+ * /tmp/cn-<tag>-XXXXXX and returns its path (heap: free it), or NULL;
+ * cn_test_rmtree removes a tree and everything in it (links not followed). */
+static inline char *cn_test_tmpdir(const char *tag)
+{
+    char tmpl[128];
+    snprintf(tmpl, sizeof tmpl, "/tmp/cn-%s-XXXXXX", tag);
+    return mkdtemp(tmpl) ? strdup(tmpl) : NULL;
+}
+
+static inline int cn_test_rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+static inline void cn_test_rmtree(const char *dir)
+{
+    if (dir && nftw(dir, cn_test_rm_one, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        fprintf(stderr, "# could not remove %s\n", dir);
 }
 
 #define CN_TEST(fn) \

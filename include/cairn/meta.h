@@ -239,6 +239,66 @@ CN_API cn_err_t cn_meta_execf(cn_meta_txn_t *txn, const char *sql, const char *t
 CN_API cn_err_t cn_meta_queryf(cn_meta_txn_t *txn, cn_meta_stmt_t **out, const char *sql,
                                const char *types, ...);
 
+/* ---- the fleet: change topics and job leases (src/meta/watch.c) -------------
+ * On PostgreSQL several nodes share one database and no memory.  A cache of
+ * database state that must not outlive a change made through another node
+ * keys its entries on a topic's generation; a job that must run on one node
+ * at a time holds a lease.  Both live on one dedicated connection per node,
+ * owned by one thread (the watcher, cn_meta_watch_start).  On SQLite every
+ * process shares the data directory and these are no-ops (below).
+ * docs/fleet.md, "Cache invalidation across nodes" and "Job leases". */
+
+/* How old (ms) the watcher's last successful read of the topics may be for
+ * cn_meta_topic_gen to answer true: the bound on how long a cache keyed on a
+ * topic can serve a state another node has changed. */
+#define CN_META_TOPIC_FRESH_MS 1500
+
+/* Creates what cn_meta_notify writes (idempotent: a migration of the
+ * "fleet" component).  Call it at open in a service that notifies.
+ * SQLite: nothing, 0.  Errors as cn_meta_migrate. */
+CN_API cn_err_t cn_meta_notify_init(cn_meta_t *meta);
+
+/* Inside txn, a write transaction of meta: topic (1 to 32 of [a-z0-9_.-])
+ * changed.  On PostgreSQL it bumps the topic's generation row and sends a
+ * NOTIFY, both delivered by the commit (nothing if txn rolls back); every
+ * node's watcher sees the new generation at once, or within a second when
+ * the notice is lost.  Call it last in the body (it holds the topic's row
+ * lock until the commit).  SQLite: nothing, 0.  Errors as cn_meta_step. */
+CN_API cn_err_t cn_meta_notify(cn_meta_t *meta, cn_meta_txn_t *txn, const char *topic);
+
+/* Starts the watcher of meta (once; a second call is a no-op): on
+ * PostgreSQL one more connection to the same database and a thread that
+ * listens for notices, reads the topic generations when told and at least
+ * every second, and takes the leases asked for.  A database that does not
+ * answer after the first read is not an error: the thread keeps trying.
+ * Runs cn_meta_notify_init first.  SQLite: nothing.  Stopped by
+ * cn_meta_close.  Errors: cn_meta_notify_init's, -ENOMEM, -errno. */
+CN_API cn_err_t cn_meta_watch_start(cn_meta_t *meta);
+
+/* topic's generation as this node last read it, in *gen.  true: a cache may
+ * key entries on *gen (filed under the value read before the read
+ * transaction that produced them, and served only while it is still
+ * returned): the read is younger than CN_META_TOPIC_FRESH_MS.  false: the
+ * watcher is behind, not started, or cut off: cache nothing.  Never blocks.
+ * SQLite: true and 0 (no other node). */
+CN_API bool cn_meta_topic_gen(cn_meta_t *meta, const char *topic, uint64_t *gen);
+
+/* Waits, at most timeout_ms, until the watcher has read the topics in a
+ * read begun after this call: a writer that just committed cn_meta_notify
+ * then sees its own bump in cn_meta_topic_gen (no needless miss of a state
+ * cached right after).  Returns at once on SQLite or without a watcher. */
+CN_API void cn_meta_topic_sync(cn_meta_t *meta, unsigned timeout_ms);
+
+/* Single-runner jobs.  true when this node holds the lease on job (1 to 32
+ * of [a-z0-9_.-]): run the job now.  The first call asks the watcher to
+ * take it; the watcher tries every second while it is free, and a lease
+ * whose connection stopped answering (no read for 3 s) is dropped (a node that died or was
+ * cut off loses it when the server ends its session).  At most 16 jobs.
+ * Never blocks.  PostgreSQL: a session advisory lock on the watcher's
+ * connection; false without a started watcher.  SQLite: always true (one
+ * process runs the jobs of its data directory). */
+CN_API bool cn_meta_lease(cn_meta_t *meta, const char *job);
+
 #ifdef __cplusplus
 }
 #endif

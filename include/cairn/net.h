@@ -115,6 +115,13 @@ typedef struct cn_adapter {
      * must not block beyond short locks, a metadata read and a page-cache
      * read of a small file.  May be NULL. */
     int (*fast)(void *cstate, cn_conn_t *c, const uint8_t *head);
+
+    /* An idle connection (between requests, after the first) counts as
+     * pending again: against its source's pending share, and evictable as
+     * the oldest pending one when the table is full (the SAU2 listener:
+     * docs/protocol/sau2.md section 11).  false: pending only until its
+     * first request. */
+    bool idle_pending;
 } cn_adapter_t;
 
 /* ---- limits -----------------------------------------------------------------
@@ -127,12 +134,15 @@ typedef struct cn_limits {
                                            none is pending, the newcomer gets busy() */
     unsigned max_pending_per_source;  /* 16: pending connections one source may hold
                                            (an IPv6 /64 is one source); more -> busy() */
-    unsigned max_conns_per_principal; /* not enforced (kept so that configurations
-                                           naming it still load): only max_conns refuses
-                                           a connection; see cn_conn_set_principal() */
+    unsigned max_conns_per_principal; /* 0 (off): connections one principal may hold,
+                                           enforced only by an adapter that binds with
+                                           cn_conn_claim_principal() (Scribe protocol 4:
+                                           64); cn_conn_set_principal() never refuses */
     uint64_t budget_bytes;            /* 128 MiB: request-body memory, whole listener */
     uint64_t budget_per_conn;         /* 16 MiB: one connection's share */
     uint64_t budget_per_principal;    /* 32 MiB: all connections of one principal */
+    uint64_t budget_anonymous;        /* 0 (off): all connections without a principal
+                                           together (Scribe protocol 4: 64 MiB) */
     int64_t handshake_ms;             /* 10000: accept -> TLS + open() done (must be > 0) */
     int64_t idle_ms;                  /* 60000: between requests (must be > 0) */
     int64_t io_floor_ms;              /* 30000: cn_conn_deadline_for() floor */
@@ -321,13 +331,30 @@ CN_API uint64_t cn_conn_id(const cn_conn_t *c);
  * key again is a no-op that takes no lock.  The owning worker, in open()
  * or serve().  Errors: -ENOMEM (nothing changed). */
 CN_API cn_err_t cn_conn_set_principal(cn_conn_t *c, const char *key);
+/* cn_conn_set_principal() for a protocol whose contract has a busy answered
+ * before authentication completes (Scribe protocol 4's "too many concurrent
+ * connections for this identity"): CN_E_BUSY, nothing changed, when key
+ * already holds the listener's max_conns_per_principal connections (c
+ * itself not counted; 0 = no cap).  Errors: CN_E_BUSY, -ENOMEM. */
+CN_API cn_err_t cn_conn_claim_principal(cn_conn_t *c, const char *key);
+
+/* Anonymous-request permits (Scribe protocol 4's handshake admission): an
+ * adapter takes one for an anonymous caller's handshake work, so that
+ * anonymous callers together occupy at most half the handshake pool's
+ * workers (at least 1) of a listener and signed-in ones always find one.
+ * CN_E_BUSY when none is left (nothing taken); taking a second one on c is
+ * a no-op.  Released by cn_conn_anon_permit_release, or at the close.
+ * Thread: the owner of c. */
+CN_API cn_err_t cn_conn_anon_permit_take(cn_conn_t *c);
+CN_API void cn_conn_anon_permit_release(cn_conn_t *c);
 
 /* ---- request-body memory budget ----------------------------------------------------
  * Reserve BEFORE allocating; release when the request completes or is
  * cancelled.  Whatever is still reserved when the connection closes is
  * released then.  Thread: the owner of c.  Errors: CN_E_BUSY when the
- * connection's, the principal's or the listener's share would be exceeded
- * (nothing reserved; refuse the request, do not wait). */
+ * connection's, the principal's, the listener's or (for a connection with
+ * no principal) the anonymous share would be exceeded (nothing reserved;
+ * refuse the request, do not wait). */
 CN_API cn_err_t cn_conn_budget_reserve(cn_conn_t *c, uint64_t n);
 /* Releases n bytes (clamped to what c holds). */
 CN_API void cn_conn_budget_release(cn_conn_t *c, uint64_t n);

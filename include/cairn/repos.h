@@ -918,6 +918,19 @@ typedef struct cn_repos_witness {
 CN_API cn_err_t cn_repos_get_chunks(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
                                     const cn_repos_witness_t *w, uint32_t n, cn_repos_obj_t *out);
 
+/* get_objects and presence for a public-only caller (an anonymous caller
+ * of a public-read repository on protocol 4, docs/protocol/scribe.md 16.1):
+ * as cn_repos_get_lookup, but out[i] is present only when refs[i] is a
+ * commit of the repository or a manifest accepted in it; chunks, change
+ * sets and staged manifests are absent objects, never an error.  One read
+ * transaction (the acceptance search of cn_repos_get_chunks, for the asked
+ * manifests the repository holds); read permission.  Errors: MALFORMED (n
+ * outside 1..8,192), REPOSITORY_NOT_FOUND, LIMIT_EXCEEDED (CN_E_LIMIT: a
+ * held manifest not decided in CN_REPOS_HISTORY_BUDGET commits), store and
+ * meta errors. */
+CN_API cn_err_t cn_repos_get_public(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                                    const cn_repos_objref_t *refs, uint32_t n, cn_repos_obj_t *out);
+
 /* repository_mounts (31): the [mounts.NAME] declarations of the
  * `.scribe/config.toml` held by branch's snapshot at change (inside its
  * lifetime), sorted by name, into *out (cn_repo_config_free; only its

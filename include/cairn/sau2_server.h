@@ -30,6 +30,19 @@ extern "C" {
 CN_API cn_err_t cn_auth_listener_files(cn_auth_t *a, const char *data_dir, char *cert, char *key,
                                        size_t cap);
 
+/* The certificate of a storage listener served beside this auth (cairnd
+ * --scribe-tls ADDR --auth ADDR without --scribe-tls-cert/-key): an ECDSA
+ * P-256 certificate issued by the server CA for localhost, the loopback
+ * addresses and addr's host (the machine's name for a wildcard address),
+ * valid one year, in data_dir/auth/scribe-tls.pem (then the server CA) and
+ * .key, mode 0600; issued anew when missing, unreadable, not this server
+ * CA's, not for addr's host or within 30 days of expiry (*issued true).
+ * cert and key get the paths (cap bytes each), fp the certificate's SHA-256
+ * in hex.  Errors: CN_E_NOT_FOUND (no auth state), CN_E_INVALID, -errno. */
+CN_API cn_err_t cn_auth_storage_tls_files(cn_meta_t *meta, const char *data_dir, const char *addr,
+                                          char *cert, char *key, size_t cap, char fp[65],
+                                          bool *issued);
+
 /* The caller a TLS client certificate stands for.  peer NULL: no
  * certificate, *out = { present = false }, 0.  Otherwise
  * cn_auth_cert_verify against the credential CA (so access, server and

@@ -512,6 +512,10 @@ typedef struct cn_ws_row {
     uint16_t ntags;
     uint64_t created_ms;
     bool has_locks, mine; /* mine: the workspace of DIR */
+    /* The owner id (the first 16 bytes of BLAKE3 of the registering account,
+     * docs/protocol/scribe.md 15.6) in hex, "" for a row without an owner
+     * (plaintext, anonymous).  The wire carries no owner name. */
+    char owner[33];
 } cn_ws_row_t;
 typedef cn_err_t (*cn_ws_row_fn)(void *ctx, const cn_ws_row_t *w);
 /* The repository's live workspaces (all: every principal's; plaintext

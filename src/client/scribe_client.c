@@ -38,9 +38,11 @@ struct cn_scribe_client {
     bool lz4;
     int connect_ms, io_ms;
     int fd;
-    bool tls;            /* protocol 4: a scribes:// endpoint */
-    SSL_CTX *tls_ctx;    /* owned by the root client */
-    bool direct;         /* protocol 4: tls_ctx presents an access certificate (caller 1) */
+    bool tls;          /* protocol 4: a scribes:// endpoint */
+    SSL_CTX *tls_ctx;  /* owned by the root client, swapped under tlsmu */
+    bool direct;       /* protocol 4: tls_ctx presents an access certificate (caller 1) */
+    uint64_t renew_at; /* direct: when tls_ctx's certificate is due (scribe_tls.h) */
+    pthread_mutex_t tlsmu;
     SSL *ssl;            /* while connected over TLS */
     uint8_t binding[32]; /* protocol 4: the control session's binding secret */
     uint8_t compression; /* accepted by the server */
@@ -305,13 +307,46 @@ static cn_err_t recv_reply(cn_scribe_client_t *cl, uint16_t op, cn_scribe_hdr_t 
     return CN_OK;
 }
 
+/* The root's TLS context for a new connection (reconnect or data
+ * connection), referenced for the caller: rebuilt first, with a new access
+ * certificate, once the current one has lived half its lifetime by the
+ * monotonic clock.  A failed renewal keeps the current context (its
+ * certificate stays valid until notAfter; data connections must keep the
+ * control's caller mode) and is retried no sooner than 30 s later. */
+static SSL_CTX *tls_ctx_ref(cn_scribe_client_t *r)
+{
+    pthread_mutex_lock(&r->tlsmu);
+    if (r->direct && cn__scribe_tls_renew_due(r->renew_at)) {
+        SSL_CTX *n = NULL;
+        bool direct = false;
+        uint64_t at = 0;
+        char msg[400] = "";
+        cn_err_t e = cn__scribe_tls_ctx(NULL, &n, msg, sizeof msg);
+        if (e >= 0)
+            e = cn__scribe_tls_identity(n, true, &direct, &at, msg, sizeof msg);
+        if (e >= 0 && direct) {
+            SSL_CTX_free(r->tls_ctx); /* connections made with it hold their own reference */
+            r->tls_ctx = n;
+            r->renew_at = at;
+        } else {
+            SSL_CTX_free(n);
+            r->renew_at = cn__scribe_tls_clock() + 30 * UINT64_C(1000000000);
+        }
+    }
+    SSL_CTX *c = r->tls_ctx;
+    SSL_CTX_up_ref(c);
+    pthread_mutex_unlock(&r->tlsmu);
+    return c;
+}
+
 static cn_err_t connect_hello(cn_scribe_client_t *cl, cn_scribe_cerr_t *err)
 {
     CN_TRY(dial(cl, err));
     if (cl->tls) {
         char msg[400] = "";
-        cn_err_t te =
-            cn__scribe_tls_connect(cl->root->tls_ctx, cl->fd, cl->host, &cl->ssl, msg, sizeof msg);
+        SSL_CTX *ctx = tls_ctx_ref(cl->root);
+        cn_err_t te = cn__scribe_tls_connect(ctx, cl->fd, cl->host, &cl->ssl, msg, sizeof msg);
+        SSL_CTX_free(ctx);
         if (te < 0) {
             set_err(err, 0, "%s", msg);
             drop(cl);
@@ -425,13 +460,15 @@ static cn_err_t client_new(const cn_scribe_client_cfg_t *cfg, cn_scribe_client_t
     cl->root = parent ? parent : cl;
     cl->tls = parent ? parent->tls : cl->tls;
     pthread_mutex_init(&cl->pmu, NULL);
+    pthread_mutex_init(&cl->tlsmu, NULL);
     cn_err_t e = CN_OK;
     if (cl->tls && !parent) {
         char msg[400] = "";
         e = cn__scribe_tls_ctx(NULL, &cl->tls_ctx, msg, sizeof msg);
         /* Signed in (`cairn repo login`): the access certificate. */
         if (e >= 0)
-            e = cn__scribe_tls_identity(cl->tls_ctx, &cl->direct, msg, sizeof msg);
+            e = cn__scribe_tls_identity(cl->tls_ctx, false, &cl->direct, &cl->renew_at, msg,
+                                        sizeof msg);
         if (e < 0)
             set_err(err, 0, "%s", msg);
     }
@@ -458,6 +495,7 @@ void cn_scribe_client_free(cn_scribe_client_t *cl)
     for (int k = 0; k < CN_SCRIBE_CLIENT_MAX_DATA; k++)
         cn_scribe_client_free(cl->data[k]);
     pthread_mutex_destroy(&cl->pmu);
+    pthread_mutex_destroy(&cl->tlsmu);
     drop(cl);
     cn_buf_free(&cl->out);
     cn_buf_free(&cl->in);
@@ -767,8 +805,9 @@ static cn_err_t put_serial(cn_scribe_client_t *cl, const uint8_t repo[16],
 typedef struct lane {
     cn_scribe_client_t *cl;
     const uint8_t *repo;
-    const cn_scribe_client_obj_t *objs; /* put */
-    const cn_scribe_client_ref_t *refs; /* get */
+    const cn_scribe_client_obj_t *objs;  /* put */
+    const cn_scribe_client_ref_t *refs;  /* get_objects */
+    const cn_scribe_client_witness_t *w; /* get_chunks */
     size_t off, n;
     unsigned index;
     cn_scribe_client_lane_sink_fn sink;
@@ -859,38 +898,44 @@ cn_err_t cn_scribe_client_put(cn_scribe_client_t *cl, const uint8_t repo[16],
     return CN_OK;
 }
 
-static cn_err_t get_serial(cn_scribe_client_t *cl, const uint8_t repo[16],
-                           const cn_scribe_client_ref_t *refs, size_t n, size_t base, unsigned lane,
-                           cn_scribe_client_sink_fn sink, cn_scribe_client_lane_sink_fn lsink,
-                           void *ctx, cn_scribe_cerr_t *err);
+/* What one stream fetches: objects by reference (get_objects, refs) or
+ * chunks against their witnesses (get_chunks, w); exactly one is set. */
+typedef struct get_what {
+    const cn_scribe_client_ref_t *refs;
+    const cn_scribe_client_witness_t *w;
+} get_what_t;
+
+static cn_err_t get_serial(cn_scribe_client_t *cl, const uint8_t repo[16], get_what_t what,
+                           size_t n, size_t base, unsigned lane, cn_scribe_client_sink_fn sink,
+                           cn_scribe_client_lane_sink_fn lsink, void *ctx, cn_scribe_cerr_t *err);
 
 static void *get_lane(void *arg)
 {
     lane_t *l = arg;
-    l->e = get_serial(l->cl, l->repo, l->refs + l->off, l->n, l->off, l->index, NULL, l->sink,
-                      l->ctx, &l->err);
+    get_what_t what = { l->refs ? l->refs + l->off : NULL, l->w ? l->w + l->off : NULL };
+    l->e = get_serial(l->cl, l->repo, what, l->n, l->off, l->index, NULL, l->sink, l->ctx, &l->err);
     return NULL;
 }
 
 #define GET_LANE_MIN 64 /* objects per lane before more lanes are opened */
 
-cn_err_t cn_scribe_client_get_lanes(cn_scribe_client_t *cl, const uint8_t repo[16],
-                                    const cn_scribe_client_ref_t *refs, size_t n,
-                                    cn_scribe_client_lane_sink_fn sink, void *ctx,
-                                    cn_scribe_cerr_t *err)
+/* Fetches what's n items over up to five connections, contiguous slices. */
+static cn_err_t get_lanes(cn_scribe_client_t *cl, const uint8_t repo[16], get_what_t what, size_t n,
+                          cn_scribe_client_lane_sink_fn sink, void *ctx, cn_scribe_cerr_t *err)
 {
     int want = (int)(n / GET_LANE_MIN);
     if (want > 1 + CN_SCRIBE_CLIENT_MAX_DATA)
         want = 1 + CN_SCRIBE_CLIENT_MAX_DATA;
     if (want <= 1 || !cl->ndata)
-        return get_serial(cl, repo, refs, n, 0, 0, NULL, sink, ctx, err);
+        return get_serial(cl, repo, what, n, 0, 0, NULL, sink, ctx, err);
     lane_t ls[1 + CN_SCRIBE_CLIENT_MAX_DATA];
     memset(ls, 0, sizeof ls);
     int nl = lanes_open(cl, ls, want, err);
     size_t per = n / (size_t)nl, at = 0;
     for (int k = 0; k < nl; k++) {
         ls[k].repo = repo;
-        ls[k].refs = refs;
+        ls[k].refs = what.refs;
+        ls[k].w = what.w;
         ls[k].off = at;
         ls[k].n = k == nl - 1 ? n - at : per;
         ls[k].index = (unsigned)k;
@@ -901,11 +946,32 @@ cn_err_t cn_scribe_client_get_lanes(cn_scribe_client_t *cl, const uint8_t repo[1
     return lanes_run(ls, nl, get_lane, err);
 }
 
+cn_err_t cn_scribe_client_get_lanes(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                    const cn_scribe_client_ref_t *refs, size_t n,
+                                    cn_scribe_client_lane_sink_fn sink, void *ctx,
+                                    cn_scribe_cerr_t *err)
+{
+    return get_lanes(cl, repo, (get_what_t){ refs, NULL }, n, sink, ctx, err);
+}
+
+cn_err_t cn__scribe_client_get_chunks_lanes(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                            const cn_scribe_client_witness_t *w, size_t n,
+                                            cn_scribe_client_lane_sink_fn sink, void *ctx,
+                                            cn_scribe_cerr_t *err)
+{
+    return get_lanes(cl, repo, (get_what_t){ NULL, w }, n, sink, ctx, err);
+}
+
+bool cn__scribe_client_anonymous(const cn_scribe_client_t *cl)
+{
+    return cl->tls && !cl->root->direct;
+}
+
 cn_err_t cn_scribe_client_get(cn_scribe_client_t *cl, const uint8_t repo[16],
                               const cn_scribe_client_ref_t *refs, size_t n,
                               cn_scribe_client_sink_fn sink, void *ctx, cn_scribe_cerr_t *err)
 {
-    return get_serial(cl, repo, refs, n, 0, 0, sink, NULL, ctx, err);
+    return get_serial(cl, repo, (get_what_t){ refs, NULL }, n, 0, 0, sink, NULL, ctx, err);
 }
 
 /* Receives the streamed reply of get_objects or get_chunks to a request of
@@ -989,35 +1055,53 @@ static cn_err_t get_items(cn_scribe_client_t *cl, uint32_t m, size_t first, unsi
     return e;
 }
 
-/* Fetches refs[0..n) (indices reported as base + i) on one connection. */
-static cn_err_t get_serial(cn_scribe_client_t *cl, const uint8_t repo[16],
-                           const cn_scribe_client_ref_t *refs, size_t n, size_t base, unsigned lane,
-                           cn_scribe_client_sink_fn sink, cn_scribe_client_lane_sink_fn lsink,
-                           void *ctx, cn_scribe_cerr_t *err)
+/* Encodes what's items [at, at + m) as one request into cl->out: a
+ * get_objects or a get_chunks (scratch holds the wire rows). */
+static cn_err_t get_request(cn_scribe_client_t *cl, const uint8_t repo[16], get_what_t what,
+                            size_t at, uint32_t m, void *scratch)
+{
+    cn_buf_reset(&cl->out);
+    if (what.w) {
+        cn_scribe_witness_t *v = scratch;
+        cn_scribe_id_t id;
+        memcpy(id.b, repo, 16);
+        for (uint32_t i = 0; i < m; i++)
+            v[i] = (cn_scribe_witness_t){ what.w[at + i].chunk, what.w[at + i].manifest };
+        return cn_scribe_enc_chunks_req(&cl->out, CODEC(cl), &id, v, m);
+    }
+    cn_scribe_objref_t *r = scratch;
+    for (uint32_t i = 0; i < m; i++) {
+        r[i].kind = what.refs[at + i].kind;
+        r[i].id = what.refs[at + i].id;
+    }
+    cn_scribe_objs_req_t q;
+    memset(&q, 0, sizeof q);
+    memcpy(q.repo.b, repo, 16);
+    q.count = m;
+    return cn_scribe_enc_objs_req(&cl->out, CODEC(cl), CN_SCRIBE_OP_GET_OBJECTS, &q, r);
+}
+
+/* Fetches what's items [0, n) (indices reported as base + i) on one
+ * connection, in requests of at most 8,192 objects or 1,024 witnesses. */
+static cn_err_t get_serial(cn_scribe_client_t *cl, const uint8_t repo[16], get_what_t what,
+                           size_t n, size_t base, unsigned lane, cn_scribe_client_sink_fn sink,
+                           cn_scribe_client_lane_sink_fn lsink, void *ctx, cn_scribe_cerr_t *err)
 {
     CN_TRY(blk_buffers(cl));
-    cn_scribe_objref_t *r = malloc(CN_SCRIBE_MAX_BATCH * sizeof *r);
-    if (!r)
+    size_t batch = what.w ? CN_SCRIBE_MAX_WITNESSES : CN_SCRIBE_MAX_BATCH;
+    uint16_t op = what.w ? CN_SCRIBE_OP_GET_CHUNKS : CN_SCRIBE_OP_GET_OBJECTS;
+    void *scratch =
+        malloc(what.w ? batch * sizeof(cn_scribe_witness_t) : batch * sizeof(cn_scribe_objref_t));
+    if (!scratch)
         return -ENOMEM;
     cn_err_t e = CN_OK;
-    for (size_t at = 0; at < n && e >= 0; at += CN_SCRIBE_MAX_BATCH) {
-        uint32_t m = (uint32_t)(n - at < CN_SCRIBE_MAX_BATCH ? n - at : CN_SCRIBE_MAX_BATCH);
-        for (uint32_t i = 0; i < m; i++) {
-            r[i].kind = refs[at + i].kind;
-            r[i].id = refs[at + i].id;
-        }
-        cn_scribe_objs_req_t q;
-        memset(&q, 0, sizeof q);
-        memcpy(q.repo.b, repo, 16);
-        q.count = m;
-        cn_buf_reset(&cl->out);
-        if ((e = cn_scribe_enc_objs_req(&cl->out, CODEC(cl), CN_SCRIBE_OP_GET_OBJECTS, &q, r)) <
-                0 ||
-            (e = call(cl, CN_SCRIBE_OP_GET_OBJECTS, err)) < 0)
+    for (size_t at = 0; at < n && e >= 0; at += batch) {
+        uint32_t m = (uint32_t)(n - at < batch ? n - at : batch);
+        if ((e = get_request(cl, repo, what, at, m, scratch)) < 0 || (e = call(cl, op, err)) < 0)
             break;
         e = get_items(cl, m, base + at, lane, sink, lsink, ctx);
     }
-    free(r);
+    free(scratch);
     return e;
 }
 
@@ -1027,23 +1111,7 @@ cn_err_t cn_scribe_client_get_chunks(cn_scribe_client_t *cl, const uint8_t repo[
                                      cn_scribe_client_sink_fn sink, void *ctx,
                                      cn_scribe_cerr_t *err)
 {
-    CN_TRY(blk_buffers(cl));
-    cn_scribe_id_t id;
-    memcpy(id.b, repo, 16);
-    cn_scribe_witness_t v[CN_SCRIBE_MAX_WITNESSES];
-    cn_err_t e = CN_OK;
-    for (size_t at = 0; at < n && e >= 0; at += CN_SCRIBE_MAX_WITNESSES) {
-        uint32_t m =
-            (uint32_t)(n - at < CN_SCRIBE_MAX_WITNESSES ? n - at : CN_SCRIBE_MAX_WITNESSES);
-        for (uint32_t i = 0; i < m; i++)
-            v[i] = (cn_scribe_witness_t){ w[at + i].chunk, w[at + i].manifest };
-        cn_buf_reset(&cl->out);
-        if ((e = cn_scribe_enc_chunks_req(&cl->out, CODEC(cl), &id, v, m)) < 0 ||
-            (e = call(cl, CN_SCRIBE_OP_GET_CHUNKS, err)) < 0)
-            break;
-        e = get_items(cl, m, at, 0, sink, NULL, ctx);
-    }
-    return e;
+    return get_serial(cl, repo, (get_what_t){ NULL, w }, n, 0, 0, sink, NULL, ctx, err);
 }
 
 static void mount_from(const cn_scribe_mount_t *m, cn_scribe_client_mount_t *out)

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void ssl_reason(char *msg, size_t msz, const char *what)
 {
@@ -213,19 +214,35 @@ static int signin_file(signin_t *s, char *msg, size_t msz)
     return s->signed_in ? 1 : -1;
 }
 
-/* Whether the cached access certificate may still be used: it certifies the
- * device key, and less than half its lifetime has passed. */
-static bool access_fresh(X509 *x, EVP_PKEY *key)
+/* The seconds left of the first half of the cached access certificate's
+ * lifetime, by the wall clock (the certificate was fetched earlier, maybe
+ * by another process): > 0 when it may still be used, i.e. it certifies the
+ * device key and less than half its lifetime has passed; <= 0 otherwise. */
+static long access_left(X509 *x, EVP_PKEY *key)
 {
     int days = 0, secs = 0;
     const ASN1_TIME *nb = X509_get0_notBefore(x), *na = X509_get0_notAfter(x);
     if (X509_check_private_key(x, key) != 1 || ASN1_TIME_diff(&days, &secs, nb, na) != 1)
-        return false;
+        return 0;
     long life = (long)days * 86400 + secs;
     if (ASN1_TIME_diff(&days, &secs, nb, NULL) != 1)
-        return false;
+        return 0;
     long age = (long)days * 86400 + secs;
-    return age >= 0 && age < life / 2;
+    return age < 0 ? 0 : life / 2 - age;
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t (*cn__scribe_tls_clock)(void) = mono_ns;
+
+bool cn__scribe_tls_renew_due(uint64_t renew_at)
+{
+    return renew_at && cn__scribe_tls_clock() >= renew_at;
 }
 
 /* Asks the auth server for a new access certificate and keeps it: in the
@@ -265,13 +282,16 @@ static cn_err_t access_fetch(const signin_t *s, cn_buf_t *mem, char *msg, size_t
     return e;
 }
 
-/* The access certificate: the cached one when still fresh for key k, else
- * a new one from the auth server (one try).  NULL with msg set on failure. */
-static X509 *access_get(const signin_t *s, EVP_PKEY *k, cn_err_t *e, char *msg, size_t msz)
+/* The access certificate: the cached one when still fresh for key k
+ * (never when renew), else a new one from the auth server (one try); *left
+ * is the seconds left of its first half-life.  NULL with msg set on
+ * failure. */
+static X509 *access_get(const signin_t *s, EVP_PKEY *k, bool renew, long *left, cn_err_t *e,
+                        char *msg, size_t msz)
 {
     X509 *x = NULL;
     cn_buf_t mem = { 0 };
-    for (int attempt = 0; attempt < 2 && *e == CN_OK && !x; attempt++) {
+    for (int attempt = renew ? 1 : 0; attempt < 2 && *e == CN_OK && !x; attempt++) {
         if (attempt == 1)
             *e = access_fetch(s, &mem, msg, msz);
         if (*e != CN_OK)
@@ -281,7 +301,8 @@ static X509 *access_get(const signin_t *s, EVP_PKEY *k, cn_err_t *e, char *msg, 
                            : NULL;
         x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
         BIO_free(b);
-        if (x && !access_fresh(x, k)) {
+        *left = x ? access_left(x, k) : 0;
+        if (x && *left <= 0) {
             X509_free(x);
             x = NULL;
         }
@@ -294,10 +315,12 @@ static X509 *access_get(const signin_t *s, EVP_PKEY *k, cn_err_t *e, char *msg, 
     return x;
 }
 
-cn_err_t cn__scribe_tls_identity(struct ssl_ctx_st *ctx, bool *direct, char *msg, size_t msz)
+cn_err_t cn__scribe_tls_identity(struct ssl_ctx_st *ctx, bool renew, bool *direct,
+                                 uint64_t *renew_at, char *msg, size_t msz)
 {
     signin_t s;
     *direct = false;
+    *renew_at = 0;
     msg[0] = '\0';
     const char *anon = getenv("CAIRN_SCRIBE_ANONYMOUS");
     if (anon && !strcmp(anon, "1"))
@@ -320,13 +343,17 @@ cn_err_t cn__scribe_tls_identity(struct ssl_ctx_st *ctx, bool *direct, char *msg
         return CN_E_INVALID;
     }
     cn_err_t e = CN_OK;
-    X509 *x = access_get(&s, k, &e, msg, msz);
+    long left = 0;
+    uint64_t now = cn__scribe_tls_clock();
+    X509 *x = access_get(&s, k, renew, &left, &e, msg, msz);
     if (e == CN_OK &&
         (SSL_CTX_use_certificate(ctx, x) != 1 || SSL_CTX_use_PrivateKey(ctx, k) != 1)) {
         ssl_reason(msg, msz, "cannot use the access certificate");
         e = CN_E_INVALID;
     }
     *direct = e == CN_OK;
+    if (*direct) /* from now on by the monotonic clock, whatever the wall clock does */
+        *renew_at = now + (uint64_t)left * 1000000000u;
     X509_free(x);
     EVP_PKEY_free(k);
     ERR_clear_error();

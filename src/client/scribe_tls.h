@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct ssl_ctx_st;
 struct ssl_st;
@@ -28,14 +29,26 @@ cn_err_t cn__scribe_tls_connect(struct ssl_ctx_st *ctx, int fd, const char *host
 /* The signed-in user's access certificate and device key as ctx's client
  * certificate (*direct true: caller tag 1), from the sign-in state of
  * `cairn repo login`, asking the auth server for a new certificate when the
- * cached one (auth.access) has lived half its lifetime or certifies another
- * key.  CAIRN_AUTH_CREDENTIAL=FILE (a credential file; CAIRN_AUTH_KEY for
- * one without a key) replaces the sign-in: a new access certificate per
- * context, kept in memory.  Not signed in, or CAIRN_SCRIBE_ANONYMOUS=1 (the sign-in is for
- * another server's auth): CN_OK, *direct false (an anonymous caller).  Errors:
- * the state is unusable or auth refused (CN_E_AUTH) or unreachable; msg
- * says why. */
-cn_err_t cn__scribe_tls_identity(struct ssl_ctx_st *ctx, bool *direct, char *msg, size_t msz);
+ * cached one (auth.access) has lived half its lifetime, certifies another
+ * key, or renew is set.  CAIRN_AUTH_CREDENTIAL=FILE (a credential file;
+ * CAIRN_AUTH_KEY for one without a key) replaces the sign-in: a new access
+ * certificate per context, kept in memory.  *renew_at (direct only, else 0)
+ * is the cn__scribe_tls_clock() instant the certificate reaches half its
+ * lifetime: a long-lived client renews by monotonic elapsed time, never by
+ * the wall clock alone (issue 21).  Not signed in, or
+ * CAIRN_SCRIBE_ANONYMOUS=1 (the sign-in is for another server's auth):
+ * CN_OK, *direct false (an anonymous caller).  Errors: the state is
+ * unusable or auth refused (CN_E_AUTH) or unreachable; msg says why. */
+cn_err_t cn__scribe_tls_identity(struct ssl_ctx_st *ctx, bool renew, bool *direct,
+                                 uint64_t *renew_at, char *msg, size_t msz);
+
+/* The clock renewals are measured on: CLOCK_MONOTONIC in nanoseconds.  A
+ * variable only so that unit tests can inject one. */
+extern uint64_t (*cn__scribe_tls_clock)(void);
+
+/* Whether a context whose cn__scribe_tls_identity gave renew_at must be
+ * rebuilt before a new connection (never when renew_at is 0). */
+bool cn__scribe_tls_renew_due(uint64_t renew_at);
 
 /* One write or read through ssl: *done bytes (> 0) or an error: CN_E_CLOSED
  * (peer closed), CN_E_TIMEOUT (the socket's timeout), -EIO. */

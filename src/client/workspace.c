@@ -430,8 +430,10 @@ static cn_err_t sync_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws
 static cn_err_t sync_verb(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
                           void *arg, cn_ws_error_t *err)
 {
+    uint64_t was = s->change;
     CN_TRY(sync_open(cl, s, o, arg, err));
-    return cn__ws_mounts_apply(cl, s, o, arg, err);
+    CN_TRY(cn__ws_mounts_apply(cl, s, o, arg, err));
+    return cn__ws_mounts_prune(cl, s, was, o);
 }
 
 cn_err_t cn_ws_sync(const char *dir, const cn_ws_opts_t *opts, cn_ws_sync_result_t *res,

@@ -3,10 +3,16 @@
  * Every file to fetch is one job.  Their manifests come in one get_objects
  * stream, then all their chunks in file order in another, each written to a
  * temporary file that is renamed into place when its last chunk arrived and
- * checked against its id.  One syncfs at the end makes the batch durable
+ * checked against its id.  The chunks come by get_objects, or for an
+ * anonymous protocol-4 caller (a public-read repository, no credential) by
+ * get_chunks, each chunk with its file's manifest as witness
+ * (docs/protocol/scribe.md 16.1): a public-only caller has no raw-object
+ * access.  A chunk or manifest the server does not send is an error naming
+ * the file.  One syncfs at the end makes the batch durable
  * before the state names it.  It never writes a tracked path except by that
  * rename (or, for a symlink, by creating the link). */
 #include "workspace_int.h"
+#include "scribe_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,9 +35,11 @@ typedef struct lane_state {
 typedef struct fetch_ctx {
     cn__ws_state_t *s;
     cn__ws_job_t *jobs;
-    size_t *job_of;     /* chunk ref index -> job */
-    uint32_t *chunk_of; /* chunk ref index -> chunk index in its manifest */
-    uint64_t *off_of;   /* chunk ref index -> offset in its file */
+    size_t *job_of;                  /* chunk ref index -> job */
+    uint32_t *chunk_of;              /* chunk ref index -> chunk index in its manifest */
+    uint64_t *off_of;                /* chunk ref index -> offset in its file */
+    bool witnessed;                  /* chunks by get_chunks (an anonymous caller) */
+    cn_scribe_client_witness_t *wit; /* witnessed: chunk ref index -> (chunk, manifest) */
     lane_state_t lanes[1 + CN_SCRIBE_CLIENT_MAX_DATA];
     pthread_mutex_t mu; /* jobs' created, rc, err (remaining is atomic) */
     int pid;            /* names the temporary files */
@@ -56,9 +64,29 @@ static cn_err_t manifest_sink(void *ctx, size_t i, bool present, const void *p, 
 {
     (void)last;
     fetch_ctx_t *f = ctx;
-    if (!present)
+    if (!present) {
+        cn_ws_error_t le;
+        cn__ws_server(&le, CN_E_NOT_FOUND,
+                      "%s: the server did not send its manifest (the repository lacks it)",
+                      f->jobs[i].w->path);
+        lane_fail(f, CN_E_NOT_FOUND, &le);
         return CN_E_NOT_FOUND;
+    }
     return cn_buf_append(&f->jobs[i].menc, p, n);
+}
+
+/* Chunk ref i came back absent: the file it belongs to cannot be written. */
+static cn_err_t chunk_absent(fetch_ctx_t *f, size_t i)
+{
+    const cn__ws_job_t *j = &f->jobs[f->job_of[i]];
+    cn_ws_error_t le;
+    cn__ws_server(&le, CN_E_NOT_FOUND, "%s: the server did not send chunk %u of %u (%s)",
+                  j->w->path, f->chunk_of[i] + 1, j->m.count,
+                  f->witnessed ? "get_chunks refused its witness, the file's manifest, or the "
+                                 "repository lacks the chunk"
+                               : "the repository lacks it");
+    lane_fail(f, CN_E_NOT_FOUND, &le);
+    return CN_E_NOT_FOUND;
 }
 
 /* Creates the parent directories of full (a path under s->dir). */
@@ -150,7 +178,7 @@ static cn_err_t chunk_sink(void *ctx, unsigned lane, size_t i, bool present, con
     fetch_ctx_t *f = ctx;
     lane_state_t *l = &f->lanes[lane];
     if (!present)
-        return CN_E_NOT_FOUND;
+        return chunk_absent(f, i);
     size_t k = f->job_of[i];
     cn__ws_job_t *j = &f->jobs[k];
     cn_ws_error_t le;
@@ -246,6 +274,10 @@ static cn_err_t plan_chunks(cn_scribe_client_t *cl, fetch_ctx_t *f, size_t nj,
     cn_err_t e =
         nj ? cn_scribe_client_get(cl, f->s->repo_id, refs, nj, manifest_sink, f, &serr) : CN_OK;
     free(refs);
+    if (f->rc) { /* a manifest the server did not send: named */
+        *err = f->err;
+        return f->rc;
+    }
     if (e < 0)
         return cn__ws_fail(err, "fetching manifests", e, &serr);
     *total = 0;
@@ -265,7 +297,8 @@ static cn_err_t plan_chunks(cn_scribe_client_t *cl, fetch_ctx_t *f, size_t nj,
     f->job_of = malloc(n * sizeof *f->job_of);
     f->chunk_of = malloc(n * sizeof *f->chunk_of);
     f->off_of = malloc(n * sizeof *f->off_of);
-    if (!refs || !f->job_of || !f->chunk_of || !f->off_of)
+    bool wit_ok = !f->witnessed || (f->wit = malloc(n * sizeof *f->wit)) != NULL;
+    if (!refs || !f->job_of || !f->chunk_of || !f->off_of || !wit_ok)
         return cn__ws_file_fail(err, "out of memory fetching", f->s->dir, ENOMEM);
     size_t at = 0;
     for (size_t k = 0; k < nj; k++) {
@@ -288,6 +321,8 @@ static cn_err_t plan_chunks(cn_scribe_client_t *cl, fetch_ctx_t *f, size_t nj,
             f->job_of[at] = k;
             f->chunk_of[at] = c;
             f->off_of[at] = off;
+            if (f->witnessed)
+                f->wit[at] = (cn_scribe_client_witness_t){ ref.id, jobs[k].w->manifest };
             off += ref.len;
         }
     }
@@ -305,6 +340,7 @@ cn_err_t cn__ws_fetch_all(cn_scribe_client_t *cl, cn__ws_state_t *s, cn__ws_job_
     f->s = s;
     f->jobs = jobs;
     f->pid = (int)getpid();
+    f->witnessed = cn__scribe_client_anonymous(cl);
     pthread_mutex_init(&f->mu, NULL);
     for (size_t k = 0; k <= CN_SCRIBE_CLIENT_MAX_DATA; k++) {
         f->lanes[k].fd = -1;
@@ -318,9 +354,11 @@ cn_err_t cn__ws_fetch_all(cn_scribe_client_t *cl, cn__ws_state_t *s, cn__ws_job_
         goto out;
     cn__ws_progress_t pg;
     cn__ws_progress_start(&pg, cl, o, "fetching", total_bytes);
-    cn_err_t e = total
-                     ? cn_scribe_client_get_lanes(cl, s->repo_id, refs, total, chunk_sink, f, &serr)
-                     : CN_OK;
+    cn_err_t e = !total         ? CN_OK
+                 : f->witnessed ? cn__scribe_client_get_chunks_lanes(cl, s->repo_id, f->wit, total,
+                                                                     chunk_sink, f, &serr)
+                                : cn_scribe_client_get_lanes(cl, s->repo_id, refs, total,
+                                                             chunk_sink, f, &serr);
     cn__ws_progress_end(&pg);
     if (f->rc) {
         rc = f->rc;
@@ -347,6 +385,7 @@ out:
     free(f->job_of);
     free(f->chunk_of);
     free(f->off_of);
+    free(f->wit);
     pthread_mutex_destroy(&f->mu);
     free(f);
     return rc;

@@ -9,14 +9,20 @@
  * inherited from the parent); a mount that credential cannot find or
  * read is skipped and told to opts->notice.  Scans of the parent skip it
  * (workspace_scan.c).  Nesting is bounded (CN_WS_MOUNT_DEPTH): a cycle of
- * mounts stops there instead of recursing forever. */
+ * mounts stops there instead of recursing forever.  A mount the config no
+ * longer declares after a sync (its path gone from the list) has its nested
+ * workspace retired and removed when it is clean; one with local changes,
+ * locks or nested workspaces of its own is kept and told to opts->notice.
+ * It never deletes a file a status would report. */
 #include "workspace_int.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CN_WS_MOUNT_DEPTH 8
 
@@ -123,4 +129,109 @@ cn_err_t cn__ws_mounts_apply(cn_scribe_client_t *cl, const cn__ws_state_t *s, co
     mount_depth--;
     free(rows);
     return e;
+}
+
+/* ---- mounts no longer declared ---------------------------------------------------------- */
+static _Thread_local const char *walk_root;
+static _Thread_local bool walk_nested;
+
+static int find_nested(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st;
+    (void)flag;
+    size_t n = strlen(path), r = strlen(walk_root);
+    /* a .cairn/state below the root's own: another workspace inside */
+    if (n > r + 13 && !strcmp(path + n - 13, "/.cairn/state") && f->level > 2)
+        walk_nested = true;
+    return walk_nested;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st;
+    (void)flag;
+    (void)f;
+    return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* Why the nested workspace at dir must stay (NULL: it may go): local
+ * changes, a workspace inside it, locks it holds (its retirement refused). */
+static const char *must_keep(const char *dir, const cn_ws_opts_t *o2)
+{
+    cn_ws_status_t *st = NULL;
+    cn_ws_error_t e;
+    if (cn_ws_status(dir, o2, &st, &e) < 0)
+        return "its status cannot be read";
+    bool dirty = st->n > 0;
+    cn_ws_status_free(st);
+    if (dirty)
+        return "it has local changes";
+    walk_root = dir;
+    walk_nested = false;
+    nftw(dir, find_nested, 16, FTW_PHYS);
+    if (walk_nested)
+        return "it holds workspaces of its own";
+    uint64_t retired;
+    /* its row on the server is retired first (a failure other than held
+     * locks, an anonymous caller's for one, leaves only a stale row) */
+    if (cn_ws_remove(dir, NULL, o2, &retired, &e) == CN_E_CONFLICT)
+        return "it holds locks";
+    return NULL;
+}
+
+/* Removes the nested workspace at s->dir/PATH (then its empty parents up to
+ * s->dir), or keeps it and says why. */
+static void prune_one(const cn__ws_state_t *s, const cn_scribe_client_mount_t *m,
+                      const cn_ws_opts_t *o)
+{
+    char dir[sizeof s->dir + sizeof m->path + 1], why[256];
+    snprintf(dir, sizeof dir, "%s/%s", s->dir, m->path);
+    if (!cn_ws_exists(dir))
+        return;
+    cn_ws_opts_t o2 = *o;
+    o2.endpoint = o->endpoint ? o->endpoint : s->endpoint;
+    o2.paths = NULL;
+    o2.npaths = 0;
+    const char *keep = must_keep(dir, &o2);
+    if (!keep && nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
+        keep = "it could not be removed";
+    for (char *slash = strrchr(dir, '/'); !keep && slash && slash > dir + strlen(s->dir);
+         slash = strrchr(dir, '/')) {
+        *slash = 0;
+        if (rmdir(dir) < 0)
+            break; /* not empty: it holds other files */
+    }
+    snprintf(why, sizeof why, "mount %s is no longer declared: %s%s", m->name,
+             keep ? "kept, " : "removed", keep ? keep : "");
+    if (o->notice)
+        o->notice(o->notice_ctx, m->path, why);
+}
+
+static bool declared(const cn_scribe_client_mount_t *rows, uint32_t n, const char *path)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (!strcmp(rows[i].path, path))
+            return true;
+    return false;
+}
+
+cn_err_t cn__ws_mounts_prune(cn_scribe_client_t *cl, const cn__ws_state_t *s, uint64_t was,
+                             const cn_ws_opts_t *o)
+{
+    if (was == 0 || was == s->change)
+        return CN_OK;
+    cn_scribe_client_mount_t *old = NULL, *now = NULL;
+    uint32_t nold = 0, nnow = 0;
+    cn_scribe_cerr_t serr;
+    memset(&serr, 0, sizeof serr);
+    cn_err_t e = cn_scribe_client_mounts(cl, s->repo_id, s->branch, was, &old, &nold, &serr);
+    if (e >= 0 && nold)
+        e = cn_scribe_client_mounts(cl, s->repo_id, s->branch, s->change, &now, &nnow, &serr);
+    for (uint32_t i = 0; e >= 0 && i < nold; i++)
+        if (cn__ws_in_scope(s, old[i].path) && !declared(now, nnow, old[i].path))
+            prune_one(s, &old[i], o);
+    free(old);
+    free(now);
+    /* the sync itself succeeded: a listing that failed leaves mounts in place */
+    return CN_OK;
 }

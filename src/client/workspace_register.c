@@ -3,12 +3,21 @@
  * of a workspace the server does not know yet at its next contact, the
  * listing of a repository's workspaces and the removal (retirement) of one.
  *
- * Files in DIR/.cairn: "registered" once the server has the row; "retired"
- * once the server retired this workspace (every verb but list and remove
- * then refuses it); "remove-<id>" holds the operation id of a removal of
- * workspace <id>, written (fsynced) before the request is sent so that a
- * repeat, or a reply lost, resolves to the recorded outcome.  This file
- * never decides who may register or remove: the server does. */
+ * Files in DIR/.cairn: "registered" once the server has the row ("owned
+ * 0|1", whether the row has an owner, then "tag T" per tag the server
+ * recorded; an older client wrote "1"); "retired" once the server retired
+ * this workspace (every verb but list and remove then refuses it);
+ * "remove-<id>" holds the operation id of a removal of workspace <id>,
+ * written (fsynced) before the request is sent so that a repeat, or a reply
+ * lost, resolves to the recorded outcome.  This file never decides who may
+ * register or remove: the server does.
+ *
+ * A row without an owner on a protocol-4 endpoint (registered by an
+ * anonymous clone of a public-read repository) is registered again at each
+ * contact, with the recorded tags (tags never change): once the caller is
+ * signed in, that registration adopts the row (docs/protocol/scribe.md
+ * 15.6), so its pins, submits and locks are accepted.  Until then it costs
+ * one round trip per command.  Plaintext rows never have an owner. */
 #include "workspace_int.h"
 
 #include "cairn/scribe.h"
@@ -47,6 +56,59 @@ static cn_err_t meta_write(const char *dir, const char *name, const char *text, 
     return cn__ws_file_publish(f, ok, tmp, p, cdir, err);
 }
 
+/* ---- the registration marker -------------------------------------------------------------- */
+typedef struct marker {
+    bool found, known, owned; /* known: not an older client's "1" */
+    uint16_t ntags;
+    char tags[16][CN_SCRIBE_MAX_WS_TAG + 1];
+    const char *tagp[16];
+} marker_t;
+
+static void marker_read(const char *dir, marker_t *m)
+{
+    char p[4400], line[128];
+    memset(m, 0, sizeof *m);
+    meta_path(dir, "registered", p, sizeof p);
+    FILE *f = fopen(p, "r");
+    m->found = f != NULL;
+    while (f && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (!strcmp(line, "owned 0") || !strcmp(line, "owned 1")) {
+            m->known = true;
+            m->owned = line[6] == '1';
+        } else if (!strncmp(line, "tag ", 4) && m->ntags < 16 &&
+                   strlen(line + 4) <= CN_SCRIBE_MAX_WS_TAG) {
+            snprintf(m->tags[m->ntags], sizeof m->tags[0], "%s", line + 4);
+            m->tagp[m->ntags] = m->tags[m->ntags];
+            m->ntags++;
+        }
+    }
+    if (f)
+        fclose(f);
+}
+
+/* Records the server's row w in DIR/.cairn/registered, unless the file
+ * already says the same (no write, no fsync, on a repeated registration). */
+static cn_err_t marker_write(const char *dir, const cn_scribe_client_ws_t *w, cn_ws_error_t *err)
+{
+    char text[32 + 16 * (CN_SCRIBE_MAX_WS_TAG + 6)], old[sizeof text] = "", p[4400];
+    size_t n = (size_t)snprintf(text, sizeof text, "owned %d\n", w->has_owner ? 1 : 0);
+    for (uint16_t i = 0; i < w->tag_count && i < 16; i++)
+        n += (size_t)snprintf(text + n, sizeof text - n, "tag %s\n", w->tags[i]);
+    meta_path(dir, "registered", p, sizeof p);
+    FILE *f = fopen(p, "r");
+    size_t got = f ? fread(old, 1, sizeof old - 1, f) : 0;
+    if (f)
+        fclose(f);
+    old[got] = 0;
+    return strcmp(old, text) == 0 ? CN_OK : meta_write(dir, "registered", text, err);
+}
+
+static bool is_tls(const char *endpoint)
+{
+    return endpoint && !strncmp(endpoint, "scribes://", 10);
+}
+
 /* Registers s's workspace on its branch, labelled "host:DIR" (DIR made
  * absolute), with o's tags; then records DIR/.cairn/registered.  An old
  * server without workspace registration is not an error. */
@@ -67,13 +129,19 @@ cn_err_t cn__ws_register(cn_scribe_client_t *cl, const cn__ws_state_t *s, const 
     snprintf(label, sizeof label, "%.128s:%.*s", host, (int)room, tail);
     cn_scribe_cerr_t serr;
     memset(&serr, 0, sizeof serr);
+    cn_scribe_client_ws_t *row = calloc(1, sizeof *row);
+    if (!row)
+        return cn__ws_file_fail(err, "out of memory for", s->dir, ENOMEM);
     cn_err_t e = cn_scribe_client_ws_register(cl, s->repo_id, s->workspace, s->branch, label,
-                                              o->tags, (uint16_t)o->ntags, NULL, &serr);
+                                              o->tags, (uint16_t)o->ntags, row, &serr);
     if (e < 0 && serr.code == CN_SCRIBE_E_UNSUPPORTED_OPERATION)
-        return CN_OK; /* the server keeps no registrations */
-    if (e < 0)
-        return cn__ws_fail(err, "workspace registration", e, &serr);
-    return meta_write(s->dir, "registered", "1\n", err);
+        e = CN_OK; /* the server keeps no registrations */
+    else if (e < 0)
+        e = cn__ws_fail(err, "workspace registration", e, &serr);
+    else
+        e = marker_write(s->dir, row, err);
+    free(row);
+    return e;
 }
 
 cn_err_t cn__ws_contact(cn_scribe_client_t *cl, const cn__ws_state_t *s, const cn_ws_opts_t *o,
@@ -84,13 +152,23 @@ cn_err_t cn__ws_contact(cn_scribe_client_t *cl, const cn__ws_state_t *s, const c
                             "%s is no longer a workspace: it was removed (cairn repo workspace "
                             "remove); clone the repository again",
                             s->dir);
-    if (meta_exists(s->dir, "registered"))
+    marker_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return cn__ws_file_fail(err, "out of memory for", s->dir, ENOMEM);
+    marker_read(s->dir, m);
+    /* known and owned, or any row of a plaintext endpoint: nothing to do */
+    bool again =
+        m->found && is_tls(o->endpoint ? o->endpoint : s->endpoint) && !(m->known && m->owned);
+    if (m->found && !again) {
+        free(m);
         return CN_OK;
-    cn_ws_opts_t plain = *o;
-    plain.tags = NULL;
-    plain.ntags = 0;
+    }
+    cn_ws_opts_t plain = *o; /* the tags the server recorded: they never change */
+    plain.tags = m->ntags ? m->tagp : NULL;
+    plain.ntags = m->ntags;
     cn_ws_error_t quiet;
     cn_err_t e = cn__ws_register(cl, s, &plain, &quiet);
+    free(m);
     if (e < 0 && quiet.code == CN_SCRIBE_E_WORKSPACE_RETIRED) {
         meta_write(s->dir, "retired", "1\n", &quiet);
         *err = quiet;
@@ -124,6 +202,8 @@ static cn_err_t list_row(void *ctx, const cn_scribe_client_ws_t *w)
     r.created_ms = w->created_ms;
     r.has_locks = w->has_locks;
     r.mine = memcmp(w->workspace, a->s->workspace, 16) == 0;
+    if (w->has_owner)
+        cn__ws_hex(w->owner, 16, r.owner);
     return a->fn(a->ctx, &r);
 }
 

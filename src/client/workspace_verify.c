@@ -9,7 +9,11 @@
  * and hashed here (commit ids bind parents and roots, section 9.4 of
  * docs/protocol/scribe.md); otherwise the sync stops as a rollback (a
  * not-local CN_E_CORRUPT, exit 9).  A branch without an anchor is first
- * contact: the server's head is trusted and the caller says so.  It never
+ * contact: the server's head is trusted and the caller says so.  A walk of
+ * more than two commits is prefetched: one log page names the commits
+ * from the head down, one get_objects fetches them all, and the walk
+ * still hashes and checks each (a commit the log did not name, or one the
+ * server left out, is fetched alone).  It never
  * moves an anchor itself: the caller records cn__ws_verified_t.head in the
  * state it saves with the files it applied, so both commit at once. */
 #include "workspace_int.h"
@@ -92,14 +96,94 @@ static int newest_row(void *ctx, const cn_scribe_client_logrow_t *r)
     return 1;
 }
 
-/* Commit id fetched, hashed and parsed into *c (enc holds its bytes). */
-static cn_err_t fetch_commit(cn_scribe_client_t *cl, const cn__ws_state_t *s, const cn_digest_t *id,
-                             cn_buf_t *enc, cn_repos_commit_t *c, cn_ws_error_t *err)
+/* ---- the prefetch ------------------------------------------------------------------------------ */
+#define WALK_BATCH 4096 /* commits one prefetch names (one log page, one get_objects) */
+
+/* Commits the walk will probably need, by id, their bytes as the server
+ * sent them (unchecked until the walk hashes them). */
+typedef struct walk_cache {
+    cn_digest_t *ids;
+    cn_buf_t *enc;
+    size_t n, cap, next; /* next: where the walk's next lookup starts */
+} walk_cache_t;
+
+static int cache_row(void *ctx, const cn_scribe_client_logrow_t *r)
+{
+    walk_cache_t *c = ctx;
+    if (c->n < c->cap)
+        c->ids[c->n++] = r->commit;
+    return 0;
+}
+
+static cn_err_t cache_sink(void *ctx, size_t i, bool present, const void *p, size_t n, bool last)
+{
+    (void)last;
+    walk_cache_t *c = ctx;
+    return present ? cn_buf_append(&c->enc[i], p, n) : CN_OK; /* left to a single fetch */
+}
+
+static void cache_free(walk_cache_t *c)
+{
+    for (size_t i = 0; c->enc && i < c->cap; i++)
+        cn_buf_free(&c->enc[i]);
+    free(c->enc);
+    free(c->ids);
+    memset(c, 0, sizeof *c);
+}
+
+/* Prefetches the newest `want` commits of s's branch (at most WALK_BATCH).
+ * A failure leaves the cache empty: the walk then fetches one by one. */
+static void cache_fill(cn_scribe_client_t *cl, const cn__ws_state_t *s, uint64_t want,
+                       walk_cache_t *c)
+{
+    memset(c, 0, sizeof *c);
+    c->cap = want < WALK_BATCH ? (size_t)want : WALK_BATCH;
+    c->ids = malloc(c->cap * sizeof *c->ids);
+    c->enc = calloc(c->cap, sizeof *c->enc);
+    cn_scribe_cerr_t serr;
+    memset(&serr, 0, sizeof serr);
+    cn_scribe_client_ref_t *refs = malloc(c->cap * sizeof *refs);
+    bool ok = c->ids && c->enc && refs &&
+              cn_scribe_client_log(cl, s->repo_id, s->branch, NULL, (uint32_t)c->cap, cache_row, c,
+                                   &serr) >= 0;
+    for (size_t i = 0; ok && i < c->n; i++)
+        refs[i] = (cn_scribe_client_ref_t){ CN_REPOS_COMMIT, c->ids[i] };
+    ok = ok && cn_scribe_client_get(cl, s->repo_id, refs, c->n, cache_sink, c, &serr) >= 0;
+    free(refs);
+    if (!ok)
+        cache_free(c);
+}
+
+/* The cached bytes of commit id appended to enc: false when not cached. */
+static bool cache_take(walk_cache_t *c, const cn_digest_t *id, cn_buf_t *enc)
+{
+    for (size_t k = 0; c && k < c->n; k++) {
+        size_t i = (c->next + k) % c->n;
+        if (memcmp(c->ids[i].b, id->b, CN_DIGEST_LEN) != 0 || !c->enc[i].len)
+            continue;
+        c->next = i + 1;
+        return cn_buf_append(enc, c->enc[i].data, c->enc[i].len) >= 0;
+    }
+    return false;
+}
+
+/* Commit id, from cache (may be NULL) or fetched alone, hashed and parsed
+ * into *c (enc holds its bytes). */
+static cn_err_t fetch_commit(cn_scribe_client_t *cl, const cn__ws_state_t *s, walk_cache_t *cache,
+                             const cn_digest_t *id, cn_buf_t *enc, cn_repos_commit_t *c,
+                             cn_ws_error_t *err)
 {
     cn_scribe_cerr_t serr;
     memset(&serr, 0, sizeof serr);
     cn_buf_reset(enc);
-    cn_err_t e = cn_scribe_client_commit(cl, s->repo_id, id, enc, &serr);
+    cn_err_t e;
+    if (cache_take(cache, id, enc)) {
+        cn_digest_t got;
+        cn_repos_object_id(CN_REPOS_COMMIT, enc->data, enc->len, &got);
+        e = cn_ct_equal(got.b, id->b, CN_DIGEST_LEN) ? CN_OK : CN_E_DIGEST_MISMATCH;
+    } else {
+        e = cn_scribe_client_commit(cl, s->repo_id, id, enc, &serr);
+    }
     if (e == CN_E_DIGEST_MISMATCH)
         return cn__ws_server(err, e, "a commit the server sent does not match its id");
     if (e < 0)
@@ -127,6 +211,7 @@ static cn_err_t rollback(cn_ws_error_t *err, const cn__ws_state_t *s, const cn__
 /* What the walk is looking for and what it found. */
 typedef struct walk {
     const cn__ws_anchor_t *anchor; /* NULL: first contact */
+    walk_cache_t *cache;           /* the prefetched commits (may be NULL) */
     uint64_t target;
     bool anchored, found;
     cn_digest_t content, revision; /* the target's, once found */
@@ -169,7 +254,7 @@ static cn_err_t walk_chain(cn_scribe_client_t *cl, const cn__ws_state_t *s, walk
             break;
         uint64_t was = c.change;
         id = c.parents[0];
-        CN_TRY(fetch_commit(cl, s, &id, enc, &c, err));
+        CN_TRY(fetch_commit(cl, s, w->cache, &id, enc, &c, err));
         if (c.change >= was)
             return cn__ws_server(err, CN_E_DIGEST_MISMATCH,
                                  "a commit's first parent is not older than the commit");
@@ -194,7 +279,9 @@ cn_err_t cn__ws_verify(cn_scribe_client_t *cl, cn__ws_state_t *s, uint64_t targe
     cn_err_t e = cn_scribe_client_log(cl, s->repo_id, s->branch, NULL, 1, newest_row, &row, &serr);
     if (e < 0)
         return cn__ws_fail(err, "reading the branch head", e, &serr);
-    walk_t w = { cn__ws_anchor_find(s, s->branch), target, false, false, { { 0 } }, { { 0 } } };
+    walk_t w = {
+        cn__ws_anchor_find(s, s->branch), NULL, target, false, false, { { 0 } }, { { 0 } }
+    };
     out->first_contact = !w.anchor;
     empty_roots(&w.content, &w.revision);
     if (row.change == 0) { /* no commit: the empty snapshot, nothing to anchor */
@@ -210,9 +297,20 @@ cn_err_t cn__ws_verify(cn_scribe_client_t *cl, cn__ws_state_t *s, uint64_t targe
     if (target > row.change)
         return cn__ws_server(err, CN_E_NOT_FOUND, "change %" PRIu64 " is newer than the head of %s",
                              target, s->branch_name);
+    /* the lowest change the walk must reach (target 0: none but the
+     * anchor), hence the commits it may need */
+    uint64_t low = target ? target : row.change;
+    if (w.anchor && w.anchor->change < low)
+        low = w.anchor->change;
+    walk_cache_t cache = { 0 };
+    if (low <= row.change && row.change - low + 1 > 2) {
+        cache_fill(cl, s, row.change - low + 1, &cache);
+        w.cache = &cache;
+    }
     cn_buf_t enc = { 0 };
     cn_repos_commit_t c;
-    if ((e = fetch_commit(cl, s, &row.commit, &enc, &c, err)) == CN_OK && c.change != row.change)
+    if ((e = fetch_commit(cl, s, w.cache, &row.commit, &enc, &c, err)) == CN_OK &&
+        c.change != row.change)
         e = cn__ws_server(err, CN_E_DIGEST_MISMATCH, "the head commit is not change %" PRIu64,
                           row.change);
     if (e == CN_OK) {
@@ -222,6 +320,7 @@ cn_err_t cn__ws_verify(cn_scribe_client_t *cl, cn__ws_state_t *s, uint64_t targe
         e = walk_chain(cl, s, &w, row.commit, &enc, c, err);
     }
     cn_buf_free(&enc);
+    cache_free(&cache);
     out->has_head = e == CN_OK;
     out->content = w.content;
     out->revision = w.revision;

@@ -12,11 +12,13 @@
 #include "fleet_node.h"
 #include "scribe/gw_int.h"
 #include "cairn/crypto.h"
+#include "cairn/sau2_server.h"
 #include "cairn/store.h"
 #include "cairn/util.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -59,7 +61,8 @@
     "  --scribe ADDR|off       Scribe protocol 2, plaintext only (default 127.0.0.1:7447)\n"      \
     "  --scribe-tls ADDR|off   Scribe protocol 4 over TLS 1.3, X25519MLKEM768 only (default\n"    \
     "                          off); needs --scribe-tls-cert/--scribe-tls-key, which are\n"       \
-    "                          its files (--scribe itself takes no TLS flags)\n"                  \
+    "                          its files (--scribe itself takes no TLS flags); beside --auth\n"   \
+    "                          without them, a certificate from auth's server CA\n"               \
     "  --http ADDR|off         S3 / blob operations / health listener (default 127.0.0.1:7448)\n" \
     "  --auth ADDR|off         SAU2 auth listener (default off; TLS with the certificate of\n"    \
     "                          `cairn admin --data DIR auth init`, no --auth-tls-* flag)\n"       \
@@ -107,6 +110,8 @@ typedef struct {
     const cn_toml_val_t *section;
     const cn_adapter_t *ad;
     void *actx;
+    bool own_cert;         /* TLS files from auth's server CA (own_cert) */
+    char own[2][PATH_MAX]; /* their paths: certificate, key */
 } listener_t;
 
 /* ---- configuration file -------------------------------------------------------- */
@@ -121,6 +126,7 @@ static const char *const limit_keys[] = { "max_connections",
                                           "body_budget_bytes",
                                           "body_budget_per_connection",
                                           "body_budget_per_principal",
+                                          "body_budget_anonymous",
                                           "handshake_timeout_ms",
                                           "idle_timeout_ms",
                                           "io_timeout_floor_ms",
@@ -177,6 +183,7 @@ static int config_limits(const cn_toml_val_t *tab, cn_limits_t *l)
     LIM("body_budget_bytes", 0, big, budget_bytes);
     LIM("body_budget_per_connection", 0, big, budget_per_conn);
     LIM("body_budget_per_principal", 0, big, budget_per_principal);
+    LIM("body_budget_anonymous", 0, big, budget_anonymous);
     LIM("handshake_timeout_ms", 1, 3600000, handshake_ms);
     LIM("idle_timeout_ms", 1, 86400000, idle_ms);
     LIM("io_timeout_floor_ms", 0, 86400000, io_floor_ms);
@@ -276,6 +283,11 @@ static int config_apply(const cn_toml_t *doc, cn_server_config_t *scfg, bool *al
             ls[i].opts.limits.max_conns = ls[i].proto->max_conns;
         if (ls[i].proto->max_pending_per_source && !cn_toml_get(limits, "max_pending_per_source"))
             ls[i].opts.limits.max_pending_per_source = ls[i].proto->max_pending_per_source;
+        if (ls[i].proto->max_conns_per_principal &&
+            !cn_toml_get(limits, "max_connections_per_principal"))
+            ls[i].opts.limits.max_conns_per_principal = ls[i].proto->max_conns_per_principal;
+        if (ls[i].proto->budget_anonymous && !cn_toml_get(limits, "body_budget_anonymous"))
+            ls[i].opts.limits.budget_anonymous = ls[i].proto->budget_anonymous;
         ls[i].section = cn_toml_get(root, ls[i].proto->name);
         if (!ls[i].section)
             continue;
@@ -590,6 +602,20 @@ static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
 
 /* ---- listeners -------------------------------------------------------------------- */
 
+/* Whether the auth listener runs in this process and storage asks it (no
+ * --auth-server): then --scribe-tls may go without certificate files. */
+static bool local_auth(const listener_t *ls, size_t nprotos, const cmdline_t *cl)
+{
+    for (size_t j = 0; j < nprotos; j++)
+        if (!strcmp(ls[j].proto->name, "auth")) {
+            const char *a = cl->flags[j].addr ? cl->flags[j].addr
+                            : ls[j].opts.addr ? ls[j].opts.addr
+                                              : ls[j].proto->default_addr;
+            return strcmp(a, "off") != 0 && !cl->auth.server;
+        }
+    return false;
+}
+
 /* Settles each listener's address and TLS files (flag > environment > config
  * > default) and checks them.  Returns 0 with *nenabled set, 2 for a bad
  * address or half a TLS pair, 1 when an enabled protocol is not built in
@@ -635,7 +661,10 @@ static int resolve_listeners(listener_t *ls, size_t nprotos, const cmdline_t *cl
                     p->name, p->name);
             return 2;
         }
-        if (!l->opts.tls_cert != !l->opts.tls_key || (p->tls_required && !l->opts.tls_cert)) {
+        l->own_cert =
+            p->tls_required && !l->opts.tls_cert && !l->opts.tls_key && local_auth(ls, nprotos, cl);
+        if (!l->opts.tls_cert != !l->opts.tls_key ||
+            (p->tls_required && !l->opts.tls_cert && !l->own_cert)) {
             fprintf(stderr, "cairnd: --%s: TLS needs both --%s-tls-cert and --%s-tls-key\n",
                     p->name, stem, stem);
             return 2;
@@ -650,6 +679,30 @@ static int resolve_listeners(listener_t *ls, size_t nprotos, const cmdline_t *cl
         (*nenabled)++;
     }
     return missing ? 1 : 0;
+}
+
+/* --scribe-tls beside --auth, without certificate files: auth's server CA
+ * issues the listener's (cn_auth_storage_tls_files), so clients trust the
+ * trust bundle.  0, or -1 (reported). */
+static int own_cert(cn_services_t *svc, listener_t *l)
+{
+    char fp[65];
+    bool issued = false;
+    cn_err_t e = cn_auth_storage_tls_files(svc->meta, svc->data_dir, l->opts.addr, l->own[0],
+                                           l->own[1], sizeof l->own[0], fp, &issued);
+    if (e < 0) {
+        cn_error("cairnd", "%s: no --%s-tls-cert/-key, and auth's server CA cannot issue one: %s",
+                 l->proto->name, l->proto->tls_flags ? l->proto->tls_flags : l->proto->name,
+                 e == CN_E_NOT_FOUND ? "no auth state (cairn admin auth init)" : cn_strerror(e));
+        return -1;
+    }
+    l->opts.tls_cert = l->own[0];
+    l->opts.tls_key = l->own[1];
+    cn_info("cairnd",
+            "%s: %s certificate from auth's server CA, %s (SHA-256 %s); clients trust "
+            "the trust bundle",
+            l->proto->name, issued ? "a new" : "the", l->own[0], fp);
+    return 0;
 }
 
 /* Opens the services, starts every enabled listener and runs until stopped;
@@ -707,6 +760,8 @@ static int serve(const cmdline_t *cl, const cn_toml_t *doc, const cn_server_conf
             }
             continue;
         }
+        if (l->own_cert && own_cert(svc, l) < 0)
+            goto out_server;
         e = l->proto->create(svc, l->section, &l->ad, &l->actx);
         if (e < 0) {
             cn_error("cairnd", "%s: cannot start: %s", l->proto->name, cn_strerror(e));
@@ -803,6 +858,10 @@ int main(int argc, char **argv)
             ls[i].opts.limits.max_conns = ls[i].proto->max_conns;
         if (ls[i].proto->max_pending_per_source)
             ls[i].opts.limits.max_pending_per_source = ls[i].proto->max_pending_per_source;
+        if (ls[i].proto->max_conns_per_principal)
+            ls[i].opts.limits.max_conns_per_principal = ls[i].proto->max_conns_per_principal;
+        if (ls[i].proto->budget_anonymous)
+            ls[i].opts.limits.budget_anonymous = ls[i].proto->budget_anonymous;
     }
     cn_toml_t *doc = NULL;
     if (cl.config_path) {

@@ -95,6 +95,11 @@ typedef struct cn_protocol {
      * connections at once (aws-cli, s5cmd, wrk), and a connection is pending
      * only until its first request's bytes arrive. */
     unsigned max_pending_per_source;
+    /* Its defaults of max_connections_per_principal and
+     * body_budget_anonymous when not cn_limits_default's 0 (off): Scribe
+     * protocol 4's 64 and 64 MiB (docs/protocol/scribe.md 15). */
+    unsigned max_conns_per_principal;
+    uint64_t budget_anonymous;
     /* Builds the adapter over the services; section is its config table or
      * NULL.  *ad is static; *actx is freed by destroy. */
     cn_err_t (*create)(cn_services_t *svc, const cn_toml_val_t *section, const cn_adapter_t **ad,

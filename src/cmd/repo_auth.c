@@ -7,9 +7,13 @@
  * server returned), auth.session (server, user, credential id, operation id,
  * trust file, state) and auth-trust-HOST-PORT.pem (a trust bundle pinned at
  * first contact).  A new key and credential id for each sign-in: the server
- * registers a key once.  The operation id is written before the request is
- * sent, so a lost reply is asked for again with login-outcome — by this run,
- * or by the next `login` of the same user to the same server.
+ * registers a key once.  A sign-in in progress lives apart, in auth.pending
+ * (the same lines as auth.session) and auth.pending.key, written before the
+ * request is sent, so a lost reply is asked for again with login-outcome —
+ * by this run, or by the next `login` of the same user to the same server.
+ * Only a sign-in the server answered with a certificate replaces the three
+ * files of the session in force (as a failed `p4 login` leaves the earlier
+ * ticket): a refused, lost or interrupted sign-in leaves it signed in.
  *
  * Never: print, log or store the password; send it to a server whose
  * certificate did not verify against the trust file in force.
@@ -53,6 +57,8 @@ static const char auth_usage[] =
 typedef struct {
     char dir[PATH_MAX];
     char key[PATH_MAX + 16], cert[PATH_MAX + 16], session[PATH_MAX + 16];
+    /* the sign-in in progress: its session lines, key and certificate */
+    char pending[PATH_MAX + 24], pkey[PATH_MAX + 24], pcert[PATH_MAX + 24];
 } paths_t;
 
 /* What auth.session holds. */
@@ -79,6 +85,9 @@ static int paths_get(paths_t *p)
     snprintf(p->key, sizeof p->key, "%s/auth.key", p->dir);
     snprintf(p->cert, sizeof p->cert, "%s/auth.cert", p->dir);
     snprintf(p->session, sizeof p->session, "%s/auth.session", p->dir);
+    snprintf(p->pending, sizeof p->pending, "%s/auth.pending", p->dir);
+    snprintf(p->pkey, sizeof p->pkey, "%s/auth.pending.key", p->dir);
+    snprintf(p->pcert, sizeof p->pcert, "%s/auth.pending.cert", p->dir);
     return EXIT_OK;
 }
 
@@ -88,7 +97,8 @@ static cn_err_t write_private(const char *path, const void *data, size_t n)
     return cn_file_replace(path, data, n, 0600);
 }
 
-static cn_err_t session_save(const paths_t *p, const session_t *s)
+/* Writes s's lines to path (auth.session, or auth.pending). */
+static cn_err_t session_save(const char *path, const session_t *s)
 {
     char text[PATH_MAX + 512];
     int n = snprintf(text, sizeof text,
@@ -96,14 +106,15 @@ static cn_err_t session_save(const paths_t *p, const session_t *s)
                      s->server, s->user, s->credential, s->op, s->verb, s->trust, s->state);
     if (n < 0 || (size_t)n >= sizeof text)
         return CN_E_INVALID;
-    return write_private(p->session, text, (size_t)n);
+    return write_private(path, text, (size_t)n);
 }
 
-/* Reads auth.session; -ENOENT when there is none. */
-static cn_err_t session_load(const paths_t *p, session_t *s)
+/* Reads the lines of path (auth.session or auth.pending); -ENOENT when
+ * there is none. */
+static cn_err_t session_load(const char *path, session_t *s)
 {
     memset(s, 0, sizeof *s);
-    FILE *f = fopen(p->session, "r");
+    FILE *f = fopen(path, "r");
     if (!f)
         return -errno;
     char line[PATH_MAX + 64];
@@ -285,23 +296,59 @@ static int trust_for(const paths_t *p, const char *server, const char *ca, char 
 
 /* ---- login --------------------------------------------------------------------- */
 
-/* A new device key (auth.key) and the hex SPKI DER of its public half. */
+/* A new device key for the sign-in in progress (auth.pending.key) and the
+ * hex SPKI DER of its public half. */
 static cn_err_t new_device_key(const paths_t *p, char *spki_hex, size_t cap)
 {
     cn_buf_t pem = { 0 };
     cn_err_t e = cn__ra_new_key(&pem, spki_hex, cap);
     if (e == 0)
-        e = write_private(p->key, pem.data, pem.len);
+        e = write_private(p->pkey, pem.data, pem.len);
     if (pem.data)
         OPENSSL_cleanse(pem.data, pem.len);
     cn_buf_free(&pem);
     return e;
 }
 
-/* The hex SPKI DER of auth.key's public half. */
+/* The hex SPKI DER of the pending sign-in's key: auth.pending.key, or
+ * auth.key once commit() moved it there (a run cut short between its
+ * steps). */
 static cn_err_t device_spki(const paths_t *p, char *spki_hex, size_t cap)
 {
-    return cn__ra_file_spki(p->key, spki_hex, cap);
+    return cn__ra_file_spki(access(p->pkey, F_OK) == 0 ? p->pkey : p->key, spki_hex, cap);
+}
+
+/* The sign-in answered with certificate pem replaces the session in force:
+ * its certificate and key renamed over auth.cert and auth.key and the
+ * Scribe client's access certificate of the old credential removed (made
+ * durable with the directory), then auth.session rewritten and the pending
+ * lines removed.  A run cut short in between is finished by the next login
+ * (the pending lines are still there; device_spki finds the moved key). */
+static cn_err_t commit(const paths_t *p, session_t *s, const char *pem)
+{
+    char access_cert[PATH_MAX + 16]; /* the Scribe client's cached access certificate */
+    snprintf(access_cert, sizeof access_cert, "%s/auth.access", p->dir);
+    CN_TRY(write_private(p->pcert, pem, strlen(pem)));
+    if (rename(p->pkey, p->key) < 0 && errno != ENOENT)
+        return -errno;
+    if (rename(p->pcert, p->cert) < 0)
+        return -errno;
+    if (unlink(access_cert) < 0 && errno != ENOENT)
+        return -errno;
+    CN_TRY(cn_fsync_dir(p->dir));
+    snprintf(s->state, sizeof s->state, "signed-in");
+    CN_TRY(session_save(p->session, s));
+    (void)unlink(p->pending);
+    return CN_OK;
+}
+
+/* The server refused the sign-in (it recorded nothing): the pending lines
+ * and key go; the session in force, if any, stays. */
+static void discard_pending(const paths_t *p)
+{
+    (void)unlink(p->pending);
+    (void)unlink(p->pkey);
+    (void)unlink(p->pcert);
 }
 
 /* Sends verb (login/admin-login or its -outcome) with the session's ids. */
@@ -349,20 +396,17 @@ static int signin(const paths_t *p, session_t *s, const char *pw, bool resume)
     if (lost(e)) /* the request may have been applied: ask for its outcome */
         e = send_signin(cl, s, outcome, spki, pw, &payload, &v);
     int rc = e < 0 ? report_err("login", s->server, e) : v.code ? report_code("login", &v) : 0;
+    if (e == 0 && v.code)
+        discard_pending(p); /* a refusal, never a lost reply: nothing to resume */
     char *pem = rc == 0 ? first_string(&v, 0) : NULL;
     char *expires = rc == 0 ? first_string(&v, 2) : NULL;
-    if (rc == 0 && (!pem || write_private(p->cert, pem, strlen(pem)) < 0)) {
-        fprintf(stderr, "cairn repo: login: cannot store the certificate in %s\n", p->cert);
+    if (rc == 0 && (!pem || commit(p, s, pem) < 0)) {
+        fprintf(stderr, "cairn repo: login: cannot store the new session in %s\n", p->dir);
         rc = EXIT_LOCAL;
     }
-    if (rc == 0) {
-        snprintf(s->state, sizeof s->state, "signed-in");
-        if (session_save(p, s) < 0)
-            rc = EXIT_LOCAL;
-        else
-            printf("signed in to %s as %s (credential %s, expires-ms %s)\n", s->server, s->user,
-                   s->credential, expires ? expires : "?");
-    }
+    if (rc == 0)
+        printf("signed in to %s as %s (credential %s, expires-ms %s)\n", s->server, s->user,
+               s->credential, expires ? expires : "?");
     free(pem);
     free(expires);
     cn_buf_free(&payload);
@@ -399,7 +443,7 @@ static int cmd_login(const paths_t *p, int argc, char **argv)
     session_t s;
     const char *verb = admin ? "admin-login" : "login";
     /* The same sign-in left pending by an earlier run: resume it, ids and all. */
-    bool resume = session_load(p, &s) == 0 && !strcmp(s.state, "pending") &&
+    bool resume = session_load(p->pending, &s) == 0 && !strcmp(s.state, "pending") &&
                   !strcmp(s.server, server) && !strcmp(s.user, user) && !strcmp(s.verb, verb);
     char trust[PATH_MAX];
     int rc = trust_for(p, server, ca, trust, sizeof trust);
@@ -426,12 +470,11 @@ static int cmd_login(const paths_t *p, int argc, char **argv)
         }
         hex(cred, sizeof cred, s.credential);
         hex(op, sizeof op, s.op);
-        (void)unlink(p->cert); /* the old credential's certificate names another key */
     }
     snprintf(s.trust, sizeof s.trust, "%s", trust);
     /* Persisted before anything is sent: a lost reply is asked for again. */
-    if (session_save(p, &s) < 0) {
-        fprintf(stderr, "cairn repo: login: cannot write %s\n", p->session);
+    if (session_save(p->pending, &s) < 0) {
+        fprintf(stderr, "cairn repo: login: cannot write %s\n", p->pending);
         rc = EXIT_LOCAL;
         goto out;
     }
@@ -602,7 +645,7 @@ int cn__ra_who(cn__ra_who_t *w, const char *verb, const char *file)
     if (file && *file)
         return who_file(w, verb, file);
     session_t s;
-    if (session_load(&p, &s) < 0 || strcmp(s.state, "signed-in") != 0) {
+    if (session_load(p.session, &s) < 0 || strcmp(s.state, "signed-in") != 0) {
         fprintf(stderr, "cairn repo: %s: not signed in (cairn repo login HOST:PORT)\n", verb);
         return EXIT_USAGE;
     }

@@ -39,8 +39,9 @@ static cn_err_t print_row(void *ctx, const cn_ws_row_t *r)
     printf("%s\t%s\t%s\t", r->workspace, r->branch, r->label[0] ? r->label : "-");
     for (uint16_t i = 0; i < r->ntags; i++)
         printf("%s%s", i ? "," : "", r->tags[i]);
-    printf("%s\t%" PRIu64 "%s%s\n", r->ntags ? "" : "-", r->created_ms,
-           r->has_locks ? "\tlocks" : "", r->mine ? "\t(this workspace)" : "");
+    /* the owner: 16 of its 32 hex digits, as a name would not fit the row */
+    printf("%s\t%.16s\t%" PRIu64 "%s%s\n", r->ntags ? "" : "-", r->owner[0] ? r->owner : "-",
+           r->created_ms, r->has_locks ? "\tlocks" : "", r->mine ? "\t(this workspace)" : "");
     return CN_OK;
 }
 

@@ -10,7 +10,10 @@
  * maintenance thread sweeps unreferenced blobs; default
  * 600), CAIRN_SWEEP_GRACE_SECONDS (a blob younger than this is never swept;
  * default 3600), CAIRN_BLOB_DEADLINE_MS (the S3 blob tier's retry deadline
- * per backend request; default 30000, docs/fleet.md). */
+ * per backend request; default 30000, docs/fleet.md),
+ * CAIRN_UPLOAD_SWEEP_SECONDS (how often expired uploads are aborted;
+ * default 600).  On PostgreSQL the sweep and the upload expiry are leased
+ * jobs: one node of the fleet runs each (docs/fleet.md "Job leases"). */
 #include "cairnd.h"
 #include "cairn/util.h"
 #include "cairn/meta.h"
@@ -159,32 +162,86 @@ typedef struct {
     pthread_cond_t cv;
     int64_t interval_ms;
     int64_t grace_ms;
+    int64_t upload_ms; /* PostgreSQL: the upload expiry's period (below) */
 } services_impl_t;
 
-/* Sweeps blobs nothing references (the objects service expires unfinished
- * uploads on its own thread).  Runs every interval until cn_services_close asks it to stop. */
+/* The blob sweep, which also reaps expired pin rows (cn_store_sweep). */
+static void run_sweep(services_impl_t *si)
+{
+    cn_store_sweep_stats_t st = { 0 };
+    cn_err_t e = cn_store_sweep(si->pub.store, si->grace_ms, &st);
+    if (e < 0)
+        cn_warn("cairnd", "blob sweep failed: %s", cn_strerror(e));
+    else
+        cn_debug("cairnd", "sweep: %llu blobs removed, %llu kept live, %llu pinned",
+                 (unsigned long long)st.deleted, (unsigned long long)st.live,
+                 (unsigned long long)st.pinned);
+}
+
+static void run_upload_expiry(services_impl_t *si)
+{
+    uint64_t removed = 0;
+    cn_err_t e = cn_objects_sweep_uploads(si->pub.objects, 0, &removed);
+    if (e < 0)
+        cn_warn("cairnd", "upload sweep failed: %s", cn_strerror(e));
+    else if (removed)
+        cn_info("cairnd", "expired %llu unfinished multipart upload(s)",
+                (unsigned long long)removed);
+}
+
+/* A single-runner job on PostgreSQL: run only while this node holds its
+ * lease (cn_meta_lease, docs/fleet.md "Job leases"), every every_ms, and at
+ * once when the lease was just taken (the node that had it may have died
+ * before its turn; each job is safe to run again). */
+typedef struct job {
+    const char *lease;
+    int64_t every_ms;
+    void (*run)(services_impl_t *si);
+    int64_t next_ms; /* monotonic */
+    bool held;
+} job_t;
+
+#define LEASE_TICK_MS 1000 /* how often a node asks for its jobs' leases */
+
+static void job_tick(services_impl_t *si, job_t *j)
+{
+    bool held = cn_meta_lease(si->pub.meta, j->lease);
+    if (held != j->held)
+        cn_info("cairnd", "job %s: %s this node", j->lease, held ? "runs on" : "no longer runs on");
+    int64_t now = cn_mono_ms();
+    if (held && (!j->held || now >= j->next_ms)) {
+        j->next_ms = now + j->every_ms;
+        j->run(si);
+    }
+    j->held = held;
+}
+
+/* Sweeps blobs nothing references every interval until cn_services_close
+ * asks it to stop (the objects service expires unfinished uploads on its
+ * own thread).  On PostgreSQL it wakes every LEASE_TICK_MS and runs the
+ * sweep and the upload expiry as leased jobs: one node of the fleet each. */
 static void *maintenance_main(void *arg)
 {
     services_impl_t *si = arg;
+    bool fleet = !strcmp(cn_meta_engine(si->pub.meta), "postgres");
+    job_t jobs[] = { { "blob-sweep", si->interval_ms, run_sweep, 0, false },
+                     { "upload-expiry", si->upload_ms, run_upload_expiry, 0, false } };
+    int64_t wait_ms = fleet ? LEASE_TICK_MS : si->interval_ms;
     pthread_mutex_lock(&si->mu);
     while (!si->stop) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t ns = ts.tv_nsec + (si->interval_ms % 1000) * 1000000;
-        ts.tv_sec += (time_t)(si->interval_ms / 1000 + ns / 1000000000);
+        int64_t ns = ts.tv_nsec + (wait_ms % 1000) * 1000000;
+        ts.tv_sec += (time_t)(wait_ms / 1000 + ns / 1000000000);
         ts.tv_nsec = (long)(ns % 1000000000);
         pthread_cond_timedwait(&si->cv, &si->mu, &ts);
         if (si->stop)
             break;
         pthread_mutex_unlock(&si->mu);
-        cn_store_sweep_stats_t st = { 0 };
-        cn_err_t e = cn_store_sweep(si->pub.store, si->grace_ms, &st);
-        if (e < 0)
-            cn_warn("cairnd", "blob sweep failed: %s", cn_strerror(e));
-        else
-            cn_debug("cairnd", "sweep: %llu blobs removed, %llu kept live, %llu pinned",
-                     (unsigned long long)st.deleted, (unsigned long long)st.live,
-                     (unsigned long long)st.pinned);
+        for (size_t i = 0; fleet && i < sizeof jobs / sizeof jobs[0]; i++)
+            job_tick(si, &jobs[i]);
+        if (!fleet)
+            run_sweep(si);
         pthread_mutex_lock(&si->mu);
     }
     pthread_mutex_unlock(&si->mu);
@@ -256,6 +313,9 @@ cn_err_t cn_services_open(const char *data_dir, const char *meta, const char *id
     svc->config = config;
     const char *what = "metadata";
     e = cn_meta_open(meta ? meta : data_dir, NULL, &svc->meta);
+    /* PostgreSQL: the node's watcher (cache topics, job leases). */
+    if (e >= 0)
+        e = cn_meta_watch_start(svc->meta);
     if (e >= 0) {
         what = "store";
         cn_store_opts_t so = { .meta = svc->meta, .pack_max_bytes = CN_STORE_PACK_DEFAULT_MAX };
@@ -289,6 +349,17 @@ cn_err_t cn_services_open(const char *data_dir, const char *meta, const char *id
         if (e >= 0 && expiry_s > (uint64_t)INT64_MAX / 1000)
             e = CN_E_INVALID;
         oo.upload_expiry_ms = (int64_t)expiry_s * 1000;
+        /* CAIRN_UPLOAD_SWEEP_SECONDS: the upload expiry's period (600).  On
+         * PostgreSQL it is the maintenance thread's leased job instead of
+         * the objects service's own thread. */
+        uint64_t sweep_s = 600;
+        if (e >= 0)
+            e = env_u64("CAIRN_UPLOAD_SWEEP_SECONDS", &sweep_s);
+        if (e >= 0 && sweep_s > 86400 * 365)
+            e = CN_E_INVALID;
+        si->upload_ms = (int64_t)sweep_s * 1000;
+        bool fleet = !strcmp(cn_meta_engine(svc->meta), "postgres");
+        oo.upload_sweep_ms = fleet ? -1 : si->upload_ms;
         oo.data_dir = data_dir;
         if (e >= 0)
             e = cn_objects_open(svc->meta, svc->store, &oo, &svc->objects);

@@ -5,13 +5,18 @@
  * write a private key anywhere but that directory, nor log one. */
 #include "auth_int.h"
 
+#include "cairn/sau2_server.h"
+
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
@@ -289,5 +294,153 @@ cn_err_t cn_auth_cert_caller(const char *pem, size_t len, cn_sau2_caller_t *out)
     ASN1_OBJECT_free(obj);
     X509_free(x);
     out->present = e == 0;
+    return e;
+}
+
+/* ---- a storage listener's certificate (cairnd --scribe-tls with --auth) --------------
+ * DATA/auth/scribe-tls.pem (the certificate, then the server CA) and
+ * DATA/auth/scribe-tls.key: ECDSA P-256, issued by the server CA for
+ * localhost, the loopback addresses and the listener's host (the machine's
+ * name too when the listener is on a wildcard address), one year. */
+#define STORAGE_TLS_NAME "scribe-tls"
+#define STORAGE_TLS_LIFETIME_MS (365LL * 86400 * 1000)
+#define STORAGE_TLS_RENEW_S (30L * 86400)
+
+/* The listener address's host ("" for a wildcard) into host. */
+static cn_err_t addr_host(const char *addr, char *host, size_t cap)
+{
+    const char *h = addr, *end = strrchr(addr, ':');
+    if (addr[0] == '[') {
+        h = addr + 1;
+        end = strchr(h, ']');
+    }
+    size_t n = end ? (size_t)(end - h) : strlen(h);
+    if (n >= cap)
+        return CN_E_INVALID;
+    memcpy(host, h, n);
+    host[n] = '\0';
+    if (!strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !strcmp(host, "*"))
+        host[0] = '\0';
+    return 0;
+}
+
+/* The subjectAltName value for host ("" : the machine's name, if any). */
+static void storage_san(const char *host, char *san, size_t cap)
+{
+    char name[256] = "";
+    unsigned char ip[16];
+    if (!*host && gethostname(name, sizeof name - 1) == 0 && strcmp(name, "localhost"))
+        host = name;
+    bool literal = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
+    bool loop = !strcmp(host, "localhost") || !strcmp(host, "127.0.0.1") || !strcmp(host, "::1");
+    snprintf(san, cap, "DNS:localhost,IP:127.0.0.1,IP:::1%s%s%s", *host && !loop ? "," : "",
+             *host && !loop ? (literal ? "IP:" : "DNS:") : "", *host && !loop ? host : "");
+}
+
+/* Whether the stored certificate still serves: issued by this server CA,
+ * for key k and host, and more than 30 days from its expiry. */
+static bool storage_cert_ok(cn_auth_t *a, X509 *x, EVP_PKEY *k, const char *host)
+{
+    time_t soon = time(NULL) + STORAGE_TLS_RENEW_S;
+    EVP_PKEY *ca = X509_get0_pubkey(a->cert[CN__AU_SERVER_CA]);
+    bool named =
+        !*host || X509_check_host(x, host, 0, 0, NULL) == 1 || X509_check_ip_asc(x, host, 0) == 1;
+    bool ok = ca && X509_verify(x, ca) == 1 && X509_check_private_key(x, k) == 1 && named &&
+              X509_cmp_time(X509_get0_notAfter(x), &soon) > 0;
+    ERR_clear_error();
+    return ok;
+}
+
+/* Issues a new key and certificate for host and writes both (key first:
+ * a certificate never names a key that is not on disk). */
+static cn_err_t storage_issue(cn_auth_t *a, const char *data_dir, const char *host,
+                              const char *cert_path)
+{
+    EVP_PKEY *k = NULL;
+    X509 *x = X509_new();
+    uint8_t serial[16];
+    char san[600];
+    storage_san(host, san, sizeof san);
+    cn_err_t e = x ? cn_random_bytes(serial, sizeof serial) : -ENOMEM;
+    serial[0] &= 0x7f; /* a positive INTEGER */
+    if (e == 0)
+        e = cn__au_keygen(true, &k);
+    if (e == 0)
+        e = cert_head(x, "cairn storage", NULL, serial, cn_wall_ms() + STORAGE_TLS_LIFETIME_MS);
+    X509 *ca = a->cert[CN__AU_SERVER_CA];
+    if (e == 0 && (!X509_set_issuer_name(x, X509_get_subject_name(ca)) || !X509_set_pubkey(x, k)))
+        e = CN_E_INVALID;
+    if (e == 0)
+        e = add_ext(x, NID_basic_constraints, "critical,CA:FALSE", ca);
+    if (e == 0)
+        e = add_ext(x, NID_key_usage, "critical,digitalSignature", ca);
+    if (e == 0)
+        e = add_ext(x, NID_ext_key_usage, "serverAuth", ca);
+    if (e == 0)
+        e = add_ext(x, NID_subject_alt_name, san, ca);
+    if (e == 0 && X509_sign(x, a->key[CN__AU_SERVER_CA], EVP_sha256()) <= 0)
+        e = CN_E_INVALID;
+    cn_buf_t pem = { 0 };
+    if (e == 0)
+        e = cn__au_key_save(data_dir, STORAGE_TLS_NAME, k);
+    if (e == 0)
+        e = cn__au_cert_pem(x, &pem);
+    if (e == 0)
+        e = cn__au_cert_pem(ca, &pem);
+    if (e == 0)
+        e = cn__au_file_write(cert_path, pem.data, pem.len);
+    cn_buf_free(&pem);
+    X509_free(x);
+    EVP_PKEY_free(k);
+    return e;
+}
+
+/* The stored certificate and key, when both read. */
+static void storage_load(const char *cert_path, const char *key_path, X509 **x, EVP_PKEY **k)
+{
+    FILE *f = fopen(cert_path, "r");
+    *x = f ? PEM_read_X509(f, NULL, NULL, NULL) : NULL;
+    if (f)
+        fclose(f);
+    f = fopen(key_path, "r");
+    *k = f ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : NULL;
+    if (f)
+        fclose(f);
+    ERR_clear_error();
+}
+
+cn_err_t cn_auth_storage_tls_files(cn_meta_t *meta, const char *data_dir, const char *addr,
+                                   char *cert, char *key, size_t cap, char fp[65], bool *issued)
+{
+    char host[256];
+    *issued = false;
+    int n1 = snprintf(cert, cap, "%s/auth/%s.pem", data_dir, STORAGE_TLS_NAME);
+    if (n1 < 0 || (size_t)n1 >= cap || key_path(data_dir, STORAGE_TLS_NAME, key, cap) < 0 ||
+        addr_host(addr, host, sizeof host) < 0)
+        return CN_E_INVALID;
+    cn_auth_t *a = NULL;
+    CN_TRY(cn_auth_open(meta, data_dir, NULL, &a));
+    X509 *x = NULL;
+    EVP_PKEY *k = NULL;
+    storage_load(cert, key, &x, &k);
+    cn_err_t e = 0;
+    if (!x || !k || !storage_cert_ok(a, x, k, host)) {
+        X509_free(x);
+        EVP_PKEY_free(k);
+        e = storage_issue(a, data_dir, host, cert);
+        if (e == 0)
+            storage_load(cert, key, &x, &k);
+        *issued = e == 0;
+        e = e == 0 && !x ? CN_E_CORRUPT : e;
+    }
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    if (e == 0 && X509_digest(x, EVP_sha256(), md, &mdlen) != 1)
+        e = CN_E_INVALID;
+    if (e == 0)
+        cn_hex_encode(md, mdlen, fp);
+    X509_free(x);
+    EVP_PKEY_free(k);
+    cn_auth_close(a);
     return e;
 }

@@ -28,9 +28,16 @@
  *      that comes back exactly 2^32 writes later would match.  The age bound
  *      (cn_identity_set_cache_ttl) makes that unreachable in practice.
  *
- * This file must never be used by writers that share no memory (a fleet on a
- * networked database needs another rule), and never hand out the word
- * without the atomic load that orders it before later SQL. */
+ * Nodes of a fleet share no memory: across them the word is paired with the
+ * metadata's "identity" topic (cn_meta_topic_gen, src/meta/watch.c), which
+ * every write run here bumps inside its own transaction.  A state is cached
+ * and served only while the topic's value is usable and the same as before
+ * its read (identity.c), so a change made through another node is honoured
+ * within CN_META_TOPIC_FRESH_MS (watch.c, W2) instead of the age bound.
+ *
+ * This file must never let a write run commit without its topic bump, and
+ * never hand out the word without the atomic load that orders it before
+ * later SQL. */
 #include "identity_int.h"
 
 #include <errno.h>
@@ -41,6 +48,7 @@
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "the word needs lock-free 64-bit atomics");
 
 #define GEN_LEAVE ((UINT64_C(1) << 32) - 1) /* generation + 1, in flight - 1 */
+#define SYNC_MS 250 /* at most, for the watcher's read after a write (PostgreSQL) */
 
 cn_err_t cn__id_gen_open(cn_identity_t *id, const char *data_dir)
 {
@@ -66,12 +74,35 @@ uint64_t cn__id_gen_load(const cn_identity_t *id)
     return id->gen ? atomic_load(id->gen) : 0; /* no file: nothing is cached (ttl 0) */
 }
 
+typedef struct id_run {
+    cn_identity_t *id;
+    cn_meta_body_fn body;
+    void *ctx;
+} id_run_t;
+
+/* The body, then the topic's bump last (it holds the topic row's lock only
+ * until the commit), unless the body ends without a commit. */
+static cn_err_t notify_body(cn_meta_txn_t *txn, void *ctx)
+{
+    const id_run_t *r = ctx;
+    cn_err_t e = r->body(txn, r->ctx);
+    if (e < 0 || cn_meta_discarded(txn))
+        return e;
+    cn_err_t n = cn_meta_notify(r->id->meta, txn, CN__ID_TOPIC);
+    return n < 0 ? n : e;
+}
+
 cn_err_t cn__id_write_run(cn_identity_t *id, unsigned flags, cn_meta_body_fn body, void *ctx)
 {
+    id_run_t r = { id, body, ctx };
     if (id->gen)
         atomic_fetch_add(id->gen, 1);
-    cn_err_t err = cn_meta_run(id->meta, flags, body, ctx);
+    cn_err_t err = cn_meta_run(id->meta, flags, notify_body, &r);
     if (id->gen)
         atomic_fetch_add(id->gen, GEN_LEAVE);
+    /* This node's own caches see its bump before the caller answers, so a
+     * state read next is filed under it (not dropped as stale at once). */
+    if (err >= 0)
+        cn_meta_topic_sync(id->meta, SYNC_MS);
     return err;
 }

@@ -11,8 +11,15 @@
  * database).  "No such token" is cached as well, so unknown ids cannot
  * hammer the database.
  *
- * This file must never serve a state filed under another word, nor file one
- * read under a word with a writer in flight.
+ * On PostgreSQL, a state is also filed under the "identity" topic's
+ * generation (cn_meta_topic_gen), which every node's identity writes bump
+ * in their own transactions: another node's revocation, disabled account
+ * or deleted token is honoured within CN_META_TOPIC_FRESH_MS (1.5 s), and
+ * nothing is cached while this node's watcher cannot read the topics.
+ *
+ * This file must never serve a state filed under another word or topic
+ * value, nor file one read under a word with a writer in flight, nor cache
+ * while the topic's value is not usable.
  */
 #include "identity_int.h"
 
@@ -56,6 +63,11 @@ cn_err_t cn_identity_open_opts(cn_meta_t *meta, const cn_identity_opts_t *opts, 
     if (!meta || !opts || (!has_dir && (!opts->key_file || !*opts->key_file)))
         return CN_E_INVALID;
     CN_TRY(cn__sql_migrate(meta, &cn__sql_id_set));
+    CN_TRY(cn_meta_notify_init(meta));
+    /* A handle with a data dir caches token states: on PostgreSQL it needs
+     * the watcher (cn_meta_topic_gen), started here once per meta. */
+    if (has_dir)
+        CN_TRY(cn_meta_watch_start(meta));
     cn_identity_t *id = calloc(1, sizeof *id);
     if (!id)
         return -ENOMEM;
@@ -190,13 +202,17 @@ static cn_err_t token_state(cn_identity_t *id, const char *token_id, cn__tok_ent
 {
     size_t slot = cn__id_hash(token_id) % CN__ID_CACHE_SLOTS;
     unsigned ttl = atomic_load(&id->ttl_ms);
-    /* Read before the read transaction below begins (gen.c, invariant 2). */
+    /* Both read before the read transaction below begins (gen.c, invariant
+     * 2); the fleet's topic turns the cache off while its watcher is behind. */
+    uint64_t fleet = 0;
+    if (!cn_meta_topic_gen(id->meta, CN__ID_TOPIC, &fleet))
+        ttl = 0;
     uint64_t stamp = cn__id_gen_load(id);
     int64_t now = cn_mono_ms();
     pthread_rwlock_rdlock(&id->cache_mu);
     const cn__tok_entry_t *c = &id->cache[slot];
-    if (ttl && c->used && c->stamp == stamp && now - c->fetched_ms < (int64_t)ttl &&
-        strcmp(c->p.token_id, token_id) == 0) {
+    if (ttl && c->used && c->stamp == stamp && c->fleet == fleet &&
+        now - c->fetched_ms < (int64_t)ttl && strcmp(c->p.token_id, token_id) == 0) {
         *e = *c;
         pthread_rwlock_unlock(&id->cache_mu);
         return 0;
@@ -207,6 +223,7 @@ static cn_err_t token_state(cn_identity_t *id, const char *token_id, cn__tok_ent
 
     CN_TRY(token_fetch(id, token_id, e));
     e->stamp = stamp;
+    e->fleet = fleet;
     if (ttl && cn__id_gen_quiet(stamp)) {
         pthread_rwlock_wrlock(&id->cache_mu);
         id->cache[slot] = *e;

@@ -27,6 +27,7 @@ typedef struct cn__tok_entry {
     bool active;        /* not revoked, account not disabled */
     int64_t fetched_ms; /* monotonic */
     uint64_t stamp;     /* the write-generation word it was read under (gen.c) */
+    uint64_t fleet;     /* the "identity" topic's generation it was read under (gen.c) */
     int64_t expires_at; /* unix seconds, 0 = never */
     cn_principal_t p;
     /* The token's secret, opened once per fetch (not per request: the AES-GCM
@@ -112,15 +113,18 @@ void cn__id_cache_clear(cn_identity_t *id);
 cn_err_t cn__id_gen_open(cn_identity_t *id, const char *data_dir);
 void cn__id_gen_close(cn_identity_t *id);
 uint64_t cn__id_gen_load(const cn_identity_t *id);
+/* The fleet's topic of identity (cn_meta_topic_gen / cn_meta_notify). */
+#define CN__ID_TOPIC "identity"
 /* A word no writer was in flight at. */
 static inline bool cn__id_gen_quiet(uint64_t w)
 {
     return (uint32_t)w == 0;
 }
 /* Runs a write transaction of identity (cn_meta_run's flags, body and
- * result) as a writer in flight, bumping the generation once it returned.
- * Every write of this module's tables goes through here, but the key check
- * row's (keycheck.c: no cached state reads it). */
+ * result) as a writer in flight, bumping the generation once it returned,
+ * and notifies the fleet's "identity" topic in the transaction itself
+ * (CN__ID_TOPIC).  Every write of this module's tables goes through here,
+ * but the key check row's (keycheck.c: no cached state reads it). */
 cn_err_t cn__id_write_run(cn_identity_t *id, unsigned flags, cn_meta_body_fn body, void *ctx);
 
 /* Inserts or updates token token_id for account_id with the given secret

@@ -29,6 +29,7 @@
  *     own settings (synchronous_commit).
  */
 #include "engine.h"
+#include "watch.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -165,6 +166,11 @@ static cn_err_t pg_db_open(const char *target, const cn_meta_opts_t *opts, cn__m
     db->busy_ms = opts->busy_timeout_ms;
     *out = db;
     return 0;
+}
+
+const char *cn__meta_pg_uri(const cn__meta_db_t *db)
+{
+    return db->uri;
 }
 
 static void pg_db_close(cn__meta_db_t *db)

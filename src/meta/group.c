@@ -67,13 +67,11 @@ typedef struct group {
 
 struct cn__meta_group {
     pthread_mutex_t mu;
-    pthread_cond_t turn_cv;   /* a turn came free */
-    pthread_cond_t done_cv;   /* a group was decided */
-    pthread_cond_t linger_cv; /* a member queued, or a sync ended */
-    bool lingering;           /* the turn's holder waits on linger_cv */
-    group_t *cur;             /* the open group, NULL if none */
-    bool turn;                /* a member is running its body (or opening) */
-    unsigned waiting;         /* members waiting for a turn */
+    pthread_cond_t turn_cv; /* a turn came free */
+    pthread_cond_t done_cv; /* a group was decided, or a parked one may be */
+    group_t *cur;           /* the open group, NULL if none */
+    bool turn;              /* a member is running its body (or opening, deciding) */
+    unsigned waiting;       /* members waiting for a turn */
 };
 
 cn_err_t cn__meta_group_new(cn__meta_group_t **out)
@@ -87,7 +85,6 @@ cn_err_t cn__meta_group_new(cn__meta_group_t **out)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&g->turn_cv, &ca);
     pthread_cond_init(&g->done_cv, &ca);
-    pthread_cond_init(&g->linger_cv, &ca);
     pthread_condattr_destroy(&ca);
     *out = g;
     return 0;
@@ -101,7 +98,6 @@ void cn__meta_group_free(cn__meta_group_t *g)
     pthread_mutex_destroy(&g->mu);
     pthread_cond_destroy(&g->turn_cv);
     pthread_cond_destroy(&g->done_cv);
-    pthread_cond_destroy(&g->linger_cv);
     free(g);
 }
 
@@ -137,8 +133,6 @@ static cn_err_t take_turn(cn__meta_group_t *g, unsigned timeout_ms, bool *opener
     struct timespec dl;
     cn__meta_deadline_ns(&dl, timeout_ms * 1000000LL);
     g->waiting++;
-    if (g->lingering)
-        pthread_cond_signal(&g->linger_cv);
     while (g->turn) {
         if (pthread_cond_timedwait(&g->turn_cv, &g->mu, &dl) == ETIMEDOUT && g->turn) {
             g->waiting--;
@@ -216,36 +210,48 @@ static cn_err_t run_member(cn_meta_t *meta, cn_meta_body_fn body, void *ctx, boo
     return res;
 }
 
+/* The open group gr is parked: open, with no member running a body or
+ * waiting to (a waiter takes a free turn: it leaves only while the turn is
+ * held). */
+static bool parked(const cn__meta_group_t *g, const group_t *gr)
+{
+    return g->cur == gr && !g->turn && g->waiting == 0;
+}
+
+/* Decides the parked group gr (g->mu held), taking the turn for it. */
+static void decide_parked(cn__meta_group_t *g, cn_meta_t *meta, group_t *gr)
+{
+    g->turn = true;
+    g->cur = NULL;
+    decide(g, meta, gr);
+    g->turn = false;
+    pthread_cond_signal(&g->turn_cv);
+}
+
 void cn__meta_group_synced(cn__meta_group_t *g)
 {
+    /* A parked group may commit now: one of its waiting members decides
+     * (await_outcome).  Only its members wait on done_cv while it is
+     * parked: every earlier group was decided, which woke its own. */
     pthread_mutex_lock(&g->mu);
-    if (g->lingering)
-        pthread_cond_signal(&g->linger_cv);
+    if (g->cur && parked(g, g->cur))
+        pthread_cond_signal(&g->done_cv);
     pthread_mutex_unlock(&g->mu);
 }
 
 /* Gives the turn up after this member's body (g->mu held).  The group is
  * decided now when it is full, old or lost, or when no one waits to join it
  * and no sync is running.  While a sync runs, a COMMIT now would only wait
- * for the next sync anyway: the holder lingers (G5: until the group is old
- * at the latest) for members to join, and passes the turn to the first. */
+ * for the next sync anyway: the group is parked instead, left open with the
+ * turn free, so that a member arriving meanwhile joins at once, with no
+ * hand-off from a holder; one of its waiting members decides it when the
+ * sync ends or the group is old (await_outcome, G5), or the next arrival
+ * does once it is old (cn__meta_group_run).  A parked group has a kept
+ * member, which waits for the outcome. */
 static void end_turn(cn__meta_group_t *g, cn_meta_t *meta, group_t *gr)
 {
-    struct timespec dl;
-    bool dl_set = false;
-    while (gr->lost >= 0 && g->waiting == 0 && joinable(gr) && gr->kept > 0 &&
-           cn__meta_syncing(meta)) {
-        if (!dl_set) {
-            cn__meta_deadline_ns(&dl, GROUP_MAX_NS - (cn_mono_ns() - gr->t0));
-            dl_set = true;
-        }
-        g->lingering = true;
-        int rc = pthread_cond_timedwait(&g->linger_cv, &g->mu, &dl);
-        g->lingering = false;
-        if (rc == ETIMEDOUT)
-            break;
-    }
-    if (gr->lost < 0 || g->waiting == 0 || !joinable(gr)) {
+    if (gr->lost < 0 || !joinable(gr) ||
+        (g->waiting == 0 && !(gr->kept > 0 && cn__meta_syncing(meta)))) {
         g->cur = NULL;
         decide(g, meta, gr);
     }
@@ -254,11 +260,14 @@ static void end_turn(cn__meta_group_t *g, cn_meta_t *meta, group_t *gr)
 }
 
 /* Waits (g->mu held) for gr's outcome: the COMMIT's error, or the group's
- * loss.  Bounded (R3, G5): a member that waited the busy timeout gives up;
- * a kept one marks the group lost, so its changes are rolled back whatever
- * the later members do, which also ends any wait of a later member's body
- * on something this member's caller holds. */
-static cn_err_t await_outcome(cn__meta_group_t *g, group_t *gr, bool kept, unsigned timeout_ms)
+ * loss, deciding gr itself if it is parked and may commit (no sync running)
+ * or must (old).  Bounded (R3, G5): a member that waited the busy timeout
+ * gives up; a kept one marks the group lost, so its changes are rolled back
+ * whatever the later members do, which also ends any wait of a later
+ * member's body on something this member's caller holds; and a parked
+ * group is decided (rolled back) before it leaves, so none stays open. */
+static cn_err_t await_outcome(cn__meta_group_t *g, cn_meta_t *meta, group_t *gr, bool kept,
+                              unsigned timeout_ms)
 {
     struct timespec dl;
     cn__meta_deadline_ns(&dl, timeout_ms * 1000000LL);
@@ -267,10 +276,24 @@ static cn_err_t await_outcome(cn__meta_group_t *g, group_t *gr, bool kept, unsig
             pthread_cond_wait(&g->done_cv, &g->mu);
             continue;
         }
-        if (pthread_cond_timedwait(&g->done_cv, &g->mu, &dl) == ETIMEDOUT && !gr->decided &&
-            !gr->closing) {
+        const struct timespec *until = &dl;
+        struct timespec old;
+        if (parked(g, gr)) {
+            int64_t left = GROUP_MAX_NS - (cn_mono_ns() - gr->t0);
+            if (left <= 0 || gr->lost < 0 || !cn__meta_syncing(meta)) {
+                decide_parked(g, meta, gr);
+                continue;
+            }
+            cn__meta_deadline_ns(&old, left);
+            if (old.tv_sec < dl.tv_sec || (old.tv_sec == dl.tv_sec && old.tv_nsec < dl.tv_nsec))
+                until = &old;
+        }
+        if (pthread_cond_timedwait(&g->done_cv, &g->mu, until) == ETIMEDOUT && until == &dl &&
+            !gr->decided && !gr->closing) {
             if (kept && gr->lost >= 0) /* only its own changes need undoing */
                 gr->lost = CN_E_DB_LOCKED;
+            if (parked(g, gr))
+                decide_parked(g, meta, gr);
             return CN_E_DB_LOCKED;
         }
     }
@@ -283,6 +306,13 @@ cn_err_t cn__meta_group_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn bod
     pthread_mutex_lock(&g->mu);
     bool opener = false;
     cn_err_t e = take_turn(g, cn_meta_busy_timeout_ms(meta), &opener);
+    if (e >= 0 && !opener && !joinable(g->cur)) {
+        /* A group parked until it grew old (G5): decided before a new one. */
+        group_t *old = g->cur;
+        g->cur = NULL;
+        decide(g, meta, old);
+        opener = true;
+    }
     if (e >= 0 && opener)
         e = open_group(g, meta);
     if (e < 0) {
@@ -307,7 +337,7 @@ cn_err_t cn__meta_group_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn bod
     end_turn(g, meta, gr);
     /* G1/G4: wait for the outcome when it decides this member's answer. */
     unsigned tmo = cn_meta_busy_timeout_ms(meta);
-    cn_err_t gerr = kept || saw ? await_outcome(g, gr, kept, tmo) : 0;
+    cn_err_t gerr = kept || saw ? await_outcome(g, meta, gr, kept, tmo) : 0;
     uint64_t seq = gr->seq;
     bool last = --gr->refs == 0 && gr->decided;
     pthread_mutex_unlock(&g->mu);

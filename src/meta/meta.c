@@ -29,6 +29,7 @@
 #include "cairn/metrics.h"
 #include "cairn/util.h"
 #include "engine.h"
+#include "watch.h"
 
 #define STMT_CACHE_MAX 64
 #define DEFAULT_BUSY_MS 5000
@@ -85,7 +86,8 @@ struct cn_meta {
     uint64_t written, synced;
     bool syncing;
 
-    cn__meta_group_t *group; /* group.c's state; NULL: no group commit */
+    cn__meta_group_t *group;         /* group.c's state; NULL: no group commit */
+    cn__meta_watch_t *_Atomic watch; /* watch.c's; NULL until started */
 };
 
 static const char failed_msg[] = "transaction already failed; roll it back";
@@ -336,6 +338,7 @@ void cn_meta_close(cn_meta_t *m)
 {
     if (!m)
         return;
+    cn__meta_watch_free(m->watch); /* its thread and its own connection */
     while (m->idle) {
         conn_t *c = m->idle;
         m->idle = c->next_idle;
@@ -357,6 +360,12 @@ void cn_meta_close(cn_meta_t *m)
 const char *cn_meta_engine(const cn_meta_t *m)
 {
     return m->eng->name;
+}
+
+cn__meta_watch_t *_Atomic *cn__meta_watch_slot(cn_meta_t *m, cn__meta_db_t **db)
+{
+    *db = m->db;
+    return &m->watch;
 }
 
 /* ---- transactions ------------------------------------------------------------ */

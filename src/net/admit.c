@@ -1,27 +1,35 @@
 /* Admission: the connection table of each listener, pending connections per
- * source with eviction of the oldest, the principal of each connection, and
- * the request-body memory budget.  Everything here runs under srv->mu; the
+ * source with eviction of the oldest, the principal of each connection,
+ * the request-body memory budget, and the anonymous-request permits of a
+ * handshake (Scribe protocol 4).  Everything here runs under srv->mu; the
  * critical sections are a few pointer and counter updates, never I/O other
  * than shutdown(2) of an evicted socket.
  *
  * The connection table (max_conns) is the only limit that refuses a
- * connection for its number: a principal's connections are counted (the
- * count keeps its entry, which carries its worker share and budget), never
- * capped, since a refusal after authentication would be answered as the
- * server-wide busy that the Jay contract reserves for the table being full.
+ * connection for its number at accept.  A principal's connections are
+ * counted (the count keeps its entry, which carries its worker share and
+ * budget) and capped only where the adapter asks (cn_conn_claim_principal:
+ * Scribe protocol 4, whose busy is decided from the certificate before the
+ * auth round trip); Jay and HTTP bind with cn_conn_set_principal, which
+ * never refuses, since a refusal after authentication would be answered as
+ * the server-wide busy that the Jay contract reserves for a full table.
  *
  * Invariants (under mu), asserted where they are relied upon:
  *  1. ls->nconns counts the connections with holds_slot, and never exceeds
  *     max_conns; an evicted connection gives its slot back at once, before
  *     its owner closes it.
  *  2. A connection is in ls->pend list iff pending, and then counted once in
- *     ls->sources under its source key.
+ *     ls->sources under its source key.  Pending: from accept until its
+ *     first request head is complete, and for an adapter with idle_pending
+ *     again whenever it is idle between requests (cn__admit_repend).
  *  3. reserved of every connection sums to ls->budget_used; a principal's
- *     bytes sum the reserved of its connections.
+ *     bytes sum the reserved of its connections; ls->budget_anon sums the
+ *     reserved of the connections without a principal.
  *  4. A principal's (or anonymous source's) count is the number of
  *     connections bound to its entry, as their principal or as their
  *     worker-share key (each counts once per role), so it is positive while
- *     one is.
+ *     one is.  Its conns counts only the first role (the per-principal
+ *     cap), so conns <= count.
  */
 #include "net/net_int.h"
 
@@ -132,6 +140,25 @@ static void pend_unlink_locked(cn_conn_t *c)
     }
 }
 
+/* c becomes the youngest pending connection of its listener, counted under
+ * its source (invariant 2).  false on ENOMEM (c stays not pending). */
+static bool pend_link_locked(cn_conn_t *c)
+{
+    cn__listener_t *ls = c->ls;
+    cn__count_ent_t *src = cn__count_get(&ls->sources, c->src_key, c->src_klen, true);
+    if (!src)
+        return false;
+    src->count++;
+    c->pending = true;
+    c->pend_prev = ls->pend_tail;
+    if (ls->pend_tail)
+        ls->pend_tail->pend_next = c;
+    else
+        ls->pend_head = c;
+    ls->pend_tail = c;
+    return true;
+}
+
 static void slot_release_locked(cn_conn_t *c)
 {
     if (c->holds_slot) {
@@ -179,17 +206,8 @@ cn__admit_t cn__admit(cn_conn_t *c, cn_conn_t **victim)
             }
         }
     }
-    src = cn__count_get(&ls->sources, c->src_key, c->src_klen, true);
-    if (!src)
+    if (!pend_link_locked(c))
         goto out;
-    src->count++;
-    c->pending = true;
-    c->pend_prev = ls->pend_tail;
-    if (ls->pend_tail)
-        ls->pend_tail->pend_next = c;
-    else
-        ls->pend_head = c;
-    ls->pend_tail = c;
     c->holds_slot = true;
     ls->nconns++;
     assert(!ls->lim.max_conns || ls->nconns <= ls->lim.max_conns); /* invariant 1 */
@@ -259,6 +277,17 @@ void cn__admit_settle(cn_conn_t *c)
     pthread_mutex_unlock(&c->srv->mu);
 }
 
+void cn__admit_repend(cn_conn_t *c)
+{
+    if (c->pending) /* only the loop, which owns c here, ever sets it */
+        return;
+    pthread_mutex_lock(&c->srv->mu);
+    /* An evicted connection gave its slot back and is being closed. */
+    if (c->holds_slot && !atomic_load(&c->evicted) && pend_link_locked(c))
+        c->repended = true;
+    pthread_mutex_unlock(&c->srv->mu);
+}
+
 static void budget_release_locked(cn_conn_t *c, uint64_t n)
 {
     if (n > c->reserved)
@@ -269,24 +298,58 @@ static void budget_release_locked(cn_conn_t *c, uint64_t n)
     c->ls->budget_used -= n;
     if (c->principal)
         c->principal->bytes -= n;
+    else
+        c->ls->budget_anon -= n;
+    assert(c->ls->budget_anon <= c->ls->budget_used); /* invariant 3 */
+}
+
+/* c's principal becomes p (NULL: none), its reservations moving along
+ * (invariants 3, 4); the old entry is freed when unused. */
+static void principal_bind_locked(cn_conn_t *c, cn__count_ent_t *p)
+{
+    cn__listener_t *ls = c->ls;
+    cn__count_ent_t *old = c->principal;
+    if (p) {
+        p->count++;
+        p->conns++;
+        p->bytes += c->reserved;
+    } else {
+        ls->budget_anon += c->reserved;
+    }
+    if (old) {
+        assert(old->conns > 0 && old->count >= old->conns && old->bytes >= c->reserved);
+        old->count--;
+        old->conns--;
+        old->bytes -= c->reserved;
+    } else {
+        assert(ls->budget_anon >= c->reserved); /* invariant 3 */
+        ls->budget_anon -= c->reserved;
+    }
+    c->principal = p;
+    if (old)
+        cn__count_put(&ls->principals, old);
 }
 
 static void principal_unbind_locked(cn_conn_t *c)
 {
-    cn__count_ent_t *p = c->principal;
-    if (!p)
+    if (c->principal)
+        principal_bind_locked(c, NULL);
+}
+
+static void anon_permit_release_locked(cn_conn_t *c)
+{
+    if (!c->anon_permit)
         return;
-    assert(p->count > 0 && p->bytes >= c->reserved); /* invariants 3, 4 */
-    p->count--;
-    p->bytes -= c->reserved;
-    c->principal = NULL;
-    cn__count_put(&c->ls->principals, p);
+    assert(c->ls->anon_permits > 0);
+    c->ls->anon_permits--;
+    c->anon_permit = false;
 }
 
 void cn__admit_release(cn_conn_t *c)
 {
     cn_server_t *s = c->srv;
     pthread_mutex_lock(&s->mu);
+    anon_permit_release_locked(c);
     pend_unlink_locked(c);
     slot_release_locked(c);
     budget_release_locked(c, c->reserved);
@@ -321,10 +384,10 @@ void cn__admit_shutdown_all(cn__loop_t *l, bool handshakes_only)
 }
 
 /* ---- public: principal and budget ------------------------------------------------------ */
-/* Binds c to its principal's entry, moving its reservations with it.
- * Never refuses for the number of the principal's connections (see the top
- * of this file): only max_conns does. */
-cn_err_t cn_conn_set_principal(cn_conn_t *c, const char *key)
+/* Binds c to its principal's entry, moving its reservations with it;
+ * CN_E_BUSY (nothing changed) when max is not 0 and the entry already has
+ * max connections bound. */
+static cn_err_t principal_set(cn_conn_t *c, const char *key, unsigned max)
 {
     cn_err_t e = CN_OK;
     cn__listener_t *ls = c->ls;
@@ -340,16 +403,52 @@ cn_err_t cn_conn_set_principal(cn_conn_t *c, const char *key)
         e = -ENOMEM;
         goto out;
     }
-    if (p) {
-        assert(c->holds_slot || atomic_load(&c->evicted)); /* counted in the table */
-        p->count++;
-        p->bytes += c->reserved;
+    if (p && max && p->conns >= max) {
+        e = CN_E_BUSY;
+        cn__count_put(&ls->principals, p); /* frees an entry just made */
+        goto out;
     }
-    principal_unbind_locked(c);
-    c->principal = p;
+    assert(!p || c->holds_slot || atomic_load(&c->evicted)); /* counted in the table */
+    principal_bind_locked(c, p);
 out:
     pthread_mutex_unlock(&c->srv->mu);
     return e;
+}
+
+/* Never refuses for the number of the principal's connections (see the top
+ * of this file). */
+cn_err_t cn_conn_set_principal(cn_conn_t *c, const char *key)
+{
+    return principal_set(c, key, 0);
+}
+
+cn_err_t cn_conn_claim_principal(cn_conn_t *c, const char *key)
+{
+    return principal_set(c, key, c->ls->lim.max_conns_per_principal);
+}
+
+cn_err_t cn_conn_anon_permit_take(cn_conn_t *c)
+{
+    unsigned cap = c->srv->cfg.workers[CN_POOL_HANDSHAKE] / 2;
+    cn_err_t e = CN_OK;
+    pthread_mutex_lock(&c->srv->mu);
+    if (!c->anon_permit && c->ls->anon_permits >= (cap ? cap : 1)) {
+        e = CN_E_BUSY;
+    } else if (!c->anon_permit) {
+        c->ls->anon_permits++;
+        c->anon_permit = true;
+    }
+    pthread_mutex_unlock(&c->srv->mu);
+    return e;
+}
+
+void cn_conn_anon_permit_release(cn_conn_t *c)
+{
+    if (!c->anon_permit) /* written only by c's owner, the caller */
+        return;
+    pthread_mutex_lock(&c->srv->mu);
+    anon_permit_release_locked(c);
+    pthread_mutex_unlock(&c->srv->mu);
 }
 
 cn_err_t cn_conn_budget_reserve(cn_conn_t *c, uint64_t n)
@@ -365,10 +464,15 @@ cn_err_t cn_conn_budget_reserve(cn_conn_t *c, uint64_t n)
     if (c->principal && l->budget_per_principal &&
         (n > l->budget_per_principal || c->principal->bytes > l->budget_per_principal - n))
         goto out;
+    if (!c->principal && l->budget_anonymous &&
+        (n > l->budget_anonymous || ls->budget_anon > l->budget_anonymous - n))
+        goto out;
     c->reserved += n;
     ls->budget_used += n;
     if (c->principal)
         c->principal->bytes += n;
+    else
+        ls->budget_anon += n;
     assert(ls->budget_used >= c->reserved); /* invariant 3 */
     e = CN_OK;
 out:

@@ -655,7 +655,10 @@ static void take_returns(cn__loop_t *l)
         c->head_got = 0;
         c->deadline = now + c->ls->lim.idle_ms;
         lo_link(l, c);
-        if (c->closing || atomic_load(&c->evicted) || atomic_load(&s->stopping))
+        bool gone = c->closing || atomic_load(&c->evicted) || atomic_load(&s->stopping);
+        if (!gone && c->ls->ad->idle_pending)
+            cn__admit_repend(c); /* idle again: pending again (SAU2) */
+        if (gone)
             drop(l, c);
         else if (c->ssl || cn__conn_buffered(c))
             read_head(l, c, false); /* the next head may be held here already */
@@ -835,10 +838,10 @@ static void loop_timers(cn__loop_t *l, int64_t now)
             cn_debug("net", "%s connection from %s: %s timeout", c->ls->ad->name, c->peer_text,
                      c->st == CN__ST_IDLE ? "idle" : "handshake");
             /* A connection that never delivered a request was refused by
-             * the deadline; an idle one simply ended.  (pending is cleared
-             * only by its loop, which is us, or by an eviction, which also
-             * ends it.) */
-            if (c->st != CN__ST_IDLE || atomic_load(&c->pending))
+             * the deadline; an idle one simply ended, also when its adapter
+             * counts it as pending again.  (pending is cleared only by its
+             * loop, which is us, or by an eviction, which also ends it.) */
+            if (c->st != CN__ST_IDLE || (atomic_load(&c->pending) && !c->repended))
                 cn_metric_add(c->ls->m.refused[CN__REFUSE_DEADLINE], 1);
             drop(l, c);
         } else if (c->deadline < l->next_timer) {

@@ -56,6 +56,7 @@ typedef struct cn__count_ent {
     struct cn__count_ent *next;
     uint64_t hash;
     unsigned count; /* (mu) */
+    unsigned conns; /* connections bound to it as their principal (mu) */
     uint64_t bytes; /* principal budget in use (mu) */
     /* Worker share (share_mu): requests of this principal (or anonymous
      * source) on each request pool, and the connections (of any loop) whose
@@ -160,6 +161,8 @@ typedef struct cn__listener {
     /* guarded by srv->mu */
     unsigned nconns; /* connections holding a slot */
     uint64_t budget_used;
+    uint64_t budget_anon;    /* the part of budget_used held by connections without a principal */
+    unsigned anon_permits;   /* anonymous-request permits taken (cn_conn_anon_permit_take) */
     cn__count_tab_t sources; /* pending connections per source */
     cn__count_tab_t principals;
     cn__count_tab_t anon;             /* worker-share keys of connections without a principal */
@@ -242,12 +245,15 @@ struct cn_conn {
     /* guarded by srv->mu (pending also read by its loop without it: only
      * its loop settles it, an eviction by the acceptor clears it) */
     atomic_bool pending; /* in ls->pend list and counted per source */
+    bool repended;       /* pending again while idle (adapter idle_pending): a
+                            deadline then ends it as idle, not as a refusal */
     bool holds_slot;     /* counted in ls->nconns */
     atomic_bool evicted; /* set by the loop under mu; read by the owner */
     cn_conn_t *pend_prev, *pend_next;
     cn_conn_t *all_prev, *all_next;
     cn__count_ent_t *principal;
     uint64_t reserved;
+    bool anon_permit; /* holds one of ls->anon_permits (mu) */
 };
 
 /* Writes c->pend out (blocking, with a deadline) and frees it; a worker. */
@@ -338,6 +344,10 @@ typedef enum {
 cn__admit_t cn__admit(cn_conn_t *c, cn_conn_t **victim);
 /* The connection delivered its first request: no longer pending. */
 void cn__admit_settle(cn_conn_t *c);
+/* c (loop-owned, idle after a request) counts as pending again, the
+ * youngest: its adapter's idle_pending.  No-op when c is pending already or
+ * was evicted.  Its loop only. */
+void cn__admit_repend(cn_conn_t *c);
 /* The worker-share key of c (its principal, else its source in ls->anon),
  * bound on first use.  NULL only on ENOMEM (then c is not held back). */
 cn__count_ent_t *cn__admit_fair_key(cn_conn_t *c);

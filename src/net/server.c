@@ -17,7 +17,7 @@ void cn_limits_default(cn_limits_t *l)
     memset(l, 0, sizeof *l);
     l->max_conns = 1000;
     l->max_pending_per_source = 16;
-    l->max_conns_per_principal = 0; /* not enforced: only max_conns refuses */
+    l->max_conns_per_principal = 0; /* off: enforced only through cn_conn_claim_principal */
     l->budget_bytes = 128u << 20;
     l->budget_per_conn = 16u << 20;
     l->budget_per_principal = 32u << 20;
@@ -33,7 +33,11 @@ void cn_server_config_default(cn_server_config_t *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->workers[CN_POOL_HANDSHAKE] = 8;
     cfg->workers[CN_POOL_QUERY] = 16;
-    cfg->workers[CN_POOL_STORAGE] = 16;
+    /* 64: a durable small PUT waits in its pool thread for a group's sync, so
+     * the pool's size bounds how many PUTs share one; 16 left batches of ~3
+     * blobs and cost 20-30 % more CPU per PUT (docs/performance.md, "Parked
+     * groups, the P4 probe, and the storage pool's size"). */
+    cfg->workers[CN_POOL_STORAGE] = 64;
     for (int p = 0; p < CN_POOL_COUNT; p++)
         cfg->queue_len[p] = 256;
     cfg->grace_ms = 5000;

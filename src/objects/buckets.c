@@ -433,22 +433,11 @@ static cn_err_t obj_attr_get_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
 {
     cn_obj_attr_arg_t *a = arg;
     text_out_reset(&a->out);
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err =
-        cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_BUCKET_ATTR], "is", b->id, a->name);
-    if (err < 0)
-        return err;
-    err = cn_meta_step(st);
-    if (err == CN_META_ROW) {
-        size_t len = 0;
-        const void *p = cn_meta_column_blob(st, 0, &len);
-        err = p ? cn_buf_append(a->out.buf, p, len) : 0;
-    } else if (err == CN_META_DONE) {
+    cn_err_t err = cn__bkt_setting(txn, b, b->id, a->name, a->out.buf);
+    if (err == 0)
         err = cn__fail_d(rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_ARG, CN_OBJ_SETTING_UNSET, "%s is not set",
                          a->name);
-    }
-    cn_meta_finish(st);
-    return err;
+    return err < 0 ? err : 0;
 }
 
 static cn_err_t obj_attr_set_fn(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
@@ -514,28 +503,16 @@ typedef struct bucket_peek {
 static cn_err_t bucket_peek_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
                                  void *ctx)
 {
+    (void)rq;
     const bucket_peek_t *pk = ctx;
     if (pk->owner)
         cn__strcpy(pk->owner, CN_ACCOUNT_NAME_MAX + 1, b->owner, strlen(b->owner));
     if (!pk->attr)
         return CN_OK;
-    *pk->has_attr = false;
-    if (b->attrs_cached) {
-        text_out_reset(&pk->value);
-        const void *v = NULL;
-        size_t len = 0;
-        if (!cn__bkt_attr(b, pk->attr, &v, &len))
-            return CN_OK;
-        *pk->has_attr = true;
-        return len ? cn_buf_append(pk->value.buf, v, len) : CN_OK;
-    }
-    cn_obj_attr_arg_t a = { pk->attr, NULL, 0, pk->value };
-    cn_err_t err = obj_attr_get_fn(txn, rq, b, &a);
-    if (err >= 0)
-        *pk->has_attr = true;
-    else if (err == CN_E_NOT_FOUND)
-        err = 0;
-    return err;
+    text_out_reset(&pk->value);
+    cn_err_t err = cn__bkt_setting(txn, b, b->id, pk->attr, pk->value.buf);
+    *pk->has_attr = err > 0;
+    return err < 0 ? err : CN_OK;
 }
 
 cn_err_t cn_objects_bucket_peek(cn_objects_t *o, const char *bucket,

@@ -279,6 +279,36 @@ int cn__bkt_attr(const cn__bkt_t *b, const char *name, const void **value, size_
     return 0;
 }
 
+cn_err_t cn__bkt_setting(cn_meta_txn_t *txn, const cn__bkt_t *b, int64_t bucket_id,
+                         const char *name, cn_buf_t *out)
+{
+    if (b && b->attrs_cached) {
+        const void *v = NULL;
+        size_t len = 0;
+        if (!cn__bkt_attr(b, name, &v, &len))
+            return 0;
+        cn_err_t err = out && len ? cn_buf_append(out, v, len) : 0;
+        return err < 0 ? err : 1;
+    }
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err =
+        cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_BUCKET_ATTR], "is", bucket_id, name);
+    if (err < 0)
+        return err;
+    err = cn_meta_step(st);
+    if (err == CN_META_ROW) {
+        size_t len = 0;
+        const void *p = cn_meta_column_blob(st, 0, &len);
+        err = out && p && len ? cn_buf_append(out, p, len) : 0;
+        if (err >= 0)
+            err = 1;
+    } else if (err == CN_META_DONE) {
+        err = 0;
+    }
+    cn_meta_finish(st);
+    return err;
+}
+
 cn_err_t cn__bkt_get(cn_objects_t *o, cn_meta_txn_t *txn, const char *name, int64_t id, int64_t gen,
                      const cn__bkt_t **out)
 {

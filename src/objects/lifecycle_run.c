@@ -517,7 +517,17 @@ static cn_err_t upl_body(cn_meta_txn_t *txn, void *ctx)
 
 /* ---- acting --------------------------------------------------------------------------- */
 
-static void act_one(struct cn__lc *lc, const lc_bucket_t *b, const lc_batch_t *bt,
+/* A failure worth trying again: the pass stops at its saved cursor, so the
+ * key is decided again by the next run instead of being passed over. */
+static bool act_transient(cn_err_t err)
+{
+    return err == CN_E_DB_LOCKED || err == CN_E_DB || err == CN_E_BUSY || err == CN_E_TIMEOUT ||
+           err == CN_E_UNAVAILABLE || err == CN_E_RATE_LIMITED || err == CN_E_SHUTDOWN ||
+           err == -EIO || err == -ENOSPC;
+}
+
+/* Acts on a: false only when it failed transiently (act_transient). */
+static bool act_one(struct cn__lc *lc, const lc_bucket_t *b, const lc_batch_t *bt,
                     const lc_act_t *a)
 {
     cn_principal_t p;
@@ -544,17 +554,19 @@ static void act_one(struct cn__lc *lc, const lc_bucket_t *b, const lc_batch_t *b
     else if (err == CN_E_DENIED && rq.fail.detail == CN_OBJ_VERSION_LOCKED)
         cn_metric_add(lc->skips, 1);
     else if (err != CN_E_NOT_FOUND && err != CN_E_NO_UPLOAD)
-        cn_warn("objects", "lifecycle of %s/%s: %s", b->name, a->key, cn_strerror(err));
+        cn_warn("objects", "lifecycle of %s/%s: %s%s", b->name, a->key, cn_strerror(err),
+                act_transient(err) ? " (the pass resumes here next time)" : "");
+    return !act_transient(err);
 }
 
-/* The batch's actions at the capped rate: false when stopped or the lease
- * was lost midway. */
+/* The batch's actions at the capped rate: false when stopped, the lease
+ * was lost midway or an action failed transiently (the cursor then stays
+ * before the batch). */
 static bool batch_act(struct cn__lc *lc, const lc_bucket_t *b, const lc_batch_t *bt)
 {
     for (size_t i = 0; i < bt->nacts; i++) {
-        if (!lc_rate_wait(lc) || !lc_lease_keep(lc))
+        if (!lc_rate_wait(lc) || !lc_lease_keep(lc) || !act_one(lc, b, bt, &bt->acts[i]))
             return false;
-        act_one(lc, b, bt, &bt->acts[i]);
     }
     return true;
 }

@@ -71,42 +71,10 @@ int64_t cn_objects_lock_default_until(int32_t days, int32_t years, int64_t now_m
 
 /* ---- bucket settings read inside a transaction ------------------------------------- */
 
-/* Named setting name of b into val (cut to cap - 1 bytes, NUL-terminated):
- * 1 when set, 0 when not, or an error. */
-static cn_err_t lock_setting(cn_meta_txn_t *txn, const cn__bkt_t *b, const char *name, char *val,
-                             size_t cap)
-{
-    val[0] = 0;
-    if (b->attrs_cached) {
-        const void *v = NULL;
-        size_t len = 0;
-        if (!cn__bkt_attr(b, name, &v, &len))
-            return 0;
-        cn__strcpy(val, cap, v, len);
-        return 1;
-    }
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_BUCKET_ATTR], "is", b->id, name);
-    if (err < 0)
-        return err;
-    err = cn_meta_step(st);
-    if (err == CN_META_ROW) {
-        size_t len = 0;
-        const void *p = cn_meta_column_blob(st, 0, &len);
-        cn__strcpy(val, cap, p, p ? len : 0);
-        err = 1;
-    } else if (err == CN_META_DONE) {
-        err = 0;
-    }
-    cn_meta_finish(st);
-    return err;
-}
-
 /* CN_E_INVALID (LOCK_NOT_ENABLED) unless b has object lock. */
 static cn_err_t lock_enabled(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b)
 {
-    char v[8];
-    cn_err_t err = lock_setting(txn, b, CN_OBJECTS_LOCK_ATTR, v, sizeof v);
+    cn_err_t err = cn__bkt_setting(txn, b, b->id, CN_OBJECTS_LOCK_ATTR, NULL);
     if (err == 0)
         return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_BUCKET, CN_OBJ_LOCK_NOT_ENABLED,
                           "Bucket is missing Object Lock Configuration");
@@ -143,11 +111,13 @@ static cn_err_t lock_cfg_set_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, cons
                                   void *ctx)
 {
     lock_cfg_t *c = ctx;
-    char v[16];
-    cn_err_t err = lock_setting(txn, b, LOCK_VERSIONING, v, sizeof v);
+    cn_buf_t v = { 0 };
+    cn_err_t err = cn__bkt_setting(txn, b, b->id, LOCK_VERSIONING, &v);
+    bool enabled = v.len == 7 && !memcmp(v.data, "Enabled", 7);
+    cn_buf_free(&v);
     if (err < 0)
         return err;
-    if (err == 0 || strcmp(v, "Enabled") != 0)
+    if (!enabled)
         return cn__fail_d(rq, CN_E_CONFLICT, CN_OBJ_WHAT_BUCKET, CN_OBJ_BUCKET_STATE_INVALID,
                           "object lock needs versioning Enabled on %s", b->name);
     err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_ATTR_UPSERT], "isb", b->id,

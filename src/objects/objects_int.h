@@ -197,6 +197,13 @@ void cn__bkt_release(const cn__bkt_t *b); /* NULL is a no-op */
 /* Named setting name of b, when b->attrs_cached: 1 with value and len set,
  * 0 when unset. */
 int cn__bkt_attr(const cn__bkt_t *b, const char *name, const void **value, size_t *len);
+/* The one reader of a bucket's named setting name inside txn: from b's
+ * cached settings when b (bucket_id's entry as loaded in txn, or NULL when
+ * the caller has none loaded there) holds them, else one query.  1 when set,
+ * its value appended to out (NULL: only whether it is set), 0 when unset,
+ * or a meta error or -ENOMEM. */
+cn_err_t cn__bkt_setting(cn_meta_txn_t *txn, const cn__bkt_t *b, int64_t bucket_id,
+                         const char *name, cn_buf_t *out);
 /* The authz view of b (borrows b). */
 void cn__bkt_view(const cn__bkt_t *b, cn_authz_bucket_t *out);
 
@@ -437,6 +444,8 @@ typedef struct cn__vstate {
     int64_t default_ms;                  /* its period */
 } cn__vstate_t;
 cn_err_t cn__obj_vstate(cn_meta_txn_t *txn, int64_t bucket_id, cn__vstate_t *out);
+/* The same for b as loaded in txn (its cached settings when it has them). */
+cn_err_t cn__bkt_vstate(cn_meta_txn_t *txn, const cn__bkt_t *b, cn__vstate_t *out);
 
 /* "Make this the current version of key": the one path of every write
  * (PutObject, CopyObject, CompleteMultipartUpload, Jay's put).  In txn:

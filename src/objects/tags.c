@@ -257,7 +257,7 @@ static cn_err_t tag_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt
     if (err >= 0 && op->write)
         err = cn__obj_tags_write(txn, ref.version_id, op->tags, op->n);
     if (err >= 0)
-        err = cn__obj_vstate(txn, b->id, &vs);
+        err = cn__bkt_vstate(txn, b, &vs);
     if (err >= 0) {
         out->version_id = ref.version_id;
         out->vnull = ref.vnull;

@@ -251,49 +251,43 @@ cn_err_t cn__obj_version_purge(cn_meta_txn_t *txn, int64_t version_id, cn__vtabl
 
 /* ---- the bucket's state -------------------------------------------------------- */
 
-/* A default retention as the object-lock work stores it: "GOVERNANCE D<n>"
- * or "COMPLIANCE Y<n>" (days or years).  Anything else: none. */
-static void vstate_default(cn__vstate_t *vs, const char *v, size_t n)
+/* The state from the bucket's "versioning" and default-retention settings
+ * (cn__bkt_setting: b may be NULL).  The default is read only when
+ * versioning is Enabled: object lock, and so its default, exists only on a
+ * bucket it keeps Enabled (lock.c, versioning_set_body), so one read is
+ * enough for an unversioned bucket's write. */
+static cn_err_t vstate_read(cn_meta_txn_t *txn, const cn__bkt_t *b, int64_t bucket_id,
+                            cn__vstate_t *out)
 {
-    char buf[64];
-    cn__strcpy(buf, sizeof buf, v, n);
-    char unit = 0;
-    long long count = 0;
-    char mode[16];
-    if (sscanf(buf, "%15s %c%lld", mode, &unit, &count) != 3 || count <= 0 || count > 36500)
-        return;
-    int64_t day = 24ll * 3600 * 1000;
-    if (unit == 'D')
-        vs->default_ms = count * day;
-    else if (unit == 'Y')
-        vs->default_ms = count * 365 * day;
-    else
-        return;
-    if (!strcmp(mode, "GOVERNANCE"))
-        vs->default_mode = CN_OBJ_LOCK_GOVERNANCE;
-    else if (!strcmp(mode, "COMPLIANCE"))
-        vs->default_mode = CN_OBJ_LOCK_COMPLIANCE;
+    memset(out, 0, sizeof *out);
+    cn_buf_t v = { 0 };
+    cn_err_t err = cn__bkt_setting(txn, b, bucket_id, "versioning", &v);
+    /* An empty value is no setting (as the stored text never is). */
+    if (err > 0 && v.len)
+        out->versioning = v.len == 7 && !memcmp(v.data, "Enabled", 7) ? CN_OBJ_VERSIONING_ENABLED
+                                                                      : CN_OBJ_VERSIONING_SUSPENDED;
+    v.len = 0;
+    if (err >= 0 && out->versioning == CN_OBJ_VERSIONING_ENABLED)
+        err = cn__bkt_setting(txn, b, bucket_id, CN_OBJECTS_LOCK_DEFAULT_ATTR, &v);
+    cn_objects_lock_mode_t mode;
+    int32_t days, years;
+    if (err > 0 &&
+        cn_objects_lock_default_parse((const char *)v.data, v.len, &mode, &days, &years)) {
+        out->default_mode = mode;
+        out->default_ms = cn_objects_lock_default_until(days, years, 0);
+    }
+    cn_buf_free(&v);
+    return err < 0 ? err : 0;
 }
 
 cn_err_t cn__obj_vstate(cn_meta_txn_t *txn, int64_t bucket_id, cn__vstate_t *out)
 {
-    memset(out, 0, sizeof *out);
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_V_SETTINGS], "i", bucket_id);
-    while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
-        const char *name = cn_meta_column_text(st, 0, NULL);
-        size_t n = 0;
-        const char *v = cn_meta_column_blob(st, 1, &n);
-        if (!name || !v)
-            continue;
-        if (!strcmp(name, "versioning"))
-            out->versioning = n == 7 && !memcmp(v, "Enabled", 7) ? CN_OBJ_VERSIONING_ENABLED
-                                                                 : CN_OBJ_VERSIONING_SUSPENDED;
-        else
-            vstate_default(out, v, n);
-    }
-    cn_meta_finish(st);
-    return err < 0 ? err : 0;
+    return vstate_read(txn, NULL, bucket_id, out);
+}
+
+cn_err_t cn__bkt_vstate(cn_meta_txn_t *txn, const cn__bkt_t *b, cn__vstate_t *out)
+{
+    return vstate_read(txn, b, b->id, out);
 }
 
 /* ---- making a version current ---------------------------------------------------- */
@@ -401,7 +395,7 @@ static cn_err_t versioning_get_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, co
 {
     (void)rq;
     cn__vstate_t vs;
-    cn_err_t err = cn__obj_vstate(txn, b->id, &vs);
+    cn_err_t err = cn__bkt_vstate(txn, b, &vs);
     *(cn_objects_versioning_t *)ctx = vs.versioning;
     return err;
 }
@@ -421,8 +415,8 @@ static cn_err_t versioning_set_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, co
     const char *v = st == CN_OBJ_VERSIONING_ENABLED ? "Enabled" : "Suspended";
     cn_err_t err = 0;
     if (st == CN_OBJ_VERSIONING_SUSPENDED) {
-        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_ATTR], "is", b->id, "object-lock");
-        if (err == CN_META_ROW)
+        err = cn__bkt_setting(txn, b, b->id, CN_OBJECTS_LOCK_ATTR, NULL);
+        if (err > 0)
             return cn__fail_d(rq, CN_E_CONFLICT, CN_OBJ_WHAT_BUCKET, CN_OBJ_BUCKET_STATE_INVALID,
                               "versioning cannot be suspended on a bucket with object lock");
     }

@@ -265,6 +265,71 @@ cn_err_t cn_repos_get_chunks(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t re
     return err;
 }
 
+/* ---- public-only get_objects and presence ---------------------------------------------- */
+/* The manifests among refs (sorted, deduplicated) into j->m. */
+static void plan_public(chunks_job_t *j, const cn_repos_objref_t *refs)
+{
+    j->nm = 0;
+    for (uint32_t i = 0; i < j->n; i++)
+        if (refs[i].kind == CN_REPOS_MANIFEST)
+            j->m[j->nm++].id = refs[i].id;
+    qsort(j->m, j->nm, sizeof *j->m, digest_cmp);
+    uint32_t d = 0;
+    for (uint32_t i = 0; i < j->nm; i++)
+        if (d == 0 || memcmp(&j->m[d - 1].id, &j->m[i].id, CN_DIGEST_LEN) != 0)
+            j->m[d++].id = j->m[i].id;
+    j->nm = d;
+}
+
+typedef struct public_job {
+    chunks_job_t j;
+    const cn_repos_objref_t *refs;
+} public_job_t;
+
+static cn_err_t public_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
+{
+    public_job_t *p = ctx;
+    chunks_job_t *j = &p->j;
+    const uint8_t *id = repo->info.id;
+    cn_err_t err = CN_OK;
+    for (uint32_t k = 0; k < j->nm && err >= 0; k++) {
+        want_t *m = &j->m[k];
+        m->accepted = false;
+        err = cn__object_find(txn, id, CN_REPOS_MANIFEST, &m->id, &m->member, &m->blob, NULL, NULL);
+        m->needed = m->member; /* only a member can be accepted: no search for the others */
+    }
+    if (err >= 0)
+        err = find_accepted(j, txn, id);
+    for (uint32_t i = 0; i < j->n && err >= 0; i++) {
+        cn_repos_obj_t *o = &j->out[i];
+        memset(o, 0, sizeof *o);
+        o->kind = p->refs[i].kind;
+        o->id = p->refs[i].id;
+        bool open = o->kind == CN_REPOS_COMMIT ||
+                    (o->kind == CN_REPOS_MANIFEST && want_find(j, &o->id)->accepted);
+        if (open)
+            err =
+                cn__object_find(txn, id, o->kind, &o->id, &o->present, &o->blob, &o->length, NULL);
+    }
+    return err;
+}
+
+cn_err_t cn_repos_get_public(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                             const cn_repos_objref_t *refs, uint32_t n, cn_repos_obj_t *out)
+{
+    if (n == 0 || n > CN_REPOS_BATCH_MAX)
+        return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "a batch holds 1..8192 objects");
+    public_job_t p = { .j = { .r = r, .rq = rq, .n = n, .out = out }, .refs = refs };
+    p.j.m = calloc(n, sizeof *p.j.m);
+    if (!p.j.m)
+        return -ENOMEM;
+    plan_public(&p.j, refs);
+    cn_err_t err =
+        cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, public_body, &p);
+    free(p.j.m);
+    return err;
+}
+
 /* ---- repository_mounts ---------------------------------------------------------------- */
 typedef struct mounts_job {
     cn_repos_t *r;

@@ -23,8 +23,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_ATTEMPTS 8
+/* A fleet's nodes submit to one branch at once: a submit that keeps losing
+ * the race replans, after a jittered pause, until this much time has passed
+ * (docs/fleet.md, "Submits racing across nodes"). */
+#define FLEET_RETRY_MS 30000
 
 void cn_repos_outcome_free(cn_repos_outcome_t *o)
 {
@@ -684,6 +689,24 @@ static cn_err_t record_accepted(plan_t *pl, cn_meta_txn_t *txn)
     return err < 0 ? err : CN_OK;
 }
 
+/* err of phase 3's inserts, with a duplicate key taken for the conflict it
+ * is on a multi-writer engine.  The commit, event, fold and operation rows
+ * are keyed by the change number and operation id this transaction has just
+ * checked against the heads; on SQLite (one writer) no other transaction can
+ * have inserted them since.  On PostgreSQL another node's submit may have
+ * committed the same change number (or the same operation) after this
+ * transaction's snapshot was taken, and PostgreSQL reports that as a unique
+ * violation (23505, CN_E_EXISTS), not as a serialization failure, since
+ * this transaction never read the key.  CN_E_DB_LOCKED has cn_meta_run
+ * repeat the body, which then finds the heads moved (or the operation
+ * recorded) and plans again or replays. */
+static cn_err_t raced(const plan_t *pl, cn_err_t err)
+{
+    if (err == CN_E_EXISTS && strcmp(cn_meta_engine(pl->r->meta), "sqlite") != 0)
+        return CN_E_DB_LOCKED;
+    return err;
+}
+
 /* Phase 3's body: pl->again when the heads moved since the plan (nothing is
  * written then), else the outcome and, when accepted, its rows. */
 static cn_err_t record_body(cn_meta_txn_t *txn, void *ctx)
@@ -714,13 +737,13 @@ static cn_err_t record_body(cn_meta_txn_t *txn, void *ctx)
     if (err >= 0 && !pl->again && pl->out.outcome == CN_REPOS_ACCEPTED)
         err = cn__locks_enforce(pl->r, txn, pl->rq, &pl->repo, &ld, s->branch, &pl->cs, &pl->out);
     if (err >= 0 && !pl->again && pl->out.outcome == CN_REPOS_ACCEPTED)
-        err = record_accepted(pl, txn);
+        err = raced(pl, record_accepted(pl, txn));
     if (err >= 0 && !pl->again && pl->out.outcome == CN_REPOS_ACCEPTED)
         err = cn__locks_dispose(txn, &ld, &pl->cs);
     cn_buf_t rec = { 0 };
     if (err >= 0 && !pl->again && (err = outcome_encode(&pl->out, &rec)) >= 0)
-        err = cn__op_record(txn, s->repo, s->operation, CN_REPOS_OP_SUBMIT, &pl->fp, s->workspace,
-                            &rec);
+        err = raced(pl, cn__op_record(txn, s->repo, s->operation, CN_REPOS_OP_SUBMIT, &pl->fp,
+                                      s->workspace, &rec));
     cn_buf_free(&rec);
     /* The intent has its final outcome: its upload pins end here. */
     if (err >= 0 && !pl->again)
@@ -740,6 +763,28 @@ static bool zero16(const uint8_t id[16])
     for (int i = 0; i < 16; i++)
         if (id[i])
             return false;
+    return true;
+}
+
+/* Whether a submit whose heads moved under it plans again.  With one
+ * writer (SQLite) only this process moves them, and MAX_ATTEMPTS bounds the
+ * repeats.  On a shared engine other nodes commit meanwhile, each of them
+ * progress, so a loser keeps trying until FLEET_RETRY_MS, pausing a random
+ * 1..(2 << min(attempt, 5)) ms with mu released (a local submit to the same
+ * repository may go meanwhile). */
+static bool again_after_race(cn_repos_t *r, pthread_mutex_t *mu, int attempt, int64_t t0)
+{
+    if (strcmp(cn_meta_engine(r->meta), "sqlite") == 0)
+        return attempt + 1 < MAX_ATTEMPTS;
+    if (cn_mono_ms() - t0 >= FLEET_RETRY_MS)
+        return false;
+    uint8_t rnd = 0;
+    (void)cn_random_bytes(&rnd, 1);
+    int cap = 2 << (attempt < 5 ? attempt : 5);
+    struct timespec ts = { 0, (long)(1 + rnd % cap) * 1000000L };
+    pthread_mutex_unlock(mu);
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(mu);
     return true;
 }
 
@@ -785,6 +830,7 @@ static cn_err_t submit_run(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_sub
         cn_repos_submit_fp(s, &pl.fp);
     pthread_mutex_t *mu = &r->repo_mu[s->repo[0] % CN__REPO_LOCKS];
     pthread_mutex_lock(mu);
+    int64_t t0 = cn_mono_ms();
     cn_err_t err = CN_OK;
     cn__ptree_stats_t st = { 0, 0 };
     for (int attempt = 0;; attempt++) {
@@ -797,7 +843,7 @@ static cn_err_t submit_run(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_sub
             break;
         if ((err = record(&pl)) < 0 || !pl.again)
             break;
-        if (attempt + 1 == MAX_ATTEMPTS) {
+        if (!again_after_race(r, mu, attempt, t0)) {
             err = cn__rfail(rq, CN_E_BUSY, CN_REPOS_E_BUSY, "the branch kept moving; submit again");
             break;
         }

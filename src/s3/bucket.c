@@ -224,21 +224,3 @@ void cn__s3_get_location(cn__s3_rq_t *q)
     cn_xml_close(&w);
     cn__s3_xml(q, 200, &w);
 }
-
-void cn__s3_get_versioning(cn__s3_rq_t *q)
-{
-    cn_bucket_info_t bi;
-    cn_err_t e = cn_objects_bucket_head(q->s3->objects, &q->orq, q->bucket, &bi);
-    if (e < 0) {
-        if (e == CN_E_NOT_FOUND)
-            q->orq.what = CN_OBJ_WHAT_BUCKET;
-        cn__s3_fail(q, e);
-        return;
-    }
-    cn_buf_t out = { 0 };
-    cn_xml_writer_t w;
-    cn_xml_begin(&w, &out);
-    cn_xml_open(&w, "VersioningConfiguration", CN_S3_XMLNS);
-    cn_xml_close(&w);
-    cn__s3_xml(q, 200, &w);
-}

@@ -234,19 +234,7 @@ cn_s3_err_t cn__s3_cors_normalize(const cn_xml_doc_t *d, cn_buf_t *out, char *wh
 
 void cn__s3_cors_get(cn__s3_rq_t *q)
 {
-    cn_buf_t v = { 0 };
-    cn_err_t e = cn_objects_bucket_attr_get(q->s3->objects, &q->orq, q->bucket, CN__CORS_ATTR,
-                                            CN_ACT_GET_BUCKET_CORS, &v);
-    if (e < 0) {
-        cn_buf_free(&v);
-        if (e == CN_E_NOT_FOUND && q->orq.what == CN_OBJ_WHAT_ARG)
-            cn__s3_error(q, CN_S3E_NO_SUCH_CORS, NULL);
-        else
-            cn__s3_fail(q, e);
-        return;
-    }
-    cn_http_respond_buf(q->r, 200, "application/xml", &v);
-    cn_buf_free(&v);
+    cn__s3_setting_get(q, CN__CORS_ATTR, CN_ACT_GET_BUCKET_CORS, CN_S3E_NO_SUCH_CORS);
 }
 
 static void cors_put_done(cn__s3_rq_t *q)
@@ -266,11 +254,7 @@ static void cors_put_done(cn__s3_rq_t *q)
     cn_err_t e = cn_objects_bucket_attr_set(q->s3->objects, &q->orq, q->bucket, CN__CORS_ATTR,
                                             CN_ACT_PUT_BUCKET_CORS, out.data, out.len);
     cn_buf_free(&out);
-    if (e < 0) {
-        cn__s3_fail(q, e);
-        return;
-    }
-    cn_http_respond_empty(q->r, 200, 0);
+    cn__s3_answer_done(q, e, 200);
 }
 
 void cn__s3_cors_put(cn__s3_rq_t *q)
@@ -280,13 +264,7 @@ void cn__s3_cors_put(cn__s3_rq_t *q)
 
 void cn__s3_cors_delete(cn__s3_rq_t *q)
 {
-    cn_err_t e = cn_objects_bucket_attr_set(q->s3->objects, &q->orq, q->bucket, CN__CORS_ATTR,
-                                            CN_ACT_PUT_BUCKET_CORS, NULL, 0);
-    if (e < 0 && !(e == CN_E_NOT_FOUND && q->orq.what == CN_OBJ_WHAT_ARG)) {
-        cn__s3_fail(q, e);
-        return;
-    }
-    cn_http_respond_empty(q->r, 204, 0);
+    cn__s3_setting_delete(q, CN__CORS_ATTR, CN_ACT_PUT_BUCKET_CORS);
 }
 
 /* ---- answering browsers ---------------------------------------------------------------------- */

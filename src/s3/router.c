@@ -251,6 +251,21 @@ void cn__s3_answer_done(cn__s3_rq_t *q, cn_err_t e, int status)
         cn_http_respond_empty(q->r, status, 0);
 }
 
+void cn__s3_setting_get(cn__s3_rq_t *q, const char *attr, cn_authz_action_t act, cn_s3_err_t unset)
+{
+    cn_buf_t v = { 0 };
+    cn_err_t e = cn_objects_bucket_attr_get(q->s3->objects, &q->orq, q->bucket, attr, act, &v);
+    cn__s3_answer_doc(q, e, &v, unset);
+}
+
+void cn__s3_setting_delete(cn__s3_rq_t *q, const char *attr, cn_authz_action_t act)
+{
+    cn_err_t e = cn_objects_bucket_attr_set(q->s3->objects, &q->orq, q->bucket, attr, act, NULL, 0);
+    if (e == CN_E_NOT_FOUND && q->orq.what == CN_OBJ_WHAT_ARG)
+        e = 0; /* deleting what is not set is still a success */
+    cn__s3_answer_done(q, e, 204);
+}
+
 static const char *const cn__mon[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                        "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
 

@@ -68,6 +68,12 @@ void cn__s3_xml(cn__s3_rq_t *q, int status, cn_xml_writer_t *w);
 void cn__s3_answer_doc(cn__s3_rq_t *q, cn_err_t e, cn_buf_t *doc, cn_s3_err_t unset);
 /* Answers a mutation that returned e: status with no body, or the failure. */
 void cn__s3_answer_done(cn__s3_rq_t *q, cn_err_t e, int status);
+/* The Get and Delete of a configuration stored as the bucket's named
+ * setting attr (authorized as act): Get answers it through
+ * cn__s3_answer_doc (unset: its NoSuch*); Delete answers 204, also when it
+ * was not set. */
+void cn__s3_setting_get(cn__s3_rq_t *q, const char *attr, cn_authz_action_t act, cn_s3_err_t unset);
+void cn__s3_setting_delete(cn__s3_rq_t *q, const char *attr, cn_authz_action_t act);
 /* "Wed, 21 Oct 2015 07:28:00 GMT" */
 #define CN__S3_HTTP_DATE_MAX 40
 void cn__s3_http_date(int64_t unix_ms, char out[CN__S3_HTTP_DATE_MAX]);
@@ -134,7 +140,6 @@ void cn__s3_create_bucket(cn__s3_rq_t *q);
 void cn__s3_delete_bucket(cn__s3_rq_t *q);
 void cn__s3_head_bucket(cn__s3_rq_t *q);
 void cn__s3_get_location(cn__s3_rq_t *q);
-void cn__s3_get_versioning(cn__s3_rq_t *q);
 /* list.c */
 void cn__s3_list_objects(cn__s3_rq_t *q);
 void cn__s3_list_versions(cn__s3_rq_t *q); /* ListObjectVersions */

@@ -265,12 +265,9 @@ static void obj_tagging_put_done(cn__s3_rq_t *q)
         cn_objects_tags_set(q->s3->objects, &q->orq, q->bucket, q->key,
                             cn_http_req_query(q->r, "versionId"), t.n ? t.kv : none, t.n, &res);
     cn__s3_tags_free(&t);
-    if (e < 0) {
-        cn__s3_fail(q, e);
-        return;
-    }
-    version_header(q, &res);
-    cn_http_respond_empty(q->r, 200, 0);
+    if (e >= 0)
+        version_header(q, &res);
+    cn__s3_answer_done(q, e, 200);
 }
 
 void cn__s3_obj_tagging_put(cn__s3_rq_t *q)
@@ -283,31 +280,16 @@ void cn__s3_obj_tagging_delete(cn__s3_rq_t *q)
     cn_objects_tagset_t res;
     cn_err_t e = cn_objects_tags_set(q->s3->objects, &q->orq, q->bucket, q->key,
                                      cn_http_req_query(q->r, "versionId"), NULL, 0, &res);
-    if (e < 0) {
-        cn__s3_fail(q, e);
-        return;
-    }
-    version_header(q, &res);
-    cn_http_respond_empty(q->r, 204, 0);
+    if (e >= 0)
+        version_header(q, &res);
+    cn__s3_answer_done(q, e, 204);
 }
 
 /* ---- bucket tagging ---------------------------------------------------------------- */
 
 void cn__s3_bucket_tagging_get(cn__s3_rq_t *q)
 {
-    cn_buf_t v = { 0 };
-    cn_err_t e = cn_objects_bucket_attr_get(q->s3->objects, &q->orq, q->bucket, CN__TAG_ATTR,
-                                            CN_ACT_GET_BUCKET_TAGGING, &v);
-    if (e < 0) {
-        cn_buf_free(&v);
-        if (e == CN_E_NOT_FOUND && q->orq.what == CN_OBJ_WHAT_ARG)
-            cn__s3_error(q, CN_S3E_NO_SUCH_TAG_SET, NULL);
-        else
-            cn__s3_fail(q, e);
-        return;
-    }
-    cn_http_respond_buf(q->r, 200, "application/xml", &v);
-    cn_buf_free(&v);
+    cn__s3_setting_get(q, CN__TAG_ATTR, CN_ACT_GET_BUCKET_TAGGING, CN_S3E_NO_SUCH_TAG_SET);
 }
 
 static void bucket_tagging_put_done(cn__s3_rq_t *q)
@@ -325,11 +307,7 @@ static void bucket_tagging_put_done(cn__s3_rq_t *q)
         e = cn_objects_bucket_attr_set(q->s3->objects, &q->orq, q->bucket, CN__TAG_ATTR,
                                        CN_ACT_PUT_BUCKET_TAGGING, out.data, out.len);
     cn_buf_free(&out);
-    if (e < 0) {
-        cn__s3_fail(q, e);
-        return;
-    }
-    cn_http_respond_empty(q->r, 204, 0);
+    cn__s3_answer_done(q, e, 204);
 }
 
 void cn__s3_bucket_tagging_put(cn__s3_rq_t *q)
@@ -340,11 +318,5 @@ void cn__s3_bucket_tagging_put(cn__s3_rq_t *q)
 void cn__s3_bucket_tagging_delete(cn__s3_rq_t *q)
 {
     /* S3 authorizes DeleteBucketTagging as s3:PutBucketTagging. */
-    cn_err_t e = cn_objects_bucket_attr_set(q->s3->objects, &q->orq, q->bucket, CN__TAG_ATTR,
-                                            CN_ACT_PUT_BUCKET_TAGGING, NULL, 0);
-    if (e < 0 && !(e == CN_E_NOT_FOUND && q->orq.what == CN_OBJ_WHAT_ARG)) {
-        cn__s3_fail(q, e);
-        return;
-    }
-    cn_http_respond_empty(q->r, 204, 0);
+    cn__s3_setting_delete(q, CN__TAG_ATTR, CN_ACT_PUT_BUCKET_TAGGING);
 }

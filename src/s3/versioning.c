@@ -88,11 +88,7 @@ static void versioning_put_done(cn__s3_rq_t *q)
         return;
     }
     cn_err_t e = cn_objects_versioning_set(q->s3->objects, &q->orq, q->bucket, st);
-    if (e < 0) {
-        cn__s3_fail(q, e);
-        return;
-    }
-    cn_http_respond_empty(q->r, 200, 0);
+    cn__s3_answer_done(q, e, 200);
 }
 
 void cn__s3_versioning_put(cn__s3_rq_t *q)

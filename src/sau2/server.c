@@ -8,7 +8,8 @@
  * one table (the service builds the replies of everything else).
  *
  * Deadlines: one for the TLS handshake and the first frame (its head and its
- * payload) from accept; then net's idle deadline between requests.
+ * payload) from accept; then net's idle deadline between requests.  An idle
+ * connection counts as pending again in net's admission (idle_pending).
  *
  * Never: let the stream desynchronise (a payload is consumed in full or the
  * connection closed); keep or log a request's secret (the payload buffer is
@@ -223,6 +224,10 @@ static const cn_adapter_t sau2_adapter = {
     .classify = sau2_classify,
     .serve = sau2_serve,
     .close = sau2_close,
+    /* An idle connection counts as pending again (sau2.md section 11): a
+     * source's idle connections take its pending share, and a full table
+     * closes the oldest of them before it refuses anyone. */
+    .idle_pending = true,
 };
 
 /* ---- the listener ---------------------------------------------------------------- */

@@ -25,6 +25,7 @@
 #include "cairn/net.h"
 #include "cairn/scribe.h"
 #include "cairn/util.h"
+#include "server_int.h" /* the session table and handshake (server_session.c) */
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -102,7 +103,6 @@ void cn_gw_adapter_destroy(void *actx); /* NULL is a no-op */
 #define CN__GW_CONNECT_MS 10000 /* the specification's client connect timeout */
 #define CN__GW_IO_MS 300000     /* and its read/write timeout */
 #define CN__GW_LIST_CURSORS 4   /* open repo_list cursors per client connection */
-#define CN__GW_DATA_CONNS 4
 
 /* One upstream connection: a protocol-2 control session to one storage
  * server, in the codec and transfer compression of the client connections
@@ -118,21 +118,12 @@ typedef struct cn__gw_up {
     struct cn__gw_up *next;
 } cn__gw_up_t;
 
-typedef struct cn__gw_session {
-    uint64_t id;
-    unsigned data_conns;
-    bool control_open;
-    unsigned busy;
-    int64_t last_ms;
-    struct cn__gw_session *next;
-} cn__gw_session_t;
-
 typedef struct cn__gw {
     cn_gw_config_t cfg;
     struct cn_meta *meta;
     uint32_t inactivity_s;
-    pthread_mutex_t mu; /* sessions and the pool */
-    cn__gw_session_t *sessions;
+    pthread_mutex_t mu;             /* sessions and the pool */
+    cn__scribe_sessions_t sessions; /* server_session.c's table, guarded by mu */
     cn__gw_up_t *idle[CN_GW_MAX_SERVERS];
     unsigned nidle[CN_GW_MAX_SERVERS];
     /* per server and (codec, compression): the control connection upstream
@@ -150,7 +141,7 @@ typedef struct cn__gw_conn {
     cn_scribe_codec_t codec;
     uint8_t compression;
     uint64_t session;
-    cn__gw_session_t *ss;
+    cn__scribe_session_t *ss;
     bool data;
     cn_buf_t in, out;
     uint8_t *io; /* CN__GW_IO bytes */

@@ -1,10 +1,11 @@
 /* Scribe server adapter, protocol 2 (plaintext) or 4 (TLS; one per
- * listener): the adapter tables, the handshake, sessions, data connections
- * and protocol 4's binding secrets, frame admission (header rules, the exact
- * per-opcode payload bound, the listener memory budget), and the ONE table
- * from service errors to the protocol's numeric codes.  It must never let a
- * protocol-4 data connection join a session without its secret, nor speak
- * protocol 2 inside TLS.
+ * listener): the adapter tables, protocol 4's checks of the hello (a zero
+ * binding on control connections, the principal), the dispatch of each
+ * admitted request, and the ONE table from service errors to the protocol's
+ * numeric codes.  Sessions, data connections, binding secrets, the hello and
+ * frame admission (header rules, the exact per-opcode payload bound, the
+ * listener memory budget) are server_session.c's, shared with the gateway.
+ * It must never speak protocol 2 inside TLS.
  *
  * The stream must never desynchronise: every request's payload and stream
  * are either consumed in full or the connection is closed.  The network
@@ -16,16 +17,10 @@
 #include "cairn/util.h"
 
 #include <errno.h>
-#include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-
-/* The largest hello of either protocol: 16,692 bytes (protocol 4 with a
- * delegated certificate); scribe_open reads it into the heap. */
-#define HELLO_BOUND_V4 16692
 
 /* ---- the error table --------------------------------------------------------------
  * The repos service's detail (cn_repos_code_t) → Scribe code; the contract
@@ -106,39 +101,19 @@ uint16_t cn__scribe_code_for(const cn_fail_t *f, cn_err_t err)
     }
 }
 
-static cn_err_t send_frame(cn_conn_t *c, uint16_t opcode, uint16_t flags, uint64_t id,
-                           const cn_buf_t *payload, uint64_t stream_hint)
-{
-    uint8_t h[CN_SCRIBE_HDR_LEN];
-    cn_scribe_hdr_t hdr = { opcode, flags, id, (uint32_t)payload->len };
-    cn_scribe_hdr_encode(h, &hdr);
-    struct iovec iov[2] = { { h, sizeof h }, { payload->data, payload->len } };
-    return cn_conn_writev(c, iov, payload->len ? 2 : 1,
-                          cn_conn_deadline_for(c, payload->len + stream_hint));
-}
-
 cn_err_t cn__scribe_fail_code(cn__scribe_call_t *k, uint16_t code, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    cn__scribe_vmsg(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    /* A message is for humans: never let invalid UTF-8 from a name reach it. */
-    for (char *p = msg; *p; p++)
-        if ((unsigned char)*p >= 0x80)
-            *p = '?';
-    cn_buf_t *o = &k->sc->out;
-    cn_buf_reset(o);
     k->code = code;
-    cn_err_t err = cn_scribe_enc_error(o, k->sc->codec, code, cn_scribe_cstr(msg));
-    if (err < 0)
-        return err;
     if (code == CN_SCRIBE_E_INTERNAL || code == CN_SCRIBE_E_STORAGE_FAILURE ||
         code == CN_SCRIBE_E_CORRUPT)
         cn_warn("scribe", "conn %llu: %s failed: %s", (unsigned long long)cn_conn_id(k->c),
                 cn_scribe_op_name(k->hdr.opcode) ? cn_scribe_op_name(k->hdr.opcode) : "?", msg);
-    return send_frame(k->c, k->hdr.opcode, CN_SCRIBE_FLAG_ERROR, k->hdr.request_id, o, 0);
+    return cn__scribe_send_error(k->c, &k->sc->out, k->sc->codec, &k->hdr, code, msg);
 }
 
 cn_err_t cn__scribe_fail(cn__scribe_call_t *k, cn_err_t err)
@@ -156,7 +131,7 @@ cn_err_t cn__scribe_malformed(cn__scribe_call_t *k)
 
 cn_err_t cn__scribe_reply(cn__scribe_call_t *k, uint16_t flags)
 {
-    return send_frame(k->c, k->hdr.opcode, flags, k->hdr.request_id, &k->sc->out, 0);
+    return cn__scribe_send_frame(k->c, k->hdr.opcode, flags, k->hdr.request_id, &k->sc->out, 0);
 }
 
 cn_err_t cn__scribe_write(cn__scribe_call_t *k, const void *p, size_t n)
@@ -164,125 +139,11 @@ cn_err_t cn__scribe_write(cn__scribe_call_t *k, const void *p, size_t n)
     return cn_conn_write_all(k->c, p, n, cn_conn_deadline_for(k->c, n));
 }
 
-/* ---- sessions -------------------------------------------------------------------------- */
-/* A new control session for a connection that spoke `version`; protocol 4
- * gives it 256 random bits of binding secret (anonymous sessions too). */
-static cn_err_t session_new(cn__scribe_srv_t *s, uint16_t version, uint8_t caller,
-                            const cn_scribe_principal_t *who, cn__scribe_session_t **out)
-{
-    cn__scribe_session_t *ss = calloc(1, sizeof *ss);
-    if (!ss)
-        return -ENOMEM;
-    cn_err_t err = CN_OK;
-    do {
-        err = cn_random_bytes(&ss->id, sizeof ss->id);
-    } while (err >= 0 && ss->id == 0);
-    if (err >= 0 && version == 4)
-        err = cn_random_bytes(ss->binding, sizeof ss->binding);
-    if (err < 0) {
-        free(ss);
-        return err;
-    }
-    ss->version = version;
-    ss->caller = caller;
-    ss->who = *who;
-    ss->control_open = true;
-    ss->last_ms = cn_mono_ms();
-    pthread_mutex_lock(&s->mu);
-    ss->next = s->sessions;
-    s->sessions = ss;
-    pthread_mutex_unlock(&s->mu);
-    *out = ss;
-    return CN_OK;
-}
-
-/* Binds a data connection to the live control session h->bind_session.
- * Protocol 4 also needs the session's binding secret (compared in constant
- * time), its caller mode, its subject (the credential and key of its
- * access certificate) and its protocol version.  Returns 0, or the
- * Scribe code to refuse with (docs/protocol/scribe.md 15.4):
- * session_not_found-like refusals are malformed on protocol 2 (as before)
- * and unauthenticated on protocol 4; busy for a fifth data connection.
- * A bind is activity. */
-static uint16_t session_bind(cn__scribe_srv_t *s, const cn_scribe_hello_t *h,
-                             const cn_scribe_principal_t *who, cn__scribe_session_t **out,
-                             const char **why)
-{
-    uint16_t code = h->version == 4 ? CN_SCRIBE_E_UNAUTHENTICATED : CN_SCRIBE_E_MALFORMED;
-    *why = "no live control session with that id";
-    pthread_mutex_lock(&s->mu);
-    for (cn__scribe_session_t *ss = s->sessions; ss; ss = ss->next) {
-        if (ss->id != h->bind_session || !ss->control_open)
-            continue;
-        if (ss->version != h->version) {
-            *why = "the control session speaks another protocol version";
-        } else if (h->version == 4 &&
-                   CRYPTO_memcmp(ss->binding, h->binding, sizeof ss->binding) != 0) {
-            *why = "the binding does not match the control session";
-        } else if (h->version == 4 && ss->caller != h->caller) {
-            *why = "the caller mode differs from the control session's";
-        } else if (h->version == 4 && (ss->who.present != who->present ||
-                                       strcmp(ss->who.credential, who->credential) != 0 ||
-                                       strcmp(ss->who.key_id, who->key_id) != 0)) {
-            *why = "the subject differs from the control session's";
-        } else if (h->version == 4 &&
-                   (strcmp(ss->who.delegate_credential, who->delegate_credential) != 0 ||
-                    strcmp(ss->who.delegate_key_id, who->delegate_key_id) != 0)) {
-            *why = "the delegate differs from the control session's";
-        } else if (ss->data_conns >= CN_SCRIBE_DATA_CONNS) {
-            code = CN_SCRIBE_E_BUSY;
-            *why = "the session holds four data connections";
-        } else {
-            ss->data_conns++;
-            ss->last_ms = cn_mono_ms();
-            *out = ss;
-            code = 0;
-        }
-        break;
-    }
-    pthread_mutex_unlock(&s->mu);
-    return code;
-}
-
-static void session_release(cn__scribe_srv_t *s, uint64_t id, bool data)
-{
-    pthread_mutex_lock(&s->mu);
-    for (cn__scribe_session_t **pp = &s->sessions; *pp; pp = &(*pp)->next) {
-        cn__scribe_session_t *ss = *pp;
-        if (ss->id != id)
-            continue;
-        if (data && ss->data_conns)
-            ss->data_conns--;
-        else if (!data)
-            ss->control_open = false;
-        if (!ss->control_open && !ss->data_conns) {
-            *pp = ss->next;
-            free(ss);
-        }
-        break;
-    }
-    pthread_mutex_unlock(&s->mu);
-}
-
 /* ---- the adapter ------------------------------------------------------------------------- */
 static void scribe_busy(void *actx, int fd)
 {
     (void)actx;
-    /* A little-endian busy error for the hello not yet read, best effort. */
-    uint8_t frame[CN_SCRIBE_HDR_LEN + 64];
-    cn_buf_t b = { 0 };
-    static const char msg[] = "the server is at its connection limit";
-    if (cn_scribe_enc_error(&b, CN_SCRIBE_CODEC_LE, CN_SCRIBE_E_BUSY, cn_scribe_cstr(msg)) < 0 ||
-        b.len > sizeof frame - CN_SCRIBE_HDR_LEN) {
-        cn_buf_free(&b);
-        return;
-    }
-    cn_scribe_hdr_t h = { CN_SCRIBE_OP_HELLO, CN_SCRIBE_FLAG_ERROR, 0, (uint32_t)b.len };
-    cn_scribe_hdr_encode(frame, &h);
-    memcpy(frame + CN_SCRIBE_HDR_LEN, b.data, b.len);
-    ssize_t rc = send(fd, frame, CN_SCRIBE_HDR_LEN + b.len, MSG_DONTWAIT | MSG_NOSIGNAL);
-    (void)rc;
-    cn_buf_free(&b);
+    cn__scribe_busy_send(fd, "the server is at its connection limit");
 }
 
 static void conn_free(cn__scribe_conn_t *sc)
@@ -296,65 +157,48 @@ static void conn_free(cn__scribe_conn_t *sc)
     free(sc);
 }
 
-/* A handshake error: a little-endian error frame, then the caller closes. */
-static cn_err_t hello_fail(cn_conn_t *c, uint64_t id, uint16_t code, const char *msg)
+/* The listener's handshake (server_session.c). */
+static cn__scribe_hs_t scribe_hs(const cn__scribe_srv_t *s)
 {
-    cn_buf_t b = { 0 };
-    cn_err_t err = cn_scribe_enc_error(&b, CN_SCRIBE_CODEC_LE, code, cn_scribe_cstr(msg));
-    if (err >= 0)
-        send_frame(c, CN_SCRIBE_OP_HELLO, CN_SCRIBE_FLAG_ERROR, id, &b, 0);
-    cn_buf_free(&b);
-    return CN_E_PROTOCOL;
+    return (cn__scribe_hs_t){
+        .version = s->cfg.version,
+        .test_codec = CN_SCRIBE_TEST_CODEC,
+        .budget = true,
+        .inactivity_s = s->cfg.inactivity_s,
+        .unsupported = s->cfg.version == 4
+                           ? "this TLS listener speaks protocol 4 with codec 1 only"
+                           : "this plaintext listener speaks protocol 2 with codec 1 only",
+    };
 }
 
-/* Reads and decodes the first frame, the hello, by the handshake deadline.
- * Returns 0 with *h decoded from body (HELLO_BOUND_V4 bytes, the caller's),
- * or a negative error once the refusal (if any) has been sent: the caller
- * closes. */
+/* Reads the hello, then on protocol 4 checks a control hello's zero binding
+ * and resolves its principal.  Returns 0 with *h decoded from body
+ * (CN_SCRIBE_HELLO_BOUND bytes), or a negative error once the refusal (if
+ * any) has been sent: the caller closes. */
 static cn_err_t read_hello(cn__scribe_srv_t *s, cn_conn_t *c, uint8_t *body, cn_scribe_hdr_t *hd,
                            cn_scribe_hello_t *h, cn_scribe_principal_t *who)
 {
-    int64_t deadline = cn_conn_handshake_deadline(c);
-    uint8_t head[CN_SCRIBE_HDR_LEN];
-    cn_err_t err = cn_conn_read_full(c, head, sizeof head, deadline);
-    if (err < 0)
-        return err;
-    if (cn_scribe_hdr_parse(head, hd) < 0)
-        return CN_E_PROTOCOL;
-    if (hd->opcode != CN_SCRIBE_OP_HELLO || hd->flags)
-        return hello_fail(c, hd->request_id, CN_SCRIBE_E_MALFORMED,
-                          "the first frame of a connection is a hello");
-    /* The bound includes protocol 4's caller envelope on every listener, so
-     * that an over-long client string, or a v4 hello on plaintext, is read
-     * and answered rather than cut off. */
-    if (hd->length > HELLO_BOUND_V4)
-        return CN_E_PROTOCOL; /* over the opcode's bound: close unread */
-    if (cn_conn_budget_reserve(c, hd->length) < 0)
-        return hello_fail(c, hd->request_id, CN_SCRIBE_E_BUSY, "server memory is busy");
-    err = cn_conn_read_full(c, body, hd->length, deadline);
-    cn_conn_budget_release(c, hd->length);
-    if (err < 0)
-        return err;
-    err = cn_scribe_dec_hello(body, hd->length, s->cfg.version, CN_SCRIBE_TEST_CODEC, h);
-    if (err == CN_E_UNSUPPORTED)
-        return hello_fail(c, hd->request_id, CN_SCRIBE_E_UNSUPPORTED_VERSION,
-                          s->cfg.version == 4
-                              ? "this TLS listener speaks protocol 4 with codec 1 only"
-                              : "this plaintext listener speaks protocol 2 with codec 1 only");
-    if (err < 0)
-        return hello_fail(c, hd->request_id, CN_SCRIBE_E_MALFORMED, "malformed hello");
+    cn__scribe_hs_t hs = scribe_hs(s);
+    CN_TRY(cn__scribe_read_hello(c, &hs, body, hd, h));
     memset(who, 0, sizeof *who);
     if (s->cfg.version == 4) {
         static const uint8_t zero[32];
         if (!h->bind_session && memcmp(h->binding, zero, sizeof zero) != 0)
-            return hello_fail(c, hd->request_id, CN_SCRIBE_E_MALFORMED,
-                              "a control connection's binding is zero");
+            return cn__scribe_hello_fail(c, hd->request_id, CN_SCRIBE_E_MALFORMED,
+                                         "a control connection's binding is zero");
+        /* Handshake admission (docs/protocol/scribe.md 15.6): anonymous
+         * hellos hold at most half the handshake pool; the permit goes back
+         * once the reply is written (scribe_open) or at the close. */
+        if (s->auth && h->caller == CN_SCRIBE_CALLER_ANONYMOUS &&
+            cn_conn_anon_permit_take(c) == CN_E_BUSY)
+            return cn__scribe_hello_fail(c, hd->request_id, CN_SCRIBE_E_BUSY,
+                                         "too many anonymous handshakes in progress");
         /* The principal (docs/protocol/scribe.md 15.6): from the verified
          * access certificate, confirmed by auth (server_auth.c). */
         char why[256] = "";
         uint16_t code = cn__scribe_resolve(s, c, h, who, why, sizeof why);
         if (code)
-            return hello_fail(c, hd->request_id, code, why);
+            return cn__scribe_hello_fail(c, hd->request_id, code, why);
     }
     return CN_OK;
 }
@@ -365,60 +209,27 @@ static cn_err_t scribe_open(void *actx, cn_conn_t *c, void **cstate)
     cn_scribe_hdr_t h;
     cn_scribe_hello_t hello;
     cn_scribe_principal_t who;
-    uint8_t *body = malloc(HELLO_BOUND_V4);
+    uint8_t *body = malloc(CN_SCRIBE_HELLO_BOUND);
     if (!body)
         return -ENOMEM;
     cn_err_t err = read_hello(s, c, body, &h, &hello, &who);
     cn__scribe_conn_t *sc = err < 0 ? NULL : calloc(1, sizeof *sc);
-    if (!sc) {
-        free(body);
+    free(body); /* hello's views die here: only its numbers are read below */
+    if (!sc)
         return err < 0 ? err : -ENOMEM;
-    }
     sc->srv = s;
     sc->codec = hello.codec;
     sc->compression = (hello.caps & CN_SCRIBE_CAP_LZ4) ? 1 : 0;
     sc->version = s->cfg.version;
-    if (hello.bind_session) {
-        const char *why = NULL;
-        uint16_t code = session_bind(s, &hello, &who, &sc->ss, &why);
-        free(body);
-        if (code) {
-            conn_free(sc);
-            return hello_fail(c, h.request_id, code, why);
-        }
-        sc->session = hello.bind_session;
-        sc->data = true;
-    } else {
-        err = session_new(s, s->cfg.version, hello.caller, &who, &sc->ss);
-        free(body); /* hello's views die here: nothing below reads them */
-        if (err < 0) {
-            conn_free(sc);
-            return err;
-        }
-        sc->session = sc->ss->id;
-    }
-    cn_scribe_hello_ok_t ok;
-    memset(&ok, 0, sizeof ok);
-    ok.version = s->cfg.version;
-    ok.codec = sc->codec;
-    ok.session = sc->session;
-    ok.timeout_s = s->cfg.inactivity_s;
-    ok.compression = sc->compression;
-    if (s->cfg.version == 4 && !sc->data) {
-        ok.has_binding = true;
-        memcpy(ok.binding, sc->ss->binding, sizeof ok.binding);
-    }
-    cn_buf_t b = { 0 };
-    err = cn_scribe_enc_hello_ok(&b, &ok);
-    if (err >= 0)
-        err = send_frame(c, CN_SCRIBE_OP_HELLO, 0, h.request_id, &b, 0);
-    cn_buf_free(&b);
-    OPENSSL_cleanse(ok.binding, sizeof ok.binding);
+    sc->data = hello.bind_session != 0;
+    cn__scribe_hs_t hs = scribe_hs(s);
+    err = cn__scribe_hello_answer(&s->sessions, c, &hs, h.request_id, &hello, &who, &sc->ss);
+    cn_conn_anon_permit_release(c);
     if (err < 0) {
-        session_release(s, sc->session, sc->data);
         conn_free(sc);
         return err;
     }
+    sc->session = sc->ss->id;
     *cstate = sc;
     return CN_OK;
 }
@@ -443,29 +254,11 @@ static int scribe_classify(void *cstate, const uint8_t *head)
     }
 }
 
-/* A request of the session starts (true) or ends (false). */
-static void session_activity(cn__scribe_conn_t *sc, bool start)
-{
-    pthread_mutex_lock(&sc->srv->mu);
-    if (start)
-        sc->ss->busy++;
-    else if (sc->ss->busy)
-        sc->ss->busy--;
-    sc->ss->last_ms = cn_mono_ms();
-    pthread_mutex_unlock(&sc->srv->mu);
-}
-
-/* The net layer's idle hook: a connection stays while its session is
- * serving a request on any connection, or until the session's inactivity
- * timeout has passed since its last activity. */
+/* The net layer's idle hook: inactivity is counted per session. */
 static int64_t scribe_idle(void *cstate, int64_t now_ms)
 {
     cn__scribe_conn_t *sc = cstate;
-    int64_t timeout_ms = (int64_t)sc->srv->cfg.inactivity_s * 1000;
-    pthread_mutex_lock(&sc->srv->mu);
-    int64_t keep = sc->ss->busy ? now_ms + timeout_ms : sc->ss->last_ms + timeout_ms;
-    pthread_mutex_unlock(&sc->srv->mu);
-    return keep > now_ms ? keep : 0;
+    return cn__scribe_session_idle(&sc->srv->sessions, sc->ss, sc->srv->cfg.inactivity_s, now_ms);
 }
 
 static cn_err_t scribe_serve_one(cn__scribe_conn_t *sc, cn_conn_t *c, const uint8_t *head);
@@ -508,9 +301,9 @@ static void scribe_count(const cn__scribe_call_t *k, cn_err_t err, int64_t t0)
 static cn_err_t scribe_serve(void *cstate, cn_conn_t *c, const uint8_t *head)
 {
     cn__scribe_conn_t *sc = cstate;
-    session_activity(sc, true);
+    cn__scribe_session_activity(&sc->srv->sessions, sc->ss, true);
     cn_err_t err = scribe_serve_one(sc, c, head);
-    session_activity(sc, false);
+    cn__scribe_session_activity(&sc->srv->sessions, sc->ss, false);
     return err;
 }
 
@@ -523,50 +316,31 @@ static cn_err_t scribe_serve_one(cn__scribe_conn_t *sc, cn_conn_t *c, const uint
     k.rq.trusted = true; /* plaintext Scribe: every caller is trusted (spec section 6) */
     if (cn_scribe_hdr_parse(head, &k.hdr) < 0)
         return CN_E_PROTOCOL;
-    uint32_t bound = 0;
-    bool core = cn_scribe_request_bound(k.hdr.opcode, sc->version == 4, &bound);
-    if (!core || k.hdr.opcode == CN_SCRIBE_OP_HELLO) {
-        /* Reserved or unknown (or a second hello): drain a bounded body and
-         * answer, so the connection stays usable. */
-        if (k.hdr.length > CN_SCRIBE_DRAIN_MAX || (k.hdr.flags & CN_SCRIBE_FLAG_STREAM))
-            return CN_E_PROTOCOL;
-        cn_err_t err = cn_conn_drain(c, k.hdr.length, cn_conn_deadline_for(c, k.hdr.length));
-        if (err < 0)
-            return err;
+    cn_err_t err = cn__scribe_frame_admit(c, &k.hdr, sc->version == 4);
+    if (err == CN__SCRIBE_FRAME_DRAINED) {
+        /* Reserved or unknown (or a second hello): answered, so the
+         * connection stays usable. */
         err = k.hdr.opcode == CN_SCRIBE_OP_HELLO
                   ? cn__scribe_fail_code(&k, CN_SCRIBE_E_MALFORMED, "the handshake is already done")
                   : cn__scribe_fail_code(&k, CN_SCRIBE_E_UNSUPPORTED_OPERATION,
                                          "opcode %u is not offered by this server", k.hdr.opcode);
         return err < 0 ? err : CN_OK;
     }
-    if (k.hdr.length > bound)
-        return CN_E_PROTOCOL; /* over the exact bound: close without reading */
-    bool stream = k.hdr.opcode == CN_SCRIBE_OP_PUT_OBJECTS;
-    if (((k.hdr.flags & CN_SCRIBE_FLAG_STREAM) != 0) != stream ||
-        (k.hdr.flags & CN_SCRIBE_FLAG_ERROR))
-        return CN_E_PROTOCOL; /* we cannot tell where this frame ends */
-    if (cn_conn_budget_reserve(c, k.hdr.length) < 0) {
+    if (err == CN__SCRIBE_FRAME_BUSY) {
         cn__scribe_fail_code(&k, CN_SCRIBE_E_BUSY, "server memory is busy; retry");
         return CN_E_BUSY; /* the body was never read: close */
     }
+    if (err < 0)
+        return err;
     int64_t t0 = cn_mono_ns();
-    cn_buf_reset(&sc->in);
-    cn_err_t err = cn_buf_reserve(&sc->in, k.hdr.length ? k.hdr.length : 1);
-    if (err >= 0)
-        err =
-            cn_conn_read_full(c, sc->in.data, k.hdr.length, cn_conn_deadline_for(c, k.hdr.length));
+    err = cn__scribe_frame_body(c, &k.hdr, &sc->in);
     if (err >= 0) {
-        sc->in.len = k.hdr.length;
         k.payload = sc->in.data;
         k.len = k.hdr.length;
         err = cn__scribe_op(&k);
     }
     scribe_count(&k, err, t0);
-    cn_conn_budget_release(c, k.hdr.length);
-    if (sc->in.cap > (1u << 20))
-        cn_buf_free(&sc->in);
-    if (sc->out.cap > (4u << 20))
-        cn_buf_free(&sc->out);
+    cn__scribe_frame_done(c, &k.hdr, &sc->in, &sc->out);
     if (err >= 0 && k.close)
         err = CN_E_CLOSED;
     return err < 0 ? err : CN_OK;
@@ -577,7 +351,7 @@ static void scribe_close(void *cstate)
     cn__scribe_conn_t *sc = cstate;
     if (!sc)
         return;
-    session_release(sc->srv, sc->session, sc->data);
+    cn__scribe_session_release(&sc->srv->sessions, sc->session, sc->data);
     conn_free(sc);
 }
 
@@ -626,6 +400,7 @@ cn_err_t cn_scribe_adapter_create(const cn_scribe_config_t *cfg, cn_repos_t *rep
     }
     s->repos = repos;
     pthread_mutex_init(&s->mu, NULL);
+    s->sessions.mu = &s->mu;
     *ad = s->cfg.version == 4 ? &cn_scribes_adapter : &cn_scribe_adapter;
     *actx = s;
     return CN_OK;
@@ -636,11 +411,7 @@ void cn_scribe_adapter_destroy(void *actx)
     cn__scribe_srv_t *s = actx;
     if (!s)
         return;
-    while (s->sessions) {
-        cn__scribe_session_t *n = s->sessions->next;
-        free(s->sessions);
-        s->sessions = n;
-    }
+    cn__scribe_sessions_free(&s->sessions);
     pthread_mutex_destroy(&s->mu);
     cn_scribe_auth_free(s->auth);
     free(s);

@@ -16,8 +16,10 @@
 #include "cairn/util.h"
 
 #include <errno.h>
+#include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -89,6 +91,41 @@ static const char *const role_names[] = { "no role", "Reader", "Writer", "Mainta
                                           "namespace administrator" };
 
 /* ---- the hello ------------------------------------------------------------------------- */
+/* The account an access certificate names (its subject CN, which auth's
+ * access CA writes from the account: src/identity/auth_ca.c), read without
+ * verifying it, into out (cap bytes); false when there is none.  Caller 2:
+ * the forwarded certificate's (PEM), the user rather than the gateway. */
+static bool cert_account(X509 *peer, const cn_scribe_hello_t *h, char *out, size_t cap)
+{
+    X509 *x = peer;
+    if (h->caller == CN_SCRIBE_CALLER_DELEGATED) {
+        BIO *b = h->delegated_cert.len <= INT32_MAX
+                     ? BIO_new_mem_buf(h->delegated_cert.p, (int)h->delegated_cert.len)
+                     : NULL;
+        x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+        BIO_free(b);
+    }
+    int n =
+        x ? X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName, out, (int)cap) : -1;
+    if (x != peer)
+        X509_free(x);
+    ERR_clear_error();
+    return n > 0 && (size_t)n < cap;
+}
+
+/* The per-principal connection cap (docs/protocol/scribe.md 15.6, "Admission"):
+ * claimed from the certificate's account before any auth round trip, so
+ * that an identity at its limit costs auth nothing. */
+static uint16_t claim(cn_conn_t *c, const char *account, char *why, size_t cap)
+{
+    cn_err_t e = cn_conn_claim_principal(c, account);
+    if (e == CN_E_BUSY)
+        snprintf(why, cap, "too many concurrent connections for this identity");
+    else if (e < 0)
+        snprintf(why, cap, "out of memory");
+    return e == CN_E_BUSY ? CN_SCRIBE_E_BUSY : e < 0 ? CN_SCRIBE_E_INTERNAL : 0;
+}
+
 uint16_t cn__scribe_resolve(cn__scribe_srv_t *s, cn_conn_t *c, const cn_scribe_hello_t *h,
                             cn_scribe_principal_t *who, char *why, size_t cap)
 {
@@ -113,6 +150,10 @@ uint16_t cn__scribe_resolve(cn__scribe_srv_t *s, cn_conn_t *c, const cn_scribe_h
     }
     if (!peer)
         return 0;
+    char account[sizeof who->account];
+    uint16_t code = 0;
+    if (cert_account(peer, h, account, sizeof account) && (code = claim(c, account, why, cap)))
+        return code;
     BIO *bio = BIO_new(BIO_s_mem());
     char *pem = NULL;
     long n = bio && PEM_write_bio_X509(bio, peer) == 1 ? BIO_get_mem_data(bio, &pem) : 0;
@@ -125,6 +166,8 @@ uint16_t cn__scribe_resolve(cn__scribe_srv_t *s, cn_conn_t *c, const cn_scribe_h
                                                         h->delegated_cert.len, who, why, cap)
                      : cn_scribe_auth_resolve(s->auth, pem, (size_t)n, who, why, cap);
     BIO_free(bio);
+    if (e < 0)
+        (void)cn_conn_set_principal(c, NULL); /* the claim goes back before the close */
     if (e == CN_E_AUTH || e == CN_E_DENIED)
         return CN_SCRIBE_E_UNAUTHENTICATED;
     if (e < 0) {
@@ -132,13 +175,11 @@ uint16_t cn__scribe_resolve(cn__scribe_srv_t *s, cn_conn_t *c, const cn_scribe_h
         return CN_SCRIBE_E_AUTH_UNAVAILABLE;
     }
     /* The account is the principal of net's shares (worker share, memory
-     * budget per principal), whichever connection of it this is; for a
-     * gateway's delegated traffic the user, never the gateway. */
-    if (cn_conn_set_principal(c, who->account) < 0) {
-        snprintf(why, cap, "out of memory");
-        return CN_SCRIBE_E_INTERNAL;
-    }
-    return 0;
+     * budget per principal, connection cap), whichever connection of it
+     * this is; for a gateway's delegated traffic the user, never the
+     * gateway.  Already claimed unless auth confirmed another name than the
+     * certificate's (then the claim moves to auth's). */
+    return claim(c, who->account, why, cap);
 }
 
 /* ---- the role of a session on a repository ------------------------------------------------- */

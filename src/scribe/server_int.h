@@ -1,7 +1,8 @@
 /* Internals shared by the Scribe server adapter's files (server.c,
  * server_ops.c, server_branch.c, server_merge.c, server_cherry.c,
- * server_lock.c); never
- * included outside src/scribe. */
+ * server_lock.c, ...) and, for the session table and the handshake of
+ * server_session.c, the gateway's adapter (through gw_int.h); never
+ * included outside src/scribe and the gateway's users. */
 #ifndef CN_SCRIBE_SERVER_INT_H
 #define CN_SCRIBE_SERVER_INT_H
 
@@ -12,6 +13,7 @@
 #include "cairn/net.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 
 /* Compile-time switch of test builds: codec 2 (big-endian) is accepted
  * only when this is 1.  Never configuration. */
@@ -30,7 +32,8 @@
  * and idle since the last request of any of them ended (the net layer asks
  * through the adapter's idle hook before closing an idle connection).
  * Freed when its last connection closes, so a connection may keep a
- * pointer to its session; the fields are guarded by the server's mu. */
+ * pointer to its session; the fields are guarded by its table's mu
+ * (cn__scribe_sessions_t). */
 typedef struct cn__scribe_session {
     uint64_t id;
     uint16_t version;          /* the protocol its control connection spoke */
@@ -50,12 +53,20 @@ typedef struct cn__scribe_session {
     struct cn__scribe_session *next;
 } cn__scribe_session_t;
 
+/* A listener's sessions: a list guarded by a mutex its owner chooses (the
+ * storage adapter's mu, the gateway's), which also guards every session's
+ * fields. */
+typedef struct cn__scribe_sessions {
+    pthread_mutex_t *mu;
+    cn__scribe_session_t *head;
+} cn__scribe_sessions_t;
+
 typedef struct cn__scribe_srv {
     cn_scribe_config_t cfg;
     cn_repos_t *repos;
     cn_scribe_auth_t *auth; /* protocol 4: the auth provider (owned), or NULL */
-    pthread_mutex_t mu;     /* guards sessions */
-    cn__scribe_session_t *sessions;
+    pthread_mutex_t mu;     /* guards sessions and their fields */
+    cn__scribe_sessions_t sessions;
 } cn__scribe_srv_t;
 
 typedef struct cn__scribe_conn {
@@ -150,5 +161,100 @@ cn_err_t cn__scribe_send_objects(cn__scribe_call_t *k, const cn_repos_obj_t *obj
 cn_err_t cn__scribe_op_public(cn__scribe_call_t *k);
 /* Writes n stream bytes with a deadline sized for them. */
 cn_err_t cn__scribe_write(cn__scribe_call_t *k, const void *p, size_t n);
+
+/* ---- sessions and the handshake (server_session.c), shared with the
+ * gateway's adapter (gw_server.c) ------------------------------------------- */
+/* The largest hello of either protocol: 16,692 bytes (protocol 4 with a
+ * delegated certificate); the handshake reads it into a buffer this size. */
+#define CN_SCRIBE_HELLO_BOUND 16692
+
+/* A listener's handshake. */
+typedef struct cn__scribe_hs {
+    uint16_t version;        /* the protocol it speaks: 2 plaintext, 4 TLS */
+    bool test_codec;         /* codec 2 accepted (CN_SCRIBE_TEST_CODEC of the caller) */
+    bool budget;             /* the hello's bytes are reserved in the memory budget */
+    uint32_t inactivity_s;   /* announced in hello-ok */
+    const char *unsupported; /* the message of unsupported_version */
+} cn__scribe_hs_t;
+
+/* Sends one frame (header and payload) with a deadline sized for the
+ * payload and stream_hint more bytes. */
+cn_err_t cn__scribe_send_frame(cn_conn_t *c, uint16_t opcode, uint16_t flags, uint64_t id,
+                               const cn_buf_t *payload, uint64_t stream_hint);
+/* Formats an error message (cap bytes) with every non-ASCII byte replaced
+ * by '?': a message is for humans, a name may hold invalid UTF-8. */
+void cn__scribe_vmsg(char *msg, size_t cap, const char *fmt, va_list ap);
+/* Answers the request hd with an error frame (code, msg) in codec, encoded
+ * into o (reset first). */
+cn_err_t cn__scribe_send_error(cn_conn_t *c, cn_buf_t *o, cn_scribe_codec_t codec,
+                               const cn_scribe_hdr_t *hd, uint16_t code, const char *msg);
+/* The net layer's busy hook: a little-endian busy error for the hello not
+ * yet read, written best effort on the raw socket. */
+void cn__scribe_busy_send(int fd, const char *msg);
+
+/* A new control session for a connection that spoke `version`, of the
+ * hello's caller and principal who (NULL: none); protocol 4 gives it 256
+ * random bits of binding secret (anonymous sessions too). */
+cn_err_t cn__scribe_session_new(cn__scribe_sessions_t *t, uint16_t version, uint8_t caller,
+                                const cn_scribe_principal_t *who, cn__scribe_session_t **out);
+/* Binds a data connection to the live control session h->bind_session.
+ * Protocol 4 also needs the session's binding secret (compared in constant
+ * time), its caller mode, its subject (the credential and key of its
+ * access certificate), its delegate and its protocol version.  Returns 0,
+ * or the Scribe code to refuse with (docs/protocol/scribe.md 15.4):
+ * session_not_found-like refusals are malformed on protocol 2 and
+ * unauthenticated on protocol 4; busy for a fifth data connection.  A bind
+ * is activity. */
+uint16_t cn__scribe_session_bind(cn__scribe_sessions_t *t, const cn_scribe_hello_t *h,
+                                 const cn_scribe_principal_t *who, cn__scribe_session_t **out,
+                                 const char **why);
+/* A connection of session id closes (data: a data connection); the session
+ * is freed with its last connection. */
+void cn__scribe_session_release(cn__scribe_sessions_t *t, uint64_t id, bool data);
+/* Frees every session (the listener is gone). */
+void cn__scribe_sessions_free(cn__scribe_sessions_t *t);
+/* A request of the session starts (true) or ends (false). */
+void cn__scribe_session_activity(cn__scribe_sessions_t *t, cn__scribe_session_t *ss, bool start);
+/* The net layer's idle hook: a connection stays while its session serves a
+ * request on any connection, or until inactivity_s has passed since the
+ * session's last activity.  Returns when to ask again, or 0: close. */
+int64_t cn__scribe_session_idle(cn__scribe_sessions_t *t, cn__scribe_session_t *ss,
+                                uint32_t inactivity_s, int64_t now_ms);
+
+/* A handshake error: a little-endian error frame; returns CN_E_PROTOCOL
+ * (the caller closes). */
+cn_err_t cn__scribe_hello_fail(cn_conn_t *c, uint64_t id, uint16_t code, const char *msg);
+/* Reads and decodes the first frame, the hello, by the handshake deadline.
+ * Returns 0 with *h decoded from body (CN_SCRIBE_HELLO_BOUND bytes, the
+ * caller's: h's views point into it), or a negative error once the refusal
+ * (if any) has been sent: the caller closes. */
+cn_err_t cn__scribe_read_hello(cn_conn_t *c, const cn__scribe_hs_t *hs, uint8_t *body,
+                               cn_scribe_hdr_t *hd, cn_scribe_hello_t *h);
+/* Opens the control session of a decoded hello, or binds its data
+ * connection, and answers hello-ok (with the binding secret on a protocol-4
+ * control connection).  Reads only h's numbers.  *out is the session on
+ * success; else the refusal (if any) was sent and the caller closes. */
+cn_err_t cn__scribe_hello_answer(cn__scribe_sessions_t *t, cn_conn_t *c, const cn__scribe_hs_t *hs,
+                                 uint64_t request_id, const cn_scribe_hello_t *h,
+                                 const cn_scribe_principal_t *who, cn__scribe_session_t **out);
+
+/* What cn__scribe_frame_admit made of a request header. */
+enum {
+    CN__SCRIBE_FRAME_READ = 0,    /* admitted: its length is reserved in the budget */
+    CN__SCRIBE_FRAME_DRAINED = 1, /* reserved, unknown or a second hello: the body
+                                     was drained; the caller answers */
+    CN__SCRIBE_FRAME_BUSY = 2     /* the budget refused it, unread: the caller
+                                     answers busy and closes */
+};
+/* Admits the request frame after its header (v4: the listener speaks
+ * protocol 4): the opcode's exact bound, STREAM on put_objects alone, no
+ * ERROR, the memory budget.  Returns one of the above, or < 0 to close
+ * without an answer (the stream position is lost). */
+cn_err_t cn__scribe_frame_admit(cn_conn_t *c, const cn_scribe_hdr_t *hd, bool v4);
+/* Reads an admitted frame's payload into in (reset first). */
+cn_err_t cn__scribe_frame_body(cn_conn_t *c, const cn_scribe_hdr_t *hd, cn_buf_t *in);
+/* An admitted frame was served: its reservation released, large buffers
+ * given back. */
+void cn__scribe_frame_done(cn_conn_t *c, const cn_scribe_hdr_t *hd, cn_buf_t *in, cn_buf_t *out);
 
 #endif

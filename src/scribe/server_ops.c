@@ -466,6 +466,16 @@ cn_err_t cn__scribe_send_objects(cn__scribe_call_t *k, const cn_repos_obj_t *obj
     return err < 0 ? CN_E_CLOSED : CN_OK;
 }
 
+/* A public-only caller: anonymous on an authenticated listener, so its
+ * Reader role (the dispatch check passed) comes from the repository being
+ * public-read.  get_objects and presence then expose only commits and
+ * accepted manifests (cn_repos_get_public; docs/protocol/scribe.md 16.1);
+ * file bytes go through get_chunks with witnesses. */
+static bool public_only(const cn__scribe_call_t *k)
+{
+    return k->rq.authed && !k->rq.account;
+}
+
 static cn_err_t op_get_objects(cn__scribe_call_t *k)
 {
     cn_scribe_objs_req_t q;
@@ -481,7 +491,9 @@ static cn_err_t op_get_objects(cn__scribe_call_t *k)
         free(refs);
         return -ENOMEM;
     }
-    err = cn_repos_get_lookup(k->sc->srv->repos, &k->rq, q.repo.b, refs, q.count, objs);
+    err = public_only(k)
+              ? cn_repos_get_public(k->sc->srv->repos, &k->rq, q.repo.b, refs, q.count, objs)
+              : cn_repos_get_lookup(k->sc->srv->repos, &k->rq, q.repo.b, refs, q.count, objs);
     free(refs);
     if (err < 0) {
         free(objs);
@@ -497,6 +509,20 @@ static cn_err_t reply_bits(cn__scribe_call_t *k, const bool *bits, uint32_t n)
     cn_buf_reset(&k->sc->out);
     CN_TRY(cn_scribe_enc_bits_resp(&k->sc->out, k->sc->codec, bits, n));
     return cn__scribe_reply(k, 0);
+}
+
+/* presence for a public-only caller: what its get_objects would serve. */
+static cn_err_t presence_public(cn__scribe_call_t *k, const uint8_t repo[16],
+                                const cn_repos_objref_t *refs, uint32_t n, bool *bits)
+{
+    cn_repos_obj_t *objs = malloc(n * sizeof *objs);
+    if (!objs)
+        return -ENOMEM;
+    cn_err_t err = cn_repos_get_public(k->sc->srv->repos, &k->rq, repo, refs, n, objs);
+    for (uint32_t i = 0; i < n && err >= 0; i++)
+        bits[i] = objs[i].present;
+    free(objs);
+    return err;
 }
 
 static cn_err_t op_presence(cn__scribe_call_t *k, bool pin)
@@ -515,6 +541,8 @@ static cn_err_t op_presence(cn__scribe_call_t *k, bool pin)
     }
     err = pin ? cn_repos_pin(k->sc->srv->repos, &k->rq, q.repo.b, q.workspace.b, q.intent.b, refs,
                              q.count, bits)
+          : public_only(k)
+              ? presence_public(k, q.repo.b, refs, q.count, bits)
               : cn_repos_presence(k->sc->srv->repos, &k->rq, q.repo.b, refs, q.count, bits);
     free(refs);
     err = err < 0 ? cn__scribe_fail(k, err) : reply_bits(k, bits, q.count);

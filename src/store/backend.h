@@ -51,6 +51,10 @@ typedef struct cn__backend_ops {
     /* Walks every stored blob (order unspecified; names that are not blobs
      * are skipped).  Used by the sweeper and by recovery. */
     cn_err_t (*list)(cn__backend_t *be, cn__be_list_fn fn, void *ctx);
+    /* Cheap, no I/O: false only if d is certainly absent (a blob another
+     * process adds meanwhile may be missed).  The caller holds d's stripe
+     * lock.  NULL: always "maybe" (probe with stat or touch). */
+    bool (*may_have)(cn__backend_t *be, const cn_digest_t *d);
     /* Barrier: every put (and its directories) returned so far is durable. */
     cn_err_t (*sync)(cn__backend_t *be);
     void (*close)(cn__backend_t *be);

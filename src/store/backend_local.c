@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,22 @@
 typedef struct local_be {
     cn__backend_t base;
     int root_fd;
+    /* The leaf directories ab/cd that may hold a blob, bit ab << 8 | cd: set
+     * at open for each one there, and by put before it creates one (under
+     * the digest's stripe lock); never cleared.  A clear bit proves d has no
+     * file in this process's view (local_may_have). */
+    _Atomic uint64_t dirs[(1u << 16) / 64];
 } local_be_t;
+
+static unsigned dir_bit(const cn_digest_t *d)
+{
+    return (unsigned)d->b[0] << 8 | d->b[1];
+}
+
+static void dir_mark(local_be_t *be, unsigned bit)
+{
+    atomic_fetch_or_explicit(&be->dirs[bit / 64], UINT64_C(1) << (bit % 64), memory_order_relaxed);
+}
 
 /* "ab/cd/<64 hex>[.lz4]" */
 #define LOCAL_PATH_MAX (6 + CN_DIGEST_HEX_LEN + 5)
@@ -89,6 +105,7 @@ static cn_err_t local_put(cn__backend_t *base, int staging_dirfd, const char *st
     cn_err_t rc;
 
     *existed = false;
+    dir_mark(be, dir_bit(d)); /* before any file of d can appear */
     local_path(d, form, path);
     memcpy(dir1, path, 2);
     dir1[2] = '\0';
@@ -257,9 +274,11 @@ static cn_err_t list_leaf(int dfd, const char *a, const char *c, cn__be_list_fn 
     return rc;
 }
 
-static cn_err_t local_list(cn__backend_t *base, cn__be_list_fn fn, void *ctx)
+/* Calls leaf for each leaf directory ab/cd (a: "ab", c: "cd"). */
+typedef cn_err_t (*leaf_fn)(local_be_t *be, const char *a, const char *c, void *ctx);
+
+static cn_err_t walk_dirs(local_be_t *be, leaf_fn leaf, void *ctx)
 {
-    local_be_t *be = (local_be_t *)base;
     DIR *top = opendir_at(be->root_fd, ".");
     if (!top)
         return -errno;
@@ -280,12 +299,48 @@ static cn_err_t local_list(cn__backend_t *base, cn__be_list_fn fn, void *ctx)
         struct dirent *de2;
         while (rc == CN_OK && (de2 = readdir(mid)) != NULL) {
             if (is_hex2(de2->d_name))
-                rc = list_leaf(be->root_fd, a, de2->d_name, fn, ctx);
+                rc = leaf(be, a, de2->d_name, ctx);
         }
         closedir(mid);
     }
     closedir(top);
     return rc;
+}
+
+typedef struct list_ctx {
+    cn__be_list_fn fn;
+    void *ctx;
+} list_ctx_t;
+
+static cn_err_t list_one(local_be_t *be, const char *a, const char *c, void *ctx)
+{
+    const list_ctx_t *lc = ctx;
+    return list_leaf(be->root_fd, a, c, lc->fn, lc->ctx);
+}
+
+static cn_err_t local_list(cn__backend_t *base, cn__be_list_fn fn, void *ctx)
+{
+    list_ctx_t lc = { fn, ctx };
+    return walk_dirs((local_be_t *)base, list_one, &lc);
+}
+
+static cn_err_t mark_one(local_be_t *be, const char *a, const char *c, void *ctx)
+{
+    (void)ctx;
+    dir_mark(be, (unsigned)strtoul(a, NULL, 16) << 8 | (unsigned)strtoul(c, NULL, 16));
+    return CN_OK;
+}
+
+/* False only if d has no file: its leaf directory was neither there at open
+ * nor created since by this process.  The caller holds d's stripe lock, under
+ * which put marks the directory, so a file of d put by this process is never
+ * missed.  One another process adds while this one runs may be: the caller
+ * then stores d a second time (a duplicate, never a loss). */
+static bool local_may_have(cn__backend_t *base, const cn_digest_t *d)
+{
+    local_be_t *be = (local_be_t *)base;
+    unsigned bit = dir_bit(d);
+    return atomic_load_explicit(&be->dirs[bit / 64], memory_order_relaxed) >> (bit % 64) & 1;
 }
 
 static cn_err_t local_sync(cn__backend_t *base)
@@ -312,6 +367,7 @@ static const cn__backend_ops_t local_ops = {
     .touch = local_touch,
     .remove = local_remove,
     .list = local_list,
+    .may_have = local_may_have,
     .sync = local_sync,
     .close = local_close,
 };
@@ -329,6 +385,13 @@ cn_err_t cn__backend_local_open(const char *root, cn__backend_t **out)
         return rc;
     }
     be->base.ops = &local_ops;
+    /* The leaf directories there now; if they cannot be read, every one is
+     * assumed (may_have is then always true). */
+    if (walk_dirs(be, mark_one, NULL) < 0) {
+        cn_warn("store", "blob directories unreadable at open: every lookup probes the tree");
+        for (size_t i = 0; i < sizeof be->dirs / sizeof be->dirs[0]; i++)
+            atomic_init(&be->dirs[i], UINT64_MAX);
+    }
     *out = &be->base;
     return CN_OK;
 }

@@ -30,7 +30,8 @@
  *      torn tail anyway); a failed meta commit fails them too, and their
  *      synced records become dead space, never indexed nor acknowledged.
  *  P4. Existence is decided under the digest's stripe lock: a digest already
- *      in the index or in the file tree is refreshed, not written again.  A
+ *      in the index or in the file tree is refreshed, not written again (the
+ *      tree is probed only where the backend cannot rule d out: may_have).  A
  *      file visible under that lock is durable (a large publish fsyncs its
  *      directory before unlocking; a journalled one is renamed only after
  *      its journal sync), so the refresh needs no sync (W4).
@@ -742,6 +743,9 @@ static cn_err_t decide_locked(cn_store_t *s, cn__commit_req_t *r, int64_t now)
         r->pack_state = PS_REFRESH_PACK;
         return CN_OK;
     }
+    /* No file of d can be there: new, without probing the tree. */
+    if (s->be->ops->may_have && !s->be->ops->may_have(s->be, &r->d))
+        return CN_OK;
     cn_err_t rc = s->be->ops->touch(s->be, &r->d);
     if (rc == CN_OK)
         r->pack_state = PS_REFRESH_FILE;

@@ -29,6 +29,7 @@ def test_clone_registers_list_and_remove(ep, tmp_path):
     host = socket.gethostname()
     assert mine[1] == "main" and mine[2] == "%s:%s" % (host, os.path.realpath(a))
     assert mine[3] == "gpu,os=linux"
+    assert mine[4] == "-"  # the owner: plaintext rows have none
     other = [x for x in rows if x[-1] != "(this workspace)"][0]
     assert other[2].endswith(":" + os.path.realpath(b)) and other[3] == "-"
     assert rows_of(repo(ep, "workspace", "list", "--all", "-C", b).stdout)[0][0] == rows[0][0]

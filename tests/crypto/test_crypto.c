@@ -107,6 +107,50 @@ static void test_crc_vectors(void)
     CN_CHECK_EQ(cn_crc32(0, "123456789", 9), 0xCBF43926u);
     CN_CHECK_EQ(cn_crc32c(0, "123456789", 9), 0xE3069283u);
     CN_CHECK_EQ(cn_crc32(cn_crc32(0, "1234", 4), "56789", 5), 0xCBF43926u);
+
+    /* RFC 3720, B.4: CRC-32C of 32-byte patterns */
+    uint8_t b[32];
+    memset(b, 0, sizeof b);
+    CN_CHECK_EQ(cn_crc32c(0, b, 32), 0x8A9136AAu);
+    memset(b, 0xFF, sizeof b);
+    CN_CHECK_EQ(cn_crc32c(0, b, 32), 0x62A8AB43u);
+    for (int i = 0; i < 32; i++)
+        b[i] = (uint8_t)i;
+    CN_CHECK_EQ(cn_crc32c(0, b, 32), 0x46DD794Eu);
+    for (int i = 0; i < 32; i++)
+        b[i] = (uint8_t)(31 - i);
+    CN_CHECK_EQ(cn_crc32c(0, b, 32), 0x113FDB5Cu);
+}
+
+/* Bit by bit, the definition: what any faster path must equal. */
+static uint32_t crc32c_bitwise(uint32_t crc, const uint8_t *s, size_t n)
+{
+    crc = ~crc;
+    while (n--) {
+        crc ^= *s++;
+        for (int k = 0; k < 8; k++)
+            crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1)));
+    }
+    return ~crc;
+}
+
+static void test_crc32c_any_alignment(void)
+{
+    uint8_t buf[4096 + 16];
+    uint32_t x = 2463534242u;
+    for (size_t i = 0; i < sizeof buf; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        buf[i] = (uint8_t)x;
+    }
+    int bad = 0;
+    for (size_t off = 0; off < 9; off++)
+        for (size_t n = 0; n < 300; n += 1 + n / 16)
+            bad += cn_crc32c(0, buf + off, n) != crc32c_bitwise(0, buf + off, n);
+    CN_CHECK_EQ(bad, 0);
+    /* chained over an odd split equals one call */
+    uint32_t whole = cn_crc32c(0, buf + 3, 4096);
+    CN_CHECK_EQ(cn_crc32c(cn_crc32c(0, buf + 3, 1027), buf + 1030, 4096 - 1027), whole);
+    CN_CHECK_EQ(whole, crc32c_bitwise(0, buf + 3, 4096));
 }
 
 static void test_hex_base64(void)
@@ -139,4 +183,5 @@ static void test_ct_equal(void)
 }
 
 CN_TEST_MAIN(CN_TEST(test_blake3_matches_b3sum), CN_TEST(test_sha256_md5_vectors),
-             CN_TEST(test_crc_vectors), CN_TEST(test_hex_base64), CN_TEST(test_ct_equal))
+             CN_TEST(test_crc_vectors), CN_TEST(test_crc32c_any_alignment),
+             CN_TEST(test_hex_base64), CN_TEST(test_ct_equal))

@@ -1,7 +1,8 @@
 """What the fleet tests of issue 24 share: the import paths of the S3 and
 fleet helpers, the PostgreSQL cluster fixture (one per module, started and
 removed by pgharness) with its skip when the server binaries are missing,
-and a fresh identity key file as an operator makes one."""
+a fresh identity key file as an operator makes one, a paginated key
+listing, and Fleet: N nodes on one database and one blob tier."""
 import os
 import sys
 
@@ -28,3 +29,86 @@ def key_file(path):
     os.write(fd, (os.urandom(32).hex() + "\n").encode())
     os.close(fd)
     return str(path)
+
+
+def list_keys(s3, bucket, prefix=""):
+    """Every key of bucket under prefix, through ListObjectsV2's pages."""
+    keys, token = [], None
+    while True:
+        kw = dict(Bucket=bucket, Prefix=prefix, MaxKeys=1000)
+        if token:
+            kw["ContinuationToken"] = token
+        r = s3.list_objects_v2(**kw)
+        keys += [o["Key"] for o in r.get("Contents", [])]
+        if not r.get("IsTruncated"):
+            return keys
+        token = r["NextContinuationToken"]
+
+
+class Fleet:
+    """N cairnd nodes on one PostgreSQL database and one blob tier (issue 24's
+    "three nodes on loopback"): a backend cairnd on its embedded engine is the
+    S3 store (its administrator token is the blob credential), and every node
+    runs --meta on the database, --identity-key on one shared key and
+    --blob-store at the backend, with all three faces (Jay, Scribe plaintext,
+    HTTP) on ephemeral loopback ports.  Nodes are named n0, n1, ... (also
+    their --node-id); kill9(i) and restart(i) act on one of them."""
+
+    BUCKET = "tier"
+    PREFIX = "blobs"
+
+    def __init__(self, pg, base, db, count=3, env=None):
+        from conftest import ADMIN_TOKEN, Server
+        from s3fixtures import S3Server, s3_args
+        self._server, self._s3server = Server, S3Server
+        self.base = base
+        self.env = dict(env or {})
+        self.backend = S3Server(Server(base / "backend", args=s3_args())
+                                .start(wait_for=("http", "jay")))
+        self.backend.client().create_bucket(Bucket=self.BUCKET)
+        self.creds = base / "blob.creds"
+        self.creds.write_text(ADMIN_TOKEN + "\n")
+        self.key = key_file(base / "fleet.key")
+        self.uri = pg.create_db(db)
+        self.nodes = [None] * count
+        self.killed = set()
+        for i in range(count):
+            self.start(i)
+
+    def args(self, i):
+        return ["--jay", "127.0.0.1:0", "--scribe", "127.0.0.1:0", "--http", "127.0.0.1:0",
+                "--meta", self.uri, "--identity-key", self.key, "--node-id", "n%d" % i,
+                "--blob-store", "s3://%s/%s" % (self.BUCKET, self.PREFIX),
+                "--blob-endpoint", self.backend.endpoint,
+                "--blob-credentials", str(self.creds)]
+
+    def start(self, i):
+        srv = self._server(self.base / ("n%d" % i), args=self.args(i), env=self.env)
+        self.nodes[i] = self._s3server(srv.start(wait_for=("http", "jay", "scribe")))
+        self.killed.discard(i)
+        return self.nodes[i]
+
+    def kill9(self, i):
+        self.nodes[i].server.kill9()
+        self.killed.add(i)
+
+    def scribe_addr(self, i):
+        return self.nodes[i].server.addrs["scribe"]
+
+    def backend_keys(self):
+        """Every object of the backend bucket under PREFIX/."""
+        return list_keys(self.backend.client(), self.BUCKET, self.PREFIX + "/")
+
+    def stop(self):
+        """Stops every process; returns the sanitizer reports of the nodes
+        that were not killed (a killed node's log ends where it died)."""
+        bad = []
+        for i, n in enumerate(self.nodes + [self.backend]):
+            if n is None:
+                continue
+            n.server.stop()
+            out = n.server.output()
+            if i not in self.killed and ("ERROR: AddressSanitizer" in out
+                                         or "runtime error:" in out):
+                bad.append(out)
+        return bad

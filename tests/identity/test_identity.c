@@ -19,21 +19,6 @@
 #include "cairn/util.h"
 #include "meta/test_target.h"
 
-static char *tmpdir(void)
-{
-    char tmpl[] = "/tmp/cn-test-identity-XXXXXX";
-    char *d = mkdtemp(tmpl);
-    return d ? strdup(d) : NULL;
-}
-
-static void rmtree(const char *d)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    if (system(cmd) != 0)
-        fprintf(stderr, "# could not remove %s\n", d);
-}
-
 typedef struct {
     char *dir;
     cn_meta_t *meta;
@@ -43,7 +28,7 @@ typedef struct {
 static void fx_open(fx_t *f, const char *dir)
 {
     cn_meta_opts_t o = { .no_sync = true };
-    f->dir = dir ? strdup(dir) : tmpdir();
+    f->dir = dir ? strdup(dir) : cn_test_tmpdir("test-identity");
     CN_CHECK_EQ(cn_meta_open(cn_test_meta_for(f->dir), &o, &f->meta), 0);
     CN_CHECK_EQ(cn_identity_open(f->meta, f->dir, &f->id), 0);
 }
@@ -53,7 +38,7 @@ static void fx_close(fx_t *f, bool remove)
     cn_identity_close(f->id);
     cn_meta_close(f->meta);
     if (remove)
-        rmtree(f->dir);
+        cn_test_rmtree(f->dir);
     free(f->dir);
 }
 
@@ -425,7 +410,7 @@ static void test_rate_limit(void)
 
 static void test_bad_key_file(void)
 {
-    char *dir = tmpdir();
+    char *dir = cn_test_tmpdir("test-identity");
     char path[512];
     snprintf(path, sizeof path, "%s/identity.key", dir);
     FILE *fp = fopen(path, "w");
@@ -439,7 +424,7 @@ static void test_bad_key_file(void)
     CN_CHECK_EQ(cn_meta_open(cn_test_meta_for(dir), NULL, &m), 0);
     CN_CHECK_EQ(cn_identity_open(m, dir, &id), CN_E_CORRUPT);
     cn_meta_close(m);
-    rmtree(dir);
+    cn_test_rmtree(dir);
     free(dir);
 }
 
@@ -466,7 +451,7 @@ static char *key_file_new(const char *dir, const char *name)
  * a named key file is never created. */
 static void test_key_check(void)
 {
-    char *dir = tmpdir(), *other = tmpdir();
+    char *dir = cn_test_tmpdir("test-identity"), *other = cn_test_tmpdir("test-identity");
     char *fleet = key_file_new(dir, "fleet.key"), *wrong = key_file_new(dir, "wrong.key");
     cn_meta_t *m = NULL;
     cn_identity_t *id = NULL, *id2 = NULL;
@@ -533,8 +518,8 @@ static void test_key_check(void)
 
     cn_identity_close(id);
     cn_meta_close(m);
-    rmtree(dir);
-    rmtree(other);
+    cn_test_rmtree(dir);
+    cn_test_rmtree(other);
     free(dir);
     free(other);
     free(fleet);

@@ -15,7 +15,9 @@
  * control message, served on the handshake pool (so it works while every
  * request worker is held): the answer is u32be requests held now + u32be
  * the most ever held at once, "!open" opening the gate first; then the
- * connection closes.  "!break1", once answered, breaks event loop 1's epoll
+ * connection closes.  "!anon" is an anonymous handshake that takes an
+ * anonymous-request permit and holds it (and its handshake worker) until
+ * the gate opens ("BUSY" and the close when none is left).  "!break1", once answered, breaks event loop 1's epoll
  * set (a test hook: its next wait fails, as an epoll_wait error would).
  * Bodies of 64 KiB and more run on the storage pool, smaller on the query pool. */
 #include "cairn/net.h"
@@ -100,6 +102,18 @@ static cn_err_t echo_open(void *actx, cn_conn_t *c, void **cstate)
     char name[256];
     CN_TRY(cn_conn_read_full(c, name, hello[4], dl));
     name[hello[4]] = 0;
+    if (!strcmp(name, "!anon")) {
+        /* An anonymous handshake that holds its anonymous-request permit
+         * until the gate opens, then goes on as an anonymous session; none
+         * left: "BUSY", then the close. */
+        if (cn_conn_anon_permit_take(c) == CN_E_BUSY) {
+            (void)cn_conn_write_all(c, "BUSY", 4, dl);
+            return CN_E_BUSY;
+        }
+        gate_wait(dl);
+        cn_conn_anon_permit_release(c);
+        name[0] = 0;
+    }
     if (name[0] == '!')
         return gate_control(c, name, dl);
     if (hello[4])
@@ -228,6 +242,7 @@ static int usage(void)
 {
     fputs("usage: net_test_server [--listen ADDR]... [--max-conns N] [--max-pending-per-source N]\n"
           "  [--max-conns-per-principal N] [--budget BYTES] [--budget-per-conn BYTES]\n"
+          "  [--budget-anonymous BYTES]\n"
           "  [--handshake-ms MS] [--idle-ms MS] [--grace-ms MS] [--workers N] [--queue-len N]\n"
           "  [--tls-cert FILE --tls-key FILE] [--allow-plaintext-public] [--log-level L]\n"
           "  [--worker-share PCT]\n"
@@ -256,6 +271,7 @@ int main(int argc, char **argv)
         { "max-conns-per-principal", required_argument, 0, 'P' },
         { "budget", required_argument, 0, 'b' },
         { "budget-per-conn", required_argument, 0, 'B' },
+        { "budget-anonymous", required_argument, 0, 'n' },
         { "handshake-ms", required_argument, 0, 'h' },
         { "idle-ms", required_argument, 0, 'i' },
         { "grace-ms", required_argument, 0, 'g' },
@@ -301,6 +317,7 @@ int main(int argc, char **argv)
         case 'P': lo.limits.max_conns_per_principal = (unsigned)v; break;
         case 'b': lo.limits.budget_bytes = (uint64_t)v; break;
         case 'B': lo.limits.budget_per_conn = (uint64_t)v; break;
+        case 'n': lo.limits.budget_anonymous = (uint64_t)v; break;
         case 'h': lo.limits.handshake_ms = v; break;
         case 'i': lo.limits.idle_ms = v; break;
         case 'S': lo.limits.worker_share_pct = (unsigned)v; break;

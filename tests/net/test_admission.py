@@ -549,3 +549,53 @@ def test_many_concurrent_clients(echo_server):
     for t in threads:
         t.join(60)
     assert errors == []
+
+
+def test_anonymous_memory_share(echo_server):
+    # Connections without a principal together hold at most
+    # --budget-anonymous of body memory (Scribe protocol 4's anonymous
+    # share); a signed-in connection draws on the listener's budget.
+    srv = echo_server("--budget", "4000000", "--budget-per-conn", "800000",
+                      "--budget-anonymous", "1000000")
+    big = 600_000
+    a = session(srv.addr)
+    b = session(srv.addr)
+    a.sendall(struct.pack(">I", big) + b"a" * (big // 2))   # held while read
+    time.sleep(0.3)
+    b.sendall(struct.pack(">I", big))
+    assert struct.unpack(">II", recv_exact(b, 8)) == (1, 0)   # over the anonymous share
+    assert is_closed(b)
+    alice = session(srv.addr, b"alice")
+    body = b"p" * big
+    assert request(alice, body) == (0, body)                  # admitted meanwhile
+    a.sendall(b"a" * (big - big // 2))
+    assert struct.unpack(">II", recv_exact(a, 8)) == (0, big)
+    assert recv_exact(a, big) == b"a" * big
+    assert request(a, b"small") == (0, b"small")              # a's reservation is back
+    d = session(srv.addr)
+    body = b"d" * big
+    assert request(d, body) == (0, body)
+
+
+def test_anonymous_permits_half_the_handshake_pool(echo_server):
+    # "!anon" handshakes take an anonymous-request permit and hold it until
+    # the gate opens: 4 handshake workers give 2 permits; the third is
+    # refused busy while a signed-in handshake still finds a worker.
+    srv = echo_server("--workers", "4")
+    held = []
+    for _ in range(2):
+        s = dial(srv.addr)
+        s.sendall(b"ECHO\x05!anon")
+        held.append(s)
+    wait_held(srv, 2)
+    third = dial(srv.addr)
+    assert hello(third, b"!anon") == b"BUSY"
+    assert is_closed(third)
+    alice = session(srv.addr, b"alice")
+    assert request(alice, b"signed in") == (0, b"signed in")
+    gate(srv, "!open")
+    for s in held:
+        assert recv_exact(s, 4) == b"OKAY"
+        assert request(s, b"anon") == (0, b"anon")
+    later = dial(srv.addr)
+    assert hello(later, b"!anon") == b"OKAY"                 # the permits are back

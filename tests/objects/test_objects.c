@@ -1,14 +1,10 @@
 /* Unit tests of the objects service over a real meta + store in a temp dir. */
-#include "cn_test.h"
-#include "cairn/objects.h"
-#include "cairn/meta.h"
-#include "cairn/store.h"
+#include "objects_env.h"
 #include "cairn/crypto.h"
 #include "objects/objects_int.h" /* the write-generation table (gen.c) */
 
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,76 +13,6 @@
 
 /* The objects handle's cache size (CN__CACHE_SLOTS, src/objects/objects_int.h). */
 #define CN_TEST_CACHE_SLOTS 64
-
-typedef struct {
-    char dir[64];
-    cn_meta_t *meta;
-    cn_store_t *store;
-    cn_objects_t *o;
-    cn_principal_t alice;
-} env_t;
-
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-/* The store's pack threshold of the envs opened next (0: packs off). */
-static uint64_t g_pack_max;
-
-/* An env in a new directory; its metadata (and, with heads, the head
- * cache's generation table) that of data_dir, or its own when NULL.  A
- * second env on another's data_dir is another process in all but the
- * address space: its own database connections on the same meta.db, its own
- * store (a data dir's store is one process's; settings never touch blobs,
- * a copy only references them). */
-static void env_open_on(env_t *e, const cn_objects_opts_t *oo, const char *data_dir, bool heads)
-{
-    memset(e, 0, sizeof *e);
-    snprintf(e->dir, sizeof e->dir, "/tmp/cn-objtest-XXXXXX");
-    CN_CHECK(mkdtemp(e->dir) != NULL);
-    if (!data_dir)
-        data_dir = e->dir;
-    cn_meta_opts_t mo = { .no_sync = true };
-    CN_CHECK_EQ(cn_meta_open(data_dir, &mo, &e->meta), 0);
-    cn_store_opts_t so = { .meta = e->meta, .pack_max_bytes = g_pack_max };
-    CN_CHECK_EQ(cn_store_open(e->dir, &so, &e->store), 0);
-    cn_objects_opts_t def = { .upload_sweep_ms = -1 };
-    if (oo)
-        def = *oo;
-    if (heads)
-        def.data_dir = data_dir;
-    CN_CHECK_EQ(cn_objects_open(e->meta, e->store, &def, &e->o), 0);
-    snprintf(e->alice.account, sizeof e->alice.account, "alice");
-    snprintf(e->alice.token_id, sizeof e->alice.token_id, "tok-alice");
-    e->alice.account_id = 1;
-    e->alice.perms = CN_PERM_DEFAULT;
-}
-
-static void env_open(env_t *e, const cn_objects_opts_t *oo)
-{
-    env_open_on(e, oo, NULL, false);
-}
-
-static void env_close(env_t *e)
-{
-    cn_objects_close(e->o);
-    cn_store_close(e->store);
-    cn_meta_close(e->meta);
-    nftw(e->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static cn_objects_req_t req_for(const cn_principal_t *p)
-{
-    cn_objects_req_t r;
-    memset(&r, 0, sizeof r);
-    r.principal = p;
-    cn_authz_ip_parse("127.0.0.1", &r.source_ip);
-    return r;
-}
 
 static cn_err_t put_bytes(env_t *e, const cn_principal_t *who, const char *b, const char *k,
                           const void *p, size_t n, const cn_objects_put_args_t *a,
@@ -1088,6 +1014,71 @@ static void test_settings_cache_two_handles(void)
 
 /* More buckets than the cache holds, every other one readable by anyone:
  * whatever is evicted, each read decides by its own bucket's settings. */
+/* The named settings the service reads inside its own transactions
+ * (versioning, object lock and its default retention, a face's documents)
+ * answer the same from a bucket's cached settings and, once they are too
+ * large to cache (CN__BKT_ATTRS_MAX), from the database. */
+static void settings_read(env_t *e, const char *b, bool big)
+{
+    cn_objects_req_t rq = req_for(&e->alice);
+    CN_CHECK_EQ(cn_objects_bucket_create(e->o, &rq, b, NULL, NULL), 0);
+    if (big) {
+        static char blob[CN__BKT_ATTRS_MAX + 1];
+        memset(blob, 'x', sizeof blob);
+        CN_CHECK_EQ(cn_objects_bucket_attr_set(e->o, &rq, b, "bulk", CN_ACT_PUT_BUCKET_TAGGING,
+                                               blob, sizeof blob),
+                    0);
+    }
+    cn_objects_versioning_t vs = CN_OBJ_VERSIONING_ENABLED;
+    CN_CHECK_EQ(cn_objects_versioning_get(e->o, &rq, b, &vs), 0);
+    CN_CHECK_EQ(vs, CN_OBJ_VERSIONING_OFF);
+    cn_buf_t v = { 0 };
+    bool has = true;
+    CN_CHECK_EQ(cn_objects_bucket_attr_get(e->o, &rq, b, "cors", CN_ACT_GET_BUCKET_CORS, &v),
+                CN_E_NOT_FOUND);
+    CN_CHECK_EQ(rq.what, CN_OBJ_WHAT_ARG);
+    CN_CHECK_EQ(cn_objects_bucket_peek(e->o, b, NULL, "cors", &v, &has), 0);
+    CN_CHECK(!has && v.len == 0);
+    /* Object lock needs versioning Enabled, then refuses to suspend it. */
+    const char *doc = "<ObjectLockConfiguration/>";
+    CN_CHECK_EQ(cn_objects_lock_config_set(e->o, &rq, b, doc, strlen(doc), "GOVERNANCE D1"),
+                CN_E_CONFLICT);
+    CN_CHECK_EQ(cn_objects_versioning_set(e->o, &rq, b, CN_OBJ_VERSIONING_ENABLED), 0);
+    CN_CHECK_EQ(cn_objects_versioning_get(e->o, &rq, b, &vs), 0);
+    CN_CHECK_EQ(vs, CN_OBJ_VERSIONING_ENABLED);
+    CN_CHECK_EQ(cn_objects_lock_config_set(e->o, &rq, b, doc, strlen(doc), "GOVERNANCE D1"), 0);
+    CN_CHECK_EQ(cn_objects_lock_config_get(e->o, &rq, b, &v), 0);
+    CN_CHECK(v.len == strlen(doc) && !memcmp(v.data, doc, v.len));
+    v.len = 0;
+    CN_CHECK_EQ(cn_objects_bucket_peek(e->o, b, NULL, CN_OBJECTS_LOCK_ATTR, &v, &has), 0);
+    CN_CHECK(has && v.len == strlen(doc) && !memcmp(v.data, doc, v.len));
+    CN_CHECK_EQ(cn_objects_versioning_set(e->o, &rq, b, CN_OBJ_VERSIONING_SUSPENDED),
+                CN_E_CONFLICT);
+    /* A write takes the default retention: GOVERNANCE for one day. */
+    cn_objects_put_result_t res;
+    int64_t before = cn_wall_ms();
+    CN_CHECK_EQ(put_bytes(e, &e->alice, b, "k", "v", 1, NULL, &res), 0);
+    CN_CHECK(res.bucket_versioned && !res.vnull);
+    cn_objects_retention_t r;
+    CN_CHECK_EQ(cn_objects_version_lock(e->o, res.version_id, &r), 0);
+    CN_CHECK_EQ(r.mode, CN_OBJ_LOCK_GOVERNANCE);
+    CN_CHECK(r.until_ms >= before + 86400000 && r.until_ms <= cn_wall_ms() + 86400000);
+    cn_objects_tagset_t ts;
+    CN_CHECK_EQ(cn_objects_tags_get(e->o, &rq, b, "k", NULL, &ts), 0);
+    CN_CHECK(ts.bucket_versioned && ts.version_id == res.version_id);
+    cn_objects_tagset_free(&ts);
+    cn_buf_free(&v);
+}
+
+static void test_settings_read_cached_or_not(void)
+{
+    env_t e;
+    env_open(&e, NULL);
+    settings_read(&e, "small-settings", false);
+    settings_read(&e, "large-settings", true);
+    env_close(&e);
+}
+
 static void test_settings_cache_eviction(void)
 {
     env_t e;
@@ -1579,8 +1570,8 @@ CN_TEST_MAIN(CN_TEST(test_bucket_names), CN_TEST(test_buckets), CN_TEST(test_put
              CN_TEST(test_multipart_checksums), CN_TEST(test_upload_expiry), CN_TEST(test_liveness),
              CN_TEST(test_policy_denies_by_ip), CN_TEST(test_settings_cache_same_handle),
              CN_TEST(test_settings_cache_two_handles), CN_TEST(test_settings_cache_eviction),
-             CN_TEST(test_get_missing_blob), CN_TEST(test_concurrency),
-             CN_TEST(test_concurrency_heads), CN_TEST(test_head_cache_follows_writes),
-             CN_TEST(test_head_cache_in_flight), CN_TEST(test_head_cache_two_handles),
-             CN_TEST(test_head_cache_crashed_writer), CN_TEST(test_head_cache_missing_blob),
-             CN_TEST(test_packed_zero_copy))
+             CN_TEST(test_settings_read_cached_or_not), CN_TEST(test_get_missing_blob),
+             CN_TEST(test_concurrency), CN_TEST(test_concurrency_heads),
+             CN_TEST(test_head_cache_follows_writes), CN_TEST(test_head_cache_in_flight),
+             CN_TEST(test_head_cache_two_handles), CN_TEST(test_head_cache_crashed_writer),
+             CN_TEST(test_head_cache_missing_blob), CN_TEST(test_packed_zero_copy))

@@ -18,21 +18,6 @@
 
 #define BUMPS 40
 
-static char *tmpdir(void)
-{
-    char tmpl[] = "/tmp/cn-test-objgen-XXXXXX";
-    char *d = mkdtemp(tmpl);
-    return d ? strdup(d) : NULL;
-}
-
-static void rmtree(const char *d)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    if (system(cmd) != 0)
-        fprintf(stderr, "# could not remove %s\n", d);
-}
-
 typedef struct bump {
     const cn__gen_t *g;
     size_t slot;
@@ -70,7 +55,7 @@ static void *bumper(void *arg)
 
 static void test_rows(void)
 {
-    char *dir = tmpdir();
+    char *dir = cn_test_tmpdir("test-objgen");
     const char *target = cn_test_meta_for(dir);
     cn_meta_t *m1 = NULL, *m2 = NULL;
     cn__gen_t *g1 = NULL, *g2 = NULL;
@@ -123,7 +108,7 @@ static void test_rows(void)
     cn__gen_close(g2);
     cn_meta_close(m1);
     cn_meta_close(m2);
-    rmtree(dir);
+    cn_test_rmtree(dir);
     free(dir);
 }
 

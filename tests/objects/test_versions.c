@@ -2,13 +2,9 @@
  * version id, and the promise that a current-version read stays one indexed
  * lookup however many versions its key has (the query plans of the read's
  * statements, with 10,000 noncurrent versions of the key in the table). */
-#include "cn_test.h"
-#include "cairn/objects.h"
-#include "cairn/meta.h"
-#include "cairn/store.h"
+#include "objects_env.h"
 #include "meta/sql/objects.h" /* the statements whose plans are checked */
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,56 +47,6 @@ static void test_version_codec(void)
 }
 
 /* ---- one key with 10,000 noncurrent versions ----------------------------------- */
-
-typedef struct {
-    char dir[64];
-    cn_meta_t *meta;
-    cn_store_t *store;
-    cn_objects_t *o;
-    cn_principal_t alice;
-} env_t;
-
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-static void env_open(env_t *e)
-{
-    memset(e, 0, sizeof *e);
-    snprintf(e->dir, sizeof e->dir, "/tmp/cn-vertest-XXXXXX");
-    CN_CHECK(mkdtemp(e->dir) != NULL);
-    cn_meta_opts_t mo = { .no_sync = true };
-    CN_CHECK_EQ(cn_meta_open(e->dir, &mo, &e->meta), 0);
-    cn_store_opts_t so = { .meta = e->meta };
-    CN_CHECK_EQ(cn_store_open(e->dir, &so, &e->store), 0);
-    cn_objects_opts_t oo = { .upload_sweep_ms = -1 };
-    CN_CHECK_EQ(cn_objects_open(e->meta, e->store, &oo, &e->o), 0);
-    snprintf(e->alice.account, sizeof e->alice.account, "alice");
-    snprintf(e->alice.token_id, sizeof e->alice.token_id, "tok-alice");
-    e->alice.account_id = 1;
-    e->alice.perms = CN_PERM_DEFAULT;
-}
-
-static void env_close(env_t *e)
-{
-    cn_objects_close(e->o);
-    cn_store_close(e->store);
-    cn_meta_close(e->meta);
-    nftw(e->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static cn_objects_req_t req_for(const cn_principal_t *p)
-{
-    cn_objects_req_t r;
-    memset(&r, 0, sizeof r);
-    r.principal = p;
-    cn_authz_ip_parse("127.0.0.1", &r.source_ip);
-    return r;
-}
 
 static cn_err_t put_str(env_t *e, const char *b, const char *k, const char *body,
                         cn_objects_put_result_t *res)
@@ -184,7 +130,7 @@ static void plan_of(env_t *e, int q, int64_t bucket_id, char *out, size_t cap)
 static void test_current_read_among_10000_versions(void)
 {
     env_t e;
-    env_open(&e);
+    env_open(&e, NULL);
     cn_objects_req_t rq = req_for(&e.alice);
     cn_bucket_info_t bi;
     CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "vbk", NULL, &bi), 0);
@@ -240,7 +186,7 @@ static void test_current_read_among_10000_versions(void)
 static void test_delete_paths(void)
 {
     env_t e;
-    env_open(&e);
+    env_open(&e, NULL);
     cn_objects_req_t rq = req_for(&e.alice);
     CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "vdk", NULL, NULL), 0);
     CN_CHECK_EQ(cn_objects_versioning_set(e.o, &rq, "vdk", CN_OBJ_VERSIONING_OFF), CN_E_INVALID);
@@ -282,7 +228,7 @@ static void test_delete_paths(void)
 static void test_lock_put_check(void)
 {
     env_t e;
-    env_open(&e);
+    env_open(&e, NULL);
     cn_objects_req_t rq = req_for(&e.alice);
     CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "plk", NULL, NULL), 0);
     cn_objects_kv_t lock[] = { { "versioning", "Enabled" }, { CN_OBJECTS_LOCK_ATTR, "x" } };

@@ -293,11 +293,12 @@ def _slow_metadata_attack(node, n):
 
 
 def test_slow_metadata_attacker_holds_only_its_worker_share(node_factory, tmp_path):
-    # The defaults: 16 storage workers, worker share 50 %.  One principal's
-    # 16 dribbling connections hold at most 8 workers; the other requests of
-    # that principal wait in the loop, and another principal is served at once.
+    # 16 storage workers (the default is 64) and the default worker share,
+    # 50 %.  One principal's 16 dribbling connections hold at most 8 workers;
+    # the other requests of that principal wait in the loop, and another
+    # principal is served at once.
     raise_nofile(4096)
-    node = node_factory(args=ephemeral_args())
+    node = node_factory(args=config(tmp_path, "share.toml", "[server]\nstorage_workers = 16\n"))
     codes, growth, query_s, put_s = _slow_metadata_attack(node, 16)
     print("load: slow-metadata attacker, 16 x 1 MiB, default workers: server RSS grew %.1f "
           "MiB; another principal: ping+head %.2fs, put+get %.2fs; answers %s"

@@ -5,7 +5,11 @@
  * the plaintext side, so "the server closed" stays observable.  It does not
  * verify the server's certificate (the tests' are throwaway).
  * usage: scribe_tls_proxy IPV4 PORT [CERT KEY]; prints "port N" once
- * listening.  CERT and KEY: a client certificate every session presents. */
+ * listening.  CERT and KEY: a client certificate every session presents.
+ * SCRIBE_TLS_PROXY_SOURCE=IPV4 in the environment: the address the TLS
+ * side connects from (another source for the server's admission, e.g.
+ * 127.0.0.2; tests/sau2/test_sau2_admission.py).  The relay carries any
+ * framing, SAU2's too. */
 #include "cairn/crypto.h"
 
 #include <arpa/inet.h>
@@ -14,6 +18,7 @@
 #include <openssl/ssl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +36,14 @@ static int dial(void)
     if (inet_pton(AF_INET, g_host, &sa.sin_addr) != 1)
         return -1;
     int fd = socket(AF_INET, SOCK_STREAM, 0);
+    const char *from = getenv("SCRIBE_TLS_PROXY_SOURCE");
+    struct sockaddr_in src = { .sin_family = AF_INET };
+    if (fd >= 0 && from && *from &&
+        (inet_pton(AF_INET, from, &src.sin_addr) != 1 ||
+         bind(fd, (struct sockaddr *)&src, sizeof src) != 0)) {
+        close(fd);
+        fd = -1;
+    }
     if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
         close(fd);
         fd = -1;
@@ -81,6 +94,9 @@ int main(int argc, char **argv)
     }
     g_host = argv[1];
     g_port = argv[2];
+    /* A server that closes before or during the TLS handshake (a refusal at
+     * accept) must end that relay alone, not the process. */
+    signal(SIGPIPE, SIG_IGN);
     if (cn_tls_client_ctx_new(CN_TLS_GROUPS_PQ_ONLY, &g_ctx) != CN_OK)
         return 1;
     /* SSL_read returns after a record without application data instead of

@@ -30,10 +30,14 @@ def srv(server_factory, cert):
 
 
 class Proxy:
-    def __init__(self, addr, client_cert=None):
+    """scribe_tls_proxy towards addr; source: the address its TLS side
+    connects from (another source for the server's admission)."""
+
+    def __init__(self, addr, client_cert=None, source=None):
         args = [binary("tests/scribe/scribe_tls_proxy"), addr[0], str(addr[1])]
         args += list(client_cert or ())
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        env = dict(os.environ, SCRIBE_TLS_PROXY_SOURCE=source) if source else None
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env)
         line = self.proc.stdout.readline()
         assert line.startswith("port "), line
         self.addr = ("127.0.0.1", int(line.split()[1]))

@@ -552,8 +552,13 @@ static void test_upgrade(void)
     for (uint32_t i = 0; i < N_SMALL; i++)
         CN_CHECK(small_ok(ps.s, 5000, old, i));
     put_small(ps.s, 6000, fresh);
-    /* an old blob put again is refreshed where it is, not packed */
+    /* an old blob put again is refreshed where it is, not packed (P4: its
+     * directory was there at open, so the tree is probed) */
+    char pack1[512];
+    pack_path(data, 1, pack1, sizeof pack1);
+    off_t packed = file_size(pack1);
     put_small(ps.s, 5000, old);
+    CN_CHECK_EQ(file_size(pack1), packed);
     CN_CHECK_EQ(count_in(data, "blobs"), files); /* the new ones went to the pack */
     CN_CHECK_EQ(count_in(data, "packs"), 1);
     ps_close(&ps);
@@ -583,6 +588,41 @@ static void test_upgrade(void)
         CN_CHECK_EQ(cn_store_have(ps.s, &fresh[i], 1, &present), 0);
         CN_CHECK(present == (i % 10 == 0) && (!present || small_ok(ps.s, 6000, fresh, i)));
     }
+    ps_close(&ps);
+    rmdata(data);
+}
+
+/* P4 with a tree that had no blob directory at open: a file this process
+ * puts (an LZ4 blob is never packed) is found by a later raw put of the
+ * same digest, which refreshes it instead of appending a record. */
+static void test_file_put_since_open(void)
+{
+    char *data = mkdata();
+    pstore_t ps;
+    CN_CHECK_EQ(ps_open(data, PACK_MAX, &ps), 0);
+    uint8_t b[3000];
+    fill(b, sizeof b, 4242);
+    cn_digest_t d, d2;
+    CN_CHECK_EQ(cn_store_put(ps.s, b, 100, NULL, NULL), 0); /* opens pack 1 */
+    char pack1[512];
+    pack_path(data, 1, pack1, sizeof pack1);
+    off_t packed = file_size(pack1);
+    cn_store_writer_t *w = NULL;
+    CN_CHECK_EQ(cn_store_writer_open(ps.s, NULL, -1, &w), 0);
+    CN_CHECK_EQ(cn_store_writer_set_form(w, CN_STORE_LZ4), 0);
+    CN_CHECK_EQ(cn_store_writer_write(w, b, sizeof b), 0);
+    CN_CHECK_EQ(cn_store_writer_publish(w, &d, NULL), 0);
+    CN_CHECK_EQ(count_in(data, "blobs"), 1);
+    CN_CHECK_EQ(cn_store_put(ps.s, b, sizeof b, NULL, &d2), 0);
+    CN_CHECK_MEM(d.b, d2.b, CN_DIGEST_LEN);
+    CN_CHECK_EQ(file_size(pack1), packed); /* no record appended */
+    CN_CHECK(reads_back(ps.s, &d, b, sizeof b));
+    ps_close(&ps);
+    /* Reopened: the directory is found at open, the answer is the same. */
+    CN_CHECK_EQ(ps_open(data, PACK_MAX, &ps), 0);
+    CN_CHECK_EQ(cn_store_put(ps.s, b, sizeof b, NULL, NULL), 0);
+    CN_CHECK_EQ(file_size(pack1), packed);
+    CN_CHECK_EQ(count_in(data, "blobs"), 1);
     ps_close(&ps);
     rmdata(data);
 }
@@ -1165,6 +1205,7 @@ int main(int argc, char **argv)
         CN_TEST(test_index_never_without_bytes),
         CN_TEST(test_flipped_byte),
         CN_TEST(test_upgrade),
+        CN_TEST(test_file_put_since_open),
         CN_TEST(test_crash_loop),
         CN_TEST(test_compact),
         CN_TEST(test_compact_move_races),

@@ -13,6 +13,7 @@ static const cn_meta_migration_t schema[] = {
       " every_ms BIGINT NOT NULL,"
       " stopped_ms BIGINT)",
       NULL, NULL },
+    { 2, "CREATE TABLE cn_topics (topic TEXT PRIMARY KEY, gen BIGINT NOT NULL)", NULL, NULL },
 };
 
 const char *const cn__sql_fleet[CN_SQL_FLEET_COUNT] = {
@@ -27,6 +28,9 @@ const char *const cn__sql_fleet[CN_SQL_FLEET_COUNT] = {
                                " WHERE id = ?2",
     [CN_SQL_FLEET_NODE_LIST] = "SELECT id, advertise, version, started_ms, heartbeat_ms, every_ms,"
                                " stopped_ms FROM cn_nodes ORDER BY id",
+    [CN_SQL_FLEET_TOPIC_BUMP] = "INSERT INTO cn_topics (topic, gen) VALUES (?, 1)"
+                                " ON CONFLICT (topic) DO UPDATE SET gen = cn_topics.gen + 1",
+    [CN_SQL_FLEET_TOPIC_LIST] = "SELECT topic, gen FROM cn_topics",
 };
 
 const cn_sql_set_t cn__sql_fleet_set = {

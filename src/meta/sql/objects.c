@@ -286,8 +286,6 @@ const char *const cn__sql_obj[CN_SQL_OBJ_COUNT] = {
         "(SELECT part_number FROM obj_segment WHERE version_id = ?)",
     [CN_SQL_OBJ_UPLOAD_PARTS_DELETE] = "DELETE FROM obj_part WHERE upload_id = ?",
     /* ---- versioning (statements of the versioning work go here) */
-    [CN_SQL_OBJ_V_SETTINGS] = "SELECT name, value FROM obj_bucket_attr WHERE bucket_id = ? AND "
-                              "name IN ('versioning', 'object-lock-default')",
     [CN_SQL_OBJ_V_CUR_OF_KEY] =
         "SELECT version_id, vnull FROM obj_version WHERE bucket_id = ? AND okey = ?",
     [CN_SQL_OBJ_V_CUR_BY_ID] =

@@ -137,8 +137,6 @@ enum {
     /* (upload_id): all its parts */
     CN_SQL_OBJ_UPLOAD_PARTS_DELETE,
     /* ---- versioning (statements of the versioning work go here) */
-    /* (bucket_id): the versioning state and the default retention, by name */
-    CN_SQL_OBJ_V_SETTINGS,
     /* (bucket_id, okey): the current row's (version_id, vnull) */
     CN_SQL_OBJ_V_CUR_OF_KEY,
     /* (version_id, bucket_id, okey): vnull of that current row */

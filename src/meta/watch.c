@@ -1,0 +1,495 @@
+/* The watcher: how a node of a fleet learns, without a database read per
+ * request, that another node changed what it caches, and which node runs a
+ * single-runner job (docs/fleet.md, "Cache invalidation across nodes" and
+ * "Job leases").
+ *
+ * On PostgreSQL, one dedicated libpq connection per cn_meta handle that
+ * called cn_meta_watch_start, used by one thread only (the watcher's):
+ *   - it LISTENs on CHANNEL; cn_meta_notify bumps its topic's row of
+ *     cn_topics and sends a NOTIFY in the writer's own transaction, so both
+ *     land with the commit, or neither;
+ *   - it reads every topic's generation (one SELECT) when notified and at
+ *     least every POLL_MS: the fallback that also covers a notice lost with
+ *     a broken connection;
+ *   - it holds the leases: session advisory locks (pg_try_advisory_lock),
+ *     which last exactly as long as its session, so the server frees a
+ *     killed node's leases when it sees the connection close.
+ *
+ * Invariants:
+ *  W1. The thread stores a read's generations before its synced_ms (release),
+ *      and synced_ms is the monotonic time at which that read BEGAN: every
+ *      commit made before synced_ms is in the generations stored.  Readers
+ *      load synced_ms (acquire) before a generation.
+ *  W2. cn_meta_topic_gen answers true only while synced_ms is younger than
+ *      CN_META_TOPIC_FRESH_MS.  A cache that files a state under the value
+ *      it read before its read transaction began, and serves it only while
+ *      the same value comes back true, serves a state changed anywhere at
+ *      most CN_META_TOPIC_FRESH_MS after the change committed: a read that
+ *      began after the commit has stored the new generation.  A watcher that
+ *      cannot read (cut off, or late) turns such caches off instead of
+ *      letting them go stale.
+ *  W3. A lease counts as held only while the connection that took it has
+ *      answered a read within LEASE_FRESH_MS; when a read fails the
+ *      connection is closed and every lease dropped before anything else.
+ *      Two nodes can overlap only while the server has not yet noticed a
+ *      dead holder's session (TCP keepalives, set on this session, bound it
+ *      when the holder's machine is gone; a killed process's socket is
+ *      closed at once).
+ *
+ * This file must never block a caller of cn_meta_topic_gen or cn_meta_lease
+ * on the network, log a bound value, or run anything on SQLite.
+ */
+#include "watch.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "cairn/util.h"
+#include "meta/sql/fleet.h"
+
+#define POLL_MS 1000
+#define NAME_MAX_LEN 32
+#define TOPICS_MAX 16
+#define LEASES_MAX 16
+#define CHANNEL "cairn_topics"
+/* W3's bound: a watcher late by this much (a loaded machine) stops its
+ * node's jobs until it reads again. */
+#define LEASE_FRESH_MS 3000
+/* The leases' advisory lock class ('cair'); the two-key space is apart from
+ * the one-key schema lock's (engine_pg.c). */
+#define LEASE_CLASS 1667328370
+
+typedef struct topic {
+    char name[NAME_MAX_LEN + 1];
+    _Atomic uint64_t gen;
+} topic_t;
+
+typedef struct lease {
+    char name[NAME_MAX_LEN + 1];
+    int32_t key;
+    atomic_bool held;
+} lease_t;
+
+struct cn__meta_watch {
+    char *uri;
+    PGconn *pg; /* the thread's alone once it runs */
+    pthread_t thread;
+    bool running;
+    int efd; /* wakes the thread: a new lease, or stop */
+    atomic_bool stop;
+    _Atomic int64_t synced_ms; /* W1; 0: never */
+    bool down_logged;
+    /* Topics are appended by the thread only; leases by cn_meta_lease under
+     * mu.  Both lists only grow; a name is written before its count. */
+    atomic_size_t ntopics;
+    atomic_bool overflow; /* more topic rows than TOPICS_MAX */
+    topic_t topics[TOPICS_MAX];
+    pthread_mutex_t mu;
+    atomic_size_t nleases;
+    lease_t leases[LEASES_MAX];
+    /* cn_meta_topic_sync: tickets asked, and the last asked before the
+     * latest successful round began (under mu, signalled on cv). */
+    pthread_cond_t cv;
+    uint64_t asked, done;
+};
+
+static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static bool is_pg(cn_meta_t *meta)
+{
+    return strcmp(cn_meta_engine(meta), "postgres") == 0;
+}
+
+static bool name_ok(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > NAME_MAX_LEN)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+              s[i] == '.' || s[i] == '-'))
+            return false;
+    return true;
+}
+
+static cn__meta_watch_t *watch_of(cn_meta_t *meta)
+{
+    cn__meta_db_t *db = NULL;
+    return atomic_load_explicit(cn__meta_watch_slot(meta, &db), memory_order_acquire);
+}
+
+static void wake(cn__meta_watch_t *w)
+{
+    uint64_t one = 1;
+    if (write(w->efd, &one, sizeof one) < 0)
+        (void)0; /* the thread reads again within POLL_MS anyway */
+}
+
+/* ---- the thread's connection ----------------------------------------------------- */
+
+static bool pg_ok(PGconn *pg, const char *sql)
+{
+    PGresult *r = PQexec(pg, sql);
+    ExecStatusType s = PQresultStatus(r);
+    PQclear(r);
+    return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
+}
+
+static void quiet(void *arg, const char *msg)
+{
+    (void)arg;
+    (void)msg;
+}
+
+/* W3: every lease goes with the connection. */
+static void drop_conn(cn__meta_watch_t *w, const char *why)
+{
+    size_t n = atomic_load(&w->nleases);
+    for (size_t i = 0; i < n; i++)
+        if (atomic_exchange(&w->leases[i].held, false))
+            cn_warn("meta", "lease %s lost (%s)", w->leases[i].name, why);
+    if (w->pg && !w->down_logged) {
+        cn_warn("meta", "watcher: %s; caches keyed on topics are off until it reads again", why);
+        w->down_logged = true;
+    }
+    PQfinish(w->pg);
+    w->pg = NULL;
+}
+
+static bool connect_pg(cn__meta_watch_t *w)
+{
+    /* connect_timeout after the URI overrides its own: the watcher retries
+     * every POLL_MS rather than wait long on one attempt. */
+    const char *const kw[] = { "dbname", "connect_timeout", "application_name", NULL };
+    const char *const val[] = { w->uri, "3", "cairn-watch", NULL };
+    w->pg = PQconnectdbParams(kw, val, 1);
+    if (!w->pg || PQstatus(w->pg) != CONNECTION_OK) {
+        if (!w->down_logged)
+            cn_warn("meta", "watcher: cannot connect: %s",
+                    w->pg ? PQerrorMessage(w->pg) : "out of memory");
+        w->down_logged = true;
+        PQfinish(w->pg);
+        w->pg = NULL;
+        return false;
+    }
+    PQsetNoticeProcessor(w->pg, quiet, NULL);
+    /* A holder whose machine vanished loses its leases when the server's
+     * keepalives give up (about 9 s; ignored on unix sockets, where the
+     * kernel closes a dead process's socket at once). */
+    pg_ok(w->pg, "SET tcp_keepalives_idle = 5");
+    pg_ok(w->pg, "SET tcp_keepalives_interval = 2");
+    pg_ok(w->pg, "SET tcp_keepalives_count = 2");
+    if (!pg_ok(w->pg, "LISTEN " CHANNEL)) {
+        drop_conn(w, "LISTEN failed");
+        return false;
+    }
+    if (w->down_logged)
+        cn_info("meta", "watcher: connected");
+    w->down_logged = false;
+    return true;
+}
+
+static topic_t *topic_find(cn__meta_watch_t *w, const char *name, size_t len)
+{
+    size_t n = atomic_load_explicit(&w->ntopics, memory_order_acquire);
+    for (size_t i = 0; i < n; i++)
+        if (strlen(w->topics[i].name) == len && !memcmp(w->topics[i].name, name, len))
+            return &w->topics[i];
+    return NULL;
+}
+
+/* One read of every topic's generation (W1: the caller stores synced_ms). */
+static bool read_topics(cn__meta_watch_t *w)
+{
+    PGresult *r = PQexec(w->pg, cn__sql_fleet[CN_SQL_FLEET_TOPIC_LIST]);
+    bool ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQnfields(r) == 2;
+    for (int i = 0; ok && i < PQntuples(r); i++) {
+        const char *name = PQgetvalue(r, i, 0);
+        size_t len = (size_t)PQgetlength(r, i, 0);
+        uint64_t gen = strtoull(PQgetvalue(r, i, 1), NULL, 10);
+        topic_t *t = topic_find(w, name, len);
+        size_t n = atomic_load(&w->ntopics);
+        if (!t && (len > NAME_MAX_LEN || n == TOPICS_MAX)) {
+            atomic_store(&w->overflow, true);
+            continue;
+        }
+        if (!t) {
+            t = &w->topics[n];
+            memcpy(t->name, name, len);
+            t->name[len] = '\0';
+            atomic_store(&t->gen, gen);
+            atomic_store_explicit(&w->ntopics, n + 1, memory_order_release);
+        }
+        atomic_store_explicit(&t->gen, gen, memory_order_release);
+    }
+    PQclear(r);
+    return ok;
+}
+
+/* Tries each free lease once; false when the connection failed. */
+static bool take_leases(cn__meta_watch_t *w)
+{
+    size_t n = atomic_load_explicit(&w->nleases, memory_order_acquire);
+    for (size_t i = 0; i < n; i++) {
+        lease_t *l = &w->leases[i];
+        if (atomic_load(&l->held))
+            continue;
+        char sql[96];
+        snprintf(sql, sizeof sql, "SELECT pg_try_advisory_lock(%d, %d)", LEASE_CLASS, (int)l->key);
+        PGresult *r = PQexec(w->pg, sql);
+        bool ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+        bool got = ok && !strcmp(PQgetvalue(r, 0, 0), "t");
+        PQclear(r);
+        if (!ok)
+            return false;
+        if (got) {
+            atomic_store(&l->held, true);
+            cn_info("meta", "lease %s taken: this node runs it", l->name);
+        }
+    }
+    return true;
+}
+
+/* One round: connect if needed, read the topics, try the free leases. */
+static void round_once(cn__meta_watch_t *w)
+{
+    if (!w->pg && !connect_pg(w))
+        return;
+    int64_t began = cn_mono_ms();
+    pthread_mutex_lock(&w->mu);
+    uint64_t serving = w->asked;
+    pthread_mutex_unlock(&w->mu);
+    /* Notices queued so far are answered by this read. */
+    PQconsumeInput(w->pg);
+    for (PGnotify *nt; (nt = PQnotifies(w->pg));)
+        PQfreemem(nt);
+    if (!read_topics(w) || !take_leases(w)) {
+        drop_conn(w, PQstatus(w->pg) == CONNECTION_OK ? "a read failed" : "connection lost");
+        return;
+    }
+    atomic_store_explicit(&w->synced_ms, began, memory_order_release);
+    pthread_mutex_lock(&w->mu);
+    w->done = serving;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Waits up to ms for a notice, a wake-up or the socket to close; true when
+ * a notice came (read again at once). */
+static bool wait_notice(cn__meta_watch_t *w, int ms)
+{
+    struct pollfd p[2] = { { .fd = w->efd, .events = POLLIN },
+                           { .fd = w->pg ? PQsocket(w->pg) : -1, .events = POLLIN } };
+    if (poll(p, 2, ms < 0 ? 0 : ms) <= 0)
+        return false;
+    if (p[0].revents & POLLIN) {
+        uint64_t v;
+        if (read(w->efd, &v, sizeof v) < 0)
+            (void)0; /* a lost wake-up costs one poll period */
+        return true;
+    }
+    if (!w->pg || !p[1].revents)
+        return false;
+    if (!PQconsumeInput(w->pg))
+        return true; /* broken: the next round finds out and drops it */
+    PGnotify *nt = PQnotifies(w->pg);
+    bool any = nt != NULL;
+    for (; nt; nt = PQnotifies(w->pg))
+        PQfreemem(nt);
+    return any;
+}
+
+static void *watch_main(void *arg)
+{
+    cn__meta_watch_t *w = arg;
+    int64_t next = cn_mono_ms() + POLL_MS;
+    while (!atomic_load(&w->stop)) {
+        int64_t now = cn_mono_ms();
+        bool told = now < next && wait_notice(w, (int)(next - now));
+        if (atomic_load(&w->stop))
+            break;
+        if (!told && cn_mono_ms() < next)
+            continue;
+        /* A period measured from the start of each read keeps synced_ms
+         * within about POLL_MS of now (W2). */
+        next = cn_mono_ms() + POLL_MS;
+        round_once(w);
+    }
+    return NULL;
+}
+
+/* ---- the handle ------------------------------------------------------------------ */
+
+void cn__meta_watch_free(cn__meta_watch_t *w)
+{
+    if (!w)
+        return;
+    if (w->running) {
+        atomic_store(&w->stop, true);
+        wake(w);
+        pthread_join(w->thread, NULL);
+    }
+    PQfinish(w->pg); /* the server frees every lease of the session */
+    if (w->efd >= 0)
+        close(w->efd);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    free(w->uri);
+    free(w);
+}
+
+static cn_err_t watch_new(const char *uri, cn__meta_watch_t **out)
+{
+    cn__meta_watch_t *w = calloc(1, sizeof *w);
+    if (!w || !(w->uri = strdup(uri))) {
+        free(w);
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (w->efd < 0) {
+        cn_err_t e = -errno;
+        cn__meta_watch_free(w);
+        return e;
+    }
+    /* The first round here, so a cache works from the start. */
+    round_once(w);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&w->thread, NULL, watch_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc) {
+        cn__meta_watch_free(w);
+        return -rc;
+    }
+    w->running = true;
+    *out = w;
+    return 0;
+}
+
+cn_err_t cn_meta_notify_init(cn_meta_t *meta)
+{
+    return is_pg(meta) ? cn__sql_migrate(meta, &cn__sql_fleet_set) : 0;
+}
+
+cn_err_t cn_meta_watch_start(cn_meta_t *meta)
+{
+    if (!is_pg(meta))
+        return 0;
+    /* The table it reads, before its first read. */
+    CN_TRY(cn_meta_notify_init(meta));
+    cn__meta_db_t *db = NULL;
+    cn__meta_watch_t *_Atomic *slot = cn__meta_watch_slot(meta, &db);
+    pthread_mutex_lock(&start_mu);
+    cn_err_t e = 0;
+    if (!atomic_load(slot)) {
+        cn__meta_watch_t *w = NULL;
+        e = watch_new(cn__meta_pg_uri(db), &w);
+        if (e >= 0)
+            atomic_store_explicit(slot, w, memory_order_release);
+    }
+    pthread_mutex_unlock(&start_mu);
+    return e;
+}
+
+static bool fresh(cn__meta_watch_t *w, int64_t bound_ms)
+{
+    int64_t s = atomic_load_explicit(&w->synced_ms, memory_order_acquire);
+    return s && cn_mono_ms() - s < bound_ms;
+}
+
+bool cn_meta_topic_gen(cn_meta_t *meta, const char *topic, uint64_t *gen)
+{
+    *gen = 0;
+    if (!is_pg(meta))
+        return true;
+    cn__meta_watch_t *w = watch_of(meta);
+    if (!w || !topic || !fresh(w, CN_META_TOPIC_FRESH_MS))
+        return false;
+    topic_t *t = topic_find(w, topic, strlen(topic));
+    if (t)
+        *gen = atomic_load_explicit(&t->gen, memory_order_acquire);
+    /* Absent: never bumped (0), unless it did not fit in the list. */
+    return t || !atomic_load(&w->overflow);
+}
+
+bool cn_meta_lease(cn_meta_t *meta, const char *job)
+{
+    if (!is_pg(meta))
+        return true;
+    cn__meta_watch_t *w = watch_of(meta);
+    if (!w || !name_ok(job))
+        return false;
+    size_t n = atomic_load_explicit(&w->nleases, memory_order_acquire);
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(w->leases[i].name, job))
+            return atomic_load(&w->leases[i].held) && fresh(w, LEASE_FRESH_MS);
+    pthread_mutex_lock(&w->mu);
+    n = atomic_load(&w->nleases);
+    bool known = false;
+    for (size_t i = 0; i < n && !known; i++)
+        known = !strcmp(w->leases[i].name, job);
+    if (!known && n < LEASES_MAX) {
+        lease_t *l = &w->leases[n];
+        snprintf(l->name, sizeof l->name, "%s", job);
+        uint32_t h = 2166136261u; /* FNV-1a: the lock's key within LEASE_CLASS */
+        for (const char *p = job; *p; p++)
+            h = (h ^ (uint8_t)*p) * 16777619u;
+        l->key = (int32_t)(h & 0x7fffffff);
+        atomic_store_explicit(&w->nleases, n + 1, memory_order_release);
+        wake(w);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return false;
+}
+
+void cn_meta_topic_sync(cn_meta_t *meta, unsigned timeout_ms)
+{
+    cn__meta_watch_t *w = is_pg(meta) ? watch_of(meta) : NULL;
+    if (!w)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t ns = ts.tv_nsec + (int64_t)(timeout_ms % 1000) * 1000000;
+    ts.tv_sec += (time_t)(timeout_ms / 1000 + ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    pthread_mutex_lock(&w->mu);
+    uint64_t ticket = ++w->asked;
+    pthread_mutex_unlock(&w->mu);
+    wake(w);
+    pthread_mutex_lock(&w->mu);
+    while (w->done < ticket && pthread_cond_timedwait(&w->cv, &w->mu, &ts) == 0)
+        ;
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* ---- notices --------------------------------------------------------------------- */
+
+cn_err_t cn_meta_notify(cn_meta_t *meta, cn_meta_txn_t *txn, const char *topic)
+{
+    if (!name_ok(topic))
+        return CN_E_INVALID;
+    if (!is_pg(meta))
+        return 0;
+    cn_err_t e = cn_meta_execf(txn, cn__sql_fleet[CN_SQL_FLEET_TOPIC_BUMP], "s", topic);
+    if (e >= 0)
+        e = cn_meta_execf(txn, "SELECT pg_notify('" CHANNEL "', ?)", "s", topic);
+    return e < 0 ? e : 0;
+}

@@ -1,0 +1,24 @@
+/* The watcher's seam in meta (watch.c): where a cn_meta keeps its watcher,
+ * and what watch.c needs of the PostgreSQL engine.  Internal to src/meta.
+ *
+ * The watcher must never be reached by callers except through cairn/meta.h
+ * (cn_meta_watch_start, cn_meta_topic_gen, cn_meta_lease, cn_meta_notify). */
+#ifndef CN_META_WATCH_H
+#define CN_META_WATCH_H
+
+#include "engine.h"
+
+typedef struct cn__meta_watch cn__meta_watch_t;
+
+/* meta.c: meta's watcher slot (NULL until cn_meta_watch_start filled it)
+ * and, in *db, its engine's database. */
+cn__meta_watch_t *_Atomic *cn__meta_watch_slot(cn_meta_t *meta, cn__meta_db_t **db);
+
+/* watch.c: stops the thread, closes its connection (which frees every lease
+ * held) and frees w.  NULL is a no-op.  meta.c calls it first in close. */
+void cn__meta_watch_free(cn__meta_watch_t *w);
+
+/* engine_pg.c: the connection URI db was opened with. */
+const char *cn__meta_pg_uri(const cn__meta_db_t *db);
+
+#endif

@@ -1,0 +1,82 @@
+"""Handshake admission on the Scribe protocol-4 listener under a handshake
+flood (issue 21, "Handshake admission"; docs/architecture.md "Admission"):
+silent TCP connections that never start TLS stay pending, and when the
+connection table is full the oldest pending one is closed to admit a
+newcomer, so a real client still completes its TLS handshake and protocol-4
+hello; a source over its pending share is refused at accept.
+
+The flood and the client share 127.0.0.1 (one source), so the table is made
+small ([scribe-tls] max_connections) and the pending share large enough for
+the eviction case, then small for the share case."""
+import socket
+import time
+
+from test_scribe_v4 import Proxy, control4, hello4, hello_reply, raw_conn
+
+
+def tls_server(server_factory, cert, tmp_path, limits):
+    conf = tmp_path / "cairnd.toml"
+    conf.write_text("[scribe-tls]\n" + limits)
+    return server_factory(args=["--jay", "off", "--http", "off", "--scribe", "off",
+                                "--scribe-tls", "127.0.0.1:0", "--scribe-tls-cert", cert[0],
+                                "--scribe-tls-key", cert[1], "--config", str(conf)],
+                          wait_for=("scribes",))
+
+
+def silent(addr, n):
+    out = []
+    for _ in range(n):
+        s = socket.create_connection(addr, timeout=5)
+        out.append(s)
+        time.sleep(0.02)  # accepted in order: the first is the oldest
+    return out
+
+
+def closed(s, timeout=5):
+    s.settimeout(timeout)
+    try:
+        return s.recv(1) == b""
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+
+
+def test_full_table_evicts_the_oldest_pending_for_a_real_client(server_factory, cert, tmp_path):
+    srv = tls_server(server_factory, cert, tmp_path,
+                     "max_connections = 8\nmax_pending_per_source = 64\n")
+    flood = silent(srv.addrs["scribes"], 8)
+    proxy = Proxy(srv.addrs["scribes"])
+    try:
+        c, session, binding = control4(proxy.addr)
+        assert session and len(binding) == 32
+        assert closed(flood[0]), "the oldest pending connection must be evicted"
+        assert not closed(flood[-1], timeout=0.5), "the youngest stays"
+    finally:
+        proxy.stop()
+        for s in flood:
+            s.close()
+
+
+def test_pending_share_of_one_source_refused_at_accept(server_factory, cert, tmp_path):
+    srv = tls_server(server_factory, cert, tmp_path, "max_pending_per_source = 4\n")
+    flood = silent(srv.addrs["scribes"], 4)
+    extra = socket.create_connection(srv.addrs["scribes"], timeout=5)
+    try:
+        assert closed(extra), "a fifth pending connection of the source is refused"
+        assert not closed(flood[0], timeout=0.5)
+        # once the flood goes away, the source is admitted again
+        for s in flood:
+            s.close()
+        time.sleep(0.3)
+        proxy = Proxy(srv.addrs["scribes"])
+        try:
+            c = raw_conn(proxy.addr)
+            kind, _ = hello_reply(c, hello4())
+            assert kind == "ok"
+        finally:
+            proxy.stop()
+    finally:
+        extra.close()
+        for s in flood:
+            s.close()

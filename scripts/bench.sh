@@ -345,6 +345,19 @@ else
   say "skip_s3_versions 0 - cairnd_not_built"
 fi
 
+# ---- the fleet engines: PostgreSQL metadata, the S3 blob tier (bench/fleet.py) ---------
+# Metadata ops on SQLite and PostgreSQL beside pgbench; S3 through an embedded node,
+# one and three fleet nodes, and the tier's backend directly.  Not under $WORK: the
+# PostgreSQL it starts runs as an unprivileged user that must reach its own temp dir.
+if [ -x "$BUILD/cairnd" ]; then
+  note "fleet: metadata ops beside pgbench, S3 through one and three fleet nodes"
+  if [ "$QUICK" = 1 ]; then FLEET_ARGS=--quick; else FLEET_ARGS=; fi
+  $PY "$ROOT/bench/fleet.py" "$BUILD" $FLEET_ARGS | tee -a "$RES" ||
+    say "skip_fleet 0 - fleet_bench_failed"
+else
+  say "skip_fleet 0 - cairnd_not_built"
+fi
+
 # ---- blobs over HTTP (bench_blobs starts its own cairnd instances) ---------------------
 if [ -x "$BUILD/bench/bench_blobs" ] && [ -x "$BUILD/cairnd" ] && [ -x "$BUILD/cairn" ]; then
   note "bench_blobs"

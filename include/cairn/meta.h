@@ -299,6 +299,70 @@ CN_API void cn_meta_topic_sync(cn_meta_t *meta, unsigned timeout_ms);
  * process runs the jobs of its data directory). */
 CN_API bool cn_meta_lease(cn_meta_t *meta, const char *job);
 
+/* The watcher session's application_name on PostgreSQL: this, or after
+ * cn_meta_watch_label "cairn-watch/NODE" (visible in pg_stat_activity). */
+#define CN_META_WATCH_APP "cairn-watch"
+
+/* Names the watcher's session after this node (1 to 64 of A-Z a-z 0-9 . _ -;
+ * anything else is ignored), from its next round on and after every
+ * reconnect, so who holds a lease can be told.  No-op on SQLite or without
+ * a started watcher.  Never blocks. */
+CN_API void cn_meta_watch_label(cn_meta_t *meta, const char *node);
+
+/* One lease as read from the database by cn_meta_lease_holders. */
+typedef struct cn_meta_lease_info {
+    const char *job;    /* the job's name */
+    const char *holder; /* advisory leases: the holding session's application_name
+                         * ("cairn-watch/NODE"); the lifecycle row: its holder
+                         * string; NULL when nobody holds it */
+    int64_t pid;        /* advisory: the holding server process; 0 otherwise */
+    int64_t expires_ms; /* the lifecycle row: when it runs out (Unix ms); 0 otherwise */
+} cn_meta_lease_info_t;
+typedef cn_err_t (*cn_meta_lease_fn)(void *arg, const cn_meta_lease_info_t *li);
+
+/* Who holds each lease, as the database sees it now (any process may ask:
+ * no watcher needed): fn once for each of jobs[0..n) (advisory leases, n at
+ * most 16, in order), then once for "lifecycle" (the lifecycle worker's
+ * lease row).  Reads only.  PostgreSQL only: CN_E_UNSUPPORTED on SQLite
+ * (one process runs every job there).  Errors: CN_E_INVALID (a bad job
+ * name), meta errors, fn's. */
+CN_API cn_err_t cn_meta_lease_holders(cn_meta_t *meta, const char *const *jobs, size_t n,
+                                      cn_meta_lease_fn fn, void *arg);
+
+/* ---- fleet import (src/meta/import.c; docs/fleet.md "Moving an embedded
+ * deployment in") ------------------------------------------------------------ */
+
+typedef struct cn_meta_import_opts {
+    /* Names the import (the same source gives the same id): a target
+     * holding another id's progress, or any component but the import's own
+     * without progress, is refused.  1 to 128 bytes. */
+    const char *import_id;
+    /* Called after each table (rows copied, or -1 when an earlier run had
+     * copied it); an error stops the import there (resumable).  May be NULL. */
+    cn_err_t (*progress)(void *arg, const char *table, int64_t rows);
+    void *arg;
+} cn_meta_import_opts_t;
+
+/* Copies every service's rows of src (an embedded SQLite database, read
+ * only) into dst, table by table in schema order, each table and its
+ * progress in one write transaction of dst; dst's components are migrated
+ * to src's versions first.  Not copied: pins, the pack index, the node
+ * registry, the topics, cn_schema.  A second call with the same id resumes
+ * after the last table copied.  Errors: CN_E_INVALID (src not SQLite, a bad
+ * id), CN_E_EXISTS (dst is used, by another deployment or by this import
+ * already finished), CN_E_UNSUPPORTED (a component or table this binary does
+ * not know), meta errors, progress's. */
+CN_API cn_err_t cn_meta_import(cn_meta_t *src, cn_meta_t *dst, const cn_meta_import_opts_t *opts);
+
+/* Marks the import finished (after its blobs are in): a later import of any
+ * source into dst is refused with CN_E_EXISTS. */
+CN_API cn_err_t cn_meta_import_finish(cn_meta_t *dst, const char *import_id);
+
+/* Calls fn for the digest (32 bytes) of every blob src's store keeps in a
+ * pack file (the ones not under DATA/blobs).  Reads only. */
+typedef cn_err_t (*cn_meta_import_digest_fn)(void *arg, const void *digest);
+CN_API cn_err_t cn_meta_import_packed(cn_meta_t *src, cn_meta_import_digest_fn fn, void *arg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -970,10 +970,9 @@ CN_API cn_err_t cn_objects_lifecycle_get(cn_objects_t *o, cn_objects_req_t *rq, 
  * (its size and last-modified time; its tags are read only when a rule that
  * could match filters on tags), read WITHOUT authorization, for the answer
  * to a read or write the caller already made: 1 / 0 as there; 0 as well
- * when the bucket has none.  One read transaction (the bucket's row; the
- * setting itself from the bucket cache's copy of its settings while the
- * bucket's generation holds and the settings fit the cache's budget), plus
- * one for the tags when needed; the compact rules are decoded per call (no
+ * when the bucket has none.  No SQL while the rules cached under the
+ * bucket's settings word hold (docs/architecture.md), else one read
+ * transaction that refills that cache; plus one for the tags when needed; the compact rules are decoded per call (no
  * XML).  Blocks: never on an event loop.  CN_E_NOT_FOUND (bucket),
  * CN_E_DB*. */
 CN_API int cn_objects_lifecycle_expiry(cn_objects_t *o, const char *bucket, const char *key,
@@ -982,7 +981,8 @@ CN_API int cn_objects_lifecycle_expiry(cn_objects_t *o, const char *bucket, cons
 
 /* cn_objects_lifecycle_expiry with no SQL and no blocking, for an event
  * loop: from the bucket's rules as the last blocking call decoded them,
- * while no write has touched the bucket since.  ntags: how many tags the
+ * while no settings write has touched the bucket since (object writes do
+ * not invalidate them).  ntags: how many tags the
  * version has (its info's ntags).  1 / 0 as there, or CN_E_AGAIN when it
  * cannot answer so (rules not cached under the bucket's current
  * generation, or a tag filter that needs the version's tags): ask the

@@ -114,6 +114,32 @@ CN_API cn_err_t cn_scribe_auth_resolve_delegated(cn_scribe_auth_t *a, const char
                                                  size_t peer_len, const char *cert, size_t cert_len,
                                                  cn_scribe_principal_t *out, char *why, size_t cap);
 
+/* Resolution in two steps, so that a listener can act between them on a
+ * verified certificate before any round trip (the per-principal connection
+ * cap, docs/protocol/scribe.md 15.6).  cn_scribe_auth_check is local: peer
+ * (PEM, presented in TLS) and, for a delegated caller (protocol 4, caller
+ * 2), cert (PEM, the user's, forwarded; NULL for a direct caller) verified
+ * against the access CA now; *out gets the subject's (and delegate's)
+ * credential and key columns and, in account, the name the verified
+ * certificate's subject CN carries — not yet confirmed.  Errors: CN_E_AUTH
+ * (why: "an access certificate is required" for peer, "invalid delegated
+ * access certificate" for cert).  cn_scribe_auth_confirm is the round trip
+ * (or the cache): auth confirms *out as cn_scribe_auth_resolve says and
+ * replaces account with the name auth confirms; errors as
+ * cn_scribe_auth_resolve_delegated.  resolve = check, then confirm. */
+CN_API cn_err_t cn_scribe_auth_check(cn_scribe_auth_t *a, const char *peer, size_t peer_len,
+                                     const char *cert, size_t cert_len, cn_scribe_principal_t *out,
+                                     char *why, size_t cap);
+CN_API cn_err_t cn_scribe_auth_confirm(cn_scribe_auth_t *a, cn_scribe_principal_t *out, char *why,
+                                       size_t cap);
+
+/* Whether p may read the namespace's inventory (instance_status): a direct
+ * caller holding a namespace-readers grant or the namespace administrator
+ * role (SAU2 authorize's fifth column, docs/protocol/sau2.md 5.2).  NULL
+ * or !present: false, no round trip.  Errors as cn_scribe_auth_authorize. */
+CN_API cn_err_t cn_scribe_auth_inventory(cn_scribe_auth_t *a, const cn_scribe_principal_t *p,
+                                         bool *allowed, int64_t *lease_ms);
+
 /* The role of p (NULL or !present: anonymous) on repository repo (a storage
  * name) and the lease (Unix ms) until which it may be reused.  Errors as
  * cn_scribe_auth_resolve (CN_E_AUTH: the credential is no longer live). */

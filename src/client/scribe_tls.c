@@ -359,3 +359,51 @@ cn_err_t cn__scribe_tls_identity(struct ssl_ctx_st *ctx, bool renew, bool *direc
     ERR_clear_error();
     return e;
 }
+
+cn_err_t cn__scribe_tls_service_ctx(const char *ca_file, const char *auth_server, const char *trust,
+                                    const char *cred, SSL_CTX **out, uint64_t *renew_at, char *msg,
+                                    size_t msz)
+{
+    signin_t s;
+    memset(&s, 0, sizeof s);
+    *out = NULL;
+    *renew_at = 0;
+    msg[0] = '\0';
+    if (!auth_server || !trust || !cred) {
+        snprintf(msg, msz, "needs --auth-server, --auth-trust and --auth-credential");
+        return CN_E_INVALID;
+    }
+    field(s.server, sizeof s.server, auth_server);
+    field(s.trust, sizeof s.trust, trust);
+    field(s.cert, sizeof s.cert, cred);
+    field(s.key, sizeof s.key, cred);
+    SSL_CTX *ctx = NULL;
+    CN_TRY(cn__scribe_tls_ctx(ca_file && *ca_file ? ca_file : trust, &ctx, msg, msz));
+    EVP_PKEY *k = NULL;
+    FILE *f = fopen(cred, "r");
+    if (f) {
+        k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+        fclose(f);
+    }
+    cn_err_t e = k ? CN_OK : CN_E_INVALID;
+    if (!k)
+        snprintf(msg, msz, "no private key in %s", cred);
+    long left = 0;
+    uint64_t now = cn__scribe_tls_clock();
+    X509 *x = e == CN_OK ? access_get(&s, k, true, &left, &e, msg, msz) : NULL;
+    if (e == CN_OK &&
+        (SSL_CTX_use_certificate(ctx, x) != 1 || SSL_CTX_use_PrivateKey(ctx, k) != 1)) {
+        ssl_reason(msg, msz, "cannot use the access certificate");
+        e = CN_E_INVALID;
+    }
+    X509_free(x);
+    EVP_PKEY_free(k);
+    ERR_clear_error();
+    if (e != CN_OK) {
+        SSL_CTX_free(ctx);
+        return e;
+    }
+    *renew_at = now + (uint64_t)left * 1000000000u;
+    *out = ctx;
+    return CN_OK;
+}

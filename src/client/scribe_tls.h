@@ -42,6 +42,16 @@ cn_err_t cn__scribe_tls_connect(struct ssl_ctx_st *ctx, int fd, const char *host
 cn_err_t cn__scribe_tls_identity(struct ssl_ctx_st *ctx, bool renew, bool *direct,
                                  uint64_t *renew_at, char *msg, size_t msz);
 
+/* A service's context (the Scribe gateway's, issue 23): pq-only, storage
+ * certificates verified against ca_file (else the trust bundle trust), and
+ * a new access certificate asked of auth_server with the credential file
+ * cred (certificate and key, PEM), never written to disk.  *renew_at is the
+ * cn__scribe_tls_clock() instant it reaches half its lifetime.  Errors as
+ * cn__scribe_tls_identity's; msg says why.  Freed with SSL_CTX_free. */
+cn_err_t cn__scribe_tls_service_ctx(const char *ca_file, const char *auth_server, const char *trust,
+                                    const char *cred, struct ssl_ctx_st **out, uint64_t *renew_at,
+                                    char *msg, size_t msz);
+
 /* The clock renewals are measured on: CLOCK_MONOTONIC in nanoseconds.  A
  * variable only so that unit tests can inject one. */
 extern uint64_t (*cn__scribe_tls_clock)(void);

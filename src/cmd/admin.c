@@ -40,7 +40,10 @@ static const char admin_usage[] =
     "  repo backup NAME FILE | repo restore FILE [--replace]   (server stopped)\n"
     "  auth init   the SAU2 auth state, its CAs and the first administrator\n"
     "  store compact [--live PCT]   rewrite sparse pack files now (server stopped)\n"
-    "  fleet status [--json]   the nodes of the fleet's registry (docs/fleet.md)\n"
+    "  fleet status [--json]   the nodes of the fleet's registry and who holds each job\n"
+    "                          lease (docs/fleet.md)\n"
+    "  fleet import --from DATA [--blob-store ... | --blob-dir DIR]\n"
+    "                          move a stopped embedded deployment into the fleet\n"
     "PERM: bucket:create bucket:delete bucket:list object:get object:put\n"
     "      object:delete object:list blobs:read blobs:write admin\n"
     "      bucket:configure object:lock object:bypass-governance all\n"
@@ -312,6 +315,7 @@ static int parse_globals(int argc, char **argv, int *i, globals_t *g)
         (strncmp(g->meta, "sqlite:", 7) || !g->meta[7]))
         return usage("--meta wants postgres://... or sqlite:PATH");
     cn__admin_set_meta(g->meta);
+    cn__admin_set_key(g->key);
     return EXIT_OK;
 }
 

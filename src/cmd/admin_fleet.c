@@ -1,8 +1,10 @@
 /* `cairn admin [--meta URL | --data DIR] fleet status|nodes`: the fleet's node
  * registry (fleet_node.c) as one line per node: id, state (up, stopped, or
  * lost: no heartbeat for three of its intervals), advertised URL, version,
- * start time and the age of the last heartbeat.  `--json` prints one JSON
- * array instead.  Reads only; never changes a row. */
+ * start time and the age of the last heartbeat; `status` then adds who holds
+ * each job lease (PostgreSQL only), one `lease:JOB` line each.  `--json`:
+ * `nodes` prints one JSON array, `status` an object of `nodes` and `leases`.
+ * `fleet import` lives in admin_import.c.  Reads only; never changes a row. */
 #include "admin_open.h"
 #include "cmd.h"
 #include "fleet_node.h"
@@ -13,7 +15,10 @@
 #include "cairn/util.h"
 
 static const char fleet_usage[] =
-    "usage: cairn admin [--meta URL | --data DIR] fleet status|nodes [--json]\n";
+    "usage: cairn admin [--meta URL | --data DIR] fleet status|nodes [--json]\n"
+    "       cairn admin --meta URL [--identity-key FILE] fleet import --from DATA\n"
+    "             [--blob-store s3://BUCKET/PREFIX --blob-endpoint URL [--blob-region R]\n"
+    "              [--blob-credentials FILE] [--blob-virtual-host] | --blob-dir DIR]\n";
 
 typedef struct {
     bool json;
@@ -65,8 +70,71 @@ static cn_err_t print_node(void *arg, const cn_node_info_t *ni)
     return 0;
 }
 
+/* The advisory job leases cairnd's maintenance thread asks for
+ * (src/cmd/services.c, "jobs"). */
+static const char *const lease_jobs[] = { "blob-sweep", "upload-expiry" };
+
+static cn_err_t print_lease(void *arg, const cn_meta_lease_info_t *li)
+{
+    status_t *st = arg;
+    const char *node = li->holder;
+    size_t plen = strlen(CN_META_WATCH_APP "/");
+    if (node && !strncmp(node, CN_META_WATCH_APP "/", plen))
+        node = node + plen; /* a labelled watcher: the node's id */
+    char until[CN_RFC3339_LEN] = "";
+    if (li->expires_ms)
+        cn_rfc3339(li->expires_ms, until);
+    if (!st->json) {
+        printf("lease:%s\t%s\t", li->job, node ? node : "-");
+        if (li->pid)
+            printf("pid %lld\n", (long long)li->pid);
+        else
+            printf("%s%s\n", until[0] ? "until " : "-", until);
+        return 0;
+    }
+    printf("%s{\"job\":", st->n++ ? "," : "");
+    json_str(li->job);
+    fputs(",\"node\":", stdout);
+    if (node)
+        json_str(node);
+    else
+        fputs("null", stdout);
+    if (li->pid)
+        printf(",\"pid\":%lld", (long long)li->pid);
+    if (until[0])
+        printf(",\"until\":\"%s\"", until);
+    putchar('}');
+    return 0;
+}
+
+/* The registry, and for `status` the leases (none on SQLite, where one
+ * process runs every job). */
+static cn_err_t list_all(cn_meta_t *meta, status_t *st, bool leases)
+{
+    if (st->json && leases)
+        fputs("{\"nodes\":", stdout);
+    if (st->json)
+        putchar('[');
+    cn_err_t e = cn_node_list(meta, print_node, st);
+    if (st->json)
+        putchar(']');
+    if (e < 0 || !leases)
+        return e;
+    st->n = 0;
+    if (st->json)
+        fputs(",\"leases\":[", stdout);
+    if (!strcmp(cn_meta_engine(meta), "postgres"))
+        e = cn_meta_lease_holders(meta, lease_jobs, sizeof lease_jobs / sizeof lease_jobs[0],
+                                  print_lease, st);
+    if (st->json)
+        fputs("]}", stdout);
+    return e;
+}
+
 int cn_cmd_admin_fleet(const char *data, int argc, char **argv)
 {
+    if (argc >= 1 && !strcmp(argv[0], "import"))
+        return cn__admin_fleet_import(data, argc - 1, argv + 1);
     bool json = argc == 2 && !strcmp(argv[1], "--json");
     /* "nodes" is the other name for the same listing. */
     bool verb = argc >= 1 && (!strcmp(argv[0], "status") || !strcmp(argv[0], "nodes"));
@@ -83,12 +151,10 @@ int cn_cmd_admin_fleet(const char *data, int argc, char **argv)
     cn_meta_t *meta = NULL;
     cn_err_t e = cn_meta_open(target, NULL, &meta);
     status_t st = { json, cn_wall_ms(), 0 };
-    if (e >= 0 && json)
-        putchar('[');
     if (e >= 0)
-        e = cn_node_list(meta, print_node, &st);
+        e = list_all(meta, &st, !strcmp(argv[0], "status"));
     if (e >= 0 && json)
-        puts("]");
+        putchar('\n');
     cn_meta_close(meta);
     if (e < 0) {
         fprintf(stderr, "cairn admin: fleet status: %s\n", cn_strerror(e));

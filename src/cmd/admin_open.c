@@ -19,6 +19,18 @@ const char *cn__admin_meta_target(const char *data)
     return admin_meta ? admin_meta : data;
 }
 
+static const char *admin_key; /* --identity-key or CAIRN_IDENTITY_KEY */
+
+void cn__admin_set_key(const char *key_file)
+{
+    admin_key = key_file;
+}
+
+const char *cn__admin_key(void)
+{
+    return admin_key;
+}
+
 void cn__admin_open_failed(const char *data, const char *what, cn_err_t e)
 {
     fprintf(stderr, "cairn admin: cannot open the %s of %s: %s%s\n", what, data, cn_strerror(e),

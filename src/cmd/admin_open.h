@@ -13,6 +13,14 @@
 void cn__admin_set_meta(const char *meta);
 /* What cn_meta_open takes for data: the --meta target, else data itself. */
 const char *cn__admin_meta_target(const char *data);
+/* --identity-key (or CAIRN_IDENTITY_KEY), NULL when not given; set once by
+ * cn_cmd_admin with the metadata target. */
+void cn__admin_set_key(const char *key_file);
+const char *cn__admin_key(void);
+
+/* `cairn admin --meta URL fleet import --from DATA ...` (admin_import.c);
+ * argv after "import".  The exit status. */
+int cn__admin_fleet_import(const char *data, int argc, char **argv);
 
 /* Prints "cairn admin: cannot open the WHAT of DATA: ..." to stderr, with the
  * hint to stop cairnd when e is CN_E_BUSY. */

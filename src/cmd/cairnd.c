@@ -46,7 +46,8 @@
     "  --meta URL              metadata: a libpq postgres:// URI, or sqlite:PATH (default\n"      \
     "                          DATA/meta.db); docs/fleet.md\n"                                    \
     "  --migrate-only          apply pending metadata schema steps, then exit (no listener)\n"    \
-    "  --gateway FILE          serve --scribe as a gateway in front of the storage\n"             \
+    "  --gateway FILE          serve --scribe (scribes:// storage: --scribe-tls, with\n"          \
+    "                          --auth-credential) as a gateway in front of the storage\n"         \
     "                          servers FILE (TOML) names; Jay and HTTP stay off unless\n"         \
     "                          given (docs/protocol/scribe-gateway.md)\n"                         \
     "  --identity-key FILE     the key sealing token secrets (default DATA/identity.key);\n"      \
@@ -803,21 +804,33 @@ static int gateway_prepare(cmdline_t *cl, listener_t *ls, size_t nprotos)
         fprintf(stderr, "cairnd: --gateway %s: %s\n", cl->gateway, cl->gwcfg ? err : "no memory");
         return 2;
     }
-    if (cl->gwcfg->tls) {
+    /* plaintext storage: the gateway is --scribe (protocol 2); scribes://
+     * storage: --scribe-tls (protocol 4), with its own credential */
+    bool tls = cl->gwcfg->tls;
+    const char *serves = tls ? "scribe-tls" : "scribe", *other = tls ? "scribe" : "scribe-tls";
+    if (tls && (!cl->auth.server || !cl->auth.trust || !cl->auth.credential)) {
         fprintf(stderr,
-                "cairnd: --gateway %s: scribes:// storage servers need the protocol-4 "
-                "gateway, which this build does not have yet\n",
+                "cairnd: --gateway %s: scribes:// storage needs the gateway's own "
+                "credential: --auth-server, --auth-trust and --auth-credential\n",
                 cl->gateway);
         return 2;
     }
     for (size_t i = 0; i < nprotos; i++) {
         const char *name = ls[i].proto->name;
-        if (!strcmp(name, "scribe-tls") && cl->flags[i].addr && strcmp(cl->flags[i].addr, "off")) {
-            fprintf(stderr, "cairnd: --gateway serves protocol 2 on --scribe; a protocol-4 "
-                            "gateway (--scribe-tls) is not built yet\n");
+        bool given = cl->flags[i].addr && strcmp(cl->flags[i].addr, "off");
+        if (!strcmp(name, other) && given) {
+            fprintf(stderr,
+                    "cairnd: --gateway %s: this gateway serves --%s (%s storage), "
+                    "not --%s\n",
+                    cl->gateway, serves, tls ? "scribes://" : "plaintext", other);
             return 2;
         }
-        if (strcmp(name, "scribe") && !cl->flags[i].addr && !ls[i].opts.addr)
+        if (!strcmp(name, serves) && tls && !given) {
+            fprintf(stderr, "cairnd: --gateway %s: scribes:// storage: give --scribe-tls ADDR\n",
+                    cl->gateway);
+            return 2;
+        }
+        if (strcmp(name, serves) && !cl->flags[i].addr && !ls[i].opts.addr)
             ls[i].opts.addr = "off";
     }
     return 0;

@@ -180,6 +180,7 @@ cn_err_t cn_node_start(cn_meta_t *meta, const char *data_dir, const char *id, co
         return e;
     }
     cn_info("fleet", "node %s registered (heartbeat every %lld ms)", n->id, (long long)every_ms);
+    cn_meta_watch_label(meta, n->id); /* lease holders named by node (fleet status) */
     *out = n;
     return 0;
 }

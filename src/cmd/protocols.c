@@ -9,6 +9,7 @@
 #include "cairn/scribe_server.h"
 #include "cairn/util.h"
 #include "http_face.h"
+#include "client/scribe_tls.h"
 #include "scribe/gw_int.h"
 
 #include <stddef.h>
@@ -133,9 +134,45 @@ static cn_err_t scribe_tls_auth(cn_services_t *svc, const cn_toml_val_t *section
     return e == CN_E_NOT_FOUND ? CN_E_PROTOCOL : e; /* never "no auth" when one is named */
 }
 
+/* A protocol-4 gateway's TLS client context (issue 23): its own access
+ * certificate from --auth-server with --auth-credential, storage
+ * certificates verified against the configuration's storage_ca or else
+ * --auth-trust (src/client/scribe_tls.c). */
+static cn_err_t gw_tls(void *arg, const char *ca, struct ssl_ctx_st **ctx, int64_t *renew_ms,
+                       char *msg, size_t cap)
+{
+    const cn_services_t *svc = arg;
+    uint64_t at = 0;
+    CN_TRY(cn__scribe_tls_service_ctx(ca, svc->auth.server, svc->auth.trust, svc->auth.credential,
+                                      ctx, &at, msg, cap));
+    *renew_ms = (int64_t)(at / 1000000u);
+    return CN_OK;
+}
+
+/* With a scribes:// --gateway configuration the TLS listener is the
+ * gateway role (protocol 4); one per process, as scribe_is_gateway. */
+static bool scribe_tls_is_gateway;
+
 static cn_err_t scribe_tls_create(cn_services_t *svc, const cn_toml_val_t *section,
                                   const cn_adapter_t **ad, void **actx)
 {
+    if (svc->gateway) {
+        int64_t idle_ms = 300000;
+        const cn_toml_val_t *v = section ? cn_toml_get(section, "idle_timeout_ms") : NULL;
+        if (v && cn_toml_int(v, &idle_ms) < 0)
+            idle_ms = 300000;
+        cn_gw_opts_t o = { .inactivity_s = idle_ms >= 1000 ? (uint32_t)(idle_ms / 1000) : 1,
+                           .tls = gw_tls,
+                           .tls_arg = svc };
+        scribe_tls_is_gateway = true;
+        cn_err_t e = cn_gw_adapter_create(svc->gateway, svc->meta, &o, ad, actx);
+        if (e >= 0)
+            cn_info("cairnd",
+                    "scribe-tls: gateway role (protocol 4) in front of %zu storage "
+                    "server(s)",
+                    svc->gateway->n);
+        return e;
+    }
     cn_scribe_auth_t *auth = NULL;
     cn_err_t e = scribe_tls_auth(svc, section, &auth);
     if (e < 0 && e != CN_E_NOT_FOUND) {
@@ -149,6 +186,14 @@ static cn_err_t scribe_tls_create(cn_services_t *svc, const cn_toml_val_t *secti
                     : "this data directory's",
                 cn_scribe_auth_namespace(auth));
     return scribe_make(svc, section, 4, auth, ad, actx);
+}
+
+static void scribe_tls_destroy(void *actx)
+{
+    if (scribe_tls_is_gateway)
+        cn_gw_adapter_destroy(actx);
+    else
+        cn_scribe_adapter_destroy(actx);
 }
 
 /* The SAU2 listener (off unless --auth or [auth] address): TLS with the
@@ -208,7 +253,7 @@ const cn_protocol_t cn_protocols[] = {
       .budget_anonymous = 64u << 20, /* of the 128 MiB listener budget */
       .config_keys = scribe_tls_keys,
       .create = scribe_tls_create,
-      .destroy = cn_scribe_adapter_destroy },
+      .destroy = scribe_tls_destroy },
     { .name = "http",
       .default_addr = "127.0.0.1:7448",
       .max_conns = 4096,

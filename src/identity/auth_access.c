@@ -5,7 +5,8 @@
  * sign-ins), and the verification of a certificate the service did not just
  * issue: signature against the right CA, issuer, validity, revocation.  It
  * must never issue for a key other than the one the state registered, nor
- * let a derived credential derive. */
+ * to a server credential, nor let a derived credential derive, nor accept
+ * a certificate whose key is not the one its extension names. */
 #include "auth_int.h"
 
 #include <errno.h>
@@ -37,6 +38,23 @@ static bool is_automation(const char *kind)
 
 /* ---- verifying a certificate --------------------------------------------------------- */
 
+/* Whether the certificate's own public key is the key its cairn extension
+ * names (key_id: BLAKE3 of the SubjectPublicKeyInfo DER, as registered):
+ * the key the TLS handshake proved must be the one auth checks. */
+static bool key_is_named(X509 *x, const char *key_id)
+{
+    uint8_t *der = NULL;
+    int n = i2d_PUBKEY(X509_get0_pubkey(x), &der);
+    char hex[CN_SAU2_KEY_HEX + 1] = "";
+    if (n > 0) {
+        cn_digest_t d;
+        cn_blake3(der, (size_t)n, &d);
+        cn_digest_hex(&d, hex);
+    }
+    OPENSSL_free(der);
+    return n > 0 && !strcmp(hex, key_id);
+}
+
 cn_err_t cn__au_cert_check(X509 *ca, const char *pem, size_t len, int64_t now_ms,
                            cn_sau2_caller_t *out, const char **why)
 {
@@ -60,6 +78,9 @@ cn_err_t cn__au_cert_check(X509 *ca, const char *pem, size_t len, int64_t now_ms
         goto out;
     *why = "the certificate has no cairn credential extension";
     if (cn_auth_cert_caller(pem, len, out) != 0)
+        goto out;
+    *why = "the certificate's key is not the key it names";
+    if (!key_is_named(x, out->key_id))
         goto out;
     *why = NULL;
     e = 0;
@@ -157,6 +178,11 @@ static cn_err_t access_body(cn_meta_txn_t *t, void *arg)
     CN_TRY(self_live(c, t));
     if (c->reply->code)
         return 0;
+    /* A storage server's identity never calls storage (issue 21), so its
+     * credential gets no access certificate to try. */
+    if (!strcmp(c->cred.kind, "server"))
+        return cn_sau2_reply_error(c->reply, CN__AU_FORBIDDEN,
+                                   "a server credential gets no access certificate");
     cn_meta_stmt_t *st = NULL;
     EVP_PKEY *pub = NULL;
     X509 *x = NULL;

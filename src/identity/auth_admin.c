@@ -600,8 +600,11 @@ static cn_err_t admin_body(cn_meta_txn_t *t, void *arg)
     }
     if (c->reply->code == 0 && !found)
         CN_TRY(c->v->fn(c, t));
-    if (c->reply->code != 0 && !found) {
-        cn_meta_discard(t); /* the refusal is audited on its own */
+    /* Only applied operations are recorded, so a found one replays with code
+     * 0: any refusal here (an intent mismatch included) is audited on its own
+     * by the caller, once. */
+    if (c->reply->code != 0) {
+        cn_meta_discard(t);
         return 0;
     }
     if (c->v->mutation && !found) {

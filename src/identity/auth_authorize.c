@@ -67,8 +67,9 @@ typedef struct az {
     uint16_t first_repo; /* the argument index of the first repository */
     /* resolved inside the transaction */
     bool anonymous;
-    int role;      /* min(ceilings, grants) for the namespace */
-    int64_t lease; /* Unix ms */
+    int role;       /* min(ceilings, grants) for the namespace */
+    bool inventory; /* may read the namespace's inventory (instance_status) */
+    int64_t lease;  /* Unix ms */
     char account[CN__AU_NAME_MAX + 1], delegate[CN__AU_NAME_MAX + 1];
 } az_t;
 
@@ -196,6 +197,11 @@ static cn_err_t resolve(az_t *z, cn_meta_txn_t *t, uint16_t s)
     if (hit)
         role = R_ADMIN;
     z->role = role < ceiling ? role : ceiling;
+    /* The inventory (authorize's fifth column): a namespace-readers grant
+     * or the namespace administrator, for a kind that reads at all, and for
+     * a direct caller only (a gateway polls with its own certificate). */
+    CN_TRY(lookup(t, CN_SQL_AU_NSREADER_HAS, z->ns, sc.account, NULL, 0, &hit));
+    z->inventory = direct && ceiling >= R_READER && (hit || z->role == R_ADMIN);
     return 0;
 }
 
@@ -224,6 +230,7 @@ static cn_err_t az_body(cn_meta_txn_t *t, void *arg)
 {
     az_t *z = arg;
     z->role = R_NONE;
+    z->inventory = false;
     z->account[0] = z->delegate[0] = '\0';
     CN_TRY(server_gate(z, t));
     if (z->reply->code)
@@ -243,8 +250,9 @@ static cn_err_t az_body(cn_meta_txn_t *t, void *arg)
             CN_TRY(repo_role(z, t, repo, &role, vis, sizeof vis));
         }
         if (!z->batch && !z->policy) { /* authorize: one row; identity only when empty */
-            const char *row[] = { r->len ? role_names[role] : "", lease, z->account, z->delegate };
-            return cn_sau2_reply_row(z->reply, 4, row);
+            const char *row[] = { r->len ? role_names[role] : "", lease, z->account, z->delegate,
+                                  z->inventory ? "1" : "0" };
+            return cn_sau2_reply_row(z->reply, 5, row);
         }
         const char *row[] = { repo, z->policy ? vis : role_names[role] };
         CN_TRY(cn_sau2_reply_row(z->reply, 2, row));

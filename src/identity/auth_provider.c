@@ -14,6 +14,8 @@
 #include "cairn/util.h"
 
 #include <errno.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -475,27 +477,25 @@ static void cache_put(cn_scribe_auth_t *a, const cn_scribe_principal_t *p, int64
     pthread_mutex_unlock(&a->mu);
 }
 
-static cn_err_t confirm(cn_scribe_auth_t *a, cn_scribe_principal_t *out, char *why, size_t cap);
-
-cn_err_t cn_scribe_auth_resolve(cn_scribe_auth_t *a, const char *pem, size_t len,
-                                cn_scribe_principal_t *out, char *why, size_t cap)
+/* The account an access certificate's subject CN names (auth's access CA
+ * writes it from the account: auth_ca.c), into out (cap bytes); "" when
+ * there is none.  Read from a certificate already verified. */
+static void cert_account(const char *pem, size_t len, char *out, size_t cap)
 {
-    memset(out, 0, sizeof *out);
-    cn_sau2_caller_t c;
-    cn_err_t e = cn_auth_cert_check(a->access_ca, a->access_ca_len, pem, len, cn_wall_ms(), &c);
-    if (e < 0) {
-        snprintf(why, cap, "an access certificate is required");
-        return CN_E_AUTH;
-    }
-    out->present = true;
-    memcpy(out->credential, c.credential, sizeof out->credential);
-    memcpy(out->key_id, c.key_id, sizeof out->key_id);
-    return confirm(a, out, why, cap);
+    BIO *b = len <= INT32_MAX ? BIO_new_mem_buf(pem, (int)len) : NULL;
+    X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+    int n =
+        x ? X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName, out, (int)cap) : -1;
+    if (n <= 0 || (size_t)n >= cap)
+        out[0] = '\0';
+    X509_free(x);
+    BIO_free(b);
+    ERR_clear_error();
 }
 
-cn_err_t cn_scribe_auth_resolve_delegated(cn_scribe_auth_t *a, const char *peer, size_t peer_len,
-                                          const char *cert, size_t cert_len,
-                                          cn_scribe_principal_t *out, char *why, size_t cap)
+cn_err_t cn_scribe_auth_check(cn_scribe_auth_t *a, const char *peer, size_t peer_len,
+                              const char *cert, size_t cert_len, cn_scribe_principal_t *out,
+                              char *why, size_t cap)
 {
     memset(out, 0, sizeof *out);
     cn_sau2_caller_t g, u;
@@ -506,22 +506,44 @@ cn_err_t cn_scribe_auth_resolve_delegated(cn_scribe_auth_t *a, const char *peer,
     }
     /* The access CA is this auth's own: a certificate of another trust
      * domain (another auth incarnation) never verifies against it. */
-    if (cn_auth_cert_check(a->access_ca, a->access_ca_len, cert, cert_len, now, &u) < 0) {
+    if (cert && cn_auth_cert_check(a->access_ca, a->access_ca_len, cert, cert_len, now, &u) < 0) {
         snprintf(why, cap, "invalid delegated access certificate");
         return CN_E_AUTH;
     }
+    const cn_sau2_caller_t *subject = cert ? &u : &g;
     out->present = true;
-    memcpy(out->credential, u.credential, sizeof out->credential);
-    memcpy(out->key_id, u.key_id, sizeof out->key_id);
-    memcpy(out->delegate_credential, g.credential, sizeof out->delegate_credential);
-    memcpy(out->delegate_key_id, g.key_id, sizeof out->delegate_key_id);
-    return confirm(a, out, why, cap);
+    memcpy(out->credential, subject->credential, sizeof out->credential);
+    memcpy(out->key_id, subject->key_id, sizeof out->key_id);
+    if (cert) {
+        memcpy(out->delegate_credential, g.credential, sizeof out->delegate_credential);
+        memcpy(out->delegate_key_id, g.key_id, sizeof out->delegate_key_id);
+    }
+    cert_account(cert ? cert : peer, cert ? cert_len : peer_len, out->account, sizeof out->account);
+    return CN_OK;
+}
+
+cn_err_t cn_scribe_auth_resolve(cn_scribe_auth_t *a, const char *pem, size_t len,
+                                cn_scribe_principal_t *out, char *why, size_t cap)
+{
+    cn_err_t e = cn_scribe_auth_check(a, pem, len, NULL, 0, out, why, cap);
+    return e < 0 ? e : cn_scribe_auth_confirm(a, out, why, cap);
+}
+
+cn_err_t cn_scribe_auth_resolve_delegated(cn_scribe_auth_t *a, const char *peer, size_t peer_len,
+                                          const char *cert, size_t cert_len,
+                                          cn_scribe_principal_t *out, char *why, size_t cap)
+{
+    if (!cert)
+        return CN_E_INVALID;
+    cn_err_t e = cn_scribe_auth_check(a, peer, peer_len, cert, cert_len, out, why, cap);
+    return e < 0 ? e : cn_scribe_auth_confirm(a, out, why, cap);
 }
 
 /* authorize with an empty repository: the subject (and its delegate) live,
  * registered keys, accounts enabled, the delegate grant; reused from the
  * cache until min(lease, cache_ms). */
-static cn_err_t confirm(cn_scribe_auth_t *a, cn_scribe_principal_t *out, char *why, size_t cap)
+cn_err_t cn_scribe_auth_confirm(cn_scribe_auth_t *a, cn_scribe_principal_t *out, char *why,
+                                size_t cap)
 {
     if (cache_get(a, out))
         return CN_OK;
@@ -535,7 +557,7 @@ static cn_err_t confirm(cn_scribe_auth_t *a, cn_scribe_principal_t *out, char *w
     cn_err_t e = call(a, true, argv, 7, &payload, &v);
     if (e == 0 && v.code)
         e = refusal(a, &v, why, cap);
-    if (e == 0 && (!cn_sau2_row_next(&v, &off, &row) || row.n != 4 || ms_parse(&row.s[1]) < 0 ||
+    if (e == 0 && (!cn_sau2_row_next(&v, &off, &row) || row.n < 4 || ms_parse(&row.s[1]) < 0 ||
                    row.s[2].len == 0 || row.s[2].len >= sizeof out->account))
         e = CN_E_PROTOCOL;
     if (e == 0 && row.s[3].len >= sizeof out->delegate_account)
@@ -589,12 +611,12 @@ cn_err_t cn_scribe_auth_authorize_batch(cn_scribe_auth_t *a, const cn_scribe_pri
     return e;
 }
 
-cn_err_t cn_scribe_auth_authorize(cn_scribe_auth_t *a, const cn_scribe_principal_t *p,
-                                  const char *repo, int *role, int64_t *lease_ms)
+/* authorize for a subject: the role on repo ("" = identity only, role
+ * none) and the inventory column (docs/protocol/sau2.md 5.2: the fifth; an
+ * auth without it reports no namespace-readers grant). */
+static cn_err_t authorize_one(cn_scribe_auth_t *a, const cn_scribe_principal_t *p, const char *repo,
+                              int *role, bool *inventory, int64_t *lease_ms)
 {
-    /* authorize needs a subject; an anonymous caller asks through the batch. */
-    if (!p || !p->present)
-        return cn_scribe_auth_authorize_batch(a, p, &repo, 1, role, lease_ms);
     const char *argv[] = { "authorize",       a->ns,     repo,
                            p->credential,     p->key_id, p->delegate_credential,
                            p->delegate_key_id };
@@ -607,10 +629,32 @@ cn_err_t cn_scribe_auth_authorize(cn_scribe_auth_t *a, const cn_scribe_principal
     if (e == 0 && v.code)
         e = refusal(a, &v, why, sizeof why);
     if (e == 0 &&
-        (!cn_sau2_row_next(&v, &off, &row) || row.n != 4 || (*lease_ms = ms_parse(&row.s[1])) < 0))
+        (!cn_sau2_row_next(&v, &off, &row) || row.n < 4 || (*lease_ms = ms_parse(&row.s[1])) < 0))
         e = CN_E_PROTOCOL;
-    if (e == 0)
+    if (e == 0) {
         *role = role_parse(&row.s[0]);
+        *inventory = row.n >= 5 && row.s[4].len == 1 && row.s[4].p[0] == '1';
+    }
     cn_buf_free(&payload);
     return e;
+}
+
+cn_err_t cn_scribe_auth_authorize(cn_scribe_auth_t *a, const cn_scribe_principal_t *p,
+                                  const char *repo, int *role, int64_t *lease_ms)
+{
+    /* authorize needs a subject; an anonymous caller asks through the batch. */
+    if (!p || !p->present)
+        return cn_scribe_auth_authorize_batch(a, p, &repo, 1, role, lease_ms);
+    bool inventory;
+    return authorize_one(a, p, repo, role, &inventory, lease_ms);
+}
+
+cn_err_t cn_scribe_auth_inventory(cn_scribe_auth_t *a, const cn_scribe_principal_t *p,
+                                  bool *allowed, int64_t *lease_ms)
+{
+    *allowed = false;
+    if (!p || !p->present)
+        return 0; /* an anonymous caller reads no inventory */
+    int role;
+    return authorize_one(a, p, "", &role, allowed, lease_ms);
 }

@@ -98,6 +98,10 @@ struct cn__meta_watch {
     pthread_mutex_t mu;
     atomic_size_t nleases;
     lease_t leases[LEASES_MAX];
+    /* cn_meta_watch_label: the session's application_name (under mu), set
+     * on the connection by the thread at its next round when dirty. */
+    char label[96];
+    bool label_dirty;
     /* cn_meta_topic_sync: tickets asked, and the last asked before the
      * latest successful round began (under mu, signalled on cv). */
     pthread_cond_t cv;
@@ -172,7 +176,7 @@ static bool connect_pg(cn__meta_watch_t *w)
     /* connect_timeout after the URI overrides its own: the watcher retries
      * every POLL_MS rather than wait long on one attempt. */
     const char *const kw[] = { "dbname", "connect_timeout", "application_name", NULL };
-    const char *const val[] = { w->uri, "3", "cairn-watch", NULL };
+    const char *const val[] = { w->uri, "3", CN_META_WATCH_APP, NULL };
     w->pg = PQconnectdbParams(kw, val, 1);
     if (!w->pg || PQstatus(w->pg) != CONNECTION_OK) {
         if (!w->down_logged)
@@ -184,6 +188,9 @@ static bool connect_pg(cn__meta_watch_t *w)
         return false;
     }
     PQsetNoticeProcessor(w->pg, quiet, NULL);
+    pthread_mutex_lock(&w->mu);
+    w->label_dirty = w->label[0] != 0; /* a new session: label it again */
+    pthread_mutex_unlock(&w->mu);
     /* A holder whose machine vanished loses its leases when the server's
      * keepalives give up (about 9 s; ignored on unix sockets, where the
      * kernel closes a dead process's socket at once). */
@@ -261,11 +268,28 @@ static bool take_leases(cn__meta_watch_t *w)
     return true;
 }
 
+/* Names the session after its node when asked (cn_meta_watch_label);
+ * false when the connection failed. */
+static bool set_label(cn__meta_watch_t *w)
+{
+    char sql[160] = "";
+    pthread_mutex_lock(&w->mu);
+    if (w->label_dirty)
+        snprintf(sql, sizeof sql, "SET application_name = '%s'", w->label);
+    w->label_dirty = false;
+    pthread_mutex_unlock(&w->mu);
+    return !sql[0] || pg_ok(w->pg, sql);
+}
+
 /* One round: connect if needed, read the topics, try the free leases. */
 static void round_once(cn__meta_watch_t *w)
 {
     if (!w->pg && !connect_pg(w))
         return;
+    if (!set_label(w)) {
+        drop_conn(w, "a read failed");
+        return;
+    }
     int64_t began = cn_mono_ms();
     pthread_mutex_lock(&w->mu);
     uint64_t serving = w->asked;
@@ -430,6 +454,15 @@ bool cn_meta_topic_gen(cn_meta_t *meta, const char *topic, uint64_t *gen)
     return t || !atomic_load(&w->overflow);
 }
 
+/* FNV-1a of job: the lock's key within LEASE_CLASS. */
+static int32_t job_key(const char *job)
+{
+    uint32_t h = 2166136261u;
+    for (const char *p = job; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    return (int32_t)(h & 0x7fffffff);
+}
+
 bool cn_meta_lease(cn_meta_t *meta, const char *job)
 {
     if (!is_pg(meta))
@@ -449,10 +482,7 @@ bool cn_meta_lease(cn_meta_t *meta, const char *job)
     if (!known && n < LEASES_MAX) {
         lease_t *l = &w->leases[n];
         snprintf(l->name, sizeof l->name, "%s", job);
-        uint32_t h = 2166136261u; /* FNV-1a: the lock's key within LEASE_CLASS */
-        for (const char *p = job; *p; p++)
-            h = (h ^ (uint8_t)*p) * 16777619u;
-        l->key = (int32_t)(h & 0x7fffffff);
+        l->key = job_key(job);
         atomic_store_explicit(&w->nleases, n + 1, memory_order_release);
         wake(w);
     }
@@ -492,4 +522,105 @@ cn_err_t cn_meta_notify(cn_meta_t *meta, cn_meta_txn_t *txn, const char *topic)
     if (e >= 0)
         e = cn_meta_execf(txn, "SELECT pg_notify('" CHANNEL "', ?)", "s", topic);
     return e < 0 ? e : 0;
+}
+
+/* ---- who holds the leases (cairn admin fleet status) -------------------------------- */
+
+void cn_meta_watch_label(cn_meta_t *meta, const char *node)
+{
+    cn__meta_watch_t *w = is_pg(meta) ? watch_of(meta) : NULL;
+    size_t n = node ? strlen(node) : 0;
+    if (!w || n == 0 || n > 64)
+        return;
+    for (size_t i = 0; i < n; i++) /* embedded in SET's text: a node id's characters only */
+        if (!((node[i] >= 'a' && node[i] <= 'z') || (node[i] >= 'A' && node[i] <= 'Z') ||
+              (node[i] >= '0' && node[i] <= '9') || strchr("._-", node[i])))
+            return;
+    pthread_mutex_lock(&w->mu);
+    snprintf(w->label, sizeof w->label, CN_META_WATCH_APP "/%s", node);
+    w->label_dirty = true;
+    pthread_mutex_unlock(&w->mu);
+    wake(w);
+}
+
+typedef struct holders {
+    const char *const *jobs;
+    size_t n;
+    cn_meta_lease_fn fn;
+    void *arg;
+} holders_t;
+
+/* The advisory leases: one row per granted lock of the class, matched to
+ * the job names by key (a key no job asked about is not reported). */
+static cn_err_t advisory_body(cn_meta_txn_t *txn, void *ctx)
+{
+    holders_t *h = ctx;
+    bool seen[LEASES_MAX] = { false };
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t e = cn_meta_queryf(
+        txn, &st,
+        "SELECT l.objid::BIGINT, a.application_name, l.pid FROM pg_locks l"
+        " JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted"
+        " AND l.objsubid = 2 AND l.classid::BIGINT = ? ORDER BY l.objid",
+        "i", (int64_t)LEASE_CLASS);
+    while (e >= 0 && (e = cn_meta_step(st)) == CN_META_ROW) {
+        int64_t key = cn_meta_column_int64(st, 0);
+        for (size_t i = 0; i < h->n && e >= 0; i++) {
+            if (seen[i] || job_key(h->jobs[i]) != key)
+                continue;
+            seen[i] = true;
+            cn_meta_lease_info_t li = { h->jobs[i], cn_meta_column_text(st, 1, NULL),
+                                        cn_meta_column_int64(st, 2), 0 };
+            e = h->fn(h->arg, &li);
+        }
+    }
+    cn_meta_finish(st);
+    for (size_t i = 0; i < h->n && e >= 0; i++)
+        if (!seen[i])
+            e = h->fn(h->arg, &(cn_meta_lease_info_t){ h->jobs[i], NULL, 0, 0 });
+    return e < 0 ? e : 0;
+}
+
+/* The lifecycle worker's lease row (objects schema step 4): bucket 0 of
+ * obj_lifecycle, its holder in cursor until pass_ms. */
+static cn_err_t lifecycle_body(cn_meta_txn_t *txn, void *ctx)
+{
+    holders_t *h = ctx;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t e = cn_meta_queryf(
+        txn, &st, "SELECT cursor, pass_ms FROM obj_lifecycle WHERE bucket_id = 0", "");
+    if (e >= 0)
+        e = cn_meta_step(st);
+    cn_meta_lease_info_t li = { "lifecycle", NULL, 0, 0 };
+    char holder[96] = "";
+    if (e == CN_META_ROW && cn_meta_column_int64(st, 1) > cn_wall_ms()) {
+        size_t len = 0;
+        const void *p = cn_meta_column_blob(st, 0, &len);
+        snprintf(holder, sizeof holder, "%.*s", (int)(len < 95 ? len : 95),
+                 p ? (const char *)p : "");
+        li.holder = holder;
+        li.expires_ms = cn_meta_column_int64(st, 1);
+    }
+    cn_meta_finish(st);
+    if (e >= 0)
+        e = h->fn(h->arg, &li);
+    return e < 0 ? e : 0;
+}
+
+cn_err_t cn_meta_lease_holders(cn_meta_t *meta, const char *const *jobs, size_t n,
+                               cn_meta_lease_fn fn, void *arg)
+{
+    if (!is_pg(meta))
+        return CN_E_UNSUPPORTED;
+    if (n > LEASES_MAX)
+        return CN_E_INVALID;
+    for (size_t i = 0; i < n; i++)
+        if (!name_ok(jobs[i]))
+            return CN_E_INVALID;
+    holders_t h = { jobs, n, fn, arg };
+    CN_TRY(cn_meta_run(meta, CN_META_RUN_READ, advisory_body, &h));
+    /* Its own transaction: a database the objects service never migrated
+     * has no such table (a prepare error), and then no lifecycle lease. */
+    cn_err_t e = cn_meta_run(meta, CN_META_RUN_READ, lifecycle_body, &h);
+    return e == CN_E_INVALID ? fn(arg, &(cn_meta_lease_info_t){ "lifecycle", NULL, 0, 0 }) : e;
 }

@@ -103,7 +103,10 @@ cn_err_t cn_objects_bucket_create_with(cn_objects_t *o, cn_objects_req_t *rq, co
             return err;
     }
     bucket_new_t bn = { rq, name, owner, &acl_text, cn__now_ms(), 0, settings, n };
+    size_t slot = cn__gen_slot(name); /* a settings run (gen.c, invariant 6) */
+    cn__gen_senter(o->gen, slot);
     err = cn__write_run(o, name, CN_META_RUN_WRITE | CN_META_RETRY, bucket_create_body, &bn);
+    cn__gen_sleave(o->gen, slot);
     if (err >= 0 && out) {
         cn__bkt_t *b = NULL;
         err = cn__bkt_build(bn.id, 0, name, owner, bn.now,
@@ -114,6 +117,19 @@ cn_err_t cn_objects_bucket_create_with(cn_objects_t *o, cn_objects_req_t *rq, co
         cn__bkt_release(b);
     }
     cn_buf_free(&acl_text);
+    return err;
+}
+
+/* A write run that may change a bucket's existence, owner or a named
+ * setting: cn__bkt_run between the enter and the leave of the bucket's
+ * settings word, which wrap the write word's (gen.c, invariant 6). */
+static cn_err_t settings_run(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                             cn_authz_action_t act, cn__bkt_body_fn body, void *ctx)
+{
+    size_t slot = cn__gen_slot(bucket);
+    cn__gen_senter(o->gen, slot);
+    cn_err_t err = cn__bkt_run(o, rq, bucket, act, CN_META_RUN_WRITE | CN_META_RETRY, body, ctx);
+    cn__gen_sleave(o->gen, slot);
     return err;
 }
 
@@ -142,8 +158,7 @@ static cn_err_t bucket_delete_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, con
 
 cn_err_t cn_objects_bucket_delete(cn_objects_t *o, cn_objects_req_t *rq, const char *name)
 {
-    return cn__bkt_run(o, rq, name, CN_ACT_DELETE_BUCKET, CN_META_RUN_WRITE | CN_META_RETRY,
-                       bucket_delete_body, NULL);
+    return settings_run(o, rq, name, CN_ACT_DELETE_BUCKET, bucket_delete_body, NULL);
 }
 
 static cn_err_t bucket_head_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
@@ -485,8 +500,7 @@ cn_err_t cn_objects_bucket_attr_set(cn_objects_t *o, cn_objects_req_t *rq, const
     static const uint8_t empty[1];
     if (value && !len)
         a.value = empty;
-    return cn__bkt_run(o, rq, bucket, action, CN_META_RUN_WRITE | CN_META_RETRY, obj_attr_set_fn,
-                       &a);
+    return settings_run(o, rq, bucket, action, obj_attr_set_fn, &a);
 }
 
 /* ---- unauthorized facts for a face ----------------------------------------------- */
@@ -518,6 +532,14 @@ static cn_err_t bucket_peek_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const
 cn_err_t cn_objects_bucket_peek(cn_objects_t *o, const char *bucket,
                                 char owner[CN_ACCOUNT_NAME_MAX + 1], const char *attr,
                                 cn_buf_t *value, bool *has_attr)
+{
+    if (owner && !attr)
+        return cn__bkt_owner(o, bucket, owner); /* cached per settings generation */
+    return cn__bkt_peek_sql(o, bucket, owner, attr, value, has_attr);
+}
+
+cn_err_t cn__bkt_peek_sql(cn_objects_t *o, const char *bucket, char owner[CN_ACCOUNT_NAME_MAX + 1],
+                          const char *attr, cn_buf_t *value, bool *has_attr)
 {
     if (has_attr)
         *has_attr = false;

@@ -32,6 +32,27 @@
  *   5. A generation wraps after 2^32 writes to one slot: a head filed under a
  *      word that comes back exactly 2^32 writes later would match.  Heads are
  *      bounded and evicted by use; this is the one accepted limit.
+ *   6. Settings words.  The file holds a second table of CN__GEN_SLOTS words
+ *      after the first, same hash, same layout, same enter/leave discipline,
+ *      moved only by *settings* write runs: those that may change a bucket's
+ *      existence, its owner or a named setting written through
+ *      cn_objects_bucket_attr_set (buckets.c: create, delete, attr_set), which
+ *      enter the settings word before their write run enters the write word and
+ *      leave it after that run left.  Object writes leave it alone, so it stays
+ *      quiet while PUTs stream into the bucket.  What is filed under a settings
+ *      word is only what those runs change (a bucket's owner and its lifecycle
+ *      rules, lifecycle.c; never its ACL, policy, versioning or object-lock
+ *      state, which other runs change), read from the bucket's row and named
+ *      settings, and obeys 2 and 3 with the settings word in place of the write
+ *      word; by the argument of 1–3, a settings write acknowledged before a
+ *      request arrived is seen by that request, on every process of the data
+ *      dir.  4 and 5 hold for it as written.  The file doubled in size with
+ *      this table: a process of an older release, which would not move it,
+ *      finds the file the wrong size and refuses to open it (CN_E_CORRUPT)
+ *      while a newer one holds it, and the reverse, so no mix of releases
+ *      shares one data dir.  Rows mode has no second table: a settings word is
+ *      the slot's row (cn__gen_sload), which every write moves, so there
+ *      nothing changes.
  *
  * Rows (cn__gen_open_rows, PostgreSQL, where a fleet's writers share no
  * memory; docs/fleet.md "The object-head cache on PostgreSQL"): a slot's word
@@ -63,6 +84,8 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "the table needs lock-free 64-bit at
 
 #define ROW_UNKNOWN UINT64_C(1) /* a load that failed: never quiet */
 
+#define GEN_WORDS (2 * CN__GEN_SLOTS) /* write words, then settings words (6) */
+
 struct cn__gen {
     int fd; /* holds the shared lock (-1 in rows mode) */
     _Atomic uint64_t *w;
@@ -80,7 +103,7 @@ cn_err_t cn__gen_open(const char *data_dir, cn__gen_t **out)
         return -ENOMEM;
     void *m = NULL;
     /* Zeroed by a process alone with it: invariant 4. */
-    cn_err_t err = cn_shared_words_open(path, CN__GEN_SLOTS, &g->fd, &m);
+    cn_err_t err = cn_shared_words_open(path, GEN_WORDS, &g->fd, &m);
     if (err < 0) {
         free(g);
         return err;
@@ -108,7 +131,7 @@ void cn__gen_close(cn__gen_t *g)
     if (!g)
         return;
     if (!g->meta)
-        cn_shared_words_close(g->fd, (void *)g->w, CN__GEN_SLOTS);
+        cn_shared_words_close(g->fd, (void *)g->w, GEN_WORDS);
     free(g);
 }
 
@@ -168,4 +191,23 @@ void cn__gen_leave(cn__gen_t *g, size_t slot)
 {
     if (g && !g->meta)
         atomic_fetch_add(&g->w[slot], GEN_LEAVE);
+}
+
+uint64_t cn__gen_sload(const cn__gen_t *g, size_t slot)
+{
+    if (g && g->meta)
+        return row_load(g, slot); /* rows mode: every write moves it (6) */
+    return g ? atomic_load(&g->w[CN__GEN_SLOTS + slot]) : 0;
+}
+
+void cn__gen_senter(cn__gen_t *g, size_t slot)
+{
+    if (g && !g->meta)
+        atomic_fetch_add(&g->w[CN__GEN_SLOTS + slot], 1);
+}
+
+void cn__gen_sleave(cn__gen_t *g, size_t slot)
+{
+    if (g && !g->meta)
+        atomic_fetch_add(&g->w[CN__GEN_SLOTS + slot], GEN_LEAVE);
 }

@@ -341,13 +341,16 @@ static cn_err_t tags_peek_body(cn_meta_txn_t *txn, void *ctx)
     return cn__obj_tags_read(txn, tp->version_id, tp->ts);
 }
 
-/* ---- rules cached per bucket generation ------------------------------------------------
- * The decoded rules of a bucket (or their absence), filed under the
- * generation of the bucket's write slot (gen.c) read before the SQL that
- * read them, as object heads are (head.c): found only while no write has
- * touched the bucket since, so a changed rule is never answered stale. */
+/* ---- owner and rules cached per bucket settings generation ---------------------------
+ * A bucket's owner and decoded rules (or their absence), filed under the
+ * settings word of the bucket's slot (gen.c, invariant 6) read before the
+ * SQL that read them: found only while no settings write (create, delete,
+ * a named setting) has touched the bucket since, so a changed rule or a
+ * bucket made again is never answered stale, while object writes, which do
+ * not move that word, leave the entry usable. */
 typedef struct lc_ent {
-    cn__cent_t ent; /* key = bucket name; version = (slot generation, 0) */
+    cn__cent_t ent; /* key = bucket name; version = (settings generation, 0) */
+    char owner[CN_ACCOUNT_NAME_MAX + 1];
     bool has;
     cn_objects_lc_t lc;
     char name[];
@@ -360,48 +363,82 @@ static void lc_ent_destroy(cn__cent_t *e)
     free(le);
 }
 
-/* Files lc (moved into the entry: *lc zeroed) under stamp when quiet. */
-static void lc_offer(cn_objects_t *o, const char *bucket, uint64_t stamp, bool has,
-                     cn_objects_lc_t *lc, size_t cost)
+/* Whether the words are this machine's memory: PostgreSQL's are rows, and
+ * reading one is SQL (gen.c, rows mode). */
+static bool words_local(const cn_objects_t *o)
 {
+    return !strcmp(cn_meta_engine(o->meta), "sqlite");
+}
+
+/* bucket's cached entry under its slot's current settings word, held, or NULL. */
+static const lc_ent_t *lc_find(cn_objects_t *o, const char *bucket)
+{
+    if (!o->gen || !bucket)
+        return NULL;
+    uint64_t w = cn__gen_sload(o->gen, cn__gen_slot(bucket));
+    return cn__gen_quiet(w) ? (const lc_ent_t *)cn__cache_find(&o->lcs, bucket, strlen(bucket),
+                                                               (int64_t)(w >> 32), 0)
+                            : NULL;
+}
+
+/* A new entry for bucket (held once by the caller) with what one read
+ * transaction begun after the settings word was read found, offered to the
+ * cache under that word when it was quiet (gen.c, invariants 2 and 6).
+ * cn_objects_bucket_peek's errors, CN_E_CORRUPT, -ENOMEM. */
+static cn_err_t lc_read(cn_objects_t *o, const char *bucket, const lc_ent_t **out)
+{
+    *out = NULL;
+    if (!bucket)
+        return CN_E_INVALID;
     size_t bl = strlen(bucket);
-    lc_ent_t *le = o->gen && cn__gen_quiet(stamp) ? calloc(1, sizeof *le + bl + 1) : NULL;
+    lc_ent_t *le = calloc(1, sizeof *le + bl + 1);
     if (!le)
-        return;
+        return -ENOMEM;
     atomic_init(&le->ent.refs, 1);
     le->ent.destroy = lc_ent_destroy;
+    /* Read before the SQL: what it read is filed under this word. */
+    uint64_t stamp = o->gen ? cn__gen_sload(o->gen, cn__gen_slot(bucket)) : 1;
+    cn_buf_t v = { 0 };
+    cn_err_t err = cn__bkt_peek_sql(o, bucket, le->owner, LC_ATTR, &v, &le->has);
+    if (err >= 0 && le->has)
+        err = cn_objects_lc_decode(v.data, v.len, &le->lc);
+    size_t vlen = v.len;
+    cn_buf_free(&v);
+    if (err < 0) {
+        cn__cent_release(&le->ent);
+        return err;
+    }
     memcpy(le->name, bucket, bl + 1);
     le->ent.key = le->name;
     le->ent.klen = bl;
     le->ent.hash = cn__cache_hash(bucket, bl);
     le->ent.v1 = (int64_t)(stamp >> 32);
-    le->ent.cost = sizeof *le + bl + cost;
-    le->has = has;
-    le->lc = *lc;
-    memset(lc, 0, sizeof *lc);
-    cn__cache_offer(&o->lcs, &le->ent);
-    cn__cent_release(&le->ent);
+    le->ent.cost = sizeof *le + bl + 2 * vlen;
+    if (o->gen && cn__gen_quiet(stamp))
+        cn__cache_offer(&o->lcs, &le->ent);
+    *out = le;
+    return 0;
 }
 
-/* bucket's cached entry under its slot's current word, held, or NULL. */
-static const lc_ent_t *lc_find(cn_objects_t *o, const char *bucket)
+cn_err_t cn__bkt_owner(cn_objects_t *o, const char *bucket, char owner[CN_ACCOUNT_NAME_MAX + 1])
 {
-    if (!o->gen || !bucket)
-        return NULL;
-    uint64_t w = cn__gen_load(o->gen, cn__gen_slot(bucket));
-    return cn__gen_quiet(w) ? (const lc_ent_t *)cn__cache_find(&o->lcs, bucket, strlen(bucket),
-                                                               (int64_t)(w >> 32), 0)
-                            : NULL;
+    owner[0] = 0;
+    if (!o->gen || !words_local(o)) /* no cache, or one that costs SQL itself */
+        return cn__bkt_peek_sql(o, bucket, owner, NULL, NULL, NULL);
+    const lc_ent_t *le = lc_find(o, bucket);
+    cn_err_t err = le ? 0 : lc_read(o, bucket, &le);
+    if (err >= 0)
+        cn__strcpy(owner, CN_ACCOUNT_NAME_MAX + 1, le->owner, strlen(le->owner));
+    cn__cent_release((cn__cent_t *)le);
+    return err < 0 ? err : CN_OK;
 }
 
 int cn_objects_lifecycle_expiry_cached(cn_objects_t *o, const char *bucket, const char *key,
                                        uint64_t size, uint32_t ntags, int64_t last_modified_ms,
                                        int64_t *expiry_ms, char rule_id[CN_OBJECTS_LC_ID_MAX + 1])
 {
-    /* PostgreSQL's generation words are rows: reading one is SQL, never
-     * the loop's (gen.c, rows mode). */
-    bool words_local = !strcmp(cn_meta_engine(o->meta), "sqlite");
-    const lc_ent_t *le = key && words_local ? lc_find(o, bucket) : NULL;
+    /* Never SQL on the loop: not even a rows-mode word's read. */
+    const lc_ent_t *le = key && words_local(o) ? lc_find(o, bucket) : NULL;
     int found = 0;
     if (!le)
         found = CN_E_AGAIN;
@@ -437,34 +474,13 @@ int cn_objects_lifecycle_expiry(cn_objects_t *o, const char *bucket, const char 
                                 int64_t version_id, int64_t last_modified_ms, int64_t *expiry_ms,
                                 char rule_id[CN_OBJECTS_LC_ID_MAX + 1])
 {
-    /* The rules cached under the bucket's current generation: no SQL for them. */
+    /* The rules cached under the bucket's current settings generation: no
+     * SQL for them. */
     const lc_ent_t *le = key ? lc_find(o, bucket) : NULL;
-    if (le) {
-        int found = le->has ? lc_answer(o, &le->lc, key, size, version_id, last_modified_ms,
-                                        expiry_ms, rule_id)
-                            : 0;
-        cn__cent_release((cn__cent_t *)le);
-        return found;
-    }
-    cn_buf_t v = { 0 };
-    bool has = false;
-    /* Read before the SQL: what it read is filed under this word. */
-    uint64_t stamp = o->gen && bucket ? cn__gen_load(o->gen, cn__gen_slot(bucket)) : 1;
-    cn_err_t err = cn_objects_bucket_peek(o, bucket, NULL, LC_ATTR, &v, &has);
-    cn_objects_lc_t lc = { 0 };
+    cn_err_t err = le ? 0 : lc_read(o, bucket, &le);
     int found = 0;
-    if (err >= 0 && has)
-        err = cn_objects_lc_decode(v.data, v.len, &lc);
-    if (err >= 0 && o->gen) {
-        /* A copy for the cache; this call goes on with its own. */
-        cn_objects_lc_t copy = { 0 };
-        if (!has || cn_objects_lc_decode(v.data, v.len, &copy) >= 0)
-            lc_offer(o, bucket, stamp, has, &copy, v.len * 2);
-        cn_objects_lc_free(&copy);
-    }
-    cn_buf_free(&v);
-    if (err >= 0 && has)
-        found = lc_answer(o, &lc, key, size, version_id, last_modified_ms, expiry_ms, rule_id);
-    cn_objects_lc_free(&lc);
+    if (err >= 0 && le->has)
+        found = lc_answer(o, &le->lc, key, size, version_id, last_modified_ms, expiry_ms, rule_id);
+    cn__cent_release((cn__cent_t *)le);
     return err < 0 ? err : found;
 }

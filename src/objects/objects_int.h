@@ -94,6 +94,13 @@ void cn__gen_leave(cn__gen_t *g, size_t slot);
  * as its last statement.  0 (also when g is NULL or maps the file), or a
  * meta error the write run must fail with. */
 cn_err_t cn__gen_bump(const cn__gen_t *g, cn_meta_txn_t *txn, size_t slot);
+/* The slot's settings word (gen.c, invariant 6): moved only by settings
+ * write runs (buckets.c), around which senter/sleave go as enter/leave do
+ * (senter before the write run enters, sleave after it left).  Rows mode:
+ * the slot's row, as cn__gen_load; senter/sleave do nothing. */
+uint64_t cn__gen_sload(const cn__gen_t *g, size_t slot);
+void cn__gen_senter(cn__gen_t *g, size_t slot);
+void cn__gen_sleave(cn__gen_t *g, size_t slot);
 
 /* Runs a write transaction on bucket's objects or settings (cn_meta_run's
  * flags, body and result) between cn__gen_enter and cn__gen_leave of
@@ -204,6 +211,14 @@ int cn__bkt_attr(const cn__bkt_t *b, const char *name, const void **value, size_
  * or a meta error or -ENOMEM. */
 cn_err_t cn__bkt_setting(cn_meta_txn_t *txn, const cn__bkt_t *b, int64_t bucket_id,
                          const char *name, cn_buf_t *out);
+/* cn_objects_bucket_peek's read, always through SQL (buckets.c). */
+cn_err_t cn__bkt_peek_sql(cn_objects_t *o, const char *bucket, char owner[CN_ACCOUNT_NAME_MAX + 1],
+                          const char *attr, cn_buf_t *value, bool *has_attr);
+/* bucket's owner, as cn_objects_bucket_peek reads it, from the entry cached
+ * under the bucket's settings word (lifecycle.c; gen.c, invariant 6) or, on
+ * a miss, read and filed with the bucket's lifecycle rules.  On PostgreSQL,
+ * where loading a word is SQL itself, always the plain read. */
+cn_err_t cn__bkt_owner(cn_objects_t *o, const char *bucket, char owner[CN_ACCOUNT_NAME_MAX + 1]);
 /* The authz view of b (borrows b). */
 void cn__bkt_view(const cn__bkt_t *b, cn_authz_bucket_t *out);
 

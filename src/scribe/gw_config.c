@@ -112,6 +112,9 @@ static cn_err_t check_servers(cn_gw_config_t *c, char *err, size_t errlen)
         if (!seen)
             c->ns[c->nns++] = s->ns;
     }
+    if (c->storage_ca[0] && !c->tls)
+        return bad(err, errlen,
+                   "storage_ca is for scribes:// storage servers; these are plaintext");
     if (!c->has_default)
         return CN_OK;
     for (size_t j = 0; j < c->nns; j++)
@@ -143,13 +146,22 @@ static cn_err_t parse_root(const cn_toml_val_t *root, cn_gw_config_t *c, char *e
         const char *k = cn_toml_key(e);
         if (k && !strcmp(k, "storage"))
             storage = e;
-        else if (!k || (strcmp(k, "default_namespace") && strcmp(k, "inventory_interval_ms")))
+        else if (!k || (strcmp(k, "default_namespace") && strcmp(k, "inventory_interval_ms") &&
+                        strcmp(k, "storage_ca")))
             return bad(err, errlen,
                        "line %d: unknown key '%s' (want default_namespace, "
-                       "inventory_interval_ms and [[storage]] tables)",
+                       "inventory_interval_ms, storage_ca and [[storage]] tables)",
                        cn_toml_line(e), k ? k : "?");
     }
     CN_TRY(inventory_key(root, c, err, errlen));
+    const char *ca;
+    size_t calen;
+    CN_TRY(str_key(root, "storage_ca", &ca, &calen, err, errlen));
+    if (ca && (!calen || calen >= sizeof c->storage_ca || memchr(ca, 0, calen)))
+        return bad(err, errlen, "storage_ca must name a file (a path of 1..%zu bytes)",
+                   sizeof c->storage_ca - 1);
+    if (ca)
+        memcpy(c->storage_ca, ca, calen);
     const char *def;
     size_t dlen;
     CN_TRY(str_key(root, "default_namespace", &def, &dlen, err, errlen));

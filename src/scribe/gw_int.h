@@ -52,6 +52,8 @@ typedef struct cn_gw_config {
     const char *ns[CN_GW_MAX_SERVERS]; /* each distinct label once, first-seen order
                                           (pointers into servers[]) */
     uint32_t inventory_ms;             /* inventory_interval_ms: between two inventory walks */
+    char storage_ca[512]; /* storage_ca: PEM CAs of the scribes:// servers' certificates ("":
+                             the trust bundle of --auth-trust) */
 } cn_gw_config_t;
 
 /* Parses and checks a gateway configuration (TOML, docs/protocol/
@@ -84,15 +86,29 @@ cn_err_t cn_gw_name_resolve(const cn_gw_config_t *cfg, const char *name, size_t 
 
 /* ---- the adapter (gw_server.c) ---------------------------------------------------------- */
 struct cn_meta;
+struct ssl_ctx_st;
+struct ssl_st;
+/* Protocol 4 (scribes:// storage): makes the gateway's TLS client context
+ * (TLS 1.3, X25519MLKEM768 only, storage certificates verified against
+ * ca_file) holding the gateway's own access certificate, and the
+ * CLOCK_MONOTONIC millisecond at which it must be made again (half the
+ * certificate's lifetime).  src/cmd supplies it (the SAU2 client lives in
+ * src/client, above this module). */
+typedef cn_err_t (*cn_gw_tls_fn)(void *arg, const char *ca_file, struct ssl_ctx_st **ctx,
+                                 int64_t *renew_at_ms, char *msg, size_t cap);
 typedef struct cn_gw_opts {
     uint32_t inactivity_s; /* announced to clients; 0 = 300 */
+    cn_gw_tls_fn tls;      /* required when the configuration is scribes:// */
+    void *tls_arg;
 } cn_gw_opts_t;
 
 /* Builds the gateway adapter over cfg (copied) with its placements in meta
  * (borrowed; must outlive the listener; the schema is migrated here).  *ad
- * is static, *actx freed by cn_gw_adapter_destroy.  Errors: CN_E_INVALID,
- * CN_E_UNSUPPORTED (a protocol-4 configuration: not served by this build),
- * the metadata's, -ENOMEM. */
+ * is static, *actx freed by cn_gw_adapter_destroy.  A scribes://
+ * configuration serves protocol 4 (the --scribe-tls listener) and needs
+ * opts->tls; its first context is made here, so a credential auth refuses
+ * stops cairnd at start.  Errors: CN_E_INVALID, CN_E_AUTH, the metadata's,
+ * -ENOMEM. */
 cn_err_t cn_gw_adapter_create(const cn_gw_config_t *cfg, struct cn_meta *meta,
                               const cn_gw_opts_t *opts, const cn_adapter_t **ad, void **actx);
 void cn_gw_adapter_destroy(void *actx); /* NULL is a no-op */
@@ -112,11 +128,23 @@ typedef struct cn__gw_up {
     size_t server;
     uint8_t codec, compression;
     uint64_t session;
-    uint32_t timeout_s; /* the inactivity timeout the server announced */
-    int64_t last_ms;    /* cn_mono_ms when it last carried a request */
-    uint64_t bound;     /* a data connection of this upstream session; 0: control */
+    uint32_t timeout_s;  /* the inactivity timeout the server announced */
+    int64_t last_ms;     /* cn_mono_ms when it last carried a request */
+    uint64_t bound;      /* a data connection of this upstream session; 0: control */
+    struct ssl_st *ssl;  /* scribes:// storage: TLS on fd */
+    uint8_t binding[32]; /* protocol 4: the upstream session's binding secret */
     struct cn__gw_up *next;
 } cn__gw_up_t;
+
+/* Who an upstream protocol-4 session speaks for: the gateway itself
+ * (caller 1, its own access certificate), or a client of the gateway —
+ * caller 0 for an anonymous one, caller 2 carrying the user's access
+ * certificate (PEM) for a signed-in one, so that storage sees the user. */
+typedef struct cn__gw_user {
+    uint8_t caller;
+    const uint8_t *pem;
+    size_t pem_len;
+} cn__gw_user_t;
 
 typedef struct cn__gw {
     cn_gw_config_t cfg;
@@ -133,6 +161,13 @@ typedef struct cn__gw {
     bool kill_after_placement;  /* test hook CAIRN_TEST_KILL_AFTER_GW_PLACEMENT */
     struct cn__gw_inv *inv;     /* the inventory (gw_inventory.c) */
     struct cn__gw_idcache *idc; /* confirmed placements by id (gw_place.c) */
+    /* protocol 4: the TLS client context with the gateway's own access
+     * certificate, made again at renew_ms (gw_up.c) */
+    pthread_mutex_t tls_mu;
+    struct ssl_ctx_st *tls_ctx;
+    int64_t tls_renew_ms;
+    cn_gw_tls_fn tls_fn;
+    void *tls_arg;
 } cn__gw_t;
 
 struct cn__gw_cursor;
@@ -147,6 +182,14 @@ typedef struct cn__gw_conn {
     uint8_t *io; /* CN__GW_IO bytes */
     struct cn__gw_cursor *cursors[CN__GW_LIST_CURSORS];
     uint64_t cursor_ids[CN__GW_LIST_CURSORS];
+    /* protocol 4: the client (anonymous, or its access certificate as PEM)
+     * and this connection's own upstream sessions for it, per server and
+     * transfer compression (never pooled across clients) */
+    cn__gw_user_t user;
+    uint8_t *pem;
+    cn__gw_up_t *ups[CN_GW_MAX_SERVERS][2];
+    struct cn__gw_refusal *refusal; /* storage refused this client's upstream session:
+                                       answered by cn__gw_unavailable */
 } cn__gw_conn_t;
 
 /* One client request being served. */
@@ -184,6 +227,34 @@ void cn__gw_up_put(cn__gw_t *g, cn__gw_up_t *up);
  * connection as cn__gw_up_get. */
 cn_err_t cn__gw_up_get_data(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression,
                             cn__gw_up_t **out);
+/* Protocol 4: a new upstream control session to server speaking for u
+ * (never pooled).  When storage refuses the hello, *rf (if given) holds
+ * its code and message, and the result is CN_E_UNAVAILABLE. */
+typedef struct cn__gw_refusal {
+    uint16_t code; /* 0: no refusal (the server did not answer) */
+    char msg[256];
+} cn__gw_refusal_t;
+cn_err_t cn__gw_up_open_as(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression,
+                           const cn__gw_user_t *u, cn__gw_refusal_t *rf, cn__gw_up_t **out);
+/* Makes the gateway's first TLS context (protocol 4), msg saying why not. */
+cn_err_t cn__gw_tls_start(cn__gw_t *g, char *msg, size_t cap);
+/* Why a connection taken from a pool cannot carry a request (NULL: it
+ * can). */
+const char *cn__gw_up_unfit(const cn__gw_up_t *up, int64_t now);
+/* The client's upstream connection to server for a call: on protocol 2
+ * the pool's (a data connection's bound upstream when the client's is a
+ * data connection and data is set), on protocol 4 the client connection's
+ * own session speaking for its user.  Given back with cn__gw_up_done
+ * after a complete exchange, else closed (cn__gw_up_drop). */
+cn_err_t cn__gw_up_for(cn__gw_call_t *k, size_t server, uint8_t compression, bool data,
+                       cn__gw_up_t **out);
+void cn__gw_up_done(cn__gw_call_t *k, cn__gw_up_t *up);
+void cn__gw_up_drop(cn__gw_call_t *k, cn__gw_up_t *up);
+/* cn__gw_ask for a client's call: as the client on protocol 4 (so that
+ * storage decides what this user may see), as the gateway on 2. */
+cn_err_t cn__gw_ask_for(cn__gw_call_t *k, size_t server, uint16_t opcode, const cn_buf_t *payload,
+                        size_t max, cn_scribe_hdr_t *h, cn_buf_t *reply);
+void cn__gw_conn_ups_free(cn__gw_conn_t *gc);
 /* Closes a connection whose stream is in an unknown state.  NULL is a no-op. */
 void cn__gw_up_close(cn__gw_up_t *up);
 void cn__gw_pool_free(cn__gw_t *g);

@@ -64,8 +64,8 @@ static cn_err_t fill(cn__gw_call_t *k, size_t server, lane_t *l)
                                     .token = { l->token, l->token_len } };
     cn_scribe_repo_list_resp_t r;
     cn_err_t e = cn_scribe_enc_repo_list_req(&req, k->gc->codec, &q);
-    if (e >= 0 && cn__gw_ask(g, server, k->gc->codec, CN_SCRIBE_OP_REPO_LIST, &req,
-                             CN_SCRIBE_MAX_FRAME, &h, &reply) < 0)
+    if (e >= 0 && cn__gw_ask_for(k, server, CN_SCRIBE_OP_REPO_LIST, &req, CN_SCRIBE_MAX_FRAME, &h,
+                                 &reply) < 0)
         e = CN_E_UNAVAILABLE;
     if (e >= 0 && ((h.flags & CN_SCRIBE_FLAG_ERROR) ||
                    cn_scribe_dec_repo_list_resp(reply.data, reply.len, k->gc->codec, &r) < 0))

@@ -306,10 +306,11 @@ static bool probe(cn__gw_t *g, size_t server, uint8_t codec, cn__gw_cand_t *c)
     cn_scribe_instance_resp_t r;
     bool up = cn_scribe_enc_instance_req(&req, codec, &q) >= 0 &&
               cn__gw_ask(g, server, codec, CN_SCRIBE_OP_INSTANCE_STATUS, &req, CN_SCRIBE_MAX_FRAME,
-                         &h, &reply) >= 0 &&
-              !(h.flags & CN_SCRIBE_FLAG_ERROR) &&
-              cn_scribe_dec_instance_resp(reply.data, reply.len, codec, &r) >= 0;
-    if (up) {
+                         &h, &reply) >= 0;
+    /* A server that refuses 26 (protocol 4: the gateway's credential lacks
+     * the inventory grant) still answers: a candidate without numbers. */
+    if (up && !(h.flags & CN_SCRIBE_FLAG_ERROR) &&
+        cn_scribe_dec_instance_resp(reply.data, reply.len, codec, &r) >= 0) {
         c->has_avail = r.has_available;
         c->avail = r.has_available ? r.available_bytes : 0;
         c->repos = r.total_repositories;

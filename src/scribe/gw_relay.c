@@ -160,21 +160,44 @@ static void relay_late_error(cn__gw_call_t *k, cn__gw_up_t *up)
     cn_conn_writev(k->c, iov, h.length ? 2 : 1, cn_conn_deadline_for(k->c, h.length));
 }
 
+/* Protocol 4's upload admission (docs/protocol/scribe.md 15.5) through the
+ * gateway: the forwarded put_objects is admitted or refused by its owning
+ * storage server, for this user, and the gateway admits the client's
+ * stream only after storage has (its own admission is storage's, passed
+ * on).  *refused when storage's refusal was passed on instead: no stream
+ * follows, both connections stay usable. */
+static cn_err_t relay_admission(cn__gw_call_t *k, cn__gw_up_t *up, bool *refused)
+{
+    uint8_t head[CN_SCRIBE_HDR_LEN], body[8192];
+    cn_scribe_hdr_t h;
+    *refused = false;
+    CN_TRY(cn__gw_up_read(up, head, sizeof head));
+    if (cn_scribe_hdr_parse(head, &h) < 0 || h.opcode != k->hdr.opcode ||
+        h.request_id != k->hdr.request_id || (h.flags & ~CN_SCRIBE_FLAG_ERROR) ||
+        h.length > sizeof body || (!(h.flags & CN_SCRIBE_FLAG_ERROR) && h.length))
+        return CN_E_PROTOCOL;
+    CN_TRY(cn__gw_up_read(up, body, h.length));
+    *refused = (h.flags & CN_SCRIBE_FLAG_ERROR) != 0;
+    struct iovec iov[2] = { { head, sizeof head }, { body, h.length } };
+    return cn_conn_writev(k->c, iov, h.length ? 2 : 1, cn_conn_deadline_for(k->c, h.length));
+}
+
 cn_err_t cn__gw_forward(cn__gw_call_t *k, size_t server)
 {
-    cn__gw_t *g = k->gc->g;
+    bool v4 = k->gc->g->cfg.tls, refused = false;
     bool put = k->hdr.opcode == CN_SCRIBE_OP_PUT_OBJECTS;
     cn_scribe_put_req_t q;
     if (put && cn_scribe_dec_put_req(k->payload, k->len, k->gc->codec, &q) < 0) {
         cn__gw_fail(k, CN_SCRIBE_E_MALFORMED, "malformed put_objects request");
-        return CN_E_CLOSED; /* its stream cannot be told apart from the next frame */
+        /* protocol 2: its stream cannot be told apart from the next frame;
+         * 4: no stream follows an unadmitted request */
+        return v4 ? CN_OK : CN_E_CLOSED;
     }
     cn__gw_up_t *up = NULL;
-    cn_err_t e = k->gc->data ? cn__gw_up_get_data(g, server, k->gc->codec, k->gc->compression, &up)
-                             : cn__gw_up_get(g, server, k->gc->codec, k->gc->compression, &up);
+    cn_err_t e = cn__gw_up_for(k, server, k->gc->compression, true, &up);
     if (e < 0) {
         cn_err_t w = cn__gw_unavailable(k, server);
-        return put ? CN_E_CLOSED : w;
+        return put && !v4 ? CN_E_CLOSED : w;
     }
     uint8_t head[CN_SCRIBE_HDR_LEN];
     cn_scribe_hdr_encode(head, &k->hdr);
@@ -183,19 +206,21 @@ cn_err_t cn__gw_forward(cn__gw_call_t *k, size_t server)
     if (e >= 0 && k->len)
         e = cn__gw_up_write(up, k->payload, k->len);
     up_failed = e < 0;
-    if (e >= 0 && put)
+    if (e >= 0 && put && v4)
+        e = relay_admission(k, up, &refused);
+    if (e >= 0 && put && !refused)
         e = relay_put_stream(k, up, &q, &up_failed);
-    if (e >= 0)
+    if (e >= 0 && !refused)
         e = relay_reply(k, up);
     else if (up_failed && put)
         relay_late_error(k, up);
     if (e < 0) {
         cn_warn("gateway", "storage server %zu: %s %s; closing the client connection", server + 1,
                 cn_scribe_op_name(k->hdr.opcode), cn_strerror(e));
-        cn__gw_up_close(up);
+        cn__gw_up_drop(k, up);
         return e == CN_E_PROTOCOL || up_failed ? CN_E_CLOSED : e;
     }
-    cn__gw_up_put(g, up);
+    cn__gw_up_done(k, up);
     return CN_OK;
 }
 
@@ -231,8 +256,7 @@ static cn_err_t adopt(cn__gw_call_t *k, const char *ns, const cn_buf_t *req, siz
         if (ns && strcmp(g->cfg.servers[i].ns, ns))
             continue;
         cn_scribe_hdr_t h;
-        cn_err_t e =
-            cn__gw_ask(g, i, k->gc->codec, CN_SCRIBE_OP_REPO_INFO, req, 1u << 16, &h, reply);
+        cn_err_t e = cn__gw_ask_for(k, i, CN_SCRIBE_OP_REPO_INFO, req, 1u << 16, &h, reply);
         if (e < 0) {
             missing = true;
             *down = i;
@@ -324,7 +348,7 @@ static cn_err_t info_by_name(cn__gw_call_t *k, const cn_scribe_repo_info_req_t *
     if (e < 0) {
     } else if (pe >= 0) {
         server = p.server;
-        e = cn__gw_ask(g, server, k->gc->codec, CN_SCRIBE_OP_REPO_INFO, &req, 1u << 16, &h, &reply);
+        e = cn__gw_ask_for(k, server, CN_SCRIBE_OP_REPO_INFO, &req, 1u << 16, &h, &reply);
         e = e < 0                              ? cn__gw_unavailable(k, server)
             : (h.flags & CN_SCRIBE_FLAG_ERROR) ? relay_error(k, &reply)
                                                : CN_E_AGAIN;
@@ -359,9 +383,9 @@ cn_err_t cn__gw_op_info(cn__gw_call_t *k)
         return e;
     cn_buf_t reply = { 0 };
     cn_scribe_hdr_t h;
-    e = cn__gw_ask(k->gc->g, server, k->gc->codec, CN_SCRIBE_OP_REPO_INFO,
-                   &(cn_buf_t){ .data = (uint8_t *)k->payload, .len = k->len }, 1u << 16, &h,
-                   &reply);
+    e = cn__gw_ask_for(k, server, CN_SCRIBE_OP_REPO_INFO,
+                       &(cn_buf_t){ .data = (uint8_t *)k->payload, .len = k->len }, 1u << 16, &h,
+                       &reply);
     if (e < 0)
         e = cn__gw_unavailable(k, server);
     else if (h.flags & CN_SCRIBE_FLAG_ERROR)
@@ -400,11 +424,15 @@ static cn_err_t preflight(cn__gw_call_t *k, size_t server, bool *answered)
     cn__gw_t *g = k->gc->g;
     cn_buf_t req = { 0 }, reply = { 0 };
     cn_scribe_hdr_t h;
-    cn_scribe_authorize_create_req_t q = { .has_namespace = false }; /* plaintext: none */
+    /* plaintext: none; protocol 4: the label the name resolved to, which
+     * storage checks is the one it serves */
+    cn_scribe_authorize_create_req_t q = { .has_namespace = g->cfg.tls };
+    if (g->cfg.tls)
+        q.ns = cn_scribe_cstr(g->cfg.servers[server].ns);
     cn_err_t e = cn_scribe_enc_authorize_create_req(&req, k->gc->codec, &q);
     if (e >= 0)
-        e = cn__gw_ask(g, server, k->gc->codec, CN_SCRIBE_OP_AUTHORIZE_REPO_CREATE, &req, 1u << 16,
-                       &h, &reply);
+        e = cn__gw_ask_for(k, server, CN_SCRIBE_OP_AUTHORIZE_REPO_CREATE, &req, 1u << 16, &h,
+                           &reply);
     *answered = true;
     if (e < 0)
         e = cn__gw_unavailable(k, server);
@@ -477,8 +505,7 @@ static cn_err_t create_answer(cn__gw_call_t *k, const char *ns, const char *snam
         cn_buf_t r2 = { 0 };
         cn_scribe_hdr_t h2;
         cn_scribe_repo_info_t ri;
-        if (cn__gw_ask(g, server, k->gc->codec, CN_SCRIBE_OP_REPO_INFO, info_req, 1u << 16, &h2,
-                       &r2) >= 0 &&
+        if (cn__gw_ask_for(k, server, CN_SCRIBE_OP_REPO_INFO, info_req, 1u << 16, &h2, &r2) >= 0 &&
             !(h2.flags & CN_SCRIBE_FLAG_ERROR) &&
             cn_scribe_dec_repo_info_resp(r2.data, r2.len, k->gc->codec, &ri) >= 0)
             cn__gw_place_confirm(g, ns, sname, slen, server, ri.id.b);
@@ -513,16 +540,16 @@ cn_err_t cn__gw_op_create(cn__gw_call_t *k)
     e = cn_scribe_enc_repo_create_req(&req, k->gc->codec, &sq);
     if (e >= 0)
         e = cn_scribe_enc_repo_info_req(&ireq, k->gc->codec, &iq);
-    if (e >= 0 && cn__gw_up_get(g, server, k->gc->codec, 0, &up) < 0)
+    if (e >= 0 && cn__gw_up_for(k, server, 0, false, &up) < 0)
         e = cn__gw_unavailable(k, server); /* nothing sent: a definitive answer */
     else if (e >= 0 && (e = cn__gw_up_call(up, CN_SCRIBE_OP_REPO_CREATE, k->hdr.request_id, &req,
                                            1u << 16, &h, &reply)) < 0) {
         cn_warn("gateway", "storage server %zu: repo_create %s; closing the client connection",
                 server + 1, cn_strerror(e));
-        cn__gw_up_close(up); /* the outcome is unknown: never answer it */
+        cn__gw_up_drop(k, up); /* the outcome is unknown: never answer it */
         e = CN_E_CLOSED;
     } else if (e >= 0) {
-        cn__gw_up_put(g, up);
+        cn__gw_up_done(k, up);
         e = create_answer(k, ns, sname, slen, server, fresh, &h, &reply, &ireq);
     }
     cn_buf_free(&req);

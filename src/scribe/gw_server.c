@@ -13,6 +13,11 @@
 #include "cairn/meta.h"
 
 #include <errno.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +41,15 @@ cn_err_t cn__gw_reply(cn__gw_call_t *k)
 cn_err_t cn__gw_unavailable(cn__gw_call_t *k, size_t server)
 {
     const char *ns = k->gc->g->cfg.servers[server].ns;
+    cn__gw_refusal_t *rf = k->gc->refusal;
+    if (rf && rf->code) {
+        /* storage refused this client's session (protocol 4): its verdict,
+         * not an outage, so the client sees storage's code and reason */
+        uint16_t code = rf->code;
+        rf->code = 0;
+        return cn__gw_fail(k, code, "storage server %zu of %zu refused the session: %s", server + 1,
+                           k->gc->g->cfg.n, rf->msg);
+    }
     return cn__gw_fail(k, CN_SCRIBE_E_STORAGE_FAILURE,
                        "storage server %zu of %zu%s%s%s does not answer; retry later", server + 1,
                        k->gc->g->cfg.n, *ns ? " (namespace " : "", ns, *ns ? ")" : "");
@@ -58,11 +72,12 @@ size_t cn__gw_wire_name(const cn__gw_t *g, const char *ns, const char *name, siz
 static cn__scribe_hs_t gw_hs(const cn__gw_t *g)
 {
     return (cn__scribe_hs_t){
-        .version = 2,
+        .version = g->cfg.tls ? 4 : 2,
         .test_codec = CN_SCRIBE_TEST_CODEC,
         .budget = false,
         .inactivity_s = g->inactivity_s,
-        .unsupported = "this gateway speaks protocol 2 with codec 1 only",
+        .unsupported = g->cfg.tls ? "this gateway speaks protocol 4 with codec 1 only"
+                                  : "this gateway speaks protocol 2 with codec 1 only",
     };
 }
 
@@ -70,11 +85,56 @@ static void conn_free(cn__gw_conn_t *gc)
 {
     if (!gc)
         return;
+    cn__gw_conn_ups_free(gc);
+    free(gc->pem);
     cn__gw_cursors_free(gc);
     cn_buf_free(&gc->in);
     cn_buf_free(&gc->out);
     free(gc->io);
     free(gc);
+}
+
+/* Protocol 4: who the client is.  Anonymous (caller 0, no certificate) or
+ * direct (caller 1 and its access certificate in TLS, kept as PEM to be
+ * forwarded in upstream hellos with caller 2); a gateway does not take
+ * delegated callers.  The gateway judges no certificate itself: storage
+ * verifies it and the user's role on every upstream session.  *who names
+ * the certificate (its SHA-256) so that a data connection binds only with
+ * the same one. */
+static cn_err_t v4_caller(cn__gw_conn_t *gc, cn_conn_t *c, const cn_scribe_hello_t *h, uint64_t rid,
+                          cn_scribe_principal_t *who)
+{
+    X509 *peer = cn_conn_peer_cert(c);
+    if (h->caller == CN_SCRIBE_CALLER_DELEGATED)
+        return cn__scribe_hello_fail(c, rid, CN_SCRIBE_E_UNAUTHENTICATED,
+                                     "a gateway does not accept delegated callers");
+    if (!peer != (h->caller == CN_SCRIBE_CALLER_ANONYMOUS))
+        return cn__scribe_hello_fail(c, rid, CN_SCRIBE_E_UNAUTHENTICATED,
+                                     peer ? "an anonymous caller (tag 0) presents no client "
+                                            "certificate"
+                                          : "an access certificate is required");
+    gc->user.caller = CN_SCRIBE_CALLER_ANONYMOUS;
+    if (!peer)
+        return CN_OK;
+    BIO *bio = BIO_new(BIO_s_mem());
+    char *pem = NULL;
+    long n = bio && PEM_write_bio_X509(bio, peer) == 1 ? BIO_get_mem_data(bio, &pem) : 0;
+    unsigned char md[32];
+    unsigned mdlen = 0;
+    if (n > 0 && n <= 16384 && (gc->pem = malloc((size_t)n)) &&
+        X509_digest(peer, EVP_sha256(), md, &mdlen) == 1 && mdlen == 32) {
+        memcpy(gc->pem, pem, (size_t)n);
+        gc->user = (cn__gw_user_t){ CN_SCRIBE_CALLER_DELEGATED, gc->pem, (size_t)n };
+        who->present = true;
+        for (unsigned i = 0; i < 32; i++)
+            snprintf(who->key_id + 2 * i, 3, "%02x", md[i]);
+    }
+    BIO_free(bio);
+    ERR_clear_error();
+    if (!who->present)
+        return cn__scribe_hello_fail(c, rid, CN_SCRIBE_E_UNAUTHENTICATED,
+                                     "the client certificate cannot be forwarded");
+    return CN_OK;
 }
 
 static cn_err_t gw_open(void *actx, cn_conn_t *c, void **cstate)
@@ -99,7 +159,13 @@ static cn_err_t gw_open(void *actx, cn_conn_t *c, void **cstate)
     gc->codec = hello.codec;
     gc->compression = (hello.caps & CN_SCRIBE_CAP_LZ4) ? 1 : 0;
     gc->data = hello.bind_session != 0;
-    e = cn__scribe_hello_answer(&g->sessions, c, &hs, h.request_id, &hello, NULL, &gc->ss);
+    cn_scribe_principal_t who;
+    memset(&who, 0, sizeof who);
+    if (g->cfg.tls && (e = v4_caller(gc, c, &hello, h.request_id, &who)) < 0) {
+        conn_free(gc);
+        return e;
+    }
+    e = cn__scribe_hello_answer(&g->sessions, c, &hs, h.request_id, &hello, &who, &gc->ss);
     if (e < 0) {
         conn_free(gc);
         return e;
@@ -246,6 +312,17 @@ static const cn_adapter_t gw_adapter = {
     .idle = gw_idle,
 };
 
+/* The protocol-4 listener's: named as storage's TLS adapter is. */
+static const cn_adapter_t gw_adapter_tls = {
+    .name = "scribes", /* no busy hook: never called under TLS */
+    .head_len = CN_SCRIBE_HDR_LEN,
+    .open = gw_open,
+    .classify = gw_classify,
+    .serve = gw_serve,
+    .close = gw_close,
+    .idle = gw_idle,
+};
+
 cn_err_t cn_gw_adapter_create(const cn_gw_config_t *cfg, struct cn_meta *meta,
                               const cn_gw_opts_t *opts, const cn_adapter_t **ad, void **actx)
 {
@@ -253,8 +330,8 @@ cn_err_t cn_gw_adapter_create(const cn_gw_config_t *cfg, struct cn_meta *meta,
     *actx = NULL;
     if (!cfg || !meta || cfg->n < 1 || cfg->n > CN_GW_MAX_SERVERS)
         return CN_E_INVALID;
-    if (cfg->tls)
-        return CN_E_UNSUPPORTED;
+    if (cfg->tls && (!opts || !opts->tls))
+        return CN_E_INVALID; /* scribes:// needs the gateway's own credential */
     CN_TRY(cn__gw_place_migrate(meta));
     cn__gw_t *g = calloc(1, sizeof *g);
     if (!g)
@@ -272,12 +349,23 @@ cn_err_t cn_gw_adapter_create(const cn_gw_config_t *cfg, struct cn_meta *meta,
     pthread_mutex_init(&g->mu, NULL);
     g->sessions.mu = &g->mu;
     pthread_mutex_init(&g->anchor_mu, NULL);
-    cn_err_t ie = cn__gw_place_start(g); /* id cache, inventory walks (gw_place.c) */
+    pthread_mutex_init(&g->tls_mu, NULL);
+    cn_err_t ie = CN_OK;
+    if (cfg->tls) {
+        char msg[512] = "";
+        g->tls_fn = opts->tls;
+        g->tls_arg = opts->tls_arg;
+        if ((ie = cn__gw_tls_start(g, msg, sizeof msg)) < 0)
+            cn_error("gateway", "no access certificate for the gateway: %s",
+                     msg[0] ? msg : cn_strerror(ie));
+    }
+    if (ie >= 0)
+        ie = cn__gw_place_start(g); /* id cache, inventory walks (gw_place.c) */
     if (ie < 0) {
         cn_gw_adapter_destroy(g);
         return ie;
     }
-    *ad = &gw_adapter;
+    *ad = cfg->tls ? &gw_adapter_tls : &gw_adapter;
     *actx = g;
     return CN_OK;
 }
@@ -292,5 +380,7 @@ void cn_gw_adapter_destroy(void *actx)
     cn__scribe_sessions_free(&g->sessions);
     pthread_mutex_destroy(&g->mu);
     pthread_mutex_destroy(&g->anchor_mu);
+    SSL_CTX_free(g->tls_ctx);
+    pthread_mutex_destroy(&g->tls_mu);
     free(g);
 }

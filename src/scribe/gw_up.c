@@ -9,11 +9,16 @@
  * unknown.  Never reads past the frame it was asked for. */
 #include "gw_int.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -35,10 +40,39 @@ static cn_err_t wait_fd(int fd, short events, int64_t deadline)
     }
 }
 
+/* What an OpenSSL call that returned r on up->ssl waits for: POLLIN or
+ * POLLOUT, or 0 when the connection is done for. */
+static short tls_want(cn__gw_up_t *up, int r)
+{
+    int se = SSL_get_error(up->ssl, r);
+    ERR_clear_error();
+    return se == SSL_ERROR_WANT_READ ? POLLIN : se == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+}
+
+static cn_err_t tls_write(cn__gw_up_t *up, const uint8_t *b, size_t n, int64_t deadline)
+{
+    while (n) {
+        size_t done = 0;
+        int r = SSL_write_ex(up->ssl, b, n, &done);
+        if (r == 1) {
+            b += done;
+            n -= done;
+            continue;
+        }
+        short ev = tls_want(up, r);
+        if (!ev)
+            return CN_E_CLOSED;
+        CN_TRY(wait_fd(up->fd, ev, deadline));
+    }
+    return CN_OK;
+}
+
 cn_err_t cn__gw_up_write(cn__gw_up_t *up, const void *p, size_t n)
 {
     const uint8_t *b = p;
     int64_t deadline = cn_mono_ms() + CN__GW_IO_MS;
+    if (up->ssl)
+        return tls_write(up, b, n, deadline);
     while (n) {
         ssize_t w = send(up->fd, b, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w > 0) {
@@ -60,6 +94,15 @@ cn_err_t cn__gw_up_write(cn__gw_up_t *up, const void *p, size_t n)
 cn_err_t cn__gw_up_read_some(cn__gw_up_t *up, void *p, size_t n, size_t *got)
 {
     int64_t deadline = cn_mono_ms() + CN__GW_IO_MS;
+    while (up->ssl) {
+        int r = SSL_read_ex(up->ssl, p, n, got);
+        if (r == 1)
+            return CN_OK;
+        short ev = tls_want(up, r);
+        if (!ev)
+            return CN_E_CLOSED;
+        CN_TRY(wait_fd(up->fd, ev, deadline));
+    }
     for (;;) {
         ssize_t r = recv(up->fd, p, n, MSG_DONTWAIT);
         if (r > 0) {
@@ -114,41 +157,145 @@ static cn_err_t dial(const char *address, int *out)
     return CN_OK;
 }
 
+/* The gateway's TLS client context, made again (a new access certificate)
+ * once its renewal time has come; a reference for the caller. */
+static cn_err_t tls_ctx(cn__gw_t *g, SSL_CTX **out)
+{
+    cn_err_t e = CN_OK;
+    pthread_mutex_lock(&g->tls_mu);
+    if (!g->tls_ctx || cn_mono_ms() >= g->tls_renew_ms) {
+        SSL_CTX *ctx = NULL;
+        int64_t renew = 0;
+        char msg[512] = "";
+        e = g->tls_fn ? g->tls_fn(g->tls_arg, g->cfg.storage_ca, &ctx, &renew, msg, sizeof msg)
+                      : CN_E_INVALID;
+        if (e >= 0) {
+            SSL_CTX_free(g->tls_ctx); /* connections made with it keep their reference */
+            g->tls_ctx = ctx;
+            g->tls_renew_ms = renew;
+        } else {
+            cn_warn("gateway", "cannot renew the gateway's access certificate: %s",
+                    msg[0] ? msg : cn_strerror(e));
+        }
+        /* an older context still serves until it is replaced */
+        e = g->tls_ctx ? CN_OK : e;
+    }
+    if (g->tls_ctx)
+        SSL_CTX_up_ref(g->tls_ctx);
+    *out = g->tls_ctx;
+    pthread_mutex_unlock(&g->tls_mu);
+    return e;
+}
+
+cn_err_t cn__gw_tls_start(cn__gw_t *g, char *msg, size_t cap)
+{
+    int64_t renew = 0;
+    CN_TRY(g->tls_fn ? g->tls_fn(g->tls_arg, g->cfg.storage_ca, &g->tls_ctx, &renew, msg, cap)
+                     : CN_E_INVALID);
+    g->tls_renew_ms = renew;
+    return CN_OK;
+}
+
+/* TLS 1.3 (the context's pq-only group) to a storage server, whose
+ * certificate must name host (an IP literal or a DNS name). */
+static cn_err_t tls_open(cn__gw_t *g, cn__gw_up_t *up, const char *address, bool anonymous)
+{
+    char host[CN_GW_ADDR_MAX];
+    const char *colon = strrchr(address, ':');
+    size_t hl = colon ? (size_t)(colon - address) : strlen(address);
+    if (hl && address[0] == '[' && address[hl - 1] == ']') {
+        address++;
+        hl -= 2;
+    }
+    memcpy(host, address, hl);
+    host[hl] = 0;
+    SSL_CTX *ctx = NULL;
+    CN_TRY(tls_ctx(g, &ctx));
+    up->ssl = SSL_new(ctx);
+    SSL_CTX_free(ctx); /* the SSL holds its own reference */
+    if (!up->ssl || SSL_set_fd(up->ssl, up->fd) != 1)
+        return -ENOMEM;
+    if (anonymous)
+        SSL_certs_clear(up->ssl); /* an anonymous client's session shows no certificate */
+    unsigned char ip[16];
+    bool literal = inet_pton(AF_INET, host, ip) == 1 || inet_pton(AF_INET6, host, ip) == 1;
+    X509_VERIFY_PARAM *vp = SSL_get0_param(up->ssl);
+    if ((literal ? X509_VERIFY_PARAM_set1_ip_asc(vp, host)
+                 : SSL_set_tlsext_host_name(up->ssl, host) == 1 &&
+                       SSL_set1_host(up->ssl, host) == 1) != 1)
+        return CN_E_INVALID;
+    int64_t deadline = cn_mono_ms() + CN__GW_CONNECT_MS;
+    for (;;) {
+        int r = SSL_connect(up->ssl);
+        if (r == 1)
+            return CN_OK;
+        long v = SSL_get_verify_result(up->ssl);
+        short ev = tls_want(up, r);
+        if (!ev) {
+            cn_warn("gateway", "TLS handshake with storage %s failed%s%s", address,
+                    v != X509_V_OK ? ": " : "",
+                    v != X509_V_OK ? X509_verify_cert_error_string(v) : "");
+            return CN_E_DENIED;
+        }
+        CN_TRY(wait_fd(up->fd, ev, deadline));
+    }
+}
+
 /* The hello exchange: a new control session, or (bind nonzero) a data
- * connection of upstream session bind. */
-static cn_err_t hello(cn__gw_up_t *up, uint64_t bind)
+ * connection of upstream session bind; protocol 4 over TLS speaking for u
+ * (NULL: the gateway itself). */
+static cn_err_t hello(cn__gw_up_t *up, uint64_t bind, const cn__gw_user_t *u, cn__gw_refusal_t *rf)
 {
     cn_scribe_hello_t h;
     memset(&h, 0, sizeof h);
-    h.version = 2;
+    h.version = up->ssl ? 4 : 2;
     h.codec = up->codec;
     h.caps = up->compression ? CN_SCRIBE_CAP_LZ4 : 0;
     h.bind_session = bind;
     h.client = cn_scribe_cstr("cairnd-gateway");
+    if (up->ssl) {
+        h.caller = u ? u->caller : CN_SCRIBE_CALLER_DIRECT;
+        if (h.caller == CN_SCRIBE_CALLER_DELEGATED)
+            h.delegated_cert = (cn_scribe_str_t){ u->pem, (uint32_t)u->pem_len };
+        memcpy(h.binding, up->binding, sizeof h.binding);
+    }
     cn_buf_t b = { 0 }, reply = { 0 };
     cn_scribe_hdr_t rh;
     cn_err_t e = cn_scribe_enc_hello(&b, &h);
     if (e >= 0)
         e = cn__gw_up_call(up, CN_SCRIBE_OP_HELLO, 1, &b, 4096, &rh, &reply);
     cn_scribe_hello_ok_t ok;
-    if (e >= 0 && (rh.flags & CN_SCRIBE_FLAG_ERROR))
+    memset(&ok, 0, sizeof ok);
+    cn_scribe_error_t er;
+    if (e >= 0 && (rh.flags & CN_SCRIBE_FLAG_ERROR)) {
+        /* storage refused the session: its answer is the client's to see */
+        if (rf && cn_scribe_dec_error(reply.data, reply.len, CN_SCRIBE_CODEC_LE, &er) >= 0) {
+            rf->code = er.code;
+            snprintf(rf->msg, sizeof rf->msg, "%.*s", (int)er.message.len,
+                     (const char *)er.message.p);
+        }
         e = CN_E_UNAVAILABLE;
-    if (e >= 0)
-        e = cn_scribe_dec_hello_ok(reply.data, reply.len, false, &ok);
-    if (e >= 0 && (ok.version != 2 || ok.codec != up->codec || ok.compression != up->compression ||
-                   (bind && ok.session != bind)))
+    } else if (e >= 0) {
+        e = cn_scribe_dec_hello_ok(reply.data, reply.len, h.version == 4 && !bind, &ok);
+    }
+    if (e >= 0 && (ok.version != h.version || ok.codec != up->codec ||
+                   ok.compression != up->compression || (bind && ok.session != bind)))
         e = CN_E_PROTOCOL;
     if (e >= 0) {
         up->session = ok.session;
         up->timeout_s = ok.timeout_s;
+        if (ok.has_binding)
+            memcpy(up->binding, ok.binding, sizeof up->binding);
     }
+    OPENSSL_cleanse(ok.binding, sizeof ok.binding);
     cn_buf_free(&b);
     cn_buf_free(&reply);
     return e;
 }
 
 static cn_err_t up_open(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression,
-                        uint64_t bind, cn__gw_up_t **out)
+                        uint64_t bind, const cn__gw_user_t *u, cn__gw_refusal_t *rf,
+                        cn__gw_up_t **out)
 {
     cn__gw_up_t *up = calloc(1, sizeof *up);
     if (!up)
@@ -158,8 +305,11 @@ static cn_err_t up_open(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compr
     up->codec = codec;
     up->compression = compression;
     cn_err_t e = dial(g->cfg.servers[server].address, &up->fd);
+    if (e >= 0 && g->cfg.tls)
+        e = tls_open(g, up, g->cfg.servers[server].address,
+                     u && u->caller == CN_SCRIBE_CALLER_ANONYMOUS);
     if (e >= 0)
-        e = hello(up, bind);
+        e = hello(up, bind, u, rf);
     if (e < 0) {
         cn_debug("gateway", "storage server %zu (%s): %s", server, g->cfg.servers[server].address,
                  cn_strerror(e));
@@ -176,19 +326,36 @@ void cn__gw_up_close(cn__gw_up_t *up)
 {
     if (!up)
         return;
+    SSL_free(up->ssl); /* no close_notify: the peer sees the TCP close */
     if (up->fd >= 0)
         close(up->fd);
+    OPENSSL_cleanse(up->binding, sizeof up->binding);
     free(up);
+}
+
+cn_err_t cn__gw_up_open_as(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression,
+                           const cn__gw_user_t *u, cn__gw_refusal_t *rf, cn__gw_up_t **out)
+{
+    return up_open(g, server, codec, compression, 0, u, rf, out);
 }
 
 /* Why a pooled connection cannot carry a request, or NULL when it can:
  * silent for half its server's announced timeout, or something (an EOF, a
  * reset, a stray byte) waiting on it. */
-static const char *unfit(const cn__gw_up_t *up, int64_t now)
+const char *cn__gw_up_unfit(const cn__gw_up_t *up, int64_t now)
 {
     if ((now - up->last_ms) * 2 >= (int64_t)up->timeout_s * 1000)
         return "silent for half its server's timeout";
     uint8_t b;
+    if (up->ssl) {
+        /* a peek reads TLS records (a session ticket is not data): nothing
+         * readable is fit, data or an alert or an EOF is not */
+        size_t got = 0;
+        int r = SSL_peek_ex(up->ssl, &b, 1, &got);
+        int se = r == 1 ? SSL_ERROR_NONE : SSL_get_error(up->ssl, r);
+        ERR_clear_error();
+        return se == SSL_ERROR_WANT_READ ? NULL : "closed by its server";
+    }
     ssize_t r = recv(up->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
     return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? NULL : "closed by its server";
 }
@@ -211,7 +378,7 @@ static void pool_take(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compres
             }
         }
         pthread_mutex_unlock(&g->mu);
-        const char *why = up ? unfit(up, cn_mono_ms()) : NULL;
+        const char *why = up ? cn__gw_up_unfit(up, cn_mono_ms()) : NULL;
         if (!why) {
             if (up)
                 up->next = NULL;
@@ -229,7 +396,7 @@ cn_err_t cn__gw_up_get(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compre
                        cn__gw_up_t **out)
 {
     pool_take(g, server, codec, compression, false, out);
-    return *out ? CN_OK : up_open(g, server, codec, compression, 0, out);
+    return *out ? CN_OK : up_open(g, server, codec, compression, 0, NULL, NULL, out);
 }
 
 /* The control session upstream data connections of (server, codec,
@@ -239,15 +406,15 @@ cn_err_t cn__gw_up_get(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compre
 static uint64_t anchor_session(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression)
 {
     unsigned slot = (unsigned)(codec - 1) * 2 + compression;
-    if (slot >= 4)
-        return 0;
+    if (slot >= 4 || g->cfg.tls)
+        return 0; /* protocol 4: clients' calls use their own sessions (cn__gw_up_for) */
     pthread_mutex_lock(&g->anchor_mu);
     cn__gw_up_t *a = g->anchor[server][slot];
-    if (a && unfit(a, cn_mono_ms())) {
+    if (a && cn__gw_up_unfit(a, cn_mono_ms())) {
         cn__gw_up_close(a);
         a = g->anchor[server][slot] = NULL;
     }
-    if (!a && up_open(g, server, codec, compression, 0, &a) >= 0)
+    if (!a && up_open(g, server, codec, compression, 0, NULL, NULL, &a) >= 0)
         g->anchor[server][slot] = a;
     uint64_t id = a ? a->session : 0;
     pthread_mutex_unlock(&g->anchor_mu);
@@ -261,7 +428,7 @@ cn_err_t cn__gw_up_get_data(cn__gw_t *g, size_t server, uint8_t codec, uint8_t c
     if (*out)
         return CN_OK;
     uint64_t sid = anchor_session(g, server, codec, compression);
-    if (sid && up_open(g, server, codec, compression, sid, out) >= 0) {
+    if (sid && up_open(g, server, codec, compression, sid, NULL, NULL, out) >= 0) {
         cn_debug("gateway", "storage server %zu: upstream data connection bound to its session",
                  server + 1);
         return CN_OK;
@@ -341,4 +508,85 @@ cn_err_t cn__gw_ask(cn__gw_t *g, size_t server, uint8_t codec, uint16_t opcode,
         if (e == -ENOMEM || attempt == 1)
             return e == -ENOMEM ? e : CN_E_UNAVAILABLE;
     }
+}
+
+/* ---- a client's upstream sessions ----------------------------------------------------------- */
+cn_err_t cn__gw_up_for(cn__gw_call_t *k, size_t server, uint8_t compression, bool data,
+                       cn__gw_up_t **out)
+{
+    cn__gw_conn_t *gc = k->gc;
+    cn__gw_t *g = gc->g;
+    *out = NULL;
+    if (!g->cfg.tls)
+        return data && gc->data ? cn__gw_up_get_data(g, server, gc->codec, compression, out)
+                                : cn__gw_up_get(g, server, gc->codec, compression, out);
+    cn__gw_up_t **slot = &gc->ups[server][compression ? 1 : 0];
+    if (*slot) {
+        const char *why = cn__gw_up_unfit(*slot, cn_mono_ms());
+        if (!why) {
+            *out = *slot;
+            *slot = NULL;
+            return CN_OK;
+        }
+        cn_debug("gateway", "storage server %zu: replacing a client's upstream session %s",
+                 server + 1, why);
+        cn__gw_up_close(*slot);
+        *slot = NULL;
+    }
+    if (!gc->refusal && !(gc->refusal = calloc(1, sizeof *gc->refusal)))
+        return -ENOMEM;
+    gc->refusal->code = 0;
+    return cn__gw_up_open_as(g, server, gc->codec, compression, &gc->user, gc->refusal, out);
+}
+
+void cn__gw_up_done(cn__gw_call_t *k, cn__gw_up_t *up)
+{
+    if (!k->gc->g->cfg.tls) {
+        cn__gw_up_put(k->gc->g, up);
+        return;
+    }
+    up->last_ms = cn_mono_ms();
+    cn__gw_up_t **slot = &k->gc->ups[up->server][up->compression ? 1 : 0];
+    cn__gw_up_close(*slot);
+    *slot = up;
+}
+
+void cn__gw_up_drop(cn__gw_call_t *k, cn__gw_up_t *up)
+{
+    (void)k;
+    cn__gw_up_close(up);
+}
+
+cn_err_t cn__gw_ask_for(cn__gw_call_t *k, size_t server, uint16_t opcode, const cn_buf_t *payload,
+                        size_t max, cn_scribe_hdr_t *h, cn_buf_t *reply)
+{
+    if (!k->gc->g->cfg.tls)
+        return cn__gw_ask(k->gc->g, server, k->gc->codec, opcode, payload, max, h, reply);
+    /* as cn__gw_ask: a read without side effects, tried once more on a new
+     * session when the kept one broke under it */
+    for (int attempt = 0;; attempt++) {
+        cn__gw_up_t *up = NULL;
+        cn_err_t e = cn__gw_up_for(k, server, 0, false, &up);
+        if (e < 0)
+            return e;
+        e = cn__gw_up_call(up, opcode, 2, payload, max, h, reply);
+        if (e >= 0) {
+            cn__gw_up_done(k, up);
+            return CN_OK;
+        }
+        cn__gw_up_close(up);
+        if (e == -ENOMEM || attempt == 1)
+            return e == -ENOMEM ? e : CN_E_UNAVAILABLE;
+    }
+}
+
+void cn__gw_conn_ups_free(cn__gw_conn_t *gc)
+{
+    for (size_t i = 0; i < CN_GW_MAX_SERVERS; i++)
+        for (size_t j = 0; j < 2; j++) {
+            cn__gw_up_close(gc->ups[i][j]);
+            gc->ups[i][j] = NULL;
+        }
+    free(gc->refusal);
+    gc->refusal = NULL;
 }

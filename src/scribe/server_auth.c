@@ -16,7 +16,6 @@
 #include "cairn/util.h"
 
 #include <errno.h>
-#include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <stdint.h>
@@ -31,7 +30,8 @@ enum {
     AT_CREATE, /* repo_create: the name to be */
     AT_INFO,   /* repo_info: by id or by name */
     AT_LIST,   /* repo_list: filtered by its handler (cn__scribe_auth_filter) */
-    AT_NS      /* the namespace itself: instance_status */
+    AT_NS,     /* the namespace itself: authorize_repo_create */
+    AT_INV     /* the namespace's inventory: instance_status (Reader = may read it) */
 };
 
 static const struct {
@@ -65,7 +65,9 @@ static const struct {
     { CN_SCRIBE_OP_BRANCH_OUTCOME, AT_ID0, CN_SCRIBE_ROLE_READER },
     { CN_SCRIBE_OP_MERGE_SUBMIT, AT_ID4, CN_SCRIBE_ROLE_WRITER },
     { CN_SCRIBE_OP_MERGE_READ, AT_ID0, CN_SCRIBE_ROLE_READER },
-    { CN_SCRIBE_OP_INSTANCE_STATUS, AT_NS, CN_SCRIBE_ROLE_ADMIN },
+    /* A namespace-readers grant or the namespace administrator, as auth
+     * reports it (authorize's inventory column): AT_INV answers Reader. */
+    { CN_SCRIBE_OP_INSTANCE_STATUS, AT_INV, CN_SCRIBE_ROLE_READER },
     /* The gateway preflights (server_gw.c): upload admission's Writer, and
      * repo_create's namespace administrator. */
     { CN_SCRIBE_OP_AUTHORIZE_UPLOAD, AT_ID0, CN_SCRIBE_ROLE_WRITER },
@@ -91,31 +93,9 @@ static const char *const role_names[] = { "no role", "Reader", "Writer", "Mainta
                                           "namespace administrator" };
 
 /* ---- the hello ------------------------------------------------------------------------- */
-/* The account an access certificate names (its subject CN, which auth's
- * access CA writes from the account: src/identity/auth_ca.c), read without
- * verifying it, into out (cap bytes); false when there is none.  Caller 2:
- * the forwarded certificate's (PEM), the user rather than the gateway. */
-static bool cert_account(X509 *peer, const cn_scribe_hello_t *h, char *out, size_t cap)
-{
-    X509 *x = peer;
-    if (h->caller == CN_SCRIBE_CALLER_DELEGATED) {
-        BIO *b = h->delegated_cert.len <= INT32_MAX
-                     ? BIO_new_mem_buf(h->delegated_cert.p, (int)h->delegated_cert.len)
-                     : NULL;
-        x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
-        BIO_free(b);
-    }
-    int n =
-        x ? X509_NAME_get_text_by_NID(X509_get_subject_name(x), NID_commonName, out, (int)cap) : -1;
-    if (x != peer)
-        X509_free(x);
-    ERR_clear_error();
-    return n > 0 && (size_t)n < cap;
-}
-
 /* The per-principal connection cap (docs/protocol/scribe.md 15.6, "Admission"):
- * claimed from the certificate's account before any auth round trip, so
- * that an identity at its limit costs auth nothing. */
+ * claimed from the verified certificate's account before any auth round
+ * trip, so that an identity at its limit costs auth nothing. */
 static uint16_t claim(cn_conn_t *c, const char *account, char *why, size_t cap)
 {
     cn_err_t e = cn_conn_claim_principal(c, account);
@@ -126,11 +106,20 @@ static uint16_t claim(cn_conn_t *c, const char *account, char *why, size_t cap)
     return e == CN_E_BUSY ? CN_SCRIBE_E_BUSY : e < 0 ? CN_SCRIBE_E_INTERNAL : 0;
 }
 
-uint16_t cn__scribe_resolve(cn__scribe_srv_t *s, cn_conn_t *c, const cn_scribe_hello_t *h,
-                            cn_scribe_principal_t *who, char *why, size_t cap)
+/* A refusal of resolution as its handshake code. */
+static uint16_t resolve_code(cn_err_t e, char *why, size_t cap)
 {
-    X509 *peer = cn_conn_peer_cert(c);
-    memset(who, 0, sizeof *who);
+    if (e == CN_E_AUTH || e == CN_E_DENIED)
+        return CN_SCRIBE_E_UNAUTHENTICATED;
+    snprintf(why, cap, "the auth service cannot confirm the caller now");
+    return CN_SCRIBE_E_AUTH_UNAVAILABLE;
+}
+
+/* Whether the hello's certificates are consistent with its caller tag: 0
+ * when they are, else the code (why filled). */
+static uint16_t caller_form(cn__scribe_srv_t *s, X509 *peer, const cn_scribe_hello_t *h, char *why,
+                            size_t cap)
+{
     if (!s->auth) {
         snprintf(why, cap, "%s",
                  peer ? "client certificates are not accepted by this server (it has no auth "
@@ -148,31 +137,39 @@ uint16_t cn__scribe_resolve(cn__scribe_srv_t *s, cn_conn_t *c, const cn_scribe_h
                       : "an access certificate is required");
         return CN_SCRIBE_E_UNAUTHENTICATED;
     }
-    if (!peer)
-        return 0;
-    char account[sizeof who->account];
-    uint16_t code = 0;
-    if (cert_account(peer, h, account, sizeof account) && (code = claim(c, account, why, cap)))
+    return 0;
+}
+
+uint16_t cn__scribe_resolve(cn__scribe_srv_t *s, cn_conn_t *c, const cn_scribe_hello_t *h,
+                            cn_scribe_principal_t *who, char *why, size_t cap)
+{
+    X509 *peer = cn_conn_peer_cert(c);
+    memset(who, 0, sizeof *who);
+    uint16_t code = caller_form(s, peer, h, why, cap);
+    if (code || !peer || !s->auth)
         return code;
     BIO *bio = BIO_new(BIO_s_mem());
     char *pem = NULL;
     long n = bio && PEM_write_bio_X509(bio, peer) == 1 ? BIO_get_mem_data(bio, &pem) : 0;
     /* Caller 2: the peer is the gateway, the principal the user whose
-     * certificate (PEM) the hello forwards (docs/protocol/scribe.md 15.6). */
+     * certificate (PEM) the hello forwards (docs/protocol/scribe.md 15.6).
+     * First the local check against the access CA, then the cap is claimed
+     * for the account the verified certificate names, then auth confirms:
+     * a forged certificate never takes another account's place. */
+    bool delegated = h->caller == CN_SCRIBE_CALLER_DELEGATED;
     cn_err_t e = n <= 0 ? -ENOMEM
-                 : h->caller == CN_SCRIBE_CALLER_DELEGATED
-                     ? cn_scribe_auth_resolve_delegated(s->auth, pem, (size_t)n,
-                                                        (const char *)h->delegated_cert.p,
-                                                        h->delegated_cert.len, who, why, cap)
-                     : cn_scribe_auth_resolve(s->auth, pem, (size_t)n, who, why, cap);
+                        : cn_scribe_auth_check(s->auth, pem, (size_t)n,
+                                               delegated ? (const char *)h->delegated_cert.p : NULL,
+                                               h->delegated_cert.len, who, why, cap);
     BIO_free(bio);
     if (e < 0)
-        (void)cn_conn_set_principal(c, NULL); /* the claim goes back before the close */
-    if (e == CN_E_AUTH || e == CN_E_DENIED)
-        return CN_SCRIBE_E_UNAUTHENTICATED;
+        return resolve_code(e, why, cap);
+    if (who->account[0] && (code = claim(c, who->account, why, cap)))
+        return code;
+    e = cn_scribe_auth_confirm(s->auth, who, why, cap);
     if (e < 0) {
-        snprintf(why, cap, "the auth service cannot confirm the caller now");
-        return CN_SCRIBE_E_AUTH_UNAVAILABLE;
+        (void)cn_conn_set_principal(c, NULL); /* the claim goes back before the close */
+        return resolve_code(e, why, cap);
     }
     /* The account is the principal of net's shares (worker share, memory
      * budget per principal, connection cap), whichever connection of it
@@ -273,6 +270,14 @@ static cn_err_t request_role(cn__scribe_call_t *k, uint8_t at, int *role)
         return q.by == CN_SCRIBE_REPO_BY_ID ? role_by_id(k, q.id.b, role)
                                             : role_by_name(k, &q.name, role);
     }
+    case AT_INV: {
+        bool inventory = false;
+        int64_t lease;
+        cn_err_t e =
+            cn_scribe_auth_inventory(k->sc->srv->auth, &k->sc->ss->who, &inventory, &lease);
+        *role = inventory ? CN_SCRIBE_ROLE_READER : CN_SCRIBE_ROLE_NONE;
+        return e;
+    }
     default: {
         /* The namespace: any repository name asks it (no visibility row). */
         static const cn_scribe_str_t probe = { (const uint8_t *)".namespace", 10 };
@@ -300,8 +305,11 @@ static cn_err_t refuse(cn__scribe_call_t *k, cn_err_t e, int role, int need)
         k->hdr.opcode != CN_SCRIBE_OP_INSTANCE_STATUS &&
         k->hdr.opcode != CN_SCRIBE_OP_AUTHORIZE_REPO_CREATE)
         return cn__scribe_fail_code(k, CN_SCRIBE_E_REPOSITORY_NOT_FOUND, "repository not found");
+    const char *needs = k->hdr.opcode == CN_SCRIBE_OP_INSTANCE_STATUS
+                            ? "a namespace-readers grant or the namespace administrator"
+                            : role_names[need];
     return cn__scribe_fail_code(k, anon ? CN_SCRIBE_E_UNAUTHENTICATED : CN_SCRIBE_E_FORBIDDEN,
-                                "%s needs %s%s", op, role_names[need],
+                                "%s needs %s%s", op, needs,
                                 anon ? ": sign in (cairn repo login)" : "");
 }
 

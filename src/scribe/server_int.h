@@ -80,6 +80,12 @@ typedef struct cn__scribe_conn {
     cn_buf_t in, out;
     uint8_t *io;  /* CN_SCRIBE_BLOCK_MAX bytes */
     uint8_t *io2; /* LZ4 bound of a block */
+    /* Protocol 4's repo_list cursor (scribe.md 15.6): the opaque token last
+     * answered on this connection and the candidate name it stands for.
+     * Any other request ends it. */
+    bool list_live;
+    char list_token[33];
+    char list_after[CN_REPOS_NAME_MAX + 1];
 } cn__scribe_conn_t;
 
 /* One request being served. */

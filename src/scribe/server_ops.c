@@ -94,6 +94,47 @@ static cn_err_t list_row(void *ctx, const cn_repos_info_t *ri)
     return 0;
 }
 
+/* The name after which the page of token starts: on plaintext the token is
+ * that name; with auth it is the opaque token of this connection's live
+ * cursor (which it ends), since a candidate's name may be one the caller
+ * cannot read.  <0 when the token is neither. */
+static cn_err_t list_token_take(cn__scribe_conn_t *sc, const cn_scribe_str_t *t,
+                                char after[CN_REPOS_NAME_MAX + 1])
+{
+    if (!sc->srv->auth) {
+        if (t->len > CN_REPOS_NAME_MAX)
+            return CN_E_INVALID;
+        memcpy(after, t->p, t->len);
+        after[t->len] = 0;
+        return 0;
+    }
+    bool ok = sc->list_live && t->len == strlen(sc->list_token) &&
+              cn_ct_equal(t->p, sc->list_token, t->len);
+    sc->list_live = false;
+    if (!ok)
+        return CN_E_INVALID;
+    memcpy(after, sc->list_after, sizeof sc->list_after);
+    return 0;
+}
+
+/* The token that continues after the candidate name last: the name itself
+ * on plaintext; with auth a fresh random token for this connection's cursor. */
+static cn_err_t list_token_make(cn__scribe_conn_t *sc, const char *last, const char **token)
+{
+    *token = last;
+    if (!sc->srv->auth)
+        return 0;
+    uint8_t r[16];
+    cn_err_t err = cn_random_bytes(r, sizeof r);
+    if (err < 0)
+        return err;
+    cn_hex_encode(r, sizeof r, sc->list_token);
+    memcpy(sc->list_after, last, sizeof sc->list_after);
+    sc->list_live = true;
+    *token = sc->list_token;
+    return 0;
+}
+
 static cn_err_t op_repo_list(cn__scribe_call_t *k)
 {
     cn_scribe_repo_list_req_t q;
@@ -101,13 +142,12 @@ static cn_err_t op_repo_list(cn__scribe_call_t *k)
         return cn__scribe_malformed(k);
     uint32_t limit = q.limit == 0 ? 1 : q.limit > CN_SCRIBE_MAX_PAGE ? CN_SCRIBE_MAX_PAGE : q.limit;
     char after[CN_REPOS_NAME_MAX + 1] = "";
-    if (q.has_token) {
-        /* The token is the last name of the previous page. */
-        if (q.token.len > CN_REPOS_NAME_MAX)
-            return cn__scribe_fail_code(k, CN_SCRIBE_E_MALFORMED, "not a token of this server");
-        memcpy(after, q.token.p, q.token.len);
-        after[q.token.len] = 0;
-    }
+    if (q.has_token && list_token_take(k->sc, &q.token, after) < 0)
+        return k->sc->srv->auth
+                   ? cn__scribe_fail_code(k, CN_SCRIBE_E_MALFORMED,
+                                          "not this connection's listing: another "
+                                          "request came between its pages; list again")
+                   : cn__scribe_fail_code(k, CN_SCRIBE_E_MALFORMED, "not a token of this server");
     list_acc_t a = { calloc(limit, sizeof *a.rows), 0, limit };
     if (!a.rows)
         return -ENOMEM;
@@ -117,9 +157,9 @@ static cn_err_t op_repo_list(cn__scribe_call_t *k)
         free(a.rows);
         return cn__scribe_fail(k, err);
     }
-    /* The token is the last candidate's name, kept before protocol 4's
-     * filter drops the repositories the caller cannot read (a page may be
-     * empty and still continue). */
+    /* The page continues after the last candidate, kept before protocol
+     * 4's filter drops the repositories the caller cannot read (a page may
+     * be empty and still continue); with auth the token only names it. */
     char last[CN_REPOS_NAME_MAX + 1] = "";
     bool cont = more && a.n;
     if (cont)
@@ -133,9 +173,12 @@ static cn_err_t op_repo_list(cn__scribe_call_t *k)
     }
     for (uint32_t i = 0; i < a.n; i++)
         info_view(&a.rows[i], &v[i]);
-    cn_scribe_str_t token = cn_scribe_cstr(last);
+    const char *tok = "";
+    err = cont ? list_token_make(k->sc, last, &tok) : 0;
+    cn_scribe_str_t token = cn_scribe_cstr(tok);
     cn_buf_reset(&k->sc->out);
-    err = cn_scribe_enc_repo_list_resp(&k->sc->out, k->sc->codec, v, a.n, cont, token);
+    if (err >= 0)
+        err = cn_scribe_enc_repo_list_resp(&k->sc->out, k->sc->codec, v, a.n, cont, token);
     if (err >= 0)
         err = cn__scribe_reply(k, 0);
     free(v);
@@ -1051,6 +1094,9 @@ static cn_err_t op_note_history(cn__scribe_call_t *k)
 cn_err_t cn__scribe_op(cn__scribe_call_t *k)
 {
     /* Protocol 4 with auth: the role table (15.6), once, before any handler. */
+    /* A secured listing's cursor lives only until another request. */
+    if (k->hdr.opcode != CN_SCRIBE_OP_REPO_LIST)
+        k->sc->list_live = false;
     bool refused = false;
     cn_err_t aerr = cn__scribe_authorize(k, &refused);
     if (refused)

@@ -5,42 +5,13 @@ workspace that knew it is refused with incarnation_mismatch and a fresh
 clone gets the backed-up files; damaged backups are refused whole."""
 import os
 
-from conftest import binary, run
-
-ARGS = ["--jay", "off", "--http", "off", "--scribe", "127.0.0.1:0"]
-
-
-def ep_of(s):
-    host, port = s.addrs["scribe"]
-    return "%s:%d" % (host, port)
-
-
-def repo(ep, *args, check=True):
-    r = run([binary("cairn"), "repo"] + list(args) + ["--endpoint", ep], timeout=120)
-    if check:
-        assert r.returncode == 0, (args, r.stdout, r.stderr)
-    return r
-
-
-def admin(data, *args):
-    return run([binary("cairn"), "admin", "--data", str(data), "repo"] + list(args), timeout=120)
-
-
-def write(path, data):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
+from cairnutil import SCRIBE_ONLY, admin_repo, read, repo, scribe_ep, write
 
 
 def test_backup_restore_new_incarnation(server_factory, tmp_path):
     data = tmp_path / "srv"
-    s = server_factory(args=ARGS, data=data, wait_for=("scribe",))
-    ep = ep_of(s)
+    s = server_factory(args=SCRIBE_ONLY, data=data, wait_for=("scribe",))
+    ep = scribe_ep(s)
     repo(ep, "create", "art", "--lz4-storage")
     ws = str(tmp_path / "ws")
     repo(ep, "clone", "art", ws)
@@ -54,49 +25,49 @@ def test_backup_restore_new_incarnation(server_factory, tmp_path):
 
     # a running server holds the store: the admin command says so
     s.start(wait_for=("scribe",))
-    r = admin(data, "backup", "art", str(tmp_path / "b.bak"))
+    r = admin_repo(data, "backup", "art", str(tmp_path / "b.bak"))
     assert r.returncode == 1 and "busy" in r.stderr, r.stderr
     assert not os.path.exists(tmp_path / "b.bak")
     s.stop()
 
-    r = admin(data, "backup", "art", str(tmp_path / "art.bak"))
+    r = admin_repo(data, "backup", "art", str(tmp_path / "art.bak"))
     assert r.returncode == 0, r.stderr
     assert "at change 1" in r.stderr
     assert not os.path.exists(str(tmp_path / "art.bak") + ".partial")
-    r = admin(data, "backup", "nope", str(tmp_path / "nope.bak"))
+    r = admin_repo(data, "backup", "nope", str(tmp_path / "nope.bak"))
     assert r.returncode == 1 and "no such repository" in r.stderr
 
     # history moves on after the backup
     s.start(wait_for=("scribe",))
-    ep = ep_of(s)
+    ep = scribe_ep(s)
     write(os.path.join(ws, "later.txt"), b"after the backup\n")
     repo(ep, "submit", ws, "-m", "second")
     assert "head 2" in repo(ep, "info", "art").stdout
     s.stop()
 
     # an existing repository is replaced only on request
-    r = admin(data, "restore", str(tmp_path / "art.bak"))
+    r = admin_repo(data, "restore", str(tmp_path / "art.bak"))
     assert r.returncode == 1 and "--replace" in r.stderr
     # a damaged backup is refused whole
     raw = bytearray(read(tmp_path / "art.bak"))
     bad = bytearray(raw)
     bad[len(bad) // 2] ^= 0x40
     write(str(tmp_path / "bad.bak"), bytes(bad))
-    r = admin(data, "restore", str(tmp_path / "bad.bak"), "--replace")
+    r = admin_repo(data, "restore", str(tmp_path / "bad.bak"), "--replace")
     assert r.returncode == 1 and "damaged" in r.stderr, r.stderr
     write(str(tmp_path / "short.bak"), bytes(raw[:-10]))
-    r = admin(data, "restore", str(tmp_path / "short.bak"), "--replace")
+    r = admin_repo(data, "restore", str(tmp_path / "short.bak"), "--replace")
     assert r.returncode == 1 and "damaged" in r.stderr, r.stderr
     write(str(tmp_path / "junk.bak"), b"not a backup at all")
-    r = admin(data, "restore", str(tmp_path / "junk.bak"), "--replace")
+    r = admin_repo(data, "restore", str(tmp_path / "junk.bak"), "--replace")
     assert r.returncode == 1 and "not a repository backup" in r.stderr, r.stderr
 
-    r = admin(data, "restore", str(tmp_path / "art.bak"), "--replace")
+    r = admin_repo(data, "restore", str(tmp_path / "art.bak"), "--replace")
     assert r.returncode == 0, r.stderr
     assert "new incarnation" in r.stderr and "at change 1" in r.stderr
 
     s.start(wait_for=("scribe",))
-    ep = ep_of(s)
+    ep = scribe_ep(s)
     after = repo(ep, "info", "art").stdout
     assert "head 1" in after
     field = lambda out, k: [l.split()[1] for l in out.splitlines() if l.startswith(k + " ")][0]
@@ -128,8 +99,8 @@ def test_backup_restore_new_incarnation(server_factory, tmp_path):
 
 def test_restore_into_empty_data_dir(server_factory, tmp_path):
     data = tmp_path / "a"
-    s = server_factory(args=ARGS, data=data, wait_for=("scribe",))
-    ep = ep_of(s)
+    s = server_factory(args=SCRIBE_ONLY, data=data, wait_for=("scribe",))
+    ep = scribe_ep(s)
     repo(ep, "create", "music")
     ws = str(tmp_path / "ws")
     repo(ep, "clone", "music", ws)
@@ -138,12 +109,12 @@ def test_restore_into_empty_data_dir(server_factory, tmp_path):
     repo(ep, "submit", ws, "-m", "one")
     s.stop()
     bak = str(tmp_path / "m.bak")
-    assert admin(data, "backup", "music", bak).returncode == 0
+    assert admin_repo(data, "backup", "music", bak).returncode == 0
     # another server's data directory receives it
     data2 = tmp_path / "b"
-    assert admin(data2, "restore", bak).returncode == 0
-    s2 = server_factory(args=ARGS, data=data2, wait_for=("scribe",))
-    ep2 = ep_of(s2)
+    assert admin_repo(data2, "restore", bak).returncode == 0
+    s2 = server_factory(args=SCRIBE_ONLY, data=data2, wait_for=("scribe",))
+    ep2 = scribe_ep(s2)
     ws2 = str(tmp_path / "ws2")
     repo(ep2, "clone", "music", ws2)
     assert read(os.path.join(ws2, "song.wav")) == payload

@@ -7,37 +7,20 @@ whose reply was lost: resolved inside the command through branch_outcome, or
 replayed by running the same command again."""
 import os
 import re
-import socket
 import struct
 import sys
-import threading
 
-from conftest import binary, run
-from test_repo_cli import ep, read, tree, write  # noqa: F401 (ep: the server fixture)
+from cairnutil import (Relay, ep, read, recv_exact, repo, seeded, shut,  # noqa: F401 (ep: the fixture)
+                       tree, write)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scribe"))
-sys.path.insert(0, os.path.join(HERE, "..", "client"))
-from clitools import no_sanitizer_report  # noqa: E402
-
-
-def repo(ep, *args, cwd=None, check=True):
-    r = run([binary("cairn"), "repo"] + list(args) + ["--endpoint", ep], timeout=120, cwd=cwd)
-    no_sanitizer_report(r.stderr)
-    if check:
-        assert r.returncode == 0, (args, r.stdout, r.stderr)
-    return r
 
 
 def one_change(ep, tmp_path, name, path="f", data=b"data"):
     """A new repository `name` with one change on main (path), and a
     workspace on main at it; returns the workspace."""
-    repo(ep, "create", name)
-    a = str(tmp_path / "a")
-    repo(ep, "clone", name, a)
-    write(os.path.join(a, path), data)
-    repo(ep, "submit", a, "-m", "one")
-    return a
+    return seeded(ep, tmp_path, name, {path: data}, "one", more=())[0]
 
 
 def branches(ep, ws):
@@ -242,56 +225,22 @@ def test_lost_reply_replays(ep, tmp_path):
     assert info(ep, a, "hotfix2")["id"] != bid.hex()
 
 
-class LossyProxy:
+class LossyProxy(Relay):
     """A TCP relay to the server that loses replies: the first `times`
     replies to an opcode in `ops` are never forwarded -- the connection is
     cut instead, after the server has acted on the request."""
 
     def __init__(self, ep, ops, times):
-        host, port = ep.rsplit(":", 1)
-        self.upstream = (host, int(port))
         self.ops, self.left, self.lost = set(ops), times, []
-        self.lsock = socket.create_server(("127.0.0.1", 0))
-        self.ep = "127.0.0.1:%d" % self.lsock.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        while True:
-            try:
-                c, _ = self.lsock.accept()
-            except OSError:
-                return
-            u = socket.create_connection(self.upstream)
-            threading.Thread(target=self._up, args=(c, u), daemon=True).start()
-            threading.Thread(target=self._down, args=(u, c), daemon=True).start()
-
-    @staticmethod
-    def _exact(sock, n):
-        buf = b""
-        while len(buf) < n:
-            part = sock.recv(n - len(buf))
-            if not part:
-                raise EOFError
-            buf += part
-        return buf
-
-    def _up(self, c, u):
-        try:
-            while True:
-                data = c.recv(65536)
-                if not data:
-                    break
-                u.sendall(data)
-        except OSError:
-            pass
+        super().__init__(ep)
 
     def _down(self, u, c):
         """Replies frame by frame (the branch verbs use no streams)."""
         try:
             while True:
-                h = self._exact(u, 24)
+                h = recv_exact(u, 24)
                 op, _flags, _rid, length, _ = struct.unpack("<HHQII", h[4:])
-                body = self._exact(u, length)
+                body = recv_exact(u, length)
                 if op in self.ops and self.left > 0:
                     self.left -= 1
                     self.lost.append(op)
@@ -299,15 +248,7 @@ class LossyProxy:
                 c.sendall(h + body)
         except (OSError, EOFError):
             pass
-        for s in (c, u):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            s.close()
-
-    def close(self):
-        self.lsock.close()
+        shut(c, u, close=True)
 
 
 def test_lost_reply_resolved_or_replayed(ep, tmp_path):

@@ -11,8 +11,8 @@ import os
 import re
 import socket
 
-from test_repo_cli import ep, read, tree, write  # noqa: F401 (ep: the server fixture)
-from test_repo_branch_cli import LossyProxy, repo, submitted_change
+from cairnutil import ep, read, repo, tree, write  # noqa: F401 (ep: the server fixture)
+from test_repo_branch_cli import LossyProxy, submitted_change
 
 
 def submit(ep, ws, message):

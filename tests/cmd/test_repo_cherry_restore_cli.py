@@ -9,8 +9,7 @@ import os
 import socket
 import struct
 
-from test_repo_cli import ep, tree  # noqa: F401 (ep: the server fixture)
-from test_repo_branch_cli import repo
+from cairnutil import ep, repo, tree  # noqa: F401 (ep: the server fixture)
 from test_repo_cherry_cli import HoldingProxy, fix_on_feature
 
 

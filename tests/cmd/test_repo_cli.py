@@ -6,49 +6,10 @@ import os
 import re
 import sys
 
-import pytest
-
 from conftest import binary, run
+from cairnutil import ep, read, repo, tree, write  # noqa: F401 (ep: the fixture; re-exported)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scribe"))
-
-ARGS = ["--jay", "off", "--http", "off", "--scribe", "127.0.0.1:0"]
-
-
-@pytest.fixture
-def ep(server_factory):
-    s = server_factory(args=ARGS, wait_for=("scribe",))
-    host, port = s.addrs["scribe"]
-    return "%s:%d" % (host, port)
-
-
-def repo(ep, *args, check=True):
-    r = run([binary("cairn"), "repo"] + list(args) + ["--endpoint", ep], timeout=120)
-    if check:
-        assert r.returncode == 0, (args, r.stdout, r.stderr)
-    return r
-
-
-def write(path, data):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def tree(d):
-    out = {}
-    for root, dirs, files in os.walk(d):
-        if ".cairn" in dirs:
-            dirs.remove(".cairn")
-        for f in files:
-            p = os.path.join(root, f)
-            out[os.path.relpath(p, d)] = read(p)
-    return out
 
 
 def test_create_list_info(ep):

@@ -12,8 +12,7 @@ import os
 import stat
 
 from conftest import binary, run
-from test_repo_cli import ep, write  # noqa: F401 (ep: the server fixture)
-from test_repo_branch_cli import repo
+from cairnutil import ep, repo, seeded, write  # noqa: F401 (ep: the server fixture)
 
 PSD_RULES = (b'version = 1\n[locks]\nrules = [\n'
              b'  { pattern = "art/scratch/**", mode = "none" },\n'
@@ -27,18 +26,11 @@ def writable(path):
 def with_policy(ep, tmp_path, name="game", rules=PSD_RULES):
     """A repository whose main holds a lock policy and three files, and two
     workspaces cloned after it: returns (a, b)."""
-    a, b = str(tmp_path / "a"), str(tmp_path / "b")
-    repo(ep, "create", name)
-    repo(ep, "clone", name, a)
-    write(os.path.join(a, ".scribe/config.toml"), rules)
-    write(os.path.join(a, "art/hero.psd"), b"hero\n")
-    write(os.path.join(a, "art/scratch/doodle.psd"), b"doodle\n")
-    write(os.path.join(a, "README"), b"readme\n")
+    files = {".scribe/config.toml": rules, "art/hero.psd": b"hero\n",
+             "art/scratch/doodle.psd": b"doodle\n", "README": b"readme\n"}
     # the first submit adds the rules and the files together: the rules in
     # force are main's before it, which has none
-    repo(ep, "submit", a, "-m", "policy and art")
-    repo(ep, "clone", name, b)
-    return a, b
+    return seeded(ep, tmp_path, name, files, "policy and art")
 
 
 def test_clone_edit_submit_unlock(ep, tmp_path):

@@ -8,8 +8,8 @@ files read-only at the next sync, one that removes it makes them
 writable.  Modes are read with stat (the tests may run as root)."""
 import os
 
-from test_repo_branch_cli import repo, submitted_change
-from test_repo_cli import ep, read, write  # noqa: F401 (ep: the server fixture)
+from cairnutil import ep, read, repo, write  # noqa: F401 (ep: the server fixture)
+from test_repo_branch_cli import submitted_change
 from test_repo_edit_cli import with_policy, writable
 
 CONFLICT = 6

@@ -7,19 +7,12 @@ submitted unless --keep-locks; a submit refused for a missing required lock
 exits 6 naming the path."""
 import os
 
-from test_repo_cli import ep, write  # noqa: F401 (ep: the server fixture)
-from test_repo_branch_cli import repo
+from cairnutil import ep, repo, seeded, write  # noqa: F401 (ep: the server fixture)
 
 
 def two_workspaces(ep, tmp_path, name="game"):
-    a, b = str(tmp_path / "a"), str(tmp_path / "b")
-    repo(ep, "create", name)
-    repo(ep, "clone", name, a)
-    write(os.path.join(a, "art/hero.psd"), b"hero\n")
-    write(os.path.join(a, "art/sky.psd"), b"sky\n")
-    repo(ep, "submit", a, "-m", "art")
-    repo(ep, "clone", name, b)
-    return a, b
+    files = {"art/hero.psd": b"hero\n", "art/sky.psd": b"sky\n"}
+    return seeded(ep, tmp_path, name, files, "art")
 
 
 def test_lock_unlock_locks(ep, tmp_path):

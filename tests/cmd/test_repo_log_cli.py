@@ -9,8 +9,8 @@ import os
 import re
 import sys
 
-from test_repo_branch_cli import repo, submitted_change
-from test_repo_cli import ep, write  # noqa: F401 (ep: the server fixture)
+from cairnutil import ep, repo, write  # noqa: F401 (ep: the server fixture)
+from test_repo_branch_cli import submitted_change
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scribe"))

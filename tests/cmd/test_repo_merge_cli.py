@@ -15,8 +15,7 @@ import subprocess
 import time
 
 from conftest import binary
-from test_repo_branch_cli import repo
-from test_repo_cli import ep, read, tree, write  # noqa: F401 (ep: the server fixture)
+from cairnutil import ep, read, repo, tree, write  # noqa: F401 (ep: the server fixture)
 
 CONFLICT = 6
 

@@ -7,8 +7,7 @@ conflict that `cairn repo resolve` settles.  Judged by the files of the
 workspace, of a fresh clone of main after the merge, and by exit codes."""
 import os
 
-from test_repo_branch_cli import repo
-from test_repo_cli import ep, read, tree, write  # noqa: F401 (ep: the server fixture)
+from cairnutil import ep, repo, tree, write  # noqa: F401 (ep: the server fixture)
 from test_repo_merge_cli import BASE_TEXT, CONFLICT, clone_main, commit, edit_line, merge, two_sides
 
 

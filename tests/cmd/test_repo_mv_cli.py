@@ -7,8 +7,7 @@ the refusals (untracked source, existing destination) leave the workspace
 untouched."""
 import os
 
-from test_repo_branch_cli import repo
-from test_repo_cli import ep, read, tree, write  # noqa: F401 (ep: the server fixture)
+from cairnutil import ep, read, repo, tree, write  # noqa: F401 (ep: the server fixture)
 
 
 def workspace(ep, tmp_path, name, files):

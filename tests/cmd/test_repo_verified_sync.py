@@ -10,47 +10,23 @@ makes every sync fail with nothing applied, while the same proxy left
 alone lets it through."""
 import os
 import shutil
-import socket
 import struct
-import threading
 
-from conftest import binary, run
+from cairnutil import SCRIBE_ONLY, Relay, recv_exact, scribe_ep, shut, tree, write
+from cairnutil import repo as cairn_repo
 
-ARGS = ["--jay", "off", "--http", "off", "--scribe", "127.0.0.1:0"]
 OP_TREE_PROOF = 43
 STREAMED = (7, 30)  # get_objects, get_chunks: object data follows the payload
 
 
-def ep_of(s):
-    host, port = s.addrs["scribe"]
-    return "%s:%d" % (host, port)
-
-
 def repo(ep, *args, check=True):
-    r = run([binary("cairn"), "repo"] + list(args) + ["--endpoint", ep, "--conns", "0"],
-            timeout=120)
-    # a sanitizer build's report on the client side fails the test too
-    assert "runtime error:" not in r.stderr and "AddressSanitizer" not in r.stderr, r.stderr
-    if check:
-        assert r.returncode == 0, (args, r.stdout, r.stderr)
-    return r
-
-
-def write(path, data):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
+    """`cairn repo` over one connection (--conns 0)."""
+    return cairn_repo(ep, *args, check=check, extra=("--conns", "0"))
 
 
 def snapshot(d):
     """Every file under d, .cairn/state included, as bytes."""
-    out = {}
-    for root, dirs, files in os.walk(d):
-        for f in files:
-            p = os.path.join(root, f)
-            with open(p, "rb") as fh:
-                out[os.path.relpath(p, d)] = fh.read()
-    return out
+    return tree(d, skip=())
 
 
 def anchors(ws):
@@ -59,16 +35,6 @@ def anchors(ws):
 
 
 # ---- the tampering proxy ---------------------------------------------------------------
-def recv_exact(s, n):
-    buf = b""
-    while len(buf) < n:
-        got = s.recv(n - len(buf))
-        if not got:
-            raise EOFError
-        buf += got
-    return buf
-
-
 def split_nodes(p):
     count = struct.unpack_from("<I", p, 64)[0]
     nodes, at = [], 68
@@ -115,57 +81,25 @@ def tamper(mode, p, stale):
     if mode == "stale":
         return stale
     if mode == "flip_commit":
-        return p  # the commit object is altered instead (Proxy.frames)
+        return p  # the commit object is altered instead (Proxy._down)
     raise AssertionError(mode)
 
 
-class Proxy:
+class Proxy(Relay):
     """Between `cairn` and cairnd: forwards bytes, parses the server's frames
     (SCR1 header, payload, and for get_objects/get_chunks their object
     stream, codec 1 without compression) and rewrites each tree_proof reply
     as `mode` says."""
 
     def __init__(self, upstream):
-        self.upstream = upstream
         self.mode = None
         self.tampered = 0
         self.proofs = 0
         self.recorded = None  # the first untampered tree_proof reply
         self.ops = {}  # opcode -> replies seen
-        self.ls = socket.socket()
-        self.ls.bind(("127.0.0.1", 0))
-        self.ls.listen(16)
-        self.ep = "127.0.0.1:%d" % self.ls.getsockname()[1]
-        self.closed = False
-        threading.Thread(target=self.accept, daemon=True).start()
+        super().__init__(upstream)
 
-    def accept(self):
-        while not self.closed:
-            try:
-                c, _ = self.ls.accept()
-            except OSError:
-                return
-            u = socket.create_connection(self.upstream)
-            threading.Thread(target=self.pump, args=(c, u), daemon=True).start()
-            threading.Thread(target=self.frames, args=(u, c), daemon=True).start()
-
-    @staticmethod
-    def pump(src, dst):
-        try:
-            while True:
-                b = src.recv(65536)
-                if not b:
-                    break
-                dst.sendall(b)
-        except OSError:
-            pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def frames(self, src, dst):
+    def _down(self, src, dst):
         try:
             while True:
                 h = recv_exact(src, 24)
@@ -199,21 +133,13 @@ class Proxy:
                             dst.sendall(ln + body)
         except (EOFError, OSError):
             pass
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def close(self):
-        self.closed = True
-        self.ls.close()
+        shut(src, dst)
 
 
 # ---- tests ------------------------------------------------------------------------------
 def test_first_contact_anchor_and_submit(server_factory, tmp_path):
-    s = server_factory(args=ARGS, wait_for=("scribe",))
-    ep = ep_of(s)
+    s = server_factory(args=SCRIBE_ONLY, wait_for=("scribe",))
+    ep = scribe_ep(s)
     repo(ep, "create", "game")
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
     r = repo(ep, "clone", "game", a)
@@ -255,13 +181,13 @@ def restart(s, data, backup=None, save=None):
         shutil.rmtree(data)
         shutil.copytree(backup, data)
     s.start(wait_for=("scribe",))
-    return ep_of(s)
+    return scribe_ep(s)
 
 
 def test_rollback_refused_until_anchor_reset(server_factory, tmp_path):
     data = tmp_path / "data"
-    s = server_factory(args=ARGS, data=data, wait_for=("scribe",))
-    ep = ep_of(s)
+    s = server_factory(args=SCRIBE_ONLY, data=data, wait_for=("scribe",))
+    ep = scribe_ep(s)
     repo(ep, "create", "game")
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
     repo(ep, "clone", "game", a)
@@ -293,8 +219,7 @@ def test_rollback_refused_until_anchor_reset(server_factory, tmp_path):
     assert r.returncode == 9
 
     # explicit re-anchoring; then sync follows the server again
-    r = run([binary("cairn"), "repo", "anchor", "reset", "-C", b, "--endpoint", ep], timeout=60)
-    assert r.returncode == 0 and "runtime error:" not in r.stderr, r.stderr
+    r = cairn_repo(ep, "anchor", "reset", "-C", b, timeout=60)  # without --conns 0
     assert "trusting the server's head, change 2" in r.stderr
     assert snapshot(b)["f.txt"] == b"v2\n"  # files untouched by the reset
     # the reset moved the workspace to change 0 of the new anchor: this sync
@@ -310,8 +235,8 @@ MODES = ["flip_node", "flip_content_root", "flip_revision_root", "drop", "duplic
 
 
 def test_adversarial_proxy_applies_nothing(server_factory, tmp_path):
-    s = server_factory(args=ARGS, wait_for=("scribe",))
-    ep = ep_of(s)
+    s = server_factory(args=SCRIBE_ONLY, wait_for=("scribe",))
+    ep = scribe_ep(s)
     repo(ep, "create", "game")
     a, b = str(tmp_path / "a"), str(tmp_path / "b")
     repo(ep, "clone", "game", a)
@@ -357,8 +282,8 @@ def mount_config(rid, bid, rev, path="vendor/lib"):
 
 
 def test_mounts_cloned_and_synced_at_their_pins(server_factory, tmp_path):
-    s = server_factory(args=ARGS, wait_for=("scribe",))
-    ep = ep_of(s)
+    s = server_factory(args=SCRIBE_ONLY, wait_for=("scribe",))
+    ep = scribe_ep(s)
     repo(ep, "create", "lib")
     repo(ep, "create", "app")
     lw, aw, b = str(tmp_path / "lw"), str(tmp_path / "aw"), str(tmp_path / "b")

@@ -17,10 +17,12 @@ from s3fixtures import s3_args  # noqa: E402
 BEAT_MS = 300
 
 
-def status(*where):
+def status(*where, leases=False):
     r = run([binary("cairn"), "admin"] + list(where) + ["fleet", "status", "--json"])
     assert r.returncode == 0, r.stderr
-    return {n["id"]: n for n in json.loads(r.stdout)}
+    doc = json.loads(r.stdout)
+    nodes = {n["id"]: n for n in doc["nodes"]}
+    return (nodes, {x["job"]: x for x in doc["leases"]}) if leases else nodes
 
 
 def until(pred, uri, timeout=15):
@@ -77,6 +79,9 @@ def test_nodes_up_stopped_lost(pg, tmp_path):
         r = run([binary("cairn"), "admin", "--meta", uri, "fleet", "status"])
         assert r.returncode == 0, r.stderr
         rows = [line.split("\t") for line in r.stdout.splitlines()]
+        assert [x[0] for x in rows if x[0].startswith("lease:")] == \
+            ["lease:blob-sweep", "lease:upload-expiry", "lease:lifecycle"]
+        rows = [x for x in rows if not x[0].startswith("lease:")]
         assert [x[0] for x in rows] == ["alpha", "beta", drawn]
         assert [x[1] for x in rows][:2] == ["lost", "stopped"]
         assert rows[0][2] == "http://alpha.example:7448" and rows[1][2] == "-"
@@ -92,13 +97,17 @@ def test_status_usage_and_sqlite(tmp_path):
     srv = Server(tmp_path / "solo", args=s3_args(["--node-id", "solo-1"]))
     srv.start(wait_for=("http", "jay"))
     try:
-        st = status("--data", str(tmp_path / "solo"))
+        st, leases = status("--data", str(tmp_path / "solo"), leases=True)
         assert list(st) == ["solo-1"] and st["solo-1"]["state"] == "up"
+        assert leases == {}  # one process runs every job of its data directory
     finally:
         srv.stop()
     assert status("--data", str(tmp_path / "solo"))["solo-1"]["state"] == "stopped"
     r = run([binary("cairn"), "admin", "--data", str(tmp_path / "solo"), "fleet", "nodes"])
     assert r.returncode == 0 and r.stdout.startswith("solo-1\tstopped\t")
+    r = run([binary("cairn"), "admin", "--data", str(tmp_path / "solo"), "fleet", "nodes",
+             "--json"])
+    assert r.returncode == 0 and [n["id"] for n in json.loads(r.stdout)] == ["solo-1"]
     for args in (["fleet"], ["fleet", "list"], ["fleet", "status", "--xml"]):
         r = run([binary("cairn"), "admin", "--data", str(tmp_path / "solo")] + args)
         assert r.returncode == 2, args
@@ -106,3 +115,51 @@ def test_status_usage_and_sqlite(tmp_path):
     assert r.returncode == 2 and "needs --meta URL or --data DIR" in r.stderr
     r = run([binary("cairnd"), "--data", str(tmp_path / "x"), "--node-id", "bad id"])
     assert r.returncode == 2 and "--node-id wants" in r.stderr
+
+
+@needs_pg
+def test_status_shows_lease_holders(pg, tmp_path):
+    """`fleet status` names the node holding each job lease (the advisory
+    locks of the nodes' cairn-watch sessions, labelled with their ids) and
+    follows a lease to the other node when its holder is killed; the
+    lifecycle worker's lease row is listed too."""
+    uri = pg.create_db("holders")
+    key = key_file(tmp_path / "fleet.key")
+    nodes = {}
+    try:
+        for name in ("one", "two"):
+            nodes[name] = Server(tmp_path / name, args=s3_args([
+                "--meta", uri, "--identity-key", key, "--node-id", name])).start(
+                    wait_for=("http", "jay"))
+        jobs = ("blob-sweep", "upload-expiry")
+
+        def held(st):
+            return all(st[1][j]["node"] in nodes for j in jobs)
+
+        deadline = time.monotonic() + 15
+        while not held(st := status("--meta", uri, leases=True)) and \
+                time.monotonic() < deadline:
+            time.sleep(0.2)
+        leases = st[1]
+        assert held(st), leases
+        assert sorted(leases) == ["blob-sweep", "lifecycle", "upload-expiry"]
+        assert all(leases[j]["pid"] > 0 for j in jobs)
+        r = run([binary("cairn"), "admin", "--meta", uri, "fleet", "status"])
+        lines = [ln.split("\t") for ln in r.stdout.splitlines() if ln.startswith("lease:")]
+        assert {x[0][6:]: x[1] for x in lines if x[0][6:] in jobs} == \
+            {j: leases[j]["node"] for j in jobs}
+
+        victim = leases["blob-sweep"]["node"]
+        other = "two" if victim == "one" else "one"
+        nodes.pop(victim).kill9()
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            leases = status("--meta", uri, leases=True)[1]
+            if all(leases[j]["node"] == other for j in jobs):
+                break
+            time.sleep(0.2)
+        assert all(leases[j]["node"] == other for j in jobs), leases
+    finally:
+        for n in nodes.values():
+            if n.proc and n.proc.poll() is None:
+                n.stop()

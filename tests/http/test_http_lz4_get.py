@@ -13,7 +13,8 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from conftest import ADMIN_TOKEN, binary, run
+from conftest import ADMIN_TOKEN
+from cairnutil import repo as cairn_repo
 
 ADMIN_KEY, ADMIN_SECRET = ADMIN_TOKEN.split(":", 1)
 
@@ -30,10 +31,7 @@ def srv(server_factory):
 
 
 def repo(ep, *args):
-    r = run([binary("cairn"), "repo"] + list(args) + ["--endpoint", ep],
-            env={"CAIRN_TOKEN": ADMIN_TOKEN}, timeout=120)
-    assert r.returncode == 0, (args, r.stdout, r.stderr)
-    return r
+    return cairn_repo(ep, *args, env={"CAIRN_TOKEN": ADMIN_TOKEN})
 
 
 def test_get_of_an_lz4_stored_object(srv, tmp_path):

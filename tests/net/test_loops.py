@@ -21,7 +21,8 @@ import struct
 import subprocess
 import time
 
-from conftest import ADMIN_TOKEN, Server, binary, run
+from conftest import ADMIN_TOKEN, Server
+from cairnutil import cairnd_refuses
 from test_admission import (dial, echo_server, gate, hello,  # noqa: F401 (a fixture)
                             is_closed, recv_exact, request, session)
 
@@ -134,12 +135,12 @@ def test_eviction_reaches_a_connection_of_another_loop(echo_server):
 
 
 def test_net_loops_setting(tmp_path):
-    bad = run([binary("cairnd"), "--data", str(tmp_path / "d0"), "--net-loops", "65"])
-    assert bad.returncode == 2 and "--net-loops must be an integer from 0 to 64" in bad.stderr
+    cairnd_refuses(tmp_path / "d0", "--net-loops", "65",
+                   says="--net-loops must be an integer from 0 to 64")
     cfg = tmp_path / "bad.toml"
     cfg.write_text("[server]\nnet_loops = -1\n")
-    bad = run([binary("cairnd"), "--data", str(tmp_path / "d1"), "--config", str(cfg)])
-    assert bad.returncode == 2 and "net_loops must be an integer from 0 to 64" in bad.stderr
+    cairnd_refuses(tmp_path / "d1", "--config", str(cfg),
+                   says="net_loops must be an integer from 0 to 64")
     # The flag wins over the environment; one loop accepts and serves.
     srv = Server(tmp_path / "data", args=["--jay", "127.0.0.1:0", "--scribe", "off", "--http",
                                           "off", "--net-loops", "1"],

@@ -28,6 +28,7 @@ import sys
 import pytest
 
 from conftest import binary, run
+from cairnutil import cairnd_refuses
 from test_tls_pq import GROUP, cairn_client, s_client_x25519, server_groups  # noqa: F401
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "client"))
@@ -165,12 +166,12 @@ def test_flag_beats_environment_and_default_prefers_hybrid(node, cert, server_fa
 
 
 def test_bad_group_rules_are_usage_errors(tmp_path):
-    r = run([binary("cairnd"), "--data", str(tmp_path / "d"), "--tls-groups", "classical"])
-    assert r.returncode == 2 and "--tls-groups must be pq-only or hybrid-first" in r.stderr
+    cairnd_refuses(tmp_path / "d", "--tls-groups", "classical",
+                   says="--tls-groups must be pq-only or hybrid-first")
     conf = tmp_path / "c.toml"
     conf.write_text('[server]\ntls_groups = "fast"\n')
-    r = run([binary("cairnd"), "--data", str(tmp_path / "d"), "--config", str(conf)])
-    assert r.returncode == 2 and "tls_groups must be pq-only or hybrid-first" in r.stderr
+    cairnd_refuses(tmp_path / "d", "--config", str(conf),
+                   says="tls_groups must be pq-only or hybrid-first")
 
 
 @pytest.mark.parametrize("rule", ["hybrid-first", "pq-only"])

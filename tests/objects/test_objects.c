@@ -1460,6 +1460,102 @@ static void test_head_cache_crashed_writer(void)
     env_close(&e);
 }
 
+/* cn_objects_lifecycle_expiry_cached of b/k (1 byte, no tags): 1 or 0 from
+ * the entry filed under the bucket's settings word, CN_E_AGAIN without one. */
+static int lc_cached(cn_objects_t *o, const char *b, char rid[CN_OBJECTS_LC_ID_MAX + 1])
+{
+    int64_t exp = 0;
+    rid[0] = 0;
+    return cn_objects_lifecycle_expiry_cached(o, b, "k", 1, 0, 0, &exp, rid);
+}
+
+static int lc_read(cn_objects_t *o, const char *b, char rid[CN_OBJECTS_LC_ID_MAX + 1])
+{
+    int64_t exp = 0;
+    rid[0] = 0;
+    return cn_objects_lifecycle_expiry(o, b, "k", 1, 0, 0, &exp, rid);
+}
+
+/* gen.c's invariant 6, with two handles on one data dir (two processes)
+ * and a third mapping of the table: object writes through one handle move
+ * the write word but not the settings word, so the owner and rules the
+ * other handle read stay answerable (also while an object writer is in
+ * flight); a settings writer in flight keeps them unanswerable and unfiled;
+ * a lifecycle change, a bucket deleted and made again by another owner,
+ * through one handle are seen by the other's next read. */
+static void test_settings_word(void)
+{
+    env_t e, w;
+    env_heads(&e, "sw1", "k", "v");
+    env_open_on(&w, NULL, e.dir, true);
+    cn_objects_req_t rq = req_for(&e.alice);
+    cn__gen_t *g = NULL;
+    CN_CHECK_EQ(cn__gen_open(e.dir, &g), 0);
+    const size_t slot = cn__gen_slot("sw1");
+    const uint64_t one = UINT64_C(1) << 32;
+    uint64_t s0 = cn__gen_sload(g, slot), w0 = cn__gen_load(g, slot);
+    CN_CHECK(cn__gen_quiet(s0) && s0 >= one); /* the create moved it */
+    char rid[CN_OBJECTS_LC_ID_MAX + 1];
+    CN_CHECK_EQ(lc_cached(e.o, "sw1", rid), CN_E_AGAIN);
+    CN_CHECK_EQ(lc_read(e.o, "sw1", rid), 0); /* files: no rules */
+    CN_CHECK_EQ(lc_cached(e.o, "sw1", rid), 0);
+
+    CN_CHECK_EQ(put_bytes(&w, &w.alice, "sw1", "n", "x", 1, NULL, NULL), 0);
+    CN_CHECK_EQ(cn__gen_load(g, slot), w0 + one);
+    CN_CHECK_EQ(cn__gen_sload(g, slot), s0);
+    CN_CHECK_EQ(lc_cached(e.o, "sw1", rid), 0); /* still answered */
+    cn__gen_enter(g, slot);
+    CN_CHECK_EQ(lc_cached(e.o, "sw1", rid), 0);
+    cn__gen_leave(g, slot);
+
+    cn__gen_senter(g, slot);
+    CN_CHECK_EQ(lc_cached(e.o, "sw1", rid), CN_E_AGAIN);
+    CN_CHECK_EQ(lc_read(e.o, "sw1", rid), 0); /* through SQL, not filed */
+    CN_CHECK_EQ(lc_cached(e.o, "sw1", rid), CN_E_AGAIN);
+    cn__gen_sleave(g, slot);
+    CN_CHECK_EQ(cn__gen_sload(g, slot), s0 + one);
+    CN_CHECK_EQ(lc_cached(e.o, "sw1", rid), CN_E_AGAIN);
+
+    /* The owner peek reads and files the same entry. */
+    char owner[CN_ACCOUNT_NAME_MAX + 1];
+    CN_CHECK_EQ(cn_objects_bucket_peek(e.o, "sw1", owner, NULL, NULL, NULL), 0);
+    CN_CHECK_STR(owner, "alice");
+    CN_CHECK_EQ(lc_cached(e.o, "sw1", rid), 0);
+
+    cn_objects_lc_rule_t r = {
+        .id = "r1", .enabled = true, .prefix = "", .size_gt = -1, .size_lt = -1, .exp_days = 3
+    };
+    CN_CHECK_EQ(cn_objects_lifecycle_set(w.o, &rq, "sw1", &r, 1, "<d/>", 4), 0);
+    CN_CHECK_EQ(cn__gen_sload(g, slot), s0 + 2 * one);
+    CN_CHECK_EQ(lc_cached(e.o, "sw1", rid), CN_E_AGAIN);
+    CN_CHECK_EQ(lc_read(e.o, "sw1", rid), 1);
+    CN_CHECK_STR(rid, "r1");
+    CN_CHECK_EQ(lc_cached(e.o, "sw1", rid), 1);
+    CN_CHECK_STR(rid, "r1");
+    CN_CHECK_EQ(cn_objects_lifecycle_set(w.o, &rq, "sw1", NULL, 0, NULL, 0), 0);
+    CN_CHECK_EQ(lc_read(e.o, "sw1", rid), 0);
+
+    /* Made again by bob through the other handle: the next peek says so. */
+    CN_CHECK_EQ(cn_objects_delete(w.o, &rq, "sw1", "k"), 0);
+    CN_CHECK_EQ(cn_objects_delete(w.o, &rq, "sw1", "n"), 0);
+    CN_CHECK_EQ(cn_objects_bucket_peek(e.o, "sw1", owner, NULL, NULL, NULL), 0);
+    CN_CHECK_STR(owner, "alice");
+    CN_CHECK_EQ(cn_objects_bucket_delete(w.o, &rq, "sw1"), 0);
+    CN_CHECK_EQ(cn_objects_bucket_peek(e.o, "sw1", owner, NULL, NULL, NULL), CN_E_NOT_FOUND);
+    cn_principal_t bob = e.alice;
+    snprintf(bob.account, sizeof bob.account, "bob");
+    bob.account_id = 2;
+    cn_objects_req_t rb = req_for(&bob);
+    CN_CHECK_EQ(cn_objects_bucket_create(w.o, &rb, "sw1", NULL, NULL), 0);
+    CN_CHECK_EQ(cn_objects_bucket_peek(e.o, "sw1", owner, NULL, NULL, NULL), 0);
+    CN_CHECK_STR(owner, "bob");
+    /* The in-flight writer above, two lifecycle writes, the delete, the create. */
+    CN_CHECK_EQ(cn__gen_sload(g, slot), s0 + 5 * one);
+    cn__gen_close(g);
+    env_close(&w);
+    env_close(&e);
+}
+
 /* A cached head whose blob is gone is not answered from the cache: the
  * slow path decides (the version is still current: CN_E_CORRUPT). */
 static void test_head_cache_missing_blob(void)
@@ -1574,4 +1670,5 @@ CN_TEST_MAIN(CN_TEST(test_bucket_names), CN_TEST(test_buckets), CN_TEST(test_put
              CN_TEST(test_concurrency), CN_TEST(test_concurrency_heads),
              CN_TEST(test_head_cache_follows_writes), CN_TEST(test_head_cache_in_flight),
              CN_TEST(test_head_cache_two_handles), CN_TEST(test_head_cache_crashed_writer),
-             CN_TEST(test_head_cache_missing_blob), CN_TEST(test_packed_zero_copy))
+             CN_TEST(test_head_cache_missing_blob), CN_TEST(test_settings_word),
+             CN_TEST(test_packed_zero_copy))

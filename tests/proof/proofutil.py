@@ -2,9 +2,13 @@
 that restart on one data dir, /proc readings, the fault shim.
 
 Everything here drives the real cairnd over loopback sockets."""
+import contextlib
 import os
+import re
 import resource
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -12,7 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 for _face in ("jay", "scribe", "blobops"):
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), _face))
 
-from conftest import ADMIN_TOKEN, BUILD, Server, ephemeral_args  # noqa: E402
+from conftest import ADMIN_TOKEN, BUILD, Server, binary, ephemeral_args  # noqa: E402
 import jayclient  # noqa: E402,F401  (re-exported for the tests)
 
 SANITIZER_MARKS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer")
@@ -123,6 +127,112 @@ def files_under(path):
     for root, _dirs, files in os.walk(path):
         out.extend(os.path.join(root, f) for f in files)
     return out
+
+
+def all_files(root):
+    """Every file and directory under root (root itself left out), as paths."""
+    out = set()
+    for d, dirs, files in os.walk(root):
+        for n in dirs + files:
+            out.add(os.path.join(d, n))
+    return out
+
+
+def tag_stays_inside(node, tag, what):
+    """No name holding tag where a "../" or absolute `what` (key, name)
+    would land if it were ever used as a path, none inside the data dir
+    either, and the blob files named by their digest alone."""
+    for d in ("/", "/tmp", os.getcwd(), os.path.dirname(node.data_dir),
+              os.path.dirname(os.path.dirname(node.data_dir))):
+        hits = [n for n in os.listdir(d) if tag in n]
+        assert hits == [], "a %s escaped into %s: %s" % (what, d, hits)
+    for p in all_files(node.data_dir):
+        assert tag not in p, "a %s became a path: %s" % (what, p)
+    for p in files_under(os.path.join(node.data_dir, "blobs")):
+        assert re.fullmatch(r"[0-9a-f]{64}(\.[a-z0-9]+)?", os.path.basename(p)), p
+
+
+def no_secret_in_files(data_dir, secrets):
+    """No secret in plain text in any file of the data dir but admin.token
+    (which holds the admin credential by design)."""
+    for path in files_under(data_dir):
+        if os.path.basename(path) == "admin.token":
+            continue
+        with open(path, "rb") as f:
+            blob = f.read()
+        for sec in secrets:
+            assert sec.encode() not in blob, "a secret is in plain text in %s" % path
+
+
+def wait_staging_empty(data_dir, timeout=10):
+    """The files left in the data dir's staging/ once it empties or timeout
+    seconds pass ([] when it emptied)."""
+    deadline = time.time() + timeout
+    left = files_under(os.path.join(data_dir, "staging"))
+    while left and time.time() < deadline:
+        time.sleep(0.1)
+        left = files_under(os.path.join(data_dir, "staging"))
+    return left
+
+
+def mount_tmpfs(path, size):
+    """Mounts a tmpfs of size bytes at path; False where this machine does
+    not allow it (the caller skips)."""
+    os.makedirs(path, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%d,mode=0755" % size, "tmpfs", path],
+                       capture_output=True, text=True)
+    return r.returncode == 0
+
+
+def sweep(data_dir):
+    """tests/proof/proof_sweep over a stopped server's data dir: its counts
+    by name (scanned, deleted, live, ...)."""
+    r = subprocess.run([binary("tests/proof/proof_sweep"), data_dir], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    f = r.stdout.split()
+    return {f[i]: int(f[i + 1]) for i in range(0, len(f), 2)}
+
+
+def kill_sweep_restart(node, stop, threads, held, errors, swept):
+    """The end of one crash cycle: SIGKILL the server mid-write, stop the
+    writer threads (none may hang on the dead server) and close the held
+    sockets; no writer saw what must fail the test (errors); the sweep run
+    over the dead server's data dir adds its counts to swept; the server
+    restarts with nothing left in staging."""
+    node.kill9()
+    stop.set()
+    for t in threads:
+        t.join(60)
+        assert not t.is_alive(), "a writer hung after the server died"
+    for s in held:
+        s.close()
+    assert errors == [], errors
+
+    st = sweep(node.data_dir)
+    for k in swept:
+        swept[k] += st[k]
+    node.start()
+    leftovers = files_under(os.path.join(node.data_dir, "staging"))
+    assert leftovers == [], leftovers
+
+
+@contextlib.contextmanager
+def meta_db_locked(data_dir):
+    """For the block: the data dir's meta.db held under an exclusive lock by
+    a sqlite3 process (taken before the block starts, released after)."""
+    db = os.path.join(data_dir, "meta.db")
+    holder = subprocess.Popen(["sqlite3", db], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+        holder.stdin.write(".timeout 0\nBEGIN EXCLUSIVE;\nSELECT 'locked';\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline().strip() == "locked"
+        yield
+    finally:
+        holder.stdin.write("COMMIT;\n.quit\n")
+        holder.stdin.flush()
+        holder.wait(10)
 
 
 def faultshim_path():

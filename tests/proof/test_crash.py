@@ -20,12 +20,10 @@ import hashlib
 import os
 import random
 import socket
-import subprocess
 import threading
 import time
 
-from conftest import binary
-from proofutil import files_under, jay, jayclient, node_factory  # noqa: F401
+from proofutil import jay, jayclient, kill_sweep_restart, node_factory  # noqa: F401
 
 CYCLES = int(os.environ.get("CAIRN_CRASH_CYCLES", "5"))
 WRITERS = 4
@@ -148,14 +146,6 @@ def verify(node, model, torn_keys):
         assert listed == present, (sorted(listed ^ present))
 
 
-def sweep(data_dir):
-    r = subprocess.run([binary("tests/proof/proof_sweep"), data_dir], capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    f = r.stdout.split()
-    return {f[i]: int(f[i + 1]) for i in range(0, len(f), 2)}
-
-
 def test_crash_cycles(node_factory):
     rng = random.Random(int(os.environ.get("CAIRN_CRASH_SEED", "0")) or None)
     node = node_factory()
@@ -177,20 +167,7 @@ def test_crash_cycles(node_factory):
         torn_keys.append(key)
         torn = torn_upload(node.jay, key, 4 << 20, rng.randrange(1, 2 << 20))
         time.sleep(rng.uniform(0.2, 1.5))
-        node.kill9()
-        stop.set()
-        for t in threads:
-            t.join(60)
-            assert not t.is_alive(), "a writer hung after the server died"
-        torn.close()
-        assert model.errors == [], model.errors
-
-        st = sweep(node.data_dir)
-        for k in swept:
-            swept[k] += st[k]
-        node.start()
-        leftovers = files_under(os.path.join(node.data_dir, "staging"))
-        assert leftovers == [], leftovers
+        kill_sweep_restart(node, stop, threads, [torn], model.errors, swept)
         verify(node, model, torn_keys)
 
     assert model.acked > 0, "no write was acknowledged: the writers never ran"

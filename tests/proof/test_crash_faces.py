@@ -36,16 +36,15 @@ import os
 import random
 import socket
 import struct
-import subprocess
 import threading
 import time
 
 import requests
 from botocore.exceptions import BotoCoreError, ClientError
 
-from conftest import ADMIN_TOKEN, binary
-from proofutil import (FACES, FACES_ARGS, files_under, jay, jayclient, node_factory,  # noqa: F401
-                       s3_client, scribe)
+from conftest import ADMIN_TOKEN
+from proofutil import (FACES, FACES_ARGS, jay, jayclient, node_factory,  # noqa: F401
+                       kill_sweep_restart, s3_client, scribe)
 import scribe_wire as sw
 from blobsclient import b3
 
@@ -545,14 +544,6 @@ def resolve_submit(c, repo):
     repo.head, repo.tree, repo.pending = base + 1, tree, None
 
 
-def sweep(data_dir):
-    r = subprocess.run([binary("tests/proof/proof_sweep"), data_dir], capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    f = r.stdout.split()
-    return {f[i]: int(f[i + 1]) for i in range(0, len(f), 2)}
-
-
 def start_faces(node_factory):
     return node_factory(args=FACES_ARGS, wait_for=FACES)
 
@@ -598,21 +589,7 @@ def test_crash_cycles_every_face(node_factory):
         held.append(c.sock)
         torn_objects.extend(refs)
         time.sleep(rng.uniform(0.5, 2.0))
-        node.kill9()
-        stop.set()
-        for t in threads:
-            t.join(60)
-            assert not t.is_alive(), "a writer hung after the server died"
-        for s in held:
-            s.close()
-        assert model.errors == [], model.errors
-
-        st = sweep(node.data_dir)
-        for k in swept:
-            swept[k] += st[k]
-        node.start()
-        leftovers = files_under(os.path.join(node.data_dir, "staging"))
-        assert leftovers == [], leftovers
+        kill_sweep_restart(node, stop, threads, held, model.errors, swept)
         verify_jay(node, model)     # before verify_s3, which lists both faces' keys
         verify_s3(node, model, torn_s3_keys)
         verify_blobs(node, model, torn_blobs)

@@ -15,7 +15,8 @@ import time
 
 import pytest
 
-from proofutil import faultshim_path, files_under, jay, jayclient, node_factory  # noqa: F401
+from proofutil import (faultshim_path, jay, jayclient, meta_db_locked, mount_tmpfs,  # noqa: F401
+                       node_factory, wait_staging_empty)
 
 BUCKET = "faults"
 
@@ -38,15 +39,6 @@ def check_all(c, acked):
         info, body = c.get_object(BUCKET, key)
         assert body == data, key
         assert info["checksum"] == hashlib.sha256(data).hexdigest()
-
-
-def wait_staging_empty(data_dir, timeout=10):
-    deadline = time.time() + timeout
-    left = files_under(os.path.join(data_dir, "staging"))
-    while left and time.time() < deadline:
-        time.sleep(0.1)
-        left = files_under(os.path.join(data_dir, "staging"))
-    return left
 
 
 class Shim:
@@ -153,17 +145,10 @@ def test_failure_mid_stream_keeps_connection_or_closes_cleanly(node_factory, tmp
     assert wait_staging_empty(data_dir) == []
 
 
-def _mount_tmpfs(path, size):
-    os.makedirs(path, exist_ok=True)
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%d,mode=0755" % size, "tmpfs", path],
-                       capture_output=True, text=True)
-    return r.returncode == 0
-
-
 def test_full_disk(node_factory, tmp_path):
     disk = str(tmp_path / "disk")
     size = 24 << 20
-    if os.geteuid() != 0 or not _mount_tmpfs(disk, size):
+    if os.geteuid() != 0 or not mount_tmpfs(disk, size):
         pytest.skip("cannot mount a size-limited tmpfs here; the shim's ENOSPC case covers it")
     try:
         ballast = os.path.join(disk, "ballast")
@@ -217,14 +202,8 @@ def test_metadata_db_locked(node_factory):
         c.create_bucket(BUCKET)
         acked["k"] = os.urandom(4096)
         put_ok(c, "k", acked["k"])
-    db = os.path.join(node.data_dir, "meta.db")
     c = jay(node)     # connected (authenticated) before the lock is taken
-    holder = subprocess.Popen(["sqlite3", db], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
-    try:
-        holder.stdin.write(".timeout 0\nBEGIN EXCLUSIVE;\nSELECT 'locked';\n")
-        holder.stdin.flush()
-        assert holder.stdout.readline().strip() == "locked"
+    with meta_db_locked(node.data_dir):
         t0 = time.time()
         with pytest.raises(jayclient.JayError) as ei:
             c.put_object(BUCKET, "while-locked", os.urandom(4096))
@@ -232,10 +211,6 @@ def test_metadata_db_locked(node_factory):
         waited = time.time() - t0
         assert waited < 30, "a locked database held the request for %.1fs" % waited
         assert c.ping()
-    finally:
-        holder.stdin.write("COMMIT;\n.quit\n")
-        holder.stdin.flush()
-        holder.wait(10)
     c.close()
     assert node.server.proc.poll() is None
     with jay(node) as c:

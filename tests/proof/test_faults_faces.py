@@ -32,8 +32,8 @@ import requests
 from botocore.exceptions import ClientError
 
 from conftest import ADMIN_TOKEN
-from proofutil import (FACES, FACES_ARGS, FaultShim, files_under, node_factory,  # noqa: F401
-                       s3_client, scribe)
+from proofutil import (FACES, FACES_ARGS, FaultShim, meta_db_locked, mount_tmpfs,  # noqa: F401
+                       node_factory, s3_client, scribe, wait_staging_empty)
 import scribe_wire as sw
 
 BUCKET = "faultfaces"
@@ -200,15 +200,6 @@ def blob_error(r):
     return r.status_code, e["code"], e["reason"]
 
 
-def wait_staging_empty(data_dir, timeout=10):
-    deadline = time.time() + timeout
-    left = files_under(os.path.join(data_dir, "staging"))
-    while left and time.time() < deadline:
-        time.sleep(0.1)
-        left = files_under(os.path.join(data_dir, "staging"))
-    return left
-
-
 def start(node_factory, env=None, data=None):
     return node_factory(args=FACES_ARGS, env=env, data=data, wait_for=FACES)
 
@@ -358,37 +349,20 @@ def test_metadata_db_locked_every_face(node_factory):
     w = Faces(node)
     w.write_all("before", 4096)
     prepare_pending(w)
-    db = os.path.join(node.data_dir, "meta.db")
-    holder = subprocess.Popen(["sqlite3", db], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True)
-    try:
-        holder.stdin.write(".timeout 0\nBEGIN EXCLUSIVE;\nSELECT 'locked';\n")
-        holder.stdin.flush()
-        assert holder.stdout.readline().strip() == "locked"
+    with meta_db_locked(node.data_dir):
         t0 = time.time()
         got, want, objs, op = writes_fail(w, Expect.LOCKED, 4096)
         waited = time.time() - t0
         assert waited < 60, "a locked database held five requests for %.1fs" % waited
-    finally:
-        holder.stdin.write("COMMIT;\n.quit\n")
-        holder.stdin.flush()
-        holder.wait(10)
     assert node.server.proc.poll() is None, "the server died"
     assert got == want
     after_fault(w, objs, op, 4096)
     assert wait_staging_empty(node.data_dir) == []
 
 
-def _mount_tmpfs(path, size):
-    os.makedirs(path, exist_ok=True)
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%d,mode=0755" % size, "tmpfs", path],
-                       capture_output=True, text=True)
-    return r.returncode == 0
-
-
 def test_full_disk_every_face(node_factory, tmp_path):
     disk = str(tmp_path / "disk")
-    if os.geteuid() != 0 or not _mount_tmpfs(disk, 32 << 20):
+    if os.geteuid() != 0 or not mount_tmpfs(disk, 32 << 20):
         pytest.skip("cannot mount a size-limited tmpfs here; the shim's ENOSPC case covers it")
     try:
         node = start(node_factory, data=os.path.join(disk, "data"))

@@ -97,6 +97,13 @@ def s3srv(tmp_path_factory):
     assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
 
 
+def own_server(server_factory, env=None, extra=()):
+    """A cairnd of the test's own, for settings the module's shared one must
+    not have; server_factory stops it and fails the test on a sanitizer
+    report in its log."""
+    return S3Server(server_factory(args=s3_args(extra), env=env, wait_for=("jay", "http")))
+
+
 _counter = [0]
 
 

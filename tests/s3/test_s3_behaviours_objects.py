@@ -367,37 +367,32 @@ def test_content_encoding_of_a_streamed_put(s3srv, s3, bucket):
     assert s3.get_object(Bucket=bucket, Key="streamed-ce")["Body"].read() == b"z" * 70000
 
 
-def test_min_part_size_is_configurable(tmp_path):
+def test_min_part_size_is_configurable(server_factory, tmp_path):
     """CompleteMultipartUpload refuses a non-last part under 5 MiB
     (EntityTooSmall); CAIRN_S3_MIN_PART_SIZE lowers that minimum, as Ceph
     RGW's rgw_multipart_min_part_size does, and a bad value stops cairnd from
     starting rather than serving with a guess."""
     from conftest import Server
-    from s3fixtures import S3Server, s3_args
-    srv = Server(tmp_path / "small", args=s3_args(), env={"CAIRN_S3_MIN_PART_SIZE": "4"})
-    srv.start(wait_for=("jay", "http"))
-    try:
-        s3c = S3Server(srv).client()
-        s3c.create_bucket(Bucket="small")
-        uid = s3c.create_multipart_upload(Bucket="small", Key="k")["UploadId"]
-        done = []
-        for n, body in ((1, b"abcd"), (2, b"xy")):
-            up = s3c.upload_part(Bucket="small", Key="k", UploadId=uid, PartNumber=n, Body=body)
-            done.append({"PartNumber": n, "ETag": up["ETag"]})
-        s3c.complete_multipart_upload(Bucket="small", Key="k", UploadId=uid,
+    from s3fixtures import own_server, s3_args
+    s3c = own_server(server_factory, env={"CAIRN_S3_MIN_PART_SIZE": "4"}).client()
+    s3c.create_bucket(Bucket="small")
+    uid = s3c.create_multipart_upload(Bucket="small", Key="k")["UploadId"]
+    done = []
+    for n, body in ((1, b"abcd"), (2, b"xy")):
+        up = s3c.upload_part(Bucket="small", Key="k", UploadId=uid, PartNumber=n, Body=body)
+        done.append({"PartNumber": n, "ETag": up["ETag"]})
+    s3c.complete_multipart_upload(Bucket="small", Key="k", UploadId=uid,
+                                  MultipartUpload={"Parts": done})
+    assert s3c.get_object(Bucket="small", Key="k")["Body"].read() == b"abcdxy"
+    uid = s3c.create_multipart_upload(Bucket="small", Key="k2")["UploadId"]
+    done = []
+    for n, body in ((1, b"abc"), (2, b"xy")):
+        up = s3c.upload_part(Bucket="small", Key="k2", UploadId=uid, PartNumber=n, Body=body)
+        done.append({"PartNumber": n, "ETag": up["ETag"]})
+    with pytest.raises(ClientError) as e:
+        s3c.complete_multipart_upload(Bucket="small", Key="k2", UploadId=uid,
                                       MultipartUpload={"Parts": done})
-        assert s3c.get_object(Bucket="small", Key="k")["Body"].read() == b"abcdxy"
-        uid = s3c.create_multipart_upload(Bucket="small", Key="k2")["UploadId"]
-        done = []
-        for n, body in ((1, b"abc"), (2, b"xy")):
-            up = s3c.upload_part(Bucket="small", Key="k2", UploadId=uid, PartNumber=n, Body=body)
-            done.append({"PartNumber": n, "ETag": up["ETag"]})
-        with pytest.raises(ClientError) as e:
-            s3c.complete_multipart_upload(Bucket="small", Key="k2", UploadId=uid,
-                                          MultipartUpload={"Parts": done})
-        assert code_of(e) == ("EntityTooSmall", 400)
-    finally:
-        srv.stop()
+    assert code_of(e) == ("EntityTooSmall", 400)
     bad = Server(tmp_path / "bad", args=s3_args(), env={"CAIRN_S3_MIN_PART_SIZE": "5MiB"})
     with pytest.raises(RuntimeError) as e:
         bad.start(wait_for=("jay", "http"), timeout=20)

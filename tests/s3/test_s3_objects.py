@@ -160,21 +160,15 @@ def test_large_object_streams(s3, bucket):
     assert len(got) == len(body) and got == body
 
 
-def test_entity_too_large(tmp_path):
-    from conftest import Server
-    from s3fixtures import S3Server, s3_args
-    srv = Server(tmp_path / "small", args=s3_args(), env={"JAY_MAX_OBJECT_SIZE": "1000"})
-    srv.start(wait_for=("jay", "http"))
-    try:
-        s = S3Server(srv)
-        c = s.client()
-        c.create_bucket(Bucket="small-limit")
-        c.put_object(Bucket="small-limit", Key="ok", Body=b"x" * 1000)
-        with pytest.raises(ClientError) as e:
-            c.put_object(Bucket="small-limit", Key="big", Body=b"x" * 1001)
-        assert code(e) == "EntityTooLarge"
-    finally:
-        srv.stop()
+def test_entity_too_large(server_factory):
+    from s3fixtures import own_server
+    s = own_server(server_factory, env={"JAY_MAX_OBJECT_SIZE": "1000"})
+    c = s.client()
+    c.create_bucket(Bucket="small-limit")
+    c.put_object(Bucket="small-limit", Key="ok", Body=b"x" * 1000)
+    with pytest.raises(ClientError) as e:
+        c.put_object(Bucket="small-limit", Key="big", Body=b"x" * 1001)
+    assert code(e) == "EntityTooLarge"
 
 
 def test_malformed_headers(s3srv, bucket):

@@ -82,26 +82,20 @@ def test_deny_by_source_ip(s3srv, s3, bucket):
     del policy
 
 
-def test_trusted_proxy_header(tmp_path):
-    from conftest import Server
-    from s3fixtures import S3Server, s3_args
-    srv = Server(tmp_path / "proxy", args=s3_args(), env={"JAY_TRUST_PROXY_HEADERS": "1"})
-    srv.start(wait_for=("jay", "http"))
-    try:
-        s = S3Server(srv)
-        c = s.client()
-        c.create_bucket(Bucket="proxied")
-        c.put_object(Bucket="proxied", Key="k", Body=b"v")
-        c.put_bucket_policy(Bucket="proxied", Policy=json.dumps({
-            "Version": "2012-10-17", "Statement": [{
-                "Effect": "Deny", "Principal": "*", "Action": "s3:GetObject",
-                "Resource": "arn:aws:s3:::proxied/*",
-                "Condition": {"IpAddress": {"aws:SourceIp": "203.0.113.0/24"}}}]}))
-        assert s.signed("GET", "/proxied/k").status_code == 200
-        r = s.signed("GET", "/proxied/k", headers={"X-Forwarded-For": "203.0.113.5, 10.0.0.1"})
-        assert r.status_code == 403
-    finally:
-        srv.stop()
+def test_trusted_proxy_header(server_factory):
+    from s3fixtures import own_server
+    s = own_server(server_factory, env={"JAY_TRUST_PROXY_HEADERS": "1"})
+    c = s.client()
+    c.create_bucket(Bucket="proxied")
+    c.put_object(Bucket="proxied", Key="k", Body=b"v")
+    c.put_bucket_policy(Bucket="proxied", Policy=json.dumps({
+        "Version": "2012-10-17", "Statement": [{
+            "Effect": "Deny", "Principal": "*", "Action": "s3:GetObject",
+            "Resource": "arn:aws:s3:::proxied/*",
+            "Condition": {"IpAddress": {"aws:SourceIp": "203.0.113.0/24"}}}]}))
+    assert s.signed("GET", "/proxied/k").status_code == 200
+    r = s.signed("GET", "/proxied/k", headers={"X-Forwarded-For": "203.0.113.5, 10.0.0.1"})
+    assert r.status_code == 403
 
 
 def test_policy_denies_other_account_on_both_faces(s3srv, s3, bucket):

@@ -18,6 +18,34 @@ from s3fixtures import s3, s3srv, unique  # noqa: F401
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
+
+def run_page(origin_srv, origin, cfg, *flags):
+    """Serves the test page (PAGE with cfg) from origin_srv at origin and
+    loads it in a headless Chromium with its own profile (extra flags
+    appended) until the page reports to Origin.result, at most 90 s."""
+    Origin.page = (PAGE % json.dumps(cfg)).encode()
+    Origin.result = None
+    Origin.done.clear()
+    threading.Thread(target=origin_srv.serve_forever, daemon=True).start()
+    profile = tempfile.mkdtemp(prefix="cn-chromium-")
+    proc = subprocess.Popen([CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu",
+                             "--no-first-run", "--disable-extensions",
+                             "--disable-background-networking", *flags,
+                             "--user-data-dir=" + profile, origin + "/index.html"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        assert Origin.done.wait(90), "the page never reported"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        origin_srv.shutdown()
+        shutil.rmtree(profile, ignore_errors=True)
+
 PAGE = """<!doctype html><html><body><pre id="out">running</pre><script>
 const cfg = %s;
 async function run() {
@@ -103,29 +131,7 @@ def test_browser_presigned_post_and_cors_get(s3srv, s3):
                "Bucket": b, "Key": "web/put.txt"}),
            # A bucket without CORS rules: the browser must not let the page read it.
            "denied_url": "%s/%s/x" % (s3srv.endpoint, other_bucket)}
-    Origin.page = (PAGE % json.dumps(cfg)).encode()
-    Origin.result = None
-    Origin.done.clear()
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    profile = tempfile.mkdtemp(prefix="cn-chromium-")
-    proc = subprocess.Popen([CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu",
-                             "--no-first-run", "--disable-extensions",
-                             "--disable-background-networking", "--user-data-dir=" + profile,
-                             origin + "/index.html"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
-    try:
-        assert Origin.done.wait(90), "the page never reported"
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        srv.shutdown()
-        shutil.rmtree(profile, ignore_errors=True)
+    run_page(srv, origin, cfg)
     res = Origin.result
     assert "error" not in res, res
     assert res["post_status"] == 204, res

@@ -110,6 +110,9 @@ static void test_access_certificate(void)
     CN_CHECK_EQ(call(&shortc, 0, NULL, "access-certificate", NULL), 3);
     CN_CHECK_EQ(call(&carol, 0, NULL, "access-certificate", "x", NULL), 1);
     CN_CHECK_EQ(call(NULL, 0, NULL, "access-certificate", NULL), 3);
+    /* A server credential gets none: a storage server never calls storage. */
+    CN_CHECK_EQ(call(&server, 0, NULL, "access-certificate", NULL), 4);
+    CN_CHECK(strstr(ans.message, "server credential") != NULL);
     /* A disabled account gets none. */
     CN_CHECK_EQ(call(&admin, op(), NULL, "users-disable", "carol", NULL), 0);
     CN_CHECK_EQ(call(&carol, 0, NULL, "access-certificate", NULL), 3);
@@ -260,8 +263,9 @@ static void test_authorize_rules(void)
     grant("carol", 2);
     int64_t before = cn_wall_ms();
     CN_CHECK_EQ(authorize(&carol, NULL, TEAM, "art"), 0);
-    CN_CHECK_EQ(ans.n[0], 4);
+    CN_CHECK_EQ(ans.n[0], 5);
     CN_CHECK_STR(ans.rows[0][0], "writer");
+    CN_CHECK_STR(ans.rows[0][4], "0"); /* no namespace-readers grant */
     int64_t lease = atoll(ans.rows[0][1]);
     CN_CHECK(lease >= before && lease <= cn_wall_ms() + 30000);
     uint64_t rev = ans.revision;
@@ -318,6 +322,13 @@ static void test_delegates(void)
     CN_CHECK_STR(ans.rows[0][0], "reader"); /* a service-reader passes reads only */
     CN_CHECK_STR(ans.rows[0][2], "carol");
     CN_CHECK_STR(ans.rows[0][3], "gw");
+    /* The inventory is never reported through a delegate. */
+    CN_CHECK_EQ(call(&admin, op(), NULL, "namespace-readers-set", "carol", TEAM, NULL), 0);
+    CN_CHECK_EQ(authorize(&carol, &gw, TEAM, "art"), 0);
+    CN_CHECK_STR(ans.rows[0][4], "0");
+    CN_CHECK_EQ(authorize(&carol, NULL, TEAM, "art"), 0);
+    CN_CHECK_STR(ans.rows[0][4], "1");
+    CN_CHECK_EQ(call(&admin, op(), NULL, "namespace-readers-revoke", "carol", TEAM, NULL), 0);
     /* A session is no delegate, whatever its grants. */
     CN_CHECK_EQ(authorize(&carol, &carol, TEAM, "art"), 4);
     CN_CHECK_STR(ans.message, "delegate may not act for users in this namespace");
@@ -330,6 +341,41 @@ static void test_delegates(void)
     CN_CHECK_EQ(call(&admin, op(), NULL, "credentials-revoke", gw.credential, NULL), 0);
     CN_CHECK_EQ(authorize(&carol, &gw, TEAM, "art"), 4);
     CN_CHECK_STR(ans.message, "delegate may not act for users in this namespace");
+}
+
+/* authorize's fifth column: the namespace inventory (instance_status) for
+ * a direct caller holding a namespace-readers grant or the namespace
+ * administrator role, whatever the repository asked; never through a
+ * delegate; gone with the grant. */
+static void test_inventory(void)
+{
+    grant("carol", 1);
+    CN_CHECK_EQ(authorize(&carol, NULL, TEAM, ""), 0);
+    CN_CHECK_STR(ans.rows[0][4], "0"); /* a repository grant is not the inventory */
+    CN_CHECK_EQ(call(&admin, op(), NULL, "namespace-readers-set", "carol", TEAM, NULL), 0);
+    CN_CHECK_EQ(authorize(&carol, NULL, TEAM, ""), 0);
+    CN_CHECK_STR(ans.rows[0][4], "1");
+    CN_CHECK_EQ(authorize(&carol, NULL, TEAM, "art"), 0);
+    CN_CHECK_STR(ans.rows[0][0], "reader"); /* the repository role is the grant's */
+    CN_CHECK_STR(ans.rows[0][4], "1");
+    /* A reader-ceiling automation credential keeps it: it is read-only. */
+    cn_sau2_caller_t ro = automation("reader", &carol, 0);
+    CN_CHECK_EQ(authorize(&ro, NULL, TEAM, ""), 0);
+    CN_CHECK_STR(ans.rows[0][4], "1");
+    CN_CHECK_EQ(call(&admin, op(), NULL, "namespace-readers-revoke", "carol", TEAM, NULL), 0);
+    CN_CHECK_EQ(authorize(&carol, NULL, TEAM, ""), 0);
+    CN_CHECK_STR(ans.rows[0][4], "0");
+    /* Another namespace's grant does not count; the administrator has it. */
+    CN_CHECK_EQ(call(&admin, op(), NULL, "namespace-readers-set", "carol", "other", NULL), 0);
+    CN_CHECK_EQ(authorize(&carol, NULL, TEAM, ""), 0);
+    CN_CHECK_STR(ans.rows[0][4], "0");
+    CN_CHECK_EQ(call(&admin, op(), NULL, "namespace-admins-set", "carol", TEAM, NULL), 0);
+    CN_CHECK_EQ(authorize(&carol, NULL, TEAM, ""), 0);
+    CN_CHECK_STR(ans.rows[0][4], "1");
+    CN_CHECK_EQ(authorize(&ro, NULL, TEAM, ""), 0); /* capped at reader: no administrator */
+    CN_CHECK_STR(ans.rows[0][4], "0");
+    CN_CHECK_EQ(call(&admin, op(), NULL, "namespace-admins-revoke", "carol", TEAM, NULL), 0);
+    grant("carol", 0);
 }
 
 static void test_batch_and_policy(void)
@@ -455,6 +501,7 @@ int main(void)
         { "authorize_matrix", test_authorize_matrix },
         { "authorize_rules", test_authorize_rules },
         { "delegates", test_delegates },
+        { "inventory", test_inventory },
         { "batch_and_policy", test_batch_and_policy },
         { "rollback", test_rollback },
         { "backup_restore", test_backup_restore },

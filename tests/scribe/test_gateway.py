@@ -131,12 +131,14 @@ def test_configuration_refused(tmp_path, text, why):
     assert "--gateway" in r.stderr and why in r.stderr, r.stderr
 
 
-def test_tls_storage_not_served_yet(tmp_path):
+def test_tls_storage_needs_the_gateway_credential(tmp_path):
+    # scribes:// storage is the protocol-4 gateway (tests/scribe/test_gateway_tls.py):
+    # without its own credential it does not start
     path = tmp_path / "gw.toml"
     path.write_text('[[storage]]\naddress = "scribes://127.0.0.1:7448"\nnamespace = "studio"\n')
     r = run([binary("cairnd"), "--data", str(tmp_path / "d"), "--scribe", "127.0.0.1:0",
              "--gateway", str(path)], timeout=30)
-    assert r.returncode == 2 and "protocol-4 gateway" in r.stderr, r.stderr
+    assert r.returncode == 2 and "--auth-credential" in r.stderr, r.stderr
 
 
 # ---- discover and names ------------------------------------------------------------------------

@@ -76,6 +76,15 @@ static void test_refusals(void)
         { "default_namespace = \"\"\n[[storage]]\naddress = \"127.0.0.1:1\"\n",
           "default_namespace" },
         { "[storage]\naddress = \"127.0.0.1:1\"\n", "array of tables" },
+        /* storage_ca: for scribes:// storage only, a path */
+        { "storage_ca = \"ca.pem\"\n[[storage]]\naddress = \"127.0.0.1:1\"\n",
+          "storage_ca is for scribes://" },
+        { "storage_ca = \"\"\n[[storage]]\naddress = \"scribes://127.0.0.1:1\"\n"
+          "namespace = \"s\"\n",
+          "storage_ca must name a file" },
+        { "storage_ca = 1\n[[storage]]\naddress = \"scribes://127.0.0.1:1\"\n"
+          "namespace = \"s\"\n",
+          "must be a string" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cn_gw_config_t c;
@@ -87,6 +96,15 @@ static void test_refusals(void)
             printf("# case %zu: '%s' lacks '%s'\n", i, err, bad[i].why);
             CN_CHECK(0);
         }
+    }
+    {
+        cn_gw_config_t t;
+        char terr[256] = "";
+        CN_CHECK_EQ(parse("storage_ca = \"ca.pem\"\n[[storage]]\naddress = "
+                          "\"scribes://127.0.0.1:1\"\nnamespace = \"s\"\n",
+                          &t, terr),
+                    CN_OK);
+        CN_CHECK(t.tls && !strcmp(t.storage_ca, "ca.pem"));
     }
     /* 64 servers are accepted, 65 are not */
     char text[8192];

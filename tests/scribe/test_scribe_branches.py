@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from conftest import binary, run
+from cairnutil import restore_in_place
 from scribe_wire import (ADD, CHANGESET, ERR, MODIFY, OP, Conn, Dec, changeset_encode,
                          changeset_id)
 from test_scribe_server import ARGS, Repo, addr, raises
@@ -216,10 +216,6 @@ def test_submit_on_branch(srv):
 
 
 # ---- backup and restore ---------------------------------------------------------------------
-def admin(data, *args):
-    return run([binary("cairn"), "admin", "--data", str(data), "repo"] + list(args), timeout=120)
-
-
 def test_operation_survives_restore(server_factory, tmp_path):
     data = tmp_path / "srv"
     s = server_factory(args=ARGS, data=data, wait_for=("scribe",))
@@ -229,12 +225,7 @@ def test_operation_survives_restore(server_factory, tmp_path):
         payload = c.branch_create_payload(r.id, r.inc, op, feat, "feature", r.main, 0)
         first, raw = c.branch_mutate(payload)
         assert first["outcome"] == 1
-    s.stop()
-    bak = str(tmp_path / "art.bak")
-    assert admin(data, "backup", "art", bak).returncode == 0
-    res = admin(data, "restore", bak, "--replace")
-    assert res.returncode == 0, res.stderr
-    s.start(wait_for=("scribe",))
+    restore_in_place(s, data, tmp_path)
     with Conn(addr(s)) as c:
         info = c.repo_info(rid=r.id)
         assert info["incarnation"] != r.inc

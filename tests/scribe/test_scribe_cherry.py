@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from cairnutil import restore_in_place
 from scribe_wire import ADD, CHANGESET, ERR, MODIFY, OP, Conn, changeset_encode, changeset_id
 from test_scribe_server import ARGS, Repo, addr, raises
 
@@ -174,7 +175,6 @@ def test_advanced_target(hist):
 
 
 def test_provenance_survives_backup(server_factory, tmp_path):
-    from test_scribe_branches import admin
     data = tmp_path / "srv"
     s = server_factory(args=ARGS, data=data, wait_for=("scribe",))
     with Conn(addr(s)) as c:
@@ -187,12 +187,7 @@ def test_provenance_survives_backup(server_factory, tmp_path):
         assert submit_on(r, feat, 1, [(MODIFY, "a.txt", m["two"], 0, None)]) == 2
         o = pick(c, pick_payload(r, r.main, 1, feat, 2, [(MODIFY, "a.txt", m["two"], 0, None)]))
         assert o["outcome"] == 1 and o["change"] == 3
-    s.stop()
-    bak = str(tmp_path / "art.bak")
-    assert admin(data, "backup", "art", bak).returncode == 0
-    res = admin(data, "restore", bak, "--replace")
-    assert res.returncode == 0, res.stderr
-    s.start(wait_for=("scribe",))
+    restore_in_place(s, data, tmp_path)
     with Conn(addr(s)) as c:
         assert c.log(r.id, r.main, limit=1)[0]["pick"] == (feat, 2)
         assert pick_info(c, r.id, r.main, feat, 2)["already_applied"] is True

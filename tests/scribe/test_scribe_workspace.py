@@ -2,6 +2,7 @@
 more prefixes added by `sync --path`), `cairn status` on many unchanged
 files from the state file alone, an interrupted upload that resumes where
 it stopped, and a 1 MiB edit inside a 1 GiB file moving under 4 MiB."""
+import functools
 import os
 import re
 import signal
@@ -10,38 +11,18 @@ import time
 
 import pytest
 
-from conftest import binary, run
+from conftest import binary
+from cairnutil import SCRIBE_ONLY, cairn_at, read, scribe_ep, write
 from scribe_wire import Conn
-
-ARGS = ["--jay", "off", "--http", "off", "--scribe", "127.0.0.1:0"]
 
 
 @pytest.fixture
 def srv(server_factory):
-    return server_factory(args=ARGS, wait_for=("scribe",))
+    return server_factory(args=SCRIBE_ONLY, wait_for=("scribe",))
 
 
-def ep_of(s):
-    host, port = s.addrs["scribe"]
-    return "%s:%d" % (host, port)
-
-
-def cairn(ep, *args, check=True, timeout=300):
-    r = run([binary("cairn")] + list(args) + ["--endpoint", ep], timeout=timeout)
-    if check:
-        assert r.returncode == 0, (args, r.stdout, r.stderr)
-    return r
-
-
-def write(path, data):
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
-
-
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
+# `cairn SCRIBE_ONLY --endpoint EP`, with room for the 1 GiB file's transfers
+cairn = functools.partial(cairn_at, timeout=300)
 
 
 def files_of(d):
@@ -61,7 +42,7 @@ def sent_of(out):
 
 
 def test_sparse_workspace(srv, tmp_path):
-    ep = ep_of(srv)
+    ep = scribe_ep(srv)
     cairn(ep, "repo", "create", "game")
     full = str(tmp_path / "full")
     cairn(ep, "clone", "game", full)
@@ -111,7 +92,7 @@ def test_status_trusts_the_state_file(srv, tmp_path):
     put back goes unseen (as with git), a touch without a change is clean,
     a real change among thousands is found.  Its speed on 100,000 files is
     a benchmark figure (bench/scribe.py, docs/performance.md)."""
-    ep = ep_of(srv)
+    ep = scribe_ep(srv)
     cairn(ep, "repo", "create", "many")
     ws = str(tmp_path / "ws")
     cairn(ep, "clone", "many", ws)
@@ -141,7 +122,7 @@ def usage(ep, rid):
 
 
 def test_interrupted_upload_resumes(srv, tmp_path):
-    ep = ep_of(srv)
+    ep = scribe_ep(srv)
     cairn(ep, "repo", "create", "big")
     rid = bytes.fromhex([l.split()[1] for l in cairn(ep, "repo", "info", "big").stdout.splitlines()
                          if l.startswith("id ")][0])
@@ -171,7 +152,7 @@ def test_interrupted_upload_resumes(srv, tmp_path):
 
 def test_edit_inside_large_file_moves_little(srv, tmp_path):
     gib = 1
-    ep = ep_of(srv)
+    ep = scribe_ep(srv)
     cairn(ep, "repo", "create", "huge")
     ws = str(tmp_path / "ws")
     cairn(ep, "clone", "huge", ws)

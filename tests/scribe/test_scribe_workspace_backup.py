@@ -7,16 +7,14 @@ workspace_retired); a restore over the repository replaces the live rows
 with the backup's and never revives an id retired after the backup."""
 import os
 
-from conftest import binary, run
+from cairnutil import admin_repo
 from scribe_wire import ADD, Conn
 from test_scribe_server import ARGS, Repo, addr, raises
 from test_scribe_workspaces import register, remove, ws_page
 
 
 def admin(data, *args):
-    r = run([binary("cairn"), "admin", "--data", str(data), "repo"] + list(args), timeout=120)
-    assert r.returncode == 0, (args, r.stdout, r.stderr)
-    return r
+    return admin_repo(data, *args, check=True)
 
 
 def reopen(c, r):

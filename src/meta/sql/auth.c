@@ -180,6 +180,8 @@ const char *const cn__sql_au[CN_SQL_AU_COUNT] = {
     [CN_SQL_AU_NSADMIN_HAS] = "SELECT 1 FROM cn_auth_ns_admins WHERE namespace = ? AND user_id = ?",
     [CN_SQL_AU_DELEGATE_HAS] =
         "SELECT 1 FROM cn_auth_delegates WHERE namespace = ? AND user_id = ?",
+    [CN_SQL_AU_NSREADER_HAS] =
+        "SELECT 1 FROM cn_auth_ns_readers WHERE namespace = ? AND user_id = ?",
     [CN_SQL_AU_STATE_RENEW] = "UPDATE cn_auth_state SET incarnation = ?",
 };
 

@@ -82,6 +82,7 @@ enum {
     CN_SQL_AU_GRANT_GET,    /* (namespace, user_id) -> role */
     CN_SQL_AU_NSADMIN_HAS,  /* (namespace, user_id) -> 1 */
     CN_SQL_AU_DELEGATE_HAS, /* (namespace, user_id) -> 1 */
+    CN_SQL_AU_NSREADER_HAS, /* (namespace, user_id) -> 1 */
     /* migrate, backup, restore (auth_backup.c) */
     CN_SQL_AU_STATE_RENEW, /* (incarnation): a new incarnation; revision, domain kept */
     CN_SQL_AU_COUNT

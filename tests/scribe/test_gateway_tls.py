@@ -1,0 +1,213 @@
+"""The Scribe gateway over protocol 4 (issue 23, docs/protocol/scribe-gateway.md
+"Protocol 4"): a real SAU2 auth service (the `world` cairnd, which is also
+storage server 1, namespace "default"), a second TLS storage server asking
+that auth remotely (namespace "publishing"), and a gateway cairnd with
+`scribes://` backends, its own service-writer credential (--auth-credential)
+and a --scribe-tls listener, all on loopback.  Clients speak raw protocol-4
+frames through the pq-only relay (tests/scribe/scribe_tls_proxy), which
+presents their access certificates to the gateway.
+
+What each test proves: the gateway reaches both backends over TLS with its
+own access certificate and forwards each client's session as a delegated one
+(caller 2 carrying the user's certificate), so storage applies the *user's*
+role (a reader cannot upload through the gateway, a writer can; a user
+without a grant sees a private repository as absent, as a direct caller
+would); anonymous clients read public-read repositories only, repo_list is
+filtered by each backend and merged under `<namespace>/<name>`; a create is
+asked of storage with the user as principal (and refused there, clearly,
+because a service-writer gateway caps the user at Writer); a gateway whose
+delegate grant is revoked gets storage's refusal, passed to the client with
+its code and reason; configurations a protocol-4 gateway cannot start with
+are refused with exit status 2."""
+import os
+import secrets
+import sys
+import time
+
+import pytest
+
+from conftest import binary, run
+from scribe_wire import CHUNK, ERR, ScribeError, b3
+from test_scribe_v4 import hello4, hello_reply, raw_conn
+from test_scribe_v4_auth import NS, code, put_admission, world  # noqa: F401
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "sau2"))
+from test_sau2_listener import call, device_key, rows_of  # noqa: E402
+
+NS2 = "publishing"
+ERR_NAME = {v: k for k, v in ERR.items()}
+
+
+def credential_file(world, kind, account, tmp, note):
+    """A credential of `kind` for account, certificate and key in one PEM
+    file (what --auth-credential takes): (path, credential id)."""
+    key, spki = device_key(tmp, account + "-" + secrets.token_hex(4))
+    cid = secrets.token_hex(16)
+    expires = str(int(time.time() * 1000) + 86400000)
+    rows = world.admin_call("credentials-add", kind, account, cid, spki, expires, note)
+    path = tmp / (account + "-" + cid[:6] + ".pem")
+    path.write_text(rows[0][0] + open(key).read())
+    return str(path), cid
+
+
+class Setup:
+    pass
+
+
+@pytest.fixture
+def gw(world, server_factory, cert, tmp_path):  # noqa: F811
+    s = Setup()
+    s.world = world
+    rc, out = call(world.srv, "trust-bundle")
+    s.trust = tmp_path / "trust.pem"
+    s.trust.write_text("".join(r[1] for r in rows_of(out)))
+    # people: boss administers both namespaces, wes writes and rita reads
+    # "default", olga has no grant
+    for name in ("boss", "rita", "wes", "olga"):
+        world.user(name)
+    world.admin_call("namespace-admins-set", "boss", NS)
+    world.admin_call("grants-set", "rita", NS, "reader")
+    world.admin_call("grants-set", "wes", NS, "writer")
+    world.admin_call("visibility-set", NS, "pub", "public-read")
+    s.acc = {n: world.access(world.credential(n)) for n in ("boss", "rita", "wes", "olga")}
+    boss1 = world.session(s.acc["boss"])
+    s.art, s.pub = boss1.repo_create("art")["id"], boss1.repo_create("pub")["id"]
+    # storage 2: namespace "publishing", asking the world's auth remotely
+    world.admin_call("servers-add", "store2", NS2, "id-store2")
+    world.admin_call("namespace-admins-set", "boss", NS2)
+    world.admin_call("grants-set", "wes", NS2, "reader")
+    cred2, _ = credential_file(world, "server", "store2", tmp_path, "storage 2")
+    conf = tmp_path / "store2.toml"
+    conf.write_text("[scribe-tls]\nnamespace = \"%s\"\nauth_cache_ms = 500\n" % NS2)
+    s.store2 = server_factory(
+        args=["--jay", "off", "--http", "off", "--scribe", "off", "--scribe-tls", "127.0.0.1:0",
+              "--scribe-tls-cert", cert[0], "--scribe-tls-key", cert[1], "--config", str(conf),
+              "--auth-server", world.srv.addr, "--auth-trust", str(s.trust),
+              "--auth-credential", cred2],
+        data=tmp_path / "store2", wait_for=("scribes",))
+    s.news = world.session(s.acc["boss"], s.store2).repo_create("news")["id"]
+    # the gateway: a service user with a service-writer credential and a
+    # delegate grant for both namespaces
+    world.admin_call("users-add", "gate", "id-gate", "0", "service")
+    for ns in (NS, NS2):
+        world.admin_call("delegates-set", "gate", ns)
+    s.gate_cred, s.gate_cid = credential_file(world, "service-writer", "gate", tmp_path, "gw")
+    gconf = tmp_path / "gateway.toml"
+    gconf.write_text(
+        "storage_ca = \"%s\"\ninventory_interval_ms = 200\n"
+        "[[storage]]\naddress = \"scribes://%s:%d\"\nnamespace = \"%s\"\n"
+        "[[storage]]\naddress = \"scribes://%s:%d\"\nnamespace = \"%s\"\n"
+        % (cert[0], *world.srv.addrs["scribes"], NS, *s.store2.addrs["scribes"], NS2))
+    s.gconf = gconf
+    s.gw = server_factory(
+        args=["--gateway", str(gconf), "--scribe", "off", "--scribe-tls", "127.0.0.1:0",
+              "--scribe-tls-cert", cert[0], "--scribe-tls-key", cert[1],
+              "--auth-server", world.srv.addr, "--auth-trust", str(s.trust),
+              "--auth-credential", s.gate_cred],
+        data=tmp_path / "gwdata", wait_for=("scribes",))
+    return s
+
+
+def via(s, who=None):
+    """A protocol-4 session through the gateway, anonymous or as `who`."""
+    c = s.world.session(s.acc[who] if who else None, s.gw)
+    c.hello_ok["compression"] = 0
+    return c
+
+
+def test_discover_and_names_over_tls(gw):
+    c = via(gw, "wes")
+    d = c.dec(c.discover())
+    assert (d.u8(), d.u8()) == (2, 1)  # a gateway, with authentication
+    assert [d.str16().decode() for _ in range(d.u32())] == [NS, NS2]
+    d.end()
+    info = c.repo_info(name="%s/art" % NS)
+    assert info["id"] == gw.art and info["name"] == "%s/art" % NS
+    assert code(c.repo_info, None, "art") == "malformed"  # two namespaces, no default
+
+
+def test_the_user_is_the_principal_at_storage(gw):
+    rita, wes, olga = via(gw, "rita"), via(gw, "wes"), via(gw, "olga")
+    # the same gateway credential, three users: storage applies each one's role
+    assert rita.repo_info(gw.art)["name"] == "%s/art" % NS
+    assert put_admission(rita, gw.art) == "forbidden"
+    data = b"uploaded through the gateway " + secrets.token_bytes(64)
+    assert put_admission(wes, gw.art, data) is None
+    # and read back through it, by the reader, over the same delegated path
+    assert rita.get_objects(gw.art, [(CHUNK, b3(data))]) == [(CHUNK, b3(data), data)]
+    # no grant: the private repository looks absent, as to a direct caller
+    assert code(olga.repo_info, gw.art) == "repository_not_found"
+    assert code(olga.repo_info, None, "%s/art" % NS) == "repository_not_found"
+    # wes reads "publishing" only: the upload there is the storage's refusal
+    assert wes.repo_info(gw.news)["name"] == "%s/news" % NS2
+    assert put_admission(wes, gw.news) == "forbidden"
+    # repo_list: each backend filters for the user, the gateway merges
+    names = sorted(r["name"] for r in wes.repo_list()[0])
+    assert names == ["%s/art" % NS, "%s/pub" % NS, "%s/news" % NS2], names
+    assert sorted(r["name"] for r in olga.repo_list()[0]) == ["%s/pub" % NS]
+    # a create is asked of storage as the user: a service-writer gateway
+    # caps boss at Writer, so storage refuses it and says why
+    with pytest.raises(ScribeError) as e:
+        via(gw, "boss").repo_create("%s/made-via-gateway" % NS)
+    assert ERR_NAME[e.value.code] == "forbidden", e.value
+    assert "namespace administrator" in str(e.value), e.value
+
+
+def test_anonymous_reads_public_only(gw):
+    anon = via(gw)
+    assert [r["name"] for r in anon.repo_list()[0]] == ["%s/pub" % NS]
+    assert anon.repo_info(gw.pub)["name"] == "%s/pub" % NS
+    assert code(anon.repo_info, gw.art) == "repository_not_found"
+    assert put_admission(anon, gw.pub) == "unauthenticated"
+
+
+def test_delegate_grant_revoked_reaches_the_client(gw):
+    via(gw, "wes").repo_info(gw.art)
+    gw.world.admin_call("delegates-revoke", "gate", NS)
+    time.sleep(0.7)  # the storage's confirmation cache (500 ms)
+    with pytest.raises(ScribeError) as e:
+        via(gw, "wes").repo_info(gw.art)
+    assert ERR_NAME[e.value.code] == "unauthenticated", e.value
+    assert "refused the session" in str(e.value), e.value
+    assert "delegate may not act" in str(e.value), e.value
+
+
+def test_a_delegated_caller_is_refused_by_the_gateway(gw):
+    c = raw_conn(gw.world.proxy(gw.acc["wes"], gw.gw).addr)
+    kind, body = hello_reply(c, hello4(caller=2))
+    assert kind == "error"
+
+
+def test_protocol4_configurations_refused(gw, tmp_path, cert):
+    base = ["--data", str(tmp_path / "bad"), "--jay", "off", "--http", "off",
+            "--gateway", str(gw.gconf)]
+    cred = ["--auth-server", gw.world.srv.addr, "--auth-trust", str(gw.trust),
+            "--auth-credential", gw.gate_cred]
+    tls = ["--scribe-tls", "127.0.0.1:0", "--scribe-tls-cert", cert[0],
+           "--scribe-tls-key", cert[1]]
+    # no credential for the gateway
+    r = run([binary("cairnd")] + base + ["--scribe", "off"] + tls, timeout=60)
+    assert r.returncode == 2 and "--auth-credential" in r.stderr, r.stderr
+    # a plaintext listener in front of scribes:// storage
+    r = run([binary("cairnd")] + base + ["--scribe", "127.0.0.1:0"] + tls + cred, timeout=60)
+    assert r.returncode == 2 and "not --scribe" in r.stderr, r.stderr
+    # mixed plaintext and TLS storage
+    mixed = tmp_path / "mixed.toml"
+    mixed.write_text("[[storage]]\naddress = \"scribes://127.0.0.1:1\"\nnamespace = \"a\"\n"
+                     "[[storage]]\naddress = \"127.0.0.1:2\"\n")
+    r = run([binary("cairnd"), "--data", str(tmp_path / "bad2"), "--gateway", str(mixed),
+             "--scribe", "off"] + tls + cred, timeout=60)
+    assert r.returncode == 2 and "mix plaintext" in r.stderr, r.stderr
+
+
+def test_data_connection_binds_with_the_same_certificate(gw):
+    c = via(gw, "wes")
+    sid = c.hello_ok["session"]
+
+    def bind(who, binding):
+        d = raw_conn(gw.world.proxy(gw.acc[who], gw.gw).addr)
+        return hello_reply(d, hello4(caller=1, bind=sid, binding=binding))[0]
+
+    assert bind("wes", c.binding) == "ok"
+    assert bind("rita", c.binding) == "error"  # another subject
+    assert bind("wes", bytes(32)) == "error"  # not the session's secret

@@ -20,7 +20,8 @@ build="meson ninja-build pkg-config gcc clang libssl-dev libsqlite3-dev liblz4-d
        node-llhttp libjansson-dev libexpat1-dev libcurl4-openssl-dev libargon2-dev
        librust-blake3-dev libclang-rt-14-dev libpq-dev"
 test="$build clang-format b3sum python3-pytest python3-boto3 python3-requests python3-botocore sqlite3 openssl awscli s3cmd rclone chromium
-      golang-github-burntsushi-toml-dev python3-tomli postgresql-15 python3-pytest-xdist"
+      golang-github-burntsushi-toml-dev python3-tomli postgresql-15 python3-pytest-xdist
+      python3-cryptography"
 bench="$test iperf3 nginx wrk gnuplot-nox git git-lfs curl valgrind"
 case "${1:-build}" in
   build) want=$build ;;

@@ -242,6 +242,7 @@ static void test_authenticate(void)
      * though the cached state is far younger than its age bound: the data
      * dir's identity write-generation moved (src/identity/gen.c). */
     cn_identity_set_cache_ttl(f.id, 60000);
+    cn_meta_topic_sync(f.meta, 5000);     /* PostgreSQL: our own notices are in */
     CN_CHECK_EQ(auth(f.id, cred, &p), 0); /* cached */
     CN_CHECK_EQ(cn_identity_lookup_secret_cached(f.id, tid, sec, sizeof sec, &slen, NULL), 0);
     CN_CHECK_EQ(cn_identity_account_set_disabled(id2, "alice", true), 0);
@@ -253,6 +254,9 @@ static void test_authenticate(void)
     CN_CHECK_EQ(cn_identity_lookup_secret(f.id, tid, sec, sizeof sec, &slen, NULL), CN_E_AUTH);
     CN_CHECK_EQ(cn_identity_account_set_disabled(id2, "alice", false), 0);
     CN_CHECK_EQ(cn_identity_account_set_disabled(id2, "nobody", true), CN_E_NOT_FOUND);
+    /* PostgreSQL: the fleet topic moved with id2's writes; once this node's
+     * watcher has read it, nothing moves it again (src/meta/watch.c, W2). */
+    cn_meta_topic_sync(f.meta, 5000);
     CN_CHECK_EQ(auth(f.id, cred, &p), 0);
     /* No write since: the state just read is served from the cache. */
     CN_CHECK_EQ(cn_identity_lookup_secret_cached(f.id, tid, sec, sizeof sec, &slen, NULL), 0);
@@ -390,13 +394,17 @@ static void test_rate_limit(void)
     for (int i = 0; i < 20; i++)
         ok += cn_identity_rate_take(f.id, "tokA") == 0;
     CN_CHECK_EQ(ok, 5); /* the burst */
+    int64_t emptied = cn_mono_ms();
     CN_CHECK_EQ(cn_identity_rate_take(f.id, "tokA"), CN_E_RATE_LIMITED);
     CN_CHECK_EQ(cn_identity_rate_take(f.id, "tokB"), 0); /* per token */
     usleep(250000);                                      /* ~2.5 refilled */
     ok = 0;
     for (int i = 0; i < 10; i++)
         ok += cn_identity_rate_take(f.id, "tokA") == 0;
-    CN_CHECK(ok >= 2 && ok <= 3);
+    /* 10 a second for at least the 250 ms slept and at most the time since
+     * the bucket emptied (a loaded machine oversleeps), never past the burst. */
+    int64_t most = (cn_mono_ms() - emptied) / 100 + 1;
+    CN_CHECK(ok >= 2 && ok <= (most < 5 ? most : 5));
     /* Many tokens: shards recycle idle buckets without failing. */
     for (int i = 0; i < 40000; i++) {
         char t[32];

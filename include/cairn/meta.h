@@ -63,6 +63,14 @@ CN_API void cn_meta_close(cn_meta_t *meta);
 /* "sqlite" or "postgres".  Static string. */
 CN_API const char *cn_meta_engine(const cn_meta_t *meta);
 
+/* True when the engine serializes every writer: a write transaction holds
+ * the database's one write lock from its begin to its end, for every process
+ * and node that writes it, so what a write transaction read stays true until
+ * it commits and a write race (another writer inserting the same key or
+ * moving the same row meanwhile) cannot happen.  SQLite: true; PostgreSQL
+ * (a fleet's shared database): false.  Any thread. */
+CN_API bool cn_meta_single_writer(const cn_meta_t *meta);
+
 /* ---- migrations ----------------------------------------------------------
  * Each module owns its schema as an ordered list of steps.  Versions are 1,
  * 2, 3, ... in order; the table cn_schema(component, version) records how far

@@ -88,45 +88,30 @@ CN_API void cn_scribe_auth_free(cn_scribe_auth_t *a); /* accepts NULL */
 /* The namespace this server serves (discover reports it). */
 CN_API const char *cn_scribe_auth_namespace(const cn_scribe_auth_t *a);
 
-/* Resolves a presented TLS client certificate (PEM): it must be an access
- * certificate of the access CA, valid now; then auth confirms the
- * credential live, its key the registered one and the account enabled
- * (authorize with an empty repository), reused for at most the lease.
- * Errors: CN_E_AUTH (refused; why says which rule), CN_E_CONFLICT (auth
- * answered from a lower revision), CN_E_UNSUPPORTED/other (auth
- * unreachable or failing): the last two are auth_unavailable. */
-CN_API cn_err_t cn_scribe_auth_resolve(cn_scribe_auth_t *a, const char *pem, size_t len,
-                                       cn_scribe_principal_t *out, char *why, size_t cap);
-
-/* A delegated caller (protocol 4, caller 2): peer (PEM) is the gateway's
- * own access certificate presented in TLS, cert (PEM) the user's it
- * forwards.  Both must be access certificates of this auth's access CA —
- * the trust domain: a certificate of another auth never chains to it — and
- * valid now; then auth confirms the user (as cn_scribe_auth_resolve) and
- * that the gateway's service-reader/-writer credential holds a delegate
- * grant for this namespace.  *out is the user, with the delegate columns
- * filled.  Errors: CN_E_AUTH (a certificate refused: "an access certificate
- * is required" for the gateway's, "invalid delegated access certificate"
- * for the user's, or auth's reason), CN_E_DENIED (no delegate grant: "delegate
- * may not act for users in this namespace"), others as
- * cn_scribe_auth_resolve. */
-CN_API cn_err_t cn_scribe_auth_resolve_delegated(cn_scribe_auth_t *a, const char *peer,
-                                                 size_t peer_len, const char *cert, size_t cert_len,
-                                                 cn_scribe_principal_t *out, char *why, size_t cap);
-
 /* Resolution in two steps, so that a listener can act between them on a
  * verified certificate before any round trip (the per-principal connection
- * cap, docs/protocol/scribe.md 15.6).  cn_scribe_auth_check is local: peer
- * (PEM, presented in TLS) and, for a delegated caller (protocol 4, caller
- * 2), cert (PEM, the user's, forwarded; NULL for a direct caller) verified
- * against the access CA now; *out gets the subject's (and delegate's)
- * credential and key columns and, in account, the name the verified
- * certificate's subject CN carries — not yet confirmed.  Errors: CN_E_AUTH
- * (why: "an access certificate is required" for peer, "invalid delegated
- * access certificate" for cert).  cn_scribe_auth_confirm is the round trip
- * (or the cache): auth confirms *out as cn_scribe_auth_resolve says and
- * replaces account with the name auth confirms; errors as
- * cn_scribe_auth_resolve_delegated.  resolve = check, then confirm. */
+ * cap, docs/protocol/scribe.md 15.6).
+ *
+ * cn_scribe_auth_check is local: peer (PEM, presented in TLS) and, for a
+ * delegated caller (protocol 4, caller 2: a gateway acting for its user),
+ * cert (PEM, the user's, forwarded; NULL for a direct caller) must be access
+ * certificates of this auth's access CA — the trust domain: a certificate of
+ * another auth never chains to it — valid now.  *out gets the subject's (and
+ * delegate's) credential and key columns and, in account, the name the
+ * verified certificate's subject CN carries — not yet confirmed.  Errors:
+ * CN_E_AUTH (why: "an access certificate is required" for peer, "invalid
+ * delegated access certificate" for cert).
+ *
+ * cn_scribe_auth_confirm is the round trip (or the cache): auth confirms the
+ * credential live, its key the registered one and the account enabled
+ * (authorize with an empty repository) and, for a delegated caller, that the
+ * gateway's service-reader/-writer credential holds a delegate grant for
+ * this namespace; reused for at most the lease.  It replaces account with
+ * the name auth confirms.  Errors: CN_E_AUTH (refused; why says which
+ * rule), CN_E_DENIED (no delegate grant: "delegate may not act for users in
+ * this namespace"), CN_E_CONFLICT (auth answered from a lower revision),
+ * CN_E_UNSUPPORTED/other (auth unreachable or failing): the last two are
+ * auth_unavailable. */
 CN_API cn_err_t cn_scribe_auth_check(cn_scribe_auth_t *a, const char *peer, size_t peer_len,
                                      const char *cert, size_t cert_len, cn_scribe_principal_t *out,
                                      char *why, size_t cap);
@@ -142,7 +127,7 @@ CN_API cn_err_t cn_scribe_auth_inventory(cn_scribe_auth_t *a, const cn_scribe_pr
 
 /* The role of p (NULL or !present: anonymous) on repository repo (a storage
  * name) and the lease (Unix ms) until which it may be reused.  Errors as
- * cn_scribe_auth_resolve (CN_E_AUTH: the credential is no longer live). */
+ * cn_scribe_auth_confirm (CN_E_AUTH: the credential is no longer live). */
 CN_API cn_err_t cn_scribe_auth_authorize(cn_scribe_auth_t *a, const cn_scribe_principal_t *p,
                                          const char *repo, int *role, int64_t *lease_ms);
 

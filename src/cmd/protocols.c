@@ -21,17 +21,25 @@ static cn_err_t jay_create(cn_services_t *svc, const cn_toml_val_t *section,
     return cn_jay_adapter_create(NULL, svc->objects, svc->identity, ad, actx);
 }
 
-/* Scribe's inactivity timeout, announced in hello-ok and counted per session
- * by the adapter: [scribe] (or [scribe-tls]) idle_timeout_ms, else the
- * specification's 300 s.  version: 2 plaintext, 4 the TLS listener. */
-static cn_err_t scribe_make(cn_services_t *svc, const cn_toml_val_t *section, uint16_t version,
-                            cn_scribe_auth_t *auth, const cn_adapter_t **ad, void **actx)
+/* Scribe's inactivity timeout in seconds, announced in hello-ok and counted
+ * per session by the adapter (or the gateway role): section's (NULL: none)
+ * idle_timeout_ms, else the specification's 300 s; an integer below one
+ * second is one second, a value that is not an integer is the default. */
+static uint32_t scribe_idle_s(const cn_toml_val_t *section)
 {
     int64_t idle_ms = 300000;
     const cn_toml_val_t *v = section ? cn_toml_get(section, "idle_timeout_ms") : NULL;
     if (v && cn_toml_int(v, &idle_ms) < 0)
         idle_ms = 300000;
-    cn_scribe_config_t cfg = { .inactivity_s = idle_ms >= 1000 ? (uint32_t)(idle_ms / 1000) : 1,
+    return idle_ms >= 1000 ? (uint32_t)(idle_ms / 1000) : 1;
+}
+
+/* The Scribe adapter over [scribe] (or [scribe-tls]): version 2 plaintext,
+ * 4 the TLS listener; auth as cn_scribe_config_t says. */
+static cn_err_t scribe_make(cn_services_t *svc, const cn_toml_val_t *section, uint16_t version,
+                            cn_scribe_auth_t *auth, const cn_adapter_t **ad, void **actx)
+{
+    cn_scribe_config_t cfg = { .inactivity_s = scribe_idle_s(section),
                                .version = version,
                                .auth = auth };
     return cn_scribe_adapter_create(&cfg, svc->repos, ad, actx);
@@ -48,11 +56,7 @@ static cn_err_t scribe_create(cn_services_t *svc, const cn_toml_val_t *section,
 {
     if (!svc->gateway)
         return scribe_make(svc, section, 2, NULL, ad, actx);
-    int64_t idle_ms = 300000;
-    const cn_toml_val_t *v = section ? cn_toml_get(section, "idle_timeout_ms") : NULL;
-    if (v && cn_toml_int(v, &idle_ms) < 0)
-        idle_ms = 300000;
-    cn_gw_opts_t o = { .inactivity_s = idle_ms >= 1000 ? (uint32_t)(idle_ms / 1000) : 1 };
+    cn_gw_opts_t o = { .inactivity_s = scribe_idle_s(section) };
     scribe_is_gateway = true;
     cn_err_t e = cn_gw_adapter_create(svc->gateway, svc->meta, &o, ad, actx);
     if (e >= 0)
@@ -157,13 +161,7 @@ static cn_err_t scribe_tls_create(cn_services_t *svc, const cn_toml_val_t *secti
                                   const cn_adapter_t **ad, void **actx)
 {
     if (svc->gateway) {
-        int64_t idle_ms = 300000;
-        const cn_toml_val_t *v = section ? cn_toml_get(section, "idle_timeout_ms") : NULL;
-        if (v && cn_toml_int(v, &idle_ms) < 0)
-            idle_ms = 300000;
-        cn_gw_opts_t o = { .inactivity_s = idle_ms >= 1000 ? (uint32_t)(idle_ms / 1000) : 1,
-                           .tls = gw_tls,
-                           .tls_arg = svc };
+        cn_gw_opts_t o = { .inactivity_s = scribe_idle_s(section), .tls = gw_tls, .tls_arg = svc };
         scribe_tls_is_gateway = true;
         cn_err_t e = cn_gw_adapter_create(svc->gateway, svc->meta, &o, ad, actx);
         if (e >= 0)

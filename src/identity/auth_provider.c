@@ -522,23 +522,6 @@ cn_err_t cn_scribe_auth_check(cn_scribe_auth_t *a, const char *peer, size_t peer
     return CN_OK;
 }
 
-cn_err_t cn_scribe_auth_resolve(cn_scribe_auth_t *a, const char *pem, size_t len,
-                                cn_scribe_principal_t *out, char *why, size_t cap)
-{
-    cn_err_t e = cn_scribe_auth_check(a, pem, len, NULL, 0, out, why, cap);
-    return e < 0 ? e : cn_scribe_auth_confirm(a, out, why, cap);
-}
-
-cn_err_t cn_scribe_auth_resolve_delegated(cn_scribe_auth_t *a, const char *peer, size_t peer_len,
-                                          const char *cert, size_t cert_len,
-                                          cn_scribe_principal_t *out, char *why, size_t cap)
-{
-    if (!cert)
-        return CN_E_INVALID;
-    cn_err_t e = cn_scribe_auth_check(a, peer, peer_len, cert, cert_len, out, why, cap);
-    return e < 0 ? e : cn_scribe_auth_confirm(a, out, why, cap);
-}
-
 /* authorize with an empty repository: the subject (and its delegate) live,
  * registered keys, accounts enabled, the delegate grant; reused from the
  * cache until min(lease, cache_ms). */

@@ -19,6 +19,10 @@ typedef struct cn__meta_raw cn__meta_raw_t;   /* one compiled statement */
 
 typedef struct cn__meta_engine {
     const char *name;
+    /* Every write transaction holds the database's one write lock from its
+     * begin to its end, across processes (SQLite: BEGIN IMMEDIATE), so two
+     * writers never interleave (cn_meta_single_writer). */
+    bool single_writer;
 
     /* target is the engine-specific location (a file path for SQLite). */
     cn_err_t (*db_open)(const char *target, const cn_meta_opts_t *opts, cn__meta_db_t **out);

@@ -795,6 +795,7 @@ static int pg_column_count(cn__meta_raw_t *r)
 
 const cn__meta_engine_t cn__meta_engine_pg = {
     .name = "postgres",
+    .single_writer = false, /* other nodes' transactions commit meanwhile */
     .db_open = pg_db_open,
     .db_close = pg_db_close,
     .sync = pg_sync,

@@ -449,6 +449,7 @@ static int sq_column_count(cn__meta_raw_t *r)
 
 const cn__meta_engine_t cn__meta_engine_sqlite = {
     .name = "sqlite",
+    .single_writer = true, /* sq_begin: BEGIN IMMEDIATE */
     .db_open = sq_db_open,
     .db_close = sq_db_close,
     .sync = sq_sync,

@@ -362,6 +362,11 @@ const char *cn_meta_engine(const cn_meta_t *m)
     return m->eng->name;
 }
 
+bool cn_meta_single_writer(const cn_meta_t *m)
+{
+    return m->eng->single_writer;
+}
+
 cn__meta_watch_t *_Atomic *cn__meta_watch_slot(cn_meta_t *m, cn__meta_db_t **db)
 {
     *db = m->db;

@@ -37,6 +37,11 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* Repeated in place (R2): only contention, which a moment's wait mends and
+ * which left nothing behind.  Deliberately narrower than the lifecycle
+ * worker's act_transient (objects/lifecycle_run.c), which postpones a key
+ * to a later pass on I/O, space and availability errors as well: repeating
+ * a body at once on those would only fail again until the deadline. */
 static bool retryable(cn_err_t err)
 {
     return err == CN_E_DB_LOCKED || err == CN_E_BUSY;

@@ -364,7 +364,9 @@ static void lc_ent_destroy(cn__cent_t *e)
 }
 
 /* Whether the words are this machine's memory: PostgreSQL's are rows, and
- * reading one is SQL (gen.c, rows mode). */
+ * reading one is SQL (gen.c, rows mode).  Where the words live, not whether
+ * writers can race, so not cn_meta_single_writer (head.c's
+ * cn__objhead_init chooses the mode by the same engine name). */
 static bool words_local(const cn_objects_t *o)
 {
     return !strcmp(cn_meta_engine(o->meta), "sqlite");

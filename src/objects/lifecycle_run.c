@@ -518,7 +518,15 @@ static cn_err_t upl_body(cn_meta_txn_t *txn, void *ctx)
 /* ---- acting --------------------------------------------------------------------------- */
 
 /* A failure worth trying again: the pass stops at its saved cursor, so the
- * key is decided again by the next run instead of being passed over. */
+ * key is decided again by the next run instead of being passed over.
+ *
+ * Wider than cn_meta_run's repeat rule (meta/run.c retryable: the lock
+ * errors only) and unlike the S3 tier's (store/s3_http.c retryable: HTTP
+ * statuses, whose exhausted retries arrive here as CN_E_UNAVAILABLE) on
+ * purpose: those repeat at once, inside one call, what a moment's wait
+ * mends; this one postpones a key to a pass minutes later, so a failing
+ * disk (-EIO), a full one, an unreachable tier or a shutdown count too.
+ * One shared list would change what one of the three does. */
 static bool act_transient(cn_err_t err)
 {
     return err == CN_E_DB_LOCKED || err == CN_E_DB || err == CN_E_BUSY || err == CN_E_TIMEOUT ||

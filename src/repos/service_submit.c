@@ -702,7 +702,7 @@ static cn_err_t record_accepted(plan_t *pl, cn_meta_txn_t *txn)
  * recorded) and plans again or replays. */
 static cn_err_t raced(const plan_t *pl, cn_err_t err)
 {
-    if (err == CN_E_EXISTS && strcmp(cn_meta_engine(pl->r->meta), "sqlite") != 0)
+    if (err == CN_E_EXISTS && !cn_meta_single_writer(pl->r->meta))
         return CN_E_DB_LOCKED;
     return err;
 }
@@ -774,7 +774,7 @@ static bool zero16(const uint8_t id[16])
  * repository may go meanwhile). */
 static bool again_after_race(cn_repos_t *r, pthread_mutex_t *mu, int attempt, int64_t t0)
 {
-    if (strcmp(cn_meta_engine(r->meta), "sqlite") == 0)
+    if (cn_meta_single_writer(r->meta))
         return attempt + 1 < MAX_ATTEMPTS;
     if (cn_mono_ms() - t0 >= FLEET_RETRY_MS)
         return false;

@@ -361,6 +361,11 @@ static cn_err_t payload_sha256(const s3_req_t *q, char hex[65])
     return CN_OK;
 }
 
+/* A backend's answer that is a fault, retried within the request's deadline.
+ * It judges HTTP statuses, not cn_err_t, so it shares no list with
+ * cn_meta_run's (meta/run.c) or the lifecycle worker's act_transient
+ * (objects/lifecycle_run.c), which sees this rule's exhaustion as
+ * CN_E_UNAVAILABLE. */
 static bool retryable(long status)
 {
     return status >= 500 || status == 429 || status == 408;

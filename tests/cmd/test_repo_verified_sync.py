@@ -12,7 +12,7 @@ import os
 import shutil
 import struct
 
-from cairnutil import SCRIBE_ONLY, Relay, recv_exact, scribe_ep, shut, tree, write
+from cairnutil import SCRIBE_ONLY, Relay, recv_exact, scribe_ep, seeded, shut, tree, write
 from cairnutil import repo as cairn_repo
 
 OP_TREE_PROOF = 43
@@ -188,11 +188,8 @@ def test_rollback_refused_until_anchor_reset(server_factory, tmp_path):
     data = tmp_path / "data"
     s = server_factory(args=SCRIBE_ONLY, data=data, wait_for=("scribe",))
     ep = scribe_ep(s)
-    repo(ep, "create", "game")
-    a, b = str(tmp_path / "a"), str(tmp_path / "b")
-    repo(ep, "clone", "game", a)
-    write(os.path.join(a, "f.txt"), b"v1\n")
-    repo(ep, "submit", a, "-m", "v1")
+    (a,) = seeded(ep, tmp_path, "game", {"f.txt": b"v1\n"}, "v1", more=())
+    b = str(tmp_path / "b")
     ep = restart(s, data, save=tmp_path / "backup")  # the data dir at change 1
     write(os.path.join(a, "f.txt"), b"v2\n")
     write(os.path.join(a, "g.txt"), b"new\n")
@@ -237,12 +234,9 @@ MODES = ["flip_node", "flip_content_root", "flip_revision_root", "drop", "duplic
 def test_adversarial_proxy_applies_nothing(server_factory, tmp_path):
     s = server_factory(args=SCRIBE_ONLY, wait_for=("scribe",))
     ep = scribe_ep(s)
-    repo(ep, "create", "game")
-    a, b = str(tmp_path / "a"), str(tmp_path / "b")
-    repo(ep, "clone", "game", a)
-    for i in range(12):
-        write(os.path.join(a, "d%d/f%d.txt" % (i % 3, i)), b"v1 %d\n" % i)
-    repo(ep, "submit", a, "-m", "v1")
+    files = {"d%d/f%d.txt" % (i % 3, i): b"v1 %d\n" % i for i in range(12)}
+    (a,) = seeded(ep, tmp_path, "game", files, "v1", more=())
+    b = str(tmp_path / "b")
     px = Proxy(s.addrs["scribe"])
     try:
         r = repo(px.ep, "clone", "game", b)  # untampered: the proxy is transparent

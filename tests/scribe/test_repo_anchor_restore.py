@@ -15,28 +15,19 @@ import sys
 from conftest import binary, run
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cmd"))
-from cairnutil import SCRIBE_ONLY, scribe_ep, write  # noqa: E402
+from cairnutil import SCRIBE_ONLY, admin_repo, scribe_ep, seeded, write  # noqa: E402
 from test_repo_verified_sync import anchors, repo, snapshot  # noqa: E402
-
-
-def admin(data, *args):
-    r = run([binary("cairn"), "admin", "--data", str(data), "repo"] + list(args), timeout=120)
-    assert r.returncode == 0, (args, r.stdout, r.stderr)
-    return r
 
 
 def test_restore_of_an_older_backup_refused_until_clone(server_factory, tmp_path):
     data = tmp_path / "data"
     s = server_factory(args=SCRIBE_ONLY, data=data, wait_for=("scribe",))
     ep = scribe_ep(s)
-    repo(ep, "create", "game")
-    a, b = str(tmp_path / "a"), str(tmp_path / "b")
-    repo(ep, "clone", "game", a)
-    write(os.path.join(a, "f.txt"), b"v1\n")
-    repo(ep, "submit", a, "-m", "v1")  # change 1
+    (a,) = seeded(ep, tmp_path, "game", {"f.txt": b"v1\n"}, "v1", more=())  # change 1
+    b = str(tmp_path / "b")
     s.stop()
     backup = tmp_path / "game-at-1.backup"
-    admin(data, "backup", "game", str(backup))
+    admin_repo(data, "backup", "game", str(backup), check=True)
     s.start(wait_for=("scribe",))
     ep = scribe_ep(s)
     write(os.path.join(a, "f.txt"), b"v2\n")
@@ -47,7 +38,7 @@ def test_restore_of_an_older_backup_refused_until_clone(server_factory, tmp_path
     before = snapshot(b)
 
     s.stop()
-    admin(data, "restore", str(backup), "--replace")
+    admin_repo(data, "restore", str(backup), "--replace", check=True)
     s.start(wait_for=("scribe",))
     ep = scribe_ep(s)
     r = repo(ep, "sync", b, check=False)

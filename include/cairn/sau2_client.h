@@ -58,18 +58,22 @@ CN_API void cn_sau2_conn_close(cn_sau2_conn_t *c); /* accepts NULL */
 typedef struct cn_sau2_client cn_sau2_client_t;
 
 #define CN_SAU2_POOL_MAX 4 /* connections at once */
-#define CN_SAU2_POOL_REUSE_MS \
-    50000 /* an idle connection older than this is not reused
-                                       (the listener closes one idle for 60 s) */
+/* An idle connection older than this is not reused (the listener closes
+ * one idle for 60 s). */
+#define CN_SAU2_POOL_REUSE_MS 50000
 
 /* A pool of at most CN_SAU2_POOL_MAX connections to o->addr (o's strings
- * are copied).  Errors: -ENOMEM.  Thread-safe once made. */
+ * are copied).  Its reuse window is CN_SAU2_POOL_REUSE_MS, or the
+ * environment's CAIRN_SAU2_REUSE_MS when that is a whole number from 1 to
+ * CN_SAU2_POOL_REUSE_MS, read here once (for tests: never longer).  Errors:
+ * -ENOMEM, CN_E_INVALID (o->addr NULL).  Thread-safe once made. */
 CN_API cn_err_t cn_sau2_client_new(const cn_sau2_client_opts_t *o, cn_sau2_client_t **out);
 /* cn_sau2_conn_call on a pooled connection (waiting while all are busy):
- * one reused within CN_SAU2_POOL_REUSE_MS of its last reply, else a new
- * one.  When the service had closed a reused connection (CN_E_CLOSED), the
- * request is sent once more on a new connection.  Errors as
- * cn_sau2_conn_open and cn_sau2_conn_call. */
+ * one reused within the reuse window of its last reply, else a new one.
+ * When the service had closed a reused connection (CN_E_CLOSED), the
+ * request is sent once more, on a new connection (an idle one is closed
+ * to make room when the pool is full).  Errors as cn_sau2_conn_open and
+ * cn_sau2_conn_call. */
 CN_API cn_err_t cn_sau2_client_call(cn_sau2_client_t *cl, const cn_sau2_req_t *req,
                                     cn_buf_t *payload, cn_sau2_reply_view_t *v);
 CN_API void cn_sau2_client_free(cn_sau2_client_t *cl); /* accepts NULL; no call in flight */

@@ -294,7 +294,8 @@ void cn_sau2_conn_close(cn_sau2_conn_t *c)
 struct cn_sau2_client {
     cn_sau2_client_opts_t o;
     char *addr, *trust, *cert, *key;
-    SSL_CTX *ctx; /* made at the first connection */
+    SSL_CTX *ctx;     /* made at the first connection */
+    int64_t reuse_ms; /* CN_SAU2_POOL_REUSE_MS, or shorter (reuse_window) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     unsigned open; /* connections that exist, idle or in a call */
@@ -310,6 +311,19 @@ static char *dup_or_null(const char *s, bool *fail)
     return d;
 }
 
+/* The pool's reuse window: CAIRN_SAU2_REUSE_MS when it is a whole number
+ * from 1 to CN_SAU2_POOL_REUSE_MS (tests shorten the 50 s this way), else
+ * CN_SAU2_POOL_REUSE_MS; never longer, which the listener's idle close
+ * (60 s) relies on. */
+static int64_t reuse_window(void)
+{
+    const char *s = getenv("CAIRN_SAU2_REUSE_MS");
+    char *end = NULL;
+    long long v = s && *s ? strtoll(s, &end, 10) : 0;
+    return end && !*end && v >= 1 && v <= CN_SAU2_POOL_REUSE_MS ? (int64_t)v
+                                                                : CN_SAU2_POOL_REUSE_MS;
+}
+
 cn_err_t cn_sau2_client_new(const cn_sau2_client_opts_t *o, cn_sau2_client_t **out)
 {
     *out = NULL;
@@ -322,6 +336,7 @@ cn_err_t cn_sau2_client_new(const cn_sau2_client_opts_t *o, cn_sau2_client_t **o
     cl->cert = dup_or_null(o->cert_file, &fail);
     cl->key = dup_or_null(o->key_file, &fail);
     cl->o = (cn_sau2_client_opts_t){ cl->addr, cl->trust, cl->cert, cl->key, o->timeout_ms };
+    cl->reuse_ms = reuse_window();
     pthread_mutex_init(&cl->mu, NULL);
     pthread_cond_init(&cl->cv, NULL);
     if (fail || !o->addr) {
@@ -332,16 +347,27 @@ cn_err_t cn_sau2_client_new(const cn_sau2_client_opts_t *o, cn_sau2_client_t **o
     return CN_OK;
 }
 
+/* Closes the oldest idle connection (the pool's lock held; one is idle). */
+static void pool_drop_oldest_locked(cn_sau2_client_t *cl)
+{
+    cn_sau2_conn_t *c = cl->idle[0];
+    memmove(&cl->idle[0], &cl->idle[1], (cl->nidle - 1) * sizeof cl->idle[0]);
+    cl->nidle--;
+    cl->open--;
+    cn_sau2_conn_close(c);
+}
+
 /* Takes a connection: an idle one used within the reuse window (*reused),
- * else a new one once fewer than the maximum exist. */
-static cn_err_t pool_take(cn_sau2_client_t *cl, cn_sau2_conn_t **out, bool *reused)
+ * else a new one once fewer than the maximum exist.  fresh: always a new
+ * one (the retry), an idle one closed to make room when the pool is full. */
+static cn_err_t pool_take(cn_sau2_client_t *cl, bool fresh, cn_sau2_conn_t **out, bool *reused)
 {
     cn_err_t e = CN_OK;
     pthread_mutex_lock(&cl->mu);
     for (;;) {
-        while (cl->nidle) {
+        while (cl->nidle && !fresh) {
             cn_sau2_conn_t *c = cl->idle[--cl->nidle];
-            if (cn_mono_ms() - c->last_ms <= CN_SAU2_POOL_REUSE_MS) {
+            if (cn_mono_ms() - c->last_ms <= cl->reuse_ms) {
                 *out = c;
                 *reused = true;
                 goto out;
@@ -349,6 +375,8 @@ static cn_err_t pool_take(cn_sau2_client_t *cl, cn_sau2_conn_t **out, bool *reus
             cl->open--;
             cn_sau2_conn_close(c); /* the listener may have closed it by now */
         }
+        if (cl->open >= CN_SAU2_POOL_MAX && cl->nidle)
+            pool_drop_oldest_locked(cl); /* fresh: idle ones are as suspect */
         if (cl->open < CN_SAU2_POOL_MAX)
             break;
         pthread_cond_wait(&cl->cv, &cl->mu);
@@ -392,7 +420,9 @@ cn_err_t cn_sau2_client_call(cn_sau2_client_t *cl, const cn_sau2_req_t *req, cn_
     for (int attempt = 0;; attempt++) {
         cn_sau2_conn_t *c = NULL;
         bool reused = false;
-        CN_TRY(pool_take(cl, &c, &reused));
+        /* The retry goes on a new connection: the other idle ones are older
+         * than the one the service closed, so likely closed as well. */
+        CN_TRY(pool_take(cl, attempt > 0, &c, &reused));
         cn_err_t e = cn_sau2_conn_call(c, req, payload, v);
         pool_give(cl, c, e == 0);
         /* Only a pooled connection the service closed is worth a second try. */

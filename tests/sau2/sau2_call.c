@@ -6,15 +6,20 @@
  *
  * usage: sau2_call [--ca FILE] [--cert FILE --key FILE] [--op HEX32]
  *                  [--secret-env VAR] [--wait-first MS] [--again-after MS] [--pool]
- *                  HOST:PORT VERB [ARG...]
+ *                  [--threads N --repeat R] HOST:PORT VERB [ARG...]
  * --wait-first: sleep before sending; --again-after: send the request once
  * more on the same connection after sleeping (prints "second" and its
  * outcome); --pool: both through libcairn's connection pool instead (no
- * "group" line).  Exit 0 after a reply, 3 when the server closed the connection
- * first ("closed"), 4 when the handshake failed ("handshake failed"), 1 else. */
+ * "group" line); with --threads, the first sending is N threads at once,
+ * each sending the request R times through the one pool, which prints
+ * "calls N*R ok K" instead of the replies.  Exit 0 after a reply (every
+ * reply), 3 when the server closed the connection first ("closed"), 4 when
+ * the handshake failed ("handshake failed"), 1 else. */
 #include "cairn/sau2_client.h"
 
 #include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,15 +76,53 @@ static int call_once(cn_sau2_conn_t *c, cn_sau2_client_t *pl, const cn_sau2_req_
     return rc;
 }
 
-/* --pool: the request through libcairn's pool, and again after again_after
- * ms (the pool reuses its connection, or retries on a new one when the
- * service closed it). */
-static int pool_calls(const cn_sau2_client_opts_t *o, const cn_sau2_req_t *req, long again_after)
+/* --threads: n threads sending req repeat times each through one pool. */
+typedef struct burst {
+    cn_sau2_client_t *pl;
+    const cn_sau2_req_t *req;
+    long repeat;
+    atomic_long ok;
+} burst_t;
+
+static void *burst_main(void *arg)
+{
+    burst_t *b = arg;
+    cn_buf_t payload = { 0 };
+    for (long i = 0; i < b->repeat; i++) {
+        cn_sau2_reply_view_t v;
+        if (cn_sau2_client_call(b->pl, b->req, &payload, &v) == CN_OK && v.code == 0)
+            atomic_fetch_add(&b->ok, 1);
+    }
+    cn_buf_free(&payload);
+    return NULL;
+}
+
+static int burst_calls(cn_sau2_client_t *pl, const cn_sau2_req_t *req, long n, long repeat)
+{
+    burst_t b = { .pl = pl, .req = req, .repeat = repeat };
+    atomic_init(&b.ok, 0);
+    pthread_t th[64];
+    long started = 0;
+    while (started < n && pthread_create(&th[started], NULL, burst_main, &b) == 0)
+        started++;
+    for (long i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    long ok = atomic_load(&b.ok);
+    printf("calls %ld ok %ld\n", n * repeat, ok);
+    fflush(stdout);
+    return ok == n * repeat ? 0 : 1;
+}
+
+/* --pool: the request through libcairn's pool (threads > 0: by a burst),
+ * and again after again_after ms (the pool reuses its connection, or
+ * retries on a new one when the service closed it). */
+static int pool_calls(const cn_sau2_client_opts_t *o, const cn_sau2_req_t *req, long again_after,
+                      long threads, long repeat)
 {
     cn_sau2_client_t *pl = NULL;
     if (cn_sau2_client_new(o, &pl) < 0)
         return 1;
-    int rc = call_once(NULL, pl, req);
+    int rc = threads > 0 ? burst_calls(pl, req, threads, repeat) : call_once(NULL, pl, req);
     if (rc == 0 && again_after >= 0) {
         sleep_ms(again_after);
         puts("second");
@@ -103,7 +146,7 @@ int main(int argc, char **argv)
 {
     cn_sau2_client_opts_t o = { 0 };
     cn_sau2_req_t req = { 0 };
-    long wait_first = 0, again_after = -1;
+    long wait_first = 0, again_after = -1, threads = 0, repeat = 1;
     bool pool = false;
     static const struct option opts[] = { { "ca", required_argument, 0, 'a' },
                                           { "cert", required_argument, 0, 'c' },
@@ -113,6 +156,8 @@ int main(int argc, char **argv)
                                           { "wait-first", required_argument, 0, 'w' },
                                           { "again-after", required_argument, 0, 'g' },
                                           { "pool", no_argument, 0, 'p' },
+                                          { "threads", required_argument, 0, 't' },
+                                          { "repeat", required_argument, 0, 'r' },
                                           { 0, 0, 0, 0 } };
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -134,10 +179,13 @@ int main(int argc, char **argv)
         case 'w': wait_first = atol(optarg); break;
         case 'g': again_after = atol(optarg); break;
         case 'p': pool = true; break;
+        case 't': threads = atol(optarg); break;
+        case 'r': repeat = atol(optarg); break;
         default: return 2;
         }
     }
-    if (argc - optind < 2 || argc - optind - 1 > CN_SAU2_MAX_STRINGS) {
+    if (argc - optind < 2 || argc - optind - 1 > CN_SAU2_MAX_STRINGS || threads < 0 ||
+        threads > 64 || repeat < 1 || (threads && !pool)) {
         fputs("usage: sau2_call [options] HOST:PORT VERB [ARG...]\n", stderr);
         return 2;
     }
@@ -147,7 +195,7 @@ int main(int argc, char **argv)
         req.argv[i] = (cn_sau2_str_t){ (const uint8_t *)argv[optind + 1 + i],
                                        (uint16_t)strlen(argv[optind + 1 + i]) };
     if (pool)
-        return pool_calls(&o, &req, again_after);
+        return pool_calls(&o, &req, again_after, threads, repeat);
     cn_sau2_conn_t *c = NULL;
     cn_err_t e = cn_sau2_conn_open(&o, &c);
     if (e < 0) {

@@ -247,6 +247,49 @@ CN_API cn_err_t cn_meta_execf(cn_meta_txn_t *txn, const char *sql, const char *t
 CN_API cn_err_t cn_meta_queryf(cn_meta_txn_t *txn, cn_meta_stmt_t **out, const char *sql,
                                const char *types, ...);
 
+/* ---- batch lookups (src/meta/batch.c) ------------------------------------------
+ * One statement answers a whole list of keys: a `have` of 10,000 digests is
+ * one round trip on PostgreSQL, not 10,000.  A batch statement is written
+ * once per engine, because the list travels in each engine's own form: its
+ * parameter ?1 is the key list, and must be used only as
+ *   SQLite:     a blob of the n keys packed (key i at bytes i*width ..
+ *               (i+1)*width-1), walked with substr() in a recursive CTE;
+ *   PostgreSQL: ?1::bytea[], an array of n bytea (sent binary), walked with
+ *               unnest(...) WITH ORDINALITY.
+ * Its further parameters ?2, ?3, ... are bound by types as cn_meta_execf's.
+ * Column 0 of every row it returns is the 0-based position of a key in the
+ * list; a key repeated in the list has one position per occurrence. */
+typedef struct cn_meta_batch_sql {
+    const char *sqlite;
+    const char *pg;
+} cn_meta_batch_sql_t;
+
+/* Keys in one batch statement (a caller with more splits its list). */
+#define CN_META_BATCH_MAX 16384
+
+/* The engine's text of sql for txn (what test suites prepare). */
+CN_API const char *cn_meta_batch_text(const cn_meta_txn_t *txn, const cn_meta_batch_sql_t *sql);
+
+/* Prepares the engine's text of sql, binds keys (n keys of width bytes,
+ * 1 <= n <= CN_META_BATCH_MAX, 1 <= width <= 4096) as ?1 and the arguments
+ * types names as ?2.. (cn_meta_execf's letters), and hands the statement to
+ * the caller in *out: step it, read column 0 (a position) and any further
+ * columns, finish it with cn_meta_finish.  Errors: CN_E_LIMIT (n too
+ * large), CN_E_INVALID (n or width 0, width too large, ?1 not in the
+ * engine's list form, a bad letter), cn_meta_prepare's. */
+CN_API cn_err_t cn_meta_batch_query(cn_meta_txn_t *txn, cn_meta_stmt_t **out,
+                                    const cn_meta_batch_sql_t *sql, const void *keys, size_t width,
+                                    size_t n, const char *types, ...);
+
+/* found[i] = sql returns a row for key i, for each of the n keys (n may be
+ * 0: nothing runs); *nfound (may be NULL) = how many found[i] are true.
+ * Lists longer than CN_META_BATCH_MAX run as several statements in txn.
+ * Errors: CN_E_CORRUPT (a row names no position of the list), as
+ * cn_meta_batch_query and cn_meta_step. */
+CN_API cn_err_t cn_meta_batch_found(cn_meta_txn_t *txn, const cn_meta_batch_sql_t *sql,
+                                    const void *keys, size_t width, size_t n, bool *found,
+                                    size_t *nfound, const char *types, ...);
+
 /* ---- the fleet: change topics and job leases (src/meta/watch.c) -------------
  * On PostgreSQL several nodes share one database and no memory.  A cache of
  * database state that must not outlive a change made through another node

@@ -52,20 +52,19 @@ typedef struct ns_digests {
     size_t members;
 } ns_digests_t;
 
+_Static_assert(sizeof(cn_digest_t) == CN_DIGEST_LEN, "digests pack as the batch key list");
+
+/* One batch statement per CN_META_BATCH_MAX digests, not one per digest
+ * (issue 24: a `have` of 10,000 digests is one round trip on PostgreSQL). */
 static cn_err_t members_body(cn_meta_txn_t *txn, void *ctx)
 {
     ns_digests_t *q = ctx;
-    cn_err_t rc = CN_OK;
     q->members = 0;
-    for (size_t i = 0; rc >= 0 && i < q->n; i++) {
-        rc = q->ns ? cn_meta_execf(txn, cn__sql_blobs[CN_SQL_BLOBS_MEMBER_IN_NS], "sb", q->ns,
-                                   q->d[i].b, (size_t)CN_DIGEST_LEN)
-                   : cn_meta_execf(txn, cn__sql_blobs[CN_SQL_BLOBS_MEMBER_ANY_NS], "b", q->d[i].b,
-                                   (size_t)CN_DIGEST_LEN);
-        q->found[i] = rc == CN_META_ROW;
-        q->members += rc == CN_META_ROW;
-    }
-    return rc < 0 ? rc : CN_OK;
+    return q->ns
+               ? cn_meta_batch_found(txn, &cn__sql_blobs_batch[CN_SQL_BLOBS_BATCH_IN_NS], q->d,
+                                     (size_t)CN_DIGEST_LEN, q->n, q->found, &q->members, "s", q->ns)
+               : cn_meta_batch_found(txn, &cn__sql_blobs_batch[CN_SQL_BLOBS_BATCH_ANY_NS], q->d,
+                                     (size_t)CN_DIGEST_LEN, q->n, q->found, &q->members, "");
 }
 
 /* The liveness source: a digest is live while any namespace holds it. */

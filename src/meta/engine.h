@@ -9,6 +9,7 @@
 #ifndef CN_META_ENGINE_H
 #define CN_META_ENGINE_H
 
+#include <stdarg.h>
 #include <time.h>
 
 #include "cairn/meta.h"
@@ -69,6 +70,11 @@ typedef struct cn__meta_engine {
     cn_err_t (*bind_text)(cn__meta_raw_t *r, int idx, const char *s, size_t len);
     cn_err_t (*bind_blob)(cn__meta_raw_t *r, int idx, const void *p, size_t len);
     cn_err_t (*bind_null)(cn__meta_raw_t *r, int idx);
+    /* A batch statement's key list (cn_meta_batch_query): n keys of width
+     * bytes each, packed in p (n >= 1).  SQLite: one blob of the packed keys;
+     * PostgreSQL: a bytea[] parameter, sent as a binary array (CN_E_INVALID
+     * when parameter idx is not of that type). */
+    cn_err_t (*bind_list)(cn__meta_raw_t *r, int idx, const void *p, size_t width, size_t n);
     cn_err_t (*step)(cn__meta_raw_t *r); /* CN_META_ROW, CN_META_DONE or error */
     bool (*column_is_null)(cn__meta_raw_t *r, int col);
     int64_t (*column_int64)(cn__meta_raw_t *r, int col);
@@ -76,6 +82,14 @@ typedef struct cn__meta_engine {
     const void *(*column_blob)(cn__meta_raw_t *r, int col, size_t *len);
     int (*column_count)(cn__meta_raw_t *r);
 } cn__meta_engine_t;
+
+/* meta.c for batch.c: txn's engine, and the list binding through it
+ * (errors as the engine's bind_list; they do not fail the txn). */
+const cn__meta_engine_t *cn__meta_txn_engine(const cn_meta_txn_t *txn);
+cn_err_t cn__meta_bind_list(cn_meta_stmt_t *st, int idx, const void *p, size_t width, size_t n);
+/* run.c: binds the arguments ap describes by the letters of types
+ * (cn_meta_execf's) to st's parameters first, first+1, ... */
+cn_err_t cn__meta_bind_args(cn_meta_stmt_t *st, int first, const char *types, va_list ap);
 
 extern const cn__meta_engine_t cn__meta_engine_sqlite;
 extern const cn__meta_engine_t cn__meta_engine_pg;

@@ -44,6 +44,7 @@
 
 #define OID_BOOL 16
 #define OID_BYTEA 17
+#define OID_BYTEA_ARRAY 1001
 /* The key of the advisory lock every schema change holds ('cair'). */
 #define SCHEMA_LOCK "1667328370"
 #define ERRMSG_MAX 256
@@ -658,6 +659,43 @@ static cn_err_t pg_bind_blob(cn__meta_raw_t *r, int idx, const void *p, size_t l
     return pg_bind_bytes(r, idx, p, len);
 }
 
+static void put_be32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+/* A key list to a bytea[] parameter, in the binary array form (one
+ * dimension, no NULLs, lower bound 1, then each element's length and
+ * bytes): one parameter however many keys, and no text escaping. */
+static cn_err_t pg_bind_list(cn__meta_raw_t *r, int idx, const void *p, size_t width, size_t n)
+{
+    if (idx < 1 || idx > r->nparams || r->ptypes[idx - 1] != OID_BYTEA_ARRAY || !width || !n ||
+        width > INT32_MAX || n > INT32_MAX)
+        return CN_E_INVALID;
+    if (n > (INT32_MAX - 20) / (width + 4))
+        return CN_E_TOO_LARGE;
+    size_t len = 20 + n * (width + 4);
+    unsigned char *a = malloc(len);
+    if (!a)
+        return -ENOMEM;
+    put_be32(a, 1);             /* dimensions */
+    put_be32(a + 4, 0);         /* no NULL element */
+    put_be32(a + 8, OID_BYTEA); /* element type */
+    put_be32(a + 12, (uint32_t)n);
+    put_be32(a + 16, 1); /* lower bound */
+    unsigned char *o = a + 20;
+    for (size_t i = 0; i < n; i++, o += width + 4) {
+        put_be32(o, (uint32_t)width);
+        memcpy(o + 4, (const unsigned char *)p + i * width, width);
+    }
+    cn_err_t e = set_val(r, idx, a, len, 1);
+    free(a);
+    return e;
+}
+
 static cn_err_t pg_bind_null(cn__meta_raw_t *r, int idx)
 {
     if (idx < 1 || idx > r->nparams)
@@ -816,6 +854,7 @@ const cn__meta_engine_t cn__meta_engine_pg = {
     .bind_text = pg_bind_text,
     .bind_blob = pg_bind_blob,
     .bind_null = pg_bind_null,
+    .bind_list = pg_bind_list,
     .step = pg_step,
     .column_is_null = pg_column_is_null,
     .column_int64 = pg_column_int64,

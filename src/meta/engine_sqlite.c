@@ -400,6 +400,12 @@ static cn_err_t sq_bind_blob(cn__meta_raw_t *r, int idx, const void *p, size_t l
     return bind_rc(sqlite3_bind_blob64(RAW(r), idx, p ? p : &empty, len, SQLITE_TRANSIENT));
 }
 
+/* The packed keys as one blob: the statement walks it with substr(). */
+static cn_err_t sq_bind_list(cn__meta_raw_t *r, int idx, const void *p, size_t width, size_t n)
+{
+    return sq_bind_blob(r, idx, p, width * n);
+}
+
 static cn_err_t sq_bind_null(cn__meta_raw_t *r, int idx)
 {
     return bind_rc(sqlite3_bind_null(RAW(r), idx));
@@ -472,6 +478,7 @@ const cn__meta_engine_t cn__meta_engine_sqlite = {
     .bind_text = sq_bind_text,
     .bind_blob = sq_bind_blob,
     .bind_null = sq_bind_null,
+    .bind_list = sq_bind_list,
     .step = sq_step,
     .column_is_null = sq_column_is_null,
     .column_int64 = sq_column_int64,

@@ -6,7 +6,8 @@
  *
  * The copy is generic: both databases hold the same schema text (the DDL is
  * translated, not rewritten), so a table is copied by its column names,
- * each value bound by its declared type.  What is not copied is what belongs
+ * each value bound by its declared type, in multi-row INSERTs (a round trip
+ * per IMP_BATCH_ROWS rows, not per row).  What is not copied is what belongs
  * to a node or a local store: cn_schema (the target is migrated by the
  * components' own steps instead), pins, the pack index, the node registry
  * and the topic rows.
@@ -37,6 +38,7 @@
 #include "meta/sql/fleet.h"
 #include "meta/sql/gateway.h"
 #include "meta/sql/identity.h"
+#include "meta/sql/console.h"
 #include "meta/sql/objects.h"
 #include "meta/sql/objgen.h"
 #include "meta/sql/repos.h"
@@ -47,18 +49,22 @@
 #define IMP_COLS_MAX 64
 #define IMP_NAME_MAX 63
 #define IMP_SQL_MAX 8192
+/* One INSERT of the copy: at most this many rows, and values (parameters). */
+#define IMP_BATCH_ROWS 256
+#define IMP_BATCH_PARAMS 4096
 
 /* Every statement file (as tests/meta/test_sql.c): the components a source
  * may record. */
 static const cn_sql_set_t *const imp_sets[] = {
-    &cn__sql_store_set,  &cn__sql_repos_set,   &cn__sql_id_set,
-    &cn__sql_obj_set,    &cn__sql_blobs_set,   &cn__sql_au_set,
-    &cn__sql_objgen_set, &cn__sql_gateway_set, &cn__sql_fleet_set,
+    &cn__sql_store_set, &cn__sql_repos_set,   &cn__sql_id_set,     &cn__sql_obj_set,
+    &cn__sql_blobs_set, &cn__sql_au_set,      &cn__sql_objgen_set, &cn__sql_gateway_set,
+    &cn__sql_fleet_set, &cn__sql_console_set,
 };
 
 /* Node-local or store-local tables, and the bookkeeping ones. */
-static const char *const imp_skip[] = { "cn_schema", "cn_import", "store_pin",       "store_pack",
-                                        "cn_nodes",  "cn_topics", "store_pack_blob", "cn_obj_gen" };
+static const char *const imp_skip[] = { "cn_schema",       "cn_import",  "store_pin",
+                                        "store_pack",      "cn_nodes",   "cn_topics",
+                                        "store_pack_blob", "cn_obj_gen", "console_sessions" };
 
 static const cn_meta_migration_t imp_schema[] = {
     { 1,
@@ -259,38 +265,65 @@ typedef struct copy {
     int64_t rows;
 } copy_t;
 
-static cn_err_t bind_value(cn_meta_stmt_t *in, int idx, cn_meta_stmt_t *out, char kind)
+/* Binds column idx of in's row to parameter at (1-based) of out. */
+static cn_err_t bind_value(cn_meta_stmt_t *in, int idx, cn_meta_stmt_t *out, int at, char kind)
 {
     if (cn_meta_column_is_null(in, idx))
-        return cn_meta_bind_null(out, idx + 1);
+        return cn_meta_bind_null(out, at);
     size_t n = 0;
     if (kind == 'i')
-        return cn_meta_bind_int64(out, idx + 1, cn_meta_column_int64(in, idx));
+        return cn_meta_bind_int64(out, at, cn_meta_column_int64(in, idx));
     if (kind == 'b') {
         const void *p = cn_meta_column_blob(in, idx, &n);
-        return cn_meta_bind_blob(out, idx + 1, p ? p : "", p ? n : 0);
+        return cn_meta_bind_blob(out, at, p ? p : "", p ? n : 0);
     }
     const char *s = cn_meta_column_text(in, idx, &n);
-    return cn_meta_bind_text(out, idx + 1, s ? s : "", s ? n : 0);
+    return cn_meta_bind_text(out, at, s ? s : "", s ? n : 0);
 }
 
-/* "SELECT a, b FROM t" and "INSERT INTO t (a, b) VALUES (?, ?)". */
-static cn_err_t table_sql(const imp_table_t *t, char *sel, char *ins)
+/* "SELECT a, b FROM t", "SELECT COUNT(*) FROM t" and the column list "a, b". */
+static cn_err_t table_sql(const imp_table_t *t, char *sel, char *count, char *cols)
 {
     int s = snprintf(sel, IMP_SQL_MAX, "SELECT ");
-    int i = snprintf(ins, IMP_SQL_MAX, "INSERT INTO %s (", t->name);
-    for (int c = 0; c < t->ncols; c++) {
-        s += snprintf(sel + s, (size_t)(IMP_SQL_MAX - s), "%s%s", c ? ", " : "", t->cols[c].name);
-        i += snprintf(ins + i, (size_t)(IMP_SQL_MAX - i), "%s%s", c ? ", " : "", t->cols[c].name);
-        if (s >= IMP_SQL_MAX - 128 || i >= IMP_SQL_MAX - 128)
+    int c = 0;
+    cols[0] = '\0';
+    for (int k = 0; k < t->ncols; k++) {
+        s += snprintf(sel + s, (size_t)(IMP_SQL_MAX - s), "%s%s", k ? ", " : "", t->cols[k].name);
+        c += snprintf(cols + c, (size_t)(IMP_SQL_MAX - c), "%s%s", k ? ", " : "", t->cols[k].name);
+        if (s >= IMP_SQL_MAX - 128 || c >= IMP_SQL_MAX - 128)
             return CN_E_UNSUPPORTED;
     }
     snprintf(sel + s, (size_t)(IMP_SQL_MAX - s), " FROM %s", t->name);
-    i += snprintf(ins + i, (size_t)(IMP_SQL_MAX - i), ") VALUES (");
-    for (int c = 0; c < t->ncols; c++)
-        i += snprintf(ins + i, (size_t)(IMP_SQL_MAX - i), "%s?", c ? ", " : "");
-    snprintf(ins + i, (size_t)(IMP_SQL_MAX - i), ")");
+    snprintf(count, IMP_SQL_MAX, "SELECT COUNT(*) FROM %s", t->name);
     return 0;
+}
+
+/* Rows in one INSERT of t: IMP_BATCH_ROWS, fewer for a wide table so that
+ * one statement binds at most IMP_BATCH_PARAMS values (below SQLite's and
+ * PostgreSQL's parameter limits). */
+static size_t batch_rows(const imp_table_t *t)
+{
+    size_t k = IMP_BATCH_PARAMS / (size_t)(t->ncols > 0 ? t->ncols : 1);
+    return k < 1 ? 1 : k > IMP_BATCH_ROWS ? IMP_BATCH_ROWS : k;
+}
+
+/* "INSERT INTO t (cols) VALUES (?, ?), (?, ?), ..." with rows rows,
+ * malloc'd (NULL: -ENOMEM). */
+static char *insert_sql(const imp_table_t *t, const char *cols, size_t rows)
+{
+    size_t one = (size_t)t->ncols * 3 + 4;
+    size_t cap = strlen(t->name) + strlen(cols) + 32 + rows * one;
+    char *sql = malloc(cap);
+    if (!sql)
+        return NULL;
+    size_t n = (size_t)snprintf(sql, cap, "INSERT INTO %s (%s) VALUES ", t->name, cols);
+    for (size_t r = 0; r < rows; r++) {
+        n += (size_t)snprintf(sql + n, cap - n, "%s(", r ? ", " : "");
+        for (int c = 0; c < t->ncols; c++)
+            n += (size_t)snprintf(sql + n, cap - n, "%s?", c ? ", " : "");
+        n += (size_t)snprintf(sql + n, cap - n, ")");
+    }
+    return sql;
 }
 
 /* I3 on PostgreSQL: the identity column's sequence past the largest id. */
@@ -308,38 +341,76 @@ static cn_err_t bump_serial(cn_meta_txn_t *dtx, cn_meta_t *dst, const imp_table_
     return e < 0 ? e : 0;
 }
 
+/* The source's rows (in, total of them) into the target (dtx), as
+ * multi-row INSERTs of batch_rows(t) rows and one shorter one for the
+ * rest: a round trip per batch on PostgreSQL, not per row. */
+static cn_err_t copy_rows(copy_t *cp, cn_meta_txn_t *dtx, cn_meta_stmt_t *in, const char *cols,
+                          int64_t total)
+{
+    const imp_table_t *t = cp->t;
+    size_t k = batch_rows(t), j = 0, cap = 0;
+    int64_t left = total;
+    cn_meta_stmt_t *out = NULL;
+    cn_err_t e = CN_OK;
+    cp->rows = 0;
+    while (e >= 0 && (e = cn_meta_step(in)) == CN_META_ROW) {
+        if (j == 0) { /* a new statement: a full batch, or the rest */
+            cn_meta_finish(out);
+            out = NULL;
+            cap = left >= (int64_t)k ? k : (size_t)left;
+            char *ins = cap ? insert_sql(t, cols, cap) : NULL;
+            e = !cap  ? CN_E_CONFLICT /* more rows than counted */
+                : ins ? cn_meta_prepare(dtx, ins, &out)
+                      : -ENOMEM;
+            free(ins);
+        }
+        for (int c = 0; c < t->ncols && e >= 0; c++)
+            e = bind_value(in, c, out, (int)j * t->ncols + c + 1, t->cols[c].kind);
+        if (e >= 0 && ++j == cap) {
+            e = cn_meta_step(out);
+            cp->rows += e >= 0 ? (int64_t)cap : 0;
+            left -= (int64_t)cap;
+            j = 0;
+        }
+    }
+    cn_meta_finish(out);
+    if (e >= 0 && (j || left)) /* fewer rows than counted */
+        e = CN_E_CONFLICT;
+    return e < 0 ? e : CN_OK;
+}
+
 /* I2: the table's rows replace the target's, with the progress, in dtx. */
 static cn_err_t copy_body(cn_meta_txn_t *dtx, void *ctx)
 {
     copy_t *cp = ctx;
-    char *sel = malloc(IMP_SQL_MAX), *ins = malloc(IMP_SQL_MAX);
+    char *sel = malloc(IMP_SQL_MAX), *count = malloc(IMP_SQL_MAX), *cols = malloc(IMP_SQL_MAX);
     cn_meta_txn_t *stx = NULL;
-    cn_meta_stmt_t *in = NULL, *out = NULL;
+    cn_meta_stmt_t *in = NULL;
+    int64_t total = 0;
     char del[128];
     snprintf(del, sizeof del, "DELETE FROM %s", cp->t->name);
-    cn_err_t e = sel && ins ? table_sql(cp->t, sel, ins) : -ENOMEM;
+    cn_err_t e = sel && count && cols ? table_sql(cp->t, sel, count, cols) : -ENOMEM;
     if (e >= 0)
         e = cn_meta_exec(dtx, del);
+    /* one read snapshot: the count and the rows agree */
     if (e >= 0)
         e = cn_meta_begin(cp->im->src, CN_META_READ, &stx);
+    if (e >= 0 && (e = cn_meta_queryf(stx, &in, count, "")) >= 0) {
+        e = cn_meta_step(in);
+        total = e == CN_META_ROW ? cn_meta_column_int64(in, 0) : 0;
+        e = e == CN_META_ROW ? CN_OK : e < 0 ? e : CN_E_DB;
+        cn_meta_finish(in);
+        in = NULL;
+    }
     if (e >= 0)
         e = cn_meta_prepare(stx, sel, &in);
     if (e >= 0)
-        e = cn_meta_prepare(dtx, ins, &out);
-    cp->rows = 0;
-    while (e >= 0 && (e = cn_meta_step(in)) == CN_META_ROW) {
-        cn_meta_reset(out);
-        for (int c = 0; c < cp->t->ncols && e >= 0; c++)
-            e = bind_value(in, c, out, cp->t->cols[c].kind);
-        if (e >= 0)
-            e = cn_meta_step(out);
-        cp->rows += e >= 0;
-    }
+        e = copy_rows(cp, dtx, in, cols, total);
     cn_meta_finish(in);
-    cn_meta_finish(out);
     cn_meta_rollback(stx);
     free(sel);
-    free(ins);
+    free(count);
+    free(cols);
     if (e >= 0)
         e = bump_serial(dtx, cp->im->dst, cp->t);
     if (e >= 0)

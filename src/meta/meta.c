@@ -810,6 +810,16 @@ cn_err_t cn_meta_bind_null(cn_meta_stmt_t *s, int idx)
     return bind_check(s->txn->m->eng->bind_null(s->raw, idx));
 }
 
+cn_err_t cn__meta_bind_list(cn_meta_stmt_t *s, int idx, const void *p, size_t width, size_t n)
+{
+    return bind_check(s->txn->m->eng->bind_list(s->raw, idx, p, width, n));
+}
+
+const cn__meta_engine_t *cn__meta_txn_engine(const cn_meta_txn_t *t)
+{
+    return t->m->eng;
+}
+
 cn_err_t cn_meta_step(cn_meta_stmt_t *s)
 {
     cn_meta_txn_t *t = s->txn;

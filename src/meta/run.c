@@ -85,12 +85,11 @@ cn_err_t cn_meta_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body, void
     }
 }
 
-/* Binds the arguments ap describes by the letters of types to st. */
-static cn_err_t bind_args(cn_meta_stmt_t *st, const char *types, va_list ap)
+cn_err_t cn__meta_bind_args(cn_meta_stmt_t *st, int first, const char *types, va_list ap)
 {
     cn_err_t err = CN_OK;
     for (int i = 0; types[i] && err >= 0; i++) {
-        int idx = i + 1;
+        int idx = first + i;
         switch (types[i]) {
         case 'i': err = cn_meta_bind_int64(st, idx, va_arg(ap, int64_t)); break;
         case 's': err = cn_meta_bind_str(st, idx, va_arg(ap, const char *)); break;
@@ -123,7 +122,7 @@ cn_err_t cn_meta_queryf(cn_meta_txn_t *txn, cn_meta_stmt_t **out, const char *sq
         return err;
     va_list ap;
     va_start(ap, types);
-    err = bind_args(st, types, ap);
+    err = cn__meta_bind_args(st, 1, types, ap);
     va_end(ap);
     if (err < 0) {
         cn_meta_finish(st);
@@ -141,7 +140,7 @@ cn_err_t cn_meta_execf(cn_meta_txn_t *txn, const char *sql, const char *types, .
         return err;
     va_list ap;
     va_start(ap, types);
-    err = bind_args(st, types, ap);
+    err = cn__meta_bind_args(st, 1, types, ap);
     va_end(ap);
     if (err >= 0)
         err = cn_meta_step(st);

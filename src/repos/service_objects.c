@@ -429,27 +429,73 @@ out:
 }
 
 /* ---- presence, pins, lookups --------------------------------------------------------- */
+/* The k ids (of one kind) whose refs sit at pos[], looked up in one batch
+ * statement per CN_META_BATCH_MAX (issue 24: a presence of thousands of
+ * chunks is one round trip on PostgreSQL): each found one appends its blob
+ * to blobs and its ref's index to at (*m of them, at most cap). */
+static cn_err_t find_kind(cn_meta_txn_t *txn, const uint8_t repo[16], uint8_t kind,
+                          const cn_digest_t *ids, const uint32_t *pos, uint32_t k,
+                          cn_digest_t *blobs, uint32_t *at, uint32_t *m, uint32_t cap)
+{
+    cn_err_t err = CN_OK;
+    for (uint32_t from = 0; from < k && err >= 0; from += CN_META_BATCH_MAX) {
+        uint32_t c = k - from < CN_META_BATCH_MAX ? k - from : CN_META_BATCH_MAX;
+        cn_meta_stmt_t *st = NULL;
+        err =
+            cn_meta_batch_query(txn, &st, &cn__sql_repos_batch[CN_SQL_REPOS_BATCH_OBJECT_FIND],
+                                ids + from, sizeof *ids, c, "bi", CN__ARG_ID(repo), (int64_t)kind);
+        while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
+            int64_t j = cn_meta_column_int64(st, 0);
+            size_t len = 0;
+            const void *b = cn_meta_column_blob(st, 1, &len);
+            if (j < 0 || j >= c || !b || len != CN_DIGEST_LEN || *m >= cap) {
+                err = CN_E_CORRUPT;
+                break;
+            }
+            memcpy(blobs[*m].b, b, CN_DIGEST_LEN);
+            at[(*m)++] = pos[from + (uint32_t)j];
+        }
+        cn_meta_finish(st);
+    }
+    return err < 0 ? err : CN_OK;
+}
+
+_Static_assert(sizeof(cn_digest_t) == CN_DIGEST_LEN, "ids pack as the batch key list");
+
 static cn_err_t presence_in(cn_repos_t *r, cn_meta_txn_t *txn, const uint8_t repo[16],
                             const cn_repos_objref_t *refs, uint32_t n, bool *present)
 {
     cn_digest_t *blobs = malloc((n ? n : 1) * sizeof *blobs);
+    cn_digest_t *ids = malloc((n ? n : 1) * sizeof *ids);
     uint32_t *at = malloc((n ? n : 1) * sizeof *at);
+    uint32_t *pos = malloc((n ? n : 1) * sizeof *pos);
     bool *have = malloc((n ? n : 1) * sizeof *have);
-    cn_err_t err = blobs && at && have ? CN_OK : -ENOMEM;
+    cn_err_t err = blobs && ids && at && pos && have ? CN_OK : -ENOMEM;
     uint32_t m = 0;
-    for (uint32_t i = 0; i < n && err >= 0; i++) {
-        bool found = false;
+    bool kinds[256] = { false };
+    for (uint32_t i = 0; i < n; i++) {
         present[i] = false;
-        err = cn__object_find(txn, repo, refs[i].kind, &refs[i].id, &found, &blobs[m], NULL, NULL);
-        if (err >= 0 && found)
-            at[m++] = i;
+        kinds[refs[i].kind] = true;
+    }
+    /* one batch per kind named (three at most: the key is (repo, kind, id)) */
+    for (unsigned kind = 0; kind < 256 && err >= 0; kind++) {
+        uint32_t k = 0;
+        for (uint32_t i = 0; kinds[kind] && i < n; i++)
+            if (refs[i].kind == kind) {
+                ids[k] = refs[i].id;
+                pos[k++] = i;
+            }
+        if (k)
+            err = find_kind(txn, repo, (uint8_t)kind, ids, pos, k, blobs, at, &m, n);
     }
     if (err >= 0 && m)
         err = cn_store_have(r->store, blobs, m, have);
     for (uint32_t k = 0; k < m && err >= 0; k++)
         present[at[k]] = have[k];
     free(blobs);
+    free(ids);
     free(at);
+    free(pos);
     free(have);
     return err;
 }

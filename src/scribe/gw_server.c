@@ -94,11 +94,45 @@ static void conn_free(cn__gw_conn_t *gc)
     free(gc);
 }
 
+/* The per-principal connection cap on the gateway's listener (issues
+ * 21/23; max_connections_per_principal of [scribe-tls], 64 by default, as
+ * on storage: docs/protocol/scribe.md 15.6, "Admission"), claimed for peer
+ * before anything else is done for it.  The principal is the certificate's
+ * user (its subject CN) bound to the key the TLS handshake proved: the
+ * gateway verifies no certificate itself (storage does, later), so a
+ * certificate forged to name a user must not take that user's places; the
+ * user's own connections from one login all count against one cap.  0, or
+ * the handshake code with why filled. */
+static uint16_t gw_claim(cn_conn_t *c, X509 *peer, char *why, size_t cap)
+{
+    char user[128] = "", key[sizeof user + 1 + 2 * 32];
+    unsigned char md[32];
+    unsigned mdlen = 0;
+    int n = X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, user,
+                                      (int)sizeof user);
+    if (n <= 0 || (size_t)n >= sizeof user)
+        user[0] = '\0';
+    cn_err_t e =
+        X509_pubkey_digest(peer, EVP_sha256(), md, &mdlen) == 1 && mdlen == 32 ? CN_OK : -ENOMEM;
+    ERR_clear_error();
+    size_t k = (size_t)snprintf(key, sizeof key, "%s/", user);
+    for (unsigned i = 0; e >= 0 && i < 32; i++)
+        k += (size_t)snprintf(key + k, sizeof key - k, "%02x", md[i]);
+    if (e >= 0)
+        e = cn_conn_claim_principal(c, key);
+    if (e == CN_E_BUSY)
+        snprintf(why, cap, "too many concurrent connections for this identity");
+    else if (e < 0)
+        snprintf(why, cap, "out of memory");
+    return e == CN_E_BUSY ? CN_SCRIBE_E_BUSY : e < 0 ? CN_SCRIBE_E_INTERNAL : 0;
+}
+
 /* Protocol 4: who the client is.  Anonymous (caller 0, no certificate) or
  * direct (caller 1 and its access certificate in TLS, kept as PEM to be
  * forwarded in upstream hellos with caller 2); a gateway does not take
  * delegated callers.  The gateway judges no certificate itself: storage
- * verifies it and the user's role on every upstream session.  *who names
+ * verifies it and the user's role on every upstream session.  A direct
+ * caller's connection is claimed for its principal first (gw_claim).  *who names
  * the certificate (its SHA-256) so that a data connection binds only with
  * the same one. */
 static cn_err_t v4_caller(cn__gw_conn_t *gc, cn_conn_t *c, const cn_scribe_hello_t *h, uint64_t rid,
@@ -116,6 +150,10 @@ static cn_err_t v4_caller(cn__gw_conn_t *gc, cn_conn_t *c, const cn_scribe_hello
     gc->user.caller = CN_SCRIBE_CALLER_ANONYMOUS;
     if (!peer)
         return CN_OK;
+    char why[96];
+    uint16_t code = gw_claim(c, peer, why, sizeof why);
+    if (code)
+        return cn__scribe_hello_fail(c, rid, code, why);
     BIO *bio = BIO_new(BIO_s_mem());
     char *pem = NULL;
     long n = bio && PEM_write_bio_X509(bio, peer) == 1 ? BIO_get_mem_data(bio, &pem) : 0;

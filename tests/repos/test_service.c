@@ -122,6 +122,12 @@ static void test_objects(void)
     CN_CHECK(stored[0] == 0 && stored[1] == 0 && stored[2] == 0);
     CN_CHECK_EQ(cn_repos_presence(e.r, &rq, e.repo.id, refs, 3, present), 0);
     CN_CHECK(present[0] && present[1] && present[2]);
+    /* one batch per kind: kinds mixed, an id asked under the wrong kind, a
+     * ref twice, the order of the request kept */
+    cn_repos_objref_t mix[5] = { refs[2], { CN_REPOS_CHUNK, o[1].id }, refs[0], refs[1], refs[2] };
+    bool five[5];
+    CN_CHECK_EQ(cn_repos_presence(e.r, &rq, e.repo.id, mix, 5, five), 0);
+    CN_CHECK(five[0] && !five[1] && five[2] && five[3] && five[4]);
     /* get: bytes back, absent reported */
     cn_repos_objref_t gr[2] = { refs[1], { CN_REPOS_CHUNK, o[1].id } };
     cn_repos_obj_t got[2];

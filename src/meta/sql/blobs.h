@@ -8,15 +8,21 @@
 #include "meta/sql/sql.h"
 
 enum {
-    CN_SQL_BLOBS_MEMBER_IN_NS,  /* (ns, digest) -> 1 when ns holds digest */
-    CN_SQL_BLOBS_MEMBER_ANY_NS, /* (digest) -> 1 when any namespace holds it */
     CN_SQL_BLOBS_MEMBER_INSERT, /* (ns, digest, len, created_ms); a row already there stays */
     CN_SQL_BLOBS_MEMBER_DELETE, /* (ns, digest) */
     CN_SQL_BLOBS_MEMBERS_PAGE,  /* (ns, after digest, limit) -> digest; by digest */
     CN_SQL_BLOBS_COUNT
 };
 
+/* Batch statements (cn_meta_batch_found): ?1 the list of 32-byte digests. */
+enum {
+    CN_SQL_BLOBS_BATCH_IN_NS,  /* (digests, ns) -> position of each digest ns holds */
+    CN_SQL_BLOBS_BATCH_ANY_NS, /* (digests) -> position of each digest any namespace holds */
+    CN_SQL_BLOBS_BATCH_COUNT
+};
+
 extern const char *const cn__sql_blobs[CN_SQL_BLOBS_COUNT];
+extern const cn_meta_batch_sql_t cn__sql_blobs_batch[CN_SQL_BLOBS_BATCH_COUNT];
 extern const cn_sql_set_t cn__sql_blobs_set;
 
 #endif

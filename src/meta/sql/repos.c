@@ -402,6 +402,20 @@ const char *const cn__sql_repos[CN_SQL_REPOS_COUNT] = {
         "SELECT workspace FROM repos_operation WHERE repo = ? AND op = ?",
 };
 
+/* As the blobs file's batch statements (src/meta/sql/blobs.c): SQLite
+ * walks the packed ids with a recursive CTE, PostgreSQL unnests a bytea[];
+ * the primary key (repo, kind, id) gives one row per position at most. */
+const cn_meta_batch_sql_t cn__sql_repos_batch[CN_SQL_REPOS_BATCH_COUNT] = {
+    [CN_SQL_REPOS_BATCH_OBJECT_FIND] = {
+        .sqlite = "WITH RECURSIVE k(i) AS (SELECT 0 WHERE length(?1) >= 32"
+                  " UNION ALL SELECT i + 1 FROM k WHERE (i + 2) * 32 <= length(?1))"
+                  " SELECT k.i, m.blob FROM k JOIN repos_object m ON m.repo = ?2 AND m.kind = ?3"
+                  " AND m.id = substr(?1, k.i * 32 + 1, 32)",
+        .pg = "SELECT k.i - 1, m.blob FROM unnest(?1::bytea[]) WITH ORDINALITY AS k(d, i)"
+              " JOIN repos_object m ON m.repo = ?2 AND m.kind = ?3 AND m.id = k.d",
+    },
+};
+
 const cn_sql_set_t cn__sql_repos_set = {
     "repos", schema, sizeof schema / sizeof schema[0], cn__sql_repos, CN_SQL_REPOS_COUNT,
 };

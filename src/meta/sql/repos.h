@@ -191,7 +191,14 @@ enum {
     CN_SQL_REPOS_COUNT
 };
 
+/* Batch statements (cn_meta_batch_query): ?1 the list of 32-byte object ids. */
+enum {
+    CN_SQL_REPOS_BATCH_OBJECT_FIND, /* (ids, repo, kind) -> position, blob; one row per id held */
+    CN_SQL_REPOS_BATCH_COUNT
+};
+
 extern const char *const cn__sql_repos[CN_SQL_REPOS_COUNT];
+extern const cn_meta_batch_sql_t cn__sql_repos_batch[CN_SQL_REPOS_BATCH_COUNT];
 extern const cn_sql_set_t cn__sql_repos_set;
 
 #endif

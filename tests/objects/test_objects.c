@@ -743,6 +743,22 @@ static void test_multipart_checksums(void)
     env_close(&e);
 }
 
+/* Rows in the upload table, read directly: -1 when the read fails. */
+static int64_t upload_rows(env_t *e)
+{
+    cn_meta_txn_t *txn = NULL;
+    cn_meta_stmt_t *st = NULL;
+    int64_t n = -1;
+    if (cn_meta_begin(e->meta, CN_META_READ, &txn) < 0)
+        return -1;
+    if (cn_meta_queryf(txn, &st, "SELECT count(*) FROM obj_upload", "") >= 0 &&
+        cn_meta_step(st) == CN_META_ROW)
+        n = cn_meta_column_int64(st, 0);
+    cn_meta_finish(st);
+    cn_meta_rollback(txn);
+    return n;
+}
+
 static void test_upload_expiry(void)
 {
     cn_objects_opts_t oo = { .upload_expiry_ms = 60000, .upload_sweep_ms = -1 };
@@ -780,7 +796,11 @@ static void test_upload_expiry(void)
     rq = req_for(&e.alice);
     CN_CHECK_EQ(cn_objects_bucket_create(e.o, &rq, "exp", NULL, NULL), 0);
     CN_CHECK_EQ(cn_objects_mpu_create(e.o, &rq, "exp", "k", NULL, id2), 0);
-    usleep(200000);
+    /* Every 20 ms, but a loaded machine may hold the thread back: wait for
+     * the row to go (a read, which sweeps nothing itself), up to 30 s. */
+    for (int i = 0; i < 600 && upload_rows(&e) > 0; i++)
+        usleep(50000);
+    CN_CHECK_EQ(upload_rows(&e), 0);
     CN_CHECK_EQ(cn_objects_sweep_uploads(e.o, 0, &removed), 0);
     CN_CHECK_EQ(removed, 0);
     env_close(&e);

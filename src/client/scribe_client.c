@@ -1606,12 +1606,12 @@ cn_err_t cn_scribe_client_tree(cn_scribe_client_t *cl, const uint8_t repo[16],
     return e;
 }
 
-cn_err_t cn_scribe_client_log(cn_scribe_client_t *cl, const uint8_t repo[16],
-                              const uint8_t branch[16], const char *path, uint32_t limit,
-                              cn_scribe_client_log_fn fn, void *ctx, cn_scribe_cerr_t *err)
+/* The log of path (NULL: none) from below change before (0: the head). */
+static cn_err_t log_from(cn_scribe_client_t *cl, const uint8_t repo[16], const uint8_t branch[16],
+                         const char *path, uint64_t before, uint32_t limit,
+                         cn_scribe_client_log_fn fn, void *ctx, cn_scribe_cerr_t *err)
 {
-    bool has_before = false;
-    uint64_t before = 0;
+    bool has_before = before != 0;
     char *after = malloc(CN_SCRIBE_MAX_PATH + 1);
     char *strs = malloc(3 * (CN_SCRIBE_MAX_PATH + 1) + CN_SCRIBE_MAX_MESSAGE + 1);
     cn_err_t e = after && strs ? CN_OK : -ENOMEM;
@@ -1671,6 +1671,20 @@ out:
     free(after);
     free(strs);
     return e;
+}
+
+cn_err_t cn_scribe_client_log(cn_scribe_client_t *cl, const uint8_t repo[16],
+                              const uint8_t branch[16], const char *path, uint32_t limit,
+                              cn_scribe_client_log_fn fn, void *ctx, cn_scribe_cerr_t *err)
+{
+    return log_from(cl, repo, branch, path, 0, limit, fn, ctx, err);
+}
+
+cn_err_t cn__scribe_client_log_before(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                      const uint8_t branch[16], uint64_t before, uint32_t limit,
+                                      cn_scribe_client_log_fn fn, void *ctx, cn_scribe_cerr_t *err)
+{
+    return log_from(cl, repo, branch, NULL, before, limit, fn, ctx, err);
 }
 
 /* Where a merge-aware log page ended: its rows, the last one's change,

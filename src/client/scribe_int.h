@@ -1,7 +1,8 @@
 /* What the Scribe client's files share with each other and with the
- * workspace (scribe_client.c, scribe_proof.c, workspace_fetch.c): the one
- * way a tree_page request is filled, whether a client is anonymous, and
- * get_chunks over the transfer lanes.  Never included outside src/client. */
+ * workspace (scribe_client.c, scribe_proof.c, workspace_fetch.c,
+ * workspace_verify.c): the one way a tree_page request is filled, whether
+ * a client is anonymous, get_chunks over the transfer lanes, and the log
+ * from below a change.  Never included outside src/client. */
 #ifndef CN_CLIENT_SCRIBE_INT_H
 #define CN_CLIENT_SCRIBE_INT_H
 
@@ -31,5 +32,13 @@ cn_err_t cn__scribe_client_get_chunks_lanes(cn_scribe_client_t *cl, const uint8_
                                             const cn_scribe_client_witness_t *w, size_t n,
                                             cn_scribe_client_lane_sink_fn sink, void *ctx,
                                             cn_scribe_cerr_t *err);
+
+/* cn_scribe_client_log's first-parent history of branch (no path),
+ * newest first, starting strictly below change `before` (0: from the
+ * head), up to limit rows (0 = all), all pages.  The commit walk of a
+ * verified sync prefetches its batches with it. */
+cn_err_t cn__scribe_client_log_before(cn_scribe_client_t *cl, const uint8_t repo[16],
+                                      const uint8_t branch[16], uint64_t before, uint32_t limit,
+                                      cn_scribe_client_log_fn fn, void *ctx, cn_scribe_cerr_t *err);
 
 #endif

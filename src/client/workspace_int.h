@@ -287,10 +287,10 @@ cn_err_t cn__ws_verify(cn_scribe_client_t *cl, cn__ws_state_t *s, uint64_t targe
  * (res->mounts counts them).  A mount's failure is the call's, named. */
 cn_err_t cn__ws_mounts_apply(cn_scribe_client_t *cl, const cn__ws_state_t *s, const cn_ws_opts_t *o,
                              cn_ws_sync_result_t *res, cn_ws_error_t *err);
-/* After a sync from change was to s->change: each mount declared at was
- * whose path the config no longer declares has its nested workspace
- * retired and removed when clean, else kept; either is told to
- * o->notice.  Never fails the sync. */
+/* After a sync or a submit from change was to s->change: each mount
+ * declared at was whose path the config no longer declares has its nested
+ * workspace retired and removed when clean, else kept; either is told to
+ * o->notice.  Never fails the sync or the submit. */
 cn_err_t cn__ws_mounts_prune(cn_scribe_client_t *cl, const cn__ws_state_t *s, uint64_t was,
                              const cn_ws_opts_t *o);
 

@@ -10,7 +10,8 @@
  * read is skipped and told to opts->notice.  Scans of the parent skip it
  * (workspace_scan.c).  Nesting is bounded (CN_WS_MOUNT_DEPTH): a cycle of
  * mounts stops there instead of recursing forever.  A mount the config no
- * longer declares after a sync (its path gone from the list) has its nested
+ * longer declares after a sync or a submit (its path gone from the list;
+ * the workspace's own submit that drops it prunes it at once) has its nested
  * workspace retired and removed when it is clean; one with local changes,
  * locks or nested workspaces of its own is kept and told to opts->notice.
  * It never deletes a file a status would report. */

@@ -326,11 +326,15 @@ static cn_err_t submit_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_
 }
 
 /* The submit once the workspace is open: settle, scan, chunk, pin, upload,
- * submit, record. */
+ * submit, record; then the mounts the change it reached no longer declares
+ * (dropped by this very submit, or by a settled earlier one) are pruned
+ * now, as a sync would (workspace_mounts.c), not left for the next change:
+ * a later sync at the same change prunes nothing. */
 cn_err_t cn__ws_submit_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_ws_opts_t *o,
                             const char *message, const cn__ws_merge_submit_t *merge,
                             cn_ws_submit_result_t *res, cn_ws_error_t *err)
 {
+    uint64_t was = s->change;
     cn__ws_scan_t sc = { 0 };
     submit_t sb = { 0 };
     cn_scribe_client_outcome_t out;
@@ -365,6 +369,8 @@ cn_err_t cn__ws_submit_open(cn_scribe_client_t *cl, cn__ws_state_t *s, const cn_
 out:
     submit_free(&sb);
     cn__ws_scan_free(&sc);
+    if (rc == CN_OK) /* the submit stands whatever the pruning meets */
+        cn__ws_mounts_prune(cl, s, was, o);
     return rc;
 }
 

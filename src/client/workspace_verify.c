@@ -10,12 +10,15 @@
  * docs/protocol/scribe.md); otherwise the sync stops as a rollback (a
  * not-local CN_E_CORRUPT, exit 9).  A branch without an anchor is first
  * contact: the server's head is trusted and the caller says so.  A walk of
- * more than two commits is prefetched: one log page names the commits
- * from the head down, one get_objects fetches them all, and the walk
- * still hashes and checks each (a commit the log did not name, or one the
- * server left out, is fetched alone).  It never
+ * more than two commits is prefetched in batches of up to 4,096: one log
+ * page names a batch's commits from the head (then from below the last
+ * batch) down, one get_objects fetches them all, the next batch only once
+ * the walk used this one up (memory: one batch, however long the history),
+ * and the walk still hashes and checks each (a commit the log did not
+ * name, or one the server left out, is fetched alone).  It never
  * moves an anchor itself: the caller records cn__ws_verified_t.head in the
  * state it saves with the files it applied, so both commit at once. */
+#include "scribe_int.h"
 #include "workspace_int.h"
 
 #include <errno.h>
@@ -100,18 +103,35 @@ static int newest_row(void *ctx, const cn_scribe_client_logrow_t *r)
 #define WALK_BATCH 4096 /* commits one prefetch names (one log page, one get_objects) */
 
 /* Commits the walk will probably need, by id, their bytes as the server
- * sent them (unchecked until the walk hashes them). */
+ * sent them (unchecked until the walk hashes them): one batch at a time,
+ * the next fetched only when the walk has used up this one, so memory
+ * stays one batch however long the walk. */
 typedef struct walk_cache {
     cn_digest_t *ids;
     cn_buf_t *enc;
     size_t n, cap, next; /* next: where the walk's next lookup starts */
+    uint64_t low;        /* the oldest change the walk may need */
+    uint64_t last;       /* the change of this batch's oldest row (0: none yet) */
+    bool more;           /* the batch was full: older commits may follow */
 } walk_cache_t;
+
+/* Commits one batch names: WALK_BATCH, or CAIRN_WALK_BATCH (1..4,096) so
+ * that a test can cross batches with a short history. */
+static size_t walk_batch(void)
+{
+    const char *v = getenv("CAIRN_WALK_BATCH");
+    char *end;
+    unsigned long n = v ? strtoul(v, &end, 10) : 0;
+    return v && *v && !*end && n >= 1 && n <= WALK_BATCH ? (size_t)n : WALK_BATCH;
+}
 
 static int cache_row(void *ctx, const cn_scribe_client_logrow_t *r)
 {
     walk_cache_t *c = ctx;
-    if (c->n < c->cap)
+    if (c->n < c->cap) {
         c->ids[c->n++] = r->commit;
+        c->last = r->change;
+    }
     return 0;
 }
 
@@ -131,32 +151,66 @@ static void cache_free(walk_cache_t *c)
     memset(c, 0, sizeof *c);
 }
 
-/* Prefetches the newest `want` commits of s's branch (at most WALK_BATCH).
- * A failure leaves the cache empty: the walk then fetches one by one. */
-static void cache_fill(cn_scribe_client_t *cl, const cn__ws_state_t *s, uint64_t want,
+/* Fetches the batch below change c->last (0: from the head): at most
+ * c->cap commits and no more than the walk can need down to c->low, one
+ * log page naming them and one get_objects for them all, replacing the
+ * previous batch.  false when it fails (the cache is then empty: the walk
+ * fetches one by one). */
+static bool cache_batch(cn_scribe_client_t *cl, const cn__ws_state_t *s, walk_cache_t *c)
+{
+    uint64_t want = c->last ? c->last - c->low : 0; /* rows strictly below last */
+    size_t n = c->last && want < c->cap ? (size_t)want : c->cap;
+    for (size_t i = 0; i < c->n; i++)
+        cn_buf_reset(&c->enc[i]);
+    uint64_t before = c->last;
+    c->n = c->next = 0;
+    c->more = false;
+    cn_scribe_cerr_t serr;
+    memset(&serr, 0, sizeof serr);
+    cn_scribe_client_ref_t *refs = n ? malloc(n * sizeof *refs) : NULL;
+    size_t cap = c->cap;
+    c->cap = n; /* cache_row stops at the rows this batch may use */
+    bool ok = refs && cn__scribe_client_log_before(cl, s->repo_id, s->branch, before, (uint32_t)n,
+                                                   cache_row, c, &serr) >= 0;
+    c->cap = cap;
+    for (size_t i = 0; ok && i < c->n; i++)
+        refs[i] = (cn_scribe_client_ref_t){ CN_REPOS_COMMIT, c->ids[i] };
+    ok = ok && c->n && cn_scribe_client_get(cl, s->repo_id, refs, c->n, cache_sink, c, &serr) >= 0;
+    free(refs);
+    if (!ok) {
+        for (size_t i = 0; i < c->n; i++)
+            cn_buf_reset(&c->enc[i]);
+        c->n = 0;
+        return false;
+    }
+    c->more = c->n == n && c->last > c->low;
+    return true;
+}
+
+/* Prefetches the newest `want` commits of s's branch, down to change low,
+ * a batch at a time.  A failure leaves the cache empty: the walk then
+ * fetches one by one. */
+static void cache_fill(cn_scribe_client_t *cl, const cn__ws_state_t *s, uint64_t want, uint64_t low,
                        walk_cache_t *c)
 {
     memset(c, 0, sizeof *c);
-    c->cap = want < WALK_BATCH ? (size_t)want : WALK_BATCH;
+    size_t batch = walk_batch();
+    c->cap = want < batch ? (size_t)want : batch;
+    c->low = low;
     c->ids = malloc(c->cap * sizeof *c->ids);
     c->enc = calloc(c->cap, sizeof *c->enc);
-    cn_scribe_cerr_t serr;
-    memset(&serr, 0, sizeof serr);
-    cn_scribe_client_ref_t *refs = malloc(c->cap * sizeof *refs);
-    bool ok = c->ids && c->enc && refs &&
-              cn_scribe_client_log(cl, s->repo_id, s->branch, NULL, (uint32_t)c->cap, cache_row, c,
-                                   &serr) >= 0;
-    for (size_t i = 0; ok && i < c->n; i++)
-        refs[i] = (cn_scribe_client_ref_t){ CN_REPOS_COMMIT, c->ids[i] };
-    ok = ok && cn_scribe_client_get(cl, s->repo_id, refs, c->n, cache_sink, c, &serr) >= 0;
-    free(refs);
-    if (!ok)
+    if (!c->ids || !c->enc || !cache_batch(cl, s, c))
         cache_free(c);
 }
 
-/* The cached bytes of commit id appended to enc: false when not cached. */
-static bool cache_take(walk_cache_t *c, const cn_digest_t *id, cn_buf_t *enc)
+/* The cached bytes of commit id appended to enc: false when not cached.
+ * A walk that used up its batch in order (and older commits may follow)
+ * has the next batch fetched first. */
+static bool cache_take(cn_scribe_client_t *cl, const cn__ws_state_t *s, walk_cache_t *c,
+                       const cn_digest_t *id, cn_buf_t *enc)
 {
+    if (c && c->n && c->next >= c->n && c->more && !cache_batch(cl, s, c))
+        return false;
     for (size_t k = 0; c && k < c->n; k++) {
         size_t i = (c->next + k) % c->n;
         if (memcmp(c->ids[i].b, id->b, CN_DIGEST_LEN) != 0 || !c->enc[i].len)
@@ -177,7 +231,7 @@ static cn_err_t fetch_commit(cn_scribe_client_t *cl, const cn__ws_state_t *s, wa
     memset(&serr, 0, sizeof serr);
     cn_buf_reset(enc);
     cn_err_t e;
-    if (cache_take(cache, id, enc)) {
+    if (cache_take(cl, s, cache, id, enc)) {
         cn_digest_t got;
         cn_repos_object_id(CN_REPOS_COMMIT, enc->data, enc->len, &got);
         e = cn_ct_equal(got.b, id->b, CN_DIGEST_LEN) ? CN_OK : CN_E_DIGEST_MISMATCH;
@@ -304,7 +358,7 @@ cn_err_t cn__ws_verify(cn_scribe_client_t *cl, cn__ws_state_t *s, uint64_t targe
         low = w.anchor->change;
     walk_cache_t cache = { 0 };
     if (low <= row.change && row.change - low + 1 > 2) {
-        cache_fill(cl, s, row.change - low + 1, &cache);
+        cache_fill(cl, s, row.change - low + 1, low, &cache);
         w.cache = &cache;
     }
     cn_buf_t enc = { 0 };

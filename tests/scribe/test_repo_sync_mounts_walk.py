@@ -5,13 +5,18 @@
 What each test proves: a mount dropped from `.scribe/config.toml` at a later
 change has its nested workspace removed by the next sync when it is clean
 (and said on stderr), while one with a local edit is kept, said, and its
-edit left alone, and the parent's sync still succeeds; the commit walk of a
-sync across 40 changes is prefetched (one log page, one get_objects for the
-commits) instead of one get_objects per commit, and still lands on the
-same files."""
+edit left alone, and the parent's sync still succeeds; a mount the
+workspace's own submit drops is pruned by that submit (not at the next
+change); the commit walk of a sync across 40 changes is prefetched (one log
+page, one get_objects for the commits) instead of one get_objects per
+commit, and still lands on the same files; a walk longer than one prefetch
+batch (CAIRN_WALK_BATCH=8 here; 5,001 commits against the real 4,096 with
+CAIRN_SLOW_TESTS=1) is fetched batch after batch."""
 import os
 import re
 import urllib.request
+
+import pytest
 
 from conftest import binary, run
 from scribe_wire import ADD, CHANGESET, CHUNK, MANIFEST, MODIFY, Conn, changeset_encode, \
@@ -24,8 +29,8 @@ def ep_of(s):
     return "%s:%d" % s.addrs["scribe"]
 
 
-def repo(ep, *args, check=True):
-    r = run([binary("cairn"), "repo"] + list(args) + ["--endpoint", ep], timeout=120)
+def repo(ep, *args, check=True, env=None):
+    r = run([binary("cairn"), "repo"] + list(args) + ["--endpoint", ep], timeout=600, env=env)
     assert "runtime error:" not in r.stderr and "AddressSanitizer" not in r.stderr, r.stderr
     if check:
         assert r.returncode == 0, (args, r.stdout, r.stderr)
@@ -102,31 +107,73 @@ def test_a_mount_dropped_from_the_config_is_removed_when_clean(server_factory, t
     assert "vendor" not in repo(ep, "status", b).stdout
 
 
-def test_the_commit_walk_is_prefetched(server_factory, tmp_path):
+def test_a_mount_dropped_by_the_workspaces_own_submit_is_pruned_by_that_submit(
+        server_factory, tmp_path):
     s = server_factory(args=ARGS, wait_for=("scribe", "http"))
     ep = ep_of(s)
-    w = str(tmp_path / "w")
+    for name in ("lib", "app"):
+        repo(ep, "create", name)
+    lw = str(tmp_path / "lw")
+    repo(ep, "clone", "lib", lw)
+    write(os.path.join(lw, "lib.txt"), b"lib v1\n")
+    repo(ep, "submit", lw, "-m", "lib 1")
+    li = info(ep, "lib")
+    lib = ("lib", "vendor/lib", li["id"], li["main"], 1)
+    aw = str(tmp_path / "aw")
+    repo(ep, "clone", "app", aw)
+    write(os.path.join(aw, "main.c"), b"int main;\n")
+    write(os.path.join(aw, ".scribe/config.toml"), mounts_config(lib))
+    repo(ep, "submit", aw, "-m", "one mount")
+    declared_at = int(info(ep, "app")["head"])
+    repo(ep, "sync", aw)  # materialises the mount in the submitting workspace
+    assert open(os.path.join(aw, "vendor/lib/lib.txt"), "rb").read() == b"lib v1\n"
+
+    # this workspace drops the mount: its own submit removes the clean nested one
+    write(os.path.join(aw, ".scribe/config.toml"), mounts_config())
+    r = repo(ep, "submit", aw, "-m", "drop lib")
+    assert "vendor/lib: mount lib is no longer declared: removed" in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(aw, "vendor"))
+    # the submit landed, and the workspace is clean at its change
+    assert int(info(ep, "app")["head"]) == declared_at + 1
+    assert "vendor" not in repo(ep, "status", aw).stdout
+    # a later sync at that same change has nothing left to prune
+    r = repo(ep, "sync", aw)
+    assert "no longer declared" not in r.stderr, r.stderr
+    # the mount's own repository is untouched
+    assert info(ep, "lib")["head"] == "1"
+
+
+def walk_history(s, ep, w, changes):
+    """Repository "walk": f.txt added at change 1, w cloned (anchored) there,
+    then `changes` more changes rewriting f.txt; the last change."""
     repo(ep, "create", "walk")
     with Conn(s.addrs["scribe"]) as c:
         i = c.repo_info(None, "walk")
         rid, main, inc, ws = i["id"], i["main"], i["incarnation"], os.urandom(16)
 
-        def submit(kind, n):
+        def submit(kind, n, head):
             data = b"revision %d\n" % n
             enc = manifest_encode([data])
             mid = manifest_id(enc)
             cs = changeset_encode([(kind, "f.txt", mid, 0, None)])
             c.put_objects(rid, [(CHUNK, chunk_id(data), data), (MANIFEST, mid, enc),
                                 (CHANGESET, changeset_id(cs), cs)])
-            head = c.repo_info(rid)["head"]
             o = c.submit(rid, inc, os.urandom(16), main, ws, head, changeset_id(cs), "t", "m")
             assert o["outcome"] == 1, o
             return o["change"]
 
-        submit(ADD, 0)
+        last = submit(ADD, 0, c.repo_info(rid)["head"])
         repo(ep, "clone", "walk", w)  # anchored at change 1
-        for n in range(1, 41):
-            last = submit(MODIFY, n)
+        for n in range(1, changes + 1):
+            last = submit(MODIFY, n, last)
+    return last
+
+
+def test_the_commit_walk_is_prefetched(server_factory, tmp_path):
+    s = server_factory(args=ARGS, wait_for=("scribe", "http"))
+    ep = ep_of(s)
+    w = str(tmp_path / "w")
+    last = walk_history(s, ep, w, 40)
     before = requests_by_op(s)
     r = repo(ep, "sync", w)
     used = {k: v - before.get(k, 0) for k, v in requests_by_op(s).items()}
@@ -140,3 +187,40 @@ def test_the_commit_walk_is_prefetched(server_factory, tmp_path):
     repo(ep, "sync", w)
     used = {k: v - before.get(k, 0) for k, v in requests_by_op(s).items()}
     assert used.get("get_objects", 0) <= 1, used
+
+
+def test_the_commit_walk_crosses_prefetch_batches(server_factory, tmp_path):
+    # CAIRN_WALK_BATCH=8 makes a batch 8 commits, so 41 commits take six
+    # batches: six log pages and six get_objects for the commits, each batch
+    # fetched when the walk used up the one before
+    s = server_factory(args=ARGS, wait_for=("scribe", "http"))
+    ep = ep_of(s)
+    w = str(tmp_path / "w")
+    last = walk_history(s, ep, w, 40)
+    before = requests_by_op(s)
+    r = repo(ep, "sync", w, env={"CAIRN_WALK_BATCH": "8"})
+    used = {k: v - before.get(k, 0) for k, v in requests_by_op(s).items()}
+    assert "at change %d" % last in r.stdout, r.stdout
+    assert open(os.path.join(w, "f.txt"), "rb").read() == b"revision 40\n"
+    # six batches plus the manifest and the chunk (one by one: 41 + 2)
+    assert 6 <= used.get("get_objects", 0) <= 9, used
+    assert used.get("log", 0) >= 6, used
+
+
+SLOW = pytest.mark.skipif(os.environ.get("CAIRN_SLOW_TESTS") != "1",
+                          reason="5,000 changes: CAIRN_SLOW_TESTS=1 (make test-slow)")
+
+
+@SLOW
+def test_a_walk_longer_than_one_batch_is_prefetched_in_batches(server_factory, tmp_path):
+    # 5,001 commits with the real batch of 4,096: two batches, not 5,001 fetches
+    s = server_factory(args=ARGS, wait_for=("scribe", "http"))
+    ep = ep_of(s)
+    w = str(tmp_path / "w")
+    last = walk_history(s, ep, w, 5000)
+    before = requests_by_op(s)
+    r = repo(ep, "sync", w)
+    used = {k: v - before.get(k, 0) for k, v in requests_by_op(s).items()}
+    assert "at change %d" % last in r.stdout, r.stdout
+    assert open(os.path.join(w, "f.txt"), "rb").read() == b"revision 5000\n"
+    assert 2 <= used.get("get_objects", 0) <= 5, used

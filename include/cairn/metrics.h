@@ -65,6 +65,11 @@ CN_API extern const double cn_metric_bounds_count[7];
  * from when the face starts serving the request (its head read) until the
  * last byte of its answer is handed to the socket. */
 CN_API extern const cn_metric_family_t cn_metric_request_duration;
+/* Its companion counter, for the faces whose answers have a status class:
+ * cairn_requests_total{face="http",status="1xx|2xx|3xx|4xx|5xx"}, counted
+ * where the face observes the request's duration (each series through a
+ * cn_metric_cached slot: one atomic load and one atomic add per request). */
+CN_API extern const cn_metric_family_t cn_metric_requests;
 
 /* A separate registry (tests); NULL everywhere below means the process
  * registry.  Errors: -ENOMEM.  cn_metrics_free accepts NULL and must not run

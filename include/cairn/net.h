@@ -186,6 +186,14 @@ CN_API void cn_server_config_default(cn_server_config_t *cfg);
  * (cn_server_destroy).  Errors: CN_E_INVALID, -errno. */
 CN_API cn_err_t cn_server_create(const cn_server_config_t *cfg, cn_server_t **out);
 
+/* Requests waiting now in each worker pool's queue (not yet taken by a
+ * worker), summed over every server of the process: depth[CN_POOL_HANDSHAKE
+ * .. CN_POOL_STORAGE].  Takes each queue's mutex in turn: for a sampler
+ * (the console's metrics ring), never a request path.  Any thread. */
+CN_API void cn_net_queued(uint64_t depth[CN_POOL_COUNT]);
+/* "handshake", "query", "storage"; "unknown" out of range. */
+CN_API const char *cn_net_pool_name(int pool);
+
 typedef struct cn_listen_opts {
     const char *addr;            /* "host:port", "[v6]:port"; port 0 = ephemeral */
     const char *tls_cert;        /* PEM certificate chain; with tls_key enables TLS 1.3 */

@@ -4,8 +4,9 @@
  * open connections, signature failures: their names predate the shared
  * registry and are kept), then every family of the process registry
  * (cairn/metrics.h: listeners of every face, request durations by face and
- * operation, store, meta, Jay and Scribe outcomes), then any text other
- * modules add through cn_http_server_metrics_source(). */
+ * operation, requests by face and status class, store, meta, Jay and Scribe
+ * outcomes), then any text other modules add through
+ * cn_http_server_metrics_source(). */
 #include "http_int.h"
 
 #include <errno.h>
@@ -130,4 +131,11 @@ void cn__metrics_record(cn_http_server_t *s, cn_http_req_t *r)
                                        "face=\"http\",op=\"%s\"",
                                        r->route >= 0 ? s->routes[r->route].name : "none"),
                       (double)us / 1e6);
+    /* One series per class, shared by every route and server: so are the
+     * slots. */
+    static _Atomic(cn_metric_t *) by_class[6];
+    if (c >= 1 && c <= 5)
+        cn_metric_add(
+            cn_metric_cached(&by_class[c], &cn_metric_requests, "face=\"http\",status=\"%uxx\"", c),
+            1);
 }

@@ -105,6 +105,8 @@ cn_err_t cn__queue_push(cn__queue_t *q, void *item);
  * the call sleeps. */
 void *cn__queue_pop(cn__queue_t *q, cn__idle_t *self);
 void cn__queue_close(cn__queue_t *q);
+/* Items waiting in the ring now (handed-over ones excluded); takes mu. */
+size_t cn__queue_len(cn__queue_t *q);
 
 typedef struct cn__pool {
     cn__queue_t q;

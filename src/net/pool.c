@@ -86,6 +86,14 @@ void *cn__queue_pop(cn__queue_t *q, cn__idle_t *self)
     return self->item;
 }
 
+size_t cn__queue_len(cn__queue_t *q)
+{
+    pthread_mutex_lock(&q->mu);
+    size_t n = q->len;
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
 void cn__queue_close(cn__queue_t *q)
 {
     pthread_mutex_lock(&q->mu);

@@ -91,6 +91,58 @@ static cn_err_t loop_init(cn_server_t *s, unsigned i)
 
 static const char *const cn__pool_names[CN_POOL_COUNT] = { "hshake", "query", "store" };
 
+/* ---- queue depths (cn_net_queued) -------------------------------------------
+ * The servers of the process whose pools run, so that a sampler reads their
+ * queues without a handle: a server joins once its pools have started and
+ * leaves, under live_mu, before they stop (pools_stop).  Past LIVE_MAX
+ * servers, the others are not counted. */
+#define LIVE_MAX 64
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static cn_server_t *live[LIVE_MAX];
+
+static void live_join(cn_server_t *s)
+{
+    pthread_mutex_lock(&live_mu);
+    for (size_t i = 0; i < LIVE_MAX; i++)
+        if (!live[i]) {
+            live[i] = s;
+            break;
+        }
+    pthread_mutex_unlock(&live_mu);
+}
+
+/* Leaves the live set, then stops every started pool.  Idempotent. */
+static void pools_stop(cn_server_t *s)
+{
+    pthread_mutex_lock(&live_mu);
+    for (size_t i = 0; i < LIVE_MAX; i++)
+        if (live[i] == s)
+            live[i] = NULL;
+    pthread_mutex_unlock(&live_mu);
+    for (int p = 0; p < CN_POOL_COUNT; p++)
+        if (s->pools_started[p]) {
+            cn__pool_stop(&s->pools[p]);
+            s->pools_started[p] = false;
+        }
+}
+
+void cn_net_queued(uint64_t depth[CN_POOL_COUNT])
+{
+    memset(depth, 0, CN_POOL_COUNT * sizeof *depth);
+    pthread_mutex_lock(&live_mu);
+    for (size_t i = 0; i < LIVE_MAX; i++)
+        for (int p = 0; live[i] && p < CN_POOL_COUNT; p++)
+            if (live[i]->pools_started[p])
+                depth[p] += cn__queue_len(&live[i]->pools[p].q);
+    pthread_mutex_unlock(&live_mu);
+}
+
+const char *cn_net_pool_name(int pool)
+{
+    static const char *const name[CN_POOL_COUNT] = { "handshake", "query", "storage" };
+    return pool >= 0 && pool < CN_POOL_COUNT ? name[pool] : "unknown";
+}
+
 cn_err_t cn_server_create(const cn_server_config_t *cfg, cn_server_t **out)
 {
     *out = NULL;
@@ -143,6 +195,7 @@ cn_err_t cn_server_create(const cn_server_config_t *cfg, cn_server_t **out)
             goto fail;
         s->pools_started[p] = true;
     }
+    live_join(s);
     *out = s;
     return CN_OK;
 fail:
@@ -364,11 +417,7 @@ cn_err_t cn_server_run(cn_server_t *s)
         }
     if (e0 < 0)
         e = e0;
-    for (int p = 0; p < CN_POOL_COUNT; p++)
-        if (s->pools_started[p]) {
-            cn__pool_stop(&s->pools[p]);
-            s->pools_started[p] = false;
-        }
+    pools_stop(s);
     if (e == CN_OK)
         cn_info("net", "stopped");
     return e;
@@ -389,9 +438,7 @@ void cn_server_destroy(cn_server_t *s)
 {
     if (!s)
         return;
-    for (int p = 0; p < CN_POOL_COUNT; p++)
-        if (s->pools_started[p])
-            cn__pool_stop(&s->pools[p]);
+    pools_stop(s);
     for (size_t i = 0; i < s->nls; i++) {
         cn__listener_t *ls = s->ls[i];
         if (ls->fd >= 0)

@@ -29,6 +29,13 @@ const cn_metric_family_t cn_metric_request_duration = {
     cn_metric_bounds_seconds,
     14,
 };
+const cn_metric_family_t cn_metric_requests = {
+    "cairn_requests_total",
+    "Requests answered, by face and status class.",
+    CN_METRIC_COUNTER,
+    NULL,
+    0,
+};
 
 struct cn_metric {
     struct cn_metric *next;

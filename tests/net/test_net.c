@@ -1,6 +1,7 @@
 /* Unit tests for the pieces of src/net that stand alone: the bounded queue,
- * the worker pool, source keys (an IPv6 /64 is one source), the counting
- * table, and listener address parsing. */
+ * the worker pool, the queue depths a sampler reads (cn_net_queued), source
+ * keys (an IPv6 /64 is one source), the counting table, and listener address
+ * parsing. */
 #include "cn_test.h"
 #include "net/net_int.h"
 
@@ -103,6 +104,73 @@ static void test_pool_runs_everything_queued(void)
     CN_CHECK_EQ(cn__pool_start(&p, "t", 0, 10, count_item, NULL), CN_E_INVALID);
 }
 
+static atomic_bool release_items;
+
+static void block_item(void *arg, void *item)
+{
+    (void)arg;
+    (void)item;
+    while (!atomic_load(&release_items))
+        nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+}
+
+/* The storage depth cn_net_queued reports, polled up to 5 s until it is want. */
+static uint64_t storage_depth_until(uint64_t want)
+{
+    uint64_t d[CN_POOL_COUNT] = { 0 };
+    for (int i = 0; i < 5000; i++) {
+        cn_net_queued(d);
+        if (d[CN_POOL_STORAGE] == want)
+            break;
+        nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+    }
+    return d[CN_POOL_STORAGE];
+}
+
+/* cn_net_queued counts what waits in a live server's pool queues (not what a
+ * worker holds), and forgets a destroyed server; cn__queue_len the ring. */
+static void test_queued_depths(void)
+{
+    cn__queue_t q;
+    int a = 1, b = 2;
+    CN_CHECK_EQ(cn__queue_init(&q, 4), 0);
+    CN_CHECK_EQ(cn__queue_len(&q), 0u);
+    CN_CHECK_EQ(cn__queue_push(&q, &a), 0);
+    CN_CHECK_EQ(cn__queue_push(&q, &b), 0);
+    CN_CHECK_EQ(cn__queue_len(&q), 2u);
+    cn__queue_destroy(&q);
+
+    cn_server_config_t cfg;
+    cn_server_config_default(&cfg);
+    cn_server_t *s = NULL;
+    CN_CHECK_EQ(cn_server_create(&cfg, &s), 0);
+    CN_CHECK_EQ(storage_depth_until(0), 0u);
+    /* The storage pool's workers swapped for one that holds its item until
+     * released: of four requests, one is held and three wait. */
+    atomic_store(&release_items, false);
+    cn__pool_stop(&s->pools[CN_POOL_STORAGE]);
+    CN_CHECK_EQ(cn__pool_start(&s->pools[CN_POOL_STORAGE], "t", 1, 8, block_item, NULL), 0);
+    for (int i = 0; i < 4; i++)
+        CN_CHECK_EQ(cn__queue_push(&s->pools[CN_POOL_STORAGE].q, &a), 0);
+    CN_CHECK_EQ(storage_depth_until(3), 3u);
+    uint64_t d[CN_POOL_COUNT];
+    cn_net_queued(d);
+    CN_CHECK_EQ(d[CN_POOL_HANDSHAKE] + d[CN_POOL_QUERY], 0u);
+    atomic_store(&release_items, true);
+    CN_CHECK_EQ(storage_depth_until(0), 0u);
+    CN_CHECK(strcmp(cn_net_pool_name(CN_POOL_STORAGE), "storage") == 0);
+    CN_CHECK(strcmp(cn_net_pool_name(CN_POOL_COUNT), "unknown") == 0);
+    /* Left queued at destroy: the server leaves the set before its pools stop. */
+    atomic_store(&release_items, false);
+    for (int i = 0; i < 3; i++)
+        CN_CHECK_EQ(cn__queue_push(&s->pools[CN_POOL_STORAGE].q, &a), 0);
+    CN_CHECK_EQ(storage_depth_until(2), 2u);
+    atomic_store(&release_items, true);
+    cn_server_destroy(s);
+    cn_net_queued(d);
+    CN_CHECK_EQ(d[CN_POOL_STORAGE], 0u);
+}
+
 static void key_of(const char *addr, uint8_t key[16], size_t *klen)
 {
     struct sockaddr_storage ss;
@@ -194,5 +262,6 @@ static void test_addr_parse(void)
 }
 
 CN_TEST_MAIN(CN_TEST(test_queue_fifo_bounded), CN_TEST(test_queue_hands_to_idle_worker),
-             CN_TEST(test_pool_runs_everything_queued), CN_TEST(test_source_key_v6_slash64),
-             CN_TEST(test_count_table), CN_TEST(test_addr_parse))
+             CN_TEST(test_pool_runs_everything_queued), CN_TEST(test_queued_depths),
+             CN_TEST(test_source_key_v6_slash64), CN_TEST(test_count_table),
+             CN_TEST(test_addr_parse))

@@ -7,16 +7,19 @@ PY     := /usr/bin/python3
 MESON_OPTS ?=
 
 .PHONY: all help build deps asan run test test-unit test-integration fuzz bench test-crash test-slow \
-        install clean format
+        install clean format test-console console-npm console-shots console-golden
 
 all: build
 
 help:
 	@echo 'make                    build build/cairnd, build/cairn and libcairn (same as make build)'
 	@echo 'make run                build, then run cairnd in the foreground on ./data, loopback only'
-	@echo 'make test               test-unit, then test-integration'
+	@echo 'make test               test-unit, then test-integration, then test-console'
 	@echo 'make test-unit          format and function-length checks, C unit tests on both builds, fuzz harnesses briefly on the ASan one'
 	@echo 'make test-integration   pytest against the ASan build'"'"'s real cairnd'
+	@echo 'make test-console       the web console in headless Chromium against the ASan build'"'"'s cairnd'
+	@echo 'make console-shots      the console'"'"'s screenshots compared with tests/console/golden/'
+	@echo 'make console-golden     re-record those goldens (and the Chromium version)'
 	@echo 'make test-crash         the long crash-durability run'
 	@echo 'make test-slow          the integration tests too slow for make test (CAIRN_SLOW_TESTS=1)'
 	@echo 'make asan               the ASan+UBSan build (clang) in $(ASAN)/, with the fuzz harnesses'
@@ -53,6 +56,7 @@ run: build
 test:
 	$(MAKE) test-unit
 	$(MAKE) test-integration
+	$(MAKE) test-console
 
 test-unit:
 	@scripts/deps.sh test
@@ -69,6 +73,33 @@ test-integration:
 	$(MAKE) asan
 	CAIRN_BUILD=$(ASAN) $(PY) -m pytest -q -x tests --ignore=tests/s3/test_s3_lifecycle.py
 	CAIRN_BUILD=$(ASAN) $(PY) -m pytest -q -x -n 4 tests/s3/test_s3_lifecycle.py
+
+# The console suite (tests/console): Node's test runner drives Debian's chromium
+# through playwright-core against real cairnd processes of the ASan build.
+# `npm ci` runs only when node_modules does not match package-lock.json; no
+# step downloads a browser.
+CONSOLE_RUN := CAIRN_BUILD=$(ASAN) PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 node --test --test-timeout=300000
+
+console-npm:
+	@scripts/deps.sh test
+	@cd tests/console && if ! cmp -s package-lock.json node_modules/.cairn-lock; then \
+	  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --ignore-scripts --no-audit --no-fund && \
+	  cp package-lock.json node_modules/.cairn-lock; fi
+
+test-console: console-npm
+	$(MAKE) asan
+	$(CONSOLE_RUN) --test-concurrency=2 tests/console/
+
+# Screenshots compared with the committed goldens (0.5 % of the pixels, dynamic
+# text masked); kept out of make test, since Debian's Chromium moves with
+# security updates.  console-golden re-records them and golden/VERSION.
+console-shots: console-npm
+	$(MAKE) asan
+	CONSOLE_SHOTS=compare $(CONSOLE_RUN) tests/console/views.test.mjs
+
+console-golden: console-npm
+	$(MAKE) asan
+	CONSOLE_SHOTS=record $(CONSOLE_RUN) tests/console/views.test.mjs
 
 fuzz: asan
 	scripts/fuzz.sh $(ASAN) 300

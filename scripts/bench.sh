@@ -391,6 +391,27 @@ if zc:
         print("blobs_get_large_unverified_vs_zerocopy %.2f x"
               % (v["blobs_get_large_unverified"] * 1e6 / 1048576 / zc))
 EOF
+# ---- the web console's first view in headless Chromium (bench/console_first_view.mjs) ----
+# Needs node, Debian's chromium and tests/console/node_modules (make console-npm); skipped
+# with a line saying which is missing otherwise.
+if ! command -v node >/dev/null; then
+  say "skip_console 0 - node_not_installed"
+elif ! command -v chromium >/dev/null; then
+  say "skip_console 0 - chromium_not_installed"
+elif [ ! -d "$ROOT/tests/console/node_modules/playwright-core" ]; then
+  say "skip_console 0 - playwright-core_not_installed_(make_console-npm)"
+elif [ ! -x "$BUILD/cairnd" ]; then
+  say "skip_console 0 - cairnd_not_built"
+else
+  note "console: login form and buckets view interactive, cold and warm (median of 20)"
+  if TMPDIR=$WORK CAIRN_BUILD=$BUILD node "$ROOT/bench/console_first_view.mjs" \
+    $([ "$QUICK" = 1 ] && echo --quick) > "$WORK/console.txt"; then
+    tee -a "$RES" < "$WORK/console.txt"
+  else
+    say "skip_console 0 - console_bench_failed"
+  fi
+fi
+
 say "run_load_end $(cut -d' ' -f1 /proc/loadavg) load"
 
 # ---- the report --------------------------------------------------------------------------

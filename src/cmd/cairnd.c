@@ -11,6 +11,7 @@
 #include "cairnd.h"
 #include "fleet_node.h"
 #include "scribe/gw_int.h"
+#include "cairn/console.h"
 #include "cairn/crypto.h"
 #include "cairn/sau2_server.h"
 #include "cairn/store.h"
@@ -27,7 +28,7 @@
 
 #define CAIRND_USAGE                                                                               \
     "usage: cairnd [--data DIR] [--jay ADDR|off] [--scribe ADDR|off] [--scribe-tls ADDR|off]\n"    \
-    "              [--http ADDR|off] [--auth ADDR|off]\n"                                          \
+    "              [--http ADDR|off] [--auth ADDR|off] [--console on|off|ADDR]\n"                  \
     "              [--config FILE] [--log-level debug|info|warn|error] [--log-format text|json]\n" \
     "              [--jay-tls-cert FILE --jay-tls-key FILE] [--scribe-tls-cert FILE ...]\n"        \
     "              [--http-tls-cert FILE ...] [--allow-plaintext-public] [--net-loops N]\n"        \
@@ -65,6 +66,8 @@
     "                          its files (--scribe itself takes no TLS flags); beside --auth\n"   \
     "                          without them, a certificate from auth's server CA\n"               \
     "  --http ADDR|off         S3 / blob operations / health listener (default 127.0.0.1:7448)\n" \
+    "  --console on|off|ADDR   the web console at /_cairn/console/ (docs/console.md): on the\n"   \
+    "                          HTTP listener (on, the default), off, or a listener of its own\n"  \
     "  --auth ADDR|off         SAU2 auth listener (default off; TLS with the certificate of\n"    \
     "                          `cairn admin --data DIR auth init`, no --auth-tls-* flag)\n"       \
     "                          ADDR is host:port or [v6]:port; port 0 picks a free port\n"        \
@@ -313,6 +316,7 @@ typedef struct {
     const char *node_id, *advertise; /* --node-id (NULL: DATA/node.id), --advertise */
     cn_services_auth_t auth;         /* --auth-server, --auth-trust, --auth-credential */
     const char *gateway;             /* --gateway FILE: the gateway role, or NULL */
+    const char *console;             /* --console on|off|ADDR, or NULL (on) */
     cn_gw_config_t *gwcfg;           /* its configuration, loaded by gateway_prepare */
     int net_loops;                   /* --net-loops, or -1 */
     int tls_groups;                  /* --tls-groups: a cn_tls_groups_t, or -1 */
@@ -352,6 +356,7 @@ enum {
     O_LC_INTERVAL,
     O_LC_MAX_OPS,
     O_LC_DAY,
+    O_CONSOLE,
     O_PROTO = 512
 }; /* O_PROTO + 3*i + {0 addr, 1 cert, 2 key} */
 
@@ -390,6 +395,7 @@ static void build_options(struct option *opts, char (*names)[48], size_t nprotos
     opts[no++] = (struct option){ "lifecycle-interval", required_argument, 0, O_LC_INTERVAL };
     opts[no++] = (struct option){ "lifecycle-max-ops", required_argument, 0, O_LC_MAX_OPS };
     opts[no++] = (struct option){ "lifecycle-day-seconds", required_argument, 0, O_LC_DAY };
+    opts[no++] = (struct option){ "console", required_argument, 0, O_CONSOLE };
     for (size_t i = 0; i < nprotos; i++) {
         static const char *const suffix[3] = { "", "-tls-cert", "-tls-key" };
         const cn_protocol_t *p = &cn_protocols[i];
@@ -481,6 +487,17 @@ static int tier_flag(int c, const char *arg, struct cn_store_tier *t)
     }
 }
 
+/* Whether --console's value is neither on, off nor an address (reported). */
+static bool console_flag_bad(const char *v)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    if (!strcmp(v, "on") || !strcmp(v, "off") || cn_net_addr_parse(v, &ss, &sl) >= 0)
+        return false;
+    fprintf(stderr, "cairnd: --console wants on, off or host:port, not '%s'\n" CAIRND_USAGE, v);
+    return true;
+}
+
 /* Parses argv into cl.  Returns RUN, or the exit status when cairnd is done:
  * 0 after --help or --version, 2 after a usage error (already reported). */
 static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
@@ -532,6 +549,11 @@ static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
         case O_ADVERTISE: cl->advertise = optarg; break;
         case O_CONFIG: cl->config_path = optarg; break;
         case O_GATEWAY: cl->gateway = optarg; break;
+        case O_CONSOLE:
+            if (console_flag_bad(optarg))
+                return 2;
+            cl->console = optarg;
+            break;
         case O_LC_INTERVAL: cl->lc.interval = optarg; break;
         case O_LC_MAX_OPS: cl->lc.max_ops = optarg; break;
         case O_LC_DAY: cl->lc.day_seconds = optarg; break;
@@ -717,9 +739,12 @@ static int migrate_only(const cmdline_t *cl, const cn_toml_t *doc)
     if (cn_services_open(cl->data_dir, cl->meta, cl->identity_key, doc, &cl->tier, &svc) < 0)
         return 1;
     cn_err_t e = cn_node_migrate(svc->meta); /* the node registry's steps too */
+    if (e >= 0)
+        e = cn_console_migrate(svc->meta); /* and the console's sessions */
     cn_services_close(svc);
     if (e < 0) {
-        cn_error("cairnd", "cannot migrate the node registry: %s", cn_strerror(e));
+        cn_error("cairnd", "cannot migrate the node registry or the console sessions: %s",
+                 cn_strerror(e));
         return 1;
     }
     cn_info("cairnd", "--migrate-only: the schema is current");
@@ -741,6 +766,8 @@ static int serve(const cmdline_t *cl, const cn_toml_t *doc, const cn_server_conf
         goto out_services;
     svc->auth = cl->auth;
     svc->gateway = cl->gwcfg;
+    svc->console = cl->console;
+    svc->node_id = cn_node_id(node);
     /* The S3 lifecycle worker: serving processes only (never --migrate-only). */
     if (cn_services_lifecycle_start(svc, &cl->lc) < 0)
         goto out_services;

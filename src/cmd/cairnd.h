@@ -37,6 +37,11 @@ typedef struct cn_services {
     /* --gateway: the gateway role's configuration (borrowed), or NULL: the
      * scribe listener then serves as a gateway (src/scribe/gw_int.h) */
     const struct cn_gw_config *gateway;
+    /* --console: "on" (the web console on the HTTP listener), "off", or the
+     * ADDR of a listener of its own; and this node's fleet id.  Borrowed,
+     * set by cairnd after opening; NULL: "on", no id. */
+    const char *console;
+    const char *node_id;
 } cn_services_t;
 
 /* Config sections the services read themselves; cairnd does not check their

@@ -238,6 +238,11 @@ static cn_err_t node_list_body(cn_meta_txn_t *txn, void *ctx)
     return e < 0 ? e : 0;
 }
 
+const char *cn_node_id(const cn_node_t *n)
+{
+    return n->id;
+}
+
 cn_err_t cn_node_migrate(cn_meta_t *meta)
 {
     return cn__sql_migrate(meta, &cn__sql_fleet_set);

@@ -23,6 +23,8 @@ cn_err_t cn_node_start(cn_meta_t *meta, const char *data_dir, const char *id, co
 cn_err_t cn_node_migrate(cn_meta_t *meta);
 /* Stops the heartbeat and marks the node stopped.  NULL is a no-op. */
 void cn_node_stop(cn_node_t *n);
+/* The node's id (valid until cn_node_stop). */
+const char *cn_node_id(const cn_node_t *n);
 
 /* One node as listed. */
 typedef struct cn_node_info {

@@ -2,6 +2,7 @@
  * layer and shutdown order. */
 #include "http_face.h"
 #include "cairn/blobops.h"
+#include "cairn/console.h"
 #include "cairn/http.h"
 #include "cairn/meta.h"
 #include "cairn/s3.h"
@@ -9,6 +10,7 @@
 #include "cairn/util.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,8 @@ typedef struct {
     cn_http_server_t *srv;
     cn_s3_t *s3;
     cn_blobs_http_t *blobs;
+    cn_console_t *console;     /* on the HTTP listener, or on its own */
+    cn_http_server_t *con_srv; /* --console ADDR: the console's own server */
 } http_face_t;
 
 static bool env_true(const char *name)
@@ -85,6 +89,164 @@ static cn_err_t ready_register(cn_http_server_t *srv, cn_services_t *svc)
     return cn_http_server_route(srv, &ready);
 }
 
+/* The console's config over svc (own: it has a listener of its own, whose
+ * presigned links then point at s3_base). */
+static void console_config(const cn_services_t *svc, bool own, const char *s3_base,
+                           cn_console_config_t *cc)
+{
+    *cc = (cn_console_config_t){ .meta = svc->meta,
+                                 .identity = svc->identity,
+                                 .objects = svc->objects,
+                                 .repos = svc->repos,
+                                 .blobs = svc->blobs,
+                                 .node = svc->node_id,
+                                 .own_origin = own,
+                                 .s3_base = s3_base };
+    cn_console_config_env(cc);
+}
+
+/* The absolute base URL of the listener srv bound last ("http://HOST:PORT"),
+ * for the presigned links of a console on an origin of its own. */
+static void last_listener_url(cn_server_t *srv, bool tls, char *out, size_t cap)
+{
+    struct sockaddr_storage ss, last = { 0 };
+    socklen_t sl;
+    size_t i = 0;
+    while (cn_server_listener_addr(srv, i, &ss, &sl) >= 0) {
+        last = ss;
+        i++;
+    }
+    char text[CN_NET_ADDR_LEN] = "127.0.0.1";
+    if (i)
+        cn_net_addr_format((struct sockaddr *)&last, text);
+    snprintf(out, cap, "%s://%s", tls ? "https" : "http", text);
+}
+
+/* Whether r is an upload that a link the console minted carries, the one
+ * piece of S3 a console of its own origin serves (its page may connect to
+ * nothing else): PUT /BUCKET/KEY (PutObject) or the same with partNumber and
+ * uploadId (UploadPart), signed in the query (X-Amz-*), no copy source, no
+ * other subresource.  Nothing that reads stored bytes ever matches. */
+static bool console_upload(const cn_http_req_t *r)
+{
+    if (cn_http_req_method_bit(r) != CN_HTTP_PUT || cn_http_req_header(r, "x-amz-copy-source"))
+        return false;
+    const char *p = cn_http_req_path(r, NULL);
+    const char *slash = strchr(p + 1, '/');
+    if (p[1] == '_' || !slash || slash == p + 1 || !slash[1])
+        return false; /* reserved, or no bucket and key */
+    bool part = false, upload = false, sig = false;
+    for (size_t i = 0, n = cn_http_req_query_count(r); i < n; i++) {
+        const char *name = NULL, *value = NULL;
+        cn_http_req_query_at(r, i, &name, &value);
+        if (!strncmp(name, "X-Amz-", 6))
+            sig = sig || !strcmp(name, "X-Amz-Signature");
+        else if (!strcmp(name, "partNumber"))
+            part = true;
+        else if (!strcmp(name, "uploadId"))
+            upload = true;
+        else
+            return false;
+    }
+    return sig && part == upload;
+}
+
+static bool console_other(const cn_http_req_t *r, void *ctx)
+{
+    (void)ctx;
+    return !console_upload(r);
+}
+
+/* Everything on the console's own listener that is neither the console,
+ * the framework's health and metrics, nor an upload: not found. */
+static int console_only(cn_http_req_t *r, void *ctx)
+{
+    (void)ctx;
+    static const char body[] = "{\"error\":\"NotFound\",\"message\":\"this listener serves "
+                               "the console (/_cairn/console/) and its uploads only\"}";
+    (void)cn_http_resp_header(r, "X-Content-Type-Options", "nosniff");
+    return cn_http_respond(r, 404, "application/json", body, sizeof body - 1);
+}
+
+/* The routes of the console's own listener after the console's: the
+ * not-found route for all but uploads, then the S3 face for those. */
+static cn_err_t console_own_routes(http_face_t *f)
+{
+    cn_http_route_t rt = {
+        .name = "console",
+        .methods = CN_HTTP_ANY,
+        .prefix = "/",
+        .flags = CN_HTTP_ROUTE_OWN_AUTH_ERRORS,
+        .match = console_other,
+        .on_request = console_only,
+    };
+    CN_TRY(cn_http_server_route(f->con_srv, &rt));
+    return cn_s3_register(f->s3, f->con_srv);
+}
+
+/* --console ADDR: a second HTTP server carrying the console, the uploads
+ * its links carry (console_upload) and the framework's health and metrics,
+ * plugged into srv on ADDR with the HTTP listener's TLS files and limits.
+ * Its download links point at the HTTP listener, bound just before. */
+static cn_err_t console_own_start(http_face_t *f, const cn_http_config_t *base,
+                                  const cn_listen_opts_t *opts, cn_server_t *srv)
+{
+    char s3_base[CN_NET_ADDR_LEN + 16];
+    last_listener_url(srv, opts->tls_cert != NULL, s3_base, sizeof s3_base);
+    cn_http_config_t cfg = *base;
+    cfg.log_name = "console";
+    cfg.sigv4_lookup_cached = NULL;
+    cn_console_config_t cc;
+    console_config(f->svc, true, s3_base, &cc);
+    cn_err_t e = cn_http_server_new(&cfg, &f->con_srv);
+    if (e >= 0)
+        e = cn_console_register(f->con_srv, &cc, &f->console);
+    if (e >= 0)
+        e = console_own_routes(f);
+    const cn_adapter_t *ad = NULL;
+    void *actx = NULL;
+    if (e >= 0)
+        e = cn_http_server_adapter(f->con_srv, &ad, &actx);
+    cn_listen_opts_t o = *opts;
+    o.addr = f->svc->console;
+    if (e >= 0)
+        e = cn_server_listen(srv, ad, actx, &o);
+    return e;
+}
+
+/* Without the console on this listener, /_cairn/console/ is not found
+ * (rather than left to the S3 route, which names no bucket "_cairn"). */
+static int console_absent(cn_http_req_t *r, void *ctx)
+{
+    (void)ctx;
+    static const char body[] =
+        "{\"error\":\"NotFound\",\"message\":\"the console is not served here\"}";
+    return cn_http_respond(r, 404, "application/json", body, sizeof body - 1);
+}
+
+static cn_err_t console_absent_register(cn_http_server_t *srv)
+{
+    cn_http_route_t rt = {
+        .name = "console",
+        .methods = CN_HTTP_ANY,
+        .prefix = "/_cairn/console",
+        .flags = CN_HTTP_ROUTE_OWN_AUTH_ERRORS,
+        .on_request = console_absent,
+    };
+    return cn_http_server_route(srv, &rt);
+}
+
+/* Whether --console puts the console on the HTTP listener itself. */
+static bool console_shared(const cn_services_t *svc)
+{
+    return !svc->console || !strcmp(svc->console, "on");
+}
+
+static bool console_own(const cn_services_t *svc)
+{
+    return !console_shared(svc) && strcmp(svc->console, "off");
+}
+
 cn_err_t cn_http_face_start(cn_services_t *svc, const cn_toml_val_t *section,
                             const cn_listen_opts_t *opts, cn_server_t *srv, void **actx)
 {
@@ -116,6 +278,12 @@ cn_err_t cn_http_face_start(cn_services_t *svc, const cn_toml_val_t *section,
         e = ready_register(f->srv, svc);
     if (e >= 0)
         e = cn_blobs_http_register(f->srv, svc->blobs, svc->identity, &f->blobs);
+    if (e >= 0 && console_shared(svc)) {
+        cn_console_config_t cc;
+        console_config(svc, false, NULL, &cc);
+        e = cn_console_register(f->srv, &cc, &f->console);
+    } else if (e >= 0)
+        e = console_absent_register(f->srv);
     if (e >= 0) {
         cn_s3_config_t s3c = { .objects = svc->objects,
                                .identity = svc->identity,
@@ -132,6 +300,8 @@ cn_err_t cn_http_face_start(cn_services_t *svc, const cn_toml_val_t *section,
         e = cn_http_server_adapter(f->srv, &ad, &actx_http);
     if (e >= 0)
         e = cn_server_listen(srv, ad, actx_http, opts);
+    if (e >= 0 && console_own(svc))
+        e = console_own_start(f, &cfg, opts, srv);
     if (e < 0) {
         cn_http_face_stop(f);
         return e;
@@ -148,6 +318,8 @@ void cn_http_face_stop(void *actx)
     if (f->svc && f->svc->blobs)
         cn_blobs_shutdown(f->svc->blobs);
     cn_http_server_free(f->srv);
+    cn_http_server_free(f->con_srv);
+    cn_console_free(f->console);
     cn_blobs_http_free(f->blobs);
     cn_s3_free(f->s3);
     free(f);

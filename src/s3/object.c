@@ -521,6 +521,10 @@ static void object_headers(cn__s3_rq_t *q, const cn_object_info_t *info, bool wh
     cn_http_resp_header(q->r, "ETag", etag);
     cn_http_resp_header(q->r, "Last-Modified", date);
     cn_http_resp_header(q->r, "Accept-Ranges", "bytes");
+    /* Stored bytes share the console's origin: a browser runs them in an
+     * opaque origin, never as the type sniffed (docs/s3.md). */
+    cn_http_resp_header(q->r, "Content-Security-Policy", "sandbox");
+    cn_http_resp_header(q->r, "X-Content-Type-Options", "nosniff");
     cn__s3_version_header(q, "x-amz-version-id", info->version_id, info->vnull,
                           info->bucket_versioned);
     if (info->ntags) {

@@ -1,0 +1,346 @@
+/* Console API: buckets (list, create, details, delete, policy, versioning),
+ * and the helpers every data call shares (console_data.h).
+ *
+ * An adapter only: each call decodes its JSON, calls the one objects-service
+ * function the S3 face calls for the same operation with the session's
+ * principal, and encodes the result; bucket policies, ACLs and the public
+ * access block are the service's to apply.  Never decides an access. */
+#include "console_data.h"
+
+#include "cairn/s3err.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CN__MOD "console"
+/* Keys a bucket's object count and bytes are summed over at most: in the
+ * list of buckets, and on one bucket's page. */
+#define USAGE_LIST_MAX 10000
+#define USAGE_DETAIL_MAX 100000
+#define ANY CN_OBJ_WHAT_ANY
+
+/* (class, what, detail) → S3 code: the first matching row wins. */
+static const cn_obj_err_row_t obj_errors[] = {
+    { CN_E_INVALID, ANY, CN_OBJ_BUCKET_NAME_INVALID, CN_S3E_INVALID_BUCKET_NAME },
+    { CN_E_INVALID, ANY, CN_OBJ_KEY_INVALID, CN_S3E_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_KEY_TOO_LONG, CN_S3E_KEY_TOO_LONG },
+    { CN_E_INVALID, ANY, CN_OBJ_CONTENT_TYPE_TOO_LONG, CN_S3E_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_METADATA_KEY_INVALID, CN_S3E_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_METADATA_TOO_LARGE, CN_S3E_METADATA_TOO_LARGE },
+    { CN_E_INVALID, ANY, CN_OBJ_LIST_ARG_INVALID, CN_S3E_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_PART_NUMBER_INVALID, CN_S3E_INVALID_ARGUMENT },
+    { CN_E_INVALID, ANY, CN_OBJ_PART_LIST_INVALID, CN_S3E_INVALID_PART },
+    { CN_E_INVALID, ANY, CN_OBJ_PART_ORDER, CN_S3E_INVALID_PART_ORDER },
+    { CN_E_INVALID, ANY, CN_OBJ_PART_MISSING, CN_S3E_INVALID_PART },
+    { CN_E_INVALID, ANY, CN_OBJ_PART_ETAG_MISMATCH, CN_S3E_INVALID_PART },
+    { CN_E_INVALID, ANY, CN_OBJ_PART_TOO_SMALL, CN_S3E_ENTITY_TOO_SMALL },
+    { CN_E_INVALID, ANY, CN_OBJ_POLICY_INVALID, CN_S3E_MALFORMED_POLICY },
+    { CN_E_INVALID, ANY, CN_OBJ_VERSIONING_STATE_INVALID, CN_S3E_INVALID_ARGUMENT },
+    { CN_E_CONFLICT, ANY, CN_OBJ_BUCKET_STATE_INVALID, CN_S3E_INVALID_BUCKET_STATE },
+    { CN_E_NOT_FOUND, ANY, CN_OBJ_NO_SUCH_VERSION, CN_S3E_NO_SUCH_VERSION },
+    { CN_E_DENIED, ANY, CN_OBJ_VERSION_LOCKED, CN_S3E_ACCESS_DENIED },
+    { CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, 0, CN_S3E_NO_SUCH_BUCKET },
+    { CN_E_NOT_FOUND, CN_OBJ_WHAT_UPLOAD, 0, CN_S3E_NO_SUCH_UPLOAD },
+    { CN_E_NOT_FOUND, ANY, 0, CN_S3E_NO_SUCH_KEY },
+    { CN_E_INVALID, CN_OBJ_WHAT_BUCKET, 0, CN_S3E_INVALID_BUCKET_NAME },
+    { CN_E_INVALID, CN_OBJ_WHAT_PART, 0, CN_S3E_INVALID_PART },
+    { CN_E_INVALID, ANY, 0, CN_S3E_INVALID_ARGUMENT },
+    { CN_E_EXISTS, ANY, 0, CN_S3E_BUCKET_ALREADY_EXISTS },
+    { CN_E_NOT_EMPTY, ANY, 0, CN_S3E_BUCKET_NOT_EMPTY },
+    { CN_E_DENIED, ANY, 0, CN_S3E_ACCESS_DENIED },
+    { CN_E_AUTH, ANY, 0, CN_S3E_ACCESS_DENIED },
+    { CN_E_TOO_LARGE, ANY, 0, CN_S3E_ENTITY_TOO_LARGE },
+    { CN_E_PRECONDITION, ANY, 0, CN_S3E_PRECONDITION_FAILED },
+    { CN_E_CONFLICT, ANY, 0, CN_S3E_CONDITIONAL_CONFLICT },
+    { CN_E_NO_UPLOAD, ANY, 0, CN_S3E_NO_SUCH_UPLOAD },
+    { CN_E_RATE_LIMITED, ANY, 0, CN_S3E_SLOW_DOWN },
+    { CN_E_BUSY, ANY, 0, CN_S3E_SLOW_DOWN },
+    { CN_E_SHUTDOWN, ANY, 0, CN_S3E_SERVICE_UNAVAILABLE },
+    { CN_E_DB_LOCKED, ANY, 0, CN_S3E_SERVICE_UNAVAILABLE },
+    { CN_E_UNAVAILABLE, ANY, 0, CN_S3E_SERVICE_UNAVAILABLE },
+    { CN_E_UNSUPPORTED, ANY, 0, CN_S3E_NOT_IMPLEMENTED },
+};
+#undef ANY
+
+void cn__console_orq(cn_console_call_t *c, cn_objects_req_t *rq)
+{
+    memset(rq, 0, sizeof *rq);
+    rq->principal = c->who;
+    const char *ip = cn_http_req_client_ip(c->req);
+    if (!ip || cn_authz_ip_parse(ip, &rq->source_ip) != CN_OK)
+        memset(&rq->source_ip, 0, sizeof rq->source_ip);
+    rq->secure_transport = cn_http_req_is_tls(c->req);
+    rq->user_agent = cn_http_req_header(c->req, "User-Agent");
+}
+
+cn_s3_err_t cn__console_obj_code(const cn_objects_req_t *rq, cn_err_t e)
+{
+    return (cn_s3_err_t)cn_objects_err_lookup(obj_errors, sizeof obj_errors / sizeof obj_errors[0],
+                                              rq, e, CN_S3E_INTERNAL_ERROR);
+}
+
+int cn__console_obj_fail(cn_console_call_t *c, const cn_objects_req_t *rq, cn_err_t e)
+{
+    cn_s3_err_t s = cn__console_obj_code(rq, e);
+    const char *msg = rq->fail.message[0] ? rq->fail.message : cn_s3_err_message(s);
+    if (s == CN_S3E_INTERNAL_ERROR || s == CN_S3E_SERVICE_UNAVAILABLE) {
+        cn_warn(CN__MOD, "%s %s: %s (%s)", cn_http_req_method(c->req),
+                cn_http_req_path(c->req, NULL), cn_strerror(e), rq->fail.message);
+        msg = cn_s3_err_message(s); /* internal detail stays in the log */
+    } else if (s == CN_S3E_ACCESS_DENIED) {
+        cn_info(CN__MOD, "denied %s %s for %s: %s", cn_http_req_method(c->req),
+                cn_http_req_path(c->req, NULL), c->who ? c->who->account : "?", rq->fail.message);
+        msg = cn_s3_err_message(s); /* the reason is for the operator */
+    }
+    return cn__console_error(c, cn_s3_err_status(s), cn_s3_err_code(s), msg);
+}
+
+const char *cn__console_bucket(cn_console_call_t *c)
+{
+    if (!cn__console_cfg(c->con)->objects || c->nseg < 2) {
+        cn__console_error(c, 404, "NotFound", "this node serves no buckets");
+        return NULL;
+    }
+    return c->seg[1];
+}
+
+json_t *cn__console_time(int64_t unix_ms)
+{
+    char t[CN_RFC3339_LEN];
+    cn_rfc3339(unix_ms, t);
+    return json_string(t);
+}
+
+const char *cn__console_body_str(const cn_console_call_t *c, const char *name)
+{
+    json_t *v = c->body ? json_object_get(c->body, name) : NULL;
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static cn_err_t list_one(void *arg, const cn_bucket_info_t *b)
+{
+    json_t *arr = arg;
+    json_t *o = json_pack("{s:s,s:o}", "name", b->name, "created", cn__console_time(b->created_ms));
+    if (!o || json_array_append_new(arr, o) < 0)
+        return -ENOMEM;
+    return CN_OK;
+}
+
+/* Sets "objects" and "bytes" of doc from a ListObjects walk of bucket b
+ * (s3:ListBucket, as the caller), when it holds at most max keys; the
+ * service keeps no per-bucket totals, so a larger bucket (or a denied
+ * listing) leaves both out rather than guessing. */
+static void bucket_usage(cn_console_call_t *c, const char *b, int64_t max, json_t *doc)
+{
+    cn_objects_list_args_t la = { .max_keys = CN_OBJECTS_LIST_MAX };
+    cn_objects_list_t l = { 0 };
+    char *after = NULL;
+    int64_t n = 0;
+    uint64_t bytes = 0;
+    cn_err_t e = CN_OK;
+    do {
+        cn_objects_req_t rq;
+        cn__console_orq(c, &rq);
+        la.start_after = after;
+        cn_objects_list_free(&l);
+        memset(&l, 0, sizeof l);
+        e = cn_objects_list(cn__console_cfg(c->con)->objects, &rq, b, &la, &l);
+        for (size_t i = 0; e == CN_OK && i < l.nentries; i++)
+            bytes += l.entries[i].size;
+        n += (int64_t)l.nentries;
+        free(after);
+        after =
+            e == CN_OK && l.is_truncated && l.next_start_after ? strdup(l.next_start_after) : NULL;
+    } while (e == CN_OK && after && n <= max);
+    cn_objects_list_free(&l);
+    free(after);
+    if (e == CN_OK && n <= max) {
+        json_object_set_new(doc, "objects", json_integer(n));
+        json_object_set_new(doc, "bytes", json_integer((json_int_t)bytes));
+    }
+}
+
+/* GET buckets: the caller's buckets (s3:ListAllMyBuckets as on S3). */
+static int buckets_list(cn_console_call_t *c)
+{
+    cn_objects_t *o = cn__console_cfg(c->con)->objects;
+    if (!o)
+        return cn__console_json(c, 200, json_pack("{s:[]}", "buckets"));
+    cn_objects_req_t rq;
+    cn__console_orq(c, &rq);
+    json_t *arr = json_array();
+    if (!arr)
+        return cn__console_err(c, -ENOMEM);
+    cn_err_t e = cn_objects_bucket_list(o, &rq, list_one, arr);
+    if (e < 0) {
+        json_decref(arr);
+        return cn__console_obj_fail(c, &rq, e);
+    }
+    size_t i;
+    json_t *b;
+    json_array_foreach(arr, i, b)
+    {
+        bucket_usage(c, json_string_value(json_object_get(b, "name")), USAGE_LIST_MAX, b);
+    }
+    return cn__console_json(c, 200, json_pack("{s:o}", "buckets", arr));
+}
+
+/* POST buckets {"name"}: CreateBucket; a bucket the caller already owns is
+ * BucketAlreadyOwnedByYou, as on S3. */
+static int buckets_create(cn_console_call_t *c)
+{
+    cn_objects_t *o = cn__console_cfg(c->con)->objects;
+    const char *name = cn__console_body_str(c, "name");
+    if (!o)
+        return cn__console_error(c, 404, "NotFound", "this node serves no buckets");
+    if (!name)
+        return cn__console_error(c, 400, "BadRequest", "name is required");
+    cn_objects_req_t rq;
+    cn__console_orq(c, &rq);
+    cn_bucket_info_t info;
+    cn_err_t e = cn_objects_bucket_create(o, &rq, name, NULL, &info);
+    if (e == CN_E_EXISTS) {
+        char owner[CN_ACCOUNT_NAME_MAX + 1] = "";
+        if (cn_objects_bucket_peek(o, name, owner, NULL, NULL, NULL) == CN_OK &&
+            strcmp(owner, c->who->account) == 0)
+            return cn__console_error(c, 409, "BucketAlreadyOwnedByYou",
+                                     cn_s3_err_message(CN_S3E_BUCKET_ALREADY_OWNED));
+    }
+    if (e < 0)
+        return cn__console_obj_fail(c, &rq, e);
+    return cn__console_json(c, 201, json_pack("{s:s}", "name", info.name));
+}
+
+static const char *versioning_name(cn_objects_versioning_t v)
+{
+    return v == CN_OBJ_VERSIONING_ENABLED     ? "Enabled"
+           : v == CN_OBJ_VERSIONING_SUSPENDED ? "Suspended"
+                                              : "Off";
+}
+
+/* The bucket's policy as JSON (null when none is set or the caller may not
+ * read it; a denied read is not an error of the details page). */
+static json_t *bucket_policy(cn_objects_t *o, cn_objects_req_t *rq, const char *b)
+{
+    cn_buf_t pol = { 0 };
+    json_t *out = NULL;
+    if (cn_objects_bucket_policy_get(o, rq, b, &pol) == CN_OK && pol.len)
+        out = json_loadb((const char *)pol.data, pol.len, 0, NULL);
+    cn_buf_free(&pol);
+    return out ? out : json_null();
+}
+
+/* GET buckets/B: HeadBucket, then its versioning and policy. */
+static int bucket_get(cn_console_call_t *c)
+{
+    const char *b = cn__console_bucket(c);
+    if (!b)
+        return 0;
+    cn_objects_t *o = cn__console_cfg(c->con)->objects;
+    cn_objects_req_t rq;
+    cn__console_orq(c, &rq);
+    cn_bucket_info_t info;
+    cn_err_t e = cn_objects_bucket_head(o, &rq, b, &info);
+    if (e < 0)
+        return cn__console_obj_fail(c, &rq, e);
+    cn_objects_versioning_t v = CN_OBJ_VERSIONING_OFF;
+    cn_objects_req_t rq2;
+    cn__console_orq(c, &rq2);
+    if (cn_objects_versioning_get(o, &rq2, b, &v) < 0)
+        v = CN_OBJ_VERSIONING_OFF;
+    cn__console_orq(c, &rq2);
+    json_t *doc = json_pack("{s:s,s:o,s:s,s:o,s:b,s:s}", "name", info.name, "created",
+                            cn__console_time(info.created_ms), "versioning", versioning_name(v),
+                            "policy", bucket_policy(o, &rq2, b), "public",
+                            info.visibility == CN_VIS_PUBLIC, "owner", info.owner);
+    if (doc)
+        bucket_usage(c, b, USAGE_DETAIL_MAX, doc);
+    return cn__console_json(c, 200, doc);
+}
+
+/* DELETE buckets/B: DeleteBucket (409 BucketNotEmpty). */
+static int bucket_delete(cn_console_call_t *c)
+{
+    const char *b = cn__console_bucket(c);
+    if (!b)
+        return 0;
+    cn_objects_req_t rq;
+    cn__console_orq(c, &rq);
+    cn_err_t e = cn_objects_bucket_delete(cn__console_cfg(c->con)->objects, &rq, b);
+    if (e < 0)
+        return cn__console_obj_fail(c, &rq, e);
+    return cn__console_json(c, 204, NULL);
+}
+
+/* PUT buckets/B/policy {"policy": OBJECT} and DELETE buckets/B/policy:
+ * PutBucketPolicy (400 MalformedPolicy with authz's reason) / Delete. */
+static int policy_put(cn_console_call_t *c)
+{
+    const char *b = cn__console_bucket(c);
+    if (!b)
+        return 0;
+    json_t *p = c->body ? json_object_get(c->body, "policy") : NULL;
+    if (!json_is_object(p))
+        return cn__console_error(c, 400, "MalformedPolicy", "policy must be a JSON object");
+    char *text = json_dumps(p, JSON_COMPACT);
+    if (!text)
+        return cn__console_err(c, -ENOMEM);
+    cn_objects_req_t rq;
+    cn__console_orq(c, &rq);
+    cn_err_t e =
+        cn_objects_bucket_policy_set(cn__console_cfg(c->con)->objects, &rq, b, text, strlen(text));
+    free(text);
+    if (e < 0)
+        return cn__console_obj_fail(c, &rq, e);
+    return cn__console_json(c, 204, NULL);
+}
+
+static int policy_delete(cn_console_call_t *c)
+{
+    const char *b = cn__console_bucket(c);
+    if (!b)
+        return 0;
+    cn_objects_req_t rq;
+    cn__console_orq(c, &rq);
+    cn_err_t e = cn_objects_bucket_policy_set(cn__console_cfg(c->con)->objects, &rq, b, NULL, 0);
+    if (e == CN_E_NOT_FOUND && rq.what != CN_OBJ_WHAT_BUCKET)
+        e = CN_OK; /* no policy to delete: S3 answers 204 too */
+    if (e < 0)
+        return cn__console_obj_fail(c, &rq, e);
+    return cn__console_json(c, 204, NULL);
+}
+
+/* PUT buckets/B/versioning {"status": "Enabled" | "Suspended"}. */
+static int versioning_put(cn_console_call_t *c)
+{
+    const char *b = cn__console_bucket(c);
+    if (!b)
+        return 0;
+    const char *s = cn__console_body_str(c, "status");
+    cn_objects_versioning_t v;
+    if (s && strcmp(s, "Enabled") == 0)
+        v = CN_OBJ_VERSIONING_ENABLED;
+    else if (s && strcmp(s, "Suspended") == 0)
+        v = CN_OBJ_VERSIONING_SUSPENDED;
+    else
+        return cn__console_error(c, 400, "BadRequest", "status must be Enabled or Suspended");
+    cn_objects_req_t rq;
+    cn__console_orq(c, &rq);
+    cn_err_t e = cn_objects_versioning_set(cn__console_cfg(c->con)->objects, &rq, b, v);
+    if (e < 0)
+        return cn__console_obj_fail(c, &rq, e);
+    return cn__console_json(c, 204, NULL);
+}
+
+const cn_console_op_t cn__console_buckets_ops[] = {
+    { CN_HTTP_GET, "buckets", buckets_list, 0 },
+    { CN_HTTP_POST, "buckets", buckets_create, 0 },
+    { CN_HTTP_GET, "buckets/*", bucket_get, 0 },
+    { CN_HTTP_DELETE, "buckets/*", bucket_delete, 0 },
+    { CN_HTTP_PUT, "buckets/*/policy", policy_put, 0 },
+    { CN_HTTP_DELETE, "buckets/*/policy", policy_delete, 0 },
+    { CN_HTTP_PUT, "buckets/*/versioning", versioning_put, 0 },
+    { 0, NULL, NULL, 0 },
+};

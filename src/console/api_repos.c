@@ -1,0 +1,670 @@
+/* Console API: Scribe repositories — list, info and usage, the change log
+ * of the main branch (path filter, paging), one change with its
+ * description journal and changed paths, tree pages at a change, one file's
+ * bytes at a change (streamed chunk by chunk), branches, locks, workspaces.
+ *
+ * An adapter only: each call is the repos-service read `cairn repo` and the
+ * Scribe adapter make, with the session's principal, so the "scribe/<name>"
+ * namespace grants decide exactly as there.  Fields the service does not
+ * have are omitted, never invented.  A downloaded file is an attachment
+ * under a sandbox CSP and nosniff: it never renders in the console's
+ * origin. */
+#include "console_data.h"
+
+#include "cairn/crypto.h"
+#include "cairn/repos.h"
+#include "cairn/sigv4.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REPOS_LIST_MAX 4096
+#define LOG_DEFAULT 50
+#define TREE_PAGE 1000
+#define TREE_SCAN_PAGES 32 /* snapshot pages scanned for one level at most */
+#define OBJECT_READ_MAX (64u << 20)
+
+static cn_repos_t *repos_of(cn_console_call_t *c)
+{
+    cn_repos_t *r = cn__console_cfg(c->con)->repos;
+    if (!r)
+        cn__console_error(c, 404, "NotFound", "this node serves no repositories");
+    return r;
+}
+
+static int repos_fail(cn_console_call_t *c, const cn_repos_req_t *rq, cn_err_t e)
+{
+    const char *m = rq->fail.message[0] ? rq->fail.message : cn_strerror(e);
+    if (e == CN_E_NOT_FOUND)
+        return cn__console_error(c, 404, "NotFound", m);
+    if (e == CN_E_DENIED)
+        return cn__console_error(c, 403, "AccessDenied", "Access Denied");
+    if (e == CN_E_INVALID)
+        return cn__console_error(c, 400, "BadRequest", m);
+    return cn__console_err(c, e);
+}
+
+/* The repository of seg[1] into info; false after answering. */
+static bool repo_open(cn_console_call_t *c, cn_repos_req_t *rq, cn_repos_info_t *info)
+{
+    memset(rq, 0, sizeof *rq);
+    rq->principal = c->who;
+    cn_repos_t *r = repos_of(c);
+    if (!r)
+        return false;
+    cn_err_t e = cn_repos_info_by_name(r, rq, c->seg[1], strlen(c->seg[1]), info);
+    if (e < 0) {
+        repos_fail(c, rq, e);
+        return false;
+    }
+    return true;
+}
+
+/* An unsigned decimal query argument (dflt when absent); false after
+ * answering 400. */
+static bool arg_u64(cn_console_call_t *c, const char *name, uint64_t dflt, uint64_t *out)
+{
+    const char *v = cn__console_query(c, name);
+    char *end = NULL;
+    *out = dflt;
+    if (!v || !*v)
+        return true;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (*end || v[0] == '-') {
+        cn__console_error(c, 400, "BadRequest", "a number was expected");
+        return false;
+    }
+    *out = n;
+    return true;
+}
+
+typedef struct repo_walk {
+    cn_console_call_t *c;
+    cn_repos_req_t *rq;
+    json_t *arr;
+} repo_walk_t;
+
+static cn_err_t repo_one(void *ctx, const cn_repos_info_t *ri)
+{
+    repo_walk_t *w = ctx;
+    json_t *o =
+        json_pack("{s:s,s:I,s:I,s:o}", "name", ri->name, "head", (json_int_t)ri->head, "changes",
+                  (json_int_t)ri->head, "created", cn__console_time(ri->created_ms));
+    return o && json_array_append_new(w->arr, o) == 0 ? CN_OK : -ENOMEM;
+}
+
+/* GET repos: {"repos":[{"name","head","changes","created","bytes"}]}. */
+static int repos_list(cn_console_call_t *c)
+{
+    cn_repos_t *r = cn__console_cfg(c->con)->repos;
+    if (!r)
+        return cn__console_json(c, 200, json_pack("{s:[]}", "repos"));
+    cn_repos_req_t rq = { .principal = c->who };
+    repo_walk_t w = { c, &rq, json_array() };
+    bool more = false;
+    cn_err_t e = w.arr ? cn_repos_list(r, &rq, NULL, REPOS_LIST_MAX, repo_one, &w, &more) : -ENOMEM;
+    if (e < 0) {
+        json_decref(w.arr);
+        return repos_fail(c, &rq, e);
+    }
+    size_t i;
+    json_t *o;
+    json_array_foreach(w.arr, i, o)
+    {
+        cn_repos_info_t info;
+        uint64_t bytes;
+        cn_repos_req_t q2 = { .principal = c->who };
+        const char *n = json_string_value(json_object_get(o, "name"));
+        if (cn_repos_info_by_name(r, &q2, n, strlen(n), &info) == CN_OK &&
+            cn_repos_usage(r, &q2, info.id, &bytes) == CN_OK)
+            json_object_set_new(o, "bytes", json_integer((json_int_t)bytes));
+    }
+    return cn__console_json(c, 200, json_pack("{s:o,s:b}", "repos", w.arr, "more", more));
+}
+
+static cn_err_t branch_one(void *ctx, const cn_repos_branch_t *b)
+{
+    json_t *o = json_pack("{s:s,s:I,s:o}", "name", b->name, "head", (json_int_t)b->head, "created",
+                          cn__console_time(b->created_ms));
+    return o && json_array_append_new(ctx, o) == 0 ? CN_OK : -ENOMEM;
+}
+
+/* The repository's branches (first page of 4096) as a new array. */
+static json_t *branches_of(cn_console_call_t *c, cn_repos_req_t *rq, const cn_repos_info_t *info,
+                           cn_err_t *err)
+{
+    json_t *arr = json_array();
+    bool more;
+    *err = arr ? cn_repos_branch_list(cn__console_cfg(c->con)->repos, rq, info->id, NULL, 0,
+                                      REPOS_LIST_MAX, branch_one, arr, &more)
+               : -ENOMEM;
+    if (*err < 0) {
+        json_decref(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+/* GET repos/R: {"name","head","changes","created","bytes","branches"}. */
+static int repo_get(cn_console_call_t *c)
+{
+    cn_repos_req_t rq;
+    cn_repos_info_t info;
+    if (!repo_open(c, &rq, &info))
+        return 0;
+    cn_err_t e;
+    json_t *br = branches_of(c, &rq, &info, &e);
+    if (!br)
+        return repos_fail(c, &rq, e);
+    json_t *doc =
+        json_pack("{s:s,s:I,s:I,s:o,s:o,s:b}", "name", info.name, "head", (json_int_t)info.head,
+                  "changes", (json_int_t)info.head, "created", cn__console_time(info.created_ms),
+                  "branches", br, "compressed", info.compression != 0);
+    uint64_t bytes;
+    if (doc && cn_repos_usage(cn__console_cfg(c->con)->repos, &rq, info.id, &bytes) == CN_OK)
+        json_object_set_new(doc, "bytes", json_integer((json_int_t)bytes));
+    return cn__console_json(c, 200, doc);
+}
+
+/* GET repos/R/branches. */
+static int repo_branches(cn_console_call_t *c)
+{
+    cn_repos_req_t rq;
+    cn_repos_info_t info;
+    if (!repo_open(c, &rq, &info))
+        return 0;
+    cn_err_t e;
+    json_t *br = branches_of(c, &rq, &info, &e);
+    if (!br)
+        return repos_fail(c, &rq, e);
+    return cn__console_json(c, 200, json_pack("{s:o}", "branches", br));
+}
+
+typedef struct log_walk {
+    json_t *arr;
+    uint64_t last;
+    uint32_t rows;
+    cn_digest_t commit; /* of the last row */
+} log_walk_t;
+
+static cn_err_t log_one(void *ctx, const cn_repos_log_row_t *row)
+{
+    log_walk_t *w = ctx;
+    w->rows++;
+    w->commit = row->commit;
+    if (row->change == w->last)
+        return CN_OK; /* a second path of the same change */
+    w->last = row->change;
+    char hex[CN_DIGEST_HEX_LEN + 1];
+    cn_digest_hex(&row->commit, hex);
+    json_t *o = json_pack("{s:I,s:s%,s:o,s:s%,s:s,s:s}", "id", (json_int_t)row->change, "author",
+                          (const char *)row->author, row->author_len, "time",
+                          cn__console_time(row->time_ms), "description", (const char *)row->message,
+                          row->message_len, "commit", hex, "branch",
+                          row->branch_name ? row->branch_name : "");
+    if (o && row->merge_change)
+        json_object_set_new(o, "merge", json_integer((json_int_t)row->merge_change));
+    return o && json_array_append_new(w->arr, o) == 0 ? CN_OK : -ENOMEM;
+}
+
+/* GET repos/R/changes?path=P&before=ID&max=N: the main branch's
+ * first-parent log, newest first; next is the before of the next page. */
+static int repo_changes(cn_console_call_t *c)
+{
+    cn_repos_req_t rq;
+    cn_repos_info_t info;
+    uint64_t before, max;
+    if (!repo_open(c, &rq, &info) || !arg_u64(c, "before", 0, &before) ||
+        !arg_u64(c, "max", LOG_DEFAULT, &max))
+        return 0;
+    if (max < 1 || max > 1000)
+        return cn__console_error(c, 400, "BadRequest", "max must be 1..1000");
+    const char *path = cn__console_query(c, "path");
+    cn_repos_log_q_t q = { .has_before = before != 0, .before = before, .limit = (uint32_t)max };
+    memcpy(q.repo, info.id, 16);
+    memcpy(q.branch, info.main_branch, 16);
+    if (path && *path) {
+        q.path = (const uint8_t *)path;
+        q.path_len = strlen(path);
+    }
+    log_walk_t w = { .arr = json_array() };
+    cn_err_t e =
+        w.arr ? cn_repos_log(cn__console_cfg(c->con)->repos, &rq, &q, log_one, &w) : -ENOMEM;
+    if (e < 0) {
+        json_decref(w.arr);
+        return repos_fail(c, &rq, e);
+    }
+    bool more = w.rows == q.limit && w.last > 1;
+    return cn__console_json(c, 200,
+                            json_pack("{s:o,s:o}", "changes", w.arr, "next",
+                                      more ? json_integer((json_int_t)w.last) : json_null()));
+}
+
+typedef struct sink {
+    cn_buf_t *out;
+    size_t cap;
+} sink_t;
+
+static cn_err_t sink_buf(void *ctx, const void *p, size_t n)
+{
+    sink_t *s = ctx;
+    if (s->out->len + n > s->cap)
+        return CN_E_TOO_LARGE;
+    return cn_buf_append(s->out, p, n);
+}
+
+/* The bytes of one object of the repository into out (at most cap). */
+static cn_err_t object_bytes(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
+                             uint8_t kind, const cn_digest_t *id, size_t cap, cn_buf_t *out)
+{
+    cn_repos_objref_t ref = { .kind = kind, .id = *id };
+    cn_repos_obj_t o;
+    cn_err_t e = cn_repos_get_lookup(r, rq, repo, &ref, 1, &o);
+    if (e == CN_OK && !o.present)
+        e = CN_E_NOT_FOUND;
+    if (e == CN_OK && o.length > cap)
+        e = CN_E_TOO_LARGE;
+    sink_t s = { out, cap };
+    return e ? e : cn_repos_object_read(r, &o, 0, o.length, sink_buf, &s);
+}
+
+static const char *kind_name(uint8_t k)
+{
+    return k == CN_REPOS_ADD      ? "add"
+           : k == CN_REPOS_MODIFY ? "modify"
+           : k == CN_REPOS_DELETE ? "delete"
+           : k == CN_REPOS_MOVE   ? "move"
+                                  : "keep";
+}
+
+/* The change's paths from its commit's change set, as a new array (NULL
+ * when it cannot be read: the caller omits the field). */
+static json_t *change_paths(cn_console_call_t *c, cn_repos_req_t *rq, const uint8_t repo[16],
+                            const cn_digest_t *commit)
+{
+    cn_repos_t *r = cn__console_cfg(c->con)->repos;
+    cn_buf_t cb = { 0 }, sb = { 0 };
+    cn_repos_commit_t cm;
+    cn_repos_changeset_t cs;
+    json_t *arr = NULL;
+    if (object_bytes(r, rq, repo, CN_REPOS_COMMIT, commit, CN_REPOS_MAX_COMMIT_LEN, &cb) == CN_OK &&
+        cn_repos_commit_parse(cb.data, cb.len, &cm) == CN_OK &&
+        object_bytes(r, rq, repo, CN_REPOS_CHANGESET, &cm.changeset, OBJECT_READ_MAX, &sb) ==
+            CN_OK &&
+        cn_repos_changeset_parse(sb.data, sb.len, &cs) == CN_OK && (arr = json_array())) {
+        cn_repos_changeset_iter_t it;
+        cn_repos_change_t ch;
+        cn_repos_changeset_iter(&cs, &it);
+        while (cn_repos_changeset_next(&it, &ch)) {
+            json_t *o = json_pack("{s:s%,s:s}", "path", (const char *)ch.path, (size_t)ch.path_len,
+                                  "action", kind_name(ch.kind));
+            if (o && ch.kind == CN_REPOS_MOVE)
+                json_object_set_new(o, "from", json_stringn((const char *)ch.from, ch.from_len));
+            json_array_append_new(arr, o);
+        }
+    }
+    cn_buf_free(&cb);
+    cn_buf_free(&sb);
+    return arr;
+}
+
+static cn_err_t note_one(void *ctx, const cn_repos_note_t *n)
+{
+    json_t *o = json_pack("{s:i,s:s,s:o,s:s%}", "revision", (int)n->revision, "author", n->author,
+                          "time", cn__console_time(n->edited_ms), "text", n->text, n->text_len);
+    return o && json_array_append_new(ctx, o) == 0 ? CN_OK : -ENOMEM;
+}
+
+/* GET repos/R/changes/ID: the change's log row, its description journal
+ * (the latest revision is the description) and its paths. */
+static int repo_change(cn_console_call_t *c)
+{
+    cn_repos_req_t rq;
+    cn_repos_info_t info;
+    if (!repo_open(c, &rq, &info))
+        return 0;
+    char *end = NULL;
+    unsigned long long id = strtoull(c->seg[3], &end, 10);
+    if (*end || id == 0 || id > info.head)
+        return cn__console_error(c, 404, "NotFound", "no such change");
+    cn_repos_t *r = cn__console_cfg(c->con)->repos;
+    cn_repos_log_q_t q = { .has_before = true, .before = id + 1, .limit = 1 };
+    memcpy(q.repo, info.id, 16);
+    memcpy(q.branch, info.main_branch, 16);
+    log_walk_t w = { .arr = json_array() };
+    cn_err_t e = w.arr ? cn_repos_log(r, &rq, &q, log_one, &w) : -ENOMEM;
+    json_t *doc = json_array_get(w.arr, 0);
+    if (e == CN_OK && (!doc || w.last != id))
+        e = CN_E_NOT_FOUND; /* not a change of the main branch */
+    if (e < 0) {
+        json_decref(w.arr);
+        return repos_fail(c, &rq, e);
+    }
+    json_incref(doc);
+    json_decref(w.arr);
+    json_t *journal = json_array();
+    bool more;
+    if (journal &&
+        cn_repos_note_history(r, &rq, info.id, id, 0, 1024, note_one, journal, &more) == CN_OK) {
+        json_t *latest = json_array_get(journal, json_array_size(journal) - 1);
+        if (latest)
+            json_object_set(doc, "description", json_object_get(latest, "text"));
+    }
+    json_object_set_new(doc, "journal", journal ? journal : json_array());
+    json_t *paths = change_paths(c, &rq, info.id, &w.commit);
+    if (paths)
+        json_object_set_new(doc, "paths", paths);
+    return cn__console_json(c, 200, doc);
+}
+
+typedef struct tree_walk {
+    json_t *arr;
+    const char *prefix;
+    size_t plen;
+    char last_dir[CN_REPOS_MAX_PATH + 1];
+    size_t n;
+    bool full;
+    cn_buf_t cursor; /* the last row consumed */
+} tree_walk_t;
+
+static cn_err_t tree_one(void *ctx, const cn_repos_tree_row_t *row)
+{
+    tree_walk_t *w = ctx;
+    const char *p = (const char *)row->path;
+    size_t n = row->path_len, skip = w->plen ? w->plen + 1 : 0;
+    if (n <= skip)
+        skip = 0; /* the prefix itself is a file: name it whole */
+    const char *rel = p + skip, *slash = memchr(rel, '/', n - skip);
+    size_t rl = slash ? (size_t)(slash - rel) : n - skip;
+    bool dup = slash && strlen(w->last_dir) == rl && memcmp(w->last_dir, rel, rl) == 0;
+    if (!dup && w->n == TREE_PAGE) {
+        w->full = true;
+        return 1; /* the page is full: stop before a new entry */
+    }
+    cn_buf_reset(&w->cursor);
+    if (cn_buf_append(&w->cursor, p, n) < 0)
+        return -ENOMEM;
+    if (dup)
+        return CN_OK;
+    json_t *o;
+    if (slash) {
+        memcpy(w->last_dir, rel, rl);
+        w->last_dir[rl] = 0;
+        o = json_pack("{s:s%,s:s}", "name", rel, rl, "type", "dir");
+    } else {
+        char hex[CN_DIGEST_HEX_LEN + 1];
+        cn_digest_hex(&row->manifest, hex);
+        o = json_pack("{s:s%,s:s,s:I,s:s,s:s,s:I}", "name", rel, rl, "type", "file", "size",
+                      (json_int_t)row->size, "mode",
+                      row->mode == CN_REPOS_MODE_EXEC ? "exec" : "file", "manifest", hex, "change",
+                      (json_int_t)row->last_change);
+    }
+    w->n++;
+    return o && json_array_append_new(w->arr, o) == 0 ? CN_OK : -ENOMEM;
+}
+
+/* The page query of the main branch at ?change= (default: the head). */
+static bool page_query(cn_console_call_t *c, const cn_repos_info_t *info, cn_repos_page_q_t *q)
+{
+    uint64_t change;
+    if (!arg_u64(c, "change", info->head, &change))
+        return false;
+    if (change > info->head) {
+        cn__console_error(c, 404, "NotFound", "no such change");
+        return false;
+    }
+    memset(q, 0, sizeof *q);
+    memcpy(q->repo, info->id, 16);
+    memcpy(q->branch, info->main_branch, 16);
+    q->change = change;
+    const char *path = cn__console_query(c, "path");
+    q->prefix = (const uint8_t *)(path ? path : "");
+    q->prefix_len = path ? strlen(path) : 0;
+    return true;
+}
+
+/* GET repos/R/tree?change=ID&path=DIR&token=T: one level of the snapshot
+ * under DIR, files and directories, ascending, TREE_PAGE at most. */
+static int repo_tree(cn_console_call_t *c)
+{
+    cn_repos_req_t rq;
+    cn_repos_info_t info;
+    cn_repos_page_q_t q;
+    if (!repo_open(c, &rq, &info) || !page_query(c, &info, &q))
+        return 0;
+    const char *tok = cn__console_query(c, "token");
+    tree_walk_t w = { .arr = json_array(), .prefix = (const char *)q.prefix, .plen = q.prefix_len };
+    cn_err_t e = w.arr ? CN_OK : -ENOMEM;
+    if (e == CN_OK && tok && *tok)
+        e = cn_buf_append(&w.cursor, tok, strlen(tok));
+    bool more = true;
+    for (int i = 0; e == CN_OK && more && !w.full && i < TREE_SCAN_PAGES; i++) {
+        q.limit = CN_REPOS_PAGE_MAX;
+        q.after = w.cursor.len ? w.cursor.data : NULL;
+        q.after_len = w.cursor.len;
+        cn_digest_t cr, rr;
+        e = cn_repos_tree_page(cn__console_cfg(c->con)->repos, &rq, &q, tree_one, &w, &more, &cr,
+                               &rr);
+        if (e == 1)
+            e = CN_OK;
+    }
+    json_t *next = (w.full || more) && w.cursor.len
+                       ? json_stringn((const char *)w.cursor.data, w.cursor.len)
+                       : json_null();
+    cn_buf_free(&w.cursor);
+    if (e < 0) {
+        json_decref(w.arr);
+        json_decref(next);
+        return repos_fail(c, &rq, e);
+    }
+    return cn__console_json(
+        c, 200,
+        json_pack("{s:o,s:o,s:I}", "entries", w.arr, "next", next, "change", (json_int_t)q.change));
+}
+
+/* A file being streamed: the manifest's chunks, read one by one. */
+typedef struct file_out {
+    cn_repos_t *r;
+    cn_principal_t who;
+    uint8_t repo[16];
+    cn_buf_t manifest;
+    cn_repos_manifest_t m;
+} file_out_t;
+
+static cn_err_t file_sink(void *ctx, const void *p, size_t n)
+{
+    return cn_http_body_write(ctx, p, n);
+}
+
+static cn_err_t file_fill(void *ctx, cn_http_body_t *out)
+{
+    file_out_t *f = ctx;
+    cn_repos_req_t rq = { .principal = &f->who };
+    for (uint32_t i = 0; i < f->m.count; i++) {
+        cn_repos_chunk_ref_t ch;
+        cn_repos_manifest_chunk(&f->m, i, &ch);
+        cn_repos_objref_t ref = { .kind = CN_REPOS_CHUNK, .id = ch.id };
+        cn_repos_obj_t o;
+        cn_err_t e = cn_repos_get_lookup(f->r, &rq, f->repo, &ref, 1, &o);
+        if (e == CN_OK && (!o.present || o.length != ch.len))
+            e = CN_E_CORRUPT;
+        if (e == CN_OK)
+            e = cn_repos_object_read(f->r, &o, 0, o.length, file_sink, out);
+        if (e < 0)
+            return e;
+    }
+    return CN_OK;
+}
+
+static void file_done(void *ctx)
+{
+    file_out_t *f = ctx;
+    cn_buf_free(&f->manifest);
+    explicit_bzero(&f->who, sizeof f->who);
+    free(f);
+}
+
+/* Content-Disposition: attachment with the path's last component. */
+static void disposition(cn_console_call_t *c, const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char ascii[128];
+    size_t i = 0;
+    for (const char *p = base; *p && i < sizeof ascii - 1; p++)
+        ascii[i++] = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                             (*p >= '0' && *p <= '9') || *p == '.' || *p == '-'
+                         ? *p
+                         : '_';
+    ascii[i] = 0;
+    cn_buf_t v = { 0 }, enc = { 0 };
+    cn_err_t e = cn_sigv4_uri_encode(&enc, base, strlen(base), false);
+    e = e ? e
+          : cn_buf_printf(&v, "attachment; filename=\"%s\"; filename*=UTF-8''%.*s", ascii,
+                          (int)enc.len, (const char *)enc.data);
+    if (e == CN_OK)
+        (void)cn_http_resp_header(c->req, "Content-Disposition", (const char *)v.data);
+    else
+        (void)cn_http_resp_header(c->req, "Content-Disposition", "attachment");
+    cn_buf_free(&v);
+    cn_buf_free(&enc);
+}
+
+/* The tree row of exactly path in the page query's snapshot. */
+typedef struct file_find {
+    const char *path;
+    bool found;
+    cn_digest_t manifest;
+} file_find_t;
+
+static cn_err_t find_one(void *ctx, const cn_repos_tree_row_t *row)
+{
+    file_find_t *f = ctx;
+    if (row->path_len == strlen(f->path) && memcmp(row->path, f->path, row->path_len) == 0) {
+        f->found = true;
+        f->manifest = row->manifest;
+    }
+    return 1;
+}
+
+/* GET repos/R/file?change=ID&path=P: the file's bytes at the change. */
+static int repo_file(cn_console_call_t *c)
+{
+    cn_repos_req_t rq;
+    cn_repos_info_t info;
+    cn_repos_page_q_t q;
+    if (!repo_open(c, &rq, &info) || !page_query(c, &info, &q))
+        return 0;
+    if (!q.prefix_len)
+        return cn__console_error(c, 400, "BadRequest", "path is required");
+    cn_repos_t *r = cn__console_cfg(c->con)->repos;
+    file_find_t ff = { .path = (const char *)q.prefix };
+    bool more;
+    cn_digest_t cr, rr;
+    q.limit = 1;
+    cn_err_t e = cn_repos_tree_page(r, &rq, &q, find_one, &ff, &more, &cr, &rr);
+    if (e == 1 || (e == CN_OK && !ff.found))
+        e = ff.found ? CN_OK : CN_E_NOT_FOUND;
+    file_out_t *f = e == CN_OK ? calloc(1, sizeof *f) : NULL;
+    if (e == CN_OK && !f)
+        e = -ENOMEM;
+    if (e == CN_OK) {
+        f->r = r;
+        f->who = *c->who;
+        memcpy(f->repo, info.id, 16);
+        e = object_bytes(r, &rq, info.id, CN_REPOS_MANIFEST, &ff.manifest, OBJECT_READ_MAX,
+                         &f->manifest);
+        if (e == CN_OK && cn_repos_manifest_parse(f->manifest.data, f->manifest.len, &f->m) < 0)
+            e = CN_E_CORRUPT;
+    }
+    if (e < 0) {
+        if (f)
+            file_done(f);
+        if (e == CN_E_NOT_FOUND)
+            return cn__console_error(c, 404, "NotFound", "no such file at that change");
+        return repos_fail(c, &rq, e);
+    }
+    (void)cn__console_headers(c->req);
+    (void)cn_http_resp_header(c->req, "Content-Security-Policy", "sandbox; default-src 'none'");
+    (void)cn_http_resp_header(c->req, "Cache-Control", "no-store");
+    disposition(c, (const char *)q.prefix);
+    return cn_http_respond_push(c->req, 200, "application/octet-stream", f->m.size, file_fill,
+                                file_done, f) < 0
+               ? -1
+               : 0;
+}
+
+static cn_err_t lock_one(void *ctx, const cn_repos_lock_t *l)
+{
+    char ws[33];
+    cn_hex_encode(l->workspace, 16, ws);
+    json_t *o = json_pack("{s:s%,s:s,s:s,s:o}", "path", (const char *)l->path, l->path_len, "owner",
+                          l->principal, "workspace", ws, "since", cn__console_time(l->since_ms));
+    return o && json_array_append_new(ctx, o) == 0 ? CN_OK : -ENOMEM;
+}
+
+/* GET repos/R/locks (the first 4096 by path). */
+static int repo_locks(cn_console_call_t *c)
+{
+    cn_repos_req_t rq;
+    cn_repos_info_t info;
+    if (!repo_open(c, &rq, &info))
+        return 0;
+    json_t *arr = json_array();
+    bool more = false;
+    cn_err_t e =
+        arr ? cn_repos_lock_list(cn__console_cfg(c->con)->repos, &rq, info.id, (const uint8_t *)"",
+                                 0, NULL, NULL, 0, REPOS_LIST_MAX, lock_one, arr, &more)
+            : -ENOMEM;
+    if (e < 0) {
+        json_decref(arr);
+        return repos_fail(c, &rq, e);
+    }
+    return cn__console_json(c, 200, json_pack("{s:o,s:b}", "locks", arr, "more", more));
+}
+
+static cn_err_t ws_one(void *ctx, const cn_repos_ws_t *w)
+{
+    char id[33];
+    cn_hex_encode(w->id, 16, id);
+    json_t *tags = json_array();
+    for (uint16_t i = 0; tags && i < w->tag_count; i++)
+        json_array_append_new(tags, json_string(w->tags[i]));
+    json_t *o = json_pack("{s:s,s:s,s:o,s:b,s:o*}", "id", id, "name", w->label, "created",
+                          cn__console_time(w->created_ms), "locks", w->has_locks, "tags", tags);
+    return o && json_array_append_new(ctx, o) == 0 ? CN_OK : -ENOMEM;
+}
+
+/* GET repos/R/workspaces (live ones, the first 128 by id). */
+static int repo_workspaces(cn_console_call_t *c)
+{
+    cn_repos_req_t rq;
+    cn_repos_info_t info;
+    if (!repo_open(c, &rq, &info))
+        return 0;
+    json_t *arr = json_array();
+    bool more = false;
+    cn_err_t e = arr ? cn_repos_ws_list(cn__console_cfg(c->con)->repos, &rq, info.id, true, NULL,
+                                        CN_REPOS_WS_PAGE_MAX, ws_one, arr, &more)
+                     : -ENOMEM;
+    if (e < 0) {
+        json_decref(arr);
+        return repos_fail(c, &rq, e);
+    }
+    return cn__console_json(c, 200, json_pack("{s:o,s:b}", "workspaces", arr, "more", more));
+}
+
+const cn_console_op_t cn__console_repos_ops[] = {
+    { CN_HTTP_GET, "repos", repos_list, 0 },
+    { CN_HTTP_GET, "repos/*", repo_get, 0 },
+    { CN_HTTP_GET, "repos/*/changes", repo_changes, 0 },
+    { CN_HTTP_GET, "repos/*/changes/*", repo_change, 0 },
+    { CN_HTTP_GET, "repos/*/tree", repo_tree, 0 },
+    { CN_HTTP_GET, "repos/*/file", repo_file, 0 },
+    { CN_HTTP_GET, "repos/*/branches", repo_branches, 0 },
+    { CN_HTTP_GET, "repos/*/locks", repo_locks, 0 },
+    { CN_HTTP_GET, "repos/*/workspaces", repo_workspaces, 0 },
+    { 0, NULL, NULL, 0 },
+};

@@ -24,6 +24,7 @@
 #include "cairn/http.h"
 #include "cairn/identity.h"
 #include "cairn/objects.h"
+#include "cairn/s3err.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,6 +72,14 @@ CN_API int cn_s3_bearer_check(void *identity, const char *token_id, const char *
  * (CN_E_AGAIN on a miss), for requests answered on the network loop. */
 CN_API int cn_s3_sigv4_lookup_cached(void *identity, const char *access_key, uint8_t *secret,
                                      size_t cap, size_t *len);
+
+/* The S3 error a failed objects-service call answers: err with rq's what
+ * and fail.detail looked up in the S3 face's one table (first match wins;
+ * InternalError for what it does not list).  Its code string, status and
+ * default message are cn_s3_err_code / _status / _message.  Never reads the
+ * message.  Pure; any thread.  Other faces that answer in S3 codes (the web
+ * console) use it rather than a table of their own. */
+CN_API cn_s3_err_t cn_s3_err_from(const cn_objects_req_t *rq, cn_err_t err);
 
 #ifdef __cplusplus
 }

@@ -157,30 +157,39 @@ static bool console_other(const cn_http_req_t *r, void *ctx)
     return !console_upload(r);
 }
 
-/* Everything on the console's own listener that is neither the console,
- * the framework's health and metrics, nor an upload: not found. */
-static int console_only(cn_http_req_t *r, void *ctx)
+/* A console-face 404: the JSON body ctx (a static string), nosniff. */
+static int console_not_found(cn_http_req_t *r, void *ctx)
 {
-    (void)ctx;
-    static const char body[] = "{\"error\":\"NotFound\",\"message\":\"this listener serves "
-                               "the console (/_cairn/console/) and its uploads only\"}";
+    const char *body = ctx;
     (void)cn_http_resp_header(r, "X-Content-Type-Options", "nosniff");
-    return cn_http_respond(r, 404, "application/json", body, sizeof body - 1);
+    return cn_http_respond(r, 404, "application/json", body, strlen(body));
 }
 
-/* The routes of the console's own listener after the console's: the
- * not-found route for all but uploads, then the S3 face for those. */
-static cn_err_t console_own_routes(http_face_t *f)
+/* Routes what is under prefix (and match passes, when given) on srv to the
+ * 404 of body (a static JSON string). */
+static cn_err_t not_found_route(cn_http_server_t *srv, const char *prefix,
+                                bool (*match)(const cn_http_req_t *, void *), const char *body)
 {
     cn_http_route_t rt = {
         .name = "console",
         .methods = CN_HTTP_ANY,
-        .prefix = "/",
+        .prefix = prefix,
         .flags = CN_HTTP_ROUTE_OWN_AUTH_ERRORS,
-        .match = console_other,
-        .on_request = console_only,
+        .match = match,
+        .on_request = console_not_found,
+        .ctx = (void *)body,
     };
-    CN_TRY(cn_http_server_route(f->con_srv, &rt));
+    return cn_http_server_route(srv, &rt);
+}
+
+/* The routes of the console's own listener after the console's: not found
+ * for everything that is neither the console, the framework's health and
+ * metrics, nor an upload; then the S3 face for the uploads. */
+static cn_err_t console_own_routes(http_face_t *f)
+{
+    CN_TRY(not_found_route(f->con_srv, "/", console_other,
+                           "{\"error\":\"NotFound\",\"message\":\"this listener serves "
+                           "the console (/_cairn/console/) and its uploads only\"}"));
     return cn_s3_register(f->s3, f->con_srv);
 }
 
@@ -216,24 +225,11 @@ static cn_err_t console_own_start(http_face_t *f, const cn_http_config_t *base,
 
 /* Without the console on this listener, /_cairn/console/ is not found
  * (rather than left to the S3 route, which names no bucket "_cairn"). */
-static int console_absent(cn_http_req_t *r, void *ctx)
-{
-    (void)ctx;
-    static const char body[] =
-        "{\"error\":\"NotFound\",\"message\":\"the console is not served here\"}";
-    return cn_http_respond(r, 404, "application/json", body, sizeof body - 1);
-}
-
 static cn_err_t console_absent_register(cn_http_server_t *srv)
 {
-    cn_http_route_t rt = {
-        .name = "console",
-        .methods = CN_HTTP_ANY,
-        .prefix = "/_cairn/console",
-        .flags = CN_HTTP_ROUTE_OWN_AUTH_ERRORS,
-        .on_request = console_absent,
-    };
-    return cn_http_server_route(srv, &rt);
+    return not_found_route(srv, "/_cairn/console", NULL,
+                           "{\"error\":\"NotFound\",\"message\":\"the console is not served "
+                           "here\"}");
 }
 
 /* Whether --console puts the console on the HTTP listener itself. */

@@ -32,7 +32,7 @@ static cn_err_t account_one(void *arg, const cn_account_t *a)
                           unix_s(a->created_at));
     if (o && a->email[0])
         json_object_set_new(o, "email", json_string(a->email));
-    return o && json_array_append_new(arg, o) == 0 ? CN_OK : -ENOMEM;
+    return cn__console_append(arg, o);
 }
 
 /* GET accounts. */
@@ -41,11 +41,7 @@ static int accounts_list(cn_console_call_t *c)
     json_t *arr = json_array();
     cn_err_t e = arr ? cn_identity_account_list(cn__console_cfg(c->con)->identity, account_one, arr)
                      : -ENOMEM;
-    if (e < 0) {
-        json_decref(arr);
-        return cn__console_err(c, e);
-    }
-    return cn__console_json(c, 200, json_pack("{s:o}", "accounts", arr));
+    return cn__console_list_answer(c, e, "accounts", arr);
 }
 
 /* POST accounts {"name", "email"?} → 201 {"name"}. */
@@ -75,11 +71,7 @@ static int account_disable(cn_console_call_t *c)
         return cn__console_error(c, 400, "BadRequest", "disabled must be true or false");
     cn_err_t e = cn_identity_account_set_disabled(cn__console_cfg(c->con)->identity, c->seg[1],
                                                   json_is_true(d));
-    if (e == CN_E_NOT_FOUND)
-        return cn__console_error(c, 404, "NotFound", "no such account");
-    if (e < 0)
-        return cn__console_err(c, e);
-    return cn__console_json(c, 204, NULL);
+    return cn__console_done(c, e, "no such account");
 }
 
 static cn_err_t token_one(void *arg, const cn_token_info_t *t)
@@ -87,7 +79,7 @@ static cn_err_t token_one(void *arg, const cn_token_info_t *t)
     json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:o,s:b}", "id", t->token_id, "account", t->account,
                           "perms", perms_json(t->perms), "created", unix_s(t->created_at),
                           "expires", unix_s(t->expires_at), "revoked", t->revoked_at != 0);
-    return o && json_array_append_new(arg, o) == 0 ? CN_OK : -ENOMEM;
+    return cn__console_append(arg, o);
 }
 
 /* GET tokens?account=A (never a secret). */
@@ -98,11 +90,7 @@ static int tokens_list(cn_console_call_t *c)
     cn_err_t e = arr ? cn_identity_token_list(cn__console_cfg(c->con)->identity,
                                               acct && *acct ? acct : NULL, token_one, arr)
                      : -ENOMEM;
-    if (e < 0) {
-        json_decref(arr);
-        return cn__console_err(c, e);
-    }
-    return cn__console_json(c, 200, json_pack("{s:o}", "tokens", arr));
+    return cn__console_list_answer(c, e, "tokens", arr);
 }
 
 /* The permission names of a body into *out; false after answering 400. */
@@ -161,11 +149,7 @@ static int tokens_create(cn_console_call_t *c)
 static int tokens_revoke(cn_console_call_t *c)
 {
     cn_err_t e = cn_identity_token_revoke(cn__console_cfg(c->con)->identity, c->seg[1]);
-    if (e == CN_E_NOT_FOUND)
-        return cn__console_error(c, 404, "NotFound", "no such token");
-    if (e < 0)
-        return cn__console_err(c, e);
-    return cn__console_json(c, 204, NULL);
+    return cn__console_done(c, e, "no such token");
 }
 
 /* GET sessions / DELETE sessions/ID (session.c keeps them). */
@@ -181,11 +165,7 @@ static int sessions_list(cn_console_call_t *c)
 static int sessions_end(cn_console_call_t *c)
 {
     cn_err_t e = cn__console_session_end(c->con, c->seg[1]);
-    if (e == CN_E_NOT_FOUND)
-        return cn__console_error(c, 404, "NotFound", "no such session");
-    if (e < 0)
-        return cn__console_err(c, e);
-    return cn__console_json(c, 204, NULL);
+    return cn__console_done(c, e, "no such session");
 }
 
 const cn_console_op_t cn__console_admin_ops[] = {

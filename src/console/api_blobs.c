@@ -92,16 +92,12 @@ static int namespaces_list(cn_console_call_t *c)
         int64_t m = cn__console_cfg(c->con)->blobs ? ns_members(c, ns, page) : -1;
         if (o && m >= 0)
             json_object_set_new(o, "members", json_integer(m));
-        if (!o || json_array_append_new(arr, o) < 0)
+        if (cn__console_append(arr, o) < 0)
             e = -ENOMEM;
     }
     free(page);
     json_decref(w.names);
-    if (e < 0) {
-        json_decref(arr);
-        return cn__console_err(c, e);
-    }
-    return cn__console_json(c, 200, json_pack("{s:o}", "namespaces", arr));
+    return cn__console_list_answer(c, e, "namespaces", arr);
 }
 
 /* GET namespaces/NS/blobs/DIGEST: blobs/stat. */
@@ -145,7 +141,7 @@ static json_t *ns_actions(uint32_t a)
 static cn_err_t grant_one(void *arg, const cn_ns_grant_t *g)
 {
     json_t *o = json_pack("{s:s,s:o}", "account", g->account, "perms", ns_actions(g->actions));
-    return o && json_array_append_new(arg, o) == 0 ? CN_OK : -ENOMEM;
+    return cn__console_append(arg, o);
 }
 
 /* GET namespaces/NS/grants (admin). */
@@ -157,11 +153,7 @@ static int grants_list(cn_console_call_t *c)
     json_t *arr = json_array();
     cn_err_t e = arr ? cn_identity_grant_list(cn__console_cfg(c->con)->identity, ns, grant_one, arr)
                      : -ENOMEM;
-    if (e < 0) {
-        json_decref(arr);
-        return cn__console_err(c, e);
-    }
-    return cn__console_json(c, 200, json_pack("{s:o}", "grants", arr));
+    return cn__console_list_answer(c, e, "grants", arr);
 }
 
 /* POST namespaces/NS/grants {"account","perms":["read","write"]} (admin). */
@@ -185,11 +177,7 @@ static int grants_add(cn_console_call_t *c)
     if (!acct || !actions)
         return cn__console_error(c, 400, "BadRequest", "account and perms are required");
     cn_err_t e = cn_identity_grant(cn__console_cfg(c->con)->identity, ns, acct, actions);
-    if (e == CN_E_NOT_FOUND)
-        return cn__console_error(c, 404, "NotFound", "no such account");
-    if (e < 0)
-        return cn__console_err(c, e);
-    return cn__console_json(c, 204, NULL);
+    return cn__console_done(c, e, "no such account");
 }
 
 /* DELETE namespaces/NS/grants/ACCOUNT (admin): every action it holds. */
@@ -200,11 +188,7 @@ static int grants_remove(cn_console_call_t *c)
         return 0;
     cn_err_t e =
         cn_identity_revoke(cn__console_cfg(c->con)->identity, ns, c->seg[c->nseg - 1], CN_NS_ALL);
-    if (e == CN_E_NOT_FOUND)
-        return cn__console_error(c, 404, "NotFound", "that account holds no grant there");
-    if (e < 0)
-        return cn__console_err(c, e);
-    return cn__console_json(c, 204, NULL);
+    return cn__console_done(c, e, "that account holds no grant there");
 }
 
 #define A CN_PERM_ADMIN

@@ -7,7 +7,7 @@
  * access block are the service's to apply.  Never decides an access. */
 #include "console_data.h"
 
-#include "cairn/s3err.h"
+#include "cairn/s3.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -21,46 +21,12 @@
 #define USAGE_DETAIL_MAX 100000
 #define ANY CN_OBJ_WHAT_ANY
 
-/* (class, what, detail) → S3 code: the first matching row wins. */
-static const cn_obj_err_row_t obj_errors[] = {
-    { CN_E_INVALID, ANY, CN_OBJ_BUCKET_NAME_INVALID, CN_S3E_INVALID_BUCKET_NAME },
-    { CN_E_INVALID, ANY, CN_OBJ_KEY_INVALID, CN_S3E_INVALID_ARGUMENT },
-    { CN_E_INVALID, ANY, CN_OBJ_KEY_TOO_LONG, CN_S3E_KEY_TOO_LONG },
-    { CN_E_INVALID, ANY, CN_OBJ_CONTENT_TYPE_TOO_LONG, CN_S3E_INVALID_ARGUMENT },
-    { CN_E_INVALID, ANY, CN_OBJ_METADATA_KEY_INVALID, CN_S3E_INVALID_ARGUMENT },
-    { CN_E_INVALID, ANY, CN_OBJ_METADATA_TOO_LARGE, CN_S3E_METADATA_TOO_LARGE },
-    { CN_E_INVALID, ANY, CN_OBJ_LIST_ARG_INVALID, CN_S3E_INVALID_ARGUMENT },
-    { CN_E_INVALID, ANY, CN_OBJ_PART_NUMBER_INVALID, CN_S3E_INVALID_ARGUMENT },
-    { CN_E_INVALID, ANY, CN_OBJ_PART_LIST_INVALID, CN_S3E_INVALID_PART },
-    { CN_E_INVALID, ANY, CN_OBJ_PART_ORDER, CN_S3E_INVALID_PART_ORDER },
-    { CN_E_INVALID, ANY, CN_OBJ_PART_MISSING, CN_S3E_INVALID_PART },
-    { CN_E_INVALID, ANY, CN_OBJ_PART_ETAG_MISMATCH, CN_S3E_INVALID_PART },
-    { CN_E_INVALID, ANY, CN_OBJ_PART_TOO_SMALL, CN_S3E_ENTITY_TOO_SMALL },
-    { CN_E_INVALID, ANY, CN_OBJ_POLICY_INVALID, CN_S3E_MALFORMED_POLICY },
+/* The rows where the console answers otherwise than the S3 face, looked up
+ * before S3's one table (cn_s3_err_from): the console's bodies are JSON,
+ * so a bad versioning state is InvalidArgument, not S3's MalformedXML.
+ * Everything else reads the same on both faces. */
+static const cn_obj_err_row_t console_only[] = {
     { CN_E_INVALID, ANY, CN_OBJ_VERSIONING_STATE_INVALID, CN_S3E_INVALID_ARGUMENT },
-    { CN_E_CONFLICT, ANY, CN_OBJ_BUCKET_STATE_INVALID, CN_S3E_INVALID_BUCKET_STATE },
-    { CN_E_NOT_FOUND, ANY, CN_OBJ_NO_SUCH_VERSION, CN_S3E_NO_SUCH_VERSION },
-    { CN_E_DENIED, ANY, CN_OBJ_VERSION_LOCKED, CN_S3E_ACCESS_DENIED },
-    { CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, 0, CN_S3E_NO_SUCH_BUCKET },
-    { CN_E_NOT_FOUND, CN_OBJ_WHAT_UPLOAD, 0, CN_S3E_NO_SUCH_UPLOAD },
-    { CN_E_NOT_FOUND, ANY, 0, CN_S3E_NO_SUCH_KEY },
-    { CN_E_INVALID, CN_OBJ_WHAT_BUCKET, 0, CN_S3E_INVALID_BUCKET_NAME },
-    { CN_E_INVALID, CN_OBJ_WHAT_PART, 0, CN_S3E_INVALID_PART },
-    { CN_E_INVALID, ANY, 0, CN_S3E_INVALID_ARGUMENT },
-    { CN_E_EXISTS, ANY, 0, CN_S3E_BUCKET_ALREADY_EXISTS },
-    { CN_E_NOT_EMPTY, ANY, 0, CN_S3E_BUCKET_NOT_EMPTY },
-    { CN_E_DENIED, ANY, 0, CN_S3E_ACCESS_DENIED },
-    { CN_E_AUTH, ANY, 0, CN_S3E_ACCESS_DENIED },
-    { CN_E_TOO_LARGE, ANY, 0, CN_S3E_ENTITY_TOO_LARGE },
-    { CN_E_PRECONDITION, ANY, 0, CN_S3E_PRECONDITION_FAILED },
-    { CN_E_CONFLICT, ANY, 0, CN_S3E_CONDITIONAL_CONFLICT },
-    { CN_E_NO_UPLOAD, ANY, 0, CN_S3E_NO_SUCH_UPLOAD },
-    { CN_E_RATE_LIMITED, ANY, 0, CN_S3E_SLOW_DOWN },
-    { CN_E_BUSY, ANY, 0, CN_S3E_SLOW_DOWN },
-    { CN_E_SHUTDOWN, ANY, 0, CN_S3E_SERVICE_UNAVAILABLE },
-    { CN_E_DB_LOCKED, ANY, 0, CN_S3E_SERVICE_UNAVAILABLE },
-    { CN_E_UNAVAILABLE, ANY, 0, CN_S3E_SERVICE_UNAVAILABLE },
-    { CN_E_UNSUPPORTED, ANY, 0, CN_S3E_NOT_IMPLEMENTED },
 };
 #undef ANY
 
@@ -77,8 +43,9 @@ void cn__console_orq(cn_console_call_t *c, cn_objects_req_t *rq)
 
 cn_s3_err_t cn__console_obj_code(const cn_objects_req_t *rq, cn_err_t e)
 {
-    return (cn_s3_err_t)cn_objects_err_lookup(obj_errors, sizeof obj_errors / sizeof obj_errors[0],
-                                              rq, e, CN_S3E_INTERNAL_ERROR);
+    cn_s3_err_t s = (cn_s3_err_t)cn_objects_err_lookup(
+        console_only, sizeof console_only / sizeof console_only[0], rq, e, CN_S3E_NONE);
+    return s != CN_S3E_NONE ? s : cn_s3_err_from(rq, e);
 }
 
 int cn__console_obj_fail(cn_console_call_t *c, const cn_objects_req_t *rq, cn_err_t e)
@@ -95,6 +62,11 @@ int cn__console_obj_fail(cn_console_call_t *c, const cn_objects_req_t *rq, cn_er
         msg = cn_s3_err_message(s); /* the reason is for the operator */
     }
     return cn__console_error(c, cn_s3_err_status(s), cn_s3_err_code(s), msg);
+}
+
+int cn__console_obj_done(cn_console_call_t *c, const cn_objects_req_t *rq, cn_err_t e)
+{
+    return e < 0 ? cn__console_obj_fail(c, rq, e) : cn__console_json(c, 204, NULL);
 }
 
 const char *cn__console_bucket(cn_console_call_t *c)
@@ -121,11 +93,8 @@ const char *cn__console_body_str(const cn_console_call_t *c, const char *name)
 
 static cn_err_t list_one(void *arg, const cn_bucket_info_t *b)
 {
-    json_t *arr = arg;
     json_t *o = json_pack("{s:s,s:o}", "name", b->name, "created", cn__console_time(b->created_ms));
-    if (!o || json_array_append_new(arr, o) < 0)
-        return -ENOMEM;
-    return CN_OK;
+    return cn__console_append(arg, o);
 }
 
 /* Sets "objects" and "bytes" of doc from a ListObjects walk of bucket b
@@ -269,9 +238,7 @@ static int bucket_delete(cn_console_call_t *c)
     cn_objects_req_t rq;
     cn__console_orq(c, &rq);
     cn_err_t e = cn_objects_bucket_delete(cn__console_cfg(c->con)->objects, &rq, b);
-    if (e < 0)
-        return cn__console_obj_fail(c, &rq, e);
-    return cn__console_json(c, 204, NULL);
+    return cn__console_obj_done(c, &rq, e);
 }
 
 /* PUT buckets/B/policy {"policy": OBJECT} and DELETE buckets/B/policy:
@@ -292,9 +259,7 @@ static int policy_put(cn_console_call_t *c)
     cn_err_t e =
         cn_objects_bucket_policy_set(cn__console_cfg(c->con)->objects, &rq, b, text, strlen(text));
     free(text);
-    if (e < 0)
-        return cn__console_obj_fail(c, &rq, e);
-    return cn__console_json(c, 204, NULL);
+    return cn__console_obj_done(c, &rq, e);
 }
 
 static int policy_delete(cn_console_call_t *c)
@@ -307,9 +272,7 @@ static int policy_delete(cn_console_call_t *c)
     cn_err_t e = cn_objects_bucket_policy_set(cn__console_cfg(c->con)->objects, &rq, b, NULL, 0);
     if (e == CN_E_NOT_FOUND && rq.what != CN_OBJ_WHAT_BUCKET)
         e = CN_OK; /* no policy to delete: S3 answers 204 too */
-    if (e < 0)
-        return cn__console_obj_fail(c, &rq, e);
-    return cn__console_json(c, 204, NULL);
+    return cn__console_obj_done(c, &rq, e);
 }
 
 /* PUT buckets/B/versioning {"status": "Enabled" | "Suspended"}. */
@@ -329,9 +292,7 @@ static int versioning_put(cn_console_call_t *c)
     cn_objects_req_t rq;
     cn__console_orq(c, &rq);
     cn_err_t e = cn_objects_versioning_set(cn__console_cfg(c->con)->objects, &rq, b, v);
-    if (e < 0)
-        return cn__console_obj_fail(c, &rq, e);
-    return cn__console_json(c, 204, NULL);
+    return cn__console_obj_done(c, &rq, e);
 }
 
 const cn_console_op_t cn__console_buckets_ops[] = {

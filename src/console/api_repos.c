@@ -46,6 +46,19 @@ static int repos_fail(cn_console_call_t *c, const cn_repos_req_t *rq, cn_err_t e
     return cn__console_err(c, e);
 }
 
+/* The answer of a repos listing into arr (stolen): {key: arr, "more"}
+ * when e >= 0, else arr is dropped and e answered as repos_fail does (the
+ * service's message for a missing or invalid name, not the one table's). */
+static int repos_list_answer(cn_console_call_t *c, const cn_repos_req_t *rq, cn_err_t e,
+                             const char *key, json_t *arr, bool more)
+{
+    if (e < 0) {
+        json_decref(arr);
+        return repos_fail(c, rq, e);
+    }
+    return cn__console_json(c, 200, json_pack("{s:o,s:b}", key, arr, "more", more));
+}
+
 /* The repository of seg[1] into info; false after answering. */
 static bool repo_open(cn_console_call_t *c, cn_repos_req_t *rq, cn_repos_info_t *info)
 {
@@ -92,7 +105,7 @@ static cn_err_t repo_one(void *ctx, const cn_repos_info_t *ri)
     json_t *o =
         json_pack("{s:s,s:I,s:I,s:o}", "name", ri->name, "head", (json_int_t)ri->head, "changes",
                   (json_int_t)ri->head, "created", cn__console_time(ri->created_ms));
-    return o && json_array_append_new(w->arr, o) == 0 ? CN_OK : -ENOMEM;
+    return cn__console_append(w->arr, o);
 }
 
 /* GET repos: {"repos":[{"name","head","changes","created","bytes"}]}. */
@@ -105,13 +118,9 @@ static int repos_list(cn_console_call_t *c)
     repo_walk_t w = { c, &rq, json_array() };
     bool more = false;
     cn_err_t e = w.arr ? cn_repos_list(r, &rq, NULL, REPOS_LIST_MAX, repo_one, &w, &more) : -ENOMEM;
-    if (e < 0) {
-        json_decref(w.arr);
-        return repos_fail(c, &rq, e);
-    }
     size_t i;
     json_t *o;
-    json_array_foreach(w.arr, i, o)
+    json_array_foreach(e < 0 ? NULL : w.arr, i, o)
     {
         cn_repos_info_t info;
         uint64_t bytes;
@@ -121,14 +130,14 @@ static int repos_list(cn_console_call_t *c)
             cn_repos_usage(r, &q2, info.id, &bytes) == CN_OK)
             json_object_set_new(o, "bytes", json_integer((json_int_t)bytes));
     }
-    return cn__console_json(c, 200, json_pack("{s:o,s:b}", "repos", w.arr, "more", more));
+    return repos_list_answer(c, &rq, e, "repos", w.arr, more);
 }
 
 static cn_err_t branch_one(void *ctx, const cn_repos_branch_t *b)
 {
     json_t *o = json_pack("{s:s,s:I,s:o}", "name", b->name, "head", (json_int_t)b->head, "created",
                           cn__console_time(b->created_ms));
-    return o && json_array_append_new(ctx, o) == 0 ? CN_OK : -ENOMEM;
+    return cn__console_append(ctx, o);
 }
 
 /* The repository's branches (first page of 4096) as a new array. */
@@ -206,7 +215,7 @@ static cn_err_t log_one(void *ctx, const cn_repos_log_row_t *row)
                           row->branch_name ? row->branch_name : "");
     if (o && row->merge_change)
         json_object_set_new(o, "merge", json_integer((json_int_t)row->merge_change));
-    return o && json_array_append_new(w->arr, o) == 0 ? CN_OK : -ENOMEM;
+    return cn__console_append(w->arr, o);
 }
 
 /* GET repos/R/changes?path=P&before=ID&max=N: the main branch's
@@ -314,7 +323,7 @@ static cn_err_t note_one(void *ctx, const cn_repos_note_t *n)
 {
     json_t *o = json_pack("{s:i,s:s,s:o,s:s%}", "revision", (int)n->revision, "author", n->author,
                           "time", cn__console_time(n->edited_ms), "text", n->text, n->text_len);
-    return o && json_array_append_new(ctx, o) == 0 ? CN_OK : -ENOMEM;
+    return cn__console_append(ctx, o);
 }
 
 /* GET repos/R/changes/ID: the change's log row, its description journal
@@ -402,7 +411,7 @@ static cn_err_t tree_one(void *ctx, const cn_repos_tree_row_t *row)
                       (json_int_t)row->last_change);
     }
     w->n++;
-    return o && json_array_append_new(w->arr, o) == 0 ? CN_OK : -ENOMEM;
+    return cn__console_append(w->arr, o);
 }
 
 /* The page query of the main branch at ?change= (default: the head). */
@@ -602,7 +611,7 @@ static cn_err_t lock_one(void *ctx, const cn_repos_lock_t *l)
     cn_hex_encode(l->workspace, 16, ws);
     json_t *o = json_pack("{s:s%,s:s,s:s,s:o}", "path", (const char *)l->path, l->path_len, "owner",
                           l->principal, "workspace", ws, "since", cn__console_time(l->since_ms));
-    return o && json_array_append_new(ctx, o) == 0 ? CN_OK : -ENOMEM;
+    return cn__console_append(ctx, o);
 }
 
 /* GET repos/R/locks (the first 4096 by path). */
@@ -618,11 +627,7 @@ static int repo_locks(cn_console_call_t *c)
         arr ? cn_repos_lock_list(cn__console_cfg(c->con)->repos, &rq, info.id, (const uint8_t *)"",
                                  0, NULL, NULL, 0, REPOS_LIST_MAX, lock_one, arr, &more)
             : -ENOMEM;
-    if (e < 0) {
-        json_decref(arr);
-        return repos_fail(c, &rq, e);
-    }
-    return cn__console_json(c, 200, json_pack("{s:o,s:b}", "locks", arr, "more", more));
+    return repos_list_answer(c, &rq, e, "locks", arr, more);
 }
 
 static cn_err_t ws_one(void *ctx, const cn_repos_ws_t *w)
@@ -634,7 +639,7 @@ static cn_err_t ws_one(void *ctx, const cn_repos_ws_t *w)
         json_array_append_new(tags, json_string(w->tags[i]));
     json_t *o = json_pack("{s:s,s:s,s:o,s:b,s:o*}", "id", id, "name", w->label, "created",
                           cn__console_time(w->created_ms), "locks", w->has_locks, "tags", tags);
-    return o && json_array_append_new(ctx, o) == 0 ? CN_OK : -ENOMEM;
+    return cn__console_append(ctx, o);
 }
 
 /* GET repos/R/workspaces (live ones, the first 128 by id). */
@@ -649,11 +654,7 @@ static int repo_workspaces(cn_console_call_t *c)
     cn_err_t e = arr ? cn_repos_ws_list(cn__console_cfg(c->con)->repos, &rq, info.id, true, NULL,
                                         CN_REPOS_WS_PAGE_MAX, ws_one, arr, &more)
                      : -ENOMEM;
-    if (e < 0) {
-        json_decref(arr);
-        return repos_fail(c, &rq, e);
-    }
-    return cn__console_json(c, 200, json_pack("{s:o,s:b}", "workspaces", arr, "more", more));
+    return repos_list_answer(c, &rq, e, "workspaces", arr, more);
 }
 
 const cn_console_op_t cn__console_repos_ops[] = {

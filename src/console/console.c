@@ -143,6 +143,29 @@ int cn__console_err(cn_console_call_t *c, cn_err_t e)
     return cn__console_respond_error(c->req, 500, "InternalError", cn_strerror(e));
 }
 
+int cn__console_list_answer(cn_console_call_t *c, cn_err_t e, const char *key, json_t *arr)
+{
+    if (e < 0) {
+        json_decref(arr);
+        return cn__console_err(c, e);
+    }
+    return cn__console_json(c, 200, json_pack("{s:o}", key, arr));
+}
+
+int cn__console_done(cn_console_call_t *c, cn_err_t e, const char *missing)
+{
+    if (e == CN_E_NOT_FOUND)
+        return cn__console_error(c, 404, "NotFound", missing);
+    if (e < 0)
+        return cn__console_err(c, e);
+    return cn__console_json(c, 204, NULL);
+}
+
+cn_err_t cn__console_append(json_t *arr, json_t *o)
+{
+    return o && json_array_append_new(arr, o) == 0 ? CN_OK : -ENOMEM;
+}
+
 /* ---- the query ------------------------------------------------------------------------- */
 
 /* Appends raw[0..n) decoded as application/x-www-form-urlencoded ('+' a

@@ -22,6 +22,9 @@ cn_s3_err_t cn__console_obj_code(const cn_objects_req_t *rq, cn_err_t e);
  * (NoSuchBucket, BucketNotEmpty, MalformedPolicy with the service's
  * message, ...).  Internal details stay in the log.  Returns 0. */
 int cn__console_obj_fail(cn_console_call_t *c, const cn_objects_req_t *rq, cn_err_t e);
+/* The answer of an objects-service change that returned e with no body:
+ * 204 when e >= 0, else cn__console_obj_fail.  Returns 0. */
+int cn__console_obj_done(cn_console_call_t *c, const cn_objects_req_t *rq, cn_err_t e);
 /* The bucket segment (seg[1]) of a buckets/B/... call, after answering 404
  * when the node serves no objects; NULL then. */
 const char *cn__console_bucket(cn_console_call_t *c);

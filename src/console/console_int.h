@@ -39,6 +39,18 @@ extern const cn_console_op_t cn__console_buckets_ops[], cn__console_objects_ops[
 int cn__console_json(cn_console_call_t *c, int status, json_t *doc);
 int cn__console_error(cn_console_call_t *c, int status, const char *code, const char *message);
 int cn__console_err(cn_console_call_t *c, cn_err_t e); /* cn_err_t → status+code, one table */
+/* The answer of a listing: a service call that returned e filled arr (stolen)
+ * through a per-row callback; {key: arr} (200) when e >= 0, else arr is
+ * dropped and e answered through the one table.  Returns 0.  A caller that
+ * could not make arr passes -ENOMEM. */
+int cn__console_list_answer(cn_console_call_t *c, cn_err_t e, const char *key, json_t *arr);
+/* The answer of a call that changes something and returns no body: 204
+ * when e >= 0, 404 NotFound saying missing ("no such token") for
+ * CN_E_NOT_FOUND, else e through the one table.  Returns 0. */
+int cn__console_done(cn_console_call_t *c, cn_err_t e, const char *missing);
+/* What a per-row callback returns after making its row o: appends o (stolen)
+ * to arr; CN_OK, or -ENOMEM when o is NULL or the append fails. */
+cn_err_t cn__console_append(json_t *arr, json_t *o);
 /* The services (borrowed from the config). */
 const cn_console_config_t *cn__console_cfg(const cn_console_t *con);
 /* The call's query parameter name decoded as application/x-www-form-urlencoded

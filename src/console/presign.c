@@ -223,15 +223,27 @@ static bool complete_parts(cn_console_call_t *c, json_t *parts, int32_t **nums, 
     return true;
 }
 
+/* The bucket, "key" and "upload_id" of an upload call on one; false after
+ * answering (404 without buckets, 400 without key or id). */
+static bool upload_of(cn_console_call_t *c, const char **b, const char **key, const char **id)
+{
+    *b = cn__console_bucket(c);
+    if (!*b)
+        return false;
+    *key = cn__console_body_str(c, "key");
+    *id = cn__console_body_str(c, "upload_id");
+    if (*key && *id)
+        return true;
+    cn__console_error(c, 400, "BadRequest", "key and upload_id are required");
+    return false;
+}
+
 /* POST buckets/B/uploads/complete {"key","upload_id","parts":[{"part","etag"}]}. */
 int cn__console_upload_complete(cn_console_call_t *c)
 {
-    const char *b = cn__console_bucket(c);
-    if (!b)
+    const char *b, *key, *id;
+    if (!upload_of(c, &b, &key, &id))
         return 0;
-    const char *key = cn__console_body_str(c, "key"), *id = cn__console_body_str(c, "upload_id");
-    if (!key || !id)
-        return cn__console_error(c, 400, "BadRequest", "key and upload_id are required");
     int32_t *nums = NULL;
     const char **etags = NULL;
     size_t n = 0;
@@ -256,16 +268,11 @@ int cn__console_upload_complete(cn_console_call_t *c)
 /* POST buckets/B/uploads/abort {"key","upload_id"}: AbortMultipartUpload. */
 int cn__console_upload_abort(cn_console_call_t *c)
 {
-    const char *b = cn__console_bucket(c);
-    if (!b)
+    const char *b, *key, *id;
+    if (!upload_of(c, &b, &key, &id))
         return 0;
-    const char *key = cn__console_body_str(c, "key"), *id = cn__console_body_str(c, "upload_id");
-    if (!key || !id)
-        return cn__console_error(c, 400, "BadRequest", "key and upload_id are required");
     cn_objects_req_t rq;
     cn__console_orq(c, &rq);
     cn_err_t e = cn_objects_mpu_abort(cn__console_cfg(c->con)->objects, &rq, b, key, id);
-    if (e < 0)
-        return cn__console_obj_fail(c, &rq, e);
-    return cn__console_json(c, 204, NULL);
+    return cn__console_obj_done(c, &rq, e);
 }

@@ -420,7 +420,7 @@ static cn_err_t list_body(cn_meta_txn_t *txn, void *ctx)
             json_pack("{s:s, s:s, s:s, s:o, s:o, s:s}", "id", r.sid, "account", r.account,
                       "token_id", r.token_id, "created", ms_time(cn_meta_column_int64(st, 4)),
                       "last_seen", ms_time(seen), "source", r.source);
-        if (!o || json_array_append_new(l->arr, o) < 0)
+        if (cn__console_append(l->arr, o) < 0)
             e = -ENOMEM;
     }
     cn_meta_finish(st);

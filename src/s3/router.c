@@ -186,10 +186,15 @@ static const cn_obj_err_row_t s3_errors[] = {
 };
 #undef ANY
 
+cn_s3_err_t cn_s3_err_from(const cn_objects_req_t *rq, cn_err_t err)
+{
+    return (cn_s3_err_t)cn_objects_err_lookup(s3_errors, sizeof s3_errors / sizeof s3_errors[0], rq,
+                                              err, CN_S3E_INTERNAL_ERROR);
+}
+
 cn_s3_err_t cn__s3_err_of(const cn_objects_req_t *orq, cn_err_t err)
 {
-    return (cn_s3_err_t)cn_objects_err_lookup(s3_errors, sizeof s3_errors / sizeof s3_errors[0],
-                                              orq, err, CN_S3E_INTERNAL_ERROR);
+    return cn_s3_err_from(orq, err);
 }
 
 void cn__s3_fail(cn__s3_rq_t *q, cn_err_t err)

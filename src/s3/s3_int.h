@@ -55,9 +55,8 @@ void cn__s3_error(cn__s3_rq_t *q, cn_s3_err_t e, const char *message);
 /* Answers a failed service call: err with q->orq's what and fail.detail
  * picks the code through cn__s3_err_of; side prefixes the message. */
 void cn__s3_fail(cn__s3_rq_t *q, cn_err_t err);
-/* The one error table: the S3 error a failed objects call (err, with orq's
- * what and fail.detail) maps to; InternalError for what it does not list.
- * Never reads the message. */
+/* cn_s3_err_from (cairn/s3.h, the one error table), under the name the
+ * adapter's files and its unit tests use. */
 cn_s3_err_t cn__s3_err_of(const cn_objects_req_t *orq, cn_err_t err);
 /* Answers an XML document (200 unless status says otherwise). */
 void cn__s3_xml(cn__s3_rq_t *q, int status, cn_xml_writer_t *w);

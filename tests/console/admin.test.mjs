@@ -159,6 +159,21 @@ test('namespaces: members and bytes, a digest\'s stat, grants', async () => {
   const open = page.getByRole('link', { name: 'ns1', exact: true });
   if (await open.count()) await open.first().click();
   await page.getByText('dave').first().waitFor({ timeout: 5000 });
+  // Removing the grant asks in the page first: "Keep" keeps it, "Confirm remove" removes it.
+  const daveHolds = async () => JSON.parse((await pageApi(page, 'GET', 'namespaces/ns1/grants')).body)
+    .grants.some((g) => g.account === 'dave');
+  const remove = page.getByRole('button', { name: 'Remove grant of dave' });
+  await remove.click();
+  await page.getByRole('group', { name: /Remove the grant of dave on ns1/ }).waitFor({ timeout: 2000 });
+  await page.waitForTimeout(300);
+  assert.equal(await daveHolds(), true, 'the grant removed before the confirmation');
+  await page.getByRole('button', { name: 'Keep' }).click();
+  await remove.waitFor({ timeout: 2000 });
+  await page.waitForTimeout(300);
+  assert.equal(await daveHolds(), true, 'Keep removed the grant');
+  await remove.click();
+  await page.getByRole('button', { name: 'Confirm remove' }).click();
+  await until(async () => !(await daveHolds()), 5000, 'the grant removed');
 });
 
 test('metrics: charts with points after load', async () => {

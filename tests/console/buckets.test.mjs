@@ -108,4 +108,17 @@ test('policy: the server\'s MalformedPolicy is shown; a valid policy is saved an
     5000, 'the policy stored');
   const got = JSON.parse((await s3(srv.http, 'GET', 'governed', '', { query: { policy: '' } })).text());
   assert.equal(got.Statement[0].Sid, 'ReadAll');
+  // Remove asks in the page first: "Keep" keeps the policy, "Confirm remove" removes it.
+  const stored = async () => (await s3(srv.http, 'GET', 'governed', '', { query: { policy: '' } })).status;
+  await page.getByRole('button', { name: 'Remove policy' }).click();
+  await page.getByRole('group', { name: /Remove the policy of governed/ }).waitFor({ timeout: 2000 });
+  await page.waitForTimeout(300);
+  assert.equal(await stored(), 200, 'the policy removed before the confirmation');
+  await page.getByRole('button', { name: 'Keep' }).click();
+  await page.getByRole('button', { name: 'Remove policy' }).waitFor({ timeout: 2000 });
+  await page.waitForTimeout(300);
+  assert.equal(await stored(), 200, 'Keep removed the policy');
+  await page.getByRole('button', { name: 'Remove policy' }).click();
+  await page.getByRole('button', { name: 'Confirm remove' }).click();
+  await until(async () => (await stored()) === 404, 5000, 'the policy removed');
 });

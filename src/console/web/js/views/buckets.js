@@ -152,7 +152,8 @@ function policyEditor(name, info) {
       h('button', { type: 'button', class: 'btn btn-primary', text: 'Save policy', onclick: save }),
       h('button', { type: 'button', class: 'btn', text: 'Public read template',
         onclick: () => { area.value = JSON.stringify(PUBLIC_READ(name), null, 2); area.focus(); } }),
-      h('button', { type: 'button', class: 'btn', text: 'Remove policy', onclick: remove })),
+      confirmStep(h('button', { type: 'button', class: 'btn', text: 'Remove policy' }), {
+        prompt: `Remove the policy of ${name}?`, confirm: 'Confirm remove', onConfirm: remove })),
     alertBox);
 }
 

@@ -3,7 +3,7 @@
 // account names are rendered through dom.js only.
 import { h, clear, fmtBytes, toast } from '../dom.js';
 import { api } from '../api.js';
-import { enc, route, section, table, dl, errorNote, field, num, u } from './kit.js';
+import { enc, route, section, table, dl, errorNote, field, num, u, confirmStep } from './kit.js';
 
 /** parsePerms("read, write") → ["read", "write"] (split on commas and spaces). */
 function parsePerms(s) {
@@ -43,8 +43,10 @@ function grantsPanel(nsInput) {
     }
     out.append(table(`Grants on ${ns}`, ['Account', 'Permissions', ''], (doc.grants || []).map((g) => [
       u(g.account), (g.perms || []).join(', '),
-      h('button', { type: 'button', class: 'vb-danger', text: 'Remove',
-        'aria-label': `Remove grant of ${g.account}`, onclick: async () => {
+      confirmStep(h('button', { type: 'button', class: 'vb-danger', text: 'Remove',
+        'aria-label': `Remove grant of ${g.account}` }), {
+        prompt: `Remove the grant of ${g.account} on ${ns}?`, confirm: 'Confirm remove',
+        onConfirm: async () => {
           try {
             await api('DELETE', `namespaces/${enc(ns)}/grants/${enc(g.account)}`);
             toast(`Grant of ${g.account} removed`);

@@ -362,6 +362,12 @@ typedef struct cn_objects_put_args {
      * nothing is stored): NULL = none. */
     const uint8_t *expect_md5;    /* 16 bytes */
     const uint8_t *expect_sha256; /* 32 bytes */
+    /* expect_sha256 is already verified by the caller against every byte
+     * of the body before it calls commit (e.g. the HTTP framework's
+     * x-amz-content-sha256 or x-amz-checksum-sha256 check): the service takes
+     * it as the body's SHA-256 and hashes nothing itself.  A caller that
+     * sets it must never commit a body that failed that check. */
+    bool sha256_verified;
     /* Conditional write, checked inside the commit transaction: the key must
      * not exist (if_none_match), or its etag must equal if_match.
      * CN_E_PRECONDITION otherwise. */

@@ -4,11 +4,13 @@
  * Completion references the part blobs in order (no stitching, no copy): the
  * version's segments are the parts.  Its etag is S3's: the MD5 of the
  * concatenated binary part MD5s, hex, then "-N".  Its checksum is the SHA-256
- * of the whole object, which cannot be derived from the parts' SHA-256s, so
- * completion reads the parts once (outside any write transaction) to compute
- * it.  An additional checksum (S3's x-amz-checksum-algorithm) is opaque here:
- * the upload keeps its algorithm, each part the value its adapter computed,
- * and the adapter's complete_check combines them.
+ * of the whole object, which cannot be derived from the parts' SHA-256s: the
+ * parts are hashed in order as they commit (mpu_chain.c, a cache in memory),
+ * and completion reads once (outside any write transaction) only the parts
+ * that chain did not cover -- all of them after a restart.  An additional
+ * checksum (S3's x-amz-checksum-algorithm) is opaque here: the upload keeps
+ * its algorithm, each part the value its adapter computed, and the adapter's
+ * complete_check combines them.
  *
  * A completed upload's row stays (done_ms set, with the listed parts' rows)
  * for opts.completed_keep_ms, so a retried completion can be answered; the
@@ -425,19 +427,40 @@ static cn_err_t complete_check(cn_obj_complete_t *c)
     return err < 0 ? err : 0;
 }
 
-/* Step 4: the whole object's SHA-256 (reading the parts once, outside any
- * write transaction) and the multipart etag. */
+/* The upload's running SHA-256 over the first *covered chosen parts
+ * (mpu_chain.c), or a new context and *covered 0; NULL when memory is short. */
+static cn_sha256_t *complete_chain(cn_obj_complete_t *c, size_t *covered)
+{
+    *covered = 0;
+    cn__chain_part_t *v = calloc(c->n, sizeof *v);
+    cn_sha256_t *sha = NULL;
+    if (v) {
+        for (size_t i = 0; i < c->n; i++)
+            v[i] =
+                (cn__chain_part_t){ c->chosen[i].number, c->chosen[i].digest, c->chosen[i].size };
+        sha = cn__chain_take(c->o, c->upload_id, v, c->n, covered);
+        free(v);
+    }
+    if (!sha && cn_sha256_new(&sha) < 0)
+        sha = NULL;
+    return sha;
+}
+
+/* Step 4: the whole object's SHA-256 (from the upload's running SHA-256 when
+ * it covers the first parts, reading the rest once, outside any write
+ * transaction) and the multipart etag. */
 static cn_err_t complete_digest(cn_obj_complete_t *c)
 {
-    cn_sha256_t *sha = NULL;
+    size_t covered = 0;
+    cn_sha256_t *sha = complete_chain(c, &covered);
     cn_md5_t *md5 = NULL;
-    cn_err_t err = cn_sha256_new(&sha);
+    cn_err_t err = sha ? 0 : -ENOMEM;
     if (err >= 0)
         err = cn_md5_new(&md5);
     for (size_t i = 0; i < c->n && err >= 0; i++) {
         const cn_obj_part_row_t *p = &c->chosen[i];
-        uint64_t served = 0;
-        if (p->size)
+        uint64_t served = i < covered ? p->size : 0;
+        if (p->size && i >= covered)
             err = cn_store_read_range(c->o->store, &p->digest, 0, p->size, obj_sha_sink, sha, NULL,
                                       &served);
         if (err >= 0 && served != p->size)
@@ -656,6 +679,8 @@ static cn_err_t abort_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__b
                                      CN_ACT_ABORT_MULTIPART_UPLOAD, NULL);
     if (err >= 0)
         err = upload_delete(txn, op->upload_id);
+    if (err >= 0)
+        cn__chain_drop(op->o, op->upload_id);
     return err < 0 ? err : CN_OK;
 }
 

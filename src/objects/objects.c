@@ -678,6 +678,7 @@ cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store, const cn_objects_op
     if (o->opts.completed_keep_ms <= 0)
         o->opts.completed_keep_ms = CN_OBJ_DEFAULT_DONE_KEEP_MS;
     pthread_mutex_init(&o->mu, NULL);
+    o->chains = cn__chains_new();
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -721,6 +722,7 @@ fail:
     cn__cache_destroy(&o->lcs);
     cn__cache_destroy(&o->acls);
     cn__cache_destroy(&o->buckets);
+    cn__chains_free(o->chains);
     pthread_cond_destroy(&o->cv);
     pthread_mutex_destroy(&o->mu);
     free(o);
@@ -743,6 +745,7 @@ void cn_objects_close(cn_objects_t *o)
     cn__cache_destroy(&o->lcs);
     cn__cache_destroy(&o->acls);
     cn__cache_destroy(&o->buckets);
+    cn__chains_free(o->chains);
     pthread_cond_destroy(&o->cv);
     pthread_mutex_destroy(&o->mu);
     free(o);

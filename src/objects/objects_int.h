@@ -109,6 +109,9 @@ void cn__gen_sleave(cn__gen_t *g, size_t slot);
 cn_err_t cn__write_run(cn_objects_t *o, const char *bucket, unsigned flags, cn_meta_body_fn body,
                        void *ctx);
 
+/* The running SHA-256 of uploads in progress (mpu_chain.c). */
+typedef struct cn__chains cn__chains_t;
+
 struct cn_objects {
     cn_meta_t *meta;
     cn_store_t *store;
@@ -126,7 +129,30 @@ struct cn_objects {
     cn__cache_t lcs;           /* decoded lifecycle rules by bucket (lifecycle.c) */
     struct cn__lc *lc;         /* the lifecycle worker (lifecycle_run.c); NULL = not started */
     _Atomic int64_t lc_day_ms; /* a test's lifecycle day (x-amz-expiration); 0 = real days */
+    cn__chains_t *chains;      /* NULL: completions always read their parts */
 };
+
+/* A committed part as the upload chains know it. */
+typedef struct cn__chain_part {
+    int32_t number;
+    cn_digest_t digest;
+    uint64_t size;
+} cn__chain_part_t;
+
+/* The chain table: NULL when memory is short (no chains, never wrong). */
+cn__chains_t *cn__chains_new(void);
+void cn__chains_free(cn__chains_t *cs);
+/* After part's row of upload_id committed: notes it and, when it is the next
+ * in number order and no other thread is at it, reads it (and any noted parts
+ * after it) back from the store into the upload's running SHA-256. */
+void cn__chain_part_done(cn_objects_t *o, const char *upload_id, const cn__chain_part_t *part);
+/* Completion: removes upload_id's chain and returns its SHA-256 context
+ * (the caller's to update, final or free) when the parts it hashed are
+ * exactly parts[0..*covered); NULL (and *covered 0) otherwise. */
+cn_sha256_t *cn__chain_take(cn_objects_t *o, const char *upload_id, const cn__chain_part_t *parts,
+                            size_t n, size_t *covered);
+/* Abort: forgets upload_id's chain. */
+void cn__chain_drop(cn_objects_t *o, const char *upload_id);
 
 /* Stops and frees o's lifecycle worker (lifecycle_run.c); a no-op when none.
  * Called by cn_objects_close before anything else goes. */

@@ -1,7 +1,10 @@
 /* Streaming puts: PutObject and UploadPart share one session type.  Bytes go
  * straight into a store writer (which hashes BLAKE3) while SHA-256 and MD5 are
- * computed here; commit publishes the blob, then commits the rows that make it
- * visible.  Nothing is visible before that commit (objects.c, invariants).
+ * computed here (SHA-256 not when the caller hands over a digest it verified
+ * itself: sha256_verified); commit publishes the blob, then commits the rows
+ * that make it visible.  Nothing is visible before that commit (objects.c,
+ * invariants).  A committed part is handed to its upload's running SHA-256
+ * (mpu_chain.c) before the answer.
  *
  * A large body hashes MD5 beside the write: a helper thread of the session
  * digests each buffer while the caller's thread hashes BLAKE3 and SHA-256 and
@@ -65,6 +68,7 @@ struct cn_objects_put {
     char cksum[CN_OBJECTS_CKSUM_MAX];         /* the part's, set by the adapter */
     /* integrity */
     bool has_md5, has_sha;
+    bool sha_given; /* want_sha is the body's, verified by the caller: no sha */
     uint8_t want_md5[CN_MD5_LEN];
     uint8_t want_sha[CN_DIGEST_LEN];
     /* the stream */
@@ -202,10 +206,11 @@ static cn_err_t obj_put_new(cn_objects_t *o, cn_objects_req_t *rq, cn_obj_put_ki
         }
         if (args->expect_sha256) {
             p->has_sha = true;
+            p->sha_given = args->sha256_verified;
             memcpy(p->want_sha, args->expect_sha256, CN_DIGEST_LEN);
         }
     }
-    if (err >= 0)
+    if (err >= 0 && !p->sha_given)
         err = cn_sha256_new(&p->sha);
     if (err >= 0)
         err = cn_md5_new(&p->md5);
@@ -364,7 +369,7 @@ cn_err_t cn_objects_put_write(cn_objects_put_t *p, const void *buf, size_t n)
     else
         cn_md5_update(p->md5, buf, n);
     cn_err_t err = cn_store_writer_write(p->w, buf, n);
-    if (err >= 0)
+    if (err >= 0 && p->sha)
         cn_sha256_update(p->sha, buf, n);
     if (beside)
         side_wait(p->side);
@@ -482,7 +487,10 @@ cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res
     uint8_t sha[CN_DIGEST_LEN];
     side_stop(p->side); /* every buffer is digested: md5 is this thread's again */
     p->side = NULL;
-    cn_sha256_final(p->sha, sha);
+    if (p->sha_given)
+        memcpy(sha, p->want_sha, CN_DIGEST_LEN);
+    else
+        cn_sha256_final(p->sha, sha);
     p->sha = NULL;
     cn_md5_final(p->md5, r.md5);
     p->md5 = NULL;
@@ -523,6 +531,11 @@ cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res
                           p->kind == CN_OBJ_PUT_PART ? commit_part_body : commit_object_body, &pc);
     }
     cn_store_guard_release(g);
+    if (err >= 0 && p->kind == CN_OBJ_PUT_PART) {
+        /* Before the answer: a client completes only after every part's. */
+        cn__chain_part_t cp = { .number = p->part_number, .digest = d, .size = r.size };
+        cn__chain_part_done(p->o, p->upload_id, &cp);
+    }
 out:
     if (err >= 0 && res)
         *res = r;

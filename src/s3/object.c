@@ -124,8 +124,12 @@ static bool part_checksum(cn__s3_rq_t *q, cn__put_t *p)
     return true;
 }
 
-/* Integrity expectations from Content-MD5 and x-amz-checksum-sha256.  false
- * after answering. */
+/* Integrity expectations from Content-MD5, x-amz-checksum-sha256 and a
+ * signed payload hash.  A body SHA-256 the framework checks before on_end
+ * (an x-amz-checksum-sha256 header, or x-amz-content-sha256 as a hex value)
+ * goes to the service as verified, so the bytes are hashed with SHA-256 once
+ * (put_end never commits a body that failed a check).  false after
+ * answering. */
 static bool put_expect(cn__s3_rq_t *q, cn__put_t *p, cn_objects_put_args_t *a)
 {
     int m = cn__s3_content_md5(q, p->md5);
@@ -138,6 +142,14 @@ static bool put_expect(cn__s3_rq_t *q, cn__put_t *p, cn_objects_put_args_t *a)
     if (s && cn_base64_decode(s, strlen(s), raw, sizeof raw) == CN_DIGEST_LEN) {
         memcpy(p->sha, raw, CN_DIGEST_LEN);
         a->expect_sha256 = p->sha;
+        a->sha256_verified = cn_http_req_checksum(q->r, NULL) == CN_CKSUM_SHA256;
+        return true;
+    }
+    s = cn_http_req_header(q->r, "x-amz-content-sha256");
+    if (cn_http_req_payload_mode(q->r) == CN_SIGV4_PAYLOAD_HASH && s && strlen(s) == 64 &&
+        cn_hex_decode(s, 64, p->sha, CN_DIGEST_LEN) == CN_OK) {
+        a->expect_sha256 = p->sha;
+        a->sha256_verified = true;
     }
     return true;
 }

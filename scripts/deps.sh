@@ -8,8 +8,9 @@
 # npm `mlkem` package (pinned too) that cross-checks ML-KEM-768 under it.
 # The console tests (tests/console, make test-console) drive Debian's chromium
 # (fonts-dejavu-core keeps their rendering stable) with the machine's node and
-# npm commands; Debian's nodejs and npm are added only where those commands are
-# missing (a Node.js image ships both, and Debian's npm conflicts with it).
+# npm commands; Debian's nodejs and npm are added only where node is missing. A
+# node without npm stops the script: Debian's npm would pull Debian's nodejs
+# over that Node.js (a Node.js image ships its own npm).
 # Their npm packages (playwright-core 1.65.2, pixelmatch 8.0.0, pngjs 7.0.0) are
 # pinned with integrity hashes in tests/console/package-lock.json and installed
 # by `npm ci` there (make test-console), never with a browser download.
@@ -29,13 +30,25 @@ build="meson ninja-build pkg-config gcc clang libssl-dev libsqlite3-dev liblz4-d
 test="$build clang-format b3sum python3-pytest python3-boto3 python3-requests python3-botocore sqlite3 openssl awscli s3cmd rclone chromium
       golang-github-burntsushi-toml-dev python3-tomli postgresql-15 python3-pytest-xdist
       python3-cryptography fonts-dejavu-core"
-command -v node >/dev/null 2>&1 || test="$test nodejs"
-command -v npm >/dev/null 2>&1 || test="$test npm"
 bench="$test iperf3 nginx wrk gnuplot-nox git git-lfs curl valgrind"
+
+# The Debian packages that give this machine node and npm: "nodejs npm" where
+# node is missing, none where both are there; node without npm is an error
+# (Debian's npm depends on Debian's nodejs, which conflicts with a Node.js
+# installed another way), reported on stderr with a non-zero status.
+node_pkgs() {
+  if ! command -v node >/dev/null 2>&1; then echo "nodejs npm"; return 0; fi
+  command -v npm >/dev/null 2>&1 && return 0
+  echo "cairn: node is installed ($(command -v node)) but npm is not, and Debian's npm would" >&2
+  echo "cairn: replace that Node.js with Debian's nodejs: install the npm of that Node.js" >&2
+  echo "cairn: (its own distribution ships one), or remove it to use Debian's nodejs and npm" >&2
+  return 1
+}
+
 case "${1:-build}" in
   build) want=$build ;;
-  test) want=$test ;;
-  bench) want=$bench ;;
+  test) node=$(node_pkgs) || exit 1; want="$test $node" ;;
+  bench) node=$(node_pkgs) || exit 1; want="$bench $node" ;;
   *) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
 esac
 missing=""
@@ -52,10 +65,10 @@ fetch_npm() {
   dest="$root/$name-$version"
   [ -f "$dest/$4" ] && return 0
   if ! command -v npm >/dev/null 2>&1; then
-    # Node.js images ship npm with node; Debian's npm package conflicts with them.
-    [ "$(id -u)" = 0 ] || { echo "cairn: npm is missing: run 'make' as root, or apt-get install npm" >&2; exit 1; }
-    apt-get install -y --no-install-recommends npm >/dev/null 2>&1 || {
-      apt-get update >/dev/null && apt-get install -y --no-install-recommends npm; }
+    node=$(node_pkgs) || exit 1
+    [ "$(id -u)" = 0 ] || { echo "cairn: npm is missing: run 'make' as root, or apt-get install $node" >&2; exit 1; }
+    apt-get install -y --no-install-recommends $node >/dev/null 2>&1 || {
+      apt-get update >/dev/null && apt-get install -y --no-install-recommends $node; }
   fi
   echo "cairn: fetching $name $version from the npm registry" >&2
   tmp=$(mktemp -d)

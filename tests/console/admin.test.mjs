@@ -136,7 +136,7 @@ test('a non-admin token sees no Admin link and gets 403 from the admin API', asy
   await ctx.close();
 });
 
-test('namespaces: members and bytes, a digest\'s stat, grants', async () => {
+test('namespaces: members, a digest\'s stat, grants', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cn-blob-'));
   const f = path.join(dir, 'b');
   fs.writeFileSync(f, 'a blob in ns1\n');

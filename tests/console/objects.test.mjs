@@ -2,7 +2,11 @@
 // prefixes browsed as folders, paged by continuation token and searched by
 // prefix; a 40 MiB upload through the picker (multipart through presigned PUT
 // URLs) whose progress rises to 100 % and whose download has the same
-// SHA-256; a cancelled upload that leaves no object and no open upload;
+// SHA-256; a cancelled upload that leaves no object and no open upload; a
+// cancelled single-PUT re-upload that leaves the object already under its
+// key (a cancel never deletes) and says "already uploaded" once the PUT's
+// status arrived; the checksum an S3 multipart upload was made with shown
+// as "SHA256 value";
 // delete of several keys and of one object, each only once confirmed in the
 // page; files dropped on the list (a DataTransfer of Files) stored
 // byte-equal; a presigned link that works in a fresh cookie-less
@@ -137,6 +141,119 @@ test('a cancelled upload leaves no object and no open multipart upload', async (
     fs.rmSync(path.dirname(file), { recursive: true });
   }
 });
+
+// Replaces the page's XMLHttpRequest with one whose PUTs report every byte sent and then wait:
+// mode 'hang' never answers (the server never committed), mode 'ok' has its 200 status in hand
+// and fires load when window.__cnFireLoad() is called.
+async function stubXhr(mode) {
+  await page.evaluate((m) => {
+    window.__cnRealXhr = window.__cnRealXhr || window.XMLHttpRequest;
+    window.__cnSent = false;
+    window.XMLHttpRequest = class extends EventTarget {
+      constructor() { super(); this.upload = new EventTarget(); this.readyState = 1; this.status = 0; this.responseText = ''; }
+      open() {}
+      setRequestHeader() {}
+      getResponseHeader() { return null; }
+      send(blob) {
+        setTimeout(() => {
+          this.upload.dispatchEvent(new ProgressEvent('progress', { lengthComputable: true, loaded: blob.size, total: blob.size }));
+          if (m === 'ok') {
+            this.readyState = 2;
+            this.status = 200;
+            window.__cnFireLoad = () => { this.readyState = 4; this.dispatchEvent(new Event('load')); };
+          }
+          window.__cnSent = true;
+        }, 0);
+      }
+      abort() { if (this.readyState < 4) { this.readyState = 4; this.dispatchEvent(new Event('abort')); } }
+    };
+  }, mode);
+}
+const unstubXhr = () => page.evaluate(() => { if (window.__cnRealXhr) window.XMLHttpRequest = window.__cnRealXhr; });
+const uploadStatus = (name) => page.locator('li.upload').filter({ hasText: name }).first().locator('.status').innerText();
+
+test('a cancelled single-PUT re-upload never deletes the object already under the key', async () => {
+  const ORIGINAL = Buffer.from('the object that was here first\n');
+  await putKeys(srv.http, 'uploads', ['keep.bin'], () => ORIGINAL);
+  const file = randomFile('keep.bin', 1 * MiB, 43);
+  try {
+    // Every byte sent, no answer yet: the PUT may never commit, so nothing may be deleted.
+    await go(page, srv.console, '/buckets/uploads');
+    await stubXhr('hang');
+    await pickAndUpload(page, file);
+    await until(() => page.evaluate(() => window.__cnSent), 10000, 'every byte of the PUT reported sent');
+    await page.getByRole('button', { name: 'Cancel upload' }).first().click();
+    await until(async () => (await uploadStatus('keep.bin')) === 'Cancelled', 10000, 'the upload shown as cancelled');
+    await unstubXhr();
+    await sleep(500);
+    let got = await s3(srv.http, 'GET', 'uploads', 'keep.bin');
+    assert.equal(got.status, 200, 'the existing object was deleted by the cancel');
+    assert.ok(got.body.equals(ORIGINAL), 'the existing object changed');
+    // A real PUT cancelled half-way through (throttled upload) leaves it too.
+    const big = randomFile('keep.bin', 12 * MiB, 44);
+    const cdp = await ctx.newCDPSession(page);
+    await cdp.send('Network.enable');
+    await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1,
+      uploadThroughput: 2 * MiB });
+    try {
+      await go(page, srv.console, '/buckets/uploads');
+      await watchProgress(page);
+      await pickAndUpload(page, big);
+      await until(async () => (await progressSamples(page)).some((f) => f > 0.05), 20000, 'the PUT under way');
+      await page.getByRole('button', { name: 'Cancel upload' }).first().click();
+      await until(async () => (await uploadStatus('keep.bin')) === 'Cancelled', 10000, 'the real PUT cancelled');
+    } finally {
+      await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1,
+        uploadThroughput: -1 });
+      await cdp.detach();
+      fs.rmSync(path.dirname(big), { recursive: true });
+    }
+    await sleep(1000);
+    got = await s3(srv.http, 'GET', 'uploads', 'keep.bin');
+    assert.equal(got.status, 200);
+    assert.ok(got.body.equals(ORIGINAL), 'the existing object changed after a cancelled real PUT');
+    // The PUT's 200 already in hand: cancel says so instead of pretending.
+    await go(page, srv.console, '/buckets/uploads');
+    await stubXhr('ok');
+    await pickAndUpload(page, file);
+    await until(() => page.evaluate(() => window.__cnSent), 10000, 'the PUT answered 200');
+    await page.getByRole('button', { name: 'Cancel upload' }).first().click();
+    await page.evaluate(() => window.__cnFireLoad());
+    await until(async () => /already uploaded/i.test(await uploadStatus('keep.bin')), 10000,
+      'the row says the upload was already done');
+  } finally {
+    await unstubXhr().catch(() => {});
+    fs.rmSync(path.dirname(file), { recursive: true });
+  }
+});
+
+test('object details show the checksum of an upload made with one as "ALGORITHM value"', async () => {
+  // The object's own checksum is what an S3 client asked for (x-amz-checksum-algorithm on
+  // CreateMultipartUpload, x-amz-checksum-sha256 on each part): S3's composite SHA-256.
+  const body = crypto.createHash('sha512').update('checksummed').digest();
+  const partSum = crypto.createHash('sha256').update(body).digest();
+  const init = await s3(srv.http, 'POST', 'uploads', 'cks.bin', { query: { uploads: '' },
+    headers: { 'x-amz-checksum-algorithm': 'SHA256' } });
+  assert.equal(init.status, 200, init.text());
+  const id = xmlValue(init.text(), 'UploadId');
+  const part = await s3(srv.http, 'PUT', 'uploads', 'cks.bin', { query: { partNumber: 1, uploadId: id }, body,
+    headers: { 'x-amz-checksum-sha256': partSum.toString('base64') } });
+  assert.equal(part.status, 200, part.text());
+  const xml = '<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>' +
+    `<ETag>${part.headers.etag}</ETag><ChecksumSHA256>${partSum.toString('base64')}</ChecksumSHA256>` +
+    '</Part></CompleteMultipartUpload>';
+  const done = await s3(srv.http, 'POST', 'uploads', 'cks.bin', { query: { uploadId: id }, body: Buffer.from(xml) });
+  assert.equal(done.status, 200, done.text());
+  const composite = `${crypto.createHash('sha256').update(partSum).digest('base64')}-1`;
+  assert.equal(xmlValue(done.text(), 'ChecksumSHA256'), composite);
+  await go(page, srv.console, '/buckets/uploads/object?key=cks.bin');
+  const dd = page.locator('dl.facts dt', { hasText: /^Checksum$/ }).locator('xpath=following-sibling::dd[1]');
+  await until(async () => (await dd.count()) > 0, 5000, 'the details shown');
+  assert.equal((await dd.innerText()).trim(), `SHA256 ${composite}`);
+  assert.doesNotMatch(await page.locator('dl.facts').innerText(), /\[object Object\]/);
+});
+
+const xmlValue = (xml, tag) => (xml.match(new RegExp(`<${tag}>([^<]*)</${tag}>`)) || [])[1];
 
 test('delete selected objects', async () => {
   await putKeys(srv.http, 'uploads', ['del/x1', 'del/x2', 'del/x3']);

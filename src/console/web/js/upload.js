@@ -1,7 +1,8 @@
 // upload.js — uploads one file into a bucket through presigned PUT URLs the API mints, so the
 // token's secret never reaches the browser: one PUT up to 16 MiB, else a multipart upload of
-// 8 MiB parts, 4 in flight. Cancelling aborts every request and the multipart upload and
-// leaves no object behind. Never touches the DOM.
+// 8 MiB parts, 4 in flight. Cancelling aborts every request and the multipart upload; it
+// never deletes a key (an object already under it must survive a cancelled re-upload). Never
+// touches the DOM.
 import { api } from './api.js';
 
 export const SINGLE_MAX = 16 * 1024 * 1024;
@@ -51,14 +52,16 @@ function put(url, blob, type, onProgress, track) {
 /**
  * startUpload(bucket, key, file, onProgress): begins uploading file as key; onProgress(sent,
  * total) is called as bytes go out. Returns {promise, cancel}: promise resolves when the object
- * exists and rejects with Cancelled after cancel() or an Error on failure; cancel() resolves
- * once nothing of the upload is left on the server.
+ * exists and rejects with Cancelled after cancel() or an Error on failure. cancel() resolves to
+ * 'uploaded' when the upload had already completed (the single PUT's status or the multipart
+ * completion had arrived: the object is stored and promise resolves), else to 'cancelled' once
+ * every request is aborted and any multipart upload aborted. It never deletes the key.
  */
 export function startUpload(bucket, key, file, onProgress) {
   const b = encodeURIComponent(bucket);
   const type = file.type || 'application/octet-stream';
   const live = new Set();
-  const st = { cancelled: false, stop: false, uploadId: null, allSent: false };
+  const st = { cancelled: false, stop: false, uploadId: null, putXhr: null };
   const track = (xhr, p) => { live.add(xhr); p.then(() => live.delete(xhr), () => live.delete(xhr)); };
   const mint = (extra) => api('POST', `buckets/${b}/presign`,
     { method: 'PUT', key, expires: URL_TTL, ...extra }).then((d) => d.url);
@@ -67,10 +70,10 @@ export function startUpload(bucket, key, file, onProgress) {
   const single = async () => {
     const url = await mint({});
     check();
-    await put(url, file, type, (n) => {
-      if (n >= file.size) st.allSent = true;
-      onProgress(n, file.size);
-    }, track);
+    await put(url, file, type, (n) => onProgress(n, file.size), (xhr, p) => {
+      st.putXhr = xhr;
+      track(xhr, p);
+    });
   };
 
   const multipart = async () => {
@@ -124,16 +127,22 @@ export function startUpload(bucket, key, file, onProgress) {
     throw st.cancelled ? new Cancelled() : e;
   });
 
+  // The single PUT's 2xx status arrived: the server stored the object, aborting cannot undo it.
+  const committed = () => {
+    const x = st.putXhr;
+    return !!x && x.readyState >= 2 && x.status >= 200 && x.status < 300;
+  };
   const cancel = async () => {
-    if (done || st.cancelled) return;
+    if (done || committed()) {
+      await promise.catch(() => {});
+      return 'uploaded';
+    }
+    if (st.cancelled) return 'cancelled';
     st.cancelled = true;
     for (const x of live) x.abort();
     await promise.catch(() => {});
     await abortServer();
-    if (st.allSent) {
-      // Every byte reached the server before the abort: make sure no object is left.
-      try { await api('POST', `buckets/${b}/delete`, { keys: [key] }); } catch (e) { /* none */ }
-    }
+    return done ? 'uploaded' : 'cancelled';
   };
   return { promise, cancel };
 }

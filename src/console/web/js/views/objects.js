@@ -106,15 +106,18 @@ function uploadRow(st, file, onDone) {
     pct.textContent = `${total ? Math.floor((100 * sent) / total) : 100} %`;
     status.textContent = `${fmtBytes(sent)} of ${fmtBytes(total)}`;
   });
+  let late = false; // cancel() came after the object was stored
   cancelBtn.addEventListener('click', async () => {
     cancelBtn.disabled = true;
     status.textContent = 'Cancelling…';
-    await up.cancel();
+    if ((await up.cancel()) !== 'uploaded') return;
+    late = true;
+    status.textContent = 'Already uploaded: too late to cancel';
   });
   up.promise.then(() => {
     bar.value = Math.max(file.size, 1);
     pct.textContent = '100 %';
-    status.textContent = 'Done';
+    status.textContent = late ? 'Already uploaded: too late to cancel' : 'Done';
     li.classList.add('done');
     if (!li.isConnected) toast(`Uploaded ${key}.`);
   }, (e) => {
@@ -277,13 +280,16 @@ export async function render(root, params, ctx) {
 
 // ---- one object --------------------------------------------------------------------------
 
+/** A checksum as the API sends it ({algorithm, value} or null) as "ALGORITHM value". */
+const checksumText = (c) => (c && c.value ? `${String(c.algorithm || '').toUpperCase()} ${c.value}`.trim() : '—');
+
 function facts(doc) {
   const row = (k, v) => [h('dt', { text: k }), h('dd', {}, v)];
   return h('dl', { class: 'facts' },
     row('Key', h('bdi', { class: 'mono', text: doc.key })),
     row('Size', `${fmtBytes(doc.size)} (${doc.size} bytes)`),
     row('ETag', h('span', { class: 'mono', text: doc.etag || '—' })),
-    row('Checksum', h('span', { class: 'mono', text: doc.checksum || '—' })),
+    row('Checksum', h('span', { class: 'mono', text: checksumText(doc.checksum) })),
     doc.sha256 ? row('SHA-256', h('span', { class: 'mono', text: doc.sha256 })) : null,
     row('Type', h('span', { class: 'mono', text: doc.type || '—' })),
     row('Modified', fmtTime(doc.modified)));

@@ -280,10 +280,16 @@ test('delete selected objects', async () => {
   assert.equal((await s3(srv.http, 'HEAD', 'uploads', 'del/x3')).status, 200, 'deleted before the confirmation');
   await confirm.click();
   await until(async () => (await s3(srv.http, 'HEAD', 'uploads', 'del/x3')).status === 404, 5000, 'del/x3 deleted');
+  // The page then goes back to the object's folder: let it land before the
+  // next test navigates, or that navigation would be overtaken.
+  await page.waitForFunction(() => decodeURIComponent(location.hash).includes('prefix=del/'), null,
+    { timeout: 10000 });
 });
 
 test('drag and drop: files dropped on the list are uploaded byte-equal', async () => {
   await go(page, srv.console, '/buckets/uploads?prefix=dnd%2F');
+  // go() returns on the old view's heading; drop only once the list is dnd/'s.
+  await page.getByText('They go to uploads/dnd/.').waitFor({ timeout: 10000 });
   // Every byte value, then pseudo-random bytes: 300 KiB and an empty file.
   const rnd = randomFile('r', 300 * 1024, 7);
   const big = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)),

@@ -376,6 +376,7 @@ export async function renderObject(root, params, ctx) {
     alertBox.textContent = '';
     try { await download(bucket, key); } catch (e) { alertBox.textContent = `${e.code}: ${e.message}`; }
   }, 'btn btn-primary');
+  const here = location.hash;
   const del = h('button', { type: 'button', class: 'btn btn-danger', text: 'Delete object' });
   confirmStep(del, { prompt: `Delete ${base}?`, onConfirm: async () => {
     alertBox.textContent = '';
@@ -383,7 +384,8 @@ export async function renderObject(root, params, ctx) {
       const r = await api('POST', `buckets/${enc(bucket)}/delete`, { keys: [key] });
       if ((r.errors || []).length) throw Object.assign(new Error(r.errors[0].message || ''), { code: r.errors[0].code });
       toast('Object deleted.');
-      ctx.navigate(listHash(bucket, folderOf(key)));
+      // Back to the folder, unless the user has gone elsewhere meanwhile.
+      if (location.hash === here) ctx.navigate(listHash(bucket, folderOf(key)));
     } catch (e) {
       alertBox.textContent = `${e.code}: ${e.message}`;
     }

@@ -116,12 +116,19 @@ test('a 40 MiB upload through the picker: progress rises to 100 %, the download 
   fs.rmSync(path.dirname(file), { recursive: true });
 });
 
-test('a cancelled upload leaves no object and no open multipart upload', async () => {
-  const file = randomFile('cancel.bin', 40 * MiB, 41);
+/** Slows the page's uploads to 2 MiB/s (so a cancel lands mid-transfer);
+ *  resolves the CDP session, on which the caller lifts it and detaches. */
+async function throttleUploads() {
   const cdp = await ctx.newCDPSession(page);
   await cdp.send('Network.enable');
   await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1,
     uploadThroughput: 2 * MiB });
+  return cdp;
+}
+
+test('a cancelled upload leaves no object and no open multipart upload', async () => {
+  const file = randomFile('cancel.bin', 40 * MiB, 41);
+  const cdp = await throttleUploads();
   try {
     await go(page, srv.console, '/buckets/uploads');
     await watchProgress(page);
@@ -191,10 +198,7 @@ test('a cancelled single-PUT re-upload never deletes the object already under th
     assert.ok(got.body.equals(ORIGINAL), 'the existing object changed');
     // A real PUT cancelled half-way through (throttled upload) leaves it too.
     const big = randomFile('keep.bin', 12 * MiB, 44);
-    const cdp = await ctx.newCDPSession(page);
-    await cdp.send('Network.enable');
-    await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1,
-      uploadThroughput: 2 * MiB });
+    const cdp = await throttleUploads();
     try {
       await go(page, srv.console, '/buckets/uploads');
       await watchProgress(page);

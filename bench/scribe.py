@@ -33,6 +33,8 @@ side by side with git in the same run.
       proved against the authenticated head commit (verified), and reports
       the bytes on the wire and the proof bytes per 4,096-entry page; then
       `cairn repo sync` of the same change (verified, the real command);
+      then that sync listed as key ranges (the default) against unsplit
+      (CAIRN_PROOF_SPLIT=1), interleaved: wall time and cairnd CPU;
       run alone with --verified [FILES].  Target: verified <= 1.2x plain.
 
 usage: bench/scribe.py BUILD [--quick] [--merge [FILES] | --log [REVISIONS] | --locks [FILES]
@@ -670,6 +672,32 @@ def tls_only():
     return 0
 
 
+def split_rounds(srv, ws, base, rounds=5):
+    """`cairn repo sync` (the real command, 4 data connections) listed as
+    key ranges (the default) and unsplit (CAIRN_PROOF_SPLIT=1), interleaved
+    (the order alternates each round): median and best wall time and median
+    cairnd CPU (user + system from /proc) per sync, each from the base
+    change."""
+    got = {"split": ([], []), "unsplit": ([], [])}
+    for r in range(rounds):
+        order = ("split", "unsplit") if r % 2 == 0 else ("unsplit", "split")
+        for mode in order:
+            cairn(srv.ep, "repo", "sync", ws, "--change", str(base), "--quiet")
+            env = dict(os.environ)
+            if mode == "unsplit":
+                env["CAIRN_PROOF_SPLIT"] = "1"
+            args = [os.path.join(BUILD, "cairn"), "repo", "sync", ws, "--quiet",
+                    "--endpoint", srv.ep]
+            c0 = cpu_of(srv.proc.pid)
+            t, _ = timed(lambda: sh(args, env=env))
+            got[mode][0].append(t)
+            got[mode][1].append(cpu_of(srv.proc.pid) - c0)
+    for mode, (ts, cs) in got.items():
+        say("scribe_v_%s_sync" % mode, "%.3f" % sorted(ts)[len(ts) // 2], "s")
+        say("scribe_v_%s_server_cpu" % mode, "%.3f" % sorted(cs)[len(cs) // 2], "s")
+        say("scribe_v_%s_sync_best" % mode, "%.3f" % min(ts), "s")
+
+
 def verified_only():
     """`bench/scribe.py BUILD --verified [FILES]`: part (i) alone (FILES
     default 100,000; 10,000 with --quick).  The repository: FILES small files
@@ -706,6 +734,7 @@ def verified_only():
             t, _ = timed(lambda: cairn(srv.ep, "repo", "sync", ws, "--quiet"))
             best = t if best is None else min(best, t)
         say("scribe_v_cli_sync", "%.3f" % best, "s")
+        split_rounds(srv, ws, base)
         say("scribe_v_load_end", "%.2f" % os.getloadavg()[0], "load1")
     finally:
         if srv:

@@ -8,7 +8,10 @@ scribe-gateway.md) against the storage server behind it, in the same run.
       CPU seconds per transfer;
   (b) small reads: get_objects of one 4 KiB chunk, back to back on four
       connections (four client processes) for a few seconds, through the
-      gateway and directly: requests/s and the ratio.
+      gateway and directly: requests/s and the ratio, and CPU microseconds
+      per request (user + system from /proc/PID/stat, the lower of the two
+      rounds) of the gateway and of storage on each path — the figure a
+      loaded machine does not blur as much as requests/s.
 
 One storage cairnd and one gateway cairnd in front of it (protocol 2,
 plaintext, loopback).  Puts and gets alternate between the two paths, best
@@ -143,19 +146,26 @@ def small_reads(storage, gw):
     with Conn((host, int(port))) as c:  # placed by the gateway, on the one server
         rid = c.repo_create("small")["id"]
         c.put_objects(rid, [(CHUNK, chunk_id(data), data)])
-    rates = {}
+    rates, cpu = {}, {}
     with multiprocessing.Pool(READERS) as pool:
         for rnd in range(2):
             for path, ep in paths(storage, gw, rnd):
                 deadline = time.time() + READ_SECS
                 t0 = time.time()
+                c0 = (cpu_of(gw.proc.pid), cpu_of(storage.proc.pid))
                 n = sum(pool.map(reader, [(ep, rid, chunk_id(data), deadline)] * READERS))
                 rate = n / (time.time() - t0)
+                # CPU per request: the gateway's on its path, storage's on both
+                us = [(cpu_of(p.proc.pid) - c) / n * 1e6 for p, c in zip((gw, storage), c0)]
                 rates[path] = max(rates.get(path, 0), rate)
+                cpu[path] = [min(a, b) for a, b in zip(cpu.get(path, us), us)]
     say("scribe_gw_small_read_connections", READERS, "connections")
     say("scribe_gw_small_read_direct", "%.0f" % rates["direct"], "req/s")
     say("scribe_gw_small_read_gateway", "%.0f" % rates["gateway"], "req/s")
     say("scribe_gw_small_read_ratio", "%.2f" % (rates["gateway"] / rates["direct"]), "x")
+    say("scribe_gw_small_read_gateway_cpu", "%.1f" % cpu["gateway"][0], "us/req")
+    say("scribe_gw_small_read_storage_cpu_gateway", "%.1f" % cpu["gateway"][1], "us/req")
+    say("scribe_gw_small_read_storage_cpu_direct", "%.1f" % cpu["direct"][1], "us/req")
 
 
 def main():

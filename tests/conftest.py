@@ -1,5 +1,6 @@
 """Shared pytest fixtures: locate the build, start a real cairnd on ephemeral
 loopback ports in a temporary data dir, and stop it when the test ends."""
+import http.client
 import os
 import re
 import signal
@@ -137,3 +138,16 @@ def connect(addr, timeout=10):
     s = socket.create_connection(addr, timeout=timeout)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return s
+
+
+def store_gauges(addr):
+    """(cairn_store_blobs, cairn_store_bytes) scraped from the server at
+    addr's /_cairn/metrics; -1 for a gauge it does not show."""
+    c = http.client.HTTPConnection(*addr, timeout=30)
+    try:
+        c.request("GET", "/_cairn/metrics")
+        text = c.getresponse().read().decode()
+    finally:
+        c.close()
+    got = dict(re.findall(r"^(cairn_store_blobs|cairn_store_bytes) (\d+)$", text, re.M))
+    return int(got.get("cairn_store_blobs", -1)), int(got.get("cairn_store_bytes", -1))

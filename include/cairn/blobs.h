@@ -123,6 +123,18 @@ CN_API cn_err_t cn_blobs_list(cn_blobs_t *b, cn_blobs_caller_t *c, const char *n
                               const cn_digest_t *after, size_t max, cn_digest_t *out, size_t *n,
                               bool *more);
 
+/* Namespace usage: calls fn(arg, ns, members, bytes), in ns order, for each
+ * namespace that has members and that c may read (the others are left out,
+ * no error), members and bytes exact (kept in the transaction of every
+ * membership change, read without walking the digests).  A non-zero return
+ * from fn stops the walk and is returned; fn may call back into the service. */
+typedef cn_err_t (*cn_blobs_usage_fn)(void *arg, const char *ns, int64_t members, int64_t bytes);
+CN_API cn_err_t cn_blobs_usage(cn_blobs_t *b, cn_blobs_caller_t *c, cn_blobs_usage_fn fn,
+                               void *arg);
+/* Folds committed usage deltas into each namespace's base row (PostgreSQL;
+ * a no-op on SQLite).  The fleet's leased job "usage-fold". */
+CN_API cn_err_t cn_blobs_usage_fold(cn_blobs_t *b);
+
 /* ---- put ---------------------------------------------------------------------
  * begin → write* → commit | abort.  The bytes are verified against the
  * canonical digest (BLAKE3-256 of the bytes) and, when given, against expect
@@ -192,9 +204,10 @@ CN_API const cn_blobs_ack_t *cn_blobs_fetch_ack(const cn_blobs_fetch_t *f);
  * caller closes, and the length.  CN_E_UNSUPPORTED otherwise (use read),
  * and for a packed blob, whose bytes do not start at 0 (use take_fd_at). */
 CN_API cn_err_t cn_blobs_fetch_take_fd(cn_blobs_fetch_t *f, int *fd, uint64_t *len);
-/* As take_fd, for packed blobs too: the bytes are [*off, *off + *len) of
- * *fd (a packed blob's pack: read it by offset only, sendfile(2) with an
- * offset pointer or pread). */
+/* As take_fd, for packed blobs and for a fetch of one range too: the bytes
+ * to serve are [*off, *off + *len) of *fd (a packed blob's pack: read it by
+ * offset only, sendfile(2) with an offset pointer or pread).  CN_E_UNSUPPORTED
+ * for a tap, for several ranges, for the LZ4 form, or once read has begun. */
 CN_API cn_err_t cn_blobs_fetch_take_fd_at(cn_blobs_fetch_t *f, int *fd, uint64_t *off,
                                           uint64_t *len);
 

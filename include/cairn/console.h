@@ -13,6 +13,7 @@
 #define CAIRN_CONSOLE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "cairn/err.h"
 #include "cairn/http.h"
@@ -28,6 +29,18 @@ typedef struct cn_repos cn_repos_t;
 typedef struct cn_blobs cn_blobs_t;
 typedef struct cn_console cn_console_t;
 
+/* One node of the fleet, as the metrics view's node picker lists it. */
+typedef struct cn_console_node {
+    char id[65];   /* its node id */
+    char url[256]; /* where peers reach its HTTP listener (--advertise), "" when none */
+    bool up;       /* its heartbeat is current (not stopped, not lost) */
+} cn_console_node_t;
+
+/* Lists the fleet's nodes (docs/fleet.md, "The node registry") into out,
+ * at most cap of them, the count into *n; any thread.  Errors: the
+ * registry's (metadata) errors. */
+typedef cn_err_t (*cn_console_nodes_fn)(void *arg, cn_console_node_t *out, size_t cap, size_t *n);
+
 /* What the console serves over: every pointer borrowed and must outlive the
  * console. */
 typedef struct cn_console_config {
@@ -37,6 +50,11 @@ typedef struct cn_console_config {
     cn_repos_t *repos;       /* may be NULL */
     cn_blobs_t *blobs;       /* may be NULL */
     const char *node;        /* this node's name (fleet node id), or NULL */
+    /* the fleet's node registry, for GET metrics?node= (a peer's samples,
+     * fetched from its advertised URL with the caller's session); NULL:
+     * this node's samples only */
+    cn_console_nodes_fn nodes;
+    void *nodes_arg;
     /* true when the console has a listener (an origin) of its own
      * (cairnd --console ADDR); s3_base is then the absolute base URL of
      * the HTTP listener ("http://127.0.0.1:7448") that presigned GET links
@@ -46,6 +64,9 @@ typedef struct cn_console_config {
     const char *s3_base;
     int64_t idle_ms; /* a session's idle timeout; 0: 30 min (CAIRN_CONSOLE_IDLE_MS) */
     int64_t max_ms;  /* its absolute lifetime; 0: 12 h (CAIRN_CONSOLE_MAX_MS) */
+    /* a multipart completion's least part but the last, the S3 face's
+     * (CAIRN_S3_MIN_PART_SIZE); 0: S3's 5 MiB */
+    uint64_t min_part_size;
 } cn_console_config_t;
 
 /* Registers the console's routes (/_cairn/console/...) on srv, which must not

@@ -34,6 +34,10 @@ CN_API void cn_blake3_init(cn_blake3_t *h);
 CN_API void cn_blake3_update(cn_blake3_t *h, const void *p, size_t n);
 CN_API void cn_blake3_final(const cn_blake3_t *h, cn_digest_t *out);
 CN_API void cn_blake3(const void *p, size_t n, cn_digest_t *out);
+/* BLAKE3's keyed hash (a MAC/PRF under key) of p, into out; the hasher's
+ * copy of the input is wiped before it returns (a secret may be hashed). */
+CN_API void cn_blake3_keyed(const uint8_t key[CN_DIGEST_LEN], const void *p, size_t n,
+                            cn_digest_t *out);
 /* Name of the SIMD back end the dispatcher picks on this CPU ("avx512", ...). */
 CN_API const char *cn_blake3_backend(void);
 
@@ -46,6 +50,10 @@ CN_API cn_err_t cn_sha256_new(cn_sha256_t **out);
 CN_API void cn_sha256_update(cn_sha256_t *h, const void *p, size_t n);
 CN_API void cn_sha256_final(cn_sha256_t *h, uint8_t out[CN_DIGEST_LEN]); /* frees h */
 CN_API void cn_sha256_free(cn_sha256_t *h);
+/* A second context in h's state (h unchanged; the copy is the caller's to
+ * final or free): e.g. a digest of the bytes so far while h goes on.
+ * -ENOMEM. */
+CN_API cn_err_t cn_sha256_copy(const cn_sha256_t *h, cn_sha256_t **out);
 CN_API void cn_sha256(const void *p, size_t n, uint8_t out[CN_DIGEST_LEN]);
 
 CN_API cn_err_t cn_md5_new(cn_md5_t **out);

@@ -83,10 +83,12 @@ enum {
  *   now (any cn_http_respond_*; the body, if any, is then discarded, and an
  *   Expect: 100-continue is never answered with 100, so a refused upload
  *   costs no body bytes) or return 0 without responding to receive the body
- *   (100 Continue is sent then).  A negative return answers InternalError.
+ *   (100 Continue is sent then).  A negative return is a failure, answered
+ *   through err_of (the framework's generic table when NULL).
  * on_body: the next piece of the decoded payload (aws-chunked framing removed).
  *   Return 0, CN_HTTP_PAUSE, or a negative value to fail (the framework then
- *   discards the rest and calls on_end with cn_http_req_body_error() set).
+ *   discards the rest, calls on_end with cn_http_req_body_error() set and
+ *   answers the failure through err_of).
  *   Pieces may arrive before their chunk signature or the body hash has been
  *   checked: commit nothing before on_end.
  * on_end: the body has ended.  cn_http_req_body_error(req) is NONE when every
@@ -97,7 +99,17 @@ enum {
  * on_cleanup: always called once per request that reached on_request, after
  *   the response is sent or the connection dropped.  Free per-request state.
  * error: formats framework-generated errors for this route (S3 XML when NULL);
- *   it must respond.  code is the S3 code string, status its HTTP status. */
+ *   it must respond.  code is the S3 code string, status its HTTP status.
+ * err_of: the adapter's own error table for a failure rc < 0 that this
+ *   route's on_request or on_body returned (optional): the S3 error the
+ *   framework then answers through error, mapped with whatever context the
+ *   request's handler state holds.  NULL: the framework's generic table
+ *   (cn_s3_err_from_cn), which is otherwise kept for failures of its own.
+ *   An adapter whose wire vocabulary is not S3's may instead answer the
+ *   failure itself and return CN_S3E_NONE; after on_body, that answer is
+ *   sent once the rest of the body is discarded, and on_end is not called.
+ *   Runs where the failing callback ran (the loop, for on_request of a
+ *   CN_HTTP_ROUTE_LOOP route): pure, or respond only. */
 typedef struct cn_http_route {
     const char *name;   /* operation family, for metrics ("s3") */
     unsigned methods;   /* CN_HTTP_* mask */
@@ -109,6 +121,7 @@ typedef struct cn_http_route {
     void (*on_end)(cn_http_req_t *req, void *ctx);
     void (*on_cleanup)(cn_http_req_t *req, void *ctx);
     void (*error)(cn_http_req_t *req, cn_s3_err_t e, const char *message, void *ctx);
+    cn_s3_err_t (*err_of)(cn_http_req_t *req, cn_err_t rc, void *ctx);
     void *ctx;
     uint64_t max_body; /* decoded payload cap; 0: server default */
     /* Optional: true when a request of this route only reads (served on the
@@ -205,8 +218,9 @@ CN_API const char *cn_http_req_header(const cn_http_req_t *r, const char *name);
 CN_API void cn_http_req_headers(const cn_http_req_t *r,
                                 bool (*fn)(void *ctx, const char *name, const char *value),
                                 void *ctx);
-/* The TCP peer ("127.0.0.1") and the client IP (the first X-Forwarded-For
- * hop when the server trusts proxy headers, else the peer). */
+/* The TCP peer ("127.0.0.1") and the client IP (the rightmost
+ * X-Forwarded-For entry, the one the trusted proxy appended, when the server
+ * trusts proxy headers and it is an address; else the peer). */
 CN_API const char *cn_http_req_peer(const cn_http_req_t *r);
 CN_API const char *cn_http_req_client_ip(const cn_http_req_t *r);
 CN_API const char *cn_http_req_id(const cn_http_req_t *r);      /* x-amz-request-id */
@@ -229,6 +243,18 @@ CN_API cn_http_auth_kind_t cn_http_req_auth(const cn_http_req_t *r);
 CN_API const char *cn_http_req_access_key(const cn_http_req_t *r);
 CN_API cn_s3_err_t cn_http_req_auth_error(const cn_http_req_t *r);
 CN_API cn_sigv4_payload_t cn_http_req_payload_mode(const cn_http_req_t *r);
+/* The body's SHA-256 that a signature covers (x-amz-content-sha256 as a
+ * hex value, or a deferred signature's) becomes the handler's to compute, so
+ * a handler that hashes the body anyway does not hash it twice: from this
+ * call the framework no longer hashes the body, and at its end it checks
+ * the digest reported with cn_http_req_body_sha_report instead (none
+ * reported: the check fails, as for a wrong digest).  The handler must hash
+ * exactly the bytes on_body received.  false, and nothing changes, when
+ * the request has no such digest, no body of declared length, or its body
+ * has begun.  On the request's worker, from on_request. */
+CN_API bool cn_http_req_body_sha_delegate(cn_http_req_t *r);
+/* After a delegation: the SHA-256 of every body byte (once all are in). */
+CN_API void cn_http_req_body_sha_report(cn_http_req_t *r, const uint8_t sha[32]);
 
 /* After on_end: NONE, or why the body failed verification or decoding. */
 CN_API cn_s3_err_t cn_http_req_body_error(const cn_http_req_t *r);

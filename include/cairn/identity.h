@@ -116,6 +116,11 @@ typedef struct cn_identity_opts {
      * NULL: DATA/identity.key, created when missing.  A named file is never
      * created: a missing one is -ENOENT. */
     const char *key_file;
+    /* Previous identity keys (a rotation, docs/identity.md "Rotating the
+     * identity key"): NULL-terminated, at most 4, NULL for none.  They open
+     * secrets the current key does not, and a key check value recorded
+     * under one of them is accepted; nothing is ever sealed with them. */
+    const char *const *prev_files;
 } cn_identity_opts_t;
 
 /* cn_identity_open with a key file of the caller's choosing.  Both check the
@@ -128,6 +133,31 @@ typedef struct cn_identity_opts {
 CN_API cn_err_t cn_identity_open_opts(cn_meta_t *meta, const cn_identity_opts_t *opts,
                                       cn_identity_t **out);
 CN_API void cn_identity_close(cn_identity_t *id); /* NULL is a no-op */
+
+/* What cn_identity_rotate_key did so far (counts over the whole run). */
+typedef struct cn_identity_rotation {
+    uint64_t scanned;    /* token rows read */
+    uint64_t resealed;   /* opened with the old key, sealed again with the new one */
+    uint64_t current;    /* already sealed with the new key (an earlier run, a new token) */
+    uint64_t unreadable; /* opened with neither key (logged by id; left as they are) */
+    bool recorded;       /* the new key's check value is recorded: the rotation is done */
+} cn_identity_rotation_t;
+
+/* Called after each committed batch; nonzero stops the run there (that
+ * value is returned).  Not called after the last step. */
+typedef cn_err_t (*cn_identity_rotate_fn)(void *arg, const cn_identity_rotation_t *r);
+
+/* Re-seals every token secret of meta's identity under the key in new_file
+ * (opening it with the key in old_file), batch rows per write transaction in
+ * token id order, then records new_file's key check value.  Safe while nodes
+ * serve (a re-sealed row holds the same secret) and safe to run again after
+ * a crash or a stop: rows already under the new key are skipped.  Refuses
+ * (CN_E_AUTH, logged) when the recorded check value is neither key's, and
+ * (CN_E_INVALID) two equal keys, or batch 0 or over 100,000.  fn may be NULL.  Errors: the
+ * key files' loads (-ENOENT, CN_E_CORRUPT), meta errors, fn's value. */
+CN_API cn_err_t cn_identity_rotate_key(cn_meta_t *meta, const char *new_file, const char *old_file,
+                                       size_t batch, cn_identity_rotate_fn fn, void *arg,
+                                       cn_identity_rotation_t *out);
 
 /* The most a cached token state may age before it is re-read (default
  * 60,000 ms; 0 = always re-read).  An upper bound only: a state is served
@@ -170,6 +200,17 @@ CN_API cn_err_t cn_identity_lookup_secret(cn_identity_t *id, const char *token_i
 CN_API cn_err_t cn_identity_lookup_secret_cached(cn_identity_t *id, const char *token_id,
                                                  uint8_t *secret, size_t cap, size_t *len,
                                                  cn_principal_t *out);
+/* The length of a secret's tag. */
+#define CN_IDENTITY_TAG_LEN 32
+/* cn_identity_lookup_secret (cached_only: _cached), also writing the
+ * secret's tag: a MAC of it (BLAKE3 keyed by a random key of this handle
+ * that never leaves memory) computed once when the token's state is fetched,
+ * not per call.  Another secret has another tag, so a cache of what is
+ * derived from a secret (the SigV4 signing keys) can find its entry by
+ * (token id, tag) without hashing the secret per request. */
+CN_API cn_err_t cn_identity_lookup_tagged(cn_identity_t *id, const char *token_id, bool cached_only,
+                                          uint8_t *secret, size_t cap, size_t *len,
+                                          uint8_t tag[CN_IDENTITY_TAG_LEN], cn_principal_t *out);
 
 /* ---- rate limiting ------------------------------------------------------------
  * One token bucket per token id, shared by all of that token's connections.

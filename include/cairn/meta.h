@@ -113,7 +113,11 @@ CN_API cn_err_t cn_meta_schema_version(cn_meta_t *meta, const char *component, i
  * CONFLICT instead of catching CN_E_EXISTS and carrying on. */
 typedef enum {
     CN_META_READ = 0,
-    CN_META_WRITE = 1
+    CN_META_WRITE = 1,
+    /* A read whose body runs exactly one statement: one statement is one
+     * snapshot, so an engine may run it without BEGIN and ROLLBACK (one
+     * round trip to PostgreSQL instead of three; SQLite runs it as a READ). */
+    CN_META_READ_ONE = 2
 } cn_meta_mode_t;
 
 /* Starts a transaction; *out is valid until cn_meta_commit/rollback.
@@ -204,10 +208,11 @@ CN_API int cn_meta_column_count(cn_meta_stmt_t *st);
 typedef cn_err_t (*cn_meta_body_fn)(cn_meta_txn_t *txn, void *ctx);
 
 enum {
-    CN_META_RUN_READ = 0,  /* a read transaction (one snapshot) */
-    CN_META_RUN_WRITE = 1, /* a write transaction, committed durably */
-    CN_META_RETRY = 2,     /* body is repeatable: rerun it when the database is locked */
-    CN_META_RUN_NOWAIT = 4 /* write: commit with cn_meta_commit_nowait */
+    CN_META_RUN_READ = 0,   /* a read transaction (one snapshot) */
+    CN_META_RUN_WRITE = 1,  /* a write transaction, committed durably */
+    CN_META_RETRY = 2,      /* body is repeatable: rerun it when the database is locked */
+    CN_META_RUN_NOWAIT = 4, /* write: commit with cn_meta_commit_nowait */
+    CN_META_RUN_ONE = 8     /* read: body runs one statement (CN_META_READ_ONE) */
 };
 
 /* Runs body(txn, ctx) in one transaction of the kind flags names.  Returns the
@@ -263,6 +268,13 @@ typedef struct cn_meta_batch_sql {
     const char *sqlite;
     const char *pg;
 } cn_meta_batch_sql_t;
+
+/* Runs the engine's text of sql (no parameters) alone in one write
+ * transaction, repeated on contention; does nothing on a single-writer
+ * engine (cn_meta_single_writer).  For the periodic folds of delta rows
+ * that only shared engines append (docs/architecture.md, "Usage totals").
+ * Errors: cn_meta_run's. */
+CN_API cn_err_t cn_meta_run_shared(cn_meta_t *meta, const cn_meta_batch_sql_t *sql);
 
 /* Keys in one batch statement (a caller with more splits its list). */
 #define CN_META_BATCH_MAX 16384

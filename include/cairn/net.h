@@ -279,7 +279,8 @@ CN_API cn_err_t cn_conn_write_all(cn_conn_t *c, const void *buf, size_t n, int64
 /* Writes every byte of iov[0..iovcnt) (iovcnt <= IOV_MAX); iov is not modified. */
 CN_API cn_err_t cn_conn_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt, int64_t deadline);
 /* Sends len bytes of fd from offset off: sendfile(2) on plaintext (no copy
- * through the process), pread + TLS write under TLS.  CN_E_LENGTH_MISMATCH
+ * through the process; after a short send it waits for the socket before the
+ * next call), pread + TLS write under TLS.  CN_E_LENGTH_MISMATCH
  * when the file ends before len bytes (some bytes may have been sent: close). */
 CN_API cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t len,
                                  int64_t deadline);

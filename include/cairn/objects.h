@@ -124,7 +124,7 @@ typedef enum {
     X(PART_ORDER, CN_E_INVALID)               /* listed part numbers do not ascend */             \
     X(PART_MISSING, CN_E_INVALID)             /* a listed part was not uploaded */                \
     X(PART_ETAG_MISMATCH, CN_E_INVALID)       /* a listed etag is not the part's */               \
-    X(PART_TOO_SMALL, CN_E_INVALID)           /* under an adapter's minimum (complete_check) */   \
+    X(PART_TOO_SMALL, CN_E_INVALID)           /* under the caller's minimum (min_part_size) */    \
     X(POLICY_INVALID, CN_E_INVALID)           /* a bucket policy that does not parse/validate */  \
     X(SETTING_NAME_INVALID, CN_E_INVALID)     /* a bucket attribute's name */                     \
     X(SETTING_UNSET, CN_E_NOT_FOUND)          /* no policy / public access block / attribute */   \
@@ -223,6 +223,23 @@ typedef cn_err_t (*cn_objects_bucket_fn)(void *arg, const cn_bucket_info_t *b);
 CN_API cn_err_t cn_objects_bucket_list(cn_objects_t *o, cn_objects_req_t *rq,
                                        cn_objects_bucket_fn fn, void *arg);
 
+/* A bucket's usage: objects = its current versions (delete markers are
+ * none), versions = every stored version, current or noncurrent (markers
+ * not counted), bytes = the sizes of those versions, what the bucket
+ * stores.  Exact: kept in the transaction of every change. */
+typedef struct cn_objects_usage {
+    int64_t objects, versions, bytes;
+} cn_objects_usage_t;
+/* bucket's usage into *out, at the cost of one indexed read whatever its
+ * size (action s3:ListBucket).  Errors as cn_objects_bucket_head. */
+CN_API cn_err_t cn_objects_bucket_usage(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                        cn_objects_usage_t *out);
+/* Folds the usage changes of committed writes into each bucket's base row
+ * (PostgreSQL: writers append deltas so that they never share a row; a read
+ * sums base and deltas, so a fold changes no answer, it bounds the deltas a
+ * read sums).  A no-op on SQLite.  The fleet's leased job "usage-fold". */
+CN_API cn_err_t cn_objects_usage_fold(cn_objects_t *o);
+
 /* Bucket ACL: get needs s3:GetBucketAcl, set s3:PutBucketAcl and passes the
  * public access block (CN_E_DENIED when BlockPublicAcls refuses it).  A
  * bucket without a stored ACL reads as private (owner FULL_CONTROL). */
@@ -318,6 +335,10 @@ typedef struct cn_object_info {
     int64_t lock_until_ms;
     int legal_hold;
     uint32_t ntags;
+    /* PostgreSQL: the bucket slot's generation word (docs/fleet.md) read
+     * during this call, under which a cached head answered it; 0 otherwise.
+     * Pass it to cn_objects_lifecycle_expiry_under for the same answer. */
+    uint64_t gen_word;
 } cn_object_info_t;
 
 CN_API void cn_objects_info_free(cn_object_info_t *info);
@@ -380,6 +401,12 @@ typedef struct cn_objects_put_args {
      * the object then has no additional checksum). */
     cn_objects_complete_check_fn complete_check;
     void *complete_ctx;
+    /* Complete only: every chosen part but the last must hold at least this
+     * many bytes, else CN_E_INVALID (what PART, PART_TOO_SMALL: S3's
+     * EntityTooSmall), judged before complete_check; 0 = no minimum.  The
+     * S3 face and the console pass the same value (S3's 5 MiB unless
+     * CAIRN_S3_MIN_PART_SIZE says otherwise). */
+    uint64_t min_part_size;
     /* Complete only: answer a completion of an already completed upload
      * with the first completion's result (S3's retry after a lost reply).
      * false: CN_E_NO_UPLOAD, as Jay's contract says of a completed upload. */
@@ -395,6 +422,10 @@ typedef struct cn_objects_put_args {
 } cn_objects_put_args_t;
 
 typedef struct cn_objects_put cn_objects_put_t;
+/* A put body of at least this many bytes (declared, or reached) hashes MD5
+ * and SHA-256 beside the store's write, on the service's hashing pool;
+ * a smaller one hashes inline with no hand-off. */
+#define CN_OBJECTS_PUT_BESIDE_MIN ((uint64_t)1 << 20)
 
 typedef struct cn_objects_put_result {
     char etag[CN_ETAG_MAX];
@@ -424,12 +455,20 @@ typedef struct cn_objects_put_result {
 CN_API cn_err_t cn_objects_put_begin(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                      const char *key, const cn_objects_put_args_t *args,
                                      int64_t size, cn_objects_put_t **out);
-/* Appends n body bytes (hashed with BLAKE3 by the store, SHA-256 and MD5 here).
- * CN_E_TOO_LARGE past the limit, CN_E_LENGTH_MISMATCH past the declared size,
- * -errno from the store; after an error only abort is useful. */
+/* Appends n body bytes (hashed with BLAKE3 by the store, SHA-256 and MD5 here,
+ * on the service's hashing pool beside the store's copy for bodies of
+ * CN_OBJECTS_PUT_BESIDE_MIN or more).  buf is read only during the call.  CN_E_TOO_LARGE past the
+ * limit, CN_E_LENGTH_MISMATCH past the declared size, -errno from the store;
+ * after an error only abort is useful. */
 CN_API cn_err_t cn_objects_put_write(cn_objects_put_t *p, const void *buf, size_t n);
 /* Bytes written so far. */
 CN_API uint64_t cn_objects_put_len(const cn_objects_put_t *p);
+/* The SHA-256 of the bytes written so far; the session goes on unchanged.
+ * For a caller that verifies a body hash itself (S3's signed payload hash,
+ * cn_http_req_body_sha_delegate) without hashing the bytes a second time.
+ * CN_E_INVALID when the session hashes no SHA-256 (sha256_verified), the
+ * sticky error after a failed write, -ENOMEM.  Not concurrent with write. */
+CN_API cn_err_t cn_objects_put_sha256(const cn_objects_put_t *p, uint8_t out[CN_DIGEST_LEN]);
 /* UploadPart: the upload's additional checksum algorithm (as given to
  * cn_objects_mpu_create), or NULL when it has none or p is an object put. */
 CN_API const char *cn_objects_put_checksum_alg(const cn_objects_put_t *p);
@@ -984,6 +1023,16 @@ CN_API cn_err_t cn_objects_lifecycle_get(cn_objects_t *o, cn_objects_req_t *rq, 
 CN_API int cn_objects_lifecycle_expiry(cn_objects_t *o, const char *bucket, const char *key,
                                        uint64_t size, int64_t version_id, int64_t last_modified_ms,
                                        int64_t *expiry_ms, char rule_id[CN_OBJECTS_LC_ID_MAX + 1]);
+
+/* cn_objects_lifecycle_expiry for an answer built from an info whose
+ * gen_word is word: the rules cached under that word, when there are, answer
+ * without reading the word again (the head and the rules are then one state,
+ * current when the word was read, during the request).  word 0: exactly
+ * cn_objects_lifecycle_expiry. */
+CN_API int cn_objects_lifecycle_expiry_under(cn_objects_t *o, const char *bucket, uint64_t word,
+                                             const char *key, uint64_t size, int64_t version_id,
+                                             int64_t last_modified_ms, int64_t *expiry_ms,
+                                             char rule_id[CN_OBJECTS_LC_ID_MAX + 1]);
 
 /* cn_objects_lifecycle_expiry with no SQL and no blocking, for an event
  * loop: from the bucket's rules as the last blocking call decoded them,

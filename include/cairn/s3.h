@@ -63,15 +63,16 @@ CN_API void cn_s3_free(cn_s3_t *s3);
 CN_API cn_err_t cn_s3_register(cn_s3_t *s3, cn_http_server_t *srv);
 
 /* Callbacks for cn_http_config_t over an identity handle (ctx = the
- * cn_identity_t *): sigv4_lookup (token id → secret) and bearer_check
+ * cn_identity_t *): sigv4_lookup (token id → secret and the identity's tag
+ * of it) and bearer_check
  * ("id:secret").  Thread-safe. */
 CN_API int cn_s3_sigv4_lookup(void *identity, const char *access_key, uint8_t *secret, size_t cap,
-                              size_t *len);
+                              size_t *len, uint8_t tag[CN_SIGV4_TAG_LEN]);
 CN_API int cn_s3_bearer_check(void *identity, const char *token_id, const char *secret);
 /* sigv4_lookup_cached: the same from the identity's token cache only
  * (CN_E_AGAIN on a miss), for requests answered on the network loop. */
 CN_API int cn_s3_sigv4_lookup_cached(void *identity, const char *access_key, uint8_t *secret,
-                                     size_t cap, size_t *len);
+                                     size_t cap, size_t *len, uint8_t tag[CN_SIGV4_TAG_LEN]);
 
 /* The S3 error a failed objects-service call answers: err with rq's what
  * and fail.detail looked up in the S3 face's one table (first match wins;
@@ -80,6 +81,38 @@ CN_API int cn_s3_sigv4_lookup_cached(void *identity, const char *access_key, uin
  * message.  Pure; any thread.  Other faces that answer in S3 codes (the web
  * console) use it rather than a table of their own. */
 CN_API cn_s3_err_t cn_s3_err_from(const cn_objects_req_t *rq, cn_err_t err);
+
+/* ---- bucket configuration documents, for other faces (the web console) ----
+ * Lifecycle, CORS and object-lock configurations as their S3 XML documents,
+ * validated and stored exactly as this face's PUT does, so both faces share
+ * one validation and one stored form.  Any thread; blocking (metadata). */
+typedef enum cn_s3_conf {
+    CN_S3_CONF_LIFECYCLE,  /* LifecycleConfiguration (?lifecycle) */
+    CN_S3_CONF_CORS,       /* CORSConfiguration (?cors) */
+    CN_S3_CONF_OBJECT_LOCK /* ObjectLockConfiguration (?object-lock) */
+} cn_s3_conf_t;
+
+/* Validates xml (len bytes) as S3's PUT of kind does and stores it with the
+ * one objects-service call that PUT makes, as rq.  Returns the S3 error of
+ * a document S3 refuses (MalformedXML, InvalidArgument, InvalidRequest,
+ * InvalidTag, InvalidRetentionPeriod, NotImplemented; why: the reason, ""
+ * when S3 gives none) with *err = CN_E_INVALID; or CN_S3E_NONE with *err
+ * the service's result (< 0: a failure of rq, for cn_s3_err_from). */
+CN_API cn_s3_err_t cn_s3_conf_put(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                  cn_s3_conf_t kind, const void *xml, size_t len, char *why,
+                                  size_t why_len, cn_err_t *err);
+/* The stored document of kind appended to doc (the caller frees it), read
+ * with S3's GET call.  CN_E_NOT_FOUND with rq->what = ARG when none is set;
+ * the service's other errors. */
+CN_API cn_err_t cn_s3_conf_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                               cn_s3_conf_t kind, cn_buf_t *doc);
+/* S3's DELETE of kind (none set is success); CN_E_UNSUPPORTED for object
+ * lock, which is never turned off. */
+CN_API cn_err_t cn_s3_conf_delete(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+                                  cn_s3_conf_t kind);
+/* The ObjectLockConfiguration a bucket created with object lock starts
+ * with (CreateBucket with x-amz-bucket-object-lock-enabled), into out. */
+CN_API cn_err_t cn_s3_conf_lock_initial(cn_buf_t *out);
 
 #ifdef __cplusplus
 }

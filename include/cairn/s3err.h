@@ -149,7 +149,9 @@ CN_API const char *cn_s3_err_message(cn_s3_err_t e);
 /* Maps a cairn error value onto the S3 error that fits it best (NOT_FOUND →
  * NoSuchKey, DENIED → AccessDenied, DIGEST_MISMATCH → BadDigest, TOO_LARGE →
  * EntityTooLarge, RANGE → InvalidRange, PRECONDITION → PreconditionFailed,
- * anything unknown → InternalError).  Handlers refine NoSuchKey/NoSuchBucket. */
+ * anything unknown → InternalError): the HTTP framework's generic map, for its
+ * own failures and a route without err_of.  An adapter maps its failures with
+ * its own table (S3: cn_s3_err_from, cairn/s3.h), not with this. */
 CN_API cn_s3_err_t cn_s3_err_from_cn(cn_err_t err);
 
 /* Appends the S3 XML error document to out:

@@ -517,7 +517,13 @@ CN_API cn_err_t cn_scribe_client_tree_proof(cn_scribe_client_t *cl, const uint8_
  * (CN_E_DIGEST_MISMATCH, CN_E_INVALID) is never retried and nothing is read
  * another way.  Entries of earlier pages were handed out already: a caller
  * applies nothing until the call returned 0.  *fragments (may be NULL)
- * counts the replies verified. */
+ * counts the replies verified.  Pipelined (docs/protocol/scribe.md 17.5):
+ * the next request is sent before the current reply is hashed, at most one
+ * outstanding per connection, two replies held per connection.  A
+ * whole-tree listing (prefix "") is split into up to 1 + the client's data
+ * connections key ranges listed at once (17.5, "Key-range splits";
+ * CAIRN_PROOF_SPLIT=1: unsplit); fn still sees every entry once, in order,
+ * from the calling thread. */
 CN_API cn_err_t cn_scribe_client_tree_verified(cn_scribe_client_t *cl, const uint8_t repo[16],
                                                const uint8_t branch[16], uint64_t change,
                                                const char *prefix, const cn_digest_t *content_root,

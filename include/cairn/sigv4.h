@@ -71,12 +71,21 @@ typedef struct cn_http_kv {
     size_t value_len;
 } cn_http_kv_t;
 
+/* The length of a secret's tag (see cn_http_secret_lookup_fn). */
+#define CN_SIGV4_TAG_LEN 32
+
 /* Looks up the secret for access_key (the token id).  Writes up to cap bytes
  * into secret and its length into *len.  Returns 0, CN_E_NOT_FOUND for an
  * unknown or revoked key, or another error (→ InternalError).  Called on the
- * server's threads; must be thread-safe. */
+ * server's threads; must be thread-safe.
+ * tag arrives zeroed; a store that can may fill it with a tag of the secret
+ * it returns: a value computed when it cached that secret (not per call)
+ * that differs whenever the secret of access_key differs (a MAC of the
+ * secret under a key of its own is one).  The signing-key cache then finds
+ * the key by (access_key, tag) instead of fingerprinting the secret on every
+ * request; left zero, the verifier fingerprints the secret itself. */
 typedef int (*cn_http_secret_lookup_fn)(void *ctx, const char *access_key, uint8_t *secret,
-                                        size_t cap, size_t *len);
+                                        size_t cap, size_t *len, uint8_t tag[CN_SIGV4_TAG_LEN]);
 
 typedef enum cn_sigv4_payload {
     CN_SIGV4_PAYLOAD_EMPTY = 0,         /* no body: hash of "" (checked by framework) */
@@ -172,6 +181,10 @@ CN_API cn_err_t cn_sigv4_uri_encode(cn_buf_t *out, const char *s, size_t n, bool
 /* Percent-decodes s into out (no '+' → space: S3 clients encode spaces as
  * %20).  CN_E_INVALID on a bad escape or an encoded NUL. */
 CN_API cn_err_t cn_http_pct_decode(cn_buf_t *out, const char *s, size_t n);
+/* The same decoding into dst, which must hold n bytes (decoding never
+ * lengthens; no NUL is added): the decoded length, or -1 where
+ * cn_http_pct_decode says CN_E_INVALID. */
+CN_API long cn_http_pct_decode_to(char *dst, const char *s, size_t n);
 /* Appends the canonical request (without a trailing newline) for the given
  * signed header list (";"-separated, lowercase), with payload_hash as its last
  * line, skipping X-Amz-Signature from the query.  CN_E_INVALID when a signed
@@ -192,18 +205,21 @@ CN_API void cn_sigv4_signing_key(const uint8_t *secret, size_t secret_len, const
 /* ---- the signing-key cache ------------------------------------------------
  * What: cn_sigv4_verify (and anyone calling cn_sigv4_signing_key_cached) keeps
  * derived signing keys in one process-wide cache of
- * CN_SIGV4_KEY_CACHE_SLOTS slots, keyed by the whole tuple (secret, date,
- * region, service): a slot holds the date, region and service, a BLAKE3
- * fingerprint of the secret and the derived key, never the secret itself.
+ * CN_SIGV4_KEY_CACHE_SLOTS slots, keyed by the whole tuple (access key,
+ * secret, date, region, service): a slot holds the access key, date, region
+ * and service, a tag of the secret (the credential store's, handed out with
+ * the secret and computed once when it cached it; else a fingerprint, BLAKE3
+ * keyed by a random key made once per process, computed per request) and
+ * the derived key, never the secret itself.
  * A lookup hashes the tuple to a set of 4 slots and answers only from a slot
  * whose every field matches (the fingerprint compared in constant time); a
  * miss derives the key outside the lock and replaces the least recently used
- * slot of the set.  Regions of 64 bytes or more and services over 16 bytes
- * are never cached.
- * Bound: 64 slots of about 160 bytes, fixed at build time; no allocation.
+ * slot of the set.  Access keys and regions of 64 bytes or more and services
+ * over 16 bytes are never cached.
+ * Bound: 64 slots of about 240 bytes, fixed at build time; no allocation.
  * Why it is safe: the key is a pure function of the tuple, so a cached key is
  * exactly the key a derivation would give; a rotated secret has another
- * fingerprint and so another entry (the old one ages out unused), a new day
+ * tag and so another entry (the old one ages out unused), a new day
  * is another date.  The cache never decides who is authenticated: the
  * credential store is still asked for the secret on every request, and the
  * signature still checked.  What it holds is as sensitive as the keys every
@@ -214,6 +230,14 @@ CN_API void cn_sigv4_signing_key(const uint8_t *secret, size_t secret_len, const
 #define CN_SIGV4_KEY_CACHE_SLOTS 64
 /* cn_sigv4_signing_key through the cache; the same out for the same inputs. */
 CN_API void cn_sigv4_signing_key_cached(const uint8_t *secret, size_t secret_len, const char *date8,
+                                        const char *region, const char *service, uint8_t out[32]);
+/* The same, found by (access_key, tag) when tag is not all zero: tag must be
+ * one a lookup gave with this secret (cn_http_secret_lookup_fn's contract:
+ * another secret of access_key never has the same tag); all zero, the
+ * secret is fingerprinted as cn_sigv4_signing_key_cached does.  Access keys
+ * of 64 bytes or more are never cached. */
+CN_API void cn_sigv4_signing_key_tagged(const char *access_key, const uint8_t tag[CN_SIGV4_TAG_LEN],
+                                        const uint8_t *secret, size_t secret_len, const char *date8,
                                         const char *region, const char *service, uint8_t out[32]);
 /* Lookups answered from the cache and lookups that derived, since start. */
 CN_API void cn_sigv4_key_cache_stats(uint64_t *hits, uint64_t *misses);

@@ -313,6 +313,35 @@ typedef struct cn_store_pack_stats {
  * -errno (the run stops; what moved is packed, the rest stays files). */
 CN_API cn_err_t cn_store_pack_files(cn_store_t *s, uint64_t max_bytes, cn_store_pack_stats_t *st);
 
+/* ---- usage totals (docs/store.md "Usage totals") --------------------------- */
+
+/* The blobs the store holds and their stored bytes (an LZ4 blob counts its
+ * compressed size), exact and read without a walk: a digest counts once
+ * however often it was put; on a fleet every node reads the same totals.
+ * Also sets the gauges cairn_store_blobs and cairn_store_bytes.  Any
+ * thread.  Errors: CN_E_UNSUPPORTED (a store opened without meta), meta's. */
+CN_API cn_err_t cn_store_usage(cn_store_t *s, uint64_t *blobs, uint64_t *bytes);
+/* Folds the committed deltas into the base row (PostgreSQL; a no-op on
+ * SQLite and without meta).  Part of the fleet's leased job "usage-fold". */
+CN_API cn_err_t cn_store_usage_fold(cn_store_t *s);
+
+/* The totals before and after a recount (cn_store_usage_recount); signed:
+ * totals a fault or a hand left below zero are shown as they were. */
+typedef struct cn_store_recount {
+    int64_t blobs_before, bytes_before;
+    int64_t blobs, bytes;
+} cn_store_recount_t;
+
+/* Sets the totals to a fresh count of what the store holds: one walk of the
+ * backend's blob files plus the pack index rows, written with the deltas
+ * cleared in one transaction; *out says what they were and are (also after
+ * a failure, as far as it got).  Repairs what a crash between a publish and
+ * its note left (docs/store.md "Usage totals").  The caller holds the store
+ * alone and nothing else writes its meta (`cairn admin store recount`, with
+ * cairnd stopped; never a fleet's shared tier and totals).  Errors:
+ * CN_E_UNSUPPORTED (no meta), the backend's, meta's. */
+CN_API cn_err_t cn_store_usage_recount(cn_store_t *s, cn_store_recount_t *out);
+
 /* ---- counters ------------------------------------------------------------- */
 
 typedef struct cn_store_counters {

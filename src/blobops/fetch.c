@@ -1,10 +1,10 @@
 /* channels/blobs/sub — blobs/fetch on the HTTP listener: the establishment
  * ack as JSON in the response header Cairn-Open, then the bytes as the body.
- * A whole raw blob from the store goes file → socket (sendfile, with a
- * Content-Length); ranged and enveloped reads stream through the service's
- * verifying reader (Content-Length known); a tap on a live put streams
- * chunked, suspending the connection while the putter has sent nothing new,
- * so no server thread ever waits on a putter.  The miss is the establishment
+ * A whole raw blob from the store, or one range of it, goes file → socket
+ * (sendfile, with a Content-Length); several ranges and enveloped reads
+ * stream through the service's verifying reader (Content-Length known); a
+ * tap on a live put streams chunked, suspending the connection while the
+ * putter has sent nothing new, so no server thread ever waits on a putter.  The miss is the establishment
  * refusal 404 channel:open_failed / unknown_resource with the digest as the
  * message; a read the service cannot verify is refused (handler_error) and
  * never streamed.

@@ -574,6 +574,10 @@ static const char *auth_reason(cn_s3_err_t e)
 static bool resolve(cn_http_req_t *r, cn__bh_req_t *q)
 {
     cn_s3_err_t ae = cn_http_req_auth_error(r);
+    if (ae == CN_S3E_SERVICE_UNAVAILABLE) { /* the credential store is down: retry */
+        cn__bh_error(r, 503, "unavailable", "busy", "%s", cn_s3_err_message(ae));
+        return false;
+    }
     if (ae != CN_S3E_NONE) {
         cn__bh_error(r, 401, "unauthenticated", auth_reason(ae), "%s", cn_s3_err_message(ae));
         return false;
@@ -841,6 +845,15 @@ static void on_error(cn_http_req_t *r, cn_s3_err_t e, const char *message, void 
     }
 }
 
+/* A failure a callback returned (cn_http_route_t.err_of): answered here,
+ * through the one error table, in the family's JSON. */
+static cn_s3_err_t on_failure(cn_http_req_t *r, cn_err_t rc, void *ctx)
+{
+    (void)ctx;
+    cn__bh_error_cn(r, rc, NULL, "blob_missing", NULL);
+    return CN_S3E_NONE;
+}
+
 void cn_blobs_http_free(cn_blobs_http_t *h)
 {
     if (!h)
@@ -897,6 +910,7 @@ cn_err_t cn_blobs_http_register(cn_http_server_t *srv, cn_blobs_t *b, cn_identit
         .on_end = on_end,
         .on_cleanup = on_cleanup,
         .error = on_error,
+        .err_of = on_failure,
         .ctx = h,
         .max_body = UINT64_C(1) << 40,
         .reads = op_reads,

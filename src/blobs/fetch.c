@@ -12,8 +12,9 @@
  * the bytes then streamed are hashed again and a range whose bytes do not
  * match its acked digest stops the stream with CN_E_CORRUPT instead of
  * completing it.  Served through read(), a whole blob is checked the same
- * way against its own digest; the sendfile path (take_fd_at) is left to the
- * consumer's check.
+ * way against its own digest; the sendfile path (take_fd_at: a whole blob,
+ * or one range, whose slice digest the store computed from the same
+ * immutable bytes) is left to the consumer's check.
  *
  * A raw blob is read from a descriptor and a base offset
  * (cn_store_open_fd_at): its file at 0, or, packed, a duplicate of its pack
@@ -164,11 +165,12 @@ const cn_blobs_ack_t *cn_blobs_fetch_ack(const cn_blobs_fetch_t *f)
 
 cn_err_t cn_blobs_fetch_take_fd_at(cn_blobs_fetch_t *f, int *fd, uint64_t *off, uint64_t *len)
 {
-    if (f->tap || f->ack.nslices || f->fd < 0 || f->done || f->cur)
+    /* One range at most: a body of several would be several runs of fd. */
+    if (f->tap || f->nr != 1 || f->fd < 0 || f->done || f->cur)
         return CN_E_UNSUPPORTED;
     *fd = f->fd;
-    *off = f->base;
-    *len = f->ack.total;
+    *off = f->base + f->r[0].off;
+    *len = f->r[0].len;
     f->fd = -1;
     f->cur = f->nr; /* read() has nothing left */
     return CN_OK;
@@ -176,8 +178,9 @@ cn_err_t cn_blobs_fetch_take_fd_at(cn_blobs_fetch_t *f, int *fd, uint64_t *off, 
 
 cn_err_t cn_blobs_fetch_take_fd(cn_blobs_fetch_t *f, int *fd, uint64_t *len)
 {
-    /* Its callers send from offset 0: a packed blob is read() instead. */
-    if (f->base)
+    /* Its callers send from offset 0: a packed blob, or a range, is read()
+     * instead. */
+    if (f->base || f->ack.nslices)
         return CN_E_UNSUPPORTED;
     uint64_t off;
     return cn_blobs_fetch_take_fd_at(f, fd, &off, len);

@@ -59,7 +59,9 @@ struct cn_scribe_client {
     cn_scribe_client_t *root; /* the control client (itself when it is one) */
     cn_scribe_client_progress_fn progress;
     void *pctx;
-    pthread_mutex_t pmu; /* serializes progress calls (root only) */
+    pthread_mutex_t pmu;  /* serializes progress calls (root only) */
+    pthread_mutex_t fdmu; /* fd's changes, against another thread's interrupt */
+    bool cut;             /* under fdmu: fd was shut down by an interrupt */
 };
 
 /* Reports n object bytes moved, through the root's callback. */
@@ -125,9 +127,12 @@ static void drop(cn_scribe_client_t *cl)
 {
     SSL_free(cl->ssl);
     cl->ssl = NULL;
+    pthread_mutex_lock(&cl->fdmu);
     if (cl->fd >= 0)
         close(cl->fd);
     cl->fd = -1;
+    cl->cut = false;
+    pthread_mutex_unlock(&cl->fdmu);
     cl->rpos = cl->rlen = 0;
 }
 
@@ -260,7 +265,9 @@ static cn_err_t dial(cn_scribe_client_t *cl, cn_scribe_cerr_t *err)
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        pthread_mutex_lock(&cl->fdmu);
         cl->fd = fd;
+        pthread_mutex_unlock(&cl->fdmu);
         freeaddrinfo(res);
         return CN_OK;
     }
@@ -397,6 +404,11 @@ static cn_err_t connect_hello(cn_scribe_client_t *cl, cn_scribe_cerr_t *err)
 
 static cn_err_t ensure(cn_scribe_client_t *cl, cn_scribe_cerr_t *err)
 {
+    pthread_mutex_lock(&cl->fdmu);
+    bool cut = cl->cut;
+    pthread_mutex_unlock(&cl->fdmu);
+    if (cut)
+        drop(cl); /* an interrupt shut it down: a new connection */
     return cl->fd >= 0 ? CN_OK : connect_hello(cl, err);
 }
 
@@ -461,6 +473,7 @@ static cn_err_t client_new(const cn_scribe_client_cfg_t *cfg, cn_scribe_client_t
     cl->tls = parent ? parent->tls : cl->tls;
     pthread_mutex_init(&cl->pmu, NULL);
     pthread_mutex_init(&cl->tlsmu, NULL);
+    pthread_mutex_init(&cl->fdmu, NULL);
     cn_err_t e = CN_OK;
     if (cl->tls && !parent) {
         char msg[400] = "";
@@ -494,9 +507,10 @@ void cn_scribe_client_free(cn_scribe_client_t *cl)
         return;
     for (int k = 0; k < CN_SCRIBE_CLIENT_MAX_DATA; k++)
         cn_scribe_client_free(cl->data[k]);
+    drop(cl);
     pthread_mutex_destroy(&cl->pmu);
     pthread_mutex_destroy(&cl->tlsmu);
-    drop(cl);
+    pthread_mutex_destroy(&cl->fdmu);
     cn_buf_free(&cl->out);
     cn_buf_free(&cl->in);
     free(cl->blk);
@@ -546,6 +560,20 @@ static cn_err_t data_conn(cn_scribe_client_t *cl, int k, cn_scribe_client_t **ou
     }
     *out = d;
     return CN_OK;
+}
+
+int cn__scribe_client_ndata(const cn_scribe_client_t *cl)
+{
+    return cl->root == cl ? cl->ndata : 0;
+}
+
+cn_err_t cn__scribe_client_data_conn(cn_scribe_client_t *cl, int k, cn_scribe_client_t **out,
+                                     cn_scribe_cerr_t *err)
+{
+    *out = NULL;
+    if (k < 0 || k >= cl->ndata || cl->root != cl)
+        return CN_E_INVALID;
+    return data_conn(cl, k, out, err);
 }
 
 /* ---- repositories ------------------------------------------------------------------ */
@@ -2357,6 +2385,49 @@ cn_err_t cn_scribe_client_ws_removal_outcome(cn_scribe_client_t *cl, const uint8
 int cn_scribe_client_codec(const cn_scribe_client_t *cl)
 {
     return cl->codec;
+}
+
+cn_err_t cn__scribe_client_tree_proof_send(cn_scribe_client_t *cl, const uint8_t *req, size_t len,
+                                           cn_scribe_cerr_t *err)
+{
+    if (len > CN_SCRIBE_MAX_PROOF_REQ)
+        return CN_E_INVALID;
+    CN_TRY(ensure(cl, err));
+    cn_buf_reset(&cl->out);
+    CN_TRY(cn_buf_append(&cl->out, req, len));
+    cn_err_t e = send_frame(cl, CN_SCRIBE_OP_TREE_PROOF, 0, &cl->out);
+    if (e < 0 && err && !err->code && !err->message[0])
+        set_err(err, 0, "tree_proof: %s", cn_strerror(e));
+    return e;
+}
+
+cn_err_t cn__scribe_client_tree_proof_recv(cn_scribe_client_t *cl, cn_buf_t *reply,
+                                           cn_scribe_cerr_t *err)
+{
+    cn_scribe_hdr_t hdr;
+    cn_err_t e =
+        cl->fd >= 0 ? recv_reply(cl, CN_SCRIBE_OP_TREE_PROOF, &hdr, CODEC(cl), err) : CN_E_CLOSED;
+    if (e < 0 && err && !err->code && !err->message[0])
+        set_err(err, 0, "tree_proof: %s", cn_strerror(e));
+    return e < 0 ? e : cn_buf_append(reply, cl->in.data, cl->in.len);
+}
+
+void cn__scribe_client_interrupt(cn_scribe_client_t *cl)
+{
+    pthread_mutex_lock(&cl->fdmu);
+    if (cl->fd >= 0 && !shutdown(cl->fd, SHUT_RDWR))
+        cl->cut = true;
+    pthread_mutex_unlock(&cl->fdmu);
+}
+
+void cn__scribe_client_tree_proof_drain(cn_scribe_client_t *cl)
+{
+    cn_scribe_hdr_t hdr;
+    cn_scribe_cerr_t local = { 0 };
+    cn_err_t e =
+        cl->fd >= 0 ? recv_reply(cl, CN_SCRIBE_OP_TREE_PROOF, &hdr, CODEC(cl), &local) : CN_OK;
+    if (e < 0 && !local.code)
+        drop(cl); /* not an error frame: the stream's state is unknown */
 }
 
 cn_err_t cn_scribe_client_tree_proof(cn_scribe_client_t *cl, const uint8_t *req, size_t len,

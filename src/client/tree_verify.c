@@ -4,8 +4,15 @@
  * holds the current path.  `pend` is the one node the next byte may be:
  * the root first, then the child the shared visitation rule enters next.
  * Anything else (a replayed, omitted, reordered or altered node) fails the
- * hash or shape checks, and a failure is final. */
+ * hash or shape checks, and a failure is final.
+ *
+ * A fragment is taken in two passes (scribe_int.h): the shape pass walks
+ * the nodes, checks everything but their hashes and records each node's
+ * expected hash; the check pass hashes them.  A pipelined reader sends
+ * the next request between the two; nothing is handed out, and no next
+ * fragment is taken, before the check pass succeeded. */
 #include "cairn/tree_verify.h"
+#include "scribe_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -17,6 +24,12 @@ typedef struct {
     size_t klen;
     uint16_t next;
 } vframe_t;
+
+typedef struct {
+    const uint8_t *p; /* in the caller's reply, alive until the check pass */
+    size_t n;
+    cn_digest_t want; /* the commitment the node's parent (or the root) made */
+} vcheck_t;
 
 typedef struct {
     size_t off, len; /* path bytes in the arena */
@@ -40,6 +53,9 @@ struct cn_tree_verify {
     size_t depth, cap;
     uint8_t key[CN_REPOS_MAX_PATH];
     bool have_pend, pend_root, started, done, failed;
+    bool unchecked; /* a fragment's shape pass ran, its check pass not yet */
+    vcheck_t *checks;
+    uint32_t nchecks, ccap;
     cn_repos_node_child_t pend;
     uint16_t pend_index; /* in the top frame */
     vval_t *vals;
@@ -59,6 +75,8 @@ static cn_err_t fail(cn_tree_verify_t *v, cn_err_t err)
 {
     v->failed = true;
     v->have_pend = false;
+    v->unchecked = false;
+    v->nchecks = 0;
     frames_clear(v);
     v->nvals = 0;
     cn_buf_free(&v->arena);
@@ -157,6 +175,7 @@ void cn_tree_verify_free(cn_tree_verify_t *v)
         return;
     frames_clear(v);
     free(v->st);
+    free(v->checks);
     free(v->vals);
     cn_buf_free(&v->arena);
     free(v->path_bytes);
@@ -296,15 +315,29 @@ static cn_err_t push(cn_tree_verify_t *v, const uint8_t *p, size_t n, size_t kle
     return CN_OK;
 }
 
-/* One node: the one pend names, checked, recorded, then the frontier moves on. */
+/* Records that node p must hash to the commitment pend holds (the check
+ * pass compares). */
+static cn_err_t defer_check(cn_tree_verify_t *v, const uint8_t *p, size_t n)
+{
+    if (v->nchecks == v->ccap) {
+        uint32_t cap = v->ccap ? v->ccap * 2 : 256;
+        vcheck_t *c = realloc(v->checks, cap * sizeof *c);
+        if (!c)
+            return -ENOMEM;
+        v->checks = c;
+        v->ccap = cap;
+    }
+    v->checks[v->nchecks++] = (vcheck_t){ p, n, v->pend.hash };
+    return CN_OK;
+}
+
+/* One node: the one pend names, its hash check recorded, its shape
+ * checked, its value recorded, then the frontier moves on. */
 static cn_err_t take(cn_tree_verify_t *v, const uint8_t *p, size_t n)
 {
     if (!v->have_pend)
         return CN_E_INVALID; /* a node past the end */
-    cn_digest_t h;
-    cn_repos_node_hash(p, n, &h);
-    if (!cn_ct_equal(h.b, v->pend.hash.b, CN_DIGEST_LEN))
-        return CN_E_DIGEST_MISMATCH;
+    CN_TRY(defer_check(v, p, n));
     cn_repos_node_t nd;
     if (cn_repos_node_parse(p, n, &nd) < 0)
         return CN_E_INVALID;
@@ -332,10 +365,12 @@ static cn_err_t take(cn_tree_verify_t *v, const uint8_t *p, size_t n)
     return CN_OK;
 }
 
-cn_err_t cn_tree_verify_feed(cn_tree_verify_t *v, const uint8_t *p, size_t n)
+cn_err_t cn__tree_verify_shape(cn_tree_verify_t *v, const uint8_t *p, size_t n)
 {
-    if (v->failed || v->done)
-        return fail(v, CN_E_INVALID); /* a fragment after the end or a failure */
+    if (v->failed || v->done || v->unchecked)
+        return fail(v, CN_E_INVALID); /* after the end, a failure, or an unchecked fragment */
+    v->unchecked = true;
+    v->nchecks = 0;
     cn_scribe_tree_proof_resp_t r;
     if (cn_scribe_dec_tree_proof_resp(p, n, v->codec, &r) < 0)
         return fail(v, CN_E_INVALID);
@@ -354,10 +389,49 @@ cn_err_t cn_tree_verify_feed(cn_tree_verify_t *v, const uint8_t *p, size_t n)
     return CN_OK;
 }
 
+cn_err_t cn__tree_verify_check(cn_tree_verify_t *v)
+{
+    if (v->failed || !v->unchecked)
+        return fail(v, CN_E_INVALID);
+    for (uint32_t i = 0; i < v->nchecks; i++) {
+        cn_digest_t h;
+        cn_repos_node_hash(v->checks[i].p, v->checks[i].n, &h);
+        if (!cn_ct_equal(h.b, v->checks[i].want.b, CN_DIGEST_LEN))
+            return fail(v, CN_E_DIGEST_MISMATCH);
+    }
+    v->nchecks = 0;
+    v->unchecked = false;
+    return CN_OK;
+}
+
+cn_err_t cn_tree_verify_feed(cn_tree_verify_t *v, const uint8_t *p, size_t n)
+{
+    CN_TRY(cn__tree_verify_shape(v, p, n));
+    return cn__tree_verify_check(v);
+}
+
 /* ---- results ------------------------------------------------------------------------------- */
 bool cn_tree_verify_done(const cn_tree_verify_t *v)
 {
+    return v->done && !v->failed && !v->unchecked;
+}
+
+bool cn__tree_verify_shaped(const cn_tree_verify_t *v)
+{
     return v->done && !v->failed;
+}
+
+cn_err_t cn__tree_verify_cursor(const cn_tree_verify_t *v, bool *more, const uint8_t **path,
+                                size_t *path_len)
+{
+    if (!cn__tree_verify_shaped(v))
+        return CN_E_INVALID;
+    bool range = v->selector <= CN_REPOS_PROOF_CHANGED;
+    *more = range && v->nvals > v->q.limit;
+    uint32_t count = *more ? v->q.limit : v->nvals;
+    *path = count ? v->arena.data + v->vals[count - 1].off : NULL;
+    *path_len = count ? v->vals[count - 1].len : 0;
+    return CN_OK;
 }
 
 cn_err_t cn_tree_verify_result(const cn_tree_verify_t *v, uint32_t *count, bool *more)

@@ -164,8 +164,8 @@ static cn_err_t read_tree_verified(cn_scribe_client_t *cl, const cn__ws_state_t 
     if ((e == CN_E_DIGEST_MISMATCH || e == CN_E_INVALID) && !serr.code) /* not an error frame */
         return cn__ws_server(err, CN_E_DIGEST_MISMATCH,
                              "the tree of change %" PRIu64 " failed its proof against the "
-                             "authenticated commit; nothing was applied",
-                             target);
+                             "authenticated commit (%s); nothing was applied",
+                             target, serr.message[0] ? serr.message : "a page");
     if (e < 0)
         return cn__ws_fail(err, "reading the tree (verified)", e, &serr);
     cn__ws_state_sort(next);

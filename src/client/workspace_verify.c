@@ -12,9 +12,11 @@
  * contact: the server's head is trusted and the caller says so.  A walk of
  * more than two commits is prefetched in batches of up to 4,096: one log
  * page names a batch's commits from the head (then from below the last
- * batch) down, one get_objects fetches them all, the next batch only once
- * the walk used this one up (memory: one batch, however long the history),
- * and the walk still hashes and checks each (a commit the log did not
+ * batch) down, one get_objects fetches them all, and while the walk hashes
+ * one batch the next is fetched on a data connection by a thread of its
+ * own (pipelined; memory: two batches, however long the history; without
+ * a data connection the next batch is fetched once the walk used this one
+ * up), and the walk still hashes and checks each (a commit the log did not
  * name, or one the server left out, is fetched alone).  It never
  * moves an anchor itself: the caller records cn__ws_verified_t.head in the
  * state it saves with the files it applied, so both commit at once. */
@@ -23,6 +25,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,29 +190,107 @@ static bool cache_batch(cn_scribe_client_t *cl, const cn__ws_state_t *s, walk_ca
     return true;
 }
 
-/* Prefetches the newest `want` commits of s's branch, down to change low,
- * a batch at a time.  A failure leaves the cache empty: the walk then
- * fetches one by one. */
-static void cache_fill(cn_scribe_client_t *cl, const cn__ws_state_t *s, uint64_t want, uint64_t low,
-                       walk_cache_t *c)
+/* The batches of a walk: cur, the one the walk uses, and ahead, the one
+ * below it, fetched on conn (a data connection; NULL: none) by thread t
+ * while the walk uses cur. */
+typedef struct walk_fetch {
+    walk_cache_t cur, ahead;
+    const cn__ws_state_t *s;
+    cn_scribe_client_t *conn;
+    pthread_t t;
+    bool running, ahead_ok;
+} walk_fetch_t;
+
+static bool cache_alloc(walk_cache_t *c, size_t cap, uint64_t low)
 {
-    memset(c, 0, sizeof *c);
-    size_t batch = walk_batch();
-    c->cap = want < batch ? (size_t)want : batch;
+    c->cap = cap;
     c->low = low;
-    c->ids = malloc(c->cap * sizeof *c->ids);
-    c->enc = calloc(c->cap, sizeof *c->enc);
-    if (!c->ids || !c->enc || !cache_batch(cl, s, c))
-        cache_free(c);
+    c->ids = malloc(cap * sizeof *c->ids);
+    c->enc = calloc(cap, sizeof *c->enc);
+    return c->ids && c->enc;
+}
+
+static void *ahead_run(void *arg)
+{
+    walk_fetch_t *f = arg;
+    f->ahead_ok = cache_batch(f->conn, f->s, &f->ahead);
+    return NULL;
+}
+
+/* Starts fetching the batch below cur's on the data connection, when
+ * older commits may follow and there is one (CAIRN_PROOF_PIPELINE=0: never,
+ * for measurement). */
+static void ahead_start(cn_scribe_client_t *cl, walk_fetch_t *f)
+{
+    const char *knob = getenv("CAIRN_PROOF_PIPELINE");
+    if (f->running || !f->cur.more || !f->ahead.ids || (knob && !strcmp(knob, "0")))
+        return;
+    cn_scribe_cerr_t serr;
+    memset(&serr, 0, sizeof serr);
+    if (!f->conn && cn__scribe_client_data_conn(cl, 0, &f->conn, &serr) < 0) {
+        f->conn = NULL;
+        return;
+    }
+    f->ahead.last = f->cur.last;
+    f->running = pthread_create(&f->t, NULL, ahead_run, f) == 0;
+}
+
+static void ahead_join(walk_fetch_t *f)
+{
+    if (f->running)
+        pthread_join(f->t, NULL);
+    f->running = false;
+}
+
+static void fetch_free(walk_fetch_t *f)
+{
+    ahead_join(f);
+    cache_free(&f->cur);
+    cache_free(&f->ahead);
+}
+
+/* The batch below cur's as cur: the one fetched ahead, or (none, or its
+ * fetch failed) fetched now on the control connection. */
+static bool next_batch(cn_scribe_client_t *cl, walk_fetch_t *f)
+{
+    bool ran = f->running;
+    ahead_join(f);
+    if (!ran || !f->ahead_ok)
+        return cache_batch(cl, f->s, &f->cur);
+    walk_cache_t t = f->cur;
+    f->cur = f->ahead;
+    f->ahead = t;
+    ahead_start(cl, f);
+    return true;
+}
+
+/* Prefetches the newest `want` commits of s's branch, down to change low,
+ * a batch at a time, the next one ahead.  A failure leaves the cache
+ * empty: the walk then fetches one by one. */
+static void cache_fill(cn_scribe_client_t *cl, const cn__ws_state_t *s, uint64_t want, uint64_t low,
+                       walk_fetch_t *f)
+{
+    memset(f, 0, sizeof *f);
+    f->s = s;
+    size_t batch = walk_batch();
+    size_t cap = want < batch ? (size_t)want : batch;
+    if (!cache_alloc(&f->cur, cap, low) || !cache_batch(cl, s, &f->cur)) {
+        fetch_free(f);
+        return;
+    }
+    if (f->cur.more && !cache_alloc(&f->ahead, cap, low))
+        cache_free(&f->ahead); /* no memory for a second batch: fetched in turn */
+    ahead_start(cl, f);
 }
 
 /* The cached bytes of commit id appended to enc: false when not cached.
  * A walk that used up its batch in order (and older commits may follow)
- * has the next batch fetched first. */
-static bool cache_take(cn_scribe_client_t *cl, const cn__ws_state_t *s, walk_cache_t *c,
-                       const cn_digest_t *id, cn_buf_t *enc)
+ * moves to the next batch first. */
+static bool cache_take(cn_scribe_client_t *cl, walk_fetch_t *f, const cn_digest_t *id,
+                       cn_buf_t *enc)
 {
-    if (c && c->n && c->next >= c->n && c->more && !cache_batch(cl, s, c))
+    walk_cache_t *c = f ? &f->cur : NULL;
+    if (c && c->n && c->next >= c->n && c->more && !next_batch(cl, f))
         return false;
     for (size_t k = 0; c && k < c->n; k++) {
         size_t i = (c->next + k) % c->n;
@@ -223,7 +304,7 @@ static bool cache_take(cn_scribe_client_t *cl, const cn__ws_state_t *s, walk_cac
 
 /* Commit id, from cache (may be NULL) or fetched alone, hashed and parsed
  * into *c (enc holds its bytes). */
-static cn_err_t fetch_commit(cn_scribe_client_t *cl, const cn__ws_state_t *s, walk_cache_t *cache,
+static cn_err_t fetch_commit(cn_scribe_client_t *cl, const cn__ws_state_t *s, walk_fetch_t *cache,
                              const cn_digest_t *id, cn_buf_t *enc, cn_repos_commit_t *c,
                              cn_ws_error_t *err)
 {
@@ -231,7 +312,7 @@ static cn_err_t fetch_commit(cn_scribe_client_t *cl, const cn__ws_state_t *s, wa
     memset(&serr, 0, sizeof serr);
     cn_buf_reset(enc);
     cn_err_t e;
-    if (cache_take(cl, s, cache, id, enc)) {
+    if (cache_take(cl, cache, id, enc)) {
         cn_digest_t got;
         cn_repos_object_id(CN_REPOS_COMMIT, enc->data, enc->len, &got);
         e = cn_ct_equal(got.b, id->b, CN_DIGEST_LEN) ? CN_OK : CN_E_DIGEST_MISMATCH;
@@ -265,7 +346,7 @@ static cn_err_t rollback(cn_ws_error_t *err, const cn__ws_state_t *s, const cn__
 /* What the walk is looking for and what it found. */
 typedef struct walk {
     const cn__ws_anchor_t *anchor; /* NULL: first contact */
-    walk_cache_t *cache;           /* the prefetched commits (may be NULL) */
+    walk_fetch_t *cache;           /* the prefetched commits (may be NULL) */
     uint64_t target;
     bool anchored, found;
     cn_digest_t content, revision; /* the target's, once found */
@@ -356,7 +437,8 @@ cn_err_t cn__ws_verify(cn_scribe_client_t *cl, cn__ws_state_t *s, uint64_t targe
     uint64_t low = target ? target : row.change;
     if (w.anchor && w.anchor->change < low)
         low = w.anchor->change;
-    walk_cache_t cache = { 0 };
+    walk_fetch_t cache;
+    memset(&cache, 0, sizeof cache);
     if (low <= row.change && row.change - low + 1 > 2) {
         cache_fill(cl, s, row.change - low + 1, low, &cache);
         w.cache = &cache;
@@ -374,7 +456,7 @@ cn_err_t cn__ws_verify(cn_scribe_client_t *cl, cn__ws_state_t *s, uint64_t targe
         e = walk_chain(cl, s, &w, row.commit, &enc, c, err);
     }
     cn_buf_free(&enc);
-    cache_free(&cache);
+    fetch_free(&cache);
     out->has_head = e == CN_OK;
     out->content = w.content;
     out->revision = w.revision;

@@ -28,6 +28,8 @@ static const char admin_usage[] =
     "                       CAIRN_META); without --data it needs --identity-key\n"
     "  --identity-key FILE  the key sealing token secrets (or CAIRN_IDENTITY_KEY;\n"
     "                       default DATA/identity.key)\n"
+    "  --identity-key-previous FILE  the key it replaces, during a rotation (or\n"
+    "                       CAIRN_IDENTITY_KEY_PREVIOUS)\n"
     "  account create NAME [--email ADDR]\n"
     "  account list\n"
     "  account disable NAME | account enable NAME\n"
@@ -40,10 +42,14 @@ static const char admin_usage[] =
     "  repo backup NAME FILE | repo restore FILE [--replace]   (server stopped)\n"
     "  auth init   the SAU2 auth state, its CAs and the first administrator\n"
     "  store compact [--live PCT]   rewrite sparse pack files now (server stopped)\n"
+    "  store recount   set the blob and byte totals to a fresh count (server\n"
+    "                  stopped; not with --meta)\n"
     "  fleet status [--json]   the nodes of the fleet's registry and who holds each job\n"
     "                          lease (docs/fleet.md)\n"
     "  fleet import --from DATA [--blob-store ... | --blob-dir DIR]\n"
     "                          move a stopped embedded deployment into the fleet\n"
+    "  identity rotate-key --new FILE --old FILE [--batch N]\n"
+    "                          re-seal every token secret under a new identity key\n"
     "PERM: bucket:create bucket:delete bucket:list object:get object:put\n"
     "      object:delete object:list blobs:read blobs:write admin\n"
     "      bucket:configure object:lock object:bypass-governance all\n"
@@ -275,25 +281,29 @@ static int cmd_grant(cn_identity_t *id, const char *cmd, const args_t *a)
     return e < 0 ? fail(cmd, e) : EXIT_OK;
 }
 
-/* The global options before the command: --data, --meta, --identity-key
- * (the last two default to CAIRN_META and CAIRN_IDENTITY_KEY).  *i is left
- * on the command word; EXIT_OK, or an exit status to return now. */
+/* The global options before the command: --data, --meta, --identity-key,
+ * --identity-key-previous (the last three default to CAIRN_META,
+ * CAIRN_IDENTITY_KEY and CAIRN_IDENTITY_KEY_PREVIOUS).  *i is left on the
+ * command word; EXIT_OK, or an exit status to return now. */
 typedef struct {
-    const char *data, *meta, *key;
+    const char *data, *meta, *key, *prev;
 } globals_t;
 
 static int parse_globals(int argc, char **argv, int *i, globals_t *g)
 {
-    static const char *const names[3] = { "--data", "--meta", "--identity-key" };
-    static const char *const need[3] = { "--data needs a directory", "--meta needs a URL",
-                                         "--identity-key needs a file" };
-    const char **slots[3] = { &g->data, &g->meta, &g->key };
+    static const char *const names[4] = { "--data", "--meta", "--identity-key",
+                                          "--identity-key-previous" };
+    static const char *const need[4] = { "--data needs a directory", "--meta needs a URL",
+                                         "--identity-key needs a file",
+                                         "--identity-key-previous needs a file" };
+    const char **slots[4] = { &g->data, &g->meta, &g->key, &g->prev };
     g->meta = getenv("CAIRN_META");
     g->key = getenv("CAIRN_IDENTITY_KEY");
+    g->prev = getenv("CAIRN_IDENTITY_KEY_PREVIOUS");
     for (; *i < argc; ++*i) {
         int k = 0, r = 0;
         const char *v = NULL;
-        while (k < 3 && (r = opt_value(argc, argv, i, names[k], &v)) == 0)
+        while (k < 4 && (r = opt_value(argc, argv, i, names[k], &v)) == 0)
             k++;
         if (r < 0 || (r > 0 && !*v))
             return usage(need[k]);
@@ -311,6 +321,8 @@ static int parse_globals(int argc, char **argv, int *i, globals_t *g)
         g->meta = NULL;
     if (g->key && !*g->key)
         g->key = NULL;
+    if (g->prev && !*g->prev)
+        g->prev = NULL;
     if (g->meta && strncmp(g->meta, "postgres://", 11) && strncmp(g->meta, "postgresql://", 13) &&
         (strncmp(g->meta, "sqlite:", 7) || !g->meta[7]))
         return usage("--meta wants postgres://... or sqlite:PATH");
@@ -336,7 +348,8 @@ static int open_identity(const globals_t *g, cn_meta_t **meta, cn_identity_t **i
                 cn_strerror(e));
         return EXIT_FAIL;
     }
-    const cn_identity_opts_t io = { .data_dir = g->data, .key_file = g->key };
+    const char *const prev[2] = { g->prev, NULL };
+    const cn_identity_opts_t io = { .data_dir = g->data, .key_file = g->key, .prev_files = prev };
     e = cn_identity_open_opts(*meta, &io, id);
     if (e == 0 && g->data)
         e = cn_identity_bootstrap(*id, g->data);
@@ -353,14 +366,15 @@ static int open_identity(const globals_t *g, cn_meta_t **meta, cn_identity_t **i
  * of them. */
 static int data_command(const char *cmd, const char *data, int argc, char **argv)
 {
-    int (*fn)(const char *, int, char **) = !strcmp(cmd, "repo")    ? cn_cmd_admin_repo
-                                            : !strcmp(cmd, "store") ? cn_cmd_admin_store
-                                            : !strcmp(cmd, "auth")  ? cn_cmd_admin_auth
-                                            : !strcmp(cmd, "fleet") ? cn_cmd_admin_fleet
-                                                                    : NULL;
+    int (*fn)(const char *, int, char **) = !strcmp(cmd, "repo")       ? cn_cmd_admin_repo
+                                            : !strcmp(cmd, "store")    ? cn_cmd_admin_store
+                                            : !strcmp(cmd, "auth")     ? cn_cmd_admin_auth
+                                            : !strcmp(cmd, "fleet")    ? cn_cmd_admin_fleet
+                                            : !strcmp(cmd, "identity") ? cn_cmd_admin_identity
+                                                                       : NULL;
     if (!fn)
         return -1;
-    if (!data && fn != cn_cmd_admin_fleet)
+    if (!data && fn != cn_cmd_admin_fleet && fn != cn_cmd_admin_identity)
         return usage("--data DIR is required");
     cn_log_configure(CN_LOG_WARN, false);
     return fn(data, argc, argv);

@@ -72,7 +72,7 @@ static cn_err_t print_node(void *arg, const cn_node_info_t *ni)
 
 /* The advisory job leases cairnd's maintenance thread asks for
  * (src/cmd/services.c, "jobs"). */
-static const char *const lease_jobs[] = { "blob-sweep", "upload-expiry" };
+static const char *const lease_jobs[] = { "blob-sweep", "upload-expiry", "usage-fold" };
 
 static cn_err_t print_lease(void *arg, const cn_meta_lease_info_t *li)
 {

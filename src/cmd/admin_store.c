@@ -6,8 +6,12 @@
  * a time: stop cairnd first (a running server compacts on its own after
  * every sweep).  Neither deletes a blob: compaction moves what the pack
  * index holds, the migration removes a file only once a pack holds its
- * bytes durably (docs/store.md).  stdout carries the result line; messages
- * go to stderr.  Exit 0 ok, 1 failure, 2 usage. */
+ * bytes durably (docs/store.md).
+ * `cairn admin --data DIR store recount`: sets the store's running totals
+ * to a fresh count (blob files plus pack index rows), printing them before
+ * and after; offline like the others, and refused for a fleet (--meta),
+ * whose totals cover a tier every node writes.  stdout carries the result
+ * line; messages go to stderr.  Exit 0 ok, 1 failure, 2 usage. */
 #include "admin_open.h"
 #include "cmd.h"
 
@@ -27,7 +31,10 @@ static const char store_usage[] =
     "       (default 50) and deletes it; the server must be stopped\n"
     "       cairn admin --data DIR store pack [--max BYTES]\n"
     "       moves every raw blob file of at most BYTES (default 65536, at most\n"
-    "       262144) into packs; resumable; the server must be stopped\n";
+    "       262144) into packs; resumable; the server must be stopped\n"
+    "       cairn admin --data DIR store recount\n"
+    "       sets the blob and byte totals to a count of the blob files and\n"
+    "       pack index rows; the server must be stopped; not for a fleet\n";
 
 static int usage(void)
 {
@@ -113,9 +120,42 @@ static void compact_print(const void *ctx)
            st->packs_kept);
 }
 
+static cn_err_t recount_op(cn_store_t *s, void *ctx)
+{
+    return cn_store_usage_recount(s, ctx);
+}
+
+static void recount_print(const void *ctx)
+{
+    const cn_store_recount_t *r = ctx;
+    printf("recounted: %" PRId64 " blob(s), %" PRId64 " byte(s) (were %" PRId64 " blob(s), %" PRId64
+           " byte(s))\n",
+           r->blobs, r->bytes, r->blobs_before, r->bytes_before);
+}
+
+/* A fleet's totals count its shared tier, which every node puts into and
+ * the sweeper of any node removes from: one directory's walk says nothing
+ * about them, and stopping a whole fleet is not this command's to check. */
+static int recount(const char *data, int argc)
+{
+    if (argc != 1)
+        return usage();
+    if (strcmp(cn__admin_meta_target(data), data) != 0) {
+        fputs("cairn admin: store recount works on one data directory and its own meta.db; "
+              "it refuses --meta (a fleet's totals count the shared blob tier that every node "
+              "writes, docs/store.md \"Usage totals\")\n",
+              stderr);
+        return 1;
+    }
+    cn_store_recount_t r = { 0 };
+    return store_verb(data, CN_STORE_PACK_DEFAULT_MAX, "recount", recount_op, recount_print, &r);
+}
+
 int cn_cmd_admin_store(const char *data, int argc, char **argv)
 {
     unsigned long long v = 0;
+    if (argc >= 1 && strcmp(argv[0], "recount") == 0)
+        return recount(data, argc);
     if (argc >= 1 && strcmp(argv[0], "pack") == 0) {
         pack_run_t p = { .max = CN_STORE_PACK_DEFAULT_MAX };
         if (!num_opt(argc, argv, "--max", 1, 256 * 1024, &v))

@@ -37,6 +37,7 @@
     "               [--blob-credentials FILE] [--blob-virtual-host]] [--cache-dir DIR]\n"          \
     "              [--cache-size BYTES[K|M|G]] [--meta postgres://...|sqlite:PATH]\n"              \
     "              [--migrate-only] [--identity-key FILE] [--gateway FILE]\n"                      \
+    "              [--identity-key-previous FILE]...\n"                                            \
     "              [--node-id ID] [--advertise URL]\n"                                             \
     "              [--lifecycle-interval DUR] [--lifecycle-max-ops N]\n"                           \
     "              [--help] [--version]\n"
@@ -53,6 +54,8 @@
     "                          given (docs/protocol/scribe-gateway.md)\n"                         \
     "  --identity-key FILE     the key sealing token secrets (default DATA/identity.key);\n"      \
     "                          one file for every node of a fleet; also [server] identity_key\n"  \
+    "  --identity-key-previous FILE  a key secrets may still be sealed with, during a rotation\n" \
+    "                          (repeatable, up to 4; also [server] identity_key_previous)\n"      \
     "  --node-id ID            this node's id in the fleet's registry (default: DATA/node.id,\n"  \
     "                          made once); --advertise URL, where peers reach it\n"               \
     "  --auth-server HOST:PORT the SAU2 service --scribe-tls asks about principals (default:\n"   \
@@ -119,11 +122,17 @@ typedef struct {
 } listener_t;
 
 /* ---- configuration file -------------------------------------------------------- */
-static const char *const server_keys[] = { "shutdown_grace_ms", "handshake_workers",
-                                           "query_workers",     "storage_workers",
-                                           "queue_length",      "allow_plaintext_public",
-                                           "net_loops",         "tls_groups",
-                                           "identity_key",      NULL };
+static const char *const server_keys[] = { "shutdown_grace_ms",
+                                           "handshake_workers",
+                                           "query_workers",
+                                           "storage_workers",
+                                           "queue_length",
+                                           "allow_plaintext_public",
+                                           "net_loops",
+                                           "tls_groups",
+                                           "identity_key",
+                                           "identity_key_previous",
+                                           NULL };
 static const char *const limit_keys[] = { "max_connections",
                                           "max_pending_per_source",
                                           "max_connections_per_principal",
@@ -305,6 +314,7 @@ static int config_apply(const cn_toml_t *doc, cn_server_config_t *scfg, bool *al
 }
 
 /* ---- command line ----------------------------------------------------------------- */
+#define CAIRND_PREV_KEYS 4 /* previous identity keys (identity's CN__ID_PREV_MAX) */
 typedef struct {
     const char *data_dir, *config_path;
     /* --meta: postgres://... or sqlite:PATH; NULL = DATA/meta.db */
@@ -313,6 +323,10 @@ typedef struct {
     bool migrate_only;
     /* --identity-key, else [server] identity_key; NULL = DATA/identity.key */
     const char *identity_key;
+    /* --identity-key-previous (repeatable), else [server] identity_key_previous
+     * (a string or an array): NULL-terminated */
+    const char *identity_prev[CAIRND_PREV_KEYS + 1];
+    size_t n_identity_prev;
     const char *node_id, *advertise; /* --node-id (NULL: DATA/node.id), --advertise */
     cn_services_auth_t auth;         /* --auth-server, --auth-trust, --auth-credential */
     const char *gateway;             /* --gateway FILE: the gateway role, or NULL */
@@ -326,6 +340,30 @@ typedef struct {
     struct cn_store_tier tier; /* --blob-store and its companions */
     cn_services_lc_flags_t lc; /* --lifecycle-*, as given */
 } cmdline_t;
+
+/* [server] identity_key_previous: one file name, or an array of up to
+ * CAIRND_PREV_KEYS of them, into cl (when no flag gave any). */
+static int config_prev_keys(const cn_toml_val_t *server, cmdline_t *cl)
+{
+    const cn_toml_val_t *v = cn_toml_get(server, "identity_key_previous");
+    if (!v)
+        return 0;
+    if (cn_toml_str(v)) {
+        cl->identity_prev[cl->n_identity_prev++] = cn_toml_str(v);
+        return 0;
+    }
+    size_t n = cn_toml_len(v);
+    if (cn_toml_type(v) != CN_TOML_ARRAY || n > CAIRND_PREV_KEYS)
+        return config_error(v, "%s must be a string or up to 4 strings", "identity_key_previous");
+    for (size_t i = 0; i < n; i++) {
+        const char *f = cn_toml_str(cn_toml_at(v, i));
+        if (!f || !*f)
+            return config_error(v, "%s must be a string or up to 4 strings",
+                                "identity_key_previous");
+        cl->identity_prev[cl->n_identity_prev++] = f;
+    }
+    return 0;
+}
 
 enum {
     O_DATA = 256,
@@ -350,6 +388,7 @@ enum {
     O_AUTH_TRUST,
     O_AUTH_CREDENTIAL,
     O_IDENTITY_KEY,
+    O_IDENTITY_PREV,
     O_NODE_ID,
     O_ADVERTISE,
     O_GATEWAY,
@@ -389,6 +428,7 @@ static void build_options(struct option *opts, char (*names)[48], size_t nprotos
     opts[no++] = (struct option){ "auth-trust", required_argument, 0, O_AUTH_TRUST };
     opts[no++] = (struct option){ "auth-credential", required_argument, 0, O_AUTH_CREDENTIAL };
     opts[no++] = (struct option){ "identity-key", required_argument, 0, O_IDENTITY_KEY };
+    opts[no++] = (struct option){ "identity-key-previous", required_argument, 0, O_IDENTITY_PREV };
     opts[no++] = (struct option){ "node-id", required_argument, 0, O_NODE_ID };
     opts[no++] = (struct option){ "advertise", required_argument, 0, O_ADVERTISE };
     opts[no++] = (struct option){ "gateway", required_argument, 0, O_GATEWAY };
@@ -537,6 +577,14 @@ static int parse_flags(int argc, char **argv, size_t nprotos, cmdline_t *cl)
                 return 2;
             }
             cl->identity_key = optarg;
+            break;
+        case O_IDENTITY_PREV:
+            if (!*optarg || cl->n_identity_prev == CAIRND_PREV_KEYS) {
+                fputs("cairnd: --identity-key-previous needs a file (at most 4)\n" CAIRND_USAGE,
+                      stderr);
+                return 2;
+            }
+            cl->identity_prev[cl->n_identity_prev++] = optarg;
             break;
         case O_NODE_ID:
             if (!cn_node_id_ok(optarg)) {
@@ -736,7 +784,8 @@ static int own_cert(cn_services_t *svc, listener_t *l)
 static int migrate_only(const cmdline_t *cl, const cn_toml_t *doc)
 {
     cn_services_t *svc = NULL;
-    if (cn_services_open(cl->data_dir, cl->meta, cl->identity_key, doc, &cl->tier, &svc) < 0)
+    if (cn_services_open(cl->data_dir, cl->meta, cl->identity_key, cl->identity_prev, doc,
+                         &cl->tier, &svc) < 0)
         return 1;
     cn_err_t e = cn_node_migrate(svc->meta); /* the node registry's steps too */
     if (e >= 0)
@@ -758,7 +807,8 @@ static int serve(const cmdline_t *cl, const cn_toml_t *doc, const cn_server_conf
     cn_services_t *svc = NULL;
     cn_server_t *srv = NULL;
     cn_node_t *node = NULL;
-    if (cn_services_open(cl->data_dir, cl->meta, cl->identity_key, doc, &cl->tier, &svc) < 0)
+    if (cn_services_open(cl->data_dir, cl->meta, cl->identity_key, cl->identity_prev, doc,
+                         &cl->tier, &svc) < 0)
         goto out;
     /* The fleet's node registry (docs/fleet.md): a row and its heartbeat. */
     if (cn_node_start(svc->meta, cl->data_dir, cl->node_id, cl->advertise, cn_node_every_ms(),
@@ -914,6 +964,8 @@ int main(int argc, char **argv)
         if (!status && !cl.identity_key)
             status = config_string(cn_toml_get(cn_toml_root(doc), "server"), "identity_key",
                                    &cl.identity_key);
+        if (!status && !cl.n_identity_prev)
+            status = config_prev_keys(cn_toml_get(cn_toml_root(doc), "server"), &cl);
         if (status)
             goto out;
     }

@@ -51,14 +51,16 @@ extern const char *const cn_services_sections[];
 /* Opens the services on data_dir, creating it with mode 0700 when missing;
  * the metadata in meta (a postgres:// URI or sqlite:PATH; NULL: data_dir's
  * own meta.db); the identity key in identity_key (NULL: data_dir's own
- * identity.key, created when missing; a named file must exist).  config
+ * identity.key, created when missing; a named file must exist), and the
+ * previous keys of a rotation in identity_prev (NULL-terminated; NULL:
+ * none; cn_identity_opts_t's prev_files).  config
  * (borrowed, may be NULL) must outlive the services;
  * tier (may be NULL: local blobs) is the store's blob tier (cairn/store.h).  Errors are
  * logged; returns 0 or a cn_err_t.  *out freed by cn_services_close. */
 struct cn_store_tier;
 cn_err_t cn_services_open(const char *data_dir, const char *meta, const char *identity_key,
-                          const cn_toml_t *config, const struct cn_store_tier *tier,
-                          cn_services_t **out);
+                          const char *const *identity_prev, const cn_toml_t *config,
+                          const struct cn_store_tier *tier, cn_services_t **out);
 /* Closes what cn_services_open opened.  Accepts NULL. */
 void cn_services_close(cn_services_t *svc);
 

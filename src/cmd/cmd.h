@@ -29,6 +29,9 @@ int cn_cmd_admin_store(const char *data, int argc, char **argv);
 /* `cairn admin [--meta URL | --data DIR] fleet status` (src/cmd/admin_fleet.c); data
  * may be NULL when --meta was given; argv[0] is the verb. */
 int cn_cmd_admin_fleet(const char *data, int argc, char **argv);
+/* `cairn admin [--meta URL | --data DIR] identity rotate-key ...`
+ * (src/cmd/admin_identity.c); data may be NULL with --meta; argv[0] is the verb. */
+int cn_cmd_admin_identity(const char *data, int argc, char **argv);
 
 /* `cairn <verb> ...` for the object verbs (src/cmd/obj.c).  Exit codes are
  * documented in docs/cli.md. */

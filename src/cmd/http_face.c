@@ -1,6 +1,7 @@
 /* cairnd's HTTP listener: routes, credentials, its place on the network
  * layer and shutdown order. */
 #include "http_face.h"
+#include "fleet_node.h"
 #include "cairn/blobops.h"
 #include "cairn/console.h"
 #include "cairn/http.h"
@@ -22,6 +23,7 @@ typedef struct {
     cn_blobs_http_t *blobs;
     cn_console_t *console;     /* on the HTTP listener, or on its own */
     cn_http_server_t *con_srv; /* --console ADDR: the console's own server */
+    uint64_t min_part;         /* CAIRN_S3_MIN_PART_SIZE (0: S3's), S3 and console */
 } http_face_t;
 
 static bool env_true(const char *name)
@@ -89,19 +91,50 @@ static cn_err_t ready_register(cn_http_server_t *srv, cn_services_t *svc)
     return cn_http_server_route(srv, &ready);
 }
 
-/* The console's config over svc (own: it has a listener of its own, whose
- * presigned links then point at s3_base). */
-static void console_config(const cn_services_t *svc, bool own, const char *s3_base,
+/* The console's node picker over the fleet's registry (cn_console_nodes_fn). */
+typedef struct {
+    cn_console_node_t *out;
+    size_t cap, n;
+    int64_t now_ms;
+} node_walk_t;
+
+static cn_err_t node_one(void *arg, const cn_node_info_t *ni)
+{
+    node_walk_t *w = arg;
+    if (w->n == w->cap)
+        return CN_OK;
+    cn_console_node_t *o = &w->out[w->n++];
+    snprintf(o->id, sizeof o->id, "%s", ni->id);
+    snprintf(o->url, sizeof o->url, "%s", ni->advertise);
+    o->up = strcmp(cn_node_state(ni, w->now_ms), "up") == 0;
+    return CN_OK;
+}
+
+static cn_err_t console_nodes(void *arg, cn_console_node_t *out, size_t cap, size_t *n)
+{
+    node_walk_t w = { out, cap, 0, cn_wall_ms() };
+    cn_err_t e = cn_node_list(arg, node_one, &w);
+    *n = w.n;
+    return e;
+}
+
+/* The console's config over f's services (own: it has a listener of its
+ * own, whose presigned links then point at s3_base). */
+static void console_config(const http_face_t *f, bool own, const char *s3_base,
                            cn_console_config_t *cc)
 {
+    const cn_services_t *svc = f->svc;
     *cc = (cn_console_config_t){ .meta = svc->meta,
                                  .identity = svc->identity,
                                  .objects = svc->objects,
                                  .repos = svc->repos,
                                  .blobs = svc->blobs,
                                  .node = svc->node_id,
+                                 .nodes = console_nodes,
+                                 .nodes_arg = svc->meta,
                                  .own_origin = own,
-                                 .s3_base = s3_base };
+                                 .s3_base = s3_base,
+                                 .min_part_size = f->min_part };
     cn_console_config_env(cc);
 }
 
@@ -206,7 +239,7 @@ static cn_err_t console_own_start(http_face_t *f, const cn_http_config_t *base,
     cfg.log_name = "console";
     cfg.sigv4_lookup_cached = NULL;
     cn_console_config_t cc;
-    console_config(f->svc, true, s3_base, &cc);
+    console_config(f, true, s3_base, &cc);
     cn_err_t e = cn_http_server_new(&cfg, &f->con_srv);
     if (e >= 0)
         e = cn_console_register(f->con_srv, &cc, &f->console);
@@ -267,7 +300,9 @@ cn_err_t cn_http_face_start(cn_services_t *svc, const cn_toml_val_t *section,
             cfg.max_body = max;
     }
 
-    cn_err_t e = cn_http_server_new(&cfg, &f->srv);
+    cn_err_t e = env_min_part(&f->min_part);
+    if (e >= 0)
+        e = cn_http_server_new(&cfg, &f->srv);
     /* The blob ops live under /_cairn/, which the S3 route leaves alone, but
      * they are registered first so that the more specific routes win. */
     if (e >= 0)
@@ -276,7 +311,7 @@ cn_err_t cn_http_face_start(cn_services_t *svc, const cn_toml_val_t *section,
         e = cn_blobs_http_register(f->srv, svc->blobs, svc->identity, &f->blobs);
     if (e >= 0 && console_shared(svc)) {
         cn_console_config_t cc;
-        console_config(svc, false, NULL, &cc);
+        console_config(f, false, NULL, &cc);
         e = cn_console_register(f->srv, &cc, &f->console);
     } else if (e >= 0)
         e = console_absent_register(f->srv);
@@ -284,9 +319,8 @@ cn_err_t cn_http_face_start(cn_services_t *svc, const cn_toml_val_t *section,
         cn_s3_config_t s3c = { .objects = svc->objects,
                                .identity = svc->identity,
                                .domain = getenv("CAIRN_S3_DOMAIN") };
-        e = env_min_part(&s3c.min_part_size);
-        if (e >= 0)
-            e = cn_s3_new(&s3c, &f->s3);
+        s3c.min_part_size = f->min_part;
+        e = cn_s3_new(&s3c, &f->s3);
     }
     if (e >= 0)
         e = cn_s3_register(f->s3, f->srv);

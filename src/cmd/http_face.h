@@ -10,7 +10,8 @@
 /* Builds the HTTP server with SigV4 and bearer credentials checked against
  * svc->identity and plugs it into srv as a listener on opts (address, TLS
  * when opts carries a cert and a key, limits).  Environment:
- * JAY_TRUST_PROXY_HEADERS=1 takes the client address from X-Forwarded-For;
+ * JAY_TRUST_PROXY_HEADERS=1 takes the client address from X-Forwarded-For
+ * (its rightmost entry, the one the proxy appended);
  * CAIRN_S3_DOMAIN enables virtual-host style.  *actx is freed by
  * cn_http_face_stop. */
 cn_err_t cn_http_face_start(cn_services_t *svc, const cn_toml_val_t *section,

@@ -189,6 +189,22 @@ static void run_upload_expiry(services_impl_t *si)
                 (unsigned long long)removed);
 }
 
+/* The usage totals' fold (docs/architecture.md, "Usage totals"): moves the
+ * deltas PostgreSQL's writers append into the base rows, so a read sums a
+ * bounded number of them.  Answers are exact with or without it. */
+static void run_usage_fold(services_impl_t *si)
+{
+    cn_err_t e = si->pub.objects ? cn_objects_usage_fold(si->pub.objects) : 0;
+    if (e >= 0 && si->pub.blobs)
+        e = cn_blobs_usage_fold(si->pub.blobs);
+    if (e >= 0 && si->pub.store)
+        e = cn_store_usage_fold(si->pub.store);
+    if (e < 0)
+        cn_warn("cairnd", "usage fold failed: %s", cn_strerror(e));
+}
+
+#define USAGE_FOLD_MS 10000 /* the fold's period */
+
 /* A single-runner job on PostgreSQL: run only while this node holds its
  * lease (cn_meta_lease, docs/fleet.md "Job leases"), every every_ms, and at
  * once when the lease was just taken (the node that had it may have died
@@ -225,7 +241,8 @@ static void *maintenance_main(void *arg)
     services_impl_t *si = arg;
     bool fleet = !strcmp(cn_meta_engine(si->pub.meta), "postgres");
     job_t jobs[] = { { "blob-sweep", si->interval_ms, run_sweep, 0, false },
-                     { "upload-expiry", si->upload_ms, run_upload_expiry, 0, false } };
+                     { "upload-expiry", si->upload_ms, run_upload_expiry, 0, false },
+                     { "usage-fold", USAGE_FOLD_MS, run_usage_fold, 0, false } };
     int64_t wait_ms = fleet ? LEASE_TICK_MS : si->interval_ms;
     pthread_mutex_lock(&si->mu);
     while (!si->stop) {
@@ -240,6 +257,11 @@ static void *maintenance_main(void *arg)
         pthread_mutex_unlock(&si->mu);
         for (size_t i = 0; fleet && i < sizeof jobs / sizeof jobs[0]; i++)
             job_tick(si, &jobs[i]);
+        /* The store's gauges follow the other nodes' puts and removals too
+         * (this node's own set them at once: src/store/usage.c). */
+        uint64_t sb, sy;
+        if (fleet && si->pub.store)
+            (void)cn_store_usage(si->pub.store, &sb, &sy);
         if (!fleet)
             run_sweep(si);
         pthread_mutex_lock(&si->mu);
@@ -282,8 +304,8 @@ static cn_err_t env_rate(cn_identity_t *id)
 }
 
 cn_err_t cn_services_open(const char *data_dir, const char *meta, const char *identity_key,
-                          const cn_toml_t *config, const struct cn_store_tier *tier,
-                          cn_services_t **out)
+                          const char *const *identity_prev, const cn_toml_t *config,
+                          const struct cn_store_tier *tier, cn_services_t **out)
 {
     *out = NULL;
     struct stat st;
@@ -332,7 +354,9 @@ cn_err_t cn_services_open(const char *data_dir, const char *meta, const char *id
     }
     if (e >= 0) {
         what = "identity";
-        const cn_identity_opts_t io = { .data_dir = data_dir, .key_file = identity_key };
+        const cn_identity_opts_t io = { .data_dir = data_dir,
+                                        .key_file = identity_key,
+                                        .prev_files = identity_prev };
         e = cn_identity_open_opts(svc->meta, &io, &svc->identity);
     }
     if (e >= 0)

@@ -1,5 +1,6 @@
-/* Console API: blob namespaces — the namespaces the caller is granted (all
- * of them for an admin) with their member counts, the stat of a digest in
+/* Console API: blob namespaces — the namespaces the caller is granted (for
+ * an admin: every namespace granted or holding members) with their member
+ * counts and bytes (the blobs service's usage totals), the stat of a digest in
  * one, and (admin) the namespace grants.  Every read is the blobs-service
  * call the blob operations make, with the session's principal, so the
  * namespace grants decide exactly as there; the grants are identity's.
@@ -12,8 +13,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define MEMBERS_MAX 1000000 /* members counted at most per namespace */
 
 /* Joins seg[1 .. nseg - tail) with '/' into ns; false after answering 400. */
 static bool ns_of(cn_console_call_t *c, size_t tail, char ns[CN_NAMESPACE_MAX + 1])
@@ -39,7 +38,8 @@ static bool ns_of(cn_console_call_t *c, size_t tail, char ns[CN_NAMESPACE_MAX + 
 }
 
 typedef struct ns_walk {
-    json_t *names; /* object used as a set: namespace → true */
+    json_t *names;   /* object used as a set: namespace → true */
+    json_t *figures; /* namespace → {"members", "bytes"} */
     const cn_principal_t *who;
     bool admin;
 } ns_walk_t;
@@ -52,51 +52,63 @@ static cn_err_t ns_one(void *arg, const cn_ns_grant_t *g)
     return CN_OK;
 }
 
-/* How many digests ns holds, when the caller may list them (-1 if not). */
-static int64_t ns_members(cn_console_call_t *c, const char *ns, cn_digest_t *page)
+/* cn_blobs_usage's callback: files ns's figures in w->figures (and, for an
+ * admin, ns among the names listed). */
+static cn_err_t usage_one(void *arg, const char *ns, int64_t members, int64_t bytes)
 {
-    cn_blobs_t *b = cn__console_cfg(c->con)->blobs;
-    cn_blobs_caller_t who = { .principal = c->who };
-    int64_t total = 0;
-    bool more = true;
-    while (more && total < MEMBERS_MAX) {
-        size_t n = 0;
-        cn_digest_t after = total ? page[CN_BLOBS_LIST_MAX - 1] : (cn_digest_t){ 0 };
-        if (cn_blobs_list(b, &who, ns, total ? &after : NULL, CN_BLOBS_LIST_MAX, page, &n, &more) !=
-            CN_OK)
-            return -1;
-        total += (int64_t)n;
-        if (more && n != CN_BLOBS_LIST_MAX)
-            break;
-    }
-    return total;
+    ns_walk_t *w = arg;
+    json_t *f = json_pack("{s:I,s:I}", "members", (json_int_t)members, "bytes", (json_int_t)bytes);
+    if (!f || json_object_set_new(w->figures, ns, f) != 0)
+        return -ENOMEM;
+    if (w->admin && json_object_set_new(w->names, ns, json_true()) != 0)
+        return -ENOMEM;
+    return CN_OK;
 }
 
-/* GET namespaces: {"namespaces":[{"name","members"}]}; members is omitted
- * where the caller may not list. */
+/* true when the caller may read ns (a one-digest page of it lists). */
+static bool ns_readable(cn_console_call_t *c, const char *ns)
+{
+    cn_blobs_caller_t who = { .principal = c->who };
+    cn_digest_t one;
+    size_t n = 0;
+    bool more = false;
+    return cn_blobs_list(cn__console_cfg(c->con)->blobs, &who, ns, NULL, 1, &one, &n, &more) ==
+           CN_OK;
+}
+
+/* GET namespaces: {"namespaces":[{"name","members","bytes"}]}: the
+ * namespaces the caller is granted and, for an admin, every namespace with
+ * members; members and bytes (exact, cn_blobs_usage) are omitted where the
+ * caller may not read. */
 static int namespaces_list(cn_console_call_t *c)
 {
+    cn_blobs_t *blobs = cn__console_cfg(c->con)->blobs;
     ns_walk_t w = { .names = json_object(),
+                    .figures = json_object(),
                     .who = c->who,
                     .admin = (c->who->perms & CN_PERM_ADMIN) != 0 };
-    cn_digest_t *page = malloc(CN_BLOBS_LIST_MAX * sizeof *page);
     json_t *arr = json_array();
-    cn_err_t e = w.names && page && arr ? CN_OK : -ENOMEM;
+    cn_err_t e = w.names && w.figures && arr ? CN_OK : -ENOMEM;
     if (e == CN_OK)
         e = cn_identity_grant_list(cn__console_cfg(c->con)->identity, NULL, ns_one, &w);
+    cn_blobs_caller_t who = { .principal = c->who };
+    if (e == CN_OK && blobs)
+        e = cn_blobs_usage(blobs, &who, usage_one, &w);
     const char *ns;
     json_t *v;
     json_object_foreach(e == CN_OK ? w.names : NULL, ns, v)
     {
         json_t *o = json_pack("{s:s}", "name", ns);
-        int64_t m = cn__console_cfg(c->con)->blobs ? ns_members(c, ns, page) : -1;
-        if (o && m >= 0)
-            json_object_set_new(o, "members", json_integer(m));
+        json_t *f = json_object_get(w.figures, ns);
+        if (o && f)
+            json_object_update(o, f);
+        else if (o && blobs && ns_readable(c, ns))
+            json_object_update_new(o, json_pack("{s:i,s:i}", "members", 0, "bytes", 0));
         if (cn__console_append(arr, o) < 0)
             e = -ENOMEM;
     }
-    free(page);
     json_decref(w.names);
+    json_decref(w.figures);
     return cn__console_list_answer(c, e, "namespaces", arr);
 }
 

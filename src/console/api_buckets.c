@@ -15,10 +15,6 @@
 #include <string.h>
 
 #define CN__MOD "console"
-/* Keys a bucket's object count and bytes are summed over at most: in the
- * list of buckets, and on one bucket's page. */
-#define USAGE_LIST_MAX 10000
-#define USAGE_DETAIL_MAX 100000
 #define ANY CN_OBJ_WHAT_ANY
 
 /* The rows where the console answers otherwise than the S3 face, looked up
@@ -97,38 +93,19 @@ static cn_err_t list_one(void *arg, const cn_bucket_info_t *b)
     return cn__console_append(arg, o);
 }
 
-/* Sets "objects" and "bytes" of doc from a ListObjects walk of bucket b
- * (s3:ListBucket, as the caller), when it holds at most max keys; the
- * service keeps no per-bucket totals, so a larger bucket (or a denied
- * listing) leaves both out rather than guessing. */
-static void bucket_usage(cn_console_call_t *c, const char *b, int64_t max, json_t *doc)
+/* Sets "objects", "versions" and "bytes" of doc from bucket b's usage
+ * totals (cn_objects_bucket_usage: exact, one read whatever the bucket's
+ * size); a denied read leaves them out. */
+static void bucket_usage(cn_console_call_t *c, const char *b, json_t *doc)
 {
-    cn_objects_list_args_t la = { .max_keys = CN_OBJECTS_LIST_MAX };
-    cn_objects_list_t l = { 0 };
-    char *after = NULL;
-    int64_t n = 0;
-    uint64_t bytes = 0;
-    cn_err_t e = CN_OK;
-    do {
-        cn_objects_req_t rq;
-        cn__console_orq(c, &rq);
-        la.start_after = after;
-        cn_objects_list_free(&l);
-        memset(&l, 0, sizeof l);
-        e = cn_objects_list(cn__console_cfg(c->con)->objects, &rq, b, &la, &l);
-        for (size_t i = 0; e == CN_OK && i < l.nentries; i++)
-            bytes += l.entries[i].size;
-        n += (int64_t)l.nentries;
-        free(after);
-        after =
-            e == CN_OK && l.is_truncated && l.next_start_after ? strdup(l.next_start_after) : NULL;
-    } while (e == CN_OK && after && n <= max);
-    cn_objects_list_free(&l);
-    free(after);
-    if (e == CN_OK && n <= max) {
-        json_object_set_new(doc, "objects", json_integer(n));
-        json_object_set_new(doc, "bytes", json_integer((json_int_t)bytes));
-    }
+    cn_objects_req_t rq;
+    cn__console_orq(c, &rq);
+    cn_objects_usage_t u;
+    if (cn_objects_bucket_usage(cn__console_cfg(c->con)->objects, &rq, b, &u) != CN_OK)
+        return;
+    json_object_set_new(doc, "objects", json_integer((json_int_t)u.objects));
+    json_object_set_new(doc, "versions", json_integer((json_int_t)u.versions));
+    json_object_set_new(doc, "bytes", json_integer((json_int_t)u.bytes));
 }
 
 /* GET buckets: the caller's buckets (s3:ListAllMyBuckets as on S3). */
@@ -151,12 +128,32 @@ static int buckets_list(cn_console_call_t *c)
     json_t *b;
     json_array_foreach(arr, i, b)
     {
-        bucket_usage(c, json_string_value(json_object_get(b, "name")), USAGE_LIST_MAX, b);
+        bucket_usage(c, json_string_value(json_object_get(b, "name")), b);
     }
     return cn__console_json(c, 200, json_pack("{s:o}", "buckets", arr));
 }
 
-/* POST buckets {"name"}: CreateBucket; a bucket the caller already owns is
+/* CreateBucket with object lock, as S3's x-amz-bucket-object-lock-enabled:
+ * versioning "Enabled" and S3's initial ObjectLockConfiguration, written
+ * with the bucket. */
+static cn_err_t create_locked(cn_objects_t *o, cn_objects_req_t *rq, const char *name,
+                              cn_bucket_info_t *info)
+{
+    cn_buf_t doc = { 0 };
+    cn_err_t e = cn_s3_conf_lock_initial(&doc);
+    if (e >= 0)
+        e = cn_buf_append(&doc, "", 1); /* the settings are NUL-terminated strings */
+    if (e >= 0) {
+        cn_objects_kv_t settings[] = { { "versioning", "Enabled" },
+                                       { CN_OBJECTS_LOCK_ATTR, (const char *)doc.data } };
+        e = cn_objects_bucket_create_with(o, rq, name, NULL, settings, 2, info);
+    }
+    cn_buf_free(&doc);
+    return e;
+}
+
+/* POST buckets {"name", "object_lock": BOOL}: CreateBucket (with object
+ * lock when asked); a bucket the caller already owns is
  * BucketAlreadyOwnedByYou, as on S3. */
 static int buckets_create(cn_console_call_t *c)
 {
@@ -169,7 +166,9 @@ static int buckets_create(cn_console_call_t *c)
     cn_objects_req_t rq;
     cn__console_orq(c, &rq);
     cn_bucket_info_t info;
-    cn_err_t e = cn_objects_bucket_create(o, &rq, name, NULL, &info);
+    json_t *lock = c->body ? json_object_get(c->body, "object_lock") : NULL;
+    cn_err_t e = json_is_true(lock) ? create_locked(o, &rq, name, &info)
+                                    : cn_objects_bucket_create(o, &rq, name, NULL, &info);
     if (e == CN_E_EXISTS) {
         char owner[CN_ACCOUNT_NAME_MAX + 1] = "";
         if (cn_objects_bucket_peek(o, name, owner, NULL, NULL, NULL) == CN_OK &&
@@ -225,7 +224,7 @@ static int bucket_get(cn_console_call_t *c)
                             "policy", bucket_policy(o, &rq2, b), "public",
                             info.visibility == CN_VIS_PUBLIC, "owner", info.owner);
     if (doc)
-        bucket_usage(c, b, USAGE_DETAIL_MAX, doc);
+        bucket_usage(c, b, doc);
     return cn__console_json(c, 200, doc);
 }
 
@@ -303,5 +302,14 @@ const cn_console_op_t cn__console_buckets_ops[] = {
     { CN_HTTP_PUT, "buckets/*/policy", policy_put, 0 },
     { CN_HTTP_DELETE, "buckets/*/policy", policy_delete, 0 },
     { CN_HTTP_PUT, "buckets/*/versioning", versioning_put, 0 },
+    { CN_HTTP_PUT, "buckets/*/visibility", cn__console_visibility_put, 0 },
+    { CN_HTTP_GET, "buckets/*/lifecycle", cn__console_conf_get, 0 },
+    { CN_HTTP_PUT, "buckets/*/lifecycle", cn__console_conf_put, 0 },
+    { CN_HTTP_DELETE, "buckets/*/lifecycle", cn__console_conf_delete, 0 },
+    { CN_HTTP_GET, "buckets/*/cors", cn__console_conf_get, 0 },
+    { CN_HTTP_PUT, "buckets/*/cors", cn__console_conf_put, 0 },
+    { CN_HTTP_DELETE, "buckets/*/cors", cn__console_conf_delete, 0 },
+    { CN_HTTP_GET, "buckets/*/object-lock", cn__console_conf_get, 0 },
+    { CN_HTTP_PUT, "buckets/*/object-lock", cn__console_conf_put, 0 },
     { 0, NULL, NULL, 0 },
 };

@@ -1,14 +1,16 @@
 /* Console API: Scribe repositories — list, info and usage, the change log
- * of the main branch (path filter, paging), one change with its
- * description journal and changed paths, tree pages at a change, one file's
- * bytes at a change (streamed chunk by chunk), branches, locks, workspaces.
+ * of a branch (main unless ?branch= names another; path filter, paging),
+ * one change with its description journal and changed paths, tree pages of
+ * one directory level at a change of a branch, one file's bytes at a change
+ * (streamed chunk by chunk), branches, locks, workspaces.
  *
  * An adapter only: each call is the repos-service read `cairn repo` and the
  * Scribe adapter make, with the session's principal, so the "scribe/<name>"
  * namespace grants decide exactly as there.  Fields the service does not
- * have are omitted, never invented.  A downloaded file is an attachment
- * under a sandbox CSP and nosniff: it never renders in the console's
- * origin. */
+ * have are omitted, never invented.  A downloaded file is stored bytes: it
+ * carries exactly the headers S3 GetObject gives stored bytes
+ * (`Content-Security-Policy: sandbox`, nosniff) and is an attachment, so it
+ * never renders in the console's origin. */
 #include "console_data.h"
 
 #include "cairn/crypto.h"
@@ -21,9 +23,10 @@
 #include <string.h>
 
 #define REPOS_LIST_MAX 4096
-#define LOG_DEFAULT 50
-#define TREE_PAGE 1000
-#define TREE_SCAN_PAGES 32 /* snapshot pages scanned for one level at most */
+#define LOG_DEFAULT 25                      /* changes of a log page when the call names no max */
+#define TREE_PAGE 1000                      /* entries of one tree answer */
+#define TREE_SCAN_PAGES 32                  /* snapshot reads for one tree answer at most */
+#define PAGE_ENV "CAIRN_CONSOLE_REPOS_PAGE" /* tests: smaller pages (page_knob) */
 #define OBJECT_READ_MAX (64u << 20)
 
 static cn_repos_t *repos_of(cn_console_call_t *c)
@@ -73,6 +76,33 @@ static bool repo_open(cn_console_call_t *c, cn_repos_req_t *rq, cn_repos_info_t 
         return false;
     }
     return true;
+}
+
+/* The branch ?branch= names (by its current name), else the repository's
+ * main branch, into b; false after answering (404 for an unknown name). */
+static bool branch_open(cn_console_call_t *c, cn_repos_req_t *rq, const cn_repos_info_t *info,
+                        cn_repos_branch_t *b)
+{
+    const char *name = cn__console_query(c, "branch");
+    bool named = name && *name;
+    cn_err_t e = cn_repos_branch_info(cn__console_cfg(c->con)->repos, rq, info->id,
+                                      named ? NULL : info->main_branch, named ? name : NULL,
+                                      named ? strlen(name) : 0, b);
+    if (e < 0) {
+        repos_fail(c, rq, e);
+        return false;
+    }
+    return true;
+}
+
+/* CAIRN_CONSOLE_REPOS_PAGE (tests; 1..1000, else 0 = unset): the default
+ * log page, the entries of a tree answer and the rows of one snapshot
+ * read, so paging is exercised with a few changes and files. */
+static uint32_t page_knob(void)
+{
+    const char *v = getenv(PAGE_ENV);
+    unsigned long n = v ? strtoul(v, NULL, 10) : 0;
+    return n >= 1 && n <= 1000 ? (uint32_t)n : 0;
 }
 
 /* An unsigned decimal query argument (dflt when absent); false after
@@ -137,6 +167,10 @@ static cn_err_t branch_one(void *ctx, const cn_repos_branch_t *b)
 {
     json_t *o = json_pack("{s:s,s:I,s:o}", "name", b->name, "head", (json_int_t)b->head, "created",
                           cn__console_time(b->created_ms));
+    if (o && !b->has_origin)
+        json_object_set_new(o, "main", json_true());
+    else if (o)
+        json_object_set_new(o, "origin_change", json_integer((json_int_t)b->origin_change));
     return cn__console_append(ctx, o);
 }
 
@@ -218,22 +252,25 @@ static cn_err_t log_one(void *ctx, const cn_repos_log_row_t *row)
     return cn__console_append(w->arr, o);
 }
 
-/* GET repos/R/changes?path=P&before=ID&max=N: the main branch's
- * first-parent log, newest first; next is the before of the next page. */
+/* GET repos/R/changes?branch=B&path=P&before=ID&max=N: the branch's
+ * first-parent log (what it inherited from its origins included), newest
+ * first; next is the before of the next page. */
 static int repo_changes(cn_console_call_t *c)
 {
     cn_repos_req_t rq;
     cn_repos_info_t info;
+    cn_repos_branch_t b;
     uint64_t before, max;
-    if (!repo_open(c, &rq, &info) || !arg_u64(c, "before", 0, &before) ||
-        !arg_u64(c, "max", LOG_DEFAULT, &max))
+    if (!repo_open(c, &rq, &info) || !branch_open(c, &rq, &info, &b) ||
+        !arg_u64(c, "before", 0, &before) ||
+        !arg_u64(c, "max", page_knob() ? page_knob() : LOG_DEFAULT, &max))
         return 0;
     if (max < 1 || max > 1000)
         return cn__console_error(c, 400, "BadRequest", "max must be 1..1000");
     const char *path = cn__console_query(c, "path");
     cn_repos_log_q_t q = { .has_before = before != 0, .before = before, .limit = (uint32_t)max };
     memcpy(q.repo, info.id, 16);
-    memcpy(q.branch, info.main_branch, 16);
+    memcpy(q.branch, b.id, 16);
     if (path && *path) {
         q.path = (const uint8_t *)path;
         q.path_len = strlen(path);
@@ -247,8 +284,9 @@ static int repo_changes(cn_console_call_t *c)
     }
     bool more = w.rows == q.limit && w.last > 1;
     return cn__console_json(c, 200,
-                            json_pack("{s:o,s:o}", "changes", w.arr, "next",
-                                      more ? json_integer((json_int_t)w.last) : json_null()));
+                            json_pack("{s:o,s:o,s:s}", "changes", w.arr, "next",
+                                      more ? json_integer((json_int_t)w.last) : json_null(),
+                                      "branch", b.name));
 }
 
 typedef struct sink {
@@ -326,13 +364,16 @@ static cn_err_t note_one(void *ctx, const cn_repos_note_t *n)
     return cn__console_append(ctx, o);
 }
 
-/* GET repos/R/changes/ID: the change's log row, its description journal
- * (the latest revision is the description) and its paths. */
+/* GET repos/R/changes/ID?branch=B: the change's log row (a change of the
+ * branch's first-parent history, inherited ones included; 404 otherwise),
+ * its description journal (the latest revision is the description) and its
+ * paths. */
 static int repo_change(cn_console_call_t *c)
 {
     cn_repos_req_t rq;
     cn_repos_info_t info;
-    if (!repo_open(c, &rq, &info))
+    cn_repos_branch_t b;
+    if (!repo_open(c, &rq, &info) || !branch_open(c, &rq, &info, &b))
         return 0;
     char *end = NULL;
     unsigned long long id = strtoull(c->seg[3], &end, 10);
@@ -341,12 +382,14 @@ static int repo_change(cn_console_call_t *c)
     cn_repos_t *r = cn__console_cfg(c->con)->repos;
     cn_repos_log_q_t q = { .has_before = true, .before = id + 1, .limit = 1 };
     memcpy(q.repo, info.id, 16);
-    memcpy(q.branch, info.main_branch, 16);
+    memcpy(q.branch, b.id, 16);
     log_walk_t w = { .arr = json_array() };
     cn_err_t e = w.arr ? cn_repos_log(r, &rq, &q, log_one, &w) : -ENOMEM;
     json_t *doc = json_array_get(w.arr, 0);
-    if (e == CN_OK && (!doc || w.last != id))
-        e = CN_E_NOT_FOUND; /* not a change of the main branch */
+    if (e == CN_OK && (!doc || w.last != id)) {
+        json_decref(w.arr);
+        return cn__console_error(c, 404, "NotFound", "not a change of that branch");
+    }
     if (e < 0) {
         json_decref(w.arr);
         return repos_fail(c, &rq, e);
@@ -368,65 +411,169 @@ static int repo_change(cn_console_call_t *c)
     return cn__console_json(c, 200, doc);
 }
 
+/* One directory level from the snapshot's flat, ascending rows.  The rows
+ * of a directory "D" are contiguous (all of "D/" sorts together), so each
+ * entry is answered once: rows under the last answered directory are
+ * consumed silently, and where a read ends with a directory last, the next
+ * read starts past that directory's whole subtree (subtree_skip) rather
+ * than reading on.  An answer's token names its last entry, a directory
+ * with a trailing '/', so the next answer starts after that entry and its
+ * subtree: no entry repeats across answers, wherever the boundaries fall. */
 typedef struct tree_walk {
     json_t *arr;
-    const char *prefix;
-    size_t plen;
-    char last_dir[CN_REPOS_MAX_PATH + 1];
-    size_t n;
-    bool full;
-    cn_buf_t cursor; /* the last row consumed */
+    size_t plen;     /* the listed directory's length (0: the root) */
+    size_t page;     /* entries of one answer */
+    size_t n;        /* entries answered */
+    bool full;       /* a further entry was seen */
+    bool last_dir;   /* the last entry is a directory */
+    cn_buf_t last;   /* the last entry's full path */
+    cn_buf_t cursor; /* exclusive: where the next read starts */
 } tree_walk_t;
+
+static bool under_last(const tree_walk_t *w, const uint8_t *p, size_t n)
+{
+    return w->last_dir && n > w->last.len && p[w->last.len] == '/' &&
+           memcmp(p, w->last.data, w->last.len) == 0;
+}
+
+static json_t *tree_entry(const cn_repos_tree_row_t *row, const char *rel, size_t rl, bool dir)
+{
+    if (dir)
+        return json_pack("{s:s%,s:s}", "name", rel, rl, "type", "dir");
+    char hex[CN_DIGEST_HEX_LEN + 1];
+    cn_digest_hex(&row->manifest, hex);
+    return json_pack("{s:s%,s:s,s:I,s:s,s:s,s:I}", "name", rel, rl, "type", "file", "size",
+                     (json_int_t)row->size, "mode",
+                     row->mode == CN_REPOS_MODE_EXEC ? "exec" : "file", "manifest", hex, "change",
+                     (json_int_t)row->last_change);
+}
 
 static cn_err_t tree_one(void *ctx, const cn_repos_tree_row_t *row)
 {
     tree_walk_t *w = ctx;
     const char *p = (const char *)row->path;
     size_t n = row->path_len, skip = w->plen ? w->plen + 1 : 0;
-    if (n <= skip)
-        skip = 0; /* the prefix itself is a file: name it whole */
-    const char *rel = p + skip, *slash = memchr(rel, '/', n - skip);
-    size_t rl = slash ? (size_t)(slash - rel) : n - skip;
-    bool dup = slash && strlen(w->last_dir) == rl && memcmp(w->last_dir, rel, rl) == 0;
-    if (!dup && w->n == TREE_PAGE) {
+    if (under_last(w, row->path, n)) {
+        cn_buf_reset(&w->cursor);
+        return cn_buf_append(&w->cursor, p, n);
+    }
+    if (w->n == w->page) {
         w->full = true;
         return 1; /* the page is full: stop before a new entry */
     }
+    bool whole = n <= skip; /* the prefix itself is a file: name it whole */
+    if (whole)
+        skip = 0;
+    const char *rel = p + skip, *slash = whole ? NULL : memchr(rel, '/', n - skip);
+    size_t rl = slash ? (size_t)(slash - rel) : n - skip;
     cn_buf_reset(&w->cursor);
-    if (cn_buf_append(&w->cursor, p, n) < 0)
-        return -ENOMEM;
-    if (dup)
-        return CN_OK;
-    json_t *o;
-    if (slash) {
-        memcpy(w->last_dir, rel, rl);
-        w->last_dir[rl] = 0;
-        o = json_pack("{s:s%,s:s}", "name", rel, rl, "type", "dir");
-    } else {
-        char hex[CN_DIGEST_HEX_LEN + 1];
-        cn_digest_hex(&row->manifest, hex);
-        o = json_pack("{s:s%,s:s,s:I,s:s,s:s,s:I}", "name", rel, rl, "type", "file", "size",
-                      (json_int_t)row->size, "mode",
-                      row->mode == CN_REPOS_MODE_EXEC ? "exec" : "file", "manifest", hex, "change",
-                      (json_int_t)row->last_change);
-    }
+    cn_buf_reset(&w->last);
+    cn_err_t e = cn_buf_append(&w->cursor, p, n);
+    if (e == CN_OK)
+        e = cn_buf_append(&w->last, p, skip + rl);
+    if (e < 0)
+        return e;
+    w->last_dir = slash != NULL;
     w->n++;
-    return cn__console_append(w->arr, o);
+    return cn__console_append(w->arr, tree_entry(row, rel, rl, slash != NULL));
 }
 
-/* The page query of the main branch at ?change= (default: the head). */
-static bool page_query(cn_console_call_t *c, const cn_repos_info_t *info, cn_repos_page_q_t *q)
+/* The probe of subtree_skip: the row of exactly its path is an entry of
+ * the level, answered as any other. */
+typedef struct tree_probe {
+    tree_walk_t *w;
+    const cn_buf_t *path;
+} tree_probe_t;
+
+static cn_err_t probe_one(void *ctx, const cn_repos_tree_row_t *row)
+{
+    tree_probe_t *pr = ctx;
+    if (row->path_len != pr->path->len || memcmp(row->path, pr->path->data, row->path_len) != 0)
+        return 1;
+    cn_err_t e = tree_one(pr->w, row);
+    return e < 0 ? e : 1;
+}
+
+/* Moves the cursor past the subtree of the last entry, a directory "D":
+ * every path under "D/" sorts before "D0" ('0' follows '/') and none sorts
+ * between them, so the next read starts after "D0" (the cursor is
+ * exclusive), and "D0" itself is looked up first and answered when it is a
+ * file.  Reads the snapshot of base once. */
+static cn_err_t subtree_skip(cn_console_call_t *c, cn_repos_req_t *rq,
+                             const cn_repos_page_q_t *base, tree_walk_t *w)
+{
+    cn_buf_t succ = { 0 };
+    cn_err_t e = cn_buf_append(&succ, w->last.data, w->last.len);
+    if (e == CN_OK)
+        e = cn_buf_append(&succ, "0", 1);
+    if (e == CN_OK) {
+        cn_repos_page_q_t q = *base;
+        q.prefix = succ.data;
+        q.prefix_len = succ.len;
+        q.after = NULL;
+        q.after_len = 0;
+        q.limit = 1;
+        tree_probe_t pr = { w, &succ };
+        bool more;
+        cn_digest_t cr, rr;
+        e = cn_repos_tree_page(cn__console_cfg(c->con)->repos, rq, &q, probe_one, &pr, &more, &cr,
+                               &rr);
+        if (e == 1)
+            e = CN_OK;
+    }
+    if (e == CN_OK && !w->full) {
+        cn_buf_reset(&w->cursor);
+        e = cn_buf_append(&w->cursor, succ.data, succ.len);
+    }
+    cn_buf_free(&succ);
+    return e;
+}
+
+/* Entries per tree answer and rows per snapshot read: TREE_PAGE and the
+ * service's page, or both page_knob() when it is set. */
+static void tree_sizes(size_t *page, uint32_t *rows)
+{
+    uint32_t n = page_knob();
+    *page = n ? n : TREE_PAGE;
+    *rows = n ? n : CN_REPOS_PAGE_MAX;
+}
+
+/* The walk resumed at ?token= (a canonical path, "/"-terminated for a
+ * directory); false after answering 400. */
+static bool tree_resume(cn_console_call_t *c, tree_walk_t *w)
+{
+    const char *tok = cn__console_query(c, "token");
+    size_t n = tok ? strlen(tok) : 0;
+    if (!n)
+        return true;
+    bool dir = tok[n - 1] == '/';
+    n -= dir;
+    if (cn_repos_path_check((const uint8_t *)tok, n) < 0) {
+        cn__console_error(c, 400, "BadRequest", "a malformed page token");
+        return false;
+    }
+    w->last_dir = dir;
+    if (cn_buf_append(dir ? &w->last : &w->cursor, tok, n) < 0) {
+        cn__console_err(c, -ENOMEM);
+        return false;
+    }
+    return true;
+}
+
+/* The page query of the branch at ?change= (default: the branch's head). */
+static bool page_query(cn_console_call_t *c, const cn_repos_info_t *info,
+                       const cn_repos_branch_t *b, cn_repos_page_q_t *q)
 {
     uint64_t change;
-    if (!arg_u64(c, "change", info->head, &change))
+    if (!arg_u64(c, "change", b->head, &change))
         return false;
-    if (change > info->head) {
-        cn__console_error(c, 404, "NotFound", "no such change");
+    if (change > b->head) {
+        cn__console_error(c, 404, "NotFound", "no such change on that branch");
         return false;
     }
     memset(q, 0, sizeof *q);
     memcpy(q->repo, info->id, 16);
-    memcpy(q->branch, info->main_branch, 16);
+    memcpy(q->branch, b->id, 16);
     q->change = change;
     const char *path = cn__console_query(c, "path");
     q->prefix = (const uint8_t *)(path ? path : "");
@@ -434,23 +581,52 @@ static bool page_query(cn_console_call_t *c, const cn_repos_info_t *info, cn_rep
     return true;
 }
 
-/* GET repos/R/tree?change=ID&path=DIR&token=T: one level of the snapshot
- * under DIR, files and directories, ascending, TREE_PAGE at most. */
+/* The answer's next token: the last entry, "/"-terminated for a directory,
+ * when another may follow; else null. */
+static json_t *tree_next(const tree_walk_t *w, bool more)
+{
+    if (!(w->full || more) || !w->last.len)
+        return json_null();
+    cn_buf_t t = { 0 };
+    json_t *s = NULL;
+    if (cn_buf_append(&t, w->last.data, w->last.len) == CN_OK &&
+        (!w->last_dir || cn_buf_append(&t, "/", 1) == CN_OK))
+        s = json_stringn((const char *)t.data, t.len);
+    cn_buf_free(&t);
+    return s;
+}
+
+/* GET repos/R/tree?branch=B&change=ID&path=DIR&token=T: one level of the
+ * branch's snapshot under DIR, files and directories, ascending, at most
+ * TREE_PAGE; next is the token of the next page, each entry answered once
+ * across the pages. */
 static int repo_tree(cn_console_call_t *c)
 {
     cn_repos_req_t rq;
     cn_repos_info_t info;
+    cn_repos_branch_t b;
     cn_repos_page_q_t q;
-    if (!repo_open(c, &rq, &info) || !page_query(c, &info, &q))
+    if (!repo_open(c, &rq, &info) || !branch_open(c, &rq, &info, &b) ||
+        !page_query(c, &info, &b, &q))
         return 0;
-    const char *tok = cn__console_query(c, "token");
-    tree_walk_t w = { .arr = json_array(), .prefix = (const char *)q.prefix, .plen = q.prefix_len };
+    uint32_t rows;
+    tree_walk_t w = { .arr = json_array(), .plen = q.prefix_len };
+    tree_sizes(&w.page, &rows);
     cn_err_t e = w.arr ? CN_OK : -ENOMEM;
-    if (e == CN_OK && tok && *tok)
-        e = cn_buf_append(&w.cursor, tok, strlen(tok));
+    if (e == CN_OK && !tree_resume(c, &w)) {
+        json_decref(w.arr);
+        cn_buf_free(&w.last);
+        cn_buf_free(&w.cursor);
+        return 0;
+    }
     bool more = true;
     for (int i = 0; e == CN_OK && more && !w.full && i < TREE_SCAN_PAGES; i++) {
-        q.limit = CN_REPOS_PAGE_MAX;
+        /* a read that ended inside the last directory (or a directory's
+         * token) goes on past its subtree */
+        bool inside = !w.cursor.len || under_last(&w, w.cursor.data, w.cursor.len);
+        if (w.last_dir && inside && ((e = subtree_skip(c, &rq, &q, &w)) < 0 || w.full))
+            break;
+        q.limit = rows;
         q.after = w.cursor.len ? w.cursor.data : NULL;
         q.after_len = w.cursor.len;
         cn_digest_t cr, rr;
@@ -459,18 +635,16 @@ static int repo_tree(cn_console_call_t *c)
         if (e == 1)
             e = CN_OK;
     }
-    json_t *next = (w.full || more) && w.cursor.len
-                       ? json_stringn((const char *)w.cursor.data, w.cursor.len)
-                       : json_null();
+    json_t *next = e == CN_OK ? tree_next(&w, more) : NULL;
+    cn_buf_free(&w.last);
     cn_buf_free(&w.cursor);
-    if (e < 0) {
+    if (e < 0 || !next) {
         json_decref(w.arr);
-        json_decref(next);
-        return repos_fail(c, &rq, e);
+        return repos_fail(c, &rq, e < 0 ? e : -ENOMEM);
     }
-    return cn__console_json(
-        c, 200,
-        json_pack("{s:o,s:o,s:I}", "entries", w.arr, "next", next, "change", (json_int_t)q.change));
+    return cn__console_json(c, 200,
+                            json_pack("{s:o,s:o,s:I,s:s}", "entries", w.arr, "next", next, "change",
+                                      (json_int_t)q.change, "branch", b.name));
 }
 
 /* A file being streamed: the manifest's chunks, read one by one. */
@@ -513,6 +687,22 @@ static void file_done(void *ctx)
     cn_buf_free(&f->manifest);
     explicit_bzero(&f->who, sizeof f->who);
     free(f);
+}
+
+/* The headers of stored bytes, one rule for every face of the HTTP
+ * listener (docs/console.md): exactly what S3 GetObject sends them,
+ * `Content-Security-Policy: sandbox` and nosniff (not the console's page
+ * policy: the bytes are not the console's), the console's referrer and
+ * opener policies, and no-store. */
+static void stored_headers(cn_http_req_t *req)
+{
+    static const char *const h[][2] = {
+        { "Content-Security-Policy", "sandbox" }, { "X-Content-Type-Options", "nosniff" },
+        { "Referrer-Policy", "no-referrer" },     { "Cross-Origin-Opener-Policy", "same-origin" },
+        { "Cache-Control", "no-store" },
+    };
+    for (size_t i = 0; i < sizeof h / sizeof h[0]; i++)
+        (void)cn_http_resp_header(req, h[i][0], h[i][1]);
 }
 
 /* Content-Disposition: attachment with the path's last component. */
@@ -558,13 +748,16 @@ static cn_err_t find_one(void *ctx, const cn_repos_tree_row_t *row)
     return 1;
 }
 
-/* GET repos/R/file?change=ID&path=P: the file's bytes at the change. */
+/* GET repos/R/file?branch=B&change=ID&path=P: the file's bytes at the
+ * change of the branch, with the stored-bytes headers (stored_headers). */
 static int repo_file(cn_console_call_t *c)
 {
     cn_repos_req_t rq;
     cn_repos_info_t info;
+    cn_repos_branch_t b;
     cn_repos_page_q_t q;
-    if (!repo_open(c, &rq, &info) || !page_query(c, &info, &q))
+    if (!repo_open(c, &rq, &info) || !branch_open(c, &rq, &info, &b) ||
+        !page_query(c, &info, &b, &q))
         return 0;
     if (!q.prefix_len)
         return cn__console_error(c, 400, "BadRequest", "path is required");
@@ -595,9 +788,7 @@ static int repo_file(cn_console_call_t *c)
             return cn__console_error(c, 404, "NotFound", "no such file at that change");
         return repos_fail(c, &rq, e);
     }
-    (void)cn__console_headers(c->req);
-    (void)cn_http_resp_header(c->req, "Content-Security-Policy", "sandbox; default-src 'none'");
-    (void)cn_http_resp_header(c->req, "Cache-Control", "no-store");
+    stored_headers(c->req);
     disposition(c, (const char *)q.prefix);
     return cn_http_respond_push(c->req, 200, "application/octet-stream", f->m.size, file_fill,
                                 file_done, f) < 0

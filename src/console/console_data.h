@@ -34,6 +34,14 @@ json_t *cn__console_time(int64_t unix_ms);
  * string. */
 const char *cn__console_body_str(const cn_console_call_t *c, const char *name);
 
+/* api_bucket_config.c: PUT buckets/B/visibility; GET / PUT / DELETE
+ * buckets/B/lifecycle and buckets/B/cors; GET / PUT buckets/B/object-lock
+ * (the configuration kind is the call's third segment; docs/console.md). */
+int cn__console_visibility_put(cn_console_call_t *c);
+int cn__console_conf_get(cn_console_call_t *c);
+int cn__console_conf_put(cn_console_call_t *c);
+int cn__console_conf_delete(cn_console_call_t *c);
+
 /* presign.c: POST buckets/B/presign, uploads, uploads/complete,
  * uploads/abort (see docs/console.md). */
 int cn__console_presign(cn_console_call_t *c);

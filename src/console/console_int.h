@@ -102,9 +102,16 @@ typedef struct cn__console_sess cn__console_sess_t;
  * console_sessions migration. */
 cn_err_t cn__console_sess_new(cn_console_t *con, cn__console_sess_t **out);
 void cn__console_sess_free(cn__console_sess_t *s);
+#define CN__CONSOLE_FAIL_KEY_MAX 52 /* INET6_ADDRSTRLEN + "/64" */
+/* The failed-login limiter's source for client address ip (as
+ * cn_http_req_client_ip gives it) into key: an IPv4 address as itself (an
+ * IPv4-mapped IPv6 one too), an IPv6 address as its /64 ("2001:db8::/64"),
+ * anything else copied (truncated).  Never fails. */
+void cn__console_fail_key(const char *ip, char key[CN__CONSOLE_FAIL_KEY_MAX]);
 /* POST session: checks body's "token" in constant time through identity,
- * 429 past 5 failures a minute from one source, else makes the row and
- * answers the session document with its cookie.  Responds. */
+ * 429 past 5 failures a minute from one source (cn__console_fail_key), else
+ * makes the row and answers the session document with its cookie.
+ * Responds. */
 void cn__console_login(cn__console_sess_t *s, cn_http_req_t *req, const json_t *body);
 /* The session of req's cookie: CN_OK with *who (the token's current
  * principal) and sid (CN__CONSOLE_SID_HEX + 1 bytes) filled; CN_E_AUTH
@@ -123,5 +130,10 @@ void cn__console_session_call(cn__console_sess_t *s, cn_http_req_t *req, const c
 json_t *cn__console_sessions_list(cn_console_t *con, cn_err_t *err);
 /* Ends the session whose hex id is id: 0, CN_E_NOT_FOUND, or a meta error. */
 cn_err_t cn__console_session_end(cn_console_t *con, const char *id);
+#define CN__CONSOLE_COOKIE_MAX 96
+/* The request's session cookie as a Cookie header value ("NAME=HEX") into
+ * out, for a call a fleet peer answers with the caller's own session (GET
+ * metrics?node=); false when req carries none.  The caller wipes out. */
+bool cn__console_session_cookie(cn_http_req_t *req, char out[CN__CONSOLE_COOKIE_MAX]);
 
 #endif

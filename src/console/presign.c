@@ -15,6 +15,7 @@
  * presign_host). */
 #include "console_data.h"
 
+#include "cairn/s3.h"
 #include "cairn/sigv4.h"
 
 #include <errno.h>
@@ -250,7 +251,9 @@ int cn__console_upload_complete(cn_console_call_t *c)
     if (complete_parts(c, c->body ? json_object_get(c->body, "parts") : NULL, &nums, &etags, &n)) {
         cn_objects_req_t rq;
         cn__console_orq(c, &rq);
-        cn_objects_put_args_t args = { .answer_repeat = true };
+        uint64_t min = cn__console_cfg(c->con)->min_part_size;
+        cn_objects_put_args_t args = { .answer_repeat = true,
+                                       .min_part_size = min ? min : CN_S3_MIN_PART_SIZE };
         cn_objects_put_result_t res;
         cn_err_t e = cn_objects_mpu_complete(cn__console_cfg(c->con)->objects, &rq, b, key, id,
                                              nums, etags, n, &args, &res);

@@ -8,10 +8,9 @@
  * The sampler renders the registry's text every interval and parses the
  * few families it reads, and reads the pool queues' depths
  * (cn_net_queued); nothing here touches a hot path.  Store figures are
- * what the store wrote per interval, not totals: neither the store nor the
- * metadata answers a store-wide blob count or byte sum (blobs are files or
- * pack entries; only packed ones are indexed), and a walk of the data
- * directory is not a 5 s sampler's cost.  The ring is
+ * what the store wrote per interval, plus the store's running totals (the
+ * gauges cairn_store_blobs and cairn_store_bytes, kept exact by the store:
+ * src/store/usage.c) as values at each sample's end.  The ring is
  * process-wide, as the registry it samples is: consoles share it (started
  * by the first cn__console_ring_start, stopped with the last
  * cn__console_ring_stop), so two consoles of one process never count the
@@ -49,6 +48,7 @@ typedef struct snap {
     int nle;
     uint64_t bytes_in, bytes_out, store_bytes, store_blobs, swept;
     int64_t conns;
+    int64_t held_blobs, held_bytes; /* the store's totals (gauges); -1: not reported */
     uint64_t queued[CN_POOL_COUNT];
 } snap_t;
 
@@ -63,6 +63,7 @@ typedef struct sample {
     double p50_ms, p99_ms; /* -1: no request */
     uint64_t bytes_in, bytes_out, store_bytes, store_blobs, swept;
     int64_t conns;
+    int64_t held_blobs, held_bytes; /* the store's totals at its end; -1: none */
     uint64_t queued[CN_POOL_COUNT]; /* at its end */
 } sample_t;
 
@@ -185,12 +186,17 @@ static void snap_line(snap_t *s, const char *line, size_t len)
         s->store_blobs += u;
     else if (IS("cairn_store_sweep_freed_bytes_total"))
         s->swept += u;
+    else if (IS("cairn_store_blobs"))
+        s->held_blobs = (int64_t)v;
+    else if (IS("cairn_store_bytes"))
+        s->held_bytes = (int64_t)v;
 #undef IS
 }
 
 static cn_err_t snap_take(snap_t *s)
 {
     memset(s, 0, sizeof *s);
+    s->held_blobs = s->held_bytes = -1;
     cn_buf_t b = { 0 };
     cn_err_t e = cn_metrics_render(NULL, &b);
     for (size_t off = 0; e == CN_OK && off < b.len;) {
@@ -275,6 +281,8 @@ static void sample_make(const snap_t *a, const snap_t *b, sample_t *s)
     s->store_blobs = sub(b->store_blobs, a->store_blobs);
     s->swept = sub(b->swept, a->swept);
     s->conns = b->conns;
+    s->held_blobs = b->held_blobs;
+    s->held_bytes = b->held_bytes;
     memcpy(s->queued, b->queued, sizeof s->queued);
 }
 
@@ -382,12 +390,14 @@ static json_t *sample_json(const sample_t *s)
     for (int p = 0; queues && p < CN_POOL_COUNT; p++)
         json_object_set_new(queues, cn_net_pool_name(p), json_integer((json_int_t)s->queued[p]));
     return json_pack(
-        "{s:I,s:o*,s:I,s:I,s:o,s:o,s:I,s:o*,s:I,s:I,s:I}", "t", (json_int_t)s->t, "requests", req,
-        "bytes_in", (json_int_t)s->bytes_in, "bytes_out", (json_int_t)s->bytes_out, "p50_ms",
-        s->p50_ms < 0 ? json_null() : json_real(s->p50_ms), "p99_ms",
+        "{s:I,s:o*,s:I,s:I,s:o,s:o,s:I,s:o*,s:I,s:I,s:I,s:o,s:o}", "t", (json_int_t)s->t,
+        "requests", req, "bytes_in", (json_int_t)s->bytes_in, "bytes_out", (json_int_t)s->bytes_out,
+        "p50_ms", s->p50_ms < 0 ? json_null() : json_real(s->p50_ms), "p99_ms",
         s->p99_ms < 0 ? json_null() : json_real(s->p99_ms), "connections", (json_int_t)s->conns,
         "queues", queues, "store_bytes", (json_int_t)s->store_bytes, "store_blobs",
-        (json_int_t)s->store_blobs, "swept_bytes", (json_int_t)s->swept);
+        (json_int_t)s->store_blobs, "swept_bytes", (json_int_t)s->swept, "stored_blobs",
+        s->held_blobs < 0 ? json_null() : json_integer((json_int_t)s->held_blobs), "stored_bytes",
+        s->held_bytes < 0 ? json_null() : json_integer((json_int_t)s->held_bytes));
 }
 
 json_t *cn__console_ring_samples(cn_console_t *con)

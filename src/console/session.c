@@ -5,14 +5,19 @@
  * token through identity's token-state cache, which every change made
  * through identity invalidates, so a revoked or expired token or a disabled
  * account ends the session at its next request; idle and absolute timeouts
- * end it too.  Failed logins are limited per source in memory.  This file
- * never logs a cookie or a secret and never writes SQL (src/meta/sql). */
+ * end it too.  (Identity itself deletes the rows of a token it revokes or
+ * an account it disables, in the same transaction: enabling the account
+ * again never revives a session.)  Failed logins are limited in memory per
+ * source: the client address, an IPv6 one by its /64.  This file never logs
+ * a cookie or a secret and never writes SQL (src/meta/sql). */
 #include "console_int.h"
 #include "meta/sql/console.h"
+#include "cairn/authz.h"
 #include "cairn/crypto.h"
 #include "cairn/meta.h"
 #include "cairn/util.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -27,6 +32,7 @@
 #define FAIL_SOURCES 1024          /* sources remembered */
 #define TOUCH_EVERY_MS (30 * 1000) /* last_seen written at most this often */
 #define SOURCE_MAX 64
+_Static_assert(CN__CONSOLE_FAIL_KEY_MAX <= SOURCE_MAX, "a limiter key fits a fail entry");
 
 typedef struct fail_entry {
     char source[SOURCE_MAX];
@@ -86,6 +92,22 @@ void cn__console_sess_free(cn__console_sess_t *s)
 }
 
 /* ---- failed logins ------------------------------------------------------------------ */
+
+void cn__console_fail_key(const char *ip, char key[CN__CONSOLE_FAIL_KEY_MAX])
+{
+    cn_authz_ip_t a;
+    if (!ip || cn_authz_ip_parse(ip, &a) < 0) {
+        snprintf(key, CN__CONSOLE_FAIL_KEY_MAX, "%s", ip ? ip : "");
+        return;
+    }
+    if (a.family == 4) {
+        inet_ntop(AF_INET, a.addr, key, CN__CONSOLE_FAIL_KEY_MAX);
+        return;
+    }
+    memset(a.addr + 8, 0, 8); /* one site's /64 is one source */
+    inet_ntop(AF_INET6, a.addr, key, CN__CONSOLE_FAIL_KEY_MAX - 3);
+    strcat(key, "/64");
+}
 
 /* The entry of source, or a fresh one (the least recently failed replaced)
  * when create; NULL otherwise.  Under s->mu. */
@@ -265,6 +287,16 @@ static void sid_of(const char *cookie, char sid[CN__CONSOLE_SID_HEX + 1])
 
 /* ---- login, check, session calls ------------------------------------------------------ */
 
+bool cn__console_session_cookie(cn_http_req_t *req, char out[CN__CONSOLE_COOKIE_MAX])
+{
+    char v[COOKIE_HEX + 1];
+    bool ok = cookie_get(req, v);
+    if (ok)
+        snprintf(out, CN__CONSOLE_COOKIE_MAX, COOKIE_NAME "=%s", v);
+    explicit_bzero(v, sizeof v);
+    return ok;
+}
+
 /* Makes the row of a checked principal p and answers with the cookie. */
 static void login_ok(cn__console_sess_t *s, cn_http_req_t *req, const cn_principal_t *p,
                      const char *source, int64_t now)
@@ -294,8 +326,10 @@ static void login_ok(cn__console_sess_t *s, cn_http_req_t *req, const cn_princip
 void cn__console_login(cn__console_sess_t *s, cn_http_req_t *req, const json_t *body)
 {
     const char *source = cn_http_req_client_ip(req);
+    char key[CN__CONSOLE_FAIL_KEY_MAX];
+    cn__console_fail_key(source, key);
     int64_t now = cn_wall_ms();
-    int64_t wait = fail_blocked(s, source, now);
+    int64_t wait = fail_blocked(s, key, now);
     if (wait > 0) {
         char ra[24];
         snprintf(ra, sizeof ra, "%lld", (long long)wait);
@@ -314,12 +348,12 @@ void cn__console_login(cn__console_sess_t *s, cn_http_req_t *req, const json_t *
     cn_err_t e =
         cn_identity_authenticate(s->id, json_string_value(tok), json_string_length(tok), &p);
     if (e == CN_E_AUTH) {
-        fail_note(s, source, now, false);
+        fail_note(s, key, now, false);
         cn__console_respond_error(req, 401, "Unauthorized", "the token is not valid");
     } else if (e < 0)
         cn__console_respond_error(req, 500, "InternalError", cn_strerror(e));
     else {
-        fail_note(s, source, now, true);
+        fail_note(s, key, now, true);
         login_ok(s, req, &p, source, now);
     }
     explicit_bzero(&p, sizeof p);

@@ -2,6 +2,7 @@
 #include "cairn/crypto.h"
 
 #include <blake3.h>
+#include <openssl/crypto.h>
 #include <string.h>
 
 _Static_assert(sizeof(blake3_hasher) <= sizeof(((cn_blake3_t *)0)->opaque),
@@ -29,6 +30,19 @@ void cn_blake3(const void *p, size_t n, cn_digest_t *out)
     cn_blake3_init(&h);
     cn_blake3_update(&h, p, n);
     cn_blake3_final(&h, out);
+}
+
+void cn_blake3_keyed(const uint8_t key[CN_DIGEST_LEN], const void *p, size_t n, cn_digest_t *out)
+{
+    blake3_hasher h;
+    blake3_hasher_init_keyed(&h, key);
+    blake3_hasher_update(&h, p, n);
+    blake3_hasher_finalize(&h, out->b, CN_DIGEST_LEN);
+    /* The chunk state holds the last block of input; the stack of chaining
+     * values, only past a chunk (1 KiB). */
+    OPENSSL_cleanse(&h.chunk, sizeof h.chunk);
+    if (n > BLAKE3_CHUNK_LEN)
+        OPENSSL_cleanse(&h, sizeof h);
 }
 
 const char *cn_blake3_backend(void)

@@ -140,6 +140,20 @@ void cn_sha256_final(cn_sha256_t *h, uint8_t out[CN_DIGEST_LEN])
     EVP_MD_CTX_free((EVP_MD_CTX *)h);
 }
 
+cn_err_t cn_sha256_copy(const cn_sha256_t *h, cn_sha256_t **out)
+{
+    *out = NULL;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (!ctx)
+        return -ENOMEM;
+    if (EVP_MD_CTX_copy_ex(ctx, (const EVP_MD_CTX *)h) != 1) {
+        EVP_MD_CTX_free(ctx);
+        return -ENOMEM;
+    }
+    *out = (cn_sha256_t *)ctx;
+    return CN_OK;
+}
+
 void cn_sha256_free(cn_sha256_t *h)
 {
     EVP_MD_CTX_free((EVP_MD_CTX *)h);

@@ -68,8 +68,11 @@ void cn__auth_decide(cn_http_req_t *r)
         id[colon - tok] = 0;
         int rc = s->cfg.bearer_check(s->cfg.bearer_ctx, id, colon + 1);
         if (rc != 0) {
+            /* A store that is down or contended is a retryable 503. */
+            bool down = rc == CN_E_UNAVAILABLE || rc == CN_E_DB_LOCKED || rc == CN_E_BUSY;
             r->auth_err = rc == CN_E_NOT_FOUND                     ? CN_S3E_INVALID_ACCESS_KEY_ID
                           : (rc == CN_E_AUTH || rc == CN_E_DENIED) ? CN_S3E_ACCESS_DENIED
+                          : down                                   ? CN_S3E_SERVICE_UNAVAILABLE
                                                                    : CN_S3E_INTERNAL_ERROR;
             snprintf(r->auth_detail, sizeof r->auth_detail, "the bearer token was refused");
             return;
@@ -123,7 +126,8 @@ void cn__auth_decide(cn_http_req_t *r)
     if (err == CN_E_AUTH) {
         r->auth_err = r->sig.s3err;
         snprintf(r->auth_detail, sizeof r->auth_detail, "%s", r->sig.detail);
-        atomic_fetch_add(&s->auth_failures, 1);
+        if (r->auth_err != CN_S3E_SERVICE_UNAVAILABLE) /* an outage, not a bad signature */
+            atomic_fetch_add(&s->auth_failures, 1);
         return;
     }
     if (err) {

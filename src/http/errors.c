@@ -1,6 +1,9 @@
 /* S3 error codes, their HTTP statuses and the S3 XML error document
- * (include/cairn/http.h).  One table: every adapter error reaches the wire
- * through it. */
+ * (include/cairn/http.h): every S3 code reaches the wire through this one
+ * table of codes.  cn_s3_err_from_cn is the framework's generic map of a cn
+ * error class, for its own failures and for a route without err_of; an
+ * adapter's failures map through the adapter's own table (the route's
+ * err_of), never through this one. */
 #include "cairn/http.h"
 
 #include <errno.h>
@@ -61,6 +64,7 @@ cn_s3_err_t cn_s3_err_from_cn(cn_err_t err)
     case CN_E_NO_UPLOAD: return CN_S3E_NO_SUCH_UPLOAD;
     case CN_E_SHUTDOWN: return CN_S3E_SERVICE_UNAVAILABLE;
     case CN_E_DB_LOCKED: return CN_S3E_SERVICE_UNAVAILABLE;
+    case CN_E_UNAVAILABLE: return CN_S3E_SERVICE_UNAVAILABLE;
     case CN_E_PRECONDITION: return CN_S3E_PRECONDITION_FAILED;
     case CN_E_NOT_MODIFIED: return CN_S3E_NOT_MODIFIED;
     default: return CN_S3E_INTERNAL_ERROR;

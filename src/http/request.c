@@ -3,11 +3,58 @@
 
 #include <errno.h>
 #include <openssl/evp.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #define CN__MAX_QUERY_PARAMS 1024
+
+/* The query's pairs, decoded in request order into one allocation: the pair
+ * array, then each name and value NUL-terminated (decoding never lengthens,
+ * so the raw query's length plus two NULs a pair bounds the text).  One
+ * malloc per query instead of two a pair (a presigned GET carries six);
+ * cn__req_free frees r->q alone.  CN_E_INVALID for a bad escape or an encoded
+ * NUL. */
+static cn_err_t parse_query(cn_http_req_t *r)
+{
+    size_t qn = strlen(r->raw_query);
+    if (qn == 0)
+        return CN_OK;
+    size_t count = 1;
+    for (size_t i = 0; i < qn; i++)
+        count += r->raw_query[i] == '&';
+    if (count > CN__MAX_QUERY_PARAMS)
+        return CN_E_INVALID;
+    r->q = calloc(1, count * sizeof *r->q + qn + 2 * count);
+    if (!r->q)
+        return -ENOMEM;
+    char *o = (char *)(r->q + count);
+    const char *p = r->raw_query;
+    while (*p) {
+        size_t len = strcspn(p, "&");
+        if (len > 0) {
+            const char *eq = memchr(p, '=', len);
+            size_t nl = eq ? (size_t)(eq - p) : len;
+            long a = cn_http_pct_decode_to(o, p, nl);
+            long b = a >= 0 && eq ? cn_http_pct_decode_to(o + a + 1, eq + 1, len - nl - 1) : 0;
+            if (a < 0 || b < 0)
+                return CN_E_INVALID;
+            r->q[r->nq].name = o;
+            o[a] = 0;
+            o += a + 1;
+            r->q[r->nq].value = o;
+            o[b] = 0;
+            o += b + 1;
+            r->nq++;
+        }
+        p += len;
+        if (*p == '&')
+            p++;
+    }
+    return CN_OK;
+}
 
 /* Splits the raw URI at '?', decodes the path, and decodes the query pairs.
  * CN_E_INVALID for a bad escape or an encoded NUL. */
@@ -37,57 +84,39 @@ cn_err_t cn__req_parse_target(cn_http_req_t *r)
         return err;
     }
     r->path.len--;
+    return parse_query(r);
+}
 
-    size_t qn = strlen(r->raw_query);
-    if (qn == 0)
-        return CN_OK;
-    size_t count = 1;
-    for (size_t i = 0; i < qn; i++)
-        count += r->raw_query[i] == '&';
-    if (count > CN__MAX_QUERY_PARAMS)
-        return CN_E_INVALID;
-    r->q = calloc(count, sizeof *r->q);
-    if (!r->q)
-        return -ENOMEM;
-    const char *p = r->raw_query;
-    while (*p) {
-        size_t len = strcspn(p, "&");
-        if (len > 0) {
-            const char *eq = memchr(p, '=', len);
-            size_t nl = eq ? (size_t)(eq - p) : len;
-            cn_buf_t name = { 0 }, val = { 0 };
-            cn_err_t e = cn_http_pct_decode(&name, p, nl);
-            if (!e)
-                e = cn_buf_put_u8(&name, 0);
-            if (!e && eq)
-                e = cn_http_pct_decode(&val, eq + 1, len - nl - 1);
-            if (!e)
-                e = cn_buf_put_u8(&val, 0);
-            if (e) {
-                cn_buf_free(&name);
-                cn_buf_free(&val);
-                return e;
-            }
-            r->q[r->nq].name = (char *)name.data;
-            r->q[r->nq].value = (char *)val.data;
-            r->nq++;
-        }
-        p += len;
-        if (*p == '&')
-            p++;
-    }
-    return CN_OK;
+/* Each thread's spare request (cn__req_alloc), freed when the thread ends. */
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static bool spare_ok;
+
+static void spare_key_init(void)
+{
+    spare_ok = pthread_key_create(&spare_key, free) == 0;
+}
+
+cn_http_req_t *cn__req_alloc(void)
+{
+    pthread_once(&spare_once, spare_key_init);
+    cn_http_req_t *r = spare_ok ? pthread_getspecific(spare_key) : NULL;
+    if (r)
+        pthread_setspecific(spare_key, NULL);
+    else if (!(r = malloc(sizeof *r)))
+        return NULL;
+    memset(r, 0, CN__REQ_CLEARED);
+    r->peer[0] = r->client_ip[0] = r->access_key[0] = r->auth_detail[0] = 0;
+    r->cksum_expected[0] = 0;
+    memset(&r->sig.deferred, 0, sizeof r->sig.deferred);
+    return r;
 }
 
 void cn__req_free(cn_http_req_t *r)
 {
     if (!r)
         return;
-    for (size_t i = 0; i < r->nq; i++) {
-        free(r->q[i].name);
-        free(r->q[i].value);
-    }
-    free(r->q);
+    free(r->q); /* the pairs' text lives in the same block (parse_query) */
     cn__resp_discard(r);
     if (r->chunk) {
         cn_awschunk_free(r->chunk);
@@ -101,6 +130,9 @@ void cn__req_free(cn_http_req_t *r)
     cn__head_free(&r->head);
     free(r->content_encoding);
     free(r->uri);
+    pthread_once(&spare_once, spare_key_init);
+    if (spare_ok && !pthread_getspecific(spare_key) && pthread_setspecific(spare_key, r) == 0)
+        return;
     free(r);
 }
 
@@ -137,8 +169,10 @@ const char *cn_http_req_raw_query(const cn_http_req_t *r)
 
 const char *cn_http_req_query(const cn_http_req_t *r, const char *name)
 {
+    /* The first byte first: a router asks for a dozen names, and a presigned
+     * URL's items all begin "X-Amz-", so most comparisons end there. */
     for (size_t i = 0; i < r->nq; i++)
-        if (strcmp(r->q[i].name, name) == 0)
+        if (r->q[i].name[0] == name[0] && strcmp(r->q[i].name, name) == 0)
             return r->q[i].value;
     return NULL;
 }
@@ -262,6 +296,22 @@ cn_sigv4_payload_t cn_http_req_payload_mode(const cn_http_req_t *r)
 {
     return r->payload;
 }
+bool cn_http_req_body_sha_delegate(cn_http_req_t *r)
+{
+    if (!r->body_sha || r->received || r->payload_length <= 0)
+        return false;
+    r->sha_delegated = true;
+    return true;
+}
+
+void cn_http_req_body_sha_report(cn_http_req_t *r, const uint8_t sha[32])
+{
+    if (!r->sha_delegated)
+        return;
+    memcpy(r->sha_report, sha, 32);
+    r->sha_reported = true;
+}
+
 cn_s3_err_t cn_http_req_body_error(const cn_http_req_t *r)
 {
     return r->body_err;

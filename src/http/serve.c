@@ -104,6 +104,20 @@ static void begin_drain(cn_http_req_t *r, cn_s3_err_t e)
     r->stage = CN__RQ_DRAIN;
 }
 
+cn_s3_err_t cn__handler_err(cn_http_req_t *r, cn_err_t rc)
+{
+    const cn_http_route_t *rt = r->route >= 0 ? &r->srv->routes[r->route] : NULL;
+    cn_s3_err_t e = rt && rt->err_of ? rt->err_of(r, rc, rt->ctx) : cn_s3_err_from_cn(rc);
+    if (e == CN_S3E_NONE && r->responded)
+        return e; /* the adapter answered it in its own vocabulary */
+    if (e == CN_S3E_NONE)
+        e = CN_S3E_INTERNAL_ERROR;
+    if (e == CN_S3E_INTERNAL_ERROR)
+        cn_warn("http", "%s %s: the handler failed: %s [%s]", r->method, r->raw_path,
+                cn_strerror(rc), r->id);
+    return e;
+}
+
 /* When the next byte of the body must have arrived: a declared length has
  * its deadline for the whole; a chunked body keeps the rate on average. */
 static int64_t body_deadline(const cn_http_req_t *r)
@@ -138,7 +152,7 @@ static int emit(void *ctx, const uint8_t *p, size_t n)
         return CN_E_LENGTH_MISMATCH;
     }
     r->received += n;
-    if (r->body_sha)
+    if (r->body_sha && !r->sha_delegated)
         EVP_DigestUpdate(r->body_sha, p, n);
     if (r->cksum_alg)
         cn_http_cksum_update(&r->cksum, p, n);
@@ -157,7 +171,7 @@ static int emit(void *ctx, const uint8_t *p, size_t n)
     if (rc == CN_HTTP_PAUSE)
         return wait_paused(r);
     if (rc < 0) {
-        begin_drain(r, cn_s3_err_from_cn(rc));
+        begin_drain(r, cn__handler_err(r, rc));
         return rc;
     }
     return 0;
@@ -197,6 +211,11 @@ static cn_s3_err_t verify_end(cn_http_req_t *r)
         EVP_DigestFinal_ex(r->body_sha, h, &hl);
         EVP_MD_CTX_free(r->body_sha);
         r->body_sha = NULL;
+        if (r->sha_delegated && r->sha_reported)
+            memcpy(h, r->sha_report, 32);
+        else if (r->sha_delegated) /* the handler hashed nothing: no digest matches */
+            return r->payload == CN_SIGV4_PAYLOAD_DEFERRED ? CN_S3E_SIGNATURE_DOES_NOT_MATCH
+                                                           : CN_S3E_CONTENT_SHA256_MISMATCH;
         if (r->payload == CN_SIGV4_PAYLOAD_DEFERRED) {
             if (cn_sigv4_finish_deferred(&r->sig, h) != CN_OK)
                 return CN_S3E_SIGNATURE_DOES_NOT_MATCH;
@@ -224,7 +243,7 @@ static cn_s3_err_t verify_end(cn_http_req_t *r)
 /* ---- the request ------------------------------------------------------------------- */
 static cn_http_req_t *req_new(cn__hconn_t *hc)
 {
-    cn_http_req_t *r = calloc(1, sizeof *r);
+    cn_http_req_t *r = cn__req_alloc();
     if (!r)
         return NULL;
     r->srv = hc->srv;
@@ -297,21 +316,36 @@ static cn_err_t pump(cn__hconn_t *hc, cn_http_req_t *r, const int64_t *deadline,
     }
 }
 
+static bool last_xff(void *ctx, const char *name, const char *value)
+{
+    if (!strcasecmp(name, "X-Forwarded-For"))
+        *(const char **)ctx = value;
+    return true;
+}
+
+/* The client address every consumer reads (S3's aws:SourceIp, the console's
+ * sign-in limit and session rows, logs): the TCP peer, or — only when the
+ * server trusts proxy headers — the RIGHTMOST X-Forwarded-For entry (of the
+ * last such header), the one the trusted proxy appended.  Entries to its
+ * left came from the client and are never used: a rightmost entry that is
+ * not an address leaves the peer. */
 static void set_client_ip(cn_http_req_t *r)
 {
     snprintf(r->peer, sizeof r->peer, "%s", cn_conn_peer(r->hc->c));
     snprintf(r->client_ip, sizeof r->client_ip, "%s", r->peer);
-    const char *xff =
-        r->srv->cfg.trust_proxy_headers ? cn_http_req_header(r, "X-Forwarded-For") : NULL;
+    const char *xff = NULL;
+    if (r->srv->cfg.trust_proxy_headers)
+        cn_http_req_headers(r, last_xff, &xff);
     if (!xff)
         return;
-    while (*xff == ' ' || *xff == '\t')
-        xff++;
-    size_t n = strcspn(xff, ", \t");
+    const char *last = strrchr(xff, ',');
+    last = last ? last + 1 : xff;
+    last += strspn(last, " \t");
+    size_t n = strcspn(last, " \t");
     char ip[64];
     unsigned char bin[16];
-    if (n > 0 && n < sizeof ip) {
-        memcpy(ip, xff, n);
+    if (n > 0 && n < sizeof ip && !last[n + strspn(last + n, " \t")]) {
+        memcpy(ip, last, n);
         ip[n] = 0;
         if (inet_pton(AF_INET, ip, bin) == 1 || inet_pton(AF_INET6, ip, bin) == 1)
             memcpy(r->client_ip, ip, n + 1);
@@ -346,6 +380,10 @@ static void decide(cn_http_req_t *r)
     r->expect_continue = expect && !r->http10 && strcasecmp(expect, "100-continue") == 0;
     r->uri = strdup(cn__head_url(&r->head));
     if (cn__req_parse_target(r) != CN_OK) {
+        /* A bad query under a good path: the path's route words the refusal
+         * (the console in JSON, S3 in XML), as it does every later one. */
+        if (r->path.data && r->method_bit)
+            r->route = cn__route_find(s, r->method_bit, (const char *)r->path.data, r);
         cn__framework_error(r, CN_S3E_INVALID_URI, NULL);
         return;
     }
@@ -385,7 +423,7 @@ static void decide(cn_http_req_t *r)
     r->handler_started = true;
     int rc = rt->on_request(r, rt->ctx);
     if (!r->responded && rc < 0)
-        cn__framework_error(r, cn_s3_err_from_cn(rc), NULL);
+        cn__framework_error(r, cn__handler_err(r, rc), NULL);
     if (!r->responded)
         r->stage = CN__RQ_BODY;
 }

@@ -5,8 +5,8 @@
  * normalised nor double-encoded; the query is decoded, re-encoded, and sorted
  * by name then value; signed header values are trimmed, inner runs of spaces
  * collapsed, repeated headers joined with ','.  The secret is used only to
- * derive the signing key and the key cache's fingerprint of it, and is never
- * copied elsewhere or logged.
+ * derive the signing key and (when its store gives no tag) the key cache's
+ * fingerprint of it, and is never copied elsewhere or logged.
  *
  * Every S3 request pays for this, so it does no work twice and never touches
  * the heap on the read path: the canonical request is written in one pass
@@ -110,6 +110,11 @@ static long pct_decode_into(char *dst, const char *s, size_t n)
         dst[len++] = (char)c;
     }
     return (long)len;
+}
+
+long cn_http_pct_decode_to(char *dst, const char *s, size_t n)
+{
+    return pct_decode_into(dst, s, n);
 }
 
 cn_err_t cn_http_pct_decode(cn_buf_t *out, const char *s, size_t n)
@@ -255,8 +260,23 @@ static void sift(qpair_t *p, size_t root, size_t n, const char *q)
     }
 }
 
+/* A short query (a presigned URL's five signed items, already in order from
+ * every SDK) by insertion: n - 1 comparisons when sorted, against the heap's
+ * 2n log n; past SORT_SHORT items the heap, whose worst case stays n log n. */
+#define SORT_SHORT 8
+
 static void sort_pairs(qpair_t *p, size_t n, const char *q)
 {
+    if (n <= SORT_SHORT) {
+        for (size_t i = 1; i < n; i++) {
+            qpair_t t = p[i];
+            size_t j = i;
+            for (; j > 0 && pair_cmp(q, &p[j - 1], &t) > 0; j--)
+                p[j] = p[j - 1];
+            p[j] = t;
+        }
+        return;
+    }
     for (size_t i = n / 2; i-- > 0;)
         sift(p, i, n, q);
     for (size_t end = n; end-- > 1;) {
@@ -456,7 +476,11 @@ void cn_sigv4_signing_key(const uint8_t *secret, size_t secret_len, const char *
 /* The cache: KC_SETS sets of KC_WAYS slots; a tuple lives only in the set its
  * hash names, and a slot answers only when every field of the tuple matches
  * (the hash picks the set, it never vouches for a match).  The secret is
- * represented by a BLAKE3 fingerprint of it, never by itself.  One
+ * represented by a tag of it, never by itself: the credential store's tag,
+ * handed out with the secret (computed once when the store cached it), or
+ * else BLAKE3's keyed hash under a key made at random once per process
+ * (kc_fp_key), computed per request.  A store's tag is unique per access
+ * key only, so the access key is part of the tuple.  One
  * reader-writer lock: lookups share it (the event loops and workers checking
  * signatures at once never wait for each other: no futex on a hit), a store
  * takes it exclusively; the four HMACs of a miss run outside it (two threads
@@ -466,14 +490,16 @@ void cn_sigv4_signing_key(const uint8_t *secret, size_t secret_len, const char *
 #define KC_WAYS 4
 #define KC_SETS (CN_SIGV4_KEY_CACHE_SLOTS / KC_WAYS)
 #define KC_MAX_SERVICE 16
+#define KC_MAX_ACCESS 64
 #define KC_CONTEXT "cairn sigv4 signing-key cache: secret fingerprint"
 
 typedef struct {
     _Atomic uint64_t stamp; /* last use (0: empty) */
-    uint8_t secret_fp[32];
+    uint8_t secret_fp[32];  /* the tag */
     uint8_t key[32];
     char date8[8];
-    uint8_t region_len, service_len;
+    uint8_t access_len, region_len, service_len;
+    char access[KC_MAX_ACCESS];
     char region[CN_SIGV4_MAX_REGION];
     char service[KC_MAX_SERVICE];
 } kc_slot_t;
@@ -494,50 +520,70 @@ static void kc_count(_Atomic uint64_t *v)
     atomic_fetch_add_explicit(v, 1, memory_order_relaxed);
 }
 
+/* The fingerprint's key: random, made once per process, so that a
+ * fingerprint is a MAC under a key that never leaves memory (a fixed key,
+ * from the context string, only if the system's generator fails). */
+static uint8_t kc_fp_key[32];
+static pthread_once_t kc_fp_once = PTHREAD_ONCE_INIT;
+
+static void kc_fp_key_init(void)
+{
+    if (cn_random_bytes(kc_fp_key, sizeof kc_fp_key) != CN_OK) {
+        cn_digest_t d;
+        cn_blake3(KC_CONTEXT, sizeof KC_CONTEXT, &d);
+        memcpy(kc_fp_key, d.b, sizeof kc_fp_key);
+    }
+}
+
+/* BLAKE3 keyed by kc_fp_key over the secret alone: one compression for a
+ * secret of up to 64 bytes (an AWS secret is 40), where hashing the context
+ * string and the secret took two, plus a copy to join them. */
 static void secret_fingerprint(const uint8_t *secret, size_t secret_len, uint8_t fp[32])
 {
-    uint8_t m[sizeof KC_CONTEXT + CN_SIGV4_MAX_SECRET];
     size_t kl = secret_len > CN_SIGV4_MAX_SECRET ? CN_SIGV4_MAX_SECRET : secret_len;
     cn_digest_t d;
-    memcpy(m, KC_CONTEXT, sizeof KC_CONTEXT); /* with its NUL: a separator */
-    memcpy(m + sizeof KC_CONTEXT, secret, kl);
-    cn_blake3(m, sizeof KC_CONTEXT + kl, &d);
+    pthread_once(&kc_fp_once, kc_fp_key_init);
+    cn_blake3_keyed(kc_fp_key, secret, kl, &d);
     memcpy(fp, d.b, 32);
-    OPENSSL_cleanse(m + sizeof KC_CONTEXT, kl);
     OPENSSL_cleanse(&d, sizeof d);
 }
 
-static bool kc_match(const kc_slot_t *s, const uint8_t fp[32], const char *date8,
-                     const char *region, size_t rl, const char *service, size_t sl)
+/* One lookup's tuple: the tag and the public fields with their lengths. */
+typedef struct {
+    const uint8_t *fp;
+    const char *access, *date8, *region, *service;
+    size_t al, rl, sl;
+} kc_tuple_t;
+
+static bool kc_match(const kc_slot_t *s, const kc_tuple_t *t)
 {
-    return kc_load(&s->stamp) && s->region_len == rl && s->service_len == sl &&
-           memcmp(s->date8, date8, 8) == 0 && memcmp(s->region, region, rl) == 0 &&
-           memcmp(s->service, service, sl) == 0 && cn_ct_equal(s->secret_fp, fp, 32);
+    return kc_load(&s->stamp) && s->access_len == t->al && s->region_len == t->rl &&
+           s->service_len == t->sl && memcmp(s->date8, t->date8, 8) == 0 &&
+           memcmp(s->access, t->access, t->al) == 0 && memcmp(s->region, t->region, t->rl) == 0 &&
+           memcmp(s->service, t->service, t->sl) == 0 && cn_ct_equal(s->secret_fp, t->fp, 32);
 }
 
-/* The set of a tuple: FNV-1a over the public fields, mixed with the
- * fingerprint (uniform already). */
-static size_t kc_set(const uint8_t fp[32], const char *date8, const char *region, size_t rl,
-                     const char *service, size_t sl)
+/* The set of a tuple: FNV-1a over the public fields, mixed with the tag
+ * (uniform already). */
+static size_t kc_set(const kc_tuple_t *t)
 {
     uint64_t h = 0xcbf29ce484222325ull, f;
-    const char *parts[3] = { date8, region, service };
-    const size_t lens[3] = { 8, rl, sl };
-    for (int p = 0; p < 3; p++)
+    const char *parts[4] = { t->access, t->date8, t->region, t->service };
+    const size_t lens[4] = { t->al, 8, t->rl, t->sl };
+    for (int p = 0; p < 4; p++)
         for (size_t i = 0; i < lens[p]; i++)
             h = (h ^ (unsigned char)parts[p][i]) * 0x100000001b3ull;
-    memcpy(&f, fp, sizeof f);
+    memcpy(&f, t->fp, sizeof f);
     return (size_t)((h ^ f) % KC_SETS);
 }
 
 /* Where a derived key goes: the tuple's own slot if another thread stored it
  * meanwhile, else an empty slot (stamp 0), else the least recently used. */
-static kc_slot_t *kc_victim(kc_slot_t *set, const uint8_t fp[32], const char *date8,
-                            const char *region, size_t rl, const char *service, size_t sl)
+static kc_slot_t *kc_victim(kc_slot_t *set, const kc_tuple_t *t)
 {
     kc_slot_t *lru = &set[0];
     for (int i = 0; i < KC_WAYS; i++) {
-        if (kc_match(&set[i], fp, date8, region, rl, service, sl))
+        if (kc_match(&set[i], t))
             return &set[i];
         if (kc_load(&set[i].stamp) < kc_load(&lru->stamp))
             lru = &set[i];
@@ -545,21 +591,12 @@ static kc_slot_t *kc_victim(kc_slot_t *set, const uint8_t fp[32], const char *da
     return lru;
 }
 
-void cn_sigv4_signing_key_cached(const uint8_t *secret, size_t secret_len, const char *date8,
-                                 const char *region, const char *service, uint8_t out[32])
+/* The cache's lookup of tuple t; true with out filled on a hit. */
+static bool kc_find(kc_slot_t *set, const kc_tuple_t *t, uint8_t out[32])
 {
-    size_t rl = strlen(region), sl = strlen(service);
-    if (rl >= CN_SIGV4_MAX_REGION || sl > KC_MAX_SERVICE) {
-        cn_sigv4_signing_key(secret, secret_len, date8, region, service, out);
-        kc_count(&kc.misses);
-        return;
-    }
-    uint8_t fp[32];
-    secret_fingerprint(secret, secret_len, fp);
-    kc_slot_t *set = &kc.slot[kc_set(fp, date8, region, rl, service, sl) * KC_WAYS];
     pthread_rwlock_rdlock(&kc.lock);
     for (int i = 0; i < KC_WAYS; i++) {
-        if (kc_match(&set[i], fp, date8, region, rl, service, sl)) {
+        if (kc_match(&set[i], t)) {
             /* Stored only when it moves: a hot slot's line stays shared. */
             uint64_t now = kc_load(&kc.clock);
             if (kc_load(&set[i].stamp) != now)
@@ -567,28 +604,71 @@ void cn_sigv4_signing_key_cached(const uint8_t *secret, size_t secret_len, const
             memcpy(out, set[i].key, 32);
             pthread_rwlock_unlock(&kc.lock);
             kc_count(&kc.hits);
-            OPENSSL_cleanse(fp, sizeof fp);
-            return;
+            return true;
         }
     }
     pthread_rwlock_unlock(&kc.lock);
     kc_count(&kc.misses);
+    return false;
+}
 
-    cn_sigv4_signing_key(secret, secret_len, date8, region, service, out);
+/* Files key under tuple t in its set. */
+static void kc_store(kc_slot_t *set, const kc_tuple_t *t, const uint8_t key[32])
+{
     pthread_rwlock_wrlock(&kc.lock);
-    kc_slot_t *victim = kc_victim(set, fp, date8, region, rl, service, sl);
+    kc_slot_t *victim = kc_victim(set, t);
     uint64_t now = kc_load(&kc.clock) + 1;
     atomic_store_explicit(&kc.clock, now, memory_order_relaxed);
     atomic_store_explicit(&victim->stamp, now, memory_order_relaxed);
-    memcpy(victim->secret_fp, fp, 32);
-    memcpy(victim->key, out, 32);
-    memcpy(victim->date8, date8, 8);
-    victim->region_len = (uint8_t)rl;
-    victim->service_len = (uint8_t)sl;
-    memcpy(victim->region, region, rl);
-    memcpy(victim->service, service, sl);
+    memcpy(victim->secret_fp, t->fp, 32);
+    memcpy(victim->key, key, 32);
+    memcpy(victim->date8, t->date8, 8);
+    victim->access_len = (uint8_t)t->al;
+    victim->region_len = (uint8_t)t->rl;
+    victim->service_len = (uint8_t)t->sl;
+    memcpy(victim->access, t->access, t->al);
+    memcpy(victim->region, t->region, t->rl);
+    memcpy(victim->service, t->service, t->sl);
     pthread_rwlock_unlock(&kc.lock);
+}
+
+static bool tag_is_zero(const uint8_t tag[CN_SIGV4_TAG_LEN])
+{
+    uint8_t acc = 0;
+    for (size_t i = 0; i < CN_SIGV4_TAG_LEN; i++)
+        acc |= tag[i];
+    return acc == 0;
+}
+
+void cn_sigv4_signing_key_tagged(const char *access_key, const uint8_t tag[CN_SIGV4_TAG_LEN],
+                                 const uint8_t *secret, size_t secret_len, const char *date8,
+                                 const char *region, const char *service, uint8_t out[32])
+{
+    kc_tuple_t t = { .access = access_key, .date8 = date8, .region = region, .service = service };
+    t.al = strlen(access_key), t.rl = strlen(region), t.sl = strlen(service);
+    if (t.al >= KC_MAX_ACCESS || t.rl >= CN_SIGV4_MAX_REGION || t.sl > KC_MAX_SERVICE) {
+        cn_sigv4_signing_key(secret, secret_len, date8, region, service, out);
+        kc_count(&kc.misses);
+        return;
+    }
+    uint8_t fp[32];
+    if (!tag || tag_is_zero(tag))
+        secret_fingerprint(secret, secret_len, fp);
+    else
+        memcpy(fp, tag, sizeof fp);
+    t.fp = fp;
+    kc_slot_t *set = &kc.slot[kc_set(&t) * KC_WAYS];
+    if (!kc_find(set, &t, out)) {
+        cn_sigv4_signing_key(secret, secret_len, date8, region, service, out);
+        kc_store(set, &t, out);
+    }
     OPENSSL_cleanse(fp, sizeof fp);
+}
+
+void cn_sigv4_signing_key_cached(const uint8_t *secret, size_t secret_len, const char *date8,
+                                 const char *region, const char *service, uint8_t out[32])
+{
+    cn_sigv4_signing_key_tagged("", NULL, secret, secret_len, date8, region, service, out);
 }
 
 void cn_sigv4_key_cache_stats(uint64_t *hits, uint64_t *misses)
@@ -717,36 +797,84 @@ typedef enum {
     QV_FULL
 } qv_t;
 
-/* Finds name in a raw query and percent-decodes its value, NUL-terminated,
- * into the scratch area.  QV_ABSENT when the name is not there or its value
- * has a bad escape; QV_FULL when the scratch area cannot hold it. */
-static qv_t query_get(const char *q, size_t qn, const char *name, scratch_t *s, const char **val,
-                      size_t *len)
+/* The presigned form's query items.  qi_scan finds each one's first item in
+ * a single pass over the raw query (they were found by name, one pass each:
+ * 3 k instructions of a presigned GET); qi_get decodes one. */
+enum {
+    QI_ALGORITHM,
+    QI_CREDENTIAL,
+    QI_SIGNED_HEADERS,
+    QI_SIGNATURE,
+    QI_DATE,
+    QI_EXPIRES,
+    QI_N
+};
+
+static const struct {
+    const char *name; /* after "X-Amz-" */
+    size_t len;
+} qi_names[QI_N] = {
+    [QI_ALGORITHM] = { "Algorithm", 9 },
+    [QI_CREDENTIAL] = { "Credential", 10 },
+    [QI_SIGNED_HEADERS] = { "SignedHeaders", 13 },
+    [QI_SIGNATURE] = { "Signature", 9 },
+    [QI_DATE] = { "Date", 4 },
+    [QI_EXPIRES] = { "Expires", 7 },
+};
+
+/* Each item's raw value (NULL: absent) and its length. */
+typedef struct {
+    const char *raw[QI_N];
+    size_t len[QI_N];
+} qitems_t;
+
+/* Fills qi from the raw query q (may be NULL): for each name, the value of
+ * the first item whose name is exactly it ("name=value", or "name" alone
+ * for an empty value). */
+static void qi_scan(const char *q, size_t qn, qitems_t *qi)
 {
-    size_t nl = strlen(name), pos = 0;
+    memset(qi, 0, sizeof *qi);
+    size_t pos = 0;
     while (q && pos < qn) {
         const char *amp = memchr(q + pos, '&', qn - pos);
         size_t end = amp ? (size_t)(amp - q) : qn;
         const char *item = q + pos;
         size_t ilen = end - pos;
-        if (ilen >= nl && memcmp(item, name, nl) == 0 && (ilen == nl || item[nl] == '=')) {
-            const char *vs = item + nl + (ilen > nl); /* past the '=', if there is one */
-            size_t vl = ilen - (size_t)(vs - item);
-            if (vl >= sizeof s->buf - s->used)
-                return QV_FULL;
-            char *dst = s->buf + s->used;
-            long dl = pct_decode_into(dst, vs, vl);
-            if (dl < 0)
-                return QV_ABSENT;
-            dst[dl] = 0;
-            s->used += (size_t)dl + 1;
-            *val = dst;
-            *len = (size_t)dl;
-            return QV_FOUND;
-        }
         pos = end + 1;
+        if (ilen < 6 || memcmp(item, "X-Amz-", 6) != 0)
+            continue;
+        const char *eq = memchr(item + 6, '=', ilen - 6);
+        size_t nl = (eq ? (size_t)(eq - item) : ilen) - 6;
+        for (int k = 0; k < QI_N; k++) {
+            if (qi->raw[k] || qi_names[k].len != nl || memcmp(item + 6, qi_names[k].name, nl) != 0)
+                continue;
+            qi->raw[k] = eq ? eq + 1 : item + ilen;
+            qi->len[k] = ilen - 6 - nl - (eq != NULL);
+            break;
+        }
     }
-    return QV_ABSENT;
+}
+
+/* Percent-decodes item k's value, NUL-terminated, into the scratch area.
+ * QV_ABSENT when the item is not there or its value has a bad escape;
+ * QV_FULL when the scratch area cannot hold it. */
+static qv_t qi_get(const qitems_t *qi, int k, scratch_t *s, const char **val, size_t *len)
+{
+    const char *vs = qi->raw[k];
+    size_t vl = qi->len[k];
+    if (!vs)
+        return QV_ABSENT;
+    if (vl >= sizeof s->buf - s->used)
+        return QV_FULL;
+    char *dst = s->buf + s->used;
+    long dl = pct_decode_into(dst, vs, vl);
+    if (dl < 0)
+        return QV_ABSENT;
+    dst[dl] = 0;
+    s->used += (size_t)dl + 1;
+    *val = dst;
+    *len = (size_t)dl;
+    return QV_FOUND;
 }
 
 typedef struct {
@@ -849,6 +977,7 @@ typedef struct {
     const char *cred, *sh, *sig;
     size_t cred_len, sh_len, sig_len;
     scratch_t *scratch;
+    qitems_t qi; /* the query's X-Amz items (read_form) */
 } form_t;
 
 /* The error S3 gives for a malformed part of this form's signature. */
@@ -887,19 +1016,17 @@ static cn_err_t read_header_form(const cn_http_kv_t *authz, cn_sigv4_t *v, form_
 }
 
 /* alg is the decoded X-Amz-Algorithm. */
-static cn_err_t read_query_form(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_t *f,
-                                const char *alg)
+static cn_err_t read_query_form(cn_sigv4_t *v, form_t *f, const char *alg)
 {
     f->presigned = true;
     v->kind = CN_HTTP_AUTH_SIGV4_QUERY;
     if (strcmp(alg, "AWS4-HMAC-SHA256") != 0)
         return sigv4_fail(v, CN_S3E_AUTH_QUERY_MALFORMED, "unsupported X-Amz-Algorithm");
-    static const char *const names[3] = { "X-Amz-Credential", "X-Amz-SignedHeaders",
-                                          "X-Amz-Signature" };
+    static const int items[3] = { QI_CREDENTIAL, QI_SIGNED_HEADERS, QI_SIGNATURE };
     const char **vals[3] = { &f->cred, &f->sh, &f->sig };
     size_t *lens[3] = { &f->cred_len, &f->sh_len, &f->sig_len };
     for (int i = 0; i < 3; i++) {
-        qv_t r = query_get(in->query, in->query_len, names[i], f->scratch, vals[i], lens[i]);
+        qv_t r = qi_get(&f->qi, items[i], f->scratch, vals[i], lens[i]);
         if (r == QV_FULL)
             return too_large(v, CN_S3E_AUTH_QUERY_MALFORMED);
         if (r == QV_ABSENT)
@@ -917,7 +1044,8 @@ static cn_err_t read_form(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_t *f)
     const cn_http_kv_t *authz = find(in->headers, in->n_headers, "authorization", 13);
     const char *alg = NULL;
     size_t alg_len;
-    qv_t qa = query_get(in->query, in->query_len, "X-Amz-Algorithm", f->scratch, &alg, &alg_len);
+    qi_scan(in->query, in->query_len, &f->qi);
+    qv_t qa = qi_get(&f->qi, QI_ALGORITHM, f->scratch, &alg, &alg_len);
     if (qa == QV_FULL)
         return too_large(v, CN_S3E_AUTH_QUERY_MALFORMED);
     bool has_query_alg = qa == QV_FOUND;
@@ -927,7 +1055,7 @@ static cn_err_t read_form(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_t *f)
     if (has_header)
         return read_header_form(authz, v, f);
     if (has_query_alg)
-        return read_query_form(in, v, f, alg);
+        return read_query_form(v, f, alg);
     return CN_E_NOT_FOUND;
 }
 
@@ -991,7 +1119,7 @@ static cn_err_t read_request_time(const cn_sigv4_input_t *in, cn_sigv4_t *v, for
     size_t dl = 0;
     bool http_date = false;
     if (f->presigned) {
-        qv_t r = query_get(in->query, in->query_len, "X-Amz-Date", f->scratch, &ds, &dl);
+        qv_t r = qi_get(&f->qi, QI_DATE, f->scratch, &ds, &dl);
         if (r == QV_FULL)
             return too_large(v, CN_S3E_AUTH_QUERY_MALFORMED);
         if (r == QV_ABSENT)
@@ -1041,7 +1169,7 @@ static cn_err_t check_window(const cn_sigv4_input_t *in, cn_sigv4_t *v, form_t *
     }
     const char *es = NULL;
     size_t el = 0;
-    qv_t r = query_get(in->query, in->query_len, "X-Amz-Expires", f->scratch, &es, &el);
+    qv_t r = qi_get(&f->qi, QI_EXPIRES, f->scratch, &es, &el);
     if (r == QV_FULL)
         return too_large(v, CN_S3E_AUTH_QUERY_MALFORMED);
     if (r == QV_ABSENT)
@@ -1122,22 +1250,31 @@ static bool is_hex64(const char *s, size_t n)
 static cn_err_t derive_key(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn lookup,
                            void *lookup_ctx, cn_sigv4_t *v)
 {
-    uint8_t secret[CN_SIGV4_MAX_SECRET];
+    uint8_t secret[CN_SIGV4_MAX_SECRET], tag[CN_SIGV4_TAG_LEN] = { 0 };
     size_t secret_len = 0;
-    int lr = lookup ? lookup(lookup_ctx, v->access_key, secret, sizeof secret, &secret_len)
+    int lr = lookup ? lookup(lookup_ctx, v->access_key, secret, sizeof secret, &secret_len, tag)
                     : CN_E_NOT_FOUND;
     if (lr == CN_E_NOT_FOUND)
         return sigv4_fail(v, CN_S3E_INVALID_ACCESS_KEY_ID,
                           "The AWS Access Key Id you provided does not exist in our records.");
     if (lr != 0 || secret_len > sizeof secret) {
         OPENSSL_cleanse(secret, sizeof secret);
+        /* A store that is down or contended (the fleet's database
+         * restarting) is a retryable 503, never a 500 a client gives up on. */
+        if (lr == CN_E_UNAVAILABLE || lr == CN_E_DB_LOCKED || lr == CN_E_BUSY)
+            return sigv4_fail(v, CN_S3E_SERVICE_UNAVAILABLE,
+                              "the credential store is unavailable; retry");
+        if (lr != CN_E_AGAIN) /* a miss of the loop's cache-only lookup is no failure */
+            cn_warn("http", "credential store: %s", cn_strerror(lr));
         return sigv4_fail(v, CN_S3E_INTERNAL_ERROR, "the credential store failed");
     }
     char date8[9];
     memcpy(date8, v->amz_date, 8);
     date8[8] = 0;
-    cn_sigv4_signing_key_cached(secret, secret_len, date8, v->region, in->service, v->signing_key);
+    cn_sigv4_signing_key_tagged(v->access_key, tag, secret, secret_len, date8, v->region,
+                                in->service, v->signing_key);
     OPENSSL_cleanse(secret, secret_len); /* all the lookup wrote */
+    OPENSSL_cleanse(tag, sizeof tag);
     return CN_OK;
 }
 

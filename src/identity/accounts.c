@@ -1,6 +1,7 @@
 /* Accounts and tokens: creation, disable, revoke and listing.  Every
  * mutation clears this handle's token cache so it applies here at once. */
 #include "identity_int.h"
+#include "meta/sql/console.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -146,11 +147,13 @@ cn_err_t cn_identity_account_create(cn_identity_t *id, const char *name, const c
     return out ? cn_identity_account_by_id(id, na.id, out) : 0;
 }
 
-/* An UPDATE of one row: sql sets ?1 = v where its key ?2 = key. */
+/* An UPDATE of one row: sql sets ?1 = v where its key ?2 = key; then, when
+ * ends is not NULL, ends (a DELETE of console sessions by ?1 = key). */
 typedef struct one_update {
     const char *sql;
     int64_t v;
     const char *key;
+    const char *ends;
 } one_update_t;
 
 static cn_err_t update_body(cn_meta_txn_t *t, void *ctx)
@@ -159,23 +162,31 @@ static cn_err_t update_body(cn_meta_txn_t *t, void *ctx)
     cn_err_t e = cn_meta_execf(t, u->sql, "is", u->v, u->key);
     if (e == 0 && cn_meta_changes(t) == 0)
         e = CN_E_NOT_FOUND;
+    if (e == 0 && u->ends)
+        e = cn_meta_execf(t, u->ends, "s", u->key);
     return e;
 }
 
-/* Runs sql, an UPDATE of ?1 = v where its key ?2 = s, in a write transaction
- * of its own; CN_E_NOT_FOUND when no row has that key.  Cached token states
- * are dropped by the write generation it bumps (gen.c). */
-static cn_err_t update_one(cn_identity_t *id, const char *sql, int64_t v, const char *s)
+/* Runs sql, an UPDATE of ?1 = v where its key ?2 = s, and ends (NULL: none),
+ * which deletes the console sessions the change ends, in one write
+ * transaction of its own; CN_E_NOT_FOUND when no row has that key.  Cached
+ * token states are dropped by the write generation it bumps (gen.c). */
+static cn_err_t update_one(cn_identity_t *id, const char *sql, int64_t v, const char *s,
+                           const char *ends)
 {
-    one_update_t u = { sql, v, s };
+    one_update_t u = { sql, v, s, ends };
     return cn__id_write_run(id, CN_META_RUN_WRITE | CN_META_RETRY, update_body, &u);
 }
 
+/* Disabling deletes the account's console sessions in the same transaction
+ * (whichever path calls this: the console, `cairn admin`), so enabling it
+ * again revives its tokens but never a browser's session. */
 cn_err_t cn_identity_account_set_disabled(cn_identity_t *id, const char *name, bool disabled)
 {
     if (!cn__id_valid_account(name))
         return CN_E_NOT_FOUND;
-    cn_err_t e = update_one(id, cn__sql_id[CN_SQL_ID_ACCOUNT_SET_DISABLED], disabled ? 1 : 0, name);
+    cn_err_t e = update_one(id, cn__sql_id[CN_SQL_ID_ACCOUNT_SET_DISABLED], disabled ? 1 : 0, name,
+                            disabled ? cn__sql_console[CN_SQL_CON_SESS_END_ACCOUNT] : NULL);
     if (e == 0)
         cn_info("identity", "account %s %s", name, disabled ? "disabled" : "enabled");
     return e;
@@ -288,7 +299,9 @@ cn_err_t cn_identity_token_revoke(cn_identity_t *id, const char *token_id)
 {
     if (!token_id || !cn__id_valid_token_id(token_id, strlen(token_id)))
         return CN_E_NOT_FOUND;
-    cn_err_t e = update_one(id, cn__sql_id[CN_SQL_ID_TOKEN_REVOKE], (int64_t)time(NULL), token_id);
+    /* its console sessions end in the same transaction */
+    cn_err_t e = update_one(id, cn__sql_id[CN_SQL_ID_TOKEN_REVOKE], (int64_t)time(NULL), token_id,
+                            cn__sql_console[CN_SQL_CON_SESS_END_TOKEN]);
     if (e == 0)
         cn_info("identity", "token %s revoked", token_id);
     return e;

@@ -1,7 +1,7 @@
 /* identity: the schema, the handle, the token-state cache, authentication
  * and secret lookup.
  *
- * Cache: token states are cached (sealed secret included), so a credential
+ * Cache: token states are cached (the secret opened once per fill), so a credential
  * check costs no database read in the common case.  A state is served only
  * while the data dir's identity write-generation (gen.c) holds the word it
  * was read under, which every change of a token, key, account or grant, in
@@ -22,6 +22,7 @@
  * while the topic's value is not usable.
  */
 #include "identity_int.h"
+#include "meta/sql/console.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -63,6 +64,9 @@ cn_err_t cn_identity_open_opts(cn_meta_t *meta, const cn_identity_opts_t *opts, 
     if (!meta || !opts || (!has_dir && (!opts->key_file || !*opts->key_file)))
         return CN_E_INVALID;
     CN_TRY(cn__sql_migrate(meta, &cn__sql_id_set));
+    /* disable and revoke delete console sessions (accounts.c): the table
+     * exists wherever identity does, the console on or off */
+    CN_TRY(cn__sql_migrate(meta, &cn__sql_console_set));
     CN_TRY(cn_meta_notify_init(meta));
     /* A handle with a data dir caches token states: on PostgreSQL it needs
      * the watcher (cn_meta_topic_gen), started here once per meta. */
@@ -77,6 +81,10 @@ cn_err_t cn_identity_open_opts(cn_meta_t *meta, const cn_identity_opts_t *opts, 
      * stale: without it, identity does not open (unless it has no data dir
      * and so caches nothing). */
     cn_err_t e = key_load(opts, id->key);
+    if (e >= 0)
+        e = cn_random_bytes(id->tag_key, sizeof id->tag_key);
+    if (e >= 0)
+        e = cn__id_ring_load(id, opts);
     if (e >= 0 && has_dir)
         e = cn__id_gen_open(id, opts->data_dir);
     char name[4096];
@@ -186,9 +194,18 @@ static cn_err_t token_fetch(cn_identity_t *id, const char *token_id, cn__tok_ent
     if (rc >= 0 && tr.unreadable)
         cn_warn("identity", "token %s: stored secret is unreadable", token_id);
     if (rc >= 0 && tr.box_len &&
-        cn__id_open(id->key, token_id, tr.box, tr.box_len, e->secret, &e->secret_len) < 0) {
-        cn_warn("identity", "token %s: stored secret does not decrypt with identity.key", token_id);
+        cn__id_open_ring(id, token_id, tr.box, tr.box_len, e->secret, &e->secret_len) < 0) {
+        cn_warn("identity", "token %s: stored secret does not decrypt with the identity key%s",
+                token_id, id->n_prev ? " nor a previous one" : "");
         e->secret_len = 0;
+    }
+    /* Only a fetch that ran fills *e: a failed one (the database down) left
+     * the caller's memory as it was. */
+    if (rc >= 0 && e->secret_len && e->secret_len <= sizeof e->secret) {
+        cn_digest_t d;
+        cn_blake3_keyed(id->tag_key, e->secret, e->secret_len, &d);
+        memcpy(e->tag, d.b, sizeof e->tag);
+        OPENSSL_cleanse(&d, sizeof d);
     }
     OPENSSL_cleanse(&tr, sizeof tr);
     return rc;
@@ -281,7 +298,7 @@ out:
 }
 
 static cn_err_t lookup_secret(cn_identity_t *id, const char *token_id, uint8_t *secret, size_t cap,
-                              size_t *len, cn_principal_t *out, bool cached_only)
+                              size_t *len, uint8_t *tag, cn_principal_t *out, bool cached_only)
 {
     if (!token_id || !cn__id_valid_token_id(token_id, strlen(token_id)))
         return CN_E_AUTH;
@@ -299,6 +316,8 @@ static cn_err_t lookup_secret(cn_identity_t *id, const char *token_id, uint8_t *
         goto out;
     memcpy(secret, e->secret, e->secret_len);
     *len = e->secret_len;
+    if (tag)
+        memcpy(tag, e->tag, CN_IDENTITY_TAG_LEN);
     if (out)
         *out = e->p;
     rc = 0;
@@ -311,11 +330,18 @@ out:
 cn_err_t cn_identity_lookup_secret(cn_identity_t *id, const char *token_id, uint8_t *secret,
                                    size_t cap, size_t *len, cn_principal_t *out)
 {
-    return lookup_secret(id, token_id, secret, cap, len, out, false);
+    return lookup_secret(id, token_id, secret, cap, len, NULL, out, false);
 }
 
 cn_err_t cn_identity_lookup_secret_cached(cn_identity_t *id, const char *token_id, uint8_t *secret,
                                           size_t cap, size_t *len, cn_principal_t *out)
 {
-    return lookup_secret(id, token_id, secret, cap, len, out, true);
+    return lookup_secret(id, token_id, secret, cap, len, NULL, out, true);
+}
+
+cn_err_t cn_identity_lookup_tagged(cn_identity_t *id, const char *token_id, bool cached_only,
+                                   uint8_t *secret, size_t cap, size_t *len,
+                                   uint8_t tag[CN_IDENTITY_TAG_LEN], cn_principal_t *out)
+{
+    return lookup_secret(id, token_id, secret, cap, len, tag, out, cached_only);
 }

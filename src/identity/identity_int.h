@@ -15,6 +15,8 @@
 #define CN__ID_TAG_LEN 16
 /* version byte + nonce + ciphertext + tag */
 #define CN__ID_BOX_MAX (1 + CN__ID_NONCE_LEN + CN_SECRET_MAX + CN__ID_TAG_LEN)
+/* Previous identity keys a handle may open secrets with (a rotation). */
+#define CN__ID_PREV_MAX 4
 #define CN__ID_CACHE_SLOTS 512
 #define CN__ID_RATE_SHARDS 64
 #define CN__ID_RATE_PER_SHARD 256
@@ -38,6 +40,9 @@ typedef struct cn__tok_entry {
      * does not open). */
     uint8_t secret[CN_SECRET_MAX];
     size_t secret_len;
+    /* The secret's tag (cn_identity_lookup_tagged): BLAKE3 of the secret
+     * keyed by the handle's tag_key, computed with the fetch. */
+    uint8_t tag[CN_IDENTITY_TAG_LEN];
 } cn__tok_entry_t;
 
 typedef struct cn__rate_entry {
@@ -55,7 +60,12 @@ typedef struct cn__rate_shard {
 
 struct cn_identity {
     cn_meta_t *meta;
-    uint8_t key[CN__ID_KEY_LEN];
+    uint8_t key[CN__ID_KEY_LEN]; /* the current key: seals, and opens first */
+    uint8_t tag_key[32];         /* random per handle: keys the secrets' tags */
+    /* Previous keys, tried in order when the current one does not open a
+     * secret (keyrot.c); never used to seal. */
+    uint8_t prev[CN__ID_PREV_MAX][CN__ID_KEY_LEN];
+    size_t n_prev;
     atomic_uint ttl_ms;
     int gen_fd;            /* DATA/identity.gen, held with a shared lock */
     _Atomic uint64_t *gen; /* its word, mapped shared (gen.c) */
@@ -84,9 +94,20 @@ cn_err_t cn__id_key_load(const char *data_dir, uint8_t key[CN__ID_KEY_LEN]);
 /* Loads the key in path, never creating it: -ENOENT, CN_E_CORRUPT, -errno. */
 cn_err_t cn__id_key_load_file(const char *path, uint8_t key[CN__ID_KEY_LEN]);
 /* Checks id's key against the metadata's key check value, recording it when
- * none is (keycheck.c); name says which key in the log.  CN_E_AUTH (logged)
- * for another key, meta errors. */
+ * none is (keycheck.c); name says which key in the log.  A value that is a
+ * previous key's is accepted (a rotation in progress, logged).  CN_E_AUTH
+ * (logged) for another key, meta errors. */
 cn_err_t cn__id_key_check(cn_identity_t *id, const char *name);
+/* The key check value of key: hex HMAC-SHA256 of the fixed label, with NUL. */
+#define CN__ID_KCV_HEX (2 * 32)
+void cn__id_kcv(const uint8_t key[CN__ID_KEY_LEN], char out[CN__ID_KCV_HEX + 1]);
+/* Loads opts->prev_files into id->prev (keyrot.c): CN_E_INVALID past
+ * CN__ID_PREV_MAX, the load's errors (logged with the file's name). */
+cn_err_t cn__id_ring_load(cn_identity_t *id, const cn_identity_opts_t *opts);
+/* Opens box with id's current key, else each previous key in turn (as
+ * cn__id_open); cn__id_open's errors when none opens it. */
+cn_err_t cn__id_open_ring(const cn_identity_t *id, const char *token_id, const uint8_t *box,
+                          size_t box_len, uint8_t *secret, size_t *len);
 
 /* Seals secret (bound to token_id) into box as lowercase hex, NUL-terminated;
  * hex must hold 2 * CN__ID_BOX_MAX + 1 bytes. */

@@ -16,6 +16,10 @@
  *      key must open one of the first 64 stored token secrets, if any can be
  *      read: a wrong key is never recorded as the right one.
  *   3. A refusal logs which key was refused and why, and changes nothing.
+ *   4. A recorded value that is a previous key's (--identity-key-previous)
+ *      is accepted, so nodes restarted with a new current key keep starting
+ *      until the rotation records the new value (keyrot.c); only the
+ *      rotation ever replaces a recorded value.
  *
  * This file must never log the key or a secret, and never record a value
  * it did not compute from the key in hand. */
@@ -32,9 +36,11 @@
 
 #define KCV_LABEL "cairn identity key check v1"
 #define KCV_HEX (2 * CN_DIGEST_LEN)
+_Static_assert(KCV_HEX == CN__ID_KCV_HEX, "the key check value's length");
 
 typedef enum {
     KC_SAME,
+    KC_PREV, /* a previous key's: a rotation in progress */
     KC_OTHER,
     KC_TOKENS,
     KC_NONE /* none recorded (seen by a read) */
@@ -44,6 +50,7 @@ typedef struct key_check {
     const cn_identity_t *id;
     bool record; /* a write transaction: record the value when none is */
     char kcv[KCV_HEX + 1];
+    char prev[CN__ID_PREV_MAX][KCV_HEX + 1]; /* the previous keys' */
     kc_verdict_t verdict;
 } key_check_t;
 
@@ -68,7 +75,7 @@ static cn_err_t kcv_get(cn_meta_txn_t *t, char out[KCV_HEX + 1])
     return e;
 }
 
-/* Whether the key opens one token secret sealed under it (one is enough:
+/* Whether the key ring opens one token secret sealed under it (one is enough:
  * tokens sealed under an older key may be stored beside them; the first 64
  * by id are tried).  *opens: true also when no secret could be read at all,
  * which is not the key's fault. */
@@ -88,7 +95,7 @@ static cn_err_t a_token_opens(cn_meta_txn_t *t, const cn_identity_t *id, bool *o
             continue;
         memcpy(token_id, tid, il);
         tried = true;
-        bool ok = cn__id_open(id->key, token_id, box, bl, secret, &sl) >= 0;
+        bool ok = cn__id_open_ring(id, token_id, box, bl, secret, &sl) >= 0;
         OPENSSL_cleanse(secret, sizeof secret);
         if (ok)
             break;
@@ -129,16 +136,48 @@ static cn_err_t key_check_body(cn_meta_txn_t *t, void *ctx)
     if (e < 0)
         return e;
     kc->verdict = cn_ct_equal(have, kc->kcv, KCV_HEX) ? KC_SAME : KC_OTHER;
+    for (size_t i = 0; kc->verdict == KC_OTHER && i < kc->id->n_prev; i++)
+        if (cn_ct_equal(have, kc->prev[i], KCV_HEX))
+            kc->verdict = KC_PREV;
     return 0;
+}
+
+void cn__id_kcv(const uint8_t key[CN__ID_KEY_LEN], char out[KCV_HEX + 1])
+{
+    uint8_t mac[CN_DIGEST_LEN];
+    cn_hmac_sha256(key, CN__ID_KEY_LEN, KCV_LABEL, strlen(KCV_LABEL), mac);
+    cn_hex_encode(mac, sizeof mac, out);
+    out[KCV_HEX] = '\0';
+}
+
+/* Logs why the check refused (or, for a rotation in progress, warns). */
+static void key_check_say(kc_verdict_t v, const char *name, size_t n_prev)
+{
+    if (v == KC_PREV)
+        cn_warn("identity",
+                "identity key rotation in progress: this metadata's key check value is a"
+                " previous key's (--identity-key-previous); finish it with `cairn admin"
+                " identity rotate-key`");
+    else if (v == KC_OTHER)
+        cn_error("identity",
+                 "identity key %s is not the key this metadata database was first used with"
+                 " or rotated to (its key check value differs%s): every node of a fleet needs"
+                 " the same key (--identity-key FILE: after a rotation, the new one; during"
+                 " one, the new one with --identity-key-previous OLD)",
+                 name, n_prev ? ", and no --identity-key-previous key's matches either" : "");
+    else if (v == KC_TOKENS)
+        cn_error("identity",
+                 "identity key %s does not open the token secrets stored in this metadata"
+                 " database: start with the key that sealed them (--identity-key FILE)",
+                 name);
 }
 
 cn_err_t cn__id_key_check(cn_identity_t *id, const char *name)
 {
     key_check_t kc = { .id = id, .verdict = KC_OTHER };
-    uint8_t mac[CN_DIGEST_LEN];
-    cn_hmac_sha256(id->key, CN__ID_KEY_LEN, KCV_LABEL, strlen(KCV_LABEL), mac);
-    cn_hex_encode(mac, sizeof mac, kc.kcv);
-    kc.kcv[KCV_HEX] = '\0';
+    cn__id_kcv(id->key, kc.kcv);
+    for (size_t i = 0; i < id->n_prev; i++)
+        cn__id_kcv(id->prev[i], kc.prev[i]);
     /* A read first: once the value is recorded, a start (or a `cairn admin`
      * run) never waits for the writer.  The write, when none is recorded, is
      * not through cn__id_write_run: the row is no token's state, so no cached
@@ -150,16 +189,6 @@ cn_err_t cn__id_key_check(cn_identity_t *id, const char *name)
     }
     if (e < 0)
         return e;
-    if (kc.verdict == KC_OTHER)
-        cn_error("identity",
-                 "identity key %s is not the key this metadata database was first used with"
-                 " (its key check value differs): every node of a fleet needs the same key"
-                 " (--identity-key FILE)",
-                 name);
-    else if (kc.verdict == KC_TOKENS)
-        cn_error("identity",
-                 "identity key %s does not open the token secrets stored in this metadata"
-                 " database: start with the key that sealed them (--identity-key FILE)",
-                 name);
-    return kc.verdict == KC_SAME ? 0 : CN_E_AUTH;
+    key_check_say(kc.verdict, name, id->n_prev);
+    return kc.verdict == KC_SAME || kc.verdict == KC_PREV ? 0 : CN_E_AUTH;
 }

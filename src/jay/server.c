@@ -237,8 +237,9 @@ static void call_init(cn__jay_call_t *k, cn__jay_conn_t *jc, cn_conn_t *c)
 
 /* Counts a request that was answered or failed: cairn_jay_operations_total
  * by operation and outcome ("ok", the v1 error code answered, or "aborted"
- * when the connection failed first), and its duration.  Series are
- * registered on first use of each pair, then found by one atomic load. */
+ * when the connection failed first), its duration, and its status class
+ * in cairn_requests_total.  Series are registered on first use of each
+ * pair, then found by one atomic load. */
 static void jay_count(const cn__jay_call_t *k, cn_err_t err, int64_t t0)
 {
     static const cn_metric_family_t ops = {
@@ -261,6 +262,17 @@ static void jay_count(const cn__jay_call_t *k, cn_err_t err, int64_t t0)
     cn_metric_observe_ns(cn_metric_cached(&dur[k->hdr.code], &cn_metric_request_duration,
                                           "face=\"jay\",op=\"%s\"", op),
                          cn_mono_ns() - t0);
+    /* cairn_requests_total{face="jay",status}: the HTTP class the same
+     * answer would have on S3 (docs/architecture.md): OK 2xx; InternalError,
+     * and RateLimitExceeded (busy: S3's 503 SlowDown) 5xx; every other code
+     * 4xx.  A request the connection failed before answering has none. */
+    static _Atomic(cn_metric_t *) by_class[6];
+    bool server = oc == CN_JAY_CODE_INTERNAL_ERROR || oc == CN_JAY_CODE_RATE_LIMIT_EXCEEDED;
+    unsigned cls = oc == CN_JAY_CODE_NONE ? 2 : oc == CN_JAY_CODE_END ? 0 : server ? 5 : 4;
+    if (cls)
+        cn_metric_add(cn_metric_cached(&by_class[cls], &cn_metric_requests,
+                                       "face=\"jay\",status=\"%uxx\"", cls),
+                      1);
 }
 
 static cn_err_t jay_serve(void *cstate, cn_conn_t *c, const uint8_t *head)

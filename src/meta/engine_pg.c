@@ -17,16 +17,27 @@
  *  3. A connection found broken is reset at the next begin; the reset bumps
  *     the connection's generation, and a statement prepared in an older
  *     generation is prepared again before it runs (the server forgot it).
+ *     So is one whose server refused a write as read-only (25006, answered
+ *     CN_E_UNAVAILABLE) or no longer is what the URI's target_session_attrs
+ *     asked for: libpq tries the URI's hosts again, in order.
  *  4. Writes run SERIALIZABLE, reads REPEATABLE READ READ ONLY (one
- *     snapshot, as SQLite's WAL readers).  Serialization failures (40001),
- *     deadlocks (40P01) and lock timeouts (55P03, lock_timeout = the busy
- *     timeout) map to CN_E_DB_LOCKED, the class cn_meta_run repeats, as it
- *     repeats SQLITE_BUSY.
+ *     snapshot, as SQLite's WAL readers); a CN_META_READ_ONE read runs its
+ *     one statement with no BEGIN (a statement is its own snapshot).
+ *     Serialization failures (40001), deadlocks (40P01) and lock timeouts
+ *     (55P03, lock_timeout = the busy timeout) map to CN_E_DB_LOCKED, the
+ *     class cn_meta_run repeats, as it repeats SQLITE_BUSY.
  *  5. Schema changes run READ COMMITTED after pg_advisory_xact_lock(SCHEMA_
  *     LOCK): a node that waited for another's migration sees its result in
  *     the next statement's snapshot.
  *  6. sync() is a no-op: a COMMIT that returned is durable by the server's
  *     own settings (synchronous_commit).
+ *  7. A write transaction's outcome is never reported wrongly: before its
+ *     COMMIT the writer reads the transaction's id (its operation key; none
+ *     when it wrote nothing), and a connection lost in COMMIT is resolved
+ *     by that id on a new connection (pg_xact_status) before answering:
+ *     committed is success, aborted a failure that applied nothing; only
+ *     when the server cannot be asked within the busy timeout is the
+ *     outcome unknown (CN_E_UNAVAILABLE, logged as such).
  */
 #include "engine.h"
 #include "watch.h"
@@ -37,6 +48,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <libpq-fe.h>
 
@@ -52,6 +66,7 @@
 struct cn__meta_db {
     char *uri;
     unsigned busy_ms;
+    char *fault; /* CAIRN_TEST_PG_COMMIT_FAULT: the test hook's trigger file */
 };
 
 struct cn__meta_conn {
@@ -60,10 +75,20 @@ struct cn__meta_conn {
     bool writer;
     uint64_t gen;     /* bumped by every reset (invariant 3) */
     uint64_t next_id; /* statement names */
+    uint64_t xid_gen; /* gen + 1 once "cn_xid" is prepared (current_xid) */
     int64_t changes;  /* rows of the last INSERT/UPDATE/DELETE */
     char **dead;      /* names to deallocate before the next BEGIN */
     size_t ndead, capdead;
+    int want;   /* the URI's target_session_attrs: WANT_ANY, _RW, _PRIMARY */
+    bool stale; /* reset at the next begin: the server refused a write (25006) */
     char err[ERRMSG_MAX];
+};
+
+/* What a connection's target_session_attrs asks of its server. */
+enum {
+    WANT_ANY,
+    WANT_RW,
+    WANT_PRIMARY
 };
 
 typedef struct pg_val {
@@ -115,7 +140,7 @@ static cn_err_t map_state(const char *st)
     if (strcmp(st, "53300") == 0)
         return CN_E_BUSY;
     if (strncmp(st, "08", 2) == 0 || !strcmp(st, "57P01") || !strcmp(st, "57P02") ||
-        !strcmp(st, "57P03"))
+        !strcmp(st, "57P03") || !strcmp(st, "25006"))
         return CN_E_UNAVAILABLE;
     if (strncmp(st, "XX00", 4) == 0 && (st[4] == '1' || st[4] == '2'))
         return CN_E_CORRUPT;
@@ -140,6 +165,8 @@ static cn_err_t pg_fail(cn__meta_conn_t *c, const PGresult *res)
         what = "constraint violated";
     snprintf(c->err, sizeof c->err, "postgres %s: %s%s%s", st, what ? what : "error",
              cons ? ": " : "", cons ? cons : "");
+    if (strcmp(st, "25006") == 0)
+        c->stale = true; /* read_only_sql_transaction: the next connection may reach a primary */
     return map_state(st);
 }
 
@@ -165,6 +192,12 @@ static cn_err_t pg_db_open(const char *target, const cn_meta_opts_t *opts, cn__m
         return -ENOMEM;
     }
     db->busy_ms = opts->busy_timeout_ms;
+    const char *fault = getenv("CAIRN_TEST_PG_COMMIT_FAULT");
+    if (fault && *fault && !(db->fault = strdup(fault))) {
+        free(db->uri);
+        free(db);
+        return -ENOMEM;
+    }
     *out = db;
     return 0;
 }
@@ -179,6 +212,7 @@ static void pg_db_close(cn__meta_db_t *db)
     if (!db)
         return;
     free(db->uri);
+    free(db->fault);
     free(db);
 }
 
@@ -207,6 +241,52 @@ static cn_err_t session_setup(cn__meta_conn_t *c)
     return pg_run(c, sql);
 }
 
+/* A connection to uri with bounds an operator's URI may override (its own
+ * values come later, so they win): a server that does not answer fails the
+ * connect in 5 s, and one that vanished under an open connection (a network
+ * partition) fails its statement in about 9 s (TCP keepalives; unix sockets
+ * need none), instead of the kernel's minutes.  Reused by PQreset. */
+static PGconn *connect_uri(const char *uri)
+{
+    const char *const kw[] = { "connect_timeout",  "keepalives_idle", "keepalives_interval",
+                               "keepalives_count", "dbname",          NULL };
+    const char *const val[] = { "5", "5", "2", "2", uri, NULL };
+    return PQconnectdbParams(kw, val, 1);
+}
+
+/* The connection's target_session_attrs (from the URI or PGTARGETSESSIONATTRS,
+ * as libpq resolved it): read-write and primary are checked again at every
+ * begin (off_target), libpq checking them only when it connects. */
+int cn__meta_pg_want(PGconn *pg)
+{
+    PQconninfoOption *opts = PQconninfo(pg);
+    int want = WANT_ANY;
+    for (PQconninfoOption *o = opts; o && o->keyword; o++) {
+        if (strcmp(o->keyword, "target_session_attrs") != 0 || !o->val)
+            continue;
+        if (strcmp(o->val, "read-write") == 0)
+            want = WANT_RW;
+        else if (strcmp(o->val, "primary") == 0)
+            want = WANT_PRIMARY;
+    }
+    PQconninfoFree(opts);
+    return want;
+}
+
+static bool param_on(const PGconn *pg, const char *name)
+{
+    const char *v = PQparameterStatus(pg, name);
+    return v && strcmp(v, "on") == 0;
+}
+
+bool cn__meta_pg_off_target(const PGconn *pg, int want)
+{
+    if (want == WANT_ANY)
+        return false;
+    return param_on(pg, "in_hot_standby") ||
+           (want == WANT_RW && param_on(pg, "default_transaction_read_only"));
+}
+
 static void drop_dead(cn__meta_conn_t *c)
 {
     for (size_t i = 0; i < c->ndead; i++)
@@ -231,12 +311,13 @@ static cn_err_t pg_conn_open(cn__meta_db_t *db, bool writer, cn__meta_conn_t **o
         return -ENOMEM;
     c->db = db;
     c->writer = writer;
-    c->pg = PQconnectdb(db->uri);
+    c->pg = connect_uri(db->uri);
     if (!c->pg) {
         free(c);
         return -ENOMEM;
     }
     cn_err_t e = 0;
+    c->want = cn__meta_pg_want(c->pg);
     if (PQstatus(c->pg) != CONNECTION_OK) {
         /* The message may name the host, never a password (the URI's own
          * password is not echoed by libpq). */
@@ -253,19 +334,26 @@ static cn_err_t pg_conn_open(cn__meta_db_t *db, bool writer, cn__meta_conn_t **o
     return 0;
 }
 
+/* A broken connection opened again (invariant 3: a new generation, its
+ * statements forgotten).  CN_E_UNAVAILABLE when the server does not answer. */
+static cn_err_t reconnect(cn__meta_conn_t *c)
+{
+    PQreset(c->pg);
+    if (PQstatus(c->pg) != CONNECTION_OK) {
+        snprintf(c->err, sizeof c->err, "postgres: connection lost");
+        return CN_E_UNAVAILABLE;
+    }
+    c->gen++;
+    c->stale = false;
+    drop_dead(c);
+    return session_setup(c);
+}
+
 /* Invariants 2 and 3, before a transaction starts. */
 static cn_err_t conn_ready(cn__meta_conn_t *c)
 {
-    if (PQstatus(c->pg) != CONNECTION_OK) {
-        PQreset(c->pg);
-        if (PQstatus(c->pg) != CONNECTION_OK) {
-            snprintf(c->err, sizeof c->err, "postgres: connection lost");
-            return CN_E_UNAVAILABLE;
-        }
-        c->gen++;
-        drop_dead(c);
-        CN_TRY(session_setup(c));
-    }
+    if (PQstatus(c->pg) != CONNECTION_OK || c->stale || cn__meta_pg_off_target(c->pg, c->want))
+        CN_TRY(reconnect(c));
     if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
         (void)pg_run(c, "ROLLBACK");
     for (size_t i = 0; i < c->ndead; i++) {
@@ -295,6 +383,10 @@ static cn_err_t begin_sql(cn__meta_conn_t *c, const char *sql)
 
 static cn_err_t pg_begin(cn__meta_conn_t *c, cn_meta_mode_t mode)
 {
+    /* One statement, one snapshot: no BEGIN, and pg_rollback finds the
+     * connection idle and sends nothing (invariant 4 holds). */
+    if (mode == CN_META_READ_ONE)
+        return conn_ready(c);
     return begin_sql(c, mode == CN_META_WRITE ? "BEGIN ISOLATION LEVEL SERIALIZABLE"
                                               : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
 }
@@ -308,13 +400,157 @@ static cn_err_t pg_begin_schema(cn__meta_conn_t *c)
     return e;
 }
 
+static void pg_rollback(cn__meta_conn_t *c)
+{
+    if (PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+        (void)pg_run(c, "ROLLBACK");
+}
+
+/* ---- commit, and a connection lost in it (invariant 7) --------------------------- */
+
+typedef enum {
+    FAULT_NONE,
+    FAULT_BEFORE,
+    FAULT_AFTER
+} fault_t;
+
+/* Test hook (CAIRN_TEST_PG_COMMIT_FAULT=FILE, tests/fleet/test_fleet_faults.py):
+ * when FILE exists at the COMMIT of a transaction that wrote (has an id), it
+ * is consumed (read, unlinked) and its first word faults that one COMMIT:
+ * "before" terminates the session's server process first
+ * (pg_terminate_backend: the transaction aborts), "after" cuts the socket
+ * once COMMIT is sent (it commits; the answer is lost).  Unset, it costs one
+ * pointer test. */
+static fault_t fault_take(cn__meta_conn_t *c)
+{
+    FILE *f = c->db->fault ? fopen(c->db->fault, "r") : NULL;
+    if (!f)
+        return FAULT_NONE;
+    char word[16] = "";
+    bool got = fscanf(f, "%15s", word) == 1;
+    fclose(f);
+    (void)unlink(c->db->fault);
+    if (got && strcmp(word, "before") == 0)
+        return FAULT_BEFORE;
+    return got && strcmp(word, "after") == 0 ? FAULT_AFTER : FAULT_NONE;
+}
+
+static PGresult *commit_faulted(cn__meta_conn_t *c, fault_t fault)
+{
+    if (fault == FAULT_BEFORE) {
+        PGconn *side = connect_uri(c->db->uri);
+        char sql[64];
+        snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%d, 10000)", PQbackendPID(c->pg));
+        PQclear(PQexec(side, sql)); /* waits until the process is gone */
+        PQfinish(side);
+        return PQexec(c->pg, "COMMIT");
+    }
+    if (!PQsendQuery(c->pg, "COMMIT"))
+        return NULL;
+    /* Sent in full (the connection is blocking).  The socket is swapped for
+     * one whose peer is closed, so libpq reads end-of-file and whatever the
+     * server answered (it may have already) is dropped with the old one. */
+    int sp[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == 0) {
+        (void)dup2(sp[0], PQsocket(c->pg));
+        close(sp[0]);
+        close(sp[1]);
+    }
+    PGresult *res = PQgetResult(c->pg), *more;
+    while ((more = PQgetResult(c->pg)))
+        PQclear(more);
+    return res;
+}
+
+/* The writer's transaction id before its COMMIT, as decimal text in id (""
+ * when it has none: it wrote nothing, so no outcome needs resolving). */
+static cn_err_t current_xid(cn__meta_conn_t *c, char *id, size_t cap)
+{
+    id[0] = '\0';
+    PGresult *res;
+    if (c->xid_gen != c->gen + 1) { /* prepared once per session: no parse per commit */
+        res = PQprepare(c->pg, "cn_xid", "SELECT pg_current_xact_id_if_assigned()", 0, NULL);
+        cn_err_t e = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : pg_fail(c, res);
+        PQclear(res);
+        if (e < 0)
+            return e;
+        c->xid_gen = c->gen + 1;
+    }
+    res = PQexecPrepared(c->pg, "cn_xid", 0, NULL, NULL, NULL, 0);
+    cn_err_t e = 0;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+        e = pg_fail(c, res);
+    else if (!PQgetisnull(res, 0, 0))
+        snprintf(id, cap, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return e;
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* The status of transaction xid, asked on c (opened again when broken):
+ * "committed", "aborted", "in progress", or "" when the server cannot be
+ * asked. */
+static void xid_status(cn__meta_conn_t *c, const char *xid, char *st, size_t cap)
+{
+    st[0] = '\0';
+    if (PQstatus(c->pg) != CONNECTION_OK && reconnect(c) < 0)
+        return;
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT pg_xact_status('%s'::xid8)", xid);
+    PGresult *res = PQexec(c->pg, sql);
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
+        snprintf(st, cap, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+}
+
+/* Invariant 7: the outcome of transaction xid, whose connection was lost in
+ * COMMIT.  Asked until it is known, for at most the busy timeout (the
+ * server may be restarting; an old session may still be finishing it). */
+static cn_err_t resolve_commit(cn__meta_conn_t *c, const char *xid)
+{
+    int64_t deadline = cn_mono_ns() + (int64_t)c->db->busy_ms * 1000000;
+    char st[32];
+    for (;;) {
+        xid_status(c, xid, st, sizeof st);
+        if (strcmp(st, "committed") == 0 || strcmp(st, "aborted") == 0)
+            break;
+        if (cn_mono_ns() >= deadline) {
+            cn_warn("meta",
+                    "postgres: connection lost in COMMIT of transaction %s; outcome "
+                    "unknown (the server did not answer within %u ms)",
+                    xid, c->db->busy_ms);
+            snprintf(c->err, sizeof c->err, "postgres: connection lost in COMMIT; outcome unknown");
+            return CN_E_UNAVAILABLE;
+        }
+        pause_ms(st[0] ? 10 : 100);
+    }
+    bool done = strcmp(st, "committed") == 0;
+    cn_warn("meta", "postgres: connection lost in COMMIT of transaction %s; resolved: %s", xid, st);
+    if (!done)
+        snprintf(c->err, sizeof c->err, "postgres: connection lost in COMMIT; rolled back");
+    return done ? 0 : CN_E_UNAVAILABLE;
+}
+
 static cn_err_t pg_commit(cn__meta_conn_t *c)
 {
-    PGresult *res = PQexec(c->pg, "COMMIT");
-    cn_err_t e = 0;
-    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+    char xid[32] = "";
+    cn_err_t e = c->writer ? current_xid(c, xid, sizeof xid) : 0;
+    if (e < 0) {
+        pg_rollback(c);
+        return e;
+    }
+    fault_t fault = xid[0] ? fault_take(c) : FAULT_NONE;
+    PGresult *res = fault ? commit_faulted(c, fault) : PQexec(c->pg, "COMMIT");
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         e = pg_fail(c, res);
-    else if (strcmp(PQcmdStatus(res), "ROLLBACK") == 0) {
+        if (PQstatus(c->pg) == CONNECTION_BAD && xid[0])
+            e = resolve_commit(c, xid);
+    } else if (strcmp(PQcmdStatus(res), "ROLLBACK") == 0) {
         /* COMMIT of a failed transaction rolls it back and says so. */
         snprintf(c->err, sizeof c->err, "postgres: transaction had failed; rolled back");
         e = CN_E_CONFLICT;
@@ -323,12 +559,6 @@ static cn_err_t pg_commit(cn__meta_conn_t *c)
     if (e < 0 && PQtransactionStatus(c->pg) != PQTRANS_IDLE && PQstatus(c->pg) == CONNECTION_OK)
         (void)pg_run(c, "ROLLBACK");
     return e;
-}
-
-static void pg_rollback(cn__meta_conn_t *c)
-{
-    if (PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
-        (void)pg_run(c, "ROLLBACK");
 }
 
 static void note_changes(cn__meta_conn_t *c, const PGresult *res)

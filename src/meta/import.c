@@ -61,10 +61,15 @@ static const cn_sql_set_t *const imp_sets[] = {
     &cn__sql_fleet_set, &cn__sql_console_set,
 };
 
-/* Node-local or store-local tables, and the bookkeeping ones. */
-static const char *const imp_skip[] = { "cn_schema",       "cn_import",  "store_pin",
-                                        "store_pack",      "cn_nodes",   "cn_topics",
-                                        "store_pack_blob", "cn_obj_gen", "console_sessions" };
+/* Node-local or store-local tables, and the bookkeeping ones; and the usage
+ * totals, which the target's own triggers rebuild from the rows as they are
+ * copied (copied too, they would count every row twice). */
+static const char *const imp_skip[] = {
+    "cn_schema",         "cn_import",   "store_pin",         "store_pack",
+    "cn_nodes",          "cn_topics",   "store_pack_blob",   "cn_obj_gen",
+    "console_sessions",  "obj_usage",   "obj_usage_delta",   "blobs_usage",
+    "blobs_usage_delta", "store_usage", "store_usage_delta",
+};
 
 static const cn_meta_migration_t imp_schema[] = {
     { 1,

@@ -57,7 +57,7 @@ static cn_err_t run_once(cn_meta_t *meta, cn_meta_mode_t mode, bool nowait, cn_m
     if (err < 0)
         return err;
     cn_err_t res = body(txn, ctx);
-    if (res < 0 || mode == CN_META_READ || cn_meta_discarded(txn)) {
+    if (res < 0 || mode != CN_META_WRITE || cn_meta_discarded(txn)) {
         cn_meta_rollback(txn);
         return res;
     }
@@ -67,7 +67,9 @@ static cn_err_t run_once(cn_meta_t *meta, cn_meta_mode_t mode, bool nowait, cn_m
 
 cn_err_t cn_meta_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body, void *ctx)
 {
-    cn_meta_mode_t mode = (flags & CN_META_RUN_WRITE) ? CN_META_WRITE : CN_META_READ;
+    cn_meta_mode_t mode = (flags & CN_META_RUN_WRITE) ? CN_META_WRITE
+                          : (flags & CN_META_RUN_ONE) ? CN_META_READ_ONE
+                                                      : CN_META_READ;
     uint64_t deadline = now_ms() + 2u * cn_meta_busy_timeout_ms(meta);
     /* Registered before any retry, so that a scrape shows the family at 0. */
     static const cn_metric_family_t fam = {
@@ -146,4 +148,17 @@ cn_err_t cn_meta_execf(cn_meta_txn_t *txn, const char *sql, const char *types, .
         err = cn_meta_step(st);
     cn_meta_finish(st);
     return err;
+}
+
+static cn_err_t shared_body(cn_meta_txn_t *txn, void *ctx)
+{
+    cn_err_t err = cn_meta_execf(txn, cn_meta_batch_text(txn, ctx), "");
+    return err < 0 ? err : CN_OK;
+}
+
+cn_err_t cn_meta_run_shared(cn_meta_t *meta, const cn_meta_batch_sql_t *sql)
+{
+    if (cn_meta_single_writer(meta))
+        return CN_OK;
+    return cn_meta_run(meta, CN_META_RUN_WRITE | CN_META_RETRY, shared_body, (void *)sql);
 }

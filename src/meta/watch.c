@@ -13,7 +13,10 @@
  *     a broken connection;
  *   - it holds the leases: session advisory locks (pg_try_advisory_lock),
  *     which last exactly as long as its session, so the server frees a
- *     killed node's leases when it sees the connection close.
+ *     killed node's leases when it sees the connection close;
+ *   - it leaves a server that reports it no longer is what the URI's
+ *     target_session_attrs asks for (a primary demoted or turned read-only:
+ *     libpq checks only at connect), and connects again at the next round.
  *
  * Invariants:
  *  W1. The thread stores a read's generations before its synced_ms (release),
@@ -84,6 +87,7 @@ typedef struct lease {
 struct cn__meta_watch {
     char *uri;
     PGconn *pg; /* the thread's alone once it runs */
+    int want;   /* cn__meta_pg_want of pg, at its connect */
     pthread_t thread;
     bool running;
     int efd; /* wakes the thread: a new lease, or stop */
@@ -188,6 +192,7 @@ static bool connect_pg(cn__meta_watch_t *w)
         return false;
     }
     PQsetNoticeProcessor(w->pg, quiet, NULL);
+    w->want = cn__meta_pg_want(w->pg);
     pthread_mutex_lock(&w->mu);
     w->label_dirty = w->label[0] != 0; /* a new session: label it again */
     pthread_mutex_unlock(&w->mu);
@@ -298,7 +303,15 @@ static void round_once(cn__meta_watch_t *w)
     PQconsumeInput(w->pg);
     for (PGnotify *nt; (nt = PQnotifies(w->pg));)
         PQfreemem(nt);
-    if (!read_topics(w) || !take_leases(w)) {
+    bool read = read_topics(w);
+    /* A server that reported (by this read at the latest) it is no longer
+     * what target_session_attrs asked for: its topics are not the primary's
+     * and its leases are left (the next round's connect walks the hosts). */
+    if (read && cn__meta_pg_off_target(w->pg, w->want)) {
+        drop_conn(w, "the server is no longer a primary");
+        return;
+    }
+    if (!read || !take_leases(w)) {
         drop_conn(w, PQstatus(w->pg) == CONNECTION_OK ? "a read failed" : "connection lost");
         return;
     }

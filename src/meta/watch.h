@@ -21,4 +21,14 @@ void cn__meta_watch_free(cn__meta_watch_t *w);
 /* engine_pg.c: the connection URI db was opened with. */
 const char *cn__meta_pg_uri(const cn__meta_db_t *db);
 
+/* engine_pg.c: what a libpq connection's target_session_attrs asks of its
+ * server (an opaque value for cn__meta_pg_off_target), and whether the
+ * server, as it last reported (PostgreSQL >= 14 reports in_hot_standby and
+ * default_transaction_read_only when they change), is no longer that: a
+ * primary demoted or turned read-only since the connect, which libpq checks
+ * only when it connects.  Such a connection is to be reset. */
+struct pg_conn;
+int cn__meta_pg_want(struct pg_conn *pg);
+bool cn__meta_pg_off_target(const struct pg_conn *pg, int want);
+
 #endif

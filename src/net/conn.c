@@ -363,6 +363,10 @@ cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t len, int6
         if (w > 0) {
             cn_metric_add(c->ls->m.bytes_out, w);
             len -= (uint64_t)w;
+            /* Short: the socket's buffer is full, so the next call would
+             * only say EAGAIN (a third of the calls per GiB); wait first. */
+            if (len && (size_t)w < chunk)
+                CN_TRY(cn__wait_fd(c->fd, POLLOUT, deadline));
             continue;
         }
         if (w == 0)

@@ -151,6 +151,11 @@ static cn_err_t bucket_delete_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, con
         err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_ATTRS_DELETE], "i", b->id);
     if (err >= 0)
         err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_LC_STATE_DELETE], "i", b->id);
+    /* Its usage totals (all zero: it is empty) go with it. */
+    if (err >= 0)
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_USAGE_DELETE], "i", b->id);
+    if (err >= 0)
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_USAGE_DELTA_DELETE], "i", b->id);
     if (err >= 0)
         err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_DELETE], "i", b->id);
     return err < 0 ? err : CN_OK;

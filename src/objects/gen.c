@@ -155,7 +155,8 @@ static cn_err_t row_load_body(cn_meta_txn_t *txn, void *ctx)
 static uint64_t row_load(const cn__gen_t *g, size_t slot)
 {
     row_read_t r = { (int64_t)slot, 0 };
-    cn_err_t err = cn_meta_run(g->meta, CN_META_RUN_READ | CN_META_RETRY, row_load_body, &r);
+    cn_err_t err =
+        cn_meta_run(g->meta, CN_META_RUN_READ | CN_META_RUN_ONE | CN_META_RETRY, row_load_body, &r);
     if (err < 0 || r.gen < 0)
         return ROW_UNKNOWN;
     return (uint64_t)r.gen << 32;
@@ -167,6 +168,11 @@ cn_err_t cn__gen_bump(const cn__gen_t *g, cn_meta_txn_t *txn, size_t slot)
         return 0;
     cn_err_t err = cn_meta_execf(txn, cn__sql_objgen[CN_SQL_OBJGEN_BUMP], "i", (int64_t)slot);
     return err < 0 ? err : 0;
+}
+
+bool cn__gen_local(const cn__gen_t *g)
+{
+    return g && !g->meta;
 }
 
 size_t cn__gen_slot(const char *bucket)

@@ -372,15 +372,22 @@ static bool words_local(const cn_objects_t *o)
     return !strcmp(cn_meta_engine(o->meta), "sqlite");
 }
 
-/* bucket's cached entry under its slot's current settings word, held, or NULL. */
-static const lc_ent_t *lc_find(cn_objects_t *o, const char *bucket)
+/* bucket's cached entry under its slot's settings word w (0: the current
+ * one, read now), held, or NULL. */
+static const lc_ent_t *lc_find_at(cn_objects_t *o, const char *bucket, uint64_t w)
 {
     if (!o->gen || !bucket)
         return NULL;
-    uint64_t w = cn__gen_sload(o->gen, cn__gen_slot(bucket));
+    if (!w)
+        w = cn__gen_sload(o->gen, cn__gen_slot(bucket));
     return cn__gen_quiet(w) ? (const lc_ent_t *)cn__cache_find(&o->lcs, bucket, strlen(bucket),
                                                                (int64_t)(w >> 32), 0)
                             : NULL;
+}
+
+static const lc_ent_t *lc_find(cn_objects_t *o, const char *bucket)
+{
+    return lc_find_at(o, bucket, 0);
 }
 
 /* A new entry for bucket (held once by the caller) with what one read
@@ -476,9 +483,19 @@ int cn_objects_lifecycle_expiry(cn_objects_t *o, const char *bucket, const char 
                                 int64_t version_id, int64_t last_modified_ms, int64_t *expiry_ms,
                                 char rule_id[CN_OBJECTS_LC_ID_MAX + 1])
 {
-    /* The rules cached under the bucket's current settings generation: no
-     * SQL for them. */
-    const lc_ent_t *le = key ? lc_find(o, bucket) : NULL;
+    return cn_objects_lifecycle_expiry_under(o, bucket, 0, key, size, version_id, last_modified_ms,
+                                             expiry_ms, rule_id);
+}
+
+int cn_objects_lifecycle_expiry_under(cn_objects_t *o, const char *bucket, uint64_t word,
+                                      const char *key, uint64_t size, int64_t version_id,
+                                      int64_t last_modified_ms, int64_t *expiry_ms,
+                                      char rule_id[CN_OBJECTS_LC_ID_MAX + 1])
+{
+    /* The rules cached under the bucket's current settings generation (or
+     * under word, rows mode, where it is the same row: gen.c, 6): no SQL
+     * for them.  A word of the caller's that was not quiet finds nothing. */
+    const lc_ent_t *le = key ? lc_find_at(o, bucket, word) : NULL;
     cn_err_t err = le ? 0 : lc_read(o, bucket, &le);
     int found = 0;
     if (err >= 0 && le->has)

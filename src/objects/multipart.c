@@ -7,7 +7,8 @@
  * of the whole object, which cannot be derived from the parts' SHA-256s: the
  * parts are hashed in order as they commit (mpu_chain.c, a cache in memory),
  * and completion reads once (outside any write transaction) only the parts
- * that chain did not cover -- all of them after a restart.  An additional
+ * that chain did not cover -- after a restart, every part committed before
+ * it (the chain is not saved: mpu_chain.c).  An additional
  * checksum (S3's x-amz-checksum-algorithm) is opaque here: the upload keeps
  * its algorithm, each part the value its adapter computed, and the adapter's
  * complete_check combines them.
@@ -399,11 +400,19 @@ static cn_err_t complete_choose(cn_obj_complete_t *c)
     return err;
 }
 
-/* Step 3: the caller's check of the chosen parts, which also makes the
- * object's additional checksum. */
+/* Step 3: the minimum size of every chosen part but the last (the caller's
+ * min_part_size), then the caller's check of the chosen parts, which also
+ * makes the object's additional checksum. */
 static cn_err_t complete_check(cn_obj_complete_t *c)
 {
     const cn_objects_put_args_t *a = c->args;
+    for (size_t i = 0; a && i + 1 < c->n; i++)
+        if (c->chosen[i].size < a->min_part_size)
+            return cn__fail_d(c->rq, CN_E_INVALID, CN_OBJ_WHAT_PART, CN_OBJ_PART_TOO_SMALL,
+                              "Your proposed upload is smaller than the minimum allowed size: "
+                              "part %d has %llu bytes, every part but the last needs %llu",
+                              (int)c->chosen[i].number, (unsigned long long)c->chosen[i].size,
+                              (unsigned long long)a->min_part_size);
     if (!a || !a->complete_check)
         return 0;
     cn_objects_part_t *v = calloc(c->n, sizeof *v);
@@ -460,9 +469,11 @@ static cn_err_t complete_digest(cn_obj_complete_t *c)
     for (size_t i = 0; i < c->n && err >= 0; i++) {
         const cn_obj_part_row_t *p = &c->chosen[i];
         uint64_t served = i < covered ? p->size : 0;
-        if (p->size && i >= covered)
+        if (p->size && i >= covered) {
+            cn__chain_count_reads(true, 1);
             err = cn_store_read_range(c->o->store, &p->digest, 0, p->size, obj_sha_sink, sha, NULL,
                                       &served);
+        }
         if (err >= 0 && served != p->size)
             err = CN_E_CORRUPT;
         if (err >= 0)

@@ -679,6 +679,7 @@ cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store, const cn_objects_op
         o->opts.completed_keep_ms = CN_OBJ_DEFAULT_DONE_KEEP_MS;
     pthread_mutex_init(&o->mu, NULL);
     o->chains = cn__chains_new();
+    o->hashpool = cn__hashpool_new();
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -723,6 +724,7 @@ fail:
     cn__cache_destroy(&o->acls);
     cn__cache_destroy(&o->buckets);
     cn__chains_free(o->chains);
+    cn__hashpool_free(o->hashpool);
     pthread_cond_destroy(&o->cv);
     pthread_mutex_destroy(&o->mu);
     free(o);
@@ -746,6 +748,7 @@ void cn_objects_close(cn_objects_t *o)
     cn__cache_destroy(&o->acls);
     cn__cache_destroy(&o->buckets);
     cn__chains_free(o->chains);
+    cn__hashpool_free(o->hashpool);
     pthread_cond_destroy(&o->cv);
     pthread_mutex_destroy(&o->mu);
     free(o);

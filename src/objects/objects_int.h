@@ -79,8 +79,12 @@ cn_err_t cn__gen_open_rows(cn_meta_t *meta, cn__gen_t **out);
 void cn__gen_close(cn__gen_t *g); /* NULL is a no-op */
 /* The slot of bucket (by name: known to readers and writers before any SQL). */
 size_t cn__gen_slot(const char *bucket);
-/* The slot's word now (0 when g is NULL). */
+/* The slot's word now (0 when g is NULL).  Rows mode: one single-statement
+ * read of the slot's row (a round trip to the database; never on a loop). */
 uint64_t cn__gen_load(const cn__gen_t *g, size_t slot);
+/* Whether g's words are this machine's memory (the file), so a load is an
+ * atomic read that any thread, an event loop's too, may make. */
+bool cn__gen_local(const cn__gen_t *g);
 /* A word no writer was in flight at. */
 static inline bool cn__gen_quiet(uint64_t w)
 {
@@ -111,6 +115,7 @@ cn_err_t cn__write_run(cn_objects_t *o, const char *bucket, unsigned flags, cn_m
 
 /* The running SHA-256 of uploads in progress (mpu_chain.c). */
 typedef struct cn__chains cn__chains_t;
+typedef struct cn__hashpool cn__hashpool_t;
 
 struct cn_objects {
     cn_meta_t *meta;
@@ -130,6 +135,7 @@ struct cn_objects {
     struct cn__lc *lc;         /* the lifecycle worker (lifecycle_run.c); NULL = not started */
     _Atomic int64_t lc_day_ms; /* a test's lifecycle day (x-amz-expiration); 0 = real days */
     cn__chains_t *chains;      /* NULL: completions always read their parts */
+    cn__hashpool_t *hashpool;  /* NULL: every put hashes on its own thread */
 };
 
 /* A committed part as the upload chains know it. */
@@ -142,10 +148,37 @@ typedef struct cn__chain_part {
 /* The chain table: NULL when memory is short (no chains, never wrong). */
 cn__chains_t *cn__chains_new(void);
 void cn__chains_free(cn__chains_t *cs);
+/* A part's own continuation of its upload's chain: the chain's state over
+ * its first base parts (copied when the part began), fed the part's bytes as
+ * they stream.  Part 1's SHA-256 over its bytes alone is one with base 0
+ * (serial and token 0: any chain's empty state, no claim). */
+typedef struct cn__chain_feed {
+    cn_sha256_t *sha; /* NULL: none */
+    uint64_t serial;  /* the chain copied (base > 0) */
+    size_t base;      /* parts the copied state covers: the part is base + 1 */
+    uint64_t token;   /* the chain's claim, 0 none: one feed at a time */
+} cn__chain_feed_t;
+/* When part number of upload_id begins: if the chain covers exactly parts
+ * 1..number-1, is idle and no other part feeds it, copies its state into *f
+ * and claims it (true).  false and f->sha NULL otherwise: the part will be
+ * read back.  The chain itself is never fed: it takes f's state only at
+ * commit (cn__chain_part_done), so a part that fails leaves it as it was. */
+bool cn__chain_feed_begin(cn_objects_t *o, const char *upload_id, int32_t number,
+                          cn__chain_feed_t *f);
+/* A part that will not commit: frees f's state and releases its claim. */
+void cn__chain_feed_end(cn_objects_t *o, const char *upload_id, cn__chain_feed_t *f);
 /* After part's row of upload_id committed: notes it and, when it is the next
- * in number order and no other thread is at it, reads it (and any noted parts
- * after it) back from the store into the upload's running SHA-256. */
-void cn__chain_part_done(cn_objects_t *o, const char *upload_id, const cn__chain_part_t *part);
+ * in number order and no other thread is at it, extends the upload's running
+ * SHA-256 with it, and then with any noted parts after it.  A feed f (may be
+ * NULL; its state taken or freed, its claim released in every case) that
+ * continues the chain as it stands is taken as the next state: that part is
+ * not read.  Any other part is read back from the store. */
+void cn__chain_part_done(cn_objects_t *o, const char *upload_id, const cn__chain_part_t *part,
+                         cn__chain_feed_t *f);
+/* Parts read back from the store for an upload's SHA-256: by the chain
+ * (by="chain") or by completion's read pass (by="complete"); and parts the
+ * chain took as they streamed.  Metrics, for tests and the operator. */
+void cn__chain_count_reads(bool complete, size_t parts);
 /* Completion: removes upload_id's chain and returns its SHA-256 context
  * (the caller's to update, final or free) when the parts it hashed are
  * exactly parts[0..*covered); NULL (and *covered 0) otherwise. */
@@ -153,6 +186,33 @@ cn_sha256_t *cn__chain_take(cn_objects_t *o, const char *upload_id, const cn__ch
                             size_t n, size_t *covered);
 /* Abort: forgets upload_id's chain. */
 void cn__chain_drop(cn_objects_t *o, const char *upload_id);
+
+/* The hashing pool (hashpool.c): digest updates of large put bodies run on
+ * a few shared threads beside the caller's own work on the same bytes. */
+typedef void (*cn__hash_fn)(void *h, const void *p, size_t n);
+/* One caller's jobs in flight: pending counts them under the pool's lock. */
+typedef struct cn__hashset {
+    pthread_cond_t done;
+    unsigned pending;
+} cn__hashset_t;
+/* NULL when memory is short (every job then runs on its caller's thread).
+ * Threads start with the first job. */
+cn__hashpool_t *cn__hashpool_new(void);
+/* Joins the threads; no set may have jobs pending.  NULL is a no-op. */
+void cn__hashpool_free(cn__hashpool_t *hp);
+void cn__hashset_init(cn__hashset_t *s);
+void cn__hashset_destroy(cn__hashset_t *s); /* none pending */
+/* fn(h, buf, n) on a pool thread that is idle now: true.  false when hp is
+ * NULL or no thread is idle (one core or a busy machine); then fn ran here
+ * before returning if inline_now, else it is the caller's to run (e.g.
+ * after its own work on buf).  A queued job's buf and h are borrowed: the
+ * caller must not reuse, touch or free them until cn__hashpool_wait(hp, s)
+ * has returned.  Jobs on one h must not overlap: post the next after the
+ * wait. */
+bool cn__hashpool_run(cn__hashpool_t *hp, cn__hashset_t *s, cn__hash_fn fn, void *h,
+                      const void *buf, size_t n, bool inline_now);
+/* Returns when every job of s has run. */
+void cn__hashpool_wait(cn__hashpool_t *hp, cn__hashset_t *s);
 
 /* Stops and frees o's lifecycle worker (lifecycle_run.c); a no-op when none.
  * Called by cn_objects_close before anything else goes. */

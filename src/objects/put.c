@@ -4,13 +4,18 @@
  * itself: sha256_verified); commit publishes the blob, then commits the rows
  * that make it visible.  Nothing is visible before that commit (objects.c,
  * invariants).  A committed part is handed to its upload's running SHA-256
- * (mpu_chain.c) before the answer.
+ * (mpu_chain.c) before the answer; a part that began when that chain covered
+ * every part before it feeds a copy of the chain as it streams (a feed), so
+ * the chain need not read it back.
  *
- * A large body hashes MD5 beside the write: a helper thread of the session
- * digests each buffer while the caller's thread hashes BLAKE3 and SHA-256 and
- * writes it, and the call returns only when both are done, so the caller's
- * buffer is never copied and never read after the call (docs/performance.md,
- * issue 17).  Must never hash a byte twice or after the call that gave it. */
+ * A large body hashes beside the write: MD5 and SHA-256 of each buffer run on
+ * the service's shared hashing pool (hashpool.c) while the caller's thread
+ * copies it into the store and hashes BLAKE3, and the call returns only when
+ * all are done, so the caller's buffer is never copied and never read after
+ * the call, and nothing is in flight when a session aborts
+ * (docs/architecture.md, write path).  Small bodies hash inline: no hand-off
+ * for a 4 KiB PUT.  Must never hash a byte twice or after the call that gave
+ * it. */
 #include "objects_int.h"
 
 #include <errno.h>
@@ -19,23 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Bodies from this size hash MD5 beside the write; below it a thread costs
- * more than it saves.  Buffers under SIDE_MIN_CHUNK are hashed inline. */
-#define SIDE_MIN_BODY ((uint64_t)1 << 20)
+/* Bodies from CN_OBJECTS_PUT_BESIDE_MIN hash beside the write; below it a
+ * hand-off costs more than it saves.  Buffers under SIDE_MIN_CHUNK are
+ * hashed inline. */
 #define SIDE_MIN_CHUNK ((size_t)16 << 10)
-
-/* The helper thread and its one slot: the caller posts a buffer, the helper
- * digests it into md5 (owned by the session, touched by one thread at a
- * time: the slot's mutex orders the hand-offs) and clears pending. */
-typedef struct side_hash {
-    pthread_t th;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    cn_md5_t *md5;
-    const void *buf;
-    size_t n;
-    bool pending, quit;
-} side_hash_t;
 
 typedef enum {
     CN_OBJ_PUT_OBJECT = 1,
@@ -78,92 +70,30 @@ struct cn_objects_put {
     cn_store_writer_t *w;
     cn_sha256_t *sha;
     cn_md5_t *md5;
-    side_hash_t *side; /* MD5 beside the write; NULL: inline */
-    bool side_failed;  /* no helper could be started: inline from then on */
-    cn_err_t err;      /* sticky */
+    cn__hashset_t hs;      /* MD5 and SHA-256 jobs on the pool: none between calls */
+    cn__chain_feed_t feed; /* a part's continuation of its upload's chain */
+    cn_sha256_t *own_sha;  /* part 1 without a feed: the state the chain takes */
+    cn_err_t err;          /* sticky */
 };
 
-static void *side_main(void *arg)
+static void md5_job(void *h, const void *p, size_t n)
 {
-    side_hash_t *sh = arg;
-    pthread_mutex_lock(&sh->mu);
-    for (;;) {
-        while (!sh->pending && !sh->quit)
-            pthread_cond_wait(&sh->cv, &sh->mu);
-        if (!sh->pending)
-            break;
-        const void *b = sh->buf;
-        size_t n = sh->n;
-        pthread_mutex_unlock(&sh->mu);
-        cn_md5_update(sh->md5, b, n);
-        pthread_mutex_lock(&sh->mu);
-        sh->pending = false;
-        pthread_cond_broadcast(&sh->cv);
-    }
-    pthread_mutex_unlock(&sh->mu);
-    return NULL;
+    cn_md5_update(h, p, n);
 }
 
-/* Starts the helper; NULL when a thread cannot be had (the put then hashes
- * inline: slower, never wrong). */
-static side_hash_t *side_start(cn_md5_t *md5)
+static void sha256_job(void *h, const void *p, size_t n)
 {
-    side_hash_t *sh = calloc(1, sizeof *sh);
-    if (!sh)
-        return NULL;
-    sh->md5 = md5;
-    pthread_mutex_init(&sh->mu, NULL);
-    pthread_cond_init(&sh->cv, NULL);
-    if (pthread_create(&sh->th, NULL, side_main, sh) != 0) {
-        pthread_cond_destroy(&sh->cv);
-        pthread_mutex_destroy(&sh->mu);
-        free(sh);
-        return NULL;
-    }
-    return sh;
-}
-
-static void side_post(side_hash_t *sh, const void *buf, size_t n)
-{
-    pthread_mutex_lock(&sh->mu);
-    sh->buf = buf;
-    sh->n = n;
-    sh->pending = true;
-    pthread_cond_broadcast(&sh->cv);
-    pthread_mutex_unlock(&sh->mu);
-}
-
-/* Returns when the posted buffer is digested: the caller may reuse it. */
-static void side_wait(side_hash_t *sh)
-{
-    pthread_mutex_lock(&sh->mu);
-    while (sh->pending)
-        pthread_cond_wait(&sh->cv, &sh->mu);
-    sh->buf = NULL;
-    pthread_mutex_unlock(&sh->mu);
-}
-
-/* Waits for the last buffer, ends the helper; NULL is a no-op. */
-static void side_stop(side_hash_t *sh)
-{
-    if (!sh)
-        return;
-    pthread_mutex_lock(&sh->mu);
-    sh->quit = true;
-    pthread_cond_broadcast(&sh->cv);
-    pthread_mutex_unlock(&sh->mu);
-    pthread_join(sh->th, NULL);
-    pthread_cond_destroy(&sh->cv);
-    pthread_mutex_destroy(&sh->mu);
-    free(sh);
+    cn_sha256_update(h, p, n);
 }
 
 static void obj_put_free(cn_objects_put_t *p)
 {
     if (!p)
         return;
-    side_stop(p->side);
+    cn__chain_feed_end(p->o, p->upload_id, &p->feed);
     cn_store_writer_abort(p->w);
+    cn__hashset_destroy(&p->hs);
+    cn_sha256_free(p->own_sha);
     cn_sha256_free(p->sha);
     cn_md5_free(p->md5);
     free(p->key);
@@ -195,6 +125,7 @@ static cn_err_t obj_put_new(cn_objects_t *o, cn_objects_req_t *rq, cn_obj_put_ki
     p->o = o;
     p->rq = rq;
     p->kind = kind;
+    cn__hashset_init(&p->hs);
     p->declared = size;
     p->limit = o->opts.max_object_bytes;
     p->key = cn__strndup(key, strlen(key));
@@ -343,6 +274,9 @@ cn_err_t cn_objects_part_begin(cn_objects_t *o, cn_objects_req_t *rq, const char
         snprintf(p->upload_id, sizeof p->upload_id, "%s", upload_id);
         p->part_number = part_number;
         memcpy(p->cksum_alg, po.alg, sizeof p->cksum_alg);
+        /* Part 1 with its own SHA-256 hands that over (nothing to feed). */
+        if (part_number > 1 || !p->sha)
+            cn__chain_feed_begin(o, upload_id, part_number, &p->feed);
         *out = p;
     }
     return err;
@@ -361,18 +295,25 @@ cn_err_t cn_objects_put_write(cn_objects_put_t *p, const void *buf, size_t n)
         return p->err;
     }
     uint64_t body = p->declared >= 0 ? (uint64_t)p->declared : p->n + n;
-    if (!p->side && !p->side_failed && body >= SIDE_MIN_BODY && n >= SIDE_MIN_CHUNK)
-        p->side_failed = !(p->side = side_start(p->md5));
-    bool beside = p->side && n >= SIDE_MIN_CHUNK;
-    if (beside)
-        side_post(p->side, buf, n);
-    else
-        cn_md5_update(p->md5, buf, n);
+    /* Large: MD5 (the slowest) and then SHA-256 on idle pool threads while
+     * this thread copies and hashes BLAKE3, and a hash no thread was idle
+     * for after that; the wait keeps buf ours until the caller reuses it. */
+    cn__hashpool_t *hp = p->o->hashpool;
+    bool beside = hp && body >= CN_OBJECTS_PUT_BESIDE_MIN && n >= SIDE_MIN_CHUNK;
+    bool md5_out = beside && cn__hashpool_run(hp, &p->hs, md5_job, p->md5, buf, n, false);
+    bool sha_out =
+        beside && p->sha && cn__hashpool_run(hp, &p->hs, sha256_job, p->sha, buf, n, false);
+    cn_sha256_t *feed = p->feed.sha;
+    bool feed_out = beside && feed && cn__hashpool_run(hp, &p->hs, sha256_job, feed, buf, n, false);
     cn_err_t err = cn_store_writer_write(p->w, buf, n);
-    if (err >= 0 && p->sha)
+    if (!sha_out && p->sha)
         cn_sha256_update(p->sha, buf, n);
-    if (beside)
-        side_wait(p->side);
+    if (!feed_out && feed)
+        cn_sha256_update(feed, buf, n);
+    if (!md5_out)
+        cn_md5_update(p->md5, buf, n);
+    if (md5_out || sha_out || feed_out)
+        cn__hashpool_wait(hp, &p->hs);
     if (err < 0) {
         p->err = err;
         return err;
@@ -384,6 +325,20 @@ cn_err_t cn_objects_put_write(cn_objects_put_t *p, const void *buf, size_t n)
 uint64_t cn_objects_put_len(const cn_objects_put_t *p)
 {
     return p->n;
+}
+
+cn_err_t cn_objects_put_sha256(const cn_objects_put_t *p, uint8_t out[CN_DIGEST_LEN])
+{
+    if (p->err)
+        return p->err;
+    if (!p->sha)
+        return CN_E_INVALID;
+    cn_sha256_t *h = NULL;
+    cn_err_t err = cn_sha256_copy(p->sha, &h);
+    if (err < 0)
+        return err;
+    cn_sha256_final(h, out);
+    return 0;
 }
 
 const char *cn_objects_put_checksum_alg(const cn_objects_put_t *p)
@@ -485,8 +440,9 @@ cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res
     if (err < 0)
         goto out;
     uint8_t sha[CN_DIGEST_LEN];
-    side_stop(p->side); /* every buffer is digested: md5 is this thread's again */
-    p->side = NULL;
+    if (p->sha && p->kind == CN_OBJ_PUT_PART && p->part_number == 1 && !p->feed.sha &&
+        cn_sha256_copy(p->sha, &p->own_sha) < 0)
+        p->own_sha = NULL; /* the chain reads the part instead */
     if (p->sha_given)
         memcpy(sha, p->want_sha, CN_DIGEST_LEN);
     else
@@ -534,7 +490,10 @@ cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res
     if (err >= 0 && p->kind == CN_OBJ_PUT_PART) {
         /* Before the answer: a client completes only after every part's. */
         cn__chain_part_t cp = { .number = p->part_number, .digest = d, .size = r.size };
-        cn__chain_part_done(p->o, p->upload_id, &cp);
+        if (p->own_sha)
+            p->feed = (cn__chain_feed_t){ .sha = p->own_sha }; /* base 0, no claim */
+        p->own_sha = NULL;
+        cn__chain_part_done(p->o, p->upload_id, &cp, &p->feed);
     }
 out:
     if (err >= 0 && res)

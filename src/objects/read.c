@@ -371,13 +371,17 @@ static void key_read_offer(const key_read_t *kr, uint64_t stamp, const cn_obj_se
 }
 
 /* A cached head's answer to its caller: the access decision against the
- * cached settings (every request), then a copy of the info. */
-static cn_err_t head_hit_info(cn_objects_req_t *rq, const cn__objhead_t *h, const char *key,
-                              cn_object_info_t *info)
+ * cached settings (every request), then a copy of the info; rows mode tells
+ * the word h was found under during this call on (info->gen_word), for the
+ * lifecycle answer. */
+static cn_err_t head_hit_info(const cn_objects_t *o, cn_objects_req_t *rq, const cn__objhead_t *h,
+                              const char *key, cn_object_info_t *info)
 {
     cn_err_t err = cn__authorize_found(rq, h->b, CN_ACT_GET_OBJECT, key, 0, &h->acl);
     if (err >= 0)
         err = cn__info_copy(info, &h->info);
+    if (err >= 0)
+        info->gen_word = cn__gen_local(o->gen) ? 0 : h->stamp;
     return err;
 }
 
@@ -389,7 +393,7 @@ cn_err_t cn_objects_head(cn_objects_t *o, cn_objects_req_t *rq, const char *buck
     const cn__objhead_t *h = cn__objhead_find(o, bucket, key, &stamp);
     cn_err_t err;
     if (h) {
-        err = head_hit_info(rq, h, key, info);
+        err = head_hit_info(o, rq, h, key, info);
         cn__objhead_release(h);
         return err;
     }
@@ -478,17 +482,32 @@ static cn_err_t obj_hold(cn_objects_t *o, cn_objects_reader_t *rd, int64_t bucke
     return missing ? CN_E_CORRUPT : 0;
 }
 
+/* Every segment of rd is open (none left for later reads). */
+static bool obj_all_held(const cn_objects_reader_t *rd)
+{
+    for (size_t i = 0; i < rd->nsegs; i++)
+        if (!rd->segs[i].held)
+            return false;
+    return true;
+}
+
 /* The hold of a cached head's reader: its blobs were referenced by the
  * version current under stamp, and are guarded now; if the bucket's slot
  * still holds stamp after that, they were live until guarded (gen.c), so no
- * second look at the key is needed.  CN_E_AGAIN when a blob is missing or
- * the word moved (the slow path decides), else as obj_open_segs. */
+ * second look at the key is needed.  In rows mode, where that look is a
+ * database read, it is skipped when every blob is open: an open blob's
+ * bytes are its digest's whatever became of the version since, and the
+ * version was current when the find read the word, during this request.
+ * CN_E_AGAIN when a blob is missing or the word moved (the slow path
+ * decides), else as obj_open_segs. */
 static cn_err_t obj_hold_cached(cn_objects_t *o, cn_objects_reader_t *rd, const char *bucket,
                                 uint64_t stamp)
 {
     bool missing = false;
     cn_err_t err = obj_open_segs(o, rd, &missing);
-    if (err >= 0 && (missing || !cn__objhead_current(o, bucket, stamp)))
+    if (err < 0 || (!missing && !cn__gen_local(o->gen) && obj_all_held(rd)))
+        return err;
+    if (missing || !cn__objhead_current(o, bucket, stamp))
         err = CN_E_AGAIN;
     return err;
 }
@@ -594,7 +613,7 @@ static cn_err_t obj_get_cached(cn_objects_t *o, cn_objects_req_t *rq, const char
     if (!h)
         return CN_E_AGAIN;
     cn_obj_seg_t *segs = h->nsegs ? calloc(h->nsegs, sizeof *segs) : NULL;
-    cn_err_t err = h->nsegs && !segs ? -ENOMEM : head_hit_info(rq, h, key, info);
+    cn_err_t err = h->nsegs && !segs ? -ENOMEM : head_hit_info(o, rq, h, key, info);
     for (size_t i = 0; err >= 0 && i < h->nsegs; i++) {
         segs[i].digest = h->segs[i].digest;
         segs[i].size = h->segs[i].size;
@@ -686,6 +705,10 @@ cn_err_t cn_objects_get_cached(cn_objects_t *o, cn_objects_req_t *rq, const char
 {
     *rd = NULL;
     memset(info, 0, sizeof *info);
+    /* Rows mode: a word is a database read, which an event loop must never
+     * wait for (it stalls every connection of the loop); a worker asks. */
+    if (!cn__gen_local(o->gen))
+        return CN_E_AGAIN;
     uint64_t stamp = 0;
     return obj_get_cached(o, rq, bucket, key, range, info, rd, &stamp);
 }

@@ -284,9 +284,9 @@ static int key_cmp(const void *a, const void *b)
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* Whether (kind, id) is among the first `before` items: binary search for
- * its first occurrence (the smallest index sorts first). */
-static bool earlier(const cn_repos_put_t *p, uint32_t before, uint8_t kind, const cn_digest_t *id)
+/* The smallest index of an item (kind, id), or p->count if none: binary
+ * search for its first occurrence (the smallest index sorts first). */
+static uint32_t first_item(const cn_repos_put_t *p, uint8_t kind, const cn_digest_t *id)
 {
     put_key_t k = { kind, *id, 0 };
     size_t lo = 0, hi = p->count;
@@ -298,80 +298,180 @@ static bool earlier(const cn_repos_put_t *p, uint32_t before, uint8_t kind, cons
             hi = mid;
     }
     return lo < p->count && p->keys[lo].kind == kind &&
-           memcmp(p->keys[lo].id.b, id->b, CN_DIGEST_LEN) == 0 && p->keys[lo].index < before;
+                   memcmp(p->keys[lo].id.b, id->b, CN_DIGEST_LEN) == 0
+               ? p->keys[lo].index
+               : p->count;
 }
 
-/* A reference to (kind, id) is satisfied by the repository or the batch. */
-static cn_err_t ref_present(cn_repos_put_t *p, cn_meta_txn_t *txn, uint32_t before, uint8_t kind,
-                            const cn_digest_t *id, bool *ok)
+/* Whether (kind, id) is among the first `before` items. */
+static bool earlier(const cn_repos_put_t *p, uint32_t before, uint8_t kind, const cn_digest_t *id)
 {
-    if (earlier(p, before, kind, id)) {
-        *ok = true;
-        return CN_OK;
-    }
-    return cn__object_find(txn, p->repo, kind, id, ok, NULL, NULL, NULL);
+    return first_item(p, kind, id) < before;
 }
 
-/* Validates one structured object from its published bytes. */
-static cn_err_t validate(cn_repos_put_t *p, cn_meta_txn_t *txn, uint32_t i)
+/* ---- object keys looked up many at a time -------------------------------------------- */
+/* One key of CN_SQL_REPOS_BATCH_OBJECT_GET's list: the kind's byte, then
+ * the id. */
+typedef struct obj_key {
+    uint8_t kind;
+    uint8_t id[CN_DIGEST_LEN];
+} obj_key_t;
+
+_Static_assert(sizeof(obj_key_t) == 1 + CN_DIGEST_LEN, "keys pack as the batch key list");
+
+/* For each of the n keys (any kinds, repeats allowed, in any order):
+ * found[i] (the repository holds it) and, when found and asked for,
+ * blob[i] and len[i]; a key not found leaves them untouched (a kind no row
+ * has, outside 1..3, is never found on either engine).  One statement
+ * per CN_META_BATCH_MAX keys (issue 24: one round trip on PostgreSQL).
+ * Errors: CN_E_CORRUPT (a row names no position or has no digest),
+ * cn_meta_batch_query's and cn_meta_step's. */
+static cn_err_t objects_get(cn_meta_txn_t *txn, const uint8_t repo[16], const obj_key_t *keys,
+                            uint32_t n, bool *found, cn_digest_t *blob, uint64_t *len)
+{
+    cn_err_t err = CN_OK;
+    memset(found, 0, n * sizeof *found);
+    for (uint32_t from = 0; from < n && err >= 0; from += CN_META_BATCH_MAX) {
+        uint32_t c = n - from < CN_META_BATCH_MAX ? n - from : CN_META_BATCH_MAX;
+        cn_meta_stmt_t *st = NULL;
+        err = cn_meta_batch_query(txn, &st, &cn__sql_repos_batch[CN_SQL_REPOS_BATCH_OBJECT_GET],
+                                  keys + from, sizeof *keys, c, "b", CN__ARG_ID(repo));
+        while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
+            int64_t j = cn_meta_column_int64(st, 0);
+            cn_digest_t b;
+            if (j < 0 || j >= c || !cn__col_fixed(st, 1, b.b, CN_DIGEST_LEN)) {
+                err = CN_E_CORRUPT;
+                break;
+            }
+            found[from + j] = true;
+            if (blob)
+                blob[from + j] = b;
+            if (len)
+                len[from + j] = (uint64_t)cn_meta_column_int64(st, 2);
+        }
+        cn_meta_finish(st);
+    }
+    return err < 0 ? err : CN_OK;
+}
+
+/* ---- validation of a session's structured objects ------------------------------------- */
+/* The references of the objects validated so far that no earlier object of
+ * the batch satisfies, waiting to be looked up together: key i was named by
+ * item[i].  At most CN_META_BATCH_MAX (one statement's worth) at a time. */
+typedef struct pending {
+    obj_key_t *keys;
+    uint32_t *item;
+    bool *found;
+    uint32_t n;
+} pending_t;
+
+/* Fails the session: object i names an object the repository lacks. */
+static cn_err_t missing(cn_repos_put_t *p, uint32_t i)
+{
+    if (p->items[i].kind == CN_REPOS_MANIFEST)
+        return cn__rfail(p->rq, CN_E_NOT_FOUND, CN_REPOS_E_OBJECT_MISSING,
+                         "object %u: the manifest names a chunk the repository lacks", i);
+    return cn__rfail(p->rq, CN_E_NOT_FOUND, CN_REPOS_E_OBJECT_MISSING,
+                     "object %u: the change set names a manifest the repository lacks", i);
+}
+
+/* Looks the pending references up and empties pd; the first one the
+ * repository lacks fails its object (the lowest index: pd holds them in
+ * the order of the objects). */
+static cn_err_t resolve(cn_repos_put_t *p, cn_meta_txn_t *txn, pending_t *pd)
+{
+    uint32_t n = pd->n;
+    pd->n = 0;
+    if (!n)
+        return CN_OK;
+    CN_TRY(objects_get(txn, p->repo, pd->keys, n, pd->found, NULL, NULL));
+    for (uint32_t k = 0; k < n; k++)
+        if (!pd->found[k])
+            return missing(p, pd->item[k]);
+    return CN_OK;
+}
+
+/* Object i names (kind, id): satisfied by an earlier object of the batch
+ * (the `before` rule: only items with a smaller index count), else pending
+ * for the repository's answer (resolved first when pd is full). */
+static cn_err_t ref_pending(cn_repos_put_t *p, cn_meta_txn_t *txn, pending_t *pd, uint32_t i,
+                            uint8_t kind, const cn_digest_t *id)
+{
+    if (earlier(p, i, kind, id))
+        return CN_OK;
+    if (pd->n == CN_META_BATCH_MAX)
+        CN_TRY(resolve(p, txn, pd));
+    pd->keys[pd->n].kind = kind;
+    memcpy(pd->keys[pd->n].id, id->b, CN_DIGEST_LEN);
+    pd->item[pd->n++] = i;
+    return CN_OK;
+}
+
+/* Parses structured object i from its published bytes (*bad: it is not a
+ * canonical, valid object; nothing reported yet) and queues its
+ * references. */
+static cn_err_t collect(cn_repos_put_t *p, cn_meta_txn_t *txn, pending_t *pd, uint32_t i, bool *bad)
 {
     put_item_t *it = &p->items[i];
     const uint8_t *map = NULL;
     size_t len = 0;
     CN_TRY(cn__blob_map(p->r, &it->blob, &map, &len));
     cn_err_t err = CN_OK;
-    bool ok = true;
+    cn_repos_manifest_t m;
+    cn_repos_changeset_t cs;
     if (it->kind == CN_REPOS_MANIFEST) {
-        cn_repos_manifest_t m;
-        if (cn_repos_manifest_parse(map, len, &m) < 0) {
-            err = cn__rfail(p->rq, CN_E_INVALID, CN_REPOS_E_OBJECT_INVALID,
-                            "object %u: not a canonical manifest", i);
-            goto out;
+        if (!(*bad = cn_repos_manifest_parse(map, len, &m) < 0)) {
+            it->fsize = m.size;
+            for (uint32_t k = 0; k < m.count && err >= 0; k++) {
+                cn_repos_chunk_ref_t c;
+                cn_repos_manifest_chunk(&m, k, &c);
+                err = ref_pending(p, txn, pd, i, CN_REPOS_CHUNK, &c.id);
+            }
         }
-        it->fsize = m.size;
-        for (uint32_t k = 0; k < m.count && ok; k++) {
-            cn_repos_chunk_ref_t c;
-            cn_repos_manifest_chunk(&m, k, &c);
-            if ((err = ref_present(p, txn, i, CN_REPOS_CHUNK, &c.id, &ok)) < 0)
-                goto out;
-        }
-        if (!ok)
-            err = cn__rfail(p->rq, CN_E_NOT_FOUND, CN_REPOS_E_OBJECT_MISSING,
-                            "object %u: the manifest names a chunk the repository lacks", i);
-    } else {
-        cn_repos_changeset_t cs;
-        if (cn_repos_changeset_parse(map, len, &cs) < 0 || cn_repos_changeset_validate(&cs) < 0) {
-            err = cn__rfail(p->rq, CN_E_INVALID, CN_REPOS_E_OBJECT_INVALID,
-                            "object %u: not a canonical, valid change set", i);
-            goto out;
-        }
+    } else if (!(*bad = cn_repos_changeset_parse(map, len, &cs) < 0 ||
+                        cn_repos_changeset_validate(&cs) < 0)) {
         it->fsize = 0;
         cn_repos_changeset_iter_t ci;
         cn_repos_change_t e;
         cn_repos_changeset_iter(&cs, &ci);
-        while (ok && cn_repos_changeset_next(&ci, &e)) {
-            if (e.kind != CN_REPOS_ADD && e.kind != CN_REPOS_MODIFY && e.kind != CN_REPOS_MOVE)
-                continue;
-            if ((err = ref_present(p, txn, i, CN_REPOS_MANIFEST, &e.manifest, &ok)) < 0)
-                goto out;
-        }
-        if (!ok)
-            err = cn__rfail(p->rq, CN_E_NOT_FOUND, CN_REPOS_E_OBJECT_MISSING,
-                            "object %u: the change set names a manifest the repository lacks", i);
+        while (err >= 0 && cn_repos_changeset_next(&ci, &e))
+            if (e.kind == CN_REPOS_ADD || e.kind == CN_REPOS_MODIFY || e.kind == CN_REPOS_MOVE)
+                err = ref_pending(p, txn, pd, i, CN_REPOS_MANIFEST, &e.manifest);
     }
-out:
     cn__unmap(map, len);
     return err;
 }
 
-/* Validates every structured object of the session p. */
+/* Validates every structured object of the session p, failing the first
+ * (by index) that does not parse or names an object neither the repository
+ * nor an earlier object of the batch holds: the references of many objects
+ * are looked up together, and pending ones are resolved before a parse
+ * failure is reported, so the object blamed is the one a lookup per
+ * reference in order would blame. */
 static cn_err_t validate_body(cn_meta_txn_t *txn, void *ctx)
 {
     cn_repos_put_t *p = ctx;
-    cn_err_t err = CN_OK;
-    for (uint32_t i = 0; i < p->count && err >= 0; i++)
-        if (p->items[i].kind != CN_REPOS_CHUNK)
-            err = validate(p, txn, i);
+    pending_t pd = { malloc(CN_META_BATCH_MAX * sizeof *pd.keys),
+                     malloc(CN_META_BATCH_MAX * sizeof *pd.item),
+                     malloc(CN_META_BATCH_MAX * sizeof *pd.found), 0 };
+    cn_err_t err = pd.keys && pd.item && pd.found ? CN_OK : -ENOMEM;
+    bool bad = false;
+    for (uint32_t i = 0; i < p->count && err >= 0 && !bad; i++) {
+        if (p->items[i].kind == CN_REPOS_CHUNK)
+            continue;
+        err = collect(p, txn, &pd, i, &bad);
+        if (err >= 0 && bad && (err = resolve(p, txn, &pd)) >= 0)
+            err = cn__rfail(p->rq, CN_E_INVALID, CN_REPOS_E_OBJECT_INVALID,
+                            p->items[i].kind == CN_REPOS_MANIFEST
+                                ? "object %u: not a canonical manifest"
+                                : "object %u: not a canonical, valid change set",
+                            i);
+    }
+    if (err >= 0)
+        err = resolve(p, txn, &pd);
+    free(pd.keys);
+    free(pd.item);
+    free(pd.found);
     return err;
 }
 
@@ -382,20 +482,74 @@ typedef struct put_rows {
     uint8_t *stored;
 } put_rows_t;
 
+/* Inserts the membership rows of the n items at[] (distinct keys; 1 <= n
+ * <= CN_SQL_REPOS_OBJECT_ROWS_MAX) with one statement, and marks stored[]
+ * of those whose row is new (a row already held is left as it is and not
+ * returned).  Errors: CN_E_CORRUPT (a returned row is no item's), -ENOMEM,
+ * cn_meta_prepare's and cn_meta_step's. */
+static cn_err_t insert_rows(cn_meta_txn_t *txn, const put_rows_t *pr, const uint32_t *at,
+                            uint32_t n)
+{
+    const cn_repos_put_t *p = pr->p;
+    char *sql = cn__sql_repos_object_insert_rows(n);
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = sql ? cn_meta_prepare(txn, sql, &st) : -ENOMEM;
+    free(sql);
+    for (uint32_t r = 0; r < n && err >= 0; r++) {
+        const put_item_t *it = &p->items[at[r]];
+        int b = (int)r * 6;
+        if ((err = cn_meta_bind_blob(st, b + 1, p->repo, 16)) >= 0 &&
+            (err = cn_meta_bind_int64(st, b + 2, it->kind)) >= 0 &&
+            (err = cn_meta_bind_blob(st, b + 3, it->id.b, CN_DIGEST_LEN)) >= 0 &&
+            (err = cn_meta_bind_blob(st, b + 4, it->blob.b, CN_DIGEST_LEN)) >= 0 &&
+            (err = cn_meta_bind_int64(st, b + 5, (int64_t)it->length)) >= 0)
+            err = cn_meta_bind_int64(st, b + 6, (int64_t)it->fsize);
+    }
+    while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
+        int64_t kind = cn_meta_column_int64(st, 0);
+        cn_digest_t id;
+        uint32_t i = p->count;
+        if (kind >= 0 && kind <= UINT8_MAX && cn__col_fixed(st, 1, id.b, CN_DIGEST_LEN))
+            i = first_item(p, (uint8_t)kind, &id);
+        if (i == p->count) {
+            err = CN_E_CORRUPT;
+            break;
+        }
+        if (pr->stored)
+            pr->stored[i] = 1;
+    }
+    cn_meta_finish(st);
+    return err < 0 ? err : CN_OK;
+}
+
+/* The session's membership rows, a row per distinct (kind, id), in order of
+ * the items (the first of a repeated key is the one inserted, as a row per
+ * item in order would have it), as multi-row INSERTs of up to
+ * CN_SQL_REPOS_OBJECT_ROWS_MAX rows (issue 24: a round trip per statement
+ * on PostgreSQL).  A statement's rows are a power of two, so that at most
+ * a handful of texts are ever prepared.  stored[i]: item i's row is new. */
 static cn_err_t insert_body(cn_meta_txn_t *txn, void *ctx)
 {
     const put_rows_t *pr = ctx;
     const cn_repos_put_t *p = pr->p;
+    uint32_t *at = malloc((p->count ? p->count : 1) * sizeof *at), n = 0;
+    if (!at)
+        return -ENOMEM;
+    if (pr->stored)
+        memset(pr->stored, 0, p->count);
+    for (uint32_t i = 0; i < p->count; i++)
+        if (!earlier(p, i, p->items[i].kind, &p->items[i].id))
+            at[n++] = i;
     cn_err_t err = CN_OK;
-    for (uint32_t i = 0; i < p->count && err >= 0; i++) {
-        const put_item_t *it = &p->items[i];
-        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_OBJECT_INSERT], "bibbii",
-                            CN__ARG_ID(p->repo), (int64_t)it->kind, CN__ARG_DIGEST(&it->id),
-                            CN__ARG_DIGEST(&it->blob), (int64_t)it->length, (int64_t)it->fsize);
-        if (err >= 0 && pr->stored)
-            pr->stored[i] = cn_meta_changes(txn) == 1;
+    for (uint32_t from = 0; from < n && err >= 0;) {
+        uint32_t c = CN_SQL_REPOS_OBJECT_ROWS_MAX;
+        while (c > n - from)
+            c /= 2;
+        err = insert_rows(txn, pr, at + from, c);
+        from += c;
     }
-    return err < 0 ? err : CN_OK;
+    free(at);
+    return err;
 }
 
 cn_err_t cn_repos_put_commit(cn_repos_put_t *p, uint8_t *stored)
@@ -600,15 +754,32 @@ cn_err_t cn_repos_pin(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
 static cn_err_t lookup_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
 {
     const ref_batch_t *rb = ctx;
-    cn_err_t err = CN_OK;
+    obj_key_t *keys = malloc(rb->n * sizeof *keys);
+    bool *found = malloc(rb->n * sizeof *found);
+    cn_digest_t *blob = malloc(rb->n * sizeof *blob);
+    uint64_t *len = malloc(rb->n * sizeof *len);
+    cn_err_t err = keys && found && blob && len ? CN_OK : -ENOMEM;
+    for (uint32_t i = 0; i < rb->n && err >= 0; i++) {
+        keys[i].kind = rb->refs[i].kind;
+        memcpy(keys[i].id, rb->refs[i].id.b, CN_DIGEST_LEN);
+    }
+    if (err >= 0)
+        err = objects_get(txn, repo->info.id, keys, rb->n, found, blob, len);
     for (uint32_t i = 0; i < rb->n && err >= 0; i++) {
         cn_repos_obj_t *o = &rb->out[i];
         memset(o, 0, sizeof *o);
         o->kind = rb->refs[i].kind;
         o->id = rb->refs[i].id;
-        err = cn__object_find(txn, repo->info.id, o->kind, &o->id, &o->present, &o->blob,
-                              &o->length, NULL);
+        o->present = found[i];
+        if (found[i]) {
+            o->blob = blob[i];
+            o->length = len[i];
+        }
     }
+    free(keys);
+    free(found);
+    free(blob);
+    free(len);
     return err;
 }
 

@@ -549,13 +549,15 @@ bool cn__s3_expiration_header(cn__s3_rq_t *q, const char *key, uint64_t size, in
 {
     int64_t exp = 0;
     char id[CN_OBJECTS_LC_ID_MAX + 1];
+    uint64_t word = q->lc_word; /* for this one answer */
+    q->lc_word = 0;
     /* On the loop only the rules cached under the bucket's generation
      * answer; else a worker reads them (and caches them for the loop). */
     int found = cn_http_req_on_loop(q->r)
                     ? cn_objects_lifecycle_expiry_cached(q->s3->objects, q->bucket, key, size,
                                                          ntags, last_modified_ms, &exp, id)
-                    : cn_objects_lifecycle_expiry(q->s3->objects, q->bucket, key, size, version_id,
-                                                  last_modified_ms, &exp, id);
+                    : cn_objects_lifecycle_expiry_under(q->s3->objects, q->bucket, word, key, size,
+                                                        version_id, last_modified_ms, &exp, id);
     if (found == CN_E_AGAIN && cn_http_req_on_loop(q->r))
         return false;
     if (found != 1)

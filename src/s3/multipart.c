@@ -237,7 +237,6 @@ typedef struct {
     const char *obj_type;
     cn_s3_err_t err;
     char msg[200];
-    uint64_t min_part_size;
 } cn__complete_req_t;
 
 static void complete_req_free(cn__complete_req_t *c)
@@ -389,26 +388,17 @@ static void multipart_composite(cn_http_cksum_alg_t alg, const cn_objects_part_t
     snprintf(out, CN_OBJECTS_CKSUM_MAX, "%s-%u", b64, (unsigned)n);
 }
 
-/* The service's complete_check: every part but the last must hold at least
- * the face's min_part_size bytes (else CN_E_INVALID, PART_TOO_SMALL: EntityTooSmall),
- * each checksum the request lists must be the one its part was uploaded
- * with, and the object's checksum header, when sent, the composite (with or
+/* The service's complete_check (after the service judged every part but
+ * the last against args.min_part_size, the face's: EntityTooSmall): each
+ * checksum the request lists must be the one its part was uploaded with,
+ * and the object's checksum header, when sent, the composite (with or
  * without "-N").  Makes the composite. */
 static cn_err_t multipart_complete_check(void *ctx, cn_objects_req_t *rq, const char *alg_name,
                                          const cn_objects_part_t *parts, size_t n,
                                          char checksum[CN_OBJECTS_CKSUM_MAX])
 {
     cn__complete_req_t *c = ctx;
-    for (size_t i = 0; i + 1 < n; i++) {
-        if (parts[i].size < c->min_part_size) {
-            rq->what = CN_OBJ_WHAT_PART;
-            return cn_fail_set(&rq->fail, CN_E_INVALID, CN_OBJ_PART_TOO_SMALL,
-                               "Your proposed upload is smaller than the minimum allowed size: "
-                               "part %d has %llu bytes, every part but the last needs %llu",
-                               parts[i].part_number, (unsigned long long)parts[i].size,
-                               (unsigned long long)c->min_part_size);
-        }
-    }
+    (void)rq; /* refusals here are the face's own (c->err) */
     cn_http_cksum_alg_t alg = cn_http_cksum_parse(alg_name);
     for (size_t i = 0; i < n && i < c->n; i++) {
         if (c->ck_alg[i] == CN_CKSUM_NONE)
@@ -510,7 +500,7 @@ static void complete_done(cn__s3_rq_t *q)
     args.if_match = cn_http_req_header(q->r, "If-Match");
     args.complete_check = multipart_complete_check;
     args.answer_repeat = true;
-    c.min_part_size = q->s3->min_part_size;
+    args.min_part_size = q->s3->min_part_size;
     args.complete_ctx = &c;
     cn_objects_put_result_t res;
     cn_err_t e = cn_objects_mpu_complete(q->s3->objects, &q->orq, q->bucket, q->key, id, c.parts,

@@ -28,6 +28,8 @@ typedef struct {
     int32_t part;       /* UploadPart: its number, else 0 */
     bool has_ck;        /* UploadPart of an upload with a checksum algorithm */
     cn_http_cksum_t ck; /* ... the part's checksum, computed here */
+    bool sha_report;    /* the session's SHA-256 is the framework's payload check */
+    uint64_t size;      /* ... reported once this many bytes are in */
 } cn__put_t;
 
 static void put_cleanup(cn__s3_rq_t *q)
@@ -48,7 +50,14 @@ static int put_body(cn__s3_rq_t *q, const uint8_t *b, size_t n)
     cn__put_t *p = q->op;
     if (p->has_ck)
         cn_http_cksum_update(&p->ck, b, n);
-    return cn_objects_put_write(p->put, b, n);
+    cn_err_t e = cn_objects_put_write(p->put, b, n);
+    if (e >= 0 && p->sha_report && cn_objects_put_len(p->put) == p->size) {
+        uint8_t sha[CN_DIGEST_LEN];
+        e = cn_objects_put_sha256(p->put, sha);
+        if (e >= 0)
+            cn_http_req_body_sha_report(q->r, sha);
+    }
+    return e;
 }
 
 /* The checksum echo: the verified x-amz-checksum-* value, when one was sent. */
@@ -126,10 +135,13 @@ static bool part_checksum(cn__s3_rq_t *q, cn__put_t *p)
 
 /* Integrity expectations from Content-MD5, x-amz-checksum-sha256 and a
  * signed payload hash.  A body SHA-256 the framework checks before on_end
- * (an x-amz-checksum-sha256 header, or x-amz-content-sha256 as a hex value)
- * goes to the service as verified, so the bytes are hashed with SHA-256 once
- * (put_end never commits a body that failed a check).  false after
- * answering. */
+ * (an x-amz-checksum-sha256 header) goes to the service as verified, so the
+ * bytes are hashed with SHA-256 once (put_end never commits a body that
+ * failed a check).  A signed payload hash (x-amz-content-sha256 as a hex
+ * value) of a large body is the other way round: the session hashes it
+ * (beside the write, on the objects service's pool, and its state can seed
+ * an upload's running SHA-256) and put_body reports the digest to the
+ * framework's check in its stead.  false after answering. */
 static bool put_expect(cn__s3_rq_t *q, cn__put_t *p, cn_objects_put_args_t *a)
 {
     int m = cn__s3_content_md5(q, p->md5);
@@ -148,8 +160,13 @@ static bool put_expect(cn__s3_rq_t *q, cn__put_t *p, cn_objects_put_args_t *a)
     s = cn_http_req_header(q->r, "x-amz-content-sha256");
     if (cn_http_req_payload_mode(q->r) == CN_SIGV4_PAYLOAD_HASH && s && strlen(s) == 64 &&
         cn_hex_decode(s, 64, p->sha, CN_DIGEST_LEN) == CN_OK) {
+        /* A small body keeps the framework's inline hash: nothing to gain. */
+        int64_t len = cn_http_req_payload_length(q->r);
         a->expect_sha256 = p->sha;
-        a->sha256_verified = true;
+        p->sha_report =
+            len >= (int64_t)CN_OBJECTS_PUT_BESIDE_MIN && cn_http_req_body_sha_delegate(q->r);
+        a->sha256_verified = !p->sha_report;
+        p->size = (uint64_t)len;
     }
     return true;
 }
@@ -669,6 +686,7 @@ void cn__s3_get_object(cn__s3_rq_t *q)
             cn_objects_info_free(&info);
             return;
         }
+        q->lc_word = info.gen_word;
         if (!cn__s3_expiration_header(q, q->key, info.size, info.version_id, info.ntags,
                                       info.last_modified_ms)) {
             /* The rules are not cached for the loop: a worker answers. */

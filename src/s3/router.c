@@ -65,28 +65,31 @@ void cn_s3_free(cn_s3_t *s3)
 static cn_err_t secret_of(void *identity, const char *access_key, uint8_t *secret, size_t cap,
                           size_t *len, cn_principal_t *out, bool cached)
 {
-    return cached ? cn_identity_lookup_secret_cached(identity, access_key, secret, cap, len, out)
-                  : cn_identity_lookup_secret(identity, access_key, secret, cap, len, out);
+    return cn_identity_lookup_tagged(identity, access_key, cached, secret, cap, len, NULL, out);
 }
 
-/* For SigV4, an unknown or unusable key is "not found". */
+/* For SigV4, an unknown or unusable key is "not found"; the secret comes
+ * with the identity's tag of it, which keys the signing-key cache, from the
+ * identity's cache only when cached (CN_E_AGAIN on a miss). */
 static int sigv4_secret(void *identity, const char *access_key, uint8_t *secret, size_t cap,
-                        size_t *len, bool cached)
+                        size_t *len, uint8_t tag[CN_SIGV4_TAG_LEN], bool cached)
 {
-    cn_err_t e = secret_of(identity, access_key, secret, cap, len, NULL, cached);
+    _Static_assert(CN_SIGV4_TAG_LEN == CN_IDENTITY_TAG_LEN, "one tag length");
+    cn_err_t e =
+        cn_identity_lookup_tagged(identity, access_key, cached, secret, cap, len, tag, NULL);
     return e == CN_E_AUTH ? CN_E_NOT_FOUND : e;
 }
 
 int cn_s3_sigv4_lookup(void *identity, const char *access_key, uint8_t *secret, size_t cap,
-                       size_t *len)
+                       size_t *len, uint8_t tag[CN_SIGV4_TAG_LEN])
 {
-    return sigv4_secret(identity, access_key, secret, cap, len, false);
+    return sigv4_secret(identity, access_key, secret, cap, len, tag, false);
 }
 
 int cn_s3_sigv4_lookup_cached(void *identity, const char *access_key, uint8_t *secret, size_t cap,
-                              size_t *len)
+                              size_t *len, uint8_t tag[CN_SIGV4_TAG_LEN])
 {
-    return sigv4_secret(identity, access_key, secret, cap, len, true);
+    return sigv4_secret(identity, access_key, secret, cap, len, tag, true);
 }
 
 int cn_s3_bearer_check(void *identity, const char *token_id, const char *secret)
@@ -1236,6 +1239,16 @@ static void on_error(cn_http_req_t *r, cn_s3_err_t e, const char *message, void 
     cn_http_respond_s3_error(r, e, message);
 }
 
+/* A failure an operation's callback returned (cn_http_route_t.err_of): the
+ * one error table, with the request's objects context (what failed, and the
+ * detail a service call left) when the request got that far. */
+static cn_s3_err_t on_failure(cn_http_req_t *r, cn_err_t rc, void *ctx)
+{
+    (void)ctx;
+    const cn__s3_rq_t *q = cn_http_req_data(r);
+    return cn__s3_err_of(q ? &q->orq : NULL, rc);
+}
+
 static bool router_match(const cn_http_req_t *r, void *ctx)
 {
     const char *p = cn_http_req_path(r, NULL);
@@ -1248,7 +1261,7 @@ static bool router_match(const cn_http_req_t *r, void *ctx)
     return vhost;
 }
 
-cn_err_t cn_s3_register(cn_s3_t *s3, cn_http_server_t *srv)
+void cn__s3_route(cn_s3_t *s3, cn_http_route_t *out)
 {
     cn_http_route_t rt;
     memset(&rt, 0, sizeof rt);
@@ -1262,7 +1275,15 @@ cn_err_t cn_s3_register(cn_s3_t *s3, cn_http_server_t *srv)
     rt.on_end = on_end;
     rt.on_cleanup = on_cleanup;
     rt.error = on_error;
+    rt.err_of = on_failure;
     rt.ctx = s3;
+    *out = rt;
+}
+
+cn_err_t cn_s3_register(cn_s3_t *s3, cn_http_server_t *srv)
+{
+    cn_http_route_t rt;
+    cn__s3_route(s3, &rt);
     rt.max_body = cn_objects_max_object_bytes(s3->objects);
     return cn_http_server_route(srv, &rt);
 }

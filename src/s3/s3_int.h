@@ -32,9 +32,10 @@ struct cn__s3_rq {
     cn_objects_req_t orq; /* principal points at .principal (or NULL) */
     cn_principal_t principal;
     bool anonymous;
-    bool head;    /* HEAD: errors carry no body */
-    char *bucket; /* NULL: the service (no bucket named) */
-    char *key;    /* NULL: no key; never "" */
+    bool head;        /* HEAD: errors carry no body */
+    uint64_t lc_word; /* GET / HEAD: its info's gen_word, for x-amz-expiration */
+    char *bucket;     /* NULL: the service (no bucket named) */
+    char *key;        /* NULL: no key; never "" */
     /* body handling installed by an operation (all may be NULL) */
     int (*on_body)(cn__s3_rq_t *q, const uint8_t *p, size_t n);
     void (*on_end)(cn__s3_rq_t *q);
@@ -58,6 +59,9 @@ void cn__s3_fail(cn__s3_rq_t *q, cn_err_t err);
 /* cn_s3_err_from (cairn/s3.h, the one error table), under the name the
  * adapter's files and its unit tests use. */
 cn_s3_err_t cn__s3_err_of(const cn_objects_req_t *orq, cn_err_t err);
+/* The S3 route's callbacks (cn_s3_register adds the body cap and registers
+ * it); its err_of answers a callback's failure through cn__s3_err_of. */
+void cn__s3_route(cn_s3_t *s3, cn_http_route_t *out);
 /* Answers an XML document (200 unless status says otherwise). */
 void cn__s3_xml(cn__s3_rq_t *q, int status, cn_xml_writer_t *w);
 /* Answers a stored configuration document read by a service call that

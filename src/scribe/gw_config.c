@@ -138,6 +138,20 @@ static cn_err_t inventory_key(const cn_toml_val_t *root, cn_gw_config_t *c, char
     return CN_OK;
 }
 
+/* upstream_reuse_ms: 0 (never) to an hour — how long after its hello a
+ * user's upstream session may serve another client connection of the same
+ * certificate (gw_up.c); 30 s when absent. */
+static cn_err_t reuse_key(const cn_toml_val_t *root, cn_gw_config_t *c, char *err, size_t errlen)
+{
+    const cn_toml_val_t *v = cn_toml_get(root, "upstream_reuse_ms");
+    int64_t ms = CN__GW_REUSE_DEFAULT_MS;
+    if (v && (cn_toml_int(v, &ms) < 0 || ms < 0 || ms > 3600000))
+        return bad(err, errlen, "line %d: upstream_reuse_ms must be an integer 0..3600000",
+                   cn_toml_line(v));
+    c->reuse_ms = (uint32_t)ms;
+    return CN_OK;
+}
+
 static cn_err_t parse_root(const cn_toml_val_t *root, cn_gw_config_t *c, char *err, size_t errlen)
 {
     const cn_toml_val_t *storage = NULL;
@@ -147,13 +161,15 @@ static cn_err_t parse_root(const cn_toml_val_t *root, cn_gw_config_t *c, char *e
         if (k && !strcmp(k, "storage"))
             storage = e;
         else if (!k || (strcmp(k, "default_namespace") && strcmp(k, "inventory_interval_ms") &&
-                        strcmp(k, "storage_ca")))
+                        strcmp(k, "storage_ca") && strcmp(k, "upstream_reuse_ms")))
             return bad(err, errlen,
                        "line %d: unknown key '%s' (want default_namespace, "
-                       "inventory_interval_ms, storage_ca and [[storage]] tables)",
+                       "inventory_interval_ms, storage_ca, upstream_reuse_ms and [[storage]] "
+                       "tables)",
                        cn_toml_line(e), k ? k : "?");
     }
     CN_TRY(inventory_key(root, c, err, errlen));
+    CN_TRY(reuse_key(root, c, err, errlen));
     const char *ca;
     size_t calen;
     CN_TRY(str_key(root, "storage_ca", &ca, &calen, err, errlen));

@@ -52,6 +52,8 @@ typedef struct cn_gw_config {
     const char *ns[CN_GW_MAX_SERVERS]; /* each distinct label once, first-seen order
                                           (pointers into servers[]) */
     uint32_t inventory_ms;             /* inventory_interval_ms: between two inventory walks */
+    uint32_t reuse_ms;    /* upstream_reuse_ms: a user's upstream session serves later client
+                          connections this long after its hello (protocol 4; 0: never) */
     char storage_ca[512]; /* storage_ca: PEM CAs of the scribes:// servers' certificates ("":
                              the trust bundle of --auth-trust) */
 } cn_gw_config_t;
@@ -119,6 +121,9 @@ void cn_gw_adapter_destroy(void *actx); /* NULL is a no-op */
 #define CN__GW_CONNECT_MS 10000 /* the specification's client connect timeout */
 #define CN__GW_IO_MS 300000     /* and its read/write timeout */
 #define CN__GW_LIST_CURSORS 4   /* open repo_list cursors per client connection */
+#define CN__GW_UP_RB 16384      /* an upstream connection's read-ahead */
+#define CN__GW_USER_IDLE 16     /* idle users' upstream sessions kept per server (protocol 4) */
+#define CN__GW_REUSE_DEFAULT_MS 30000 /* upstream_reuse_ms: storage's default auth_cache_ms */
 
 /* One upstream connection: a protocol-2 control session to one storage
  * server, in the codec and transfer compression of the client connections
@@ -133,6 +138,15 @@ typedef struct cn__gw_up {
     uint64_t bound;      /* a data connection of this upstream session; 0: control */
     struct ssl_st *ssl;  /* scribes:// storage: TLS on fd */
     uint8_t binding[32]; /* protocol 4: the upstream session's binding secret */
+    /* protocol 4: whom the session speaks for (cn__gw_user_t's caller and
+     * key), when its hello was answered, and the wall second after which
+     * the user's certificate is no longer valid (0: anonymous) */
+    uint8_t *rb; /* read-ahead (CN__GW_UP_RB bytes, made on first use): rb[rpos..rlen) */
+    uint32_t rpos, rlen;
+    uint8_t caller;
+    uint8_t user_key[32];
+    int64_t born_ms;
+    int64_t until_s;
     struct cn__gw_up *next;
 } cn__gw_up_t;
 
@@ -144,6 +158,9 @@ typedef struct cn__gw_user {
     uint8_t caller;
     const uint8_t *pem;
     size_t pem_len;
+    uint8_t key[32]; /* the SHA-256 of the certificate (zero: anonymous): who a pooled
+                        session may serve */
+    int64_t until_s; /* the certificate's notAfter, wall seconds (0: anonymous) */
 } cn__gw_user_t;
 
 typedef struct cn__gw {
@@ -154,10 +171,18 @@ typedef struct cn__gw {
     cn__scribe_sessions_t sessions; /* server_session.c's table, guarded by mu */
     cn__gw_up_t *idle[CN_GW_MAX_SERVERS];
     unsigned nidle[CN_GW_MAX_SERVERS];
+    /* protocol 4: users' upstream sessions left by closed client
+     * connections, newest first, for the same user's next (gw_up.c) */
+    cn__gw_up_t *uidle[CN_GW_MAX_SERVERS];
+    unsigned nuidle[CN_GW_MAX_SERVERS];
     /* per server and (codec, compression): the control connection upstream
      * data connections bind to (never lent out) */
     pthread_mutex_t anchor_mu;
     cn__gw_up_t *anchor[CN_GW_MAX_SERVERS][4];
+    /* protocol 4: per server, the users' sessions their upstream data
+     * connections bind to, one per (certificate, codec, compression) */
+    cn__gw_up_t *uanchor[CN_GW_MAX_SERVERS];
+    unsigned nuanchor[CN_GW_MAX_SERVERS];
     bool kill_after_placement;  /* test hook CAIRN_TEST_KILL_AFTER_GW_PLACEMENT */
     struct cn__gw_inv *inv;     /* the inventory (gw_inventory.c) */
     struct cn__gw_idcache *idc; /* confirmed placements by id (gw_place.c) */
@@ -184,7 +209,8 @@ typedef struct cn__gw_conn {
     uint64_t cursor_ids[CN__GW_LIST_CURSORS];
     /* protocol 4: the client (anonymous, or its access certificate as PEM)
      * and this connection's own upstream sessions for it, per server and
-     * transfer compression (never pooled across clients) */
+     * transfer compression, left at its close to the users' pool (gw_up.c:
+     * only the same certificate's next connection takes them) */
     cn__gw_user_t user;
     uint8_t *pem;
     cn__gw_up_t *ups[CN_GW_MAX_SERVERS][2];
@@ -244,7 +270,9 @@ const char *cn__gw_up_unfit(const cn__gw_up_t *up, int64_t now);
 /* The client's upstream connection to server for a call: on protocol 2
  * the pool's (a data connection's bound upstream when the client's is a
  * data connection and data is set), on protocol 4 the client connection's
- * own session speaking for its user.  Given back with cn__gw_up_done
+ * own session speaking for its user (when data is set on a client data
+ * connection, an upstream data connection bound to the user's anchor
+ * session), else one its user left in the users' pool, else a new one.  Given back with cn__gw_up_done
  * after a complete exchange, else closed (cn__gw_up_drop). */
 cn_err_t cn__gw_up_for(cn__gw_call_t *k, size_t server, uint8_t compression, bool data,
                        cn__gw_up_t **out);
@@ -369,7 +397,9 @@ void cn__gw_inv_placed(cn__gw_t *g, size_t server); /* a placement reserved ther
 void cn__gw_inv_stale(cn__gw_t *g, size_t server);  /* it did not answer: ask it directly */
 
 /* gw_relay.c.  Forwards the call (its payload read) to server and relays
- * the answer, object streams included.  A failure of either side closes the
+ * the answer, object streams included; on protocol 4 a put_objects is
+ * preceded by authorize_upload (27) as the user, whose refusal is the
+ * answer.  A failure of either side once the call went upstream closes the
  * client connection (the return is < 0). */
 cn_err_t cn__gw_forward(cn__gw_call_t *k, size_t server);
 /* The owning server of a request naming a repository by id; answers the

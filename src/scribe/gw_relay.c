@@ -105,6 +105,13 @@ static cn_err_t relay_get_stream(cn__gw_call_t *k, cn__gw_up_t *up, uint32_t cou
         }
         if (n < 0)
             return CN_E_PROTOCOL;
+        if (it.present && up->rb && !k->gc->compression && up->rlen - up->rpos >= it.length) {
+            /* a small object already read ahead: header and bytes in one write */
+            struct iovec iov[2] = { { ih, (size_t)n }, { up->rb + up->rpos, (size_t)it.length } };
+            CN_TRY(cn_conn_writev(k->c, iov, 2, cn_conn_deadline_for(k->c, it.length)));
+            up->rpos += (uint32_t)it.length;
+            continue;
+        }
         CN_TRY(cn_conn_write_all(k->c, ih, (size_t)n, cn_conn_deadline_for(k->c, (size_t)n)));
         if (it.present)
             CN_TRY(pipe_object(k, up, it.length, false, &unused));
@@ -182,6 +189,59 @@ static cn_err_t relay_admission(cn__gw_call_t *k, cn__gw_up_t *up, bool *refused
     return cn_conn_writev(k->c, iov, h.length ? 2 : 1, cn_conn_deadline_for(k->c, h.length));
 }
 
+static cn_err_t relay_error(cn__gw_call_t *k, const cn_buf_t *payload);
+
+/* authorize_upload (27) for q's repository on up, the user's own upstream
+ * session.  *refused when storage refused: its answer was passed to the
+ * client as the put_objects' (the return is that write's).  Else
+ * CN_E_PROTOCOL for a reply that is not 27's, or the transport's error. */
+static cn_err_t ask_authorize_upload(cn__gw_call_t *k, cn__gw_up_t *up,
+                                     const cn_scribe_put_req_t *q, bool *refused)
+{
+    cn_buf_t req = { 0 }, reply = { 0 };
+    cn_scribe_hdr_t h;
+    cn_err_t e = cn_scribe_enc_repo_id_req(&req, k->gc->codec, &q->repo);
+    if (e >= 0)
+        e = cn__gw_up_call(up, CN_SCRIBE_OP_AUTHORIZE_UPLOAD, k->hdr.request_id, &req, 8192, &h,
+                           &reply);
+    if (e >= 0 && (h.flags & CN_SCRIBE_FLAG_ERROR)) {
+        *refused = true;
+        e = relay_error(k, &reply);
+    } else if (e >= 0 && cn_scribe_dec_empty_resp(reply.data, reply.len, k->gc->codec) < 0) {
+        e = CN_E_PROTOCOL;
+    }
+    cn_buf_free(&req);
+    cn_buf_free(&reply);
+    return e;
+}
+
+/* Protocol 4, 27 as its own step (docs/protocol/scribe-gateway.md, "Upload
+ * admission"): before the gateway grants a client's upload admission, the
+ * owning server answers authorize_upload for this user on the connection
+ * the put_objects will take (*up, borrowed as cn__gw_up_for), so an upload
+ * storage would refuse never reaches it.  *refused: storage's refusal was
+ * the client's answer (*up NULL; no stream follows).  Nothing is kept: 27
+ * grants no lease and storage repeats admission on the put_objects.  A
+ * broken exchange has sent nothing of the upload, so it is tried once
+ * more on a new session (a kept one may have been closed under it). */
+static cn_err_t preflight_upload(cn__gw_call_t *k, size_t server, const cn_scribe_put_req_t *q,
+                                 cn__gw_up_t **up, bool *refused)
+{
+    for (int attempt = 0;; attempt++) {
+        CN_TRY(cn__gw_up_for(k, server, k->gc->compression, true, up));
+        cn_err_t e = ask_authorize_upload(k, *up, q, refused);
+        if (e >= 0 && !*refused)
+            return CN_OK;
+        if (*refused)
+            cn__gw_up_done(k, *up);
+        else
+            cn__gw_up_drop(k, *up);
+        *up = NULL;
+        if (*refused || e == -ENOMEM || attempt == 1)
+            return e;
+    }
+}
+
 cn_err_t cn__gw_forward(cn__gw_call_t *k, size_t server)
 {
     bool v4 = k->gc->g->cfg.tls, refused = false;
@@ -194,16 +254,23 @@ cn_err_t cn__gw_forward(cn__gw_call_t *k, size_t server)
         return v4 ? CN_OK : CN_E_CLOSED;
     }
     cn__gw_up_t *up = NULL;
-    cn_err_t e = cn__gw_up_for(k, server, k->gc->compression, true, &up);
+    cn_err_t e = put && v4 ? preflight_upload(k, server, &q, &up, &refused)
+                           : cn__gw_up_for(k, server, k->gc->compression, true, &up);
+    if (refused) /* answered with storage's refusal: both connections stay */
+        return e;
     if (e < 0) {
         cn_err_t w = cn__gw_unavailable(k, server);
         return put && !v4 ? CN_E_CLOSED : w;
     }
-    uint8_t head[CN_SCRIBE_HDR_LEN];
-    cn_scribe_hdr_encode(head, &k->hdr);
-    bool up_failed = false;
-    e = cn__gw_up_write(up, head, sizeof head);
-    if (e >= 0 && k->len)
+    /* the header and the payload in one write when they fit the relay
+     * buffer (free until the streams below) */
+    uint8_t *io = k->gc->io;
+    cn_scribe_hdr_encode(io, &k->hdr);
+    bool up_failed = false, joined = k->len <= CN__GW_IO - CN_SCRIBE_HDR_LEN;
+    if (joined && k->len)
+        memcpy(io + CN_SCRIBE_HDR_LEN, k->payload, k->len);
+    e = cn__gw_up_write(up, io, CN_SCRIBE_HDR_LEN + (joined ? k->len : 0));
+    if (e >= 0 && !joined)
         e = cn__gw_up_write(up, k->payload, k->len);
     up_failed = e < 0;
     if (e >= 0 && put && v4)

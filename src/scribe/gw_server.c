@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 cn_err_t cn__gw_fail(cn__gw_call_t *k, uint16_t code, const char *fmt, ...)
 {
@@ -127,6 +128,17 @@ static uint16_t gw_claim(cn_conn_t *c, X509 *peer, char *why, size_t cap)
     return e == CN_E_BUSY ? CN_SCRIBE_E_BUSY : e < 0 ? CN_SCRIBE_E_INTERNAL : 0;
 }
 
+/* The wall second after which peer is no longer valid; 1 (long past) when
+ * it cannot be read, so that its sessions are never reused. */
+static int64_t not_after_s(X509 *peer)
+{
+    struct tm tm;
+    const ASN1_TIME *t = X509_get0_notAfter(peer);
+    if (!t || ASN1_TIME_to_tm(t, &tm) != 1)
+        return 1;
+    return (int64_t)timegm(&tm);
+}
+
 /* Protocol 4: who the client is.  Anonymous (caller 0, no certificate) or
  * direct (caller 1 and its access certificate in TLS, kept as PEM to be
  * forwarded in upstream hellos with caller 2); a gateway does not take
@@ -162,7 +174,11 @@ static cn_err_t v4_caller(cn__gw_conn_t *gc, cn_conn_t *c, const cn_scribe_hello
     if (n > 0 && n <= 16384 && (gc->pem = malloc((size_t)n)) &&
         X509_digest(peer, EVP_sha256(), md, &mdlen) == 1 && mdlen == 32) {
         memcpy(gc->pem, pem, (size_t)n);
-        gc->user = (cn__gw_user_t){ CN_SCRIBE_CALLER_DELEGATED, gc->pem, (size_t)n };
+        gc->user = (cn__gw_user_t){ .caller = CN_SCRIBE_CALLER_DELEGATED,
+                                    .pem = gc->pem,
+                                    .pem_len = (size_t)n,
+                                    .until_s = not_after_s(peer) };
+        memcpy(gc->user.key, md, sizeof gc->user.key);
         who->present = true;
         for (unsigned i = 0; i < 32; i++)
             snprintf(who->key_id + 2 * i, 3, "%02x", md[i]);

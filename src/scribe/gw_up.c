@@ -6,7 +6,10 @@
  * already closed it, is replaced before anything is sent on it
  * (specification section 1): a request must never be written into a
  * connection the server is about to drop, since its outcome would then be
- * unknown.  Never reads past the frame it was asked for. */
+ * unknown.  Reads ahead of the frame being read (up to CN__GW_UP_RB bytes
+ * that have arrived, so that a small reply costs one read, not one per
+ * field), but never into another exchange: a connection with unread bytes
+ * after a complete exchange is unfit, never reused. */
 #include "gw_int.h"
 
 #include <arpa/inet.h>
@@ -91,7 +94,8 @@ cn_err_t cn__gw_up_write(cn__gw_up_t *up, const void *p, size_t n)
     return CN_OK;
 }
 
-cn_err_t cn__gw_up_read_some(cn__gw_up_t *up, void *p, size_t n, size_t *got)
+/* Reads what has arrived, at least one byte, at most n, into p. */
+static cn_err_t read_raw(cn__gw_up_t *up, void *p, size_t n, size_t *got)
 {
     int64_t deadline = cn_mono_ms() + CN__GW_IO_MS;
     while (up->ssl) {
@@ -117,6 +121,26 @@ cn_err_t cn__gw_up_read_some(cn__gw_up_t *up, void *p, size_t n, size_t *got)
             return CN_E_CLOSED;
         CN_TRY(wait_fd(up->fd, POLLIN, deadline));
     }
+}
+
+cn_err_t cn__gw_up_read_some(cn__gw_up_t *up, void *p, size_t n, size_t *got)
+{
+    if (up->rpos == up->rlen && n < CN__GW_UP_RB) {
+        /* a small read: take whatever has arrived, up to the read-ahead */
+        if (!up->rb && !(up->rb = malloc(CN__GW_UP_RB)))
+            return -ENOMEM;
+        size_t have = 0;
+        CN_TRY(read_raw(up, up->rb, CN__GW_UP_RB, &have));
+        up->rpos = 0;
+        up->rlen = (uint32_t)have;
+    }
+    if (up->rpos == up->rlen)
+        return read_raw(up, p, n, got); /* a large read goes straight to p */
+    size_t take = up->rlen - up->rpos < n ? up->rlen - up->rpos : n;
+    memcpy(p, up->rb + up->rpos, take);
+    up->rpos += (uint32_t)take;
+    *got = take;
+    return CN_OK;
 }
 
 cn_err_t cn__gw_up_read(cn__gw_up_t *up, void *p, size_t n)
@@ -293,13 +317,18 @@ static cn_err_t hello(cn__gw_up_t *up, uint64_t bind, const cn__gw_user_t *u, cn
     return e;
 }
 
+/* A new upstream connection to server: a control session, or (bind
+ * nonzero) a data connection of upstream session bind, whose binding
+ * secret is secret on protocol 4; speaking for u (NULL: the gateway). */
 static cn_err_t up_open(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression,
-                        uint64_t bind, const cn__gw_user_t *u, cn__gw_refusal_t *rf,
-                        cn__gw_up_t **out)
+                        uint64_t bind, const uint8_t *secret, const cn__gw_user_t *u,
+                        cn__gw_refusal_t *rf, cn__gw_up_t **out)
 {
     cn__gw_up_t *up = calloc(1, sizeof *up);
     if (!up)
         return -ENOMEM;
+    if (secret)
+        memcpy(up->binding, secret, sizeof up->binding);
     up->fd = -1;
     up->server = server;
     up->codec = codec;
@@ -316,8 +345,13 @@ static cn_err_t up_open(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compr
         cn__gw_up_close(up);
         return e == -ENOMEM ? e : CN_E_UNAVAILABLE;
     }
-    up->last_ms = cn_mono_ms();
+    up->born_ms = up->last_ms = cn_mono_ms();
     up->bound = bind;
+    if (u) {
+        up->caller = u->caller;
+        memcpy(up->user_key, u->key, sizeof up->user_key);
+        up->until_s = u->until_s;
+    }
     *out = up;
     return CN_OK;
 }
@@ -327,6 +361,7 @@ void cn__gw_up_close(cn__gw_up_t *up)
     if (!up)
         return;
     SSL_free(up->ssl); /* no close_notify: the peer sees the TCP close */
+    free(up->rb);
     if (up->fd >= 0)
         close(up->fd);
     OPENSSL_cleanse(up->binding, sizeof up->binding);
@@ -336,7 +371,7 @@ void cn__gw_up_close(cn__gw_up_t *up)
 cn_err_t cn__gw_up_open_as(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression,
                            const cn__gw_user_t *u, cn__gw_refusal_t *rf, cn__gw_up_t **out)
 {
-    return up_open(g, server, codec, compression, 0, u, rf, out);
+    return up_open(g, server, codec, compression, 0, NULL, u, rf, out);
 }
 
 /* Why a pooled connection cannot carry a request, or NULL when it can:
@@ -346,6 +381,8 @@ const char *cn__gw_up_unfit(const cn__gw_up_t *up, int64_t now)
 {
     if ((now - up->last_ms) * 2 >= (int64_t)up->timeout_s * 1000)
         return "silent for half its server's timeout";
+    if (up->rpos != up->rlen)
+        return "holding bytes past its last answer";
     uint8_t b;
     if (up->ssl) {
         /* a peek reads TLS records (a session ticket is not data): nothing
@@ -396,7 +433,7 @@ cn_err_t cn__gw_up_get(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compre
                        cn__gw_up_t **out)
 {
     pool_take(g, server, codec, compression, false, out);
-    return *out ? CN_OK : up_open(g, server, codec, compression, 0, NULL, NULL, out);
+    return *out ? CN_OK : up_open(g, server, codec, compression, 0, NULL, NULL, NULL, out);
 }
 
 /* The control session upstream data connections of (server, codec,
@@ -414,7 +451,7 @@ static uint64_t anchor_session(cn__gw_t *g, size_t server, uint8_t codec, uint8_
         cn__gw_up_close(a);
         a = g->anchor[server][slot] = NULL;
     }
-    if (!a && up_open(g, server, codec, compression, 0, NULL, NULL, &a) >= 0)
+    if (!a && up_open(g, server, codec, compression, 0, NULL, NULL, NULL, &a) >= 0)
         g->anchor[server][slot] = a;
     uint64_t id = a ? a->session : 0;
     pthread_mutex_unlock(&g->anchor_mu);
@@ -428,7 +465,7 @@ cn_err_t cn__gw_up_get_data(cn__gw_t *g, size_t server, uint8_t codec, uint8_t c
     if (*out)
         return CN_OK;
     uint64_t sid = anchor_session(g, server, codec, compression);
-    if (sid && up_open(g, server, codec, compression, sid, NULL, NULL, out) >= 0) {
+    if (sid && up_open(g, server, codec, compression, sid, NULL, NULL, NULL, out) >= 0) {
         cn_debug("gateway", "storage server %zu: upstream data connection bound to its session",
                  server + 1);
         return CN_OK;
@@ -452,6 +489,15 @@ void cn__gw_up_put(cn__gw_t *g, cn__gw_up_t *up)
         cn__gw_up_close(up);
 }
 
+static void close_list(cn__gw_up_t **l)
+{
+    while (*l) {
+        cn__gw_up_t *n = (*l)->next;
+        cn__gw_up_close(*l);
+        *l = n;
+    }
+}
+
 void cn__gw_pool_free(cn__gw_t *g)
 {
     for (size_t i = 0; i < CN_GW_MAX_SERVERS; i++) {
@@ -465,6 +511,9 @@ void cn__gw_pool_free(cn__gw_t *g)
             g->idle[i] = n;
         }
         g->nidle[i] = 0;
+        close_list(&g->uidle[i]);
+        close_list(&g->uanchor[i]);
+        g->nuidle[i] = g->nuanchor[i] = 0;
     }
 }
 
@@ -510,6 +559,173 @@ cn_err_t cn__gw_ask(cn__gw_t *g, size_t server, uint8_t codec, uint16_t opcode,
     }
 }
 
+/* ---- users' upstream sessions across client connections (protocol 4) ------------------------ */
+/* A user's upstream session outlives the client connection that opened it
+ * and serves the next connection presenting the same certificate (its
+ * SHA-256, not the user's name: only the holder of that certificate's key
+ * gets it), or the next anonymous one for caller 0; never another user's.
+ * It is not reused upstream_reuse_ms after its hello (by default storage's
+ * own auth_cache_ms: no staler than a confirmation storage reuses for a
+ * new session, so a revoked grant or credential takes effect as soon as a
+ * direct connection's would), nor past the certificate's notAfter, nor when
+ * unfit (cn__gw_up_unfit).  One per (server, user, codec, compression), at
+ * most CN__GW_USER_IDLE per server, the oldest evicted: each holds one of
+ * the user's connection places at storage. */
+
+static bool same_user(const cn__gw_up_t *a, uint8_t caller, const uint8_t key[32], uint8_t codec,
+                      uint8_t compression)
+{
+    return a->caller == caller && !memcmp(a->user_key, key, sizeof a->user_key) &&
+           a->codec == codec && a->compression == compression;
+}
+
+/* Why a user's session may not serve another client connection (NULL: it
+ * may). */
+static const char *user_stale(const cn__gw_t *g, const cn__gw_up_t *up, int64_t now)
+{
+    if (now - up->born_ms >= (int64_t)g->cfg.reuse_ms)
+        return "older than upstream_reuse_ms";
+    if (up->until_s && cn_wall_ms() / 1000 >= up->until_s)
+        return "past its user's certificate";
+    return cn__gw_up_unfit(up, now);
+}
+
+/* The session kept for u's next connection to server, fit, or NULL. */
+static cn__gw_up_t *user_take(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression,
+                              const cn__gw_user_t *u)
+{
+    cn__gw_up_t *up = NULL;
+    pthread_mutex_lock(&g->mu);
+    for (cn__gw_up_t **pp = &g->uidle[server]; *pp; pp = &(*pp)->next)
+        if (same_user(*pp, u->caller, u->key, codec, compression)) {
+            up = *pp;
+            *pp = up->next;
+            g->nuidle[server]--;
+            break;
+        }
+    pthread_mutex_unlock(&g->mu);
+    if (!up)
+        return NULL;
+    up->next = NULL;
+    const char *why = user_stale(g, up, cn_mono_ms());
+    if (why) {
+        cn_debug("gateway", "storage server %zu: not reusing a user's upstream session %s",
+                 server + 1, why);
+        cn__gw_up_close(up);
+        return NULL;
+    }
+    cn_debug("gateway",
+             "storage server %zu: a user's upstream session reused by their next "
+             "connection",
+             server + 1);
+    return up;
+}
+
+/* Keeps a closing client connection's session up (a complete exchange
+ * done on it) for its user's next connection, replacing an older one of
+ * the same user and evicting the oldest of a full pool; else closes it. */
+static void user_keep(cn__gw_t *g, cn__gw_up_t *up)
+{
+    if (user_stale(g, up, cn_mono_ms())) {
+        cn__gw_up_close(up);
+        return;
+    }
+    size_t server = up->server;
+    cn__gw_up_t *drop = NULL, **pp;
+    pthread_mutex_lock(&g->mu);
+    for (pp = &g->uidle[server]; *pp; pp = &(*pp)->next)
+        if (same_user(*pp, up->caller, up->user_key, up->codec, up->compression)) {
+            drop = *pp;
+            *pp = drop->next;
+            g->nuidle[server]--;
+            break;
+        }
+    up->next = g->uidle[server];
+    g->uidle[server] = up;
+    g->nuidle[server]++;
+    if (!drop && g->nuidle[server] > CN__GW_USER_IDLE) {
+        for (pp = &g->uidle[server]; (*pp)->next; pp = &(*pp)->next)
+            ;
+        drop = *pp;
+        *pp = NULL;
+        g->nuidle[server]--;
+    }
+    pthread_mutex_unlock(&g->mu);
+    cn__gw_up_close(drop);
+    cn_debug("gateway",
+             "storage server %zu: a user's upstream session kept for their next "
+             "connection",
+             server + 1);
+}
+
+/* ---- users' upstream data connections (protocol 4) ----------------------------------------- */
+/* The session a user's upstream data connections to server bind to: an
+ * anchor per (certificate, codec, compression), a control session speaking
+ * for u that the gateway keeps open and never lends (storage binds data
+ * connections only while their control connection is open), replaced when
+ * it could no longer be reused (user_stale), at most CN__GW_USER_IDLE per
+ * server (the oldest closed).  Its id and binding secret in *sid and
+ * secret; false when none can be had. */
+static bool user_anchor(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression,
+                        const cn__gw_user_t *u, uint64_t *sid, uint8_t secret[32])
+{
+    cn__gw_up_t *a = NULL, *drop[2] = { NULL, NULL }, **pp;
+    pthread_mutex_lock(&g->anchor_mu);
+    for (pp = &g->uanchor[server]; *pp; pp = &(*pp)->next)
+        if (same_user(*pp, u->caller, u->key, codec, compression)) {
+            a = *pp;
+            break;
+        }
+    if (a && user_stale(g, a, cn_mono_ms())) {
+        *pp = a->next;
+        g->nuanchor[server]--;
+        drop[0] = a;
+        a = NULL;
+    }
+    if (!a && up_open(g, server, codec, compression, 0, NULL, u, NULL, &a) >= 0) {
+        a->next = g->uanchor[server];
+        g->uanchor[server] = a;
+        if (++g->nuanchor[server] > CN__GW_USER_IDLE) {
+            for (pp = &g->uanchor[server]; (*pp)->next; pp = &(*pp)->next)
+                ;
+            drop[1] = *pp;
+            *pp = NULL;
+            g->nuanchor[server]--;
+        }
+    }
+    if (a) {
+        *sid = a->session;
+        memcpy(secret, a->binding, 32);
+    }
+    pthread_mutex_unlock(&g->anchor_mu);
+    cn__gw_up_close(drop[0]);
+    cn__gw_up_close(drop[1]);
+    return a != NULL;
+}
+
+/* An upstream data connection for a request from a client's data
+ * connection: bound to its user's anchor session with server.  Fails when
+ * reuse is off (upstream_reuse_ms 0), no anchor can be had, or the anchor's
+ * session holds four data connections: the caller then uses a control
+ * session. */
+static cn_err_t user_bind(cn__gw_t *g, size_t server, cn__gw_conn_t *gc, uint8_t compression,
+                          cn__gw_up_t **out)
+{
+    uint64_t sid = 0;
+    uint8_t secret[32];
+    if (!g->cfg.reuse_ms ||
+        !user_anchor(g, server, gc->codec, compression, &gc->user, &sid, secret))
+        return CN_E_UNAVAILABLE;
+    cn_err_t e = up_open(g, server, gc->codec, compression, sid, secret, &gc->user, NULL, out);
+    OPENSSL_cleanse(secret, sizeof secret);
+    if (e >= 0)
+        cn_debug("gateway",
+                 "storage server %zu: a user's upstream data connection bound to "
+                 "their session",
+                 server + 1);
+    return e;
+}
+
 /* ---- a client's upstream sessions ----------------------------------------------------------- */
 cn_err_t cn__gw_up_for(cn__gw_call_t *k, size_t server, uint8_t compression, bool data,
                        cn__gw_up_t **out)
@@ -533,6 +749,10 @@ cn_err_t cn__gw_up_for(cn__gw_call_t *k, size_t server, uint8_t compression, boo
         cn__gw_up_close(*slot);
         *slot = NULL;
     }
+    if (data && gc->data && user_bind(g, server, gc, compression, out) >= 0)
+        return CN_OK;
+    if ((*out = user_take(g, server, gc->codec, compression, &gc->user)))
+        return CN_OK;
     if (!gc->refusal && !(gc->refusal = calloc(1, sizeof *gc->refusal)))
         return -ENOMEM;
     gc->refusal->code = 0;
@@ -584,7 +804,10 @@ void cn__gw_conn_ups_free(cn__gw_conn_t *gc)
 {
     for (size_t i = 0; i < CN_GW_MAX_SERVERS; i++)
         for (size_t j = 0; j < 2; j++) {
-            cn__gw_up_close(gc->ups[i][j]);
+            if (gc->ups[i][j] && !gc->ups[i][j]->bound)
+                user_keep(gc->g, gc->ups[i][j]);
+            else
+                cn__gw_up_close(gc->ups[i][j]); /* a data connection: its anchor stays */
             gc->ups[i][j] = NULL;
         }
     free(gc->refusal);

@@ -263,7 +263,23 @@ static int64_t scribe_idle(void *cstate, int64_t now_ms)
 
 static cn_err_t scribe_serve_one(cn__scribe_conn_t *sc, cn_conn_t *c, const uint8_t *head);
 
-/* Counts a core request that was read: its duration by operation, and for
+/* Counts an answered request in cairn_requests_total{face="scribe",status}:
+ * the HTTP class the same answer would have (docs/architecture.md): code 0
+ * (no error) 2xx; a client code (cn_scribe_errcode_is_client: malformed,
+ * unauthenticated, forbidden, limits, not found, conflicts) 4xx; the rest —
+ * internal, busy, auth_unavailable, storage_failure, corrupt,
+ * shutting_down — 5xx, as HTTP's 500 and 503.  One atomic load and one add. */
+static void scribe_count_class(uint16_t code)
+{
+    static _Atomic(cn_metric_t *) by_class[6];
+    unsigned cls = code == 0 ? 2 : cn_scribe_errcode_is_client(code) ? 4 : 5;
+    cn_metric_add(cn_metric_cached(&by_class[cls], &cn_metric_requests,
+                                   "face=\"scribe\",status=\"%uxx\"", cls),
+                  1);
+}
+
+/* Counts a core request that was read: its duration by operation, its
+ * status class unless the connection failed before an answer, and for
  * the three submits cairn_scribe_submits_total by outcome ("ok", the error
  * code's name, or "aborted" when the connection failed first).  Series are
  * registered on first use, then found by one atomic load. */
@@ -286,6 +302,8 @@ static void scribe_count(const cn__scribe_call_t *k, cn_err_t err, int64_t t0)
     cn_metric_observe_ns(cn_metric_cached(&dur[k->hdr.opcode], &cn_metric_request_duration,
                                           "face=\"scribe\",op=\"%s\"", op),
                          cn_mono_ns() - t0);
+    if (k->code || err >= 0)
+        scribe_count_class(k->code);
     int s = k->hdr.opcode == CN_SCRIBE_OP_SUBMIT               ? 0
             : k->hdr.opcode == CN_SCRIBE_OP_MERGE_SUBMIT       ? 1
             : k->hdr.opcode == CN_SCRIBE_OP_CHERRY_PICK_SUBMIT ? 2
@@ -320,6 +338,8 @@ static cn_err_t scribe_serve_one(cn__scribe_conn_t *sc, cn_conn_t *c, const uint
     if (err == CN__SCRIBE_FRAME_DRAINED) {
         /* Reserved or unknown (or a second hello): answered, so the
          * connection stays usable. */
+        scribe_count_class(k.hdr.opcode == CN_SCRIBE_OP_HELLO ? CN_SCRIBE_E_MALFORMED
+                                                              : CN_SCRIBE_E_UNSUPPORTED_OPERATION);
         err = k.hdr.opcode == CN_SCRIBE_OP_HELLO
                   ? cn__scribe_fail_code(&k, CN_SCRIBE_E_MALFORMED, "the handshake is already done")
                   : cn__scribe_fail_code(&k, CN_SCRIBE_E_UNSUPPORTED_OPERATION,
@@ -327,6 +347,7 @@ static cn_err_t scribe_serve_one(cn__scribe_conn_t *sc, cn_conn_t *c, const uint
         return err < 0 ? err : CN_OK;
     }
     if (err == CN__SCRIBE_FRAME_BUSY) {
+        scribe_count_class(CN_SCRIBE_E_BUSY);
         cn__scribe_fail_code(&k, CN_SCRIBE_E_BUSY, "server memory is busy; retry");
         return CN_E_BUSY; /* the body was never read: close */
     }

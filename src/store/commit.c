@@ -45,9 +45,16 @@ static void run_batch(cn_store_t *s, cn__commit_req_t *batch)
     cn_err_t rc = journalled ? cn__journal_commit(s, batch) : CN_OK;
     if (rc < 0)
         cn_error("store", "group commit: journal write failed: %s", cn_strerror(rc));
+    /* Files are noted; packed blobs were counted by their index rows'
+     * triggers, and only move the gauges here (a compaction move is none). */
+    int64_t new_files = 0, new_bytes = 0, new_packed = 0, packed_bytes = 0;
     for (cn__commit_req_t *r = batch; r; r = r->next) {
-        if (r->packed)
+        if (r->packed) {
+            bool added = r->rc == CN_OK && !r->existed && !r->move_pack;
+            new_packed += added;
+            packed_bytes += added ? (int64_t)r->payload_len : 0;
             continue;
+        }
         if (rc < 0) {
             r->rc = rc;
             continue;
@@ -59,7 +66,15 @@ static void run_batch(cn_store_t *s, cn__commit_req_t *batch)
         r->rc =
             s->be->ops->put(s->be, s->staging_fd, r->staged_name, &r->d, r->form, 0, &r->existed);
         pthread_mutex_unlock(mu);
+        if (r->rc == CN_OK && !r->existed) {
+            new_files++;
+            new_bytes += (int64_t)r->payload_len;
+        }
     }
+    if (new_files)
+        cn__store_usage_note(s, new_files, new_bytes); /* sets the gauges from the totals */
+    else if (new_packed)
+        cn__store_usage_gauges_add(s, new_packed, packed_bytes);
 }
 
 static void *committer_main(void *arg)

@@ -149,12 +149,16 @@ static cn_err_t replay_one(cn_store_t *s, const cn_digest_t *d, cn_store_form_t 
         }
         if ((rc = s->be->ops->remove(s->be, d, NULL)) < 0 && rc != CN_E_NOT_FOUND)
             goto out;
+        if (rc == CN_OK) /* the usage totals counted the torn file */
+            cn__store_usage_note(s, -1, -(int64_t)st.size);
     } else if (rc != CN_E_NOT_FOUND) {
         goto out;
     }
     bool existed;
     rc = s->be->ops->put(s->be, s->staging_fd, name, d, form, CN__BE_PUT_SYNC, &existed);
     *repaired = rc == CN_OK && !existed;
+    if (*repaired)
+        cn__store_usage_note(s, 1, (int64_t)n);
 out:
     if (!*repaired)
         unlinkat(s->staging_fd, name, 0);

@@ -379,12 +379,66 @@ typedef struct idx_txn {
     int64_t now;
 } idx_txn_t;
 
-static cn_err_t idx_insert(cn_meta_txn_t *txn, const cn_digest_t *d, uint32_t id, uint64_t off,
-                           uint32_t len, int64_t mtime)
+/* One pack index row to insert (a batch's new record or a recovered one). */
+typedef struct idx_row {
+    const cn_digest_t *d;
+    uint64_t off;
+    uint32_t len;
+} idx_row_t;
+
+/* Inserts the n rows (1 <= n <= CN_SQL_STORE_PACKED_ROWS_MAX) with one
+ * statement; a digest already indexed keeps its row (P7). */
+static cn_err_t insert_rows(cn_meta_txn_t *txn, const idx_txn_t *t, const idx_row_t *rows,
+                            uint32_t n)
 {
-    return cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACKED_INSERT], "biiiii", d->b,
-                         (size_t)CN_DIGEST_LEN, (int64_t)id, (int64_t)off, (int64_t)len,
-                         (int64_t)CN_STORE_RAW, mtime);
+    char *sql = cn__sql_store_packed_insert_rows(n);
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = sql ? cn_meta_prepare(txn, sql, &st) : -ENOMEM;
+    free(sql);
+    for (uint32_t i = 0; i < n && err >= 0; i++) {
+        int b = (int)i * 6;
+        if ((err = cn_meta_bind_blob(st, b + 1, rows[i].d->b, CN_DIGEST_LEN)) >= 0 &&
+            (err = cn_meta_bind_int64(st, b + 2, (int64_t)t->pack_id)) >= 0 &&
+            (err = cn_meta_bind_int64(st, b + 3, (int64_t)rows[i].off)) >= 0 &&
+            (err = cn_meta_bind_int64(st, b + 4, (int64_t)rows[i].len)) >= 0 &&
+            (err = cn_meta_bind_int64(st, b + 5, (int64_t)CN_STORE_RAW)) >= 0)
+            err = cn_meta_bind_int64(st, b + 6, t->now);
+    }
+    if (err >= 0)
+        err = cn_meta_step(st);
+    cn_meta_finish(st);
+    return err < 0 ? err : CN_OK;
+}
+
+/* Every index row of t (the batch's new records, then the recovered ones),
+ * as multi-row INSERTs of up to CN_SQL_STORE_PACKED_ROWS_MAX rows, a power
+ * of two each so that few texts are ever prepared (issue 24: a statement is
+ * a round trip on PostgreSQL, and SQLite's cost is per statement too). */
+static cn_err_t insert_all(cn_meta_txn_t *txn, const idx_txn_t *t)
+{
+    size_t cap = t->n_rows, n = 0;
+    for (cn__commit_req_t *r = t->batch; r; r = r->next)
+        cap += r->packed && r->rc >= 0 && r->pack_state == PS_NEW;
+    if (!cap)
+        return CN_OK;
+    idx_row_t *rows = malloc(cap * sizeof *rows);
+    if (!rows)
+        return -ENOMEM;
+    for (cn__commit_req_t *r = t->batch; r; r = r->next)
+        if (r->packed && r->rc >= 0 && r->pack_state == PS_NEW)
+            rows[n++] = (idx_row_t){ &r->d, r->pack_off, (uint32_t)r->payload_len };
+    for (size_t i = 0; i < t->n_rows; i++)
+        rows[n++] = (idx_row_t){ &t->rows[i].d, t->rows[i].off, t->rows[i].len };
+    cn_err_t err = CN_OK;
+    for (size_t from = 0; from < n && err >= 0;) {
+        uint32_t c = CN_SQL_STORE_PACKED_ROWS_MAX;
+        while (c > n - from)
+            c /= 2;
+        err = insert_rows(txn, t, rows + from, c);
+        from += c;
+    }
+    free(rows);
+    return err;
 }
 
 static cn_err_t idx_body(cn_meta_txn_t *txn, void *ctx)
@@ -394,12 +448,12 @@ static cn_err_t idx_body(cn_meta_txn_t *txn, void *ctx)
     if (t->drop_past)
         rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACKED_DROP_PAST], "ii",
                            (int64_t)t->pack_id, (int64_t)t->end);
+    if (rc >= 0)
+        rc = insert_all(txn, t);
     for (cn__commit_req_t *r = t->batch; r && rc >= 0; r = r->next) {
         if (!r->packed || r->rc < 0)
             continue;
-        if (r->pack_state == PS_NEW)
-            rc = idx_insert(txn, &r->d, t->pack_id, r->pack_off, (uint32_t)r->payload_len, t->now);
-        else if (r->pack_state == PS_MOVE)
+        if (r->pack_state == PS_MOVE)
             rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACKED_MOVE], "iibii",
                                (int64_t)t->pack_id, (int64_t)r->pack_off, r->d.b,
                                (size_t)CN_DIGEST_LEN, (int64_t)r->move_pack, (int64_t)r->move_off);
@@ -407,8 +461,6 @@ static cn_err_t idx_body(cn_meta_txn_t *txn, void *ctx)
             rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACKED_TOUCH], "ib", t->now, r->d.b,
                                (size_t)CN_DIGEST_LEN);
     }
-    for (size_t i = 0; i < t->n_rows && rc >= 0; i++)
-        rc = idx_insert(txn, &t->rows[i].d, t->pack_id, t->rows[i].off, t->rows[i].len, t->now);
     if (rc >= 0 && !t->orphan)
         rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACK_SET_END], "ii", (int64_t)t->pack_id,
                            (int64_t)t->end);

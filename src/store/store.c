@@ -227,6 +227,8 @@ cn_err_t cn_store_open(const char *data_dir, const cn_store_opts_t *opts, cn_sto
         goto fail;
     if ((rc = cn__pack_open(s)) < 0)
         goto fail;
+    if ((rc = cn__store_usage_open(s)) < 0)
+        goto fail;
     if (!s->opts.batch_disable && (rc = cn__committer_start(s)) < 0)
         goto fail;
     free(staging);
@@ -406,8 +408,12 @@ cn_err_t cn__store_remove_locked(cn_store_t *s, const cn_digest_t *d, uint64_t *
     cn_err_t rf = s->be->ops->remove(s->be, d, &b);
     if (rf < 0 && rf != CN_E_NOT_FOUND)
         return rf;
-    if (rf == CN_OK)
+    if (rf == CN_OK) {
         cn__fdc_forget(s, d);
+        cn__store_usage_note(s, -1, -(int64_t)b);
+    } else if (rp == CN_OK) {
+        cn__store_usage_note(s, 0, 0); /* the row's trigger counted it: the gauges */
+    }
     if (freed)
         *freed = a + b;
     return rp == CN_OK || rf == CN_OK ? CN_OK : CN_E_NOT_FOUND;

@@ -154,6 +154,13 @@ struct cn_store {
     struct cn__pack_ref **pack_dead_fds;
     size_t n_pack_dead;
 
+    /* usage totals (usage.c): until usage_ready (the end of open), notes
+     * are summed here instead of written (the journal replays before the
+     * store's tables are migrated). */
+    bool usage_ready;
+    bool usage_off; /* CAIRN_TEST_STORE_USAGE_OFF (the A/B of docs/performance.md) */
+    int64_t usage_open_blobs, usage_open_bytes;
+
     /* small-blob journal (journal.c): committer thread only */
     int journal_fd;
     uint64_t journal_len;
@@ -227,6 +234,20 @@ typedef struct cn__store_metrics {
     cn_metric_t *sweeps, *sweep_freed;
 } cn__store_metrics_t;
 const cn__store_metrics_t *cn__store_metrics(void);
+
+/* usage totals (usage.c; docs/store.md "Usage totals").  note adds blobs
+ * and their stored bytes (negative: removed) for blob files, which have no
+ * meta row; packed blobs are counted by their index rows' triggers, after
+ * which a note of (0, 0) only sets the gauges from the totals.  Never
+ * fails (logs); a no-op without meta.  Any thread, any lock held.  open
+ * runs at the end of cn_store_open: the first count of the files, once per
+ * database, or the replay's notes. */
+void cn__store_usage_note(cn_store_t *s, int64_t blobs, int64_t bytes);
+cn_err_t cn__store_usage_open(cn_store_t *s);
+/* Moves the gauges alone by (blobs, bytes): packed blobs a batch indexed,
+ * which their rows' triggers counted (no read of the totals per batch; the
+ * next note or cn_store_usage sets the gauges from the totals again). */
+void cn__store_usage_gauges_add(cn_store_t *s, int64_t blobs, int64_t bytes);
 
 /* small-blob journal (journal.c) */
 cn_err_t cn__journal_open(cn_store_t *s); /* replays, then empties */

@@ -443,8 +443,10 @@ static void drop_adopted_file(cn_store_t *s, const cn__commit_req_t *r, cn_store
     pthread_mutex_lock(mu);
     bool packed = cn__pack_find(s, &r->d, &loc);
     cn_err_t rc = packed ? s->be->ops->remove(s->be, &r->d, &freed) : CN_E_NOT_FOUND;
-    if (rc == CN_OK)
+    if (rc == CN_OK) {
         cn__fdc_forget(s, &r->d);
+        cn__store_usage_note(s, -1, -(int64_t)freed); /* its pack row counts it now */
+    }
     pthread_mutex_unlock(mu);
     if (rc == CN_OK) {
         st->moved++;

@@ -9,24 +9,13 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import {
-  ADMIN_TOKEN, Browser, CONSOLE, apiLogin, go, login, pageApi, putKeys, createBucket, request, startServer,
-  until,
+  ADMIN_TOKEN, CONSOLE, apiLogin, go, login, pageApi, putKeys, createBucket, request, signedInSuite, until,
 } from './harness.mjs';
 
 let srv, br, page;
-before(async () => {
-  srv = await startServer();
-  br = await new Browser().launch();
-  page = await (await br.context()).newPage();
-  await login(page, srv.console);
-});
-after(async () => {
-  await br?.close();
-  await srv?.stop();
-  await br?.assertClean();
-});
+signedInSuite((s) => { ({ srv, br, page } = s); });
 
 const mainText = () => page.locator('main').innerText();
 const values = () => page.evaluate(() => [...document.querySelectorAll('input, textarea, output')]
@@ -136,7 +125,7 @@ test('a non-admin token sees no Admin link and gets 403 from the admin API', asy
   await ctx.close();
 });
 
-test('namespaces: members, a digest\'s stat, grants', async () => {
+test('namespaces: members and bytes, a digest\'s stat, grants', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cn-blob-'));
   const f = path.join(dir, 'b');
   fs.writeFileSync(f, 'a blob in ns1\n');
@@ -149,6 +138,7 @@ test('namespaces: members, a digest\'s stat, grants', async () => {
   const row = page.getByRole('row').filter({ hasText: 'ns1' }).first();
   await row.waitFor({ timeout: 5000 });
   assert.match(await row.innerText(), /(^|\D)1(\D|$)/, 'the member count 1 is not in the row');
+  assert.match(await row.innerText(), /(^|\s)14 B(\s|$)/, 'the namespace\'s 14 bytes are not in the row');
   const stat = await pageApi(page, 'GET', `namespaces/ns1/blobs/${digest}`);
   assert.equal(stat.status, 200, stat.body);
   assert.equal(JSON.parse(stat.body).present, true);

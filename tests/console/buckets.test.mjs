@@ -1,25 +1,16 @@
 // Buckets through the console: a name checked as typed, create (the bucket
 // exists on S3 afterwards), the list with object counts, delete only after an
 // in-page confirmation ("Keep" keeps it), refused with BucketNotEmpty while
-// objects remain, delete of an empty one.
+// objects remain, delete of an empty one; a bucket's configurations (visibility,
+// lifecycle, CORS, object lock) saved through its page, the server's errors shown.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import {
-  Browser, createBucket, go, login, putKeys, s3, startServer, until,
+  createBucket, go, putKeys, s3, signedInSuite, until,
 } from './harness.mjs';
 
-let srv, br, page;
-before(async () => {
-  srv = await startServer();
-  br = await new Browser().launch();
-  page = await (await br.context()).newPage();
-  await login(page, srv.console);
-});
-after(async () => {
-  await br?.close();
-  await srv?.stop();
-  await br?.assertClean();
-});
+let srv, page;
+signedInSuite((s) => { ({ srv, page } = s); });
 
 /** Presses "Delete bucket" for b on its own page (the objects view); the
  *  bucket must still be there until "Confirm delete" is pressed too. */
@@ -121,4 +112,65 @@ test('policy: the server\'s MalformedPolicy is shown; a valid policy is saved an
   await page.getByRole('button', { name: 'Remove policy' }).click();
   await page.getByRole('button', { name: 'Confirm remove' }).click();
   await until(async () => (await stored()) === 404, 5000, 'the policy removed');
+});
+
+test('configuration: visibility, a lifecycle rule and a CORS rule saved; the server\'s error for a bad one shown',
+  async () => {
+    await createBucket(srv.http, 'configured');
+    const s3text = async (query) => {
+      const r = await s3(srv.http, 'GET', 'configured', '', { query });
+      return r.status === 200 ? r.text() : '';
+    };
+    await go(page, srv.console, '/buckets/configured');
+    const pub = page.getByLabel('Public', { exact: true });
+    await pub.waitFor({ timeout: 5000 });
+    assert.equal(await pub.isChecked(), false);
+    await pub.check();
+    await until(async () => (await s3text({ acl: '' })).includes('AllUsers'), 5000, 'the public-read ACL');
+    await page.getByText('Visibility: public').waitFor({ timeout: 5000 });
+
+    // A lifecycle rule from the template, listed after the save and stored for S3.
+    await page.getByRole('table', { name: 'Lifecycle rules' }).getByText('No rules.').waitFor({ timeout: 5000 });
+    await page.getByRole('button', { name: 'Add lifecycle rule' }).click();
+    await page.getByRole('button', { name: 'Save lifecycle' }).click();
+    await page.getByRole('table', { name: 'Lifecycle rules' }).getByText('expire-tmp').waitFor({ timeout: 5000 });
+    assert.match(await s3text({ lifecycle: '' }), /<ID>expire-tmp<\/ID>.*<Days>30<\/Days>/s);
+    // Valid JSON the server refuses: its code and reason shown, the stored rules kept.
+    const lc = page.getByLabel('Lifecycle configuration (JSON)');
+    await lc.fill(JSON.stringify({ Rules: [{ ID: 'bad', Status: 'Enabled', Filter: { Prefix: '' },
+      Expiration: { Days: 0 } }] }));
+    await page.getByRole('button', { name: 'Save lifecycle' }).click();
+    await page.getByText(/InvalidArgument: .*Days/).first().waitFor({ timeout: 5000 });
+    assert.match(await s3text({ lifecycle: '' }), /expire-tmp/);
+
+    // A CORS rule typed in, then one with a method S3 refuses.
+    const cors = page.getByLabel('CORS configuration (JSON)');
+    await cors.fill(JSON.stringify({ CORSRules: [{ AllowedOrigins: ['https://app.example'],
+      AllowedMethods: ['GET'], MaxAgeSeconds: 60 }] }));
+    await page.getByRole('button', { name: 'Save CORS' }).click();
+    await page.getByRole('table', { name: 'CORS rules' }).getByText('https://app.example').waitFor({ timeout: 5000 });
+    assert.match(await s3text({ cors: '' }), /<AllowedOrigin>https:\/\/app\.example<\/AllowedOrigin>/);
+    await cors.fill(JSON.stringify({ CORSRules: [{ AllowedOrigins: ['*'], AllowedMethods: ['PATCH'] }] }));
+    await page.getByRole('button', { name: 'Save CORS' }).click();
+    await page.getByText(/InvalidRequest: .*PATCH/).first().waitFor({ timeout: 5000 });
+    assert.match(await s3text({ cors: '' }), /app\.example/);
+    await page.getByText('not enabled').first().waitFor({ timeout: 5000 });
+  });
+
+test('a bucket created with object lock shows its default retention form', async () => {
+  await go(page, srv.console, '/buckets', 'Buckets');
+  await page.getByLabel('Bucket name').fill('locked-one');
+  await page.getByLabel(/Object lock/).check();
+  await page.getByRole('button', { name: 'Create bucket' }).click();
+  await page.getByRole('table').getByText('locked-one', { exact: true }).first().waitFor({ timeout: 5000 });
+  await go(page, srv.console, '/buckets/locked-one');
+  await page.getByLabel('Default retention').selectOption('GOVERNANCE');
+  await page.getByLabel('Period').fill('0');
+  await page.getByRole('button', { name: 'Save retention' }).click();
+  await page.getByText(/InvalidRetentionPeriod/).first().waitFor({ timeout: 5000 });
+  await page.getByLabel('Period').fill('3');
+  await page.getByRole('button', { name: 'Save retention' }).click();
+  await until(async () => /<Mode>GOVERNANCE<\/Mode><Days>3<\/Days>/.test(
+    (await s3(srv.http, 'GET', 'locked-one', '', { query: { 'object-lock': '' } })).text()), 5000,
+  'the default retention stored');
 });

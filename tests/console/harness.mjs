@@ -17,6 +17,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { after, before } from 'node:test';
 import { chromium } from 'playwright-core';
 
 export const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -436,6 +437,74 @@ export async function login(page, base, token = ADMIN_TOKEN) {
   await page.getByLabel('Token').fill(token);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('button', { name: 'Sign out' }).waitFor({ timeout: 10000 });
+}
+
+/**
+ * The set-up most test files share: before their tests, a cairnd
+ * (startServer(opts.server)), a Browser and one page signed in as
+ * opts.token (the administrator when missing); after them, the browser
+ * closed, the server stopped and the run's watchers asserted clean
+ * (Browser.assertClean).  ready(s) runs once all of that is up, with
+ * s = {srv, br, ctx, page}, before opts.login signs in (false: no sign-in);
+ * the same object is returned, its fields set once the before hook ran.
+ */
+export function signedInSuite(ready = () => {}, opts = {}) {
+  const s = { srv: null, br: null, ctx: null, page: null };
+  before(async () => {
+    s.srv = await startServer(opts.server);
+    s.br = await new Browser().launch();
+    s.ctx = await s.br.context();
+    s.page = await s.ctx.newPage();
+    await ready(s);
+    if (opts.login !== false) await login(s.page, s.srv.console, opts.token);
+  });
+  after(async () => {
+    await s.br?.close();
+    await s.srv?.stop();
+    await s.br?.assertClean();
+  });
+  return s;
+}
+
+/**
+ * Records, from the page's network events, the presigned part PUTs of its
+ * multipart uploads (a PUT whose URL carries partNumber): resolves
+ * {parts(): Map partNumber → the Content-Length of a finished PUT of it,
+ * maxInFlight(): the most part PUTs the page had started and not yet seen
+ * finish or fail at one time, stop()}.
+ */
+export function watchPartPuts(page) {
+  const parts = new Map();
+  const live = new Set();
+  const sizes = [];
+  let max = 0;
+  const isPart = (r) => r.method() === 'PUT' && new URL(r.url()).searchParams.has('partNumber');
+  const onRequest = (r) => {
+    if (!isPart(r)) return;
+    live.add(r);
+    max = Math.max(max, live.size);
+  };
+  const onFailed = (r) => { live.delete(r); };
+  const onEnd = (r) => {
+    if (!live.delete(r)) return;
+    // The body is a Blob, which the request events do not carry: its size
+    // is the Content-Length the browser sent.
+    sizes.push(r.allHeaders().then((hd) => {
+      parts.set(Number(new URL(r.url()).searchParams.get('partNumber')), Number(hd['content-length']));
+    }, () => {}));
+  };
+  page.on('request', onRequest);
+  page.on('requestfinished', onEnd);
+  page.on('requestfailed', onFailed);
+  return {
+    async parts() { await Promise.all(sizes); return parts; },
+    maxInFlight: () => max,
+    stop() {
+      page.off('request', onRequest);
+      page.off('requestfinished', onEnd);
+      page.off('requestfailed', onFailed);
+    },
+  };
 }
 
 /** Goes to the console route hash (without '#') and waits for its <h1>. */

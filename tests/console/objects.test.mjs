@@ -15,10 +15,10 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import {
-  Browser, confirmIfAsked, createBucket, fileSha256, go, listKeys, login, openUploads, pageApi, pickAndUpload,
-  progressSamples, putKeys, randomFile, s3, sleep, startServer, until, watchProgress,
+  confirmIfAsked, createBucket, fileSha256, go, listKeys, openUploads, pageApi, pickAndUpload,
+  progressSamples, putKeys, randomFile, s3, signedInSuite, sleep, until, watchPartPuts, watchProgress,
 } from './harness.mjs';
 
 const MiB = 1 << 20;
@@ -30,22 +30,13 @@ const keys = [
   ...Array.from({ length: 300 }, (_, i) => `c/deep/k${pad(i)}`),
 ];
 
-before(async () => {
-  srv = await startServer();
-  br = await new Browser().launch();
+signedInSuite(async (s) => {
+  ({ srv, br, ctx, page } = s);
   await createBucket(srv.http, 'many');
   await createBucket(srv.http, 'uploads');
   const t0 = Date.now();
   await putKeys(srv.http, 'many', keys);
   putMs = Date.now() - t0;
-  ctx = await br.context();
-  page = await ctx.newPage();
-  await login(page, srv.console);
-});
-after(async () => {
-  await br?.close();
-  await srv?.stop();
-  await br?.assertClean();
 });
 
 const tableText = async () => (await page.getByRole('table').allInnerTexts()).join('\n');
@@ -90,17 +81,27 @@ test('2,500 keys: folders by delimiter, paging through a folder, prefix search',
   }, 5000, 'exactly b/k0100..b/k0199 after the prefix search');
 });
 
-test('a 40 MiB upload through the picker: progress rises to 100 %, the download has the same SHA-256', async (t) => {
+test('a 40 MiB upload through the picker: 8 MiB parts, at most 4 in flight, progress rises to 100 %, ' +
+  'the download has the same SHA-256', async (t) => {
   const file = randomFile('big.bin', 40 * MiB, 40);
   const sum = fileSha256(file);
   await go(page, srv.console, '/buckets/uploads');
   await watchProgress(page);
+  const puts = watchPartPuts(page);
   const t0 = Date.now();
   await pickAndUpload(page, file);
   await until(async () => (await s3(srv.http, 'HEAD', 'uploads', 'big.bin')).status === 200, 180000,
     'big.bin stored');
   await until(async () => (await progressSamples(page)).at(-1) === 1, 10000, 'progress at 100 %');
   t.diagnostic(`40 MiB uploaded through the console in ${Date.now() - t0} ms`);
+  puts.stop();
+  // Multipart through presigned part PUTs: five parts of 8 MiB, the page
+  // keeping between 2 and 4 of them in flight at once.
+  const parts = await puts.parts();
+  assert.deepEqual([...parts.keys()].sort((a, b) => a - b), [1, 2, 3, 4, 5], 'the part numbers PUT');
+  for (const [n, size] of parts) assert.equal(size, 8 * MiB, `part ${n}: ${size} bytes`);
+  t.diagnostic(`part PUTs in flight at most: ${puts.maxInFlight()}`);
+  assert.ok(puts.maxInFlight() >= 2 && puts.maxInFlight() <= 4, `parts in flight: ${puts.maxInFlight()}`);
   const p = await progressSamples(page);
   for (let i = 1; i < p.length; i++) assert.ok(p[i] >= p[i - 1], `progress went back: ${p}`);
   assert.ok(p.some((f) => f > 0 && f < 1), `no progress between 0 and 100 %: ${p}`);

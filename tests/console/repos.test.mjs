@@ -1,7 +1,10 @@
 // Repositories through the console, made with the real `cairn repo` client
 // over Scribe: the list, the change log (with a path filter), a change with
 // its description, revision journal, author and paths, the files at a change
-// and a file downloaded at that change, equal byte for byte.
+// and a file downloaded at that change, equal byte for byte; the branch
+// picker (log, change, files and download of another branch); paging of the
+// log and of the tree (CAIRN_CONSOLE_REPOS_PAGE makes pages of 4); and the
+// views by keyboard.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -10,6 +13,13 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { ADMIN_TOKEN, Browser, apiLogin, go, login, startServer, until } from './harness.mjs';
 
+const PAGE = 4; // CAIRN_CONSOLE_REPOS_PAGE: changes of a log page, entries of a tree page
+const FEATURE_README = '# art\non the feature branch\n';
+// The root of "wide": files and directories, the directories' rows cut by reads of 4 rows.
+const WIDE = ['a.txt', 'b/1', 'b/2', 'b/3', 'b/4', 'b/5', 'b.txt', 'c/x/y', 'd.txt', 'e/1', 'f.txt',
+  'g/1', 'g/2', 'h.txt'];
+const WIDE_ROOT = ['a.txt', 'b.txt', 'b', 'c', 'd.txt', 'e', 'f.txt', 'g', 'h.txt'];
+const WIDE_CHANGES = 6;
 let srv, br, page, ws, changes;
 const blob = crypto.createHash('sha512').update('blob').digest();
 const BLOB = Buffer.concat(Array.from({ length: 4800 }, (_, i) => Buffer.concat([blob, Buffer.from([i & 255])])));
@@ -21,7 +31,7 @@ function write(p, data) {
 }
 
 before(async () => {
-  srv = await startServer();
+  srv = await startServer({ env: { CAIRN_CONSOLE_REPOS_PAGE: String(PAGE) } });
   const repo = (...a) => srv.cli(['repo', ...a, '--endpoint', srv.scribe], { env: { USER: 'tester' } });
   ws = fs.mkdtempSync(path.join(os.tmpdir(), 'cn-ws-'));
   const dir = path.join(ws, 'art');
@@ -39,6 +49,22 @@ before(async () => {
   changes = r.json().changes; // newest first
   assert.ok(changes.length >= 2, JSON.stringify(changes));
   repo('describe', dir, String(changes[0].id), '-m', 'second change, revised');
+  // A branch from main's head with a change of its own (main keeps its two).
+  srv.cli(['repo', 'branch', 'create', 'feature', '--endpoint', srv.scribe], { cwd: dir, env: { USER: 'tester' } });
+  srv.cli(['repo', 'switch', 'feature', '--endpoint', srv.scribe], { cwd: dir, env: { USER: 'tester' } });
+  write(path.join(dir, 'README.md'), FEATURE_README);
+  write(path.join(dir, 'feature.txt'), 'only here\n');
+  repo('submit', dir, '-m', 'feature change');
+  // "wide": more changes than a log page and more root entries than a tree page.
+  const wide = path.join(ws, 'wide');
+  repo('create', 'wide');
+  repo('clone', 'wide', wide);
+  for (const f of WIDE) write(path.join(wide, f), `${f}\n`);
+  repo('submit', wide, '-m', 'wide 1');
+  for (let i = 2; i <= WIDE_CHANGES; i++) {
+    write(path.join(wide, 'a.txt'), `version ${i}\n`);
+    repo('submit', wide, '-m', `wide ${i}`);
+  }
   br = await new Browser().launch();
   page = await (await br.context()).newPage();
   await login(page, srv.console);
@@ -97,4 +123,94 @@ test('files at a change, and a file downloaded at that change byte for byte', as
   const dl1 = page.waitForEvent('download', { timeout: 20000 });
   await r1.getByRole('button', { name: 'Download' }).or(r1.getByRole('link', { name: 'Download' })).first().click();
   assert.equal(fs.readFileSync(await (await dl1).path(), 'utf8'), README1);
+});
+
+/** The change ids the change log shows, in order. */
+const logIds = async () => (await log().getByRole('link').allInnerTexts()).map((t) => t.trim());
+
+test('the branch picker: log, change, files and a download follow the chosen branch', async () => {
+  await go(page, srv.console, '/repos/art', 'art');
+  await log().getByRole('link', { name: second(), exact: true }).waitFor({ timeout: 5000 });
+  const feature = String(Number(second()) + 1);
+  assert.equal(await log().getByRole('link', { name: feature, exact: true }).count(), 0, 'main shows a feature change');
+  await page.getByLabel('Branch').selectOption('feature');
+  await log().getByRole('link', { name: feature, exact: true }).waitFor({ timeout: 5000 });
+  assert.deepEqual(await logIds(), [feature, second(), first()]);
+  assert.match(page.url(), /#\/repos\/art\?branch=feature$/);
+  // The files at the branch's head: its own file and README.
+  await page.getByRole('link', { name: /files at the head of feature/i }).click();
+  const row = page.getByRole('row').filter({ hasText: 'feature.txt' }).first();
+  await row.waitFor({ timeout: 5000 });
+  const readme = page.getByRole('row').filter({ hasText: 'README.md' }).first();
+  const dl = page.waitForEvent('download', { timeout: 20000 });
+  await readme.getByRole('link', { name: 'Download' }).click();
+  assert.equal(fs.readFileSync(await (await dl).path(), 'utf8'), FEATURE_README);
+  // The change of the branch, from its log; a reload keeps the branch.
+  await go(page, srv.console, '/repos/art?branch=feature', 'art');
+  assert.equal(await page.getByLabel('Branch').inputValue(), 'feature');
+  await log().getByRole('link', { name: feature, exact: true }).click();
+  await page.getByRole('heading', { level: 1, name: `Change ${feature}` }).waitFor({ timeout: 5000 });
+  const text = await page.locator('main').innerText();
+  assert.match(text, /feature change/);
+  assert.match(text, /feature\.txt/);
+  // An inherited change opened from the branch's log reads its files on main.
+  await go(page, srv.console, '/repos/art?branch=feature', 'art');
+  await log().getByRole('link', { name: first(), exact: true }).click();
+  await page.getByRole('link', { name: 'Files at this change' }).click();
+  await page.getByRole('row').filter({ hasText: 'src' }).first().waitFor({ timeout: 5000 });
+  assert.equal(await page.getByRole('row').filter({ hasText: 'feature.txt' }).count(), 0);
+});
+
+test('paging: the change log and the tree, a page at a time, each entry once', async () => {
+  await go(page, srv.console, '/repos/wide', 'wide');
+  const all = Array.from({ length: WIDE_CHANGES }, (_, i) => String(WIDE_CHANGES - i));
+  await until(async () => (await logIds()).join() === all.slice(0, PAGE).join(), 5000, 'the first log page');
+  await page.getByRole('button', { name: 'Next page' }).click();
+  await until(async () => (await logIds()).join() === all.slice(PAGE).join(), 5000, 'the second log page');
+  assert.ok(await page.getByRole('button', { name: 'Next page' }).isDisabled(), 'a third log page');
+  await page.getByRole('button', { name: 'Previous page' }).click();
+  await until(async () => (await logIds()).join() === all.slice(0, PAGE).join(), 5000, 'back to the first page');
+
+  await page.getByRole('link', { name: /files at the head/i }).click();
+  const files = page.getByRole('table', { name: /files at change/i });
+  const names = async () => (await files.locator('tbody tr td:first-child').allInnerTexts()).map((t) => t.trim());
+  const seen = [];
+  for (let p = 0; ; p++) {
+    await until(async () => (await names()).length > 0 && !seen.includes((await names())[0]), 5000, `tree page ${p + 1}`);
+    const got = await names();
+    assert.ok(got.length <= PAGE, `a page of ${got.length}`);
+    seen.push(...got);
+    const next = page.getByRole('button', { name: 'Next page' });
+    if (await next.isDisabled()) break;
+    assert.ok(p < 10, 'too many pages');
+    await next.click();
+  }
+  assert.deepEqual(seen.map((n) => n.replace(/\/$/, '')), WIDE_ROOT);
+});
+
+test('by keyboard: Tab to a repository, Enter opens it, the change log and a change', async () => {
+  await go(page, srv.console, '/repos', 'Repositories');
+  const focused = () => page.evaluate(() => {
+    const a = document.activeElement;
+    return a ? `${a.tagName}:${(a.textContent || '').trim()}:${a.closest('table')?.querySelector('caption')?.textContent || ''}` : '';
+  });
+  async function tabTo(re, what) {
+    for (let i = 0; i < 60; i++) {
+      await page.keyboard.press('Tab');
+      if (re.test(await focused())) return;
+    }
+    throw new Error(`Tab never reached ${what} (last: ${await focused()})`);
+  }
+  await tabTo(/^A:art:Repositories$/, 'the art link');
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { level: 1, name: 'art' }).waitFor({ timeout: 5000 });
+  await log().getByRole('link', { name: second(), exact: true }).waitFor({ timeout: 5000 });
+  // The branch picker by keyboard: main is first, feature next.
+  await tabTo(/^SELECT:/, 'the branch picker');
+  await page.keyboard.press('ArrowDown');
+  const feature = String(Number(second()) + 1);
+  await log().getByRole('link', { name: feature, exact: true }).waitFor({ timeout: 5000 });
+  await tabTo(new RegExp(`^A:${feature}:Change log of feature$`), 'the newest change in the log');
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { level: 1, name: `Change ${feature}` }).waitFor({ timeout: 5000 });
 });

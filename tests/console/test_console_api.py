@@ -272,6 +272,57 @@ def test_multipart_through_minted_part_urls(node):
     assert listed.get("Uploads", []) == []
 
 
+def console_multipart(api, bucket, key, parts):
+    """Uploads parts through minted part URLs; answers the completion's
+    (status, document)."""
+    up = api.ok("POST", "buckets/%s/uploads" % bucket, {"key": key})
+    done = []
+    for n, data in enumerate(parts, 1):
+        out = api.ok("POST", "buckets/%s/presign" % bucket,
+                     {"method": "PUT", "key": key, "expires": 600, "part": n,
+                      "upload_id": up["upload_id"]})
+        st, hd, _ = fetch(api.url(out["url"]), method="PUT", data=data)
+        assert st == 200
+        done.append({"part": n, "etag": hd["ETag"].strip('"')})
+    return api.call("POST", "buckets/%s/uploads/complete" % bucket,
+                    {"key": key, "upload_id": up["upload_id"], "parts": done})
+
+
+def test_multipart_complete_checks_the_minimum_part_size(node):
+    """As S3's CompleteMultipartUpload: every part but the last holds 5 MiB,
+    else 400 EntityTooSmall and nothing is stored; the last may be smaller."""
+    api = Api(node.addrs["http"])
+    api.ok("POST", "buckets", {"name": "tiny"}, 201)
+    small = (5 << 20) - 1
+    st, _, err = console_multipart(api, "tiny", "k", [os.urandom(small), os.urandom(10)])
+    assert (st, err["error"]) == (400, "EntityTooSmall"), (st, err)
+    s3 = s3_client(node.addrs["http"])
+    assert s3.list_objects_v2(Bucket="tiny").get("KeyCount") == 0
+    # the same parts through S3 itself: the same answer
+    up = s3.create_multipart_upload(Bucket="tiny", Key="s3")["UploadId"]
+    etags = [s3.upload_part(Bucket="tiny", Key="s3", UploadId=up, PartNumber=n,
+                            Body=os.urandom(small if n == 1 else 10))["ETag"] for n in (1, 2)]
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket="tiny", Key="s3", UploadId=up, MultipartUpload={
+            "Parts": [{"PartNumber": n, "ETag": t} for n, t in zip((1, 2), etags)]})
+    assert e.value.response["Error"]["Code"] == "EntityTooSmall"
+    # one small part alone is the last part: allowed
+    st, _, res = console_multipart(api, "tiny", "one", [os.urandom(10)])
+    assert st == 200 and res["size"] == 10
+
+
+def test_console_minimum_follows_the_s3_face(server_factory):
+    """CAIRN_S3_MIN_PART_SIZE lowers the minimum for the console as for S3."""
+    srv = server_factory(args=["--jay", "off", "--scribe", "off", "--http", "127.0.0.1:0"],
+                         wait_for=("http",), env={"CAIRN_S3_MIN_PART_SIZE": "4"})
+    api = Api(srv.addrs["http"])
+    api.ok("POST", "buckets", {"name": "low"}, 201)
+    st, _, res = console_multipart(api, "low", "k", [b"12345", b"6"])
+    assert st == 200 and res["size"] == 6, res
+    st, _, err = console_multipart(api, "low", "k2", [b"123", b"6"])
+    assert (st, err["error"]) == (400, "EntityTooSmall"), (st, err)
+
+
 def scribe_ep(node):
     host, port = node.addrs["scribe"]
     return "%s:%d" % (host, port)
@@ -349,7 +400,7 @@ def test_namespaces_and_grants(node):
     assert grants == [{"account": "alice", "perms": ["read"]}]
     alice = Api(node.addrs["http"], tok)
     ns = alice.ok("GET", "namespaces")["namespaces"]
-    assert ns == [{"name": "team/x", "members": 0}]
+    assert ns == [{"name": "team/x", "members": 0, "bytes": 0}]
     digest = "ab" * 32
     stat = alice.ok("GET", "namespaces/team/x/blobs/" + digest)
     assert stat == {"digest": digest, "present": False}

@@ -4,9 +4,11 @@ removed by pgharness) with its skip when the server binaries are missing,
 a fresh identity key file as an operator makes one, a paginated key
 listing, and Fleet: N nodes on one database and one blob tier."""
 import os
+import socket
 import sys
 
 import pytest
+from botocore.exceptions import ClientError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -31,6 +33,15 @@ def key_file(path):
     return str(path)
 
 
+def free_port():
+    """A loopback TCP port free now (bound and released)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def list_keys(s3, bucket, prefix=""):
     """Every key of bucket under prefix, through ListObjectsV2's pages."""
     keys, token = [], None
@@ -52,19 +63,21 @@ class Fleet:
     runs --meta on the database, --identity-key on one shared key and
     --blob-store at the backend, with all three faces (Jay, Scribe plaintext,
     HTTP) on ephemeral loopback ports.  Nodes are named n0, n1, ... (also
-    their --node-id); kill9(i) and restart(i) act on one of them."""
+    their --node-id); kill9(i) and start(i) act on one of them, and
+    stop_backend() and start_backend() on the backend (on a fixed port, so
+    the nodes find it again)."""
 
     BUCKET = "tier"
     PREFIX = "blobs"
 
     def __init__(self, pg, base, db, count=3, env=None):
         from conftest import ADMIN_TOKEN, Server
-        from s3fixtures import S3Server, s3_args
+        from s3fixtures import S3Server
         self._server, self._s3server = Server, S3Server
         self.base = base
         self.env = dict(env or {})
-        self.backend = S3Server(Server(base / "backend", args=s3_args())
-                                .start(wait_for=("http", "jay")))
+        self.backend_port = free_port()  # fixed, so the backend can come back
+        self.start_backend()
         self.backend.client().create_bucket(Bucket=self.BUCKET)
         self.creds = base / "blob.creds"
         self.creds.write_text(ADMIN_TOKEN + "\n")
@@ -82,8 +95,24 @@ class Fleet:
                 "--blob-endpoint", self.backend.endpoint,
                 "--blob-credentials", str(self.creds)]
 
-    def start(self, i):
-        srv = self._server(self.base / ("n%d" % i), args=self.args(i), env=self.env)
+    def start_backend(self):
+        """(Re)starts the backend cairnd on its data dir and port."""
+        args = ["--jay", "127.0.0.1:0", "--scribe", "off",
+                "--http", "127.0.0.1:%d" % self.backend_port]
+        self.backend = self._s3server(self._server(self.base / "backend", args=args)
+                                      .start(wait_for=("http", "jay")))
+        return self.backend
+
+    def stop_backend(self):
+        """Stops the backend cairnd cleanly; returns its sanitizer report, if any."""
+        self.backend.server.stop()
+        out = self.backend.server.output()
+        return out if "ERROR: AddressSanitizer" in out or "runtime error:" in out else None
+
+    def start(self, i, env=None):
+        """(Re)starts node i; env adds to the fleet's environment for this run."""
+        srv = self._server(self.base / ("n%d" % i), args=self.args(i),
+                           env=dict(self.env, **(env or {})))
         self.nodes[i] = self._s3server(srv.start(wait_for=("http", "jay", "scribe")))
         self.killed.discard(i)
         return self.nodes[i]
@@ -112,3 +141,15 @@ class Fleet:
                                          or "runtime error:" in out):
                 bad.append(out)
         return bad
+
+
+def accepted(node, cred):
+    """Whether node takes the S3 credential cred (a list_buckets); a refusal
+    must be InvalidAccessKeyId or AccessDenied, nothing else."""
+    try:
+        node.client(*cred).list_buckets()
+        return True
+    except ClientError as e:
+        code = e.response["Error"]["Code"]
+        assert code in ("InvalidAccessKeyId", "AccessDenied"), code
+        return False

@@ -54,12 +54,16 @@ def available():
 class PgCluster:
     """One PostgreSQL cluster in a temp dir; start() then stop()."""
 
-    def __init__(self):
+    def __init__(self, settings=None):
+        """settings: more -c NAME=VALUE for the server (e.g. the fault tests'
+        synchronous_commit=on, so a crash of the server loses no commit it
+        acknowledged)."""
         self.bin = bindir()
         if self.bin is None:
             raise RuntimeError("PostgreSQL server binaries not found (apt-get install postgresql-15)")
         self.dir = None
         self.as_user = None
+        self.settings = dict(settings or {})
 
     def _run(self, argv, **kw):
         if self.as_user:
@@ -91,11 +95,7 @@ class PgCluster:
                        "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8",
                        "--locale-provider=icu", "--icu-locale=en-US", "--no-sync",
                        "--no-instructions"])
-            opts = ("-c listen_addresses='' -c unix_socket_directories='%s'"
-                    " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-                    " -c max_connections=200" % self.dir)
-            self._run([os.path.join(self.bin, "pg_ctl"), "-D", data, "-o", opts, "-w",
-                       "-t", "30", "-l", os.path.join(self.dir, "log"), "start"])
+            self.start_server()
             self.create_db(DB)
         except subprocess.CalledProcessError as e:
             log = ""
@@ -108,6 +108,58 @@ class PgCluster:
             raise RuntimeError("postgres failed to start: %s %s %s" % (e.stdout, e.stderr, log))
         self.started_in = time.monotonic() - t0
         return self
+
+    @property
+    def data(self):
+        return os.path.join(self.dir, "data")
+
+    def start_server(self):
+        """Starts the server on the cluster's data and socket (again, after
+        stop_server or kill9_server: crash recovery runs if it was killed)."""
+        settings = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off",
+                    "max_connections": "200"}
+        settings.update(self.settings)
+        opts = "-c listen_addresses='' -c unix_socket_directories='%s'" % self.dir
+        opts += "".join(" -c %s=%s" % kv for kv in sorted(settings.items()))
+        self._run([os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-o", opts, "-w",
+                   "-t", "60", "-l", os.path.join(self.dir, "log"), "start"])
+
+    def stop_server(self, mode="fast"):
+        """pg_ctl stop -m mode (fast: every session terminated, a checkpoint,
+        then down; immediate: down at once, recovery at the next start)."""
+        self._run([os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-m", mode, "-w",
+                   "-t", "60", "stop"])
+
+    def server_pids(self):
+        """The postmaster's pid and those of its children (the backends and
+        the auxiliary processes)."""
+        with open(os.path.join(self.data, "postmaster.pid")) as f:
+            post = int(f.readline())
+        pids = [post]
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    with open("/proc/%s/stat" % d) as f:
+                        st = f.read()
+                except OSError:
+                    continue
+                if int(st[st.rindex(")") + 2:].split()[1]) == post:
+                    pids.append(int(d))
+        return pids
+
+    def kill9_server(self):
+        """SIGKILL to the postmaster and every child at once, as a crash of
+        the machine's PostgreSQL would leave it (postmaster.pid stays)."""
+        import signal
+        pids = self.server_pids()
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(os.path.exists("/proc/%d" % p) for p in pids):
+            time.sleep(0.02)
 
     def psql(self, sql, db="postgres"):
         argv = [os.path.join(self.bin, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1",
@@ -122,7 +174,7 @@ class PgCluster:
     def stop(self):
         if not self.dir:
             return
-        data = os.path.join(self.dir, "data")
+        data = self.data
         if os.path.exists(os.path.join(data, "postmaster.pid")):
             try:
                 self._run([os.path.join(self.bin, "pg_ctl"), "-D", data, "-m", "immediate",

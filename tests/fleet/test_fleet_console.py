@@ -97,3 +97,26 @@ def test_sign_out_on_a_ends_the_session_on_b(fleet):
     assert st == 204 and "Max-Age=0" in hd["Set-Cookie"]
     assert status(b) == 401
     assert b.request("GET", API + "session")[0] == 401
+
+
+def test_disable_and_enable_with_no_request_between_on_postgresql(fleet):
+    """`cairn admin` disabling the account deletes its session rows in the
+    same transaction (on PostgreSQL too): enabled again before the browser's
+    next request, the session is still gone on every node; revoking a token
+    deletes its rows the same way."""
+    a, b = consoles(fleet)
+    token = new_token(fleet, "ezra")
+    assert a.login(token)[0] == 200
+    b.cookie = a.cookie
+    base = [binary("cairn"), "admin", "--meta", fleet.uri, "--identity-key", fleet.key]
+    for verb in ("disable", "enable"):
+        r = run(base + ["account", verb, "ezra"])
+        assert r.returncode == 0, r.stderr
+    assert status(a) == 401 and status(b) == 401
+    assert a.login(token)[0] == 200
+    r = run(base + ["token", "revoke", token.split(":", 1)[0]])
+    assert r.returncode == 0, r.stderr
+    admin = consoles(fleet)[1]
+    assert admin.login(ADMIN_TOKEN)[0] == 200
+    st, _, body = admin.request("GET", API + "sessions")
+    assert st == 200 and "ezra" not in [x["account"] for x in json.loads(body)["sessions"]]

@@ -101,3 +101,57 @@ def test_delete_and_recreate_seen_at_once(fleet):
         assert err.value.response["Error"]["Code"] == "NoSuchKey"
         with pytest.raises(ClientError):
             b.head_object(Bucket="heads", Key="d")
+
+
+def rules(rule_id):
+    return {"Rules": [{"ID": rule_id, "Status": "Enabled", "Filter": {"Prefix": ""},
+                       "Expiration": {"Days": 1}}]}
+
+
+def test_lifecycle_change_seen_at_once_by_a_cached_read(fleet):
+    """x-amz-expiration of a cached head's answer: the rules are taken under
+    the word the head was found under (one read of the row per GET), so a
+    rule change through one node is what the other node's next GET and HEAD
+    say, cache or not."""
+    a, b = (n.client() for n in fleet)
+    a.create_bucket(Bucket="heads")
+    a.put_object(Bucket="heads", Key="x", Body=b"x")
+    for i in range(ROUNDS // 3):
+        body(b, "x")  # the head is cached now, and the rules under its word
+        rid = "rule-%d" % i
+        a.put_bucket_lifecycle_configuration(Bucket="heads", LifecycleConfiguration=rules(rid))
+        for _ in range(2):  # the first may fill the caches, the second is served from them
+            assert 'rule-id="%s"' % rid in b.get_object(Bucket="heads", Key="x")["Expiration"]
+            assert 'rule-id="%s"' % rid in b.head_object(Bucket="heads", Key="x")["Expiration"]
+        a.delete_bucket_lifecycle(Bucket="heads")
+        for _ in range(2):
+            assert "Expiration" not in b.get_object(Bucket="heads", Key="x")
+            assert "Expiration" not in b.head_object(Bucket="heads", Key="x")
+    hits = head_hits(fleet[1])
+    assert hits is not None and hits > 0, hits
+    # The rules come under the word the head was found under: a cached GET
+    # reads the database once (that word), not twice (a second read of the
+    # word for the rules).  Counted in read transactions; the slack takes
+    # the node's own background reads.
+    a.put_bucket_lifecycle_configuration(Bucket="heads", LifecycleConfiguration=rules("last"))
+    for _ in range(2):
+        assert 'rule-id="last"' in b.get_object(Bucket="heads", Key="x")["Expiration"]
+    before = read_txns(fleet[1])
+    for _ in range(GETS):
+        assert 'rule-id="last"' in b.get_object(Bucket="heads", Key="x")["Expiration"]
+    reads = read_txns(fleet[1]) - before
+    print("read transactions for %d cached GETs: %d" % (GETS, reads))
+    assert reads < GETS * 1.5, (reads, GETS)
+
+
+GETS = 40
+READS = 'cairn_meta_transaction_duration_seconds_count{kind="read"}'
+
+
+def read_txns(node):
+    """The node's metadata read transactions so far."""
+    text = requests.get(node.endpoint + "/_cairn/metrics", timeout=30).text
+    for line in text.splitlines():
+        if line.startswith(READS + " "):
+            return float(line.split()[1])
+    return 0.0

@@ -22,7 +22,7 @@ from s3fixtures import S3Server, s3_args  # noqa: E402
 
 TAKEOVER = 10.0  # seconds: the bound
 EXPIRY = 6  # seconds an unfinished upload lives
-JOBS = ("blob-sweep", "upload-expiry")
+JOBS = ("blob-sweep", "upload-expiry", "usage-fold")
 ENV = {"CAIRN_UPLOAD_SWEEP_SECONDS": "1", "CAIRN_UPLOAD_EXPIRY_SECONDS": str(EXPIRY),
        "CAIRN_SWEEP_INTERVAL_SECONDS": "1"}
 

@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 from conftest import Server, binary, run
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fleetutil import key_file, needs_pg, pg  # noqa: E402,F401
+from fleetutil import accepted, key_file, needs_pg, pg  # noqa: E402,F401
 import pgharness  # noqa: E402
 from s3fixtures import S3Server, s3_args  # noqa: E402
 
@@ -55,16 +55,6 @@ def new_token(uri, key, account, perms=("all",)):
     out = admin("--meta", uri, "--identity-key", key, "token", "create", "--account", account,
                 *sum((["--perm", p] for p in perms), []))
     return tuple(out.splitlines()[-1].split(":", 1))
-
-
-def accepted(node, cred):
-    try:
-        node.client(*cred).list_buckets()
-        return True
-    except ClientError as e:
-        code = e.response["Error"]["Code"]
-        assert code in ("InvalidAccessKeyId", "AccessDenied"), code
-        return False
 
 
 def until(node, cred, want, bound=BOUND):

@@ -80,7 +80,7 @@ def test_nodes_up_stopped_lost(pg, tmp_path):
         assert r.returncode == 0, r.stderr
         rows = [line.split("\t") for line in r.stdout.splitlines()]
         assert [x[0] for x in rows if x[0].startswith("lease:")] == \
-            ["lease:blob-sweep", "lease:upload-expiry", "lease:lifecycle"]
+            ["lease:blob-sweep", "lease:upload-expiry", "lease:usage-fold", "lease:lifecycle"]
         rows = [x for x in rows if not x[0].startswith("lease:")]
         assert [x[0] for x in rows] == ["alpha", "beta", drawn]
         assert [x[1] for x in rows][:2] == ["lost", "stopped"]
@@ -131,7 +131,7 @@ def test_status_shows_lease_holders(pg, tmp_path):
             nodes[name] = Server(tmp_path / name, args=s3_args([
                 "--meta", uri, "--identity-key", key, "--node-id", name])).start(
                     wait_for=("http", "jay"))
-        jobs = ("blob-sweep", "upload-expiry")
+        jobs = ("blob-sweep", "upload-expiry", "usage-fold")
 
         def held(st):
             return all(st[1][j]["node"] in nodes for j in jobs)
@@ -142,7 +142,7 @@ def test_status_shows_lease_holders(pg, tmp_path):
             time.sleep(0.2)
         leases = st[1]
         assert held(st), leases
-        assert sorted(leases) == ["blob-sweep", "lifecycle", "upload-expiry"]
+        assert sorted(leases) == ["blob-sweep", "lifecycle", "upload-expiry", "usage-fold"]
         assert all(leases[j]["pid"] > 0 for j in jobs)
         r = run([binary("cairn"), "admin", "--meta", uri, "fleet", "status"])
         lines = [ln.split("\t") for ln in r.stdout.splitlines() if ln.startswith("lease:")]

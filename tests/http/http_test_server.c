@@ -6,6 +6,10 @@
  *   GET      /whoami          the credential, client IP and decoded query
  *   GET/HEAD /file/<name>     a file of --dir by sendfile (Range: bytes=a-b)
  *   GET      /stream?n=N      N bytes from a producer, chunked
+ *   PUT      /fail?class=C[&at=request]   on_body (or on_request) fails with
+ *                             class C (exists, timeout, pinned); the route's
+ *                             err_of is a table of its own (an adapter's)
+ *   PUT      /failgen?...     the same without err_of: the framework's table
  *
  * SigV4 key AKIDTEST / secret "test-secret/0123+abc"; bearer tok1:sekrit.
  * Options: --listen ADDR --dir DIR --clock-offset-s N --trust-proxy
@@ -32,8 +36,10 @@
 static const char *g_dir = ".";
 static int64_t g_offset_ms;
 
-static int lookup(void *ctx, const char *key, uint8_t *secret, size_t cap, size_t *len)
+static int lookup(void *ctx, const char *key, uint8_t *secret, size_t cap, size_t *len,
+                  uint8_t tag[CN_SIGV4_TAG_LEN])
 {
+    (void)tag; /* left zero: the verifier fingerprints the secret */
     (void)ctx;
     if (strcmp(key, KEY) != 0)
         return CN_E_NOT_FOUND;
@@ -275,6 +281,56 @@ static int stream_get(cn_http_req_t *r, void *ctx)
     return cn_http_respond_stream(r, 200, "text/plain", CN_HTTP_LEN_UNKNOWN, stream_read, free, s);
 }
 
+/* ---- /fail, /failgen ------------------------------------------------------------ */
+
+/* The class a /fail request names (query class). */
+static cn_err_t fail_class(const cn_http_req_t *r)
+{
+    const char *c = cn_http_req_query(r, "class");
+    if (c && strcmp(c, "exists") == 0)
+        return CN_E_EXISTS;
+    if (c && strcmp(c, "timeout") == 0)
+        return CN_E_TIMEOUT;
+    if (c && strcmp(c, "pinned") == 0)
+        return CN_E_PINNED;
+    return -EIO;
+}
+
+static int fail_request(cn_http_req_t *r, void *ctx)
+{
+    (void)ctx;
+    const char *at = cn_http_req_query(r, "at");
+    return at && strcmp(at, "request") == 0 ? fail_class(r) : 0;
+}
+
+static int fail_body(cn_http_req_t *r, const uint8_t *p, size_t n, void *ctx)
+{
+    (void)p, (void)n, (void)ctx;
+    return fail_class(r);
+}
+
+static void fail_end(cn_http_req_t *r, void *ctx)
+{
+    (void)ctx;
+    if (cn_http_req_body_error(r) == CN_S3E_NONE)
+        cn_http_respond(r, 200, "text/plain", "not failed", 10);
+}
+
+/* An adapter's own table, which differs from the framework's on purpose;
+ * CN_E_PINNED it answers itself, in a vocabulary of its own. */
+static cn_s3_err_t fail_err_of(cn_http_req_t *r, cn_err_t rc, void *ctx)
+{
+    (void)ctx;
+    switch (rc) {
+    case CN_E_EXISTS: return CN_S3E_BUCKET_ALREADY_EXISTS;
+    case CN_E_TIMEOUT: return CN_S3E_SERVICE_UNAVAILABLE;
+    case CN_E_PINNED:
+        cn_http_respond(r, 423, "application/json", "{\"own\":true}", 12);
+        return CN_S3E_NONE;
+    default: return CN_S3E_INTERNAL_ERROR;
+    }
+}
+
 int main(int argc, char **argv)
 {
     cn_http_config_t cfg;
@@ -348,8 +404,21 @@ int main(int argc, char **argv)
     cn_http_route_t stream = {
         .name = "stream", .methods = CN_HTTP_GET, .prefix = "/stream", .on_request = stream_get
     };
+    cn_http_route_t fail = { .name = "fail",
+                             .methods = CN_HTTP_PUT,
+                             .prefix = "/fail",
+                             .flags = CN_HTTP_ROUTE_EXACT,
+                             .on_request = fail_request,
+                             .on_body = fail_body,
+                             .on_end = fail_end,
+                             .err_of = fail_err_of };
+    cn_http_route_t failgen = fail; /* the same, answered by the framework's table */
+    failgen.name = "failgen";
+    failgen.prefix = "/failgen";
+    failgen.err_of = NULL;
     if (cn_http_server_route(s, &echo) || cn_http_server_route(s, &who) ||
         cn_http_server_route(s, &file) || cn_http_server_route(s, &stream) ||
+        cn_http_server_route(s, &fail) || cn_http_server_route(s, &failgen) ||
         cn_http_server_start(s) != 0) {
         cn_http_server_free(s);
         return 1;

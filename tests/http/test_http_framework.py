@@ -267,6 +267,32 @@ def test_deferred_payload_signature(srv):
     assert r.status_code == 403 and s3_error(r) == "SignatureDoesNotMatch"
 
 
+def test_request_state_does_not_carry_over(srv):
+    """A request struct is reused (each thread keeps its last one) and only
+    part of it is cleared: on one keep-alive connection, nothing of a signed,
+    checksummed or refused request shows in the anonymous one after it."""
+    body = b"carried?"
+    crc = base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode()
+    with requests.Session() as s:
+        for _ in range(3):  # the same threads serve the connection again and again
+            r = s.put(srv.url("/echo"), data=body, headers={"x-amz-checksum-crc32": crc})
+            assert r.status_code == 200 and r.json()["checksum"] == crc
+            r = s.put(srv.url("/echo"), data=body)
+            assert r.status_code == 200, r.text
+            assert r.json()["checksum"] is None and r.json()["checksum_alg"] is None
+            r = send(signed("GET", srv.url("/whoami")), s)
+            assert r.status_code == 200 and r.json()["key"] == KEY
+            r = s.get(srv.url("/whoami"))
+            j = r.json()
+            assert j["auth"] == "anonymous" and j["key"] is None and j["peer"], j
+            bad = signed("GET", srv.url("/whoami"),
+                         creds=Credentials(KEY, "not-the-secret-at-all"))
+            r = send(bad, s)
+            assert r.status_code == 403 and s3_error(r) == "SignatureDoesNotMatch"
+            r = s.get(srv.url("/whoami?x=1"))
+            assert r.status_code == 200 and r.json()["auth"] == "anonymous", r.text
+
+
 def test_checksum_header(srv):
     body = b"checksummed"
     crc = base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode()
@@ -589,10 +615,21 @@ def test_forwarded_for_only_when_trusted(start):
     r = requests.get(s.url("/whoami"), headers={"X-Forwarded-For": "203.0.113.7, 10.0.0.1"})
     assert r.json()["client_ip"] == "127.0.0.1"
     t = start(env={"JAY_TRUST_PROXY_HEADERS": "1"})
+    # the rightmost entry, the one the trusted proxy appended; those to its
+    # left are the client's own words
     r = requests.get(t.url("/whoami"), headers={"X-Forwarded-For": "203.0.113.7, 10.0.0.1"})
-    assert r.json()["client_ip"] == "203.0.113.7" and r.json()["peer"] == "127.0.0.1"
-    r = requests.get(t.url("/whoami"), headers={"X-Forwarded-For": "not-an-ip"})
-    assert r.json()["client_ip"] == "127.0.0.1"
+    assert r.json()["client_ip"] == "10.0.0.1" and r.json()["peer"] == "127.0.0.1"
+    r = requests.get(t.url("/whoami"), headers={"X-Forwarded-For": "10.0.0.1 ,\t 2001:db8::7"})
+    assert r.json()["client_ip"] == "2001:db8::7"
+    for bad in ("not-an-ip", "203.0.113.7, not-an-ip", "203.0.113.7,", "10.0.0.1 10.0.0.2"):
+        r = requests.get(t.url("/whoami"), headers={"X-Forwarded-For": bad})
+        assert r.json()["client_ip"] == "127.0.0.1", bad
+    # repeated headers are one list: the last header's last entry
+    s = _raw(t, b"GET /whoami HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 10.0.0.9\r\n"
+                b"X-Forwarded-For: 198.51.100.1, 10.0.0.3\r\nConnection: close\r\n\r\n")
+    head, body, _ = _read_response(s)
+    s.close()
+    assert json.loads(body)["client_ip"] == "10.0.0.3", body
 
 
 def test_bad_uri(srv):

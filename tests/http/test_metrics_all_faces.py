@@ -33,6 +33,7 @@ import jayclient  # noqa: E402
 from blobsclient import Ops, make_token  # noqa: E402
 from scribe_wire import CHANGESET, CHUNK, MANIFEST, ADD  # noqa: E402
 from scribe_wire import Conn as ScribeConn  # noqa: E402
+from scribe_wire import ScribeError  # noqa: E402
 from scribe_wire import changeset_encode, changeset_id, chunk_id, file_objects  # noqa: E402
 
 CONFIG = """
@@ -232,6 +233,9 @@ def scribe_traffic(srv):
         o = c.submit(rid, inc, os.urandom(16), main, os.urandom(16), 0, changeset_id(cs), "ann",
                      "first")
         assert o["outcome"] == 1, o
+        # A repository that does not exist: a client error (4xx class).
+        with pytest.raises(ScribeError):
+            c.repo_info(name="no-such-repository")
 
 
 def refused_per_source(srv):
@@ -275,7 +279,7 @@ FAMILIES = [
     "cairn_store_commit_batch_blobs", "cairn_store_sweeps_total",
     "cairn_store_sweep_freed_bytes_total", "cairn_meta_transaction_duration_seconds",
     "cairn_meta_busy_retries_total", "cairn_scribe_submits_total", "cairn_jay_operations_total",
-    "cairn_http_requests_total", "cairn_http_request_duration_seconds",
+    "cairn_http_requests_total", "cairn_http_request_duration_seconds", "cairn_requests_total",
 ]
 
 
@@ -328,6 +332,12 @@ def test_every_family_moves_with_traffic_on_every_face(srv):
     moved("cairn_jay_operations_total", op="GetObject", outcome="NoSuchKey")
     moved("cairn_jay_operations_total", outcome="RateLimitExceeded")
     moved("cairn_scribe_submits_total", op="submit", outcome="ok")
+    # status classes of every face (docs/architecture.md): Jay's OK 2xx,
+    # NoSuchKey 4xx, RateLimitExceeded (busy) 5xx; Scribe's answers 2xx,
+    # repository_not_found 4xx
+    for face, st in [("http", "2xx"), ("jay", "2xx"), ("jay", "4xx"), ("jay", "5xx"),
+                     ("scribe", "2xx"), ("scribe", "4xx")]:
+        moved("cairn_requests_total", face=face, status=st)
     # the store
     moved("cairn_store_blobs_written_total")
     moved("cairn_store_written_bytes_total")

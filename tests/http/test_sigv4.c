@@ -18,8 +18,10 @@
 #define S3_SECRET "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 #define EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-static int lookup(void *ctx, const char *key, uint8_t *secret, size_t cap, size_t *len)
+static int lookup(void *ctx, const char *key, uint8_t *secret, size_t cap, size_t *len,
+                  uint8_t tag[CN_SIGV4_TAG_LEN])
 {
+    (void)tag; /* left zero: the verifier fingerprints the secret */
     const char *want_key = ((const char **)ctx)[0], *sec = ((const char **)ctx)[1];
     if (strcmp(key, want_key) != 0)
         return CN_E_NOT_FOUND;
@@ -496,6 +498,29 @@ static const refusal_t presigned_refusals[] = {
       "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
       "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&X-Amz-Signature=zz",
       CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED, "the signature must be 64 hexadecimal cha" },
+    /* The items are found by exact name, in one pass: longer, shorter or
+     * differently cased names are other items, and the first of a name is
+     * the one read. */
+    { "X-Amz-Dates and X-Amz-DATE are not X-Amz-Date", NULL, NULL, NULL, NULL,
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Dates=20130524T000000Z"
+      "&X-Amz-DATE=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&" PRE_SIG,
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Date is required" },
+    { "X-Amz-Expire is not X-Amz-Expires", NULL, NULL, NULL, NULL,
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
+      "&X-Amz-Expire=86400&X-Amz-SignedHeaders=host&" PRE_SIG,
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Expires is required" },
+    { "the first X-Amz-Expires is the one read", NULL, NULL, NULL, NULL,
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
+      "&X-Amz-Expires=0&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&" PRE_SIG,
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Expires must be between 1 and 6048" },
+    { "an X-Amz-Date with no '=' is empty", NULL, NULL, NULL, NULL,
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date"
+      "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&" PRE_SIG,
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Date must be in the ISO8601 basic" },
+    { "an X-Amz-Signature with a bad escape is absent", NULL, NULL, NULL, NULL,
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&" PRE_CRED "&X-Amz-Date=20130524T000000Z"
+      "&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&X-Amz-Signature=%zz",
+      CN_E_AUTH, CN_S3E_AUTH_QUERY_MALFORMED, "X-Amz-Credential, X-Amz-SignedHeaders an" },
 };
 
 /* Runs one refusal over the S3 GET example's request (path, Range, key). */
@@ -853,6 +878,12 @@ static void test_encoding(void)
     cn_buf_put_u8(&b, 0);
     CN_CHECK_STR((const char *)b.data, "a++~");
     cn_buf_free(&b);
+    char d[8] = "xxxxxxx";
+    CN_CHECK_EQ(cn_http_pct_decode_to(d, "a%2Fb%7e", 8), 4); /* no NUL added */
+    CN_CHECK(memcmp(d, "a/b~xxx", 7) == 0);
+    CN_CHECK_EQ(cn_http_pct_decode_to(d, "a%0", 3), -1);
+    CN_CHECK_EQ(cn_http_pct_decode_to(d, "%00", 3), -1);
+    CN_CHECK_EQ(cn_http_pct_decode_to(d, "", 0), 0);
     int64_t t;
     CN_CHECK_EQ(cn_sigv4_parse_date("20130524T000000Z", 16, &t), 0);
     CN_CHECK_EQ(t, 1369353600000LL);
@@ -958,6 +989,54 @@ static void test_key_cache_reuse(void)
     }
 }
 
+/* Keys found by a credential store's tag: the access key is part of the
+ * tuple (a store's tag need only differ between the secrets of one access
+ * key, e.g. a generation number), a tag that changed with the secret misses,
+ * and a zero tag falls back to fingerprinting the secret. */
+static void test_key_cache_tagged(void)
+{
+    static const char *const other = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEz";
+    uint8_t t1[CN_SIGV4_TAG_LEN] = { 1 }, t2[CN_SIGV4_TAG_LEN] = { 2 };
+    uint8_t zero[CN_SIGV4_TAG_LEN] = { 0 }, want_a[32], want_b[32], got[32];
+    uint64_t h0, m0, h1, m1;
+    const uint8_t *a = (const uint8_t *)S3_SECRET, *b = (const uint8_t *)other;
+    size_t al = strlen(S3_SECRET), bl = strlen(other);
+    cn_sigv4_signing_key(a, al, "20130524", "us-east-1", "s3", want_a);
+    cn_sigv4_signing_key(b, bl, "20130524", "us-east-1", "s3", want_b);
+    cn_sigv4_key_cache_clear();
+    cn_sigv4_key_cache_stats(&h0, &m0);
+    /* Two access keys with the same tag and different secrets. */
+    cn_sigv4_signing_key_tagged("AKONE", t1, a, al, "20130524", "us-east-1", "s3", got);
+    CN_CHECK_MEM(got, want_a, 32);
+    cn_sigv4_signing_key_tagged("AKTWO", t1, b, bl, "20130524", "us-east-1", "s3", got);
+    CN_CHECK_MEM(got, want_b, 32);
+    /* Found again by (access key, tag): hits, no derivation. */
+    cn_sigv4_signing_key_tagged("AKONE", t1, a, al, "20130524", "us-east-1", "s3", got);
+    CN_CHECK_MEM(got, want_a, 32);
+    cn_sigv4_key_cache_stats(&h1, &m1);
+    CN_CHECK_EQ(h1 - h0, 1);
+    CN_CHECK_EQ(m1 - m0, 2);
+    /* AKONE's secret rotated to b: another tag, the key of b. */
+    cn_sigv4_signing_key_tagged("AKONE", t2, b, bl, "20130524", "us-east-1", "s3", got);
+    CN_CHECK_MEM(got, want_b, 32);
+    /* No tag: the secret's fingerprint tells them apart. */
+    cn_sigv4_signing_key_tagged("AKONE", zero, a, al, "20130524", "us-east-1", "s3", got);
+    CN_CHECK_MEM(got, want_a, 32);
+    cn_sigv4_signing_key_tagged("AKONE", NULL, b, bl, "20130524", "us-east-1", "s3", got);
+    CN_CHECK_MEM(got, want_b, 32);
+    /* An access key too long for a slot is derived every time, correctly. */
+    char long_key[CN_SIGV4_MAX_KEY];
+    memset(long_key, 'K', sizeof long_key - 1);
+    long_key[sizeof long_key - 1] = 0;
+    for (int i = 0; i < 2; i++) {
+        cn_sigv4_key_cache_stats(&h0, &m0);
+        cn_sigv4_signing_key_tagged(long_key, t1, a, al, "20130524", "us-east-1", "s3", got);
+        CN_CHECK_MEM(got, want_a, 32);
+        cn_sigv4_key_cache_stats(&h1, &m1);
+        CN_CHECK_EQ(m1 - m0, 1);
+    }
+}
+
 /* A slot answers only when every field matches, not when the tuple merely
  * hashes to its set: for each field, many tuples differing from a cached one
  * in that field alone (some share its set, whatever the hash) are each
@@ -996,6 +1075,38 @@ static void test_key_cache_full_compare(void)
         }
         CN_CHECK_EQ(wrong, 0);
         CN_CHECK_EQ(hits, 0);
+    }
+}
+
+/* Secrets of every length around BLAKE3's block (64 bytes) and chunk (1 KiB)
+ * and up to the bound: one that differs from a cached one only in its last
+ * byte misses and gets its own key; the same secret again hits. */
+static void test_key_cache_secret_lengths(void)
+{
+    static const size_t lens[] = { 1, 40, 63, 64, 65, 128, 200, CN_SIGV4_MAX_SECRET };
+    cn_sigv4_key_cache_clear();
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        char a[CN_SIGV4_MAX_SECRET + 1], b[CN_SIGV4_MAX_SECRET + 1];
+        memset(a, 'k', lens[i]);
+        a[lens[i]] = 0;
+        memcpy(b, a, lens[i] + 1);
+        b[lens[i] - 1] = 'j';
+        tuple_t ta = { a, "20130524", "us-east-1", "s3" },
+                tb = { b, "20130524", "us-east-1", "s3" };
+        uint8_t want[32], got[32];
+        bool hit;
+        cached(&ta, got, &hit);
+        derive(&ta, want);
+        CN_CHECK_MEM(got, want, 32);
+        CN_CHECK(!hit);
+        cached(&tb, got, &hit);
+        derive(&tb, want);
+        CN_CHECK_MEM(got, want, 32);
+        CN_CHECK(!hit);
+        cached(&ta, got, &hit);
+        derive(&ta, want);
+        CN_CHECK_MEM(got, want, 32);
+        CN_CHECK(hit);
     }
 }
 
@@ -1224,6 +1335,7 @@ CN_TEST_MAIN(CN_TEST(test_get_vanilla), CN_TEST(test_get_vanilla_query_order_key
              CN_TEST(test_deferred_payload), CN_TEST(test_streaming_example),
              CN_TEST(test_streaming_trailer_example), CN_TEST(test_unsigned_trailer),
              CN_TEST(test_checksums), CN_TEST(test_encoding), CN_TEST(test_key_cache_reuse),
-             CN_TEST(test_key_cache_full_compare), CN_TEST(test_key_cache_bound),
+             CN_TEST(test_key_cache_tagged), CN_TEST(test_key_cache_full_compare),
+             CN_TEST(test_key_cache_secret_lengths), CN_TEST(test_key_cache_bound),
              CN_TEST(test_key_cache_verify), CN_TEST(test_key_cache_threads),
              CN_TEST(test_canonical_bound), CN_TEST(test_canonical_query_order))

@@ -32,6 +32,7 @@ static void test_error_document(void)
     CN_CHECK_STR(cn_s3_err_code((cn_s3_err_t)9999), "InternalError");
     CN_CHECK_EQ(cn_s3_err_from_cn(CN_E_DIGEST_MISMATCH), CN_S3E_BAD_DIGEST);
     CN_CHECK_EQ(cn_s3_err_from_cn(-EIO), CN_S3E_INTERNAL_ERROR);
+    CN_CHECK_EQ(cn_s3_err_from_cn(CN_E_UNAVAILABLE), CN_S3E_SERVICE_UNAVAILABLE);
 }
 
 static void test_writer(void)

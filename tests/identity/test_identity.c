@@ -142,11 +142,37 @@ static void test_bootstrap_env(void)
     CN_CHECK_STR(p.account, "admin");
     CN_CHECK_EQ(p.perms, CN_PERM_ALL);
     CN_CHECK_EQ(auth(f.id, "envadmin:s3cr", &p), CN_E_AUTH);
+    /* The secret's tag: the same on every lookup of the same secret. */
+    uint8_t sec[CN_SECRET_MAX], tag[CN_IDENTITY_TAG_LEN], tag2[CN_IDENTITY_TAG_LEN];
+    uint8_t zero[CN_IDENTITY_TAG_LEN] = { 0 };
+    size_t slen = 0;
+    cn_identity_set_cache_ttl(f.id, 60000);
+    CN_CHECK_EQ(
+        cn_identity_lookup_tagged(f.id, "envadmin", false, sec, sizeof sec, &slen, tag, NULL), 0);
+    CN_CHECK(memcmp(tag, zero, sizeof tag) != 0);
+    CN_CHECK_EQ(
+        cn_identity_lookup_tagged(f.id, "envadmin", true, sec, sizeof sec, &slen, tag2, NULL), 0);
+    CN_CHECK_MEM(tag2, tag, sizeof tag);
     /* A changed variable takes over on the next start. */
     setenv("CAIRN_ADMIN_TOKEN", "envadmin:other", 1);
     CN_CHECK_EQ(cn_identity_bootstrap(f.id, f.dir), 0);
     CN_CHECK_EQ(auth(f.id, "envadmin:other", &p), 0);
     CN_CHECK_EQ(auth(f.id, "envadmin:s3cr:et:with:colons", &p), CN_E_AUTH);
+    /* A changed secret under the same token id has another tag, so nothing
+     * keyed by (token id, tag) from the old secret is found for the new. */
+    CN_CHECK_EQ(
+        cn_identity_lookup_tagged(f.id, "envadmin", false, sec, sizeof sec, &slen, tag2, NULL), 0);
+    CN_CHECK_EQ(slen, strlen("other"));
+    CN_CHECK(memcmp(tag2, tag, sizeof tag) != 0);
+    /* Revoked: no secret and no tag handed out, cached or not. */
+    CN_CHECK_EQ(cn_identity_token_revoke(f.id, "envadmin"), 0);
+    CN_CHECK_EQ(
+        cn_identity_lookup_tagged(f.id, "envadmin", false, sec, sizeof sec, &slen, tag2, NULL),
+        CN_E_AUTH);
+    CN_CHECK(cn_identity_lookup_tagged(f.id, "envadmin", true, sec, sizeof sec, &slen, tag2, NULL) <
+             0);
+    setenv("CAIRN_ADMIN_TOKEN", "envadmin:other", 1);
+    CN_CHECK_EQ(cn_identity_bootstrap(f.id, f.dir), 0); /* made to hold again */
     setenv("CAIRN_ADMIN_TOKEN", "no-colon", 1);
     CN_CHECK_EQ(cn_identity_bootstrap(f.id, f.dir), CN_E_INVALID);
     setenv("CAIRN_ADMIN_TOKEN", "bad id:x", 1);
@@ -534,6 +560,74 @@ static void test_key_check(void)
     free(wrong);
 }
 
+/* Rotating the key (docs/identity.md, "Rotating the identity key"): a
+ * handle with the new key and the old one as previous opens tokens sealed
+ * under either and is accepted while the old value is recorded; the
+ * rotation re-seals (counting a row neither key opens, left as it is),
+ * records the new value, and runs again with nothing to do; then the new key
+ * alone reads every token and the old one alone is refused.  A rotation
+ * whose old key is not the recorded one's is refused. */
+static void test_key_rotation(void)
+{
+    char *dir = cn_test_tmpdir("test-identity");
+    char *oldk = key_file_new(dir, "old.key"), *newk = key_file_new(dir, "new.key");
+    char *other = key_file_new(dir, "other.key");
+    cn_meta_t *m = NULL;
+    cn_identity_t *id = NULL;
+    char c1[CN_CREDENTIAL_MAX], c2[CN_CREDENTIAL_MAX];
+    cn_principal_t p;
+    CN_CHECK_EQ(cn_meta_open(cn_test_meta_for(dir), NULL, &m), 0);
+    cn_identity_opts_t o_old = { .key_file = oldk };
+    CN_CHECK_EQ(cn_identity_open_opts(m, &o_old, &id), 0);
+    CN_CHECK_EQ(cn_identity_account_create(id, "rot", NULL, NULL), 0);
+    CN_CHECK_EQ(cn_identity_token_create(id, "rot", CN_PERM_OBJECT_GET, 0, c1), 0);
+    cn_identity_close(id);
+    id = NULL;
+
+    const char *const prev[] = { oldk, NULL };
+    cn_identity_opts_t o_ring = { .key_file = newk, .prev_files = prev };
+    cn_identity_opts_t o_new = { .key_file = newk };
+    CN_CHECK_EQ(cn_identity_open_opts(m, &o_new, &id), CN_E_AUTH); /* old recorded */
+    CN_CHECK_EQ(cn_identity_open_opts(m, &o_ring, &id), 0);
+    CN_CHECK_EQ(auth(id, c1, &p), 0);
+    CN_CHECK_EQ(cn_identity_token_create(id, "rot", CN_PERM_OBJECT_GET, 0, c2), 0);
+    cn_identity_close(id);
+    id = NULL;
+
+    cn_meta_txn_t *t = NULL;
+    char box[2 * 45 + 1];
+    memset(box, '0', sizeof box - 1);
+    box[1] = '1'; /* version 1, all zero: opens under no key */
+    box[sizeof box - 1] = '\0';
+    CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &t), 0);
+    CN_CHECK(cn_meta_execf(t,
+                           "INSERT INTO cn_tokens (id, account_id, secret_box, perms, created_at)"
+                           " SELECT '0000', id, ?, 0, 0 FROM cn_accounts WHERE name = 'rot'",
+                           "s", box) >= 0);
+    CN_CHECK_EQ(cn_meta_commit(t), 0);
+
+    cn_identity_rotation_t r;
+    CN_CHECK_EQ(cn_identity_rotate_key(m, newk, newk, 2, NULL, NULL, &r), CN_E_INVALID);
+    CN_CHECK_EQ(cn_identity_rotate_key(m, newk, other, 2, NULL, NULL, &r), CN_E_AUTH);
+    CN_CHECK_EQ(cn_identity_rotate_key(m, newk, oldk, 2, NULL, NULL, &r), 0);
+    CN_CHECK(r.scanned == 3 && r.resealed == 1 && r.current == 1 && r.unreadable == 1);
+    CN_CHECK(r.recorded);
+    CN_CHECK_EQ(cn_identity_rotate_key(m, newk, oldk, 1, NULL, NULL, &r), 0);
+    CN_CHECK(r.scanned == 3 && r.resealed == 0 && r.current == 2);
+
+    CN_CHECK_EQ(cn_identity_open_opts(m, &o_old, &id), CN_E_AUTH);
+    CN_CHECK_EQ(cn_identity_open_opts(m, &o_new, &id), 0);
+    CN_CHECK_EQ(auth(id, c1, &p), 0);
+    CN_CHECK_EQ(auth(id, c2, &p), 0);
+    cn_identity_close(id);
+    cn_meta_close(m);
+    cn_test_rmtree(dir);
+    free(dir);
+    free(oldk);
+    free(newk);
+    free(other);
+}
+
 /* DATA/identity.gen's word, mapped as every process on the data dir maps it. */
 static _Atomic uint64_t *gen_map(const char *dir, int *fd)
 {
@@ -601,4 +695,5 @@ static void test_generation(void)
 
 CN_TEST_MAIN(CN_TEST(test_perms), CN_TEST(test_bootstrap_file), CN_TEST(test_bootstrap_env),
              CN_TEST(test_authenticate), CN_TEST(test_lists_and_grants), CN_TEST(test_rate_limit),
-             CN_TEST(test_bad_key_file), CN_TEST(test_generation), CN_TEST(test_key_check), )
+             CN_TEST(test_bad_key_file), CN_TEST(test_generation), CN_TEST(test_key_check),
+             CN_TEST(test_key_rotation), )

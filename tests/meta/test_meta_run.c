@@ -1,7 +1,9 @@
 /* meta run: cn_meta_run commits a body that succeeds, rolls back one that
  * fails, repeats a repeatable body while the writer is held elsewhere, and
  * gives up without CN_META_RETRY; cn_meta_execf / cn_meta_queryf bind every
- * argument kind. */
+ * argument kind; a CN_META_RUN_ONE read sees the latest commit of another
+ * handle and, on PostgreSQL, runs with no BEGIN (its statement is the
+ * transaction). */
 #include "cn_test.h"
 
 #include <pthread.h>
@@ -268,5 +270,55 @@ static void test_two_nodes_serialize(void)
     rmtree(dir);
 }
 
+static cn_err_t own_txn(cn_meta_txn_t *txn, void *ctx)
+{
+    int64_t *alone = ctx;
+    cn_meta_stmt_t *st = NULL;
+    /* An ordinary read's BEGIN asks for REPEATABLE READ; a statement run
+     * alone gets the session's default. */
+    cn_err_t err = cn_meta_queryf(txn, &st,
+                                  "SELECT CASE WHEN current_setting('transaction_isolation')"
+                                  " = 'repeatable read' THEN 0 ELSE 1 END",
+                                  "");
+    if (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW)
+        *alone = cn_meta_column_int64(st, 0);
+    cn_meta_finish(st);
+    return err;
+}
+
+static void test_read_one(void)
+{
+    char dir[] = "/tmp/cn-test-metarun-XXXXXX";
+    cn_meta_t *m1 = open_fresh(dir, 1000);
+    cn_meta_opts_t o = { .busy_timeout_ms = 1000, .no_sync = true };
+    cn_meta_t *m2 = NULL;
+    CN_CHECK_EQ(cn_meta_open(target, &o, &m2), 0);
+    CN_CHECK_EQ(create_table(m1), 0);
+    put_t a = { .key = "a", .v = 5 };
+    CN_CHECK_EQ(cn_meta_run(m1, CN_META_RUN_WRITE, put_row, &a), 7);
+    row_t r = { .key = "a" };
+    CN_CHECK_EQ(cn_meta_run(m2, CN_META_RUN_READ | CN_META_RUN_ONE, get_row, &r), CN_META_ROW);
+    CN_CHECK_EQ(r.v, 5);
+    static const char *const keys[3] = { "b", "c", "d" };
+    for (int i = 0; i < 3; i++) { /* each commit of the other handle, seen at once */
+        put_t b = { .key = keys[i], .v = 10 + i };
+        CN_CHECK_EQ(cn_meta_run(m1, CN_META_RUN_WRITE, put_row, &b), 7);
+        row_t s = { .key = keys[i] };
+        CN_CHECK_EQ(cn_meta_run(m2, CN_META_RUN_READ | CN_META_RUN_ONE, get_row, &s), CN_META_ROW);
+        CN_CHECK_EQ(s.v, 10 + i);
+    }
+    if (!strcmp(cn_meta_engine(m2), "postgres")) {
+        int64_t alone = -1;
+        CN_CHECK_EQ(cn_meta_run(m2, CN_META_RUN_READ | CN_META_RUN_ONE, own_txn, &alone),
+                    CN_META_ROW);
+        CN_CHECK_EQ(alone, 1);
+        /* The connection went back idle: an ordinary read still runs. */
+        CN_CHECK_EQ(cn_meta_run(m2, CN_META_RUN_READ, get_row, &r), CN_META_ROW);
+    }
+    cn_meta_close(m2);
+    cn_meta_close(m1);
+    rmtree(dir);
+}
+
 CN_TEST_MAIN(CN_TEST(test_commit_and_rollback), CN_TEST(test_retry_when_locked),
-             CN_TEST(test_two_nodes_serialize), )
+             CN_TEST(test_two_nodes_serialize), CN_TEST(test_read_one), )

@@ -47,20 +47,21 @@ typedef struct batch_set {
 static const batch_set_t batches[] = {
     { &cn__sql_blobs_set, cn__sql_blobs_batch, CN_SQL_BLOBS_BATCH_COUNT },
     { &cn__sql_repos_set, cn__sql_repos_batch, CN_SQL_REPOS_BATCH_COUNT },
+    /* statements written once per engine that are no batch lookups */
+    { &cn__sql_obj_set, cn__sql_obj_engine, CN_SQL_OBJ_E_COUNT },
+    { &cn__sql_blobs_set, cn__sql_blobs_engine, CN_SQL_BLOBS_E_COUNT },
+};
+enum {
+    NBATCHES = sizeof batches / sizeof batches[0]
 };
 
-static const batch_set_t *batch_of(const cn_sql_set_t *set)
-{
-    for (size_t i = 0; i < sizeof batches / sizeof batches[0]; i++)
-        if (batches[i].set == set)
-            return &batches[i];
-    return NULL;
-}
-
+/* The statements of set's per-engine arrays, in batches' order. */
 static size_t nbatch(const cn_sql_set_t *set)
 {
-    const batch_set_t *b = batch_of(set);
-    return b ? b->n : 0;
+    size_t n = 0;
+    for (size_t i = 0; i < NBATCHES; i++)
+        n += batches[i].set == set ? batches[i].n : 0;
+    return n;
 }
 
 static bool one_statement(const char *sql);
@@ -76,15 +77,17 @@ static cn_err_t prepare_all(cn_meta_txn_t *txn, void *ctx)
             return CN_OK;
     }
     /* batch statements: this engine's text (past nstmts in p->bad) */
-    const batch_set_t *b = batch_of(p->set);
-    for (size_t i = 0; b && i < b->n; i++, p->bad++) {
-        const char *sql = cn_meta_batch_text(txn, &b->sql[i]);
-        cn_meta_stmt_t *st = NULL;
-        p->err =
-            sql && sql[0] && one_statement(sql) ? cn_meta_prepare(txn, sql, &st) : CN_E_INVALID;
-        cn_meta_finish(st);
-        if (p->err < 0)
-            return CN_OK;
+    for (size_t k = 0; k < NBATCHES; k++) {
+        const batch_set_t *b = &batches[k];
+        for (size_t i = 0; b->set == p->set && i < b->n; i++, p->bad++) {
+            const char *sql = cn_meta_batch_text(txn, &b->sql[i]);
+            cn_meta_stmt_t *st = NULL;
+            p->err =
+                sql && sql[0] && one_statement(sql) ? cn_meta_prepare(txn, sql, &st) : CN_E_INVALID;
+            cn_meta_finish(st);
+            if (p->err < 0)
+                return CN_OK;
+        }
     }
     return CN_OK;
 }

@@ -1,5 +1,5 @@
 """Large PUTs through the real cairnd (issue 17): a body of a megabyte or more
-is read in large pieces and hashed beside the write (MD5 on a helper thread),
+is read in large pieces and hashed beside the write (MD5 and SHA-256 on the hashing pool),
 and a multipart object references its parts' blobs instead of copying them.
 
 Observed through the S3 face and the data directory: the bytes and the
@@ -25,7 +25,7 @@ SWEEP_ENV = {"CAIRN_SWEEP_INTERVAL_SECONDS": "1", "CAIRN_SWEEP_GRACE_SECONDS": "
 
 @pytest.fixture(scope="module")
 def big():
-    """12 MiB of random bytes: large enough for the helper thread (1 MiB)
+    """12 MiB of random bytes: large enough to hash beside the write (1 MiB)
     and for the 256 KiB body buffer to fill many times over."""
     return os.urandom(12 * MiB + 12345)
 

@@ -306,17 +306,24 @@ def test_kill9_mid_pass_resumes_at_rate(tmp_path_factory):
     try:
         s3 = S3Server(srv).client()
         b = new_bucket(s3)
-        keys = ["k%04d" % i for i in range(160)]
+        # Enough keys that the capped pass outlasts the checks below on a
+        # loaded machine (400 at 20 a second: 20 s), so the kill lands mid-pass.
+        keys = ["k%04d" % i for i in range(400)]
         for k in keys:
             s3.put_object(Bucket=b, Key=k, Body=b"x")
         rules(s3, b, {"ID": "all", "Filter": {}, "Status": "Enabled", "Expiration": {"Days": 1}})
         # The pass starts within a day and a tick; then count the rate.
         assert wait_for(lambda: count(s3, b) < len(keys), 3 * DAY + 2)
         # The window spans both listings: the rate is never overstated.
+        # A window of at least 3 s, longer (to 15 s) until progress shows, so a
+        # stalled moment of a loaded machine is not taken for no progress.
         t0 = time.time()
         c0 = count(s3, b)
         time.sleep(3)
         c1 = count(s3, b)
+        while c1 == c0 and time.time() - t0 < 15:
+            time.sleep(0.5)
+            c1 = count(s3, b)
         rate = (c0 - c1) / (time.time() - t0)
         assert 0 < rate <= ops * 1.5, rate  # loosely: the cap, and progress
         srv.kill9()
@@ -331,7 +338,7 @@ def test_kill9_mid_pass_resumes_at_rate(tmp_path_factory):
         assert len([k for k in keys if k > cur]) - len(remaining) <= ops
         srv.start(wait_for=("jay", "http"))
         s3 = S3Server(srv).client()
-        assert wait_for(lambda: count(s3, b) == 0, 20)
+        assert wait_for(lambda: count(s3, b) == 0, 60)  # ≤ 400 keys at 20 a second
         assert "resuming the pass after key %s" % cur in srv.output(srv.log_offset)
     finally:
         clean(srv)

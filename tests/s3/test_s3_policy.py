@@ -94,8 +94,12 @@ def test_trusted_proxy_header(server_factory):
             "Resource": "arn:aws:s3:::proxied/*",
             "Condition": {"IpAddress": {"aws:SourceIp": "203.0.113.0/24"}}}]}))
     assert s.signed("GET", "/proxied/k").status_code == 200
-    r = s.signed("GET", "/proxied/k", headers={"X-Forwarded-For": "203.0.113.5, 10.0.0.1"})
+    # aws:SourceIp is the entry the proxy appended (the rightmost) ...
+    r = s.signed("GET", "/proxied/k", headers={"X-Forwarded-For": "10.0.0.1, 203.0.113.5"})
     assert r.status_code == 403
+    # ... never one the client wrote to its left
+    r = s.signed("GET", "/proxied/k", headers={"X-Forwarded-For": "203.0.113.5, 10.0.0.1"})
+    assert r.status_code == 200
 
 
 def test_policy_denies_other_account_on_both_faces(s3srv, s3, bucket):

@@ -390,6 +390,7 @@ def test_upstream_replaced_after_half_the_announced_timeout(tmp_path):
 
 
 def test_end_to_end_with_the_cairn_client(fleet, tmp_path):
+    fleet.debug_gateway()
     gw = ep(fleet.gw)
 
     def cairn(*args):
@@ -411,6 +412,10 @@ def test_end_to_end_with_the_cairn_client(fleet, tmp_path):
             open(os.path.join(other, "art", "hero.bin"), "rb") as b:
         assert a.read() == b.read()
     assert len(fleet.where("game")) == 1
+    # the client's parallel transfers ran on its data connections, and the
+    # gateway relayed them on upstream data connections bound to its session
+    out = fleet.gw.output(fleet.gw.log_offset)
+    assert "upstream data connection bound to its session" in out, out
 
 
 def test_concurrent_clients_share_the_pool(fleet):

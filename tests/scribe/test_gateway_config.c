@@ -31,6 +31,10 @@ static void test_plaintext(void)
     CN_CHECK_EQ(c.nns, 1);
     CN_CHECK_STR(c.servers[1].address, "[::1]:7448");
     CN_CHECK_STR(c.ns[0], "");
+    CN_CHECK_EQ(c.reuse_ms, CN__GW_REUSE_DEFAULT_MS);
+    CN_CHECK_EQ(parse("upstream_reuse_ms = 0\n[[storage]]\naddress = \"127.0.0.1:1\"\n", &c, err),
+                0);
+    CN_CHECK_EQ(c.reuse_ms, 0);
 }
 
 static void test_namespaces(void)
@@ -76,6 +80,13 @@ static void test_refusals(void)
         { "default_namespace = \"\"\n[[storage]]\naddress = \"127.0.0.1:1\"\n",
           "default_namespace" },
         { "[storage]\naddress = \"127.0.0.1:1\"\n", "array of tables" },
+        /* upstream_reuse_ms: an integer 0..3600000 */
+        { "upstream_reuse_ms = -1\n[[storage]]\naddress = \"127.0.0.1:1\"\n",
+          "upstream_reuse_ms must be" },
+        { "upstream_reuse_ms = 3600001\n[[storage]]\naddress = \"127.0.0.1:1\"\n",
+          "upstream_reuse_ms must be" },
+        { "upstream_reuse_ms = \"30s\"\n[[storage]]\naddress = \"127.0.0.1:1\"\n",
+          "upstream_reuse_ms must be" },
         /* storage_ca: for scribes:// storage only, a path */
         { "storage_ca = \"ca.pem\"\n[[storage]]\naddress = \"127.0.0.1:1\"\n",
           "storage_ca is for scribes://" },

@@ -93,8 +93,10 @@ def gw(world, server_factory, cert, tmp_path):  # noqa: F811
         world.admin_call("delegates-set", "gate", ns)
     s.gate_cred, s.gate_cid = credential_file(world, "service-writer", "gate", tmp_path, "gw")
     gconf = tmp_path / "gateway.toml"
+    # users' upstream sessions reused no longer than the storages confirm
+    # identities (auth_cache_ms 500), as docs/protocol/scribe-gateway.md asks
     gconf.write_text(
-        "storage_ca = \"%s\"\ninventory_interval_ms = 200\n"
+        "storage_ca = \"%s\"\ninventory_interval_ms = 200\nupstream_reuse_ms = 500\n"
         "[[storage]]\naddress = \"scribes://%s:%d\"\nnamespace = \"%s\"\n"
         "[[storage]]\naddress = \"scribes://%s:%d\"\nnamespace = \"%s\"\n"
         % (cert[0], *world.srv.addrs["scribes"], NS, *s.store2.addrs["scribes"], NS2))

@@ -27,6 +27,8 @@ const char *const cn__sql_console[CN_SQL_CON_COUNT] = {
                              " ends_ms FROM console_sessions ORDER BY created_ms, id",
     [CN_SQL_CON_SESS_EXPIRE] = "DELETE FROM console_sessions WHERE ends_ms <= ?1"
                                " OR last_seen_ms <= ?2",
+    [CN_SQL_CON_SESS_END_ACCOUNT] = "DELETE FROM console_sessions WHERE account = ?",
+    [CN_SQL_CON_SESS_END_TOKEN] = "DELETE FROM console_sessions WHERE token_id = ?",
 };
 
 const cn_sql_set_t cn__sql_console_set = {

@@ -10,12 +10,14 @@
 #include "meta/sql/sql.h"
 
 enum {
-    CN_SQL_CON_SESS_CREATE, /* (id, token_id, account, source, now_ms, ends_ms) */
-    CN_SQL_CON_SESS_GET,    /* (id) -> SESS_COLS */
-    CN_SQL_CON_SESS_TOUCH,  /* (now_ms, id) */
-    CN_SQL_CON_SESS_DELETE, /* (id) */
-    CN_SQL_CON_SESS_LIST,   /* () -> id, SESS_COLS by created_ms */
-    CN_SQL_CON_SESS_EXPIRE, /* (now_ms, idle_before_ms): ended rows go */
+    CN_SQL_CON_SESS_CREATE,      /* (id, token_id, account, source, now_ms, ends_ms) */
+    CN_SQL_CON_SESS_GET,         /* (id) -> SESS_COLS */
+    CN_SQL_CON_SESS_TOUCH,       /* (now_ms, id) */
+    CN_SQL_CON_SESS_DELETE,      /* (id) */
+    CN_SQL_CON_SESS_LIST,        /* () -> id, SESS_COLS by created_ms */
+    CN_SQL_CON_SESS_EXPIRE,      /* (now_ms, idle_before_ms): ended rows go */
+    CN_SQL_CON_SESS_END_ACCOUNT, /* (account): its sessions go (identity: disable) */
+    CN_SQL_CON_SESS_END_TOKEN,   /* (token_id): its sessions go (identity: revoke) */
     CN_SQL_CON_COUNT
 };
 

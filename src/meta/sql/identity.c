@@ -93,6 +93,12 @@ const char *const cn__sql_id[CN_SQL_ID_COUNT] = {
     [CN_SQL_ID_KEYCHECK_PUT] = "INSERT INTO cn_identity_key (id, kcv, created_at) VALUES (1, ?, ?)"
                                " ON CONFLICT (id) DO NOTHING",
     [CN_SQL_ID_TOKEN_FIRST_BOX] = "SELECT id, secret_box FROM cn_tokens ORDER BY id LIMIT 64",
+    [CN_SQL_ID_TOKEN_BOX_AFTER] = "SELECT id, secret_box FROM cn_tokens WHERE id > ?"
+                                  " ORDER BY id LIMIT ?",
+    [CN_SQL_ID_TOKEN_SET_BOX] = "UPDATE cn_tokens SET secret_box = ? WHERE id = ?",
+    [CN_SQL_ID_KEYCHECK_SET] = "INSERT INTO cn_identity_key (id, kcv, created_at) VALUES (1, ?, ?)"
+                               " ON CONFLICT (id) DO UPDATE SET kcv = excluded.kcv,"
+                               " created_at = excluded.created_at",
 };
 
 const cn_sql_set_t cn__sql_id_set = {

@@ -43,6 +43,10 @@ enum {
     CN_SQL_ID_KEYCHECK_GET,    /* () -> kcv (hex), when recorded */
     CN_SQL_ID_KEYCHECK_PUT,    /* (kcv, created_at): kept if one is recorded already */
     CN_SQL_ID_TOKEN_FIRST_BOX, /* () -> id, secret_box of the first 64 tokens by id */
+    /* a rotation of the identity key */
+    CN_SQL_ID_TOKEN_BOX_AFTER, /* (after id, limit) -> id, secret_box by id */
+    CN_SQL_ID_TOKEN_SET_BOX,   /* (secret_box, id) */
+    CN_SQL_ID_KEYCHECK_SET,    /* (kcv, created_at): recorded, replacing any */
     CN_SQL_ID_COUNT
 };
 

@@ -148,11 +148,84 @@ static const char schema_v4[] =
     "  pass_ms BIGINT NOT NULL,"
     "  cursor BLOB);";
 
+/* v5: usage totals per bucket (docs/architecture.md, "Usage totals").
+ *  - obj_usage: one base row per bucket: objects (rows of obj_version:
+ *    current versions, never a marker), versions (every stored version,
+ *    current or noncurrent, markers not counted) and bytes (the sizes of
+ *    those versions: what the bucket stores).
+ *  - obj_usage_delta: changes not yet folded into the base, one row per
+ *    changed version row; a total is its base plus the sum of its deltas.
+ *  Triggers on obj_version and obj_history (usage_triggers below) keep them
+ *  in the transaction of the row change itself, whatever path made it.  The
+ *  step backfills the base from the rows, one row per bucket. */
+static const char schema_v5[] =
+    "CREATE TABLE obj_usage ("
+    "  bucket_id BIGINT PRIMARY KEY,"
+    "  objects BIGINT NOT NULL,"
+    "  versions BIGINT NOT NULL,"
+    "  bytes BIGINT NOT NULL);"
+    "CREATE TABLE obj_usage_delta ("
+    "  bucket_id BIGINT NOT NULL,"
+    "  d_objects BIGINT NOT NULL,"
+    "  d_versions BIGINT NOT NULL,"
+    "  d_bytes BIGINT NOT NULL);"
+    "CREATE INDEX obj_usage_delta_bucket ON obj_usage_delta (bucket_id);"
+    "INSERT INTO obj_usage (bucket_id, objects, versions, bytes) "
+    "SELECT b.bucket_id,"
+    " (SELECT COUNT(*) FROM obj_version v WHERE v.bucket_id = b.bucket_id),"
+    " (SELECT COUNT(*) FROM obj_version v WHERE v.bucket_id = b.bucket_id)"
+    " + (SELECT COUNT(*) FROM obj_history h WHERE h.bucket_id = b.bucket_id AND h.marker = 0),"
+    " (SELECT COALESCE(SUM(v.size), 0) FROM obj_version v WHERE v.bucket_id = b.bucket_id)"
+    " + (SELECT COALESCE(SUM(h.size), 0) FROM obj_history h WHERE h.bucket_id = b.bucket_id"
+    " AND h.marker = 0) FROM obj_bucket b;";
+
+/* The usage triggers, one text per engine (run by usage_triggers, not
+ * translated).  SQLite has one writer at a time, so its triggers add to the
+ * base row directly and obj_usage_delta stays empty there.  PostgreSQL's
+ * writers run side by side: every change appends a delta row instead, so no
+ * two writers ever wait on (or fail serializing over) one counter row; the
+ * leased usage-fold job (CN_SQL_OBJ_E_USAGE_FOLD) moves deltas into the
+ * base.  A marker (obj_history.marker = 1) counts nowhere. */
+#define SQLITE_USAGE_ADD(tbl, when, cond, row, o, sign)                                   \
+    "CREATE TRIGGER " tbl "_usage_" when " AFTER " when " ON " tbl " FOR EACH ROW" cond   \
+    " BEGIN INSERT INTO obj_usage (bucket_id, objects, versions, bytes) VALUES (" row     \
+    ".bucket_id, " o ", " sign "1, " sign row ".size) ON CONFLICT (bucket_id) DO UPDATE"  \
+    " SET objects = objects + excluded.objects, versions = versions + excluded.versions," \
+    " bytes = bytes + excluded.bytes; END;"
+#define PG_USAGE_FN(name, o)                                                       \
+    "CREATE FUNCTION " name "() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN"     \
+    " IF TG_OP = 'INSERT' THEN IF NEW.marker = 0 THEN INSERT INTO obj_usage_delta" \
+    " VALUES (NEW.bucket_id, " o ", 1, NEW.size); END IF; RETURN NEW; END IF;"     \
+    " IF OLD.marker = 0 THEN INSERT INTO obj_usage_delta"                          \
+    " VALUES (OLD.bucket_id, -" o ", -1, -OLD.size); END IF; RETURN OLD; END $f$;"
+/* obj_version has no marker column: its rows are never markers. */
+static const cn_meta_batch_sql_t usage_trigger_sql = {
+    .sqlite = SQLITE_USAGE_ADD("obj_version", "INSERT", "", "NEW", "1", "")
+        SQLITE_USAGE_ADD("obj_version", "DELETE", "", "OLD", "-1", "-")
+            SQLITE_USAGE_ADD("obj_history", "INSERT", " WHEN NEW.marker = 0", "NEW", "0", "")
+                SQLITE_USAGE_ADD("obj_history", "DELETE", " WHEN OLD.marker = 0", "OLD", "0", "-"),
+    .pg = "CREATE FUNCTION obj_usage_cur() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN"
+          " IF TG_OP = 'INSERT' THEN INSERT INTO obj_usage_delta"
+          " VALUES (NEW.bucket_id, 1, 1, NEW.size); RETURN NEW; END IF;"
+          " INSERT INTO obj_usage_delta VALUES (OLD.bucket_id, -1, -1, -OLD.size);"
+          " RETURN OLD; END $f$;" PG_USAGE_FN(
+              "obj_usage_hist",
+              "0") "CREATE TRIGGER obj_version_usage AFTER INSERT OR DELETE ON obj_version"
+                   " FOR EACH ROW EXECUTE FUNCTION obj_usage_cur();"
+                   "CREATE TRIGGER obj_history_usage AFTER INSERT OR DELETE ON obj_history"
+                   " FOR EACH ROW EXECUTE FUNCTION obj_usage_hist();",
+};
+
+static cn_err_t usage_triggers(cn_meta_txn_t *txn, void *arg)
+{
+    (void)arg;
+    return cn_meta_exec(txn, cn_meta_batch_text(txn, &usage_trigger_sql));
+}
+
 static const cn_meta_migration_t schema[] = {
-    { 1, schema_v1, NULL, NULL },
-    { 2, schema_v2, NULL, NULL },
-    { 3, schema_v3, NULL, NULL },
-    { 4, schema_v4, NULL, NULL },
+    { 1, schema_v1, NULL, NULL },           { 2, schema_v2, NULL, NULL },
+    { 3, schema_v3, NULL, NULL },           { 4, schema_v4, NULL, NULL },
+    { 5, schema_v5, usage_triggers, NULL },
 };
 
 const char *const cn__sql_obj[CN_SQL_OBJ_COUNT] = {
@@ -407,6 +480,36 @@ const char *const cn__sql_obj[CN_SQL_OBJ_COUNT] = {
                                  "VALUES (0, 0, NULL) ON CONFLICT (bucket_id) DO NOTHING",
     [CN_SQL_OBJ_LC_LEASE] = "UPDATE obj_lifecycle SET cursor = ?, pass_ms = ? "
                             "WHERE bucket_id = 0 AND (pass_ms < ? OR cursor = ?)",
+    /* ---- usage totals (step v5) */
+    [CN_SQL_OBJ_USAGE] =
+        "SELECT CAST(COALESCE(SUM(o), 0) AS BIGINT), CAST(COALESCE(SUM(v), 0) AS BIGINT), "
+        "CAST(COALESCE(SUM(b), 0) AS BIGINT) FROM ("
+        "SELECT objects AS o, versions AS v, bytes AS b FROM obj_usage WHERE bucket_id = ?1 "
+        "UNION ALL SELECT d_objects, d_versions, d_bytes FROM obj_usage_delta "
+        "WHERE bucket_id = ?1) u",
+    [CN_SQL_OBJ_USAGE_DELETE] = "DELETE FROM obj_usage WHERE bucket_id = ?",
+    [CN_SQL_OBJ_USAGE_DELTA_DELETE] = "DELETE FROM obj_usage_delta WHERE bucket_id = ?",
+};
+
+const cn_meta_batch_sql_t cn__sql_obj_engine[CN_SQL_OBJ_E_COUNT] = {
+    /* SQLite keeps no deltas (its triggers write the base): nothing to do. */
+    [CN_SQL_OBJ_E_USAGE_FOLD] = {
+        .sqlite = "DELETE FROM obj_usage_delta WHERE 0 = 1",
+        /* One statement, so a delta is either folded and gone or neither:
+         * the DELETE takes the rows committed when it began (a writer's
+         * later rows stay for the next fold), and a bucket deleted since
+         * its deltas were written gets no base row back. */
+        .pg = "WITH d AS (DELETE FROM obj_usage_delta "
+              "RETURNING bucket_id, d_objects, d_versions, d_bytes), "
+              "s AS (SELECT bucket_id, SUM(d_objects) AS o, SUM(d_versions) AS v, "
+              "SUM(d_bytes) AS b FROM d GROUP BY bucket_id) "
+              "INSERT INTO obj_usage (bucket_id, objects, versions, bytes) "
+              "SELECT s.bucket_id, s.o, s.v, s.b FROM s "
+              "JOIN obj_bucket k ON k.bucket_id = s.bucket_id "
+              "ON CONFLICT (bucket_id) DO UPDATE SET objects = obj_usage.objects + "
+              "excluded.objects, versions = obj_usage.versions + excluded.versions, "
+              "bytes = obj_usage.bytes + excluded.bytes",
+    },
 };
 
 const cn_sql_set_t cn__sql_obj_set = {

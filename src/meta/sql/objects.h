@@ -237,10 +237,24 @@ enum {
     /* (holder, until_ms, now_ms, holder): takes or renews the lease when
      * expired or already held (then LC_STATE of 0 names holder) */
     CN_SQL_OBJ_LC_LEASE,
+    /* (bucket_id): objects, versions, bytes of its usage (base + deltas) */
+    CN_SQL_OBJ_USAGE,
+    /* (bucket_id): its usage base row, with the bucket */
+    CN_SQL_OBJ_USAGE_DELETE,
+    /* (bucket_id): its usage deltas, with the bucket */
+    CN_SQL_OBJ_USAGE_DELTA_DELETE,
     CN_SQL_OBJ_COUNT
 };
 
+/* Statements written once per engine (cn_meta_batch_text picks one). */
+enum {
+    /* (): folds every committed usage delta into its bucket's base row */
+    CN_SQL_OBJ_E_USAGE_FOLD,
+    CN_SQL_OBJ_E_COUNT
+};
+
 extern const char *const cn__sql_obj[CN_SQL_OBJ_COUNT];
+extern const cn_meta_batch_sql_t cn__sql_obj_engine[CN_SQL_OBJ_E_COUNT];
 extern const cn_sql_set_t cn__sql_obj_set;
 
 #endif

@@ -5,8 +5,13 @@
  * instance row, with a random incarnation, in the migration's own
  * transaction, and the set must carry the whole step so that whoever
  * migrates it (the service, tests/meta/test_sql.c) gets the same schema and
- * data; the meta library cannot call back into the service for it. */
+ * data; the meta library cannot call back into the service for it.  The
+ * other is the text of a multi-row membership INSERT, whose length is the
+ * number of rows. */
 #include "meta/sql/repos.h"
+
+#include <stdlib.h>
+#include <string.h>
 
 #include "cairn/crypto.h"
 
@@ -414,7 +419,28 @@ const cn_meta_batch_sql_t cn__sql_repos_batch[CN_SQL_REPOS_BATCH_COUNT] = {
         .pg = "SELECT k.i - 1, m.blob FROM unnest(?1::bytea[]) WITH ORDINALITY AS k(d, i)"
               " JOIN repos_object m ON m.repo = ?2 AND m.kind = ?3 AND m.id = k.d",
     },
+    /* A key is the kind's byte then the id (33 bytes): SQLite reads the
+     * byte as a number through unicode() (exact for the kinds, 1..3, all
+     * below 0x80), PostgreSQL through get_byte; either way the key's parts
+     * are expressions of the list alone, so the primary key is probed. */
+    [CN_SQL_REPOS_BATCH_OBJECT_GET] = {
+        .sqlite = "WITH RECURSIVE k(i) AS (SELECT 0 WHERE length(?1) >= 33"
+                  " UNION ALL SELECT i + 1 FROM k WHERE (i + 2) * 33 <= length(?1))"
+                  " SELECT k.i, m.blob, m.len FROM k JOIN repos_object m ON m.repo = ?2"
+                  " AND m.kind = unicode(CAST(substr(?1, k.i * 33 + 1, 1) AS TEXT))"
+                  " AND m.id = substr(?1, k.i * 33 + 2, 32)",
+        .pg = "SELECT k.i - 1, m.blob, m.len FROM unnest(?1::bytea[]) WITH ORDINALITY AS k(d, i)"
+              " JOIN repos_object m ON m.repo = ?2 AND m.kind = get_byte(k.d, 0)"
+              " AND m.id = substring(k.d FROM 2)",
+    },
 };
+
+char *cn__sql_repos_object_insert_rows(uint32_t rows)
+{
+    return cn__sql_rows_text("INSERT INTO repos_object (repo, kind, id, blob, len, fsize) VALUES ",
+                             ", (?, ?, ?, ?, ?, ?)", " ON CONFLICT DO NOTHING RETURNING kind, id",
+                             rows, CN_SQL_REPOS_OBJECT_ROWS_MAX);
+}
 
 const cn_sql_set_t cn__sql_repos_set = {
     "repos", schema, sizeof schema / sizeof schema[0], cn__sql_repos, CN_SQL_REPOS_COUNT,

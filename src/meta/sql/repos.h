@@ -191,11 +191,23 @@ enum {
     CN_SQL_REPOS_COUNT
 };
 
-/* Batch statements (cn_meta_batch_query): ?1 the list of 32-byte object ids. */
+/* Batch statements (cn_meta_batch_query): ?1 the list of object keys. */
 enum {
     CN_SQL_REPOS_BATCH_OBJECT_FIND, /* (ids, repo, kind) -> position, blob; one row per id held */
+    CN_SQL_REPOS_BATCH_OBJECT_GET,  /* (kind byte + id keys, repo) -> position, blob, len;
+                                       one row per key held (keys of 33 bytes) */
     CN_SQL_REPOS_BATCH_COUNT
 };
+
+/* Membership rows many at a time (service_objects.c): the text of
+ * "INSERT INTO repos_object (repo, kind, id, blob, len, fsize) VALUES
+ * (?, ?, ?, ?, ?, ?), ... ON CONFLICT DO NOTHING RETURNING kind, id" with
+ * rows rows (1 <= rows <= CN_SQL_REPOS_OBJECT_ROWS_MAX): the parameters are
+ * OBJECT_INSERT's, row after row; a row is returned for each new row, none
+ * for a row already held.  malloc'd; NULL: out of memory or rows out of
+ * range. */
+#define CN_SQL_REPOS_OBJECT_ROWS_MAX 256u
+char *cn__sql_repos_object_insert_rows(uint32_t rows);
 
 extern const char *const cn__sql_repos[CN_SQL_REPOS_COUNT];
 extern const cn_meta_batch_sql_t cn__sql_repos_batch[CN_SQL_REPOS_BATCH_COUNT];

@@ -17,6 +17,7 @@
 #define CAIRN_META_SQL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "cairn/meta.h"
 
 /* One service's statement file: its migration component and steps, and its
@@ -29,6 +30,12 @@ typedef struct cn_sql_set {
     const char *const *stmts;
     size_t nstmts;
 } cn_sql_set_t;
+
+/* A multi-row INSERT's text: head, then rows copies of row (which starts
+ * with ", "; the first copy without it), then tail; NULL when rows is 0 or
+ * above max, or out of memory.  Caller frees. */
+char *cn__sql_rows_text(const char *head, const char *row, const char *tail, uint32_t rows,
+                        uint32_t max);
 
 /* Brings set's component up to its last schema step (cn_meta_migrate). */
 static inline cn_err_t cn__sql_migrate(cn_meta_t *meta, const cn_sql_set_t *set)

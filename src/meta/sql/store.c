@@ -1,7 +1,46 @@
 /* The store's statement file: durable pins and the pack index.  See sql.h.
  * A store_pack row whose indexed_end is -1 names a pack that compaction is
- * retiring (its file is, or is about to be, unlinked; src/store/sweep.c). */
+ * retiring (its file is, or is about to be, unlinked; src/store/sweep.c).
+ * One text is made at run time: a multi-row PACKED_INSERT, whose length is
+ * the number of rows. */
 #include "meta/sql/store.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The store's usage triggers (docs/store.md, "Usage totals"), one text per
+ * engine, not translated: a pack index row inserted or deleted is a packed
+ * blob stored or reclaimed.  SQLite (one writer) adds to the base row;
+ * PostgreSQL appends a delta row per statement, folded by CN_SQL_STORE_E_USAGE_FOLD (the
+ * leased usage-fold job), so concurrent writers share no row.  An INSERT
+ * that met an indexed digest inserted nothing and fires none; compaction's
+ * move is an UPDATE and fires none. */
+#define SQLITE_STORE_USAGE(when, row, sign)                                                   \
+    "CREATE TRIGGER store_pack_blob_usage_" when " AFTER " when " ON store_pack_blob"         \
+    " FOR EACH ROW BEGIN INSERT INTO store_usage (id, blobs, bytes, walked) VALUES (0, " sign \
+    "1, " sign row ".len, 0) ON CONFLICT (id) DO UPDATE SET blobs = blobs + excluded.blobs,"  \
+    " bytes = bytes + excluded.bytes; END;"
+static const cn_meta_batch_sql_t usage_trigger_sql = {
+    .sqlite = SQLITE_STORE_USAGE("INSERT", "NEW", "") SQLITE_STORE_USAGE("DELETE", "OLD", "-"),
+    /* Statement triggers with transition tables: one delta row for a
+     * multi-row INSERT of a batch (pack.c), not one per row. */
+    .pg = "CREATE FUNCTION store_usage_ins() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN"
+          " INSERT INTO store_usage_delta SELECT COUNT(*), COALESCE(SUM(len), 0) FROM n"
+          " HAVING COUNT(*) > 0; RETURN NULL; END $f$;"
+          "CREATE FUNCTION store_usage_del() RETURNS trigger LANGUAGE plpgsql AS $f$ BEGIN"
+          " INSERT INTO store_usage_delta SELECT -COUNT(*), -COALESCE(SUM(len), 0) FROM o"
+          " HAVING COUNT(*) > 0; RETURN NULL; END $f$;"
+          "CREATE TRIGGER store_pack_blob_usage_ins AFTER INSERT ON store_pack_blob"
+          " REFERENCING NEW TABLE AS n FOR EACH STATEMENT EXECUTE FUNCTION store_usage_ins();"
+          "CREATE TRIGGER store_pack_blob_usage_del AFTER DELETE ON store_pack_blob"
+          " REFERENCING OLD TABLE AS o FOR EACH STATEMENT EXECUTE FUNCTION store_usage_del();",
+};
+
+static cn_err_t usage_triggers(cn_meta_txn_t *txn, void *arg)
+{
+    (void)arg;
+    return cn_meta_exec(txn, cn_meta_batch_text(txn, &usage_trigger_sql));
+}
 
 static const cn_meta_migration_t schema[] = {
     { 1,
@@ -27,6 +66,24 @@ static const cn_meta_migration_t schema[] = {
       "  mtime_ms BIGINT NOT NULL);"
       "CREATE INDEX store_pack_blob_pack ON store_pack_blob (pack_id, off);",
       NULL, NULL },
+    /* v3: the store's running totals (docs/store.md, "Usage totals"): blobs
+     * and their stored bytes, one base row (id 0) plus deltas, as the
+     * objects and blobs services keep theirs.  Packed blobs are counted by
+     * triggers on store_pack_blob; blob files have no row, and the store
+     * notes their puts and removals itself (src/store/usage.c).  walked = 0
+     * until the first open has counted the files already on disk. */
+    { 3,
+      "CREATE TABLE store_usage ("
+      "  id BIGINT PRIMARY KEY,"
+      "  blobs BIGINT NOT NULL,"
+      "  bytes BIGINT NOT NULL,"
+      "  walked BIGINT NOT NULL);"
+      "CREATE TABLE store_usage_delta ("
+      "  d_blobs BIGINT NOT NULL,"
+      "  d_bytes BIGINT NOT NULL);"
+      "INSERT INTO store_usage (id, blobs, bytes, walked)"
+      " SELECT 0, COUNT(*), COALESCE(SUM(len), 0), 0 FROM store_pack_blob;",
+      usage_triggers, NULL },
 };
 
 const char *const cn__sql_store[CN_SQL_STORE_COUNT] = {
@@ -55,7 +112,55 @@ const char *const cn__sql_store[CN_SQL_STORE_COUNT] = {
                                  " WHERE digest = ? AND pack_id = ? AND off = ?",
     [CN_SQL_STORE_PACK_ROWS] = "SELECT count(*) FROM store_pack_blob WHERE pack_id = ?",
     [CN_SQL_STORE_PACK_DELETE] = "DELETE FROM store_pack WHERE pack_id = ?",
+    /* ---- usage totals (step v3) */
+    [CN_SQL_STORE_USAGE] =
+        "SELECT CAST(COALESCE(SUM(b), 0) AS BIGINT), CAST(COALESCE(SUM(y), 0) AS BIGINT) FROM ("
+        "SELECT blobs AS b, bytes AS y FROM store_usage "
+        "UNION ALL SELECT d_blobs, d_bytes FROM store_usage_delta) u",
+    [CN_SQL_STORE_USAGE_WALKED] = "SELECT walked FROM store_usage WHERE id = 0",
+    /* The packed blobs are counted exactly by the index rows; the files by
+     * the walk that ran with no writer on this store (first open). */
+    [CN_SQL_STORE_USAGE_SET_WALKED] =
+        "UPDATE store_usage SET blobs = ? + (SELECT COUNT(*) FROM store_pack_blob),"
+        " bytes = ? + (SELECT COALESCE(SUM(len), 0) FROM store_pack_blob), walked = 1"
+        " WHERE id = 0 AND walked = 0",
+    [CN_SQL_STORE_USAGE_DELTA_CLEAR] = "DELETE FROM store_usage_delta",
+    /* As SET_WALKED, but whatever the totals were, and also when the base
+     * row is gone (an offline recount with no writer on this store; the
+     * deltas are cleared in the same transaction). */
+    [CN_SQL_STORE_USAGE_RECOUNT] =
+        "INSERT INTO store_usage (id, blobs, bytes, walked) VALUES (0,"
+        " ? + (SELECT COUNT(*) FROM store_pack_blob),"
+        " ? + (SELECT COALESCE(SUM(len), 0) FROM store_pack_blob), 1)"
+        " ON CONFLICT (id) DO UPDATE SET blobs = excluded.blobs, bytes = excluded.bytes,"
+        " walked = 1",
 };
+
+const cn_meta_batch_sql_t cn__sql_store_engine[CN_SQL_STORE_E_COUNT] = {
+    /* A blob file put or removed: (blobs, bytes) added to the totals. */
+    [CN_SQL_STORE_E_USAGE_NOTE] = {
+        .sqlite = "INSERT INTO store_usage (id, blobs, bytes, walked) VALUES (0, ?, ?, 0)"
+                  " ON CONFLICT (id) DO UPDATE SET blobs = blobs + excluded.blobs,"
+                  " bytes = bytes + excluded.bytes",
+        .pg = "INSERT INTO store_usage_delta (d_blobs, d_bytes) VALUES (?, ?)",
+    },
+    /* As the objects service's fold (objects.c): SQLite keeps no deltas. */
+    [CN_SQL_STORE_E_USAGE_FOLD] = {
+        .sqlite = "DELETE FROM store_usage_delta WHERE 0 = 1",
+        .pg = "WITH d AS (DELETE FROM store_usage_delta RETURNING d_blobs, d_bytes) "
+              "UPDATE store_usage SET blobs = store_usage.blobs + s.b, "
+              "bytes = store_usage.bytes + s.y FROM (SELECT COALESCE(SUM(d_blobs), 0) AS b, "
+              "COALESCE(SUM(d_bytes), 0) AS y FROM d) s WHERE store_usage.id = 0",
+    },
+};
+
+char *cn__sql_store_packed_insert_rows(uint32_t rows)
+{
+    return cn__sql_rows_text(
+        "INSERT INTO store_pack_blob (digest, pack_id, off, len, form, mtime_ms) VALUES ",
+        ", (?, ?, ?, ?, ?, ?)", " ON CONFLICT (digest) DO NOTHING", rows,
+        CN_SQL_STORE_PACKED_ROWS_MAX);
+}
 
 const cn_sql_set_t cn__sql_store_set = {
     "store", schema, sizeof schema / sizeof schema[0], cn__sql_store, CN_SQL_STORE_COUNT,

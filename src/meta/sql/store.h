@@ -3,6 +3,8 @@
 #ifndef CAIRN_META_SQL_STORE_H
 #define CAIRN_META_SQL_STORE_H
 
+#include <stdint.h>
+
 #include "meta/sql/sql.h"
 
 enum {
@@ -20,8 +22,36 @@ enum {
     CN_SQL_STORE_PACKED_MOVE,      /* (pack, off, digest, old pack, old off): compaction */
     CN_SQL_STORE_PACK_ROWS,        /* (pack_id) -> count of entries in it */
     CN_SQL_STORE_PACK_DELETE,      /* (pack_id): its store_pack row */
+    CN_SQL_STORE_USAGE,            /* () -> blobs, bytes (base + deltas) */
+    CN_SQL_STORE_USAGE_WALKED,     /* () -> walked of the base row */
+    /* (file blobs, file bytes): the totals become the packed rows' plus
+     * these, once (walked 0 -> 1) */
+    CN_SQL_STORE_USAGE_SET_WALKED,
+    CN_SQL_STORE_USAGE_DELTA_CLEAR, /* () every delta (with SET_WALKED) */
+    /* (file blobs, file bytes): the totals become the packed rows' plus
+     * these whatever they were (`cairn admin store recount`; upserts the
+     * base row, walked 1) */
+    CN_SQL_STORE_USAGE_RECOUNT,
     CN_SQL_STORE_COUNT
 };
+
+/* Statements written once per engine (cn_meta_batch_text picks one). */
+enum {
+    CN_SQL_STORE_E_USAGE_NOTE, /* (blobs, bytes): added to the totals */
+    CN_SQL_STORE_E_USAGE_FOLD, /* () folds every committed delta into the base row */
+    CN_SQL_STORE_E_COUNT
+};
+extern const cn_meta_batch_sql_t cn__sql_store_engine[CN_SQL_STORE_E_COUNT];
+
+/* Pack index rows many at a time (src/store/pack.c, issue 24): the text of
+ * "INSERT INTO store_pack_blob (digest, pack_id, off, len, form, mtime_ms)
+ * VALUES (?, ?, ?, ?, ?, ?), ... ON CONFLICT (digest) DO NOTHING" with rows
+ * rows (1 <= rows <= CN_SQL_STORE_PACKED_ROWS_MAX): the parameters are
+ * PACKED_INSERT's, row after row; a row whose digest is held already (or
+ * repeated in the statement) is skipped, as PACKED_INSERT skips it.
+ * malloc'd; NULL: out of memory or rows out of range. */
+#define CN_SQL_STORE_PACKED_ROWS_MAX 256u
+char *cn__sql_store_packed_insert_rows(uint32_t rows);
 
 extern const char *const cn__sql_store[CN_SQL_STORE_COUNT];
 extern const cn_sql_set_t cn__sql_store_set;

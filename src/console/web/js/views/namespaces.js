@@ -84,9 +84,10 @@ export async function render(root, params, ctx) {
   try { doc = await api('GET', 'namespaces'); } catch (e) { view.append(errorNote(e)); }
   const nss = doc.namespaces || [];
   list.append(...nss.map((n) => h('option', { value: n.name })));
-  /* No byte total: the blobs service keeps none (docs/console.md). */
-  view.append(table('Namespaces', ['Name', 'Members'], nss.map((n) => [
-    h('a', { href: `#/namespaces?ns=${enc(n.name)}` }, u(n.name)), num(n.members)])));
+  /* Exact running totals from the blobs service (docs/console.md); absent where not listable. */
+  view.append(table('Namespaces', ['Name', 'Members', 'Size'], nss.map((n) => [
+    h('a', { href: `#/namespaces?ns=${enc(n.name)}` }, u(n.name)), num(n.members),
+    n.bytes === undefined ? '—' : fmtBytes(n.bytes)])));
   nsInput.value = route().query.get('ns') || (nss.length ? nss[0].name : '');
   view.append(h('div', { class: 'vb-form' }, field('Namespace', nsInput), list,
     grants ? h('button', { type: 'button', text: 'Show grants', onclick: () => grants.load() }) : null));

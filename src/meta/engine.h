@@ -93,6 +93,11 @@ cn_err_t cn__meta_bind_args(cn_meta_stmt_t *st, int first, const char *types, va
 
 extern const cn__meta_engine_t cn__meta_engine_sqlite;
 extern const cn__meta_engine_t cn__meta_engine_pg;
+/* walbuf.c for engine_sqlite.c: registers (once; not thread-safe, call under
+ * a pthread_once) the VFS that gathers a WAL's appends into one write per
+ * commit, and returns its name, or NULL if it could not be registered (the
+ * default VFS then serves). */
+const char *cn__sq_walbuf_vfs(void);
 
 /* meta.c for migrate.c: a write transaction for a schema change (the
  * engine's begin_schema), and a schema step run through the engine's DDL

@@ -3,7 +3,9 @@
  * Durability invariants (the group commit lives in meta.c; this file supplies
  * the two halves):
  *  1. The writer runs synchronous=NORMAL: COMMIT appends the transaction's
- *     frames (ending in a commit frame) to meta.db-wal with write(2) only.
+ *     frames (ending in a commit frame) to meta.db-wal with write(2) only,
+ *     gathered into one write per commit by walbuf.c's VFS, which writes
+ *     them all before the commit frame's write returns (B1, B2 there).
  *  2. sync() fdatasyncs meta.db-wal.  Every commit whose COMMIT returned
  *     before sync() started is then on stable storage, because its frames
  *     were written to the same file earlier.  A checkpoint (run by SQLite
@@ -125,9 +127,11 @@ static void sq_db_close(cn__meta_db_t *db)
  * reader connection contends for).  Connections are opened NOMUTEX, as meta.c
  * never lets two threads use one at a time. */
 static pthread_once_t sq_once = PTHREAD_ONCE_INIT;
+static const char *sq_vfs; /* walbuf.c's, or NULL for the default */
 static void sq_configure(void)
 {
     (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); /* MISUSE if already initialised */
+    sq_vfs = cn__sq_walbuf_vfs();
 }
 
 static cn_err_t sq_db_open(const char *target, const cn_meta_opts_t *opts, cn__meta_db_t **out)
@@ -257,7 +261,7 @@ static cn_err_t sq_conn_open(cn__meta_db_t *db, bool writer, cn__meta_conn_t **o
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
     if (writer)
         flags |= SQLITE_OPEN_CREATE;
-    int rc = sqlite3_open_v2(db->path, &c->h, flags, NULL);
+    int rc = sqlite3_open_v2(db->path, &c->h, flags, sq_vfs);
     if (rc != SQLITE_OK) {
         cn_err_t e = map_rc(c->h ? sqlite3_extended_errcode(c->h) : rc);
         sq_conn_close(c);

@@ -311,6 +311,11 @@ cn_err_t cn__meta_group_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn bod
         group_t *old = g->cur;
         g->cur = NULL;
         decide(g, meta, old);
+        /* This thread is none of old's members: when every member has
+         * left already (none kept changes, so none waited for the
+         * outcome), no one else would free it. */
+        if (old->refs == 0)
+            free(old);
         opener = true;
     }
     if (e >= 0 && opener)

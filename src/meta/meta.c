@@ -48,6 +48,10 @@ struct cn_meta_stmt {
     cn_meta_txn_t *txn;
     cn__meta_raw_t *raw;
     char *sql; /* owned copy, cache key; NULL if uncached */
+    /* The caller's pointer to the text this statement last matched: a hint
+     * only, always confirmed against sql (a freed buffer's address may come
+     * back with another text). */
+    const char *hint;
     uint64_t last_use;
     bool in_use;
     cn_meta_stmt_t *prev, *next; /* the txn's open statements */
@@ -704,14 +708,28 @@ cn_err_t cn_meta_prepare(cn_meta_txn_t *t, const char *sql, cn_meta_stmt_t **out
     if (t->err < 0)
         return CN_E_CONFLICT;
     conn_t *c = t->conn;
-    for (size_t i = 0; i < c->ncache; i++) {
+    /* Callers pass their SQL as constant strings: a cached statement is
+     * found by the caller's pointer first, one string compare to confirm,
+     * instead of a compare against every cached text (a PUT prepares about
+     * ten statements on a connection caching dozens, many sharing their
+     * first words). */
+    cn_meta_stmt_t *hit = NULL;
+    for (size_t i = 0; i < c->ncache && !hit; i++) {
         cn_meta_stmt_t *s = c->cache[i];
-        if (!s->in_use && strcmp(s->sql, sql) == 0) {
-            s->last_use = ++c->tick;
-            stmt_link(t, s);
-            *out = s;
-            return 0;
-        }
+        if (s->hint == sql && !s->in_use && strcmp(s->sql, sql) == 0)
+            hit = s;
+    }
+    for (size_t i = 0; i < c->ncache && !hit; i++) {
+        cn_meta_stmt_t *s = c->cache[i];
+        if (!s->in_use && strcmp(s->sql, sql) == 0)
+            hit = s;
+    }
+    if (hit) {
+        hit->hint = sql;
+        hit->last_use = ++c->tick;
+        stmt_link(t, hit);
+        *out = hit;
+        return 0;
     }
     cn_meta_stmt_t *s = calloc(1, sizeof *s);
     if (!s)
@@ -734,6 +752,7 @@ cn_err_t cn_meta_prepare(cn_meta_txn_t *t, const char *sql, cn_meta_stmt_t **out
             }
     }
     if (slot < STMT_CACHE_MAX && (s->sql = strdup(sql)) != NULL) {
+        s->hint = sql;
         if (slot < c->ncache) {
             t->m->eng->finalize(c->cache[slot]->raw);
             free(c->cache[slot]->sql);

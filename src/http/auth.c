@@ -7,6 +7,7 @@
 #include "cairn/crypto.h"
 
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,7 +123,9 @@ void cn__auth_decide(cn_http_req_t *r)
         return;
     }
     r->auth_kind = r->sig.kind;
-    snprintf(r->access_key, sizeof r->access_key, "%s", r->sig.access_key);
+    size_t kl = strnlen(r->sig.access_key, sizeof r->access_key - 1); /* snprintf's cut */
+    memcpy(r->access_key, r->sig.access_key, kl);
+    r->access_key[kl] = 0;
     if (err == CN_E_AUTH) {
         r->auth_err = r->sig.s3err;
         snprintf(r->auth_detail, sizeof r->auth_detail, "%s", r->sig.detail);
@@ -135,6 +138,24 @@ void cn__auth_decide(cn_http_req_t *r)
         return;
     }
     r->payload = r->sig.payload;
+}
+
+/* SHA-256 fetched from the provider once: EVP_sha256() in EVP_DigestInit_ex
+ * is an implicit fetch (a method-store lookup under its lock) on every
+ * request that hashes its body.  NULL when the fetch failed: then the
+ * implicit fetch, which fails the same way. */
+static pthread_once_t body_md_once = PTHREAD_ONCE_INIT;
+static EVP_MD *body_md;
+
+static void body_md_init(void)
+{
+    body_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+static const EVP_MD *body_sha256(void)
+{
+    pthread_once(&body_md_once, body_md_init);
+    return body_md ? body_md : EVP_sha256();
 }
 
 /* Checksum the client asked for: x-amz-checksum-<alg> header, or a trailer
@@ -209,7 +230,7 @@ cn_s3_err_t cn__body_setup(cn_http_req_t *r)
     }
     if (r->payload == CN_SIGV4_PAYLOAD_HASH || r->payload == CN_SIGV4_PAYLOAD_DEFERRED) {
         EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-        if (!ctx || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+        if (!ctx || EVP_DigestInit_ex(ctx, body_sha256(), NULL) != 1) {
             EVP_MD_CTX_free(ctx);
             return CN_S3E_INTERNAL_ERROR;
         }

@@ -24,7 +24,11 @@
  * level-triggered for reading and stays armed between the requests the
  * loop answers, so an answered request costs no epoll_ctl; what it pays
  * instead is an EPOLL_CTL_DEL when it is handed to a worker (loop_quiet)
- * and an ADD when it comes back.  Level-triggered, not edge-triggered:
+ * and an ADD when it comes back.  So a connection whose last request went
+ * to a worker (to_worker: a PUT, a large GET) comes back one-shot, and a
+ * stream of such requests pays one re-arm each instead of a DEL and an
+ * ADD; the first request the loop answers again makes it persistent (one
+ * MOD).  Level-triggered, not edge-triggered:
  * bytes left in the socket (a pipelined request behind the CN__FAST_RUN
  * cap, a request declined to a worker and back) report again by
  * themselves, as with a re-armed one-shot registration. */
@@ -105,7 +109,8 @@ static void lo_unlink(cn__loop_t *l, cn_conn_t *c)
 static void watch(cn__loop_t *l, cn_conn_t *c, int mask)
 {
     cn_err_t e = CN_OK;
-    bool persist = l->persist_ok && mask == CN__EV_READ && !c->ssl && c->ls->ad->fast;
+    bool persist =
+        l->persist_ok && mask == CN__EV_READ && !c->ssl && c->ls->ad->fast && !c->to_worker;
     int m = persist ? mask : mask | CN__EV_ONESHOT;
     if (!c->in_poll)
         e = cn__poll_add(l->poll, c->fd, m, c);
@@ -315,6 +320,7 @@ static void loop_dispatch(cn__loop_t *l, cn_conn_t *c, int pool)
     lo_unlink(l, c);
     c->pool = pool;
     if (pool != CN_POOL_HANDSHAKE) {
+        c->to_worker = true;
         cn__admit_settle(c); /* a complete request head arrived */
         unsigned cap = c->ls->share[pool];
         cn__count_ent_t *f = cap ? cn__admit_fair_key(c) : NULL;
@@ -467,6 +473,7 @@ static bool fast_unframed(cn__loop_t *l, cn_conn_t *c)
         if (r == 0)
             return false;
         cn__admit_settle(c); /* a complete request arrived (and was answered) */
+        c->to_worker = false;
         cn_metric_add(c->ls->m.loop_answered, 1);
         c->deadline = cn_mono_ms() + c->ls->lim.idle_ms;
         if (c->pend_len) {
@@ -545,6 +552,7 @@ static void read_head(cn__loop_t *l, cn_conn_t *c, bool readable)
                 return;
             }
             if (r > 0) {
+                c->to_worker = false;
                 cn_metric_add(c->ls->m.loop_answered, 1);
                 c->head_got = 0;
                 c->deadline = cn_mono_ms() + c->ls->lim.idle_ms;

@@ -224,8 +224,9 @@ struct cn_conn {
     size_t back_off, back_len;
     int64_t deadline; /* loop states: when the loop closes it */
     bool in_poll;
-    bool armed;   /* registered and able to report: persistent, or one-shot not yet fired */
-    bool persist; /* registered level-triggered, not one-shot (loop.c, watch) */
+    bool armed;     /* registered and able to report: persistent, or one-shot not yet fired */
+    bool persist;   /* registered level-triggered, not one-shot (loop.c, watch) */
+    bool to_worker; /* its last request went to a worker, not answered by the loop (watch) */
     int poll_mask;
     bool closing; /* the worker failed it: the loop closes it */
     /* The loop is answering a request itself (cn_adapter_t.fast): reads

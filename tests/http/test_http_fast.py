@@ -315,3 +315,42 @@ def test_a_client_that_stops_reading_does_not_stall_others(srv):
     finally:
         stuck.close()
         t.join(30)
+
+
+def test_puts_and_gets_alternate_on_one_connection(srv):
+    """One keep-alive connection whose requests alternate between a worker
+    (signed PUTs) and the loop (small GETs, one after empty lines, which
+    llhttp skips before a request): the loop re-registers the connection
+    one-shot after a worker's request and persistent after its own answer
+    (src/net/loop.c, watch), and declines a PUT before parsing it
+    (src/http/serve.c).  Every answer arrives, in order, and the GETs are
+    the loop's."""
+    warm(srv, "small")
+    s3 = srv.client()
+    host = "%s:%d" % addr(srv)
+    bodies = {"alt%d" % i: os.urandom(4096) for i in range(4)}
+
+    def put(f, s, key):
+        url = s3.generate_presigned_url("put_object", Params={"Bucket": "priv", "Key": key})
+        s.sendall(request(url[len(srv.endpoint):], "PUT",
+                          ["Content-Length: %d" % len(bodies[key])], host=host) + bodies[key])
+        assert read_response(f)[0].split()[1] == "200"
+
+    def get(f, s, lead=b""):
+        s.sendall(lead + request("/pub/small", host=host))
+        status, _, body = read_response(f)
+        assert status.split()[1] == "200" and body == SMALL
+
+    before = answered(srv)
+    with socket.create_connection(addr(srv), timeout=30) as s:
+        f = s.makefile("rb")
+        put(f, s, "alt0")
+        put(f, s, "alt1")
+        get(f, s)
+        get(f, s, b"\r\n\r\n")
+        put(f, s, "alt2")
+        get(f, s)
+        put(f, s, "alt3")
+    assert answered(srv) == before + 3
+    for key, body in bodies.items():
+        assert s3.get_object(Bucket="priv", Key=key)["Body"].read() == body

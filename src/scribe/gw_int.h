@@ -28,6 +28,7 @@
 #include "server_int.h" /* the session table and handshake (server_session.c) */
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -124,6 +125,14 @@ void cn_gw_adapter_destroy(void *actx); /* NULL is a no-op */
 #define CN__GW_UP_RB 16384      /* an upstream connection's read-ahead */
 #define CN__GW_USER_IDLE 16     /* idle users' upstream sessions kept per server (protocol 4) */
 #define CN__GW_REUSE_DEFAULT_MS 30000 /* upstream_reuse_ms: storage's default auth_cache_ms */
+/* A worker that has answered a client whose requests come back to back
+ * waits this long for the next one on the same connection (gw_server.c),
+ * at most CN__GW_LINGER_RUN requests in a row, with at most
+ * CN__GW_LINGER_MAX workers waiting at once (half the storage pool's 16). */
+#define CN__GW_LINGER_MS 2
+#define CN__GW_LINGER_RUN 64
+#define CN__GW_LINGER_MAX 8
+#define CN__GW_LINGER_TAKE 4096 /* what a lingering worker reads at once */
 
 /* One upstream connection: a protocol-2 control session to one storage
  * server, in the codec and transfer compression of the client connections
@@ -193,6 +202,7 @@ typedef struct cn__gw {
     int64_t tls_renew_ms;
     cn_gw_tls_fn tls_fn;
     void *tls_arg;
+    atomic_uint lingering; /* workers waiting for a client's next request (gw_server.c) */
 } cn__gw_t;
 
 struct cn__gw_cursor;
@@ -216,6 +226,8 @@ typedef struct cn__gw_conn {
     cn__gw_up_t *ups[CN_GW_MAX_SERVERS][2];
     struct cn__gw_refusal *refusal; /* storage refused this client's upstream session:
                                        answered by cn__gw_unavailable */
+    int64_t answered_ms; /* cn_mono_ms when its last request was answered (0: none yet) */
+    bool linger;         /* its requests come back to back: the worker waits for the next one */
 } cn__gw_conn_t;
 
 /* One client request being served. */
@@ -289,6 +301,11 @@ void cn__gw_pool_free(cn__gw_t *g);
 cn_err_t cn__gw_up_write(cn__gw_up_t *up, const void *p, size_t n);
 cn_err_t cn__gw_up_read(cn__gw_up_t *up, void *p, size_t n);
 cn_err_t cn__gw_up_read_some(cn__gw_up_t *up, void *p, size_t n, size_t *got);
+/* Makes up hold at least n (<= CN__GW_UP_RB) unread bytes in its
+ * read-ahead, up->rb[rpos..rlen), reading as they arrive (never past the
+ * exchange: storage sends nothing after an answer).  CN_E_INVALID when n
+ * is larger; else the transport's error. */
+cn_err_t cn__gw_up_ahead(cn__gw_up_t *up, size_t n);
 /* Sends one frame (opcode, no stream) and reads its answer: the header in
  * *h and the payload (at most max bytes, else CN_E_PROTOCOL) in *reply.
  * An error frame is a success here (h->flags has ERROR).  Any other failure

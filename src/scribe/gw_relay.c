@@ -89,64 +89,94 @@ static cn_err_t relay_put_stream(cn__gw_call_t *k, cn__gw_up_t *up, const cn_scr
     return CN_OK;
 }
 
-/* get_objects' and get_chunks' reply stream: count item headers, each
- * followed by its object's bytes when present. */
-static cn_err_t relay_get_stream(cn__gw_call_t *k, cn__gw_up_t *up, uint32_t count)
+/* Sends pre (n bytes: headers held back, possibly none) and the next
+ * `more` bytes up holds read ahead (all there) to the client in one write. */
+static cn_err_t send_ahead(cn__gw_call_t *k, cn__gw_up_t *up, const uint8_t *pre, size_t n,
+                           size_t more)
 {
-    bool unused = false;
-    for (uint32_t i = 0; i < count; i++) {
-        uint8_t ih[CN_SCRIBE_GET_ITEM_HDR_MAX];
-        cn_scribe_get_item_t it;
-        CN_TRY(cn__gw_up_read(up, ih, 34));
-        long n = cn_scribe_dec_get_item(ih, 34, k->gc->codec, &it);
-        if (n == CN_E_AGAIN) {
-            CN_TRY(cn__gw_up_read(up, ih + 34, 8));
-            n = cn_scribe_dec_get_item(ih, 42, k->gc->codec, &it);
-        }
-        if (n < 0)
-            return CN_E_PROTOCOL;
-        if (it.present && up->rb && !k->gc->compression && up->rlen - up->rpos >= it.length) {
-            /* a small object already read ahead: header and bytes in one write */
-            struct iovec iov[2] = { { ih, (size_t)n }, { up->rb + up->rpos, (size_t)it.length } };
-            CN_TRY(cn_conn_writev(k->c, iov, 2, cn_conn_deadline_for(k->c, it.length)));
-            up->rpos += (uint32_t)it.length;
-            continue;
-        }
-        CN_TRY(cn_conn_write_all(k->c, ih, (size_t)n, cn_conn_deadline_for(k->c, (size_t)n)));
-        if (it.present)
-            CN_TRY(pipe_object(k, up, it.length, false, &unused));
+    struct iovec iov[2];
+    int cnt = 0;
+    if (n)
+        iov[cnt++] = (struct iovec){ (void *)pre, n };
+    if (more)
+        iov[cnt++] = (struct iovec){ up->rb + up->rpos, more };
+    up->rpos += (uint32_t)more;
+    return cnt ? cn_conn_writev(k->c, iov, cnt, cn_conn_deadline_for(k->c, n + more)) : CN_OK;
+}
+
+/* The next item header of a reply stream, read ahead (not consumed): its
+ * fields in *it, its length in *n. */
+static cn_err_t item_head(cn__gw_call_t *k, cn__gw_up_t *up, cn_scribe_get_item_t *it, size_t *n)
+{
+    CN_TRY(cn__gw_up_ahead(up, 34));
+    long r = cn_scribe_dec_get_item(up->rb + up->rpos, 34, k->gc->codec, it);
+    if (r == CN_E_AGAIN) {
+        CN_TRY(cn__gw_up_ahead(up, 42));
+        r = cn_scribe_dec_get_item(up->rb + up->rpos, 42, k->gc->codec, it);
     }
+    if (r < 0)
+        return CN_E_PROTOCOL;
+    *n = (size_t)r;
     return CN_OK;
 }
 
+/* get_objects' and get_chunks' reply stream: count item headers, each
+ * followed by its object's bytes when present.  pre (n bytes: the reply's
+ * header and count) goes out with the first item's header.  An item that
+ * fits the read-ahead (raw transfers) is read whole and sent in one write;
+ * a larger one, or LZ4 blocks, follows its header piece by piece. */
+static cn_err_t relay_get_stream(cn__gw_call_t *k, cn__gw_up_t *up, uint32_t count,
+                                 const uint8_t *pre, size_t n)
+{
+    bool unused = false;
+    for (uint32_t i = 0; i < count; i++, n = 0) {
+        cn_scribe_get_item_t it;
+        size_t ih = 0;
+        CN_TRY(item_head(k, up, &it, &ih));
+        uint64_t whole = ih + (it.present ? it.length : 0);
+        bool small = !it.present || (!k->gc->compression && whole <= CN__GW_UP_RB);
+        if (small) {
+            CN_TRY(cn__gw_up_ahead(up, (size_t)whole));
+            CN_TRY(send_ahead(k, up, pre, n, (size_t)whole));
+            continue;
+        }
+        CN_TRY(send_ahead(k, up, pre, n, ih));
+        CN_TRY(pipe_object(k, up, it.length, false, &unused));
+    }
+    return send_ahead(k, up, pre, n, 0); /* no item: the header alone */
+}
+
 /* The answer to a forwarded request: its header checked and passed on, its
- * payload and stream relayed. */
+ * payload and stream relayed.  A payload that fits the read-ahead goes with
+ * the header in one write, as does a stream's header with its first item. */
 static cn_err_t relay_reply(cn__gw_call_t *k, cn__gw_up_t *up)
 {
-    uint8_t head[CN_SCRIBE_HDR_LEN];
+    uint8_t head[CN_SCRIBE_HDR_LEN + 4]; /* the header, and a stream's count */
     cn_scribe_hdr_t h;
-    CN_TRY(cn__gw_up_read(up, head, sizeof head));
+    CN_TRY(cn__gw_up_read(up, head, CN_SCRIBE_HDR_LEN));
     bool may_stream =
         k->hdr.opcode == CN_SCRIBE_OP_GET_OBJECTS || k->hdr.opcode == CN_SCRIBE_OP_GET_CHUNKS;
     if (cn_scribe_hdr_parse(head, &h) < 0 || h.opcode != k->hdr.opcode ||
         h.request_id != k->hdr.request_id || ((h.flags & CN_SCRIBE_FLAG_STREAM) && !may_stream) ||
         ((h.flags & CN_SCRIBE_FLAG_STREAM) && (h.flags & CN_SCRIBE_FLAG_ERROR)))
         return CN_E_PROTOCOL;
+    if (!(h.flags & CN_SCRIBE_FLAG_STREAM) && h.length <= CN__GW_UP_RB) {
+        CN_TRY(cn__gw_up_ahead(up, h.length));
+        return send_ahead(k, up, head, CN_SCRIBE_HDR_LEN, h.length);
+    }
     if (!(h.flags & CN_SCRIBE_FLAG_STREAM)) {
-        CN_TRY(cn_conn_write_all(k->c, head, sizeof head, cn_conn_deadline_for(k->c, h.length)));
+        CN_TRY(
+            cn_conn_write_all(k->c, head, CN_SCRIBE_HDR_LEN, cn_conn_deadline_for(k->c, h.length)));
         return pipe_down(k, up, h.length);
     }
-    uint8_t cnt[4];
+    uint8_t *cnt = head + CN_SCRIBE_HDR_LEN;
     uint32_t count = 0;
-    if (h.length != sizeof cnt)
+    if (h.length != 4)
         return CN_E_PROTOCOL;
-    CN_TRY(cn__gw_up_read(up, cnt, sizeof cnt));
-    if (cn_scribe_dec_count_resp(cnt, sizeof cnt, k->gc->codec, &count) < 0 ||
-        count > CN_SCRIBE_MAX_BATCH)
+    CN_TRY(cn__gw_up_read(up, cnt, 4));
+    if (cn_scribe_dec_count_resp(cnt, 4, k->gc->codec, &count) < 0 || count > CN_SCRIBE_MAX_BATCH)
         return CN_E_PROTOCOL;
-    struct iovec iov[2] = { { head, sizeof head }, { cnt, sizeof cnt } };
-    CN_TRY(cn_conn_writev(k->c, iov, 2, cn_conn_deadline_for(k->c, sizeof head + sizeof cnt)));
-    return relay_get_stream(k, up, count);
+    return relay_get_stream(k, up, count, head, sizeof head);
 }
 
 /* After an upstream write failed mid-upload: storage answers a refused

@@ -5,12 +5,15 @@
  * listener's memory budget), all three through server_session.c as on
  * storage, and the dispatch: discover from configuration,
  * repo_create / repo_info / repo_list by name, every other repository
- * operation forwarded to its owner.  It must never read past a frame, and
- * never answer an operation storage has to decide. */
+ * operation forwarded to its owner; a worker keeps a client whose requests
+ * come back to back for its next one (gw_serve).  It must never read past
+ * a frame without giving the bytes back to the stream, and never answer an
+ * operation storage has to decide. */
 #include "gw_int.h"
 
 #include "cairn/crypto.h"
 #include "cairn/meta.h"
+#include "cairn/metrics.h"
 
 #include <errno.h>
 #include <openssl/err.h>
@@ -316,13 +319,91 @@ static cn_err_t serve_one(cn__gw_conn_t *gc, cn_conn_t *c, const uint8_t *head)
     return e < 0 ? e : CN_OK;
 }
 
+/* The head of the client's next request, waited for at most
+ * CN__GW_LINGER_MS on this worker.  What is read past the head goes back
+ * to the stream (cn_conn_unread) for the request's body, and so does a head
+ * cut short by the wait: then *got is false and the loop reads it. */
+static cn_err_t linger_head(cn__gw_conn_t *gc, cn_conn_t *c, uint8_t head[CN_SCRIBE_HDR_LEN],
+                            bool *got)
+{
+    uint8_t *buf = gc->io; /* free between two requests */
+    size_t have = 0;
+    int64_t deadline = cn_mono_ms() + CN__GW_LINGER_MS;
+    *got = false;
+    while (have < CN_SCRIBE_HDR_LEN) {
+        size_t n = 0;
+        cn_err_t e = cn_conn_read_some(c, buf + have, CN__GW_LINGER_TAKE - have, &n, deadline);
+        if (e == CN_E_TIMEOUT) /* nothing was lost: the bytes go back */
+            return cn_conn_unread(c, buf, have);
+        if (e < 0)
+            return e;
+        have += n;
+    }
+    memcpy(head, buf, CN_SCRIBE_HDR_LEN);
+    *got = true;
+    return cn_conn_unread(c, buf + CN_SCRIBE_HDR_LEN, have - CN_SCRIBE_HDR_LEN);
+}
+
+/* Whether this worker serves the client's next request too (*got, its head
+ * in head): only for a client whose requests come back to back (gc->linger,
+ * cleared when one does not come within the wait), with at most
+ * CN__GW_LINGER_MAX workers waiting at once, so that waiting never holds
+ * the storage pool from other connections' requests. */
+static cn_err_t linger_next(cn__gw_conn_t *gc, cn_conn_t *c, uint8_t head[CN_SCRIBE_HDR_LEN],
+                            bool *got)
+{
+    cn__gw_t *g = gc->g;
+    cn_err_t e = CN_OK;
+    *got = false;
+    if (atomic_fetch_add(&g->lingering, 1) < CN__GW_LINGER_MAX) {
+        e = linger_head(gc, c, head, got);
+        if (e >= 0 && !*got)
+            gc->linger = false;
+    }
+    atomic_fetch_sub(&g->lingering, 1);
+    return e;
+}
+
+/* Counts a request in cairn_gateway_requests_total{served}: "handed" to
+ * its worker by the event loop, or "kept" by the worker that answered the
+ * client's previous one (gw_serve).  One atomic load and one add. */
+static void count_served(bool kept)
+{
+    static const cn_metric_family_t served = {
+        .name = "cairn_gateway_requests_total",
+        .help = "Scribe requests a gateway served, by how their worker got them: handed by the "
+                "event loop, or kept by the worker that answered the client's previous request.",
+        .kind = CN_METRIC_COUNTER,
+    };
+    static _Atomic(cn_metric_t *) slot[2];
+    cn_metric_add(cn_metric_cached(&slot[kept], &served, "served=\"%s\"", kept ? "kept" : "handed"),
+                  1);
+}
+
+/* Serves the request of head, then, while the client sends its requests
+ * back to back, its next ones on this worker (at most CN__GW_LINGER_RUN,
+ * never while the server stops): each forwarded request would otherwise
+ * cost a hand-off from the loop to a worker and back, two thread wake-ups
+ * that cost more than the relay itself (docs/protocol/scribe-gateway.md,
+ * "Sessions and upstream connections"). */
 static cn_err_t gw_serve(void *cstate, cn_conn_t *c, const uint8_t *head)
 {
     cn__gw_conn_t *gc = cstate;
-    cn__scribe_session_activity(&gc->g->sessions, gc->ss, true);
-    cn_err_t e = serve_one(gc, c, head);
-    cn__scribe_session_activity(&gc->g->sessions, gc->ss, false);
-    return e;
+    uint8_t next[CN_SCRIBE_HDR_LEN];
+    if (gc->answered_ms && cn_mono_ms() - gc->answered_ms <= CN__GW_LINGER_MS)
+        gc->linger = true; /* it came within the wait of the last answer */
+    for (unsigned run = 1;; run++) {
+        count_served(run > 1);
+        cn__scribe_session_activity(&gc->g->sessions, gc->ss, true);
+        cn_err_t e = serve_one(gc, c, head);
+        cn__scribe_session_activity(&gc->g->sessions, gc->ss, false);
+        gc->answered_ms = cn_mono_ms();
+        bool got = false;
+        if (e < 0 || !gc->linger || run >= CN__GW_LINGER_RUN || cn_conn_stopping(c) ||
+            (e = linger_next(gc, c, next, &got)) < 0 || !got)
+            return e;
+        head = next;
+    }
 }
 
 static int64_t gw_idle(void *cstate, int64_t now_ms)

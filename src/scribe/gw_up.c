@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 /* Waits until fd is ready for events or the deadline (mono ms) passes. */
@@ -108,7 +109,9 @@ static cn_err_t read_raw(cn__gw_up_t *up, void *p, size_t n, size_t *got)
         CN_TRY(wait_fd(up->fd, ev, deadline));
     }
     for (;;) {
-        ssize_t r = recv(up->fd, p, n, MSG_DONTWAIT);
+        /* plaintext sockets block on reads (up_open): an answer not there
+         * yet costs one call, not a failed read, a poll and a read */
+        ssize_t r = recv(up->fd, p, n, 0);
         if (r > 0) {
             *got = (size_t)r;
             return CN_OK;
@@ -119,7 +122,7 @@ static cn_err_t read_raw(cn__gw_up_t *up, void *p, size_t n, size_t *got)
             continue;
         if (errno != EAGAIN && errno != EWOULDBLOCK)
             return CN_E_CLOSED;
-        CN_TRY(wait_fd(up->fd, POLLIN, deadline));
+        CN_TRY(wait_fd(up->fd, POLLIN, deadline)); /* SO_RCVTIMEO ran out: past it */
     }
 }
 
@@ -140,6 +143,25 @@ cn_err_t cn__gw_up_read_some(cn__gw_up_t *up, void *p, size_t n, size_t *got)
     memcpy(p, up->rb + up->rpos, take);
     up->rpos += (uint32_t)take;
     *got = take;
+    return CN_OK;
+}
+
+cn_err_t cn__gw_up_ahead(cn__gw_up_t *up, size_t n)
+{
+    if (n > CN__GW_UP_RB)
+        return CN_E_INVALID;
+    if (!up->rb && !(up->rb = malloc(CN__GW_UP_RB)))
+        return -ENOMEM;
+    while (up->rlen - up->rpos < n) {
+        if (CN__GW_UP_RB - up->rpos < n) { /* make room: the unread bytes to the front */
+            memmove(up->rb, up->rb + up->rpos, up->rlen - up->rpos);
+            up->rlen -= up->rpos;
+            up->rpos = 0;
+        }
+        size_t got = 0;
+        CN_TRY(read_raw(up, up->rb + up->rlen, CN__GW_UP_RB - up->rlen, &got));
+        up->rlen += (uint32_t)got;
+    }
     return CN_OK;
 }
 
@@ -178,6 +200,21 @@ static cn_err_t dial(const char *address, int *out)
         return e;
     }
     *out = fd;
+    return CN_OK;
+}
+
+/* A plaintext upstream socket blocks (its reads for CN__GW_IO_MS at most,
+ * SO_RCVTIMEO) once connected, so that a worker waiting for storage's
+ * answer sleeps in its read; writes and the fitness peek still pass
+ * MSG_DONTWAIT and wait by poll.  TLS sockets stay non-blocking (OpenSSL
+ * reads them, and the peek of cn__gw_up_unfit must not wait). */
+static cn_err_t block_reads(int fd)
+{
+    struct timeval tv = { .tv_sec = CN__GW_IO_MS / 1000, .tv_usec = 0 };
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0)
+        return -errno;
     return CN_OK;
 }
 
@@ -334,6 +371,8 @@ static cn_err_t up_open(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compr
     up->codec = codec;
     up->compression = compression;
     cn_err_t e = dial(g->cfg.servers[server].address, &up->fd);
+    if (e >= 0 && !g->cfg.tls)
+        e = block_reads(up->fd);
     if (e >= 0 && g->cfg.tls)
         e = tls_open(g, up, g->cfg.servers[server].address,
                      u && u->caller == CN_SCRIBE_CALLER_ANONYMOUS);

@@ -26,24 +26,13 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "fleet"))
 import pgharness  # noqa: E402
+from proc_cpu import cpu  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "build"
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 3000
 KEYS = 500
 THREADS = 8
 TOKEN = "bench:" + os.urandom(16).hex()
-TCK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu(pids):
-    t = 0
-    for p in pids:
-        try:
-            f = open("/proc/%d/stat" % p).read().rsplit(")", 1)[1].split()
-            t += int(f[11]) + int(f[12])
-        except OSError:
-            pass  # a backend that ended meanwhile
-    return t / TCK
 
 
 class Node:

@@ -30,21 +30,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "fleet"))
 import pgharness  # noqa: E402
+from proc_cpu import cpu  # noqa: E402
 
 TOKEN = "bench:" + os.urandom(16).hex()
-TCK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu(pids):
-    t = 0
-    for p in pids:
-        try:
-            with open("/proc/%d/stat" % p) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            t += int(fields[11]) + int(fields[12])
-        except (OSError, IndexError, ValueError):
-            pass
-    return t / TCK
 
 
 def pg_pids(pg):

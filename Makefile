@@ -6,7 +6,7 @@ ASAN   ?= build-asan
 PY     := /usr/bin/python3
 MESON_OPTS ?=
 
-.PHONY: all help build deps asan run test test-unit test-integration fuzz bench test-crash test-slow \
+.PHONY: all help build deps asan run test test-unit test-integration fuzz bench test-crash test-slow test-fleet \
         install clean format test-console console-npm console-shots console-golden
 
 all: build
@@ -21,6 +21,7 @@ help:
 	@echo 'make console-shots      the console'"'"'s screenshots compared with tests/console/golden/'
 	@echo 'make console-golden     re-record those goldens (and the Chromium version)'
 	@echo 'make test-crash         the long crash-durability run'
+	@echo 'make test-fleet         the pytest tree on PostgreSQL and the S3 tier (tests/fleetmode.py)'
 	@echo 'make test-slow          the integration tests too slow for make test (CAIRN_SLOW_TESTS=1)'
 	@echo 'make asan               the ASan+UBSan build (clang) in $(ASAN)/, with the fuzz harnesses'
 	@echo 'make fuzz               every libFuzzer harness for 300 s'
@@ -71,7 +72,7 @@ test-unit:
 test-integration:
 	@scripts/deps.sh test
 	$(MAKE) asan
-	CAIRN_BUILD=$(ASAN) $(PY) -m pytest -q -x tests --ignore=tests/s3/test_s3_lifecycle.py
+	CAIRN_BUILD=$(ASAN) $(PY) -m pytest -q -x --durations=30 tests --ignore=tests/s3/test_s3_lifecycle.py
 	CAIRN_BUILD=$(ASAN) $(PY) -m pytest -q -x -n 4 tests/s3/test_s3_lifecycle.py
 
 # The console suite (tests/console): Node's test runner drives Debian's chromium
@@ -107,6 +108,21 @@ fuzz: asan
 bench: build
 	@scripts/deps.sh bench
 	scripts/bench.sh $(BUILD)
+
+# The whole pytest tree on the fleet engines (issue 24; tests/fleetmode.py):
+# every cairnd on a database of its own on one throwaway PostgreSQL 15 cluster,
+# its blobs on the S3 tier, the RGW of a throwaway single-node Ceph cluster
+# (tests/fleet/cephharness.py); then the RGW round trips of test_fleet_ceph.py.
+# tests/fleet itself runs in make test, with its own clusters.
+# FLEET_BLOBS=cairnd puts the tier on a backend cairnd instead of Ceph.
+FLEET_BLOBS ?= ceph
+FLEET_TIER   = $(if $(filter ceph,$(FLEET_BLOBS)),tests/fleet/ceph.sh,)
+test-fleet: asan
+	@scripts/deps.sh fleet
+	CAIRN_BUILD=$(ASAN) CAIRN_TEST_BLOBS=s3 $(FLEET_TIER) tests/fleet/pg.sh $(PY) -m pytest -q \
+	  --durations=30 tests --ignore=tests/fleet --ignore=tests/s3/test_s3_lifecycle.py $(PYTEST_ARGS)
+	$(if $(FLEET_TIER),CAIRN_BUILD=$(ASAN) CAIRN_SLOW_TESTS=1 $(FLEET_TIER) $(PY) -m pytest -q \
+	  tests/fleet/test_fleet_ceph.py,)
 
 test-crash: asan
 	CAIRN_BUILD=$(ASAN) CAIRN_CRASH_CYCLES=20 $(PY) -m pytest -q tests -k crash

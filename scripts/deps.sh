@@ -14,7 +14,10 @@
 # Their npm packages (playwright-core 1.65.2, pixelmatch 8.0.0, pngjs 7.0.0) are
 # pinned with integrity hashes in tests/console/package-lock.json and installed
 # by `npm ci` there (make test-console), never with a browser download.
-# usage: scripts/deps.sh build|test|bench
+# fleet adds Debian's Ceph (mon, mgr, OSD, RGW and the ceph/radosgw-admin
+# commands) to test's list: tests/fleet/cephharness.py bootstraps a throwaway
+# single-node cluster from them for make test-fleet.
+# usage: scripts/deps.sh build|test|bench|fleet
 set -eu
 pqclean_version=0.8.1
 pqclean_integrity=sha512-+5FtknAJdiNtVBiyLiKW3OnanhcqSWy44KCaZz1tELhalp5HfuIcxNsX9uS0t7ne2tEWc7NBd4GpiQBTGTIJBA==
@@ -31,6 +34,7 @@ test="$build clang-format b3sum python3-pytest python3-boto3 python3-requests py
       golang-github-burntsushi-toml-dev python3-tomli postgresql-15 python3-pytest-xdist
       python3-cryptography fonts-dejavu-core"
 bench="$test iperf3 nginx wrk gnuplot-nox git git-lfs curl valgrind"
+fleet="$test ceph-mon ceph-mgr ceph-osd radosgw ceph-common"
 
 # The Debian packages that give this machine node and npm: "nodejs npm" where
 # node is missing, none where both are there; node without npm is an error
@@ -49,7 +53,8 @@ case "${1:-build}" in
   build) want=$build ;;
   test) node=$(node_pkgs) || exit 1; want="$test $node" ;;
   bench) node=$(node_pkgs) || exit 1; want="$bench $node" ;;
-  *) echo "usage: $0 build|test|bench" >&2; exit 2 ;;
+  fleet) node=$(node_pkgs) || exit 1; want="$fleet $node" ;;
+  *) echo "usage: $0 build|test|bench|fleet" >&2; exit 2 ;;
 esac
 missing=""
 for p in $want; do

@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+import fleetmode
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, os.environ.get("CAIRN_BUILD", "build"))
 ADMIN_TOKEN = "cnadmin:test-admin-secret-0123456789"
@@ -25,6 +27,7 @@ def binary(name):
 def run(args, env=None, timeout=30, input=None, cwd=None):
     """Runs a command to completion; returns CompletedProcess with text output."""
     full_env = dict(os.environ)
+    full_env.update(fleetmode.command_env(args))
     full_env.update(env or {})
     return subprocess.run(args, capture_output=True, text=True, env=full_env,
                           timeout=timeout, input=input, cwd=cwd)
@@ -45,12 +48,15 @@ class Server:
         self.log_path = os.path.join(self.data_dir + ".log")
         self.log = None
         self.log_offset = 0
+        self.fleet_engines = fleetmode.active()  # make test-fleet (tests/fleetmode.py)
 
     def start(self, wait_for=("jay",), timeout=30):
         self.log = open(self.log_path, "ab")
         # A restart appends to the same log: parse only what this run wrote.
         self.log_offset = self.log.tell()
         cmd = [binary("cairnd"), "--data", self.data_dir] + self.args
+        if self.fleet_engines:
+            cmd += fleetmode.server_args(self.data_dir, self.args)
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
         deadline = time.time() + timeout
         while time.time() < deadline:
@@ -103,6 +109,16 @@ def ephemeral_args(jay="127.0.0.1:0", scribe="off", http="off"):
     return ["--jay", jay, "--scribe", scribe, "--http", http]
 
 
+def pytest_collection_modifyitems(config, items):
+    """On the fleet engines, the tests fleetmode.SKIPS names are skipped with its reason."""
+    if not fleetmode.active():
+        return
+    for item in items:
+        why = fleetmode.skip_reason(item.nodeid)
+        if why:
+            item.add_marker(pytest.mark.skip(reason=why))
+
+
 @pytest.fixture
 def server_factory(tmp_path):
     servers = []
@@ -119,6 +135,27 @@ def server_factory(tmp_path):
         out = s.output()
         # A sanitizer report anywhere in the server's output fails the test.
         assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+
+
+@pytest.fixture
+def servers():
+    """A list a test appends the Servers it started by hand to; each is
+    stopped after the test, and a sanitizer report in its output fails it."""
+    started = []
+    yield started
+    for s in started:
+        s.stop()
+        out = s.output()
+        assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+
+
+def free_port():
+    """A loopback TCP port free now (bound and released)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 @pytest.fixture

@@ -17,6 +17,8 @@ Settings, and why:
                            that matters
 
 As a library: `with PgCluster() as pg: pg.uri` (or pg.create_db(name)).
+A streaming standby of a running cluster: `PgCluster(primary=pg).start()`
+(pg_basebackup -R over the primary's socket; promote() makes it a primary).
 As a command: `pgharness.py [--print] -- CMD ARGS...` runs CMD with
 CAIRN_TEST_META set to the cluster's URI and exits with CMD's status (a TAP
 skip when the server binaries are missing).
@@ -54,16 +56,20 @@ def available():
 class PgCluster:
     """One PostgreSQL cluster in a temp dir; start() then stop()."""
 
-    def __init__(self, settings=None):
+    def __init__(self, settings=None, primary=None):
         """settings: more -c NAME=VALUE for the server (e.g. the fault tests'
         synchronous_commit=on, so a crash of the server loses no commit it
-        acknowledged)."""
+        acknowledged).  primary: a started PgCluster this one is a streaming
+        standby of (its data from pg_basebackup -R, so it follows the
+        primary over its unix socket as the role cairn; hot_standby is on
+        by default, so it answers reads)."""
         self.bin = bindir()
         if self.bin is None:
             raise RuntimeError("PostgreSQL server binaries not found (apt-get install postgresql-15)")
         self.dir = None
         self.as_user = None
         self.settings = dict(settings or {})
+        self.primary = primary
 
     def _run(self, argv, **kw):
         if self.as_user:
@@ -91,12 +97,20 @@ class PgCluster:
         data = os.path.join(self.dir, "data")
         t0 = time.monotonic()
         try:
-            self._run([os.path.join(self.bin, "initdb"), "-D", data, "-U", ROLE,
-                       "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8",
-                       "--locale-provider=icu", "--icu-locale=en-US", "--no-sync",
-                       "--no-instructions"])
-            self.start_server()
-            self.create_db(DB)
+            if self.primary:
+                # -R: standby.signal and primary_conninfo (the primary's socket
+                # dir and role); -X stream: the WAL of the copy comes along.
+                self._run([os.path.join(self.bin, "pg_basebackup"), "-D", data, "-R",
+                           "-X", "stream", "-c", "fast", "--no-sync", "-h", self.primary.dir,
+                           "-U", ROLE])
+                self.start_server()
+            else:
+                self._run([os.path.join(self.bin, "initdb"), "-D", data, "-U", ROLE,
+                           "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8",
+                           "--locale-provider=icu", "--icu-locale=en-US", "--no-sync",
+                           "--no-instructions"])
+                self.start_server()
+                self.create_db(DB)
         except subprocess.CalledProcessError as e:
             log = ""
             try:
@@ -129,6 +143,12 @@ class PgCluster:
         then down; immediate: down at once, recovery at the next start)."""
         self._run([os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-m", mode, "-w",
                    "-t", "60", "stop"])
+
+    def promote(self):
+        """pg_ctl promote: a standby ends recovery and becomes a primary on a
+        new timeline (waits until it accepts writes)."""
+        self._run([os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-w", "-t", "60",
+                   "promote"])
 
     def server_pids(self):
         """The postmaster's pid and those of its children (the backends and
@@ -191,7 +211,9 @@ class PgCluster:
         self.stop()
 
 
-def main(argv):
+def command_line(argv, prog):
+    """A harness's `[--print] -- CMD ARGS...`: (show, CMD ARGS) or None after
+    printing the usage (the harnesses' exit status is then 2)."""
     show = False
     if argv and argv[0] == "--print":
         show = True
@@ -199,8 +221,16 @@ def main(argv):
     if argv and argv[0] == "--":
         argv = argv[1:]
     if not argv:
-        print("usage: pgharness.py [--print] -- CMD ARGS...", file=sys.stderr)
+        print("usage: %s [--print] -- CMD ARGS..." % prog, file=sys.stderr)
+        return None
+    return show, argv
+
+
+def main(argv):
+    parsed = command_line(argv, "pgharness.py")
+    if parsed is None:
         return 2
+    show, argv = parsed
     if not available():
         # A TAP skip with its reason (the meson tests are TAP): the server
         # comes with `scripts/deps.sh test`.

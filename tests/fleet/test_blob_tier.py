@@ -11,7 +11,6 @@ import http.client
 import http.server
 import os
 import shutil
-import socket
 import sys
 import threading
 import time
@@ -20,7 +19,7 @@ import pytest
 import requests
 from botocore.exceptions import ClientError
 
-from conftest import ADMIN_TOKEN, Server
+from conftest import ADMIN_TOKEN, Server, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "s3"))
@@ -32,13 +31,6 @@ BUCKET = "tier"
 PREFIX = "blobs"
 DEADLINE_MS = 3000  # the node's retry deadline for backend requests (CAIRN_BLOB_DEADLINE_MS)
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Tier:

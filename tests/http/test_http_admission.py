@@ -11,7 +11,6 @@ is counted depends on the counts alone, never on how fast this runs."""
 import re
 import socket
 
-import pytest
 
 from conftest import ADMIN_TOKEN, Server
 
@@ -23,16 +22,6 @@ def start(tmp_path, limits):
                                           "127.0.0.1:0", "--config", str(cfg)],
                  env={"CAIRN_ADMIN_TOKEN": ADMIN_TOKEN})
     return srv.start(wait_for=("http",))
-
-
-@pytest.fixture
-def servers():
-    started = []
-    yield started
-    for s in started:
-        s.stop()
-        out = s.output()
-        assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
 
 
 def connect(addr, source=None, timeout=10):

@@ -26,7 +26,7 @@ import time
 
 import pytest
 
-from conftest import binary, run
+from conftest import binary, free_port, run
 from scribe_wire import ERR, FLAG_ERROR, FLAG_STREAM, OP, CHUNK, ScribeError, b3
 from test_scribe_v4 import Proxy, control4, hello4, hello_reply, raw_conn
 
@@ -349,12 +349,6 @@ def test_separate_storage_server_asks_a_remote_auth(world, roles, server_factory
     c = raw_conn(world.proxy(acc["rita"], store).addr)
     assert hello_reply(c, hello4(caller=1)) == ("error", ERR["auth_unavailable"])
 
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_auth_rolled_back_to_an_older_revision_is_auth_unavailable(server_factory, cert,

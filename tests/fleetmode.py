@@ -1,0 +1,182 @@
+"""The integration suite on the fleet engines (issue 24, `make test-fleet`).
+
+When CAIRN_TEST_META holds a PostgreSQL URI (tests/fleet/pg.sh sets it to a
+throwaway cluster's), every cairnd a test starts through conftest's Server
+runs with `--meta` on a database of its own on that server, named after its
+data dir (so a restart on the same dir finds its rows again), and with one
+identity key file shared by the whole run.  When CAIRN_TEST_BLOBS is `s3`
+as well, its blobs go to the S3 tier: one backend cairnd on its embedded
+engine, started at the first use and stopped when the run ends, with a key
+prefix per data dir.  A test that gives `--meta` or `--blob-store` itself
+keeps its own choice; the backend is the only server left embedded.
+
+With CAIRN_TEST_CEPH_ENDPOINT and CAIRN_TEST_CEPH_CREDS set (tests/fleet/
+ceph.sh: a throwaway single-node Ceph cluster), the S3 tier is that RGW
+instead, in a bucket of the run's own.
+
+`cairn admin --data DIR` reads its metadata from CAIRN_META when set, so
+commands the tests run against a server's data dir are given the same
+database through the environment (conftest.run).
+
+Tests that cannot hold on the fleet engines are skipped by SKIPS, each with
+its reason (issue 24: "a skip on one needs a written reason")."""
+import atexit
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.parse
+
+META = os.environ.get("CAIRN_TEST_META", "")
+BLOBS = os.environ.get("CAIRN_TEST_BLOBS", "")
+BUCKET = "tier"
+
+# Test files (or node-id prefixes) that do not run on the fleet engines, and why.
+SKIPS = {
+    "tests/fleet/": "starts its own PostgreSQL cluster and blob tier; make test runs it",
+    "tests/cmd/test_admin_cli.py::test_first_run_creates_private_files":
+        "checks the files an embedded first start makes in DIR (identity.key, meta.db); a fleet "
+        "node is given its key and keeps its metadata in PostgreSQL",
+    "tests/cmd/test_admin_repo_cli.py::test_backup_restore_new_incarnation":
+        "cairn admin repo backup/restore copy a repository out of DIR's own store and "
+        "metadata; the tool has no blob-tier flags (a fleet's repositories live in PostgreSQL "
+        "and the tier, backed up by their own means)",
+    "tests/cmd/test_admin_repo_cli.py::test_restore_into_empty_data_dir":
+        "cairn admin repo backup/restore work on DIR's own store (as above)",
+    "tests/cmd/test_repo_verified_sync.py::test_rollback_refused_until_anchor_reset":
+        "rolls a repository back with cairn admin repo backup/restore, which work on DIR's own "
+        "store (as above)",
+}
+
+_dbs = {}         # realpath of a data dir -> its database URI
+_state = {}       # "dir", "key", "creds", "backend"
+
+
+def active():
+    return bool(META)
+
+
+def skip_reason(nodeid):
+    for prefix, why in SKIPS.items():
+        if nodeid.startswith(prefix):
+            return "fleet engines: " + why
+    return None
+
+
+def _uri_for(db):
+    """META with its database replaced by db (postgresql://[HOST]/DB[?QUERY])."""
+    base, sep, query = META.partition("?")
+    scheme, _, rest = base.partition("://")
+    host = rest.split("/", 1)[0]
+    return "%s://%s/%s%s%s" % (scheme, host, urllib.parse.quote(db), sep, query)
+
+
+def _workdir():
+    if "dir" not in _state:
+        _state["dir"] = tempfile.mkdtemp(prefix="cn-fleetmode-")
+        atexit.register(_cleanup)
+    return _state["dir"]
+
+
+def _cleanup():
+    backend = _state.pop("backend", None)
+    if backend is not None:
+        backend.stop()
+    shutil.rmtree(_state.pop("dir", ""), ignore_errors=True)
+
+
+def meta_uri(data_dir):
+    """The database of the server on data_dir, created at its first use."""
+    real = os.path.realpath(str(data_dir))
+    if real not in _dbs:
+        db = "t_" + hashlib.sha1(real.encode()).hexdigest()[:24]
+        subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", _uri_for("postgres"),
+                        "-c", 'CREATE DATABASE "%s" STRATEGY = FILE_COPY' % db],
+                       check=True, capture_output=True, text=True)
+        _dbs[real] = _uri_for(db)
+    return _dbs[real]
+
+
+def identity_key():
+    if "key" not in _state:
+        path = os.path.join(_workdir(), "fleet.key")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, (os.urandom(32).hex() + "\n").encode())
+        os.close(fd)
+        _state["key"] = path
+    return _state["key"]
+
+
+def _rgw():
+    """The S3 tier on the Ceph RGW of tests/fleet/ceph.sh (cephharness.py):
+    its endpoint and credentials file, with the run's bucket made there."""
+    if "endpoint" not in _state:
+        import boto3
+        from botocore.config import Config
+        creds = os.environ["CAIRN_TEST_CEPH_CREDS"]
+        with open(creds) as f:
+            key, secret = f.read().strip().split(":", 1)
+        endpoint = os.environ["CAIRN_TEST_CEPH_ENDPOINT"]
+        bucket = "%s-%s" % (BUCKET, os.urandom(4).hex())
+        boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=key,
+                     aws_secret_access_key=secret, region_name="us-east-1",
+                     config=Config(s3={"addressing_style": "path"})).create_bucket(Bucket=bucket)
+        _state.update(endpoint=endpoint, creds=creds, bucket=bucket)
+    return _state["endpoint"], _state["creds"]
+
+
+def _backend():
+    """The S3 tier's backend cairnd (embedded), started once per run; the
+    RGW instead when CAIRN_TEST_CEPH_ENDPOINT names one."""
+    if os.environ.get("CAIRN_TEST_CEPH_ENDPOINT"):
+        return _rgw()
+    if "backend" not in _state:
+        from conftest import ADMIN_TOKEN, Server
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "s3"))
+        from s3fixtures import S3Server
+        srv = Server(os.path.join(_workdir(), "backend"),
+                     args=["--jay", "127.0.0.1:0", "--scribe", "off", "--http", "127.0.0.1:0"])
+        srv.fleet_engines = False
+        _state["backend"] = srv
+        backend = S3Server(srv.start(wait_for=("http", "jay")))
+        backend.client().create_bucket(Bucket=BUCKET)
+        _state["endpoint"] = backend.endpoint
+        creds = os.path.join(_workdir(), "blob.creds")
+        with open(creds, "w") as f:
+            f.write(ADMIN_TOKEN + "\n")
+        _state["creds"] = creds
+    return _state["endpoint"], _state["creds"]
+
+
+def server_args(data_dir, args):
+    """The flags a server on data_dir with args gets in fleet mode (none
+    when the test chose its engines itself)."""
+    extra = []
+    if "--meta" not in args:
+        extra += ["--meta", meta_uri(data_dir)]
+        if "--identity-key" not in args:
+            extra += ["--identity-key", identity_key()]
+    if BLOBS == "s3" and "--blob-store" not in args:
+        endpoint, creds = _backend()
+        prefix = urllib.parse.urlsplit(meta_uri(data_dir)).path.lstrip("/")
+        bucket = _state.get("bucket", BUCKET)
+        extra += ["--blob-store", "s3://%s/%s" % (bucket, prefix), "--blob-endpoint", endpoint,
+                  "--blob-credentials", creds]
+    return extra
+
+
+def command_env(args):
+    """The environment a command gets in fleet mode: `cairn admin --data DIR`
+    reads the database of the server on DIR (CAIRN_META; made now if that
+    server has not started yet, so the server finds what the command wrote)
+    and the run's key."""
+    args = [str(a) for a in args]
+    if not active() or len(args) < 2 or os.path.basename(args[0]) != "cairn" \
+            or args[1] != "admin" or "--data" not in args or "--meta" in args:
+        return {}
+    i = args.index("--data")
+    if i + 1 >= len(args):
+        return {}
+    return {"CAIRN_META": meta_uri(args[i + 1]), "CAIRN_IDENTITY_KEY": identity_key()}

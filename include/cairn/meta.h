@@ -210,15 +210,17 @@ typedef cn_err_t (*cn_meta_body_fn)(cn_meta_txn_t *txn, void *ctx);
 enum {
     CN_META_RUN_READ = 0,   /* a read transaction (one snapshot) */
     CN_META_RUN_WRITE = 1,  /* a write transaction, committed durably */
-    CN_META_RETRY = 2,      /* body is repeatable: rerun it when the database is locked */
+    CN_META_RETRY = 2,      /* body is repeatable: rerun it when locked or failed over */
     CN_META_RUN_NOWAIT = 4, /* write: commit with cn_meta_commit_nowait */
     CN_META_RUN_ONE = 8     /* read: body runs one statement (CN_META_READ_ONE) */
 };
 
 /* Runs body(txn, ctx) in one transaction of the kind flags names.  Returns the
  * body's value, the begin's or the commit's error.  With CN_META_RETRY a run
- * that failed CN_E_DB_LOCKED or CN_E_BUSY is repeated until twice the busy
- * timeout has passed.  Thread-safe; the same rule as cn_meta_begin applies (a
+ * that failed CN_E_DB_LOCKED or CN_E_BUSY, or CN_E_UNAVAILABLE with its
+ * transaction known rolled back (PostgreSQL lost or failed over before the
+ * COMMIT, or a lost COMMIT found aborted; run.c R5-R7), is repeated until
+ * twice the busy timeout has passed.  Thread-safe; the same rule as cn_meta_begin applies (a
  * thread holds at most one write transaction).
  *
  * Group commit (SQLite, unless opts.no_group): concurrent write runs share

@@ -91,6 +91,25 @@ cn_err_t cn__meta_bind_list(cn_meta_stmt_t *st, int idx, const void *p, size_t w
  * (cn_meta_execf's) to st's parameters first, first+1, ... */
 cn_err_t cn__meta_bind_args(cn_meta_stmt_t *st, int first, const char *types, va_list ap);
 
+/* What an engine tells run.c about a CN_E_UNAVAILABLE it returns because it
+ * lost its server (run.c, R5-R7).  Ordered: a later report only raises the
+ * attempt's. */
+typedef enum {
+    CN__META_LOST_NONE = 0,
+    /* The connection broke, the server refused a write as read-only, or no
+     * server the target accepts could be reached, and the transaction did
+     * not commit: it never began, the server rolled it back whole, or (its
+     * connection lost in COMMIT) the server said by its id that it aborted. */
+    CN__META_LOST_CLEAN,
+    /* A COMMIT was sent and its outcome could not be learned: it may have
+     * committed.  The run must not be repeated. */
+    CN__META_LOST_UNKNOWN
+} cn__meta_lost_t;
+/* run.c for the engines: reports kind for the attempt that the calling
+ * thread is running (the thread that began the transaction runs its body
+ * and its commit).  Engines that never lose a server (SQLite) never call it. */
+void cn__meta_note_lost(cn__meta_lost_t kind);
+
 extern const cn__meta_engine_t cn__meta_engine_sqlite;
 extern const cn__meta_engine_t cn__meta_engine_pg;
 /* walbuf.c for engine_sqlite.c: registers (once; not thread-safe, call under

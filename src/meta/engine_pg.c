@@ -38,6 +38,21 @@
  *     committed is success, aborted a failure that applied nothing; only
  *     when the server cannot be asked within the busy timeout is the
  *     outcome unknown (CN_E_UNAVAILABLE, logged as such).
+ *  8. A transaction id is asked about only on the server incarnation that
+ *     assigned it: the same timeline and the same postmaster start, read
+ *     once per session before its first COMMIT that has an id (a primary's
+ *     incarnation never changes under a session).  A promoted standby, or a
+ *     server restarted after a crash, may have never received the id's WAL
+ *     and hand the same id to another transaction, whose status would
+ *     answer for ours; on another incarnation the outcome is unknown at
+ *     once.
+ *  9. Every CN_E_UNAVAILABLE for a lost server (a connection broken or not
+ *     made, 08xxx, 57P0x, 25006) is reported to run.c (cn__meta_note_lost,
+ *     run.c R5-R7) as CN__META_LOST_CLEAN: no COMMIT of the transaction
+ *     was sent, so the server rolled it back whole, or COMMIT was lost and
+ *     invariant 7 resolved it as aborted; an unresolved COMMIT is reported
+ *     CN__META_LOST_UNKNOWN.  run.c repeats a repeatable body only on the
+ *     first, so a failover costs such a request a wait, not an error.
  */
 #include "engine.h"
 #include "watch.h"
@@ -76,6 +91,8 @@ struct cn__meta_conn {
     uint64_t gen;     /* bumped by every reset (invariant 3) */
     uint64_t next_id; /* statement names */
     uint64_t xid_gen; /* gen + 1 once "cn_xid" is prepared (current_xid) */
+    uint64_t inc_gen; /* gen + 1 once inc is read (invariant 8) */
+    char inc[64];     /* the server's incarnation, "TIMELINE/START" ("" unknown) */
     int64_t changes;  /* rows of the last INSERT/UPDATE/DELETE */
     char **dead;      /* names to deallocate before the next BEGIN */
     size_t ndead, capdead;
@@ -153,8 +170,17 @@ static cn_err_t pg_fail(cn__meta_conn_t *c, const PGresult *res)
 {
     const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     if (!st) {
+        /* libpq's own failure.  A send to a server that died ("server closed
+         * the connection unexpectedly") leaves the connection OK until its
+         * end is read: read it now, so the status tells a lost server. */
+        if (PQstatus(c->pg) == CONNECTION_OK)
+            (void)PQconsumeInput(c->pg);
         bool bad = PQstatus(c->pg) == CONNECTION_BAD;
         snprintf(c->err, sizeof c->err, "postgres: %s", bad ? "connection lost" : "no result");
+        if (bad)
+            cn__meta_note_lost(CN__META_LOST_CLEAN); /* invariant 9 */
+        else
+            c->stale = true; /* the session's state is not known: a new one (invariant 3) */
         return bad ? CN_E_UNAVAILABLE : CN_E_DB;
     }
     const char *what = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
@@ -167,7 +193,10 @@ static cn_err_t pg_fail(cn__meta_conn_t *c, const PGresult *res)
              cons ? ": " : "", cons ? cons : "");
     if (strcmp(st, "25006") == 0)
         c->stale = true; /* read_only_sql_transaction: the next connection may reach a primary */
-    return map_state(st);
+    cn_err_t e = map_state(st);
+    if (e == CN_E_UNAVAILABLE)
+        cn__meta_note_lost(CN__META_LOST_CLEAN); /* invariant 9 */
+    return e;
 }
 
 /* Runs sql (no parameters, no rows expected back); PQclear included. */
@@ -322,6 +351,7 @@ static cn_err_t pg_conn_open(cn__meta_db_t *db, bool writer, cn__meta_conn_t **o
         /* The message may name the host, never a password (the URI's own
          * password is not echoed by libpq). */
         cn_warn("meta", "postgres: cannot connect: %s", PQerrorMessage(c->pg));
+        cn__meta_note_lost(CN__META_LOST_CLEAN); /* invariant 9 */
         e = CN_E_UNAVAILABLE;
     }
     if (e == 0)
@@ -341,6 +371,7 @@ static cn_err_t reconnect(cn__meta_conn_t *c)
     PQreset(c->pg);
     if (PQstatus(c->pg) != CONNECTION_OK) {
         snprintf(c->err, sizeof c->err, "postgres: connection lost");
+        cn__meta_note_lost(CN__META_LOST_CLEAN); /* invariant 9: nothing ran */
         return CN_E_UNAVAILABLE;
     }
     c->gen++;
@@ -486,47 +517,90 @@ static cn_err_t current_xid(cn__meta_conn_t *c, char *id, size_t cap)
     return e;
 }
 
+/* Invariant 8: the server's incarnation as SQL text, "TIMELINE/START" (the
+ * timeline it writes WAL on, from the name of its current WAL file, and
+ * its postmaster's start in epoch seconds); NULL on a standby, which has
+ * no current WAL position of its own. */
+#define INCARNATION                                                                          \
+    "CASE WHEN pg_is_in_recovery() THEN NULL ELSE substr(pg_walfile_name("                   \
+    "pg_current_wal_lsn()), 1, 8) || '/' || extract(epoch FROM pg_postmaster_start_time()) " \
+    "END"
+
+/* Invariant 8: reads c's server incarnation into c->inc, once per session
+ * ("" on a standby: no outcome will be resolved there). */
+static cn_err_t incarnation(cn__meta_conn_t *c)
+{
+    if (c->inc_gen == c->gen + 1)
+        return 0;
+    PGresult *res = PQexec(c->pg, "SELECT " INCARNATION);
+    cn_err_t e = 0;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+        e = pg_fail(c, res);
+    else
+        snprintf(c->inc, sizeof c->inc, "%s", PQgetisnull(res, 0, 0) ? "" : PQgetvalue(res, 0, 0));
+    PQclear(res);
+    if (e == 0)
+        c->inc_gen = c->gen + 1;
+    return e;
+}
+
 static void pause_ms(long ms)
 {
     struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
     nanosleep(&ts, NULL);
 }
 
-/* The status of transaction xid, asked on c (opened again when broken):
- * "committed", "aborted", "in progress", or "" when the server cannot be
- * asked. */
-static void xid_status(cn__meta_conn_t *c, const char *xid, char *st, size_t cap)
+/* The status of transaction xid, assigned on server incarnation inc, asked
+ * on c (opened again when broken): "committed", "aborted", "in progress",
+ * "moved" when c's server is another incarnation (invariant 8: its answer
+ * could be another transaction's), or "" when the server cannot be asked
+ * (down, a standby, an id it has not assigned yet). */
+static void xid_status(cn__meta_conn_t *c, const char *xid, const char *inc, char *st, size_t cap)
 {
     st[0] = '\0';
     if (PQstatus(c->pg) != CONNECTION_OK && reconnect(c) < 0)
         return;
-    char sql[96];
-    snprintf(sql, sizeof sql, "SELECT pg_xact_status('%s'::xid8)", xid);
-    PGresult *res = PQexec(c->pg, sql);
-    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
-        snprintf(st, cap, "%s", PQgetvalue(res, 0, 0));
+    /* The status is computed only on the same incarnation (CASE evaluates
+     * lazily): elsewhere the id may be "in the future" and fail the query. */
+    const char *sql = "SELECT i, CASE WHEN i = $2 THEN pg_xact_status($1::xid8) END"
+                      " FROM (SELECT " INCARNATION " AS i) s";
+    const char *const pv[2] = { xid, inc };
+    PGresult *res = PQexecParams(c->pg, sql, 2, NULL, pv, NULL, NULL, 0);
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
+        if (strcmp(PQgetvalue(res, 0, 0), inc) != 0 || !inc[0])
+            snprintf(st, cap, "moved");
+        else if (!PQgetisnull(res, 0, 1))
+            snprintf(st, cap, "%s", PQgetvalue(res, 0, 1));
+    }
     PQclear(res);
 }
 
-/* Invariant 7: the outcome of transaction xid, whose connection was lost in
- * COMMIT.  Asked until it is known, for at most the busy timeout (the
- * server may be restarting; an old session may still be finishing it). */
-static cn_err_t resolve_commit(cn__meta_conn_t *c, const char *xid)
+/* An unresolved COMMIT (invariants 7-9): CN_E_UNAVAILABLE, never repeated. */
+static cn_err_t commit_unknown(cn__meta_conn_t *c, const char *xid, const char *why)
+{
+    cn_warn("meta", "postgres: connection lost in COMMIT of transaction %s; outcome unknown (%s)",
+            xid, why);
+    snprintf(c->err, sizeof c->err, "postgres: connection lost in COMMIT; outcome unknown");
+    cn__meta_note_lost(CN__META_LOST_UNKNOWN);
+    return CN_E_UNAVAILABLE;
+}
+
+/* Invariant 7: the outcome of transaction xid (assigned on incarnation
+ * inc), whose connection was lost in COMMIT.  Asked until it is known, for
+ * at most the busy timeout (the server may be restarting; an old session
+ * may still be finishing it), on the same incarnation only (invariant 8). */
+static cn_err_t resolve_commit(cn__meta_conn_t *c, const char *xid, const char *inc)
 {
     int64_t deadline = cn_mono_ns() + (int64_t)c->db->busy_ms * 1000000;
     char st[32];
     for (;;) {
-        xid_status(c, xid, st, sizeof st);
+        xid_status(c, xid, inc, st, sizeof st);
         if (strcmp(st, "committed") == 0 || strcmp(st, "aborted") == 0)
             break;
-        if (cn_mono_ns() >= deadline) {
-            cn_warn("meta",
-                    "postgres: connection lost in COMMIT of transaction %s; outcome "
-                    "unknown (the server did not answer within %u ms)",
-                    xid, c->db->busy_ms);
-            snprintf(c->err, sizeof c->err, "postgres: connection lost in COMMIT; outcome unknown");
-            return CN_E_UNAVAILABLE;
-        }
+        if (strcmp(st, "moved") == 0)
+            return commit_unknown(c, xid, "the server is another one now: a failover or a restart");
+        if (cn_mono_ns() >= deadline)
+            return commit_unknown(c, xid, "the server did not answer within the busy timeout");
         pause_ms(st[0] ? 10 : 100);
     }
     bool done = strcmp(st, "committed") == 0;
@@ -538,18 +612,23 @@ static cn_err_t resolve_commit(cn__meta_conn_t *c, const char *xid)
 
 static cn_err_t pg_commit(cn__meta_conn_t *c)
 {
-    char xid[32] = "";
+    char xid[32] = "", inc[sizeof c->inc];
     cn_err_t e = c->writer ? current_xid(c, xid, sizeof xid) : 0;
+    if (e == 0 && xid[0])
+        e = incarnation(c);
     if (e < 0) {
         pg_rollback(c);
         return e;
     }
+    snprintf(inc, sizeof inc, "%s", c->inc); /* a reconnect in resolve_commit rereads c->inc */
     fault_t fault = xid[0] ? fault_take(c) : FAULT_NONE;
     PGresult *res = fault ? commit_faulted(c, fault) : PQexec(c->pg, "COMMIT");
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         e = pg_fail(c, res);
         if (PQstatus(c->pg) == CONNECTION_BAD && xid[0])
-            e = resolve_commit(c, xid);
+            e = resolve_commit(c, xid, inc);
+        else if (e == CN_E_UNAVAILABLE && xid[0])
+            e = commit_unknown(c, xid, "the server ended the session in COMMIT");
     } else if (strcmp(PQcmdStatus(res), "ROLLBACK") == 0) {
         /* COMMIT of a failed transaction rolls it back and says so. */
         snprintf(c->err, sizeof c->err, "postgres: transaction had failed; rolled back");

@@ -20,6 +20,31 @@
  *      COMMIT holding them is durable), R2 holds because a repeated member's
  *      failed attempt was rolled back with its savepoint or its whole group,
  *      and R3 because every wait in a group is bounded by the busy timeout.
+ *  R5. A run with CN_META_RETRY is also repeated when it failed
+ *      CN_E_UNAVAILABLE because its engine lost the server (a failover: the
+ *      connection broke, the server turned read-only, or no server the
+ *      target accepts answered) and the engine reported the attempt's
+ *      transaction as not committed (CN__META_LOST_CLEAN, engine.h): it never
+ *      began, the server rolled it back whole, or its connection lost in
+ *      COMMIT, the server said by the transaction's id that it aborted
+ *      (engine_pg.c, invariant 7).  So a repeated body again saw no effect
+ *      of its failed attempt.  An attempt whose COMMIT may have happened
+ *      (CN__META_LOST_UNKNOWN) is never repeated: its CN_E_UNAVAILABLE is the
+ *      answer.  Each repeat begins on a connection opened again, so a
+ *      multi-host target finds the new primary.
+ *  R6. Failover repeats stop at the same deadline as R3 (twice the busy
+ *      timeout from the first begin, 10 s by default: a promotion takes a
+ *      second or two, and a request held longer ties up its server thread
+ *      while its client may give up), with a pause of 50 ms doubling to at
+ *      most 500 ms before each, so that a node does not spin reconnecting
+ *      while no primary is up.
+ *  R7. The engine reports a loss (cn__meta_note_lost) on the thread running
+ *      the attempt, which begins, runs and ends its transaction (run_once;
+ *      group.c's members report nothing: SQLite never loses its server).
+ *      The report is per attempt: cleared before it, read after it, and a
+ *      run nested in another run's body leaves the enclosing attempt the
+ *      report of its own last attempt, so the enclosing run does not repeat
+ *      past an unknown COMMIT.
  */
 #include "cairn/meta.h"
 #include "cairn/metrics.h"
@@ -45,6 +70,32 @@ static uint64_t now_ms(void)
 static bool retryable(cn_err_t err)
 {
     return err == CN_E_DB_LOCKED || err == CN_E_BUSY;
+}
+
+/* R7: the calling thread's report for the attempt it is running. */
+static _Thread_local cn__meta_lost_t lost_note;
+
+void cn__meta_note_lost(cn__meta_lost_t kind)
+{
+    if (kind > lost_note)
+        lost_note = kind;
+}
+
+/* R5: a failed attempt that a failover explains and that left nothing. */
+static bool failover_clean(cn_err_t err, cn__meta_lost_t seen)
+{
+    return err == CN_E_UNAVAILABLE && seen == CN__META_LOST_CLEAN;
+}
+
+/* R6: waits the n-th failover pause (n >= 0), never past deadline. */
+static void failover_pause(unsigned n, uint64_t deadline)
+{
+    uint64_t ms = n >= 4 ? 500 : 50u << n, now = now_ms();
+    if (now + ms > deadline)
+        ms = deadline > now ? deadline - now : 0;
+    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
 }
 
 static cn_err_t run_once(cn_meta_t *meta, cn_meta_mode_t mode, bool nowait, cn_meta_body_fn body,
@@ -77,14 +128,35 @@ cn_err_t cn_meta_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body, void
         .help = "Metadata transactions run again because the database was locked or busy.",
         .kind = CN_METRIC_COUNTER,
     };
-    static _Atomic(cn_metric_t *) slot;
+    static const cn_metric_family_t fofam = {
+        .name = "cairn_meta_failover_retries_total",
+        .help = "Metadata transactions run again because the connection to the database "
+                "server was lost before their commit (a failover or restart).",
+        .kind = CN_METRIC_COUNTER,
+    };
+    static _Atomic(cn_metric_t *) slot, foslot;
     cn_metric_t *retries = cn_metric_cached(&slot, &fam, "%s", "");
+    cn_metric_t *foretries = cn_metric_cached(&foslot, &fofam, "%s", "");
+    cn__meta_lost_t outer = lost_note, seen;
+    unsigned lost = 0;
+    cn_err_t err;
     for (;;) {
-        cn_err_t err = run_once(meta, mode, (flags & CN_META_RUN_NOWAIT) != 0, body, ctx);
-        if (!retryable(err) || !(flags & CN_META_RETRY) || now_ms() >= deadline)
-            return err;
-        cn_metric_add(retries, 1);
+        lost_note = CN__META_LOST_NONE;
+        err = run_once(meta, mode, (flags & CN_META_RUN_NOWAIT) != 0, body, ctx);
+        seen = lost_note;
+        if (!(flags & CN_META_RETRY) || now_ms() >= deadline)
+            break;
+        if (retryable(err)) {
+            cn_metric_add(retries, 1);
+        } else if (failover_clean(err, seen)) {
+            failover_pause(lost++, deadline);
+            cn_metric_add(foretries, 1);
+        } else {
+            break;
+        }
     }
+    lost_note = outer > seen ? outer : seen; /* R7 */
+    return err;
 }
 
 cn_err_t cn__meta_bind_args(cn_meta_stmt_t *st, int first, const char *types, va_list ap)

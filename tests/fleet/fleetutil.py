@@ -4,7 +4,6 @@ removed by pgharness) with its skip when the server binaries are missing,
 a fresh identity key file as an operator makes one, a paginated key
 listing, and Fleet: N nodes on one database and one blob tier."""
 import os
-import socket
 import sys
 
 import pytest
@@ -14,6 +13,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "s3"))
 import pgharness  # noqa: E402
+from conftest import free_port  # noqa: E402,F401 (the fleet tests import it from here)
 
 needs_pg = pytest.mark.skipif(not pgharness.available(),
                               reason="PostgreSQL 15 server binaries not installed")
@@ -32,14 +32,6 @@ def key_file(path):
     os.close(fd)
     return str(path)
 
-
-def free_port():
-    """A loopback TCP port free now (bound and released)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def list_keys(s3, bucket, prefix=""):
@@ -70,7 +62,9 @@ class Fleet:
     BUCKET = "tier"
     PREFIX = "blobs"
 
-    def __init__(self, pg, base, db, count=3, env=None):
+    def __init__(self, pg, base, db, count=3, env=None, uri=None):
+        """uri: the nodes' --meta when not pg's database db (made here), e.g.
+        a multi-host URI whose database the caller made."""
         from conftest import ADMIN_TOKEN, Server
         from s3fixtures import S3Server
         self._server, self._s3server = Server, S3Server
@@ -82,7 +76,7 @@ class Fleet:
         self.creds = base / "blob.creds"
         self.creds.write_text(ADMIN_TOKEN + "\n")
         self.key = key_file(base / "fleet.key")
-        self.uri = pg.create_db(db)
+        self.uri = uri or pg.create_db(db)
         self.nodes = [None] * count
         self.killed = set()
         for i in range(count):

@@ -311,7 +311,7 @@ def head_cache_serves(fleet):
 
 
 # ---- 1. PostgreSQL restarted under load -----------------------------------------------------
-def recovered(fleet, load, what, tag, t_down, before):
+def recovered(fleet, load, what, tag, t_down, before, min_failed=WRITERS):
     """After an outage that began at t_down (before = PUTs acknowledged then),
     once whatever was stopped is started again: every node serves within
     RECOVER_S, at least one writer was refused, and only cleanly; every
@@ -323,7 +323,7 @@ def recovered(fleet, load, what, tag, t_down, before):
           "%.2f s, slowest request %.2f s" % (what, down_for, before, len(acked) - before,
                                               len(failed), took, load.slowest))
     print("failures:", sorted({(v[2], v[3]) for v in failed.values()}))
-    assert len(failed) >= WRITERS
+    assert len(failed) >= min_failed
     assert_failures_clean(failed, fleet=fleet)
     assert took < RECOVER_S, took
     check_outcome(fleet, "load", acked, failed)
@@ -338,15 +338,14 @@ def test_pg_restart_under_load(fleet, pg):
     t_down = time.monotonic()
     pg.stop_server("fast")
     # Held down for OUTAGE_S (past the watcher's lease bound, so every node
-    # drops its leases) and until writers were refused, then started again.
-    load.wait_failed(WRITERS, timeout=20)
-    # The blob operations say so too: 503 unavailable, not 401 or 500.
-    st, body = Ops(fleet.nodes[1].server).put("outage/a", os.urandom(100))
-    assert (st, body["error"]["code"]) == (503, "unavailable"), (st, body)
+    # drops its leases), then started again.  Shorter than a run's failover
+    # window (run.c R6: 2 x the busy timeout), so writers wait rather than
+    # fail: a failure is still only a 503 (the kill -9 test below holds the
+    # server down past the window).
     while time.monotonic() - t_down < OUTAGE_S:
         time.sleep(0.05)
     pg.start_server()
-    acked, _ = recovered(fleet, load, "pg restart", "restart", t_down, before)
+    acked, _ = recovered(fleet, load, "pg restart", "restart", t_down, before, min_failed=0)
     assert len(acked) > before
     until_leases_held(fleet)
     head_cache_serves(fleet)
@@ -447,21 +446,15 @@ def test_commit_answer_lost_resolved_committed(fleet, faulty):
 
 def test_commit_session_killed_resolved_aborted(fleet, faulty):
     """The node's server process is terminated right before COMMIT: the
-    transaction aborts.  The PUT answers 503 and nothing is stored; sent
-    again, it is stored once."""
+    transaction aborts, as the node learns by its id, so the body is run
+    again on a new session (run.c R5): the PUT answers 200, stored once.
+    (Before the in-request retry it answered 503, stored nowhere.)"""
     node, trigger = faulty
     data = seeded(node, "fault/before", 6000)
     arm(trigger, "before")
-    with pytest.raises(ClientError) as e:
-        node.client().put_object(Bucket="load", Key="fault/before", Body=data)
-    assert s3_code(e.value) == (503, "ServiceUnavailable")
+    node.client().put_object(Bucket="load", Key="fault/before", Body=data)
     assert not trigger.exists()
     assert resolved(node, "aborted"), node.server.output()[-3000:]
-    for n in fleet.nodes + [node]:
-        with pytest.raises(ClientError) as e:
-            n.client().head_object(Bucket="load", Key="fault/before")
-        assert s3_code(e.value)[0] == 404
-    node.client().put_object(Bucket="load", Key="fault/before", Body=data)
     versions = fleet.nodes[0].client().list_object_versions(Bucket="load", Prefix="fault/before")
     assert len(versions.get("Versions", [])) == 1
     assert fleet.nodes[1].client().get_object(Bucket="load", Key="fault/before")["Body"].read() \
@@ -504,9 +497,18 @@ def test_pg_kill9_under_load(fleet, pg):
     before = len(load.acked)
     t_down = time.monotonic()
     pg.kill9_server()
-    load.wait_failed(WRITERS, timeout=20)
+    # Down past the failover window (run.c R6, 10 s): writers are refused,
+    # 503, and the blob operations too (503 unavailable, not 401 or 500).
+    ops = []
+    t = threading.Thread(target=lambda: ops.append(
+        Ops(fleet.nodes[1].server).put("outage/a", os.urandom(100))))
+    t.start()
+    load.wait_failed(1, timeout=30)
+    t.join(60)
+    st, body = ops[0]
+    assert (st, body["error"]["code"]) == (503, "unavailable"), (st, body)
     pg.start_server()
-    recovered(fleet, load, "pg kill -9", "kill9", t_down, before)
+    recovered(fleet, load, "pg kill -9", "kill9", t_down, before, min_failed=1)
     until_leases_held(fleet)
     took = revocation_seen(fleet, "after-kill9")
     assert took < REVOKE_S, took

@@ -45,12 +45,14 @@ static void run_batch(cn_store_t *s, cn__commit_req_t *batch)
     cn_err_t rc = journalled ? cn__journal_commit(s, batch) : CN_OK;
     if (rc < 0)
         cn_error("store", "group commit: journal write failed: %s", cn_strerror(rc));
-    /* Files are noted; packed blobs were counted by their index rows'
-     * triggers, and only move the gauges here (a compaction move is none). */
+    /* Files are noted (unless d is packed: its row counts it); packed blobs
+     * were counted by their index rows' triggers, and only move the gauges
+     * here (a compaction move is none, a migration's adopted file was
+     * uncounted in the same transaction: pack.c). */
     int64_t new_files = 0, new_bytes = 0, new_packed = 0, packed_bytes = 0;
     for (cn__commit_req_t *r = batch; r; r = r->next) {
         if (r->packed) {
-            bool added = r->rc == CN_OK && !r->existed && !r->move_pack;
+            bool added = r->rc == CN_OK && !r->existed && !r->move_pack && !r->adopt;
             new_packed += added;
             packed_bytes += added ? (int64_t)r->payload_len : 0;
             continue;
@@ -65,8 +67,9 @@ static void run_batch(cn_store_t *s, cn__commit_req_t *batch)
         pthread_mutex_lock(mu);
         r->rc =
             s->be->ops->put(s->be, s->staging_fd, r->staged_name, &r->d, r->form, 0, &r->existed);
+        bool counts = r->rc == CN_OK && !r->existed && cn__store_usage_file_new(s, &r->d);
         pthread_mutex_unlock(mu);
-        if (r->rc == CN_OK && !r->existed) {
+        if (counts) {
             new_files++;
             new_bytes += (int64_t)r->payload_len;
         }

@@ -73,7 +73,9 @@
  *      stripe lock and only if the memory index holds d: by then the record
  *      is synced (P1) and indexed, and a crash that loses the index commit
  *      (P2) is repaired by recovery re-indexing it (P5).  Both copies hold
- *      the same verified bytes, and reads look in the pack first.
+ *      the same verified bytes, and reads look in the pack first.  The
+ *      usage totals uncount the file in the rows' transaction (a digest
+ *      counts once, usage.c), so its removal notes nothing.
  *
  * Lock order: a stripe lock, then pack_mu.  No I/O under pack_mu (P9's
  * descriptor duplicate is the one system call made under it).  Pack
@@ -377,6 +379,9 @@ typedef struct idx_txn {
     bool drop_past;
     bool orphan; /* the pack file is gone: drop its rows and its store_pack row */
     int64_t now;
+    /* The files of the batch's adopt requests (P10), uncounted from the
+     * usage totals with their rows' insert: a digest counts once (usage.c). */
+    int64_t unfile_blobs, unfile_bytes;
 } idx_txn_t;
 
 /* One pack index row to insert (a batch's new record or a recovered one). */
@@ -450,6 +455,10 @@ static cn_err_t idx_body(cn_meta_txn_t *txn, void *ctx)
                            (int64_t)t->pack_id, (int64_t)t->end);
     if (rc >= 0)
         rc = insert_all(txn, t);
+    if (rc >= 0 && t->unfile_blobs)
+        rc = cn_meta_execf(
+            txn, cn_meta_batch_text(txn, &cn__sql_store_engine[CN_SQL_STORE_E_USAGE_NOTE]), "ii",
+            -t->unfile_blobs, -t->unfile_bytes);
     for (cn__commit_req_t *r = t->batch; r && rc >= 0; r = r->next) {
         if (!r->packed || r->rc < 0)
             continue;
@@ -927,9 +936,41 @@ static void fail_new(cn__commit_req_t *batch, cn_err_t rc)
             r->rc = rc;
 }
 
+/* P2's usage side: the adopted files the batch's transaction uncounts. */
+static void unfile_adopted(const cn_store_t *s, idx_txn_t *t)
+{
+    if (!s->usage_ready || s->usage_off)
+        return;
+    for (cn__commit_req_t *r = t->batch; r; r = r->next)
+        if (r->packed && r->adopt && r->rc == CN_OK && r->pack_state == PS_NEW) {
+            t->unfile_blobs++;
+            t->unfile_bytes += (int64_t)r->payload_len;
+        }
+}
+
+/* Under d's stripe lock, once a new record of d is indexed: a file of d
+ * that a large publish landed while the record was in flight (it found d
+ * neither packed nor a file, as P4 did) was noted by it; its row counts d
+ * now, so the file is uncounted (*blobs, *bytes).  Probed only when some
+ * file put was noted since the batch began (puts0). */
+static void unfile_raced(cn_store_t *s, const cn_digest_t *d, uint64_t puts0, int64_t *blobs,
+                         int64_t *bytes)
+{
+    cn__be_stat_t st;
+    if (atomic_load(&s->usage_file_puts) == puts0 ||
+        (s->be->ops->may_have && !s->be->ops->may_have(s->be, d)))
+        return;
+    if (s->be->ops->stat(s->be, d, &st) == CN_OK) {
+        (*blobs)--;
+        *bytes -= (int64_t)st.size;
+    }
+}
+
 void cn__pack_commit(cn_store_t *s, cn__commit_req_t *batch)
 {
     int64_t now = cn_wall_ms();
+    uint64_t puts0 = atomic_load(&s->usage_file_puts);
+    int64_t raced_blobs = 0, raced_bytes = 0;
     bool any = false;
     for (cn__commit_req_t *r = batch; r; r = r->next) {
         if (!r->packed)
@@ -958,6 +999,7 @@ void cn__pack_commit(cn_store_t *s, cn__commit_req_t *batch)
         pf = &s->packs[s->cur_pack];
     /* P2: rows and the pack's end in one transaction, after the sync. */
     idx_txn_t t = { .batch = batch, .pack_id = pf->id, .end = pf->end, .now = now };
+    unfile_adopted(s, &t);
     if ((rc = idx_commit(s, &t)) < 0) {
         cn_error("store", "group commit: pack index failed: %s", cn_strerror(rc));
         fail_new(batch, rc);
@@ -983,8 +1025,12 @@ void cn__pack_commit(cn_store_t *s, cn__commit_req_t *batch)
             }
         }
         pthread_mutex_unlock(&s->pack_mu);
+        if (r->pack_state == PS_NEW && !r->adopt) /* still under the stripe lock */
+            unfile_raced(s, &r->d, puts0, &raced_blobs, &raced_bytes);
         pthread_mutex_unlock(mu);
     }
+    if (raced_blobs)
+        cn__store_usage_note(s, raced_blobs, raced_bytes);
 }
 
 /* ---- open, recovery, close ------------------------------------------------- */

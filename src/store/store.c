@@ -254,6 +254,7 @@ void cn_store_close(cn_store_t *s)
         cn__journal_close(s);
     else if (s->journal_fd >= 0)
         close(s->journal_fd);
+    cn__store_usage_close(s); /* after the last note */
     if (s->be)
         s->be->ops->close(s->be);
     if (s->staging_fd >= 0)
@@ -408,12 +409,14 @@ cn_err_t cn__store_remove_locked(cn_store_t *s, const cn_digest_t *d, uint64_t *
     cn_err_t rf = s->be->ops->remove(s->be, d, &b);
     if (rf < 0 && rf != CN_E_NOT_FOUND)
         return rf;
-    if (rf == CN_OK) {
+    if (rf == CN_OK)
         cn__fdc_forget(s, d);
+    /* A digest counts once: a file beside its packed record was not
+     * counted (usage.c), the row's trigger uncounted it. */
+    if (rf == CN_OK && rp != CN_OK)
         cn__store_usage_note(s, -1, -(int64_t)b);
-    } else if (rp == CN_OK) {
+    else if (rp == CN_OK)
         cn__store_usage_note(s, 0, 0); /* the row's trigger counted it: the gauges */
-    }
     if (freed)
         *freed = a + b;
     return rp == CN_OK || rf == CN_OK ? CN_OK : CN_E_NOT_FOUND;

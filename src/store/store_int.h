@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -158,8 +159,12 @@ struct cn_store {
      * are summed here instead of written (the journal replays before the
      * store's tables are migrated). */
     bool usage_ready;
-    bool usage_off; /* CAIRN_TEST_STORE_USAGE_OFF (the A/B of docs/performance.md) */
+    bool usage_off;    /* CAIRN_TEST_STORE_USAGE_OFF (the A/B of docs/performance.md) */
+    bool usage_marked; /* this open marked the totals open (walked 2): close marks them 1 */
     int64_t usage_open_blobs, usage_open_bytes;
+    long usage_crash_n;               /* CAIRN_TEST_STORE_USAGE_CRASH: SIGKILL at that note */
+    _Atomic long usage_crash_seen;    /* file-put notes so far, when the hook is set */
+    _Atomic uint64_t usage_file_puts; /* large publishes that noted a file (pack.c, P4) */
 
     /* small-blob journal (journal.c): committer thread only */
     int journal_fd;
@@ -244,6 +249,14 @@ const cn__store_metrics_t *cn__store_metrics(void);
  * database, or the replay's notes. */
 void cn__store_usage_note(cn_store_t *s, int64_t blobs, int64_t bytes);
 cn_err_t cn__store_usage_open(cn_store_t *s);
+/* At cn_store_close, after the last note: marks the totals closed (one
+ * durable meta commit, which also makes every earlier note durable), so
+ * the next open needs no recount.  Logs a failure (that open recounts). */
+void cn__store_usage_close(cn_store_t *s);
+/* Under d's stripe lock, after the backend put a new file of d: whether
+ * the caller notes it (false when d is packed: its row counts it).  Counts
+ * the put in usage_file_puts, which the committer's index step reads. */
+bool cn__store_usage_file_new(cn_store_t *s, const cn_digest_t *d);
 /* Moves the gauges alone by (blobs, bytes): packed blobs a batch indexed,
  * which their rows' triggers counted (no read of the totals per batch; the
  * next note or cn_store_usage sets the gauges from the totals again). */

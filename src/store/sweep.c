@@ -438,15 +438,12 @@ static cn_err_t read_file_checked(cn_store_t *s, const cn__pack_live_t *c, uint8
 static void drop_adopted_file(cn_store_t *s, const cn__commit_req_t *r, cn_store_pack_stats_t *st)
 {
     cn__pack_loc_t loc;
-    uint64_t freed = 0;
     pthread_mutex_t *mu = cn__stripe(s, &r->d);
     pthread_mutex_lock(mu);
     bool packed = cn__pack_find(s, &r->d, &loc);
-    cn_err_t rc = packed ? s->be->ops->remove(s->be, &r->d, &freed) : CN_E_NOT_FOUND;
-    if (rc == CN_OK) {
+    cn_err_t rc = packed ? s->be->ops->remove(s->be, &r->d, NULL) : CN_E_NOT_FOUND;
+    if (rc == CN_OK) /* uncounted by the index transaction (pack.c): its row counts it */
         cn__fdc_forget(s, &r->d);
-        cn__store_usage_note(s, -1, -(int64_t)freed); /* its pack row counts it now */
-    }
     pthread_mutex_unlock(mu);
     if (rc == CN_OK) {
         st->moved++;

@@ -8,6 +8,21 @@
  * store notes each file it put (the backend said "new") or removed here.
  * The first open of a store counts the files already there, once.
  *
+ * A digest counts once: a file whose digest is also packed (a migration's
+ * file between its record's index and its removal, a large publish beside
+ * a packed record) is not counted, its row is.  So a file put is noted only
+ * when d is not packed, a migration's index transaction uncounts the files
+ * it adopts (pack.c), and the removal of such a file notes nothing.
+ *
+ * A crash may lose the notes of its last moments (a file published, its
+ * note not yet written or not yet durable).  A store of one data directory
+ * (SQLite meta) therefore marks the totals open (walked 2) durably before
+ * it writes anything and closed (1) at a clean close, whose durable commit
+ * covers every note before it (commits are durable in order); a start that
+ * finds them open recounts, as `cairn admin store recount` does.  A
+ * fleet's (PostgreSQL: shared by the nodes) are never marked: one node
+ * cannot recount the shared tier while the others write it.
+ *
  * Also the gauges cairn_store_blobs and cairn_store_bytes of the process
  * registry, set from the totals after every change this process makes and
  * on every read (cn_store_usage).
@@ -19,7 +34,9 @@
 
 #include "meta/sql/store.h"
 
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const cn_metric_family_t blobs_family = {
     .name = "cairn_store_blobs",
@@ -77,10 +94,16 @@ void cn__store_usage_note(cn_store_t *s, int64_t blobs, int64_t bytes)
         s->usage_open_bytes += bytes;
         return;
     }
+    /* Test hook (CAIRN_TEST_STORE_USAGE_CRASH=N): killed before the Nth
+     * note of a file put after the open, as a crash after its publish. */
+    if (blobs > 0 && s->usage_crash_n > 0 &&
+        atomic_fetch_add(&s->usage_crash_seen, 1) + 1 == s->usage_crash_n)
+        raise(SIGKILL);
     usage_io_t u = { .d_blobs = blobs, .d_bytes = bytes };
     /* The note need not wait for meta's sync: the blob's own durability
-     * does not depend on it (a crash loses at most the notes of the last
-     * moments: docs/store.md, "Usage totals"). */
+     * does not depend on it, and a crash that loses the notes of its last
+     * moments leaves the totals marked open, which the next start recounts
+     * (one data directory; docs/store.md, "Usage totals"). */
     cn_err_t rc =
         cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY | CN_META_RUN_NOWAIT, note_body, &u);
     if (rc < 0)
@@ -88,6 +111,15 @@ void cn__store_usage_note(cn_store_t *s, int64_t blobs, int64_t bytes)
                 (long long)blobs, (long long)bytes, cn_strerror(rc));
     else
         gauges_set(u.blobs, u.bytes);
+}
+
+bool cn__store_usage_file_new(cn_store_t *s, const cn_digest_t *d)
+{
+    cn__pack_loc_t loc;
+    if (cn__pack_find(s, d, &loc))
+        return false;
+    atomic_fetch_add(&s->usage_file_puts, 1);
+    return true;
 }
 
 void cn__store_usage_gauges_add(cn_store_t *s, int64_t blobs, int64_t bytes)
@@ -99,13 +131,17 @@ void cn__store_usage_gauges_add(cn_store_t *s, int64_t blobs, int64_t bytes)
 }
 
 typedef struct walk_count {
+    cn_store_t *s;
     int64_t blobs, bytes;
 } walk_count_t;
 
+/* A file counts unless its digest is packed (its row counts it). */
 static cn_err_t walk_one(void *ctx, const cn_digest_t *d, const cn__be_stat_t *st)
 {
-    (void)d;
     walk_count_t *w = ctx;
+    cn__pack_loc_t loc;
+    if (cn__pack_find(w->s, d, &loc))
+        return CN_OK;
     w->blobs++;
     w->bytes += (int64_t)st->size;
     return CN_OK;
@@ -113,12 +149,12 @@ static cn_err_t walk_one(void *ctx, const cn_digest_t *d, const cn__be_stat_t *s
 
 static cn_err_t walked_body(cn_meta_txn_t *txn, void *ctx)
 {
-    bool *walked = ctx;
+    int64_t *walked = ctx;
     cn_meta_stmt_t *st = NULL;
     cn_err_t rc = cn_meta_queryf(txn, &st, cn__sql_store[CN_SQL_STORE_USAGE_WALKED], "");
-    *walked = false;
+    *walked = 0;
     if (rc >= 0 && (rc = cn_meta_step(st)) == CN_META_ROW)
-        *walked = cn_meta_column_int64(st, 0) != 0;
+        *walked = cn_meta_column_int64(st, 0);
     cn_meta_finish(st);
     return rc < 0 ? rc : CN_OK;
 }
@@ -131,34 +167,6 @@ static cn_err_t set_walked_body(cn_meta_txn_t *txn, void *ctx)
     if (cn_meta_changes(txn) == 1) /* this open counted: the deltas before it are in */
         CN_TRY(cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_USAGE_DELTA_CLEAR], ""));
     return CN_OK;
-}
-
-cn_err_t cn__store_usage_open(cn_store_t *s)
-{
-    if (!s->meta)
-        return CN_OK;
-    const char *off = getenv("CAIRN_TEST_STORE_USAGE_OFF"); /* measurements only */
-    s->usage_off = off && *off == '1';
-    bool walked = false;
-    CN_TRY(cn_meta_run(s->meta, CN_META_RUN_READ | CN_META_RETRY, walked_body, &walked));
-    s->usage_ready = true;
-    if (walked) { /* what the journal's replay re-made */
-        int64_t b = s->usage_open_blobs, y = s->usage_open_bytes;
-        s->usage_open_blobs = s->usage_open_bytes = 0;
-        cn__store_usage_note(s, b, y);
-        uint64_t nb, ny;
-        return cn_store_usage(s, &nb, &ny);
-    }
-    /* The first open since step v3: count the files once (the packed blobs
-     * are their rows); nothing writes this store yet. */
-    walk_count_t w = { 0, 0 };
-    CN_TRY(s->be->ops->list(s->be, walk_one, &w));
-    CN_TRY(cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, set_walked_body, &w));
-    s->usage_open_blobs = s->usage_open_bytes = 0;
-    cn_info("store", "usage totals: counted %lld blob file(s), %lld byte(s)", (long long)w.blobs,
-            (long long)w.bytes);
-    uint64_t nb, ny;
-    return cn_store_usage(s, &nb, &ny);
 }
 
 typedef struct recount_io {
@@ -176,12 +184,86 @@ static cn_err_t recount_body(cn_meta_txn_t *txn, void *ctx)
     return read_totals(txn, &r->after);
 }
 
+/* walked := *ctx (USAGE_MARK), committed durably. */
+static cn_err_t mark_body(cn_meta_txn_t *txn, void *ctx)
+{
+    CN_TRY(cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_USAGE_MARK], "i", *(const int64_t *)ctx));
+    return CN_OK;
+}
+
+/* Counts the files (one walk; nothing writes this store yet) and sets the
+ * totals to them plus the pack index rows: at the first open (first), or
+ * after a stop that left the totals marked open (a crash).  The notes of
+ * the open so far (the journal's replay) are in the walk. */
+static cn_err_t usage_count(cn_store_t *s, bool first)
+{
+    recount_io_t r = { .files = { .s = s } };
+    CN_TRY(s->be->ops->list(s->be, walk_one, &r.files));
+    if (first)
+        CN_TRY(cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, set_walked_body, &r.files));
+    else
+        CN_TRY(cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, recount_body, &r));
+    s->usage_open_blobs = s->usage_open_bytes = 0;
+    if (first)
+        cn_info("store", "usage totals: counted %lld blob file(s), %lld byte(s)",
+                (long long)r.files.blobs, (long long)r.files.bytes);
+    else
+        cn_info("store",
+                "usage totals: the last stop did not close them (a crash): recounted %lld "
+                "blob(s), %lld byte(s) (were %lld, %lld)",
+                (long long)r.after.blobs, (long long)r.after.bytes, (long long)r.before.blobs,
+                (long long)r.before.bytes);
+    return CN_OK;
+}
+
+cn_err_t cn__store_usage_open(cn_store_t *s)
+{
+    if (!s->meta)
+        return CN_OK;
+    const char *off = getenv("CAIRN_TEST_STORE_USAGE_OFF"); /* measurements only */
+    s->usage_off = off && *off == '1';
+    const char *crash = getenv("CAIRN_TEST_STORE_USAGE_CRASH");
+    s->usage_crash_n = crash ? atol(crash) : 0;
+    int64_t walked = 0;
+    CN_TRY(cn_meta_run(s->meta, CN_META_RUN_READ | CN_META_RETRY, walked_body, &walked));
+    s->usage_ready = true;
+    bool mark = strcmp(cn_meta_engine(s->meta), "sqlite") == 0;
+    if (walked == 0 || (walked == 2 && mark)) {
+        CN_TRY(usage_count(s, walked == 0));
+    } else { /* what the journal's replay re-made */
+        int64_t b = s->usage_open_blobs, y = s->usage_open_bytes;
+        s->usage_open_blobs = s->usage_open_bytes = 0;
+        cn__store_usage_note(s, b, y);
+    }
+    if (mark) { /* durable before anything is written: a crash from now on recounts */
+        int64_t open = 2;
+        CN_TRY(cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, mark_body, &open));
+        s->usage_marked = true;
+    }
+    uint64_t nb, ny;
+    return cn_store_usage(s, &nb, &ny);
+}
+
+void cn__store_usage_close(cn_store_t *s)
+{
+    /* Measurements that skipped the notes leave the mark: the next start
+     * recounts. */
+    if (!s->usage_marked || s->usage_off)
+        return;
+    int64_t closed = 1;
+    cn_err_t rc = cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, mark_body, &closed);
+    if (rc < 0)
+        cn_warn("store", "usage totals: marking them closed failed (the next start recounts): %s",
+                cn_strerror(rc));
+    s->usage_marked = false;
+}
+
 cn_err_t cn_store_usage_recount(cn_store_t *s, cn_store_recount_t *out)
 {
     *out = (cn_store_recount_t){ 0 };
     if (!s->meta)
         return CN_E_UNSUPPORTED;
-    recount_io_t r = { 0 };
+    recount_io_t r = { .files = { .s = s } };
     cn_err_t rc = s->be->ops->list(s->be, walk_one, &r.files);
     if (rc >= 0)
         rc = cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, recount_body, &r);

@@ -363,8 +363,9 @@ static cn_err_t publish_direct(cn_store_writer_t *w, const cn_digest_t *d, bool 
     pthread_mutex_lock(mu);
     cn_err_t rc =
         s->be->ops->put(s->be, s->staging_fd, w->name, d, w->form, CN__BE_PUT_SYNC, existed);
+    bool counts = rc == CN_OK && !*existed && cn__store_usage_file_new(s, d);
     pthread_mutex_unlock(mu);
-    if (rc == CN_OK && !*existed)
+    if (counts)
         cn__store_usage_note(s, 1, (int64_t)w->stored);
     return rc;
 }

@@ -71,7 +71,8 @@ static const cn_meta_migration_t schema[] = {
      * objects and blobs services keep theirs.  Packed blobs are counted by
      * triggers on store_pack_blob; blob files have no row, and the store
      * notes their puts and removals itself (src/store/usage.c).  walked = 0
-     * until the first open has counted the files already on disk. */
+     * until the first open has counted the files already on disk; 2 while
+     * one data directory's store has the totals open (USAGE_MARK). */
     { 3,
       "CREATE TABLE store_usage ("
       "  id BIGINT PRIMARY KEY,"
@@ -134,6 +135,7 @@ const char *const cn__sql_store[CN_SQL_STORE_COUNT] = {
         " ? + (SELECT COALESCE(SUM(len), 0) FROM store_pack_blob), 1)"
         " ON CONFLICT (id) DO UPDATE SET blobs = excluded.blobs, bytes = excluded.bytes,"
         " walked = 1",
+    [CN_SQL_STORE_USAGE_MARK] = "UPDATE store_usage SET walked = ? WHERE id = 0 AND walked <> 0",
 };
 
 const cn_meta_batch_sql_t cn__sql_store_engine[CN_SQL_STORE_E_COUNT] = {

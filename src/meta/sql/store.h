@@ -32,6 +32,10 @@ enum {
      * these whatever they were (`cairn admin store recount`; upserts the
      * base row, walked 1) */
     CN_SQL_STORE_USAGE_RECOUNT,
+    /* (walked): 2 while a store of one data directory (SQLite) has the
+     * totals open, 1 again at its clean close; a start that finds 2
+     * recounts (src/store/usage.c).  A base row not yet walked (0) stays. */
+    CN_SQL_STORE_USAGE_MARK,
     CN_SQL_STORE_COUNT
 };
 

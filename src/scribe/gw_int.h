@@ -117,7 +117,7 @@ cn_err_t cn_gw_adapter_create(const cn_gw_config_t *cfg, struct cn_meta *meta,
 void cn_gw_adapter_destroy(void *actx); /* NULL is a no-op */
 
 /* ---- internals ------------------------------------------------------------------------------ */
-#define CN__GW_IO 65536         /* relay buffer */
+#define CN__GW_IO 262144 /* relay buffer per client connection: a stream moves this much per read */
 #define CN__GW_POOL_IDLE 16     /* idle upstream connections kept per server */
 #define CN__GW_CONNECT_MS 10000 /* the specification's client connect timeout */
 #define CN__GW_IO_MS 300000     /* and its read/write timeout */

@@ -45,33 +45,24 @@ static cn_err_t pipe_down(cn__gw_call_t *k, cn__gw_up_t *up, uint64_t n)
     return CN_OK;
 }
 
-/* One object's transfer bytes of `length` original bytes, either way:
- * raw, or LZ4 blocks whose headers say how many bytes follow. */
-static cn_err_t pipe_object(cn__gw_call_t *k, cn__gw_up_t *up, uint64_t length, bool upward,
-                            bool *up_failed)
+/* One object's transfer bytes of `length` original bytes, client ->
+ * upstream: raw, or LZ4 blocks whose headers say how many bytes follow. */
+static cn_err_t pipe_object(cn__gw_call_t *k, cn__gw_up_t *up, uint64_t length, bool *up_failed)
 {
     if (!k->gc->compression)
-        return upward ? pipe_up(k, up, length, up_failed) : pipe_down(k, up, length);
+        return pipe_up(k, up, length, up_failed);
     while (length) {
         uint8_t bh[CN_SCRIBE_BLOCK_HDR_LEN];
         cn_scribe_block_t b;
-        if (upward) {
-            CN_TRY(cn_conn_read_full(k->c, bh, sizeof bh, cn_conn_deadline_for(k->c, sizeof bh)));
-            if (cn_scribe_dec_block(bh, length, &b) < 0)
-                return CN_E_PROTOCOL;
-            cn_err_t e = cn__gw_up_write(up, bh, sizeof bh);
-            if (e < 0) {
-                *up_failed = true;
-                return e;
-            }
-            CN_TRY(pipe_up(k, up, b.stored, up_failed));
-        } else {
-            CN_TRY(cn__gw_up_read(up, bh, sizeof bh));
-            if (cn_scribe_dec_block(bh, length, &b) < 0)
-                return CN_E_PROTOCOL;
-            CN_TRY(cn_conn_write_all(k->c, bh, sizeof bh, cn_conn_deadline_for(k->c, sizeof bh)));
-            CN_TRY(pipe_down(k, up, b.stored));
+        CN_TRY(cn_conn_read_full(k->c, bh, sizeof bh, cn_conn_deadline_for(k->c, sizeof bh)));
+        if (cn_scribe_dec_block(bh, length, &b) < 0)
+            return CN_E_PROTOCOL;
+        cn_err_t e = cn__gw_up_write(up, bh, sizeof bh);
+        if (e < 0) {
+            *up_failed = true;
+            return e;
         }
+        CN_TRY(pipe_up(k, up, b.stored, up_failed));
         length -= b.original;
     }
     return CN_OK;
@@ -84,7 +75,7 @@ static cn_err_t relay_put_stream(cn__gw_call_t *k, cn__gw_up_t *up, const cn_scr
     for (uint32_t i = 0; i < q->count; i++) {
         cn_scribe_put_item_t it;
         cn_scribe_put_item(q, i, &it);
-        CN_TRY(pipe_object(k, up, it.length, true, up_failed));
+        CN_TRY(pipe_object(k, up, it.length, up_failed));
     }
     return CN_OK;
 }
@@ -104,46 +95,142 @@ static cn_err_t send_ahead(cn__gw_call_t *k, cn__gw_up_t *up, const uint8_t *pre
     return cnt ? cn_conn_writev(k->c, iov, cnt, cn_conn_deadline_for(k->c, n + more)) : CN_OK;
 }
 
-/* The next item header of a reply stream, read ahead (not consumed): its
- * fields in *it, its length in *n. */
-static cn_err_t item_head(cn__gw_call_t *k, cn__gw_up_t *up, cn_scribe_get_item_t *it, size_t *n)
+/* Where a reply stream stands as its bytes pass through the relay: what the
+ * next bytes are (an item header, an LZ4 block header, or data) and how many
+ * of each are still due, so that the relay knows where the stream ends
+ * without holding any of it. */
+typedef struct stream_pos {
+    uint32_t items;  /* item headers not yet complete (the one being read included) */
+    uint64_t data;   /* bytes of the current object (raw) or block (LZ4) still to pass */
+    uint64_t object; /* LZ4: original bytes of the current object after its last block */
+    uint8_t hdr[CN_SCRIBE_GET_ITEM_HDR_MAX]; /* the header being read */
+    size_t have;                             /* its bytes so far */
+    bool block;                              /* hdr is an LZ4 block header */
+} stream_pos_t;
+
+/* The fewest bytes the stream still holds: never more than it does, so a
+ * read of that many never reaches past its end.  0: it has ended.  (An item
+ * header is 34 bytes, 42 with a length; a header that needs 42 has 34.) */
+static uint64_t stream_due(const stream_pos_t *s)
 {
-    CN_TRY(cn__gw_up_ahead(up, 34));
-    long r = cn_scribe_dec_get_item(up->rb + up->rpos, 34, k->gc->codec, it);
-    if (r == CN_E_AGAIN) {
-        CN_TRY(cn__gw_up_ahead(up, 42));
-        r = cn_scribe_dec_get_item(up->rb + up->rpos, 42, k->gc->codec, it);
+    if (s->data)
+        return s->data + (s->object ? CN_SCRIBE_BLOCK_HDR_LEN : 0) + 34 * (uint64_t)s->items;
+    if (s->block)
+        return CN_SCRIBE_BLOCK_HDR_LEN - s->have + 34 * (uint64_t)s->items;
+    if (!s->items)
+        return 0;
+    return (s->have < 34 ? 34 - s->have : 42 - s->have) + 34 * (uint64_t)(s->items - 1);
+}
+
+/* The header in s->hdr once it is whole (s->have bytes so far): the
+ * position moves past it (s->have 0) to its object's bytes or blocks, or to
+ * the next header.  CN_E_PROTOCOL for one that is malformed. */
+static cn_err_t stream_header(stream_pos_t *s, cn_scribe_codec_t codec, bool lz4)
+{
+    if (s->block) {
+        cn_scribe_block_t b;
+        if (s->have < CN_SCRIBE_BLOCK_HDR_LEN)
+            return CN_OK;
+        if (cn_scribe_dec_block(s->hdr, s->object, &b) < 0)
+            return CN_E_PROTOCOL;
+        s->object -= b.original;
+        s->data = b.stored;
+        s->block = false;
+        s->have = 0;
+        return CN_OK;
     }
+    cn_scribe_get_item_t it;
+    if (s->have != 34 && s->have != CN_SCRIBE_GET_ITEM_HDR_MAX)
+        return CN_OK;
+    long r = cn_scribe_dec_get_item(s->hdr, s->have, codec, &it);
+    if (r == CN_E_AGAIN)
+        return CN_OK;
     if (r < 0)
         return CN_E_PROTOCOL;
-    *n = (size_t)r;
+    s->items--;
+    s->have = 0;
+    if (it.present && it.length && lz4) {
+        s->object = it.length;
+        s->block = true;
+    } else if (it.present) {
+        s->data = it.length;
+    }
     return CN_OK;
 }
 
-/* get_objects' and get_chunks' reply stream: count item headers, each
- * followed by its object's bytes when present.  pre (n bytes: the reply's
- * header and count) goes out with the first item's header.  An item that
- * fits the read-ahead (raw transfers) is read whole and sent in one write;
- * a larger one, or LZ4 blocks, follows its header piece by piece. */
+/* Follows the n bytes at p through the stream: *used of them belong to it
+ * (fewer than n only when it ended).  CN_E_PROTOCOL for a malformed item or
+ * block header. */
+static cn_err_t stream_follow(stream_pos_t *s, cn_scribe_codec_t codec, bool lz4, const uint8_t *p,
+                              size_t n, size_t *used)
+{
+    size_t at = 0;
+    while (at < n && stream_due(s)) {
+        if (s->data) {
+            size_t m = s->data < n - at ? (size_t)s->data : n - at;
+            s->data -= m;
+            at += m;
+            s->block = !s->data && s->object; /* the object's next block */
+            continue;
+        }
+        s->hdr[s->have++] = p[at++];
+        CN_TRY(stream_header(s, codec, lz4));
+    }
+    *used = at;
+    return CN_OK;
+}
+
+/* Takes the next bytes of s's stream from up into io + *fill (at most
+ * CN__GW_IO in all): what the read-ahead holds, then, when at least a
+ * read-ahead's worth is still due, what has arrived, read straight into io.
+ * Never a byte past the stream's end. */
+static cn_err_t stream_take(cn__gw_call_t *k, cn__gw_up_t *up, stream_pos_t *s, uint8_t *io,
+                            size_t *fill)
+{
+    cn_scribe_codec_t codec = k->gc->codec;
+    bool lz4 = k->gc->compression != 0;
+    size_t used = 0;
+    if (up->rpos == up->rlen && stream_due(s) < CN__GW_UP_RB)
+        CN_TRY(cn__gw_up_ahead(up, 1)); /* a few headers or a small object: read ahead */
+    if (up->rpos < up->rlen) {
+        size_t m = up->rlen - up->rpos;
+        m = m < CN__GW_IO - *fill ? m : CN__GW_IO - *fill;
+        CN_TRY(stream_follow(s, codec, lz4, up->rb + up->rpos, m, &used));
+        memcpy(io + *fill, up->rb + up->rpos, used);
+        up->rpos += (uint32_t)used;
+        *fill += used;
+    }
+    uint64_t due = stream_due(s);
+    if (due < CN__GW_UP_RB || up->rpos < up->rlen || CN__GW_IO - *fill < CN__GW_UP_RB)
+        return CN_OK;
+    size_t want = due < CN__GW_IO - *fill ? (size_t)due : CN__GW_IO - *fill, got = 0;
+    CN_TRY(cn__gw_up_read_some(up, io + *fill, want, &got)); /* >= the read-ahead: straight */
+    CN_TRY(stream_follow(s, codec, lz4, io + *fill, got, &used));
+    *fill += got;
+    return used == got ? CN_OK : CN_E_PROTOCOL;
+}
+
+/* get_objects' and get_chunks' reply stream of count items after pre (n
+ * bytes: the reply's header and count), relayed as it arrives: each read
+ * from storage goes to the client in one write (the first with pre),
+ * whatever item or block boundaries it spans, so a stream costs about one
+ * read and one write per relay buffer (CN__GW_IO) rather than several per
+ * object.  Item and LZ4 block headers are followed on the way (malformed:
+ * CN_E_PROTOCOL), only to know where the stream ends; no more than the relay
+ * buffer of it is held. */
 static cn_err_t relay_get_stream(cn__gw_call_t *k, cn__gw_up_t *up, uint32_t count,
                                  const uint8_t *pre, size_t n)
 {
-    bool unused = false;
-    for (uint32_t i = 0; i < count; i++, n = 0) {
-        cn_scribe_get_item_t it;
-        size_t ih = 0;
-        CN_TRY(item_head(k, up, &it, &ih));
-        uint64_t whole = ih + (it.present ? it.length : 0);
-        bool small = !it.present || (!k->gc->compression && whole <= CN__GW_UP_RB);
-        if (small) {
-            CN_TRY(cn__gw_up_ahead(up, (size_t)whole));
-            CN_TRY(send_ahead(k, up, pre, n, (size_t)whole));
-            continue;
-        }
-        CN_TRY(send_ahead(k, up, pre, n, ih));
-        CN_TRY(pipe_object(k, up, it.length, false, &unused));
+    uint8_t *io = k->gc->io;
+    stream_pos_t s = { .items = count };
+    size_t fill = n;
+    memcpy(io, pre, n);
+    while (stream_due(&s)) {
+        CN_TRY(stream_take(k, up, &s, io, &fill));
+        CN_TRY(cn_conn_write_all(k->c, io, fill, cn_conn_deadline_for(k->c, fill)));
+        fill = 0;
     }
-    return send_ahead(k, up, pre, n, 0); /* no item: the header alone */
+    return fill ? cn_conn_write_all(k->c, io, fill, cn_conn_deadline_for(k->c, fill)) : CN_OK;
 }
 
 /* The answer to a forwarded request: its header checked and passed on, its

@@ -2,8 +2,10 @@
  * service function, and encodes the answer.  Object bodies stream: an
  * upload goes into the service in bounded reads (raw, or LZ4 transfer
  * blocks of at most 256 KiB decoded into a fixed buffer); a download goes
- * file → socket by sendfile(2) when both the transfer and the blob are raw,
- * and through a bounded block packer otherwise. */
+ * file → socket by sendfile(2) when both the transfer and the blob are raw
+ * (a small object, up to 16 KiB, is read into the reply instead, so that it
+ * leaves with its header and its neighbours in one write), and through a
+ * bounded block packer otherwise. */
 #include "server_int.h"
 
 #include <errno.h>
@@ -446,24 +448,12 @@ static cn_err_t sink_raw(void *ctx, const void *p, size_t n)
     return cn__scribe_write(pk->k, p, n);
 }
 
-static cn_err_t send_object(cn__scribe_call_t *k, const cn_repos_obj_t *o)
+/* An object of an LZ4 transfer: its bytes in blocks of at most
+ * CN_SCRIBE_BLOCK_MAX, each compressed when that makes it smaller. */
+static cn_err_t send_object_lz4(cn__scribe_call_t *k, const cn_repos_obj_t *o)
 {
-    cn_repos_t *r = k->sc->srv->repos;
     packer_t pk = { k, 0 };
-    if (!k->sc->compression) {
-        int fd = -1;
-        uint64_t at = 0; /* a packed blob's offset in its pack: no copy */
-        cn_err_t err = cn_repos_object_fd_at(r, o, &fd, &at);
-        if (err >= 0) {
-            err = cn_conn_sendfile(k->c, fd, at, o->length, cn_conn_deadline_for(k->c, o->length));
-            close(fd);
-            return err;
-        }
-        if (err != CN_E_UNSUPPORTED)
-            return err;
-        return cn_repos_object_read(r, o, 0, o->length, sink_raw, &pk);
-    }
-    CN_TRY(cn_repos_object_read(r, o, 0, o->length, sink_lz4, &pk));
+    CN_TRY(cn_repos_object_read(k->sc->srv->repos, o, 0, o->length, sink_lz4, &pk));
     return flush_block(&pk);
 }
 
@@ -484,28 +474,116 @@ static cn_err_t objrefs(cn__scribe_call_t *k, uint16_t op, cn_scribe_objs_req_t 
     return CN_OK;
 }
 
+/* A reply stream being gathered: its frame header and count, item headers
+ * and small raw objects go out together, in one write per buffer rather
+ * than three per object (header and count, item header, body). */
+typedef struct gather {
+    cn__scribe_call_t *k;
+    uint8_t *buf; /* sc->io on raw transfers, else a few headers' room */
+    size_t cap, fill;
+} gather_t;
+
+#define SMALL_OBJECT (16u * 1024) /* read into the reply rather than sent by sendfile(2) */
+
+static cn_err_t gather_flush(gather_t *g)
+{
+    cn_conn_t *c = g->k->c;
+    size_t n = g->fill;
+    g->fill = 0;
+    return n ? cn_conn_write_all(c, g->buf, n, cn_conn_deadline_for(c, n)) : CN_OK;
+}
+
+/* Reads len bytes of fd at off into p (the object's size was looked up: a
+ * short file is CN_E_LENGTH_MISMATCH). */
+static cn_err_t pread_all(int fd, uint8_t *p, uint64_t off, size_t len)
+{
+    for (size_t got = 0; got < len;) {
+        ssize_t r = pread(fd, p + got, len - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? -errno : CN_E_LENGTH_MISMATCH;
+        got += (size_t)r;
+    }
+    return CN_OK;
+}
+
+/* An object of a raw transfer after its header, already in the gather
+ * buffer: a small one stored raw is read into it; a larger one goes by
+ * sendfile(2) with the buffer in front (held back for its first pages); a
+ * compressed blob goes through the bounded reader after the buffer. */
+static cn_err_t gather_raw(gather_t *g, const cn_repos_obj_t *o)
+{
+    cn__scribe_call_t *k = g->k;
+    int fd = -1;
+    uint64_t at = 0;
+    cn_err_t err = cn_repos_object_fd_at(k->sc->srv->repos, o, &fd, &at);
+    if (err == CN_E_UNSUPPORTED) {
+        packer_t pk = { k, 0 };
+        CN_TRY(gather_flush(g));
+        return cn_repos_object_read(k->sc->srv->repos, o, 0, o->length, sink_raw, &pk);
+    }
+    CN_TRY(err);
+    if (o->length <= SMALL_OBJECT && o->length <= g->cap - g->fill) {
+        err = pread_all(fd, g->buf + g->fill, at, (size_t)o->length);
+        g->fill += err < 0 ? 0 : (size_t)o->length;
+    } else {
+        size_t n = g->fill;
+        g->fill = 0;
+        err = cn_conn_send_head_file(k->c, g->buf, n, fd, at, o->length,
+                                     cn_conn_deadline_for(k->c, n + o->length));
+    }
+    close(fd);
+    return err;
+}
+
+/* Item i of a reply stream: its header, then its object's bytes. */
+static cn_err_t send_item(gather_t *g, const cn_repos_obj_t *o)
+{
+    uint8_t h[CN_SCRIBE_GET_ITEM_HDR_MAX];
+    cn_scribe_get_item_t it = { o->kind, o->id, o->present, o->length };
+    size_t hl = cn_scribe_enc_get_item(h, g->k->sc->codec, &it);
+    uint64_t body = o->present && o->length <= SMALL_OBJECT ? o->length : 0;
+    if (g->cap - g->fill < hl + body)
+        CN_TRY(gather_flush(g));
+    memcpy(g->buf + g->fill, h, hl);
+    g->fill += hl;
+    if (!o->present)
+        return CN_OK;
+    if (!g->k->sc->compression)
+        return gather_raw(g, o);
+    CN_TRY(gather_flush(g));
+    return send_object_lz4(g->k, o);
+}
+
 cn_err_t cn__scribe_send_objects(cn__scribe_call_t *k, const cn_repos_obj_t *objs, uint32_t count)
 {
+    uint8_t room[CN_SCRIBE_HDR_LEN + 4 + CN_SCRIBE_GET_ITEM_HDR_MAX];
     cn_err_t err = ensure_io(k->sc);
     if (err < 0)
         return err;
     cn_buf_reset(&k->sc->out);
     err = cn_scribe_enc_count_resp(&k->sc->out, k->sc->codec, count);
-    if (err >= 0)
-        err = cn__scribe_reply(k, CN_SCRIBE_FLAG_STREAM);
+    if (err < 0)
+        return err;
+    /* the packer of LZ4 transfers uses sc->io: gather headers only */
+    gather_t g = { k, k->sc->compression ? room : k->sc->io,
+                   k->sc->compression ? sizeof room : CN_SCRIBE_BLOCK_MAX, 0 };
+    cn_scribe_hdr_t hdr = { k->hdr.opcode, CN_SCRIBE_FLAG_STREAM, k->hdr.request_id,
+                            (uint32_t)k->sc->out.len };
+    cn_scribe_hdr_encode(g.buf, &hdr);
+    memcpy(g.buf + CN_SCRIBE_HDR_LEN, k->sc->out.data, k->sc->out.len);
+    g.fill = CN_SCRIBE_HDR_LEN + k->sc->out.len;
     /* From here the reply has committed to count items: any failure closes. */
     for (uint32_t i = 0; i < count && err >= 0; i++) {
-        uint8_t h[CN_SCRIBE_GET_ITEM_HDR_MAX];
-        cn_scribe_get_item_t it = { objs[i].kind, objs[i].id, objs[i].present, objs[i].length };
-        size_t hl = cn_scribe_enc_get_item(h, k->sc->codec, &it);
-        err = cn__scribe_write(k, h, hl);
-        if (err >= 0 && objs[i].present)
-            err = send_object(k, &objs[i]);
+        err = send_item(&g, &objs[i]);
         if (err < 0)
             cn_warn("scribe", "conn %llu: %s stopped after %u of %u items: %s",
                     (unsigned long long)cn_conn_id(k->c), cn_scribe_op_name(k->hdr.opcode), i,
                     count, cn_strerror(err));
     }
+    if (err >= 0)
+        err = gather_flush(&g);
     return err < 0 ? CN_E_CLOSED : CN_OK;
 }
 

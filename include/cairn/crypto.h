@@ -65,6 +65,20 @@ CN_API void cn_md5(const void *p, size_t n, uint8_t out[CN_MD5_LEN]);
 CN_API void cn_hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len,
                            uint8_t out[CN_DIGEST_LEN]);
 
+/* HMAC-SHA256 under a key prepared once: the hash states after the key's
+ * inner and outer padded blocks, so that each MAC under it hashes two blocks
+ * fewer than cn_hmac_sha256 (a SigV4 signature: 4 blocks, not 6).  A value
+ * type (embed it, copy it; no allocation) as sensitive as the key itself:
+ * wipe it when done.  cn_hmac_sha256_keyed(k, m) equals cn_hmac_sha256(key,
+ * m) for the key k was prepared with; any key length (RFC 2104). */
+typedef struct cn_hmac_sha256_key {
+    _Alignas(8) uint8_t opaque[224];
+} cn_hmac_sha256_key_t;
+CN_API void cn_hmac_sha256_key_init(cn_hmac_sha256_key_t *k, const void *key, size_t key_len);
+CN_API void cn_hmac_sha256_keyed(const cn_hmac_sha256_key_t *k, const void *msg, size_t msg_len,
+                                 uint8_t out[CN_DIGEST_LEN]);
+CN_API void cn_hmac_sha256_key_wipe(cn_hmac_sha256_key_t *k);
+
 /* CRC-32 (IEEE, as zlib) and CRC-32C (Castagnoli); incremental: pass the
  * previous result, starting from 0. */
 CN_API uint32_t cn_crc32(uint32_t crc, const void *p, size_t n);

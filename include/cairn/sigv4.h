@@ -210,13 +210,14 @@ CN_API void cn_sigv4_signing_key(const uint8_t *secret, size_t secret_len, const
  * and service, a tag of the secret (the credential store's, handed out with
  * the secret and computed once when it cached it; else a fingerprint, BLAKE3
  * keyed by a random key made once per process, computed per request) and
- * the derived key, never the secret itself.
+ * the derived key (also prepared for HMAC: cn_hmac_sha256_key_t), never the
+ * secret itself.
  * A lookup hashes the tuple to a set of 4 slots and answers only from a slot
  * whose every field matches (the fingerprint compared in constant time); a
  * miss derives the key outside the lock and replaces the least recently used
  * slot of the set.  Access keys and regions of 64 bytes or more and services
  * over 16 bytes are never cached.
- * Bound: 64 slots of about 240 bytes, fixed at build time; no allocation.
+ * Bound: 64 slots of about 470 bytes, fixed at build time; no allocation.
  * Why it is safe: the key is a pure function of the tuple, so a cached key is
  * exactly the key a derivation would give; a rotated secret has another
  * tag and so another entry (the old one ages out unused), a new day

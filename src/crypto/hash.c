@@ -1,15 +1,13 @@
-/* SHA-256, MD5 and HMAC-SHA256 through OpenSSL EVP (include/cairn/crypto.h).
+/* Streaming SHA-256 and MD5, and one-shot MD5, through OpenSSL EVP
+ * (include/cairn/crypto.h); one-shot SHA-256 and HMAC-SHA256 are in hmac.c,
+ * on OpenSSL's plain SHA256_CTX (no allocation; the reasons are there).
  *
  * The digests are fetched from OpenSSL's provider once per process, and the
- * one-shot functions (cn_sha256, cn_md5, cn_hmac_sha256) reuse one digest
- * context per thread: the implicit fetch, the context and (for HMAC()) the
- * three inner contexts and the key copy that OpenSSL 3.0 sets up per call
- * were most of a SigV4 verification's cost after its signing-key cache.
- * OpenSSL 3.0 still allocates its 112-byte SHA-256 state at every digest
- * init, so an HMAC costs two allocations here (16 per verification before,
- * 3 after: bench_sigv4 --count-allocs).  HMAC is RFC 2104 over that context;
- * the padded key lives on the stack and is cleansed before return.  Must
- * never share a context between threads.
+ * one-shot cn_md5 reuses one digest context per thread: the implicit fetch
+ * and the context that OpenSSL 3.0 sets up per call were most of a SigV4
+ * verification's cost after its signing-key cache.  OpenSSL 3.0 still
+ * allocates its digest state at every init.  Must never share a context
+ * between threads.
  */
 #include "cairn/crypto.h"
 
@@ -159,11 +157,6 @@ void cn_sha256_free(cn_sha256_t *h)
     EVP_MD_CTX_free((EVP_MD_CTX *)h);
 }
 
-void cn_sha256(const void *p, size_t n, uint8_t out[CN_DIGEST_LEN])
-{
-    digest_once(sha256_md(), p, n, out);
-}
-
 cn_err_t cn_md5_new(cn_md5_t **out)
 {
     EVP_MD_CTX *ctx = md_new(md5_md());
@@ -193,35 +186,4 @@ void cn_md5_free(cn_md5_t *h)
 void cn_md5(const void *p, size_t n, uint8_t out[CN_MD5_LEN])
 {
     digest_once(md5_md(), p, n, out);
-}
-
-#define HMAC_BLOCK 64 /* SHA-256's block size */
-
-void cn_hmac_sha256(const void *key, size_t key_len, const void *msg, size_t msg_len,
-                    uint8_t out[CN_DIGEST_LEN])
-{
-    tls_ctx_t *t = tls_get();
-    const EVP_MD *md = sha256_md();
-    uint8_t k[HMAC_BLOCK] = { 0 }, pad[HMAC_BLOCK], inner[CN_DIGEST_LEN];
-    bool ok = true;
-    if (key_len > HMAC_BLOCK)
-        ok = digest_parts(t, md, &key, &key_len, 1, k); /* a long key is hashed first */
-    else if (key_len)
-        memcpy(k, key, key_len);
-    for (size_t i = 0; i < HMAC_BLOCK; i++)
-        pad[i] = k[i] ^ 0x36;
-    const void *ip[2] = { pad, msg };
-    size_t in[2] = { HMAC_BLOCK, msg_len };
-    ok = ok && digest_parts(t, md, ip, in, 2, inner);
-    for (size_t i = 0; i < HMAC_BLOCK; i++)
-        pad[i] = k[i] ^ 0x5c;
-    const void *op[2] = { pad, inner };
-    size_t on[2] = { HMAC_BLOCK, CN_DIGEST_LEN };
-    ok = ok && digest_parts(t, md, op, on, 2, out);
-    OPENSSL_cleanse(k, sizeof k);
-    OPENSSL_cleanse(pad, sizeof pad);
-    OPENSSL_cleanse(inner, sizeof inner);
-    if (!ok) /* no per-thread context, or OpenSSL failed: the allocating one-shot */
-        EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, key, key_len, msg, msg_len, out,
-                  CN_DIGEST_LEN, NULL);
 }

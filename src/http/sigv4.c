@@ -480,13 +480,17 @@ void cn_sigv4_signing_key(const uint8_t *secret, size_t secret_len, const char *
  * handed out with the secret (computed once when the store cached it), or
  * else BLAKE3's keyed hash under a key made at random once per process
  * (kc_fp_key), computed per request.  A store's tag is unique per access
- * key only, so the access key is part of the tuple.  One
- * reader-writer lock: lookups share it (the event loops and workers checking
- * signatures at once never wait for each other: no futex on a hit), a store
- * takes it exclusively; the four HMACs of a miss run outside it (two threads
- * missing together both derive the same key, and the second store is
- * harmless).  Recency counts stores (clock moves only under the writer lock),
- * enough for the one decision it serves: which slot a store replaces. */
+ * key only, so the access key is part of the tuple.  A slot keeps the key
+ * twice: as bytes (cn_sigv4_t's signing_key) and prepared for HMAC (its
+ * inner and outer pad blocks hashed: two of the signature HMAC's six SHA-256
+ * blocks, done once per slot instead of per request).  One reader-writer
+ * lock: lookups share it (the event loops and workers checking signatures at
+ * once never wait for each other: no futex on a hit), a store takes it
+ * exclusively; the four HMACs of a miss and the key's preparation run
+ * outside it (two threads missing together both derive the same key, and the
+ * second store is harmless).  Recency counts stores (clock moves only under
+ * the writer lock), enough for the one decision it serves: which slot a
+ * store replaces. */
 #define KC_WAYS 4
 #define KC_SETS (CN_SIGV4_KEY_CACHE_SLOTS / KC_WAYS)
 #define KC_MAX_SERVICE 16
@@ -494,8 +498,9 @@ void cn_sigv4_signing_key(const uint8_t *secret, size_t secret_len, const char *
 #define KC_CONTEXT "cairn sigv4 signing-key cache: secret fingerprint"
 
 typedef struct {
-    _Atomic uint64_t stamp; /* last use (0: empty) */
-    uint8_t secret_fp[32];  /* the tag */
+    _Atomic uint64_t stamp;  /* last use (0: empty) */
+    cn_hmac_sha256_key_t mk; /* key, prepared: its HMAC's two pad blocks hashed once */
+    uint8_t secret_fp[32];   /* the tag */
     uint8_t key[32];
     char date8[8];
     uint8_t access_len, region_len, service_len;
@@ -591,8 +596,9 @@ static kc_slot_t *kc_victim(kc_slot_t *set, const kc_tuple_t *t)
     return lru;
 }
 
-/* The cache's lookup of tuple t; true with out filled on a hit. */
-static bool kc_find(kc_slot_t *set, const kc_tuple_t *t, uint8_t out[32])
+/* The cache's lookup of tuple t; true with out (and mk, unless NULL)
+ * filled on a hit. */
+static bool kc_find(kc_slot_t *set, const kc_tuple_t *t, uint8_t out[32], cn_hmac_sha256_key_t *mk)
 {
     pthread_rwlock_rdlock(&kc.lock);
     for (int i = 0; i < KC_WAYS; i++) {
@@ -602,6 +608,8 @@ static bool kc_find(kc_slot_t *set, const kc_tuple_t *t, uint8_t out[32])
             if (kc_load(&set[i].stamp) != now)
                 atomic_store_explicit(&set[i].stamp, now, memory_order_relaxed);
             memcpy(out, set[i].key, 32);
+            if (mk)
+                *mk = set[i].mk;
             pthread_rwlock_unlock(&kc.lock);
             kc_count(&kc.hits);
             return true;
@@ -612,8 +620,9 @@ static bool kc_find(kc_slot_t *set, const kc_tuple_t *t, uint8_t out[32])
     return false;
 }
 
-/* Files key under tuple t in its set. */
-static void kc_store(kc_slot_t *set, const kc_tuple_t *t, const uint8_t key[32])
+/* Files key, and mk prepared from it, under tuple t in its set. */
+static void kc_store(kc_slot_t *set, const kc_tuple_t *t, const uint8_t key[32],
+                     const cn_hmac_sha256_key_t *mk)
 {
     pthread_rwlock_wrlock(&kc.lock);
     kc_slot_t *victim = kc_victim(set, t);
@@ -622,6 +631,7 @@ static void kc_store(kc_slot_t *set, const kc_tuple_t *t, const uint8_t key[32])
     atomic_store_explicit(&victim->stamp, now, memory_order_relaxed);
     memcpy(victim->secret_fp, t->fp, 32);
     memcpy(victim->key, key, 32);
+    victim->mk = *mk;
     memcpy(victim->date8, t->date8, 8);
     victim->access_len = (uint8_t)t->al;
     victim->region_len = (uint8_t)t->rl;
@@ -640,14 +650,20 @@ static bool tag_is_zero(const uint8_t tag[CN_SIGV4_TAG_LEN])
     return acc == 0;
 }
 
-void cn_sigv4_signing_key_tagged(const char *access_key, const uint8_t tag[CN_SIGV4_TAG_LEN],
-                                 const uint8_t *secret, size_t secret_len, const char *date8,
-                                 const char *region, const char *service, uint8_t out[32])
+/* cn_sigv4_signing_key_tagged, and the key prepared for cn_hmac_sha256_keyed
+ * into mk unless it is NULL: the cache keeps the key prepared, so that a
+ * verification's HMAC hashes no pad block of its own. */
+static void signing_key_lookup(const char *access_key, const uint8_t tag[CN_SIGV4_TAG_LEN],
+                               const uint8_t *secret, size_t secret_len, const char *date8,
+                               const char *region, const char *service, uint8_t out[32],
+                               cn_hmac_sha256_key_t *mk)
 {
     kc_tuple_t t = { .access = access_key, .date8 = date8, .region = region, .service = service };
     t.al = strlen(access_key), t.rl = strlen(region), t.sl = strlen(service);
     if (t.al >= KC_MAX_ACCESS || t.rl >= CN_SIGV4_MAX_REGION || t.sl > KC_MAX_SERVICE) {
         cn_sigv4_signing_key(secret, secret_len, date8, region, service, out);
+        if (mk)
+            cn_hmac_sha256_key_init(mk, out, 32);
         kc_count(&kc.misses);
         return;
     }
@@ -658,11 +674,23 @@ void cn_sigv4_signing_key_tagged(const char *access_key, const uint8_t tag[CN_SI
         memcpy(fp, tag, sizeof fp);
     t.fp = fp;
     kc_slot_t *set = &kc.slot[kc_set(&t) * KC_WAYS];
-    if (!kc_find(set, &t, out)) {
+    if (!kc_find(set, &t, out, mk)) {
+        cn_hmac_sha256_key_t fresh;
         cn_sigv4_signing_key(secret, secret_len, date8, region, service, out);
-        kc_store(set, &t, out);
+        cn_hmac_sha256_key_init(&fresh, out, 32);
+        kc_store(set, &t, out, &fresh);
+        if (mk)
+            *mk = fresh;
+        cn_hmac_sha256_key_wipe(&fresh);
     }
     OPENSSL_cleanse(fp, sizeof fp);
+}
+
+void cn_sigv4_signing_key_tagged(const char *access_key, const uint8_t tag[CN_SIGV4_TAG_LEN],
+                                 const uint8_t *secret, size_t secret_len, const char *date8,
+                                 const char *region, const char *service, uint8_t out[32])
+{
+    signing_key_lookup(access_key, tag, secret, secret_len, date8, region, service, out, NULL);
 }
 
 void cn_sigv4_signing_key_cached(const uint8_t *secret, size_t secret_len, const char *date8,
@@ -684,8 +712,9 @@ void cn_sigv4_key_cache_clear(void)
     pthread_rwlock_unlock(&kc.lock);
 }
 
-void cn_sigv4_sign(const uint8_t key[32], const char *amz_date, const char *scope,
-                   const char *canonical, size_t canonical_len, char sig_hex[65])
+/* cn_sigv4_sign under a prepared key. */
+static void sign_keyed(const cn_hmac_sha256_key_t *mk, const char *amz_date, const char *scope,
+                       const char *canonical, size_t canonical_len, char sig_hex[65])
 {
     uint8_t h[32], mac[32];
     char hh[65];
@@ -703,8 +732,17 @@ void cn_sigv4_sign(const uint8_t key[32], const char *amz_date, const char *scop
     } else {
         n = 0;
     }
-    cn_hmac_sha256(key, 32, sts, n, mac);
+    cn_hmac_sha256_keyed(mk, sts, n, mac);
     cn_hex_encode(mac, 32, sig_hex);
+}
+
+void cn_sigv4_sign(const uint8_t key[32], const char *amz_date, const char *scope,
+                   const char *canonical, size_t canonical_len, char sig_hex[65])
+{
+    cn_hmac_sha256_key_t mk;
+    cn_hmac_sha256_key_init(&mk, key, 32);
+    sign_keyed(&mk, amz_date, scope, canonical, canonical_len, sig_hex);
+    cn_hmac_sha256_key_wipe(&mk);
 }
 
 /* Days from 1970-01-01 to the proleptic Gregorian date (y, m 1-12, d), in
@@ -957,16 +995,6 @@ static bool has_token(const char *list, size_t n, const char *tok)
         pos = end + 1;
     }
     return false;
-}
-
-static bool sig_equal(const char *a, const char *b, size_t n)
-{
-    char la[65];
-    if (n != 64)
-        return false;
-    for (size_t i = 0; i < 64; i++)
-        la[i] = (char)tolower((unsigned char)a[i]);
-    return cn_ct_equal(la, b, 64);
 }
 
 /* Where a request's signature came from: the Authorization header (cred, sh
@@ -1246,9 +1274,10 @@ static bool is_hex64(const char *s, size_t n)
 }
 
 /* Step 6: the access key's secret, from the credential store, turned into
- * v->signing_key.  The secret never outlives this function. */
+ * v->signing_key and mk, the same key prepared for HMAC.  The secret never
+ * outlives this function. */
 static cn_err_t derive_key(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn lookup,
-                           void *lookup_ctx, cn_sigv4_t *v)
+                           void *lookup_ctx, cn_sigv4_t *v, cn_hmac_sha256_key_t *mk)
 {
     uint8_t secret[CN_SIGV4_MAX_SECRET], tag[CN_SIGV4_TAG_LEN] = { 0 };
     size_t secret_len = 0;
@@ -1271,8 +1300,8 @@ static cn_err_t derive_key(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn 
     char date8[9];
     memcpy(date8, v->amz_date, 8);
     date8[8] = 0;
-    cn_sigv4_signing_key_tagged(v->access_key, tag, secret, secret_len, date8, v->region,
-                                in->service, v->signing_key);
+    signing_key_lookup(v->access_key, tag, secret, secret_len, date8, v->region, in->service,
+                       v->signing_key, mk);
     OPENSSL_cleanse(secret, secret_len); /* all the lookup wrote */
     OPENSSL_cleanse(tag, sizeof tag);
     return CN_OK;
@@ -1283,7 +1312,7 @@ static cn_err_t derive_key(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn 
  * payload, the canonical request kept in v->deferred until
  * cn_sigv4_finish_deferred has the body's hash. */
 static cn_err_t check_signature(const cn_sigv4_input_t *in, cn_sigv4_t *v, const form_t *f,
-                                const char *payload_hash)
+                                const char *payload_hash, const cn_hmac_sha256_key_t *mk)
 {
     scratch_t *s = f->scratch;
     cw_t w = { s->buf + s->used, 0, sizeof s->buf - s->used, false };
@@ -1303,8 +1332,8 @@ static cn_err_t check_signature(const cn_sigv4_input_t *in, cn_sigv4_t *v, const
     if (v->payload == CN_SIGV4_PAYLOAD_DEFERRED)
         return cn_buf_append(&v->deferred, w.p, w.len);
     char mine[65];
-    cn_sigv4_sign(v->signing_key, v->amz_date, v->scope, w.p, w.len, mine);
-    if (!sig_equal(f->sig, mine, f->sig_len))
+    sign_keyed(mk, v->amz_date, v->scope, w.p, w.len, mine);
+    if (!cn_ct_equal(v->signature, mine, 64)) /* both lower case; 64 long (is_hex64) */
         return sigv4_fail(v, CN_S3E_SIGNATURE_DOES_NOT_MATCH,
                           "The request signature we calculated does not match the signature you "
                           "provided. Check your key and signing method.");
@@ -1320,6 +1349,7 @@ cn_err_t cn_sigv4_verify(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn lo
     form_t f = { .scratch = &scratch };
     const char *date8 = NULL;
     char payload_hash[80];
+    cn_hmac_sha256_key_t mk; /* the signing key, prepared (derive_key) */
     cn_err_t err;
     if ((err = read_form(in, v, &f)) || (err = check_credential(in, v, &f, &date8)) ||
         (err = read_request_time(in, v, &f)))
@@ -1341,9 +1371,10 @@ cn_err_t cn_sigv4_verify(const cn_sigv4_input_t *in, cn_http_secret_lookup_fn lo
         err = sigv4_fail(v, malformed(&f), "the signature must be 64 hexadecimal characters");
         goto out;
     }
-    if ((err = derive_key(in, lookup, lookup_ctx, v)))
+    if ((err = derive_key(in, lookup, lookup_ctx, v, &mk)))
         goto out;
-    err = check_signature(in, v, &f, payload_hash);
+    err = check_signature(in, v, &f, payload_hash, &mk);
+    cn_hmac_sha256_key_wipe(&mk);
 out:
     /* Only a verified request keeps its key (a deferred one needs it). */
     if (err)

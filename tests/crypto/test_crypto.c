@@ -3,6 +3,7 @@
 #include "cn_test.h"
 #include "cairn/crypto.h"
 
+#include <openssl/evp.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -102,6 +103,44 @@ static void test_sha256_md5_vectors(void)
     CN_CHECK_STR(hex, "21cd586aeca0579d99a1c938127c92525a371f807bc5ba6eb78bc825bd4f2be3");
 }
 
+/* A key prepared once gives the MAC of the one-shot, and of OpenSSL's own
+ * HMAC, for keys shorter than, as long as and longer than a block, and
+ * messages across block boundaries; a copied prepared key works as well. */
+static void test_hmac_prepared(void)
+{
+    uint8_t key[150], msg[300], a[32], b[32], c[32];
+    for (size_t i = 0; i < sizeof key; i++)
+        key[i] = (uint8_t)(i * 7 + 1);
+    for (size_t i = 0; i < sizeof msg; i++)
+        msg[i] = (uint8_t)(i * 13 + 5);
+    static const size_t klen[] = { 0, 1, 20, 32, 63, 64, 65, 131, 150 };
+    for (size_t k = 0; k < sizeof klen / sizeof klen[0]; k++) {
+        cn_hmac_sha256_key_t pk, copy;
+        cn_hmac_sha256_key_init(&pk, key, klen[k]);
+        copy = pk;
+        for (size_t m = 0; m <= sizeof msg; m += 23) {
+            size_t outl = 0;
+            cn_hmac_sha256(key, klen[k], msg, m, a);
+            cn_hmac_sha256_keyed(&pk, msg, m, b);
+            CN_CHECK(EVP_Q_mac(NULL, "HMAC", NULL, "SHA256", NULL, key, klen[k], msg, m, c,
+                               sizeof c, &outl) != NULL);
+            CN_CHECK_MEM(a, c, 32);
+            CN_CHECK_MEM(b, c, 32);
+            cn_hmac_sha256_keyed(&copy, msg, m, b); /* the states are not consumed */
+            CN_CHECK_MEM(b, c, 32);
+        }
+        cn_hmac_sha256_key_wipe(&pk);
+        cn_hmac_sha256_key_wipe(&copy);
+    }
+    /* cn_sha256 across block boundaries, against OpenSSL's EVP */
+    for (size_t m = 0; m <= sizeof msg; m += 17) {
+        unsigned int l = 0;
+        cn_sha256(msg, m, a);
+        CN_CHECK(EVP_Digest(msg, m, c, &l, EVP_sha256(), NULL) == 1);
+        CN_CHECK_MEM(a, c, 32);
+    }
+}
+
 static void test_crc_vectors(void)
 {
     CN_CHECK_EQ(cn_crc32(0, "123456789", 9), 0xCBF43926u);
@@ -183,5 +222,5 @@ static void test_ct_equal(void)
 }
 
 CN_TEST_MAIN(CN_TEST(test_blake3_matches_b3sum), CN_TEST(test_sha256_md5_vectors),
-             CN_TEST(test_crc_vectors), CN_TEST(test_crc32c_any_alignment),
-             CN_TEST(test_hex_base64), CN_TEST(test_ct_equal))
+             CN_TEST(test_hmac_prepared), CN_TEST(test_crc_vectors),
+             CN_TEST(test_crc32c_any_alignment), CN_TEST(test_hex_base64), CN_TEST(test_ct_equal))

@@ -1175,6 +1175,98 @@ static void test_key_cache_verify(void)
     CN_CHECK_EQ(s.s3err, CN_S3E_INVALID_ACCESS_KEY_ID);
 }
 
+/* A store that hands out a tag with the secret, as the server's does. */
+typedef struct {
+    const char *key, *secret;
+    uint8_t tag;
+} tagged_store_t;
+
+static int lookup_tagged(void *ctx, const char *key, uint8_t *secret, size_t cap, size_t *len,
+                         uint8_t tag[CN_SIGV4_TAG_LEN])
+{
+    const tagged_store_t *st = ctx;
+    if (strcmp(key, st->key) != 0)
+        return CN_E_NOT_FOUND;
+    *len = strlen(st->secret);
+    if (*len > cap)
+        return CN_E_INVALID;
+    memcpy(secret, st->secret, *len);
+    tag[0] = st->tag;
+    return 0;
+}
+
+/* A presigned GET of /o signed by key with secret (the signature computed
+ * with a freshly derived key: no cache), verified through st. */
+static cn_err_t presigned_verify(const tagged_store_t *st, const char *key, const char *secret,
+                                 cn_sigv4_t *s)
+{
+    static cn_http_kv_t h[] = { KV("Host", "h") };
+    char q[512], sig[65];
+    uint8_t k[32];
+    int n = snprintf(q, sizeof q,
+                     "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=%s%%2F20130524%%2Fus-east-1"
+                     "%%2Fs3%%2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400"
+                     "&X-Amz-SignedHeaders=host",
+                     key);
+    cn_buf_t canon = { 0 };
+    CN_CHECK_EQ(cn_sigv4_canonical_request(&canon, "GET", "/o", 2, q, (size_t)n, h, 1, "host", 4,
+                                           "UNSIGNED-PAYLOAD"),
+                0);
+    cn_sigv4_signing_key((const uint8_t *)secret, strlen(secret), "20130524", "us-east-1", "s3", k);
+    cn_sigv4_sign(k, "20130524T000000Z", "20130524/us-east-1/s3/aws4_request",
+                  (const char *)canon.data, canon.len, sig);
+    cn_buf_free(&canon);
+    snprintf(q + n, sizeof q - (size_t)n, "&X-Amz-Signature=%s", sig);
+    cn_sigv4_input_t in = { .method = "GET",
+                            .path = "/o",
+                            .path_len = 2,
+                            .query = q,
+                            .query_len = strlen(q),
+                            .headers = h,
+                            .n_headers = 1,
+                            .now_ms = s3_now(),
+                            .service = "s3" };
+    return cn_sigv4_verify(&in, lookup_tagged, (void *)st, s);
+}
+
+/* The cache keeps each key prepared for HMAC: a verification answered from a
+ * slot (and from a slot refilled after evictions) accepts exactly what a
+ * fresh derivation signs, for many keys; a rotated secret (another tag, or
+ * with no tag another fingerprint) is never served the old slot's state. */
+static void test_key_cache_prepared(void)
+{
+    uint64_t h0, m0, h1, m1;
+    cn_sigv4_key_cache_clear();
+    cn_sigv4_key_cache_stats(&h0, &m0);
+    for (int round = 0; round < 3; round++) { /* again after evictions */
+        for (int i = 0; i < 2 * CN_SIGV4_KEY_CACHE_SLOTS; i++) {
+            char key[16], secret[64];
+            snprintf(key, sizeof key, "AKID%04d", i);
+            snprintf(secret, sizeof secret, "secret/%d/of/key/%s", i * 31, key);
+            tagged_store_t st = { key, secret, (uint8_t)(i & 1) }; /* half untagged */
+            cn_sigv4_t s;
+            cn_err_t e = presigned_verify(&st, key, secret, &s);
+            CN_CHECK_EQ(e, 0);
+            cn_sigv4_clear(&s);
+            e = presigned_verify(&st, key, secret, &s); /* the same tuple: from its slot */
+            CN_CHECK_EQ(e, 0);
+            cn_sigv4_clear(&s);
+            /* Rotated: the store has a new secret (and tag); a URL signed
+             * with the old one is refused, one signed with the new holds. */
+            char rotated[80];
+            snprintf(rotated, sizeof rotated, "%s+", secret);
+            tagged_store_t nst = { key, rotated, st.tag ? (uint8_t)(st.tag + 1) : 0 };
+            CN_CHECK_EQ(presigned_verify(&nst, key, secret, &s), CN_E_AUTH);
+            CN_CHECK_EQ(s.s3err, CN_S3E_SIGNATURE_DOES_NOT_MATCH);
+            CN_CHECK_EQ(presigned_verify(&nst, key, rotated, &s), 0);
+            cn_sigv4_clear(&s);
+        }
+    }
+    cn_sigv4_key_cache_stats(&h1, &m1);
+    CN_CHECK(h1 - h0 >= 3 * 2 * CN_SIGV4_KEY_CACHE_SLOTS); /* every second lookup at least */
+    CN_CHECK(m1 - m0 >= 2 * CN_SIGV4_KEY_CACHE_SLOTS);
+}
+
 #define THREADS 4
 #define ROUNDS 3000
 
@@ -1337,5 +1429,6 @@ CN_TEST_MAIN(CN_TEST(test_get_vanilla), CN_TEST(test_get_vanilla_query_order_key
              CN_TEST(test_checksums), CN_TEST(test_encoding), CN_TEST(test_key_cache_reuse),
              CN_TEST(test_key_cache_tagged), CN_TEST(test_key_cache_full_compare),
              CN_TEST(test_key_cache_secret_lengths), CN_TEST(test_key_cache_bound),
-             CN_TEST(test_key_cache_verify), CN_TEST(test_key_cache_threads),
-             CN_TEST(test_canonical_bound), CN_TEST(test_canonical_query_order))
+             CN_TEST(test_key_cache_verify), CN_TEST(test_key_cache_prepared),
+             CN_TEST(test_key_cache_threads), CN_TEST(test_canonical_bound),
+             CN_TEST(test_canonical_query_order))

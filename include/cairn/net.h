@@ -292,6 +292,30 @@ CN_API cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t le
 CN_API cn_err_t cn_conn_send_head_file(cn_conn_t *c, const void *head, size_t head_len, int fd,
                                        uint64_t off, uint64_t len, int64_t deadline);
 
+/* The last bytes of a reply, which a client that stops reading must not hold
+ * a worker for: iov[0..iovcnt) (iovcnt <= CN_CONN_REPLY_IOV; not modified),
+ * then len bytes of fd from off (none when len is 0; fd is only borrowed).
+ * What the socket takes now is written at once, so a reply that fits the
+ * socket buffer costs what cn_conn_writev / cn_conn_send_head_file cost
+ * (a small file body is read and written with the head in one call).
+ * When the socket is full, what is left is handed to the connection's
+ * event loop: the unsent bytes copied (counted in the listener's memory
+ * budget until written), the file range on a duplicate of fd.  The call
+ * then returns 0 at once; the loop writes the rest as the peer reads, by
+ * deadline (past it the connection is closed), after serve() returns, and
+ * only then reads the next request, or closes the connection when serve()
+ * returned < 0.  So nothing else may be written to c after it (a later
+ * write first finishes the rest, blocking, to keep the stream in order).
+ * Under TLS, on the loop (fast()), or when the budget or a descriptor is
+ * refused, the worker writes it all itself, with the deadline, as before.
+ * Errors as cn_conn_sendfile; on any error some bytes may have been sent. */
+#define CN_CONN_REPLY_IOV 8
+CN_API cn_err_t cn_conn_reply(cn_conn_t *c, const struct iovec *iov, int iovcnt, int fd,
+                              uint64_t off, uint64_t len, int64_t deadline);
+/* True when a reply's rest was handed to the loop (cn_conn_reply) and is not
+ * written yet.  The owner of c. */
+CN_API bool cn_conn_reply_pending(const cn_conn_t *c);
+
 /* The bytes already read past the request head (plaintext read-ahead): their
  * count, *p pointing at them; valid until the next read.  For fast(). */
 CN_API size_t cn_conn_peek(const cn_conn_t *c, const uint8_t **p);

@@ -3,9 +3,13 @@
  * producer, a push); cn__resp_send writes them on the connection's worker
  * once the request is over: the head and a small body in one writev, a
  * file body by sendfile(2) behind its head on plaintext, a producer's bytes
- * through one bounded buffer (chunked when its length is unknown).  Writes
- * block the worker only, each bounded by the listener's deadline for its
- * length.  Also the suspend/resume of a request, and S3 XML errors. */
+ * through one bounded buffer (chunked when its length is unknown).  Each
+ * write is bounded by the listener's deadline for its length.  A reply
+ * without a producer goes through cn_conn_reply: when the client does not
+ * take it as fast as it is written, the rest is handed to the network loop
+ * and the worker is free (a stalled reader cannot hold one); a producer's
+ * body blocks its worker.  Also the suspend/resume of a request, and S3
+ * XML errors. */
 #include "http_int.h"
 
 #include <errno.h>
@@ -456,15 +460,23 @@ cn_err_t cn__resp_send(cn_http_req_t *r, bool keep)
     cn_err_t e = build_head(r, &h, frame, len, keep);
     bool body = !e && !head_only && frame != FRAME_NONE;
     r->resp_len = body && len != CN_HTTP_LEN_UNKNOWN ? len : 0;
+    bool producer = body && (r->rb.kind == CN__RB_STREAM || r->rb.kind == CN__RB_PUSH);
     if (e) {
         /* nothing sent */
-    } else if (body && r->rb.kind == CN__RB_MEM) {
-        struct iovec iov[2] = { { h.data, h.len }, { r->rb.mem, r->rb.mem_len } };
-        e = cn_conn_writev(c, iov, 2, cn_conn_deadline_for(c, h.len + r->rb.mem_len));
-    } else if (body && r->rb.kind == CN__RB_FD) {
-        e = cn_conn_send_head_file(c, h.data, h.len, r->rb.fd, r->rb.off, len,
-                                   cn_conn_deadline_for(c, h.len + len));
+    } else if (!producer) {
+        /* The whole reply is described without the worker (the head, a
+         * memory body, a file range): a client that does not read it gets
+         * it written by the loop, and the worker goes back to the pool. */
+        struct iovec iov[2] = { { h.data, h.len }, { r->rb.mem, 0 } };
+        bool mem = body && r->rb.kind == CN__RB_MEM, file = body && r->rb.kind == CN__RB_FD;
+        iov[1].iov_len = mem ? r->rb.mem_len : 0;
+        uint64_t flen = file ? len : 0;
+        e = cn_conn_reply(c, iov, mem ? 2 : 1, file ? r->rb.fd : -1, file ? r->rb.off : 0, flen,
+                          cn_conn_deadline_for(c, h.len + iov[1].iov_len + flen));
     } else {
+        /* A producer's body is written by the worker that runs the
+         * producer (it may decode, wait for a resume), blocking with
+         * deadlines. */
         e = cn_conn_write_all(c, h.data, h.len, cn_conn_deadline_for(c, h.len));
         if (!e && body && r->rb.kind == CN__RB_STREAM)
             e = send_stream(r, frame == FRAME_CHUNKED);

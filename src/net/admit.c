@@ -377,8 +377,9 @@ void cn__admit_shutdown_all(cn__loop_t *l, bool handshakes_only)
     pthread_mutex_lock(&s->mu);
     /* st is read only for l's own connections: l is the thread that writes it. */
     for (cn_conn_t *c = s->all_head; c; c = c->all_next)
-        if (c->loop == l && c->st == CN__ST_WORKER &&
-            (!handshakes_only || c->pool == CN_POOL_HANDSHAKE))
+        if (c->loop == l &&
+            ((c->st == CN__ST_WORKER && (!handshakes_only || c->pool == CN_POOL_HANDSHAKE)) ||
+             (c->st == CN__ST_TAIL && !handshakes_only)))
             shutdown(c->fd, SHUT_RDWR);
     pthread_mutex_unlock(&s->mu);
 }

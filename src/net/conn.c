@@ -5,6 +5,7 @@
 #include "net/net_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <openssl/err.h>
 #include <poll.h>
@@ -27,6 +28,8 @@ cn_err_t cn__wait_fd(int fd, short events, int64_t deadline)
             return -errno;
     }
 }
+
+static cn_err_t tail_flush(cn_conn_t *c);
 
 static cn_err_t sys_err(int e)
 {
@@ -208,6 +211,8 @@ cn_err_t cn__conn_flush(cn_conn_t *c)
 
 cn_err_t cn_conn_write_all(cn_conn_t *c, const void *buf, size_t n, int64_t deadline)
 {
+    if (c->tail.set)
+        CN_TRY(tail_flush(c));
     if (c->on_loop) {
         struct iovec v = { (void *)buf, n };
         return loop_writev(c, &v, 1);
@@ -250,6 +255,8 @@ cn_err_t cn_conn_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt, int64
 {
     if (iovcnt < 0 || iovcnt > IOV_MAX)
         return CN_E_INVALID;
+    if (c->tail.set)
+        CN_TRY(tail_flush(c));
     if (c->on_loop)
         return loop_writev(c, iov, iovcnt);
     if (c->ssl) {
@@ -330,6 +337,8 @@ cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t len, int6
 {
     if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
         return CN_E_INVALID;
+    if (c->tail.set)
+        CN_TRY(tail_flush(c));
     if (c->on_loop) {
         if (len > CN__INLINE_BODY)
             return CN_E_UNSUPPORTED; /* a large body is a worker's job */
@@ -416,6 +425,251 @@ cn_err_t cn_conn_send_head_file(cn_conn_t *c, const void *head, size_t head_len,
         CN_TRY(cn__wait_fd(c->fd, POLLOUT, deadline));
     }
     return cn_conn_sendfile(c, fd, off, len, deadline);
+}
+
+/* ---- replies the loop finishes (a stalled reader holds no worker) ---------------- */
+void cn__tail_free(cn_conn_t *c)
+{
+    cn__tail_t *t = &c->tail;
+    if (!t->set)
+        return;
+    free(t->buf);
+    cn_conn_budget_release(c, t->len);
+    if (t->fd >= 0)
+        close(t->fd);
+    memset(t, 0, sizeof *t);
+    t->fd = -1;
+}
+
+void cn__tail_from_pend(cn_conn_t *c)
+{
+    cn__tail_t *t = &c->tail;
+    *t = (cn__tail_t){ .set = true, .buf = c->pend, .len = c->pend_len, .fd = -1 };
+    t->deadline = cn_conn_deadline_for(c, c->pend_len);
+    c->pend = NULL;
+    c->pend_len = 0;
+}
+
+/* Writes the tail blocking, with its deadline: a worker that writes to c
+ * again after handing over a reply (the stream keeps its order). */
+static cn_err_t tail_flush(cn_conn_t *c)
+{
+    cn__tail_t t = c->tail;
+    c->tail.set = false; /* the writes below go to the socket */
+    cn_err_t e = cn_conn_write_all(c, t.buf + t.off, t.len - t.off, t.deadline);
+    if (!e && t.fd >= 0 && t.flen)
+        e = cn_conn_sendfile(c, t.fd, t.foff, t.flen, t.deadline);
+    c->tail = t;
+    cn__tail_free(c);
+    return e;
+}
+
+cn_err_t cn__tail_write(cn_conn_t *c)
+{
+    cn__tail_t *t = &c->tail;
+    while (t->off < t->len) {
+        int more = t->flen ? MSG_MORE : 0;
+        ssize_t w =
+            send(c->fd, t->buf + t->off, t->len - t->off, MSG_NOSIGNAL | MSG_DONTWAIT | more);
+        if (w > 0) {
+            cn_metric_add(c->ls->m.bytes_out, w);
+            t->off += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return CN_E_AGAIN;
+        return sys_err(errno);
+    }
+    while (t->flen) {
+        size_t chunk = t->flen < (1u << 30) ? (size_t)t->flen : (1u << 30);
+        off_t o = (off_t)t->foff;
+        ssize_t w = sendfile(c->fd, t->fd, &o, chunk);
+        if (w > 0) {
+            cn_metric_add(c->ls->m.bytes_out, w);
+            t->foff += (uint64_t)w;
+            t->flen -= (uint64_t)w;
+            if (t->flen && (size_t)w < chunk)
+                return CN_E_AGAIN; /* short: the socket is full, the next call would say so */
+            continue;
+        }
+        if (w == 0)
+            return CN_E_LENGTH_MISMATCH;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return CN_E_AGAIN;
+        return sys_err(errno);
+    }
+    return CN_OK;
+}
+
+/* Hands what is left of a reply to the loop: iov[0..iovcnt) from byte skip
+ * on, copied within the memory budget, then len bytes of fd from off (the
+ * descriptor duplicated).  false when the budget, memory or a descriptor
+ * is refused: the worker then writes the rest itself. */
+static bool tail_take(cn_conn_t *c, const struct iovec *iov, int iovcnt, size_t skip, int fd,
+                      uint64_t off, uint64_t len, int64_t deadline)
+{
+    size_t n = 0;
+    for (int i = 0; i < iovcnt; i++)
+        n += iov[i].iov_len;
+    n -= skip;
+    uint8_t *buf = NULL;
+    if (n && cn_conn_budget_reserve(c, n) != CN_OK)
+        return false;
+    if (n && !(buf = malloc(n))) {
+        cn_conn_budget_release(c, n);
+        return false;
+    }
+    int dup = len ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+    if (len && dup < 0) {
+        free(buf);
+        cn_conn_budget_release(c, n);
+        return false;
+    }
+    size_t at = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        size_t k = iov[i].iov_len;
+        if (skip >= k) {
+            skip -= k;
+            continue;
+        }
+        memcpy(buf + at, (const uint8_t *)iov[i].iov_base + skip, k - skip);
+        at += k - skip;
+        skip = 0;
+    }
+    c->tail = (cn__tail_t){
+        .set = true, .buf = buf, .len = n, .fd = dup, .foff = off, .flen = len, .deadline = deadline
+    };
+    return true;
+}
+
+/* The blocking reply of a connection the loop cannot finish for (TLS, the
+ * loop itself, a tail already pending): as the writes before it did. */
+static cn_err_t reply_blocking(cn_conn_t *c, const struct iovec *iov, int iovcnt, int fd,
+                               uint64_t off, uint64_t len, int64_t deadline)
+{
+    if (len && iovcnt == 1)
+        return cn_conn_send_head_file(c, iov[0].iov_base, iov[0].iov_len, fd, off, len, deadline);
+    CN_TRY(cn_conn_writev(c, iov, iovcnt, deadline));
+    return len ? cn_conn_sendfile(c, fd, off, len, deadline) : CN_OK;
+}
+
+/* Writes iov without waiting: the bytes written; *full when the socket
+ * took less than all of them. */
+static cn_err_t reply_iov_nb(cn_conn_t *c, struct iovec *iov, int iovcnt, bool more, size_t *sent,
+                             bool *full)
+{
+    size_t total = 0;
+    for (int i = 0; i < iovcnt; i++)
+        total += iov[i].iov_len;
+    *sent = 0;
+    *full = false;
+    while (*sent < total) {
+        struct iovec local[CN_CONN_REPLY_IOV + 1];
+        int cnt = 0;
+        size_t skip = *sent;
+        for (int i = 0; i < iovcnt; i++) {
+            if (skip >= iov[i].iov_len) {
+                skip -= iov[i].iov_len;
+                continue;
+            }
+            local[cnt].iov_base = (uint8_t *)iov[i].iov_base + skip;
+            local[cnt++].iov_len = iov[i].iov_len - skip;
+            skip = 0;
+        }
+        struct msghdr mh = { .msg_iov = local, .msg_iovlen = (size_t)cnt };
+        ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT | (more ? MSG_MORE : 0));
+        if (w > 0) {
+            cn_metric_add(c->ls->m.bytes_out, w);
+            *sent += (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+            return sys_err(errno);
+        *full = true;
+        return CN_OK;
+    }
+    return CN_OK;
+}
+
+/* The file part of a reply without waiting: *full when the socket is. */
+static cn_err_t reply_file_nb(cn_conn_t *c, int fd, uint64_t *off, uint64_t *len, bool *full)
+{
+    *full = false;
+    while (*len) {
+        size_t chunk = *len < (1u << 30) ? (size_t)*len : (1u << 30);
+        off_t o = (off_t)*off;
+        ssize_t w = sendfile(c->fd, fd, &o, chunk);
+        if (w > 0) {
+            cn_metric_add(c->ls->m.bytes_out, w);
+            *off += (uint64_t)w;
+            *len -= (uint64_t)w;
+            if (*len && (size_t)w < chunk) {
+                *full = true;
+                return CN_OK;
+            }
+            continue;
+        }
+        if (w == 0)
+            return CN_E_LENGTH_MISMATCH;
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return sys_err(errno);
+        *full = true;
+        return CN_OK;
+    }
+    return CN_OK;
+}
+
+cn_err_t cn_conn_reply(cn_conn_t *c, const struct iovec *iov, int iovcnt, int fd, uint64_t off,
+                       uint64_t len, int64_t deadline)
+{
+    if (iovcnt < 0 || iovcnt > CN_CONN_REPLY_IOV || (len && fd < 0) || off > (uint64_t)INT64_MAX ||
+        len > (uint64_t)INT64_MAX - off)
+        return CN_E_INVALID;
+    if (c->ssl || c->on_loop || c->tail.set)
+        return reply_blocking(c, iov, iovcnt, fd, off, len, deadline);
+    /* A small file body goes with the head in one call, as in
+     * cn_conn_send_head_file. */
+    struct iovec v[CN_CONN_REPLY_IOV + 1];
+    uint8_t body[CN__INLINE_BODY];
+    memcpy(v, iov, (size_t)iovcnt * sizeof *iov);
+    int n = iovcnt;
+    if (len && len <= CN__INLINE_BODY) {
+        CN_TRY(pread_full(fd, body, off, (size_t)len));
+        v[n++] = (struct iovec){ body, (size_t)len };
+        len = 0;
+    }
+    size_t sent;
+    bool full;
+    CN_TRY(reply_iov_nb(c, v, n, len != 0, &sent, &full));
+    if (!full)
+        CN_TRY(reply_file_nb(c, fd, &off, &len, &full));
+    if (!full)
+        return CN_OK; /* the socket took it all: the usual case, no hand-over */
+    if (tail_take(c, v, n, sent, fd, off, len, deadline))
+        return CN_OK;
+    /* No room to keep the rest: write it here, as before. */
+    size_t skip = sent;
+    int i = 0;
+    while (i < n && skip >= v[i].iov_len)
+        skip -= v[i++].iov_len;
+    if (i < n) {
+        v[i].iov_base = (uint8_t *)v[i].iov_base + skip;
+        v[i].iov_len -= skip;
+    }
+    return reply_blocking(c, v + i, n - i, fd, off, len, deadline);
+}
+
+bool cn_conn_reply_pending(const cn_conn_t *c)
+{
+    return c->tail.set;
 }
 
 long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write)
@@ -535,6 +789,9 @@ void cn__conn_destroy(cn_conn_t *c)
         cn_metric_add(c->loop->gauge, -1);
     }
     free(c->pend);
+    free(c->tail.buf);
+    if (c->tail.set && c->tail.fd >= 0)
+        close(c->tail.fd);
     free(c->back);
     free(c);
     if (atomic_load(&s->stopping))

@@ -110,7 +110,8 @@ static void watch(cn__loop_t *l, cn_conn_t *c, int mask)
 {
     cn_err_t e = CN_OK;
     bool persist =
-        l->persist_ok && mask == CN__EV_READ && !c->ssl && c->ls->ad->fast && !c->to_worker;
+        (l->persist_ok && mask == CN__EV_READ && !c->ssl && c->ls->ad->fast && !c->to_worker) ||
+        (mask == CN__EV_WRITE && c->st == CN__ST_TAIL);
     int m = persist ? mask : mask | CN__EV_ONESHOT;
     if (!c->in_poll)
         e = cn__poll_add(l->poll, c->fd, m, c);
@@ -417,6 +418,56 @@ static void drop_evicted(cn__loop_t *l)
     }
 }
 
+/* ---- the rest of a reply (CN__ST_TAIL) ----------------------------------------------
+ * A worker whose reply met a full socket handed the rest to the loop
+ * (cn_conn_reply), or the loop's own answer (fast()) did not fit: the loop
+ * writes it as the socket drains, registered level-triggered for writing,
+ * so that each writable report costs no re-arm, by the reply's deadline
+ * (loop_timers), then reads the next request.  At a stop it is in flight,
+ * as a worker's request is: it keeps writing until the grace period ends. */
+static void read_head(cn__loop_t *l, cn_conn_t *c, bool readable);
+
+/* c (loop-owned, on the loop's list) writes its tail from now on. */
+static void tail_begin(cn__loop_t *l, cn_conn_t *c)
+{
+    c->st = CN__ST_TAIL;
+    c->deadline = c->tail.deadline;
+    if (c->deadline < l->next_timer)
+        l->next_timer = c->deadline;
+    if (atomic_load(&l->srv->stopping))
+        c->tail.close_after = true; /* no next request once stopping */
+    watch(l, c, CN__EV_WRITE);
+}
+
+/* c's socket is writable (or failed): more of the tail; once it is all
+ * written, the next request, or the close the reply asked for. */
+static void tail_run(cn__loop_t *l, cn_conn_t *c)
+{
+    cn_err_t e = cn__tail_write(c);
+    if (e == CN_E_AGAIN)
+        return; /* still registered for writing */
+    bool close = e < 0 || c->tail.close_after || atomic_load(&l->srv->stopping);
+    if (e < 0)
+        cn_debug("net", "%s connection %llu from %s: reply: %s", c->ls->ad->name,
+                 (unsigned long long)c->id, c->peer_text, cn_strerror(e));
+    cn__tail_free(c);
+    if (close) {
+        drop(l, c);
+        return;
+    }
+    c->st = CN__ST_IDLE;
+    c->head_got = 0;
+    c->deadline = cn_mono_ms() + c->ls->lim.idle_ms;
+    if (c->deadline < l->next_timer)
+        l->next_timer = c->deadline;
+    if (c->ls->ad->idle_pending)
+        cn__admit_repend(c);
+    if (cn__conn_buffered(c))
+        read_head(l, c, false); /* a pipelined request is here already */
+    else
+        watch(l, c, CN__EV_READ);
+}
+
 /* For an adapter that reads its own requests (head_len 0): copies the first
  * bytes of the next request that the process holds (bytes given back, then
  * the read-ahead) into c->head, NUL-terminated, without taking them from the
@@ -477,8 +528,10 @@ static bool fast_unframed(cn__loop_t *l, cn_conn_t *c)
         cn_metric_add(c->ls->m.loop_answered, 1);
         c->deadline = cn_mono_ms() + c->ls->lim.idle_ms;
         if (c->pend_len) {
-            /* The peer is slow to take the answer: a worker waits for it. */
-            loop_dispatch(l, c, CN_POOL_STORAGE);
+            /* The peer is slow to take the answer: the loop writes the
+             * rest as it reads, holding no worker. */
+            cn__tail_from_pend(c);
+            tail_begin(l, c);
             return true;
         }
         if (!cn__conn_buffered(c)) {
@@ -557,9 +610,11 @@ static void read_head(cn__loop_t *l, cn_conn_t *c, bool readable)
                 c->head_got = 0;
                 c->deadline = cn_mono_ms() + c->ls->lim.idle_ms;
                 if (c->pend_len) {
-                    /* The peer is slow to take the answer: a worker waits for
-                     * it, with the write deadline, not the loop. */
-                    loop_dispatch(l, c, CN_POOL_STORAGE);
+                    /* The peer is slow to take the answer: the loop writes
+                     * the rest as it reads, by the write deadline, holding
+                     * no worker. */
+                    cn__tail_from_pend(c);
+                    tail_begin(l, c);
                     return;
                 }
                 if (cn__conn_buffered(c))
@@ -616,6 +671,12 @@ void cn__worker_run(void *arg, void *item)
             goto fail;
     } else {
         e = ad->serve(c->cstate, c, ad->head_len ? c->head : NULL);
+        if (e < 0 && c->tail.set) {
+            /* The reply's rest is the loop's to write; the close the
+             * failure (or the reply) asks for comes after it. */
+            c->tail.close_after = true;
+            e = CN_OK;
+        }
         if (e < 0)
             goto fail;
     }
@@ -663,6 +724,11 @@ static void take_returns(cn__loop_t *l)
         c->head_got = 0;
         c->deadline = now + c->ls->lim.idle_ms;
         lo_link(l, c);
+        if (c->tail.set && !c->closing && !atomic_load(&c->evicted)) {
+            tail_begin(l, c); /* the rest of its reply, then its next request */
+            c = next;
+            continue;
+        }
         bool gone = c->closing || atomic_load(&c->evicted) || atomic_load(&s->stopping);
         if (!gone && c->ls->ad->idle_pending)
             cn__admit_repend(c); /* idle again: pending again (SAU2) */
@@ -844,12 +910,15 @@ static void loop_timers(cn__loop_t *l, int64_t now)
             c->deadline = keep;
         if (c->deadline <= now) {
             cn_debug("net", "%s connection from %s: %s timeout", c->ls->ad->name, c->peer_text,
-                     c->st == CN__ST_IDLE ? "idle" : "handshake");
+                     c->st == CN__ST_IDLE   ? "idle"
+                     : c->st == CN__ST_TAIL ? "reply write"
+                                            : "handshake");
             /* A connection that never delivered a request was refused by
              * the deadline; an idle one simply ended, also when its adapter
              * counts it as pending again.  (pending is cleared only by its
              * loop, which is us, or by an eviction, which also ends it.) */
-            if (c->st != CN__ST_IDLE || (atomic_load(&c->pending) && !c->repended))
+            if ((c->st != CN__ST_IDLE && c->st != CN__ST_TAIL) ||
+                (atomic_load(&c->pending) && !c->repended))
                 cn_metric_add(c->ls->m.refused[CN__REFUSE_DEADLINE], 1);
             drop(l, c);
         } else if (c->deadline < l->next_timer) {
@@ -881,8 +950,15 @@ static void begin_shutdown(cn__loop_t *l)
         atomic_store(&s->accept_closed, true);
         cn__loops_wake(s);
     }
-    while (l->lo_head)
-        drop(l, l->lo_head);
+    /* A reply the loop is writing is in flight, as a worker's request is:
+     * it may finish within the grace period, and then closes. */
+    for (cn_conn_t *c = l->lo_head, *next; c; c = next) {
+        next = c->lo_next;
+        if (c->st == CN__ST_TAIL)
+            c->tail.close_after = true;
+        else
+            drop(l, c);
+    }
     /* Handshakes are not requests in flight: cut them now. */
     cn__admit_shutdown_all(l, true);
     if (l->idx == 0) {
@@ -954,6 +1030,8 @@ static void loop_event(cn__loop_t *l, void *ptr, bool draining)
             loop_dispatch(l, c, CN_POOL_HANDSHAKE);
         else if (c->st == CN__ST_IDLE)
             read_head(l, c, true);
+        else if (c->st == CN__ST_TAIL)
+            tail_run(l, c);
         break;
     }
     }

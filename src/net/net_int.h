@@ -187,8 +187,23 @@ typedef enum {
     CN__ST_IDLE,   /* loop: waiting for / reading a request head */
     CN__ST_PARKED, /* loop: the target pool's queue is full */
     CN__ST_HELD,   /* loop: its principal holds its share of the target pool */
-    CN__ST_WORKER  /* queued on or running on a worker */
+    CN__ST_WORKER, /* queued on or running on a worker */
+    CN__ST_TAIL    /* loop: writing the rest of a reply a worker handed over (c->tail) */
 } cn__state_t;
+
+/* The rest of a reply that a worker handed to the loop (cn_conn_reply):
+ * bytes (owned, counted in the memory budget), then a file range (its own
+ * descriptor, a dup).  The loop writes it without blocking as the socket
+ * drains, by deadline, then reads the next request (or closes). */
+typedef struct cn__tail {
+    bool set;
+    bool close_after; /* serve() failed or ended the stream: close once written */
+    uint8_t *buf;
+    size_t off, len; /* buf[off, len) still to write; len is what the budget holds */
+    int fd;          /* -1: no file range */
+    uint64_t foff, flen;
+    int64_t deadline;
+} cn__tail_t;
 
 struct cn_conn {
     int kind; /* CN__SRC_CONN */
@@ -236,6 +251,7 @@ struct cn_conn {
     bool on_loop;
     uint8_t *pend;
     size_t pend_len;
+    cn__tail_t tail;              /* its owner's: the worker that sets it, then its loop */
     cn__count_ent_t *fair;        /* worker-share key (principal or anon source; mu to set) */
     bool fair_anon;               /* fair is counted in ls->anon */
     int busy_pool;                /* pool counted in fair->busy, or -1 (share_mu to set
@@ -261,6 +277,15 @@ struct cn_conn {
 
 /* Writes c->pend out (blocking, with a deadline) and frees it; a worker. */
 cn_err_t cn__conn_flush(cn_conn_t *c);
+/* The loop: writes what the socket takes of c->tail without blocking.
+ * CN_OK once all of it is written, CN_E_AGAIN when the socket is full (wait
+ * for it to be writable), else an error (close). */
+cn_err_t cn__tail_write(cn_conn_t *c);
+/* Makes c->pend (the part of a loop answer the socket did not take) the
+ * tail, its budget with it; the loop. */
+void cn__tail_from_pend(cn_conn_t *c);
+/* Frees c->tail (its buffer and budget, its descriptor); idempotent. */
+void cn__tail_free(cn_conn_t *c);
 
 /* One event loop: a thread with its own epoll set, holding the connections
  * handed to it for their whole life.  Loop 0 also accepts (the acceptor):

@@ -1,0 +1,145 @@
+"""A client that stops reading a large reply must not hold a worker.
+
+The worker that serves a GET writes what the socket takes; when the socket
+is full and the rest of the reply is a file range or bytes in memory, it
+hands the connection with that rest to its network loop (cn_conn_reply),
+which finishes the write as the client reads, under the same deadline, and
+goes back to the worker pool.  With one worker per request pool, more
+stalled downloaders than workers must leave a fresh client's signed PUT
+and GET answered at once; the stalled ones then read their bodies whole and
+byte-exact; and one that stays stalled past the write deadline is closed.
+
+The downloaders ask for a receive buffer of 4 KiB, so that an object of a
+few MiB is far more than the socket can hold."""
+import os
+import socket
+import time
+
+import boto3
+from botocore.config import Config
+
+from conftest import ADMIN_TOKEN, Server
+
+ADMIN_KEY, ADMIN_SECRET = ADMIN_TOKEN.split(":", 1)
+BIG = 6 << 20
+
+
+def start(tmp_path, floor_ms):
+    cfg = tmp_path / "cairnd.toml"
+    cfg.write_text("[server]\nquery_workers = 1\nstorage_workers = 1\n"
+                   "[http]\nworker_share_percent = 0\nio_timeout_floor_ms = %d\n"
+                   "io_rate_bytes_per_sec = 1000000000\n" % floor_ms)
+    srv = Server(tmp_path / "data", args=["--jay", "off", "--scribe", "off", "--http",
+                                          "127.0.0.1:0", "--config", str(cfg)],
+                 env={"CAIRN_ADMIN_TOKEN": ADMIN_TOKEN})
+    return srv.start(wait_for=("http",))
+
+
+def client(addr):
+    return boto3.client("s3", endpoint_url="http://%s:%d" % addr, aws_access_key_id=ADMIN_KEY,
+                        aws_secret_access_key=ADMIN_SECRET, region_name="us-east-1",
+                        config=Config(s3={"addressing_style": "path"}, signature_version="s3v4",
+                                      retries={"max_attempts": 0}, connect_timeout=10,
+                                      read_timeout=10))
+
+
+def stalled_get(addr, s3, bucket, key):
+    """A presigned GET on a socket with a 4 KiB receive buffer, not read."""
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": key})
+    target = url.split("%s:%d" % addr, 1)[1]
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(30)
+    s.connect(addr)
+    s.sendall(b"GET %s HTTP/1.1\r\nHost: %s:%d\r\n\r\n" % (target.encode(), addr[0].encode(),
+                                                          addr[1]))
+    return s
+
+
+def read_reply(s):
+    """(head, body) of one reply with a Content-Length; the body may be cut
+    short when the server closes."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = s.recv(65536)
+        if not chunk:
+            return buf, None
+        buf += chunk
+    head, _, body = buf.partition(b"\r\n\r\n")
+    length = int([ln.split(b":", 1)[1] for ln in head.split(b"\r\n")
+                  if ln.lower().startswith(b"content-length:")][0])
+    while len(body) < length:
+        try:
+            chunk = s.recv(1 << 20)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        body += chunk
+    return head, body
+
+
+def timed(fn):
+    t = time.monotonic()
+    out = fn()
+    return out, time.monotonic() - t
+
+
+def test_stalled_downloaders_leave_the_workers_free(tmp_path, servers):
+    srv = start(tmp_path, 15000)
+    servers.append(srv)
+    addr = srv.addrs["http"]
+    s3 = client(addr)
+    s3.create_bucket(Bucket="big")
+    data = os.urandom(BIG)
+    s3.put_object(Bucket="big", Key="obj", Body=data)
+    small = os.urandom(100 << 10)  # past the inline size: a worker's file reply
+    s3.put_object(Bucket="big", Key="small", Body=small)
+
+    # More stalled downloaders than there are workers in both request pools.
+    stalled = [stalled_get(addr, s3, "big", "obj") for _ in range(4)]
+    time.sleep(0.5)  # each has had its turn on the one worker
+
+    fresh = client(addr)
+    _, took = timed(lambda: fresh.put_object(Bucket="big", Key="fresh", Body=b"x" * 200000))
+    assert took < 2, "a PUT waited %.1f s behind stalled readers" % took
+    got, took = timed(lambda: fresh.get_object(Bucket="big", Key="small")["Body"].read())
+    assert took < 2, "a GET waited %.1f s behind stalled readers" % took
+    assert got == small
+
+    # The stalled downloaders are still open; now they read, and get it all
+    # (with a receive buffer that lets them read at loopback speed).
+    for s in stalled:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+    for s in stalled:
+        head, body = read_reply(s)
+        assert head.startswith(b"HTTP/1.1 200 "), head[:200]
+        assert body == data
+    # Keep-alive: the connection reads its next request after the reply.
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": "big", "Key": "small"})
+    stalled[0].sendall(b"GET %s HTTP/1.1\r\nHost: %s:%d\r\n\r\n" %
+                       (url.split("%s:%d" % addr, 1)[1].encode(), addr[0].encode(), addr[1]))
+    head, body = read_reply(stalled[0])
+    assert head.startswith(b"HTTP/1.1 200 ") and body == small
+    for s in stalled:
+        s.close()
+
+
+def test_a_reader_stalled_past_the_deadline_is_closed(tmp_path, servers):
+    srv = start(tmp_path, 1000)
+    servers.append(srv)
+    addr = srv.addrs["http"]
+    s3 = client(addr)
+    s3.create_bucket(Bucket="big")
+    data = os.urandom(BIG)
+    s3.put_object(Bucket="big", Key="obj", Body=data)
+    s = stalled_get(addr, s3, "big", "obj")
+    time.sleep(3)  # the write deadline is 1 s (and a few ms for the bytes)
+    head, body = read_reply(s)
+    assert head.startswith(b"HTTP/1.1 200 "), head[:200]
+    assert body is not None and len(body) < len(data)
+    assert body == data[:len(body)]
+    s.close()
+    # The server is still serving.
+    got = s3.get_object(Bucket="big", Key="obj")["Body"].read()
+    assert got == data

@@ -12,7 +12,7 @@ test_http_admission.py; the body rate floor in test_http_load.py."""
 import socket
 import time
 
-from test_http_admission import connect, read_all, servers, start  # noqa: F401
+from test_http_admission import connect, read_all, start
 
 HEAD_DEADLINE_S = 10.0
 

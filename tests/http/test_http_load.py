@@ -31,7 +31,7 @@ import time
 import pytest
 
 from conftest import ADMIN_TOKEN, Server, binary, run
-from test_http_admission import connect, servers  # noqa: F401 (a fixture)
+from test_http_admission import connect
 from test_http_framework import _read_response
 
 MIB = 1 << 20

@@ -31,9 +31,11 @@ typedef struct cn_console cn_console_t;
 
 /* One node of the fleet, as the metrics view's node picker lists it. */
 typedef struct cn_console_node {
-    char id[65];   /* its node id */
-    char url[256]; /* where peers reach its HTTP listener (--advertise), "" when none */
-    bool up;       /* its heartbeat is current (not stopped, not lost) */
+    char id[65];       /* its node id */
+    char url[256];     /* where peers reach its HTTP listener (--advertise), "" when none */
+    char console[256]; /* its console's own listener (--console ADDR), "" when none:
+                        * GET metrics?node= asks there, else at url */
+    bool up;           /* its heartbeat is current (not stopped, not lost) */
 } cn_console_node_t;
 
 /* Lists the fleet's nodes (docs/fleet.md, "The node registry") into out,

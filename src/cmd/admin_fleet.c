@@ -43,6 +43,15 @@ static void json_str(const char *s)
     putchar('"');
 }
 
+/* s as a JSON string, or null when empty. */
+static void json_str_or_null(const char *s)
+{
+    if (s[0])
+        json_str(s);
+    else
+        fputs("null", stdout);
+}
+
 static cn_err_t print_node(void *arg, const cn_node_info_t *ni)
 {
     status_t *st = arg;
@@ -59,10 +68,9 @@ static cn_err_t print_node(void *arg, const cn_node_info_t *ni)
     printf("%s{\"id\":", st->n++ ? "," : "");
     json_str(ni->id);
     printf(",\"state\":\"%s\",\"advertise\":", state);
-    if (ni->advertise[0])
-        json_str(ni->advertise);
-    else
-        fputs("null", stdout);
+    json_str_or_null(ni->advertise);
+    fputs(",\"console\":", stdout);
+    json_str_or_null(ni->console);
     fputs(",\"version\":", stdout);
     json_str(ni->version);
     printf(",\"started\":\"%s\",\"heartbeat_age_ms\":%lld,\"heartbeat_every_ms\":%lld}", started,

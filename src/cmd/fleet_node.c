@@ -1,5 +1,6 @@
 /* The fleet's node registry: each cairnd writes its row in cn_nodes at
- * start (id, advertised URL, version, heartbeat interval), moves its
+ * start (id, advertised URL, version, heartbeat interval; then, from the
+ * HTTP face, its console's own URL: cn_node_console), moves its
  * heartbeat every interval from a thread of its own, and marks the row
  * stopped at a clean stop; `cairn admin fleet status` lists the rows.
  *
@@ -232,6 +233,7 @@ static cn_err_t node_list_body(cn_meta_txn_t *txn, void *ctx)
         ni.heartbeat_ms = cn_meta_column_int64(st, 4);
         ni.every_ms = cn_meta_column_int64(st, 5);
         ni.stopped_ms = cn_meta_column_is_null(st, 6) ? 0 : cn_meta_column_int64(st, 6);
+        col_copy(st, 7, ni.console, sizeof ni.console);
         e = l->fn(l->arg, &ni);
     }
     cn_meta_finish(st);
@@ -241,6 +243,61 @@ static cn_err_t node_list_body(cn_meta_txn_t *txn, void *ctx)
 const char *cn_node_id(const cn_node_t *n)
 {
     return n->id;
+}
+
+/* Into out (cap bytes), the base URL of a console on port at advertise's
+ * host: "SCHEME://HOST:PORT", scheme https when tls; "" when advertise is
+ * no http(s) URL with a host, or the URL does not fit. */
+static void console_url(const char *advertise, bool tls, int port, char *out, size_t cap)
+{
+    const char *host = !strncmp(advertise, "http://", 7)    ? advertise + 7
+                       : !strncmp(advertise, "https://", 8) ? advertise + 8
+                                                            : NULL;
+    out[0] = '\0';
+    if (!host)
+        return;
+    size_t auth = strcspn(host, "/?#"); /* the authority: [userinfo@]host[:port] */
+    for (size_t i = auth; i > 0; i--)
+        if (host[i - 1] == '@') {
+            host += i;
+            auth -= i;
+            break;
+        }
+    size_t hl = host[0] == '[' ? strcspn(host, "]") + 1 : strcspn(host, ":");
+    if (hl > auth)
+        hl = auth;
+    int n =
+        hl ? snprintf(out, cap, "%s://%.*s:%d", tls ? "https" : "http", (int)hl, host, port) : 0;
+    if (n < 0 || (size_t)n >= cap)
+        out[0] = '\0';
+}
+
+typedef struct node_console {
+    const char *id;
+    bool tls;
+    int port;
+} node_console_t;
+
+static cn_err_t node_console_body(cn_meta_txn_t *txn, void *ctx)
+{
+    const node_console_t *c = ctx;
+    cn_meta_stmt_t *st = NULL;
+    char adv[256] = "", url[256] = "";
+    cn_err_t e = cn_meta_queryf(txn, &st, cn__sql_fleet[CN_SQL_FLEET_NODE_ADVERTISE], "s", c->id);
+    if (e >= 0 && (e = cn_meta_step(st)) == CN_META_ROW)
+        col_copy(st, 0, adv, sizeof adv);
+    cn_meta_finish(st);
+    if (e >= 0)
+        console_url(adv, c->tls, c->port, url, sizeof url);
+    if (e >= 0 && url[0])
+        e = cn_meta_execf(txn, cn__sql_fleet[CN_SQL_FLEET_NODE_CONSOLE], "ss", url, c->id);
+    return e < 0 ? e : 0;
+}
+
+cn_err_t cn_node_console(cn_meta_t *meta, const char *id, bool tls, int port)
+{
+    node_console_t c = { id, tls, port };
+    return cn_meta_run(meta, CN_META_RUN_WRITE | CN_META_RETRY, node_console_body, &c);
 }
 
 cn_err_t cn_node_migrate(cn_meta_t *meta)

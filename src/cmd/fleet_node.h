@@ -25,11 +25,17 @@ cn_err_t cn_node_migrate(cn_meta_t *meta);
 void cn_node_stop(cn_node_t *n);
 /* The node's id (valid until cn_node_stop). */
 const char *cn_node_id(const cn_node_t *n);
+/* Records where node id's console listens when it has a listener of its own
+ * (cairnd --console ADDR), bound on port: its row's advertise URL with that
+ * port, scheme https when tls, else http.  Without an http(s) advertise the
+ * column stays NULL (peers cannot reach the node anyway).  Errors: meta's. */
+cn_err_t cn_node_console(cn_meta_t *meta, const char *id, bool tls, int port);
 
 /* One node as listed. */
 typedef struct cn_node_info {
     char id[CN_NODE_ID_MAX + 1];
     char advertise[256]; /* "" when none (cut when longer) */
+    char console[256];   /* the console's own base URL, "" when on the HTTP listener */
     char version[64];
     int64_t started_ms, heartbeat_ms, every_ms, stopped_ms; /* stopped_ms 0: running */
 } cn_node_info_t;

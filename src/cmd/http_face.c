@@ -10,6 +10,7 @@
 #include "cairn/store.h"
 #include "cairn/util.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -106,6 +107,7 @@ static cn_err_t node_one(void *arg, const cn_node_info_t *ni)
     cn_console_node_t *o = &w->out[w->n++];
     snprintf(o->id, sizeof o->id, "%s", ni->id);
     snprintf(o->url, sizeof o->url, "%s", ni->advertise);
+    snprintf(o->console, sizeof o->console, "%s", ni->console);
     o->up = strcmp(cn_node_state(ni, w->now_ms), "up") == 0;
     return CN_OK;
 }
@@ -138,21 +140,48 @@ static void console_config(const http_face_t *f, bool own, const char *s3_base,
     cn_console_config_env(cc);
 }
 
+/* The bound address of the listener srv bound last into *last (zeroed when
+ * none); whether there is one. */
+static bool last_listener(cn_server_t *srv, struct sockaddr_storage *last)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    size_t i = 0;
+    memset(last, 0, sizeof *last);
+    while (cn_server_listener_addr(srv, i, &ss, &sl) >= 0) {
+        *last = ss;
+        i++;
+    }
+    return i > 0;
+}
+
 /* The absolute base URL of the listener srv bound last ("http://HOST:PORT"),
  * for the presigned links of a console on an origin of its own. */
 static void last_listener_url(cn_server_t *srv, bool tls, char *out, size_t cap)
 {
-    struct sockaddr_storage ss, last = { 0 };
-    socklen_t sl;
-    size_t i = 0;
-    while (cn_server_listener_addr(srv, i, &ss, &sl) >= 0) {
-        last = ss;
-        i++;
-    }
+    struct sockaddr_storage last;
     char text[CN_NET_ADDR_LEN] = "127.0.0.1";
-    if (i)
+    if (last_listener(srv, &last))
         cn_net_addr_format((struct sockaddr *)&last, text);
     snprintf(out, cap, "%s://%s", tls ? "https" : "http", text);
+}
+
+/* Records the console's own listener, the one srv bound last, in this
+ * node's registry row (cn_node_console: its advertised host with this bound
+ * port), where peers fetch its metrics (GET metrics?node=). */
+static cn_err_t console_own_record(const cn_services_t *svc, cn_server_t *srv, bool tls)
+{
+    struct sockaddr_storage ss;
+    if (!svc->meta || !svc->node_id || !last_listener(srv, &ss))
+        return CN_OK;
+    int port = ss.ss_family == AF_INET    ? ntohs(((struct sockaddr_in *)&ss)->sin_port)
+               : ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                          : 0;
+    cn_err_t e = port ? cn_node_console(svc->meta, svc->node_id, tls, port) : CN_OK;
+    if (e < 0)
+        cn_error("fleet", "node %s: cannot record its console's URL: %s", svc->node_id,
+                 cn_strerror(e));
+    return e;
 }
 
 /* Whether r is an upload that a link the console minted carries, the one
@@ -229,7 +258,8 @@ static cn_err_t console_own_routes(http_face_t *f)
 /* --console ADDR: a second HTTP server carrying the console, the uploads
  * its links carry (console_upload) and the framework's health and metrics,
  * plugged into srv on ADDR with the HTTP listener's TLS files and limits.
- * Its download links point at the HTTP listener, bound just before. */
+ * Its download links point at the HTTP listener, bound just before; its
+ * bound address goes to the node registry (console_own_record). */
 static cn_err_t console_own_start(http_face_t *f, const cn_http_config_t *base,
                                   const cn_listen_opts_t *opts, cn_server_t *srv)
 {
@@ -253,6 +283,8 @@ static cn_err_t console_own_start(http_face_t *f, const cn_http_config_t *base,
     o.addr = f->svc->console;
     if (e >= 0)
         e = cn_server_listen(srv, ad, actx, &o);
+    if (e >= 0)
+        e = console_own_record(f->svc, srv, o.tls_cert != NULL);
     return e;
 }
 

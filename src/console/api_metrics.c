@@ -146,9 +146,11 @@ static int peer_answer(cn_console_call_t *c, const char *id, long status, const 
     return out ? cn__console_json(c, 200, out) : cn__console_err(c, -ENOMEM);
 }
 
-/* GET metrics?node=ID of another node: 404 NoSuchNode when the registry
- * has no such node, 503 NodeUnavailable when it is not up or advertises no
- * URL, 502 NodeUnavailable when it does not answer its metrics. */
+/* GET metrics?node=ID of another node, asked at its console's own listener
+ * when the registry names one, else at its advertised URL: 404 NoSuchNode
+ * when the registry has no such node, 503 NodeUnavailable when it is not up
+ * or advertises no URL, 502 NodeUnavailable when it does not answer its
+ * metrics. */
 static int peer_metrics(cn_console_call_t *c, const char *id, const cn_console_node_t *nodes,
                         size_t n, json_t *list)
 {
@@ -161,7 +163,8 @@ static int peer_metrics(cn_console_call_t *c, const char *id, const cn_console_n
         json_decref(list);
         return cn__console_error(c, 404, "NoSuchNode", "the fleet has no such node");
     }
-    if (!p->up || (strncmp(p->url, "http://", 7) != 0 && strncmp(p->url, "https://", 8) != 0)) {
+    const char *base = p->console[0] ? p->console : p->url; /* its console's listener */
+    if (!p->up || (strncmp(base, "http://", 7) != 0 && strncmp(base, "https://", 8) != 0)) {
         snprintf(msg, sizeof msg, "node %s %s", id,
                  !p->up ? "is not up" : "advertises no http(s) URL (cairnd --advertise)");
         json_decref(list);
@@ -174,7 +177,7 @@ static int peer_metrics(cn_console_call_t *c, const char *id, const cn_console_n
     long status = 0;
     cn_buf_t body = { 0 };
     char why[200];
-    cn_err_t e = peer_get(p->url, cookie, &status, &body, why, sizeof why);
+    cn_err_t e = peer_get(base, cookie, &status, &body, why, sizeof why);
     explicit_bzero(cookie, sizeof cookie);
     if (e < 0) {
         snprintf(msg, sizeof msg, "node %s did not answer: %s", id,

@@ -6,7 +6,9 @@ rows every node shares; no node credential exists).  Three nodes on one
 PostgreSQL database: n0 and n1 advertise their HTTP listeners, n2 does not.
 Traffic made on n1 only shows in n1's samples read through n0; an unknown
 node is 404 NoSuchNode, a node with no advertised URL 503 NodeUnavailable,
-and no session is 401 before any peer is asked.  The view's picker is
+and no session is 401 before any peer is asked.  A peer whose console has
+a listener of its own (--console ADDR) is asked there (its registry row's
+console URL; a fleet of two of its own).  The view's picker is
 driven in Chromium by console_picker.mjs (when node, chromium and the
 console tests' npm packages are there)."""
 import json
@@ -23,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "console"))
 from fleetutil import Fleet, free_port, needs_pg, pg  # noqa: E402,F401
-from conftest import ADMIN_TOKEN  # noqa: E402
+from conftest import ADMIN_TOKEN, binary, run  # noqa: E402
 from test_console_session import API, Console  # noqa: E402
 
 pytestmark = needs_pg
@@ -121,6 +123,54 @@ def test_a_session_ended_is_refused_by_the_peer_too(fleet):
     b = Console(fleet.nodes[1].server.addrs["http"])
     b.cookie = cookie
     assert b.request("GET", API + "metrics")[0] == 401
+
+
+class OwnConsoleFleet(AdvertisedFleet):
+    """n0 and n1 advertising their HTTP listeners; n1's console on a listener
+    of its own (--console 127.0.0.1:0), which the registry records."""
+
+    def args(self, i):
+        a = super().args(i)
+        return a + ["--console", "127.0.0.1:0"] if i == 1 else a
+
+    def start(self, i, env=None):
+        node = super().start(i, env)
+        if i == 1:
+            deadline = time.monotonic() + 10
+            while "console" not in node.server._parse_addrs() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            node.server.addrs = node.server._parse_addrs()
+        return node
+
+
+def test_a_peer_with_a_console_of_its_own(pg, tmp_path_factory):
+    """n1 serves its console on a listener of its own: its advertised HTTP
+    URL serves none, so n0 asks n1's recorded console URL (its advertised
+    host, the console listener's bound port) with the session made on n0."""
+    f = OwnConsoleFleet(pg, tmp_path_factory.mktemp("ownconsole"), "metrics_own", count=2,
+                        env={"CAIRN_CONSOLE_METRICS_MS": "200"})
+    try:
+        own = f.nodes[1].server.addrs["console"]
+        assert own != f.nodes[1].server.addrs["http"]
+        a = Console(f.nodes[0].server.addrs["http"])
+        assert a.login(ADMIN_TOKEN)[0] == 200
+        st, peer = get(a, "metrics?node=n1")
+        assert st == 200, peer
+        assert peer["node"] == "n1" and peer["interval_s"] == 0.2
+        assert [n["id"] for n in peer["nodes"] if n["self"]] == ["n0"]
+        # the registry holds the console's URL: n1's own listener, asked directly
+        b = Console(own)
+        b.cookie = a.cookie
+        st, direct = get(b, "metrics")
+        assert st == 200 and direct["node"] == "n1"
+        r = run([binary("cairn"), "admin", "--meta", f.uri, "fleet", "status", "--json"])
+        assert r.returncode == 0, r.stderr
+        rows = {n["id"]: n for n in json.loads(r.stdout)["nodes"]}
+        assert rows["n1"]["console"] == "http://127.0.0.1:%d" % own[1]
+        assert rows["n0"]["console"] is None
+    finally:
+        bad = f.stop()
+    assert not bad, bad[0][-4000:]
 
 
 @pytest.mark.skipif(not (shutil.which("node") and shutil.which("chromium") and os.path.isdir(

@@ -58,6 +58,7 @@ def test_nodes_up_stopped_lost(pg, tmp_path):
         assert all(n["state"] == "up" for n in st.values()), st
         assert st["alpha"]["advertise"] == "http://alpha.example:7448"
         assert st["beta"]["advertise"] is None
+        assert st["alpha"]["console"] is None and st["beta"]["console"] is None
         assert st["alpha"]["heartbeat_every_ms"] == BEAT_MS
         # The heartbeat moves: still up (an age below three intervals) after
         # more than three intervals.

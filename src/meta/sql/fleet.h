@@ -4,7 +4,8 @@
  * registry".
  *
  * NODE_COLS: id, advertise (NULL: none), version, started_ms, heartbeat_ms,
- * every_ms, stopped_ms (NULL while it runs).
+ * every_ms, stopped_ms (NULL while it runs), console (the console's own base
+ * URL when it has a listener of its own, else NULL; NODE_UP clears it).
  *
  * Also the change topics' generations (src/meta/watch.c, cn_meta_notify):
  * one row per topic, bumped by the writer's own transaction, read by every
@@ -15,12 +16,14 @@
 #include "meta/sql/sql.h"
 
 enum {
-    CN_SQL_FLEET_NODE_UP,    /* (id, advertise, version, now_ms, every_ms): upsert, running */
-    CN_SQL_FLEET_NODE_BEAT,  /* (now_ms, id) */
-    CN_SQL_FLEET_NODE_DOWN,  /* (now_ms, id): stopped cleanly */
-    CN_SQL_FLEET_NODE_LIST,  /* () -> NODE_COLS by id */
-    CN_SQL_FLEET_TOPIC_BUMP, /* (topic): its generation + 1 (1 when new) */
-    CN_SQL_FLEET_TOPIC_LIST, /* () -> topic, gen */
+    CN_SQL_FLEET_NODE_UP,        /* (id, advertise, version, now_ms, every_ms): upsert, running */
+    CN_SQL_FLEET_NODE_BEAT,      /* (now_ms, id) */
+    CN_SQL_FLEET_NODE_DOWN,      /* (now_ms, id): stopped cleanly */
+    CN_SQL_FLEET_NODE_LIST,      /* () -> NODE_COLS by id */
+    CN_SQL_FLEET_NODE_ADVERTISE, /* (id) -> advertise */
+    CN_SQL_FLEET_NODE_CONSOLE,   /* (console, id) */
+    CN_SQL_FLEET_TOPIC_BUMP,     /* (topic): its generation + 1 (1 when new) */
+    CN_SQL_FLEET_TOPIC_LIST,     /* () -> topic, gen */
     CN_SQL_FLEET_COUNT
 };
 

@@ -99,19 +99,20 @@ def s3_code(e):
 
 
 class Load:
-    """WRITERS threads putting unique keys, writer t through node t % 3,
-    each request timed.  acked {key: size}; failed {key: (node, size,
-    status, code, seconds)}."""
+    """writers threads putting unique keys, writer t through node t % the
+    node count, each request timed.  acked {key: size}; failed {key: (node,
+    size, status, code, seconds)}; done, every request in the order answered:
+    (key, size, start, end, None for 200 else (status, code))."""
 
-    def __init__(self, fleet, bucket, tag):
+    def __init__(self, fleet, bucket, tag, writers=WRITERS):
         self.fleet, self.bucket, self.tag = fleet, bucket, tag
-        self.acked, self.failed, self.slowest = {}, {}, 0.0
+        self.acked, self.failed, self.slowest, self.done = {}, {}, 0.0, []
         self.lock = threading.Lock()
         self.stop_ev = threading.Event()
         self.clients = [n.client(connect_timeout=5, read_timeout=60,
-                                 max_pool_connections=WRITERS) for n in fleet.nodes]
+                                 max_pool_connections=writers) for n in fleet.nodes]
         self.threads = [threading.Thread(target=self.writer, args=(t,), daemon=True)
-                        for t in range(WRITERS)]
+                        for t in range(writers)]
 
     def writer(self, t):
         node = t % len(self.fleet.nodes)
@@ -122,16 +123,18 @@ class Load:
             t0 = time.monotonic()
             try:
                 self.clients[node].put_object(Bucket=self.bucket, Key=key, Body=body_of(key, size))
-                took = time.monotonic() - t0
+                t1 = time.monotonic()
                 with self.lock:
                     self.acked[key] = size
-                    self.slowest = max(self.slowest, took)
+                    self.slowest = max(self.slowest, t1 - t0)
+                    self.done.append((key, size, t0, t1, None))
             except Exception as e:  # noqa: BLE001 - any failure is "not acknowledged"
-                took = time.monotonic() - t0
+                t1 = time.monotonic()
                 status, code = s3_code(e)
                 with self.lock:
-                    self.failed[key] = (node, size, status, code, took)
-                    self.slowest = max(self.slowest, took)
+                    self.failed[key] = (node, size, status, code, t1 - t0)
+                    self.slowest = max(self.slowest, t1 - t0)
+                    self.done.append((key, size, t0, t1, (status, code)))
                 time.sleep(0.05)  # a client's backoff; keeps the log short
             i += 1
 

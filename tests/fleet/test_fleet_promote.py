@@ -26,7 +26,6 @@ Ports are loopback ones chosen at run time, data in pytest's temp dirs, and
 every process is stopped by the fixtures."""
 import os
 import sys
-import threading
 import time
 
 import pytest
@@ -36,7 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import pgharness  # noqa: E402
 from fleetutil import Fleet, needs_pg  # noqa: E402
-from test_fleet_faults import body_of, check_all, s3_code, warnings_of  # noqa: E402
+from test_fleet_faults import Load, check_all, warnings_of  # noqa: E402
 
 pytestmark = needs_pg
 
@@ -86,60 +85,6 @@ def fleet(primary, standby, tmp_path_factory):
         assert not bad, bad[0][-4000:]
 
 
-class Load:
-    """WRITERS threads putting unique keys, writer t through node t % 2; for
-    each request its key, size, start, end and outcome (None: 200, else
-    (status, code))."""
-
-    def __init__(self, fleet, tag):
-        self.fleet, self.tag = fleet, tag
-        self.done = []  # (key, size, t0, t1, outcome)
-        self.lock = threading.Lock()
-        self.stop_ev = threading.Event()
-        self.clients = [n.client(connect_timeout=5, read_timeout=60,
-                                 max_pool_connections=WRITERS) for n in fleet.nodes]
-        self.threads = [threading.Thread(target=self.writer, args=(t,), daemon=True)
-                        for t in range(WRITERS)]
-
-    def writer(self, t):
-        node, i = t % len(self.fleet.nodes), 0
-        while not self.stop_ev.is_set():
-            key = "%s/w%02d/%05d" % (self.tag, t, i)
-            size = 256 + (t * 7919 + i * 104729) % 20000
-            t0, out = time.monotonic(), None
-            try:
-                self.clients[node].put_object(Bucket="load", Key=key, Body=body_of(key, size))
-            except Exception as e:  # noqa: BLE001 - any failure is "not acknowledged"
-                out = s3_code(e)
-            with self.lock:
-                self.done.append((key, size, t0, time.monotonic(), out))
-            if out:
-                time.sleep(0.05)  # a client's backoff
-            i += 1
-
-    def start(self):
-        for t in self.threads:
-            t.start()
-        return self
-
-    def acked(self):
-        with self.lock:
-            return {k: size for k, size, _, _, out in self.done if out is None}
-
-    def wait_acked(self, n, timeout=60):
-        deadline = time.monotonic() + timeout
-        while len(self.acked()) < n:
-            assert time.monotonic() < deadline, self.done[-5:]
-            time.sleep(0.05)
-
-    def finish(self):
-        self.stop_ev.set()
-        for t in self.threads:
-            t.join(REQUEST_BOUND_S + 30)
-        assert not any(t.is_alive() for t in self.threads), "a writer hung"
-        return list(self.done)
-
-
 def failover_repeats(node):
     text = requests.get(node.endpoint + "/_cairn/metrics", timeout=30).text
     return sum(float(line.split()[-1]) for line in text.splitlines()
@@ -166,14 +111,15 @@ def test_backends_terminated_under_load(fleet, primary):
     transaction: every PUT is answered 200, none 503.  Before the in-request
     retry, a session lost mid-transaction answered 503."""
     before = sum(failover_repeats(n) for n in fleet.nodes)
-    load = Load(fleet, "kill").start()
+    load = Load(fleet, "load", "kill", writers=WRITERS).start()
     load.wait_acked(2 * WRITERS)
     killed, t_end = 0, time.monotonic() + 3.0
     while time.monotonic() < t_end:
         killed += terminate_sessions(primary)
         time.sleep(0.15)
-    load.wait_acked(len(load.acked()) + 2 * WRITERS)
-    done = load.finish()
+    load.wait_acked(len(load.acked) + 2 * WRITERS)
+    load.finish()
+    done = load.done
     repeats = sum(failover_repeats(n) for n in fleet.nodes) - before
     failed = [(k, out) for k, _, _, _, out in done if out]
     print("sessions terminated: %d; PUTs %d, failed %d; transactions repeated after a lost "
@@ -181,7 +127,7 @@ def test_backends_terminated_under_load(fleet, primary):
     assert killed > 0
     assert not failed, failed[:10]
     assert repeats > 0
-    readable_everywhere(fleet, load.acked())
+    readable_everywhere(fleet, load.acked)
 
 
 def until_both_write(fleet, tag, bound):
@@ -206,7 +152,7 @@ def test_promote_under_load(fleet, primary, standby):
     standby promoted GAP_S later.  Before the in-request retry every request
     that met the switch answered 503."""
     before = sum(failover_repeats(n) for n in fleet.nodes)
-    load = Load(fleet, "promote").start()
+    load = Load(fleet, "load", "promote", writers=WRITERS).start()
     load.wait_acked(4 * WRITERS)
     t_stop = time.monotonic()
     primary.stop_server("immediate")
@@ -215,8 +161,9 @@ def test_promote_under_load(fleet, primary, standby):
     standby.promote()
     t_promoted = time.monotonic()
     took = until_both_write(fleet, "promote", RECOVER_S)
-    load.wait_acked(len(load.acked()) + 2 * WRITERS)
-    done = load.finish()
+    load.wait_acked(len(load.acked) + 2 * WRITERS)
+    load.finish()
+    done = load.done
     repeats = sum(failover_repeats(n) for n in fleet.nodes) - before
 
     acked = {k: size for k, size, _, _, out in done if out is None}

@@ -85,14 +85,21 @@ def timed(fn):
     return out, time.monotonic() - t
 
 
-def test_stalled_downloaders_leave_the_workers_free(tmp_path, servers):
-    srv = start(tmp_path, 15000)
+def with_big_object(tmp_path, servers, floor_ms):
+    """A server (write deadline floor floor_ms) holding big/obj of BIG random
+    bytes: (its HTTP address, an S3 client, the bytes)."""
+    srv = start(tmp_path, floor_ms)
     servers.append(srv)
     addr = srv.addrs["http"]
     s3 = client(addr)
     s3.create_bucket(Bucket="big")
     data = os.urandom(BIG)
     s3.put_object(Bucket="big", Key="obj", Body=data)
+    return addr, s3, data
+
+
+def test_stalled_downloaders_leave_the_workers_free(tmp_path, servers):
+    addr, s3, data = with_big_object(tmp_path, servers, 15000)
     small = os.urandom(100 << 10)  # past the inline size: a worker's file reply
     s3.put_object(Bucket="big", Key="small", Body=small)
 
@@ -126,13 +133,7 @@ def test_stalled_downloaders_leave_the_workers_free(tmp_path, servers):
 
 
 def test_a_reader_stalled_past_the_deadline_is_closed(tmp_path, servers):
-    srv = start(tmp_path, 1000)
-    servers.append(srv)
-    addr = srv.addrs["http"]
-    s3 = client(addr)
-    s3.create_bucket(Bucket="big")
-    data = os.urandom(BIG)
-    s3.put_object(Bucket="big", Key="obj", Body=data)
+    addr, s3, data = with_big_object(tmp_path, servers, 1000)
     s = stalled_get(addr, s3, "big", "obj")
     time.sleep(3)  # the write deadline is 1 s (and a few ms for the bytes)
     head, body = read_reply(s)

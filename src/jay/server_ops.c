@@ -147,34 +147,42 @@ static cn_err_t op_list_buckets(cn__jay_call_t *k)
 
 /* ---- object reads ---------------------------------------------------------------- */
 /* The response header and metadata (jc->out) go out with the first body
- * bytes: a small object in one write, a large one ahead of its sendfile. */
+ * bytes: a small object in one write, a large one ahead of its sendfile.
+ * Every write goes through cn_conn_reply, so when the client stops reading,
+ * the last segment's rest is finished by the connection's loop and the
+ * worker is free (an earlier segment's rest is finished, blocking, by the
+ * next write, which keeps the stream in order). */
 typedef struct {
     cn__jay_call_t *k;
     int64_t deadline;
     bool head_sent;
 } cn_jay_send_t;
 
+/* Writes p (n bytes) then len bytes of fd from off (fd < 0: none), after the
+ * response head if it has not gone yet. */
+static cn_err_t jay_send(cn_jay_send_t *s, const void *p, size_t n, int fd, uint64_t off,
+                         uint64_t len)
+{
+    struct iovec iov[2];
+    int cnt = 0;
+    if (!s->head_sent) {
+        cn_buf_t *o = &s->k->jc->out;
+        iov[cnt++] = (struct iovec){ o->data, o->len };
+        s->head_sent = true;
+    }
+    if (n)
+        iov[cnt++] = (struct iovec){ (void *)p, n };
+    return cn_conn_reply(s->k->c, iov, cnt, fd, off, len, s->deadline);
+}
+
 static cn_err_t jay_send_fd(void *ctx, int fd, uint64_t off, uint64_t len)
 {
-    cn_jay_send_t *s = ctx;
-    cn_conn_t *c = s->k->c;
-    if (s->head_sent)
-        return cn_conn_sendfile(c, fd, off, len, s->deadline);
-    s->head_sent = true;
-    cn_buf_t *o = &s->k->jc->out;
-    return cn_conn_send_head_file(c, o->data, o->len, fd, off, len, s->deadline);
+    return jay_send(ctx, NULL, 0, fd, off, len);
 }
 
 static cn_err_t jay_send_buf(void *ctx, const void *p, size_t n)
 {
-    cn_jay_send_t *s = ctx;
-    cn_conn_t *c = s->k->c;
-    if (s->head_sent)
-        return cn_conn_write_all(c, p, n, s->deadline);
-    s->head_sent = true;
-    cn_buf_t *o = &s->k->jc->out;
-    struct iovec iov[2] = { { o->data, o->len }, { (void *)p, n } };
-    return cn_conn_writev(c, iov, 2, s->deadline);
+    return jay_send(ctx, p, n, -1, 0, 0);
 }
 
 /* Fills r with the object-info layout from info; kv must hold info->nmeta. */

@@ -6,6 +6,7 @@ served meanwhile, and the server answers after they go."""
 import hashlib
 import os
 import socket
+import time
 
 import jayclient as j
 from jayfixtures import conn, jay_args
@@ -77,3 +78,48 @@ def test_readers_that_stop_mid_body_do_not_stall_others(server_factory):
     # The stalled connections' senders end (reset or closed); the server goes on.
     with conn(srv, timeout=300) as c:
         assert get_all(c) == body
+
+
+def test_stalled_readers_leave_the_workers_free(server_factory, tmp_path):
+    """With one worker per request pool, more readers that stop reading a
+    large GET than there are workers: the rest of each reply goes to the
+    network loop (cn_conn_reply), so a fresh client's PUT and worker-served
+    GET are answered at once; the stalled readers then get their bodies
+    whole, and their connections serve the next request."""
+    cfg = tmp_path / "cairnd.toml"
+    cfg.write_text("[server]\nquery_workers = 1\nstorage_workers = 1\n"
+                   "[jay]\nworker_share_percent = 0\nio_timeout_floor_ms = 30000\n"
+                   "io_rate_bytes_per_sec = 1000000000\n")
+    srv = server_factory(args=jay_args(["--config", str(cfg)]))
+    big = os.urandom(12 * MiB)
+    small = os.urandom(100 << 10)  # past the loop's inline body: a worker's reply
+    with conn(srv, timeout=60) as c:
+        c.create_bucket("lgx")
+        c.put_object("lgx", "big", big)
+        c.put_object("lgx", "small", small)
+    stalled = []
+    for _ in range(4):
+        # Default buffers (window scaling intact, so the reading below is
+        # quick): unread, a socket takes a few MiB at most.
+        s = conn(srv, timeout=60)
+        s.send_frame(j.OP["GetObject"], j.s("lgx") + j.s("big"))
+        stalled.append(s)
+    time.sleep(0.5)  # each has had its turn on the one worker
+    try:
+        with conn(srv, timeout=10) as c:
+            t = time.monotonic()
+            c.put_object("lgx", "fresh", b"x" * 200000)
+            took = time.monotonic() - t
+            assert took < 2, "a PUT waited %.1f s behind stalled readers" % took
+            t = time.monotonic()
+            got = c.get_object("lgx", "small")[1]
+            took = time.monotonic() - t
+            assert took < 2, "a GET waited %.1f s behind stalled readers" % took
+            assert got == small
+        for s in stalled:
+            r = s.read_response()
+            assert r.status == j.ST_OK and r.body == big
+        assert stalled[0].get_object("lgx", "small")[1] == small
+    finally:
+        for s in stalled:
+            s.close()

@@ -192,21 +192,19 @@ cn_err_t cn_identity_account_set_disabled(cn_identity_t *id, const char *name, b
     return e;
 }
 
-/* A walk over every account with the caller's callback and its argument. */
-typedef struct account_walk {
-    cn_account_fn fn;
-    void *arg;
-} account_walk_t;
-
+/* Every account, read into rows (each a cn_account_t); handed to the
+ * caller's callback after the run, so that a repeated run (CN_META_RETRY)
+ * hands each row once. */
 static cn_err_t accounts_body(cn_meta_txn_t *t, void *ctx)
 {
-    const account_walk_t *w = ctx;
+    cn_buf_t *rows = ctx;
     cn_meta_stmt_t *st = NULL;
+    cn_buf_reset(rows); /* an earlier attempt's rows */
     cn_err_t e = cn_meta_queryf(t, &st, cn__sql_id[CN_SQL_ID_ACCOUNT_LIST], "");
     while (e == 0 && (e = cn_meta_step(st)) == CN_META_ROW) {
         cn_account_t a;
         row_account(st, &a);
-        e = w->fn(w->arg, &a);
+        e = cn_buf_append(rows, &a, sizeof a);
     }
     cn_meta_finish(st);
     return e;
@@ -214,8 +212,15 @@ static cn_err_t accounts_body(cn_meta_txn_t *t, void *ctx)
 
 cn_err_t cn_identity_account_list(cn_identity_t *id, cn_account_fn fn, void *arg)
 {
-    account_walk_t w = { fn, arg };
-    return cn_meta_run(id->meta, CN_META_RUN_READ, accounts_body, &w);
+    cn_buf_t rows = { 0 };
+    cn_err_t e = cn_meta_run(id->meta, CN_META_RUN_READ | CN_META_RETRY, accounts_body, &rows);
+    for (size_t off = 0; e == 0 && off < rows.len; off += sizeof(cn_account_t)) {
+        cn_account_t a;
+        memcpy(&a, rows.data + off, sizeof a);
+        e = fn(arg, &a);
+    }
+    cn_buf_free(&rows);
+    return e;
 }
 
 /* ---- tokens ----------------------------------------------------------------- */
@@ -307,18 +312,19 @@ cn_err_t cn_identity_token_revoke(cn_identity_t *id, const char *token_id)
     return e;
 }
 
-/* A walk over the tokens of account (NULL: of every account) with the
- * caller's callback and its argument. */
+/* The tokens of account (NULL: of every account), read into rows (each a
+ * cn_token_info_t) and handed to the caller's callback after the run, so
+ * that a repeated run (CN_META_RETRY) hands each row once. */
 typedef struct token_walk {
     const char *account;
-    cn_token_fn fn;
-    void *arg;
+    cn_buf_t rows;
 } token_walk_t;
 
 static cn_err_t tokens_body(cn_meta_txn_t *t, void *ctx)
 {
-    const token_walk_t *w = ctx;
+    token_walk_t *w = ctx;
     cn_meta_stmt_t *st = NULL;
+    cn_buf_reset(&w->rows); /* an earlier attempt's rows */
     cn_err_t e = w->account ? cn_meta_queryf(t, &st, cn__sql_id[CN_SQL_ID_TOKEN_LIST_ACCOUNT], "s",
                                              w->account)
                             : cn_meta_queryf(t, &st, cn__sql_id[CN_SQL_ID_TOKEN_LIST], "");
@@ -332,7 +338,7 @@ static cn_err_t tokens_body(cn_meta_txn_t *t, void *ctx)
         ti.created_at = cn_meta_column_int64(st, 4);
         ti.revoked_at = cn_meta_column_int64(st, 5);
         ti.expires_at = cn_meta_column_int64(st, 6);
-        e = w->fn(w->arg, &ti);
+        e = cn_buf_append(&w->rows, &ti, sizeof ti);
     }
     cn_meta_finish(st);
     return e;
@@ -340,6 +346,13 @@ static cn_err_t tokens_body(cn_meta_txn_t *t, void *ctx)
 
 cn_err_t cn_identity_token_list(cn_identity_t *id, const char *account, cn_token_fn fn, void *arg)
 {
-    token_walk_t w = { account, fn, arg };
-    return cn_meta_run(id->meta, CN_META_RUN_READ, tokens_body, &w);
+    token_walk_t w = { account, { 0 } };
+    cn_err_t e = cn_meta_run(id->meta, CN_META_RUN_READ | CN_META_RETRY, tokens_body, &w);
+    for (size_t off = 0; e == 0 && off < w.rows.len; off += sizeof(cn_token_info_t)) {
+        cn_token_info_t ti;
+        memcpy(&ti, w.rows.data + off, sizeof ti);
+        e = fn(arg, &ti);
+    }
+    cn_buf_free(&w.rows);
+    return e;
 }

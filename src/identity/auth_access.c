@@ -114,6 +114,7 @@ static cn_err_t live_body(cn_meta_txn_t *t, void *arg)
 {
     live_t *l = arg;
     cn__au_cred_t cred;
+    cn__au_reply_restart(&l->reply);
     CN_TRY(cn__au_caller_check(t, l->caller, &cred, &l->reply));
     if (l->reply.code)
         return 0;
@@ -132,7 +133,7 @@ cn_err_t cn_auth_cert_verify(cn_auth_t *a, bool access, const char *pem, size_t 
     cn_err_t e = cn__au_cert_check(ca, pem, len, cn_wall_ms(), out, &w);
     live_t l = { .caller = out };
     if (e == 0)
-        e = cn_meta_run(a->meta, CN_META_RUN_READ, live_body, &l);
+        e = cn_meta_run(a->meta, CN_META_RUN_READ | CN_META_RETRY, live_body, &l);
     if (e == 0 && l.reply.code) {
         w = l.reply.message;
         e = CN_E_DENIED;
@@ -157,9 +158,11 @@ typedef struct self_ctx {
     cn_digest_t intent;
 } self_ctx_t;
 
-/* State, then the caller's credential and its account (enabled). */
+/* A fresh reply (the body may run again), state, then the caller's
+ * credential and its account (enabled). */
 static cn_err_t self_live(self_ctx_t *c, cn_meta_txn_t *t)
 {
+    cn__au_reply_restart(c->reply);
     CN_TRY(cn__au_state_read(t, c->reply));
     CN_TRY(cn__au_caller_check(t, c->caller, &c->cred, c->reply));
     if (c->reply->code)
@@ -293,7 +296,7 @@ bool cn__au_access(cn_auth_t *a, const cn_sau2_caller_t *caller, const cn_sau2_r
         if (req->argc != 1)
             cn_sau2_reply_error(reply, CN__AU_MALFORMED, "takes no argument");
         else
-            e = cn_meta_run(a->meta, CN_META_RUN_READ, access_body, &c);
+            e = cn_meta_run(a->meta, CN_META_RUN_READ | CN_META_RETRY, access_body, &c);
     } else if (req->argc != (create ? 6 : 4) || !memcmp(req->op, zero, sizeof zero)) {
         cn_sau2_reply_error(reply, CN__AU_MALFORMED,
                             create ? "expected role expires-ms credential public-key label and "
@@ -302,7 +305,7 @@ bool cn__au_access(cn_auth_t *a, const cn_sau2_caller_t *caller, const cn_sau2_r
     } else {
         e = cn_sau2_intent(req, 1, &c.intent);
         if (e == 0)
-            e = cn_meta_run(a->meta, CN_META_RUN_WRITE, automation_body, &c);
+            e = cn_meta_run(a->meta, CN_META_RUN_WRITE | CN_META_RETRY, automation_body, &c);
         if (e == 0 && reply->code == 0)
             cn_info("auth", "%s by credential %s",
                     create ? "automation-create" : "automation-derive", caller->credential);

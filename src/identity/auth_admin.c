@@ -587,6 +587,8 @@ static cn_err_t admin_body(cn_meta_txn_t *t, void *arg)
     static const uint8_t zero[CN_SAU2_ID_LEN];
     admin_ctx_t *c = arg;
     bool found = false, mismatch = false;
+    cn__au_reply_restart(c->reply); /* a repeated attempt starts afresh */
+    c->actor[0] = '\0';
     CN_TRY(cn__au_state_read(t, c->reply));
     CN_TRY(gate(c, t));
     if (c->reply->code == 0 && c->v->mutation) {
@@ -638,14 +640,14 @@ bool cn__au_admin(cn_auth_t *a, const cn_sau2_caller_t *caller, const cn_sau2_re
     if (e == 0 && reply->code == 0 && req->has_secret) /* users-password: hash outside the txn */
         e = cn__au_hash_password(a, req->secret.p, req->secret.len, c.pw_hash, sizeof c.pw_hash);
     if (e == 0 && reply->code == 0)
-        e = cn_meta_run(a->meta, CN_META_RUN_WRITE, admin_body, &c);
+        e = cn_meta_run(a->meta, CN_META_RUN_WRITE | CN_META_RETRY, admin_body, &c);
     OPENSSL_cleanse(c.pw_hash, sizeof c.pw_hash);
     if (e < 0) {
         cn__au_fail(reply, e);
         return true;
     }
     if (reply->code != 0) {
-        e = cn_meta_run(a->meta, CN_META_RUN_WRITE, audit_body, &c);
+        e = cn_meta_run(a->meta, CN_META_RUN_WRITE | CN_META_RETRY, audit_body, &c);
         if (e < 0)
             cn_warn("auth", "auditing a refused %s failed: %s", v->verb, cn_strerror(e));
     }

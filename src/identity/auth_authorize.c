@@ -229,6 +229,7 @@ static cn_err_t repo_role(az_t *z, cn_meta_txn_t *t, const char *repo, int *role
 static cn_err_t az_body(cn_meta_txn_t *t, void *arg)
 {
     az_t *z = arg;
+    cn__au_reply_restart(z->reply); /* a repeated attempt starts afresh */
     z->role = R_NONE;
     z->inventory = false;
     z->account[0] = z->delegate[0] = '\0';
@@ -295,7 +296,7 @@ bool cn__au_authorize(cn_auth_t *a, const cn_sau2_caller_t *caller, const cn_sau
                             "bad arguments: see docs/protocol/sau2.md section 5.2");
         return true;
     }
-    cn_err_t e = cn_meta_run(a->meta, CN_META_RUN_READ, az_body, &z);
+    cn_err_t e = cn_meta_run(a->meta, CN_META_RUN_READ | CN_META_RETRY, az_body, &z);
     if (e < 0)
         cn__au_fail(reply, e);
     return true;

@@ -43,7 +43,7 @@ static cn_err_t renew(cn_meta_t *meta)
 {
     uint8_t inc[CN_SAU2_ID_LEN];
     CN_TRY(cn_random_bytes(inc, sizeof inc));
-    return cn_meta_run(meta, CN_META_RUN_WRITE, renew_body, inc);
+    return cn_meta_run(meta, CN_META_RUN_WRITE | CN_META_RETRY, renew_body, inc);
 }
 
 static cn_err_t state_body(cn_meta_txn_t *t, void *arg)
@@ -56,7 +56,7 @@ cn_err_t cn_auth_incarnation(cn_meta_t *meta, uint8_t incarnation[CN_SAU2_ID_LEN
 {
     cn_sau2_reply_t r;
     CN_TRY(cn__sql_migrate(meta, &cn__sql_au_set));
-    CN_TRY(cn_meta_run(meta, CN_META_RUN_READ, state_body, &r));
+    CN_TRY(cn_meta_run(meta, CN_META_RUN_READ | CN_META_RETRY, state_body, &r));
     memcpy(incarnation, r.incarnation, CN_SAU2_ID_LEN);
     *revision = r.revision;
     return 0;
@@ -118,12 +118,22 @@ static cn_err_t dump_table(cn_meta_txn_t *t, uint8_t i, cn_buf_t *b)
     return 0;
 }
 
+/* The tables appended to b from start on; a repeated attempt first wipes
+ * what an earlier one appended. */
+typedef struct dump {
+    cn_buf_t *b;
+    size_t start;
+} dump_t;
+
 static cn_err_t dump_body(cn_meta_txn_t *t, void *arg)
 {
+    dump_t *d = arg;
     cn_sau2_reply_t probe;
+    OPENSSL_cleanse(d->b->data + d->start, d->b->len - d->start);
+    d->b->len = d->start;
     CN_TRY(cn__au_state_read(t, &probe));
     for (uint8_t i = 0; i < CN_SQL_AU_NTABLES; i++)
-        CN_TRY(dump_table(t, i, arg));
+        CN_TRY(dump_table(t, i, d->b));
     return 0;
 }
 
@@ -155,8 +165,9 @@ cn_err_t cn_auth_backup(cn_meta_t *meta, const char *data_dir, const char *path)
     cn_buf_t b = { 0 };
     cn_digest_t d;
     cn_err_t e = cn_buf_append(&b, MAGIC, 8);
+    dump_t dd = { &b, b.len };
     if (e == 0)
-        e = cn_meta_run(meta, CN_META_RUN_READ, dump_body, &b);
+        e = cn_meta_run(meta, CN_META_RUN_READ | CN_META_RETRY, dump_body, &dd);
     if (e == 0)
         e = dump_keys(data_dir, &b);
     if (e == 0)
@@ -322,7 +333,7 @@ cn_err_t cn_auth_restore(cn_meta_t *meta, const char *data_dir, const char *path
     if (e == 0)
         e = sections(rs.body, rs.len, NULL, data_dir);
     if (e == 0)
-        e = cn_meta_run(meta, CN_META_RUN_WRITE, restore_body, &rs);
+        e = cn_meta_run(meta, CN_META_RUN_WRITE | CN_META_RETRY, restore_body, &rs);
     OPENSSL_cleanse(b.data, b.len);
     cn_buf_free(&b);
     return e;

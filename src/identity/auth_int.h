@@ -101,6 +101,11 @@ cn_err_t cn__au_caller_check(cn_meta_txn_t *t, const cn_sau2_caller_t *caller, c
                              cn_sau2_reply_t *reply);
 /* Sets reply's error from a failed engine or service call. */
 void cn__au_fail(cn_sau2_reply_t *reply, cn_err_t e);
+/* Empties reply's rows, error and refusal (the incarnation and revision
+ * are left: every body that answers them reads them again).  A body run
+ * with CN_META_RETRY calls it first, so a repeat never sees an earlier
+ * attempt's rows or refusal. */
+void cn__au_reply_restart(cn_sau2_reply_t *reply);
 /* Issues a credential (inside write txn t): registers the key (once), signs
  * its certificate with the credential CA, records it, and appends the row
  * [certificate PEM, credential, expires-ms] (with_ids) or [certificate PEM].

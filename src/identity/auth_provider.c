@@ -268,6 +268,8 @@ static cn_err_t boot_body(cn_meta_txn_t *t, void *arg)
 {
     boot_t *b = arg;
     bool changed = false, found = false;
+    b->why = 0; /* a repeated attempt decides afresh */
+    b->server_id[0] = '\0';
     CN_TRY(boot_server(t, b, &changed));
     if (b->why)
         return 0;
@@ -381,7 +383,7 @@ cn_err_t cn_scribe_auth_local(cn_meta_t *meta, const char *data_dir, const char 
     if (e == 0)
         e = cn_auth_open(meta, data_dir, NULL, &a->auth);
     if (e == 0)
-        e = cn_meta_run(meta, CN_META_RUN_WRITE, boot_body, &b);
+        e = cn_meta_run(meta, CN_META_RUN_WRITE | CN_META_RETRY, boot_body, &b);
     if (e == 0 && b.why) {
         cn_error("auth", "the auth server %s already serves another namespace than %s",
                  LOCAL_SERVER, ns);

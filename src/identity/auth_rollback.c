@@ -48,7 +48,7 @@ cn_err_t cn_auth_rollback_check(cn_meta_t *meta, const uint8_t incarnation[CN_SA
     if (revision > INT64_MAX)
         return CN_E_INVALID;
     hw_t h = { .inc = incarnation, .revision = revision };
-    CN_TRY(cn_meta_run(meta, CN_META_RUN_WRITE, hw_body, &h));
+    CN_TRY(cn_meta_run(meta, CN_META_RUN_WRITE | CN_META_RETRY, hw_body, &h));
     char hex[CN_SAU2_ID_LEN * 2 + 1];
     cn_hex_encode(incarnation, CN_SAU2_ID_LEN, hex);
     if (h.known && revision < h.seen) {

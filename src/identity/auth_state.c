@@ -142,7 +142,7 @@ cn_err_t cn_auth_init(cn_meta_t *meta, const char *data_dir, const cn_auth_opts_
     opts_apply(opts, &tc, &mc);
     cn_err_t e = cn__sql_migrate(meta, &cn__sql_au_set);
     if (e == 0)
-        e = cn_meta_run(meta, CN_META_RUN_READ, absent_body, NULL);
+        e = cn_meta_run(meta, CN_META_RUN_READ | CN_META_RETRY, absent_body, NULL);
     if (e == 0 && !admin_password && (!pw_out || cap < sizeof random_pw))
         e = CN_E_INVALID;
     if (e == 0)
@@ -169,7 +169,7 @@ cn_err_t cn_auth_init(cn_meta_t *meta, const char *data_dir, const cn_auth_opts_
     for (int i = 0; i < CN__AU_NKEYS && e == 0; i++)
         e = cn__au_cert_pem(cert[i], &c.pem[i]);
     if (e == 0)
-        e = cn_meta_run(meta, CN_META_RUN_WRITE, init_body, &c);
+        e = cn_meta_run(meta, CN_META_RUN_WRITE | CN_META_RETRY, init_body, &c);
     if (e == 0 && admin_password == random_pw)
         memcpy(pw_out, random_pw, sizeof random_pw);
     OPENSSL_cleanse(random_pw, sizeof random_pw);
@@ -183,6 +183,8 @@ cn_err_t cn_auth_init(cn_meta_t *meta, const char *data_dir, const cn_auth_opts_
 
 /* ---- open ---------------------------------------------------------------------- */
 
+/* Reads the domain and the CA certificates into a; a repeated attempt
+ * frees the certificates an earlier one read. */
 static cn_err_t open_body(cn_meta_txn_t *t, void *arg)
 {
     cn_auth_t *a = arg;
@@ -198,6 +200,7 @@ static cn_err_t open_body(cn_meta_txn_t *t, void *arg)
             size_t n = 0;
             const char *pem = cn_meta_column_text(st, 0, &n);
             BIO *bio = BIO_new_mem_buf(pem, (int)n);
+            X509_free(a->cert[i]);
             a->cert[i] = bio ? PEM_read_bio_X509(bio, NULL, NULL, NULL) : NULL;
             BIO_free(bio);
             e = a->cert[i] ? 0 : CN_E_CORRUPT;
@@ -220,7 +223,7 @@ cn_err_t cn_auth_open(cn_meta_t *meta, const char *data_dir, const cn_auth_opts_
     opts_apply(opts, &a->argon2_t, &a->argon2_m_kib);
     cn_err_t e = cn__sql_migrate(meta, &cn__sql_au_set);
     if (e == 0)
-        e = cn_meta_run(meta, CN_META_RUN_READ, open_body, a);
+        e = cn_meta_run(meta, CN_META_RUN_READ | CN_META_RETRY, open_body, a);
     for (int i = 0; i < CN__AU_NKEYS && e == 0; i++)
         e = cn__au_key_load(data_dir, cn__au_key_names[i], &a->key[i]);
     if (e < 0) {

@@ -116,6 +116,15 @@ void cn__au_fail(cn_sau2_reply_t *reply, cn_err_t e)
         cn_sau2_reply_error(reply, CN__AU_STORAGE, "auth state: %s", cn_strerror(e));
 }
 
+void cn__au_reply_restart(cn_sau2_reply_t *reply)
+{
+    cn_buf_reset(&reply->rows);
+    reply->nrows = 0;
+    reply->code = 0;
+    reply->message[0] = '\0';
+    reply->err = 0;
+}
+
 static bool is_hex(const char *s, size_t len)
 {
     if (strlen(s) != len)
@@ -237,6 +246,7 @@ out:
 static cn_err_t bundle_body(cn_meta_txn_t *t, void *arg)
 {
     cn_sau2_reply_t *reply = arg;
+    cn__au_reply_restart(reply);
     CN_TRY(cn__au_state_read(t, reply));
     cn_meta_stmt_t *st = NULL;
     cn_err_t e = cn_meta_queryf(t, &st, cn__sql_au[CN_SQL_AU_CA_LIST], "");
@@ -265,6 +275,7 @@ static cn_err_t signin_body(cn_meta_txn_t *t, void *arg)
 {
     signin_t *s = arg;
     bool found, mismatch;
+    cn__au_reply_restart(s->reply);
     CN_TRY(cn__au_state_read(t, s->reply));
     CN_TRY(cn__au_op_find(t, s->req->op, "", &s->intent, s->reply, &found, &mismatch));
     if (mismatch)
@@ -302,6 +313,8 @@ static cn_err_t user_body(cn_meta_txn_t *t, void *arg)
 {
     user_q_t *q = arg;
     cn_meta_stmt_t *st = NULL;
+    q->found = q->disabled = q->admin = q->person = false;
+    q->hash[0] = q->id[0] = '\0';
     cn_err_t e = cn_meta_queryf(t, &st, cn__sql_au[CN_SQL_AU_USER_BY_NAME], "s", q->name);
     if (e == 0)
         e = cn_meta_step(st);
@@ -337,7 +350,7 @@ static cn_err_t sign_in(cn_auth_t *a, const cn_sau2_req_t *req, cn_sau2_reply_t 
     cn_err_t e = cn_sau2_intent(&b, s.admin ? 0 : 1, &s.intent);
     user_q_t q = { .name = s.user };
     if (e == 0)
-        e = cn_meta_run(a->meta, CN_META_RUN_READ, user_body, &q);
+        e = cn_meta_run(a->meta, CN_META_RUN_READ | CN_META_RETRY, user_body, &q);
     if (e < 0) {
         cn__au_fail(reply, e);
         return 0;
@@ -355,7 +368,7 @@ static cn_err_t sign_in(cn_auth_t *a, const cn_sau2_req_t *req, cn_sau2_reply_t 
         return cn_sau2_reply_error(reply, CN__AU_FORBIDDEN, "%s is not an auth administrator",
                                    s.user);
     snprintf(s.user_id, sizeof s.user_id, "%s", q.id);
-    e = cn_meta_run(a->meta, CN_META_RUN_WRITE, signin_body, &s);
+    e = cn_meta_run(a->meta, CN_META_RUN_WRITE | CN_META_RETRY, signin_body, &s);
     if (e < 0)
         cn__au_fail(reply, e);
     else if (reply->code == 0)
@@ -370,9 +383,11 @@ typedef struct self {
     cn_sau2_reply_t *reply;
 } self_t;
 
-/* The state's incarnation and revision, then the caller's credential. */
+/* A fresh reply (the body may run again), the state's incarnation and
+ * revision, then the caller's credential. */
 static cn_err_t self_check(cn_meta_txn_t *t, self_t *s, cn__au_cred_t *cred)
 {
+    cn__au_reply_restart(s->reply);
     CN_TRY(cn__au_state_read(t, s->reply));
     return cn__au_caller_check(t, s->caller, cred, s->reply);
 }
@@ -424,8 +439,9 @@ static cn_err_t self_verb(cn_auth_t *a, const cn_sau2_caller_t *caller, const cn
     self_t s = { caller, reply };
     if (req->argc != 1)
         return cn_sau2_reply_error(reply, CN__AU_MALFORMED, "takes no argument");
-    cn_err_t e = cn_meta_run(a->meta, logout ? CN_META_RUN_WRITE : CN_META_RUN_READ,
-                             logout ? logout_body : whoami_body, &s);
+    cn_err_t e =
+        cn_meta_run(a->meta, (logout ? CN_META_RUN_WRITE : CN_META_RUN_READ) | CN_META_RETRY,
+                    logout ? logout_body : whoami_body, &s);
     if (e < 0)
         cn__au_fail(reply, e);
     else if (logout && reply->code == 0)
@@ -455,14 +471,11 @@ static cn_err_t handle(cn_auth_t *a, const cn_sau2_caller_t *caller, const cn_sa
 {
     static const char *const open_verbs[] = { "login", "login-outcome", "admin-login",
                                               "admin-login-outcome" };
-    cn_buf_reset(&reply->rows);
-    reply->nrows = 0;
-    reply->code = 0;
-    reply->err = 0;
+    cn__au_reply_restart(reply);
     if (cn__au_verb_is(req, "trust-bundle")) {
         if (req->argc != 1)
             return cn_sau2_reply_error(reply, CN__AU_MALFORMED, "trust-bundle takes no argument");
-        cn_err_t e = cn_meta_run(a->meta, CN_META_RUN_READ, bundle_body, reply);
+        cn_err_t e = cn_meta_run(a->meta, CN_META_RUN_READ | CN_META_RETRY, bundle_body, reply);
         if (e < 0)
             cn__au_fail(reply, e);
         return 0;

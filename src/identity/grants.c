@@ -113,18 +113,19 @@ cn_err_t cn_identity_ns_actions(cn_identity_t *id, const char *ns, int64_t accou
     return e;
 }
 
-/* A walk over the grants of ns (NULL: of every namespace) with the caller's
- * callback and its argument. */
+/* The grants of ns (NULL: of every namespace), read into rows (each a
+ * cn_ns_grant_t) and handed to the caller's callback after the run, so that
+ * a repeated run (CN_META_RETRY) hands each row once. */
 typedef struct grant_walk {
     const char *ns;
-    cn_ns_grant_fn fn;
-    void *arg;
+    cn_buf_t rows;
 } grant_walk_t;
 
 static cn_err_t grants_body(cn_meta_txn_t *t, void *ctx)
 {
-    const grant_walk_t *w = ctx;
+    grant_walk_t *w = ctx;
     cn_meta_stmt_t *st = NULL;
+    cn_buf_reset(&w->rows); /* an earlier attempt's rows */
     cn_err_t e = w->ns ? cn_meta_queryf(t, &st, cn__sql_id[CN_SQL_ID_GRANT_LIST_NS], "s", w->ns)
                        : cn_meta_queryf(t, &st, cn__sql_id[CN_SQL_ID_GRANT_LIST], "");
     while (e == 0 && (e = cn_meta_step(st)) == CN_META_ROW) {
@@ -135,7 +136,7 @@ static cn_err_t grants_body(cn_meta_txn_t *t, void *ctx)
         g.account_id = cn_meta_column_int64(st, 2);
         g.actions = (uint32_t)cn_meta_column_int64(st, 3) & CN_NS_ALL;
         g.created_at = cn_meta_column_int64(st, 4);
-        e = w->fn(w->arg, &g);
+        e = cn_buf_append(&w->rows, &g, sizeof g);
     }
     cn_meta_finish(st);
     return e;
@@ -143,6 +144,13 @@ static cn_err_t grants_body(cn_meta_txn_t *t, void *ctx)
 
 cn_err_t cn_identity_grant_list(cn_identity_t *id, const char *ns, cn_ns_grant_fn fn, void *arg)
 {
-    grant_walk_t w = { ns, fn, arg };
-    return cn_meta_run(id->meta, CN_META_RUN_READ, grants_body, &w);
+    grant_walk_t w = { ns, { 0 } };
+    cn_err_t e = cn_meta_run(id->meta, CN_META_RUN_READ | CN_META_RETRY, grants_body, &w);
+    for (size_t off = 0; e == 0 && off < w.rows.len; off += sizeof(cn_ns_grant_t)) {
+        cn_ns_grant_t g;
+        memcpy(&g, w.rows.data + off, sizeof g);
+        e = fn(arg, &g);
+    }
+    cn_buf_free(&w.rows);
+    return e;
 }

@@ -183,18 +183,20 @@ cn_err_t cn_objects_bucket_head(cn_objects_t *o, cn_objects_req_t *rq, const cha
                        bucket_head_body, out);
 }
 
-/* A listing of owner's buckets, each handed to fn(arg, info). */
+/* A listing of owner's buckets, read into rows (each a cn_bucket_info_t)
+ * and handed to the caller's fn after the run, so that a repeated run
+ * (CN_META_RETRY) hands each bucket once. */
 typedef struct bucket_walk {
     cn_objects_t *o;
     const char *owner;
-    cn_objects_bucket_fn fn;
-    void *arg;
+    cn_buf_t rows;
 } bucket_walk_t;
 
 static cn_err_t bucket_list_body(cn_meta_txn_t *txn, void *ctx)
 {
-    const bucket_walk_t *bw = ctx;
+    bucket_walk_t *bw = ctx;
     cn_meta_stmt_t *st = NULL;
+    cn_buf_reset(&bw->rows); /* an earlier attempt's rows */
     cn_err_t err =
         cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_BUCKETS_OF_OWNER], "s", bw->owner);
     if (err < 0)
@@ -221,7 +223,7 @@ static cn_err_t bucket_list_body(cn_meta_txn_t *txn, void *ctx)
         cn_bucket_info_t info;
         obj_bucket_info(b, &info);
         cn__bkt_release(b);
-        err = bw->fn(bw->arg, &info);
+        err = cn_buf_append(&bw->rows, &info, sizeof info);
         if (err != 0)
             break;
     }
@@ -238,9 +240,15 @@ cn_err_t cn_objects_bucket_list(cn_objects_t *o, cn_objects_req_t *rq, cn_object
     const char *owner = cn__principal_name(rq);
     if (!owner)
         return cn__fail(rq, CN_E_DENIED, CN_OBJ_WHAT_NONE, "anonymous callers own no bucket");
-    /* Not repeatable: fn has seen the buckets of a failed run. */
-    bucket_walk_t bw = { o, owner, fn, arg };
-    return cn_meta_run(o->meta, CN_META_RUN_READ, bucket_list_body, &bw);
+    bucket_walk_t bw = { o, owner, { 0 } };
+    err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, bucket_list_body, &bw);
+    for (size_t off = 0; err == 0 && off < bw.rows.len; off += sizeof(cn_bucket_info_t)) {
+        cn_bucket_info_t info;
+        memcpy(&info, bw.rows.data + off, sizeof info);
+        err = fn(arg, &info);
+    }
+    cn_buf_free(&bw.rows);
+    return err;
 }
 
 /* ---- access state ------------------------------------------------------------------ */

@@ -669,9 +669,8 @@ typedef struct upload_op {
     const char *key, *upload_id;
     int32_t marker;
     uint32_t max;
-    cn_objects_part_fn fn;
-    void *arg;
     bool *truncated;
+    cn_buf_t rows; /* list_parts_body's parts, handed out after the run */
 } upload_op_t;
 
 /* Deletes upload_id's parts and row. */
@@ -706,8 +705,11 @@ cn_err_t cn_objects_mpu_abort(cn_objects_t *o, cn_objects_req_t *rq, const char 
 static cn_err_t list_parts_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
                                 void *ctx)
 {
-    const upload_op_t *op = ctx;
+    upload_op_t *op = ctx;
     cn_meta_stmt_t *st = NULL;
+    cn_buf_reset(&op->rows); /* an earlier attempt's parts */
+    if (op->truncated)
+        *op->truncated = false;
     cn_err_t err = cn__upload_access(op->o, txn, rq, b, op->key, op->upload_id,
                                      CN_ACT_LIST_MULTIPART_UPLOAD_PARTS, NULL);
     if (err >= 0)
@@ -735,7 +737,7 @@ static cn_err_t list_parts_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
         p.last_modified_ms = cn_meta_column_int64(st, 4);
         copy_text(st, 5, p.checksum, sizeof p.checksum);
         count++;
-        err = op->fn(op->arg, &p);
+        err = cn_buf_append(&op->rows, &p, sizeof p);
         if (err)
             break;
     }
@@ -749,9 +751,10 @@ cn_err_t cn_objects_mpu_list_parts(cn_objects_t *o, cn_objects_req_t *rq, const 
 {
     if (truncated)
         *truncated = false;
-    /* Not repeatable: fn has seen the parts of a failed run. */
-    upload_op_t op = { o, key, upload_id, marker, max, fn, arg, truncated };
-    return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ, list_parts_body, &op);
+    upload_op_t op = { o, key, upload_id, marker, max, truncated, { 0 } };
+    cn_err_t err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
+                               list_parts_body, &op);
+    return cn__parts_hand(err, &op.rows, fn, arg);
 }
 
 /* A walk of a bucket's unexpired uploads, each handed to fn(arg, upload). */

@@ -113,6 +113,12 @@ void cn__gen_sleave(cn__gen_t *g, size_t slot);
 cn_err_t cn__write_run(cn_objects_t *o, const char *bucket, unsigned flags, cn_meta_body_fn body,
                        void *ctx);
 
+/* Hands the parts a body read into rows (each a cn_objects_part_t; a body
+ * run with CN_META_RETRY collects them, so a repeat never hands a part
+ * twice) to fn while err, then fn's returns, are 0; frees rows; returns the
+ * last err. */
+cn_err_t cn__parts_hand(cn_err_t err, cn_buf_t *rows, cn_objects_part_fn fn, void *arg);
+
 /* The running SHA-256 of uploads in progress (mpu_chain.c). */
 typedef struct cn__chains cn__chains_t;
 typedef struct cn__hashpool cn__hashpool_t;

@@ -894,16 +894,28 @@ cn_err_t cn_objects_get_version(cn_objects_t *o, cn_objects_req_t *rq, const cha
     return err;
 }
 
-/* A walk of a key's parts, each handed to fn(arg, part). */
+/* A walk of a key's parts, read into rows (each a cn_objects_part_t) and
+ * handed to the caller's fn after the run (cn__parts_hand). */
 typedef struct parts_walk {
     const char *key, *version; /* version NULL: the current one */
-    cn_objects_part_fn fn;
-    void *arg;
+    cn_buf_t rows;
 } parts_walk_t;
+
+cn_err_t cn__parts_hand(cn_err_t err, cn_buf_t *rows, cn_objects_part_fn fn, void *arg)
+{
+    for (size_t off = 0; err == 0 && off < rows->len; off += sizeof(cn_objects_part_t)) {
+        cn_objects_part_t p;
+        memcpy(&p, rows->data + off, sizeof p);
+        err = fn(arg, &p);
+    }
+    cn_buf_free(rows);
+    return err;
+}
 
 static cn_err_t parts_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b, void *ctx)
 {
-    const parts_walk_t *pw = ctx;
+    parts_walk_t *pw = ctx;
+    cn_buf_reset(&pw->rows); /* an earlier attempt's rows */
     cn_object_info_t info;
     memset(&info, 0, sizeof info);
     cn_meta_stmt_t *st = NULL;
@@ -927,7 +939,7 @@ static cn_err_t parts_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__b
         t = cn_meta_column_text(st, 4, NULL);
         snprintf(p.checksum, sizeof p.checksum, "%s", t ? t : "");
         p.last_modified_ms = info.last_modified_ms;
-        err = pw->fn(pw->arg, &p);
+        err = cn_buf_append(&pw->rows, &p, sizeof p);
         if (err)
             break;
     }
@@ -946,9 +958,10 @@ cn_err_t cn_objects_object_parts_version(cn_objects_t *o, cn_objects_req_t *rq, 
                                          const char *key, const char *version,
                                          cn_objects_part_fn fn, void *arg)
 {
-    /* Not repeatable: fn has seen the parts of a failed run. */
-    parts_walk_t pw = { key, version, fn, arg };
-    return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ, parts_body, &pw);
+    parts_walk_t pw = { key, version, { 0 } };
+    cn_err_t err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
+                               parts_body, &pw);
+    return cn__parts_hand(err, &pw.rows, fn, arg);
 }
 
 /* ---- deletes ---------------------------------------------------------------------- */

@@ -299,15 +299,16 @@ cn_err_t cn_repos_info_by_name(cn_repos_t *r, cn_repos_req_t *rq, const char *na
     return err;
 }
 
-/* A page of the repositories the caller may read, named after `after`, each
- * handed to the caller's fn: at most limit, more when another follows. */
+/* A page of the repositories the caller may read, named after `after`: at
+ * most limit, read into rows (each a cn_repos_info_t) and handed to the
+ * caller's fn after the run, so that a repeated run (CN_META_RETRY) hands
+ * each once; more when another follows. */
 typedef struct repo_page {
     cn_repos_t *r;
     cn_repos_req_t *rq;
     const char *after;
     uint32_t limit;
-    cn_repos_info_fn fn;
-    void *ctx;
+    cn_buf_t rows;
     bool more;
 } repo_page_t;
 
@@ -316,6 +317,8 @@ static cn_err_t list_body(cn_meta_txn_t *txn, void *ctx)
     repo_page_t *pg = ctx;
     cn_meta_stmt_t *st = NULL;
     uint32_t n = 0;
+    cn_buf_reset(&pg->rows); /* an earlier attempt's page */
+    pg->more = false;
     cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_REPO_LIST_AFTER], "b",
                                   pg->after ? pg->after : "", pg->after ? strlen(pg->after) : 0);
     while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
@@ -328,7 +331,7 @@ static cn_err_t list_body(cn_meta_txn_t *txn, void *ctx)
             pg->more = true;
             break;
         }
-        if ((err = pg->fn(pg->ctx, &ri)) != 0)
+        if ((err = cn_buf_append(&pg->rows, &ri, sizeof ri)) != 0)
             break;
         n++;
     }
@@ -343,8 +346,14 @@ cn_err_t cn_repos_list(cn_repos_t *r, cn_repos_req_t *rq, const char *after, uin
         limit = 1;
     if (limit > CN_REPOS_PAGE_MAX)
         limit = CN_REPOS_PAGE_MAX;
-    repo_page_t pg = { r, rq, after, limit, fn, ctx, false };
-    cn_err_t err = cn_meta_run(r->meta, CN_META_RUN_READ, list_body, &pg);
+    repo_page_t pg = { r, rq, after, limit, { 0 }, false };
+    cn_err_t err = cn_meta_run(r->meta, CN_META_RUN_READ | CN_META_RETRY, list_body, &pg);
+    for (size_t off = 0; err == CN_OK && off < pg.rows.len; off += sizeof(cn_repos_info_t)) {
+        cn_repos_info_t ri;
+        memcpy(&ri, pg.rows.data + off, sizeof ri);
+        err = fn(ctx, &ri);
+    }
+    cn_buf_free(&pg.rows);
     *more = pg.more;
     return err;
 }
@@ -382,20 +391,28 @@ cn_err_t cn_repos_usage(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t id[16],
 }
 
 /* The instance status and one page of at most 128 repositories after
- * `after` (NULL: from the first), each handed with its usage to fn. */
+ * `after` (NULL: from the first), read into rows (each a usage_row_t) and
+ * handed with its usage to the caller's fn after the run, so that a
+ * repeated run (CN_META_RETRY) hands each once. */
 typedef struct instance_page {
     const uint8_t *after;
     cn_repos_instance_t *out;
-    cn_repos_usage_fn fn;
-    void *ctx;
+    cn_buf_t rows;
     bool has_next;
     uint8_t *next;
 } instance_page_t;
+
+typedef struct usage_row {
+    cn_repos_info_t ri;
+    uint64_t bytes;
+} usage_row_t;
 
 static cn_err_t instance_body(cn_meta_txn_t *txn, void *ctx)
 {
     instance_page_t *ip = ctx;
     cn_meta_stmt_t *st = NULL;
+    cn_buf_reset(&ip->rows); /* an earlier attempt's page */
+    ip->has_next = false;
     int64_t v = 0;
     static const uint8_t zero[16] = { 0 };
     cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_INSTANCE_INCARNATION], "");
@@ -423,8 +440,11 @@ static cn_err_t instance_body(cn_meta_txn_t *txn, void *ctx)
             break;
         }
         memcpy(ip->next, ri.id, 16);
-        if ((err = scalar(txn, cn__sql_repos[CN_SQL_REPOS_REPO_USAGE], ri.id, &v)) < 0 ||
-            (err = ip->fn(ip->ctx, &ri, (uint64_t)v)) != 0)
+        usage_row_t u = { ri, 0 };
+        if ((err = scalar(txn, cn__sql_repos[CN_SQL_REPOS_REPO_USAGE], ri.id, &v)) < 0)
+            break;
+        u.bytes = (uint64_t)v;
+        if ((err = cn_buf_append(&ip->rows, &u, sizeof u)) != 0)
             break;
     }
     cn_meta_finish(st);
@@ -440,8 +460,14 @@ cn_err_t cn_repos_instance_status(cn_repos_t *r, cn_repos_req_t *rq, const uint8
     if (!rq->trusted && !(rq->principal && (rq->principal->perms & CN_PERM_ADMIN)))
         return cn__rfail(rq, CN_E_DENIED, CN_REPOS_E_FORBIDDEN,
                          "instance status needs the admin permission");
-    instance_page_t ip = { after, out, fn, ctx, false, next };
-    cn_err_t err = cn_meta_run(r->meta, CN_META_RUN_READ, instance_body, &ip);
+    instance_page_t ip = { after, out, { 0 }, false, next };
+    cn_err_t err = cn_meta_run(r->meta, CN_META_RUN_READ | CN_META_RETRY, instance_body, &ip);
+    for (size_t off = 0; err == CN_OK && off < ip.rows.len; off += sizeof(usage_row_t)) {
+        usage_row_t u;
+        memcpy(&u, ip.rows.data + off, sizeof u);
+        err = fn(ctx, &u.ri, u.bytes);
+    }
+    cn_buf_free(&ip.rows);
     *has_next = ip.has_next;
     if (err >= 0)
         out->has_available = cn_store_space(r->store, &out->available_bytes) == CN_OK;

@@ -258,6 +258,7 @@ cn_err_t cn_repos_backup(cn_repos_t *r, const char *name, int fd, cn_repos_backu
     CN_TRY(cn_repos_info_by_name(r, &rq, name, strlen(name), &ri));
     bk_dump_t d = { .r = r, .o = { .fd = fd }, .id = ri.id, .stats = stats };
     cn_blake3_init(&d.o.h);
+    /* Not repeated: backup_body writes the stream. */
     cn_err_t err = cn_meta_run(r->meta, CN_META_RUN_READ, backup_body, &d);
     if (err >= 0) {
         /* the trailer: its tag, then the BLAKE3 of every byte before the digest */
@@ -550,7 +551,7 @@ cn_err_t cn_repos_restore(cn_repos_t *r, int fd, bool replace, cn_repos_info_t *
     while (err >= 0 && (err = in_read(&ld.in, &ld.tag, 1)) >= 0 && ld.tag == BK_BLOB)
         err = blob_in(r, &ld.in, compression, &stats->blobs);
     if (err >= 0)
-        err = cn_meta_run(r->meta, CN_META_RUN_WRITE, restore_body, &ld);
+        err = cn_meta_run(r->meta, CN_META_RUN_WRITE, restore_body, &ld); /* reads fd: once */
     stats->bytes = ld.in.bytes;
     stats->head = out->head;
     cn_buf_free(&ld.repo_row);

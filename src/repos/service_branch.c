@@ -192,13 +192,14 @@ cn_err_t cn__snapshot_root(cn_meta_txn_t *txn, const uint8_t repo[16], const uin
 }
 
 /* ---- list and info -------------------------------------------------------------------- */
-/* A page of branches named after `after`, handed to the caller's fn. */
+/* A page of branches named after `after`, read into rows (each a
+ * cn_repos_branch_t) and handed to the caller's fn after the run, so that a
+ * repeated run (CN_META_RETRY) hands each once. */
 typedef struct branch_page {
     const char *after;
     size_t after_len;
     uint32_t limit;
-    cn_repos_branch_fn fn;
-    void *ctx;
+    cn_buf_t rows;
     bool more;
 } branch_page_t;
 
@@ -206,6 +207,8 @@ static cn_err_t list_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
 {
     branch_page_t *pg = ctx;
     cn_meta_stmt_t *st = NULL;
+    cn_buf_reset(&pg->rows); /* an earlier attempt's page */
+    pg->more = false;
     cn_err_t err = cn_meta_queryf(
         txn, &st, cn__sql_repos[CN_SQL_REPOS_BRANCH_PAGE_AFTER], "bbi", CN__ARG_ID(repo->info.id),
         (const void *)(pg->after ? pg->after : ""), pg->after_len, (int64_t)pg->limit + 1);
@@ -215,7 +218,7 @@ static cn_err_t list_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
             pg->more = true;
             break;
         }
-        if ((err = branch_row(st, &b)) < 0 || (err = pg->fn(pg->ctx, &b)) != 0)
+        if ((err = branch_row(st, &b)) < 0 || (err = cn_buf_append(&pg->rows, &b, sizeof b)) != 0)
             break;
     }
     cn_meta_finish(st);
@@ -229,12 +232,19 @@ cn_err_t cn_repos_branch_list(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t r
     *more = false;
     if (after && !cn_repos_branch_name_ok(after, after_len))
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "the cursor is not a branch name");
-    branch_page_t pg = { after, after ? after_len : 0, limit, fn, ctx, false };
+    branch_page_t pg = { after, after ? after_len : 0, limit, { 0 }, false };
     if (pg.limit == 0)
         pg.limit = 1;
     if (pg.limit > CN_REPOS_PAGE_MAX)
         pg.limit = CN_REPOS_PAGE_MAX;
-    cn_err_t err = cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ, list_body, &pg);
+    cn_err_t err =
+        cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, list_body, &pg);
+    for (size_t off = 0; err == CN_OK && off < pg.rows.len; off += sizeof(cn_repos_branch_t)) {
+        cn_repos_branch_t b;
+        memcpy(&b, pg.rows.data + off, sizeof b);
+        err = fn(ctx, &b);
+    }
+    cn_buf_free(&pg.rows);
     *more = err >= 0 && pg.more;
     return err;
 }

@@ -90,6 +90,7 @@ cn_err_t cn_repos_descendants(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t r
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "the cursor is not a canonical path under the queried path");
     desc_read_t d = { rq, branch, revision, path, cursor, n, cursor_len, fn, ctx, next, false };
+    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
     cn_err_t err = cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ, desc_body, &d);
     *has_next = err >= 0 && d.more;
     if (!*has_next)

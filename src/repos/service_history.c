@@ -91,6 +91,7 @@ cn_err_t cn_repos_tree_page(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_pa
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "the cursor is not a canonical path");
     tree_page_t tp = { rq, q, fn, ctx, false, { { 0 } }, { { 0 } } };
+    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
     cn_err_t err = cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ, tree_page_body, &tp);
     *more = tp.more;
     if (err >= 0) {
@@ -379,6 +380,7 @@ cn_err_t cn_repos_log(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_log_q_t 
                          "after path needs a path query and before");
     cn__hist_t h = { 0 };
     log_page_t lp = { .rq = rq, .q = q, .fn = fn, .ctx = ctx, .h = &h };
+    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
     cn_err_t err = cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ, log_body, &lp);
     cn__hist_free(&h);
     return err;

@@ -104,6 +104,7 @@ cn_err_t cn_repos_changed_paths(cn_repos_t *r, cn_repos_req_t *rq, const cn_repo
     cp.limit = q->limit == 0 ? 1 : q->limit > CN_REPOS_PAGE_MAX ? CN_REPOS_PAGE_MAX : q->limit;
     cp.lo = q->from < q->to ? q->from : q->to;
     cp.hi = q->from < q->to ? q->to : q->from;
+    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
     cn_err_t err = cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ, changed_body, &cp);
     *more = cp.more;
     return err;

@@ -245,6 +245,7 @@ cn_err_t cn_repos_lock_list(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t rep
                        fn,
                        ctx,
                        false };
+    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
     cn_err_t err = cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ, page_body, &lp);
     *more = lp.more;
     return err;

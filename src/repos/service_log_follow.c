@@ -557,6 +557,7 @@ cn_err_t cn_repos_log_follow(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_f
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "a snapshot ceiling needs the all-branch mode");
     follow_read_t fr = { rq, q, fn, ctx, 0 };
+    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
     cn_err_t err = cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ, follow_body, &fr);
     *ceiling = fr.ceiling;
     return err;

@@ -136,7 +136,8 @@ cn_err_t cn_repos_find_merge_base(cn_repos_t *r, cn_repos_req_t *rq, const uint8
     base_query_t bq = {
         .rq = rq, .target = target, .source = source, .trev = target_rev, .srev = source_rev
     };
-    cn_err_t err = cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ, base_body, &bq);
+    cn_err_t err =
+        cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, base_body, &bq);
     if (err >= 0) {
         memcpy(base_branch, bq.out.branch, 16);
         *base = bq.out.base;
@@ -329,6 +330,7 @@ cn_err_t cn_repos_merge_chains(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t 
                     .next = next_cursor,
                     .fn = fn,
                     .ctx = ctx };
+    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
     cn_err_t err = cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ, chains_body, &ch);
     pathset_free(&ch.seen);
     if (err >= 0) {

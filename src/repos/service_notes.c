@@ -254,6 +254,7 @@ cn_err_t cn_repos_note_history(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t 
     if (limit > CN_REPOS_NOTE_REVISIONS_MAX)
         limit = CN_REPOS_NOTE_REVISIONS_MAX;
     note_page_t np = { rq, change, after, limit, fn, ctx, false };
+    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
     cn_err_t err = cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ, history_body, &np);
     *more = np.more;
     return err;

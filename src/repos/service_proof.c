@@ -258,6 +258,7 @@ cn_err_t cn_repos_tree_proof(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_p
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "the proof query breaks the rules of tree_proof");
     proof_t p = { rq, q, fn, ctx, { { 0 } }, { { 0 } } };
+    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
     cn_err_t err = cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ, proof_body, &p);
     if (err >= 0) {
         *content_root = p.content;

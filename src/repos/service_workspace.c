@@ -281,11 +281,13 @@ cn_err_t cn_repos_ws_register(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t r
 }
 
 /* ---- listing --------------------------------------------------------------------------- */
+/* A page of workspaces, read into rows (each a cn_repos_ws_t) and handed to
+ * the caller's fn after the run, so that a repeated run (CN_META_RETRY)
+ * hands each once. */
 typedef struct ws_page {
     const uint8_t *after, *owner;
     uint32_t limit;
-    cn_repos_ws_fn fn;
-    void *ctx;
+    cn_buf_t rows;
     bool more;
 } ws_page_t;
 
@@ -294,6 +296,8 @@ static cn_err_t page_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
     ws_page_t *wp = ctx;
     static const uint8_t zero[16];
     cn_meta_stmt_t *st = NULL;
+    cn_buf_reset(&wp->rows); /* an earlier attempt's page */
+    wp->more = false;
     cn_err_t err = cn_meta_queryf(
         txn, &st, cn__sql_repos[CN_SQL_REPOS_WS_PAGE], "bbibi", CN__ARG_ID(repo->info.id),
         CN__ARG_ID(wp->after ? wp->after : zero), (int64_t)(wp->owner != NULL),
@@ -308,7 +312,8 @@ static cn_err_t page_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
             break;
         }
         int64_t retired = 0;
-        if ((err = ws_row(st, w, &retired)) < 0 || (err = wp->fn(wp->ctx, w)) != 0)
+        if ((err = ws_row(st, w, &retired)) < 0 ||
+            (err = cn_buf_append(&wp->rows, w, sizeof *w)) != 0)
             break;
     }
     free(w);
@@ -330,9 +335,19 @@ cn_err_t cn_repos_ws_list(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[
         return cn__rfail(rq, CN_E_DENIED, CN_REPOS_E_FORBIDDEN,
                          "listing every workspace needs the Maintainer role");
     /* A trusted caller without a principal owns nothing and is trusted with all. */
-    ws_page_t wp = { after, own && !all ? owner : NULL, 0, fn, ctx, false };
+    ws_page_t wp = { after, own && !all ? owner : NULL, 0, { 0 }, false };
     wp.limit = limit == 0 ? 1 : limit > CN_REPOS_WS_PAGE_MAX ? CN_REPOS_WS_PAGE_MAX : limit;
-    cn_err_t err = cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ, page_body, &wp);
+    cn_err_t err =
+        cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, page_body, &wp);
+    cn_repos_ws_t *w = err == CN_OK && wp.rows.len ? malloc(sizeof *w) : NULL;
+    if (err == CN_OK && wp.rows.len && !w)
+        err = -ENOMEM;
+    for (size_t off = 0; err == CN_OK && off < wp.rows.len; off += sizeof *w) {
+        memcpy(w, wp.rows.data + off, sizeof *w);
+        err = fn(ctx, w);
+    }
+    free(w);
+    cn_buf_free(&wp.rows);
     *more = wp.more;
     return err;
 }

@@ -22,10 +22,21 @@ primary acknowledged is on the standby), and two cairnd nodes and a backend
   of the promotion; the requests in flight at the stop are counted and
   printed, and most of them succeed.
 
+Both run readers (Reads) beside the writers: S3 ListBuckets and ListParts
+(objects' bucket and part listings) and the console's accounts, tokens,
+namespaces and repos (identity's account, token and grant listings, repos'
+listing), each a read run that collects its rows in its body and hands them
+out after the run, so it is repeated on a lost session (CN_META_RETRY) and
+hands every row once.  Every read answers 200 with exactly the rows it
+answered before the load: before the reads audit, a read that met a lost
+session answered 503.
+
 Ports are loopback ones chosen at run time, data in pytest's temp dirs, and
 every process is stopped by the fixtures."""
+import json
 import os
 import sys
+import threading
 import time
 
 import pytest
@@ -33,14 +44,18 @@ import requests
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "console"))
 import pgharness  # noqa: E402
+from conftest import ADMIN_TOKEN  # noqa: E402
 from fleetutil import Fleet, needs_pg  # noqa: E402
+from test_console_session import API, Console  # noqa: E402
 from test_fleet_faults import Load, check_all, warnings_of  # noqa: E402
 
 pytestmark = needs_pg
 
 DB = "promote"
 WRITERS = 4  # threads, alternating over the two nodes
+READERS = 2  # threads, alternating over the two nodes
 GAP_S = 1.0  # no primary at all for this long (stopped, standby not promoted yet)
 RECOVER_S = 10.0  # both nodes take writes again within this of the promotion
 REQUEST_BOUND_S = 25.0  # 2 x the 5 s busy timeout, slack for a loaded machine
@@ -85,6 +100,81 @@ def fleet(primary, standby, tmp_path_factory):
         assert not bad, bad[0][-4000:]
 
 
+class Reads:
+    """readers threads, reader t through node t % the node count, each
+    running READS in turn, timed.  An answer is good when it is exactly the
+    one the same read gave before the load (so a row handed twice by a
+    repeated body is a failure too).  done: every read in the order
+    answered: (what, node, start, end, None when good else what came)."""
+
+    READS = ("ListBuckets", "ListParts", "accounts", "tokens", "namespaces", "repos")
+
+    def __init__(self, fleet, readers=READERS):
+        self.fleet = fleet
+        self.done, self.lock = [], threading.Lock()
+        self.stop_ev = threading.Event()
+        s3 = fleet.nodes[0].client()
+        self.key = "reads/upload"
+        self.upload = s3.create_multipart_upload(Bucket="load", Key=self.key)["UploadId"]
+        s3.upload_part(Bucket="load", Key=self.key, UploadId=self.upload, PartNumber=1,
+                       Body=b"r" * 1024)
+        self.consoles = []
+        for n in fleet.nodes:
+            c = Console(n.server.addrs["http"])
+            assert c.login(ADMIN_TOKEN)[0] == 200
+            self.consoles.append(c)
+        self.want = {what: self.answer(what, 0, s3) for what in self.READS}
+        self.threads = [threading.Thread(target=self.reader, args=(t,), daemon=True)
+                        for t in range(readers)]
+
+    def answer(self, what, node, s3):
+        """The rows the read answered (a comparable value); raises on a failure."""
+        if what == "ListBuckets":
+            return sorted(b["Name"] for b in s3.list_buckets()["Buckets"])
+        if what == "ListParts":
+            r = s3.list_parts(Bucket="load", Key=self.key, UploadId=self.upload)
+            return [(p["PartNumber"], p["Size"]) for p in r.get("Parts", [])]
+        st, _, body = self.consoles[node].request("GET", API + what)
+        if st != 200:
+            raise RuntimeError("%s: %d %s" % (what, st, body[:200]))
+        return json.dumps(json.loads(body)[what], sort_keys=True)
+
+    def reader(self, t):
+        node = t % len(self.fleet.nodes)
+        s3 = self.fleet.nodes[node].client(connect_timeout=5, read_timeout=60)
+        i = t
+        while not self.stop_ev.is_set():
+            what = self.READS[i % len(self.READS)]
+            t0 = time.monotonic()
+            try:
+                got = self.answer(what, node, s3)
+                out = None if got == self.want[what] else "answered %r" % (got,)
+            except Exception as e:  # noqa: BLE001 - any failure is a failed read
+                out = repr(e)[:200]
+            with self.lock:
+                self.done.append((what, node, t0, time.monotonic(), out))
+            i += 1
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+        return self
+
+    def finish(self):
+        """Stops the readers; returns the failed reads."""
+        self.stop_ev.set()
+        for t in self.threads:
+            t.join(REQUEST_BOUND_S + 30)
+        assert not any(t.is_alive() for t in self.threads), "a reader hung"
+        return [d for d in self.done if d[4] is not None]
+
+    def summary(self):
+        return "reads %d (%s), failed %d" % (
+            len(self.done), ", ".join("%s %d" % (w, sum(d[0] == w for d in self.done))
+                                      for w in self.READS),
+            sum(d[4] is not None for d in self.done))
+
+
 def failover_repeats(node):
     text = requests.get(node.endpoint + "/_cairn/metrics", timeout=30).text
     return sum(float(line.split()[-1]) for line in text.splitlines()
@@ -111,7 +201,9 @@ def test_backends_terminated_under_load(fleet, primary):
     transaction: every PUT is answered 200, none 503.  Before the in-request
     retry, a session lost mid-transaction answered 503."""
     before = sum(failover_repeats(n) for n in fleet.nodes)
+    reads = Reads(fleet)
     load = Load(fleet, "load", "kill", writers=WRITERS).start()
+    reads.start()
     load.wait_acked(2 * WRITERS)
     killed, t_end = 0, time.monotonic() + 3.0
     while time.monotonic() < t_end:
@@ -119,13 +211,15 @@ def test_backends_terminated_under_load(fleet, primary):
         time.sleep(0.15)
     load.wait_acked(len(load.acked) + 2 * WRITERS)
     load.finish()
+    bad_reads = reads.finish()
     done = load.done
     repeats = sum(failover_repeats(n) for n in fleet.nodes) - before
     failed = [(k, out) for k, _, _, _, out in done if out]
-    print("sessions terminated: %d; PUTs %d, failed %d; transactions repeated after a lost "
-          "session: %d" % (killed, len(done), len(failed), repeats))
+    print("sessions terminated: %d; PUTs %d, failed %d; %s; transactions repeated after a "
+          "lost session: %d" % (killed, len(done), len(failed), reads.summary(), repeats))
     assert killed > 0
     assert not failed, failed[:10]
+    assert not bad_reads, bad_reads[:10]
     assert repeats > 0
     readable_everywhere(fleet, load.acked)
 
@@ -152,7 +246,9 @@ def test_promote_under_load(fleet, primary, standby):
     standby promoted GAP_S later.  Before the in-request retry every request
     that met the switch answered 503."""
     before = sum(failover_repeats(n) for n in fleet.nodes)
+    reads = Reads(fleet)
     load = Load(fleet, "load", "promote", writers=WRITERS).start()
+    reads.start()
     load.wait_acked(4 * WRITERS)
     t_stop = time.monotonic()
     primary.stop_server("immediate")
@@ -163,6 +259,7 @@ def test_promote_under_load(fleet, primary, standby):
     took = until_both_write(fleet, "promote", RECOVER_S)
     load.wait_acked(len(load.acked) + 2 * WRITERS)
     load.finish()
+    bad_reads = reads.finish()
     done = load.done
     repeats = sum(failover_repeats(n) for n in fleet.nodes) - before
 
@@ -182,9 +279,14 @@ def test_promote_under_load(fleet, primary, standby):
               len(caught), caught.count(None), len(at_stop), at_stop.count(None),
               len(sent_down), sent_down.count(None), repeats, len(done), len(acked),
               len(failed), sorted({f[2] for f in failed})))
+    print("%s; caught by the switch: %d" % (
+        reads.summary(), sum(t0 < t_promoted and t1 > t_stop for _, _, t0, t1, _ in reads.done)))
     assert not [f for f in failed if f[2][0] != 503], (failed[:10], warnings_of(fleet)[:10])
     assert not [f for f in failed if f[1] > REQUEST_BOUND_S], failed[:10]
     assert took < RECOVER_S, took
+    # A read has no unknown COMMIT: every one caught by the switch waits for
+    # the new primary and succeeds.
+    assert not bad_reads, bad_reads[:10]
     # Most requests caught by the switch wait for the new primary and
     # succeed; only a COMMIT whose answer was lost with the old primary
     # (at most one per node: a node's writes share its one writer

@@ -456,7 +456,9 @@ static cn_err_t tail_flush(cn_conn_t *c)
 {
     cn__tail_t t = c->tail;
     c->tail.set = false; /* the writes below go to the socket */
-    cn_err_t e = cn_conn_write_all(c, t.buf + t.off, t.len - t.off, t.deadline);
+    cn_err_t e = CN_OK;
+    if (t.off < t.len) /* a tail of a file range alone has no buffer */
+        e = cn_conn_write_all(c, t.buf + t.off, t.len - t.off, t.deadline);
     if (!e && t.fd >= 0 && t.flen)
         e = cn_conn_sendfile(c, t.fd, t.foff, t.flen, t.deadline);
     c->tail = t;

@@ -284,6 +284,15 @@ CN_API cn_err_t cn_conn_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt
  * when the file ends before len bytes (some bytes may have been sent: close). */
 CN_API cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t len,
                                  int64_t deadline);
+/* Moves exactly n bytes from the stream socket src (another server's, read
+ * by no one else meanwhile) to c, without copying them through user space
+ * (splice(2) through a pipe), in pieces as they arrive: a wait for src is
+ * bounded by src_idle_ms, a wait for c by deadline.  A worker's plaintext
+ * connection only: CN_E_UNSUPPORTED, nothing moved, under TLS or on the
+ * loop.  CN_E_CLOSED when src ends or fails first; else as
+ * cn_conn_sendfile.  On any error some bytes may have moved. */
+CN_API cn_err_t cn_conn_splice_from(cn_conn_t *c, int src, uint64_t n, int src_idle_ms,
+                                    int64_t deadline);
 /* Sends head (a response header, head_len bytes) and then len bytes of fd
  * from off, as one stream: a small body (up to 16 KiB) is read and written
  * with the head in one call, a larger one follows the head by sendfile(2)

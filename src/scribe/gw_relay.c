@@ -158,6 +158,13 @@ static cn_err_t stream_header(stream_pos_t *s, cn_scribe_codec_t codec, bool lz4
     return CN_OK;
 }
 
+/* m (at most s->data) bytes of the current object or block have passed. */
+static void stream_pass(stream_pos_t *s, uint64_t m)
+{
+    s->data -= m;
+    s->block = !s->data && s->object; /* the object's next block */
+}
+
 /* Follows the n bytes at p through the stream: *used of them belong to it
  * (fewer than n only when it ended).  CN_E_PROTOCOL for a malformed item or
  * block header. */
@@ -168,9 +175,8 @@ static cn_err_t stream_follow(stream_pos_t *s, cn_scribe_codec_t codec, bool lz4
     while (at < n && stream_due(s)) {
         if (s->data) {
             size_t m = s->data < n - at ? (size_t)s->data : n - at;
-            s->data -= m;
+            stream_pass(s, m);
             at += m;
-            s->block = !s->data && s->object; /* the object's next block */
             continue;
         }
         s->hdr[s->have++] = p[at++];
@@ -210,6 +216,26 @@ static cn_err_t stream_take(cn__gw_call_t *k, cn__gw_up_t *up, stream_pos_t *s, 
     return used == got ? CN_OK : CN_E_PROTOCOL;
 }
 
+/* The rest of the current object's (or LZ4 block's) bytes, when that is
+ * at least CN__GW_SPLICE and the read-ahead holds none of it, moved straight
+ * from the upstream socket to the client (cn_conn_splice_from) after the
+ * *fill bytes io holds: true when it was (or failed: *err).  Plaintext on
+ * both sides only; else false, nothing done. */
+static bool stream_splice(cn__gw_call_t *k, cn__gw_up_t *up, stream_pos_t *s, const uint8_t *io,
+                          size_t *fill, cn_err_t *err)
+{
+    if (up->ssl || cn_conn_is_tls(k->c) || s->data < CN__GW_SPLICE || up->rpos < up->rlen)
+        return false;
+    uint64_t n = s->data;
+    *err = cn_conn_write_all(k->c, io, *fill, cn_conn_deadline_for(k->c, *fill));
+    *fill = 0;
+    if (*err >= 0)
+        *err = cn_conn_splice_from(k->c, up->fd, n, CN__GW_IO_MS, cn_conn_deadline_for(k->c, n));
+    if (*err >= 0)
+        stream_pass(s, n);
+    return true;
+}
+
 /* get_objects' and get_chunks' reply stream of count items after pre (n
  * bytes: the reply's header and count), relayed as it arrives: each read
  * from storage goes to the client in one write (the first with pre),
@@ -226,6 +252,11 @@ static cn_err_t relay_get_stream(cn__gw_call_t *k, cn__gw_up_t *up, uint32_t cou
     size_t fill = n;
     memcpy(io, pre, n);
     while (stream_due(&s)) {
+        cn_err_t e = CN_OK;
+        if (stream_splice(k, up, &s, io, &fill, &e)) {
+            CN_TRY(e);
+            continue;
+        }
         CN_TRY(stream_take(k, up, &s, io, &fill));
         CN_TRY(cn_conn_write_all(k->c, io, fill, cn_conn_deadline_for(k->c, fill)));
         fill = 0;

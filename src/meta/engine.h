@@ -1,10 +1,11 @@
 /* The metadata engine interface: what meta.c needs from a database engine.
  *
- * meta.c owns everything engine-independent — the writer slot, the reader
- * pool, group commit, statement caching, the failed-transaction rule and
- * migrations.  An engine only opens connections and runs SQL on them.  A
- * connection is used by one thread at a time (meta.c guarantees it).  Engines
- * map their own result codes onto cn_err_t and never log bound values.
+ * meta.c owns everything engine-independent — the writer pool (the writer
+ * slot on a single-writer engine), the reader pool, group commit, statement
+ * caching, the failed-transaction rule and migrations.  An engine only opens
+ * connections and runs SQL on them.  A connection is used by one thread at a
+ * time (meta.c guarantees it).  Engines map their own result codes onto
+ * cn_err_t and never log bound values.
  */
 #ifndef CN_META_ENGINE_H
 #define CN_META_ENGINE_H
@@ -22,17 +23,21 @@ typedef struct cn__meta_engine {
     const char *name;
     /* Every write transaction holds the database's one write lock from its
      * begin to its end, across processes (SQLite: BEGIN IMMEDIATE), so two
-     * writers never interleave (cn_meta_single_writer). */
+     * writers never interleave (cn_meta_single_writer).  meta.c then opens
+     * one writer connection; otherwise a pool of them, whose transactions
+     * run at once (meta.c, invariant 1). */
     bool single_writer;
 
     /* target is the engine-specific location (a file path for SQLite). */
     cn_err_t (*db_open)(const char *target, const cn_meta_opts_t *opts, cn__meta_db_t **out);
     void (*db_close)(cn__meta_db_t *db);
-    /* Makes every commit already returned by commit() durable.  Called
-     * without the writer slot held, by one thread at a time. */
+    /* Makes every commit already returned by commit() durable, on any
+     * connection.  Called with no writer connection held by the caller, by
+     * one thread at a time. */
     cn_err_t (*sync)(cn__meta_db_t *db);
 
-    /* writer: the one connection that runs write transactions; otherwise a
+    /* writer: a connection that runs write transactions (the only one on a
+     * single-writer engine, one of meta.c's writer pool otherwise); else a
      * read-only reader. */
     cn_err_t (*conn_open)(cn__meta_db_t *db, bool writer, cn__meta_conn_t **out);
     void (*conn_close)(cn__meta_conn_t *c);
@@ -127,9 +132,12 @@ cn_err_t cn__meta_exec_ddl(cn_meta_txn_t *txn, const char *sql);
 /* ---- meta.c for group.c: the writer's transaction in parts ----------------
  * The group commit (group.c) holds the writer slot and one write transaction
  * across several members' bodies; these are the pieces of begin/commit it
- * runs in its own order.  Only group.c calls them. */
+ * runs in its own order.  Only group.c calls them, and only on a
+ * single-writer engine (cn__meta_can_group), whose one writer connection is
+ * the slot. */
 
-/* The engine's savepoint hooks are there (group commit is possible). */
+/* The engine is single-writer and has the savepoint hooks (group commit is
+ * possible). */
 bool cn__meta_can_group(const cn_meta_t *meta);
 /* Takes the writer slot (bounded by the busy timeout) and begins a write
  * transaction on the writer connection.  On error the slot is free. */

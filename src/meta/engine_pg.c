@@ -32,9 +32,11 @@
  *  6. sync() is a no-op: a COMMIT that returned is durable by the server's
  *     own settings (synchronous_commit).
  *  7. A write transaction's outcome is never reported wrongly: before its
- *     COMMIT the writer reads the transaction's id (its operation key; none
- *     when it wrote nothing), and a connection lost in COMMIT is resolved
- *     by that id on a new connection (pg_xact_status) before answering:
+ *     COMMIT its writer connection (one of meta.c's pool; each keeps its own
+ *     id, incarnation and statements) reads the transaction's id (its
+ *     operation key; none when it wrote nothing), and a connection lost in
+ *     COMMIT is resolved by that id on that connection, opened again
+ *     (pg_xact_status), before answering:
  *     committed is success, aborted a failure that applied nothing; only
  *     when the server cannot be asked within the busy timeout is the
  *     outcome unknown (CN_E_UNAVAILABLE, logged as such).
@@ -1142,7 +1144,7 @@ static int pg_column_count(cn__meta_raw_t *r)
 
 const cn__meta_engine_t cn__meta_engine_pg = {
     .name = "postgres",
-    .single_writer = false, /* other nodes' transactions commit meanwhile */
+    .single_writer = false, /* other writers (this node's pool, other nodes) commit meanwhile */
     .db_open = pg_db_open,
     .db_close = pg_db_close,
     .sync = pg_sync,

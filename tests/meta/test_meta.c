@@ -450,7 +450,9 @@ static void test_locked_by_other_process(void)
     free(dir);
 }
 
-/* The writer slot is bounded too: a second write txn in-process times out. */
+/* The writer pool is bounded too: with one reader it is one connection on
+ * every engine (SQLite always has just the one, the writer slot), and a
+ * second write txn in-process times out. */
 static void *hold_writer(void *p)
 {
     cn_meta_t *m = p;

@@ -3,27 +3,36 @@
  * gives up without CN_META_RETRY; cn_meta_execf / cn_meta_queryf bind every
  * argument kind; a CN_META_RUN_ONE read sees the latest commit of another
  * handle and, on PostgreSQL, runs with no BEGIN (its statement is the
- * transaction). */
+ * transaction); on PostgreSQL two write runs of one handle proceed at once
+ * (its writer pool) and conflicting ones still count exactly, while on
+ * SQLite the one writer runs them one after the other. */
 #include "cn_test.h"
 
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cairn/meta.h"
+#include "cairn/util.h"
 #include "meta/test_target.h"
 
 /* The target open_fresh last opened: the data dir or a fresh database URI. */
 static char target[512];
 
-static cn_meta_t *open_fresh(char *dir, unsigned busy_ms)
+static cn_meta_t *open_pool(char *dir, unsigned busy_ms, unsigned max_readers)
 {
     CN_CHECK(mkdtemp(dir) != NULL);
     CN_CHECK(cn_test_meta_target(dir, target, sizeof target));
-    cn_meta_opts_t o = { .busy_timeout_ms = busy_ms, .no_sync = true };
+    cn_meta_opts_t o = { .busy_timeout_ms = busy_ms, .no_sync = true, .max_readers = max_readers };
     cn_meta_t *m = NULL;
     CN_CHECK_EQ(cn_meta_open(target, &o, &m), 0);
     return m;
+}
+
+static cn_meta_t *open_fresh(char *dir, unsigned busy_ms)
+{
+    return open_pool(dir, busy_ms, 0);
 }
 
 static void rmtree(const char *d)
@@ -180,8 +189,10 @@ static void test_retry_when_locked(void)
     /* Without CN_META_RETRY a run gives up after one busy timeout (the holder
      * keeps the slot 2.5 of them, far past it).  With it, a repeat allowed
      * until 2 busy timeouts gets the slot once a holder of 1.2 lets go: the
-     * margins (1.5 and 0.8 busy timeouts) leave room for a slow scheduler. */
-    cn_meta_t *m = open_fresh(dir, 1000);
+     * margins (1.5 and 0.8 busy timeouts) leave room for a slow scheduler.
+     * One reader makes PostgreSQL's writer pool one connection too, the
+     * writer slot SQLite always has. */
+    cn_meta_t *m = open_pool(dir, 1000, 1);
     CN_CHECK_EQ(create_table(m), 0);
     put_t once = { .key = "once", .v = 1 };
     CN_CHECK_EQ(run_while_held(m, 2500, 0, &once), CN_E_DB_LOCKED);
@@ -234,6 +245,31 @@ static void *incr_main(void *arg)
     return NULL;
 }
 
+/* threads threads increment "ctr" (at 0) per times each, alternating
+ * between handles a and b (a twice: one node), then read it back through
+ * b: no increment may be lost. */
+static void increments_exact(cn_meta_t *a, cn_meta_t *b, int threads, int per, const char *what)
+{
+    pthread_t th[8];
+    incr_t args[8];
+    CN_CHECK(threads <= 8);
+    incr_attempts = 0;
+    for (int i = 0; i < threads && i < 8; i++) {
+        args[i] = (incr_t){ i % 2 ? b : a, per, 0 };
+        pthread_create(&th[i], NULL, incr_main, &args[i]);
+    }
+    int failures = 0;
+    for (int i = 0; i < threads && i < 8; i++) {
+        pthread_join(th[i], NULL);
+        failures += args[i].failures;
+    }
+    CN_CHECK_EQ(failures, 0);
+    printf("# %s: %d increments took %d attempts\n", what, threads * per, (int)incr_attempts);
+    row_t r = { .key = "ctr" };
+    CN_CHECK_EQ(cn_meta_run(b, CN_META_RUN_READ, get_row, &r), CN_META_ROW);
+    CN_CHECK_EQ(r.v, threads * per);
+}
+
 static void test_two_nodes_serialize(void)
 {
     char dir[] = "/tmp/cn-test-metarun-XXXXXX";
@@ -245,26 +281,7 @@ static void test_two_nodes_serialize(void)
     CN_CHECK_EQ(create_table(m2), 0); /* already there: a no-op */
     put_t ctr = { .key = "ctr", .v = 0 };
     CN_CHECK_EQ(cn_meta_run(m1, CN_META_RUN_WRITE, put_row, &ctr), 7);
-    enum {
-        THREADS = 4,
-        PER = 25
-    };
-    pthread_t th[THREADS];
-    incr_t args[THREADS];
-    for (int i = 0; i < THREADS; i++) {
-        args[i] = (incr_t){ i % 2 ? m2 : m1, PER, 0 };
-        pthread_create(&th[i], NULL, incr_main, &args[i]);
-    }
-    int failures = 0;
-    for (int i = 0; i < THREADS; i++) {
-        pthread_join(th[i], NULL);
-        failures += args[i].failures;
-    }
-    CN_CHECK_EQ(failures, 0);
-    printf("# %d increments took %d attempts\n", THREADS * PER, (int)incr_attempts);
-    row_t r = { .key = "ctr" };
-    CN_CHECK_EQ(cn_meta_run(m2, CN_META_RUN_READ, get_row, &r), CN_META_ROW);
-    CN_CHECK_EQ(r.v, THREADS * PER);
+    increments_exact(m1, m2, 4, 25, "two handles");
     cn_meta_close(m2);
     cn_meta_close(m1);
     rmtree(dir);
@@ -320,5 +337,113 @@ static void test_read_one(void)
     rmtree(dir);
 }
 
+/* A write run whose body, having written its row, waits inside its
+ * transaction until the main thread says go (at most 5 s). */
+typedef struct {
+    cn_meta_t *m;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool inside, go;
+    cn_err_t res;
+} slow_t;
+
+static cn_err_t slow_body(cn_meta_txn_t *txn, void *ctx)
+{
+    slow_t *s = ctx;
+    cn_err_t err = cn_meta_execf(txn, "INSERT INTO t (k, v) VALUES (?, ?)", "si", "slow", 1);
+    if (err < 0)
+        return err;
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 5;
+    pthread_mutex_lock(&s->mu);
+    s->inside = true;
+    pthread_cond_broadcast(&s->cv);
+    while (!s->go && pthread_cond_timedwait(&s->cv, &s->mu, &dl) == 0) {
+    }
+    pthread_mutex_unlock(&s->mu);
+    return CN_OK;
+}
+
+static void *slow_main(void *arg)
+{
+    slow_t *s = arg;
+    s->res = cn_meta_run(s->m, CN_META_RUN_WRITE, slow_body, s);
+    return NULL;
+}
+
+/* While one write run of a handle sits inside its transaction (a slow
+ * body: a lock wait, a round trip), another write run of the same handle,
+ * on another row, commits and is read back: on PostgreSQL each takes a
+ * connection of the writer pool.  On SQLite the second waits for the one
+ * writer for the busy timeout and fails CN_E_DB_LOCKED, as it always did. */
+static void test_writers_concurrent(void)
+{
+    char dir[] = "/tmp/cn-test-metarun-XXXXXX";
+    cn_meta_t *m = open_fresh(dir, 1000);
+    CN_CHECK_EQ(create_table(m), 0);
+    slow_t s = { .m = m };
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.cv, NULL);
+    pthread_t th;
+    pthread_create(&th, NULL, slow_main, &s);
+    pthread_mutex_lock(&s.mu);
+    while (!s.inside)
+        pthread_cond_wait(&s.cv, &s.mu);
+    pthread_mutex_unlock(&s.mu);
+
+    put_t fast = { .key = "fast", .v = 2 };
+    int64_t t0 = cn_mono_ms();
+    cn_err_t err = cn_meta_run(m, CN_META_RUN_WRITE, put_row, &fast);
+    int64_t took = cn_mono_ms() - t0;
+    row_t f = { .key = "fast" }, w = { .key = "slow" };
+    cn_err_t seen_fast = cn_meta_run(m, CN_META_RUN_READ, get_row, &f);
+    cn_err_t seen_slow = cn_meta_run(m, CN_META_RUN_READ, get_row, &w);
+    pthread_mutex_lock(&s.mu);
+    bool still_inside = !s.go;
+    s.go = true;
+    pthread_cond_broadcast(&s.cv);
+    pthread_mutex_unlock(&s.mu);
+    pthread_join(th, NULL);
+    printf("# second writer: %d after %lld ms\n", (int)err, (long long)took);
+    CN_CHECK(still_inside);
+    CN_CHECK_EQ(s.res, CN_OK);
+    if (cn_meta_single_writer(m)) {
+        CN_CHECK_EQ(err, CN_E_DB_LOCKED);
+        CN_CHECK_EQ(fast.calls, 0);
+        CN_CHECK_EQ(seen_fast, CN_META_DONE);
+    } else {
+        CN_CHECK_EQ(err, 7); /* committed while the first was still open */
+        CN_CHECK_EQ(seen_fast, CN_META_ROW);
+        CN_CHECK_EQ(f.v, 2);
+        CN_CHECK(took < 900); /* it did not wait for the first */
+    }
+    CN_CHECK_EQ(seen_slow, CN_META_DONE); /* the first was not committed yet */
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, get_row, &w), CN_META_ROW);
+    CN_CHECK_EQ(w.v, 1);
+    pthread_mutex_destroy(&s.mu);
+    pthread_cond_destroy(&s.cv);
+    cn_meta_close(m);
+    rmtree(dir);
+}
+
+/* Eight threads of one handle increment one counter by reading it and
+ * writing it back.  On PostgreSQL they run at once on the writer pool and
+ * SERIALIZABLE refuses the losers (40001, CN_E_DB_LOCKED), which
+ * cn_meta_run repeats; on SQLite the one writer serializes them.  Either
+ * way no increment is lost. */
+static void test_one_handle_increments(void)
+{
+    char dir[] = "/tmp/cn-test-metarun-XXXXXX";
+    cn_meta_t *m = open_fresh(dir, 5000);
+    CN_CHECK_EQ(create_table(m), 0);
+    put_t ctr = { .key = "ctr", .v = 0 };
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, put_row, &ctr), 7);
+    increments_exact(m, m, 8, 15, "one handle");
+    cn_meta_close(m);
+    rmtree(dir);
+}
+
 CN_TEST_MAIN(CN_TEST(test_commit_and_rollback), CN_TEST(test_retry_when_locked),
-             CN_TEST(test_two_nodes_serialize), CN_TEST(test_read_one), )
+             CN_TEST(test_two_nodes_serialize), CN_TEST(test_read_one),
+             CN_TEST(test_writers_concurrent), CN_TEST(test_one_handle_increments), )

@@ -59,13 +59,16 @@ test:
 	$(MAKE) test-integration
 	$(MAKE) test-console
 
+# Unit tests: release, then ASan+UBSan.  The PostgreSQL twins (suite pg, each
+# on a throwaway server of tests/fleet/pg.sh) run in the ASan pass only: the
+# same code twice would cost minutes of make test's budget and test nothing more.
 test-unit:
 	@scripts/deps.sh test
 	$(MAKE) build asan
 	scripts/format.sh
 	$(PY) scripts/longfn.py src
 	$(PY) scripts/sqlcheck.py src
-	meson test -C $(BUILD) --suite unit --print-errorlogs
+	meson test -C $(BUILD) --suite unit --no-suite pg --print-errorlogs
 	CN_FUZZ_SEED=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 	  meson test -C $(ASAN) --suite unit --suite fuzz-short --print-errorlogs
 

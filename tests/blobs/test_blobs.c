@@ -2,8 +2,11 @@
  * ranged fetch with slice digests and clamping, per-namespace presence,
  * operator-only delete and recovery by re-put, pin tokens (process lifetime
  * and TTL with renewal and expiry), fanout taps (before the commit, mid-put,
- * dropped when slow, aborted, non-blocking waiter) and the late joiner. */
+ * dropped when slow, aborted, non-blocking waiter) and the late joiner.
+ * On SQLite, and on PostgreSQL when CAIRN_TEST_META names a server
+ * (blobs_pg, tests/fleet/pg.sh). */
 #include "cn_test.h"
+#include "meta/test_target.h"
 #include "cairn/blobs.h"
 #include "cairn/store.h"
 #include "cairn/meta.h"
@@ -47,7 +50,7 @@ static void env_open(env_t *e, const cn_blobs_opts_t *opts)
     snprintf(e->dir, sizeof e->dir, "%s/cn-test-blobs-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     CN_CHECK(mkdtemp(e->dir) != NULL);
     cn_meta_opts_t mo = { .no_sync = true };
-    CN_CHECK_EQ(cn_meta_open(e->dir, &mo, &e->meta), 0);
+    CN_CHECK_EQ(cn_meta_open(cn_test_meta_for(e->dir), &mo, &e->meta), 0);
     cn_store_opts_t so = { .meta = e->meta, .pack_max_bytes = g_pack_max };
     CN_CHECK_EQ(cn_store_open(e->dir, &so, &e->store), 0);
     CN_CHECK_EQ(cn_identity_open(e->meta, e->dir, &e->id), 0);

@@ -74,18 +74,22 @@ static inline bool cn_test_meta_target(const char *dir, char *out, size_t cap)
 /* The target for data dir dir, the same one every time for the same dir
  * (a reopen, a second handle "in another process"): dir itself on SQLite, a
  * database made at the first call for it on PostgreSQL.  Remembers the last
- * 32 dirs; "" when the database cannot be made (cn_meta_open then fails). */
+ * 32 dirs; "" when the database cannot be made or dir is 256 bytes or longer
+ * (cn_meta_open then fails). */
 static inline const char *cn_test_meta_for(const char *dir)
 {
     static char dirs[32][256], targets[32][512];
     static unsigned next;
     if (!cn_test_meta_pg())
         return dir;
+    size_t len = strlen(dir);
+    if (len >= sizeof dirs[0])
+        return "";
     for (unsigned i = 0; i < 32; i++)
         if (strcmp(dirs[i], dir) == 0)
             return targets[i];
     unsigned i = next++ % 32;
-    snprintf(dirs[i], sizeof dirs[i], "%s", dir);
+    memcpy(dirs[i], dir, len + 1);
     if (!cn_test_meta_target(dir, targets[i], sizeof targets[i]))
         targets[i][0] = '\0';
     return targets[i];

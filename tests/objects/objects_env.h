@@ -9,6 +9,7 @@
 #include "cairn/objects.h"
 #include "cairn/meta.h"
 #include "cairn/store.h"
+#include "meta/test_target.h"
 
 typedef struct {
     char *dir; /* cn_test_tmpdir's */
@@ -26,7 +27,9 @@ static uint64_t g_pack_max;
  * second env on another's data_dir is another process in all but the
  * address space: its own database connections on the same meta.db, its own
  * store (a data dir's store is one process's; settings never touch blobs,
- * a copy only references them). */
+ * a copy only references them).  With CAIRN_TEST_META set (tests/fleet/pg.sh)
+ * the metadata is a PostgreSQL database of data_dir's own instead
+ * (cn_test_meta_for: the same one for the same data_dir). */
 static void env_open_on(env_t *e, const cn_objects_opts_t *oo, const char *data_dir, bool heads)
 {
     memset(e, 0, sizeof *e);
@@ -35,7 +38,7 @@ static void env_open_on(env_t *e, const cn_objects_opts_t *oo, const char *data_
     if (!data_dir)
         data_dir = e->dir;
     cn_meta_opts_t mo = { .no_sync = true };
-    CN_CHECK_EQ(cn_meta_open(data_dir, &mo, &e->meta), 0);
+    CN_CHECK_EQ(cn_meta_open(cn_test_meta_for(data_dir), &mo, &e->meta), 0);
     cn_store_opts_t so = { .meta = e->meta, .pack_max_bytes = g_pack_max };
     CN_CHECK_EQ(cn_store_open(e->dir, &so, &e->store), 0);
     cn_objects_opts_t def = { .upload_sweep_ms = -1 };

@@ -1,6 +1,10 @@
-/* Unit tests of the objects service over a real meta + store in a temp dir. */
+/* Unit tests of the objects service over a real meta + store in a temp dir:
+ * on SQLite, and on PostgreSQL when CAIRN_TEST_META names a server
+ * (objects_pg, tests/fleet/pg.sh; the cases that map gen.c's word file are
+ * skipped there, each with its reason). */
 #include "objects_env.h"
 #include "cairn/crypto.h"
+#include "cairn/metrics.h"
 #include "objects/objects_int.h" /* the write-generation table (gen.c) */
 
 #include <dirent.h>
@@ -1301,8 +1305,21 @@ static void env_heads(env_t *e, const char *b, const char *k, const char *v)
     CN_CHECK_EQ(put_bytes(e, &e->alice, b, k, v, strlen(v), NULL, NULL), 0);
 }
 
+/* The process's count of head-cache hits (head.c's family, found by name). */
+static int64_t head_hits(void)
+{
+    static const cn_metric_family_t f = { "cairn_objects_head_cache_hits_total", "head cache hits",
+                                          CN_METRIC_COUNTER, NULL, 0 };
+    return cn_metric_value(cn_metric_series(NULL, &f, NULL));
+}
+
 /* cn_objects_get_cached of b/k: 0 with the bytes in *out (a hit), or its
- * error (CN_E_AGAIN: not answerable without SQL). */
+ * error (CN_E_AGAIN: not answerable without SQL).  On PostgreSQL that call
+ * declines by design (a word is a row: SQL, which the event loop never
+ * waits for), so the worker's cn_objects_get stands in: a hit is what the
+ * hit counter moved on (its answer as the loop's would be), a miss
+ * CN_E_AGAIN (unlike the loop's lookup it files what it read: the caller's
+ * next read hits, as after get_expect). */
 static cn_err_t get_cached(cn_objects_t *o, const cn_principal_t *who, const char *b, const char *k,
                            cn_buf_t *out)
 {
@@ -1310,7 +1327,16 @@ static cn_err_t get_cached(cn_objects_t *o, const cn_principal_t *who, const cha
     cn_object_info_t info;
     cn_objects_reader_t *rd = NULL;
     out->len = 0;
-    cn_err_t err = cn_objects_get_cached(o, &rq, b, k, NULL, &info, &rd);
+    int64_t hits = head_hits();
+    cn_err_t err = cn_test_meta_pg() ? cn_objects_get(o, &rq, b, k, NULL, &info, &rd)
+                                     : cn_objects_get_cached(o, &rq, b, k, NULL, &info, &rd);
+    if (cn_test_meta_pg() && head_hits() == hits) {
+        if (err >= 0) {
+            cn_objects_reader_free(rd);
+            cn_objects_info_free(&info);
+        }
+        return CN_E_AGAIN;
+    }
     if (err < 0)
         return err;
     err = cn_objects_reader_send(rd, collect_fd, collect, out);
@@ -1345,6 +1371,16 @@ static void check_miss(cn_objects_t *o, const cn_principal_t *who, const char *b
     cn_buf_t got = { 0 };
     CN_CHECK_EQ(get_cached(o, who, b, k, &got), CN_E_AGAIN);
     cn_buf_free(&got);
+}
+
+/* True (the caller returns) when the test drives gen.c's word file itself:
+ * on PostgreSQL there is none, the words being rows (objgen_pg tests them). */
+static bool skip_word_file(void)
+{
+    if (cn_test_meta_pg())
+        CN_SKIP("maps DATA/objects.gen, gen.c's file mode (SQLite); on PostgreSQL the words "
+                "are rows, tested by objgen_pg");
+    return cn_test_meta_pg();
 }
 
 /* Filled by a read, dropped by every kind of write to its bucket, and
@@ -1396,6 +1432,8 @@ static void test_head_cache_follows_writes(void)
  * from the cache nor filed under; the writer's leave makes the head stale. */
 static void test_head_cache_in_flight(void)
 {
+    if (skip_word_file())
+        return;
     env_t e;
     env_heads(&e, "fl1", "k", "v1");
     get_expect(&e, "fl1", "k", "v1");
@@ -1451,6 +1489,8 @@ static void test_head_cache_two_handles(void)
  * again by a process alone with it, which zeroes it. */
 static void test_head_cache_crashed_writer(void)
 {
+    if (skip_word_file())
+        return;
     env_t e;
     env_heads(&e, "cr1", "k", "v");
     pid_t pid = fork();
@@ -1505,6 +1545,8 @@ static int lc_read(cn_objects_t *o, const char *b, char rid[CN_OBJECTS_LC_ID_MAX
  * through one handle are seen by the other's next read. */
 static void test_settings_word(void)
 {
+    if (skip_word_file())
+        return;
     env_t e, w;
     env_heads(&e, "sw1", "k", "v");
     env_open_on(&w, NULL, e.dir, true);
@@ -1577,7 +1619,9 @@ static void test_settings_word(void)
 }
 
 /* A cached head whose blob is gone is not answered from the cache: the
- * slow path decides (the version is still current: CN_E_CORRUPT). */
+ * slow path decides (the version is still current: CN_E_CORRUPT).  On
+ * PostgreSQL get_cached is the worker's whole GET, so that decision is
+ * what it answers. */
 static void test_head_cache_missing_blob(void)
 {
     env_t e;
@@ -1590,7 +1634,10 @@ static void test_head_cache_missing_blob(void)
      * bytes are still there to send, and that is a correct answer too. */
     cn_buf_t got = { 0 };
     cn_err_t err = get_cached(e.o, &e.alice, "mb1", "k", &got);
-    CN_CHECK(err == CN_E_AGAIN || (err == 0 && got.len == 10));
+    if (err != CN_E_AGAIN && err != 0)
+        fprintf(stderr, "# missing blob: the GET answered %d\n", (int)err);
+    CN_CHECK(err == CN_E_AGAIN || (err == 0 && got.len == 10) ||
+             (cn_test_meta_pg() && err == CN_E_CORRUPT));
     cn_buf_free(&got);
     env_close(&e);
 }

@@ -145,19 +145,25 @@ static void test_current_read_among_10000_versions(void)
 
     /* The read of the current version: the bucket by name, the version by
      * (bucket_id, okey), its segments by version_id; never a scan, and
-     * never a look at the noncurrent versions. */
+     * never a look at the noncurrent versions.  The plans are SQLite's
+     * (EXPLAIN QUERY PLAN); on PostgreSQL (objects_versions_pg) only what
+     * the service answers is checked. */
     char plan[4096];
-    plan_of(&e, CN_SQL_OBJ_V_KEY_READ, bi.bucket_id, plan, sizeof plan);
-    CN_CHECK(strstr(plan, "SCAN") == NULL);
-    CN_CHECK(strstr(plan, "obj_history") == NULL);
-    CN_CHECK(strstr(plan, "SEARCH v USING INDEX") != NULL);
-    CN_CHECK(strstr(plan, "SEARCH s USING") != NULL);
-    /* The one extra look of a miss (is the latest a delete marker?): one
-     * indexed search that reads the newest row, no sort. */
-    plan_of(&e, CN_SQL_OBJ_V_HIST_NEWEST, bi.bucket_id, plan, sizeof plan);
-    CN_CHECK(strstr(plan, "SEARCH obj_history USING") != NULL);
-    CN_CHECK(strstr(plan, "obj_history_key") != NULL);
-    CN_CHECK(strstr(plan, "SCAN") == NULL && strstr(plan, "TEMP B-TREE") == NULL);
+    if (cn_test_meta_pg()) {
+        fprintf(stderr, "# query plans not checked: EXPLAIN QUERY PLAN is SQLite's\n");
+    } else {
+        plan_of(&e, CN_SQL_OBJ_V_KEY_READ, bi.bucket_id, plan, sizeof plan);
+        CN_CHECK(strstr(plan, "SCAN") == NULL);
+        CN_CHECK(strstr(plan, "obj_history") == NULL);
+        CN_CHECK(strstr(plan, "SEARCH v USING INDEX") != NULL);
+        CN_CHECK(strstr(plan, "SEARCH s USING") != NULL);
+        /* The one extra look of a miss (is the latest a delete marker?):
+         * one indexed search that reads the newest row, no sort. */
+        plan_of(&e, CN_SQL_OBJ_V_HIST_NEWEST, bi.bucket_id, plan, sizeof plan);
+        CN_CHECK(strstr(plan, "SEARCH obj_history USING") != NULL);
+        CN_CHECK(strstr(plan, "obj_history_key") != NULL);
+        CN_CHECK(strstr(plan, "SCAN") == NULL && strstr(plan, "TEMP B-TREE") == NULL);
+    }
 
     /* And the service answers from it: the current, then an old one. */
     cn_object_info_t info;

@@ -535,7 +535,7 @@ static void test_schema_step_upgrades(void)
     snprintf(e.dir, sizeof e.dir, "/tmp/cn-repostest-XXXXXX");
     CN_CHECK(mkdtemp(e.dir) != NULL);
     cn_meta_opts_t mo = { .no_sync = true };
-    CN_CHECK_EQ(cn_meta_open(e.dir, &mo, &e.meta), 0);
+    CN_CHECK_EQ(cn_meta_open(cn_test_meta_for(e.dir), &mo, &e.meta), 0);
     cn_sql_set_t before = cn__sql_repos_set;
     before.nschema = 2;
     CN_CHECK_EQ(cn__sql_migrate(e.meta, &before), 0);

@@ -5,7 +5,9 @@
  * optional expiry.  Both are taken under the digest's stripe lock, the same
  * lock under which the sweeper and delete make their final check, so a pin
  * either exists before that check (and is seen) or is taken after the
- * removal (and protects whatever is published next).
+ * removal (and protects whatever is published next).  On a tier shared by
+ * a fleet a pin's transaction also takes the digest's store_blob row, the
+ * lock another node's sweeper holds for its final check (sweep.c, S6-S7).
  */
 #include "store/store_int.h"
 
@@ -121,7 +123,31 @@ void cn_store_guard_release(cn_store_guard_t *g)
     free(g);
 }
 
-/* ---- durable pins ---------------------------------------------------------- */
+/* ---- blob rows (sweep.c, S6-S8) ------------------------------------------------ */
+
+cn_err_t cn__store_blob_row_upsert(cn_meta_txn_t *txn, const cn_digest_t *d)
+{
+    cn_err_t rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_BLOB_TOUCH], "bi", d->b,
+                                (size_t)CN_DIGEST_LEN, cn_wall_ms());
+    return rc < 0 ? rc : CN_OK;
+}
+
+static cn_err_t row_touch_body(cn_meta_txn_t *txn, void *ctx)
+{
+    return cn__store_blob_row_upsert(txn, ctx);
+}
+
+cn_err_t cn__store_blob_row_touch(cn_store_t *s, const cn_digest_t *d)
+{
+    if (!s->blob_rows)
+        return CN_OK;
+    /* S8: each attempt waits for the row at most lock_timeout (the busy
+     * timeout); a sweeper's commit or a lock timeout is a CN_E_DB_LOCKED
+     * that the retry repeats, within twice the busy timeout. */
+    return cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, row_touch_body, (void *)d);
+}
+
+/* ---- durable pins ------------------------------------------------------------ */
 
 cn_err_t cn__store_pins_migrate(cn_store_t *s)
 {
@@ -135,6 +161,7 @@ typedef struct pin_row {
     int64_t expires;
     uint64_t id;
     bool pinned;
+    bool blob_row; /* S7: take d's store_blob row first */
 } pin_row_t;
 
 static cn_err_t pinned_body(cn_meta_txn_t *txn, void *ctx)
@@ -169,6 +196,8 @@ cn_err_t cn_store_is_pinned(cn_store_t *s, const cn_digest_t *d, bool *pinned)
 static cn_err_t pin_insert(cn_meta_txn_t *txn, void *ctx)
 {
     const pin_row_t *pr = ctx;
+    if (pr->blob_row)
+        CN_TRY(cn__store_blob_row_upsert(txn, pr->d));
     cn_err_t rc =
         cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PIN_INSERT], "ibsii", (int64_t)pr->id,
                       pr->d->b, (size_t)CN_DIGEST_LEN, pr->owner_tag, pr->expires, cn_wall_ms());
@@ -184,7 +213,9 @@ cn_err_t cn_store_pin(cn_store_t *s, const cn_digest_t *d, const char *owner_tag
         return CN_E_INVALID;
     pthread_mutex_t *mu = cn__stripe(s, d);
     cn_err_t rc = CN_E_EXISTS;
-    pin_row_t pr = { .d = d, .owner_tag = owner_tag, .expires = expires_unix_ms };
+    pin_row_t pr = {
+        .d = d, .owner_tag = owner_tag, .expires = expires_unix_ms, .blob_row = s->blob_rows
+    };
     /* Held across the commit: see the file comment. */
     pthread_mutex_lock(mu);
     for (int tries = 0; tries < 4 && rc == CN_E_EXISTS; tries++) {

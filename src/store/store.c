@@ -225,6 +225,12 @@ cn_err_t cn_store_open(const char *data_dir, const cn_store_opts_t *opts, cn_sto
         goto fail;
     if (s->meta && (rc = cn__store_pins_migrate(s)) < 0)
         goto fail;
+    s->blob_rows = s->meta && cn_store_is_tiered(s) && !cn_meta_single_writer(s->meta);
+    const char *hold = getenv("CAIRN_TEST_SWEEP_HOLD"); /* sweep.c */
+    if (hold && *hold && !(s->sweep_hold = strdup(hold))) {
+        rc = -ENOMEM;
+        goto fail;
+    }
     if ((rc = cn__pack_open(s)) < 0)
         goto fail;
     if ((rc = cn__store_usage_open(s)) < 0)
@@ -281,6 +287,7 @@ void cn_store_close(cn_store_t *s)
     pthread_mutex_destroy(&s->q_mu);
     pthread_cond_destroy(&s->q_cv);
     free(s->data_dir);
+    free(s->sweep_hold);
     free(s);
 }
 
@@ -378,6 +385,7 @@ cn_err_t cn_store_have(cn_store_t *s, const cn_digest_t *d, size_t n, bool *pres
 
 cn_err_t cn_store_touch(cn_store_t *s, const cn_digest_t *d)
 {
+    CN_TRY(cn__store_blob_row_touch(s, d)); /* S7: the row before the backend */
     pthread_mutex_t *mu = cn__stripe(s, d);
     pthread_mutex_lock(mu);
     cn_err_t rc = cn__pack_touch_locked(s, d);

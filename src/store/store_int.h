@@ -11,6 +11,7 @@
 #include <string.h>
 #include "cairn/store.h"
 #include "cairn/crypto.h"
+#include "cairn/meta.h"
 #include "cairn/metrics.h"
 #include "cairn/util.h"
 #include "store/backend.h"
@@ -96,6 +97,11 @@ struct cn_store {
     int lock_fd;    /* DATA/store.lock, flock()ed */
     cn__backend_t *be;
     cn_meta_t *meta;
+    /* A tier shared by a fleet (the S3 tier on an engine that is not single
+     * writer): puts, touches and pins take the digest's store_blob row, and
+     * the sweeper deletes only while holding it (sweep.c, S6-S8). */
+    bool blob_rows;
+    char *sweep_hold; /* test hook CAIRN_TEST_SWEEP_HOLD=FILE (sweep.c), or NULL */
 
     /* Serialises everything that decides a digest's existence: put, touch,
      * delete, the sweeper's final check, guard acquisition, pin insertion. */
@@ -208,6 +214,14 @@ void cn__store_guard_watch(cn_store_t *s, bool on);
 bool cn__store_guarded_since_watch(cn_store_t *s, const cn_digest_t *d);
 /* durable pins: *pinned = an unexpired row protects d (false without meta). */
 cn_err_t cn__store_pinned_durable(cn_store_t *s, const cn_digest_t *d, bool *pinned);
+/* S7 (sweep.c): with blob_rows, upserts d's store_blob row with touched_ms =
+ * now in a committed write transaction of its own (waiting for a sweeper
+ * that holds the row, bounded, repeated on contention); call it before the
+ * backend put or touch of d, without d's stripe lock.  A no-op otherwise.
+ * Errors: meta's (the caller then acknowledges nothing). */
+cn_err_t cn__store_blob_row_touch(cn_store_t *s, const cn_digest_t *d);
+/* The same statement inside the caller's write transaction (a pin's). */
+cn_err_t cn__store_blob_row_upsert(cn_meta_txn_t *txn, const cn_digest_t *d);
 
 /* fdcache.c.  init never fails (without memory the cache is off); forget
  * closes, or marks for its last borrower to close, d's kept descriptor once

@@ -24,6 +24,42 @@
  *  S5. Any error from a source or from meta stops the sweep: when in doubt,
  *      keep.
  *
+ * A tier shared by a fleet (s->blob_rows: the S3 tier on an engine that is
+ * not single-writer, PostgreSQL) is also written by other nodes, whose puts
+ * take none of this node's stripe locks.  The digest's store_blob row and
+ * its row lock stand in for the stripe lock across nodes (docs/fleet.md,
+ * "Sweeper"):
+ *  S6. A backend object is removed only inside one metadata write
+ *      transaction that holds its digest's row locked (SELECT … FOR UPDATE;
+ *      the row is inserted first, with the backend's mtime, for a blob put
+ *      before rows existed) and that found, in that same transaction, the
+ *      row's touched_ms no later than now − grace and no unexpired pin (S1
+ *      and S3 checked again under the row lock).  The object is deleted
+ *      while the lock is held, then the row, then the transaction commits.
+ *      A failed DELETE rolls it back (kept, S5).
+ *  S7. Every publish, cn_store_touch and cn_store_pin of a digest on such a
+ *      tier first upserts its row (touched_ms = now; a pin in its own
+ *      transaction) and commits, which takes the row's lock and so waits
+ *      for a sweeper holding it; only then does it ask the backend.  So
+ *      either the upsert committed before the sweeper locked the row, and
+ *      the sweeper sees a fresh touched_ms or the pin and keeps the blob (a
+ *      sweeper whose snapshot is older than the upsert fails to lock the
+ *      row with a serialization failure and decides again), or the sweeper
+ *      held the lock first and its DELETE was answered before the upsert
+ *      returned: the put then finds the object absent and uploads it anew,
+ *      a touch answers CN_E_NOT_FOUND, and a pin protects what is put next.
+ *      Whether the sweeper's transaction then commits or fails does not
+ *      matter: the object is gone either way, and a row left behind is
+ *      only reused by the next put.
+ *  S8. Waits are bounded: a sweeper holds a row for one backend DELETE (its
+ *      request deadline); an upsert waits for it at most lock_timeout (the
+ *      busy timeout) per attempt, repeated on contention until twice the
+ *      busy timeout, then fails and nothing is acknowledged.
+ * On a single-writer engine (SQLite) one process owns the metadata and its
+ * stripe locks order every put, touch and pin against its sweeper (S1-S3):
+ * no row is kept there (the sweeper would otherwise hold the only writer,
+ * and with it every write of the node, across an HTTP DELETE).
+ *
  * Packed blobs (pack.c) are walked after the file tree, from a snapshot of
  * the memory index, and decided by the same S1-S5.  Removing one drops its
  * index row (P6); its bytes stay in the pack until compaction below.
@@ -69,11 +105,14 @@
 #include "store/store_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cairn/util.h"
+#include "meta/sql/store.h"
 
 static cn_err_t register_source(cn_store_t *s, const char *name, cn_store_is_live_fn one,
                                 cn_store_are_live_fn many, void *ctx)
@@ -146,6 +185,125 @@ static cn_err_t filter_live(sweep_t *sw)
     return CN_OK;
 }
 
+/* ---- the blob row of a shared tier (S6-S8) ------------------------------------ */
+
+/* Test hook (CAIRN_TEST_SWEEP_HOLD=FILE, read at open; docs/fleet.md): while
+ * FILE exists and is empty or holds d's hex, the sweeper, with d's row locked
+ * and its decision made, writes FILE.held (this process's id) and waits for
+ * FILE to go (60 s at most) before the DELETE; FILE.held goes after. */
+static void sweep_hold(const cn_store_t *s, const cn_digest_t *d)
+{
+    char want[CN_DIGEST_HEX_LEN + 2] = "", hex[CN_DIGEST_HEX_LEN + 1], held[4200];
+    FILE *f = s->sweep_hold ? fopen(s->sweep_hold, "r") : NULL;
+    if (!f)
+        return;
+    bool any = fscanf(f, "%65s", want) != 1;
+    fclose(f);
+    cn_digest_hex(d, hex);
+    if ((!any && strcmp(want, hex) != 0) ||
+        snprintf(held, sizeof held, "%s.held", s->sweep_hold) >= (int)sizeof held)
+        return;
+    if ((f = fopen(held, "w")) != NULL) {
+        fprintf(f, "%ld\n", (long)getpid());
+        fclose(f);
+    }
+    struct timespec tick = { 0, 20 * 1000000L };
+    for (int i = 0; i < 3000 && access(s->sweep_hold, F_OK) == 0; i++)
+        nanosleep(&tick, NULL);
+    (void)unlink(held);
+}
+
+typedef enum {
+    ROW_YOUNG,
+    ROW_PINNED,
+    ROW_REMOVED
+} row_fate_t;
+
+/* One candidate's locked decision (S6).  fate is an attempt's; deleted and
+ * freed record the DELETE, which no rollback undoes (a repeated attempt
+ * finds the object gone). */
+typedef struct row_sweep {
+    sweep_t *sw;
+    const cn_digest_t *d;
+    int64_t mtime_ms; /* the backend's: the row of a blob put before rows */
+    row_fate_t fate;
+    bool deleted;
+    uint64_t freed;
+} row_sweep_t;
+
+/* d's row, inserted if missing and locked: *touched (INT64_MAX: none). */
+static cn_err_t row_lock(cn_meta_txn_t *txn, const row_sweep_t *r, int64_t *touched)
+{
+    *touched = INT64_MAX;
+    CN_TRY(cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_BLOB_ADD], "bi", r->d->b,
+                         (size_t)CN_DIGEST_LEN, r->mtime_ms));
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t rc = cn_meta_queryf(
+        txn, &st, cn_meta_batch_text(txn, &cn__sql_store_engine[CN_SQL_STORE_E_BLOB_LOCK]), "b",
+        r->d->b, (size_t)CN_DIGEST_LEN);
+    if (rc >= 0 && (rc = cn_meta_step(st)) == CN_META_ROW)
+        *touched = cn_meta_column_int64(st, 0);
+    cn_meta_finish(st);
+    return rc < 0 ? rc : CN_OK;
+}
+
+static cn_err_t row_sweep_body(cn_meta_txn_t *txn, void *ctx)
+{
+    row_sweep_t *r = ctx;
+    cn_store_t *s = r->sw->s;
+    int64_t touched;
+    uint64_t freed = 0;
+    r->fate = ROW_YOUNG;
+    CN_TRY(row_lock(txn, r, &touched));
+    cn_err_t rc = CN_OK;
+    if (touched > r->sw->cutoff_ms)
+        goto keep; /* S1 under the row lock: a put or touch since the listing */
+    rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PIN_FIND_LIVE], "bi", r->d->b,
+                       (size_t)CN_DIGEST_LEN, cn_wall_ms());
+    if (rc < 0)
+        return rc;
+    if (rc == CN_META_ROW) {
+        r->fate = ROW_PINNED; /* S3 under the row lock */
+        goto keep;
+    }
+    sweep_hold(s, r->d);
+    /* The backend itself, not cn__store_remove_locked: its usage note is a
+     * write run, which this thread may not begin inside this one. */
+    rc = s->be->ops->remove(s->be, r->d, &freed); /* the row still locked */
+    if (rc < 0 && rc != CN_E_NOT_FOUND)
+        return rc; /* rolled back: kept */
+    if (rc == CN_OK) {
+        r->deleted = true;
+        r->freed = freed;
+    }
+    r->fate = ROW_REMOVED;
+    rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_BLOB_DELETE], "b", r->d->b,
+                       (size_t)CN_DIGEST_LEN);
+    return rc < 0 ? rc : CN_OK;
+keep:
+    cn_meta_discard(txn); /* nothing to write; a row inserted here can wait */
+    return CN_OK;
+}
+
+/* S6 for one candidate that passed S1, S2 and S4 (under its stripe lock). */
+static cn_err_t remove_by_row(sweep_t *sw, const cn_digest_t *d, int64_t mtime_ms)
+{
+    cn_store_t *s = sw->s;
+    row_sweep_t r = { .sw = sw, .d = d, .mtime_ms = mtime_ms };
+    cn_err_t rc = cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, row_sweep_body, &r);
+    if (r.deleted) { /* whatever the transaction's fate (S7) */
+        cn__fdc_forget(s, d);
+        cn__store_usage_note(s, -1, -(int64_t)r.freed);
+        sw->st.deleted++;
+        sw->st.bytes_deleted += r.freed;
+    } else if (rc >= 0 && r.fate == ROW_YOUNG) {
+        sw->st.young++;
+    } else if (rc >= 0 && r.fate == ROW_PINNED) {
+        sw->st.pinned++;
+    }
+    return rc < 0 ? rc : CN_OK;
+}
+
 /* S1–S3 for one candidate, under its stripe lock. */
 static cn_err_t remove_if_dead(sweep_t *sw, const cn_digest_t *d)
 {
@@ -168,6 +326,10 @@ static cn_err_t remove_if_dead(sweep_t *sw, const cn_digest_t *d)
     }
     if (cn__store_guarded_since_watch(s, d)) {
         sw->st.pinned++;
+        goto out;
+    }
+    if (s->blob_rows) {
+        rc = remove_by_row(sw, d, bst.mtime_ms);
         goto out;
     }
     if ((rc = cn__store_pinned_durable(s, d, &pinned)) < 0)

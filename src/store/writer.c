@@ -359,6 +359,9 @@ static cn_err_t publish_direct(cn_store_writer_t *w, const cn_digest_t *d, bool 
     if (fdatasync(w->fd) < 0)
         return -errno;
     cn_metric_observe_ns(cn__store_metrics()->fsync_blob, cn_mono_ns() - t0);
+    /* A shared tier: d's row first, so that no other node's sweeper deletes
+     * d after the backend answered this put (sweep.c, S7). */
+    CN_TRY(cn__store_blob_row_touch(s, d));
     pthread_mutex_t *mu = cn__stripe(s, d);
     pthread_mutex_lock(mu);
     cn_err_t rc =

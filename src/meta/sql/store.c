@@ -1,4 +1,5 @@
-/* The store's statement file: durable pins and the pack index.  See sql.h.
+/* The store's statement file: durable pins, the pack index and the blob rows
+ * of a shared tier.  See sql.h.
  * A store_pack row whose indexed_end is -1 names a pack that compaction is
  * retiring (its file is, or is about to be, unlinked; src/store/sweep.c).
  * One text is made at run time: a multi-row PACKED_INSERT, whose length is
@@ -85,6 +86,17 @@ static const cn_meta_migration_t schema[] = {
       "INSERT INTO store_usage (id, blobs, bytes, walked)"
       " SELECT 0, COUNT(*), COALESCE(SUM(len), 0), 0 FROM store_pack_blob;",
       usage_triggers, NULL },
+    /* v4: the blob rows of a tier shared by a fleet (src/store/sweep.c, S6-S8;
+     * docs/fleet.md, "Sweeper"): one row per digest a node put, touched or
+     * pinned, with the wall-clock ms of the last such act.  Its row lock is
+     * what a put and the sweeper of another node serialise on: the sweeper
+     * deletes a backend object only while it holds the row.  Unused by a
+     * local store and on a single-writer engine (SQLite). */
+    { 4,
+      "CREATE TABLE store_blob ("
+      "  digest BLOB PRIMARY KEY,"
+      "  touched_ms BIGINT NOT NULL);",
+      NULL, NULL },
 };
 
 const char *const cn__sql_store[CN_SQL_STORE_COUNT] = {
@@ -136,6 +148,16 @@ const char *const cn__sql_store[CN_SQL_STORE_COUNT] = {
         " ON CONFLICT (id) DO UPDATE SET blobs = excluded.blobs, bytes = excluded.bytes,"
         " walked = 1",
     [CN_SQL_STORE_USAGE_MARK] = "UPDATE store_usage SET walked = ? WHERE id = 0 AND walked <> 0",
+    /* ---- blob rows (step v4).  The upsert always updates, so it takes
+     * the row's lock on PostgreSQL (and waits for a sweeper holding it);
+     * the time never moves back (a node whose clock is behind). */
+    [CN_SQL_STORE_BLOB_TOUCH] =
+        "INSERT INTO store_blob (digest, touched_ms) VALUES (?, ?) ON CONFLICT (digest)"
+        " DO UPDATE SET touched_ms = CASE WHEN excluded.touched_ms > store_blob.touched_ms"
+        " THEN excluded.touched_ms ELSE store_blob.touched_ms END",
+    [CN_SQL_STORE_BLOB_ADD] = "INSERT INTO store_blob (digest, touched_ms) VALUES (?, ?)"
+                              " ON CONFLICT (digest) DO NOTHING",
+    [CN_SQL_STORE_BLOB_DELETE] = "DELETE FROM store_blob WHERE digest = ?",
 };
 
 const cn_meta_batch_sql_t cn__sql_store_engine[CN_SQL_STORE_E_COUNT] = {
@@ -153,6 +175,12 @@ const cn_meta_batch_sql_t cn__sql_store_engine[CN_SQL_STORE_E_COUNT] = {
               "UPDATE store_usage SET blobs = store_usage.blobs + s.b, "
               "bytes = store_usage.bytes + s.y FROM (SELECT COALESCE(SUM(d_blobs), 0) AS b, "
               "COALESCE(SUM(d_bytes), 0) AS y FROM d) s WHERE store_usage.id = 0",
+    },
+    /* The sweeper's lock of a blob row: FOR UPDATE on PostgreSQL; SQLite has
+     * no row locks (its write transaction holds the whole database). */
+    [CN_SQL_STORE_E_BLOB_LOCK] = {
+        .sqlite = "SELECT touched_ms FROM store_blob WHERE digest = ?",
+        .pg = "SELECT touched_ms FROM store_blob WHERE digest = ? FOR UPDATE",
     },
 };
 

@@ -1,5 +1,6 @@
-/* The store's statements: durable pins (src/store/pins.c) and the pack index
- * (src/store/pack.c).  See sql.h. */
+/* The store's statements: durable pins (src/store/pins.c), the pack index
+ * (src/store/pack.c) and the blob rows of a shared tier (src/store/sweep.c).
+ * See sql.h. */
 #ifndef CAIRN_META_SQL_STORE_H
 #define CAIRN_META_SQL_STORE_H
 
@@ -36,6 +37,10 @@ enum {
      * totals open, 1 again at its clean close; a start that finds 2
      * recounts (src/store/usage.c).  A base row not yet walked (0) stays. */
     CN_SQL_STORE_USAGE_MARK,
+    /* Blob rows of a shared tier (src/store/sweep.c, S6-S8): */
+    CN_SQL_STORE_BLOB_TOUCH,  /* (digest, now): upsert, the later time kept; locks the row */
+    CN_SQL_STORE_BLOB_ADD,    /* (digest, mtime): a row for a blob put before v4, if none */
+    CN_SQL_STORE_BLOB_DELETE, /* (digest) */
     CN_SQL_STORE_COUNT
 };
 
@@ -43,6 +48,7 @@ enum {
 enum {
     CN_SQL_STORE_E_USAGE_NOTE, /* (blobs, bytes): added to the totals */
     CN_SQL_STORE_E_USAGE_FOLD, /* () folds every committed delta into the base row */
+    CN_SQL_STORE_E_BLOB_LOCK,  /* (digest) -> touched_ms, the row locked until the end */
     CN_SQL_STORE_E_COUNT
 };
 extern const cn_meta_batch_sql_t cn__sql_store_engine[CN_SQL_STORE_E_COUNT];

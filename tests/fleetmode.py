@@ -48,6 +48,52 @@ SKIPS = {
     "tests/cmd/test_repo_verified_sync.py::test_rollback_refused_until_anchor_reset":
         "rolls a repository back with cairn admin repo backup/restore, which work on DIR's own "
         "store (as above)",
+    "tests/console/test_console_store_totals.py":
+        "reads the store's usage rows from DIR/meta.db with sqlite3 and counts DIR/blobs; on the "
+        "fleet engines the rows are in PostgreSQL and the bytes in the tier "
+        "(tests/fleet/test_fleet_store_totals.py checks the totals there)",
+    "tests/console/test_console_store_totals_crash.py":
+        "reads DIR/meta.db with sqlite3 and crashes a local store's pack writer (as above)",
+    "tests/console/test_console_store_recount.py":
+        "corrupts the totals in DIR/meta.db with sqlite3 (as above)",
+    "tests/http/test_http_fast.py":
+        "the loop answers a GET from the object-head cache's word file (gen.c's file mode, "
+        "SQLite); on PostgreSQL the loop declines and a worker answers every GET (docs/fleet.md, "
+        "'The object-head cache on PostgreSQL')",
+    "tests/http/test_http_lz4_get.py":
+        "checks the LZ4 envelope file under DIR/blobs; on the S3 tier a blob is a backend object "
+        "(its form in its metadata)",
+    "tests/s3/test_s3_large_put.py::test_multipart_complete_by_reference":
+        "counts the parts' blob files under DIR/blobs; on the S3 tier they are backend objects "
+        "(multipart through the tier: tests/fleet/test_fleet_ceph.py, test_fleet_three.py)",
+    "tests/s3/test_s3_large_put.py::test_abort_frees_part_blobs":
+        "counts blob files under DIR/blobs (as above)",
+    "tests/proof/test_pack_compact.py":
+        "pack files are a layout of the local store; the S3 tier keeps one object per blob",
+    "tests/proof/test_crash.py::test_crash_cycles":
+        "each cycle sweeps DIR's own metadata and store with tests/proof/proof_sweep; kill -9 "
+        "under writers on the fleet engines is tests/fleet/test_fleet_faults.py",
+    "tests/proof/test_crash_faces.py::test_crash_cycles_every_face":
+        "sweeps DIR's own metadata and store between kills (as above)",
+    "tests/proof/test_faults.py::test_injected_fault[rename-eio-blob]":
+        "fails the rename that publishes a local blob file; the S3 tier publishes by upload",
+    "tests/proof/test_faults.py::test_injected_fault[write-eio-meta]":
+        "fails writes to DIR/meta.db; the metadata is in PostgreSQL (its faults: "
+        "tests/fleet/test_fleet_faults.py, test_fleet_promote.py)",
+    "tests/proof/test_faults.py::test_metadata_db_locked":
+        "locks DIR/meta.db (SQLite's file lock); PostgreSQL's row locks are tested in "
+        "tests/meta (meta_run_pg) and tests/fleet",
+    "tests/proof/test_faults_faces.py::test_injected_fault_every_face[write-eio-packs]":
+        "fails writes to DIR/packs; the S3 tier has no pack files",
+    "tests/proof/test_faults_faces.py::test_injected_fault_every_face[rename-eio-all]":
+        "fails the renames that publish local blob files (as above)",
+    "tests/proof/test_faults_faces.py::test_injected_fault_every_face[write-eio-meta]":
+        "fails writes to DIR/meta.db (as above)",
+    "tests/proof/test_faults_faces.py::test_metadata_db_locked_every_face":
+        "locks DIR/meta.db (as above)",
+    "tests/proof/test_security.py::test_modes_of_data_dir_and_credentials":
+        "checks the modes of DIR/identity.key and DIR/meta.db; a fleet node is given its key "
+        "(--identity-key) and keeps its metadata in PostgreSQL",
 }
 
 _dbs = {}         # realpath of a data dir -> its database URI
@@ -169,10 +215,14 @@ def server_args(data_dir, args):
 
 def command_env(args):
     """The environment a command gets in fleet mode: `cairn admin --data DIR`
-    reads the database of the server on DIR (CAIRN_META; made now if that
+    (and the tests' objects_admin DIR) reads the database of the server on
+    DIR (CAIRN_META; made now if that
     server has not started yet, so the server finds what the command wrote)
     and the run's key."""
     args = [str(a) for a in args]
+    if active() and len(args) > 1 and os.path.basename(args[0]) == "objects_admin":
+        # tests/objects/objects_admin DATA ...: the service over DIR's metadata
+        return {"CAIRN_META": meta_uri(args[1])}
     if not active() or len(args) < 2 or os.path.basename(args[0]) != "cairn" \
             or args[1] != "admin" or "--data" not in args or "--meta" in args:
         return {}

@@ -33,7 +33,9 @@ int main(int argc, char **argv)
     cn_meta_t *meta = NULL;
     cn_store_t *store = NULL;
     cn_objects_t *o = NULL;
-    cn_err_t err = cn_meta_open(argv[1], NULL, &meta);
+    /* CAIRN_META: the server's metadata elsewhere (make test-fleet, as `cairn admin`) */
+    const char *target = getenv("CAIRN_META");
+    cn_err_t err = cn_meta_open(target && *target ? target : argv[1], NULL, &meta);
     cn_store_opts_t so = { .meta = meta };
     char scratch[] = "/tmp/cn-objects-admin-XXXXXX";
     bool own_scratch = false;

@@ -16,13 +16,12 @@
 import select
 import socket
 import struct
-import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import ADMIN_TOKEN, binary, ephemeral_args
+from conftest import ADMIN_TOKEN, binary, ephemeral_args, run
 from proofutil import (jay, jayclient, node_factory, proc_status, raise_nofile,  # noqa: F401
                        thread_count)
 
@@ -200,11 +199,11 @@ def test_slow_handshake_flood_delays_client_by_at_most_one_deadline(node_factory
 
 
 def _mallory(node):
-    r = subprocess.run([binary("cairn"), "admin", "--data", node.data_dir, "account", "create",
-                        "mallory"], capture_output=True, text=True, timeout=60)
+    r = run([binary("cairn"), "admin", "--data", node.data_dir, "account", "create",
+             "mallory"], timeout=60)
     assert r.returncode == 0, r.stderr
-    r = subprocess.run([binary("cairn"), "admin", "--data", node.data_dir, "token", "create",
-                        "--account", "mallory"], capture_output=True, text=True, timeout=60)
+    r = run([binary("cairn"), "admin", "--data", node.data_dir, "token", "create",
+             "--account", "mallory"], timeout=60)
     assert r.returncode == 0, r.stderr
     return r.stdout.strip()
 

@@ -14,9 +14,8 @@ import hashlib
 import os
 import socket
 import stat
-import subprocess
 
-from conftest import binary
+from conftest import binary, run
 from proofutil import (all_files, jay, jayclient, no_secret_in_files, node_factory,  # noqa: F401
                        tag_stays_inside)
 
@@ -43,8 +42,8 @@ def test_secrets_never_reach_logs_or_data_files(node_factory, tmp_path):
         assert status == jayclient.HS_AUTH_FAILED, (bad, status)
         s.close()
     # A token made later, used, and mistyped.
-    r = subprocess.run([binary("cairn"), "admin", "--data", node.data_dir, "token", "create",
-                        "--account", "admin"], capture_output=True, text=True, timeout=60)
+    r = run([binary("cairn"), "admin", "--data", node.data_dir, "token", "create",
+             "--account", "admin"], timeout=60)
     assert r.returncode == 0, r.stderr
     new_cred = r.stdout.strip()
     new_secret = new_cred.split(":", 1)[1]

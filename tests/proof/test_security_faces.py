@@ -19,14 +19,13 @@ import json
 import os
 import re
 import struct
-import subprocess
 import xml.dom.minidom
 
 import pytest
 import requests
 from botocore.exceptions import ClientError
 
-from conftest import binary
+from conftest import binary, run
 from proofutil import (FACES, FACES_ARGS, all_files, no_secret_in_files, node_factory,  # noqa: F401
                        s3_client, scribe, tag_stays_inside)
 import scribe_wire as sw
@@ -133,8 +132,8 @@ def test_secrets_never_reach_logs_answers_or_data(node_factory):
     r = keep(requests.post(p.url, headers=dict(p.headers), data=stat_body, timeout=30))
     assert r.status_code == 401, r.text
     # A token made later, used through S3 and the blob ops, then mistyped.
-    out = subprocess.run([binary("cairn"), "admin", "--data", node.data_dir, "token", "create",
-                          "--account", "admin"], capture_output=True, text=True, timeout=60)
+    out = run([binary("cairn"), "admin", "--data", node.data_dir, "token", "create",
+               "--account", "admin"], timeout=60)
     assert out.returncode == 0, out.stderr
     new_cred = out.stdout.strip().splitlines()[-1]
     new_id, new_secret = new_cred.split(":", 1)
@@ -149,9 +148,8 @@ def test_secrets_never_reach_logs_answers_or_data(node_factory):
                            data=stat_body, timeout=30))
     assert r.status_code == 401
     # Denied requests log their reason: make one (a token without put).
-    out = subprocess.run([binary("cairn"), "admin", "--data", node.data_dir, "token", "create",
-                          "--account", "admin", "--perm", "object:get"],
-                         capture_output=True, text=True, timeout=60)
+    out = run([binary("cairn"), "admin", "--data", node.data_dir, "token", "create",
+               "--account", "admin", "--perm", "object:get"], timeout=60)
     assert out.returncode == 0, out.stderr
     ro_id, ro_secret = out.stdout.strip().splitlines()[-1].split(":", 1)
     with pytest.raises(ClientError) as ei:

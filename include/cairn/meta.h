@@ -28,11 +28,13 @@ typedef struct cn_meta_txn cn_meta_txn_t;   /* one transaction; one thread at a 
 typedef struct cn_meta_stmt cn_meta_stmt_t; /* a prepared statement inside a txn */
 
 typedef struct cn_meta_opts {
-    /* Bounded wait, in ms, for a lock held by another process (or for the
-     * in-process writer slot) before CN_E_DB_LOCKED.  0 = 5000. */
+    /* Bounded wait, in ms, for a lock held by another process or
+     * transaction (or for a writer connection of this process) before
+     * CN_E_DB_LOCKED.  0 = 5000. */
     unsigned busy_timeout_ms;
     /* Maximum pooled reader connections; a read begin beyond it waits for one
-     * (bounded by busy_timeout_ms).  0 = 32. */
+     * (bounded by busy_timeout_ms).  0 = 32.  On PostgreSQL it also caps the
+     * writer pool (at most 4 writer connections, src/meta/meta.c). */
     unsigned max_readers;
     /* false (default): a write commit returns only once it is durable (group
      * commit).  true: skip the WAL fsync — tests and throwaway data only. */
@@ -97,9 +99,11 @@ CN_API cn_err_t cn_meta_schema_version(cn_meta_t *meta, const char *component, i
 
 /* ---- transactions ----------------------------------------------------------
  * A read transaction sees one consistent snapshot and may not write (a write
- * statement fails with CN_E_DB).  Write transactions are serialized on one
- * writer connection: begin waits for the writer slot and for other processes'
- * locks at most busy_timeout_ms, then CN_E_DB_LOCKED.
+ * statement fails with CN_E_DB).  On SQLite write transactions are
+ * serialized on one writer connection (the writer slot); on PostgreSQL they
+ * run at once on a pool of writer connections, decided by the server's row
+ * locks and SERIALIZABLE.  A begin waits for a writer connection and for
+ * locks held elsewhere at most busy_timeout_ms, then CN_E_DB_LOCKED.
  *
  * Durability (SQLite engine): the writer runs with synchronous=NORMAL, so a
  * COMMIT appends its frames to the WAL without fsync; cn_meta_commit then
@@ -121,10 +125,11 @@ typedef enum {
 } cn_meta_mode_t;
 
 /* Starts a transaction; *out is valid until cn_meta_commit/rollback.
- * Errors: CN_E_DB_LOCKED (writer held past the busy timeout), CN_E_BUSY
- * (every reader connection in use past the busy timeout), CN_E_DB, -ENOMEM.  Thread-safe; a thread must not
- * hold two write transactions at once (it would wait on itself until
- * CN_E_DB_LOCKED). */
+ * Errors: CN_E_DB_LOCKED (no writer connection free within the busy
+ * timeout), CN_E_BUSY (every reader connection in use past the busy
+ * timeout), CN_E_DB, -ENOMEM.  Thread-safe; a thread must not hold two write
+ * transactions at once (it would wait on itself until CN_E_DB_LOCKED: on
+ * SQLite for the slot, on PostgreSQL for its own row locks). */
 CN_API cn_err_t cn_meta_begin(cn_meta_t *meta, cn_meta_mode_t mode, cn_meta_txn_t **out);
 
 /* Commits and frees txn (also on error: txn is always gone afterwards).

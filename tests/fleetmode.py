@@ -48,6 +48,31 @@ SKIPS = {
     "tests/cmd/test_repo_verified_sync.py::test_rollback_refused_until_anchor_reset":
         "rolls a repository back with cairn admin repo backup/restore, which work on DIR's own "
         "store (as above)",
+    "tests/scribe/test_repo_anchor_restore.py":
+        "restores a repository with cairn admin repo backup/restore, which work on DIR's own "
+        "store (as above)",
+    "tests/scribe/test_scribe_cherry.py::test_provenance_survives_backup":
+        "backs a repository up and restores it with cairn admin repo backup/restore, which work "
+        "on DIR's own store (as above)",
+    "tests/scribe/test_scribe_gw_wire.py::test_instance_status_reports_available_bytes":
+        "checks available_bytes against DIR's statvfs; a tiered store has no local space to "
+        "report and sends none, by decision (test_instance_status_tiered_store_reports_no_"
+        "available_bytes)",
+    "tests/scribe/test_scribe_gw_wire.py::test_v4_instance_status_available":
+        "expects available_bytes, which a tiered store does not send (as above)",
+    "tests/scribe/test_scribe_workspace_backup.py::test_restore_keeps_registered_and_retired":
+        "cairn admin repo backup/restore work on DIR's own store (as above)",
+    "tests/scribe/test_repo_public_clone.py::test_a_chunk_the_repository_lacks_names_the_file":
+        "removes a chunk's row from DIR/meta.db with sqlite3",
+    "tests/scribe/test_scribe_v4_auth.py::test_auth_rolled_back_to_an_older_revision_is_auth_"
+    "unavailable":
+        "rolls the auth service back by copying DIR; on the fleet engines its state is in "
+        "PostgreSQL (a rollback there is a database restore)",
+    "tests/store/test_packs_faces.py":
+        "pack files are a layout of the local store; the S3 tier keeps one object per blob",
+    "tests/store/test_packs_batch.py":
+        "pack rows of the local store's pack files (as above; both engines' rows are "
+        "tests/meta's meta_batch and meta_batch_pg)",
     "tests/console/test_console_store_totals.py":
         "reads the store's usage rows from DIR/meta.db with sqlite3 and counts DIR/blobs; on the "
         "fleet engines the rows are in PostgreSQL and the bytes in the tier "
@@ -68,6 +93,11 @@ SKIPS = {
         "(multipart through the tier: tests/fleet/test_fleet_ceph.py, test_fleet_three.py)",
     "tests/s3/test_s3_large_put.py::test_abort_frees_part_blobs":
         "counts blob files under DIR/blobs (as above)",
+    "tests/s3/test_s3_read_cache.py::test_two_thousand_keys_each_served_its_own_bytes":
+        "watches the server's descriptors of files under DIR/blobs; on the S3 tier a node reads "
+        "blobs from its cache directory (tests/fleet/test_blob_tier.py)",
+    "tests/s3/test_s3_read_cache.py::test_deleted_and_swept_blob_is_not_served_nor_held":
+        "watches descriptors of files under DIR/blobs (as above)",
     "tests/proof/test_pack_compact.py":
         "pack files are a layout of the local store; the S3 tier keeps one object per blob",
     "tests/proof/test_crash.py::test_crash_cycles":

@@ -160,7 +160,11 @@ CN_API cn_err_t cn_store_open_fd(cn_store_t *s, const cn_digest_t *d, int *fd, u
 /* As cn_store_open_fd, but a small blob's file may come from (and stay in) a
  * cache of open files: the descriptor is borrowed, read it with pread only
  * (or sendfile with an offset pointer), never close it; give it back with
- * cn_store_fd_put(s, fd, handle).  Hold a guard on d while reading. */
+ * cn_store_fd_put(s, fd, handle).  Hold a guard on d while reading.
+ * Also CN_E_UNSUPPORTED for a large raw blob the S3 tier is still fetching
+ * into its cache (it exists): cn_store_read_range serves it as it lands.
+ * The same holds for cn_store_fd_get_at and cn_store_open_fd_at;
+ * cn_store_open_fd waits for the whole blob. */
 CN_API cn_err_t cn_store_fd_get(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t *len,
                                 void **handle);
 CN_API void cn_store_fd_put(cn_store_t *s, int fd, void *handle);

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "cairn/crypto.h"
 #include "cairn/store.h"
 
 typedef struct cn__backend cn__backend_t;
@@ -51,6 +52,21 @@ typedef struct cn__backend_ops {
     /* Walks every stored blob (order unspecified; names that are not blobs
      * are skipped).  Used by the sweeper and by recovery. */
     cn_err_t (*list)(cn__backend_t *be, cn__be_list_fn fn, void *ctx);
+    /* Optional (NULL: open is used): as open, except that a blob the backend
+     * is still fetching and that is better read as it arrives (raw, large)
+     * gives CN_E_UNSUPPORTED with *st filled (it exists): read it with
+     * stream, which serves its bytes while they land. */
+    cn_err_t (*open_lazy)(cn__backend_t *be, const cn_digest_t *d, int *fd, cn__be_stat_t *st);
+    /* Optional: serves the stored bytes [off, off+len) of d (clamped to its
+     * end; off past the end is CN_E_RANGE) to sink while a fetch of d is in
+     * flight, h receiving exactly the served bytes and *served their count.
+     * The final piece of the range goes to sink only once all of d's bytes
+     * hashed to d, so a failed fetch always ends a read before its range is
+     * complete.  *streamed = false (and nothing served) when no fetch of a
+     * raw d is in flight: read it through open. */
+    cn_err_t (*stream)(cn__backend_t *be, const cn_digest_t *d, uint64_t off, uint64_t len,
+                       cn_store_sink_fn sink, void *ctx, cn_blake3_t *h, uint64_t *served,
+                       bool *streamed);
     /* Cheap, no I/O: false only if d is certainly absent (a blob another
      * process adds meanwhile may be missed).  The caller holds d's stripe
      * lock.  NULL: always "maybe" (probe with stat or touch). */

@@ -17,7 +17,10 @@
  *    metadata-side time is needed and every node sees the same value.
  *  - Reads fill the local cache (cache.c) with the whole object, hashed
  *    before it is named; a retried GET resumes with a Range from the bytes
- *    already written.  open() hands out the cache file (sendfile-able).
+ *    already written.  open() hands out the cache file (sendfile-able).  A
+ *    large raw blob missing from the cache is served while it lands
+ *    (open_lazy and stream, s3_fill.c); one fill per blob serves every
+ *    reader that asks meanwhile.
  *  - sync() is a no-op: an S3 PUT answered 2xx is durable.
  *  - Faults (transport errors and timeouts, 5xx, 408, 429) are retried with
  *    jittered exponential backoff while the request's deadline (30 s by
@@ -45,13 +48,11 @@
 
 /* ---- keys, forms and small helpers ------------------------------------------ */
 
-#define KEY_MAX 1100
-
-static void blob_key(const s3_be_t *be, const cn_digest_t *d, char out[KEY_MAX])
+void cn__s3_blob_key(const s3_be_t *be, const cn_digest_t *d, char out[S3_KEY_MAX])
 {
     char hex[CN_DIGEST_HEX_LEN + 1];
     cn_digest_hex(d, hex);
-    snprintf(out, KEY_MAX, "%s%s%s", be->prefix, *be->prefix ? "/" : "", hex);
+    snprintf(out, S3_KEY_MAX, "%s%s%s", be->prefix, *be->prefix ? "/" : "", hex);
 }
 
 static const char *form_name(cn_store_form_t f)
@@ -59,7 +60,7 @@ static const char *form_name(cn_store_form_t f)
     return f == CN_STORE_LZ4 ? "lz4" : "raw";
 }
 
-static cn_store_form_t form_of(const char *s)
+cn_store_form_t cn__s3_form_of(const char *s)
 {
     return strcmp(s, "lz4") == 0 ? CN_STORE_LZ4 : CN_STORE_RAW;
 }
@@ -106,7 +107,7 @@ static cn_err_t s3_head(s3_be_t *be, const char *key, cn__be_stat_t *st)
     else if (rc == CN_OK && q.status / 100 != 2)
         rc = cn__s3_unexpected(&q);
     if (rc == CN_OK)
-        *st = (cn__be_stat_t){ q.length, q.last_modified_ms, form_of(q.form) };
+        *st = (cn__be_stat_t){ q.length, q.last_modified_ms, cn__s3_form_of(q.form) };
     cn_buf_free(&q.body);
     return rc;
 }
@@ -334,12 +335,12 @@ static cn_err_t s3_put(cn__backend_t *base, int staging_dirfd, const char *stage
                        const cn_digest_t *d, cn_store_form_t form, unsigned flags, bool *existed)
 {
     s3_be_t *be = (s3_be_t *)base;
-    char key[KEY_MAX];
+    char key[S3_KEY_MAX];
     uint64_t size = 0;
     cn_err_t rc = CN_E_EXISTS;
     (void)flags; /* a 2xx answer is durable: CN__BE_PUT_SYNC holds by itself */
     *existed = false;
-    blob_key(be, d, key);
+    cn__s3_blob_key(be, d, key);
     /* Twice at most: an object swept between the failed condition and the
      * touch (another node's sweeper) is stored anew. */
     for (int i = 0; i < 2 && rc == CN_E_EXISTS; i++) {
@@ -365,26 +366,26 @@ static cn_err_t s3_put(cn__backend_t *base, int staging_dirfd, const char *stage
 
 /* ---- reads ------------------------------------------------------------------ */
 
-/* Downloads d into a cache temp file, hashes it, names it: *fd is open on it. */
-static cn_err_t fetch(s3_be_t *be, const cn_digest_t *d, int *fd, cn__be_stat_t *st)
+cn_err_t cn__s3_fetch(s3_be_t *be, const cn_digest_t *d, int f, cn__s3_progress_fn progress,
+                      void *ctx, cn__be_stat_t *st)
 {
-    char key[KEY_MAX], tmp[48];
-    int f;
-    blob_key(be, d, key);
-    CN_TRY(cn__cache_tmp(be->cache, tmp, &f));
+    char key[S3_KEY_MAX];
+    cn__s3_blob_key(be, d, key);
     s3_req_t q;
     cn_blake3_t h;
     cn_blake3_init(&h);
     cn__s3_req_init(&q, "GET", key);
     q.out_fd = f;
     q.out_hash = &h; /* raw bytes are hashed as they arrive */
+    q.progress = progress;
+    q.progress_ctx = ctx;
     cn_err_t rc = cn__s3_call(be, &q);
     /* A missing bucket is a misconfigured backend, not a missing blob. */
     if (rc == CN_OK && q.status == 404 && !memmem(q.body.data, q.body.len, "NoSuchBucket", 12))
         rc = CN_E_NOT_FOUND;
     else if (rc == CN_OK && q.status / 100 != 2)
         rc = cn__s3_unexpected(&q);
-    cn_store_form_t form = form_of(q.form);
+    cn_store_form_t form = cn__s3_form_of(q.form);
     cn_digest_t got;
     if (rc == CN_OK && form == CN_STORE_RAW)
         cn_blake3_final(&h, &got);
@@ -399,21 +400,15 @@ static cn_err_t fetch(s3_be_t *be, const cn_digest_t *d, int *fd, cn__be_stat_t 
         (void)futimens(f, ts);
     }
     if (rc == CN_OK)
-        rc = cn__cache_commit(be->cache, -1, tmp, d, form, q.out_done);
-    if (rc == CN_OK) {
-        *fd = f;
         *st = (cn__be_stat_t){ q.out_done, q.last_modified_ms, form };
-    } else {
-        close(f);
-        cn__cache_discard(be->cache, tmp);
-    }
     cn_buf_free(&q.body);
     return rc;
 }
 
-static cn_err_t s3_open(cn__backend_t *base, const cn_digest_t *d, int *fd, cn__be_stat_t *st)
+/* d's cache file, hashed at its first use in this process (cache.c K2):
+ * CN_OK, or CN_E_NOT_FOUND when it is not cached (or was evicted now). */
+static cn_err_t cached_open(s3_be_t *be, const cn_digest_t *d, int *fd, cn__be_stat_t *st)
 {
-    s3_be_t *be = (s3_be_t *)base;
     bool verified = false;
     int f;
     cn_err_t rc = cn__cache_get(be->cache, d, &f, st, &verified);
@@ -431,27 +426,46 @@ static cn_err_t s3_open(cn__backend_t *base, const cn_digest_t *d, int *fd, cn__
             rc = CN_E_NOT_FOUND;
         }
     }
-    if (rc == CN_OK) {
+    if (rc == CN_OK)
         *fd = f;
-        return CN_OK;
-    }
-    return fetch(be, d, fd, st);
+    return rc;
+}
+
+static cn_err_t s3_open(cn__backend_t *base, const cn_digest_t *d, int *fd, cn__be_stat_t *st)
+{
+    s3_be_t *be = (s3_be_t *)base;
+    cn_err_t rc = cached_open(be, d, fd, st);
+    return rc == CN_E_NOT_FOUND ? cn__s3_fill_open(be, d, false, fd, st) : rc;
+}
+
+static cn_err_t s3_open_lazy(cn__backend_t *base, const cn_digest_t *d, int *fd, cn__be_stat_t *st)
+{
+    s3_be_t *be = (s3_be_t *)base;
+    cn_err_t rc = cached_open(be, d, fd, st);
+    return rc == CN_E_NOT_FOUND ? cn__s3_fill_open(be, d, true, fd, st) : rc;
+}
+
+static cn_err_t s3_stream(cn__backend_t *base, const cn_digest_t *d, uint64_t off, uint64_t len,
+                          cn_store_sink_fn sink, void *ctx, cn_blake3_t *h, uint64_t *served,
+                          bool *streamed)
+{
+    return cn__s3_fill_stream((s3_be_t *)base, d, off, len, sink, ctx, h, served, streamed);
 }
 
 static cn_err_t s3_stat(cn__backend_t *base, const cn_digest_t *d, cn__be_stat_t *st)
 {
     s3_be_t *be = (s3_be_t *)base;
-    char key[KEY_MAX];
-    blob_key(be, d, key);
+    char key[S3_KEY_MAX];
+    cn__s3_blob_key(be, d, key);
     return s3_head(be, key, st);
 }
 
 static cn_err_t s3_touch(cn__backend_t *base, const cn_digest_t *d)
 {
     s3_be_t *be = (s3_be_t *)base;
-    char key[KEY_MAX];
+    char key[S3_KEY_MAX];
     cn__be_stat_t st = { 0 };
-    blob_key(be, d, key);
+    cn__s3_blob_key(be, d, key);
     CN_TRY(s3_head(be, key, &st));
     return s3_touch_key(be, key, st.form);
 }
@@ -459,9 +473,9 @@ static cn_err_t s3_touch(cn__backend_t *base, const cn_digest_t *d)
 static cn_err_t s3_remove(cn__backend_t *base, const cn_digest_t *d, uint64_t *freed)
 {
     s3_be_t *be = (s3_be_t *)base;
-    char key[KEY_MAX];
+    char key[S3_KEY_MAX];
     cn__be_stat_t st = { 0 };
-    blob_key(be, d, key);
+    cn__s3_blob_key(be, d, key);
     CN_TRY(s3_head(be, key, &st));
     s3_req_t q;
     cn__s3_req_init(&q, "DELETE", key);
@@ -504,7 +518,7 @@ static cn_err_t list_page(s3_be_t *be, const cn_buf_t *body, cn__be_list_fn fn, 
         const char *ce = memmem(c, (size_t)(end - c), "</Contents>", 11);
         if (!ce)
             break;
-        char key[KEY_MAX], size[32], lm[64];
+        char key[S3_KEY_MAX], size[32], lm[64];
         cn_digest_t d;
         if (xml_text(c, ce, "Key", key, sizeof key) && xml_text(c, ce, "Size", size, sizeof size) &&
             xml_text(c, ce, "LastModified", lm, sizeof lm) &&
@@ -577,6 +591,7 @@ static void s3_close(cn__backend_t *base)
     s3_be_t *be = (s3_be_t *)base;
     if (!be)
         return;
+    cn__s3_fills_shutdown(be);
     for (size_t i = 0; i < be->n_pool; i++)
         curl_easy_cleanup(be->pool[i]);
     cn__cache_close(be->cache);
@@ -609,6 +624,8 @@ cn_err_t cn__backend_s3_ping(cn__backend_t *base)
 static const cn__backend_ops_t s3_ops = {
     .put = s3_put,
     .open = s3_open,
+    .open_lazy = s3_open_lazy,
+    .stream = s3_stream,
     .stat = s3_stat,
     .touch = s3_touch,
     .remove = s3_remove,
@@ -733,6 +750,7 @@ cn_err_t cn__backend_s3_open(const struct cn_store_tier *tier, const char *cache
     if (!be)
         return -ENOMEM;
     pthread_mutex_init(&be->pool_mu, NULL);
+    cn__s3_fills_init(be);
     be->base.ops = &s3_ops;
     be->vhost = tier->virtual_host;
     be->deadline_ms = tier->deadline_ms > 0 ? tier->deadline_ms : S3_DEFAULT_DEADLINE_MS;

@@ -204,7 +204,7 @@ cn_err_t cn_store_fd_get(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t 
     uint64_t n = 0;
     cn__pack_loc_t loc;
     bool packed = cn__pack_find(s, d, &loc);
-    CN_TRY(cn_store_open_fd(s, d, &f, &n));
+    CN_TRY(cn__store_open_fd(s, d, true, &f, &n));
     *fd = f;
     *len = n;
     if (packed || n > CN__FDC_MAX_LEN || !s->fdc_n)
@@ -242,7 +242,7 @@ cn_err_t cn_store_open_fd_at(cn_store_t *s, const cn_digest_t *d, int *fd, uint6
     cn_err_t rc = cn__pack_dup(s, d, &loc);
     if (rc == CN_E_NOT_FOUND) {
         *off = 0;
-        return cn_store_open_fd(s, d, fd, len);
+        return cn__store_open_fd(s, d, true, fd, len);
     }
     if (rc < 0)
         return rc;

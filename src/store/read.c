@@ -2,7 +2,9 @@
  * end, streamed through a bounded buffer with the BLAKE3 of exactly what was
  * served.  Raw blobs are read with pread; LZ4 envelopes are decoded block by
  * block (lz4env.c); a packed blob's record is read whole and checked
- * against its digest before any byte of it is served (pack.c).  Nothing here
+ * against its digest before any byte of it is served (pack.c); a blob the
+ * S3 tier is still fetching is served as it lands (backend stream op,
+ * s3_fill.c), its final piece only once all of it hashed.  Nothing here
  * holds a lock: published files and pack records are immutable, and an open
  * fd keeps serving even if the sweeper unlinks the name meanwhile.
  */
@@ -79,8 +81,17 @@ cn_err_t cn_store_read_range(cn_store_t *s, const cn_digest_t *d, uint64_t off, 
         return CN_E_INVALID;
     if (cn__pack_find(s, d, &loc))
         return read_packed(&loc, off, len, sink, ctx, slice, served);
-    CN_TRY(s->be->ops->open(s->be, d, &fd, &st));
+    bool streamed = false;
     cn_err_t rc = CN_OK;
+    cn_blake3_init(&h);
+    if (s->be->ops->stream) /* a blob the backend is fetching: as it lands */
+        rc = s->be->ops->stream(s->be, d, off, len, sink, ctx, &h, served, &streamed);
+    if (streamed) {
+        if (rc == CN_OK && slice)
+            cn_blake3_final(&h, slice);
+        return rc;
+    }
+    CN_TRY(s->be->ops->open(s->be, d, &fd, &st));
     uint64_t size = st.size;
     if (st.form == CN_STORE_LZ4) {
         if ((rc = cn__env_open(fd, st.size, &env)) < 0)
@@ -92,7 +103,6 @@ cn_err_t cn_store_read_range(cn_store_t *s, const cn_digest_t *d, uint64_t off, 
         goto out;
     }
     uint64_t n = size - off < len ? size - off : len;
-    cn_blake3_init(&h);
     if (st.form == CN_STORE_LZ4)
         rc = cn__env_read(fd, &env, off, n, sink, ctx, &h);
     else

@@ -163,6 +163,11 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
         if (q->out_hash)
             cn_blake3_update(q->out_hash, p, len);
         q->out_done += len;
+        q->status = status;
+        if (q->progress && !q->progress(q->progress_ctx, q)) {
+            q->io_err = CN_E_CLOSED;
+            return 0;
+        }
         return len;
     }
     if (q->body.len + len <= S3_BODY_MAX && cn_buf_append(&q->body, p, len) < 0)

@@ -37,7 +37,18 @@ typedef struct s3_be {
     pthread_mutex_t pool_mu;
     CURL *pool[S3_POOL];
     size_t n_pool;
+    /* fills of the cache in flight (s3_fill.c) */
+    pthread_mutex_t fill_mu;
+    pthread_cond_t fill_cv;
+    struct cn__s3_fill *fills;
+    unsigned fill_threads;
+    atomic_bool closing;
 } s3_be_t;
+
+struct s3_req;
+/* Called after each piece of a 2xx body written to out_fd; false cancels
+ * the request (io_err CN_E_CLOSED, not retried). */
+typedef bool (*cn__s3_progress_fn)(void *ctx, const struct s3_req *q);
 
 /* One request and what came back. */
 typedef struct s3_req {
@@ -56,7 +67,9 @@ typedef struct s3_req {
     /* answer */
     int out_fd; /* a 2xx body goes here (from out_done on), else to body */
     uint64_t out_done;
-    cn_blake3_t *out_hash; /* optional: BLAKE3 of out_fd's bytes [0, out_done) */
+    cn_blake3_t *out_hash;       /* optional: BLAKE3 of out_fd's bytes [0, out_done) */
+    cn__s3_progress_fn progress; /* optional */
+    void *progress_ctx;
     uint64_t in_sent;
     cn_buf_t body;
     long status;
@@ -67,6 +80,33 @@ typedef struct s3_req {
     bool resumed; /* this attempt asked for a Range from out_done */
     cn_err_t io_err;
 } s3_req_t;
+
+/* The object key of blob d (KEY_MAX bytes with its NUL at most). */
+#define S3_KEY_MAX 1100
+void cn__s3_blob_key(const s3_be_t *be, const cn_digest_t *d, char out[S3_KEY_MAX]);
+/* The stored form named by x-amz-meta-cairn-form's value. */
+cn_store_form_t cn__s3_form_of(const char *s);
+/* Downloads d into f (a fresh cache temp file), calling progress as its
+ * bytes land, and checks they hash to d: CN_OK with *st, CN_E_NOT_FOUND,
+ * CN_E_CORRUPT (logged), CN_E_UNAVAILABLE, or a local error.  Names
+ * nothing: the caller commits f to the cache or discards it. */
+cn_err_t cn__s3_fetch(s3_be_t *be, const cn_digest_t *d, int f, cn__s3_progress_fn progress,
+                      void *ctx, cn__be_stat_t *st);
+
+/* ---- fills of the cache (s3_fill.c) ---------------------------------------------
+ * One download per blob at a time, shared by the readers that ask for it
+ * meanwhile and readable while it lands. */
+void cn__s3_fills_init(s3_be_t *be);
+/* Asks running fills to stop and waits for their threads (backend close). */
+void cn__s3_fills_shutdown(s3_be_t *be);
+/* d is not in the cache: joins d's fill or starts one, then as the
+ * backend's open (lazy false) or open_lazy (lazy true).  *fd is the
+ * caller's, a descriptor of the complete, verified file. */
+cn_err_t cn__s3_fill_open(s3_be_t *be, const cn_digest_t *d, bool lazy, int *fd, cn__be_stat_t *st);
+/* The backend's stream op (backend.h). */
+cn_err_t cn__s3_fill_stream(s3_be_t *be, const cn_digest_t *d, uint64_t off, uint64_t len,
+                            cn_store_sink_fn sink, void *ctx, cn_blake3_t *h, uint64_t *served,
+                            bool *streamed);
 
 /* Sends q with retries: CN_OK with q->status (any answer that is not a
  * fault), CN_E_UNAVAILABLE once be's deadline passed, or a local error. */

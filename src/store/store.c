@@ -316,6 +316,11 @@ static cn_err_t packed_memfd(const cn__pack_loc_t *loc, int *fd)
 
 cn_err_t cn_store_open_fd(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t *len)
 {
+    return cn__store_open_fd(s, d, false, fd, len);
+}
+
+cn_err_t cn__store_open_fd(cn_store_t *s, const cn_digest_t *d, bool lazy, int *fd, uint64_t *len)
+{
     cn__be_stat_t st;
     cn__pack_loc_t loc;
     int f;
@@ -325,7 +330,10 @@ cn_err_t cn_store_open_fd(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t
             *len = loc.len;
         return CN_OK;
     }
-    CN_TRY(s->be->ops->open(s->be, d, &f, &st));
+    if (lazy && s->be->ops->open_lazy)
+        CN_TRY(s->be->ops->open_lazy(s->be, d, &f, &st));
+    else
+        CN_TRY(s->be->ops->open(s->be, d, &f, &st));
     if (st.form != CN_STORE_RAW) {
         close(f);
         return CN_E_UNSUPPORTED;

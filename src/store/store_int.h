@@ -197,6 +197,10 @@ static inline uint32_t cn__le32_get(const uint8_t *p)
 
 /* staging name helpers (store.c) */
 cn_err_t cn__store_staging_name(char out[48]);
+/* cn_store_open_fd; lazy: a blob the backend is still fetching may be
+ * CN_E_UNSUPPORTED (read it with cn_store_read_range, which streams it),
+ * as the faces' descriptor paths allow (store.h). */
+cn_err_t cn__store_open_fd(cn_store_t *s, const cn_digest_t *d, bool lazy, int *fd, uint64_t *len);
 /* name has the form cn__store_staging_name gives: "<shard>/<32 hex>.part",
  * which no blob name has (W1: only such names are ever written). */
 static inline bool cn__store_is_staged_name(const char *name)

@@ -61,6 +61,18 @@ class Tier:
         self.node = S3Server(srv.start(wait_for=("http", "jay")))
         return self.node
 
+    def start_behind(self, make_proxy):
+        """The backend with its bucket, make_proxy(backend port) in front of
+        it, and the node (with its bucket "front") reaching it through that
+        proxy, which is returned."""
+        self.start_backend()
+        self.backend.client().create_bucket(Bucket=BUCKET)
+        proxy = make_proxy(self.backend_port)
+        self.backend_endpoint = lambda: "http://127.0.0.1:%d" % proxy.port
+        self.start_node()
+        self.node.client().create_bucket(Bucket="front")
+        return proxy
+
     def backend_endpoint(self):
         return "http://127.0.0.1:%d" % self.backend_port
 
@@ -346,12 +358,7 @@ def test_throttling_and_5xx_are_retried(tmp_path):
     t = Tier(tmp_path)
     proxy = None
     try:
-        t.start_backend()
-        t.backend.client().create_bucket(Bucket=BUCKET)
-        proxy = FlakyProxy(t.backend_port)
-        t.backend_endpoint = lambda: "http://127.0.0.1:%d" % proxy.port
-        t.start_node()
-        t.node.client().create_bucket(Bucket="front")
+        proxy = t.start_behind(FlakyProxy)
         data = os.urandom(9000)
         proxy.fail = 3  # SlowDown three times: within the deadline, the PUT goes through
         put(t, "k", data)

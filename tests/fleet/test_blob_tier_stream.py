@@ -1,0 +1,180 @@
+"""A cache miss of the S3 blob tier is served while it lands (issue 24,
+docs/fleet.md "Bytes"): a proxy between the node and its backend cairnd holds
+the backend's answer half-way, and the client has its first bytes meanwhile;
+two readers of the same cold blob share one backend GET; bytes that do not
+hash to their name end the response before its last byte and never enter
+the cache."""
+import hashlib
+import os
+import re
+import shutil
+import socket
+import threading
+
+import pytest
+
+from test_blob_tier import BUCKET, PREFIX, Tier, get, put, tier  # noqa: F401 (a fixture)
+from blobsclient import b3  # noqa: E402 (test_blob_tier puts it on the path)
+
+SIZE = 16 << 20
+HOLD_AFTER = 4 << 20
+
+
+class HoldingProxy:
+    """Relays TCP between the node and the backend.  Once armed, an answer
+    stops after HOLD_AFTER bytes of its connection until release(), and the
+    requests sent meanwhile are kept."""
+
+    def __init__(self, backend_port):
+        self.backend_port = backend_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.gate = threading.Event()
+        self.armed = False
+        self.sent = b""
+        self.lock = threading.Lock()
+        self.socks = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def arm(self):
+        with self.lock:
+            self.armed, self.sent = True, b""
+        self.gate.clear()
+
+    def release(self):
+        self.gate.set()
+
+    def close(self):
+        self.gate.set()
+        self.listener.close()
+        for s in self.socks:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.listener.accept()
+            except OSError:
+                return
+            u = socket.create_connection(("127.0.0.1", self.backend_port))
+            self.socks += [c, u]
+            threading.Thread(target=self._up, args=(c, u), daemon=True).start()
+            threading.Thread(target=self._down, args=(u, c), daemon=True).start()
+
+    def _up(self, src, dst):
+        try:
+            while (b := src.recv(65536)):
+                with self.lock:
+                    if self.armed:
+                        self.sent += b
+                dst.sendall(b)
+        except OSError:
+            pass
+        finally:
+            _shut(dst)
+
+    def _down(self, src, dst):
+        count = 0
+        try:
+            while (b := src.recv(65536)):
+                if self.armed and not self.gate.is_set() and count + len(b) > HOLD_AFTER:
+                    cut = max(HOLD_AFTER - count, 0)
+                    dst.sendall(b[:cut])
+                    self.gate.wait()
+                    b, count = b[cut:], count + cut
+                count += len(b) if self.armed else 0
+                dst.sendall(b)
+        except OSError:
+            pass
+        finally:
+            _shut(dst)
+
+    def blob_gets(self, digest):
+        with self.lock:
+            return len(re.findall(rb"GET /%s/%s/%s " % (BUCKET.encode(), PREFIX.encode(),
+                                                         digest.encode()), self.sent))
+
+
+def _shut(s):
+    try:
+        s.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+
+@pytest.fixture
+def held(tmp_path):
+    """A tier whose node reaches its backend through a HoldingProxy."""
+    t = Tier(tmp_path)
+    proxy = t.start_behind(HoldingProxy)
+    yield t, proxy
+    proxy.release()
+    t.stop()
+    proxy.close()
+
+
+def cold_restart(t):
+    t.node.server.stop()
+    shutil.rmtree(t.node_data / "cache")
+    t.start_node()
+
+
+def test_a_cold_blob_streams_to_two_readers_from_one_backend_get(held):
+    t, proxy = held
+    data = os.urandom(SIZE)
+    put(t, "big", data)
+    d = b3(data)
+    cold_restart(t)
+    proxy.arm()
+    first = {}
+    bodies = {}
+
+    def reader(i):
+        body = t.node.client().get_object(Bucket="front", Key="big")["Body"]
+        first[i] = body.read(1 << 20)
+        bodies[i] = body
+
+    threads = [threading.Thread(target=reader, args=(i,)) for i in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(20)
+    # The backend's answer is held after 4 MiB: each reader has its first
+    # MiB all the same (a node that fetched the whole blob first would not
+    # have answered at all), and the backend was asked once.
+    assert not proxy.gate.is_set()
+    assert all(not th.is_alive() for th in threads), "no byte before the backend finished"
+    assert first[0] == first[1] == data[:1 << 20]
+    assert proxy.blob_gets(d) == 1
+    assert not t.cache_file(d).exists()  # not named before it all hashed
+    proxy.release()
+    for i in range(2):
+        rest = bodies[i].read()
+        assert hashlib.sha256(first[i] + rest).digest() == hashlib.sha256(data).digest()
+    assert t.cache_file(d).read_bytes() == data
+    # A range of a cold blob, from its middle.
+    cold_restart(t)
+    r = t.node.client().get_object(Bucket="front", Key="big", Range="bytes=9000000-9000099")
+    assert r["Body"].read() == data[9000000:9000100]
+    assert get(t, "big") == data
+
+
+def test_a_streamed_blob_that_does_not_hash_ends_before_its_last_byte(tier):
+    data = os.urandom(SIZE)
+    put(tier, "b", data)
+    garbage = bytearray(data)
+    garbage[SIZE // 2] ^= 0xFF  # one byte, in the middle
+    tier.backend.client().put_object(Bucket=BUCKET, Key="%s/%s" % (PREFIX, b3(data)),
+                                     Body=bytes(garbage))
+    cold_restart(tier)
+    for _ in range(2):  # and the second reader is not served from the cache either
+        got = b""
+        with pytest.raises(Exception):
+            body = tier.node.client().get_object(Bucket="front", Key="b")["Body"]
+            got = body.read()
+        assert len(got) < SIZE
+        assert not tier.cache_file(b3(data)).exists()
+    assert "does not hash to its name" in tier.node.server.output(tier.node.server.log_offset)

@@ -50,6 +50,7 @@ static const batch_set_t batches[] = {
     /* statements written once per engine that are no batch lookups */
     { &cn__sql_obj_set, cn__sql_obj_engine, CN_SQL_OBJ_E_COUNT },
     { &cn__sql_blobs_set, cn__sql_blobs_engine, CN_SQL_BLOBS_E_COUNT },
+    { &cn__sql_store_set, cn__sql_store_engine, CN_SQL_STORE_E_COUNT },
 };
 enum {
     NBATCHES = sizeof batches / sizeof batches[0]

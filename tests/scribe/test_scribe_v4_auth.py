@@ -368,41 +368,43 @@ def test_auth_rolled_back_to_an_older_revision_is_auth_unavailable(server_factor
         return srv
     a = start_auth()
     w = World(a, tmp_path, cert)
-    w.user("boss")
-    w.admin_call("namespace-admins-set", "boss", NS)
-    w.admin_call("servers-add", "store2", NS, "id-store2")
-    key, spki = device_key(tmp_path, "store2")
-    expires = str(int(time.time() * 1000) + 86400000)
-    rows = w.admin_call("credentials-add", "server", "store2", secrets.token_hex(16), spki,
-                        expires, "storage 2")
-    cred = tmp_path / "store2-credential.pem"
-    cred.write_text(rows[0][0] + open(key).read())
-    boss = w.access(w.credential("boss"))
-    rc, out = call(a, "trust-bundle")
-    trust = tmp_path / "trust.pem"
-    trust.write_text("".join(r[1] for r in rows_of(out)))
-    a.stop()
-    shutil.copytree(data, old)  # the auth as it is now: revision R
-    a = start_auth()
-    w.srv = a
-    w.admin_call("visibility-set", NS, "pub", "public-read")  # revision R + 1
-    conf = tmp_path / "store2.toml"
-    conf.write_text("[scribe-tls]\nnamespace = \"%s\"\nauth_server = \"%s\"\n"
-                    "auth_trust = \"%s\"\nauth_credential = \"%s\"\nauth_cache_ms = 1\n"
-                    % (NS, a.addr, trust, cred))
-    store = server_factory(args=["--jay", "off", "--http", "off", "--scribe", "off",
-                                 "--scribe-tls", "127.0.0.1:0", "--scribe-tls-cert", cert[0],
-                                 "--scribe-tls-key", cert[1], "--config", str(conf)],
-                           data=tmp_path / "store2", wait_for=("scribes",))
-    w.session(boss, store).repo_create("pub")
-    assert [r["name"] for r in w.session(None, store).repo_list()[0]] == ["pub"]  # saw R + 1
-    a.stop()
-    shutil.rmtree(data)
-    shutil.copytree(old, data)  # rolled back: the same incarnation at revision R
-    w.srv = start_auth()
-    assert code(w.session(None, store).repo_list) == "auth_unavailable"
-    assert "seen: refused" in store.output()
-    w.stop()
+    try:
+        w.user("boss")
+        w.admin_call("namespace-admins-set", "boss", NS)
+        w.admin_call("servers-add", "store2", NS, "id-store2")
+        key, spki = device_key(tmp_path, "store2")
+        expires = str(int(time.time() * 1000) + 86400000)
+        rows = w.admin_call("credentials-add", "server", "store2", secrets.token_hex(16), spki,
+                            expires, "storage 2")
+        cred = tmp_path / "store2-credential.pem"
+        cred.write_text(rows[0][0] + open(key).read())
+        boss = w.access(w.credential("boss"))
+        rc, out = call(a, "trust-bundle")
+        trust = tmp_path / "trust.pem"
+        trust.write_text("".join(r[1] for r in rows_of(out)))
+        a.stop()
+        shutil.copytree(data, old)  # the auth as it is now: revision R
+        a = start_auth()
+        w.srv = a
+        w.admin_call("visibility-set", NS, "pub", "public-read")  # revision R + 1
+        conf = tmp_path / "store2.toml"
+        conf.write_text("[scribe-tls]\nnamespace = \"%s\"\nauth_server = \"%s\"\n"
+                        "auth_trust = \"%s\"\nauth_credential = \"%s\"\nauth_cache_ms = 1\n"
+                        % (NS, a.addr, trust, cred))
+        store = server_factory(args=["--jay", "off", "--http", "off", "--scribe", "off",
+                                     "--scribe-tls", "127.0.0.1:0", "--scribe-tls-cert", cert[0],
+                                     "--scribe-tls-key", cert[1], "--config", str(conf)],
+                               data=tmp_path / "store2", wait_for=("scribes",))
+        w.session(boss, store).repo_create("pub")
+        assert [r["name"] for r in w.session(None, store).repo_list()[0]] == ["pub"]  # saw R + 1
+        a.stop()
+        shutil.rmtree(data)
+        shutil.copytree(old, data)  # rolled back: the same incarnation at revision R
+        w.srv = start_auth()
+        assert code(w.session(None, store).repo_list) == "auth_unavailable"
+        assert "seen: refused" in store.output()
+    finally:  # its relays are stopped however the test ends
+        w.stop()
 
 
 def test_tree_proof_names_its_repository_inside_the_page(world, roles):

@@ -90,6 +90,18 @@ typedef struct cn_adapter {
      * cn_conn_budget_reserve() before allocating it. */
     cn_err_t (*serve)(void *cstate, cn_conn_t *c, const uint8_t *head);
 
+    /* Optional: the next part of a reply written in parts.  serve() (or
+     * resume()) may return CN_CONN_MORE instead of 0 after a cn_conn_reply
+     * whose rest went to the loop (cn_conn_reply_pending): the worker goes
+     * back to the pool, the loop writes that rest as the client reads, and
+     * then (not reading a next request) hands the connection to a worker of
+     * the same pool, through the same shares, which calls resume().  When
+     * the reply was all written at once, resume() is called on the same
+     * worker straight away.  Returns as serve() does.  A connection closed
+     * meanwhile (deadline, stop, peer gone) gets close() only, so cstate
+     * must own whatever the next part needs. */
+    cn_err_t (*resume)(void *cstate, cn_conn_t *c);
+
     /* The connection is going away (peer closed, idle timeout, error,
      * eviction, shutdown).  Free cstate.  Runs on whichever thread owns the
      * connection; the socket may already be unusable. */
@@ -123,6 +135,9 @@ typedef struct cn_adapter {
      * first request. */
     bool idle_pending;
 } cn_adapter_t;
+
+/* serve()/resume(): the reply continues (cn_adapter_t.resume). */
+#define CN_CONN_MORE 1
 
 /* ---- limits -----------------------------------------------------------------
  * Admission and deadlines, per listener.  cn_limits_default() fills the values

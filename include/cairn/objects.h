@@ -551,6 +551,20 @@ CN_API cn_err_t cn_objects_reader_send(cn_objects_reader_t *rd, cn_objects_send_
 CN_API cn_err_t cn_objects_reader_send_shared(cn_objects_reader_t *rd,
                                               cn_objects_send_fd_fn send_fd,
                                               cn_objects_write_fn write, void *ctx);
+/* As cn_objects_reader_send_shared, from the range's byte from on: a body
+ * sent in parts resumes where a callback stopped it (it counts what it
+ * took).  Any number of calls, one at a time. */
+CN_API cn_err_t cn_objects_reader_send_at(cn_objects_reader_t *rd, uint64_t from,
+                                          cn_objects_send_fd_fn send_fd, cn_objects_write_fn write,
+                                          void *ctx);
+/* The reader's bytes at pos (counted from the start of its range) into buf,
+ * at most max and within one stored segment: *n bytes, 0 at the end.  It
+ * keeps no position, so a body made piece by piece may ask for each piece
+ * on another worker (never two at once).  The piece that ends the range is
+ * the one a blob still being fetched verifies whole before it is served
+ * (cn_store_read_part).  CN_E_CORRUPT / -errno from the store. */
+CN_API cn_err_t cn_objects_reader_read_at(cn_objects_reader_t *rd, uint64_t pos, void *buf,
+                                          size_t max, size_t *n);
 CN_API void cn_objects_reader_free(cn_objects_reader_t *rd); /* NULL is a no-op */
 
 /* The parts of the current version, in order (S3 GetObjectAttributes

@@ -201,6 +201,13 @@ CN_API cn_err_t cn_store_read_range(cn_store_t *s, const cn_digest_t *d, uint64_
 /* The same into buf (at most cap bytes are served; *n = bytes served). */
 CN_API cn_err_t cn_store_read_range_buf(cn_store_t *s, const cn_digest_t *d, uint64_t off,
                                         void *buf, size_t cap, size_t *n, cn_digest_t *slice);
+/* One part of what a caller serves in parts (a body made piece by piece),
+ * into buf as cn_store_read_range_buf.  A blob that the S3 tier is still
+ * fetching serves a part that is not the caller's last (last false) as its
+ * bytes land; the last part waits until the whole blob hashed to d, so a
+ * caller that ends with it never completes unverified bytes. */
+CN_API cn_err_t cn_store_read_part(cn_store_t *s, const cn_digest_t *d, uint64_t off, void *buf,
+                                   size_t cap, size_t *n, bool last);
 
 typedef struct cn_store_stat {
     uint64_t len;        /* logical length */

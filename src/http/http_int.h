@@ -124,6 +124,11 @@ typedef struct cn__hconn {
     pthread_mutex_t mu; /* resume_gen, for cn_http_req_resume from any thread */
     pthread_cond_t cv;
     uint64_t resume_gen;
+    /* A response in parts (CN_CONN_MORE): its request, kept with buf (and
+     * the budget for it) until its last part is written or the connection
+     * closes. */
+    struct cn_http_req *more;
+    bool more_keep;
 } cn__hconn_t;
 
 enum {
@@ -199,6 +204,14 @@ struct cn_http_req {
         void (*done)(void *ctx);
         void *ctx;
     } rb;
+    /* a producer's body in progress (response.c stream_run) */
+    struct {
+        cn_buf_t head; /* the response head, until it is written */
+        char *buf;
+        uint64_t pos;
+        int64_t start;
+        bool chunked;
+    } stream;
     uint64_t resp_len;
     void *data;
     int64_t start_ns;
@@ -256,6 +269,12 @@ void cn__resp_discard(cn_http_req_t *r);
 /* Sends r's response on its connection; keep is false when the connection
  * closes after it.  A failure leaves the stream unusable: close. */
 cn_err_t cn__resp_send(cn_http_req_t *r, bool keep);
+/* The next part of a response cn__resp_send (or this) left with
+ * CN_CONN_MORE; the same returns. */
+cn_err_t cn__resp_resume(cn_http_req_t *r);
+/* Ends a response left in parts without writing more (the connection is
+ * closing): its producer released. */
+void cn__resp_abandon(cn_http_req_t *r);
 /* Waits, on the worker, until cn_http_req_resume was called after r's
  * wait_gen was taken, or until deadline (CN_E_TIMEOUT), or the peer is gone
  * (CN_E_CLOSED). */
@@ -269,6 +288,10 @@ int64_t cn__rolling_deadline(cn_conn_t *c, int64_t start_ms, uint64_t bytes);
 const char *cn__http_date(void);
 /* serve.c: the adapter's serve() */
 cn_err_t cn__serve(void *cstate, cn_conn_t *c, const uint8_t *head);
+/* The adapter's resume(): the next part of the response cn__serve left. */
+cn_err_t cn__serve_resume(void *cstate, cn_conn_t *c);
+/* At close: a response left in parts is ended and its request freed. */
+void cn__serve_abandon(cn__hconn_t *hc);
 /* serve.c: the adapter's fast(): a bodiless GET or HEAD whose whole request
  * the loop already holds, offered to a CN_HTTP_ROUTE_LOOP route on the loop
  * thread; 1 answered, 0 declined (nothing consumed, nothing written), < 0

@@ -4,12 +4,13 @@
  * once the request is over: the head and a small body in one writev, a
  * file body by sendfile(2) behind its head on plaintext, a producer's bytes
  * through one bounded buffer (chunked when its length is unknown).  Each
- * write is bounded by the listener's deadline for its length.  A reply
- * without a producer goes through cn_conn_reply: when the client does not
- * take it as fast as it is written, the rest is handed to the network loop
- * and the worker is free (a stalled reader cannot hold one); a producer's
- * body blocks its worker.  Also the suspend/resume of a request, and S3
- * XML errors. */
+ * write is bounded by the listener's deadline for its length.  Replies go
+ * through cn_conn_reply: when the client does not take them as fast as they
+ * are written, the rest is handed to the network loop and the worker is
+ * free (a stalled reader cannot hold one); a producer's body does so piece
+ * by piece, its next piece produced on a worker once the client took the
+ * last (CN_CONN_MORE).  A pushed body still blocks its worker.  Also the
+ * suspend/resume of a request, and S3 XML errors. */
 #include "http_int.h"
 
 #include <errno.h>
@@ -345,23 +346,40 @@ int64_t cn__rolling_deadline(cn_conn_t *c, int64_t start_ms, uint64_t bytes)
 }
 
 /* ---- bodies ------------------------------------------------------------------------ */
-/* A producer's bytes, through one buffer; chunked framing when asked. */
-static cn_err_t send_stream(cn_http_req_t *r, bool chunked)
+/* The head, if it is not written yet, in front of iov's bytes, by
+ * cn_conn_reply (so a client that stops reading holds no worker). */
+static cn_err_t stream_reply(cn_http_req_t *r, struct iovec *iov, int n, int64_t deadline)
+{
+    struct iovec all[4];
+    int k = 0;
+    if (r->stream.head.len)
+        all[k++] = (struct iovec){ r->stream.head.data, r->stream.head.len };
+    for (int i = 0; i < n && k < 4; i++)
+        if (iov[i].iov_len)
+            all[k++] = iov[i];
+    cn_err_t e = cn_conn_reply(r->hc->c, all, k, -1, 0, 0, deadline);
+    cn_buf_free(&r->stream.head); /* written, or the stream is broken */
+    return e;
+}
+
+/* A producer's bytes, through one buffer, with chunked framing when asked,
+ * from r->stream.pos on.  Each piece goes out through cn_conn_reply: when
+ * the client does not take it at once, CN_CONN_MORE leaves the rest of it
+ * to the loop, and cn__resp_resume goes on from there on a worker. */
+static cn_err_t stream_run(cn_http_req_t *r)
 {
     cn_conn_t *c = r->hc->c;
-    uint64_t len = r->rb.len, pos = 0;
-    char *buf = malloc(CN__STREAM_BUF);
-    if (!buf)
-        return -ENOMEM;
-    int64_t start = cn_mono_ms();
+    uint64_t len = r->rb.len;
     cn_err_t e = CN_OK;
-    while (len == CN_HTTP_LEN_UNKNOWN || pos < len) {
+    while (len == CN_HTTP_LEN_UNKNOWN || r->stream.pos < len) {
         size_t want = CN__STREAM_BUF;
-        if (len != CN_HTTP_LEN_UNKNOWN && len - pos < want)
-            want = (size_t)(len - pos);
-        ssize_t n = r->rb.read(r->rb.ctx, pos, buf, want);
-        if (n == CN_HTTP_STREAM_WAIT) {
-            e = cn__req_wait_resume(r, cn_conn_deadline_for(c, 0));
+        if (len != CN_HTTP_LEN_UNKNOWN && len - r->stream.pos < want)
+            want = (size_t)(len - r->stream.pos);
+        ssize_t n = r->rb.read(r->rb.ctx, r->stream.pos, r->stream.buf, want);
+        if (n == CN_HTTP_STREAM_WAIT) { /* the head goes before a wait */
+            e = r->stream.head.len ? stream_reply(r, NULL, 0, cn_conn_deadline_for(c, 0)) : 0;
+            if (!e)
+                e = cn__req_wait_resume(r, cn_conn_deadline_for(c, 0));
             if (e)
                 break;
             continue;
@@ -375,21 +393,47 @@ static cn_err_t send_stream(cn_http_req_t *r, bool chunked)
         if ((size_t)n > want)
             n = (ssize_t)want;
         char pre[24];
-        struct iovec iov[3] = { { pre, 0 }, { buf, (size_t)n }, { (void *)"\r\n", 0 } };
-        if (chunked) {
+        struct iovec iov[3] = { { pre, 0 }, { r->stream.buf, (size_t)n }, { (void *)"\r\n", 0 } };
+        if (r->stream.chunked) {
             iov[0].iov_len = (size_t)snprintf(pre, sizeof pre, "%zx\r\n", (size_t)n);
             iov[2].iov_len = 2;
         }
-        pos += (uint64_t)n;
-        e = cn_conn_writev(c, iov, 3, cn__rolling_deadline(c, start, pos));
+        r->stream.pos += (uint64_t)n;
+        e = stream_reply(r, iov, 3, cn__rolling_deadline(c, r->stream.start, r->stream.pos));
+        bool last = len != CN_HTTP_LEN_UNKNOWN && r->stream.pos >= len;
+        if (!e && !last && cn_conn_reply_pending(c))
+            return CN_CONN_MORE;
         if (e)
             break;
     }
-    if (!e && chunked)
-        e = cn_conn_write_all(c, "0\r\n\r\n", 5, cn_conn_deadline_for(c, 5));
-    free(buf);
-    r->resp_len = pos;
+    struct iovec end = { (void *)"0\r\n\r\n", r->stream.chunked ? 5 : 0 };
+    if (!e && (end.iov_len || r->stream.head.len))
+        e = stream_reply(r, &end, 1, cn_conn_deadline_for(c, 5));
+    r->resp_len = r->stream.pos;
     return e;
+}
+
+static void stream_end(cn_http_req_t *r)
+{
+    free(r->stream.buf);
+    r->stream.buf = NULL;
+    cn_buf_free(&r->stream.head);
+}
+
+cn_err_t cn__resp_resume(cn_http_req_t *r)
+{
+    cn_err_t e = stream_run(r);
+    if (e == CN_CONN_MORE)
+        return e;
+    stream_end(r);
+    body_release(r);
+    return e;
+}
+
+void cn__resp_abandon(cn_http_req_t *r)
+{
+    stream_end(r);
+    body_release(r);
 }
 
 struct cn_http_body {
@@ -473,17 +517,27 @@ cn_err_t cn__resp_send(cn_http_req_t *r, bool keep)
         uint64_t flen = file ? len : 0;
         e = cn_conn_reply(c, iov, mem ? 2 : 1, file ? r->rb.fd : -1, file ? r->rb.off : 0, flen,
                           cn_conn_deadline_for(c, h.len + iov[1].iov_len + flen));
+    } else if (r->rb.kind == CN__RB_STREAM) {
+        /* A producer's pieces, each by cn_conn_reply: a client that stops
+         * reading gets the rest of a piece from the loop, and the next one
+         * from a worker once it took that (CN_CONN_MORE). */
+        r->stream.head = h;
+        h = (cn_buf_t){ 0 };
+        r->stream.chunked = frame == FRAME_CHUNKED;
+        r->stream.start = cn_mono_ms();
+        r->stream.buf = malloc(CN__STREAM_BUF);
+        e = r->stream.buf ? cn__resp_resume(r) : -ENOMEM;
+        if (e == CN_CONN_MORE)
+            return e;
     } else {
-        /* A producer's body is written by the worker that runs the
-         * producer (it may decode, wait for a resume), blocking with
-         * deadlines. */
+        /* A pushed body is written by the worker that runs its source (a
+         * decoder's callback), blocking with deadlines. */
         e = cn_conn_write_all(c, h.data, h.len, cn_conn_deadline_for(c, h.len));
-        if (!e && body && r->rb.kind == CN__RB_STREAM)
-            e = send_stream(r, frame == FRAME_CHUNKED);
-        else if (!e && body && r->rb.kind == CN__RB_PUSH)
+        if (!e)
             e = send_push(r);
     }
     cn_buf_free(&h);
+    stream_end(r);
     body_release(r);
     return e;
 }

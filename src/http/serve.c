@@ -517,6 +517,22 @@ static void answer_slow_down(cn_conn_t *c)
     (void)cn_conn_write_all(c, msg, n, cn_conn_deadline_for(c, 0));
 }
 
+/* The end of a request whose answer went out (or failed with e): the
+ * pipelined bytes handed back, the request and the read buffer freed. */
+static cn_err_t serve_end(cn__hconn_t *hc, cn_http_req_t *r, cn_err_t e, bool keep, bool record)
+{
+    if (!e && !keep)
+        e = CN_E_CLOSED;
+    if (!e && hc->off < hc->len) /* a pipelined request: the loop dispatches it at once */
+        e = cn_conn_unread(hc->c, hc->buf + hc->off, hc->len - hc->off);
+    if (r)
+        req_end(r, record);
+    free(hc->buf);
+    hc->buf = NULL;
+    cn_conn_budget_release(hc->c, hc->cap);
+    return e;
+}
+
 cn_err_t cn__serve(void *cstate, cn_conn_t *c, const uint8_t *head)
 {
     (void)head;
@@ -532,7 +548,7 @@ cn_err_t cn__serve(void *cstate, cn_conn_t *c, const uint8_t *head)
     hc->filled = false;
     hc->buf = malloc(CN__READ_BUF);
     cn_http_req_t *r = hc->buf ? req_new(hc) : NULL;
-    bool record = false;
+    bool record = false, keep = false;
     if (!r) {
         e = -ENOMEM;
         goto out;
@@ -562,20 +578,37 @@ cn_err_t cn__serve(void *cstate, cn_conn_t *c, const uint8_t *head)
     }
     if (!r->responded)
         cn__framework_error(r, CN_S3E_INTERNAL_ERROR, NULL);
-    bool keep = r->keep_alive && !r->close_after && r->head.msg_done && !r->head.p.upgrade &&
-                !cn_conn_stopping(c);
+    keep = r->keep_alive && !r->close_after && r->head.msg_done && !r->head.p.upgrade &&
+           !cn_conn_stopping(c);
     e = r->responded ? cn__resp_send(r, keep) : -ENOMEM;
-    if (!e && !keep)
-        e = CN_E_CLOSED;
-    if (!e && hc->off < hc->len) /* a pipelined request: the loop dispatches it at once */
-        e = cn_conn_unread(c, hc->buf + hc->off, hc->len - hc->off);
+    if (e == CN_CONN_MORE) { /* the rest in parts: cn__serve_resume */
+        hc->more = r;
+        hc->more_keep = keep;
+        return e;
+    }
 out:
-    if (r)
-        req_end(r, record);
-    free(hc->buf);
-    hc->buf = NULL;
-    cn_conn_budget_release(c, hc->cap);
-    return e;
+    return serve_end(hc, r, e, keep, record);
+}
+
+cn_err_t cn__serve_resume(void *cstate, cn_conn_t *c)
+{
+    cn__hconn_t *hc = cstate;
+    cn_http_req_t *r = hc->more;
+    hc->c = c;
+    cn_err_t e = r ? cn__resp_resume(r) : CN_E_INVALID;
+    if (e == CN_CONN_MORE)
+        return e;
+    hc->more = NULL;
+    return serve_end(hc, r, e, hc->more_keep, true);
+}
+
+void cn__serve_abandon(cn__hconn_t *hc)
+{
+    if (!hc->more)
+        return;
+    cn__resp_abandon(hc->more);
+    (void)serve_end(hc, hc->more, CN_E_CLOSED, false, true);
+    hc->more = NULL;
 }
 
 /* ---- on the loop ------------------------------------------------------------------- */

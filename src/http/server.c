@@ -65,6 +65,7 @@ static void http_close(void *cstate)
     cn__hconn_t *hc = cstate;
     if (!hc)
         return;
+    cn__serve_abandon(hc);
     pthread_cond_destroy(&hc->cv);
     pthread_mutex_destroy(&hc->mu);
     free(hc->buf);
@@ -141,6 +142,7 @@ static void adapter_init(cn_http_server_t *s)
         .open = http_open,
         .classify = http_classify,
         .serve = cn__serve,
+        .resume = cn__serve_resume,
         .close = http_close,
     };
 }

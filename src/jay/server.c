@@ -205,6 +205,7 @@ static void jay_close(void *cstate)
     cn__jay_conn_t *jc = cstate;
     if (!jc)
         return;
+    cn_objects_reader_free(jc->more.rd); /* a body left in parts */
     cn_buf_free(&jc->out);
     free(jc->io);
     free(jc);
@@ -354,9 +355,9 @@ out:
     if (reserved)
         cn_conn_budget_release(c, k.hdr.meta_len);
     /* Keep the per-connection buffer small between requests. */
-    if (jc->out.cap > 2 * CN_JAY_IO_BUF)
+    if (jc->out.cap > 2 * CN_JAY_IO_BUF && !jc->more.rd)
         cn_buf_free(&jc->out);
-    return err < 0 ? err : 0;
+    return err < 0 ? err : err == CN_CONN_MORE ? err : 0;
 }
 
 /* Bodies the loop may send itself (cn_adapter_t.fast); the rest go to a
@@ -405,6 +406,7 @@ static const cn_adapter_t cn_jay_adapter = {
     .open = cn__jay_open,
     .classify = jay_classify,
     .serve = jay_serve,
+    .resume = cn__jay_resume,
     .close = jay_close,
     .fast = jay_fast,
 };

@@ -30,6 +30,13 @@ typedef struct cn__jay_conn {
      * here, without a budget reservation or an allocation: it is part of
      * the connection's fixed cost, like the head the loop reads. */
     uint8_t meta_small[CN_JAY_META_INLINE];
+    /* An object body sent in parts (CN_CONN_MORE): its reader and how much
+     * of it went out; the next part is sent by cn__jay_resume. */
+    struct {
+        cn_objects_reader_t *rd;
+        uint64_t sent;
+        int64_t deadline;
+    } more;
 } cn__jay_conn_t;
 
 #define CN_JAY_MAX_STRS 8
@@ -86,6 +93,8 @@ cn_err_t cn__jay_op(cn__jay_call_t *k);
  * consumed): 0 = declined (nothing consumed or written), 1 = answered,
  * < 0 = close.  Declines a body over max_body. */
 int cn__jay_get_fast(cn__jay_call_t *k, uint64_t max_body);
+/* The adapter's resume(): the next part of an object body (jc->more). */
+cn_err_t cn__jay_resume(void *cstate, cn_conn_t *c);
 
 /* "2026-12-02T14:44:49.123Z" for Unix ms. */
 void cn__jay_time(int64_t ms, char out[CN_RFC3339_LEN]);

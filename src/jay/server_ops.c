@@ -148,31 +148,37 @@ static cn_err_t op_list_buckets(cn__jay_call_t *k)
 /* ---- object reads ---------------------------------------------------------------- */
 /* The response header and metadata (jc->out) go out with the first body
  * bytes: a small object in one write, a large one ahead of its sendfile.
- * Every write goes through cn_conn_reply, so when the client stops reading,
- * the last segment's rest is finished by the connection's loop and the
- * worker is free (an earlier segment's rest is finished, blocking, by the
- * next write, which keeps the stream in order). */
+ * Every write goes through cn_conn_reply; when the client does not take a
+ * segment (or a decoded piece) at once, its rest goes to the connection's
+ * loop and the send stops there (CN_CONN_MORE): the worker is free, and the
+ * body goes on from where it stopped on a worker once the client took that
+ * rest (cn__jay_resume).  A stalled reader holds no worker. */
 typedef struct {
-    cn__jay_call_t *k;
+    cn_conn_t *c;
+    cn_buf_t *head; /* NULL once sent */
     int64_t deadline;
-    bool head_sent;
+    uint64_t sent, len; /* body bytes handed to cn_conn_reply, of len */
 } cn_jay_send_t;
 
 /* Writes p (n bytes) then len bytes of fd from off (fd < 0: none), after the
- * response head if it has not gone yet. */
+ * response head if it has not gone yet; CN_CONN_MORE when the loop holds a
+ * rest and the body is not done. */
 static cn_err_t jay_send(cn_jay_send_t *s, const void *p, size_t n, int fd, uint64_t off,
                          uint64_t len)
 {
     struct iovec iov[2];
     int cnt = 0;
-    if (!s->head_sent) {
-        cn_buf_t *o = &s->k->jc->out;
-        iov[cnt++] = (struct iovec){ o->data, o->len };
-        s->head_sent = true;
+    if (s->head) {
+        iov[cnt++] = (struct iovec){ s->head->data, s->head->len };
+        s->head = NULL;
     }
     if (n)
         iov[cnt++] = (struct iovec){ (void *)p, n };
-    return cn_conn_reply(s->k->c, iov, cnt, fd, off, len, s->deadline);
+    cn_err_t err = cn_conn_reply(s->c, iov, cnt, fd, off, len, s->deadline);
+    s->sent += n + (fd >= 0 ? len : 0);
+    if (!err && s->sent < s->len && cn_conn_reply_pending(s->c) && !cn_conn_on_loop(s->c))
+        return CN_CONN_MORE;
+    return err;
 }
 
 static cn_err_t jay_send_fd(void *ctx, int fd, uint64_t off, uint64_t len)
@@ -183,6 +189,40 @@ static cn_err_t jay_send_fd(void *ctx, int fd, uint64_t off, uint64_t len)
 static cn_err_t jay_send_buf(void *ctx, const void *p, size_t n)
 {
     return jay_send(ctx, p, n, -1, 0, 0);
+}
+
+/* The body of rd from sc->sent on: 0 when it is all out, CN_CONN_MORE with
+ * rd kept in jc->more for the next part, CN_E_CLOSED when it broke after
+ * bytes went out (logged), another error when nothing did. */
+static cn_err_t jay_body(cn__jay_conn_t *jc, cn_objects_reader_t *rd, cn_jay_send_t *sc,
+                         const char *what)
+{
+    bool fresh = sc->head != NULL;
+    cn_err_t err = cn_objects_reader_send_at(rd, sc->sent, jay_send_fd, jay_send_buf, sc);
+    if (err == CN_CONN_MORE) {
+        jc->more.rd = rd;
+        jc->more.sent = sc->sent;
+        jc->more.deadline = sc->deadline;
+        return err;
+    }
+    cn_objects_reader_free(rd);
+    if (err < 0 && !(fresh && sc->head)) {
+        cn_warn("jay", "conn %llu: body of %s stopped: %s", (unsigned long long)cn_conn_id(sc->c),
+                what, cn_strerror(err));
+        err = CN_E_CLOSED; /* part of a promised body went out: the stream is gone */
+    }
+    return err;
+}
+
+cn_err_t cn__jay_resume(void *cstate, cn_conn_t *c)
+{
+    cn__jay_conn_t *jc = cstate;
+    cn_objects_reader_t *rd = jc->more.rd;
+    if (!rd)
+        return CN_E_INVALID;
+    jc->more.rd = NULL;
+    cn_jay_send_t sc = { c, NULL, jc->more.deadline, jc->more.sent, cn_objects_reader_len(rd) };
+    return jay_body(jc, rd, &sc, "an object");
 }
 
 /* Fills r with the object-info layout from info; kv must hold info->nmeta. */
@@ -287,18 +327,12 @@ static cn_err_t get_answer(cn__jay_call_t *k, cn_jay_got_t *g)
         err = len ? cn__jay_reply_encode(k, &r, (int64_t)len) : cn__jay_reply(k, &r, 0);
         if (err >= 0 && len) {
             uint64_t total = k->jc->out.len + len;
-            cn_jay_send_t sc = { k, cn_conn_deadline_for(k->c, total), false };
-            err = cn_objects_reader_send_shared(g->rd, jay_send_fd, jay_send_buf, &sc);
-            if (err < 0 && !sc.head_sent) {
-                /* Nothing promised yet (the blob could not be opened):
-                 * an answer, not a cut. */
-                err = cn__jay_fail(k, err);
-            } else if (err < 0) {
-                cn_warn("jay", "conn %llu: body of %s stopped: %s",
-                        (unsigned long long)cn_conn_id(k->c), g->key, cn_strerror(err));
-                /* Part of a promised body went out: the stream is gone. */
-                err = CN_E_CLOSED;
-            }
+            cn_jay_send_t sc = { k->c, &k->jc->out, cn_conn_deadline_for(k->c, total), 0, len };
+            cn_objects_reader_t *rd = g->rd;
+            g->rd = NULL; /* jay_body's */
+            err = jay_body(k->jc, rd, &sc, g->key);
+            if (err < 0 && err != CN_E_CLOSED && sc.head)
+                err = cn__jay_fail(k, err); /* nothing promised yet: an answer, not a cut */
         } else if (err < 0 && len) {
             err = cn__jay_fail(k, err); /* over a layout cap: nothing sent */
         }

@@ -446,13 +446,18 @@ static void tail_run(cn__loop_t *l, cn_conn_t *c)
     cn_err_t e = cn__tail_write(c);
     if (e == CN_E_AGAIN)
         return; /* still registered for writing */
-    bool close = e < 0 || c->tail.close_after || atomic_load(&l->srv->stopping);
+    /* A reply in parts is finished at a stop, as a request in flight is. */
+    bool close = e < 0 || ((c->tail.close_after || atomic_load(&l->srv->stopping)) && !c->more);
     if (e < 0)
         cn_debug("net", "%s connection %llu from %s: reply: %s", c->ls->ad->name,
                  (unsigned long long)c->id, c->peer_text, cn_strerror(e));
     cn__tail_free(c);
     if (close) {
         drop(l, c);
+        return;
+    }
+    if (c->more) { /* the reply's next part, on a worker of the same pool */
+        loop_dispatch(l, c, c->pool);
         return;
     }
     c->st = CN__ST_IDLE;
@@ -670,7 +675,18 @@ void cn__worker_run(void *arg, void *item)
         if (e < 0)
             goto fail;
     } else {
-        e = ad->serve(c->cstate, c, ad->head_len ? c->head : NULL);
+        bool more = c->more;
+        c->more = false;
+        e = more ? ad->resume(c->cstate, c)
+                 : ad->serve(c->cstate, c, ad->head_len ? c->head : NULL);
+        while (e == CN_CONN_MORE && ad->resume && !c->tail.set)
+            e = ad->resume(c->cstate, c); /* all written: the next part at once */
+        if (e == CN_CONN_MORE && c->tail.set && ad->resume) {
+            c->more = true; /* after the tail (tail_run) */
+            e = CN_OK;
+        } else if (e > 0) {
+            e = CN_E_INVALID; /* CN_CONN_MORE without a resume() */
+        }
         if (e < 0 && c->tail.set) {
             /* The reply's rest is the loop's to write; the close the
              * failure (or the reply) asks for comes after it. */

@@ -242,6 +242,7 @@ struct cn_conn {
     bool armed;     /* registered and able to report: persistent, or one-shot not yet fired */
     bool persist;   /* registered level-triggered, not one-shot (loop.c, watch) */
     bool to_worker; /* its last request went to a worker, not answered by the loop (watch) */
+    bool more;      /* after its tail, resume() on a worker (CN_CONN_MORE), not a next request */
     int poll_mask;
     bool closing; /* the worker failed it: the loop closes it */
     /* The loop is answering a request itself (cn_adapter_t.fast): reads

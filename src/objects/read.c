@@ -91,11 +91,18 @@ static cn_err_t obj_sink(void *ctx, const void *p, size_t n)
     return s->write(s->ctx, p, n);
 }
 
-static cn_err_t obj_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn send_fd,
-                                cn_objects_write_fn write, void *ctx, bool borrow)
+/* Serves the range from its byte from on (the segments before it skipped,
+ * the one holding it entered at the right offset). */
+static cn_err_t obj_reader_send(cn_objects_reader_t *rd, uint64_t from,
+                                cn_objects_send_fd_fn send_fd, cn_objects_write_fn write, void *ctx,
+                                bool borrow)
 {
     for (size_t i = 0; i < rd->nsegs; i++) {
-        cn_obj_seg_t *s = &rd->segs[i];
+        cn_obj_seg_t part = rd->segs[i], *s = &part;
+        uint64_t skip = from < s->len ? from : s->len;
+        from -= skip;
+        s->off += skip;
+        s->len -= skip;
         if (!s->len)
             continue;
         /* The descriptor held since the get serves a borrower, and an owner
@@ -138,7 +145,7 @@ static cn_err_t obj_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn s
 cn_err_t cn_objects_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn send_fd,
                                 cn_objects_write_fn write, void *ctx)
 {
-    return obj_reader_send(rd, send_fd, write, ctx, false);
+    return obj_reader_send(rd, 0, send_fd, write, ctx, false);
 }
 
 /* The descriptor may be shared with other readers (the store's cache of open
@@ -147,7 +154,52 @@ cn_err_t cn_objects_reader_send(cn_objects_reader_t *rd, cn_objects_send_fd_fn s
 cn_err_t cn_objects_reader_send_shared(cn_objects_reader_t *rd, cn_objects_send_fd_fn send_fd,
                                        cn_objects_write_fn write, void *ctx)
 {
-    return obj_reader_send(rd, send_fd, write, ctx, true);
+    return obj_reader_send(rd, 0, send_fd, write, ctx, true);
+}
+
+cn_err_t cn_objects_reader_send_at(cn_objects_reader_t *rd, uint64_t from,
+                                   cn_objects_send_fd_fn send_fd, cn_objects_write_fn write,
+                                   void *ctx)
+{
+    return obj_reader_send(rd, from, send_fd, write, ctx, true);
+}
+
+/* n bytes of fd at off into buf: CN_E_CORRUPT if the file is shorter. */
+static cn_err_t pread_exact(int fd, void *buf, size_t n, uint64_t off)
+{
+    for (size_t got = 0; got < n;) {
+        ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? -errno : CN_E_CORRUPT;
+        got += (size_t)r;
+    }
+    return CN_OK;
+}
+
+cn_err_t cn_objects_reader_read_at(cn_objects_reader_t *rd, uint64_t pos, void *buf, size_t max,
+                                   size_t *n)
+{
+    *n = 0;
+    uint64_t base = 0;
+    for (size_t i = 0; i < rd->nsegs; base += rd->segs[i++].len) {
+        const cn_obj_seg_t *s = &rd->segs[i];
+        if (pos >= base + s->len)
+            continue;
+        uint64_t in = pos - base;
+        size_t want = s->len - in < max ? (size_t)(s->len - in) : max;
+        cn_err_t err;
+        if (s->held) { /* its descriptor reads by offset, shared or not */
+            err = pread_exact(s->fd, buf, want, s->base + s->off + in);
+            *n = err ? 0 : want;
+            return err;
+        }
+        bool last = pos + want == rd->len;
+        err = cn_store_read_part(rd->store, &s->digest, s->off + in, buf, want, n, last);
+        return err ? err : *n == want ? CN_OK : CN_E_CORRUPT;
+    }
+    return CN_OK;
 }
 
 /* Fills info, and acl when not NULL (its ACL through o's cache; o may be

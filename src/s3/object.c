@@ -427,21 +427,19 @@ static void segs_done(void *ctx)
     free(ctx);
 }
 
-/* A body for blobs that are not raw files (LZ4 envelopes): the reader
- * decodes on the worker that serves the request, each decoded piece going
- * straight into the framework's bounded buffer (cn_http_respond_push); no
- * thread, no copy of the whole. */
-static cn_err_t pump_write(void *ctx, const void *p, size_t n)
+/* A body for blobs that are not raw files (LZ4 envelopes, a blob the S3
+ * tier is still fetching): piece by piece from the reader's position
+ * (cn_objects_reader_read_at), decoded on whichever worker the framework
+ * runs the piece on; the client's pace decides, no worker waits for it. */
+static ssize_t pump_read(void *ctx, uint64_t pos, char *buf, size_t max)
 {
-    return cn_http_body_write(ctx, p, n);
-}
-
-static cn_err_t pump_fill(void *ctx, cn_http_body_t *out)
-{
-    cn_err_t e = cn_objects_reader_send(ctx, NULL, pump_write, out);
-    if (e && e != CN_E_CLOSED && e != CN_E_TIMEOUT)
+    size_t n = 0;
+    cn_err_t e = cn_objects_reader_read_at(ctx, pos, buf, max, &n);
+    if (e) {
         cn_warn(CN__MOD, "object read failed: %s", cn_strerror(e));
-    return e; /* a failed read must not look like a complete body: the framework closes */
+        return -1; /* a failed read must not look like a complete body: the framework closes */
+    }
+    return (ssize_t)n;
 }
 
 static void pump_done(void *ctx)
@@ -507,7 +505,7 @@ static cn_err_t send_body(cn__s3_rq_t *q, int status, const char *ct, cn_objects
         return e ? e : cn_http_respond(q->r, status, ct, buf, (size_t)len);
     }
     if (pump)
-        return cn_http_respond_push(q->r, status, ct, len, pump_fill, pump_done, rd);
+        return cn_http_respond_stream(q->r, status, ct, len, pump_read, pump_done, rd);
     cn__segs_t *s = calloc(1, sizeof *s);
     if (!s) {
         cn_objects_reader_free(rd);

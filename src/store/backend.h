@@ -60,13 +60,14 @@ typedef struct cn__backend_ops {
     /* Optional: serves the stored bytes [off, off+len) of d (clamped to its
      * end; off past the end is CN_E_RANGE) to sink while a fetch of d is in
      * flight, h receiving exactly the served bytes and *served their count.
-     * The final piece of the range goes to sink only once all of d's bytes
-     * hashed to d, so a failed fetch always ends a read before its range is
-     * complete.  *streamed = false (and nothing served) when no fetch of a
-     * raw d is in flight: read it through open. */
+     * With hold, the final piece of the range goes to sink only once all of
+     * d's bytes hashed to d, so a failed fetch always ends a read before its
+     * range is complete (a caller serving in parts holds only its last).
+     * *streamed = false (and nothing served) when no fetch of a raw d is in
+     * flight: read it through open. */
     cn_err_t (*stream)(cn__backend_t *be, const cn_digest_t *d, uint64_t off, uint64_t len,
-                       cn_store_sink_fn sink, void *ctx, cn_blake3_t *h, uint64_t *served,
-                       bool *streamed);
+                       bool hold, cn_store_sink_fn sink, void *ctx, cn_blake3_t *h,
+                       uint64_t *served, bool *streamed);
     /* Cheap, no I/O: false only if d is certainly absent (a blob another
      * process adds meanwhile may be missed).  The caller holds d's stripe
      * lock.  NULL: always "maybe" (probe with stat or touch). */

@@ -446,10 +446,10 @@ static cn_err_t s3_open_lazy(cn__backend_t *base, const cn_digest_t *d, int *fd,
 }
 
 static cn_err_t s3_stream(cn__backend_t *base, const cn_digest_t *d, uint64_t off, uint64_t len,
-                          cn_store_sink_fn sink, void *ctx, cn_blake3_t *h, uint64_t *served,
-                          bool *streamed)
+                          bool hold, cn_store_sink_fn sink, void *ctx, cn_blake3_t *h,
+                          uint64_t *served, bool *streamed)
 {
-    return cn__s3_fill_stream((s3_be_t *)base, d, off, len, sink, ctx, h, served, streamed);
+    return cn__s3_fill_stream((s3_be_t *)base, d, off, len, hold, sink, ctx, h, served, streamed);
 }
 
 static cn_err_t s3_stat(cn__backend_t *base, const cn_digest_t *d, cn__be_stat_t *st)

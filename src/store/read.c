@@ -69,8 +69,11 @@ static cn_err_t read_packed(const cn__pack_loc_t *loc, uint64_t off, uint64_t le
     return rc;
 }
 
-cn_err_t cn_store_read_range(cn_store_t *s, const cn_digest_t *d, uint64_t off, uint64_t len,
-                             cn_store_sink_fn sink, void *ctx, cn_digest_t *slice, uint64_t *served)
+/* cn_store_read_range; hold: the final piece of a blob still being fetched
+ * waits for its verdict (backend.h, stream). */
+static cn_err_t read_range(cn_store_t *s, const cn_digest_t *d, uint64_t off, uint64_t len,
+                           cn_store_sink_fn sink, void *ctx, cn_digest_t *slice, uint64_t *served,
+                           bool hold)
 {
     cn__be_stat_t st;
     cn__env_t env;
@@ -85,7 +88,7 @@ cn_err_t cn_store_read_range(cn_store_t *s, const cn_digest_t *d, uint64_t off, 
     cn_err_t rc = CN_OK;
     cn_blake3_init(&h);
     if (s->be->ops->stream) /* a blob the backend is fetching: as it lands */
-        rc = s->be->ops->stream(s->be, d, off, len, sink, ctx, &h, served, &streamed);
+        rc = s->be->ops->stream(s->be, d, off, len, hold, sink, ctx, &h, served, &streamed);
     if (streamed) {
         if (rc == CN_OK && slice)
             cn_blake3_final(&h, slice);
@@ -139,6 +142,12 @@ cn_err_t cn__store_hash_fd(int fd, uint64_t size, cn_store_form_t form, cn_diges
     return CN_OK;
 }
 
+cn_err_t cn_store_read_range(cn_store_t *s, const cn_digest_t *d, uint64_t off, uint64_t len,
+                             cn_store_sink_fn sink, void *ctx, cn_digest_t *slice, uint64_t *served)
+{
+    return read_range(s, d, off, len, sink, ctx, slice, served, true);
+}
+
 typedef struct buf_sink {
     uint8_t *p;
     size_t n;
@@ -159,5 +168,14 @@ cn_err_t cn_store_read_range_buf(cn_store_t *s, const cn_digest_t *d, uint64_t o
     cn_err_t rc = cn_store_read_range(s, d, off, cap, to_buf, &b, slice, NULL);
     if (n)
         *n = rc == CN_OK ? b.n : 0;
+    return rc;
+}
+
+cn_err_t cn_store_read_part(cn_store_t *s, const cn_digest_t *d, uint64_t off, void *buf,
+                            size_t cap, size_t *n, bool last)
+{
+    buf_sink_t b = { buf, 0 };
+    cn_err_t rc = read_range(s, d, off, cap, to_buf, &b, NULL, NULL, last);
+    *n = rc == CN_OK ? b.n : 0;
     return rc;
 }

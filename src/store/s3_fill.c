@@ -14,6 +14,8 @@
  *      after the fill ended well: when the bytes do not hash to their name,
  *      or the backend fails, every reader returns an error before its range
  *      is complete, so no client receives a whole body of unverified bytes.
+ *      A caller that serves a body in parts (cn_store_read_part) asks this
+ *      hold of its last part only.
  *  F4. A fill started by a lazy open runs on a thread of its own (at most
  *      FILL_THREADS at once; past that the caller runs it to the end, as
  *      open does, and nothing streams); the backend's close stops them and
@@ -246,8 +248,8 @@ static cn_err_t fill_wait(fill_t *f, uint64_t need, bool last, uint64_t stale, u
 }
 
 /* Serves [off, end) of f, as its bytes land, through a bounded buffer. */
-static cn_err_t fill_read(fill_t *f, uint64_t off, uint64_t end, cn_store_sink_fn sink, void *ctx,
-                          cn_blake3_t *h)
+static cn_err_t fill_read(fill_t *f, uint64_t off, uint64_t end, bool hold, cn_store_sink_fn sink,
+                          void *ctx, cn_blake3_t *h)
 {
     size_t cap = end - off < CN__STORE_IO_CHUNK ? (size_t)(end - off) : CN__STORE_IO_CHUNK;
     uint8_t *buf = malloc(cap ? cap : 1);
@@ -258,7 +260,7 @@ static cn_err_t fill_read(fill_t *f, uint64_t off, uint64_t end, cn_store_sink_f
     bool ended = false;
     while (off < end && rc == CN_OK) {
         size_t want = end - off < cap ? (size_t)(end - off) : cap;
-        if ((rc = fill_wait(f, off + want, off + want == end, stale, &gen, &ended)) < 0)
+        if ((rc = fill_wait(f, off + want, hold && off + want == end, stale, &gen, &ended)) < 0)
             break;
         ssize_t r = pread(f->fd, buf, want, (off_t)off);
         if (r < 0 && errno == EINTR)
@@ -280,8 +282,8 @@ static cn_err_t fill_read(fill_t *f, uint64_t off, uint64_t end, cn_store_sink_f
 }
 
 cn_err_t cn__s3_fill_stream(s3_be_t *be, const cn_digest_t *d, uint64_t off, uint64_t len,
-                            cn_store_sink_fn sink, void *ctx, cn_blake3_t *h, uint64_t *served,
-                            bool *streamed)
+                            bool hold, cn_store_sink_fn sink, void *ctx, cn_blake3_t *h,
+                            uint64_t *served, bool *streamed)
 {
     *streamed = false;
     pthread_mutex_lock(&be->fill_mu);
@@ -302,7 +304,7 @@ cn_err_t cn__s3_fill_stream(s3_be_t *be, const cn_digest_t *d, uint64_t off, uin
     cn_err_t rc = CN_E_RANGE;
     if (off <= st.size) {
         uint64_t n = st.size - off < len ? st.size - off : len;
-        rc = fill_read(f, off, off + n, sink, ctx, h);
+        rc = fill_read(f, off, off + n, hold, sink, ctx, h);
         if (rc == CN_OK && served)
             *served = n;
     }

@@ -105,8 +105,8 @@ void cn__s3_fills_shutdown(s3_be_t *be);
 cn_err_t cn__s3_fill_open(s3_be_t *be, const cn_digest_t *d, bool lazy, int *fd, cn__be_stat_t *st);
 /* The backend's stream op (backend.h). */
 cn_err_t cn__s3_fill_stream(s3_be_t *be, const cn_digest_t *d, uint64_t off, uint64_t len,
-                            cn_store_sink_fn sink, void *ctx, cn_blake3_t *h, uint64_t *served,
-                            bool *streamed);
+                            bool hold, cn_store_sink_fn sink, void *ctx, cn_blake3_t *h,
+                            uint64_t *served, bool *streamed);
 
 /* Sends q with retries: CN_OK with q->status (any answer that is not a
  * fault), CN_E_UNAVAILABLE once be's deadline passed, or a local error. */

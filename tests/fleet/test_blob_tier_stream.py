@@ -9,13 +9,16 @@ import os
 import re
 import shutil
 import socket
+import sys
 import threading
+import time
 
 import pytest
 
 from test_blob_tier import BUCKET, PREFIX, Tier, get, put, tier  # noqa: F401 (a fixture)
 from blobsclient import b3  # noqa: E402 (test_blob_tier puts it on the path)
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 SIZE = 16 << 20
 HOLD_AFTER = 4 << 20
 
@@ -178,3 +181,44 @@ def test_a_streamed_blob_that_does_not_hash_ends_before_its_last_byte(tier):
         assert len(got) < SIZE
         assert not tier.cache_file(b3(data)).exists()
     assert "does not hash to its name" in tier.node.server.output(tier.node.server.log_offset)
+
+
+def test_stalled_readers_of_a_cold_blob_leave_the_workers_free(tmp_path):
+    """A cold blob's body is made piece by piece (cn_objects_reader_read_at):
+    with one worker per request pool, readers that stop reading it hold no
+    worker, and a fresh client is answered at once."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "http"))
+    from test_http_stalled_reader import read_reply, stalled_get
+    cfg = tmp_path / "one-worker.toml"
+    cfg.write_text("[server]\nquery_workers = 1\nstorage_workers = 1\n"
+                   "[http]\nworker_share_percent = 0\nio_timeout_floor_ms = 15000\n")
+    t = Tier(tmp_path)
+    t.start_backend()
+    t.backend.client().create_bucket(Bucket=BUCKET)
+    t.start_node(extra=["--config", str(cfg)])
+    try:
+        s3 = t.node.client()
+        s3.create_bucket(Bucket="front")
+        data, small = os.urandom(SIZE), os.urandom(100 << 10)
+        put(t, "big", data)
+        put(t, "small", small)
+        t.node.server.stop()
+        shutil.rmtree(t.node_data / "cache")
+        t.start_node(extra=["--config", str(cfg)])
+        s3 = t.node.client()
+        addr = t.node.server.addrs["http"]
+        stalled = [stalled_get(addr, s3, "front", "big") for _ in range(3)]
+        time.sleep(1)  # each has had its turn on the one worker
+        t0 = time.monotonic()
+        put(t, "fresh", b"x" * 200000)
+        assert get(t, "small") == small
+        assert time.monotonic() - t0 < 3, "a fresh client waited behind stalled readers"
+        for s in stalled:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+        for s in stalled:
+            head, body = read_reply(s)
+            assert head.startswith(b"HTTP/1.1 200 "), head[:200]
+            assert hashlib.sha256(body).digest() == hashlib.sha256(data).digest()
+            s.close()
+    finally:
+        t.stop()

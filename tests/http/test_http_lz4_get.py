@@ -1,7 +1,7 @@
 """An S3 GET of an object whose bytes the store keeps in the LZ4 envelope:
-the body is decoded on the worker that serves the request and pushed
-through the framework's bounded buffer (cn_http_respond_push), never
-through a thread of its own.
+the body is decoded piece by piece on a worker of the framework, each
+piece from the reader's position (cn_objects_reader_read_at through
+cn_http_respond_stream), never through a thread of its own.
 
 The LZ4 blob comes from Scribe: a repository created with LZ4 storage keeps
 its chunks compressed, and an S3 PUT of the same bytes refers to that blob

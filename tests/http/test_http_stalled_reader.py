@@ -100,11 +100,32 @@ def with_big_object(tmp_path, servers, floor_ms):
 
 def test_stalled_downloaders_leave_the_workers_free(tmp_path, servers):
     addr, s3, data = with_big_object(tmp_path, servers, 15000)
+    stalled_round(addr, s3, "obj", data)
+
+
+def test_stalled_downloaders_of_a_multipart_object_leave_the_workers_free(tmp_path, servers):
+    """An object of several parts is a producer's body: each piece goes
+    out by cn_conn_reply, and the next one is made on a worker only once
+    the client took the last (CN_CONN_MORE)."""
+    addr, s3, _ = with_big_object(tmp_path, servers, 15000)
+    parts = [os.urandom(5 << 20), os.urandom(5 << 20), os.urandom(2 << 20)]
+    up = s3.create_multipart_upload(Bucket="big", Key="parts")["UploadId"]
+    done = [{"PartNumber": i + 1, "ETag": s3.upload_part(
+        Bucket="big", Key="parts", UploadId=up, PartNumber=i + 1, Body=p)["ETag"]}
+        for i, p in enumerate(parts)]
+    s3.complete_multipart_upload(Bucket="big", Key="parts", UploadId=up,
+                                 MultipartUpload={"Parts": done})
+    stalled_round(addr, s3, "parts", b"".join(parts))
+
+
+def stalled_round(addr, s3, key, data):
+    """Four stalled GETs of big/key leave a fresh PUT and GET answered at
+    once, then read data whole, and a keep-alive request after it."""
     small = os.urandom(100 << 10)  # past the inline size: a worker's file reply
     s3.put_object(Bucket="big", Key="small", Body=small)
 
     # More stalled downloaders than there are workers in both request pools.
-    stalled = [stalled_get(addr, s3, "big", "obj") for _ in range(4)]
+    stalled = [stalled_get(addr, s3, "big", key) for _ in range(4)]
     time.sleep(0.5)  # each has had its turn on the one worker
 
     fresh = client(addr)

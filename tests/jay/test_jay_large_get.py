@@ -86,6 +86,17 @@ def test_stalled_readers_leave_the_workers_free(server_factory, tmp_path):
     network loop (cn_conn_reply), so a fresh client's PUT and worker-served
     GET are answered at once; the stalled readers then get their bodies
     whole, and their connections serve the next request."""
+    stalled_round(server_factory, tmp_path, False)
+
+
+def test_stalled_readers_of_a_multipart_object_leave_the_workers_free(server_factory, tmp_path):
+    """The same for an object of several parts: the send stops where a
+    part's rest went to the loop (CN_CONN_MORE) and goes on from there on a
+    worker once the client took it (cn__jay_resume)."""
+    stalled_round(server_factory, tmp_path, True)
+
+
+def stalled_round(server_factory, tmp_path, parts):
     cfg = tmp_path / "cairnd.toml"
     cfg.write_text("[server]\nquery_workers = 1\nstorage_workers = 1\n"
                    "[jay]\nworker_share_percent = 0\nio_timeout_floor_ms = 30000\n"
@@ -95,7 +106,13 @@ def test_stalled_readers_leave_the_workers_free(server_factory, tmp_path):
     small = os.urandom(100 << 10)  # past the loop's inline body: a worker's reply
     with conn(srv, timeout=60) as c:
         c.create_bucket("lgx")
-        c.put_object("lgx", "big", big)
+        if parts:  # four parts of 3 MiB
+            uid = c.create_multipart("lgx", "big")
+            for n in range(4):
+                c.upload_part("lgx", "big", uid, n + 1, big[n * 3 * MiB:][:3 * MiB])
+            c.complete_multipart("lgx", "big", uid, [1, 2, 3, 4])
+        else:
+            c.put_object("lgx", "big", big)
         c.put_object("lgx", "small", small)
     stalled = []
     for _ in range(4):

@@ -186,9 +186,19 @@ static cn_err_t stream_follow(stream_pos_t *s, cn_scribe_codec_t codec, bool lz4
     return CN_OK;
 }
 
+/* Whether the rest of the current object (or LZ4 block) is to be spliced
+ * from the upstream socket to the client: plaintext on both sides, at least
+ * CN__GW_SPLICE of it still due, and none of that in the read-ahead (its
+ * head, if the read-ahead held one, has been taken into the relay buffer). */
+static bool splice_fits(const cn__gw_call_t *k, const cn__gw_up_t *up, const stream_pos_t *s)
+{
+    return !up->ssl && !cn_conn_is_tls(k->c) && s->data >= CN__GW_SPLICE && up->rpos == up->rlen;
+}
+
 /* Takes the next bytes of s's stream from up into io + *fill (at most
  * CN__GW_IO in all): what the read-ahead holds, then, when at least a
- * read-ahead's worth is still due, what has arrived, read straight into io.
+ * read-ahead's worth is still due and the rest of the current object is not
+ * to be spliced (splice_fits), what has arrived, read straight into io.
  * Never a byte past the stream's end. */
 static cn_err_t stream_take(cn__gw_call_t *k, cn__gw_up_t *up, stream_pos_t *s, uint8_t *io,
                             size_t *fill)
@@ -206,6 +216,8 @@ static cn_err_t stream_take(cn__gw_call_t *k, cn__gw_up_t *up, stream_pos_t *s, 
         up->rpos += (uint32_t)used;
         *fill += used;
     }
+    if (splice_fits(k, up, s))
+        return CN_OK; /* io (the object's head last) is written, then its rest spliced */
     uint64_t due = stream_due(s);
     if (due < CN__GW_UP_RB || up->rpos < up->rlen || CN__GW_IO - *fill < CN__GW_UP_RB)
         return CN_OK;
@@ -216,15 +228,15 @@ static cn_err_t stream_take(cn__gw_call_t *k, cn__gw_up_t *up, stream_pos_t *s, 
     return used == got ? CN_OK : CN_E_PROTOCOL;
 }
 
-/* The rest of the current object's (or LZ4 block's) bytes, when that is
- * at least CN__GW_SPLICE and the read-ahead holds none of it, moved straight
- * from the upstream socket to the client (cn_conn_splice_from) after the
- * *fill bytes io holds: true when it was (or failed: *err).  Plaintext on
- * both sides only; else false, nothing done. */
+/* The rest of the current object's (or LZ4 block's) bytes, when
+ * splice_fits, moved straight from the upstream socket to the client
+ * (cn_conn_splice_from) after the *fill bytes io holds (which end with the
+ * object's head when the read-ahead held one): true when it was (or failed:
+ * *err).  Else false, nothing done. */
 static bool stream_splice(cn__gw_call_t *k, cn__gw_up_t *up, stream_pos_t *s, const uint8_t *io,
                           size_t *fill, cn_err_t *err)
 {
-    if (up->ssl || cn_conn_is_tls(k->c) || s->data < CN__GW_SPLICE || up->rpos < up->rlen)
+    if (!splice_fits(k, up, s))
         return false;
     uint64_t n = s->data;
     *err = cn_conn_write_all(k->c, io, *fill, cn_conn_deadline_for(k->c, *fill));
@@ -241,9 +253,12 @@ static bool stream_splice(cn__gw_call_t *k, cn__gw_up_t *up, stream_pos_t *s, co
  * from storage goes to the client in one write (the first with pre),
  * whatever item or block boundaries it spans, so a stream costs about one
  * read and one write per relay buffer (CN__GW_IO) rather than several per
- * object.  Item and LZ4 block headers are followed on the way (malformed:
- * CN_E_PROTOCOL), only to know where the stream ends; no more than the relay
- * buffer of it is held. */
+ * object; an object (or LZ4 block) with at least CN__GW_SPLICE still to
+ * come once its head is in the relay buffer is spliced instead
+ * (stream_splice), a write and two splices that spare copying it through
+ * user space twice.  Item and LZ4 block headers are followed on the way
+ * (malformed: CN_E_PROTOCOL), only to know where the stream ends; no more
+ * than the relay buffer of it is held. */
 static cn_err_t relay_get_stream(cn__gw_call_t *k, cn__gw_up_t *up, uint32_t count,
                                  const uint8_t *pre, size_t n)
 {

@@ -126,6 +126,7 @@ static const struct {
     { CN_E_RATE_LIMITED, 429, "TooManyRequests" },
     { CN_E_BUSY, 503, "ServiceUnavailable" },
     { CN_E_UNAVAILABLE, 503, "ServiceUnavailable" },
+    { CN_E_DB_LOCKED, 503, "ServiceUnavailable" }, /* a write that kept conflicting */
     { CN_E_SHUTDOWN, 503, "ServiceUnavailable" },
     { CN_E_TIMEOUT, 503, "ServiceUnavailable" },
     { CN_E_NO_UPLOAD, 404, "NoSuchUpload" },

@@ -3,7 +3,8 @@
  * Invariants (random credential, no CAIRN_ADMIN_TOKEN):
  *  1. The decision "no account exists" is taken inside the write
  *     transaction that creates the account, so two processes starting at
- *     once create one administrator.
+ *     once create one administrator (the loser's attempt, failed with
+ *     CN_E_DB_LOCKED on PostgreSQL, is run again: bootstrap_create).
  *  2. DATA/admin.token is written to a temporary name, fsynced, renamed into
  *     place and its directory fsynced BEFORE that transaction commits: a
  *     crash leaves either no administrator (and the next start makes a fresh
@@ -76,6 +77,7 @@ typedef struct admin_cred {
     const char *data_dir, *path;
     const char *token_id, *secret;
     int64_t accounts; /* counted before anything is made */
+    bool wrote;       /* this attempt wrote the credential file */
 } admin_cred_t;
 
 static cn_err_t count_body(cn_meta_txn_t *t, void *ctx)
@@ -137,9 +139,39 @@ static cn_err_t create_body(cn_meta_txn_t *t, void *ctx)
     if (e == 0 && ac->accounts == 0) {
         snprintf(cred, sizeof cred, "%s:%s", ac->token_id, ac->secret);
         e = write_token_file(ac->data_dir, ac->path, cred);
+        ac->wrote = e == 0;
         OPENSSL_cleanse(cred, sizeof cred);
     }
     return e;
+}
+
+/* Runs create_body with a fresh credential until it commits, finds an
+ * administrator made meanwhile, or fails otherwise.  Not CN_META_RETRY (the
+ * body writes the file): here a CN_E_DB_LOCKED attempt, e.g. the loser of
+ * two processes starting at once on PostgreSQL (both count no account and
+ * take the same MAX+1 id: 40001), did not commit, so the file it wrote
+ * holds a credential that does not exist; it is removed, and the next
+ * attempt counts the accounts again.  Bounded like cn_meta_run's repeats:
+ * twice the busy timeout. */
+static cn_err_t bootstrap_create(cn_identity_t *id, admin_cred_t *ac)
+{
+    char tid[CN_TOKEN_ID_MAX + 1], secret[CN_SECRET_MAX + 1];
+    int64_t until = cn_mono_ms() + 2 * (int64_t)cn_meta_busy_timeout_ms(id->meta);
+    for (;;) {
+        cn_err_t e = cn__id_new_credential(tid, secret);
+        ac->token_id = tid;
+        ac->secret = secret;
+        ac->wrote = false;
+        if (e == 0)
+            e = cn__id_write_run(id, CN_META_RUN_WRITE, create_body, ac);
+        OPENSSL_cleanse(secret, sizeof secret);
+        if (e == CN_E_DB_LOCKED && ac->wrote)
+            unlink(ac->path);
+        if (e != CN_E_DB_LOCKED || cn_mono_ms() >= until)
+            return e;
+        cn_info("identity", "creating the administrator conflicted with another process;"
+                            " trying again");
+    }
 }
 
 cn_err_t cn_identity_bootstrap(cn_identity_t *id, const char *data_dir)
@@ -163,14 +195,7 @@ cn_err_t cn_identity_bootstrap(cn_identity_t *id, const char *data_dir)
         return 0;
     }
 
-    char tid[CN_TOKEN_ID_MAX + 1], secret[CN_SECRET_MAX + 1];
-    cn_err_t e = cn__id_new_credential(tid, secret);
-    ac.token_id = tid;
-    ac.secret = secret;
-    /* Not repeated: the body writes the credential file. */
-    if (e == 0)
-        e = cn__id_write_run(id, CN_META_RUN_WRITE, create_body, &ac);
-    OPENSSL_cleanse(secret, sizeof secret);
+    cn_err_t e = bootstrap_create(id, &ac);
     if (e == 0 && ac.accounts == 0) {
         cn_info("identity", "created account admin; administrator credential written to %s", path);
     }

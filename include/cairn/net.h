@@ -138,6 +138,10 @@ typedef struct cn_adapter {
 
 /* serve()/resume(): the reply continues (cn_adapter_t.resume). */
 #define CN_CONN_MORE 1
+/* How long a reply in parts waits for a client to take a part before it
+ * hands the rest to the loop (cn_conn_reply_settle): a fast client empties
+ * a socket buffer well within it. */
+#define CN_CONN_PART_WAIT_MS 2
 
 /* ---- limits -----------------------------------------------------------------
  * Admission and deadlines, per listener.  cn_limits_default() fills the values
@@ -339,6 +343,13 @@ CN_API cn_err_t cn_conn_reply(cn_conn_t *c, const struct iovec *iov, int iovcnt,
 /* True when a reply's rest was handed to the loop (cn_conn_reply) and is not
  * written yet.  The owner of c. */
 CN_API bool cn_conn_reply_pending(const cn_conn_t *c);
+/* Gives a pending reply's rest wait_ms to go: the worker writes what the
+ * client takes meanwhile, and when it took it all, nothing is pending any
+ * more.  So a reply in parts (CN_CONN_MORE) to a client that reads as fast
+ * as it is written costs no hand-off to the loop and back per part, and a
+ * stalled one holds the worker wait_ms per part.  CN_OK (pending or not:
+ * see cn_conn_reply_pending), or the write's error. */
+CN_API cn_err_t cn_conn_reply_settle(cn_conn_t *c, int wait_ms);
 
 /* The bytes already read past the request head (plaintext read-ahead): their
  * count, *p pointing at them; valid until the next read.  For fast(). */

@@ -401,6 +401,8 @@ static cn_err_t stream_run(cn_http_req_t *r)
         r->stream.pos += (uint64_t)n;
         e = stream_reply(r, iov, 3, cn__rolling_deadline(c, r->stream.start, r->stream.pos));
         bool last = len != CN_HTTP_LEN_UNKNOWN && r->stream.pos >= len;
+        if (!e && !last)
+            e = cn_conn_reply_settle(c, CN_CONN_PART_WAIT_MS);
         if (!e && !last && cn_conn_reply_pending(c))
             return CN_CONN_MORE;
         if (e)

@@ -176,9 +176,10 @@ static cn_err_t jay_send(cn_jay_send_t *s, const void *p, size_t n, int fd, uint
         iov[cnt++] = (struct iovec){ (void *)p, n };
     cn_err_t err = cn_conn_reply(s->c, iov, cnt, fd, off, len, s->deadline);
     s->sent += n + (fd >= 0 ? len : 0);
-    if (!err && s->sent < s->len && cn_conn_reply_pending(s->c) && !cn_conn_on_loop(s->c))
-        return CN_CONN_MORE;
-    return err;
+    if (err || s->sent >= s->len || cn_conn_on_loop(s->c))
+        return err;
+    err = cn_conn_reply_settle(s->c, CN_CONN_PART_WAIT_MS);
+    return !err && cn_conn_reply_pending(s->c) ? CN_CONN_MORE : err;
 }
 
 static cn_err_t jay_send_fd(void *ctx, int fd, uint64_t off, uint64_t len)

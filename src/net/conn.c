@@ -674,6 +674,25 @@ bool cn_conn_reply_pending(const cn_conn_t *c)
     return c->tail.set;
 }
 
+cn_err_t cn_conn_reply_settle(cn_conn_t *c, int wait_ms)
+{
+    int64_t until = cn_mono_ms() + wait_ms;
+    while (c->tail.set) {
+        cn_err_t e = cn__tail_write(c);
+        if (e == CN_OK)
+            cn__tail_free(c);
+        else if (e != CN_E_AGAIN)
+            return e;
+        int64_t left = until - cn_mono_ms();
+        if (!c->tail.set || left <= 0)
+            break;
+        struct pollfd p = { c->fd, POLLOUT, 0 };
+        if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+            return -errno;
+    }
+    return CN_OK;
+}
+
 long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write)
 {
     *want_write = false;

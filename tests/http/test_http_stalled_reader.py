@@ -12,6 +12,7 @@ byte-exact; and one that stays stalled past the write deadline is closed.
 The downloaders ask for a receive buffer of 4 KiB, so that an object of a
 few MiB is far more than the socket can hold."""
 import os
+import signal
 import socket
 import time
 
@@ -108,14 +109,7 @@ def test_stalled_downloaders_of_a_multipart_object_leave_the_workers_free(tmp_pa
     out by cn_conn_reply, and the next one is made on a worker only once
     the client took the last (CN_CONN_MORE)."""
     addr, s3, _ = with_big_object(tmp_path, servers, 15000)
-    parts = [os.urandom(5 << 20), os.urandom(5 << 20), os.urandom(2 << 20)]
-    up = s3.create_multipart_upload(Bucket="big", Key="parts")["UploadId"]
-    done = [{"PartNumber": i + 1, "ETag": s3.upload_part(
-        Bucket="big", Key="parts", UploadId=up, PartNumber=i + 1, Body=p)["ETag"]}
-        for i, p in enumerate(parts)]
-    s3.complete_multipart_upload(Bucket="big", Key="parts", UploadId=up,
-                                 MultipartUpload={"Parts": done})
-    stalled_round(addr, s3, "parts", b"".join(parts))
+    stalled_round(addr, s3, "parts", multipart_object(s3))
 
 
 def stalled_round(addr, s3, key, data):
@@ -165,3 +159,40 @@ def test_a_reader_stalled_past_the_deadline_is_closed(tmp_path, servers):
     # The server is still serving.
     got = s3.get_object(Bucket="big", Key="obj")["Body"].read()
     assert got == data
+
+
+def multipart_object(s3):
+    """big/parts: three parts (12 MiB); returns its bytes."""
+    parts = [os.urandom(5 << 20), os.urandom(5 << 20), os.urandom(2 << 20)]
+    up = s3.create_multipart_upload(Bucket="big", Key="parts")["UploadId"]
+    done = [{"PartNumber": i + 1, "ETag": s3.upload_part(
+        Bucket="big", Key="parts", UploadId=up, PartNumber=i + 1, Body=p)["ETag"]}
+        for i, p in enumerate(parts)]
+    s3.complete_multipart_upload(Bucket="big", Key="parts", UploadId=up,
+                                 MultipartUpload={"Parts": done})
+    return b"".join(parts)
+
+
+def test_replies_in_parts_end_cleanly_when_clients_go_and_at_a_stop(tmp_path, servers):
+    """Readers that hang up while their reply waits between parts leave
+    nothing behind (the request, its producer and its guards are freed by
+    close(): no sanitizer report at exit), and a graceful stop finishes a
+    reply in parts within its grace period instead of cutting it."""
+    addr, s3, _ = with_big_object(tmp_path, servers, 15000)
+    data = multipart_object(s3)
+    gone = [stalled_get(addr, s3, "big", "parts") for _ in range(3)]
+    kept = stalled_get(addr, s3, "big", "parts")
+    time.sleep(0.5)
+    for s in gone:
+        s.close()
+    srv = servers[0]
+    srv.proc.send_signal(signal.SIGTERM)  # stop: the reply in parts is in flight
+    time.sleep(0.3)
+    kept.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+    head, body = read_reply(kept)
+    assert head.startswith(b"HTTP/1.1 200 "), head[:200]
+    assert body == data
+    kept.close()
+    assert srv.proc.wait(30) == 0
+    out = srv.output()
+    assert "Sanitizer" not in out and "runtime error:" not in out, out

@@ -321,7 +321,8 @@ static cn_err_t scribe_serve(void *cstate, cn_conn_t *c, const uint8_t *head)
     cn__scribe_conn_t *sc = cstate;
     cn__scribe_session_activity(&sc->srv->sessions, sc->ss, true);
     cn_err_t err = scribe_serve_one(sc, c, head);
-    cn__scribe_session_activity(&sc->srv->sessions, sc->ss, false);
+    if (err != CN_CONN_MORE) /* else busy until the reply's last part (cn__scribe_more_free) */
+        cn__scribe_session_activity(&sc->srv->sessions, sc->ss, false);
     return err;
 }
 
@@ -364,7 +365,7 @@ static cn_err_t scribe_serve_one(cn__scribe_conn_t *sc, cn_conn_t *c, const uint
     cn__scribe_frame_done(c, &k.hdr, &sc->in, &sc->out);
     if (err >= 0 && k.close)
         err = CN_E_CLOSED;
-    return err < 0 ? err : CN_OK;
+    return err < 0 ? err : err == CN_CONN_MORE ? err : CN_OK;
 }
 
 static void scribe_close(void *cstate)
@@ -372,6 +373,7 @@ static void scribe_close(void *cstate)
     cn__scribe_conn_t *sc = cstate;
     if (!sc)
         return;
+    cn__scribe_more_free(sc); /* a reply stream left in parts */
     cn__scribe_session_release(&sc->srv->sessions, sc->session, sc->data);
     conn_free(sc);
 }
@@ -383,6 +385,7 @@ static const cn_adapter_t cn_scribe_adapter = {
     .open = scribe_open,
     .classify = scribe_classify,
     .serve = scribe_serve,
+    .resume = cn__scribe_resume,
     .close = scribe_close,
     .idle = scribe_idle,
 };
@@ -393,6 +396,7 @@ static const cn_adapter_t cn_scribes_adapter = {
     .open = scribe_open,
     .classify = scribe_classify,
     .serve = scribe_serve,
+    .resume = cn__scribe_resume,
     .close = scribe_close,
     .idle = scribe_idle,
 };

@@ -86,7 +86,19 @@ typedef struct cn__scribe_conn {
     bool list_live;
     char list_token[33];
     char list_after[CN_REPOS_NAME_MAX + 1];
+    /* A reply stream sent in parts (CN_CONN_MORE): the items still to send,
+     * owned here; cn__scribe_resume sends them. */
+    struct {
+        cn_repos_obj_t *objs;
+        uint32_t next, count;
+        uint16_t opcode;
+    } more;
 } cn__scribe_conn_t;
+
+/* The adapter's resume(): the rest of a reply stream (sc->more). */
+cn_err_t cn__scribe_resume(void *cstate, cn_conn_t *c);
+/* Drops a reply stream left in parts (the connection is closing). */
+void cn__scribe_more_free(cn__scribe_conn_t *sc);
 
 /* One request being served. */
 typedef struct cn__scribe_call {

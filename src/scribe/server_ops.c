@@ -527,11 +527,11 @@ static cn_err_t gather_raw(gather_t *g, const cn_repos_obj_t *o)
     if (o->length <= SMALL_OBJECT && o->length <= g->cap - g->fill) {
         err = pread_all(fd, g->buf + g->fill, at, (size_t)o->length);
         g->fill += err < 0 ? 0 : (size_t)o->length;
-    } else {
-        size_t n = g->fill;
+    } else { /* by cn_conn_reply: a client that stops reading holds no worker */
+        struct iovec head = { g->buf, g->fill };
+        err = cn_conn_reply(k->c, &head, g->fill ? 1 : 0, fd, at, o->length,
+                            cn_conn_deadline_for(k->c, g->fill + o->length));
         g->fill = 0;
-        err = cn_conn_send_head_file(k->c, g->buf, n, fd, at, o->length,
-                                     cn_conn_deadline_for(k->c, n + o->length));
     }
     close(fd);
     return err;
@@ -556,6 +556,37 @@ static cn_err_t send_item(gather_t *g, const cn_repos_obj_t *o)
     return send_object_lz4(g->k, o);
 }
 
+/* Items [from, count) of a reply stream, then what the gather buffer holds.
+ * On a raw transfer, after an object whose rest the client has not taken
+ * within CN_CONN_PART_WAIT_MS (it went to the loop), the send stops there:
+ * CN_CONN_MORE with *stopped = the next item (docs/architecture.md, "A reply
+ * in parts").  Errors as cn__scribe_send_objects, logged. */
+static cn_err_t send_items(gather_t *g, const cn_repos_obj_t *objs, uint32_t from, uint32_t count,
+                           uint32_t *stopped)
+{
+    cn__scribe_call_t *k = g->k;
+    cn_err_t err = CN_OK;
+    for (uint32_t i = from; i < count && err >= 0; i++) {
+        err = send_item(g, &objs[i]);
+        if (err < 0) {
+            cn_warn("scribe", "conn %llu: %s stopped after %u of %u items: %s",
+                    (unsigned long long)cn_conn_id(k->c), cn_scribe_op_name(k->hdr.opcode), i,
+                    count, cn_strerror(err));
+            break;
+        }
+        if (g->fill || i + 1 == count || k->sc->compression)
+            continue;
+        err = cn_conn_reply_settle(k->c, CN_CONN_PART_WAIT_MS);
+        if (err >= 0 && cn_conn_reply_pending(k->c)) {
+            *stopped = i + 1;
+            return CN_CONN_MORE;
+        }
+    }
+    if (err >= 0)
+        err = gather_flush(g);
+    return err < 0 ? CN_E_CLOSED : CN_OK;
+}
+
 cn_err_t cn__scribe_send_objects(cn__scribe_call_t *k, const cn_repos_obj_t *objs, uint32_t count)
 {
     uint8_t room[CN_SCRIBE_HDR_LEN + 4 + CN_SCRIBE_GET_ITEM_HDR_MAX];
@@ -575,16 +606,49 @@ cn_err_t cn__scribe_send_objects(cn__scribe_call_t *k, const cn_repos_obj_t *obj
     memcpy(g.buf + CN_SCRIBE_HDR_LEN, k->sc->out.data, k->sc->out.len);
     g.fill = CN_SCRIBE_HDR_LEN + k->sc->out.len;
     /* From here the reply has committed to count items: any failure closes. */
-    for (uint32_t i = 0; i < count && err >= 0; i++) {
-        err = send_item(&g, &objs[i]);
-        if (err < 0)
-            cn_warn("scribe", "conn %llu: %s stopped after %u of %u items: %s",
-                    (unsigned long long)cn_conn_id(k->c), cn_scribe_op_name(k->hdr.opcode), i,
-                    count, cn_strerror(err));
+    uint32_t next = 0;
+    err = send_items(&g, objs, 0, count, &next);
+    if (err != CN_CONN_MORE)
+        return err;
+    /* The rest is the connection's, for cn__scribe_resume. */
+    k->sc->more.objs = malloc((count - next) * sizeof *objs);
+    if (!k->sc->more.objs)
+        return CN_E_CLOSED;
+    memcpy(k->sc->more.objs, objs + next, (count - next) * sizeof *objs);
+    k->sc->more.next = 0;
+    k->sc->more.count = count - next;
+    k->sc->more.opcode = k->hdr.opcode;
+    return CN_CONN_MORE;
+}
+
+cn_err_t cn__scribe_resume(void *cstate, cn_conn_t *c)
+{
+    cn__scribe_conn_t *sc = cstate;
+    if (!sc->more.objs)
+        return CN_E_INVALID;
+    cn__scribe_call_t k;
+    memset(&k, 0, sizeof k);
+    k.sc = sc;
+    k.c = c;
+    k.hdr.opcode = sc->more.opcode;
+    gather_t g = { &k, sc->io, CN_SCRIBE_BLOCK_MAX, 0 };
+    uint32_t next = 0;
+    cn_err_t err = send_items(&g, sc->more.objs, sc->more.next, sc->more.count, &next);
+    if (err == CN_CONN_MORE) {
+        sc->more.next = next;
+        return err;
     }
-    if (err >= 0)
-        err = gather_flush(&g);
-    return err < 0 ? CN_E_CLOSED : CN_OK;
+    cn__scribe_more_free(sc);
+    return err;
+}
+
+void cn__scribe_more_free(cn__scribe_conn_t *sc)
+{
+    if (!sc->more.objs)
+        return;
+    free(sc->more.objs);
+    sc->more.objs = NULL;
+    cn__scribe_session_activity(&sc->srv->sessions, sc->ss, false); /* serve kept it busy */
 }
 
 /* A public-only caller: anonymous on an authenticated listener, so its

@@ -502,10 +502,14 @@ def meta_part(work, pg):
 # ---- (b) S3 through the engines -----------------------------------------------------------
 
 def curl(args):
-    r = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}"] + args,
+    """(seconds to the first body byte, seconds to the last) of one GET."""
+    r = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w",
+                        "%{http_code} %{time_starttransfer} %{time_total}"] + args,
                        capture_output=True, text=True)
-    if r.returncode != 0 or not r.stdout.startswith("2"):
+    parts = r.stdout.split()
+    if r.returncode != 0 or len(parts) != 3 or not parts[0].startswith("2"):
         raise RuntimeError("curl %s: %s %s" % (" ".join(args[-1:]), r.stdout, r.stderr))
+    return float(parts[1]), float(parts[2])
 
 
 def small_rows(work, name, urls, bucket):
@@ -558,11 +562,12 @@ def large_put(work, tag, urls):
 
 
 def large_get(urls, tag, shift=0):
+    """(MiB/s over the LARGE_CONNS GETs at once, their slowest first byte in s)."""
     t = time.time()
     with concurrent.futures.ThreadPoolExecutor(LARGE_CONNS) as ex:
-        list(ex.map(lambda i: curl([urls[(i + shift) % len(urls)] + "/big/%s-%d" % (tag, i)]),
-                    range(LARGE_CONNS)))
-    return LARGE_CONNS * (LARGE >> 20) / (time.time() - t)
+        times = list(ex.map(lambda i: curl([urls[(i + shift) % len(urls)] +
+                                            "/big/%s-%d" % (tag, i)]), range(LARGE_CONNS)))
+    return LARGE_CONNS * (LARGE >> 20) / (time.time() - t), max(f for f, _ in times)
 
 
 def s3_target(work, name, nodes, tag, bucket="s3b"):
@@ -575,10 +580,15 @@ def s3_target(work, name, nodes, tag, bucket="s3b"):
     burls = ["%s/%s" % (u, bucket) for u in urls]
     say("fleet_s3_%s_put_64m_c%d" % (name, LARGE_CONNS), "%.1f" % large_put(work, tag, burls),
         "MiB/s")
-    first = large_get(burls, tag, shift=1 if len(urls) > 1 else 0)
-    again = large_get(burls, tag, shift=1 if len(urls) > 1 else 0)
+    first, first_ttfb = large_get(burls, tag, shift=1 if len(urls) > 1 else 0)
+    again, again_ttfb = large_get(burls, tag, shift=1 if len(urls) > 1 else 0)
     say("fleet_s3_%s_get_64m_c%d" % (name, LARGE_CONNS), "%.1f" % first, "MiB/s")
     say("fleet_s3_%s_get_64m_again_c%d" % (name, LARGE_CONNS), "%.1f" % again, "MiB/s")
+    # The slowest first byte: uncached through a fleet node, the backend's
+    # answer head (a cold blob is relayed as it lands), not the whole fill.
+    say("fleet_s3_%s_get_64m_first_byte_c%d" % (name, LARGE_CONNS), "%.3f" % first_ttfb, "s")
+    say("fleet_s3_%s_get_64m_again_first_byte_c%d" % (name, LARGE_CONNS), "%.3f" % again_ttfb,
+        "s")
 
 
 def s3_part(work, pg):

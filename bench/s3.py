@@ -520,11 +520,18 @@ def large_phase(cairn, nginx, big_path):
         keep("s3_put_large_multipart", secs)
         cpu["s3_put_large_multipart"] = min(cpu.get("s3_put_large_multipart", 1e9),
                                             cairn.cpu_secs() - c0)
+    # The multipart objects' GET: a producer's body in parts (docs/architecture.md
+    # "A reply in parts"), beside the single-PUT object's sendfile and nginx.
+    c = cairn.client()
+    mp = [c.generate_presigned_url("get_object", Params={"Bucket": BUCKET, "Key": "big-mp-%d" % a})
+          for a in (1, 2)]
     for attempt in (1, 2, 3):
         keep("s3_nginx_get_large", curl([nginx.url + "/big.bin"]))
         keep("s3_get_large", curl([cairn.url + "/%s/big-%d" % (BUCKET, 1 + attempt % 2)]))
+        keep("s3_get_large_multipart", curl([mp[attempt % 2]]))
     for name in ("s3_nginx_put_large", "s3_nginx_put_large_fsync", "s3_put_large",
-                 "s3_put_large_multipart", "s3_nginx_get_large", "s3_get_large"):
+                 "s3_put_large_multipart", "s3_nginx_get_large", "s3_get_large",
+                 "s3_get_large_multipart"):
         say(name, "%.1f" % (mib / best[name]), "MiB/s")
         say(name + "_secs", "%.3f" % best[name], "s")
     for name in sorted(cpu):   # cairnd's user+system CPU per GiB stored (the best of 2)

@@ -560,9 +560,10 @@ CN_API cn_err_t cn_objects_reader_send_at(cn_objects_reader_t *rd, uint64_t from
 /* The reader's bytes at pos (counted from the start of its range) into buf,
  * at most max and within one stored segment: *n bytes, 0 at the end.  It
  * keeps no position, so a body made piece by piece may ask for each piece
- * on another worker (never two at once).  The piece that ends the range is
+ * on another worker (never two at once).  The piece that ends a segment is
  * the one a blob still being fetched verifies whole before it is served
- * (cn_store_read_part).  CN_E_CORRUPT / -errno from the store. */
+ * (cn_store_read_part), so no range completes on unverified bytes.
+ * CN_E_CORRUPT / -errno from the store. */
 CN_API cn_err_t cn_objects_reader_read_at(cn_objects_reader_t *rd, uint64_t pos, void *buf,
                                           size_t max, size_t *n);
 CN_API void cn_objects_reader_free(cn_objects_reader_t *rd); /* NULL is a no-op */

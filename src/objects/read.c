@@ -195,7 +195,10 @@ cn_err_t cn_objects_reader_read_at(cn_objects_reader_t *rd, uint64_t pos, void *
             *n = err ? 0 : want;
             return err;
         }
-        bool last = pos + want == rd->len;
+        /* Each segment's last piece waits for its blob's verdict: an earlier
+         * segment's blob still being fetched must not be left unverified
+         * behind a response that completes with a later one. */
+        bool last = in + want == s->len;
         err = cn_store_read_part(rd->store, &s->digest, s->off + in, buf, want, n, last);
         return err ? err : *n == want ? CN_OK : CN_E_CORRUPT;
     }

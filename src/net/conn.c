@@ -394,6 +394,8 @@ cn_err_t cn_conn_send_head_file(cn_conn_t *c, const void *head, size_t head_len,
 {
     if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
         return CN_E_INVALID;
+    if (c->tail.set) /* a reply's rest goes first (cn_conn_reply) */
+        CN_TRY(tail_flush(c));
     if (len <= CN__INLINE_BODY) {
         uint8_t body[CN__INLINE_BODY];
         CN_TRY(pread_full(fd, body, off, (size_t)len));

@@ -231,14 +231,9 @@ def test_a_bad_first_part_of_a_cold_object_ends_the_response_short(tier):
     response's last piece left a window of the first fill's final hash, a
     few milliseconds: this run does not hit it reliably, so it guards the
     outcome, not that window.)"""
-    s3 = tier.node.client()
-    parts = [os.urandom(6 << 20), os.urandom(6 << 20)]
-    up = s3.create_multipart_upload(Bucket="front", Key="mp")["UploadId"]
-    done = [{"PartNumber": i + 1, "ETag": s3.upload_part(
-        Bucket="front", Key="mp", UploadId=up, PartNumber=i + 1, Body=p)["ETag"]}
-        for i, p in enumerate(parts)]
-    s3.complete_multipart_upload(Bucket="front", Key="mp", UploadId=up,
-                                 MultipartUpload={"Parts": done})
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "http"))
+    from test_http_stalled_reader import multipart_object
+    parts = multipart_object(tier.node.client(), "front", "mp", (6 << 20, 6 << 20))
     bad = bytearray(parts[0])
     bad[1000] ^= 0xFF
     tier.backend.client().put_object(Bucket=BUCKET, Key="%s/%s" % (PREFIX, b3(parts[0])),

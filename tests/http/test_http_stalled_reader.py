@@ -109,7 +109,7 @@ def test_stalled_downloaders_of_a_multipart_object_leave_the_workers_free(tmp_pa
     out by cn_conn_reply, and the next one is made on a worker only once
     the client took the last (CN_CONN_MORE)."""
     addr, s3, _ = with_big_object(tmp_path, servers, 15000)
-    stalled_round(addr, s3, "parts", multipart_object(s3))
+    stalled_round(addr, s3, "parts", b"".join(multipart_object(s3)))
 
 
 def stalled_round(addr, s3, key, data):
@@ -161,15 +161,17 @@ def test_a_reader_stalled_past_the_deadline_is_closed(tmp_path, servers):
     assert got == data
 
 
-def multipart_object(s3):
-    """big/parts: three parts (12 MiB); returns its bytes."""
-    parts = [os.urandom(5 << 20), os.urandom(5 << 20), os.urandom(2 << 20)]
-    up = s3.create_multipart_upload(Bucket="big", Key="parts")["UploadId"]
+def multipart_object(s3, bucket="big", key="parts", sizes=(5 << 20, 5 << 20, 2 << 20)):
+    """bucket/key uploaded in parts of random bytes of the given sizes;
+    returns the parts' bytes, in order."""
+    parts = [os.urandom(n) for n in sizes]
+    up = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
     done = [{"PartNumber": i + 1, "ETag": s3.upload_part(
-        Bucket="big", Key="parts", UploadId=up, PartNumber=i + 1, Body=p)["ETag"]}
+        Bucket=bucket, Key=key, UploadId=up, PartNumber=i + 1, Body=p)["ETag"]}
         for i, p in enumerate(parts)]
-    s3.complete_multipart_upload(Bucket="big", Key="parts", UploadId=up,
+    s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=up,
                                  MultipartUpload={"Parts": done})
+    return parts
     return b"".join(parts)
 
 
@@ -179,7 +181,7 @@ def test_replies_in_parts_end_cleanly_when_clients_go_and_at_a_stop(tmp_path, se
     close(): no sanitizer report at exit), and a graceful stop finishes a
     reply in parts within its grace period instead of cutting it."""
     addr, s3, _ = with_big_object(tmp_path, servers, 15000)
-    data = multipart_object(s3)
+    data = b"".join(multipart_object(s3))
     gone = [stalled_get(addr, s3, "big", "parts") for _ in range(3)]
     kept = stalled_get(addr, s3, "big", "parts")
     time.sleep(0.5)

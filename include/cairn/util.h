@@ -174,6 +174,10 @@ CN_API bool cn_utf8_valid(const void *p, size_t n);
  * (less than n only at EOF) or -errno. */
 CN_API long long cn_read_full(int fd, void *buf, size_t n);
 CN_API cn_err_t cn_write_full(int fd, const void *buf, size_t n);
+/* Reads exactly n bytes of fd at offset off into buf, over short reads and
+ * EINTR: CN_OK, -errno, or short_err when the file ends first (the caller
+ * says what a short file means: a stored layout corrupt, a length changed). */
+CN_API cn_err_t cn_pread_full(int fd, void *buf, size_t n, uint64_t off, cn_err_t short_err);
 /* fsyncs the directory dir itself (so that entries created or renamed in it are durable). */
 CN_API cn_err_t cn_fsync_dir(const char *dir);
 /* mkdir -p with the given mode. */

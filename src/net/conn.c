@@ -316,23 +316,6 @@ cn_err_t cn_conn_writev(cn_conn_t *c, const struct iovec *iov, int iovcnt, int64
  * sendmsg cost less than a sendfile's splice set-up for a few pages. */
 #define CN__INLINE_BODY (16u * 1024)
 
-/* Reads len (<= CN__INLINE_BODY) bytes of fd at off into body. */
-static cn_err_t pread_full(int fd, uint8_t *body, uint64_t off, size_t len)
-{
-    size_t got = 0;
-    while (got < len) {
-        ssize_t r = pread(fd, body + got, len - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -errno;
-        if (r == 0)
-            return CN_E_LENGTH_MISMATCH;
-        got += (size_t)r;
-    }
-    return CN_OK;
-}
-
 cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t len, int64_t deadline)
 {
     if (off > (uint64_t)INT64_MAX || len > (uint64_t)INT64_MAX - off)
@@ -343,7 +326,7 @@ cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t len, int6
         if (len > CN__INLINE_BODY)
             return CN_E_UNSUPPORTED; /* a large body is a worker's job */
         uint8_t body[CN__INLINE_BODY];
-        CN_TRY(pread_full(fd, body, off, (size_t)len));
+        CN_TRY(cn_pread_full(fd, body, (size_t)len, off, CN_E_LENGTH_MISMATCH));
         struct iovec v = { body, (size_t)len };
         return loop_writev(c, &v, 1);
     }
@@ -398,7 +381,7 @@ cn_err_t cn_conn_send_head_file(cn_conn_t *c, const void *head, size_t head_len,
         CN_TRY(tail_flush(c));
     if (len <= CN__INLINE_BODY) {
         uint8_t body[CN__INLINE_BODY];
-        CN_TRY(pread_full(fd, body, off, (size_t)len));
+        CN_TRY(cn_pread_full(fd, body, (size_t)len, off, CN_E_LENGTH_MISMATCH));
         struct iovec iov[2] = { { (void *)head, head_len }, { body, (size_t)len } };
         return cn_conn_writev(c, iov, 2, deadline);
     }
@@ -646,7 +629,7 @@ cn_err_t cn_conn_reply(cn_conn_t *c, const struct iovec *iov, int iovcnt, int fd
     memcpy(v, iov, (size_t)iovcnt * sizeof *iov);
     int n = iovcnt;
     if (len && len <= CN__INLINE_BODY) {
-        CN_TRY(pread_full(fd, body, off, (size_t)len));
+        CN_TRY(cn_pread_full(fd, body, (size_t)len, off, CN_E_LENGTH_MISMATCH));
         v[n++] = (struct iovec){ body, (size_t)len };
         len = 0;
     }

@@ -164,20 +164,6 @@ cn_err_t cn_objects_reader_send_at(cn_objects_reader_t *rd, uint64_t from,
     return obj_reader_send(rd, from, send_fd, write, ctx, true);
 }
 
-/* n bytes of fd at off into buf: CN_E_CORRUPT if the file is shorter. */
-static cn_err_t pread_exact(int fd, void *buf, size_t n, uint64_t off)
-{
-    for (size_t got = 0; got < n;) {
-        ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return r < 0 ? -errno : CN_E_CORRUPT;
-        got += (size_t)r;
-    }
-    return CN_OK;
-}
-
 cn_err_t cn_objects_reader_read_at(cn_objects_reader_t *rd, uint64_t pos, void *buf, size_t max,
                                    size_t *n)
 {
@@ -191,7 +177,7 @@ cn_err_t cn_objects_reader_read_at(cn_objects_reader_t *rd, uint64_t pos, void *
         size_t want = s->len - in < max ? (size_t)(s->len - in) : max;
         cn_err_t err;
         if (s->held) { /* its descriptor reads by offset, shared or not */
-            err = pread_exact(s->fd, buf, want, s->base + s->off + in);
+            err = cn_pread_full(s->fd, buf, want, s->base + s->off + in, CN_E_CORRUPT);
             *n = err ? 0 : want;
             return err;
         }

@@ -498,21 +498,6 @@ static cn_err_t gather_flush(gather_t *g)
     return n ? cn_conn_write_all(c, g->buf, n, cn_conn_deadline_for(c, n)) : CN_OK;
 }
 
-/* Reads len bytes of fd at off into p (the object's size was looked up: a
- * short file is CN_E_LENGTH_MISMATCH). */
-static cn_err_t pread_all(int fd, uint8_t *p, uint64_t off, size_t len)
-{
-    for (size_t got = 0; got < len;) {
-        ssize_t r = pread(fd, p + got, len - got, (off_t)(off + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return r < 0 ? -errno : CN_E_LENGTH_MISMATCH;
-        got += (size_t)r;
-    }
-    return CN_OK;
-}
-
 /* An object of a raw transfer after its header, already in the gather
  * buffer: a small one stored raw is read into it; a larger one goes by
  * sendfile(2) with the buffer in front (held back for its first pages); a
@@ -530,7 +515,8 @@ static cn_err_t gather_raw(gather_t *g, const cn_repos_obj_t *o)
     }
     CN_TRY(err);
     if (o->length <= SMALL_OBJECT && o->length <= g->cap - g->fill) {
-        err = pread_all(fd, g->buf + g->fill, at, (size_t)o->length);
+        /* its size was looked up: a short file changed under us */
+        err = cn_pread_full(fd, g->buf + g->fill, (size_t)o->length, at, CN_E_LENGTH_MISMATCH);
         g->fill += err < 0 ? 0 : (size_t)o->length;
     } else { /* by cn_conn_reply: a client that stops reading holds no worker */
         struct iovec head = { g->buf, g->fill };

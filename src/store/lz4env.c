@@ -67,31 +67,14 @@ void cn__env_trailer(uint64_t raw_len, uint64_t n_blocks, uint32_t index_crc,
     put_u32le(out + 28, cn_crc32c(0, out, 28));
 }
 
-static cn_err_t pread_full(int fd, void *buf, size_t n, uint64_t off)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = pread(fd, (uint8_t *)buf + got, n - got, (off_t)(off + got));
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (r == 0)
-            return CN_E_CORRUPT; /* the file is shorter than its layout */
-        got += (size_t)r;
-    }
-    return CN_OK;
-}
-
 cn_err_t cn__env_open(int fd, uint64_t size, cn__env_t *e)
 {
     uint8_t hdr[CN__ENV_HEADER_LEN], tr[CN__ENV_TRAILER_LEN];
     memset(e, 0, sizeof *e);
     if (size < CN__ENV_HEADER_LEN + CN__ENV_TRAILER_LEN)
         return CN_E_CORRUPT;
-    CN_TRY(pread_full(fd, hdr, sizeof hdr, 0));
-    CN_TRY(pread_full(fd, tr, sizeof tr, size - CN__ENV_TRAILER_LEN));
+    CN_TRY(cn_pread_full(fd, hdr, sizeof hdr, 0, CN_E_CORRUPT));
+    CN_TRY(cn_pread_full(fd, tr, sizeof tr, size - CN__ENV_TRAILER_LEN, CN_E_CORRUPT));
     if (memcmp(hdr, hdr_magic, 4) != 0 || hdr[4] != ENV_VERSION || hdr[5] < ENV_MIN_LOG ||
         hdr[5] > ENV_MAX_LOG)
         return CN_E_CORRUPT;
@@ -123,7 +106,7 @@ static uint64_t block_raw_len(const cn__env_t *e, uint64_t i)
 /* Reads index entries [first, first+n) into out. */
 static cn_err_t read_index(int fd, const cn__env_t *e, uint64_t first, size_t n, uint8_t *out)
 {
-    return pread_full(fd, out, 4 * n, e->index_off + 4 * first);
+    return cn_pread_full(fd, out, 4 * n, e->index_off + 4 * first, CN_E_CORRUPT);
 }
 
 cn_err_t cn__env_read(int fd, const cn__env_t *e, uint64_t off, uint64_t n, cn_store_sink_fn sink,
@@ -178,10 +161,10 @@ cn_err_t cn__env_read(int fd, const cn__env_t *e, uint64_t off, uint64_t n, cn_s
         uint32_t sz = ent & ~CN__ENV_RAW_FLAG;
         uint64_t rl = block_raw_len(e, b);
         if (ent & CN__ENV_RAW_FLAG) {
-            if ((rc = pread_full(fd, raw, sz, stored_off)) < 0)
+            if ((rc = cn_pread_full(fd, raw, sz, stored_off, CN_E_CORRUPT)) < 0)
                 goto out;
         } else {
-            if ((rc = pread_full(fd, z, sz, stored_off)) < 0)
+            if ((rc = cn_pread_full(fd, z, sz, stored_off, CN_E_CORRUPT)) < 0)
                 goto out;
             int got = LZ4_decompress_safe((const char *)z, (char *)raw, (int)sz, (int)bsz);
             if (got < 0 || (uint64_t)got != rl) {

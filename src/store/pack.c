@@ -348,18 +348,10 @@ cn_err_t cn__pack_borrow(cn_store_t *s, const cn_digest_t *d, cn__pack_loc_t *lo
 
 cn_err_t cn__pack_read(const cn__pack_loc_t *loc, uint8_t *buf)
 {
-    size_t got = 0;
-    while (got < loc->len) {
-        ssize_t r = pread(loc->fd, buf + got, loc->len - got, (off_t)(loc->off + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return -errno;
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
-    if (got == loc->len && digest_ok(&loc->d, buf, loc->len))
+    cn_err_t rc = cn_pread_full(loc->fd, buf, loc->len, loc->off, CN_E_CORRUPT);
+    if (rc < 0 && rc != CN_E_CORRUPT)
+        return rc;
+    if (rc == CN_OK && digest_ok(&loc->d, buf, loc->len))
         return CN_OK;
     char hex[CN_DIGEST_HEX_LEN + 1];
     cn_digest_hex(&loc->d, hex);
@@ -643,15 +635,7 @@ cn_err_t cn__pack_read_record(cn_store_t *s, uint32_t id, const cn__pack_live_t 
         return CN_E_NOT_FOUND;
     size_t want = CN__PACK_REC_HDR + (size_t)e->len;
     cn__pack_loc_t loc = { e->d, fd, e->off, (uint32_t)want, 0 };
-    size_t got = 0;
-    while (got < want) {
-        ssize_t r = pread(loc.fd, buf + got, want - got, (off_t)(loc.off + got));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return r < 0 ? -errno : CN_E_CORRUPT;
-        got += (size_t)r;
-    }
+    CN_TRY(cn_pread_full(loc.fd, buf, want, loc.off, CN_E_CORRUPT));
     cn__pack_rec_t rec;
     size_t used;
     if (cn__pack_rec_decode(buf, want, CN__STORE_IO_CHUNK, &rec, &used) < 0 || used != want ||

@@ -27,6 +27,19 @@ long long cn_read_full(int fd, void *buf, size_t n)
     return (long long)got;
 }
 
+cn_err_t cn_pread_full(int fd, void *buf, size_t n, uint64_t off, cn_err_t short_err)
+{
+    for (size_t got = 0; got < n;) {
+        ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r < 0 ? -errno : short_err;
+        got += (size_t)r;
+    }
+    return CN_OK;
+}
+
 cn_err_t cn_write_full(int fd, const void *buf, size_t n)
 {
     size_t put = 0;

@@ -66,6 +66,25 @@ static void test_file_tmp(void)
     CN_CHECK_EQ(rmdir(dir), 0);
 }
 
+/* cn_pread_full reads exactly n bytes at an offset; a file that ends first
+ * gives the caller's error, not a short count. */
+static void test_pread_full(void)
+{
+    char path[] = "/tmp/cn-utiltest-XXXXXX";
+    int fd = mkstemp(path);
+    CN_CHECK(fd >= 0);
+    CN_CHECK_EQ(cn_write_full(fd, "0123456789", 10), 0);
+    char buf[16] = { 0 };
+    CN_CHECK_EQ(cn_pread_full(fd, buf, 4, 3, CN_E_CORRUPT), CN_OK);
+    CN_CHECK(memcmp(buf, "3456", 4) == 0);
+    CN_CHECK_EQ(cn_pread_full(fd, buf, 0, 10, CN_E_CORRUPT), CN_OK);
+    CN_CHECK_EQ(cn_pread_full(fd, buf, 8, 5, CN_E_CORRUPT), CN_E_CORRUPT);
+    CN_CHECK_EQ(cn_pread_full(fd, buf, 1, 10, CN_E_LENGTH_MISMATCH), CN_E_LENGTH_MISMATCH);
+    CN_CHECK_EQ(cn_pread_full(-1, buf, 1, 0, CN_E_CORRUPT), -EBADF);
+    close(fd);
+    unlink(path);
+}
+
 static void test_buf_codec_roundtrip(void)
 {
     cn_buf_t b = { 0 };
@@ -134,4 +153,5 @@ static void test_errors(void)
 }
 
 CN_TEST_MAIN(CN_TEST(test_buf_codec_roundtrip), CN_TEST(test_reader_huge_length),
-             CN_TEST(test_rfc3339), CN_TEST(test_errors), CN_TEST(test_file_tmp))
+             CN_TEST(test_rfc3339), CN_TEST(test_errors), CN_TEST(test_file_tmp),
+             CN_TEST(test_pread_full))

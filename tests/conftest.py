@@ -119,6 +119,21 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=why))
 
 
+# What a sanitizer build prints when it found something: a memory error,
+# undefined behaviour, or (at exit) a leak.
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+def sanitizer_report(out):
+    """out when it holds a sanitizer report, else None."""
+    return out if any(m in out for m in SANITIZER_MARKS) else None
+
+
+def assert_no_sanitizer(out):
+    """Fails the test on a sanitizer report in a server's or command's output."""
+    assert sanitizer_report(out) is None, out
+
+
 @pytest.fixture
 def server_factory(tmp_path):
     servers = []
@@ -134,7 +149,7 @@ def server_factory(tmp_path):
         s.stop()
         out = s.output()
         # A sanitizer report anywhere in the server's output fails the test.
-        assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+        assert_no_sanitizer(out)
 
 
 @pytest.fixture
@@ -146,7 +161,7 @@ def servers():
     for s in started:
         s.stop()
         out = s.output()
-        assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+        assert_no_sanitizer(out)
 
 
 def free_port():

@@ -7,7 +7,7 @@ import sys
 import time
 import urllib.request
 
-from conftest import ADMIN_TOKEN, binary, run
+from conftest import ADMIN_TOKEN, assert_no_sanitizer, binary, run
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "jay"))
 import jayclient  # noqa: E402
@@ -119,7 +119,7 @@ def test_no_listeners_starts_and_sigterm_exits_0(tmp_path):
             p.wait()
     out = p.stdout.read()
     assert "stopped" in out
-    assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out
+    assert_no_sanitizer(out)
 
 
 def test_sigint_and_valid_config(tmp_path):

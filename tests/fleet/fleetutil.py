@@ -14,6 +14,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "s3"))
 import pgharness  # noqa: E402
 from conftest import free_port  # noqa: E402,F401 (the fleet tests import it from here)
+from conftest import sanitizer_report  # noqa: E402
 
 needs_pg = pytest.mark.skipif(not pgharness.available(),
                               reason="PostgreSQL 15 server binaries not installed")
@@ -101,7 +102,7 @@ class Fleet:
         """Stops the backend cairnd cleanly; returns its sanitizer report, if any."""
         self.backend.server.stop()
         out = self.backend.server.output()
-        return out if "ERROR: AddressSanitizer" in out or "runtime error:" in out else None
+        return sanitizer_report(out)
 
     def start(self, i, env=None):
         """(Re)starts node i; env adds to the fleet's environment for this run."""
@@ -131,8 +132,7 @@ class Fleet:
                 continue
             n.server.stop()
             out = n.server.output()
-            if i not in self.killed and ("ERROR: AddressSanitizer" in out
-                                         or "runtime error:" in out):
+            if i not in self.killed and sanitizer_report(out):
                 bad.append(out)
         return bad
 

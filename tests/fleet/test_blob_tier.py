@@ -19,7 +19,7 @@ import pytest
 import requests
 from botocore.exceptions import ClientError
 
-from conftest import ADMIN_TOKEN, Server, free_port
+from conftest import ADMIN_TOKEN, Server, assert_no_sanitizer, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "s3"))
@@ -81,7 +81,7 @@ class Tier:
             if s:
                 s.server.stop()
                 out = s.server.output()
-                assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+                assert_no_sanitizer(out)
 
     def backend_keys(self):
         """Every object of the backend bucket under PREFIX/, paginated."""

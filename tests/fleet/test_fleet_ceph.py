@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import Server
+from conftest import Server, assert_no_sanitizer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -84,7 +84,7 @@ class Node:
     def stop(self):
         self.s3.server.stop()
         out = self.s3.server.output()
-        assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+        assert_no_sanitizer(out)
 
     def put(self, key, data):
         return self.s3.client().put_object(Bucket="front", Key=key, Body=data)

@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "console"))
 from fleetutil import key_file, needs_pg, pg  # noqa: E402,F401
-from conftest import ADMIN_TOKEN, Server  # noqa: E402
+from conftest import ADMIN_TOKEN, Server, assert_no_sanitizer, sanitizer_report  # noqa: E402
 from test_console_session import API, Console  # noqa: E402
 
 pytestmark = needs_pg
@@ -85,7 +85,7 @@ def fleet(pg, tmp_path_factory):
             t.join()
         for s in servers:
             out = s.output()
-            if "ERROR: AddressSanitizer" in out or "runtime error:" in out:
+            if sanitizer_report(out):
                 bad.append(out)
         assert not bad, bad[0][-4000:]
 
@@ -233,4 +233,4 @@ def test_two_nodes_first_start_without_admin_token(pg, tmp_path):
         for s in servers:
             s.stop()
             out = s.output()
-            assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+            assert_no_sanitizer(out)

@@ -26,7 +26,7 @@ import time
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import Server
+from conftest import Server, sanitizer_report
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -119,7 +119,7 @@ def start_node(data, uri):
 def stop_clean(node):
     node.server.stop()
     out = node.server.output()
-    assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out[-4000:]
+    assert sanitizer_report(out) is None, out[-4000:]
     return out
 
 

@@ -18,7 +18,7 @@ import time
 import pytest
 import requests
 
-from conftest import Server
+from conftest import Server, assert_no_sanitizer
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "s3"))
 from s3fixtures import S3Server, s3_args  # noqa: E402
@@ -45,7 +45,7 @@ def srv(tmp_path_factory):
     yield srv
     s.stop()
     out = s.output()
-    assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+    assert_no_sanitizer(out)
 
 
 def warm(srv, *keys):

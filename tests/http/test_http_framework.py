@@ -21,7 +21,7 @@ from botocore.auth import S3SigV4Auth, SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from conftest import binary
+from conftest import assert_no_sanitizer, binary
 
 KEY = "AKIDTEST"
 SECRET = "test-secret/0123+abc"
@@ -73,7 +73,7 @@ class HttpTestServer:
                 self.proc.wait()
         self.log.close()
         out = self.output()
-        assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+        assert_no_sanitizer(out)
         assert "LeakSanitizer" not in out, out
 
 

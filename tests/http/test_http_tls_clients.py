@@ -21,7 +21,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from conftest import run
+from conftest import assert_no_sanitizer, run
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "s3"))
 from s3fixtures import ADMIN_KEY, ADMIN_SECRET, REGION  # noqa: E402
@@ -41,7 +41,7 @@ def tls_srv(tmp_path, tls_pair):  # noqa: F811
     yield srv
     srv.stop()
     out = srv.output()
-    assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+    assert_no_sanitizer(out)
 
 
 def other_cert(tmp_path):

@@ -23,7 +23,7 @@ import pytest
 import requests
 from botocore.config import Config
 
-from conftest import ADMIN_TOKEN, Server
+from conftest import ADMIN_TOKEN, Server, assert_no_sanitizer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 for sub in ("jay", "scribe", "blobops"):
@@ -181,7 +181,7 @@ def srv(tmp_path):
     yield s
     s.stop()
     out = s.output()
-    assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+    assert_no_sanitizer(out)
 
 
 def s3_client(srv):

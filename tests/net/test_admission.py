@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from conftest import binary
+from conftest import assert_no_sanitizer, binary
 
 
 class EchoServer:
@@ -65,7 +65,7 @@ class EchoServer:
                 self.proc.wait()
         self.log.close()
         out = self.output()
-        assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+        assert_no_sanitizer(out)
         return self.proc.returncode
 
 

@@ -21,7 +21,7 @@ import struct
 import subprocess
 import time
 
-from conftest import ADMIN_TOKEN, Server
+from conftest import ADMIN_TOKEN, Server, assert_no_sanitizer
 from cairnutil import cairnd_refuses
 from test_admission import (dial, echo_server, gate, hello,  # noqa: F401 (a fixture)
                             is_closed, recv_exact, request, session)
@@ -113,7 +113,7 @@ def test_connections_spread_over_loops_and_the_limit_is_global(tmp_path):
     finally:
         assert srv.stop() == 0
     out = srv.output()
-    assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+    assert_no_sanitizer(out)
 
 
 def test_echo_limit_is_global_across_loops(echo_server):

@@ -12,7 +12,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
 
-from conftest import ADMIN_TOKEN, Server, binary, run
+from conftest import ADMIN_TOKEN, Server, assert_no_sanitizer, binary, run
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "jay"))
 import jayclient  # noqa: E402
@@ -94,7 +94,7 @@ def s3srv(tmp_path_factory):
     yield S3Server(srv)
     srv.stop()
     out = srv.output()
-    assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+    assert_no_sanitizer(out)
 
 
 def own_server(server_factory, env=None, extra=()):

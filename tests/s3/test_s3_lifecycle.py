@@ -20,7 +20,7 @@ import pytest
 import requests
 from botocore.exceptions import ClientError
 
-from conftest import Server, binary, run
+from conftest import Server, assert_no_sanitizer, binary, run
 from s3fixtures import S3Server, s3_args, unique
 
 DAY = 2  # seconds: --lifecycle-day-seconds
@@ -36,7 +36,7 @@ def start(tmp_path_factory, extra=()):
 def clean(srv):
     srv.stop()
     out = srv.output()
-    assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+    assert_no_sanitizer(out)
 
 
 @pytest.fixture(scope="module")

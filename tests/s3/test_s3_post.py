@@ -16,7 +16,7 @@ import pytest
 import requests
 from botocore.exceptions import ClientError
 
-from conftest import Server
+from conftest import Server, assert_no_sanitizer
 from s3fixtures import (ADMIN_KEY, ADMIN_SECRET, REGION, S3Server, bucket, checksum_b64,  # noqa: F401
                         s3, s3_args, s3srv, unique)
 
@@ -412,4 +412,4 @@ def test_100mib_post_streams_with_bounded_memory(tmp_path):
     finally:
         srv.stop()
         out = srv.output()
-        assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out
+        assert_no_sanitizer(out)

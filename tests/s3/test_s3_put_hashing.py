@@ -21,6 +21,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
+from conftest import assert_no_sanitizer
 from s3fixtures import ADMIN_KEY, ADMIN_SECRET, REGION, S3Server, s3_args
 
 MiB = 1 << 20
@@ -43,7 +44,7 @@ def srv(tmp_path_factory, request):
     finally:
         s.stop()
     out = s.output()
-    assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+    assert_no_sanitizer(out)
 
 
 def signed_headers(srv, method, path, signed_body, params=""):

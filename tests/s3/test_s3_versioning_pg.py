@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import Server
+from conftest import Server, assert_no_sanitizer
 from s3fixtures import S3Server, s3_args
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -37,6 +37,6 @@ def s3srv(tmp_path_factory):  # noqa: F811 (this module's server is the point)
         finally:
             srv.stop()
         out = srv.output()
-        assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+        assert_no_sanitizer(out)
         # The metadata went to PostgreSQL, not to a meta.db beside the data.
         assert not (d / "data" / "meta.db").exists()

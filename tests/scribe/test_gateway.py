@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import Server, binary, run
+from conftest import Server, assert_no_sanitizer, binary, run
 from scribe_wire import (CHANGESET, CHUNK, ERR, FLAG_STREAM, MANIFEST, OP, ADD, Conn,
                          ScribeError, changeset_encode, changeset_id, chunk_id, file_objects,
                          header)
@@ -85,7 +85,7 @@ class Fleet:
                 s.stop()
         for s in [self.gw] + self.servers:
             out = s.output() if s else ""
-            assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+            assert_no_sanitizer(out)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from conftest import Server
+from conftest import Server, assert_no_sanitizer
 from scribe_wire import CHUNK, OP, Conn, chunk_id, header
 
 STORAGE = ["--jay", "off", "--http", "off", "--scribe", "127.0.0.1:0"]
@@ -52,7 +52,7 @@ class Gateway:
         for s in (self.gw, self.storage):
             s.stop()
             out = s.output()
-            assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+            assert_no_sanitizer(out)
 
 
 @pytest.fixture

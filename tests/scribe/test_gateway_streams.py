@@ -16,7 +16,7 @@ import socket
 
 import pytest
 
-from conftest import Server
+from conftest import Server, assert_no_sanitizer
 from scribe_wire import CHUNK, OP, Conn, chunk_id
 
 STORAGE = ["--jay", "off", "--http", "off", "--scribe", "127.0.0.1:0"]
@@ -37,7 +37,7 @@ def pair(tmp_path):
         if s.proc and s.proc.poll() is None:
             s.stop()
         out = s.output()
-        assert "ERROR: AddressSanitizer" not in out and "runtime error:" not in out, out
+        assert_no_sanitizer(out)
 
 
 def objects(sizes):

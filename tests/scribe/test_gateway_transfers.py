@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import binary, run
+from conftest import assert_no_sanitizer, binary, run
 from test_gateway import Fleet, ep
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cmd"))
@@ -39,7 +39,7 @@ def fleet(tmp_path):
 
 def cairn(gw, *args, check=True, timeout=600):
     r = run([binary("cairn")] + list(args) + ["--endpoint", gw], timeout=timeout)
-    assert "runtime error:" not in r.stderr and "AddressSanitizer" not in r.stderr, r.stderr
+    assert_no_sanitizer(r.stderr)
     if check:
         assert r.returncode == 0, (args, r.stdout, r.stderr)
     return r

@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from conftest import binary, run
+from conftest import assert_no_sanitizer, binary, run
 from scribe_wire import ADD, CHANGESET, CHUNK, MANIFEST, MODIFY, Conn, changeset_encode, \
     changeset_id, chunk_id, manifest_encode, manifest_id
 
@@ -31,7 +31,7 @@ def ep_of(s):
 
 def repo(ep, *args, check=True, env=None):
     r = run([binary("cairn"), "repo"] + list(args) + ["--endpoint", ep], timeout=600, env=env)
-    assert "runtime error:" not in r.stderr and "AddressSanitizer" not in r.stderr, r.stderr
+    assert_no_sanitizer(r.stderr)
     if check:
         assert r.returncode == 0, (args, r.stdout, r.stderr)
     return r

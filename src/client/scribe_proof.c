@@ -127,8 +127,12 @@ typedef struct tpipe {
     char *cur_after, *next_after; /* NUL-terminated; "" with no cursor */
     bool cur_has, next_has, inflight;
     const char *bound; /* a key range's last path (NULL: to the end) */
-    tstop_t *stop;     /* a split listing's early cancel (NULL: unsplit) */
-    bool cancelled;    /* failed after another range raised stop */
+    /* A range's hint: the entries its probe counted from each page's cursor
+     * through the first at or past its bound (UINT64_MAX: none; 0: used up,
+     * so a wrong hint costs full pages, never tiny ones). */
+    uint64_t cur_left, next_left;
+    tstop_t *stop;  /* a split listing's early cancel (NULL: unsplit) */
+    bool cancelled; /* failed after another range raised stop */
     cn_buf_t req, reply[2];
     char *path; /* hand_out's scratch */
 } tpipe_t;
@@ -143,12 +147,23 @@ static uint32_t page_limit(void)
     return v && *v && !*end && n >= 1 && n <= CN_SCRIBE_MAX_PAGE ? (uint32_t)n : CN_SCRIBE_MAX_PAGE;
 }
 
-/* A verifier for the page after `after` (has_after false: the first). */
-static cn_err_t tpipe_page(tpipe_t *p, bool has_after, const char *after, cn_tree_verify_t **out)
+/* A page's limit: page_limit(), or fewer when a range's hint says fewer
+ * are left (left entries, 0 or UINT64_MAX: no hint), so that a range's
+ * last page does not list far past its bound. */
+static uint32_t limit_for(uint64_t left)
+{
+    uint32_t full = page_limit();
+    return left && left < full ? (uint32_t)left : full;
+}
+
+/* A verifier for the page after `after` (has_after false: the first),
+ * with left entries hinted. */
+static cn_err_t tpipe_page(tpipe_t *p, bool has_after, const char *after, uint64_t left,
+                           cn_tree_verify_t **out)
 {
     cn_scribe_tree_page_req_t q;
     cn__scribe_tree_page_fill(&q, p->repo, p->branch, p->change, p->prefix, has_after, after);
-    q.limit = page_limit();
+    q.limit = limit_for(left);
     cn_scribe_codec_t codec = (cn_scribe_codec_t)cn_scribe_client_codec(p->cl);
     cn_buf_t page = { 0 };
     cn_err_t e = cn_scribe_enc_tree_page_req(&page, codec, &q);
@@ -189,7 +204,11 @@ static cn_err_t tpipe_follow(tpipe_t *p, bool hold, cn_tree_verify_t **pending)
         memcpy(p->next_after, last, len);
         p->next_after[len] = 0;
         p->next_has = true;
-        CN_TRY(tpipe_page(p, true, p->next_after, &p->next));
+        uint64_t used = limit_for(p->cur_left); /* cur has more: it listed its limit */
+        p->next_left = p->cur_left == UINT64_MAX ? UINT64_MAX
+                       : p->cur_left > used      ? p->cur_left - used
+                                                 : 0;
+        CN_TRY(tpipe_page(p, true, p->next_after, p->next_left, &p->next));
         v = p->next;
     }
     if (hold) {
@@ -229,6 +248,7 @@ static cn_err_t tpipe_step(tpipe_t *p, int r, bool hold, cn_scribe_client_entry_
         p->next_after = t;
         p->cur_has = p->next_has;
         p->next_has = false;
+        p->cur_left = p->next_left;
         *end = !p->cur;
     }
     return pending ? tpipe_send(p, pending) : CN_OK;
@@ -270,7 +290,7 @@ static cn_err_t tpipe_run(tpipe_t *p, bool hold, cn_scribe_client_entry_fn fn, v
     cn_err_t e = CN_OK;
     bool end = false, retried = false;
     while (!end) {
-        if (!p->cur && (e = tpipe_page(p, p->cur_has, p->cur_after, &p->cur)) >= 0)
+        if (!p->cur && (e = tpipe_page(p, p->cur_has, p->cur_after, p->cur_left, &p->cur)) >= 0)
             e = tpipe_send(p, p->cur);
         for (int r = 0; e >= 0 && !end; r ^= 1) {
             const cn_tree_verify_t *was = p->cur;
@@ -307,7 +327,8 @@ static cn_err_t tpipe_init(tpipe_t *p, cn_scribe_client_t *cl, cn_scribe_cerr_t 
                     .change = like->change,
                     .prefix = like->prefix,
                     .content = like->content,
-                    .revision = like->revision };
+                    .revision = like->revision,
+                    .cur_left = UINT64_MAX };
     p->cur_after = calloc(1, CN_SCRIBE_MAX_PATH + 1);
     p->next_after = calloc(1, CN_SCRIBE_MAX_PATH + 1);
     p->path = malloc(CN_SCRIBE_MAX_PATH + 1);
@@ -345,6 +366,7 @@ typedef struct trange {
     uint32_t fragments;
     bool hold;
     cn_err_t e;
+    uint64_t before; /* the probe's count of the listing's entries before bound */
     char bound[CN_SCRIBE_MAX_PATH + 1];
 } trange_t;
 
@@ -366,9 +388,11 @@ static int first_live(const cn_repos_node_t *nd)
     return -1;
 }
 
-/* The probe's leftmost path from the root into sp (at most 64 nodes),
- * key holding the deepest one's full key; the number of nodes. */
-static int spine_of(const cn_scribe_tree_proof_resp_t *resp, spine_t *sp, uint8_t *key)
+/* The probe's path from the root into sp (at most 64 nodes): toward the
+ * listing's prefix (plen bytes) while above it, then its leftmost entry;
+ * key holds the deepest one's full key.  Returns the number of nodes. */
+static int spine_of(const cn_scribe_tree_proof_resp_t *resp, const char *prefix, size_t plen,
+                    spine_t *sp, uint8_t *key)
 {
     cn_scribe_rows_t it = resp->nodes;
     cn_scribe_str_t s;
@@ -378,8 +402,8 @@ static int spine_of(const cn_scribe_tree_proof_resp_t *resp, spine_t *sp, uint8_
         cn_repos_node_t nd;
         if (cn_repos_node_parse(s.p, s.len, &nd) < 0)
             break;
-        bool child =
-            n ? nd.prefix_len && first_live(&sp[n - 1].nd) == nd.prefix[0] : nd.prefix_len == 0;
+        int down = !n ? -1 : klen < plen ? (uint8_t)prefix[klen] : first_live(&sp[n - 1].nd);
+        bool child = n ? nd.prefix_len && nd.prefix[0] == down : nd.prefix_len == 0;
         if (!child || klen + nd.prefix_len > CN_SCRIBE_MAX_PATH - 1)
             break;
         memcpy(key + klen, nd.prefix, nd.prefix_len);
@@ -389,19 +413,26 @@ static int spine_of(const cn_scribe_tree_proof_resp_t *resp, spine_t *sp, uint8_
     return n;
 }
 
-/* Bounds for up to want ranges from the spine: the keyspace is the
- * leftmost entries, then, deepest node first, each child subtree right of
- * the path (all children of the deepest), whose live counts are known; a
- * bound is the start key of a subtree (key ‖ byte, when it is a canonical
- * path) where the live count before it passes j/want of the total.
- * Returns the number of bounds (ascending). */
-static int spine_bounds(const spine_t *sp, int n, const uint8_t *key, int want, trange_t *rs)
+/* Bounds for up to want ranges from the spine: the listing is the subtree
+ * of its top node (the first whose key starts with the prefix, plen bytes),
+ * its keyspace the leftmost entries, then, deepest node first, each child
+ * subtree right of the path (all children of the deepest), whose live
+ * counts are known; a bound is the start key of a subtree (key ‖ byte, when
+ * it is a canonical path) where the live count before it passes j/want of
+ * the total.  Returns the number of bounds (ascending). */
+static int spine_bounds(const spine_t *sp, int n, const uint8_t *key, const char *prefix,
+                        size_t plen, int want, trange_t *rs)
 {
-    uint64_t total = n ? sp[0].nd.live : 0, before = 0;
-    for (int j = 0; j < n; j++)
+    int top = 0;
+    while (top < n && sp[top].klen < plen)
+        top++;
+    if (top == n || memcmp(key, prefix, plen) != 0)
+        return 0; /* nothing under the prefix */
+    uint64_t total = sp[top].nd.live, before = 0;
+    for (int j = top; j < n; j++)
         before += sp[j].nd.entry_state == CN_REPOS_LIVE;
     int nb = 0;
-    for (int j = n - 1; j >= 0 && nb < want - 1; j--) {
+    for (int j = n - 1; j >= top && nb < want - 1; j--) {
         int skip = j + 1 < n ? sp[j + 1].nd.prefix[0] : -1; /* the path's own child */
         for (uint16_t i = 0; i < sp[j].nd.child_count && nb < want - 1; i++) {
             cn_repos_node_child_t c;
@@ -414,7 +445,7 @@ static int spine_bounds(const spine_t *sp, int n, const uint8_t *key, int want, 
             b[sp[j].klen + 1] = 0;
             if (before * (uint64_t)want >= total * (uint64_t)(nb + 1) && before &&
                 cn_repos_path_check((const uint8_t *)b, sp[j].klen + 1) == CN_OK)
-                nb++;
+                rs[nb++].before = before;
             before += c.live;
         }
     }
@@ -428,6 +459,7 @@ static int spine_bounds(const spine_t *sp, int n, const uint8_t *key, int want, 
  * failure (the listing is then not split). */
 static int split_bounds(tpipe_t *p, int want, trange_t *rs)
 {
+    size_t plen = p->prefix ? strlen(p->prefix) : 0;
     cn_scribe_tree_page_req_t q;
     cn__scribe_tree_page_fill(&q, p->repo, p->branch, p->change, p->prefix, false, NULL);
     q.limit = 1;
@@ -445,7 +477,8 @@ static int split_bounds(tpipe_t *p, int want, trange_t *rs)
     if (e >= 0 && cn_tree_verify_new(&cfg, &v) >= 0 && cn_tree_verify_request(v, &req) >= 0 &&
         cn_scribe_client_tree_proof(p->cl, req.data, req.len, &reply, &err) >= 0 &&
         cn_scribe_dec_tree_proof_resp(reply.data, reply.len, codec, &resp) >= 0)
-        nb = spine_bounds(sp, spine_of(&resp, sp, key), key, want, rs);
+        nb = spine_bounds(sp, spine_of(&resp, p->prefix, plen, sp, key), key, p->prefix, plen, want,
+                          rs);
     cn_tree_verify_free(v);
     cn_buf_free(&page);
     cn_buf_free(&req);
@@ -539,6 +572,8 @@ static int ranges_start(tpipe_t *base, trange_t *rs, int nb, pthread_t *t, bool 
         r->p.cur_has = true;
         memcpy(r->p.cur_after, r->bound, strlen(r->bound) + 1);
         r->p.bound = i + 1 < k ? rs[i + 1].bound : NULL;
+        /* through the first entry at or past the bound: one more */
+        r->p.cur_left = i + 1 < k ? rs[i + 1].before - rs[i].before + 1 : UINT64_MAX;
         r->p.stop = stop;
         stop->conn[stop->n++] = d[i];
     }
@@ -590,6 +625,7 @@ static cn_err_t split_run(tpipe_t *base, trange_t *rs, int nb, bool hold,
     char *last = malloc(2 * (CN_SCRIBE_MAX_PATH + 1));
     first_ctx_t f = { fn, ctx, last, 0 };
     base->bound = n ? rs[0].bound : NULL;
+    base->cur_left = n ? rs[0].before + 1 : UINT64_MAX;
     cn_err_t e = last ? tpipe_run(base, hold, first_row, &f, fragments) : -ENOMEM;
     for (int k = 0; k < n; k++)
         if (threaded[k])
@@ -611,9 +647,8 @@ static cn_err_t split_run(tpipe_t *base, trange_t *rs, int nb, bool hold,
 }
 
 /* Ranges this listing is split into: 1 + the data connections the client
- * may open (at most 5), or CAIRN_PROOF_SPLIT (1..5; 1 = unsplit); only a
- * whole-tree listing is split. */
-static int split_want(const cn_scribe_client_t *cl, const char *prefix)
+ * may open (at most 5), or CAIRN_PROOF_SPLIT (1..5; 1 = unsplit). */
+static int split_want(const cn_scribe_client_t *cl)
 {
     const char *v = getenv("CAIRN_PROOF_SPLIT");
     char *end;
@@ -621,7 +656,7 @@ static int split_want(const cn_scribe_client_t *cl, const char *prefix)
     int want = 1 + cn__scribe_client_ndata(cl);
     if (v && *v && !*end && n >= 1 && n <= SPLIT_MAX)
         want = (int)n < want ? (int)n : want;
-    return prefix && *prefix ? 1 : want;
+    return want;
 }
 
 cn_err_t cn_scribe_client_tree_verified(cn_scribe_client_t *cl, const uint8_t repo[16],
@@ -642,7 +677,7 @@ cn_err_t cn_scribe_client_tree_verified(cn_scribe_client_t *cl, const uint8_t re
                      .revision = *revision_root };
     tpipe_t p;
     cn_err_t e = tpipe_init(&p, cl, err ? err : &scratch, &like);
-    int want = e >= 0 ? split_want(cl, prefix) : 1;
+    int want = e >= 0 ? split_want(cl) : 1;
     trange_t *rs = want > 1 ? calloc(SPLIT_MAX, sizeof *rs) : NULL;
     int nb = rs ? split_bounds(&p, want, rs) : 0;
     if (e >= 0 && nb > 0)

@@ -124,13 +124,20 @@ def test_a_bad_reply_in_one_range_aborts_with_nothing_applied(server_factory, tm
     assert files_of(b) == files_of(a)
 
 
-def test_a_bad_reply_cancels_the_other_ranges_early(server_factory, tmp_path):
-    s = server_factory(args=SCRIBE_ONLY, wait_for=("scribe",))
-    ep = scribe_ep(s)
+def big(ep, tmp_path):
+    """Repository big: 600 files at change 1 (workspaces b and c there), one
+    edited at change 2 from a; returns (a, b, c)."""
     files = {"d%d/f%03d.txt" % (i % 8, i): b"v1 %d\n" % i for i in range(600)}
     a, b, c = seeded(ep, tmp_path, "big", files, "v1", more=("b", "c"))
     write(os.path.join(a, "d0/f000.txt"), b"v2\n")
     repo(ep, "submit", a, "-m", "v2")
+    return a, b, c
+
+
+def test_a_bad_reply_cancels_the_other_ranges_early(server_factory, tmp_path):
+    s = server_factory(args=SCRIBE_ONLY, wait_for=("scribe",))
+    ep = scribe_ep(s)
+    a, b, c = big(ep, tmp_path)
     before = snapshot(b)
     env = {"CAIRN_PROOF_PAGE": "4"}  # 600 live entries: 150 pages, ~30 a range
     px = Proxy(s.addrs["scribe"])
@@ -158,3 +165,70 @@ def test_a_bad_reply_cancels_the_other_ranges_early(server_factory, tmp_path):
     finally:
         px.close()
     assert files_of(b) == files_of(a)
+
+
+class CountLive(OtherConns):
+    """OtherConns that also counts the live entries every tree_proof reply
+    carries (each page's entries and its lookahead witness, the probe's)."""
+
+    def __init__(self):
+        super().__init__()
+        self.live = 0
+
+    def __call__(self, p, stale):
+        super().__call__(p, stale)
+        n = sum(1 for node in split_nodes(p)[1] if live_at(node)[1])
+        with self.lock:
+            self.live += n
+        return p
+
+
+def test_a_range_lists_hardly_past_its_bound(server_factory, tmp_path):
+    """Each range's pages ask for as many entries as the probe counted up to
+    its bound (plus the first past it), so its last page stops at the bound
+    instead of listing up to a page beyond it: a split sync moves about the
+    entries an unsplit one does.  Fails with the count hints off (each of
+    the first four ranges then overshoots by up to a 64-entry page)."""
+    s = server_factory(args=SCRIBE_ONLY, wait_for=("scribe",))
+    ep = scribe_ep(s)
+    a, b, c = big(ep, tmp_path)
+    env = {"CAIRN_PROOF_PAGE": "64"}
+    px = Proxy(s.addrs["scribe"])
+    try:
+        px.mode = CountLive()
+        repo(px.ep, "sync", b, env=dict(env, CAIRN_PROOF_SPLIT="1"), conns=ALL)
+        unsplit = px.mode.live
+        px.mode = CountLive()
+        repo(px.ep, "sync", c, env=env, conns=ALL)
+        split, ranges = px.mode.live, len(px.mode.threads)
+    finally:
+        px.close()
+    assert ranges >= 3, ranges
+    # per range at most its own witness and the entry past its bound, the
+    # probe's two; an unhinted split overshoots by about 32 entries a range
+    assert unsplit >= 600 and split <= unsplit + 3 * ranges + 2, (split, unsplit, ranges)
+    assert files_of(b) == files_of(c) == files_of(a)
+
+
+def test_a_sparse_sync_is_split_too(server_factory, tmp_path):
+    """A workspace of one prefix (--path) is listed in key ranges as a whole
+    tree is: the probe's path goes down to the prefix, the bounds fall
+    inside it, and the files are those of an unsplit listing."""
+    s = server_factory(args=SCRIBE_ONLY, wait_for=("scribe",))
+    ep = scribe_ep(s)
+    files = {"d%d/f%03d.txt" % (i % 4, i): b"v1 %d\n" % i for i in range(400)}
+    seeded(ep, tmp_path, "sparse", files, "v1", more=())
+    px = Proxy(s.addrs["scribe"])
+    try:
+        got = {}
+        for split in ("5", "1"):
+            ws = str(tmp_path / ("s" + split))
+            px.mode = OtherConns()
+            repo(px.ep, "clone", "sparse", ws, "--path", "d2/",
+                 env=dict(SMALL, CAIRN_PROOF_SPLIT=split), conns=ALL)
+            got[split] = (files_of(ws), len(px.mode.threads))
+    finally:
+        px.close()
+    assert got["5"][1] >= 3 and got["1"][1] == 1, got
+    assert got["5"][0] == got["1"][0]
+    assert sorted(got["5"][0]) == sorted(p for p in files if p.startswith("d2/")), got["5"][0]

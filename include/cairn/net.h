@@ -334,8 +334,10 @@ CN_API cn_err_t cn_conn_send_head_file(cn_conn_t *c, const void *head, size_t he
  * only then reads the next request, or closes the connection when serve()
  * returned < 0.  So nothing else may be written to c after it (a later
  * write first finishes the rest, blocking, to keep the stream in order).
- * Under TLS, on the loop (fast()), or when the budget or a descriptor is
- * refused, the worker writes it all itself, with the deadline, as before.
+ * Under TLS the same holds: the rest starts with the bytes of the write that
+ * had to wait, and the loop reads a file range in 64 KiB pieces.  On
+ * the loop (fast()), or when the budget or a descriptor is refused, the
+ * worker writes it all itself, with the deadline, as before.
  * Errors as cn_conn_sendfile; on any error some bytes may have been sent. */
 #define CN_CONN_REPLY_IOV 8
 CN_API cn_err_t cn_conn_reply(cn_conn_t *c, const struct iovec *iov, int iovcnt, int fd,

@@ -419,7 +419,7 @@ void cn__tail_free(cn_conn_t *c)
     if (!t->set)
         return;
     free(t->buf);
-    cn_conn_budget_release(c, t->len);
+    cn_conn_budget_release(c, t->cap);
     if (t->fd >= 0)
         close(t->fd);
     memset(t, 0, sizeof *t);
@@ -429,7 +429,9 @@ void cn__tail_free(cn_conn_t *c)
 void cn__tail_from_pend(cn_conn_t *c)
 {
     cn__tail_t *t = &c->tail;
-    *t = (cn__tail_t){ .set = true, .buf = c->pend, .len = c->pend_len, .fd = -1 };
+    *t = (cn__tail_t){
+        .set = true, .buf = c->pend, .len = c->pend_len, .cap = c->pend_len, .fd = -1
+    };
     t->deadline = cn_conn_deadline_for(c, c->pend_len);
     c->pend = NULL;
     c->pend_len = 0;
@@ -451,9 +453,53 @@ static cn_err_t tail_flush(cn_conn_t *c)
     return e;
 }
 
+/* A TLS tail's file range goes through buf in pieces of four records:
+ * the piece being written stays in buf until SSL_write took it all, as a
+ * write that has to wait must be repeated with the same bytes. */
+#define CN__TLS_PIECE (64u * 1024)
+
+/* cn__tail_write under TLS. */
+static cn_err_t tail_write_tls(cn_conn_t *c)
+{
+    cn__tail_t *t = &c->tail;
+    t->want_read = false;
+    for (;;) {
+        if (t->off == t->len) {
+            if (!t->flen)
+                return CN_OK;
+            size_t want = t->flen < t->cap ? (size_t)t->flen : t->cap;
+            ssize_t r = pread(t->fd, t->buf, want, (off_t)t->foff);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                return r < 0 ? -errno : CN_E_LENGTH_MISMATCH;
+            t->off = 0;
+            t->len = (size_t)r;
+            t->foff += (uint64_t)r;
+            t->flen -= (uint64_t)r;
+        }
+        size_t w = 0;
+        ERR_clear_error();
+        int ret = SSL_write_ex(c->ssl, t->buf + t->off, t->len - t->off, &w);
+        if (ret > 0) {
+            cn_metric_add(c->ls->m.bytes_out, (int64_t)w);
+            t->off += w;
+            continue;
+        }
+        short ev = POLLOUT;
+        cn_err_t e = tls_want(c, ret, &ev);
+        if (e < 0)
+            return e;
+        t->want_read = ev == POLLIN;
+        return CN_E_AGAIN;
+    }
+}
+
 cn_err_t cn__tail_write(cn_conn_t *c)
 {
     cn__tail_t *t = &c->tail;
+    if (c->ssl)
+        return tail_write_tls(c);
     while (t->off < t->len) {
         int more = t->flen ? MSG_MORE : 0;
         ssize_t w =
@@ -503,17 +549,18 @@ static bool tail_take(cn_conn_t *c, const struct iovec *iov, int iovcnt, size_t 
     for (int i = 0; i < iovcnt; i++)
         n += iov[i].iov_len;
     n -= skip;
+    size_t cap = c->ssl && len && n < CN__TLS_PIECE ? CN__TLS_PIECE : n;
     uint8_t *buf = NULL;
-    if (n && cn_conn_budget_reserve(c, n) != CN_OK)
+    if (cap && cn_conn_budget_reserve(c, cap) != CN_OK)
         return false;
-    if (n && !(buf = malloc(n))) {
-        cn_conn_budget_release(c, n);
+    if (cap && !(buf = malloc(cap))) {
+        cn_conn_budget_release(c, cap);
         return false;
     }
     int dup = len ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
     if (len && dup < 0) {
         free(buf);
-        cn_conn_budget_release(c, n);
+        cn_conn_budget_release(c, cap);
         return false;
     }
     size_t at = 0;
@@ -527,14 +574,20 @@ static bool tail_take(cn_conn_t *c, const struct iovec *iov, int iovcnt, size_t 
         at += k - skip;
         skip = 0;
     }
-    c->tail = (cn__tail_t){
-        .set = true, .buf = buf, .len = n, .fd = dup, .foff = off, .flen = len, .deadline = deadline
-    };
+    c->tail = (cn__tail_t){ .set = true,
+                            .buf = buf,
+                            .len = n,
+                            .cap = cap,
+                            .fd = dup,
+                            .foff = off,
+                            .flen = len,
+                            .deadline = deadline };
     return true;
 }
 
-/* The blocking reply of a connection the loop cannot finish for (TLS, the
- * loop itself, a tail already pending): as the writes before it did. */
+/* The blocking reply of a connection the loop cannot finish for (the loop
+ * itself, a tail already pending, no room for a tail): as the writes before
+ * it did. */
 static cn_err_t reply_blocking(cn_conn_t *c, const struct iovec *iov, int iovcnt, int fd,
                                uint64_t off, uint64_t len, int64_t deadline)
 {
@@ -542,6 +595,77 @@ static cn_err_t reply_blocking(cn_conn_t *c, const struct iovec *iov, int iovcnt
         return cn_conn_send_head_file(c, iov[0].iov_base, iov[0].iov_len, fd, off, len, deadline);
     CN_TRY(cn_conn_writev(c, iov, iovcnt, deadline));
     return len ? cn_conn_sendfile(c, fd, off, len, deadline) : CN_OK;
+}
+
+/* SSL_write of p[0, n) without waiting: *took bytes went; *wait is 0 when
+ * they all did, else what the socket must become (POLLOUT, or POLLIN) for
+ * the next write, which must start with the bytes at p + *took (SSL_write
+ * requires a repeated write to repeat its bytes). */
+static cn_err_t tls_write_nb(cn_conn_t *c, const uint8_t *p, size_t n, size_t *took, short *wait)
+{
+    *took = 0;
+    *wait = 0;
+    while (*took < n) {
+        size_t w = 0;
+        ERR_clear_error();
+        int ret = SSL_write_ex(c->ssl, p + *took, n - *took, &w);
+        if (ret > 0) {
+            cn_metric_add(c->ls->m.bytes_out, (int64_t)w);
+            *took += w;
+            continue;
+        }
+        *wait = POLLOUT;
+        cn_err_t e = tls_want(c, ret, wait);
+        return e < 0 ? e : CN_OK;
+    }
+    return CN_OK;
+}
+
+/* cn_conn_reply under TLS: the worker writes what the socket takes; when
+ * it is full, the rest becomes the connection's tail (the unwritten bytes
+ * copied, the file range after them on a duplicate descriptor) and the
+ * loop writes it. */
+static cn_err_t reply_tls(cn_conn_t *c, const struct iovec *iov, int iovcnt, int fd, uint64_t off,
+                          uint64_t len, int64_t deadline)
+{
+    size_t sent = 0, took;
+    short wait = 0;
+    for (int i = 0; i < iovcnt && !wait; i++) {
+        CN_TRY(tls_write_nb(c, iov[i].iov_base, iov[i].iov_len, &took, &wait));
+        sent += took;
+    }
+    uint8_t piece[CN__TLS_PIECE];
+    struct iovec rest = { piece, 0 };
+    while (!wait && len) {
+        size_t want = len < sizeof piece ? (size_t)len : sizeof piece;
+        CN_TRY(cn_pread_full(fd, piece, want, off, CN_E_LENGTH_MISMATCH));
+        off += want;
+        len -= want;
+        CN_TRY(tls_write_nb(c, piece, want, &took, &wait));
+        rest = (struct iovec){ piece + took, want - took };
+    }
+    if (!wait)
+        return CN_OK;
+    bool kept = rest.iov_len ? tail_take(c, &rest, 1, 0, fd, off, len, deadline)
+                             : tail_take(c, iov, iovcnt, sent, fd, off, len, deadline);
+    if (kept) {
+        c->tail.want_read = wait == POLLIN;
+        return CN_OK; /* pending: cn_conn_reply_pending */
+    }
+    /* No room to keep the rest: write it here (its first bytes first). */
+    if (rest.iov_len)
+        return reply_blocking(c, &rest, 1, fd, off, len, deadline);
+    size_t skip = sent;
+    int i = 0;
+    while (i < iovcnt && skip >= iov[i].iov_len)
+        skip -= iov[i++].iov_len;
+    struct iovec v[CN_CONN_REPLY_IOV];
+    memcpy(v, iov + i, (size_t)(iovcnt - i) * sizeof *iov);
+    if (i < iovcnt) {
+        v[0].iov_base = (uint8_t *)v[0].iov_base + skip;
+        v[0].iov_len -= skip;
+    }
+    return reply_blocking(c, v, iovcnt - i, fd, off, len, deadline);
 }
 
 /* Writes iov without waiting: the bytes written; *full when the socket
@@ -620,8 +744,10 @@ cn_err_t cn_conn_reply(cn_conn_t *c, const struct iovec *iov, int iovcnt, int fd
     if (iovcnt < 0 || iovcnt > CN_CONN_REPLY_IOV || (len && fd < 0) || off > (uint64_t)INT64_MAX ||
         len > (uint64_t)INT64_MAX - off)
         return CN_E_INVALID;
-    if (c->ssl || c->on_loop || c->tail.set)
+    if (c->on_loop || c->tail.set)
         return reply_blocking(c, iov, iovcnt, fd, off, len, deadline);
+    if (c->ssl)
+        return reply_tls(c, iov, iovcnt, fd, off, len, deadline);
     /* A small file body goes with the head in one call, as in
      * cn_conn_send_head_file. */
     struct iovec v[CN_CONN_REPLY_IOV + 1];
@@ -671,7 +797,7 @@ cn_err_t cn_conn_reply_settle(cn_conn_t *c, int wait_ms)
         int64_t left = until - cn_mono_ms();
         if (!c->tail.set || left <= 0)
             break;
-        struct pollfd p = { c->fd, POLLOUT, 0 };
+        struct pollfd p = { c->fd, c->tail.want_read ? POLLIN : POLLOUT, 0 };
         if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
             return -errno;
     }

@@ -436,7 +436,7 @@ static void tail_begin(cn__loop_t *l, cn_conn_t *c)
         l->next_timer = c->deadline;
     if (atomic_load(&l->srv->stopping))
         c->tail.close_after = true; /* no next request once stopping */
-    watch(l, c, CN__EV_WRITE);
+    watch(l, c, c->tail.want_read ? CN__EV_READ : CN__EV_WRITE);
 }
 
 /* c's socket is writable (or failed): more of the tail; once it is all
@@ -444,8 +444,10 @@ static void tail_begin(cn__loop_t *l, cn_conn_t *c)
 static void tail_run(cn__loop_t *l, cn_conn_t *c)
 {
     cn_err_t e = cn__tail_write(c);
-    if (e == CN_E_AGAIN)
-        return; /* still registered for writing */
+    if (e == CN_E_AGAIN) { /* still registered for writing, unless TLS must read first */
+        watch(l, c, c->tail.want_read ? CN__EV_READ : CN__EV_WRITE);
+        return;
+    }
     /* A reply in parts is finished at a stop, as a request in flight is. */
     bool close = e < 0 || ((c->tail.close_after || atomic_load(&l->srv->stopping)) && !c->more);
     if (e < 0)
@@ -467,8 +469,8 @@ static void tail_run(cn__loop_t *l, cn_conn_t *c)
         l->next_timer = c->deadline;
     if (c->ls->ad->idle_pending)
         cn__admit_repend(c);
-    if (cn__conn_buffered(c))
-        read_head(l, c, false); /* a pipelined request is here already */
+    if (c->ssl || cn__conn_buffered(c))
+        read_head(l, c, false); /* a pipelined request may be here already */
     else
         watch(l, c, CN__EV_READ);
 }

@@ -198,8 +198,11 @@ typedef enum {
 typedef struct cn__tail {
     bool set;
     bool close_after; /* serve() failed or ended the stream: close once written */
+    bool want_read;   /* TLS: the last write waits for the socket to be readable */
     uint8_t *buf;
-    size_t off, len; /* buf[off, len) still to write; len is what the budget holds */
+    size_t off, len; /* buf[off, len) still to write */
+    size_t cap;      /* buf's size, what the budget holds (TLS: a file range's
+                      * pieces are read into buf once its bytes are written) */
     int fd;          /* -1: no file range */
     uint64_t foff, flen;
     int64_t deadline;
@@ -280,7 +283,8 @@ struct cn_conn {
 cn_err_t cn__conn_flush(cn_conn_t *c);
 /* The loop: writes what the socket takes of c->tail without blocking.
  * CN_OK once all of it is written, CN_E_AGAIN when the socket is full (wait
- * for it to be writable), else an error (close). */
+ * for it to be writable, or under TLS readable when c->tail.want_read), else
+ * an error (close). */
 cn_err_t cn__tail_write(cn_conn_t *c);
 /* Makes c->pend (the part of a loop answer the socket did not take) the
  * tail, its budget with it; the loop. */

@@ -112,17 +112,21 @@ def test_stalled_downloaders_of_a_multipart_object_leave_the_workers_free(tmp_pa
     stalled_round(addr, s3, "parts", b"".join(multipart_object(s3)))
 
 
-def stalled_round(addr, s3, key, data):
+def stalled_round(addr, s3, key, data, opener=None, fresh_client=None):
     """Four stalled GETs of big/key leave a fresh PUT and GET answered at
-    once, then read data whole, and a keep-alive request after it."""
+    once, then read data whole, and a keep-alive request after it.  opener()
+    opens one stalled GET and fresh_client() makes the fresh client (plain
+    HTTP by default)."""
+    opener = opener or (lambda: stalled_get(addr, s3, "big", key))
+    fresh_client = fresh_client or (lambda: client(addr))
     small = os.urandom(100 << 10)  # past the inline size: a worker's file reply
     s3.put_object(Bucket="big", Key="small", Body=small)
 
     # More stalled downloaders than there are workers in both request pools.
-    stalled = [stalled_get(addr, s3, "big", key) for _ in range(4)]
+    stalled = [opener() for _ in range(4)]
     time.sleep(0.5)  # each has had its turn on the one worker
 
-    fresh = client(addr)
+    fresh = fresh_client()
     _, took = timed(lambda: fresh.put_object(Bucket="big", Key="fresh", Body=b"x" * 200000))
     assert took < 2, "a PUT waited %.1f s behind stalled readers" % took
     got, took = timed(lambda: fresh.get_object(Bucket="big", Key="small")["Body"].read())
@@ -172,7 +176,6 @@ def multipart_object(s3, bucket="big", key="parts", sizes=(5 << 20, 5 << 20, 2 <
     s3.complete_multipart_upload(Bucket=bucket, Key=key, UploadId=up,
                                  MultipartUpload={"Parts": done})
     return parts
-    return b"".join(parts)
 
 
 def test_replies_in_parts_end_cleanly_when_clients_go_and_at_a_stop(tmp_path, servers):

@@ -30,6 +30,11 @@ def no_sanitizer_report(err):
     assert "Sanitizer" not in err and "runtime error:" not in err, err
 
 
+def half_compressible(n):
+    """n bytes that LZ4 halves: 512 random bytes, then 512 zeros, per KiB."""
+    return b"".join(os.urandom(512) + bytes(512) for _ in range(n // 1024))
+
+
 def scribe_ep(srv):
     """The "host:port" of a running server's Scribe listener."""
     host, port = srv.addrs["scribe"]

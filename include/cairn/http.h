@@ -312,21 +312,6 @@ CN_API cn_err_t cn_http_respond_stream(cn_http_req_t *r, int status, const char 
  * once the peer is gone.  Suspend only from inside a producer's read. */
 #define CN_HTTP_STREAM_WAIT ((ssize_t)CN_E_AGAIN)
 CN_API void cn_http_req_suspend(cn_http_req_t *r);
-/* A body the handler pushes, for a source that can only hand out what it
- * has (a decoder's callback): once the head is sent, fill(ctx, out) runs on
- * the worker that serves the connection and passes the body, len bytes in
- * all, to cn_http_body_write(), which writes through one bounded buffer
- * (64 KiB) under the connection's deadlines.  fill returns 0, or an error:
- * the connection is then closed, as it is when the bytes do not add up to
- * len.  done(ctx) is called once when the response is released, whether
- * fill ran or not (a HEAD never runs it). */
-typedef struct cn_http_body cn_http_body_t;
-CN_API cn_err_t cn_http_respond_push(cn_http_req_t *r, int status, const char *content_type,
-                                     uint64_t len, cn_err_t (*fill)(void *ctx, cn_http_body_t *out),
-                                     void (*done)(void *ctx), void *ctx);
-/* Passes n bytes of a pushed body on.  0, or an error for fill to return
- * (the peer is gone, a deadline passed, more than len bytes). */
-CN_API cn_err_t cn_http_body_write(cn_http_body_t *out, const void *p, size_t n);
 /* An S3 XML error for e (message NULL: the default), Resource = the path. */
 CN_API cn_err_t cn_http_respond_s3_error(cn_http_req_t *r, cn_s3_err_t e, const char *message);
 /* True once a respond call succeeded. */

@@ -295,6 +295,19 @@ CN_API cn_err_t cn_repos_object_fd_at(cn_repos_t *r, const cn_repos_obj_t *o, in
 typedef cn_err_t (*cn_repos_sink_fn)(void *ctx, const void *p, size_t n);
 CN_API cn_err_t cn_repos_object_read(cn_repos_t *r, const cn_repos_obj_t *o, uint64_t off,
                                      uint64_t len, cn_repos_sink_fn sink, void *ctx);
+/* One piece of a looked-up object by position, for a reply sent in parts:
+ * its logical bytes from off, min(cap, length - off) of them, into buf
+ * (*n = that count).  An LZ4-stored blob decodes only the envelope blocks
+ * that hold the piece (its index seeks there), so an object read piece by
+ * piece decodes each block once when the pieces end on block boundaries
+ * (CN_REPOS_PIECE_ALIGN).  last: the caller's last piece of this object (a
+ * blob the S3 tier is still fetching waits for its verdict then, as
+ * cn_store_read_part).  Any thread.  CN_E_RANGE (off > length),
+ * CN_E_CORRUPT (the blob is shorter than looked up, or does not decode),
+ * CN_E_NOT_FOUND, -errno. */
+#define CN_REPOS_PIECE_ALIGN (64u * 1024)
+CN_API cn_err_t cn_repos_object_read_at(cn_repos_t *r, const cn_repos_obj_t *o, uint64_t off,
+                                        void *buf, size_t cap, size_t *n, bool last);
 
 /* ---- submit --------------------------------------------------------------------- */
 typedef struct cn_repos_submit {

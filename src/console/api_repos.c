@@ -647,38 +647,64 @@ static int repo_tree(cn_console_call_t *c)
                                       (json_int_t)q.change, "branch", b.name));
 }
 
-/* A file being streamed: the manifest's chunks, read one by one. */
+/* A file being streamed: the manifest's chunks, read by position, a
+ * piece per producer read (cn_http_respond_stream), so that a browser
+ * that stops reading holds no worker between pieces.  The chunk the last
+ * read ended in is kept (looked up once), since pieces come in order. */
 typedef struct file_out {
     cn_repos_t *r;
     cn_principal_t who;
     uint8_t repo[16];
     cn_buf_t manifest;
     cn_repos_manifest_t m;
+    uint32_t chunk; /* its index */
+    uint64_t base;  /* where it starts in the file */
+    bool held;      /* o is chunk's object */
+    cn_repos_obj_t o;
 } file_out_t;
 
-static cn_err_t file_sink(void *ctx, const void *p, size_t n)
+/* Makes f->chunk the chunk that holds file position pos, its object looked
+ * up.  CN_E_CORRUPT when the manifest ends first or the chunk is not held
+ * at its length; lookup errors. */
+static cn_err_t file_seek(file_out_t *f, uint64_t pos)
 {
-    return cn_http_body_write(ctx, p, n);
+    if (pos < f->base) {
+        f->chunk = 0;
+        f->base = 0;
+        f->held = false;
+    }
+    cn_repos_chunk_ref_t ch;
+    for (;; f->chunk++, f->held = false) {
+        if (f->chunk >= f->m.count)
+            return CN_E_CORRUPT;
+        cn_repos_manifest_chunk(&f->m, f->chunk, &ch);
+        if (pos < f->base + ch.len)
+            break;
+        f->base += ch.len;
+    }
+    if (f->held)
+        return CN_OK;
+    cn_repos_req_t rq = { .principal = &f->who };
+    cn_repos_objref_t ref = { .kind = CN_REPOS_CHUNK, .id = ch.id };
+    cn_err_t e = cn_repos_get_lookup(f->r, &rq, f->repo, &ref, 1, &f->o);
+    if (e == CN_OK && (!f->o.present || f->o.length != ch.len))
+        e = CN_E_CORRUPT;
+    f->held = e == CN_OK;
+    return e;
 }
 
-static cn_err_t file_fill(void *ctx, cn_http_body_t *out)
+/* The producer: the file's bytes from pos, up to the end of the chunk
+ * that holds pos. */
+static ssize_t file_read(void *ctx, uint64_t pos, char *buf, size_t max)
 {
     file_out_t *f = ctx;
-    cn_repos_req_t rq = { .principal = &f->who };
-    for (uint32_t i = 0; i < f->m.count; i++) {
-        cn_repos_chunk_ref_t ch;
-        cn_repos_manifest_chunk(&f->m, i, &ch);
-        cn_repos_objref_t ref = { .kind = CN_REPOS_CHUNK, .id = ch.id };
-        cn_repos_obj_t o;
-        cn_err_t e = cn_repos_get_lookup(f->r, &rq, f->repo, &ref, 1, &o);
-        if (e == CN_OK && (!o.present || o.length != ch.len))
-            e = CN_E_CORRUPT;
-        if (e == CN_OK)
-            e = cn_repos_object_read(f->r, &o, 0, o.length, file_sink, out);
-        if (e < 0)
-            return e;
+    size_t n = 0;
+    cn_err_t e = file_seek(f, pos);
+    if (e == CN_OK) {
+        uint64_t in = pos - f->base;
+        e = cn_repos_object_read_at(f->r, &f->o, in, buf, max, &n, f->o.length - in <= max);
     }
-    return CN_OK;
+    return e < 0 ? (ssize_t)e : (ssize_t)n;
 }
 
 static void file_done(void *ctx)
@@ -790,8 +816,8 @@ static int repo_file(cn_console_call_t *c)
     }
     stored_headers(c->req);
     disposition(c, (const char *)q.prefix);
-    return cn_http_respond_push(c->req, 200, "application/octet-stream", f->m.size, file_fill,
-                                file_done, f) < 0
+    return cn_http_respond_stream(c->req, 200, "application/octet-stream", f->m.size, file_read,
+                                  file_done, f) < 0
                ? -1
                : 0;
 }

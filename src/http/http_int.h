@@ -144,7 +144,6 @@ typedef enum {
     CN__RB_EMPTY,  /* headers only, Content-Length len */
     CN__RB_FD,     /* fd, off, len */
     CN__RB_STREAM, /* read(), len or CN_HTTP_LEN_UNKNOWN */
-    CN__RB_PUSH,   /* fill(), len */
 } cn__rb_kind_t;
 
 typedef struct {
@@ -200,7 +199,6 @@ struct cn_http_req {
         int fd;
         uint64_t off, len;
         ssize_t (*read)(void *ctx, uint64_t pos, char *buf, size_t max);
-        cn_err_t (*fill)(void *ctx, cn_http_body_t *out);
         void (*done)(void *ctx);
         void *ctx;
     } rb;

@@ -1,6 +1,6 @@
 /* Responses (include/cairn/http.h): a handler's respond call records the
  * status, the headers and where the body comes from (memory, a file, a
- * producer, a push); cn__resp_send writes them on the connection's worker
+ * producer); cn__resp_send writes them on the connection's worker
  * once the request is over: the head and a small body in one writev, a
  * file body by sendfile(2) behind its head on plaintext, a producer's bytes
  * through one bounded buffer (chunked when its length is unknown).  Each
@@ -9,7 +9,7 @@
  * are written, the rest is handed to the network loop and the worker is
  * free (a stalled reader cannot hold one); a producer's body does so piece
  * by piece, its next piece produced on a worker once the client took the
- * last (CN_CONN_MORE).  A pushed body still blocks its worker.  Also the
+ * last (CN_CONN_MORE).  Also the
  * suspend/resume of a request, and S3 XML errors. */
 #include "http_int.h"
 
@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* A producer's or a push's buffer: bounded, whatever the body's length. */
+/* A producer's buffer: bounded, whatever the body's length. */
 #define CN__STREAM_BUF (64u * 1024)
 
 /* Fields only the framework writes: the framing and its own labels. */
@@ -129,12 +129,11 @@ cn_err_t cn_http_respond_fd(cn_http_req_t *r, int status, const char *content_ty
     return CN_OK;
 }
 
-/* A producer's or a push's response: done(ctx) is called on failure too. */
+/* A producer's response: done(ctx) is called on failure too. */
 static cn_err_t begin_producer(cn_http_req_t *r, int status, const char *content_type,
                                cn__rb_kind_t kind, uint64_t len, void (*done)(void *), void *ctx)
 {
-    cn_err_t e = kind == CN__RB_PUSH && len == CN_HTTP_LEN_UNKNOWN ? CN_E_INVALID
-                                                                   : begin(r, status, content_type);
+    cn_err_t e = begin(r, status, content_type);
     if (e) {
         if (done)
             done(ctx);
@@ -156,22 +155,13 @@ cn_err_t cn_http_respond_stream(cn_http_req_t *r, int status, const char *conten
     return CN_OK;
 }
 
-cn_err_t cn_http_respond_push(cn_http_req_t *r, int status, const char *content_type, uint64_t len,
-                              cn_err_t (*fill)(void *, cn_http_body_t *), void (*done)(void *),
-                              void *ctx)
-{
-    CN_TRY(begin_producer(r, status, content_type, CN__RB_PUSH, len, done, ctx));
-    r->rb.fill = fill;
-    return CN_OK;
-}
-
 /* Releases the body's resources: the fd closed, the producer told. */
 static void body_release(cn_http_req_t *r)
 {
     free(r->rb.mem);
     if (r->rb.kind == CN__RB_FD)
         close(r->rb.fd);
-    if ((r->rb.kind == CN__RB_STREAM || r->rb.kind == CN__RB_PUSH) && r->rb.done)
+    if (r->rb.kind == CN__RB_STREAM && r->rb.done)
         r->rb.done(r->rb.ctx);
     memset(&r->rb, 0, sizeof r->rb);
 }
@@ -438,56 +428,6 @@ void cn__resp_abandon(cn_http_req_t *r)
     body_release(r);
 }
 
-struct cn_http_body {
-    cn_conn_t *c;
-    uint8_t *buf;
-    size_t used;
-    uint64_t total, len;
-    int64_t deadline;
-    cn_err_t err;
-};
-
-cn_err_t cn_http_body_write(cn_http_body_t *out, const void *p, size_t n)
-{
-    if (out->err)
-        return out->err;
-    if (n > out->len - out->total)
-        return out->err = CN_E_LENGTH_MISMATCH;
-    const uint8_t *b = p;
-    out->total += n;
-    while (n) {
-        size_t k = CN__STREAM_BUF - out->used < n ? CN__STREAM_BUF - out->used : n;
-        memcpy(out->buf + out->used, b, k);
-        out->used += k;
-        b += k;
-        n -= k;
-        if (out->used == CN__STREAM_BUF || out->total == out->len) {
-            out->err = cn_conn_write_all(out->c, out->buf, out->used, out->deadline);
-            out->used = 0;
-            if (out->err)
-                return out->err;
-        }
-    }
-    return CN_OK;
-}
-
-static cn_err_t send_push(cn_http_req_t *r)
-{
-    cn_http_body_t out = { .c = r->hc->c, .len = r->rb.len };
-    out.buf = malloc(CN__STREAM_BUF);
-    if (!out.buf)
-        return -ENOMEM;
-    out.deadline = cn_conn_deadline_for(out.c, out.len);
-    cn_err_t e = r->rb.fill(r->rb.ctx, &out);
-    if (!e)
-        e = out.err;
-    if (!e && out.total != out.len)
-        e = CN_E_LENGTH_MISMATCH;
-    free(out.buf);
-    r->resp_len = out.total;
-    return e;
-}
-
 cn_err_t cn__resp_send(cn_http_req_t *r, bool keep)
 {
     cn_conn_t *c = r->hc->c;
@@ -506,7 +446,7 @@ cn_err_t cn__resp_send(cn_http_req_t *r, bool keep)
     cn_err_t e = build_head(r, &h, frame, len, keep);
     bool body = !e && !head_only && frame != FRAME_NONE;
     r->resp_len = body && len != CN_HTTP_LEN_UNKNOWN ? len : 0;
-    bool producer = body && (r->rb.kind == CN__RB_STREAM || r->rb.kind == CN__RB_PUSH);
+    bool producer = body && r->rb.kind == CN__RB_STREAM;
     if (e) {
         /* nothing sent */
     } else if (!producer) {
@@ -519,7 +459,7 @@ cn_err_t cn__resp_send(cn_http_req_t *r, bool keep)
         uint64_t flen = file ? len : 0;
         e = cn_conn_reply(c, iov, mem ? 2 : 1, file ? r->rb.fd : -1, file ? r->rb.off : 0, flen,
                           cn_conn_deadline_for(c, h.len + iov[1].iov_len + flen));
-    } else if (r->rb.kind == CN__RB_STREAM) {
+    } else {
         /* A producer's pieces, each by cn_conn_reply: a client that stops
          * reading gets the rest of a piece from the loop, and the next one
          * from a worker once it took that (CN_CONN_MORE). */
@@ -531,12 +471,6 @@ cn_err_t cn__resp_send(cn_http_req_t *r, bool keep)
         e = r->stream.buf ? cn__resp_resume(r) : -ENOMEM;
         if (e == CN_CONN_MORE)
             return e;
-    } else {
-        /* A pushed body is written by the worker that runs its source (a
-         * decoder's callback), blocking with deadlines. */
-        e = cn_conn_write_all(c, h.data, h.len, cn_conn_deadline_for(c, h.len));
-        if (!e)
-            e = send_push(r);
     }
     cn_buf_free(&h);
     stream_end(r);

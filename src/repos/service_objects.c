@@ -813,3 +813,19 @@ cn_err_t cn_repos_object_read(cn_repos_t *r, const cn_repos_obj_t *o, uint64_t o
     CN_TRY(cn_store_read_range(r->store, &o->blob, off, len, sink, ctx, NULL, &served));
     return served == (len < o->length - off ? len : o->length - off) ? CN_OK : CN_E_CORRUPT;
 }
+
+cn_err_t cn_repos_object_read_at(cn_repos_t *r, const cn_repos_obj_t *o, uint64_t off, void *buf,
+                                 size_t cap, size_t *n, bool last)
+{
+    *n = 0;
+    if (off > o->length)
+        return CN_E_RANGE;
+    size_t want = o->length - off < cap ? (size_t)(o->length - off) : cap, got = 0;
+    if (!want)
+        return CN_OK;
+    CN_TRY(cn_store_read_part(r->store, &o->blob, off, buf, want, &got, last));
+    if (got != want)
+        return CN_E_CORRUPT;
+    *n = got;
+    return CN_OK;
+}

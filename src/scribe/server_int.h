@@ -87,9 +87,11 @@ typedef struct cn__scribe_conn {
     char list_token[33];
     char list_after[CN_REPOS_NAME_MAX + 1];
     /* A reply stream sent in parts (CN_CONN_MORE): the items still to send,
-     * owned here; cn__scribe_resume sends them. */
+     * owned here, from objs[next] of which at bytes (and its header) were
+     * already sent; cn__scribe_resume sends them. */
     struct {
         cn_repos_obj_t *objs;
+        uint64_t at;
         uint32_t next, count;
         uint16_t opcode;
     } more;

@@ -4,8 +4,10 @@
  * blocks of at most 256 KiB decoded into a fixed buffer); a download goes
  * file → socket by sendfile(2) when both the transfer and the blob are raw
  * (a small object, up to 16 KiB, is read into the reply instead, so that it
- * leaves with its header and its neighbours in one write), and through a
- * bounded block packer otherwise. */
+ * leaves with its header and its neighbours in one write); otherwise (a
+ * compressed blob, an LZ4 transfer) in bounded pieces read by position,
+ * each handed to cn_conn_reply, so that the stream can stop after any of
+ * them (CN_CONN_MORE) and a client that stops reading holds no worker. */
 #include "server_int.h"
 
 #include <errno.h>
@@ -400,63 +402,6 @@ static cn_err_t op_put_objects(cn__scribe_call_t *k)
 }
 
 /* ---- get_objects ---------------------------------------------------------------------- */
-typedef struct {
-    cn__scribe_call_t *k;
-    size_t fill; /* bytes waiting in sc->io (LZ4 transfers) */
-} packer_t;
-
-static cn_err_t flush_block(packer_t *pk)
-{
-    cn__scribe_conn_t *sc = pk->k->sc;
-    if (!pk->fill)
-        return CN_OK;
-    int enc = LZ4_compress_default((const char *)sc->io, (char *)sc->io2, (int)pk->fill,
-                                   LZ4_compressBound(CN_SCRIBE_BLOCK_MAX));
-    cn_scribe_block_t b = { (uint32_t)pk->fill, (uint32_t)pk->fill, true };
-    const uint8_t *data = sc->io;
-    if (enc > 0 && (size_t)enc < pk->fill) {
-        b.stored = (uint32_t)enc;
-        b.raw = false;
-        data = sc->io2;
-    }
-    uint8_t h[CN_SCRIBE_BLOCK_HDR_LEN];
-    cn_scribe_enc_block(h, &b);
-    struct iovec iov[2] = { { h, sizeof h }, { (void *)data, b.stored } };
-    pk->fill = 0;
-    return cn_conn_writev(pk->k->c, iov, 2, cn_conn_deadline_for(pk->k->c, b.stored));
-}
-
-static cn_err_t sink_lz4(void *ctx, const void *p, size_t n)
-{
-    packer_t *pk = ctx;
-    const uint8_t *b = p;
-    while (n) {
-        size_t room = CN_SCRIBE_BLOCK_MAX - pk->fill, m = n < room ? n : room;
-        memcpy(pk->k->sc->io + pk->fill, b, m);
-        pk->fill += m;
-        b += m;
-        n -= m;
-        if (pk->fill == CN_SCRIBE_BLOCK_MAX)
-            CN_TRY(flush_block(pk));
-    }
-    return CN_OK;
-}
-
-static cn_err_t sink_raw(void *ctx, const void *p, size_t n)
-{
-    packer_t *pk = ctx;
-    return cn__scribe_write(pk->k, p, n);
-}
-
-/* An object of an LZ4 transfer: its bytes in blocks of at most
- * CN_SCRIBE_BLOCK_MAX, each compressed when that makes it smaller. */
-static cn_err_t send_object_lz4(cn__scribe_call_t *k, const cn_repos_obj_t *o)
-{
-    packer_t pk = { k, 0 };
-    CN_TRY(cn_repos_object_read(k->sc->srv->repos, o, 0, o->length, sink_lz4, &pk));
-    return flush_block(&pk);
-}
-
 static cn_err_t objrefs(cn__scribe_call_t *k, uint16_t op, cn_scribe_objs_req_t *q,
                         cn_repos_objref_t **refs)
 {
@@ -483,6 +428,15 @@ typedef struct gather {
     size_t cap, fill;
 } gather_t;
 
+/* The gather buffer's room on LZ4 transfers, whose blocks use sc->io. */
+#define GATHER_ROOM (CN_SCRIBE_HDR_LEN + 4 + CN_SCRIBE_GET_ITEM_HDR_MAX)
+
+static void gather_init(gather_t *g, cn__scribe_call_t *k, uint8_t room[GATHER_ROOM])
+{
+    bool lz4 = k->sc->compression;
+    *g = (gather_t){ k, lz4 ? room : k->sc->io, lz4 ? GATHER_ROOM : CN_SCRIBE_BLOCK_MAX, 0 };
+}
+
 #define SMALL_OBJECT (16u * 1024) /* read into the reply rather than sent by sendfile(2) */
 /* How long a reply stream waits for its client to take an object's rest
  * before it stops there (CN_CONN_MORE).  Longer than HTTP's: a clone's
@@ -498,79 +452,162 @@ static cn_err_t gather_flush(gather_t *g)
     return n ? cn_conn_write_all(c, g->buf, n, cn_conn_deadline_for(c, n)) : CN_OK;
 }
 
-/* An object of a raw transfer after its header, already in the gather
- * buffer: a small one stored raw is read into it; a larger one goes by
- * sendfile(2) with the buffer in front (held back for its first pages); a
- * compressed blob goes through the bounded reader after the buffer. */
-static cn_err_t gather_raw(gather_t *g, const cn_repos_obj_t *o)
+/* After a part of a reply stream went by cn_conn_reply: CN_CONN_MORE when the
+ * client has not taken it within SCRIBE_PART_WAIT_MS (the stream stops there
+ * and goes on from a worker once the loop wrote it), CN_OK when it has, or
+ * the write's error. */
+static cn_err_t part_sent(cn__scribe_call_t *k)
+{
+    CN_TRY(cn_conn_reply_settle(k->c, SCRIBE_PART_WAIT_MS));
+    return cn_conn_reply_pending(k->c) ? CN_CONN_MORE : CN_OK;
+}
+
+/* Bytes [*at, length) of an object without a descriptor to send (an
+ * LZ4-stored blob, or one the S3 tier is still fetching) on a raw transfer:
+ * decoded a piece at a time into the gather buffer behind what it holds,
+ * each piece by cn_conn_reply.  When the client has not taken a piece that
+ * is not the object's last, the stream stops there: CN_CONN_MORE with *at
+ * the bytes sent.  Pieces end on envelope blocks, so each block is decoded
+ * once however often the stream stops. */
+static cn_err_t gather_pieces(gather_t *g, const cn_repos_obj_t *o, uint64_t *at)
+{
+    cn__scribe_call_t *k = g->k;
+    while (*at < o->length) {
+        if (g->cap - g->fill < CN_REPOS_PIECE_ALIGN)
+            CN_TRY(gather_flush(g));
+        uint64_t end = (*at + (g->cap - g->fill)) / CN_REPOS_PIECE_ALIGN * CN_REPOS_PIECE_ALIGN;
+        size_t n = 0;
+        bool last = o->length <= end;
+        CN_TRY(cn_repos_object_read_at(k->sc->srv->repos, o, *at, g->buf + g->fill,
+                                       (size_t)(end - *at), &n, last));
+        struct iovec iov = { g->buf, g->fill + n };
+        cn_err_t err =
+            cn_conn_reply(k->c, &iov, 1, -1, 0, 0, cn_conn_deadline_for(k->c, iov.iov_len));
+        g->fill = 0;
+        *at += n;
+        if (err < 0 || (*at < o->length && (err = part_sent(k)) != CN_OK))
+            return err;
+    }
+    return CN_OK;
+}
+
+/* Bytes [*at, length) of an object of a raw transfer after its header,
+ * already in the gather buffer: a small one stored raw is read into it; a
+ * larger one goes by sendfile(2) with the buffer in front (held back for
+ * its first pages); one without a descriptor goes in pieces (gather_pieces,
+ * which may stop: CN_CONN_MORE). */
+static cn_err_t gather_raw(gather_t *g, const cn_repos_obj_t *o, uint64_t *at)
 {
     cn__scribe_call_t *k = g->k;
     int fd = -1;
-    uint64_t at = 0;
-    cn_err_t err = cn_repos_object_fd_at(k->sc->srv->repos, o, &fd, &at);
-    if (err == CN_E_UNSUPPORTED) {
-        packer_t pk = { k, 0 };
-        CN_TRY(gather_flush(g));
-        return cn_repos_object_read(k->sc->srv->repos, o, 0, o->length, sink_raw, &pk);
-    }
+    uint64_t off = 0;
+    cn_err_t err = cn_repos_object_fd_at(k->sc->srv->repos, o, &fd, &off);
+    if (err == CN_E_UNSUPPORTED)
+        return gather_pieces(g, o, at);
     CN_TRY(err);
-    if (o->length <= SMALL_OBJECT && o->length <= g->cap - g->fill) {
+    if (!*at && o->length <= SMALL_OBJECT && o->length <= g->cap - g->fill) {
         /* its size was looked up: a short file changed under us */
-        err = cn_pread_full(fd, g->buf + g->fill, (size_t)o->length, at, CN_E_LENGTH_MISMATCH);
+        err = cn_pread_full(fd, g->buf + g->fill, (size_t)o->length, off, CN_E_LENGTH_MISMATCH);
         g->fill += err < 0 ? 0 : (size_t)o->length;
     } else { /* by cn_conn_reply: a client that stops reading holds no worker */
         struct iovec head = { g->buf, g->fill };
-        err = cn_conn_reply(k->c, &head, g->fill ? 1 : 0, fd, at, o->length,
-                            cn_conn_deadline_for(k->c, g->fill + o->length));
+        uint64_t left = o->length - *at;
+        err = cn_conn_reply(k->c, &head, g->fill ? 1 : 0, fd, off + *at, left,
+                            cn_conn_deadline_for(k->c, g->fill + left));
         g->fill = 0;
     }
     close(fd);
     return err;
 }
 
-/* Item i of a reply stream: its header, then its object's bytes. */
-static cn_err_t send_item(gather_t *g, const cn_repos_obj_t *o)
+/* Bytes [*at, length) of an object of an LZ4 transfer: blocks of at most
+ * CN_SCRIBE_BLOCK_MAX counted from the object's start, each compressed
+ * when that makes it smaller, each read by position into sc->io and sent
+ * by cn_conn_reply behind what the gather buffer holds; stops as
+ * gather_pieces does (CN_CONN_MORE, *at the bytes sent). */
+static cn_err_t send_object_lz4(gather_t *g, const cn_repos_obj_t *o, uint64_t *at)
 {
-    uint8_t h[CN_SCRIBE_GET_ITEM_HDR_MAX];
-    cn_scribe_get_item_t it = { o->kind, o->id, o->present, o->length };
-    size_t hl = cn_scribe_enc_get_item(h, g->k->sc->codec, &it);
-    uint64_t body = o->present && o->length <= SMALL_OBJECT ? o->length : 0;
-    if (g->cap - g->fill < hl + body)
-        CN_TRY(gather_flush(g));
-    memcpy(g->buf + g->fill, h, hl);
-    g->fill += hl;
-    if (!o->present)
-        return CN_OK;
-    if (!g->k->sc->compression)
-        return gather_raw(g, o);
-    CN_TRY(gather_flush(g));
-    return send_object_lz4(g->k, o);
+    cn__scribe_call_t *k = g->k;
+    cn__scribe_conn_t *sc = k->sc;
+    while (*at < o->length) {
+        size_t n = 0;
+        bool last = o->length - *at <= CN_SCRIBE_BLOCK_MAX;
+        CN_TRY(
+            cn_repos_object_read_at(sc->srv->repos, o, *at, sc->io, CN_SCRIBE_BLOCK_MAX, &n, last));
+        int enc = LZ4_compress_default((const char *)sc->io, (char *)sc->io2, (int)n,
+                                       LZ4_compressBound(CN_SCRIBE_BLOCK_MAX));
+        cn_scribe_block_t b = { (uint32_t)n, (uint32_t)n, true };
+        const uint8_t *data = sc->io;
+        if (enc > 0 && (size_t)enc < n) {
+            b.stored = (uint32_t)enc;
+            b.raw = false;
+            data = sc->io2;
+        }
+        uint8_t h[CN_SCRIBE_BLOCK_HDR_LEN];
+        cn_scribe_enc_block(h, &b);
+        struct iovec iov[3] = { { g->buf, g->fill }, { h, sizeof h }, { (void *)data, b.stored } };
+        int from = g->fill ? 0 : 1;
+        cn_err_t err = cn_conn_reply(k->c, iov + from, 3 - from, -1, 0, 0,
+                                     cn_conn_deadline_for(k->c, g->fill + sizeof h + b.stored));
+        g->fill = 0;
+        *at += n;
+        if (err < 0 || (*at < o->length && (err = part_sent(k)) != CN_OK))
+            return err;
+    }
+    return CN_OK;
 }
 
-/* Items [from, count) of a reply stream, then what the gather buffer holds.
- * On a raw transfer, after an object whose rest the client has not taken
- * within CN_CONN_PART_WAIT_MS (it went to the loop), the send stops there:
- * CN_CONN_MORE with *stopped = the next item (docs/architecture.md, "A reply
- * in parts").  Errors as cn__scribe_send_objects, logged. */
-static cn_err_t send_items(gather_t *g, const cn_repos_obj_t *objs, uint32_t from, uint32_t count,
-                           uint32_t *stopped)
+/* An item of a reply stream from *at bytes of its object on: its header
+ * when *at is 0, then its object's bytes.  CN_OK when the item is all
+ * sent (or gathered), CN_CONN_MORE when it stopped inside the object (*at
+ * the bytes sent), or an error. */
+static cn_err_t send_item(gather_t *g, const cn_repos_obj_t *o, uint64_t *at)
+{
+    bool lz4 = g->k->sc->compression;
+    if (!*at) {
+        uint8_t h[CN_SCRIBE_GET_ITEM_HDR_MAX];
+        cn_scribe_get_item_t it = { o->kind, o->id, o->present, o->length };
+        size_t hl = cn_scribe_enc_get_item(h, g->k->sc->codec, &it);
+        uint64_t body = !lz4 && o->present && o->length <= SMALL_OBJECT ? o->length : 0;
+        if (g->cap - g->fill < hl + body)
+            CN_TRY(gather_flush(g));
+        memcpy(g->buf + g->fill, h, hl);
+        g->fill += hl;
+    }
+    if (!o->present)
+        return CN_OK;
+    return lz4 ? send_object_lz4(g, o, at) : gather_raw(g, o, at);
+}
+
+/* Items [*next, count) of a reply stream, the first from *at bytes of its
+ * object on, then what the gather buffer holds.  After an object (or a
+ * piece of one) whose rest the client has not taken within
+ * SCRIBE_PART_WAIT_MS (it went to the loop), the send stops there:
+ * CN_CONN_MORE with *next and *at where to go on (docs/architecture.md, "A
+ * reply in parts").  Errors as cn__scribe_send_objects, logged. */
+static cn_err_t send_items(gather_t *g, const cn_repos_obj_t *objs, uint32_t count, uint32_t *next,
+                           uint64_t *at)
 {
     cn__scribe_call_t *k = g->k;
     cn_err_t err = CN_OK;
-    for (uint32_t i = from; i < count && err >= 0; i++) {
-        err = send_item(g, &objs[i]);
+    for (uint32_t i = *next; i < count && err >= 0; i++) {
+        err = send_item(g, &objs[i], at);
+        if (err == CN_CONN_MORE) {
+            *next = i;
+            return err;
+        }
         if (err < 0) {
             cn_warn("scribe", "conn %llu: %s stopped after %u of %u items: %s",
                     (unsigned long long)cn_conn_id(k->c), cn_scribe_op_name(k->hdr.opcode), i,
                     count, cn_strerror(err));
             break;
         }
-        if (g->fill || i + 1 == count || k->sc->compression)
+        *at = 0;
+        if (g->fill || i + 1 == count)
             continue;
-        err = cn_conn_reply_settle(k->c, SCRIBE_PART_WAIT_MS);
-        if (err >= 0 && cn_conn_reply_pending(k->c)) {
-            *stopped = i + 1;
-            return CN_CONN_MORE;
+        if ((err = part_sent(k)) == CN_CONN_MORE) {
+            *next = i + 1;
+            return err;
         }
     }
     if (err >= 0)
@@ -580,7 +617,7 @@ static cn_err_t send_items(gather_t *g, const cn_repos_obj_t *objs, uint32_t fro
 
 cn_err_t cn__scribe_send_objects(cn__scribe_call_t *k, const cn_repos_obj_t *objs, uint32_t count)
 {
-    uint8_t room[CN_SCRIBE_HDR_LEN + 4 + CN_SCRIBE_GET_ITEM_HDR_MAX];
+    uint8_t room[GATHER_ROOM];
     cn_err_t err = ensure_io(k->sc);
     if (err < 0)
         return err;
@@ -588,9 +625,8 @@ cn_err_t cn__scribe_send_objects(cn__scribe_call_t *k, const cn_repos_obj_t *obj
     err = cn_scribe_enc_count_resp(&k->sc->out, k->sc->codec, count);
     if (err < 0)
         return err;
-    /* the packer of LZ4 transfers uses sc->io: gather headers only */
-    gather_t g = { k, k->sc->compression ? room : k->sc->io,
-                   k->sc->compression ? sizeof room : CN_SCRIBE_BLOCK_MAX, 0 };
+    gather_t g;
+    gather_init(&g, k, room);
     cn_scribe_hdr_t hdr = { k->hdr.opcode, CN_SCRIBE_FLAG_STREAM, k->hdr.request_id,
                             (uint32_t)k->sc->out.len };
     cn_scribe_hdr_encode(g.buf, &hdr);
@@ -598,7 +634,8 @@ cn_err_t cn__scribe_send_objects(cn__scribe_call_t *k, const cn_repos_obj_t *obj
     g.fill = CN_SCRIBE_HDR_LEN + k->sc->out.len;
     /* From here the reply has committed to count items: any failure closes. */
     uint32_t next = 0;
-    err = send_items(&g, objs, 0, count, &next);
+    uint64_t at = 0;
+    err = send_items(&g, objs, count, &next, &at);
     if (err != CN_CONN_MORE)
         return err;
     /* The rest is the connection's, for cn__scribe_resume. */
@@ -607,6 +644,7 @@ cn_err_t cn__scribe_send_objects(cn__scribe_call_t *k, const cn_repos_obj_t *obj
         return CN_E_CLOSED;
     memcpy(k->sc->more.objs, objs + next, (count - next) * sizeof *objs);
     k->sc->more.next = 0;
+    k->sc->more.at = at;
     k->sc->more.count = count - next;
     k->sc->more.opcode = k->hdr.opcode;
     return CN_CONN_MORE;
@@ -622,13 +660,12 @@ cn_err_t cn__scribe_resume(void *cstate, cn_conn_t *c)
     k.sc = sc;
     k.c = c;
     k.hdr.opcode = sc->more.opcode;
-    gather_t g = { &k, sc->io, CN_SCRIBE_BLOCK_MAX, 0 };
-    uint32_t next = 0;
-    cn_err_t err = send_items(&g, sc->more.objs, sc->more.next, sc->more.count, &next);
-    if (err == CN_CONN_MORE) {
-        sc->more.next = next;
+    uint8_t room[GATHER_ROOM];
+    gather_t g;
+    gather_init(&g, &k, room);
+    cn_err_t err = send_items(&g, sc->more.objs, sc->more.count, &sc->more.next, &sc->more.at);
+    if (err == CN_CONN_MORE)
         return err;
-    }
     cn__scribe_more_free(sc);
     return err;
 }

@@ -32,7 +32,7 @@ build="meson ninja-build pkg-config gcc clang libssl-dev libsqlite3-dev liblz4-d
        librust-blake3-dev libclang-rt-14-dev libpq-dev"
 test="$build clang-format b3sum python3-pytest python3-boto3 python3-requests python3-botocore sqlite3 openssl awscli s3cmd rclone chromium
       golang-github-burntsushi-toml-dev python3-tomli postgresql-15 python3-pytest-xdist
-      python3-cryptography fonts-dejavu-core"
+      python3-cryptography fonts-dejavu-core strace"
 bench="$test iperf3 nginx wrk gnuplot-nox git git-lfs curl valgrind"
 fleet="$test ceph-mon ceph-mgr ceph-osd radosgw ceph-common"
 

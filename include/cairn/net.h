@@ -312,6 +312,37 @@ CN_API cn_err_t cn_conn_sendfile(cn_conn_t *c, int fd, uint64_t off, uint64_t le
  * cn_conn_sendfile.  On any error some bytes may have moved. */
 CN_API cn_err_t cn_conn_splice_from(cn_conn_t *c, int src, uint64_t n, int src_idle_ms,
                                     int64_t deadline);
+/* A relay to c through the calling thread's pipe (cn_conn_splice_from's),
+ * for a stream whose bytes come partly from a socket by splice(2) and
+ * partly from user space: both go into the pipe in order, and the pipe goes
+ * to c in one splice when it fills, when the source has no more for now, or
+ * on cn_conn_relay_flush, so that an object's head and body (or several
+ * objects) leave in one call.  Bytes held in the pipe have not been sent.
+ * begin, then any writes and splices, flush, end; a worker's plaintext
+ * connection only (as cn_conn_splice_from); the thread relays nothing else
+ * in between.  Errors as cn_conn_splice_from; after one, end the relay and
+ * close c (some bytes may have moved, some may be lost). */
+typedef struct cn_conn_relay {
+    cn_conn_t *c;
+    void *pipe;  /* the thread's pipe */
+    size_t held; /* bytes in it, not yet sent */
+    bool kept;   /* the pipe is the thread's kept one */
+} cn_conn_relay_t;
+/* Starts a relay to c (a pending reply's rest is sent first).
+ * CN_E_UNSUPPORTED under TLS or on the loop, nothing done. */
+CN_API cn_err_t cn_conn_relay_begin(cn_conn_t *c, cn_conn_relay_t *r, int64_t deadline);
+/* Adds n bytes at p (copied into the pipe) after what it holds. */
+CN_API cn_err_t cn_conn_relay_write(cn_conn_relay_t *r, const void *p, size_t n, int64_t deadline);
+/* Adds exactly n bytes from the stream socket src, as cn_conn_splice_from
+ * takes them, after what the pipe holds: never a wait for src while the
+ * pipe holds bytes (they are sent first). */
+CN_API cn_err_t cn_conn_relay_splice(cn_conn_relay_t *r, int src, uint64_t n, int src_idle_ms,
+                                     int64_t deadline);
+/* Sends what the pipe holds to c. */
+CN_API cn_err_t cn_conn_relay_flush(cn_conn_relay_t *r, int64_t deadline);
+/* Lets go of the pipe: one still holding bytes (after an error) is closed,
+ * the thread's next relay makes a fresh one.  Begun or not, once. */
+CN_API void cn_conn_relay_end(cn_conn_relay_t *r);
 /* Sends head (a response header, head_len bytes) and then len bytes of fd
  * from off, as one stream: a small body (up to 16 KiB) is read and written
  * with the head in one call, a larger one follows the head by sendfile(2)

@@ -12,7 +12,14 @@
  * many small objects does not pay a pipe's four system calls per object.
  * The pipe is empty whenever cn_conn_splice_from returns: one that an error
  * left bytes in (the connection failed mid-drain) is closed and forgotten,
- * and the thread's next call makes a fresh one. */
+ * and the thread's next call makes a fresh one.
+ *
+ * cn_conn_relay_* is the same pipe used for a stream of several parts:
+ * bytes written from user space and bytes spliced from a socket go into it
+ * in order and leave in one splice per pipe-full (or whenever the source
+ * has no more for now), so that a relay of many objects costs about one
+ * splice in per object and one out per pipe-full, not a write and two
+ * splices per object. */
 #include "net/net_int.h"
 
 #include <errno.h>
@@ -94,45 +101,109 @@ static void pipe_put(kept_pipe_t *kp, bool kept, bool dirty)
     pipe_close(kp);
 }
 
-/* Moves up to want bytes from src into the pipe's write end w: *got > 0, or
- * an error.  A wait for src is bounded by src_idle_ms. */
-static cn_err_t fill(int src, int w, size_t want, int src_idle_ms, size_t *got)
+/* Moves all r->held bytes in the pipe to c, by deadline (more: further
+ * bytes follow at once).  On an error the pipe may still hold some:
+ * r->held stays set, and cn_conn_relay_end closes the pipe. */
+static cn_err_t relay_send(cn_conn_relay_t *r, bool more, int64_t deadline)
 {
-    for (;;) {
-        ssize_t r = splice(src, NULL, w, NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-        if (r > 0) {
-            *got = (size_t)r;
-            return CN_OK;
-        }
-        if (r == 0)
-            return CN_E_CLOSED; /* the source ended early */
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
-            return CN_E_CLOSED;
-        /* The pipe is empty here, so EAGAIN is the source's: nothing yet. */
-        CN_TRY(cn__wait_fd(src, POLLIN, cn_mono_ms() + src_idle_ms));
-    }
-}
-
-/* Moves all n bytes in the pipe's read end r to c, by deadline. */
-static cn_err_t drain(cn_conn_t *c, int r, size_t n, bool more, int64_t deadline)
-{
+    kept_pipe_t *kp = r->pipe;
     unsigned flags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK | (more ? SPLICE_F_MORE : 0);
-    while (n) {
-        ssize_t w = splice(r, NULL, c->fd, NULL, n, flags);
+    while (r->held) {
+        ssize_t w = splice(kp->r, NULL, r->c->fd, NULL, r->held, flags);
         if (w > 0) {
-            cn_metric_add(c->ls->m.bytes_out, w);
-            n -= (size_t)w;
+            cn_metric_add(r->c->ls->m.bytes_out, w);
+            r->held -= (size_t)w;
             continue;
         }
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
             return errno == EPIPE || errno == ECONNRESET ? CN_E_CLOSED : -errno;
-        CN_TRY(cn__wait_fd(c->fd, POLLOUT, deadline));
+        CN_TRY(cn__wait_fd(r->c->fd, POLLOUT, deadline));
     }
     return CN_OK;
+}
+
+cn_err_t cn_conn_relay_begin(cn_conn_t *c, cn_conn_relay_t *r, int64_t deadline)
+{
+    *r = (cn_conn_relay_t){ .c = c };
+    if (c->ssl || c->on_loop)
+        return CN_E_UNSUPPORTED;
+    CN_TRY(cn_conn_write_all(c, NULL, 0, deadline)); /* a pending reply's rest goes first */
+    cn_err_t e = CN_OK;
+    r->pipe = pipe_get(&r->kept, &e);
+    return r->pipe ? CN_OK : e;
+}
+
+cn_err_t cn_conn_relay_write(cn_conn_relay_t *r, const void *p, size_t n, int64_t deadline)
+{
+    kept_pipe_t *kp = r->pipe;
+    const uint8_t *b = p;
+    while (n) {
+        size_t room = kp->step - r->held;
+        ssize_t w = room ? write(kp->w, b, n < room ? n : room) : 0;
+        if (w > 0) {
+            r->held += (size_t)w;
+            b += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno != EAGAIN)
+            return -errno;
+        if (!r->held) /* an empty pipe refused the bytes: never seen */
+            return -EAGAIN;
+        CN_TRY(relay_send(r, true, deadline)); /* the pipe is full: what it holds goes first */
+    }
+    return CN_OK;
+}
+
+cn_err_t cn_conn_relay_splice(cn_conn_relay_t *r, int src, uint64_t n, int src_idle_ms,
+                              int64_t deadline)
+{
+    kept_pipe_t *kp = r->pipe;
+    while (n) {
+        if (r->held >= kp->step)
+            CN_TRY(relay_send(r, true, deadline));
+        size_t room = kp->step - r->held, want = n < room ? (size_t)n : room;
+        ssize_t got = splice(src, NULL, kp->w, NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (got > 0) {
+            r->held += (size_t)got;
+            n -= (size_t)got;
+            /* short: src has no more for now (or the pipe's slots ran out),
+             * so what the pipe holds goes before the next call may wait */
+            if ((size_t)got < want)
+                CN_TRY(relay_send(r, false, deadline));
+            continue;
+        }
+        if (got == 0)
+            return CN_E_CLOSED; /* the source ended early */
+        if (errno == EINTR)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            return CN_E_CLOSED;
+        if (r->held) { /* the pipe is full, or src has nothing yet: send first */
+            CN_TRY(relay_send(r, false, deadline));
+            continue;
+        }
+        /* The pipe is empty here, so EAGAIN is the source's: nothing yet. */
+        CN_TRY(cn__wait_fd(src, POLLIN, cn_mono_ms() + src_idle_ms));
+    }
+    return CN_OK;
+}
+
+cn_err_t cn_conn_relay_flush(cn_conn_relay_t *r, int64_t deadline)
+{
+    return relay_send(r, false, deadline);
+}
+
+void cn_conn_relay_end(cn_conn_relay_t *r)
+{
+    if (r->pipe)
+        pipe_put(r->pipe, r->kept, r->held != 0);
+    r->pipe = NULL;
+    r->held = 0;
 }
 
 cn_err_t cn_conn_splice_from(cn_conn_t *c, int src, uint64_t n, int src_idle_ms, int64_t deadline)
@@ -141,21 +212,12 @@ cn_err_t cn_conn_splice_from(cn_conn_t *c, int src, uint64_t n, int src_idle_ms,
         return CN_E_UNSUPPORTED;
     if (!n)
         return CN_OK;
-    CN_TRY(cn_conn_write_all(c, NULL, 0, deadline)); /* a pending reply's rest goes first */
-    cn_err_t e = CN_OK;
-    bool kept = false, dirty = false;
-    kept_pipe_t *kp = pipe_get(&kept, &e);
-    if (!kp)
-        return e;
-    while (!e && n) {
-        size_t want = n < kp->step ? (size_t)n : kp->step, got = 0;
-        e = fill(src, kp->w, want, src_idle_ms, &got); /* fails with nothing in the pipe */
-        if (!e) {
-            n -= got;
-            e = drain(c, kp->r, got, n != 0, deadline);
-            dirty = e != CN_OK; /* some of got may still be in the pipe */
-        }
-    }
-    pipe_put(kp, kept, dirty);
+    cn_conn_relay_t r;
+    cn_err_t e = cn_conn_relay_begin(c, &r, deadline);
+    if (!e)
+        e = cn_conn_relay_splice(&r, src, n, src_idle_ms, deadline);
+    if (!e)
+        e = cn_conn_relay_flush(&r, deadline);
+    cn_conn_relay_end(&r);
     return e;
 }

@@ -118,10 +118,11 @@ void cn_gw_adapter_destroy(void *actx); /* NULL is a no-op */
 
 /* ---- internals ------------------------------------------------------------------------------ */
 #define CN__GW_IO 262144 /* relay buffer per client connection: a stream moves this much per read */
-/* An object (or LZ4 block) with at least this much still to come once the
- * read-ahead's head of it is taken is spliced, not copied: measured, a
- * splice of 16 KiB and more costs the gateway less CPU than copying it in
- * and out (a clone's chunks are 16-256 KiB, 64 KiB on average). */
+/* An object (or LZ4 block) with at least this much still to come is
+ * spliced, not copied (with its header, peeked, when the relay reached it
+ * at storage's socket; gw_relay.c): measured, a splice of 16 KiB and more
+ * costs the gateway less CPU than copying it in and out (a clone's chunks
+ * are 16-256 KiB, 64 KiB on average). */
 #define CN__GW_SPLICE 16384
 #define CN__GW_POOL_IDLE 16     /* idle upstream connections kept per server */
 #define CN__GW_CONNECT_MS 10000 /* the specification's client connect timeout */
@@ -311,6 +312,15 @@ cn_err_t cn__gw_up_read_some(cn__gw_up_t *up, void *p, size_t n, size_t *got);
  * exchange: storage sends nothing after an answer).  CN_E_INVALID when n
  * is larger; else the transport's error. */
 cn_err_t cn__gw_up_ahead(cn__gw_up_t *up, size_t n);
+/* A plaintext connection's socket, its read-ahead empty (the relay's
+ * splice path).  peek: copies the next n bytes (all due: never past the
+ * exchange) to p without consuming them; CN_E_AGAIN, when !wait, if not all
+ * have arrived; when wait, they are waited for.  recv: consumes what has
+ * arrived, at least one byte and at most n, into p (*got); CN_E_AGAIN,
+ * when !wait, if nothing has.  Else the transport's error (CN_E_CLOSED:
+ * the stream ended or failed first). */
+cn_err_t cn__gw_up_peek(cn__gw_up_t *up, void *p, size_t n, bool wait);
+cn_err_t cn__gw_up_recv(cn__gw_up_t *up, void *p, size_t n, bool wait, size_t *got);
 /* Sends one frame (opcode, no stream) and reads its answer: the header in
  * *h and the payload (at most max bytes, else CN_E_PROTOCOL) in *reply.
  * An error frame is a success here (h->flags has ERROR).  Any other failure

@@ -186,20 +186,11 @@ static cn_err_t stream_follow(stream_pos_t *s, cn_scribe_codec_t codec, bool lz4
     return CN_OK;
 }
 
-/* Whether the rest of the current object (or LZ4 block) is to be spliced
- * from the upstream socket to the client: plaintext on both sides, at least
- * CN__GW_SPLICE of it still due, and none of that in the read-ahead (its
- * head, if the read-ahead held one, has been taken into the relay buffer). */
-static bool splice_fits(const cn__gw_call_t *k, const cn__gw_up_t *up, const stream_pos_t *s)
-{
-    return !up->ssl && !cn_conn_is_tls(k->c) && s->data >= CN__GW_SPLICE && up->rpos == up->rlen;
-}
-
 /* Takes the next bytes of s's stream from up into io + *fill (at most
  * CN__GW_IO in all): what the read-ahead holds, then, when at least a
- * read-ahead's worth is still due and the rest of the current object is not
- * to be spliced (splice_fits), what has arrived, read straight into io.
- * Never a byte past the stream's end. */
+ * read-ahead's worth is still due, what has arrived, read straight into io.
+ * Never a byte past the stream's end.  (The TLS relay's step; a plaintext
+ * one takes only the read-ahead's bytes, ahead_take.) */
 static cn_err_t stream_take(cn__gw_call_t *k, cn__gw_up_t *up, stream_pos_t *s, uint8_t *io,
                             size_t *fill)
 {
@@ -216,8 +207,6 @@ static cn_err_t stream_take(cn__gw_call_t *k, cn__gw_up_t *up, stream_pos_t *s, 
         up->rpos += (uint32_t)used;
         *fill += used;
     }
-    if (splice_fits(k, up, s))
-        return CN_OK; /* io (the object's head last) is written, then its rest spliced */
     uint64_t due = stream_due(s);
     if (due < CN__GW_UP_RB || up->rpos < up->rlen || CN__GW_IO - *fill < CN__GW_UP_RB)
         return CN_OK;
@@ -228,55 +217,193 @@ static cn_err_t stream_take(cn__gw_call_t *k, cn__gw_up_t *up, stream_pos_t *s, 
     return used == got ? CN_OK : CN_E_PROTOCOL;
 }
 
-/* The rest of the current object's (or LZ4 block's) bytes, when
- * splice_fits, moved straight from the upstream socket to the client
- * (cn_conn_splice_from) after the *fill bytes io holds (which end with the
- * object's head when the read-ahead held one): true when it was (or failed:
- * *err).  Else false, nothing done. */
-static bool stream_splice(cn__gw_call_t *k, cn__gw_up_t *up, stream_pos_t *s, const uint8_t *io,
-                          size_t *fill, cn_err_t *err)
+/* ---- the plaintext relay: through the worker's pipe ------------------------------------------ */
+/* Bytes peeked at a header: the longest item header (42) and the first
+ * bytes after it; and the most header bytes (absent items) peeked in one
+ * step. */
+#define PEEK 64
+#define PEEK_MAX 256
+
+/* Where a plaintext reply stream's bytes go out: io[0..fill) (bytes copied
+ * through user space, not yet sent), after what the relay's pipe holds
+ * once it has been begun (on) by the stream's first splice; before that
+ * they go by write. */
+typedef struct plain_out {
+    cn__gw_call_t *k;
+    cn_conn_relay_t r;
+    bool on;
+    size_t fill;
+} plain_out_t;
+
+/* Sends io's bytes on, after the pipe's (into it when the relay is on). */
+static cn_err_t out_emit(plain_out_t *o)
 {
-    if (!splice_fits(k, up, s))
-        return false;
-    uint64_t n = s->data;
-    *err = cn_conn_write_all(k->c, io, *fill, cn_conn_deadline_for(k->c, *fill));
-    *fill = 0;
-    if (*err >= 0)
-        *err = cn_conn_splice_from(k->c, up->fd, n, CN__GW_IO_MS, cn_conn_deadline_for(k->c, n));
-    if (*err >= 0)
-        stream_pass(s, n);
-    return true;
+    cn_conn_t *c = o->k->c;
+    size_t n = o->fill;
+    o->fill = 0;
+    if (!n)
+        return CN_OK;
+    int64_t deadline = cn_conn_deadline_for(c, n);
+    return o->on ? cn_conn_relay_write(&o->r, o->k->gc->io, n, deadline)
+                 : cn_conn_write_all(c, o->k->gc->io, n, deadline);
+}
+
+/* Everything held so far goes to the client: before a wait for storage,
+ * and at the stream's end. */
+static cn_err_t out_flush(plain_out_t *o)
+{
+    CN_TRY(out_emit(o));
+    return o->on && o->r.held ? cn_conn_relay_flush(&o->r, cn_conn_deadline_for(o->k->c, o->r.held))
+                              : CN_OK;
+}
+
+/* Whether the pipe holds bytes, which go out before a wait for storage
+ * (io's alone wait, as a relay buffer's did: a small reply stays one write). */
+static bool out_holds(const plain_out_t *o)
+{
+    return o->on && o->r.held;
+}
+
+/* Moves the next n bytes of up's socket to the client after io's, by the
+ * pipe (begun on the first call).  known: some of them are known to have
+ * arrived (peeked); else what the pipe holds goes first, since the splice
+ * may wait for storage. */
+static cn_err_t out_splice(plain_out_t *o, cn__gw_up_t *up, uint64_t n, bool known)
+{
+    cn_conn_t *c = o->k->c;
+    int64_t deadline = cn_conn_deadline_for(c, n);
+    if (!o->on) {
+        CN_TRY(cn_conn_relay_begin(c, &o->r, deadline));
+        o->on = true;
+    }
+    CN_TRY(out_emit(o));
+    if (!known && o->r.held)
+        CN_TRY(cn_conn_relay_flush(&o->r, deadline));
+    return cn_conn_relay_splice(&o->r, up->fd, n, CN__GW_IO_MS, deadline);
+}
+
+/* The read-ahead's bytes of the stream (taken with its header) into io. */
+static cn_err_t ahead_take(cn__gw_call_t *k, cn__gw_up_t *up, stream_pos_t *s, plain_out_t *o)
+{
+    size_t m = up->rlen - up->rpos, used = 0;
+    m = m < CN__GW_IO - o->fill ? m : CN__GW_IO - o->fill;
+    CN_TRY(stream_follow(s, k->gc->codec, k->gc->compression != 0, up->rb + up->rpos, m, &used));
+    memcpy(k->gc->io + o->fill, up->rb + up->rpos, used);
+    up->rpos += (uint32_t)used;
+    o->fill += used;
+    return CN_OK;
+}
+
+/* Follows the headers at the socket's head by peeking, without consuming
+ * them, up to the next object (or LZ4 block) data or PEEK_MAX bytes: *hb
+ * bytes followed (headers, and data that the peeks reached), which are
+ * still in the socket.  *cut when the last peek could not look past the
+ * header (the stream's last bytes).  What is held goes out before a wait
+ * when the pipe holds some (out_holds). */
+static cn_err_t peek_headers(cn__gw_call_t *k, cn__gw_up_t *up, stream_pos_t *s, plain_out_t *o,
+                             size_t *hb, bool *cut)
+{
+    uint8_t pk[PEEK_MAX];
+    while (!s->data && stream_due(s) && *hb + PEEK <= sizeof pk) {
+        uint64_t due = stream_due(s);
+        size_t want = *hb + (due < PEEK ? (size_t)due : PEEK), used = 0;
+        cn_err_t e = cn__gw_up_peek(up, pk, want, !out_holds(o));
+        if (e == CN_E_AGAIN) {
+            CN_TRY(out_flush(o));
+            e = cn__gw_up_peek(up, pk, want, true);
+        }
+        CN_TRY(e);
+        CN_TRY(
+            stream_follow(s, k->gc->codec, k->gc->compression != 0, pk + *hb, want - *hb, &used));
+        *hb += used;
+        *cut = due < PEEK;
+    }
+    return CN_OK;
+}
+
+/* Copies what has arrived, the hb followed bytes at least and at most a
+ * read-ahead's worth past them (never past the stream's end), into io:
+ * the way of small objects, many to a read. */
+static cn_err_t copy_take(cn__gw_call_t *k, cn__gw_up_t *up, stream_pos_t *s, plain_out_t *o,
+                          size_t hb)
+{
+    uint64_t due = stream_due(s);
+    size_t want = hb + (due < CN__GW_UP_RB ? (size_t)due : CN__GW_UP_RB), got = 0, used = 0;
+    while (got < hb || !got) {
+        size_t g = 0;
+        cn_err_t e =
+            cn__gw_up_recv(up, k->gc->io + o->fill + got, want - got, !out_holds(o) && !hb, &g);
+        if (e == CN_E_AGAIN && !got)
+            CN_TRY(out_flush(o)); /* nothing has arrived: the pipe's bytes go first */
+        if (e == CN_E_AGAIN)
+            e = cn__gw_up_recv(up, k->gc->io + o->fill + got, want - got, true, &g);
+        CN_TRY(e);
+        got += g;
+    }
+    CN_TRY(stream_follow(s, k->gc->codec, k->gc->compression != 0, k->gc->io + o->fill + hb,
+                         got - hb, &used));
+    o->fill += got;
+    return used == got - hb ? CN_OK : CN_E_PROTOCOL;
+}
+
+/* One step of a plaintext reply stream: the read-ahead's bytes; else the
+ * next headers, peeked; then the object's (or LZ4 block's) data, spliced
+ * with those headers when at least CN__GW_SPLICE of it is to come, else
+ * copied. */
+static cn_err_t plain_step(cn__gw_call_t *k, cn__gw_up_t *up, stream_pos_t *s, plain_out_t *o)
+{
+    if (CN__GW_IO - o->fill < CN__GW_UP_RB + PEEK_MAX)
+        CN_TRY(out_emit(o));
+    if (up->rpos < up->rlen)
+        return ahead_take(k, up, s, o);
+    size_t hb = 0;
+    bool cut = false;
+    CN_TRY(peek_headers(k, up, s, o, &hb, &cut));
+    if (s->data < CN__GW_SPLICE)
+        return copy_take(k, up, s, o, hb);
+    uint64_t n = hb + s->data;
+    stream_pass(s, s->data);
+    return out_splice(o, up, n, hb && !cut);
 }
 
 /* get_objects' and get_chunks' reply stream of count items after pre (n
- * bytes: the reply's header and count), relayed as it arrives: each read
- * from storage goes to the client in one write (the first with pre),
- * whatever item or block boundaries it spans, so a stream costs about one
- * read and one write per relay buffer (CN__GW_IO) rather than several per
- * object; an object (or LZ4 block) with at least CN__GW_SPLICE still to
- * come once its head is in the relay buffer is spliced instead
- * (stream_splice), a write and two splices that spare copying it through
- * user space twice.  Item and LZ4 block headers are followed on the way
- * (malformed: CN_E_PROTOCOL), only to know where the stream ends; no more
- * than the relay buffer of it is held. */
+ * bytes: the reply's header and count), relayed as it arrives, its item
+ * and LZ4 block headers followed on the way (malformed: CN_E_PROTOCOL), only
+ * to know where the stream ends; no more than the relay buffer of it is
+ * held.  In plaintext, an object (or LZ4 block) with at least CN__GW_SPLICE
+ * still to come is spliced from storage's socket with its headers, which
+ * are peeked, not read, into the worker's pipe, and the pipe goes to the
+ * client when it fills or storage has no more for now: about a splice in
+ * and a peek per object and a splice out per pipe-full, no copy through
+ * user space.  Smaller objects are read many at a time and go into the
+ * pipe (or, before the stream's first splice, to the client) in order.
+ * Under TLS on either side each read goes to the client in one write,
+ * whatever item or block boundaries it spans (about a read and a write per
+ * relay buffer, CN__GW_IO). */
 static cn_err_t relay_get_stream(cn__gw_call_t *k, cn__gw_up_t *up, uint32_t count,
                                  const uint8_t *pre, size_t n)
 {
     uint8_t *io = k->gc->io;
     stream_pos_t s = { .items = count };
-    size_t fill = n;
     memcpy(io, pre, n);
-    while (stream_due(&s)) {
-        cn_err_t e = CN_OK;
-        if (stream_splice(k, up, &s, io, &fill, &e)) {
-            CN_TRY(e);
-            continue;
+    if (up->ssl || cn_conn_is_tls(k->c)) {
+        size_t fill = n;
+        while (stream_due(&s)) {
+            CN_TRY(stream_take(k, up, &s, io, &fill));
+            CN_TRY(cn_conn_write_all(k->c, io, fill, cn_conn_deadline_for(k->c, fill)));
+            fill = 0;
         }
-        CN_TRY(stream_take(k, up, &s, io, &fill));
-        CN_TRY(cn_conn_write_all(k->c, io, fill, cn_conn_deadline_for(k->c, fill)));
-        fill = 0;
+        return CN_OK;
     }
-    return fill ? cn_conn_write_all(k->c, io, fill, cn_conn_deadline_for(k->c, fill)) : CN_OK;
+    plain_out_t o = { .k = k, .fill = n };
+    cn_err_t e = CN_OK;
+    while (e >= 0 && stream_due(&s))
+        e = plain_step(k, up, &s, &o);
+    if (e >= 0)
+        e = out_flush(&o);
+    if (o.on)
+        cn_conn_relay_end(&o.r);
+    return e;
 }
 
 /* The answer to a forwarded request: its header checked and passed on, its

@@ -165,6 +165,40 @@ cn_err_t cn__gw_up_ahead(cn__gw_up_t *up, size_t n)
     return CN_OK;
 }
 
+cn_err_t cn__gw_up_peek(cn__gw_up_t *up, void *p, size_t n, bool wait)
+{
+    for (;;) {
+        ssize_t r = recv(up->fd, p, n, MSG_PEEK | (wait ? MSG_WAITALL : MSG_DONTWAIT));
+        if (r == (ssize_t)n)
+            return CN_OK;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (!wait && (r > 0 || errno == EAGAIN || errno == EWOULDBLOCK))
+            return CN_E_AGAIN;
+        /* a wait cut short: the stream ended or failed, or SO_RCVTIMEO
+         * (CN__GW_IO_MS) ran out */
+        return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? CN_E_TIMEOUT : CN_E_CLOSED;
+    }
+}
+
+cn_err_t cn__gw_up_recv(cn__gw_up_t *up, void *p, size_t n, bool wait, size_t *got)
+{
+    if (wait)
+        return read_raw(up, p, n, got);
+    for (;;) {
+        ssize_t r = recv(up->fd, p, n, MSG_DONTWAIT);
+        if (r > 0) {
+            *got = (size_t)r;
+            return CN_OK;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return CN_E_AGAIN;
+        return CN_E_CLOSED;
+    }
+}
+
 cn_err_t cn__gw_up_read(cn__gw_up_t *up, void *p, size_t n)
 {
     uint8_t *b = p;

@@ -585,6 +585,21 @@ static bool tail_take(cn_conn_t *c, const struct iovec *iov, int iovcnt, size_t 
     return true;
 }
 
+/* iov[0..n) from byte skip on, into out (which may be iov): the count of
+ * entries in out. */
+static int iov_after(const struct iovec *iov, int n, size_t skip, struct iovec *out)
+{
+    int i = 0;
+    while (i < n && skip >= iov[i].iov_len)
+        skip -= iov[i++].iov_len;
+    memmove(out, iov + i, (size_t)(n - i) * sizeof *iov);
+    if (i < n) {
+        out[0].iov_base = (uint8_t *)out[0].iov_base + skip;
+        out[0].iov_len -= skip;
+    }
+    return n - i;
+}
+
 /* The blocking reply of a connection the loop cannot finish for (the loop
  * itself, a tail already pending, no room for a tail): as the writes before
  * it did. */
@@ -655,17 +670,8 @@ static cn_err_t reply_tls(cn_conn_t *c, const struct iovec *iov, int iovcnt, int
     /* No room to keep the rest: write it here (its first bytes first). */
     if (rest.iov_len)
         return reply_blocking(c, &rest, 1, fd, off, len, deadline);
-    size_t skip = sent;
-    int i = 0;
-    while (i < iovcnt && skip >= iov[i].iov_len)
-        skip -= iov[i++].iov_len;
     struct iovec v[CN_CONN_REPLY_IOV];
-    memcpy(v, iov + i, (size_t)(iovcnt - i) * sizeof *iov);
-    if (i < iovcnt) {
-        v[0].iov_base = (uint8_t *)v[0].iov_base + skip;
-        v[0].iov_len -= skip;
-    }
-    return reply_blocking(c, v, iovcnt - i, fd, off, len, deadline);
+    return reply_blocking(c, v, iov_after(iov, iovcnt, sent, v), fd, off, len, deadline);
 }
 
 /* Writes iov without waiting: the bytes written; *full when the socket
@@ -769,15 +775,7 @@ cn_err_t cn_conn_reply(cn_conn_t *c, const struct iovec *iov, int iovcnt, int fd
     if (tail_take(c, v, n, sent, fd, off, len, deadline))
         return CN_OK;
     /* No room to keep the rest: write it here, as before. */
-    size_t skip = sent;
-    int i = 0;
-    while (i < n && skip >= v[i].iov_len)
-        skip -= v[i++].iov_len;
-    if (i < n) {
-        v[i].iov_base = (uint8_t *)v[i].iov_base + skip;
-        v[i].iov_len -= skip;
-    }
-    return reply_blocking(c, v + i, n - i, fd, off, len, deadline);
+    return reply_blocking(c, v, iov_after(v, n, sent, v), fd, off, len, deadline);
 }
 
 bool cn_conn_reply_pending(const cn_conn_t *c)

@@ -27,6 +27,25 @@ def one_worker_server(tmp_path):
     return srv.start(wait_for=("scribe",))
 
 
+def stall_then_probe(addr, rid, refs, small, opener, caps=0):
+    """Four connections from opener() each ask get_objects of refs and do not
+    read; a fresh client's get_objects of the chunk `small` is then answered
+    at once.  Returns the stalled connections."""
+    stalled = []
+    for _ in range(4):
+        s = opener()
+        s.send_frame(OP["get_objects"], s.refs_payload(rid, refs))
+        stalled.append(s)
+    time.sleep(0.5)  # each has had its turn on the one worker
+    with Conn(addr, caps=caps, timeout=10) as c:
+        t = time.monotonic()
+        got = c.get_objects(rid, [(CHUNK, chunk_id(small))])
+        took = time.monotonic() - t
+        assert took < 2, "a get_objects waited %.1f s behind stalled readers" % took
+        assert got[0][2] == small
+    return stalled
+
+
 def test_stalled_stream_readers_leave_the_workers_free(tmp_path):
     srv = one_worker_server(tmp_path)
     try:
@@ -37,18 +56,8 @@ def test_stalled_stream_readers_leave_the_workers_free(tmp_path):
             rid = c.repo_create("stall")["id"]
             c.put_objects(rid, objs + [(CHUNK, chunk_id(small), small)])
         refs = [(k, i) for k, i, _ in objs]
-        stalled = []
-        for _ in range(4):  # default buffers, unread: a socket takes a few MiB at most
-            s = Conn(addr, timeout=60)
-            s.send_frame(OP["get_objects"], s.refs_payload(rid, refs))
-            stalled.append(s)
-        time.sleep(0.5)  # each has had its turn on the one worker
-        with Conn(addr, timeout=10) as c:
-            t = time.monotonic()
-            got = c.get_objects(rid, [(CHUNK, chunk_id(small))])
-            took = time.monotonic() - t
-            assert took < 2, "a get_objects waited %.1f s behind stalled readers" % took
-            assert got[0][2] == small
+        # default buffers, unread: a socket takes a few MiB at most
+        stalled = stall_then_probe(addr, rid, refs, small, lambda: Conn(addr, timeout=60))
         for s in stalled:
             _, _, _, body = s.recv_frame()  # the stream's head: its count
             got = s.stream_items(s.dec(body).u32())

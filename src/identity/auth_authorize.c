@@ -2,7 +2,7 @@
  * 7): authorize, authorize-batch and public-policy.  The caller is a live
  * server credential of an enabled server; it may ask only about its own
  * namespace.  The role answered is the lesser of the subject kind's ceiling
- * (and a delegate's) and the account's current grants; the lease ends
+ * (and a read-only delegate's) and the account's current grants; the lease ends
  * within 30 s and never after any credential involved.  It must never
  * answer a role for a credential it has not found live with its registered
  * key, nor for a namespace that is not the calling server's. */
@@ -47,6 +47,15 @@ static int ceiling_of(const char *kind)
         if (!strcmp(kind, ceilings[i].kind))
             return ceilings[i].ceiling;
     return R_NONE;
+}
+
+/* What a delegate passes at most: a service-reader gateway never passes a
+ * write; a service-writer gateway relays its user's own role, namespace
+ * administration included, so that a gateway stands in for storage
+ * (repo_create, lock breaking) for whoever may do it there. */
+static int delegate_ceiling(const char *kind)
+{
+    return !strcmp(kind, "service-reader") ? R_READER : R_ADMIN;
 }
 
 static int role_of(const char *name)
@@ -154,7 +163,8 @@ static cn_err_t column_cred(cn_meta_txn_t *t, const cn_sau2_str_t *id, const cn_
 }
 
 /* The subject and the delegate (argument indexes s and s + 2), the role the
- * subject's account holds in the namespace, capped by both ceilings. */
+ * subject's account holds in the namespace, capped by the subject's ceiling
+ * and the delegate's (delegate_ceiling). */
 static cn_err_t resolve(az_t *z, cn_meta_txn_t *t, uint16_t s)
 {
     const cn_sau2_str_t *v = z->req->argv;
@@ -185,9 +195,8 @@ static cn_err_t resolve(az_t *z, cn_meta_txn_t *t, uint16_t s)
             return cn_sau2_reply_error(z->reply, CN__AU_FORBIDDEN, DELEGATE_REFUSAL);
         lease_cap(z, dc.expires_ms);
         snprintf(z->delegate, sizeof z->delegate, "%s", da.name);
-        /* A delegate passes no more than its own kind allows. */
-        if (ceiling_of(dc.kind) < ceiling)
-            ceiling = ceiling_of(dc.kind);
+        if (delegate_ceiling(dc.kind) < ceiling)
+            ceiling = delegate_ceiling(dc.kind);
     }
     char granted[24] = "";
     bool hit;

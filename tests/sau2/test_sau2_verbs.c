@@ -322,6 +322,21 @@ static void test_delegates(void)
     CN_CHECK_STR(ans.rows[0][0], "reader"); /* a service-reader passes reads only */
     CN_CHECK_STR(ans.rows[0][2], "carol");
     CN_CHECK_STR(ans.rows[0][3], "gw");
+    /* A service-writer relays its user's own role, administration included. */
+    CN_CHECK_EQ(call(&admin, op(), NULL, "credentials-add", "service-writer", "gw", new_cred(),
+                     new_key(), exp, "gateway writer", NULL),
+                0);
+    cn_sau2_caller_t gww = caller_of(0, 0);
+    grant("carol", 3);
+    CN_CHECK_EQ(authorize(&carol, &gww, TEAM, "art"), 0);
+    CN_CHECK_STR(ans.rows[0][0], "maintainer");
+    CN_CHECK_EQ(authorize(&carol, &gw, TEAM, "art"), 0);
+    CN_CHECK_STR(ans.rows[0][0], "reader");
+    CN_CHECK_EQ(call(&admin, op(), NULL, "namespace-admins-set", "carol", TEAM, NULL), 0);
+    CN_CHECK_EQ(authorize(&carol, &gww, TEAM, "art"), 0);
+    CN_CHECK_STR(ans.rows[0][0], "namespace-admin");
+    CN_CHECK_EQ(call(&admin, op(), NULL, "namespace-admins-revoke", "carol", TEAM, NULL), 0);
+    grant("carol", 2);
     /* The inventory is never reported through a delegate. */
     CN_CHECK_EQ(call(&admin, op(), NULL, "namespace-readers-set", "carol", TEAM, NULL), 0);
     CN_CHECK_EQ(authorize(&carol, &gw, TEAM, "art"), 0);

@@ -14,12 +14,14 @@ role (a reader cannot upload through the gateway, a writer can; a user
 without a grant sees a private repository as absent, as a direct caller
 would); anonymous clients read public-read repositories only, repo_list is
 filtered by each backend and merged under `<namespace>/<name>`; a create is
-asked of storage with the user as principal (and refused there, clearly,
-because a service-writer gateway caps the user at Writer); a gateway whose
+asked of storage with the user as principal (a writer is refused there,
+clearly; a namespace administrator's create lands on its namespace's storage
+server, since a service-writer gateway relays its user's role); a gateway whose
 delegate grant is revoked gets storage's refusal, passed to the client with
 its code and reason; configurations a protocol-4 gateway cannot start with
 are refused with exit status 2."""
 import os
+import re
 import secrets
 import sys
 import time
@@ -147,12 +149,42 @@ def test_the_user_is_the_principal_at_storage(gw):
     names = sorted(r["name"] for r in wes.repo_list()[0])
     assert names == ["%s/art" % NS, "%s/pub" % NS, "%s/news" % NS2], names
     assert sorted(r["name"] for r in olga.repo_list()[0]) == ["%s/pub" % NS]
-    # a create is asked of storage as the user: a service-writer gateway
-    # caps boss at Writer, so storage refuses it and says why
+    # a create is asked of storage as the user: a writer is refused there,
+    # with storage's reason, and nothing is placed
     with pytest.raises(ScribeError) as e:
-        via(gw, "boss").repo_create("%s/made-via-gateway" % NS)
+        wes.repo_create("%s/made-by-wes" % NS)
     assert ERR_NAME[e.value.code] == "forbidden", e.value
     assert "namespace administrator" in str(e.value), e.value
+    assert code(wes.repo_info, None, "%s/made-by-wes" % NS) == "repository_not_found"
+
+
+def test_an_administrator_creates_through_the_gateway(gw):
+    # a service-writer gateway relays its user's own role: boss administers
+    # "publishing", so the create lands on that namespace's storage server
+    boss = via(gw, "boss")
+    made = boss.repo_create("%s/made-via-gateway" % NS2)
+    assert made["name"] == "%s/made-via-gateway" % NS2, made
+    direct = gw.world.session(gw.acc["boss"], gw.store2)
+    assert direct.repo_info(made["id"])["name"] == "made-via-gateway"
+    # the new repository is usable through the gateway at once, by its writer
+    assert boss.repo_info(None, "%s/made-via-gateway" % NS2)["id"] == made["id"]
+    assert put_admission(boss, made["id"]) is None
+    # rita reads "default" only: the new repository is absent to her
+    assert code(via(gw, "rita").repo_info, made["id"]) == "repository_not_found"
+
+
+def test_inventory_over_tls_needs_a_namespace_readers_grant(gw):
+    # the gateway walks storage with its own certificate, as a direct
+    # caller: a namespace-readers grant for its account lets it read the
+    # inventory of "default" (art and pub), and the walk is reported
+    pattern = r"inventory: storage server 1 of 2: 2 repositories in 1 page\(s\)"
+    time.sleep(1.0)  # five walks' intervals: refused without the grant
+    assert not re.search(pattern, gw.gw.output(gw.gw.log_offset))
+    gw.world.admin_call("namespace-readers-set", "gate", NS)
+    deadline = time.time() + 30
+    while not re.search(pattern, gw.gw.output(gw.gw.log_offset)):
+        assert time.time() < deadline, gw.gw.output(gw.gw.log_offset)
+        time.sleep(0.1)
 
 
 def test_anonymous_reads_public_only(gw):

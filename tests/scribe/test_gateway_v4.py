@@ -10,7 +10,8 @@ gateway's certificate.
 
 What each test proves: the user's role is enforced by storage for a delegated
 session (a reader cannot upload, a writer can; a read-only gateway caps the
-role at Reader); a gateway without a delegate grant, one whose grant was
+role at Reader; a service-writer gateway relays a namespace administrator's
+create); a gateway without a delegate grant, one whose grant was
 revoked, a person's certificate posing as a gateway, and a delegated hello
 without the gateway's own certificate are refused; a user certificate of
 another trust domain (another auth) is refused as "invalid delegated access
@@ -119,9 +120,12 @@ def test_user_role_enforced_through_a_delegate(world, users):
     wes_r = rgate.session(acc["wes"])
     assert wes_r.repo_info(priv)["name"] == "priv"
     assert put_admission(wes_r, priv) == "forbidden"
-    # the user (boss) is the principal: a namespace administrator's create
-    # through a service-writer gateway is capped at Writer
-    assert code(gate.session(acc["boss"]).repo_create, "via-gate") == "forbidden"
+    # the user (boss) is the principal: a service-writer gateway relays a
+    # namespace administrator's create; a read-only one does not
+    made = gate.session(acc["boss"]).repo_create("via-gate")
+    assert world.session(acc["boss"]).repo_info(made["id"])["name"] == "via-gate"
+    assert code(rgate.session(acc["boss"]).repo_create, "via-rgate") == "forbidden"
+    assert code(gate.session(acc["wes"]).repo_create, "via-gate-wes") == "forbidden"
 
 
 def test_gateway_without_delegate_grant_refused(world, users):

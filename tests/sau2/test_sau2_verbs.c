@@ -306,14 +306,20 @@ static void test_authorize_rules(void)
     CN_CHECK_EQ(call(&admin, op(), NULL, "servers-enable", "store1", NULL), 0);
 }
 
-static void test_delegates(void)
+/* A new credential of the given kind for the service user gw, as a caller. */
+static cn_sau2_caller_t gateway_credential(const char *kind)
 {
     char exp[32];
     exp_in(exp, 86400000);
-    CN_CHECK_EQ(call(&admin, op(), NULL, "credentials-add", "service-reader", "gw", new_cred(),
-                     new_key(), exp, "gateway", NULL),
+    CN_CHECK_EQ(call(&admin, op(), NULL, "credentials-add", kind, "gw", new_cred(), new_key(), exp,
+                     kind, NULL),
                 0);
-    cn_sau2_caller_t gw = caller_of(0, 0);
+    return caller_of(0, 0);
+}
+
+static void test_delegates(void)
+{
+    cn_sau2_caller_t gw = gateway_credential("service-reader");
     grant("carol", 2);
     CN_CHECK_EQ(authorize(&carol, &gw, TEAM, "art"), 4);
     CN_CHECK_STR(ans.message, "delegate may not act for users in this namespace");
@@ -323,10 +329,7 @@ static void test_delegates(void)
     CN_CHECK_STR(ans.rows[0][2], "carol");
     CN_CHECK_STR(ans.rows[0][3], "gw");
     /* A service-writer relays its user's own role, administration included. */
-    CN_CHECK_EQ(call(&admin, op(), NULL, "credentials-add", "service-writer", "gw", new_cred(),
-                     new_key(), exp, "gateway writer", NULL),
-                0);
-    cn_sau2_caller_t gww = caller_of(0, 0);
+    cn_sau2_caller_t gww = gateway_credential("service-writer");
     grant("carol", 3);
     CN_CHECK_EQ(authorize(&carol, &gww, TEAM, "art"), 0);
     CN_CHECK_STR(ans.rows[0][0], "maintainer");

@@ -54,6 +54,10 @@ typedef struct cn_store_opts {
      * to give every blob its own fsyncs. */
     uint64_t batch_max_bytes;
     bool batch_disable;
+    /* Large staged files are written through the page cache, as before
+     * O_DIRECT staging (docs/store.md, "Write path"); false = O_DIRECT
+     * where the staging file system accepts it. */
+    bool page_cache_writes;
     /* Default stored form of new writers (see cn_store_writer_set_form). */
     cn_store_form_t default_form;
     /* Pack files (docs/store.md): raw blobs whose stored size is at most

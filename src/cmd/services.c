@@ -33,11 +33,24 @@
 
 const char *const cn_services_sections[] = { "store", "objects", NULL };
 
+/* [store] direct_io (bool, default true): large staged files bypass the
+ * page cache (docs/store.md, "Write path"). */
+static cn_err_t store_direct_key(const cn_toml_val_t *kv, cn_store_opts_t *so)
+{
+    bool on;
+    if (cn_toml_bool(kv, &on) < 0) {
+        cn_error("cairnd", "--config: line %d: direct_io must be true or false", cn_toml_line(kv));
+        return CN_E_INVALID;
+    }
+    so->page_cache_writes = !on;
+    return CN_OK;
+}
+
 /* [store]: pack_max_bytes (default CN_STORE_PACK_DEFAULT_MAX, 64 KiB; 0 = new
  * blobs as files, packs on disk still served), pack_compact_live_percent (compaction threshold, 1..100):
- * docs/store.md, "Pack files".  Test switch: CAIRN_TEST_PACK_MAX, when set,
- * is the default pack_max_bytes (the config still wins), so that a test
- * directory can run with packs forced on. */
+ * docs/store.md, "Pack files"; direct_io (store_direct_key).  Test switch:
+ * CAIRN_TEST_PACK_MAX, when set, is the default pack_max_bytes (the config
+ * still wins), so that a test directory can run with packs forced on. */
 static cn_err_t store_config(const cn_toml_t *config, cn_store_opts_t *so)
 {
     const cn_toml_val_t *tab = config ? cn_toml_get(cn_toml_root(config), "store") : NULL;
@@ -47,6 +60,10 @@ static cn_err_t store_config(const cn_toml_t *config, cn_store_opts_t *so)
     for (size_t k = 0; tab && k < cn_toml_len(tab); k++) {
         const cn_toml_val_t *kv = cn_toml_at(tab, k);
         const char *key = cn_toml_key(kv);
+        if (!strcmp(key, "direct_io")) {
+            CN_TRY(store_direct_key(kv, so));
+            continue;
+        }
         bool max = !strcmp(key, "pack_max_bytes");
         int64_t v = -1, hi = max ? 256 * 1024 : 100;
         if (!max && strcmp(key, "pack_compact_live_percent") != 0) {

@@ -44,6 +44,18 @@ cn_err_t cn__store_staging_name(char out[48])
     return CN_OK;
 }
 
+bool cn__store_dio_ok(const cn_store_t *s)
+{
+    return !atomic_load_explicit(&s->dio_off, memory_order_relaxed);
+}
+
+void cn__store_dio_refused(cn_store_t *s)
+{
+    if (!atomic_exchange(&s->dio_off, true))
+        cn_info("store", "staging refuses O_DIRECT: large blobs are written through the page "
+                         "cache");
+}
+
 /* Removes every file in dirfd (one level); counts them in *removed. */
 static cn_err_t clean_dir(int dirfd, unsigned *removed, bool top)
 {
@@ -210,6 +222,7 @@ cn_err_t cn_store_open(const char *data_dir, const cn_store_opts_t *opts, cn_sto
         rc = -errno;
         goto fail;
     }
+    s->dio_off = s->opts.page_cache_writes;
     unsigned removed;
     if ((rc = clean_staging(s, &removed)) < 0)
         goto fail;

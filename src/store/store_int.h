@@ -139,6 +139,7 @@ struct cn_store {
     /* Pack files (pack.c).  pack_mu guards the memory index and the packs
      * array (after a stripe lock, never before); the open pack's tail and
      * pack_buf belong to the committer thread. */
+    _Atomic bool dio_off; /* large staged files use the page cache (writer.c) */
     bool pack_on;
     uint32_t pack_max; /* stored bytes at most, when pack_on */
     int packs_fd;      /* DATA/packs */
@@ -197,6 +198,10 @@ static inline uint32_t cn__le32_get(const uint8_t *p)
 
 /* staging name helpers (store.c) */
 cn_err_t cn__store_staging_name(char out[48]);
+/* Whether large staged files may bypass the page cache (O_DIRECT), and
+ * the writer's report that the staging file system refused it. */
+bool cn__store_dio_ok(const cn_store_t *s);
+void cn__store_dio_refused(cn_store_t *s);
 /* cn_store_open_fd; lazy: a blob the backend is still fetching may be
  * CN_E_UNSUPPORTED (read it with cn_store_read_range, which streams it),
  * as the faces' descriptor paths allow (store.h). */

@@ -95,6 +95,17 @@ def test_config_errors_exit_2(tmp_path):
     assert r.returncode == 2 and "absent.toml" in r.stderr
 
 
+def test_store_section_errors_exit_1(tmp_path):
+    # the services' sections ([store], [objects]) are read when the services
+    # open, and stop cairnd with status 1, as tests/s3/test_s3_lifecycle.py's
+    for text, want in (("[store]\ndirect_io = 1\n", "direct_io must be true or false"),
+                       ("[store]\ndirect_i0 = true\n", "unknown key 'direct_i0' in [store]")):
+        p = tmp_path / "store.toml"
+        p.write_text(text)
+        r = run([binary("cairnd"), "--data", str(tmp_path / "d"), "--config", str(p)] + OFF)
+        assert r.returncode == 1 and want in r.stderr, r.stderr
+
+
 def start_off(data, extra=()):
     p = subprocess.Popen([binary("cairnd"), "--data", str(data)] + OFF + list(extra),
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

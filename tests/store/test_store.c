@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -424,6 +426,77 @@ static void test_write_fd(void)
     close(fd);
     free(buf);
     cn_store_close(s);
+    rmdata(data);
+}
+
+/* Pages of the first n bytes of path that are in the page cache. */
+static size_t cached_pages(const char *path, size_t n)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE), pages = (n + pg - 1) / pg, in = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    CN_CHECK(fd >= 0);
+    void *map = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
+    CN_CHECK(map != MAP_FAILED);
+    unsigned char *vec = malloc(pages);
+    CN_CHECK(mincore(map, n, vec) == 0);
+    for (size_t i = 0; i < pages; i++)
+        in += vec[i] & 1;
+    free(vec);
+    munmap(map, n);
+    close(fd);
+    return in;
+}
+
+/* A large blob's whole chunks bypass the page cache (O_DIRECT staging,
+ * docs/store.md "Write path"), its tail does not, and its bytes read back
+ * whole; with page_cache_writes (cairnd's [store] direct_io = false) every
+ * page it wrote stays cached, as before. */
+static void test_large_blob_bypasses_page_cache(void)
+{
+    char *data = mkdata();
+    struct statfs sf;
+    CN_CHECK(statfs(data, &sf) == 0);
+    if (sf.f_type == 0x01021994 /* TMPFS_MAGIC: its pages are the file */) {
+        rmdata(data);
+        CN_SKIP("the data directory is on tmpfs, which has no page cache to bypass");
+        return;
+    }
+    /* 4 MiB are whole chunks of the writer's buffer (256 KiB, then 1 MiB). */
+    enum {
+        CHUNK = 256 * 1024,
+        WHOLE = 4 << 20,
+        N = WHOLE + (1 << 20) + 777
+    };
+    uint8_t *buf = malloc(N);
+    for (int cached = 0; cached < 2; cached++) {
+        cn_store_opts_t o = { .page_cache_writes = cached };
+        cn_store_t *s = open_store(data, &o);
+        fill(buf, N, 40 + (uint32_t)cached);
+        cn_store_writer_t *w;
+        CN_CHECK_EQ(cn_store_writer_open(s, NULL, N, &w), 0);
+        /* a piece past a whole chunk, then odd ones */
+        size_t off = 0, step = CHUNK + 5;
+        while (off < N) {
+            size_t k = step < N - off ? step : N - off;
+            CN_CHECK_EQ(cn_store_writer_write(w, buf + off, k), 0);
+            off += k;
+            step = 65536 + 13;
+        }
+        cn_digest_t d, want;
+        CN_CHECK_EQ(cn_store_writer_publish(w, &d, NULL), 0);
+        cn_blake3(buf, N, &want);
+        CN_CHECK_MEM(d.b, want.b, CN_DIGEST_LEN);
+        char p[1024];
+        blob_path(data, &d, "", p, sizeof p);
+        size_t whole = cached_pages(p, WHOLE), pages = WHOLE / (size_t)sysconf(_SC_PAGESIZE);
+        if (cached)
+            CN_CHECK(whole > pages / 2);
+        else
+            CN_CHECK_EQ(whole, 0);
+        CN_CHECK_EQ(cn_store_verify(s, &d), 0);
+        cn_store_close(s);
+    }
+    free(buf);
     rmdata(data);
 }
 
@@ -884,12 +957,19 @@ static void skip_no_meta(void)
 int main(void)
 {
     static cn_test_case_t cases[] = {
-        CN_TEST(test_publish_read),        CN_TEST(test_range_raw),
-        CN_TEST(test_lz4_round_trip),      CN_TEST(test_idempotent),
-        CN_TEST(test_mismatch_and_limits), CN_TEST(test_write_fd),
-        CN_TEST(test_concurrency),         CN_TEST(test_pins_sweeper),
-        CN_TEST(test_sweep_publish_race),  CN_TEST(test_sweep_guard_released_mid_batch),
-        CN_TEST(test_recovery_kill9),      CN_TEST(test_recovery_journal),
+        CN_TEST(test_publish_read),
+        CN_TEST(test_range_raw),
+        CN_TEST(test_lz4_round_trip),
+        CN_TEST(test_idempotent),
+        CN_TEST(test_mismatch_and_limits),
+        CN_TEST(test_write_fd),
+        CN_TEST(test_concurrency),
+        CN_TEST(test_pins_sweeper),
+        CN_TEST(test_sweep_publish_race),
+        CN_TEST(test_sweep_guard_released_mid_batch),
+        CN_TEST(test_recovery_kill9),
+        CN_TEST(test_recovery_journal),
+        CN_TEST(test_large_blob_bypasses_page_cache),
     };
     const size_t n = sizeof cases / sizeof cases[0];
     /* On PostgreSQL (store_pg) only the pins, whose rows are meta's, run:

@@ -573,6 +573,13 @@ typedef struct cn_scribe_block {
     bool raw;
 } cn_scribe_block_t;
 CN_API void cn_scribe_enc_block(uint8_t out[CN_SCRIBE_BLOCK_HDR_LEN], const cn_scribe_block_t *b);
+/* Packs one block of n (1..CN_SCRIBE_BLOCK_MAX) original bytes: LZ4 into
+ * scratch (LZ4_compressBound(CN_SCRIBE_BLOCK_MAX) bytes) when that makes it
+ * smaller, else raw; writes its header to hdr, points *data at the stored
+ * bytes (in or scratch) and returns their length.  In the Scribe server's
+ * and client's libraries (src/scribe/block_lz4.c), not the codec's. */
+CN_API size_t cn_scribe_pack_block(const uint8_t *in, size_t n, uint8_t *scratch,
+                                   uint8_t hdr[CN_SCRIBE_BLOCK_HDR_LEN], const uint8_t **data);
 /* remaining: original bytes still owed to the current object. */
 CN_API cn_err_t cn_scribe_dec_block(const uint8_t p[CN_SCRIBE_BLOCK_HDR_LEN], uint64_t remaining,
                                     cn_scribe_block_t *out);

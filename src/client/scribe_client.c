@@ -728,19 +728,11 @@ static cn_err_t send_object(cn_scribe_client_t *cl, const uint8_t *p, size_t n)
         return send_all(cl, p, n);
     while (n) {
         size_t m = n < CN_SCRIBE_BLOCK_MAX ? n : CN_SCRIBE_BLOCK_MAX;
-        int enc = LZ4_compress_default((const char *)p, (char *)cl->blk2, (int)m,
-                                       LZ4_compressBound(CN_SCRIBE_BLOCK_MAX));
-        cn_scribe_block_t b = { (uint32_t)m, (uint32_t)m, true };
-        const uint8_t *data = p;
-        if (enc > 0 && (size_t)enc < m) {
-            b.stored = (uint32_t)enc;
-            b.raw = false;
-            data = cl->blk2;
-        }
         uint8_t h[CN_SCRIBE_BLOCK_HDR_LEN];
-        cn_scribe_enc_block(h, &b);
+        const uint8_t *data;
+        size_t stored = cn_scribe_pack_block(p, m, cl->blk2, h, &data);
         CN_TRY(send_all(cl, h, sizeof h));
-        CN_TRY(send_all(cl, data, b.stored));
+        CN_TRY(send_all(cl, data, stored));
         p += m;
         n -= m;
     }

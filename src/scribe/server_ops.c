@@ -534,21 +534,13 @@ static cn_err_t send_object_lz4(gather_t *g, const cn_repos_obj_t *o, uint64_t *
         bool last = o->length - *at <= CN_SCRIBE_BLOCK_MAX;
         CN_TRY(
             cn_repos_object_read_at(sc->srv->repos, o, *at, sc->io, CN_SCRIBE_BLOCK_MAX, &n, last));
-        int enc = LZ4_compress_default((const char *)sc->io, (char *)sc->io2, (int)n,
-                                       LZ4_compressBound(CN_SCRIBE_BLOCK_MAX));
-        cn_scribe_block_t b = { (uint32_t)n, (uint32_t)n, true };
-        const uint8_t *data = sc->io;
-        if (enc > 0 && (size_t)enc < n) {
-            b.stored = (uint32_t)enc;
-            b.raw = false;
-            data = sc->io2;
-        }
         uint8_t h[CN_SCRIBE_BLOCK_HDR_LEN];
-        cn_scribe_enc_block(h, &b);
-        struct iovec iov[3] = { { g->buf, g->fill }, { h, sizeof h }, { (void *)data, b.stored } };
+        const uint8_t *data;
+        size_t stored = cn_scribe_pack_block(sc->io, n, sc->io2, h, &data);
+        struct iovec iov[3] = { { g->buf, g->fill }, { h, sizeof h }, { (void *)data, stored } };
         int from = g->fill ? 0 : 1;
         cn_err_t err = cn_conn_reply(k->c, iov + from, 3 - from, -1, 0, 0,
-                                     cn_conn_deadline_for(k->c, g->fill + sizeof h + b.stored));
+                                     cn_conn_deadline_for(k->c, g->fill + sizeof h + stored));
         g->fill = 0;
         *at += n;
         if (err < 0 || (*at < o->length && (err = part_sent(k)) != CN_OK))

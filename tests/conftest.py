@@ -192,14 +192,19 @@ def connect(addr, timeout=10):
     return s
 
 
-def store_gauges(addr):
-    """(cairn_store_blobs, cairn_store_bytes) scraped from the server at
-    addr's /_cairn/metrics; -1 for a gauge it does not show."""
+def metrics_text(addr):
+    """The Prometheus text of the server's /_cairn/metrics at addr."""
     c = http.client.HTTPConnection(*addr, timeout=30)
     try:
         c.request("GET", "/_cairn/metrics")
-        text = c.getresponse().read().decode()
+        return c.getresponse().read().decode()
     finally:
         c.close()
+
+
+def store_gauges(addr):
+    """(cairn_store_blobs, cairn_store_bytes) scraped from the server at
+    addr's /_cairn/metrics; -1 for a gauge it does not show."""
+    text = metrics_text(addr)
     got = dict(re.findall(r"^(cairn_store_blobs|cairn_store_bytes) (\d+)$", text, re.M))
     return int(got.get("cairn_store_blobs", -1)), int(got.get("cairn_store_bytes", -1))

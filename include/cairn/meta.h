@@ -217,7 +217,9 @@ enum {
     CN_META_RUN_WRITE = 1,  /* a write transaction, committed durably */
     CN_META_RETRY = 2,      /* body is repeatable: rerun it when locked or failed over */
     CN_META_RUN_NOWAIT = 4, /* write: commit with cn_meta_commit_nowait */
-    CN_META_RUN_ONE = 8     /* read: body runs one statement (CN_META_READ_ONE) */
+    CN_META_RUN_ONE = 8,    /* read: body runs one statement (CN_META_READ_ONE) */
+    /* write: the body may run on another thread (see cn_meta_run) */
+    CN_META_RUN_COMBINE = 16
 };
 
 /* Runs body(txn, ctx) in one transaction of the kind flags names.  Returns the
@@ -234,7 +236,14 @@ enum {
  * its run returns >= 0 (and it did not discard); a body may see changes of
  * the group's earlier bodies, as if they had committed just before it; a
  * failing body undoes only its own; it must not wait for another thread's
- * write run (it would wait until the busy timeout, as today). */
+ * write run (it would wait until the busy timeout, as today).
+ *
+ * CN_META_RUN_COMBINE (write runs): while another run of the group holds the
+ * writer, this run's body is queued and run by that run's thread, in its
+ * own savepoint, and this thread sleeps once for its answer (group.c, G7-G9;
+ * no effect on PostgreSQL or with opts.no_group).  Only for a body that
+ * takes no lock a cn_meta_run caller may hold across its call, keeps no
+ * thread-local state, waits for no other thread and never calls cn_meta_run. */
 CN_API cn_err_t cn_meta_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body, void *ctx);
 
 /* Marks txn to be rolled back, not committed, when its cn_meta_run body

@@ -171,8 +171,14 @@ cn__meta_group_t *cn__meta_group_of(cn_meta_t *meta);
 cn_err_t cn__meta_group_new(cn__meta_group_t **out);
 void cn__meta_group_free(cn__meta_group_t *g);
 /* group.c: runs body as one member of a group transaction (run.c's write
- * runs when cn__meta_can_group).  Returns as one run of run.c would. */
+ * runs when cn__meta_can_group); flags: CN_META_RUN_NOWAIT, and
+ * CN_META_RUN_COMBINE (the body may run on the turn holder's thread,
+ * group.c G7-G9).  Returns as one run of run.c would. */
 cn_err_t cn__meta_group_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body, void *ctx);
+/* group.c, for the tests (tests/meta/test_meta_group.c declares it): the
+ * members queued (combining) and waiting for a turn now, and whether the
+ * turn is held.  All 0 without group commit. */
+void cn__meta_group_counts(cn_meta_t *meta, unsigned *queued, unsigned *waiting, bool *turn);
 /* group.c: a sync just ended (meta.c calls it holding none of its mutexes). */
 void cn__meta_group_synced(cn__meta_group_t *g);
 

@@ -98,11 +98,13 @@ static void failover_pause(unsigned n, uint64_t deadline)
     }
 }
 
-static cn_err_t run_once(cn_meta_t *meta, cn_meta_mode_t mode, bool nowait, cn_meta_body_fn body,
+static cn_err_t run_once(cn_meta_t *meta, cn_meta_mode_t mode, unsigned flags, cn_meta_body_fn body,
                          void *ctx)
 {
+    bool nowait = (flags & CN_META_RUN_NOWAIT) != 0;
     if (mode == CN_META_WRITE && cn__meta_group_of(meta))
-        return cn__meta_group_run(meta, nowait ? CN_META_RUN_NOWAIT : 0, body, ctx);
+        return cn__meta_group_run(meta, flags & (CN_META_RUN_NOWAIT | CN_META_RUN_COMBINE), body,
+                                  ctx);
     cn_meta_txn_t *txn = NULL;
     cn_err_t err = cn_meta_begin(meta, mode, &txn);
     if (err < 0)
@@ -142,7 +144,7 @@ cn_err_t cn_meta_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body, void
     cn_err_t err;
     for (;;) {
         lost_note = CN__META_LOST_NONE;
-        err = run_once(meta, mode, (flags & CN_META_RUN_NOWAIT) != 0, body, ctx);
+        err = run_once(meta, mode, flags, body, ctx);
         seen = lost_note;
         if (!(flags & CN_META_RETRY) || now_ms() >= deadline)
             break;

@@ -77,12 +77,15 @@ typedef struct {
     int kind;
     _Atomic int calls;
     cn_err_t res;
+    pthread_t caller; /* the thread that called cn_meta_run */
+    bool elsewhere;   /* the body ran on another thread (combined) */
 } run_t;
 
 static cn_err_t member_body(cn_meta_txn_t *txn, void *ctx)
 {
     run_t *r = ctx;
     atomic_fetch_add(&r->calls, 1);
+    r->elsewhere = !pthread_equal(pthread_self(), r->caller);
     const char *k = r->kind == K_DUP ? "dup" : r->key;
     cn_err_t err = cn_meta_execf(txn, "INSERT INTO g (k, v) VALUES (?, ?)", "si", k, (int64_t)1);
     if (err < 0)
@@ -99,13 +102,16 @@ typedef struct {
     cn_meta_t *m;
     run_t *runs;
     int n;
+    unsigned flags; /* added to CN_META_RUN_WRITE */
 } worker_t;
 
 static void *worker_main(void *arg)
 {
     worker_t *w = arg;
-    for (int i = 0; i < w->n; i++)
-        w->runs[i].res = cn_meta_run(w->m, CN_META_RUN_WRITE, member_body, &w->runs[i]);
+    for (int i = 0; i < w->n; i++) {
+        w->runs[i].caller = pthread_self();
+        w->runs[i].res = cn_meta_run(w->m, CN_META_RUN_WRITE | w->flags, member_body, &w->runs[i]);
+    }
     return NULL;
 }
 
@@ -170,7 +176,8 @@ static void test_each_member_by_its_own_result(void)
             r->kind = (t + i) % K_KINDS;
             atomic_init(&r->calls, 0);
         }
-        w[t] = (worker_t){ m, runs[t], PER };
+        /* Half the threads combine (G7-G9): queued behind a holder. */
+        w[t] = (worker_t){ m, runs[t], PER, t % 2 ? CN_META_RUN_COMBINE : 0 };
         CN_CHECK_EQ(pthread_create(&th[t], NULL, worker_main, &w[t]), 0);
     }
     direct_t direct = { m, 50, 0 };
@@ -186,10 +193,13 @@ static void test_each_member_by_its_own_result(void)
         CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, count_body, key), 1);
     }
 
-    int wrong = 0, committed = 0;
+    int wrong = 0, committed = 0, combined = 0;
     for (int t = 0; t < THREADS; t++) {
         for (int i = 0; i < PER; i++) {
             run_t *r = &runs[t][i];
+            combined += r->elsewhere;
+            if (r->elsewhere && t % 2 == 0)
+                wrong++; /* only flagged bodies run on another thread */
             static const cn_err_t want[K_KINDS] = { 1, CN_E_CONFLICT, 1, CN_E_EXISTS, CN_E_EXISTS };
             int present = cn_meta_run(m, CN_META_RUN_READ, count_body, r->key);
             bool keep = r->kind == K_OK;
@@ -202,6 +212,8 @@ static void test_each_member_by_its_own_result(void)
         }
     }
     CN_CHECK_EQ(wrong, 0);
+    printf("# %d of %d flagged runs combined\n", combined, THREADS / 2 * PER);
+    CN_CHECK(combined > 0);
     CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, count_body, (void *)"dup"), 1);
 
     /* The runs shared transactions: fewer commits than committed members. */
@@ -282,6 +294,273 @@ static void test_bounded_wait_and_readers(void)
     rmtree(dir);
 }
 
+/* ---- combining: queued members (G7-G9) ----------------------------------------- */
+
+/* group.c's test hook (src/meta/engine.h). */
+void cn__meta_group_counts(cn_meta_t *meta, unsigned *queued, unsigned *waiting, bool *turn);
+
+/* Waits (at most 20 s) until m's group has queued members queued, waiting
+ * ones waiting and the turn held as turn: the scenarios below stage their
+ * threads by the group's state, not by sleeps. */
+static void await_counts(cn_meta_t *m, unsigned queued, unsigned waiting, bool turn)
+{
+    unsigned q = 0, w = 0;
+    bool t = false;
+    for (int i = 0; i < 20000; i++) {
+        cn__meta_group_counts(m, &q, &w, &t);
+        if (q == queued && w == waiting && t == turn)
+            return;
+        sleep_us(1000);
+    }
+    printf("# group state %u queued, %u waiting, turn %d\n", q, w, (int)t);
+    CN_CHECK(false);
+}
+
+/* One scripted write run on a thread of its own: inserts key (none if
+ * NULL), waits for *gate (if set) to open, sleeps hold_us, discards if
+ * told, returns ret. */
+typedef struct {
+    cn_meta_t *m;
+    unsigned flags; /* added to CN_META_RUN_WRITE */
+    const char *key;
+    _Atomic int *gate;
+    long hold_us;
+    bool discard;
+    cn_err_t ret;
+    _Atomic int calls, in_body;
+    pthread_t caller, th;
+    _Atomic bool elsewhere; /* the body ran on another thread than caller */
+    cn_err_t res;
+} job_t;
+
+static cn_err_t job_body(cn_meta_txn_t *txn, void *ctx)
+{
+    job_t *j = ctx;
+    atomic_fetch_add(&j->calls, 1);
+    atomic_store(&j->elsewhere, !pthread_equal(pthread_self(), j->caller));
+    if (j->key) {
+        cn_err_t err = cn_meta_execf(txn, "INSERT INTO g (k, v) VALUES (?, 1)", "s", j->key);
+        if (err < 0)
+            return err;
+    }
+    atomic_store(&j->in_body, 1);
+    while (j->gate && !atomic_load(j->gate))
+        sleep_us(1000);
+    if (j->hold_us) /* even a sleep of 0 may give the CPU away */
+        sleep_us(j->hold_us);
+    if (j->discard)
+        cn_meta_discard(txn);
+    return j->ret;
+}
+
+static void *job_main(void *arg)
+{
+    job_t *j = arg;
+    j->caller = pthread_self();
+    j->res = cn_meta_run(j->m, CN_META_RUN_WRITE | j->flags, job_body, j);
+    return NULL;
+}
+
+static void job_start(job_t *j)
+{
+    CN_CHECK_EQ(pthread_create(&j->th, NULL, job_main, j), 0);
+}
+
+static int present(cn_meta_t *m, const char *key)
+{
+    return cn_meta_run(m, CN_META_RUN_READ, count_body, (void *)key);
+}
+
+static cn_meta_t *fresh(char *dir, unsigned busy_ms, bool no_sync)
+{
+    strcpy(dir, "/tmp/cn-test-metagroup-XXXXXX");
+    CN_CHECK(mkdtemp(dir) != NULL);
+    cn_meta_t *m = open_dir(dir, busy_ms, no_sync);
+    CN_CHECK_EQ(create_table(m), 0);
+    return m;
+}
+
+/* A scenario depends on the group staying joinable (GROUP_MAX_NS, 5 ms)
+ * from its BEGIN until the queue has run: a machine loaded enough to stall
+ * the holder longer makes it decide early and hand the turn on, which is
+ * correct (G5, G8) but not the case under test.  Each scenario returns
+ * whether it was staged as meant; the answers, rows and body counts it
+ * checks hold either way.  Up to three attempts; one that was never staged
+ * is reported, not failed (a slow machine, not a fault). */
+static void staged(bool (*scenario)(void), const char *name)
+{
+    for (int i = 0; i < 3; i++) {
+        if (scenario())
+            return;
+        printf("# %s: the group aged before its queue ran (a loaded machine)\n", name);
+    }
+    printf("# %s: never staged in 3 attempts; only the answers were checked\n", name);
+}
+
+/* Flagged B, C, D, F arrive while A holds the turn (A waits in its BEGIN
+ * for the writer a plain transaction holds) and queue; A's thread runs
+ * their bodies in A's group, each answered with its own result, a failing
+ * and a discarding one rolled back alone (G2). */
+static bool queued_answered(void)
+{
+    char dir[64];
+    cn_meta_t *m = fresh(dir, 5000, false);
+    const unsigned C = CN_META_RUN_COMBINE;
+    job_t a = { .m = m, .key = "a", .ret = 1 };
+    job_t b = { .m = m, .flags = C, .key = "b", .ret = 2 };
+    job_t c = { .m = m, .flags = C, .key = "c", .ret = CN_E_CONFLICT };
+    job_t d = { .m = m, .flags = C, .key = "d", .ret = 4, .discard = true };
+    job_t f = { .m = m, .flags = C, .key = "f", .ret = 6 };
+    cn_meta_txn_t *hold = NULL;
+    CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &hold), 0);
+    job_start(&a);
+    await_counts(m, 0, 0, true);
+    job_t *q[] = { &b, &c, &d, &f };
+    for (unsigned i = 0; i < 4; i++) {
+        job_start(q[i]);
+        await_counts(m, i + 1, 0, true);
+    }
+    cn_meta_rollback(hold);
+    pthread_join(a.th, NULL);
+    bool staged = true;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(q[i]->th, NULL);
+        CN_CHECK_EQ(q[i]->calls, 1);
+        staged = staged && q[i]->elsewhere; /* run by A's thread */
+    }
+    CN_CHECK_EQ(a.res, 1);
+    CN_CHECK_EQ(b.res, 2);
+    CN_CHECK_EQ(c.res, CN_E_CONFLICT);
+    CN_CHECK_EQ(d.res, 4);
+    CN_CHECK_EQ(f.res, 6);
+    CN_CHECK(!a.elsewhere);
+    CN_CHECK_EQ(present(m, "a") + present(m, "b") + present(m, "f"), 3);
+    CN_CHECK_EQ(present(m, "c") + present(m, "d"), 0);
+    cn_meta_close(m);
+    rmtree(dir);
+    return staged;
+}
+
+static void test_queued_members_answered(void)
+{
+    staged(queued_answered, "queued_answered");
+}
+
+/* G4 through queued members: A (discarding) runs queued B (discarding), C
+ * and E (kept), then passes the turn to D, whose body outlasts A's wait for
+ * the outcome: A gives up and the group is lost.  B ran before any kept
+ * change, so its answer stands; C and E get the loss; nothing committed. */
+static bool lost_group(void)
+{
+    char dir[64];
+    cn_meta_t *m = fresh(dir, 300, true);
+    const unsigned C = CN_META_RUN_COMBINE;
+    _Atomic int gate = 0;
+    job_t a = { .m = m, .ret = 1, .discard = true };
+    job_t b = { .m = m, .flags = C, .ret = 5, .discard = true };
+    job_t c = { .m = m, .flags = C, .key = "c", .ret = 1 };
+    job_t e = { .m = m, .flags = C, .key = "e", .ret = 1 };
+    job_t d = { .m = m, .key = "d", .gate = &gate, .ret = 1 };
+    cn_meta_txn_t *hold = NULL;
+    CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &hold), 0);
+    job_start(&a);
+    await_counts(m, 0, 0, true);
+    job_t *q[] = { &b, &c, &e };
+    for (unsigned i = 0; i < 3; i++) {
+        job_start(q[i]);
+        await_counts(m, i + 1, 0, true);
+    }
+    job_start(&d); /* not combining: waits for a turn */
+    await_counts(m, 3, 1, true);
+    cn_meta_rollback(hold);
+    pthread_join(a.th, NULL); /* gave up waiting for the outcome */
+    atomic_store(&gate, 1);
+    for (int i = 0; i < 3; i++)
+        pthread_join(q[i]->th, NULL);
+    pthread_join(d.th, NULL);
+    bool staged = b.elsewhere && c.elsewhere && e.elsewhere && d.calls == 1;
+    CN_CHECK_EQ(a.res, 1);
+    CN_CHECK_EQ(b.res, 5);
+    if (staged) {
+        CN_CHECK_EQ(c.res, CN_E_DB_LOCKED);
+        CN_CHECK_EQ(e.res, CN_E_DB_LOCKED);
+        CN_CHECK(d.res < 0);
+        CN_CHECK_EQ(present(m, "c") + present(m, "e") + present(m, "d"), 0);
+    }
+    cn_meta_close(m);
+    rmtree(dir);
+    return staged;
+}
+
+static void test_lost_group_reaches_queued(void)
+{
+    staged(lost_group, "lost_group");
+}
+
+/* G7: a queued member not taken within the busy timeout leaves the queue
+ * with CN_E_DB_LOCKED while the holder's body still runs, and its body is
+ * never run, not even once the turn is free. */
+static void test_queued_member_times_out(void)
+{
+    char dir[64];
+    cn_meta_t *m = fresh(dir, 300, true);
+    _Atomic int gate = 0;
+    job_t a = { .m = m, .key = "a", .gate = &gate, .ret = 1 };
+    job_t b = { .m = m, .flags = CN_META_RUN_COMBINE, .key = "b", .ret = 2 };
+    job_start(&a);
+    while (!atomic_load(&a.in_body))
+        sleep_us(1000);
+    job_start(&b);
+    await_counts(m, 1, 0, true);
+    pthread_join(b.th, NULL);
+    CN_CHECK_EQ(b.res, CN_E_DB_LOCKED);
+    atomic_store(&gate, 1);
+    pthread_join(a.th, NULL);
+    CN_CHECK_EQ(a.res, 1);
+    CN_CHECK_EQ(b.calls, 0);
+    CN_CHECK_EQ(present(m, "a"), 1);
+    CN_CHECK_EQ(present(m, "b"), 0);
+    cn_meta_close(m);
+    rmtree(dir);
+}
+
+/* G8: A's body outlasts the group's age bound, so A commits alone and hands
+ * the turn to the first queued member, B, which runs its own body in a new
+ * group and then C's. */
+static bool handed_turn(void)
+{
+    char dir[64];
+    cn_meta_t *m = fresh(dir, 5000, true);
+    _Atomic int gate = 0;
+    job_t a = { .m = m, .key = "a", .gate = &gate, .hold_us = 10000, .ret = 1 };
+    job_t b = { .m = m, .flags = CN_META_RUN_COMBINE, .key = "b", .ret = 2 };
+    job_t c = { .m = m, .flags = CN_META_RUN_COMBINE, .key = "c", .ret = 3 };
+    job_start(&a);
+    while (!atomic_load(&a.in_body))
+        sleep_us(1000);
+    job_start(&b);
+    await_counts(m, 1, 0, true);
+    job_start(&c);
+    await_counts(m, 2, 0, true);
+    atomic_store(&gate, 1);
+    pthread_join(a.th, NULL);
+    pthread_join(b.th, NULL);
+    pthread_join(c.th, NULL);
+    CN_CHECK_EQ(a.res, 1);
+    CN_CHECK_EQ(b.res, 2);
+    CN_CHECK_EQ(c.res, 3);
+    CN_CHECK(!b.elsewhere); /* handed the turn: its own thread */
+    CN_CHECK_EQ(present(m, "a") + present(m, "b") + present(m, "c"), 3);
+    cn_meta_close(m);
+    rmtree(dir);
+    return c.elsewhere; /* run by B's thread */
+}
+
+static void test_queued_member_handed_turn(void)
+{
+    staged(handed_turn, "handed_turn");
+}
+
 /* ---- SIGKILL: no answered write lost ------------------------------------------ */
 
 typedef struct {
@@ -302,7 +581,8 @@ static void *crash_worker(void *arg)
 {
     crash_worker_t *w = arg;
     for (int id = w->base;; id++) {
-        if (cn_meta_run(w->m, CN_META_RUN_WRITE | CN_META_RETRY, crash_body, &id) < 0)
+        unsigned comb = w->base / 1000000 % 2 ? CN_META_RUN_COMBINE : 0;
+        if (cn_meta_run(w->m, CN_META_RUN_WRITE | CN_META_RETRY | comb, crash_body, &id) < 0)
             _exit(3);
         /* Answered: tell the parent (a 4-byte write to a pipe is atomic). */
         if (write(w->fd, &id, sizeof id) != (ssize_t)sizeof id)
@@ -401,4 +681,6 @@ static void test_crash_loses_no_answered_write(void)
 }
 
 CN_TEST_MAIN(CN_TEST(test_each_member_by_its_own_result), CN_TEST(test_bounded_wait_and_readers),
+             CN_TEST(test_queued_members_answered), CN_TEST(test_lost_group_reaches_queued),
+             CN_TEST(test_queued_member_times_out), CN_TEST(test_queued_member_handed_turn),
              CN_TEST(test_crash_loses_no_answered_write), )

@@ -55,7 +55,7 @@ struct cn_store_writer {
     cn_digest_t expect;
     cn_store_form_t form;
     cn_err_t err; /* sticky */
-    uint8_t *out; /* write-behind buffer of cap bytes, page-aligned */
+    uint8_t *out; /* write-behind buffer of cap bytes (page-aligned once dio) */
     size_t out_len, cap;
     bool dio; /* the staged file is open with O_DIRECT: whole chunks only */
     /* LZ4 form */
@@ -103,23 +103,35 @@ static cn_err_t stage_create(cn_store_writer_t *w)
 }
 
 /* The staged file of a large blob bypasses the page cache (O_DIRECT) from
- * its first write on: whole chunks go from the page-aligned write-behind
- * buffer to the disk, without the kernel's copy into the page cache (the
- * largest CPU cost of a large PUT) or its writeback.  Where the file system
- * refuses O_DIRECT the blob is written through the page cache as before.
+ * its first write on: whole pages go from a page-aligned write-behind buffer
+ * of DIO_CHUNK bytes to the disk, without the kernel's copy into the page
+ * cache (the largest CPU cost of a large PUT) or its writeback; each such
+ * write waits for the disk, so the buffer is larger than the small path's.
+ * Called when the first buffer is full: the buffer a small blob never
+ * outgrows stays a plain malloc (an aligned one for every writer cost a
+ * mapping per small PUT).  Where the file system refuses O_DIRECT, or
+ * memory is short, the blob is written through the page cache as before.
  * W2 is unchanged: publish still fdatasyncs the file before its rename. */
-static void dio_begin(cn_store_writer_t *w)
+#define DIO_CHUNK ((size_t)1 << 20)
+static cn_err_t dio_begin(cn_store_writer_t *w)
 {
-    if (w->flushed || !cn__store_dio_ok(w->s))
-        return;
+    uint8_t *big;
+    if (w->flushed || !cn__store_dio_ok(w->s) || posix_memalign((void **)&big, 4096, DIO_CHUNK))
+        return CN_OK;
+    memcpy(big, w->out, w->out_len);
+    free(w->out);
+    w->out = big;
+    w->cap = DIO_CHUNK;
+    CN_TRY(stage_create(w));
     int fl = fcntl(w->fd, F_GETFL);
     if (fl >= 0 && fcntl(w->fd, F_SETFL, fl | O_DIRECT) == 0)
         w->dio = true;
     else
         cn__store_dio_refused(w->s);
+    return CN_OK;
 }
 
-/* Back to the page cache, for a write that is not a whole chunk (the tail). */
+/* Back to the page cache, for a write that is not whole pages of the buffer (the tail). */
 static cn_err_t dio_end(cn_store_writer_t *w)
 {
     if (!w->dio)
@@ -134,9 +146,7 @@ static cn_err_t dio_end(cn_store_writer_t *w)
 static cn_err_t file_write(cn_store_writer_t *w, const void *p, size_t n)
 {
     CN_TRY(stage_create(w));
-    if (p == w->out && n == w->cap)
-        dio_begin(w);
-    else
+    if (w->dio && !(p == w->out && n % 4096 == 0))
         CN_TRY(dio_end(w));
     cn_err_t rc = cn_write_full(w->fd, p, n);
     if (rc == -EINVAL && w->dio) {
@@ -154,28 +164,14 @@ static cn_err_t file_write(cn_store_writer_t *w, const void *p, size_t n)
     return CN_OK;
 }
 
-/* With O_DIRECT, a larger buffer (DIO_CHUNK): each write waits for the
- * disk, so fewer and larger writes keep it busy.  Best effort: the old
- * buffer stays when memory is short.  Called with the buffer empty. */
-#define DIO_CHUNK ((size_t)1 << 20)
-static void dio_grow(cn_store_writer_t *w)
-{
-    uint8_t *big;
-    assert(w->out_len == 0);
-    if (!w->dio || w->cap >= DIO_CHUNK || posix_memalign((void **)&big, 4096, DIO_CHUNK) != 0)
-        return;
-    free(w->out);
-    w->out = big;
-    w->cap = DIO_CHUNK;
-}
-
 static cn_err_t out_flush(cn_store_writer_t *w)
 {
     if (!w->out_len)
         return CN_OK;
+    if (w->out_len == w->cap)
+        CN_TRY(dio_begin(w));
     CN_TRY(file_write(w, w->out, w->out_len));
     w->out_len = 0;
-    dio_grow(w);
     return CN_OK;
 }
 
@@ -273,8 +269,7 @@ cn_err_t cn_store_writer_open(cn_store_t *s, const cn_digest_t *expect, int64_t 
     }
     cn_blake3_init(&w->h);
     w->cap = CN__STORE_IO_CHUNK;
-    if (posix_memalign((void **)&w->out, 4096, w->cap) != 0)
-        w->out = NULL;
+    w->out = malloc(w->cap);
     if (!w->out) {
         rc = -ENOMEM;
         goto fail;

@@ -22,7 +22,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from cairnutil import cairn_at
-from conftest import ADMIN_TOKEN
+from conftest import ADMIN_TOKEN, metrics_text
 
 API = "/_cairn/console/api/"
 
@@ -446,12 +446,7 @@ def test_metrics_has_points_after_load(node):
     assert blobs >= 20
     assert len(doc["samples"]) <= 720
     # The same classes in Prometheus form, at /_cairn/metrics.
-    c = http.client.HTTPConnection(*node.addrs["http"], timeout=30)
-    try:
-        c.request("GET", "/_cairn/metrics")
-        text = c.getresponse().read().decode()
-    finally:
-        c.close()
+    text = metrics_text(node.addrs["http"])
     got = dict(re.findall(r'^cairn_requests_total\{face="http",status="(\dxx)"\} (\d+)$', text,
                           re.M))
     assert int(got["2xx"]) >= 20 and int(got["4xx"]) >= 5, got

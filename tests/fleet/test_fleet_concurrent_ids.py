@@ -19,7 +19,6 @@ The PostgreSQL cluster is this module's own (fleetutil's pg fixture, as
 every tests/fleet file), so `make test` runs it; it is skipped without the
 PostgreSQL 15 server binaries, and on the fleet engines (`make test-fleet`,
 tests/fleet/pg.sh) conftest skips tests/fleet/ with fleetmode's reason."""
-import http.client
 import json
 import os
 import sys
@@ -32,7 +31,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "console"))
 from fleetutil import key_file, needs_pg, pg  # noqa: E402,F401
-from conftest import ADMIN_TOKEN, Server, assert_no_sanitizer, sanitizer_report  # noqa: E402
+from conftest import (ADMIN_TOKEN, Server, assert_no_sanitizer, metrics_text,  # noqa: E402
+                      sanitizer_report)
 from test_console_session import API, Console  # noqa: E402
 
 pytestmark = needs_pg
@@ -112,12 +112,7 @@ def retries(servers):
     repeated run of a body that failed CN_E_DB_LOCKED, e.g. a 40001)."""
     total = 0.0
     for s in servers:
-        c = http.client.HTTPConnection(*s.addrs["http"], timeout=30)
-        try:
-            c.request("GET", "/_cairn/metrics")
-            text = c.getresponse().read().decode()
-        finally:
-            c.close()
+        text = metrics_text(s.addrs["http"])
         total += sum(float(line.split()[-1]) for line in text.splitlines()
                      if line.startswith("cairn_meta_busy_retries_total"))
     return total

@@ -264,86 +264,7 @@ static void staged(bool (*scenario)(void), const char *name)
     printf("# %s: never staged in 3 attempts; only the answers were checked\n", name);
 }
 
-/* ---- a group that cannot finish; readers meanwhile --------------------------- */
-
-typedef struct {
-    cn_meta_t *m;
-    const char *key;
-    long hold_us; /* sleep inside the body after the insert */
-    _Atomic int *in_body;
-    cn_err_t res;
-} slow_t;
-
-static cn_err_t slow_body(cn_meta_txn_t *txn, void *ctx)
-{
-    slow_t *s = ctx;
-    cn_err_t err = cn_meta_execf(txn, "INSERT INTO g (k, v) VALUES (?, 1)", "s", s->key);
-    if (err < 0)
-        return err;
-    atomic_store(s->in_body, 1);
-    sleep_us(s->hold_us);
-    return 0;
-}
-
-static void *slow_main(void *arg)
-{
-    slow_t *s = arg;
-    s->res = cn_meta_run(s->m, CN_META_RUN_WRITE, slow_body, s);
-    return NULL;
-}
-
-/* The writer is held by a plain transaction while A (which will open the
- * group) and then B queue, so B joins A's group; B's body then outlasts A's
- * wait for the outcome (300 ms): A gives up, and the group, with both
- * changes, is rolled back.  Staged by the group's state; false when A's
- * group aged (G5) before B joined it, so A committed alone. */
-static bool bounded_wait(void)
-{
-    char dir[] = "/tmp/cn-test-metagroup-XXXXXX";
-    CN_CHECK(mkdtemp(dir) != NULL);
-    cn_meta_t *m = open_dir(dir, 300, true);
-    CN_CHECK_EQ(create_table(m), 0);
-    _Atomic int a_in = 0, b_in = 0;
-    slow_t a = { m, "a", 0, &a_in, 0 }, b = { m, "b", 900000, &b_in, 0 };
-    cn_meta_txn_t *hold = NULL;
-    CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &hold), 0);
-    pthread_t ta, tb;
-    CN_CHECK_EQ(pthread_create(&ta, NULL, slow_main, &a), 0);
-    await_counts(m, 0, 0, true); /* A holds the turn, in its BEGIN */
-    CN_CHECK_EQ(pthread_create(&tb, NULL, slow_main, &b), 0);
-    await_counts(m, 0, 1, true); /* B waits for a turn */
-    cn_meta_rollback(hold);
-    while (!atomic_load(&b_in))
-        sleep_us(1000);
-    /* G6: a read while B's body holds the group does not wait for it. */
-    int64_t t0 = cn_mono_ns();
-    int a_read = cn_meta_run(m, CN_META_RUN_READ, count_body, (void *)"a");
-    CN_CHECK(cn_mono_ns() - t0 < 500 * 1000000LL);
-    pthread_join(ta, NULL);
-    pthread_join(tb, NULL);
-    bool joined = a.res != 0; /* 0: A's group aged and committed alone */
-    if (joined) {
-        CN_CHECK_EQ(a_read, 0);
-        CN_CHECK_EQ(a.res, CN_E_DB_LOCKED);
-        CN_CHECK(b.res < 0);
-        CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, count_body, (void *)"a"), 0);
-        CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, count_body, (void *)"b"), 0);
-    }
-    /* The writer is free again. */
-    run_t c = { .key = "c", .kind = K_OK };
-    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, member_body, &c), 1);
-    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, count_body, (void *)"c"), 1);
-    cn_meta_close(m);
-    rmtree(dir);
-    return joined;
-}
-
-static void test_bounded_wait_and_readers(void)
-{
-    staged(bounded_wait, "bounded_wait");
-}
-
-/* ---- combining: queued members (G7-G9) ----------------------------------------- */
+/* ---- scripted write runs, staged by the group's state -------------------------- */
 
 /* One scripted write run on a thread of its own: inserts key (none if
  * NULL), waits for *gate (if set) to open, sleeps hold_us, discards if
@@ -409,6 +330,81 @@ static cn_meta_t *fresh(char *dir, unsigned busy_ms, bool no_sync)
     return m;
 }
 
+/* One step of a staged scenario: starts j's thread, then waits until m's
+ * group shows queued members queued and waiting ones waiting, its turn
+ * held. */
+static void stage(cn_meta_t *m, job_t *j, unsigned queued, unsigned waiting)
+{
+    job_start(j);
+    await_counts(m, queued, waiting, true);
+}
+
+/* The first step of the scenarios that open a group: a plain transaction
+ * holds the writer, then holder starts and takes the group's turn, waiting
+ * in its BEGIN.  Returns the transaction; rolling it back lets holder on. */
+static cn_meta_txn_t *hold_writer(cn_meta_t *m, job_t *holder)
+{
+    cn_meta_txn_t *hold = NULL;
+    CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &hold), 0);
+    stage(m, holder, 0, 0);
+    return hold;
+}
+
+/* Starts j's thread and waits until its body runs (holds the turn). */
+static void start_in_body(job_t *j)
+{
+    job_start(j);
+    while (!atomic_load(&j->in_body))
+        sleep_us(1000);
+}
+
+/* ---- a group that cannot finish; readers meanwhile --------------------------- */
+
+/* The writer is held by a plain transaction while A (which will open the
+ * group) and then B queue, so B joins A's group; B's body then outlasts A's
+ * wait for the outcome (300 ms): A gives up, and the group, with both
+ * changes, is rolled back.  Staged by the group's state; false when A's
+ * group aged (G5) before B joined it, so A committed alone. */
+static bool bounded_wait(void)
+{
+    char dir[64];
+    cn_meta_t *m = fresh(dir, 300, true);
+    job_t a = { .m = m, .key = "a" }, b = { .m = m, .key = "b", .hold_us = 900000 };
+    cn_meta_txn_t *hold = hold_writer(m, &a);
+    stage(m, &b, 0, 1); /* B waits for a turn */
+    cn_meta_rollback(hold);
+    while (!atomic_load(&b.in_body))
+        sleep_us(1000);
+    /* G6: a read while B's body holds the group does not wait for it. */
+    int64_t t0 = cn_mono_ns();
+    int a_read = present(m, "a");
+    CN_CHECK(cn_mono_ns() - t0 < 500 * 1000000LL);
+    pthread_join(a.th, NULL);
+    pthread_join(b.th, NULL);
+    bool joined = a.res != 0; /* 0: A's group aged and committed alone */
+    if (joined) {
+        CN_CHECK_EQ(a_read, 0);
+        CN_CHECK_EQ(a.res, CN_E_DB_LOCKED);
+        CN_CHECK(b.res < 0);
+        CN_CHECK_EQ(present(m, "a"), 0);
+        CN_CHECK_EQ(present(m, "b"), 0);
+    }
+    /* The writer is free again. */
+    run_t c = { .key = "c", .kind = K_OK };
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, member_body, &c), 1);
+    CN_CHECK_EQ(present(m, "c"), 1);
+    cn_meta_close(m);
+    rmtree(dir);
+    return joined;
+}
+
+static void test_bounded_wait_and_readers(void)
+{
+    staged(bounded_wait, "bounded_wait");
+}
+
+/* ---- combining: queued members (G7-G9) ----------------------------------------- */
+
 /* Flagged B, C, D, F arrive while A holds the turn (A waits in its BEGIN
  * for the writer a plain transaction holds) and queue; A's thread runs
  * their bodies in A's group, each answered with its own result, a failing
@@ -423,15 +419,10 @@ static bool queued_answered(void)
     job_t c = { .m = m, .flags = C, .key = "c", .ret = CN_E_CONFLICT };
     job_t d = { .m = m, .flags = C, .key = "d", .ret = 4, .discard = true };
     job_t f = { .m = m, .flags = C, .key = "f", .ret = 6 };
-    cn_meta_txn_t *hold = NULL;
-    CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &hold), 0);
-    job_start(&a);
-    await_counts(m, 0, 0, true);
+    cn_meta_txn_t *hold = hold_writer(m, &a);
     job_t *q[] = { &b, &c, &d, &f };
-    for (unsigned i = 0; i < 4; i++) {
-        job_start(q[i]);
-        await_counts(m, i + 1, 0, true);
-    }
+    for (unsigned i = 0; i < 4; i++)
+        stage(m, q[i], i + 1, 0); /* queues in A's group */
     cn_meta_rollback(hold);
     pthread_join(a.th, NULL);
     bool staged = true;
@@ -473,17 +464,11 @@ static bool lost_group(void)
     job_t c = { .m = m, .flags = C, .key = "c", .ret = 1 };
     job_t e = { .m = m, .flags = C, .key = "e", .ret = 1 };
     job_t d = { .m = m, .key = "d", .gate = &gate, .ret = 1 };
-    cn_meta_txn_t *hold = NULL;
-    CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &hold), 0);
-    job_start(&a);
-    await_counts(m, 0, 0, true);
+    cn_meta_txn_t *hold = hold_writer(m, &a);
     job_t *q[] = { &b, &c, &e };
-    for (unsigned i = 0; i < 3; i++) {
-        job_start(q[i]);
-        await_counts(m, i + 1, 0, true);
-    }
-    job_start(&d); /* not combining: waits for a turn */
-    await_counts(m, 3, 1, true);
+    for (unsigned i = 0; i < 3; i++)
+        stage(m, q[i], i + 1, 0); /* queues in A's group */
+    stage(m, &d, 3, 1);           /* not combining: waits for a turn */
     cn_meta_rollback(hold);
     pthread_join(a.th, NULL); /* gave up waiting for the outcome */
     atomic_store(&gate, 1);
@@ -523,11 +508,8 @@ static void test_queued_member_times_out(void)
     _Atomic int gate = 0;
     job_t a = { .m = m, .key = "a", .gate = &gate, .ret = 1 };
     job_t b = { .m = m, .flags = CN_META_RUN_COMBINE, .key = "b", .ret = 2 };
-    job_start(&a);
-    while (!atomic_load(&a.in_body))
-        sleep_us(1000);
-    job_start(&b);
-    await_counts(m, 1, 0, true);
+    start_in_body(&a);
+    stage(m, &b, 1, 0);
     pthread_join(b.th, NULL);
     CN_CHECK_EQ(b.res, CN_E_DB_LOCKED);
     atomic_store(&gate, 1);
@@ -551,13 +533,9 @@ static bool handed_turn(void)
     job_t a = { .m = m, .key = "a", .gate = &gate, .hold_us = 10000, .ret = 1 };
     job_t b = { .m = m, .flags = CN_META_RUN_COMBINE, .key = "b", .ret = 2 };
     job_t c = { .m = m, .flags = CN_META_RUN_COMBINE, .key = "c", .ret = 3 };
-    job_start(&a);
-    while (!atomic_load(&a.in_body))
-        sleep_us(1000);
-    job_start(&b);
-    await_counts(m, 1, 0, true);
-    job_start(&c);
-    await_counts(m, 2, 0, true);
+    start_in_body(&a);
+    stage(m, &b, 1, 0);
+    stage(m, &c, 2, 0);
     atomic_store(&gate, 1);
     pthread_join(a.th, NULL);
     pthread_join(b.th, NULL);

@@ -34,8 +34,9 @@ own figures, in one run on this machine.
       64 MiB GETs vs the backend's own GET (>= 0.80); three nodes vs one
       (overhead on one 2-core machine, not scale).
 
-usage: bench/fleet.py BUILD [--quick] [--part meta|s3] [--keys N]
---part runs one of (a)/(b) (the ratios of what ran); --keys N sets the listed
+usage: bench/fleet.py BUILD [--quick] [--part meta|s3|commit] [--keys N]
+--part runs one of (a)/(b) (the ratios of what ran), or only (a)'s commit row
+with the metadata layer's repeats per commit (not in a whole run); --keys N sets the listed
 bucket's size (100,000; --quick 10,000).
 Prints one "name value unit" line per figure (scripts/bench.sh collects them);
 a part that cannot run prints "skip_<part> 0 - <reason>".  Everything binds
@@ -64,6 +65,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "fleet"))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "scribe"))
 sys.path.insert(0, HERE)
 import pgharness  # noqa: E402
+from proc_cpu import cpu  # noqa: E402
 from s3 import PUT_LUA, Cairnd, lua_str, parse_wrk  # noqa: E402  (bench/s3.py's server, wrk)
 
 BUILD = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "build"
@@ -461,6 +463,45 @@ def meta_engine(work, eng, node):
             skip("fleet_%s_submit100_c%d" % (eng, c), str(e).splitlines()[0] if str(e) else "failed")
 
 
+def busy_retries(node):
+    """cairn_meta_busy_retries_total of node: the transactions the metadata
+    layer ran again after a serialization failure, deadlock or busy database."""
+    import urllib.request
+    with urllib.request.urlopen(node.url + "/_cairn/metrics", timeout=30) as r:
+        m = re.search(r"^cairn_meta_busy_retries_total (\d+)$", r.read().decode(), re.M)
+    return int(m.group(1)) if m else 0
+
+
+def commit_part(work, pg):
+    """--part commit: the commit row alone on both engines, with the repeats
+    per commit beside it -- the measure of writers of one bucket conflicting
+    (PostgreSQL runs writes SERIALIZABLE; SQLite has one writer and none) --
+    and the CPU of cairnd and of every PostgreSQL server process per commit."""
+    filler = os.urandom(SMALL - 32)
+    for eng in ("sqlite", "pg"):
+        args = ["--meta", pg.create_db("commit")] if eng == "pg" else []
+        node = Node(work, "commit-" + eng, args)
+        try:
+            node.client().create_bucket(Bucket="commit", ACL="public-read-write")
+            for c in CLIENTS:
+                lua = script(work, "%s-commit-%d" % (eng, c),
+                             PUT_LUA % ('"/commit/"', '"c%d"' % c, lua_str(filler)))
+                before = busy_retries(node)
+                c0, p0 = cpu([node.proc.pid]), cpu(pg.server_pids()) if eng == "pg" else 0
+                r = wrk_run(node.url, lua, c)
+                c1, p1 = cpu([node.proc.pid]), cpu(pg.server_pids()) if eng == "pg" else 0
+                n = max(r["n"], 1)
+                name = "fleet_%s_commit_c%d" % (eng, c)
+                report(name, r)
+                say(name + "_repeats", "%.2f" % ((busy_retries(node) - before) / n), "per_op")
+                say(name + "_cairnd_cpu", "%.0f" % ((c1 - c0) / n * 1e6), "us/op")
+                if eng == "pg":
+                    say(name + "_postgres_cpu", "%.0f" % ((p1 - p0) / n * 1e6), "us/op")
+        finally:
+            node.stop()
+            shutil.rmtree(node.dir, ignore_errors=True)
+
+
 def pgbench(pg, c):
     b = pg.bin
     base = ["-h", pg.sockdir, "-U", pgharness.ROLE]
@@ -696,8 +737,8 @@ def main():
     try:
         with pgharness.PgCluster() as pg:
             note("PostgreSQL up in %.2f s" % pg.started_in)
-            for part, fn in (("meta", meta_part), ("s3", s3_part)):
-                if PART not in ("all", part):
+            for part, fn in (("meta", meta_part), ("s3", s3_part), ("commit", commit_part)):
+                if PART not in ("all", part) or (part == "commit" and PART != part):
                     continue
                 try:
                     fn(work, pg)

@@ -52,12 +52,15 @@
 #define DEFAULT_BUSY_MS 5000
 #define DEFAULT_READERS 32
 /* Writer connections on an engine that is not single-writer.  Not as many
- * as readers: every object write updates rows all writes of a bucket share
- * (the version counter, the bucket's generation row), so concurrent ones
- * mostly end in serialization failures and are run again.  Measured (4 KiB
- * PUTs into one bucket, one node on PostgreSQL): 4 writers answer up to
- * 1.7x the requests of one at 1.3-2 repeats per request; 8 no more than 4
- * at 2.5-3.5 repeats; 32, fewer than 4 at 5-11 repeats. */
+ * as readers: concurrent object writes into one bucket still fail to
+ * serialize now and then (SERIALIZABLE's predicate locks are per index page,
+ * and new keys of one bucket land on the same pages) and are run again.
+ * Measured (4 KiB PUTs into one bucket, one node on PostgreSQL), when every
+ * write also updated two shared rows (the version counter, the bucket's
+ * generation row; gone since): 4 writers answered up to 1.7x the requests of
+ * one at 1.3-2 repeats per request; 8 no more than 4 at 2.5-3.5 repeats; 32,
+ * fewer than 4 at 5-11 repeats.  Without them: 0.5-0.75 repeats at 4
+ * (bench/fleet.py --part commit). */
 #define MAX_WRITERS 4
 
 typedef struct conn {

@@ -309,7 +309,8 @@ cn_err_t cn_objects_copy(cn_objects_t *o, cn_objects_req_t *rq, const char *src_
                       .put = put,
                       .replace = replace,
                       .now = cn__now_ms() };
-    err = cn__write_run(o, dst_bucket, CN_META_RUN_WRITE | CN_META_RETRY, copy_body, &cr);
+    err = cn__write_run_key(o, dst_bucket, dst_key, CN_META_RUN_WRITE | CN_META_RETRY, copy_body,
+                            &cr);
     if (err >= 0 && res) {
         memset(res, 0, sizeof *res);
         snprintf(res->etag, sizeof res->etag, "%s", cr.etag);

@@ -51,8 +51,8 @@
  *      finds the file the wrong size and refuses to open it (CN_E_CORRUPT)
  *      while a newer one holds it, and the reverse, so no mix of releases
  *      shares one data dir.  Rows mode has no second table: a settings word is
- *      the slot's row (cn__gen_sload), which every write moves, so there
- *      nothing changes.
+ *      the bucket slot's row (cn__gen_sload), which every write of the bucket
+ *      but a single key's (7) moves, so the argument is the same.
  *
  * Rows (cn__gen_open_rows, PostgreSQL, where a fleet's writers share no
  * memory; docs/fleet.md "The object-head cache on PostgreSQL"): a slot's word
@@ -63,6 +63,23 @@
  * (a load is a read of the latest committed row, made before the read
  * transaction begins), 4 has nothing to recover, and a load that fails
  * answers ROW_UNKNOWN, a word with a writer in flight: a miss, never a hit.
+ *
+ *   7. Key slots (rows mode only).  A write run that changes the head of one
+ *      key alone (put, copy, multipart completion: cn__write_run_key) bumps
+ *      that key's slot, one of GEN_KEY_SLOTS rows numbered past the bucket
+ *      slots by a hash of bucket and key, instead of the bucket's; every
+ *      other write run bumps the bucket's, as before.  A head of (bucket,
+ *      key) is filed and served under the sum of both rows' generations,
+ *      read in one statement (cn__gen_hload): each only grows, so the sum
+ *      moves whenever either does and is equal only when both are, and any
+ *      write that changes the head moved one of them.  So 1-3 hold with the
+ *      sum as the word.  Writers of different keys then bump different rows
+ *      (two keys share one in 2^20) instead of all serializing on the
+ *      bucket's (PostgreSQL's SERIALIZABLE failed one of any two such
+ *      writers with 40001).  The bucket's row moves only with the bucket's
+ *      other writes, settings among them, so the settings word (6) stays
+ *      quiet while PUTs stream in.  The file keeps one word per bucket: its
+ *      writers share no row, and cn__gen_kslot answers the bucket's slot.
  *
  * This file must never map the file for a metadata engine other than the
  * embedded SQLite one, never leave a rows-mode write run without its bump,
@@ -85,6 +102,8 @@ _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "the table needs lock-free 64-bit at
 #define ROW_UNKNOWN UINT64_C(1) /* a load that failed: never quiet */
 
 #define GEN_WORDS (2 * CN__GEN_SLOTS) /* write words, then settings words (6) */
+
+#define GEN_KEY_SLOTS (UINT64_C(1) << 20) /* rows mode's key slots (7) */
 
 struct cn__gen {
     int fd; /* holds the shared lock (-1 in rows mode) */
@@ -160,6 +179,51 @@ static uint64_t row_load(const cn__gen_t *g, size_t slot)
     if (err < 0 || r.gen < 0)
         return ROW_UNKNOWN;
     return (uint64_t)r.gen << 32;
+}
+
+typedef struct hload {
+    int64_t slot, kslot, sum, bgen;
+} hload_t;
+
+static cn_err_t hload_body(cn_meta_txn_t *txn, void *ctx)
+{
+    hload_t *r = ctx;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err =
+        cn_meta_queryf(txn, &st, cn__sql_objgen[CN_SQL_OBJGEN_HLOAD], "ii", r->slot, r->kslot);
+    if (err >= 0)
+        err = cn_meta_step(st);
+    if (err == CN_META_ROW) {
+        r->sum = cn_meta_column_int64(st, 0);
+        r->bgen = cn_meta_column_int64(st, 1);
+    }
+    cn_meta_finish(st);
+    return err < 0 ? err : err == CN_META_ROW ? 0 : CN_E_DB;
+}
+
+cn__hstamp_t cn__gen_hload(const cn__gen_t *g, size_t slot, size_t kslot)
+{
+    if (!g)
+        return (cn__hstamp_t){ 0, 0 };
+    if (!g->meta) {
+        uint64_t w = atomic_load(&g->w[slot]);
+        return (cn__hstamp_t){ w, w };
+    }
+    hload_t r = { (int64_t)slot, (int64_t)kslot, 0, 0 };
+    cn_err_t err =
+        cn_meta_run(g->meta, CN_META_RUN_READ | CN_META_RUN_ONE | CN_META_RETRY, hload_body, &r);
+    if (err < 0 || r.sum < 0 || r.bgen < 0)
+        return (cn__hstamp_t){ ROW_UNKNOWN, ROW_UNKNOWN };
+    return (cn__hstamp_t){ (uint64_t)r.sum << 32, (uint64_t)r.bgen << 32 };
+}
+
+size_t cn__gen_kslot(const cn__gen_t *g, const char *bucket, const char *key)
+{
+    if (!g || !g->meta || !bucket || !key)
+        return cn__gen_slot(bucket);
+    uint64_t h = cn__cache_hash(bucket, strlen(bucket)) * UINT64_C(0x9E3779B97F4A7C15) ^
+                 cn__cache_hash(key, strlen(key));
+    return CN__GEN_SLOTS + (size_t)(h % GEN_KEY_SLOTS);
 }
 
 cn_err_t cn__gen_bump(const cn__gen_t *g, cn_meta_txn_t *txn, size_t slot)

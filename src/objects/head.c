@@ -79,25 +79,27 @@ static size_t head_key(char *buf, const char *bucket, const char *key)
 }
 
 const cn__objhead_t *cn__objhead_find(cn_objects_t *o, const char *bucket, const char *key,
-                                      uint64_t *stamp)
+                                      cn__hstamp_t *stamp)
 {
-    *stamp = 0;
+    *stamp = (cn__hstamp_t){ 0, 0 };
     if (!o->gen)
         return NULL;
     char kb[HEAD_KEY_MAX];
     size_t kl = head_key(kb, bucket, key);
-    *stamp = cn__gen_load(o->gen, cn__gen_slot(bucket));
+    *stamp = cn__gen_hload(o->gen, cn__gen_slot(bucket), cn__gen_kslot(o->gen, bucket, key));
     cn__cent_t *e = NULL;
     /* A word with a writer in flight was never filed under (invariant 2). */
-    if (kl && cn__gen_quiet(*stamp))
-        e = cn__cache_find(&o->heads, kb, kl, head_version(*stamp), 0);
+    if (kl && cn__gen_quiet(stamp->w))
+        e = cn__cache_find(&o->heads, kb, kl, head_version(stamp->w), 0);
     cn_metric_add(e ? o->head_hits : o->head_misses, 1);
     return (const cn__objhead_t *)e;
 }
 
-bool cn__objhead_current(const cn_objects_t *o, const char *bucket, uint64_t stamp)
+bool cn__objhead_current(const cn_objects_t *o, const char *bucket, const char *key, uint64_t stamp)
 {
-    return o->gen && cn__gen_load(o->gen, cn__gen_slot(bucket)) == stamp;
+    return o->gen &&
+           cn__gen_hload(o->gen, cn__gen_slot(bucket), cn__gen_kslot(o->gen, bucket, key)).w ==
+               stamp;
 }
 
 static void head_destroy(cn__cent_t *e)
@@ -158,12 +160,12 @@ cn_err_t cn__info_copy(cn_object_info_t *dst, const cn_object_info_t *src)
     return 0;
 }
 
-void cn__objhead_offer(cn_objects_t *o, const char *bucket, const char *key, uint64_t stamp,
+void cn__objhead_offer(cn_objects_t *o, const char *bucket, const char *key, cn__hstamp_t stamp,
                        const cn__bkt_t *b, const cn__objacl_t *acl, int64_t bucket_id,
                        const cn_object_info_t *info, const cn__hseg_t *segs, size_t nsegs)
 {
     char kb[HEAD_KEY_MAX];
-    size_t kl = o->gen && cn__gen_quiet(stamp) ? head_key(kb, bucket, key) : 0;
+    size_t kl = o->gen && cn__gen_quiet(stamp.w) ? head_key(kb, bucket, key) : 0;
     if (!kl)
         return;
     cn__objhead_t *h = calloc(1, sizeof *h + kl);
@@ -175,8 +177,9 @@ void cn__objhead_offer(cn_objects_t *o, const char *bucket, const char *key, uin
     h->ent.key = h->kbuf;
     h->ent.klen = kl;
     h->ent.hash = cn__cache_hash(kb, kl);
-    h->ent.v1 = head_version(stamp);
-    h->stamp = stamp;
+    h->ent.v1 = head_version(stamp.w);
+    h->stamp = stamp.w;
+    h->bword = stamp.b;
     h->bucket_id = bucket_id;
     atomic_fetch_add_explicit((atomic_uint *)&b->ent.refs, 1, memory_order_relaxed);
     h->b = b;

@@ -601,8 +601,8 @@ static cn_err_t complete_commit_body(cn_meta_txn_t *txn, void *ctx)
 /* Step 5: re-check the upload and the parts, then swap the rows. */
 static cn_err_t complete_commit(cn_obj_complete_t *c)
 {
-    return cn__write_run(c->o, c->bucket, CN_META_RUN_WRITE | CN_META_RETRY, complete_commit_body,
-                         c);
+    return cn__write_run_key(c->o, c->bucket, c->key, CN_META_RUN_WRITE | CN_META_RETRY,
+                             complete_commit_body, c);
 }
 
 /* A repeated completion: the first one's result.  The additional checksum
@@ -757,15 +757,45 @@ cn_err_t cn_objects_mpu_list_parts(cn_objects_t *o, cn_objects_req_t *rq, const 
     return cn__parts_hand(err, &op.rows, fn, arg);
 }
 
-/* A walk of a bucket's unexpired uploads, each handed to fn(arg, upload). */
+/* A walk of a bucket's unexpired uploads: at most max, read into rows (each
+ * an upload_rec_t naming its strings in text) and handed to fn(arg, upload)
+ * after the run, so that a repeated run (CN_META_RETRY) hands each once. */
 typedef struct uploads_walk {
     cn_objects_t *o;
     const char *prefix, *key_marker, *upload_id_marker;
     uint32_t max;
-    cn_objects_upload_fn fn;
-    void *arg;
-    bool *truncated;
+    bool truncated;
+    cn_buf_t rows, text;
 } uploads_walk_t;
+
+/* One collected upload: its key, id and owner as offsets of NUL-terminated
+ * copies in the walk's text (which moves as it grows). */
+typedef struct upload_rec {
+    size_t key, id, owner;
+    int64_t created_ms;
+} upload_rec_t;
+
+/* Copies p[0..n) and a NUL into text: *off is where. */
+static cn_err_t uploads_keep(cn_buf_t *text, const char *p, size_t n, size_t *off)
+{
+    *off = text->len;
+    cn_err_t err = n ? cn_buf_append(text, p, n) : CN_OK;
+    return err ? err : cn_buf_put_u8(text, 0);
+}
+
+/* Collects the upload of st's row (key k[0..kl), id). */
+static cn_err_t uploads_keep_row(uploads_walk_t *uw, cn_meta_stmt_t *st, const char *k, size_t kl,
+                                 const char *id)
+{
+    const char *owner = cn_meta_column_text(st, 2, NULL);
+    upload_rec_t rec = { .created_ms = cn_meta_column_int64(st, 3) };
+    cn_err_t err = uploads_keep(&uw->text, k, kl, &rec.key);
+    if (!err)
+        err = uploads_keep(&uw->text, id, strlen(id), &rec.id);
+    if (!err)
+        err = uploads_keep(&uw->text, owner, owner ? strlen(owner) : 0, &rec.owner);
+    return err ? err : cn_buf_append(&uw->rows, &rec, sizeof rec);
+}
 
 /* Whether the upload (k[0..kl), id) comes after the walk's markers; sets
  * *past once the walk has passed them. */
@@ -793,9 +823,12 @@ static bool uploads_past_marker(const uploads_walk_t *uw, const char *k, size_t 
 static cn_err_t uploads_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
                              void *ctx)
 {
-    const uploads_walk_t *uw = ctx;
+    uploads_walk_t *uw = ctx;
     cn__cond_t cond = { .prefix = uw->prefix ? uw->prefix : "" };
     cn_meta_stmt_t *st = NULL;
+    cn_buf_reset(&uw->rows); /* an earlier attempt's uploads */
+    cn_buf_reset(&uw->text);
+    uw->truncated = false;
     cn_err_t err = cn__authorize(rq, b, CN_ACT_LIST_BUCKET_MULTIPART_UPLOADS, NULL, NULL, &cond);
     if (err >= 0)
         err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_UPLOADS_OF_BUCKET], "ii", b->id,
@@ -816,21 +849,11 @@ static cn_err_t uploads_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn_
         if (!uploads_past_marker(uw, k, kl, id, &past_marker))
             continue;
         if (count == uw->max) {
-            if (uw->truncated)
-                *uw->truncated = true;
+            uw->truncated = true;
             break;
         }
-        char *key = cn__strndup(k, kl);
-        if (!key) {
-            err = -ENOMEM;
-            break;
-        }
-        cn_objects_upload_t u = { key, id, cn_meta_column_text(st, 2, NULL),
-                                  cn_meta_column_int64(st, 3) };
         count++;
-        err = uw->fn(uw->arg, &u);
-        free(key);
-        if (err)
+        if ((err = uploads_keep_row(uw, st, k, kl, id)) != 0)
             break;
     }
     cn_meta_finish(st);
@@ -848,9 +871,21 @@ cn_err_t cn_objects_mpu_list(cn_objects_t *o, cn_objects_req_t *rq, const char *
         *truncated = false;
     if (!max || max > CN_OBJECTS_LIST_MAX)
         max = CN_OBJECTS_LIST_MAX;
-    /* Not repeatable: fn has seen the uploads of a failed run. */
-    uploads_walk_t uw = { o, prefix, key_marker, upload_id_marker, max, fn, arg, truncated };
-    return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ, uploads_body, &uw);
+    uploads_walk_t uw = { o, prefix, key_marker, upload_id_marker, max, false, { 0 }, { 0 } };
+    cn_err_t err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
+                               uploads_body, &uw);
+    if (err == 0 && truncated)
+        *truncated = uw.truncated;
+    for (size_t off = 0; err == 0 && off < uw.rows.len; off += sizeof(upload_rec_t)) {
+        upload_rec_t rec;
+        memcpy(&rec, uw.rows.data + off, sizeof rec);
+        const char *t = (const char *)uw.text.data;
+        cn_objects_upload_t u = { t + rec.key, t + rec.id, t + rec.owner, rec.created_ms };
+        err = fn(arg, &u);
+    }
+    cn_buf_free(&uw.rows);
+    cn_buf_free(&uw.text);
+    return err;
 }
 
 /* One sweep batch: the cutoffs, and the ids of the uploads it removed. */

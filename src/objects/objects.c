@@ -125,16 +125,12 @@ const char *cn__principal_name(const cn_objects_req_t *rq)
     return rq->principal->account;
 }
 
-cn_err_t cn__next_id(cn_meta_txn_t *txn, const char *name, int64_t *out)
+/* The first column of the one row of st, queried with result err, into
+ * *out (CN_E_CORRUPT when there is none); finishes st. */
+static cn_err_t one_id(cn_meta_stmt_t *st, cn_err_t err, int64_t *out)
 {
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_SEQ_BUMP], "s", name);
-    if (err < 0)
-        return err;
-    err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_SEQ_VALUE], "s", name);
-    if (err < 0)
-        return err;
-    err = cn_meta_step(st);
+    if (err >= 0)
+        err = cn_meta_step(st);
     if (err == CN_META_ROW) {
         *out = cn_meta_column_int64(st, 0);
         err = 0;
@@ -143,6 +139,24 @@ cn_err_t cn__next_id(cn_meta_txn_t *txn, const char *name, int64_t *out)
     }
     cn_meta_finish(st);
     return err;
+}
+
+cn_err_t cn__next_version(cn_meta_txn_t *txn, int64_t *out)
+{
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_queryf(
+        txn, &st, cn_meta_batch_text(txn, &cn__sql_obj_engine[CN_SQL_OBJ_E_VERSION_NEXT]), "");
+    return one_id(st, err, out);
+}
+
+cn_err_t cn__next_id(cn_meta_txn_t *txn, const char *name, int64_t *out)
+{
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_SEQ_BUMP], "s", name);
+    if (err < 0)
+        return err;
+    err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_SEQ_VALUE], "s", name);
+    return one_id(st, err, out);
 }
 
 /* ---- names -------------------------------------------------------------------- */
@@ -283,15 +297,30 @@ static cn_err_t gen_run_body(cn_meta_txn_t *txn, void *ctx)
     return err;
 }
 
-cn_err_t cn__write_run(cn_objects_t *o, const char *bucket, unsigned flags, cn_meta_body_fn body,
-                       void *ctx)
+/* A write run between enter and leave of the bucket's slot (the file),
+ * bumping bump (rows mode). */
+static cn_err_t write_run_at(cn_objects_t *o, size_t slot, size_t bump, unsigned flags,
+                             cn_meta_body_fn body, void *ctx)
 {
-    size_t slot = cn__gen_slot(bucket);
-    gen_run_t gr = { o->gen, slot, body, ctx };
+    gen_run_t gr = { o->gen, bump, body, ctx };
     cn__gen_enter(o->gen, slot);
     cn_err_t err = cn_meta_run(o->meta, flags, gen_run_body, &gr);
     cn__gen_leave(o->gen, slot);
     return err;
+}
+
+cn_err_t cn__write_run(cn_objects_t *o, const char *bucket, unsigned flags, cn_meta_body_fn body,
+                       void *ctx)
+{
+    size_t slot = cn__gen_slot(bucket);
+    return write_run_at(o, slot, slot, flags, body, ctx);
+}
+
+cn_err_t cn__write_run_key(cn_objects_t *o, const char *bucket, const char *key, unsigned flags,
+                           cn_meta_body_fn body, void *ctx)
+{
+    return write_run_at(o, cn__gen_slot(bucket), cn__gen_kslot(o->gen, bucket, key), flags, body,
+                        ctx);
 }
 
 cn_err_t cn__authorize(cn_objects_req_t *rq, const cn__bkt_t *bucket, cn_authz_action_t act,

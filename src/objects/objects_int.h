@@ -82,6 +82,20 @@ size_t cn__gen_slot(const char *bucket);
 /* The slot's word now (0 when g is NULL).  Rows mode: one single-statement
  * read of the slot's row (a round trip to the database; never on a loop). */
 uint64_t cn__gen_load(const cn__gen_t *g, size_t slot);
+/* What a head of (bucket, key) is filed under, read at once: w, the word that
+ * must hold for it to be served, and b, the bucket slot's own word (rows
+ * mode: the settings word, gen.c 6; the file: w). */
+typedef struct cn__hstamp {
+    uint64_t w, b;
+} cn__hstamp_t;
+/* The slot a write run on one key of bucket bumps (cn__write_run_key).  Rows
+ * mode: one of 2^20 key slots past the bucket slots (gen.c 7); the file:
+ * bucket's slot. */
+size_t cn__gen_kslot(const cn__gen_t *g, const char *bucket, const char *key);
+/* The stamp of a head of the key whose key slot is kslot in the bucket of
+ * slot ({0, 0} when g is NULL).  Rows mode: both rows in one statement, w the
+ * sum of their generations (gen.c 7); the file: the bucket slot's word. */
+cn__hstamp_t cn__gen_hload(const cn__gen_t *g, size_t slot, size_t kslot);
 /* Whether g's words are this machine's memory (the file), so a load is an
  * atomic read that any thread, an event loop's too, may make. */
 bool cn__gen_local(const cn__gen_t *g);
@@ -106,6 +120,11 @@ uint64_t cn__gen_sload(const cn__gen_t *g, size_t slot);
 void cn__gen_senter(cn__gen_t *g, size_t slot);
 void cn__gen_sleave(cn__gen_t *g, size_t slot);
 
+/* cn__write_run for a run that changes the head of key alone (its version
+ * rows, their tags, ACL or parts): rows mode bumps the key's slot instead of
+ * the bucket's, so writers of different keys share no row (gen.c 7). */
+cn_err_t cn__write_run_key(cn_objects_t *o, const char *bucket, const char *key, unsigned flags,
+                           cn_meta_body_fn body, void *ctx);
 /* Runs a write transaction on bucket's objects or settings (cn_meta_run's
  * flags, body and result) between cn__gen_enter and cn__gen_leave of
  * bucket's slot.  Every write run of this service on a bucket goes through
@@ -396,6 +415,7 @@ typedef struct cn__hseg {
 typedef struct cn__objhead {
     cn__cent_t ent; /* key = bucket NUL key; version = (stamp >> 32, 0) */
     uint64_t stamp;
+    uint64_t bword;     /* the bucket slot's word it was filed under (cn__hstamp_t.b) */
     const cn__bkt_t *b; /* held */
     cn__objacl_t acl;   /* held */
     int64_t bucket_id;
@@ -418,21 +438,25 @@ void cn__objhead_destroy(cn_objects_t *o);
  * a hit or a miss.  NULL with *stamp quiet never happens while a writer of
  * the slot is in flight: nothing may be filed then. */
 const cn__objhead_t *cn__objhead_find(cn_objects_t *o, const char *bucket, const char *key,
-                                      uint64_t *stamp);
+                                      cn__hstamp_t *stamp);
 /* Files what a read transaction begun after stamp was read found (b and
  * acl get a reference of their own; info and segs are copied), unless
  * stamp is not quiet or the cache is off.  Best effort: no error. */
-void cn__objhead_offer(cn_objects_t *o, const char *bucket, const char *key, uint64_t stamp,
+void cn__objhead_offer(cn_objects_t *o, const char *bucket, const char *key, cn__hstamp_t stamp,
                        const cn__bkt_t *b, const cn__objacl_t *acl, int64_t bucket_id,
                        const cn_object_info_t *info, const cn__hseg_t *segs, size_t nsegs);
 void cn__objhead_release(const cn__objhead_t *h); /* NULL is a no-op */
-/* Whether the slot of bucket still holds stamp (a hit's second look). */
-bool cn__objhead_current(const cn_objects_t *o, const char *bucket, uint64_t stamp);
+/* Whether (bucket, key)'s slots still hold stamp (a hit's second look). */
+bool cn__objhead_current(const cn_objects_t *o, const char *bucket, const char *key,
+                         uint64_t stamp);
 /* A deep copy of src's strings into dst.  -ENOMEM (dst then zeroed). */
 cn_err_t cn__info_copy(cn_object_info_t *dst, const cn_object_info_t *src);
 
-/* Allocates the next value of counter name ("bucket", "version") in a write txn. */
+/* Allocates the next value of counter name ("bucket") in a write txn. */
 cn_err_t cn__next_id(cn_meta_txn_t *txn, const char *name, int64_t *out);
+/* Allocates the next version id in a write txn: unique and increasing, with
+ * gaps on PostgreSQL (a sequence: objects schema v6). */
+cn_err_t cn__next_version(cn_meta_txn_t *txn, int64_t *out);
 
 /* Looks up the current version of key: *version_id (0 if none) and, when
  * obj is not NULL, its owner and ACL. */

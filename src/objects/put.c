@@ -483,9 +483,9 @@ cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res
     if (err >= 0) {
         put_commit_t pc = { p, &d, &r };
         /* Combinable: both bodies only run SQL on their txn (meta/group.c, G9). */
-        err =
-            cn__write_run(p->o, p->bucket, CN_META_RUN_WRITE | CN_META_RETRY | CN_META_RUN_COMBINE,
-                          p->kind == CN_OBJ_PUT_PART ? commit_part_body : commit_object_body, &pc);
+        err = cn__write_run_key(
+            p->o, p->bucket, p->key, CN_META_RUN_WRITE | CN_META_RETRY | CN_META_RUN_COMBINE,
+            p->kind == CN_OBJ_PUT_PART ? commit_part_body : commit_object_body, &pc);
     }
     cn_store_guard_release(g);
     if (err >= 0 && p->kind == CN_OBJ_PUT_PART) {

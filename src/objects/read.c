@@ -394,7 +394,7 @@ static cn_err_t key_read_body(cn_meta_txn_t *txn, void *ctx)
 }
 
 /* Files what kr read, with its segments, under stamp (cn__objhead_offer). */
-static void key_read_offer(const key_read_t *kr, uint64_t stamp, const cn_obj_seg_t *segs,
+static void key_read_offer(const key_read_t *kr, cn__hstamp_t stamp, const cn_obj_seg_t *segs,
                            size_t nsegs)
 {
     cn__hseg_t few[CN__HOLD_SEGS] = { { { { 0 } }, 0 } };
@@ -422,7 +422,7 @@ static cn_err_t head_hit_info(const cn_objects_t *o, cn_objects_req_t *rq, const
     if (err >= 0)
         err = cn__info_copy(info, &h->info);
     if (err >= 0)
-        info->gen_word = cn__gen_local(o->gen) ? 0 : h->stamp;
+        info->gen_word = cn__gen_local(o->gen) ? 0 : h->bword;
     return err;
 }
 
@@ -430,7 +430,7 @@ cn_err_t cn_objects_head(cn_objects_t *o, cn_objects_req_t *rq, const char *buck
                          cn_object_info_t *info)
 {
     memset(info, 0, sizeof *info);
-    uint64_t stamp = 0;
+    cn__hstamp_t stamp;
     const cn__objhead_t *h = cn__objhead_find(o, bucket, key, &stamp);
     cn_err_t err;
     if (h) {
@@ -542,13 +542,13 @@ static bool obj_all_held(const cn_objects_reader_t *rd)
  * CN_E_AGAIN when a blob is missing or the word moved (the slow path
  * decides), else as obj_open_segs. */
 static cn_err_t obj_hold_cached(cn_objects_t *o, cn_objects_reader_t *rd, const char *bucket,
-                                uint64_t stamp)
+                                const char *key, uint64_t stamp)
 {
     bool missing = false;
     cn_err_t err = obj_open_segs(o, rd, &missing);
     if (err < 0 || (!missing && !cn__gen_local(o->gen) && obj_all_held(rd)))
         return err;
-    if (missing || !cn__objhead_current(o, bucket, stamp))
+    if (missing || !cn__objhead_current(o, bucket, key, stamp))
         err = CN_E_AGAIN;
     return err;
 }
@@ -648,7 +648,8 @@ fail:
  * answer, else as cn_objects_get. */
 static cn_err_t obj_get_cached(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                const char *key, const cn_objects_range_t *range,
-                               cn_object_info_t *info, cn_objects_reader_t **out, uint64_t *stamp)
+                               cn_object_info_t *info, cn_objects_reader_t **out,
+                               cn__hstamp_t *stamp)
 {
     const cn__objhead_t *h = cn__objhead_find(o, bucket, key, stamp);
     if (!h)
@@ -664,7 +665,7 @@ static cn_err_t obj_get_cached(cn_objects_t *o, cn_objects_req_t *rq, const char
     else
         free(segs);
     if (err >= 0) {
-        err = obj_hold_cached(o, *out, bucket, h->stamp);
+        err = obj_hold_cached(o, *out, bucket, key, h->stamp);
         if (err < 0) {
             cn_objects_reader_free(*out);
             *out = NULL;
@@ -672,7 +673,7 @@ static cn_err_t obj_get_cached(cn_objects_t *o, cn_objects_req_t *rq, const char
     }
     cn__objhead_release(h);
     if (err == CN_E_AGAIN)
-        *stamp = cn__gen_load(o->gen, cn__gen_slot(bucket));
+        *stamp = cn__gen_hload(o->gen, cn__gen_slot(bucket), cn__gen_kslot(o->gen, bucket, key));
     if (err < 0 && err != CN_E_RANGE) {
         cn_objects_info_free(info);
         memset(info, 0, sizeof *info);
@@ -684,7 +685,7 @@ static cn_err_t obj_get_cached(cn_objects_t *o, cn_objects_req_t *rq, const char
  * it began). */
 static cn_err_t obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                              const char *key, const cn_objects_range_t *range,
-                             cn_object_info_t *info, cn_objects_reader_t **out, uint64_t stamp,
+                             cn_object_info_t *info, cn_objects_reader_t **out, cn__hstamp_t stamp,
                              bool *retry)
 {
     *retry = false;
@@ -729,7 +730,7 @@ cn_err_t cn_objects_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucke
      * the newer version. */
     for (int attempt = 0; attempt < 5; attempt++) {
         bool retry = false;
-        uint64_t stamp = 0;
+        cn__hstamp_t stamp = { 0, 0 };
         err = obj_get_cached(o, rq, bucket, key, range, info, rd, &stamp);
         if (err != CN_E_AGAIN)
             return err;
@@ -750,7 +751,7 @@ cn_err_t cn_objects_get_cached(cn_objects_t *o, cn_objects_req_t *rq, const char
      * wait for (it stalls every connection of the loop); a worker asks. */
     if (!cn__gen_local(o->gen))
         return CN_E_AGAIN;
-    uint64_t stamp = 0;
+    cn__hstamp_t stamp = { 0, 0 };
     return obj_get_cached(o, rq, bucket, key, range, info, rd, &stamp);
 }
 

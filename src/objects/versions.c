@@ -371,7 +371,7 @@ cn_err_t cn__obj_version_make(cn_meta_txn_t *txn, cn_objects_req_t *rq, cn__vmak
     if (err >= 0)
         err = cn__obj_vstate(txn, mk->bucket_id, &vs);
     if (err >= 0)
-        err = cn__next_id(txn, "version", &mk->vid);
+        err = cn__next_version(txn, &mk->vid);
     if (err >= 0 && mk->pre)
         err = mk->pre(txn, mk->ctx, mk->vid);
     mk->vnull = vs.versioning != CN_OBJ_VERSIONING_ENABLED;
@@ -584,7 +584,7 @@ bool cn__bkt_versioned(const cn__bkt_t *b)
 
 cn_err_t cn__obj_marker_make(cn_meta_txn_t *txn, cn_objects_req_t *rq, cn__vmark_t *m)
 {
-    cn_err_t err = cn__next_id(txn, "version", &m->vid);
+    cn_err_t err = cn__next_version(txn, &m->vid);
     if (err >= 0)
         err = retire_current(txn, rq, m->bucket_id, m->key, m->vnull, m->now_ms);
     if (err >= 0)

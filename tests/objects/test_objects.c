@@ -1383,8 +1383,8 @@ static bool skip_word_file(void)
     return cn_test_meta_pg();
 }
 
-/* Filled by a read, dropped by every kind of write to its bucket, and
- * authorization still decided on every hit. */
+/* Filled by a read, dropped by every kind of write to its key (and, on the
+ * word file, to its bucket), and authorization still decided on every hit. */
 static void test_head_cache_follows_writes(void)
 {
     env_t e;
@@ -1407,9 +1407,16 @@ static void test_head_cache_follows_writes(void)
     CN_CHECK_EQ(put_bytes(&e, &e.alice, "hc1", "k", "two", 3, NULL, NULL), 0);
     check_miss(e.o, &e.alice, "hc1", "k");
     get_expect(&e, "hc1", "k", "two");
+    /* Another key's put: on the word file a bucket's writes share one word,
+     * so the head is read again; on PostgreSQL the put bumps its own key's
+     * slot and the head stays (gen.c 7). */
     CN_CHECK_EQ(put_bytes(&e, &e.alice, "hc1", "src", "three", 5, NULL, NULL), 0);
-    check_miss(e.o, &e.alice, "hc1", "k");
-    get_expect(&e, "hc1", "k", "two");
+    if (cn_test_meta_pg()) {
+        check_hit(e.o, &e.alice, "hc1", "k", "two");
+    } else {
+        check_miss(e.o, &e.alice, "hc1", "k");
+        get_expect(&e, "hc1", "k", "two");
+    }
     CN_CHECK_EQ(cn_objects_copy(e.o, &rq, "hc1", "src", "hc1", "k", NULL, NULL), 0);
     check_miss(e.o, &e.alice, "hc1", "k");
     get_expect(&e, "hc1", "k", "three");

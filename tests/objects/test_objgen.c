@@ -53,16 +53,50 @@ static void *bumper(void *arg)
     return NULL;
 }
 
+/* Both workers' bumps at once, to the end. */
+static void run_both(worker_t w[2])
+{
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, bumper, &w[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+}
+
+/* Two handles on one database: two nodes. */
+typedef struct nodes {
+    char *dir;
+    cn_meta_t *m[2];
+    cn__gen_t *g[2];
+} nodes_t;
+
+static void nodes_open(nodes_t *n, const char *name)
+{
+    memset(n, 0, sizeof *n);
+    n->dir = cn_test_tmpdir(name);
+    for (int i = 0; i < 2; i++) {
+        CN_CHECK_EQ(cn_meta_open(cn_test_meta_for(n->dir), NULL, &n->m[i]), 0);
+        CN_CHECK_EQ(cn__gen_open_rows(n->m[i], &n->g[i]), 0);
+    }
+}
+
+static void nodes_close(nodes_t *n)
+{
+    for (int i = 0; i < 2; i++) {
+        cn__gen_close(n->g[i]);
+        cn_meta_close(n->m[i]);
+    }
+    cn_test_rmtree(n->dir);
+    free(n->dir);
+}
+
 static void test_rows(void)
 {
-    char *dir = cn_test_tmpdir("test-objgen");
-    const char *target = cn_test_meta_for(dir);
-    cn_meta_t *m1 = NULL, *m2 = NULL;
-    cn__gen_t *g1 = NULL, *g2 = NULL;
-    CN_CHECK_EQ(cn_meta_open(target, NULL, &m1), 0);
-    CN_CHECK_EQ(cn_meta_open(target, NULL, &m2), 0);
-    CN_CHECK_EQ(cn__gen_open_rows(m1, &g1), 0);
-    CN_CHECK_EQ(cn__gen_open_rows(m2, &g2), 0);
+    nodes_t n;
+    nodes_open(&n, "test-objgen");
+    cn_meta_t *m1 = n.m[0], *m2 = n.m[1];
+    cn__gen_t *g1 = n.g[0], *g2 = n.g[1];
+    const char *dir = n.dir;
     size_t slot = cn__gen_slot("fleet"), other = (slot + 1) % CN__GEN_SLOTS;
 
     /* Never written: 0, quiet, the same on both nodes. */
@@ -89,11 +123,7 @@ static void test_rows(void)
 
     /* Both nodes writing the slot at once: every bump counted. */
     worker_t w[2] = { { m1, g1, slot, 0 }, { m2, g2, slot, 0 } };
-    pthread_t th[2];
-    for (int i = 0; i < 2; i++)
-        pthread_create(&th[i], NULL, bumper, &w[i]);
-    for (int i = 0; i < 2; i++)
-        pthread_join(th[i], NULL);
+    run_both(w);
     CN_CHECK_EQ(w[0].failed + w[1].failed, 0);
     CN_CHECK_EQ(cn__gen_load(g2, slot), (uint64_t)(1 + 2 * BUMPS) << 32);
 
@@ -104,12 +134,53 @@ static void test_rows(void)
     CN_CHECK_EQ(cn__gen_load(g1, other), 0);
     cn__gen_close(gf);
 
-    cn__gen_close(g1);
-    cn__gen_close(g2);
-    cn_meta_close(m1);
-    cn_meta_close(m2);
-    cn_test_rmtree(dir);
-    free(dir);
+    nodes_close(&n);
 }
 
-CN_TEST_MAIN(CN_TEST(test_rows), )
+/* Key slots (gen.c 7): a write of one key moves that key's stamp on every
+ * node, not another key's, and not the bucket's own word (the settings
+ * word); a bucket-wide write moves every key's stamp.  The file mode keeps
+ * one word per bucket. */
+static void test_key_slots(void)
+{
+    nodes_t n;
+    nodes_open(&n, "test-objgen-keys");
+    cn_meta_t *m1 = n.m[0], *m2 = n.m[1];
+    cn__gen_t *g1 = n.g[0], *g2 = n.g[1];
+    const char *dir = n.dir;
+    size_t slot = cn__gen_slot("fleet");
+    size_t ka = cn__gen_kslot(g1, "fleet", "a"), kb = cn__gen_kslot(g1, "fleet", "b");
+    CN_CHECK(ka >= CN__GEN_SLOTS && kb >= CN__GEN_SLOTS && ka != kb);
+    CN_CHECK_EQ(cn__gen_kslot(g2, "fleet", "a"), ka); /* every node names the same row */
+    CN_CHECK(cn__gen_kslot(g1, "other", "a") != ka);
+
+    cn__hstamp_t a0 = cn__gen_hload(g2, slot, ka), b0 = cn__gen_hload(g2, slot, kb);
+    CN_CHECK(cn__gen_quiet(a0.w) && cn__gen_quiet(a0.b));
+    CN_CHECK_EQ(write_run(m1, g1, ka, 0), 0); /* a put of "a" on node 1 */
+    cn__hstamp_t a1 = cn__gen_hload(g2, slot, ka), b1 = cn__gen_hload(g2, slot, kb);
+    CN_CHECK(a1.w != a0.w && cn__gen_quiet(a1.w));
+    CN_CHECK_EQ(a1.b, a0.b);
+    CN_CHECK_EQ(b1.w, b0.w);
+    CN_CHECK_EQ(cn__gen_sload(g2, slot), a0.b);
+
+    CN_CHECK_EQ(write_run(m2, g2, slot, 0), 0); /* a bucket-wide write on node 2 */
+    cn__hstamp_t a2 = cn__gen_hload(g1, slot, ka), b2 = cn__gen_hload(g1, slot, kb);
+    CN_CHECK(a2.w != a1.w && b2.w != b1.w && a2.b != a1.b);
+    CN_CHECK_EQ(a2.b, b2.b);
+
+    /* Writers of different keys on both nodes at once: all counted. */
+    worker_t w[2] = { { m1, g1, ka, 0 }, { m2, g2, kb, 0 } };
+    run_both(w);
+    CN_CHECK_EQ(w[0].failed + w[1].failed, 0);
+    CN_CHECK_EQ(cn__gen_hload(g1, slot, ka).w, a2.w + ((uint64_t)BUMPS << 32));
+    CN_CHECK_EQ(cn__gen_hload(g1, slot, kb).w, b2.w + ((uint64_t)BUMPS << 32));
+
+    cn__gen_t *gf = NULL;
+    CN_CHECK_EQ(cn__gen_open(dir, &gf), 0);
+    CN_CHECK_EQ(cn__gen_kslot(gf, "fleet", "a"), slot);
+    cn__gen_close(gf);
+
+    nodes_close(&n);
+}
+
+CN_TEST_MAIN(CN_TEST(test_rows), CN_TEST(test_key_slots), )

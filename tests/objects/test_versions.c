@@ -87,6 +87,9 @@ static cn_err_t fill_body(cn_meta_txn_t *txn, void *ctx)
             "NULL, NULL, 1)",
             "iibi", OLD_BASE + i, f->bucket_id, (const void *)"k", (size_t)1,
             (int64_t)(i % 7 == 0));
+    if (err >= 0) /* PostgreSQL's version ids: past the counter set above */
+        err = cn_meta_execf(
+            txn, cn_meta_batch_text(txn, &cn__sql_obj_engine[CN_SQL_OBJ_E_VERSION_SYNC]), "");
     return err < 0 ? err : CN_OK;
 }
 

@@ -250,6 +250,10 @@ enum {
 enum {
     /* (): folds every committed usage delta into its bucket's base row */
     CN_SQL_OBJ_E_USAGE_FOLD,
+    /* () -> the next version id (unique, increasing, gaps allowed) */
+    CN_SQL_OBJ_E_VERSION_NEXT,
+    /* (): moves the version ids past every id stored (after a copy) */
+    CN_SQL_OBJ_E_VERSION_SYNC,
     CN_SQL_OBJ_E_COUNT
 };
 

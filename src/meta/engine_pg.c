@@ -55,6 +55,22 @@
  *     invariant 7 resolved it as aborted; an unresolved COMMIT is reported
  *     CN__META_LOST_UNKNOWN.  run.c repeats a repeatable body only on the
  *     first, so a failover costs such a request a wait, not an error.
+ * 10. A transaction's BEGIN is not sent alone: begin only readies the
+ *     connection and keeps the BEGIN pending, and the transaction's first
+ *     prepared statement carries it (libpq's pipeline mode: BEGIN, the
+ *     statement and a sync in one write, their answers in one read), so a
+ *     transaction costs one round trip less.  Any other first use of the
+ *     transaction (pg_exec) sends it alone first; a transaction that ran no
+ *     statement sends nothing, neither BEGIN nor COMMIT nor ROLLBACK.  Its
+ *     answer is checked before the statement's: a BEGIN that failed is the
+ *     run's error (the statement is then never run).  A connection found
+ *     broken by that first use, or by preparing a statement before it, is
+ *     reset and the use made once more: nothing of the transaction ran, as
+ *     when a BEGIN sent alone found it broken.
+ * 11. A ROLLBACK is sent without waiting for its answer (the server ends the
+ *     transaction and releases its snapshot as soon as it reads it); the
+ *     answer is read before the connection's next use, in conn_ready, which
+ *     every transaction's begin goes through, so no other use meets it.
  */
 #include "engine.h"
 #include "watch.h"
@@ -98,8 +114,10 @@ struct cn__meta_conn {
     int64_t changes;  /* rows of the last INSERT/UPDATE/DELETE */
     char **dead;      /* names to deallocate before the next BEGIN */
     size_t ndead, capdead;
-    int want;   /* the URI's target_session_attrs: WANT_ANY, _RW, _PRIMARY */
-    bool stale; /* reset at the next begin: the server refused a write (25006) */
+    int want;            /* the URI's target_session_attrs: WANT_ANY, _RW, _PRIMARY */
+    bool stale;          /* reset at the next begin: the server refused a write (25006) */
+    const char *pending; /* a BEGIN not sent yet (invariant 10), or NULL */
+    bool unread;         /* a ROLLBACK's answer not read yet (invariant 11) */
     char err[ERRMSG_MAX];
 };
 
@@ -382,9 +400,21 @@ static cn_err_t reconnect(cn__meta_conn_t *c)
     return session_setup(c);
 }
 
-/* Invariants 2 and 3, before a transaction starts. */
+/* Invariant 11: reads the answer of a ROLLBACK sent without waiting. */
+static void read_unread(cn__meta_conn_t *c)
+{
+    if (!c->unread)
+        return;
+    c->unread = false;
+    PGresult *res;
+    while ((res = PQgetResult(c->pg)))
+        PQclear(res);
+}
+
+/* Invariants 2, 3 and 11, before a transaction starts. */
 static cn_err_t conn_ready(cn__meta_conn_t *c)
 {
+    read_unread(c);
     if (PQstatus(c->pg) != CONNECTION_OK || c->stale || cn__meta_pg_off_target(c->pg, c->want))
         CN_TRY(reconnect(c));
     if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
@@ -418,10 +448,22 @@ static cn_err_t pg_begin(cn__meta_conn_t *c, cn_meta_mode_t mode)
 {
     /* One statement, one snapshot: no BEGIN, and pg_rollback finds the
      * connection idle and sends nothing (invariant 4 holds). */
+    c->pending = NULL;
     if (mode == CN_META_READ_ONE)
         return conn_ready(c);
-    return begin_sql(c, mode == CN_META_WRITE ? "BEGIN ISOLATION LEVEL SERIALIZABLE"
-                                              : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    CN_TRY(conn_ready(c));
+    c->pending = mode == CN_META_WRITE ? "BEGIN ISOLATION LEVEL SERIALIZABLE"
+                                       : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+    return 0;
+}
+
+/* Invariant 10: sends the pending BEGIN alone, for a first use that cannot
+ * carry it. */
+static cn_err_t begin_now(cn__meta_conn_t *c)
+{
+    const char *sql = c->pending;
+    c->pending = NULL;
+    return sql ? begin_sql(c, sql) : 0;
 }
 
 static cn_err_t pg_begin_schema(cn__meta_conn_t *c)
@@ -435,7 +477,12 @@ static cn_err_t pg_begin_schema(cn__meta_conn_t *c)
 
 static void pg_rollback(cn__meta_conn_t *c)
 {
-    if (PQstatus(c->pg) == CONNECTION_OK && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+    c->pending = NULL; /* nothing sent, nothing to end (invariant 10) */
+    if (PQstatus(c->pg) != CONNECTION_OK || PQtransactionStatus(c->pg) == PQTRANS_IDLE)
+        return;
+    if (PQsendQuery(c->pg, "ROLLBACK"))
+        c->unread = true; /* invariant 11 */
+    else
         (void)pg_run(c, "ROLLBACK");
 }
 
@@ -614,6 +661,10 @@ static cn_err_t resolve_commit(cn__meta_conn_t *c, const char *xid, const char *
 
 static cn_err_t pg_commit(cn__meta_conn_t *c)
 {
+    if (c->pending) { /* it ran nothing: nothing was sent (invariant 10) */
+        c->pending = NULL;
+        return 0;
+    }
     char xid[32] = "", inc[sizeof c->inc];
     cn_err_t e = c->writer ? current_xid(c, xid, sizeof xid) : 0;
     if (e == 0 && xid[0])
@@ -652,6 +703,7 @@ static void note_changes(cn__meta_conn_t *c, const PGresult *res)
 
 static cn_err_t pg_exec(cn__meta_conn_t *c, const char *sql)
 {
+    CN_TRY(begin_now(c));
     PGresult *res = PQexec(c->pg, sql);
     ExecStatusType s = PQresultStatus(res);
     cn_err_t e = 0;
@@ -909,6 +961,11 @@ static cn_err_t pg_prepare(cn__meta_conn_t *c, const char *sql, cn__meta_raw_t *
         return -ENOMEM;
     }
     cn_err_t e = raw_prepare(r);
+    if (e < 0 && c->pending && PQstatus(c->pg) != CONNECTION_OK) { /* invariant 10 */
+        e = conn_ready(c);
+        if (e >= 0)
+            e = raw_prepare(r);
+    }
     if (e < 0) {
         r->name[0] = '\0'; /* a failed Parse leaves no server-side name */
         pg_finalize(r);
@@ -1017,8 +1074,45 @@ static cn_err_t pg_bind_null(cn__meta_raw_t *r, int idx)
     return 0;
 }
 
-/* Runs the prepared statement with its bindings (first step). */
-static cn_err_t raw_run(cn__meta_raw_t *r)
+/* Invariant 10: begin, then r, in one pipeline; the BEGIN's answer when it
+ * failed, else the statement's (NULL when libpq failed). */
+static PGresult *run_with_begin(cn__meta_raw_t *r, const char *begin)
+{
+    PGconn *pg = r->c->pg;
+    PGresult *got[2] = { NULL, NULL };
+    if (PQenterPipelineMode(pg) && PQsendQueryParams(pg, begin, 0, NULL, NULL, NULL, NULL, 0) &&
+        PQsendQueryPrepared(pg, r->name, r->nparams, r->pv, r->pl, r->pf, 0) &&
+        PQpipelineSync(pg)) {
+        /* BEGIN's result, NULL, the statement's, NULL, the sync: at most so
+         * many reads, fewer when the connection breaks. */
+        int n = 0, nulls = 0;
+        for (int i = 0; i < 8; i++) {
+            PGresult *x = PQgetResult(pg);
+            if (!x && (PQstatus(pg) != CONNECTION_OK || ++nulls > 2))
+                break;
+            if (x && PQresultStatus(x) == PGRES_PIPELINE_SYNC) {
+                PQclear(x);
+                break;
+            }
+            if (x && n < 2)
+                got[n++] = x;
+            else
+                PQclear(x);
+        }
+    }
+    if (!PQexitPipelineMode(pg))
+        r->c->stale = true; /* answers left unread: a new session (invariant 3) */
+    if (got[0] && PQresultStatus(got[0]) == PGRES_COMMAND_OK) {
+        PQclear(got[0]);
+        return got[1];
+    }
+    PQclear(got[1]);
+    return got[0];
+}
+
+/* Runs the prepared statement with its bindings (first step), carrying the
+ * pending BEGIN begin when there is one. */
+static cn_err_t raw_run_once(cn__meta_raw_t *r, const char *begin)
 {
     cn__meta_conn_t *c = r->c;
     if (r->gen != c->gen)
@@ -1028,7 +1122,8 @@ static cn_err_t raw_run(cn__meta_raw_t *r)
         r->pl[i] = r->vals[i].len;
         r->pf[i] = r->vals[i].fmt;
     }
-    PGresult *res = PQexecPrepared(c->pg, r->name, r->nparams, r->pv, r->pl, r->pf, 0);
+    PGresult *res = begin ? run_with_begin(r, begin)
+                          : PQexecPrepared(c->pg, r->name, r->nparams, r->pv, r->pl, r->pf, 0);
     ExecStatusType s = PQresultStatus(res);
     if (s == PGRES_TUPLES_OK) {
         r->res = res;
@@ -1043,6 +1138,22 @@ static cn_err_t raw_run(cn__meta_raw_t *r)
     }
     cn_err_t e = pg_fail(c, res);
     PQclear(res);
+    return e;
+}
+
+/* raw_run_once, made once more on a connection found broken when it carried
+ * the transaction's BEGIN (invariant 10). */
+static cn_err_t raw_run(cn__meta_raw_t *r)
+{
+    cn__meta_conn_t *c = r->c;
+    const char *begin = c->pending;
+    c->pending = NULL;
+    cn_err_t e = raw_run_once(r, begin);
+    if (e < 0 && begin && PQstatus(c->pg) != CONNECTION_OK) {
+        e = conn_ready(c);
+        if (e >= 0)
+            e = raw_run_once(r, begin);
+    }
     return e;
 }
 

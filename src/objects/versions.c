@@ -83,16 +83,18 @@ static cn_err_t one_row(cn_meta_stmt_t *st, bool *found)
     return err < 0 ? err : 0;
 }
 
-/* The key's latest: its current row, else its newest history row. */
+/* The key's latest: its current row, else its newest history row.
+ * no_current: txn already found no current row (only history is read). */
 static cn_err_t resolve_latest(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
-                               const char *key, cn__vref_t *out)
+                               const char *key, bool no_current, cn__vref_t *out)
 {
     size_t kl = strlen(key);
     cn_meta_stmt_t *st = NULL;
     bool found = false;
-    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_V_CUR_OF_KEY], "ib", bucket_id,
-                                  (const void *)key, kl);
-    if (err >= 0)
+    cn_err_t err = no_current ? 0
+                              : cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_V_CUR_OF_KEY], "ib",
+                                               bucket_id, (const void *)key, kl);
+    if (err >= 0 && st)
         err = one_row(st, &found);
     if (err >= 0 && found) {
         out->version_id = cn_meta_column_int64(st, 0);
@@ -184,7 +186,7 @@ cn_err_t cn__obj_version_resolve(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64
 {
     memset(out, 0, sizeof *out);
     if (!version)
-        return resolve_latest(txn, rq, bucket_id, key, out);
+        return resolve_latest(txn, rq, bucket_id, key, false, out);
     int64_t id = 0;
     bool is_null = false;
     if (cn_objects_version_parse(version, &id, &is_null) < 0)
@@ -304,13 +306,14 @@ static cn_err_t to_history(cn_meta_txn_t *txn, int64_t cur, int64_t now)
 /* Before a new latest version of key (a version or a marker): the current
  * one goes to history, or away for good when it is the null version and
  * the new one is null too; a null version in history goes away for good
- * when the new one is null; a latest marker becomes noncurrent. */
+ * when the new one is null; a latest marker becomes noncurrent.  no_current:
+ * txn already found the key without a current version. */
 static cn_err_t retire_current(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
-                               const char *key, bool new_null, int64_t now)
+                               const char *key, bool new_null, int64_t now, bool no_current)
 {
     cn__vref_t latest, nul;
     bool has_null = false;
-    cn_err_t err = resolve_latest(txn, NULL, bucket_id, key, &latest);
+    cn_err_t err = resolve_latest(txn, NULL, bucket_id, key, no_current, &latest);
     if (err == CN_E_NOT_FOUND)
         return 0; /* a new key */
     if (err >= 0 && new_null)
@@ -377,7 +380,7 @@ cn_err_t cn__obj_version_make(cn_meta_txn_t *txn, cn_objects_req_t *rq, cn__vmak
     mk->vnull = vs.versioning != CN_OBJ_VERSIONING_ENABLED;
     mk->versioned = vs.versioning != CN_OBJ_VERSIONING_OFF;
     if (err >= 0)
-        err = retire_current(txn, rq, mk->bucket_id, mk->key, mk->vnull, mk->now_ms);
+        err = retire_current(txn, rq, mk->bucket_id, mk->key, mk->vnull, mk->now_ms, cur == 0);
     if (err >= 0)
         err = mk->rows(txn, mk->ctx, mk->vid);
     /* Rows are inserted null (the column's default); only Enabled differs. */
@@ -586,7 +589,7 @@ cn_err_t cn__obj_marker_make(cn_meta_txn_t *txn, cn_objects_req_t *rq, cn__vmark
 {
     cn_err_t err = cn__next_version(txn, &m->vid);
     if (err >= 0)
-        err = retire_current(txn, rq, m->bucket_id, m->key, m->vnull, m->now_ms);
+        err = retire_current(txn, rq, m->bucket_id, m->key, m->vnull, m->now_ms, false);
     if (err >= 0)
         err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_V_MARKER_INSERT], "iibiis", m->vid,
                             m->bucket_id, (const void *)m->key, strlen(m->key), (int64_t)m->vnull,

@@ -311,7 +311,7 @@ static cn_err_t to_history(cn_meta_txn_t *txn, int64_t cur, int64_t now)
 static cn_err_t retire_current(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucket_id,
                                const char *key, bool new_null, int64_t now, bool no_current)
 {
-    cn__vref_t latest, nul;
+    cn__vref_t latest = { 0 }, nul = { 0 };
     bool has_null = false;
     cn_err_t err = resolve_latest(txn, NULL, bucket_id, key, no_current, &latest);
     if (err == CN_E_NOT_FOUND)

@@ -358,6 +358,93 @@ cn_err_t cn_repos_list(cn_repos_t *r, cn_repos_req_t *rq, const char *after, uin
     return err;
 }
 
+uint32_t cn__page_limit(uint32_t limit)
+{
+    return limit == 0 ? 1 : limit > CN_REPOS_PAGE_MAX ? CN_REPOS_PAGE_MAX : limit;
+}
+
+void cn__rows_start(cn__rows_t *r, uint32_t max)
+{
+    cn_buf_reset(&r->recs);
+    cn_buf_reset(&r->bytes);
+    r->n = 0;
+    r->max = max;
+}
+
+cn_err_t cn__rows_add(cn__rows_t *r, const void *rec, size_t size)
+{
+    if (r->n >= r->max)
+        return CN_E_LIMIT;
+    CN_TRY(cn_buf_append(&r->recs, rec, size));
+    r->n++;
+    return CN_OK;
+}
+
+cn_err_t cn__rows_keep(cn__rows_t *r, const void *p, size_t n, size_t *off)
+{
+    *off = r->bytes.len;
+    if (r->n >= r->max)
+        return CN_E_LIMIT;
+    return n ? cn_buf_append(&r->bytes, p, n) : CN_OK;
+}
+
+cn_err_t cn__rows_add_with(cn__rows_t *r, void *rec, size_t size, size_t *off, const void *p,
+                           size_t n)
+{
+    CN_TRY(cn__rows_keep(r, p, n, off));
+    return cn__rows_add(r, rec, size);
+}
+
+const uint8_t *cn__rows_at(const cn__rows_t *r, size_t off)
+{
+    return r->bytes.data ? r->bytes.data + off : (const uint8_t *)"";
+}
+
+void cn__rows_free(cn__rows_t *r)
+{
+    cn_buf_free(&r->recs);
+    cn_buf_free(&r->bytes);
+    r->n = r->max = 0;
+}
+
+cn_err_t cn__rows_hand(cn__rows_t *r, cn_err_t err, size_t size, cn__rows_put_fn put, void *ctx)
+{
+    for (uint32_t i = 0; err == 0 && i < r->n; i++)
+        err = put(r, r->recs.data + (size_t)i * size, ctx);
+    cn__rows_free(r);
+    return err;
+}
+
+/* A collected byte string: p[0..n) of the rows' bytes. */
+typedef struct bytes_rec {
+    size_t p, n;
+} bytes_rec_t;
+
+/* The caller's fn and its ctx, for bytes_put. */
+typedef struct bytes_to {
+    cn_repos_path_fn fn;
+    void *ctx;
+} bytes_to_t;
+
+cn_err_t cn__rows_bytes_add(void *rows, const uint8_t *p, size_t n)
+{
+    bytes_rec_t rec = { .n = n };
+    return cn__rows_add_with(rows, &rec, sizeof rec, &rec.p, p, n);
+}
+
+static cn_err_t bytes_put(const cn__rows_t *rows, void *rec, void *ctx)
+{
+    const bytes_rec_t *br = rec;
+    const bytes_to_t *to = ctx;
+    return to->fn(to->ctx, cn__rows_at(rows, br->p), br->n);
+}
+
+cn_err_t cn__rows_bytes_hand(cn__rows_t *r, cn_err_t err, cn_repos_path_fn fn, void *ctx)
+{
+    bytes_to_t to = { fn, ctx };
+    return cn__rows_hand(r, err, sizeof(bytes_rec_t), bytes_put, &to);
+}
+
 /* The int64 in the first column of sql's first row (0 without one), with
  * ?1 = id unless id is NULL. */
 static cn_err_t scalar(cn_meta_txn_t *txn, const char *sql, const uint8_t *id, int64_t *out)

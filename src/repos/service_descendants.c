@@ -16,6 +16,9 @@
 #include <errno.h>
 #include <string.h>
 
+/* A read's entries are collected into rows (each a desc_rec_t, at most
+ * CN_REPOS_DESCENDANTS_MAX) and handed to the caller's fn after the run, so
+ * that a repeated run (CN_META_RETRY) hands each once. */
 typedef struct desc_read {
     cn_repos_req_t *rq;
     const uint8_t *branch;
@@ -26,7 +29,28 @@ typedef struct desc_read {
     void *ctx;
     cn_buf_t *next;
     bool more;
+    cn__rows_t rows;
 } desc_read_t;
+
+/* A collected entry: its path is p[0..n) of the rows' bytes. */
+typedef struct desc_rec {
+    cn_repos_entry_t e;
+    size_t p, n;
+} desc_rec_t;
+
+/* Collects the entry at path p[0..n). */
+static cn_err_t desc_keep(desc_read_t *d, const uint8_t *p, size_t n, const cn_repos_entry_t *e)
+{
+    desc_rec_t rec = { .e = *e, .n = n };
+    return cn__rows_add_with(&d->rows, &rec, sizeof rec, &rec.p, p, n);
+}
+
+static cn_err_t desc_put(const cn__rows_t *rows, void *rec, void *ctx)
+{
+    const desc_rec_t *dr = rec;
+    const desc_read_t *d = ctx;
+    return d->fn(d->ctx, cn__rows_at(rows, dr->p), dr->n, &dr->e);
+}
 
 /* The first page's head: each ancestor of the path that holds an entry,
  * shortest first, then the path itself. */
@@ -39,18 +63,18 @@ static cn_err_t exact_and_ancestors(desc_read_t *d, cn__ptree_t *t)
         cn_repos_entry_t e;
         CN_TRY(cn__ptree_get(t, d->path, i, &found, &e));
         if (found)
-            CN_TRY(d->fn(d->ctx, d->path, i, &e));
+            CN_TRY(desc_keep(d, d->path, i, &e));
     }
     return CN_OK;
 }
 
-/* Hands a descendant over and remembers it as the page's last. */
+/* Collects a descendant and remembers it as the page's last. */
 static cn_err_t descendant(void *ctx, const uint8_t *p, size_t n, const cn_repos_entry_t *e)
 {
     desc_read_t *d = ctx;
     cn_buf_reset(d->next);
     CN_TRY(cn_buf_append(d->next, p, n));
-    return d->fn(d->ctx, p, n, e);
+    return desc_keep(d, p, n, e);
 }
 
 static cn_err_t desc_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
@@ -59,7 +83,8 @@ static cn_err_t desc_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
     const uint8_t *id = repo->info.id;
     cn_digest_t rev, content;
     cn__ptree_t *t = NULL;
-    cn_buf_reset(d->next);
+    cn_buf_reset(d->next); /* an earlier attempt's page */
+    cn__rows_start(&d->rows, CN_REPOS_DESCENDANTS_MAX);
     d->more = false;
     CN_TRY(cn__schema_check(txn, d->rq, id));
     cn_err_t err =
@@ -89,9 +114,11 @@ cn_err_t cn_repos_descendants(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t r
                    memcmp(cursor, path, n) != 0 || cursor[n] != '/'))
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "the cursor is not a canonical path under the queried path");
-    desc_read_t d = { rq, branch, revision, path, cursor, n, cursor_len, fn, ctx, next, false };
-    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
-    cn_err_t err = cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ, desc_body, &d);
+    desc_read_t d = { rq,         branch, revision, path, cursor, n,
+                      cursor_len, fn,     ctx,      next, false,  { { 0 }, { 0 }, 0, 0 } };
+    cn_err_t err =
+        cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, desc_body, &d);
+    err = cn__rows_hand(&d.rows, err, sizeof(desc_rec_t), desc_put, &d);
     *has_next = err >= 0 && d.more;
     if (!*has_next)
         cn_buf_reset(next);

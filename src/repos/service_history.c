@@ -13,11 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t clamp_limit(uint32_t limit)
-{
-    return limit == 0 ? 1 : limit > CN_REPOS_PAGE_MAX ? CN_REPOS_PAGE_MAX : limit;
-}
-
 /* The range bounds of "under path/": lo = path "/", hi = path "0". */
 static cn_err_t under_bounds(const uint8_t *p, size_t n, uint8_t **lo, uint8_t **hi)
 {
@@ -36,16 +31,41 @@ static cn_err_t under_bounds(const uint8_t *p, size_t n, uint8_t **lo, uint8_t *
     return CN_OK;
 }
 
-/* A page of one snapshot's tree, each entry handed to the caller's fn;
- * more when another follows, and the snapshot's roots. */
+/* A page of one snapshot's tree, its entries collected into rows (each a
+ * tree_rec_t) and handed to the caller's fn after the run, so that a
+ * repeated run (CN_META_RETRY) hands each once; more when another follows,
+ * and the snapshot's roots. */
 typedef struct tree_page {
     cn_repos_req_t *rq;
     const cn_repos_page_q_t *q;
     cn_repos_tree_fn fn;
     void *ctx;
+    cn__rows_t rows;
     bool more;
     cn_digest_t content, revision;
 } tree_page_t;
+
+/* A collected entry: its path is an offset into the rows' bytes. */
+typedef struct tree_rec {
+    cn_repos_tree_row_t row;
+    size_t path;
+} tree_rec_t;
+
+/* Collects an entry of the page into the rows at ctx. */
+static cn_err_t tree_keep(void *ctx, const cn_repos_tree_row_t *row)
+{
+    cn__rows_t *rows = ctx;
+    tree_rec_t rec = { .row = *row };
+    return cn__rows_add_with(rows, &rec, sizeof rec, &rec.path, row->path, row->path_len);
+}
+
+static cn_err_t tree_put(const cn__rows_t *rows, void *rec, void *ctx)
+{
+    tree_rec_t *tr = rec;
+    const tree_page_t *tp = ctx;
+    tr->row.path = cn__rows_at(rows, tr->path);
+    return tp->fn(tp->ctx, &tr->row);
+}
 
 cn_err_t cn__snapshot_open(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t repo[16],
                            const uint8_t branch[16], uint64_t upto, uint64_t at,
@@ -70,11 +90,14 @@ static cn_err_t tree_page_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void 
     const cn_repos_page_q_t *q = tp->q;
     cn__ptree_t *t = NULL;
     (void)repo;
+    cn__rows_start(&tp->rows, cn__page_limit(q->limit)); /* an earlier attempt's rows */
+    tp->more = false;
     cn_err_t err = cn__snapshot_open(txn, tp->rq, q->repo, q->branch, q->change, q->change,
                                      &tp->revision, &tp->content, &t);
     if (err >= 0)
         err = cn__ptree_page(t, q->prefix, q->prefix_len, q->after, q->after_len,
-                             clamp_limit(q->limit), tp->fn, tp->ctx, &tp->more);
+                             cn__page_limit(q->limit), tp->fn ? tree_keep : NULL, &tp->rows,
+                             &tp->more);
     cn__ptree_free(t);
     return err;
 }
@@ -90,15 +113,15 @@ cn_err_t cn_repos_tree_page(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_pa
     if (q->after && cn_repos_path_check(q->after, q->after_len) < 0)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "the cursor is not a canonical path");
-    tree_page_t tp = { rq, q, fn, ctx, false, { { 0 } }, { { 0 } } };
-    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
-    cn_err_t err = cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ, tree_page_body, &tp);
+    tree_page_t tp = { .rq = rq, .q = q, .fn = fn, .ctx = ctx };
+    cn_err_t err = cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY,
+                                tree_page_body, &tp);
     *more = tp.more;
     if (err >= 0) {
         *content_root = tp.content;
         *revision_root = tp.revision;
     }
-    return err;
+    return cn__rows_hand(&tp.rows, err, sizeof(tree_rec_t), tree_put, &tp);
 }
 
 size_t cn__col_blob(cn_meta_stmt_t *st, int col, const uint8_t **p)
@@ -113,19 +136,22 @@ size_t cn__col_blob(cn_meta_stmt_t *st, int col, const uint8_t **p)
 }
 
 /* One page of a branch's log (the first-parent commits, or a path's events
- * when the query names one), each row handed to the caller's fn.  The log
- * of a branch is its native history, then what it inherited: its origin's
- * log up to the origin change, and so on through origins.  Each branch of
- * that chain is one segment, (lo, hi]: the changes accepted on it that the
- * queried branch holds; segments are disjoint and walked newest first.
- * A path page is collected into h first: the page's rows at the path and
- * under it, then the exact path's first-parent history with its move
- * sources; cn__hist_page sorts, deduplicates and cuts the union. */
+ * when the query names one), collected into rows and handed to the caller's
+ * fn after the run, so that a repeated run (CN_META_RETRY) hands each row
+ * once.  The log of a branch is its native history, then what it
+ * inherited: its origin's log up to the origin change, and so on through
+ * origins.  Each branch of that chain is one segment, (lo, hi]: the changes
+ * accepted on it that the queried branch holds; segments are disjoint and
+ * walked newest first.  A path page is collected into h first: the page's
+ * rows at the path and under it, then the exact path's first-parent history
+ * with its move sources; cn__hist_page sorts, deduplicates and cuts the
+ * union. */
 typedef struct log_page {
     cn_repos_req_t *rq;
     const cn_repos_log_q_t *q;
     cn_repos_log_fn fn;
     void *ctx;
+    cn__rows_t rows; /* the page */
     cn__hist_t *h;   /* path queries: the rows collected */
     uint32_t left;   /* rows the page may still take */
     uint8_t seg[16]; /* the segment's branch */
@@ -175,7 +201,7 @@ static cn_err_t keep_path_row(log_page_t *lp, cn_meta_stmt_t *st)
                         (uint32_t)fn);
 }
 
-/* Hands the rows of lp's current segment to the caller's fn (path queries:
+/* Collects the rows of lp's current segment into lp->rows (path queries:
  * keeps them in lp->h). */
 static cn_err_t log_segment(cn_meta_txn_t *txn, log_page_t *lp)
 {
@@ -213,15 +239,15 @@ static cn_err_t log_segment(cn_meta_txn_t *txn, log_page_t *lp)
         row.path = (const uint8_t *)"";
         row.from_path = (const uint8_t *)"";
         lp->left--;
-        if ((err = lp->fn(lp->ctx, &row)) != 0)
+        if ((err = cn__logrows_add(&lp->rows, &row, false)) != 0)
             break;
     }
     cn_meta_finish(st);
     return err < 0 ? err : (err == CN_META_DONE ? CN_OK : err);
 }
 
-/* A row of the path page: membership is the all-branch mode's alone. */
-static cn_err_t path_row(void *ctx, const cn_repos_log_row_t *row, bool member)
+/* A row of the page to the caller: membership is the all-branch mode's alone. */
+static cn_err_t log_row(void *ctx, const cn_repos_log_row_t *row, bool member)
 {
     const log_page_t *lp = ctx;
     (void)member;
@@ -244,7 +270,7 @@ static cn_err_t path_page(log_page_t *lp, const uint8_t branch[16], uint64_t hea
                                    .after_path = q->after_path,
                                    .after_len = q->after_len,
                                    .limit = q->limit };
-        err = cn__hist_page(h, &fq, false, path_row, lp);
+        err = cn__hist_page(h, &fq, false, cn__logrows_add, &lp->rows);
     }
     return err;
 }
@@ -338,8 +364,9 @@ static cn_err_t log_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
     const cn_repos_log_q_t *q = lp->q;
     cn_repos_branch_t b;
     (void)repo;
-    lp->left = clamp_limit(q->limit);
+    lp->left = cn__page_limit(q->limit);
     /* a retried transaction starts the collected rows afresh */
+    cn__rows_start(&lp->rows, lp->left);
     cn__hist_free(lp->h);
     *lp->h = (cn__hist_t){ .txn = txn, .rq = lp->rq, .repo = q->repo, .first_parent = true };
     cn_err_t err = cn__branch_load(txn, lp->rq, q->repo, q->branch, &b);
@@ -380,8 +407,8 @@ cn_err_t cn_repos_log(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_log_q_t 
                          "after path needs a path query and before");
     cn__hist_t h = { 0 };
     log_page_t lp = { .rq = rq, .q = q, .fn = fn, .ctx = ctx, .h = &h };
-    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
-    cn_err_t err = cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ, log_body, &lp);
+    cn_err_t err =
+        cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, log_body, &lp);
     cn__hist_free(&h);
-    return err;
+    return cn__logrows_hand(&lp.rows, err, log_row, &lp);
 }

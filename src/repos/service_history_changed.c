@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One page of the paths changed in (lo, hi], each handed with its state at
- * q->to to the caller's fn: at most limit, more when another follows. */
+/* One page of the paths changed in (lo, hi], each with its state at q->to:
+ * at most limit, collected into rows (each a changed_rec_t) and handed to
+ * the caller's fn after the run, so that a repeated run (CN_META_RETRY)
+ * hands each once; more when another follows. */
 typedef struct changed_page {
     cn_repos_req_t *rq;
     const cn_repos_changed_q_t *q;
@@ -17,8 +19,30 @@ typedef struct changed_page {
     uint64_t lo, hi;
     cn_repos_changed_fn fn;
     void *ctx;
+    cn__rows_t rows;
     bool more;
 } changed_page_t;
+
+/* A collected row: its path is an offset into the rows' bytes. */
+typedef struct changed_rec {
+    cn_repos_changed_row_t row;
+    size_t path;
+} changed_rec_t;
+
+/* Collects row into cp's page. */
+static cn_err_t changed_keep(changed_page_t *cp, const cn_repos_changed_row_t *row)
+{
+    changed_rec_t rec = { .row = *row };
+    return cn__rows_add_with(&cp->rows, &rec, sizeof rec, &rec.path, row->path, row->path_len);
+}
+
+static cn_err_t changed_put(const cn__rows_t *rows, void *rec, void *ctx)
+{
+    changed_rec_t *cr = rec;
+    const changed_page_t *cp = ctx;
+    cr->row.path = cn__rows_at(rows, cr->path);
+    return cp->fn(cp->ctx, &cr->row);
+}
 
 /* The bound statement of cp's query: each path with an event in (lo, hi]
  * under the prefix and after the cursor, with its last change. */
@@ -55,6 +79,8 @@ static cn_err_t changed_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *c
     cn_meta_stmt_t *st = NULL;
     cn_digest_t rev, content;
     (void)repo;
+    cn__rows_start(&cp->rows, cp->limit); /* an earlier attempt's rows */
+    cp->more = false;
     cn_err_t err =
         cn__snapshot_open(txn, cp->rq, q->repo, q->branch, cp->hi, q->to, &rev, &content, &t);
     if (err >= 0)
@@ -83,7 +109,7 @@ static cn_err_t changed_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *c
             row.size = e.size;
             row.mode = e.mode;
         }
-        if ((err = cp->fn(cp->ctx, &row)) != 0)
+        if ((err = changed_keep(cp, &row)) < 0)
             break;
     }
     cn_meta_finish(st);
@@ -100,12 +126,13 @@ cn_err_t cn_repos_changed_paths(cn_repos_t *r, cn_repos_req_t *rq, const cn_repo
     if (q->after && cn_repos_path_check(q->after, q->after_len) < 0)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "the continuation token is not one this server issued");
-    changed_page_t cp = { rq, q, 0, 0, 0, fn, ctx, false };
-    cp.limit = q->limit == 0 ? 1 : q->limit > CN_REPOS_PAGE_MAX ? CN_REPOS_PAGE_MAX : q->limit;
+    changed_page_t cp = {
+        .rq = rq, .q = q, .limit = cn__page_limit(q->limit), .fn = fn, .ctx = ctx
+    };
     cp.lo = q->from < q->to ? q->from : q->to;
     cp.hi = q->from < q->to ? q->to : q->from;
-    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
-    cn_err_t err = cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ, changed_body, &cp);
+    cn_err_t err =
+        cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, changed_body, &cp);
     *more = cp.more;
-    return err;
+    return cn__rows_hand(&cp.rows, err, sizeof(changed_rec_t), changed_put, &cp);
 }

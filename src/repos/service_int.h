@@ -315,4 +315,45 @@ size_t cn__col_blob(cn_meta_stmt_t *st, int col, const uint8_t **p);
 
 int64_t cn__repos_now_ms(void);
 
+/* The page size of a read asked for limit rows: 1..CN_REPOS_PAGE_MAX. */
+uint32_t cn__page_limit(uint32_t limit);
+
+/* The rows of a page, collected inside a read's run and handed to the
+ * caller's fn after it returned, so that a repeated run (CN_META_RETRY)
+ * hands each row once: fixed-size records in recs, and the bytes the rows
+ * borrowed from their statements copied into bytes, which a record names
+ * by offset (bytes moves as it grows).  Zero-initialised: empty. */
+typedef struct cn__rows {
+    cn_buf_t recs, bytes;
+    uint32_t n, max;
+} cn__rows_t;
+
+/* Starts an attempt's collection afresh (drops an earlier attempt's rows):
+ * at most max rows. */
+void cn__rows_start(cn__rows_t *r, uint32_t max);
+/* Appends a record of size bytes; checks the count against max first
+ * (CN_E_LIMIT past it: a walk that took more than its page).  -ENOMEM. */
+cn_err_t cn__rows_add(cn__rows_t *r, const void *rec, size_t size);
+/* Copies p[0..n) into r's bytes: *off is where.  CN_E_LIMIT when the page
+ * is full (the bytes are kept for the row about to be added). */
+cn_err_t cn__rows_keep(cn__rows_t *r, const void *p, size_t n, size_t *off);
+/* Appends a record of size bytes that borrows one byte string, p[0..n):
+ * keeps it, with its offset in *off (a member of rec), then adds rec. */
+cn_err_t cn__rows_add_with(cn__rows_t *r, void *rec, size_t size, size_t *off, const void *p,
+                           size_t n);
+/* The bytes kept at off ("" while none are kept). */
+const uint8_t *cn__rows_at(const cn__rows_t *r, size_t off);
+void cn__rows_free(cn__rows_t *r);
+/* Hands a collected record (in place: it may set its pointers from their
+ * offsets) to the caller's fn, as ctx knows it. */
+typedef cn_err_t (*cn__rows_put_fn)(const cn__rows_t *r, void *rec, void *ctx);
+/* Passes each record of r (of size bytes), in order, to put while err, then
+ * put's returns, are 0; frees r; returns the last err. */
+cn_err_t cn__rows_hand(cn__rows_t *r, cn_err_t err, size_t size, cn__rows_put_fn put, void *ctx);
+/* Rows that are byte strings (paths, tree nodes): collects a copy of
+ * p[0..n) into the cn__rows_t rows (a cn_repos_path_fn and cn_repos_node_fn);
+ * hands them as cn__rows_hand does. */
+cn_err_t cn__rows_bytes_add(void *rows, const uint8_t *p, size_t n);
+cn_err_t cn__rows_bytes_hand(cn__rows_t *r, cn_err_t err, cn_repos_path_fn fn, void *ctx);
+
 #endif

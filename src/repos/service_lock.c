@@ -184,15 +184,32 @@ cn_err_t cn_repos_lock_release(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t 
     return CN_OK;
 }
 
-/* A page of locks: the selection, the caller's fn and whether more follow. */
+/* A page of locks: the selection, its rows (each a lock_rec_t) handed to
+ * the caller's fn after the run, so that a repeated run (CN_META_RETRY)
+ * hands each once, and whether more follow. */
 typedef struct lock_page {
     const uint8_t *prefix, *owner, *after;
     size_t prefix_len, after_len;
     uint32_t limit;
     cn_repos_lock_fn fn;
     void *ctx;
+    cn__rows_t rows;
     bool more;
 } lock_page_t;
+
+/* A collected lock: its path is an offset into the rows' bytes. */
+typedef struct lock_rec {
+    cn_repos_lock_t l;
+    size_t path;
+} lock_rec_t;
+
+static cn_err_t page_put(const cn__rows_t *rows, void *rec, void *ctx)
+{
+    lock_rec_t *lr = rec;
+    const lock_page_t *lp = ctx;
+    lr->l.path = (uint8_t *)cn__rows_at(rows, lr->path);
+    return lp->fn(lp->ctx, &lr->l);
+}
 
 static cn_err_t page_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
 {
@@ -205,6 +222,8 @@ static cn_err_t page_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
     hi[pl] = '/' + 1; /* the paths under "prefix/" sort in [prefix/, prefix0) */
     static const uint8_t zero[16];
     cn_meta_stmt_t *st = NULL;
+    cn__rows_start(&lp->rows, lp->limit); /* an earlier attempt's rows */
+    lp->more = false;
     cn_err_t err = cn_meta_queryf(
         txn, &st, cn__sql_repos[CN_SQL_REPOS_LOCK_PAGE], "bbibbbibi", CN__ARG_ID(repo->info.id),
         (const void *)(lp->after ? lp->after : (const uint8_t *)""), lp->after_len,
@@ -217,8 +236,10 @@ static cn_err_t page_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
             err = CN_META_DONE;
             break;
         }
-        cn_repos_lock_t l;
-        if ((err = lock_row(st, &l)) < 0 || (err = lp->fn(lp->ctx, &l)) != 0)
+        lock_rec_t rec;
+        if ((err = lock_row(st, &rec.l)) < 0 ||
+            (err = cn__rows_add_with(&lp->rows, &rec, sizeof rec, &rec.path, rec.l.path,
+                                     rec.l.path_len)) < 0)
             break;
     }
     cn_meta_finish(st);
@@ -236,19 +257,18 @@ cn_err_t cn_repos_lock_list(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t rep
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "a lock listing's prefix and cursor are canonical paths");
     limit = limit == 0 ? 1 : limit > CN_REPOS_PAGE_MAX ? CN_REPOS_PAGE_MAX : limit;
-    lock_page_t lp = { prefix_len ? prefix : (const uint8_t *)"",
-                       owner,
-                       after,
-                       prefix_len,
-                       after ? after_len : 0,
-                       limit,
-                       fn,
-                       ctx,
-                       false };
-    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
-    cn_err_t err = cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ, page_body, &lp);
+    lock_page_t lp = { .prefix = prefix_len ? prefix : (const uint8_t *)"",
+                       .owner = owner,
+                       .after = after,
+                       .prefix_len = prefix_len,
+                       .after_len = after ? after_len : 0,
+                       .limit = limit,
+                       .fn = fn,
+                       .ctx = ctx };
+    cn_err_t err =
+        cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, page_body, &lp);
     *more = lp.more;
-    return err;
+    return cn__rows_hand(&lp.rows, err, sizeof(lock_rec_t), page_put, &lp);
 }
 
 /* ---- submit disposition (service_submit.c) -------------------------------------- */

@@ -458,7 +458,7 @@ cn_err_t cn__hist_page(cn__hist_t *h, const cn_repos_follow_q_t *q, bool all, cn
         h->rows[i].path = h->arena.data + h->rows[i].path_off;
     if (h->n)
         qsort(h->rows, h->n, sizeof *h->rows, row_order);
-    uint32_t left = q->limit == 0 ? 1 : q->limit > CN_REPOS_PAGE_MAX ? CN_REPOS_PAGE_MAX : q->limit;
+    uint32_t left = cn__page_limit(q->limit);
     page_scratch_t *ps = calloc(1, sizeof *ps);
     if (!ps)
         return -ENOMEM;
@@ -475,12 +475,59 @@ cn_err_t cn__hist_page(cn__hist_t *h, const cn_repos_follow_q_t *q, bool all, cn
     return err;
 }
 
+/* ---- the rows handed after the run ------------------------------------------------------------ */
+/* A collected row: its pointers are offsets into the rows' bytes. */
+typedef struct log_rec {
+    cn_repos_log_row_t row;
+    size_t name, path, from, author, message;
+    bool member;
+} log_rec_t;
+
+cn_err_t cn__logrows_add(void *rows, const cn_repos_log_row_t *row, bool member)
+{
+    cn__rows_t *r = rows;
+    log_rec_t rec = { .row = *row, .member = member };
+    const char *name = row->branch_name ? row->branch_name : "";
+    CN_TRY(cn__rows_keep(r, name, strlen(name) + 1, &rec.name));
+    CN_TRY(cn__rows_keep(r, row->path, row->path_len, &rec.path));
+    CN_TRY(cn__rows_keep(r, row->from_path, row->from_len, &rec.from));
+    CN_TRY(cn__rows_keep(r, row->author, row->author_len, &rec.author));
+    CN_TRY(cn__rows_keep(r, row->message, row->message_len, &rec.message));
+    return cn__rows_add(r, &rec, sizeof rec);
+}
+
+/* The caller's fn and its ctx, for log_put. */
+typedef struct log_to {
+    cn_repos_follow_fn fn;
+    void *ctx;
+} log_to_t;
+
+static cn_err_t log_put(const cn__rows_t *rows, void *rec, void *ctx)
+{
+    log_rec_t *lr = rec;
+    const log_to_t *to = ctx;
+    lr->row.branch_name = (const char *)cn__rows_at(rows, lr->name);
+    lr->row.path = cn__rows_at(rows, lr->path);
+    lr->row.from_path = cn__rows_at(rows, lr->from);
+    lr->row.author = cn__rows_at(rows, lr->author);
+    lr->row.message = cn__rows_at(rows, lr->message);
+    return to->fn(to->ctx, &lr->row, lr->member);
+}
+
+cn_err_t cn__logrows_hand(cn__rows_t *rows, cn_err_t err, cn_repos_follow_fn fn, void *ctx)
+{
+    log_to_t to = { fn, ctx };
+    return cn__rows_hand(rows, err, sizeof(log_rec_t), log_put, &to);
+}
+
 /* ---- the read ----------------------------------------------------------------------------------- */
+/* A follow read: its page is collected into rows and handed to the
+ * caller's fn after the run, so that a repeated run (CN_META_RETRY) hands
+ * each row once. */
 typedef struct follow_read {
     cn_repos_req_t *rq;
     const cn_repos_follow_q_t *q;
-    cn_repos_follow_fn fn;
-    void *ctx;
+    cn__rows_t rows;
     uint64_t ceiling;
 } follow_read_t;
 
@@ -530,6 +577,8 @@ static cn_err_t follow_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ct
     const cn_repos_follow_q_t *q = fr->q;
     cn__hist_t h = { .txn = txn, .rq = fr->rq, .repo = repo->info.id };
     cn_repos_branch_t b;
+    cn__rows_start(&fr->rows, cn__page_limit(q->limit)); /* an earlier attempt's rows */
+    fr->ceiling = 0;
     cn_err_t err = cn__branch_load(txn, fr->rq, repo->info.id, q->branch, &b);
     if (err >= 0)
         err = cn__schema_check(txn, fr->rq, repo->info.id);
@@ -538,7 +587,7 @@ static cn_err_t follow_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ct
     else if (err >= 0)
         err = cn__hist_walk(&h, b.id, b.head, q->path, q->path_len);
     if (err >= 0)
-        err = cn__hist_page(&h, q, q->all_branches, fr->fn, fr->ctx);
+        err = cn__hist_page(&h, q, q->all_branches, cn__logrows_add, &fr->rows);
     cn__hist_free(&h);
     return err;
 }
@@ -556,9 +605,9 @@ cn_err_t cn_repos_log_follow(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_f
     if (q->has_ceiling && !q->all_branches)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "a snapshot ceiling needs the all-branch mode");
-    follow_read_t fr = { rq, q, fn, ctx, 0 };
-    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
-    cn_err_t err = cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ, follow_body, &fr);
+    follow_read_t fr = { .rq = rq, .q = q };
+    cn_err_t err =
+        cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, follow_body, &fr);
     *ceiling = fr.ceiling;
-    return err;
+    return cn__logrows_hand(&fr.rows, err, fn, ctx);
 }

@@ -81,6 +81,13 @@ bool cn__hist_member(const cn__hist_t *h, const uint8_t branch[16], uint64_t cha
 cn_err_t cn__hist_page(cn__hist_t *h, const cn_repos_follow_q_t *q, bool all, cn_repos_follow_fn fn,
                        void *ctx);
 
+/* A log page's rows in a cn__rows_t (rows, started for the page's limit):
+ * cn__logrows_add collects a row with deep copies of its bytes (a
+ * cn_repos_follow_fn); cn__logrows_hand hands them to fn while err, then
+ * fn's returns, are 0, frees them and returns the last err. */
+cn_err_t cn__logrows_add(void *rows, const cn_repos_log_row_t *row, bool member);
+cn_err_t cn__logrows_hand(cn__rows_t *rows, cn_err_t err, cn_repos_follow_fn fn, void *ctx);
+
 /* The all-branch mode's rows (service_log_all.c): every revision linked to
  * (change, path) by the lineage index, both ways, none past ceiling. */
 cn_err_t cn__hist_lineage(cn__hist_t *h, uint64_t change, const uint8_t *path, size_t n,

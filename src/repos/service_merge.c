@@ -228,10 +228,14 @@ static void pathset_sort(pathset_t *s)
 }
 
 /* ---- chains (tag 1) ----------------------------------------------------------------- */
-/* A page of two chains: the revisions, the cursor in and out, the paths
- * handed (each once a page) and the caller's fn. */
+/* A page of two chains: the revisions and cursor asked for, where the walk
+ * is, the cursor out, the paths met (each once a page) and the caller's fn.
+ * The paths are collected into rows (cn__rows_bytes_add) and handed to fn
+ * after the run, so that a repeated run (CN_META_RETRY) hands each once. */
 typedef struct chains {
     cn_repos_req_t *rq;
+    uint64_t from_left, from_right;
+    const uint8_t *from_cursor;
     uint64_t left, right;
     const uint8_t *cursor;
     size_t cursor_len;
@@ -240,10 +244,11 @@ typedef struct chains {
     cn_repos_path_fn fn;
     void *ctx;
     pathset_t seen;
+    cn__rows_t rows;
 } chains_t;
 
-/* Hands the paths of commit c (accepted on branch) after the cursor; *cut
- * when they did not all fit, the cursor then the last one of c handed. */
+/* Collects the paths of commit c (accepted on branch) after the cursor; *cut
+ * when they did not all fit, the cursor then the last one of c collected. */
 static cn_err_t chains_commit(cn_meta_txn_t *txn, const uint8_t repo[16], chains_t *ch,
                               const uint8_t branch[16], uint64_t c, bool *cut)
 {
@@ -268,7 +273,7 @@ static cn_err_t chains_commit(cn_meta_txn_t *txn, const uint8_t repo[16], chains
             break;
         }
         if ((err = pathset_insert(&ch->seen, p, n, &added)) < 0 ||
-            (added && (err = ch->fn(ch->ctx, p, n)) != 0))
+            (added && (err = cn__rows_bytes_add(&ch->rows, p, n)) != 0))
             break;
         cn_buf_reset(ch->next);
         if ((err = cn_buf_append(ch->next, p, n)) < 0)
@@ -282,6 +287,14 @@ static cn_err_t chains_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ct
 {
     chains_t *ch = ctx;
     const uint8_t *id = repo->info.id;
+    /* an earlier attempt's walk and page */
+    ch->left = ch->from_left;
+    ch->right = ch->from_right;
+    ch->cursor = ch->from_cursor;
+    ch->has_next = false;
+    cn_buf_reset(ch->next);
+    pathset_free(&ch->seen);
+    cn__rows_start(&ch->rows, CN_REPOS_MERGE_PATHS_MAX);
     CN_TRY(cn__schema_check(txn, ch->rq, id));
     cn_err_t err = CN_OK;
     for (uint32_t commits = 0;
@@ -323,15 +336,16 @@ cn_err_t cn_repos_merge_chains(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t 
     if (cursor && cn_repos_path_check(cursor, cursor_len) < 0)
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "the cursor is not a path");
     chains_t ch = { .rq = rq,
-                    .left = *left,
-                    .right = *right,
-                    .cursor = cursor,
+                    .from_left = *left,
+                    .from_right = *right,
+                    .from_cursor = cursor,
                     .cursor_len = cursor_len,
                     .next = next_cursor,
                     .fn = fn,
                     .ctx = ctx };
-    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
-    cn_err_t err = cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ, chains_body, &ch);
+    cn_err_t err =
+        cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, chains_body, &ch);
+    err = cn__rows_bytes_hand(&ch.rows, err, fn, ctx);
     pathset_free(&ch.seen);
     if (err >= 0) {
         *left = ch.left;

@@ -205,8 +205,10 @@ cn_err_t cn_repos_notes(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16
     return cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, notes_body, &nb);
 }
 
-/* A page of change's note revisions after `after`, each handed to the
- * caller's fn: at most limit, more when another follows. */
+/* A page of change's note revisions after `after`: at most limit,
+ * collected into rows (each a note_rec_t) and handed to the caller's fn
+ * after the run, so that a repeated run (CN_META_RETRY) hands each once;
+ * more when another follows. */
 typedef struct note_page {
     cn_repos_req_t *rq;
     uint64_t change;
@@ -214,13 +216,42 @@ typedef struct note_page {
     cn_repos_note_fn fn;
     void *ctx;
     bool more;
+    cn__rows_t rows;
 } note_page_t;
+
+/* A collected revision: its text (NUL-terminated) is an offset into the
+ * rows' bytes. */
+typedef struct note_rec {
+    cn_repos_note_t nt;
+    size_t text;
+} note_rec_t;
+
+/* Collects the revision of st's row. */
+static cn_err_t history_keep(note_page_t *np, cn_meta_stmt_t *st)
+{
+    note_rec_t rec;
+    CN_TRY(note_row(st, &rec.nt));
+    cn_err_t err =
+        cn__rows_add_with(&np->rows, &rec, sizeof rec, &rec.text, rec.nt.text, rec.nt.text_len + 1);
+    cn_repos_note_free(&rec.nt);
+    return err;
+}
+
+static cn_err_t history_put(const cn__rows_t *rows, void *rec, void *ctx)
+{
+    note_rec_t *nr = rec;
+    const note_page_t *np = ctx;
+    nr->nt.text = (char *)cn__rows_at(rows, nr->text);
+    return np->fn(np->ctx, &nr->nt);
+}
 
 static cn_err_t history_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
 {
     note_page_t *np = ctx;
     const uint8_t *id = repo->info.id;
     cn_meta_stmt_t *st = NULL;
+    cn__rows_start(&np->rows, np->limit); /* an earlier attempt's rows */
+    np->more = false;
     cn_err_t err = change_exists(txn, np->rq, id, np->change);
     if (err >= 0)
         err =
@@ -232,12 +263,7 @@ static cn_err_t history_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *c
             err = CN_META_DONE;
             break;
         }
-        cn_repos_note_t nt;
-        if ((err = note_row(st, &nt)) < 0)
-            break;
-        err = np->fn(np->ctx, &nt);
-        cn_repos_note_free(&nt);
-        if (err)
+        if ((err = history_keep(np, st)) < 0)
             break;
     }
     cn_meta_finish(st);
@@ -253,9 +279,11 @@ cn_err_t cn_repos_note_history(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t 
         limit = 1;
     if (limit > CN_REPOS_NOTE_REVISIONS_MAX)
         limit = CN_REPOS_NOTE_REVISIONS_MAX;
-    note_page_t np = { rq, change, after, limit, fn, ctx, false };
-    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
-    cn_err_t err = cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ, history_body, &np);
+    note_page_t np = {
+        .rq = rq, .change = change, .after = after, .limit = limit, .fn = fn, .ctx = ctx
+    };
+    cn_err_t err =
+        cn__repo_run(r, rq, repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, history_body, &np);
     *more = np.more;
-    return err;
+    return cn__rows_hand(&np.rows, err, sizeof(note_rec_t), history_put, &np);
 }

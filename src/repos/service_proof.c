@@ -187,11 +187,14 @@ static cn_err_t visit(prover_t *pr, cn_repos_node_child_t *c, bool have)
     return CN_OK;
 }
 
+/* A proof read: the visited nodes are collected into rows
+ * (cn__rows_bytes_add, within the prover's node and byte budget) and handed
+ * to the caller's fn after the run, so that a repeated run (CN_META_RETRY)
+ * hands each once. */
 typedef struct {
     cn_repos_req_t *rq;
     const cn_repos_proof_req_t *q;
-    cn_repos_node_fn fn;
-    void *ctx;
+    cn__rows_t rows;
     cn_digest_t content, revision;
 } proof_t;
 
@@ -201,6 +204,8 @@ static cn_err_t proof_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx
     const cn_repos_proof_req_t *q = p->q;
     cn_repos_branch_t b;
     (void)repo;
+    /* an earlier attempt's nodes */
+    cn__rows_start(&p->rows, q->max_nodes ? q->max_nodes : CN_REPOS_PROOF_MAX_NODES);
     CN_TRY(cn__branch_load(txn, p->rq, q->repo, q->branch, &b));
     CN_TRY(cn__branch_within(p->rq, &b, q->change));
     CN_TRY(cn__snapshot_root(txn, q->repo, q->branch, q->change, &p->revision, &p->content));
@@ -210,10 +215,10 @@ static cn_err_t proof_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx
     *pr = (prover_t){ .txn = txn,
                       .repo = q->repo,
                       .q = q,
-                      .fn = p->fn,
-                      .ctx = p->ctx,
+                      .fn = cn__rows_bytes_add,
+                      .ctx = &p->rows,
                       .remaining = q->remaining,
-                      .max_nodes = q->max_nodes ? q->max_nodes : CN_REPOS_PROOF_MAX_NODES,
+                      .max_nodes = p->rows.max,
                       .max_bytes = q->max_bytes ? q->max_bytes : CN_REPOS_PROOF_MAX_BYTES };
     cn_repos_node_child_t c = { 0 };
     c.hash = p->revision;
@@ -257,12 +262,12 @@ cn_err_t cn_repos_tree_proof(cn_repos_t *r, cn_repos_req_t *rq, const cn_repos_p
     if (!query_ok(q))
         return cn__rfail(rq, CN_E_INVALID, CN_REPOS_E_MALFORMED,
                          "the proof query breaks the rules of tree_proof");
-    proof_t p = { rq, q, fn, ctx, { { 0 } }, { { 0 } } };
-    /* Not repeated (no CN_META_RETRY): fn has seen the rows of a failed attempt. */
-    cn_err_t err = cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ, proof_body, &p);
+    proof_t p = { .rq = rq, .q = q };
+    cn_err_t err =
+        cn__repo_run(r, rq, q->repo, CN__READ, CN_META_RUN_READ | CN_META_RETRY, proof_body, &p);
     if (err >= 0) {
         *content_root = p.content;
         *revision_root = p.revision;
     }
-    return err;
+    return cn__rows_bytes_hand(&p.rows, err, fn, ctx);
 }

@@ -22,14 +22,19 @@ primary acknowledged is on the standby), and two cairnd nodes and a backend
   of the promotion; the requests in flight at the stop are counted and
   printed, and most of them succeed.
 
-Both run readers (Reads) beside the writers: S3 ListBuckets and ListParts
-(objects' bucket and part listings) and the console's accounts, tokens,
-namespaces and repos (identity's account, token and grant listings, repos'
-listing), each a read run that collects its rows in its body and hands them
-out after the run, so it is repeated on a lost session (CN_META_RETRY) and
-hands every row once.  Every read answers 200 with exactly the rows it
-answered before the load: before the reads audit, a read that met a lost
-session answered 503.
+Both run readers (Reads) beside the writers: S3 ListBuckets, ListParts and
+ListMultipartUploads (objects' bucket, part and upload listings), the
+console's accounts, tokens, namespaces and repos (identity's account, token
+and grant listings, repos' listing), and Scribe's log, path log, merge-aware
+log, lock list, tree page, changed paths, note history and merge chains of
+a repository with a move, two locks and a note (repos' list walks), each a
+read run that collects its rows in its body and hands them out after the
+run, so it is repeated on a lost session (CN_META_RETRY) and hands every
+row once.  Every read answers 200 with exactly the rows it answered before
+the load: before the reads audit (and, for the upload listing and the
+Scribe reads, before their walks collected deep copies of their rows), a
+read that met a lost session answered 503 (Scribe: storage_failure,
+"backend unavailable").
 
 Ports are loopback ones chosen at run time, data in pytest's temp dirs, and
 every process is stopped by the fixtures."""
@@ -45,11 +50,15 @@ import requests
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "console"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scribe"))
 import pgharness  # noqa: E402
 from conftest import ADMIN_TOKEN  # noqa: E402
 from fleetutil import Fleet, needs_pg  # noqa: E402
+from scribe_wire import ADD, MODIFY, MOVE, Conn, ScribeError  # noqa: E402
 from test_console_session import API, Console  # noqa: E402
 from test_fleet_faults import Load, check_all, warnings_of  # noqa: E402
+from test_scribe_locks import acquire, lock_page  # noqa: E402
+from test_scribe_server import Repo  # noqa: E402
 
 pytestmark = needs_pg
 
@@ -107,7 +116,10 @@ class Reads:
     repeated body is a failure too).  done: every read in the order
     answered: (what, node, start, end, None when good else what came)."""
 
-    READS = ("ListBuckets", "ListParts", "accounts", "tokens", "namespaces", "repos")
+    READS = ("ListBuckets", "ListParts", "ListMultipartUploads", "accounts", "tokens",
+             "namespaces", "repos", "log", "log path", "log follow", "locks", "tree", "changed",
+             "notes", "chains")
+    SCRIBE = ("log", "log path", "log follow", "locks", "tree", "changed", "notes", "chains")
 
     def __init__(self, fleet, readers=READERS):
         self.fleet = fleet
@@ -118,22 +130,88 @@ class Reads:
         self.upload = s3.create_multipart_upload(Bucket="load", Key=self.key)["UploadId"]
         s3.upload_part(Bucket="load", Key=self.key, UploadId=self.upload, PartNumber=1,
                        Body=b"r" * 1024)
+        for i in range(3):
+            s3.create_multipart_upload(Bucket="load", Key="reads/open/%d" % i)
+        self.repo = self.history(fleet)
         self.consoles = []
         for n in fleet.nodes:
             c = Console(n.server.addrs["http"])
             assert c.login(ADMIN_TOKEN)[0] == 200
             self.consoles.append(c)
-        self.want = {what: self.answer(what, 0, s3) for what in self.READS}
+        scribe = {}
+        self.want = {what: self.answer(what, 0, s3, scribe) for what in self.READS}
+        self.close_scribe(scribe)
         self.threads = [threading.Thread(target=self.reader, args=(t,), daemon=True)
                         for t in range(readers)]
 
-    def answer(self, what, node, s3):
+    @staticmethod
+    def history(fleet):
+        """A repository of three changes (adds, a modification, a move) with
+        two locks and a note on change 1: (its id, its main branch)."""
+        c = Conn(fleet.scribe_addr(0), timeout=60)
+        try:
+            r = Repo(c, "reads" + os.urandom(4).hex())
+            mids = r.upload({"a.txt": b"one\n", "d/b.txt": b"two\n", "d/e.txt": b"three\n"})
+            outcomes = [r.submit([(ADD, p, m, 0, None) for p, m in mids.items()], "first")]
+            m = r.upload({"a.txt": b"one, again\n"})["a.txt"]
+            outcomes.append(r.submit([(MODIFY, "a.txt", m, 0, None)], "second"))
+            outcomes.append(r.submit([(MOVE, "c.txt", m, 0, "a.txt")], "moved"))
+            assert [o["outcome"] for o in outcomes] == [1, 1, 1], outcomes
+            assert acquire(c, r.id, r.ws, r.main, ["c.txt", "d/b.txt"]) == 2
+            c.describe(r.id, 1, 0, "ann", "the first change")
+            return r.id, r.main
+        finally:
+            c.close()
+
+    @staticmethod
+    def close_scribe(scribe):
+        if scribe.get("conn"):
+            scribe.pop("conn").close()
+
+    def scribe_answer(self, what, node, scribe):
+        """A Scribe read through node's connection in scribe (made when
+        absent; dropped after a failure that is no Scribe error reply)."""
+        if not scribe.get("conn"):
+            scribe["conn"] = Conn(self.fleet.scribe_addr(node), timeout=60)
+        try:
+            return self.scribe_rows(what, scribe["conn"])
+        except ScribeError:
+            raise
+        except Exception:
+            self.close_scribe(scribe)
+            raise
+
+    def scribe_rows(self, what, c):
+        rid, main = self.repo
+        if what == "locks":
+            rows, more = lock_page(c, rid)
+            return [(r["path"], r["workspace"], r["since"]) for r in rows], more
+        if what == "tree":
+            rows, more, _, revision = c.tree_page(rid, main, 3)
+            return [(r["path"], r["size"], r["last_change"]) for r in rows], more, revision
+        if what == "changed":
+            return c.changed_paths(rid, main, 0, 3)
+        if what == "notes":
+            return c.note_history(rid, 1)
+        if what == "chains":
+            return c.merge_chains(rid, 3, 1)
+        path = None if what == "log" else "c.txt"
+        rows = c.log(rid, main, path=path, follow=what == "log follow")
+        return [(r["change"], r["branch_name"], r["path"], r.get("from"), r["author"],
+                 r["message"]) for r in rows]
+
+    def answer(self, what, node, s3, scribe):
         """The rows the read answered (a comparable value); raises on a failure."""
         if what == "ListBuckets":
             return sorted(b["Name"] for b in s3.list_buckets()["Buckets"])
         if what == "ListParts":
             r = s3.list_parts(Bucket="load", Key=self.key, UploadId=self.upload)
             return [(p["PartNumber"], p["Size"]) for p in r.get("Parts", [])]
+        if what == "ListMultipartUploads":
+            r = s3.list_multipart_uploads(Bucket="load", Prefix="reads/")
+            return [(u["Key"], u["UploadId"]) for u in r.get("Uploads", [])]
+        if what in self.SCRIBE:
+            return self.scribe_answer(what, node, scribe)
         st, _, body = self.consoles[node].request("GET", API + what)
         if st != 200:
             raise RuntimeError("%s: %d %s" % (what, st, body[:200]))
@@ -142,18 +220,20 @@ class Reads:
     def reader(self, t):
         node = t % len(self.fleet.nodes)
         s3 = self.fleet.nodes[node].client(connect_timeout=5, read_timeout=60)
+        scribe = {}
         i = t
         while not self.stop_ev.is_set():
             what = self.READS[i % len(self.READS)]
             t0 = time.monotonic()
             try:
-                got = self.answer(what, node, s3)
+                got = self.answer(what, node, s3, scribe)
                 out = None if got == self.want[what] else "answered %r" % (got,)
             except Exception as e:  # noqa: BLE001 - any failure is a failed read
                 out = repr(e)[:200]
             with self.lock:
                 self.done.append((what, node, t0, time.monotonic(), out))
             i += 1
+        self.close_scribe(scribe)
 
     def start(self):
         for t in self.threads:
@@ -169,10 +249,11 @@ class Reads:
         return [d for d in self.done if d[4] is not None]
 
     def summary(self):
-        return "reads %d (%s), failed %d" % (
+        failed = [d[0] for d in self.done if d[4] is not None]
+        return "reads %d (%s), failed %d (%s)" % (
             len(self.done), ", ".join("%s %d" % (w, sum(d[0] == w for d in self.done))
                                       for w in self.READS),
-            sum(d[4] is not None for d in self.done))
+            len(failed), ", ".join("%s %d" % (w, failed.count(w)) for w in sorted(set(failed))))
 
 
 def failover_repeats(node):

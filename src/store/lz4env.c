@@ -14,8 +14,10 @@
  */
 #include "store/store_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <lz4.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -109,80 +111,217 @@ static cn_err_t read_index(int fd, const cn__env_t *e, uint64_t first, size_t n,
     return cn_pread_full(fd, out, 4 * n, e->index_off + 4 * first, CN_E_CORRUPT);
 }
 
-cn_err_t cn__env_read(int fd, const cn__env_t *e, uint64_t off, uint64_t n, cn_store_sink_fn sink,
-                      void *ctx, cn_blake3_t *h)
+void cn__envix_put(cn__envix_t *ix)
 {
-    uint64_t bsz = 1ull << e->block_log;
-    uint64_t first = n ? off / bsz : 0;
-    uint64_t stored_off = CN__ENV_HEADER_LEN;
-    uint32_t crc = 0;
-    cn_err_t rc = CN_OK;
-    int zmax = LZ4_compressBound((int)bsz);
-    uint8_t *ix = malloc(4 * INDEX_CHUNK);
-    uint8_t *z = malloc((size_t)zmax);
-    uint8_t *raw = malloc((size_t)bsz);
-    if (!ix || !z || !raw) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    /* Pass 1: the whole index — its checksum, the stored size it implies,
-     * and the file offset of the first block served. */
+    if (!ix || atomic_fetch_sub(&ix->refs, 1) != 1)
+        return;
+    free(ix->off);
+    free(ix->raw);
+    free(ix);
+}
+
+/* Bytes an index of n blocks holds (what the cache's budget counts). */
+static size_t envix_bytes(uint64_t n)
+{
+    return sizeof(cn__envix_t) + 8 * ((size_t)n + 1) + ((size_t)n + 7) / 8;
+}
+
+/* Reads all of ix->e's index from fd and checks it: its checksum, every
+ * stored size against its block's raw length or LZ4's bound, and their sum
+ * against the index's offset; keeps the offsets of blocks [ix->first,
+ * ix->first + ix->count). */
+static cn_err_t index_fill(int fd, cn__envix_t *ix, uint8_t *buf)
+{
+    const cn__env_t *e = &ix->e;
+    int zmax = LZ4_compressBound(1 << e->block_log);
     uint64_t total = CN__ENV_HEADER_LEN;
+    uint32_t crc = 0;
     for (uint64_t i = 0; i < e->n_blocks; i += INDEX_CHUNK) {
         size_t k = e->n_blocks - i < INDEX_CHUNK ? (size_t)(e->n_blocks - i) : INDEX_CHUNK;
-        if ((rc = read_index(fd, e, i, k, ix)) < 0)
-            goto out;
-        crc = cn_crc32c(crc, ix, 4 * k);
+        CN_TRY(read_index(fd, e, i, k, buf));
+        crc = cn_crc32c(crc, buf, 4 * k);
         for (size_t j = 0; j < k; j++) {
-            uint32_t ent = get_u32le(ix + 4 * j);
+            uint32_t ent = get_u32le(buf + 4 * j);
             uint32_t sz = ent & ~CN__ENV_RAW_FLAG;
             bool raw_blk = ent & CN__ENV_RAW_FLAG;
-            uint64_t rl = block_raw_len(e, i + j);
-            if (sz == 0 || (raw_blk ? sz != rl : (int64_t)sz > zmax)) {
-                rc = CN_E_CORRUPT;
-                goto out;
-            }
-            if (i + j == first)
-                stored_off = total;
+            if (sz == 0 || (raw_blk ? sz != block_raw_len(e, i + j) : (int64_t)sz > zmax))
+                return CN_E_CORRUPT;
+            uint64_t b = i + j - ix->first; /* wraps below first: not kept */
+            if (b <= ix->count)
+                ix->off[b] = total;
+            if (b < ix->count && raw_blk)
+                ix->raw[b / 8] |= (uint8_t)(1u << (b % 8));
             total += sz;
         }
     }
-    if (crc != e->index_crc || total != e->index_off) {
-        rc = CN_E_CORRUPT;
-        goto out;
+    if (e->n_blocks - ix->first <= ix->count)
+        ix->off[e->n_blocks - ix->first] = total;
+    return crc == e->index_crc && total == e->index_off ? CN_OK : CN_E_CORRUPT;
+}
+
+cn_err_t cn__env_index(int fd, const cn__env_t *e, uint64_t first, uint64_t count,
+                       cn__envix_t **out)
+{
+    *out = NULL;
+    if (first > e->n_blocks || count > e->n_blocks - first || count > CN__ENVIX_MAX_BLOCKS)
+        return CN_E_INVALID;
+    cn__envix_t *ix = calloc(1, sizeof *ix);
+    uint8_t *buf = malloc(4 * INDEX_CHUNK);
+    cn_err_t rc = ix && buf ? CN_OK : -ENOMEM;
+    if (rc == CN_OK) {
+        ix->e = *e;
+        ix->first = first;
+        ix->count = count;
+        atomic_init(&ix->refs, 1);
+        ix->off = malloc(8 * ((size_t)count + 1));
+        ix->raw = calloc(1, (size_t)count / 8 + 1);
+        rc = ix->off && ix->raw ? index_fill(fd, ix, buf) : -ENOMEM;
     }
-    /* Pass 2: decode the blocks that hold [off, off+n). */
+    free(buf);
+    if (rc == CN_OK)
+        *out = ix;
+    else if (ix)
+        cn__envix_put(ix);
+    return rc;
+}
+
+/* Decodes block first + b (raw length rl) of ix into raw, through z. */
+static cn_err_t block_decode(int fd, const cn__envix_t *ix, uint64_t b, uint64_t rl, uint8_t *z,
+                             uint8_t *raw)
+{
+    assert(b < ix->count);
+    uint64_t sz = ix->off[b + 1] - ix->off[b];
+    if (ix->raw[b / 8] & (1u << (b % 8)))
+        return cn_pread_full(fd, raw, (size_t)sz, ix->off[b], CN_E_CORRUPT);
+    CN_TRY(cn_pread_full(fd, z, (size_t)sz, ix->off[b], CN_E_CORRUPT));
+    int got =
+        LZ4_decompress_safe((const char *)z, (char *)raw, (int)sz, (int)(1u << ix->e.block_log));
+    return got >= 0 && (uint64_t)got == rl ? CN_OK : CN_E_CORRUPT;
+}
+
+cn_err_t cn__env_read(int fd, const cn__envix_t *ix, uint64_t off, uint64_t n,
+                      cn_store_sink_fn sink, void *ctx, cn_blake3_t *h)
+{
+    const cn__env_t *e = &ix->e;
+    uint64_t bsz = 1ull << e->block_log;
+    uint8_t *z = malloc((size_t)LZ4_compressBound((int)bsz));
+    uint8_t *raw = malloc((size_t)bsz);
+    cn_err_t rc = z && raw ? CN_OK : -ENOMEM;
     uint64_t end = off + n;
-    for (uint64_t b = first; n && b * bsz < end; b++) {
-        uint8_t ent_b[4];
-        if ((rc = read_index(fd, e, b, 1, ent_b)) < 0)
-            goto out;
-        uint32_t ent = get_u32le(ent_b);
-        uint32_t sz = ent & ~CN__ENV_RAW_FLAG;
+    for (uint64_t b = n ? off / bsz : 0; rc == CN_OK && n && b * bsz < end; b++) {
         uint64_t rl = block_raw_len(e, b);
-        if (ent & CN__ENV_RAW_FLAG) {
-            if ((rc = cn_pread_full(fd, raw, sz, stored_off, CN_E_CORRUPT)) < 0)
-                goto out;
-        } else {
-            if ((rc = cn_pread_full(fd, z, sz, stored_off, CN_E_CORRUPT)) < 0)
-                goto out;
-            int got = LZ4_decompress_safe((const char *)z, (char *)raw, (int)sz, (int)bsz);
-            if (got < 0 || (uint64_t)got != rl) {
-                rc = CN_E_CORRUPT;
-                goto out;
-            }
-        }
-        stored_off += sz;
+        rc = b >= ix->first && b - ix->first < ix->count
+                 ? block_decode(fd, ix, b - ix->first, rl, z, raw)
+                 : CN_E_INVALID; /* outside what ix holds: the caller's error */
         uint64_t bstart = b * bsz;
         uint64_t from = off > bstart ? off - bstart : 0;
         uint64_t to = end - bstart < rl ? end - bstart : rl;
-        cn_blake3_update(h, raw + from, (size_t)(to - from));
-        if ((rc = sink(ctx, raw + from, (size_t)(to - from))) != CN_OK)
-            goto out;
+        if (rc == CN_OK) {
+            cn_blake3_update(h, raw + from, (size_t)(to - from));
+            rc = sink(ctx, raw + from, (size_t)(to - from));
+        }
     }
-out:
-    free(ix);
     free(z);
     free(raw);
     return rc;
+}
+
+/* ---- the store's cache of indexes ------------------------------------------------ */
+
+/* Under envix_mu: d's slot holding an index of the same file shape, or -1. */
+static int envix_find(const cn_store_t *s, const cn_digest_t *d, uint64_t size, const cn__env_t *e)
+{
+    for (int i = 0; i < CN__ENVIX_SLOTS; i++) {
+        const cn__envix_t *x = s->envix[i];
+        if (x && x->size == size && x->e.index_crc == e->index_crc &&
+            x->e.n_blocks == e->n_blocks && x->e.raw_len == e->raw_len &&
+            memcmp(x->d.b, d->b, CN_DIGEST_LEN) == 0)
+            return i;
+    }
+    return -1;
+}
+
+/* Under envix_mu: drops the least recently found index; false if none. */
+static bool envix_evict(cn_store_t *s)
+{
+    int lru = -1;
+    for (int i = 0; i < CN__ENVIX_SLOTS; i++)
+        if (s->envix[i] && (lru < 0 || s->envix[i]->used < s->envix[lru]->used))
+            lru = i;
+    if (lru < 0)
+        return false;
+    s->envix_bytes -= envix_bytes(s->envix[lru]->e.n_blocks);
+    cn__envix_put(s->envix[lru]);
+    s->envix[lru] = NULL;
+    return true;
+}
+
+/* Under envix_mu: keeps ix (a reference of its own) unless it alone exceeds
+ * the budget. */
+static void envix_offer(cn_store_t *s, cn__envix_t *ix)
+{
+    size_t need = envix_bytes(ix->e.n_blocks);
+    if (need > CN__ENVIX_BUDGET)
+        return;
+    int slot = -1;
+    while (s->envix_bytes + need > CN__ENVIX_BUDGET || slot < 0) {
+        for (int i = 0; i < CN__ENVIX_SLOTS && slot < 0; i++)
+            if (!s->envix[i])
+                slot = i;
+        if (s->envix_bytes + need <= CN__ENVIX_BUDGET && slot >= 0)
+            break;
+        if (!envix_evict(s))
+            return;
+    }
+    atomic_fetch_add(&ix->refs, 1);
+    ix->used = ++s->envix_tick;
+    s->envix[slot] = ix;
+    s->envix_bytes += need;
+}
+
+cn_err_t cn__envix_get(cn_store_t *s, const cn_digest_t *d, int fd, uint64_t size,
+                       const cn__env_t *e, uint64_t off, uint64_t n, cn__envix_t **out)
+{
+    if (e->n_blocks > CN__ENVIX_MAX_BLOCKS) { /* too large to keep: the range's blocks only */
+        uint64_t bsz = 1ull << e->block_log, first = n ? off / bsz : 0;
+        uint64_t last = n ? (off + n - 1) / bsz + 1 : 0;
+        return cn__env_index(fd, e, first, last - first, out);
+    }
+    pthread_mutex_lock(&s->envix_mu);
+    int i = envix_find(s, d, size, e);
+    if (i >= 0) {
+        *out = s->envix[i];
+        s->envix[i]->used = ++s->envix_tick;
+        atomic_fetch_add(&s->envix[i]->refs, 1);
+    }
+    pthread_mutex_unlock(&s->envix_mu);
+    if (i >= 0)
+        return CN_OK;
+    /* Built outside the lock: reads of other blobs go on meanwhile. */
+    CN_TRY(cn__env_index(fd, e, 0, e->n_blocks, out));
+    (*out)->d = *d;
+    (*out)->size = size;
+    pthread_mutex_lock(&s->envix_mu);
+    s->envix_builds++;
+    if (envix_find(s, d, size, e) < 0)
+        envix_offer(s, *out);
+    pthread_mutex_unlock(&s->envix_mu);
+    return CN_OK;
+}
+
+uint64_t cn__store_envix_builds(cn_store_t *s)
+{
+    pthread_mutex_lock(&s->envix_mu);
+    uint64_t n = s->envix_builds;
+    pthread_mutex_unlock(&s->envix_mu);
+    return n;
+}
+
+void cn__envix_close(cn_store_t *s)
+{
+    for (int i = 0; i < CN__ENVIX_SLOTS; i++) {
+        cn__envix_put(s->envix[i]);
+        s->envix[i] = NULL;
+    }
+    s->envix_bytes = 0;
 }

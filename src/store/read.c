@@ -106,10 +106,15 @@ static cn_err_t read_range(cn_store_t *s, const cn_digest_t *d, uint64_t off, ui
         goto out;
     }
     uint64_t n = size - off < len ? size - off : len;
-    if (st.form == CN_STORE_LZ4)
-        rc = cn__env_read(fd, &env, off, n, sink, ctx, &h);
-    else
+    if (st.form == CN_STORE_LZ4) {
+        cn__envix_t *ix = NULL;
+        rc = cn__envix_get(s, d, fd, st.size, &env, off, n, &ix);
+        if (rc == CN_OK)
+            rc = cn__env_read(fd, ix, off, n, sink, ctx, &h);
+        cn__envix_put(ix);
+    } else {
         rc = read_raw(fd, off, n, sink, ctx, &h);
+    }
     if (rc == CN_OK) {
         if (slice)
             cn_blake3_final(&h, slice);
@@ -131,10 +136,22 @@ cn_err_t cn__store_hash_fd(int fd, uint64_t size, cn_store_form_t form, cn_diges
 {
     cn_blake3_t h;
     cn_blake3_init(&h);
-    if (form == CN_STORE_LZ4) {
+    if (form == CN_STORE_LZ4) { /* checked afresh, not through the cache */
         cn__env_t e;
         CN_TRY(cn__env_open(fd, size, &e));
-        CN_TRY(cn__env_read(fd, &e, 0, e.raw_len, discard, NULL, &h));
+        uint64_t bsz = 1ull << e.block_log;
+        /* Once at least: an empty envelope's index is checked too. */
+        for (uint64_t b = 0; b == 0 || b < e.n_blocks; b += CN__ENVIX_MAX_BLOCKS) {
+            uint64_t k =
+                e.n_blocks - b < CN__ENVIX_MAX_BLOCKS ? e.n_blocks - b : CN__ENVIX_MAX_BLOCKS;
+            uint64_t end = b + k == e.n_blocks ? e.raw_len : (b + k) * bsz;
+            cn__envix_t *ix = NULL;
+            cn_err_t rc = cn__env_index(fd, &e, b, k, &ix);
+            if (rc == CN_OK)
+                rc = cn__env_read(fd, ix, b * bsz, end - b * bsz, discard, NULL, &h);
+            cn__envix_put(ix);
+            CN_TRY(rc);
+        }
     } else {
         CN_TRY(read_raw(fd, 0, size, discard, NULL, &h));
     }

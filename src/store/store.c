@@ -186,6 +186,7 @@ cn_err_t cn_store_open(const char *data_dir, const cn_store_opts_t *opts, cn_sto
         pthread_mutex_init(&s->stripe[i], NULL);
     pthread_mutex_init(&s->guard_mu, NULL);
     cn__fdc_init(s);
+    pthread_mutex_init(&s->envix_mu, NULL);
     pthread_mutex_init(&s->live_mu, NULL);
     pthread_mutex_init(&s->sweep_mu, NULL);
     pthread_mutex_init(&s->q_mu, NULL);
@@ -293,6 +294,8 @@ void cn_store_close(cn_store_t *s)
     for (size_t i = 0; i < CN__STORE_STRIPES; i++)
         pthread_mutex_destroy(&s->stripe[i]);
     cn__fdc_close(s);
+    cn__envix_close(s);
+    pthread_mutex_destroy(&s->envix_mu);
     pthread_mutex_destroy(&s->guard_mu);
     pthread_mutex_destroy(&s->live_mu);
     pthread_mutex_destroy(&s->sweep_mu);

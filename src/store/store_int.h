@@ -72,6 +72,12 @@ typedef struct cn__commit_req {
 #define CN__FDC_MAX_LEN (64u * 1024) /* larger blobs are not kept open */
 #define CN__FDC_LOCKS 64             /* lock stripes; a set's is set index % CN__FDC_LOCKS */
 
+/* The envelope-index cache (lz4env.c, cn__envix_get). */
+#define CN__ENVIX_SLOTS 64                   /* indexes kept at most */
+#define CN__ENVIX_BUDGET (16u * 1024 * 1024) /* and their bytes at most */
+/* Blocks an index keeps at most (8 MiB of offsets: a 64 GiB blob). */
+#define CN__ENVIX_MAX_BLOCKS (UINT64_C(1) << 20)
+
 typedef struct cn__fdc_ent {
     cn_digest_t d;
     int fd; /* -1: empty */
@@ -135,6 +141,13 @@ struct cn_store {
     cn__fdc_lock_t fdc_lock[CN__FDC_LOCKS];
     cn__fdc_ent_t *fdc; /* fdc_n slots, CN__FDC_WAYS per set; NULL: off */
     size_t fdc_n;
+
+    /* Envelope indexes (lz4env.c): envix_mu guards the slots, their bytes
+     * and the tick; an index's own contents never change. */
+    pthread_mutex_t envix_mu;
+    struct cn__envix *envix[CN__ENVIX_SLOTS];
+    size_t envix_bytes;
+    uint64_t envix_tick, envix_builds;
 
     /* Pack files (pack.c).  pack_mu guards the memory index and the packs
      * array (after a stripe lock, never before); the open pack's tail and
@@ -415,9 +428,44 @@ typedef struct cn__env {
 } cn__env_t;
 /* Reads header and trailer of fd (size bytes): CN_E_CORRUPT if malformed. */
 cn_err_t cn__env_open(int fd, uint64_t size, cn__env_t *e);
-/* Streams logical [off, off+n) (already clamped) of the envelope to sink,
- * hashing into h.  Validates the index checksum and every block. */
-cn_err_t cn__env_read(int fd, const cn__env_t *e, uint64_t off, uint64_t n, cn_store_sink_fn sink,
-                      void *ctx, cn_blake3_t *h);
+
+/* An envelope's index, validated (checksum, every stored size, their sum):
+ * the file offset of each stored block (off[n_blocks] is the index's own)
+ * and which are stored raw.  Immutable once built; shared by reference. */
+typedef struct cn__envix {
+    cn_digest_t d;
+    uint64_t size; /* of the file it was read from */
+    cn__env_t e;
+    uint64_t first, count; /* the blocks whose offsets it keeps */
+    _Atomic unsigned refs;
+    uint64_t used; /* the cache's tick when last found */
+    uint64_t *off; /* n_blocks + 1 */
+    uint8_t *raw;  /* bit i: block i stored raw */
+} cn__envix_t;
+/* Reads and validates all of e's index from fd: a new index (refs 1, d
+ * unset) for cn__envix_put, keeping the offsets of blocks [first, first +
+ * count) (count at most CN__ENVIX_MAX_BLOCKS).  CN_E_CORRUPT, CN_E_INVALID
+ * (blocks out of range), -ENOMEM, I/O errors. */
+cn_err_t cn__env_index(int fd, const cn__env_t *e, uint64_t first, uint64_t count,
+                       cn__envix_t **out);
+void cn__envix_put(cn__envix_t *ix); /* drops a reference; NULL is a no-op */
+/* Streams logical [off, off+n) (already clamped, and within the blocks ix
+ * keeps: else CN_E_INVALID) of the envelope to sink, hashing into h, by ix
+ * (fd's index): each block is checked as it decodes. */
+cn_err_t cn__env_read(int fd, const cn__envix_t *ix, uint64_t off, uint64_t n,
+                      cn_store_sink_fn sink, void *ctx, cn_blake3_t *h);
+
+/* The store's cache of envelope indexes (lz4env.c), so that ranged reads of
+ * one enveloped blob read and check its index once, not once per range: d's
+ * index for fd (size bytes, shape e), held (cn__envix_put), from the cache
+ * when one was built for the same digest, file size and index checksum,
+ * else built and offered to it.  An envelope of more than
+ * CN__ENVIX_MAX_BLOCKS blocks is not kept: its index is read for the
+ * blocks of logical [off, off+n) only.  cn__env_index's errors. */
+cn_err_t cn__envix_get(cn_store_t *s, const cn_digest_t *d, int fd, uint64_t size,
+                       const cn__env_t *e, uint64_t off, uint64_t n, cn__envix_t **out);
+void cn__envix_close(cn_store_t *s);
+/* Indexes cn__envix_get has built (read and checked) in s (tests). */
+uint64_t cn__store_envix_builds(cn_store_t *s);
 
 #endif

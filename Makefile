@@ -124,6 +124,8 @@ test-fleet: asan
 	@scripts/deps.sh fleet
 	CAIRN_BUILD=$(ASAN) CAIRN_TEST_BLOBS=s3 $(FLEET_TIER) tests/fleet/pg.sh $(PY) -m pytest -q \
 	  --durations=30 tests --ignore=tests/fleet --ignore=tests/s3/test_s3_lifecycle.py $(PYTEST_ARGS)
+	CAIRN_BUILD=$(ASAN) CAIRN_TEST_BLOBS=s3 $(FLEET_TIER) tests/fleet/pg.sh $(PY) -m pytest -q \
+	  -n 4 tests/s3/test_s3_lifecycle.py $(PYTEST_ARGS)
 	$(if $(FLEET_TIER),CAIRN_BUILD=$(ASAN) CAIRN_SLOW_TESTS=1 $(FLEET_TIER) $(PY) -m pytest -q \
 	  tests/fleet/test_fleet_ceph.py,)
 

@@ -121,6 +121,12 @@ SKIPS = {
         "fails writes to DIR/meta.db (as above)",
     "tests/proof/test_faults_faces.py::test_metadata_db_locked_every_face":
         "locks DIR/meta.db (as above)",
+    "tests/s3/test_s3_lifecycle.py::test_kill9_mid_pass_resumes_at_rate":
+        "reads the lifecycle worker's saved pass and cursor from DIR/meta.db with sqlite3; a "
+        "fleet node keeps them in PostgreSQL (the resumed pass itself is what the other "
+        "lifecycle tests run there)",
+    "tests/s3/test_s3_lifecycle.py::test_bucket_delete_drops_worker_state":
+        "reads the lifecycle worker's rows from DIR/meta.db with sqlite3 (as above)",
     "tests/proof/test_security.py::test_modes_of_data_dir_and_credentials":
         "checks the modes of DIR/identity.key and DIR/meta.db; a fleet node is given its key "
         "(--identity-key) and keeps its metadata in PostgreSQL",

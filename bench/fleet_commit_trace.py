@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+"""bench/fleet_commit_trace: where the PostgreSQL object commit's time goes,
+the two figures of docs/fleet.md and docs/performance.md (Stop 31) that
+bench/fleet.py --part commit does not print itself.
+
+  --conflicts  runs the commit row (16 clients) with PostgreSQL logging every
+               error, and counts the serialization failures by the statement
+               they failed on (and their reason codes);
+  --syscalls   runs the commit row (1 client) with `strace -c -f` on cairnd,
+               and prints its system calls per PUT (sendto: requests to
+               PostgreSQL).
+
+usage: bench/fleet_commit_trace.py BUILD --conflicts|--syscalls
+It reuses bench/fleet.py's commit part, its PostgreSQL cluster and nodes."""
+import collections
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
+MODE = sys.argv[2] if len(sys.argv) > 2 else "--conflicts"
+sys.argv = ["fleet.py", BUILD]
+sys.path.insert(0, HERE)
+import fleet  # noqa: E402
+
+NODES = []
+_init = fleet.Node.__init__
+
+
+def _node_init(self, *a, **k):
+    _init(self, *a, **k)
+    NODES.append(self)
+
+
+def _count_conflicts(lines):
+    c = collections.Counter()
+    for i, line in enumerate(lines):
+        if "could not serialize" in line or "deadlock" in line:
+            stmt = next((x.split("STATEMENT:")[1].strip()[:150] for x in lines[i + 1:i + 5]
+                         if "STATEMENT:" in x), "(no statement)")
+            c[stmt] += 1
+        if "DETAIL" in line and "Reason code" in line:
+            c["DETAIL " + line.split("DETAIL:")[1].strip()[:120]] += 1
+    return c
+
+
+def conflicts():
+    stop = fleet.pgharness.PgCluster.stop
+
+    def report_then_stop(self):
+        lines = open(os.path.join(self.dir, "log"), errors="replace").read().splitlines()
+        for k, v in _count_conflicts(lines).most_common(20):
+            print(v, k)
+        stop(self)
+    fleet.pgharness.PgCluster.stop = report_then_stop
+    fleet.CLIENTS = (16,)
+
+
+def syscalls():
+    wrk = fleet.wrk_run
+
+    def traced(url, lua, c, secs=None, args=()):
+        pid = NODES[-1].proc.pid
+        out = os.path.join(fleet.tempfile.gettempdir(), "strace-%d.txt" % pid)
+        st = subprocess.Popen(["strace", "-c", "-f", "-p", str(pid), "-o", out])
+        time.sleep(1)
+        r = wrk(url, lua, c, secs, args)
+        st.terminate()
+        st.wait()
+        calls = {}
+        for line in open(out):
+            p = line.split()
+            if len(p) >= 5 and re.match(r"^[a-z_0-9]+$", p[-1]) and p[3].isdigit():
+                calls[p[-1]] = int(p[3])
+        os.unlink(out)
+        n = max(r["n"], 1)
+        print("%s n=%d %s" % (url, r["n"], " ".join(
+            "%s=%.1f" % (k, v / n) for k, v in sorted(calls.items()) if v >= n // 10)), flush=True)
+        return r
+    fleet.wrk_run = traced
+    fleet.CLIENTS = (1,)
+
+
+fleet.Node.__init__ = _node_init
+fleet.PART = "commit"
+{"--conflicts": conflicts, "--syscalls": syscalls}[MODE]()
+sys.exit(fleet.main())

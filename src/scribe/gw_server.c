@@ -39,7 +39,7 @@ cn_err_t cn__gw_fail(cn__gw_call_t *k, uint16_t code, const char *fmt, ...)
 
 cn_err_t cn__gw_reply(cn__gw_call_t *k)
 {
-    return cn__scribe_send_frame(k->c, k->hdr.opcode, 0, k->hdr.request_id, &k->gc->out, 0);
+    return cn__scribe_send_last(k->c, k->hdr.opcode, k->hdr.request_id, &k->gc->out);
 }
 
 cn_err_t cn__gw_unavailable(cn__gw_call_t *k, size_t server)

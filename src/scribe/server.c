@@ -131,7 +131,9 @@ cn_err_t cn__scribe_malformed(cn__scribe_call_t *k)
 
 cn_err_t cn__scribe_reply(cn__scribe_call_t *k, uint16_t flags)
 {
-    return cn__scribe_send_frame(k->c, k->hdr.opcode, flags, k->hdr.request_id, &k->sc->out, 0);
+    if (flags)
+        return cn__scribe_send_frame(k->c, k->hdr.opcode, flags, k->hdr.request_id, &k->sc->out, 0);
+    return cn__scribe_send_last(k->c, k->hdr.opcode, k->hdr.request_id, &k->sc->out);
 }
 
 cn_err_t cn__scribe_write(cn__scribe_call_t *k, const void *p, size_t n)

@@ -201,6 +201,12 @@ typedef struct cn__scribe_hs {
  * payload and stream_hint more bytes. */
 cn_err_t cn__scribe_send_frame(cn_conn_t *c, uint16_t opcode, uint16_t flags, uint64_t id,
                                const cn_buf_t *payload, uint64_t stream_hint);
+/* Sends a request's last frame, a reply (no flags) whose payload a client
+ * that stops reading must not hold a worker for: what the socket does not
+ * take goes to the connection's loop (cn_conn_reply), which writes it before
+ * it reads the next request.  Never in open(): the hello's frames go by
+ * cn__scribe_send_frame. */
+cn_err_t cn__scribe_send_last(cn_conn_t *c, uint16_t opcode, uint64_t id, const cn_buf_t *payload);
 /* Formats an error message (cap bytes) with every non-ASCII byte replaced
  * by '?': a message is for humans, a name may hold invalid UTF-8. */
 void cn__scribe_vmsg(char *msg, size_t cap, const char *fmt, va_list ap);

@@ -21,15 +21,33 @@
 #include <sys/socket.h>
 
 /* ---- frames out --------------------------------------------------------------------------- */
+/* Encodes the header of a frame of payload into h; iov gets header and
+ * payload.  Returns the iovec count. */
+static int frame_iov(uint8_t h[CN_SCRIBE_HDR_LEN], struct iovec iov[2], uint16_t opcode,
+                     uint16_t flags, uint64_t id, const cn_buf_t *payload)
+{
+    cn_scribe_hdr_t hdr = { opcode, flags, id, (uint32_t)payload->len };
+    cn_scribe_hdr_encode(h, &hdr);
+    iov[0] = (struct iovec){ h, CN_SCRIBE_HDR_LEN };
+    iov[1] = (struct iovec){ payload->data, payload->len };
+    return payload->len ? 2 : 1;
+}
+
 cn_err_t cn__scribe_send_frame(cn_conn_t *c, uint16_t opcode, uint16_t flags, uint64_t id,
                                const cn_buf_t *payload, uint64_t stream_hint)
 {
     uint8_t h[CN_SCRIBE_HDR_LEN];
-    cn_scribe_hdr_t hdr = { opcode, flags, id, (uint32_t)payload->len };
-    cn_scribe_hdr_encode(h, &hdr);
-    struct iovec iov[2] = { { h, sizeof h }, { payload->data, payload->len } };
-    return cn_conn_writev(c, iov, payload->len ? 2 : 1,
-                          cn_conn_deadline_for(c, payload->len + stream_hint));
+    struct iovec iov[2];
+    int n = frame_iov(h, iov, opcode, flags, id, payload);
+    return cn_conn_writev(c, iov, n, cn_conn_deadline_for(c, payload->len + stream_hint));
+}
+
+cn_err_t cn__scribe_send_last(cn_conn_t *c, uint16_t opcode, uint64_t id, const cn_buf_t *payload)
+{
+    uint8_t h[CN_SCRIBE_HDR_LEN];
+    struct iovec iov[2];
+    int n = frame_iov(h, iov, opcode, 0, id, payload);
+    return cn_conn_reply(c, iov, n, -1, 0, 0, cn_conn_deadline_for(c, payload->len));
 }
 
 void cn__scribe_vmsg(char *msg, size_t cap, const char *fmt, va_list ap)

@@ -5,12 +5,14 @@ and the send stops there; a worker sends the next items once the client
 took it.  With one worker per request pool, more stalled readers than
 workers leave a fresh client's requests answered at once; the stalled
 streams then arrive whole and byte-exact, and their connections serve the
-next request."""
+next request.  A reply of one frame (a listing, a log page, a proof)
+goes the same way: what the socket does not take is written by the loop."""
 import os
 import time
 
 from conftest import Server, assert_no_sanitizer
-from scribe_wire import CHUNK, OP, Conn, chunk_id
+from scribe_wire import ADD, CHUNK, OP, Conn, Enc, chunk_id
+from test_scribe_server import Repo
 
 MiB = 1 << 20
 
@@ -63,6 +65,44 @@ def test_stalled_stream_readers_leave_the_workers_free(tmp_path):
             got = s.stream_items(s.dec(body).u32())
             assert [d for _, _, d in got] == [b for _, _, b in objs]
             assert s.get_objects(rid, [(CHUNK, chunk_id(small))])[0][2] == small
+            s.close()
+    finally:
+        srv.stop()
+        assert_no_sanitizer(srv.output())
+
+
+def test_stalled_readers_of_a_one_frame_listing_leave_the_workers_free(tmp_path):
+    """tree_page of 1,000 paths of 8,000 bytes: one 8 MiB frame, more than a
+    socket takes from a client that does not read."""
+    srv = one_worker_server(tmp_path)
+    try:
+        addr = srv.addrs["scribe"]
+        paths = ["%04d-" % i + "x" * 7995 for i in range(1000)]
+        with Conn(addr) as c:
+            r = Repo(c, "listing")
+            mid = r.upload({"f": b"bytes of every file"})["f"]
+            assert r.submit([(ADD, p, mid, 0, None) for p in paths])["outcome"] == 1
+            want, more, _, _ = c.tree_page(r.id, r.main, r.head, limit=1000)
+            assert [w["path"] for w in want] == paths and not more
+        page = (Enc().raw(r.id).raw(r.main).u64(r.head).str16("").u32(1000)
+                .bool(False).bytes())
+        stalled = []
+        for _ in range(4):
+            s = Conn(addr, timeout=60)
+            s.send_frame(OP["tree_page"], page)
+            stalled.append(s)
+        time.sleep(0.5)  # each has had its turn on the one query worker
+        with Conn(addr, timeout=10) as c:
+            t = time.monotonic()
+            got, _, _, _ = c.tree_page(r.id, r.main, r.head, limit=1)
+            took = time.monotonic() - t
+            assert took < 2, "a tree_page waited %.1f s behind stalled readers" % took
+            assert got[0]["path"] == paths[0]
+        for s in stalled:
+            op, flags, _, body = s.recv_frame()
+            assert op == OP["tree_page"] and flags == 0 and len(body) > 8_000_000
+            rows, _, _, _ = s.tree_page(r.id, r.main, r.head, limit=1)  # the next request
+            assert rows[0]["path"] == paths[0]
             s.close()
     finally:
         srv.stop()

@@ -22,8 +22,10 @@
  *      target's own migrations (repos' instance row).
  *  I3. After each table whose key the target numbers itself (INTEGER
  *      PRIMARY KEY: an identity column there) the sequence is moved past the
- *      largest copied id, so later inserts never collide; so is the objects'
- *      version id sequence after each table that holds or counts version ids.
+ *      largest copied id, so later inserts never collide; and before the
+ *      import is marked finished, each component's own counters kept outside
+ *      its tables (cn_sql_set_t.after_import: the objects' version ids) are
+ *      moved past what the copied rows hold.
  *
  * This file must never write to the source, nor copy into a target that
  * fails I1. */
@@ -347,21 +349,6 @@ static cn_err_t bump_serial(cn_meta_txn_t *dtx, cn_meta_t *dst, const imp_table_
     return e < 0 ? e : 0;
 }
 
-/* I3 for the objects' version ids, which PostgreSQL draws from a sequence
- * of its own (objects schema v6): past every id the copied rows hold. */
-static cn_err_t bump_versions(cn_meta_txn_t *dtx, const imp_table_t *t)
-{
-    static const char *const tables[] = { "obj_seq", "obj_version", "obj_history" };
-    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
-        if (!strcmp(t->name, tables[i])) {
-            const char *sql =
-                cn_meta_batch_text(dtx, &cn__sql_obj_engine[CN_SQL_OBJ_E_VERSION_SYNC]);
-            cn_err_t e = cn_meta_execf(dtx, sql, "");
-            return e < 0 ? e : 0;
-        }
-    return 0;
-}
-
 /* The source's rows (in, total of them) into the target (dtx), as
  * multi-row INSERTs of batch_rows(t) rows and one shorter one for the
  * rest: a round trip per batch on PostgreSQL, not per row. */
@@ -435,16 +422,35 @@ static cn_err_t copy_body(cn_meta_txn_t *dtx, void *ctx)
     if (e >= 0)
         e = bump_serial(dtx, cp->im->dst, cp->t);
     if (e >= 0)
-        e = bump_versions(dtx, cp->t);
-    if (e >= 0)
         e = cn_meta_execf(dtx, "UPDATE cn_import SET tables_done = ? WHERE import_id = ?", "is",
                           (int64_t)cp->index + 1, cp->im->id);
+    return e < 0 ? e : 0;
+}
+
+/* I3 for what a component counts outside its tables (the objects' version
+ * ids, drawn from a PostgreSQL sequence): each set's after_import, when the
+ * target holds the component. */
+static cn_err_t after_import(cn_meta_txn_t *txn)
+{
+    cn_err_t e = CN_OK;
+    for (size_t i = 0; e >= 0 && i < sizeof imp_sets / sizeof imp_sets[0]; i++) {
+        if (!imp_sets[i]->after_import)
+            continue;
+        cn_meta_stmt_t *st = NULL;
+        e = cn_meta_queryf(txn, &st, "SELECT 1 FROM cn_schema WHERE component = ?", "s",
+                           imp_sets[i]->component);
+        bool held = e >= 0 && (e = cn_meta_step(st)) == CN_META_ROW;
+        cn_meta_finish(st);
+        if (e >= 0 && held)
+            e = cn_meta_execf(txn, cn_meta_batch_text(txn, imp_sets[i]->after_import), "");
+    }
     return e < 0 ? e : 0;
 }
 
 static cn_err_t finish_body(cn_meta_txn_t *txn, void *ctx)
 {
     imp_t *im = ctx;
+    CN_TRY(after_import(txn));
     return cn_meta_execf(txn, "UPDATE cn_import SET finished_ms = ? WHERE import_id = ?", "is",
                          cn_wall_ms(), im->id);
 }

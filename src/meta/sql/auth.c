@@ -214,5 +214,5 @@ const cn__sql_au_table_t cn__sql_au_tables[CN_SQL_AU_NTABLES] = {
 };
 
 const cn_sql_set_t cn__sql_au_set = {
-    "auth", schema, sizeof schema / sizeof schema[0], cn__sql_au, CN_SQL_AU_COUNT,
+    "auth", schema, sizeof schema / sizeof schema[0], cn__sql_au, CN_SQL_AU_COUNT, NULL,
 };

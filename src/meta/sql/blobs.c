@@ -107,5 +107,5 @@ const cn_meta_batch_sql_t cn__sql_blobs_batch[CN_SQL_BLOBS_BATCH_COUNT] = {
 };
 
 const cn_sql_set_t cn__sql_blobs_set = {
-    "blobs", schema, sizeof schema / sizeof schema[0], cn__sql_blobs, CN_SQL_BLOBS_COUNT,
+    "blobs", schema, sizeof schema / sizeof schema[0], cn__sql_blobs, CN_SQL_BLOBS_COUNT, NULL,
 };

@@ -32,5 +32,5 @@ const char *const cn__sql_console[CN_SQL_CON_COUNT] = {
 };
 
 const cn_sql_set_t cn__sql_console_set = {
-    "console", schema, sizeof schema / sizeof schema[0], cn__sql_console, CN_SQL_CON_COUNT,
+    "console", schema, sizeof schema / sizeof schema[0], cn__sql_console, CN_SQL_CON_COUNT, NULL,
 };

@@ -40,5 +40,5 @@ const char *const cn__sql_fleet[CN_SQL_FLEET_COUNT] = {
 };
 
 const cn_sql_set_t cn__sql_fleet_set = {
-    "fleet", schema, sizeof schema / sizeof schema[0], cn__sql_fleet, CN_SQL_FLEET_COUNT,
+    "fleet", schema, sizeof schema / sizeof schema[0], cn__sql_fleet, CN_SQL_FLEET_COUNT, NULL,
 };

@@ -28,5 +28,5 @@ const char *const cn__sql_gateway[CN_SQL_GW_COUNT] = {
 };
 
 const cn_sql_set_t cn__sql_gateway_set = {
-    "gateway", schema, sizeof schema / sizeof schema[0], cn__sql_gateway, CN_SQL_GW_COUNT,
+    "gateway", schema, sizeof schema / sizeof schema[0], cn__sql_gateway, CN_SQL_GW_COUNT, NULL,
 };

@@ -102,5 +102,5 @@ const char *const cn__sql_id[CN_SQL_ID_COUNT] = {
 };
 
 const cn_sql_set_t cn__sql_id_set = {
-    "identity", schema, sizeof schema / sizeof schema[0], cn__sql_id, CN_SQL_ID_COUNT,
+    "identity", schema, sizeof schema / sizeof schema[0], cn__sql_id, CN_SQL_ID_COUNT, NULL,
 };

@@ -551,5 +551,10 @@ const cn_meta_batch_sql_t cn__sql_obj_engine[CN_SQL_OBJ_E_COUNT] = {
 };
 
 const cn_sql_set_t cn__sql_obj_set = {
-    "objects", schema, sizeof schema / sizeof schema[0], cn__sql_obj, CN_SQL_OBJ_COUNT,
+    .component = "objects",
+    .schema = schema,
+    .nschema = sizeof schema / sizeof schema[0],
+    .stmts = cn__sql_obj,
+    .nstmts = CN_SQL_OBJ_COUNT,
+    .after_import = &cn__sql_obj_engine[CN_SQL_OBJ_E_VERSION_SYNC],
 };

@@ -17,5 +17,5 @@ const char *const cn__sql_objgen[CN_SQL_OBJGEN_COUNT] = {
 };
 
 const cn_sql_set_t cn__sql_objgen_set = {
-    "objgen", schema, sizeof schema / sizeof schema[0], cn__sql_objgen, CN_SQL_OBJGEN_COUNT,
+    "objgen", schema, sizeof schema / sizeof schema[0], cn__sql_objgen, CN_SQL_OBJGEN_COUNT, NULL,
 };

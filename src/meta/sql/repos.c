@@ -443,5 +443,5 @@ char *cn__sql_repos_object_insert_rows(uint32_t rows)
 }
 
 const cn_sql_set_t cn__sql_repos_set = {
-    "repos", schema, sizeof schema / sizeof schema[0], cn__sql_repos, CN_SQL_REPOS_COUNT,
+    "repos", schema, sizeof schema / sizeof schema[0], cn__sql_repos, CN_SQL_REPOS_COUNT, NULL,
 };

@@ -29,6 +29,10 @@ typedef struct cn_sql_set {
     size_t nschema;
     const char *const *stmts;
     size_t nstmts;
+    /* Optional: run once in an import's last transaction (src/meta/import.c)
+     * when the target holds this component, to move what the copied rows
+     * carry past (a sequence past their ids); NULL: nothing to do. */
+    const cn_meta_batch_sql_t *after_import;
 } cn_sql_set_t;
 
 /* A multi-row INSERT's text: head, then rows copies of row (which starts

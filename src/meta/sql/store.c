@@ -193,5 +193,5 @@ char *cn__sql_store_packed_insert_rows(uint32_t rows)
 }
 
 const cn_sql_set_t cn__sql_store_set = {
-    "store", schema, sizeof schema / sizeof schema[0], cn__sql_store, CN_SQL_STORE_COUNT,
+    "store", schema, sizeof schema / sizeof schema[0], cn__sql_store, CN_SQL_STORE_COUNT, NULL,
 };

@@ -45,6 +45,7 @@ done
 case "$ONLY" in large | put) ;; *) usage ;; esac
 case "$PAIRS$SMALL" in *[!0-9]*) usage ;; esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/scripts/bench_cairnd.sh"
 case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 for f in "$BUILD/cairnd" "$BUILD/bench/bench_jay"; do
   [ -x "$f" ] || { echo "jay_put_ab: $f not built" >&2; exit 2; }
@@ -80,28 +81,8 @@ switches() {
 # start_cairnd DIR DIRECT_IO: starts cairnd as scripts/bench.sh does, sets
 # CPID and ADDR (empty if it did not come up).
 start_cairnd() {
-  mkdir -p "$1"
-  cat > "$1/cairnd.toml" <<EOF
-# One principal drives every benchmark connection; the per-principal caps
-# are lifted so that the benchmark measures serving, not admission.
-[jay]
-max_connections_per_principal = 1000
-body_budget_per_principal = 1073741824
-worker_share_percent = 0
-
-[store]
-direct_io = $2
-EOF
-  CAIRN_ADMIN_TOKEN=$TOKEN "$BUILD/cairnd" --data "$1/data" --jay 127.0.0.1:0 --scribe off \
-    --http off --config "$1/cairnd.toml" > "$1/cairnd.log" 2>&1 &
-  CPID=$!
-  ADDR=
-  for _ in $(seq 1 200); do
-    ADDR=$(sed -n 's/.*listening jay on \([^ ]*\).*/\1/p' "$1/cairnd.log" | head -1)
-    [ -n "$ADDR" ] && break
-    kill -0 "$CPID" 2>/dev/null || break
-    sleep 0.05
-  done
+  bench_cairnd_start "$BUILD" "$1" "$TOKEN" "[store]
+direct_io = $2"
 }
 
 stop_cairnd() {

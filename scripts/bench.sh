@@ -26,6 +26,7 @@ for a in "$@"; do
   esac
 done
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/scripts/bench_cairnd.sh"
 case "$BUILD" in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 PY=/usr/bin/python3
 WORK=$(mktemp -d "${TMPDIR:-/var/tmp}/cairn-bench.XXXXXX")
@@ -286,29 +287,10 @@ fi
 # ---- cairn over Jay native v1 (bench_jay) ----------------------------------------------
 if [ -x "$BUILD/bench/bench_jay" ] && [ -x "$BUILD/cairnd" ]; then
   D=$WORK/cairn
-  mkdir -p "$D"
-  : > "$D/cairnd.log"
   TOKEN="bench:$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
-  cat > "$D/cairnd.toml" <<'EOF'
-# One principal drives every benchmark connection; the per-principal caps
-# (connections, body budget, worker share) are lifted so that the benchmark
-# measures serving, not admission.
-[jay]
-max_connections_per_principal = 1000
-body_budget_per_principal = 1073741824
-worker_share_percent = 0
-EOF
-  CAIRN_ADMIN_TOKEN=$TOKEN "$BUILD/cairnd" --data "$D/data" --jay 127.0.0.1:0 --scribe off \
-    --http off --config "$D/cairnd.toml" > "$D/cairnd.log" 2>&1 &
-  CPID=$!
+  bench_cairnd_start "$BUILD" "$D" "$TOKEN"
   PIDS="$PIDS $CPID"
-  addr=
-  for _ in $(seq 1 200); do
-    addr=$(sed -n 's/.*listening jay on \([^ ]*\).*/\1/p' "$D/cairnd.log" | head -1)
-    [ -n "$addr" ] && break
-    kill -0 "$CPID" 2>/dev/null || break
-    sleep 0.05
-  done
+  addr=$ADDR
   if [ -n "$addr" ]; then
     note "bench_jay against $addr"
     # 4 KiB GETs both ways: the event driver (as wrk drives nginx) gives the

@@ -72,10 +72,16 @@ test-unit:
 	CN_FUZZ_SEED=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 	  meson test -C $(ASAN) --suite unit --suite fuzz-short --print-errorlogs
 
+# The pytest tree on two workers, a file per worker at a time (--dist
+# loadfile: a file's module fixtures start once): its tests wait on servers,
+# sockets and sleeps more than on the CPU, so two at a time halve its time on
+# two cores (docs/development.md).  TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test-integration:
 	@scripts/deps.sh test
 	$(MAKE) asan
-	CAIRN_BUILD=$(ASAN) $(PY) -m pytest -q -x --durations=30 tests --ignore=tests/s3/test_s3_lifecycle.py
+	CAIRN_BUILD=$(ASAN) $(PY) -m pytest -q -x $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) \
+	  --dist loadfile) --durations=30 tests --ignore=tests/s3/test_s3_lifecycle.py
 	CAIRN_BUILD=$(ASAN) $(PY) -m pytest -q -x -n 4 tests/s3/test_s3_lifecycle.py
 
 # The console suite (tests/console): Node's test runner drives Debian's chromium

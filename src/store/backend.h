@@ -69,7 +69,7 @@ typedef struct cn__backend_ops {
                        bool hold, cn_store_sink_fn sink, void *ctx, cn_blake3_t *h,
                        uint64_t *served, bool *streamed);
     /* Cheap, no I/O: false only if d is certainly absent (a blob another
-     * process adds meanwhile may be missed).  The caller holds d's stripe
+     * process adds meanwhile may be missed).  The caller holds d's digest
      * lock.  NULL: always "maybe" (probe with stat or touch). */
     bool (*may_have)(cn__backend_t *be, const cn_digest_t *d);
     /* Barrier: every put (and its directories) returned so far is durable. */

@@ -23,7 +23,7 @@ typedef struct local_be {
     int root_fd;
     /* The leaf directories ab/cd that may hold a blob, bit ab << 8 | cd: set
      * at open for each one there, and by put before it creates one (under
-     * the digest's stripe lock); never cleared.  A clear bit proves d has no
+     * the digest's lock); never cleared.  A clear bit proves d has no
      * file in this process's view (local_may_have). */
     _Atomic uint64_t dirs[(1u << 16) / 64];
 } local_be_t;
@@ -143,7 +143,7 @@ static cn_err_t local_put(cn__backend_t *base, int staging_dirfd, const char *st
         }
         if (errno != EINVAL && errno != ENOSYS)
             return -errno;
-        /* No RENAME_NOREPLACE on this file system: the stripe lock the
+        /* No RENAME_NOREPLACE on this file system: the digest lock the
          * caller holds already excludes in-process races. */
         if (renameat(staging_dirfd, staged_name, be->root_fd, path) < 0)
             return -errno;
@@ -332,7 +332,7 @@ static cn_err_t mark_one(local_be_t *be, const char *a, const char *c, void *ctx
 }
 
 /* False only if d has no file: its leaf directory was neither there at open
- * nor created since by this process.  The caller holds d's stripe lock, under
+ * nor created since by this process.  The caller holds d's digest lock, under
  * which put marks the directory, so a file of d put by this process is never
  * missed.  One another process adds while this one runs may be: the caller
  * then stores d a second time (a duplicate, never a loss). */

@@ -6,7 +6,7 @@
  *
  *   1. append one journal record per blob and fdatasync the journal — the
  *      batch's bytes are durable (W2, journal.c);
- *   2. rename each staged file into place under its stripe lock (W3), or
+ *   2. rename each staged file into place under its digest lock (W3), or
  *      refresh an existing blob;
  *   3. wake the batch's writers: their blobs are durable (in the journal)
  *      and visible (W4);
@@ -63,12 +63,12 @@ static void run_batch(cn_store_t *s, cn__commit_req_t *batch)
         }
         /* W1, W2: a staged file, renamed only after the synced journal. */
         assert(cn__store_is_staged_name(r->staged_name));
-        pthread_mutex_t *mu = cn__stripe(s, &r->d);
-        pthread_mutex_lock(mu);
+        cn__dheld_t dl;
+        cn__dlock(s, &r->d, &dl);
         r->rc =
             s->be->ops->put(s->be, s->staging_fd, r->staged_name, &r->d, r->form, 0, &r->existed);
         bool counts = r->rc == CN_OK && !r->existed && cn__store_usage_file_new(s, &r->d);
-        pthread_mutex_unlock(mu);
+        cn__dunlock(s, &dl);
         if (counts) {
             new_files++;
             new_bytes += (int64_t)r->payload_len;

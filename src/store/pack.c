@@ -29,7 +29,7 @@
  *      cuts the pack back to its synced end (best effort: recovery drops a
  *      torn tail anyway); a failed meta commit fails them too, and their
  *      synced records become dead space, never indexed nor acknowledged.
- *  P4. Existence is decided under the digest's stripe lock: a digest already
+ *  P4. Existence is decided under the digest's lock: a digest already
  *      in the index or in the file tree is refreshed, not written again (the
  *      tree is probed only where the backend cannot rule d out: may_have).  A
  *      file visible under that lock is durable (a large publish fsyncs its
@@ -44,7 +44,7 @@
  *      the record stays until compaction retires its pack and, lying before
  *      indexed_end, is never re-indexed by a later recovery.
  *  P7. A compaction move (a request with move_pack set) is decided under the
- *      digest's stripe lock like P4: it is appended only if the memory index
+ *      digest's lock like P4: it is appended only if the memory index
  *      still points at (move_pack, move_off), and it rides a committer batch,
  *      so P1-P3 cover its bytes.  Its index row moves with a conditional
  *      UPDATE (same digest, same old location) in the batch's transaction,
@@ -67,17 +67,17 @@
  *      such read in the process (then marked), so a record damaged before
  *      that read is reported and never sent.
  * P10. Migration of a file blob into a pack (an adopt request, sweep.c
- *      cn_store_pack_files) is decided under its stripe lock: appended only
+ *      cn_store_pack_files) is decided under its digest lock: appended only
  *      if d is not packed and its file is still there, so it rides a batch
  *      like a new blob (P1-P3).  The file is removed afterwards, under the
- *      stripe lock and only if the memory index holds d: by then the record
+ *      digest lock and only if the memory index holds d: by then the record
  *      is synced (P1) and indexed, and a crash that loses the index commit
  *      (P2) is repaired by recovery re-indexing it (P5).  Both copies hold
  *      the same verified bytes, and reads look in the pack first.  The
  *      usage totals uncount the file in the rows' transaction (a digest
  *      counts once, usage.c), so its removal notes nothing.
  *
- * Lock order: a stripe lock, then pack_mu.  No I/O under pack_mu (P9's
+ * Lock order: a digest lock, then pack_mu.  No I/O under pack_mu (P9's
  * descriptor duplicate is the one system call made under it).  Pack
  * descriptors stay open until the store closes, or, for a pack compaction
  * retired, until the next compaction pass (sweep.c, C5) and the last
@@ -762,7 +762,7 @@ static bool appends(const cn__commit_req_t *r)
     return r->packed && r->rc == CN_OK && (r->pack_state == PS_NEW || r->pack_state == PS_MOVE);
 }
 
-/* P4 for one request, under its stripe lock: is d there already?  P7 for a
+/* P4 for one request, under its digest lock: is d there already?  P7 for a
  * compaction move: is d still where the move found it? */
 static cn_err_t decide_locked(cn_store_t *s, cn__commit_req_t *r, int64_t now)
 {
@@ -932,7 +932,7 @@ static void unfile_adopted(const cn_store_t *s, idx_txn_t *t)
         }
 }
 
-/* Under d's stripe lock, once a new record of d is indexed: a file of d
+/* Under d's digest lock, once a new record of d is indexed: a file of d
  * that a large publish landed while the record was in flight (it found d
  * neither packed nor a file, as P4 did) was noted by it; its row counts d
  * now, so the file is uncounted (*blobs, *bytes).  Probed only when some
@@ -961,10 +961,10 @@ void cn__pack_commit(cn_store_t *s, cn__commit_req_t *batch)
             continue;
         any = true;
         r->pack_state = PS_NEW;
-        pthread_mutex_t *mu = cn__stripe(s, &r->d);
-        pthread_mutex_lock(mu);
+        cn__dheld_t dl;
+        cn__dlock(s, &r->d, &dl);
         r->rc = decide_locked(s, r, now);
-        pthread_mutex_unlock(mu);
+        cn__dunlock(s, &dl);
         if (r->rc == CN_OK && r->pack_state == PS_NEW && dup_in_batch(batch, r))
             r->pack_state = PS_DUP;
         r->existed = r->pack_state != PS_NEW && r->pack_state != PS_MOVE;
@@ -994,8 +994,8 @@ void cn__pack_commit(cn_store_t *s, cn__commit_req_t *batch)
     for (cn__commit_req_t *r = batch; r; r = r->next) {
         if (!appends(r))
             continue;
-        pthread_mutex_t *mu = cn__stripe(s, &r->d);
-        pthread_mutex_lock(mu);
+        cn__dheld_t dl;
+        cn__dlock(s, &r->d, &dl);
         pthread_mutex_lock(&s->pack_mu);
         if (r->pack_state == PS_NEW) {
             r->rc = index_add_locked(s, &r->d, pf->id, r->pack_off, (uint32_t)r->payload_len, now);
@@ -1009,9 +1009,9 @@ void cn__pack_commit(cn_store_t *s, cn__commit_req_t *batch)
             }
         }
         pthread_mutex_unlock(&s->pack_mu);
-        if (r->pack_state == PS_NEW && !r->adopt) /* still under the stripe lock */
+        if (r->pack_state == PS_NEW && !r->adopt) /* still under the digest lock */
             unfile_raced(s, &r->d, puts0, &raced_blobs, &raced_bytes);
-        pthread_mutex_unlock(mu);
+        cn__dunlock(s, &dl);
     }
     if (raced_blobs)
         cn__store_usage_note(s, raced_blobs, raced_bytes);

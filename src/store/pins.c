@@ -2,7 +2,7 @@
  *
  * Guards are in-process, refcounted per digest, and gone with the process.
  * Durable pins are rows in the metadata store (component "store"), with an
- * optional expiry.  Both are taken under the digest's stripe lock, the same
+ * optional expiry.  Both are taken under the digest's lock, the same
  * lock under which the sweeper and delete make their final check, so a pin
  * either exists before that check (and is seen) or is taken after the
  * removal (and protects whatever is published next).  On a tier shared by
@@ -83,15 +83,15 @@ cn_err_t cn_store_guard_acquire(cn_store_t *s, const cn_digest_t *d, cn_store_gu
         return -ENOMEM;
     g->s = s;
     g->d = *d;
-    pthread_mutex_t *mu = cn__stripe(s, d);
-    pthread_mutex_lock(mu);
+    cn__dheld_t dl;
+    cn__dlock(s, d, &dl);
     pthread_mutex_lock(&s->guard_mu);
     cn__guard_node_t **pp = guard_find_locked(s, d);
     if (!*pp) {
         cn__guard_node_t *n = calloc(1, sizeof *n);
         if (!n) {
             pthread_mutex_unlock(&s->guard_mu);
-            pthread_mutex_unlock(mu);
+            cn__dunlock(s, &dl);
             free(g);
             return -ENOMEM;
         }
@@ -101,7 +101,7 @@ cn_err_t cn_store_guard_acquire(cn_store_t *s, const cn_digest_t *d, cn_store_gu
     (*pp)->refs++;
     guard_note_locked(s, d);
     pthread_mutex_unlock(&s->guard_mu);
-    pthread_mutex_unlock(mu);
+    cn__dunlock(s, &dl);
     *out = g;
     return CN_OK;
 }
@@ -211,20 +211,20 @@ cn_err_t cn_store_pin(cn_store_t *s, const cn_digest_t *d, const char *owner_tag
         return CN_E_UNSUPPORTED;
     if (expires_unix_ms < 0 || (owner_tag && strlen(owner_tag) > 255))
         return CN_E_INVALID;
-    pthread_mutex_t *mu = cn__stripe(s, d);
+    cn__dheld_t dl;
     cn_err_t rc = CN_E_EXISTS;
     pin_row_t pr = {
         .d = d, .owner_tag = owner_tag, .expires = expires_unix_ms, .blob_row = s->blob_rows
     };
     /* Held across the commit: see the file comment. */
-    pthread_mutex_lock(mu);
+    cn__dlock(s, d, &dl);
     for (int tries = 0; tries < 4 && rc == CN_E_EXISTS; tries++) {
         if ((rc = cn_random_bytes(&pr.id, sizeof pr.id)) < 0)
             break;
         pr.id = (pr.id >> 2) | 1; /* positive in a signed BIGINT, never 0 */
         rc = cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, pin_insert, &pr);
     }
-    pthread_mutex_unlock(mu);
+    cn__dunlock(s, &dl);
     if (rc == CN_OK && pin_id)
         *pin_id = pr.id;
     return rc;

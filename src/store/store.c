@@ -182,8 +182,7 @@ cn_err_t cn_store_open(const char *data_dir, const cn_store_opts_t *opts, cn_sto
         s->opts.pack_max_bytes = 0;
         s->opts.batch_disable = true;
     }
-    for (size_t i = 0; i < CN__STORE_STRIPES; i++)
-        pthread_mutex_init(&s->stripe[i], NULL);
+    cn__dlock_init(s);
     pthread_mutex_init(&s->guard_mu, NULL);
     cn__fdc_init(s);
     pthread_mutex_init(&s->envix_mu, NULL);
@@ -291,8 +290,7 @@ void cn_store_close(cn_store_t *s)
             g = next;
         }
     }
-    for (size_t i = 0; i < CN__STORE_STRIPES; i++)
-        pthread_mutex_destroy(&s->stripe[i]);
+    cn__dlock_destroy(s);
     cn__fdc_close(s);
     cn__envix_close(s);
     pthread_mutex_destroy(&s->envix_mu);
@@ -410,12 +408,12 @@ cn_err_t cn_store_have(cn_store_t *s, const cn_digest_t *d, size_t n, bool *pres
 cn_err_t cn_store_touch(cn_store_t *s, const cn_digest_t *d)
 {
     CN_TRY(cn__store_blob_row_touch(s, d)); /* S7: the row before the backend */
-    pthread_mutex_t *mu = cn__stripe(s, d);
-    pthread_mutex_lock(mu);
+    cn__dheld_t dl;
+    cn__dlock(s, d, &dl);
     cn_err_t rc = cn__pack_touch_locked(s, d);
     if (rc == CN_E_NOT_FOUND)
         rc = s->be->ops->touch(s->be, d);
-    pthread_mutex_unlock(mu);
+    cn__dunlock(s, &dl);
     return rc;
 }
 
@@ -456,10 +454,10 @@ cn_err_t cn__store_remove_locked(cn_store_t *s, const cn_digest_t *d, uint64_t *
 
 cn_err_t cn_store_delete(cn_store_t *s, const cn_digest_t *d)
 {
-    pthread_mutex_t *mu = cn__stripe(s, d);
+    cn__dheld_t dl;
     bool pinned = false;
     cn_err_t rc;
-    pthread_mutex_lock(mu);
+    cn__dlock(s, d, &dl);
     if (cn__store_guarded(s, d)) {
         rc = CN_E_PINNED;
         goto out;
@@ -472,7 +470,7 @@ cn_err_t cn_store_delete(cn_store_t *s, const cn_digest_t *d)
     }
     rc = cn__store_remove_locked(s, d, NULL);
 out:
-    pthread_mutex_unlock(mu);
+    cn__dunlock(s, &dl);
     return rc;
 }
 

@@ -16,13 +16,27 @@
 #include "cairn/util.h"
 #include "store/backend.h"
 
-#define CN__STORE_STRIPES 64        /* per-digest lock stripes */
+#define CN__STORE_DSLOTS 64         /* slots of the digest locks (dlock.c) */
 #define CN__STORE_STAGING_SHARDS 16 /* staging/0 .. staging/f */
 #define CN__STORE_GUARD_BUCKETS 256
 #define CN__STORE_MAX_SOURCES 32
 #define CN__STORE_IO_CHUNK (256u * 1024) /* bounded read/write buffer */
 #define CN__STORE_SWEEP_BATCH 256        /* digests per liveness query */
 #define CN__STORE_GUARD_SEEN_BITS 65536  /* digests guarded during a sweep batch */
+
+/* A held digest lock, on its holder's stack (dlock.c). */
+typedef struct cn__dheld {
+    cn_digest_t d;
+    struct cn__dheld *next; /* the slot's other held digests */
+} cn__dheld_t;
+
+/* A slot of the digest locks: mu guards held and waiting only. */
+typedef struct cn__dslot {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* signalled when a digest is released and some wait */
+    cn__dheld_t *held;
+    unsigned waiting;
+} cn__dslot_t;
 
 typedef struct cn__guard_node {
     cn_digest_t d;
@@ -109,11 +123,11 @@ struct cn_store {
     bool blob_rows;
     char *sweep_hold; /* test hook CAIRN_TEST_SWEEP_HOLD=FILE (sweep.c), or NULL */
 
-    /* Serialises everything that decides a digest's existence: put, touch,
-     * delete, the sweeper's final check, guard acquisition, pin insertion. */
-    pthread_mutex_t stripe[CN__STORE_STRIPES];
+    /* The digest locks (dlock.c): everything that decides a digest's
+     * existence holds its digest's. */
+    cn__dslot_t dslots[CN__STORE_DSLOTS];
 
-    pthread_mutex_t guard_mu; /* after a stripe lock, never before */
+    pthread_mutex_t guard_mu; /* after a digest lock, never before */
     cn__guard_node_t *guards[CN__STORE_GUARD_BUCKETS];
     /* While a sweep batch is being decided, every guard taken or released
      * sets its digest's bit: a guard that covered a commit the batch's
@@ -150,7 +164,7 @@ struct cn_store {
     uint64_t envix_tick, envix_builds;
 
     /* Pack files (pack.c).  pack_mu guards the memory index and the packs
-     * array (after a stripe lock, never before); the open pack's tail and
+     * array (after a digest lock, never before); the open pack's tail and
      * pack_buf belong to the committer thread. */
     _Atomic bool dio_off; /* large staged files use the page cache (writer.c) */
     bool pack_on;
@@ -193,10 +207,15 @@ struct cn_store {
     cn_buf_t journal_buf;
 };
 
-static inline pthread_mutex_t *cn__stripe(cn_store_t *s, const cn_digest_t *d)
-{
-    return &s->stripe[d->b[0] % CN__STORE_STRIPES];
-}
+/* Digest locks (dlock.c; its invariants D1-D3).  cn__dlock waits until no
+ * other thread holds d's lock (a holder of another digest is never waited
+ * for), then holds it through h, which the caller keeps (its stack) until
+ * cn__dunlock(s, h).  Not recursive.  "Under d's digest lock" in this
+ * module means between cn__dlock and cn__dunlock of d. */
+void cn__dlock_init(cn_store_t *s);
+void cn__dlock_destroy(cn_store_t *s); /* no lock may be held */
+void cn__dlock(cn_store_t *s, const cn_digest_t *d, cn__dheld_t *h);
+void cn__dunlock(cn_store_t *s, cn__dheld_t *h);
 
 /* Little-endian field helpers of the on-disk records (journal, packs). */
 static inline void cn__le32_put(uint8_t *p, uint32_t v)
@@ -239,7 +258,7 @@ cn_err_t cn__store_pinned_durable(cn_store_t *s, const cn_digest_t *d, bool *pin
 /* S7 (sweep.c): with blob_rows, upserts d's store_blob row with touched_ms =
  * now in a committed write transaction of its own (waiting for a sweeper
  * that holds the row, bounded, repeated on contention); call it before the
- * backend put or touch of d, without d's stripe lock.  A no-op otherwise.
+ * backend put or touch of d, without d's digest lock.  A no-op otherwise.
  * Errors: meta's (the caller then acknowledges nothing). */
 cn_err_t cn__store_blob_row_touch(cn_store_t *s, const cn_digest_t *d);
 /* The same statement inside the caller's write transaction (a pin's). */
@@ -247,7 +266,7 @@ cn_err_t cn__store_blob_row_upsert(cn_meta_txn_t *txn, const cn_digest_t *d);
 
 /* fdcache.c.  init never fails (without memory the cache is off); forget
  * closes, or marks for its last borrower to close, d's kept descriptor once
- * d's file was removed (called under d's stripe lock). */
+ * d's file was removed (called under d's digest lock). */
 void cn__fdc_init(cn_store_t *s);
 void cn__fdc_close(cn_store_t *s);
 void cn__fdc_forget(cn_store_t *s, const cn_digest_t *d);
@@ -289,7 +308,7 @@ cn_err_t cn__store_usage_open(cn_store_t *s);
  * durable meta commit, which also makes every earlier note durable), so
  * the next open needs no recount.  Logs a failure (that open recounts). */
 void cn__store_usage_close(cn_store_t *s);
-/* Under d's stripe lock, after the backend put a new file of d: whether
+/* Under d's digest lock, after the backend put a new file of d: whether
  * the caller notes it (false when d is packed: its row counts it).  Counts
  * the put in usage_file_puts, which the committer's index step reads. */
 bool cn__store_usage_file_new(cn_store_t *s, const cn_digest_t *d);
@@ -365,7 +384,7 @@ void cn__pack_ref_put(void *ref);
 /* The verified payload of loc into buf (loc->len bytes): CN_E_CORRUPT when
  * the bytes do not hash to the digest (reported, never served). */
 cn_err_t cn__pack_read(const cn__pack_loc_t *loc, uint8_t *buf);
-/* Under d's stripe lock: CN_E_NOT_FOUND when d is not packed. */
+/* Under d's digest lock: CN_E_NOT_FOUND when d is not packed. */
 cn_err_t cn__pack_touch_locked(cn_store_t *s, const cn_digest_t *d);
 cn_err_t cn__pack_remove_locked(cn_store_t *s, const cn_digest_t *d, uint64_t *freed);
 /* Calls fn for every packed blob (a snapshot taken first: fn may lock). */
@@ -400,7 +419,7 @@ void cn__pack_reap(cn_store_t *s);
 /* Test hook of compaction (CAIRN_TEST_COMPACT_CRASH): SIGKILL at point. */
 void cn__pack_compact_crash(cn_store_t *s, int point);
 
-/* Blob-level queries over packs then files (store.c).  Under d's stripe lock:
+/* Blob-level queries over packs then files (store.c).  Under d's digest lock:
  * remove from both; CN_E_NOT_FOUND if in neither. */
 cn_err_t cn__store_remove_locked(cn_store_t *s, const cn_digest_t *d, uint64_t *freed);
 /* stat of d, packed or file. */

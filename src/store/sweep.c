@@ -2,19 +2,19 @@
  *
  * Sweeper invariants (docs/store.md, "Sweeper"):
  *  S1. A blob is removed only if its mtime is older than now − grace when
- *      checked under its stripe lock immediately before the unlink.  Publish
+ *      checked under its digest lock immediately before the unlink.  Publish
  *      (also an idempotent one) and cn_store_touch refresh the mtime under
  *      the same lock, so a blob being (re)published is never removed, and a
  *      publish that comes after the removal stores the blob anew.
  *  S2. No guard is held on it, and none was taken or released since its
- *      batch's liveness question began, checked under the stripe lock;
+ *      batch's liveness question began, checked under the digest lock;
  *      guards are acquired under that lock, so one taken later protects only
  *      a future publish, and one taken earlier is always seen.  The second
  *      half matters for a grace shorter than a put: a writer guards its blob
  *      from publish to commit, and a commit after the liveness answer but
  *      before this check would otherwise go unseen once the guard is gone.
  *  S3. No unexpired durable pin names it, read in a transaction begun under
- *      the stripe lock; cn_store_pin holds that lock through its commit.
+ *      the digest lock; cn_store_pin holds that lock through its commit.
  *  S4. Every registered liveness source answered "not live" during this
  *      sweep (asked without store locks, since a source may query meta).  A
  *      reference recorded after that answer is safe because its writer
@@ -26,8 +26,8 @@
  *
  * A tier shared by a fleet (s->blob_rows: the S3 tier on an engine that is
  * not single-writer, PostgreSQL) is also written by other nodes, whose puts
- * take none of this node's stripe locks.  The digest's store_blob row and
- * its row lock stand in for the stripe lock across nodes (docs/fleet.md,
+ * take none of this node's digest locks.  The digest's store_blob row and
+ * its row lock stand in for the digest lock across nodes (docs/fleet.md,
  * "Sweeper"):
  *  S6. A backend object is removed only inside one metadata write
  *      transaction that holds its digest's row locked (SELECT … FOR UPDATE;
@@ -56,7 +56,7 @@
  *      busy timeout) per attempt, repeated on contention until twice the
  *      busy timeout, then fails and nothing is acknowledged.
  * On a single-writer engine (SQLite) one process owns the metadata and its
- * stripe locks order every put, touch and pin against its sweeper (S1-S3):
+ * digest locks order every put, touch and pin against its sweeper (S1-S3):
  * no row is kept there (the sweeper would otherwise hold the only writer,
  * and with it every write of the node, across an HTTP DELETE).
  *
@@ -77,9 +77,9 @@
  *  C3. A copy rides a committer batch (P7): appended to the open pack and
  *      fdatasynced (P1) before its index row moves, in that batch's meta
  *      transaction, with an UPDATE conditional on the old location; only
- *      then does its memory entry move, under the stripe lock and only if
+ *      then does its memory entry move, under the digest lock and only if
  *      still at the old location.  So the guard and grace rules need nothing
- *      new: a delete, touch or re-put of the digest takes the same stripe
+ *      new: a delete, touch or re-put of the digest takes the same digest
  *      lock, wins over a move it races, and a move never resurrects a blob
  *      (it changes a row only where one still exists).
  *  C4. A pack is retired only when no memory entry and no meta row names it
@@ -285,7 +285,7 @@ keep:
     return CN_OK;
 }
 
-/* S6 for one candidate that passed S1, S2 and S4 (under its stripe lock). */
+/* S6 for one candidate that passed S1, S2 and S4 (under its digest lock). */
 static cn_err_t remove_by_row(sweep_t *sw, const cn_digest_t *d, int64_t mtime_ms)
 {
     cn_store_t *s = sw->s;
@@ -304,15 +304,15 @@ static cn_err_t remove_by_row(sweep_t *sw, const cn_digest_t *d, int64_t mtime_m
     return rc < 0 ? rc : CN_OK;
 }
 
-/* S1–S3 for one candidate, under its stripe lock. */
+/* S1–S3 for one candidate, under its digest lock. */
 static cn_err_t remove_if_dead(sweep_t *sw, const cn_digest_t *d)
 {
     cn_store_t *s = sw->s;
-    pthread_mutex_t *mu = cn__stripe(s, d);
+    cn__dheld_t dl;
     cn__be_stat_t bst;
     bool pinned = false;
     uint64_t freed = 0;
-    pthread_mutex_lock(mu);
+    cn__dlock(s, d, &dl);
     cn_err_t rc = cn__store_stat_any(s, d, &bst);
     if (rc == CN_E_NOT_FOUND) {
         rc = CN_OK; /* deleted meanwhile */
@@ -349,7 +349,7 @@ static cn_err_t remove_if_dead(sweep_t *sw, const cn_digest_t *d)
         sw->st.bytes_deleted += freed;
     }
 out:
-    pthread_mutex_unlock(mu);
+    cn__dunlock(s, &dl);
     return rc;
 }
 
@@ -600,13 +600,13 @@ static cn_err_t read_file_checked(cn_store_t *s, const cn__pack_live_t *c, uint8
 static void drop_adopted_file(cn_store_t *s, const cn__commit_req_t *r, cn_store_pack_stats_t *st)
 {
     cn__pack_loc_t loc;
-    pthread_mutex_t *mu = cn__stripe(s, &r->d);
-    pthread_mutex_lock(mu);
+    cn__dheld_t dl;
+    cn__dlock(s, &r->d, &dl);
     bool packed = cn__pack_find(s, &r->d, &loc);
     cn_err_t rc = packed ? s->be->ops->remove(s->be, &r->d, NULL) : CN_E_NOT_FOUND;
     if (rc == CN_OK) /* uncounted by the index transaction (pack.c): its row counts it */
         cn__fdc_forget(s, &r->d);
-    pthread_mutex_unlock(mu);
+    cn__dunlock(s, &dl);
     if (rc == CN_OK) {
         st->moved++;
         st->bytes_moved += r->payload_len;

@@ -9,7 +9,7 @@
  *      open rewrites the file if a crash lost or tore it.  So no name a
  *      reader can reach points at bytes a crash can lose.
  *  W3. The rename is atomic and never replaces an existing blob
- *      (RENAME_NOREPLACE, plus the digest's stripe lock in process).
+ *      (RENAME_NOREPLACE, plus the digest's lock in process).
  *  W4. publish returns CN_OK only after the blob will survive a crash: its
  *      directory entry is fsynced (large), or its journal record is synced
  *      (small) — also when the digest already existed, because its publisher
@@ -423,12 +423,12 @@ static cn_err_t publish_direct(cn_store_writer_t *w, const cn_digest_t *d, bool 
     /* A shared tier: d's row first, so that no other node's sweeper deletes
      * d after the backend answered this put (sweep.c, S7). */
     CN_TRY(cn__store_blob_row_touch(s, d));
-    pthread_mutex_t *mu = cn__stripe(s, d);
-    pthread_mutex_lock(mu);
+    cn__dheld_t dl;
+    cn__dlock(s, d, &dl);
     cn_err_t rc =
         s->be->ops->put(s->be, s->staging_fd, w->name, d, w->form, CN__BE_PUT_SYNC, existed);
     bool counts = rc == CN_OK && !*existed && cn__store_usage_file_new(s, d);
-    pthread_mutex_unlock(mu);
+    cn__dunlock(s, &dl);
     if (counts)
         cn__store_usage_note(s, 1, (int64_t)w->stored);
     return rc;

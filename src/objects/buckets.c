@@ -209,7 +209,7 @@ static cn_err_t bucket_list_body(cn_meta_txn_t *txn, void *ctx)
         char name[CN_BUCKET_NAME_MAX + 1];
         cn__strcpy(name, sizeof name, n, nl);
         int64_t id = cn_meta_column_int64(st, 0), gen = cn_meta_column_int64(st, 3);
-        cn__cent_t *e = cn__cache_find(&bw->o->buckets, name, strlen(name), id, gen);
+        cn_cent_t *e = cn_cache_find(&bw->o->buckets, name, strlen(name), id, gen);
         cn__bkt_t *b = (cn__bkt_t *)e;
         if (!e) {
             const char *acl = cn_meta_column_text(st, 4, &al);

@@ -1,5 +1,6 @@
-/* What the read path keeps between requests: bucket settings compiled once
- * per change, and object ACLs parsed once per distinct stored text.
+/* What the read path keeps between requests, as entries of caches of
+ * cairn/cache.h: bucket settings compiled once per change, and object ACLs
+ * parsed once per distinct stored text.
  *
  * Buckets.  A cn__bkt_t holds a bucket's ACL parsed, its policy compiled,
  * its public access block decoded and (when small) its named settings, and
@@ -22,154 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the cache ------------------------------------------------------------------- */
-uint64_t cn__cache_hash(const char *key, size_t klen)
-{
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-    for (size_t i = 0; i < klen; i++) {
-        h ^= (uint8_t)key[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
-cn_err_t cn__cache_init(cn__cache_t *c, size_t nslots, size_t budget)
-{
-    memset(c, 0, sizeof *c);
-    /* Writers first: a steady stream of finds must not starve an offer. */
-    pthread_rwlockattr_t at;
-    pthread_rwlockattr_init(&at);
-    pthread_rwlockattr_setkind_np(&at, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&c->mu, &at);
-    pthread_rwlockattr_destroy(&at);
-    atomic_init(&c->tick, 0);
-    c->budget = budget;
-    if (!nslots)
-        return 0; /* a disabled cache: offers are dropped, finds never made */
-    c->ent = calloc(nslots, sizeof *c->ent);
-    c->used = calloc(nslots, sizeof *c->used);
-    if (!c->ent || !c->used)
-        return -ENOMEM;
-    c->nslots = nslots;
-    return 0;
-}
-
-void cn__cache_destroy(cn__cache_t *c)
-{
-    for (size_t i = 0; i < c->nslots; i++)
-        cn__cent_release(c->ent[i]);
-    free(c->ent);
-    free(c->used);
-    c->ent = NULL;
-    c->used = NULL;
-    c->nslots = 0;
-    pthread_rwlock_destroy(&c->mu);
-}
-
-void cn__cent_release(cn__cent_t *e)
-{
-    if (e && atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1)
-        e->destroy(e);
-}
-
-static size_t cache_set(const cn__cache_t *c, uint64_t hash)
-{
-    return (size_t)(hash % (c->nslots / CN__CACHE_WAYS)) * CN__CACHE_WAYS;
-}
-
-static bool same_key(const cn__cent_t *e, uint64_t hash, const char *key, size_t klen)
-{
-    return e && e->hash == hash && e->klen == klen && !memcmp(e->key, key, klen);
-}
-
-cn__cent_t *cn__cache_find(cn__cache_t *c, const char *key, size_t klen, int64_t v1, int64_t v2)
-{
-    uint64_t h = cn__cache_hash(key, klen);
-    size_t base = cache_set(c, h);
-    cn__cent_t *found = NULL;
-    pthread_rwlock_rdlock(&c->mu);
-    for (size_t i = base; i < base + CN__CACHE_WAYS; i++) {
-        cn__cent_t *e = c->ent[i];
-        if (same_key(e, h, key, klen) && e->v1 == v1 && e->v2 == v2) {
-            atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
-            /* Store only when it moves: a hot entry's line stays shared. */
-            uint64_t t = atomic_load_explicit(&c->tick, memory_order_relaxed);
-            if (atomic_load_explicit(&c->used[i], memory_order_relaxed) != t)
-                atomic_store_explicit(&c->used[i], t, memory_order_relaxed);
-            found = e;
-            break;
-        }
-    }
-    pthread_rwlock_unlock(&c->mu);
-    return found;
-}
-
-static uint64_t used_at(const cn__cache_t *c, size_t i)
-{
-    return atomic_load_explicit(&c->used[i], memory_order_relaxed);
-}
-
-/* The slot e goes to in its set: the one holding its key (NULL *keep when
- * that one is newer or as new: e is not kept), else an empty one, else the
- * least recently used.  Under c->mu held exclusively. */
-static size_t offer_slot_locked(cn__cache_t *c, const cn__cent_t *e, size_t base, bool *keep)
-{
-    *keep = true;
-    size_t victim = base;
-    for (size_t i = base; i < base + CN__CACHE_WAYS; i++) {
-        const cn__cent_t *o = c->ent[i];
-        if (same_key(o, e->hash, e->key, e->klen)) {
-            *keep = o->v1 < e->v1 || (o->v1 == e->v1 && o->v2 < e->v2);
-            return i;
-        }
-        if (c->ent[victim] && (!o || used_at(c, i) < used_at(c, victim)))
-            victim = i;
-    }
-    return victim;
-}
-
-void cn__cache_offer(cn__cache_t *c, cn__cent_t *e)
-{
-    if (e->cost > c->budget || !c->nslots)
-        return;
-    /* At most this many go per offer (the cost may stay over the budget until
-     * the next offer when one entry displaces more). */
-    cn__cent_t *drop[CN__CACHE_SLOTS];
-    size_t ndrop = 0;
-    pthread_rwlock_wrlock(&c->mu);
-    bool keep;
-    size_t slot = offer_slot_locked(c, e, cache_set(c, e->hash), &keep);
-    if (keep) {
-        if (c->ent[slot]) {
-            c->cost -= c->ent[slot]->cost;
-            drop[ndrop++] = c->ent[slot];
-        }
-        atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
-        c->ent[slot] = e;
-        uint64_t t = atomic_load_explicit(&c->tick, memory_order_relaxed) + 1;
-        atomic_store_explicit(&c->tick, t, memory_order_relaxed);
-        atomic_store_explicit(&c->used[slot], t, memory_order_relaxed);
-        c->cost += e->cost;
-        /* Over the budget: the least recently used others go. */
-        while (c->cost > c->budget && ndrop < sizeof drop / sizeof *drop) {
-            size_t lru = slot;
-            for (size_t i = 0; i < c->nslots; i++)
-                if (i != slot && c->ent[i] && (lru == slot || used_at(c, i) < used_at(c, lru)))
-                    lru = i;
-            if (lru == slot)
-                break;
-            c->cost -= c->ent[lru]->cost;
-            drop[ndrop++] = c->ent[lru];
-            c->ent[lru] = NULL;
-        }
-    }
-    pthread_rwlock_unlock(&c->mu);
-    for (size_t i = 0; i < ndrop; i++)
-        cn__cent_release(drop[i]);
-}
-
 /* ---- buckets --------------------------------------------------------------------- */
-static void bkt_destroy(cn__cent_t *e)
+static void bkt_destroy(cn_cent_t *e)
 {
     cn__bkt_t *b = (cn__bkt_t *)e;
     free(b->acl);
@@ -181,7 +36,7 @@ static void bkt_destroy(cn__cent_t *e)
 void cn__bkt_release(const cn__bkt_t *b)
 {
     if (b)
-        cn__cent_release((cn__cent_t *)&b->ent);
+        cn_cent_release((cn_cent_t *)&b->ent);
 }
 
 cn_err_t cn__bkt_build(int64_t id, int64_t gen, const char *name, const char *owner,
@@ -201,7 +56,7 @@ cn_err_t cn__bkt_build(int64_t id, int64_t gen, const char *name, const char *ow
     b->created_ms = created_ms;
     b->ent.key = b->name;
     b->ent.klen = strlen(b->name);
-    b->ent.hash = cn__cache_hash(b->ent.key, b->ent.klen);
+    b->ent.hash = cn_cache_hash(b->ent.key, b->ent.klen);
     b->ent.v1 = id;
     b->ent.v2 = gen;
     /* A compiled policy holds its parsed JSON: about 8 bytes per byte of text. */
@@ -312,7 +167,7 @@ cn_err_t cn__bkt_setting(cn_meta_txn_t *txn, const cn__bkt_t *b, int64_t bucket_
 cn_err_t cn__bkt_get(cn_objects_t *o, cn_meta_txn_t *txn, const char *name, int64_t id, int64_t gen,
                      const cn__bkt_t **out)
 {
-    cn__cent_t *e = cn__cache_find(&o->buckets, name, strlen(name), id, gen);
+    cn_cent_t *e = cn_cache_find(&o->buckets, name, strlen(name), id, gen);
     if (e) {
         *out = (const cn__bkt_t *)e;
         return 0;
@@ -341,7 +196,7 @@ cn_err_t cn__bkt_get(cn_objects_t *o, cn_meta_txn_t *txn, const char *name, int6
         cn__bkt_release(b);
         return err;
     }
-    cn__cache_offer(&o->buckets, &b->ent);
+    cn_cache_offer(&o->buckets, &b->ent);
     *out = b;
     return 0;
 }
@@ -372,7 +227,7 @@ cn_err_t cn__bkt_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
 }
 
 /* ---- object ACLs ----------------------------------------------------------------- */
-static void acl_destroy(cn__cent_t *e)
+static void acl_destroy(cn_cent_t *e)
 {
     free(e);
 }
@@ -385,7 +240,7 @@ cn_err_t cn__objacl_set(cn_objects_t *o, cn__objacl_t *a, const char *owner, siz
     a->ref = NULL;
     if (!acl)
         return 0;
-    cn__cent_t *e = o ? cn__cache_find(&o->acls, acl, acl_len, 0, 0) : NULL;
+    cn_cent_t *e = o ? cn_cache_find(&o->acls, acl, acl_len, 0, 0) : NULL;
     if (!e) {
         cn__acl_ent_t *n = malloc(sizeof *n + acl_len + 1);
         if (!n)
@@ -400,12 +255,12 @@ cn_err_t cn__objacl_set(cn_objects_t *o, cn__objacl_t *a, const char *owner, siz
         atomic_init(&e->refs, 1);
         e->key = n->text;
         e->klen = acl_len;
-        e->hash = cn__cache_hash(n->text, acl_len);
+        e->hash = cn_cache_hash(n->text, acl_len);
         e->v1 = e->v2 = 0;
         e->cost = sizeof *n + acl_len;
         e->destroy = acl_destroy;
         if (o)
-            cn__cache_offer(&o->acls, e);
+            cn_cache_offer(&o->acls, e);
     }
     a->acl = &((const cn__acl_ent_t *)e)->acl;
     a->ref = e;
@@ -415,7 +270,7 @@ cn_err_t cn__objacl_set(cn_objects_t *o, cn__objacl_t *a, const char *owner, siz
 void cn__objacl_free(cn__objacl_t *a)
 {
     if (a) {
-        cn__cent_release(a->ref);
+        cn_cent_release(a->ref);
         a->ref = NULL;
         a->acl = NULL;
     }

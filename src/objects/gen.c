@@ -221,8 +221,8 @@ size_t cn__gen_kslot(const cn__gen_t *g, const char *bucket, const char *key)
 {
     if (!g || !g->meta || !bucket || !key)
         return cn__gen_slot(bucket);
-    uint64_t h = cn__cache_hash(bucket, strlen(bucket)) * UINT64_C(0x9E3779B97F4A7C15) ^
-                 cn__cache_hash(key, strlen(key));
+    uint64_t h = cn_cache_hash(bucket, strlen(bucket)) * UINT64_C(0x9E3779B97F4A7C15) ^
+                 cn_cache_hash(key, strlen(key));
     return CN__GEN_SLOTS + (size_t)(h % GEN_KEY_SLOTS);
 }
 
@@ -241,7 +241,7 @@ bool cn__gen_local(const cn__gen_t *g)
 
 size_t cn__gen_slot(const char *bucket)
 {
-    return bucket ? (size_t)(cn__cache_hash(bucket, strlen(bucket)) % CN__GEN_SLOTS) : 0;
+    return bucket ? (size_t)(cn_cache_hash(bucket, strlen(bucket)) % CN__GEN_SLOTS) : 0;
 }
 
 uint64_t cn__gen_load(const cn__gen_t *g, size_t slot)

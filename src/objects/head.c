@@ -38,7 +38,7 @@ cn_err_t cn__objhead_init(cn_objects_t *o, const char *data_dir)
      * rows bumped by each write's own transaction (gen.c, rows mode). */
     bool rows = !strcmp(cn_meta_engine(o->meta), "postgres");
     bool on = data_dir && (rows || !strcmp(cn_meta_engine(o->meta), "sqlite"));
-    cn_err_t err = cn__cache_init(&o->heads, on ? HEAD_SLOTS : 0, HEAD_BUDGET);
+    cn_err_t err = cn_cache_init(&o->heads, on ? HEAD_SLOTS : 0, HEAD_BUDGET);
     if (err >= 0 && on)
         err = rows ? cn__gen_open_rows(o->meta, &o->gen) : cn__gen_open(data_dir, &o->gen);
     if (err >= 0 && on) {
@@ -50,7 +50,7 @@ cn_err_t cn__objhead_init(cn_objects_t *o, const char *data_dir)
 
 void cn__objhead_destroy(cn_objects_t *o)
 {
-    cn__cache_destroy(&o->heads);
+    cn_cache_destroy(&o->heads);
     cn__gen_close(o->gen);
     o->gen = NULL;
 }
@@ -87,10 +87,10 @@ const cn__objhead_t *cn__objhead_find(cn_objects_t *o, const char *bucket, const
     char kb[HEAD_KEY_MAX];
     size_t kl = head_key(kb, bucket, key);
     *stamp = cn__gen_hload(o->gen, cn__gen_slot(bucket), cn__gen_kslot(o->gen, bucket, key));
-    cn__cent_t *e = NULL;
+    cn_cent_t *e = NULL;
     /* A word with a writer in flight was never filed under (invariant 2). */
     if (kl && cn__gen_quiet(stamp->w))
-        e = cn__cache_find(&o->heads, kb, kl, head_version(stamp->w), 0);
+        e = cn_cache_find(&o->heads, kb, kl, head_version(stamp->w), 0);
     cn_metric_add(e ? o->head_hits : o->head_misses, 1);
     return (const cn__objhead_t *)e;
 }
@@ -102,7 +102,7 @@ bool cn__objhead_current(const cn_objects_t *o, const char *bucket, const char *
                stamp;
 }
 
-static void head_destroy(cn__cent_t *e)
+static void head_destroy(cn_cent_t *e)
 {
     cn__objhead_t *h = (cn__objhead_t *)e;
     cn__bkt_release(h->b);
@@ -115,7 +115,7 @@ static void head_destroy(cn__cent_t *e)
 void cn__objhead_release(const cn__objhead_t *h)
 {
     if (h)
-        cn__cent_release((cn__cent_t *)&h->ent);
+        cn_cent_release((cn_cent_t *)&h->ent);
 }
 
 cn_err_t cn__info_copy(cn_object_info_t *dst, const cn_object_info_t *src)
@@ -176,7 +176,7 @@ void cn__objhead_offer(cn_objects_t *o, const char *bucket, const char *key, cn_
     memcpy(h->kbuf, kb, kl);
     h->ent.key = h->kbuf;
     h->ent.klen = kl;
-    h->ent.hash = cn__cache_hash(kb, kl);
+    h->ent.hash = cn_cache_hash(kb, kl);
     h->ent.v1 = head_version(stamp.w);
     h->stamp = stamp.w;
     h->bword = stamp.b;
@@ -194,7 +194,7 @@ void cn__objhead_offer(cn_objects_t *o, const char *bucket, const char *key, cn_
         h->nsegs = nsegs;
         h->ent.cost = sizeof *h + kl + nsegs * sizeof *segs + info->nmeta * 64 +
                       (info->content_type ? strlen(info->content_type) : 0);
-        cn__cache_offer(&o->heads, &h->ent);
+        cn_cache_offer(&o->heads, &h->ent);
     }
-    cn__cent_release(&h->ent);
+    cn_cent_release(&h->ent);
 }

@@ -349,14 +349,14 @@ static cn_err_t tags_peek_body(cn_meta_txn_t *txn, void *ctx)
  * bucket made again is never answered stale, while object writes, which do
  * not move that word, leave the entry usable. */
 typedef struct lc_ent {
-    cn__cent_t ent; /* key = bucket name; version = (settings generation, 0) */
+    cn_cent_t ent; /* key = bucket name; version = (settings generation, 0) */
     char owner[CN_ACCOUNT_NAME_MAX + 1];
     bool has;
     cn_objects_lc_t lc;
     char name[];
 } lc_ent_t;
 
-static void lc_ent_destroy(cn__cent_t *e)
+static void lc_ent_destroy(cn_cent_t *e)
 {
     lc_ent_t *le = (lc_ent_t *)e;
     cn_objects_lc_free(&le->lc);
@@ -380,8 +380,8 @@ static const lc_ent_t *lc_find_at(cn_objects_t *o, const char *bucket, uint64_t 
         return NULL;
     if (!w)
         w = cn__gen_sload(o->gen, cn__gen_slot(bucket));
-    return cn__gen_quiet(w) ? (const lc_ent_t *)cn__cache_find(&o->lcs, bucket, strlen(bucket),
-                                                               (int64_t)(w >> 32), 0)
+    return cn__gen_quiet(w) ? (const lc_ent_t *)cn_cache_find(&o->lcs, bucket, strlen(bucket),
+                                                              (int64_t)(w >> 32), 0)
                             : NULL;
 }
 
@@ -414,17 +414,17 @@ static cn_err_t lc_read(cn_objects_t *o, const char *bucket, const lc_ent_t **ou
     size_t vlen = v.len;
     cn_buf_free(&v);
     if (err < 0) {
-        cn__cent_release(&le->ent);
+        cn_cent_release(&le->ent);
         return err;
     }
     memcpy(le->name, bucket, bl + 1);
     le->ent.key = le->name;
     le->ent.klen = bl;
-    le->ent.hash = cn__cache_hash(bucket, bl);
+    le->ent.hash = cn_cache_hash(bucket, bl);
     le->ent.v1 = (int64_t)(stamp >> 32);
     le->ent.cost = sizeof *le + bl + 2 * vlen;
     if (o->gen && cn__gen_quiet(stamp))
-        cn__cache_offer(&o->lcs, &le->ent);
+        cn_cache_offer(&o->lcs, &le->ent);
     *out = le;
     return 0;
 }
@@ -438,7 +438,7 @@ cn_err_t cn__bkt_owner(cn_objects_t *o, const char *bucket, char owner[CN_ACCOUN
     cn_err_t err = le ? 0 : lc_read(o, bucket, &le);
     if (err >= 0)
         cn__strcpy(owner, CN_ACCOUNT_NAME_MAX + 1, le->owner, strlen(le->owner));
-    cn__cent_release((cn__cent_t *)le);
+    cn_cent_release((cn_cent_t *)le);
     return err < 0 ? err : CN_OK;
 }
 
@@ -456,7 +456,7 @@ int cn_objects_lifecycle_expiry_cached(cn_objects_t *o, const char *bucket, cons
     else if (le->has)
         found = cn_objects_lc_expiry(&le->lc, key, size, NULL, 0, last_modified_ms,
                                      atomic_load(&o->lc_day_ms), expiry_ms, rule_id);
-    cn__cent_release((cn__cent_t *)le);
+    cn_cent_release((cn_cent_t *)le);
     return found;
 }
 
@@ -500,6 +500,6 @@ int cn_objects_lifecycle_expiry_under(cn_objects_t *o, const char *bucket, uint6
     int found = 0;
     if (err >= 0 && le->has)
         found = lc_answer(o, &le->lc, key, size, version_id, last_modified_ms, expiry_ms, rule_id);
-    cn__cent_release((cn__cent_t *)le);
+    cn_cent_release((cn_cent_t *)le);
     return err < 0 ? err : found;
 }

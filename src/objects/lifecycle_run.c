@@ -777,7 +777,7 @@ static void lc_opts(struct cn__lc *lc, const cn_objects_lc_opts_t *opts)
     gethostname(host, sizeof host - 1);
     if (lc->opts.holder)
         snprintf(lc->holder, sizeof lc->holder, "%.40s:%016llx", host,
-                 (unsigned long long)cn__cache_hash(lc->opts.holder, strlen(lc->opts.holder)));
+                 (unsigned long long)cn_cache_hash(lc->opts.holder, strlen(lc->opts.holder)));
     else
         snprintf(lc->holder, sizeof lc->holder, "%.40s:pid%ld", host, (long)getpid());
     lc->opts.holder = NULL; /* borrowed: not kept */

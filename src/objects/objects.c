@@ -714,12 +714,12 @@ cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store, const cn_objects_op
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&o->cv, &ca);
     pthread_condattr_destroy(&ca);
-    cn_err_t err = cn__cache_init(&o->buckets, CN__CACHE_SLOTS, CN_OBJ_BUCKET_CACHE_BYTES);
-    cn_err_t e2 = cn__cache_init(&o->acls, CN__CACHE_SLOTS, CN_OBJ_ACL_CACHE_BYTES);
+    cn_err_t err = cn_cache_init(&o->buckets, CN__CACHE_SLOTS, CN_OBJ_BUCKET_CACHE_BYTES);
+    cn_err_t e2 = cn_cache_init(&o->acls, CN__CACHE_SLOTS, CN_OBJ_ACL_CACHE_BYTES);
     cn_err_t e3 = cn__objhead_init(o, o->opts.data_dir);
     /* One small entry per bucket read lately, with or without rules: as many
      * as a busy server has hot buckets. */
-    cn_err_t e4 = cn__cache_init(&o->lcs, 16 * CN__CACHE_SLOTS, CN_OBJ_ACL_CACHE_BYTES);
+    cn_err_t e4 = cn_cache_init(&o->lcs, 16 * CN__CACHE_SLOTS, CN_OBJ_ACL_CACHE_BYTES);
     err = err < 0 ? err : e2 < 0 ? e2 : e3 < 0 ? e3 : e4;
     if (err >= 0)
         err = cn__sql_migrate(meta, &cn__sql_obj_set);
@@ -749,9 +749,9 @@ cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store, const cn_objects_op
     return 0;
 fail:
     cn__objhead_destroy(o);
-    cn__cache_destroy(&o->lcs);
-    cn__cache_destroy(&o->acls);
-    cn__cache_destroy(&o->buckets);
+    cn_cache_destroy(&o->lcs);
+    cn_cache_destroy(&o->acls);
+    cn_cache_destroy(&o->buckets);
     cn__chains_free(o->chains);
     cn__hashpool_free(o->hashpool);
     pthread_cond_destroy(&o->cv);
@@ -773,9 +773,9 @@ void cn_objects_close(cn_objects_t *o)
         pthread_join(o->sweeper, NULL);
     }
     cn__objhead_destroy(o);
-    cn__cache_destroy(&o->lcs);
-    cn__cache_destroy(&o->acls);
-    cn__cache_destroy(&o->buckets);
+    cn_cache_destroy(&o->lcs);
+    cn_cache_destroy(&o->acls);
+    cn_cache_destroy(&o->buckets);
     cn__chains_free(o->chains);
     cn__hashpool_free(o->hashpool);
     pthread_cond_destroy(&o->cv);

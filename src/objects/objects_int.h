@@ -4,6 +4,7 @@
 #define CN_OBJECTS_INT_H
 
 #include "cairn/objects.h"
+#include "cairn/cache.h"
 #include "cairn/meta.h"
 #include "cairn/store.h"
 #include "meta/sql/objects.h" /* the SQL text: cn__sql_obj[CN_SQL_OBJ_*] */
@@ -11,55 +12,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-/* ---- shared, refcounted cache entries (cache.c) -----------------------------
- * An entry is immutable once offered to a cache, and freed by whoever drops
- * its last reference.  key (klen bytes, inside the entry) names it; (v1, v2)
- * is its version, compared in that order: an entry is found only by its exact
- * key and version, and an offered entry replaces one of the same key only
- * when its version is newer, so a reader of an older snapshot can never put
- * older settings back in place of newer ones. */
-typedef struct cn__cent {
-    atomic_uint refs;
-    uint64_t hash; /* of key */
-    const char *key;
-    size_t klen;
-    int64_t v1, v2;
-    size_t cost; /* bytes it holds, roughly, for the cache's budget */
-    void (*destroy)(struct cn__cent *e);
-} cn__cent_t;
-
+/* ---- the read path's caches (cairn/cache.h) ----------------------------------- */
 #define CN__CACHE_SLOTS 64 /* entries of the settings and ACL caches */
-#define CN__CACHE_WAYS 4   /* slots one key may sit in */
-
-/* A bounded set-associative cache of entries: at most nslots (a multiple of
- * CN__CACHE_WAYS), and at most budget bytes of their cost.  Thread-safe: finds
- * share a reader lock (so the event loops and workers finding at once never
- * wait for each other: no futex on a hit), offers take it exclusively, held
- * only to swap pointers; entries are destroyed outside it.  Recency is counted
- * in offers (tick moves only under the writer lock): enough for the only
- * decision it serves, which entry an offer evicts. */
-typedef struct cn__cache {
-    pthread_rwlock_t mu;
-    size_t budget, cost; /* under mu held exclusively */
-    _Atomic uint64_t tick;
-    size_t nslots;
-    cn__cent_t **ent;       /* nslots; written under mu exclusively */
-    _Atomic uint64_t *used; /* nslots; the tick of the last find or offer */
-} cn__cache_t;
-
-/* -ENOMEM, or 0; a cache that failed to initialize may still be destroyed. */
-cn_err_t cn__cache_init(cn__cache_t *c, size_t nslots, size_t budget);
-/* Drops every entry the cache holds (those still held elsewhere live on). */
-void cn__cache_destroy(cn__cache_t *c);
-/* The entry of key at version (v1, v2), with a reference the caller
- * releases (cn__cent_release), or NULL. */
-cn__cent_t *cn__cache_find(cn__cache_t *c, const char *key, size_t klen, int64_t v1, int64_t v2);
-/* Offers e (the caller keeps its own reference): the cache takes a reference
- * unless it holds the same key at a newer or equal version, or e alone is over
- * the budget.  e->hash must be cn__cache_hash(e->key, e->klen). */
-void cn__cache_offer(cn__cache_t *c, cn__cent_t *e);
-uint64_t cn__cache_hash(const char *key, size_t klen);
-void cn__cent_release(cn__cent_t *e); /* NULL is a no-op */
 
 /* ---- write generations (gen.c) ----------------------------------------------
  * A table of 64-bit words in a file of the data dir, shared by every process
@@ -151,12 +105,12 @@ struct cn_objects {
     pthread_mutex_t mu; /* guards stop, for the sweeper's wait */
     pthread_cond_t cv;
     bool stop;
-    cn__cache_t buckets; /* cn__bkt_t by name, version (bucket_id, gen) */
-    cn__cache_t acls;    /* cn__acl_ent_t by the ACL's stored text */
-    cn__gen_t *gen;      /* the data dir's write generations; NULL = heads uncached */
-    cn__cache_t heads;   /* cn__objhead_t by (bucket, key), version (slot generation, 0) */
+    cn_cache_t buckets; /* cn__bkt_t by name, version (bucket_id, gen) */
+    cn_cache_t acls;    /* cn__acl_ent_t by the ACL's stored text */
+    cn__gen_t *gen;     /* the data dir's write generations; NULL = heads uncached */
+    cn_cache_t heads;   /* cn__objhead_t by (bucket, key), version (slot generation, 0) */
     struct cn_metric *head_hits, *head_misses;
-    cn__cache_t lcs;           /* decoded lifecycle rules by bucket (lifecycle.c) */
+    cn_cache_t lcs;            /* decoded lifecycle rules by bucket (lifecycle.c) */
     struct cn__lc *lc;         /* the lifecycle worker (lifecycle_run.c); NULL = not started */
     _Atomic int64_t lc_day_ms; /* a test's lifecycle day (x-amz-expiration); 0 = real days */
     cn__chains_t *chains;      /* NULL: completions always read their parts */
@@ -248,7 +202,7 @@ void cn__lc_stop(cn_objects_t *o);
  * settings.  Shared through the objects handle's bucket cache, valid for
  * exactly one (id, gen): immutable, read-only for whoever holds it. */
 typedef struct cn__bkt {
-    cn__cent_t ent; /* key = name; version = (id, gen) */
+    cn_cent_t ent; /* key = name; version = (id, gen) */
     int64_t id;
     int64_t gen;
     char name[CN_BUCKET_NAME_MAX + 1];
@@ -273,12 +227,12 @@ typedef struct cn__bkt {
 typedef struct cn__objacl {
     char owner[CN_ACCOUNT_NAME_MAX + 1];
     const cn_authz_acl_t *acl; /* NULL = private */
-    cn__cent_t *ref;
+    cn_cent_t *ref;
 } cn__objacl_t;
 
 /* One parsed ACL of the ACL cache, keyed by its stored text. */
 typedef struct cn__acl_ent {
-    cn__cent_t ent;
+    cn_cent_t ent;
     cn_authz_acl_t acl;
     char text[]; /* the key */
 } cn__acl_ent_t;
@@ -413,7 +367,7 @@ typedef struct cn__hseg {
 } cn__hseg_t;
 
 typedef struct cn__objhead {
-    cn__cent_t ent; /* key = bucket NUL key; version = (stamp >> 32, 0) */
+    cn_cent_t ent; /* key = bucket NUL key; version = (stamp >> 32, 0) */
     uint64_t stamp;
     uint64_t bword;     /* the bucket slot's word it was filed under (cn__hstamp_t.b) */
     const cn__bkt_t *b; /* held */

@@ -17,6 +17,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <lz4.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,13 +112,18 @@ static cn_err_t read_index(int fd, const cn__env_t *e, uint64_t first, size_t n,
     return cn_pread_full(fd, out, 4 * n, e->index_off + 4 * first, CN_E_CORRUPT);
 }
 
-void cn__envix_put(cn__envix_t *ix)
+static void envix_destroy(cn_cent_t *ent)
 {
-    if (!ix || atomic_fetch_sub(&ix->refs, 1) != 1)
-        return;
+    cn__envix_t *ix = (cn__envix_t *)ent;
     free(ix->off);
     free(ix->raw);
     free(ix);
+}
+
+void cn__envix_put(cn__envix_t *ix)
+{
+    if (ix)
+        cn_cent_release(&ix->ent);
 }
 
 /* Bytes an index of n blocks holds (what the cache's budget counts). */
@@ -172,7 +178,8 @@ cn_err_t cn__env_index(int fd, const cn__env_t *e, uint64_t first, uint64_t coun
         ix->e = *e;
         ix->first = first;
         ix->count = count;
-        atomic_init(&ix->refs, 1);
+        atomic_init(&ix->ent.refs, 1);
+        ix->ent.destroy = envix_destroy;
         ix->off = malloc(8 * ((size_t)count + 1));
         ix->raw = calloc(1, (size_t)count / 8 + 1);
         rc = ix->off && ix->raw ? index_fill(fd, ix, buf) : -ENOMEM;
@@ -199,14 +206,77 @@ static cn_err_t block_decode(int fd, const cn__envix_t *ix, uint64_t b, uint64_t
     return got >= 0 && (uint64_t)got == rl ? CN_OK : CN_E_CORRUPT;
 }
 
-cn_err_t cn__env_read(int fd, const cn__envix_t *ix, uint64_t off, uint64_t n,
-                      cn_store_sink_fn sink, void *ctx, cn_blake3_t *h)
+/* ---- decode buffers --------------------------------------------------------------
+ * Each thread decodes through a pair of buffers of its own, sized for the
+ * blocks this store writes and kept for its next read.  The thread-key
+ * destructor frees them when the thread exits; the main thread's, still
+ * reachable from its thread-local pointer, go with the process.  A read
+ * nested in another on the same thread (a sink that reads an envelope), a
+ * read of larger blocks, and any read on a thread that could not register
+ * them use a pair of their own, freed before they return. */
+typedef struct env_bufs {
+    uint8_t *z, *raw;
+    size_t zcap, rawcap;
+    bool busy; /* a read on this thread is decoding through them */
+} env_bufs_t;
+
+static pthread_key_t bufs_key;
+static pthread_once_t bufs_once = PTHREAD_ONCE_INIT;
+static bool bufs_keyed;
+static _Thread_local env_bufs_t *thread_bufs;
+
+static void bufs_free(void *p)
+{
+    env_bufs_t *b = p;
+    if (b == thread_bufs)
+        thread_bufs = NULL; /* a later destructor that reads starts afresh */
+    free(b->z);
+    free(b->raw);
+    free(b);
+}
+
+static void bufs_key_create(void)
+{
+    bufs_keyed = pthread_key_create(&bufs_key, bufs_free) == 0;
+}
+
+/* This thread's pair, not busy, registered for freeing at its exit; NULL
+ * when busy or it cannot be made. */
+static env_bufs_t *bufs_thread(void)
+{
+    pthread_once(&bufs_once, bufs_key_create);
+    env_bufs_t *b = thread_bufs;
+    if (b || !bufs_keyed)
+        return b && !b->busy ? b : NULL;
+    if (!(b = calloc(1, sizeof *b)))
+        return NULL;
+    if (pthread_setspecific(bufs_key, b) != 0) {
+        free(b);
+        return NULL;
+    }
+    return thread_bufs = b;
+}
+
+/* At least n bytes at *p (capacity *cap); what it held is not kept. */
+static cn_err_t bufs_grow(uint8_t **p, size_t *cap, size_t n)
+{
+    if (*cap >= n)
+        return CN_OK;
+    free(*p);
+    *p = malloc(n);
+    *cap = *p ? n : 0;
+    return *p ? CN_OK : -ENOMEM;
+}
+
+static cn_err_t env_decode(int fd, const cn__envix_t *ix, uint64_t off, uint64_t n,
+                           cn_store_sink_fn sink, void *ctx, cn_blake3_t *h, env_bufs_t *bufs)
 {
     const cn__env_t *e = &ix->e;
     uint64_t bsz = 1ull << e->block_log;
-    uint8_t *z = malloc((size_t)LZ4_compressBound((int)bsz));
-    uint8_t *raw = malloc((size_t)bsz);
-    cn_err_t rc = z && raw ? CN_OK : -ENOMEM;
+    cn_err_t rc = bufs_grow(&bufs->z, &bufs->zcap, (size_t)LZ4_compressBound((int)bsz));
+    if (rc == CN_OK)
+        rc = bufs_grow(&bufs->raw, &bufs->rawcap, (size_t)bsz);
+    uint8_t *z = bufs->z, *raw = bufs->raw;
     uint64_t end = off + n;
     for (uint64_t b = n ? off / bsz : 0; rc == CN_OK && n && b * bsz < end; b++) {
         uint64_t rl = block_raw_len(e, b);
@@ -221,62 +291,47 @@ cn_err_t cn__env_read(int fd, const cn__envix_t *ix, uint64_t off, uint64_t n,
             rc = sink(ctx, raw + from, (size_t)(to - from));
         }
     }
-    free(z);
-    free(raw);
+    return rc;
+}
+
+cn_err_t cn__env_read(int fd, const cn__envix_t *ix, uint64_t off, uint64_t n,
+                      cn_store_sink_fn sink, void *ctx, cn_blake3_t *h)
+{
+    /* Blocks larger than this store writes are some other writer's: their
+     * buffers are not kept, so what a thread keeps stays bounded. */
+    env_bufs_t *b = ix->e.block_log <= CN__ENV_BLOCK_LOG ? bufs_thread() : NULL;
+    if (!b) {
+        env_bufs_t own = { 0 };
+        cn_err_t rc = env_decode(fd, ix, off, n, sink, ctx, h, &own);
+        free(own.z);
+        free(own.raw);
+        return rc;
+    }
+    b->busy = true;
+    cn_err_t rc = env_decode(fd, ix, off, n, sink, ctx, h, b);
+    b->busy = false;
     return rc;
 }
 
 /* ---- the store's cache of indexes ------------------------------------------------ */
 
-/* Under envix_mu: d's slot holding an index of the same file shape, or -1. */
-static int envix_find(const cn_store_t *s, const cn_digest_t *d, uint64_t size, const cn__env_t *e)
+/* d's file shape (size bytes, e) as the cache's key (CN__ENVIX_KEY_LEN):
+ * an index is found again only for the same digest, file size, index
+ * checksum, block count and raw length. */
+static void envix_key(uint8_t *key, const cn_digest_t *d, uint64_t size, const cn__env_t *e)
 {
-    for (int i = 0; i < CN__ENVIX_SLOTS; i++) {
-        const cn__envix_t *x = s->envix[i];
-        if (x && x->size == size && x->e.index_crc == e->index_crc &&
-            x->e.n_blocks == e->n_blocks && x->e.raw_len == e->raw_len &&
-            memcmp(x->d.b, d->b, CN_DIGEST_LEN) == 0)
-            return i;
-    }
-    return -1;
+    memcpy(key, d->b, CN_DIGEST_LEN);
+    put_u64le(key + CN_DIGEST_LEN, size);
+    put_u32le(key + CN_DIGEST_LEN + 8, e->index_crc);
+    put_u64le(key + CN_DIGEST_LEN + 12, e->n_blocks);
+    put_u64le(key + CN_DIGEST_LEN + 20, e->raw_len);
 }
 
-/* Under envix_mu: drops the least recently found index; false if none. */
-static bool envix_evict(cn_store_t *s)
-{
-    int lru = -1;
-    for (int i = 0; i < CN__ENVIX_SLOTS; i++)
-        if (s->envix[i] && (lru < 0 || s->envix[i]->used < s->envix[lru]->used))
-            lru = i;
-    if (lru < 0)
-        return false;
-    s->envix_bytes -= envix_bytes(s->envix[lru]->e.n_blocks);
-    cn__envix_put(s->envix[lru]);
-    s->envix[lru] = NULL;
-    return true;
-}
+_Static_assert(CN__ENVIX_SLOTS % CN_CACHE_WAYS == 0, "whole sets of the cache");
 
-/* Under envix_mu: keeps ix (a reference of its own) unless it alone exceeds
- * the budget. */
-static void envix_offer(cn_store_t *s, cn__envix_t *ix)
+void cn__envix_open(cn_store_t *s)
 {
-    size_t need = envix_bytes(ix->e.n_blocks);
-    if (need > CN__ENVIX_BUDGET)
-        return;
-    int slot = -1;
-    while (s->envix_bytes + need > CN__ENVIX_BUDGET || slot < 0) {
-        for (int i = 0; i < CN__ENVIX_SLOTS && slot < 0; i++)
-            if (!s->envix[i])
-                slot = i;
-        if (s->envix_bytes + need <= CN__ENVIX_BUDGET && slot >= 0)
-            break;
-        if (!envix_evict(s))
-            return;
-    }
-    atomic_fetch_add(&ix->refs, 1);
-    ix->used = ++s->envix_tick;
-    s->envix[slot] = ix;
-    s->envix_bytes += need;
+    (void)cn_cache_init(&s->envix, CN__ENVIX_SLOTS, CN__ENVIX_BUDGET); /* -ENOMEM: off */
 }
 
 cn_err_t cn__envix_get(cn_store_t *s, const cn_digest_t *d, int fd, uint64_t size,
@@ -287,41 +342,32 @@ cn_err_t cn__envix_get(cn_store_t *s, const cn_digest_t *d, int fd, uint64_t siz
         uint64_t last = n ? (off + n - 1) / bsz + 1 : 0;
         return cn__env_index(fd, e, first, last - first, out);
     }
-    pthread_mutex_lock(&s->envix_mu);
-    int i = envix_find(s, d, size, e);
-    if (i >= 0) {
-        *out = s->envix[i];
-        s->envix[i]->used = ++s->envix_tick;
-        atomic_fetch_add(&s->envix[i]->refs, 1);
-    }
-    pthread_mutex_unlock(&s->envix_mu);
-    if (i >= 0)
+    uint8_t key[CN__ENVIX_KEY_LEN];
+    envix_key(key, d, size, e);
+    cn_cent_t *hit = cn_cache_find(&s->envix, (const char *)key, sizeof key, 0, 0);
+    if (hit) {
+        *out = (cn__envix_t *)hit;
         return CN_OK;
-    /* Built outside the lock: reads of other blobs go on meanwhile. */
+    }
+    /* Built outside the cache's lock: reads of other blobs go on meanwhile. */
     CN_TRY(cn__env_index(fd, e, 0, e->n_blocks, out));
-    (*out)->d = *d;
-    (*out)->size = size;
-    pthread_mutex_lock(&s->envix_mu);
-    s->envix_builds++;
-    if (envix_find(s, d, size, e) < 0)
-        envix_offer(s, *out);
-    pthread_mutex_unlock(&s->envix_mu);
+    atomic_fetch_add_explicit(&s->envix_builds, 1, memory_order_relaxed);
+    cn__envix_t *ix = *out;
+    memcpy(ix->kbuf, key, sizeof key);
+    ix->ent.key = (const char *)ix->kbuf;
+    ix->ent.klen = sizeof key;
+    ix->ent.hash = cn_cache_hash(ix->ent.key, ix->ent.klen);
+    ix->ent.cost = envix_bytes(e->n_blocks);
+    cn_cache_offer(&s->envix, &ix->ent);
     return CN_OK;
 }
 
 uint64_t cn__store_envix_builds(cn_store_t *s)
 {
-    pthread_mutex_lock(&s->envix_mu);
-    uint64_t n = s->envix_builds;
-    pthread_mutex_unlock(&s->envix_mu);
-    return n;
+    return atomic_load_explicit(&s->envix_builds, memory_order_relaxed);
 }
 
 void cn__envix_close(cn_store_t *s)
 {
-    for (int i = 0; i < CN__ENVIX_SLOTS; i++) {
-        cn__envix_put(s->envix[i]);
-        s->envix[i] = NULL;
-    }
-    s->envix_bytes = 0;
+    cn_cache_destroy(&s->envix);
 }

@@ -185,7 +185,7 @@ cn_err_t cn_store_open(const char *data_dir, const cn_store_opts_t *opts, cn_sto
     cn__dlock_init(s);
     pthread_mutex_init(&s->guard_mu, NULL);
     cn__fdc_init(s);
-    pthread_mutex_init(&s->envix_mu, NULL);
+    cn__envix_open(s);
     pthread_mutex_init(&s->live_mu, NULL);
     pthread_mutex_init(&s->sweep_mu, NULL);
     pthread_mutex_init(&s->q_mu, NULL);
@@ -293,7 +293,6 @@ void cn_store_close(cn_store_t *s)
     cn__dlock_destroy(s);
     cn__fdc_close(s);
     cn__envix_close(s);
-    pthread_mutex_destroy(&s->envix_mu);
     pthread_mutex_destroy(&s->guard_mu);
     pthread_mutex_destroy(&s->live_mu);
     pthread_mutex_destroy(&s->sweep_mu);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "cairn/store.h"
+#include "cairn/cache.h"
 #include "cairn/crypto.h"
 #include "cairn/meta.h"
 #include "cairn/metrics.h"
@@ -87,7 +88,7 @@ typedef struct cn__commit_req {
 #define CN__FDC_LOCKS 64             /* lock stripes; a set's is set index % CN__FDC_LOCKS */
 
 /* The envelope-index cache (lz4env.c, cn__envix_get). */
-#define CN__ENVIX_SLOTS 64                   /* indexes kept at most */
+#define CN__ENVIX_SLOTS 64                   /* indexes kept at most (of CN_CACHE_WAYS) */
 #define CN__ENVIX_BUDGET (16u * 1024 * 1024) /* and their bytes at most */
 /* Blocks an index keeps at most (8 MiB of offsets: a 64 GiB blob). */
 #define CN__ENVIX_MAX_BLOCKS (UINT64_C(1) << 20)
@@ -156,12 +157,10 @@ struct cn_store {
     cn__fdc_ent_t *fdc; /* fdc_n slots, CN__FDC_WAYS per set; NULL: off */
     size_t fdc_n;
 
-    /* Envelope indexes (lz4env.c): envix_mu guards the slots, their bytes
-     * and the tick; an index's own contents never change. */
-    pthread_mutex_t envix_mu;
-    struct cn__envix *envix[CN__ENVIX_SLOTS];
-    size_t envix_bytes;
-    uint64_t envix_tick, envix_builds;
+    /* Envelope indexes (lz4env.c), cn__envix_t by file shape; an index's
+     * own contents never change. */
+    cn_cache_t envix;
+    _Atomic uint64_t envix_builds;
 
     /* Pack files (pack.c).  pack_mu guards the memory index and the packs
      * array (after a digest lock, never before); the open pack's tail and
@@ -448,21 +447,23 @@ typedef struct cn__env {
 /* Reads header and trailer of fd (size bytes): CN_E_CORRUPT if malformed. */
 cn_err_t cn__env_open(int fd, uint64_t size, cn__env_t *e);
 
+/* What names a cached index: the file's shape, digest | size u64 |
+ * index_crc u32 | n_blocks u64 | raw_len u64 (little-endian). */
+#define CN__ENVIX_KEY_LEN (CN_DIGEST_LEN + 8 + 4 + 8 + 8)
+
 /* An envelope's index, validated (checksum, every stored size, their sum):
  * the file offset of each stored block (off[n_blocks] is the index's own)
  * and which are stored raw.  Immutable once built; shared by reference. */
 typedef struct cn__envix {
-    cn_digest_t d;
-    uint64_t size; /* of the file it was read from */
+    cn_cent_t ent; /* key = kbuf when cached (else none); version (0, 0) */
+    uint8_t kbuf[CN__ENVIX_KEY_LEN];
     cn__env_t e;
     uint64_t first, count; /* the blocks whose offsets it keeps */
-    _Atomic unsigned refs;
-    uint64_t used; /* the cache's tick when last found */
-    uint64_t *off; /* n_blocks + 1 */
-    uint8_t *raw;  /* bit i: block i stored raw */
+    uint64_t *off;         /* n_blocks + 1 */
+    uint8_t *raw;          /* bit i: block i stored raw */
 } cn__envix_t;
-/* Reads and validates all of e's index from fd: a new index (refs 1, d
- * unset) for cn__envix_put, keeping the offsets of blocks [first, first +
+/* Reads and validates all of e's index from fd: a new index (refs 1, no
+ * key) for cn__envix_put, keeping the offsets of blocks [first, first +
  * count) (count at most CN__ENVIX_MAX_BLOCKS).  CN_E_CORRUPT, CN_E_INVALID
  * (blocks out of range), -ENOMEM, I/O errors. */
 cn_err_t cn__env_index(int fd, const cn__env_t *e, uint64_t first, uint64_t count,
@@ -470,7 +471,9 @@ cn_err_t cn__env_index(int fd, const cn__env_t *e, uint64_t first, uint64_t coun
 void cn__envix_put(cn__envix_t *ix); /* drops a reference; NULL is a no-op */
 /* Streams logical [off, off+n) (already clamped, and within the blocks ix
  * keeps: else CN_E_INVALID) of the envelope to sink, hashing into h, by ix
- * (fd's index): each block is checked as it decodes. */
+ * (fd's index): each block is checked as it decodes.  Decodes through
+ * buffers its thread keeps (lz4env.c): after a thread's first read, no
+ * allocation per call for blocks of CN__ENV_BLOCK_LOG or smaller. */
 cn_err_t cn__env_read(int fd, const cn__envix_t *ix, uint64_t off, uint64_t n,
                       cn_store_sink_fn sink, void *ctx, cn_blake3_t *h);
 
@@ -483,6 +486,9 @@ cn_err_t cn__env_read(int fd, const cn__envix_t *ix, uint64_t off, uint64_t n,
  * blocks of logical [off, off+n) only.  cn__env_index's errors. */
 cn_err_t cn__envix_get(cn_store_t *s, const cn_digest_t *d, int fd, uint64_t size,
                        const cn__env_t *e, uint64_t off, uint64_t n, cn__envix_t **out);
+/* The cache's life, with the store's: without memory for it at open it is
+ * off, and every ranged read builds its index. */
+void cn__envix_open(cn_store_t *s);
 void cn__envix_close(cn_store_t *s);
 /* Indexes cn__envix_get has built (read and checked) in s (tests). */
 uint64_t cn__store_envix_builds(cn_store_t *s);

@@ -105,6 +105,15 @@ class Server:
             self.log = None
 
 
+def pending_share_toml(n):
+    """The [limits] table that lets n connections from one address wait for
+    their handshakes at once.  Jay's default share is 16 per source: a test
+    that opens more at once sees busy answers when a loaded machine slows
+    the handshakes -- admission, which tests/jay/test_jay_handshake.py and
+    tests/net test on their own terms."""
+    return "[limits]\nmax_pending_per_source = %d\n" % n
+
+
 def ephemeral_args(jay="127.0.0.1:0", scribe="off", http="off"):
     return ["--jay", jay, "--scribe", scribe, "--http", http]
 

@@ -15,7 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "jay"))
 
 import fleetmode  # noqa: E402
-from conftest import metrics_text  # noqa: E402
+from conftest import metrics_text, pending_share_toml  # noqa: E402
 from jayfixtures import conn  # noqa: E402
 
 BUCKET = "combine"
@@ -30,12 +30,8 @@ def combined(srv):
 
 
 def test_concurrent_small_puts_combined_and_answered(server_factory, tmp_path):
-    # All THREADS connect at once from one address: above Jay's default share
-    # of pending connections per source (16), a handshake that waits for a
-    # CPU on a loaded machine would be refused busy -- admission, not what
-    # this test is about.
     cfg = tmp_path / "cairnd.toml"
-    cfg.write_text("[limits]\nmax_pending_per_source = %d\n" % (2 * THREADS))
+    cfg.write_text(pending_share_toml(THREADS))  # all connect at once
     args = ARGS + ["--config", str(cfg)]
     srv = server_factory(args=args, wait_for=("jay", "http"))
     with conn(srv) as c:

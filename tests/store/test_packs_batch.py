@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "jay"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "fleet"))
 
-from conftest import ADMIN_TOKEN  # noqa: E402
+from conftest import ADMIN_TOKEN, pending_share_toml  # noqa: E402
 import jayclient  # noqa: E402
 import pgharness  # noqa: E402
 
@@ -95,7 +95,7 @@ def check_rows(rows, want):
 
 def run_engine(server_factory, tmp_path, meta_args, rows_of):
     cfg = tmp_path / "cairnd.toml"
-    cfg.write_text("[store]\npack_max_bytes = 65536\n")
+    cfg.write_text("[store]\npack_max_bytes = 65536\n" + pending_share_toml(WRITERS))
     srv = server_factory(args=["--jay", "127.0.0.1:0", "--config", str(cfg)] + meta_args)
     with jayclient.Conn(srv.addrs["jay"], ADMIN_TOKEN) as c:
         c.create_bucket("packbatch")

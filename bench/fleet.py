@@ -34,9 +34,10 @@ own figures, in one run on this machine.
       64 MiB GETs vs the backend's own GET (>= 0.80); three nodes vs one
       (overhead on one 2-core machine, not scale).
 
-usage: bench/fleet.py BUILD [--quick] [--part meta|s3|commit] [--keys N]
+usage: bench/fleet.py BUILD [--quick] [--part meta|s3|commit|fill] [--keys N]
 --part runs one of (a)/(b) (the ratios of what ran), or only (a)'s commit row
-with the metadata layer's repeats per commit (not in a whole run); --keys N sets the listed
+with the metadata layer's repeats per commit, or only (b)'s uncached 64 MiB GET
+with CPU per GiB (fill_part; neither in a whole run); --keys N sets the listed
 bucket's size (100,000; --quick 10,000).
 Prints one "name value unit" line per figure (scripts/bench.sh collects them);
 a part that cannot run prints "skip_<part> 0 - <reason>".  Everything binds
@@ -663,6 +664,48 @@ def s3_part(work, pg):
             n.stop()
 
 
+def fill_part(work, pg):
+    """--part fill: the uncached 64 MiB GET alone -- LARGE_CONNS objects put
+    through a fleet node n0, read through n1 (which did not write them: each
+    streams from the backend while n1's cache fills), then read again (from
+    n1's cache); beside the backend's own GET of the same sizes.  With the CPU
+    seconds of n1 and of the backend per GiB read, which hold on a loaded
+    machine where the rates do not."""
+    say("fleet_s3_large_bytes", LARGE, "B")
+    say("fleet_s3_large_conns", LARGE_CONNS, "connections")
+    gib = LARGE_CONNS * LARGE / float(1 << 30)
+    backend = Node(work, "backend", [])
+    nodes = []
+    try:
+        backend.client().create_bucket(Bucket="tier", ACL="public-read-write")
+        burl = ["%s/tier" % backend.url]
+        large_put(work, "be", burl)
+        large_get(burl, "be")  # cached by the page cache, as the tier's own figure is
+        c0 = cpu([backend.proc.pid])
+        rate, _ = large_get(burl, "be")
+        say("fleet_fill_backend_get_64m_c%d" % LARGE_CONNS, "%.1f" % rate, "MiB/s")
+        say("fleet_fill_backend_cpu_per_gib", "%.2f" % ((cpu([backend.proc.pid]) - c0) / gib), "s")
+        uri = pg.create_db("fill")
+        for i in (0, 1):
+            nodes.append(Node(work, "n%d" % i, tier_args(backend, work, uri, "n%d" % i),
+                              cache="2G"))
+        nodes[0].client().create_bucket(Bucket="fill", ACL="public-read-write")
+        large_put(work, "fl", ["%s/fill" % nodes[0].url])
+        pids = [nodes[1].proc.pid, backend.proc.pid]
+        for name in ("uncached", "cached"):
+            c0, b0 = cpu(pids[:1]), cpu(pids[1:])
+            rate, ttfb = large_get(["%s/fill" % nodes[1].url], "fl")
+            say("fleet_fill_%s_get_64m_c%d" % (name, LARGE_CONNS), "%.1f" % rate, "MiB/s")
+            say("fleet_fill_%s_node_cpu_per_gib" % name, "%.2f" % ((cpu(pids[:1]) - c0) / gib),
+                "s")
+            say("fleet_fill_%s_backend_cpu_per_gib" % name,
+                "%.2f" % ((cpu(pids[1:]) - b0) / gib), "s")
+            say("fleet_fill_%s_first_byte" % name, "%.3f" % ttfb, "s")
+    finally:
+        for n in nodes + [backend]:
+            n.stop()
+
+
 # ---- (c) ratios ---------------------------------------------------------------------------
 
 RATIOS = [
@@ -690,6 +733,8 @@ def ratios(vals):
       "fleet_s3_embedded_get_64m_again_c%d" % lc)
     r("fleet_s3_fleet3_get_64m_uncached_vs_backend", "fleet_s3_fleet3_get_64m_c%d" % lc,
       "fleet_s3_backend_get_64m_again_c%d" % lc)
+    r("fleet_fill_uncached_vs_backend", "fleet_fill_uncached_get_64m_c%d" % lc,
+      "fleet_fill_backend_get_64m_c%d" % lc)
     r("fleet_s3_fleet3_get_64m_cached_vs_embedded", "fleet_s3_fleet3_get_64m_again_c%d" % lc,
       "fleet_s3_embedded_get_64m_again_c%d" % lc)
     for op in ("put_4k_c64", "get_4k_c64", "put_64m_c%d" % lc, "get_64m_again_c%d" % lc):
@@ -737,8 +782,9 @@ def main():
     try:
         with pgharness.PgCluster() as pg:
             note("PostgreSQL up in %.2f s" % pg.started_in)
-            for part, fn in (("meta", meta_part), ("s3", s3_part), ("commit", commit_part)):
-                if PART not in ("all", part) or (part == "commit" and PART != part):
+            for part, fn in (("meta", meta_part), ("s3", s3_part), ("commit", commit_part),
+                             ("fill", fill_part)):
+                if PART not in ("all", part) or (part in ("commit", "fill") and PART != part):
                     continue
                 try:
                     fn(work, pg)

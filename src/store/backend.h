@@ -59,7 +59,8 @@ typedef struct cn__backend_ops {
     cn_err_t (*open_lazy)(cn__backend_t *be, const cn_digest_t *d, int *fd, cn__be_stat_t *st);
     /* Optional: serves the stored bytes [off, off+len) of d (clamped to its
      * end; off past the end is CN_E_RANGE) to sink while a fetch of d is in
-     * flight, h receiving exactly the served bytes and *served their count.
+     * flight, h (unless NULL: no digest of the range wanted) receiving
+     * exactly the served bytes, and *served their count.
      * With hold, the final piece of the range goes to sink only once all of
      * d's bytes hashed to d, so a failed fetch always ends a read before its
      * range is complete (a caller serving in parts holds only its last).

@@ -287,7 +287,8 @@ static cn_err_t env_decode(int fd, const cn__envix_t *ix, uint64_t off, uint64_t
         uint64_t from = off > bstart ? off - bstart : 0;
         uint64_t to = end - bstart < rl ? end - bstart : rl;
         if (rc == CN_OK) {
-            cn_blake3_update(h, raw + from, (size_t)(to - from));
+            if (h)
+                cn_blake3_update(h, raw + from, (size_t)(to - from));
             rc = sink(ctx, raw + from, (size_t)(to - from));
         }
     }

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+/* h: NULL, or the hash that receives exactly the bytes served. */
 static cn_err_t read_raw(int fd, uint64_t off, uint64_t n, cn_store_sink_fn sink, void *ctx,
                          cn_blake3_t *h)
 {
@@ -36,7 +37,8 @@ static cn_err_t read_raw(int fd, uint64_t off, uint64_t n, cn_store_sink_fn sink
             rc = CN_E_CORRUPT; /* shorter than it was a moment ago: not ours */
             break;
         }
-        cn_blake3_update(h, buf, (size_t)r);
+        if (h)
+            cn_blake3_update(h, buf, (size_t)r);
         if ((rc = sink(ctx, buf, (size_t)r)) != CN_OK)
             break;
         off += (uint64_t)r;
@@ -87,8 +89,11 @@ static cn_err_t read_range(cn_store_t *s, const cn_digest_t *d, uint64_t off, ui
     bool streamed = false;
     cn_err_t rc = CN_OK;
     cn_blake3_init(&h);
-    if (s->be->ops->stream) /* a blob the backend is fetching: as it lands */
-        rc = s->be->ops->stream(s->be, d, off, len, hold, sink, ctx, &h, served, &streamed);
+    /* Hashed only for a slice digest: BLAKE3 costs about what the copies do. */
+    cn_blake3_t *hp = slice ? &h : NULL;
+    /* A blob the backend is fetching: served as it lands. */
+    if (s->be->ops->stream)
+        rc = s->be->ops->stream(s->be, d, off, len, hold, sink, ctx, hp, served, &streamed);
     if (streamed) {
         if (rc == CN_OK && slice)
             cn_blake3_final(&h, slice);
@@ -110,10 +115,10 @@ static cn_err_t read_range(cn_store_t *s, const cn_digest_t *d, uint64_t off, ui
         cn__envix_t *ix = NULL;
         rc = cn__envix_get(s, d, fd, st.size, &env, off, n, &ix);
         if (rc == CN_OK)
-            rc = cn__env_read(fd, ix, off, n, sink, ctx, &h);
+            rc = cn__env_read(fd, ix, off, n, sink, ctx, hp);
         cn__envix_put(ix);
     } else {
-        rc = read_raw(fd, off, n, sink, ctx, &h);
+        rc = read_raw(fd, off, n, sink, ctx, hp);
     }
     if (rc == CN_OK) {
         if (slice)

@@ -289,6 +289,8 @@ static cn_err_t attempt(s3_be_t *be, s3_req_t *q, const char *payload_hash, int6
     curl_easy_setopt(h, CURLOPT_HEADERDATA, q);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, (void *)wctx);
+    if (q->out_fd >= 0)
+        curl_easy_setopt(h, CURLOPT_BUFFERSIZE, S3_FILL_RECV_BUF);
     long cto = left_ms < S3_CONNECT_TIMEOUT_MS ? (long)(left_ms > 100 ? left_ms : 100)
                                                : S3_CONNECT_TIMEOUT_MS;
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, cto);

@@ -21,6 +21,10 @@
 #define S3_LOW_SPEED_SECONDS 10L
 #define S3_DEFAULT_DEADLINE_MS 30000
 #define S3_BODY_MAX (1u << 20) /* XML answers and error bodies kept at most */
+/* libcurl's receive buffer for a download into a file (a cache fill): its
+ * 16 KiB default cost a write, a hash update and a wake-up of the fill's
+ * readers per 16 KiB; 512 KiB is libcurl 7.88's largest. */
+#define S3_FILL_RECV_BUF (256L << 10)
 #define S3_MAX_HDRS 10
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 

@@ -470,8 +470,8 @@ cn_err_t cn__env_index(int fd, const cn__env_t *e, uint64_t first, uint64_t coun
                        cn__envix_t **out);
 void cn__envix_put(cn__envix_t *ix); /* drops a reference; NULL is a no-op */
 /* Streams logical [off, off+n) (already clamped, and within the blocks ix
- * keeps: else CN_E_INVALID) of the envelope to sink, hashing into h, by ix
- * (fd's index): each block is checked as it decodes.  Decodes through
+ * keeps: else CN_E_INVALID) of the envelope to sink, hashing into h (unless
+ * NULL), by ix (fd's index): each block is checked as it decodes.  Decodes through
  * buffers its thread keeps (lz4env.c): after a thread's first read, no
  * allocation per call for blocks of CN__ENV_BLOCK_LOG or smaller. */
 cn_err_t cn__env_read(int fd, const cn__envix_t *ix, uint64_t off, uint64_t n,

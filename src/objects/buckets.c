@@ -39,7 +39,7 @@ static cn_err_t bucket_create_body(cn_meta_txn_t *txn, void *ctx)
     if (err == CN_META_ROW)
         err = cn__fail(rq, CN_E_EXISTS, CN_OBJ_WHAT_BUCKET, "bucket %s already exists", bn->name);
     if (err >= 0)
-        err = cn__next_id(txn, "bucket", &bn->id);
+        err = cn__next_bucket_id(txn, &bn->id);
     if (err >= 0) {
         err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_INSERT], "issit", bn->id, bn->name,
                             bn->owner, bn->now, (const char *)(bn->acl->len ? bn->acl->data : NULL),

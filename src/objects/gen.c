@@ -154,33 +154,6 @@ void cn__gen_close(cn__gen_t *g)
     free(g);
 }
 
-typedef struct row_read {
-    int64_t slot, gen;
-} row_read_t;
-
-static cn_err_t row_load_body(cn_meta_txn_t *txn, void *ctx)
-{
-    row_read_t *r = ctx;
-    cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_objgen[CN_SQL_OBJGEN_LOAD], "i", r->slot);
-    if (err >= 0)
-        err = cn_meta_step(st);
-    r->gen = err == CN_META_ROW ? cn_meta_column_int64(st, 0) : 0; /* no row: never written */
-    cn_meta_finish(st);
-    return err < 0 ? err : 0;
-}
-
-/* The slot's row as a word, read in a transaction of its own. */
-static uint64_t row_load(const cn__gen_t *g, size_t slot)
-{
-    row_read_t r = { (int64_t)slot, 0 };
-    cn_err_t err =
-        cn_meta_run(g->meta, CN_META_RUN_READ | CN_META_RUN_ONE | CN_META_RETRY, row_load_body, &r);
-    if (err < 0 || r.gen < 0)
-        return ROW_UNKNOWN;
-    return (uint64_t)r.gen << 32;
-}
-
 typedef struct hload {
     int64_t slot, kslot, sum, bgen;
 } hload_t;
@@ -215,6 +188,13 @@ cn__hstamp_t cn__gen_hload(const cn__gen_t *g, size_t slot, size_t kslot)
     if (err < 0 || r.sum < 0 || r.bgen < 0)
         return (cn__hstamp_t){ ROW_UNKNOWN, ROW_UNKNOWN };
     return (cn__hstamp_t){ (uint64_t)r.sum << 32, (uint64_t)r.bgen << 32 };
+}
+
+/* The slot's row as a word (rows mode), read in a transaction of its own:
+ * cn__gen_hload's bucket half, the key slot being the slot itself. */
+static uint64_t row_load(const cn__gen_t *g, size_t slot)
+{
+    return cn__gen_hload(g, slot, slot).b;
 }
 
 size_t cn__gen_kslot(const cn__gen_t *g, const char *bucket, const char *key)

@@ -149,13 +149,13 @@ cn_err_t cn__next_version(cn_meta_txn_t *txn, int64_t *out)
     return one_id(st, err, out);
 }
 
-cn_err_t cn__next_id(cn_meta_txn_t *txn, const char *name, int64_t *out)
+cn_err_t cn__next_bucket_id(cn_meta_txn_t *txn, int64_t *out)
 {
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_SEQ_BUMP], "s", name);
+    cn_err_t err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_SEQ_BUMP], "s", "bucket");
     if (err < 0)
         return err;
-    err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_SEQ_VALUE], "s", name);
+    err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_SEQ_VALUE], "s", "bucket");
     return one_id(st, err, out);
 }
 

@@ -406,8 +406,9 @@ bool cn__objhead_current(const cn_objects_t *o, const char *bucket, const char *
 /* A deep copy of src's strings into dst.  -ENOMEM (dst then zeroed). */
 cn_err_t cn__info_copy(cn_object_info_t *dst, const cn_object_info_t *src);
 
-/* Allocates the next value of counter name ("bucket") in a write txn. */
-cn_err_t cn__next_id(cn_meta_txn_t *txn, const char *name, int64_t *out);
+/* Allocates the next bucket id in a write txn (never reused: a bucket
+ * deleted and created again never matches the old one's cache entries). */
+cn_err_t cn__next_bucket_id(cn_meta_txn_t *txn, int64_t *out);
 /* Allocates the next version id in a write txn: unique and increasing, with
  * gaps on PostgreSQL (a sequence: objects schema v6). */
 cn_err_t cn__next_version(cn_meta_txn_t *txn, int64_t *out);

@@ -8,7 +8,6 @@ static const cn_meta_migration_t schema[] = {
 };
 
 const char *const cn__sql_objgen[CN_SQL_OBJGEN_COUNT] = {
-    [CN_SQL_OBJGEN_LOAD] = "SELECT gen FROM cn_obj_gen WHERE slot = ?",
     [CN_SQL_OBJGEN_HLOAD] = "SELECT CAST(COALESCE(SUM(gen), 0) AS BIGINT),"
                             " CAST(COALESCE(MAX(CASE WHEN slot = ?1 THEN gen END), 0) AS BIGINT)"
                             " FROM cn_obj_gen WHERE slot IN (?1, ?2)",

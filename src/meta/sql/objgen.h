@@ -8,7 +8,6 @@
 #include "meta/sql/sql.h"
 
 enum {
-    CN_SQL_OBJGEN_LOAD, /* (slot) -> gen, when the slot was ever written */
     CN_SQL_OBJGEN_BUMP, /* (slot): gen + 1, the row made at 1 when missing */
     /* (bucket slot, key slot) -> the sum of both gens, the bucket slot's gen */
     CN_SQL_OBJGEN_HLOAD,

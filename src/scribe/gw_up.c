@@ -512,22 +512,35 @@ cn_err_t cn__gw_up_get(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compre
 /* The control session upstream data connections of (server, codec,
  * compression) bind to: an anchor connection the gateway keeps open and
  * never lends, replaced (with its data connections' future binds) when it
- * is no longer fit.  Returns its session id, 0 when none can be had. */
+ * is no longer fit.  Returns its session id, 0 when none can be had.  An
+ * anchor is opened outside anchor_mu, so a storage server that is slow to
+ * answer delays the binds to it alone; of two opened at once, the first
+ * installed stays and the other is closed. */
 static uint64_t anchor_session(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression)
 {
     unsigned slot = (unsigned)(codec - 1) * 2 + compression;
     if (slot >= 4 || g->cfg.tls)
         return 0; /* protocol 4: clients' calls use their own sessions (cn__gw_up_for) */
+    cn__gw_up_t *drop = NULL, *fresh = NULL;
     pthread_mutex_lock(&g->anchor_mu);
     cn__gw_up_t *a = g->anchor[server][slot];
     if (a && cn__gw_up_unfit(a, cn_mono_ms())) {
-        cn__gw_up_close(a);
+        drop = a;
         a = g->anchor[server][slot] = NULL;
     }
-    if (!a && up_open(g, server, codec, compression, 0, NULL, NULL, NULL, &a) >= 0)
-        g->anchor[server][slot] = a;
     uint64_t id = a ? a->session : 0;
     pthread_mutex_unlock(&g->anchor_mu);
+    cn__gw_up_close(drop);
+    if (id || up_open(g, server, codec, compression, 0, NULL, NULL, NULL, &fresh) < 0)
+        return id;
+    pthread_mutex_lock(&g->anchor_mu);
+    if (!g->anchor[server][slot]) {
+        g->anchor[server][slot] = fresh;
+        fresh = NULL;
+    }
+    id = g->anchor[server][slot]->session;
+    pthread_mutex_unlock(&g->anchor_mu);
+    cn__gw_up_close(fresh); /* another request's anchor was installed first */
     return id;
 }
 
@@ -732,47 +745,74 @@ static void user_keep(cn__gw_t *g, cn__gw_up_t *up)
 }
 
 /* ---- users' upstream data connections (protocol 4) ----------------------------------------- */
+/* u's anchor with server in its list, unlinked into *stale when it could no
+ * longer be reused; NULL when none.  Under anchor_mu. */
+static cn__gw_up_t *user_find_locked(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression,
+                                     const cn__gw_user_t *u, cn__gw_up_t **stale)
+{
+    for (cn__gw_up_t **pp = &g->uanchor[server]; *pp; pp = &(*pp)->next) {
+        if (!same_user(*pp, u->caller, u->key, codec, compression))
+            continue;
+        cn__gw_up_t *a = *pp;
+        if (!user_stale(g, a, cn_mono_ms()))
+            return a;
+        *pp = a->next;
+        g->nuanchor[server]--;
+        *stale = a;
+        return NULL;
+    }
+    return NULL;
+}
+
+/* Adds a to server's list of user anchors; the oldest beyond
+ * CN__GW_USER_IDLE is unlinked into *dropped.  Under anchor_mu. */
+static void user_add_locked(cn__gw_t *g, size_t server, cn__gw_up_t *a, cn__gw_up_t **dropped)
+{
+    a->next = g->uanchor[server];
+    g->uanchor[server] = a;
+    if (++g->nuanchor[server] > CN__GW_USER_IDLE) {
+        cn__gw_up_t **pp;
+        for (pp = &g->uanchor[server]; (*pp)->next; pp = &(*pp)->next)
+            ;
+        *dropped = *pp;
+        *pp = NULL;
+        g->nuanchor[server]--;
+    }
+}
+
 /* The session a user's upstream data connections to server bind to: an
  * anchor per (certificate, codec, compression), a control session speaking
  * for u that the gateway keeps open and never lends (storage binds data
  * connections only while their control connection is open), replaced when
  * it could no longer be reused (user_stale), at most CN__GW_USER_IDLE per
- * server (the oldest closed).  Its id and binding secret in *sid and
- * secret; false when none can be had. */
+ * server (the oldest closed).  Opened outside anchor_mu, as anchor_session's.
+ * Its id and binding secret in *sid and secret; false when none can be had. */
 static bool user_anchor(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression,
                         const cn__gw_user_t *u, uint64_t *sid, uint8_t secret[32])
 {
-    cn__gw_up_t *a = NULL, *drop[2] = { NULL, NULL }, **pp;
+    cn__gw_up_t *drop[3] = { NULL, NULL, NULL }, *fresh = NULL;
     pthread_mutex_lock(&g->anchor_mu);
-    for (pp = &g->uanchor[server]; *pp; pp = &(*pp)->next)
-        if (same_user(*pp, u->caller, u->key, codec, compression)) {
-            a = *pp;
-            break;
-        }
-    if (a && user_stale(g, a, cn_mono_ms())) {
-        *pp = a->next;
-        g->nuanchor[server]--;
-        drop[0] = a;
-        a = NULL;
-    }
-    if (!a && up_open(g, server, codec, compression, 0, NULL, u, NULL, &a) >= 0) {
-        a->next = g->uanchor[server];
-        g->uanchor[server] = a;
-        if (++g->nuanchor[server] > CN__GW_USER_IDLE) {
-            for (pp = &g->uanchor[server]; (*pp)->next; pp = &(*pp)->next)
-                ;
-            drop[1] = *pp;
-            *pp = NULL;
-            g->nuanchor[server]--;
-        }
-    }
+    cn__gw_up_t *a = user_find_locked(g, server, codec, compression, u, &drop[0]);
     if (a) {
         *sid = a->session;
         memcpy(secret, a->binding, 32);
     }
     pthread_mutex_unlock(&g->anchor_mu);
-    cn__gw_up_close(drop[0]);
-    cn__gw_up_close(drop[1]);
+    if (!a && up_open(g, server, codec, compression, 0, NULL, u, NULL, &fresh) >= 0) {
+        pthread_mutex_lock(&g->anchor_mu);
+        a = user_find_locked(g, server, codec, compression, u, &drop[1]);
+        if (!a) { /* else another request's anchor was installed first */
+            user_add_locked(g, server, fresh, &drop[2]);
+            a = fresh;
+            fresh = NULL;
+        }
+        *sid = a->session;
+        memcpy(secret, a->binding, 32);
+        pthread_mutex_unlock(&g->anchor_mu);
+    }
+    for (size_t i = 0; i < 3; i++)
+        cn__gw_up_close(drop[i]);
+    cn__gw_up_close(fresh);
     return a != NULL;
 }
 

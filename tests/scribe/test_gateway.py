@@ -367,6 +367,37 @@ def test_data_connections_bind_to_the_gateway_session(fleet):
     assert "upstream data connection bound to its session" in out, out
 
 
+def test_a_stalled_server_delays_no_other_servers_data_connections(fleet):
+    """A data connection's request to a storage server that accepts and never
+    answers waits for that server's anchor session; one to another server,
+    needing its own first anchor, is answered at once meanwhile."""
+    on = {}
+    with fleet.conn() as c:
+        for i in range(16):
+            info = c.repo_create("lane%d" % i)
+            on.setdefault(fleet.where("lane%d" % i)[0], info)
+            if len(on) == 2:
+                break
+        assert len(on) == 2, "placement used one server only"
+        sid = c.hello_ok["session"]
+        stalled = fleet.servers[1].proc.pid
+        os.kill(stalled, signal.SIGSTOP)  # its kernel still accepts connections
+        stuck = fleet.conn(bind=sid, timeout=120)
+        try:
+            stuck.send_frame(OP["repo_usage"], on[1]["id"])  # forwarded to server 1
+            time.sleep(1)  # the gateway waits for server 1's hello answer
+            with fleet.conn(bind=sid, timeout=20) as d:
+                t = time.monotonic()
+                assert d.repo_usage(on[0]["id"]) >= 0  # forwarded to server 0
+                took = time.monotonic() - t
+            assert took < 5, "waited %.1f s behind a stalled server's anchor" % took
+        finally:
+            os.kill(stalled, signal.SIGCONT)
+        op, flags, _, body = stuck.recv_frame()  # answered once server 1 runs again
+        assert op == OP["repo_usage"] and not flags & 2, stuck.error_of(body)
+        stuck.close()
+
+
 def test_upstream_replaced_after_half_the_announced_timeout(tmp_path):
     cfg = tmp_path / "storage.toml"
     cfg.write_text("[scribe]\nidle_timeout_ms = 2000\n")

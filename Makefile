@@ -142,7 +142,7 @@ test-crash: asan
 # each on the ASan build); make test skips them.
 test-slow: asan
 	CAIRN_BUILD=$(ASAN) CAIRN_SLOW_TESTS=1 $(PY) -m pytest -q tests/scribe/test_scribe_limits.py \
-	  tests/scribe/test_gateway_transfers.py
+	  tests/scribe/test_gateway_transfers.py tests/scribe/test_repo_sync_mounts_walk.py
 
 format:
 	scripts/format.sh --fix

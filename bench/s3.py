@@ -17,11 +17,11 @@
   and its threads' context switches per request (NAME_csw), from /proc
   before and after the wrk run (nginx: master and workers).
 
-usage: bench/s3.py BUILD [--quick] [--get-only | --put-only] [--keys N]
+usage: bench/s3.py BUILD [--quick] [--get-only | --put-only | --large-only] [--keys N]
 --get-only runs only the 4 KiB GET rows (cairn anonymous and presigned, and
 nginx), for profiling the read path; --put-only only the 4 KiB PUT rows (no
-preload), for the write path; the figures they print are measured as in a
-full run.
+preload), for the write path; --large-only only the 1 GiB rows; the figures
+they print are measured as in a full run.
 --keys N spreads the 4 KiB GETs over N objects and files (default 1,000), to
 measure a working set larger than the servers' caches of open files.
 Prints one "name value unit" line per figure (scripts/bench.sh collects
@@ -51,6 +51,7 @@ else:
     BIG, SECS = 1 << 30, 10
 GET_ONLY = "--get-only" in sys.argv[2:]
 PUT_ONLY = "--put-only" in sys.argv[2:] and not GET_ONLY
+LARGE_ONLY = "--large-only" in sys.argv[2:] and not (GET_ONLY or PUT_ONLY)
 if GET_ONLY or PUT_ONLY:
     BIG = 1 << 20   # the large phase does not run
 SMALL, NSMALL = 4096, 1000
@@ -563,12 +564,15 @@ def main():
         note("data: %d x 4 KiB, %d MiB (cairn %s, nginx %s)" % (NSMALL, BIG >> 20, cairn.url, nginx.url))
         big_path = os.path.join(work, "big.bin")
         small = make_files(nginx, big_path)
-        note("preload")
-        _, presigned = preload(cairn, small)
-        check(cairn, nginx, small, presigned)
-        say("s3_secs_per_wrk_run", SECS, "s")
-        note("4 KiB GET and PUT, %d s per run" % SECS)
-        small_phase(work, cairn, nginx, presigned)
+        if LARGE_ONLY:
+            cairn.client().create_bucket(Bucket=BUCKET, ACL="public-read-write")
+        else:
+            note("preload")
+            _, presigned = preload(cairn, small)
+            check(cairn, nginx, small, presigned)
+            say("s3_secs_per_wrk_run", SECS, "s")
+            note("4 KiB GET and PUT, %d s per run" % SECS)
+            small_phase(work, cairn, nginx, presigned)
         if GET_ONLY:
             return 0
         note("%d MiB PUT and GET" % (BIG >> 20))

@@ -430,7 +430,8 @@ typedef struct cn_objects_put cn_objects_put_t;
 typedef struct cn_objects_put_result {
     char etag[CN_ETAG_MAX];
     char sha256[CN_DIGEST_HEX_LEN + 1];
-    uint8_t md5[CN_MD5_LEN]; /* binary MD5 of the body (also when skip_etag) */
+    uint8_t md5[CN_MD5_LEN]; /* binary MD5 of the body; zeros for an object put
+                              * with skip_etag and no expect_md5 (not hashed) */
     uint64_t size;
     int64_t last_modified_ms;
     int64_t version_id;
@@ -455,9 +456,10 @@ typedef struct cn_objects_put_result {
 CN_API cn_err_t cn_objects_put_begin(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                      const char *key, const cn_objects_put_args_t *args,
                                      int64_t size, cn_objects_put_t **out);
-/* Appends n body bytes (hashed with BLAKE3 by the store, SHA-256 and MD5 here,
- * on the service's hashing pool beside the store's copy for bodies of
- * CN_OBJECTS_PUT_BESIDE_MIN or more).  buf is read only during the call.  CN_E_TOO_LARGE past the
+/* Appends n body bytes (hashed with BLAKE3 by the store, SHA-256 and MD5 here:
+ * for bodies of CN_OBJECTS_PUT_BESIDE_MIN or more on the service's hashing
+ * pool, from a copy, while the caller goes on).  buf is read only during the
+ * call.  CN_E_TOO_LARGE past the
  * limit, CN_E_LENGTH_MISMATCH past the declared size, -errno from the store;
  * after an error only abort is useful. */
 CN_API cn_err_t cn_objects_put_write(cn_objects_put_t *p, const void *buf, size_t n);
@@ -468,7 +470,7 @@ CN_API uint64_t cn_objects_put_len(const cn_objects_put_t *p);
  * cn_http_req_body_sha_delegate) without hashing the bytes a second time.
  * CN_E_INVALID when the session hashes no SHA-256 (sha256_verified), the
  * sticky error after a failed write, -ENOMEM.  Not concurrent with write. */
-CN_API cn_err_t cn_objects_put_sha256(const cn_objects_put_t *p, uint8_t out[CN_DIGEST_LEN]);
+CN_API cn_err_t cn_objects_put_sha256(cn_objects_put_t *p, uint8_t out[CN_DIGEST_LEN]);
 /* UploadPart: the upload's additional checksum algorithm (as given to
  * cn_objects_mpu_create), or NULL when it has none or p is an object put. */
 CN_API const char *cn_objects_put_checksum_alg(const cn_objects_put_t *p);

@@ -8,14 +8,21 @@
  * every part before it feeds a copy of the chain as it streams (a feed), so
  * the chain need not read it back.
  *
- * A large body hashes beside the write: MD5 and SHA-256 of each buffer run on
- * the service's shared hashing pool (hashpool.c) while the caller's thread
- * copies it into the store and hashes BLAKE3, and the call returns only when
- * all are done, so the caller's buffer is never copied and never read after
- * the call, and nothing is in flight when a session aborts
- * (docs/architecture.md, write path).  Small bodies hash inline: no hand-off
- * for a 4 KiB PUT.  Must never hash a byte twice or after the call that gave
- * it. */
+ * A large body hashes beside the write, one slot behind it (the lane): its
+ * bytes are copied into one of two LANE_SLOT buffers, and a full slot's MD5
+ * and SHA-256 run on the service's shared hashing pool (hashpool.c) while the
+ * caller's thread goes back for the next bytes, copies them into the store,
+ * hashes BLAKE3 and fills the other slot.  So a body is bound by its slowest
+ * hash, not by that hash plus the socket; the caller's buffer is never read
+ * after the call.  Lane invariants:
+ *   L1. Bytes reach every digest in body order: once a session's lane is on,
+ *       every byte goes through it (lane_write), and a slot is hashed only
+ *       after the jobs of the slot before it are done (lane_flush waits hs).
+ *   L2. Jobs in flight read only the slot being hashed and the digest states;
+ *       the caller fills the other slot.  Nothing of p is freed, finalised or
+ *       copied while a job may run: commit, put_sha256 and free drain first.
+ * Small bodies hash inline: no hand-off or copy for a 4 KiB PUT.  Must never
+ * hash a byte twice. */
 #include "objects_int.h"
 
 #include <errno.h>
@@ -25,9 +32,10 @@
 #include <string.h>
 
 /* Bodies from CN_OBJECTS_PUT_BESIDE_MIN hash beside the write; below it a
- * hand-off costs more than it saves.  Buffers under SIDE_MIN_CHUNK are
- * hashed inline. */
-#define SIDE_MIN_CHUNK ((size_t)16 << 10)
+ * hand-off costs more than it saves. */
+/* A lane slot: large enough that a hand-off (a wake-up) is rare against the
+ * MD5 of its bytes, small enough that two per large put stay cheap. */
+#define LANE_SLOT ((size_t)256 << 10)
 
 typedef enum {
     CN_OBJ_PUT_OBJECT = 1,
@@ -70,7 +78,10 @@ struct cn_objects_put {
     cn_store_writer_t *w;
     cn_sha256_t *sha;
     cn_md5_t *md5;
-    cn__hashset_t hs;      /* MD5 and SHA-256 jobs on the pool: none between calls */
+    cn__hashset_t hs; /* MD5 and SHA-256 jobs on the pool: the lane's last slot */
+    uint8_t *slot[2]; /* the lane (NULL: off); slot[cur] is filling */
+    size_t fill;
+    unsigned cur;
     cn__chain_feed_t feed; /* a part's continuation of its upload's chain */
     cn_sha256_t *own_sha;  /* part 1 without a feed: the state the chain takes */
     cn_err_t err;          /* sticky */
@@ -90,6 +101,9 @@ static void obj_put_free(cn_objects_put_t *p)
 {
     if (!p)
         return;
+    cn__hashpool_wait(p->o->hashpool, &p->hs); /* L2 */
+    free(p->slot[0]);
+    free(p->slot[1]);
     cn__chain_feed_end(p->o, p->upload_id, &p->feed);
     cn_store_writer_abort(p->w);
     cn__hashset_destroy(&p->hs);
@@ -143,7 +157,11 @@ static cn_err_t obj_put_new(cn_objects_t *o, cn_objects_req_t *rq, cn_obj_put_ki
     }
     if (err >= 0 && !p->sha_given)
         err = cn_sha256_new(&p->sha);
-    if (err >= 0)
+    /* No MD5 for an object put that asks for no ETag and sends no
+     * Content-MD5: nothing else reads it, and it is the one hash that runs
+     * at half the disk's speed (docs/performance.md). */
+    bool md5_wanted = kind == CN_OBJ_PUT_PART || !args || !args->skip_etag || p->has_md5;
+    if (err >= 0 && md5_wanted)
         err = cn_md5_new(&p->md5);
     if (err >= 0)
         err = cn_store_writer_open(o->store, NULL, size, &p->w);
@@ -281,6 +299,72 @@ cn_err_t cn_objects_part_begin(cn_objects_t *o, cn_objects_req_t *rq, const char
     }
     return err;
 }
+/* The hashes of buf that an idle pool thread can take go there (MD5 first,
+ * the slowest), the rest run here; the jobs join p->hs. */
+static void hash_beside(cn_objects_put_t *p, const void *buf, size_t n)
+{
+    cn__hashpool_t *hp = p->o->hashpool;
+    cn_sha256_t *feed = p->feed.sha;
+    bool md5_out = p->md5 && cn__hashpool_run(hp, &p->hs, md5_job, p->md5, buf, n, false);
+    bool sha_out = p->sha && cn__hashpool_run(hp, &p->hs, sha256_job, p->sha, buf, n, false);
+    bool feed_out = feed && cn__hashpool_run(hp, &p->hs, sha256_job, feed, buf, n, false);
+    if (!sha_out && p->sha)
+        cn_sha256_update(p->sha, buf, n);
+    if (!feed_out && feed)
+        cn_sha256_update(feed, buf, n);
+    if (!md5_out && p->md5)
+        cn_md5_update(p->md5, buf, n);
+}
+
+/* Hashes the filling slot once the slot before it is done (L1), and turns
+ * to the other. */
+static void lane_flush(cn_objects_put_t *p)
+{
+    if (!p->fill)
+        return;
+    cn__hashpool_wait(p->o->hashpool, &p->hs);
+    hash_beside(p, p->slot[p->cur], p->fill);
+    p->cur ^= 1;
+    p->fill = 0;
+}
+
+/* Every byte written so far is in every digest, and no job runs (L2). */
+static void lane_drain(cn_objects_put_t *p)
+{
+    if (!p->slot[0])
+        return;
+    lane_flush(p);
+    cn__hashpool_wait(p->o->hashpool, &p->hs);
+}
+
+static void lane_write(cn_objects_put_t *p, const uint8_t *buf, size_t n)
+{
+    while (n) {
+        size_t k = n < LANE_SLOT - p->fill ? n : LANE_SLOT - p->fill;
+        memcpy(p->slot[p->cur] + p->fill, buf, k);
+        p->fill += k;
+        buf += k;
+        n -= k;
+        if (p->fill == LANE_SLOT)
+            lane_flush(p);
+    }
+}
+
+/* Turns the lane on for a large body (false: memory is short, and the body
+ * hashes inline). */
+static bool lane_on(cn_objects_put_t *p)
+{
+    if (p->slot[0])
+        return true;
+    p->slot[0] = malloc(LANE_SLOT);
+    p->slot[1] = p->slot[0] ? malloc(LANE_SLOT) : NULL;
+    if (!p->slot[1]) {
+        free(p->slot[0]);
+        p->slot[0] = NULL;
+    }
+    return p->slot[0] != NULL;
+}
+
 cn_err_t cn_objects_put_write(cn_objects_put_t *p, const void *buf, size_t n)
 {
     if (p->err)
@@ -295,25 +379,19 @@ cn_err_t cn_objects_put_write(cn_objects_put_t *p, const void *buf, size_t n)
         return p->err;
     }
     uint64_t body = p->declared >= 0 ? (uint64_t)p->declared : p->n + n;
-    /* Large: MD5 (the slowest) and then SHA-256 on idle pool threads while
-     * this thread copies and hashes BLAKE3, and a hash no thread was idle
-     * for after that; the wait keeps buf ours until the caller reuses it. */
     cn__hashpool_t *hp = p->o->hashpool;
-    bool beside = hp && body >= CN_OBJECTS_PUT_BESIDE_MIN && n >= SIDE_MIN_CHUNK;
-    bool md5_out = beside && cn__hashpool_run(hp, &p->hs, md5_job, p->md5, buf, n, false);
-    bool sha_out =
-        beside && p->sha && cn__hashpool_run(hp, &p->hs, sha256_job, p->sha, buf, n, false);
-    cn_sha256_t *feed = p->feed.sha;
-    bool feed_out = beside && feed && cn__hashpool_run(hp, &p->hs, sha256_job, feed, buf, n, false);
+    bool large = hp && body >= CN_OBJECTS_PUT_BESIDE_MIN;
     cn_err_t err = cn_store_writer_write(p->w, buf, n);
-    if (!sha_out && p->sha)
-        cn_sha256_update(p->sha, buf, n);
-    if (!feed_out && feed)
-        cn_sha256_update(feed, buf, n);
-    if (!md5_out)
-        cn_md5_update(p->md5, buf, n);
-    if (md5_out || sha_out || feed_out)
-        cn__hashpool_wait(hp, &p->hs);
+    if (err >= 0 && (p->slot[0] || (large && lane_on(p)))) {
+        lane_write(p, buf, n); /* L1: on stays on */
+    } else if (err >= 0) {
+        if (p->sha)
+            cn_sha256_update(p->sha, buf, n);
+        if (p->feed.sha)
+            cn_sha256_update(p->feed.sha, buf, n);
+        if (p->md5)
+            cn_md5_update(p->md5, buf, n);
+    }
     if (err < 0) {
         p->err = err;
         return err;
@@ -327,12 +405,13 @@ uint64_t cn_objects_put_len(const cn_objects_put_t *p)
     return p->n;
 }
 
-cn_err_t cn_objects_put_sha256(const cn_objects_put_t *p, uint8_t out[CN_DIGEST_LEN])
+cn_err_t cn_objects_put_sha256(cn_objects_put_t *p, uint8_t out[CN_DIGEST_LEN])
 {
     if (p->err)
         return p->err;
     if (!p->sha)
         return CN_E_INVALID;
+    lane_drain(p);
     cn_sha256_t *h = NULL;
     cn_err_t err = cn_sha256_copy(p->sha, &h);
     if (err < 0)
@@ -439,6 +518,7 @@ cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res
                        (long long)p->declared);
     if (err < 0)
         goto out;
+    lane_drain(p);
     uint8_t sha[CN_DIGEST_LEN];
     if (p->sha && p->kind == CN_OBJ_PUT_PART && p->part_number == 1 && !p->feed.sha &&
         cn_sha256_copy(p->sha, &p->own_sha) < 0)
@@ -448,7 +528,8 @@ cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res
     else
         cn_sha256_final(p->sha, sha);
     p->sha = NULL;
-    cn_md5_final(p->md5, r.md5);
+    if (p->md5)
+        cn_md5_final(p->md5, r.md5);
     p->md5 = NULL;
     if ((p->has_md5 && memcmp(r.md5, p->want_md5, CN_MD5_LEN)) ||
         (p->has_sha && memcmp(sha, p->want_sha, CN_DIGEST_LEN))) {

@@ -212,9 +212,12 @@ class Conn:
         assert rd.done()
         return out
 
-    def put_object_stream(self, b, k, size, chunks, content_type="application/octet-stream"):
+    def put_object_stream(self, b, k, size, chunks, content_type="application/octet-stream",
+                          skip_etag=None):
         """Sends size bytes produced by the iterable chunks without holding them."""
         meta = s(b) + s(k) + s(content_type) + smap({})
+        if skip_etag is not None:
+            meta += boolean(skip_etag)
         self.sock.sendall(header(OP["PutObject"], len(meta), size) + meta)
         for c in chunks:
             self.sock.sendall(c)

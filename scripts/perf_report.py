@@ -213,6 +213,9 @@ def generate(vals, units, skips, plot_dir):
         rep.row("GET large object", "jay_get_large", "nginx_get_large")
         rep.row("PUT large object (durable)", "jay_put_large", "store_seq_write_fsync")
         rep.row("PUT large object (durable)", "jay_put_large", "tcp_copy")
+        if rep.has("jay_put_large_noetag"):
+            rep.row("PUT large object (durable), skip_etag: no MD5", "jay_put_large_noetag",
+                    "store_seq_write_fsync")
         for c in (1, 16, 64):
             rep.row("GET 4 KiB, %d conn" % c, "jay_get_4k_c%d" % c, "nginx_get_4k_c%d" % c,
                     1.5 if c == 64 else None)

@@ -6,6 +6,7 @@
 #include "cairn/objects.h"
 #include "cairn/cache.h"
 #include "cairn/meta.h"
+#include "cairn/side.h"
 #include "cairn/store.h"
 #include "meta/sql/objects.h" /* the SQL text: cn__sql_obj[CN_SQL_OBJ_*] */
 
@@ -94,7 +95,6 @@ cn_err_t cn__parts_hand(cn_err_t err, cn_buf_t *rows, cn_objects_part_fn fn, voi
 
 /* The running SHA-256 of uploads in progress (mpu_chain.c). */
 typedef struct cn__chains cn__chains_t;
-typedef struct cn__hashpool cn__hashpool_t;
 
 struct cn_objects {
     cn_meta_t *meta;
@@ -114,7 +114,7 @@ struct cn_objects {
     struct cn__lc *lc;         /* the lifecycle worker (lifecycle_run.c); NULL = not started */
     _Atomic int64_t lc_day_ms; /* a test's lifecycle day (x-amz-expiration); 0 = real days */
     cn__chains_t *chains;      /* NULL: completions always read their parts */
-    cn__hashpool_t *hashpool;  /* NULL: every put hashes on its own thread */
+    cn_side_t *hashpool;       /* large put bodies' hashes (put.c); NULL: inline */
 };
 
 /* A committed part as the upload chains know it. */
@@ -165,33 +165,6 @@ cn_sha256_t *cn__chain_take(cn_objects_t *o, const char *upload_id, const cn__ch
                             size_t n, size_t *covered);
 /* Abort: forgets upload_id's chain. */
 void cn__chain_drop(cn_objects_t *o, const char *upload_id);
-
-/* The hashing pool (hashpool.c): digest updates of large put bodies run on
- * a few shared threads beside the caller's own work on the same bytes. */
-typedef void (*cn__hash_fn)(void *h, const void *p, size_t n);
-/* One caller's jobs in flight: pending counts them under the pool's lock. */
-typedef struct cn__hashset {
-    pthread_cond_t done;
-    unsigned pending;
-} cn__hashset_t;
-/* NULL when memory is short (every job then runs on its caller's thread).
- * Threads start with the first job. */
-cn__hashpool_t *cn__hashpool_new(void);
-/* Joins the threads; no set may have jobs pending.  NULL is a no-op. */
-void cn__hashpool_free(cn__hashpool_t *hp);
-void cn__hashset_init(cn__hashset_t *s);
-void cn__hashset_destroy(cn__hashset_t *s); /* none pending */
-/* fn(h, buf, n) on a pool thread that is idle now: true.  false when hp is
- * NULL or no thread is idle (one core or a busy machine); then fn ran here
- * before returning if inline_now, else it is the caller's to run (e.g.
- * after its own work on buf).  A queued job's buf and h are borrowed: the
- * caller must not reuse, touch or free them until cn__hashpool_wait(hp, s)
- * has returned.  Jobs on one h must not overlap: post the next after the
- * wait. */
-bool cn__hashpool_run(cn__hashpool_t *hp, cn__hashset_t *s, cn__hash_fn fn, void *h,
-                      const void *buf, size_t n, bool inline_now);
-/* Returns when every job of s has run. */
-void cn__hashpool_wait(cn__hashpool_t *hp, cn__hashset_t *s);
 
 /* Stops and frees o's lifecycle worker (lifecycle_run.c); a no-op when none.
  * Called by cn_objects_close before anything else goes. */

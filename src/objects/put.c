@@ -10,7 +10,7 @@
  *
  * A large body hashes beside the write, one slot behind it (the lane): its
  * bytes are copied into one of two LANE_SLOT buffers, and a full slot's MD5
- * and SHA-256 run on the service's shared hashing pool (hashpool.c) while the
+ * and SHA-256 run on the service's shared hashing pool (a side pool, cairn/side.h) while the
  * caller's thread goes back for the next bytes, copies them into the store,
  * hashes BLAKE3 and fills the other slot.  So a body is bound by its slowest
  * hash, not by that hash plus the socket; the caller's buffer is never read
@@ -78,7 +78,7 @@ struct cn_objects_put {
     cn_store_writer_t *w;
     cn_sha256_t *sha;
     cn_md5_t *md5;
-    cn__hashset_t hs; /* MD5 and SHA-256 jobs on the pool: the lane's last slot */
+    cn_side_set_t hs; /* MD5 and SHA-256 jobs on the pool: the lane's last slot */
     uint8_t *slot[2]; /* the lane (NULL: off); slot[cur] is filling */
     size_t fill;
     unsigned cur;
@@ -101,12 +101,12 @@ static void obj_put_free(cn_objects_put_t *p)
 {
     if (!p)
         return;
-    cn__hashpool_wait(p->o->hashpool, &p->hs); /* L2 */
+    cn_side_wait(p->o->hashpool, &p->hs); /* L2 */
     free(p->slot[0]);
     free(p->slot[1]);
     cn__chain_feed_end(p->o, p->upload_id, &p->feed);
     cn_store_writer_abort(p->w);
-    cn__hashset_destroy(&p->hs);
+    cn_side_set_destroy(&p->hs);
     cn_sha256_free(p->own_sha);
     cn_sha256_free(p->sha);
     cn_md5_free(p->md5);
@@ -139,7 +139,7 @@ static cn_err_t obj_put_new(cn_objects_t *o, cn_objects_req_t *rq, cn_obj_put_ki
     p->o = o;
     p->rq = rq;
     p->kind = kind;
-    cn__hashset_init(&p->hs);
+    cn_side_set_init(&p->hs);
     p->declared = size;
     p->limit = o->opts.max_object_bytes;
     p->key = cn__strndup(key, strlen(key));
@@ -303,11 +303,11 @@ cn_err_t cn_objects_part_begin(cn_objects_t *o, cn_objects_req_t *rq, const char
  * the slowest), the rest run here; the jobs join p->hs. */
 static void hash_beside(cn_objects_put_t *p, const void *buf, size_t n)
 {
-    cn__hashpool_t *hp = p->o->hashpool;
+    cn_side_t *hp = p->o->hashpool;
     cn_sha256_t *feed = p->feed.sha;
-    bool md5_out = p->md5 && cn__hashpool_run(hp, &p->hs, md5_job, p->md5, buf, n, false);
-    bool sha_out = p->sha && cn__hashpool_run(hp, &p->hs, sha256_job, p->sha, buf, n, false);
-    bool feed_out = feed && cn__hashpool_run(hp, &p->hs, sha256_job, feed, buf, n, false);
+    bool md5_out = p->md5 && cn_side_run(hp, &p->hs, md5_job, p->md5, buf, n, false);
+    bool sha_out = p->sha && cn_side_run(hp, &p->hs, sha256_job, p->sha, buf, n, false);
+    bool feed_out = feed && cn_side_run(hp, &p->hs, sha256_job, feed, buf, n, false);
     if (!sha_out && p->sha)
         cn_sha256_update(p->sha, buf, n);
     if (!feed_out && feed)
@@ -322,7 +322,7 @@ static void lane_flush(cn_objects_put_t *p)
 {
     if (!p->fill)
         return;
-    cn__hashpool_wait(p->o->hashpool, &p->hs);
+    cn_side_wait(p->o->hashpool, &p->hs);
     hash_beside(p, p->slot[p->cur], p->fill);
     p->cur ^= 1;
     p->fill = 0;
@@ -334,7 +334,7 @@ static void lane_drain(cn_objects_put_t *p)
     if (!p->slot[0])
         return;
     lane_flush(p);
-    cn__hashpool_wait(p->o->hashpool, &p->hs);
+    cn_side_wait(p->o->hashpool, &p->hs);
 }
 
 static void lane_write(cn_objects_put_t *p, const uint8_t *buf, size_t n)
@@ -379,7 +379,7 @@ cn_err_t cn_objects_put_write(cn_objects_put_t *p, const void *buf, size_t n)
         return p->err;
     }
     uint64_t body = p->declared >= 0 ? (uint64_t)p->declared : p->n + n;
-    cn__hashpool_t *hp = p->o->hashpool;
+    cn_side_t *hp = p->o->hashpool;
     bool large = hp && body >= CN_OBJECTS_PUT_BESIDE_MIN;
     cn_err_t err = cn_store_writer_write(p->w, buf, n);
     if (err >= 0 && (p->slot[0] || (large && lane_on(p)))) {

@@ -223,6 +223,9 @@ cn_err_t cn_store_open(const char *data_dir, const cn_store_opts_t *opts, cn_sto
         goto fail;
     }
     s->dio_off = s->opts.page_cache_writes;
+    /* Threads that mostly wait for the disk: one per large write at once,
+     * up to four; a fifth writes its chunks itself (NULL: all do). */
+    s->dio_side = cn_side_new(CN__STORE_DIO_THREADS, "cn-dio");
     unsigned removed;
     if ((rc = clean_staging(s, &removed)) < 0)
         goto fail;
@@ -282,6 +285,7 @@ void cn_store_close(cn_store_t *s)
         close(s->lock_fd);
     if (s->data_fd >= 0)
         close(s->data_fd);
+    cn_side_free(s->dio_side); /* no writer is left */
     for (size_t i = 0; i < CN__STORE_GUARD_BUCKETS; i++) {
         cn__guard_node_t *g = s->guards[i];
         while (g) {

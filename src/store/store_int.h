@@ -14,6 +14,7 @@
 #include "cairn/crypto.h"
 #include "cairn/meta.h"
 #include "cairn/metrics.h"
+#include "cairn/side.h"
 #include "cairn/util.h"
 #include "store/backend.h"
 
@@ -22,6 +23,7 @@
 #define CN__STORE_GUARD_BUCKETS 256
 #define CN__STORE_MAX_SOURCES 32
 #define CN__STORE_IO_CHUNK (256u * 1024) /* bounded read/write buffer */
+#define CN__STORE_DIO_THREADS 4          /* the side pool of O_DIRECT chunks */
 #define CN__STORE_SWEEP_BATCH 256        /* digests per liveness query */
 #define CN__STORE_GUARD_SEEN_BITS 65536  /* digests guarded during a sweep batch */
 
@@ -166,6 +168,7 @@ struct cn_store {
      * array (after a digest lock, never before); the open pack's tail and
      * pack_buf belong to the committer thread. */
     _Atomic bool dio_off; /* large staged files use the page cache (writer.c) */
+    cn_side_t *dio_side;  /* their O_DIRECT chunks are written here (writer.c, W7) */
     bool pack_on;
     uint32_t pack_max; /* stored bytes at most, when pack_on */
     int packs_fd;      /* DATA/packs */

@@ -23,6 +23,17 @@
  * write buffer or the blob takes a file path at publish: a blob that goes
  * into a pack (pack.c) never costs an inode.  Without packs it is created
  * at open, as before.
+ *
+ * A large blob's O_DIRECT chunks are written on the store's side pool
+ * (s->dio_side) while the caller fills a second aligned buffer (W7, the
+ * idempotent publish, is the backend's: docs/store.md):
+ *  W8. At most one chunk of a writer is in flight, from the buffer the
+ *      caller is not filling (spare), at an offset no other write of the
+ *      writer touches; every other use of the file (a synchronous write,
+ *      the switch off O_DIRECT, fdatasync at publish, close and unlink)
+ *      comes after dio_settle, which waits for it and reports its error.
+ *      So W2's fdatasync covers every byte, and a failed chunk fails the
+ *      write or the publish that follows it (W5).
  */
 #include "store/store_int.h"
 
@@ -48,7 +59,7 @@ struct cn_store_writer {
     cn_blake3_t h;
     uint64_t len;        /* logical bytes accepted */
     uint64_t stored;     /* bytes handed to the file (incl. out buffer) */
-    uint64_t flushed;    /* bytes written to the file */
+    uint64_t flushed;    /* bytes handed to the file (a chunk may be in flight: W8) */
     uint64_t wb_started; /* writeback started up to here */
     int64_t expect_len;
     bool has_expect;
@@ -58,6 +69,14 @@ struct cn_store_writer {
     uint8_t *out; /* write-behind buffer of cap bytes (page-aligned once dio) */
     size_t out_len, cap;
     bool dio; /* the staged file is open with O_DIRECT: whole chunks only */
+    /* W8: the chunk in flight on the side pool (spare, dj_len bytes at
+     * dj_off); its result in dj_rc once settled */
+    uint8_t *spare;
+    cn_side_set_t ds;
+    bool dj_live;
+    uint64_t dj_off;
+    size_t dj_len;
+    cn_err_t dj_rc;
     /* LZ4 form */
     uint8_t *blk; /* logical block being filled */
     size_t blk_len;
@@ -143,24 +162,71 @@ static cn_err_t dio_end(cn_store_writer_t *w)
     return CN_OK;
 }
 
+/* Writes n bytes of p at off (O_DIRECT when on): a write refused at write
+ * though accepted at fcntl (an alignment this device does not take) goes
+ * again, whole, through the page cache. */
+static cn_err_t chunk_write(cn_store_writer_t *w, const void *p, size_t n, uint64_t off)
+{
+    cn_err_t rc = cn_pwrite_full(w->fd, p, n, off);
+    if (rc == -EINVAL && w->dio) {
+        cn__store_dio_refused(w->s);
+        CN_TRY(dio_end(w));
+        rc = cn_pwrite_full(w->fd, p, n, off);
+    }
+    return rc;
+}
+
+static void dio_job(void *h, const void *p, size_t n)
+{
+    cn_store_writer_t *w = h;
+    w->dj_rc = cn_pwrite_full(w->fd, p, n, w->dj_off);
+}
+
+/* W8: waits for the chunk in flight, if any, and returns its result; a
+ * chunk refused for its alignment is written again here. */
+static cn_err_t dio_settle(cn_store_writer_t *w)
+{
+    if (!w->dj_live)
+        return CN_OK;
+    cn_side_wait(w->s->dio_side, &w->ds);
+    w->dj_live = false;
+    if (w->dj_rc == -EINVAL && w->dio)
+        return chunk_write(w, w->spare, w->dj_len, w->dj_off);
+    return w->dj_rc;
+}
+
 static cn_err_t file_write(cn_store_writer_t *w, const void *p, size_t n)
 {
     CN_TRY(stage_create(w));
+    CN_TRY(dio_settle(w));
     if (w->dio && !(p == w->out && n % 4096 == 0))
         CN_TRY(dio_end(w));
-    cn_err_t rc = cn_write_full(w->fd, p, n);
-    if (rc == -EINVAL && w->dio) {
-        /* Accepted at fcntl, refused at write (an alignment this device
-         * does not take): the chunk again, whole, through the page cache. */
-        cn__store_dio_refused(w->s);
-        CN_TRY(dio_end(w));
-        if (lseek(w->fd, (off_t)w->flushed, SEEK_SET) < 0)
-            return -errno;
-        rc = cn_write_full(w->fd, p, n);
-    }
-    CN_TRY(rc);
+    CN_TRY(chunk_write(w, p, n, w->flushed));
     w->flushed += n;
     writeback(w);
+    return CN_OK;
+}
+
+/* The full aligned buffer goes to the side pool (W8) and the caller goes on
+ * filling the spare; written here when no pool thread is idle, no spare
+ * can be had, or O_DIRECT was just refused. */
+static cn_err_t dio_post(cn_store_writer_t *w)
+{
+    CN_TRY(dio_settle(w));
+    if (!w->spare && posix_memalign((void **)&w->spare, 4096, DIO_CHUNK))
+        w->spare = NULL;
+    if (!w->spare || !w->dio)
+        return file_write(w, w->out, w->out_len);
+    uint8_t *full = w->out;
+    w->out = w->spare;
+    w->spare = full;
+    w->dj_off = w->flushed;
+    w->dj_len = w->out_len;
+    w->dj_rc = CN_OK;
+    w->dj_live = true;
+    w->flushed += w->dj_len;
+    if (!cn_side_run(w->s->dio_side, &w->ds, dio_job, w, full, w->dj_len, true))
+        return dio_settle(w); /* ran here: its result now */
     return CN_OK;
 }
 
@@ -170,7 +236,10 @@ static cn_err_t out_flush(cn_store_writer_t *w)
         return CN_OK;
     if (w->out_len == w->cap)
         CN_TRY(dio_begin(w));
-    CN_TRY(file_write(w, w->out, w->out_len));
+    if (w->dio && w->out_len == w->cap)
+        CN_TRY(dio_post(w));
+    else
+        CN_TRY(file_write(w, w->out, w->out_len));
     w->out_len = 0;
     return CN_OK;
 }
@@ -261,6 +330,7 @@ cn_err_t cn_store_writer_open(cn_store_t *s, const cn_digest_t *expect, int64_t 
     cn_err_t rc;
     w->s = s;
     w->fd = -1;
+    cn_side_set_init(&w->ds);
     w->expect_len = expect_len;
     w->form = s->opts.default_form;
     if (expect) {
@@ -394,6 +464,9 @@ out:
 
 static void writer_free(cn_store_writer_t *w, bool unlink_staged)
 {
+    dio_settle(w); /* W8: nothing in flight past here; its error no longer matters */
+    cn_side_set_destroy(&w->ds);
+    free(w->spare);
     if (w->fd >= 0)
         close(w->fd);
     if (unlink_staged && w->name[0])
@@ -416,6 +489,7 @@ static cn_err_t publish_direct(cn_store_writer_t *w, const cn_digest_t *d, bool 
 {
     cn_store_t *s = w->s;
     CN_TRY(stage_create(w)); /* the empty blob wrote nothing yet */
+    CN_TRY(dio_settle(w));   /* W8 */
     int64_t t0 = cn_mono_ns();
     if (fdatasync(w->fd) < 0)
         return -errno;

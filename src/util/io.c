@@ -55,6 +55,21 @@ cn_err_t cn_write_full(int fd, const void *buf, size_t n)
     return CN_OK;
 }
 
+cn_err_t cn_pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
+{
+    size_t put = 0;
+    while (put < n) {
+        ssize_t w = pwrite(fd, (const char *)buf + put, n - put, (off_t)(off + put));
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        put += (size_t)w;
+    }
+    return CN_OK;
+}
+
 cn_err_t cn_fsync_dir(const char *dir)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -71,6 +71,11 @@ class Shim:
 FAULTS = [
     # (id, shim settings relative to the data dir, payload size)
     ("write-eio-blob", dict(ops="write", errno="EIO", pattern="{data}/staging/*"), 300_000),
+    # 3 MiB: whole O_DIRECT chunks, written on the store's side pool while the
+    # next fills (writer.c, W7); a chunk's failure fails the PUT all the same
+    ("write-eio-large", dict(ops="write", errno="EIO", pattern="{data}/staging/*"), 3 << 20),
+    ("write-enospc-large", dict(ops="write", errno="ENOSPC", pattern="{data}/staging/*",
+                                after="1"), 3 << 20),
     ("write-enospc-all", dict(ops="write", errno="ENOSPC", pattern="{data}/*"), 300_000),
     ("fsync-eio-all", dict(ops="fsync,fdatasync", errno="EIO", pattern="{data}/*"), 4096),
     # 100 KB: over the pack threshold (64 KiB) when [store] packs are on, so

@@ -17,6 +17,8 @@
  *                      10,000 (files and directories: blob tree, packs, meta)
  *   small_4k_w32_{files,pack}_cpu
  *                      process CPU (user + system) per blob of those runs
+ *   small_4k_w32_{files,pack}_batch
+ *                      mean blobs per group commit of those runs
  *   compact_*          one pack of 4 KiB blobs with 10 % live compacted:
  *                      MB/s of pack reclaimed, and the p99 of foreground
  *                      4 KiB reads (one reader thread) while it runs, beside
@@ -311,10 +313,10 @@ static double cpu_s(void)
 }
 
 /* 32 writers of small_n 4 KiB blobs into a fresh store at data (packs on
- * when pack_max): blobs/s, the inodes they cost scaled to 10,000, and the
- * process CPU seconds per blob. */
+ * when pack_max): blobs/s, the inodes they cost scaled to 10,000, the
+ * process CPU seconds per blob and the mean blobs per group commit. */
 static double bench_small_fresh(const char *data, uint64_t pack_max, int small_n, double *inodes,
-                                double *cpu)
+                                double *cpu, double *batch)
 {
     cn_meta_t *meta = NULL;
     cn_store_t *s = NULL;
@@ -327,8 +329,13 @@ static double bench_small_fresh(const char *data, uint64_t pack_max, int small_n
     if (rc < 0)
         die("open fresh store", rc);
     double i0 = inodes_under(data), c0 = cpu_s();
+    cn_store_counters_t k0, k1;
+    cn_store_counters(s, &k0);
     double v = bench_small(s, 32, small_n, 3ull << 40);
+    cn_store_counters(s, &k1);
     *cpu = (cpu_s() - c0) / small_n;
+    uint64_t nb = k1.commit_batches - k0.commit_batches;
+    *batch = nb ? (double)(k1.commit_blobs - k0.commit_blobs) / nb : 0;
     *inodes = (inodes_under(data) - i0) * 10000.0 / small_n;
     cn_store_close(s);
     cn_meta_close(meta);
@@ -471,19 +478,21 @@ static void ratio(const char *name, double v, const char *of, double target)
  * then compaction of one pack with 10 % live. */
 static void packs_vs_files(const char *dir, int small_n, double fs)
 {
-    double in_files = 0, in_pack = 0, cf = 0, cp = 0;
+    double in_files = 0, in_pack = 0, cf = 0, cp = 0, bf = 0, bp = 0;
     char d1[4200], d2[4200], d3[4200];
     snprintf(d1, sizeof d1, "%s/files", dir);
     snprintf(d2, sizeof d2, "%s/pack", dir);
     snprintf(d3, sizeof d3, "%s/compact", dir);
-    double wf = bench_small_fresh(d1, 0, small_n, &in_files, &cf);
+    double wf = bench_small_fresh(d1, 0, small_n, &in_files, &cf, &bf);
     result("small_4k_w32_files", wf, "blobs/s");
     ratio("small_4k_w32_files_ratio", wf / fs, "serial_fsync", 0);
     result("small_4k_w32_files_cpu", cf * 1e6, "us/blob");
-    double wp = bench_small_fresh(d2, 64 * 1024, small_n, &in_pack, &cp);
+    double wp = bench_small_fresh(d2, 64 * 1024, small_n, &in_pack, &cp, &bp);
     result("small_4k_w32_pack", wp, "blobs/s");
     ratio("small_4k_w32_pack_ratio", wp / fs, "serial_fsync", 10.0);
     result("small_4k_w32_pack_cpu", cp * 1e6, "us/blob");
+    result("small_4k_w32_files_batch", bf, "blobs/batch");
+    result("small_4k_w32_pack_batch", bp, "blobs/batch");
     result("inodes_10k_files", in_files, "inodes");
     result("inodes_10k_pack", in_pack, "inodes");
     bench_compact(d3, small_n * 2);

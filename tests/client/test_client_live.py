@@ -65,7 +65,7 @@ def test_every_operation(server_factory):
     srv = server_factory(env={"JAY_MAX_OBJECT_SIZE": str(MAX_OBJECT)})
     text = live("ops", endpoint(srv), env={"CAIRN_TOKEN_RO": ro_token(srv),
                                            "CAIRN_TEST_MAX_OBJECT": str(MAX_OBJECT)})
-    assert text.count("\nok ") == 10, text
+    assert text.count("\nok ") == 11, text
 
 
 def test_put_file_parallel_and_verified_get(server_factory):

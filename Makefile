@@ -114,7 +114,8 @@ console-golden: console-npm
 fuzz: asan
 	scripts/fuzz.sh $(ASAN) 300
 
-bench: build
+# The console's first-view row needs its npm packages and Chromium (console-npm).
+bench: build console-npm
 	@scripts/deps.sh bench
 	scripts/bench.sh $(BUILD)
 

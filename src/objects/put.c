@@ -10,9 +10,9 @@
  *
  * A large body hashes beside the write, one slot behind it (the lane): its
  * bytes are copied into one of two LANE_SLOT buffers, and a full slot's MD5
- * and SHA-256 run on the service's shared hashing pool (a side pool, cairn/side.h) while the
- * caller's thread goes back for the next bytes, copies them into the store,
- * hashes BLAKE3 and fills the other slot.  So a body is bound by its slowest
+ * and SHA-256 run on the service's shared hashing pool (a side pool,
+ * cairn/side.h) while the caller's thread goes back for the next bytes,
+ * copies them into the store, hashes BLAKE3 and fills the other slot.  So a body is bound by its slowest
  * hash, not by that hash plus the socket; the caller's buffer is never read
  * after the call.  Lane invariants:
  *   L1. Bytes reach every digest in body order: once a session's lane is on,
@@ -31,10 +31,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Bodies from CN_OBJECTS_PUT_BESIDE_MIN hash beside the write; below it a
- * hand-off costs more than it saves. */
-/* A lane slot: large enough that a hand-off (a wake-up) is rare against the
- * MD5 of its bytes, small enough that two per large put stay cheap. */
+/* Bodies from CN_OBJECTS_PUT_BESIDE_MIN hash beside the write, in the lane
+ * (below it a hand-off costs more than it saves).  A lane slot: large enough
+ * that a hand-off (a wake-up) is rare against the MD5 of its bytes, small
+ * enough that two per large put stay cheap. */
 #define LANE_SLOT ((size_t)256 << 10)
 
 typedef enum {
@@ -299,6 +299,7 @@ cn_err_t cn_objects_part_begin(cn_objects_t *o, cn_objects_req_t *rq, const char
     }
     return err;
 }
+
 /* The hashes of buf that an idle pool thread can take go there (MD5 first,
  * the slowest), the rest run here; the jobs join p->hs. */
 static void hash_beside(cn_objects_put_t *p, const void *buf, size_t n)

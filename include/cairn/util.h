@@ -174,7 +174,8 @@ CN_API bool cn_utf8_valid(const void *p, size_t n);
  * (less than n only at EOF) or -errno. */
 CN_API long long cn_read_full(int fd, void *buf, size_t n);
 CN_API cn_err_t cn_write_full(int fd, const void *buf, size_t n);
-/* Writes all n bytes of buf at offset off of fd (the file offset unmoved). */
+/* Writes all n bytes of buf at offset off of fd (the file offset unmoved):
+ * CN_OK, -errno, or -EIO when a write takes no byte. */
 CN_API cn_err_t cn_pwrite_full(int fd, const void *buf, size_t n, uint64_t off);
 /* Reads exactly n bytes of fd at offset off into buf, over short reads and
  * EINTR: CN_OK, -errno, or short_err when the file ends first (the caller

@@ -65,6 +65,8 @@ cn_err_t cn_pwrite_full(int fd, const void *buf, size_t n, uint64_t off)
                 continue;
             return -errno;
         }
+        if (w == 0)
+            return -EIO; /* a file that takes nothing would be retried forever */
         put += (size_t)w;
     }
     return CN_OK;

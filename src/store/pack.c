@@ -76,6 +76,21 @@
  *      the same verified bytes, and reads look in the pack first.  The
  *      usage totals uncount the file in the rows' transaction (a digest
  *      counts once, usage.c), so its removal notes nothing.
+ * P11. A batch runs in two stages on two threads (commit.c): its decisions,
+ *      append and sync (P4, P1) on the committer, its index transaction,
+ *      memory entries and wake-ups (P2) on the indexer, so the next batch's
+ *      sync overlaps this one's transaction.  At most one batch is between
+ *      the stages, and index transactions commit in batch order, so a
+ *      pack's indexed_end only grows and P2's proof holds as it stands (a
+ *      crash between the stages is point 2 of one batch).  A batch that
+ *      would pack a digest the batch in flight packs waits for that one's
+ *      index first, so P4 never takes a record in flight for an absent
+ *      one; and the pack rolls only once nothing is in flight, so a pack
+ *      that is no longer the open one (and may be compacted, C1-C5) has
+ *      every record it will ever have indexed, or failed for good (P3).
+ *      A batch that waited behind one whose index transaction failed on a
+ *      lock timeout is failed with it, not indexed (P3 again): so a writer
+ *      waits at most two lock deadlines, as with one committer thread.
  *
  * Lock order: a digest lock, then pack_mu.  No I/O under pack_mu (P9's
  * descriptor duplicate is the one system call made under it).  Pack
@@ -740,9 +755,9 @@ void cn__pack_reap(cn_store_t *s)
 /* Test hook: CAIRN_TEST_PACK_CRASH="P:N" kills the process at point P
  * (1: appended, not synced; 2: synced, not indexed; 3: indexed, not
  * acknowledged) of the Nth packed batch, for the crash tests. */
-static void crash_point(cn_store_t *s, cn__commit_req_t *batch, int point)
+static void crash_point(cn_store_t *s, cn__commit_req_t *batch, long seq, int point)
 {
-    if (s->pack_crash_at == point && s->pack_batches == s->pack_crash_n)
+    if (s->pack_crash_at == point && seq == s->pack_crash_n)
         raise(SIGKILL);
     if (s->compact_crash_at == point)
         for (cn__commit_req_t *r = batch; r; r = r->next)
@@ -857,7 +872,8 @@ static cn_err_t pack_roll(cn_store_t *s)
 }
 
 /* P1: the batch's new records, appended and synced; *pfo = the pack. */
-static cn_err_t append_batch(cn_store_t *s, cn__commit_req_t *batch, struct cn__pack_file **pfo)
+static cn_err_t append_batch(cn_store_t *s, cn__commit_req_t *batch, long seq,
+                             struct cn__pack_file **pfo)
 {
     uint64_t need = 0;
     cn_buf_reset(&s->pack_buf);
@@ -869,6 +885,7 @@ static cn_err_t append_batch(cn_store_t *s, cn__commit_req_t *batch, struct cn__
     /* The open pack belongs to this thread: its fields are read unlocked. */
     struct cn__pack_file *pf = &s->packs[s->cur_pack];
     if (pf->end && pf->end + need > s->pack_file_max) {
+        cn__committer_drain(s); /* P11: every record of the old pack indexed */
         CN_TRY(pack_roll(s));
         pf = &s->packs[s->cur_pack];
     }
@@ -893,7 +910,7 @@ static cn_err_t append_batch(cn_store_t *s, cn__commit_req_t *batch, struct cn__
         else if (w > 0)
             off += (size_t)w;
     }
-    crash_point(s, batch, 1);
+    crash_point(s, batch, seq, 1);
     int64_t t0 = cn_mono_ns();
     if (rc == CN_OK && fdatasync(pf->fd) < 0)
         rc = -errno;
@@ -905,7 +922,7 @@ static cn_err_t append_batch(cn_store_t *s, cn__commit_req_t *batch, struct cn__
     }
     /* The pack is the group commit's journal: same series. */
     cn_metric_observe_ns(cn__store_metrics()->fsync_journal, cn_mono_ns() - t0);
-    crash_point(s, batch, 2);
+    crash_point(s, batch, seq, 2);
     pf->end += s->pack_buf.len;
     *pfo = pf;
     return CN_OK;
@@ -950,47 +967,66 @@ static void unfile_raced(cn_store_t *s, const cn_digest_t *d, uint64_t puts0, in
     }
 }
 
-void cn__pack_commit(cn_store_t *s, cn__commit_req_t *batch)
+void cn__pack_append(cn_store_t *s, cn__commit_req_t *batch, cn__pack_step_t *st)
 {
-    int64_t now = cn_wall_ms();
-    uint64_t puts0 = atomic_load(&s->usage_file_puts);
-    int64_t raced_blobs = 0, raced_bytes = 0;
-    bool any = false;
+    *st = (cn__pack_step_t){ .now = cn_wall_ms(), .puts0 = atomic_load(&s->usage_file_puts) };
     for (cn__commit_req_t *r = batch; r; r = r->next) {
         if (!r->packed)
             continue;
-        any = true;
+        st->any = true;
         r->pack_state = PS_NEW;
         cn__dheld_t dl;
         cn__dlock(s, &r->d, &dl);
-        r->rc = decide_locked(s, r, now);
+        r->rc = decide_locked(s, r, st->now);
         cn__dunlock(s, &dl);
         if (r->rc == CN_OK && r->pack_state == PS_NEW && dup_in_batch(batch, r))
             r->pack_state = PS_DUP;
         r->existed = r->pack_state != PS_NEW && r->pack_state != PS_MOVE;
     }
-    if (!any)
+    if (!st->any)
         return;
-    s->pack_batches++;
+    st->seq = ++s->pack_batches;
     struct cn__pack_file *pf = NULL;
-    cn_err_t rc = append_batch(s, batch, &pf);
+    cn_err_t rc = append_batch(s, batch, st->seq, &pf);
     if (rc < 0) {
         cn_error("store", "group commit: pack append failed: %s", cn_strerror(rc));
         fail_new(batch, rc);
+        st->any = false; /* nothing to index: P3 */
         return;
     }
     if (!pf)
         pf = &s->packs[s->cur_pack];
+    st->pack_id = pf->id;
+    st->end = pf->end;
+}
+
+void cn__pack_fail(cn__commit_req_t *batch, cn_err_t rc)
+{
+    fail_new(batch, rc);
+}
+
+cn_err_t cn__pack_index(cn_store_t *s, cn__commit_req_t *batch, const cn__pack_step_t *st)
+{
+    if (!st->any)
+        return CN_OK;
+    int64_t raced_blobs = 0, raced_bytes = 0;
     /* P2: rows and the pack's end in one transaction, after the sync. */
-    idx_txn_t t = { .batch = batch, .pack_id = pf->id, .end = pf->end, .now = now };
+    idx_txn_t t = { .batch = batch, .pack_id = st->pack_id, .end = st->end, .now = st->now };
     unfile_adopted(s, &t);
-    if ((rc = idx_commit(s, &t)) < 0) {
+    if (s->pack_index_delay_ms > 0) /* test hook: a slow index transaction (P11) */
+        usleep((useconds_t)s->pack_index_delay_ms * 1000u);
+    cn_err_t rc = idx_commit(s, &t);
+    if (rc < 0) {
         cn_error("store", "group commit: pack index failed: %s", cn_strerror(rc));
         fail_new(batch, rc);
-        return;
+        return rc;
     }
-    pf->indexed_end = pf->end;
-    crash_point(s, batch, 3);
+    pthread_mutex_lock(&s->pack_mu);
+    struct cn__pack_file *pf = pack_by_id_locked(s, st->pack_id);
+    if (CN_ALWAYS(pf != NULL)) /* P11: the pack rolls only once nothing is in flight */
+        pf->indexed_end = st->end;
+    pthread_mutex_unlock(&s->pack_mu);
+    crash_point(s, batch, st->seq, 3);
     for (cn__commit_req_t *r = batch; r; r = r->next) {
         if (!appends(r))
             continue;
@@ -998,23 +1034,32 @@ void cn__pack_commit(cn_store_t *s, cn__commit_req_t *batch)
         cn__dlock(s, &r->d, &dl);
         pthread_mutex_lock(&s->pack_mu);
         if (r->pack_state == PS_NEW) {
-            r->rc = index_add_locked(s, &r->d, pf->id, r->pack_off, (uint32_t)r->payload_len, now);
+            r->rc = index_add_locked(s, &r->d, st->pack_id, r->pack_off, (uint32_t)r->payload_len,
+                                     st->now);
         } else {
             /* P7: only if nothing moved it (a delete, a re-put) meanwhile. */
             struct cn__pack_ent *e = *find_locked(s, &r->d);
             if (e && e->pack_id == r->move_pack && e->off == r->move_off) {
-                e->pack_id = pf->id;
+                e->pack_id = st->pack_id;
                 e->off = r->pack_off;
                 e->verified = 0; /* a new record: its first zero-copy read checks it */
             }
         }
         pthread_mutex_unlock(&s->pack_mu);
         if (r->pack_state == PS_NEW && !r->adopt) /* still under the digest lock */
-            unfile_raced(s, &r->d, puts0, &raced_blobs, &raced_bytes);
+            unfile_raced(s, &r->d, st->puts0, &raced_blobs, &raced_bytes);
         cn__dunlock(s, &dl);
     }
     if (raced_blobs)
         cn__store_usage_note(s, raced_blobs, raced_bytes);
+    return CN_OK;
+}
+
+void cn__pack_commit(cn_store_t *s, cn__commit_req_t *batch)
+{
+    cn__pack_step_t st;
+    cn__pack_append(s, batch, &st);
+    (void)cn__pack_index(s, batch, &st); /* each request's rc says it */
 }
 
 /* ---- open, recovery, close ------------------------------------------------- */
@@ -1257,6 +1302,8 @@ cn_err_t cn__pack_open(cn_store_t *s)
     const char *chook = getenv("CAIRN_TEST_COMPACT_CRASH");
     if (chook && sscanf(chook, "%d", &s->compact_crash_at) != 1)
         s->compact_crash_at = 0;
+    const char *delay = getenv("CAIRN_TEST_PACK_INDEX_DELAY_MS");
+    s->pack_index_delay_ms = delay ? atoi(delay) : 0;
     const char *hook = getenv("CAIRN_TEST_PACK_CRASH");
     if (hook && sscanf(hook, "%d:%ld", &s->pack_crash_at, &s->pack_crash_n) != 2)
         s->pack_crash_at = 0;

@@ -190,6 +190,8 @@ cn_err_t cn_store_open(const char *data_dir, const cn_store_opts_t *opts, cn_sto
     pthread_mutex_init(&s->sweep_mu, NULL);
     pthread_mutex_init(&s->q_mu, NULL);
     pthread_cond_init(&s->q_cv, NULL);
+    pthread_mutex_init(&s->ix_mu, NULL);
+    pthread_cond_init(&s->ix_cv, NULL);
 
     s->data_dir = strdup(data_dir);
     staging = path_join(data_dir, "staging");
@@ -303,6 +305,8 @@ void cn_store_close(cn_store_t *s)
     pthread_mutex_destroy(&s->pack_mu);
     pthread_mutex_destroy(&s->q_mu);
     pthread_cond_destroy(&s->q_cv);
+    pthread_mutex_destroy(&s->ix_mu);
+    pthread_cond_destroy(&s->ix_cv);
     free(s->data_dir);
     free(s->sweep_hold);
     free(s);

@@ -82,6 +82,22 @@ typedef struct cn__commit_req {
     struct cn__commit_req *next;
 } cn__commit_req_t;
 
+/* What a batch's first stage hands its second (commit.c, pack.c P11). */
+typedef struct cn__pack_step {
+    bool any; /* the batch has packed requests left to index */
+    long seq; /* its ordinal among packed batches (the crash hook's N) */
+    uint32_t pack_id;
+    uint64_t end;   /* the pack's end after its records: the new indexed_end */
+    int64_t now;    /* wall ms: the rows' mtime */
+    uint64_t puts0; /* usage_file_puts when the batch began */
+} cn__pack_step_t;
+
+typedef struct cn__commit_stage {
+    cn__pack_step_t pack;
+    cn_err_t fail;                /* < 0: not indexed, its packed requests fail so (P11) */
+    int64_t new_files, new_bytes; /* file blobs the batch added (usage) */
+} cn__commit_stage_t;
+
 /* The open-descriptor cache (fdcache.c). */
 #define CN__FDC_MIN 64               /* slots, whatever the descriptor limit */
 #define CN__FDC_MAX 16384            /* slots at most (64 B each) */
@@ -152,6 +168,17 @@ struct cn_store {
     bool committer_running;
     pthread_t committer;
     uint64_t batches, batched_blobs; /* statistics, under q_mu */
+    /* the committer's second stage, the indexer (commit.c; pack.c P11) */
+    pthread_mutex_t ix_mu;
+    pthread_cond_t ix_cv;       /* a batch handed over or finished, or stop */
+    cn__commit_req_t *ix_batch; /* the batch between the stages, or NULL */
+    cn__commit_stage_t ix_stage;
+    /* A lock timeout the indexer's last transaction ended with: the batch
+     * handed over behind it fails with it (P11) */
+    cn_err_t ix_lock_err;
+    bool ix_stop;
+    bool indexer_running;
+    pthread_t indexer;
 
     /* Open files of small raw blobs (cn_store_fd_get): a GET of a small
      * object then costs an fstat instead of a path walk, open and close. */
@@ -179,11 +206,12 @@ struct cn_store {
     size_t n_packs, cap_packs;
     size_t cur_pack; /* index into packs of the pack appended to */
     cn_buf_t pack_buf;
-    int pack_crash_at;      /* test hook (CAIRN_TEST_PACK_CRASH "P:N"): 0 off, 1..3 */
-    long pack_crash_n;      /* ... at the Nth batch */
-    long pack_batches;      /* packed batches so far (committer thread) */
-    int compact_crash_at;   /* test hook (CAIRN_TEST_COMPACT_CRASH "P"): 0 off, 1..4 */
-    uint64_t pack_file_max; /* roll size: CN__PACK_FILE_MAX (tests: CAIRN_TEST_PACK_FILE_MAX) */
+    int pack_crash_at;       /* test hook (CAIRN_TEST_PACK_CRASH "P:N"): 0 off, 1..3 */
+    long pack_crash_n;       /* ... at the Nth batch */
+    long pack_batches;       /* packed batches so far (committer thread) */
+    int pack_index_delay_ms; /* test hook (CAIRN_TEST_PACK_INDEX_DELAY_MS): a slow stage 2 */
+    int compact_crash_at;    /* test hook (CAIRN_TEST_COMPACT_CRASH "P"): 0 off, 1..4 */
+    uint64_t pack_file_max;  /* roll size: CN__PACK_FILE_MAX (tests: CAIRN_TEST_PACK_FILE_MAX) */
     /* Descriptors of packs retired by the last compaction pass: let go by
      * the next pass (or close), so a reader that looked a location up before
      * the retirement still preads the old, unchanged bytes (sweep.c, C5);
@@ -280,6 +308,10 @@ cn_err_t cn__committer_start(cn_store_t *s);
 void cn__committer_stop(cn_store_t *s);
 /* Queues req and waits until the batch that holds it is durable. */
 cn_err_t cn__committer_submit(cn_store_t *s, cn__commit_req_t *req);
+/* Returns once no batch is between the committer's stages (P11): every
+ * batch appended so far is indexed (or failed).  Committer thread, or a
+ * store without one (then at once). */
+void cn__committer_drain(cn_store_t *s);
 /* Queues the n packed requests of reqs[] as one chain and waits for all of
  * them (compaction); without a committer thread (batch_disable) runs the
  * pack step on the calling thread.  Each request's rc says its fate. */
@@ -368,8 +400,19 @@ void cn__pack_close(cn_store_t *s);
 /* Whether a finished blob of this form and stored size goes to a pack. */
 bool cn__pack_wants(const cn_store_t *s, cn_store_form_t form, uint64_t stored);
 /* The committer's step for the batch's packed requests (P1-P4): sets each
- * one's rc and existed. */
+ * one's rc and existed.  Both stages below, one after the other. */
 void cn__pack_commit(cn_store_t *s, cn__commit_req_t *batch);
+/* Stage 1 (P1, P4): decides each packed request, appends and syncs the new
+ * records; *st is what stage 2 needs.  A failed append fails the requests
+ * it covers and leaves nothing for stage 2.  Committer thread. */
+void cn__pack_append(cn_store_t *s, cn__commit_req_t *batch, cn__pack_step_t *st);
+/* Stage 2 (P2, P7): the batch's index transaction, then its memory entries;
+ * sets rc of the requests it fails and returns the transaction's error.  In
+ * batch order, one thread (P11). */
+cn_err_t cn__pack_index(cn_store_t *s, cn__commit_req_t *batch, const cn__pack_step_t *st);
+/* Stage 2 instead, for a batch that is not to be indexed (P3, P11): fails
+ * every packed request stage 1 appended or shared with rc. */
+void cn__pack_fail(cn__commit_req_t *batch, cn_err_t rc);
 /* true and *loc when d is packed (a snapshot: the entry may go after). */
 bool cn__pack_find(cn_store_t *s, const cn_digest_t *d, cn__pack_loc_t *loc);
 /* Zero-copy read of d (P9): *loc with loc->fd a duplicate of its pack's

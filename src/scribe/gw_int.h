@@ -280,6 +280,18 @@ typedef struct cn__gw_refusal {
 } cn__gw_refusal_t;
 cn_err_t cn__gw_up_open_as(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression,
                            const cn__gw_user_t *u, cn__gw_refusal_t *rf, cn__gw_up_t **out);
+/* Protocol 4, a user's client hello, on the handshake pool (specification,
+ * "Handshake admission": the round trip to a backend is the handshake's,
+ * never a request worker's): storage confirms the user's certificate before
+ * the client's session exists.  A session of the same certificate kept
+ * from an earlier connection confirms it (it is younger than
+ * upstream_reuse_ms), else a new upstream session with each storage server
+ * in configuration order until one accepts; the accepting one is kept in gc
+ * for the connection's requests.  A refusal may be the server's alone (the
+ * gateway's delegate grant is per namespace), so the next server is asked.
+ * CN_OK; else CN_E_UNAVAILABLE with *rf the first refusal and *refused_by
+ * its server, or rf->code 0 when no server answered; -ENOMEM. */
+cn_err_t cn__gw_up_hello(cn__gw_conn_t *gc, cn__gw_refusal_t *rf, size_t *refused_by);
 /* Makes the gateway's first TLS context (protocol 4), msg saying why not. */
 cn_err_t cn__gw_tls_start(cn__gw_t *g, char *msg, size_t cap);
 /* Why a connection taken from a pool cannot carry a request (NULL: it

@@ -194,6 +194,29 @@ static cn_err_t v4_caller(cn__gw_conn_t *gc, cn_conn_t *c, const cn_scribe_hello
     return CN_OK;
 }
 
+/* Protocol 4: storage's verdict on a user's certificate, before the client's
+ * session is answered (cn__gw_up_hello).  A control connection of a user
+ * only: an anonymous caller is not authenticated, and a data connection
+ * binds to a session whose hello was judged. */
+static cn_err_t hello_upstream(cn__gw_conn_t *gc, cn_conn_t *c, uint64_t rid)
+{
+    if (!gc->g->cfg.tls || gc->user.caller != CN_SCRIBE_CALLER_DELEGATED || gc->data)
+        return CN_OK;
+    cn__gw_refusal_t rf;
+    size_t server = 0;
+    cn_err_t e = cn__gw_up_hello(gc, &rf, &server);
+    if (e != CN_E_UNAVAILABLE)
+        return e;
+    char msg[400];
+    if (rf.code)
+        snprintf(msg, sizeof msg, "storage server %zu of %zu refused the session: %s", server + 1,
+                 gc->g->cfg.n, rf.msg);
+    else
+        snprintf(msg, sizeof msg,
+                 "no storage server answered to confirm the access certificate; retry later");
+    return cn__scribe_hello_fail(c, rid, rf.code ? rf.code : CN_SCRIBE_E_AUTH_UNAVAILABLE, msg);
+}
+
 static cn_err_t gw_open(void *actx, cn_conn_t *c, void **cstate)
 {
     cn__gw_t *g = actx;
@@ -218,7 +241,8 @@ static cn_err_t gw_open(void *actx, cn_conn_t *c, void **cstate)
     gc->data = hello.bind_session != 0;
     cn_scribe_principal_t who;
     memset(&who, 0, sizeof who);
-    if (g->cfg.tls && (e = v4_caller(gc, c, &hello, h.request_id, &who)) < 0) {
+    if (g->cfg.tls && ((e = v4_caller(gc, c, &hello, h.request_id, &who)) < 0 ||
+                       (e = hello_upstream(gc, c, h.request_id)) < 0)) {
         conn_free(gc);
         return e;
     }

@@ -839,6 +839,50 @@ static cn_err_t user_bind(cn__gw_t *g, size_t server, cn__gw_conn_t *gc, uint8_t
     return e;
 }
 
+/* ---- a user's hello (protocol 4) ------------------------------------------------------------ */
+/* One request on a new session: a connection stays pending at storage until
+ * it has delivered a complete request frame (specification, "Handshake
+ * admission"), and storage holds at most max_pending_per_source such
+ * connections of one source, which the gateway is for all its users.
+ * discover is the cheapest request every session may make. */
+static cn_err_t unpend(cn__gw_up_t *up)
+{
+    cn_buf_t none = { 0 }, reply = { 0 };
+    cn_scribe_hdr_t h;
+    cn_err_t e = cn__gw_up_call(up, CN_SCRIBE_OP_DISCOVER, 2, &none, 32768, &h, &reply);
+    if (e >= 0 && (h.flags & CN_SCRIBE_FLAG_ERROR))
+        e = CN_E_PROTOCOL;
+    cn_buf_free(&reply);
+    return e;
+}
+
+cn_err_t cn__gw_up_hello(cn__gw_conn_t *gc, cn__gw_refusal_t *rf, size_t *refused_by)
+{
+    cn__gw_t *g = gc->g;
+    memset(rf, 0, sizeof *rf);
+    for (size_t i = 0; i < g->cfg.n; i++) {
+        cn__gw_up_t *up = user_take(g, i, gc->codec, 0, &gc->user);
+        cn__gw_refusal_t seen = { 0 };
+        if (!up) {
+            if (cn__gw_up_open_as(g, i, gc->codec, 0, &gc->user, &seen, &up) == -ENOMEM)
+                return -ENOMEM;
+            if (up && unpend(up) < 0) { /* it broke: as if it never answered */
+                cn__gw_up_close(up);
+                up = NULL;
+            }
+        }
+        if (up) {
+            gc->ups[i][0] = up; /* the connection's first control session with i */
+            return CN_OK;
+        }
+        if (seen.code && !rf->code) {
+            *rf = seen;
+            *refused_by = i;
+        }
+    }
+    return CN_E_UNAVAILABLE;
+}
+
 /* ---- a client's upstream sessions ----------------------------------------------------------- */
 cn_err_t cn__gw_up_for(cn__gw_call_t *k, size_t server, uint8_t compression, bool data,
                        cn__gw_up_t **out)

@@ -10,7 +10,9 @@ default, as on storage) connections to the gateway — the 65th hello is
 answered busy "too many concurrent connections for this identity" and
 closed — while another user is still admitted; a certificate forged to name
 the capped user (a self-signed one with the user's CN and another key) does
-not take the user's places, since the gateway judges no certificate itself;
+not take the user's places, and its hello is refused with storage's verdict
+(the gateway judges no certificate itself, but asks storage during the
+handshake: docs/protocol/scribe-gateway.md, "Users confirmed at the hello");
 a closed connection gives its place back."""
 import subprocess
 import time
@@ -35,7 +37,10 @@ def test_gateway_caps_connections_per_principal(gw, tmp_path):  # noqa: F811
     held = fill(wes, 64)
     assert_busy_then_closed(wes)                 # the 65th of one user
     other = fill(rita, 2)                        # another user is admitted
-    fake = fill(gw.world.proxy(forged(tmp_path, "wes"), gw.gw), 1)
+    fake, refused = hello(gw.world.proxy(forged(tmp_path, "wes"), gw.gw))
+    assert refused and refused[0] == "unauthenticated", refused  # storage's verdict, at the hello
+    assert "storage server 1 of 2 refused the session" in refused[1], refused
+    assert fake.closed_by_peer(), "a refused hello is followed by the close"
     assert_busy_then_closed(wes)                 # the forged one took no place of wes's
     held.pop(0).close()
     c = None
@@ -47,5 +52,5 @@ def test_gateway_caps_connections_per_principal(gw, tmp_path):  # noqa: F811
         time.sleep(0.1)
     assert refused is None, "a closed connection gives its place back"
     assert_busy_then_closed(wes)
-    for x in held + other + fake + [c]:
+    for x in held + other + [fake, c]:
         x.close()

@@ -191,16 +191,9 @@ static cn_err_t chunk_sink(void *ctx, unsigned lane, size_t i, bool present, con
     }
     if (n) {
         cn_blake3_update(&l->h, p, n);
-        const uint8_t *b = p;
-        for (size_t done = 0; done < n;) {
-            ssize_t w = pwrite(l->fd, b + done, n - done, (off_t)(f->off_of[i] + l->pos + done));
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0) {
-                rc = cn__ws_file_fail(&le, "cannot write", j->tmp, w < 0 ? errno : ENOSPC);
-                return lane_fail(f, rc, &le);
-            }
-            done += (size_t)w;
+        if ((rc = cn_pwrite_full(l->fd, p, n, f->off_of[i] + l->pos)) < 0) {
+            rc = cn__ws_file_fail(&le, "cannot write", j->tmp, (int)-rc);
+            return lane_fail(f, rc, &le);
         }
         l->pos += n;
         l->bytes += n;

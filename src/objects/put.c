@@ -78,8 +78,9 @@ struct cn_objects_put {
     cn_store_writer_t *w;
     cn_sha256_t *sha;
     cn_md5_t *md5;
-    cn_side_set_t hs; /* MD5 and SHA-256 jobs on the pool: the lane's last slot */
-    uint8_t *slot[2]; /* the lane (NULL: off); slot[cur] is filling */
+    cn_side_set_t hs;  /* MD5 and SHA-256 jobs on the pool: the lane's last slot */
+    uint8_t *slot[2];  /* the lane (NULL: off); slot[cur] is filling */
+    bool lane_refused; /* its memory was refused once: this body hashes inline */
     size_t fill;
     unsigned cur;
     cn__chain_feed_t feed; /* a part's continuation of its upload's chain */
@@ -357,11 +358,14 @@ static bool lane_on(cn_objects_put_t *p)
 {
     if (p->slot[0])
         return true;
+    if (p->lane_refused) /* not asked again at every write of the body */
+        return false;
     p->slot[0] = malloc(LANE_SLOT);
     p->slot[1] = p->slot[0] ? malloc(LANE_SLOT) : NULL;
     if (!p->slot[1]) {
         free(p->slot[0]);
         p->slot[0] = NULL;
+        p->lane_refused = true;
     }
     return p->slot[0] != NULL;
 }

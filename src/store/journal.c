@@ -71,17 +71,7 @@ cn_err_t cn__journal_commit(cn_store_t *s, cn__commit_req_t *batch)
     /* J1: a failed write or sync leaves journal_len where it was; the next
      * batch overwrites the tail, and replay never trusts an unsynced tail
      * because it stops at the first record that does not check out. */
-    size_t off = 0;
-    while (off < s->journal_buf.len) {
-        ssize_t w = pwrite(s->journal_fd, s->journal_buf.data + off, s->journal_buf.len - off,
-                           (off_t)(s->journal_len + off));
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        off += (size_t)w;
-    }
+    CN_TRY(cn_pwrite_full(s->journal_fd, s->journal_buf.data, s->journal_buf.len, s->journal_len));
     int64_t t0 = cn_mono_ns();
     if (fdatasync(s->journal_fd) < 0)
         return -errno;

@@ -898,18 +898,7 @@ static cn_err_t append_batch(cn_store_t *s, cn__commit_req_t *batch, long seq,
         CN_TRY(cn_buf_append(&s->pack_buf, h, sizeof h));
         CN_TRY(cn_buf_append(&s->pack_buf, r->payload, r->payload_len));
     }
-    size_t off = 0;
-    cn_err_t rc = CN_OK;
-    while (off < s->pack_buf.len && rc == CN_OK) {
-        ssize_t w =
-            pwrite(pf->fd, s->pack_buf.data + off, s->pack_buf.len - off, (off_t)(pf->end + off));
-        if (w < 0 && errno != EINTR)
-            rc = -errno;
-        else if (w == 0)
-            rc = -EIO; /* a regular file never takes nothing: do not spin */
-        else if (w > 0)
-            off += (size_t)w;
-    }
+    cn_err_t rc = cn_pwrite_full(pf->fd, s->pack_buf.data, s->pack_buf.len, pf->end);
     crash_point(s, batch, seq, 1);
     int64_t t0 = cn_mono_ns();
     if (rc == CN_OK && fdatasync(pf->fd) < 0)

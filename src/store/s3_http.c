@@ -150,15 +150,10 @@ static size_t on_body(char *p, size_t size, size_t n, void *ctx)
                 return 0;
             }
         }
-        for (size_t w = 0; w < len;) {
-            ssize_t r = pwrite(q->out_fd, p + w, len - w, (off_t)(q->out_done + w));
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0) {
-                q->io_err = r < 0 ? -errno : -EIO;
-                return 0;
-            }
-            w += (size_t)r;
+        cn_err_t e = cn_pwrite_full(q->out_fd, p, len, q->out_done);
+        if (e < 0) {
+            q->io_err = e;
+            return 0;
         }
         if (q->out_hash)
             cn_blake3_update(q->out_hash, p, len);

@@ -6,7 +6,8 @@
  * Precedence: flags, then the environment (TLS files), then --config, then
  * the built-in defaults.  Exit status: 0 after a clean shutdown, 1 when the
  * server cannot start, 2 for a usage error (unknown flag, bad value, a
- * configuration file that does not parse or names an unknown key, a --gateway file
+ * configuration file that does not parse or names an unknown key or a bad
+ * value, in any section, [store] and [objects] included; a --gateway file
  * the gateway cannot start with). */
 #include "cairnd.h"
 #include "fleet_node.h"
@@ -100,7 +101,10 @@
     "                          with s, m or h (default 1h; also [objects] lifecycle_interval)\n" \
     "  --lifecycle-max-ops N   lifecycle actions per second, all buckets (default 1000; also\n"  \
     "                          [objects] lifecycle_max_ops)\n"                                   \
-    "  --lifecycle-day-seconds N  tests only: a lifecycle day is N seconds, unrounded\n"
+    "  --lifecycle-day-seconds N  tests only: a lifecycle day is N seconds, unrounded\n"         \
+    "\nExit status: 0 after a clean shutdown; 1 when the server cannot start (data\n"            \
+    "directory, metadata, a listener); 2 for a usage error (a flag, a value, the\n"              \
+    "configuration file or any key or value in it, [store] and [objects] included).\n"
 
 #define CN_MAX_PROTOS 8
 
@@ -986,6 +990,10 @@ int main(int argc, char **argv)
     if (cl.net_loops >= 0)
         scfg.loops = (unsigned)cl.net_loops;
     size_t nenabled = 0;
+    if (cn_services_config_check(doc, &cl.lc) < 0) { /* [store], [objects], --lifecycle-* */
+        status = 2;
+        goto out;
+    }
     if (cl.gateway && (status = gateway_prepare(&cl, ls, nprotos)))
         goto out;
     status = resolve_listeners(ls, nprotos, &cl, &nenabled);

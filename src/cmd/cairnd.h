@@ -69,6 +69,11 @@ void cn_services_close(cn_services_t *svc);
 typedef struct cn_services_lc_flags {
     const char *interval, *max_ops, *day_seconds;
 } cn_services_lc_flags_t;
+/* Checks config's [store] and [objects] sections and the --lifecycle-*
+ * flags before anything is opened, so that cairnd answers a bad value or
+ * key as the usage error it is (exit status 2), not as a server that
+ * cannot start.  Logs why: CN_E_INVALID. */
+cn_err_t cn_services_config_check(const cn_toml_t *config, const cn_services_lc_flags_t *flags);
 /* Starts the S3 lifecycle worker on svc's objects service (docs/s3.md).
  * A bad value is logged: CN_E_INVALID. */
 cn_err_t cn_services_lifecycle_start(cn_services_t *svc, const cn_services_lc_flags_t *flags);

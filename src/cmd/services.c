@@ -138,28 +138,49 @@ static cn_err_t lc_config_keys(const cn_toml_t *config)
     return CN_OK;
 }
 
-cn_err_t cn_services_lifecycle_start(cn_services_t *svc, const cn_services_lc_flags_t *flags)
+/* The lifecycle worker's settings from flags over config's [objects] into
+ * *lo (interval_ms, max_ops, day_ms); a bad value or key is logged:
+ * CN_E_INVALID. */
+static cn_err_t lc_settings(const cn_toml_t *config, const cn_services_lc_flags_t *flags,
+                            cn_objects_lc_opts_t *lo)
 {
     char b1[32], b2[32], b3[32];
     const cn_services_lc_flags_t f = {
-        flags->interval ? flags->interval : lc_config(svc->config, "lifecycle_interval", b1, 32),
-        flags->max_ops ? flags->max_ops : lc_config(svc->config, "lifecycle_max_ops", b2, 32),
+        flags->interval ? flags->interval : lc_config(config, "lifecycle_interval", b1, 32),
+        flags->max_ops ? flags->max_ops : lc_config(config, "lifecycle_max_ops", b2, 32),
         flags->day_seconds ? flags->day_seconds
-                           : lc_config(svc->config, "lifecycle_day_seconds", b3, 32),
+                           : lc_config(config, "lifecycle_day_seconds", b3, 32),
     };
-    cn_objects_lc_opts_t lo = { .holder = svc->data_dir };
     int64_t day_s = 0;
-    cn_err_t e = lc_config_keys(svc->config);
+    cn_err_t e = lc_config_keys(config);
     if (e >= 0 && f.interval)
-        e = lc_value("--lifecycle-interval", f.interval, true, &lo.interval_ms);
+        e = lc_value("--lifecycle-interval", f.interval, true, &lo->interval_ms);
     if (e >= 0 && f.max_ops)
-        e = lc_value("--lifecycle-max-ops", f.max_ops, false, &lo.max_ops);
+        e = lc_value("--lifecycle-max-ops", f.max_ops, false, &lo->max_ops);
     if (e >= 0 && f.day_seconds)
         e = lc_value("--lifecycle-day-seconds", f.day_seconds, false, &day_s);
     if (e < 0)
         return e;
-    lo.interval_ms *= 1000;
-    lo.day_ms = day_s * 1000;
+    lo->interval_ms *= 1000;
+    lo->day_ms = day_s * 1000;
+    return CN_OK;
+}
+
+cn_err_t cn_services_config_check(const cn_toml_t *config, const cn_services_lc_flags_t *flags)
+{
+    cn_store_opts_t so = { 0 };
+    cn_objects_lc_opts_t lo = { 0 };
+    CN_TRY(store_config(config, &so));
+    return lc_settings(config, flags, &lo);
+}
+
+cn_err_t cn_services_lifecycle_start(cn_services_t *svc, const cn_services_lc_flags_t *flags)
+{
+    cn_objects_lc_opts_t lo = { .holder = svc->data_dir };
+    cn_err_t e = lc_settings(svc->config, flags, &lo);
+    if (e < 0)
+        return e;
+    int64_t day_s = lo.day_ms / 1000;
     if (day_s)
         cn_warn("cairnd", "--lifecycle-day-seconds %lld: a lifecycle day is %lld s (tests only)",
                 (long long)day_s, (long long)day_s);

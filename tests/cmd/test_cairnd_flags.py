@@ -95,15 +95,19 @@ def test_config_errors_exit_2(tmp_path):
     assert r.returncode == 2 and "absent.toml" in r.stderr
 
 
-def test_store_section_errors_exit_1(tmp_path):
-    # the services' sections ([store], [objects]) are read when the services
-    # open, and stop cairnd with status 1, as tests/s3/test_s3_lifecycle.py's
+def test_store_section_errors_exit_2(tmp_path):
+    # the services' sections ([store], [objects]) are checked with the rest of
+    # the file before anything opens: a usage error, status 2, as
+    # tests/s3/test_s3_lifecycle.py's bad lifecycle settings (until stop 34
+    # they stopped cairnd with 1, "cannot start", once the services opened);
+    # nothing is created in the data directory
     for text, want in (("[store]\ndirect_io = 1\n", "direct_io must be true or false"),
                        ("[store]\ndirect_i0 = true\n", "unknown key 'direct_i0' in [store]")):
         p = tmp_path / "store.toml"
         p.write_text(text)
         r = run([binary("cairnd"), "--data", str(tmp_path / "d"), "--config", str(p)] + OFF)
-        assert r.returncode == 1 and want in r.stderr, r.stderr
+        assert r.returncode == 2 and want in r.stderr, r.stderr
+        assert not (tmp_path / "d").exists()
 
 
 def start_off(data, extra=()):

@@ -104,7 +104,9 @@ def test_bad_lifecycle_settings_stop_cairnd(tmp_path, flags, config, says):
         (tmp_path / "c.toml").write_text("[objects]\n%s\n" % config)
         flags = flags + ["--config", str(tmp_path / "c.toml")]
     r = run([binary("cairnd"), "--data", str(tmp_path / "d")] + s3_args(flags), timeout=60)
-    assert r.returncode == 1 and says in r.stdout + r.stderr, r.stdout + r.stderr
+    # a usage error (status 2), found before anything opens
+    assert r.returncode == 2 and says in r.stdout + r.stderr, r.stdout + r.stderr
+    assert not (tmp_path / "d").exists()
 
 
 def test_config_section_sets_the_worker(tmp_path):

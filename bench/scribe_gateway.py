@@ -18,7 +18,8 @@ plaintext, loopback).  Puts and gets alternate between the two paths, best
 of two each, each path first in one of the two rounds, so that neither pays
 alone for a cold cache or for going first.
 
-usage: bench/scribe_gateway.py BUILD [--quick]
+usage: bench/scribe_gateway.py BUILD [--quick] [--small-only]
+(--small-only: part (b) alone.)
 Prints one "name value unit" line per figure (scripts/bench.sh collects
 them); a part that cannot run prints "skip_<part> 0 - <reason>".  Binds
 127.0.0.1 only; everything lives in a scratch directory removed at the end.
@@ -37,6 +38,7 @@ import time
 
 BUILD = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else "build"
 QUICK = "--quick" in sys.argv[2:] or os.environ.get("BENCH_QUICK") == "1"
+SMALL_ONLY = "--small-only" in sys.argv[2:]
 MIB = 64 if QUICK else 1024
 READ_SECS = 3 if QUICK else 10
 READERS = 4
@@ -184,7 +186,8 @@ def main():
             f.write('[[storage]]\naddress = "%s"\nnamespace = ""\n' % storage.ep)
         gw = Cairnd(work, "gateway", ["--gateway", cfg])
         say("scribe_gw_load", "%.2f" % os.getloadavg()[0], "load1")
-        transfers(storage, gw, work)
+        if not SMALL_ONLY:
+            transfers(storage, gw, work)
         small_reads(storage, gw)
         say("scribe_gw_load_end", "%.2f" % os.getloadavg()[0], "load1")
     finally:

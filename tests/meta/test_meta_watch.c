@@ -22,21 +22,6 @@
 #define JOB "watch-test-job"
 #define TOPIC "watch-test"
 
-static char *tmpdir(void)
-{
-    char tmpl[] = "/tmp/cn-test-watch-XXXXXX";
-    char *d = mkdtemp(tmpl);
-    return d ? strdup(d) : NULL;
-}
-
-static void rmtree(const char *d)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    if (system(cmd) != 0)
-        fprintf(stderr, "# could not remove %s\n", d);
-}
-
 /* Polls (every 20 ms, at most ms) until m's lease on JOB is as want. */
 static bool lease_becomes(cn_meta_t *m, bool want, int ms)
 {
@@ -65,7 +50,7 @@ static void test_sqlite_noops(void)
         printf("# PostgreSQL: test_two_nodes\n");
         return;
     }
-    char *dir = tmpdir();
+    char *dir = cn_test_tmpdir("watch");
     cn_meta_t *m = NULL;
     CN_CHECK_EQ(cn_meta_open(dir, NULL, &m), 0);
     CN_CHECK_EQ(cn_meta_watch_start(m), 0);
@@ -75,7 +60,7 @@ static void test_sqlite_noops(void)
     CN_CHECK(cn_meta_lease(m, JOB));
     cn_meta_topic_sync(m, 1000); /* returns at once */
     cn_meta_close(m);
-    rmtree(dir);
+    cn_test_rmtree(dir);
     free(dir);
 }
 
@@ -115,7 +100,7 @@ static void test_two_nodes(void)
         printf("# SQLite: no watcher to test\n");
         return;
     }
-    char *dir = tmpdir(), target[512], db[128];
+    char *dir = cn_test_tmpdir("watch"), target[512], db[128];
     CN_CHECK(dir && cn_test_meta_target(dir, target, sizeof target));
     db_name(target, db, sizeof db);
     cn_meta_t *a = NULL, *b = NULL;
@@ -168,7 +153,7 @@ static void test_two_nodes(void)
     CN_CHECK(cn_meta_lease(b, JOB));
     cn_meta_close(a);
     cn_meta_close(b);
-    rmtree(dir);
+    cn_test_rmtree(dir);
     free(dir);
 }
 

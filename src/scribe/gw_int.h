@@ -150,6 +150,7 @@ typedef struct cn__gw_up {
     uint64_t session;
     uint32_t timeout_s;  /* the inactivity timeout the server announced */
     int64_t last_ms;     /* cn_mono_ms when it last carried a request */
+    int64_t cap_ms;      /* nonzero: no wait of its I/O goes past this cn_mono_ms (a hello's) */
     uint64_t bound;      /* a data connection of this upstream session; 0: control */
     struct ssl_st *ssl;  /* scribes:// storage: TLS on fd */
     uint8_t binding[32]; /* protocol 4: the upstream session's binding secret */
@@ -290,8 +291,12 @@ cn_err_t cn__gw_up_open_as(cn__gw_t *g, size_t server, uint8_t codec, uint8_t co
  * for the connection's requests.  A refusal may be the server's alone (the
  * gateway's delegate grant is per namespace), so the next server is asked.
  * CN_OK; else CN_E_UNAVAILABLE with *rf the first refusal and *refused_by
- * its server, or rf->code 0 when no server answered; -ENOMEM. */
-cn_err_t cn__gw_up_hello(cn__gw_conn_t *gc, cn__gw_refusal_t *rf, size_t *refused_by);
+ * its server, or rf->code 0 when no server answered; -ENOMEM.  Every
+ * upstream wait ends by deadline_ms (mono ms: the client's handshake
+ * deadline), so a server that never answers holds a handshake worker no
+ * longer than a client's handshake may last. */
+cn_err_t cn__gw_up_hello(cn__gw_conn_t *gc, int64_t deadline_ms, cn__gw_refusal_t *rf,
+                         size_t *refused_by);
 /* Makes the gateway's first TLS context (protocol 4), msg saying why not. */
 cn_err_t cn__gw_tls_start(cn__gw_t *g, char *msg, size_t cap);
 /* Why a connection taken from a pool cannot carry a request (NULL: it

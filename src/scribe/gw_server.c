@@ -204,7 +204,9 @@ static cn_err_t hello_upstream(cn__gw_conn_t *gc, cn_conn_t *c, uint64_t rid)
         return CN_OK;
     cn__gw_refusal_t rf;
     size_t server = 0;
-    cn_err_t e = cn__gw_up_hello(gc, &rf, &server);
+    /* Half a second before the listener's own deadline closes the
+     * connection: time to write the answer when no server answered. */
+    cn_err_t e = cn__gw_up_hello(gc, cn_conn_handshake_deadline(c) - 500, &rf, &server);
     if (e != CN_E_UNAVAILABLE)
         return e;
     char msg[400];

@@ -44,6 +44,14 @@ static cn_err_t wait_fd(int fd, short events, int64_t deadline)
     }
 }
 
+/* The deadline of an I/O wait of up that starts now and may last ms: no
+ * later than its cap (a hello's deadline), when it has one. */
+static int64_t io_deadline(const cn__gw_up_t *up, int64_t ms)
+{
+    int64_t d = cn_mono_ms() + ms;
+    return up->cap_ms && up->cap_ms < d ? up->cap_ms : d;
+}
+
 /* What an OpenSSL call that returned r on up->ssl waits for: POLLIN or
  * POLLOUT, or 0 when the connection is done for. */
 static short tls_want(cn__gw_up_t *up, int r)
@@ -74,7 +82,7 @@ static cn_err_t tls_write(cn__gw_up_t *up, const uint8_t *b, size_t n, int64_t d
 cn_err_t cn__gw_up_write(cn__gw_up_t *up, const void *p, size_t n)
 {
     const uint8_t *b = p;
-    int64_t deadline = cn_mono_ms() + CN__GW_IO_MS;
+    int64_t deadline = io_deadline(up, CN__GW_IO_MS);
     if (up->ssl)
         return tls_write(up, b, n, deadline);
     while (n) {
@@ -98,7 +106,7 @@ cn_err_t cn__gw_up_write(cn__gw_up_t *up, const void *p, size_t n)
 /* Reads what has arrived, at least one byte, at most n, into p. */
 static cn_err_t read_raw(cn__gw_up_t *up, void *p, size_t n, size_t *got)
 {
-    int64_t deadline = cn_mono_ms() + CN__GW_IO_MS;
+    int64_t deadline = io_deadline(up, CN__GW_IO_MS);
     while (up->ssl) {
         int r = SSL_read_ex(up->ssl, p, n, got);
         if (r == 1)
@@ -211,7 +219,9 @@ cn_err_t cn__gw_up_read(cn__gw_up_t *up, void *p, size_t n)
     return CN_OK;
 }
 
-static cn_err_t dial(const char *address, int *out)
+/* A connected socket to address in *out; the connect waits until deadline
+ * (mono ms) at most. */
+static cn_err_t dial(const char *address, int64_t deadline, int *out)
 {
     struct sockaddr_storage ss;
     socklen_t sl;
@@ -223,7 +233,7 @@ static cn_err_t dial(const char *address, int *out)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     cn_err_t e = CN_OK;
     if (connect(fd, (struct sockaddr *)&ss, sl) < 0) {
-        e = errno == EINPROGRESS ? wait_fd(fd, POLLOUT, cn_mono_ms() + CN__GW_CONNECT_MS) : -errno;
+        e = errno == EINPROGRESS ? wait_fd(fd, POLLOUT, deadline) : -errno;
         int soerr = 0;
         socklen_t len = sizeof soerr;
         if (e >= 0 && (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0 || soerr))
@@ -319,7 +329,7 @@ static cn_err_t tls_open(cn__gw_t *g, cn__gw_up_t *up, const char *address, bool
                  : SSL_set_tlsext_host_name(up->ssl, host) == 1 &&
                        SSL_set1_host(up->ssl, host) == 1) != 1)
         return CN_E_INVALID;
-    int64_t deadline = cn_mono_ms() + CN__GW_CONNECT_MS;
+    int64_t deadline = io_deadline(up, CN__GW_CONNECT_MS);
     for (;;) {
         int r = SSL_connect(up->ssl);
         if (r == 1)
@@ -391,20 +401,21 @@ static cn_err_t hello(cn__gw_up_t *up, uint64_t bind, const cn__gw_user_t *u, cn
 /* A new upstream connection to server: a control session, or (bind
  * nonzero) a data connection of upstream session bind, whose binding
  * secret is secret on protocol 4; speaking for u (NULL: the gateway). */
-static cn_err_t up_open(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression,
-                        uint64_t bind, const uint8_t *secret, const cn__gw_user_t *u,
-                        cn__gw_refusal_t *rf, cn__gw_up_t **out)
+static cn_err_t up_open_capped(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression,
+                               uint64_t bind, const uint8_t *secret, const cn__gw_user_t *u,
+                               cn__gw_refusal_t *rf, int64_t cap_ms, cn__gw_up_t **out)
 {
     cn__gw_up_t *up = calloc(1, sizeof *up);
     if (!up)
         return -ENOMEM;
+    up->cap_ms = cap_ms;
     if (secret)
         memcpy(up->binding, secret, sizeof up->binding);
     up->fd = -1;
     up->server = server;
     up->codec = codec;
     up->compression = compression;
-    cn_err_t e = dial(g->cfg.servers[server].address, &up->fd);
+    cn_err_t e = dial(g->cfg.servers[server].address, io_deadline(up, CN__GW_CONNECT_MS), &up->fd);
     if (e >= 0 && !g->cfg.tls)
         e = block_reads(up->fd);
     if (e >= 0 && g->cfg.tls)
@@ -427,6 +438,13 @@ static cn_err_t up_open(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compr
     }
     *out = up;
     return CN_OK;
+}
+
+static cn_err_t up_open(cn__gw_t *g, size_t server, uint8_t codec, uint8_t compression,
+                        uint64_t bind, const uint8_t *secret, const cn__gw_user_t *u,
+                        cn__gw_refusal_t *rf, cn__gw_up_t **out)
+{
+    return up_open_capped(g, server, codec, compression, bind, secret, u, rf, 0, out);
 }
 
 void cn__gw_up_close(cn__gw_up_t *up)
@@ -856,20 +874,24 @@ static cn_err_t unpend(cn__gw_up_t *up)
     return e;
 }
 
-cn_err_t cn__gw_up_hello(cn__gw_conn_t *gc, cn__gw_refusal_t *rf, size_t *refused_by)
+cn_err_t cn__gw_up_hello(cn__gw_conn_t *gc, int64_t deadline_ms, cn__gw_refusal_t *rf,
+                         size_t *refused_by)
 {
     cn__gw_t *g = gc->g;
     memset(rf, 0, sizeof *rf);
-    for (size_t i = 0; i < g->cfg.n; i++) {
+    for (size_t i = 0; i < g->cfg.n && cn_mono_ms() < deadline_ms; i++) {
         cn__gw_up_t *up = user_take(g, i, gc->codec, 0, &gc->user);
         cn__gw_refusal_t seen = { 0 };
         if (!up) {
-            if (cn__gw_up_open_as(g, i, gc->codec, 0, &gc->user, &seen, &up) == -ENOMEM)
+            if (up_open_capped(g, i, gc->codec, 0, 0, NULL, &gc->user, &seen, deadline_ms, &up) ==
+                -ENOMEM)
                 return -ENOMEM;
             if (up && unpend(up) < 0) { /* it broke: as if it never answered */
                 cn__gw_up_close(up);
                 up = NULL;
             }
+            if (up)
+                up->cap_ms = 0; /* its requests keep the usual timeouts */
         }
         if (up) {
             gc->ups[i][0] = up; /* the connection's first control session with i */

@@ -14,7 +14,9 @@ not take the user's places, and its hello is refused with storage's verdict
 (the gateway judges no certificate itself, but asks storage during the
 handshake: docs/protocol/scribe-gateway.md, "Users confirmed at the hello");
 a closed connection gives its place back."""
+import socket
 import subprocess
+import threading
 import time
 
 from test_gateway_tls import gw  # noqa: F401
@@ -54,3 +56,53 @@ def test_gateway_caps_connections_per_principal(gw, tmp_path):  # noqa: F811
     assert_busy_then_closed(wes)
     for x in held + other + [fake, c]:
         x.close()
+
+
+def test_silent_storage_holds_a_hello_no_longer_than_its_deadline(gw):  # noqa: F811
+    """A storage server that accepts and never answers, first in the
+    gateway's configuration, holds a user's hello (storage's verdict on the
+    certificate is asked during it) for the handshake deadline (10 s) at
+    most: the hello is answered auth_unavailable before the listener's own
+    deadline closes it, and an anonymous hello is served meanwhile.  (Its
+    silence is cut by the TLS connect timeout as well as by the hello's cap;
+    docs/protocol/scribe-gateway.md says why no test stages a server that
+    completes TLS and then stays silent.)"""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    try:
+        gw.gw.stop()
+        text = gw.gconf.read_text()
+        first = text.index("[[storage]]")
+        gw.gconf.write_text(text[:first] + '[[storage]]\naddress = "scribes://%s:%d"\n'
+                            'namespace = "silent"\n' % silent.getsockname() + text[first:])
+        gw.gw.start(wait_for=("scribes",))
+        wes = gw.world.proxy(gw.acc["wes"], gw.gw)
+        anon = gw.world.proxy(None, gw.gw)
+        t0 = time.time()
+        got = {}
+
+        def user():
+            try:
+                got["c"], got["refused"] = hello(wes)
+            except (EOFError, OSError) as e:  # the deadline may close it first
+                got["refused"] = ("closed", str(e))
+            got["secs"] = time.time() - t0
+
+        th = threading.Thread(target=user)
+        th.start()
+        time.sleep(0.5)
+        c, refused = hello(anon, caller=0)  # the handshake pool is not held
+        assert refused is None, refused
+        assert time.time() - t0 < 5
+        c.close()
+        th.join(30)
+        assert not th.is_alive(), "the user's hello still held"
+        assert got["secs"] < 15, got
+        # answered, half a second before the listener's handshake deadline
+        # would have closed it (as it did while the upstream wait ran on)
+        assert got["refused"] and got["refused"][0] == "auth_unavailable", got
+        if "c" in got:
+            got["c"].close()
+    finally:
+        silent.close()

@@ -194,16 +194,16 @@ static void hand_over(cn_store_t *s, cn__commit_req_t *batch, cn__commit_stage_t
     pthread_mutex_unlock(&s->ix_mu);
 }
 
-/* The digests of a batch's packed requests (the committer's copy: the
- * requests themselves may be gone once the indexer wakes their writers). */
-static void note_digests(cn_buf_t *into, const cn__commit_req_t *batch)
+/* The digests of a batch's packed requests into *into (the committer's
+ * copy: the requests themselves may be gone once the indexer wakes their
+ * writers); false when memory ran out, *into then incomplete. */
+static bool note_digests(cn_buf_t *into, const cn__commit_req_t *batch)
 {
     cn_buf_reset(into);
     for (const cn__commit_req_t *r = batch; r; r = r->next)
-        if (r->packed && r->rc == CN_OK && cn_buf_append(into, r->d.b, CN_DIGEST_LEN) < 0) {
-            cn_buf_reset(into);
-            return; /* without memory: *into empty, and the caller drains */
-        }
+        if (r->packed && r->rc == CN_OK && cn_buf_append(into, r->d.b, CN_DIGEST_LEN) < 0)
+            return false;
+    return true;
 }
 
 /* P11: whether batch packs a digest the batch in flight (digests in prev)
@@ -239,8 +239,7 @@ static void *committer_main(void *arg)
             cn__committer_drain(s);
         cn__commit_stage_t st;
         run_first(s, batch, &st);
-        note_digests(&prev, batch);
-        prev_ok = prev.len || !st.pack.any;
+        prev_ok = note_digests(&prev, batch);
         hand_over(s, batch, &st); /* batch may be gone after this */
 
         /* After the hand-over: the writers need not wait for a checkpoint. */

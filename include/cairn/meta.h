@@ -45,6 +45,10 @@ typedef struct cn_meta_opts {
      * engine share one transaction and one commit, each body in its own
      * savepoint (src/meta/group.c).  true: one transaction per run. */
     bool no_group;
+    /* PostgreSQL: the longest wait, in ms, for a server's answer before its
+     * connection is cut as lost (src/meta/engine_pg.c, invariant 12; a
+     * schema change waits unbounded).  0 = 3 × busy_timeout_ms. */
+    unsigned round_trip_ms;
 } cn_meta_opts_t;
 
 /* Opens the metadata database.  data_dir_or_url is either a data directory

@@ -31,7 +31,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-const char *const cn_services_sections[] = { "store", "objects", NULL };
+const char *const cn_services_sections[] = { "store", "objects", "meta", NULL };
 
 /* [store] direct_io (bool, default true): large staged files bypass the
  * page cache (docs/store.md, "Write path"). */
@@ -105,10 +105,11 @@ static cn_err_t lc_value(const char *what, const char *v, bool dur, int64_t *out
     return CN_OK;
 }
 
-/* [objects] key of config as text (an integer or a string), or NULL. */
-static const char *lc_config(const cn_toml_t *config, const char *key, char *buf, size_t cap)
+/* [section] key of config as text (an integer or a string), or NULL. */
+static const char *config_text(const cn_toml_t *config, const char *section, const char *key,
+                               char *buf, size_t cap)
 {
-    const cn_toml_val_t *tab = config ? cn_toml_get(cn_toml_root(config), "objects") : NULL;
+    const cn_toml_val_t *tab = config ? cn_toml_get(cn_toml_root(config), section) : NULL;
     const cn_toml_val_t *v = tab ? cn_toml_get(tab, key) : NULL;
     int64_t n = 0;
     if (!v)
@@ -146,10 +147,12 @@ static cn_err_t lc_settings(const cn_toml_t *config, const cn_services_lc_flags_
 {
     char b1[32], b2[32], b3[32];
     const cn_services_lc_flags_t f = {
-        flags->interval ? flags->interval : lc_config(config, "lifecycle_interval", b1, 32),
-        flags->max_ops ? flags->max_ops : lc_config(config, "lifecycle_max_ops", b2, 32),
+        flags->interval ? flags->interval
+                        : config_text(config, "objects", "lifecycle_interval", b1, 32),
+        flags->max_ops ? flags->max_ops
+                       : config_text(config, "objects", "lifecycle_max_ops", b2, 32),
         flags->day_seconds ? flags->day_seconds
-                           : lc_config(config, "lifecycle_day_seconds", b3, 32),
+                           : config_text(config, "objects", "lifecycle_day_seconds", b3, 32),
     };
     int64_t day_s = 0;
     cn_err_t e = lc_config_keys(config);
@@ -166,11 +169,42 @@ static cn_err_t lc_settings(const cn_toml_t *config, const cn_services_lc_flags_
     return CN_OK;
 }
 
+/* [meta] round_trip_timeout: seconds (or with s, m or h) that a PostgreSQL
+ * server may take to answer before its connection is cut as lost
+ * (docs/fleet.md, "PostgreSQL stops answering"; the engine's default,
+ * 3 × the busy timeout, when absent).  SQLite has no use for it. */
+static cn_err_t meta_config(const cn_toml_t *config, cn_meta_opts_t *mo)
+{
+    const cn_toml_val_t *tab = config ? cn_toml_get(cn_toml_root(config), "meta") : NULL;
+    for (size_t k = 0; tab && k < cn_toml_len(tab); k++) {
+        const cn_toml_val_t *kv = cn_toml_at(tab, k);
+        if (strcmp(cn_toml_key(kv), "round_trip_timeout") != 0) {
+            cn_error("cairnd", "--config: line %d: unknown key '%s' in [meta]", cn_toml_line(kv),
+                     cn_toml_key(kv));
+            return CN_E_INVALID;
+        }
+    }
+    char buf[32];
+    const char *v = config_text(config, "meta", "round_trip_timeout", buf, sizeof buf);
+    int64_t s = 0;
+    if (!v)
+        return CN_OK;
+    CN_TRY(lc_value("[meta] round_trip_timeout", v, true, &s));
+    if (s > 3600) {
+        cn_error("cairnd", "[meta] round_trip_timeout is at most 3600 s, not %lld", (long long)s);
+        return CN_E_INVALID;
+    }
+    mo->round_trip_ms = (unsigned)(s * 1000);
+    return CN_OK;
+}
+
 cn_err_t cn_services_config_check(const cn_toml_t *config, const cn_services_lc_flags_t *flags)
 {
     cn_store_opts_t so = { 0 };
+    cn_meta_opts_t mo = { 0 };
     cn_objects_lc_opts_t lo = { 0 };
     CN_TRY(store_config(config, &so));
+    CN_TRY(meta_config(config, &mo));
     return lc_settings(config, flags, &lo);
 }
 
@@ -372,7 +406,10 @@ cn_err_t cn_services_open(const char *data_dir, const char *meta, const char *id
     pthread_cond_init(&si->cv, NULL);
     svc->config = config;
     const char *what = "metadata";
-    e = cn_meta_open(meta ? meta : data_dir, NULL, &svc->meta);
+    cn_meta_opts_t mo = { 0 };
+    e = meta_config(config, &mo);
+    if (e >= 0)
+        e = cn_meta_open(meta ? meta : data_dir, &mo, &svc->meta);
     /* PostgreSQL: the node's watcher (cache topics, job leases). */
     if (e >= 0)
         e = cn_meta_watch_start(svc->meta);

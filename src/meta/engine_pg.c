@@ -71,8 +71,16 @@
  *     transaction and releases its snapshot as soon as it reads it); the
  *     answer is read before the connection's next use, in conn_ready, which
  *     every transaction's begin goes through, so no other use meets it.
+ * 12. Every wait for the server's answer is bounded by the round-trip
+ *     timeout (pg_wait.h), except a schema change's (its advisory lock waits
+ *     for another node's migration, and a migration may rewrite a table): a
+ *     server that keeps the connection and never answers (hung, stopped, its
+ *     disk stalled) has the connection cut, which is a lost connection under
+ *     invariants 3, 7, 9 and 10, so the request fails unavailable or is
+ *     repeated on another host instead of holding its worker for ever.
  */
 #include "engine.h"
+#include "pg_wait.h"
 #include "watch.h"
 
 #include <ctype.h>
@@ -99,7 +107,8 @@
 struct cn__meta_db {
     char *uri;
     unsigned busy_ms;
-    char *fault; /* CAIRN_TEST_PG_COMMIT_FAULT: the test hook's trigger file */
+    unsigned rt_ms; /* invariant 12 */
+    char *fault;    /* CAIRN_TEST_PG_COMMIT_FAULT: the test hook's trigger file */
 };
 
 struct cn__meta_conn {
@@ -117,6 +126,7 @@ struct cn__meta_conn {
     int want;            /* the URI's target_session_attrs: WANT_ANY, _RW, _PRIMARY */
     bool stale;          /* reset at the next begin: the server refused a write (25006) */
     const char *pending; /* a BEGIN not sent yet (invariant 10), or NULL */
+    bool schema;         /* in a schema change: no round-trip timeout (invariant 12) */
     bool unread;         /* a ROLLBACK's answer not read yet (invariant 11) */
     char err[ERRMSG_MAX];
 };
@@ -219,10 +229,22 @@ static cn_err_t pg_fail(cn__meta_conn_t *c, const PGresult *res)
     return e;
 }
 
+/* Invariant 12: how long c waits for an answer (0: no bound). */
+static unsigned rt(const cn__meta_conn_t *c)
+{
+    return c->schema ? 0 : c->db->rt_ms;
+}
+
+/* PQexec with invariant 12. */
+static PGresult *c_exec(cn__meta_conn_t *c, const char *sql)
+{
+    return cn__pg_exec(c->pg, sql, rt(c));
+}
+
 /* Runs sql (no parameters, no rows expected back); PQclear included. */
 static cn_err_t pg_run(cn__meta_conn_t *c, const char *sql)
 {
-    PGresult *res = PQexec(c->pg, sql);
+    PGresult *res = c_exec(c, sql);
     ExecStatusType s = PQresultStatus(res);
     cn_err_t e = 0;
     if (s != PGRES_COMMAND_OK && s != PGRES_TUPLES_OK && s != PGRES_EMPTY_QUERY)
@@ -241,6 +263,7 @@ static cn_err_t pg_db_open(const char *target, const cn_meta_opts_t *opts, cn__m
         return -ENOMEM;
     }
     db->busy_ms = opts->busy_timeout_ms;
+    db->rt_ms = opts->round_trip_ms ? opts->round_trip_ms : 3 * opts->busy_timeout_ms;
     const char *fault = getenv("CAIRN_TEST_PG_COMMIT_FAULT");
     if (fault && *fault && !(db->fault = strdup(fault))) {
         free(db->uri);
@@ -254,6 +277,11 @@ static cn_err_t pg_db_open(const char *target, const cn_meta_opts_t *opts, cn__m
 const char *cn__meta_pg_uri(const cn__meta_db_t *db)
 {
     return db->uri;
+}
+
+unsigned cn__meta_pg_round_trip_ms(const cn__meta_db_t *db)
+{
+    return db->rt_ms;
 }
 
 static void pg_db_close(cn__meta_db_t *db)
@@ -407,7 +435,7 @@ static void read_unread(cn__meta_conn_t *c)
         return;
     c->unread = false;
     PGresult *res;
-    while ((res = PQgetResult(c->pg)))
+    while ((res = cn__pg_result(c->pg, rt(c))))
         PQclear(res);
 }
 
@@ -449,6 +477,7 @@ static cn_err_t pg_begin(cn__meta_conn_t *c, cn_meta_mode_t mode)
     /* One statement, one snapshot: no BEGIN, and pg_rollback finds the
      * connection idle and sends nothing (invariant 4 holds). */
     c->pending = NULL;
+    c->schema = false;
     if (mode == CN_META_READ_ONE)
         return conn_ready(c);
     CN_TRY(conn_ready(c));
@@ -468,6 +497,7 @@ static cn_err_t begin_now(cn__meta_conn_t *c)
 
 static cn_err_t pg_begin_schema(cn__meta_conn_t *c)
 {
+    c->schema = true; /* until the next pg_begin (invariant 12) */
     CN_TRY(begin_sql(c, "BEGIN ISOLATION LEVEL READ COMMITTED"));
     cn_err_t e = pg_run(c, "SELECT pg_advisory_xact_lock(" SCHEMA_LOCK ")");
     if (e < 0)
@@ -549,14 +579,18 @@ static cn_err_t current_xid(cn__meta_conn_t *c, char *id, size_t cap)
     id[0] = '\0';
     PGresult *res;
     if (c->xid_gen != c->gen + 1) { /* prepared once per session: no parse per commit */
-        res = PQprepare(c->pg, "cn_xid", "SELECT pg_current_xact_id_if_assigned()", 0, NULL);
+        res = cn__pg_collect(
+            c->pg,
+            PQsendPrepare(c->pg, "cn_xid", "SELECT pg_current_xact_id_if_assigned()", 0, NULL),
+            rt(c));
         cn_err_t e = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : pg_fail(c, res);
         PQclear(res);
         if (e < 0)
             return e;
         c->xid_gen = c->gen + 1;
     }
-    res = PQexecPrepared(c->pg, "cn_xid", 0, NULL, NULL, NULL, 0);
+    res =
+        cn__pg_collect(c->pg, PQsendQueryPrepared(c->pg, "cn_xid", 0, NULL, NULL, NULL, 0), rt(c));
     cn_err_t e = 0;
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
         e = pg_fail(c, res);
@@ -581,7 +615,7 @@ static cn_err_t incarnation(cn__meta_conn_t *c)
 {
     if (c->inc_gen == c->gen + 1)
         return 0;
-    PGresult *res = PQexec(c->pg, "SELECT " INCARNATION);
+    PGresult *res = c_exec(c, "SELECT " INCARNATION);
     cn_err_t e = 0;
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
         e = pg_fail(c, res);
@@ -614,7 +648,8 @@ static void xid_status(cn__meta_conn_t *c, const char *xid, const char *inc, cha
     const char *sql = "SELECT i, CASE WHEN i = $2 THEN pg_xact_status($1::xid8) END"
                       " FROM (SELECT " INCARNATION " AS i) s";
     const char *const pv[2] = { xid, inc };
-    PGresult *res = PQexecParams(c->pg, sql, 2, NULL, pv, NULL, NULL, 0);
+    PGresult *res =
+        cn__pg_collect(c->pg, PQsendQueryParams(c->pg, sql, 2, NULL, pv, NULL, NULL, 0), rt(c));
     if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)) {
         if (strcmp(PQgetvalue(res, 0, 0), inc) != 0 || !inc[0])
             snprintf(st, cap, "moved");
@@ -675,7 +710,7 @@ static cn_err_t pg_commit(cn__meta_conn_t *c)
     }
     snprintf(inc, sizeof inc, "%s", c->inc); /* a reconnect in resolve_commit rereads c->inc */
     fault_t fault = xid[0] ? fault_take(c) : FAULT_NONE;
-    PGresult *res = fault ? commit_faulted(c, fault) : PQexec(c->pg, "COMMIT");
+    PGresult *res = fault ? commit_faulted(c, fault) : c_exec(c, "COMMIT");
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         e = pg_fail(c, res);
         if (PQstatus(c->pg) == CONNECTION_BAD && xid[0])
@@ -704,7 +739,7 @@ static void note_changes(cn__meta_conn_t *c, const PGresult *res)
 static cn_err_t pg_exec(cn__meta_conn_t *c, const char *sql)
 {
     CN_TRY(begin_now(c));
-    PGresult *res = PQexec(c->pg, sql);
+    PGresult *res = c_exec(c, sql);
     ExecStatusType s = PQresultStatus(res);
     cn_err_t e = 0;
     if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK || s == PGRES_EMPTY_QUERY)
@@ -871,12 +906,12 @@ static cn_err_t raw_prepare(cn__meta_raw_t *r)
 {
     cn__meta_conn_t *c = r->c;
     snprintf(r->name, sizeof r->name, "cn%" PRIu64, ++c->next_id);
-    PGresult *res = PQprepare(c->pg, r->name, r->sql, 0, NULL);
+    PGresult *res = cn__pg_collect(c->pg, PQsendPrepare(c->pg, r->name, r->sql, 0, NULL), rt(c));
     cn_err_t e = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : pg_fail(c, res);
     PQclear(res);
     if (e < 0)
         return e;
-    res = PQdescribePrepared(c->pg, r->name);
+    res = cn__pg_collect(c->pg, PQsendDescribePrepared(c->pg, r->name), rt(c));
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         e = pg_fail(c, res);
         PQclear(res);
@@ -1087,7 +1122,7 @@ static PGresult *run_with_begin(cn__meta_raw_t *r, const char *begin)
          * many reads, fewer when the connection breaks. */
         int n = 0, nulls = 0;
         for (int i = 0; i < 8; i++) {
-            PGresult *x = PQgetResult(pg);
+            PGresult *x = cn__pg_result(pg, rt(r->c));
             if (!x && (PQstatus(pg) != CONNECTION_OK || ++nulls > 2))
                 break;
             if (x && PQresultStatus(x) == PGRES_PIPELINE_SYNC) {
@@ -1122,8 +1157,11 @@ static cn_err_t raw_run_once(cn__meta_raw_t *r, const char *begin)
         r->pl[i] = r->vals[i].len;
         r->pf[i] = r->vals[i].fmt;
     }
-    PGresult *res = begin ? run_with_begin(r, begin)
-                          : PQexecPrepared(c->pg, r->name, r->nparams, r->pv, r->pl, r->pf, 0);
+    PGresult *res =
+        begin ? run_with_begin(r, begin)
+              : cn__pg_collect(
+                    c->pg, PQsendQueryPrepared(c->pg, r->name, r->nparams, r->pv, r->pl, r->pf, 0),
+                    rt(c));
     ExecStatusType s = PQresultStatus(res);
     if (s == PGRES_TUPLES_OK) {
         r->res = res;

@@ -42,6 +42,7 @@
  * This file must never block a caller of cn_meta_topic_gen or cn_meta_lease
  * on the network, log a bound value, or run anything on SQLite.
  */
+#include "pg_wait.h"
 #include "watch.h"
 
 #include <errno.h>
@@ -86,8 +87,9 @@ typedef struct lease {
 
 struct cn__meta_watch {
     char *uri;
-    PGconn *pg; /* the thread's alone once it runs */
-    int want;   /* cn__meta_pg_want of pg, at its connect */
+    unsigned rt_ms; /* each wait for an answer, at most (engine_pg.c, invariant 12) */
+    PGconn *pg;     /* the thread's alone once it runs */
+    int want;       /* cn__meta_pg_want of pg, at its connect */
     pthread_t thread;
     bool running;
     int efd; /* wakes the thread: a new lease, or stop */
@@ -146,9 +148,9 @@ static void wake(cn__meta_watch_t *w)
 
 /* ---- the thread's connection ----------------------------------------------------- */
 
-static bool pg_ok(PGconn *pg, const char *sql)
+static bool pg_ok(const cn__meta_watch_t *w, const char *sql)
 {
-    PGresult *r = PQexec(pg, sql);
+    PGresult *r = cn__pg_exec(w->pg, sql, w->rt_ms);
     ExecStatusType s = PQresultStatus(r);
     PQclear(r);
     return s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
@@ -199,10 +201,10 @@ static bool connect_pg(cn__meta_watch_t *w)
     /* A holder whose machine vanished loses its leases when the server's
      * keepalives give up (about 9 s; ignored on unix sockets, where the
      * kernel closes a dead process's socket at once). */
-    pg_ok(w->pg, "SET tcp_keepalives_idle = 5");
-    pg_ok(w->pg, "SET tcp_keepalives_interval = 2");
-    pg_ok(w->pg, "SET tcp_keepalives_count = 2");
-    if (!pg_ok(w->pg, "LISTEN " CHANNEL)) {
+    pg_ok(w, "SET tcp_keepalives_idle = 5");
+    pg_ok(w, "SET tcp_keepalives_interval = 2");
+    pg_ok(w, "SET tcp_keepalives_count = 2");
+    if (!pg_ok(w, "LISTEN " CHANNEL)) {
         drop_conn(w, "LISTEN failed");
         return false;
     }
@@ -224,7 +226,7 @@ static topic_t *topic_find(cn__meta_watch_t *w, const char *name, size_t len)
 /* One read of every topic's generation (W1: the caller stores synced_ms). */
 static bool read_topics(cn__meta_watch_t *w)
 {
-    PGresult *r = PQexec(w->pg, cn__sql_fleet[CN_SQL_FLEET_TOPIC_LIST]);
+    PGresult *r = cn__pg_exec(w->pg, cn__sql_fleet[CN_SQL_FLEET_TOPIC_LIST], w->rt_ms);
     bool ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQnfields(r) == 2;
     for (int i = 0; ok && i < PQntuples(r); i++) {
         const char *name = PQgetvalue(r, i, 0);
@@ -259,7 +261,7 @@ static bool take_leases(cn__meta_watch_t *w)
             continue;
         char sql[96];
         snprintf(sql, sizeof sql, "SELECT pg_try_advisory_lock(%d, %d)", LEASE_CLASS, (int)l->key);
-        PGresult *r = PQexec(w->pg, sql);
+        PGresult *r = cn__pg_exec(w->pg, sql, w->rt_ms);
         bool ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
         bool got = ok && !strcmp(PQgetvalue(r, 0, 0), "t");
         PQclear(r);
@@ -283,7 +285,7 @@ static bool set_label(cn__meta_watch_t *w)
         snprintf(sql, sizeof sql, "SET application_name = '%s'", w->label);
     w->label_dirty = false;
     pthread_mutex_unlock(&w->mu);
-    return !sql[0] || pg_ok(w->pg, sql);
+    return !sql[0] || pg_ok(w, sql);
 }
 
 /* One round: connect if needed, read the topics, try the free leases. */
@@ -386,13 +388,14 @@ void cn__meta_watch_free(cn__meta_watch_t *w)
     free(w);
 }
 
-static cn_err_t watch_new(const char *uri, cn__meta_watch_t **out)
+static cn_err_t watch_new(const cn__meta_db_t *db, cn__meta_watch_t **out)
 {
     cn__meta_watch_t *w = calloc(1, sizeof *w);
-    if (!w || !(w->uri = strdup(uri))) {
+    if (!w || !(w->uri = strdup(cn__meta_pg_uri(db)))) {
         free(w);
         return -ENOMEM;
     }
+    w->rt_ms = cn__meta_pg_round_trip_ms(db);
     pthread_mutex_init(&w->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -438,7 +441,7 @@ cn_err_t cn_meta_watch_start(cn_meta_t *meta)
     cn_err_t e = 0;
     if (!atomic_load(slot)) {
         cn__meta_watch_t *w = NULL;
-        e = watch_new(cn__meta_pg_uri(db), &w);
+        e = watch_new(db, &w);
         if (e >= 0)
             atomic_store_explicit(slot, w, memory_order_release);
     }

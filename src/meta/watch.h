@@ -21,6 +21,10 @@ void cn__meta_watch_free(cn__meta_watch_t *w);
 /* engine_pg.c: the connection URI db was opened with. */
 const char *cn__meta_pg_uri(const cn__meta_db_t *db);
 
+/* engine_pg.c: its round-trip timeout in ms (invariant 12), which the
+ * watcher's own waits keep too. */
+unsigned cn__meta_pg_round_trip_ms(const cn__meta_db_t *db);
+
 /* engine_pg.c: what a libpq connection's target_session_attrs asks of its
  * server (an opaque value for cn__meta_pg_off_target), and whether the
  * server, as it last reported (PostgreSQL >= 14 reports in_hot_standby and

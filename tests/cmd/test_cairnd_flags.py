@@ -96,13 +96,17 @@ def test_config_errors_exit_2(tmp_path):
 
 
 def test_store_section_errors_exit_2(tmp_path):
-    # the services' sections ([store], [objects]) are checked with the rest of
+    # the services' sections ([store], [objects], [meta]) are checked with the rest of
     # the file before anything opens: a usage error, status 2, as
     # tests/s3/test_s3_lifecycle.py's bad lifecycle settings (until stop 34
     # they stopped cairnd with 1, "cannot start", once the services opened);
     # nothing is created in the data directory
     for text, want in (("[store]\ndirect_io = 1\n", "direct_io must be true or false"),
-                       ("[store]\ndirect_i0 = true\n", "unknown key 'direct_i0' in [store]")):
+                       ("[store]\ndirect_i0 = true\n", "unknown key 'direct_i0' in [store]"),
+                       ("[meta]\nround_trip_timeout = 0\n", "round_trip_timeout wants seconds"),
+                       ("[meta]\nround_trip_timeout = \"2d\"\n", "not '2d'"),
+                       ("[meta]\nround_trip_timeout = 3601\n", "at most 3600 s, not 3601"),
+                       ("[meta]\nbusy = 5\n", "unknown key 'busy' in [meta]")):
         p = tmp_path / "store.toml"
         p.write_text(text)
         r = run([binary("cairnd"), "--data", str(tmp_path / "d"), "--config", str(p)] + OFF)

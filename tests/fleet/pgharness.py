@@ -191,6 +191,21 @@ class PgCluster:
         self.psql('CREATE DATABASE "%s" STRATEGY = FILE_COPY' % name)
         return self.uri_for(name)
 
+    def make_synchronous(self):
+        """This primary waits for its standby at every COMMIT from now on:
+        synchronous_standby_names by ALTER SYSTEM and a reload, after the
+        standby's base backup (set at the start, the primary's own setup
+        would wait for a standby not made yet; set in the backup, the
+        standby once promoted would wait for one of its own).  Returns once
+        the standby reports sync."""
+        self.psql("ALTER SYSTEM SET synchronous_standby_names = '*'")
+        self.psql("SELECT pg_reload_conf()")
+        deadline = time.monotonic() + 30
+        while self.psql("SELECT string_agg(sync_state, ',') FROM pg_stat_replication")\
+                .strip() != "sync":
+            assert time.monotonic() < deadline, "the standby did not become synchronous"
+            time.sleep(0.05)
+
     def stop(self):
         if not self.dir:
             return

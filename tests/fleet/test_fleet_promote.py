@@ -80,18 +80,9 @@ def primary():
 @pytest.fixture(scope="module")
 def standby(primary):
     """The standby, streaming; the primary waits for it at every COMMIT from
-    here on.  synchronous_standby_names is set on the primary only now (set
-    at its start, its own setup would wait for a standby not made yet), by
-    ALTER SYSTEM after the base backup (so the standby, once promoted, does
-    not wait for a standby of its own)."""
+    here on (PgCluster.make_synchronous)."""
     with pgharness.PgCluster(settings={"synchronous_commit": "on"}, primary=primary) as sb:
-        primary.psql("ALTER SYSTEM SET synchronous_standby_names = '*'")
-        primary.psql("SELECT pg_reload_conf()")
-        deadline = time.monotonic() + 30
-        while primary.psql("SELECT string_agg(sync_state, ',') FROM pg_stat_replication")\
-                .strip() != "sync":
-            assert time.monotonic() < deadline, "the standby did not become synchronous"
-            time.sleep(0.05)
+        primary.make_synchronous()
         yield sb
 
 

@@ -1,0 +1,211 @@
+"""PostgreSQL keeps the connection and stops answering (issue 24; docs/fleet.md
+"PostgreSQL stops answering"; src/meta/engine_pg.c invariant 12, pg_wait.c).
+
+A hung server (here every process of the cluster stopped with SIGSTOP: the
+kernel still takes the bytes and answers TCP, as for a server whose disk
+stalled or a proxy that holds the socket) is not a lost connection to libpq,
+whose blocking calls would wait for it for ever.  cairnd bounds every wait for
+an answer by `[meta] round_trip_timeout` (ROUND_TRIP_S here):
+
+* test_hung_server_answers_503: a PUT and a GET on a node whose only server
+  is stopped are answered 503 ServiceUnavailable in bounded time, while the
+  node's liveness endpoint answers at once; continued, the server takes the
+  next PUT, and everything acknowledged reads back.
+* test_hung_primary_promoted_standby: a streaming standby (synchronous
+  replication) promoted while the primary is stopped: the node, whose
+  `--meta` names both hosts with target_session_attrs=read-write, takes
+  writes on the standby within RECOVER_S, and every PUT it acknowledged
+  before and after reads back from the standby.  Without the bound, the
+  requests held by the stopped primary never returned.
+
+Ports are loopback ones chosen at run time, data in pytest's temp dirs; the
+clusters are continued and stopped by the fixtures whatever happens."""
+import os
+import signal
+import sys
+import threading
+import time
+
+import pytest
+import requests
+from botocore.exceptions import ClientError
+
+from conftest import Server, sanitizer_report
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "s3"))
+import pgharness  # noqa: E402
+from fleetutil import needs_pg  # noqa: E402
+from s3fixtures import S3Server, s3_args  # noqa: E402
+
+pytestmark = needs_pg
+
+ROUND_TRIP_S = 2
+# A request caught by the hang: the cut (ROUND_TRIP_S), reconnects that wait
+# connect_timeout (5 s) each within the retry window (2 x the 5 s busy
+# timeout), slack for a loaded machine.
+ANSWER_BOUND_S = 40.0
+RECOVER_S = 30.0  # writes land on the promoted standby within this
+
+
+def stopped(pg, sig):
+    """sig to every process of pg (SIGSTOP: the server hangs; SIGCONT)."""
+    for pid in pg.server_pids():
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+class Hung:
+    """pg stopped for the with block, continued at its end whatever happens."""
+
+    def __init__(self, pg):
+        self.pg = pg
+
+    def __enter__(self):
+        stopped(self.pg, signal.SIGSTOP)
+        return self
+
+    def __exit__(self, *exc):
+        stopped(self.pg, signal.SIGCONT)
+
+
+def start_node(data, uri):
+    conf = data.parent / (data.name + ".toml")
+    conf.write_text("[meta]\nround_trip_timeout = %d\n" % ROUND_TRIP_S)
+    args = s3_args(["--meta", uri, "--config", str(conf)])
+    return S3Server(Server(data, args=args).start(wait_for=("http", "jay")))
+
+
+def stop_clean(node):
+    node.server.stop()
+    out = node.server.output()
+    assert sanitizer_report(out) is None, out[-4000:]
+    return out
+
+
+def timed(fn):
+    """(seconds, HTTP status, S3 error code or None) of fn()."""
+    t0 = time.monotonic()
+    try:
+        fn()
+        status, code = 200, None
+    except ClientError as e:
+        r = e.response
+        status, code = r["ResponseMetadata"]["HTTPStatusCode"], r["Error"]["Code"]
+    return time.monotonic() - t0, status, code
+
+
+def health_ms(node):
+    host, port = node.server.addrs["http"]
+    t0 = time.monotonic()
+    r = requests.get("http://%s:%d/_cairn/health" % (host, port), timeout=10)
+    assert r.status_code == 200
+    return (time.monotonic() - t0) * 1000
+
+
+@pytest.fixture
+def pg():
+    with pgharness.PgCluster() as cluster:
+        yield cluster
+
+
+def test_hung_server_answers_503(pg, tmp_path):
+    pg.create_db("hung")
+    node = start_node(tmp_path / "n", pg.uri_for("hung"))
+    try:
+        # read_timeout well past the bound: the client must not be the one
+        # that gives up.
+        s3 = node.client(read_timeout=ANSWER_BOUND_S + 30)
+        s3.create_bucket(Bucket="hung")
+        s3.put_object(Bucket="hung", Key="before", Body=b"kept")
+        with Hung(pg):
+            put = {}
+
+            def one_put():
+                try:
+                    put["r"] = timed(lambda: s3.put_object(Bucket="hung", Key="during", Body=b"x"))
+                except Exception as e:  # the client's own timeout: no answer at all
+                    put["err"] = repr(e)
+
+            t = threading.Thread(target=one_put)
+            t.start()
+            time.sleep(0.5)
+            assert health_ms(node) < 2000  # the node itself is not wedged
+            t.join(ANSWER_BOUND_S + 60)
+            assert not t.is_alive() and "r" in put, put.get("err", "the PUT never returned")
+            secs, status, code = put["r"]
+            print("PUT caught by the hang: %.1f s, %d %s" % put["r"])
+            assert (status, code) == (503, "ServiceUnavailable"), put
+            assert secs < ANSWER_BOUND_S, put
+            secs, status, code = timed(lambda: s3.get_object(Bucket="hung", Key="before"))
+            assert (status, code) == (503, "ServiceUnavailable")
+            assert secs < ANSWER_BOUND_S
+        deadline = time.monotonic() + RECOVER_S
+        while timed(lambda: s3.put_object(Bucket="hung", Key="after", Body=b"y"))[1] != 200:
+            assert time.monotonic() < deadline, "no write after the server continued"
+            time.sleep(0.2)
+        assert s3.get_object(Bucket="hung", Key="before")["Body"].read() == b"kept"
+        assert s3.get_object(Bucket="hung", Key="after")["Body"].read() == b"y"
+    finally:
+        out = stop_clean(node)
+    assert "no answer within %d ms" % (ROUND_TRIP_S * 1000) in out
+
+
+@pytest.fixture
+def primary():
+    with pgharness.PgCluster(settings={"synchronous_commit": "on"}) as p:
+        yield p
+
+
+@pytest.fixture
+def standby(primary):
+    """A synchronous streaming standby of primary (as test_fleet_promote.py
+    makes it): a COMMIT the primary acknowledged is on the standby."""
+    with pgharness.PgCluster(settings={"synchronous_commit": "on"}, primary=primary) as sb:
+        primary.make_synchronous()
+        yield sb
+
+
+def test_hung_primary_promoted_standby(primary, standby, tmp_path):
+    primary.create_db("hungp")  # replicated to the standby
+    uri = "postgresql:///hungp?host=%s,%s&user=%s&target_session_attrs=read-write" % (
+        primary.sockdir, standby.sockdir, pgharness.ROLE)
+    node = start_node(tmp_path / "n", uri)
+    acked = {}
+    try:
+        s3 = node.client(read_timeout=ANSWER_BOUND_S + 30)
+        s3.create_bucket(Bucket="promo")
+        for i in range(5):
+            body = os.urandom(1000 + i)
+            s3.put_object(Bucket="promo", Key="before-%d" % i, Body=body)
+            acked["before-%d" % i] = body
+        with Hung(primary):
+            standby.promote()
+            t0 = time.monotonic()
+            i = 0
+            while True:
+                body = os.urandom(2000 + i)
+                key = "after-%d" % i
+                _, status, code = timed(lambda: s3.put_object(Bucket="promo", Key=key, Body=body))
+                if status == 200:
+                    acked[key] = body
+                    print("first write on the standby %.1f s after the promotion (%d refused)"
+                          % (time.monotonic() - t0, i))
+                    break
+                assert (status, code) == (503, "ServiceUnavailable")
+                assert time.monotonic() - t0 < RECOVER_S, "no write on the promoted standby"
+                i += 1
+            for j in range(3):
+                body = os.urandom(3000 + j)
+                s3.put_object(Bucket="promo", Key="later-%d" % j, Body=body)
+                acked["later-%d" % j] = body
+            for key, body in acked.items():
+                assert s3.get_object(Bucket="promo", Key=key)["Body"].read() == body, key
+            got = standby.psql("SELECT count(*) FROM obj_version v JOIN obj_bucket b USING"
+                               " (bucket_id) WHERE b.name = 'promo'", db="hungp").strip()
+            assert int(got) == len(acked)
+    finally:
+        stop_clean(node)

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- the error table --------------------------------------------------------------
  * The repos service's detail (cn_repos_code_t) → Scribe code; the contract
@@ -205,6 +206,19 @@ static cn_err_t read_hello(cn__scribe_srv_t *s, cn_conn_t *c, uint8_t *body, cn_
     return CN_OK;
 }
 
+/* Test hook (CAIRN_TEST_SCRIBE_HELLO_STALL_MS, tests/scribe/
+ * test_gateway_v4_admission.py): every hello read is answered only after so
+ * many ms, so that a test stages a server that completes TLS and then stays
+ * silent.  Unset, it costs one getenv per hello. */
+static void hello_stall(void)
+{
+    const char *v = getenv("CAIRN_TEST_SCRIBE_HELLO_STALL_MS");
+    long ms = v ? strtol(v, NULL, 10) : 0;
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    if (ms > 0)
+        nanosleep(&ts, NULL);
+}
+
 static cn_err_t scribe_open(void *actx, cn_conn_t *c, void **cstate)
 {
     cn__scribe_srv_t *s = actx;
@@ -215,6 +229,8 @@ static cn_err_t scribe_open(void *actx, cn_conn_t *c, void **cstate)
     if (!body)
         return -ENOMEM;
     cn_err_t err = read_hello(s, c, body, &h, &hello, &who);
+    if (err >= 0)
+        hello_stall();
     cn__scribe_conn_t *sc = err < 0 ? NULL : calloc(1, sizeof *sc);
     free(body); /* hello's views die here: only its numbers are read below */
     if (!sc)

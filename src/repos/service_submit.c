@@ -557,6 +557,7 @@ static cn_err_t plan_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
 {
     plan_t *pl = ctx;
     const cn_repos_submit_t *s = pl->s;
+    plan_clear(pl); /* what a run of this body lost with its session left */
     pl->repo = *repo;
     CN_TRY(plan_identity(pl, txn));
     if (pl->replay)
@@ -584,11 +585,13 @@ static cn_err_t plan_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
     return plan_commit(pl, &parent_id);
 }
 
-/* Phase 1, in one read transaction.  Not repeated: its body maps the change
- * set and opens the tree into pl, which plan_clear releases. */
+/* Phase 1, in one read transaction, repeated on a lost session
+ * (CN_META_RETRY): its body maps the change set and opens the tree into pl,
+ * and releases first what an earlier run of it left there. */
 static cn_err_t plan(plan_t *pl)
 {
-    return cn__repo_run(pl->r, pl->rq, pl->s->repo, CN__WRITE, CN_META_RUN_READ, plan_body, pl);
+    return cn__repo_run(pl->r, pl->rq, pl->s->repo, CN__WRITE, CN_META_RUN_READ | CN_META_RETRY,
+                        plan_body, pl);
 }
 
 static cn_err_t publish_commit(plan_t *pl)

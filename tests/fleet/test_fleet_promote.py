@@ -10,9 +10,13 @@ primary acknowledged is on the standby), and two cairnd nodes and a backend
 `target_session_attrs=read-write`:
 
 * test_backends_terminated_under_load: every cairn session of the database
-  terminated (pg_terminate_backend) every 150 ms under S3 writers on both
-  nodes: no request fails (a body that lost its session is run again on a
-  new one), the failover-repeat counter moves, every PUT reads back.
+  terminated (pg_terminate_backend) every 150 ms under S3 writers and
+  Scribe submitters on both nodes: no request fails (a body that lost its
+  session is run again on a new one), the failover-repeat counter moves,
+  every PUT reads back.
+* test_submits_under_session_kills: the same every 20 ms under Scribe
+  uploads and submits alone: every submit is accepted (its phase 1, the
+  plan's read transaction, repeats on a lost session).
 * test_promote_under_load: the primary stopped with `pg_ctl -m immediate`
   under S3 writers on both nodes, held down GAP_S, the standby promoted:
   every PUT answered 200 reads back with its bytes through both nodes; a
@@ -69,6 +73,8 @@ GAP_S = 1.0  # no primary at all for this long (stopped, standby not promoted ye
 RECOVER_S = 10.0  # both nodes take writes again within this of the promotion
 REQUEST_BOUND_S = 25.0  # 2 x the 5 s busy timeout, slack for a loaded machine
 FAILOVER_REPEATS = "cairn_meta_failover_retries_total"
+SUBMIT_FILES = 32  # per change of Submits: a phase 1 long enough to meet the kills
+KILL_FAST_S = 0.02  # test_submits_under_session_kills: sessions terminated this often
 
 
 @pytest.fixture(scope="module")
@@ -206,7 +212,10 @@ class Reads:
         st, _, body = self.consoles[node].request("GET", API + what)
         if st != 200:
             raise RuntimeError("%s: %d %s" % (what, st, body[:200]))
-        return json.dumps(json.loads(body)[what], sort_keys=True)
+        rows = json.loads(body)[what]
+        if what == "repos":  # Submits' repositories change under the load
+            rows = [r for r in rows if not r["name"].startswith("submits")]
+        return json.dumps(rows, sort_keys=True)
 
     def reader(self, t):
         node = t % len(self.fleet.nodes)
@@ -247,6 +256,66 @@ class Reads:
             len(failed), ", ".join("%s %d" % (w, failed.count(w)) for w in sorted(set(failed))))
 
 
+class Submits:
+    """submitters threads, submitter t through node t % the node count, each
+    with a repository of its own: upload a new version of its SUBMIT_FILES
+    files, submit them, again, until stopped.  done: (node, start, end, None when accepted
+    else what came)."""
+
+    def __init__(self, fleet, submitters=3, files=SUBMIT_FILES):
+        self.fleet = fleet
+        self.files = files
+        self.stop_ev = threading.Event()
+        self.lock = threading.Lock()
+        self.done = []
+        self.ready = threading.Semaphore(0)
+        self.threads = [threading.Thread(target=self.submitter, args=(t,), daemon=True)
+                        for t in range(submitters)]
+
+    def submitter(self, t):
+        node = t % len(self.fleet.nodes)
+        c = Conn(self.fleet.scribe_addr(node), timeout=60)
+        try:
+            r = Repo(c, "submits%d-%s" % (t, os.urandom(4).hex()))
+            paths = ["d%d/f%d.txt" % (k % 4, k) for k in range(self.files)]
+            mids = r.upload({p: b"0 %s\n" % p.encode() for p in paths})
+            assert r.submit([(ADD, p, m, 0, None) for p, m in mids.items()])["outcome"] == 1
+            self.ready.release()
+            i = 0
+            while not self.stop_ev.is_set():
+                i += 1
+                t0 = time.monotonic()
+                step = "upload"
+                try:
+                    mids = r.upload({p: b"%d %s\n" % (i, p.encode()) for p in paths})
+                    step = "submit"
+                    o = r.submit([(MODIFY, p, m, 0, None) for p, m in mids.items()],
+                                 "change %d" % i)
+                    out = None if o["outcome"] == 1 else "outcome %r" % (o,)
+                except Exception as e:  # noqa: BLE001 - any failure is a failed submit
+                    out = "%s: %r" % (step, e)
+                with self.lock:
+                    self.done.append((node, t0, time.monotonic(), out))
+        finally:
+            c.close()
+
+    def start(self):
+        """Starts the submitters; returns once each has its repository."""
+        for t in self.threads:
+            t.start()
+        for _ in self.threads:
+            assert self.ready.acquire(timeout=120), "a submitter did not get ready"
+        return self
+
+    def finish(self):
+        """Stops the submitters; returns the failed submits."""
+        self.stop_ev.set()
+        for t in self.threads:
+            t.join(REQUEST_BOUND_S + 30)
+        assert not any(t.is_alive() for t in self.threads), "a submitter hung"
+        return [d for d in self.done if d[3] is not None]
+
+
 def failover_repeats(node):
     text = requests.get(node.endpoint + "/_cairn/metrics", timeout=30).text
     return sum(float(line.split()[-1]) for line in text.splitlines()
@@ -276,6 +345,7 @@ def test_backends_terminated_under_load(fleet, primary):
     reads = Reads(fleet)
     load = Load(fleet, "load", "kill", writers=WRITERS).start()
     reads.start()
+    submits = Submits(fleet).start()
     load.wait_acked(2 * WRITERS)
     killed, t_end = 0, time.monotonic() + 3.0
     while time.monotonic() < t_end:
@@ -284,16 +354,37 @@ def test_backends_terminated_under_load(fleet, primary):
     load.wait_acked(len(load.acked) + 2 * WRITERS)
     load.finish()
     bad_reads = reads.finish()
+    bad_submits = submits.finish()
     done = load.done
     repeats = sum(failover_repeats(n) for n in fleet.nodes) - before
     failed = [(k, out) for k, _, _, _, out in done if out]
-    print("sessions terminated: %d; PUTs %d, failed %d; %s; transactions repeated after a "
-          "lost session: %d" % (killed, len(done), len(failed), reads.summary(), repeats))
+    print("sessions terminated: %d; PUTs %d, failed %d; %s; submits %d, failed %d; "
+          "transactions repeated after a lost session: %d"
+          % (killed, len(done), len(failed), reads.summary(), len(submits.done),
+             len(bad_submits), repeats))
     assert killed > 0
     assert not failed, failed[:10]
     assert not bad_reads, bad_reads[:10]
+    assert submits.done and not bad_submits, bad_submits[:10]
     assert repeats > 0
     readable_everywhere(fleet, load.acked)
+
+
+def test_submits_under_session_kills(fleet, primary):
+    """Scribe submits (upload, then submit) on both nodes while every
+    session is terminated every KILL_FAST_S: each one is accepted.  Before
+    the submit's phase 1 (the plan's read transaction) was repeated on a
+    lost session, a submit that met a kill there failed storage_failure
+    "backend unavailable"."""
+    submits = Submits(fleet, files=4).start()
+    killed, t_end = 0, time.monotonic() + 4.0
+    while time.monotonic() < t_end:
+        killed += terminate_sessions(primary)
+        time.sleep(KILL_FAST_S)
+    bad = submits.finish()
+    print("sessions terminated: %d; submits %d, failed %d" % (killed, len(submits.done), len(bad)))
+    assert killed > 0 and len(submits.done) >= 4
+    assert not bad, bad[:10]
 
 
 def until_both_write(fleet, tag, bound):

@@ -101,6 +101,7 @@ static cn_err_t s3_head(s3_be_t *be, const char *key, cn__be_stat_t *st)
 {
     s3_req_t q;
     cn__s3_req_init(&q, "HEAD", key);
+    q.small = true;
     cn_err_t rc = cn__s3_call(be, &q);
     if (rc == CN_OK && q.status == 404)
         rc = CN_E_NOT_FOUND;
@@ -154,6 +155,7 @@ static cn_err_t put_single(s3_be_t *be, const char *key, int fd, uint64_t size,
         q.in_fd = fd;
         q.in_len = size;
         q.has_body = true;
+        q.small = size <= S3_SMALL_BODY;
         if (cond)
             cn__s3_req_hdr(&q, "if-none-match", "*");
         cn__s3_req_hdr(&q, "x-amz-meta-cairn-form", form_name(form));
@@ -479,6 +481,7 @@ static cn_err_t s3_remove(cn__backend_t *base, const cn_digest_t *d, uint64_t *f
     CN_TRY(s3_head(be, key, &st));
     s3_req_t q;
     cn__s3_req_init(&q, "DELETE", key);
+    q.small = true;
     cn_err_t rc = cn__s3_call(be, &q);
     if (rc == CN_OK && q.status / 100 != 2 && q.status != 404)
         rc = cn__s3_unexpected(&q);

@@ -260,6 +260,27 @@ static cn_err_t attempt_headers(s3_be_t *be, s3_req_t *q, const char *payload_ha
     return CN_OK;
 }
 
+/* An attempt's time bounds, with left_ms of the request's deadline left.
+ * A stalled transfer is a fault; a slow large one is not.  A backend that
+ * holds the connection and answers nothing (hung) must cost the deadline,
+ * not more: a small request (q->small) ends whole within the stall time
+ * or what is left, so a retry goes on a new connection; any other is cut
+ * when no byte moves for that long (libcurl averages its speed over about five
+ * seconds, so a stall after a burst is seen that much later). */
+static void attempt_bounds(CURL *h, const s3_req_t *q, int64_t left_ms)
+{
+    int64_t left = left_ms > 1000 ? left_ms : 1000;
+    int64_t stall = q->once                              ? 3000
+                    : left < S3_LOW_SPEED_SECONDS * 1000 ? left
+                                                         : S3_LOW_SPEED_SECONDS * 1000;
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                     (long)(left < S3_CONNECT_TIMEOUT_MS ? left : S3_CONNECT_TIMEOUT_MS));
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, (long)((stall + 999) / 1000));
+    if (q->small || q->once)
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)stall);
+}
+
 /* One attempt.  CN_OK with q->status, or a transport fault (CN_E_UNAVAILABLE
  * to retry), or a local error (io_err). */
 static cn_err_t attempt(s3_be_t *be, s3_req_t *q, const char *payload_hash, int64_t left_ms)
@@ -286,14 +307,7 @@ static cn_err_t attempt(s3_be_t *be, s3_req_t *q, const char *payload_hash, int6
     curl_easy_setopt(h, CURLOPT_WRITEDATA, (void *)wctx);
     if (q->out_fd >= 0)
         curl_easy_setopt(h, CURLOPT_BUFFERSIZE, S3_FILL_RECV_BUF);
-    long cto = left_ms < S3_CONNECT_TIMEOUT_MS ? (long)(left_ms > 100 ? left_ms : 100)
-                                               : S3_CONNECT_TIMEOUT_MS;
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, cto);
-    /* A stalled transfer is a fault; a slow large one is not. */
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, q->once ? 3L : S3_LOW_SPEED_SECONDS);
-    if (q->once)
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 3000L);
+    attempt_bounds(h, q, left_ms);
     if (!strcmp(q->method, "HEAD")) {
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     } else if (q->has_body || !strcmp(q->method, "PUT") || !strcmp(q->method, "POST")) {

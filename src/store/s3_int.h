@@ -19,6 +19,7 @@
 #define S3_POOL 16
 #define S3_CONNECT_TIMEOUT_MS 3000L
 #define S3_LOW_SPEED_SECONDS 10L
+#define S3_SMALL_BODY (1ull << 20) /* a request body sent whole within one stall time */
 #define S3_DEFAULT_DEADLINE_MS 30000
 #define S3_BODY_MAX (1u << 20) /* XML answers and error bodies kept at most */
 /* libcurl's receive buffer for a download into a file (a cache fill): its
@@ -67,7 +68,10 @@ typedef struct s3_req {
     const char *in_mem;
     size_t in_mem_len;
     bool has_body;
-    bool once; /* one attempt, short timeouts (readiness) */
+    bool once;  /* one attempt, short timeouts (readiness) */
+    bool small; /* the whole exchange is small (a HEAD, a DELETE, a list page, a
+                   body of at most S3_SMALL_BODY): each attempt ends whole within
+                   the stall time, so a hung backend costs the deadline only */
     /* answer */
     int out_fd; /* a 2xx body goes here (from out_done on), else to body */
     uint64_t out_done;

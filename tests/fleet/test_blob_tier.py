@@ -11,6 +11,7 @@ import http.client
 import http.server
 import os
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -30,6 +31,9 @@ from blobsclient import Ops, b3  # noqa: E402
 BUCKET = "tier"
 PREFIX = "blobs"
 DEADLINE_MS = 3000  # the node's retry deadline for backend requests (CAIRN_BLOB_DEADLINE_MS)
+# A request that meets a hung backend: stalled attempts of 10 s each
+# (S3_LOW_SPEED_SECONDS) until the deadline has passed, with slack.
+HUNG_BOUND_S = 45
 
 
 
@@ -286,6 +290,53 @@ def test_backend_down_answers_unavailable_then_recovers(tier):
     put(tier, "fresh", fresh)
     assert get(tier, "fresh") == fresh
     assert "%s/%s" % (PREFIX, b3(fresh)) in tier.backend_keys()
+
+
+def test_backend_hung_answers_unavailable_then_recovers(tier):
+    """The backend keeps its connections and answers nothing (its process
+    stopped with SIGSTOP: the kernel still accepts and acknowledges, as for
+    a hung server or a proxy that holds the socket).  A PUT and a GET of an
+    uncached object are answered 503 ServiceUnavailable in bounded time (a
+    stalled attempt ends after S3_LOW_SPEED_SECONDS, 10 s, without a byte;
+    then the retry deadline has passed), the cache still serves, readiness
+    says blob_backend; continued, the backend takes the PUT again."""
+    cached = os.urandom(40000)
+    uncached = os.urandom(45000)
+    put(tier, "cached", cached)
+    put(tier, "uncached", uncached)
+    tier.node.server.stop()
+    shutil.rmtree(tier.node_data / "cache")
+    tier.start_node()
+    assert get(tier, "cached") == cached  # fills the cache again
+    pid = tier.backend.server.proc.pid
+    fresh = os.urandom(47000)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        c = tier.node.client(read_timeout=HUNG_BOUND_S + 30)
+        t0 = time.time()
+        with pytest.raises(ClientError) as e:
+            c.put_object(Bucket="front", Key="fresh", Body=fresh)
+        put_s = time.time() - t0
+        assert e.value.response["Error"]["Code"] == "ServiceUnavailable"
+        t0 = time.time()
+        with pytest.raises(ClientError) as e:
+            c.get_object(Bucket="front", Key="uncached")
+        get_s = time.time() - t0
+        assert e.value.response["Error"]["Code"] == "ServiceUnavailable"
+        print("hung backend: PUT answered 503 in %.1f s, GET in %.1f s" % (put_s, get_s))
+        assert put_s < HUNG_BOUND_S and get_s < HUNG_BOUND_S, (put_s, get_s)
+        assert get(tier, "cached") == cached  # the cache still serves
+        st, body = ready(tier)
+        assert st == 503 and body["component"] == "blob_backend", body
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    deadline = time.time() + 30
+    while ready(tier)[0] != 200:
+        assert time.time() < deadline, "not ready after the backend continued"
+        time.sleep(0.2)
+    put(tier, "fresh", fresh)
+    assert get(tier, "fresh") == fresh
+    assert get(tier, "uncached") == uncached
 
 
 def test_bad_configuration_refuses_to_start(tmp_path):

@@ -34,8 +34,10 @@
  *  7. A write transaction's outcome is never reported wrongly: before its
  *     COMMIT its writer connection (one of meta.c's pool; each keeps its own
  *     id, incarnation and statements) reads the transaction's id (its
- *     operation key; none when it wrote nothing), and a connection lost in
- *     COMMIT is resolved by that id on that connection, opened again
+ *     operation key; none when it wrote nothing) -- in the same round trip
+ *     as the transaction's first INSERT, UPDATE or DELETE that assigned one
+ *     (piped behind it), else by itself before COMMIT -- and a connection
+ *     lost in COMMIT is resolved by that id on that connection, opened again
  *     (pg_xact_status), before answering:
  *     committed is success, aborted a failure that applied nothing; only
  *     when the server cannot be asked within the busy timeout is the
@@ -89,6 +91,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,6 +129,7 @@ struct cn__meta_conn {
     int want;            /* the URI's target_session_attrs: WANT_ANY, _RW, _PRIMARY */
     bool stale;          /* reset at the next begin: the server refused a write (25006) */
     const char *pending; /* a BEGIN not sent yet (invariant 10), or NULL */
+    char xid[32];        /* the transaction's id once read (invariant 7), else "" */
     bool schema;         /* in a schema change: no round-trip timeout (invariant 12) */
     bool unread;         /* a ROLLBACK's answer not read yet (invariant 11) */
     char err[ERRMSG_MAX];
@@ -150,6 +154,7 @@ struct cn__meta_raw {
     char name[24];
     uint64_t gen;
     int nparams, ncols;
+    bool writes; /* an INSERT, UPDATE or DELETE: may assign the transaction's id */
     unsigned *ptypes, *ctypes;
     pg_val_t *vals;
     const char **pv; /* PQexecPrepared's arrays, filled from vals */
@@ -478,6 +483,7 @@ static cn_err_t pg_begin(cn__meta_conn_t *c, cn_meta_mode_t mode)
      * connection idle and sends nothing (invariant 4 holds). */
     c->pending = NULL;
     c->schema = false;
+    c->xid[0] = '\0';
     if (mode == CN_META_READ_ONE)
         return conn_ready(c);
     CN_TRY(conn_ready(c));
@@ -498,6 +504,7 @@ static cn_err_t begin_now(cn__meta_conn_t *c)
 static cn_err_t pg_begin_schema(cn__meta_conn_t *c)
 {
     c->schema = true; /* until the next pg_begin (invariant 12) */
+    c->xid[0] = '\0';
     CN_TRY(begin_sql(c, "BEGIN ISOLATION LEVEL READ COMMITTED"));
     cn_err_t e = pg_run(c, "SELECT pg_advisory_xact_lock(" SCHEMA_LOCK ")");
     if (e < 0)
@@ -572,32 +579,50 @@ static PGresult *commit_faulted(cn__meta_conn_t *c, fault_t fault)
     return res;
 }
 
+/* Prepares "cn_xid" (the transaction's id, NULL while none is assigned)
+ * once per session: no parse per commit. */
+static cn_err_t xid_prepare(cn__meta_conn_t *c)
+{
+    if (c->xid_gen == c->gen + 1)
+        return 0;
+    PGresult *res = cn__pg_collect(
+        c->pg, PQsendPrepare(c->pg, "cn_xid", "SELECT pg_current_xact_id_if_assigned()", 0, NULL),
+        rt(c));
+    cn_err_t e = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : pg_fail(c, res);
+    PQclear(res);
+    if (e == 0)
+        c->xid_gen = c->gen + 1;
+    return e;
+}
+
+/* cn_xid's answer res into c->xid, when it names an id. */
+static void xid_note(cn__meta_conn_t *c, const PGresult *res)
+{
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && !PQgetisnull(res, 0, 0))
+        snprintf(c->xid, sizeof c->xid, "%s", PQgetvalue(res, 0, 0));
+}
+
 /* The writer's transaction id before its COMMIT, as decimal text in id (""
- * when it has none: it wrote nothing, so no outcome needs resolving). */
+ * when it has none: it wrote nothing, so no outcome needs resolving); read
+ * by itself unless a write already brought it (invariant 7). */
 static cn_err_t current_xid(cn__meta_conn_t *c, char *id, size_t cap)
 {
     id[0] = '\0';
-    PGresult *res;
-    if (c->xid_gen != c->gen + 1) { /* prepared once per session: no parse per commit */
-        res = cn__pg_collect(
-            c->pg,
-            PQsendPrepare(c->pg, "cn_xid", "SELECT pg_current_xact_id_if_assigned()", 0, NULL),
-            rt(c));
-        cn_err_t e = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : pg_fail(c, res);
+    if (!c->xid[0]) {
+        CN_TRY(xid_prepare(c));
+        PGresult *res = cn__pg_collect(
+            c->pg, PQsendQueryPrepared(c->pg, "cn_xid", 0, NULL, NULL, NULL, 0), rt(c));
+        cn_err_t e = 0;
+        if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+            e = pg_fail(c, res);
+        else
+            xid_note(c, res);
         PQclear(res);
         if (e < 0)
             return e;
-        c->xid_gen = c->gen + 1;
     }
-    res =
-        cn__pg_collect(c->pg, PQsendQueryPrepared(c->pg, "cn_xid", 0, NULL, NULL, NULL, 0), rt(c));
-    cn_err_t e = 0;
-    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
-        e = pg_fail(c, res);
-    else if (!PQgetisnull(res, 0, 0))
-        snprintf(id, cap, "%s", PQgetvalue(res, 0, 0));
-    PQclear(res);
-    return e;
+    snprintf(id, cap, "%s", c->xid);
+    return 0;
 }
 
 /* Invariant 8: the server's incarnation as SQL text, "TIMELINE/START" (the
@@ -983,6 +1008,16 @@ static void pg_finalize(cn__meta_raw_t *r)
     free(r);
 }
 
+/* Whether sql is an INSERT, UPDATE or DELETE (what may assign the
+ * transaction's id; a WITH that writes is left to COMMIT's own read). */
+static bool is_write(const char *sql)
+{
+    while (isspace((unsigned char)*sql))
+        sql++;
+    return !strncasecmp(sql, "INSERT", 6) || !strncasecmp(sql, "UPDATE", 6) ||
+           !strncasecmp(sql, "DELETE", 6);
+}
+
 static cn_err_t pg_prepare(cn__meta_conn_t *c, const char *sql, cn__meta_raw_t **out)
 {
     cn__meta_raw_t *r = calloc(1, sizeof *r);
@@ -990,6 +1025,7 @@ static cn_err_t pg_prepare(cn__meta_conn_t *c, const char *sql, cn__meta_raw_t *
         return -ENOMEM;
     r->c = c;
     r->row = -1;
+    r->writes = is_write(sql);
     r->sql = rewrite_params(sql);
     if (!r->sql) {
         free(r);
@@ -1109,27 +1145,32 @@ static cn_err_t pg_bind_null(cn__meta_raw_t *r, int idx)
     return 0;
 }
 
-/* Invariant 10: begin, then r, in one pipeline; the BEGIN's answer when it
- * failed, else the statement's (NULL when libpq failed). */
-static PGresult *run_with_begin(cn__meta_raw_t *r, const char *begin)
+/* Invariants 7 and 10: begin (when not NULL), then r, then (with_xid) the
+ * transaction's id, in one pipeline.  The BEGIN's answer when it failed,
+ * else the statement's (NULL when libpq failed); the id goes to r->c->xid
+ * when the statement succeeded and one is assigned. */
+static PGresult *run_piped(cn__meta_raw_t *r, const char *begin, bool with_xid)
 {
     PGconn *pg = r->c->pg;
-    PGresult *got[2] = { NULL, NULL };
-    if (PQenterPipelineMode(pg) && PQsendQueryParams(pg, begin, 0, NULL, NULL, NULL, NULL, 0) &&
+    PGresult *got[3] = { NULL, NULL, NULL };
+    int nq = 1 + (begin != NULL) + with_xid;
+    if (PQenterPipelineMode(pg) &&
+        (!begin || PQsendQueryParams(pg, begin, 0, NULL, NULL, NULL, NULL, 0)) &&
         PQsendQueryPrepared(pg, r->name, r->nparams, r->pv, r->pl, r->pf, 0) &&
+        (!with_xid || PQsendQueryPrepared(pg, "cn_xid", 0, NULL, NULL, NULL, 0)) &&
         PQpipelineSync(pg)) {
-        /* BEGIN's result, NULL, the statement's, NULL, the sync: at most so
-         * many reads, fewer when the connection breaks. */
+        /* Each query's result and a NULL, then the sync: at most so many
+         * reads, fewer when the connection breaks. */
         int n = 0, nulls = 0;
-        for (int i = 0; i < 8; i++) {
+        for (int i = 0; i < 2 * nq + 2; i++) {
             PGresult *x = cn__pg_result(pg, rt(r->c));
-            if (!x && (PQstatus(pg) != CONNECTION_OK || ++nulls > 2))
+            if (!x && (PQstatus(pg) != CONNECTION_OK || ++nulls > nq))
                 break;
             if (x && PQresultStatus(x) == PGRES_PIPELINE_SYNC) {
                 PQclear(x);
                 break;
             }
-            if (x && n < 2)
+            if (x && n < nq)
                 got[n++] = x;
             else
                 PQclear(x);
@@ -1137,12 +1178,18 @@ static PGresult *run_with_begin(cn__meta_raw_t *r, const char *begin)
     }
     if (!PQexitPipelineMode(pg))
         r->c->stale = true; /* answers left unread: a new session (invariant 3) */
-    if (got[0] && PQresultStatus(got[0]) == PGRES_COMMAND_OK) {
-        PQclear(got[0]);
-        return got[1];
+    PGresult *b = begin ? got[0] : NULL, *st = got[begin ? 1 : 0];
+    PGresult *xr = with_xid ? got[begin ? 2 : 1] : NULL;
+    ExecStatusType ss = PQresultStatus(st);
+    if (xr && (ss == PGRES_COMMAND_OK || ss == PGRES_TUPLES_OK))
+        xid_note(r->c, xr);
+    PQclear(xr);
+    if (b && PQresultStatus(b) != PGRES_COMMAND_OK) {
+        PQclear(st);
+        return b;
     }
-    PQclear(got[1]);
-    return got[0];
+    PQclear(b);
+    return st;
 }
 
 /* Runs the prepared statement with its bindings (first step), carrying the
@@ -1157,11 +1204,14 @@ static cn_err_t raw_run_once(cn__meta_raw_t *r, const char *begin)
         r->pl[i] = r->vals[i].len;
         r->pf[i] = r->vals[i].fmt;
     }
+    /* Invariant 7: the first write brings the transaction's id along. */
+    bool with_xid = c->writer && r->writes && !c->xid[0] && xid_prepare(c) == 0;
     PGresult *res =
-        begin ? run_with_begin(r, begin)
-              : cn__pg_collect(
-                    c->pg, PQsendQueryPrepared(c->pg, r->name, r->nparams, r->pv, r->pl, r->pf, 0),
-                    rt(c));
+        begin || with_xid
+            ? run_piped(r, begin, with_xid)
+            : cn__pg_collect(
+                  c->pg, PQsendQueryPrepared(c->pg, r->name, r->nparams, r->pv, r->pl, r->pf, 0),
+                  rt(c));
     ExecStatusType s = PQresultStatus(res);
     if (s == PGRES_TUPLES_OK) {
         r->res = res;

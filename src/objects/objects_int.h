@@ -528,6 +528,7 @@ typedef struct cn__vmake {
     int64_t now_ms;
     cn__vrows_fn pre, rows;
     void *ctx;
+    const cn__bkt_t *bkt; /* the bucket, loaded in txn; NULL: its settings are read */
     /* out */
     int64_t vid;
     bool vnull;

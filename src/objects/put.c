@@ -476,9 +476,12 @@ static cn_err_t commit_object_body(cn_meta_txn_t *txn, void *ctx)
 {
     const put_commit_t *pc = ctx;
     cn_objects_put_t *p = pc->p;
-    /* The bucket may have been deleted since begin. */
-    cn_err_t err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_BUCKET_EXISTS], "i", p->bucket_id);
-    if (err == CN_META_DONE)
+    /* The bucket may have been deleted (or deleted and made again) since
+     * begin; its settings come with its row's generation, from the bucket
+     * cache when that is current (no read of the settings themselves). */
+    const cn__bkt_t *b = NULL;
+    cn_err_t err = cn__bkt_load(p->o, txn, p->rq, p->bucket, &b);
+    if (err >= 0 && b->id != p->bucket_id)
         err = cn__fail(p->rq, CN_E_NOT_FOUND, CN_OBJ_WHAT_BUCKET, "bucket %s does not exist",
                        p->bucket);
     cn_objects_put_args_t cond = { .if_none_match = p->if_none_match, .if_match = p->if_match };
@@ -490,9 +493,11 @@ static cn_err_t commit_object_body(cn_meta_txn_t *txn, void *ctx)
                        .retention = p->has_retention ? &p->retention : NULL,
                        .now_ms = pc->r->last_modified_ms,
                        .rows = commit_object_rows,
-                       .ctx = (void *)pc };
+                       .ctx = (void *)pc,
+                       .bkt = b };
     if (err >= 0)
         err = cn__obj_version_make(txn, p->rq, &mk);
+    cn__bkt_release(b);
     pc->r->vnull = mk.vnull;
     pc->r->bucket_versioned = mk.versioned;
     return err < 0 ? err : CN_OK;

@@ -372,7 +372,7 @@ cn_err_t cn__obj_version_make(cn_meta_txn_t *txn, cn_objects_req_t *rq, cn__vmak
     if (err >= 0)
         err = cn__put_conditions(rq, mk->cond, cur, cur_etag);
     if (err >= 0)
-        err = cn__obj_vstate(txn, mk->bucket_id, &vs);
+        err = mk->bkt ? cn__bkt_vstate(txn, mk->bkt, &vs) : cn__obj_vstate(txn, mk->bucket_id, &vs);
     if (err >= 0)
         err = cn__next_version(txn, &mk->vid);
     if (err >= 0 && mk->pre)

@@ -265,7 +265,6 @@ const char *const cn__sql_obj[CN_SQL_OBJ_COUNT] = {
         "SELECT name, value FROM obj_bucket_attr WHERE bucket_id = ? ORDER BY name",
     [CN_SQL_OBJ_BUCKET_GEN_BUMP] = "UPDATE obj_bucket SET gen = gen + 1 WHERE bucket_id = ?",
     [CN_SQL_OBJ_BUCKET_NAME_TAKEN] = "SELECT 1 FROM obj_bucket WHERE name = ?",
-    [CN_SQL_OBJ_BUCKET_EXISTS] = "SELECT 1 FROM obj_bucket WHERE bucket_id = ?",
     [CN_SQL_OBJ_BUCKET_INSERT] =
         "INSERT INTO obj_bucket (bucket_id, name, owner, created_ms, acl, policy, pab) "
         "VALUES (?, ?, ?, ?, ?, NULL, NULL)",

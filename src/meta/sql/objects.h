@@ -31,7 +31,6 @@ enum {
     /* (name) -> 1 when a bucket has it */
     CN_SQL_OBJ_BUCKET_NAME_TAKEN,
     /* (bucket_id) -> 1 when the bucket exists */
-    CN_SQL_OBJ_BUCKET_EXISTS,
     /* (bucket_id, name, owner, created_ms, acl); no policy, no pab */
     CN_SQL_OBJ_BUCKET_INSERT,
     /* (bucket_id) -> 1 when any version is in it */

@@ -379,7 +379,9 @@ cn_err_t cn__obj_version_make(cn_meta_txn_t *txn, cn_objects_req_t *rq, cn__vmak
         err = mk->pre(txn, mk->ctx, mk->vid);
     mk->vnull = vs.versioning != CN_OBJ_VERSIONING_ENABLED;
     mk->versioned = vs.versioning != CN_OBJ_VERSIONING_OFF;
-    if (err >= 0)
+    /* A bucket whose versioning was never set has no history (its deletes
+     * purge, it makes no markers): a new key there has nothing to retire. */
+    if (err >= 0 && (cur || mk->versioned))
         err = retire_current(txn, rq, mk->bucket_id, mk->key, mk->vnull, mk->now_ms, cur == 0);
     if (err >= 0)
         err = mk->rows(txn, mk->ctx, mk->vid);

@@ -384,12 +384,13 @@ cn_err_t cn__obj_version_make(cn_meta_txn_t *txn, cn_objects_req_t *rq, cn__vmak
      * one, the current row cur: a new key has nothing to retire, and an
      * overwrite replaces cur (retire_current's result, without its
      * lookups of the key's latest and null versions). */
-    if (err >= 0 && !mk->versioned && cur)
-        err = cn__obj_version_removable(txn, rq, cur, false, mk->now_ms);
-    if (err >= 0 && !mk->versioned && cur)
-        err = cn__obj_version_purge(txn, cur, CN__VT_CURRENT);
-    else if (err >= 0 && mk->versioned)
+    if (err >= 0 && mk->versioned) {
         err = retire_current(txn, rq, mk->bucket_id, mk->key, mk->vnull, mk->now_ms, cur == 0);
+    } else if (err >= 0 && cur) {
+        err = cn__obj_version_removable(txn, rq, cur, false, mk->now_ms);
+        if (err >= 0)
+            err = cn__obj_version_purge(txn, cur, CN__VT_CURRENT);
+    }
     if (err >= 0)
         err = mk->rows(txn, mk->ctx, mk->vid);
     /* Rows are inserted null (the column's default); only Enabled differs. */

@@ -106,7 +106,19 @@ def fleet(primary, standby, tmp_path_factory):
         assert not bad, bad[0][-4000:]
 
 
-class Reads:
+class Workers:
+    """Load threads (self.threads, each watching self.stop_ev) that record
+    into self.done under self.lock: the stop both kinds share."""
+
+    def stop_all(self, what):
+        """Stops the threads; fails when one is still held (what: their name)."""
+        self.stop_ev.set()
+        for t in self.threads:
+            t.join(REQUEST_BOUND_S + 30)
+        assert not any(t.is_alive() for t in self.threads), "a %s hung" % what
+
+
+class Reads(Workers):
     """readers threads, reader t through node t % the node count, each
     running READS in turn, timed.  An answer is good when it is exactly the
     one the same read gave before the load (so a row handed twice by a
@@ -242,10 +254,7 @@ class Reads:
 
     def finish(self):
         """Stops the readers; returns the failed reads."""
-        self.stop_ev.set()
-        for t in self.threads:
-            t.join(REQUEST_BOUND_S + 30)
-        assert not any(t.is_alive() for t in self.threads), "a reader hung"
+        self.stop_all("reader")
         return [d for d in self.done if d[4] is not None]
 
     def summary(self):
@@ -256,7 +265,7 @@ class Reads:
             len(failed), ", ".join("%s %d" % (w, failed.count(w)) for w in sorted(set(failed))))
 
 
-class Submits:
+class Submits(Workers):
     """submitters threads, submitter t through node t % the node count, each
     with a repository of its own: upload a new version of its SUBMIT_FILES
     files, submit them, again, until stopped.  done: (node, start, end, None when accepted
@@ -309,10 +318,7 @@ class Submits:
 
     def finish(self):
         """Stops the submitters; returns the failed submits."""
-        self.stop_ev.set()
-        for t in self.threads:
-            t.join(REQUEST_BOUND_S + 30)
-        assert not any(t.is_alive() for t in self.threads), "a submitter hung"
+        self.stop_all("submitter")
         return [d for d in self.done if d[3] is not None]
 
 

@@ -31,9 +31,9 @@ from blobsclient import Ops, b3  # noqa: E402
 BUCKET = "tier"
 PREFIX = "blobs"
 DEADLINE_MS = 3000  # the node's retry deadline for backend requests (CAIRN_BLOB_DEADLINE_MS)
-# A request that meets a hung backend: stalled attempts of 10 s each
-# (S3_LOW_SPEED_SECONDS) until the deadline has passed, with slack.
-HUNG_BOUND_S = 45
+# A request that meets a hung backend costs about the deadline (3.0 s
+# measured; 9 s, then 16 s, before each attempt's stall was bounded by it).
+HUNG_BOUND_S = 2 * DEADLINE_MS / 1000
 
 
 
@@ -296,9 +296,9 @@ def test_backend_hung_answers_unavailable_then_recovers(tier):
     """The backend keeps its connections and answers nothing (its process
     stopped with SIGSTOP: the kernel still accepts and acknowledges, as for
     a hung server or a proxy that holds the socket).  A PUT and a GET of an
-    uncached object are answered 503 ServiceUnavailable in bounded time (a
-    stalled attempt ends after S3_LOW_SPEED_SECONDS, 10 s, without a byte;
-    then the retry deadline has passed), the cache still serves, readiness
+    uncached object are answered 503 ServiceUnavailable within about the
+    retry deadline (an attempt's stall time is what is left of it, and a
+    small exchange ends whole within that), the cache still serves, readiness
     says blob_backend; continued, the backend takes the PUT again."""
     cached = os.urandom(40000)
     uncached = os.urandom(45000)

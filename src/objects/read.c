@@ -393,10 +393,14 @@ static cn_err_t key_read_body(cn_meta_txn_t *txn, void *ctx)
     return err;
 }
 
-/* Files what kr read, with its segments, under stamp (cn__objhead_offer). */
+/* Files what kr read, with its segments, under stamp (cn__objhead_offer);
+ * rows mode tells the bucket word read before the read (info->gen_word), so
+ * the lifecycle answer costs no second read of it (as head_hit_info). */
 static void key_read_offer(const key_read_t *kr, cn__hstamp_t stamp, const cn_obj_seg_t *segs,
                            size_t nsegs)
 {
+    if (!cn__gen_local(kr->o->gen))
+        kr->info->gen_word = stamp.b;
     cn__hseg_t few[CN__HOLD_SEGS] = { { { { 0 } }, 0 } };
     cn__hseg_t *hs = nsegs <= CN__HOLD_SEGS ? few : malloc(nsegs * sizeof *hs);
     if (!hs)

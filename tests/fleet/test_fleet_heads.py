@@ -155,3 +155,30 @@ def read_txns(node):
         if line.startswith(READS + " "):
             return float(line.split()[1])
     return 0.0
+
+
+def test_uncached_read_reads_the_word_once(fleet):
+    """x-amz-expiration of an uncached head's answer: the rules are taken
+    under the bucket word read before the key's own read, so a HEAD or GET
+    that misses the cache reads the database twice (the words, the key), not
+    three times (the bucket word again for the rules).  The answer still
+    names the rule, and a rule changed through the other node is what the
+    next miss says."""
+    a, b = (n.client() for n in fleet)
+    a.create_bucket(Bucket="heads")
+    a.put_bucket_lifecycle_configuration(Bucket="heads", LifecycleConfiguration=rules("r1"))
+    keys = ["k%03d" % i for i in range(GETS)]
+    for k in keys:
+        a.put_object(Bucket="heads", Key=k, Body=b"x")
+    # The rules cached on b under the current word (they would be read once).
+    assert 'rule-id="r1"' in b.head_object(Bucket="heads", Key=keys[0])["Expiration"]
+    before = read_txns(fleet[1])
+    for k in keys[1:]:
+        assert 'rule-id="r1"' in b.head_object(Bucket="heads", Key=k)["Expiration"]
+    reads = read_txns(fleet[1]) - before
+    print("read transactions for %d uncached HEADs: %d" % (len(keys) - 1, reads))
+    assert reads < (len(keys) - 1) * 2.5, (reads, len(keys) - 1)
+    a.put_bucket_lifecycle_configuration(Bucket="heads", LifecycleConfiguration=rules("r2"))
+    a.put_object(Bucket="heads", Key="new", Body=b"x")
+    assert 'rule-id="r2"' in b.get_object(Bucket="heads", Key="new")["Expiration"]
+    assert 'rule-id="r2"' in b.head_object(Bucket="heads", Key=keys[-1])["Expiration"]

@@ -272,6 +272,23 @@ CN_API cn_err_t cn_meta_execf(cn_meta_txn_t *txn, const char *sql, const char *t
 CN_API cn_err_t cn_meta_queryf(cn_meta_txn_t *txn, cn_meta_stmt_t **out, const char *sql,
                                const char *types, ...);
 
+/* cn_meta_execf for a statement run for its effect alone (an INSERT,
+ * UPDATE or DELETE that returns no row, whose changes the caller does not
+ * count): on PostgreSQL it is sent without waiting for its answer, which
+ * comes in one round trip with the transaction's next statement (or its
+ * commit) and the other pushes before it.  A failure is therefore reported
+ * by that later call (a step, a prepare, cn_meta_exec, another push) or as
+ * cn_meta_run's error, and fails the transaction as the statement would
+ * have here: push only where the calls after it pass their errors on
+ * without telling one from another (the tail of a write body).  cn_meta_
+ * changes does not count it.  SQLite runs it at once, as cn_meta_execf.
+ * CN_OK, or the error of its preparation, of a push before it, or its own
+ * where it ran at once. */
+CN_API cn_err_t cn_meta_pushf(cn_meta_txn_t *txn, const char *sql, const char *types, ...);
+/* cn_meta_pushf for a prepared, bound statement (instead of its first
+ * cn_meta_step); finish it as any. */
+CN_API cn_err_t cn_meta_push(cn_meta_stmt_t *st);
+
 /* ---- batch lookups (src/meta/batch.c) ------------------------------------------
  * One statement answers a whole list of keys: a `have` of 10,000 digests is
  * one round trip on PostgreSQL, not 10,000.  A batch statement is written

@@ -81,6 +81,11 @@ typedef struct cn__meta_engine {
      * when parameter idx is not of that type). */
     cn_err_t (*bind_list)(cn__meta_raw_t *r, int idx, const void *p, size_t width, size_t n);
     cn_err_t (*step)(cn__meta_raw_t *r); /* CN_META_ROW, CN_META_DONE or error */
+    /* Optional (cn_meta_pushf): sends r's statement with its bindings
+     * without waiting for its answer, which the connection's next use
+     * reads and judges (the next step, push, exec or commit returns its
+     * error, a rollback drops it).  NULL hook: meta.c steps it at once. */
+    cn_err_t (*push)(cn__meta_raw_t *r);
     bool (*column_is_null)(cn__meta_raw_t *r, int col);
     int64_t (*column_int64)(cn__meta_raw_t *r, int col);
     const char *(*column_text)(cn__meta_raw_t *r, int col, size_t *len);

@@ -80,6 +80,18 @@
  *     disk stalled) has the connection cut, which is a lost connection under
  *     invariants 3, 7, 9 and 10, so the request fails unavailable or is
  *     repeated on another host instead of holding its worker for ever.
+ * 13. A pushed statement (cn_meta_pushf) is sent in a pipeline left open,
+ *     its answer unread, with the transaction's pending BEGIN before it
+ *     and, for its first write, the transaction's id after it (7, 10); the
+ *     kind of every query sent is kept in c->pk.  Any other use of the
+ *     connection reads those answers first, in one round trip with its own
+ *     statement when it is one (run_piped), else alone (pipe_flush): the
+ *     first that failed is that use's error, and the statements after it
+ *     were skipped by the server (the transaction is failed already).  A
+ *     rollback reads and drops them.  So a pushed failure is never lost,
+ *     COMMIT is never sent before every pushed answer is read (7 holds: the
+ *     id is known before COMMIT), and a connection lost with pushes unread
+ *     is lost clean (9): no COMMIT was sent.
  */
 #include "engine.h"
 #include "pg_wait.h"
@@ -106,6 +118,8 @@
 /* The key of the advisory lock every schema change holds ('cair'). */
 #define SCHEMA_LOCK "1667328370"
 #define ERRMSG_MAX 256
+/* Queries sent unanswered at most (invariant 13): more pushes read them. */
+#define PIPE_MAX 32
 
 struct cn__meta_db {
     char *uri;
@@ -126,12 +140,14 @@ struct cn__meta_conn {
     int64_t changes;  /* rows of the last INSERT/UPDATE/DELETE */
     char **dead;      /* names to deallocate before the next BEGIN */
     size_t ndead, capdead;
-    int want;            /* the URI's target_session_attrs: WANT_ANY, _RW, _PRIMARY */
-    bool stale;          /* reset at the next begin: the server refused a write (25006) */
-    const char *pending; /* a BEGIN not sent yet (invariant 10), or NULL */
-    char xid[32];        /* the transaction's id once read (invariant 7), else "" */
-    bool schema;         /* in a schema change: no round-trip timeout (invariant 12) */
-    bool unread;         /* a ROLLBACK's answer not read yet (invariant 11) */
+    int want;                   /* the URI's target_session_attrs: WANT_ANY, _RW, _PRIMARY */
+    bool stale;                 /* reset at the next begin: the server refused a write (25006) */
+    const char *pending;        /* a BEGIN not sent yet (invariant 10), or NULL */
+    char xid[32];               /* the transaction's id once read (invariant 7), else "" */
+    bool schema;                /* in a schema change: no round-trip timeout (invariant 12) */
+    bool unread;                /* a ROLLBACK's answer not read yet (invariant 11) */
+    unsigned char pk[PIPE_MAX]; /* the kinds of the queries sent unanswered (13) */
+    int npk;
     char err[ERRMSG_MAX];
 };
 
@@ -429,8 +445,141 @@ static cn_err_t reconnect(cn__meta_conn_t *c)
     }
     c->gen++;
     c->stale = false;
+    c->npk = 0;
     drop_dead(c);
     return session_setup(c);
+}
+
+/* ---- the pipeline of pushed statements (invariant 13) ---------------------------- */
+
+/* What each query sent into a connection's pipeline is (c->pk). */
+enum {
+    PK_BEGIN, /* the transaction's BEGIN */
+    PK_STMT,  /* a pushed statement */
+    PK_XID,   /* cn_xid, behind the write before it */
+    PK_MAIN   /* the statement whose answer its use waits for */
+};
+
+static void xid_note(cn__meta_conn_t *c, const PGresult *res);
+
+/* Whether c's pipeline is open (queries in it, or about to be). */
+static bool piped(const cn__meta_conn_t *c)
+{
+    return PQpipelineStatus(c->pg) != PQ_PIPELINE_OFF;
+}
+
+static bool pipe_has(const cn__meta_conn_t *c, int k)
+{
+    for (int i = 0; i < c->npk; i++)
+        if (c->pk[i] == k)
+            return true;
+    return false;
+}
+
+/* Records a query of kind k as sent when libpq took it (sent). */
+static bool pipe_note(cn__meta_conn_t *c, int sent, int k)
+{
+    if (sent)
+        c->pk[c->npk++] = (unsigned char)k;
+    return sent != 0;
+}
+
+/* Opens c's pipeline unless it is open, and sends the pending BEGIN into it
+ * (invariant 10). */
+static bool pipe_open(cn__meta_conn_t *c)
+{
+    if (!piped(c) && !PQenterPipelineMode(c->pg))
+        return false;
+    const char *begin = c->pending;
+    c->pending = NULL;
+    return !begin ||
+           pipe_note(c, PQsendQueryParams(c->pg, begin, 0, NULL, NULL, NULL, NULL, 0), PK_BEGIN);
+}
+
+/* What the answers of one pipeline come to (pipe_sync). */
+typedef struct pipe_read {
+    PGresult *fail, *main;
+    bool prev_ok; /* the last statement before a cn_xid succeeded */
+    int n;        /* answers read */
+} pipe_read_t;
+
+/* Takes answer x of the pipeline's next query. */
+static void pipe_take(cn__meta_conn_t *c, pipe_read_t *pr, PGresult *x)
+{
+    int k = c->pk[pr->n++];
+    ExecStatusType s = PQresultStatus(x);
+    bool ok = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
+    if (k == PK_XID) {
+        if (pr->prev_ok && !pr->fail)
+            xid_note(c, x);
+        PQclear(x);
+        return;
+    }
+    pr->prev_ok = ok;
+    if (k == PK_MAIN && !pr->fail)
+        pr->main = x;
+    else if (!ok && !pr->fail)
+        pr->fail = x;
+    else
+        PQclear(x);
+}
+
+/* Syncs c's pipeline, reads every answer in it and closes it (invariant
+ * 13): the first failed answer before the PK_MAIN one, else that one; NULL
+ * when there is none or the connection broke first (*whole: every answer
+ * came).  The id is noted from a cn_xid behind a write that succeeded. */
+static PGresult *pipe_sync(cn__meta_conn_t *c, bool *whole)
+{
+    PGconn *pg = c->pg;
+    int nq = c->npk;
+    pipe_read_t pr = { NULL, NULL, false, 0 };
+    if (PQpipelineSync(pg)) {
+        /* Each query's result and a NULL, then the sync: at most so many
+         * reads, fewer when the connection breaks. */
+        for (int i = 0, nulls = 0; i < 2 * nq + 2; i++) {
+            PGresult *x = cn__pg_result(pg, rt(c));
+            if (!x && (PQstatus(pg) != CONNECTION_OK || ++nulls > nq))
+                break;
+            if (x && PQresultStatus(x) == PGRES_PIPELINE_SYNC) {
+                PQclear(x);
+                break;
+            }
+            if (x && pr.n < nq)
+                pipe_take(c, &pr, x);
+            else
+                PQclear(x);
+        }
+    }
+    *whole = pr.n == nq;
+    c->npk = 0;
+    if (!PQexitPipelineMode(pg))
+        c->stale = true; /* answers left unread: a new session (invariant 3) */
+    if (!pr.fail)
+        return pr.main;
+    PQclear(pr.main);
+    return pr.fail;
+}
+
+/* Reads the pushed answers when the pipeline is open (invariant 13): the
+ * first failure's error, else 0. */
+static cn_err_t pipe_flush(cn__meta_conn_t *c)
+{
+    if (!piped(c))
+        return 0;
+    bool whole = false;
+    PGresult *res = pipe_sync(c, &whole);
+    cn_err_t e = res || !whole ? pg_fail(c, res) : 0;
+    PQclear(res);
+    return e;
+}
+
+/* Reads and drops the pushed answers (a rollback: the error is not asked). */
+static void pipe_drop(cn__meta_conn_t *c)
+{
+    if (!piped(c))
+        return;
+    bool whole = false;
+    PQclear(pipe_sync(c, &whole));
 }
 
 /* Invariant 11: reads the answer of a ROLLBACK sent without waiting. */
@@ -447,6 +596,7 @@ static void read_unread(cn__meta_conn_t *c)
 /* Invariants 2, 3 and 11, before a transaction starts. */
 static cn_err_t conn_ready(cn__meta_conn_t *c)
 {
+    pipe_drop(c);
     read_unread(c);
     if (PQstatus(c->pg) != CONNECTION_OK || c->stale || cn__meta_pg_off_target(c->pg, c->want))
         CN_TRY(reconnect(c));
@@ -515,6 +665,7 @@ static cn_err_t pg_begin_schema(cn__meta_conn_t *c)
 static void pg_rollback(cn__meta_conn_t *c)
 {
     c->pending = NULL; /* nothing sent, nothing to end (invariant 10) */
+    pipe_drop(c);      /* invariant 13 */
     if (PQstatus(c->pg) != CONNECTION_OK || PQtransactionStatus(c->pg) == PQTRANS_IDLE)
         return;
     if (PQsendQuery(c->pg, "ROLLBACK"))
@@ -585,6 +736,7 @@ static cn_err_t xid_prepare(cn__meta_conn_t *c)
 {
     if (c->xid_gen == c->gen + 1)
         return 0;
+    CN_TRY(pipe_flush(c));
     PGresult *res = cn__pg_collect(
         c->pg, PQsendPrepare(c->pg, "cn_xid", "SELECT pg_current_xact_id_if_assigned()", 0, NULL),
         rt(c));
@@ -726,7 +878,9 @@ static cn_err_t pg_commit(cn__meta_conn_t *c)
         return 0;
     }
     char xid[32] = "", inc[sizeof c->inc];
-    cn_err_t e = c->writer ? current_xid(c, xid, sizeof xid) : 0;
+    cn_err_t e = pipe_flush(c); /* invariant 13: every pushed answer before COMMIT */
+    if (e == 0 && c->writer)
+        e = current_xid(c, xid, sizeof xid);
     if (e == 0 && xid[0])
         e = incarnation(c);
     if (e < 0) {
@@ -763,6 +917,7 @@ static void note_changes(cn__meta_conn_t *c, const PGresult *res)
 
 static cn_err_t pg_exec(cn__meta_conn_t *c, const char *sql)
 {
+    CN_TRY(pipe_flush(c));
     CN_TRY(begin_now(c));
     PGresult *res = c_exec(c, sql);
     ExecStatusType s = PQresultStatus(res);
@@ -930,6 +1085,7 @@ static void raw_clear_result(cn__meta_raw_t *r)
 static cn_err_t raw_prepare(cn__meta_raw_t *r)
 {
     cn__meta_conn_t *c = r->c;
+    CN_TRY(pipe_flush(c)); /* invariant 13 */
     snprintf(r->name, sizeof r->name, "cn%" PRIu64, ++c->next_id);
     PGresult *res = cn__pg_collect(c->pg, PQsendPrepare(c->pg, r->name, r->sql, 0, NULL), rt(c));
     cn_err_t e = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : pg_fail(c, res);
@@ -1020,6 +1176,7 @@ static bool is_write(const char *sql)
 
 static cn_err_t pg_prepare(cn__meta_conn_t *c, const char *sql, cn__meta_raw_t **out)
 {
+    CN_TRY(pipe_flush(c)); /* invariant 13: a pushed failure is the error, as it is */
     cn__meta_raw_t *r = calloc(1, sizeof *r);
     if (!r)
         return -ENOMEM;
@@ -1145,70 +1302,60 @@ static cn_err_t pg_bind_null(cn__meta_raw_t *r, int idx)
     return 0;
 }
 
-/* Invariants 7 and 10: begin (when not NULL), then r, then (with_xid) the
- * transaction's id, in one pipeline.  The BEGIN's answer when it failed,
- * else the statement's (NULL when libpq failed); the id goes to r->c->xid
- * when the statement succeeded and one is assigned. */
-static PGresult *run_piped(cn__meta_raw_t *r, const char *begin, bool with_xid)
-{
-    PGconn *pg = r->c->pg;
-    PGresult *got[3] = { NULL, NULL, NULL };
-    int nq = 1 + (begin != NULL) + with_xid;
-    if (PQenterPipelineMode(pg) &&
-        (!begin || PQsendQueryParams(pg, begin, 0, NULL, NULL, NULL, NULL, 0)) &&
-        PQsendQueryPrepared(pg, r->name, r->nparams, r->pv, r->pl, r->pf, 0) &&
-        (!with_xid || PQsendQueryPrepared(pg, "cn_xid", 0, NULL, NULL, NULL, 0)) &&
-        PQpipelineSync(pg)) {
-        /* Each query's result and a NULL, then the sync: at most so many
-         * reads, fewer when the connection breaks. */
-        int n = 0, nulls = 0;
-        for (int i = 0; i < 2 * nq + 2; i++) {
-            PGresult *x = cn__pg_result(pg, rt(r->c));
-            if (!x && (PQstatus(pg) != CONNECTION_OK || ++nulls > nq))
-                break;
-            if (x && PQresultStatus(x) == PGRES_PIPELINE_SYNC) {
-                PQclear(x);
-                break;
-            }
-            if (x && n < nq)
-                got[n++] = x;
-            else
-                PQclear(x);
-        }
-    }
-    if (!PQexitPipelineMode(pg))
-        r->c->stale = true; /* answers left unread: a new session (invariant 3) */
-    PGresult *b = begin ? got[0] : NULL, *st = got[begin ? 1 : 0];
-    PGresult *xr = with_xid ? got[begin ? 2 : 1] : NULL;
-    ExecStatusType ss = PQresultStatus(st);
-    if (xr && (ss == PGRES_COMMAND_OK || ss == PGRES_TUPLES_OK))
-        xid_note(r->c, xr);
-    PQclear(xr);
-    if (b && PQresultStatus(b) != PGRES_COMMAND_OK) {
-        PQclear(st);
-        return b;
-    }
-    PQclear(b);
-    return st;
-}
-
-/* Runs the prepared statement with its bindings (first step), carrying the
- * pending BEGIN begin when there is one. */
-static cn_err_t raw_run_once(cn__meta_raw_t *r, const char *begin)
+/* Invariants 7, 10 and 13: the pushed queries and the pending BEGIN, then
+ * r, then (with_xid) the transaction's id, in one pipeline.  The answer of
+ * the first of them that failed, else r's (NULL when libpq failed). */
+static PGresult *run_piped(cn__meta_raw_t *r, bool with_xid)
 {
     cn__meta_conn_t *c = r->c;
-    if (r->gen != c->gen)
-        CN_TRY(raw_prepare(r));
+    PGconn *pg = c->pg;
+    /* A send libpq refused leaves r's answer NULL: the connection failed. */
+    (void)(pipe_open(c) &&
+           pipe_note(c, PQsendQueryPrepared(pg, r->name, r->nparams, r->pv, r->pl, r->pf, 0),
+                     PK_MAIN) &&
+           (!with_xid ||
+            pipe_note(c, PQsendQueryPrepared(pg, "cn_xid", 0, NULL, NULL, NULL, 0), PK_XID)));
+    bool whole = false;
+    return pipe_sync(c, &whole);
+}
+
+/* Invariant 7: whether r's run brings the transaction's id along (*with,
+ * its first write), with cn_xid prepared (any pushed answers read first:
+ * their failure is the error). */
+static cn_err_t xid_wanted(cn__meta_raw_t *r, bool *with)
+{
+    cn__meta_conn_t *c = r->c;
+    *with = c->writer && r->writes && !c->xid[0] && !pipe_has(c, PK_XID);
+    if (*with && c->xid_gen != c->gen + 1) {
+        CN_TRY(pipe_flush(c));
+        *with = !c->xid[0] && xid_prepare(c) == 0;
+    }
+    return 0;
+}
+
+/* r's bindings into PQexecPrepared's arrays. */
+static void raw_args(cn__meta_raw_t *r)
+{
     for (int i = 0; i < r->nparams; i++) {
         r->pv[i] = r->vals[i].p;
         r->pl[i] = r->vals[i].len;
         r->pf[i] = r->vals[i].fmt;
     }
-    /* Invariant 7: the first write brings the transaction's id along. */
-    bool with_xid = c->writer && r->writes && !c->xid[0] && xid_prepare(c) == 0;
+}
+
+/* Runs the prepared statement with its bindings (first step), carrying the
+ * pending BEGIN and the pushed queries when there are. */
+static cn_err_t raw_run_once(cn__meta_raw_t *r)
+{
+    cn__meta_conn_t *c = r->c;
+    if (r->gen != c->gen)
+        CN_TRY(raw_prepare(r));
+    bool with_xid = false;
+    CN_TRY(xid_wanted(r, &with_xid));
+    raw_args(r);
     PGresult *res =
-        begin || with_xid
-            ? run_piped(r, begin, with_xid)
+        c->pending || with_xid || piped(c)
+            ? run_piped(r, with_xid)
             : cn__pg_collect(
                   c->pg, PQsendQueryPrepared(c->pg, r->name, r->nparams, r->pv, r->pl, r->pf, 0),
                   rt(c));
@@ -1230,19 +1377,44 @@ static cn_err_t raw_run_once(cn__meta_raw_t *r, const char *begin)
 }
 
 /* raw_run_once, made once more on a connection found broken when it carried
- * the transaction's BEGIN (invariant 10). */
+ * the transaction's BEGIN (invariant 10; with nothing pushed before, as a
+ * push carries the BEGIN itself). */
 static cn_err_t raw_run(cn__meta_raw_t *r)
 {
     cn__meta_conn_t *c = r->c;
     const char *begin = c->pending;
-    c->pending = NULL;
-    cn_err_t e = raw_run_once(r, begin);
+    cn_err_t e = raw_run_once(r);
     if (e < 0 && begin && PQstatus(c->pg) != CONNECTION_OK) {
         e = conn_ready(c);
+        c->pending = begin;
         if (e >= 0)
-            e = raw_run_once(r, begin);
+            e = raw_run_once(r);
     }
+    c->pending = NULL;
     return e;
+}
+
+/* Invariant 13: sends r with its bindings into the connection's pipeline,
+ * its answer left for the connection's next use. */
+static cn_err_t pg_push(cn__meta_raw_t *r)
+{
+    cn__meta_conn_t *c = r->c;
+    if (c->npk > PIPE_MAX - 3) /* a BEGIN, r and a cn_xid fit */
+        CN_TRY(pipe_flush(c));
+    if (r->gen != c->gen)
+        CN_TRY(raw_prepare(r));
+    bool with_xid = false;
+    CN_TRY(xid_wanted(r, &with_xid));
+    raw_args(r);
+    PGconn *pg = c->pg;
+    if (pipe_open(c) &&
+        pipe_note(c, PQsendQueryPrepared(pg, r->name, r->nparams, r->pv, r->pl, r->pf, 0),
+                  PK_STMT) &&
+        (!with_xid ||
+         pipe_note(c, PQsendQueryPrepared(pg, "cn_xid", 0, NULL, NULL, NULL, 0), PK_XID)))
+        return 0;
+    cn_err_t e = pipe_flush(c); /* libpq refused a send: what was sent, then why */
+    return e < 0 ? e : pg_fail(c, NULL);
 }
 
 static cn_err_t pg_step(cn__meta_raw_t *r)
@@ -1366,6 +1538,7 @@ const cn__meta_engine_t cn__meta_engine_pg = {
     .bind_null = pg_bind_null,
     .bind_list = pg_bind_list,
     .step = pg_step,
+    .push = pg_push,
     .column_is_null = pg_column_is_null,
     .column_int64 = pg_column_int64,
     .column_text = pg_column_text,

@@ -877,6 +877,16 @@ cn_err_t cn_meta_step(cn_meta_stmt_t *s)
     return txn_fail(t, t->m->eng->step(s->raw));
 }
 
+cn_err_t cn_meta_push(cn_meta_stmt_t *s)
+{
+    cn_meta_txn_t *t = s->txn;
+    if (t->err < 0)
+        return CN_E_CONFLICT;
+    if (!t->m->eng->push)
+        return cn_meta_step(s);
+    return txn_fail(t, t->m->eng->push(s->raw));
+}
+
 bool cn_meta_column_is_null(cn_meta_stmt_t *s, int col)
 {
     return s->txn->m->eng->column_is_null(s->raw, col);

@@ -208,20 +208,37 @@ cn_err_t cn_meta_queryf(cn_meta_txn_t *txn, cn_meta_stmt_t **out, const char *sq
     return CN_OK;
 }
 
-cn_err_t cn_meta_execf(cn_meta_txn_t *txn, const char *sql, const char *types, ...)
+/* cn_meta_execf (push false) and cn_meta_pushf (push true). */
+static cn_err_t run_bound(cn_meta_txn_t *txn, bool push, const char *sql, const char *types,
+                          va_list ap)
 {
     cn_meta_stmt_t *st = NULL;
     cn_err_t err = cn_meta_prepare(txn, sql, &st);
     if (err < 0)
         return err;
-    va_list ap;
-    va_start(ap, types);
     err = cn__meta_bind_args(st, 1, types, ap);
-    va_end(ap);
     if (err >= 0)
-        err = cn_meta_step(st);
+        err = push ? cn_meta_push(st) : cn_meta_step(st);
     cn_meta_finish(st);
     return err;
+}
+
+cn_err_t cn_meta_execf(cn_meta_txn_t *txn, const char *sql, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    cn_err_t err = run_bound(txn, false, sql, types, ap);
+    va_end(ap);
+    return err;
+}
+
+cn_err_t cn_meta_pushf(cn_meta_txn_t *txn, const char *sql, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    cn_err_t err = run_bound(txn, true, sql, types, ap);
+    va_end(ap);
+    return err < 0 ? err : CN_OK;
 }
 
 static cn_err_t shared_body(cn_meta_txn_t *txn, void *ctx)

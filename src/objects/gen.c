@@ -210,7 +210,9 @@ cn_err_t cn__gen_bump(const cn__gen_t *g, cn_meta_txn_t *txn, size_t slot)
 {
     if (!g || !g->meta)
         return 0;
-    cn_err_t err = cn_meta_execf(txn, cn__sql_objgen[CN_SQL_OBJGEN_BUMP], "i", (int64_t)slot);
+    /* The last statement (objects.c, gen_run_body): its answer comes with
+     * the commit's round trip. */
+    cn_err_t err = cn_meta_pushf(txn, cn__sql_objgen[CN_SQL_OBJGEN_BUMP], "i", (int64_t)slot);
     return err < 0 ? err : 0;
 }
 

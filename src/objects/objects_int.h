@@ -493,7 +493,8 @@ cn_err_t cn__obj_version_removable(cn_meta_txn_t *txn, cn_objects_req_t *rq, int
                                    bool bypass, int64_t now_ms);
 
 /* Removes a version for good wherever it is: its row, segments, tags and
- * lock row (no removable check: the caller's). */
+ * lock row (no removable check: the caller's).  Pushed (cn_meta_pushf): a
+ * failure shows at txn's next statement or its commit. */
 cn_err_t cn__obj_version_purge(cn_meta_txn_t *txn, int64_t version_id, cn__vtable_t table);
 
 /* The bucket's versioning state and default retention as read in txn. */

@@ -443,13 +443,13 @@ static cn_err_t obj_put_rows(cn_meta_txn_t *txn, cn_objects_put_t *p, int64_t vi
                              const cn_digest_t *d, const cn_objects_put_result_t *r)
 {
     cn_err_t err =
-        cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_SEGMENT_INSERT_PUT], "ibiss", vid,
+        cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_SEGMENT_INSERT_PUT], "ibiss", vid,
                       (const void *)d->b, sizeof d->b, (int64_t)r->size, r->etag, r->sha256);
     if (err < 0)
         return err;
     /* umeta last: SQL NULL when empty ('n' takes no argument, so the
      * pointer and length after it go unread). */
-    return cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_VERSION_INSERT_PUT],
+    return cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_VERSION_INSERT_PUT],
                          p->umeta.len ? "iibisssistb" : "iibisssistn", vid, p->bucket_id,
                          (const void *)p->key, strlen(p->key), (int64_t)r->size, r->etag, r->sha256,
                          p->content_type, r->last_modified_ms, p->owner,

@@ -238,16 +238,16 @@ cn_err_t cn__obj_version_removable(cn_meta_txn_t *txn, cn_objects_req_t *rq, int
 
 cn_err_t cn__obj_version_purge(cn_meta_txn_t *txn, int64_t version_id, cn__vtable_t table)
 {
-    cn_err_t err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_SEGMENTS_DELETE], "i", version_id);
+    cn_err_t err = cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_SEGMENTS_DELETE], "i", version_id);
     if (err >= 0)
-        err = cn_meta_execf(txn,
+        err = cn_meta_pushf(txn,
                             cn__sql_obj[table == CN__VT_CURRENT ? CN_SQL_OBJ_VERSION_DELETE
                                                                 : CN_SQL_OBJ_V_HIST_DELETE],
                             "i", version_id);
     if (err >= 0)
-        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_V_TAGS_DELETE], "i", version_id);
+        err = cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_V_TAGS_DELETE], "i", version_id);
     if (err >= 0)
-        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_V_LOCK_DELETE], "i", version_id);
+        err = cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_V_LOCK_DELETE], "i", version_id);
     return err < 0 ? err : 0;
 }
 
@@ -340,7 +340,7 @@ static cn_err_t version_attrs(cn_meta_txn_t *txn, const cn__vmake_t *mk, const c
 {
     cn_err_t err = 0;
     for (size_t i = 0; i < mk->ntags && err >= 0; i++)
-        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_V_TAG_INSERT], "ibb", mk->vid,
+        err = cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_V_TAG_INSERT], "ibb", mk->vid,
                             (const void *)mk->tags[i].key, strlen(mk->tags[i].key),
                             (const void *)mk->tags[i].value, strlen(mk->tags[i].value));
     cn_objects_lock_mode_t mode = CN_OBJ_LOCK_NONE;
@@ -358,7 +358,7 @@ static cn_err_t version_attrs(cn_meta_txn_t *txn, const cn__vmake_t *mk, const c
                         : mode == CN_OBJ_LOCK_GOVERNANCE ? "GOVERNANCE"
                                                          : NULL;
     if (err >= 0 && (mname || hold > 0))
-        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_V_LOCK_INSERT], "isii", mk->vid, mname,
+        err = cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_V_LOCK_INSERT], "isii", mk->vid, mname,
                             until, (int64_t)(hold > 0));
     return err < 0 ? err : 0;
 }
@@ -395,7 +395,7 @@ cn_err_t cn__obj_version_make(cn_meta_txn_t *txn, cn_objects_req_t *rq, cn__vmak
         err = mk->rows(txn, mk->ctx, mk->vid);
     /* Rows are inserted null (the column's default); only Enabled differs. */
     if (err >= 0 && !mk->vnull)
-        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_V_SET_VNULL], "ii", (int64_t)0, mk->vid);
+        err = cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_V_SET_VNULL], "ii", (int64_t)0, mk->vid);
     if (err >= 0)
         err = version_attrs(txn, mk, &vs);
     return err < 0 ? err : 0;

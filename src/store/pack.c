@@ -417,7 +417,7 @@ static cn_err_t insert_rows(cn_meta_txn_t *txn, const idx_txn_t *t, const idx_ro
             err = cn_meta_bind_int64(st, b + 6, t->now);
     }
     if (err >= 0)
-        err = cn_meta_step(st);
+        err = cn_meta_push(st);
     cn_meta_finish(st);
     return err < 0 ? err : CN_OK;
 }
@@ -453,35 +453,38 @@ static cn_err_t insert_all(cn_meta_txn_t *txn, const idx_txn_t *t)
     return err;
 }
 
+/* The index transaction of a batch: every statement pushed, as nothing
+ * here tells one error from another (on PostgreSQL their answers then come
+ * in one round trip before the COMMIT's). */
 static cn_err_t idx_body(cn_meta_txn_t *txn, void *ctx)
 {
     const idx_txn_t *t = ctx;
     cn_err_t rc = CN_OK;
     if (t->drop_past)
-        rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACKED_DROP_PAST], "ii",
+        rc = cn_meta_pushf(txn, cn__sql_store[CN_SQL_STORE_PACKED_DROP_PAST], "ii",
                            (int64_t)t->pack_id, (int64_t)t->end);
     if (rc >= 0)
         rc = insert_all(txn, t);
     if (rc >= 0 && t->unfile_blobs)
-        rc = cn_meta_execf(
+        rc = cn_meta_pushf(
             txn, cn_meta_batch_text(txn, &cn__sql_store_engine[CN_SQL_STORE_E_USAGE_NOTE]), "ii",
             -t->unfile_blobs, -t->unfile_bytes);
     for (cn__commit_req_t *r = t->batch; r && rc >= 0; r = r->next) {
         if (!r->packed || r->rc < 0)
             continue;
         if (r->pack_state == PS_MOVE)
-            rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACKED_MOVE], "iibii",
+            rc = cn_meta_pushf(txn, cn__sql_store[CN_SQL_STORE_PACKED_MOVE], "iibii",
                                (int64_t)t->pack_id, (int64_t)r->pack_off, r->d.b,
                                (size_t)CN_DIGEST_LEN, (int64_t)r->move_pack, (int64_t)r->move_off);
         else if (r->pack_state == PS_REFRESH_PACK)
-            rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACKED_TOUCH], "ib", t->now, r->d.b,
+            rc = cn_meta_pushf(txn, cn__sql_store[CN_SQL_STORE_PACKED_TOUCH], "ib", t->now, r->d.b,
                                (size_t)CN_DIGEST_LEN);
     }
     if (rc >= 0 && !t->orphan)
-        rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACK_SET_END], "ii", (int64_t)t->pack_id,
+        rc = cn_meta_pushf(txn, cn__sql_store[CN_SQL_STORE_PACK_SET_END], "ii", (int64_t)t->pack_id,
                            (int64_t)t->end);
     else if (rc >= 0)
-        rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PACK_DELETE], "i", (int64_t)t->pack_id);
+        rc = cn_meta_pushf(txn, cn__sql_store[CN_SQL_STORE_PACK_DELETE], "i", (int64_t)t->pack_id);
     return rc < 0 ? rc : CN_OK;
 }
 

@@ -5,11 +5,16 @@
  * handle and, on PostgreSQL, runs with no BEGIN (its statement is the
  * transaction); on PostgreSQL two write runs of one handle proceed at once
  * (its writer pool) and conflicting ones still count exactly, while on
- * SQLite the one writer runs them one after the other. */
+ * SQLite the one writer runs them one after the other.  A pushed statement
+ * (cn_meta_pushf) is seen by the transaction's next statement, and its
+ * failure is reported by that statement or by the run's commit, which then
+ * commits nothing; a connection whose pushes were dropped by a rollback
+ * serves the next run. */
 #include "cn_test.h"
 
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -219,6 +224,8 @@ typedef struct {
 
 static _Atomic int incr_attempts;
 
+static bool incr_push; /* the UPDATE through cn_meta_pushf */
+
 static cn_err_t incr_body(cn_meta_txn_t *txn, void *ctx)
 {
     (void)ctx;
@@ -232,7 +239,10 @@ static cn_err_t incr_body(cn_meta_txn_t *txn, void *ctx)
     cn_meta_finish(st);
     if (err != CN_META_ROW)
         return err < 0 ? err : CN_E_NOT_FOUND;
-    err = cn_meta_execf(txn, "UPDATE t SET v = ? WHERE k = ?", "is", v + 1, "ctr");
+    /* Pushed: a serialization failure then comes with the commit's round
+     * trip, and must be repeated as one met here. */
+    err = incr_push ? cn_meta_pushf(txn, "UPDATE t SET v = ? WHERE k = ?", "is", v + 1, "ctr")
+                    : cn_meta_execf(txn, "UPDATE t SET v = ? WHERE k = ?", "is", v + 1, "ctr");
     return err < 0 ? err : CN_OK;
 }
 
@@ -440,10 +450,109 @@ static void test_one_handle_increments(void)
     put_t ctr = { .key = "ctr", .v = 0 };
     CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, put_row, &ctr), 7);
     increments_exact(m, m, 8, 15, "one handle");
+    incr_push = true;
+    cn_meta_close(m);
+    rmtree(dir);
+    memcpy(dir, "/tmp/cn-test-metarun-XXXXXX", sizeof dir);
+    m = open_fresh(dir, 5000);
+    CN_CHECK_EQ(create_table(m), 0);
+    ctr.key = "ctr";
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, put_row, &ctr), 7);
+    increments_exact(m, m, 8, 15, "one handle, pushed");
+    incr_push = false;
     cn_meta_close(m);
     rmtree(dir);
 }
 
-CN_TEST_MAIN(CN_TEST(test_commit_and_rollback), CN_TEST(test_retry_when_locked),
-             CN_TEST(test_two_nodes_serialize), CN_TEST(test_read_one),
-             CN_TEST(test_writers_concurrent), CN_TEST(test_one_handle_increments), )
+/* What test_pushed's body does after pushing its rows. */
+typedef enum {
+    PUSH_COUNT,   /* counts the table's rows (the pushes' answers come first) */
+    PUSH_NOTHING, /* returns: the commit reads the answers */
+    PUSH_DISCARD, /* cn_meta_discard: a rollback drops them */
+} push_then_t;
+
+typedef struct {
+    const char *keys[3];
+    push_then_t then;
+    int64_t count;
+    cn_err_t counted; /* the count's step */
+} push_t;
+
+static cn_err_t push_body(cn_meta_txn_t *txn, void *ctx)
+{
+    push_t *p = ctx;
+    p->count = -1;
+    cn_err_t err = 0;
+    for (int i = 0; i < 3 && p->keys[i] && err >= 0; i++)
+        err =
+            cn_meta_pushf(txn, "INSERT INTO t (k, v) VALUES (?, ?)", "si", p->keys[i], (int64_t)i);
+    if (err < 0 || p->then == PUSH_NOTHING)
+        return err < 0 ? err : CN_OK;
+    if (p->then == PUSH_DISCARD) {
+        cn_meta_discard(txn);
+        return CN_OK;
+    }
+    cn_meta_stmt_t *st = NULL;
+    err = cn_meta_queryf(txn, &st, "SELECT COUNT(*) FROM t", "");
+    if (err >= 0)
+        err = p->counted = cn_meta_step(st);
+    if (err == CN_META_ROW)
+        p->count = cn_meta_column_int64(st, 0);
+    cn_meta_finish(st);
+    return err < 0 ? err : CN_OK;
+}
+
+static int64_t rows_now(cn_meta_t *m)
+{
+    push_t p = { .then = PUSH_COUNT };
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, push_body, &p), CN_OK);
+    return p.count;
+}
+
+static void test_pushed(void)
+{
+    char dir[] = "/tmp/cn-test-metarun-XXXXXX";
+    cn_meta_t *m = open_fresh(dir, 1000);
+    CN_CHECK_EQ(create_table(m), 0);
+    /* Seen by the next statement, then committed. */
+    push_t two = { { "p1", "p2" }, PUSH_COUNT, 0, 0 };
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, push_body, &two), CN_OK);
+    CN_CHECK_EQ(two.count, 2);
+    CN_CHECK_EQ(rows_now(m), 2);
+    /* A failed push (a duplicate key) is the next statement's error... */
+    push_t dup = { { "p3", "p1" }, PUSH_COUNT, 0, 0 };
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, push_body, &dup), CN_E_EXISTS);
+    if (strcmp(cn_meta_engine(m), "postgres") == 0)
+        CN_CHECK_EQ(dup.counted, CN_E_EXISTS); /* SQLite: the push's own error */
+    CN_CHECK_EQ(rows_now(m), 2);               /* p3 left with it */
+    /* ... or the commit's, which then commits nothing, not even the pushes
+     * before the failed one or after it. */
+    push_t last = { { "p4", "p2", "p5" }, PUSH_NOTHING, 0, 0 };
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, push_body, &last), CN_E_EXISTS);
+    CN_CHECK_EQ(rows_now(m), 2);
+    /* Dropped by a discard; the connection serves the next run. */
+    push_t gone = { { "p6" }, PUSH_DISCARD, 0, 0 };
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, push_body, &gone), CN_OK);
+    CN_CHECK_EQ(rows_now(m), 2);
+    push_t ok = { { "p7" }, PUSH_NOTHING, 0, 0 };
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, push_body, &ok), CN_OK);
+    CN_CHECK_EQ(rows_now(m), 3);
+    /* More pushes than one pipeline holds, in one transaction. */
+    cn_meta_txn_t *txn = NULL;
+    CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &txn), 0);
+    for (int i = 0; i < 100; i++) {
+        char k[8];
+        snprintf(k, sizeof k, "m%02d", i);
+        CN_CHECK_EQ(cn_meta_pushf(txn, "INSERT INTO t (k, v) VALUES (?, ?)", "si", k, (int64_t)i),
+                    CN_OK);
+    }
+    CN_CHECK_EQ(cn_meta_commit(txn), 0);
+    CN_CHECK_EQ(rows_now(m), 103);
+    cn_meta_close(m);
+    rmtree(dir);
+}
+
+CN_TEST_MAIN(CN_TEST(test_commit_and_rollback), CN_TEST(test_pushed),
+             CN_TEST(test_retry_when_locked), CN_TEST(test_two_nodes_serialize),
+             CN_TEST(test_read_one), CN_TEST(test_writers_concurrent),
+             CN_TEST(test_one_handle_increments), )

@@ -288,6 +288,11 @@ CN_API cn_err_t cn_meta_pushf(cn_meta_txn_t *txn, const char *sql, const char *t
 /* cn_meta_pushf for a prepared, bound statement (instead of its first
  * cn_meta_step); finish it as any. */
 CN_API cn_err_t cn_meta_push(cn_meta_stmt_t *st);
+/* Reads the answers of txn's pushes now, for a caller that tells one error
+ * from another: the first failure's error (which fails txn), else 0; the
+ * transaction's earlier error if it has one.  A round trip on PostgreSQL
+ * when something was pushed since the last statement; else nothing. */
+CN_API cn_err_t cn_meta_flush(cn_meta_txn_t *txn);
 
 /* ---- batch lookups (src/meta/batch.c) ------------------------------------------
  * One statement answers a whole list of keys: a `have` of 10,000 digests is

@@ -86,6 +86,9 @@ typedef struct cn__meta_engine {
      * reads and judges (the next step, push, exec or commit returns its
      * error, a rollback drops it).  NULL hook: meta.c steps it at once. */
     cn_err_t (*push)(cn__meta_raw_t *r);
+    /* Optional (cn_meta_flush): reads the pushed answers now; the first
+     * failure's error, else 0.  NULL hook: nothing is ever left unread. */
+    cn_err_t (*flush)(cn__meta_conn_t *c);
     bool (*column_is_null)(cn__meta_raw_t *r, int col);
     int64_t (*column_int64)(cn__meta_raw_t *r, int col);
     const char *(*column_text)(cn__meta_raw_t *r, int col, size_t *len);

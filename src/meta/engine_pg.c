@@ -118,8 +118,10 @@
 /* The key of the advisory lock every schema change holds ('cair'). */
 #define SCHEMA_LOCK "1667328370"
 #define ERRMSG_MAX 256
-/* Queries sent unanswered at most (invariant 13): more pushes read them. */
-#define PIPE_MAX 32
+/* Queries sent unanswered at most (invariant 13): more pushes read them.
+ * Their answers (a few dozen bytes each) stay far under a socket's buffer,
+ * so the server never blocks writing them while this side still writes. */
+#define PIPE_MAX 128
 
 struct cn__meta_db {
     char *uri;
@@ -1539,6 +1541,7 @@ const cn__meta_engine_t cn__meta_engine_pg = {
     .bind_list = pg_bind_list,
     .step = pg_step,
     .push = pg_push,
+    .flush = pipe_flush,
     .column_is_null = pg_column_is_null,
     .column_int64 = pg_column_int64,
     .column_text = pg_column_text,

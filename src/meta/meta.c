@@ -887,6 +887,13 @@ cn_err_t cn_meta_push(cn_meta_stmt_t *s)
     return txn_fail(t, t->m->eng->push(s->raw));
 }
 
+cn_err_t cn_meta_flush(cn_meta_txn_t *t)
+{
+    if (t->err < 0)
+        return t->err;
+    return t->m->eng->flush ? txn_fail(t, t->m->eng->flush(t->conn->ec)) : 0;
+}
+
 bool cn_meta_column_is_null(cn_meta_stmt_t *s, int col)
 {
     return s->txn->m->eng->column_is_null(s->raw, col);

@@ -96,7 +96,7 @@ cn_err_t cn__lineage_store(const cn__lineage_t *lin, cn_meta_txn_t *txn, const u
     for (size_t i = 0; i < lin->n; i++) {
         const cn__lineage_row_t *r = &lin->rows[i];
         cn_err_t err =
-            cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_LINEAGE_INSERT], "bibib",
+            cn_meta_pushf(txn, cn__sql_repos[CN_SQL_REPOS_LINEAGE_INSERT], "bibib",
                           CN__ARG_ID(repo), (int64_t)change, (const void *)r->path, r->path_len,
                           (int64_t)r->pred, (const void *)r->pred_path, r->pred_len);
         if (err < 0)

@@ -619,18 +619,18 @@ static cn_err_t record_event(plan_t *pl, cn_meta_txn_t *txn, const cn_repos_chan
     bool moved_here = !side && e->kind == CN_REPOS_MOVE;
     bool gone = side || e->kind == CN_REPOS_DELETE;
     bool born = !side && (e->kind == CN_REPOS_ADD || e->kind == CN_REPOS_MOVE);
-    cn_err_t err = cn_meta_execf(
+    cn_err_t err = cn_meta_pushf(
         txn, cn__sql_repos[CN_SQL_REPOS_EVENT_INSERT], moved_here ? "bbbiib" : "bbbiin",
         CN__ARG_ID(s->repo), CN__ARG_ID(s->branch), (const void *)p, n, (int64_t)pl->change,
         (int64_t)(side ? CN_REPOS_DELETE : e->kind), (const void *)e->from, (size_t)e->from_len);
     if (err >= 0 && gone)
-        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_FOLD_DELETE], "bbb",
+        err = cn_meta_pushf(txn, cn__sql_repos[CN_SQL_REPOS_FOLD_DELETE], "bbb",
                             CN__ARG_ID(s->repo), CN__ARG_ID(s->branch), (const void *)p, n);
     long fn = born ? cn_repos_path_fold(p, n, fold, CN_REPOS_MAX_PATH) : 0;
     if (err >= 0 && fn < 0)
         err = CN_E_CORRUPT;
     else if (err >= 0 && born)
-        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_FOLD_INSERT], "bbbb",
+        err = cn_meta_pushf(txn, cn__sql_repos[CN_SQL_REPOS_FOLD_INSERT], "bbbb",
                             CN__ARG_ID(s->repo), CN__ARG_ID(s->branch), (const void *)p, n,
                             (const void *)fold, (size_t)fn);
     return err < 0 ? err : CN_OK;
@@ -653,7 +653,8 @@ static cn_err_t record_events(plan_t *pl, cn_meta_txn_t *txn)
 }
 
 /* Phase 3's rows of an accepted submit: the new tree nodes, the commit, its
- * membership and path events, and the advanced heads. */
+ * membership and path events, and the advanced heads; pushed (cn_meta_pushf)
+ * and read before it returns, so its error is its own. */
 static cn_err_t record_accepted(plan_t *pl, cn_meta_txn_t *txn)
 {
     const cn_repos_submit_t *s = pl->s;
@@ -661,13 +662,13 @@ static cn_err_t record_accepted(plan_t *pl, cn_meta_txn_t *txn)
     cn__ptree_set_txn(pl->tree, txn);
     cn_err_t err = cn__ptree_store(pl->tree, txn);
     if (err >= 0)
-        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_OBJECT_INSERT_COMMIT], "bbbi",
+        err = cn_meta_pushf(txn, cn__sql_repos[CN_SQL_REPOS_OBJECT_INSERT_COMMIT], "bbbi",
                             CN__ARG_ID(s->repo), CN__ARG_DIGEST(&pl->out.commit),
                             CN__ARG_DIGEST(&pl->commit_blob), (int64_t)pl->commit.len);
     if (err >= 0)
         err = cn_repos_commit_parse(pl->commit.data, pl->commit.len, &c);
     if (err >= 0)
-        err = cn_meta_execf(
+        err = cn_meta_pushf(
             txn, cn__sql_repos[CN_SQL_REPOS_COMMIT_INSERT], "bibbibbbibbini", CN__ARG_ID(s->repo),
             (int64_t)pl->change, CN__ARG_ID(s->branch), CN__ARG_DIGEST(&pl->out.commit),
             (int64_t)pl->parent, CN__ARG_DIGEST(&s->changeset),
@@ -676,7 +677,7 @@ static cn_err_t record_accepted(plan_t *pl, cn_meta_txn_t *txn)
             (size_t)s->message_len, (int64_t)c.time_ms, CN__ARG_DIGEST(&c.content_root),
             CN__ARG_DIGEST(&c.revision_root), (int64_t)pl->merge_parent, (int64_t)0);
     if (err >= 0 && pl->pick)
-        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_COMMIT_SET_PICK], "bibi",
+        err = cn_meta_pushf(txn, cn__sql_repos[CN_SQL_REPOS_COMMIT_SET_PICK], "bibi",
                             CN__ARG_ID(pl->pick->source), (int64_t)pl->pick->change,
                             CN__ARG_ID(s->repo), (int64_t)pl->change);
     if (err >= 0)
@@ -684,11 +685,15 @@ static cn_err_t record_accepted(plan_t *pl, cn_meta_txn_t *txn)
     if (err >= 0)
         err = cn__lineage_store(&pl->lin, txn, s->repo, pl->change);
     if (err >= 0)
-        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_BRANCH_SET_HEAD], "ibb",
+        err = cn_meta_pushf(txn, cn__sql_repos[CN_SQL_REPOS_BRANCH_SET_HEAD], "ibb",
                             (int64_t)pl->change, CN__ARG_ID(s->repo), CN__ARG_ID(s->branch));
     if (err >= 0)
-        err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_REPO_SET_HEAD], "ib",
+        err = cn_meta_pushf(txn, cn__sql_repos[CN_SQL_REPOS_REPO_SET_HEAD], "ib",
                             (int64_t)pl->change, CN__ARG_ID(s->repo));
+    /* Every row above was pushed: their answers are read here, so a
+     * duplicate key among them is this call's, for raced() to judge. */
+    if (err >= 0)
+        err = cn_meta_flush(txn);
     return err < 0 ? err : CN_OK;
 }
 

@@ -516,7 +516,7 @@ static cn_err_t insert_row(cn_meta_txn_t *txn, const uint8_t repo[16], const cn_
     cn__bind_digest(st, 2, hash);
     cn_meta_bind_blob(st, 3, enc->data, enc->len);
     cn_meta_bind_blob(st, 4, aux->data ? aux->data : (const uint8_t *)"", aux->len);
-    cn_err_t err = cn_meta_step(st);
+    cn_err_t err = cn_meta_push(st); /* its callers pass errors on */
     cn_meta_finish(st);
     return err < 0 ? err : CN_OK;
 }

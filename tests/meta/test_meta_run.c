@@ -548,6 +548,15 @@ static void test_pushed(void)
     }
     CN_CHECK_EQ(cn_meta_commit(txn), 0);
     CN_CHECK_EQ(rows_now(m), 103);
+    /* cn_meta_flush reads them at once: the duplicate is its error (the
+     * push's own on SQLite), and it fails the transaction. */
+    CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &txn), 0);
+    CN_CHECK_EQ(cn_meta_flush(txn), 0); /* nothing pushed */
+    cn_err_t pushed =
+        cn_meta_pushf(txn, "INSERT INTO t (k, v) VALUES (?, ?)", "si", "p1", (int64_t)9);
+    CN_CHECK_EQ(pushed < 0 ? pushed : cn_meta_flush(txn), CN_E_EXISTS);
+    CN_CHECK(cn_meta_commit(txn) < 0);
+    CN_CHECK_EQ(rows_now(m), 103);
     cn_meta_close(m);
     rmtree(dir);
 }

@@ -13,6 +13,7 @@
 #define CAIRN_CACHE_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,6 +67,9 @@ CN_API void cn_cache_destroy(cn_cache_t *c);
  * releases (cn_cent_release), or NULL. */
 CN_API cn_cent_t *cn_cache_find(cn_cache_t *c, const char *key, size_t klen, int64_t v1,
                                 int64_t v2);
+/* Whether an entry of key is cached at some version: a hint, which an offer
+ * may make wrong at once (for a caller that skips work to find nothing). */
+CN_API bool cn_cache_has(cn_cache_t *c, const char *key, size_t klen);
 /* Offers e (the caller keeps its own reference): the cache takes a reference
  * unless it holds the same key at a newer or equal version, or e alone is
  * over the budget.  Entries it displaces to stay within the budget, least

@@ -63,6 +63,13 @@
  * (a load is a read of the latest committed row, made before the read
  * transaction begins), 4 has nothing to recover, and a load that fails
  * answers ROW_UNKNOWN, a word with a writer in flight: a miss, never a hit.
+ * A miss may instead read the word in the read's own statement, in its
+ * snapshot (cn__gen_hstamp_rows; read.c, V_KEY_READ_GEN), and file under
+ * that: the head is then exactly the state the word stands for, every write
+ * acknowledged before the snapshot is in it, and 3 serves it only while no
+ * write has committed on its rows since, so 1-3's conclusion holds with the
+ * snapshot in place of the stamp's read.  A key with no head cached at all
+ * then costs one round trip, not two (head.c skips the load).
  *
  *   7. Key slots (rows mode only).  A write run that changes the head of one
  *      key alone (put, copy, multipart completion: cn__write_run_key) bumps
@@ -185,9 +192,14 @@ cn__hstamp_t cn__gen_hload(const cn__gen_t *g, size_t slot, size_t kslot)
     hload_t r = { (int64_t)slot, (int64_t)kslot, 0, 0 };
     cn_err_t err =
         cn_meta_run(g->meta, CN_META_RUN_READ | CN_META_RUN_ONE | CN_META_RETRY, hload_body, &r);
-    if (err < 0 || r.sum < 0 || r.bgen < 0)
+    return cn__gen_hstamp_rows(err < 0 ? -1 : r.sum, err < 0 ? -1 : r.bgen);
+}
+
+cn__hstamp_t cn__gen_hstamp_rows(int64_t sum, int64_t bgen)
+{
+    if (sum < 0 || bgen < 0)
         return (cn__hstamp_t){ ROW_UNKNOWN, ROW_UNKNOWN };
-    return (cn__hstamp_t){ (uint64_t)r.sum << 32, (uint64_t)r.bgen << 32 };
+    return (cn__hstamp_t){ (uint64_t)sum << 32, (uint64_t)bgen << 32 };
 }
 
 /* The slot's row as a word (rows mode), read in a transaction of its own:

@@ -86,8 +86,13 @@ const cn__objhead_t *cn__objhead_find(cn_objects_t *o, const char *bucket, const
         return NULL;
     char kb[HEAD_KEY_MAX];
     size_t kl = head_key(kb, bucket, key);
-    *stamp = cn__gen_hload(o->gen, cn__gen_slot(bucket), cn__gen_kslot(o->gen, bucket, key));
     cn_cent_t *e = NULL;
+    if (!cn__gen_local(o->gen) && (!kl || !cn_cache_has(&o->heads, kb, kl))) {
+        *stamp = cn__gen_hstamp_rows(-1, -1); /* read with the key (gen.c) */
+        cn_metric_add(o->head_misses, 1);
+        return NULL;
+    }
+    *stamp = cn__gen_hload(o->gen, cn__gen_slot(bucket), cn__gen_kslot(o->gen, bucket, key));
     /* A word with a writer in flight was never filed under (invariant 2). */
     if (kl && cn__gen_quiet(stamp->w))
         e = cn_cache_find(&o->heads, kb, kl, head_version(stamp->w), 0);

@@ -51,6 +51,10 @@ size_t cn__gen_kslot(const cn__gen_t *g, const char *bucket, const char *key);
  * slot ({0, 0} when g is NULL).  Rows mode: both rows in one statement, w the
  * sum of their generations (gen.c 7); the file: the bucket slot's word. */
 cn__hstamp_t cn__gen_hload(const cn__gen_t *g, size_t slot, size_t kslot);
+/* Rows mode: the stamp of the rows' values sum and bgen as a statement of
+ * the caller read them (what cn__gen_hload reads); either negative: a word
+ * that is never quiet. */
+cn__hstamp_t cn__gen_hstamp_rows(int64_t sum, int64_t bgen);
 /* Whether g's words are this machine's memory (the file), so a load is an
  * atomic read that any thread, an event loop's too, may make. */
 bool cn__gen_local(const cn__gen_t *g);
@@ -363,7 +367,9 @@ void cn__objhead_destroy(cn_objects_t *o);
  * under the slot's current word; else NULL with *stamp set to that word, to
  * be read before the SQL read whose result cn__objhead_offer may file.  Counts
  * a hit or a miss.  NULL with *stamp quiet never happens while a writer of
- * the slot is in flight: nothing may be filed then. */
+ * the slot is in flight: nothing may be filed then.  Rows mode, no head of
+ * the key cached: NULL with *stamp never quiet, and no read of the word (the
+ * miss reads it in its own statement: gen.c). */
 const cn__objhead_t *cn__objhead_find(cn_objects_t *o, const char *bucket, const char *key,
                                       cn__hstamp_t *stamp);
 /* Files what a read transaction begun after stamp was read found (b and

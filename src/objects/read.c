@@ -265,7 +265,8 @@ enum {
     KR_DIGEST = KR_VERSION + CN__VCOL_CKSUM + 1,
     KR_SEG_SIZE,
     KR_VNULL,
-    KR_LOCK /* mode, retain_until_ms, legal_hold, then the tag count */
+    KR_LOCK,               /* mode, retain_until_ms, legal_hold, then the tag count */
+    KR_STAMP = KR_LOCK + 4 /* V_KEY_READ_GEN: the stamp's sum, then bgen */
 };
 
 /* The lock columns from column base (mode, until, hold). */
@@ -323,6 +324,8 @@ typedef struct key_read {
     int64_t bucket_id;
     const cn__bkt_t *b; /* held, as the run that succeeded loaded it */
     cn__objacl_t acl;   /* held */
+    bool stamp_in;      /* rows mode: the head's stamp read by the read itself */
+    cn__hstamp_t stamp; /* that stamp (never quiet when not read) */
 } key_read_t;
 
 /* Releases what kr holds of its last run. */
@@ -380,10 +383,19 @@ static cn_err_t key_read_body(cn_meta_txn_t *txn, void *ctx)
                           "invalid bucket name");
     cn_meta_stmt_t *st = NULL;
     size_t klen = kr->key ? strlen(kr->key) : 0;
-    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_V_KEY_READ], "bs",
-                                  (const void *)(kr->key ? kr->key : ""), klen, kr->bucket);
+    const void *kp = kr->key ? kr->key : "";
+    kr->stamp = cn__gen_hstamp_rows(-1, -1);
+    cn_err_t err = kr->stamp_in
+                       ? cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_V_KEY_READ_GEN], "bsii",
+                                        kp, klen, kr->bucket, (int64_t)cn__gen_slot(kr->bucket),
+                                        (int64_t)cn__gen_kslot(kr->o->gen, kr->bucket, kr->key))
+                       : cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_V_KEY_READ], "bs", kp,
+                                        klen, kr->bucket);
     if (err >= 0)
         err = cn_meta_step(st);
+    if (err == CN_META_ROW && kr->stamp_in)
+        kr->stamp = cn__gen_hstamp_rows(cn_meta_column_int64(st, KR_STAMP),
+                                        cn_meta_column_int64(st, KR_STAMP + 1));
     if (err == CN_META_ROW)
         err = key_read_row(txn, kr, st);
     else if (err == CN_META_DONE)
@@ -393,12 +405,15 @@ static cn_err_t key_read_body(cn_meta_txn_t *txn, void *ctx)
     return err;
 }
 
-/* Files what kr read, with its segments, under stamp (cn__objhead_offer);
- * rows mode tells the bucket word read before the read (info->gen_word), so
- * the lifecycle answer costs no second read of it (as head_hit_info). */
+/* Files what kr read, with its segments, under stamp (cn__objhead_offer),
+ * or under the stamp the read itself read (kr->stamp_in, rows mode: gen.c);
+ * rows mode tells the bucket word of that stamp (info->gen_word), so the
+ * lifecycle answer costs no second read of it (as head_hit_info). */
 static void key_read_offer(const key_read_t *kr, cn__hstamp_t stamp, const cn_obj_seg_t *segs,
                            size_t nsegs)
 {
+    if (kr->stamp_in)
+        stamp = kr->stamp;
     if (!cn__gen_local(kr->o->gen))
         kr->info->gen_word = stamp.b;
     cn__hseg_t few[CN__HOLD_SEGS] = { { { { 0 } }, 0 } };
@@ -451,7 +466,8 @@ cn_err_t cn_objects_head(cn_objects_t *o, cn_objects_req_t *rq, const char *buck
                       .key = key,
                       .info = info,
                       .segs = o->gen ? &segs : NULL,
-                      .nsegs = &nsegs };
+                      .nsegs = &nsegs,
+                      .stamp_in = o->gen && !cn__gen_local(o->gen) };
     err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, key_read_body, &kr);
     if (err >= 0 && o->gen)
         key_read_offer(&kr, stamp, segs, nsegs);
@@ -676,7 +692,9 @@ static cn_err_t obj_get_cached(cn_objects_t *o, cn_objects_req_t *rq, const char
         }
     }
     cn__objhead_release(h);
-    if (err == CN_E_AGAIN)
+    /* The file's word is read before the SQL read; rows mode reads it in
+     * that read (gen.c). */
+    if (err == CN_E_AGAIN && cn__gen_local(o->gen))
         *stamp = cn__gen_hload(o->gen, cn__gen_slot(bucket), cn__gen_kslot(o->gen, bucket, key));
     if (err < 0 && err != CN_E_RANGE) {
         cn_objects_info_free(info);
@@ -696,9 +714,14 @@ static cn_err_t obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const char *
     cn_obj_seg_t *segs = NULL;
     size_t nsegs = 0;
     cn_objects_reader_t *rd = NULL;
-    key_read_t kr = {
-        .o = o, .rq = rq, .bucket = bucket, .key = key, .info = info, .segs = &segs, .nsegs = &nsegs
-    };
+    key_read_t kr = { .o = o,
+                      .rq = rq,
+                      .bucket = bucket,
+                      .key = key,
+                      .info = info,
+                      .segs = &segs,
+                      .nsegs = &nsegs,
+                      .stamp_in = o->gen && !cn__gen_local(o->gen) };
     cn_err_t err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, key_read_body, &kr);
     if (err >= 0 && o->gen)
         key_read_offer(&kr, stamp, segs, nsegs);

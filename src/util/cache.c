@@ -108,6 +108,20 @@ cn_cent_t *cn_cache_find(cn_cache_t *c, const char *key, size_t klen, int64_t v1
     return found;
 }
 
+bool cn_cache_has(cn_cache_t *c, const char *key, size_t klen)
+{
+    if (!c->nslots)
+        return false;
+    uint64_t h = cn_cache_hash(key, klen);
+    size_t base = cache_set(c, h);
+    bool found = false;
+    pthread_rwlock_rdlock(&c->mu);
+    for (size_t i = base; i < base + CN_CACHE_WAYS && !found; i++)
+        found = same_key(c->ent[i], h, key, klen);
+    pthread_rwlock_unlock(&c->mu);
+    return found;
+}
+
 static uint64_t used_at(const cn_cache_t *c, size_t i)
 {
     return atomic_load_explicit(&c->used[i], memory_order_relaxed);

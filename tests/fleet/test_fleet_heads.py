@@ -157,13 +157,14 @@ def read_txns(node):
     return 0.0
 
 
-def test_uncached_read_reads_the_word_once(fleet):
-    """x-amz-expiration of an uncached head's answer: the rules are taken
-    under the bucket word read before the key's own read, so a HEAD or GET
-    that misses the cache reads the database twice (the words, the key), not
-    three times (the bucket word again for the rules).  The answer still
-    names the rule, and a rule changed through the other node is what the
-    next miss says."""
+def test_uncached_read_is_one_database_read(fleet):
+    """An uncached HEAD or GET on PostgreSQL is one read of the database: the
+    key's read also reads its head's stamp (the generation rows) in its own
+    snapshot, the head is filed under that, and x-amz-expiration takes the
+    rules under its bucket word -- not a read of the words before the key's
+    read (two reads), nor a third for the rules.  The answer still names the
+    rule, and a rule changed through the other node is what the next miss
+    says."""
     a, b = (n.client() for n in fleet)
     a.create_bucket(Bucket="heads")
     a.put_bucket_lifecycle_configuration(Bucket="heads", LifecycleConfiguration=rules("r1"))
@@ -177,7 +178,7 @@ def test_uncached_read_reads_the_word_once(fleet):
         assert 'rule-id="r1"' in b.head_object(Bucket="heads", Key=k)["Expiration"]
     reads = read_txns(fleet[1]) - before
     print("read transactions for %d uncached HEADs: %d" % (len(keys) - 1, reads))
-    assert reads < (len(keys) - 1) * 2.5, (reads, len(keys) - 1)
+    assert reads < (len(keys) - 1) * 1.5, (reads, len(keys) - 1)
     a.put_bucket_lifecycle_configuration(Bucket="heads", LifecycleConfiguration=rules("r2"))
     a.put_object(Bucket="heads", Key="new", Body=b"x")
     assert 'rule-id="r2"' in b.get_object(Bucket="heads", Key="new")["Expiration"]

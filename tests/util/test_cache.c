@@ -74,7 +74,10 @@ static void test_find_offer(void)
     start(&c, 64, 1000);
     ent_t *a = ent_new("alpha", 7, 10);
     CN_CHECK(!has(&c, "alpha", 7));
+    CN_CHECK(!cn_cache_has(&c, "alpha", 5));
     cn_cache_offer(&c, &a->ent);
+    CN_CHECK(cn_cache_has(&c, "alpha", 5)); /* at any version */
+    CN_CHECK(!cn_cache_has(&c, "alph", 4));
     CN_CHECK_EQ(atomic_load(&a->ent.refs), 2); /* the caller's and the cache's */
     cn_cent_t *f = find(&c, "alpha", 7);
     CN_CHECK(f == &a->ent);

@@ -251,6 +251,19 @@ static const cn_meta_migration_t schema[] = {
     { 5, schema_v5, usage_triggers, NULL }, { 6, NULL, version_seq, NULL },
 };
 
+/* V_KEY_READ's columns and the rest of it (?1 the key, ?2 the bucket). */
+#define KEY_READ_COLS                                                                         \
+    "SELECT b.bucket_id, b.gen, v.version_id, v.size, v.etag, v.sha256, v.content_type, "     \
+    "v.umeta, v.mtime_ms, v.owner, v.acl, v.nparts, v.cksum_alg, v.cksum, s.digest, s.size, " \
+    "v.vnull, l.mode, l.retain_until_ms, l.legal_hold, "                                      \
+    "(SELECT COUNT(*) FROM obj_version_tag t WHERE t.version_id = v.version_id)"
+#define KEY_READ_FROM                                                       \
+    " FROM obj_bucket b "                                                   \
+    "LEFT JOIN obj_version v ON v.bucket_id = b.bucket_id AND v.okey = ?1 " \
+    "LEFT JOIN obj_segment s ON s.version_id = v.version_id "               \
+    "LEFT JOIN obj_version_lock l ON l.version_id = v.version_id "          \
+    "WHERE b.name = ?2 ORDER BY s.seq"
+
 const char *const cn__sql_obj[CN_SQL_OBJ_COUNT] = {
     /* ---- counters and liveness */
     [CN_SQL_OBJ_SEQ_BUMP] = "UPDATE obj_seq SET value = value + 1 WHERE name = ?",
@@ -446,16 +459,16 @@ const char *const cn__sql_obj[CN_SQL_OBJ_COUNT] = {
                                       "lock_until_ms = ?, legal_hold = ? WHERE upload_id = ?",
     [CN_SQL_OBJ_V_UPLOAD_ATTRS] =
         "SELECT tags, lock_mode, lock_until_ms, legal_hold FROM obj_upload WHERE upload_id = ?",
-    [CN_SQL_OBJ_V_KEY_READ] =
-        "SELECT b.bucket_id, b.gen, v.version_id, v.size, v.etag, v.sha256, v.content_type, "
-        "v.umeta, v.mtime_ms, v.owner, v.acl, v.nparts, v.cksum_alg, v.cksum, s.digest, s.size, "
-        "v.vnull, l.mode, l.retain_until_ms, l.legal_hold, "
-        "(SELECT COUNT(*) FROM obj_version_tag t WHERE t.version_id = v.version_id) "
-        "FROM obj_bucket b "
-        "LEFT JOIN obj_version v ON v.bucket_id = b.bucket_id AND v.okey = ? "
-        "LEFT JOIN obj_segment s ON s.version_id = v.version_id "
-        "LEFT JOIN obj_version_lock l ON l.version_id = v.version_id "
-        "WHERE b.name = ? ORDER BY s.seq",
+    [CN_SQL_OBJ_V_KEY_READ] = KEY_READ_COLS KEY_READ_FROM,
+    /* The same, with (after the tag count) the stamp of its head read in its
+     * own snapshot, as CN_SQL_OBJGEN_HLOAD reads it: the sum of the bucket
+     * slot's (?3) and key slot's (?4) generations, then the bucket slot's
+     * (rows mode, objects/gen.c 2). */
+    [CN_SQL_OBJ_V_KEY_READ_GEN] =
+        KEY_READ_COLS ", (SELECT CAST(COALESCE(SUM(g.gen), 0) AS BIGINT) FROM cn_obj_gen g "
+                      "WHERE g.slot IN (?3, ?4)), "
+                      "(SELECT CAST(COALESCE(MAX(g.gen), 0) AS BIGINT) FROM cn_obj_gen g "
+                      "WHERE g.slot = ?3) " KEY_READ_FROM,
     [CN_SQL_OBJ_V_TAGS_COUNT] = "SELECT COUNT(*) FROM obj_version_tag WHERE version_id = ?",
     [CN_SQL_OBJ_V_TAGS_COPY] =
         "INSERT INTO obj_version_tag (version_id, tkey, tvalue) "

@@ -188,6 +188,8 @@ enum {
     CN_SQL_OBJ_V_UPLOAD_ATTRS,
     /* KEY_READ with the version's vnull last: the current-version read */
     CN_SQL_OBJ_V_KEY_READ,
+    /* KEY_READ with its head's stamp (?3 bucket slot, ?4 key slot) last */
+    CN_SQL_OBJ_V_KEY_READ_GEN,
     /* (version_id, from version_id): a copy's tags are its source's */
     CN_SQL_OBJ_V_TAGS_COPY,
     /* (version_id): how many tags it has */

@@ -13,7 +13,10 @@ every head is cached), then REQUESTS (3,000) GETs, then as many HEADs, over 8
 keep-alive connections.  Printed per request: cairnd's utime+stime and the sum
 over the PostgreSQL server's processes (/proc/PID/stat, 10 ms ticks: use a few
 thousand requests), then the same again with log_statement = all, counting the
-statements the server logged per request, by text."""
+statements the server logged per request, by text.  Before those, right
+after the fill, each key is HEAD'd once in order over one connection: every
+one a miss of the head cache (printed as "uncached HEAD", wall time and CPU
+per request; docs/performance.md, Stop 36)."""
 import http.client
 import os
 import re
@@ -106,6 +109,22 @@ def statements(text):
     return by
 
 
+def uncached_heads(label, node, pgpids=None):
+    """Each key HEAD'd once, in order, over one connection (all misses)."""
+    c = http.client.HTTPConnection("127.0.0.1", node.port, timeout=60)
+    c0, p0, t0 = cpu([node.p.pid]), cpu(pgpids()) if pgpids else 0, time.time()
+    for i in range(KEYS):
+        c.request("HEAD", "/bkt/k%06d" % i)
+        r = c.getresponse()
+        r.read()
+        if r.status != 200:
+            raise RuntimeError("HEAD answered %d" % r.status)
+    c1, p1, t1 = cpu([node.p.pid]), cpu(pgpids()) if pgpids else 0, time.time()
+    print("%s uncached HEAD: %.0f us/req wall, cairnd %.1f us/req, postgres %.1f us/req" % (
+        label, (t1 - t0) / KEYS * 1e6, (c1 - c0) / KEYS * 1e6, (p1 - p0) / KEYS * 1e6),
+        flush=True)
+
+
 def measure(label, node, method, pgpids=None, pglog=None):
     run(node.port, method, 2 * KEYS)  # every head cached
     at = os.path.getsize(pglog) if pglog else 0
@@ -128,6 +147,7 @@ def main():
     emb = Node(work, "embedded", [])
     try:
         fill(emb.port)
+        uncached_heads("embedded", emb)
         for m in ("GET", "HEAD"):
             measure("embedded", emb, m)
     finally:
@@ -149,6 +169,7 @@ def main():
                                      "--blob-endpoint", "http://127.0.0.1:%d" % backend.port,
                                      "--blob-credentials", creds])
             fill(node.port)
+            uncached_heads("fleet", node, pg.server_pids)
             for m in ("GET", "HEAD"):
                 measure("fleet", node, m, pg.server_pids)
             pg.psql("ALTER SYSTEM SET log_statement = 'all'")

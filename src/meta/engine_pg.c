@@ -97,6 +97,7 @@
 #include "pg_wait.h"
 #include "watch.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -481,6 +482,7 @@ static bool pipe_has(const cn__meta_conn_t *c, int k)
 /* Records a query of kind k as sent when libpq took it (sent). */
 static bool pipe_note(cn__meta_conn_t *c, int sent, int k)
 {
+    assert(c->npk < PIPE_MAX); /* its users flush at PIPE_MAX - 3: three fit */
     if (sent)
         c->pk[c->npk++] = (unsigned char)k;
     return sent != 0;
@@ -1350,6 +1352,8 @@ static void raw_args(cn__meta_raw_t *r)
 static cn_err_t raw_run_once(cn__meta_raw_t *r)
 {
     cn__meta_conn_t *c = r->c;
+    if (c->npk > PIPE_MAX - 3) /* r and a cn_xid fit */
+        CN_TRY(pipe_flush(c));
     if (r->gen != c->gen)
         CN_TRY(raw_prepare(r));
     bool with_xid = false;

@@ -537,17 +537,30 @@ static void test_pushed(void)
     push_t ok = { { "p7" }, PUSH_NOTHING, 0, 0 };
     CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, push_body, &ok), CN_OK);
     CN_CHECK_EQ(rows_now(m), 3);
-    /* More pushes than one pipeline holds, in one transaction. */
+    /* More pushes than one pipeline holds, in one transaction, with a
+     * statement between them at both edges of its room. */
     cn_meta_txn_t *txn = NULL;
     CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &txn), 0);
-    for (int i = 0; i < 100; i++) {
+    for (int i = 0; i < 300; i++) {
         char k[8];
-        snprintf(k, sizeof k, "m%02d", i);
+        snprintf(k, sizeof k, "m%03d", i);
         CN_CHECK_EQ(cn_meta_pushf(txn, "INSERT INTO t (k, v) VALUES (?, ?)", "si", k, (int64_t)i),
                     CN_OK);
+        /* At 122 the pipeline holds 125 (BEGIN, cn_xid, 123 rows): the
+         * count joins it; at 248, 126 (rows since the count read it): it
+         * is read first. */
+        if (i == 122 || i == 248) {
+            int64_t n = 0;
+            cn_meta_stmt_t *st = NULL;
+            CN_CHECK_EQ(cn_meta_queryf(txn, &st, "SELECT COUNT(*) FROM t", ""), CN_OK);
+            CN_CHECK_EQ(cn_meta_step(st), CN_META_ROW);
+            n = cn_meta_column_int64(st, 0);
+            cn_meta_finish(st);
+            CN_CHECK_EQ(n, 3 + i + 1);
+        }
     }
     CN_CHECK_EQ(cn_meta_commit(txn), 0);
-    CN_CHECK_EQ(rows_now(m), 103);
+    CN_CHECK_EQ(rows_now(m), 303);
     /* cn_meta_flush reads them at once: the duplicate is its error (the
      * push's own on SQLite), and it fails the transaction. */
     CN_CHECK_EQ(cn_meta_begin(m, CN_META_WRITE, &txn), 0);
@@ -556,7 +569,7 @@ static void test_pushed(void)
         cn_meta_pushf(txn, "INSERT INTO t (k, v) VALUES (?, ?)", "si", "p1", (int64_t)9);
     CN_CHECK_EQ(pushed < 0 ? pushed : cn_meta_flush(txn), CN_E_EXISTS);
     CN_CHECK(cn_meta_commit(txn) < 0);
-    CN_CHECK_EQ(rows_now(m), 103);
+    CN_CHECK_EQ(rows_now(m), 303);
     cn_meta_close(m);
     rmtree(dir);
 }

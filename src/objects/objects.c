@@ -443,6 +443,24 @@ cn_err_t cn__version_row(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t bucke
     return err;
 }
 
+/* VERSION_FIND's columns of st's row into cn__version_find's outputs. */
+static cn_err_t find_cols(cn_meta_stmt_t *st, int64_t *version_id, char etag[CN_ETAG_MAX],
+                          cn__objacl_t *obj)
+{
+    *version_id = cn_meta_column_int64(st, 0);
+    size_t len = 0;
+    if (etag) {
+        const char *e = cn_meta_column_text(st, 1, &len);
+        cn__strcpy(etag, CN_ETAG_MAX, e, len);
+    }
+    if (!obj || !*version_id)
+        return 0;
+    size_t alen = 0;
+    const char *owner = cn_meta_column_text(st, 2, &len);
+    const char *acl = cn_meta_column_text(st, 3, &alen);
+    return cn__objacl_set(NULL, obj, owner, len, acl, alen);
+}
+
 cn_err_t cn__version_find(cn_meta_txn_t *txn, int64_t bucket_id, const char *key,
                           int64_t *version_id, char etag[CN_ETAG_MAX], cn__objacl_t *obj)
 {
@@ -455,25 +473,36 @@ cn_err_t cn__version_find(cn_meta_txn_t *txn, int64_t bucket_id, const char *key
     if (err < 0)
         return err;
     err = cn_meta_step(st);
-    if (err == CN_META_ROW) {
-        *version_id = cn_meta_column_int64(st, 0);
-        size_t len = 0;
-        if (etag) {
-            const char *e = cn_meta_column_text(st, 1, &len);
-            cn__strcpy(etag, CN_ETAG_MAX, e, len);
-        }
+    if (err == CN_META_ROW)
+        err = find_cols(st, version_id, etag, obj);
+    else if (err == CN_META_DONE)
         err = 0;
-        if (obj) {
-            size_t alen = 0;
-            const char *owner = cn_meta_column_text(st, 2, &len);
-            const char *acl = cn_meta_column_text(st, 3, &alen);
-            err = cn__objacl_set(NULL, obj, owner, len, acl, alen);
-        }
-    } else if (err == CN_META_DONE) {
-        err = 0;
-    }
     cn_meta_finish(st);
     return err;
+}
+
+cn_err_t cn__version_find_next(cn_meta_txn_t *txn, int64_t bucket_id, const char *key,
+                               int64_t *version_id, char etag[CN_ETAG_MAX], int64_t *next)
+{
+    *version_id = *next = 0;
+    if (etag)
+        etag[0] = 0;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_queryf(
+        txn, &st, cn_meta_batch_text(txn, &cn__sql_obj_engine[CN_SQL_OBJ_E_VERSION_FIND_NEXT]),
+        "ib", bucket_id, (const void *)key, strlen(key));
+    if (err >= 0)
+        err = cn_meta_step(st);
+    if (err == CN_META_ROW) {
+        err = find_cols(st, version_id, etag, NULL);
+        *next = cn_meta_column_int64(st, 4);
+    } else if (err == CN_META_DONE) {
+        err = CN_E_CORRUPT; /* the statement always answers one row */
+    }
+    cn_meta_finish(st);
+    if (err >= 0 && !*next)
+        err = cn__next_version(txn, next);
+    return err < 0 ? err : 0;
 }
 
 cn_err_t cn__version_delete(cn_meta_txn_t *txn, int64_t version_id)

@@ -396,6 +396,11 @@ cn_err_t cn__next_version(cn_meta_txn_t *txn, int64_t *out);
  * obj is not NULL, its owner and ACL. */
 cn_err_t cn__version_find(cn_meta_txn_t *txn, int64_t bucket_id, const char *key,
                           int64_t *version_id, char etag[CN_ETAG_MAX], cn__objacl_t *obj);
+/* cn__version_find (no owner or ACL) and cn__next_version in one: on
+ * PostgreSQL one statement, the id taken even when the caller then refuses
+ * (a sequence's gap).  Their errors, CN_E_CORRUPT. */
+cn_err_t cn__version_find_next(cn_meta_txn_t *txn, int64_t bucket_id, const char *key,
+                               int64_t *version_id, char etag[CN_ETAG_MAX], int64_t *next);
 void cn__objacl_free(cn__objacl_t *a);
 
 /* The columns of cn__version_row's statement (CN_SQL_OBJ_VERSION_ROW), in order. */

@@ -368,13 +368,11 @@ cn_err_t cn__obj_version_make(cn_meta_txn_t *txn, cn_objects_req_t *rq, cn__vmak
     cn__vstate_t vs = { 0 };
     int64_t cur = 0;
     char cur_etag[CN_ETAG_MAX];
-    cn_err_t err = cn__version_find(txn, mk->bucket_id, mk->key, &cur, cur_etag, NULL);
+    cn_err_t err = cn__version_find_next(txn, mk->bucket_id, mk->key, &cur, cur_etag, &mk->vid);
     if (err >= 0)
         err = cn__put_conditions(rq, mk->cond, cur, cur_etag);
     if (err >= 0)
         err = mk->bkt ? cn__bkt_vstate(txn, mk->bkt, &vs) : cn__obj_vstate(txn, mk->bucket_id, &vs);
-    if (err >= 0)
-        err = cn__next_version(txn, &mk->vid);
     if (err >= 0 && mk->pre)
         err = mk->pre(txn, mk->ctx, mk->vid);
     mk->vnull = vs.versioning != CN_OBJ_VERSIONING_ENABLED;

@@ -542,6 +542,14 @@ const cn_meta_batch_sql_t cn__sql_obj_engine[CN_SQL_OBJ_E_COUNT] = {
               "(SELECT COALESCE(MAX(version_id), 0) FROM obj_version), "
               "(SELECT COALESCE(MAX(version_id), 0) FROM obj_history)))",
     },
+    /* One round trip for the put's two first questions on PostgreSQL. */
+    [CN_SQL_OBJ_E_VERSION_FIND_NEXT] = {
+        .sqlite = "SELECT v.version_id, v.etag, v.owner, v.acl, NULL FROM (SELECT 1) n"
+                  " LEFT JOIN obj_version v ON v.bucket_id = ?1 AND v.okey = ?2",
+        .pg = "SELECT v.version_id, v.etag, v.owner, v.acl, n.id"
+              " FROM (SELECT nextval('obj_version_id') AS id) n"
+              " LEFT JOIN obj_version v ON v.bucket_id = ?1 AND v.okey = ?2",
+    },
     /* SQLite keeps no deltas (its triggers write the base): nothing to do. */
     [CN_SQL_OBJ_E_USAGE_FOLD] = {
         .sqlite = "DELETE FROM obj_usage_delta WHERE 0 = 1",

@@ -255,6 +255,11 @@ enum {
     CN_SQL_OBJ_E_VERSION_NEXT,
     /* (): moves the version ids past every id stored (after a copy) */
     CN_SQL_OBJ_E_VERSION_SYNC,
+    /* (bucket_id, key) -> VERSION_FIND's columns (NULL: no current
+     * version), then the next version id where a read can take it
+     * (PostgreSQL's nextval; NULL on SQLite, whose counter is an UPDATE):
+     * always one row */
+    CN_SQL_OBJ_E_VERSION_FIND_NEXT,
     CN_SQL_OBJ_E_COUNT
 };
 

@@ -336,8 +336,8 @@ typedef struct cn_object_info {
     int legal_hold;
     uint32_t ntags;
     /* PostgreSQL: the bucket slot's generation word (docs/fleet.md) read
-     * during this call, under which a cached head answered it, or before
-     * the read that answered it; 0 otherwise.  Pass it to
+     * during this call, under which a cached head answered it, or by the
+     * read that answered it; 0 otherwise.  Pass it to
      * cn_objects_lifecycle_expiry_under for an answer without reading it
      * again (the rules then as of that read, during the request: a rule
      * changed concurrently may show in the next answer only, as S3 applies

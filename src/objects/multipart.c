@@ -524,13 +524,15 @@ static const char *str_or_null(const char *s)
     return s[0] ? s : NULL;
 }
 
-/* In the commit transaction: the version's segments and row. */
+/* In the commit transaction: the version's segments and row, pushed (a part
+ * each: one round trip for them all on PostgreSQL; nothing after them in
+ * the body tells one error from another). */
 static cn_err_t complete_rows(cn_obj_complete_t *c, cn_meta_txn_t *txn, int64_t vid)
 {
     cn_err_t err = 0;
     for (size_t i = 0; i < c->n && err >= 0; i++) {
         const cn_obj_part_row_t *p = &c->chosen[i];
-        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_SEGMENT_INSERT_PART], "iibiisss", vid,
+        err = cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_SEGMENT_INSERT_PART], "iibiisss", vid,
                             (int64_t)i, (const void *)p->digest.b, (size_t)CN_DIGEST_LEN,
                             (int64_t)p->size, (int64_t)p->number, p->etag, p->sha256,
                             str_or_null(p->cksum));
@@ -540,7 +542,7 @@ static cn_err_t complete_rows(cn_obj_complete_t *c, cn_meta_txn_t *txn, int64_t 
     const cn_obj_upload_row_t *up = &c->up;
     /* umeta last: SQL NULL when empty ('n' takes no argument, so the
      * pointer and length after it go unread). */
-    err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_VERSION_INSERT_MPU],
+    err = cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_VERSION_INSERT_MPU],
                         up->umeta.len ? "iibisssistissb" : "iibisssistissn", vid, c->bucket_id,
                         (const void *)c->key, strlen(c->key), (int64_t)c->total, c->r.etag,
                         c->r.sha256, up->content_type, c->r.last_modified_ms, up->owner,
@@ -551,13 +553,14 @@ static cn_err_t complete_rows(cn_obj_complete_t *c, cn_meta_txn_t *txn, int64_t 
 }
 
 /* In the commit transaction: the unlisted parts are dropped (their blobs
- * go to the sweeper) and the upload is marked completed with its result. */
+ * go to the sweeper) and the upload is marked completed with its result
+ * (pushed, as complete_rows). */
 static cn_err_t complete_mark_done(cn_obj_complete_t *c, cn_meta_txn_t *txn, int64_t vid)
 {
     cn_err_t err =
-        cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_PARTS_UNLISTED_DELETE], "si", c->upload_id, vid);
+        cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_PARTS_UNLISTED_DELETE], "si", c->upload_id, vid);
     if (err >= 0)
-        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_UPLOAD_MARK_DONE], "ississ",
+        err = cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_UPLOAD_MARK_DONE], "ississ",
                             c->r.last_modified_ms, c->r.etag, str_or_null(c->r.checksum), vid,
                             c->r.sha256, c->upload_id);
     return err < 0 ? err : 0;

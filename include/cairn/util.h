@@ -108,6 +108,9 @@ static inline void cn_store_u64be(uint8_t *p, uint64_t v)
 CN_API int64_t cn_mono_ms(void); /* CLOCK_MONOTONIC, milliseconds */
 CN_API int64_t cn_mono_ns(void);
 CN_API int64_t cn_wall_ms(void); /* Unix epoch, milliseconds */
+/* Sleeps ms milliseconds (a signal does not cut it short); ms <= 0 returns
+ * at once.  For back-offs and test hooks, never on an event loop. */
+CN_API void cn_sleep_ms(int64_t ms);
 /* Formats unix milliseconds as RFC 3339 UTC with millisecond precision,
  * e.g. "2026-12-02T14:44:49.123Z".  out must hold CN_RFC3339_LEN bytes. */
 #define CN_RFC3339_LEN 80

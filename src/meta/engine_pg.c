@@ -808,12 +808,6 @@ static cn_err_t incarnation(cn__meta_conn_t *c)
     return e;
 }
 
-static void pause_ms(long ms)
-{
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    nanosleep(&ts, NULL);
-}
-
 /* The status of transaction xid, assigned on server incarnation inc, asked
  * on c (opened again when broken): "committed", "aborted", "in progress",
  * "moved" when c's server is another incarnation (invariant 8: its answer
@@ -866,7 +860,7 @@ static cn_err_t resolve_commit(cn__meta_conn_t *c, const char *xid, const char *
             return commit_unknown(c, xid, "the server is another one now: a failover or a restart");
         if (cn_mono_ns() >= deadline)
             return commit_unknown(c, xid, "the server did not answer within the busy timeout");
-        pause_ms(st[0] ? 10 : 100);
+        cn_sleep_ms(st[0] ? 10 : 100);
     }
     bool done = strcmp(st, "committed") == 0;
     cn_warn("meta", "postgres: connection lost in COMMIT of transaction %s; resolved: %s", xid, st);

@@ -93,9 +93,7 @@ static void failover_pause(unsigned n, uint64_t deadline)
     uint64_t ms = n >= 4 ? 500 : 50u << n, now = now_ms();
     if (now + ms > deadline)
         ms = deadline > now ? deadline - now : 0;
-    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
+    cn_sleep_ms((int64_t)ms);
 }
 
 static cn_err_t run_once(cn_meta_t *meta, cn_meta_mode_t mode, unsigned flags, cn_meta_body_fn body,

@@ -789,9 +789,8 @@ static bool again_after_race(cn_repos_t *r, pthread_mutex_t *mu, int attempt, in
     uint8_t rnd = 0;
     (void)cn_random_bytes(&rnd, 1);
     int cap = 2 << (attempt < 5 ? attempt : 5);
-    struct timespec ts = { 0, (long)(1 + rnd % cap) * 1000000L };
     pthread_mutex_unlock(mu);
-    nanosleep(&ts, NULL);
+    cn_sleep_ms(1 + rnd % cap);
     pthread_mutex_lock(mu);
     return true;
 }

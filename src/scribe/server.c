@@ -213,10 +213,7 @@ static cn_err_t read_hello(cn__scribe_srv_t *s, cn_conn_t *c, uint8_t *body, cn_
 static void hello_stall(void)
 {
     const char *v = getenv("CAIRN_TEST_SCRIBE_HELLO_STALL_MS");
-    long ms = v ? strtol(v, NULL, 10) : 0;
-    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-    if (ms > 0)
-        nanosleep(&ts, NULL);
+    cn_sleep_ms(v ? strtol(v, NULL, 10) : 0);
 }
 
 static cn_err_t scribe_open(void *actx, cn_conn_t *c, void **cstate)

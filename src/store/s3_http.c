@@ -414,8 +414,7 @@ cn_err_t cn__s3_call(s3_be_t *be, s3_req_t *q)
                     rc == CN_OK ? "status" : "transport fault", q->status);
             return CN_E_UNAVAILABLE;
         }
-        struct timespec ts = { (time_t)(sleep_ms / 1000), (long)(sleep_ms % 1000) * 1000000 };
-        nanosleep(&ts, NULL);
+        cn_sleep_ms(sleep_ms);
         backoff = backoff * 2 > 2000 ? 2000 : backoff * 2;
     }
 }

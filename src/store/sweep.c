@@ -207,9 +207,8 @@ static void sweep_hold(const cn_store_t *s, const cn_digest_t *d)
         fprintf(f, "%ld\n", (long)getpid());
         fclose(f);
     }
-    struct timespec tick = { 0, 20 * 1000000L };
     for (int i = 0; i < 3000 && access(s->sweep_hold, F_OK) == 0; i++)
-        nanosleep(&tick, NULL);
+        cn_sleep_ms(20);
     (void)unlink(held);
 }
 

@@ -1,6 +1,7 @@
 /* Monotonic and wall clocks, RFC 3339 formatting (include/cairn/util.h). */
 #include "cairn/util.h"
 
+#include <errno.h>
 #include <time.h>
 
 int64_t cn_mono_ns(void)
@@ -13,6 +14,15 @@ int64_t cn_mono_ns(void)
 int64_t cn_mono_ms(void)
 {
     return cn_mono_ns() / 1000000;
+}
+
+void cn_sleep_ms(int64_t ms)
+{
+    if (ms <= 0)
+        return;
+    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
 }
 
 int64_t cn_wall_ms(void)

@@ -294,12 +294,13 @@ cn_err_t cn__bkt_vstate(cn_meta_txn_t *txn, const cn__bkt_t *b, cn__vstate_t *ou
 
 /* ---- making a version current ---------------------------------------------------- */
 
-/* Moves current version cur to obj_history, noncurrent from now. */
+/* Moves current version cur to obj_history, noncurrent from now (pushed:
+ * retire_current's callers pass errors on). */
 static cn_err_t to_history(cn_meta_txn_t *txn, int64_t cur, int64_t now)
 {
-    cn_err_t err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_V_TO_HISTORY], "ii", now, cur);
+    cn_err_t err = cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_V_TO_HISTORY], "ii", now, cur);
     if (err >= 0)
-        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_VERSION_DELETE], "i", cur);
+        err = cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_VERSION_DELETE], "i", cur);
     return err < 0 ? err : 0;
 }
 
@@ -330,7 +331,7 @@ static cn_err_t retire_current(cn_meta_txn_t *txn, cn_objects_req_t *rq, int64_t
     if (err >= 0 && !purged_latest && latest.table == CN__VT_CURRENT)
         err = to_history(txn, latest.version_id, now);
     else if (err >= 0 && !purged_latest)
-        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_V_HIST_NONCURRENT], "ii", now,
+        err = cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_V_HIST_NONCURRENT], "ii", now,
                             latest.version_id);
     return err < 0 ? err : 0;
 }
@@ -599,7 +600,7 @@ cn_err_t cn__obj_marker_make(cn_meta_txn_t *txn, cn_objects_req_t *rq, cn__vmark
     if (err >= 0)
         err = retire_current(txn, rq, m->bucket_id, m->key, m->vnull, m->now_ms, false);
     if (err >= 0)
-        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_V_MARKER_INSERT], "iibiis", m->vid,
+        err = cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_V_MARKER_INSERT], "iibiis", m->vid,
                             m->bucket_id, (const void *)m->key, strlen(m->key), (int64_t)m->vnull,
                             m->now_ms, m->owner);
     return err < 0 ? err : 0;

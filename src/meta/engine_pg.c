@@ -1300,21 +1300,27 @@ static cn_err_t pg_bind_null(cn__meta_raw_t *r, int idx)
     return 0;
 }
 
+/* Sends the pending BEGIN, r as a query of kind k, then (with_xid) cn_xid
+ * into r's connection's pipeline; false when libpq refused a send. */
+static bool pipe_send(cn__meta_raw_t *r, int k, bool with_xid)
+{
+    cn__meta_conn_t *c = r->c;
+    PGconn *pg = c->pg;
+    return pipe_open(c) &&
+           pipe_note(c, PQsendQueryPrepared(pg, r->name, r->nparams, r->pv, r->pl, r->pf, 0), k) &&
+           (!with_xid ||
+            pipe_note(c, PQsendQueryPrepared(pg, "cn_xid", 0, NULL, NULL, NULL, 0), PK_XID));
+}
+
 /* Invariants 7, 10 and 13: the pushed queries and the pending BEGIN, then
  * r, then (with_xid) the transaction's id, in one pipeline.  The answer of
  * the first of them that failed, else r's (NULL when libpq failed). */
 static PGresult *run_piped(cn__meta_raw_t *r, bool with_xid)
 {
-    cn__meta_conn_t *c = r->c;
-    PGconn *pg = c->pg;
     /* A send libpq refused leaves r's answer NULL: the connection failed. */
-    (void)(pipe_open(c) &&
-           pipe_note(c, PQsendQueryPrepared(pg, r->name, r->nparams, r->pv, r->pl, r->pf, 0),
-                     PK_MAIN) &&
-           (!with_xid ||
-            pipe_note(c, PQsendQueryPrepared(pg, "cn_xid", 0, NULL, NULL, NULL, 0), PK_XID)));
+    (void)pipe_send(r, PK_MAIN, with_xid);
     bool whole = false;
-    return pipe_sync(c, &whole);
+    return pipe_sync(r->c, &whole);
 }
 
 /* Invariant 7: whether r's run brings the transaction's id along (*with,
@@ -1341,18 +1347,28 @@ static void raw_args(cn__meta_raw_t *r)
     }
 }
 
+/* Readies r to be sent: room in the pipeline for a BEGIN, r and a cn_xid,
+ * r prepared on this session, whether the id rides along (*with_xid), its
+ * bindings in place. */
+static cn_err_t raw_ready(cn__meta_raw_t *r, bool *with_xid)
+{
+    cn__meta_conn_t *c = r->c;
+    if (c->npk > PIPE_MAX - 3)
+        CN_TRY(pipe_flush(c));
+    if (r->gen != c->gen)
+        CN_TRY(raw_prepare(r));
+    CN_TRY(xid_wanted(r, with_xid));
+    raw_args(r);
+    return 0;
+}
+
 /* Runs the prepared statement with its bindings (first step), carrying the
  * pending BEGIN and the pushed queries when there are. */
 static cn_err_t raw_run_once(cn__meta_raw_t *r)
 {
     cn__meta_conn_t *c = r->c;
-    if (c->npk > PIPE_MAX - 3) /* r and a cn_xid fit */
-        CN_TRY(pipe_flush(c));
-    if (r->gen != c->gen)
-        CN_TRY(raw_prepare(r));
     bool with_xid = false;
-    CN_TRY(xid_wanted(r, &with_xid));
-    raw_args(r);
+    CN_TRY(raw_ready(r, &with_xid));
     PGresult *res =
         c->pending || with_xid || piped(c)
             ? run_piped(r, with_xid)
@@ -1399,19 +1415,9 @@ static cn_err_t raw_run(cn__meta_raw_t *r)
 static cn_err_t pg_push(cn__meta_raw_t *r)
 {
     cn__meta_conn_t *c = r->c;
-    if (c->npk > PIPE_MAX - 3) /* a BEGIN, r and a cn_xid fit */
-        CN_TRY(pipe_flush(c));
-    if (r->gen != c->gen)
-        CN_TRY(raw_prepare(r));
     bool with_xid = false;
-    CN_TRY(xid_wanted(r, &with_xid));
-    raw_args(r);
-    PGconn *pg = c->pg;
-    if (pipe_open(c) &&
-        pipe_note(c, PQsendQueryPrepared(pg, r->name, r->nparams, r->pv, r->pl, r->pf, 0),
-                  PK_STMT) &&
-        (!with_xid ||
-         pipe_note(c, PQsendQueryPrepared(pg, "cn_xid", 0, NULL, NULL, NULL, 0), PK_XID)))
+    CN_TRY(raw_ready(r, &with_xid));
+    if (pipe_send(r, PK_STMT, with_xid))
         return 0;
     cn_err_t e = pipe_flush(c); /* libpq refused a send: what was sent, then why */
     return e < 0 ? e : pg_fail(c, NULL);

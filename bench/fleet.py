@@ -34,10 +34,13 @@ own figures, in one run on this machine.
       64 MiB GETs vs the backend's own GET (>= 0.80); three nodes vs one
       (overhead on one 2-core machine, not scale).
 
-usage: bench/fleet.py BUILD [--quick] [--part meta|s3|commit|fill] [--keys N]
+usage: bench/fleet.py BUILD [--quick] [--part meta|s3|commit|scribe|fill] [--keys N]
 --part runs one of (a)/(b) (the ratios of what ran), or only (a)'s commit row
-with the metadata layer's repeats per commit, or only (b)'s uncached 64 MiB GET
-with CPU per GiB (fill_part; neither in a whole run); --keys N sets the listed
+with the metadata layer's repeats per commit, or only the Scribe rows (a's
+100-path submit, a whole listing of a 10,000-path tree in pages of 4,096,
+and a lock and release of 1,000 paths) with CPU per operation
+(scribe_part), or only (b)'s uncached 64 MiB GET with CPU per GiB
+(fill_part; none of those three in a whole run); --keys N sets the listed
 bucket's size (100,000; --quick 10,000).
 Prints one "name value unit" line per figure (scripts/bench.sh collects them);
 a part that cannot run prints "skip_<part> 0 - <reason>".  Everything binds
@@ -81,6 +84,7 @@ if "--keys" in ARGS:
     NKEYS = int(ARGS[ARGS.index("--keys") + 1])
 CLIENTS = (1, 16, 64)
 SMALL, LARGE = 4096, 64 << 20
+LIST_PATHS, LOCK_PATHS = 10000, 1000
 TOKEN = "bench:" + os.urandom(16).hex()
 KEY_ID, SECRET = TOKEN.split(":")
 T0 = time.time()
@@ -368,10 +372,74 @@ class Submitter:
         self.head, self.n = o["change"], self.n + 1
 
 
-def submit_rate(node, eng, clients):
+class Lister:
+    """One Scribe connection listing one shared repository of LIST_PATHS
+    paths whole, in tree pages of 4,096, per op()."""
+
+    repo = None
+
+    @classmethod
+    def prepare(cls, addr, name):
+        from scribe_wire import ADD, CHANGESET, CHUNK, MANIFEST, Conn, changeset_encode, \
+            changeset_id, chunk_id, file_objects
+        c = Conn(addr, timeout=120)
+        info = c.repo_create(name)
+        chunks, enc, mid = file_objects(b"listed\n")
+        paths = sorted("d%02d/f%05d.bin" % (i % 50, i) for i in range(LIST_PATHS))
+        cs = changeset_encode([(ADD, p, mid, 0, None) for p in paths])
+        objs = [(CHUNK, chunk_id(ch), ch) for ch in chunks] + [(MANIFEST, mid, enc),
+                                                               (CHANGESET, changeset_id(cs), cs)]
+        c.put_objects(info["id"], objs)
+        o = c.submit(info["id"], info["incarnation"], os.urandom(16), info["main"],
+                     os.urandom(16), 0, changeset_id(cs), "bench", "paths")
+        if o["outcome"] != 1:
+            raise RuntimeError("submit refused: %r" % o)
+        c.close()
+        cls.repo, cls.branch, cls.change = info["id"], info["main"], o["change"]
+
+    def __init__(self, addr, name):
+        from scribe_wire import Conn
+        self.c = Conn(addr, timeout=120)
+        self.c.repo_info(self.repo)   # a connection that carried no request is pending
+
+    def op(self):
+        n, after, more = 0, None, True
+        while more:
+            rows, more, _, _ = self.c.tree_page(self.repo, self.branch, self.change, limit=4096,
+                                                after=after)
+            n += len(rows)
+            after = rows[-1]["path"] if rows else None
+        if n != LIST_PATHS:
+            raise RuntimeError("a listing held %d paths" % n)
+
+
+class Locker:
+    """One Scribe connection on its own repository: per op(), LOCK_PATHS
+    paths locked in one request, then released in one."""
+
+    def __init__(self, addr, name):
+        from scribe_wire import Conn
+        self.c = Conn(addr, timeout=120)
+        info = self.c.repo_create(name)
+        self.repo, self.main, self.ws = info["id"], info["main"], os.urandom(16)
+        self.paths = ["art/%04d.psd" % i for i in range(LOCK_PATHS)]
+
+    def op(self):
+        from test_scribe_locks import acquire, release
+        if acquire(self.c, self.repo, self.ws, self.main, self.paths) != LOCK_PATHS:
+            raise RuntimeError("a lock request took fewer paths")
+        if release(self.c, self.repo, self.ws, self.paths) != LOCK_PATHS:
+            raise RuntimeError("a release freed fewer paths")
+
+
+def scribe_run(node, eng, clients, kind=Submitter, probe=lambda: (0, 0)):
+    """(ops/s, ops, probe's change) of clients kind() (Submitter: each on its
+    own repository, made, filled and first submitted before the clock
+    starts) for SECS; probe() returns a pair read at the clock's start and
+    end (CPU times)."""
     subs = []
     with concurrent.futures.ThreadPoolExecutor(min(clients, 16)) as ex:
-        subs = list(ex.map(lambda i: Submitter(node.scribe(), "b-%s-%d-%d" % (eng, clients, i)),
+        subs = list(ex.map(lambda i: kind(node.scribe(), "b-%s-%d-%d" % (eng, clients, i)),
                            range(clients)))
     stop, counts = time.time() + SECS, [0] * clients
 
@@ -380,13 +448,13 @@ def submit_rate(node, eng, clients):
             subs[i].op()
             counts[i] += 1
 
-    t = time.time()
+    t, p0 = time.time(), probe()
     with concurrent.futures.ThreadPoolExecutor(clients) as ex:
         list(ex.map(run, range(clients)))
-    secs = time.time() - t
+    secs, p1 = time.time() - t, probe()
     for s in subs:
         s.c.close()
-    return sum(counts) / secs
+    return sum(counts) / secs, sum(counts), (p1[0] - p0[0], p1[1] - p0[1])
 
 
 def ops_call(node, op, params):
@@ -458,7 +526,7 @@ def meta_engine(work, eng, node):
                    wrk_run(node.url, scripts[op], c, secs=max(SECS, 5) if op == "have10k" else SECS))
         settle(node)
         try:
-            say("fleet_%s_submit100_c%d" % (eng, c), "%.1f" % submit_rate(node, eng, c), "ops/s")
+            say("fleet_%s_submit100_c%d" % (eng, c), "%.1f" % scribe_run(node, eng, c)[0], "ops/s")
         except Exception as e:   # noqa: BLE001 -- the other rows stand
             note("submit %s c%d: %s" % (eng, c, e))
             skip("fleet_%s_submit100_c%d" % (eng, c), str(e).splitlines()[0] if str(e) else "failed")
@@ -498,6 +566,34 @@ def commit_part(work, pg):
                 say(name + "_cairnd_cpu", "%.0f" % ((c1 - c0) / n * 1e6), "us/op")
                 if eng == "pg":
                     say(name + "_postgres_cpu", "%.0f" % ((p1 - p0) / n * 1e6), "us/op")
+        finally:
+            node.stop()
+            shutil.rmtree(node.dir, ignore_errors=True)
+
+
+def scribe_part(work, pg):
+    """--part scribe: the 100-path submit row, a whole listing of a
+    10,000-path tree and a lock and release of 1,000 paths alone on both
+    engines, with the CPU of cairnd and of every PostgreSQL server process
+    per operation."""
+    Submitter.prepare()
+    for eng in ("sqlite", "pg"):
+        args = ["--meta", pg.create_db("scribe")] if eng == "pg" else []
+        node = Node(work, "scribe-" + eng, args, faces=("http", "scribe"))
+        try:
+            Lister.prepare(node.scribe(), "listed-" + eng)
+
+            def probe():
+                return cpu([node.proc.pid]), cpu(pg.server_pids()) if eng == "pg" else 0
+            for kind, row in ((Submitter, "submit100"), (Lister, "list10k"),
+                              (Locker, "lock1000")):
+                for c in CLIENTS:
+                    rate, n, (dc, dp) = scribe_run(node, eng, c, kind, probe)
+                    name = "fleet_%s_%s_c%d" % (eng, row, c)
+                    say(name, "%.1f" % rate, "ops/s")
+                    say(name + "_cairnd_cpu", "%.0f" % (dc / max(n, 1) * 1e6), "us/op")
+                    if eng == "pg":
+                        say(name + "_postgres_cpu", "%.0f" % (dp / max(n, 1) * 1e6), "us/op")
         finally:
             node.stop()
             shutil.rmtree(node.dir, ignore_errors=True)
@@ -783,8 +879,9 @@ def main():
         with pgharness.PgCluster() as pg:
             note("PostgreSQL up in %.2f s" % pg.started_in)
             for part, fn in (("meta", meta_part), ("s3", s3_part), ("commit", commit_part),
-                             ("fill", fill_part)):
-                if PART not in ("all", part) or (part in ("commit", "fill") and PART != part):
+                             ("scribe", scribe_part), ("fill", fill_part)):
+                if PART not in ("all", part) or (part in ("commit", "scribe", "fill")
+                                                 and PART != part):
                     continue
                 try:
                     fn(work, pg)

@@ -9,8 +9,10 @@ bench/fleet.py --part commit does not print itself.
   --syscalls   runs the commit row (1 client) with `strace -c -f` on cairnd,
                and prints its system calls per PUT (sendto: requests to
                PostgreSQL).
+  --submit-syscalls  the same for the Scribe rows (1 client): per 100-path
+               submit, and per whole listing of a 10,000-path tree.
 
-usage: bench/fleet_commit_trace.py BUILD --conflicts|--syscalls
+usage: bench/fleet_commit_trace.py BUILD --conflicts|--syscalls|--submit-syscalls
 It reuses bench/fleet.py's commit part, its PostgreSQL cluster and nodes."""
 import collections
 import os
@@ -59,32 +61,62 @@ def conflicts():
     fleet.CLIENTS = (16,)
 
 
+def strace_start():
+    """strace -c -f attached to the newest node: (process, its output file)."""
+    pid = NODES[-1].proc.pid
+    out = os.path.join(fleet.tempfile.gettempdir(), "strace-%d.txt" % pid)
+    st = subprocess.Popen(["strace", "-c", "-f", "-p", str(pid), "-o", out])
+    time.sleep(1)
+    return st, out
+
+
+def strace_report(st, out, what, n):
+    """Stops st and prints its system calls per operation (n operations)."""
+    st.terminate()
+    st.wait()
+    calls = {}
+    for line in open(out):
+        p = line.split()
+        if len(p) >= 5 and re.match(r"^[a-z_0-9]+$", p[-1]) and p[3].isdigit():
+            calls[p[-1]] = int(p[3])
+    os.unlink(out)
+    n = max(n, 1)
+    print("%s n=%d %s" % (what, n, " ".join(
+        "%s=%.1f" % (k, v / n) for k, v in sorted(calls.items()) if v >= n // 10)), flush=True)
+
+
 def syscalls():
     wrk = fleet.wrk_run
 
     def traced(url, lua, c, secs=None, args=()):
-        pid = NODES[-1].proc.pid
-        out = os.path.join(fleet.tempfile.gettempdir(), "strace-%d.txt" % pid)
-        st = subprocess.Popen(["strace", "-c", "-f", "-p", str(pid), "-o", out])
-        time.sleep(1)
+        st, out = strace_start()
         r = wrk(url, lua, c, secs, args)
-        st.terminate()
-        st.wait()
-        calls = {}
-        for line in open(out):
-            p = line.split()
-            if len(p) >= 5 and re.match(r"^[a-z_0-9]+$", p[-1]) and p[3].isdigit():
-                calls[p[-1]] = int(p[3])
-        os.unlink(out)
-        n = max(r["n"], 1)
-        print("%s n=%d %s" % (url, r["n"], " ".join(
-            "%s=%.1f" % (k, v / n) for k, v in sorted(calls.items()) if v >= n // 10)), flush=True)
+        strace_report(st, out, url, r["n"])
         return r
     fleet.wrk_run = traced
     fleet.CLIENTS = (1,)
 
 
+def submit_syscalls():
+    run = fleet.scribe_run
+
+    def traced(node, eng, clients, kind=fleet.Submitter, probe=lambda: (0, 0)):
+        tr = []
+
+        def start_stop():
+            if tr:
+                tr.append(None)
+            else:
+                tr.extend(strace_start())
+            return probe()
+        r = run(node, eng, clients, kind, start_stop)
+        strace_report(tr[0], tr[1], "%s %s" % (kind.__name__, eng), r[1])
+        return r
+    fleet.scribe_run = traced
+    fleet.CLIENTS = (1,)
+
+
 fleet.Node.__init__ = _node_init
-fleet.PART = "commit"
-{"--conflicts": conflicts, "--syscalls": syscalls}[MODE]()
+fleet.PART = "scribe" if MODE == "--submit-syscalls" else "commit"
+{"--conflicts": conflicts, "--syscalls": syscalls, "--submit-syscalls": submit_syscalls}[MODE]()
 sys.exit(fleet.main())

@@ -269,6 +269,10 @@ CN_API unsigned cn_meta_busy_timeout_ms(const cn_meta_t *meta);
  * caller in *out (finish it with cn_meta_finish).  CN_E_INVALID for an unknown
  * letter. */
 CN_API cn_err_t cn_meta_execf(cn_meta_txn_t *txn, const char *sql, const char *types, ...);
+/* Binds the arguments types names (cn_meta_execf's letters) as the
+ * parameters first, first + 1, ... of st: one row of a multi-row INSERT.
+ * Errors: CN_E_INVALID (a bad letter), the binds'. */
+CN_API cn_err_t cn_meta_bindf(cn_meta_stmt_t *st, int first, const char *types, ...);
 CN_API cn_err_t cn_meta_queryf(cn_meta_txn_t *txn, cn_meta_stmt_t **out, const char *sql,
                                const char *types, ...);
 
@@ -323,9 +327,14 @@ CN_API cn_err_t cn_meta_run_shared(cn_meta_t *meta, const cn_meta_batch_sql_t *s
 
 /* The engine's text of sql for txn (what test suites prepare). */
 CN_API const char *cn_meta_batch_text(const cn_meta_txn_t *txn, const cn_meta_batch_sql_t *sql);
+/* Whether each statement of txn is a round trip to a server (PostgreSQL):
+ * for a caller that batches reads it could make one at a time only where
+ * that saves waiting (on SQLite a statement is a call, and a small batch
+ * statement costs more than the lookups it replaces). */
+CN_API bool cn_meta_round_trips(const cn_meta_txn_t *txn);
 
 /* Prepares the engine's text of sql, binds keys (n keys of width bytes,
- * 1 <= n <= CN_META_BATCH_MAX, 1 <= width <= 4096) as ?1 and the arguments
+ * 1 <= n <= CN_META_BATCH_MAX, 1 <= width <= 8192) as ?1 and the arguments
  * types names as ?2.. (cn_meta_execf's letters), and hands the statement to
  * the caller in *out: step it, read column 0 (a position) and any further
  * columns, finish it with cn_meta_finish.  Errors: CN_E_LIMIT (n too

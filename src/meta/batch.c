@@ -13,11 +13,16 @@
 #include <stdarg.h>
 #include <string.h>
 
-#define KEY_WIDTH_MAX 4096
+#define KEY_WIDTH_MAX 8192
 
 const char *cn_meta_batch_text(const cn_meta_txn_t *txn, const cn_meta_batch_sql_t *sql)
 {
-    return cn__meta_txn_engine(txn) == &cn__meta_engine_pg ? sql->pg : sql->sqlite;
+    return cn_meta_round_trips(txn) ? sql->pg : sql->sqlite;
+}
+
+bool cn_meta_round_trips(const cn_meta_txn_t *txn)
+{
+    return cn__meta_txn_engine(txn) == &cn__meta_engine_pg;
 }
 
 static cn_err_t batch_vquery(cn_meta_txn_t *txn, cn_meta_stmt_t **out,

@@ -206,6 +206,15 @@ cn_err_t cn_meta_queryf(cn_meta_txn_t *txn, cn_meta_stmt_t **out, const char *sq
     return CN_OK;
 }
 
+cn_err_t cn_meta_bindf(cn_meta_stmt_t *st, int first, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    cn_err_t err = cn__meta_bind_args(st, first, types, ap);
+    va_end(ap);
+    return err;
+}
+
 /* cn_meta_execf (push false) and cn_meta_pushf (push true). */
 static cn_err_t run_bound(cn_meta_txn_t *txn, bool push, const char *sql, const char *types,
                           va_list ap)

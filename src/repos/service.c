@@ -602,6 +602,68 @@ cn_err_t cn__op_record(cn_meta_txn_t *txn, const uint8_t repo[16], const uint8_t
     return err < 0 ? err : CN_OK;
 }
 
+/* ---- multi-row inserts --------------------------------------------------------------- */
+cn_err_t cn__push_rows(cn_meta_txn_t *txn, int which, size_t n, cn__bind_row_fn bind, void *ctx)
+{
+    int cols = cn__sql_repos_rows_cols(which);
+    cn_err_t err = cols ? CN_OK : CN_E_INVALID;
+    for (size_t from = 0; from < n && err >= 0;) {
+        uint32_t c = CN_SQL_REPOS_ROWS_MAX;
+        while (c > n - from)
+            c /= 2;
+        char *sql = cn__sql_repos_rows(which, c);
+        cn_meta_stmt_t *st = NULL;
+        err = sql ? cn_meta_prepare(txn, sql, &st) : -ENOMEM;
+        free(sql);
+        for (uint32_t r = 0; r < c && err >= 0; r++)
+            err = bind(ctx, st, (int)r * cols + 1, from + r);
+        if (err >= 0)
+            err = cn_meta_push(st);
+        cn_meta_finish(st);
+        from += c;
+    }
+    return err < 0 ? err : CN_OK;
+}
+
+/* ---- padded batch lists --------------------------------------------------------------- */
+/* Padded keys per batch statement: a slice's list stays near 1 MiB
+ * whatever the keys' width. */
+#define PADDED_LIST_BYTES (1u << 20)
+
+cn_err_t cn__padded_batch(cn_meta_txn_t *txn, int which, const cn__keys_t *k,
+                          const uint8_t repo[16], const uint8_t *branch, cn__padded_row_fn row,
+                          void *ctx)
+{
+    size_t width = 1;
+    for (size_t i = 0; i < k->n; i++)
+        width = k->len[i] > width ? k->len[i] : width;
+    if (width > CN_REPOS_MAX_PATH)
+        return CN_E_INVALID;
+    size_t per = PADDED_LIST_BYTES / width;
+    per = per < CN_META_BATCH_MAX ? per : CN_META_BATCH_MAX;
+    uint8_t *keys = malloc((k->n < per ? k->n : per) * width + 1);
+    cn_err_t err = keys ? CN_OK : -ENOMEM;
+    for (size_t from = 0; err >= 0 && from < k->n; from += per) {
+        size_t c = k->n - from < per ? k->n - from : per;
+        memset(keys, 0, c * width);
+        for (size_t i = 0; i < c; i++)
+            memcpy(keys + i * width, k->buf + k->off[from + i], k->len[from + i]);
+        cn_meta_stmt_t *st = NULL;
+        const cn_meta_batch_sql_t *sql = &cn__sql_repos_batch[which];
+        err = branch ? cn_meta_batch_query(txn, &st, sql, keys, width, c, "bbi", CN__ARG_ID(repo),
+                                           CN__ARG_ID(branch), (int64_t)width)
+                     : cn_meta_batch_query(txn, &st, sql, keys, width, c, "bi", CN__ARG_ID(repo),
+                                           (int64_t)width);
+        while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
+            int64_t j = cn_meta_column_int64(st, 0);
+            err = j < 0 || (size_t)j >= c ? CN_E_CORRUPT : row(ctx, st, from + (size_t)j);
+        }
+        cn_meta_finish(st);
+    }
+    free(keys);
+    return err < 0 ? err : CN_OK;
+}
+
 /* ---- objects: shared helpers ------------------------------------------------------- */
 cn_err_t cn__object_find(cn_meta_txn_t *txn, const uint8_t repo[16], uint8_t kind,
                          const cn_digest_t *id, bool *found, cn_digest_t *blob, uint64_t *len,

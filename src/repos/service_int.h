@@ -234,6 +234,15 @@ cn_err_t cn__ptree_open(cn_meta_txn_t *txn, const uint8_t repo[16], const cn_dig
                         cn__ptree_t **out);
 void cn__ptree_set_txn(cn__ptree_t *t, cn_meta_txn_t *txn);
 void cn__ptree_free(cn__ptree_t *t);
+/* Reads into t, level by level, every node the lookups of the n keys
+ * (keys[i], lens[i] bytes) will read: one batch statement per level of the
+ * descents instead of one per node (issue 24: a 100-path submit's tree on
+ * PostgreSQL is a handful of round trips, not a hundred).  A key of a
+ * path followed by '/' covers the path's get, its ancestors' and the
+ * live_under of its descendants.  Errors: read_node's (CN_E_CORRUPT for a
+ * missing or altered node), -ENOMEM, cn_meta's. */
+cn_err_t cn__ptree_prefetch(cn__ptree_t *t, const uint8_t *const *keys, const size_t *lens,
+                            size_t n);
 /* The entry at path: *found false when the tree never held it. */
 cn_err_t cn__ptree_get(cn__ptree_t *t, const uint8_t *path, size_t n, bool *found,
                        cn_repos_entry_t *e);
@@ -275,6 +284,33 @@ cn_err_t cn__snapshot_open(cn_meta_txn_t *txn, cn_repos_req_t *rq, const uint8_t
 /* Writes the empty snapshot's root row for a new repository. */
 cn_err_t cn__ptree_init_empty(cn_meta_txn_t *wtxn, const uint8_t repo[16], cn_digest_t *revision,
                               cn_digest_t *content);
+
+/* n variable-width keys: key i is len[i] bytes at buf + off[i]. */
+typedef struct cn__keys {
+    const uint8_t *buf;
+    const size_t *off, *len;
+    size_t n;
+} cn__keys_t;
+/* A row of a padded batch statement about key i (its column 0 checked). */
+typedef cn_err_t (*cn__padded_row_fn)(void *ctx, cn_meta_stmt_t *st, size_t i);
+/* Runs the padded batch statement which (cn__sql_repos_batch: ?1 the keys
+ * padded with NUL to the longest, then repo, branch when not NULL, and the
+ * width) over the keys (1..CN_REPOS_MAX_PATH bytes, no NUL: case folds),
+ * one statement per MiB of padded keys, and hands each row to row.  Errors:
+ * CN_E_INVALID (a key too long), CN_E_CORRUPT (a row about no key), row's,
+ * cn_meta's, -ENOMEM. */
+cn_err_t cn__padded_batch(cn_meta_txn_t *txn, int which, const cn__keys_t *k,
+                          const uint8_t repo[16], const uint8_t *branch, cn__padded_row_fn row,
+                          void *ctx);
+
+/* Binds row i's parameters of a multi-row INSERT from index base on. */
+typedef cn_err_t (*cn__bind_row_fn)(void *ctx, cn_meta_stmt_t *st, int base, size_t i);
+/* Pushes (cn_meta_push) n rows of the multi-row INSERT which
+ * (cn__sql_repos_rows), in statements of a power of two rows up to
+ * CN_SQL_REPOS_ROWS_MAX, so that a few texts are ever prepared (issue 24:
+ * PostgreSQL's work is per statement).  n 0 does nothing.  Errors:
+ * cn_meta_prepare's and cn_meta_push's, bind's, -ENOMEM. */
+cn_err_t cn__push_rows(cn_meta_txn_t *txn, int which, size_t n, cn__bind_row_fn bind, void *ctx);
 
 /* ---- the file_lineage index (service_lineage.c) -----------------------------------
  * The predecessor rows of the file revisions one commit writes, planned from

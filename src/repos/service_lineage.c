@@ -90,17 +90,24 @@ cn_err_t cn__lineage_plan(cn__lineage_t *lin, cn__ptree_t *tree, cn__ptree_t *so
     return CN_OK;
 }
 
+typedef struct lin_store {
+    const cn__lineage_t *lin;
+    const uint8_t *repo;
+    uint64_t change;
+} lin_store_t;
+
+static cn_err_t bind_lineage(void *ctx, cn_meta_stmt_t *st, int base, size_t i)
+{
+    const lin_store_t *ls = ctx;
+    const cn__lineage_row_t *r = &ls->lin->rows[i];
+    return cn_meta_bindf(st, base, "bibib", CN__ARG_ID(ls->repo), (int64_t)ls->change,
+                         (const void *)r->path, r->path_len, (int64_t)r->pred,
+                         (const void *)r->pred_path, r->pred_len);
+}
+
 cn_err_t cn__lineage_store(const cn__lineage_t *lin, cn_meta_txn_t *txn, const uint8_t repo[16],
                            uint64_t change)
 {
-    for (size_t i = 0; i < lin->n; i++) {
-        const cn__lineage_row_t *r = &lin->rows[i];
-        cn_err_t err =
-            cn_meta_pushf(txn, cn__sql_repos[CN_SQL_REPOS_LINEAGE_INSERT], "bibib",
-                          CN__ARG_ID(repo), (int64_t)change, (const void *)r->path, r->path_len,
-                          (int64_t)r->pred, (const void *)r->pred_path, r->pred_len);
-        if (err < 0)
-            return err;
-    }
-    return CN_OK;
+    lin_store_t ls = { lin, repo, change };
+    return cn__push_rows(txn, CN_SQL_REPOS_ROWS_LINEAGE, lin->n, bind_lineage, &ls);
 }

@@ -6,6 +6,7 @@
  * sees the same locks.  This file never decides what a submit releases
  * beyond the paths it is handed (service_submit.c names them). */
 #include "service_int.h"
+#include "cairn/cache.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -103,40 +104,120 @@ typedef struct lock_edit {
     uint32_t changed;
 } lock_edit_t;
 
-/* One path of an edit: acquire (insert unless the workspace holds it) or
- * release (delete when the workspace holds it, or any holder's with force). */
-static cn_err_t edit_path(cn_meta_txn_t *txn, const uint8_t repo[16], lock_edit_t *le,
-                          const cn_repos_pathv_t *pv, int64_t now)
+/* An edit's paths as the repository's locks hold them, read in one padded
+ * batch statement (issue 24: a lock request of 10,000 paths is a handful
+ * of statements, not 20,000). */
+typedef struct edit_view {
+    lock_edit_t *le;
+    cn_buf_t folds;
+    size_t *off, *len;
+    bool *locked, *dup;  /* dup: an earlier path of the request has its fold */
+    uint8_t (*ws)[16];   /* the holder's workspace, when locked */
+    uint32_t *ins, nins; /* the paths an acquire inserts */
+    int64_t now;
+    const uint8_t *repo;
+} edit_view_t;
+
+static cn_err_t lock_row_at(void *ctx, cn_meta_stmt_t *st, size_t i)
 {
-    uint8_t fold[CN_REPOS_MAX_PATH];
-    char path[CN_REPOS_MAX_PATH + 1];
-    long fl = cn_repos_path_fold(pv->p, pv->n, fold, sizeof fold);
-    if (fl < 0)
-        return cn__rfail(le->rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "a path is not UTF-8");
-    bool found = false;
-    cn_repos_lock_t h;
-    CN_TRY(lock_find(txn, repo, fold, (size_t)fl, &found, &h, path, sizeof path));
-    bool mine = found && memcmp(h.workspace, le->workspace, 16) == 0;
-    if (found && !mine && !(le->release && le->force))
-        return held_by(txn, le->rq, repo, path, &h);
-    if (le->release) {
-        if (!found)
-            return CN_OK; /* releasing a free path is a no-op */
-        le->changed++;
-        cn_err_t err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_LOCK_DELETE], "bb",
-                                     CN__ARG_ID(repo), (const void *)fold, (size_t)fl);
-        return err < 0 ? err : CN_OK;
+    edit_view_t *v = ctx;
+    if (v->locked[i] || !cn__col_fixed(st, 1, v->ws[i], 16))
+        return CN_E_CORRUPT;
+    v->locked[i] = true;
+    return CN_OK;
+}
+
+/* dup[i] for each path whose fold an earlier path of the request has. */
+static cn_err_t mark_dups(edit_view_t *v, size_t n)
+{
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    uint32_t *slot = calloc(cap, sizeof *slot); /* index + 1; 0 free */
+    if (!slot)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *f = v->folds.data + v->off[i];
+        size_t h = (size_t)cn_cache_hash((const char *)f, v->len[i]) & (cap - 1);
+        for (;; h = (h + 1) & (cap - 1)) {
+            uint32_t j = slot[h];
+            if (!j) {
+                slot[h] = (uint32_t)i + 1;
+                break;
+            }
+            if (v->len[j - 1] == v->len[i] &&
+                !memcmp(v->folds.data + v->off[j - 1], f, v->len[i])) {
+                v->dup[i] = true;
+                break;
+            }
+        }
     }
-    if (mine)
-        return CN_OK; /* already held: its since stays */
+    free(slot);
+    return CN_OK;
+}
+
+/* The folds of the edit's paths, their locks and their repeats, into v. */
+static cn_err_t edit_read(cn_meta_txn_t *txn, edit_view_t *v)
+{
+    const lock_edit_t *le = v->le;
+    uint8_t fold[CN_REPOS_MAX_PATH];
+    for (uint32_t i = 0; i < le->n; i++) {
+        long fl = cn_repos_path_fold(le->paths[i].p, le->paths[i].n, fold, sizeof fold);
+        if (fl <= 0)
+            return cn__rfail(le->rq, CN_E_INVALID, CN_REPOS_E_MALFORMED, "a path is not UTF-8");
+        v->off[i] = v->folds.len;
+        v->len[i] = (size_t)fl;
+        CN_TRY(cn_buf_append(&v->folds, fold, (size_t)fl));
+    }
+    cn__keys_t keys = { v->folds.data, v->off, v->len, le->n };
+    CN_TRY(
+        cn__padded_batch(txn, CN_SQL_REPOS_BATCH_LOCK_GET, &keys, v->repo, NULL, lock_row_at, v));
+    return mark_dups(v, le->n);
+}
+
+static cn_err_t bind_lock(void *ctx, cn_meta_stmt_t *st, int base, size_t k)
+{
+    const edit_view_t *v = ctx;
+    const lock_edit_t *le = v->le;
+    uint32_t i = v->ins[k];
     const cn_principal_t *who = le->rq->principal;
     const char *pn = le->rq->account ? le->rq->account : who ? who->account : "";
-    le->changed++;
-    cn_err_t err = cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_LOCK_INSERT], "bbbbbbi",
-                                 CN__ARG_ID(repo), (const void *)fold, (size_t)fl,
-                                 (const void *)pv->p, pv->n, CN__ARG_ID(le->workspace),
-                                 (const void *)pn, strlen(pn), CN__ARG_ID(le->branch), now);
-    return err < 0 ? err : CN_OK;
+    return cn_meta_bindf(st, base, "bbbbbbi", CN__ARG_ID(v->repo),
+                         (const void *)(v->folds.data + v->off[i]), v->len[i],
+                         (const void *)le->paths[i].p, le->paths[i].n, CN__ARG_ID(le->workspace),
+                         (const void *)pn, strlen(pn), CN__ARG_ID(le->branch), v->now);
+}
+
+/* Each path of an edit in order: acquire (insert unless the workspace holds
+ * it) or release (delete when the workspace holds it, or any holder's with
+ * force); a path held by another workspace fails the edit, named with its
+ * holder.  The writes are pushed; an acquire's inserts are multi-row. */
+static cn_err_t edit_apply(cn_meta_txn_t *txn, edit_view_t *v)
+{
+    lock_edit_t *le = v->le;
+    for (uint32_t i = 0; i < le->n; i++) {
+        if (v->dup[i])
+            continue; /* the earlier path with this fold did what this one would */
+        bool mine = v->locked[i] && memcmp(v->ws[i], le->workspace, 16) == 0;
+        if (v->locked[i] && !mine && !(le->release && le->force)) {
+            bool found = false;
+            cn_repos_lock_t h;
+            char path[CN_REPOS_MAX_PATH + 1];
+            CN_TRY(lock_find(txn, v->repo, v->folds.data + v->off[i], v->len[i], &found, &h, path,
+                             sizeof path));
+            return found ? held_by(txn, le->rq, v->repo, path, &h) : CN_E_CORRUPT;
+        }
+        if (le->release && v->locked[i]) {
+            le->changed++;
+            CN_TRY(cn_meta_pushf(txn, cn__sql_repos[CN_SQL_REPOS_LOCK_DELETE], "bb",
+                                 CN__ARG_ID(v->repo), (const void *)(v->folds.data + v->off[i]),
+                                 v->len[i]));
+        } else if (!le->release && !mine) {
+            le->changed++;
+            v->ins[v->nins++] = i;
+        }
+    }
+    return cn__push_rows(txn, CN_SQL_REPOS_ROWS_LOCK, v->nins, bind_lock, v);
 }
 
 static cn_err_t edit_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
@@ -149,12 +230,29 @@ static cn_err_t edit_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx)
         cn_repos_branch_t b;
         CN_TRY(cn__branch_load(txn, le->rq, id, le->branch, &b));
     }
-    int64_t now = cn__repos_now_ms();
-    for (uint32_t i = 0; i < le->n; i++)
-        CN_TRY(edit_path(txn, id, le, &le->paths[i], now));
-    if (!le->changed)
+    size_t n = le->n ? le->n : 1;
+    edit_view_t v = { .le = le, .now = cn__repos_now_ms(), .repo = id };
+    v.off = calloc(n, sizeof *v.off);
+    v.len = calloc(n, sizeof *v.len);
+    v.locked = calloc(n, sizeof *v.locked);
+    v.dup = calloc(n, sizeof *v.dup);
+    v.ws = calloc(n, sizeof *v.ws);
+    v.ins = calloc(n, sizeof *v.ins);
+    cn_err_t err = v.off && v.len && v.locked && v.dup && v.ws && v.ins ? CN_OK : -ENOMEM;
+    if (err >= 0)
+        err = edit_read(txn, &v);
+    if (err >= 0)
+        err = edit_apply(txn, &v);
+    if (err >= 0 && !le->changed)
         cn_meta_discard(txn); /* nothing written: no commit, no fsync */
-    return CN_OK;
+    cn_buf_free(&v.folds);
+    free(v.off);
+    free(v.len);
+    free(v.locked);
+    free(v.dup);
+    free(v.ws);
+    free(v.ins);
+    return err;
 }
 
 cn_err_t cn_repos_lock_acquire(cn_repos_t *r, cn_repos_req_t *rq, const uint8_t repo[16],
@@ -281,8 +379,8 @@ static cn_err_t dispose_path(cn_meta_txn_t *txn, const cn__lock_disposition_t *d
     long fl = cn_repos_path_fold(p, n, fold, CN_REPOS_MAX_PATH);
     if (fl < 0)
         return CN_E_CORRUPT; /* an accepted change set holds canonical paths */
-    if (!d->keep_locks)
-        return cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_LOCK_DELETE_OWNED], "bbb",
+    if (!d->keep_locks)      /* pushed: the submit's flush or COMMIT reads its answer */
+        return cn_meta_pushf(txn, cn__sql_repos[CN_SQL_REPOS_LOCK_DELETE_OWNED], "bbb",
                              CN__ARG_ID(d->repo), (const void *)fold, (size_t)fl,
                              CN__ARG_ID(d->workspace));
     if (!src)
@@ -306,11 +404,30 @@ static cn_err_t dispose_path(cn_meta_txn_t *txn, const cn__lock_disposition_t *d
                          CN__ARG_ID(h.branch), d->now_ms);
 }
 
+/* *any = the workspace holds a lock in the repository. */
+static cn_err_t holds_any(cn_meta_txn_t *txn, const cn__lock_disposition_t *d, bool *any)
+{
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_LOCK_OWNED_ANY], "bb",
+                                  CN__ARG_ID(d->repo), CN__ARG_ID(d->workspace));
+    if (err >= 0)
+        err = cn_meta_step(st);
+    *any = err == CN_META_ROW;
+    cn_meta_finish(st);
+    return err < 0 ? err : CN_OK;
+}
+
 cn_err_t cn__locks_dispose(cn_meta_txn_t *txn, const cn__lock_disposition_t *d,
                            const cn_repos_changeset_t *cs)
 {
     cn_repos_changeset_iter_t it;
     cn_repos_change_t e;
+    bool any = false;
+    /* A workspace without locks has none to release and none whose path
+     * a move carries: one look instead of a statement per path. */
+    CN_TRY(holds_any(txn, d, &any));
+    if (!any)
+        return CN_OK;
     cn_repos_changeset_iter(cs, &it);
     uint8_t *fold = malloc(CN_REPOS_MAX_PATH);
     cn_err_t err = fold ? CN_OK : -ENOMEM;

@@ -60,6 +60,9 @@ struct cn__ptree {
     size_t nrows, rcap;
     uint64_t nodes_read, nodes_written;
     cn_buf_t key; /* scratch */
+    /* scratch of read_run: a node's kids and their hashes (256 each) */
+    cn__wkid_t **run;
+    cn_digest_t *run_hashes;
 };
 
 /* ---- nodes -------------------------------------------------------------------------- */
@@ -256,6 +259,8 @@ void cn__ptree_free(cn__ptree_t *t)
     }
     free(t->rows);
     cn_buf_free(&t->key);
+    free(t->run);
+    free(t->run_hashes);
     free(t);
 }
 
@@ -263,6 +268,139 @@ void cn__ptree_stats(const cn__ptree_t *t, cn__ptree_stats_t *out)
 {
     out->nodes_read = t->nodes_read;
     out->nodes_written = t->nodes_written;
+}
+
+/* ---- prefetch ----------------------------------------------------------------------- */
+/* A descent of one key through the nodes in memory. */
+typedef struct walk {
+    cn__wnode_t *n;
+    size_t i; /* key bytes matched down to n */
+} walk_t;
+
+/* Advances w along key while the nodes are in memory: true with *k the kid
+ * a lookup of key would read next; false once the descent has ended. */
+static bool walk_to_missing(walk_t *w, const uint8_t *key, size_t len, cn__wkid_t **k)
+{
+    while (w->i < len) {
+        bool f;
+        int at = kid_index(w->n, key[w->i], &f);
+        if (!f)
+            return false;
+        if (!w->n->kids[at].mem) {
+            *k = &w->n->kids[at];
+            return true;
+        }
+        cn__wnode_t *c = w->n->kids[at].mem;
+        size_t rest = len - w->i, m = c->plen < rest ? c->plen : rest;
+        if (c->plen >= rest || memcmp(c->prefix, key + w->i, m) != 0)
+            return false;
+        w->i += c->plen;
+        w->n = c;
+    }
+    return false;
+}
+
+static int by_address(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t) * (cn__wkid_t *const *)a, y = (uintptr_t) * (cn__wkid_t *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Reads the nodes of the n kids (distinct) in one batch statement per
+ * CN_META_BATCH_MAX, each checked against its hash as read_node does. */
+static cn_err_t read_kids(cn__ptree_t *t, cn__wkid_t **kids, size_t n, cn_digest_t *hashes)
+{
+    cn_err_t err = CN_OK;
+    for (size_t i = 0; i < n; i++)
+        hashes[i] = kids[i]->sum.rev;
+    for (size_t from = 0; err >= 0 && from < n; from += CN_META_BATCH_MAX) {
+        size_t c = n - from < CN_META_BATCH_MAX ? n - from : CN_META_BATCH_MAX;
+        cn_meta_stmt_t *st = NULL;
+        err =
+            cn_meta_batch_query(t->txn, &st, &cn__sql_repos_batch[CN_SQL_REPOS_BATCH_TREE_NODE_GET],
+                                hashes + from, sizeof *hashes, c, "b", CN__ARG_ID(t->repo));
+        while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
+            int64_t j = cn_meta_column_int64(st, 0);
+            size_t elen = 0, alen = 0;
+            const uint8_t *enc = cn_meta_column_blob(st, 1, &elen);
+            const uint8_t *aux = cn_meta_column_blob(st, 2, &alen);
+            cn_digest_t h;
+            if (j < 0 || (size_t)j >= c || !enc || kids[from + (size_t)j]->mem) {
+                err = CN_E_CORRUPT;
+                break;
+            }
+            cn_repos_node_hash(enc, elen, &h);
+            if (memcmp(h.b, hashes[from + (size_t)j].b, CN_DIGEST_LEN) != 0)
+                err = CN_E_CORRUPT;
+            else
+                err = wnode_from_row(t, enc, elen, aux, aux ? alen : 0, &h,
+                                     &kids[from + (size_t)j]->mem);
+            t->nodes_read++;
+        }
+        cn_meta_finish(st);
+    }
+    for (size_t i = 0; err >= 0 && i < n; i++)
+        if (!kids[i]->mem)
+            err = CN_E_CORRUPT; /* a parent names a node that is not stored */
+    return err < 0 ? err : CN_OK;
+}
+
+/* Reads, in one statement, the kids of n from i on that a page walk still
+ * wanting `want` entries reads next (where a statement is a round trip:
+ * on SQLite the walk's lookups one at a time cost less): those holding entries (all: entries,
+ * tombstones included; else live ones) and not yet in memory, while the
+ * entries of the kids taken before stay under want (one at least).  A walk
+ * with a cursor may skip some of them unread otherwise; they cost a row
+ * each, not a round trip each. */
+static cn_err_t read_run(cn__ptree_t *t, cn__wnode_t *n, uint16_t i, uint64_t want, bool all)
+{
+    if (!t->run && !(t->run = calloc(256, sizeof *t->run)))
+        return -ENOMEM;
+    if (!t->run_hashes && !(t->run_hashes = calloc(256, sizeof *t->run_hashes)))
+        return -ENOMEM;
+    size_t m = 0;
+    uint64_t seen = 0;
+    for (; i < n->nkids && m < 256 && (!m || seen < want); i++) {
+        cn__wkid_t *k = &n->kids[i];
+        uint64_t e = all ? k->sum.entries : k->sum.live;
+        if (!e || k->mem)
+            continue;
+        t->run[m++] = k;
+        seen += e;
+    }
+    return m ? read_kids(t, t->run, m, t->run_hashes) : CN_OK;
+}
+
+cn_err_t cn__ptree_prefetch(cn__ptree_t *t, const uint8_t *const *keys, const size_t *lens,
+                            size_t n)
+{
+    walk_t *w = calloc(n ? n : 1, sizeof *w);
+    cn__wkid_t **miss = calloc(n ? n : 1, sizeof *miss);
+    cn_digest_t *hashes = calloc(n ? n : 1, sizeof *hashes);
+    cn_err_t err = w && miss && hashes ? CN_OK : -ENOMEM;
+    for (size_t i = 0; i < n && w; i++)
+        w[i].n = t->root;
+    size_t m = 1;
+    while (err >= 0 && m) {
+        m = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (w[i].n && walk_to_missing(&w[i], keys[i], lens[i], &miss[m]))
+                m++;
+            else
+                w[i].n = NULL; /* its descent has ended */
+        }
+        qsort(miss, m, sizeof *miss, by_address);
+        size_t kept = 0;
+        for (size_t i = 0; i < m; i++)
+            if (!kept || miss[kept - 1] != miss[i])
+                miss[kept++] = miss[i];
+        if (kept)
+            err = read_kids(t, miss, kept, hashes);
+    }
+    free(w);
+    free(miss);
+    free(hashes);
+    return err;
 }
 
 /* ---- lookups ------------------------------------------------------------------------ */
@@ -507,25 +645,19 @@ cn_err_t cn__ptree_finish(cn__ptree_t *t, cn_digest_t *content, cn_digest_t *rev
     return CN_OK;
 }
 
-static cn_err_t insert_row(cn_meta_txn_t *txn, const uint8_t repo[16], const cn_digest_t *hash,
-                           const cn_buf_t *enc, const cn_buf_t *aux)
+static cn_err_t bind_node(void *ctx, cn_meta_stmt_t *st, int base, size_t i)
 {
-    cn_meta_stmt_t *st = NULL;
-    CN_TRY(cn_meta_prepare(txn, cn__sql_repos[CN_SQL_REPOS_TREE_NODE_INSERT], &st));
-    cn__bind_id(st, 1, repo);
-    cn__bind_digest(st, 2, hash);
-    cn_meta_bind_blob(st, 3, enc->data, enc->len);
-    cn_meta_bind_blob(st, 4, aux->data ? aux->data : (const uint8_t *)"", aux->len);
-    cn_err_t err = cn_meta_push(st); /* its callers pass errors on */
-    cn_meta_finish(st);
-    return err < 0 ? err : CN_OK;
+    const cn__ptree_t *t = ctx;
+    const cn__newrow_t *r = &t->rows[i];
+    return cn_meta_bindf(
+        st, base, "bbbb", CN__ARG_ID(t->repo), CN__ARG_DIGEST(&r->hash), (const void *)r->enc.data,
+        r->enc.len, (const void *)(r->aux.data ? r->aux.data : (const uint8_t *)""), r->aux.len);
 }
 
 cn_err_t cn__ptree_store(cn__ptree_t *t, cn_meta_txn_t *wtxn)
 {
-    for (size_t i = 0; i < t->nrows; i++)
-        CN_TRY(insert_row(wtxn, t->repo, &t->rows[i].hash, &t->rows[i].enc, &t->rows[i].aux));
-    return CN_OK;
+    /* pushed: its callers pass errors on */
+    return cn__push_rows(wtxn, CN_SQL_REPOS_ROWS_TREE_NODE, t->nrows, bind_node, t);
 }
 
 cn_err_t cn__ptree_init_empty(cn_meta_txn_t *wtxn, const uint8_t repo[16], cn_digest_t *revision,
@@ -534,12 +666,14 @@ cn_err_t cn__ptree_init_empty(cn_meta_txn_t *wtxn, const uint8_t repo[16], cn_di
     cn__tree_node_t root;
     cn__tree_sum_t sum;
     memset(&root, 0, sizeof root);
-    cn_buf_t enc = { 0 }, aux = { 0 };
+    cn_buf_t enc = { 0 };
     cn_err_t err = cn__tree_node_finish(&root, NULL, 0, &enc, &sum);
     if (err >= 0) {
         *revision = sum.rev;
         cn__tree_content_empty(content);
-        err = insert_row(wtxn, repo, revision, &enc, &aux);
+        err = cn_meta_pushf(wtxn, cn__sql_repos[CN_SQL_REPOS_TREE_NODE_INSERT], "bbbb",
+                            CN__ARG_ID(repo), CN__ARG_DIGEST(revision), (const void *)enc.data,
+                            enc.len, (const void *)"", (size_t)0);
     }
     cn_buf_free(&enc);
     return err;
@@ -609,6 +743,9 @@ static cn_err_t page_walk(page_t *pg, cn__wnode_t *n)
         cn__wkid_t *k = &n->kids[i];
         if (!(pg->efn ? k->sum.entries : k->sum.live))
             continue;
+        if (!k->mem && cn_meta_round_trips(t->txn) &&
+            (err = read_run(t, n, i, pg->limit - pg->emitted + 1u, pg->efn != NULL)) < 0)
+            goto out;
         cn__wnode_t *c;
         if ((err = kid_mem(t, k, &c)) < 0)
             goto out;

@@ -8,7 +8,9 @@ log_statement = all); the membership rows of a put of 1,000 chunks are 7
 multi-row INSERTs, not 1,000, with the stored flags a row per object gave.  The batched validation keeps its rules: a reference
 is satisfied only by an object earlier in the same put, and the object
 blamed is the first failing one by index whether it fails by parsing or by
-a missing reference."""
+a missing reference.  A submit of 300 paths is about 50 statements, not
+1,876, with the same outcomes (a case-fold alias refused), and a listing
+reads a node's children in one statement."""
 import os
 import subprocess
 import sys
@@ -191,4 +193,99 @@ def test_batched_validation_keeps_its_rules(node, tmp_path):
                                    "object 0: not a canonical manifest")
     # Nothing of a failed put is kept.
     assert c.presence(rid, [(MANIFEST, m_late[0]), (CHUNK, late)]) == [False, False]
+    c.close()
+
+
+def statements_since(pg, since):
+    """Every statement logged since byte offset since."""
+    return inserts_since(pg, since)[1]
+
+
+def of(lines, *words):
+    return [ln for ln in lines if all(w in ln for w in words)]
+
+
+def test_submit_and_listing_of_300_paths_are_a_few_statements(pg, node):
+    """A submit's plan reads the tree nodes its paths descend through one
+    level at a time, the manifests' sizes and the new paths' case folds in
+    one statement each, and writes its rows as multi-row INSERTs; a listing
+    reads a node's children in one statement: a few dozen statements where
+    a statement per node, row and path made about 5.7 per path."""
+    from scribe_wire import ADD, CHANGESET, MODIFY, changeset_encode, changeset_id, \
+        chunk_id, file_objects
+    c = Conn(node.addrs["scribe"])
+    info = c.repo_create("paths300")
+    rid, main, inc = info["id"], info["main"], info["incarnation"]
+    objs, mids = [], []
+    for content in (b"first\n", b"second, longer\n"):
+        chunks, enc, mid = file_objects(content)
+        objs += [(CHUNK, chunk_id(ch), ch) for ch in chunks] + [(MANIFEST, mid, enc)]
+        mids.append(mid)
+    paths = sorted("d%02d/f%03d.txt" % (i % 10, i) for i in range(300))
+    sets = [[(ADD, p, mids[0], 0, None) for p in paths],
+            [(MODIFY, p, mids[1], 0, None) for p in paths],
+            # "D00/f000.txt" folds as the live "d00/f000.txt": the whole set fails
+            [(ADD, "D00/f000.txt", mids[0], 0, None), (ADD, "zz/new.txt", mids[0], 0, None)]]
+    cids = []
+    for s in sets:
+        enc = changeset_encode(s)
+        objs.append((CHANGESET, changeset_id(enc), enc))
+        cids.append(changeset_id(enc))
+    c.put_objects(rid, objs)
+    ws, head = os.urandom(16), 0
+    for cid in cids[:2]:
+        since = log_end(pg)
+        o = c.submit(rid, inc, os.urandom(16), main, ws, head, cid, "t", "300 paths")
+        assert o["outcome"] == 1, o
+        head = o["change"]
+        every = statements_since(pg, since)
+        nodes = of(every, "SELECT", "repos_tree_node")
+        rows = [of(every, "INSERT INTO repos_" + t) for t in ("tree_node", "event", "lineage")]
+        print("submit of 300 paths: %d statements, %d node reads, inserts %s: %s"
+              % (len(every), len(nodes), [len(r) for r in rows], kinds(every)[:6]))
+        assert len(nodes) <= 8, kinds(nodes)
+        # up to 256 rows each, in power-of-two sizes: at most 9 for < 512 rows
+        assert all(len(r) <= 9 for r in rows), [kinds(r) for r in rows]
+        assert len(every) <= 80, kinds(every)
+    o = c.submit(rid, inc, os.urandom(16), main, ws, head, cids[2], "t", "alias")
+    assert o["outcome"] == 2 and o["paths"] == ["D00/f000.txt"], o
+    since, got, after, more = log_end(pg), [], None, True
+    while more:
+        rows, more, _, _ = c.tree_page(rid, main, head, limit=100, after=after)
+        got += rows
+        after = rows[-1]["path"] if rows else None
+    assert [r["path"] for r in got] == paths
+    assert {r["size"] for r in got} == {len(b"second, longer\n")}
+    nodes = of(statements_since(pg, since), "SELECT", "repos_tree_node")
+    print("a listing of 300 paths in pages of 100: %d node reads" % len(nodes))
+    # a statement per node read would be more than one per path
+    assert len(nodes) <= len(paths) // 3, kinds(nodes)
+    c.close()
+
+
+def test_lock_request_of_1000_paths_is_a_few_statements(pg, node):
+    """A lock request reads the locks of all its paths in one statement and
+    inserts the new ones as multi-row INSERTs: 1,000 paths are a handful of
+    statements, not 2,000; a path another workspace holds still fails the
+    whole request, named."""
+    from test_scribe_locks import acquire, all_locks, release
+    c = Conn(node.addrs["scribe"])
+    info = c.repo_create("locks1000")
+    rid, main = info["id"], info["main"]
+    ws, other = os.urandom(16), os.urandom(16)
+    paths = ["art/%04d.psd" % i for i in range(1000)]
+    since = log_end(pg)
+    assert acquire(c, rid, ws, main, paths) == 1000
+    every = statements_since(pg, since)
+    print("a lock request of 1,000 paths: %d statements: %s" % (len(every), kinds(every)[:5]))
+    # one batch read, INSERTs of up to 256 rows (7 for 1,000), the workspace check
+    assert len(of(every, "repos_lock")) <= 12, kinds(every)
+    with pytest.raises(ScribeError) as e:
+        acquire(c, rid, other, main, ["free.txt", "ART/0500.PSD"])
+    assert e.value.code == ERR["lock_held"] and "art/0500.psd" in e.value.message
+    assert len(all_locks(c, rid)) == 1000
+    since = log_end(pg)
+    assert release(c, rid, ws, paths) == 1000
+    assert len(of(statements_since(pg, since), "SELECT", "repos_lock")) <= 2
+    assert all_locks(c, rid) == []
     c.close()

@@ -332,6 +332,90 @@ static void test_base_and_paths(void)
     env_close(&e);
 }
 
+/* Submits the n changes to the main branch at base, and checks that the
+ * submit is accepted. */
+static void submit_accepted(env_t *e, const cn_repos_change_t *c, uint32_t n, uint8_t op,
+                            uint64_t base)
+{
+    cn_digest_t cs = put_cs(e, c, n);
+    cn_repos_submit_t s;
+    cn_repos_outcome_t o;
+    submit_req(e, &s, op, base, &cs, "accepted");
+    CN_CHECK_EQ(submit(e, &s, &o, NULL), 0);
+    CN_CHECK_EQ(o.outcome, CN_REPOS_ACCEPTED);
+    cn_repos_outcome_free(&o);
+}
+
+/* A whole-tree page query of the fixture's main branch at change. */
+static cn_repos_page_q_t page_q(const env_t *e, uint64_t change, uint32_t limit)
+{
+    cn_repos_page_q_t q;
+    memset(&q, 0, sizeof q);
+    memcpy(q.repo, e->repo.id, 16);
+    memcpy(q.branch, e->repo.main_branch, 16);
+    q.change = change;
+    q.prefix = (const uint8_t *)"";
+    q.limit = limit;
+    return q;
+}
+
+/* Sizes of a snapshot's entries, as "path=size," (paths up to 16 bytes). */
+static cn_err_t size_row(void *ctx, const cn_repos_tree_row_t *row)
+{
+    char t[48];
+    snprintf(t, sizeof t, "%.*s=%llu,", (int)(row->path_len < 16 ? row->path_len : 16),
+             (const char *)row->path, (unsigned long long)row->size);
+    return cn_buf_append_str(ctx, t);
+}
+
+/* The rules a submit reads in one batch per change set (issue 24): case
+ * folds of different widths (one past 4,096 bytes) and the manifests' sizes,
+ * with the conflicting paths reported in change-set order. */
+static void test_batched_rules(void)
+{
+    env_t e;
+    env_open(&e);
+    cn_digest_t m1 = put_file(&e, "one"), m2 = put_file(&e, "two two");
+    cn_repos_change_t c0[2] = { ch(CN_REPOS_ADD, "Docs/Guide.txt", &m1),
+                                ch(CN_REPOS_ADD, "readme", &m1) };
+    submit_accepted(&e, c0, 2, 0x50, 0);
+    /* "long/" and 24 segments of 199 bytes: a 4,808-byte path and fold. */
+    char *lp = malloc(5000);
+    size_t n = (size_t)sprintf(lp, "long");
+    for (int i = 0; i < 24; i++)
+        n += (size_t)sprintf(lp + n, "/%0199d", i);
+    CN_CHECK(n > 4096);
+    cn_repos_change_t c1[5] = { ch(CN_REPOS_ADD, "README", &m1),
+                                ch(CN_REPOS_ADD, "docs/guide.TXT", &m1), ch(CN_REPOS_ADD, lp, &m1),
+                                ch(CN_REPOS_ADD, "new", &m2), ch(CN_REPOS_MODIFY, "readme", &m2) };
+    cn_digest_t cs = put_cs(&e, c1, 4); /* a change set's own paths never alias: no "readme" */
+    cn_repos_submit_t s;
+    cn_repos_outcome_t o;
+    submit_req(&e, &s, 0x51, 1, &cs, "aliases");
+    CN_CHECK_EQ(submit(&e, &s, &o, NULL), 0);
+    CN_CHECK_EQ(o.outcome, CN_REPOS_REJECTED);
+    CN_CHECK_EQ(o.code, CN_REPOS_E_PATH_CONFLICT);
+    CN_CHECK_EQ(o.npaths, 2);
+    CN_CHECK_EQ(o.paths.len, 2 + 6 + 2 + 14);
+    CN_CHECK_MEM(o.paths.data,
+                 "\x06\x00README\x0e\x00"
+                 "docs/guide.TXT",
+                 24);
+    cn_repos_outcome_free(&o);
+    submit_accepted(&e, c1 + 2, 3, 0x53, 1); /* the same without the aliases */
+    cn_repos_req_t rq = trusted();
+    cn_repos_page_q_t q = page_q(&e, 2, 100);
+    cn_buf_t got = { 0 };
+    bool more = false;
+    cn_digest_t cr, rr;
+    CN_CHECK_EQ(cn_repos_tree_page(e.r, &rq, &q, size_row, &got, &more, &cr, &rr), 0);
+    CN_CHECK_EQ(cn_buf_append(&got, "", 1), 0);
+    CN_CHECK_STR((const char *)got.data, "Docs/Guide.txt=3,long/00000000000=3,new=7,readme=7,");
+    cn_buf_free(&got);
+    free(lp);
+    env_close(&e);
+}
+
 /* Random submits, mirrored into the in-memory oracle tree: the persistent
  * tree's roots equal the oracle's after every change. */
 /* Reads a node row of the persistent tree, for the oracle's verifying loader. */
@@ -500,13 +584,9 @@ static void test_cost_and_pages(void)
             }
     for (int i = 0; i < N; i++)
         c[i] = ch(CN_REPOS_ADD, names[i], &m);
-    cn_digest_t cs = put_cs(&e, c, N);
+    submit_accepted(&e, c, N, 1, 0);
     cn_repos_submit_t s;
     cn_repos_outcome_t o;
-    submit_req(&e, &s, 1, 0, &cs, "many");
-    CN_CHECK_EQ(submit(&e, &s, &o, NULL), 0);
-    CN_CHECK_EQ(o.outcome, CN_REPOS_ACCEPTED);
-    cn_repos_outcome_free(&o);
     cn__ptree_stats_t st = { 0, 0 };
     cn_repos_change_t one = ch(CN_REPOS_MODIFY, names[700], &m2);
     cn_digest_t cs1 = put_cs(&e, &one, 1);
@@ -523,13 +603,7 @@ static void test_cost_and_pages(void)
 
     /* Pages: the whole tree in pages of 100 with the cursor, and a prefix. */
     cn_repos_req_t rq = trusted();
-    cn_repos_page_q_t q;
-    memset(&q, 0, sizeof q);
-    memcpy(q.repo, e.repo.id, 16);
-    memcpy(q.branch, e.repo.main_branch, 16);
-    q.change = 2;
-    q.prefix = (const uint8_t *)"";
-    q.limit = 100;
+    cn_repos_page_q_t q = page_q(&e, 2, 100);
     page_acc_t acc = { { 0 }, 0 };
     bool more = true;
     cn_digest_t cr, rr;
@@ -686,5 +760,6 @@ static void test_history_and_notes(void)
 }
 
 CN_TEST_MAIN(CN_TEST(test_repositories), CN_TEST(test_objects), CN_TEST(test_submit_and_identity),
-             CN_TEST(test_base_and_paths), CN_TEST(test_tree_matches_model),
-             CN_TEST(test_cost_and_pages), CN_TEST(test_history_and_notes))
+             CN_TEST(test_base_and_paths), CN_TEST(test_batched_rules),
+             CN_TEST(test_tree_matches_model), CN_TEST(test_cost_and_pages),
+             CN_TEST(test_history_and_notes))

@@ -112,6 +112,18 @@ def test_held_names_the_holder_all_or_nothing(repo):
     assert acquire(c, r.id, r.ws2, r.main, ["free.txt", "art/hero.psd"]) == 2
 
 
+def test_aliases_in_one_request(repo):
+    """Paths of one request that fold alike are one lock: the first spelling
+    takes it, the later ones find it theirs (the request reads every path's
+    lock in one statement, so the repeat is the service's to see)."""
+    r, c = repo, repo.c
+    assert acquire(c, r.id, r.ws, r.main, ["x/Read.me", "x/READ.ME", "y.txt", "x/read.me"]) == 2
+    assert [x["path"] for x in all_locks(c, r.id)] == ["x/Read.me", "y.txt"]
+    raises("lock_held", acquire, c, r.id, r.ws2, r.main, ["z.txt", "X/READ.me", "X/read.ME"])
+    assert release(c, r.id, r.ws, ["x/read.me", "X/READ.ME", "y.txt"]) == 2
+    assert all_locks(c, r.id) == []
+
+
 def test_list_paging_prefix_owner(repo):
     r, c = repo, repo.c
     mine = ["art/%d.png" % i for i in range(5)] + ["art"]

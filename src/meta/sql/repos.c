@@ -215,8 +215,6 @@ const char *const cn__sql_repos[CN_SQL_REPOS_COUNT] = {
     [CN_SQL_REPOS_OPERATION_INSERT] = "INSERT INTO repos_operation (repo, op, kind, fingerprint,"
                                       " workspace, outcome, created_ms) VALUES (?, ?, ?, ?, ?, ?,"
                                       " ?)",
-    [CN_SQL_REPOS_FOLD_COUNT] = "SELECT COUNT(*) FROM repos_fold WHERE repo = ?"
-                                " AND branch = ? AND fold = ?",
     [CN_SQL_REPOS_FOLD_INSERT] = "INSERT INTO repos_fold (repo, branch, path, fold)"
                                  " VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
     [CN_SQL_REPOS_FOLD_COPY] = "INSERT INTO repos_fold (repo, branch, path, fold)"
@@ -407,6 +405,23 @@ const char *const cn__sql_repos[CN_SQL_REPOS_COUNT] = {
         "SELECT workspace FROM repos_operation WHERE repo = ? AND op = ?",
 };
 
+/* A padded list: variable-width keys (case folds: a canonical path, and so
+ * its fold, holds no NUL) padded with NUL bytes to the list's width, the
+ * parameter w.  SQLite walks the packed list by w (SQ_PADDED: rows p(i, d))
+ * and cuts the padding without ||, which would make text of the blob;
+ * PostgreSQL's array carries each key's length, checked to be w
+ * (PG_PADDED: rows k(d, i); PG_WIDTH: the check), and cuts the padding at
+ * the first NUL. */
+#define SQ_PADDED(w)                                                                    \
+    "WITH RECURSIVE k(i) AS (SELECT 0 WHERE length(?1) >= " w " UNION ALL SELECT i + 1" \
+    " FROM k WHERE (i + 2) * " w " <= length(?1)),"                                     \
+    " p(i, d) AS (SELECT i, substr(?1, i * " w " + 1, " w ") FROM k)"
+#define SQ_UNPAD(w) \
+    "substr(p.d, 1, CASE instr(p.d, x'00') WHEN 0 THEN " w " ELSE instr(p.d, x'00') - 1 END)"
+#define PG_PADDED "unnest(?1::bytea[]) WITH ORDINALITY AS k(d, i)"
+#define PG_WIDTH(w) "octet_length(k.d) = " w
+#define PG_UNPAD "substring(k.d FROM 1 FOR position('\\x00'::bytea IN k.d || '\\x00'::bytea) - 1)"
+
 /* As the blobs file's batch statements (src/meta/sql/blobs.c): SQLite
  * walks the packed ids with a recursive CTE, PostgreSQL unnests a bytea[];
  * the primary key (repo, kind, id) gives one row per position at most. */
@@ -414,9 +429,9 @@ const cn_meta_batch_sql_t cn__sql_repos_batch[CN_SQL_REPOS_BATCH_COUNT] = {
     [CN_SQL_REPOS_BATCH_OBJECT_FIND] = {
         .sqlite = "WITH RECURSIVE k(i) AS (SELECT 0 WHERE length(?1) >= 32"
                   " UNION ALL SELECT i + 1 FROM k WHERE (i + 2) * 32 <= length(?1))"
-                  " SELECT k.i, m.blob FROM k JOIN repos_object m ON m.repo = ?2 AND m.kind = ?3"
-                  " AND m.id = substr(?1, k.i * 32 + 1, 32)",
-        .pg = "SELECT k.i - 1, m.blob FROM unnest(?1::bytea[]) WITH ORDINALITY AS k(d, i)"
+                  " SELECT k.i, m.blob, m.fsize FROM k JOIN repos_object m ON m.repo = ?2"
+                  " AND m.kind = ?3 AND m.id = substr(?1, k.i * 32 + 1, 32)",
+        .pg = "SELECT k.i - 1, m.blob, m.fsize FROM unnest(?1::bytea[]) WITH ORDINALITY AS k(d, i)"
               " JOIN repos_object m ON m.repo = ?2 AND m.kind = ?3 AND m.id = k.d",
     },
     /* A key is the kind's byte then the id (33 bytes): SQLite reads the
@@ -433,7 +448,63 @@ const cn_meta_batch_sql_t cn__sql_repos_batch[CN_SQL_REPOS_BATCH_COUNT] = {
               " JOIN repos_object m ON m.repo = ?2 AND m.kind = get_byte(k.d, 0)"
               " AND m.id = substring(k.d FROM 2)",
     },
+    /* Tree nodes by hash (service_tree.c's prefetch): a level of the
+     * descents of many paths in one statement. */
+    [CN_SQL_REPOS_BATCH_TREE_NODE_GET] = {
+        .sqlite = "WITH RECURSIVE k(i) AS (SELECT 0 WHERE length(?1) >= 32"
+                  " UNION ALL SELECT i + 1 FROM k WHERE (i + 2) * 32 <= length(?1))"
+                  " SELECT k.i, n.enc, n.aux FROM k JOIN repos_tree_node n ON n.repo = ?2"
+                  " AND n.hash = substr(?1, k.i * 32 + 1, 32)",
+        .pg = "SELECT k.i - 1, n.enc, n.aux FROM unnest(?1::bytea[]) WITH ORDINALITY AS k(d, i)"
+              " JOIN repos_tree_node n ON n.repo = ?2 AND n.hash = k.d",
+    },
+    /* Padded lists (SQ_PADDED, PG_UNPAD above): the (repo, branch, fold)
+     * index is probed for each fold. */
+    [CN_SQL_REPOS_BATCH_FOLD_COUNT] = {
+        .sqlite = SQ_PADDED("?4") " SELECT p.i, (SELECT COUNT(*) FROM repos_fold f"
+                  " WHERE f.repo = ?2 AND f.branch = ?3 AND f.fold = " SQ_UNPAD("?4") ") FROM p",
+        .pg = "SELECT k.i - 1, (SELECT COUNT(*) FROM repos_fold f WHERE f.repo = ?2"
+              " AND f.branch = ?3 AND f.fold = " PG_UNPAD ") FROM " PG_PADDED " WHERE " PG_WIDTH("?4"),
+    },
+    /* The lock of each fold, by the primary key (repo, fold). */
+    [CN_SQL_REPOS_BATCH_LOCK_GET] = {
+        .sqlite = SQ_PADDED("?3") " SELECT p.i, l.workspace FROM p JOIN repos_lock l"
+                  " ON l.repo = ?2 AND l.fold = " SQ_UNPAD("?3"),
+        .pg = "SELECT k.i - 1, l.workspace FROM " PG_PADDED " JOIN repos_lock l"
+              " ON l.repo = ?2 AND l.fold = " PG_UNPAD " WHERE " PG_WIDTH("?3"),
+    },
 };
+
+static const struct {
+    const char *head, *row, *tail;
+    int cols;
+} repos_rows[CN_SQL_REPOS_ROWS_COUNT] = {
+    [CN_SQL_REPOS_ROWS_TREE_NODE] = { "INSERT INTO repos_tree_node (repo, hash, enc, aux) VALUES ",
+                                      ", (?, ?, ?, ?)", " ON CONFLICT DO NOTHING", 4 },
+    [CN_SQL_REPOS_ROWS_EVENT] = { "INSERT INTO repos_event (repo, branch, path, change, event,"
+                                  " from_path) VALUES ",
+                                  ", (?, ?, ?, ?, ?, ?)", "", 6 },
+    [CN_SQL_REPOS_ROWS_LINEAGE] = { "INSERT INTO repos_lineage (repo, change, path, pred_change,"
+                                    " pred_path) VALUES ",
+                                    ", (?, ?, ?, ?, ?)", " ON CONFLICT DO NOTHING", 5 },
+    [CN_SQL_REPOS_ROWS_LOCK] = { "INSERT INTO repos_lock (repo, fold, " LOCK_COLS ") VALUES ",
+                                 ", (?, ?, ?, ?, ?, ?, ?)", "", 7 },
+    [CN_SQL_REPOS_ROWS_FOLD] = { "INSERT INTO repos_fold (repo, branch, path, fold) VALUES ",
+                                 ", (?, ?, ?, ?)", " ON CONFLICT DO NOTHING", 4 },
+};
+
+char *cn__sql_repos_rows(int which, uint32_t rows)
+{
+    if (which < 0 || which >= CN_SQL_REPOS_ROWS_COUNT)
+        return NULL;
+    return cn__sql_rows_text(repos_rows[which].head, repos_rows[which].row, repos_rows[which].tail,
+                             rows, CN_SQL_REPOS_ROWS_MAX);
+}
+
+int cn__sql_repos_rows_cols(int which)
+{
+    return which >= 0 && which < CN_SQL_REPOS_ROWS_COUNT ? repos_rows[which].cols : 0;
+}
 
 char *cn__sql_repos_object_insert_rows(uint32_t rows)
 {

@@ -66,7 +66,6 @@ enum {
     CN_SQL_REPOS_OPERATION_FIND,   /* (repo, op) -> kind, fingerprint, outcome */
     CN_SQL_REPOS_OPERATION_INSERT, /* (repo, op, kind, fingerprint, workspace, outcome,
                                       created_ms); also its LOAD */
-    CN_SQL_REPOS_FOLD_COUNT,       /* (repo, branch, fold) -> COUNT(*) of live paths */
     CN_SQL_REPOS_FOLD_INSERT,      /* (repo, branch, path, fold), kept if present */
     CN_SQL_REPOS_FOLD_COPY,        /* (new branch, repo, branch): the branch's rows for another */
     CN_SQL_REPOS_FOLD_DELETE,      /* (repo, branch, path) */
@@ -193,9 +192,17 @@ enum {
 
 /* Batch statements (cn_meta_batch_query): ?1 the list of object keys. */
 enum {
-    CN_SQL_REPOS_BATCH_OBJECT_FIND, /* (ids, repo, kind) -> position, blob; one row per id held */
-    CN_SQL_REPOS_BATCH_OBJECT_GET,  /* (kind byte + id keys, repo) -> position, blob, len;
+    CN_SQL_REPOS_BATCH_OBJECT_FIND,   /* (ids, repo, kind) -> position, blob, fsize; one row per
+                                       id held */
+    CN_SQL_REPOS_BATCH_OBJECT_GET,    /* (kind byte + id keys, repo) -> position, blob, len;
                                        one row per key held (keys of 33 bytes) */
+    CN_SQL_REPOS_BATCH_TREE_NODE_GET, /* (hashes, repo) -> position, enc, aux; a row per node
+                                         stored */
+    CN_SQL_REPOS_BATCH_FOLD_COUNT,    /* (folds padded with NUL to width, repo, branch, width) ->
+                                       position, COUNT(*) of paths with that fold; a row each */
+    CN_SQL_REPOS_BATCH_LOCK_GET,      /* (folds padded with NUL to width, repo, width) ->
+                                         position, workspace of the fold's lock; a row per
+                                         fold locked */
     CN_SQL_REPOS_BATCH_COUNT
 };
 
@@ -208,6 +215,24 @@ enum {
  * range. */
 #define CN_SQL_REPOS_OBJECT_ROWS_MAX 256u
 char *cn__sql_repos_object_insert_rows(uint32_t rows);
+
+/* A submit's and a lock request's rows many at a time: the texts of
+ * TREE_NODE_INSERT, EVENT_INSERT, LINEAGE_INSERT, FOLD_INSERT and
+ * LOCK_INSERT with rows rows (1 <= rows <=
+ * CN_SQL_REPOS_ROWS_MAX), whose parameters are the one-row statement's, row
+ * after row (cn__sql_repos_rows_cols of them each).  malloc'd; NULL: out of
+ * memory, rows out of range or an unknown which. */
+enum {
+    CN_SQL_REPOS_ROWS_TREE_NODE,
+    CN_SQL_REPOS_ROWS_EVENT,
+    CN_SQL_REPOS_ROWS_LINEAGE,
+    CN_SQL_REPOS_ROWS_FOLD,
+    CN_SQL_REPOS_ROWS_LOCK,
+    CN_SQL_REPOS_ROWS_COUNT
+};
+#define CN_SQL_REPOS_ROWS_MAX 256u
+char *cn__sql_repos_rows(int which, uint32_t rows);
+int cn__sql_repos_rows_cols(int which);
 
 extern const char *const cn__sql_repos[CN_SQL_REPOS_COUNT];
 extern const cn_meta_batch_sql_t cn__sql_repos_batch[CN_SQL_REPOS_BATCH_COUNT];

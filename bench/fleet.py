@@ -425,10 +425,9 @@ class Locker:
         self.paths = ["art/%04d.psd" % i for i in range(LOCK_PATHS)]
 
     def op(self):
-        from test_scribe_locks import acquire, release
-        if acquire(self.c, self.repo, self.ws, self.main, self.paths) != LOCK_PATHS:
+        if self.c.lock_acquire(self.repo, self.ws, self.main, self.paths) != LOCK_PATHS:
             raise RuntimeError("a lock request took fewer paths")
-        if release(self.c, self.repo, self.ws, self.paths) != LOCK_PATHS:
+        if self.c.lock_release(self.repo, self.ws, self.paths) != LOCK_PATHS:
             raise RuntimeError("a release freed fewer paths")
 
 
@@ -439,8 +438,8 @@ def scribe_run(node, eng, clients, kind=Submitter, probe=lambda: (0, 0)):
     end (CPU times)."""
     subs = []
     with concurrent.futures.ThreadPoolExecutor(min(clients, 16)) as ex:
-        subs = list(ex.map(lambda i: kind(node.scribe(), "b-%s-%d-%d" % (eng, clients, i)),
-                           range(clients)))
+        subs = list(ex.map(lambda i: kind(node.scribe(), "%s-%s-%d-%d" % (
+            kind.__name__.lower(), eng, clients, i)), range(clients)))
     stop, counts = time.time() + SECS, [0] * clients
 
     def run(i):

@@ -268,24 +268,24 @@ def test_lock_request_of_1000_paths_is_a_few_statements(pg, node):
     inserts the new ones as multi-row INSERTs: 1,000 paths are a handful of
     statements, not 2,000; a path another workspace holds still fails the
     whole request, named."""
-    from test_scribe_locks import acquire, all_locks, release
+    from test_scribe_locks import all_locks
     c = Conn(node.addrs["scribe"])
     info = c.repo_create("locks1000")
     rid, main = info["id"], info["main"]
     ws, other = os.urandom(16), os.urandom(16)
     paths = ["art/%04d.psd" % i for i in range(1000)]
     since = log_end(pg)
-    assert acquire(c, rid, ws, main, paths) == 1000
+    assert c.lock_acquire(rid, ws, main, paths) == 1000
     every = statements_since(pg, since)
     print("a lock request of 1,000 paths: %d statements: %s" % (len(every), kinds(every)[:5]))
     # one batch read, INSERTs of up to 256 rows (7 for 1,000), the workspace check
     assert len(of(every, "repos_lock")) <= 12, kinds(every)
     with pytest.raises(ScribeError) as e:
-        acquire(c, rid, other, main, ["free.txt", "ART/0500.PSD"])
+        c.lock_acquire(rid, other, main, ["free.txt", "ART/0500.PSD"])
     assert e.value.code == ERR["lock_held"] and "art/0500.psd" in e.value.message
     assert len(all_locks(c, rid)) == 1000
     since = log_end(pg)
-    assert release(c, rid, ws, paths) == 1000
+    assert c.lock_release(rid, ws, paths) == 1000
     assert len(of(statements_since(pg, since), "SELECT", "repos_lock")) <= 2
     assert all_locks(c, rid) == []
     c.close()

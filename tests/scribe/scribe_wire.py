@@ -18,7 +18,8 @@ OP = dict(hello=1, discover=2, repo_create=3, repo_info=4, repo_list=5, put_obje
           branch_outcome=23, merge_submit=24, merge_read=25, instance_status=26,
           authorize_upload=27, authorize_repo_create=28,
           cherry_pick_info=32, cherry_pick_submit=33, repo_usage=38, describe_change=39,
-          change_notes=40, change_note_history=41, pin_objects=42, tree_proof=43)
+          change_notes=40, change_note_history=41, pin_objects=42, tree_proof=43,
+          lock_acquire=14, lock_release=16, lock_list=17)
 
 ERR = dict(malformed=1, unsupported_version=2, unauthenticated=3, forbidden=4, internal=5,
            busy=6, auth_unavailable=7, limit_exceeded=8, unsupported_operation=9,
@@ -600,6 +601,28 @@ class Conn:
         return v
 
     # ---- history ----
+    def lock_paths(self, e, paths):
+        e.u32(len(paths))
+        for p in paths:
+            e.str16(p)
+        return e.bytes()
+
+    def lock_acquire(self, repo, ws, branch, paths):
+        """The number of paths the request newly locked."""
+        e = self.enc().raw(repo).raw(ws).raw(branch)
+        d = self.dec(self.call(OP["lock_acquire"], self.lock_paths(e, paths)))
+        n = d.u32()
+        d.end()
+        return n
+
+    def lock_release(self, repo, ws, paths, force=False):
+        """The number of locks the request released."""
+        e = self.enc().raw(repo).raw(ws).bool(force)
+        d = self.dec(self.call(OP["lock_release"], self.lock_paths(e, paths)))
+        n = d.u32()
+        d.end()
+        return n
+
     def tree_page(self, repo, branch, change, prefix="", limit=100, after=None):
         e = self.enc().raw(repo).raw(branch).u64(change).str16(prefix).u32(limit)
         e.bool(after is not None)

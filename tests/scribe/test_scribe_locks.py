@@ -11,10 +11,8 @@ import os
 
 import pytest
 
-from scribe_wire import ERR, Conn
+from scribe_wire import OP, Conn
 from test_scribe_server import ARGS, Repo, addr, raises
-
-OP_ACQUIRE, OP_RELEASE, OP_LIST = 14, 16, 17
 
 
 @pytest.fixture
@@ -22,27 +20,12 @@ def srv(server_factory):
     return server_factory(args=ARGS, wait_for=("scribe",))
 
 
-def paths_enc(e, paths):
-    e.u32(len(paths))
-    for p in paths:
-        e.str16(p)
-    return e
-
-
 def acquire(c, repo, ws, branch, paths):
-    body = c.call(OP_ACQUIRE, paths_enc(c.enc().raw(repo).raw(ws).raw(branch), paths).bytes())
-    d = c.dec(body)
-    n = d.u32()
-    d.end()
-    return n
+    return c.lock_acquire(repo, ws, branch, paths)
 
 
 def release(c, repo, ws, paths, force=False):
-    body = c.call(OP_RELEASE, paths_enc(c.enc().raw(repo).raw(ws).bool(force), paths).bytes())
-    d = c.dec(body)
-    n = d.u32()
-    d.end()
-    return n
+    return c.lock_release(repo, ws, paths, force)
 
 
 def lock_page(c, repo, prefix="", owner=None, after=None, limit=100):
@@ -52,7 +35,7 @@ def lock_page(c, repo, prefix="", owner=None, after=None, limit=100):
     e.bool(after is not None)
     if after is not None:
         e.str16(after)
-    d = c.dec(c.call(OP_LIST, e.u32(limit).bytes()))
+    d = c.dec(c.call(OP["lock_list"], e.u32(limit).bytes()))
     rows = []
     for _ in range(d.u32()):
         rows.append(dict(path=d.str16().decode(), workspace=d.raw(16),
@@ -154,8 +137,8 @@ def test_refusals(repo):
     raises("repository_not_found", acquire, c, os.urandom(16), r.ws, r.main, ["a"])
     raises("malformed", lock_page, c, r.id, prefix="a//b")
     # trailing bytes
-    body = paths_enc(c.enc().raw(r.id).raw(r.ws).raw(r.main), ["a"]).bytes() + b"\0"
-    raises("malformed", c.call, OP_ACQUIRE, body)
+    body = c.lock_paths(c.enc().raw(r.id).raw(r.ws).raw(r.main), ["a"]) + b"\0"
+    raises("malformed", c.call, OP["lock_acquire"], body)
     assert all_locks(c, r.id) == []
 
 

@@ -18,9 +18,21 @@ typedef struct {
     uint16_t next; /* next child to consider */
 } pframe_t;
 
+/* A node read ahead: its hash and encoding (owned). */
+typedef struct ahead {
+    cn_digest_t hash;
+    uint8_t *enc;
+    size_t len;
+} ahead_t;
+
 typedef struct {
     cn_meta_txn_t *txn;
     const uint8_t *repo;
+    /* Where a statement is a round trip (cn_meta_round_trips): the children
+     * of each pushed frame that the visitation enters, read in one batch
+     * statement and taken by load() as it reaches them (issue 24). */
+    ahead_t *ahead;
+    size_t nahead, ahead_cap, ahead_bytes;
     const cn_repos_proof_req_t *q;
     cn_repos_node_fn fn;
     void *ctx;
@@ -62,13 +74,29 @@ static cn_err_t read_raw(prover_t *pr, const cn_digest_t *hash, uint8_t **out, s
     return err < 0 ? err : CN_OK;
 }
 
+/* Takes the encoding of hash from the nodes read ahead: true when there. */
+static bool take_ahead(prover_t *pr, const cn_digest_t *hash, uint8_t **out, size_t *len)
+{
+    for (size_t i = pr->nahead; i-- > 0;) /* the deepest frame's children are last */
+        if (!memcmp(pr->ahead[i].hash.b, hash->b, CN_DIGEST_LEN)) {
+            *out = pr->ahead[i].enc;
+            *len = pr->ahead[i].len;
+            pr->ahead_bytes -= *len;
+            memmove(&pr->ahead[i], &pr->ahead[i + 1], (pr->nahead - i - 1) * sizeof *pr->ahead);
+            pr->nahead--;
+            return true;
+        }
+    return false;
+}
+
 /* Reads the node named hash below the top frame (none: the root) into *f,
  * its prefix appended to the key. */
 static cn_err_t load(prover_t *pr, const cn_digest_t *hash, pframe_t *f, size_t *len)
 {
     size_t base = pr->depth ? pr->st[pr->depth - 1].klen : 0;
     memset(f, 0, sizeof *f);
-    CN_TRY(read_raw(pr, hash, &f->enc, len));
+    if (!take_ahead(pr, hash, &f->enc, len))
+        CN_TRY(read_raw(pr, hash, &f->enc, len));
     if (cn_repos_node_parse(f->enc, *len, &f->nd) < 0 ||
         f->nd.prefix_len > CN_REPOS_MAX_PATH - base ||
         (pr->depth == 0) != (f->nd.prefix_len == 0)) {
@@ -157,6 +185,67 @@ static cn_err_t seek(prover_t *pr, const cn_digest_t *root, cn_repos_node_child_
     }
 }
 
+static cn_err_t ahead_row(prover_t *pr, cn_meta_stmt_t *st, const cn_digest_t *want)
+{
+    size_t n = 0;
+    const uint8_t *enc = cn_meta_column_blob(st, 1, &n);
+    cn_digest_t h;
+    if (!enc || !n)
+        return CN_E_CORRUPT;
+    cn_repos_node_hash(enc, n, &h);
+    if (memcmp(h.b, want->b, CN_DIGEST_LEN) != 0)
+        return CN_E_CORRUPT;
+    ahead_t *a = &pr->ahead[pr->nahead];
+    if (!(a->enc = malloc(n)))
+        return -ENOMEM;
+    memcpy(a->enc, enc, n);
+    a->hash = h;
+    a->len = n;
+    pr->nahead++;
+    pr->ahead_bytes += n;
+    return CN_OK;
+}
+
+/* Reads ahead the children of the top frame that the visitation enters,
+ * while the nodes and bytes read ahead stay within what the fragment may
+ * still send; a child missing from the rows is read again by load (and
+ * found corrupt there). */
+static cn_err_t read_ahead(prover_t *pr)
+{
+    pframe_t *f = &pr->st[pr->depth - 1];
+    size_t room = pr->max_nodes - pr->nodes, n = 0;
+    if (pr->nahead >= room || pr->ahead_bytes >= pr->max_bytes - pr->bytes)
+        return CN_OK;
+    room -= pr->nahead;
+    if (pr->ahead_cap < pr->nahead + f->nd.child_count) {
+        size_t cap = pr->nahead + f->nd.child_count + 64;
+        ahead_t *a = realloc(pr->ahead, cap * sizeof *a);
+        if (!a)
+            return -ENOMEM;
+        pr->ahead = a;
+        pr->ahead_cap = cap;
+    }
+    cn_digest_t hashes[256];
+    for (uint16_t i = f->next; i < f->nd.child_count && n < room && n < 256; i++) {
+        cn_repos_node_child_t c;
+        cn_repos_node_child(&f->nd, i, &c);
+        if (cn_repos_proof_enters(&pr->q->query, pr->key, f->klen, &c))
+            hashes[n++] = c.hash;
+    }
+    if (n < 2)
+        return CN_OK; /* one child: its own read is as cheap */
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err =
+        cn_meta_batch_query(pr->txn, &st, &cn__sql_repos_batch[CN_SQL_REPOS_BATCH_TREE_NODE_GET],
+                            hashes, sizeof *hashes, n, "b", CN__ARG_ID(pr->repo));
+    while (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
+        int64_t j = cn_meta_column_int64(st, 0);
+        err = j < 0 || (size_t)j >= n ? CN_E_CORRUPT : ahead_row(pr, st, &hashes[j]);
+    }
+    cn_meta_finish(st);
+    return err < 0 ? err : CN_OK;
+}
+
 /* Visits from the node c names until the budget, the end or `remaining`. */
 static cn_err_t visit(prover_t *pr, cn_repos_node_child_t *c, bool have)
 {
@@ -182,6 +271,8 @@ static cn_err_t visit(prover_t *pr, cn_repos_node_child_t *c, bool have)
             free(f.enc);
             return err;
         }
+        if (cn_meta_round_trips(pr->txn))
+            CN_TRY(read_ahead(pr));
         have = next_child(pr, c);
     }
     return CN_OK;
@@ -233,6 +324,9 @@ static cn_err_t proof_body(cn_meta_txn_t *txn, const cn__repo_t *repo, void *ctx
         err = visit(pr, &c, true);
     while (pr->depth)
         pop(pr);
+    for (size_t i = 0; i < pr->nahead; i++)
+        free(pr->ahead[i].enc);
+    free(pr->ahead);
     free(pr->st);
     free(pr);
     return err;

@@ -9,8 +9,9 @@ multi-row INSERTs, not 1,000, with the stored flags a row per object gave.  The 
 is satisfied only by an object earlier in the same put, and the object
 blamed is the first failing one by index whether it fails by parsing or by
 a missing reference.  A submit of 300 paths is about 50 statements, not
-1,876, with the same outcomes (a case-fold alias refused), and a listing
-reads a node's children in one statement."""
+1,876, with the same outcomes (a case-fold alias refused); a listing and
+a tree proof read a node's children in one statement; a lock request of
+1,000 paths is a dozen statements."""
 import os
 import subprocess
 import sys
@@ -260,6 +261,16 @@ def test_submit_and_listing_of_300_paths_are_a_few_statements(pg, node):
     print("a listing of 300 paths in pages of 100: %d node reads" % len(nodes))
     # a statement per node read would be more than one per path
     assert len(nodes) <= len(paths) // 3, kinds(nodes)
+    # A proof of the whole tree: a pushed node's entered children are read
+    # in one statement.
+    from scribe_wire import OP
+    from test_scribe_proof import LIVE, nodes_of, page_req, proof_req
+    since = log_end(pg)
+    page = page_req(type("R", (), {"id": rid, "main": main}), head, limit=4096)
+    _, sent = nodes_of(c.call(OP["tree_proof"], proof_req(page, LIVE)))
+    reads = of(statements_since(pg, since), "SELECT", "repos_tree_node")
+    print("a proof of 300 paths: %d nodes sent, %d node reads" % (len(sent), len(reads)))
+    assert len(sent) > len(paths) and len(reads) <= len(sent) // 4, kinds(reads)
     c.close()
 
 

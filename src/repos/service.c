@@ -610,7 +610,7 @@ cn_err_t cn__push_rows(cn_meta_txn_t *txn, int which, size_t n, cn__bind_row_fn 
     for (size_t from = 0; from < n && err >= 0;) {
         uint32_t c = CN_SQL_REPOS_ROWS_MAX;
         while (c > n - from)
-            c /= 2;
+            c = c > 4 ? c / 8 : 1; /* 256, 32, 4, 1 */
         char *sql = cn__sql_repos_rows(which, c);
         cn_meta_stmt_t *st = NULL;
         err = sql ? cn_meta_prepare(txn, sql, &st) : -ENOMEM;

@@ -306,9 +306,10 @@ cn_err_t cn__padded_batch(cn_meta_txn_t *txn, int which, const cn__keys_t *k,
 /* Binds row i's parameters of a multi-row INSERT from index base on. */
 typedef cn_err_t (*cn__bind_row_fn)(void *ctx, cn_meta_stmt_t *st, int base, size_t i);
 /* Pushes (cn_meta_push) n rows of the multi-row INSERT which
- * (cn__sql_repos_rows), in statements of a power of two rows up to
- * CN_SQL_REPOS_ROWS_MAX, so that a few texts are ever prepared (issue 24:
- * PostgreSQL's work is per statement).  n 0 does nothing.  Errors:
+ * (cn__sql_repos_rows), in statements of 256, 32, 4 or 1 rows (issue 24:
+ * PostgreSQL's work is per statement), so that four texts per kind are
+ * ever prepared: a connection caches 64 statements, which the single-row
+ * ones of every other request share.  n 0 does nothing.  Errors:
  * cn_meta_prepare's and cn_meta_push's, bind's, -ENOMEM. */
 cn_err_t cn__push_rows(cn_meta_txn_t *txn, int which, size_t n, cn__bind_row_fn bind, void *ctx);
 

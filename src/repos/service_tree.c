@@ -346,12 +346,12 @@ static cn_err_t read_kids(cn__ptree_t *t, cn__wkid_t **kids, size_t n, cn_digest
 }
 
 /* Reads, in one statement, the kids of n from i on that a page walk still
- * wanting `want` entries reads next (where a statement is a round trip:
- * on SQLite the walk's lookups one at a time cost less): those holding entries (all: entries,
+ * wanting `want` entries reads next: those holding entries (all: entries,
  * tombstones included; else live ones) and not yet in memory, while the
  * entries of the kids taken before stay under want (one at least).  A walk
  * with a cursor may skip some of them unread otherwise; they cost a row
- * each, not a round trip each. */
+ * each, not a round trip each.  Called where a statement is a round trip
+ * (on SQLite the walk's lookups one at a time cost less). */
 static cn_err_t read_run(cn__ptree_t *t, cn__wnode_t *n, uint16_t i, uint64_t want, bool all)
 {
     if (!t->run && !(t->run = calloc(256, sizeof *t->run)))

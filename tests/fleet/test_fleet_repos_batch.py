@@ -11,7 +11,7 @@ blamed is the first failing one by index whether it fails by parsing or by
 a missing reference.  A submit of 300 paths is about 50 statements, not
 1,876, with the same outcomes (a case-fold alias refused); a listing and
 a tree proof read a node's children in one statement; a lock request of
-1,000 paths is a dozen statements."""
+1,000 paths is about fifteen statements."""
 import os
 import subprocess
 import sys
@@ -245,8 +245,8 @@ def test_submit_and_listing_of_300_paths_are_a_few_statements(pg, node):
         print("submit of 300 paths: %d statements, %d node reads, inserts %s: %s"
               % (len(every), len(nodes), [len(r) for r in rows], kinds(every)[:6]))
         assert len(nodes) <= 8, kinds(nodes)
-        # up to 256 rows each, in power-of-two sizes: at most 9 for < 512 rows
-        assert all(len(r) <= 9 for r in rows), [kinds(r) for r in rows]
+        # 256, 32, 4 or 1 rows each: at most 18 for < 512 rows
+        assert all(len(r) <= 18 for r in rows), [kinds(r) for r in rows]
         assert len(every) <= 80, kinds(every)
     o = c.submit(rid, inc, os.urandom(16), main, ws, head, cids[2], "t", "alias")
     assert o["outcome"] == 2 and o["paths"] == ["D00/f000.txt"], o
@@ -289,8 +289,9 @@ def test_lock_request_of_1000_paths_is_a_few_statements(pg, node):
     assert c.lock_acquire(rid, ws, main, paths) == 1000
     every = statements_since(pg, since)
     print("a lock request of 1,000 paths: %d statements: %s" % (len(every), kinds(every)[:5]))
-    # one batch read, INSERTs of up to 256 rows (7 for 1,000), the workspace check
-    assert len(of(every, "repos_lock")) <= 12, kinds(every)
+    # one batch read, INSERTs of 256, 32, 4 or 1 rows (12 for 1,000), the
+    # workspace check
+    assert len(of(every, "repos_lock")) <= 16, kinds(every)
     with pytest.raises(ScribeError) as e:
         c.lock_acquire(rid, other, main, ["free.txt", "ART/0500.PSD"])
     assert e.value.code == ERR["lock_held"] and "art/0500.psd" in e.value.message

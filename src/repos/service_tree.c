@@ -769,22 +769,159 @@ out:
     return err;
 }
 
+/* A node of a page prefetch's level, and where its full key is. */
+typedef struct front {
+    cn__wnode_t *n;
+    size_t koff, klen; /* in the level's key buffer */
+} front_t;
+
+/* One level of a page's range: every kid of the level's nodes a walk of
+ * the page may enter (in scope, not wholly before the cursor), in key
+ * order, while the live entries of the kids wholly inside the range stay
+ * under what the page takes; their keys into keys. */
+typedef struct level {
+    front_t *f;
+    size_t n, cap;
+    cn_buf_t keys;
+} level_t;
+
+/* How key (kn bytes) of a subtree stands to the cursor: -1 every key under
+ * it is before, 0 it straddles it, 1 every key is after (or no cursor). */
+static int past_cursor(const page_t *pg, const uint8_t *key, size_t kn)
+{
+    if (!pg->after)
+        return 1;
+    size_t m = kn < pg->alen ? kn : pg->alen;
+    int c = memcmp(key, pg->after, m);
+    return c < 0 ? -1 : c > 0 || kn > pg->alen ? 1 : 0;
+}
+
+static cn_err_t level_add(level_t *lv, cn__wnode_t *n, const uint8_t *key, size_t kn)
+{
+    if (lv->n == lv->cap) {
+        size_t cap = lv->cap ? lv->cap * 2 : 64;
+        front_t *f = realloc(lv->f, cap * sizeof *f);
+        if (!f)
+            return -ENOMEM;
+        lv->f = f;
+        lv->cap = cap;
+    }
+    lv->f[lv->n++] = (front_t){ n, lv->keys.len, kn };
+    return cn_buf_append(&lv->keys, key, kn);
+}
+
+/* The next level below cur: the kids to read (into kids, *m of them) and,
+ * once read, their nodes with their keys (into nxt). */
+static cn_err_t level_pick(const page_t *pg, const level_t *cur, cn__wkid_t ***kids, size_t *m,
+                           size_t **from)
+{
+    uint64_t seen = 0, want = (uint64_t)pg->limit - pg->emitted + 1u;
+    uint8_t key[CN_REPOS_MAX_PATH + 1];
+    size_t cap = 0;
+    *m = 0;
+    for (size_t i = 0; i < cur->n && seen < want; i++) {
+        const front_t *f = &cur->f[i];
+        if (f->klen >= sizeof key)
+            continue;
+        memcpy(key, cur->keys.data + f->koff, f->klen);
+        for (uint16_t j = 0; j < f->n->nkids && seen < want; j++) {
+            cn__wkid_t *k = &f->n->kids[j];
+            uint64_t e = pg->efn ? k->sum.entries : k->sum.live;
+            key[f->klen] = k->byte;
+            int at = past_cursor(pg, key, f->klen + 1u);
+            if (!e || !in_scope(pg, key, f->klen + 1u) || at < 0)
+                continue;
+            if (*m == cap) {
+                cap = cap ? cap * 2 : 64;
+                cn__wkid_t **nk = realloc(*kids, cap * sizeof *nk);
+                size_t *nf = realloc(*from, cap * sizeof *nf);
+                if (nk)
+                    *kids = nk;
+                if (nf)
+                    *from = nf;
+                if (!nk || !nf)
+                    return -ENOMEM;
+            }
+            (*kids)[*m] = k;
+            (*from)[(*m)++] = i;
+            if (at > 0 && f->klen + 1u > pg->plen)
+                seen += e; /* wholly inside the range */
+        }
+    }
+    return CN_OK;
+}
+
+/* Reads, where a statement is a round trip, the nodes a walk of the page
+ * will read, a level of the tree per statement (instead of the walk's
+ * read_run per node it enters).  Only a reading ahead: what it misses the
+ * walk reads itself. */
+static cn_err_t page_prefetch(page_t *pg)
+{
+    cn__ptree_t *t = pg->t;
+    level_t lv[2] = { 0 };
+    cn__wkid_t **kids = NULL, **miss = NULL;
+    size_t *from = NULL, m = 0;
+    cn_digest_t *hashes = NULL;
+    cn_err_t err = level_add(&lv[0], t->root, t->root->prefix, t->root->plen);
+    for (int c = 0; err >= 0 && lv[c].n; c ^= 1) {
+        level_t *cur = &lv[c], *nxt = &lv[c ^ 1];
+        nxt->n = 0;
+        cn_buf_reset(&nxt->keys);
+        if ((err = level_pick(pg, cur, &kids, &m, &from)) < 0 || !m)
+            break;
+        cn__wkid_t **nm = realloc(miss, m * sizeof *miss);
+        cn_digest_t *nh = realloc(hashes, m * sizeof *hashes);
+        miss = nm ? nm : miss;
+        hashes = nh ? nh : hashes;
+        size_t k = 0;
+        for (size_t i = 0; nm && nh && i < m; i++)
+            if (!kids[i]->mem)
+                miss[k++] = kids[i];
+        err = !nm || !nh ? -ENOMEM : k ? read_kids(t, miss, k, hashes) : CN_OK;
+        for (size_t i = 0; err >= 0 && i < m; i++) {
+            const front_t *f = &cur->f[from[i]];
+            cn__wnode_t *n = kids[i]->mem;
+            uint8_t key[CN_REPOS_MAX_PATH + 1];
+            if (f->klen + n->plen > CN_REPOS_MAX_PATH)
+                continue; /* no canonical path below: the walk decides */
+            memcpy(key, cur->keys.data + f->koff, f->klen);
+            memcpy(key + f->klen, n->prefix, n->plen);
+            err = level_add(nxt, n, key, f->klen + n->plen);
+        }
+    }
+    for (int c = 0; c < 2; c++) {
+        free(lv[c].f);
+        cn_buf_free(&lv[c].keys);
+    }
+    free(kids);
+    free(from);
+    free(miss);
+    free(hashes);
+    return err;
+}
+
+/* page_walk from the root, after page_prefetch where a statement is a
+ * round trip. */
+static cn_err_t page_run(page_t *pg, bool *more)
+{
+    cn_buf_reset(&pg->t->key);
+    cn_err_t err = cn_meta_round_trips(pg->t->txn) ? page_prefetch(pg) : CN_OK;
+    if (err >= 0)
+        err = page_walk(pg, pg->t->root);
+    *more = pg->more;
+    return err;
+}
+
 cn_err_t cn__ptree_page(cn__ptree_t *t, const uint8_t *prefix, size_t plen, const uint8_t *after,
                         size_t alen, uint32_t limit, cn_repos_tree_fn fn, void *ctx, bool *more)
 {
     page_t pg = { t, prefix, plen, after, alen, limit, 0, false, fn, NULL, ctx };
-    cn_buf_reset(&t->key);
-    cn_err_t err = page_walk(&pg, t->root);
-    *more = pg.more;
-    return err;
+    return page_run(&pg, more);
 }
 
 cn_err_t cn__ptree_entries(cn__ptree_t *t, const uint8_t *prefix, size_t plen, const uint8_t *after,
                            size_t alen, uint32_t limit, cn_repos_desc_fn fn, void *ctx, bool *more)
 {
     page_t pg = { t, prefix, plen, after, alen, limit, 0, false, NULL, fn, ctx };
-    cn_buf_reset(&t->key);
-    cn_err_t err = page_walk(&pg, t->root);
-    *more = pg.more;
-    return err;
+    return page_run(&pg, more);
 }

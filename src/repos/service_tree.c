@@ -806,6 +806,8 @@ static cn_err_t level_add(level_t *lv, cn__wnode_t *n, const uint8_t *key, size_
         lv->f = f;
         lv->cap = cap;
     }
+    /* reserved first: an empty key (the root's) still leaves data set */
+    CN_TRY(cn_buf_reserve(&lv->keys, kn + 1u));
     lv->f[lv->n++] = (front_t){ n, lv->keys.len, kn };
     return cn_buf_append(&lv->keys, key, kn);
 }

@@ -11,6 +11,7 @@ import time
 import pytest
 
 import fleetmode
+from ports import free_port  # noqa: F401 (tests import it from here)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, os.environ.get("CAIRN_BUILD", "build"))
@@ -171,15 +172,6 @@ def servers():
         s.stop()
         out = s.output()
         assert_no_sanitizer(out)
-
-
-def free_port():
-    """A loopback TCP port free now (bound and released)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 @pytest.fixture

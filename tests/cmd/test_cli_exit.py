@@ -4,12 +4,11 @@ the real cairnd: 1 server refusal, 2 usage, 3 not found, 4 access denied,
 import os
 import pty
 import select
-import socket
 import subprocess
 import sys
 import time
 
-from conftest import ADMIN_TOKEN, binary, ephemeral_args
+from conftest import ADMIN_TOKEN, binary, ephemeral_args, free_port
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "client"))
 from clitools import cairn, endpoint, no_sanitizer_report, ok, token_with  # noqa: E402
 
@@ -85,11 +84,7 @@ def test_usage_errors(server_factory):
 
 
 def closed_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return free_port()
 
 
 def test_network_errors(server_factory, tmp_path):

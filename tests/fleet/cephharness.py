@@ -65,12 +65,14 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from ports import free_port  # noqa: E402
 
 BINARIES = ("monmaptool", "ceph-mon", "ceph-mgr", "ceph-osd", "radosgw", "radosgw-admin", "ceph")
 REGION = "us-east-1"
@@ -84,15 +86,6 @@ def missing():
 
 def available():
     return not missing()
-
-
-def free_port():
-    """A loopback TCP port free now (bound and released)."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def _die_with_parent():

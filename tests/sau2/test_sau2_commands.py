@@ -14,10 +14,9 @@ import json
 import os
 import re
 import secrets
-import socket
 import subprocess
 
-from conftest import binary, run
+from conftest import binary, free_port, run
 from test_sau2_listener import (PASSWORD, auth_server, call, code_of, device_key,  # noqa: F401
                                 init_auth, rows_of, sign_in)
 
@@ -311,9 +310,7 @@ def test_auth_mutation_reuses_its_pending_operation(auth_server, tmp_path):
     cfg = tmp_path / "cfg" / "cairn"
     session = (cfg / "auth.session").read_text()
     # The server cannot be reached: the operation stays pending (exit 5).
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        dead = "127.0.0.1:%d" % s.getsockname()[1]
+    dead = "127.0.0.1:%d" % free_port()
     (cfg / "auth.session").write_text(session.replace(srv.addr, dead))
     cmd = ("users", "add", "erin", "erin-id")
     r = auth(tmp_path, *cmd)

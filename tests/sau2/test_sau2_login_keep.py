@@ -7,8 +7,8 @@ byte for byte, and the session still answers whoami; the lost one is finished
 by the next login with the same ids; a successful one replaces the session."""
 import os
 import re
-import socket
 
+from conftest import free_port
 from test_sau2_listener import PASSWORD, auth_server, call, cli, code_of  # noqa: F401
 
 FILES = ("auth.key", "auth.cert", "auth.session")
@@ -35,11 +35,7 @@ def signed_in(srv, tmp_path):
 
 def dead_address():
     """A loopback port nobody listens on."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return "127.0.0.1:%d" % port
+    return "127.0.0.1:%d" % free_port()
 
 
 def test_a_failed_login_keeps_the_session_in_force(auth_server, tmp_path):

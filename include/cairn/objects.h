@@ -449,6 +449,11 @@ typedef struct cn_objects_put_result {
     bool bucket_versioned;
     int64_t src_version_id;
     bool src_vnull;
+    /* A put's bucket settings word as its cn_objects_put_begin read it
+     * (PostgreSQL; 0 elsewhere and for other writes): the word to pass to
+     * cn_objects_lifecycle_expiry_under for this put's x-amz-expiration,
+     * which then needs no read of its own. */
+    uint64_t lc_word;
 } cn_objects_put_result_t;
 
 /* Starts a streaming put of bucket/key.  size is the declared body length
@@ -1046,10 +1051,10 @@ CN_API int cn_objects_lifecycle_expiry(cn_objects_t *o, const char *bucket, cons
                                        int64_t *expiry_ms, char rule_id[CN_OBJECTS_LC_ID_MAX + 1]);
 
 /* cn_objects_lifecycle_expiry for an answer built from an info whose
- * gen_word is word: the rules cached under that word, when there are, answer
- * without reading the word again (the head and the rules are then one state,
- * current when the word was read, during the request).  word 0: exactly
- * cn_objects_lifecycle_expiry. */
+ * gen_word is word, or from a put's result whose lc_word is word: the rules
+ * cached under that word, when there are, answer without reading the word
+ * again (the rules are then a state current when the word was read, during
+ * the request).  word 0: exactly cn_objects_lifecycle_expiry. */
 CN_API int cn_objects_lifecycle_expiry_under(cn_objects_t *o, const char *bucket, uint64_t word,
                                              const char *key, uint64_t size, int64_t version_id,
                                              int64_t last_modified_ms, int64_t *expiry_ms,

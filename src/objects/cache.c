@@ -201,15 +201,19 @@ cn_err_t cn__bkt_get(cn_objects_t *o, cn_meta_txn_t *txn, const char *name, int6
     return 0;
 }
 
-cn_err_t cn__bkt_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq, const char *name,
-                      const cn__bkt_t **out)
+/* cn__bkt_load, and cn__bkt_load_word when word is not NULL. */
+static cn_err_t bkt_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
+                         const char *name, const cn__bkt_t **out, uint64_t *word)
 {
     *out = NULL;
     if (!cn_objects_bucket_name_ok(name))
         return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_BUCKET, CN_OBJ_BUCKET_NAME_INVALID,
                           "invalid bucket name");
+    bool rows = word && o->gen && !cn__gen_local(o->gen);
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_BUCKET_GEN], "s", name);
+    cn_err_t err = rows ? cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_BUCKET_GEN_WORD], "si",
+                                         name, (int64_t)cn__gen_slot(name))
+                        : cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_BUCKET_GEN], "s", name);
     if (err < 0)
         return err;
     err = cn_meta_step(st);
@@ -217,6 +221,10 @@ cn_err_t cn__bkt_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
     if (err == CN_META_ROW) {
         id = cn_meta_column_int64(st, 0);
         gen = cn_meta_column_int64(st, 1);
+        if (rows) {
+            int64_t sgen = cn_meta_column_int64(st, 2);
+            *word = cn__gen_hstamp_rows(sgen, sgen).b;
+        }
     }
     cn_meta_finish(st);
     if (err == CN_META_DONE)
@@ -224,6 +232,19 @@ cn_err_t cn__bkt_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
     if (err < 0)
         return err;
     return cn__bkt_get(o, txn, name, id, gen, out);
+}
+
+cn_err_t cn__bkt_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq, const char *name,
+                      const cn__bkt_t **out)
+{
+    return bkt_load(o, txn, rq, name, out, NULL);
+}
+
+cn_err_t cn__bkt_load_word(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
+                           const char *name, const cn__bkt_t **out, uint64_t *word)
+{
+    *word = 0;
+    return bkt_load(o, txn, rq, name, out, word);
 }
 
 /* ---- object ACLs ----------------------------------------------------------------- */

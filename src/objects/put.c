@@ -54,6 +54,7 @@ struct cn_objects_put {
     cn_buf_t umeta;
     cn_buf_t acl;
     char owner[CN_ACCOUNT_NAME_MAX + 1];
+    uint64_t lc_word; /* the settings word put_begin's read saw (rows mode) */
     bool skip_etag;
     bool if_none_match;
     char *if_match;
@@ -222,14 +223,16 @@ cn_err_t cn_objects_put_begin(cn_objects_t *o, cn_objects_req_t *rq, const char 
     if (err < 0)
         return err;
     put_open_t po = { .o = o, .key = key, .args = args };
-    err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
-                      put_open_body, &po);
+    uint64_t word = 0;
+    err = cn__bkt_run_word(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
+                           put_open_body, &po, &word);
     if (err < 0)
         return err;
     cn_objects_put_t *p = NULL;
     err = obj_put_new(o, rq, CN_OBJ_PUT_OBJECT, key, args, size, &p);
     if (err < 0)
         return err;
+    p->lc_word = word;
     p->bucket_id = po.bucket_id;
     snprintf(p->bucket, sizeof p->bucket, "%s", po.bucket);
     const char *owner = cn__principal_name(rq);
@@ -588,6 +591,7 @@ cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res
         cn__chain_part_done(p->o, p->upload_id, &cp, &p->feed);
     }
 out:
+    r.lc_word = p->lc_word;
     if (err >= 0 && res)
         *res = r;
     obj_put_free(p);

@@ -224,6 +224,19 @@ static const char *canned_name(cn__s3_rq_t *q)
     return c;
 }
 
+static bool grant_hdrs_in(cn__s3_rq_t *q)
+{
+    for (size_t i = 0; i < CN__NGRANT_HDRS; i++)
+        if (cn_http_req_header(q->r, cn__grant_hdrs[i].header))
+            return true;
+    return false;
+}
+
+bool cn__s3_acl_in_request(cn__s3_rq_t *q)
+{
+    return canned_name(q) || grant_hdrs_in(q);
+}
+
 bool cn__s3_acl_from_request(cn__s3_rq_t *q, const char *owner, const char *bucket_owner,
                              bool for_bucket, cn_authz_acl_t *acl, bool *present,
                              const char **canned_out)
@@ -232,10 +245,7 @@ bool cn__s3_acl_from_request(cn__s3_rq_t *q, const char *owner, const char *buck
     if (canned_out)
         *canned_out = NULL;
     const char *canned = canned_name(q);
-    bool grants = false;
-    for (size_t i = 0; i < CN__NGRANT_HDRS; i++)
-        if (cn_http_req_header(q->r, cn__grant_hdrs[i].header))
-            grants = true;
+    bool grants = grant_hdrs_in(q);
     if (!canned && !grants)
         return true;
     if (canned && grants) {

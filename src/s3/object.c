@@ -98,9 +98,11 @@ static void put_end(cn__s3_rq_t *q)
                               res.bucket_versioned);
     /* The tags are read by version (a worker's call); the loop's cached
      * answer is best effort here: the object is stored already. */
-    if (!p->part)
+    if (!p->part) {
+        q->lc_word = res.lc_word;
         (void)cn__s3_expiration_header(q, q->key, res.size, res.version_id, 0,
                                        res.last_modified_ms);
+    }
     if (!b64[0])
         echo_checksum(q);
     cn_http_respond_empty(q->r, 200, 0);

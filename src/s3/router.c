@@ -623,8 +623,12 @@ bool cn__s3_put_hdrs(cn__s3_rq_t *q, cn__s3_put_hdrs_t *h, bool conditions)
         const char *c = cn_http_req_header(q->r, "x-amz-acl");
         if (!c && cn_http_req_auth(q->r) == CN_HTTP_AUTH_SIGV4_QUERY)
             c = cn_http_req_query(q->r, "x-amz-acl");
-        if (q->anonymous || (c && strncmp(c, "bucket-owner-", 13) == 0))
-            cn__s3_bucket_owner(q, bowner); /* only then is it needed: one read less */
+        /* Only an ACL of the request names the bucket owner (an anonymous
+         * writer's object without one is the owner's, the service decides):
+         * one read less otherwise. */
+        if ((q->anonymous && cn__s3_acl_in_request(q)) ||
+            (c && strncmp(c, "bucket-owner-", 13) == 0))
+            cn__s3_bucket_owner(q, bowner);
         h->acl = malloc(sizeof *h->acl);
         if (!h->acl) {
             cn__s3_error(q, CN_S3E_INTERNAL_ERROR, NULL);

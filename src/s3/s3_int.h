@@ -189,6 +189,9 @@ void cn__s3_acl_put(cn__s3_rq_t *q);
 void cn__s3_pab_get(cn__s3_rq_t *q);
 void cn__s3_pab_put(cn__s3_rq_t *q);
 void cn__s3_pab_delete(cn__s3_rq_t *q);
+/* Whether the request carries an ACL: a canned one (x-amz-acl, or its
+ * signed query parameter) or x-amz-grant-* headers. */
+bool cn__s3_acl_in_request(cn__s3_rq_t *q);
 /* The ACL a request carries for a new or changed resource owned by owner:
  * x-amz-acl (or the signed x-amz-acl query parameter of a presigned URL),
  * or the x-amz-grant-* headers (then exactly those grants).  *present false

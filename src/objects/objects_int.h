@@ -540,8 +540,20 @@ cn_err_t cn__bkt_vstate(cn_meta_txn_t *txn, const cn__bkt_t *b, cn__vstate_t *ou
  * a null version in history is removed for good), calls rows(ctx, vid) to
  * insert the new obj_version row and its segments, then marks it null or
  * not and writes its tags and retention (explicit, else the bucket's
- * default).  vnull and versioned (may be NULL) report the new version. */
+ * default).  vnull and versioned (may be NULL) report the new version.
+ *
+ * claim (may be NULL), where a statement is a round trip (PostgreSQL, whose
+ * writers run side by side under SERIALIZABLE), for a bucket whose
+ * versioning was never set, a write without If-Match and no pre: first
+ * inserts the new obj_version row only if key has no current one, taking
+ * its id in the same statement (1 and *vid when it did, 0 when key has a
+ * current version, or an error).  A key claimed has nothing to retire or
+ * judge, so the look is skipped and rows(ctx, vid) is then called for the
+ * segments alone (the callback knows, by its own claim, which it is); a key
+ * not claimed takes the path above.  The look read a range of the key
+ * index, whose predicate lock failed concurrent new keys with 40001. */
 typedef cn_err_t (*cn__vrows_fn)(cn_meta_txn_t *txn, void *ctx, int64_t vid);
+typedef int (*cn__vclaim_fn)(cn_meta_txn_t *txn, void *ctx, int64_t *vid);
 typedef struct cn__vmake {
     int64_t bucket_id;
     const char *key;
@@ -551,6 +563,7 @@ typedef struct cn__vmake {
     const cn_objects_retention_t *retention; /* NULL: the bucket's default */
     int64_t now_ms;
     cn__vrows_fn pre, rows;
+    cn__vclaim_fn claim; /* NULL: none */
     void *ctx;
     const cn__bkt_t *bkt; /* the bucket, loaded in txn; NULL: its settings are read */
     /* out */

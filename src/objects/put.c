@@ -441,15 +441,16 @@ cn_err_t cn_objects_put_set_checksum(cn_objects_put_t *p, const char *b64)
     return 0;
 }
 
-/* Inserts the version row of a put and its one segment. */
+/* Inserts the one segment of a put, and its version row unless claimed
+ * (the claim inserted it). */
 static cn_err_t obj_put_rows(cn_meta_txn_t *txn, cn_objects_put_t *p, int64_t vid,
-                             const cn_digest_t *d, const cn_objects_put_result_t *r)
+                             const cn_digest_t *d, const cn_objects_put_result_t *r, bool claimed)
 {
     cn_err_t err =
         cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_SEGMENT_INSERT_PUT], "ibiss", vid,
                       (const void *)d->b, sizeof d->b, (int64_t)r->size, r->etag, r->sha256);
-    if (err < 0)
-        return err;
+    if (err < 0 || claimed)
+        return err < 0 ? err : 0;
     /* umeta last: SQL NULL when empty ('n' takes no argument, so the
      * pointer and length after it go unread). */
     return cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_VERSION_INSERT_PUT],
@@ -465,6 +466,7 @@ typedef struct put_commit {
     cn_objects_put_t *p;
     const cn_digest_t *d;
     cn_objects_put_result_t *r;
+    bool claimed; /* the version row is in: commit_object_claim made it */
 } put_commit_t;
 
 /* The new version's rows (cn__obj_version_make's rows callback). */
@@ -472,12 +474,36 @@ static cn_err_t commit_object_rows(cn_meta_txn_t *txn, void *ctx, int64_t vid)
 {
     const put_commit_t *pc = ctx;
     pc->r->version_id = vid;
-    return obj_put_rows(txn, pc->p, vid, pc->d, pc->r);
+    return obj_put_rows(txn, pc->p, vid, pc->d, pc->r, pc->claimed);
+}
+
+/* The version row of a new key (cn__obj_version_make's claim callback). */
+static int commit_object_claim(cn_meta_txn_t *txn, void *ctx, int64_t *vid)
+{
+    put_commit_t *pc = ctx;
+    const cn_objects_put_t *p = pc->p;
+    const cn_objects_put_result_t *r = pc->r;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_queryf(
+        txn, &st, cn_meta_batch_text(txn, &cn__sql_obj_engine[CN_SQL_OBJ_E_VERSION_CLAIM_PUT]),
+        p->umeta.len ? "ibisssistb" : "ibisssistn", p->bucket_id, (const void *)p->key,
+        strlen(p->key), (int64_t)r->size, r->etag, r->sha256, p->content_type, r->last_modified_ms,
+        p->owner, (const char *)(p->acl.len ? p->acl.data : NULL), p->acl.len,
+        (const void *)p->umeta.data, p->umeta.len);
+    if (err >= 0)
+        err = cn_meta_step(st);
+    if (err == CN_META_ROW) {
+        *vid = cn_meta_column_int64(st, 0);
+        pc->claimed = true;
+    }
+    cn_meta_finish(st);
+    return err < 0 ? err : err == CN_META_ROW;
 }
 
 static cn_err_t commit_object_body(cn_meta_txn_t *txn, void *ctx)
 {
-    const put_commit_t *pc = ctx;
+    put_commit_t *pc = ctx;
+    pc->claimed = false; /* a repeated run claims afresh */
     cn_objects_put_t *p = pc->p;
     /* The bucket may have been deleted (or deleted and made again) since
      * begin; its settings come with its row's generation, from the bucket
@@ -496,6 +522,7 @@ static cn_err_t commit_object_body(cn_meta_txn_t *txn, void *ctx)
                        .retention = p->has_retention ? &p->retention : NULL,
                        .now_ms = pc->r->last_modified_ms,
                        .rows = commit_object_rows,
+                       .claim = commit_object_claim,
                        .ctx = (void *)pc,
                        .bkt = b };
     if (err >= 0)
@@ -575,7 +602,7 @@ cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res
         err = cn__fail(p->rq, CN_E_CONFLICT, CN_OBJ_WHAT_NONE,
                        "the new blob was swept before it was committed; retry");
     if (err >= 0) {
-        put_commit_t pc = { p, &d, &r };
+        put_commit_t pc = { p, &d, &r, false };
         /* Combinable: both bodies only run SQL on their txn (meta/group.c, G9). */
         err = cn__write_run_key(
             p->o, p->bucket, p->key, CN_META_RUN_WRITE | CN_META_RETRY | CN_META_RUN_COMBINE,

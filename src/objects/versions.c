@@ -364,18 +364,36 @@ static cn_err_t version_attrs(cn_meta_txn_t *txn, const cn__vmake_t *mk, const c
     return err < 0 ? err : 0;
 }
 
+/* mk's claim when it may be made (cn__vmake_t): 1 claimed, with vs read,
+ * 0 not (the usual path follows), or an error. */
+static int claim_new_key(cn_meta_txn_t *txn, cn__vmake_t *mk, cn__vstate_t *vs)
+{
+    if (!mk->claim || !mk->bkt || mk->pre || (mk->cond && mk->cond->if_match) ||
+        !cn_meta_round_trips(txn))
+        return 0;
+    cn_err_t err = cn__bkt_vstate(txn, mk->bkt, vs);
+    if (err < 0 || vs->versioning != CN_OBJ_VERSIONING_OFF)
+        return err < 0 ? err : 0;
+    return mk->claim(txn, mk->ctx, &mk->vid);
+}
+
 cn_err_t cn__obj_version_make(cn_meta_txn_t *txn, cn_objects_req_t *rq, cn__vmake_t *mk)
 {
     cn__vstate_t vs = { 0 };
     int64_t cur = 0;
     char cur_etag[CN_ETAG_MAX];
-    cn_err_t err = cn__version_find_next(txn, mk->bucket_id, mk->key, &cur, cur_etag, &mk->vid);
-    if (err >= 0)
-        err = cn__put_conditions(rq, mk->cond, cur, cur_etag);
-    if (err >= 0)
-        err = mk->bkt ? cn__bkt_vstate(txn, mk->bkt, &vs) : cn__obj_vstate(txn, mk->bucket_id, &vs);
-    if (err >= 0 && mk->pre)
-        err = mk->pre(txn, mk->ctx, mk->vid);
+    int claimed = claim_new_key(txn, mk, &vs);
+    cn_err_t err = claimed < 0 ? claimed : 0;
+    if (claimed == 0) {
+        err = cn__version_find_next(txn, mk->bucket_id, mk->key, &cur, cur_etag, &mk->vid);
+        if (err >= 0)
+            err = cn__put_conditions(rq, mk->cond, cur, cur_etag);
+        if (err >= 0)
+            err = mk->bkt ? cn__bkt_vstate(txn, mk->bkt, &vs)
+                          : cn__obj_vstate(txn, mk->bucket_id, &vs);
+        if (err >= 0 && mk->pre)
+            err = mk->pre(txn, mk->ctx, mk->vid);
+    }
     mk->vnull = vs.versioning != CN_OBJ_VERSIONING_ENABLED;
     mk->versioned = vs.versioning != CN_OBJ_VERSIONING_OFF;
     /* A bucket whose versioning was never set has no history (its deletes

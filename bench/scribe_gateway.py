@@ -10,8 +10,10 @@ scribe-gateway.md) against the storage server behind it, in the same run.
       connections (four client processes) for a few seconds, through the
       gateway and directly: requests/s and the ratio, and CPU microseconds
       per request (user + system from /proc/PID/stat, the lower of the two
-      rounds) of the gateway and of storage on each path — the figure a
-      loaded machine does not blur as much as requests/s.
+      rounds) of the gateway, of storage and of the clients on each path —
+      the figure a loaded machine does not blur as much as requests/s —
+      and the ratio those CPU figures allow when the shared cores are the
+      limit (cpu_bound).
 
 One storage cairnd and one gateway cairnd in front of it (protocol 2,
 plaintext, loopback).  Puts and gets alternate between the two paths, best
@@ -127,18 +129,20 @@ def transfers(storage, gw, work):
 
 def reader(args):
     """One client process: get_objects of one small chunk, back to back,
-    until the deadline; returns the requests answered."""
+    until the deadline; returns the requests answered and the CPU seconds
+    the process spent on them."""
     from scribe_wire import CHUNK, Conn
     ep, rid, cid, deadline = args
     host, port = ep.rsplit(":", 1)
     n = 0
+    c0 = time.process_time()
     with Conn((host, int(port))) as c:
         while time.time() < deadline:
             got = c.get_objects(rid, [(CHUNK, cid)])
             if got[0][2] is None:
                 raise RuntimeError("the chunk is missing")
             n += 1
-    return n
+    return n, time.process_time() - c0
 
 
 def small_reads(storage, gw):
@@ -155,10 +159,13 @@ def small_reads(storage, gw):
                 deadline = time.time() + READ_SECS
                 t0 = time.time()
                 c0 = (cpu_of(gw.proc.pid), cpu_of(storage.proc.pid))
-                n = sum(pool.map(reader, [(ep, rid, chunk_id(data), deadline)] * READERS))
+                got = pool.map(reader, [(ep, rid, chunk_id(data), deadline)] * READERS)
+                n = sum(g[0] for g in got)
                 rate = n / (time.time() - t0)
-                # CPU per request: the gateway's on its path, storage's on both
+                # CPU per request: the gateway's on its path, storage's and
+                # the clients' on both
                 us = [(cpu_of(p.proc.pid) - c) / n * 1e6 for p, c in zip((gw, storage), c0)]
+                us.append(sum(g[1] for g in got) / n * 1e6)
                 rates[path] = max(rates.get(path, 0), rate)
                 cpu[path] = [min(a, b) for a, b in zip(cpu.get(path, us), us)]
     say("scribe_gw_small_read_connections", READERS, "connections")
@@ -168,6 +175,13 @@ def small_reads(storage, gw):
     say("scribe_gw_small_read_gateway_cpu", "%.1f" % cpu["gateway"][0], "us/req")
     say("scribe_gw_small_read_storage_cpu_gateway", "%.1f" % cpu["gateway"][1], "us/req")
     say("scribe_gw_small_read_storage_cpu_direct", "%.1f" % cpu["direct"][1], "us/req")
+    say("scribe_gw_small_read_client_cpu_gateway", "%.1f" % cpu["gateway"][2], "us/req")
+    say("scribe_gw_small_read_client_cpu_direct", "%.1f" % cpu["direct"][2], "us/req")
+    # Client, gateway and storage share the machine's cores: when they are
+    # the limit, the ratio cannot pass (client + storage) / (client +
+    # storage + gateway), the CPU a request costs on each path.
+    direct = cpu["direct"][1] + cpu["direct"][2]
+    say("scribe_gw_small_read_cpu_bound", "%.2f" % (direct / (direct + cpu["gateway"][0])), "x")
 
 
 def main():

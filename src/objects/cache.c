@@ -201,19 +201,21 @@ cn_err_t cn__bkt_get(cn_objects_t *o, cn_meta_txn_t *txn, const char *name, int6
     return 0;
 }
 
-/* cn__bkt_load, and cn__bkt_load_word when word is not NULL. */
+/* cn__bkt_load, and cn__bkt_load_peek when pk is not NULL. */
 static cn_err_t bkt_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
-                         const char *name, const cn__bkt_t **out, uint64_t *word)
+                         const char *name, const cn__bkt_t **out, cn__bkt_peek_t *pk)
 {
     *out = NULL;
     if (!cn_objects_bucket_name_ok(name))
         return cn__fail_d(rq, CN_E_INVALID, CN_OBJ_WHAT_BUCKET, CN_OBJ_BUCKET_NAME_INVALID,
                           "invalid bucket name");
-    bool rows = word && o->gen && !cn__gen_local(o->gen);
+    bool rows = pk && o->gen && !cn__gen_local(o->gen);
+    const char *key = pk && pk->key ? pk->key : "";
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = rows ? cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_BUCKET_GEN_WORD], "si",
-                                         name, (int64_t)cn__gen_slot(name))
-                        : cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_BUCKET_GEN], "s", name);
+    cn_err_t err = rows
+                       ? cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_BUCKET_PEEK], "sib", name,
+                                        (int64_t)cn__gen_slot(name), (const void *)key, strlen(key))
+                       : cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_BUCKET_GEN], "s", name);
     if (err < 0)
         return err;
     err = cn_meta_step(st);
@@ -223,7 +225,8 @@ static cn_err_t bkt_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *
         gen = cn_meta_column_int64(st, 1);
         if (rows) {
             int64_t sgen = cn_meta_column_int64(st, 2);
-            *word = cn__gen_hstamp_rows(sgen, sgen).b;
+            pk->word = cn__gen_hstamp_rows(sgen, sgen).b;
+            pk->key_seen = cn_meta_column_int64(st, 3) > 0;
         }
     }
     cn_meta_finish(st);
@@ -240,11 +243,12 @@ cn_err_t cn__bkt_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
     return bkt_load(o, txn, rq, name, out, NULL);
 }
 
-cn_err_t cn__bkt_load_word(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
-                           const char *name, const cn__bkt_t **out, uint64_t *word)
+cn_err_t cn__bkt_load_peek(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
+                           const char *name, const cn__bkt_t **out, cn__bkt_peek_t *pk)
 {
-    *word = 0;
-    return bkt_load(o, txn, rq, name, out, word);
+    pk->word = 0;
+    pk->key_seen = false;
+    return bkt_load(o, txn, rq, name, out, pk);
 }
 
 /* ---- object ACLs ----------------------------------------------------------------- */

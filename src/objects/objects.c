@@ -252,15 +252,15 @@ typedef struct bkt_run {
     cn_authz_action_t act;
     cn__bkt_body_fn body;
     void *ctx;
-    uint64_t *word; /* NULL: not asked for */
+    cn__bkt_peek_t *pk; /* NULL: not asked for */
 } bkt_run_t;
 
 static cn_err_t bkt_run_body(cn_meta_txn_t *txn, void *ctx)
 {
     const bkt_run_t *br = ctx;
     const cn__bkt_t *b = NULL;
-    cn_err_t err = br->word ? cn__bkt_load_word(br->o, txn, br->rq, br->bucket, &b, br->word)
-                            : cn__bkt_load(br->o, txn, br->rq, br->bucket, &b);
+    cn_err_t err = br->pk ? cn__bkt_load_peek(br->o, txn, br->rq, br->bucket, &b, br->pk)
+                          : cn__bkt_load(br->o, txn, br->rq, br->bucket, &b);
     if (err < 0)
         return err;
     if (br->act != CN_ACT_INVALID)
@@ -280,13 +280,12 @@ cn_err_t cn__bkt_run(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
     return cn_meta_run(o->meta, flags, bkt_run_body, &br);
 }
 
-cn_err_t cn__bkt_run_word(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+cn_err_t cn__bkt_run_peek(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                           cn_authz_action_t act, unsigned flags, cn__bkt_body_fn body, void *ctx,
-                          uint64_t *word)
+                          cn__bkt_peek_t *pk)
 {
     assert(!(flags & CN_META_RUN_WRITE));
-    *word = 0;
-    bkt_run_t br = { o, rq, bucket, act, body, ctx, word };
+    bkt_run_t br = { o, rq, bucket, act, body, ctx, pk };
     return cn_meta_run(o->meta, flags, bkt_run_body, &br);
 }
 

@@ -233,13 +233,19 @@ cn_obj_detail_t cn__key_detail(const char *key);
  * stored state. */
 cn_err_t cn__bkt_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq, const char *name,
                       const cn__bkt_t **out);
-/* cn__bkt_load that also sets *word to the bucket's settings word as of
- * txn's snapshot when the words are rows (PostgreSQL; gen.c, 6), read in
- * the bucket's own statement, and to 0 when they are not.  Read runs only:
- * in a SERIALIZABLE write it would make every other writer of the bucket's
- * slot a conflict. */
-cn_err_t cn__bkt_load_word(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
-                           const char *name, const cn__bkt_t **out, uint64_t *word);
+/* What a put's pre-read learns beside its bucket where the words are rows
+ * (PostgreSQL; gen.c, 6), in the bucket's own statement and snapshot: the
+ * bucket's settings word, and whether key has a current version.  Read
+ * runs only: in a SERIALIZABLE write those reads would make every other
+ * writer of the bucket's slot, and of key's index page, a conflict. */
+typedef struct cn__bkt_peek {
+    const char *key; /* in */
+    uint64_t word;   /* 0 where the words are not rows */
+    bool key_seen;   /* false where the words are not rows */
+} cn__bkt_peek_t;
+/* cn__bkt_load that also fills *pk (cn__bkt_peek_t). */
+cn_err_t cn__bkt_load_peek(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t *rq,
+                           const char *name, const cn__bkt_t **out, cn__bkt_peek_t *pk);
 /* The same for a bucket whose (id, gen) the caller read in txn by name. */
 cn_err_t cn__bkt_get(cn_objects_t *o, cn_meta_txn_t *txn, const char *name, int64_t id, int64_t gen,
                      const cn__bkt_t **out);
@@ -282,11 +288,11 @@ typedef cn_err_t (*cn__bkt_body_fn)(cn_meta_txn_t *txn, cn_objects_req_t *rq, co
  * or as cn_meta_run.  Any thread. */
 cn_err_t cn__bkt_run(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                      cn_authz_action_t act, unsigned flags, cn__bkt_body_fn body, void *ctx);
-/* cn__bkt_run of a read run that loads the bucket by cn__bkt_load_word:
- * *word is the settings word of the attempt that returned. */
-cn_err_t cn__bkt_run_word(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
+/* cn__bkt_run of a read run that loads the bucket by cn__bkt_load_peek:
+ * *pk as the attempt that returned read it. */
+cn_err_t cn__bkt_run_peek(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                           cn_authz_action_t act, unsigned flags, cn__bkt_body_fn body, void *ctx,
-                          uint64_t *word);
+                          cn__bkt_peek_t *pk);
 
 /* One authorization decision: CN_E_DENIED with a message in rq, or 0.
  * bucket NULL for account-level actions; obj NULL for none/a new key.

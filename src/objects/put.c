@@ -55,6 +55,7 @@ struct cn_objects_put {
     cn_buf_t acl;
     char owner[CN_ACCOUNT_NAME_MAX + 1];
     uint64_t lc_word; /* the settings word put_begin's read saw (rows mode) */
+    bool key_seen;    /* and whether key had a current version then */
     bool skip_etag;
     bool if_none_match;
     char *if_match;
@@ -223,16 +224,17 @@ cn_err_t cn_objects_put_begin(cn_objects_t *o, cn_objects_req_t *rq, const char 
     if (err < 0)
         return err;
     put_open_t po = { .o = o, .key = key, .args = args };
-    uint64_t word = 0;
-    err = cn__bkt_run_word(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
-                           put_open_body, &po, &word);
+    cn__bkt_peek_t pk = { .key = key };
+    err = cn__bkt_run_peek(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
+                           put_open_body, &po, &pk);
     if (err < 0)
         return err;
     cn_objects_put_t *p = NULL;
     err = obj_put_new(o, rq, CN_OBJ_PUT_OBJECT, key, args, size, &p);
     if (err < 0)
         return err;
-    p->lc_word = word;
+    p->lc_word = pk.word;
+    p->key_seen = pk.key_seen;
     p->bucket_id = po.bucket_id;
     snprintf(p->bucket, sizeof p->bucket, "%s", po.bucket);
     const char *owner = cn__principal_name(rq);
@@ -522,7 +524,9 @@ static cn_err_t commit_object_body(cn_meta_txn_t *txn, void *ctx)
                        .retention = p->has_retention ? &p->retention : NULL,
                        .now_ms = pc->r->last_modified_ms,
                        .rows = commit_object_rows,
-                       .claim = commit_object_claim,
+                       /* A key seen before the body came is likely still there:
+                        * its claim would cost a round trip and find it. */
+                       .claim = p->key_seen ? NULL : commit_object_claim,
                        .ctx = (void *)pc,
                        .bkt = b };
     if (err >= 0)

@@ -9,6 +9,7 @@ PostgreSQL as it is) fails both tests: checked by hand on a scratch build.
 The head cache is on for PostgreSQL (its words are cn_obj_gen rows bumped by
 each write's own transaction), and the overwrite test checks that both
 nodes served reads from it."""
+import contextlib
 import os
 import sys
 
@@ -27,17 +28,22 @@ pytestmark = needs_pg
 ROUNDS = 30
 
 
-@pytest.fixture
-def fleet(pg, tmp_path):
+@contextlib.contextmanager
+def two_nodes(pg, tmp_path, db_sql=()):
+    """Two nodes on a fresh database (db_sql: statements run on it first,
+    each with %s for its name) and one blob tier; stopped at the end."""
     backend = S3Server(Server(tmp_path / "backend", args=s3_args())
                        .start(wait_for=("http", "jay")))
-    backend.client().create_bucket(Bucket="tier")
-    creds = tmp_path / "blob.creds"
-    creds.write_text(ADMIN_TOKEN + "\n")
-    key = key_file(tmp_path / "fleet.key")
-    uri = pg.create_db("heads_" + "".join(c for c in tmp_path.name if c.isalnum()))
     nodes = []
     try:
+        backend.client().create_bucket(Bucket="tier")
+        creds = tmp_path / "blob.creds"
+        creds.write_text(ADMIN_TOKEN + "\n")
+        key = key_file(tmp_path / "fleet.key")
+        db = "heads_" + "".join(c for c in tmp_path.name if c.isalnum())
+        uri = pg.create_db(db)
+        for sql in db_sql:
+            pg.psql(sql % db)
         for name in ("a", "b"):
             args = s3_args(["--meta", uri, "--identity-key", str(key),
                             "--blob-store", "s3://tier/blobs",
@@ -49,6 +55,12 @@ def fleet(pg, tmp_path):
     finally:
         for n in nodes + [backend]:
             n.server.stop()
+
+
+@pytest.fixture
+def fleet(pg, tmp_path):
+    with two_nodes(pg, tmp_path) as nodes:
+        yield nodes
 
 
 HITS = "cairn_objects_head_cache_hits_total"

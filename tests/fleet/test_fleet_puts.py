@@ -12,7 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fleetutil import needs_pg, pg  # noqa: E402,F401
-from test_fleet_heads import GETS, fleet, metric, read_txns, rules  # noqa: E402,F401
+from test_fleet_heads import GETS, fleet, metric, read_txns, rules, two_nodes  # noqa: E402,F401
 
 pytestmark = needs_pg
 
@@ -105,3 +105,37 @@ def test_one_key_raced_through_two_nodes(fleet):
     listed = s3.list_objects_v2(Bucket="race", Prefix="over")["Contents"]
     assert [o["Key"] for o in listed] == ["over"]
     assert s3.get_object(Bucket="race", Key="over")["Body"].read() in {b"o%d" % i for i in range(8)}
+
+
+def statements(pg, since):
+    """The statements PostgreSQL logged after byte offset since of its log."""
+    with open(os.path.join(pg.dir, "log"), errors="replace") as f:
+        f.seek(since)
+        return [line.split(": ", 2)[-1] for line in f.read().splitlines()
+                if "LOG:  execute" in line or "LOG:  statement:" in line]
+
+
+def log_size(pg):
+    return os.path.getsize(os.path.join(pg.dir, "log"))
+
+
+CLAIM = "ON CONFLICT (bucket_id, okey) DO NOTHING"
+LOOK = "LEFT JOIN obj_version v ON v.bucket_id"
+
+
+def test_a_new_key_is_claimed_and_a_seen_key_is_looked_up(pg, tmp_path):
+    """A PUT of a key its pre-read did not see claims it and makes no look;
+    an overwrite of a key its pre-read saw makes the look and no claim (a
+    claim would cost a round trip only to find the key)."""
+    with two_nodes(pg, tmp_path, ["ALTER DATABASE \"%s\" SET log_statement = 'all'"]) as (a, b):
+        s3 = a.client()
+        s3.create_bucket(Bucket="seen")
+        at = log_size(pg)
+        s3.put_object(Bucket="seen", Key="k", Body=b"one")
+        new = statements(pg, at)
+        at = log_size(pg)
+        b.client().put_object(Bucket="seen", Key="k", Body=b"two")
+        over = statements(pg, at)
+        assert sum(CLAIM in s for s in new) == 1 and not any(LOOK in s for s in new), new
+        assert sum(LOOK in s for s in over) == 1 and not any(CLAIM in s for s in over), over
+        assert s3.get_object(Bucket="seen", Key="k")["Body"].read() == b"two"

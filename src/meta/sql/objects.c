@@ -272,11 +272,14 @@ const char *const cn__sql_obj[CN_SQL_OBJ_COUNT] = {
     [CN_SQL_OBJ_PART_DIGEST_LIVE] = "SELECT 1 FROM obj_part WHERE digest = ? LIMIT 1",
     /* ---- buckets */
     [CN_SQL_OBJ_BUCKET_GEN] = "SELECT bucket_id, gen FROM obj_bucket WHERE name = ?",
-    /* The same with the bucket slot's cn_obj_gen row (?2) in the same
-     * snapshot: its settings word in rows mode (objects/gen.c, 6). */
-    [CN_SQL_OBJ_BUCKET_GEN_WORD] =
+    /* The same with, in the same snapshot, the bucket slot's cn_obj_gen row
+     * (?2: its settings word in rows mode, objects/gen.c 6) and whether key
+     * ?3 has a current version (a put's pre-read, objects_int.h). */
+    [CN_SQL_OBJ_BUCKET_PEEK] =
         "SELECT b.bucket_id, b.gen, (SELECT CAST(COALESCE(MAX(g.gen), 0) AS BIGINT) "
-        "FROM cn_obj_gen g WHERE g.slot = ?2) FROM obj_bucket b WHERE b.name = ?1",
+        "FROM cn_obj_gen g WHERE g.slot = ?2), "
+        "(SELECT COUNT(*) FROM obj_version v WHERE v.bucket_id = b.bucket_id AND v.okey = ?3) "
+        "FROM obj_bucket b WHERE b.name = ?1",
     [CN_SQL_OBJ_BUCKET_SETTINGS] =
         "SELECT owner, created_ms, acl, policy, pab FROM obj_bucket WHERE bucket_id = ?",
     [CN_SQL_OBJ_BUCKET_ATTRS] =

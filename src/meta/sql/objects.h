@@ -21,7 +21,7 @@ enum {
     /* ---- buckets */
     /* (name) -> bucket_id, gen: what a cached bucket is validated by */
     CN_SQL_OBJ_BUCKET_GEN,
-    CN_SQL_OBJ_BUCKET_GEN_WORD,
+    CN_SQL_OBJ_BUCKET_PEEK,
     /* (bucket_id) -> owner, created_ms, acl, policy, pab */
     CN_SQL_OBJ_BUCKET_SETTINGS,
     /* (bucket_id) -> name, value: its named settings; by name */

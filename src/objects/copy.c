@@ -189,7 +189,7 @@ typedef struct copy_rows {
 static cn_err_t copy_segments(cn_meta_txn_t *txn, void *ctx, int64_t vid)
 {
     const copy_rows_t *c = ctx;
-    return cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_SEGMENTS_COPY], "ii", vid, c->src->vid);
+    return cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_SEGMENTS_COPY], "ii", vid, c->src->vid);
 }
 
 static cn_err_t copy_version_row(cn_meta_txn_t *txn, void *ctx, int64_t vid)
@@ -205,7 +205,7 @@ static cn_err_t copy_version_row(cn_meta_txn_t *txn, void *ctx, int64_t vid)
     }
     /* umeta last: SQL NULL when empty ('n' takes no argument, so the
      * pointer and length after it go unread). */
-    return cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_VERSION_INSERT_COPY],
+    return cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_VERSION_INSERT_COPY],
                          um->len ? "iibisssistib" : "iibisssistin", vid, c->db->id,
                          (const void *)cr->dst_key, strlen(cr->dst_key), (int64_t)c->src->size,
                          c->src->etag, c->src->sha256, ct, cr->now, c->owner,
@@ -241,7 +241,7 @@ static cn_err_t copy_rows(cn_meta_txn_t *txn, copy_run_t *cr, const cn__bkt_t *d
     if (err >= 0)
         err = obj_side(rq, cn__obj_version_make(txn, rq, &mk), CN_OBJ_SIDE_DEST);
     if (err >= 0 && copy_tags)
-        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_V_TAGS_COPY], "ii", mk.vid, src->vid);
+        err = cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_V_TAGS_COPY], "ii", mk.vid, src->vid);
     cr->vid = mk.vid;
     cr->vnull = mk.vnull;
     cr->versioned = mk.versioned;

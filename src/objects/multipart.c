@@ -319,6 +319,7 @@ typedef struct {
     size_t nrows;
     uint64_t total;
     cn_objects_put_result_t r;
+    bool claimed; /* the version row is in: complete_claim made it */
 } cn_obj_complete_t;
 
 static cn_err_t complete_read_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn__bkt_t *b,
@@ -537,8 +538,8 @@ static cn_err_t complete_rows(cn_obj_complete_t *c, cn_meta_txn_t *txn, int64_t 
                             (int64_t)p->size, (int64_t)p->number, p->etag, p->sha256,
                             str_or_null(p->cksum));
     }
-    if (err < 0)
-        return err;
+    if (err < 0 || c->claimed)
+        return err < 0 ? err : 0;
     const cn_obj_upload_row_t *up = &c->up;
     /* umeta last: SQL NULL when empty ('n' takes no argument, so the
      * pointer and length after it go unread). */
@@ -571,12 +572,31 @@ static cn_err_t complete_rows_fn(cn_meta_txn_t *txn, void *ctx, int64_t vid)
     return complete_rows(ctx, txn, vid);
 }
 
+/* The version row of a new key (cn__obj_version_make's claim callback). */
+static int complete_claim(cn_meta_txn_t *txn, void *ctx, int64_t *vid)
+{
+    cn_obj_complete_t *c = ctx;
+    const cn_obj_upload_row_t *up = &c->up;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_queryf(
+        txn, &st, cn_meta_batch_text(txn, &cn__sql_obj_engine[CN_SQL_OBJ_E_VERSION_CLAIM]),
+        up->umeta.len ? "ibisssistissb" : "ibisssistissn", c->bucket_id, (const void *)c->key,
+        strlen(c->key), (int64_t)c->total, c->r.etag, c->r.sha256, up->content_type,
+        c->r.last_modified_ms, up->owner, (const char *)(up->acl.len ? up->acl.data : NULL),
+        up->acl.len, (int64_t)c->n, str_or_null(c->r.checksum_alg), str_or_null(c->r.checksum),
+        (const void *)up->umeta.data, up->umeta.len);
+    int got = cn__vclaim_step(st, err, vid);
+    c->claimed = got > 0;
+    return got;
+}
+
 /* The commit's body: re-check the upload and the parts, then make the new
  * version current (its id in c->r.version_id) with the tags and retention
  * the upload was created with. */
 static cn_err_t complete_commit_body(cn_meta_txn_t *txn, void *ctx)
 {
     cn_obj_complete_t *c = ctx;
+    c->claimed = false; /* a repeated run claims afresh */
     cn__vattrs_t va = { 0 };
     cn_err_t err = complete_recheck(c, txn);
     if (err >= 0)
@@ -589,6 +609,7 @@ static cn_err_t complete_commit_body(cn_meta_txn_t *txn, void *ctx)
                        .retention = va.has_retention ? &va.retention : NULL,
                        .now_ms = c->r.last_modified_ms,
                        .rows = complete_rows_fn,
+                       .claim = complete_claim,
                        .ctx = c };
     if (err >= 0)
         err = cn__obj_version_make(txn, c->rq, &mk);

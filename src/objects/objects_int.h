@@ -550,7 +550,8 @@ cn_err_t cn__bkt_vstate(cn_meta_txn_t *txn, const cn__bkt_t *b, cn__vstate_t *ou
  *
  * claim (may be NULL), where a statement is a round trip (PostgreSQL, whose
  * writers run side by side under SERIALIZABLE), for a bucket whose
- * versioning was never set, a write without If-Match and no pre: first
+ * versioning was never set, a write without If-Match and no pre (a put, a
+ * multipart completion; cn__vclaim_step runs its statement): first
  * inserts the new obj_version row only if key has no current one, taking
  * its id in the same statement (1 and *vid when it did, 0 when key has a
  * current version, or an error).  A key claimed has nothing to retire or
@@ -560,6 +561,11 @@ cn_err_t cn__bkt_vstate(cn_meta_txn_t *txn, const cn__bkt_t *b, cn__vstate_t *ou
  * index, whose predicate lock failed concurrent new keys with 40001. */
 typedef cn_err_t (*cn__vrows_fn)(cn_meta_txn_t *txn, void *ctx, int64_t vid);
 typedef int (*cn__vclaim_fn)(cn_meta_txn_t *txn, void *ctx, int64_t *vid);
+/* A claim callback's last step: runs st (the CN_SQL_OBJ_E_VERSION_CLAIM
+ * statement, prepared and bound, or NULL when err, its preparation's
+ * result, failed), finishes it, and answers as the callback: 1 with *vid,
+ * 0, or an error. */
+int cn__vclaim_step(cn_meta_stmt_t *st, cn_err_t err, int64_t *vid);
 typedef struct cn__vmake {
     int64_t bucket_id;
     const char *key;

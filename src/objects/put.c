@@ -487,19 +487,14 @@ static int commit_object_claim(cn_meta_txn_t *txn, void *ctx, int64_t *vid)
     const cn_objects_put_result_t *r = pc->r;
     cn_meta_stmt_t *st = NULL;
     cn_err_t err = cn_meta_queryf(
-        txn, &st, cn_meta_batch_text(txn, &cn__sql_obj_engine[CN_SQL_OBJ_E_VERSION_CLAIM_PUT]),
-        p->umeta.len ? "ibisssistb" : "ibisssistn", p->bucket_id, (const void *)p->key,
+        txn, &st, cn_meta_batch_text(txn, &cn__sql_obj_engine[CN_SQL_OBJ_E_VERSION_CLAIM]),
+        p->umeta.len ? "ibisssistinnb" : "ibisssistinnn", p->bucket_id, (const void *)p->key,
         strlen(p->key), (int64_t)r->size, r->etag, r->sha256, p->content_type, r->last_modified_ms,
-        p->owner, (const char *)(p->acl.len ? p->acl.data : NULL), p->acl.len,
+        p->owner, (const char *)(p->acl.len ? p->acl.data : NULL), p->acl.len, (int64_t)0,
         (const void *)p->umeta.data, p->umeta.len);
-    if (err >= 0)
-        err = cn_meta_step(st);
-    if (err == CN_META_ROW) {
-        *vid = cn_meta_column_int64(st, 0);
-        pc->claimed = true;
-    }
-    cn_meta_finish(st);
-    return err < 0 ? err : err == CN_META_ROW;
+    int got = cn__vclaim_step(st, err, vid);
+    pc->claimed = got > 0;
+    return got;
 }
 
 static cn_err_t commit_object_body(cn_meta_txn_t *txn, void *ctx)

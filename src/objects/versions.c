@@ -364,14 +364,31 @@ static cn_err_t version_attrs(cn_meta_txn_t *txn, const cn__vmake_t *mk, const c
     return err < 0 ? err : 0;
 }
 
-/* mk's claim when it may be made (cn__vmake_t): 1 claimed, with vs read,
- * 0 not (the usual path follows), or an error. */
-static int claim_new_key(cn_meta_txn_t *txn, cn__vmake_t *mk, cn__vstate_t *vs)
+int cn__vclaim_step(cn_meta_stmt_t *st, cn_err_t err, int64_t *vid)
 {
-    if (!mk->claim || !mk->bkt || mk->pre || (mk->cond && mk->cond->if_match) ||
-        !cn_meta_round_trips(txn))
+    if (err >= 0)
+        err = cn_meta_step(st);
+    if (err == CN_META_ROW)
+        *vid = cn_meta_column_int64(st, 0);
+    cn_meta_finish(st);
+    return err < 0 ? err : err == CN_META_ROW;
+}
+
+/* The bucket's versioning state, from mk->bkt when the caller loaded it. */
+static cn_err_t vstate_of(cn_meta_txn_t *txn, const cn__vmake_t *mk, cn__vstate_t *vs)
+{
+    return mk->bkt ? cn__bkt_vstate(txn, mk->bkt, vs) : cn__obj_vstate(txn, mk->bucket_id, vs);
+}
+
+/* mk's claim when it may be made (cn__vmake_t): 1 claimed, 0 not (the
+ * usual path follows), or an error; *vs_read when vs was read for it. */
+static int claim_new_key(cn_meta_txn_t *txn, cn__vmake_t *mk, cn__vstate_t *vs, bool *vs_read)
+{
+    *vs_read = false;
+    if (!mk->claim || mk->pre || (mk->cond && mk->cond->if_match) || !cn_meta_round_trips(txn))
         return 0;
-    cn_err_t err = cn__bkt_vstate(txn, mk->bkt, vs);
+    cn_err_t err = vstate_of(txn, mk, vs);
+    *vs_read = err >= 0;
     if (err < 0 || vs->versioning != CN_OBJ_VERSIONING_OFF)
         return err < 0 ? err : 0;
     return mk->claim(txn, mk->ctx, &mk->vid);
@@ -382,15 +399,15 @@ cn_err_t cn__obj_version_make(cn_meta_txn_t *txn, cn_objects_req_t *rq, cn__vmak
     cn__vstate_t vs = { 0 };
     int64_t cur = 0;
     char cur_etag[CN_ETAG_MAX];
-    int claimed = claim_new_key(txn, mk, &vs);
+    bool vs_read = false;
+    int claimed = claim_new_key(txn, mk, &vs, &vs_read);
     cn_err_t err = claimed < 0 ? claimed : 0;
     if (claimed == 0) {
         err = cn__version_find_next(txn, mk->bucket_id, mk->key, &cur, cur_etag, &mk->vid);
         if (err >= 0)
             err = cn__put_conditions(rq, mk->cond, cur, cur_etag);
-        if (err >= 0)
-            err = mk->bkt ? cn__bkt_vstate(txn, mk->bkt, &vs)
-                          : cn__obj_vstate(txn, mk->bucket_id, &vs);
+        if (err >= 0 && !vs_read)
+            err = vstate_of(txn, mk, &vs);
         if (err >= 0 && mk->pre)
             err = mk->pre(txn, mk->ctx, mk->vid);
     }

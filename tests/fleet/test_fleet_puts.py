@@ -126,7 +126,8 @@ LOOK = "LEFT JOIN obj_version v ON v.bucket_id"
 def test_a_new_key_is_claimed_and_a_seen_key_is_looked_up(pg, tmp_path):
     """A PUT of a key its pre-read did not see claims it and makes no look;
     an overwrite of a key its pre-read saw makes the look and no claim (a
-    claim would cost a round trip only to find the key)."""
+    claim would cost a round trip only to find the key).  A multipart
+    completion claims, and looks only when the claim finds the key."""
     with two_nodes(pg, tmp_path, ["ALTER DATABASE \"%s\" SET log_statement = 'all'"]) as (a, b):
         s3 = a.client()
         s3.create_bucket(Bucket="seen")
@@ -139,3 +140,17 @@ def test_a_new_key_is_claimed_and_a_seen_key_is_looked_up(pg, tmp_path):
         assert sum(CLAIM in s for s in new) == 1 and not any(LOOK in s for s in new), new
         assert sum(LOOK in s for s in over) == 1 and not any(CLAIM in s for s in over), over
         assert s3.get_object(Bucket="seen", Key="k")["Body"].read() == b"two"
+        # A multipart completion claims a new key too (it has no pre-read
+        # that saw the key), and on a key that has a current version its
+        # claim finds it and the look follows.
+        for key, body in (("mp", b"m" * 100), ("k", b"three")):
+            up = s3.create_multipart_upload(Bucket="seen", Key=key)["UploadId"]
+            etag = s3.upload_part(Bucket="seen", Key=key, UploadId=up, PartNumber=1,
+                                  Body=body)["ETag"]
+            at = log_size(pg)
+            s3.complete_multipart_upload(Bucket="seen", Key=key, UploadId=up, MultipartUpload={
+                "Parts": [{"PartNumber": 1, "ETag": etag}]})
+            done = statements(pg, at)
+            assert sum(CLAIM in s for s in done) == 1, done
+            assert sum(LOOK in s for s in done) == (1 if key == "k" else 0), done
+            assert b.client().get_object(Bucket="seen", Key=key)["Body"].read() == body

@@ -558,18 +558,19 @@ const cn_meta_batch_sql_t cn__sql_obj_engine[CN_SQL_OBJ_E_COUNT] = {
               " FROM (SELECT nextval('obj_version_id') AS id) n"
               " LEFT JOIN obj_version v ON v.bucket_id = ?1 AND v.okey = ?2",
     },
-    /* A put's version row for a key with no current one, its id taken in
-     * the statement; no row back when the key has one.  It reads no range
+    /* A new version row (a put's: nparts 0, no checksum; a multipart
+     * completion's) for a key with no current one, its id taken in the
+     * statement; no row back when the key has one.  It reads no range
      * of the (bucket_id, okey) index, as the look above does: under
      * SERIALIZABLE that read's predicate lock on the index page made any
      * two writers of new keys on one page fail one of them with 40001.
      * SQLite (one writer, nothing to avoid) never claims: no row back. */
-    [CN_SQL_OBJ_E_VERSION_CLAIM_PUT] = {
-        .sqlite = "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10 WHERE 0 = 1",
+    [CN_SQL_OBJ_E_VERSION_CLAIM] = {
+        .sqlite = "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13 WHERE 0 = 1",
         .pg = "INSERT INTO obj_version (version_id, bucket_id, okey, size, etag, sha256, "
-              "content_type, mtime_ms, owner, acl, nparts, umeta) VALUES "
-              "(nextval('obj_version_id'), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10) "
-              "ON CONFLICT (bucket_id, okey) DO NOTHING RETURNING version_id",
+              "content_type, mtime_ms, owner, acl, nparts, cksum_alg, cksum, umeta) VALUES "
+              "(nextval('obj_version_id'), ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+              "?13) ON CONFLICT (bucket_id, okey) DO NOTHING RETURNING version_id",
     },
     /* SQLite keeps no deltas (its triggers write the base): nothing to do. */
     [CN_SQL_OBJ_E_USAGE_FOLD] = {

@@ -261,7 +261,7 @@ enum {
      * (PostgreSQL's nextval; NULL on SQLite, whose counter is an UPDATE):
      * always one row */
     CN_SQL_OBJ_E_VERSION_FIND_NEXT,
-    CN_SQL_OBJ_E_VERSION_CLAIM_PUT,
+    CN_SQL_OBJ_E_VERSION_CLAIM,
     CN_SQL_OBJ_E_COUNT
 };
 

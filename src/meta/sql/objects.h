@@ -21,6 +21,8 @@ enum {
     /* ---- buckets */
     /* (name) -> bucket_id, gen: what a cached bucket is validated by */
     CN_SQL_OBJ_BUCKET_GEN,
+    /* (name, slot, key) -> bucket_id, gen, the slot's cn_obj_gen gen (0:
+     * none), key's current versions (0 or 1): a put's pre-read in rows mode */
     CN_SQL_OBJ_BUCKET_PEEK,
     /* (bucket_id) -> owner, created_ms, acl, policy, pab */
     CN_SQL_OBJ_BUCKET_SETTINGS,
@@ -261,6 +263,10 @@ enum {
      * (PostgreSQL's nextval; NULL on SQLite, whose counter is an UPDATE):
      * always one row */
     CN_SQL_OBJ_E_VERSION_FIND_NEXT,
+    /* (bucket_id, key, size, etag, sha256, content_type, mtime_ms, owner,
+     * acl, nparts, cksum_alg, cksum, umeta) -> the new version's id when key
+     * had no current version and the row went in; no row otherwise (always
+     * on SQLite) */
     CN_SQL_OBJ_E_VERSION_CLAIM,
     CN_SQL_OBJ_E_COUNT
 };

@@ -11,8 +11,11 @@ bench/fleet.py --part commit does not print itself.
                PostgreSQL).
   --submit-syscalls  the same for the Scribe rows (1 client): per 100-path
                submit, and per whole listing of a 10,000-path tree.
+  --statements runs the commit row (1 client) with PostgreSQL logging every
+               statement, and prints the statements per PUT by their text
+               (the first 110 characters), most frequent first.
 
-usage: bench/fleet_commit_trace.py BUILD --conflicts|--syscalls|--submit-syscalls
+usage: bench/fleet_commit_trace.py BUILD --conflicts|--syscalls|--submit-syscalls|--statements
 It reuses bench/fleet.py's commit part, its PostgreSQL cluster and nodes."""
 import collections
 import os
@@ -59,6 +62,36 @@ def conflicts():
         stop(self)
     fleet.pgharness.PgCluster.stop = report_then_stop
     fleet.CLIENTS = (16,)
+
+
+def statements():
+    init, stop = fleet.pgharness.PgCluster.__init__, fleet.pgharness.PgCluster.stop
+    wrk = fleet.wrk_run
+    puts = []
+
+    def logging_init(self, settings=None, primary=None):
+        init(self, dict(settings or {}, log_statement="all"), primary)
+
+    def counted(url, lua, c, secs=None, args=()):
+        r = wrk(url, lua, c, secs, args)
+        if "/commit/" in open(lua).read():
+            puts.append(r["n"])
+        return r
+
+    def report_then_stop(self):
+        text = open(os.path.join(self.dir, "log"), errors="replace").read()
+        # The sqlite node's PUTs come first and log nothing here.
+        n = max(puts[-1] if puts else 1, 1)
+        c = collections.Counter(re.sub(r"\s+", " ", m)[:110] for m in re.findall(
+            r"LOG:  (?:execute [^:]*|statement): (.*)", text))
+        for k, v in c.most_common(20):
+            if v >= n // 10:
+                print("%.2f per PUT  %s" % (v / n, k))
+        stop(self)
+    fleet.pgharness.PgCluster.__init__ = logging_init
+    fleet.pgharness.PgCluster.stop = report_then_stop
+    fleet.wrk_run = counted
+    fleet.CLIENTS = (1,)
 
 
 def strace_start():
@@ -118,5 +151,6 @@ def submit_syscalls():
 
 fleet.Node.__init__ = _node_init
 fleet.PART = "scribe" if MODE == "--submit-syscalls" else "commit"
-{"--conflicts": conflicts, "--syscalls": syscalls, "--submit-syscalls": submit_syscalls}[MODE]()
+{"--conflicts": conflicts, "--syscalls": syscalls, "--submit-syscalls": submit_syscalls,
+ "--statements": statements}[MODE]()
 sys.exit(fleet.main())

@@ -124,7 +124,9 @@ typedef enum {
     CN_META_WRITE = 1,
     /* A read whose body runs exactly one statement: one statement is one
      * snapshot, so an engine may run it without BEGIN and ROLLBACK (one
-     * round trip to PostgreSQL instead of three; SQLite runs it as a READ). */
+     * round trip to PostgreSQL instead of three; SQLite runs it as a READ).
+     * A second statement fails the transaction (CN_E_DB; cn_meta_run then
+     * runs the body again as a READ). */
     CN_META_READ_ONE = 2
 } cn_meta_mode_t;
 
@@ -221,7 +223,10 @@ enum {
     CN_META_RUN_WRITE = 1,  /* a write transaction, committed durably */
     CN_META_RETRY = 2,      /* body is repeatable: rerun it when locked or failed over */
     CN_META_RUN_NOWAIT = 4, /* write: commit with cn_meta_commit_nowait */
-    CN_META_RUN_ONE = 8,    /* read: body runs one statement (CN_META_READ_ONE) */
+    /* read: body runs one statement (CN_META_READ_ONE); one that begins a
+     * second is made again at once as a plain read, so a body that usually
+     * runs one statement may ask for it */
+    CN_META_RUN_ONE = 8,
     /* write: the body may run on another thread (see cn_meta_run) */
     CN_META_RUN_COMBINE = 16
 };

@@ -175,6 +175,9 @@ void cn__meta_deadline_ns(struct timespec *ts, int64_t ns);
 /* The per-meta group state group.c keeps (NULL before the first group). */
 typedef struct cn__meta_group cn__meta_group_t;
 cn__meta_group_t *cn__meta_group_of(cn_meta_t *meta);
+/* Whether txn, a CN_META_READ_ONE read, failed because its body began a
+ * second statement (meta.c): the run is then made again as a plain read. */
+bool cn__meta_one_more(const cn_meta_txn_t *txn);
 /* group.c: creates and frees it (cn_meta_open / cn_meta_close). */
 cn_err_t cn__meta_group_new(cn__meta_group_t **out);
 void cn__meta_group_free(cn__meta_group_t *g);

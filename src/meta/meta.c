@@ -106,9 +106,11 @@ struct cn_meta_txn {
     cn_meta_mode_t mode;
     cn_err_t err; /* first statement error; the txn is failed */
     cn_meta_stmt_t *open;
-    bool discard; /* cn_meta_discard: a run rolls it back, not commits it */
-    bool member;  /* a group member's savepoint in the writer's transaction */
-    int64_t t0;   /* cn_mono_ns() at begin; 0 once its duration is recorded */
+    bool discard;        /* cn_meta_discard: a run rolls it back, not commits it */
+    bool member;         /* a group member's savepoint in the writer's transaction */
+    int64_t t0;          /* cn_mono_ns() at begin; 0 once its duration is recorded */
+    unsigned statements; /* begun so far (counted in READ_ONE mode) */
+    bool one_more;       /* a READ_ONE body began a second: cn__meta_one_more */
 };
 
 struct cn_meta {
@@ -587,10 +589,27 @@ static cn_err_t txn_fail(cn_meta_txn_t *t, cn_err_t e)
     return e;
 }
 
+/* A READ_ONE transaction has no snapshot beyond its one statement: a
+ * second fails the transaction (CN_E_DB), and cn_meta_run starts the body
+ * over as a plain read (cn__meta_one_more). */
+static cn_err_t count_statement(cn_meta_txn_t *t)
+{
+    if (t->mode != CN_META_READ_ONE || t->statements++ == 0)
+        return 0;
+    t->one_more = true;
+    return txn_fail(t, CN_E_DB);
+}
+
+bool cn__meta_one_more(const cn_meta_txn_t *t)
+{
+    return t->one_more;
+}
+
 cn_err_t cn_meta_exec(cn_meta_txn_t *t, const char *sql)
 {
     if (t->err < 0)
         return CN_E_CONFLICT;
+    CN_TRY(count_statement(t));
     return txn_fail(t, t->m->eng->exec(t->conn->ec, sql));
 }
 
@@ -737,6 +756,7 @@ cn_err_t cn_meta_prepare(cn_meta_txn_t *t, const char *sql, cn_meta_stmt_t **out
 {
     if (t->err < 0)
         return CN_E_CONFLICT;
+    CN_TRY(count_statement(t));
     conn_t *c = t->conn;
     /* Callers pass their SQL as constant strings: a cached statement is
      * found by the caller's pointer first, one string compare to confirm,

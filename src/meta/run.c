@@ -108,6 +108,10 @@ static cn_err_t run_once(cn_meta_t *meta, cn_meta_mode_t mode, unsigned flags, c
     if (err < 0)
         return err;
     cn_err_t res = body(txn, ctx);
+    if (mode == CN_META_READ_ONE && cn__meta_one_more(txn)) {
+        cn_meta_rollback(txn);
+        return run_once(meta, CN_META_READ, flags, body, ctx);
+    }
     if (res < 0 || mode != CN_META_WRITE || cn_meta_discarded(txn)) {
         cn_meta_rollback(txn);
         return res;

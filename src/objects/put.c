@@ -225,8 +225,11 @@ cn_err_t cn_objects_put_begin(cn_objects_t *o, cn_objects_req_t *rq, const char 
         return err;
     put_open_t po = { .o = o, .key = key, .args = args };
     cn__bkt_peek_t pk = { .key = key };
-    err = cn__bkt_run_peek(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
-                           put_open_body, &po, &pk);
+    /* One statement when the bucket's entry is cached at its generation
+     * (cn_meta_run starts over as a plain read otherwise). */
+    err = cn__bkt_run_peek(o, rq, bucket, CN_ACT_INVALID,
+                           CN_META_RUN_READ | CN_META_RUN_ONE | CN_META_RETRY, put_open_body, &po,
+                           &pk);
     if (err < 0)
         return err;
     cn_objects_put_t *p = NULL;

@@ -468,7 +468,10 @@ cn_err_t cn_objects_head(cn_objects_t *o, cn_objects_req_t *rq, const char *buck
                       .segs = o->gen ? &segs : NULL,
                       .nsegs = &nsegs,
                       .stamp_in = o->gen && !cn__gen_local(o->gen) };
-    err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, key_read_body, &kr);
+    /* One statement when the bucket's entry is cached at its generation and
+     * the key has a current version (cn_meta_run starts over otherwise). */
+    err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RUN_ONE | CN_META_RETRY, key_read_body,
+                      &kr);
     if (err >= 0 && o->gen)
         key_read_offer(&kr, stamp, segs, nsegs);
     key_read_drop(&kr);
@@ -722,7 +725,8 @@ static cn_err_t obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const char *
                       .segs = &segs,
                       .nsegs = &nsegs,
                       .stamp_in = o->gen && !cn__gen_local(o->gen) };
-    cn_err_t err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RETRY, key_read_body, &kr);
+    cn_err_t err = cn_meta_run(o->meta, CN_META_RUN_READ | CN_META_RUN_ONE | CN_META_RETRY,
+                               key_read_body, &kr);
     if (err >= 0 && o->gen)
         key_read_offer(&kr, stamp, segs, nsegs);
     key_read_drop(&kr);

@@ -347,6 +347,54 @@ static void test_read_one(void)
     rmtree(dir);
 }
 
+/* Two reads of rows a and b; the number of times the body ran and whether
+ * it ran as one transaction (PostgreSQL: REPEATABLE READ, as a plain read's
+ * BEGIN asks) are kept. */
+typedef struct {
+    bool pg;
+    int64_t a, b, runs, isolated;
+} two_t;
+
+static cn_err_t two_rows(cn_meta_txn_t *txn, void *ctx)
+{
+    two_t *t = ctx;
+    t->runs++;
+    row_t ra = { .key = "a" }, rb = { .key = "b" };
+    cn_err_t err = get_row(txn, &ra);
+    if (err >= 0 && t->pg)
+        err = own_txn(txn, &t->isolated);
+    if (err >= 0)
+        err = get_row(txn, &rb);
+    t->a = ra.v;
+    t->b = rb.v;
+    return err;
+}
+
+/* A CN_META_RUN_ONE body that begins a second statement is run again as a
+ * plain read: its second try answers, in one transaction, and the first
+ * try's statement failed no other run.  A body of one statement runs once. */
+static void test_read_one_more(void)
+{
+    char dir[] = "/tmp/cn-test-metarun-XXXXXX";
+    cn_meta_t *m = open_fresh(dir, 1000);
+    CN_CHECK_EQ(create_table(m), 0);
+    put_t a = { .key = "a", .v = 5 }, b = { .key = "b", .v = 6 };
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, put_row, &a), 7);
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_WRITE, put_row, &b), 7);
+    two_t t = { .pg = !strcmp(cn_meta_engine(m), "postgres"), .isolated = -1 };
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ | CN_META_RUN_ONE, two_rows, &t), CN_META_ROW);
+    CN_CHECK_EQ(t.runs, 2);
+    CN_CHECK_EQ(t.a, 5);
+    CN_CHECK_EQ(t.b, 6);
+    if (t.pg)
+        CN_CHECK_EQ(t.isolated, 0); /* the second try had its BEGIN */
+    row_t r = { .key = "a" };
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ | CN_META_RUN_ONE, get_row, &r), CN_META_ROW);
+    CN_CHECK_EQ(r.v, 5);
+    cn_meta_close(m);
+    rmtree(dir);
+}
+
 /* A write run whose body, having written its row, waits inside its
  * transaction until the main thread says go (at most 5 s). */
 typedef struct {
@@ -576,5 +624,5 @@ static void test_pushed(void)
 
 CN_TEST_MAIN(CN_TEST(test_commit_and_rollback), CN_TEST(test_pushed),
              CN_TEST(test_retry_when_locked), CN_TEST(test_two_nodes_serialize),
-             CN_TEST(test_read_one), CN_TEST(test_writers_concurrent),
+             CN_TEST(test_read_one), CN_TEST(test_read_one_more), CN_TEST(test_writers_concurrent),
              CN_TEST(test_one_handle_increments), )

@@ -349,8 +349,12 @@ static cn_err_t key_read_row(cn_meta_txn_t *txn, key_read_t *kr, cn_meta_stmt_t 
     if (err >= 0) {
         cn_err_t found = 0;
         if (cn_meta_column_is_null(st, KR_VERSION)) {
-            /* One more indexed look, on a miss only: a latest delete marker. */
-            found = cn__obj_marker_look(txn, kr->bucket_id, kr->key, kr->info);
+            /* One more indexed look, on a miss only: a latest delete marker,
+             * which a bucket whose versioning was never set cannot hold (its
+             * read then stays one statement: CN_META_RUN_ONE). */
+            found = cn__bkt_versioned(kr->b)
+                        ? cn__obj_marker_look(txn, kr->bucket_id, kr->key, kr->info)
+                        : 0;
             found = found < 0 ? found : CN_E_NOT_FOUND;
         } else {
             found = obj_info_cols(kr->o, st, KR_VERSION, kr->info, &kr->acl);

@@ -657,7 +657,7 @@ static cn_err_t obj_reader_new(cn_objects_t *o, cn_objects_req_t *rq,
     rd->segs = segs;
     rd->nsegs = k;
     segs = NULL;
-    for (size_t i = 0; i < rd->nsegs; i++) {
+    for (size_t i = 0; i < rd->nsegs && !rq->no_bytes; i++) {
         err = cn_store_guard_acquire(o->store, &rd->segs[i].digest, &rd->segs[i].guard);
         if (err < 0)
             goto fail;
@@ -691,7 +691,7 @@ static cn_err_t obj_get_cached(cn_objects_t *o, cn_objects_req_t *rq, const char
         err = obj_reader_new(o, rq, range, info, segs, h->nsegs, out);
     else
         free(segs);
-    if (err >= 0) {
+    if (err >= 0 && !rq->no_bytes) {
         err = obj_hold_cached(o, *out, bucket, key, h->stamp);
         if (err < 0) {
             cn_objects_reader_free(*out);
@@ -740,7 +740,8 @@ static cn_err_t obj_get_once(cn_objects_t *o, cn_objects_req_t *rq, const char *
         free(segs);
     if (err < 0)
         goto fail;
-    err = obj_hold(o, rd, kr.bucket_id, key, info->version_id, retry);
+    if (!rq->no_bytes)
+        err = obj_hold(o, rd, kr.bucket_id, key, info->version_id, retry);
     if (err == CN_E_CORRUPT)
         cn__fail(rq, err, CN_OBJ_WHAT_KEY, "a blob of the current version is missing or short");
     if (err < 0)
@@ -952,9 +953,9 @@ cn_err_t cn_objects_get_version(cn_objects_t *o, cn_objects_req_t *rq, const cha
     else
         free(segs);
     bool missing = false;
-    if (err >= 0)
+    if (err >= 0 && !rq->no_bytes)
         err = obj_open_segs(o, r, &missing);
-    if (err >= 0 && (missing || r->nsegs > CN__HOLD_SEGS)) {
+    if (err >= 0 && !rq->no_bytes && (missing || r->nsegs > CN__HOLD_SEGS)) {
         err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_READ | CN_META_RETRY,
                           vread_look_body, &vr);
         if (err >= 0 && missing)

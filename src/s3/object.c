@@ -641,6 +641,7 @@ void cn__s3_get_object(cn__s3_rq_t *q)
         cn_http_req_decline(r);
         return;
     }
+    q->orq.no_bytes = q->head; /* HeadObject: metadata only, no blob fetched */
     for (int attempt = 0; attempt < 2; attempt++) {
         cn_object_info_t info;
         memset(&info, 0, sizeof info);

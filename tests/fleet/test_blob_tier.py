@@ -230,6 +230,29 @@ def test_cold_cache_serves_from_backend(tier):
     assert tier.cache_file(d).read_bytes() == data  # filled again
 
 
+def test_cold_head_fetches_nothing(tier):
+    """HeadObject is metadata: on a cold cache it fetches no blob from the
+    backend (it did: the GET path opened the object's blobs, so a HEAD of an
+    uncached object downloaded it whole, and failed while the backend was
+    away), whole, with a range or with a part number."""
+    data = os.urandom(300000)
+    put(tier, "cold-head", data)
+    d = b3(data)
+    tier.node.server.stop()
+    shutil.rmtree(tier.node_data / "cache")
+    tier.start_node()
+    c = tier.node.client()
+    assert c.head_object(Bucket="front", Key="cold-head")["ContentLength"] == len(data)
+    r = c.head_object(Bucket="front", Key="cold-head", Range="bytes=10-19")
+    assert (r["ContentLength"], r["ResponseMetadata"]["HTTPHeaders"]["content-range"]) \
+        == (10, "bytes 10-19/%d" % len(data))
+    assert c.head_object(Bucket="front", Key="cold-head", PartNumber=1)["ContentLength"] \
+        == len(data)
+    assert not tier.cache_file(d).exists()
+    assert get(tier, "cold-head") == data  # a GET still fills the cache
+    assert tier.cache_file(d).exists()
+
+
 def test_corrupted_cache_file_is_refetched(tier):
     data = os.urandom(100000)
     put(tier, "rot", data)

@@ -14,6 +14,8 @@
 # Their npm packages (playwright-core 1.65.2, pixelmatch 8.0.0, pngjs 7.0.0) are
 # pinned with integrity hashes in tests/console/package-lock.json and installed
 # by `npm ci` there (make test-console), never with a browser download.
+# nftables drops packets on the loopback of a network namespace of its own in
+# tests/fleet/test_fleet_partition.py (a network partition; never the machine's).
 # fleet adds Debian's Ceph (mon, mgr, OSD, RGW and the ceph/radosgw-admin
 # commands) to test's list: tests/fleet/cephharness.py bootstraps a throwaway
 # single-node cluster from them for make test-fleet.
@@ -32,7 +34,7 @@ build="meson ninja-build pkg-config gcc clang libssl-dev libsqlite3-dev liblz4-d
        librust-blake3-dev libclang-rt-14-dev libpq-dev"
 test="$build clang-format b3sum python3-pytest python3-boto3 python3-requests python3-botocore sqlite3 openssl awscli s3cmd rclone chromium
       golang-github-burntsushi-toml-dev python3-tomli postgresql-15 python3-pytest-xdist
-      python3-cryptography fonts-dejavu-core strace"
+      python3-cryptography fonts-dejavu-core strace nftables"
 bench="$test iperf3 nginx wrk gnuplot-nox git git-lfs curl valgrind"
 fleet="$test ceph-mon ceph-mgr ceph-osd radosgw ceph-common"
 

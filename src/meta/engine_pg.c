@@ -345,13 +345,20 @@ static cn_err_t session_setup(cn__meta_conn_t *c)
 /* A connection to uri with bounds an operator's URI may override (its own
  * values come later, so they win): a server that does not answer fails the
  * connect in 5 s, and one that vanished under an open connection (a network
- * partition) fails its statement in about 9 s (TCP keepalives; unix sockets
- * need none), instead of the kernel's minutes.  Reused by PQreset. */
+ * partition) breaks it in about 9 s instead of the kernel's minutes: an idle
+ * connection by TCP keepalives, one with a statement sent and not
+ * acknowledged by tcp_user_timeout (keepalives are not sent while data waits
+ * for its acknowledgement; unix sockets need neither).  Reused by PQreset. */
 static PGconn *connect_uri(const char *uri)
 {
-    const char *const kw[] = { "connect_timeout",  "keepalives_idle", "keepalives_interval",
-                               "keepalives_count", "dbname",          NULL };
-    const char *const val[] = { "5", "5", "2", "2", uri, NULL };
+    const char *const kw[] = { "connect_timeout",
+                               "keepalives_idle",
+                               "keepalives_interval",
+                               "keepalives_count",
+                               "tcp_user_timeout",
+                               "dbname",
+                               NULL };
+    const char *const val[] = { "5", "5", "2", "2", CN__META_PG_USER_TIMEOUT_MS, uri, NULL };
     return PQconnectdbParams(kw, val, 1);
 }
 

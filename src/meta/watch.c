@@ -181,8 +181,9 @@ static bool connect_pg(cn__meta_watch_t *w)
 {
     /* connect_timeout after the URI overrides its own: the watcher retries
      * every POLL_MS rather than wait long on one attempt. */
-    const char *const kw[] = { "dbname", "connect_timeout", "application_name", NULL };
-    const char *const val[] = { w->uri, "3", CN_META_WATCH_APP, NULL };
+    const char *const kw[] = { "dbname", "connect_timeout", "tcp_user_timeout", "application_name",
+                               NULL };
+    const char *const val[] = { w->uri, "3", CN__META_PG_USER_TIMEOUT_MS, CN_META_WATCH_APP, NULL };
     w->pg = PQconnectdbParams(kw, val, 1);
     if (!w->pg || PQstatus(w->pg) != CONNECTION_OK) {
         if (!w->down_logged)
@@ -198,12 +199,16 @@ static bool connect_pg(cn__meta_watch_t *w)
     pthread_mutex_lock(&w->mu);
     w->label_dirty = w->label[0] != 0; /* a new session: label it again */
     pthread_mutex_unlock(&w->mu);
-    /* A holder whose machine vanished loses its leases when the server's
-     * keepalives give up (about 9 s; ignored on unix sockets, where the
-     * kernel closes a dead process's socket at once). */
+    /* A holder whose machine vanished or was cut off loses its leases when
+     * the server gives its session up (about 9 s; ignored on unix sockets,
+     * where the kernel closes a dead process's socket at once): by the
+     * keepalives while nothing waits for the holder's acknowledgement, by
+     * the user timeout while a NOTIFY does (keepalives are not sent then,
+     * and the kernel would retry for many minutes). */
     pg_ok(w, "SET tcp_keepalives_idle = 5");
     pg_ok(w, "SET tcp_keepalives_interval = 2");
     pg_ok(w, "SET tcp_keepalives_count = 2");
+    pg_ok(w, "SET tcp_user_timeout = " CN__META_PG_USER_TIMEOUT_MS);
     if (!pg_ok(w, "LISTEN " CHANNEL)) {
         drop_conn(w, "LISTEN failed");
         return false;

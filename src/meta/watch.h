@@ -21,6 +21,13 @@ void cn__meta_watch_free(cn__meta_watch_t *w);
 /* engine_pg.c: the connection URI db was opened with. */
 const char *cn__meta_pg_uri(const cn__meta_db_t *db);
 
+/* How long, in ms as libpq and the server's GUC take it, sent data may go
+ * unacknowledged before the kernel breaks a connection to or from a node
+ * (TCP_USER_TIMEOUT): the bound of a network partition under an open
+ * connection, as the keepalives (5 s idle, 2 probes 2 s apart) bound it
+ * for an idle one. */
+#define CN__META_PG_USER_TIMEOUT_MS "9000"
+
 /* engine_pg.c: its round-trip timeout in ms (invariant 12), which the
  * watcher's own waits keep too. */
 unsigned cn__meta_pg_round_trip_ms(const cn__meta_db_t *db);

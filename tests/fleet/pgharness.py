@@ -19,6 +19,9 @@ Settings, and why:
 As a library: `with PgCluster() as pg: pg.uri` (or pg.create_db(name)).
 A streaming standby of a running cluster: `PgCluster(primary=pg).start()`
 (pg_basebackup -R over the primary's socket; promote() makes it a primary).
+`PgCluster(port=P)` listens on 127.0.0.1:P as well (test_fleet_partition.py,
+whose nodes reach it over TCP in a network namespace of their own; its
+socket and psql use P too); tcp_uri_for(db) is its TCP URI.
 As a command: `pgharness.py [--print] -- CMD ARGS...` runs CMD with
 CAIRN_TEST_META set to the cluster's URI and exits with CMD's status (a TAP
 skip when the server binaries are missing).
@@ -56,13 +59,15 @@ def available():
 class PgCluster:
     """One PostgreSQL cluster in a temp dir; start() then stop()."""
 
-    def __init__(self, settings=None, primary=None):
+    def __init__(self, settings=None, primary=None, port=None, listen=("127.0.0.1",)):
         """settings: more -c NAME=VALUE for the server (e.g. the fault tests'
         synchronous_commit=on, so a crash of the server loses no commit it
         acknowledged).  primary: a started PgCluster this one is a streaming
         standby of (its data from pg_basebackup -R, so it follows the
         primary over its unix socket as the role cairn; hot_standby is on
-        by default, so it answers reads)."""
+        by default, so it answers reads).  port: a TCP port the server
+        listens on too, on each address of listen (None: the unix socket
+        only)."""
         self.bin = bindir()
         if self.bin is None:
             raise RuntimeError("PostgreSQL server binaries not found (apt-get install postgresql-15)")
@@ -70,7 +75,11 @@ class PgCluster:
         self.as_user = None
         self.settings = dict(settings or {})
         self.primary = primary
+        self.port = port
+        self.listen = listen
 
+    def _port_args(self):
+        return ["-p", str(self.port)] if self.port else []
     def _run(self, argv, **kw):
         if self.as_user:
             argv = ["runuser", "-u", self.as_user, "--"] + argv
@@ -81,7 +90,13 @@ class PgCluster:
         return self.dir
 
     def uri_for(self, db):
-        return "postgresql:///%s?host=%s&user=%s" % (db, self.dir, ROLE)
+        port = "&port=%d" % self.port if self.port else ""
+        return "postgresql:///%s?host=%s&user=%s%s" % (db, self.dir, ROLE, port)
+
+    def tcp_uri_for(self, db, host="127.0.0.1"):
+        """db over TCP to host:port (a cluster made with a port)."""
+        assert self.port, "a cluster without a TCP port"
+        return "postgresql://%s@%s:%d/%s" % (ROLE, host, self.port, db)
 
     @property
     def uri(self):
@@ -102,7 +117,7 @@ class PgCluster:
                 # dir and role); -X stream: the WAL of the copy comes along.
                 self._run([os.path.join(self.bin, "pg_basebackup"), "-D", data, "-R",
                            "-X", "stream", "-c", "fast", "--no-sync", "-h", self.primary.dir,
-                           "-U", ROLE])
+                           "-U", ROLE] + self.primary._port_args())
                 self.start_server()
             else:
                 self._run([os.path.join(self.bin, "initdb"), "-D", data, "-U", ROLE,
@@ -133,7 +148,8 @@ class PgCluster:
         settings = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off",
                     "max_connections": "200"}
         settings.update(self.settings)
-        opts = "-c listen_addresses='' -c unix_socket_directories='%s'" % self.dir
+        listen = "'%s' -c port=%d" % (",".join(self.listen), self.port) if self.port else "''"
+        opts = "-c listen_addresses=%s -c unix_socket_directories='%s'" % (listen, self.dir)
         opts += "".join(" -c %s=%s" % kv for kv in sorted(settings.items()))
         self._run([os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-o", opts, "-w",
                    "-t", "60", "-l", os.path.join(self.dir, "log"), "start"])
@@ -183,7 +199,7 @@ class PgCluster:
 
     def psql(self, sql, db="postgres"):
         argv = [os.path.join(self.bin, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1",
-                "-h", self.dir, "-U", ROLE, "-d", db, "-At", "-c", sql]
+                "-h", self.dir, "-U", ROLE, "-d", db, "-At", "-c", sql] + self._port_args()
         return subprocess.run(argv, check=True, capture_output=True, text=True).stdout
 
     def create_db(self, name):

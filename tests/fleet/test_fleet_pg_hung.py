@@ -169,43 +169,54 @@ def standby(primary):
         yield sb
 
 
+def promote_while(cut, standby, node, db):
+    """The failover both kinds of lost primary share: node's PUTs before,
+    standby promoted inside the with block of cut (the primary lost to the
+    node), then PUTs until the first succeeds within RECOVER_S (a refusal
+    only ever 503 ServiceUnavailable) and a few more; every acknowledged
+    PUT reads back, and the standby (database db) holds exactly them."""
+    acked = {}
+    s3 = node.client(read_timeout=ANSWER_BOUND_S + 30)
+    s3.create_bucket(Bucket="promo")
+    for i in range(5):
+        body = os.urandom(1000 + i)
+        s3.put_object(Bucket="promo", Key="before-%d" % i, Body=body)
+        acked["before-%d" % i] = body
+    with cut:
+        t_cut = time.monotonic()
+        standby.promote()
+        t0 = time.monotonic()
+        i = 0
+        while True:
+            body = os.urandom(2000 + i)
+            key = "after-%d" % i
+            _, status, code = timed(lambda: s3.put_object(Bucket="promo", Key=key, Body=body))
+            if status == 200:
+                acked[key] = body
+                print("first write on the standby %.1f s after the promotion, %.1f s after the "
+                      "primary was lost (%d refused)"
+                      % (time.monotonic() - t0, time.monotonic() - t_cut, i))
+                break
+            assert (status, code) == (503, "ServiceUnavailable")
+            assert time.monotonic() - t0 < RECOVER_S, "no write on the promoted standby"
+            i += 1
+        for j in range(3):
+            body = os.urandom(3000 + j)
+            s3.put_object(Bucket="promo", Key="later-%d" % j, Body=body)
+            acked["later-%d" % j] = body
+        for key, body in acked.items():
+            assert s3.get_object(Bucket="promo", Key=key)["Body"].read() == body, key
+        got = standby.psql("SELECT count(*) FROM obj_version v JOIN obj_bucket b USING"
+                           " (bucket_id) WHERE b.name = 'promo'", db=db).strip()
+        assert int(got) == len(acked)
+
+
 def test_hung_primary_promoted_standby(primary, standby, tmp_path):
     primary.create_db("hungp")  # replicated to the standby
     uri = "postgresql:///hungp?host=%s,%s&user=%s&target_session_attrs=read-write" % (
         primary.sockdir, standby.sockdir, pgharness.ROLE)
     node = start_node(tmp_path / "n", uri)
-    acked = {}
     try:
-        s3 = node.client(read_timeout=ANSWER_BOUND_S + 30)
-        s3.create_bucket(Bucket="promo")
-        for i in range(5):
-            body = os.urandom(1000 + i)
-            s3.put_object(Bucket="promo", Key="before-%d" % i, Body=body)
-            acked["before-%d" % i] = body
-        with Hung(primary):
-            standby.promote()
-            t0 = time.monotonic()
-            i = 0
-            while True:
-                body = os.urandom(2000 + i)
-                key = "after-%d" % i
-                _, status, code = timed(lambda: s3.put_object(Bucket="promo", Key=key, Body=body))
-                if status == 200:
-                    acked[key] = body
-                    print("first write on the standby %.1f s after the promotion (%d refused)"
-                          % (time.monotonic() - t0, i))
-                    break
-                assert (status, code) == (503, "ServiceUnavailable")
-                assert time.monotonic() - t0 < RECOVER_S, "no write on the promoted standby"
-                i += 1
-            for j in range(3):
-                body = os.urandom(3000 + j)
-                s3.put_object(Bucket="promo", Key="later-%d" % j, Body=body)
-                acked["later-%d" % j] = body
-            for key, body in acked.items():
-                assert s3.get_object(Bucket="promo", Key=key)["Body"].read() == body, key
-            got = standby.psql("SELECT count(*) FROM obj_version v JOIN obj_bucket b USING"
-                               " (bucket_id) WHERE b.name = 'promo'", db="hungp").strip()
-            assert int(got) == len(acked)
+        promote_while(Hung(primary), standby, node, "hungp")
     finally:
         stop_clean(node)

@@ -1,0 +1,344 @@
+"""A network partition between a node and PostgreSQL: packets dropped, not
+refused (issue 24; docs/fleet.md "The network drops PostgreSQL's packets";
+src/meta/engine_pg.c connect_uri, invariant 12).
+
+A partition is neither a stopped server (the kernel still answers TCP,
+test_fleet_pg_hung.py) nor a refused connection (test_fleet_pg_hosts.py):
+no packet comes back, so a sent request is never acknowledged and a new
+connection's SYN goes unanswered.  Loopback drops nothing on its own, so
+test_partition_cases runs the cases below (the functions named case_*) in
+a second pytest inside a network namespace of its own (`unshare -n`), whose
+loopback nftables may filter without touching the machine's: PostgreSQL
+listens on 127.0.0.1 there and the node reaches it over TCP, and
+Partition drops every packet to and from its port for a with block.
+
+* case_partition_answers_503_and_heals: a PUT and a GET on a node cut from
+  its only server answer 503 ServiceUnavailable in bounded time (the round
+  trip's cut, then reconnects that wait their connect_timeout within the
+  retry window), /_cairn/ready answers 503 naming the metadata, the node's
+  liveness answers at once; healed, the node takes writes within
+  RECOVER_S, and everything acknowledged reads back.
+* case_partitioned_primary_promoted_standby: a synchronous streaming
+  standby promoted while the primary is cut off from the node (the node's
+  `--meta` names both over TCP with target_session_attrs=read-write): the
+  node takes writes on the standby within RECOVER_S, although every new
+  connection first waits for the primary's unanswered SYN, and every PUT it
+  acknowledged reads back from the standby.
+
+The outer test needs root (a network namespace) and nftables; without them
+it is skipped with the reason.  Ports are chosen at run time in the
+namespace's own port space, data in pytest's temp dirs, and every process
+and rule goes with the namespace's fixtures."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import requests
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import pgharness  # noqa: E402
+from fleetutil import Fleet, free_port, key_file, needs_pg  # noqa: E402
+from test_fleet_pg_hung import (ANSWER_BOUND_S, RECOVER_S, ROUND_TRIP_S,  # noqa: E402
+                                health_ms, promote_while, start_node, stop_clean, timed)
+
+pytestmark = needs_pg
+
+TABLE = "cairn_partition"
+INNER_ENV = "CAIRN_TEST_IN_NETNS"
+INNER_TIMEOUT_S = 600
+
+
+def netns_missing():
+    """Why this machine cannot run the cases in a network namespace of their
+    own with nftables on its loopback, or None when it can."""
+    if os.geteuid() != 0:
+        return "a private network namespace needs root (CAP_SYS_ADMIN)"
+    for tool in ("unshare", "nft", "ip"):
+        if not shutil.which(tool):
+            return "%s is not installed (scripts/deps.sh test installs nftables)" % tool
+    probe = subprocess.run(["unshare", "-n", "nft", "add", "table", "inet", TABLE],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        return "nftables refused in a new network namespace: %s" % probe.stderr.strip()
+    return None
+
+
+def test_partition_cases():
+    """The case_* functions of this file, in a pytest run inside `unshare -n`:
+    passes when every one of them passed (their output is printed)."""
+    why = netns_missing()
+    if why:
+        pytest.skip(why)
+    env = dict(os.environ, **{INNER_ENV: str(netns_id())})
+    argv = ["unshare", "-n", "--", sys.executable, "-m", "pytest", "-q", "-s",
+            "-o", "python_functions=case_*", "-p", "no:xdist", os.path.abspath(__file__)]
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=INNER_TIMEOUT_S)
+    print(r.stdout[-20000:], r.stderr[-4000:])
+    assert r.returncode == 0, r.stdout[-8000:]
+    assert re.search(r"^4 passed", r.stdout, re.M), r.stdout[-2000:]
+
+
+def netns_id():
+    """This process's network namespace (its inode number)."""
+    return os.stat("/proc/self/ns/net").st_ino
+
+
+@pytest.fixture(scope="module")
+def netns():
+    """The namespace's loopback, up; refuses to run outside test_partition_cases."""
+    outer = os.environ.get(INNER_ENV)
+    if not outer or int(outer) == netns_id():  # nftables rules here would be the machine's
+        pytest.fail("the case_* functions run only through test_partition_cases")
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    yield
+    subprocess.run(["nft", "delete", "table", "inet", TABLE], capture_output=True)
+
+
+class Partition:
+    """Every packet to or from addr:port dropped in this namespace for the with
+    block (nftables on the loopback's input hook), let through again at its
+    end whatever happens.  addr None: every address of the loopback."""
+
+    def __init__(self, port, addr=None):
+        self.port, self.addr = port, addr
+
+    def __enter__(self):
+        to = "ip daddr %s " % self.addr if self.addr else ""
+        back = "ip saddr %s " % self.addr if self.addr else ""
+        rules = ("table inet %s {\n chain input {\n"
+                 "  type filter hook input priority 0; policy accept;\n"
+                 "  %stcp dport %d drop\n  %stcp sport %d drop\n }\n}\n"
+                 % (TABLE, to, self.port, back, self.port))
+        subprocess.run(["nft", "-f", "-"], input=rules, text=True, check=True)
+        self.t0 = time.monotonic()
+        return self
+
+    def __exit__(self, *exc):
+        subprocess.run(["nft", "delete", "table", "inet", TABLE], check=True)
+
+
+def ready(node):
+    """(seconds, status, JSON body) of the node's /_cairn/ready."""
+    host, port = node.server.addrs["http"]
+    t0 = time.monotonic()
+    r = requests.get("http://%s:%d/_cairn/ready" % (host, port), timeout=ANSWER_BOUND_S + 30)
+    return time.monotonic() - t0, r.status_code, r.json()
+
+
+def in_thread(fn, out):
+    """fn() on a thread that puts its result (or the exception's repr, when
+    the client itself gave up) in out; returns the started thread."""
+    def run():
+        try:
+            out["r"] = fn()
+        except Exception as e:
+            out["err"] = repr(e)
+    t = threading.Thread(target=run)
+    t.start()
+    return t
+
+
+@pytest.fixture
+def pg(netns):
+    with pgharness.PgCluster(port=free_port()) as cluster:
+        yield cluster
+
+
+def case_partition_answers_503_and_heals(pg, tmp_path):
+    pg.create_db("part")
+    node = start_node(tmp_path / "n", pg.tcp_uri_for("part"))
+    try:
+        s3 = node.client(read_timeout=ANSWER_BOUND_S + 30)
+        s3.create_bucket(Bucket="part")
+        s3.put_object(Bucket="part", Key="before", Body=b"kept")
+        with Partition(pg.port):
+            put, rd = {}, {}
+            t = in_thread(lambda: timed(lambda: s3.put_object(Bucket="part", Key="during",
+                                                            Body=b"x")), put)
+            time.sleep(0.5)
+            assert health_ms(node) < 2000  # the node itself is not wedged
+            tr = in_thread(lambda: ready(node), rd)
+            t.join(ANSWER_BOUND_S + 60)
+            tr.join(ANSWER_BOUND_S + 60)
+            assert not t.is_alive() and "r" in put, put.get("err", "the PUT never returned")
+            assert not tr.is_alive() and "r" in rd, rd.get("err", "ready never returned")
+            print("PUT cut off: %.1f s, %d %s" % put["r"])
+            print("ready cut off: %.1f s, %d %s" % rd["r"])
+            secs, status, code = put["r"]
+            assert (status, code) == (503, "ServiceUnavailable"), put
+            assert secs < ANSWER_BOUND_S, put
+            secs, status, body = rd["r"]
+            assert (status, body.get("component")) == (503, "metadata"), rd
+            assert secs < ANSWER_BOUND_S, rd
+            secs, status, code = timed(lambda: s3.get_object(Bucket="part", Key="before"))
+            print("GET cut off: %.1f s, %d %s" % (secs, status, code))
+            assert (status, code) == (503, "ServiceUnavailable")
+            assert secs < ANSWER_BOUND_S
+        healed = time.monotonic()
+        while timed(lambda: s3.put_object(Bucket="part", Key="after", Body=b"y"))[1] != 200:
+            assert time.monotonic() - healed < RECOVER_S, "no write after the partition healed"
+            time.sleep(0.2)
+        print("first write %.1f s after the partition healed" % (time.monotonic() - healed))
+        assert ready(node)[1] == 200
+        assert s3.get_object(Bucket="part", Key="before")["Body"].read() == b"kept"
+        assert s3.get_object(Bucket="part", Key="after")["Body"].read() == b"y"
+    finally:
+        out = stop_clean(node)
+    assert "no answer within %d ms" % (ROUND_TRIP_S * 1000) in out
+
+
+@pytest.fixture
+def primary(netns):
+    with pgharness.PgCluster(settings={"synchronous_commit": "on"}, port=free_port()) as p:
+        yield p
+
+
+@pytest.fixture
+def standby(primary):
+    """A synchronous streaming standby of primary, on a port of its own; it
+    streams over the primary's unix socket, which the partition leaves alone
+    (the partition is between the node and the primary)."""
+    with pgharness.PgCluster(settings={"synchronous_commit": "on"}, primary=primary,
+                             port=free_port()) as sb:
+        primary.make_synchronous()
+        yield sb
+
+
+def case_partitioned_primary_promoted_standby(primary, standby, tmp_path):
+    primary.create_db("partp")  # replicated to the standby
+    uri = "postgresql://%s@127.0.0.1:%d,127.0.0.1:%d/partp?target_session_attrs=read-write" % (
+        pgharness.ROLE, primary.port, standby.port)
+    node = start_node(tmp_path / "n", uri)
+    try:
+        promote_while(Partition(primary.port), standby, node, "partp")
+    finally:
+        stop_clean(node)
+
+
+def holders(pg):
+    """The sessions (application names) holding advisory locks, sorted."""
+    rows = pg.psql("SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a"
+                   " ON a.pid = l.pid WHERE l.locktype = 'advisory' AND l.granted"
+                   " ORDER BY 1", db="lease")
+    return rows.split()
+
+
+CUT_ADDR = "127.0.0.2"  # the lease holder's way to the server, the one cut
+LEASE_BOUND_S = 15.0  # the server's keepalives or user timeout (9 s), a poll, slack
+
+
+@pytest.fixture
+def pg2(netns):
+    """A server on two loopback addresses: a node reaching it on CUT_ADDR can
+    be cut off alone (the server sees both nodes come from 127.0.0.1)."""
+    with pgharness.PgCluster(port=free_port(), listen=("127.0.0.1", CUT_ADDR)) as cluster:
+        yield cluster
+
+
+def case_partitioned_lease_holder(pg2, tmp_path):
+    """The jobs' leases (session advisory locks of each node's watcher) move
+    to the other node when their holder is cut off, while identity writes
+    through the other side send NOTIFYs to the holder's session, which the
+    server cannot deliver: the holder drops them first (its watcher cannot
+    read), and the server frees them in bounded time (its session's
+    tcp_user_timeout; keepalives alone never fire while a NOTIFY waits for
+    its acknowledgement)."""
+    from conftest import Server, binary
+    from s3fixtures import S3Server, s3_args
+    from test_fleet_leases import ENV, JOBS, TAKEOVER, runs, wait_for
+    key = key_file(tmp_path / "fleet.key")
+    pg2.create_db("lease")
+    nodes = []
+    try:
+        for name, host in (("a", CUT_ADDR), ("b", "127.0.0.1")):
+            args = s3_args(["--meta", pg2.tcp_uri_for("lease", host), "--identity-key", key,
+                            "--node-id", name])
+            nodes.append(S3Server(Server(tmp_path / name, args=args, env=ENV)
+                                  .start(wait_for=("http", "jay"))))
+            if name == "a":  # a holds every lease before b starts
+                assert wait_for(lambda: all(runs(nodes[0].server, j) for j in JOBS),
+                                TAKEOVER) is not None
+        a, b = (n.server for n in nodes)
+        admin = [binary("cairn"), "admin", "--meta", pg2.tcp_uri_for("lease"),
+                 "--identity-key", key, "account", "create"]
+        with Partition(pg2.port, CUT_ADDR) as cut:
+            taken, i = None, 0
+            while taken is None:
+                r = subprocess.run(admin + ["notify%d" % i], capture_output=True, text=True)
+                assert r.returncode == 0, r.stderr
+                i += 1
+                now = time.monotonic() - cut.t0
+                if all(runs(b, j) for j in JOBS):
+                    taken = now
+                assert now < LEASE_BOUND_S + 30, "the leases never moved (%d NOTIFYs)" % i
+            print("holder cut off: its leases taken by the other node %.1f s after the cut "
+                  "(%d identity writes meanwhile)" % (taken, i))
+            assert taken < LEASE_BOUND_S
+            assert holders(pg2) == ["cairn-watch/b"] * len(JOBS)
+            # The holder knew first: its watcher, which cannot read, gave
+            # them up (W3) before the server let the other node take them.
+            assert wait_for(lambda: all("lease %s lost" % j in a.output(a.log_offset)
+                                        for j in JOBS), 10) is not None
+        # Healed, the holder finds the leases taken and does not run the jobs.
+        assert wait_for(lambda: not any(runs(a, j) for j in JOBS), 20) is not None
+        time.sleep(2)
+        assert all(runs(b, j) for j in JOBS)
+        assert holders(pg2) == ["cairn-watch/b"] * len(JOBS)
+    finally:
+        for n in nodes:
+            stop_clean(n)
+
+
+BLOB_DEADLINE_MS = 3000  # the nodes' blob tier request deadline here
+
+
+def case_blob_backend_cut_off(pg, tmp_path):
+    """The blob tier's backend (a second cairnd over loopback TCP) cut off
+    from a fleet node: a PUT and an uncached GET are answered 503
+    ServiceUnavailable within the tier's deadline (and its last attempt's
+    connect timeout), /_cairn/ready names the blob backend, a HEAD (the
+    metadata only) still answers; healed, both work again and nothing
+    acknowledged is lost."""
+    fleet = Fleet(pg, tmp_path, "tier", count=1,
+                  env={"CAIRN_BLOB_DEADLINE_MS": str(BLOB_DEADLINE_MS)})
+    try:
+        node = fleet.nodes[0]
+        s3 = node.client(read_timeout=ANSWER_BOUND_S + 30)
+        s3.create_bucket(Bucket="cut")
+        body = os.urandom(4096)
+        s3.put_object(Bucket="cut", Key="before", Body=body)
+        node.server.stop()  # a fresh cache: the GET below must go to the backend
+        shutil.rmtree(str(tmp_path / "n0" / "cache"), ignore_errors=True)
+        node = fleet.start(0)
+        s3 = node.client(read_timeout=ANSWER_BOUND_S + 30)
+        bound = BLOB_DEADLINE_MS / 1000 + 10
+        with Partition(fleet.backend_port):
+            for what, fn in (("PUT", lambda: s3.put_object(Bucket="cut", Key="during",
+                                                          Body=os.urandom(4096))),
+                             ("GET", lambda: s3.get_object(Bucket="cut", Key="before")
+                              ["Body"].read())):
+                secs, status, code = timed(fn)
+                print("%s with the backend cut off: %.1f s, %d %s" % (what, secs, status, code))
+                assert (status, code) == (503, "ServiceUnavailable"), what
+                assert secs < bound, what
+            secs, status, why = ready(node)
+            print("ready with the backend cut off: %.1f s, %d %s" % (secs, status, why))
+            assert (status, why.get("component")) == (503, "blob_backend")
+            assert secs < bound
+            assert s3.head_object(Bucket="cut", Key="before")["ContentLength"] == 4096
+        healed = time.monotonic()
+        while timed(lambda: s3.put_object(Bucket="cut", Key="after", Body=b"y"))[1] != 200:
+            assert time.monotonic() - healed < RECOVER_S, "no write after the partition healed"
+            time.sleep(0.2)
+        assert s3.get_object(Bucket="cut", Key="before")["Body"].read() == body
+        assert s3.get_object(Bucket="cut", Key="after")["Body"].read() == b"y"
+        assert ready(node)[1] == 200
+    finally:
+        bad = fleet.stop()
+        assert not bad, bad[0][-4000:]

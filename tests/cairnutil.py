@@ -16,6 +16,7 @@ import threading
 
 import pytest
 
+import fleetmode
 from conftest import binary, run
 
 # A cairnd serving only Scribe, on an ephemeral loopback port.
@@ -91,8 +92,12 @@ def cairnd_refuses(data, *args, says):
 
 def admin_repo(data, *args, check=False, timeout=120):
     """Runs `cairn admin --data DATA repo ARGS` (offline: no server may be
-    running on DATA).  check: the exit status must be 0."""
-    r = run([binary("cairn"), "admin", "--data", str(data), "repo"] + list(args), timeout=timeout)
+    running on DATA).  On the fleet engines with the S3 tier it names the
+    tier of the server on DATA too (fleetmode.server_args), as an operator
+    backs up a fleet's repository.  check: the exit status must be 0."""
+    tier = fleetmode.server_args(data, ["--meta"]) if fleetmode.active() else []
+    r = run([binary("cairn"), "admin", "--data", str(data), "repo"] + list(args) + tier,
+            timeout=timeout)
     no_sanitizer_report(r.stderr)
     if check:
         assert r.returncode == 0, (args, r.stdout, r.stderr)

@@ -40,28 +40,18 @@ SKIPS = {
         "checks the files an embedded first start makes in DIR (identity.key, meta.db); a fleet "
         "node is given its key and keeps its metadata in PostgreSQL",
     "tests/cmd/test_admin_repo_cli.py::test_backup_restore_new_incarnation":
-        "cairn admin repo backup/restore copy a repository out of DIR's own store and "
-        "metadata; the tool has no blob-tier flags (a fleet's repositories live in PostgreSQL "
-        "and the tier, backed up by their own means)",
-    "tests/cmd/test_admin_repo_cli.py::test_restore_into_empty_data_dir":
-        "cairn admin repo backup/restore work on DIR's own store (as above)",
+        "checks that cairn admin repo backup refuses while cairnd holds DIR's store; with the "
+        "blob tier it opens the fleet's database and tier instead, which nodes share while "
+        "they run (tests/fleet/test_fleet_repo_backup.py tests that)",
     "tests/cmd/test_repo_verified_sync.py::test_rollback_refused_until_anchor_reset":
-        "rolls a repository back with cairn admin repo backup/restore, which work on DIR's own "
-        "store (as above)",
-    "tests/scribe/test_repo_anchor_restore.py":
-        "restores a repository with cairn admin repo backup/restore, which work on DIR's own "
-        "store (as above)",
-    "tests/scribe/test_scribe_cherry.py::test_provenance_survives_backup":
-        "backs a repository up and restores it with cairn admin repo backup/restore, which work "
-        "on DIR's own store (as above)",
+        "rolls the whole data directory back by copying DIR; on the fleet engines a server's "
+        "rows live in PostgreSQL and its blobs in the tier, which a copy of DIR does not hold",
     "tests/scribe/test_scribe_gw_wire.py::test_instance_status_reports_available_bytes":
         "checks available_bytes against DIR's statvfs; a tiered store has no local space to "
         "report and sends none, by decision (test_instance_status_tiered_store_reports_no_"
         "available_bytes)",
     "tests/scribe/test_scribe_gw_wire.py::test_v4_instance_status_available":
         "expects available_bytes, which a tiered store does not send (as above)",
-    "tests/scribe/test_scribe_workspace_backup.py::test_restore_keeps_registered_and_retired":
-        "cairn admin repo backup/restore work on DIR's own store (as above)",
     "tests/scribe/test_repo_public_clone.py::test_a_chunk_the_repository_lacks_names_the_file":
         "removes a chunk's row from DIR/meta.db with sqlite3",
     "tests/scribe/test_scribe_v4_auth.py::test_auth_rolled_back_to_an_older_revision_is_auth_"

@@ -40,6 +40,8 @@ static const char admin_usage[] =
     "  revoke --namespace NS --account NAME [--action read|write]...\n"
     "  grants [--namespace NS]\n"
     "  repo backup NAME FILE | repo restore FILE [--replace]   (server stopped)\n"
+    "  repo backup|restore ... --blob-store ... --blob-endpoint URL   with --meta: a\n"
+    "                  fleet's repository, its nodes running (docs/fleet.md)\n"
     "  auth init   the SAU2 auth state, its CAs and the first administrator\n"
     "  store compact [--live PCT]   rewrite sparse pack files now (server stopped)\n"
     "  store recount   set the blob and byte totals to a fresh count (server\n"
@@ -374,7 +376,8 @@ static int data_command(const char *cmd, const char *data, int argc, char **argv
                                                                        : NULL;
     if (!fn)
         return -1;
-    if (!data && fn != cn_cmd_admin_fleet && fn != cn_cmd_admin_identity)
+    bool fleet_repo = fn == cn_cmd_admin_repo && cn__admin_meta_target(NULL);
+    if (!data && fn != cn_cmd_admin_fleet && fn != cn_cmd_admin_identity && !fleet_repo)
         return usage("--data DIR is required");
     cn_log_configure(CN_LOG_WARN, false);
     return fn(data, argc, argv);

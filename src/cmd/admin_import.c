@@ -54,15 +54,14 @@ static int imp_usage(const char *msg)
 
 static int parse_args(int argc, char **argv, imp_args_t *a)
 {
-    static const char *const names[] = { "--from",          "--blob-dir",    "--blob-store",
-                                         "--blob-endpoint", "--blob-region", "--blob-credentials" };
-    const char **slots[] = { &a->from,          &a->blob_dir,    &a->tier.blob_store,
-                             &a->tier.endpoint, &a->tier.region, &a->tier.credentials_file };
+    static const char *const names[] = { "--from", "--blob-dir" };
+    const char **slots[] = { &a->from, &a->blob_dir };
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--blob-virtual-host")) {
-            a->tier.virtual_host = true;
+        int taken = cn__admin_tier_flag(argc, argv, &i, &a->tier);
+        if (taken < 0)
+            return imp_usage("an option needs a value");
+        if (taken)
             continue;
-        }
         size_t k = 0;
         while (k < sizeof names / sizeof names[0] && strcmp(argv[i], names[k]))
             k++;

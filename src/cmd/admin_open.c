@@ -5,7 +5,12 @@
  * saying so. */
 #include "admin_open.h"
 
+#include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static const char *admin_meta; /* --meta or CAIRN_META; NULL: the data dir's */
 
@@ -52,4 +57,59 @@ cn_err_t cn__admin_open_store(const char *data, uint64_t pack_max_bytes, cn_meta
     if (e < 0)
         cn__admin_open_failed(data, "store", e);
     return e;
+}
+
+int cn__admin_tier_flag(int argc, char **argv, int *i, struct cn_store_tier *t)
+{
+    static const char *const names[] = { "--blob-store", "--blob-endpoint", "--blob-region",
+                                         "--blob-credentials" };
+    const char **slots[] = { &t->blob_store, &t->endpoint, &t->region, &t->credentials_file };
+    if (!strcmp(argv[*i], "--blob-virtual-host")) {
+        t->virtual_host = true;
+        return 1;
+    }
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        if (strcmp(argv[*i], names[k]) != 0)
+            continue;
+        if (*i + 1 >= argc || !argv[*i + 1][0])
+            return -1;
+        *slots[k] = argv[++*i];
+        return 1;
+    }
+    return 0;
+}
+
+cn_err_t cn__admin_open_tier(cn_meta_t *meta, const struct cn_store_tier *t, char dir[4096],
+                             cn_store_t **store)
+{
+    *store = NULL;
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, 4096, "%s/cairn-admin-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        cn_err_t e = -errno;
+        fprintf(stderr, "cairn admin: cannot make a scratch directory %s: %s\n", dir,
+                cn_strerror(e));
+        dir[0] = 0;
+        return e;
+    }
+    cn_store_opts_t so = { .meta = meta, .tier = *t };
+    so.tier.cache_bytes = 64u << 20; /* staging and a small cache, not one worth keeping */
+    cn_err_t e = cn_store_open(dir, &so, store);
+    if (e < 0)
+        fprintf(stderr, "cairn admin: cannot open the blob tier %s: %s\n", t->blob_store,
+                cn_strerror(e));
+    return e;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *f)
+{
+    (void)sb;
+    (void)f;
+    return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 ? -1 : 0;
+}
+
+void cn__admin_scratch_remove(const char *dir)
+{
+    if (dir[0] && nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+        fprintf(stderr, "cairn admin: cannot remove %s: %s\n", dir, strerror(errno));
 }

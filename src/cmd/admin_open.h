@@ -33,4 +33,22 @@ void cn__admin_open_failed(const char *data, const char *what, cn_err_t e);
 cn_err_t cn__admin_open_store(const char *data, uint64_t pack_max_bytes, cn_meta_t **meta,
                               cn_store_t **store);
 
+/* Takes argv[*i] into t when it is a blob tier flag: --blob-store,
+ * --blob-endpoint, --blob-region, --blob-credentials (each with a value) or
+ * --blob-virtual-host.  1 taken (*i left on its last word), 0 not a tier
+ * flag, -1 a flag without its value. */
+int cn__admin_tier_flag(int argc, char **argv, int *i, struct cn_store_tier *t);
+
+/* A store on the blob tier t (t->blob_store set) for a one-shot command,
+ * with meta: its staging and a 64 MiB cache in a fresh directory under
+ * TMPDIR (default /tmp), whose path is left in dir for
+ * cn__admin_scratch_remove (dir[0] is 0 when none was made).  On failure
+ * the message is printed and the error returned. */
+cn_err_t cn__admin_open_tier(cn_meta_t *meta, const struct cn_store_tier *t, char dir[4096],
+                             cn_store_t **store);
+
+/* Removes cn__admin_open_tier's directory and everything in it (after the
+ * store is closed); a no-op when dir is "". */
+void cn__admin_scratch_remove(const char *dir);
+
 #endif

@@ -2,6 +2,10 @@
  * offline backup and restore of one Scribe repository (cn_repos_backup /
  * cn_repos_restore).  They open the store, which one process holds at a
  * time: stop cairnd first (a running server makes them fail with "busy").
+ * With `--meta postgres://...` and the blob tier flags (a fleet,
+ * docs/fleet.md "Repository backup and restore") they open the fleet's
+ * database and tier instead, with the nodes running: a backup reads one
+ * snapshot, a restore replaces the rows in one transaction.
  * A backup is written to FILE.partial, flushed and renamed, so FILE is
  * either complete or absent; "-" writes to stdout.  A restore reads FILE
  * ("-" = stdin) and gives the repository a new incarnation.
@@ -24,7 +28,10 @@
 static const char repo_usage[] =
     "usage: cairn admin --data DIR repo backup NAME FILE      (FILE '-' = stdout)\n"
     "       cairn admin --data DIR repo restore FILE [--replace] (a new incarnation)\n"
-    "       (the server must be stopped: both open the store)\n";
+    "       (the server must be stopped: both open the store)\n"
+    "       cairn admin --meta postgres://... repo backup|restore ... --blob-store s3://B/P\n"
+    "         --blob-endpoint URL [--blob-region R] [--blob-credentials FILE]\n"
+    "         [--blob-virtual-host]          (a fleet's database and blob tier, nodes running)\n";
 
 static int backup(cn_repos_t *r, const char *name, const char *file)
 {
@@ -97,13 +104,35 @@ static int restore(cn_repos_t *r, const char *file, bool replace)
     return 0;
 }
 
+/* The fleet's metadata (--meta) and its blob tier, in a scratch directory. */
+static cn_err_t open_fleet(const char *data, const struct cn_store_tier *tier, char *scratch,
+                           cn_meta_t **meta, cn_store_t **store)
+{
+    *store = NULL;
+    cn_err_t e = cn_meta_open(cn__admin_meta_target(data), NULL, meta);
+    if (e < 0) {
+        /* the URI is not printed: it may hold a password */
+        fprintf(stderr, "cairn admin: cannot open the fleet's metadata: %s\n", cn_strerror(e));
+        return e;
+    }
+    return cn__admin_open_tier(*meta, tier, scratch, store);
+}
+
 int cn_cmd_admin_repo(const char *data, int argc, char **argv)
 {
     const char *verb = argc > 0 ? argv[0] : "";
     bool replace = false;
     const char *pos[2] = { NULL, NULL };
     int npos = 0;
+    struct cn_store_tier tier = { 0 };
     for (int i = 1; i < argc; i++) {
+        int taken = cn__admin_tier_flag(argc, argv, &i, &tier);
+        if (taken < 0) {
+            fputs(repo_usage, stderr);
+            return 2;
+        }
+        if (taken)
+            continue;
         if (!strcmp(argv[i], "--replace"))
             replace = true;
         else if (npos < 2 && (argv[i][0] != '-' || !strcmp(argv[i], "-")))
@@ -119,10 +148,21 @@ int cn_cmd_admin_repo(const char *data, int argc, char **argv)
         fputs(repo_usage, stderr);
         return 2;
     }
+    if (!data && !tier.blob_store) {
+        fputs("cairn admin: repo: --data DIR is required (or --meta with the blob tier flags)\n",
+              stderr);
+        return 2;
+    }
+    if (tier.blob_store && !tier.endpoint) {
+        fputs("cairn admin: repo: --blob-store needs --blob-endpoint\n", stderr);
+        return 2;
+    }
     cn_meta_t *meta = NULL;
     cn_store_t *store = NULL;
     cn_repos_t *repos = NULL;
-    cn_err_t e = cn__admin_open_store(data, 0, &meta, &store);
+    char scratch[4096] = "";
+    cn_err_t e = tier.blob_store ? open_fleet(data, &tier, scratch, &meta, &store)
+                                 : cn__admin_open_store(data, 0, &meta, &store);
     if (e >= 0 && (e = cn_repos_open(meta, store, NULL, NULL, &repos)) < 0)
         cn__admin_open_failed(data, "repositories", e);
     int rc = 1;
@@ -131,5 +171,6 @@ int cn_cmd_admin_repo(const char *data, int argc, char **argv)
     cn_repos_close(repos);
     cn_store_close(store);
     cn_meta_close(meta);
+    cn__admin_scratch_remove(scratch);
     return rc;
 }

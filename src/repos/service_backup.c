@@ -11,12 +11,20 @@
  * against its digest), then replaces the repository's rows in one write
  * transaction that commits only when the trailer matches — with a new
  * random incarnation, so a client that knew the repository before answers
- * incarnation_mismatch instead of submitting onto a rewound history. */
+ * incarnation_mismatch instead of submitting onto a rewound history.
+ *
+ * Both run under CN_META_RETRY when their stream is a regular file, so a
+ * transaction lost with its server (a failover, a session ended) is run
+ * again: the backup rewinds and truncates its output to where it began,
+ * the restore rewinds its input to where its transaction's part begins
+ * (with the hash, the tag and the counts as they were there).  A pipe
+ * cannot be rewound: there a lost transaction fails the run. */
 #include "service_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define BK_MAGIC "CNREPOBK"
@@ -91,6 +99,14 @@ typedef struct bk_out {
     cn_blake3_t h;
     uint64_t bytes;
 } bk_out_t;
+
+/* Where a stream of fd begins when fd is a regular file (which can be
+ * rewound for a repeated run), else -1. */
+static off_t rewind_point(int fd)
+{
+    struct stat sb;
+    return fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ? lseek(fd, 0, SEEK_CUR) : -1;
+}
 
 static cn_err_t out_write(bk_out_t *o, const void *p, size_t n)
 {
@@ -227,13 +243,23 @@ typedef struct bk_dump {
     cn_buf_t b;
     const uint8_t *id;
     cn_repos_backup_stats_t *stats;
+    off_t start; /* rewind_point of the output */
 } bk_dump_t;
 
-/* Everything before the trailer, from one read snapshot.  Not repeatable:
- * it writes the stream. */
+/* Everything before the trailer, from one read snapshot; a repeated run
+ * (a regular file only) writes it again from where the stream began. */
 static cn_err_t backup_body(cn_meta_txn_t *txn, void *ctx)
 {
     bk_dump_t *d = ctx;
+    if (d->o.bytes) {
+        if (d->start < 0)
+            return CN_E_UNAVAILABLE; /* never run again on a pipe (cn_repos_backup) */
+        if (lseek(d->o.fd, d->start, SEEK_SET) < 0 || ftruncate(d->o.fd, d->start) < 0)
+            return -errno;
+        cn_blake3_init(&d->o.h);
+        d->o.bytes = 0;
+        d->stats->rows = d->stats->blobs = 0;
+    }
     uint8_t hdr[12];
     memcpy(hdr, BK_MAGIC, 8);
     put_u32(hdr + 8, BK_VERSION);
@@ -258,8 +284,9 @@ cn_err_t cn_repos_backup(cn_repos_t *r, const char *name, int fd, cn_repos_backu
     CN_TRY(cn_repos_info_by_name(r, &rq, name, strlen(name), &ri));
     bk_dump_t d = { .r = r, .o = { .fd = fd }, .id = ri.id, .stats = stats };
     cn_blake3_init(&d.o.h);
-    /* Not repeated: backup_body writes the stream. */
-    cn_err_t err = cn_meta_run(r->meta, CN_META_RUN_READ, backup_body, &d);
+    d.start = rewind_point(fd);
+    cn_err_t err = cn_meta_run(r->meta, CN_META_RUN_READ | (d.start >= 0 ? CN_META_RETRY : 0),
+                               backup_body, &d);
     if (err >= 0) {
         /* the trailer: its tag, then the BLAKE3 of every byte before the digest */
         uint8_t tag = BK_END;
@@ -443,6 +470,10 @@ static cn_err_t clear_repo(cn_meta_txn_t *txn, const uint8_t id[16])
  * what was restored. */
 typedef struct bk_load {
     bk_in_t in;
+    bk_in_t mark;     /* in where the write transaction's part begins */
+    off_t mark_at;    /* its offset in a regular file, else -1 */
+    uint8_t mark_tag; /* the tag read last at the mark */
+    bool begun;       /* restore_body ran once */
     uint32_t version;
     bool replace;
     cn_buf_t repo_row, b;
@@ -482,10 +513,21 @@ static cn_err_t restore_claim(cn_meta_txn_t *txn, const bk_load_t *ld)
 }
 
 /* The rows and the trailer, in one write transaction that commits only
- * when the trailer matches.  Not repeatable: it reads the stream. */
+ * when the trailer matches; a repeated run (a regular file only) reads them
+ * again from the mark. */
 static cn_err_t restore_body(cn_meta_txn_t *txn, void *ctx)
 {
     bk_load_t *ld = ctx;
+    if (ld->begun) {
+        if (ld->mark_at < 0)
+            return CN_E_UNAVAILABLE; /* never run again on a pipe (cn_repos_restore) */
+        if (lseek(ld->in.fd, ld->mark_at, SEEK_SET) < 0)
+            return -errno;
+        ld->in = ld->mark;
+        ld->tag = ld->mark_tag;
+        ld->stats->rows = 0;
+    }
+    ld->begun = true;
     cn_err_t err = restore_claim(txn, ld);
     if (err >= 0)
         err = row_insert(txn, ld->version, &ld->repo_row, ld->inc, ld->id, ld->out);
@@ -550,8 +592,13 @@ cn_err_t cn_repos_restore(cn_repos_t *r, int fd, bool replace, cn_repos_info_t *
     uint8_t compression = err >= 0 ? ld.repo_row.data[ld.repo_row.len - 8] : 0;
     while (err >= 0 && (err = in_read(&ld.in, &ld.tag, 1)) >= 0 && ld.tag == BK_BLOB)
         err = blob_in(r, &ld.in, compression, &stats->blobs);
-    if (err >= 0)
-        err = cn_meta_run(r->meta, CN_META_RUN_WRITE, restore_body, &ld); /* reads fd: once */
+    if (err >= 0) {
+        ld.mark = ld.in;
+        ld.mark_tag = ld.tag;
+        ld.mark_at = rewind_point(fd);
+        err = cn_meta_run(r->meta, CN_META_RUN_WRITE | (ld.mark_at >= 0 ? CN_META_RETRY : 0),
+                          restore_body, &ld);
+    }
     stats->bytes = ld.in.bytes;
     stats->head = out->head;
     cn_buf_free(&ld.repo_row);

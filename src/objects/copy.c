@@ -184,6 +184,7 @@ typedef struct copy_rows {
     const cn_obj_src_t *src;
     const char *owner;
     cn_buf_t umeta, acl;
+    bool claimed; /* the version row is in: copy_claim made it */
 } copy_rows_t;
 
 static cn_err_t copy_segments(cn_meta_txn_t *txn, void *ctx, int64_t vid)
@@ -192,17 +193,27 @@ static cn_err_t copy_segments(cn_meta_txn_t *txn, void *ctx, int64_t vid)
     return cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_SEGMENTS_COPY], "ii", vid, c->src->vid);
 }
 
+/* The copy's content type and user metadata: the source's, or the
+ * request's under REPLACE. */
+static const char *copy_attrs(const copy_rows_t *c, const cn_buf_t **um)
+{
+    const copy_run_t *cr = c->cr;
+    const cn_objects_put_args_t *put = cr->put;
+    *um = &c->src->umeta;
+    if (!cr->replace)
+        return c->src->content_type;
+    *um = &c->umeta;
+    return put && put->content_type ? put->content_type : "application/octet-stream";
+}
+
 static cn_err_t copy_version_row(cn_meta_txn_t *txn, void *ctx, int64_t vid)
 {
     const copy_rows_t *c = ctx;
     const copy_run_t *cr = c->cr;
-    const cn_objects_put_args_t *put = cr->put;
-    const char *ct = c->src->content_type;
-    const cn_buf_t *um = &c->src->umeta;
-    if (cr->replace) {
-        ct = put && put->content_type ? put->content_type : "application/octet-stream";
-        um = &c->umeta;
-    }
+    const cn_buf_t *um = NULL;
+    const char *ct = copy_attrs(c, &um);
+    if (c->claimed)
+        return 0; /* the claim inserted it; pre copied the segments */
     /* umeta last: SQL NULL when empty ('n' takes no argument, so the
      * pointer and length after it go unread). */
     return cn_meta_pushf(txn, cn__sql_obj[CN_SQL_OBJ_VERSION_INSERT_COPY],
@@ -211,6 +222,26 @@ static cn_err_t copy_version_row(cn_meta_txn_t *txn, void *ctx, int64_t vid)
                          c->src->etag, c->src->sha256, ct, cr->now, c->owner,
                          (const char *)(c->acl.len ? c->acl.data : NULL), c->acl.len,
                          c->src->nparts, (const void *)um->data, um->len);
+}
+
+/* The version row of a new destination key (cn__obj_version_make's claim
+ * callback): the columns copy_version_row writes, no checksum. */
+static int copy_claim(cn_meta_txn_t *txn, void *ctx, int64_t *vid)
+{
+    copy_rows_t *c = ctx;
+    const copy_run_t *cr = c->cr;
+    const cn_buf_t *um = NULL;
+    const char *ct = copy_attrs(c, &um);
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t err = cn_meta_queryf(
+        txn, &st, cn_meta_batch_text(txn, &cn__sql_obj_engine[CN_SQL_OBJ_E_VERSION_CLAIM]),
+        um->len ? "ibisssistinnb" : "ibisssistinnn", c->db->id, (const void *)cr->dst_key,
+        strlen(cr->dst_key), (int64_t)c->src->size, c->src->etag, c->src->sha256, ct, cr->now,
+        c->owner, (const char *)(c->acl.len ? c->acl.data : NULL), c->acl.len, c->src->nparts,
+        (const void *)um->data, um->len);
+    int got = cn__vclaim_step(st, err, vid);
+    c->claimed = got > 0;
+    return got;
 }
 
 /* The destination's new version (cr->vid) made current in txn. */
@@ -237,6 +268,7 @@ static cn_err_t copy_rows(cn_meta_txn_t *txn, copy_run_t *cr, const cn__bkt_t *d
                        .now_ms = cr->now,
                        .pre = copy_segments,
                        .rows = copy_version_row,
+                       .claim = copy_claim,
                        .ctx = &c };
     if (err >= 0)
         err = obj_side(rq, cn__obj_version_make(txn, rq, &mk), CN_OBJ_SIDE_DEST);

@@ -550,14 +550,15 @@ cn_err_t cn__bkt_vstate(cn_meta_txn_t *txn, const cn__bkt_t *b, cn__vstate_t *ou
  *
  * claim (may be NULL), where a statement is a round trip (PostgreSQL, whose
  * writers run side by side under SERIALIZABLE), for a bucket whose
- * versioning was never set, a write without If-Match and no pre (a put, a
+ * versioning was never set and a write without If-Match (a put, a copy, a
  * multipart completion; cn__vclaim_step runs its statement): first
  * inserts the new obj_version row only if key has no current one, taking
  * its id in the same statement (1 and *vid when it did, 0 when key has a
  * current version, or an error).  A key claimed has nothing to retire or
- * judge, so the look is skipped and rows(ctx, vid) is then called for the
- * segments alone (the callback knows, by its own claim, which it is); a key
- * not claimed takes the path above.  The look read a range of the key
+ * judge, so the look is skipped, pre(ctx, vid) is called if set, and
+ * rows(ctx, vid) is then called for the segments alone (the callbacks
+ * know, by their own claim, which it is); a key not claimed takes the path
+ * above.  The look read a range of the key
  * index, whose predicate lock failed concurrent new keys with 40001. */
 typedef cn_err_t (*cn__vrows_fn)(cn_meta_txn_t *txn, void *ctx, int64_t vid);
 typedef int (*cn__vclaim_fn)(cn_meta_txn_t *txn, void *ctx, int64_t *vid);

@@ -385,7 +385,7 @@ static cn_err_t vstate_of(cn_meta_txn_t *txn, const cn__vmake_t *mk, cn__vstate_
 static int claim_new_key(cn_meta_txn_t *txn, cn__vmake_t *mk, cn__vstate_t *vs, bool *vs_read)
 {
     *vs_read = false;
-    if (!mk->claim || mk->pre || (mk->cond && mk->cond->if_match) || !cn_meta_round_trips(txn))
+    if (!mk->claim || (mk->cond && mk->cond->if_match) || !cn_meta_round_trips(txn))
         return 0;
     cn_err_t err = vstate_of(txn, mk, vs);
     *vs_read = err >= 0;
@@ -402,6 +402,8 @@ cn_err_t cn__obj_version_make(cn_meta_txn_t *txn, cn_objects_req_t *rq, cn__vmak
     bool vs_read = false;
     int claimed = claim_new_key(txn, mk, &vs, &vs_read);
     cn_err_t err = claimed < 0 ? claimed : 0;
+    if (claimed > 0 && mk->pre) /* a new key: no current version to outlive */
+        err = mk->pre(txn, mk->ctx, mk->vid);
     if (claimed == 0) {
         err = cn__version_find_next(txn, mk->bucket_id, mk->key, &cur, cur_etag, &mk->vid);
         if (err >= 0)

@@ -127,7 +127,8 @@ def test_a_new_key_is_claimed_and_a_seen_key_is_looked_up(pg, tmp_path):
     """A PUT of a key its pre-read did not see claims it and makes no look;
     an overwrite of a key its pre-read saw makes the look and no claim (a
     claim would cost a round trip only to find the key).  A multipart
-    completion claims, and looks only when the claim finds the key."""
+    completion and a CopyObject claim, and look only when the claim finds
+    the key."""
     with two_nodes(pg, tmp_path, ["ALTER DATABASE \"%s\" SET log_statement = 'all'"]) as (a, b):
         s3 = a.client()
         s3.create_bucket(Bucket="seen")
@@ -154,3 +155,21 @@ def test_a_new_key_is_claimed_and_a_seen_key_is_looked_up(pg, tmp_path):
             assert sum(CLAIM in s for s in done) == 1, done
             assert sum(LOOK in s for s in done) == (1 if key == "k" else 0), done
             assert b.client().get_object(Bucket="seen", Key=key)["Body"].read() == body
+        # A copy claims its destination's row too, with the source's
+        # segments and attributes (or the request's, under REPLACE); onto a
+        # key with a current version (itself, here) the claim finds it and
+        # the look follows.
+        src_type = s3.head_object(Bucket="seen", Key="k")["ContentType"]
+        copies = (("copy", "COPY", None), ("copy2", "REPLACE", "text/x-new"),
+                  ("k", "REPLACE", "text/x-self"))
+        for key, directive, ctype in copies:
+            at = log_size(pg)
+            kw = {"ContentType": ctype} if ctype else {}
+            s3.copy_object(Bucket="seen", Key=key, CopySource={"Bucket": "seen", "Key": "k"},
+                           MetadataDirective=directive, **kw)
+            done = statements(pg, at)
+            assert sum(CLAIM in s for s in done) == 1, done
+            assert sum(LOOK in s for s in done) == (1 if key == "k" else 0), done
+            got = b.client().get_object(Bucket="seen", Key=key)
+            assert got["Body"].read() == b"three"
+            assert got["ContentType"] == (ctype or src_type), got["ContentType"]

@@ -329,15 +329,17 @@ static void quiet_notices(void *arg, const char *msg)
     (void)msg; /* NOTICEs ("already exists, skipping") are not errors */
 }
 
-/* Session settings, after every (re)connect. */
+/* Session settings, after every (re)connect: among them the server's own
+ * bounds on a vanished node (CN__META_PG_SERVER_TCP), so that a node cut
+ * off inside a transaction does not hold its row locks for hours. */
 static cn_err_t session_setup(cn__meta_conn_t *c)
 {
     PQsetNoticeProcessor(c->pg, quiet_notices, NULL);
     PQsetErrorVerbosity(c->pg, PQERRORS_TERSE);
-    char sql[160];
+    char sql[320];
     snprintf(sql, sizeof sql,
              "SET client_encoding = 'UTF8'; SET lock_timeout = %u;"
-             " SET client_min_messages = warning",
+             " SET client_min_messages = warning; " CN__META_PG_SERVER_TCP,
              c->db->busy_ms);
     return pg_run(c, sql);
 }

@@ -205,10 +205,7 @@ static bool connect_pg(cn__meta_watch_t *w)
      * keepalives while nothing waits for the holder's acknowledgement, by
      * the user timeout while a NOTIFY does (keepalives are not sent then,
      * and the kernel would retry for many minutes). */
-    pg_ok(w, "SET tcp_keepalives_idle = 5");
-    pg_ok(w, "SET tcp_keepalives_interval = 2");
-    pg_ok(w, "SET tcp_keepalives_count = 2");
-    pg_ok(w, "SET tcp_user_timeout = " CN__META_PG_USER_TIMEOUT_MS);
+    pg_ok(w, CN__META_PG_SERVER_TCP);
     if (!pg_ok(w, "LISTEN " CHANNEL)) {
         drop_conn(w, "LISTEN failed");
         return false;

@@ -28,6 +28,15 @@ const char *cn__meta_pg_uri(const cn__meta_db_t *db);
  * for an idle one. */
 #define CN__META_PG_USER_TIMEOUT_MS "9000"
 
+/* The same bounds on the server's side of a session (its GUCs, set once
+ * per session): the server ends the session of a node that vanished or was
+ * cut off in about 9 s, and with it the transaction it had open, its row
+ * locks and its advisory locks, instead of keeping them for the kernel's
+ * keepalive time (two hours by default). */
+#define CN__META_PG_SERVER_TCP                                      \
+    "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2;" \
+    " SET tcp_keepalives_count = 2; SET tcp_user_timeout = " CN__META_PG_USER_TIMEOUT_MS
+
 /* engine_pg.c: its round-trip timeout in ms (invariant 12), which the
  * watcher's own waits keep too. */
 unsigned cn__meta_pg_round_trip_ms(const cn__meta_db_t *db);

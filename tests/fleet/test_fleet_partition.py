@@ -33,6 +33,8 @@ Partition drops every packet to and from its port for a with block.
   row locks) in bounded time; the other node writes the same keys.
 * case_blob_backend_cut_off: the blob tier's backend cut off from a node:
   PUT and uncached GET 503 within the tier's deadline, HEAD 200, healed.
+* case_blob_backend_cut_mid_upload: the backend cut off during a large
+  PUT: 503 in bounded time, no version; healed, the PUT succeeds.
 
 The outer test needs root (a network namespace) and nftables; without them
 it is skipped with the reason.  Ports are chosen at run time in the
@@ -90,7 +92,7 @@ def test_partition_cases():
     r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=INNER_TIMEOUT_S)
     print(r.stdout[-20000:], r.stderr[-4000:])
     assert r.returncode == 0, r.stdout[-8000:]
-    assert re.search(r"^5 passed", r.stdout, re.M), r.stdout[-2000:]
+    assert re.search(r"^6 passed", r.stdout, re.M), r.stdout[-2000:]
 
 
 def netns_id():
@@ -420,6 +422,45 @@ def case_blob_backend_cut_off(pg, tmp_path):
         assert s3.get_object(Bucket="cut", Key="before")["Body"].read() == body
         assert s3.get_object(Bucket="cut", Key="after")["Body"].read() == b"y"
         assert ready(node)[1] == 200
+    finally:
+        bad = fleet.stop()
+        assert not bad, bad[0][-4000:]
+
+
+BIG = 48 << 20  # a PUT long enough to be cut in the middle
+CUT_AFTER_S = 0.3
+
+
+def case_blob_backend_cut_mid_upload(pg, tmp_path):
+    """The blob backend cut off CUT_AFTER_S into a large PUT: the PUT is
+    answered 503 ServiceUnavailable in bounded time (a stalled transfer is a
+    fault of the tier's request), no version of the key appears; healed, the
+    same PUT succeeds and reads back whole."""
+    fleet = Fleet(pg, tmp_path, "mid", count=1,
+                  env={"CAIRN_BLOB_DEADLINE_MS": str(BLOB_DEADLINE_MS)})
+    try:
+        s3 = fleet.nodes[0].client(read_timeout=ANSWER_BOUND_S + 30)
+        s3.create_bucket(Bucket="mid")
+        body = os.urandom(BIG)
+        out = {}
+        t = in_thread(lambda: timed(lambda: s3.put_object(Bucket="mid", Key="big", Body=body)),
+                      out)
+        time.sleep(CUT_AFTER_S)  # the body on its way
+        with Partition(fleet.backend_port) as cut:
+            t.join(ANSWER_BOUND_S + 60)
+            assert not t.is_alive() and "r" in out, out.get("err", "the PUT never returned")
+            print("a %d MiB PUT with the backend cut off: %.1f s, %d %s"
+                  % ((BIG >> 20,) + out["r"]))
+            secs, status, code = out["r"]
+            assert (status, code) == (503, "ServiceUnavailable"), out
+            assert time.monotonic() - cut.t0 < ANSWER_BOUND_S
+        listed = s3.list_objects_v2(Bucket="mid").get("Contents", [])
+        assert listed == [], listed
+        healed = time.monotonic()
+        while timed(lambda: s3.put_object(Bucket="mid", Key="big", Body=body))[1] != 200:
+            assert time.monotonic() - healed < RECOVER_S, "no write after the partition healed"
+            time.sleep(0.2)
+        assert s3.get_object(Bucket="mid", Key="big")["Body"].read() == body
     finally:
         bad = fleet.stop()
         assert not bad, bad[0][-4000:]

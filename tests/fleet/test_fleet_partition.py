@@ -35,6 +35,9 @@ Partition drops every packet to and from its port for a with block.
   PUT and uncached GET 503 within the tier's deadline, HEAD 200, healed.
 * case_blob_backend_cut_mid_upload: the backend cut off during a large
   PUT: 503 in bounded time, no version; healed, the PUT succeeds.
+* case_scribe_submit_cut_off: a Scribe submit through a node cut off from
+  PostgreSQL: storage_failure in bounded time; healed, the same operation
+  is accepted once.
 
 The outer test needs root (a network namespace) and nftables; without them
 it is skipped with the reason.  Ports are chosen at run time in the
@@ -92,7 +95,7 @@ def test_partition_cases():
     r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=INNER_TIMEOUT_S)
     print(r.stdout[-20000:], r.stderr[-4000:])
     assert r.returncode == 0, r.stdout[-8000:]
-    assert re.search(r"^6 passed", r.stdout, re.M), r.stdout[-2000:]
+    assert re.search(r"^7 passed", r.stdout, re.M), r.stdout[-2000:]
 
 
 def netns_id():
@@ -461,6 +464,54 @@ def case_blob_backend_cut_mid_upload(pg, tmp_path):
             assert time.monotonic() - healed < RECOVER_S, "no write after the partition healed"
             time.sleep(0.2)
         assert s3.get_object(Bucket="mid", Key="big")["Body"].read() == body
+    finally:
+        bad = fleet.stop()
+        assert not bad, bad[0][-4000:]
+
+
+def case_scribe_submit_cut_off(pg, tmp_path):
+    """A Scribe submit through a node cut off from PostgreSQL: answered with
+    Scribe's storage error in bounded time (never a hang, never a success
+    the database does not hold); healed, the same submit (same operation
+    key) is accepted exactly once, at the change the repository expected."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scribe"))
+    from scribe_wire import ADD, ERR, Conn, ScribeError
+    from test_scribe_server import Repo
+    pg.create_db("scr")
+    (tmp_path / "f").mkdir()
+    fleet = Fleet(pg, tmp_path / "f", "scr", count=1, uri=pg.tcp_uri_for("scr"))
+    try:
+        c = Conn(fleet.scribe_addr(0), timeout=ANSWER_BOUND_S + 30)
+        r = Repo(c, "cut")
+        mids = r.upload({"a.txt": b"one\n", "b.txt": b"two\n"})
+        entries = [(ADD, p, m, 0, None) for p, m in sorted(mids.items())]
+        op = os.urandom(16)
+        with Partition(pg.port):
+            t0 = time.monotonic()
+            try:
+                r.submit(entries, "cut", op=op)
+                got = "accepted"
+            except ScribeError as e:
+                got = {v: k for k, v in ERR.items()}.get(e.code, e.code)
+            secs = time.monotonic() - t0
+            print("a submit cut off: %s in %.1f s" % (got, secs))
+            assert got in ("storage_failure", "busy"), got
+            assert secs < ANSWER_BOUND_S
+        c.close()
+        healed = time.monotonic()
+        while True:
+            c = Conn(fleet.scribe_addr(0), timeout=ANSWER_BOUND_S + 30)
+            r.c = c
+            try:
+                o = r.submit(entries, "cut", op=op)
+                break
+            except ScribeError:
+                c.close()
+                assert time.monotonic() - healed < RECOVER_S, "no submit after the partition"
+                time.sleep(0.2)
+        assert (o["outcome"], o["change"]) == (1, 1), o
+        assert c.repo_info(rid=r.id)["head"] == 1
+        c.close()
     finally:
         bad = fleet.stop()
         assert not bad, bad[0][-4000:]

@@ -602,6 +602,39 @@ static void object_headers(cn__s3_rq_t *q, const cn_object_info_t *info, bool wh
     }
 }
 
+/* A GET's answer when a condition or its range fails (c): 304 with the
+ * object's ETag and Last-Modified, 416 with its size, or c's error. */
+static void answer_unmet(cn__s3_rq_t *q, cn_s3_err_t c, const cn_object_info_t *info)
+{
+    if (c == CN_S3E_NOT_MODIFIED) {
+        char etag[CN__S3_ETAG_MAX], date[CN__S3_HTTP_DATE_MAX];
+        cn__s3_quote_etag(info->etag, etag);
+        cn__s3_http_date(info->last_modified_ms, date);
+        cn_http_resp_header(q->r, "ETag", etag);
+        cn_http_resp_header(q->r, "Last-Modified", date);
+        cn_http_respond_empty(q->r, 304, 0);
+        return;
+    }
+    if (c == CN_S3E_INVALID_RANGE) {
+        char cr[64];
+        snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)info->size);
+        cn_http_resp_header(q->r, "Content-Range", cr);
+    }
+    cn__s3_error(q, c, NULL);
+}
+
+/* Whether the GET carries a condition on the object (If-Match and the
+ * others cn__s3_conditions judges). */
+static bool conditional_get(cn_http_req_t *r)
+{
+    static const char *const names[] = { "If-Match", "If-None-Match", "If-Modified-Since",
+                                         "If-Unmodified-Since" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (cn_http_req_header(r, names[i]))
+            return true;
+    return false;
+}
+
 void cn__s3_get_object(cn__s3_rq_t *q)
 {
     cn_http_req_t *r = q->r;
@@ -641,7 +674,12 @@ void cn__s3_get_object(cn__s3_rq_t *q)
         cn_http_req_decline(r);
         return;
     }
-    q->orq.no_bytes = q->head; /* HeadObject: metadata only, no blob fetched */
+    /* HeadObject is metadata only: no blob opened (on the blob tier, none
+     * fetched).  A conditional GET first looks the same way, so a 304 or a
+     * 412 fetches nothing either; its conditions hold, it reads again with
+     * the bytes (and judges them again: the object may have changed). */
+    bool probe = !q->head && conditional_get(r);
+    q->orq.no_bytes = q->head || probe;
     for (int attempt = 0; attempt < 2; attempt++) {
         cn_object_info_t info;
         memset(&info, 0, sizeof info);
@@ -669,23 +707,16 @@ void cn__s3_get_object(cn__s3_rq_t *q)
                                                                    : CN_S3E_INVALID_RANGE;
         if (c != CN_S3E_NONE) {
             cn_objects_reader_free(rd);
-            if (c == CN_S3E_NOT_MODIFIED) {
-                char etag[CN__S3_ETAG_MAX], date[CN__S3_HTTP_DATE_MAX];
-                cn__s3_quote_etag(info.etag, etag);
-                cn__s3_http_date(info.last_modified_ms, date);
-                cn_http_resp_header(r, "ETag", etag);
-                cn_http_resp_header(r, "Last-Modified", date);
-                cn_http_respond_empty(r, 304, 0);
-            } else {
-                if (c == CN_S3E_INVALID_RANGE) {
-                    char cr[64];
-                    snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)info.size);
-                    cn_http_resp_header(r, "Content-Range", cr);
-                }
-                cn__s3_error(q, c, NULL);
-            }
+            answer_unmet(q, c, &info);
             cn_objects_info_free(&info);
             return;
+        }
+        if (probe) {
+            cn_objects_reader_free(rd);
+            cn_objects_info_free(&info);
+            probe = q->orq.no_bytes = false;
+            attempt--; /* the same attempt, now with its bytes */
+            continue;
         }
         q->lc_word = info.gen_word;
         if (!cn__s3_expiration_header(q, q->key, info.size, info.version_id, info.ntags,

@@ -253,6 +253,29 @@ def test_cold_head_fetches_nothing(tier):
     assert tier.cache_file(d).exists()
 
 
+def test_cold_conditional_get_fetches_only_what_it_sends(tier):
+    """A conditional GET answered 304 or 412 on a cold cache fetches no blob
+    (it fetched the object whole before judging); one whose conditions
+    hold reads it as any GET."""
+    data = os.urandom(200000)
+    etag = tier.node.client().put_object(Bucket="front", Key="cond", Body=data)["ETag"]
+    d = b3(data)
+    tier.node.server.stop()
+    shutil.rmtree(tier.node_data / "cache")
+    tier.start_node()
+    c = tier.node.client()
+    for kw, status in (({"IfNoneMatch": etag}, 304), ({"IfMatch": '"0000"'}, 412),
+                       ({"IfModifiedSince": "2100-01-01T00:00:00Z"}, 304)):
+        try:
+            c.get_object(Bucket="front", Key="cond", **kw)
+            assert False, kw
+        except ClientError as e:
+            assert e.response["ResponseMetadata"]["HTTPStatusCode"] == status, (kw, e.response)
+        assert not tier.cache_file(d).exists(), kw
+    assert c.get_object(Bucket="front", Key="cond", IfMatch=etag)["Body"].read() == data
+    assert tier.cache_file(d).exists()
+
+
 def test_corrupted_cache_file_is_refetched(tier):
     data = os.urandom(100000)
     put(tier, "rot", data)

@@ -160,8 +160,9 @@ typedef struct cn_objects_req {
     const char *referer;             /* aws:Referer, may be NULL */
     const char *user_agent;          /* aws:UserAgent, may be NULL */
     cn_authz_grant_hdrs_t grants;    /* x-amz-grant-* as sent (s3:x-amz-grant-*) */
-    /* A HEAD: a get's reader is only its window (offset, length); no blob is
-     * opened, fetched from a blob tier or guarded for it. */
+    /* Metadata only (a HEAD, a conditional GET's first look): a get's
+     * reader is only its window (offset, length); no blob is opened,
+     * fetched from a blob tier or guarded for it. */
     bool no_bytes;
     /* out: set by a failing call */
     cn_objects_what_t what; /* which thing failed */

@@ -15,7 +15,8 @@
 # pinned with integrity hashes in tests/console/package-lock.json and installed
 # by `npm ci` there (make test-console), never with a browser download.
 # nftables drops packets on the loopback of a network namespace of its own in
-# tests/fleet/test_fleet_partition.py (a network partition; never the machine's).
+# tests/fleet/test_fleet_partition.py (a network partition; never the machine's),
+# whose loopback iproute2's ip brings up.
 # fleet adds Debian's Ceph (mon, mgr, OSD, RGW and the ceph/radosgw-admin
 # commands) to test's list: tests/fleet/cephharness.py bootstraps a throwaway
 # single-node cluster from them for make test-fleet.
@@ -34,7 +35,7 @@ build="meson ninja-build pkg-config gcc clang libssl-dev libsqlite3-dev liblz4-d
        librust-blake3-dev libclang-rt-14-dev libpq-dev"
 test="$build clang-format b3sum python3-pytest python3-boto3 python3-requests python3-botocore sqlite3 openssl awscli s3cmd rclone chromium
       golang-github-burntsushi-toml-dev python3-tomli postgresql-15 python3-pytest-xdist
-      python3-cryptography fonts-dejavu-core strace nftables"
+      python3-cryptography fonts-dejavu-core strace nftables iproute2"
 bench="$test iperf3 nginx wrk gnuplot-nox git git-lfs curl valgrind"
 fleet="$test ceph-mon ceph-mgr ceph-osd radosgw ceph-common"
 

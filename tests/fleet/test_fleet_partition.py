@@ -75,7 +75,7 @@ def netns_missing():
         return "a private network namespace needs root (CAP_SYS_ADMIN)"
     for tool in ("unshare", "nft", "ip"):
         if not shutil.which(tool):
-            return "%s is not installed (scripts/deps.sh test installs nftables)" % tool
+            return "%s is not installed (scripts/deps.sh test installs nftables and iproute2)" % tool
     probe = subprocess.run(["unshare", "-n", "nft", "add", "table", "inet", TABLE],
                            capture_output=True, text=True)
     if probe.returncode != 0:

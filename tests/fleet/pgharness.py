@@ -59,7 +59,8 @@ def available():
 class PgCluster:
     """One PostgreSQL cluster in a temp dir; start() then stop()."""
 
-    def __init__(self, settings=None, primary=None, port=None, listen=("127.0.0.1",)):
+    def __init__(self, settings=None, primary=None, port=None, listen=("127.0.0.1",),
+                 stream_tcp=False):
         """settings: more -c NAME=VALUE for the server (e.g. the fault tests'
         synchronous_commit=on, so a crash of the server loses no commit it
         acknowledged).  primary: a started PgCluster this one is a streaming
@@ -67,7 +68,8 @@ class PgCluster:
         primary over its unix socket as the role cairn; hot_standby is on
         by default, so it answers reads).  port: a TCP port the server
         listens on too, on each address of listen (None: the unix socket
-        only)."""
+        only).  stream_tcp: a standby streams from its primary's TCP port
+        (127.0.0.1) rather than its socket."""
         self.bin = bindir()
         if self.bin is None:
             raise RuntimeError("PostgreSQL server binaries not found (apt-get install postgresql-15)")
@@ -77,6 +79,7 @@ class PgCluster:
         self.primary = primary
         self.port = port
         self.listen = listen
+        self.stream_tcp = stream_tcp
 
     def _port_args(self):
         return ["-p", str(self.port)] if self.port else []
@@ -115,8 +118,9 @@ class PgCluster:
             if self.primary:
                 # -R: standby.signal and primary_conninfo (the primary's socket
                 # dir and role); -X stream: the WAL of the copy comes along.
+                host = "127.0.0.1" if self.stream_tcp else self.primary.dir
                 self._run([os.path.join(self.bin, "pg_basebackup"), "-D", data, "-R",
-                           "-X", "stream", "-c", "fast", "--no-sync", "-h", self.primary.dir,
+                           "-X", "stream", "-c", "fast", "--no-sync", "-h", host,
                            "-U", ROLE] + self.primary._port_args())
                 self.start_server()
             else:

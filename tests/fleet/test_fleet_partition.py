@@ -38,6 +38,9 @@ Partition drops every packet to and from its port for a with block.
 * case_scribe_submit_cut_off: a Scribe submit through a node cut off from
   PostgreSQL: storage_failure in bounded time; healed, the same operation
   is accepted once.
+* case_replication_cut_under_synchronous_commit: the synchronous standby
+  cut off from its primary (replication over TCP): a PUT 503 in bounded
+  time, reads go on; healed, writes go on, the refused key whole or absent.
 
 The outer test needs root (a network namespace) and nftables; without them
 it is skipped with the reason.  Ports are chosen at run time in the
@@ -53,6 +56,7 @@ import time
 
 import pytest
 import requests
+from botocore.exceptions import ClientError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -95,7 +99,7 @@ def test_partition_cases():
     r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=INNER_TIMEOUT_S)
     print(r.stdout[-20000:], r.stderr[-4000:])
     assert r.returncode == 0, r.stdout[-8000:]
-    assert re.search(r"^7 passed", r.stdout, re.M), r.stdout[-2000:]
+    assert re.search(r"^8 passed", r.stdout, re.M), r.stdout[-2000:]
 
 
 def netns_id():
@@ -515,3 +519,61 @@ def case_scribe_submit_cut_off(pg, tmp_path):
     finally:
         bad = fleet.stop()
         assert not bad, bad[0][-4000:]
+
+
+@pytest.fixture
+def streamed_tcp(netns):
+    """A primary and its synchronous standby streaming over TCP (so a cut of
+    the primary's port cuts the replication alone: the node below reaches
+    the primary on its unix socket)."""
+    with pgharness.PgCluster(settings={"synchronous_commit": "on"}, port=free_port()) as p:
+        with pgharness.PgCluster(settings={"synchronous_commit": "on"}, primary=p,
+                                 port=free_port(), stream_tcp=True) as sb:
+            p.make_synchronous()
+            yield p, sb
+
+
+def case_replication_cut_under_synchronous_commit(streamed_tcp, tmp_path):
+    """The synchronous standby cut off from its primary: a PUT, whose
+    commits the primary holds until the standby confirms them, is answered
+    503 in bounded time (never a hang, never a 200 the standby does not
+    hold; its first commit, the blob's pack index rows, is the one whose
+    outcome stays unknown, so the object's own commit is never tried);
+    reads go on; healed, writes go on, and the refused PUT's key is whole
+    or absent, the standby holding what the primary holds."""
+    primary, standby = streamed_tcp
+    primary.create_db("sync")  # replicated to the standby
+    node = start_node(tmp_path / "n", primary.uri_for("sync"))
+    try:
+        s3 = node.client(read_timeout=ANSWER_BOUND_S + 30)
+        s3.create_bucket(Bucket="sync")
+        s3.put_object(Bucket="sync", Key="before", Body=b"kept")
+        with Partition(primary.port):
+            secs, status, code = timed(lambda: s3.put_object(Bucket="sync", Key="during",
+                                                            Body=b"unknown"))
+            print("a PUT with the synchronous standby cut off: %.1f s, %d %s"
+                  % (secs, status, code))
+            assert (status, code) == (503, "ServiceUnavailable")
+            assert secs < ANSWER_BOUND_S
+            assert s3.get_object(Bucket="sync", Key="before")["Body"].read() == b"kept"
+        healed = time.monotonic()
+        while timed(lambda: s3.put_object(Bucket="sync", Key="after", Body=b"y"))[1] != 200:
+            assert time.monotonic() - healed < RECOVER_S + 30, "no write after the cut healed"
+            time.sleep(0.2)
+        print("first write %.1f s after the replication came back"
+              % (time.monotonic() - healed))
+        try:
+            got = s3.get_object(Bucket="sync", Key="during")["Body"].read()
+        except ClientError as e:
+            got = e.response["Error"]["Code"]
+        print("the refused PUT's key afterwards: %r" % (got,))
+        assert got in (b"unknown", "NoSuchKey"), got
+        rows = "SELECT okey FROM obj_version ORDER BY 1"
+        want = primary.psql(rows, db="sync")
+        deadline = time.monotonic() + 10  # flushed there (synchronous_commit=on), then applied
+        while standby.psql(rows, db="sync") != want:
+            assert time.monotonic() < deadline, (want, standby.psql(rows, db="sync"))
+            time.sleep(0.1)
+    finally:
+        out = stop_clean(node)
+    assert "unknown" in out, out[-3000:]

@@ -46,6 +46,7 @@ The outer test needs root (a network namespace) and nftables; without them
 it is skipped with the reason.  Ports are chosen at run time in the
 namespace's own port space, data in pytest's temp dirs, and every process
 and rule goes with the namespace's fixtures."""
+import json
 import os
 import re
 import shutil
@@ -239,6 +240,14 @@ def case_partitioned_primary_promoted_standby(primary, standby, tmp_path):
         stop_clean(node)
 
 
+def fleet_state(admin, node):
+    """node's state in `cairn admin fleet status --json` (admin: the command
+    line of an account create, whose last two words are dropped)."""
+    r = subprocess.run(admin[:-2] + ["fleet", "status", "--json"], capture_output=True,
+                       text=True)
+    return {n["id"]: n["state"] for n in json.loads(r.stdout)["nodes"]}.get(node)
+
+
 def holders(pg):
     """The sessions (application names) holding advisory locks, sorted."""
     rows = pg.psql("SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a"
@@ -277,7 +286,8 @@ def case_partitioned_lease_holder(pg2, tmp_path):
         for name, host in (("a", CUT_ADDR), ("b", "127.0.0.1")):
             args = s3_args(["--meta", pg2.tcp_uri_for("lease", host), "--identity-key", key,
                             "--node-id", name])
-            nodes.append(S3Server(Server(tmp_path / name, args=args, env=ENV)
+            env = dict(ENV, CAIRN_NODE_HEARTBEAT_MS="1000")  # a's loss seen in seconds
+            nodes.append(S3Server(Server(tmp_path / name, args=args, env=env)
                                   .start(wait_for=("http", "jay"))))
             if name == "a":  # a holds every lease before b starts
                 assert wait_for(lambda: all(runs(nodes[0].server, j) for j in JOBS),
@@ -299,6 +309,16 @@ def case_partitioned_lease_holder(pg2, tmp_path):
                   "(%d identity writes meanwhile)" % (taken, i))
             assert taken < LEASE_BOUND_S
             assert holders(pg2) == ["cairn-watch/b"] * len(JOBS)
+            # What an operator sees: the jobs on b, and a lost (its
+            # heartbeat stopped with its database).
+            r = subprocess.run(admin[:-2] + ["fleet", "status", "--json"], capture_output=True,
+                               text=True)
+            assert r.returncode == 0, r.stderr
+            doc = json.loads(r.stdout)
+            on = {x["job"]: x["node"] for x in doc["leases"] if x["job"] in JOBS}
+            assert on == {j: "b" for j in JOBS}, doc
+            assert wait_for(lambda: fleet_state(admin, "a") == "lost", 10) is not None, \
+                fleet_state(admin, "a")
             # The holder knew first: its watcher, which cannot read, gave
             # them up (W3) before the server let the other node take them.
             assert wait_for(lambda: all("lease %s lost" % j in a.output(a.log_offset)

@@ -1090,6 +1090,10 @@ typedef struct cn_objects_lc_opts {
      * (cairnd: its data directory; hashed with the host name), so that a
      * restarted runner takes its lease back at once.  NULL: the process. */
     const char *holder;
+    /* The node's id in the fleet's registry (cairnd's --node-id or
+     * DATA/node.id), which names the lease instead of holder when set, so
+     * that `cairn admin fleet status` shows which node runs the worker. */
+    const char *node_id;
 } cn_objects_lc_opts_t;
 
 /* Starts the worker on o (opts copied; NULL = defaults); cn_objects_close

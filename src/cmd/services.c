@@ -210,7 +210,7 @@ cn_err_t cn_services_config_check(const cn_toml_t *config, const cn_services_lc_
 
 cn_err_t cn_services_lifecycle_start(cn_services_t *svc, const cn_services_lc_flags_t *flags)
 {
-    cn_objects_lc_opts_t lo = { .holder = svc->data_dir };
+    cn_objects_lc_opts_t lo = { .holder = svc->data_dir, .node_id = svc->node_id };
     cn_err_t e = lc_settings(svc->config, flags, &lo);
     if (e < 0)
         return e;

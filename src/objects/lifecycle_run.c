@@ -64,7 +64,7 @@ struct cn__lc {
     cn_objects_t *o;
     cn_objects_lc_opts_t opts;
     int64_t tick_ms, lease_ms;
-    char holder[64];
+    char holder[80];
     pthread_t thread;
     pthread_mutex_t mu; /* guards stop */
     pthread_cond_t cv;
@@ -775,12 +775,14 @@ static void lc_opts(struct cn__lc *lc, const cn_objects_lc_opts_t *opts)
     lc->lease_ms = 3 * lc->tick_ms > LC_LEASE_MIN_MS ? 3 * lc->tick_ms : LC_LEASE_MIN_MS;
     char host[64] = "";
     gethostname(host, sizeof host - 1);
-    if (lc->opts.holder)
+    if (lc->opts.node_id)
+        snprintf(lc->holder, sizeof lc->holder, "%s", lc->opts.node_id);
+    else if (lc->opts.holder)
         snprintf(lc->holder, sizeof lc->holder, "%.40s:%016llx", host,
                  (unsigned long long)cn_cache_hash(lc->opts.holder, strlen(lc->opts.holder)));
     else
         snprintf(lc->holder, sizeof lc->holder, "%.40s:pid%ld", host, (long)getpid());
-    lc->opts.holder = NULL; /* borrowed: not kept */
+    lc->opts.holder = lc->opts.node_id = NULL; /* borrowed: not kept */
     for (int k = 0; k < LC_KINDS; k++)
         lc->acts[k] = cn_metric_series(NULL, &lc_actions, kind_label[k]);
     lc->skips = cn_metric_series(NULL, &lc_skips, NULL);

@@ -123,7 +123,7 @@ def test_status_shows_lease_holders(pg, tmp_path):
     """`fleet status` names the node holding each job lease (the advisory
     locks of the nodes' cairn-watch sessions, labelled with their ids) and
     follows a lease to the other node when its holder is killed; the
-    lifecycle worker's lease row is listed too."""
+    lifecycle worker's lease row is listed too, named by its node's id."""
     uri = pg.create_db("holders")
     key = key_file(tmp_path / "fleet.key")
     nodes = {}
@@ -144,6 +144,11 @@ def test_status_shows_lease_holders(pg, tmp_path):
         leases = st[1]
         assert held(st), leases
         assert sorted(leases) == ["blob-sweep", "lifecycle", "upload-expiry", "usage-fold"]
+        # The lifecycle worker's lease row is named by its node's id.
+        deadline = time.monotonic() + 15
+        while status("--meta", uri, leases=True)[1]["lifecycle"]["node"] not in nodes:
+            assert time.monotonic() < deadline, status("--meta", uri, leases=True)[1]
+            time.sleep(0.2)
         assert all(leases[j]["pid"] > 0 for j in jobs)
         r = run([binary("cairn"), "admin", "--meta", uri, "fleet", "status"])
         lines = [ln.split("\t") for ln in r.stdout.splitlines() if ln.startswith("lease:")]

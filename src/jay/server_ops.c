@@ -254,6 +254,30 @@ typedef struct {
     cn_err_t err;            /* the service's answer */
 } cn_jay_got_t;
 
+static void get_free(cn_jay_got_t *g);
+
+/* The loop's lookup: the object-head cache only, never the database (whose
+ * answer may wait on the network, and the loop serves every connection on
+ * it); a miss, or any failure, declines (*declined) to a worker, which
+ * looks again and answers.  head: the info alone (no blob opened). */
+static cn_err_t get_cached(cn__jay_call_t *k, cn_jay_got_t *g, const char *b,
+                           const cn_objects_range_t *range, bool head, bool *declined)
+{
+    k->rq.no_bytes = head;
+    g->err = cn_objects_get_cached(k->jc->srv->objs, &k->rq, b, g->key, head ? NULL : range,
+                                   &g->info, &g->rd);
+    k->rq.no_bytes = false;
+    if (g->err < 0) {
+        g->rd = NULL;
+        get_free(g);
+        *declined = true;
+    } else if (head) {
+        cn_objects_reader_free(g->rd); /* a window only: the reply is the info */
+        g->rd = NULL;
+    }
+    return 0;
+}
+
 /* Asks the service.  A request refused before that (bad strings, a negative
  * offset) is answered here and *answered set — unless probe (the loop's fast
  * path, which must not answer what it has not consumed): then *declined is
@@ -276,7 +300,8 @@ static cn_err_t get_lookup(cn__jay_call_t *k, cn_jay_got_t *g, bool probe, bool 
         *answered = true;
         return jay_bad_strings(k);
     }
-    if (k->hdr.code == CN_JAY_OP_HEAD_OBJECT) {
+    bool head = k->hdr.code == CN_JAY_OP_HEAD_OBJECT;
+    if (head && !probe) {
         g->err = cn_objects_head(s->objs, &k->rq, b, g->key, &g->info);
         return 0;
     }
@@ -292,6 +317,8 @@ static cn_err_t get_lookup(cn__jay_call_t *k, cn_jay_got_t *g, bool probe, bool 
         /* length <= 0: to the end; past the end: clamped by the service. */
         range.len = k->req.length > 0 ? (uint64_t)k->req.length : 0;
     }
+    if (probe)
+        return get_cached(k, g, b, &range, head, declined);
     g->err = cn_objects_get(s->objs, &k->rq, b, g->key, &range, &g->info, &g->rd);
     if (g->err < 0)
         g->rd = NULL;

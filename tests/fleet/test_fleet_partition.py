@@ -62,6 +62,11 @@ from botocore.exceptions import ClientError
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import pgharness  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "jay"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "blobops"))
+import jayclient  # noqa: E402
+from blobsclient import Ops  # noqa: E402
+from conftest import ADMIN_TOKEN  # noqa: E402
 from fleetutil import Fleet, free_port, key_file, needs_pg  # noqa: E402
 from test_fleet_pg_hung import (ANSWER_BOUND_S, RECOVER_S, ROUND_TRIP_S,  # noqa: E402
                                 health_ms, promote_while, start_node, stop_clean, timed)
@@ -176,6 +181,11 @@ def case_partition_answers_503_and_heals(pg, tmp_path):
         s3 = node.client(read_timeout=ANSWER_BOUND_S + 30)
         s3.create_bucket(Bucket="part")
         s3.put_object(Bucket="part", Key="before", Body=b"kept")
+        # The other faces, their credential checked (and cached) before the cut.
+        jay = jayclient.Conn(node.jay_addr, ADMIN_TOKEN, timeout=ANSWER_BOUND_S + 30)
+        assert jay.get_object("part", "before")[1] == b"kept"
+        ops = Ops(node.server, timeout=ANSWER_BOUND_S + 30)
+        assert ops.put("part/ns", b"warm")[0] == 200
         with Partition(pg.port):
             put, rd = {}, {}
             t = in_thread(lambda: timed(lambda: s3.put_object(Bucket="part", Key="during",
@@ -199,6 +209,27 @@ def case_partition_answers_503_and_heals(pg, tmp_path):
             print("GET cut off: %.1f s, %d %s" % (secs, status, code))
             assert (status, code) == (503, "ServiceUnavailable")
             assert secs < ANSWER_BOUND_S
+            # Jay's unavailable answer is InternalError, the blob operations'
+            # 503 unavailable (docs/fleet.md), in the same bound; a Jay GET
+            # the head cache cannot answer waits on a worker, never on an
+            # event loop (which serves every connection on it: the health
+            # checks on fresh connections meanwhile answer at once).
+            jo = {}
+            t0 = time.monotonic()
+            tj = in_thread(lambda: jay.get_object("part", "never-read"), jo)
+            time.sleep(0.5)
+            slowest = max(health_ms(node) for _ in range(6))
+            tj.join(ANSWER_BOUND_S + 60)
+            print("Jay GET cut off: %.1f s, %s; health meanwhile, slowest of 6: %.0f ms"
+                  % (time.monotonic() - t0, jo, slowest))
+            assert "InternalError" in jo.get("err", ""), jo
+            assert time.monotonic() - t0 < ANSWER_BOUND_S and slowest < 2000
+            t0 = time.monotonic()
+            st, body = ops.put("part/ns", os.urandom(100))
+            print("blobs/put cut off: %.1f s, %d %s" % (time.monotonic() - t0, st,
+                                                        body["error"]["code"]))
+            assert (st, body["error"]["code"]) == (503, "unavailable"), (st, body)
+            assert time.monotonic() - t0 < ANSWER_BOUND_S
         healed = time.monotonic()
         while timed(lambda: s3.put_object(Bucket="part", Key="after", Body=b"y"))[1] != 200:
             assert time.monotonic() - healed < RECOVER_S, "no write after the partition healed"
@@ -207,6 +238,11 @@ def case_partition_answers_503_and_heals(pg, tmp_path):
         assert ready(node)[1] == 200
         assert s3.get_object(Bucket="part", Key="before")["Body"].read() == b"kept"
         assert s3.get_object(Bucket="part", Key="after")["Body"].read() == b"y"
+        jay.close()
+        jay = jayclient.Conn(node.jay_addr, ADMIN_TOKEN, timeout=ANSWER_BOUND_S + 30)
+        assert jay.get_object("part", "after")[1] == b"y"
+        jay.close()
+        assert ops.put("part/ns", b"healed")[0] == 200
     finally:
         out = stop_clean(node)
     assert "no answer within %d ms" % (ROUND_TRIP_S * 1000) in out

@@ -545,6 +545,11 @@ CN_API cn_err_t cn_objects_get_cached(cn_objects_t *o, cn_objects_req_t *rq, con
                                       const char *key, const cn_objects_range_t *range,
                                       cn_object_info_t *info, cn_objects_reader_t **rd);
 
+/* Whether a read of o's metadata stays on this machine (the embedded
+ * engine: a file), so that an event loop may make one; false on
+ * PostgreSQL, whose answer may wait on the network.  Any thread. */
+CN_API bool cn_objects_meta_local(const cn_objects_t *o);
+
 /* The bytes the reader serves and where they start in the object. */
 CN_API uint64_t cn_objects_reader_len(const cn_objects_reader_t *rd);
 CN_API uint64_t cn_objects_reader_offset(const cn_objects_reader_t *rd);

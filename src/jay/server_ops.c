@@ -256,10 +256,11 @@ typedef struct {
 
 static void get_free(cn_jay_got_t *g);
 
-/* The loop's lookup: the object-head cache only, never the database (whose
- * answer may wait on the network, and the loop serves every connection on
- * it); a miss, or any failure, declines (*declined) to a worker, which
- * looks again and answers.  head: the info alone (no blob opened). */
+/* The loop's lookup on a database that is not local: the object-head
+ * cache only, never the database (whose answer may wait on the network,
+ * and the loop serves every connection on it); a miss, or any failure,
+ * declines (*declined) to a worker, which looks again and answers.  head:
+ * the info alone (no blob opened). */
 static cn_err_t get_cached(cn__jay_call_t *k, cn_jay_got_t *g, const char *b,
                            const cn_objects_range_t *range, bool head, bool *declined)
 {
@@ -301,7 +302,9 @@ static cn_err_t get_lookup(cn__jay_call_t *k, cn_jay_got_t *g, bool probe, bool 
         return jay_bad_strings(k);
     }
     bool head = k->hdr.code == CN_JAY_OP_HEAD_OBJECT;
-    if (head && !probe) {
+    /* The loop reads local metadata itself; never a database's. */
+    bool cached_only = probe && !cn_objects_meta_local(s->objs);
+    if (head && !cached_only) {
         g->err = cn_objects_head(s->objs, &k->rq, b, g->key, &g->info);
         return 0;
     }
@@ -317,7 +320,7 @@ static cn_err_t get_lookup(cn__jay_call_t *k, cn_jay_got_t *g, bool probe, bool 
         /* length <= 0: to the end; past the end: clamped by the service. */
         range.len = k->req.length > 0 ? (uint64_t)k->req.length : 0;
     }
-    if (probe)
+    if (cached_only)
         return get_cached(k, g, b, &range, head, declined);
     g->err = cn_objects_get(s->objs, &k->rq, b, g->key, &range, &g->info, &g->rd);
     if (g->err < 0)

@@ -777,6 +777,11 @@ cn_err_t cn_objects_get(cn_objects_t *o, cn_objects_req_t *rq, const char *bucke
     return cn__fail(rq, err, CN_OBJ_WHAT_KEY, "the key kept changing while being read");
 }
 
+bool cn_objects_meta_local(const cn_objects_t *o)
+{
+    return strcmp(cn_meta_engine(o->meta), "sqlite") == 0;
+}
+
 cn_err_t cn_objects_get_cached(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                const char *key, const cn_objects_range_t *range,
                                cn_object_info_t *info, cn_objects_reader_t **rd)

@@ -623,14 +623,15 @@ static void answer_unmet(cn__s3_rq_t *q, cn_s3_err_t c, const cn_object_info_t *
     cn__s3_error(q, c, NULL);
 }
 
-/* Whether the GET carries a condition on the object (If-Match and the
- * others cn__s3_conditions judges). */
+/* A GET's conditions on the object, in cn__s3_conditions' order. */
+static const char *const get_conds[] = { "If-Match", "If-None-Match", "If-Modified-Since",
+                                         "If-Unmodified-Since" };
+
+/* Whether the GET carries one of get_conds. */
 static bool conditional_get(cn_http_req_t *r)
 {
-    static const char *const names[] = { "If-Match", "If-None-Match", "If-Modified-Since",
-                                         "If-Unmodified-Since" };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (cn_http_req_header(r, names[i]))
+    for (size_t i = 0; i < sizeof get_conds / sizeof get_conds[0]; i++)
+        if (cn_http_req_header(r, get_conds[i]))
             return true;
     return false;
 }
@@ -699,9 +700,8 @@ void cn__s3_get_object(cn__s3_rq_t *q)
             cn__s3_fail(q, e);
             return;
         }
-        cn_s3_err_t c =
-            cn__s3_conditions(q, info.etag, info.last_modified_ms, "If-Match", "If-None-Match",
-                              "If-Modified-Since", "If-Unmodified-Since", false);
+        cn_s3_err_t c = cn__s3_conditions(q, info.etag, info.last_modified_ms, get_conds[0],
+                                          get_conds[1], get_conds[2], get_conds[3], false);
         if (c == CN_S3E_NONE && (e == CN_E_RANGE || has_range < 0))
             c = e == CN_E_RANGE && q->orq.what == CN_OBJ_WHAT_PART ? CN_S3E_INVALID_PART_NUMBER
                                                                    : CN_S3E_INVALID_RANGE;

@@ -276,12 +276,18 @@ def case_partitioned_primary_promoted_standby(primary, standby, tmp_path):
         stop_clean(node)
 
 
-def fleet_state(admin, node):
-    """node's state in `cairn admin fleet status --json` (admin: the command
-    line of an account create, whose last two words are dropped)."""
+def fleet_status(admin):
+    """`cairn admin fleet status --json` (admin: the command line of an
+    account create, whose last two words are dropped)."""
     r = subprocess.run(admin[:-2] + ["fleet", "status", "--json"], capture_output=True,
                        text=True)
-    return {n["id"]: n["state"] for n in json.loads(r.stdout)["nodes"]}.get(node)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def fleet_state(admin, node):
+    """node's state in fleet_status."""
+    return {n["id"]: n["state"] for n in fleet_status(admin)["nodes"]}.get(node)
 
 
 def holders(pg):
@@ -347,10 +353,7 @@ def case_partitioned_lease_holder(pg2, tmp_path):
             assert holders(pg2) == ["cairn-watch/b"] * len(JOBS)
             # What an operator sees: the jobs on b, and a lost (its
             # heartbeat stopped with its database).
-            r = subprocess.run(admin[:-2] + ["fleet", "status", "--json"], capture_output=True,
-                               text=True)
-            assert r.returncode == 0, r.stderr
-            doc = json.loads(r.stdout)
+            doc = fleet_status(admin)
             on = {x["job"]: x["node"] for x in doc["leases"] if x["job"] in JOBS}
             assert on == {j: "b" for j in JOBS}, doc
             assert wait_for(lambda: fleet_state(admin, "a") == "lost", 10) is not None, \

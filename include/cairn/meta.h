@@ -14,6 +14,7 @@
 #ifndef CAIRN_META_H
 #define CAIRN_META_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,7 +50,19 @@ typedef struct cn_meta_opts {
      * connection is cut as lost (src/meta/engine_pg.c, invariant 12; a
      * schema change waits unbounded).  0 = 3 × busy_timeout_ms. */
     unsigned round_trip_ms;
+    /* PostgreSQL: the longest wait, in ms, between two statements of a write
+     * transaction before the server ends its session (its writer sessions'
+     * idle_in_transaction_session_timeout), and with it the transaction and
+     * its row locks: a node that hangs inside one (its process stopped or
+     * stuck, its kernel still answering) holds up other nodes' writers of
+     * the same rows at most so long.  Blob transfers run outside write
+     * transactions, so a node that is not hung is not ended (a repository
+     * restore reads its stream inside one: a stalled pipe is ended too).
+     * 0 = 60 s; CN_META_IDLE_UNBOUNDED = no bound. */
+    unsigned write_idle_ms;
 } cn_meta_opts_t;
+
+#define CN_META_IDLE_UNBOUNDED UINT_MAX
 
 /* Opens the metadata database.  data_dir_or_url is either a data directory
  * (the SQLite database is DATA/meta.db; the directory is created with mode

@@ -169,32 +169,57 @@ static cn_err_t lc_settings(const cn_toml_t *config, const cn_services_lc_flags_
     return CN_OK;
 }
 
+/* [meta] key of config in ms: 0 when absent, -1 for "0" when zero_off
+ * (the key's "no bound"), else 1 .. max seconds. */
+static cn_err_t meta_secs(const cn_toml_t *config, const char *key, int64_t max, bool zero_off,
+                          int64_t *ms)
+{
+    char buf[32], what[64];
+    const char *v = config_text(config, "meta", key, buf, sizeof buf);
+    int64_t s = 0;
+    *ms = 0;
+    if (!v)
+        return CN_OK;
+    if (zero_off && strcmp(v, "0") == 0) {
+        *ms = -1;
+        return CN_OK;
+    }
+    snprintf(what, sizeof what, "[meta] %s", key);
+    CN_TRY(lc_value(what, v, true, &s));
+    if (s > max) {
+        cn_error("cairnd", "%s is at most %lld s, not %lld", what, (long long)max, (long long)s);
+        return CN_E_INVALID;
+    }
+    *ms = s * 1000;
+    return CN_OK;
+}
+
 /* [meta] round_trip_timeout: seconds (or with s, m or h) that a PostgreSQL
  * server may take to answer before its connection is cut as lost
  * (docs/fleet.md, "PostgreSQL stops answering"; the engine's default,
- * 3 × the busy timeout, when absent).  SQLite has no use for it. */
+ * 3 × the busy timeout, when absent).  [meta] idle_write_timeout: seconds a
+ * write transaction may wait between statements before the server ends its
+ * session (docs/fleet.md, "A node that hangs"; 60 s when absent, 0 = no
+ * bound).  SQLite has no use for either. */
 static cn_err_t meta_config(const cn_toml_t *config, cn_meta_opts_t *mo)
 {
     const cn_toml_val_t *tab = config ? cn_toml_get(cn_toml_root(config), "meta") : NULL;
     for (size_t k = 0; tab && k < cn_toml_len(tab); k++) {
         const cn_toml_val_t *kv = cn_toml_at(tab, k);
-        if (strcmp(cn_toml_key(kv), "round_trip_timeout") != 0) {
+        if (strcmp(cn_toml_key(kv), "round_trip_timeout") != 0 &&
+            strcmp(cn_toml_key(kv), "idle_write_timeout") != 0) {
             cn_error("cairnd", "--config: line %d: unknown key '%s' in [meta]", cn_toml_line(kv),
                      cn_toml_key(kv));
             return CN_E_INVALID;
         }
     }
-    char buf[32];
-    const char *v = config_text(config, "meta", "round_trip_timeout", buf, sizeof buf);
-    int64_t s = 0;
-    if (!v)
-        return CN_OK;
-    CN_TRY(lc_value("[meta] round_trip_timeout", v, true, &s));
-    if (s > 3600) {
-        cn_error("cairnd", "[meta] round_trip_timeout is at most 3600 s, not %lld", (long long)s);
-        return CN_E_INVALID;
-    }
-    mo->round_trip_ms = (unsigned)(s * 1000);
+    int64_t ms = 0;
+    CN_TRY(meta_secs(config, "round_trip_timeout", 3600, false, &ms));
+    if (ms > 0)
+        mo->round_trip_ms = (unsigned)ms;
+    CN_TRY(meta_secs(config, "idle_write_timeout", 86400, true, &ms));
+    if (ms != 0)
+        mo->write_idle_ms = ms < 0 ? CN_META_IDLE_UNBOUNDED : (unsigned)ms;
     return CN_OK;
 }
 

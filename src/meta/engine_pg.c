@@ -92,6 +92,14 @@
  *     COMMIT is never sent before every pushed answer is read (7 holds: the
  *     id is known before COMMIT), and a connection lost with pushes unread
  *     is lost clean (9): no COMMIT was sent.
+ * 14. A writer session bounds the server's wait between two statements of
+ *     a transaction (idle_in_transaction_session_timeout, the write idle
+ *     bound of cn_meta_opts_t, 60 s by default): a node that hangs inside a
+ *     write transaction (stopped, stuck, its kernel still answering, which
+ *     no TCP bound detects) has its session ended and its row locks
+ *     released, and finds its transaction lost when it goes on (7, 9).
+ *     Reader sessions have no bound: a read holds no row lock, and a
+ *     backup's read waits on the blob tier between statements.
  */
 #include "engine.h"
 #include "pg_wait.h"
@@ -101,6 +109,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,12 +132,17 @@
  * Their answers (a few dozen bytes each) stay far under a socket's buffer,
  * so the server never blocks writing them while this side still writes. */
 #define PIPE_MAX 128
+/* The write idle bound when cn_meta_opts_t leaves it 0 (invariant 14):
+ * above the blob tier's and the round trip's default deadlines (30 s, 15 s),
+ * so a node waiting on either is never ended for it. */
+#define DEFAULT_WRITE_IDLE_MS 60000u
 
 struct cn__meta_db {
     char *uri;
     unsigned busy_ms;
-    unsigned rt_ms; /* invariant 12 */
-    char *fault;    /* CAIRN_TEST_PG_COMMIT_FAULT: the test hook's trigger file */
+    unsigned rt_ms;   /* invariant 12 */
+    unsigned idle_ms; /* invariant 14; 0: no bound */
+    char *fault;      /* CAIRN_TEST_PG_COMMIT_FAULT: the test hook's trigger file */
 };
 
 struct cn__meta_conn {
@@ -288,6 +302,9 @@ static cn_err_t pg_db_open(const char *target, const cn_meta_opts_t *opts, cn__m
     }
     db->busy_ms = opts->busy_timeout_ms;
     db->rt_ms = opts->round_trip_ms ? opts->round_trip_ms : 3 * opts->busy_timeout_ms;
+    db->idle_ms = !opts->write_idle_ms                            ? DEFAULT_WRITE_IDLE_MS
+                  : opts->write_idle_ms == CN_META_IDLE_UNBOUNDED ? 0
+                                                                  : opts->write_idle_ms;
     const char *fault = getenv("CAIRN_TEST_PG_COMMIT_FAULT");
     if (fault && *fault && !(db->fault = strdup(fault))) {
         free(db->uri);
@@ -331,16 +348,20 @@ static void quiet_notices(void *arg, const char *msg)
 
 /* Session settings, after every (re)connect: among them the server's own
  * bounds on a vanished node (CN__META_PG_SERVER_TCP), so that a node cut
- * off inside a transaction does not hold its row locks for hours. */
+ * off inside a transaction does not hold its row locks for hours, and on a
+ * writer session the bound on a hung one (invariant 14). */
 static cn_err_t session_setup(cn__meta_conn_t *c)
 {
     PQsetNoticeProcessor(c->pg, quiet_notices, NULL);
     PQsetErrorVerbosity(c->pg, PQERRORS_TERSE);
-    char sql[320];
-    snprintf(sql, sizeof sql,
-             "SET client_encoding = 'UTF8'; SET lock_timeout = %u;"
-             " SET client_min_messages = warning; " CN__META_PG_SERVER_TCP,
-             c->db->busy_ms);
+    char sql[384];
+    int n = snprintf(sql, sizeof sql,
+                     "SET client_encoding = 'UTF8'; SET lock_timeout = %u;"
+                     " SET client_min_messages = warning; " CN__META_PG_SERVER_TCP,
+                     c->db->busy_ms);
+    if (c->writer && c->db->idle_ms)
+        snprintf(sql + n, sizeof sql - (size_t)n, "; SET idle_in_transaction_session_timeout = %u",
+                 c->db->idle_ms);
     return pg_run(c, sql);
 }
 
@@ -692,7 +713,8 @@ static void pg_rollback(cn__meta_conn_t *c)
 typedef enum {
     FAULT_NONE,
     FAULT_BEFORE,
-    FAULT_AFTER
+    FAULT_AFTER,
+    FAULT_STOP
 } fault_t;
 
 /* Test hook (CAIRN_TEST_PG_COMMIT_FAULT=FILE, tests/fleet/test_fleet_faults.py):
@@ -700,8 +722,10 @@ typedef enum {
  * is consumed (read, unlinked) and its first word faults that one COMMIT:
  * "before" terminates the session's server process first
  * (pg_terminate_backend: the transaction aborts), "after" cuts the socket
- * once COMMIT is sent (it commits; the answer is lost).  Unset, it costs one
- * pointer test. */
+ * once COMMIT is sent (it commits; the answer is lost), "stop" stops the
+ * whole process (SIGSTOP) with the transaction open and idle, a hung node
+ * (invariant 14), and commits as usual once it is continued.  Unset, it
+ * costs one pointer test. */
 static fault_t fault_take(cn__meta_conn_t *c)
 {
     FILE *f = c->db->fault ? fopen(c->db->fault, "r") : NULL;
@@ -713,6 +737,8 @@ static fault_t fault_take(cn__meta_conn_t *c)
     (void)unlink(c->db->fault);
     if (got && strcmp(word, "before") == 0)
         return FAULT_BEFORE;
+    if (got && strcmp(word, "stop") == 0)
+        return FAULT_STOP;
     return got && strcmp(word, "after") == 0 ? FAULT_AFTER : FAULT_NONE;
 }
 
@@ -725,6 +751,10 @@ static PGresult *commit_faulted(cn__meta_conn_t *c, fault_t fault)
         PQclear(PQexec(side, sql)); /* waits until the process is gone */
         PQfinish(side);
         return PQexec(c->pg, "COMMIT");
+    }
+    if (fault == FAULT_STOP) {
+        (void)raise(SIGSTOP);
+        return c_exec(c, "COMMIT");
     }
     if (!PQsendQuery(c->pg, "COMMIT"))
         return NULL;

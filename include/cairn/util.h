@@ -188,6 +188,10 @@ CN_API cn_err_t cn_pread_full(int fd, void *buf, size_t n, uint64_t off, cn_err_
 CN_API cn_err_t cn_fsync_dir(const char *dir);
 /* mkdir -p with the given mode. */
 CN_API cn_err_t cn_mkdir_p(const char *path, unsigned mode);
+/* rm -r of path (a file or a directory tree; symbolic links removed, never
+ * followed): CN_OK, also when path or an entry is already gone, or -errno
+ * of the first entry that could not be removed (the rest are tried). */
+CN_API cn_err_t cn_remove_tree(const char *path);
 
 /* A file replaced only once complete: bytes go to a new temporary beside the
  * target (so the rename stays in one file system), and the target's name never

@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -254,12 +253,6 @@ cn_err_t cn__ws_merge_load(const char *dir, cn_ws_merge_t **out, cn_ws_error_t *
     return CN_OK;
 }
 
-static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st, (void)flag, (void)ftw;
-    return remove(p) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 cn_err_t cn__ws_merge_remove(const char *dir, cn_ws_error_t *err)
 {
     char mdir[4200];
@@ -272,9 +265,8 @@ cn_err_t cn__ws_merge_remove(const char *dir, cn_ws_error_t *err)
     char cdir[4200];
     snprintf(cdir, sizeof cdir, "%s/.cairn", dir);
     cn_fsync_dir(cdir);
-    if (nftw(mdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
-        return cn__ws_file_fail(err, "cannot remove", mdir, errno);
-    return CN_OK;
+    cn_err_t e = cn_remove_tree(mdir);
+    return e < 0 ? cn__ws_file_fail(err, "cannot remove", mdir, (int)-e) : CN_OK;
 }
 
 /* Creates the parent directories of path. */

@@ -147,14 +147,6 @@ static int find_nested(const char *path, const struct stat *st, int flag, struct
     return walk_nested;
 }
 
-static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)flag;
-    (void)f;
-    return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 /* Why the nested workspace at dir must stay (NULL: it may go): local
  * changes, a workspace inside it, locks it holds (its retirement refused). */
 static const char *must_keep(const char *dir, const cn_ws_opts_t *o2)
@@ -194,7 +186,7 @@ static void prune_one(const cn__ws_state_t *s, const cn_scribe_client_mount_t *m
     o2.paths = NULL;
     o2.npaths = 0;
     const char *keep = must_keep(dir, &o2);
-    if (!keep && nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
+    if (!keep && cn_remove_tree(dir) < 0)
         keep = "it could not be removed";
     for (char *slash = strrchr(dir, '/'); !keep && slash && slash > dir + strlen(s->dir);
          slash = strrchr(dir, '/')) {

@@ -6,7 +6,6 @@
 #include "admin_open.h"
 
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,15 +100,9 @@ cn_err_t cn__admin_open_tier(cn_meta_t *meta, const struct cn_store_tier *t, cha
     return e;
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *f)
-{
-    (void)sb;
-    (void)f;
-    return (type == FTW_DP ? rmdir(path) : unlink(path)) < 0 ? -1 : 0;
-}
-
 void cn__admin_scratch_remove(const char *dir)
 {
-    if (dir[0] && nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
-        fprintf(stderr, "cairn admin: cannot remove %s: %s\n", dir, strerror(errno));
+    cn_err_t e = dir[0] ? cn_remove_tree(dir) : CN_OK;
+    if (e < 0)
+        fprintf(stderr, "cairn admin: cannot remove %s: %s\n", dir, cn_strerror(e));
 }

@@ -1,8 +1,9 @@
-/* Whole-buffer read/write loops, directory fsync and mkdir -p. */
+/* Whole-buffer read/write loops, directory fsync, mkdir -p and rm -r. */
 #include "cairn/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,4 +142,24 @@ cn_err_t cn_file_replace(const char *target, const void *p, size_t n, unsigned m
         return e;
     }
     return cn_file_tmp_publish(fd, tmp, target, mode);
+}
+
+/* nftw has no argument for its callback: the first failure of a walk, per
+ * thread. */
+static _Thread_local int tree_errno;
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st, (void)flag, (void)f;
+    if (remove(path) < 0 && errno != ENOENT && !tree_errno)
+        tree_errno = errno;
+    return 0; /* on to the rest */
+}
+
+cn_err_t cn_remove_tree(const char *path)
+{
+    tree_errno = 0;
+    if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT && !tree_errno)
+        tree_errno = errno;
+    return tree_errno ? -tree_errno : CN_OK;
 }

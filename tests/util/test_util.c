@@ -66,6 +66,29 @@ static void test_file_tmp(void)
     CN_CHECK_EQ(rmdir(dir), 0);
 }
 
+/* cn_remove_tree removes a tree with files, nested directories and a
+ * symbolic link out of it (the link goes, its target stays), and a missing
+ * path is no error. */
+static void test_remove_tree(void)
+{
+    char dir[] = "/tmp/cn-utiltest-XXXXXX", outside[] = "/tmp/cn-utiltest-XXXXXX";
+    CN_CHECK(mkdtemp(dir) != NULL && mkdtemp(outside) != NULL);
+    char p[160];
+    snprintf(p, sizeof p, "%s/a/b/c", dir);
+    CN_CHECK_EQ(cn_mkdir_p(p, 0755), CN_OK);
+    snprintf(p, sizeof p, "%s/a/b/c/f", dir);
+    FILE *f = fopen(p, "w");
+    CN_CHECK(f != NULL);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/a/link", dir);
+    CN_CHECK_EQ(symlink(outside, p), 0);
+    CN_CHECK_EQ(cn_remove_tree(dir), CN_OK);
+    CN_CHECK_EQ(access(dir, F_OK), -1);
+    CN_CHECK_EQ(access(outside, F_OK), 0);
+    CN_CHECK_EQ(cn_remove_tree(dir), CN_OK);
+    CN_CHECK_EQ(rmdir(outside), 0);
+}
+
 /* cn_pread_full reads exactly n bytes at an offset; a file that ends first
  * gives the caller's error, not a short count. */
 static void test_pread_full(void)
@@ -154,4 +177,4 @@ static void test_errors(void)
 
 CN_TEST_MAIN(CN_TEST(test_buf_codec_roundtrip), CN_TEST(test_reader_huge_length),
              CN_TEST(test_rfc3339), CN_TEST(test_errors), CN_TEST(test_file_tmp),
-             CN_TEST(test_pread_full))
+             CN_TEST(test_pread_full), CN_TEST(test_remove_tree))

@@ -26,6 +26,7 @@ As a command: `pgharness.py [--print] -- CMD ARGS...` runs CMD with
 CAIRN_TEST_META set to the cluster's URI and exits with CMD's status (a TAP
 skip when the server binaries are missing).
 """
+import contextlib
 import os
 import pwd
 import shutil
@@ -244,6 +245,17 @@ class PgCluster:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+@contextlib.contextmanager
+def synchronous_pair():
+    """(primary, standby): a primary and its streaming standby, the primary
+    waiting for it at every COMMIT (so a COMMIT it acknowledged is on the
+    standby when it is promoted); both stopped at the end."""
+    with PgCluster(settings={"synchronous_commit": "on"}) as primary:
+        with PgCluster(settings={"synchronous_commit": "on"}, primary=primary) as standby:
+            primary.make_synchronous()
+            yield primary, standby
 
 
 def command_line(argv, prog):

@@ -14,7 +14,12 @@ the fleet's database and blob tier while its nodes run.
   KILL_S apart while a backup runs, then while a restore runs: both
   succeed, repeated on a new session from where their file began, and the
   backup is byte for byte the one taken in quiet.  Before they were made
-  repeatable, the backup failed ("backend unavailable")."""
+  repeatable, the backup failed ("backend unavailable").
+* test_backup_across_a_promotion: the fleet's database a primary and its
+  synchronous standby (`--meta` names both, read-write wanted); the
+  primary stopped (immediate) while a backup's transaction is open on it
+  and the standby promoted: the backup goes on on the standby and is byte
+  for byte the quiet one, and restores there."""
 import os
 import re
 import subprocess
@@ -28,6 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from cairnutil import no_sanitizer_report, read, repo, scribe_ep, write  # noqa: E402
 from conftest import binary  # noqa: E402
+import pgharness  # noqa: E402
 from fleetutil import Fleet, needs_pg, pg  # noqa: E402,F401 (pg: the module's cluster)
 
 pytestmark = needs_pg
@@ -167,6 +173,43 @@ def test_backup_restore_under_session_kills(pg, fleet, tmp_path):
     assert kb.rounds > 0 and kr.rounds > 0
     assert read(loud) == read(quiet)
     assert "restored kept at change 1" in r.stderr, r.stderr
+
+
+def test_backup_across_a_promotion(tmp_path):
+    with pgharness.synchronous_pair() as (primary, standby):
+        db = "bkp"
+        primary.create_db(db)  # replicated to the standby
+        uri = "postgresql:///%s?host=%s,%s&user=%s&target_session_attrs=read-write" % (
+            db, primary.sockdir, standby.sockdir, pgharness.ROLE)
+        f = Fleet(primary, tmp_path, db, count=1, uri=uri)
+        try:
+            seeded(f, tmp_path, "kept")
+            quiet = str(tmp_path / "quiet.bak")
+            assert admin_repo(f, "backup", "kept", quiet).returncode == 0
+            cut = str(tmp_path / "cut.bak")
+            out = {}
+            t = threading.Thread(target=lambda: out.update(r=admin_repo(f, "backup", "kept", cut)))
+            t.start()
+            # the backup's own transaction, reading the repository's rows
+            open_txn = ("SELECT count(*) FROM pg_stat_activity WHERE application_name = '%s'"
+                        " AND xact_start IS NOT NULL AND query LIKE '%%repos_%%'" % ADMIN_APP)
+            deadline = time.monotonic() + 60
+            while int(primary.psql(open_txn) or 0) == 0:
+                assert t.is_alive(), "the backup ended before its transaction was seen"
+                assert time.monotonic() < deadline
+                time.sleep(0.005)
+            primary.stop()  # -m immediate: its sessions are gone at once
+            standby.promote()
+            t.join(300)
+            r = out["r"]
+            assert r.returncode == 0, r.stderr
+            assert read(cut) == read(quiet)
+            r = admin_repo(f, "restore", cut, "--replace")
+            assert r.returncode == 0, r.stderr
+            assert "restored kept at change 1" in r.stderr, r.stderr
+        finally:
+            bad = f.stop()
+            assert not bad, bad[0][-4000:]
 
 
 def test_fleet_repo_usage(tmp_path):

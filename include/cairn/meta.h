@@ -60,6 +60,11 @@ typedef struct cn_meta_opts {
      * restore reads its stream inside one: a stalled pipe is ended too).
      * 0 = 60 s; CN_META_IDLE_UNBOUNDED = no bound. */
     unsigned write_idle_ms;
+    /* PostgreSQL: a pooled connection idle this long (ms) is closed, all
+     * but one of each pool, so a node's pools shrink back after a burst and
+     * the server's connection slots go to other nodes (src/meta/meta.c,
+     * pool P1).  0 = 60 s; CN_META_IDLE_UNBOUNDED = never. */
+    unsigned conn_idle_ms;
 } cn_meta_opts_t;
 
 #define CN_META_IDLE_UNBOUNDED UINT_MAX

@@ -200,14 +200,17 @@ static cn_err_t meta_secs(const cn_toml_t *config, const char *key, int64_t max,
  * 3 × the busy timeout, when absent).  [meta] idle_write_timeout: seconds a
  * write transaction may wait between statements before the server ends its
  * session (docs/fleet.md, "A node that hangs"; 60 s when absent, 0 = no
- * bound).  SQLite has no use for either. */
+ * bound).  [meta] idle_connection_timeout: seconds a pooled connection
+ * stays open unused (docs/fleet.md, "Connections"; 60 s when absent, 0 =
+ * for ever).  SQLite has no use for any of them. */
 static cn_err_t meta_config(const cn_toml_t *config, cn_meta_opts_t *mo)
 {
     const cn_toml_val_t *tab = config ? cn_toml_get(cn_toml_root(config), "meta") : NULL;
     for (size_t k = 0; tab && k < cn_toml_len(tab); k++) {
         const cn_toml_val_t *kv = cn_toml_at(tab, k);
         if (strcmp(cn_toml_key(kv), "round_trip_timeout") != 0 &&
-            strcmp(cn_toml_key(kv), "idle_write_timeout") != 0) {
+            strcmp(cn_toml_key(kv), "idle_write_timeout") != 0 &&
+            strcmp(cn_toml_key(kv), "idle_connection_timeout") != 0) {
             cn_error("cairnd", "--config: line %d: unknown key '%s' in [meta]", cn_toml_line(kv),
                      cn_toml_key(kv));
             return CN_E_INVALID;
@@ -220,6 +223,9 @@ static cn_err_t meta_config(const cn_toml_t *config, cn_meta_opts_t *mo)
     CN_TRY(meta_secs(config, "idle_write_timeout", 86400, true, &ms));
     if (ms != 0)
         mo->write_idle_ms = ms < 0 ? CN_META_IDLE_UNBOUNDED : (unsigned)ms;
+    CN_TRY(meta_secs(config, "idle_connection_timeout", 86400, true, &ms));
+    if (ms != 0)
+        mo->conn_idle_ms = ms < 0 ? CN_META_IDLE_UNBOUNDED : (unsigned)ms;
     return CN_OK;
 }
 

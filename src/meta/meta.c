@@ -62,19 +62,35 @@
  * fewer than 4 at 5-11 repeats.  Without them: 0.5-0.75 repeats at 4
  * (bench/fleet.py --part commit). */
 #define MAX_WRITERS 4
+/* A pooled PostgreSQL connection idle this long is closed (pool P1) unless
+ * cn_meta_opts_t says otherwise. */
+#define DEFAULT_CONN_IDLE_MS 60000u
+#define REAP_EVERY_NS 1000000000LL
+#define GROW_BACKOFF_NS 1000000000LL
 
 typedef struct conn {
     cn__meta_conn_t *ec;
     cn_meta_stmt_t *cache[STMT_CACHE_MAX];
     size_t ncache;
     uint64_t tick;
-    bool writer; /* a writer pool's connection */
+    bool writer;        /* a writer pool's connection */
+    int64_t idle_since; /* cn_mono_ns() when last given back */
     struct conn *next_idle;
 } conn_t;
 
 /* A pool of connections of one kind, opened when first needed, each handed
  * to one transaction at a time; a take waits for one at most the busy
- * timeout, then fails `full`. */
+ * timeout, then fails `full`.  Pool invariants (a server's connection slots
+ * are shared by every node, docs/fleet.md "Connections"):
+ *  P1. The idle list is last in, first out, so its tail holds the
+ *      connections idle longest; past idle_ns (0: never, a single-writer
+ *      engine's file handles) they are closed, all but the first, when a
+ *      connection is given back at most once a second, so a pool shrinks
+ *      back after a burst and the slots it held are free for other nodes.
+ *  P2. A connection that cannot be opened while others of the pool are open
+ *      (the server is out of slots: "too many clients") is not the take's
+ *      error: the take waits for one of those, and the pool grows no more
+ *      for GROW_BACKOFF_NS.  With none open, the open's error is returned. */
 typedef struct pool {
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -84,6 +100,9 @@ typedef struct pool {
     unsigned out; /* connections handed out now */
     bool writer;
     cn_err_t full;
+    int64_t idle_ns;    /* P1 */
+    int64_t reap_at;    /* P1: cn_mono_ns() of the next look */
+    int64_t grow_after; /* P2: cn_mono_ns() before which no new connection */
 } pool_t;
 
 struct cn_meta_stmt {
@@ -198,8 +217,8 @@ static void pool_fini(const cn__meta_engine_t *eng, pool_t *p)
     pthread_cond_destroy(&p->cv);
 }
 
-/* An idle connection of p, or a new one while fewer than p->max are open,
- * else waits for one at most the busy timeout (then p->full). */
+/* An idle connection of p, or a new one while fewer than p->max are open
+ * (P2), else waits for one at most the busy timeout (then p->full). */
 static cn_err_t pool_take(cn_meta_t *m, pool_t *p, conn_t **out)
 {
     struct timespec dl;
@@ -213,19 +232,22 @@ static cn_err_t pool_take(cn_meta_t *m, pool_t *p, conn_t **out)
             pthread_mutex_unlock(&p->mu);
             return 0;
         }
-        if (p->open < p->max) {
+        if (p->open < p->max && (!p->grow_after || cn_mono_ns() >= p->grow_after)) {
             p->open++;
             p->out++;
             pthread_mutex_unlock(&p->mu);
             cn_err_t e = conn_open(m, p->writer, out);
-            if (e < 0) {
-                pthread_mutex_lock(&p->mu);
-                p->open--;
-                p->out--;
-                pthread_cond_signal(&p->cv);
+            if (e >= 0)
+                return e;
+            pthread_mutex_lock(&p->mu);
+            p->open--;
+            p->out--;
+            pthread_cond_signal(&p->cv);
+            if (!p->open) {
                 pthread_mutex_unlock(&p->mu);
+                return e;
             }
-            return e;
+            p->grow_after = cn_mono_ns() + GROW_BACKOFF_NS; /* P2 */
         }
         if (pthread_cond_timedwait(&p->cv, &p->mu, &dl) == ETIMEDOUT && !p->idle) {
             pthread_mutex_unlock(&p->mu);
@@ -234,15 +256,50 @@ static cn_err_t pool_take(cn_meta_t *m, pool_t *p, conn_t **out)
     }
 }
 
-static void pool_give(pool_t *p, conn_t *c)
+/* P1: closes the connections of p idle past p->idle_ns but its first, when
+ * the last look was a second ago or more. */
+static void pool_reap(cn_meta_t *m, pool_t *p, int64_t now)
 {
+    if (!p->idle_ns)
+        return;
+    conn_t *gone = NULL;
+    pthread_mutex_lock(&p->mu);
+    if (now >= p->reap_at) {
+        p->reap_at = now + REAP_EVERY_NS;
+        conn_t **at = p->idle ? &p->idle->next_idle : NULL;
+        while (at && *at && now - (*at)->idle_since <= p->idle_ns)
+            at = &(*at)->next_idle;
+        for (; at && *at; p->open--) {
+            conn_t *c = *at;
+            *at = c->next_idle;
+            c->next_idle = gone;
+            gone = c;
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    while (gone) {
+        conn_t *next = gone->next_idle;
+        conn_close(m->eng, gone);
+        gone = next;
+    }
+}
+
+/* Gives c back to p, and looks for idle connections to close in both pools
+ * (P1: a node's periodic writes give one back every few seconds, so an idle
+ * node's readers are closed too). */
+static void pool_give(cn_meta_t *m, pool_t *p, conn_t *c)
+{
+    int64_t now = cn_mono_ns();
     pthread_mutex_lock(&p->mu);
     assert(p->out > 0 && c->writer == p->writer); /* given back once, to its pool */
     p->out--;
+    c->idle_since = now;
     c->next_idle = p->idle;
     p->idle = c;
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
+    pool_reap(m, &m->writers, now);
+    pool_reap(m, &m->readers, now);
 }
 
 #ifndef NDEBUG
@@ -347,6 +404,11 @@ cn_err_t cn_meta_open(const char *spec, const cn_meta_opts_t *opts, cn_meta_t **
         nwriters = MAX_WRITERS;
     pool_init(&m->writers, true, nwriters, CN_E_DB_LOCKED);
     pool_init(&m->readers, false, o.max_readers, CN_E_BUSY);
+    if (!m->eng->single_writer) { /* P1 */
+        unsigned idle_ms = o.conn_idle_ms ? o.conn_idle_ms : DEFAULT_CONN_IDLE_MS;
+        int64_t ns = idle_ms == CN_META_IDLE_UNBOUNDED ? 0 : idle_ms * 1000000LL;
+        m->writers.idle_ns = m->readers.idle_ns = ns;
+    }
     pthread_mutex_init(&m->sync_mu, NULL);
     pthread_cond_init(&m->sync_cv, NULL);
 
@@ -460,7 +522,7 @@ static cn_err_t begin(cn_meta_t *m, cn_meta_mode_t mode, bool schema, cn_meta_tx
     }
     e = schema ? m->eng->begin_schema(t->conn->ec) : m->eng->begin(t->conn->ec, mode);
     if (e < 0) {
-        pool_give(p, t->conn);
+        pool_give(m, p, t->conn);
         free(t);
         return e;
     }
@@ -479,7 +541,7 @@ static void txn_release(cn_meta_txn_t *t)
     if (t->t0)
         txn_observe(t->mode, t->t0);
     if (!t->member) /* the group's transaction and slot outlive the member */
-        pool_give(t->mode == CN_META_WRITE ? &t->m->writers : &t->m->readers, t->conn);
+        pool_give(t->m, t->mode == CN_META_WRITE ? &t->m->writers : &t->m->readers, t->conn);
     free(t);
 }
 
@@ -657,7 +719,7 @@ cn_err_t cn__meta_wbegin(cn_meta_t *m)
     CN_TRY(pool_take(m, &m->writers, &c));
     cn_err_t e = m->eng->begin(c->ec, CN_META_WRITE);
     if (e < 0)
-        pool_give(&m->writers, c);
+        pool_give(m, &m->writers, c);
     else
         m->gconn = c;
     return e;
@@ -668,7 +730,7 @@ static void group_give(cn_meta_t *m)
 {
     conn_t *c = m->gconn;
     m->gconn = NULL;
-    pool_give(&m->writers, c);
+    pool_give(m, &m->writers, c);
 }
 
 cn_err_t cn__meta_member_begin(cn_meta_t *m, cn_meta_txn_t **out)

@@ -108,6 +108,7 @@ def test_store_section_errors_exit_2(tmp_path):
                        ("[meta]\nround_trip_timeout = 3601\n", "at most 3600 s, not 3601"),
                        ("[meta]\nidle_write_timeout = -1\n", "idle_write_timeout wants seconds"),
                        ("[meta]\nidle_write_timeout = 86401\n", "at most 86400 s, not 86401"),
+                       ("[meta]\nidle_connection_timeout = \"1d\"\n", "not '1d'"),
                        ("[meta]\nbusy = 5\n", "unknown key 'busy' in [meta]")):
         p = tmp_path / "store.toml"
         p.write_text(text)

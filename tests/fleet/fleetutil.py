@@ -63,9 +63,11 @@ class Fleet:
     BUCKET = "tier"
     PREFIX = "blobs"
 
-    def __init__(self, pg, base, db, count=3, env=None, uri=None):
+    def __init__(self, pg, base, db, count=3, env=None, uri=None, extra=()):
         """uri: the nodes' --meta when not pg's database db (made here), e.g.
-        a multi-host URI whose database the caller made."""
+        a multi-host URI whose database the caller made; extra: more cairnd
+        arguments for every node (e.g. --config FILE)."""
+        self.extra = list(extra)
         from conftest import ADMIN_TOKEN, Server
         from s3fixtures import S3Server
         self._server, self._s3server = Server, S3Server
@@ -88,7 +90,7 @@ class Fleet:
                 "--meta", self.uri, "--identity-key", self.key, "--node-id", "n%d" % i,
                 "--blob-store", "s3://%s/%s" % (self.BUCKET, self.PREFIX),
                 "--blob-endpoint", self.backend.endpoint,
-                "--blob-credentials", str(self.creds)]
+                "--blob-credentials", str(self.creds)] + self.extra
 
     def start_backend(self):
         """(Re)starts the backend cairnd on its data dir and port."""

@@ -162,6 +162,8 @@ typedef struct lease_run {
     bool held;
 } lease_run_t;
 
+/* The lease's times are the database's clock (CN_SQL_OBJ_E_NOW_MS): nodes
+ * whose clocks disagree by more than a lease still never both hold it. */
 static cn_err_t lease_body(cn_meta_txn_t *txn, void *ctx)
 {
     lease_run_t *lr = ctx;
@@ -169,10 +171,20 @@ static cn_err_t lease_body(cn_meta_txn_t *txn, void *ctx)
     size_t hl = strlen(h);
     lr->held = false;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_LC_LEASE_SEED], "");
+    int64_t now = 0;
+    cn_err_t err = cn_meta_queryf(
+        txn, &st, cn_meta_batch_text(txn, &cn__sql_obj_engine[CN_SQL_OBJ_E_NOW_MS]), "");
+    if (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW)
+        now = cn_meta_column_int64(st, 0);
+    cn_meta_finish(st);
+    st = NULL;
+    if (err >= 0 && now <= 0)
+        err = CN_E_DB;
+    if (err >= 0)
+        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_LC_LEASE_SEED], "");
     if (err >= 0)
         err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_LC_LEASE], "biib", (const void *)h, hl,
-                            lr->now + lr->lc->lease_ms, lr->now, (const void *)h, hl);
+                            now + lr->lc->lease_ms, now, (const void *)h, hl);
     if (err >= 0)
         err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_LC_STATE], "i", (int64_t)0);
     if (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {

@@ -18,6 +18,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,9 +37,23 @@
 #define CN_OBJ_ACL_CACHE_BYTES (1u << 20)
 
 /* ---- small helpers ------------------------------------------------------------ */
+
+/* CAIRN_TEST_CLOCK_SKEW_MS (tests only, read once): milliseconds added to
+ * the service's wall clock, as on a node whose clock runs ahead (or, < 0,
+ * behind) the others' (tests/fleet/test_fleet_status.py). */
+static int64_t clock_skew_ms;
+static pthread_once_t clock_skew_once = PTHREAD_ONCE_INIT;
+
+static void clock_skew_read(void)
+{
+    const char *v = getenv("CAIRN_TEST_CLOCK_SKEW_MS");
+    clock_skew_ms = v ? strtoll(v, NULL, 10) : 0;
+}
+
 int64_t cn__now_ms(void)
 {
-    return cn_wall_ms();
+    pthread_once(&clock_skew_once, clock_skew_read);
+    return cn_wall_ms() + clock_skew_ms;
 }
 
 char *cn__strndup(const char *p, size_t n)

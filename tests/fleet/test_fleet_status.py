@@ -169,3 +169,48 @@ def test_status_shows_lease_holders(pg, tmp_path):
         for n in nodes.values():
             if n.proc and n.proc.poll() is None:
                 n.stop()
+
+
+SKEW_S = 300  # the fast node's clock ahead of the others
+
+
+@needs_pg
+def test_lifecycle_lease_ignores_a_fast_clock(pg, tmp_path):
+    """The lifecycle lease's times are the database's clock: a node whose own
+    clock runs SKEW_S ahead (the objects service's, by the test switch
+    CAIRN_TEST_CLOCK_SKEW_MS) never takes the lease from a live
+    holder, and takes it over within a lease once the holder dies.  With the
+    nodes' clocks in the row, the fast node saw every lease expired and took
+    it at its first wake-up, while the holder still worked."""
+    uri = pg.create_db("skew")
+    key = key_file(tmp_path / "fleet.key")
+    nodes = {}
+
+    def start(name, env=None):
+        nodes[name] = Server(tmp_path / name, env=env, args=s3_args([
+            "--meta", uri, "--identity-key", key, "--node-id", name,
+            "--lifecycle-interval", "1"])).start(wait_for=("http", "jay"))
+
+    def holder():
+        return status("--meta", uri, leases=True)[1]["lifecycle"]["node"]
+
+    try:
+        start("steady")
+        deadline = time.monotonic() + 15
+        while holder() != "steady":
+            assert time.monotonic() < deadline, status("--meta", uri, leases=True)[1]
+            time.sleep(0.2)
+        start("fast", env={"CAIRN_TEST_CLOCK_SKEW_MS": str(SKEW_S * 1000)})
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 5:  # the fast node wakes every second
+            assert holder() == "steady"
+            time.sleep(0.25)
+        nodes.pop("steady").kill9()
+        deadline = time.monotonic() + 25  # the lease (10 s) runs out, the next wake-up
+        while holder() != "fast":
+            assert time.monotonic() < deadline, status("--meta", uri, leases=True)[1]
+            time.sleep(0.2)
+    finally:
+        for n in nodes.values():
+            if n.proc and n.proc.poll() is None:
+                n.stop()

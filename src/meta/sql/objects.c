@@ -550,6 +550,10 @@ const cn_meta_batch_sql_t cn__sql_obj_engine[CN_SQL_OBJ_E_COUNT] = {
               "(SELECT COALESCE(MAX(version_id), 0) FROM obj_version), "
               "(SELECT COALESCE(MAX(version_id), 0) FROM obj_history)))",
     },
+    [CN_SQL_OBJ_E_NOW_MS] = {
+        .sqlite = "SELECT CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
+        .pg = "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+    },
     /* One round trip for the put's two first questions on PostgreSQL. */
     [CN_SQL_OBJ_E_VERSION_FIND_NEXT] = {
         .sqlite = "SELECT v.version_id, v.etag, v.owner, v.acl, NULL FROM (SELECT 1) n"

@@ -268,6 +268,9 @@ enum {
      * had no current version and the row went in; no row otherwise (always
      * on SQLite) */
     CN_SQL_OBJ_E_VERSION_CLAIM,
+    /* () -> the database's clock, Unix ms (the lifecycle lease's times: on
+     * PostgreSQL the server's, so the nodes' clocks need not agree) */
+    CN_SQL_OBJ_E_NOW_MS,
     CN_SQL_OBJ_E_COUNT
 };
 

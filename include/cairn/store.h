@@ -41,6 +41,9 @@ typedef enum {
 
 /* The pack threshold cairnd and `cairn admin store` use by default. */
 #define CN_STORE_PACK_DEFAULT_MAX (64u * 1024)
+/* The zeros cairnd keeps past the open pack's end (pack_zero_ahead): one
+ * sync in every 4 MiB of packed records pays the file's growth. */
+#define CN_STORE_PACK_ZERO_AHEAD (4u << 20)
 
 typedef struct cn_store_opts {
     /* Metadata handle for durable pins; borrowed, must outlive the store.
@@ -66,6 +69,14 @@ typedef struct cn_store_opts {
      * disk are still served); cairnd's default is CN_STORE_PACK_DEFAULT_MAX.
      * Needs meta. */
     uint64_t pack_max_bytes;
+    /* Bytes of zeros kept written past the open pack's end (rounded up to
+     * 64 KiB), so that a batch's append overwrites zeros and its fdatasync
+     * changes no file size: one write to the disk per sync instead of the
+     * data and the inode (docs/store.md, "Pack files").  Extended in the
+     * sync of the batch that reaches them; cut when the pack rolls or the
+     * store closes, and by recovery after a crash.  0 = none; cairnd's
+     * default is CN_STORE_PACK_ZERO_AHEAD. */
+    uint64_t pack_zero_ahead;
     /* Compaction (cn_store_compact, and the end of every cn_store_sweep):
      * a pack other than the open one whose live bytes are under this
      * percentage of its size is rewritten.  0 = default (50); at most 100. */

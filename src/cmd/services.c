@@ -47,12 +47,20 @@ static cn_err_t store_direct_key(const cn_toml_val_t *kv, cn_store_opts_t *so)
 }
 
 /* [store]: pack_max_bytes (default CN_STORE_PACK_DEFAULT_MAX, 64 KiB; 0 = new
- * blobs as files, packs on disk still served), pack_compact_live_percent (compaction threshold, 1..100):
- * docs/store.md, "Pack files"; direct_io (store_direct_key).  Test switch:
- * CAIRN_TEST_PACK_MAX, when set, is the default pack_max_bytes (the config
- * still wins), so that a test directory can run with packs forced on. */
+ * blobs as files, packs on disk still served), pack_compact_live_percent
+ * (compaction threshold, 1..100), pack_zero_ahead (bytes, 0..1 GiB; default
+ * CN_STORE_PACK_ZERO_AHEAD): docs/store.md, "Pack files"; direct_io
+ * (store_direct_key).  Test switch: CAIRN_TEST_PACK_MAX, when set, is the
+ * default pack_max_bytes (the config still wins), so that a test directory
+ * can run with packs forced on. */
 static cn_err_t store_config(const cn_toml_t *config, cn_store_opts_t *so)
 {
+    static const struct {
+        const char *key;
+        int64_t lo, hi;
+    } ints[] = { { "pack_max_bytes", 0, 256 * 1024 },
+                 { "pack_compact_live_percent", 1, 100 },
+                 { "pack_zero_ahead", 0, 1 << 30 } };
     const cn_toml_val_t *tab = config ? cn_toml_get(cn_toml_root(config), "store") : NULL;
     const char *tp = getenv("CAIRN_TEST_PACK_MAX");
     if (tp && *tp)
@@ -64,22 +72,26 @@ static cn_err_t store_config(const cn_toml_t *config, cn_store_opts_t *so)
             CN_TRY(store_direct_key(kv, so));
             continue;
         }
-        bool max = !strcmp(key, "pack_max_bytes");
-        int64_t v = -1, hi = max ? 256 * 1024 : 100;
-        if (!max && strcmp(key, "pack_compact_live_percent") != 0) {
+        size_t i = 0;
+        while (i < sizeof ints / sizeof ints[0] && strcmp(key, ints[i].key) != 0)
+            i++;
+        if (i == sizeof ints / sizeof ints[0]) {
             cn_error("cairnd", "--config: line %d: unknown key '%s' in [store]", cn_toml_line(kv),
                      key);
             return CN_E_INVALID;
         }
-        if (cn_toml_int(kv, &v) < 0 || v < (max ? 0 : 1) || v > hi) {
-            cn_error("cairnd", "--config: line %d: %s must be an integer from %d to %lld",
-                     cn_toml_line(kv), key, max ? 0 : 1, (long long)hi);
+        int64_t v = -1;
+        if (cn_toml_int(kv, &v) < 0 || v < ints[i].lo || v > ints[i].hi) {
+            cn_error("cairnd", "--config: line %d: %s must be an integer from %lld to %lld",
+                     cn_toml_line(kv), key, (long long)ints[i].lo, (long long)ints[i].hi);
             return CN_E_INVALID;
         }
-        if (max)
+        if (i == 0)
             so->pack_max_bytes = (uint64_t)v;
-        else
+        else if (i == 1)
             so->pack_compact_pct = (unsigned)v;
+        else
+            so->pack_zero_ahead = (uint64_t)v;
     }
     return CN_OK;
 }
@@ -446,7 +458,9 @@ cn_err_t cn_services_open(const char *data_dir, const char *meta, const char *id
         e = cn_meta_watch_start(svc->meta);
     if (e >= 0) {
         what = "store";
-        cn_store_opts_t so = { .meta = svc->meta, .pack_max_bytes = CN_STORE_PACK_DEFAULT_MAX };
+        cn_store_opts_t so = { .meta = svc->meta,
+                               .pack_max_bytes = CN_STORE_PACK_DEFAULT_MAX,
+                               .pack_zero_ahead = CN_STORE_PACK_ZERO_AHEAD };
         uint64_t deadline = 0;
         if (tier)
             so.tier = *tier;

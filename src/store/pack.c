@@ -91,6 +91,15 @@
  *      A batch that waited behind one whose index transaction failed on a
  *      lock timeout is failed with it, not indexed (P3 again): so a writer
  *      waits at most two lock deadlines, as with one committer thread.
+ * P12. The open pack's file may run past its end with zeros
+ *      (opts.pack_zero_ahead): a batch that would reach past them writes
+ *      the next zeros beyond its records before its pwrite, and its one
+ *      fdatasync (P1) makes both durable, so the syncs between grow no
+ *      file.  Zeros are never a record (a zero header fails its magic), so
+ *      recovery (P5) ends at them as at a torn tail and cuts them; a roll
+ *      and a clean close cut them too (best effort: a crash leaves them to
+ *      recovery).  A failed zero write is not the batch's failure: the
+ *      batch appends as without zeros, and P3's cut takes the zeros too.
  *
  * Lock order: a digest lock, then pack_mu.  No I/O under pack_mu (P9's
  * descriptor duplicate is the one system call made under it).  Pack
@@ -156,6 +165,7 @@ struct cn__pack_file {
     int fd;                   /* -1 once retired (its ref waits in pack_dead_fds) */
     struct cn__pack_ref *ref; /* owns fd */
     uint64_t end;             /* synced end (the committer appends here) */
+    uint64_t zeroed;          /* P12: the file's size, zeros past end (open pack) */
     uint64_t indexed_end;     /* what meta's store_pack row says */
     bool retiring;            /* store_pack says -1: finish the retirement at open */
 };
@@ -841,7 +851,7 @@ static cn_err_t packs_push_locked(cn_store_t *s, uint32_t id, int fd, uint64_t s
         return -ENOMEM;
     r->fd = fd;
     atomic_init(&r->refs, 1);
-    s->packs[s->n_packs++] = (struct cn__pack_file){ id, fd, r, size, 0, false };
+    s->packs[s->n_packs++] = (struct cn__pack_file){ id, fd, r, size, size, 0, false };
     return CN_OK;
 }
 
@@ -874,6 +884,34 @@ static cn_err_t pack_roll(cn_store_t *s)
     return rc;
 }
 
+/* P12: zeros written from past `upto` (the batch's records' end) to
+ * opts.pack_zero_ahead beyond it, when upto passes the zeros there are;
+ * a failure leaves the pack as it was (the batch appends without them). */
+static void zero_ahead(cn_store_t *s, struct cn__pack_file *pf, uint64_t upto)
+{
+    static const uint8_t zeros[64 * 1024];
+    if (!s->opts.pack_zero_ahead || upto <= pf->zeroed)
+        return;
+    uint64_t to = (upto + s->opts.pack_zero_ahead + sizeof zeros - 1) / sizeof zeros * sizeof zeros;
+    cn_err_t rc = CN_OK;
+    for (uint64_t at = upto; rc == CN_OK && at < to; at += sizeof zeros - at % sizeof zeros) {
+        size_t n = sizeof zeros - at % sizeof zeros;
+        rc = cn_pwrite_full(pf->fd, zeros, n, at);
+    }
+    if (rc == CN_OK)
+        pf->zeroed = to;
+    else
+        cn_info("store", "pack %08" PRIx32 ": zeros ahead not written: %s", pf->id,
+                cn_strerror(rc));
+}
+
+/* P12: the zeros past pf's end cut (best effort; recovery cuts them too). */
+static void zero_cut(struct cn__pack_file *pf)
+{
+    if (pf->fd >= 0 && pf->zeroed > pf->end && ftruncate(pf->fd, (off_t)pf->end) == 0)
+        pf->zeroed = pf->end;
+}
+
 /* P1: the batch's new records, appended and synced; *pfo = the pack. */
 static cn_err_t append_batch(cn_store_t *s, cn__commit_req_t *batch, long seq,
                              struct cn__pack_file **pfo)
@@ -889,6 +927,7 @@ static cn_err_t append_batch(cn_store_t *s, cn__commit_req_t *batch, long seq,
     struct cn__pack_file *pf = &s->packs[s->cur_pack];
     if (pf->end && pf->end + need > s->pack_file_max) {
         cn__committer_drain(s); /* P11: every record of the old pack indexed */
+        zero_cut(pf);
         CN_TRY(pack_roll(s));
         pf = &s->packs[s->cur_pack];
     }
@@ -901,6 +940,7 @@ static cn_err_t append_batch(cn_store_t *s, cn__commit_req_t *batch, long seq,
         CN_TRY(cn_buf_append(&s->pack_buf, h, sizeof h));
         CN_TRY(cn_buf_append(&s->pack_buf, r->payload, r->payload_len));
     }
+    zero_ahead(s, pf, pf->end + s->pack_buf.len);
     cn_err_t rc = cn_pwrite_full(pf->fd, s->pack_buf.data, s->pack_buf.len, pf->end);
     crash_point(s, batch, seq, 1);
     int64_t t0 = cn_mono_ns();
@@ -910,12 +950,15 @@ static cn_err_t append_batch(cn_store_t *s, cn__commit_req_t *batch, long seq,
         /* P3: whatever reached the file is cut; recovery would drop it too. */
         if (ftruncate(pf->fd, (off_t)pf->end) < 0)
             cn_warn("store", "pack truncate after a failed append: %s", cn_strerror(-errno));
+        pf->zeroed = pf->end;
         return rc;
     }
     /* The pack is the group commit's journal: same series. */
     cn_metric_observe_ns(cn__store_metrics()->fsync_journal, cn_mono_ns() - t0);
     crash_point(s, batch, seq, 2);
     pf->end += s->pack_buf.len;
+    if (pf->zeroed < pf->end)
+        pf->zeroed = pf->end;
     *pfo = pf;
     return CN_OK;
 }
@@ -1183,7 +1226,9 @@ static cn_err_t recover_pack(cn_store_t *s, struct cn__pack_file *pf, uint8_t *b
     if (rc == CN_OK && (t.n_rows || t.drop_past || t.end != pf->indexed_end))
         rc = idx_commit(s, &t);
     if (rc == CN_OK && t.end < pf->end) {
-        cn_info("store", "recovery: pack %08" PRIx32 ": torn tail of %" PRIu64 " byte(s) cut",
+        cn_info("store",
+                "recovery: pack %08" PRIx32 ": %" PRIu64
+                " byte(s) past its last record cut (a torn tail or zeros ahead)",
                 pf->id, pf->end - t.end);
         if (ftruncate(pf->fd, (off_t)t.end) < 0 || fdatasync(pf->fd) < 0)
             rc = -errno;
@@ -1192,7 +1237,7 @@ static cn_err_t recover_pack(cn_store_t *s, struct cn__pack_file *pf, uint8_t *b
         if (t.n_rows)
             cn_info("store", "recovery: pack %08" PRIx32 ": %zu record(s) re-indexed", pf->id,
                     t.n_rows);
-        pf->end = pf->indexed_end = t.end;
+        pf->end = pf->zeroed = pf->indexed_end = t.end;
     }
     cn_buf_free(&rows);
     return rc;
@@ -1306,6 +1351,8 @@ cn_err_t cn__pack_open(cn_store_t *s)
 void cn__pack_close(cn_store_t *s)
 {
     cn__pack_reap(s);
+    if (s->packs && s->cur_pack < s->n_packs)
+        zero_cut(&s->packs[s->cur_pack]);
     for (size_t i = 0; i < s->n_packs; i++)
         if (s->packs[i].fd >= 0)
             ref_put(s->packs[i].ref);

@@ -1281,6 +1281,61 @@ static char *slow_first_put(pstore_t *ps, const char *pack_file_max, put_job_t *
     return data;
 }
 
+/* P12: with zeros kept ahead, the pack's file runs past its records (no
+ * file growth per sync); the records read back; a clean close cuts the
+ * zeros; zeros a crash left are cut by recovery, and the next record lands
+ * right after the last one. */
+static void test_zeros_ahead(void)
+{
+    enum {
+        AHEAD = 256 * 1024,
+        N = 40,
+        LEN = 3000
+    };
+    char *data = mkdata();
+    char pp[1024];
+    pack_path(data, 1, pp, sizeof pp);
+    pstore_t ps;
+    cn_meta_opts_t mo = { .no_sync = true };
+    memset(&ps, 0, sizeof ps);
+    CN_CHECK_EQ(cn_meta_open(cn_test_meta_for(data), &mo, &ps.meta), 0);
+    cn_store_opts_t o = { .meta = ps.meta, .pack_max_bytes = PACK_MAX, .pack_zero_ahead = AHEAD };
+    CN_CHECK_EQ(cn_store_open(data, &o, &ps.s), 0);
+    cn_digest_t ds[N];
+    uint8_t b[LEN];
+    for (uint32_t i = 0; i < N; i++) {
+        fill(b, sizeof b, 4000 + i);
+        CN_CHECK_EQ(cn_store_put(ps.s, b, sizeof b, NULL, &ds[i]), 0);
+    }
+    off_t records = (off_t)N * (CN__PACK_REC_HDR + LEN);
+    CN_CHECK(file_size(pp) > records && file_size(pp) <= records + AHEAD + 64 * 1024);
+    CN_CHECK_EQ(file_size(pp) % (64 * 1024), 0);
+    for (uint32_t i = 0; i < N; i++) {
+        fill(b, sizeof b, 4000 + i);
+        CN_CHECK(reads_back(ps.s, &ds[i], b, sizeof b));
+    }
+    ps_close(&ps);
+    CN_CHECK_EQ(file_size(pp), records); /* a clean close cuts them */
+    /* zeros a crash left behind: recovery cuts them, nothing is lost */
+    static const uint8_t zeros[100000];
+    append_bytes(pp, zeros, sizeof zeros);
+    CN_CHECK_EQ(ps_open(data, PACK_MAX, &ps), 0);
+    CN_CHECK_EQ(file_size(pp), records);
+    for (uint32_t i = 0; i < N; i++) {
+        fill(b, sizeof b, 4000 + i);
+        CN_CHECK(reads_back(ps.s, &ds[i], b, sizeof b));
+    }
+    fill(b, sizeof b, 4999);
+    cn_digest_t last;
+    CN_CHECK_EQ(cn_store_put(ps.s, b, sizeof b, NULL, &last), 0);
+    ps_close(&ps);
+    CN_CHECK_EQ(file_size(pp), records + CN__PACK_REC_HDR + LEN);
+    CN_CHECK_EQ(ps_open(data, PACK_MAX, &ps), 0);
+    CN_CHECK(reads_back(ps.s, &last, b, sizeof b));
+    ps_close(&ps);
+    rmdata(data);
+}
+
 /* While one batch waits for its index transaction, the next batch's record
  * is appended and synced; each put returns only once its own is indexed. */
 static void test_stages_overlap(void)
@@ -1390,6 +1445,7 @@ int main(int argc, char **argv)
         CN_TEST(test_stages_overlap),
         CN_TEST(test_stages_same_digest),
         CN_TEST(test_stages_roll),
+        CN_TEST(test_zeros_ahead),
     };
     const size_t n = sizeof cases / sizeof cases[0];
     /* store_pack_pg: the two crash loops only with CAIRN_SLOW_TESTS=1

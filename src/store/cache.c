@@ -18,16 +18,23 @@
  *      counted only until their readers close them, by the kernel.
  *  K4. The cache never decides existence: a miss asks the backend, and the
  *      backend's remove evicts.
+ *  K5. A fill makes room for itself on the file system before its first
+ *      byte lands (cn__cache_make_room: least recently used files out until
+ *      it and a reserve fit), so a budget larger than the file system's
+ *      free space evicts instead of failing reads; a blob that cannot fit
+ *      even in an emptied cache fails its fill before any byte is served.
  */
 #include "store/store_int.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "cairn/util.h"
@@ -291,4 +298,32 @@ void cn__cache_evict(cn__cache_t *c, const cn_digest_t *d)
     if (e)
         drop_locked(c, e);
     pthread_mutex_unlock(&c->mu);
+}
+
+bool cn__cache_make_room(cn__cache_t *c, uint64_t need)
+{
+    struct statvfs sv;
+    if (fstatvfs(c->dirfd, &sv) < 0)
+        return true; /* not known: the write will tell */
+    uint64_t unit = sv.f_frsize ? sv.f_frsize : sv.f_bsize;
+    uint64_t free_b = (uint64_t)sv.f_bavail * unit, want = need + (uint64_t)sv.f_blocks * unit / 64;
+    uint64_t evicted = 0, bytes = 0;
+    pthread_mutex_lock(&c->mu);
+    if (free_b + c->used < want) { /* even an emptied cache would not do */
+        pthread_mutex_unlock(&c->mu);
+        return false;
+    }
+    while (free_b < want && c->tail) {
+        free_b += c->tail->size; /* once no reader holds it open (K3) */
+        bytes += c->tail->size;
+        evicted++;
+        drop_locked(c, c->tail);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (evicted)
+        cn_info("store",
+                "cache: %" PRIu64 " file(s), %" PRIu64
+                " byte(s) evicted to make room for a fill of %" PRIu64 " byte(s)",
+                evicted, bytes, need);
+    return free_b >= want;
 }

@@ -24,11 +24,18 @@
  *  F5. A lazy open streams raw blobs of STREAM_MIN bytes or more; smaller
  *      ones, and LZ4 envelopes (decoded from their trailer), are handed out
  *      whole once their fill ended.
+ *  F6. A fill makes room on the cache's file system when the backend's
+ *      answer tells its size, before it is published to readers (cache.c
+ *      K5): one that cannot fit ends with -ENOSPC before any reader got a
+ *      byte.  One that meets a full disk anyway (other fills landing
+ *      meanwhile) makes room, empties its file and starts over once;
+ *      readers wait past the restart as for a resumed GET.
  */
 #include "store/s3_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -46,6 +53,9 @@ typedef struct cn__s3_fill {
     uint64_t avail; /* bytes written (back to 0 if a resumed GET starts over) */
     uint64_t gen;   /* progress count: a short read waits for the next one */
     bool sized;     /* the backend answered 200: size, form, mtime known */
+    bool roomed;    /* F6: room made for it (or found missing: no_room) */
+    bool no_room;
+    uint64_t need; /* F6: the size the backend announced */
     bool done;
     cn__be_stat_t st;
     cn_err_t rc; /* with done */
@@ -84,6 +94,18 @@ static bool on_progress(void *ctx, const s3_req_t *q)
     fill_t *f = ctx;
     s3_be_t *be = f->be;
     pthread_mutex_lock(&be->fill_mu);
+    if (!f->sized && !f->roomed && q->status == 200 && q->length > 0) {
+        f->roomed = true; /* F6: before any reader sees the size */
+        f->need = q->length;
+        pthread_mutex_unlock(&be->fill_mu);
+        bool fits = cn__cache_make_room(be->cache, q->length);
+        pthread_mutex_lock(&be->fill_mu);
+        f->no_room = !fits;
+    }
+    if (f->no_room) {
+        pthread_mutex_unlock(&be->fill_mu);
+        return false;
+    }
     if (!f->sized && q->status == 200 && q->length > 0) {
         f->sized = true;
         f->st = (cn__be_stat_t){ q->length, q->last_modified_ms, cn__s3_form_of(q->form) };
@@ -95,12 +117,48 @@ static bool on_progress(void *ctx, const s3_req_t *q)
     return !atomic_load(&be->closing);
 }
 
+static bool disk_full(cn_err_t rc)
+{
+    return rc == -ENOSPC || rc == -EDQUOT;
+}
+
+/* The download of f's blob into its file: F6's room, and its one start
+ * over on a full disk. */
+static cn_err_t fill_fetch(fill_t *f, cn__be_stat_t *st)
+{
+    s3_be_t *be = f->be;
+    cn_err_t rc = cn__s3_fetch(be, &f->d, f->fd, on_progress, f, st);
+    pthread_mutex_lock(&be->fill_mu);
+    bool no_room = f->no_room;
+    uint64_t size = f->sized ? f->st.size : 0;
+    pthread_mutex_unlock(&be->fill_mu);
+    /* Size not known yet (the first bytes did not land): room for the
+     * reserve, and the restart's answer makes room for the rest. */
+    if (!no_room && disk_full(rc) && cn__cache_make_room(be->cache, size) &&
+        ftruncate(f->fd, 0) == 0)
+        rc = cn__s3_fetch(be, &f->d, f->fd, on_progress, f, st);
+    pthread_mutex_lock(&be->fill_mu);
+    no_room = f->no_room;
+    size = f->need;
+    pthread_mutex_unlock(&be->fill_mu);
+    if (no_room || disk_full(rc)) {
+        char hex[CN_DIGEST_HEX_LEN + 1];
+        cn_digest_hex(&f->d, hex);
+        cn_warn("store",
+                "s3: blob %s (%" PRIu64 " bytes) does not fit the cache's file system: "
+                "not served",
+                hex, size);
+        rc = -ENOSPC;
+    }
+    return rc;
+}
+
 /* Downloads f's blob, names it or removes it, and tells its readers. */
 static void fill_run(fill_t *f)
 {
     s3_be_t *be = f->be;
     cn__be_stat_t st = { 0 };
-    cn_err_t rc = cn__s3_fetch(be, &f->d, f->fd, on_progress, f, &st);
+    cn_err_t rc = fill_fetch(f, &st);
     if (rc == CN_OK)
         rc = cn__cache_commit(be->cache, -1, f->tmp, &f->d, st.form, st.size);
     if (rc != CN_OK)

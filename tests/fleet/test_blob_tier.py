@@ -12,6 +12,7 @@ import http.server
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -274,6 +275,43 @@ def test_cold_conditional_get_fetches_only_what_it_sends(tier):
         assert not tier.cache_file(d).exists(), kw
     assert c.get_object(Bucket="front", Key="cond", IfMatch=etag)["Body"].read() == data
     assert tier.cache_file(d).exists()
+
+
+def test_cache_on_a_small_file_system(tmp_path):
+    """The node's cache on a file system smaller than its budget (a 32 MiB
+    tmpfs, the default 4 GiB budget): cold GETs of 20 MiB objects evict the
+    least recently used files to make room (store/cache.c K5) and are served
+    whole; an object larger than the whole file system is answered 500
+    before any body byte, and logged.  Before, the second 20 MiB GET was cut
+    short mid-body when the disk filled ("No space left on device")."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    cache = tmp_path / "smallcache"
+    cache.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(cache)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    t = Tier(tmp_path)
+    try:
+        t.start_backend()
+        t.backend.client().create_bucket(Bucket=BUCKET)
+        t.start_node()
+        t.node.client().create_bucket(Bucket="front")
+        bodies = {"a": os.urandom(20 << 20), "b": os.urandom(20 << 20),
+                  "big": os.urandom(40 << 20)}
+        for k, b in bodies.items():
+            put(t, k, b)
+        t.node.server.stop()
+        t.start_node(extra=["--cache-dir", str(cache)])
+        for k in ("a", "b", "a"):
+            assert get(t, k) == bodies[k], k
+        with pytest.raises(ClientError) as e:
+            get(t, "big")
+        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500
+        assert get(t, "b") == bodies["b"]
+        assert "does not fit the cache's file system" in t.node.server.output()
+    finally:
+        t.stop()
+        subprocess.run(["umount", str(cache)])
 
 
 def test_corrupted_cache_file_is_refetched(tier):

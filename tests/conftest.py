@@ -1,5 +1,6 @@
 """Shared pytest fixtures: locate the build, start a real cairnd on ephemeral
 loopback ports in a temporary data dir, and stop it when the test ends."""
+import contextlib
 import http.client
 import os
 import re
@@ -137,6 +138,23 @@ SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime e
 def sanitizer_report(out):
     """out when it holds a sanitizer report, else None."""
     return out if any(m in out for m in SANITIZER_MARKS) else None
+
+
+@contextlib.contextmanager
+def small_fs(path, size):
+    """A tmpfs of size (mount's -o size=, e.g. "32m") mounted at the
+    directory path for the with block, unmounted after it: a disk that
+    fills.  Skips the test where it cannot mount (not root)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    os.makedirs(path, exist_ok=True)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs",
+                       str(path)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)])
 
 
 def assert_no_sanitizer(out):

@@ -44,6 +44,8 @@ typedef enum {
 /* The zeros cairnd keeps past the open pack's end (pack_zero_ahead): one
  * sync in every 4 MiB of packed records pays the file's growth. */
 #define CN_STORE_PACK_ZERO_AHEAD (4u << 20)
+/* min_free_bytes: a share of the data file system (cn_store_opts_t). */
+#define CN_STORE_MIN_FREE_AUTO UINT64_MAX
 
 typedef struct cn_store_opts {
     /* Metadata handle for durable pins; borrowed, must outlive the store.
@@ -77,6 +79,14 @@ typedef struct cn_store_opts {
      * store closes, and by recovery after a crash.  0 = none; cairnd's
      * default is CN_STORE_PACK_ZERO_AHEAD. */
     uint64_t pack_zero_ahead;
+    /* Free space kept on the data directory's file system for everything
+     * but new blob bytes (deletes, metadata, compaction; docs/store.md,
+     * "Free space"): a writer opened while less than this (plus its
+     * declared length) is free fails -ENOSPC at once, so a full disk never
+     * leaves the operator unable to delete.  0 = none; CN_STORE_MIN_FREE_AUTO
+     * = 1 % of the file system, at least 8 MiB and at most 256 MiB (cairnd's
+     * default).  Not for the blob tier (its local disk holds no blobs). */
+    uint64_t min_free_bytes;
     /* Compaction (cn_store_compact, and the end of every cn_store_sweep):
      * a pack other than the open one whose live bytes are under this
      * percentage of its size is rewritten.  0 = default (50); at most 100. */

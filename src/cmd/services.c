@@ -49,7 +49,9 @@ static cn_err_t store_direct_key(const cn_toml_val_t *kv, cn_store_opts_t *so)
 /* [store]: pack_max_bytes (default CN_STORE_PACK_DEFAULT_MAX, 64 KiB; 0 = new
  * blobs as files, packs on disk still served), pack_compact_live_percent
  * (compaction threshold, 1..100), pack_zero_ahead (bytes, 0..1 GiB; default
- * CN_STORE_PACK_ZERO_AHEAD): docs/store.md, "Pack files"; direct_io
+ * CN_STORE_PACK_ZERO_AHEAD): docs/store.md, "Pack files"; min_free_bytes
+ * (bytes, 0 = none; default 1 % of the file system, 8..256 MiB): "Free
+ * space"; direct_io
  * (store_direct_key).  Test switch: CAIRN_TEST_PACK_MAX, when set, is the
  * default pack_max_bytes (the config still wins), so that a test directory
  * can run with packs forced on. */
@@ -60,7 +62,8 @@ static cn_err_t store_config(const cn_toml_t *config, cn_store_opts_t *so)
         int64_t lo, hi;
     } ints[] = { { "pack_max_bytes", 0, 256 * 1024 },
                  { "pack_compact_live_percent", 1, 100 },
-                 { "pack_zero_ahead", 0, 1 << 30 } };
+                 { "pack_zero_ahead", 0, 1 << 30 },
+                 { "min_free_bytes", 0, INT64_MAX } };
     const cn_toml_val_t *tab = config ? cn_toml_get(cn_toml_root(config), "store") : NULL;
     const char *tp = getenv("CAIRN_TEST_PACK_MAX");
     if (tp && *tp)
@@ -90,8 +93,10 @@ static cn_err_t store_config(const cn_toml_t *config, cn_store_opts_t *so)
             so->pack_max_bytes = (uint64_t)v;
         else if (i == 1)
             so->pack_compact_pct = (unsigned)v;
-        else
+        else if (i == 2)
             so->pack_zero_ahead = (uint64_t)v;
+        else
+            so->min_free_bytes = (uint64_t)v;
     }
     return CN_OK;
 }
@@ -460,7 +465,8 @@ cn_err_t cn_services_open(const char *data_dir, const char *meta, const char *id
         what = "store";
         cn_store_opts_t so = { .meta = svc->meta,
                                .pack_max_bytes = CN_STORE_PACK_DEFAULT_MAX,
-                               .pack_zero_ahead = CN_STORE_PACK_ZERO_AHEAD };
+                               .pack_zero_ahead = CN_STORE_PACK_ZERO_AHEAD,
+                               .min_free_bytes = CN_STORE_MIN_FREE_AUTO };
         uint64_t deadline = 0;
         if (tier)
             so.tier = *tier;

@@ -1,9 +1,14 @@
-/* The free space of the store's data directory, for Scribe's
- * instance_status (available_bytes), which a gateway's placement reads.
- * A sample, never a reservation: nothing here holds space for a writer. */
+/* The free space of the store's data directory: for Scribe's
+ * instance_status (available_bytes), which a gateway's placement reads, and
+ * the reserve that new blob bytes may not take (opts.min_free_bytes).
+ * Samples, never reservations: nothing here holds space for one writer; the
+ * reserve keeps the last of the disk for deletes, metadata and compaction,
+ * which never ask here, so an operator can always free space. */
 #include "store_int.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
 #include <sys/statvfs.h>
 
 cn_err_t cn_store_space(cn_store_t *s, uint64_t *available)
@@ -22,4 +27,66 @@ cn_err_t cn_store_space(cn_store_t *s, uint64_t *available)
     uint64_t blocks = (uint64_t)v.f_bavail;
     *available = frsize && blocks > UINT64_MAX / frsize ? UINT64_MAX : blocks * frsize;
     return CN_OK;
+}
+
+#define SAMPLE_NS 50000000LL         /* free space re-read at most this often */
+#define REFUSED_LOG_NS 60000000000LL /* one warning a minute while refusing */
+#define AUTO_MIN (8ull << 20)
+#define AUTO_MAX (256ull << 20)
+
+static cn_err_t free_bytes(const cn_store_t *s, uint64_t *avail, uint64_t *total)
+{
+    struct statvfs v;
+    if (fstatvfs(s->data_fd, &v) != 0)
+        return -errno;
+    uint64_t unit = v.f_frsize ? (uint64_t)v.f_frsize : (uint64_t)v.f_bsize;
+    *avail = (uint64_t)v.f_bavail * unit;
+    *total = (uint64_t)v.f_blocks * unit;
+    return CN_OK;
+}
+
+void cn__store_space_init(cn_store_t *s)
+{
+    uint64_t want = s->opts.min_free_bytes, avail = 0, total = 0;
+    s->min_free = 0;
+    if (!want || cn_store_is_tiered(s))
+        return;
+    if (want == CN_STORE_MIN_FREE_AUTO) {
+        if (free_bytes(s, &avail, &total) < 0)
+            return;
+        want = total / 100 < AUTO_MIN ? AUTO_MIN : total / 100 > AUTO_MAX ? AUTO_MAX : total / 100;
+    }
+    s->min_free = want;
+    atomic_init(&s->free_at, INT64_MIN / 2);
+    atomic_init(&s->refused_logged, INT64_MIN / 2);
+}
+
+cn_err_t cn__store_room(cn_store_t *s, int64_t len)
+{
+    if (!s->min_free)
+        return CN_OK;
+    int64_t now = cn_mono_ns();
+    if (now - atomic_load(&s->free_at) > SAMPLE_NS) {
+        uint64_t avail = 0, total = 0;
+        if (free_bytes(s, &avail, &total) < 0)
+            return CN_OK; /* not known: the write will tell */
+        atomic_store(&s->free_sample, avail > INT64_MAX ? INT64_MAX : (int64_t)avail);
+        atomic_store(&s->free_granted, 0);
+        atomic_store(&s->free_at, now);
+    }
+    /* The sample less what writers were let in for since it was taken. */
+    int64_t n = len > 0 ? len : 0;
+    int64_t est = atomic_load(&s->free_sample) - atomic_fetch_add(&s->free_granted, n) - n;
+    uint64_t avail = est > 0 ? (uint64_t)est : 0;
+    if (avail >= s->min_free)
+        return CN_OK;
+    atomic_fetch_sub(&s->free_granted, n);
+    int64_t last = atomic_load(&s->refused_logged);
+    if (now - last > REFUSED_LOG_NS &&
+        atomic_compare_exchange_strong(&s->refused_logged, &last, now))
+        cn_warn("store",
+                "%" PRIu64 " byte(s) free on the data file system, under the reserve of %" PRIu64
+                ": new blobs refused until space is freed (deletes still work)",
+                avail, s->min_free);
+    return -ENOSPC;
 }

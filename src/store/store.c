@@ -235,6 +235,7 @@ cn_err_t cn_store_open(const char *data_dir, const cn_store_opts_t *opts, cn_sto
         cn_info("store", "recovery: removed %u unpublished upload(s) from staging", removed);
     if ((rc = open_backend(s, blobs)) < 0)
         goto fail;
+    cn__store_space_init(s);
     /* The directories themselves must survive a crash before any blob
      * inside them is acknowledged. */
     if ((rc = cn_fsync_dir(s->data_dir)) < 0)

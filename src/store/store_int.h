@@ -131,7 +131,12 @@ typedef struct cn__fdc_lock {
 struct cn_store {
     cn_store_opts_t opts;
     char *data_dir;
-    int data_fd;    /* DATA */
+    int data_fd; /* DATA */
+    /* space.c: the reserve (0: none), the last sample of the free bytes,
+     * the bytes writers were let in for since, when it was taken
+     * (cn_mono_ns), and when a refusal was last logged. */
+    uint64_t min_free;
+    _Atomic int64_t free_sample, free_granted, free_at, refused_logged;
     int staging_fd; /* DATA/staging */
     int lock_fd;    /* DATA/store.lock, flock()ed */
     cn__backend_t *be;
@@ -538,5 +543,11 @@ void cn__envix_open(cn_store_t *s);
 void cn__envix_close(cn_store_t *s);
 /* Indexes cn__envix_get has built (read and checked) in s (tests). */
 uint64_t cn__store_envix_builds(cn_store_t *s);
+
+/* space.c: the free-space reserve (opts.min_free_bytes), taken at open;
+ * and its check, at every writer's open: -ENOSPC while the data file
+ * system has less than the reserve plus len (when >= 0) free. */
+void cn__store_space_init(cn_store_t *s);
+cn_err_t cn__store_room(cn_store_t *s, int64_t len);
 
 #endif

@@ -324,6 +324,7 @@ cn_err_t cn_store_writer_open(cn_store_t *s, const cn_digest_t *expect, int64_t 
         return CN_E_INVALID;
     if (expect_len >= 0 && (uint64_t)expect_len > s->opts.max_blob_bytes)
         return CN_E_TOO_LARGE;
+    CN_TRY(cn__store_room(s, expect_len)); /* the reserve stays for deletes */
     cn_store_writer_t *w = calloc(1, sizeof *w);
     if (!w)
         return -ENOMEM;

@@ -105,6 +105,7 @@ def test_store_section_errors_exit_2(tmp_path):
                        ("[store]\ndirect_i0 = true\n", "unknown key 'direct_i0' in [store]"),
                        ("[store]\npack_zero_ahead = -1\n",
                         "pack_zero_ahead must be an integer from 0 to 1073741824"),
+                       ("[store]\nmin_free_bytes = -1\n", "min_free_bytes must be an integer from 0"),
                        ("[meta]\nround_trip_timeout = 0\n", "round_trip_timeout wants seconds"),
                        ("[meta]\nround_trip_timeout = \"2d\"\n", "not '2d'"),
                        ("[meta]\nround_trip_timeout = 3601\n", "at most 3600 s, not 3601"),

@@ -12,7 +12,6 @@ import http.server
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -21,7 +20,7 @@ import pytest
 import requests
 from botocore.exceptions import ClientError
 
-from conftest import ADMIN_TOKEN, Server, assert_no_sanitizer, free_port
+from conftest import ADMIN_TOKEN, Server, assert_no_sanitizer, free_port, small_fs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "s3"))
@@ -284,34 +283,28 @@ def test_cache_on_a_small_file_system(tmp_path):
     whole; an object larger than the whole file system is answered 500
     before any body byte, and logged.  Before, the second 20 MiB GET was cut
     short mid-body when the disk filled ("No space left on device")."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
-    cache = tmp_path / "smallcache"
-    cache.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(cache)]).returncode:
-        pytest.skip("cannot mount a tmpfs here")
-    t = Tier(tmp_path)
-    try:
-        t.start_backend()
-        t.backend.client().create_bucket(Bucket=BUCKET)
-        t.start_node()
-        t.node.client().create_bucket(Bucket="front")
-        bodies = {"a": os.urandom(20 << 20), "b": os.urandom(20 << 20),
-                  "big": os.urandom(40 << 20)}
-        for k, b in bodies.items():
-            put(t, k, b)
-        t.node.server.stop()
-        t.start_node(extra=["--cache-dir", str(cache)])
-        for k in ("a", "b", "a"):
-            assert get(t, k) == bodies[k], k
-        with pytest.raises(ClientError) as e:
-            get(t, "big")
-        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500
-        assert get(t, "b") == bodies["b"]
-        assert "does not fit the cache's file system" in t.node.server.output()
-    finally:
-        t.stop()
-        subprocess.run(["umount", str(cache)])
+    with small_fs(tmp_path / "smallcache", "32m") as cache:
+        t = Tier(tmp_path)
+        try:
+            t.start_backend()
+            t.backend.client().create_bucket(Bucket=BUCKET)
+            t.start_node()
+            t.node.client().create_bucket(Bucket="front")
+            bodies = {"a": os.urandom(20 << 20), "b": os.urandom(20 << 20),
+                      "big": os.urandom(40 << 20)}
+            for k, b in bodies.items():
+                put(t, k, b)
+            t.node.server.stop()
+            t.start_node(extra=["--cache-dir", str(cache)])
+            for k in ("a", "b", "a"):
+                assert get(t, k) == bodies[k], k
+            with pytest.raises(ClientError) as e:
+                get(t, "big")
+            assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500
+            assert get(t, "b") == bodies["b"]
+            assert "does not fit the cache's file system" in t.node.server.output()
+        finally:
+            t.stop()
 
 
 def test_corrupted_cache_file_is_refetched(tier):

@@ -1,0 +1,89 @@
+"""The free-space reserve (docs/store.md "Free space"; src/store/space.c):
+new blob bytes are refused while the data directory's file system has less
+than the reserve free, so the last of the disk stays for deletes and
+metadata and an operator can always free space through the API.
+
+test_full_disk_still_deletes: the data directory on a 40 MiB tmpfs (the
+default reserve: 8 MiB, the floor of 1 %).  PUTs of 1 MiB and smaller
+objects until they are refused (500, with the reserve still free); then
+deletes of half the objects all succeed, the sweeper (grace 1 s) gives the
+space back, and PUTs succeed again; every acknowledged object reads back,
+also after a restart.  Before the reserve, the disk filled to its last
+byte and every DELETE failed too ("No space left on device"): nothing could
+be freed through the API."""
+import os
+import sys
+import time
+
+from botocore.exceptions import ClientError
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "s3"))
+from conftest import Server, assert_no_sanitizer, small_fs  # noqa: E402
+from s3fixtures import S3Server, s3_args  # noqa: E402
+
+SIZES = (1 << 20, 4096, 100000)
+RESERVE = 8 << 20
+
+
+def free_bytes(path):
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def start(data):
+    env = {"CAIRN_SWEEP_GRACE_SECONDS": "1", "CAIRN_SWEEP_INTERVAL_SECONDS": "1"}
+    return S3Server(Server(data, args=s3_args([]), env=env).start(wait_for=("http", "jay")))
+
+
+def test_full_disk_still_deletes(tmp_path):
+    with small_fs(tmp_path / "small", "40m") as mnt:
+        node = start(mnt / "data")
+        try:
+            fill_delete_refill(node, mnt)
+        finally:
+            node.server.stop()
+
+
+def fill_delete_refill(node, mnt):
+    s3 = node.client()
+    s3.create_bucket(Bucket="full")
+    acked, i = {}, 0
+    while True:
+        body, key = os.urandom(SIZES[i % 3]), "k%04d" % i
+        try:
+            s3.put_object(Bucket="full", Key=key, Body=body)
+            acked[key] = body
+        except ClientError as e:
+            assert e.response["ResponseMetadata"]["HTTPStatusCode"] == 500
+            break
+        i += 1
+        assert i < 1000, "never refused"
+    left = free_bytes(mnt)
+    print("refused after %d PUTs, %d bytes still free" % (len(acked), left))
+    assert left > RESERVE - (1 << 20) - (4 << 20)  # the reserve, less a write and zeros ahead
+    for key in list(acked)[::2]:
+        s3.delete_object(Bucket="full", Key=key)
+        del acked[key]
+    deadline = time.monotonic() + 30
+    while True:  # the sweeper gives the deleted blobs' space back
+        try:
+            s3.put_object(Bucket="full", Key="after", Body=b"x" * 5000)
+            acked["after"] = b"x" * 5000
+            break
+        except ClientError:
+            assert time.monotonic() < deadline, "no room came back"
+            time.sleep(0.5)
+    for key, body in acked.items():
+        assert s3.get_object(Bucket="full", Key=key)["Body"].read() == body, key
+    node.server.stop()
+    out = node.server.output()
+    assert_no_sanitizer(out)
+    assert "under the reserve" in out
+    node2 = start(mnt / "data")
+    try:
+        s3 = node2.client()
+        for key, body in acked.items():
+            assert s3.get_object(Bucket="full", Key=key)["Body"].read() == body, key
+    finally:
+        node2.server.stop()

@@ -61,26 +61,42 @@ void cn__store_space_init(cn_store_t *s)
     atomic_init(&s->refused_logged, INT64_MIN / 2);
 }
 
+/* Takes a new sample of the free bytes at now. */
+static void resample(cn_store_t *s, int64_t now)
+{
+    uint64_t avail = 0, total = 0;
+    if (free_bytes(s, &avail, &total) < 0)
+        avail = UINT64_MAX; /* not known: the write will tell */
+    atomic_store(&s->free_sample, avail > INT64_MAX ? INT64_MAX : (int64_t)avail);
+    atomic_store(&s->free_granted, 0);
+    atomic_store(&s->free_at, now);
+}
+
+/* Whether len more bytes leave the reserve free, by the sample less what
+ * writers were let in for since it was taken (counted in when they do). */
+static bool fits(cn_store_t *s, int64_t n, uint64_t *avail)
+{
+    int64_t est = atomic_load(&s->free_sample) - atomic_fetch_add(&s->free_granted, n) - n;
+    *avail = est > 0 ? (uint64_t)est : 0;
+    if (*avail >= s->min_free)
+        return true;
+    atomic_fetch_sub(&s->free_granted, n);
+    return false;
+}
+
 cn_err_t cn__store_room(cn_store_t *s, int64_t len)
 {
     if (!s->min_free)
         return CN_OK;
-    int64_t now = cn_mono_ns();
-    if (now - atomic_load(&s->free_at) > SAMPLE_NS) {
-        uint64_t avail = 0, total = 0;
-        if (free_bytes(s, &avail, &total) < 0)
-            return CN_OK; /* not known: the write will tell */
-        atomic_store(&s->free_sample, avail > INT64_MAX ? INT64_MAX : (int64_t)avail);
-        atomic_store(&s->free_granted, 0);
-        atomic_store(&s->free_at, now);
-    }
-    /* The sample less what writers were let in for since it was taken. */
-    int64_t n = len > 0 ? len : 0;
-    int64_t est = atomic_load(&s->free_sample) - atomic_fetch_add(&s->free_granted, n) - n;
-    uint64_t avail = est > 0 ? (uint64_t)est : 0;
-    if (avail >= s->min_free)
+    int64_t now = cn_mono_ns(), n = len > 0 ? len : 0;
+    uint64_t avail = 0;
+    if (now - atomic_load(&s->free_at) > SAMPLE_NS)
+        resample(s, now);
+    if (fits(s, n, &avail))
         return CN_OK;
-    atomic_fetch_sub(&s->free_granted, n);
+    resample(s, now); /* a refusal is never taken on an old sample */
+    if (fits(s, n, &avail))
+        return CN_OK;
     int64_t last = atomic_load(&s->refused_logged);
     if (now - last > REFUSED_LOG_NS &&
         atomic_compare_exchange_strong(&s->refused_logged, &last, now))

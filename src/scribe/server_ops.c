@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <lz4.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -892,6 +893,48 @@ static cn_scribe_str_t acc_view(const acc_t *a, const uint8_t *off, uint32_t n)
     return s;
 }
 
+static void acc_free(acc_t *a)
+{
+    cn_buf_free(&a->arena);
+    free(a->rows);
+}
+
+/* The end of a paged read into a (*err its outcome): PAGE_FULL, a page cut
+ * short to stay within the reply budget, is success with *more set (when
+ * asked); another error frees a and answers the call (*err: its result).
+ * False when the call is answered. */
+static bool acc_read_ok(cn__scribe_call_t *k, acc_t *a, cn_err_t *err, bool *more)
+{
+    if (*err == PAGE_FULL) {
+        if (more)
+            *more = true;
+        *err = CN_OK;
+    }
+    if (*err >= 0)
+        return true;
+    acc_free(a);
+    *err = cn__scribe_fail(k, *err);
+    return false;
+}
+
+/* Turns the string at byte offset off of every row of a from its arena
+ * offset into a view (once the arena has stopped moving). */
+static void acc_views(acc_t *a, size_t off)
+{
+    for (uint32_t i = 0; i < a->n; i++) {
+        cn_scribe_str_t *v = (cn_scribe_str_t *)((uint8_t *)a->rows + i * a->rsize + off);
+        *v = acc_view(a, v->p, v->len);
+    }
+}
+
+/* Frees a and sends the reply encoded into k's buffer (enc: the encoder's
+ * result). */
+static cn_err_t acc_reply(cn__scribe_call_t *k, acc_t *a, cn_err_t enc)
+{
+    acc_free(a);
+    return enc < 0 ? enc : cn__scribe_reply(k, 0);
+}
+
 static cn_err_t tree_row(void *ctx, const cn_repos_tree_row_t *row)
 {
     acc_t *a = ctx;
@@ -927,24 +970,13 @@ static cn_err_t op_tree_page(cn__scribe_call_t *k)
     cn_digest_t cr, rr;
     cn_err_t err =
         cn_repos_tree_page(k->sc->srv->repos, &k->rq, &pq, tree_row, &a, &more, &cr, &rr);
-    if (err == PAGE_FULL) {
-        /* cut short to stay within the reply budget; the roots are set */
-        more = true;
-        err = CN_OK;
-    }
-    if (err < 0) {
-        cn_buf_free(&a.arena);
-        free(a.rows);
-        return cn__scribe_fail(k, err);
-    }
-    cn_scribe_tree_entry_t *rows = a.rows;
-    for (uint32_t i = 0; i < a.n; i++)
-        rows[i].path = acc_view(&a, rows[i].path.p, rows[i].path.len);
+    if (!acc_read_ok(k, &a, &err, &more)) /* cut short: the roots are set */
+        return err;
+    acc_views(&a, offsetof(cn_scribe_tree_entry_t, path));
     cn_buf_reset(&k->sc->out);
-    err = cn_scribe_enc_tree_page_resp(&k->sc->out, k->sc->codec, rows, a.n, more, &cr, &rr);
-    cn_buf_free(&a.arena);
-    free(a.rows);
-    return err < 0 ? err : cn__scribe_reply(k, 0);
+    return acc_reply(
+        k, &a,
+        cn_scribe_enc_tree_page_resp(&k->sc->out, k->sc->codec, a.rows, a.n, more, &cr, &rr));
 }
 
 static cn_err_t changed_row(void *ctx, const cn_repos_changed_row_t *row)
@@ -985,26 +1017,17 @@ static cn_err_t op_changed_paths(cn__scribe_call_t *k)
     acc_t a = { { 0 }, NULL, sizeof(cn_scribe_changed_row_t), 0, 0, false };
     bool more = false;
     cn_err_t err = cn_repos_changed_paths(k->sc->srv->repos, &k->rq, &cq, changed_row, &a, &more);
-    if (err == PAGE_FULL) {
-        more = true;
-        err = CN_OK;
-    }
-    if (err < 0) {
-        cn_buf_free(&a.arena);
-        free(a.rows);
-        return cn__scribe_fail(k, err);
-    }
+    if (!acc_read_ok(k, &a, &err, &more))
+        return err;
+    acc_views(&a, offsetof(cn_scribe_changed_row_t, path));
     cn_scribe_changed_row_t *rows = a.rows;
-    for (uint32_t i = 0; i < a.n; i++)
-        rows[i].path = acc_view(&a, rows[i].path.p, rows[i].path.len);
     cn_scribe_str_t token = { (const uint8_t *)"", 0 };
     if (more && a.n)
         token = rows[a.n - 1].path;
     cn_buf_reset(&k->sc->out);
-    err = cn_scribe_enc_changed_resp(&k->sc->out, k->sc->codec, rows, a.n, more && a.n, token);
-    cn_buf_free(&a.arena);
-    free(a.rows);
-    return err < 0 ? err : cn__scribe_reply(k, 0);
+    return acc_reply(
+        k, &a,
+        cn_scribe_enc_changed_resp(&k->sc->out, k->sc->codec, rows, a.n, more && a.n, token));
 }
 
 static cn_err_t log_row(void *ctx, const cn_repos_log_row_t *row)
@@ -1099,27 +1122,21 @@ static cn_err_t op_log(cn__scribe_call_t *k)
     uint64_t ceiling = 0;
     cn_err_t err = q.follow_merges ? log_follow(k, &q, &a, &ceiling)
                                    : cn_repos_log(k->sc->srv->repos, &k->rq, &lq, log_row, &a);
-    if (err == PAGE_FULL)
-        err = CN_OK;
-    if (err < 0) {
-        cn_buf_free(&a.arena);
-        free(a.rows);
-        return cn__scribe_fail(k, err);
-    }
+    if (!acc_read_ok(k, &a, &err, NULL))
+        return err;
+    static const size_t views[] = { offsetof(cn_scribe_log_row_t, branch_name),
+                                    offsetof(cn_scribe_log_row_t, path),
+                                    offsetof(cn_scribe_log_row_t, from_path),
+                                    offsetof(cn_scribe_log_row_t, author),
+                                    offsetof(cn_scribe_log_row_t, message) };
+    for (size_t v = 0; v < sizeof views / sizeof views[0]; v++)
+        acc_views(&a, views[v]);
     cn_scribe_log_row_t *rows = a.rows;
-    for (uint32_t i = 0; i < a.n; i++) {
-        rows[i].branch_name = acc_view(&a, rows[i].branch_name.p, rows[i].branch_name.len);
-        rows[i].path = acc_view(&a, rows[i].path.p, rows[i].path.len);
-        rows[i].from_path = acc_view(&a, rows[i].from_path.p, rows[i].from_path.len);
-        rows[i].author = acc_view(&a, rows[i].author.p, rows[i].author.len);
-        rows[i].message = acc_view(&a, rows[i].message.p, rows[i].message.len);
+    for (uint32_t i = 0; i < a.n; i++)
         rows[i].ceiling = ceiling;
-    }
     cn_buf_reset(&k->sc->out);
-    err = cn_scribe_enc_log_resp(&k->sc->out, k->sc->codec, q.all_branches, rows, a.n);
-    cn_buf_free(&a.arena);
-    free(a.rows);
-    return err < 0 ? err : cn__scribe_reply(k, 0);
+    return acc_reply(k, &a,
+                     cn_scribe_enc_log_resp(&k->sc->out, k->sc->codec, q.all_branches, rows, a.n));
 }
 
 /* ---- change notes ------------------------------------------------------------------------ */

@@ -249,7 +249,14 @@ static cn_err_t pool_take(cn_meta_t *m, pool_t *p, conn_t **out)
             }
             p->grow_after = cn_mono_ns() + GROW_BACKOFF_NS; /* P2 */
         }
-        if (pthread_cond_timedwait(&p->cv, &p->mu, &dl) == ETIMEDOUT && !p->idle) {
+        /* Backing off (P2): woken to grow again once it is over. */
+        struct timespec until = dl;
+        int64_t dl_ns = (int64_t)dl.tv_sec * 1000000000 + dl.tv_nsec;
+        bool backoff = p->open < p->max && p->grow_after && p->grow_after < dl_ns;
+        if (backoff)
+            until = (struct timespec){ (time_t)(p->grow_after / 1000000000),
+                                       (long)(p->grow_after % 1000000000) };
+        if (pthread_cond_timedwait(&p->cv, &p->mu, &until) == ETIMEDOUT && !p->idle && !backoff) {
             pthread_mutex_unlock(&p->mu);
             return p->full;
         }

@@ -138,9 +138,9 @@ void cn__cache_evict(cn__cache_t *c, const cn_digest_t *d);
 /* Room for a fill of need bytes on the cache's file system, which the
  * budget alone does not promise (a budget past the file system's size, the
  * data directory growing beside it): evicts least recently used files until
- * need bytes and a reserve (1/64 of the file system) are free, or nothing
- * is left to evict.  False when they are still not free (nothing is
- * evicted when even an emptied cache would not free them). */
+ * need bytes and a reserve (1/64 of the file system, at most 256 MiB) are
+ * free, or nothing is left to evict.  False when need bytes are still not
+ * free (nothing is evicted when even an emptied cache would not free them). */
 bool cn__cache_make_room(cn__cache_t *c, uint64_t need);
 
 #endif

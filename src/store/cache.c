@@ -20,9 +20,10 @@
  *      backend's remove evicts.
  *  K5. A fill makes room for itself on the file system before its first
  *      byte lands (cn__cache_make_room: least recently used files out until
- *      it and a reserve fit), so a budget larger than the file system's
- *      free space evicts instead of failing reads; a blob that cannot fit
- *      even in an emptied cache fails its fill before any byte is served.
+ *      it and a reserve, 1/64 of the file system up to 256 MiB, are free, or
+ *      none is left), so a budget larger than the file system's free space
+ *      evicts instead of failing reads; a blob that cannot fit even in an
+ *      emptied cache fails its fill before any byte is served.
  */
 #include "store/store_int.h"
 
@@ -41,6 +42,8 @@
 
 #define CACHE_BUCKETS 4096
 #define CACHE_NAME_MAX (CN_DIGEST_HEX_LEN + 5)
+/* K5's reserve: 1/64 of the file system, at most this. */
+#define RESERVE_MAX (256ull << 20)
 
 typedef struct cache_ent {
     cn_digest_t d;
@@ -306,14 +309,16 @@ bool cn__cache_make_room(cn__cache_t *c, uint64_t need)
     if (fstatvfs(c->dirfd, &sv) < 0)
         return true; /* not known: the write will tell */
     uint64_t unit = sv.f_frsize ? sv.f_frsize : sv.f_bsize;
-    uint64_t free_b = (uint64_t)sv.f_bavail * unit, want = need + (uint64_t)sv.f_blocks * unit / 64;
+    uint64_t free_b = (uint64_t)sv.f_bavail * unit, reserve = (uint64_t)sv.f_blocks * unit / 64;
+    if (reserve > RESERVE_MAX)
+        reserve = RESERVE_MAX;
     uint64_t evicted = 0, bytes = 0;
     pthread_mutex_lock(&c->mu);
-    if (free_b + c->used < want) { /* even an emptied cache would not do */
+    if (free_b + c->used < need) { /* even an emptied cache would not do */
         pthread_mutex_unlock(&c->mu);
         return false;
     }
-    while (free_b < want && c->tail) {
+    while (free_b < need + reserve && c->tail) {
         free_b += c->tail->size; /* once no reader holds it open (K3) */
         bytes += c->tail->size;
         evicted++;
@@ -325,5 +330,5 @@ bool cn__cache_make_room(cn__cache_t *c, uint64_t need)
                 "cache: %" PRIu64 " file(s), %" PRIu64
                 " byte(s) evicted to make room for a fill of %" PRIu64 " byte(s)",
                 evicted, bytes, need);
-    return free_b >= want;
+    return free_b >= need;
 }

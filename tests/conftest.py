@@ -68,6 +68,8 @@ class Server:
             if self.proc.poll() is not None:
                 raise RuntimeError("cairnd exited %d:\n%s" % (self.proc.returncode, self.output()))
             time.sleep(0.05)
+        self.proc.kill()  # never left running behind a failed test
+        self.proc.wait()
         raise RuntimeError("cairnd did not start listening:\n" + self.output())
 
     def _parse_addrs(self):

@@ -201,58 +201,64 @@ def test_node_hung_in_write_transaction(pg, tmp_path):
     env = {"CAIRN_TEST_PG_COMMIT_FAULT": str(trigger), "CAIRN_NODE_HEARTBEAT_MS": "3600000"}
     key = key_file(tmp_path / "fleet.key")
     a = start_node(tmp_path / "a", pg.uri_for("idle"), idle=IDLE_S, env=env, key=key)
-    b = start_node(tmp_path / "b", pg.uri_for("idle"), key=key)
+    nodes, pid = [a], a.server.proc.pid
+    try:
+        nodes.append(start_node(tmp_path / "b", pg.uri_for("idle"), key=key))
+        hung_copy_and_put(pg, trigger, a, nodes[1])
+    finally:
+        if a.server.proc.poll() is None:
+            os.kill(pid, signal.SIGCONT)
+        for n in nodes:
+            stop_clean(n)
+
+
+def hung_copy_and_put(pg, trigger, a, b):
+    """test_node_hung_in_write_transaction's steps: a stopped in its copy's
+    COMMIT, b's PUT of the same key, a continued."""
     pid = a.server.proc.pid
-    try:
-        sa = a.client(read_timeout=ANSWER_BOUND_S + 30)
-        sb = b.client(read_timeout=ANSWER_BOUND_S + 30)
-        sa.create_bucket(Bucket="idle")
-        sa.put_object(Bucket="idle", Key="k", Body=b"first")
-        trigger.write_text("stop")
-        put = {}
-        # A copy onto itself writes version rows and no blob (a blob's own
-        # pack index commit would take the fault first).
-        t = threading.Thread(target=lambda: put.update(r=timed(lambda: sa.copy_object(
-            Bucket="idle", Key="k", CopySource={"Bucket": "idle", "Key": "k"},
-            MetadataDirective="REPLACE", Metadata={"by": "a"}))))
-        t.start()
-        deadline = time.monotonic() + 20
-        while not proc_stopped(pid):
-            assert time.monotonic() < deadline, "the node never stopped in its COMMIT"
-            time.sleep(0.02)
-        t_stop = time.monotonic()
-        # the PUT's transaction, written and not committed, holds its rows
-        assert idle_in_txn(pg, "idle") == (1, 1)
-        secs, status, code = timed(
-            lambda: sb.put_object(Bucket="idle", Key="k", Body=b"from-b"))
-        held = time.monotonic() - t_stop
-        print("a PUT of the same key through the other node: %d after %.1f s, %.1f s after"
-              " the stop (bound %d s)" % (status, secs, held, IDLE_S))
-        assert (status, code) == (200, None)
-        assert held > IDLE_S - 1, "the key was not held by the hung transaction"
-        assert idle_in_txn(pg, "idle") == (0, 0)
-        assert etag(sb, "k") == md5(b"from-b")
-    finally:
-        os.kill(pid, signal.SIGCONT)
-    try:
-        t.join(ANSWER_BOUND_S + 60)
-        assert not t.is_alive(), "the hung node's PUT never returned"
-        secs, status, code = put["r"]
-        print("the hung node's PUT, continued: %d %s" % (status, code))
-        # Lost with its session: failed, or run again after b's (run.c R5).
-        # (Each node keeps its blobs in its own data dir: the current
-        # version is told by its ETag, which needs no blob.)
-        if status == 200:
-            assert etag(sb, "k") == md5(b"from-a")
-            assert sa.get_object(Bucket="idle", Key="k")["Body"].read() == b"from-a"
-        else:
-            assert (status, code) == (503, "ServiceUnavailable")
-            assert etag(sa, "k") == md5(b"from-b")
-        sa.put_object(Bucket="idle", Key="after", Body=b"z")  # the node writes on
-        assert etag(sb, "after") == md5(b"z")
-    finally:
-        stop_clean(a)
-        stop_clean(b)
+    sa = a.client(read_timeout=ANSWER_BOUND_S + 30)
+    sb = b.client(read_timeout=ANSWER_BOUND_S + 30)
+    sa.create_bucket(Bucket="idle")
+    sa.put_object(Bucket="idle", Key="k", Body=b"first")
+    trigger.write_text("stop")
+    put = {}
+    # A copy onto itself writes version rows and no blob (a blob's own
+    # pack index commit would take the fault first).
+    t = threading.Thread(target=lambda: put.update(r=timed(lambda: sa.copy_object(
+        Bucket="idle", Key="k", CopySource={"Bucket": "idle", "Key": "k"},
+        MetadataDirective="REPLACE", Metadata={"by": "a"}))))
+    t.start()
+    deadline = time.monotonic() + 20
+    while not proc_stopped(pid):
+        assert time.monotonic() < deadline, "the node never stopped in its COMMIT"
+        time.sleep(0.02)
+    t_stop = time.monotonic()
+    # the copy's transaction, written and not committed, holds its rows
+    assert idle_in_txn(pg, "idle") == (1, 1)
+    secs, status, code = timed(lambda: sb.put_object(Bucket="idle", Key="k", Body=b"from-b"))
+    held = time.monotonic() - t_stop
+    print("a PUT of the same key through the other node: %d after %.1f s, %.1f s after"
+          " the stop (bound %d s)" % (status, secs, held, IDLE_S))
+    assert (status, code) == (200, None)
+    assert held > IDLE_S - 1, "the key was not held by the hung transaction"
+    assert idle_in_txn(pg, "idle") == (0, 0)
+    assert etag(sb, "k") == md5(b"from-b")
+    os.kill(pid, signal.SIGCONT)
+    t.join(ANSWER_BOUND_S + 60)
+    assert not t.is_alive(), "the hung node's copy never returned"
+    secs, status, code = put["r"]
+    print("the hung node's copy, continued: %d %s" % (status, code))
+    # Lost with its session: failed, or run again after b's PUT (run.c R5),
+    # which the metadata the copy replaces tells.
+    meta = sb.head_object(Bucket="idle", Key="k")["Metadata"]
+    if status == 200:
+        assert meta == {"by": "a"}
+    else:
+        assert (status, code) == (503, "ServiceUnavailable")
+        assert meta == {}
+    assert etag(sb, "k") == md5(b"from-b")  # the copy's source was b's bytes or b came after
+    sa.put_object(Bucket="idle", Key="after", Body=b"z")  # the node writes on
+    assert etag(sb, "after") == md5(b"z")
 
 
 @pytest.fixture

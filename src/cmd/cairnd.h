@@ -130,4 +130,9 @@ typedef struct cn_protocol {
 extern const cn_protocol_t cn_protocols[];
 extern const size_t cn_protocols_count;
 
+/* spacer.c: DATA/space.spacer, held while the disk has room and let go at
+ * start when it is full (docs/store.md, "Free space"); both best effort. */
+void cn__spacer_release_if_full(const char *data_dir);
+void cn__spacer_ensure(const char *data_dir);
+
 #endif

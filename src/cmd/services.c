@@ -454,6 +454,7 @@ cn_err_t cn_services_open(const char *data_dir, const char *meta, const char *id
     pthread_cond_init(&si->cv, NULL);
     svc->config = config;
     const char *what = "metadata";
+    cn__spacer_release_if_full(data_dir);
     cn_meta_opts_t mo = { 0 };
     e = meta_config(config, &mo);
     if (e >= 0)
@@ -552,6 +553,7 @@ cn_err_t cn_services_open(const char *data_dir, const char *meta, const char *id
         cn_services_close(svc);
         return e;
     }
+    cn__spacer_ensure(data_dir);
     *out = svc;
     return CN_OK;
 }

@@ -15,6 +15,7 @@ import os
 import sys
 import time
 
+import pytest
 from botocore.exceptions import ClientError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -87,3 +88,54 @@ def fill_delete_refill(node, mnt):
             assert s3.get_object(Bucket="full", Key=key)["Body"].read() == body, key
     finally:
         node2.server.stop()
+
+
+def test_start_on_a_disk_another_filled(tmp_path):
+    """Something else fills the data file system to its last byte while
+    cairnd is stopped.  cairnd lets go of its spacer (DATA/space.spacer, 8
+    MiB, taken while the disk had room) and starts: reads and deletes work,
+    new blobs are refused; with room back, the spacer is taken again.
+    Before, cairnd could not start at all ("cannot open the metadata
+    service": SQLite could not create its -wal and -shm files)."""
+    with small_fs(tmp_path / "small", "64m") as mnt:
+        data, spacer = mnt / "data", mnt / "data" / "space.spacer"
+        node = start(data)
+        try:
+            s3 = node.client()
+            s3.create_bucket(Bucket="kept")
+            bodies = {"k%d" % i: os.urandom(100000) for i in range(5)}
+            for key, body in bodies.items():
+                s3.put_object(Bucket="kept", Key=key, Body=body)
+            assert spacer.stat().st_size == 8 << 20
+        finally:
+            node.server.stop()
+        ballast = mnt / "ballast"
+        fd = os.open(ballast, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            while os.write(fd, b"\0" * (1 << 16)):
+                pass
+        except OSError:  # ENOSPC: full to the last block
+            pass
+        finally:
+            os.close(fd)
+        node = start(data)
+        try:
+            s3 = node.client()
+            assert s3.get_object(Bucket="kept", Key="k1")["Body"].read() == bodies["k1"]
+            s3.delete_object(Bucket="kept", Key="k2")
+            with pytest.raises(ClientError):
+                s3.put_object(Bucket="kept", Key="new", Body=os.urandom(100000))
+        finally:
+            node.server.stop()
+        out = node.server.output()
+        assert_no_sanitizer(out)
+        assert "released the 8 MiB spacer" in out
+        assert not spacer.exists()
+        os.unlink(ballast)
+        node = start(data)
+        try:
+            assert spacer.stat().st_size == 8 << 20
+            s3 = node.client()
+            assert s3.get_object(Bucket="kept", Key="k3")["Body"].read() == bodies["k3"]
+        finally:
+            node.server.stop()

@@ -188,6 +188,9 @@ CN_API cn_err_t cn_pread_full(int fd, void *buf, size_t n, uint64_t off, cn_err_
 CN_API cn_err_t cn_fsync_dir(const char *dir);
 /* mkdir -p with the given mode. */
 CN_API cn_err_t cn_mkdir_p(const char *path, unsigned mode);
+/* The file system holding fd: the bytes an unprivileged writer may still
+ * take (*avail) and its size (*total; may be NULL).  CN_OK or -errno. */
+CN_API cn_err_t cn_fs_space(int fd, uint64_t *avail, uint64_t *total);
 /* rm -r of path (a file or a directory tree; symbolic links removed, never
  * followed): CN_OK, also when path or an entry is already gone, or -errno
  * of the first entry that could not be removed (the rest are tried). */

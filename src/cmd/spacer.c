@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "cairn/util.h"
@@ -22,11 +21,13 @@
 /* The free bytes of dir's file system, or UINT64_MAX when not known. */
 static uint64_t free_bytes(const char *dir)
 {
-    struct statvfs v;
-    if (statvfs(dir, &v) != 0)
-        return UINT64_MAX;
-    uint64_t unit = v.f_frsize ? (uint64_t)v.f_frsize : (uint64_t)v.f_bsize;
-    return (uint64_t)v.f_bavail * unit;
+    uint64_t avail = UINT64_MAX;
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0 && cn_fs_space(fd, &avail, NULL) < 0)
+        avail = UINT64_MAX;
+    if (fd >= 0)
+        close(fd);
+    return avail;
 }
 
 void cn__spacer_release_if_full(const char *data_dir)

@@ -38,6 +38,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -100,9 +101,9 @@ typedef struct pool {
     unsigned out; /* connections handed out now */
     bool writer;
     cn_err_t full;
-    int64_t idle_ns;    /* P1 */
-    int64_t reap_at;    /* P1: cn_mono_ns() of the next look */
-    int64_t grow_after; /* P2: cn_mono_ns() before which no new connection */
+    int64_t idle_ns;         /* P1 */
+    _Atomic int64_t reap_at; /* P1: cn_mono_ns() of the next look (read unlocked) */
+    int64_t grow_after;      /* P2: cn_mono_ns() before which no new connection */
 } pool_t;
 
 struct cn_meta_stmt {
@@ -267,12 +268,12 @@ static cn_err_t pool_take(cn_meta_t *m, pool_t *p, conn_t **out)
  * the last look was a second ago or more. */
 static void pool_reap(cn_meta_t *m, pool_t *p, int64_t now)
 {
-    if (!p->idle_ns)
-        return;
+    if (!p->idle_ns || now < atomic_load(&p->reap_at))
+        return; /* the common give: no lock taken for the look */
     conn_t *gone = NULL;
     pthread_mutex_lock(&p->mu);
-    if (now >= p->reap_at) {
-        p->reap_at = now + REAP_EVERY_NS;
+    if (now >= atomic_load(&p->reap_at)) {
+        atomic_store(&p->reap_at, now + REAP_EVERY_NS);
         conn_t **at = p->idle ? &p->idle->next_idle : NULL;
         while (at && *at && now - (*at)->idle_since <= p->idle_ns)
             at = &(*at)->next_idle;

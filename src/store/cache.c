@@ -35,7 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "cairn/util.h"
@@ -305,13 +304,10 @@ void cn__cache_evict(cn__cache_t *c, const cn_digest_t *d)
 
 bool cn__cache_make_room(cn__cache_t *c, uint64_t need)
 {
-    struct statvfs sv;
-    if (fstatvfs(c->dirfd, &sv) < 0)
+    uint64_t free_b = 0, total = 0;
+    if (cn_fs_space(c->dirfd, &free_b, &total) < 0)
         return true; /* not known: the write will tell */
-    uint64_t unit = sv.f_frsize ? sv.f_frsize : sv.f_bsize;
-    uint64_t free_b = (uint64_t)sv.f_bavail * unit, reserve = (uint64_t)sv.f_blocks * unit / 64;
-    if (reserve > RESERVE_MAX)
-        reserve = RESERVE_MAX;
+    uint64_t reserve = total / 64 < RESERVE_MAX ? total / 64 : RESERVE_MAX;
     uint64_t evicted = 0, bytes = 0;
     pthread_mutex_lock(&c->mu);
     if (free_b + c->used < need) { /* even an emptied cache would not do */

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
-#include <sys/statvfs.h>
 
 cn_err_t cn_store_space(cn_store_t *s, uint64_t *available)
 {
@@ -19,31 +18,13 @@ cn_err_t cn_store_space(cn_store_t *s, uint64_t *available)
      * room left for repositories. */
     if (cn_store_is_tiered(s))
         return CN_E_UNSUPPORTED;
-    struct statvfs v;
-    if (fstatvfs(s->data_fd, &v) != 0)
-        return -errno;
-    /* f_bavail: the blocks an unprivileged writer may still take. */
-    uint64_t frsize = v.f_frsize ? (uint64_t)v.f_frsize : (uint64_t)v.f_bsize;
-    uint64_t blocks = (uint64_t)v.f_bavail;
-    *available = frsize && blocks > UINT64_MAX / frsize ? UINT64_MAX : blocks * frsize;
-    return CN_OK;
+    return cn_fs_space(s->data_fd, available, NULL);
 }
 
 #define SAMPLE_NS 50000000LL         /* free space re-read at most this often */
 #define REFUSED_LOG_NS 60000000000LL /* one warning a minute while refusing */
 #define AUTO_MIN (8ull << 20)
 #define AUTO_MAX (256ull << 20)
-
-static cn_err_t free_bytes(const cn_store_t *s, uint64_t *avail, uint64_t *total)
-{
-    struct statvfs v;
-    if (fstatvfs(s->data_fd, &v) != 0)
-        return -errno;
-    uint64_t unit = v.f_frsize ? (uint64_t)v.f_frsize : (uint64_t)v.f_bsize;
-    *avail = (uint64_t)v.f_bavail * unit;
-    *total = (uint64_t)v.f_blocks * unit;
-    return CN_OK;
-}
 
 void cn__store_space_init(cn_store_t *s)
 {
@@ -52,7 +33,7 @@ void cn__store_space_init(cn_store_t *s)
     if (!want || cn_store_is_tiered(s))
         return;
     if (want == CN_STORE_MIN_FREE_AUTO) {
-        if (free_bytes(s, &avail, &total) < 0)
+        if (cn_fs_space(s->data_fd, &avail, &total) < 0)
             return;
         want = total / 100 < AUTO_MIN ? AUTO_MIN : total / 100 > AUTO_MAX ? AUTO_MAX : total / 100;
     }
@@ -64,8 +45,8 @@ void cn__store_space_init(cn_store_t *s)
 /* Takes a new sample of the free bytes at now. */
 static void resample(cn_store_t *s, int64_t now)
 {
-    uint64_t avail = 0, total = 0;
-    if (free_bytes(s, &avail, &total) < 0)
+    uint64_t avail = 0;
+    if (cn_fs_space(s->data_fd, &avail, NULL) < 0)
         avail = UINT64_MAX; /* not known: the write will tell */
     atomic_store(&s->free_sample, avail > INT64_MAX ? INT64_MAX : (int64_t)avail);
     atomic_store(&s->free_granted, 0);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 long long cn_read_full(int fd, void *buf, size_t n)
@@ -142,6 +143,19 @@ cn_err_t cn_file_replace(const char *target, const void *p, size_t n, unsigned m
         return e;
     }
     return cn_file_tmp_publish(fd, tmp, target, mode);
+}
+
+cn_err_t cn_fs_space(int fd, uint64_t *avail, uint64_t *total)
+{
+    struct statvfs v;
+    if (fstatvfs(fd, &v) != 0)
+        return -errno;
+    uint64_t unit = v.f_frsize ? (uint64_t)v.f_frsize : (uint64_t)v.f_bsize;
+    uint64_t blocks = (uint64_t)v.f_bavail;
+    *avail = unit && blocks > UINT64_MAX / unit ? UINT64_MAX : blocks * unit;
+    if (total)
+        *total = (uint64_t)v.f_blocks * unit;
+    return CN_OK;
 }
 
 /* nftw has no argument for its callback: the first failure of a walk, per

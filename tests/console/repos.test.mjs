@@ -150,6 +150,8 @@ test('the branch picker: log, change, files and a download follow the chosen bra
   assert.equal(await page.getByLabel('Branch').inputValue(), 'feature');
   await log().getByRole('link', { name: feature, exact: true }).click();
   await page.getByRole('heading', { level: 1, name: `Change ${feature}` }).waitFor({ timeout: 5000 });
+  // The heading comes before the change's details: wait for its message.
+  await page.locator('main').getByText('feature change').first().waitFor({ timeout: 5000 });
   const text = await page.locator('main').innerText();
   assert.match(text, /feature change/);
   assert.match(text, /feature\.txt/);

@@ -267,7 +267,10 @@ CN_API cn_err_t cn_store_guard_acquire(cn_store_t *s, const cn_digest_t *d, cn_s
 CN_API void cn_store_guard_release(cn_store_guard_t *g);
 
 /* Durable pin row (needs opts.meta): protects d until unpinned or until
- * expires_unix_ms (0 = never).  owner_tag (may be NULL, ≤ 255 bytes) is the
+ * expires_unix_ms (0 = never), a time on this process's clock (cn_wall_ms)
+ * that the row keeps as the time left on the metadata's clock, so the
+ * sweepers of nodes whose clocks disagree all see it expire at the same
+ * moment (docs/fleet.md, "Clocks").  owner_tag (may be NULL, ≤ 255 bytes) is the
  * caller's label, e.g. a namespace's pin token id.  *pin_id identifies the
  * row.  Committed before return.  CN_E_UNSUPPORTED without meta, CN_E_DB. */
 CN_API cn_err_t cn_store_pin(cn_store_t *s, const cn_digest_t *d, const char *owner_tag,

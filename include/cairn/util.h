@@ -108,6 +108,10 @@ static inline void cn_store_u64be(uint8_t *p, uint64_t v)
 CN_API int64_t cn_mono_ms(void); /* CLOCK_MONOTONIC, milliseconds */
 CN_API int64_t cn_mono_ns(void);
 CN_API int64_t cn_wall_ms(void); /* Unix epoch, milliseconds */
+/* Tests only: CAIRN_TEST_CLOCK_SKEW_MS, read here once, is added to every
+ * later cn_wall_ms, as on a node whose clock runs ahead (or, < 0, behind)
+ * its fleet's.  Call before any thread begins (cairnd's main does). */
+CN_API void cn_wall_skew_from_env(void);
 /* Sleeps ms milliseconds (a signal does not cut it short); ms <= 0 returns
  * at once.  For back-offs and test hooks, never on an event loop. */
 CN_API void cn_sleep_ms(int64_t ms);

@@ -928,6 +928,7 @@ int main(int argc, char **argv)
     sigaddset(&stopset, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stopset, NULL);
     signal(SIGPIPE, SIG_IGN);
+    cn_wall_skew_from_env();
 
     size_t nprotos = cn_protocols_count < CN_MAX_PROTOS ? cn_protocols_count : CN_MAX_PROTOS;
     cmdline_t cl;

@@ -102,7 +102,7 @@ cn_err_t cn_objects_bucket_create_with(cn_objects_t *o, cn_objects_req_t *rq, co
         if (err < 0)
             return err;
     }
-    bucket_new_t bn = { rq, name, owner, &acl_text, cn__now_ms(), 0, settings, n };
+    bucket_new_t bn = { rq, name, owner, &acl_text, cn_wall_ms(), 0, settings, n };
     size_t slot = cn__gen_slot(name); /* a settings run (gen.c, invariant 6) */
     cn__gen_senter(o->gen, slot);
     err = cn__write_run(o, name, CN_META_RUN_WRITE | CN_META_RETRY, bucket_create_body, &bn);

@@ -340,7 +340,7 @@ cn_err_t cn_objects_copy(cn_objects_t *o, cn_objects_req_t *rq, const char *src_
                       .args = args,
                       .put = put,
                       .replace = replace,
-                      .now = cn__now_ms() };
+                      .now = cn_wall_ms() };
     err = cn__write_run_key(o, dst_bucket, dst_key, CN_META_RUN_WRITE | CN_META_RETRY, copy_body,
                             &cr);
     if (err >= 0 && res) {

@@ -199,7 +199,7 @@ static cn_err_t lease_body(cn_meta_txn_t *txn, void *ctx)
 /* Takes or renews the fleet's lease: true while this process holds it. */
 static bool lc_lease(struct cn__lc *lc)
 {
-    lease_run_t lr = { lc, cn__now_ms(), false };
+    lease_run_t lr = { lc, cn_wall_ms(), false };
     cn_err_t err = cn_meta_run(lc->o->meta, CN_META_RUN_WRITE | CN_META_RETRY, lease_body, &lr);
     if (err < 0)
         cn_warn("objects", "lifecycle lease: %s", cn_strerror(err));
@@ -211,7 +211,7 @@ static bool lc_lease(struct cn__lc *lc)
 /* Renews the lease when a third of it has gone: false when it was lost. */
 static bool lc_lease_keep(struct cn__lc *lc)
 {
-    return cn__now_ms() - lc->renewed_ms < lc->lease_ms / 3 || lc_lease(lc);
+    return cn_wall_ms() - lc->renewed_ms < lc->lease_ms / 3 || lc_lease(lc);
 }
 
 /* ---- the per-bucket state ------------------------------------------------------------- */
@@ -616,7 +616,7 @@ static void pass_run(struct cn__lc *lc, lc_bucket_t *b, state_run_t *sr)
      * least that often, so a restart loses little. */
     bt.limit = (size_t)(lc->opts.max_ops < LC_BATCH_MAX ? lc->opts.max_ops : LC_BATCH_MAX);
     for (;;) {
-        bt.now = cn__now_ms();
+        bt.now = cn_wall_ms();
         bt.after = (const char *)sr->cursor.data;
         bt.after_len = sr->cursor.len;
         cn_err_t err = cn_meta_run(lc->o->meta, CN_META_RUN_READ | CN_META_RETRY, batch_body, &bt);
@@ -645,7 +645,7 @@ static void bucket_run(struct cn__lc *lc, lc_bucket_t *b)
 {
     state_run_t sr = { .bucket_id = b->id };
     cn_err_t err = cn_meta_run(lc->o->meta, CN_META_RUN_READ | CN_META_RETRY, state_get_body, &sr);
-    int64_t now = cn__now_ms();
+    int64_t now = cn_wall_ms();
     if (err >= 0 && !sr.has_cursor) {
         if (sr.found && now - sr.pass_ms < lc->opts.interval_ms) {
             cn_buf_free(&sr.cursor);

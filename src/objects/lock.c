@@ -274,7 +274,7 @@ static cn_err_t lock_op_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn_
                              void *ctx)
 {
     lock_op_t *op = ctx;
-    int64_t vid = 0, now = cn__now_ms();
+    int64_t vid = 0, now = cn_wall_ms();
     cn_objects_retention_t cur;
     cn_err_t err = lock_target(txn, rq, b, op, &vid);
     if (err >= 0)

@@ -42,7 +42,7 @@ cn_err_t cn__upload_check(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t 
         const void *k = cn_meta_column_blob(st, 1, &kl);
         int64_t created = cn_meta_column_int64(st, 2);
         live = cn_meta_column_int64(st, 0) == bucket_id && k && kl == strlen(key) &&
-               !memcmp(k, key, kl) && created + o->opts.upload_expiry_ms > cn__now_ms();
+               !memcmp(k, key, kl) && created + o->opts.upload_expiry_ms > cn_wall_ms();
         const char *a = cn_meta_column_text(st, 3, NULL);
         if (cksum_alg && a)
             snprintf(cksum_alg, CN_OBJECTS_CKSUM_ALG_MAX, "%s", a);
@@ -107,7 +107,7 @@ static cn_err_t mpu_create_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
         err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_UPLOAD_INSERT],
                             umeta.len ? "sibsstisb" : "sibsstisn", mn->id, b->id,
                             (const void *)mn->key, strlen(mn->key), ct, owner,
-                            (const char *)(acl.len ? acl.data : NULL), acl.len, cn__now_ms(), alg,
+                            (const char *)(acl.len ? acl.data : NULL), acl.len, cn_wall_ms(), alg,
                             (const void *)umeta.data, umeta.len);
     }
     if (err >= 0)
@@ -273,7 +273,7 @@ static cn_err_t upload_load(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_
     if (err == CN_META_ROW) {
         size_t n = 0, kl = 0;
         const void *k = cn_meta_column_blob(st, 6, &kl);
-        int64_t now = cn__now_ms();
+        int64_t now = cn_wall_ms();
         u->done = !cn_meta_column_is_null(st, 8);
         u->done_ms = cn_meta_column_int64(st, 8);
         found = cn_meta_column_int64(st, 5) == bucket_id && k && kl == strlen(key) &&
@@ -493,7 +493,7 @@ static cn_err_t complete_digest(cn_obj_complete_t *c)
     cn_hex_encode(m, sizeof m, mh);
     snprintf(c->r.etag, sizeof c->r.etag, "%s-%zu", mh, c->n);
     c->r.size = c->total;
-    c->r.last_modified_ms = cn__now_ms();
+    c->r.last_modified_ms = cn_wall_ms();
     return 0;
 }
 
@@ -856,7 +856,7 @@ static cn_err_t uploads_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const cn_
     cn_err_t err = cn__authorize(rq, b, CN_ACT_LIST_BUCKET_MULTIPART_UPLOADS, NULL, NULL, &cond);
     if (err >= 0)
         err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_UPLOADS_OF_BUCKET], "ii", b->id,
-                             (int64_t)(cn__now_ms() - uw->o->opts.upload_expiry_ms));
+                             (int64_t)(cn_wall_ms() - uw->o->opts.upload_expiry_ms));
     if (err < 0)
         return err;
     size_t pl = uw->prefix ? strlen(uw->prefix) : 0;
@@ -944,7 +944,7 @@ cn_err_t cn_objects_sweep_uploads(cn_objects_t *o, int64_t now_ms, uint64_t *rem
     if (removed)
         *removed = 0;
     if (!now_ms)
-        now_ms = cn__now_ms();
+        now_ms = cn_wall_ms();
     sweep_batch_t sb = { .cutoff = now_ms - o->opts.upload_expiry_ms,
                          .done_cutoff = now_ms - o->opts.completed_keep_ms };
     /* A bounded batch per transaction, so the writer is never held long. */

@@ -38,24 +38,6 @@
 
 /* ---- small helpers ------------------------------------------------------------ */
 
-/* CAIRN_TEST_CLOCK_SKEW_MS (tests only, read once): milliseconds added to
- * the service's wall clock, as on a node whose clock runs ahead (or, < 0,
- * behind) the others' (tests/fleet/test_fleet_status.py). */
-static int64_t clock_skew_ms;
-static pthread_once_t clock_skew_once = PTHREAD_ONCE_INIT;
-
-static void clock_skew_read(void)
-{
-    const char *v = getenv("CAIRN_TEST_CLOCK_SKEW_MS");
-    clock_skew_ms = v ? strtoll(v, NULL, 10) : 0;
-}
-
-int64_t cn__now_ms(void)
-{
-    pthread_once(&clock_skew_once, clock_skew_read);
-    return cn_wall_ms() + clock_skew_ms;
-}
-
 char *cn__strndup(const char *p, size_t n)
 {
     char *s = malloc(n + 1);

@@ -481,8 +481,6 @@ char *cn__strndup(const char *p, size_t n);
  * NUL-terminates it: the cheap form of snprintf(dst, cap, "%s", s). */
 void cn__strcpy(char *dst, size_t cap, const char *s, size_t n);
 
-int64_t cn__now_ms(void);
-
 /* ---- versions (versions.c) ---------------------------------------------------
  * obj_version holds each key's current version (never a marker);
  * obj_history its noncurrent versions and delete markers.  A key's latest

@@ -583,7 +583,7 @@ cn_err_t cn_objects_put_commit(cn_objects_put_t *p, cn_objects_put_result_t *res
     if (p->kind == CN_OBJ_PUT_PART || !p->skip_etag)
         cn_hex_encode(r.md5, CN_MD5_LEN, r.etag);
     r.size = p->n;
-    r.last_modified_ms = cn__now_ms();
+    r.last_modified_ms = cn_wall_ms();
     /* Invariant 1: the blob is durable before any row names it. */
     cn_digest_t d;
     err = cn_store_writer_publish(p->w, &d, NULL);

@@ -1144,7 +1144,7 @@ cn_err_t cn_objects_delete_version(cn_objects_t *o, cn_objects_req_t *rq, const 
                                    cn_objects_delete_result_t *res)
 {
     del_run_t d = {
-        .key = key, .version = version, .bypass = bypass_governance, .now = cn__now_ms()
+        .key = key, .version = version, .bypass = bypass_governance, .now = cn_wall_ms()
     };
     cn_err_t err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_WRITE | CN_META_RETRY,
                                delete_body, &d);
@@ -1156,7 +1156,7 @@ cn_err_t cn_objects_delete_version(cn_objects_t *o, cn_objects_req_t *rq, const 
 cn_err_t cn_objects_delete(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                            const char *key)
 {
-    del_run_t d = { .key = key, .must_exist = true, .now = cn__now_ms() };
+    del_run_t d = { .key = key, .must_exist = true, .now = cn_wall_ms() };
     return cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_WRITE | CN_META_RETRY,
                        delete_body, &d);
 }

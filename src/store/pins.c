@@ -127,8 +127,9 @@ void cn_store_guard_release(cn_store_guard_t *g)
 
 cn_err_t cn__store_blob_row_upsert(cn_meta_txn_t *txn, const cn_digest_t *d)
 {
-    cn_err_t rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_BLOB_TOUCH], "bi", d->b,
-                                (size_t)CN_DIGEST_LEN, cn_wall_ms());
+    cn_err_t rc = cn_meta_execf(
+        txn, cn_meta_batch_text(txn, &cn__sql_store_engine[CN_SQL_STORE_E_BLOB_TOUCH]), "b", d->b,
+        (size_t)CN_DIGEST_LEN);
     return rc < 0 ? rc : CN_OK;
 }
 
@@ -164,11 +165,17 @@ typedef struct pin_row {
     bool blob_row; /* S7: take d's store_blob row first */
 } pin_row_t;
 
+cn_err_t cn__store_pin_find_live(cn_meta_txn_t *txn, const cn_digest_t *d)
+{
+    return cn_meta_execf(
+        txn, cn_meta_batch_text(txn, &cn__sql_store_engine[CN_SQL_STORE_E_PIN_FIND_LIVE]), "b",
+        d->b, (size_t)CN_DIGEST_LEN);
+}
+
 static cn_err_t pinned_body(cn_meta_txn_t *txn, void *ctx)
 {
     pin_row_t *pr = ctx;
-    cn_err_t rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PIN_FIND_LIVE], "bi", pr->d->b,
-                                (size_t)CN_DIGEST_LEN, cn_wall_ms());
+    cn_err_t rc = cn__store_pin_find_live(txn, pr->d);
     pr->pinned = rc == CN_META_ROW;
     return rc < 0 ? rc : CN_OK;
 }
@@ -198,9 +205,9 @@ static cn_err_t pin_insert(cn_meta_txn_t *txn, void *ctx)
     const pin_row_t *pr = ctx;
     if (pr->blob_row)
         CN_TRY(cn__store_blob_row_upsert(txn, pr->d));
-    cn_err_t rc =
-        cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PIN_INSERT], "ibsii", (int64_t)pr->id,
-                      pr->d->b, (size_t)CN_DIGEST_LEN, pr->owner_tag, pr->expires, cn_wall_ms());
+    cn_err_t rc = cn_meta_execf(
+        txn, cn_meta_batch_text(txn, &cn__sql_store_engine[CN_SQL_STORE_E_PIN_INSERT]), "ibsii",
+        (int64_t)pr->id, pr->d->b, (size_t)CN_DIGEST_LEN, pr->owner_tag, pr->expires, cn_wall_ms());
     return rc < 0 ? rc : CN_OK;
 }
 
@@ -230,18 +237,24 @@ cn_err_t cn_store_pin(cn_store_t *s, const cn_digest_t *d, const char *owner_tag
     return rc;
 }
 
-/* A delete of the pins sql selects by its one integer parameter, and the
- * rows it removed. */
+/* A delete of the pins sql selects by its one integer parameter (or, when
+ * expired is set, of the expired pins), and the rows it removed. */
 typedef struct pin_delete {
     const char *sql;
     int64_t arg;
+    bool expired;
     int64_t removed;
 } pin_delete_t;
 
 static cn_err_t delete_body(cn_meta_txn_t *txn, void *ctx)
 {
     pin_delete_t *pd = ctx;
-    cn_err_t rc = cn_meta_execf(txn, pd->sql, "i", pd->arg);
+    cn_err_t rc =
+        pd->expired
+            ? cn_meta_execf(
+                  txn, cn_meta_batch_text(txn, &cn__sql_store_engine[CN_SQL_STORE_E_PIN_EXPIRE]),
+                  "")
+            : cn_meta_execf(txn, pd->sql, "i", pd->arg);
     pd->removed = rc < 0 ? 0 : cn_meta_changes(txn);
     return rc < 0 ? rc : CN_OK;
 }
@@ -252,17 +265,17 @@ cn_err_t cn_store_unpin(cn_store_t *s, uint64_t pin_id)
         return CN_E_UNSUPPORTED;
     if (pin_id == 0 || pin_id > INT64_MAX)
         return CN_E_NOT_FOUND;
-    pin_delete_t pd = { cn__sql_store[CN_SQL_STORE_PIN_DELETE], (int64_t)pin_id, 0 };
+    pin_delete_t pd = { .sql = cn__sql_store[CN_SQL_STORE_PIN_DELETE], .arg = (int64_t)pin_id };
     CN_TRY(cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, delete_body, &pd));
     return pd.removed ? CN_OK : CN_E_NOT_FOUND;
 }
 
-cn_err_t cn__store_pins_expire(cn_store_t *s, int64_t now_ms, uint64_t *removed)
+cn_err_t cn__store_pins_expire(cn_store_t *s, uint64_t *removed)
 {
     *removed = 0;
     if (!s->meta)
         return CN_OK;
-    pin_delete_t pd = { cn__sql_store[CN_SQL_STORE_PIN_EXPIRE], now_ms, 0 };
+    pin_delete_t pd = { .expired = true };
     CN_TRY(cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, delete_body, &pd));
     *removed = (uint64_t)pd.removed;
     return CN_OK;

@@ -298,6 +298,9 @@ cn_err_t cn__store_pinned_durable(cn_store_t *s, const cn_digest_t *d, bool *pin
 cn_err_t cn__store_blob_row_touch(cn_store_t *s, const cn_digest_t *d);
 /* The same statement inside the caller's write transaction (a pin's). */
 cn_err_t cn__store_blob_row_upsert(cn_meta_txn_t *txn, const cn_digest_t *d);
+/* Whether a pin of d is live on the metadata's clock: CN_META_ROW if one
+ * is, CN_OK if none, or meta's error. */
+cn_err_t cn__store_pin_find_live(cn_meta_txn_t *txn, const cn_digest_t *d);
 
 /* fdcache.c.  init never fails (without memory the cache is off); forget
  * closes, or marks for its last borrower to close, d's kept descriptor once
@@ -306,7 +309,8 @@ void cn__fdc_init(cn_store_t *s);
 void cn__fdc_close(cn_store_t *s);
 void cn__fdc_forget(cn_store_t *s, const cn_digest_t *d);
 cn_err_t cn__store_pins_migrate(cn_store_t *s);
-cn_err_t cn__store_pins_expire(cn_store_t *s, int64_t now_ms, uint64_t *removed);
+/* Drops the pins expired on the metadata's clock; *removed their count. */
+cn_err_t cn__store_pins_expire(cn_store_t *s, uint64_t *removed);
 
 /* group committer (commit.c) */
 cn_err_t cn__committer_start(cn_store_t *s);

@@ -34,11 +34,14 @@
  *      the row is inserted first, with the backend's mtime, for a blob put
  *      before rows existed) and that found, in that same transaction, the
  *      row's touched_ms no later than now − grace and no unexpired pin (S1
- *      and S3 checked again under the row lock).  The object is deleted
+ *      and S3 checked again under the row lock), both on the database's
+ *      clock: every node writes touched_ms and pin expiries on it (S7), so
+ *      a node whose own clock runs behind cannot make a fresh touch or a
+ *      live pin look old to the sweeper of another.  The object is deleted
  *      while the lock is held, then the row, then the transaction commits.
  *      A failed DELETE rolls it back (kept, S5).
  *  S7. Every publish, cn_store_touch and cn_store_pin of a digest on such a
- *      tier first upserts its row (touched_ms = now; a pin in its own
+ *      tier first upserts its row (touched_ms = the database's now; a pin in its own
  *      transaction) and commits, which takes the row's lock and so waits
  *      for a sweeper holding it; only then does it ask the backend.  So
  *      either the upsert committed before the sweeper locked the row, and
@@ -154,7 +157,8 @@ typedef struct sweep {
     cn_store_t *s;
     cn__liveness_t sources[CN__STORE_MAX_SOURCES];
     size_t n_sources;
-    int64_t cutoff_ms;
+    int64_t cutoff_ms; /* on this node's clock */
+    int64_t grace_ms;
     cn_store_sweep_stats_t st;
     cn_digest_t cand[CN__STORE_SWEEP_BATCH];
     size_t n;
@@ -230,8 +234,9 @@ typedef struct row_sweep {
     uint64_t freed;
 } row_sweep_t;
 
-/* d's row, inserted if missing and locked: *touched (INT64_MAX: none). */
-static cn_err_t row_lock(cn_meta_txn_t *txn, const row_sweep_t *r, int64_t *touched)
+/* d's row, inserted if missing and locked: *touched (INT64_MAX: none) and
+ * the database's clock, *now. */
+static cn_err_t row_lock(cn_meta_txn_t *txn, const row_sweep_t *r, int64_t *touched, int64_t *now)
 {
     *touched = INT64_MAX;
     CN_TRY(cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_BLOB_ADD], "bi", r->d->b,
@@ -240,8 +245,10 @@ static cn_err_t row_lock(cn_meta_txn_t *txn, const row_sweep_t *r, int64_t *touc
     cn_err_t rc = cn_meta_queryf(
         txn, &st, cn_meta_batch_text(txn, &cn__sql_store_engine[CN_SQL_STORE_E_BLOB_LOCK]), "b",
         r->d->b, (size_t)CN_DIGEST_LEN);
-    if (rc >= 0 && (rc = cn_meta_step(st)) == CN_META_ROW)
+    if (rc >= 0 && (rc = cn_meta_step(st)) == CN_META_ROW) {
         *touched = cn_meta_column_int64(st, 0);
+        *now = cn_meta_column_int64(st, 1);
+    }
     cn_meta_finish(st);
     return rc < 0 ? rc : CN_OK;
 }
@@ -250,15 +257,14 @@ static cn_err_t row_sweep_body(cn_meta_txn_t *txn, void *ctx)
 {
     row_sweep_t *r = ctx;
     cn_store_t *s = r->sw->s;
-    int64_t touched;
+    int64_t touched, now = 0;
     uint64_t freed = 0;
     r->fate = ROW_YOUNG;
-    CN_TRY(row_lock(txn, r, &touched));
+    CN_TRY(row_lock(txn, r, &touched, &now));
     cn_err_t rc = CN_OK;
-    if (touched > r->sw->cutoff_ms)
+    if (touched > now - r->sw->grace_ms)
         goto keep; /* S1 under the row lock: a put or touch since the listing */
-    rc = cn_meta_execf(txn, cn__sql_store[CN_SQL_STORE_PIN_FIND_LIVE], "bi", r->d->b,
-                       (size_t)CN_DIGEST_LEN, cn_wall_ms());
+    rc = cn__store_pin_find_live(txn, r->d);
     if (rc < 0)
         return rc;
     if (rc == CN_META_ROW) {
@@ -519,7 +525,8 @@ cn_err_t cn_store_sweep(cn_store_t *s, int64_t grace_ms, cn_store_sweep_stats_t 
 
     int64_t now = cn_wall_ms();
     sw->cutoff_ms = now - grace_ms;
-    cn_err_t rc = cn__store_pins_expire(s, now, &sw->st.pins_expired);
+    sw->grace_ms = grace_ms;
+    cn_err_t rc = cn__store_pins_expire(s, &sw->st.pins_expired);
     if (rc == CN_OK)
         rc = s->be->ops->list(s->be, on_blob, sw);
     if (rc == CN_OK)

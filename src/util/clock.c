@@ -2,7 +2,18 @@
 #include "cairn/util.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <time.h>
+
+/* Milliseconds added to cn_wall_ms: 0 unless a test set it through
+ * cn_wall_skew_from_env before any thread began. */
+static int64_t wall_skew_ms;
+
+void cn_wall_skew_from_env(void)
+{
+    const char *v = getenv("CAIRN_TEST_CLOCK_SKEW_MS");
+    wall_skew_ms = v ? strtoll(v, NULL, 10) : 0;
+}
 
 int64_t cn_mono_ns(void)
 {
@@ -29,7 +40,7 @@ int64_t cn_wall_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + wall_skew_ms;
 }
 
 /* One formatter for every date (util/date.c): no time-zone lock, no

@@ -177,7 +177,7 @@ SKEW_S = 300  # the fast node's clock ahead of the others
 @needs_pg
 def test_lifecycle_lease_ignores_a_fast_clock(pg, tmp_path):
     """The lifecycle lease's times are the database's clock: a node whose own
-    clock runs SKEW_S ahead (the objects service's, by the test switch
+    clock runs SKEW_S ahead (the whole node's, by the test switch
     CAIRN_TEST_CLOCK_SKEW_MS) never takes the lease from a live
     holder, and takes it over within a lease once the holder dies.  With the
     nodes' clocks in the row, the fast node saw every lease expired and took

@@ -551,8 +551,8 @@ const cn_meta_batch_sql_t cn__sql_obj_engine[CN_SQL_OBJ_E_COUNT] = {
               "(SELECT COALESCE(MAX(version_id), 0) FROM obj_history)))",
     },
     [CN_SQL_OBJ_E_NOW_MS] = {
-        .sqlite = "SELECT CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
-        .pg = "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+        .sqlite = "SELECT " CN_SQL_NOW_MS_SQLITE,
+        .pg = "SELECT " CN_SQL_NOW_MS_PG,
     },
     /* One round trip for the put's two first questions on PostgreSQL. */
     [CN_SQL_OBJ_E_VERSION_FIND_NEXT] = {

@@ -35,6 +35,12 @@ typedef struct cn_sql_set {
     const cn_meta_batch_sql_t *after_import;
 } cn_sql_set_t;
 
+/* The database's clock in Unix milliseconds, an expression for either
+ * engine: the one clock every node of a fleet shares, for times that nodes
+ * compare (leases, pin expiries, the sweeper's grace). */
+#define CN_SQL_NOW_MS_SQLITE "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
+#define CN_SQL_NOW_MS_PG "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)"
+
 /* A multi-row INSERT's text: head, then rows copies of row (which starts
  * with ", "; the first copy without it), then tail; NULL when rows is 0 or
  * above max, or out of memory.  Caller frees. */

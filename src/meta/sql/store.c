@@ -100,14 +100,7 @@ static const cn_meta_migration_t schema[] = {
 };
 
 const char *const cn__sql_store[CN_SQL_STORE_COUNT] = {
-    [CN_SQL_STORE_PIN_FIND_LIVE] =
-        "SELECT pin_id FROM store_pin WHERE digest = ? AND (expires_ms = 0 OR expires_ms > ?)"
-        " LIMIT 1",
-    [CN_SQL_STORE_PIN_INSERT] =
-        "INSERT INTO store_pin (pin_id, digest, owner_tag, expires_ms, created_ms)"
-        " VALUES (?, ?, ?, ?, ?)",
     [CN_SQL_STORE_PIN_DELETE] = "DELETE FROM store_pin WHERE pin_id = ?",
-    [CN_SQL_STORE_PIN_EXPIRE] = "DELETE FROM store_pin WHERE expires_ms > 0 AND expires_ms <= ?",
     [CN_SQL_STORE_PACK_LIST] = "SELECT pack_id, indexed_end FROM store_pack",
     [CN_SQL_STORE_PACK_SET_END] =
         "INSERT INTO store_pack (pack_id, indexed_end) VALUES (?, ?)"
@@ -148,17 +141,26 @@ const char *const cn__sql_store[CN_SQL_STORE_COUNT] = {
         " ON CONFLICT (id) DO UPDATE SET blobs = excluded.blobs, bytes = excluded.bytes,"
         " walked = 1",
     [CN_SQL_STORE_USAGE_MARK] = "UPDATE store_usage SET walked = ? WHERE id = 0 AND walked <> 0",
-    /* ---- blob rows (step v4).  The upsert always updates, so it takes
-     * the row's lock on PostgreSQL (and waits for a sweeper holding it);
-     * the time never moves back (a node whose clock is behind). */
-    [CN_SQL_STORE_BLOB_TOUCH] =
-        "INSERT INTO store_blob (digest, touched_ms) VALUES (?, ?) ON CONFLICT (digest)"
-        " DO UPDATE SET touched_ms = CASE WHEN excluded.touched_ms > store_blob.touched_ms"
-        " THEN excluded.touched_ms ELSE store_blob.touched_ms END",
+    /* ---- blob rows (step v4); the touch is an engine statement */
     [CN_SQL_STORE_BLOB_ADD] = "INSERT INTO store_blob (digest, touched_ms) VALUES (?, ?)"
                               " ON CONFLICT (digest) DO NOTHING",
     [CN_SQL_STORE_BLOB_DELETE] = "DELETE FROM store_blob WHERE digest = ?",
 };
+
+/* The clock-reading statements, made for each engine's now. */
+#define BLOB_TOUCH(now)                                                                     \
+    "INSERT INTO store_blob (digest, touched_ms) VALUES (?1, " now ") ON CONFLICT (digest)" \
+    " DO UPDATE SET touched_ms = CASE WHEN excluded.touched_ms > store_blob.touched_ms"     \
+    " THEN excluded.touched_ms ELSE store_blob.touched_ms END"
+#define PIN_FIND_LIVE(now)                                                                    \
+    "SELECT pin_id FROM store_pin WHERE digest = ?1 AND (expires_ms = 0 OR expires_ms > " now \
+    ") LIMIT 1"
+#define PIN_INSERT(now)                                                         \
+    "INSERT INTO store_pin (pin_id, digest, owner_tag, expires_ms, created_ms)" \
+    " VALUES (?1, ?2, ?3, CASE WHEN CAST(?4 AS BIGINT) = 0 THEN 0"              \
+    " WHEN CAST(?4 AS BIGINT) <= CAST(?5 AS BIGINT) THEN 1"                     \
+    " ELSE CAST(?4 AS BIGINT) - CAST(?5 AS BIGINT) + " now " END, " now ")"
+#define PIN_EXPIRE(now) "DELETE FROM store_pin WHERE expires_ms > 0 AND expires_ms <= " now
 
 const cn_meta_batch_sql_t cn__sql_store_engine[CN_SQL_STORE_E_COUNT] = {
     /* A blob file put or removed: (blobs, bytes) added to the totals. */
@@ -179,8 +181,26 @@ const cn_meta_batch_sql_t cn__sql_store_engine[CN_SQL_STORE_E_COUNT] = {
     /* The sweeper's lock of a blob row: FOR UPDATE on PostgreSQL; SQLite has
      * no row locks (its write transaction holds the whole database). */
     [CN_SQL_STORE_E_BLOB_LOCK] = {
-        .sqlite = "SELECT touched_ms FROM store_blob WHERE digest = ?",
-        .pg = "SELECT touched_ms FROM store_blob WHERE digest = ? FOR UPDATE",
+        .sqlite = "SELECT touched_ms, " CN_SQL_NOW_MS_SQLITE " FROM store_blob WHERE digest = ?",
+        .pg = "SELECT touched_ms, " CN_SQL_NOW_MS_PG " FROM store_blob WHERE digest = ? FOR UPDATE",
+    },
+    /* The upsert always updates, so it takes the row's lock on PostgreSQL
+     * (and waits for a sweeper holding it); the time never moves back. */
+    [CN_SQL_STORE_E_BLOB_TOUCH] = {
+        .sqlite = BLOB_TOUCH(CN_SQL_NOW_MS_SQLITE),
+        .pg = BLOB_TOUCH(CN_SQL_NOW_MS_PG),
+    },
+    [CN_SQL_STORE_E_PIN_FIND_LIVE] = {
+        .sqlite = PIN_FIND_LIVE(CN_SQL_NOW_MS_SQLITE),
+        .pg = PIN_FIND_LIVE(CN_SQL_NOW_MS_PG),
+    },
+    [CN_SQL_STORE_E_PIN_INSERT] = {
+        .sqlite = PIN_INSERT(CN_SQL_NOW_MS_SQLITE),
+        .pg = PIN_INSERT(CN_SQL_NOW_MS_PG),
+    },
+    [CN_SQL_STORE_E_PIN_EXPIRE] = {
+        .sqlite = PIN_EXPIRE(CN_SQL_NOW_MS_SQLITE),
+        .pg = PIN_EXPIRE(CN_SQL_NOW_MS_PG),
     },
 };
 

@@ -9,10 +9,7 @@
 #include "meta/sql/sql.h"
 
 enum {
-    CN_SQL_STORE_PIN_FIND_LIVE,    /* (digest, now) -> pin_id of a live pin */
-    CN_SQL_STORE_PIN_INSERT,       /* (pin_id, digest, owner_tag, expires, created) */
     CN_SQL_STORE_PIN_DELETE,       /* (pin_id) */
-    CN_SQL_STORE_PIN_EXPIRE,       /* (now): pins whose expiry has passed */
     CN_SQL_STORE_PACK_LIST,        /* -> (pack_id, indexed_end) of every pack */
     CN_SQL_STORE_PACK_SET_END,     /* (pack_id, indexed_end): upsert */
     CN_SQL_STORE_PACKED_LIST,      /* -> (digest, pack_id, off, len, form, mtime_ms) */
@@ -38,17 +35,28 @@ enum {
      * recounts (src/store/usage.c).  A base row not yet walked (0) stays. */
     CN_SQL_STORE_USAGE_MARK,
     /* Blob rows of a shared tier (src/store/sweep.c, S6-S8): */
-    CN_SQL_STORE_BLOB_TOUCH,  /* (digest, now): upsert, the later time kept; locks the row */
     CN_SQL_STORE_BLOB_ADD,    /* (digest, mtime): a row for a blob put before v4, if none */
     CN_SQL_STORE_BLOB_DELETE, /* (digest) */
     CN_SQL_STORE_COUNT
 };
 
-/* Statements written once per engine (cn_meta_batch_text picks one). */
+/* Statements written once per engine (cn_meta_batch_text picks one).  "now"
+ * in them is the database's clock (CN_SQL_NOW_MS_*): pin expiries and blob
+ * rows' times are kept on it, so nodes whose clocks disagree still agree
+ * on what has expired (docs/fleet.md, "Clocks"). */
 enum {
     CN_SQL_STORE_E_USAGE_NOTE, /* (blobs, bytes): added to the totals */
     CN_SQL_STORE_E_USAGE_FOLD, /* () folds every committed delta into the base row */
-    CN_SQL_STORE_E_BLOB_LOCK,  /* (digest) -> touched_ms, the row locked until the end */
+    /* (digest) -> touched_ms, now; the row locked until the end */
+    CN_SQL_STORE_E_BLOB_LOCK,
+    /* (digest): upsert at now, the later time kept; locks the row */
+    CN_SQL_STORE_E_BLOB_TOUCH,
+    CN_SQL_STORE_E_PIN_FIND_LIVE, /* (digest) -> pin_id of a pin live at now */
+    /* (pin_id, digest, owner_tag, expires, node_now): the row's expiry is
+     * now + (expires - node_now), the time left on the caller's clock (1,
+     * expired, if none is left); 0 stays 0 (never); created is now */
+    CN_SQL_STORE_E_PIN_INSERT,
+    CN_SQL_STORE_E_PIN_EXPIRE, /* (): pins whose expiry has passed */
     CN_SQL_STORE_E_COUNT
 };
 extern const cn_meta_batch_sql_t cn__sql_store_engine[CN_SQL_STORE_E_COUNT];

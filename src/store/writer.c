@@ -51,6 +51,9 @@
  * dirty memory stays bounded and the final fdatasync has little left. */
 #define WRITEBACK_CHUNK (8ull << 20)
 #define ENV_BLOCK ((size_t)1 << CN__ENV_BLOCK_LOG)
+/* A writer of undeclared length asks the reserve for this much more each
+ * time its bytes pass what it was let in for. */
+#define ROOM_STEP (4ull << 20)
 
 struct cn_store_writer {
     cn_store_t *s;
@@ -62,6 +65,7 @@ struct cn_store_writer {
     uint64_t flushed;    /* bytes handed to the file (a chunk may be in flight: W8) */
     uint64_t wb_started; /* writeback started up to here */
     int64_t expect_len;
+    uint64_t room_end; /* undeclared length: bytes let in by the reserve */
     bool has_expect;
     cn_digest_t expect;
     cn_store_form_t form;
@@ -380,6 +384,14 @@ static cn_err_t admit(cn_store_writer_t *w, uint64_t n)
         return w->err = CN_E_TOO_LARGE;
     if (w->expect_len >= 0 && n > (uint64_t)w->expect_len - w->len)
         return w->err = CN_E_LENGTH_MISMATCH;
+    /* A declared length was let in whole at open; an undeclared one stops
+     * at the reserve as it grows, as a declared one would have (W5). */
+    if (w->expect_len < 0 && n > w->room_end - w->len) {
+        cn_err_t rc = cn__store_room(w->s, (int64_t)(n + ROOM_STEP));
+        if (rc < 0)
+            return w->err = rc;
+        w->room_end = w->len + n + ROOM_STEP;
+    }
     return CN_OK;
 }
 

@@ -139,3 +139,37 @@ def test_start_on_a_disk_another_filled(tmp_path):
             assert s3.get_object(Bucket="kept", Key="k3")["Body"].read() == bodies["k3"]
         finally:
             node.server.stop()
+
+
+def test_a_body_of_unknown_length_stops_at_the_reserve(tmp_path):
+    """A blob put whose body is chunked, with no length declared, is held to
+    the reserve as it grows: a body that would leave less than the reserve
+    free is refused (507 no_space), as the same body with its length
+    declared is refused before its first byte, and its staged bytes go.
+    Before, the reserve was asked only when the writer opened, with nothing
+    to ask for: the chunked body was stored and left the disk under its
+    reserve."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "blobops"))
+    from blobsclient import Ops
+    with small_fs(tmp_path / "small", "64m") as mnt:
+        node = start(mnt / "data")
+        try:
+            ops = Ops(node.server)
+            size = free_bytes(mnt) - RESERVE // 2  # would leave half the reserve
+            body = os.urandom(1 << 20) * (size >> 20)
+            status, answer = ops.put("big", chunks_of(body))
+            print("a chunked body of %d bytes: %d %s" % (len(body), status, answer))
+            assert status == 507 and answer["error"]["reason"] == "no_space", answer
+            status, answer = ops.put("big", body)
+            assert status == 507 and answer["error"]["reason"] == "no_space", answer
+            assert free_bytes(mnt) > size  # the refused bytes went
+            status, answer = ops.put("big", chunks_of(os.urandom(3 << 20)))
+            assert status == 200, answer  # a body that fits is stored
+        finally:
+            node.server.stop()
+        assert_no_sanitizer(node.server.output())
+
+
+def chunks_of(data):
+    for off in range(0, len(data), 1 << 20):
+        yield data[off:off + (1 << 20)]

@@ -714,6 +714,7 @@ typedef enum {
     FAULT_NONE,
     FAULT_BEFORE,
     FAULT_AFTER,
+    FAULT_AFTER_STOP,
     FAULT_STOP
 } fault_t;
 
@@ -724,8 +725,10 @@ typedef enum {
  * (pg_terminate_backend: the transaction aborts), "after" cuts the socket
  * once COMMIT is sent (it commits; the answer is lost), "stop" stops the
  * whole process (SIGSTOP) with the transaction open and idle, a hung node
- * (invariant 14), and commits as usual once it is continued.  Unset, it
- * costs one pointer test. */
+ * (invariant 14), and commits as usual once it is continued; "after-stop"
+ * is "after", then the same stop before the outcome is resolved (a
+ * failover while the answer was lost: invariant 8).  Unset, it costs one
+ * pointer test. */
 static fault_t fault_take(cn__meta_conn_t *c)
 {
     FILE *f = c->db->fault ? fopen(c->db->fault, "r") : NULL;
@@ -739,6 +742,8 @@ static fault_t fault_take(cn__meta_conn_t *c)
         return FAULT_BEFORE;
     if (got && strcmp(word, "stop") == 0)
         return FAULT_STOP;
+    if (got && strcmp(word, "after-stop") == 0)
+        return FAULT_AFTER_STOP;
     return got && strcmp(word, "after") == 0 ? FAULT_AFTER : FAULT_NONE;
 }
 
@@ -770,6 +775,8 @@ static PGresult *commit_faulted(cn__meta_conn_t *c, fault_t fault)
     PGresult *res = PQgetResult(c->pg), *more;
     while ((more = PQgetResult(c->pg)))
         PQclear(more);
+    if (fault == FAULT_AFTER_STOP)
+        (void)raise(SIGSTOP);
     return res;
 }
 

@@ -17,7 +17,9 @@
  * transaction lost with its server (a failover, a session ended) is run
  * again: the backup rewinds and truncates its output to where it began,
  * the restore rewinds its input to where its transaction's part begins
- * (with the hash, the tag and the counts as they were there).  A pipe
+ * (with the hash, the tag and the counts as they were there).  A restore
+ * whose COMMIT's outcome was lost with its server looks for its new
+ * incarnation first, and runs again only if it is not there.  A pipe
  * cannot be rewound: there a lost transaction fails the run. */
 #include "service_int.h"
 
@@ -563,6 +565,47 @@ static cn_err_t restore_body(cn_meta_txn_t *txn, void *ctx)
     return err < 0 ? err : CN_OK;
 }
 
+/* Whether the repository row of ld's id now carries ld's new incarnation,
+ * which only ld's own transaction writes: the restore's operation key. */
+typedef struct landed_q {
+    const bk_load_t *ld;
+    bool landed;
+} landed_q_t;
+
+static cn_err_t landed_body(cn_meta_txn_t *txn, void *ctx)
+{
+    landed_q_t *q = ctx;
+    cn_meta_stmt_t *st = NULL;
+    uint8_t inc[16];
+    q->landed = false;
+    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_REPO_BY_ID], "b",
+                                  CN__ARG_ID(q->ld->id));
+    if (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW)
+        q->landed = cn__col_fixed(st, 2, inc, 16) && memcmp(inc, q->ld->inc, 16) == 0;
+    cn_meta_finish(st);
+    return err < 0 ? err : CN_OK;
+}
+
+/* Runs the write transaction; one whose COMMIT was lost with its server and
+ * could not be resolved there (a promoted standby: engine_pg.c invariant
+ * 8) is resolved by its incarnation, and run again from the mark only if it
+ * did not land.  A pipe, which cannot be read again, keeps the error. */
+static cn_err_t restore_rows(cn_repos_t *r, bk_load_t *ld)
+{
+    unsigned flags = CN_META_RUN_WRITE | (ld->mark_at >= 0 ? CN_META_RETRY : 0);
+    cn_err_t err = cn_meta_run(r->meta, flags, restore_body, ld);
+    for (int again = 0; err == CN_E_UNAVAILABLE && ld->mark_at >= 0 && again < 3; again++) {
+        landed_q_t q = { .ld = ld };
+        if (cn_meta_run(r->meta, CN_META_RUN_READ | CN_META_RETRY, landed_body, &q) < 0)
+            break;
+        if (q.landed)
+            return CN_OK;
+        cn_warn("repos", "restore: its transaction was lost with the server; running it again");
+        err = cn_meta_run(r->meta, flags, restore_body, ld);
+    }
+    return err;
+}
+
 cn_err_t cn_repos_restore(cn_repos_t *r, int fd, bool replace, cn_repos_info_t *out,
                           cn_repos_backup_stats_t *stats)
 {
@@ -596,8 +639,7 @@ cn_err_t cn_repos_restore(cn_repos_t *r, int fd, bool replace, cn_repos_info_t *
         ld.mark = ld.in;
         ld.mark_tag = ld.tag;
         ld.mark_at = rewind_point(fd);
-        err = cn_meta_run(r->meta, CN_META_RUN_WRITE | (ld.mark_at >= 0 ? CN_META_RETRY : 0),
-                          restore_body, &ld);
+        err = restore_rows(r, &ld);
     }
     stats->bytes = ld.in.bytes;
     stats->head = out->head;

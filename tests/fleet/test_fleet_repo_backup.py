@@ -19,9 +19,23 @@ the fleet's database and blob tier while its nodes run.
   synchronous standby (`--meta` names both, read-write wanted); the
   primary stopped (immediate) while a backup's transaction is open on it
   and the standby promoted: the backup goes on on the standby and is byte
-  for byte the quiet one, and restores there."""
+  for byte the quiet one, and restores there.
+* test_restore_across_a_promotion: the same pair, the primary stopped while
+  a restore's write transaction is open on it: the restore goes on on the
+  promoted standby and succeeds, and a clone through the fleet's node has
+  the backed-up files at the backed-up change.
+* test_restore_commit_lost_in_a_promotion: the restore's COMMIT lost with
+  its server (the commit fault hook stops the admin process just before
+  its COMMIT, "stop", or just after sending it with the answer dropped,
+  "after-stop"; meanwhile the primary is stopped and the standby
+  promoted).  The outcome cannot be asked of the promoted server (another
+  incarnation), so the restore looks for its new incarnation: not there
+  ("stop"), it runs again; there ("after-stop": the COMMIT reached the
+  synchronous standby), it is done.  Before, both failed "backend
+  unavailable" (found by the test above, one run in five)."""
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -47,11 +61,7 @@ ADMIN_APP = "cairn-admin-test"  # the admin command's sessions (its URI names th
 
 def admin_repo(fleet, *args):
     """`cairn admin --meta DB repo ARGS` with the fleet's blob tier flags."""
-    argv = [binary("cairn"), "admin", "--meta", fleet.uri + "&application_name=" + ADMIN_APP,
-            "repo"] + list(args) + [
-        "--blob-store", "s3://%s/%s" % (fleet.BUCKET, fleet.PREFIX),
-        "--blob-endpoint", fleet.backend.endpoint, "--blob-credentials", str(fleet.creds)]
-    r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(admin_argv(fleet, *args), capture_output=True, text=True, timeout=300)
     no_sanitizer_report(r.stderr)
     return r
 
@@ -177,37 +187,143 @@ def test_backup_restore_under_session_kills(pg, fleet, tmp_path):
 
 def test_backup_across_a_promotion(tmp_path):
     with pgharness.synchronous_pair() as (primary, standby):
-        db = "bkp"
-        primary.create_db(db)  # replicated to the standby
-        uri = "postgresql:///%s?host=%s,%s&user=%s&target_session_attrs=read-write" % (
-            db, primary.sockdir, standby.sockdir, pgharness.ROLE)
-        f = Fleet(primary, tmp_path, db, count=1, uri=uri)
+        f = promoted_pair_fleet((primary, standby), tmp_path, "bkp")
         try:
             seeded(f, tmp_path, "kept")
             quiet = str(tmp_path / "quiet.bak")
             assert admin_repo(f, "backup", "kept", quiet).returncode == 0
             cut = str(tmp_path / "cut.bak")
-            out = {}
-            t = threading.Thread(target=lambda: out.update(r=admin_repo(f, "backup", "kept", cut)))
-            t.start()
             # the backup's own transaction, reading the repository's rows
-            open_txn = ("SELECT count(*) FROM pg_stat_activity WHERE application_name = '%s'"
-                        " AND xact_start IS NOT NULL AND query LIKE '%%repos_%%'" % ADMIN_APP)
-            deadline = time.monotonic() + 60
-            while int(primary.psql(open_txn) or 0) == 0:
-                assert t.is_alive(), "the backup ended before its transaction was seen"
-                assert time.monotonic() < deadline
-                time.sleep(0.005)
-            primary.stop()  # -m immediate: its sessions are gone at once
-            standby.promote()
-            t.join(300)
-            r = out["r"]
+            r = failover_during((primary, standby), f, "xact_start", "backup", "kept", cut)
             assert r.returncode == 0, r.stderr
             assert read(cut) == read(quiet)
             r = admin_repo(f, "restore", cut, "--replace")
             assert r.returncode == 0, r.stderr
             assert "restored kept at change 1" in r.stderr, r.stderr
         finally:
+            bad = f.stop()
+            assert not bad, bad[0][-4000:]
+
+
+def rows_txn(column):
+    """The count of the admin command's sessions whose column (xact_start:
+    a transaction; backend_xid: one that wrote) is set and whose statement
+    is on the repository's tables."""
+    return ("SELECT count(*) FROM pg_stat_activity WHERE application_name = '%s'"
+            " AND %s IS NOT NULL AND query LIKE '%%repos_%%'" % (ADMIN_APP, column))
+
+
+def failover_during(pair, fleet, column, *args):
+    """`cairn admin ... repo ARGS` with the pair's primary stopped
+    (immediate: its sessions gone at once) and the standby promoted once
+    rows_txn(column) shows the command's transaction; its result."""
+    primary, standby = pair
+    out = {}
+    t = threading.Thread(target=lambda: out.update(r=admin_repo(fleet, *args)))
+    t.start()
+    deadline = time.monotonic() + 60
+    while int(primary.psql(rows_txn(column)) or 0) == 0:
+        assert t.is_alive(), "the command ended before its transaction was seen"
+        assert time.monotonic() < deadline
+        time.sleep(0.002)
+    primary.stop()
+    standby.promote()
+    t.join(300)
+    return out["r"]
+
+
+def promoted_pair_fleet(pair, tmp_path, db):
+    """A one-node fleet whose --meta names the pair's primary and standby,
+    read-write wanted."""
+    primary, standby = pair
+    primary.create_db(db)  # replicated to the standby
+    uri = "postgresql:///%s?host=%s,%s&user=%s&target_session_attrs=read-write" % (
+        db, primary.sockdir, standby.sockdir, pgharness.ROLE)
+    return Fleet(primary, tmp_path, db, count=1, uri=uri)
+
+
+def test_restore_across_a_promotion(tmp_path):
+    with pgharness.synchronous_pair() as (primary, standby):
+        f = promoted_pair_fleet((primary, standby), tmp_path, "rst")
+        try:
+            ws, files = seeded(f, tmp_path, "kept")
+            bak = str(tmp_path / "kept.bak")
+            assert admin_repo(f, "backup", "kept", bak).returncode == 0
+            write(os.path.join(ws, "later.txt"), b"after the backup\n")
+            repo(scribe_ep(f.nodes[0].server), "submit", ws, "-m", "second")
+            # the restore's rows transaction, with rows written
+            r = failover_during((primary, standby), f, "backend_xid", "restore", bak, "--replace")
+            assert r.returncode == 0, r.stderr
+            assert "restored kept at change 1" in r.stderr, r.stderr
+            clone_has(f, 0, tmp_path, "kept", files, "after-promotion")
+        finally:
+            bad = f.stop()
+            assert not bad, bad[0][-4000:]
+
+
+def admin_argv(fleet, *args):
+    return [binary("cairn"), "admin", "--meta", fleet.uri + "&application_name=" + ADMIN_APP,
+            "repo"] + list(args) + [
+        "--blob-store", "s3://%s/%s" % (fleet.BUCKET, fleet.PREFIX),
+        "--blob-endpoint", fleet.backend.endpoint, "--blob-credentials", str(fleet.creds)]
+
+
+def proc_stopped(pid):
+    with open("/proc/%d/stat" % pid) as fh:
+        return fh.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def incarnation(cluster, db, name):
+    return cluster.psql("SELECT encode(incarnation, 'hex') FROM repos_repo WHERE name = '%s'"
+                        % name, db=db).strip()
+
+
+@pytest.mark.parametrize("fault", ["stop", "after-stop"])
+def test_restore_commit_lost_in_a_promotion(tmp_path, fault):
+    db = "lost" + fault.replace("-", "")
+    with pgharness.synchronous_pair() as (primary, standby):
+        f = promoted_pair_fleet((primary, standby), tmp_path, db)
+        trigger = tmp_path / "commit-fault"
+        proc = None
+        try:
+            seeded(f, tmp_path, "kept")
+            bak = str(tmp_path / "kept.bak")
+            assert admin_repo(f, "backup", "kept", bak).returncode == 0
+            before = incarnation(primary, db, "kept")
+            env = dict(os.environ, CAIRN_TEST_PG_COMMIT_FAULT=str(trigger))
+            proc = subprocess.Popen(admin_argv(f, "restore", bak, "--replace"), env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            # armed once the rows' transaction is open: the blobs' own
+            # transactions (their rows in the tier) come before it
+            deadline = time.monotonic() + 60
+            while int(primary.psql(rows_txn("backend_xid")) or 0) == 0:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.002)
+            trigger.write_text(fault)
+            while not proc_stopped(proc.pid):
+                assert proc.poll() is None, "the restore committed before the fault was armed"
+                assert time.monotonic() < deadline
+                time.sleep(0.005)
+            if fault == "after-stop":  # the COMMIT it sent reached the standby
+                while incarnation(standby, db, "kept") == before:
+                    assert time.monotonic() < deadline
+                    time.sleep(0.01)
+            primary.stop()  # -m immediate
+            standby.promote()
+            os.kill(proc.pid, signal.SIGCONT)
+            _, err = proc.communicate(timeout=300)
+            no_sanitizer_report(err)
+            print(err)
+            assert proc.returncode == 0, err
+            assert "restored kept at change 1" in err, err
+            assert "outcome unknown" in err, err
+            assert ("running it again" in err) == (fault == "stop"), err
+            assert incarnation(standby, db, "kept") not in ("", before)
+        finally:
+            if proc and proc.poll() is None:
+                os.kill(proc.pid, signal.SIGCONT)
+                proc.kill()
+                proc.wait()
             bad = f.stop()
             assert not bad, bad[0][-4000:]
 

@@ -283,8 +283,9 @@ void cn__bh_error_cn(cn_http_req_t *r, cn_err_t e, const cn_blobs_caller_t *c,
         snprintf(msg, sizeof msg, "%s", c->decision.reason);
     else
         snprintf(msg, sizeof msg, "%s", cn_strerror(e));
+    static cn_log_limit_t lim;
     if (row == &bh_internal)
-        cn_warn(CN__MOD, "blob op failed: %s", cn_strerror(e));
+        cn_warn_limited(&lim, CN__MOD, "blob op failed: %s", cn_strerror(e));
     cn__bh_error(r, row->status, row->code ? row->code : miss_code, row->reason, "%s", msg);
 }
 

@@ -493,9 +493,10 @@ cn_err_t cn__framework_error(cn_http_req_t *r, cn_s3_err_t e, const char *messag
 {
     if (r->responded)
         return CN_OK;
+    static cn_log_limit_t lim;
     if (e == CN_S3E_INTERNAL_ERROR) /* the cause stays in the log, never on the wire */
-        cn_warn("http", "%s %s: InternalError: %s [%s]", r->method, cn_http_req_path(r, NULL),
-                message ? message : "no detail", r->id);
+        cn_warn_limited(&lim, "http", "%s %s: InternalError: %s [%s]", r->method,
+                        cn_http_req_path(r, NULL), message ? message : "no detail", r->id);
     if (r->route >= 0 && r->srv->routes[r->route].error) {
         const cn_http_route_t *rt = &r->srv->routes[r->route];
         rt->error(r, e, message, rt->ctx);

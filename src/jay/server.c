@@ -141,10 +141,11 @@ cn_err_t cn__jay_fail(cn__jay_call_t *k, cn_err_t err)
     char msg[400];
     const char *text = k->rq.fail.message[0] ? k->rq.fail.message : cn_strerror(err);
     snprintf(msg, sizeof msg, "%s%s", side, text);
+    static cn_log_limit_t lim;
     if (code == CN_JAY_CODE_INTERNAL_ERROR)
-        cn_warn("jay", "conn %llu: %s failed: %s (%s)", (unsigned long long)cn_conn_id(k->c),
-                cn_jay_op_name(k->hdr.code) ? cn_jay_op_name(k->hdr.code) : "?", text,
-                cn_errname(err));
+        cn_warn_limited(
+            &lim, "jay", "conn %llu: %s failed: %s (%s)", (unsigned long long)cn_conn_id(k->c),
+            cn_jay_op_name(k->hdr.code) ? cn_jay_op_name(k->hdr.code) : "?", text, cn_errname(err));
     return cn__jay_fail_code(k, code, msg);
 }
 

@@ -209,9 +209,10 @@ void cn__s3_fail(cn__s3_rq_t *q, cn_err_t err)
     cn_s3_err_t e = cn__s3_err_of(&q->orq, err);
     const char *msg = q->orq.fail.message[0] ? q->orq.fail.message : NULL;
     if (e == CN_S3E_INTERNAL_ERROR || err == CN_E_DB_LOCKED) {
-        cn_warn(CN__MOD, "%s %s: %s (%s) [%s]", cn_http_req_method(q->r),
-                cn_http_req_path(q->r, NULL), cn_strerror(err), q->orq.fail.message,
-                cn_http_req_id(q->r));
+        static cn_log_limit_t lim;
+        cn_warn_limited(&lim, CN__MOD, "%s %s: %s (%s) [%s]", cn_http_req_method(q->r),
+                        cn_http_req_path(q->r, NULL), cn_strerror(err), q->orq.fail.message,
+                        cn_http_req_id(q->r));
         msg = NULL; /* internal detail stays in the log */
     } else if (e == CN_S3E_ACCESS_DENIED) {
         cn_info(CN__MOD, "denied %s %s for %s: %s [%s]", cn_http_req_method(q->r),

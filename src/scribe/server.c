@@ -110,10 +110,12 @@ cn_err_t cn__scribe_fail_code(cn__scribe_call_t *k, uint16_t code, const char *f
     cn__scribe_vmsg(msg, sizeof msg, fmt, ap);
     va_end(ap);
     k->code = code;
+    static cn_log_limit_t lim;
     if (code == CN_SCRIBE_E_INTERNAL || code == CN_SCRIBE_E_STORAGE_FAILURE ||
         code == CN_SCRIBE_E_CORRUPT)
-        cn_warn("scribe", "conn %llu: %s failed: %s", (unsigned long long)cn_conn_id(k->c),
-                cn_scribe_op_name(k->hdr.opcode) ? cn_scribe_op_name(k->hdr.opcode) : "?", msg);
+        cn_warn_limited(
+            &lim, "scribe", "conn %llu: %s failed: %s", (unsigned long long)cn_conn_id(k->c),
+            cn_scribe_op_name(k->hdr.opcode) ? cn_scribe_op_name(k->hdr.opcode) : "?", msg);
     return cn__scribe_send_error(k->c, &k->sc->out, k->sc->codec, &k->hdr, code, msg);
 }
 

@@ -73,3 +73,18 @@ void cn_log(cn_log_level_t level, const char *module, const char *fmt, ...)
         fwrite(b.data, 1, b.len, stderr); /* one write per line keeps lines whole */
     cn_buf_free(&b);
 }
+
+bool cn_log_allow(cn_log_limit_t *l, uint64_t *left_out)
+{
+    int64_t now = cn_mono_ms(), start = atomic_load(&l->start_ms);
+    *left_out = 0;
+    if ((now - start >= 1000 || start == 0) &&
+        atomic_compare_exchange_strong(&l->start_ms, &start, now)) {
+        atomic_store(&l->n, 0);
+        *left_out = atomic_exchange(&l->left_out, 0);
+    }
+    if (atomic_fetch_add(&l->n, 1) < CN_LOG_LIMIT_BURST)
+        return true;
+    atomic_fetch_add(&l->left_out, 1);
+    return false;
+}

@@ -12,6 +12,7 @@ also after a restart.  Before the reserve, the disk filled to its last
 byte and every DELETE failed too ("No space left on device"): nothing could
 be freed through the API."""
 import os
+import re
 import sys
 import time
 
@@ -173,3 +174,47 @@ def test_a_body_of_unknown_length_stops_at_the_reserve(tmp_path):
 def chunks_of(data):
     for off in range(0, len(data), 1 << 20):
         yield data[off:off + (1 << 20)]
+
+
+def test_refusals_do_not_flood_the_log(tmp_path):
+    """A full disk refuses every new blob, on every face: the log says so a
+    few times a second at most, and counts the lines it left out, rather
+    than one line per refused request (a log on the same full disk)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "blobops"))
+    from blobsclient import Ops
+    with small_fs(tmp_path / "small", "40m") as mnt:
+        node = start(mnt / "data")
+        try:
+            s3, ops = node.client(), Ops(node.server)
+            s3.create_bucket(Bucket="full")
+            ballast = mnt / "ballast"  # another program takes the room
+            with open(ballast, "wb") as fh:
+                while free_bytes(mnt) > RESERVE // 2:
+                    fh.write(b"\0" * (1 << 20))
+            mark = len(node.server.output())
+            refused = 0
+            t0 = time.monotonic()
+            for i in range(60):
+                with pytest.raises(ClientError) as e:
+                    s3.put_object(Bucket="full", Key="k%d" % i, Body=os.urandom(5000))
+                assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500
+                status, answer = ops.put("full", os.urandom(5000))
+                assert status == 507, answer
+                refused += 2
+            secs = time.monotonic() - t0
+            lines = [ln for ln in node.server.output()[mark:].splitlines()
+                     if "No space left" in ln or "under the reserve" in ln]
+            print("%d refusals in %.1f s: %d log lines" % (refused, secs, len(lines)))
+            print("\n".join(lines[:12]))
+            assert len(lines) <= 10 * (secs + 1) + 2, lines[:20]  # and the store's own
+            time.sleep(1.1)  # the next second's first line counts what was left out
+            with pytest.raises(ClientError):
+                s3.put_object(Bucket="full", Key="later", Body=os.urandom(5000))
+            assert re.search(r"s3: \d+ more line\(s\) like the next were left out",
+                             node.server.output()[mark:]), node.server.output()[mark:][-3000:]
+            os.unlink(ballast)
+            s3.put_object(Bucket="full", Key="after", Body=b"room again")
+        finally:
+            node.server.stop()
+        out = node.server.output()
+        assert_no_sanitizer(out)

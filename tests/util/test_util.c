@@ -175,6 +175,25 @@ static void test_errors(void)
         CN_CHECK(strcmp(cn_errname(e), "CN_E_UNKNOWN") != 0);
 }
 
+/* A site's limit: CN_LOG_LIMIT_BURST lines a second, the rest counted and
+ * handed to the first line of a later second. */
+static void test_log_allow(void)
+{
+    static cn_log_limit_t lim;
+    uint64_t left = 7;
+    unsigned allowed = 0;
+    for (unsigned i = 0; i < CN_LOG_LIMIT_BURST + 5; i++) {
+        allowed += cn_log_allow(&lim, &left);
+        CN_CHECK_EQ(left, 0);
+    }
+    CN_CHECK_EQ(allowed, CN_LOG_LIMIT_BURST);
+    cn_sleep_ms(1050);
+    CN_CHECK(cn_log_allow(&lim, &left));
+    CN_CHECK_EQ(left, 5);
+    CN_CHECK(cn_log_allow(&lim, &left));
+    CN_CHECK_EQ(left, 0);
+}
+
 CN_TEST_MAIN(CN_TEST(test_buf_codec_roundtrip), CN_TEST(test_reader_huge_length),
              CN_TEST(test_rfc3339), CN_TEST(test_errors), CN_TEST(test_file_tmp),
-             CN_TEST(test_pread_full), CN_TEST(test_remove_tree))
+             CN_TEST(test_pread_full), CN_TEST(test_remove_tree), CN_TEST(test_log_allow))

@@ -125,6 +125,10 @@ SKIPS = {
         "lifecycle tests run there)",
     "tests/s3/test_s3_lifecycle.py::test_bucket_delete_drops_worker_state":
         "reads the lifecycle worker's rows from DIR/meta.db with sqlite3 (as above)",
+    "tests/store/test_free_space.py":
+        "the free-space reserve and the spacer guard the local store's data file system; a "
+        "node on the S3 tier keeps no blob on its disk, and its cache makes room for itself "
+        "(tests/fleet/test_blob_tier.py::test_cache_on_a_small_file_system)",
     "tests/proof/test_security.py::test_modes_of_data_dir_and_credentials":
         "checks the modes of DIR/identity.key and DIR/meta.db; a fleet node is given its key "
         "(--identity-key) and keeps its metadata in PostgreSQL",

@@ -278,6 +278,30 @@ def incarnation(cluster, db, name):
                         % name, db=db).strip()
 
 
+def restore_held_at_commit(f, primary, bak, trigger, fault):
+    """A restore with the commit fault armed once its rows' transaction is
+    open (the blobs' own transactions, their rows in the tier, come before
+    it), held by the fault: its process, or None when it committed before
+    the fault was armed (the caller tries again)."""
+    env = dict(os.environ, CAIRN_TEST_PG_COMMIT_FAULT=str(trigger))
+    proc = subprocess.Popen(admin_argv(f, "restore", bak, "--replace"), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while int(primary.psql(rows_txn("backend_xid")) or 0) == 0 and proc.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.002)
+    trigger.write_text(fault)
+    while not proc_stopped(proc.pid) and proc.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    if proc.poll() is None:
+        return proc
+    _, err = proc.communicate()
+    assert proc.returncode == 0, err
+    trigger.unlink()
+    return None
+
+
 @pytest.mark.parametrize("fault", ["stop", "after-stop"])
 def test_restore_commit_lost_in_a_promotion(tmp_path, fault):
     db = "lost" + fault.replace("-", "")
@@ -289,21 +313,13 @@ def test_restore_commit_lost_in_a_promotion(tmp_path, fault):
             seeded(f, tmp_path, "kept")
             bak = str(tmp_path / "kept.bak")
             assert admin_repo(f, "backup", "kept", bak).returncode == 0
-            before = incarnation(primary, db, "kept")
-            env = dict(os.environ, CAIRN_TEST_PG_COMMIT_FAULT=str(trigger))
-            proc = subprocess.Popen(admin_argv(f, "restore", bak, "--replace"), env=env,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            # armed once the rows' transaction is open: the blobs' own
-            # transactions (their rows in the tier) come before it
+            for _ in range(5):
+                before = incarnation(primary, db, "kept")
+                proc = restore_held_at_commit(f, primary, bak, trigger, fault)
+                if proc:
+                    break
+            assert proc, "every restore committed before its fault was armed"
             deadline = time.monotonic() + 60
-            while int(primary.psql(rows_txn("backend_xid")) or 0) == 0:
-                assert proc.poll() is None and time.monotonic() < deadline
-                time.sleep(0.002)
-            trigger.write_text(fault)
-            while not proc_stopped(proc.pid):
-                assert proc.poll() is None, "the restore committed before the fault was armed"
-                assert time.monotonic() < deadline
-                time.sleep(0.005)
             if fault == "after-stop":  # the COMMIT it sent reached the standby
                 while incarnation(standby, db, "kept") == before:
                     assert time.monotonic() < deadline

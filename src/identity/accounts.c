@@ -281,6 +281,16 @@ static cn_err_t token_put_body(cn_meta_txn_t *t, void *ctx)
                             tr->perms, tr->expires_at);
 }
 
+/* The token's random id is its operation key: a token row of that id is
+ * this create's (cn_meta_run_keyed). */
+static cn_err_t token_landed(cn_meta_txn_t *t, void *ctx, bool *found)
+{
+    const token_row_t *tr = ctx;
+    cn_err_t e = cn_meta_execf(t, cn__sql_id[CN_SQL_ID_TOKEN_STATE], "s", tr->token_id);
+    *found = e == CN_META_ROW;
+    return e < 0 ? e : CN_OK;
+}
+
 cn_err_t cn_identity_token_create(cn_identity_t *id, const char *account, cn_perms_t perms,
                                   int64_t expires_at, char cred[CN_CREDENTIAL_MAX])
 {
@@ -291,7 +301,8 @@ cn_err_t cn_identity_token_create(cn_identity_t *id, const char *account, cn_per
     char tid[CN_TOKEN_ID_MAX + 1], secret[CN_SECRET_MAX + 1];
     CN_TRY(cn__id_new_credential(tid, secret));
     token_row_t tr = { id, tid, a.id, secret, perms, expires_at };
-    cn_err_t e = cn__id_write_run(id, CN_META_RUN_WRITE | CN_META_RETRY, token_put_body, &tr);
+    cn_err_t e = cn__id_write_run_keyed(id, CN_META_RUN_WRITE | CN_META_RETRY, token_put_body,
+                                        token_landed, &tr);
     if (e == 0) {
         snprintf(cred, CN_CREDENTIAL_MAX, "%s:%s", tid, secret);
         cn_info("identity", "token %s created for account %s", tid, a.name);

@@ -77,6 +77,7 @@ uint64_t cn__id_gen_load(const cn_identity_t *id)
 typedef struct id_run {
     cn_identity_t *id;
     cn_meta_body_fn body;
+    cn_meta_landed_fn landed;
     void *ctx;
 } id_run_t;
 
@@ -92,12 +93,25 @@ static cn_err_t notify_body(cn_meta_txn_t *txn, void *ctx)
     return n < 0 ? n : e;
 }
 
+static cn_err_t landed_body(cn_meta_txn_t *txn, void *ctx, bool *found)
+{
+    const id_run_t *r = ctx;
+    return r->landed(txn, r->ctx, found);
+}
+
 cn_err_t cn__id_write_run(cn_identity_t *id, unsigned flags, cn_meta_body_fn body, void *ctx)
 {
-    id_run_t r = { id, body, ctx };
+    return cn__id_write_run_keyed(id, flags, body, NULL, ctx);
+}
+
+cn_err_t cn__id_write_run_keyed(cn_identity_t *id, unsigned flags, cn_meta_body_fn body,
+                                cn_meta_landed_fn landed, void *ctx)
+{
+    id_run_t r = { id, body, landed, ctx };
     if (id->gen)
         atomic_fetch_add(id->gen, 1);
-    cn_err_t err = cn_meta_run(id->meta, flags, notify_body, &r);
+    cn_err_t err = landed ? cn_meta_run_keyed(id->meta, flags, notify_body, landed_body, &r)
+                          : cn_meta_run(id->meta, flags, notify_body, &r);
     if (id->gen)
         atomic_fetch_add(id->gen, GEN_LEAVE);
     /* This node's own caches see its bump before the caller answers, so a

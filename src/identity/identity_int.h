@@ -147,6 +147,10 @@ static inline bool cn__id_gen_quiet(uint64_t w)
  * (CN__ID_TOPIC).  Every write of this module's tables goes through here,
  * but the key check row's (keycheck.c: no cached state reads it). */
 cn_err_t cn__id_write_run(cn_identity_t *id, unsigned flags, cn_meta_body_fn body, void *ctx);
+/* The same for a write that carries an operation key (cn_meta_run_keyed):
+ * landed looks for it after a COMMIT lost with its server. */
+cn_err_t cn__id_write_run_keyed(cn_identity_t *id, unsigned flags, cn_meta_body_fn body,
+                                cn_meta_landed_fn landed, void *ctx);
 
 /* Inserts or updates token token_id for account_id with the given secret
  * and perms, not revoked; inside the caller's write txn. */

@@ -252,6 +252,39 @@ cn_err_t cn_meta_pushf(cn_meta_txn_t *txn, const char *sql, const char *types, .
     return err < 0 ? err : CN_OK;
 }
 
+/* cn_meta_run_keyed's lookup: landed with its ctx, and what it found. */
+typedef struct keyed {
+    cn_meta_landed_fn landed;
+    void *ctx;
+    bool found;
+} keyed_t;
+
+static cn_err_t landed_body(cn_meta_txn_t *txn, void *ctx)
+{
+    keyed_t *k = ctx;
+    k->found = false;
+    return k->landed(txn, k->ctx, &k->found);
+}
+
+cn_err_t cn_meta_run_keyed(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body,
+                           cn_meta_landed_fn landed, void *ctx)
+{
+    cn_err_t err = cn_meta_run(meta, flags, body, ctx);
+    for (int runs = 1; err == CN_E_UNAVAILABLE && runs < CN_META_KEYED_TRIES; runs++) {
+        keyed_t k = { landed, ctx, false };
+        if (cn_meta_run(meta, CN_META_RUN_READ | CN_META_RETRY, landed_body, &k) < 0)
+            break;
+        if (k.found) {
+            cn_info("meta", "a write whose outcome was lost with its server had landed");
+            return CN_OK;
+        }
+        cn_warn("meta", "a write whose outcome was lost with its server had not landed: "
+                        "running it again");
+        err = cn_meta_run(meta, flags, body, ctx);
+    }
+    return err;
+}
+
 static cn_err_t shared_body(cn_meta_txn_t *txn, void *ctx)
 {
     cn_err_t err = cn_meta_execf(txn, cn_meta_batch_text(txn, ctx), "");

@@ -565,45 +565,20 @@ static cn_err_t restore_body(cn_meta_txn_t *txn, void *ctx)
     return err < 0 ? err : CN_OK;
 }
 
-/* Whether the repository row of ld's id now carries ld's new incarnation,
- * which only ld's own transaction writes: the restore's operation key. */
-typedef struct landed_q {
-    const bk_load_t *ld;
-    bool landed;
-} landed_q_t;
-
-static cn_err_t landed_body(cn_meta_txn_t *txn, void *ctx)
+/* The restore's operation key, for a COMMIT lost in a failover
+ * (cn_meta_run_keyed): the repository row of ld's id carries ld's new
+ * incarnation, which only ld's own transaction writes. */
+static cn_err_t restore_landed(cn_meta_txn_t *txn, void *ctx, bool *found)
 {
-    landed_q_t *q = ctx;
+    const bk_load_t *ld = ctx;
     cn_meta_stmt_t *st = NULL;
     uint8_t inc[16];
-    q->landed = false;
-    cn_err_t err = cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_REPO_BY_ID], "b",
-                                  CN__ARG_ID(q->ld->id));
+    cn_err_t err =
+        cn_meta_queryf(txn, &st, cn__sql_repos[CN_SQL_REPOS_REPO_BY_ID], "b", CN__ARG_ID(ld->id));
     if (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW)
-        q->landed = cn__col_fixed(st, 2, inc, 16) && memcmp(inc, q->ld->inc, 16) == 0;
+        *found = cn__col_fixed(st, 2, inc, 16) && memcmp(inc, ld->inc, 16) == 0;
     cn_meta_finish(st);
     return err < 0 ? err : CN_OK;
-}
-
-/* Runs the write transaction; one whose COMMIT was lost with its server and
- * could not be resolved there (a promoted standby: engine_pg.c invariant
- * 8) is resolved by its incarnation, and run again from the mark only if it
- * did not land.  A pipe, which cannot be read again, keeps the error. */
-static cn_err_t restore_rows(cn_repos_t *r, bk_load_t *ld)
-{
-    unsigned flags = CN_META_RUN_WRITE | (ld->mark_at >= 0 ? CN_META_RETRY : 0);
-    cn_err_t err = cn_meta_run(r->meta, flags, restore_body, ld);
-    for (int again = 0; err == CN_E_UNAVAILABLE && ld->mark_at >= 0 && again < 3; again++) {
-        landed_q_t q = { .ld = ld };
-        if (cn_meta_run(r->meta, CN_META_RUN_READ | CN_META_RETRY, landed_body, &q) < 0)
-            break;
-        if (q.landed)
-            return CN_OK;
-        cn_warn("repos", "restore: its transaction was lost with the server; running it again");
-        err = cn_meta_run(r->meta, flags, restore_body, ld);
-    }
-    return err;
 }
 
 cn_err_t cn_repos_restore(cn_repos_t *r, int fd, bool replace, cn_repos_info_t *out,
@@ -639,7 +614,10 @@ cn_err_t cn_repos_restore(cn_repos_t *r, int fd, bool replace, cn_repos_info_t *
         ld.mark = ld.in;
         ld.mark_tag = ld.tag;
         ld.mark_at = rewind_point(fd);
-        err = restore_rows(r, &ld);
+        /* A pipe cannot be read again: a lost transaction fails there. */
+        err = ld.mark_at >= 0 ? cn_meta_run_keyed(r->meta, CN_META_RUN_WRITE | CN_META_RETRY,
+                                                  restore_body, restore_landed, &ld)
+                              : cn_meta_run(r->meta, CN_META_RUN_WRITE, restore_body, &ld);
     }
     stats->bytes = ld.in.bytes;
     stats->head = out->head;

@@ -2,9 +2,13 @@
 fleet helpers, the PostgreSQL cluster fixture (one per module, started and
 removed by pgharness) with its skip when the server binaries are missing,
 a fresh identity key file as an operator makes one, a paginated key
-listing, and Fleet: N nodes on one database and one blob tier."""
+listing, Fleet: N nodes on one database and one blob tier, a one-node fleet
+on a primary and its synchronous standby, and whether a process is stopped
+(SIGSTOP, as the commit fault hook's "stop" words leave it)."""
 import os
+import signal
 import sys
+import time
 
 import pytest
 from botocore.exceptions import ClientError
@@ -149,3 +153,55 @@ def accepted(node, cred):
         code = e.response["Error"]["Code"]
         assert code in ("InvalidAccessKeyId", "AccessDenied"), code
         return False
+
+
+def promoted_pair_fleet(pair, tmp_path, db):
+    """A one-node Fleet whose --meta names the pair's primary and standby
+    (pgharness.synchronous_pair), read-write wanted: it follows a promotion."""
+    primary, standby = pair
+    primary.create_db(db)  # replicated to the standby
+    uri = "postgresql:///%s?host=%s,%s&user=%s&target_session_attrs=read-write" % (
+        db, primary.sockdir, standby.sockdir, pgharness.ROLE)
+    return Fleet(primary, tmp_path, db, count=1, uri=uri)
+
+
+def proc_stopped(pid):
+    """Whether process pid is stopped (state T)."""
+    with open("/proc/%d/stat" % pid) as fh:
+        return fh.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def promote_and_resume(pair, proc, fault, landed):
+    """For a process held at its COMMIT by the commit fault hook's word fault
+    ("stop" or "after-stop"): once landed() holds on the standby for
+    "after-stop" (the COMMIT it sent is there), the primary is stopped
+    (immediate) and the standby promoted, and proc goes on.  proc must end
+    well having found its COMMIT's outcome unknown, and have run its write
+    again exactly after "stop".  Returns (stdout, stderr)."""
+    primary, standby = pair
+    deadline = time.monotonic() + 60
+    while fault == "after-stop" and not landed():
+        assert time.monotonic() < deadline, "the COMMIT never reached the standby"
+        time.sleep(0.01)
+    primary.stop()
+    standby.promote()
+    os.kill(proc.pid, signal.SIGCONT)
+    out, err = proc.communicate(timeout=300)
+    print(err)
+    assert not sanitizer_report(err), err
+    assert proc.returncode == 0, err
+    assert "outcome unknown" in err, err
+    assert ("running it again" in err) == (fault == "stop"), err
+    return out, err
+
+
+def end_held(proc, fleet):
+    """The end of a test that held proc with the commit fault hook: proc, if
+    it still runs, continued and killed; the fleet stopped, and none of its
+    processes' logs with a sanitizer report."""
+    if proc and proc.poll() is None:
+        os.kill(proc.pid, signal.SIGCONT)
+        proc.kill()
+        proc.wait()
+    bad = fleet.stop()
+    assert not bad, bad[0][-4000:]

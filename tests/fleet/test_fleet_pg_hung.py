@@ -43,7 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "s3"))
 import pgharness  # noqa: E402
-from fleetutil import key_file, needs_pg  # noqa: E402
+from fleetutil import key_file, needs_pg, proc_stopped  # noqa: E402
 from s3fixtures import S3Server, s3_args  # noqa: E402
 
 pytestmark = needs_pg
@@ -187,11 +187,6 @@ def etag(s3, key):
 
 def md5(b):
     return hashlib.md5(b).hexdigest()
-
-
-def proc_stopped(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        return f.read().rsplit(")", 1)[1].split()[0] == "T"
 
 
 def test_node_hung_in_write_transaction(pg, tmp_path):

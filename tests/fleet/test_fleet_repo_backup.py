@@ -35,7 +35,6 @@ the fleet's database and blob tier while its nodes run.
   unavailable" (found by the test above, one run in five)."""
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -49,6 +48,8 @@ from cairnutil import no_sanitizer_report, read, repo, scribe_ep, write  # noqa:
 from conftest import binary  # noqa: E402
 import pgharness  # noqa: E402
 from fleetutil import Fleet, needs_pg, pg  # noqa: E402,F401 (pg: the module's cluster)
+from fleetutil import end_held, proc_stopped, promote_and_resume  # noqa: E402
+from fleetutil import promoted_pair_fleet  # noqa: E402
 
 pytestmark = needs_pg
 
@@ -232,16 +233,6 @@ def failover_during(pair, fleet, column, *args):
     return out["r"]
 
 
-def promoted_pair_fleet(pair, tmp_path, db):
-    """A one-node fleet whose --meta names the pair's primary and standby,
-    read-write wanted."""
-    primary, standby = pair
-    primary.create_db(db)  # replicated to the standby
-    uri = "postgresql:///%s?host=%s,%s&user=%s&target_session_attrs=read-write" % (
-        db, primary.sockdir, standby.sockdir, pgharness.ROLE)
-    return Fleet(primary, tmp_path, db, count=1, uri=uri)
-
-
 def test_restore_across_a_promotion(tmp_path):
     with pgharness.synchronous_pair() as (primary, standby):
         f = promoted_pair_fleet((primary, standby), tmp_path, "rst")
@@ -266,11 +257,6 @@ def admin_argv(fleet, *args):
             "repo"] + list(args) + [
         "--blob-store", "s3://%s/%s" % (fleet.BUCKET, fleet.PREFIX),
         "--blob-endpoint", fleet.backend.endpoint, "--blob-credentials", str(fleet.creds)]
-
-
-def proc_stopped(pid):
-    with open("/proc/%d/stat" % pid) as fh:
-        return fh.read().rsplit(")", 1)[1].split()[0] == "T"
 
 
 def incarnation(cluster, db, name):
@@ -319,29 +305,13 @@ def test_restore_commit_lost_in_a_promotion(tmp_path, fault):
                 if proc:
                     break
             assert proc, "every restore committed before its fault was armed"
-            deadline = time.monotonic() + 60
-            if fault == "after-stop":  # the COMMIT it sent reached the standby
-                while incarnation(standby, db, "kept") == before:
-                    assert time.monotonic() < deadline
-                    time.sleep(0.01)
-            primary.stop()  # -m immediate
-            standby.promote()
-            os.kill(proc.pid, signal.SIGCONT)
-            _, err = proc.communicate(timeout=300)
-            no_sanitizer_report(err)
-            print(err)
-            assert proc.returncode == 0, err
+            _, err = promote_and_resume(
+                (primary, standby), proc, fault,
+                lambda: incarnation(standby, db, "kept") != before)
             assert "restored kept at change 1" in err, err
-            assert "outcome unknown" in err, err
-            assert ("running it again" in err) == (fault == "stop"), err
             assert incarnation(standby, db, "kept") not in ("", before)
         finally:
-            if proc and proc.poll() is None:
-                os.kill(proc.pid, signal.SIGCONT)
-                proc.kill()
-                proc.wait()
-            bad = f.stop()
-            assert not bad, bad[0][-4000:]
+            end_held(proc, f)
 
 
 def test_fleet_repo_usage(tmp_path):

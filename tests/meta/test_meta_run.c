@@ -622,7 +622,71 @@ static void test_pushed(void)
     rmtree(dir);
 }
 
-CN_TEST_MAIN(CN_TEST(test_commit_and_rollback), CN_TEST(test_pushed),
+/* A keyed write (cn_meta_run_keyed): its body fails CN_E_UNAVAILABLE, as a
+ * COMMIT lost with its server, on its first `lost` runs (rolled back). */
+typedef struct {
+    put_t put;
+    int lost;
+    int looks;
+} keyed_t;
+
+static cn_err_t keyed_body(cn_meta_txn_t *txn, void *ctx)
+{
+    keyed_t *k = ctx;
+    cn_err_t err = put_row(txn, &k->put);
+    return err >= 0 && k->put.calls <= k->lost ? CN_E_UNAVAILABLE : err;
+}
+
+/* A body whose write had landed before: it only loses its answer. */
+static cn_err_t lost_body(cn_meta_txn_t *txn, void *ctx)
+{
+    (void)txn;
+    keyed_t *k = ctx;
+    k->put.calls++;
+    return CN_E_UNAVAILABLE;
+}
+
+static cn_err_t keyed_landed(cn_meta_txn_t *txn, void *ctx, bool *found)
+{
+    keyed_t *k = ctx;
+    k->looks++;
+    row_t r = { .key = k->put.key };
+    cn_err_t err = get_row(txn, &r);
+    *found = err == CN_META_ROW;
+    return err < 0 ? err : CN_OK;
+}
+
+static void test_keyed(void)
+{
+    char dir[] = "/tmp/cn-test-metarun-XXXXXX";
+    cn_meta_t *m = open_fresh(dir, 1000);
+    CN_CHECK_EQ(create_table(m), 0);
+    unsigned w = CN_META_RUN_WRITE | CN_META_RETRY;
+    /* lost once, not landed: run again */
+    keyed_t once = { .put = { .key = "k1", .v = 1 }, .lost = 1 };
+    CN_CHECK_EQ(cn_meta_run_keyed(m, w, keyed_body, keyed_landed, &once), 7);
+    CN_CHECK_EQ(once.put.calls, 2);
+    CN_CHECK_EQ(once.looks, 1);
+    /* lost every time: CN_META_KEYED_TRIES runs, then the error */
+    keyed_t never = { .put = { .key = "k2", .v = 2 }, .lost = 100 };
+    CN_CHECK_EQ(cn_meta_run_keyed(m, w, keyed_body, keyed_landed, &never), CN_E_UNAVAILABLE);
+    CN_CHECK_EQ(never.put.calls, CN_META_KEYED_TRIES);
+    row_t k2 = { .key = "k2" };
+    CN_CHECK_EQ(cn_meta_run(m, CN_META_RUN_READ, get_row, &k2), CN_META_DONE);
+    /* the key already there (the lost COMMIT had landed): done, not run again */
+    keyed_t landed = { .put = { .key = "k1" }, .lost = 100 };
+    CN_CHECK_EQ(cn_meta_run_keyed(m, w, lost_body, keyed_landed, &landed), CN_OK);
+    CN_CHECK_EQ(landed.put.calls, 1);
+    CN_CHECK_EQ(landed.looks, 1);
+    /* another error is the run's, unlooked */
+    keyed_t dup = { .put = { .key = "k1", .v = 4 } };
+    CN_CHECK_EQ(cn_meta_run_keyed(m, w, keyed_body, keyed_landed, &dup), CN_E_EXISTS);
+    CN_CHECK_EQ(dup.looks, 0);
+    cn_meta_close(m);
+    rmtree(dir);
+}
+
+CN_TEST_MAIN(CN_TEST(test_commit_and_rollback), CN_TEST(test_pushed), CN_TEST(test_keyed),
              CN_TEST(test_retry_when_locked), CN_TEST(test_two_nodes_serialize),
              CN_TEST(test_read_one), CN_TEST(test_read_one_more), CN_TEST(test_writers_concurrent),
              CN_TEST(test_one_handle_increments), )

@@ -1,0 +1,67 @@
+"""Writes with an operation key whose COMMIT is lost in a promotion (issue 24;
+docs/fleet.md "A connection is lost in COMMIT", cn_meta_run_keyed).  The
+fleet's database is a primary and its synchronous standby; `cairn admin
+--meta` (both hosts, read-write wanted) creates a token, and the commit
+fault hook holds the command at its COMMIT: just before it ("stop"), or
+just after sending it with the answer dropped ("after-stop", once the
+standby shows the row).  The primary is stopped and the standby promoted,
+then the command goes on.  The promoted server cannot answer for the lost
+transaction's id (another incarnation), so the write looks for its key, the
+token's random id: not there, it runs again; there, it is done.  Either way
+the command prints one working credential and the account has exactly one
+new token.  Before, both failed "backend unavailable" (and an operator who
+ran the command again after "after-stop" made a second token)."""
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from conftest import binary, run  # noqa: E402
+import pgharness  # noqa: E402
+from fleetutil import needs_pg, proc_stopped  # noqa: E402
+from fleetutil import end_held, promote_and_resume, promoted_pair_fleet  # noqa: E402
+
+pytestmark = needs_pg
+
+
+def tokens_of(cluster, db, account):
+    out = cluster.psql("SELECT t.id FROM cn_tokens t JOIN cn_accounts a ON a.id = t.account_id"
+                       " WHERE a.name = '%s' ORDER BY t.id" % account, db=db)
+    return out.split()
+
+
+@pytest.mark.parametrize("fault", ["stop", "after-stop"])
+def test_token_create_commit_lost_in_a_promotion(tmp_path, fault):
+    db = "tok" + fault.replace("-", "")
+    trigger = tmp_path / "commit-fault"
+    with pgharness.synchronous_pair() as (primary, standby):
+        f = promoted_pair_fleet((primary, standby), tmp_path, db)
+        proc = None
+        try:
+            base = [binary("cairn"), "admin", "--meta", f.uri, "--identity-key", str(f.key)]
+            r = run(base + ["account", "create", "dora"])
+            assert r.returncode == 0, r.stderr
+            env = dict(os.environ, CAIRN_TEST_PG_COMMIT_FAULT=str(trigger))
+            trigger.write_text(fault)
+            proc = subprocess.Popen(base + ["token", "create", "--account", "dora"], env=env,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 60
+            while not proc_stopped(proc.pid):
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < deadline
+                time.sleep(0.005)
+            assert not trigger.exists()  # taken by the token's COMMIT
+            out, _ = promote_and_resume((primary, standby), proc, fault,
+                                        lambda: tokens_of(standby, db, "dora"))
+            cred = out.strip()
+            assert tokens_of(standby, db, "dora") == [cred.split(":")[0]]
+            # the credential works through the node, now on the promoted server
+            s3 = f.nodes[0].client(*cred.split(":"))
+            s3.create_bucket(Bucket="dora-bucket")
+            assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["dora-bucket"]
+        finally:
+            end_held(proc, f)

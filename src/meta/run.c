@@ -45,6 +45,12 @@
  *      run nested in another run's body leaves the enclosing attempt the
  *      report of its own last attempt, so the enclosing run does not repeat
  *      past an unknown COMMIT.
+ *  R8. cn_meta_run_keyed repeats past an unknown COMMIT only after a read
+ *      run found the body's operation key absent: the key is written by no
+ *      other run and, once committed, never removed by this caller's
+ *      writes, so absent means not committed (a lost COMMIT that committed
+ *      on a server the read cannot see, an old primary cut off, is the
+ *      failover's own loss, as for every write acknowledged there).
  */
 #include "cairn/meta.h"
 #include "cairn/metrics.h"

@@ -231,6 +231,17 @@ static cn_err_t create_body(cn_meta_txn_t *txn, void *ctx)
     return err < 0 ? err : CN_OK;
 }
 
+/* The new repository's random id is the create's operation key
+ * (cn_meta_run_keyed): a row of that id is this create's. */
+static cn_err_t create_landed(cn_meta_txn_t *txn, void *ctx, bool *found)
+{
+    const new_repo_t *nr = ctx;
+    cn_err_t err =
+        cn_meta_execf(txn, cn__sql_repos[CN_SQL_REPOS_REPO_BY_ID], "b", CN__ARG_ID(nr->info.id));
+    *found = err == CN_META_ROW;
+    return err < 0 ? err : CN_OK;
+}
+
 cn_err_t cn_repos_create(cn_repos_t *r, cn_repos_req_t *rq, const char *name, size_t len,
                          uint8_t compression, cn_repos_info_t *out)
 {
@@ -252,7 +263,8 @@ cn_err_t cn_repos_create(cn_repos_t *r, cn_repos_req_t *rq, const char *name, si
     CN_TRY(cn_random_bytes(ri->main_branch, 16));
     ri->created_ms = cn__repos_now_ms();
     ri->compression = compression;
-    cn_err_t err = cn_meta_run(r->meta, CN_META_RUN_WRITE | CN_META_RETRY, create_body, &nr);
+    cn_err_t err = cn_meta_run_keyed(r->meta, CN_META_RUN_WRITE | CN_META_RETRY, create_body,
+                                     create_landed, &nr);
     if (err >= 0 && out)
         *out = nr.info;
     return err;

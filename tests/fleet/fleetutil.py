@@ -155,14 +155,15 @@ def accepted(node, cred):
         return False
 
 
-def promoted_pair_fleet(pair, tmp_path, db):
+def promoted_pair_fleet(pair, tmp_path, db, env=None):
     """A one-node Fleet whose --meta names the pair's primary and standby
-    (pgharness.synchronous_pair), read-write wanted: it follows a promotion."""
+    (pgharness.synchronous_pair), read-write wanted: it follows a promotion.
+    env: the node's environment."""
     primary, standby = pair
     primary.create_db(db)  # replicated to the standby
     uri = "postgresql:///%s?host=%s,%s&user=%s&target_session_attrs=read-write" % (
         db, primary.sockdir, standby.sockdir, pgharness.ROLE)
-    return Fleet(primary, tmp_path, db, count=1, uri=uri)
+    return Fleet(primary, tmp_path, db, count=1, uri=uri, env=env)
 
 
 def proc_stopped(pid):

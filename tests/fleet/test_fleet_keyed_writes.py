@@ -1,25 +1,30 @@
 """Writes with an operation key whose COMMIT is lost in a promotion (issue 24;
 docs/fleet.md "A connection is lost in COMMIT", cn_meta_run_keyed).  The
 fleet's database is a primary and its synchronous standby; `cairn admin
---meta` (both hosts, read-write wanted) creates a token, and the commit
-fault hook holds the command at its COMMIT: just before it ("stop"), or
+--meta` (both hosts, read-write wanted) creates a token, or a node creates a
+Scribe repository, and the commit fault hook holds the process at its COMMIT: just before it ("stop"), or
 just after sending it with the answer dropped ("after-stop", once the
 standby shows the row).  The primary is stopped and the standby promoted,
 then the command goes on.  The promoted server cannot answer for the lost
 transaction's id (another incarnation), so the write looks for its key, the
-token's random id: not there, it runs again; there, it is done.  Either way
-the command prints one working credential and the account has exactly one
-new token.  Before, both failed "backend unavailable" (and an operator who
-ran the command again after "after-stop" made a second token)."""
+token's or the repository's random id: not there, it runs again; there, it
+is done.  Either way the command prints one working credential and the
+account has exactly one new token, or `cairn repo create` succeeds and the
+repository exists once.  Before, both failed ("backend unavailable",
+"storage_failure"), and running them again made a second token, or met
+"a repository named ... exists"."""
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from cairnutil import repo, scribe_ep  # noqa: E402
 from conftest import binary, run  # noqa: E402
 import pgharness  # noqa: E402
 from fleetutil import needs_pg, proc_stopped  # noqa: E402
@@ -65,3 +70,49 @@ def test_token_create_commit_lost_in_a_promotion(tmp_path, fault):
             assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["dora-bucket"]
         finally:
             end_held(proc, f)
+
+
+@pytest.mark.parametrize("fault", ["stop", "after-stop"])
+def test_repo_create_commit_lost_in_a_promotion(tmp_path, fault):
+    db = "rep" + fault.replace("-", "")
+    trigger = tmp_path / "commit-fault"
+    # no heartbeat write to take the fault meant for the create
+    env = {"CAIRN_TEST_PG_COMMIT_FAULT": str(trigger), "CAIRN_NODE_HEARTBEAT_MS": "3600000"}
+    with pgharness.synchronous_pair() as (primary, standby):
+        f = promoted_pair_fleet((primary, standby), tmp_path, db, env=env)
+        node = f.nodes[0].server
+        try:
+            ep = scribe_ep(node)
+            mark = len(node.output())
+            out = {}
+            trigger.write_text(fault)
+            t = threading.Thread(target=lambda: out.update(
+                r=repo(ep, "create", "assets", check=False, timeout=120)))
+            t.start()
+            deadline = time.monotonic() + 60
+            while not proc_stopped(node.proc.pid):
+                assert t.is_alive() and time.monotonic() < deadline
+                time.sleep(0.005)
+            repos = "SELECT convert_from(name, 'UTF8') FROM repos_repo"
+            while fault == "after-stop" and not standby.psql(repos, db=db).split():
+                assert time.monotonic() < deadline, "the COMMIT never reached the standby"
+                time.sleep(0.01)
+            primary.stop()
+            standby.promote()
+            os.kill(node.proc.pid, signal.SIGCONT)
+            t.join(120)
+            r = out["r"]
+            log = node.output()[mark:]
+            assert r.returncode == 0, (r.stdout, r.stderr, log[-3000:])
+            assert "outcome unknown" in log, log[-3000:]
+            assert ("running it again" in log) == (fault == "stop"), log[-3000:]
+            assert standby.psql(repos, db=db).split() == ["assets"]
+            ws = str(tmp_path / "ws")
+            repo(ep, "clone", "assets", ws)
+            with open(os.path.join(ws, "a.txt"), "wb") as fh:
+                fh.write(b"after the promotion\n")
+            repo(ep, "submit", ws, "-m", "first")
+        finally:
+            if node.proc.poll() is None:
+                os.kill(node.proc.pid, signal.SIGCONT)
+            end_held(None, f)

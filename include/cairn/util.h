@@ -163,30 +163,33 @@ CN_API void cn_log(cn_log_level_t level, const char *module, const char *fmt, ..
 #define cn_warn(mod, ...) cn_log(CN_LOG_WARN, mod, __VA_ARGS__)
 #define cn_error(mod, ...) cn_log(CN_LOG_ERROR, mod, __VA_ARGS__)
 
-/* A site that may log once per request (a face's internal failure) logs at
- * most CN_LOG_LIMIT_BURST lines a second through its own limit, a static
- * zero-initialised cn_log_limit_t: a full disk refusing every request does
- * not flood a log that may live on that disk.  The first line a new second
- * lets through is preceded by the count of lines left out before it. */
+/* A site that may log once per request (a face's internal failure, a
+ * refused write) logs through its own limit: at most burst lines per
+ * period_ms (0: CN_LOG_LIMIT_BURST lines a second), so that a full disk
+ * refusing every request does not flood a log that may live on that disk.
+ * The first line a new period lets through is preceded by the count of
+ * lines left out before it.  Zero-initialised, or with its two settings. */
 #define CN_LOG_LIMIT_BURST 10u
 typedef struct cn_log_limit {
+    int64_t period_ms;
+    uint32_t burst;
     _Atomic int64_t start_ms;
     _Atomic uint32_t n;
     _Atomic uint64_t left_out;
 } cn_log_limit_t;
 /* Whether the site may log now; *left_out: lines it left out before. */
 CN_API bool cn_log_allow(cn_log_limit_t *l, uint64_t *left_out);
-#define cn_warn_limited(lim, mod, ...)                                                         \
-    do {                                                                                       \
-        uint64_t cn_left_out_;                                                                 \
-        if (cn_log_allow((lim), &cn_left_out_)) {                                              \
-            if (cn_left_out_)                                                                  \
-                cn_warn(mod,                                                                   \
-                        "%llu more line(s) like the next were left out (at most %u a second)", \
-                        (unsigned long long)cn_left_out_, CN_LOG_LIMIT_BURST);                 \
-            cn_warn(mod, __VA_ARGS__);                                                         \
-        }                                                                                      \
+#define cn_log_limited(lim, level, mod, ...)                                        \
+    do {                                                                            \
+        uint64_t cn_left_out_;                                                      \
+        if (cn_log_allow((lim), &cn_left_out_)) {                                   \
+            if (cn_left_out_)                                                       \
+                cn_log(level, mod, "%llu more line(s) like the next were left out", \
+                       (unsigned long long)cn_left_out_);                           \
+            cn_log(level, mod, __VA_ARGS__);                                        \
+        }                                                                           \
     } while (0)
+#define cn_warn_limited(lim, mod, ...) cn_log_limited(lim, CN_LOG_WARN, mod, __VA_ARGS__)
 
 /* ---- UTF-8 ---------------------------------------------------------------
  * Strict UTF-8 as RFC 3629 defines it: shortest forms only, no surrogates

@@ -266,6 +266,7 @@ static const char *reason(unsigned status)
         { 500, "Internal Server Error" },
         { 501, "Not Implemented" },
         { 503, "Service Unavailable" },
+        { 507, "Insufficient Storage" },
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
         if (t[i].status == status)

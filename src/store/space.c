@@ -21,8 +21,8 @@ cn_err_t cn_store_space(cn_store_t *s, uint64_t *available)
     return cn_fs_space(s->data_fd, available, NULL);
 }
 
-#define SAMPLE_NS 50000000LL         /* free space re-read at most this often */
-#define REFUSED_LOG_NS 60000000000LL /* one warning a minute while refusing */
+#define SAMPLE_NS 50000000LL /* free space re-read at most this often */
+#define REFUSED_LOG_MS 60000 /* one warning a minute while refusing */
 #define AUTO_MIN (8ull << 20)
 #define AUTO_MAX (256ull << 20)
 
@@ -39,7 +39,8 @@ void cn__store_space_init(cn_store_t *s)
     }
     s->min_free = want;
     atomic_init(&s->free_at, INT64_MIN / 2);
-    atomic_init(&s->refused_logged, INT64_MIN / 2);
+    s->refused_log.period_ms = REFUSED_LOG_MS; /* the rest zeroed with s */
+    s->refused_log.burst = 1;
 }
 
 /* Takes a new sample of the free bytes at now. */
@@ -78,12 +79,10 @@ cn_err_t cn__store_room(cn_store_t *s, int64_t len)
     resample(s, now); /* a refusal is never taken on an old sample */
     if (fits(s, n, &avail))
         return CN_OK;
-    int64_t last = atomic_load(&s->refused_logged);
-    if (now - last > REFUSED_LOG_NS &&
-        atomic_compare_exchange_strong(&s->refused_logged, &last, now))
-        cn_warn("store",
-                "%" PRIu64 " byte(s) free on the data file system, under the reserve of %" PRIu64
-                ": new blobs refused until space is freed (deletes still work)",
-                avail, s->min_free);
+    cn_warn_limited(&s->refused_log, "store",
+                    "%" PRIu64
+                    " byte(s) free on the data file system, under the reserve of %" PRIu64
+                    ": new blobs refused until space is freed (deletes still work)",
+                    avail, s->min_free);
     return -ENOSPC;
 }

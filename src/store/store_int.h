@@ -134,9 +134,10 @@ struct cn_store {
     int data_fd; /* DATA */
     /* space.c: the reserve (0: none), the last sample of the free bytes,
      * the bytes writers were let in for since, when it was taken
-     * (cn_mono_ns), and when a refusal was last logged. */
+     * (cn_mono_ns), and the refusals' log line (one a minute). */
     uint64_t min_free;
-    _Atomic int64_t free_sample, free_granted, free_at, refused_logged;
+    _Atomic int64_t free_sample, free_granted, free_at;
+    cn_log_limit_t refused_log;
     int staging_fd; /* DATA/staging */
     int lock_fd;    /* DATA/store.lock, flock()ed */
     cn__backend_t *be;

@@ -76,14 +76,16 @@ void cn_log(cn_log_level_t level, const char *module, const char *fmt, ...)
 
 bool cn_log_allow(cn_log_limit_t *l, uint64_t *left_out)
 {
+    int64_t period = l->period_ms ? l->period_ms : 1000;
+    uint32_t burst = l->burst ? l->burst : CN_LOG_LIMIT_BURST;
     int64_t now = cn_mono_ms(), start = atomic_load(&l->start_ms);
     *left_out = 0;
-    if ((now - start >= 1000 || start == 0) &&
+    if ((now - start >= period || start == 0) &&
         atomic_compare_exchange_strong(&l->start_ms, &start, now)) {
         atomic_store(&l->n, 0);
         *left_out = atomic_exchange(&l->left_out, 0);
     }
-    if (atomic_fetch_add(&l->n, 1) < CN_LOG_LIMIT_BURST)
+    if (atomic_fetch_add(&l->n, 1) < burst)
         return true;
     atomic_fetch_add(&l->left_out, 1);
     return false;

@@ -181,7 +181,8 @@ def test_refusals_do_not_flood_the_log(tmp_path):
     few times a second at most, and counts the lines it left out, rather
     than one line per refused request (a log on the same full disk)."""
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "blobops"))
-    from blobsclient import Ops
+    import requests
+    from blobsclient import OPS, Ops
     with small_fs(tmp_path / "small", "40m") as mnt:
         node = start(mnt / "data")
         try:
@@ -207,6 +208,10 @@ def test_refusals_do_not_flood_the_log(tmp_path):
             print("%d refusals in %.1f s: %d log lines" % (refused, secs, len(lines)))
             print("\n".join(lines[:12]))
             assert len(lines) <= 10 * (secs + 1) + 2, lines[:20]  # and the store's own
+            # the status line names the status (it said "Internal Server Error")
+            r = requests.post(ops.base + OPS + "/blobs/put", data=b"x" * 5000,
+                              headers=ops.headers({"Cairn-Offer": '{"namespace": "full"}'}))
+            assert (r.status_code, r.reason) == (507, "Insufficient Storage")
             time.sleep(1.1)  # the next second's first line counts what was left out
             with pytest.raises(ClientError):
                 s3.put_object(Bucket="full", Key="later", Body=os.urandom(5000))

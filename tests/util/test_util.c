@@ -192,6 +192,14 @@ static void test_log_allow(void)
     CN_CHECK_EQ(left, 5);
     CN_CHECK(cn_log_allow(&lim, &left));
     CN_CHECK_EQ(left, 0);
+    /* its own period and burst: one line per 200 ms */
+    cn_log_limit_t slow = { .period_ms = 200, .burst = 1 };
+    CN_CHECK(cn_log_allow(&slow, &left));
+    CN_CHECK(!cn_log_allow(&slow, &left));
+    CN_CHECK(!cn_log_allow(&slow, &left));
+    cn_sleep_ms(250);
+    CN_CHECK(cn_log_allow(&slow, &left));
+    CN_CHECK_EQ(left, 2);
 }
 
 CN_TEST_MAIN(CN_TEST(test_buf_codec_roundtrip), CN_TEST(test_reader_huge_length),

@@ -274,11 +274,14 @@ enum {
 CN_API cn_err_t cn_meta_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body, void *ctx);
 
 /* A write run whose body writes an operation key no other run writes (a
- * random id, a new incarnation).  When the run fails CN_E_UNAVAILABLE --
+ * random id, a new incarnation), or sets a state (a grant held, a token
+ * revoked) that answers the request whoever set it.  When the run fails
+ * CN_E_UNAVAILABLE --
  * its COMMIT lost with a server that cannot answer for it any more, e.g. a
  * promoted standby (engine_pg.c invariant 8), or the server gone past the
  * retries -- landed, run in a read run (CN_META_RETRY) with ctx, looks for
- * the key and sets *found: found, the run succeeded; not found, body runs
+ * the key or the state and sets *found: found, the run succeeded; not
+ * found, body runs
  * again (CN_META_KEYED_TRIES runs in all).  A lookup that fails keeps the
  * run's error.  flags as cn_meta_run's (CN_META_RUN_WRITE; the body
  * repeatable); landed must not change ctx's state that body relies on. */

@@ -33,7 +33,7 @@ static cn_err_t norm_email(const char *in, char out[CN_EMAIL_MAX + 1])
 }
 
 cn_err_t cn__id_account_insert(cn_meta_txn_t *t, const char *name, const char *email,
-                               int64_t *account_id)
+                               const char *create_key, int64_t *account_id)
 {
     cn_meta_stmt_t *st = NULL;
     int64_t next = 1;
@@ -46,8 +46,8 @@ cn_err_t cn__id_account_insert(cn_meta_txn_t *t, const char *name, const char *e
         next = cn_meta_column_int64(st, 0);
     cn_meta_finish(st);
     if (e >= 0)
-        e = cn_meta_execf(t, cn__sql_id[CN_SQL_ID_ACCOUNT_INSERT], "issi", next, name, email,
-                          (int64_t)time(NULL));
+        e = cn_meta_execf(t, cn__sql_id[CN_SQL_ID_ACCOUNT_INSERT], "issis", next, name, email,
+                          (int64_t)time(NULL), create_key);
     if (e == 0)
         *account_id = next;
     return e;
@@ -124,13 +124,31 @@ cn_err_t cn_identity_account_by_id(cn_identity_t *id, int64_t account_id, cn_acc
 typedef struct new_account {
     const char *name;
     const char *email;
+    char key[33]; /* the create's operation key: 128 random bits in hex */
     int64_t id;
 } new_account_t;
 
 static cn_err_t create_body(cn_meta_txn_t *t, void *ctx)
 {
     new_account_t *na = ctx;
-    return cn__id_account_insert(t, na->name, na->email, &na->id);
+    return cn__id_account_insert(t, na->name, na->email, na->key, &na->id);
+}
+
+/* An account row of na's name written with na's key is this create's
+ * (cn_meta_run_keyed); its id is taken from it. */
+static cn_err_t create_landed(cn_meta_txn_t *t, void *ctx, bool *found)
+{
+    new_account_t *na = ctx;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t e =
+        cn_meta_queryf(t, &st, cn__sql_id[CN_SQL_ID_ACCOUNT_CREATED], "ss", na->name, na->key);
+    if (e == 0)
+        e = cn_meta_step(st);
+    *found = e == CN_META_ROW;
+    if (*found)
+        na->id = cn_meta_column_int64(st, 0);
+    cn_meta_finish(st);
+    return e < 0 ? e : CN_OK;
 }
 
 cn_err_t cn_identity_account_create(cn_identity_t *id, const char *name, const char *email,
@@ -141,19 +159,30 @@ cn_err_t cn_identity_account_create(cn_identity_t *id, const char *name, const c
         return CN_E_INVALID;
     if (email && norm_email(email, norm) < 0)
         return CN_E_INVALID;
-    new_account_t na = { name, email ? norm : NULL, 0 };
-    CN_TRY(cn__id_write_run(id, CN_META_RUN_WRITE | CN_META_RETRY, create_body, &na));
+    new_account_t na = { .name = name, .email = email ? norm : NULL };
+    uint8_t r[16];
+    CN_TRY(cn_random_bytes(r, sizeof r));
+    cn_hex_encode(r, sizeof r, na.key);
+    CN_TRY(cn__id_write_run_keyed(id, CN_META_RUN_WRITE | CN_META_RETRY, create_body, create_landed,
+                                  &na));
     cn_info("identity", "account %s created (id %lld)", name, (long long)na.id);
     return out ? cn_identity_account_by_id(id, na.id, out) : 0;
 }
 
 /* An UPDATE of one row: sql sets ?1 = v where its key ?2 = key; then, when
- * ends is not NULL, ends (a DELETE of console sessions by ?1 = key). */
+ * ends is not NULL, ends (a DELETE of console sessions by ?1 = key).  The
+ * update sets a state, which a run whose COMMIT was lost with its server
+ * looks for (cn_meta_run_keyed): the row of landed (by ?1 = key) holds
+ * want in its column col, whether this update or another that asked the
+ * same put it there. */
 typedef struct one_update {
     const char *sql;
     int64_t v;
     const char *key;
     const char *ends;
+    const char *landed;
+    int col;
+    int64_t want;
 } one_update_t;
 
 static cn_err_t update_body(cn_meta_txn_t *t, void *ctx)
@@ -167,15 +196,25 @@ static cn_err_t update_body(cn_meta_txn_t *t, void *ctx)
     return e;
 }
 
-/* Runs sql, an UPDATE of ?1 = v where its key ?2 = s, and ends (NULL: none),
- * which deletes the console sessions the change ends, in one write
- * transaction of its own; CN_E_NOT_FOUND when no row has that key.  Cached
- * token states are dropped by the write generation it bumps (gen.c). */
-static cn_err_t update_one(cn_identity_t *id, const char *sql, int64_t v, const char *s,
-                           const char *ends)
+static cn_err_t update_landed(cn_meta_txn_t *t, void *ctx, bool *found)
 {
-    one_update_t u = { sql, v, s, ends };
-    return cn__id_write_run(id, CN_META_RUN_WRITE | CN_META_RETRY, update_body, &u);
+    const one_update_t *u = ctx;
+    cn_meta_stmt_t *st = NULL;
+    cn_err_t e = cn_meta_queryf(t, &st, u->landed, "s", u->key);
+    if (e == 0)
+        e = cn_meta_step(st);
+    *found = e == CN_META_ROW && cn_meta_column_int64(st, u->col) == u->want;
+    cn_meta_finish(st);
+    return e < 0 ? e : CN_OK;
+}
+
+/* Runs u (its UPDATE, then its ends) in one write transaction of its own;
+ * CN_E_NOT_FOUND when no row has its key.  Cached token states are dropped
+ * by the write generation it bumps (gen.c). */
+static cn_err_t update_one(cn_identity_t *id, one_update_t *u)
+{
+    return cn__id_write_run_keyed(id, CN_META_RUN_WRITE | CN_META_RETRY, update_body, update_landed,
+                                  u);
 }
 
 /* Disabling deletes the account's console sessions in the same transaction
@@ -185,8 +224,16 @@ cn_err_t cn_identity_account_set_disabled(cn_identity_t *id, const char *name, b
 {
     if (!cn__id_valid_account(name))
         return CN_E_NOT_FOUND;
-    cn_err_t e = update_one(id, cn__sql_id[CN_SQL_ID_ACCOUNT_SET_DISABLED], disabled ? 1 : 0, name,
-                            disabled ? cn__sql_console[CN_SQL_CON_SESS_END_ACCOUNT] : NULL);
+    one_update_t u = {
+        .sql = cn__sql_id[CN_SQL_ID_ACCOUNT_SET_DISABLED],
+        .v = disabled ? 1 : 0,
+        .key = name,
+        .ends = disabled ? cn__sql_console[CN_SQL_CON_SESS_END_ACCOUNT] : NULL,
+        .landed = cn__sql_id[CN_SQL_ID_ACCOUNT_BY_NAME],
+        .col = 3, /* ACCOUNT_COLS' disabled */
+        .want = disabled ? 1 : 0,
+    };
+    cn_err_t e = update_one(id, &u);
     if (e == 0)
         cn_info("identity", "account %s %s", name, disabled ? "disabled" : "enabled");
     return e;
@@ -316,8 +363,16 @@ cn_err_t cn_identity_token_revoke(cn_identity_t *id, const char *token_id)
     if (!token_id || !cn__id_valid_token_id(token_id, strlen(token_id)))
         return CN_E_NOT_FOUND;
     /* its console sessions end in the same transaction */
-    cn_err_t e = update_one(id, cn__sql_id[CN_SQL_ID_TOKEN_REVOKE], (int64_t)time(NULL), token_id,
-                            cn__sql_console[CN_SQL_CON_SESS_END_TOKEN]);
+    one_update_t u = {
+        .sql = cn__sql_id[CN_SQL_ID_TOKEN_REVOKE],
+        .v = (int64_t)time(NULL),
+        .key = token_id,
+        .ends = cn__sql_console[CN_SQL_CON_SESS_END_TOKEN],
+        .landed = cn__sql_id[CN_SQL_ID_TOKEN_REVOKED],
+        .col = 0,
+        .want = 1,
+    };
+    cn_err_t e = update_one(id, &u);
     if (e == 0)
         cn_info("identity", "token %s revoked", token_id);
     return e;

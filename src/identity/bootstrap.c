@@ -93,7 +93,7 @@ static cn_err_t env_body(cn_meta_txn_t *t, void *ctx)
     int64_t aid = 0;
     cn_err_t e = first_int(t, &aid, cn__sql_id[CN_SQL_ID_ACCOUNT_ID_BY_NAME], ADMIN_ACCOUNT);
     if (e == CN_E_NOT_FOUND)
-        e = cn__id_account_insert(t, ADMIN_ACCOUNT, NULL, &aid);
+        e = cn__id_account_insert(t, ADMIN_ACCOUNT, NULL, NULL, &aid);
     if (e == 0)
         e = cn__id_token_put(ac->id, t, ac->token_id, aid, ac->secret, strlen(ac->secret),
                              CN_PERM_ALL, 0);
@@ -132,7 +132,7 @@ static cn_err_t create_body(cn_meta_txn_t *t, void *ctx)
     if (e == 0 && ac->accounts != 0)
         cn_meta_discard(t); /* another process bootstrapped first: nothing to write */
     if (e == 0 && ac->accounts == 0)
-        e = cn__id_account_insert(t, ADMIN_ACCOUNT, NULL, &aid);
+        e = cn__id_account_insert(t, ADMIN_ACCOUNT, NULL, NULL, &aid);
     if (e == 0 && ac->accounts == 0)
         e = cn__id_token_put(ac->id, t, ac->token_id, aid, ac->secret, strlen(ac->secret),
                              CN_PERM_ALL, 0);

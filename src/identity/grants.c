@@ -18,34 +18,20 @@ typedef struct grant_row {
 
 /* What grant and revoke share: a valid namespace, actions that are a
  * non-empty subset of CN_NS_ALL (else CN_E_INVALID) and an account that
- * exists (*a), then body on their grant row in a write transaction. */
+ * exists (*a), then body on their grant row in a write transaction.  Both
+ * set a state, so landed, which a write whose COMMIT was lost with its
+ * server asks (cn_meta_run_keyed), looks for that state: held by this
+ * write or by another that asked the same, it answers the request. */
 static cn_err_t grant_apply(cn_identity_t *id, const char *ns, const char *account,
-                            uint32_t actions, cn_meta_body_fn body, cn_account_t *a)
+                            uint32_t actions, cn_meta_body_fn body, cn_meta_landed_fn landed,
+                            cn_account_t *a)
 {
     cn_err_t e = CN_E_INVALID;
     if (cn__id_valid_namespace(ns) && actions && !(actions & ~(uint32_t)CN_NS_ALL))
         e = cn_identity_account_get(id, account, a);
     grant_row_t g = { ns, e == 0 ? a->id : 0, actions };
     if (e == 0)
-        e = cn__id_write_run(id, CN_META_RUN_WRITE | CN_META_RETRY, body, &g);
-    return e;
-}
-
-static cn_err_t grant_body(cn_meta_txn_t *t, void *ctx)
-{
-    const grant_row_t *g = ctx;
-    return cn_meta_execf(t, cn__sql_id[CN_SQL_ID_GRANT_ADD], "siii", g->ns, g->account_id,
-                         (int64_t)g->actions, (int64_t)time(NULL));
-}
-
-cn_err_t cn_identity_grant(cn_identity_t *id, const char *ns, const char *account, uint32_t actions)
-{
-    cn_account_t a;
-    cn_err_t e = grant_apply(id, ns, account, actions, grant_body, &a);
-    if (e == 0)
-        cn_info("identity", "namespace %s: granted %s%s%s to %s", ns,
-                actions & CN_NS_READ ? "read" : "", actions == CN_NS_ALL ? "+" : "",
-                actions & CN_NS_WRITE ? "write" : "", a.name);
+        e = cn__id_write_run_keyed(id, CN_META_RUN_WRITE | CN_META_RETRY, body, landed, &g);
     return e;
 }
 
@@ -65,6 +51,40 @@ static cn_err_t held_actions(cn_meta_txn_t *t, const grant_row_t *g, const char 
     return e;
 }
 
+static cn_err_t grant_body(cn_meta_txn_t *t, void *ctx)
+{
+    const grant_row_t *g = ctx;
+    return cn_meta_execf(t, cn__sql_id[CN_SQL_ID_GRANT_ADD], "siii", g->ns, g->account_id,
+                         (int64_t)g->actions, (int64_t)time(NULL));
+}
+
+/* A landed function (cn_meta_run_keyed): whether g's actions are all held
+ * (all) or none of them is (!all). */
+static cn_err_t held_as(cn_meta_txn_t *t, const grant_row_t *g, bool all, bool *found)
+{
+    int64_t held = 0;
+    cn_err_t e = held_actions(t, g, cn__sql_id[CN_SQL_ID_GRANT_ACTIONS], &held);
+    held &= g->actions;
+    *found = e == 0 && (all ? held == g->actions : held == 0);
+    return e;
+}
+
+static cn_err_t granted(cn_meta_txn_t *t, void *ctx, bool *found)
+{
+    return held_as(t, ctx, true, found);
+}
+
+cn_err_t cn_identity_grant(cn_identity_t *id, const char *ns, const char *account, uint32_t actions)
+{
+    cn_account_t a;
+    cn_err_t e = grant_apply(id, ns, account, actions, grant_body, granted, &a);
+    if (e == 0)
+        cn_info("identity", "namespace %s: granted %s%s%s to %s", ns,
+                actions & CN_NS_READ ? "read" : "", actions == CN_NS_ALL ? "+" : "",
+                actions & CN_NS_WRITE ? "write" : "", a.name);
+    return e;
+}
+
 static cn_err_t revoke_body(cn_meta_txn_t *t, void *ctx)
 {
     const grant_row_t *g = ctx;
@@ -81,11 +101,16 @@ static cn_err_t revoke_body(cn_meta_txn_t *t, void *ctx)
     return e;
 }
 
+static cn_err_t revoked(cn_meta_txn_t *t, void *ctx, bool *found)
+{
+    return held_as(t, ctx, false, found);
+}
+
 cn_err_t cn_identity_revoke(cn_identity_t *id, const char *ns, const char *account,
                             uint32_t actions)
 {
     cn_account_t a;
-    cn_err_t e = grant_apply(id, ns, account, actions, revoke_body, &a);
+    cn_err_t e = grant_apply(id, ns, account, actions, revoke_body, revoked, &a);
     if (e == 0)
         cn_info("identity", "namespace %s: revoked actions %u from %s", ns, actions, a.name);
     return e;

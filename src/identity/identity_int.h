@@ -157,10 +157,11 @@ cn_err_t cn__id_write_run_keyed(cn_identity_t *id, unsigned flags, cn_meta_body_
 cn_err_t cn__id_token_put(cn_identity_t *id, cn_meta_txn_t *t, const char *token_id,
                           int64_t account_id, const char *secret, size_t secret_len,
                           cn_perms_t perms, int64_t expires_at);
-/* Creates account name (email may be NULL) inside the caller's write txn;
- * *account_id receives its id. */
+/* Creates account name (email may be NULL) inside the caller's write txn,
+ * recording create_key (NULL: none), the operation key a create whose
+ * COMMIT was lost looks for; *account_id receives its id. */
 cn_err_t cn__id_account_insert(cn_meta_txn_t *t, const char *name, const char *email,
-                               int64_t *account_id);
+                               const char *create_key, int64_t *account_id);
 /* Random token id ("CN" + 18 base32 chars) and secret (40 alphanumerics). */
 cn_err_t cn__id_new_credential(char token_id[CN_TOKEN_ID_MAX + 1], char secret[CN_SECRET_MAX + 1]);
 

@@ -50,7 +50,11 @@
  *      other run and, once committed, never removed by this caller's
  *      writes, so absent means not committed (a lost COMMIT that committed
  *      on a server the read cannot see, an old primary cut off, is the
- *      failover's own loss, as for every write acknowledged there).
+ *      failover's own loss, as for every write acknowledged there).  A body
+ *      that sets a state (grant, revoke, disable) has the state for its
+ *      key: found, the request is answered whether this run or another set
+ *      it; absent, nothing that counts for it committed, or another write
+ *      undid it since, and the repeat is then ordered after that write.
  */
 #include "cairn/meta.h"
 #include "cairn/metrics.h"

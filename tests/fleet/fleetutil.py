@@ -198,11 +198,13 @@ def promote_and_resume(pair, proc, fault, landed):
 
 def end_held(proc, fleet):
     """The end of a test that held proc with the commit fault hook: proc, if
-    it still runs, continued and killed; the fleet stopped, and none of its
-    processes' logs with a sanitizer report."""
+    it still runs, continued and killed; the fleet (if any) stopped, and
+    none of its processes' logs with a sanitizer report."""
     if proc and proc.poll() is None:
         os.kill(proc.pid, signal.SIGCONT)
         proc.kill()
         proc.wait()
+    if fleet is None:
+        return
     bad = fleet.stop()
     assert not bad, bad[0][-4000:]

@@ -36,6 +36,10 @@ static const cn_meta_migration_t schema[] = {
       " kcv TEXT NOT NULL,"
       " created_at BIGINT NOT NULL)",
       NULL, NULL },
+    /* The random key of the create that wrote the row (NULL: written by a
+     * bootstrap or before this step), which a create whose COMMIT was lost
+     * with its server looks for (cn_meta_run_keyed). */
+    { 3, "ALTER TABLE cn_accounts ADD COLUMN create_key TEXT", NULL, NULL },
 };
 
 #define ACCOUNT_COLS "SELECT id, name, email, disabled, created_at FROM cn_accounts "
@@ -48,8 +52,9 @@ static const cn_meta_migration_t schema[] = {
 
 const char *const cn__sql_id[CN_SQL_ID_COUNT] = {
     [CN_SQL_ID_ACCOUNT_NEXT_ID] = "SELECT COALESCE(MAX(id), 0) + 1 FROM cn_accounts",
-    [CN_SQL_ID_ACCOUNT_INSERT] = "INSERT INTO cn_accounts (id, name, email, disabled, created_at)"
-                                 " VALUES (?, ?, ?, 0, ?)",
+    [CN_SQL_ID_ACCOUNT_INSERT] = "INSERT INTO cn_accounts (id, name, email, disabled, created_at,"
+                                 " create_key) VALUES (?, ?, ?, 0, ?, ?)",
+    [CN_SQL_ID_ACCOUNT_CREATED] = "SELECT id FROM cn_accounts WHERE name = ? AND create_key = ?",
     [CN_SQL_ID_ACCOUNT_BY_NAME] = ACCOUNT_COLS "WHERE name = ?",
     [CN_SQL_ID_ACCOUNT_BY_EMAIL] = ACCOUNT_COLS "WHERE email = ?",
     [CN_SQL_ID_ACCOUNT_BY_ID] = ACCOUNT_COLS "WHERE id = ?",
@@ -70,6 +75,8 @@ const char *const cn__sql_id[CN_SQL_ID_COUNT] = {
         " expires_at = excluded.expires_at",
     [CN_SQL_ID_TOKEN_REVOKE] = "UPDATE cn_tokens SET revoked_at = COALESCE(revoked_at, ?)"
                                " WHERE id = ?",
+    [CN_SQL_ID_TOKEN_REVOKED] = "SELECT CASE WHEN revoked_at IS NULL THEN 0 ELSE 1 END"
+                                " FROM cn_tokens WHERE id = ?",
     [CN_SQL_ID_TOKEN_LIST] = TOKEN_COLS "ORDER BY a.name, t.id",
     [CN_SQL_ID_TOKEN_LIST_ACCOUNT] = TOKEN_COLS "WHERE a.name = ? ORDER BY a.name, t.id",
 

@@ -13,7 +13,9 @@
 enum {
     /* accounts */
     CN_SQL_ID_ACCOUNT_NEXT_ID,      /* () -> MAX(id) + 1, 1 without accounts */
-    CN_SQL_ID_ACCOUNT_INSERT,       /* (id, name, email or NULL, created_at), enabled */
+    CN_SQL_ID_ACCOUNT_INSERT,       /* (id, name, email or NULL, created_at, create key or
+                                       NULL), enabled */
+    CN_SQL_ID_ACCOUNT_CREATED,      /* (name, create key) -> id, when that create wrote it */
     CN_SQL_ID_ACCOUNT_BY_NAME,      /* (name) -> ACCOUNT_COLS */
     CN_SQL_ID_ACCOUNT_BY_EMAIL,     /* (email) -> ACCOUNT_COLS */
     CN_SQL_ID_ACCOUNT_BY_ID,        /* (id) -> ACCOUNT_COLS */
@@ -27,6 +29,7 @@ enum {
     CN_SQL_ID_TOKEN_PUT,          /* (id, account_id, secret_box, perms, created_at,
                                      expires_at or NULL): inserts or replaces, unrevoked */
     CN_SQL_ID_TOKEN_REVOKE,       /* (revoked_at, id): kept if already revoked */
+    CN_SQL_ID_TOKEN_REVOKED,      /* (id) -> 1 when revoked, else 0 */
     CN_SQL_ID_TOKEN_LIST,         /* () -> TOKEN_COLS by account name, token id */
     CN_SQL_ID_TOKEN_LIST_ACCOUNT, /* (account name) -> TOKEN_COLS by token id */
     /* namespace grants */

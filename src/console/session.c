@@ -57,6 +57,7 @@ typedef struct sess_row {
     char account[CN_ACCOUNT_NAME_MAX + 1];
     char source[SOURCE_MAX];
     int64_t created_ms, last_seen_ms, ends_ms;
+    int64_t db_now_ms; /* the database's clock when the row was read */
     bool found;
 } sess_row_t;
 
@@ -182,7 +183,9 @@ static cn_err_t row_get_body(cn_meta_txn_t *txn, void *ctx)
 {
     sess_row_t *row = ctx;
     cn_meta_stmt_t *st = NULL;
-    cn_err_t e = cn_meta_queryf(txn, &st, cn__sql_console[CN_SQL_CON_SESS_GET], "s", row->sid);
+    cn_err_t e = cn_meta_queryf(
+        txn, &st, cn_meta_batch_text(txn, &cn__sql_console_engine[CN_SQL_CON_E_SESS_GET]), "s",
+        row->sid);
     if (e >= 0 && (e = cn_meta_step(st)) == CN_META_ROW) {
         col_copy(st, 0, row->token_id, sizeof row->token_id);
         col_copy(st, 1, row->account, sizeof row->account);
@@ -190,6 +193,7 @@ static cn_err_t row_get_body(cn_meta_txn_t *txn, void *ctx)
         row->created_ms = cn_meta_column_int64(st, 3);
         row->last_seen_ms = cn_meta_column_int64(st, 4);
         row->ends_ms = cn_meta_column_int64(st, 5);
+        row->db_now_ms = cn_meta_column_int64(st, 6);
         row->found = true;
         e = CN_OK;
     }
@@ -197,35 +201,45 @@ static cn_err_t row_get_body(cn_meta_txn_t *txn, void *ctx)
     return e;
 }
 
+/* A write of one session row: a sign-in's, which first deletes ended rows
+ * (idle_ms and max_ms its session's bounds), a touch or a delete. */
+typedef enum {
+    ROW_CREATE,
+    ROW_TOUCH,
+    ROW_DELETE
+} row_op_t;
 typedef struct row_write {
-    int sql;
+    row_op_t op;
     const sess_row_t *row;
-    int64_t now, idle_before;
+    int64_t idle_ms, max_ms;
 } row_write_t;
 
 static cn_err_t row_write_body(cn_meta_txn_t *txn, void *ctx)
 {
     const row_write_t *w = ctx;
     const sess_row_t *r = w->row;
-    const char *sql = cn__sql_console[w->sql];
-    switch (w->sql) {
-    case CN_SQL_CON_SESS_CREATE:
-        CN_TRY(cn_meta_execf(txn, cn__sql_console[CN_SQL_CON_SESS_EXPIRE], "ii", w->now,
-                             w->idle_before));
-        return cn_meta_execf(txn, sql, "ssssii", r->sid, r->token_id, r->account, r->source, w->now,
-                             r->ends_ms);
-    case CN_SQL_CON_SESS_TOUCH: return cn_meta_execf(txn, sql, "is", w->now, r->sid);
+    const cn_meta_batch_sql_t *e = cn__sql_console_engine;
+    switch (w->op) {
+    case ROW_CREATE:
+        CN_TRY(cn_meta_execf(txn, cn_meta_batch_text(txn, &e[CN_SQL_CON_E_SESS_EXPIRE]), "i",
+                             w->idle_ms));
+        return cn_meta_execf(txn, cn_meta_batch_text(txn, &e[CN_SQL_CON_E_SESS_CREATE]), "ssssi",
+                             r->sid, r->token_id, r->account, r->source, w->max_ms);
+    case ROW_TOUCH:
+        return cn_meta_execf(txn, cn_meta_batch_text(txn, &e[CN_SQL_CON_E_SESS_TOUCH]), "s",
+                             r->sid);
     default: {
-        cn_err_t e = cn_meta_execf(txn, sql, "s", r->sid);
-        return e >= 0 && cn_meta_changes(txn) == 0 ? CN_E_NOT_FOUND : e;
+        cn_err_t err = cn_meta_execf(txn, cn__sql_console[CN_SQL_CON_SESS_DELETE], "s", r->sid);
+        return err >= 0 && cn_meta_changes(txn) == 0 ? CN_E_NOT_FOUND : err;
     }
     }
 }
 
-static cn_err_t row_write(cn__console_sess_t *s, int sql, const sess_row_t *row, int64_t now)
+static cn_err_t row_write(cn_meta_t *meta, row_op_t op, const sess_row_t *row, int64_t idle_ms,
+                          int64_t max_ms)
 {
-    row_write_t w = { .sql = sql, .row = row, .now = now, .idle_before = now - s->idle_ms };
-    return cn_meta_run(s->meta, CN_META_RUN_WRITE | CN_META_RETRY, row_write_body, &w);
+    row_write_t w = { .op = op, .row = row, .idle_ms = idle_ms, .max_ms = max_ms };
+    return cn_meta_run(meta, CN_META_RUN_WRITE | CN_META_RETRY, row_write_body, &w);
 }
 
 /* ---- the session document and the cookie -------------------------------------------- */
@@ -299,11 +313,11 @@ bool cn__console_session_cookie(cn_http_req_t *req, char out[CN__CONSOLE_COOKIE_
 
 /* Makes the row of a checked principal p and answers with the cookie. */
 static void login_ok(cn__console_sess_t *s, cn_http_req_t *req, const cn_principal_t *p,
-                     const char *source, int64_t now)
+                     const char *source)
 {
     uint8_t rnd[COOKIE_BYTES];
     char cookie[COOKIE_HEX + 1];
-    sess_row_t row = { .ends_ms = now + s->max_ms };
+    sess_row_t row = { 0 };
     cn_err_t e = cn_random_bytes(rnd, sizeof rnd);
     if (e >= 0) {
         cn_hex_encode(rnd, sizeof rnd, cookie);
@@ -311,7 +325,7 @@ static void login_ok(cn__console_sess_t *s, cn_http_req_t *req, const cn_princip
         snprintf(row.token_id, sizeof row.token_id, "%s", p->token_id);
         snprintf(row.account, sizeof row.account, "%s", p->account);
         snprintf(row.source, sizeof row.source, "%s", source);
-        e = row_write(s, CN_SQL_CON_SESS_CREATE, &row, now);
+        e = row_write(s->meta, ROW_CREATE, &row, s->idle_ms, s->max_ms);
     }
     if (e < 0)
         cn__console_respond_error(req, 500, "InternalError", cn_strerror(e));
@@ -354,7 +368,7 @@ void cn__console_login(cn__console_sess_t *s, cn_http_req_t *req, const json_t *
         cn__console_respond_error(req, 500, "InternalError", cn_strerror(e));
     else {
         fail_note(s, key, now, true);
-        login_ok(s, req, &p, source, now);
+        login_ok(s, req, &p, source);
     }
     explicit_bzero(&p, sizeof p);
 }
@@ -383,12 +397,12 @@ cn_err_t cn__console_session_check(cn__console_sess_t *s, cn_http_req_t *req, cn
     CN_TRY(cn_meta_run(s->meta, CN_META_RUN_READ | CN_META_RETRY, row_get_body, &row));
     if (!row.found)
         return CN_E_AUTH;
-    int64_t now = cn_wall_ms();
+    int64_t now = row.db_now_ms;
     cn_err_t e = now >= row.ends_ms || now - row.last_seen_ms >= s->idle_ms
                      ? CN_E_AUTH
                      : token_recheck(s, &row, who);
     if (e == CN_E_AUTH) {
-        (void)row_write(s, CN_SQL_CON_SESS_DELETE, &row, now);
+        (void)row_write(s->meta, ROW_DELETE, &row, 0, 0);
         explicit_bzero(who, sizeof *who);
         return CN_E_AUTH;
     }
@@ -396,7 +410,7 @@ cn_err_t cn__console_session_check(cn__console_sess_t *s, cn_http_req_t *req, cn
     /* at most once per 30 s, and often enough for a short test timeout */
     int64_t every = s->idle_ms / 4 < TOUCH_EVERY_MS ? s->idle_ms / 4 : TOUCH_EVERY_MS;
     if (now - row.last_seen_ms >= every)
-        (void)row_write(s, CN_SQL_CON_SESS_TOUCH, &row, now);
+        (void)row_write(s->meta, ROW_TOUCH, &row, 0, 0);
     memcpy(sid, row.sid, sizeof row.sid);
     return CN_OK;
 }
@@ -410,7 +424,7 @@ void cn__console_session_call(cn__console_sess_t *s, cn_http_req_t *req, const c
     }
     sess_row_t row = { 0 };
     memcpy(row.sid, sid, sizeof row.sid);
-    cn_err_t e = row_write(s, CN_SQL_CON_SESS_DELETE, &row, cn_wall_ms());
+    cn_err_t e = row_write(s->meta, ROW_DELETE, &row, 0, 0);
     if (e < 0 && e != CN_E_NOT_FOUND) {
         cn__console_respond_error(req, 500, "InternalError", cn_strerror(e));
         return;
@@ -432,7 +446,7 @@ static json_t *ms_time(int64_t ms)
 
 typedef struct list_ctx {
     json_t *arr;
-    int64_t now, idle_ms;
+    int64_t idle_ms;
 } list_ctx_t;
 
 static cn_err_t list_body(cn_meta_txn_t *txn, void *ctx)
@@ -440,11 +454,12 @@ static cn_err_t list_body(cn_meta_txn_t *txn, void *ctx)
     list_ctx_t *l = ctx;
     json_array_clear(l->arr);
     cn_meta_stmt_t *st = NULL;
-    cn_err_t e = cn_meta_queryf(txn, &st, cn__sql_console[CN_SQL_CON_SESS_LIST], "");
+    cn_err_t e = cn_meta_queryf(
+        txn, &st, cn_meta_batch_text(txn, &cn__sql_console_engine[CN_SQL_CON_E_SESS_LIST]), "");
     while (e >= 0 && (e = cn_meta_step(st)) == CN_META_ROW) {
         sess_row_t r;
-        int64_t seen = cn_meta_column_int64(st, 5);
-        if (cn_meta_column_int64(st, 6) <= l->now || l->now - seen >= l->idle_ms)
+        int64_t seen = cn_meta_column_int64(st, 5), now = cn_meta_column_int64(st, 7);
+        if (cn_meta_column_int64(st, 6) <= now || now - seen >= l->idle_ms)
             continue; /* ended; the next sign-in deletes it */
         col_copy(st, 0, r.sid, sizeof r.sid);
         col_copy(st, 1, r.token_id, sizeof r.token_id);
@@ -464,7 +479,7 @@ static cn_err_t list_body(cn_meta_txn_t *txn, void *ctx)
 json_t *cn__console_sessions_list(cn_console_t *con, cn_err_t *err)
 {
     const cn_console_config_t *cfg = cn__console_cfg(con);
-    list_ctx_t l = { .arr = json_array(), .now = cn_wall_ms(), .idle_ms = cfg->idle_ms };
+    list_ctx_t l = { .arr = json_array(), .idle_ms = cfg->idle_ms };
     *err =
         l.arr ? cn_meta_run(cfg->meta, CN_META_RUN_READ | CN_META_RETRY, list_body, &l) : -ENOMEM;
     if (*err < 0) {
@@ -483,7 +498,5 @@ cn_err_t cn__console_session_end(cn_console_t *con, const char *id)
     if (strlen(id) != CN__CONSOLE_SID_HEX)
         return CN_E_NOT_FOUND;
     memcpy(row.sid, id, CN__CONSOLE_SID_HEX + 1);
-    row_write_t w = { .sql = CN_SQL_CON_SESS_DELETE, .row = &row };
-    return cn_meta_run(cn__console_cfg(con)->meta, CN_META_RUN_WRITE | CN_META_RETRY,
-                       row_write_body, &w);
+    return row_write(cn__console_cfg(con)->meta, ROW_DELETE, &row, 0, 0);
 }

@@ -289,6 +289,12 @@ CN_API cn_err_t cn_meta_run(cn_meta_t *meta, unsigned flags, cn_meta_body_fn bod
 typedef cn_err_t (*cn_meta_landed_fn)(cn_meta_txn_t *txn, void *ctx, bool *found);
 CN_API cn_err_t cn_meta_run_keyed(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body,
                                   cn_meta_landed_fn landed, void *ctx);
+/* The same for a write made of more than one cn_meta_run call, or run
+ * through a service's own wrapper of it: write(ctx) makes the write and
+ * returns its error, and is called again in place of body's run. */
+typedef cn_err_t (*cn_meta_write_fn)(void *ctx);
+CN_API cn_err_t cn_meta_keyed(cn_meta_t *meta, cn_meta_write_fn write, cn_meta_landed_fn landed,
+                              void *ctx);
 
 /* Marks txn to be rolled back, not committed, when its cn_meta_run body
  * returns, whatever the body returns: a write body that found nothing to

@@ -45,10 +45,10 @@
  *      run nested in another run's body leaves the enclosing attempt the
  *      report of its own last attempt, so the enclosing run does not repeat
  *      past an unknown COMMIT.
- *  R8. cn_meta_run_keyed repeats past an unknown COMMIT only after a read
- *      run found the body's operation key absent: the key is written by no
- *      other run and, once committed, never removed by this caller's
- *      writes, so absent means not committed (a lost COMMIT that committed
+ *  R8. cn_meta_keyed (and cn_meta_run_keyed) repeats past an unknown
+ *      COMMIT only after a read run found the write's operation key
+ *      absent: the key is written by no other run and, once committed,
+ *      never removed by this caller's writes, so absent means not committed (a lost COMMIT that committed
  *      on a server the read cannot see, an old primary cut off, is the
  *      failover's own loss, as for every write acknowledged there).  A body
  *      that sets a state (grant, revoke, disable) has the state for its
@@ -262,7 +262,7 @@ cn_err_t cn_meta_pushf(cn_meta_txn_t *txn, const char *sql, const char *types, .
     return err < 0 ? err : CN_OK;
 }
 
-/* cn_meta_run_keyed's lookup: landed with its ctx, and what it found. */
+/* cn_meta_keyed's lookup: landed with its ctx, and what it found. */
 typedef struct keyed {
     cn_meta_landed_fn landed;
     void *ctx;
@@ -276,10 +276,9 @@ static cn_err_t landed_body(cn_meta_txn_t *txn, void *ctx)
     return k->landed(txn, k->ctx, &k->found);
 }
 
-cn_err_t cn_meta_run_keyed(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body,
-                           cn_meta_landed_fn landed, void *ctx)
+cn_err_t cn_meta_keyed(cn_meta_t *meta, cn_meta_write_fn write, cn_meta_landed_fn landed, void *ctx)
 {
-    cn_err_t err = cn_meta_run(meta, flags, body, ctx);
+    cn_err_t err = write(ctx);
     for (int runs = 1; err == CN_E_UNAVAILABLE && runs < CN_META_KEYED_TRIES; runs++) {
         keyed_t k = { landed, ctx, false };
         if (cn_meta_run(meta, CN_META_RUN_READ | CN_META_RETRY, landed_body, &k) < 0)
@@ -290,9 +289,38 @@ cn_err_t cn_meta_run_keyed(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body
         }
         cn_warn("meta", "a write whose outcome was lost with its server had not landed: "
                         "running it again");
-        err = cn_meta_run(meta, flags, body, ctx);
+        err = write(ctx);
     }
     return err;
+}
+
+/* cn_meta_run_keyed's write: one cn_meta_run of body; landed is asked with
+ * the caller's ctx through keyed_landed. */
+typedef struct keyed_run {
+    cn_meta_t *meta;
+    unsigned flags;
+    cn_meta_body_fn body;
+    cn_meta_landed_fn landed;
+    void *ctx;
+} keyed_run_t;
+
+static cn_err_t keyed_write(void *ctx)
+{
+    const keyed_run_t *kr = ctx;
+    return cn_meta_run(kr->meta, kr->flags, kr->body, kr->ctx);
+}
+
+static cn_err_t keyed_landed(cn_meta_txn_t *txn, void *ctx, bool *found)
+{
+    const keyed_run_t *kr = ctx;
+    return kr->landed(txn, kr->ctx, found);
+}
+
+cn_err_t cn_meta_run_keyed(cn_meta_t *meta, unsigned flags, cn_meta_body_fn body,
+                           cn_meta_landed_fn landed, void *ctx)
+{
+    keyed_run_t kr = { meta, flags, body, landed, ctx };
+    return cn_meta_keyed(meta, keyed_write, keyed_landed, &kr);
 }
 
 static cn_err_t shared_body(cn_meta_txn_t *txn, void *ctx)

@@ -68,9 +68,12 @@ cn_err_t cn__upload_access(cn_objects_t *o, cn_meta_txn_t *txn, cn_objects_req_t
     return err;
 }
 
-/* An upload to create on key, and the id it got. */
+/* An upload to create on key under the id drawn for it before its first
+ * run: the id is the create's operation key (cn_meta_keyed). */
 typedef struct mpu_new {
-    const char *key;
+    cn_objects_t *o;
+    cn_objects_req_t *rq;
+    const char *bucket, *key;
     const cn_objects_put_args_t *args;
     char id[CN_UPLOAD_ID_MAX + 1];
 } mpu_new_t;
@@ -93,11 +96,7 @@ static cn_err_t mpu_create_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
         err = cn__umeta_encode(args->meta, args->nmeta, &umeta);
     if (err >= 0 && args)
         err = cn__acl_for_put(args->acl, owner, &acl);
-    uint8_t rnd[16];
-    if (err >= 0)
-        err = cn_random_bytes(rnd, sizeof rnd);
     if (err >= 0) {
-        cn_hex_encode(rnd, sizeof rnd, mn->id);
         const char *ct =
             args && args->content_type ? args->content_type : "application/octet-stream";
         const char *alg =
@@ -117,6 +116,21 @@ static cn_err_t mpu_create_body(cn_meta_txn_t *txn, cn_objects_req_t *rq, const 
     return err < 0 ? err : CN_OK;
 }
 
+static cn_err_t mpu_create_run(void *ctx)
+{
+    mpu_new_t *mn = ctx;
+    return cn__bkt_run(mn->o, mn->rq, mn->bucket, CN_ACT_INVALID, CN_META_RUN_WRITE | CN_META_RETRY,
+                       mpu_create_body, mn);
+}
+
+static cn_err_t mpu_created(cn_meta_txn_t *txn, void *ctx, bool *found)
+{
+    const mpu_new_t *mn = ctx;
+    cn_err_t err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_UPLOAD_OPEN], "s", mn->id);
+    *found = err == CN_META_ROW;
+    return err < 0 ? err : CN_OK;
+}
+
 cn_err_t cn_objects_mpu_create(cn_objects_t *o, cn_objects_req_t *rq, const char *bucket,
                                const char *key, const cn_objects_put_args_t *args,
                                char upload_id[CN_UPLOAD_ID_MAX + 1])
@@ -129,9 +143,13 @@ cn_err_t cn_objects_mpu_create(cn_objects_t *o, cn_objects_req_t *rq, const char
                          "checksum algorithm name too long");
     if (err < 0)
         return err;
-    mpu_new_t mn = { key, args, "" };
-    err = cn__bkt_run(o, rq, bucket, CN_ACT_INVALID, CN_META_RUN_WRITE | CN_META_RETRY,
-                      mpu_create_body, &mn);
+    mpu_new_t mn = { o, rq, bucket, key, args, "" };
+    uint8_t rnd[16];
+    err = cn_random_bytes(rnd, sizeof rnd);
+    if (err >= 0) {
+        cn_hex_encode(rnd, sizeof rnd, mn.id);
+        err = cn_meta_keyed(o->meta, mpu_create_run, mpu_created, &mn);
+    }
     if (err >= 0)
         snprintf(upload_id, CN_UPLOAD_ID_MAX + 1, "%s", mn.id);
     return err;

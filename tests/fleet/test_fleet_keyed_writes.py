@@ -154,6 +154,41 @@ def test_state_writes_commit_lost_in_a_promotion(tmp_path, fault, write):
             end_held(None, f)
 
 
+def held_node(pair, node, trigger, fault, request, landed):
+    """Runs request() on a thread while node is held at its COMMIT by the
+    fault word fault, promotes the standby (once landed() holds there for
+    "after-stop") and continues node; returns (request's result or the
+    exception it raised, node's log since).  The log must show the outcome
+    lost, and the write run again exactly after "stop"."""
+    primary, standby = pair
+    mark = len(node.output())
+    out = {}
+
+    def call():
+        try:
+            out["r"] = request()
+        except Exception as e:  # noqa: BLE001 -- handed to the caller
+            out["r"] = e
+    trigger.write_text(fault)
+    t = threading.Thread(target=call)
+    t.start()
+    deadline = time.monotonic() + 60
+    while not proc_stopped(node.proc.pid):
+        assert t.is_alive() and time.monotonic() < deadline
+        time.sleep(0.005)
+    while fault == "after-stop" and not landed():
+        assert time.monotonic() < deadline, "the COMMIT never reached the standby"
+        time.sleep(0.01)
+    primary.stop()
+    standby.promote()
+    os.kill(node.proc.pid, signal.SIGCONT)
+    t.join(120)
+    log = node.output()[mark:]
+    assert "outcome unknown" in log, log[-3000:]
+    assert ("running it again" in log) == (fault == "stop"), log[-3000:]
+    return out["r"], log
+
+
 @pytest.mark.parametrize("fault", ["stop", "after-stop"])
 def test_repo_create_commit_lost_in_a_promotion(tmp_path, fault):
     db = "rep" + fault.replace("-", "")
@@ -165,29 +200,11 @@ def test_repo_create_commit_lost_in_a_promotion(tmp_path, fault):
         node = f.nodes[0].server
         try:
             ep = scribe_ep(node)
-            mark = len(node.output())
-            out = {}
-            trigger.write_text(fault)
-            t = threading.Thread(target=lambda: out.update(
-                r=repo(ep, "create", "assets", check=False, timeout=120)))
-            t.start()
-            deadline = time.monotonic() + 60
-            while not proc_stopped(node.proc.pid):
-                assert t.is_alive() and time.monotonic() < deadline
-                time.sleep(0.005)
             repos = "SELECT convert_from(name, 'UTF8') FROM repos_repo"
-            while fault == "after-stop" and not standby.psql(repos, db=db).split():
-                assert time.monotonic() < deadline, "the COMMIT never reached the standby"
-                time.sleep(0.01)
-            primary.stop()
-            standby.promote()
-            os.kill(node.proc.pid, signal.SIGCONT)
-            t.join(120)
-            r = out["r"]
-            log = node.output()[mark:]
+            r, log = held_node((primary, standby), node, trigger, fault,
+                               lambda: repo(ep, "create", "assets", check=False, timeout=120),
+                               lambda: standby.psql(repos, db=db).split())
             assert r.returncode == 0, (r.stdout, r.stderr, log[-3000:])
-            assert "outcome unknown" in log, log[-3000:]
-            assert ("running it again" in log) == (fault == "stop"), log[-3000:]
             assert standby.psql(repos, db=db).split() == ["assets"]
             ws = str(tmp_path / "ws")
             repo(ep, "clone", "assets", ws)
@@ -216,33 +233,11 @@ def test_multipart_create_commit_lost_in_a_promotion(tmp_path, fault):
         try:
             s3 = f.nodes[0].client()
             s3.create_bucket(Bucket="mpu")
-            mark = len(node.output())
-            out = {}
-            trigger.write_text(fault)
-
-            def create():
-                try:
-                    out["r"] = s3.create_multipart_upload(Bucket="mpu", Key="big")
-                except Exception as e:  # noqa: BLE001 -- reported below
-                    out["e"] = e
-            t = threading.Thread(target=create)
-            t.start()
-            deadline = time.monotonic() + 60
-            while not proc_stopped(node.proc.pid):
-                assert t.is_alive() and time.monotonic() < deadline
-                time.sleep(0.005)
-            while fault == "after-stop" and not standby.psql(uploads, db=db).split():
-                assert time.monotonic() < deadline, "the COMMIT never reached the standby"
-                time.sleep(0.01)
-            primary.stop()
-            standby.promote()
-            os.kill(node.proc.pid, signal.SIGCONT)
-            t.join(120)
-            log = node.output()[mark:]
-            assert "r" in out, (out.get("e"), log[-3000:])
-            assert "outcome unknown" in log, log[-3000:]
-            assert ("running it again" in log) == (fault == "stop"), log[-3000:]
-            uid = out["r"]["UploadId"]
+            r, log = held_node((primary, standby), node, trigger, fault,
+                               lambda: s3.create_multipart_upload(Bucket="mpu", Key="big"),
+                               lambda: standby.psql(uploads, db=db).split())
+            assert isinstance(r, dict), (r, log[-3000:])
+            uid = r["UploadId"]
             assert standby.psql(uploads, db=db).split() == [uid]
             part = s3.upload_part(Bucket="mpu", Key="big", UploadId=uid, PartNumber=1,
                                   Body=b"after the promotion")

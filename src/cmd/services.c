@@ -517,10 +517,13 @@ cn_err_t cn_services_open(const char *data_dir, const char *meta, const char *id
     }
     if (e >= 0) {
         what = "blobs";
-        /* CAIRN_BLOB_PIN_TTL_MS: blob pin tokens expire this long after their
-         * put or last renewal (the fleet behaviour); unset = process lifetime. */
+        /* Blob pin tokens expire this long after their put or last renewal:
+         * on the fleet engines a pin is a row another node's sweeper reads,
+         * 60 s by default (the blob document's ADR-008 default); embedded, a
+         * token lasts the process's lifetime.  CAIRN_BLOB_PIN_TTL_MS sets
+         * it on either. */
         cn_blobs_opts_t bo = { 0 };
-        uint64_t ttl_ms = 0;
+        uint64_t ttl_ms = !strcmp(cn_meta_engine(svc->meta), "postgres") ? 60000 : 0;
         e = env_u64("CAIRN_BLOB_PIN_TTL_MS", &ttl_ms);
         if (e >= 0 && ttl_ms > (uint64_t)INT64_MAX / 2)
             e = CN_E_INVALID;

@@ -60,3 +60,26 @@ def test_pins_and_touches_are_on_the_database_clock(pg, tmp_path):
     finally:
         bad = f.stop()
         assert not bad, bad[0][-4000:]
+
+
+def test_pins_default_to_sixty_seconds(pg, tmp_path):
+    """A fleet node given no CAIRN_BLOB_PIN_TTL_MS still writes pin rows,
+    with the blob document's fleet default of 60 s (ADR-008): another node's
+    sweeper honours only rows.  Before, a fleet node's default token was an
+    in-process guard and wrote no row at all."""
+    f = Fleet(pg, tmp_path, DB + "ttl", count=1)
+    try:
+        ops = Ops(f.nodes[0].server)
+        data = os.urandom(3000)
+        d = b3(data)
+        status, put = ops.put(NS, data, digest=d)
+        assert status == 200
+        out = pg.psql("SELECT p.expires_ms - %s FROM store_pin p WHERE p.digest = '\\x%s'"
+                      % (NOW, d), db=DB + "ttl").split()
+        assert len(out) == 1, out
+        left = int(out[0])
+        assert 55000 < left <= 60000, left
+        assert ops.have(NS, [d], token=put["token"]) == [True]
+    finally:
+        bad = f.stop()
+        assert not bad, bad[0][-4000:]

@@ -1,10 +1,14 @@
 /* The gateway role of cairnd (docs/protocol/scribe-gateway.md, "Gateway
- * role"): one Scribe protocol-2 listener in front of 1..64 storage servers.
- * It answers discover from its configuration, resolves `<namespace>/<name>`
- * repository names, keeps a durable repository -> server placement map in
- * its data directory, and forwards every repository operation to the server
- * that owns the repository, relaying object streams frame by frame (never a
- * whole body in memory).
+ * role"): one Scribe listener in front of 1..64 storage servers, speaking
+ * protocol 2 in plaintext to plaintext storage (--scribe) or protocol 4 over
+ * TLS to scribes:// storage (--scribe-tls), where each client's upstream
+ * sessions are delegated ones speaking for its user, so that storage
+ * decides what that user may do.  It answers discover from its
+ * configuration, resolves `<namespace>/<name>` repository names, keeps a
+ * durable repository -> server placement map in its data directory, and
+ * forwards every repository operation to the server that owns the
+ * repository, relaying object streams frame by frame (never a whole body in
+ * memory).
  *
  * It must never answer a repository operation itself (storage decides every
  * outcome and every authorization), never guess a topology when a backend it
@@ -15,9 +19,10 @@
  *
  * Files: gw_config.c (the TOML configuration and the name resolver, pure),
  * gw_up.c (upstream connections and their pool), gw_place.c (placements and
- * the pick rule), gw_inventory.c (the walks of instance_status), gw_relay.c (forwarding and stream relays), gw_list.c
- * (repo_list's merge), gw_server.c (the adapter: handshake, sessions,
- * dispatch).  This header is also the interface src/cmd uses. */
+ * the pick rule), gw_inventory.c (the walks of instance_status),
+ * gw_relay.c (forwarding and stream relays), gw_list.c (repo_list's merge),
+ * gw_server.c (the adapter: handshake, sessions, dispatch).  This header is
+ * also the interface src/cmd uses. */
 #ifndef CN_SCRIBE_GW_INT_H
 #define CN_SCRIBE_GW_INT_H
 
@@ -255,6 +260,9 @@ cn_err_t cn__gw_reply(cn__gw_call_t *k);
  * (storage_failure, naming the server by its place in the configuration,
  * never by address). */
 cn_err_t cn__gw_unavailable(cn__gw_call_t *k, size_t server);
+/* Answers storage's error frame payload (the client's codec) to the client
+ * with storage's own code and message: a refusal is never an outage. */
+cn_err_t cn__gw_relay_error(cn__gw_call_t *k, const cn_buf_t *payload);
 
 /* gw_up.c.  Borrows an upstream connection to server in (codec,
  * compression): a pooled one unless it has been silent for half the

@@ -4,7 +4,9 @@
  * continuation token; the client sees only an 8-byte handle that means
  * nothing outside its connection.  What a caller may see is storage's
  * decision (each server filters its own page); a server that does not
- * answer fails the page, never shortens it silently. */
+ * answer fails the page, never shortens it silently, and one that refuses
+ * fails it with its own refusal (its code reaches the client: a refusal is
+ * storage's verdict, not an outage). */
 #include "gw_int.h"
 
 #include "cairn/crypto.h"
@@ -31,6 +33,7 @@ typedef struct {
 
 typedef struct cn__gw_cursor {
     lane_t lanes[CN_GW_MAX_SERVERS];
+    cn_buf_t refusal; /* the error payload of the server that refused a page */
 } cursor_t;
 
 static void cursor_free(cursor_t *cur)
@@ -41,6 +44,7 @@ static void cursor_free(cursor_t *cur)
         free(cur->lanes[i].rows);
         free(cur->lanes[i].token);
     }
+    cn_buf_free(&cur->refusal);
     free(cur);
 }
 
@@ -53,8 +57,10 @@ void cn__gw_cursors_free(cn__gw_conn_t *gc)
     }
 }
 
-/* The next page of one server into its lane. */
-static cn_err_t fill(cn__gw_call_t *k, size_t server, lane_t *l)
+/* The next page of one server into its lane.  CN_E_DENIED when the server
+ * refused it (its error payload in *refusal), CN_E_UNAVAILABLE when it did
+ * not answer. */
+static cn_err_t fill(cn__gw_call_t *k, size_t server, lane_t *l, cn_buf_t *refusal)
 {
     cn__gw_t *g = k->gc->g;
     cn_buf_t req = { 0 }, reply = { 0 };
@@ -67,8 +73,13 @@ static cn_err_t fill(cn__gw_call_t *k, size_t server, lane_t *l)
     if (e >= 0 && cn__gw_ask_for(k, server, CN_SCRIBE_OP_REPO_LIST, &req, CN_SCRIBE_MAX_FRAME, &h,
                                  &reply) < 0)
         e = CN_E_UNAVAILABLE;
-    if (e >= 0 && ((h.flags & CN_SCRIBE_FLAG_ERROR) ||
-                   cn_scribe_dec_repo_list_resp(reply.data, reply.len, k->gc->codec, &r) < 0))
+    if (e >= 0 && (h.flags & CN_SCRIBE_FLAG_ERROR)) {
+        cn_buf_free(refusal);
+        *refusal = reply;
+        reply = (cn_buf_t){ 0 };
+        e = CN_E_DENIED;
+    }
+    if (e >= 0 && cn_scribe_dec_repo_list_resp(reply.data, reply.len, k->gc->codec, &r) < 0)
         e = CN_E_UNAVAILABLE;
     row_t *rows = e >= 0 && r.count ? calloc(r.count, sizeof *rows) : NULL;
     if (e >= 0 && r.count && !rows)
@@ -120,7 +131,7 @@ static int smallest(cn__gw_call_t *k, cursor_t *cur, size_t *failed, cn_err_t *e
     for (size_t i = 0; i < k->gc->g->cfg.n; i++) {
         lane_t *l = &cur->lanes[i];
         while (l->next == l->n && !l->done) {
-            cn_err_t e = fill(k, i, l);
+            cn_err_t e = fill(k, i, l, &cur->refusal);
             if (e < 0) {
                 *failed = i;
                 *err = e;
@@ -229,6 +240,8 @@ cn_err_t cn__gw_op_list(cn__gw_call_t *k)
             e = cn__gw_reply(k);
     } else if (e == CN_E_UNAVAILABLE) {
         e = cn__gw_unavailable(k, failed);
+    } else if (e == CN_E_DENIED) {
+        e = cn__gw_relay_error(k, &cur->refusal);
     }
     if (!kept)
         cursor_free(cur);

@@ -479,8 +479,6 @@ static cn_err_t relay_admission(cn__gw_call_t *k, cn__gw_up_t *up, bool *refused
     return cn_conn_writev(k->c, iov, h.length ? 2 : 1, cn_conn_deadline_for(k->c, h.length));
 }
 
-static cn_err_t relay_error(cn__gw_call_t *k, const cn_buf_t *payload);
-
 /* authorize_upload (27) for q's repository on up, the user's own upstream
  * session.  *refused when storage refused: its answer was passed to the
  * client as the put_objects' (the return is that write's).  Else
@@ -496,7 +494,7 @@ static cn_err_t ask_authorize_upload(cn__gw_call_t *k, cn__gw_up_t *up,
                            &reply);
     if (e >= 0 && (h.flags & CN_SCRIBE_FLAG_ERROR)) {
         *refused = true;
-        e = relay_error(k, &reply);
+        e = cn__gw_relay_error(k, &reply);
     } else if (e >= 0 && cn_scribe_dec_empty_resp(reply.data, reply.len, k->gc->codec) < 0) {
         e = CN_E_PROTOCOL;
     }
@@ -583,7 +581,7 @@ cn_err_t cn__gw_forward(cn__gw_call_t *k, size_t server)
 
 /* ---- who owns a repository ---------------------------------------------------------------- */
 /* Sends the upstream error payload (same codec) to the client as is. */
-static cn_err_t relay_error(cn__gw_call_t *k, const cn_buf_t *payload)
+cn_err_t cn__gw_relay_error(cn__gw_call_t *k, const cn_buf_t *payload)
 {
     cn_scribe_error_t er;
     if (cn_scribe_dec_error(payload->data, payload->len, k->gc->codec, &er) < 0)
@@ -707,7 +705,7 @@ static cn_err_t info_by_name(cn__gw_call_t *k, const cn_scribe_repo_info_req_t *
         server = p.server;
         e = cn__gw_ask_for(k, server, CN_SCRIBE_OP_REPO_INFO, &req, 1u << 16, &h, &reply);
         e = e < 0                              ? cn__gw_unavailable(k, server)
-            : (h.flags & CN_SCRIBE_FLAG_ERROR) ? relay_error(k, &reply)
+            : (h.flags & CN_SCRIBE_FLAG_ERROR) ? cn__gw_relay_error(k, &reply)
                                                : CN_E_AGAIN;
     } else {
         e = adopt(k, ns, &req, &server, &reply, &down);
@@ -746,7 +744,7 @@ cn_err_t cn__gw_op_info(cn__gw_call_t *k)
     if (e < 0)
         e = cn__gw_unavailable(k, server);
     else if (h.flags & CN_SCRIBE_FLAG_ERROR)
-        e = relay_error(k, &reply);
+        e = cn__gw_relay_error(k, &reply);
     else {
         cn_scribe_repo_info_t ri;
         e = reply_info(k, server, &reply, &ri);
@@ -795,7 +793,7 @@ static cn_err_t preflight(cn__gw_call_t *k, size_t server, bool *answered)
         e = cn__gw_unavailable(k, server);
     else if ((h.flags & CN_SCRIBE_FLAG_ERROR) &&
              error_code(&reply, k->gc->codec) != CN_SCRIBE_E_UNSUPPORTED_OPERATION)
-        e = relay_error(k, &reply);
+        e = cn__gw_relay_error(k, &reply);
     else if (!(h.flags & CN_SCRIBE_FLAG_ERROR) &&
              cn_scribe_dec_empty_resp(reply.data, reply.len, k->gc->codec) < 0)
         e = cn__gw_fail(k, CN_SCRIBE_E_INTERNAL, "a storage server answered 28 with a payload");
@@ -870,7 +868,7 @@ static cn_err_t create_answer(cn__gw_call_t *k, const char *ns, const char *snam
     } else if (fresh) {
         cn__gw_place_forget(g, ns, sname, slen); /* refused: nothing was created */
     }
-    return relay_error(k, reply);
+    return cn__gw_relay_error(k, reply);
 }
 
 cn_err_t cn__gw_op_create(cn__gw_call_t *k)

@@ -1,6 +1,9 @@
-/* The gateway's adapter (protocol 2, plaintext): the client handshake, the
- * gateway's own sessions and their data connections (up to four bound to a
- * control session, inactivity counted per session as on storage) and frame
+/* The gateway's adapter (protocol 2 on plaintext storage, protocol 4 on
+ * scribes:// storage, one or the other per configuration): the client
+ * handshake (on protocol 4 a user's hello waits until a storage server has
+ * accepted an upstream session speaking for the user), the gateway's own
+ * sessions and their data connections (up to four bound to a control
+ * session, inactivity counted per session as on storage) and frame
  * admission (the header rules, each opcode's exact payload bound, the
  * listener's memory budget), all three through server_session.c as on
  * storage, and the dispatch: discover from configuration,

@@ -152,6 +152,12 @@ def test_discover_from_configuration_with_a_server_stopped(tmp_path):
             body = c.discover()
         # role 2, authentication false, three servers, three empty labels
         assert body == bytes.fromhex("02 00 03000000 0000 0000 0000"), body.hex()
+        # and as `cairn repo discover` prints it (docs/cli.md)
+        r = run([binary("cairn"), "repo", "discover", "scribe://%s:%d" % f.gw.addrs["scribe"]],
+                timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == ("role gateway\nauthentication no\nservers 3\n"
+                            "namespace -\tservers 3\n"), r.stdout
         with f.conn() as c:  # over discover's exact bound (0): closed unread
             c.send_frame(OP["discover"], b"\x00")
             assert c.closed_by_peer()

@@ -18,8 +18,12 @@ asked of storage with the user as principal (a writer is refused there,
 clearly; a namespace administrator's create lands on its namespace's storage
 server, since a service-writer gateway relays its user's role); a gateway whose
 delegate grant is revoked gets storage's refusal, passed to the client with
-its code and reason; configurations a protocol-4 gateway cannot start with
-are refused with exit status 2."""
+its code and reason, and so is storage's refusal of a repo_list page (its
+code, never "does not answer"); an anonymous get_chunks (30) of a public-read
+repository answers as storage answers it directly; `cairn repo discover`
+through the gateway lists both namespaces with a storage server stopped;
+configurations a protocol-4 gateway cannot start with are refused with exit
+status 2."""
 import os
 import re
 import secrets
@@ -29,7 +33,10 @@ import time
 import pytest
 
 from conftest import binary, run
-from scribe_wire import CHUNK, ERR, ScribeError, b3
+from scribe_wire import (ADD, CHANGESET, CHUNK, ERR, FLAG_ERROR, FLAG_STREAM, MANIFEST, OP,
+                         ScribeError, b3, changeset_encode, changeset_id, chunk_id, file_objects)
+from test_scribe_public import OP_CHUNKS, chunks_payload, get_chunks
+from test_scribe_workspaces import register
 from test_scribe_v4 import hello4, hello_reply, raw_conn
 from test_scribe_v4_auth import NS, code, put_admission, world  # noqa: F401
 
@@ -193,6 +200,84 @@ def test_anonymous_reads_public_only(gw):
     assert anon.repo_info(gw.pub)["name"] == "%s/pub" % NS
     assert code(anon.repo_info, gw.art) == "repository_not_found"
     assert put_admission(anon, gw.pub) == "unauthenticated"
+
+
+def test_repo_list_passes_storage_refusal_on(gw):
+    # more than the 256 rows the gateway asks of a server at a time, so its
+    # second page of "default" carries storage's cursor; a secured cursor
+    # lives only until the session's next request, and the repo_info sent
+    # between the client's pages goes on that same upstream session: storage
+    # refuses the cursor, and the client must read storage's refusal, never
+    # "does not answer; retry later"
+    boss = gw.world.session(gw.acc["boss"])
+    for i in range(256):
+        boss.repo_create("bulk-%03d" % i)
+    wes = via(gw, "wes")
+    rows, tok = wes.repo_list(limit=1)
+    assert rows[0]["name"] == "%s/art" % NS and tok is not None
+    wes.repo_info(gw.art)
+    with pytest.raises(ScribeError) as e:
+        while tok is not None:
+            rows, tok = wes.repo_list(limit=256, token=tok)
+    assert ERR_NAME[e.value.code] == "malformed", e.value
+    assert "list again" in str(e.value), e.value
+    # a new listing is whole: 258 rows of "default" and one of "publishing"
+    rows, tok = wes.repo_list(limit=1000)
+    assert tok is None and len(rows) == 259, (len(rows), tok)
+
+
+def test_cli_discover_through_the_gateway_with_a_server_stopped(gw):
+    # configuration, not health: storage 2 stopped is still its namespace's
+    # server; asked by a machine that never signed in
+    gw.store2.stop()
+    env = {"XDG_CONFIG_HOME": str(gw.world.tmp / "nobody"), "CAIRN_SCRIBE_CA": gw.world.cert[0]}
+    url = "scribes://127.0.0.1:%d" % gw.gw.addrs["scribes"][1]
+    r = run([binary("cairn"), "repo", "discover", url], env=env, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout == ("role gateway\nauthentication yes\nservers 2\n"
+                        "namespace %s\tservers 1\nnamespace %s\tservers 1\n" % (NS, NS2)), r.stdout
+
+
+def put4(c, repo, objs):
+    """put_objects over protocol 4: admission, then the raw stream."""
+    e = c.enc().raw(repo).u32(len(objs))
+    for kind, oid, data in objs:
+        e.u8(kind).raw(oid).u64(len(data))
+    rid = c.send_frame(OP["put_objects"], e.bytes(), FLAG_STREAM)
+    _, flags, rrid, body = c.recv_frame()
+    assert rrid == rid and not flags & FLAG_ERROR, c.error_of(body)
+    c.send(b"".join(d for _, _, d in objs))
+    _, flags, rrid, body = c.recv_frame()
+    assert rrid == rid and not flags & FLAG_ERROR, c.error_of(body)
+
+
+def test_anonymous_get_chunks_through_the_gateway(gw):
+    # get_chunks (30) is the public read: storage decides it for the
+    # anonymous user, through the gateway as directly
+    wes = via(gw, "wes")
+    info = wes.repo_info(gw.pub)
+    data = b"public bytes, read by anyone " + secrets.token_bytes(32)
+    chunks, enc, mid = file_objects(data)
+    cs = changeset_encode([(ADD, "p.txt", mid, 0, None)])
+    put4(wes, gw.pub, [(CHUNK, chunk_id(chunks[0]), chunks[0]), (MANIFEST, mid, enc),
+                       (CHANGESET, changeset_id(cs), cs)])
+    ws = os.urandom(16)
+    register(wes, gw.pub, ws, info["main"])
+    o = wes.submit(gw.pub, info["incarnation"], os.urandom(16), info["main"], ws, info["head"],
+                   changeset_id(cs), "wes", "public file")
+    assert o["outcome"] == 1, o
+    anon, direct = via(gw), gw.world.session(None)
+    direct.hello_ok["compression"] = 0
+    for c in (anon, direct):
+        assert get_chunks(c, gw.pub, [(chunk_id(data), mid), (os.urandom(32), mid)]) == [
+            data, None]
+    # a private repository: the same answer as storage's own to an anonymous caller
+    got = []
+    for c in (anon, direct):
+        with pytest.raises(ScribeError) as e:
+            c.call(OP_CHUNKS, chunks_payload(c, gw.art, [(chunk_id(data), mid)]))
+        got.append(e.value.code)
+    assert got[0] == got[1], [ERR_NAME.get(x, x) for x in got]
 
 
 def test_delegate_grant_revoked_reaches_the_client(gw):

@@ -2,9 +2,10 @@
 scribe-gateway.md, "Forwarding"), with the real `cairn` client against a
 gateway in front of two real storage servers: a 1 GiB file of distinct bytes
 submitted and cloned (the client's data connections bound to the gateway's
-session, the bodies relayed in 64 KiB pieces: the gateway's peak memory must
-stay far below the body), and `cairn repo merge` — a clean merge of text and
-binary files and a binary conflict resolved with --theirs — with every
+session, the bodies relayed through a 256 KiB buffer per connection or
+spliced: the gateway's peak memory must stay far below the body), and
+`cairn repo merge` — a clean merge of text and binary files and a binary
+conflict resolved with --theirs — with every
 merge request (merge_read, merge_submit at payload offset 4) forwarded to
 the owning server.
 

@@ -48,8 +48,10 @@ typedef struct cn__tok_entry {
 typedef struct cn__rate_entry {
     uint64_t hash;
     char token_id[CN_TOKEN_ID_MAX + 1];
-    int64_t milli; /* tokens held, x1000 */
+    int64_t milli; /* tokens held, x1000; below 0 after other nodes' use */
     int64_t last_ms;
+    int64_t unsynced;    /* requests admitted here since the last sync (ratesync.c) */
+    int64_t others_seen; /* the other nodes' use at the last sync; -1: none yet */
 } cn__rate_entry_t;
 
 typedef struct cn__rate_shard {
@@ -78,6 +80,14 @@ struct cn_identity {
     atomic_llong rate_milli; /* refill per second, x1000; 0 = off */
     atomic_llong burst_milli;
     cn__rate_shard_t rate[CN__ID_RATE_SHARDS];
+    /* The fleet's share of the limits (ratesync.c): a thread started by the
+     * first cn_identity_set_rate with a rate, on an engine with more than
+     * one writer; stopped by cn__id_rate_destroy. */
+    pthread_mutex_t sync_mu; /* guards the four fields below */
+    pthread_cond_t sync_cv;
+    pthread_t sync_thread;
+    bool sync_on, sync_stop;
+    char node_key[33]; /* random per handle: this process's rows */
 };
 
 /* FNV-1a, for cache and rate-limiter slots (not security relevant). */
@@ -167,5 +177,9 @@ cn_err_t cn__id_new_credential(char token_id[CN_TOKEN_ID_MAX + 1], char secret[C
 
 void cn__id_rate_init(cn_identity_t *id);
 void cn__id_rate_destroy(cn_identity_t *id);
+/* ratesync.c: starts the fleet sync of the rate limits if the metadata has
+ * more than one writer and it is not running; stops it.  Any thread. */
+void cn__id_rate_sync_start(cn_identity_t *id);
+void cn__id_rate_sync_stop(cn_identity_t *id);
 
 #endif

@@ -1,11 +1,13 @@
 /* Per-token rate limiting: one token bucket per token id, shared by every
  * connection of that token, in shards so tokens rarely contend.  Amounts are
  * kept in thousandths of a request.  A full shard replaces its least
- * recently used bucket (which, being idle, has refilled anyway). */
+ * recently used bucket (which, being idle, has refilled anyway).  On a
+ * fleet, ratesync.c takes the other nodes' use out of the same buckets. */
 #include "identity_int.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cairn/util.h"
 
@@ -15,10 +17,19 @@ void cn__id_rate_init(cn_identity_t *id)
     atomic_init(&id->burst_milli, 0);
     for (size_t i = 0; i < CN__ID_RATE_SHARDS; i++)
         pthread_mutex_init(&id->rate[i].mu, NULL);
+    pthread_mutex_init(&id->sync_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&id->sync_cv, &ca);
+    pthread_condattr_destroy(&ca);
 }
 
 void cn__id_rate_destroy(cn_identity_t *id)
 {
+    cn__id_rate_sync_stop(id);
+    pthread_cond_destroy(&id->sync_cv);
+    pthread_mutex_destroy(&id->sync_mu);
     for (size_t i = 0; i < CN__ID_RATE_SHARDS; i++)
         pthread_mutex_destroy(&id->rate[i].mu);
 }
@@ -35,6 +46,8 @@ void cn_identity_set_rate(cn_identity_t *id, double rate, double burst)
         burst = 1e9;
     atomic_store(&id->burst_milli, (long long)(burst * 1000));
     atomic_store(&id->rate_milli, (long long)(rate * 1000));
+    if (rate > 0)
+        cn__id_rate_sync_start(id);
 }
 
 cn_err_t cn_identity_rate_take(cn_identity_t *id, const char *token_id)
@@ -70,6 +83,8 @@ cn_err_t cn_identity_rate_take(cn_identity_t *id, const char *token_id)
         snprintf(e->token_id, sizeof e->token_id, "%s", token_id);
         e->milli = burst;
         e->last_ms = now;
+        e->unsynced = 0;
+        e->others_seen = -1;
     }
     int64_t elapsed = now - e->last_ms;
     if (elapsed > 0) {
@@ -80,9 +95,10 @@ cn_err_t cn_identity_rate_take(cn_identity_t *id, const char *token_id)
     }
     if (e->milli > burst)
         e->milli = burst;
-    if (e->milli >= 1000)
+    if (e->milli >= 1000) {
         e->milli -= 1000;
-    else
+        e->unsynced++;
+    } else
         rc = CN_E_RATE_LIMITED;
     pthread_mutex_unlock(&s->mu);
     return rc;

@@ -52,6 +52,7 @@ static const batch_set_t batches[] = {
     { &cn__sql_blobs_set, cn__sql_blobs_engine, CN_SQL_BLOBS_E_COUNT },
     { &cn__sql_store_set, cn__sql_store_engine, CN_SQL_STORE_E_COUNT },
     { &cn__sql_console_set, cn__sql_console_engine, CN_SQL_CON_E_COUNT },
+    { &cn__sql_id_set, cn__sql_id_engine, CN_SQL_ID_E_COUNT },
 };
 enum {
     NBATCHES = sizeof batches / sizeof batches[0]

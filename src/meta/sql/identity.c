@@ -40,6 +40,17 @@ static const cn_meta_migration_t schema[] = {
      * bootstrap or before this step), which a create whose COMMIT was lost
      * with its server looks for (cn_meta_run_keyed). */
     { 3, "ALTER TABLE cn_accounts ADD COLUMN create_key TEXT", NULL, NULL },
+    /* Requests each node admitted per token, for limits that hold across a
+     * fleet (src/identity/ratesync.c): one row per token and node process,
+     * only ever added to; rows idle for ten minutes are deleted. */
+    { 4,
+      "CREATE TABLE cn_rate_use ("
+      " token_id TEXT NOT NULL,"
+      " node_key TEXT NOT NULL,"
+      " used BIGINT NOT NULL,"
+      " updated_ms BIGINT NOT NULL,"
+      " PRIMARY KEY (token_id, node_key))",
+      NULL, NULL },
 };
 
 #define ACCOUNT_COLS "SELECT id, name, email, disabled, created_at FROM cn_accounts "
@@ -80,6 +91,9 @@ const char *const cn__sql_id[CN_SQL_ID_COUNT] = {
     [CN_SQL_ID_TOKEN_LIST] = TOKEN_COLS "ORDER BY a.name, t.id",
     [CN_SQL_ID_TOKEN_LIST_ACCOUNT] = TOKEN_COLS "WHERE a.name = ? ORDER BY a.name, t.id",
 
+    [CN_SQL_ID_RATE_OTHERS] = "SELECT COALESCE(SUM(used), 0) FROM cn_rate_use"
+                              " WHERE token_id = ? AND node_key <> ?",
+
     [CN_SQL_ID_GRANT_ADD] = "INSERT INTO cn_ns_grants (namespace, account_id, actions, created_at)"
                             " VALUES (?, ?, ?, ?) ON CONFLICT (namespace, account_id)"
                             " DO UPDATE SET actions = cn_ns_grants.actions | excluded.actions",
@@ -106,6 +120,23 @@ const char *const cn__sql_id[CN_SQL_ID_COUNT] = {
     [CN_SQL_ID_KEYCHECK_SET] = "INSERT INTO cn_identity_key (id, kcv, created_at) VALUES (1, ?, ?)"
                                " ON CONFLICT (id) DO UPDATE SET kcv = excluded.kcv,"
                                " created_at = excluded.created_at",
+};
+
+#define RATE_ADD(NOW)                                                                           \
+    "INSERT INTO cn_rate_use (token_id, node_key, used, updated_ms) VALUES (?1, ?2, ?3, " NOW   \
+    ") ON CONFLICT (token_id, node_key) DO UPDATE SET used = cn_rate_use.used + excluded.used," \
+    " updated_ms = excluded.updated_ms"
+#define RATE_EXPIRE(NOW) "DELETE FROM cn_rate_use WHERE updated_ms < " NOW " - ?"
+
+const cn_meta_batch_sql_t cn__sql_id_engine[CN_SQL_ID_E_COUNT] = {
+    [CN_SQL_ID_E_RATE_ADD] = {
+        .sqlite = RATE_ADD(CN_SQL_NOW_MS_SQLITE),
+        .pg = RATE_ADD(CN_SQL_NOW_MS_PG),
+    },
+    [CN_SQL_ID_E_RATE_EXPIRE] = {
+        .sqlite = RATE_EXPIRE(CN_SQL_NOW_MS_SQLITE),
+        .pg = RATE_EXPIRE(CN_SQL_NOW_MS_PG),
+    },
 };
 
 const cn_sql_set_t cn__sql_id_set = {

@@ -32,6 +32,9 @@ enum {
     CN_SQL_ID_TOKEN_REVOKED,      /* (id) -> 1 when revoked, else 0 */
     CN_SQL_ID_TOKEN_LIST,         /* () -> TOKEN_COLS by account name, token id */
     CN_SQL_ID_TOKEN_LIST_ACCOUNT, /* (account name) -> TOKEN_COLS by token id */
+    /* fleet-wide rate limits: (token id, node key) -> the other nodes'
+     * admitted requests, summed */
+    CN_SQL_ID_RATE_OTHERS,
     /* namespace grants */
     CN_SQL_ID_GRANT_ADD,             /* (namespace, account_id, actions, created_at): ORs
                                         actions into an existing grant */
@@ -53,7 +56,18 @@ enum {
     CN_SQL_ID_COUNT
 };
 
+/* Statements written once per engine (cn_meta_batch_text picks one), with
+ * the database's now in them. */
+enum {
+    /* (token id, node key, n): the node's row grows by n, touched at now */
+    CN_SQL_ID_E_RATE_ADD,
+    /* (age ms): rows not touched for that long go */
+    CN_SQL_ID_E_RATE_EXPIRE,
+    CN_SQL_ID_E_COUNT
+};
+
 extern const char *const cn__sql_id[CN_SQL_ID_COUNT];
+extern const cn_meta_batch_sql_t cn__sql_id_engine[CN_SQL_ID_E_COUNT];
 extern const cn_sql_set_t cn__sql_id_set;
 
 #endif

@@ -10,10 +10,14 @@
  * generations, metrics and blob liveness apply unchanged), and the cursor
  * (the batch's last key) is written to obj_lifecycle after the batch: a
  * restart resumes the pass there.  The actions of every bucket together are
- * capped at opts.max_ops per second.  The state row of bucket_id 0 is the
- * fleet's lease: only its holder runs passes (renewed while it works; a dead
- * holder's lease runs out after three ticks, 10 s at least; a restarted
- * holder, named the same, takes it back at once).
+ * capped at opts.max_ops per second.  One runner per fleet: on an engine
+ * with one writer (SQLite) the state row of bucket_id 0 is the lease (renewed
+ * while it works; a dead holder's lease runs out after three ticks, 10 s at
+ * least; a restarted holder, named the same, takes it back at once); on
+ * PostgreSQL the job lease "lifecycle" (cn_meta_lease, an advisory lock of
+ * the node's session, which another node takes within a second or two of the
+ * holder's death) decides, asked every second while another node holds it,
+ * and the row only names the holder for `cairn admin fleet status`.
  *
  * Never: deletes or aborts anything but through those calls; acts as anyone
  * but the bucket's owner (as the server's own principal, which a bucket
@@ -159,6 +163,7 @@ static int64_t lc_after(int64_t t, int32_t days, int64_t day_ms)
 typedef struct lease_run {
     const struct cn__lc *lc;
     int64_t now;
+    bool take; /* the job lease is held: the row only records it */
     bool held;
 } lease_run_t;
 
@@ -183,8 +188,9 @@ static cn_err_t lease_body(cn_meta_txn_t *txn, void *ctx)
     if (err >= 0)
         err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_LC_LEASE_SEED], "");
     if (err >= 0)
-        err = cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_LC_LEASE], "biib", (const void *)h, hl,
-                            now + lr->lc->lease_ms, now, (const void *)h, hl);
+        err =
+            cn_meta_execf(txn, cn__sql_obj[CN_SQL_OBJ_LC_LEASE], "biib", (const void *)h, hl,
+                          now + lr->lc->lease_ms, lr->take ? INT64_MAX : now, (const void *)h, hl);
     if (err >= 0)
         err = cn_meta_queryf(txn, &st, cn__sql_obj[CN_SQL_OBJ_LC_STATE], "i", (int64_t)0);
     if (err >= 0 && (err = cn_meta_step(st)) == CN_META_ROW) {
@@ -196,10 +202,19 @@ static cn_err_t lease_body(cn_meta_txn_t *txn, void *ctx)
     return err < 0 ? err : CN_OK;
 }
 
+/* Whether the engine's job lease decides who runs (more than one writer). */
+static bool lc_job_lease(const struct cn__lc *lc)
+{
+    return !cn_meta_single_writer(lc->o->meta);
+}
+
 /* Takes or renews the fleet's lease: true while this process holds it. */
 static bool lc_lease(struct cn__lc *lc)
 {
-    lease_run_t lr = { lc, cn_wall_ms(), false };
+    bool job = lc_job_lease(lc);
+    if (job && !cn_meta_lease(lc->o->meta, "lifecycle"))
+        return false;
+    lease_run_t lr = { lc, cn_wall_ms(), job, false };
     cn_err_t err = cn_meta_run(lc->o->meta, CN_META_RUN_WRITE | CN_META_RETRY, lease_body, &lr);
     if (err < 0)
         cn_warn("objects", "lifecycle lease: %s", cn_strerror(err));
@@ -211,6 +226,8 @@ static bool lc_lease(struct cn__lc *lc)
 /* Renews the lease when a third of it has gone: false when it was lost. */
 static bool lc_lease_keep(struct cn__lc *lc)
 {
+    if (lc_job_lease(lc) && !cn_meta_lease(lc->o->meta, "lifecycle"))
+        return false;
     return cn_wall_ms() - lc->renewed_ms < lc->lease_ms / 3 || lc_lease(lc);
 }
 
@@ -741,11 +758,12 @@ static cn_err_t buckets_body(cn_meta_txn_t *txn, void *ctx)
     return err < 0 ? err : CN_OK;
 }
 
-/* One wake-up: under the lease, every bucket's due or unfinished pass. */
-static void lc_round(struct cn__lc *lc)
+/* One wake-up: under the lease, every bucket's due or unfinished pass.
+ * false when another node holds the job lease. */
+static bool lc_round(struct cn__lc *lc)
 {
     if (!lc_lease(lc))
-        return;
+        return false;
     lc_buckets_t bs = { 0 };
     cn_err_t err = cn_meta_run(lc->o->meta, CN_META_RUN_READ | CN_META_RETRY, buckets_body, &bs);
     if (err < 0)
@@ -753,14 +771,18 @@ static void lc_round(struct cn__lc *lc)
     for (size_t i = 0; err >= 0 && i < bs.n && !lc_stopping(lc) && lc_lease_keep(lc); i++)
         bucket_run(lc, &bs.v[i]);
     buckets_free(&bs);
+    return true;
 }
 
+/* Without the job lease a wake-up costs no statement, so it comes every
+ * second: the lease moves within one of its holder's death. */
 static void *lc_main(void *arg)
 {
     struct cn__lc *lc = arg;
+    int64_t ms;
     do
-        lc_round(lc);
-    while (lc_sleep_until(lc, mono_ns() + lc->tick_ms * 1000000));
+        ms = lc_round(lc) || !lc_job_lease(lc) || lc->tick_ms < 1000 ? lc->tick_ms : 1000;
+    while (lc_sleep_until(lc, mono_ns() + ms * 1000000));
     return NULL;
 }
 

@@ -6,8 +6,9 @@ most 16 KiB of server memory each).
 cairnd serves HTTP only, with its default limits unless --conns N is below
 4,096 (then the limit is set to N, so the refusal is still exercised).  The
 bench warms the server with 256 served-then-closed connections, reads its
-RSS, then opens N connections from 127.0.0.1, 16 at a time (the per-source
-pending share), each served one GET /_cairn/health and then left idle, and
+RSS, then opens N connections from 127.0.0.1, 16 at a time (well under the
+HTTP listener's per-source pending share, 256), each served one GET
+/_cairn/health and then left idle, and
 reads the RSS again.  It checks that one connection more is refused with
 503 before it sends anything and that a held connection is still served.
 Memory is not a rate: the figure holds on a loaded machine too (the load is

@@ -318,6 +318,18 @@ else
   say "skip_s3 0 - cairnd_not_built"
 fi
 
+# ---- idle keep-alive HTTP connections: server memory each (bench/http_idle.py) ---------
+# Issue 16's row: the default limit (4,096) held at <= 16 KiB each; --quick
+# holds 256 (the limit is then set to 256, so the refusal is still checked).
+if [ -x "$BUILD/cairnd" ]; then
+  note "http idle: keep-alive connections held, server RSS per connection"
+  if [ "$QUICK" = 1 ]; then IDLE_ARGS="--conns 256"; else IDLE_ARGS=; fi
+  TMPDIR=$WORK $PY "$ROOT/bench/http_idle.py" "$BUILD" $IDLE_ARGS | tee -a "$RES" ||
+    say "skip_http_idle 0 - http_idle_bench_failed"
+else
+  say "skip_http_idle 0 - cairnd_not_built"
+fi
+
 # ---- S3 versioning: a current GET among 10,000 versions vs one (bench/s3_versions.py) --
 if [ -x "$BUILD/cairnd" ]; then
   note "s3 versions: GET of a key with 10,000 versions beside a key with one"

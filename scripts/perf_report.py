@@ -209,9 +209,10 @@ def generate(vals, units, skips, plot_dir):
         w()
         w("| figure | cairn | limit / peer (same run) | ratio | target |")
         w("|---|---:|---|---:|---|")
-        rep.row("GET large object", "jay_get_large", "tcp_zerocopy", 0.90)
+        rep.row("GET large object", "jay_get_large", "tcp_zerocopy", 0.95)  # issue 16
         rep.row("GET large object", "jay_get_large", "nginx_get_large")
-        rep.row("PUT large object (durable)", "jay_put_large", "store_seq_write_fsync")
+        rep.row("PUT large object (durable)", "jay_put_large", "store_seq_write_fsync",
+                0.85)  # issue 17
         rep.row("PUT large object (durable)", "jay_put_large", "tcp_copy")
         if rep.has("jay_put_large_noetag"):
             rep.row("PUT large object (durable), skip_etag: no MD5", "jay_put_large_noetag",
@@ -224,10 +225,14 @@ def generate(vals, units, skips, plot_dir):
                 rep.row("GET 4 KiB, %d conn, client library" % c, "jay_get_4k_c%d_threads" % c,
                         "nginx_get_4k_c%d" % c)
         for c in (1, 16, 64):
-            rep.row("GET 4 KiB p50, %d conn" % c, "jay_get_4k_c%d_p50" % c, "nginx_get_4k_c%d_p50" % c)
-            rep.row("GET 4 KiB p99, %d conn" % c, "jay_get_4k_c%d_p99" % c, "nginx_get_4k_c%d_p99" % c)
+            # issue 16: p50 and p99 at 64 connections at most nginx's
+            rep.row("GET 4 KiB p50, %d conn" % c, "jay_get_4k_c%d_p50" % c, "nginx_get_4k_c%d_p50" % c,
+                    1.0 if c == 64 else None, lower=True)
+            rep.row("GET 4 KiB p99, %d conn" % c, "jay_get_4k_c%d_p99" % c, "nginx_get_4k_c%d_p99" % c,
+                    1.0 if c == 64 else None, lower=True)
         for c in (1, 16, 64):
-            rep.row("PUT 4 KiB (durable), %d conn" % c, "jay_put_4k_c%d" % c, "store_serial_fsync")
+            rep.row("PUT 4 KiB (durable), %d conn" % c, "jay_put_4k_c%d" % c, "store_serial_fsync",
+                    8 if c == 64 else None)  # issue 17
         for c in (1, 16, 64):
             w("| PUT 4 KiB p50 / p99, %d conn | %s / %s | | | |"
               % (c, rep.fig("jay_put_4k_c%d_p50" % c), rep.fig("jay_put_4k_c%d_p99" % c)))
@@ -247,7 +252,7 @@ def generate(vals, units, skips, plot_dir):
     if not rep.has("blobs_get_large"):
         w("Not measured in this run: %s. Targets: `have` of 10,000 digests < 50 ms; 1 GiB"
           % skips.get("blobs", "bench_blobs was not part of this run"))
-        w("fetch ≥ 85 % of the zero-copy loopback limit, from the same run.")
+        w("fetch ≥ 90 % of the zero-copy loopback limit, from the same run.")
         w()
     else:
         w("`bench_blobs` starts its own cairnd instances (loopback, scratch data dirs) and")
@@ -256,8 +261,8 @@ def generate(vals, units, skips, plot_dir):
         w()
         w("| figure | cairn | limit / peer (same run) | ratio | target |")
         w("|---|---:|---|---:|---|")
-        rep.row("fetch 1 GiB (verified)", "blobs_get_large", "tcp_zerocopy", 0.85)
-        rep.row("fetch 1 GiB (verified)", "blobs_get_large", "loopback_sendfile", 0.85)
+        rep.row("fetch 1 GiB (verified)", "blobs_get_large", "tcp_zerocopy", 0.9)  # issue 16
+        rep.row("fetch 1 GiB (verified)", "blobs_get_large", "loopback_sendfile", 0.9)
         rep.row("fetch 1 GiB (unverified)", "blobs_get_large_unverified", "loopback_sendfile")
         rep.row("put 1 GiB", "blobs_put_large", "store_seq_write_fsync")
         for c in (1, 16, 64):
@@ -389,8 +394,9 @@ def s3_section(rep, plot_dir=None):
     w(S3_HEADING)
     w()
     if not rep.has("s3_get_4k_c1"):
-        w("Not measured in this run: %s. Targets: ahead of nginx on 4 KiB GET requests/s; "
-          "1 GiB GET within 10 %% of nginx." % rep.skips.get("s3", "bench/s3.py was not part of this run"))
+        w("Not measured in this run: %s. Targets (issue 16), against nginx: 4 KiB GET at 64 "
+          "connections ≥ 1.2× anonymous and ≥ 1.0× presigned, p50 and p99 ≤ nginx's; 1 GiB "
+          "GET ≥ 0.95×." % rep.skips.get("s3", "bench/s3.py was not part of this run"))
         w()
         return
     big = v.get("s3_large_bytes", 0)
@@ -412,13 +418,18 @@ def s3_section(rep, plot_dir=None):
     w("| figure | cairn | peer (same run) | ratio | target |")
     w("|---|---:|---|---:|---|")
     for c in (1, 16, 64):
-        rep.row("GET 4 KiB, %d conn" % c, "s3_get_4k_c%d" % c, "s3_nginx_get_4k_c%d" % c, 1.0)
+        # issue 16's targets are at 64 connections: anonymous ≥ 1.2×,
+        # presigned ≥ 1.0×, p50 and p99 at most nginx's
+        rep.row("GET 4 KiB, %d conn" % c, "s3_get_4k_c%d" % c, "s3_nginx_get_4k_c%d" % c,
+                1.2 if c == 64 else None)
     for c in (1, 16, 64):
-        rep.row("GET 4 KiB p50, %d conn" % c, "s3_get_4k_c%d_p50" % c, "s3_nginx_get_4k_c%d_p50" % c)
-        rep.row("GET 4 KiB p99, %d conn" % c, "s3_get_4k_c%d_p99" % c, "s3_nginx_get_4k_c%d_p99" % c)
+        rep.row("GET 4 KiB p50, %d conn" % c, "s3_get_4k_c%d_p50" % c, "s3_nginx_get_4k_c%d_p50" % c,
+                1.0 if c == 64 else None, lower=True)
+        rep.row("GET 4 KiB p99, %d conn" % c, "s3_get_4k_c%d_p99" % c, "s3_nginx_get_4k_c%d_p99" % c,
+                1.0 if c == 64 else None, lower=True)
     for c in (1, 16, 64):
         rep.row("GET 4 KiB presigned (SigV4), %d conn" % c, "s3_presigned_get_4k_c%d" % c,
-                "s3_nginx_get_4k_c%d" % c)
+                "s3_nginx_get_4k_c%d" % c, 1.0 if c == 64 else None)
     for c in (1, 16, 64):
         rep.row("… presigned / anonymous, %d conn" % c, "s3_presigned_get_4k_c%d" % c,
                 "s3_get_4k_c%d" % c)
@@ -431,7 +442,7 @@ def s3_section(rep, plot_dir=None):
         w("| PUT 4 KiB p50 / p99, %d conn | %s / %s | %s / %s | | |"
           % (c, rep.fig("s3_put_4k_c%d_p50" % c), rep.fig("s3_put_4k_c%d_p99" % c),
              rep.fig("s3_nginx_put_4k_c%d_p50" % c), rep.fig("s3_nginx_put_4k_c%d_p99" % c)))
-    rep.row("GET %s" % size, "s3_get_large", "s3_nginx_get_large", 0.90)
+    rep.row("GET %s" % size, "s3_get_large", "s3_nginx_get_large", 0.95)  # issue 16
     w("| GET %s, time | %s | %s | | |" % (size, rep.fig("s3_get_large_secs", 3),
                                          rep.fig("s3_nginx_get_large_secs", 3)))
     rep.row("PUT %s (durable)" % size, "s3_put_large", "s3_nginx_put_large")
@@ -439,6 +450,10 @@ def s3_section(rep, plot_dir=None):
     w("| PUT %s, time | %s | %s (%s with fsync) | | |"
       % (size, rep.fig("s3_put_large_secs", 3), rep.fig("s3_nginx_put_large_secs", 3),
          rep.fig("s3_nginx_put_large_fsync_secs", 3)))
+    if rep.has("http_idle_per_conn"):
+        # issue 16: the default limit's 4,096 idle connections, <= 16 KiB each
+        rep.row("idle keep-alive connections (%s held), server RSS each"
+                % rep.fig("http_idle_conns", 0), "http_idle_per_conn", target=16385, lower=True)
     if rep.has("s3_cairnd_rss_end"):
         w("| cairnd RSS at the end | %s | | | |" % rep.fig("s3_cairnd_rss_end"))
     w()

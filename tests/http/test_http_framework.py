@@ -3,7 +3,6 @@ real sockets: SigV4 in every form botocore produces, aws-chunked uploads
 crafted per the AWS spec, 100-continue, chunked and large streamed bodies,
 keep-alive, sendfile, TLS, and the proxy-header rule."""
 import base64
-import datetime
 import hashlib
 import hmac
 import http.client
@@ -118,8 +117,9 @@ def test_health_and_metrics(srv):
     assert r.status_code == 200 and r.text == "ok"
     assert re.fullmatch(r"[0-9A-F]{16}", r.headers["x-amz-request-id"])
     assert r.headers["x-amz-id-2"]
-    # A request is counted when libmicrohttpd reports it complete, which may
-    # come a moment after the client has its answer: poll briefly.
+    # A request is counted by its worker after the answer is written
+    # (src/http/serve.c, req_end), which may come a moment after the client
+    # has it: poll briefly.
     want = 'cairn_http_requests_total{route="health",status="2xx"} 1'
     for _ in range(50):
         r = requests.get(srv.url("/_cairn/metrics"))

@@ -12,6 +12,10 @@ real server:
     the same key Jay's listener takes);
   * 64 stalled uploads hold the listener's request-memory budget: the ones
     past it are answered 503 SlowDown, and the server's RSS stays bounded;
+  * one access key's stalled uploads fill its own share of that budget
+    (body_budget_per_principal): its next request is answered 503 SlowDown,
+    another key's and an anonymous one are served, and the key is served
+    again once one of its uploads ends;
   * 4,096 idle keep-alive connections (the default limit) are held with at
     most 16 KiB of server memory each (VmRSS before and after, divided by the
     count: a memory bound, not a timing), and the 4,097th is refused;
@@ -283,6 +287,68 @@ def test_stalled_uploads_hold_the_memory_budget(tmp_path, servers):
         s.close()
 
 
+def test_one_principal_fills_only_its_memory_share(tmp_path, servers):
+    # A per-principal share of four request buffers, far under the
+    # listener's budget (128 MiB by default): what refuses the key's fifth
+    # request can only be its own share.  No worker share, workers for
+    # every upload, so nothing else holds a request back.
+    share = 4
+    srv = start(tmp_path, server={"storage_workers": 8, "query_workers": 4},
+                http={"worker_share_percent": 0, "body_budget_per_principal": share * 16384,
+                      "max_pending_per_source": 1000, "io_timeout_floor_ms": 600000})
+    servers.append(srv)
+    addr = srv.addrs["http"]
+    make_bucket(addr, "bkt")
+    other = new_token(srv)
+
+    def session(token):
+        # A connection is charged to the principal of its last request: one
+        # listing binds it, and nothing of it stays reserved between
+        # requests.
+        s = connect(addr)
+        assert request(s, "GET", "/bkt?list-type=2", token)[0] == 200
+        return s
+
+    held = [session(ADMIN_TOKEN) for _ in range(share + 1)]
+    # 100 Continue comes from the worker once the request's buffer is
+    # reserved: after it, each stalled upload holds 16 KiB of the key's share.
+    # Under 1 MiB, so that the buffer never grows (serve.c, body_grow).
+    size = 512 << 10
+    for i, s in enumerate(held[:share]):
+        begin_upload(s, "/bkt/held%d" % i, size, on_worker=True)
+    # The key's next request finds its share spent: 503 SlowDown, before
+    # any body byte is read (admit.c, cn_conn_budget_reserve).
+    last = held[share]
+    last.sendall(b"PUT /bkt/over HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                 b"Content-Length: 2\r\n\r\nok" % ADMIN_TOKEN.encode())
+    assert_slow_down(*read_response(last))
+    last.close()
+    # Another key, from the same address, is served at once, a read and an
+    # upload; so is an anonymous request.
+    b = session(other)
+    status, _, body = request(b, "PUT", "/bkt/b", other, b"from b")
+    assert status == 200, body
+    status, _, body = request(b, "GET", "/bkt/b", other)
+    assert (status, body) == (200, b"from b")
+    b.close()
+    c = connect(addr)
+    assert request(c, "GET", "/_cairn/health", None)[0] == 200
+    c.close()
+    # One of the key's uploads ends: its buffer goes back to the share, and
+    # the key's next upload is served.
+    held[0].sendall(b"x" * (size - 1))
+    assert read_response(held[0])[0] == 200
+    s = session(ADMIN_TOKEN)
+    status, _, body = request(s, "PUT", "/bkt/over", ADMIN_TOKEN, b"ok")
+    assert status == 200, body
+    s.close()
+    for i, h in enumerate(held[1:share], 1):
+        h.sendall(b"x" * (size - 1))
+        assert read_response(h)[0] == 200, i
+        h.close()
+    held[0].close()
+
+
 def raise_nofile(want):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < want:
@@ -306,7 +372,7 @@ def test_idle_keep_alive_connections_cost_at_most_16_kib_each(tmp_path, servers)
 
     def open_served(count):
         out = []
-        for _ in range(count // 16):  # 16 at a time: the per-source pending share
+        for _ in range(count // 16):  # batches well under the per-source pending share (256)
             batch = [connect(addr) for _ in range(16)]
             for s in batch:
                 s.sendall(req)

@@ -77,6 +77,9 @@ FAULTS = [
     ("write-enospc-large", dict(ops="write", errno="ENOSPC", pattern="{data}/staging/*",
                                 after="1"), 3 << 20),
     ("write-enospc-all", dict(ops="write", errno="ENOSPC", pattern="{data}/*"), 300_000),
+    # 4 KiB: under the pack threshold, so the full disk is met by the pack
+    # append, not by a staged file as above
+    ("write-enospc-packs", dict(ops="write", errno="ENOSPC", pattern="{data}/packs/*"), 4096),
     ("fsync-eio-all", dict(ops="fsync,fdatasync", errno="EIO", pattern="{data}/*"), 4096),
     # 100 KB: over the pack threshold (64 KiB) when [store] packs are on, so
     # still a journalled file that is renamed

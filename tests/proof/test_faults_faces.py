@@ -302,6 +302,10 @@ FAULTS = [
      Expect.IO, 4096),
     ("write-enospc-all", dict(ops="write", errno="ENOSPC", pattern="{data}/*"),
      Expect.FULL, 300_000),
+    # 4 KiB: under the pack threshold, so the full disk is met by the pack
+    # append (300 KB writes above are staged files and never reach a pack)
+    ("write-enospc-packs", dict(ops="write", errno="ENOSPC", pattern="{data}/packs/*"),
+     Expect.FULL, 4096),
     ("fsync-eio-all", dict(ops="fsync,fdatasync", errno="EIO", pattern="{data}/*"),
      Expect.IO, 4096),
     # renames publish staged files; packed blobs are never renamed

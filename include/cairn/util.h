@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdarg.h>
+#include <pthread.h>
 #include "cairn/err.h"
 
 #ifdef __cplusplus
@@ -115,6 +116,10 @@ CN_API void cn_wall_skew_from_env(void);
 /* Sleeps ms milliseconds (a signal does not cut it short); ms <= 0 returns
  * at once.  For back-offs and test hooks, never on an event loop. */
 CN_API void cn_sleep_ms(int64_t ms);
+/* Initialises c so that pthread_cond_timedwait reads its deadlines on
+ * CLOCK_MONOTONIC (a wall clock stepped by NTP or a test's skew never cuts a
+ * wait short or stretches it).  pthread_cond_init's result. */
+CN_API int cn_cond_init_mono(pthread_cond_t *c);
 /* Formats unix milliseconds as RFC 3339 UTC with millisecond precision,
  * e.g. "2026-12-02T14:44:49.123Z".  out must hold CN_RFC3339_LEN bytes. */
 #define CN_RFC3339_LEN 80

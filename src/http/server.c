@@ -44,11 +44,7 @@ static cn_err_t http_open(void *actx, cn_conn_t *c, void **cstate)
     cn__hconn_t *hc = calloc(1, sizeof *hc);
     if (!hc)
         return -ENOMEM;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* cn__req_wait_resume's clock */
-    int rc = pthread_cond_init(&hc->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    int rc = cn_cond_init_mono(&hc->cv); /* cn__req_wait_resume's clock */
     if (rc) {
         free(hc);
         return -rc;

@@ -18,11 +18,7 @@ void cn__id_rate_init(cn_identity_t *id)
     for (size_t i = 0; i < CN__ID_RATE_SHARDS; i++)
         pthread_mutex_init(&id->rate[i].mu, NULL);
     pthread_mutex_init(&id->sync_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&id->sync_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cn_cond_init_mono(&id->sync_cv);
 }
 
 void cn__id_rate_destroy(cn_identity_t *id)

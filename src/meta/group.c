@@ -143,12 +143,8 @@ cn_err_t cn__meta_group_new(cn__meta_group_t **out)
     if (!g)
         return -ENOMEM;
     pthread_mutex_init(&g->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->turn_cv, &ca);
-    pthread_cond_init(&g->done_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cn_cond_init_mono(&g->turn_cv);
+    cn_cond_init_mono(&g->done_cv);
     g->qtail = &g->qhead;
     *out = g;
     return 0;

@@ -195,11 +195,7 @@ void cn__meta_deadline_ns(struct timespec *ts, int64_t ns)
 static void pool_init(pool_t *p, bool writer, unsigned max, cn_err_t full)
 {
     pthread_mutex_init(&p->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cn_cond_init_mono(&p->cv);
     p->writer = writer;
     p->max = max;
     p->full = full;

@@ -399,11 +399,7 @@ static cn_err_t watch_new(const cn__meta_db_t *db, cn__meta_watch_t **out)
     }
     w->rt_ms = cn__meta_pg_round_trip_ms(db);
     pthread_mutex_init(&w->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cn_cond_init_mono(&w->cv);
     w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (w->efd < 0) {
         cn_err_t e = -errno;

@@ -834,11 +834,7 @@ cn_err_t cn_objects_lifecycle_start(cn_objects_t *o, const cn_objects_lc_opts_t 
     lc->o = o;
     lc_opts(lc, opts);
     pthread_mutex_init(&lc->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&lc->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cn_cond_init_mono(&lc->cv);
     atomic_store(&o->lc_day_ms, lc->opts.day_ms);
     /* No signals on this thread: they belong to cairnd's loop. */
     sigset_t all, old;

@@ -760,11 +760,7 @@ cn_err_t cn_objects_open(cn_meta_t *meta, cn_store_t *store, const cn_objects_op
     pthread_mutex_init(&o->mu, NULL);
     o->chains = cn__chains_new();
     o->hashpool = cn_side_new(hash_threads_wanted(), "cn-hash");
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&o->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cn_cond_init_mono(&o->cv);
     cn_err_t err = cn_cache_init(&o->buckets, CN__CACHE_SLOTS, CN_OBJ_BUCKET_CACHE_BYTES);
     cn_err_t e2 = cn_cache_init(&o->acls, CN__CACHE_SLOTS, CN_OBJ_ACL_CACHE_BYTES);
     cn_err_t e3 = cn__objhead_init(o, o->opts.data_dir);

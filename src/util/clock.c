@@ -27,6 +27,16 @@ int64_t cn_mono_ms(void)
     return cn_mono_ns() / 1000000;
 }
 
+int cn_cond_init_mono(pthread_cond_t *c)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(c, &ca);
+    pthread_condattr_destroy(&ca);
+    return rc;
+}
+
 void cn_sleep_ms(int64_t ms)
 {
     if (ms <= 0)

@@ -20,6 +20,7 @@
 #include "cairn/meta.h"
 #include "cairn/sau2.h"
 #include "cn_test.h"
+#include "meta/test_target.h"
 
 #define ADMIN_PW "correct horse battery"
 
@@ -155,8 +156,8 @@ static inline int harness_run(const cn_test_case_t *cases, size_t n)
     snprintf(log_path, sizeof log_path, "%s.log", dir);
     int saved = dup(2), lf = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     cn_log_configure(CN_LOG_DEBUG, false);
-    if (cn_meta_open(dir, NULL, &meta) || cn_auth_init(meta, dir, &opts, ADMIN_PW, NULL, 0) ||
-        cn_auth_open(meta, dir, &opts, &auth))
+    if (cn_meta_open(cn_test_meta_for(dir), NULL, &meta) ||
+        cn_auth_init(meta, dir, &opts, ADMIN_PW, NULL, 0) || cn_auth_open(meta, dir, &opts, &auth))
         return 1;
     char pw[64];
     if (cn_auth_init(meta, dir, &opts, NULL, pw, sizeof pw) != CN_E_EXISTS)

@@ -7,6 +7,7 @@
  * discover, instance_status, authorize_upload and authorize_repo_create; the
  * CDC chunker is stable. */
 #include "cn_test.h"
+#include "meta/test_target.h"
 #include "cairn/repos.h"
 #include "cairn/scribe_server.h"
 #include "cairn/scribe_client.h"
@@ -54,7 +55,7 @@ static void env_open(env_t *e)
     snprintf(e->dir, sizeof e->dir, "/tmp/cn-scribesrv-XXXXXX");
     CN_CHECK(mkdtemp(e->dir) != NULL);
     cn_meta_opts_t mo = { .no_sync = true };
-    CN_CHECK_EQ(cn_meta_open(e->dir, &mo, &e->meta), 0);
+    CN_CHECK_EQ(cn_meta_open(cn_test_meta_for(e->dir), &mo, &e->meta), 0);
     cn_store_opts_t so = { .meta = e->meta };
     CN_CHECK_EQ(cn_store_open(e->dir, &so, &e->store), 0);
     CN_CHECK_EQ(cn_repos_open(e->meta, e->store, NULL, NULL, &e->repos), 0);

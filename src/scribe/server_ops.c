@@ -427,6 +427,8 @@ typedef struct gather {
     cn__scribe_call_t *k;
     uint8_t *buf; /* sc->io on raw transfers, else a few headers' room */
     size_t cap, fill;
+    bool sent;    /* a byte of the reply was handed to the connection */
+    cn_err_t why; /* what stopped send_items, when it failed */
 } gather_t;
 
 /* The gather buffer's room on LZ4 transfers, whose blocks use sc->io. */
@@ -435,7 +437,9 @@ typedef struct gather {
 static void gather_init(gather_t *g, cn__scribe_call_t *k, uint8_t room[GATHER_ROOM])
 {
     bool lz4 = k->sc->compression;
-    *g = (gather_t){ k, lz4 ? room : k->sc->io, lz4 ? GATHER_ROOM : CN_SCRIBE_BLOCK_MAX, 0 };
+    *g = (gather_t){ .k = k,
+                     .buf = lz4 ? room : k->sc->io,
+                     .cap = lz4 ? GATHER_ROOM : CN_SCRIBE_BLOCK_MAX };
 }
 
 #define SMALL_OBJECT (16u * 1024) /* read into the reply rather than sent by sendfile(2) */
@@ -450,6 +454,7 @@ static cn_err_t gather_flush(gather_t *g)
     cn_conn_t *c = g->k->c;
     size_t n = g->fill;
     g->fill = 0;
+    g->sent |= n > 0;
     return n ? cn_conn_write_all(c, g->buf, n, cn_conn_deadline_for(c, n)) : CN_OK;
 }
 
@@ -482,6 +487,7 @@ static cn_err_t gather_pieces(gather_t *g, const cn_repos_obj_t *o, uint64_t *at
         CN_TRY(cn_repos_object_read_at(k->sc->srv->repos, o, *at, g->buf + g->fill,
                                        (size_t)(end - *at), &n, last));
         struct iovec iov = { g->buf, g->fill + n };
+        g->sent = true;
         cn_err_t err =
             cn_conn_reply(k->c, &iov, 1, -1, 0, 0, cn_conn_deadline_for(k->c, iov.iov_len));
         g->fill = 0;
@@ -513,6 +519,7 @@ static cn_err_t gather_raw(gather_t *g, const cn_repos_obj_t *o, uint64_t *at)
     } else { /* by cn_conn_reply: a client that stops reading holds no worker */
         struct iovec head = { g->buf, g->fill };
         uint64_t left = o->length - *at;
+        g->sent = true;
         err = cn_conn_reply(k->c, &head, g->fill ? 1 : 0, fd, off + *at, left,
                             cn_conn_deadline_for(k->c, g->fill + left));
         g->fill = 0;
@@ -540,6 +547,7 @@ static cn_err_t send_object_lz4(gather_t *g, const cn_repos_obj_t *o, uint64_t *
         size_t stored = cn_scribe_pack_block(sc->io, n, sc->io2, h, &data);
         struct iovec iov[3] = { { g->buf, g->fill }, { h, sizeof h }, { (void *)data, stored } };
         int from = g->fill ? 0 : 1;
+        g->sent = true;
         cn_err_t err = cn_conn_reply(k->c, iov + from, 3 - from, -1, 0, 0,
                                      cn_conn_deadline_for(k->c, g->fill + sizeof h + stored));
         g->fill = 0;
@@ -593,6 +601,7 @@ static cn_err_t send_items(gather_t *g, const cn_repos_obj_t *objs, uint32_t cou
             cn_warn("scribe", "conn %llu: %s stopped after %u of %u items: %s",
                     (unsigned long long)cn_conn_id(k->c), cn_scribe_op_name(k->hdr.opcode), i,
                     count, cn_strerror(err));
+            g->why = err;
             break;
         }
         *at = 0;
@@ -625,10 +634,17 @@ cn_err_t cn__scribe_send_objects(cn__scribe_call_t *k, const cn_repos_obj_t *obj
     cn_scribe_hdr_encode(g.buf, &hdr);
     memcpy(g.buf + CN_SCRIBE_HDR_LEN, k->sc->out.data, k->sc->out.len);
     g.fill = CN_SCRIBE_HDR_LEN + k->sc->out.len;
-    /* From here the reply has committed to count items: any failure closes. */
+    /* From here the reply has committed to count items: a failure once any
+     * of it went out closes. */
     uint32_t next = 0;
     uint64_t at = 0;
     err = send_items(&g, objs, count, &next, &at);
+    /* Nothing of the reply went out (the first object's bytes could not be
+     * had: an S3 tier's backend away, CN_E_UNAVAILABLE): the request still
+     * gets its error frame (storage_failure) rather than a closed
+     * connection (tests/fleet/test_fleet_faults_faces.py). */
+    if (err == CN_E_CLOSED && !g.sent && g.why < 0)
+        return cn__scribe_fail(k, g.why);
     if (err != CN_CONN_MORE)
         return err;
     /* The rest is the connection's, for cn__scribe_resume. */

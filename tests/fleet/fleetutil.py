@@ -5,6 +5,9 @@ a fresh identity key file as an operator makes one, a paginated key
 listing, Fleet: N nodes on one database and one blob tier, a one-node fleet
 on a primary and its synchronous standby, and whether a process is stopped
 (SIGSTOP, as the commit fault hook's "stop" words leave it)."""
+import hashlib
+import http.client
+import http.server
 import os
 import signal
 import sys
@@ -208,3 +211,45 @@ def end_held(proc, fleet):
         return
     bad = fleet.stop()
     assert not bad, bad[0][-4000:]
+
+
+def body_of(key, size):
+    """Deterministic bytes of key, size long (so a check needs only the key)."""
+    seed = hashlib.sha256(key.encode()).digest()
+    out = bytearray()
+    while len(out) < size:
+        seed = hashlib.sha256(seed).digest()
+        out += seed
+    return bytes(out[:size])
+
+
+class ProxyHandler(http.server.BaseHTTPRequestHandler):
+    """The base of the test proxies in front of a backend cairnd: quiet,
+    keep-alive, and read_body() for the request's body."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def read_body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+
+def forward(handler, port, body):
+    """Relays handler's request (an http.server handler; body already read)
+    to 127.0.0.1:port and its answer back: the fault and recording proxies
+    in front of a backend cairnd."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request(handler.command, handler.path, body=body, headers=dict(handler.headers))
+    r = c.getresponse()
+    data = r.read()
+    handler.send_response(r.status)
+    for k, v in r.getheaders():
+        if k.lower() not in ("content-length", "connection", "transfer-encoding"):
+            handler.send_header(k, v)
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    if handler.command != "HEAD":
+        handler.wfile.write(data)
+    c.close()

@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "s3"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "blobops"))
 from s3fixtures import S3Server, s3_args  # noqa: E402
 from blobsclient import Ops, b3  # noqa: E402
+from fleetutil import ProxyHandler, forward  # noqa: E402
 
 BUCKET = "tier"
 PREFIX = "blobs"
@@ -438,15 +439,9 @@ class FlakyProxy:
         self.failed = 0
         self.forwarded = 0
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):
-                pass
-
+        class Handler(ProxyHandler):
             def relay(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(n) if n else b""
+                body = self.read_body()
                 if proxy.fail > 0:
                     proxy.fail -= 1
                     proxy.failed += 1
@@ -457,19 +452,7 @@ class FlakyProxy:
                     self.wfile.write(err)
                     return
                 proxy.forwarded += 1
-                c = http.client.HTTPConnection("127.0.0.1", backend_port, timeout=30)
-                c.request(self.command, self.path, body=body, headers=dict(self.headers))
-                r = c.getresponse()
-                data = r.read()
-                self.send_response(r.status)
-                for k, v in r.getheaders():
-                    if k.lower() not in ("content-length", "connection", "transfer-encoding"):
-                        self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(data)
-                c.close()
+                forward(self, backend_port, body)
 
             do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = relay
 

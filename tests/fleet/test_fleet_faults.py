@@ -29,7 +29,6 @@ The cluster runs with synchronous_commit=on (pgharness's default is off,
 which lets a killed server lose commits it acknowledged: not cairn's fault
 to test here).  Nodes run with CAIRN_BLOB_DEADLINE_MS=3000 so a stopped
 backend is answered in seconds rather than the 30 s default."""
-import hashlib
 import os
 import sys
 import threading
@@ -45,7 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "scribe"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "blobops"))
-from fleetutil import Fleet, accepted, needs_pg  # noqa: E402
+from fleetutil import Fleet, accepted, body_of, needs_pg  # noqa: E402
 from blobsclient import Ops  # noqa: E402
 import pgharness  # noqa: E402
 
@@ -78,16 +77,6 @@ def fleet(pg, tmp_path_factory):
     finally:
         bad = f.stop()
         assert not bad, bad[0][-4000:]
-
-
-def body_of(key, size):
-    """Deterministic bytes of key, size long."""
-    seed = hashlib.sha256(key.encode()).digest()
-    out = bytearray()
-    while len(out) < size:
-        seed = hashlib.sha256(seed).digest()
-        out += seed
-    return bytes(out[:size])
 
 
 def s3_code(e):

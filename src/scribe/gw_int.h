@@ -320,6 +320,11 @@ const char *cn__gw_up_unfit(const cn__gw_up_t *up, int64_t now);
 cn_err_t cn__gw_up_for(cn__gw_call_t *k, size_t server, uint8_t compression, bool data,
                        cn__gw_up_t **out);
 void cn__gw_up_done(cn__gw_call_t *k, cn__gw_up_t *up);
+/* Protocol 4: gives back a session of gc's user lent out longer than one
+ * exchange (a listing's, gw_list.c), after a complete exchange: into the
+ * connection's slot when that is empty, else to the users' pool (NULL is a
+ * no-op).  Call it before cn__gw_conn_ups_free. */
+void cn__gw_up_return(cn__gw_conn_t *gc, cn__gw_up_t *up);
 void cn__gw_up_drop(cn__gw_call_t *k, cn__gw_up_t *up);
 /* cn__gw_ask for a client's call: as the client on protocol 4 (so that
  * storage decides what this user may see), as the gateway on 2. */

@@ -6,7 +6,14 @@
  * decision (each server filters its own page); a server that does not
  * answer fails the page, never shortens it silently, and one that refuses
  * fails it with its own refusal (its code reaches the client: a refusal is
- * storage's verdict, not an outage). */
+ * storage's verdict, not an outage).
+ *
+ * Over protocol 4 storage's continuation is secured: an opaque token that
+ * lives on its connection only until that connection's next request.  So a
+ * lane holding one keeps, until its next page, the upstream session that
+ * carried its page, lent out of the client connection's (cn__gw_up_for),
+ * and no other request goes on it; the client's other requests to that
+ * server take another session meanwhile. */
 #include "gw_int.h"
 
 #include "cairn/crypto.h"
@@ -29,6 +36,7 @@ typedef struct {
     bool has_token;
     uint8_t *token;
     uint32_t token_len;
+    cn__gw_up_t *up; /* protocol 4, while has_token: the session the token lives on */
 } lane_t;
 
 typedef struct cn__gw_cursor {
@@ -36,13 +44,14 @@ typedef struct cn__gw_cursor {
     cn_buf_t refusal; /* the error payload of the server that refused a page */
 } cursor_t;
 
-static void cursor_free(cursor_t *cur)
+static void cursor_free(cn__gw_conn_t *gc, cursor_t *cur)
 {
     if (!cur)
         return;
     for (size_t i = 0; i < CN_GW_MAX_SERVERS; i++) {
         free(cur->lanes[i].rows);
         free(cur->lanes[i].token);
+        cn__gw_up_return(gc, cur->lanes[i].up);
     }
     cn_buf_free(&cur->refusal);
     free(cur);
@@ -51,10 +60,43 @@ static void cursor_free(cursor_t *cur)
 void cn__gw_cursors_free(cn__gw_conn_t *gc)
 {
     for (size_t i = 0; i < CN__GW_LIST_CURSORS; i++) {
-        cursor_free(gc->cursors[i]);
+        cursor_free(gc, gc->cursors[i]);
         gc->cursors[i] = NULL;
         gc->cursor_ids[i] = 0;
     }
+}
+
+/* One page of server's list on protocol 4: the first on a session borrowed
+ * as any request's (tried once more on a new one when it broke, a read
+ * without side effects), a later one on the session its token lives on
+ * (nothing to retry: the token dies with it).  The session stays in
+ * l->up; a broken one is closed. */
+static cn_err_t ask_page(cn__gw_call_t *k, size_t server, lane_t *l, const cn_buf_t *req,
+                         cn_scribe_hdr_t *h, cn_buf_t *reply)
+{
+    for (int attempt = 0;; attempt++) {
+        cn_err_t e = l->up ? CN_OK : cn__gw_up_for(k, server, 0, false, &l->up);
+        if (e < 0)
+            return e;
+        e = cn__gw_up_call(l->up, CN_SCRIBE_OP_REPO_LIST, 2, req, CN_SCRIBE_MAX_FRAME, h, reply);
+        if (e >= 0)
+            return CN_OK;
+        cn__gw_up_close(l->up);
+        l->up = NULL;
+        if (e == -ENOMEM || attempt == 1 || l->has_token)
+            return e == -ENOMEM ? e : CN_E_UNAVAILABLE;
+    }
+}
+
+/* The server's next page: on protocol 2 its token is a name any session
+ * continues from. */
+static cn_err_t ask(cn__gw_call_t *k, size_t server, lane_t *l, const cn_buf_t *req,
+                    cn_scribe_hdr_t *h, cn_buf_t *reply)
+{
+    if (!k->gc->g->cfg.tls)
+        return cn__gw_ask_for(k, server, CN_SCRIBE_OP_REPO_LIST, req, CN_SCRIBE_MAX_FRAME, h,
+                              reply);
+    return ask_page(k, server, l, req, h, reply);
 }
 
 /* The next page of one server into its lane.  CN_E_DENIED when the server
@@ -70,8 +112,7 @@ static cn_err_t fill(cn__gw_call_t *k, size_t server, lane_t *l, cn_buf_t *refus
                                     .token = { l->token, l->token_len } };
     cn_scribe_repo_list_resp_t r;
     cn_err_t e = cn_scribe_enc_repo_list_req(&req, k->gc->codec, &q);
-    if (e >= 0 && cn__gw_ask_for(k, server, CN_SCRIBE_OP_REPO_LIST, &req, CN_SCRIBE_MAX_FRAME, &h,
-                                 &reply) < 0)
+    if (e >= 0 && (e = ask(k, server, l, &req, &h, &reply)) < 0 && e != -ENOMEM)
         e = CN_E_UNAVAILABLE;
     if (e >= 0 && (h.flags & CN_SCRIBE_FLAG_ERROR)) {
         cn_buf_free(refusal);
@@ -79,8 +120,11 @@ static cn_err_t fill(cn__gw_call_t *k, size_t server, lane_t *l, cn_buf_t *refus
         reply = (cn_buf_t){ 0 };
         e = CN_E_DENIED;
     }
-    if (e >= 0 && cn_scribe_dec_repo_list_resp(reply.data, reply.len, k->gc->codec, &r) < 0)
+    if (e >= 0 && cn_scribe_dec_repo_list_resp(reply.data, reply.len, k->gc->codec, &r) < 0) {
         e = CN_E_UNAVAILABLE;
+        cn__gw_up_close(l->up); /* a server answering nonsense: never ask it on this again */
+        l->up = NULL;
+    }
     row_t *rows = e >= 0 && r.count ? calloc(r.count, sizeof *rows) : NULL;
     if (e >= 0 && r.count && !rows)
         e = -ENOMEM;
@@ -108,6 +152,10 @@ static cn_err_t fill(cn__gw_call_t *k, size_t server, lane_t *l, cn_buf_t *refus
         l->done = !r.has_token;
         rows = NULL;
         tok = NULL;
+    }
+    if (e < 0 || !l->has_token) { /* no token lives on it any more */
+        cn__gw_up_return(k->gc, l->up);
+        l->up = NULL;
     }
     free(rows);
     free(tok);
@@ -180,7 +228,7 @@ static cn_err_t cursor_keep(cn__gw_conn_t *gc, cursor_t *cur, uint64_t *id)
             slot = i;
             break;
         }
-    cursor_free(gc->cursors[slot]);
+    cursor_free(gc, gc->cursors[slot]);
     gc->cursors[slot] = cur;
     gc->cursor_ids[slot] = *id;
     return CN_OK;
@@ -244,7 +292,7 @@ cn_err_t cn__gw_op_list(cn__gw_call_t *k)
         e = cn__gw_relay_error(k, &cur->refusal);
     }
     if (!kept)
-        cursor_free(cur);
+        cursor_free(k->gc, cur);
     free(rows);
     free(infos);
     return e;

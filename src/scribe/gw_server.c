@@ -92,9 +92,9 @@ static void conn_free(cn__gw_conn_t *gc)
 {
     if (!gc)
         return;
+    cn__gw_cursors_free(gc); /* first: their sessions go back to the connection's */
     cn__gw_conn_ups_free(gc);
     free(gc->pem);
-    cn__gw_cursors_free(gc);
     cn_buf_free(&gc->in);
     cn_buf_free(&gc->out);
     free(gc->io);

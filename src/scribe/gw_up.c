@@ -950,6 +950,18 @@ void cn__gw_up_done(cn__gw_call_t *k, cn__gw_up_t *up)
     *slot = up;
 }
 
+void cn__gw_up_return(cn__gw_conn_t *gc, cn__gw_up_t *up)
+{
+    if (!up)
+        return;
+    up->last_ms = cn_mono_ms();
+    cn__gw_up_t **slot = &gc->ups[up->server][up->compression ? 1 : 0];
+    if (!*slot)
+        *slot = up;
+    else /* the connection made another while up was lent: up may serve the user later */
+        user_keep(gc->g, up);
+}
+
 void cn__gw_up_drop(cn__gw_call_t *k, cn__gw_up_t *up)
 {
     (void)k;

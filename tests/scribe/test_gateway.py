@@ -212,6 +212,12 @@ def test_kill_between_placement_and_create(tmp_path):
         f.gw.proc.wait(10)
         assert f.gw.proc.returncode == -signal.SIGKILL
         assert f.where("crashy") == []
+        # the servers tied, so the placement named server 0 (configuration
+        # order); now server 0 holds a repository and server 1 none, so the
+        # pick rule (fewest repositories) would choose server 1: the create
+        # lands on server 0 only when the durable pending placement decides
+        with f.direct(0) as d:
+            d.repo_create("ballast")
         f.gw.stop()
         f.start_gateway()
         with f.conn() as c:
@@ -219,7 +225,11 @@ def test_kill_between_placement_and_create(tmp_path):
             raises("repository_not_found", c.repo_info, name="crashy")
             info = c.repo_create("crashy")
             assert c.repo_info(name="crashy")["id"] == info["id"]
-        assert len(f.where("crashy")) == 1
+            # a name never placed goes where the rule says, so the rule
+            # did prefer server 1
+            c.repo_create("fresh")
+        assert f.where("crashy") == [0]
+        assert f.where("fresh") == [1]
     finally:
         f.stop()
 

@@ -19,11 +19,12 @@ clearly; a namespace administrator's create lands on its namespace's storage
 server, since a service-writer gateway relays its user's role); a gateway whose
 delegate grant is revoked gets storage's refusal, passed to the client with
 its code and reason, and so is storage's refusal of a repo_list page (its
-code, never "does not answer"); an anonymous get_chunks (30) of a public-read
-repository answers as storage answers it directly; `cairn repo discover`
-through the gateway lists both namespaces with a storage server stopped;
-configurations a protocol-4 gateway cannot start with are refused with exit
-status 2."""
+code, never "does not answer"); a listing longer than storage's page stays
+whole with other requests, and another listing, between its pages; an
+anonymous get_chunks (30) of a public-read repository answers as storage
+answers it directly; `cairn repo discover` through the gateway lists both
+namespaces with a storage server stopped; configurations a protocol-4
+gateway cannot start with are refused with exit status 2."""
 import os
 import re
 import secrets
@@ -202,28 +203,62 @@ def test_anonymous_reads_public_only(gw):
     assert put_admission(anon, gw.pub) == "unauthenticated"
 
 
-def test_repo_list_passes_storage_refusal_on(gw):
-    # more than the 256 rows the gateway asks of a server at a time, so its
-    # second page of "default" carries storage's cursor; a secured cursor
-    # lives only until the session's next request, and the repo_info sent
-    # between the client's pages goes on that same upstream session: storage
-    # refuses the cursor, and the client must read storage's refusal, never
-    # "does not answer; retry later"
+def bulk(gw, n=256):
+    """More than the 256 rows the gateway asks of a server at a time, so its
+    second page of "default" carries storage's secured cursor."""
     boss = gw.world.session(gw.acc["boss"])
-    for i in range(256):
+    for i in range(n):
         boss.repo_create("bulk-%03d" % i)
+
+
+def test_repo_list_passes_storage_refusal_on(gw):
+    # storage refuses a later page of a listing once the gateway's delegate
+    # grant for its namespace is revoked (authorize-batch is asked per page):
+    # the client must read storage's refusal, never "does not answer; retry
+    # later"
+    bulk(gw)
     wes = via(gw, "wes")
     rows, tok = wes.repo_list(limit=1)
     assert rows[0]["name"] == "%s/art" % NS and tok is not None
-    wes.repo_info(gw.art)
+    gw.world.admin_call("delegates-revoke", "gate", NS)
+    time.sleep(0.7)  # the storage's confirmation cache (500 ms)
     with pytest.raises(ScribeError) as e:
         while tok is not None:
             rows, tok = wes.repo_list(limit=256, token=tok)
-    assert ERR_NAME[e.value.code] == "malformed", e.value
-    assert "list again" in str(e.value), e.value
-    # a new listing is whole: 258 rows of "default" and one of "publishing"
-    rows, tok = wes.repo_list(limit=1000)
+    # storage answers a refused authorize-batch as auth_unavailable (7)
+    assert ERR_NAME[e.value.code] == "auth_unavailable", e.value
+    assert "cannot authorize repo_list" in str(e.value), e.value
+    # granted again, a new listing is whole: 258 rows of "default" and one
+    # of "publishing"
+    gw.world.admin_call("delegates-set", "gate", NS)
+    rows, tok = via(gw, "wes").repo_list(limit=1000)
     assert tok is None and len(rows) == 259, (len(rows), tok)
+
+
+def test_repo_list_with_requests_between_pages(gw):
+    # storage's secured cursor lives on its connection until that
+    # connection's next request: the gateway keeps a listing's pages on a
+    # session nothing else uses, so the client's other requests to the same
+    # servers between pages, and a second listing interleaved with the
+    # first, leave both listings whole, as a direct client's would be
+    bulk(gw)
+    wes = via(gw, "wes")
+    want = sorted(["%s/art" % NS, "%s/pub" % NS, "%s/news" % NS2] +
+                  ["%s/bulk-%03d" % (NS, i) for i in range(256)])
+    got = {"a": [], "b": []}
+    toks = {"a": None, "b": None}
+    for who in ("a", "b"):
+        rows, toks[who] = wes.repo_list(limit=1)
+        got[who] += [r["name"] for r in rows]
+    while toks["a"] is not None or toks["b"] is not None:
+        for who in ("a", "b"):
+            if toks[who] is None:
+                continue
+            assert wes.repo_info(gw.art)["name"] == "%s/art" % NS
+            assert wes.repo_info(gw.news)["name"] == "%s/news" % NS2
+            rows, toks[who] = wes.repo_list(limit=50 if who == "a" else 97, token=toks[who])
+            got[who] += [r["name"] for r in rows]
+    assert got["a"] == want and got["b"] == want, (len(got["a"]), len(got["b"]))
 
 
 def test_cli_discover_through_the_gateway_with_a_server_stopped(gw):

@@ -13,15 +13,28 @@ the capped user (a self-signed one with the user's CN and another key) does
 not take the user's places, and its hello is refused with storage's verdict
 (the gateway judges no certificate itself, but asks storage during the
 handshake: docs/protocol/scribe-gateway.md, "Users confirmed at the hello");
-a closed connection gives its place back."""
+a closed connection gives its place back.  A user holding a valid access
+certificate of another SAU2 auth (another trust domain), for an account
+named as one of this domain's, is refused at the hello with storage's
+`unauthenticated` "invalid delegated access certificate", and a request
+pipelined behind that hello never reaches storage.  Storage's
+per-principal connection cap counts the user, not the gateway: with storage
+server 2 capped at 2 connections per principal, a user holding 2 sessions
+there through the gateway is refused a third with storage's `busy` while
+another user through the same gateway is served."""
 import socket
 import subprocess
 import threading
 import time
 
-from test_gateway_tls import gw  # noqa: F401
+import pytest
+
+from scribe_wire import ERR, FLAG_ERROR, OP, ScribeError, header
+from test_gateway_tls import NS2, gw, via  # noqa: F401
+from test_gateway_v4 import foreign
+from test_scribe_v4 import hello4, raw_conn
 from test_scribe_v4_admission import BUSY_WHY, assert_busy_then_closed, fill, hello
-from test_scribe_v4_auth import world  # noqa: F401
+from test_scribe_v4_auth import NS, world  # noqa: F401
 
 
 def forged(tmp_path, user):
@@ -56,6 +69,85 @@ def test_gateway_caps_connections_per_principal(gw, tmp_path):  # noqa: F811
     assert_busy_then_closed(wes)
     for x in held + other + [fake, c]:
         x.close()
+
+
+def test_foreign_trust_domain_refused_through_the_gateway(gw, server_factory,  # noqa: F811
+                                                         tmp_path, cert):
+    # another auth, whose "wes" administers both namespaces there: a valid
+    # access certificate, of a domain neither storage server trusts
+    other = foreign(server_factory, tmp_path, cert)
+    other.user("wes")
+    for ns in (NS, NS2):
+        other.admin_call("namespace-admins-set", "wes", ns)
+    alien = other.access(other.credential("wes"))
+    c = raw_conn(gw.world.proxy(alien, gw.gw).addr)
+    # the hello and a create behind it in one write: the create must not
+    # reach storage, whatever the hello's answer
+    hi, create = hello4(caller=1), c.enc().str16("%s/made-by-alien" % NS2).u8(0).bytes()
+    rid = c.rid = c.rid + 2
+    c.send(header(OP["hello"], 0, rid - 1, len(hi)) + hi +
+           header(OP["repo_create"], 0, rid, len(create)) + create)
+    op, flags, got, body = c.recv_frame()
+    assert (op, got) == (OP["hello"], rid - 1) and flags & FLAG_ERROR
+    e = c.error_of(body, be=False)
+    assert e.code == ERR["unauthenticated"], e
+    assert "refused the session" in e.message, e.message
+    assert "invalid delegated access certificate" in e.message, e.message
+    assert c.closed_by_peer(), "a refused hello is followed by the close"
+    # storage never saw the user: no repository, and the real wes is served
+    boss = gw.world.session(gw.acc["boss"], gw.store2)
+    try:
+        boss.repo_info(None, "made-by-alien")
+        raise AssertionError("the alien's create reached storage")
+    except ScribeError as x:
+        assert x.code == ERR["repository_not_found"], x
+    wes, refused = hello(gw.world.proxy(gw.acc["wes"], gw.gw))
+    assert refused is None, refused
+    other.stop()
+
+
+def capped_store2(gw, tmp_path, cap):  # noqa: F811
+    """Storage server 2 restarted on its address with
+    max_connections_per_principal = cap."""
+    conf = tmp_path / "store2.toml"
+    conf.write_text(conf.read_text() + "max_connections_per_principal = %d\n" % cap)
+    port = gw.store2.addrs["scribes"][1]
+    gw.store2.stop()
+    at = gw.store2.args.index("--scribe-tls") + 1
+    gw.store2.args[at] = "127.0.0.1:%d" % port
+    gw.store2.start(wait_for=("scribes",))
+
+
+def test_storage_caps_each_user_not_the_gateway(gw, tmp_path):  # noqa: F811
+    capped_store2(gw, tmp_path, 2)
+    # each client connection of wes holds its own upstream session with
+    # storage 2 while it lives: two take wes's places there
+    held = [via(gw, "wes") for _ in range(3)]
+    for c in held[:2]:
+        assert c.repo_info(gw.news)["name"] == "%s/news" % NS2
+    with pytest.raises(ScribeError) as e:
+        held[2].repo_info(gw.news)
+    assert e.value.code == ERR["busy"], e.value
+    assert "storage server 2 of 2 refused the session" in str(e.value), e.value
+    assert BUSY_WHY in str(e.value), e.value
+    # boss, through the same gateway (the same gateway certificate at
+    # storage), has places of his own
+    boss = [via(gw, "boss") for _ in range(2)]
+    for c in boss:
+        assert c.repo_info(gw.news)["name"] == "%s/news" % NS2
+    # one of wes's connections closed, its session with storage 2 serves
+    # his third (kept for his next connection, within upstream_reuse_ms)
+    held.pop(0).close()
+    deadline = time.time() + 10
+    while True:
+        try:
+            assert held[-1].repo_info(gw.news)["name"] == "%s/news" % NS2
+            break
+        except ScribeError as x:
+            assert x.code == ERR["busy"] and time.time() < deadline, x
+            time.sleep(0.2)
+    for c in held + boss:
+        c.close()
 
 
 def silent_first(gw, address):  # noqa: F811

@@ -355,11 +355,7 @@ cn_err_t cn__gw_inv_start(cn__gw_t *g)
         return -ENOMEM;
     v->interval_ms = g->cfg.inventory_ms ? g->cfg.inventory_ms : CN__GW_INV_DEFAULT_MS;
     pthread_mutex_init(&v->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&v->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cn_cond_init_mono(&v->cv);
     g->inv = v;
     int rc = pthread_create(&v->thread, NULL, inv_main, g);
     if (rc) {

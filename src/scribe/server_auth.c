@@ -298,6 +298,9 @@ static cn_err_t refuse(cn__scribe_call_t *k, cn_err_t e, int role, int need)
         return cn__scribe_fail_code(k, CN_SCRIBE_E_UNAUTHENTICATED,
                                     "the caller's credential is no longer live");
     }
+    if (e == CN_E_DENIED) /* a definite answer about the gateway, not an outage */
+        return cn__scribe_fail_code(k, CN_SCRIBE_E_FORBIDDEN,
+                                    "delegate may not act for users in this namespace");
     if (e < 0)
         return cn__scribe_fail_code(k, CN_SCRIBE_E_AUTH_UNAVAILABLE,
                                     "the auth service cannot authorize %s now", op);

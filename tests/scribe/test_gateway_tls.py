@@ -225,9 +225,11 @@ def test_repo_list_passes_storage_refusal_on(gw):
     with pytest.raises(ScribeError) as e:
         while tok is not None:
             rows, tok = wes.repo_list(limit=256, token=tok)
-    # storage answers a refused authorize-batch as auth_unavailable (7)
-    assert ERR_NAME[e.value.code] == "auth_unavailable", e.value
-    assert "cannot authorize repo_list" in str(e.value), e.value
+    # storage's answer to a delegate it no longer trusts: forbidden, with
+    # SAU2's words (it read auth_unavailable, "cannot authorize now", before
+    # 2026-12-07: an outage the client would retry for ever)
+    assert ERR_NAME[e.value.code] == "forbidden", e.value
+    assert "delegate may not act for users in this namespace" in str(e.value), e.value
     # granted again, a new listing is whole: 258 rows of "default" and one
     # of "publishing"
     gw.world.admin_call("delegates-set", "gate", NS)

@@ -86,11 +86,15 @@ class Fleet:
         self.creds = base / "blob.creds"
         self.creds.write_text(ADMIN_TOKEN + "\n")
         self.key = key_file(base / "fleet.key")
-        self.uri = uri or pg.create_db(db)
         self.nodes = [None] * count
         self.killed = set()
-        for i in range(count):
-            self.start(i)
+        try:
+            self.uri = uri or pg.create_db(db)
+            for i in range(count):
+                self.start(i)
+        except BaseException:
+            self.stop()  # a node that cannot start leaves no process behind
+            raise
 
     def args(self, i):
         return ["--jay", "127.0.0.1:0", "--scribe", "127.0.0.1:0", "--http", "127.0.0.1:0",

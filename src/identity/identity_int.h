@@ -175,6 +175,9 @@ cn_err_t cn__id_account_insert(cn_meta_txn_t *t, const char *name, const char *e
 /* Random token id ("CN" + 18 base32 chars) and secret (40 alphanumerics). */
 cn_err_t cn__id_new_credential(char token_id[CN_TOKEN_ID_MAX + 1], char secret[CN_SECRET_MAX + 1]);
 
+/* The bucket of token_id (hash its cn__id_hash) in shard s, or NULL; the
+ * caller holds s->mu. */
+cn__rate_entry_t *cn__id_rate_find(cn__rate_shard_t *s, uint64_t hash, const char *token_id);
 void cn__id_rate_init(cn_identity_t *id);
 void cn__id_rate_destroy(cn_identity_t *id);
 /* ratesync.c: starts the fleet sync of the rate limits if the metadata has

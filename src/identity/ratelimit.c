@@ -46,6 +46,14 @@ void cn_identity_set_rate(cn_identity_t *id, double rate, double burst)
         cn__id_rate_sync_start(id);
 }
 
+cn__rate_entry_t *cn__id_rate_find(cn__rate_shard_t *s, uint64_t hash, const char *token_id)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->e[i].hash == hash && strcmp(s->e[i].token_id, token_id) == 0)
+            return &s->e[i];
+    return NULL;
+}
+
 cn_err_t cn_identity_rate_take(cn_identity_t *id, const char *token_id)
 {
     long long rate = atomic_load(&id->rate_milli);
@@ -60,12 +68,7 @@ cn_err_t cn_identity_rate_take(cn_identity_t *id, const char *token_id)
     cn_err_t rc = 0;
 
     pthread_mutex_lock(&s->mu);
-    cn__rate_entry_t *e = NULL;
-    for (size_t i = 0; i < s->n; i++)
-        if (s->e[i].hash == h && strcmp(s->e[i].token_id, token_id) == 0) {
-            e = &s->e[i];
-            break;
-        }
+    cn__rate_entry_t *e = cn__id_rate_find(s, h, token_id);
     if (!e) {
         if (s->n < CN__ID_RATE_PER_SHARD) {
             e = &s->e[s->n++];

@@ -111,8 +111,23 @@ static cn_err_t read_body(cn_meta_txn_t *txn, void *ctx)
     return e;
 }
 
-/* Hands each row's outcome back to its entry: the counts of a failed add
- * (RS1), the others' rise as debt (RS2, RS3). */
+/* One row's outcome into its entry: the counts of a failed add (RS1), the
+ * others' rise as debt down to floor (RS2, RS3). */
+static void charge(cn__rate_entry_t *e, const sync_row_t *r, bool added, int64_t floor)
+{
+    if (!added)
+        e->unsynced += r->add;
+    if (r->others < 0)
+        return;
+    if (e->others_seen >= 0 && r->others > e->others_seen) {
+        e->milli -= (r->others - e->others_seen) * 1000;
+        if (e->milli < floor)
+            e->milli = floor;
+    }
+    e->others_seen = r->others;
+}
+
+/* Hands each row's outcome back to its entry (RS4: by token id). */
 static void apply(cn_identity_t *id, const sync_batch_t *b, bool added)
 {
     long long rate = atomic_load(&id->rate_milli), burst = atomic_load(&id->burst_milli);
@@ -121,21 +136,9 @@ static void apply(cn_identity_t *id, const sync_batch_t *b, bool added)
         const sync_row_t *r = &b->rows[i];
         cn__rate_shard_t *s = &id->rate[r->hash % CN__ID_RATE_SHARDS];
         pthread_mutex_lock(&s->mu);
-        for (size_t j = 0; j < s->n; j++) {
-            cn__rate_entry_t *e = &s->e[j];
-            if (e->hash != r->hash || strcmp(e->token_id, r->token_id))
-                continue;
-            if (!added)
-                e->unsynced += r->add;
-            if (r->others >= 0 && e->others_seen >= 0 && r->others > e->others_seen) {
-                e->milli -= (r->others - e->others_seen) * 1000;
-                if (e->milli < floor)
-                    e->milli = floor;
-            }
-            if (r->others >= 0)
-                e->others_seen = r->others;
-            break;
-        }
+        cn__rate_entry_t *e = cn__id_rate_find(s, r->hash, r->token_id);
+        if (e)
+            charge(e, r, added, floor);
         pthread_mutex_unlock(&s->mu);
     }
 }
@@ -167,11 +170,8 @@ static void *sync_main(void *arg)
     b->id = id;
     pthread_mutex_lock(&id->sync_mu);
     for (unsigned round = 1; !id->sync_stop; round++) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += SYNC_MS * 1000000L;
-        ts.tv_sec += ts.tv_nsec / 1000000000L;
-        ts.tv_nsec %= 1000000000L;
+        int64_t until = cn_mono_ns() + SYNC_MS * 1000000LL;
+        struct timespec ts = { .tv_sec = until / 1000000000LL, .tv_nsec = until % 1000000000LL };
         while (!id->sync_stop && pthread_cond_timedwait(&id->sync_cv, &id->sync_mu, &ts) == 0) {
         }
         if (id->sync_stop)

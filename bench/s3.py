@@ -7,7 +7,9 @@
     PUT  cairn (anonymous, public-read-write bucket) vs nginx (WebDAV PUT);
          every PUT has a new key and distinct random content (no CAS hits)
   1 GiB object, curl:
-    GET to /dev/null, cairn vs nginx (best of 3 each, interleaved)
+    GET to /dev/null, cairn vs nginx (best of 3 each, interleaved); then,
+    when the bench may drop the page cache (root), a cold GET beside the
+    machine's sequential read of a cold file of the same size (best of 2)
     PUT from a page-cached file, cairn vs nginx (best of 2); nginx's time
     is also given with an fsync of the stored file, since cairn answers a
     PUT only once the object is durable and nginx never syncs.  cairn also
@@ -489,6 +491,23 @@ def multipart_put(cairn, path, key):
     return time.time() - t
 
 
+def drop_caches():
+    """Empties the page cache (after a sync); False without the right to."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3")
+        return True
+    except OSError:
+        return False
+
+
+def read_file(path):
+    with open(path, "rb", buffering=0) as f:
+        while f.read(1 << 20):
+            pass
+
+
 def large_phase(cairn, nginx, big_path):
     mib = BIG / 1048576
     say("s3_large_bytes", BIG, "B")
@@ -530,9 +549,22 @@ def large_phase(cairn, nginx, big_path):
         keep("s3_nginx_get_large", curl([nginx.url + "/big.bin"]))
         keep("s3_get_large", curl([cairn.url + "/%s/big-%d" % (BUCKET, 1 + attempt % 2)]))
         keep("s3_get_large_multipart", curl([mp[attempt % 2]]))
-    for name in ("s3_nginx_put_large", "s3_nginx_put_large_fsync", "s3_put_large",
-                 "s3_put_large_multipart", "s3_nginx_get_large", "s3_get_large",
-                 "s3_get_large_multipart"):
+    names = ["s3_nginx_put_large", "s3_nginx_put_large_fsync", "s3_put_large",
+             "s3_put_large_multipart", "s3_nginx_get_large", "s3_get_large",
+             "s3_get_large_multipart"]
+    # A cold GET: the page cache dropped before each, beside the machine's own
+    # sequential read of a cold file of the same size (root only).
+    for attempt in (1, 2):
+        if not drop_caches():
+            break
+        t = time.time()
+        read_file(big_path)
+        keep("disk_read_cold", time.time() - t)
+        drop_caches()
+        keep("s3_get_large_cold", curl([cairn.url + "/%s/big-%d" % (BUCKET, attempt)]))
+    if "s3_get_large_cold" in best:
+        names += ["disk_read_cold", "s3_get_large_cold"]
+    for name in names:
         say(name, "%.1f" % (mib / best[name]), "MiB/s")
         say(name + "_secs", "%.3f" % best[name], "s")
     for name in sorted(cpu):   # cairnd's user+system CPU per GiB stored (the best of 2)

@@ -445,6 +445,8 @@ def s3_section(rep, plot_dir=None):
     rep.row("GET %s" % size, "s3_get_large", "s3_nginx_get_large", 0.95)  # issue 16
     w("| GET %s, time | %s | %s | | |" % (size, rep.fig("s3_get_large_secs", 3),
                                          rep.fig("s3_nginx_get_large_secs", 3)))
+    if rep.has("s3_get_large_cold"):  # the page cache dropped before each
+        rep.row("GET %s, cold" % size, "s3_get_large_cold", "disk_read_cold")
     rep.row("PUT %s (durable)" % size, "s3_put_large", "s3_nginx_put_large")
     rep.row("PUT %s (durable), nginx + fsync" % size, "s3_put_large", "s3_nginx_put_large_fsync")
     w("| PUT %s, time | %s | %s (%s with fsync) | | |"

@@ -517,19 +517,32 @@ static void answer_slow_down(cn_conn_t *c)
     (void)cn_conn_write_all(c, msg, n, cn_conn_deadline_for(c, 0));
 }
 
+/* Frees the read buffer and gives its bytes back to the memory budget; with
+ * keep, the bytes of a pipelined request first go back to the connection
+ * (the loop dispatches it once this one ends).  Idempotent. */
+static cn_err_t buf_end(cn__hconn_t *hc, bool keep)
+{
+    cn_err_t e = CN_OK;
+    if (keep && hc->buf && hc->off < hc->len)
+        e = cn_conn_unread(hc->c, hc->buf + hc->off, hc->len - hc->off);
+    free(hc->buf);
+    hc->buf = NULL;
+    cn_conn_budget_release(hc->c, hc->cap);
+    hc->cap = 0;
+    return e;
+}
+
 /* The end of a request whose answer went out (or failed with e): the
  * pipelined bytes handed back, the request and the read buffer freed. */
 static cn_err_t serve_end(cn__hconn_t *hc, cn_http_req_t *r, cn_err_t e, bool keep, bool record)
 {
     if (!e && !keep)
         e = CN_E_CLOSED;
-    if (!e && hc->off < hc->len) /* a pipelined request: the loop dispatches it at once */
-        e = cn_conn_unread(hc->c, hc->buf + hc->off, hc->len - hc->off);
+    cn_err_t be = buf_end(hc, !e);
+    if (!e)
+        e = be;
     if (r)
         req_end(r, record);
-    free(hc->buf);
-    hc->buf = NULL;
-    cn_conn_budget_release(hc->c, hc->cap);
     return e;
 }
 
@@ -580,6 +593,12 @@ cn_err_t cn__serve(void *cstate, cn_conn_t *c, const uint8_t *head)
         cn__framework_error(r, CN_S3E_INTERNAL_ERROR, NULL);
     keep = r->keep_alive && !r->close_after && r->head.msg_done && !r->head.p.upgrade &&
            !cn_conn_stopping(c);
+    /* The request is read: its buffer goes back to the budget before the
+     * answer goes out, so that a client reading the answer finds its share
+     * free for its next request (the answer's own bytes are reserved apart,
+     * cn_conn_reply).  A pipelined request that cannot be kept: close. */
+    if (buf_end(hc, keep) != CN_OK)
+        keep = false;
     e = r->responded ? cn__resp_send(r, keep) : -ENOMEM;
     if (e == CN_CONN_MORE) { /* the rest in parts: cn__serve_resume */
         hc->more = r;

@@ -216,25 +216,19 @@ def _rgw():
 
 
 def _backend():
-    """The S3 tier's backend cairnd (embedded), started once per run; the
-    RGW instead when CAIRN_TEST_CEPH_ENDPOINT names one."""
+    """The S3 tier's backend cairnd (embedded; tests/fleet/blobtier.py, as
+    the C unit tests' pg.sh --blob-tier has), started once per run; the RGW
+    instead when CAIRN_TEST_CEPH_ENDPOINT names one."""
     if os.environ.get("CAIRN_TEST_CEPH_ENDPOINT"):
         return _rgw()
     if "backend" not in _state:
-        from conftest import ADMIN_TOKEN, Server
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "s3"))
-        from s3fixtures import S3Server
-        srv = Server(os.path.join(_workdir(), "backend"),
-                     args=["--jay", "127.0.0.1:0", "--scribe", "off", "--http", "127.0.0.1:0"])
-        srv.fleet_engines = False
-        _state["backend"] = srv
-        backend = S3Server(srv.start(wait_for=("http", "jay")))
-        backend.client().create_bucket(Bucket=BUCKET)
-        _state["endpoint"] = backend.endpoint
-        creds = os.path.join(_workdir(), "blob.creds")
-        with open(creds, "w") as f:
-            f.write(ADMIN_TOKEN + "\n")
-        _state["creds"] = creds
+        from conftest import ADMIN_TOKEN, binary
+        sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fleet"))
+        from blobtier import TierBackend
+        backend = TierBackend(binary("cairnd"), _workdir(), ADMIN_TOKEN, bucket=BUCKET)
+        _state["backend"] = backend
+        backend.start()
+        _state.update(endpoint=backend.endpoint, creds=backend.creds)
     return _state["endpoint"], _state["creds"]
 
 

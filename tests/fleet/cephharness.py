@@ -394,7 +394,7 @@ class CephCluster:
 
 def main(argv):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from pgharness import command_line
+    from pgharness import command_line, run_forwarding_sigterm
     parsed = command_line(argv, "cephharness.py")
     if parsed is None:
         return 2
@@ -419,23 +419,6 @@ def main(argv):
         env = dict(os.environ, CAIRN_TEST_CEPH_ENDPOINT=ceph.endpoint,
                    CAIRN_TEST_CEPH_CREDS=creds)
         return run_forwarding_sigterm(argv, env)
-
-
-def run_forwarding_sigterm(argv, env):
-    """CMD's exit status; a SIGTERM to this process is passed on to CMD,
-    which is given 30 s to finish (its own cleanup) before the cluster goes."""
-    proc = subprocess.Popen(argv, env=env)
-    signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
-    try:
-        return proc.wait()
-    except BaseException:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        raise
 
 
 if __name__ == "__main__":

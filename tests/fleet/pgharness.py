@@ -22,14 +22,24 @@ A streaming standby of a running cluster: `PgCluster(primary=pg).start()`
 `PgCluster(port=P)` listens on 127.0.0.1:P as well (test_fleet_partition.py,
 whose nodes reach it over TCP in a network namespace of their own; its
 socket and psql use P too); tcp_uri_for(db) is its TCP URI.
-As a command: `pgharness.py [--print] -- CMD ARGS...` runs CMD with
-CAIRN_TEST_META set to the cluster's URI and exits with CMD's status (a TAP
-skip when the server binaries are missing).
+As a command: `pgharness.py [--blob-tier CAIRND] [--print] -- CMD ARGS...`
+runs CMD with CAIRN_TEST_META set to the cluster's URI and exits with CMD's
+status (a TAP skip when the server binaries are missing).  With --blob-tier
+the blobs go to the S3 tier too: a backend CAIRND (blobtier.py: embedded
+engine, 127.0.0.1, an ephemeral port) with a bucket, handed over in
+CAIRN_TEST_BLOBS=s3, CAIRN_TEST_BLOB_ENDPOINT, CAIRN_TEST_BLOB_BUCKET,
+CAIRN_TEST_BLOB_CREDENTIALS and CAIRN_TEST_BLOB_TOOL (blobtier.py, which
+lists and empties a prefix: the C tests' tests/store/test_blob_target.h);
+CMD passes only if it put at least one object there (a test whose store
+quietly stayed local proves nothing about the tier) and the backend's log
+holds no sanitizer report.  The backend and the cluster are stopped however
+CMD ends, a SIGTERM to the harness included (passed on to CMD first).
 """
 import contextlib
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -273,8 +283,67 @@ def command_line(argv, prog):
     return show, argv
 
 
+def run_forwarding_sigterm(argv, env):
+    """CMD's exit status; a SIGTERM to this process is passed on to CMD,
+    which is given 30 s to finish (its own cleanup) before the harness's
+    servers go."""
+    proc = subprocess.Popen(argv, env=env)
+    signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
+    try:
+        return proc.wait()
+    except BaseException:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
+
+
+def run_on_blob_tier(cairnd, argv, env, show):
+    """CMD with its blobs on the S3 tier of a backend cairnd made for it
+    (module docstring); its status, or 1 when it left the tier empty or the
+    backend reported a sanitizer error."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from blobtier import TierBackend
+    cairnd = os.path.abspath(cairnd)
+    work = tempfile.mkdtemp(prefix="cn-tier-")
+    backend = TierBackend(cairnd, work, "cntier:" + os.urandom(16).hex())
+    try:
+        backend.start()
+        if show:
+            print("CAIRN_TEST_BLOB_ENDPOINT=%s" % backend.endpoint, file=sys.stderr)
+        env = dict(env, CAIRN_TEST_BLOBS="s3", CAIRN_TEST_BLOB_ENDPOINT=backend.endpoint,
+                   CAIRN_TEST_BLOB_BUCKET=backend.bucket,
+                   CAIRN_TEST_BLOB_CREDENTIALS=backend.creds,
+                   CAIRN_TEST_BLOB_TOOL=os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                     "blobtier.py"))
+        status = run_forwarding_sigterm(argv, env)
+        keys = backend.keys()
+        prefixes = {k.rpartition("/")[0] for k in keys}
+        # A TAP comment after CMD's own output: what the tier was given.
+        print("# blob tier: %d object(s) under %d key prefix(es) of s3://%s/ on %s"
+              % (len(keys), len(prefixes), backend.bucket, backend.endpoint), flush=True)
+        if status == 0 and not keys:
+            print("pgharness: %s passed without putting one blob in the tier: does its store "
+                  "open through tests/store/test_blob_target.h?" % argv[0], file=sys.stderr)
+            status = 1
+    finally:
+        backend.stop()
+        report = backend.sanitizer_report()
+        shutil.rmtree(work, ignore_errors=True)
+    if report:
+        print("pgharness: the blob tier's backend reported:\n" + report, file=sys.stderr)
+        return 1
+    return status
+
+
 def main(argv):
-    parsed = command_line(argv, "pgharness.py")
+    cairnd = None
+    if argv[:1] == ["--blob-tier"] and len(argv) > 1:
+        cairnd, argv = argv[1], argv[2:]
+    parsed = command_line(argv, "pgharness.py [--blob-tier CAIRND]")
     if parsed is None:
         return 2
     show, argv = parsed
@@ -283,11 +352,16 @@ def main(argv):
         # comes with `scripts/deps.sh test`.
         print("1..0 # SKIP PostgreSQL 15 server binaries not installed (scripts/deps.sh test)")
         return 0
+    # SIGTERM (a meson timeout) while the servers start takes the same way
+    # out as CMD's end: both stopped, their dirs removed.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with PgCluster() as pg:
         if show:
             print("CAIRN_TEST_META=%s (up in %.2f s)" % (pg.uri, pg.started_in), file=sys.stderr)
         env = dict(os.environ, CAIRN_TEST_META=pg.uri)
-        return subprocess.call(argv, env=env)
+        if cairnd:
+            return run_on_blob_tier(cairnd, argv, env, show)
+        return run_forwarding_sigterm(argv, env)
 
 
 if __name__ == "__main__":

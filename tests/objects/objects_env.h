@@ -10,6 +10,7 @@
 #include "cairn/meta.h"
 #include "cairn/store.h"
 #include "meta/test_target.h"
+#include "store/test_blob_target.h"
 
 typedef struct {
     char *dir; /* cn_test_tmpdir's */
@@ -29,7 +30,10 @@ static uint64_t g_pack_max;
  * store (a data dir's store is one process's; settings never touch blobs,
  * a copy only references them).  With CAIRN_TEST_META set (tests/fleet/pg.sh)
  * the metadata is a PostgreSQL database of data_dir's own instead
- * (cn_test_meta_for: the same one for the same data_dir). */
+ * (cn_test_meta_for: the same one for the same data_dir), and with
+ * CAIRN_TEST_BLOBS=s3 (pg.sh --blob-tier) the blobs are on the S3 tier, under
+ * data_dir's key prefix (cn_test_blob_target: envs on one data_dir share
+ * them, as a fleet's nodes do). */
 static void env_open_on(env_t *e, const cn_objects_opts_t *oo, const char *data_dir, bool heads)
 {
     memset(e, 0, sizeof *e);
@@ -40,6 +44,7 @@ static void env_open_on(env_t *e, const cn_objects_opts_t *oo, const char *data_
     cn_meta_opts_t mo = { .no_sync = true };
     CN_CHECK_EQ(cn_meta_open(cn_test_meta_for(data_dir), &mo, &e->meta), 0);
     cn_store_opts_t so = { .meta = e->meta, .pack_max_bytes = g_pack_max };
+    cn_test_blob_target(data_dir, &so);
     CN_CHECK_EQ(cn_store_open(e->dir, &so, &e->store), 0);
     cn_objects_opts_t def = { .upload_sweep_ms = -1 };
     if (oo)

@@ -6,13 +6,14 @@
  * against the figures and against a count of the rows themselves; a bucket
  * with nothing is 0; an upgraded database is backfilled from its rows; two
  * handles ("two nodes") writing one bucket at once end exact, before and
- * after a fold.  On SQLite and, under tests/fleet/pg.sh, on PostgreSQL
- * (objects_usage_pg). */
+ * after a fold.  On SQLite and, under tests/fleet/pg.sh, on PostgreSQL with
+ * the blobs on the S3 tier (objects_usage_pg). */
 #include "cn_test.h"
 #include "cairn/meta.h"
 #include "cairn/objects.h"
 #include "cairn/store.h"
 #include "meta/test_target.h"
+#include "store/test_blob_target.h"
 #include "meta/sql/blobs.h"
 #include "meta/sql/objects.h"
 
@@ -41,6 +42,7 @@ static void node_open(node_t *n, const char *db)
     cn_meta_opts_t mo = { .no_sync = true };
     CN_CHECK_EQ(cn_meta_open(cn_test_meta_for(db), &mo, &n->meta), 0);
     cn_store_opts_t so = { .meta = n->meta };
+    cn_test_blob_target(db, &so); /* nodes on one database share the tier's blobs */
     CN_CHECK_EQ(cn_store_open(n->dir, &so, &n->store), 0);
     cn_objects_opts_t oo = { .upload_sweep_ms = -1 };
     CN_CHECK_EQ(cn_objects_open(n->meta, n->store, &oo, &n->o), 0);

@@ -12,6 +12,7 @@
 #include "cairn/store.h"
 #include "cairn/crypto.h"
 #include "meta/test_target.h"
+#include "store/test_blob_target.h"
 
 #include <ftw.h>
 #include <stdio.h>
@@ -52,6 +53,8 @@ static inline void env_open(env_t *e)
     /* on PostgreSQL when CAIRN_TEST_META names a server (tests/fleet/pg.sh) */
     CN_CHECK_EQ(cn_meta_open(cn_test_meta_for(e->dir), &mo, &e->meta), 0);
     cn_store_opts_t so = { .meta = e->meta };
+    /* the blobs on the S3 tier with CAIRN_TEST_BLOBS=s3 (pg.sh --blob-tier) */
+    cn_test_blob_target(e->dir, &so);
     CN_CHECK_EQ(cn_store_open(e->dir, &so, &e->store), 0);
     CN_CHECK_EQ(cn_repos_open(e->meta, e->store, NULL, NULL, &e->r), 0);
     cn_repos_req_t rq = trusted();

@@ -3,9 +3,9 @@
  * with CAIRN_TEST_BLOBS=s3 (tests/fleet/pg.sh --blob-tier sets it, with
  * CAIRN_TEST_BLOB_ENDPOINT, CAIRN_TEST_BLOB_BUCKET and
  * CAIRN_TEST_BLOB_CREDENTIALS), the S3 tier (docs/fleet.md, "Bytes: the blob
- * tier"): a key prefix of its own in that bucket for each data dir, made at
- * the first call for it, so that every test starts from an empty store, and
- * the same one again for the same dir, so that a reopen finds its blobs and
+ * tier"): a key prefix of its own in that bucket for each data dir, named
+ * after the dir, so that every test starts from an empty store, and the
+ * same one again for the same dir, so that a reopen finds its blobs and
  * a second store on that dir's metadata ("another node") shares them, as a
  * fleet's nodes share one tier.  Each store's cache stays in its own
  * directory (DATA/cache).  Header-only, the blobs' counterpart of
@@ -13,8 +13,10 @@
 #ifndef CN_TEST_BLOB_TARGET_H
 #define CN_TEST_BLOB_TARGET_H
 
+#include "cairn/cache.h"
 #include "cairn/store.h"
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,24 +30,13 @@ static inline bool cn_test_blobs_tiered(void)
     return b && strcmp(b, "s3") == 0;
 }
 
-/* The key prefix of data dir dir's blobs in the tier ("cnt-PID-N"), made
- * at the first call for it.  Remembers the last 32 dirs; a dir of 256 bytes
- * or more gets a new prefix at every call. */
-static inline const char *cn_test_blob_prefix(const char *dir)
+/* The key prefix of data dir dir's blobs in the tier: "cnt-" and the hash
+ * of dir (cn_cache_hash), so that a reopen and a second store on that dir
+ * find the same one, while every test's own new directory gets its own on a
+ * backend made for the run.  Into out. */
+static inline void cn_test_blob_prefix(const char *dir, char out[32])
 {
-    static char dirs[32][256], prefixes[32][48];
-    static unsigned next, seq;
-    size_t len = strlen(dir);
-    for (unsigned i = 0; i < 32 && len < sizeof dirs[0]; i++)
-        if (prefixes[i][0] && strcmp(dirs[i], dir) == 0)
-            return prefixes[i];
-    unsigned i = next++ % 32;
-    if (len < sizeof dirs[0])
-        memcpy(dirs[i], dir, len + 1);
-    else
-        dirs[i][0] = '\0';
-    snprintf(prefixes[i], sizeof prefixes[i], "cnt-%ld-%u", (long)getpid(), ++seq);
-    return prefixes[i];
+    snprintf(out, 32, "cnt-%016" PRIx64, cn_cache_hash(dir, strlen(dir)));
 }
 
 /* Points so at the blob target of a store whose metadata is data dir dir's
@@ -56,10 +47,12 @@ static inline const char *cn_test_blob_prefix(const char *dir)
 static inline void cn_test_blob_target(const char *dir, cn_store_opts_t *so)
 {
     static char store[320];
+    char prefix[32];
     if (!cn_test_blobs_tiered())
         return;
     const char *bucket = getenv("CAIRN_TEST_BLOB_BUCKET");
-    snprintf(store, sizeof store, "s3://%s/%s", bucket ? bucket : "", cn_test_blob_prefix(dir));
+    cn_test_blob_prefix(dir, prefix);
+    snprintf(store, sizeof store, "s3://%s/%s", bucket ? bucket : "", prefix);
     so->tier.blob_store = store;
     so->tier.endpoint = getenv("CAIRN_TEST_BLOB_ENDPOINT");
     so->tier.credentials_file = getenv("CAIRN_TEST_BLOB_CREDENTIALS");
@@ -70,9 +63,10 @@ static inline void cn_test_blob_target(const char *dir, cn_store_opts_t *so)
 static inline FILE *cn_test_blob_tool(const char *verb, const char *dir)
 {
     const char *tool = getenv("CAIRN_TEST_BLOB_TOOL");
-    char cmd[600];
-    int n = snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' %s '%s/'", tool ? tool : "", verb,
-                     cn_test_blob_prefix(dir));
+    char cmd[600], prefix[32];
+    cn_test_blob_prefix(dir, prefix);
+    int n =
+        snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s' %s '%s/'", tool ? tool : "", verb, prefix);
     if (!tool || strchr(tool, '\'') || n < 0 || (size_t)n >= sizeof cmd)
         return NULL;
     return popen(cmd, "r");

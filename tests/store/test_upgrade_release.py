@@ -13,17 +13,16 @@ import os
 import sys
 import tarfile
 
-import boto3
 import pytest
 import requests
-from botocore.config import Config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "blobops"))
 
-from conftest import ADMIN_TOKEN, Server, binary, run  # noqa: E402
+from conftest import Server, binary, run  # noqa: E402
 from blobsclient import Ops  # noqa: E402
 from cairnutil import repo, scribe_ep, tree, write  # noqa: E402
+from test_packs_faces import files_under, s3_of  # noqa: E402
 
 FIXTURE = os.path.join(HERE, "fixtures", "pre-pack-f7c3280")
 ALL_FACES = ["--jay", "127.0.0.1:0", "--scribe", "127.0.0.1:0", "--http", "127.0.0.1:0"]
@@ -31,19 +30,6 @@ ALL_FACES = ["--jay", "127.0.0.1:0", "--scribe", "127.0.0.1:0", "--http", "127.0
 
 def sha(data):
     return hashlib.sha256(data).hexdigest()
-
-
-def s3_client(srv):
-    key, secret = ADMIN_TOKEN.split(":", 1)
-    host, port = srv.addrs["http"]
-    return boto3.client("s3", endpoint_url="http://%s:%d" % (host, port), region_name="us-east-1",
-                        aws_access_key_id=key, aws_secret_access_key=secret,
-                        config=Config(s3={"addressing_style": "path"}, signature_version="s3v4",
-                                      retries={"max_attempts": 0}))
-
-
-def files_under(path):
-    return sum(len(names) for _, _, names in os.walk(path))
 
 
 @pytest.fixture
@@ -59,7 +45,7 @@ def old_dir(tmp_path):
 
 
 def check_objects(srv, manifest):
-    s3 = s3_client(srv)
+    s3 = s3_of(srv)
     assert {"photos", "pub"} <= {b["Name"] for b in s3.list_buckets()["Buckets"]}
     for bucket, objects in manifest["s3"].items():
         listed = s3.list_objects_v2(Bucket=bucket).get("Contents", [])
@@ -102,7 +88,7 @@ def check_repository(srv, manifest, ws):
 
 def test_old_directory_opens_serves_and_packs(old_dir, tmp_path, servers):
     data, manifest = old_dir
-    old_files = files_under(os.path.join(data, "blobs"))
+    old_files = len(files_under(os.path.join(data, "blobs")))
     assert not os.path.exists(os.path.join(data, "packs"))  # as that release left it
     srv = Server(data, ALL_FACES)
     servers.append(srv)
@@ -112,12 +98,12 @@ def test_old_directory_opens_serves_and_packs(old_dir, tmp_path, servers):
     check_repository(srv, manifest, str(tmp_path / "ws"))
 
     # New small objects go into a pack; the old blobs stay where they were.
-    s3 = s3_client(srv)
+    s3 = s3_of(srv)
     fresh = {"new/%02d" % i: os.urandom(1000 + 37 * i) for i in range(20)}
     for key, body in fresh.items():
         s3.put_object(Bucket="photos", Key=key, Body=body)
-    assert files_under(os.path.join(data, "blobs")) == old_files
-    assert files_under(os.path.join(data, "packs")) >= 1
+    assert len(files_under(os.path.join(data, "blobs"))) == old_files
+    assert len(files_under(os.path.join(data, "packs"))) >= 1
     # The old repository takes a new change.
     ws = str(tmp_path / "ws")
     write(os.path.join(ws, "README"), b"third\n")
@@ -128,7 +114,7 @@ def test_old_directory_opens_serves_and_packs(old_dir, tmp_path, servers):
     srv.stop()
     r = run([binary("cairn"), "admin", "--data", data, "store", "pack"])
     assert r.returncode == 0 and "packed" in r.stdout, r.stdout + r.stderr
-    assert files_under(os.path.join(data, "blobs")) < old_files
+    assert len(files_under(os.path.join(data, "blobs"))) < old_files
     srv.start(wait_for=("jay", "scribe", "http"))
     for key, body in fresh.items():
         manifest["s3"]["photos"][key] = {"sha256": sha(body), "size": len(body), "meta": {},

@@ -218,8 +218,11 @@ ssize_t cn_blobs_fetch_read(cn_blobs_fetch_t *f, void *buf, size_t max, const cn
             return CN_E_CORRUPT; /* shorter than its length */
         got = (size_t)k;
     } else {
+        /* Only a range's last piece waits for a blob still being fetched to
+         * verify whole: the others are checked against the range's digest
+         * below before that piece is handed out. */
         cn_err_t rc =
-            cn_store_read_range_buf(f->b->store, &f->d, r->off + f->done, buf, want, &got, NULL);
+            cn_store_read_part(f->b->store, &f->d, r->off + f->done, buf, want, &got, want == left);
         if (rc < 0)
             return rc;
         if (got == 0)

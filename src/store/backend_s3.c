@@ -369,7 +369,7 @@ static cn_err_t s3_put(cn__backend_t *base, int staging_dirfd, const char *stage
 /* ---- reads ------------------------------------------------------------------ */
 
 cn_err_t cn__s3_fetch(s3_be_t *be, const cn_digest_t *d, int f, cn__s3_progress_fn progress,
-                      void *ctx, cn__be_stat_t *st)
+                      cn__s3_resume_fn resume, void *ctx, cn__be_stat_t *st)
 {
     char key[S3_KEY_MAX];
     cn__s3_blob_key(be, d, key);
@@ -382,6 +382,9 @@ cn_err_t cn__s3_fetch(s3_be_t *be, const cn_digest_t *d, int f, cn__s3_progress_
     q.progress = progress;
     q.progress_ctx = ctx;
     cn_err_t rc = cn__s3_call(be, &q);
+    /* Each round asks for a Range from out_done; the hash runs on. */
+    while (rc == CN_E_CLOSED && resume && resume(ctx))
+        rc = cn__s3_call(be, &q);
     /* A missing bucket is a misconfigured backend, not a missing blob. */
     if (rc == CN_OK && q.status == 404 && !memmem(q.body.data, q.body.len, "NoSuchBucket", 12))
         rc = CN_E_NOT_FOUND;

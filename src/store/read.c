@@ -99,7 +99,16 @@ static cn_err_t read_range(cn_store_t *s, const cn_digest_t *d, uint64_t off, ui
             cn_blake3_final(&h, slice);
         return rc;
     }
-    CN_TRY(s->be->ops->open(s->be, d, &fd, &st));
+    rc = s->be->ops->open(s->be, d, &fd, &st);
+    /* A blob too big to stage whole is relayed by the stream op (s3_fill.c
+     * F7), which now knows it. */
+    if (rc == -ENOSPC && s->be->ops->stream) {
+        rc = s->be->ops->stream(s->be, d, off, len, hold, sink, ctx, hp, served, &streamed);
+        if (streamed && rc == CN_OK && slice)
+            cn_blake3_final(&h, slice);
+        return streamed ? rc : -ENOSPC;
+    }
+    CN_TRY(rc);
     uint64_t size = st.size;
     if (st.form == CN_STORE_LZ4) {
         if ((rc = cn__env_open(fd, st.size, &env)) < 0)

@@ -27,6 +27,7 @@
  * readers per 16 KiB; 512 KiB is libcurl 7.88's largest. */
 #define S3_FILL_RECV_BUF (256L << 10)
 #define S3_MAX_HDRS 10
+#define S3_OVERSIZE_MEMO 16
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 typedef struct s3_be {
@@ -47,6 +48,8 @@ typedef struct s3_be {
     pthread_cond_t fill_cv;
     struct cn__s3_fill *fills;
     unsigned fill_threads;
+    cn_digest_t oversize[S3_OVERSIZE_MEMO]; /* blobs found not to fit the cache (F7) */
+    unsigned oversize_next;
     atomic_bool closing;
 } s3_be_t;
 
@@ -54,6 +57,9 @@ struct s3_req;
 /* Called after each piece of a 2xx body written to out_fd; false cancels
  * the request (io_err CN_E_CLOSED, not retried). */
 typedef bool (*cn__s3_progress_fn)(void *ctx, const struct s3_req *q);
+/* Called when a download's progress cancelled it: true goes on from where
+ * it stopped (a ranged GET), false ends it with CN_E_CLOSED. */
+typedef bool (*cn__s3_resume_fn)(void *ctx);
 
 /* One request and what came back. */
 typedef struct s3_req {
@@ -95,11 +101,12 @@ void cn__s3_blob_key(const s3_be_t *be, const cn_digest_t *d, char out[S3_KEY_MA
 /* The stored form named by x-amz-meta-cairn-form's value. */
 cn_store_form_t cn__s3_form_of(const char *s);
 /* Downloads d into f (a fresh cache temp file), calling progress as its
- * bytes land, and checks they hash to d: CN_OK with *st, CN_E_NOT_FOUND,
- * CN_E_CORRUPT (logged), CN_E_UNAVAILABLE, or a local error.  Names
+ * bytes land (and resume, which may be NULL, when progress cancelled it),
+ * and checks they hash to d: CN_OK with *st, CN_E_NOT_FOUND, CN_E_CORRUPT
+ * (logged), CN_E_UNAVAILABLE, CN_E_CLOSED, or a local error.  Names
  * nothing: the caller commits f to the cache or discards it. */
 cn_err_t cn__s3_fetch(s3_be_t *be, const cn_digest_t *d, int f, cn__s3_progress_fn progress,
-                      void *ctx, cn__be_stat_t *st);
+                      cn__s3_resume_fn resume, void *ctx, cn__be_stat_t *st);
 
 /* ---- fills of the cache (s3_fill.c) ---------------------------------------------
  * One download per blob at a time, shared by the readers that ask for it

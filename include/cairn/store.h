@@ -211,7 +211,9 @@ CN_API cn_err_t cn_store_open_fd_at(cn_store_t *s, const cn_digest_t *d, int *fd
                                     uint64_t *len);
 
 /* Receives served bytes in order; a non-zero return stops the read and is
- * returned from cn_store_read_range. */
+ * returned from cn_store_read_range: a positive one after taking the bytes
+ * (a face's "more later"), a negative one without (a relay of the S3 tier
+ * serves them again to the next read from the same offset). */
 typedef cn_err_t (*cn_store_sink_fn)(void *ctx, const void *p, size_t n);
 
 /* Streams the logical bytes [off, off+len) of blob d to sink, clamped to the

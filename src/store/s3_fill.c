@@ -537,10 +537,13 @@ static cn_err_t fill_read(fill_t *f, bool relay, uint64_t off, uint64_t end, boo
                 cn_blake3_update(h, buf, want);
             if (rc == CN_OK)
                 rc = sink(ctx, buf, want);
-            /* Only what the sink took is passed: a face that gives up on
-             * its first piece (to serve in parts) reads it again. */
-            if (rc == CN_OK && relay && !fin)
-                rc = relay_passed(f, off + want, false);
+            /* Only what the sink took is passed (cn_store_sink_fn): a face
+             * that gives up on its first piece, to serve in parts, reads it
+             * again from the same relay. */
+            if (rc >= 0 && relay && !fin) {
+                cn_err_t e = relay_passed(f, off + want, false);
+                rc = e < 0 ? e : rc;
+            }
             off += want;
         }
     }

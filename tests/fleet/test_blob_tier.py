@@ -25,6 +25,8 @@ from conftest import ADMIN_TOKEN, Server, assert_no_sanitizer, free_port, small_
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "s3"))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "blobops"))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "jay"))
+import jayclient  # noqa: E402
 from s3fixtures import S3Server, s3_args  # noqa: E402
 from blobsclient import Ops, b3  # noqa: E402
 from fleetutil import ProxyHandler, forward  # noqa: E402
@@ -318,8 +320,14 @@ def test_cache_on_a_small_file_system(small_cache_tier):
     for lo, hi in ((0, 99), (50 << 20, (60 << 20) - 1), ((80 << 20) - 5, (80 << 20) - 1)):
         got = c.get_object(Bucket="front", Key="big", Range="bytes=%d-%d" % (lo, hi))
         assert got["Body"].read() == bodies["big"][lo:hi + 1], (lo, hi)
-    r = Ops(t.node.server).fetch("fleet/big", b3(bodies["big"]))  # the blob-operation face
+    # The other faces, each in parts that go on with one relay: one
+    # download each (before, a Jay GET started a relay per part it sent).
+    srv, relays = t.node.server, t.node.server.output().count("relayed, not cached")
+    r = Ops(srv).fetch("fleet/big", b3(bodies["big"]))
     assert r.status_code == 200 and r.content == bodies["big"]
+    with jayclient.Conn(srv.addrs["jay"], ADMIN_TOKEN) as jay:
+        assert jay.get_object("front", "big")[1] == bodies["big"]
+    assert srv.output().count("relayed, not cached") - relays == 2
     assert get(t, "b") == bodies["b"]
     assert not (t.small_cache / b3(bodies["big"])).exists()
     assert not [p for p in os.listdir(t.small_cache) if p.startswith("tmp-")]

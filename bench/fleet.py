@@ -40,7 +40,10 @@ with the metadata layer's repeats per commit, or only the Scribe rows (a's
 100-path submit, a whole listing of a 10,000-path tree in pages of 4,096,
 and a lock and release of 1,000 paths) with CPU per operation
 (scribe_part), or only (b)'s uncached 64 MiB GET with CPU per GiB
-(fill_part; none of those three in a whole run); --keys N sets the listed
+(fill_part, which then reads 8 of those objects 4 at once through a node
+whose cache is a 48 MiB tmpfs -- each GET relayed, never cached -- and
+through a node whose cache holds them, as root; none of those three in a
+whole run); --keys N sets the listed
 bucket's size (100,000; --quick 10,000).
 Prints one "name value unit" line per figure (scripts/bench.sh collects them);
 a part that cannot run prints "skip_<part> 0 - <reason>".  Everything binds
@@ -796,9 +799,49 @@ def fill_part(work, pg):
             say("fleet_fill_%s_backend_cpu_per_gib" % name,
                 "%.2f" % ((cpu(pids[1:]) - b0) / gib), "s")
             say("fleet_fill_%s_first_byte" % name, "%.3f" % ttfb, "s")
+        relay_rows(work, backend, uri, nodes)
     finally:
         for n in nodes + [backend]:
             n.stop()
+
+
+RELAY_N, RELAY_CONNS, RELAY_FS = 8, 4, "48m"
+
+
+def relay_rows(work, backend, uri, nodes):
+    """The first RELAY_N of fill_part's objects read RELAY_CONNS at once
+    through two fresh nodes: one whose cache is a tmpfs smaller than an
+    object (each GET relayed through a window, store/s3_fill.c F7), one with
+    a cache that holds them (each GET fills it) -- the same uncached work
+    with and without a place to keep it.  Needs root (the mount)."""
+    if os.geteuid() != 0:
+        skip("fleet_fill_relay", "mounting a tmpfs needs root")
+        return
+    mnt = os.path.join(work, "relaycache")
+    os.makedirs(mnt)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + RELAY_FS, "tmpfs", mnt]).returncode:
+        skip("fleet_fill_relay", "cannot mount a tmpfs")
+        return
+    try:
+        gib = RELAY_N * LARGE / float(1 << 30)
+        for name, extra in (("relayed", ["--cache-dir", mnt]), ("filled", [])):
+            n = Node(work, "r-" + name, tier_args(backend, work, uri, "r-" + name) + extra)
+            nodes.append(n)
+            url = "%s/fill/big/fl-" % n.url
+            n.client().head_bucket(Bucket="fill")  # its start-up work done, caches warm
+            time.sleep(2)
+            c0 = cpu([n.proc.pid])
+            t = time.time()
+            with concurrent.futures.ThreadPoolExecutor(RELAY_CONNS) as ex:
+                list(ex.map(lambda i: curl([url + str(i)]), range(RELAY_N)))
+            say("fleet_fill_%s_get_64m_c%d" % (name, RELAY_CONNS),
+                "%.1f" % (RELAY_N * (LARGE >> 20) / (time.time() - t)), "MiB/s")
+            say("fleet_fill_%s_node_cpu_per_gib" % name, "%.2f" % ((cpu([n.proc.pid]) - c0) / gib),
+                "s")
+            if name == "relayed" and "relayed, not cached" not in open(n.log).read():
+                raise RuntimeError("the small-cache node did not relay")
+    finally:
+        subprocess.run(["umount", "-l", mnt])
 
 
 # ---- (c) ratios ---------------------------------------------------------------------------
@@ -830,6 +873,8 @@ def ratios(vals):
       "fleet_s3_backend_get_64m_again_c%d" % lc)
     r("fleet_fill_uncached_vs_backend", "fleet_fill_uncached_get_64m_c%d" % lc,
       "fleet_fill_backend_get_64m_c%d" % lc)
+    r("fleet_fill_relayed_vs_filled", "fleet_fill_relayed_get_64m_c%d" % RELAY_CONNS,
+      "fleet_fill_filled_get_64m_c%d" % RELAY_CONNS)
     r("fleet_s3_fleet3_get_64m_cached_vs_embedded", "fleet_s3_fleet3_get_64m_again_c%d" % lc,
       "fleet_s3_embedded_get_64m_again_c%d" % lc)
     for op in ("put_4k_c64", "get_4k_c64", "put_64m_c%d" % lc, "get_64m_again_c%d" % lc):

@@ -110,6 +110,9 @@ typedef struct cn_store_opts {
         /* Retry deadline of one backend request (timeouts, 5xx, 429).
          * 0 = 30 s. */
         int64_t deadline_ms;
+        /* How long a relay of a blob too big for the cache waits for its
+         * reader to come back (s3_fill.c F7).  0 = 10 s. */
+        int64_t relay_idle_ms;
     } tier;
 } cn_store_opts_t;
 

@@ -10,7 +10,9 @@
  * maintenance thread sweeps unreferenced blobs; default
  * 600), CAIRN_SWEEP_GRACE_SECONDS (a blob younger than this is never swept;
  * default 3600), CAIRN_BLOB_DEADLINE_MS (the S3 blob tier's retry deadline
- * per backend request; default 30000, docs/fleet.md),
+ * per backend request; default 30000, docs/fleet.md), CAIRN_RELAY_IDLE_MS
+ * (how long the tier's relay of a blob too big for its cache waits for its
+ * reader; default 10000),
  * CAIRN_UPLOAD_SWEEP_SECONDS (how often expired uploads are aborted;
  * default 600).  On PostgreSQL the sweep and the upload expiry are leased
  * jobs: one node of the fleet runs each (docs/fleet.md "Job leases"). */
@@ -471,9 +473,14 @@ cn_err_t cn_services_open(const char *data_dir, const char *meta, const char *id
         uint64_t deadline = 0;
         if (tier)
             so.tier = *tier;
-        /* CAIRN_BLOB_DEADLINE_MS: the blob tier's retry deadline (30 s). */
+        /* CAIRN_BLOB_DEADLINE_MS: the blob tier's retry deadline (30 s);
+         * CAIRN_RELAY_IDLE_MS: how long a relay waits for its reader (10 s). */
+        uint64_t relay_idle = 0;
         e = env_u64("CAIRN_BLOB_DEADLINE_MS", &deadline);
+        if (e >= 0)
+            e = env_u64("CAIRN_RELAY_IDLE_MS", &relay_idle);
         so.tier.deadline_ms = (int64_t)(deadline < INT32_MAX ? deadline : INT32_MAX);
+        so.tier.relay_idle_ms = (int64_t)(relay_idle < INT32_MAX ? relay_idle : INT32_MAX);
         if (e >= 0)
             e = store_config(config, &so);
         if (e >= 0)

@@ -760,6 +760,7 @@ cn_err_t cn__backend_s3_open(const struct cn_store_tier *tier, const char *cache
     be->base.ops = &s3_ops;
     be->vhost = tier->virtual_host;
     be->deadline_ms = tier->deadline_ms > 0 ? tier->deadline_ms : S3_DEFAULT_DEADLINE_MS;
+    be->relay_idle_ms = tier->relay_idle_ms > 0 ? tier->relay_idle_ms : S3_RELAY_IDLE_MS;
     be->region = strdup(tier->region && *tier->region ? tier->region : "us-east-1");
     cn_err_t rc = be->region ? parse_target(be, tier) : -ENOMEM;
     if (rc == CN_OK)

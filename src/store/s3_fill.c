@@ -41,8 +41,8 @@
  *      read ended (a face's next part) or, before any read, from anywhere:
  *      any other reader starts a relay of its own (the digest is remembered
  *      as too big, be->oversize).  A relay no reader touched for
- *      RELAY_IDLE_MS (RELAY_UNUSED_MS if none ever read it) ends; a reader
- *      that comes back later starts a new one.
+ *      be->relay_idle_ms (RELAY_UNUSED_MS if none ever read it) ends; a
+ *      reader that comes back later starts a new one.
  *      So a blob larger than the cache's file system is served, at the cost
  *      of one backend download per reader; a caller that needs the whole
  *      file (cn_store_open_fd) still gets -ENOSPC.
@@ -60,8 +60,7 @@
 #define STREAM_MIN (1u << 20)
 #define RELAY_WINDOW (8ull << 20)
 #define RELAY_PUNCH (1ull << 20) /* holes are punched in steps of this */
-#define RELAY_IDLE_MS 10000
-#define RELAY_UNUSED_MS 5000 /* a relay its opener never read */
+#define RELAY_UNUSED_MS 5000     /* a relay its opener never read, at most */
 
 typedef struct cn__s3_fill {
     s3_be_t *be;
@@ -221,7 +220,9 @@ static bool relay_wait_locked(fill_t *f, bool (*reached)(const fill_t *))
     s3_be_t *be = f->be;
     while (!reached(f)) {
         int64_t now = cn_mono_ms();
-        int64_t left = f->touched_ms + (f->used ? RELAY_IDLE_MS : RELAY_UNUSED_MS) - now;
+        int64_t idle =
+            f->used || be->relay_idle_ms < RELAY_UNUSED_MS ? be->relay_idle_ms : RELAY_UNUSED_MS;
+        int64_t left = f->touched_ms + idle - now;
         if (atomic_load(&be->closing) || (!f->attached && left <= 0))
             return false;
         int64_t until = now + (left > 0 && left < 1000 ? left : 1000);

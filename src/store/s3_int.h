@@ -21,6 +21,7 @@
 #define S3_LOW_SPEED_SECONDS 10L
 #define S3_SMALL_BODY (1ull << 20) /* a request body sent whole within one stall time */
 #define S3_DEFAULT_DEADLINE_MS 30000
+#define S3_RELAY_IDLE_MS 10000 /* s3_fill.c F7 */
 #define S3_BODY_MAX (1u << 20) /* XML answers and error bodies kept at most */
 /* libcurl's receive buffer for a download into a file (a cache fill): its
  * 16 KiB default cost a write, a hash update and a wake-up of the fill's
@@ -38,6 +39,7 @@ typedef struct s3_be {
     char *region, *key_id, *secret;
     bool vhost;
     int64_t deadline_ms;
+    int64_t relay_idle_ms;
     atomic_bool inm_unsupported;
     cn__cache_t *cache;
     pthread_mutex_t pool_mu;

@@ -334,25 +334,36 @@ def test_cache_on_a_small_file_system(small_cache_tier):
     assert "relayed, not cached" in t.node.server.output()
 
 
+def read_big(t, pause_at=0, pause=0):
+    """The body of "big" through a presigned GET, read in 1 MiB pieces with
+    a pause after pause_at bytes; what arrived when the body ended or broke
+    (a cut-short body is an error, or, as urllib3 1.26 does not count, a
+    short one)."""
+    url = t.node.client().generate_presigned_url(
+        "get_object", Params={"Bucket": "front", "Key": "big"}, ExpiresIn=600)
+    got = bytearray()
+    try:
+        with requests.get(url, stream=True, timeout=120) as r:
+            assert r.status_code == 200
+            for piece in r.iter_content(1 << 20):
+                got += piece
+                if pause and len(got) == pause_at:
+                    time.sleep(pause)
+    except requests.exceptions.RequestException:
+        pass
+    return bytes(got)
+
+
 def test_relay_serves_slow_and_concurrent_readers(small_cache_tier):
     """Three readers of an object larger than the cache's file system at
     once, one of them pausing mid-body longer than the relay's download
     takes to fill its window: each relay holds only a window of the file
     system (three at once fit in 32 MiB) and each reader gets every byte."""
     t, big = small_cache_tier, small_cache_tier.bodies["big"]
-    url = t.node.client().generate_presigned_url(
-        "get_object", Params={"Bucket": "front", "Key": "big"}, ExpiresIn=600)
     results = {}
 
     def read(name, pause):
-        got = bytearray()
-        with requests.get(url, stream=True, timeout=120) as r:
-            assert r.status_code == 200
-            for piece in r.iter_content(1 << 20):
-                got += piece
-                if pause and len(got) == 4 << 20:
-                    time.sleep(pause)
-        results[name] = bytes(got)
+        results[name] = read_big(t, 4 << 20, pause)
 
     threads = [threading.Thread(target=read, args=(n, p))
                for n, p in (("fast", 0), ("slow", 3), ("other", 0))]
@@ -365,23 +376,25 @@ def test_relay_serves_slow_and_concurrent_readers(small_cache_tier):
     assert get(t, "a") == t.bodies["a"]
 
 
+def test_relay_reader_back_after_its_relay_ended(small_cache_tier):
+    """A reader that pauses longer than its relay waits for it
+    (CAIRN_RELAY_IDLE_MS, 1 s here, 10 s by default) still gets its whole
+    body: its next part starts a relay of its own, which downloads and
+    hashes the blob from its start again and serves from where it is."""
+    t, big = small_cache_tier, small_cache_tier.bodies["big"]
+    t.node.server.stop()
+    t.start_node(extra=["--cache-dir", str(t.small_cache)], env={"CAIRN_RELAY_IDLE_MS": "1000"})
+    assert read_big(t, 16 << 20, 4) == big
+    assert t.node.server.output(t.node.server.log_offset).count("relayed, not cached") >= 2
+
+
 def test_relayed_bytes_that_do_not_hash_are_never_served_whole(small_cache_tier):
     """Backend bytes of an oversize object that do not hash to its name:
     the relay's reader never receives the whole body (F3 holds for relays)."""
     t, big = small_cache_tier, small_cache_tier.bodies["big"]
     t.backend.client().put_object(Bucket=BUCKET, Key="%s/%s" % (PREFIX, b3(big)),
                                   Body=os.urandom(len(big)))
-    url = t.node.client().generate_presigned_url(
-        "get_object", Params={"Bucket": "front", "Key": "big"}, ExpiresIn=600)
-    got = bytearray()
-    try:  # cut short: an error, or (urllib3 1.26 does not count) a short body
-        with requests.get(url, stream=True, timeout=120) as r:
-            assert r.status_code == 200
-            for piece in r.iter_content(1 << 20):
-                got += piece
-    except requests.exceptions.RequestException:
-        pass
-    assert len(got) < len(big)
+    assert len(read_big(t)) < len(big)
     assert "does not hash to its name" in t.node.server.output()
 
 

@@ -37,9 +37,13 @@ Settings, and why:
   paxos propose interval = 0.05
                            every pool RGW creates is an osdmap epoch; at
                            the default 1 s each, RGW's start took 10 s more
-  bluestore block size = 4 GiB (sparse), no fsck at mkfs, small caches
-                           the OSD takes what it is allowed; tests write
-                           little
+  bluestore block size = 24 GiB (sparse), no fsck at mkfs, small caches
+                           the OSD takes what it is allowed; the whole
+                           tree's objects are never deleted, and at 4 GiB
+                           the OSD ran out of room at 95 % of a
+                           `make test-fleet` (2026-12-07: BlueFS could not
+                           allocate, the OSD aborted, every later test
+                           failed); the file holds only what is written
   mgr module path = DIR/mgr-modules holding the framework only (no module)
                            the mgr (PG stats, `ceph -s`, `ceph df`) without
                            its Python modules: 33 MiB RSS instead of 280,
@@ -145,7 +149,7 @@ osd data = {dir}/osd/ceph-$id
 osd objectstore = bluestore
 bluestore block path = {dir}/osd/ceph-$id.block
 bluestore block create = true
-bluestore block size = 4294967296
+bluestore block size = 25769803776
 bluestore block db create = false
 bluestore block wal create = false
 bluestore fsck on mkfs = false

@@ -142,5 +142,7 @@ void cn__cache_evict(cn__cache_t *c, const cn_digest_t *d);
  * free, or nothing is left to evict.  False when need bytes are still not
  * free (nothing is evicted when even an emptied cache would not free them). */
 bool cn__cache_make_room(cn__cache_t *c, uint64_t need);
+/* The size of the cache's file system in bytes (0: not known). */
+uint64_t cn__cache_fs_bytes(cn__cache_t *c);
 
 #endif

@@ -302,6 +302,12 @@ void cn__cache_evict(cn__cache_t *c, const cn_digest_t *d)
     pthread_mutex_unlock(&c->mu);
 }
 
+uint64_t cn__cache_fs_bytes(cn__cache_t *c)
+{
+    uint64_t free_b = 0, total = 0;
+    return cn_fs_space(c->dirfd, &free_b, &total) < 0 ? 0 : total;
+}
+
 bool cn__cache_make_room(cn__cache_t *c, uint64_t need)
 {
     uint64_t free_b = 0, total = 0;

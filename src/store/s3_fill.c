@@ -33,6 +33,9 @@
  *  F7. A raw blob of STREAM_MIN bytes or more that cannot fit even in an
  *      emptied cache, fetched by a threaded fill, is relayed instead: its
  *      file holds a window of at most RELAY_WINDOW bytes past its reader
+ *      (at most 1/16 of the file system, and halved, down to
+ *      RELAY_WINDOW_MIN, until the file system has room for it beside the
+ *      windows of the relays already running, be->relay_held)
  *      (the bytes below are hole-punched as they are passed), the download
  *      stops when the window is full and goes on by a ranged GET from where
  *      it stopped once the reader drained half of it, every byte is hashed
@@ -59,8 +62,9 @@
 #define FILL_THREADS 64
 #define STREAM_MIN (1u << 20)
 #define RELAY_WINDOW (8ull << 20)
-#define RELAY_PUNCH (1ull << 20) /* holes are punched in steps of this */
-#define RELAY_UNUSED_MS 5000     /* a relay its opener never read, at most */
+#define RELAY_WINDOW_MIN (512ull << 10)
+#define RELAY_PUNCH (256ull << 10) /* holes are punched in steps of this */
+#define RELAY_UNUSED_MS 5000       /* a relay its opener never read, at most */
 
 typedef struct cn__s3_fill {
     s3_be_t *be;
@@ -81,6 +85,7 @@ typedef struct cn__s3_fill {
     bool threaded; /* F4: runs on a thread of its own, so it may relay */
     /* F7, a relay: */
     bool relay;
+    uint64_t window;    /* bytes it holds past its reader at most */
     bool attached;      /* a reader reads it now */
     bool used;          /* a reader read it: pos is where that reader is */
     bool paused;        /* the download stopped for the window */
@@ -131,6 +136,13 @@ static void oversize_add_locked(s3_be_t *be, const cn_digest_t *d)
         be->oversize[be->oversize_next++ % S3_OVERSIZE_MEMO] = *d;
 }
 
+/* The most a relay with this window holds on disk: the window, what is below
+ * its reader but not yet punched, and the piece being written. */
+static uint64_t relay_disk(uint64_t window)
+{
+    return window + RELAY_PUNCH + S3_FILL_RECV_BUF;
+}
+
 /* F6 and F7, once the backend's answer told the size: room in the cache,
  * else a relay when f may be one, else no room.  Under fill_mu. */
 static void fill_room_locked(fill_t *f, const s3_req_t *q)
@@ -140,22 +152,33 @@ static void fill_room_locked(fill_t *f, const s3_req_t *q)
     f->need = q->length;
     bool may_relay =
         f->threaded && q->length >= STREAM_MIN && cn__s3_form_of(q->form) == CN_STORE_RAW;
+    /* Held for the largest window meanwhile: relays sized at once see each
+     * other. */
+    uint64_t held = be->relay_held, tentative = may_relay ? relay_disk(RELAY_WINDOW) : 0;
+    be->relay_held += tentative;
     pthread_mutex_unlock(&be->fill_mu);
     bool fits = cn__cache_make_room(be->cache, q->length);
-    bool relay = !fits && may_relay && cn__cache_make_room(be->cache, RELAY_WINDOW + RELAY_PUNCH);
+    uint64_t window = RELAY_WINDOW, fs = cn__cache_fs_bytes(be->cache);
+    while (fs && window > fs / 16 && window > RELAY_WINDOW_MIN)
+        window /= 2;
+    bool relay = !fits && may_relay;
+    while (relay && !cn__cache_make_room(be->cache, held + relay_disk(window)))
+        relay = (window /= 2) >= RELAY_WINDOW_MIN;
     pthread_mutex_lock(&be->fill_mu);
     if (!fits)
         oversize_add_locked(be, &f->d);
     f->no_room = !fits && !relay;
     f->relay = relay;
+    f->window = window;
+    be->relay_held += (relay ? relay_disk(window) : 0) - tentative;
     f->touched_ms = cn_mono_ms();
     if (relay) {
         char hex[CN_DIGEST_HEX_LEN + 1];
         cn_digest_hex(&f->d, hex);
         cn_info("store",
                 "s3: blob %s (%" PRIu64 " bytes) does not fit the cache's file system: "
-                "relayed, not cached",
-                hex, q->length);
+                "relayed, not cached (a window of %" PRIu64 " KiB)",
+                hex, q->length, window >> 10);
     }
 }
 
@@ -203,7 +226,7 @@ static bool on_progress(void *ctx, const s3_req_t *q)
     f->gen++;
     bool relay = f->relay, go = true;
     uint64_t floor = f->pos < f->avail ? f->pos : f->avail;
-    if (relay && relay_full_locked(f, RELAY_WINDOW))
+    if (relay && relay_full_locked(f, f->window))
         go = false, f->paused = true;
     pthread_cond_broadcast(&be->fill_cv);
     pthread_mutex_unlock(&be->fill_mu);
@@ -234,7 +257,7 @@ static bool relay_wait_locked(fill_t *f, bool (*reached)(const fill_t *))
 
 static bool relay_drained(const fill_t *f)
 {
-    return !relay_full_locked(f, RELAY_WINDOW / 2);
+    return !relay_full_locked(f, f->window / 2);
 }
 
 /* F7: a relay's download stopped for its window goes on once its reader
@@ -318,6 +341,7 @@ static void fill_run(fill_t *f)
     /* F7: a relay stays findable until its reader read it out or left. */
     if (relay && rc == CN_OK)
         (void)relay_wait_locked(f, relay_read_out);
+    be->relay_held -= relay ? relay_disk(f->window) : 0;
     for (fill_t **pp = &be->fills; *pp; pp = &(*pp)->next)
         if (*pp == f) {
             *pp = f->next;

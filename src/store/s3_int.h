@@ -52,6 +52,7 @@ typedef struct s3_be {
     unsigned fill_threads;
     cn_digest_t oversize[S3_OVERSIZE_MEMO]; /* blobs found not to fit the cache (F7) */
     unsigned oversize_next;
+    uint64_t relay_held; /* disk the running relays may hold (F7), under fill_mu */
     atomic_bool closing;
 } s3_be_t;
 

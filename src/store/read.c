@@ -71,6 +71,22 @@ static cn_err_t read_packed(const cn__pack_loc_t *loc, uint64_t off, uint64_t le
     return rc;
 }
 
+/* The backend's stream op (backend.h): *streamed when it served d, then its
+ * result, with *slice (if asked) from h, which hashed what it served. */
+static cn_err_t read_streamed(cn_store_t *s, const cn_digest_t *d, uint64_t off, uint64_t len,
+                              bool hold, cn_store_sink_fn sink, void *ctx, cn_blake3_t *h,
+                              cn_digest_t *slice, uint64_t *served, bool *streamed)
+{
+    *streamed = false;
+    if (!s->be->ops->stream)
+        return CN_OK;
+    cn_err_t rc =
+        s->be->ops->stream(s->be, d, off, len, hold, sink, ctx, slice ? h : NULL, served, streamed);
+    if (*streamed && rc == CN_OK && slice)
+        cn_blake3_final(h, slice);
+    return rc;
+}
+
 /* cn_store_read_range; hold: the final piece of a blob still being fetched
  * waits for its verdict (backend.h, stream). */
 static cn_err_t read_range(cn_store_t *s, const cn_digest_t *d, uint64_t off, uint64_t len,
@@ -87,25 +103,18 @@ static cn_err_t read_range(cn_store_t *s, const cn_digest_t *d, uint64_t off, ui
     if (cn__pack_find(s, d, &loc))
         return read_packed(&loc, off, len, sink, ctx, slice, served);
     bool streamed = false;
-    cn_err_t rc = CN_OK;
     cn_blake3_init(&h);
     /* Hashed only for a slice digest: BLAKE3 costs about what the copies do. */
     cn_blake3_t *hp = slice ? &h : NULL;
     /* A blob the backend is fetching: served as it lands. */
-    if (s->be->ops->stream)
-        rc = s->be->ops->stream(s->be, d, off, len, hold, sink, ctx, hp, served, &streamed);
-    if (streamed) {
-        if (rc == CN_OK && slice)
-            cn_blake3_final(&h, slice);
+    cn_err_t rc = read_streamed(s, d, off, len, hold, sink, ctx, &h, slice, served, &streamed);
+    if (streamed)
         return rc;
-    }
     rc = s->be->ops->open(s->be, d, &fd, &st);
     /* A blob too big to stage whole is relayed by the stream op (s3_fill.c
      * F7), which now knows it. */
-    if (rc == -ENOSPC && s->be->ops->stream) {
-        rc = s->be->ops->stream(s->be, d, off, len, hold, sink, ctx, hp, served, &streamed);
-        if (streamed && rc == CN_OK && slice)
-            cn_blake3_final(&h, slice);
+    if (rc == -ENOSPC) {
+        rc = read_streamed(s, d, off, len, hold, sink, ctx, &h, slice, served, &streamed);
         return streamed ? rc : -ENOSPC;
     }
     CN_TRY(rc);

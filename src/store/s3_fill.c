@@ -125,7 +125,7 @@ static void fill_put_locked(fill_t *f)
 static bool oversize_has_locked(const s3_be_t *be, const cn_digest_t *d)
 {
     for (size_t i = 0; i < S3_OVERSIZE_MEMO; i++)
-        if (cn_ct_equal(be->oversize[i].b, d->b, CN_DIGEST_LEN))
+        if (memcmp(be->oversize[i].b, d->b, CN_DIGEST_LEN) == 0)
             return true;
     return false;
 }
@@ -189,6 +189,13 @@ static bool relay_full_locked(const fill_t *f, uint64_t slack)
     return f->pos != UINT64_MAX && f->avail > f->pos + slack;
 }
 
+/* Below this no one needs the relay's bytes: its reader's position, or
+ * what landed when that is less (a GET started over).  Under fill_mu. */
+static uint64_t relay_floor_locked(const fill_t *f)
+{
+    return f->pos < f->avail ? f->pos : f->avail;
+}
+
 /* Punches the relay's bytes below upto (rounded down to RELAY_PUNCH) out of
  * its file.  The runner's only. */
 static bool relay_punch(fill_t *f, uint64_t upto)
@@ -225,7 +232,7 @@ static bool on_progress(void *ctx, const s3_req_t *q)
     f->avail = q->out_done;
     f->gen++;
     bool relay = f->relay, go = true;
-    uint64_t floor = f->pos < f->avail ? f->pos : f->avail;
+    uint64_t floor = relay_floor_locked(f);
     if (relay && relay_full_locked(f, f->window))
         go = false, f->paused = true;
     pthread_cond_broadcast(&be->fill_cv);
@@ -270,7 +277,7 @@ static bool relay_resume(void *ctx)
     pthread_mutex_lock(&be->fill_mu);
     bool go = f->paused && relay_wait_locked(f, relay_drained);
     f->paused = false;
-    uint64_t floor = f->pos < f->avail ? f->pos : f->avail;
+    uint64_t floor = relay_floor_locked(f);
     pthread_mutex_unlock(&be->fill_mu);
     return go && relay_punch(f, floor);
 }

@@ -39,7 +39,11 @@ enum {
     CN_POOL_COUNT = 3
 };
 
-#define CN_HEAD_MAX 64 /* largest head_len an adapter may ask for */
+#define CN_HEAD_MAX 64   /* largest head_len an adapter may ask for */
+#define CN_HELLO_PEEK 64 /* bytes of a hello the loop shows hello_len() */
+/* The most of a hello (or of a TLS ClientHello record) the loop waits for
+ * before open() runs: a socket's receive buffer holds at least this much. */
+#define CN_HELLO_WAIT_MAX 16384
 
 /* ---- the adapter interface ------------------------------------------------
  * All callbacks but busy(), classify(), idle() and fast() run on worker
@@ -72,6 +76,20 @@ typedef struct cn_adapter {
      * per-connection state handed to every later callback.  An error closes
      * the connection (close() is NOT called: free what you allocated). */
     cn_err_t (*open)(void *actx, cn_conn_t *c, void **cstate);
+
+    /* Optional, for a protocol whose client speaks first, on a plaintext
+     * listener: how many bytes from the start of the stream open() reads
+     * before it can answer, judged from the first `have` of them (1 to
+     * CN_HELLO_PEEK).  Return a number <= have when those bytes decide the
+     * answer already (a refusal), else the total open() will read (a lower
+     * bound while have is too short to tell).  The loop hands the connection
+     * to the handshake pool only once that many bytes have arrived (or
+     * CN_HELLO_WAIT_MAX, or the peer is gone), so a peer that dribbles its
+     * hello holds no worker, only its slot until the handshake deadline.
+     * Under TLS the loop waits for the ClientHello's first record instead.
+     * Runs on the loop thread: pure, fast.  NULL: open() runs as soon as the
+     * first byte arrives. */
+    size_t (*hello_len)(const uint8_t *p, size_t have);
 
     /* Picks the pool for a request from its head: CN_POOL_QUERY or
      * CN_POOL_STORAGE.  Runs on the loop thread: pure, fast, no I/O.  When

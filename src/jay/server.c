@@ -405,6 +405,7 @@ static const cn_adapter_t cn_jay_adapter = {
     .head_len = CN_JAY_HDR_LEN,
     .busy = cn__jay_busy,
     .open = cn__jay_open,
+    .hello_len = cn__jay_hello_len,
     .classify = jay_classify,
     .serve = jay_serve,
     .resume = cn__jay_resume,

@@ -28,6 +28,16 @@ void cn__jay_busy(void *actx, int fd)
     (void)n;
 }
 
+/* The 8 fixed bytes and the credential they announce; fewer when the bytes
+ * at hand decide the answer (cn_adapter_t.hello_len). */
+size_t cn__jay_hello_len(const uint8_t *p, size_t have)
+{
+    cn_jay_hello_t h;
+    if (cn_jay_hello_decode(p, have, &h) == CN_OK)
+        return h.consumed;
+    return have < CN_JAY_HELLO_LEN ? CN_JAY_HELLO_LEN : CN_JAY_HELLO_LEN + cn_load_u16be(p + 6);
+}
+
 static cn_err_t jay_welcome(cn_conn_t *c, uint8_t status, int64_t deadline)
 {
     uint8_t w[CN_JAY_WELCOME_LEN];

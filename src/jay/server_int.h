@@ -56,7 +56,8 @@ typedef struct cn__jay_call {
     cn_jay_code_t code; /* the error answered (metrics); CN_JAY_CODE_NONE: none */
 } cn__jay_call_t;
 
-/* The handshake (server_auth.c): the adapter's open(). */
+/* The handshake (server_auth.c): the adapter's hello_len() and open(). */
+size_t cn__jay_hello_len(const uint8_t *p, size_t have);
 cn_err_t cn__jay_open(void *actx, cn_conn_t *c, void **cstate);
 /* Writes the ServerBusy reply on a raw non-blocking fd (busy()). */
 void cn__jay_busy(void *actx, int fd);

@@ -109,9 +109,12 @@ static void lo_unlink(cn__loop_t *l, cn_conn_t *c)
 static void watch(cn__loop_t *l, cn_conn_t *c, int mask)
 {
     cn_err_t e = CN_OK;
+    /* A hello the loop waits for (hello.c) is told of as each part arrives. */
+    if (mask == CN__EV_READ && c->st == CN__ST_HELLO && cn__hello_waits(c))
+        mask |= CN__EV_EDGE;
     bool persist =
         (l->persist_ok && mask == CN__EV_READ && !c->ssl && c->ls->ad->fast && !c->to_worker) ||
-        (mask == CN__EV_WRITE && c->st == CN__ST_TAIL);
+        (mask == CN__EV_WRITE && c->st == CN__ST_TAIL) || (mask & CN__EV_EDGE);
     int m = persist ? mask : mask | CN__EV_ONESHOT;
     if (!c->in_poll)
         e = cn__poll_add(l->poll, c->fd, m, c);
@@ -1014,7 +1017,7 @@ static cn_err_t loop_register(cn__loop_t *l)
 }
 
 /* Handles one event of the batch. */
-static void loop_event(cn__loop_t *l, void *ptr, bool draining)
+static void loop_event(cn__loop_t *l, void *ptr, int mask, bool draining)
 {
     cn_server_t *s = l->srv;
     switch (*(int *)ptr) {
@@ -1044,7 +1047,7 @@ static void loop_event(cn__loop_t *l, void *ptr, bool draining)
             c->armed = false; /* one-shot: it fired */
         if (atomic_load(&c->evicted))
             drop(l, c); /* by the acceptor, on another loop: its socket is shut down */
-        else if (c->st == CN__ST_HELLO)
+        else if (c->st == CN__ST_HELLO && cn__hello_here(c, mask))
             loop_dispatch(l, c, CN_POOL_HANDSHAKE);
         else if (c->st == CN__ST_IDLE)
             read_head(l, c, true);
@@ -1153,7 +1156,7 @@ cn_err_t cn__loop_run(cn__loop_t *l)
         b->n = n;
         for (b->i = 0; b->i < n; b->i++)
             if (b->ev[b->i].ptr)
-                loop_event(l, b->ev[b->i].ptr, draining);
+                loop_event(l, b->ev[b->i].ptr, b->ev[b->i].mask, draining);
         b->n = 0;
         drop_evicted(l);
         unpark(l);

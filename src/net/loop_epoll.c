@@ -1,6 +1,8 @@
 /* The epoll back end of the event loop, behind the cn__poll_* functions (as
  * redis keeps ae.c over ae_epoll.c).  Level-triggered: the loop reads what it
- * wants and is told again when more is there. */
+ * wants and is told again when more is there; edge-triggered (CN__EV_EDGE)
+ * only for a hello the loop waits for without reading it, told as each part
+ * arrives. */
 #include "net/net_int.h"
 
 #include <errno.h>
@@ -51,6 +53,8 @@ static uint32_t to_epoll(int mask)
         ev |= EPOLLOUT;
     if (mask & CN__EV_ONESHOT)
         ev |= EPOLLONESHOT;
+    if (mask & CN__EV_EDGE)
+        ev |= EPOLLET;
     return ev;
 }
 

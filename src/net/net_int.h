@@ -32,8 +32,9 @@ enum {
     CN__EV_READ = 1,
     CN__EV_WRITE = 2,
     CN__EV_ERROR = 4,
-    CN__EV_ONESHOT = 8
-}; /* add/mod only: disarmed once an event is reported */
+    CN__EV_ONESHOT = 8, /* add/mod only: disarmed once an event is reported */
+    CN__EV_EDGE = 16    /* add/mod only: reported as bytes arrive, not while they wait */
+};
 typedef struct cn__poll cn__poll_t;
 typedef struct cn__poll_event {
     void *ptr;
@@ -402,6 +403,11 @@ long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write);
 /* True when bytes of the stream are held in the process, not yet read: in
  * the read-ahead buffer, or decrypted in a TLS session. */
 bool cn__conn_buffered(cn_conn_t *c);
+
+/* hello.c: whether the loop waits for c's hello before its handshake runs,
+ * and whether it has come (or the peer is gone: mask holds CN__EV_ERROR). */
+bool cn__hello_waits(const cn_conn_t *c);
+bool cn__hello_here(cn_conn_t *c, int mask);
 
 /* tls.c: the one place server TLS contexts are made (client ones:
  * cn_tls_client_ctx_new in cairn/crypto.h).  TLS 1.3 only, the X25519MLKEM768

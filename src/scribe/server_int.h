@@ -250,6 +250,9 @@ int64_t cn__scribe_session_idle(cn__scribe_sessions_t *t, cn__scribe_session_t *
 /* A handshake error: a little-endian error frame; returns CN_E_PROTOCOL
  * (the caller closes). */
 cn_err_t cn__scribe_hello_fail(cn_conn_t *c, uint64_t id, uint16_t code, const char *msg);
+/* A hello frame whole, or what was seen when its header already refuses it
+ * (cn_adapter_t.hello_len of every Scribe listener and the gateway's). */
+size_t cn__scribe_hello_len(const uint8_t *p, size_t have);
 /* Reads and decodes the first frame, the hello, by the handshake deadline.
  * Returns 0 with *h decoded from body (CN_SCRIBE_HELLO_BOUND bytes, the
  * caller's: h's views point into it), or a negative error once the refusal

@@ -223,6 +223,17 @@ cn_err_t cn__scribe_hello_fail(cn_conn_t *c, uint64_t id, uint16_t code, const c
     return CN_E_PROTOCOL;
 }
 
+size_t cn__scribe_hello_len(const uint8_t *p, size_t have)
+{
+    cn_scribe_hdr_t h;
+    if (have < CN_SCRIBE_HDR_LEN)
+        return CN_SCRIBE_HDR_LEN;
+    if (cn_scribe_hdr_parse(p, &h) < 0 || h.opcode != CN_SCRIBE_OP_HELLO || h.flags ||
+        h.length > CN_SCRIBE_HELLO_BOUND)
+        return have; /* read_hello answers or closes at once */
+    return CN_SCRIBE_HDR_LEN + h.length;
+}
+
 cn_err_t cn__scribe_read_hello(cn_conn_t *c, const cn__scribe_hs_t *hs, uint8_t *body,
                                cn_scribe_hdr_t *hd, cn_scribe_hello_t *h)
 {

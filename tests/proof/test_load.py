@@ -4,8 +4,10 @@
     answered ServerBusy (before it sends anything); the idle 1,000 add no
     thread to the server and a new request is served at once; the server's
     RSS with them is printed (recorded in docs/performance.md);
-  * a flood of slow handshakes from many sources delays a legitimate client's
-    handshake by at most one handshake deadline;
+  * a flood of slow handshakes from many sources (each dribbling its hello a
+    byte at a time, more of them than the handshake pool has workers) does not
+    delay a legitimate client's handshake: the loop waits for a hello's bytes
+    and only then hands it to a worker (src/net/hello.c);
   * a slow-metadata attacker (1 MiB metadata blocks, never finished) holds no
     more than its principal's worker share (with the defaults, 8 of the 16
     storage workers; its other requests wait in the loop) and no more than its
@@ -165,7 +167,7 @@ class SlowHandshakeFlood:
             s.close()
 
 
-def test_slow_handshake_flood_delays_client_by_at_most_one_deadline(node_factory, tmp_path):
+def test_slow_handshake_flood_does_not_delay_a_legitimate_client(node_factory, tmp_path):
     raise_nofile(4096)
     deadline_s = 2.0
     node = node_factory(args=config(tmp_path, "hs.toml",
@@ -195,7 +197,9 @@ def test_slow_handshake_flood_delays_client_by_at_most_one_deadline(node_factory
           "legitimate client: worst %.3fs over %d handshakes (deadline %.1fs)"
           % (flood.opened, flood.dropped, worst, n, deadline_s))
     assert flood.dropped > 0, "the server never cut a slow handshake"
-    assert worst <= deadline_s + 1.0, "a legitimate client waited %.2fs" % worst
+    # Before the loop waited for hellos, every handshake worker held a
+    # dribbler until its deadline and the client waited up to a deadline.
+    assert worst <= deadline_s / 4, "a legitimate client waited %.2fs" % worst
 
 
 def _mallory(node):

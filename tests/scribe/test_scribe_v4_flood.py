@@ -3,7 +3,10 @@ flood (issue 21, "Handshake admission"; docs/architecture.md "Admission"):
 silent TCP connections that never start TLS stay pending, and when the
 connection table is full the oldest pending one is closed to admit a
 newcomer, so a real client still completes its TLS handshake and protocol-4
-hello; a source over its pending share is refused at accept.
+hello; a source over its pending share is refused at accept; connections that
+send the start of a ClientHello and stop hold no handshake worker (the loop
+waits for the record's bytes; src/net/hello.c), so a real client is served at
+once.
 
 The flood and the client share 127.0.0.1 (one source), so the table is made
 small ([scribe-tls] max_connections) and the pending share large enough for
@@ -78,5 +81,32 @@ def test_pending_share_of_one_source_refused_at_accept(server_factory, cert, tmp
             proxy.stop()
     finally:
         extra.close()
+        for s in flood:
+            s.close()
+
+
+def test_dribbled_client_hellos_hold_no_handshake_worker(server_factory, cert, tmp_path):
+    srv = tls_server(server_factory, cert, tmp_path,
+                     "max_pending_per_source = 64\nhandshake_timeout_ms = 6000\n")
+    addr = srv.addrs["scribes"]
+    # Three times the handshake pool (8 workers): half stop inside a TLS
+    # record's header, half after a header announcing 512 bytes and 10 of them.
+    flood = []
+    for i in range(24):
+        s = socket.create_connection(addr, timeout=5)
+        s.sendall(b"\x16\x03\x01" if i % 2 else b"\x16\x03\x01\x02\x00" + bytes(10))
+        flood.append(s)
+    time.sleep(0.5)
+    proxy = Proxy(addr)
+    try:
+        t0 = time.time()
+        c, session, _ = control4(proxy.addr)
+        took = time.time() - t0
+        assert session
+        assert took < 2.0, "a real client waited %.2fs behind dribbled ClientHellos" % took
+        assert not closed(flood[0], timeout=0.2), "the dribblers wait for their deadline"
+        assert all(closed(s, timeout=10) for s in flood), "the deadline ends every dribbler"
+    finally:
+        proxy.stop()
         for s in flood:
             s.close()

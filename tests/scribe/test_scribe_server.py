@@ -516,3 +516,37 @@ def test_admission_budget_and_handshake_deadline(server_factory, tmp_path):
     assert sock.recv(1) == b""
     assert time.time() - t < 5
     sock.close()
+
+
+def test_dribbled_hellos_hold_no_handshake_worker(server_factory, tmp_path):
+    """Three times the handshake pool's 8 workers of peers that stop inside
+    their hello (half inside the frame header, half after a header that
+    announces 40 bytes and 10 of them): the loop waits for the bytes
+    (src/net/hello.c), so a real client's hello is answered at once, and the
+    deadline ends the dribblers."""
+    import time
+    conf = tmp_path / "cairn.toml"
+    conf.write_text("[scribe]\nhandshake_timeout_ms = 6000\nmax_pending_per_source = 64\n")
+    s = server_factory(args=ARGS + ["--config", str(conf)], wait_for=("scribe",))
+    head = b"SCR1" + struct.pack("<HHQII", OP["hello"], 0, 1, 40, 0)
+    flood = []
+    try:
+        for i in range(24):
+            sock = connect(addr(s))
+            sock.sendall(b"SCR1\x01" if i % 2 else head + bytes(10))
+            flood.append(sock)
+        time.sleep(0.5)
+        t = time.time()
+        with Conn(addr(s)) as c:
+            assert c.hello_ok["session"]
+        took = time.time() - t
+        assert took < 2.0, "a real client waited %.2fs behind dribbled hellos" % took
+        for sock in flood:  # closed with its bytes unread: EOF or a reset
+            sock.settimeout(10)
+            try:
+                assert sock.recv(1) == b"", "the deadline ends every dribbler"
+            except ConnectionResetError:
+                pass
+    finally:
+        for sock in flood:
+            sock.close()

@@ -2,8 +2,9 @@
 and `cairnd` binaries: one copy of what test files used to define each for
 themselves -- the `cairn repo` runner and its Scribe-only server fixture,
 workspace file helpers, offline `cairn admin repo` backup/restore, cairnd
-usage errors, a sanitizer check on a command's output, and the TCP relay
-the lost-reply and tampering tests build their proxies on.
+usage errors, a sanitizer check on a command's output, the TCP relay
+the lost-reply and tampering tests build their proxies on, and a check that
+the server closed a connection.
 
 What a test file needs differently is a parameter here (extra flags such as
 `--conns 0`, a credential in the environment, a working directory, a longer
@@ -11,8 +12,10 @@ timeout), never a second copy.  Every command run through here fails the
 test on a sanitizer report in its output, whatever its exit status, so the
 same tests hold under an ASan+UBSan build (CAIRN_BUILD=build-asan-...)."""
 import os
+import select
 import socket
 import threading
+import time
 
 import pytest
 
@@ -214,3 +217,19 @@ class Relay:
     def close(self):
         self.closed = True
         self.lsock.close()
+
+
+def closed_by_server(sock, timeout):
+    """Whether the server closed sock within timeout; what it sent is read
+    raw and dropped (for a client that never goes on, e.g. inside TLS)."""
+    fd, end = sock.fileno(), time.time() + timeout
+    while time.time() < end:
+        r, _, _ = select.select([fd], [], [], max(0.0, end - time.time()))
+        if not r:
+            return False
+        try:
+            if not os.read(fd, 65536):
+                return True
+        except OSError:
+            return True
+    return False

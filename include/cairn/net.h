@@ -77,18 +77,20 @@ typedef struct cn_adapter {
      * the connection (close() is NOT called: free what you allocated). */
     cn_err_t (*open)(void *actx, cn_conn_t *c, void **cstate);
 
-    /* Optional, for a protocol whose client speaks first, on a plaintext
-     * listener: how many bytes from the start of the stream open() reads
-     * before it can answer, judged from the first `have` of them (1 to
-     * CN_HELLO_PEEK).  Return a number <= have when those bytes decide the
-     * answer already (a refusal), else the total open() will read (a lower
-     * bound while have is too short to tell).  The loop hands the connection
-     * to the handshake pool only once that many bytes have arrived (or
+    /* Optional, for a protocol whose client speaks first: how many bytes
+     * from the start of the stream open() reads before it can answer, judged
+     * from the first `have` of them (1 to CN_HELLO_PEEK).  Return a number
+     * <= have when those bytes decide the answer already (a refusal), else
+     * the total open() will read (a lower bound while have is too short to
+     * tell).  On a plaintext listener the loop hands the connection to the
+     * handshake pool only once that many bytes have arrived (or
      * CN_HELLO_WAIT_MAX, or the peer is gone), so a peer that dribbles its
      * hello holds no worker, only its slot until the handshake deadline.
-     * Under TLS the loop waits for the ClientHello's first record instead.
-     * Runs on the loop thread: pure, fast.  NULL: open() runs as soon as the
-     * first byte arrives. */
+     * Under TLS the bytes are encrypted: the loop waits for each of the
+     * peer's TLS flights a whole record at a time (any listener), and with
+     * hello_len set, once TLS is up, for the record that carries the hello
+     * before open() runs.  Runs on the loop thread: pure, fast.  NULL:
+     * open() runs as soon as the first byte (or, under TLS, TLS) is here. */
     size_t (*hello_len)(const uint8_t *p, size_t have);
 
     /* Picks the pool for a request from its head: CN_POOL_QUERY or

@@ -661,6 +661,23 @@ void cn__loop_give_back(cn_conn_t *c)
         cn__loop_wake(l);
 }
 
+/* A new connection's TLS handshake, as far as the bytes that arrived allow,
+ * then (for a protocol whose client speaks first, once the record that
+ * carries its hello is here too) its adapter's open():
+ * CN_OK when open() succeeded, CN_E_AGAIN when the peer must send more
+ * first, so that a peer that stalls between its flights holds no worker. */
+static cn_err_t handshake_run(cn_conn_t *c)
+{
+    if (c->ls->tls && !(c->ssl && SSL_is_init_finished(c->ssl))) {
+        cn_err_t e = cn__tls_accept(c, cn_conn_handshake_deadline(c));
+        if (e < 0)
+            return e;
+        if (c->ls->ad->hello_len && !cn__hello_here(c, 0))
+            return CN_E_AGAIN; /* TLS is up; the protocol's hello is not here yet */
+    }
+    return c->ls->ad->open(c->ls->actx, c, &c->cstate);
+}
+
 void cn__worker_run(void *arg, void *item)
 {
     (void)arg;
@@ -668,10 +685,13 @@ void cn__worker_run(void *arg, void *item)
     const cn_adapter_t *ad = c->ls->ad;
     cn_err_t e;
     if (c->pool == CN_POOL_HANDSHAKE) {
-        int64_t deadline = cn_conn_handshake_deadline(c);
-        if (c->ls->tls && (e = cn__tls_accept(c, deadline)) < 0)
-            goto fail;
-        e = ad->open(c->ls->actx, c, &c->cstate);
+        e = handshake_run(c);
+        if (e == CN_E_AGAIN) {
+            /* Back to the loop, which waits for the peer's next bytes. */
+            c->hello_again = true;
+            cn__loop_give_back(c);
+            return;
+        }
         if (e < 0)
             goto fail;
         c->opened = true;
@@ -734,7 +754,9 @@ static void take_returns(cn__loop_t *l)
     while (c) {
         cn_conn_t *next = c->park_next;
         c->park_next = NULL;
-        if (c->st == CN__ST_HELLO) {
+        if (c->st == CN__ST_HELLO || c->hello_again) {
+            c->hello_again = false;
+            c->st = CN__ST_HELLO;
             adopt(l, c);
             c = next;
             continue;

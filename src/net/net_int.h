@@ -248,7 +248,8 @@ struct cn_conn {
     bool to_worker; /* its last request went to a worker, not answered by the loop (watch) */
     bool more;      /* after its tail, resume() on a worker (CN_CONN_MORE), not a next request */
     int poll_mask;
-    bool closing; /* the worker failed it: the loop closes it */
+    bool closing;     /* the worker failed it: the loop closes it */
+    bool hello_again; /* the handshake worker gave it back to wait for the peer (hello.c) */
     /* The loop is answering a request itself (cn_adapter_t.fast): reads
      * take only what rbuf holds and writes never wait; what the socket does
      * not take goes to pend (counted in the memory budget), which a worker
@@ -419,7 +420,11 @@ bool cn__hello_here(cn_conn_t *c, int mask);
 cn_err_t cn__tls_ctx_new(const char *cert, const char *key, SSL_CTX **out);
 cn_err_t cn__tls_ctx_new_groups(const char *cert, const char *key, cn_tls_groups_t groups,
                                 SSL_CTX **out);
-/* The server side TLS handshake on c's non-blocking socket, by deadline. */
+/* The server side TLS handshake on c's non-blocking socket, or as much of
+ * it as the bytes that have arrived allow: CN_OK once done, CN_E_AGAIN when
+ * it waits for the peer's next flight (call again when it is here: the
+ * loop waits for it, hello.c), another error when it failed.  Waits only
+ * for the socket to take what it writes, by deadline. */
 cn_err_t cn__tls_accept(cn_conn_t *c, int64_t deadline);
 /* Waits until fd is ready for events (POLLIN/POLLOUT) or deadline. */
 cn_err_t cn__wait_fd(int fd, short events, int64_t deadline);

@@ -70,10 +70,12 @@ bad_files:
 
 cn_err_t cn__tls_accept(cn_conn_t *c, int64_t deadline)
 {
-    c->ssl = SSL_new(c->ls->tls);
-    if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
-        ERR_clear_error();
-        return -ENOMEM;
+    if (!c->ssl) {
+        c->ssl = SSL_new(c->ls->tls);
+        if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1) {
+            ERR_clear_error();
+            return -ENOMEM;
+        }
     }
     for (;;) {
         ERR_clear_error();
@@ -84,10 +86,10 @@ cn_err_t cn__tls_accept(cn_conn_t *c, int64_t deadline)
                      SSL_get_version(c->ssl), cn_tls_negotiated_group(c->ssl));
             return CN_OK;
         }
-        short ev;
         switch (SSL_get_error(c->ssl, r)) {
-        case SSL_ERROR_WANT_READ: ev = POLLIN; break;
-        case SSL_ERROR_WANT_WRITE: ev = POLLOUT; break;
+        case SSL_ERROR_WANT_READ:
+            return CN_E_AGAIN; /* the peer's next flight: the loop waits for it */
+        case SSL_ERROR_WANT_WRITE: break;
         default:
             /* A failed handshake is the peer's problem: debug, not error. */
             if (cn_mono_ms() < deadline) {
@@ -100,6 +102,6 @@ cn_err_t cn__tls_accept(cn_conn_t *c, int64_t deadline)
             ERR_clear_error();
             return CN_E_CLOSED;
         }
-        CN_TRY(cn__wait_fd(c->fd, ev, deadline));
+        CN_TRY(cn__wait_fd(c->fd, POLLOUT, deadline));
     }
 }

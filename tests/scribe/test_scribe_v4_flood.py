@@ -4,9 +4,9 @@ silent TCP connections that never start TLS stay pending, and when the
 connection table is full the oldest pending one is closed to admit a
 newcomer, so a real client still completes its TLS handshake and protocol-4
 hello; a source over its pending share is refused at accept; connections that
-send the start of a ClientHello and stop hold no handshake worker (the loop
-waits for the record's bytes; src/net/hello.c), so a real client is served at
-once.
+send the start of a ClientHello and stop, or finish TLS and then send no
+hello, hold no handshake worker (the loop waits for each flight's records;
+src/net/hello.c), so a real client is served at once.
 
 The flood and the client share 127.0.0.1 (one source), so the table is made
 small ([scribe-tls] max_connections) and the pending share large enough for
@@ -14,6 +14,7 @@ the eviction case, then small for the share case."""
 import socket
 import time
 
+from cairnutil import closed_by_server
 from test_scribe_v4 import Proxy, control4, hello4, hello_reply, raw_conn
 
 
@@ -109,4 +110,26 @@ def test_dribbled_client_hellos_hold_no_handshake_worker(server_factory, cert, t
     finally:
         proxy.stop()
         for s in flood:
+            s.close()
+
+
+def test_silent_after_tls_holds_no_handshake_worker(server_factory, cert, tmp_path):
+    srv = tls_server(server_factory, cert, tmp_path,
+                     "max_pending_per_source = 64\nhandshake_timeout_ms = 6000\n")
+    addr = srv.addrs["scribes"]
+    # Three times the handshake pool of connections through the proxy that
+    # finish TLS (the proxy does it at once) and never send their hello.
+    proxy = Proxy(addr)
+    silent_ones = [socket.create_connection(proxy.addr, timeout=5) for _ in range(24)]
+    try:
+        time.sleep(1.0)
+        t0 = time.time()
+        c, session, _ = control4(proxy.addr)
+        took = time.time() - t0
+        assert session
+        assert took < 2.0, "a real client waited %.2fs behind silent TLS sessions" % took
+        assert all(closed_by_server(s, 10) for s in silent_ones), "the deadline ends every silent one"
+    finally:
+        proxy.stop()
+        for s in silent_ones:
             s.close()

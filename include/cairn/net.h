@@ -44,6 +44,9 @@ enum {
 /* The most of a hello (or of a TLS ClientHello record) the loop waits for
  * before open() runs: a socket's receive buffer holds at least this much. */
 #define CN_HELLO_WAIT_MAX 16384
+/* The most of a request head the loop holds while it waits for the head's
+ * end (cn_adapter_t.head_end). */
+#define CN_HEAD_WAIT_MAX 16384
 
 /* ---- the adapter interface ------------------------------------------------
  * All callbacks but busy(), classify(), idle() and fast() run on worker
@@ -92,6 +95,17 @@ typedef struct cn_adapter {
      * before open() runs.  Runs on the loop thread: pure, fast.  NULL:
      * open() runs as soon as the first byte (or, under TLS, TLS) is here. */
     size_t (*hello_len)(const uint8_t *p, size_t have);
+
+    /* Optional, for an adapter that reads its own requests (head_len 0):
+     * the length of the request head that begins p[0..n), or 0 while its
+     * end has not arrived.  The loop reads a request's bytes (plaintext or
+     * TLS, at most CN_HEAD_WAIT_MAX) until this finds the end, and only
+     * then hands it to a worker, so a client that dribbles its head holds
+     * no worker.  A head that is longer, or not whole head_wait_ms after its
+     * first byte arrived, goes to a worker as it is (which answers it: see
+     * cn_conn_request_start_ms).  Runs on the loop thread: pure, fast. */
+    size_t (*head_end)(const uint8_t *p, size_t n);
+    int64_t head_wait_ms; /* with head_end: > 0 */
 
     /* Picks the pool for a request from its head: CN_POOL_QUERY or
      * CN_POOL_STORAGE.  Runs on the loop thread: pure, fast, no I/O.  When
@@ -301,6 +315,9 @@ CN_API bool cn_net_addr_is_loopback(const struct sockaddr *sa);
 CN_API int64_t cn_conn_deadline_for(const cn_conn_t *c, uint64_t bytes);
 /* The deadline open() must finish by (accept time + handshake_ms). */
 CN_API int64_t cn_conn_handshake_deadline(const cn_conn_t *c);
+/* When the loop saw the first byte of the request being served (cn_mono_ms),
+ * for an adapter with head_end; else now. */
+CN_API int64_t cn_conn_request_start_ms(const cn_conn_t *c);
 
 /* ---- blocking I/O for the worker that owns c -------------------------------------
  * All return 0 or: CN_E_TIMEOUT (deadline passed; the stream is now

@@ -566,7 +566,8 @@ cn_err_t cn__serve(void *cstate, cn_conn_t *c, const uint8_t *head)
         e = -ENOMEM;
         goto out;
     }
-    int64_t deadline = cn_mono_ms() + hc->srv->cfg.head_timeout_ms;
+    /* From the head's first byte, which the loop may have held a while. */
+    int64_t deadline = cn_conn_request_start_ms(c) + hc->srv->cfg.head_timeout_ms;
     cn__feed_t st;
     e = pump(hc, r, &deadline, &st);
     if (e == CN_E_TIMEOUT && r->head.head_bytes) {

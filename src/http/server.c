@@ -129,11 +129,27 @@ static void http_busy(void *actx, int fd)
         ;
 }
 
+/* Where a request head ends: past its first empty line (CRLF or a bare LF,
+ * which the parser judges); 0 while none has come. */
+static size_t http_head_end(const uint8_t *p, size_t n)
+{
+    for (const uint8_t *q = p, *end = p + n; (q = memchr(q, '\n', (size_t)(end - q))) != NULL;) {
+        q++;
+        if (q < end && *q == '\n')
+            return (size_t)(q + 1 - p);
+        if (q + 1 < end && q[0] == '\r' && q[1] == '\n')
+            return (size_t)(q + 2 - p);
+    }
+    return 0;
+}
+
 static void adapter_init(cn_http_server_t *s)
 {
     s->adapter = (cn_adapter_t){
         .name = s->log_name,
         .head_len = 0,
+        .head_end = http_head_end,
+        .head_wait_ms = s->cfg.head_timeout_ms,
         .busy = http_busy,
         .open = http_open,
         .classify = http_classify,

@@ -845,6 +845,62 @@ long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write)
     }
 }
 
+/* Appends n bytes to what c holds (back, then rbuf), all into back. */
+static cn_err_t hold_append(cn_conn_t *c, const uint8_t *p, size_t n)
+{
+    size_t b = c->back_len - c->back_off, rb = (size_t)(c->rlen - c->roff);
+    uint8_t *nb = malloc(b + rb + n);
+    if (!nb)
+        return -ENOMEM;
+    if (b)
+        memcpy(nb, c->back + c->back_off, b);
+    memcpy(nb + b, c->rbuf + c->roff, rb);
+    memcpy(nb + b + rb, p, n);
+    free(c->back);
+    c->back = nb;
+    c->back_off = 0;
+    c->back_len = b + rb + n;
+    c->roff = c->rlen = 0;
+    return CN_OK;
+}
+
+long cn__conn_hold_more(cn_conn_t *c, size_t max, bool *want_write)
+{
+    *want_write = false;
+    size_t held = c->back_len - c->back_off + (size_t)(c->rlen - c->roff);
+    uint8_t tmp[4096];
+    size_t want = max > held ? max - held : 0;
+    if (want > sizeof tmp)
+        want = sizeof tmp;
+    if (want == 0)
+        return 0;
+    size_t got = 0;
+    if (c->ssl) {
+        ERR_clear_error();
+        if (SSL_read_ex(c->ssl, tmp, want, &got) <= 0) {
+            short ev = 0;
+            cn_err_t w = tls_want(c, 0, &ev);
+            if (w < 0)
+                return w;
+            *want_write = ev == POLLOUT;
+            return 0;
+        }
+    } else {
+        ssize_t r;
+        do
+            r = read(c->fd, tmp, want);
+        while (r < 0 && errno == EINTR);
+        if (r == 0)
+            return CN_E_CLOSED;
+        if (r < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : sys_err(errno);
+        got = (size_t)r;
+    }
+    cn_metric_add(c->ls->m.bytes_in, (int64_t)got);
+    cn_err_t e = hold_append(c, tmp, got);
+    return e < 0 ? e : (long)got;
+}
+
 size_t cn_conn_peek(const cn_conn_t *c, const uint8_t **p)
 {
     if (c->back_len) {
@@ -940,6 +996,11 @@ int64_t cn_conn_deadline_for(const cn_conn_t *c, uint64_t bytes)
     if (extra > (uint64_t)room)
         return INT64_MAX;
     return now + l->io_floor_ms + (int64_t)extra;
+}
+
+int64_t cn_conn_request_start_ms(const cn_conn_t *c)
+{
+    return c->req_start_ms ? c->req_start_ms : cn_mono_ms();
 }
 
 int64_t cn_conn_handshake_deadline(const cn_conn_t *c)

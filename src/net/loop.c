@@ -492,6 +492,38 @@ static size_t head_from_buffer(cn_conn_t *c)
     return n;
 }
 
+/* For an adapter that says where a request head ends (head_end): reads the
+ * next request's bytes into c until its head is whole, CN_HEAD_WAIT_MAX of
+ * it is held, or its time is up (head_late); true when the request may go
+ * on, false when c waits here (watched, its head deadline set) or was
+ * dropped. */
+static bool head_here(cn__loop_t *l, cn_conn_t *c)
+{
+    const cn_adapter_t *ad = c->ls->ad;
+    for (;;) {
+        const uint8_t *p;
+        size_t n = cn__conn_buffered(c) ? cn_conn_peek(c, &p) : 0;
+        if (n && (c->head_late || n >= CN_HEAD_WAIT_MAX || ad->head_end(p, n)))
+            return true;
+        if (n && !c->req_start_ms) { /* the head's first bytes: its clock starts */
+            c->req_start_ms = cn_mono_ms();
+            c->deadline = c->req_start_ms + ad->head_wait_ms;
+            if (c->deadline < l->next_timer)
+                l->next_timer = c->deadline;
+        }
+        bool want_write;
+        long r = cn__conn_hold_more(c, CN_HEAD_WAIT_MAX, &want_write);
+        if (r < 0) {
+            drop(l, c);
+            return false;
+        }
+        if (r == 0) {
+            watch(l, c, want_write ? CN__EV_WRITE : CN__EV_READ);
+            return false;
+        }
+    }
+}
+
 /* For an adapter that reads its own requests (head_len 0) and answers some
  * on the loop (fast(), plaintext, a quiet loop, not stopping): what the
  * socket holds, up to CN__FAST_TAKE bytes, is taken and kept as given-back
@@ -507,6 +539,8 @@ static bool fast_unframed(cn__loop_t *l, cn_conn_t *c)
     if (!ad->fast || c->ssl || !quiet || atomic_load(&l->srv->stopping))
         return false;
     for (int left = CN__FAST_RUN; left > 0; left--) {
+        if (ad->head_end && left < CN__FAST_RUN && !head_here(l, c))
+            return true; /* the next head is not whole yet: c waits */
         if (!cn__conn_buffered(c)) {
             uint8_t tmp[CN__FAST_TAKE];
             ssize_t r = recv(c->fd, tmp, sizeof tmp, MSG_DONTWAIT);
@@ -535,6 +569,8 @@ static bool fast_unframed(cn__loop_t *l, cn_conn_t *c)
             return false;
         cn__admit_settle(c); /* a complete request arrived (and was answered) */
         c->to_worker = false;
+        c->req_start_ms = 0;
+        c->head_late = false;
         cn_metric_add(c->ls->m.loop_answered, 1);
         c->deadline = cn_mono_ms() + c->ls->lim.idle_ms;
         if (c->pend_len) {
@@ -558,6 +594,8 @@ static void read_head(cn__loop_t *l, cn_conn_t *c, bool readable)
 {
     const cn_adapter_t *ad = c->ls->ad;
     if (ad->head_len == 0) {
+        if (ad->head_end && !head_here(l, c))
+            return;
         if (fast_unframed(l, c))
             return;
         /* classify() sees the first bytes of the request, NUL-terminated
@@ -763,6 +801,8 @@ static void take_returns(cn__loop_t *l)
         }
         share_release(l, c);
         cn__admit_fair_refresh(c);
+        c->req_start_ms = 0; /* that request is over: the next one's clock */
+        c->head_late = false;
         c->st = CN__ST_IDLE;
         c->head_got = 0;
         c->deadline = now + c->ls->lim.idle_ms;
@@ -946,6 +986,15 @@ static void loop_timers(cn__loop_t *l, int64_t now)
     while (c) {
         cn_conn_t *next = c->lo_next;
         int64_t keep = 0;
+        if (c->deadline <= now && c->st == CN__ST_IDLE && c->req_start_ms &&
+            !atomic_load(&s->stopping)) {
+            /* A head the loop held that did not end in time: the adapter
+             * answers it as it is. */
+            c->head_late = true;
+            read_head(l, c, false);
+            c = next;
+            continue;
+        }
         if (c->deadline <= now && c->st == CN__ST_IDLE && c->ls->ad->idle &&
             !atomic_load(&s->stopping))
             keep = c->ls->ad->idle(c->cstate, now);

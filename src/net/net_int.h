@@ -250,6 +250,11 @@ struct cn_conn {
     int poll_mask;
     bool closing;     /* the worker failed it: the loop closes it */
     bool hello_again; /* the handshake worker gave it back to wait for the peer (hello.c) */
+    /* A request head the loop holds while it waits for its end (head_end):
+     * when its first byte came (0: none held), and whether its time is up
+     * (it goes to a worker as it is). */
+    int64_t req_start_ms;
+    bool head_late;
     /* The loop is answering a request itself (cn_adapter_t.fast): reads
      * take only what rbuf holds and writes never wait; what the socket does
      * not take goes to pend (counted in the memory budget), which a worker
@@ -404,6 +409,11 @@ long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write);
 /* True when bytes of the stream are held in the process, not yet read: in
  * the read-ahead buffer, or decrypted in a TLS session. */
 bool cn__conn_buffered(cn_conn_t *c);
+/* Reads what the socket (or TLS) has, up to max bytes held in all, into the
+ * given-back bytes, after what is held already (so that they are one run,
+ * seen with cn_conn_peek): > 0 bytes read, 0 when none came (*want_write:
+ * TLS must write first), < 0 when the peer is gone or failed. */
+long cn__conn_hold_more(cn_conn_t *c, size_t max, bool *want_write);
 
 /* hello.c: whether the loop waits for c's hello before its handshake runs,
  * and whether it has come (or the peer is gone: mask holds CN__EV_ERROR). */

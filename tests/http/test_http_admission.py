@@ -10,6 +10,8 @@ connections get a handshake deadline far beyond the test's life, so what
 is counted depends on the counts alone, never on how fast this runs."""
 import re
 import socket
+import threading
+import time
 
 
 from conftest import ADMIN_TOKEN, Server
@@ -156,3 +158,50 @@ def test_default_pending_share_takes_a_client_pool(tmp_path, servers):
     for s in pool:
         assert health(s) == b"HTTP/1.1 200 OK"
         s.close()
+
+
+def test_dribbled_heads_from_many_addresses_do_not_hold_the_workers(tmp_path, servers):
+    """240 connections from ten addresses each send the start of a request
+    and then a byte every 0.25 s, more than the request pools have workers:
+    the loop holds their heads until they end (src/net/loop.c head_here), so
+    none holds a worker, and a client from another address is served at once
+    (before, it waited for the dribblers' head deadlines: 48 s here)."""
+    srv = start(tmp_path, {"max_pending_per_source": 64})
+    servers.append(srv)
+    addr = srv.addrs["http"]
+    head = b"GET /_cairn/health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"y" * 4000
+    dribblers = {}
+    for i in range(2, 12):
+        for _ in range(24):
+            s = connect(addr, "127.0.0.%d" % i)
+            s.sendall(head[:20])
+            dribblers[s] = 20
+    stop = threading.Event()
+
+    def dribble():
+        while not stop.is_set():
+            for s, at in list(dribblers.items()):
+                try:
+                    s.send(head[at:at + 1])
+                    dribblers[s] = at + 1
+                except OSError:
+                    pass
+            time.sleep(0.25)
+
+    t = threading.Thread(target=dribble, daemon=True)
+    t.start()
+    try:
+        time.sleep(1.0)
+        for _ in range(3):
+            t0 = time.time()
+            other = connect(addr, "127.0.0.200", timeout=30)
+            assert health(other) == b"HTTP/1.1 200 OK"
+            other.close()
+            took = time.time() - t0
+            assert took < 2.0, "a client waited %.2fs behind dribbled heads" % took
+            time.sleep(0.3)
+    finally:
+        stop.set()
+        t.join(10)
+        for s in dribblers:
+            s.close()

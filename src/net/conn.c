@@ -68,7 +68,7 @@ static size_t rbuf_take(cn_conn_t *c, void *buf, size_t n)
         if (c->back_off == c->back_len) {
             free(c->back);
             c->back = NULL;
-            c->back_off = c->back_len = 0;
+            c->back_off = c->back_len = c->back_cap = 0;
         }
         return n;
     }
@@ -845,22 +845,31 @@ long cn__conn_read_nb(cn_conn_t *c, void *buf, size_t n, bool *want_write)
     }
 }
 
-/* Appends n bytes to what c holds (back, then rbuf), all into back. */
+/* Appends n bytes to what c holds (back, then rbuf), all into back, which
+ * grows by doubling (a head that arrives a byte at a time is not copied
+ * whole for each byte). */
 static cn_err_t hold_append(cn_conn_t *c, const uint8_t *p, size_t n)
 {
     size_t b = c->back_len - c->back_off, rb = (size_t)(c->rlen - c->roff);
-    uint8_t *nb = malloc(b + rb + n);
-    if (!nb)
-        return -ENOMEM;
-    if (b)
-        memcpy(nb, c->back + c->back_off, b);
-    memcpy(nb + b, c->rbuf + c->roff, rb);
-    memcpy(nb + b + rb, p, n);
-    free(c->back);
-    c->back = nb;
-    c->back_off = 0;
-    c->back_len = b + rb + n;
-    c->roff = c->rlen = 0;
+    size_t need = b + rb + n;
+    if (c->back_off || rb || need > c->back_cap) {
+        size_t cap = need > 2 * c->back_cap ? need : 2 * c->back_cap;
+        uint8_t *nb = malloc(cap ? cap : 1);
+        if (!nb)
+            return -ENOMEM;
+        if (b)
+            memcpy(nb, c->back + c->back_off, b);
+        memcpy(nb + b, c->rbuf + c->roff, rb);
+        free(c->back);
+        c->back = nb;
+        c->back_off = 0;
+        c->back_len = b + rb;
+        c->back_cap = cap;
+        c->roff = c->rlen = 0;
+    }
+    if (n)
+        memcpy(c->back + c->back_len, p, n);
+    c->back_len += n;
     return CN_OK;
 }
 
@@ -868,6 +877,8 @@ long cn__conn_hold_more(cn_conn_t *c, size_t max, bool *want_write)
 {
     *want_write = false;
     size_t held = c->back_len - c->back_off + (size_t)(c->rlen - c->roff);
+    if (c->rlen != c->roff && c->back_len && hold_append(c, NULL, 0) < 0)
+        return -ENOMEM; /* one run, for cn_conn_peek */
     uint8_t tmp[4096];
     size_t want = max > held ? max - held : 0;
     if (want > sizeof tmp)
@@ -927,7 +938,7 @@ cn_err_t cn_conn_unread(cn_conn_t *c, const void *p, size_t n)
     free(c->back);
     c->back = nb;
     c->back_off = 0;
-    c->back_len = n + have;
+    c->back_len = c->back_cap = n + have;
     return CN_OK;
 }
 

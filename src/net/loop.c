@@ -500,7 +500,8 @@ static size_t head_from_buffer(cn_conn_t *c)
 static bool head_here(cn__loop_t *l, cn_conn_t *c)
 {
     const cn_adapter_t *ad = c->ls->ad;
-    for (;;) {
+    bool want_write = false;
+    for (long r = 1;;) {
         const uint8_t *p;
         size_t n = cn__conn_buffered(c) ? cn_conn_peek(c, &p) : 0;
         if (n && (c->head_late || n >= CN_HEAD_WAIT_MAX || ad->head_end(p, n)))
@@ -511,14 +512,13 @@ static bool head_here(cn__loop_t *l, cn_conn_t *c)
             if (c->deadline < l->next_timer)
                 l->next_timer = c->deadline;
         }
-        bool want_write;
-        long r = cn__conn_hold_more(c, CN_HEAD_WAIT_MAX, &want_write);
-        if (r < 0) {
-            drop(l, c);
+        if (r == 0) { /* nothing more came (and what is held was looked at whole) */
+            watch(l, c, want_write ? CN__EV_WRITE : CN__EV_READ);
             return false;
         }
-        if (r == 0) {
-            watch(l, c, want_write ? CN__EV_WRITE : CN__EV_READ);
+        r = cn__conn_hold_more(c, CN_HEAD_WAIT_MAX, &want_write);
+        if (r < 0) {
+            drop(l, c);
             return false;
         }
     }

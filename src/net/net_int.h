@@ -240,8 +240,8 @@ struct cn_conn {
     /* Bytes the adapter read past the end of its request and gave back
      * (cn_conn_unread): read before rbuf, so the stream order is unchanged. */
     uint8_t *back;
-    size_t back_off, back_len;
-    int64_t deadline; /* loop states: when the loop closes it */
+    size_t back_off, back_len, back_cap; /* back_cap: 0, or what back holds room for */
+    int64_t deadline;                    /* loop states: when the loop closes it */
     bool in_poll;
     bool armed;     /* registered and able to report: persistent, or one-shot not yet fired */
     bool persist;   /* registered level-triggered, not one-shot (loop.c, watch) */

@@ -415,6 +415,10 @@ def wrk(name, url, script, conns, pid=None):
     say(name + "_bad", w["bad"], "responses")
     if w["bad"]:
         note("%s: %d of %d responses were errors" % (name, w["bad"], w["n"]))
+        # Which kind (a status, or wrk's socket errors and timeouts), to chase it.
+        for line in (r.stdout + r.stderr).splitlines():
+            if "Non-2xx" in line or "Socket errors" in line:
+                note("%s: wrk: %s" % (name, line.strip()))
     return w
 
 

@@ -149,7 +149,8 @@ typedef struct cn_adapter {
     int64_t (*idle)(void *cstate, int64_t now_ms);
 
     /* Optional, plaintext only: a request the loop answers itself, so that
-     * a short read costs no hand-off to a worker and back.  Runs on the loop
+     * a short read costs no hand-off to a worker and back.  With head_len 0
+     * it is offered only whole heads, so head_end must be set too.  Runs on the loop
      * thread with head complete; the bytes after it that are already read
      * are seen with cn_conn_peek().  Return 0 to decline (nothing consumed,
      * nothing written: the request goes to a worker as usual), 1 when the

@@ -888,9 +888,10 @@ long cn__conn_hold_more(cn_conn_t *c, size_t max, bool *want_write)
     size_t got = 0;
     if (c->ssl) {
         ERR_clear_error();
-        if (SSL_read_ex(c->ssl, tmp, want, &got) <= 0) {
+        int ret = SSL_read_ex(c->ssl, tmp, want, &got);
+        if (ret <= 0) {
             short ev = 0;
-            cn_err_t w = tls_want(c, 0, &ev);
+            cn_err_t w = tls_want(c, ret, &ev);
             if (w < 0)
                 return w;
             *want_write = ev == POLLOUT;

@@ -68,10 +68,6 @@
  * between connections does not rest on it: each event of a batch is served
  * in turn, and one connection gets at most CN__FAST_RUN requests in a row. */
 #define CN__FAST_BATCH 8
-/* The most bytes the loop takes from a socket to offer an adapter that
- * reads its own requests (head_len 0) one to answer itself: a small GET's
- * head fits. */
-#define CN__FAST_TAKE 4096
 
 /* The batch being processed (l->batch), so that a connection dropped while
  * handling one event (an eviction victim) is not touched by a later event. */
@@ -524,40 +520,23 @@ static bool head_here(cn__loop_t *l, cn_conn_t *c)
     }
 }
 
-/* For an adapter that reads its own requests (head_len 0) and answers some
- * on the loop (fast(), plaintext, a quiet loop, not stopping): what the
- * socket holds, up to CN__FAST_TAKE bytes, is taken and kept as given-back
- * bytes (so every later read sees them first, in order) and offered to
- * fast(), up to CN__FAST_RUN requests in a row.  A head longer than that,
- * or cut by the network, is declined by the adapter and served by a worker
- * as before.  Returns true when c was handled here (answered and watched or
- * dispatched, or dropped), false to dispatch the next request as usual. */
+/* For an adapter that reads its own requests (head_len 0), says where
+ * their heads end and answers some on the loop (fast(), plaintext, a quiet
+ * loop, not stopping): each whole head head_here holds (as given-back
+ * bytes, so every later read sees them first, in order) is offered to
+ * fast(), up to CN__FAST_RUN requests in a row.  Returns true when c was
+ * handled here (answered and watched or dispatched, or dropped, or waiting
+ * for its next head), false to dispatch the next request as usual. */
 static bool fast_unframed(cn__loop_t *l, cn_conn_t *c)
 {
     const cn_adapter_t *ad = c->ls->ad;
     bool quiet = !l->batch || l->batch->n <= l->fast_batch;
-    if (!ad->fast || c->ssl || !quiet || atomic_load(&l->srv->stopping))
+    if (!ad->fast || !ad->head_end || c->ssl || !quiet || atomic_load(&l->srv->stopping))
         return false;
     for (int left = CN__FAST_RUN; left > 0; left--) {
-        if (ad->head_end && left < CN__FAST_RUN && !head_here(l, c))
-            return true; /* the next head is not whole yet: c waits */
-        if (!cn__conn_buffered(c)) {
-            uint8_t tmp[CN__FAST_TAKE];
-            ssize_t r = recv(c->fd, tmp, sizeof tmp, MSG_DONTWAIT);
-            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-                drop(l, c);
-                return true;
-            }
-            if (r < 0) {
-                watch(l, c, CN__EV_READ);
-                return true;
-            }
-            cn_metric_add(c->ls->m.bytes_in, r);
-            if (cn_conn_unread(c, tmp, (size_t)r) != CN_OK) {
-                drop(l, c);
-                return true;
-            }
-        }
+        /* read_head found the first head whole; each later one waits here. */
+        if (left < CN__FAST_RUN && !head_here(l, c))
+            return true;
         c->on_loop = true;
         int r = ad->fast(c->cstate, c, NULL);
         c->on_loop = false;

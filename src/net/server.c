@@ -272,7 +272,8 @@ cn_err_t cn_server_listen(cn_server_t *s, const cn_adapter_t *ad, void *actx,
                           const cn_listen_opts_t *o)
 {
     if (!ad || !ad->name || !ad->open || !ad->serve || ad->head_len > CN_HEAD_MAX ||
-        !limits_ok(&o->limits) || s->ran)
+        (ad->head_end && (ad->head_len || ad->head_wait_ms <= 0)) || !limits_ok(&o->limits) ||
+        s->ran)
         return CN_E_INVALID;
     struct sockaddr_storage ss;
     socklen_t sl;

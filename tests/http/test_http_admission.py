@@ -165,7 +165,8 @@ def test_dribbled_heads_from_many_addresses_do_not_hold_the_workers(tmp_path, se
     and then a byte every 0.25 s, more than the request pools have workers:
     the loop holds their heads until they end (src/net/loop.c head_here), so
     none holds a worker, and a client from another address is served at once
-    (before, it waited for the dribblers' head deadlines: 48 s here)."""
+    (on the build before, it waited for the dribblers' head deadlines, past
+    this test's 30 s timeout)."""
     srv = start(tmp_path, {"max_pending_per_source": 64})
     servers.append(srv)
     addr = srv.addrs["http"]

@@ -3,8 +3,8 @@ and `cairnd` binaries: one copy of what test files used to define each for
 themselves -- the `cairn repo` runner and its Scribe-only server fixture,
 workspace file helpers, offline `cairn admin repo` backup/restore, cairnd
 usage errors, a sanitizer check on a command's output, the TCP relay
-the lost-reply and tampering tests build their proxies on, and a check that
-the server closed a connection.
+the lost-reply and tampering tests build their proxies on, a check that
+the server closed a connection, and a boto3 client of a server's S3 face.
 
 What a test file needs differently is a parameter here (extra flags such as
 `--conns 0`, a credential in the environment, a working directory, a longer
@@ -233,3 +233,19 @@ def closed_by_server(sock, timeout):
         except OSError:
             return True
     return False
+
+
+def s3_client(srv, token=None):
+    """A boto3 S3 client of srv's HTTP listener, path style, SigV4, no
+    retries (a test sees the server's first answer), as the admin unless
+    token ("KEY:SECRET") says otherwise."""
+    import boto3
+    from botocore.config import Config
+    from conftest import ADMIN_TOKEN
+    key, secret = (token or ADMIN_TOKEN).split(":", 1)
+    host, port = srv.addrs["http"]
+    return boto3.session.Session().client(
+        "s3", endpoint_url="http://%s:%d" % (host, port), aws_access_key_id=key,
+        aws_secret_access_key=secret, region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"}, signature_version="s3v4",
+                      retries={"max_attempts": 0}, read_timeout=30))

@@ -289,6 +289,12 @@ CN_API cn_err_t cn_http_respond(cn_http_req_t *r, int status, const char *conten
                                 const void *body, size_t len);
 CN_API cn_err_t cn_http_respond_buf(cn_http_req_t *r, int status, const char *content_type,
                                     const cn_buf_t *body);
+/* Body from memory the caller lends (len bytes at body, not copied): done(ctx)
+ * is called once, when the response is released, and the bytes must stay as
+ * they are until then.  On an error nothing is taken (done is not called). */
+CN_API cn_err_t cn_http_respond_borrowed(cn_http_req_t *r, int status, const char *content_type,
+                                         const void *body, size_t len, void (*done)(void *),
+                                         void *ctx);
 /* Headers only, with a Content-Length of len (HEAD, or an empty 204/304). */
 CN_API cn_err_t cn_http_respond_empty(cn_http_req_t *r, int status, uint64_t len);
 /* len bytes of fd from off (sendfile on plaintext).  Takes fd: it is closed

@@ -553,6 +553,10 @@ CN_API bool cn_objects_meta_local(const cn_objects_t *o);
 /* The bytes the reader serves and where they start in the object. */
 CN_API uint64_t cn_objects_reader_len(const cn_objects_reader_t *rd);
 CN_API uint64_t cn_objects_reader_offset(const cn_objects_reader_t *rd);
+/* The window's bytes, when they are all in one blob whose bytes the store
+ * holds in memory (cn_store_bytes_get): *p valid until
+ * cn_objects_reader_free(rd); else false. */
+CN_API bool cn_objects_reader_mem(const cn_objects_reader_t *rd, const uint8_t **p);
 
 /* Serves the range: for each stored segment, send_fd(ctx, fd, off, len) when
  * the blob is a raw file (for sendfile(2); fd is the reader's, valid during

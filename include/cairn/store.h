@@ -207,6 +207,19 @@ CN_API void cn_store_fd_put(cn_store_t *s, int fd, void *handle);
  * -errno. */
 CN_API cn_err_t cn_store_fd_get_at(cn_store_t *s, const cn_digest_t *d, int *fd, uint64_t *off,
                                    uint64_t *len, void **handle);
+/* The bytes of blob d, len long (its logical length, as the caller's
+ * metadata says), from the store's memory when d is small (len at most
+ * CN_STORE_BYTES_MAX) and hot: *p stays valid until
+ * cn_store_bytes_put(*handle), whatever becomes of the blob.  A blob's bytes
+ * come into memory on its second look in a while, read on the calling
+ * thread as cn_store_fd_get_at or cn_store_read_range would.  CN_E_AGAIN
+ * (nothing held) when they are not in memory and do not come in now, or d
+ * is larger, missing, or not len long: read it the other ways, which
+ * report what is wrong.  Hold what keeps d live, as for a descriptor. */
+#define CN_STORE_BYTES_MAX (16u * 1024)
+CN_API cn_err_t cn_store_bytes_get(cn_store_t *s, const cn_digest_t *d, uint64_t len,
+                                   const uint8_t **p, void **handle);
+CN_API void cn_store_bytes_put(void *handle); /* NULL is a no-op */
 /* As cn_store_open_fd, with the same offset rule as cn_store_fd_get_at:
  * *fd is the caller's to close (read it by offset only: a packed blob's is
  * a duplicate of the pack's); *len (may be NULL) the blob's length. */

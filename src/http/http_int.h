@@ -194,7 +194,7 @@ struct cn_http_req {
     char *ctype;
     struct {
         cn__rb_kind_t kind;
-        uint8_t *mem;
+        const uint8_t *mem; /* owned, unless borrowed: then done(ctx) releases it */
         size_t mem_len;
         int fd;
         uint64_t off, len;

@@ -99,6 +99,18 @@ cn_err_t cn_http_respond(cn_http_req_t *r, int status, const char *content_type,
     return CN_OK;
 }
 
+cn_err_t cn_http_respond_borrowed(cn_http_req_t *r, int status, const char *content_type,
+                                  const void *body, size_t len, void (*done)(void *), void *ctx)
+{
+    CN_TRY(begin(r, status, content_type));
+    r->rb.kind = CN__RB_MEM;
+    r->rb.mem = body;
+    r->rb.mem_len = len;
+    r->rb.done = done;
+    r->rb.ctx = ctx;
+    return CN_OK;
+}
+
 cn_err_t cn_http_respond_buf(cn_http_req_t *r, int status, const char *content_type,
                              const cn_buf_t *body)
 {
@@ -158,7 +170,10 @@ cn_err_t cn_http_respond_stream(cn_http_req_t *r, int status, const char *conten
 /* Releases the body's resources: the fd closed, the producer told. */
 static void body_release(cn_http_req_t *r)
 {
-    free(r->rb.mem);
+    if (r->rb.kind == CN__RB_MEM && r->rb.done)
+        r->rb.done(r->rb.ctx); /* borrowed (cn_http_respond_borrowed) */
+    else
+        free((void *)r->rb.mem);
     if (r->rb.kind == CN__RB_FD)
         close(r->rb.fd);
     if (r->rb.kind == CN__RB_STREAM && r->rb.done)
@@ -454,7 +469,7 @@ cn_err_t cn__resp_send(cn_http_req_t *r, bool keep)
         /* The whole reply is described without the worker (the head, a
          * memory body, a file range): a client that does not read it gets
          * it written by the loop, and the worker goes back to the pool. */
-        struct iovec iov[2] = { { h.data, h.len }, { r->rb.mem, 0 } };
+        struct iovec iov[2] = { { h.data, h.len }, { (void *)r->rb.mem, 0 } };
         bool mem = body && r->rb.kind == CN__RB_MEM, file = body && r->rb.kind == CN__RB_FD;
         iov[1].iov_len = mem ? r->rb.mem_len : 0;
         uint64_t flen = file ? len : 0;

@@ -13,7 +13,9 @@
  * version was read.  The version may have been replaced, and its blobs swept,
  * between the snapshot and the guards; so each guarded blob is then opened
  * (and kept open for the send): one that is there now is protected from here
- * on, whatever became of the version.  Only when a blob is missing, or the
+ * on, whatever became of the version; so is a small blob whose bytes the
+ * store holds in memory (cn_store_bytes_get: its digest's bytes, whatever
+ * became of its file).  Only when a blob is missing, or the
  * window touches more than CN__HOLD_SEGS segments, does a second look at the
  * key decide: a version still current then was current while the sweeper
  * could have judged its blobs, so they were live (a missing one is damage,
@@ -45,6 +47,8 @@ typedef struct cn_obj_seg {
     int fd;
     uint64_t base; /* where the blob's bytes start in fd: a packed blob's offset in its pack */
     void *fdh;
+    const uint8_t *mem; /* the whole blob's bytes in the store's memory (cn_store_bytes_get) */
+    void *memh;
 } cn_obj_seg_t;
 
 /* Windows of more segments than this are confirmed by a second look at the
@@ -63,7 +67,9 @@ void cn_objects_reader_free(cn_objects_reader_t *rd)
     if (!rd)
         return;
     for (size_t i = 0; i < rd->nsegs; i++) {
-        if (rd->segs[i].held)
+        if (rd->segs[i].mem)
+            cn_store_bytes_put(rd->segs[i].memh);
+        else if (rd->segs[i].held)
             cn_store_fd_put(rd->store, rd->segs[i].fd, rd->segs[i].fdh);
         cn_store_guard_release(rd->segs[i].guard);
     }
@@ -78,6 +84,14 @@ uint64_t cn_objects_reader_len(const cn_objects_reader_t *rd)
 uint64_t cn_objects_reader_offset(const cn_objects_reader_t *rd)
 {
     return rd->offset;
+}
+
+bool cn_objects_reader_mem(const cn_objects_reader_t *rd, const uint8_t **p)
+{
+    if (rd->nsegs != 1 || !rd->segs[0].mem)
+        return false;
+    *p = rd->segs[0].mem + rd->segs[0].off;
+    return true;
 }
 
 typedef struct {
@@ -105,6 +119,12 @@ static cn_err_t obj_reader_send(cn_objects_reader_t *rd, uint64_t from,
         s->len -= skip;
         if (!s->len)
             continue;
+        if (s->mem) {
+            cn_err_t err = write(ctx, s->mem + s->off, (size_t)s->len);
+            if (err)
+                return err;
+            continue;
+        }
         /* The descriptor held since the get serves a borrower, and an owner
          * too when it is the reader's own; a shared one is not for an owner. */
         if (send_fd && s->held && (borrow || !s->fdh)) {
@@ -176,6 +196,11 @@ cn_err_t cn_objects_reader_read_at(cn_objects_reader_t *rd, uint64_t pos, void *
         uint64_t in = pos - base;
         size_t want = s->len - in < max ? (size_t)(s->len - in) : max;
         cn_err_t err;
+        if (s->mem) {
+            memcpy(buf, s->mem + s->off + in, want);
+            *n = want;
+            return CN_OK;
+        }
         if (s->held) { /* its descriptor reads by offset, shared or not */
             err = cn_pread_full(s->fd, buf, want, s->base + s->off + in, CN_E_CORRUPT);
             *n = err ? 0 : want;
@@ -508,6 +533,9 @@ static cn_err_t obj_open_segs(cn_objects_t *o, cn_objects_reader_t *rd, bool *mi
     for (size_t i = 0; i < rd->nsegs && rd->nsegs <= CN__HOLD_SEGS; i++) {
         cn_obj_seg_t *s = &rd->segs[i];
         uint64_t blen = 0;
+        /* A small hot blob comes from memory: no descriptor, no read. */
+        if (cn_store_bytes_get(o->store, &s->digest, s->size, &s->mem, &s->memh) == CN_OK)
+            continue;
         /* A packed blob comes as its pack's descriptor and offset: sent by
          * sendfile like a file, no copy (cn_store_fd_get_at). */
         cn_err_t err = cn_store_fd_get_at(o->store, &s->digest, &s->fd, &s->base, &blen, &s->fdh);
@@ -554,7 +582,7 @@ static cn_err_t obj_hold(cn_objects_t *o, cn_objects_reader_t *rd, int64_t bucke
 static bool obj_all_held(const cn_objects_reader_t *rd)
 {
     for (size_t i = 0; i < rd->nsegs; i++)
-        if (!rd->segs[i].held)
+        if (!rd->segs[i].held && !rd->segs[i].mem)
             return false;
     return true;
 }

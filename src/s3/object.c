@@ -495,6 +495,14 @@ static cn_err_t send_body(cn__s3_rq_t *q, int status, const char *ct, cn_objects
         cn_objects_reader_free(rd);
         return cn_http_respond(q->r, status, ct, "", 0);
     }
+    const uint8_t *mem;
+    if (cn_objects_reader_mem(rd, &mem)) {
+        /* The store's own copy, lent to the response until it is written. */
+        cn_err_t e = cn_http_respond_borrowed(q->r, status, ct, mem, (size_t)len, pump_done, rd);
+        if (e)
+            cn_objects_reader_free(rd);
+        return e;
+    }
     if (len <= CN_HTTP_INLINE_BODY_MAX) {
         uint8_t buf[CN_HTTP_INLINE_BODY_MAX];
         cn__copy_t c = { .buf = buf, .len = len };

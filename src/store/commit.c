@@ -395,6 +395,18 @@ static void metrics_init(void)
     metrics.fsync_journal = cn_metric_series(NULL, &fsync, "target=\"journal\"");
     metrics.fsync_blob = cn_metric_series(NULL, &fsync, "target=\"blob\"");
     metrics.batch_blobs = cn_metric_series(NULL, &batch, NULL);
+    static const cn_metric_family_t hot_hits = {
+        .name = "cairn_store_hot_hits_total",
+        .help = "Small blobs' bytes served from the store's memory (no descriptor, no read).",
+        .kind = CN_METRIC_COUNTER,
+    };
+    static const cn_metric_family_t hot_fills = {
+        .name = "cairn_store_hot_fills_total",
+        .help = "Small blobs read into the store's memory on their second look.",
+        .kind = CN_METRIC_COUNTER,
+    };
+    metrics.hot_hits = cn_metric_series(NULL, &hot_hits, NULL);
+    metrics.hot_fills = cn_metric_series(NULL, &hot_fills, NULL);
     metrics.sweeps = cn_metric_series(NULL, &sweeps, NULL);
     metrics.sweep_freed = cn_metric_series(NULL, &freed, NULL);
 }

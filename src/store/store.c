@@ -186,6 +186,7 @@ cn_err_t cn_store_open(const char *data_dir, const cn_store_opts_t *opts, cn_sto
     pthread_mutex_init(&s->guard_mu, NULL);
     cn__fdc_init(s);
     cn__envix_open(s);
+    cn__hot_open(s);
     pthread_mutex_init(&s->live_mu, NULL);
     pthread_mutex_init(&s->sweep_mu, NULL);
     pthread_mutex_init(&s->q_mu, NULL);
@@ -300,6 +301,7 @@ void cn_store_close(cn_store_t *s)
     cn__dlock_destroy(s);
     cn__fdc_close(s);
     cn__envix_close(s);
+    cn__hot_close(s);
     pthread_mutex_destroy(&s->guard_mu);
     pthread_mutex_destroy(&s->live_mu);
     pthread_mutex_destroy(&s->sweep_mu);

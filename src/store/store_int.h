@@ -108,6 +108,10 @@ typedef struct cn__commit_stage {
 /* The envelope-index cache (lz4env.c, cn__envix_get). */
 #define CN__ENVIX_SLOTS 64                   /* indexes kept at most (of CN_CACHE_WAYS) */
 #define CN__ENVIX_BUDGET (16u * 1024 * 1024) /* and their bytes at most */
+/* The cache of small blobs' bytes (hot.c, cn_store_bytes_get). */
+#define CN__HOT_SLOTS 16384                /* entries at most (of CN_CACHE_WAYS) */
+#define CN__HOT_BUDGET (64u * 1024 * 1024) /* and their bytes at most */
+#define CN__HOT_SEEN_BITS 65536            /* the doorkeeper's bits */
 /* Blocks an index keeps at most (8 MiB of offsets: a 64 GiB blob). */
 #define CN__ENVIX_MAX_BLOCKS (UINT64_C(1) << 20)
 
@@ -196,6 +200,13 @@ struct cn_store {
      * own contents never change. */
     cn_cache_t envix;
     _Atomic uint64_t envix_builds;
+
+    /* Small blobs' bytes (hot.c), by digest; hot_seen is the doorkeeper: a
+     * blob's bit is set on its first look, its bytes come in on the next,
+     * and the bits are cleared after CN__HOT_SEEN_BITS / 2 first looks. */
+    cn_cache_t hot;
+    _Atomic uint64_t hot_seen[CN__HOT_SEEN_BITS / 64];
+    _Atomic uint32_t hot_seen_n;
 
     /* Pack files (pack.c).  pack_mu guards the memory index and the packs
      * array (after a digest lock, never before); the open pack's tail and
@@ -309,6 +320,9 @@ cn_err_t cn__store_pin_find_live(cn_meta_txn_t *txn, const cn_digest_t *d);
 void cn__fdc_init(cn_store_t *s);
 void cn__fdc_close(cn_store_t *s);
 void cn__fdc_forget(cn_store_t *s, const cn_digest_t *d);
+/* hot.c.  open never fails (without memory the cache is off). */
+void cn__hot_open(cn_store_t *s);
+void cn__hot_close(cn_store_t *s);
 cn_err_t cn__store_pins_migrate(cn_store_t *s);
 /* Drops the pins expired on the metadata's clock; *removed their count. */
 cn_err_t cn__store_pins_expire(cn_store_t *s, uint64_t *removed);
@@ -330,12 +344,14 @@ void cn__committer_submit_packed(cn_store_t *s, cn__commit_req_t *reqs, size_t n
 /* Metrics of every store in the process (commit.c), registered on first use:
  * blobs newly stored and their stored bytes by form (index cn_store_form_t),
  * fsync latency of the journal and of large blobs, group-commit batch sizes,
- * sweeps and the bytes they freed. */
+ * sweeps and the bytes they freed, small blobs' bytes served from memory and
+ * read into it. */
 typedef struct cn__store_metrics {
     cn_metric_t *blobs[2], *bytes[2];
     cn_metric_t *fsync_journal, *fsync_blob;
     cn_metric_t *batch_blobs;
     cn_metric_t *sweeps, *sweep_freed;
+    cn_metric_t *hot_hits, *hot_fills;
 } cn__store_metrics_t;
 const cn__store_metrics_t *cn__store_metrics(void);
 

@@ -15,34 +15,23 @@ import sys
 import threading
 import time
 
-import boto3
 import pytest
-from botocore.config import Config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 for _face in ("jay", "blobops"):
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), _face))
 
 from conftest import ADMIN_TOKEN, binary, run  # noqa: E402
+from cairnutil import s3_client  # noqa: E402
 import jayclient  # noqa: E402
 from blobsclient import Ops, b3, make_token  # noqa: E402
 
-ADMIN_KEY, ADMIN_SECRET = ADMIN_TOKEN.split(":", 1)
 PACK_MAX = 65536
 NS = "media"
 
 
 def body(i, n):
     return bytes((k * 31 + i * 7 + k // 251) & 0xFF for k in range(n))
-
-
-def s3_of(srv):
-    host, port = srv.addrs["http"]
-    return boto3.session.Session().client(
-        "s3", endpoint_url="http://%s:%d" % (host, port), aws_access_key_id=ADMIN_KEY,
-        aws_secret_access_key=ADMIN_SECRET, region_name="us-east-1",
-        config=Config(s3={"addressing_style": "path"}, signature_version="s3v4",
-                      retries={"max_attempts": 0}, read_timeout=30))
 
 
 def files_under(path):
@@ -74,7 +63,7 @@ SIZES = [0, 1, 4200, 16 * 1024 + 1, 40000, PACK_MAX, PACK_MAX + 1]
 
 def test_jay_and_s3_get_packed_byte_exact(packed_server):
     srv = packed_server()
-    s3 = s3_of(srv)
+    s3 = s3_client(srv)
     s3.create_bucket(Bucket="packed")
     bodies = {"k%d" % n: body(n, n) for n in SIZES}
     for k, b in bodies.items():
@@ -134,7 +123,7 @@ def test_gets_racing_compaction(packed_server):
     env = {"CAIRN_TEST_PACK_FILE_MAX": "65536", "CAIRN_SWEEP_INTERVAL_SECONDS": "1",
            "CAIRN_SWEEP_GRACE_SECONDS": "1"}
     srv = packed_server(env=env)
-    s3 = s3_of(srv)
+    s3 = s3_client(srv)
     s3.create_bucket(Bucket="race")
     sizes = [4200 if i % 2 else 20000 for i in range(120)]
     for i, n in enumerate(sizes):
@@ -146,7 +135,7 @@ def test_gets_racing_compaction(packed_server):
     errors, counts = [], {"s3": 0, "jay": 0}
 
     def s3_loop():
-        c = s3_of(srv)
+        c = s3_client(srv)
         while not stop.is_set():
             for i in keep:
                 try:
@@ -218,7 +207,7 @@ def test_lz4_blob_with_packs_on(packed_server, tmp_path):
     d = b3(data)
     lz4 = os.path.join(srv.data_dir, "blobs", d[:2], d[2:4], d + ".lz4")
     assert os.path.exists(lz4)
-    s3 = s3_of(srv)
+    s3 = s3_client(srv)
     s3.create_bucket(Bucket="lz4")
     s3.put_object(Bucket="lz4", Key="same", Body=data)
     s3.put_object(Bucket="lz4", Key="small", Body=b"packed beside it")
@@ -241,7 +230,7 @@ def test_admin_store_pack_moves_old_files(server_factory, tmp_path):
     off.write_text("[store]\npack_max_bytes = 0\n")  # whatever the default: files
     srv = server_factory(args=["--jay", "127.0.0.1:0", "--http", "127.0.0.1:0",
                                "--scribe", "off", "--config", str(off)], wait_for=("jay", "http"))
-    s3 = s3_of(srv)
+    s3 = s3_client(srv)
     s3.create_bucket(Bucket="old")
     sizes = [1, 4200, 20000, PACK_MAX, PACK_MAX + 1]
     for n in sizes:
@@ -266,7 +255,7 @@ def test_admin_store_pack_moves_old_files(server_factory, tmp_path):
     cfg.write_text("[store]\npack_max_bytes = %d\n" % PACK_MAX)
     srv.args[-1] = str(cfg)
     srv.start(wait_for=("jay", "http"))
-    s3 = s3_of(srv)
+    s3 = s3_client(srv)
     for n in sizes:
         assert s3.get_object(Bucket="old", Key="k%d" % n)["Body"].read() == body(n, n), n
     with jayclient.Conn(srv.addrs["jay"], ADMIN_TOKEN) as jc:

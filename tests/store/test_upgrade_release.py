@@ -22,7 +22,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "blobops"))
 from conftest import Server, binary, run  # noqa: E402
 from blobsclient import Ops  # noqa: E402
 from cairnutil import repo, scribe_ep, tree, write  # noqa: E402
-from test_packs_faces import files_under, s3_of  # noqa: E402
+from test_packs_faces import files_under  # noqa: E402
+from cairnutil import s3_client as s3_of  # noqa: E402
 
 FIXTURE = os.path.join(HERE, "fixtures", "pre-pack-f7c3280")
 ALL_FACES = ["--jay", "127.0.0.1:0", "--scribe", "127.0.0.1:0", "--http", "127.0.0.1:0"]

@@ -19,6 +19,7 @@
 
 #define CN__MAX_ROUTES 64
 #define CN__MAX_RESP_HEADERS 64
+#define CN__RHL_KEEP (8u * 1024) /* header-line bytes a spare request keeps */
 #define CN__MAX_METRIC_SOURCES 16
 #define CN__LAT_BUCKETS 12
 #define CN__DRAIN_MAX (64u << 20) /* body bytes read past an error before closing */
@@ -191,7 +192,7 @@ struct cn_http_req {
     size_t nhdrs;
     bool responded;
     unsigned status;
-    char *ctype;
+    uint32_t ctype_off, ctype_len; /* the Content-Type line in rhl; len 0: none */
     struct {
         cn__rb_kind_t kind;
         const uint8_t *mem; /* owned, unless borrowed: then done(ctx) releases it */
@@ -231,10 +232,15 @@ struct cn_http_req {
     uint8_t sha_report[32];            /* read once sha_reported */
     char cksum_expected[CN_CKSUM_B64_LEN + 16]; /* [0] = 0 */
     char cksum_b64[CN_CKSUM_B64_LEN];           /* written by the checksum's final */
+    /* The response's header lines, [0, nhdrs): each at rhl + off, len bytes
+     * ("Name: value\r\n"; the name name_len bytes), len 0 when a later one
+     * of the same name replaced it in its place. */
     struct {
-        char *name;
-        char *value;
-    } hdrs[CN__MAX_RESP_HEADERS]; /* [0, nhdrs) */
+        uint32_t off, name_len, len;
+    } hdrs[CN__MAX_RESP_HEADERS];
+    /* Their bytes; kept with the thread's spare request (cn__req_alloc), so
+     * a request's headers cost no allocation once one of its size was seen. */
+    cn_buf_t rhl;
 };
 /* The part of a request that cn__req_alloc clears. */
 #define CN__REQ_CLEARED offsetof(cn_http_req_t, peer)

@@ -92,9 +92,17 @@ static pthread_key_t spare_key;
 static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 static bool spare_ok;
 
+/* A request freed for good, with the buffers it keeps between requests. */
+static void req_drop(void *p)
+{
+    cn_http_req_t *r = p;
+    cn_buf_free(&r->rhl);
+    free(r);
+}
+
 static void spare_key_init(void)
 {
-    spare_ok = pthread_key_create(&spare_key, free) == 0;
+    spare_ok = pthread_key_create(&spare_key, req_drop) == 0;
 }
 
 cn_http_req_t *cn__req_alloc(void)
@@ -103,9 +111,12 @@ cn_http_req_t *cn__req_alloc(void)
     cn_http_req_t *r = spare_ok ? pthread_getspecific(spare_key) : NULL;
     if (r)
         pthread_setspecific(spare_key, NULL);
-    else if (!(r = malloc(sizeof *r)))
+    else if ((r = malloc(sizeof *r)) != NULL)
+        memset(&r->rhl, 0, sizeof r->rhl);
+    else
         return NULL;
     memset(r, 0, CN__REQ_CLEARED);
+    r->rhl.len = 0;
     r->peer[0] = r->client_ip[0] = r->access_key[0] = r->auth_detail[0] = 0;
     r->cksum_expected[0] = 0;
     memset(&r->sig.deferred, 0, sizeof r->sig.deferred);
@@ -131,9 +142,11 @@ void cn__req_free(cn_http_req_t *r)
     free(r->content_encoding);
     free(r->uri);
     pthread_once(&spare_once, spare_key_init);
+    if (r->rhl.cap > CN__RHL_KEEP) /* an unusual one's: not kept */
+        cn_buf_free(&r->rhl);
     if (spare_ok && !pthread_getspecific(spare_key) && pthread_setspecific(spare_key, r) == 0)
         return;
-    free(r);
+    req_drop(r);
 }
 
 const char *cn_http_req_method(const cn_http_req_t *r)

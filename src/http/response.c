@@ -27,41 +27,70 @@
 #define CN__STREAM_BUF (64u * 1024)
 
 /* Fields only the framework writes: the framing and its own labels. */
-static bool framework_field(const char *name)
+static bool framework_field(const char *name, size_t n)
 {
-    static const char *const own[] = { "content-length", "transfer-encoding", "connection", "date",
-                                       "server",         "x-amz-request-id",  "x-amz-id-2" };
+    static const struct {
+        const char *s;
+        size_t n;
+    } own[] = { { "content-length", 14 }, { "transfer-encoding", 17 },
+                { "connection", 10 },     { "date", 4 },
+                { "server", 6 },          { "x-amz-request-id", 16 },
+                { "x-amz-id-2", 10 } };
     for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
-        if (strcasecmp(name, own[i]) == 0)
+        if (n == own[i].n && strncasecmp(name, own[i].s, n) == 0)
             return true;
     return false;
 }
 
+/* Appends the header line "name: value\r\n" (nl and vl bytes) to b, with
+ * one reservation.  -ENOMEM. */
+static cn_err_t put_line_n(cn_buf_t *b, const char *name, size_t nl, const char *value, size_t vl)
+{
+    CN_TRY(cn_buf_reserve(b, nl + vl + 4));
+    uint8_t *p = b->data + b->len;
+    memcpy(p, name, nl);
+    p += nl;
+    *p++ = ':';
+    *p++ = ' ';
+    memcpy(p, value, vl);
+    p += vl;
+    *p++ = '\r';
+    *p++ = '\n';
+    b->len = (size_t)(p - b->data);
+    return CN_OK;
+}
+
+/* Appends the line of name and value to r->rhl; *off where it starts, *len
+ * its length.  -ENOMEM, CN_E_LIMIT past 4 GiB. */
+static cn_err_t line_add(cn_http_req_t *r, const char *name, size_t nl, const char *value,
+                         size_t vl, uint32_t *off, uint32_t *len)
+{
+    if (r->rhl.len > UINT32_MAX - 4 - nl - vl)
+        return CN_E_LIMIT;
+    *off = (uint32_t)r->rhl.len;
+    *len = (uint32_t)(nl + vl + 4);
+    return put_line_n(&r->rhl, name, nl, value, vl);
+}
+
 cn_err_t cn_http_resp_header(cn_http_req_t *r, const char *name, const char *value)
 {
-    if (!*name || strpbrk(name, "\r\n: \t") || strpbrk(value, "\r\n") || framework_field(name))
+    size_t nl = strcspn(name, "\r\n: \t"), vl = strcspn(value, "\r\n");
+    if (!nl || name[nl] || value[vl] || framework_field(name, nl))
         return CN_E_INVALID;
-    for (size_t i = 0; i < r->nhdrs; i++) {
-        if (strcasecmp(r->hdrs[i].name, name) != 0)
-            continue;
-        char *v = strdup(value);
-        if (!v)
-            return -ENOMEM;
-        free(r->hdrs[i].value);
-        r->hdrs[i].value = v;
-        return CN_OK;
-    }
-    if (r->nhdrs >= CN__MAX_RESP_HEADERS)
+    size_t at = r->nhdrs;
+    for (size_t i = 0; i < r->nhdrs && at == r->nhdrs; i++)
+        if (r->hdrs[i].len && r->hdrs[i].name_len == nl &&
+            strncasecmp((const char *)r->rhl.data + r->hdrs[i].off, name, nl) == 0)
+            at = i; /* replaced in its place */
+    if (at == CN__MAX_RESP_HEADERS)
         return CN_E_LIMIT;
-    char *n = strdup(name), *v = strdup(value);
-    if (!n || !v) {
-        free(n);
-        free(v);
-        return -ENOMEM;
-    }
-    r->hdrs[r->nhdrs].name = n;
-    r->hdrs[r->nhdrs].value = v;
-    r->nhdrs++;
+    uint32_t off, len;
+    CN_TRY(line_add(r, name, nl, value, vl, &off, &len));
+    r->hdrs[at].off = off;
+    r->hdrs[at].name_len = (uint32_t)nl;
+    r->hdrs[at].len = len;
+    if (at == r->nhdrs)
+        r->nhdrs++;
     return CN_OK;
 }
 
@@ -71,8 +100,9 @@ static cn_err_t begin(cn_http_req_t *r, int status, const char *content_type)
 {
     if (r->responded || status < 100 || status > 999)
         return CN_E_INVALID;
-    if (content_type && !(r->ctype = strdup(content_type)))
-        return -ENOMEM;
+    if (content_type)
+        CN_TRY(line_add(r, "Content-Type", 12, content_type, strlen(content_type), &r->ctype_off,
+                        &r->ctype_len));
     r->responded = true;
     r->status = (unsigned)status;
     return CN_OK;
@@ -184,13 +214,9 @@ static void body_release(cn_http_req_t *r)
 void cn__resp_discard(cn_http_req_t *r)
 {
     body_release(r);
-    for (size_t i = 0; i < r->nhdrs; i++) {
-        free(r->hdrs[i].name);
-        free(r->hdrs[i].value);
-    }
     r->nhdrs = 0;
-    free(r->ctype);
-    r->ctype = NULL;
+    r->rhl.len = 0;
+    r->ctype_len = 0;
     r->responded = false;
 }
 
@@ -300,10 +326,7 @@ typedef enum {
  * request, and vfprintf was a top entry of the small-GET profile). */
 static cn_err_t put_line(cn_buf_t *h, const char *name, const char *value)
 {
-    cn_err_t e = cn_buf_append_str(h, name);
-    e |= cn_buf_append(h, ": ", 2);
-    e |= cn_buf_append_str(h, value);
-    return e | cn_buf_append(h, "\r\n", 2);
+    return put_line_n(h, name, strlen(name), value, strlen(value));
 }
 
 /* v in decimal into out (at least 21 bytes); returns out. */
@@ -320,15 +343,19 @@ static const char *u64_dec(uint64_t v, char *out)
 static cn_err_t build_head(cn_http_req_t *r, cn_buf_t *h, frame_t frame, uint64_t len, bool keep)
 {
     char num[21];
-    cn_err_t e = cn_buf_append_str(h, "HTTP/1.1 ");
+    /* The set lines and about as much again for the framework's: one
+     * allocation, no growth. */
+    cn_err_t e = cn_buf_reserve(h, r->rhl.len + 320);
+    e |= cn_buf_append_str(h, "HTTP/1.1 ");
     e |= cn_buf_append_str(h, u64_dec(r->status, num));
     e |= cn_buf_append(h, " ", 1);
     e |= cn_buf_append_str(h, reason(r->status));
     e |= cn_buf_append(h, "\r\n", 2);
     for (size_t i = 0; i < r->nhdrs; i++)
-        e |= put_line(h, r->hdrs[i].name, r->hdrs[i].value);
-    if (r->ctype)
-        e |= put_line(h, "Content-Type", r->ctype);
+        if (r->hdrs[i].len)
+            e |= cn_buf_append(h, r->rhl.data + r->hdrs[i].off, r->hdrs[i].len);
+    if (r->ctype_len)
+        e |= cn_buf_append(h, r->rhl.data + r->ctype_off, r->ctype_len);
     e |= put_line(h, "x-amz-request-id", r->id);
     e |= put_line(h, "x-amz-id-2", r->host_id);
     e |= cn_buf_append_str(h, "Server: cairn\r\n");

@@ -233,8 +233,9 @@ struct cn_http_req {
     char cksum_expected[CN_CKSUM_B64_LEN + 16]; /* [0] = 0 */
     char cksum_b64[CN_CKSUM_B64_LEN];           /* written by the checksum's final */
     /* The response's header lines, [0, nhdrs): each at rhl + off, len bytes
-     * ("Name: value\r\n"; the name name_len bytes), len 0 when a later one
-     * of the same name replaced it in its place. */
+     * ("Name: value\r\n"; the name name_len bytes).  A name set again keeps
+     * its first place and points at its new line (the old one's bytes stay
+     * in rhl, unreferenced, until the response is discarded). */
     struct {
         uint32_t off, name_len, len;
     } hdrs[CN__MAX_RESP_HEADERS];

@@ -79,7 +79,7 @@ cn_err_t cn_http_resp_header(cn_http_req_t *r, const char *name, const char *val
         return CN_E_INVALID;
     size_t at = r->nhdrs;
     for (size_t i = 0; i < r->nhdrs && at == r->nhdrs; i++)
-        if (r->hdrs[i].len && r->hdrs[i].name_len == nl &&
+        if (r->hdrs[i].name_len == nl &&
             strncasecmp((const char *)r->rhl.data + r->hdrs[i].off, name, nl) == 0)
             at = i; /* replaced in its place */
     if (at == CN__MAX_RESP_HEADERS)
@@ -352,8 +352,7 @@ static cn_err_t build_head(cn_http_req_t *r, cn_buf_t *h, frame_t frame, uint64_
     e |= cn_buf_append_str(h, reason(r->status));
     e |= cn_buf_append(h, "\r\n", 2);
     for (size_t i = 0; i < r->nhdrs; i++)
-        if (r->hdrs[i].len)
-            e |= cn_buf_append(h, r->rhl.data + r->hdrs[i].off, r->hdrs[i].len);
+        e |= cn_buf_append(h, r->rhl.data + r->hdrs[i].off, r->hdrs[i].len);
     if (r->ctype_len)
         e |= cn_buf_append(h, r->rhl.data + r->ctype_off, r->ctype_len);
     e |= put_line(h, "x-amz-request-id", r->id);
